@@ -1,0 +1,510 @@
+/* The admin HTTP listener (see admin.h).
+ *
+ * Everything runs on the loop thread. Each connection reads one request
+ * head into a fixed 8 KiB buffer, answers it from memory, and closes:
+ *
+ *   READ  --head parsed or refused-->  WRITE  --all sent-->  DRAIN  --> closed
+ *
+ * A single deadline (timeout_ms from accept) covers all three states; on
+ * expiry the connection is closed wherever it is.
+ *
+ * Over max_connections, a new connection is accepted and closed at once,
+ * without a response: that costs nothing per excess client and cannot
+ * block (a 503 would need a write that might not complete).
+ *
+ * DRAIN is a lingering close: after the response, we shut down our side
+ * and read and discard until the client closes. Closing a socket with
+ * unread input makes the kernel send a reset, which can destroy the
+ * response still queued at the client (for a 431 there always is unread
+ * input). Draining is bounded by the deadline and by ADMIN_DRAIN_MAX. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* accept4, SOCK_NONBLOCK, SOCK_CLOEXEC */
+#endif
+#include "admin.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ev.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "admin_parse.h"
+
+#define ADMIN_HEAD_MAX 8192
+#define ADMIN_BACKLOG 64
+#define ADMIN_ACCEPT_BATCH 64      /* accepts per callback, for fairness */
+#define ADMIN_ACCEPT_PAUSE 0.1     /* seconds, after EMFILE and friends */
+#define ADMIN_DRAIN_MAX (64 * 1024)
+#define ADMIN_READY_MAX (64 * 1024)
+
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+typedef enum conn_state { CONN_READ, CONN_WRITE, CONN_DRAIN } conn_state;
+
+typedef struct admin_conn {
+  ph_admin *a;
+  int fd;
+  conn_state state;
+  ev_io io;
+  ev_timer deadline;
+  ph_buf out; /* the whole response */
+  size_t out_off;
+  size_t drained;
+  struct admin_conn *prev, *next;
+  size_t in_len;
+  char in[ADMIN_HEAD_MAX];
+} admin_conn;
+
+struct ph_admin {
+  struct ev_loop *loop;
+  int fd;
+  int port;
+  ev_io accept_io;
+  ev_timer accept_pause;
+  int max_connections;
+  double timeout;
+  ph_registry *registry;
+  admin_ready_fn ready;
+  void *ready_arg;
+  admin_conn *conns;
+  int n_conns;
+};
+
+/* ---- connections ------------------------------------------------------ */
+
+static void conn_close(admin_conn *c) {
+  ph_admin *a = c->a;
+  ev_io_stop(a->loop, &c->io);
+  ev_timer_stop(a->loop, &c->deadline);
+  close(c->fd);
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    a->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  a->n_conns--;
+  buf_free(&c->out);
+  free(c);
+}
+
+/* Switches the io watcher to events (libev needs it stopped to change). */
+static void conn_watch(admin_conn *c, int events) {
+  if ((c->io.events & (EV_READ | EV_WRITE)) == events)
+    return;
+  ev_io_stop(c->a->loop, &c->io);
+  ev_io_set(&c->io, c->fd, events);
+  ev_io_start(c->a->loop, &c->io);
+}
+
+static void conn_drain(admin_conn *c) {
+  char scratch[4096];
+  for (;;) {
+    ssize_t n = recv(c->fd, scratch, sizeof(scratch), 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    if (n <= 0 || (c->drained += (size_t)n) > ADMIN_DRAIN_MAX) {
+      conn_close(c);
+      return;
+    }
+  }
+}
+
+static void conn_begin_drain(admin_conn *c) {
+  buf_free(&c->out);
+  c->state = CONN_DRAIN;
+  shutdown(c->fd, SHUT_WR);
+  conn_watch(c, EV_READ);
+  conn_drain(c);
+}
+
+static void conn_write(admin_conn *c) {
+  while (c->out_off < c->out.len) {
+    ssize_t n = send(c->fd, c->out.data + c->out_off,
+                     c->out.len - c->out_off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      conn_watch(c, EV_WRITE);
+      return;
+    }
+    if (n < 0) {
+      conn_close(c);
+      return;
+    }
+    c->out_off += (size_t)n;
+  }
+  conn_begin_drain(c);
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+static const char *reason(int status) {
+  switch (status) {
+  case 200:
+    return "OK";
+  case 400:
+    return "Bad Request";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 503:
+    return "Service Unavailable";
+  case 505:
+    return "HTTP Version Not Supported";
+  }
+  return "Unknown";
+}
+
+/* Queues the response and starts sending it. head_only: HEAD, the
+ * headers describe the body but it is left out. extra: more header
+ * lines, each ending in CRLF, or "". */
+static void respond(admin_conn *c, int status, const char *extra,
+                    const char *type, const char *body, size_t body_len,
+                    int head_only) {
+  buf_printf(&c->out,
+             "HTTP/1.1 %d %s\r\n"
+             "Content-Type: %s\r\n"
+             "Content-Length: %zu\r\n"
+             "%s"
+             "Connection: close\r\n"
+             "\r\n",
+             status, reason(status), type, body_len, extra);
+  if (!head_only)
+    buf_append(&c->out, body, body_len);
+  if (c->out.overflow) {
+    conn_close(c);
+    return;
+  }
+  c->state = CONN_WRITE;
+  conn_write(c);
+}
+
+static void respond_text(admin_conn *c, int status, const char *text,
+                         int head_only) {
+  respond(c, status, "", TEXT_PLAIN, text, strlen(text), head_only);
+}
+
+static void serve_metrics(admin_conn *c, int head_only) {
+  ph_buf body;
+  buf_init(&body, 0);
+  if (c->a->registry && metrics_render(c->a->registry, &body) < 0)
+    respond_text(c, 500, "metrics rendering failed\n", head_only);
+  else
+    respond(c, 200, "", METRICS_TYPE, body.data ? body.data : "", body.len,
+            head_only);
+  buf_free(&body);
+}
+
+static void serve_ready(admin_conn *c, int head_only) {
+  ph_admin *a = c->a;
+  ph_buf why;
+  buf_init(&why, ADMIN_READY_MAX);
+  if (!a->ready || a->ready(a->ready_arg, &why) == 1) {
+    respond_text(c, 200, "ready\n", head_only);
+  } else {
+    if (why.len == 0)
+      buf_puts(&why, "not ready\n");
+    else if (why.data[why.len - 1] != '\n')
+      buf_puts(&why, "\n");
+    /* A reason list past the limit is sent cut short, not dropped. */
+    respond(c, 503, "", TEXT_PLAIN, why.data ? why.data : "", why.len,
+            head_only);
+  }
+  buf_free(&why);
+}
+
+static int token_is(const char *p, size_t n, const char *want) {
+  return n == strlen(want) && memcmp(p, want, n) == 0;
+}
+
+/* Every resource takes the same methods, so the method is checked first:
+ * POST to an unknown path is a 405, not a 404. */
+static void route(admin_conn *c, const admin_request *r) {
+  int head = token_is(r->method, r->method_len, "HEAD");
+  if (!head && !token_is(r->method, r->method_len, "GET")) {
+    const char *body = "method not allowed\n";
+    respond(c, 405, "Allow: GET, HEAD\r\n", TEXT_PLAIN, body, strlen(body),
+            0);
+  } else if (token_is(r->path, r->path_len, "/metrics")) {
+    serve_metrics(c, head);
+  } else if (token_is(r->path, r->path_len, "/healthz")) {
+    respond_text(c, 200, "ok\n", head);
+  } else if (token_is(r->path, r->path_len, "/readyz")) {
+    serve_ready(c, head);
+  } else {
+    respond_text(c, 404, "not found\n", head);
+  }
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+static void conn_read(admin_conn *c) {
+  ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n <= 0) {
+    conn_close(c); /* error, or the client left before a whole head */
+    return;
+  }
+  c->in_len += (size_t)n;
+  admin_request req;
+  /* The buffer is never full while INCOMPLETE, so recv always has room. */
+  switch (admin_parse_head(c->in, c->in_len, sizeof(c->in), &req)) {
+  case ADMIN_PARSE_INCOMPLETE:
+    break;
+  case ADMIN_PARSE_DONE:
+    route(c, &req);
+    break;
+  case ADMIN_PARSE_BAD:
+    respond_text(c, 400, "bad request\n", 0);
+    break;
+  case ADMIN_PARSE_TOO_LARGE:
+    respond_text(c, 431, "request header fields too large\n", 0);
+    break;
+  case ADMIN_PARSE_VERSION:
+    respond_text(c, 505, "http version not supported\n", 0);
+    break;
+  }
+}
+
+static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  (void)revents;
+  admin_conn *c = w->data;
+  switch (c->state) {
+  case CONN_READ:
+    conn_read(c);
+    break;
+  case CONN_WRITE:
+    conn_write(c);
+    break;
+  case CONN_DRAIN:
+    conn_drain(c);
+    break;
+  }
+}
+
+static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  conn_close(w->data);
+}
+
+static void conn_open(ph_admin *a, int fd) {
+  admin_conn *c = calloc(1, sizeof(*c));
+  if (!c) {
+    close(fd);
+    return;
+  }
+  c->a = a;
+  c->fd = fd;
+  c->state = CONN_READ;
+  buf_init(&c->out, 0);
+  ev_io_init(&c->io, on_conn_io, fd, EV_READ);
+  c->io.data = c;
+  ev_timer_init(&c->deadline, on_deadline, a->timeout, 0.);
+  c->deadline.data = c;
+  c->next = a->conns;
+  if (a->conns)
+    a->conns->prev = c;
+  a->conns = c;
+  a->n_conns++;
+  ev_io_start(a->loop, &c->io);
+  ev_timer_start(a->loop, &c->deadline);
+}
+
+/* ---- listener --------------------------------------------------------- */
+
+/* Out of descriptors or memory: the listener would stay readable and spin
+ * the loop, so stop accepting for a moment. */
+static void pause_accept(ph_admin *a) {
+  ev_io_stop(a->loop, &a->accept_io);
+  ev_timer_set(&a->accept_pause, ADMIN_ACCEPT_PAUSE, 0.);
+  ev_timer_start(a->loop, &a->accept_pause);
+}
+
+static void on_accept_pause(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)revents;
+  ph_admin *a = w->data;
+  ev_io_start(loop, &a->accept_io);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  (void)revents;
+  ph_admin *a = w->data;
+  for (int i = 0; i < ADMIN_ACCEPT_BATCH; i++) {
+    int fd = accept4(a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED)
+        continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM)
+        pause_accept(a);
+      return;
+    }
+    if (a->n_conns >= a->max_connections)
+      close(fd);
+    else
+      conn_open(a, fd);
+  }
+}
+
+/* "1.2.3.4:port" or "[v6]:port", numeric only. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss,
+                        socklen_t *len, ph_buf *err) {
+  const char *colon = strrchr(s, ':');
+  const char *host = s, *host_end = colon;
+  if (s[0] == '[') {
+    host = s + 1;
+    host_end = strchr(host, ']');
+    if (!host_end || host_end + 1 != colon)
+      host_end = NULL;
+  }
+  if (!colon || !host_end || host_end - host >= INET6_ADDRSTRLEN) {
+    buf_printf(err, "admin listen %s: want IPv4:PORT or [IPv6]:PORT", s);
+    return -1;
+  }
+  const char *p = colon + 1;
+  long port = 0;
+  for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
+    port = port * 10 + (*p - '0');
+  if (p == colon + 1 || *p || port > 65535) {
+    buf_printf(err, "admin listen %s: invalid port", s);
+    return -1;
+  }
+  char h[INET6_ADDRSTRLEN];
+  memcpy(h, host, (size_t)(host_end - host));
+  h[host_end - host] = '\0';
+  memset(ss, 0, sizeof(*ss));
+  struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+  if (s[0] != '[' && inet_pton(AF_INET, h, &in4->sin_addr) == 1) {
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons((uint16_t)port);
+    *len = sizeof(*in4);
+  } else if (s[0] == '[' && inet_pton(AF_INET6, h, &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons((uint16_t)port);
+    *len = sizeof(*in6);
+  } else {
+    buf_printf(err, "admin listen %s: invalid address \"%s\"", s, h);
+    return -1;
+  }
+  return 0;
+}
+
+static int bound_port(int fd) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+    return -1;
+  if (ss.ss_family == AF_INET)
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static int open_listener(const char *listen_on, ph_buf *err) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  if (parse_listen(listen_on, &ss, &len, err) < 0)
+    return -1;
+  const char *step = "socket";
+  int one = 1;
+  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    goto fail;
+  step = "setsockopt";
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+    goto fail;
+  /* "[::]:PORT" means IPv6 only; IPv4 needs its own address. */
+  if (ss.ss_family == AF_INET6 &&
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
+    goto fail;
+  step = "bind";
+  if (bind(fd, (struct sockaddr *)&ss, len) < 0)
+    goto fail;
+  step = "listen";
+  if (listen(fd, ADMIN_BACKLOG) < 0)
+    goto fail;
+  return fd;
+fail:
+  buf_printf(err, "admin listen %s: %s: %s", listen_on, step,
+             strerror(errno));
+  if (fd >= 0)
+    close(fd);
+  return -1;
+}
+
+static int check_opts(const ph_admin_opts *o, ph_buf *err) {
+  if (!o || !o->listen || !o->listen[0]) {
+    buf_puts(err, "admin listen: no address");
+    return -1;
+  }
+  if (o->max_connections < 1) {
+    buf_printf(err, "admin: max_connections must be at least 1, got %d",
+               o->max_connections);
+    return -1;
+  }
+  if (o->timeout_ms < 1) {
+    buf_printf(err, "admin: timeout_ms must be at least 1, got %d",
+               o->timeout_ms);
+    return -1;
+  }
+  return 0;
+}
+
+ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
+                      ph_buf *err) {
+  if (check_opts(o, err) < 0)
+    return NULL;
+  int fd = open_listener(o->listen, err);
+  if (fd < 0)
+    return NULL;
+  ph_admin *a = calloc(1, sizeof(*a));
+  if (!a) {
+    buf_puts(err, "admin: out of memory");
+    close(fd);
+    return NULL;
+  }
+  a->loop = loop;
+  a->fd = fd;
+  a->port = bound_port(fd);
+  a->max_connections = o->max_connections;
+  a->timeout = o->timeout_ms / 1000.0;
+  a->registry = o->registry;
+  a->ready = o->ready;
+  a->ready_arg = o->ready_arg;
+  ev_io_init(&a->accept_io, on_accept, fd, EV_READ);
+  a->accept_io.data = a;
+  ev_timer_init(&a->accept_pause, on_accept_pause, ADMIN_ACCEPT_PAUSE, 0.);
+  a->accept_pause.data = a;
+  ev_io_start(loop, &a->accept_io);
+  return a;
+}
+
+int admin_port(const ph_admin *a) { return a ? a->port : -1; }
+
+void admin_stop(ph_admin *a) {
+  if (!a)
+    return;
+  ev_io_stop(a->loop, &a->accept_io);
+  ev_timer_stop(a->loop, &a->accept_pause);
+  close(a->fd);
+  while (a->conns)
+    conn_close(a->conns);
+  free(a);
+}

@@ -1,0 +1,33 @@
+/* The admin HTTP listener: GET /metrics, /healthz, /readyz. HTTP/1.0 and
+ * 1.1, GET and HEAD only, one request per connection, bounded request
+ * head, bounded connections, read timeout. */
+#ifndef PH_ADMIN_H
+#define PH_ADMIN_H
+
+#include "buf.h"
+#include "metrics.h"
+
+struct ev_loop;
+typedef struct ph_admin ph_admin;
+
+/* Returns 1 when ready; otherwise writes one reason per line into why. */
+typedef int (*admin_ready_fn)(void *arg, ph_buf *why);
+
+typedef struct ph_admin_opts {
+  const char *listen;        /* "127.0.0.1:9470", "[::1]:9470" */
+  int max_connections;       /* concurrent clients; more are closed */
+  int timeout_ms;            /* whole-request deadline */
+  ph_registry *registry;
+  admin_ready_fn ready;
+  void *ready_arg;
+} ph_admin_opts;
+
+/* Binds and listens. NULL with the reason in err. */
+ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
+                      ph_buf *err);
+/* The bound port (useful with port 0). */
+int admin_port(const ph_admin *a);
+/* Closes the listener and every client. */
+void admin_stop(ph_admin *a);
+
+#endif

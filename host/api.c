@@ -1,0 +1,322 @@
+/* The host API table: what modules call, mapped onto the host core. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "log.h"
+
+struct ph_io {
+  ev_io w;
+  ph_ctx *ctx;
+  ph_io_fn fn;
+  void *arg;
+};
+
+struct ph_timer {
+  ev_timer w;
+  ph_ctx *ctx;
+  ph_timer_fn fn;
+  void *arg;
+};
+
+static int in_init(ph_ctx *ctx) {
+  return ctx->core->phase == PH_PHASE_INIT && ctx->core->initing == ctx;
+}
+
+/* ---- identity and lifecycle ------------------------------------------ */
+
+static const char *api_module_name(ph_ctx *ctx) { return ctx->mod->name; }
+
+static void api_set_ready(ph_ctx *ctx, int ready) { ctx->ready = !!ready; }
+
+static void api_stop_done(ph_ctx *ctx) {
+  ph_core *c = ctx->core;
+  if (!ctx->stop_pending)
+    return;
+  ctx->stop_pending = 0;
+  ctx->stopped = 1;
+  if (c->stop_pending && --c->stop_pending == 0 && c->phase == PH_PHASE_STOP)
+    ev_break(c->loop, EVBREAK_ALL);
+}
+
+static int api_stopping(ph_ctx *ctx) {
+  return ctx->core->phase >= PH_PHASE_STOP;
+}
+
+/* ---- logging --------------------------------------------------------- */
+
+static int api_log_enabled(ph_ctx *ctx, int level) {
+  (void)ctx;
+  return log_enabled(level);
+}
+
+static void api_log(ph_ctx *ctx, int level, const char *msg,
+                    const ph_log_field *f, size_t n) {
+  log_write(ctx->mod->name, level, msg, f, n);
+}
+
+static void api_log_rl(ph_ctx *ctx, ph_ratelimit *rl, int level,
+                       const char *msg, const ph_log_field *f, size_t n) {
+  log_write_rl(ctx->mod->name, rl, level, msg, f, n);
+}
+
+/* ---- configuration --------------------------------------------------- */
+
+static const char *api_conf_str(ph_ctx *ctx, const char *key) {
+  return conf_str(ctx->core->conf, ctx->mod->name, key);
+}
+
+static int64_t api_conf_int(ph_ctx *ctx, const char *key) {
+  return conf_int(ctx->core->conf, ctx->mod->name, key);
+}
+
+static size_t api_conf_list_len(ph_ctx *ctx, const char *key) {
+  return conf_list_len(ctx->core->conf, ctx->mod->name, key);
+}
+
+static const char *api_conf_list_at(ph_ctx *ctx, const char *key, size_t i) {
+  return conf_list_at(ctx->core->conf, ctx->mod->name, key, i);
+}
+
+/* ---- loop, fd watchers, timers --------------------------------------- */
+
+static struct ev_loop *api_loop(ph_ctx *ctx) { return ctx->core->loop; }
+
+static int64_t api_now_ms(ph_ctx *ctx) {
+  return (int64_t)(ev_now(ctx->core->loop) * 1000.0);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  ph_io *io = (ph_io *)w;
+  int ev = ((revents & EV_READ) ? PH_READ : 0) |
+           ((revents & EV_WRITE) ? PH_WRITE : 0);
+  io->fn(io, w->fd, ev, io->arg);
+}
+
+static void api_io_set(ph_io *io, int events) {
+  struct ev_loop *loop = io->ctx->core->loop;
+  int ev = ((events & PH_READ) ? EV_READ : 0) |
+           ((events & PH_WRITE) ? EV_WRITE : 0);
+  if (ev_is_active(&io->w)) {
+    if ((io->w.events & (EV_READ | EV_WRITE)) == ev)
+      return;
+    ev_io_stop(loop, &io->w);
+  }
+  if (ev) {
+    ev_io_set(&io->w, io->w.fd, ev);
+    ev_io_start(loop, &io->w);
+  }
+}
+
+static ph_io *api_io_new(ph_ctx *ctx, int fd, int events, ph_io_fn fn,
+                         void *arg) {
+  if (fd < 0 || !fn)
+    return NULL;
+  ph_io *io = calloc(1, sizeof(*io));
+  if (!io)
+    return NULL;
+  io->ctx = ctx;
+  io->fn = fn;
+  io->arg = arg;
+  ev_io_init(&io->w, io_cb, fd, 0);
+  api_io_set(io, events);
+  return io;
+}
+
+static void api_io_free(ph_io *io) {
+  if (!io)
+    return;
+  ev_io_stop(io->ctx->core->loop, &io->w);
+  free(io);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  ph_timer *t = (ph_timer *)w;
+  t->fn(t, t->arg);
+}
+
+static ph_timer *api_timer_new(ph_ctx *ctx, ph_timer_fn fn, void *arg) {
+  if (!fn)
+    return NULL;
+  ph_timer *t = calloc(1, sizeof(*t));
+  if (!t)
+    return NULL;
+  t->ctx = ctx;
+  t->fn = fn;
+  t->arg = arg;
+  ev_timer_init(&t->w, timer_cb, 0., 0.);
+  return t;
+}
+
+static void api_timer_set(ph_timer *t, uint64_t after_ms, uint64_t repeat_ms) {
+  struct ev_loop *loop = t->ctx->core->loop;
+  ev_timer_stop(loop, &t->w);
+  if (after_ms == 0 && repeat_ms == 0)
+    return;
+  ev_timer_set(&t->w, (double)after_ms / 1000.0, (double)repeat_ms / 1000.0);
+  ev_timer_start(loop, &t->w);
+}
+
+static void api_timer_free(ph_timer *t) {
+  if (!t)
+    return;
+  ev_timer_stop(t->ctx->core->loop, &t->w);
+  free(t);
+}
+
+/* ---- cross-thread work ----------------------------------------------- */
+
+static int api_post(ph_ctx *ctx, ph_call_fn fn, void *arg,
+                    ph_free_fn free_arg) {
+  if (!fn)
+    return PH_EINVAL;
+  ph_mailbox *mb = ctx->core->mailbox;
+  if (!mb)
+    return PH_ESTATE;
+  return mailbox_post(mb, fn, arg, free_arg);
+}
+
+static int64_t api_submit(ph_ctx *ctx, ph_work_fn work, ph_done_fn done,
+                          void *arg) {
+  if (!work || !done)
+    return PH_EINVAL;
+  if (!ctx->core->pool)
+    return PH_ESTATE;
+  return pool_submit(ctx->core->pool, work, done, arg);
+}
+
+static int api_job_cancel(ph_ctx *ctx, int64_t job) {
+  if (!ctx->core->pool)
+    return PH_ENOENT;
+  return pool_cancel(ctx->core->pool, job);
+}
+
+/* ---- services -------------------------------------------------------- */
+
+static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
+                                uint16_t minor, const void *vt, void *self) {
+  if (!in_init(ctx))
+    return PH_ESTATE;
+  return services_register(ctx->core->services, ctx, name, major, minor, vt,
+                           self);
+}
+
+static const void *api_service_get(ph_ctx *ctx, const char *name,
+                                   uint16_t major, uint16_t min_minor,
+                                   void **self) {
+  if (ctx->core->phase < PH_PHASE_START)
+    return NULL;
+  return services_get(ctx->core->services, ctx, name, major, min_minor, self);
+}
+
+static void api_service_release(ph_ctx *ctx, const char *name) {
+  services_release(ctx->core->services, ctx, name);
+}
+
+static int api_service_unregister(ph_ctx *ctx, const char *name) {
+  return services_unregister(ctx->core->services, ctx, name);
+}
+
+/* ---- bus ------------------------------------------------------------- */
+
+static ph_topic *api_topic(ph_ctx *ctx, const char *name, const char *type) {
+  if (!in_init(ctx) || !name || !type)
+    return NULL;
+  return bus_topic(ctx->core->bus, name, type);
+}
+
+static int api_subscribe(ph_ctx *ctx, ph_topic *t, ph_bus_fn fn, void *arg) {
+  if (!in_init(ctx))
+    return PH_ESTATE;
+  if (!t || !fn)
+    return PH_EINVAL;
+  return bus_subscribe(ctx->core->bus, t, fn, arg, ctx);
+}
+
+static int api_unsubscribe(ph_ctx *ctx, int id) {
+  return bus_unsubscribe(ctx->core->bus, id);
+}
+
+static int api_publish(ph_ctx *ctx, ph_topic *t, void *payload,
+                       ph_free_fn free_fn) {
+  if (!t) {
+    if (free_fn)
+      free_fn(payload);
+    return PH_EINVAL;
+  }
+  return bus_publish(ctx->core->bus, t, payload, free_fn);
+}
+
+static int api_post_publish(ph_ctx *ctx, ph_topic *t, void *payload,
+                            ph_free_fn free_fn) {
+  if (!t)
+    return PH_EINVAL;
+  if (!ctx->core->mailbox)
+    return PH_ESTATE;
+  return bus_post(ctx->core->bus, t, payload, free_fn);
+}
+
+/* ---- metrics --------------------------------------------------------- */
+
+static ph_metric *api_metric(ph_ctx *ctx, const ph_metric_def *def) {
+  if (!in_init(ctx) || !def)
+    return NULL;
+  ph_buf err;
+  buf_init(&err, 1024);
+  ph_metric *m = metrics_register(ctx->core->metrics, def, &err);
+  if (!m) {
+    ph_log_field f[] = {PH_STR("metric", def->name ? def->name : ""),
+                        PH_STR("reason", err.data ? err.data : "")};
+    log_write(ctx->mod->name, PH_LOG_ERROR, "metric registration refused", f,
+              2);
+  }
+  buf_free(&err);
+  return m;
+}
+
+const ph_api ph_host_api = {
+    .size = sizeof(ph_api),
+    .abi_major = PH_ABI_MAJOR,
+    .abi_minor = PH_ABI_MINOR,
+    .module_name = api_module_name,
+    .set_ready = api_set_ready,
+    .stop_done = api_stop_done,
+    .stopping = api_stopping,
+    .log_enabled = api_log_enabled,
+    .log = api_log,
+    .log_rl = api_log_rl,
+    .conf_str = api_conf_str,
+    .conf_int = api_conf_int,
+    .conf_list_len = api_conf_list_len,
+    .conf_list_at = api_conf_list_at,
+    .loop = api_loop,
+    .now_ms = api_now_ms,
+    .io_new = api_io_new,
+    .io_set = api_io_set,
+    .io_free = api_io_free,
+    .timer_new = api_timer_new,
+    .timer_set = api_timer_set,
+    .timer_free = api_timer_free,
+    .post = api_post,
+    .submit = api_submit,
+    .job_cancel = api_job_cancel,
+    .service_register = api_service_register,
+    .service_get = api_service_get,
+    .service_release = api_service_release,
+    .service_unregister = api_service_unregister,
+    .topic = api_topic,
+    .subscribe = api_subscribe,
+    .unsubscribe = api_unsubscribe,
+    .publish = api_publish,
+    .post_publish = api_post_publish,
+    .topic_name = bus_topic_name,
+    .metric = api_metric,
+    .series = metrics_series,
+    .inc = metrics_inc,
+    .gauge_set = metrics_gauge_set,
+    .gauge_add = metrics_gauge_add,
+    .observe = metrics_observe,
+};

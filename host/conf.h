@@ -1,0 +1,81 @@
+/* The configuration store: INI files (inih) with includes, --set
+ * assignments and the environment, validated against the key tables that
+ * the host and the modules declare.
+ *
+ * Use: conf_new → conf_load_file (and conf_set_cli per --set) → conf_raw for
+ * the few host keys needed before modules load → conf_declare per section
+ * → conf_finalize (applies the environment, validates everything, fills
+ * in defaults) → typed getters. Errors are written one per line into the
+ * caller's ph_buf as "file:line: section.key: reason" (for --set:
+ * "--set: section.key: reason"; for the environment: "env NAME:
+ * section.key: reason"). */
+#ifndef PH_CONF_H
+#define PH_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <proxyhost/config.h>
+
+#include "buf.h"
+
+typedef struct ph_conf ph_conf;
+
+ph_conf *conf_new(void);
+void conf_free(ph_conf *c);
+
+/* Reads one INI file. The key `include` in section [proxyhost] takes a
+ * glob relative to the including file's directory, expanded in sorted
+ * order (include depth bounded at 8, cycles refused). Lines longer than
+ * inih's limit are rejected, not truncated. Returns 0, or -1 with errors
+ * appended to err. */
+int conf_load_file(ph_conf *c, const char *path, ph_buf *err);
+/* Parses text as if it came from a file named `name` (tests, mock host). */
+int conf_load_string(ph_conf *c, const char *name, const char *text,
+                     ph_buf *err);
+/* "section.key=value" from the command line. Section is the text before
+ * the first '.'. Returns 0 or -1. */
+int conf_set_cli(ph_conf *c, const char *assignment, ph_buf *err);
+
+/* The effective raw text of section.key (--set > env > file), before
+ * validation; NULL when no source sets it. For LIST keys given on several
+ * file lines the values are joined with ','. env may be NULL. */
+const char *conf_raw(ph_conf *c, const char *section, const char *key,
+                     char *const *env);
+
+/* Declares the keys of a section. keys must stay valid for the life of c
+ * (module descriptors and static host tables do). Re-declaring a section
+ * is an error. */
+int conf_declare(ph_conf *c, const char *section, const ph_conf_key *keys);
+
+/* Applies env (PROXYHOST_<SECTION>_<KEY> and each key's .env alias),
+ * checks every section and key against the declarations, parses every
+ * value, and applies defaults. Reports every error, not just the first.
+ * Returns 0 or -1. */
+int conf_finalize(ph_conf *c, char *const *env, ph_buf *err);
+
+/* Typed getters, valid after a successful finalize. Unknown section or key:
+ * NULL / 0. Strings are owned by c. */
+const char *conf_str(const ph_conf *c, const char *section, const char *key);
+int64_t conf_int(const ph_conf *c, const char *section, const char *key);
+size_t conf_list_len(const ph_conf *c, const char *section, const char *key);
+const char *conf_list_at(const ph_conf *c, const char *section,
+                         const char *key, size_t i);
+/* Whether the value was set by a source (not the default). */
+int conf_is_set(const ph_conf *c, const char *section, const char *key);
+
+/* Writes the effective configuration as INI, every declared key, values of
+ * sensitive keys as "[redacted]", each with a comment naming its source. */
+void conf_print(const ph_conf *c, FILE *out);
+
+/* Files read (for reload), in order. */
+size_t conf_file_count(const ph_conf *c);
+const char *conf_file_at(const ph_conf *c, size_t i);
+
+/* Parsers shared with the rest of the host. Return 0 or -1. */
+int conf_parse_duration_ms(const char *s, int64_t *out);
+int conf_parse_size(const char *s, int64_t *out);
+int conf_parse_bool(const char *s, int64_t *out);
+
+#endif

@@ -1,0 +1,636 @@
+/* The module lifecycle and the host's own wiring: configuration, loading,
+ * init/start in dependency order, signals, reload, drain and teardown. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "log.h"
+
+#ifndef PH_MODULEDIR
+#define PH_MODULEDIR "/usr/local/lib/proxyhost/modules"
+#endif
+
+const ph_conf_key ph_host_keys[] = {
+    {"modules", PH_CONF_LIST, "", 0, PH_MAX_MODULES, 0, NULL,
+     "modules to load, in order (names or paths to .so files)", NULL},
+    {"module_path", PH_CONF_LIST, "", 0, 16, 0, NULL,
+     "directories searched for modules (default: the installed module dir)",
+     NULL},
+    {"drain_timeout", PH_CONF_DURATION, "10s", 0, 3600000, 0, NULL,
+     "how long a graceful stop waits for modules to drain", NULL},
+    {"mailbox_size", PH_CONF_INT, "4096", 1, 1048576, 0, NULL,
+     "calls and bus messages queued from other threads to the loop", NULL},
+    {"threads", PH_CONF_INT, "4", 1, 64, 0, NULL, "helper threads", NULL},
+    {"job_queue", PH_CONF_INT, "1024", 1, 1048576, 0, NULL,
+     "jobs waiting for a helper thread", NULL},
+    PH_CONF_END};
+
+const ph_conf_key ph_log_keys[] = {
+    {"level", PH_CONF_ENUM, "info", 0, 0, 0, NULL, "least severe level logged",
+     "error|warn|info|debug"},
+    {"format", PH_CONF_ENUM, "text", 0, 0, 0, NULL,
+     "text (key=value) or json, one record per line", "text|json"},
+    {"file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
+     "log file (empty or - for stderr); reopened on SIGHUP", NULL},
+    PH_CONF_END};
+
+const ph_conf_key ph_admin_keys[] = {
+    {"listen", PH_CONF_STRING, "127.0.0.1:9470", 0, 128, 0, NULL,
+     "admin HTTP address for /metrics /healthz /readyz; empty disables it",
+     NULL},
+    {"max_connections", PH_CONF_INT, "16", 1, 1024, 0, NULL,
+     "concurrent admin clients", NULL},
+    {"timeout", PH_CONF_DURATION, "5s", 100, 60000, 0, NULL,
+     "deadline for one admin request", NULL},
+    PH_CONF_END};
+
+static const ph_conf_key no_keys[] = {PH_CONF_END};
+static const char *const reserved_sections[] = {"proxyhost", "log", "admin",
+                                                NULL};
+
+ph_core *core_new(void) {
+  ph_core *c = calloc(1, sizeof(*c));
+  if (!c)
+    return NULL;
+  c->exit_code = PH_EXIT_OK;
+  return c;
+}
+
+static int load_sources(ph_conf *conf, const char *path, const char *text,
+                        const char *const *sets, size_t n_sets,
+                        ph_buf *err) {
+  int rc = 0;
+  if (text)
+    rc = conf_load_string(conf, "(config)", text, err);
+  else if (path)
+    rc = conf_load_file(conf, path, err);
+  for (size_t i = 0; i < n_sets; i++)
+    if (conf_set_cli(conf, sets[i], err) < 0)
+      rc = -1;
+  return rc;
+}
+
+int core_read_config(ph_core *c, const char *path, const char *text,
+                     const char *const *sets, size_t n_sets,
+                     char *const *env, ph_buf *err) {
+  if (n_sets > PH_MAX_CLI_SETS) {
+    buf_printf(err, "--set: at most %d assignments\n", PH_MAX_CLI_SETS);
+    return -1;
+  }
+  c->conf = conf_new();
+  if (!c->conf)
+    return -1;
+  free(c->config_path);
+  free(c->config_text);
+  c->config_path = path ? strdup(path) : NULL;
+  c->config_text = text ? strdup(text) : NULL;
+  for (size_t i = 0; i < n_sets; i++)
+    c->cli_sets[i] = sets[i];
+  c->n_cli_sets = n_sets;
+  c->env = env;
+  return load_sources(c->conf, path, text, sets, n_sets, err);
+}
+
+/* Splits a raw comma list into trimmed items, in place. */
+static size_t split_list(char *s, const char **items, size_t max) {
+  size_t n = 0;
+  for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ",")) {
+    while (*tok == ' ' || *tok == '\t')
+      tok++;
+    char *end = tok + strlen(tok);
+    while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+      *--end = '\0';
+    if (*tok)
+      items[n++] = tok;
+  }
+  return n;
+}
+
+#if defined(PH_BUILD_MODULEDIR) && defined(PH_BUILD_HOST_EXE)
+/* Whether this process is the binary in the build tree (not an installed
+ * copy): then it finds the modules built next to it. */
+static int is_build_tree_binary(void) {
+  char self[PATH_MAX], built[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
+    return 0;
+  self[n] = '\0';
+  if (!realpath(PH_BUILD_HOST_EXE, built))
+    return 0;
+  return strcmp(self, built) == 0;
+}
+#endif
+
+size_t core_module_dirs(ph_core *c, const char **dirs, size_t max) {
+  static char buf[4096];
+  const char *raw = conf_raw(c->conf, "proxyhost", "module_path", c->env);
+  if (raw && *raw) {
+    snprintf(buf, sizeof(buf), "%s", raw);
+    size_t n = split_list(buf, dirs, max);
+    if (n)
+      return n;
+  }
+#if defined(PH_BUILD_MODULEDIR) && defined(PH_BUILD_HOST_EXE)
+  if (is_build_tree_binary() && max > 0) {
+    dirs[0] = PH_BUILD_MODULEDIR;
+    return 1;
+  }
+#endif
+  if (max == 0)
+    return 0;
+  dirs[0] = PH_MODULEDIR;
+  return 1;
+}
+
+static int add_ctx(ph_core *c, ph_ctx *ctx, ph_buf *err) {
+  for (const char *const *r = reserved_sections; *r; r++)
+    if (strcmp(ctx->mod->name, *r) == 0) {
+      buf_printf(err, "%s: module name \"%s\" is reserved for the host\n",
+                 ctx->path, ctx->mod->name);
+      return -1;
+    }
+  for (size_t i = 0; i < c->n_mods; i++)
+    if (strcmp(c->mods[i]->mod->name, ctx->mod->name) == 0) {
+      buf_printf(err, "%s: duplicate module name \"%s\" (already loaded from "
+                      "%s)\n",
+                 ctx->path, ctx->mod->name, c->mods[i]->path);
+      return -1;
+    }
+  if (c->n_mods >= PH_MAX_MODULES) {
+    buf_printf(err, "at most %d modules\n", PH_MAX_MODULES);
+    return -1;
+  }
+  ctx->core = c;
+  ctx->ready = 1;
+  c->mods[c->n_mods++] = ctx;
+  return 0;
+}
+
+int core_load_modules(ph_core *c, ph_buf *err) {
+  const char *raw = conf_raw(c->conf, "proxyhost", "modules", c->env);
+  if (!raw)
+    return 0;
+  char *copy = strdup(raw);
+  if (!copy)
+    return -1;
+  const char *names[PH_MAX_MODULES + 1];
+  size_t n = split_list(copy, names, PH_MAX_MODULES + 1);
+  const char *dirs[16];
+  size_t n_dirs = core_module_dirs(c, dirs, 16);
+  int rc = 0;
+  if (n > PH_MAX_MODULES) {
+    buf_printf(err, "proxyhost.modules: at most %d modules\n", PH_MAX_MODULES);
+    rc = -1;
+    n = 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    ph_ctx *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx || loader_open(names[i], dirs, n_dirs, ctx, err) < 0) {
+      free(ctx);
+      rc = -1;
+      continue;
+    }
+    if (add_ctx(c, ctx, err) < 0) {
+      dlclose(ctx->dl);
+      free(ctx->path);
+      free(ctx);
+      rc = -1;
+    }
+  }
+  free(copy);
+  return rc;
+}
+
+int core_add_module(ph_core *c, const ph_module *m, ph_buf *err) {
+  if (loader_check(m, "(builtin)", err) < 0)
+    return -1;
+  ph_ctx *ctx = calloc(1, sizeof(*ctx));
+  if (!ctx)
+    return -1;
+  ctx->mod = m;
+  ctx->path = strdup("(builtin)");
+  if (add_ctx(c, ctx, err) < 0) {
+    free(ctx->path);
+    free(ctx);
+    return -1;
+  }
+  return 0;
+}
+
+static int declare_all(ph_core *c, ph_conf *conf) {
+  if (conf_declare(conf, "proxyhost", ph_host_keys) < 0 ||
+      conf_declare(conf, "log", ph_log_keys) < 0 ||
+      conf_declare(conf, "admin", ph_admin_keys) < 0)
+    return -1;
+  for (size_t i = 0; i < c->n_mods; i++) {
+    const ph_module *m = c->mods[i]->mod;
+    if (conf_declare(conf, m->name, m->config ? m->config : no_keys) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+int core_validate(ph_core *c, ph_buf *err) {
+  if (declare_all(c, c->conf) < 0) {
+    buf_puts(err, "internal error: could not declare configuration\n");
+    return -1;
+  }
+  return conf_finalize(c->conf, c->env, err);
+}
+
+static void apply_log_settings(ph_conf *conf) {
+  log_configure(log_level_parse(conf_str(conf, "log", "level")),
+                log_format_parse(conf_str(conf, "log", "format")));
+  if (log_open(conf_str(conf, "log", "file")) < 0) {
+    ph_log_field f[] = {PH_INT("errno", errno)};
+    log_write(NULL, PH_LOG_ERROR, "cannot open log file; using stderr", f, 1);
+  }
+}
+
+static ph_metric *host_metric(ph_core *c, const ph_metric_def *d) {
+  ph_buf err;
+  buf_init(&err, 1024);
+  ph_metric *m = metrics_register(c->metrics, d, &err);
+  if (!m) {
+    ph_log_field f[] = {PH_STR("reason", err.data ? err.data : "")};
+    log_write(NULL, PH_LOG_ERROR, "host metric refused", f, 1);
+  }
+  buf_free(&err);
+  return m;
+}
+
+static ph_series *host_counter(ph_core *c, const char *name,
+                               const char *help) {
+  ph_metric_def d = {name, help, PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric *m = host_metric(c, &d);
+  return m ? metrics_series(m, NULL) : NULL;
+}
+
+static void register_host_metrics(ph_core *c) {
+  c->m_mailbox_full = host_counter(
+      c, "proxyhost_mailbox_full_total",
+      "Posts to the loop refused because the mailbox was full");
+  c->m_bus_dropped = host_counter(
+      c, "proxyhost_bus_dropped_total",
+      "Bus messages posted from other threads refused: mailbox full");
+  c->m_bus_delivered = host_counter(c, "proxyhost_bus_deliveries_total",
+                                    "Bus handler invocations");
+  static const char *const results[] = {"ok", "failed", NULL};
+  static const ph_label_def result_label[] = {{"result", results}};
+  ph_metric_def rd = {"proxyhost_reloads_total",
+                      "Configuration reloads (SIGHUP) by result",
+                      PH_METRIC_COUNTER, result_label, 1, NULL, 0};
+  ph_metric *rm = host_metric(c, &rd);
+  const char *ok[] = {"ok"}, *failed[] = {"failed"};
+  c->m_reloads_ok = rm ? metrics_series(rm, ok) : NULL;
+  c->m_reloads_failed = rm ? metrics_series(rm, failed) : NULL;
+  ph_metric_def md = {"proxyhost_modules", "Modules loaded",
+                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric *mm = host_metric(c, &md);
+  c->m_modules = mm ? metrics_series(mm, NULL) : NULL;
+  if (c->m_modules)
+    metrics_gauge_set(c->m_modules, (double)c->n_mods);
+  static const char *const versions[] = {PACKAGE_VERSION, NULL};
+  static const char *const abis[] = {PH_ABI_STRING, NULL};
+  static const ph_label_def info_labels[] = {{"version", versions},
+                                             {"abi", abis}};
+  ph_metric_def id = {"proxyhost_build_info", "Version and SDK ABI, value 1",
+                      PH_METRIC_GAUGE, info_labels, 2, NULL, 0};
+  ph_metric *im = host_metric(c, &id);
+  const char *iv[] = {PACKAGE_VERSION, PH_ABI_STRING};
+  if (im)
+    metrics_gauge_set(metrics_series(im, iv), 1);
+}
+
+int core_setup(ph_core *c, ph_buf *err) {
+  apply_log_settings(c->conf);
+  c->loop = ev_default_loop(EVFLAG_AUTO);
+  if (!c->loop) {
+    buf_puts(err, "cannot create the event loop\n");
+    return -1;
+  }
+  c->loop_thread = pthread_self();
+  c->metrics = metrics_new();
+  if (!c->metrics)
+    return -1;
+  register_host_metrics(c);
+  c->mailbox = mailbox_new(
+      c->loop, (size_t)conf_int(c->conf, "proxyhost", "mailbox_size"),
+      c->m_mailbox_full);
+  c->pool = pool_new(c->loop,
+                     (unsigned)conf_int(c->conf, "proxyhost", "threads"),
+                     (size_t)conf_int(c->conf, "proxyhost", "job_queue"));
+  c->services = services_new();
+  c->bus = c->mailbox ? bus_new(c->mailbox, c->m_bus_dropped,
+                                c->m_bus_delivered)
+                      : NULL;
+  if (!c->mailbox || !c->pool || !c->services || !c->bus) {
+    buf_puts(err, "cannot start host services (out of memory or threads)\n");
+    return -1;
+  }
+  c->reload_topic = bus_topic(c->bus, "host.reload", "ph.reload/1");
+  return 0;
+}
+
+/* Each module's declared provides must be registered during its init. */
+static int check_provides(ph_core *c, ph_buf *err) {
+  int rc = 0;
+  for (size_t i = 0; i < c->n_mods; i++)
+    for (const char *const *p = c->mods[i]->mod->provides; p && *p; p++)
+      if (services_owner(c->services, *p) != c->mods[i]) {
+        buf_printf(err,
+                   "module %s declares it provides \"%s\" but did not "
+                   "register it in init\n",
+                   c->mods[i]->mod->name, *p);
+        rc = -1;
+      }
+  return rc;
+}
+
+int core_init_modules(ph_core *c, ph_buf *err) {
+  if (loader_order(c->mods, c->n_mods, c->order, err) < 0)
+    return -1;
+  c->phase = PH_PHASE_INIT;
+  for (size_t i = 0; i < c->n_mods; i++) {
+    ph_ctx *ctx = c->mods[i];
+    c->initing = ctx;
+    int rc = ctx->mod->init(ctx, &ph_host_api, &ctx->state);
+    c->initing = NULL;
+    ctx->inited = 1; /* destroy runs even after a failed init */
+    if (rc != PH_OK) {
+      buf_printf(err, "module %s: init failed (status %d)\n", ctx->mod->name,
+                 rc);
+      return -1;
+    }
+  }
+  return check_provides(c, err);
+}
+
+int core_start_modules(ph_core *c, ph_buf *err) {
+  c->phase = PH_PHASE_START;
+  for (size_t k = 0; k < c->n_mods; k++) {
+    ph_ctx *ctx = c->mods[c->order[k]];
+    int rc = ctx->mod->start ? ctx->mod->start(ctx->state) : PH_OK;
+    ctx->started = 1;
+    if (rc != PH_OK) {
+      buf_printf(err, "module %s: start failed (status %d)\n",
+                 ctx->mod->name, rc);
+      return -1;
+    }
+    ph_log_field f[] = {PH_STR("name", ctx->mod->name),
+                        PH_STR("version", ctx->mod->version
+                                              ? ctx->mod->version
+                                              : "")};
+    log_write(NULL, PH_LOG_DEBUG, "module started", f, 2);
+  }
+  c->phase = PH_PHASE_RUN;
+  return 0;
+}
+
+int core_ready(void *arg, ph_buf *why) {
+  ph_core *c = arg;
+  if (c->phase < PH_PHASE_RUN) {
+    buf_puts(why, "starting\n");
+    return 0;
+  }
+  if (c->phase > PH_PHASE_RUN) {
+    buf_puts(why, "stopping\n");
+    return 0;
+  }
+  int ready = 1;
+  for (size_t i = 0; i < c->n_mods; i++)
+    if (!c->mods[i]->ready) {
+      buf_printf(why, "module %s is not ready\n", c->mods[i]->mod->name);
+      ready = 0;
+    }
+  return ready;
+}
+
+int core_start_admin(ph_core *c, ph_buf *err) {
+  const char *listen = conf_str(c->conf, "admin", "listen");
+  if (!listen || !*listen)
+    return 0;
+  ph_admin_opts o = {
+      .listen = listen,
+      .max_connections = (int)conf_int(c->conf, "admin", "max_connections"),
+      .timeout_ms = (int)conf_int(c->conf, "admin", "timeout"),
+      .registry = c->metrics,
+      .ready = core_ready,
+      .ready_arg = c,
+  };
+  c->admin = admin_start(c->loop, &o, err);
+  if (!c->admin)
+    return -1;
+  ph_log_field f[] = {PH_STR("listen", listen),
+                      PH_INT("port", admin_port(c->admin))};
+  log_write(NULL, PH_LOG_INFO, "admin listener started", f, 2);
+  return 0;
+}
+
+static void drain_expired_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)revents;
+  ph_core *c = w->data;
+  c->drain_expired = 1;
+  for (size_t i = 0; i < c->n_mods; i++)
+    if (c->mods[i]->stop_pending) {
+      ph_log_field f[] = {PH_STR("cut_off", c->mods[i]->mod->name)};
+      log_write(NULL, PH_LOG_WARN, "drain deadline passed; module cut off",
+                f, 1);
+    }
+  ev_break(loop, EVBREAK_ALL);
+}
+
+void core_begin_stop(ph_core *c) {
+  if (c->phase == PH_PHASE_STOP) {
+    log_write(NULL, PH_LOG_WARN, "second stop signal: not waiting for drain",
+              NULL, 0);
+    c->drain_expired = 1;
+    ev_break(c->loop, EVBREAK_ALL);
+    return;
+  }
+  if (c->phase != PH_PHASE_RUN) {
+    ev_break(c->loop, EVBREAK_ALL);
+    return;
+  }
+  c->phase = PH_PHASE_STOP;
+  log_write(NULL, PH_LOG_INFO, "stopping: draining modules", NULL, 0);
+  for (size_t k = c->n_mods; k-- > 0;) {
+    ph_ctx *ctx = c->mods[c->order[k]];
+    if (!ctx->started || ctx->stopped || !ctx->mod->stop) {
+      ctx->stopped = 1;
+      continue;
+    }
+    /* Counted before the call: a module may call stop_done from stop. */
+    ctx->stop_pending = 1;
+    c->stop_pending++;
+    int rc = ctx->mod->stop(ctx->state);
+    if (rc != PH_STOP_PENDING && ctx->stop_pending) {
+      ctx->stop_pending = 0;
+      c->stop_pending--;
+      ctx->stopped = 1;
+    }
+  }
+  if (c->stop_pending == 0) {
+    ev_break(c->loop, EVBREAK_ALL);
+    return;
+  }
+  double deadline =
+      (double)conf_int(c->conf, "proxyhost", "drain_timeout") / 1000.0;
+  ev_timer_init(&c->drain_timer, drain_expired_cb, deadline, 0.);
+  c->drain_timer.data = c;
+  ev_timer_start(c->loop, &c->drain_timer);
+}
+
+static int same_list(const ph_conf *a, const ph_conf *b, const char *sec,
+                     const char *key) {
+  const char *x = conf_str(a, sec, key), *y = conf_str(b, sec, key);
+  return strcmp(x ? x : "", y ? y : "") == 0;
+}
+
+int core_reload(ph_core *c) {
+  ph_buf err;
+  buf_init(&err, 65536);
+  ph_conf *next = conf_new();
+  int rc = next ? 0 : -1;
+  if (rc == 0)
+    rc = load_sources(next, c->config_path, c->config_text, c->cli_sets,
+                      c->n_cli_sets, &err);
+  if (rc == 0)
+    rc = declare_all(c, next);
+  if (rc == 0)
+    rc = conf_finalize(next, c->env, &err);
+  if (rc < 0) {
+    ph_log_field f[] = {PH_STR("errors", err.data ? err.data : "")};
+    log_write(NULL, PH_LOG_ERROR,
+              "reload refused: configuration invalid; keeping the old one",
+              f, 1);
+    conf_free(next);
+    buf_free(&err);
+    if (c->m_reloads_failed)
+      metrics_inc(c->m_reloads_failed, 1);
+    return -1;
+  }
+  buf_free(&err);
+  if (!same_list(c->conf, next, "proxyhost", "modules") ||
+      !same_list(c->conf, next, "proxyhost", "module_path"))
+    log_write(NULL, PH_LOG_WARN,
+              "module list changes take effect only after a restart", NULL,
+              0);
+  ph_conf *old = c->conf;
+  c->conf = next;
+  apply_log_settings(next);
+  int failed = 0;
+  for (size_t k = 0; k < c->n_mods; k++) {
+    ph_ctx *ctx = c->mods[c->order[k]];
+    if (!ctx->started || !ctx->mod->reload)
+      continue;
+    int r = ctx->mod->reload(ctx->state);
+    if (r != PH_OK) {
+      ph_log_field f[] = {PH_STR("name", ctx->mod->name), PH_INT("status", r)};
+      log_write(NULL, PH_LOG_ERROR, "module reload failed", f, 2);
+      failed = 1;
+    }
+  }
+  conf_free(old);
+  bus_publish(c->bus, c->reload_topic, NULL, NULL);
+  if (failed) {
+    if (c->m_reloads_failed)
+      metrics_inc(c->m_reloads_failed, 1);
+    return -1;
+  }
+  if (c->m_reloads_ok)
+    metrics_inc(c->m_reloads_ok, 1);
+  log_write(NULL, PH_LOG_INFO, "configuration reloaded", NULL, 0);
+  return 0;
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)loop;
+  (void)revents;
+  ph_core *c = w->data;
+  if (w->signum == SIGHUP) {
+    if (c->phase == PH_PHASE_RUN)
+      core_reload(c);
+    return;
+  }
+  core_begin_stop(c);
+}
+
+void core_watch_signals(ph_core *c) {
+  signal(SIGPIPE, SIG_IGN);
+  ev_signal_init(&c->sig_term, signal_cb, SIGTERM);
+  ev_signal_init(&c->sig_int, signal_cb, SIGINT);
+  ev_signal_init(&c->sig_hup, signal_cb, SIGHUP);
+  c->sig_term.data = c->sig_int.data = c->sig_hup.data = c;
+  ev_signal_start(c->loop, &c->sig_term);
+  ev_signal_start(c->loop, &c->sig_int);
+  ev_signal_start(c->loop, &c->sig_hup);
+}
+
+static void stop_remaining(ph_core *c) {
+  for (size_t k = c->n_mods; k-- > 0;) {
+    ph_ctx *ctx = c->mods[c->order[k]];
+    if (ctx->started && !ctx->stopped && !ctx->stop_pending &&
+        ctx->mod->stop)
+      ctx->mod->stop(ctx->state);
+    ctx->stopped = 1;
+  }
+}
+
+void core_free(ph_core *c) {
+  if (!c)
+    return;
+  if (c->loop) {
+    if (c->phase >= PH_PHASE_START)
+      stop_remaining(c);
+    ev_timer_stop(c->loop, &c->drain_timer);
+    if (ev_is_active(&c->sig_term)) {
+      ev_signal_stop(c->loop, &c->sig_term);
+      ev_signal_stop(c->loop, &c->sig_int);
+      ev_signal_stop(c->loop, &c->sig_hup);
+    }
+  }
+  if (c->admin)
+    admin_stop(c->admin);
+  /* Jobs' done callbacks and queued posts run module code: finish them
+   * while the modules still exist. */
+  if (c->pool)
+    pool_free(c->pool);
+  c->pool = NULL;
+  if (c->mailbox)
+    mailbox_free(c->mailbox);
+  c->mailbox = NULL;
+  c->phase = PH_PHASE_DESTROY;
+  for (size_t i = c->n_mods; i-- > 0;) {
+    ph_ctx *ctx = c->mods[i];
+    if (c->bus)
+      bus_unsubscribe_all(c->bus, ctx);
+    if (ctx->inited && ctx->mod->destroy)
+      ctx->mod->destroy(ctx->state);
+  }
+  if (c->bus)
+    bus_free(c->bus);
+  if (c->services)
+    services_free(c->services);
+  for (size_t i = c->n_mods; i-- > 0;) {
+    ph_ctx *ctx = c->mods[i];
+    if (ctx->dl)
+      dlclose(ctx->dl);
+    free(ctx->path);
+    free(ctx);
+  }
+  if (c->metrics)
+    metrics_free(c->metrics);
+  if (c->conf)
+    conf_free(c->conf);
+  if (c->loop)
+    ev_loop_destroy(c->loop);
+  free(c->config_path);
+  free(c->config_text);
+  free(c);
+}

@@ -1,0 +1,145 @@
+/* The host core: process-wide state and the module lifecycle, shared by
+ * the proxyhost executable (main.c) and the mock host (mock.c). */
+#ifndef PH_CORE_H
+#define PH_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ev.h>
+#include <pthread.h>
+
+#include <proxyhost/module.h>
+
+#include "admin.h"
+#include "buf.h"
+#include "bus.h"
+#include "conf.h"
+#include "mailbox.h"
+#include "metrics.h"
+#include "pool.h"
+#include "services.h"
+
+/* Documented in proxyhost(8) and docs/operations.md. */
+enum ph_exit {
+  PH_EXIT_OK = 0,      /* clean run, or a query (--version, ...) answered */
+  PH_EXIT_RUNTIME = 1, /* a failure after start-up */
+  PH_EXIT_CONFIG = 2,  /* bad command line or configuration */
+  PH_EXIT_LOAD = 3,    /* a module could not be loaded or was refused */
+  PH_EXIT_START = 4,   /* a module's init or start failed, or a provider
+                          was missing */
+  PH_EXIT_DRAIN = 5    /* stopped, but the drain deadline cut modules off */
+};
+
+enum ph_phase {
+  PH_PHASE_LOAD = 0,
+  PH_PHASE_INIT,
+  PH_PHASE_START,
+  PH_PHASE_RUN,
+  PH_PHASE_STOP,
+  PH_PHASE_DESTROY
+};
+
+#define PH_MAX_MODULES 64
+#define PH_MAX_CLI_SETS 256
+
+typedef struct ph_core ph_core;
+
+struct ph_ctx {
+  ph_core *core;
+  const ph_module *mod;
+  char *path; /* file it came from, or "(builtin)" */
+  void *dl;   /* dlopen handle, NULL for modules linked in (mock) */
+  void *state;
+  int inited, started, stopped;
+  int ready;         /* what the module reported */
+  int stop_pending;  /* returned PH_STOP_PENDING, no stop_done yet */
+};
+
+struct ph_core {
+  struct ev_loop *loop;
+  pthread_t loop_thread;
+  ph_conf *conf;
+  ph_registry *metrics;
+  ph_mailbox *mailbox;
+  ph_pool *pool;
+  ph_bus *bus;
+  ph_services *services;
+  ph_admin *admin;
+  ph_topic *reload_topic;
+
+  ph_ctx *mods[PH_MAX_MODULES];
+  size_t n_mods;
+  size_t order[PH_MAX_MODULES]; /* start order, indexes into mods */
+  ph_ctx *initing;              /* the module whose init is running */
+
+  int phase;
+  size_t stop_pending;
+  int drain_expired;
+  int exit_code;
+  ev_signal sig_term, sig_int, sig_hup;
+  ev_timer drain_timer;
+
+  /* For reload: the same sources again. */
+  char *config_path;
+  char *config_text; /* mock host: configuration given as text */
+  const char *cli_sets[PH_MAX_CLI_SETS];
+  size_t n_cli_sets;
+  char *const *env;
+
+  uint64_t reloads_ok, reloads_failed;
+  ph_series *m_mailbox_full, *m_bus_dropped, *m_bus_delivered;
+  ph_series *m_reloads_ok, *m_reloads_failed, *m_modules, *m_up;
+};
+
+/* The API table handed to every module. */
+extern const ph_api ph_host_api;
+
+/* The [proxyhost], [log] and [admin] key tables. */
+extern const ph_conf_key ph_host_keys[];
+extern const ph_conf_key ph_log_keys[];
+extern const ph_conf_key ph_admin_keys[];
+
+ph_core *core_new(void);
+/* Reads configuration from a file or from text, applies --set entries.
+ * Errors go to err (one per line). 0 or -1. */
+int core_read_config(ph_core *c, const char *path, const char *text,
+                     const char *const *sets, size_t n_sets,
+                     char *const *env, ph_buf *err);
+/* The module search path: [proxyhost] module_path, else the build tree's
+ * modules when this is the build-tree binary, else the installed dir. */
+size_t core_module_dirs(ph_core *c, const char **dirs, size_t max);
+/* Loads [proxyhost] modules (names or paths). 0 or -1 with err. */
+int core_load_modules(ph_core *c, ph_buf *err);
+/* Adds a module that is linked into the caller (mock host, tests). */
+int core_add_module(ph_core *c, const ph_module *m, ph_buf *err);
+/* Declares every section and validates the configuration. 0 or -1. */
+int core_validate(ph_core *c, ph_buf *err);
+/* Creates the loop and the host services (metrics, mailbox, pool, bus,
+ * services, log settings). 0 or -1. */
+int core_setup(ph_core *c, ph_buf *err);
+/* init of every module in order, provider checks and start order. */
+int core_init_modules(ph_core *c, ph_buf *err);
+int core_start_modules(ph_core *c, ph_buf *err);
+/* Starts the admin listener when [admin] listen is not empty. */
+int core_start_admin(ph_core *c, ph_buf *err);
+/* Installs SIGTERM/SIGINT/SIGHUP watchers on the loop. */
+void core_watch_signals(ph_core *c);
+/* Begins a graceful stop (what SIGTERM does). */
+void core_begin_stop(ph_core *c);
+/* Re-reads the configuration and calls every module's reload (SIGHUP).
+ * 0 or -1 (old configuration kept, errors logged). */
+int core_reload(ph_core *c);
+/* Stops (if needed), destroys every module, frees everything. */
+void core_free(ph_core *c);
+
+/* Readiness for /readyz (admin_ready_fn). */
+int core_ready(void *core, ph_buf *why);
+
+/* Loader pieces (loader.c). */
+int loader_check(const ph_module *m, const char *file, ph_buf *err);
+int loader_open(const char *spec, const char *const *dirs, size_t n_dirs,
+                ph_ctx *out, ph_buf *err);
+int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err);
+
+#endif

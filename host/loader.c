@@ -1,0 +1,184 @@
+/* Finding, opening and checking module files, and ordering their start. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core.h"
+
+static int valid_name(const char *s) {
+  if (!s || !*s || strlen(s) > 64)
+    return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+      return 0;
+  return 1;
+}
+
+int loader_check(const ph_module *m, const char *file, ph_buf *err) {
+  if (m->magic != PH_MODULE_MAGIC) {
+    buf_printf(err, "%s: not a proxyhost module (bad magic 0x%08x)\n", file,
+               (unsigned)m->magic);
+    return -1;
+  }
+  if (m->abi_major != PH_ABI_MAJOR || m->abi_minor > PH_ABI_MINOR) {
+    buf_printf(err,
+               "%s: module ABI %u.%u is not compatible with host ABI %u.%u "
+               "(major must match, module minor must not exceed the host's)\n",
+               file, (unsigned)m->abi_major, (unsigned)m->abi_minor,
+               (unsigned)PH_ABI_MAJOR, (unsigned)PH_ABI_MINOR);
+    return -1;
+  }
+  if (!valid_name(m->name)) {
+    buf_printf(err, "%s: invalid module name (use [a-z0-9_], 1-64 bytes)\n",
+               file);
+    return -1;
+  }
+  if (!m->init) {
+    buf_printf(err, "%s: module %s has no init callback\n", file, m->name);
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof(m->reserved) / sizeof(m->reserved[0]); i++)
+    if (m->reserved[i]) {
+      buf_printf(err, "%s: module %s uses reserved descriptor fields\n", file,
+                 m->name);
+      return -1;
+    }
+  return 0;
+}
+
+static int is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* name -> first existing file among DIR/name.so, DIR/name/.libs/name.so
+ * (a libtool build tree) and DIR/.libs/name.so. */
+static char *find_module(const char *name, const char *const *dirs,
+                         size_t n_dirs) {
+  static const char *const shapes[] = {"%s/%s.so", "%s/%s/.libs/%s.so",
+                                       "%s/.libs/%s.so"};
+  ph_buf p;
+  buf_init(&p, 4096);
+  for (size_t d = 0; d < n_dirs; d++)
+    for (size_t s = 0; s < 3; s++) {
+      buf_reset(&p);
+      if (s == 1)
+        buf_printf(&p, shapes[s], dirs[d], name, name);
+      else
+        buf_printf(&p, shapes[s], dirs[d], name);
+      if (!p.overflow && is_file(p.data))
+        return p.data; /* ownership passes to the caller */
+    }
+  buf_free(&p);
+  return NULL;
+}
+
+int loader_open(const char *spec, const char *const *dirs, size_t n_dirs,
+                ph_ctx *out, ph_buf *err) {
+  char *path;
+  if (strchr(spec, '/')) {
+    path = strdup(spec);
+  } else {
+    if (!valid_name(spec)) {
+      buf_printf(err, "module \"%s\": invalid module name\n", spec);
+      return -1;
+    }
+    path = find_module(spec, dirs, n_dirs);
+    if (!path) {
+      buf_printf(err, "module \"%s\": not found in the module path (", spec);
+      for (size_t d = 0; d < n_dirs; d++)
+        buf_printf(err, "%s%s", d ? ":" : "", dirs[d]);
+      buf_puts(err, ")\n");
+      return -1;
+    }
+  }
+  if (!path)
+    return -1;
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    buf_printf(err, "%s: cannot load: %s\n", path, dlerror());
+    free(path);
+    return -1;
+  }
+  const ph_module *m = dlsym(dl, PH_MODULE_SYMBOL);
+  if (!m) {
+    buf_printf(err, "%s: no %s symbol: not a proxyhost module\n", path,
+               PH_MODULE_SYMBOL);
+    dlclose(dl);
+    free(path);
+    return -1;
+  }
+  if (loader_check(m, path, err) < 0) {
+    dlclose(dl);
+    free(path);
+    return -1;
+  }
+  if (!strchr(spec, '/') && strcmp(m->name, spec) != 0) {
+    buf_printf(err, "%s: file for module \"%s\" declares the name \"%s\"\n",
+               path, spec, m->name);
+    dlclose(dl);
+    free(path);
+    return -1;
+  }
+  out->mod = m;
+  out->dl = dl;
+  out->path = path;
+  return 0;
+}
+
+static int list_has(const char *const *list, const char *name) {
+  for (; list && *list; list++)
+    if (strcmp(*list, name) == 0)
+      return 1;
+  return 0;
+}
+
+/* Kahn's algorithm over "requires a service another module provides";
+ * ties keep configuration order. Missing providers and cycles are errors. */
+int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err) {
+  int bad = 0;
+  for (size_t i = 0; i < n; i++)
+    for (const char *const *r = mods[i]->mod->requires; r && *r; r++) {
+      int found = 0;
+      for (size_t j = 0; j < n && !found; j++)
+        found = list_has(mods[j]->mod->provides, *r);
+      if (!found) {
+        buf_printf(err,
+                   "module %s requires service \"%s\", which no loaded "
+                   "module provides\n",
+                   mods[i]->mod->name, *r);
+        bad = 1;
+      }
+    }
+  if (bad)
+    return -1;
+  char placed[PH_MAX_MODULES] = {0};
+  size_t done = 0;
+  while (done < n) {
+    size_t pick = n;
+    for (size_t i = 0; i < n && pick == n; i++) {
+      if (placed[i])
+        continue;
+      int ready = 1;
+      for (const char *const *r = mods[i]->mod->requires; r && *r && ready;
+           r++)
+        for (size_t j = 0; j < n; j++)
+          if (j != i && !placed[j] && list_has(mods[j]->mod->provides, *r))
+            ready = 0;
+      if (ready)
+        pick = i;
+    }
+    if (pick == n) {
+      buf_puts(err, "modules require each other's services in a cycle:");
+      for (size_t i = 0; i < n; i++)
+        if (!placed[i])
+          buf_printf(err, " %s", mods[i]->mod->name);
+      buf_puts(err, "\n");
+      return -1;
+    }
+    placed[pick] = 1;
+    order[done++] = pick;
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+/* The metrics registry and its Prometheus text exposition (format 0.0.4).
+ * Registration is single-threaded (init); updates are atomic, any thread;
+ * rendering happens on the loop thread while other threads may update. */
+#ifndef PH_HOST_METRICS_H
+#define PH_HOST_METRICS_H
+
+#include <stdint.h>
+
+#include <proxyhost/metrics.h>
+
+#include "buf.h"
+
+typedef struct ph_registry ph_registry;
+
+ph_registry *metrics_new(void);
+void metrics_free(ph_registry *r);
+
+/* Validates the definition (name syntax, duplicate name, label names and
+ * values, histogram buckets strictly increasing, series count = product of
+ * the label value counts <= PH_METRIC_MAX_SERIES, at most
+ * PH_METRIC_MAX_LABELS labels and PH_METRIC_MAX_BUCKETS buckets) and
+ * copies everything it needs. NULL with a reason in err on failure. */
+ph_metric *metrics_register(ph_registry *r, const ph_metric_def *def,
+                            ph_buf *err);
+/* One value per label; NULL when a value was not declared. A metric with
+ * no labels has one series, returned for any values pointer (even NULL). */
+ph_series *metrics_series(ph_metric *m, const char *const *values);
+
+void metrics_inc(ph_series *s, uint64_t n);
+void metrics_gauge_set(ph_series *s, double v);
+void metrics_gauge_add(ph_series *s, double v);
+void metrics_observe(ph_series *s, double v);
+
+/* Current values, for tests and the mock host. */
+double metrics_value(ph_series *s);        /* counter or gauge */
+uint64_t metrics_hist_count(ph_series *s); /* histogram */
+
+/* Appends the whole registry in the text exposition format. 0 or -1. */
+int metrics_render(ph_registry *r, ph_buf *out);
+
+#endif

@@ -1,0 +1,49 @@
+/* The mock host: drives modules through the real host API inside a test
+ * program, without the daemon, signals or admin listener. The loop only
+ * runs when the test asks (mock_run_for), so every test stays bounded.
+ *
+ *   ph_mock *m = mock_new("[proxyhost]\nmodules = /path/probe.so\n"
+ *                         "[probe]\ncount = 5\n", &err);
+ *   mock_init(m, &err); mock_start(m, &err);
+ *   mock_run_for(m, 50);
+ *   like(mock_metrics_text(m), "probe_jobs_done_total 5", "...");
+ *   mock_stop(m, 1000); mock_free(m);
+ */
+#ifndef PH_MOCK_H
+#define PH_MOCK_H
+
+#include <proxyhost/module.h>
+
+#include "buf.h"
+#include "core.h"
+
+typedef struct ph_mock ph_mock;
+
+/* Reads the configuration text (with [proxyhost] modules = paths, if any)
+ * and loads those modules. NULL with errors in err. */
+ph_mock *mock_new(const char *ini_text, ph_buf *err);
+/* Adds a module linked into the test program. Before mock_init. */
+int mock_add(ph_mock *m, const ph_module *mod, ph_buf *err);
+/* Validates the configuration, creates the host services and runs every
+ * module's init. 0 or -1. */
+int mock_init(ph_mock *m, ph_buf *err);
+int mock_start(ph_mock *m, ph_buf *err);
+/* Re-reads the same configuration text, or new text when not NULL. */
+int mock_reload(ph_mock *m, const char *new_text);
+/* Runs the loop for about ms milliseconds. */
+void mock_run_for(ph_mock *m, int ms);
+/* Graceful stop as on SIGTERM, waiting at most the configured drain
+ * timeout. Returns 0 when every module drained, -1 when cut off. */
+int mock_stop(ph_mock *m);
+/* The /metrics text as the admin listener would serve it; valid until the
+ * next call. */
+const char *mock_metrics_text(ph_mock *m);
+/* Whether /readyz would answer 200. */
+int mock_ready(ph_mock *m);
+/* Publishes on a topic from the loop thread as the host. */
+int mock_publish(ph_mock *m, const char *topic, const char *type,
+                 void *payload, ph_free_fn free_fn);
+ph_core *mock_core(ph_mock *m);
+void mock_free(ph_mock *m);
+
+#endif

@@ -1,0 +1,30 @@
+/* The helper thread pool. Jobs run on helper threads; each accepted job's
+ * done callback runs exactly once on the loop thread. The job queue is
+ * bounded; completions have reserved room, so a finished job is never
+ * dropped. */
+#ifndef PH_POOL_H
+#define PH_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/host.h>
+
+struct ev_loop;
+typedef struct ph_pool ph_pool;
+
+/* threads in 1..64, queue_cap >= 1. */
+ph_pool *pool_new(struct ev_loop *loop, unsigned threads, size_t queue_cap);
+/* Loop thread. Job id > 0 or PH_EFULL. */
+int64_t pool_submit(ph_pool *p, ph_work_fn work, ph_done_fn done, void *arg);
+/* Loop thread. See ph_api.job_cancel. */
+int pool_cancel(ph_pool *p, int64_t id);
+/* Loop thread: delivers finished jobs now (tests). */
+void pool_drain(ph_pool *p);
+/* Jobs accepted whose done has not run yet. */
+size_t pool_outstanding(ph_pool *p);
+/* Loop thread. Cancels queued jobs (done with PH_ECANCELED), waits for
+ * running ones, delivers their done, joins the threads. */
+void pool_free(ph_pool *p);
+
+#endif

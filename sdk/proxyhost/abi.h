@@ -1,0 +1,56 @@
+/*
+ * proxyhost SDK: ABI version, magic and status codes.
+ *
+ * Rules (see sdk/ABI.md for the full text and the dated changelog):
+ *  - Adding to the SDK (a new function at the end of ph_api, a new constant,
+ *    a new optional module callback taken from a reserved slot) bumps
+ *    PH_ABI_MINOR.
+ *  - Changing or removing anything bumps PH_ABI_MAJOR and resets the minor.
+ *  - The host loads a module only when the module's major equals the host's
+ *    and the module's minor is not greater than the host's.
+ *  - The ABI never depends on configure switches or build options.
+ */
+#ifndef PROXYHOST_ABI_H
+#define PROXYHOST_ABI_H
+
+#include <stdint.h>
+
+/* "PHMD" read as a little-endian 32-bit integer. First field of ph_module. */
+#define PH_MODULE_MAGIC 0x444d4850u
+
+#define PH_ABI_MAJOR 1
+#define PH_ABI_MINOR 0
+#define PH_ABI_STR2_(x) #x
+#define PH_ABI_STR_(x) PH_ABI_STR2_(x)
+/* "major.minor", e.g. "1.0" */
+#define PH_ABI_STRING PH_ABI_STR_(PH_ABI_MAJOR) "." PH_ABI_STR_(PH_ABI_MINOR)
+
+/* Status codes returned by host API functions and module callbacks.
+ * Zero is success; errors are negative and stable across minors. */
+enum ph_status {
+  PH_OK = 0,
+  PH_EINVAL = -1,    /* bad argument */
+  PH_EFULL = -2,     /* a bounded queue is full; nothing was taken */
+  PH_ENOENT = -3,    /* no such service, topic, key or job */
+  PH_EBUSY = -4,     /* in use (service with users, job already running) */
+  PH_EEXIST = -5,    /* name already registered */
+  PH_ENOMEM = -6,    /* allocation failed */
+  PH_ECANCELED = -7, /* the job or request was cancelled */
+  PH_ESTATE = -8,    /* not allowed in this lifecycle phase or thread */
+  PH_ELIMIT = -9     /* a declared bound would be exceeded */
+};
+
+/* Returned by ph_module.stop when the module drains asynchronously and
+ * will call api->stop_done() later. */
+#define PH_STOP_PENDING 1
+
+/* Exported symbol name of every module's descriptor. */
+#define PH_MODULE_SYMBOL "proxyhost_module"
+
+#if defined(__GNUC__)
+#define PH_EXPORT __attribute__((visibility("default")))
+#else
+#define PH_EXPORT
+#endif
+
+#endif

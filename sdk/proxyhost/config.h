@@ -1,0 +1,46 @@
+/*
+ * proxyhost SDK: configuration keys a module declares.
+ *
+ * A module owns the INI section named after it. It lists every key it
+ * accepts in ph_module.config, a table ended by an entry whose name is NULL.
+ * The host validates every key of every section before any module's init
+ * runs: unknown keys, bad types and out-of-range values stop start-up with
+ * "file:line: section.key: reason". Values come from, in order of
+ * precedence: --set section.key=value, the environment
+ * (PROXYHOST_<SECTION>_<KEY>, upper-cased, '.' and '-' as '_', plus the
+ * key's own .env alias), the configuration files, then .def.
+ */
+#ifndef PROXYHOST_CONFIG_H
+#define PROXYHOST_CONFIG_H
+
+#include <stdint.h>
+
+typedef enum ph_conf_type {
+  PH_CONF_STRING = 1, /* min/max bound the length in bytes */
+  PH_CONF_INT,        /* signed 64-bit; min/max bound the value */
+  PH_CONF_BOOL,       /* true/false, yes/no, on/off, 1/0 */
+  PH_CONF_DURATION,   /* "250ms", "5s", "2m", "1h"; read as milliseconds */
+  PH_CONF_SIZE,       /* "512", "64KiB", "16MiB", "1GiB"; read as bytes */
+  PH_CONF_LIST,       /* comma-separated strings; min/max bound the count */
+  PH_CONF_ENUM        /* one of .choices ("a|b|c"); read as a string */
+} ph_conf_type;
+
+enum ph_conf_flags {
+  PH_CONF_SENSITIVE = 1u << 0, /* redacted in --print-config and logs */
+  PH_CONF_REQUIRED = 1u << 1   /* start-up fails when no source sets it */
+};
+
+typedef struct ph_conf_key {
+  const char *name;  /* key inside the module's section, e.g. "listen" */
+  ph_conf_type type;
+  const char *def;   /* default written as in the file; NULL = empty */
+  int64_t min, max;  /* bounds (see ph_conf_type); max 0 = unbounded */
+  uint32_t flags;    /* ph_conf_flags */
+  const char *env;   /* extra environment name (a seed's), or NULL */
+  const char *help;  /* one line for --print-config and the docs */
+  const char *choices; /* PH_CONF_ENUM only: allowed values, "a|b|c" */
+} ph_conf_key;
+
+#define PH_CONF_END {0, (ph_conf_type)0, 0, 0, 0, 0, 0, 0, 0}
+
+#endif

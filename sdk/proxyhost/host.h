@@ -1,0 +1,184 @@
+/*
+ * proxyhost SDK: the host API table.
+ *
+ * The host passes a `const ph_api *` to every module's init. It is the only
+ * way a module talks to the host; the executable exports no symbols. The
+ * table stays valid until the module's destroy returns.
+ *
+ * Threads: proxyhost runs one libev loop per process, the "loop thread".
+ * Every function below is loop-thread-only unless its comment says "any
+ * thread". Module code must not create threads; blocking or heavy work goes
+ * to api->submit, and results come back on the loop.
+ *
+ * Phases: a function marked "init only" may be called only from the
+ * module's init callback (registration happens there, as in Redis's
+ * OnLoad); it returns PH_ESTATE elsewhere.
+ *
+ * Ownership: strings passed in are copied by the host unless stated
+ * otherwise; pointers returned by the host are owned by the host.
+ */
+#ifndef PROXYHOST_HOST_H
+#define PROXYHOST_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/abi.h>
+#include <proxyhost/log.h>
+#include <proxyhost/metrics.h>
+
+struct ev_loop;                   /* libev; include <ev.h> to use it */
+typedef struct ph_ctx ph_ctx;     /* one per loaded module, host-owned */
+typedef struct ph_io ph_io;       /* fd watcher */
+typedef struct ph_timer ph_timer; /* timer */
+typedef struct ph_topic ph_topic; /* bus topic */
+
+enum ph_io_events { PH_READ = 1, PH_WRITE = 2 };
+
+typedef void (*ph_free_fn)(void *p);
+typedef void (*ph_io_fn)(ph_io *io, int fd, int revents, void *arg);
+typedef void (*ph_timer_fn)(ph_timer *t, void *arg);
+typedef void (*ph_call_fn)(void *arg);
+/* Runs on a helper thread: may block; must not call the host API except
+ * functions marked "any thread". */
+typedef void (*ph_work_fn)(void *arg);
+/* Runs on the loop thread once per submitted job; status is PH_OK after
+ * work ran, PH_ECANCELED when the job was cancelled before it started. */
+typedef void (*ph_done_fn)(void *arg, int status);
+/* Bus handler: runs on the loop thread, must not block. The payload is
+ * owned by the bus and valid only during the call; copy what you keep. */
+typedef void (*ph_bus_fn)(const ph_topic *topic, const void *payload,
+                          void *arg);
+
+typedef struct ph_api {
+  uint32_t size; /* sizeof(ph_api) in the host; grows with minors */
+  uint16_t abi_major;
+  uint16_t abi_minor;
+
+  /* ---- identity and lifecycle --------------------------------------- */
+
+  /* The module's name (its section name). Any thread. */
+  const char *(*module_name)(ph_ctx *ctx);
+  /* Readiness for /readyz. A module is ready after start unless it called
+   * set_ready(ctx, 0) earlier; /readyz is 200 only when all are ready. */
+  void (*set_ready)(ph_ctx *ctx, int ready);
+  /* Ends a stop that returned PH_STOP_PENDING. */
+  void (*stop_done)(ph_ctx *ctx);
+  /* Non-zero once the host is draining (after SIGTERM/SIGINT). */
+  int (*stopping)(ph_ctx *ctx);
+
+  /* ---- logging (any thread; see log.h for the macros) ---------------- */
+
+  int (*log_enabled)(ph_ctx *ctx, int level);
+  void (*log)(ph_ctx *ctx, int level, const char *msg,
+              const ph_log_field *fields, size_t n_fields);
+  void (*log_rl)(ph_ctx *ctx, ph_ratelimit *rl, int level, const char *msg,
+                 const ph_log_field *fields, size_t n_fields);
+
+  /* ---- configuration (validated before init; any thread) ------------- */
+
+  /* Effective value of a key the module declared. Strings and lists are
+   * returned as written (lists comma-separated), owned by the host and
+   * valid until the next reload. Undeclared keys: NULL / 0. */
+  const char *(*conf_str)(ph_ctx *ctx, const char *key);
+  /* INT, DURATION (milliseconds), SIZE (bytes) and BOOL (0/1) keys. */
+  int64_t (*conf_int)(ph_ctx *ctx, const char *key);
+  /* LIST keys: number of items and item i (trimmed), host-owned. */
+  size_t (*conf_list_len)(ph_ctx *ctx, const char *key);
+  const char *(*conf_list_at)(ph_ctx *ctx, const char *key, size_t i);
+
+  /* ---- event loop (loop thread) -------------------------------------- */
+
+  /* The process's libev loop, for libraries that take a foreign loop. */
+  struct ev_loop *(*loop)(ph_ctx *ctx);
+  /* Loop time in milliseconds (monotonic, cached per iteration). */
+  int64_t (*now_ms)(ph_ctx *ctx);
+  /* fd watcher, created stopped unless events != 0. io_set(io, 0) stops
+   * it. io_free stops and frees; it may be called from inside its own
+   * callback. The host never closes fd. */
+  ph_io *(*io_new)(ph_ctx *ctx, int fd, int events, ph_io_fn fn, void *arg);
+  void (*io_set)(ph_io *io, int events);
+  void (*io_free)(ph_io *io);
+  /* Timer, created stopped. timer_set(t, after, repeat) (re)arms it; both
+   * zero stops it. timer_free may be called from its own callback. */
+  ph_timer *(*timer_new)(ph_ctx *ctx, ph_timer_fn fn, void *arg);
+  void (*timer_set)(ph_timer *t, uint64_t after_ms, uint64_t repeat_ms);
+  void (*timer_free)(ph_timer *t);
+
+  /* ---- cross-thread work --------------------------------------------- */
+
+  /* Any thread. Queues fn(arg) to run on the loop thread through the
+   * bounded mailbox ([proxyhost] mailbox_size). PH_OK: the host owns arg
+   * and calls fn(arg), then free_arg(arg) if not NULL (also when the host
+   * shuts down before fn ran: then only free_arg). PH_EFULL: nothing was
+   * taken (the caller still owns arg), and proxyhost_mailbox_full_total
+   * was incremented. Never blocks. */
+  int (*post)(ph_ctx *ctx, ph_call_fn fn, void *arg, ph_free_fn free_arg);
+  /* Loop thread. Runs work(arg) on a host helper thread, then done(arg,
+   * status) on the loop. Returns a job id > 0, or PH_EFULL when the
+   * bounded job queue ([proxyhost] job_queue) is full (done is not
+   * called). Each accepted job gets exactly one done call. */
+  int64_t (*submit)(ph_ctx *ctx, ph_work_fn work, ph_done_fn done,
+                    void *arg);
+  /* Loop thread. PH_OK: the job had not started; done(arg, PH_ECANCELED)
+   * has been called before this returns. PH_EBUSY: it is running or
+   * finished, and done will be (or was) called normally. PH_ENOENT: no
+   * such job. */
+  int (*job_cancel)(ph_ctx *ctx, int64_t job);
+
+  /* ---- services ------------------------------------------------------ */
+
+  /* Init only. Registers a named vtable, version major.minor, with the
+   * provider's state pointer. Both pointers must stay valid until the
+   * provider's destroy. PH_EEXIST if the name is taken. */
+  int (*service_register)(ph_ctx *ctx, const char *name, uint16_t major,
+                          uint16_t minor, const void *vtable, void *self);
+  /* Start (or later, loop thread). Looks up a service whose major equals
+   * `major` and whose minor is >= min_minor; stores the provider's state
+   * in *self. Records the caller as a user. NULL if none. Call it once and
+   * keep the pointers: calls through the vtable need no host involvement. */
+  const void *(*service_get)(ph_ctx *ctx, const char *name, uint16_t major,
+                             uint16_t min_minor, void **self);
+  /* Drops the caller's use of a service obtained with service_get. */
+  void (*service_release)(ph_ctx *ctx, const char *name);
+  /* Provider only. PH_EBUSY while any other module still uses it. */
+  int (*service_unregister)(ph_ctx *ctx, const char *name);
+
+  /* ---- message bus --------------------------------------------------- */
+
+  /* Init only. Declares (or finds) a topic. `type` names the payload type
+   * and its version (e.g. "ph.reload/1"); declaring an existing topic with
+   * another type is PH_EINVAL, reported as NULL. */
+  ph_topic *(*topic)(ph_ctx *ctx, const char *name, const char *type);
+  /* Init only. Handlers run in subscription order. Returns an id > 0. */
+  int (*subscribe)(ph_ctx *ctx, ph_topic *topic, ph_bus_fn fn, void *arg);
+  /* Loop thread. Handlers are not called again after this returns. */
+  int (*unsubscribe)(ph_ctx *ctx, int id);
+  /* Loop thread. Delivers synchronously to every subscriber in order,
+   * then calls free_payload(payload) if not NULL. The bus owns payload
+   * from the call on, whatever the result. */
+  int (*publish)(ph_ctx *ctx, ph_topic *topic, void *payload,
+                 ph_free_fn free_payload);
+  /* Any thread. Like publish, through the mailbox. PH_EFULL: nothing was
+   * taken, the caller still owns payload, and the drop was counted. */
+  int (*post_publish)(ph_ctx *ctx, ph_topic *topic, void *payload,
+                      ph_free_fn free_payload);
+  /* The topic's name and type. Any thread. */
+  const char *(*topic_name)(const ph_topic *topic);
+
+  /* ---- metrics (registration: init only; updates: any thread) -------- */
+
+  ph_metric *(*metric)(ph_ctx *ctx, const ph_metric_def *def);
+  /* The series for one value per declared label (n_labels strings); NULL
+   * when a value was not declared. Resolve once, then update freely. */
+  ph_series *(*series)(ph_metric *m, const char *const *label_values);
+  void (*inc)(ph_series *s, uint64_t n);     /* counters */
+  void (*gauge_set)(ph_series *s, double v); /* gauges */
+  void (*gauge_add)(ph_series *s, double v); /* gauges */
+  void (*observe)(ph_series *s, double v);   /* histograms */
+
+  /* Room to grow without changing the size of the table in place. */
+  void *reserved[16];
+} ph_api;
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * proxyhost SDK: the module descriptor. Include this header to write a
+ * module; it includes the rest of the SDK.
+ *
+ * A module is a shared object exporting exactly one symbol,
+ * `proxyhost_module`, a const ph_module defined with PROXYHOST_MODULE:
+ *
+ *   static const ph_conf_key keys[] = {
+ *     {"greeting", PH_CONF_STRING, "hello", 1, 64, 0, NULL, "what to say"},
+ *     PH_CONF_END
+ *   };
+ *   PROXYHOST_MODULE = {
+ *     PH_MODULE_HEADER("hello", "1.0.0"),
+ *     .description = "says hello",
+ *     .config = keys,
+ *     .init = hello_init,
+ *     .destroy = hello_destroy,
+ *   };
+ *
+ * Link with: -module -avoid-version -export-symbols-regex '^proxyhost_module$'
+ *
+ * Lifecycle, all on the loop thread, driven by the host:
+ *   init    every module, in configuration order: read config, register
+ *           services, topics, subscriptions and metrics. Mandatory.
+ *   start   in dependency order (providers before users of the services
+ *           they declare): look up services, open listeners, arm timers.
+ *   reload  on SIGHUP, after the new configuration validated: re-read
+ *           config values. Optional.
+ *   stop    on SIGTERM/SIGINT, in reverse start order: stop accepting and
+ *           drain. Return 0 when done, PH_STOP_PENDING to finish later with
+ *           api->stop_done(); the host waits at most [proxyhost]
+ *           drain_timeout for all of them. Optional.
+ *   destroy in reverse init order, also after a failed init/start: free
+ *           everything. Optional.
+ * init/start/reload return PH_OK or a negative ph_status; a failure stops
+ * the host with a message naming the module.
+ */
+#ifndef PROXYHOST_MODULE_H
+#define PROXYHOST_MODULE_H
+
+#include <stdint.h>
+
+#include <proxyhost/abi.h>
+#include <proxyhost/config.h>
+#include <proxyhost/host.h>
+#include <proxyhost/log.h>
+#include <proxyhost/metrics.h>
+
+typedef struct ph_module {
+  /* Version fields first: they protect the rest of the struct. */
+  uint32_t magic; /* PH_MODULE_MAGIC */
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  const char *name;    /* [a-z0-9_]+, unique per process; its section */
+  const char *version; /* the module's own version string */
+
+  const char *description;
+  /* NULL-terminated service names this module registers / needs. */
+  const char *const *provides;
+  const char *const *requires;
+  /* Configuration keys of section [name], ended by PH_CONF_END. */
+  const ph_conf_key *config;
+
+  /* *state receives the module's private pointer, passed to the rest. */
+  int (*init)(ph_ctx *ctx, const ph_api *api, void **state);
+  int (*start)(void *state);
+  int (*reload)(void *state);
+  int (*stop)(void *state);
+  void (*destroy)(void *state);
+
+  void *reserved[8]; /* must be zero (designated initialisers do that) */
+} ph_module;
+
+#define PH_MODULE_HEADER(name_, version_)                                  \
+  .magic = PH_MODULE_MAGIC, .abi_major = PH_ABI_MAJOR,                     \
+  .abi_minor = PH_ABI_MINOR, .name = (name_), .version = (version_)
+
+#define PROXYHOST_MODULE PH_EXPORT const ph_module proxyhost_module
+
+#endif

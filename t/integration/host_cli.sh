@@ -1,0 +1,106 @@
+#!/bin/sh
+# The proxyhost command line: queries, configuration errors with file:line,
+# precedence, redaction, includes, module listing and exit codes.
+. "$top_srcdir/t/lib/testlib.sh"
+
+out=$("$PROXYHOST" --version); rc=$?
+is "$rc" 0 "--version exits 0"
+like "$out" "proxyhost 0.1.0 (module SDK ABI 1.0)" "--version names the ABI"
+"$PROXYHOST" --help >/dev/null; is $? 0 "--help exits 0"
+"$PROXYHOST" --bogus >/dev/null 2>&1; is $? 2 "unknown option exits 2"
+
+err=$("$PROXYHOST" -c "$T/missing.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "missing configuration file exits 2"
+like "$err" "missing.ini" "the missing file is named"
+
+cat >"$T/good.ini" <<EOC
+[proxyhost]
+modules = probe
+module_path = $TMOD
+[admin]
+listen =
+[probe]
+count = 5
+secret = topsecret-value
+EOC
+out=$("$PROXYHOST" -c "$T/good.ini" --check-config 2>&1); rc=$?
+is "$rc" 0 "--check-config accepts a good configuration"
+like "$out" "configuration ok: 1 module(s)" "and says so"
+
+# One error class per case: the message is file:line: section.key: reason.
+check_error() { # NAME INI-BODY EXPECTED
+  printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n%b' "$TMOD" "$2" >"$T/bad.ini"
+  err=$("$PROXYHOST" -c "$T/bad.ini" --check-config 2>&1); rc=$?
+  is "$rc" 2 "$1: exit 2"
+  like "$err" "$3" "$1: message"
+}
+check_error "unknown section" '[nosuch]\nx = 1\n' "bad.ini:4: nosuch: unknown section"
+check_error "unknown key" '[probe]\ncolour = red\n' "bad.ini:5: probe.colour: unknown key"
+check_error "above maximum" '[probe]\ncount = 101\n' "bad.ini:5: probe.count: 101 is above the maximum 100"
+check_error "bad integer" '[probe]\ncount = many\n' "bad.ini:5: probe.count:"
+check_error "bad boolean" '[probe]\nready = maybe\n' "bad.ini:5: probe.ready:"
+check_error "bad duration" '[probe]\nstop_delay = soon\n' "bad.ini:5: probe.stop_delay:"
+check_error "bad size" '[probe]\nbuffer = 12 apples\n' "bad.ini:5: probe.buffer:"
+check_error "bad enum" '[probe]\nmode = turbo\n' "bad.ini:5: probe.mode:"
+check_error "host key range" 'threads = 0\n' "bad.ini:4: proxyhost.threads:"
+check_error "duplicate key" '[probe]\ncount = 1\ncount = 2\n' "bad.ini:6: probe.count: duplicate key"
+err=$(printf 'stray = 1\n[proxyhost]\n' >"$T/stray.ini"; "$PROXYHOST" -c "$T/stray.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "a key before any section exits 2"
+like "$err" "stray.ini:1:" "and names the line"
+long=$(python3 -c 'print("x" * 300)')
+printf '[probe]\ngreeting = %s\n' "$long" >"$T/long.ini"
+err=$("$PROXYHOST" -c "$T/long.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "an over-long line is refused, not truncated"
+like "$err" "long.ini:2:" "and its line is named"
+err=$("$PROXYHOST" -c "$T/good.ini" --set probe.count --check-config 2>&1); rc=$?
+is "$rc" 2 "malformed --set exits 2"
+like "$err" "--set" "and the message names --set"
+err=$("$PROXYHOST" -c "$T/good.ini" --set probe.count=500 --check-config 2>&1); rc=$?
+is "$rc" 2 "--set value out of range exits 2"
+like "$err" "probe.count: 500 is above the maximum 100" "and names the key"
+
+# Precedence (covers TM-CFG-1): --set > environment > file > default.
+pc() { "$PROXYHOST" -c "$T/good.ini" --print-config "$@" 2>&1; }
+like "$(pc)" "count = 5" "file beats default"
+like "$(PROXYHOST_PROBE_COUNT=6 pc)" "count = 6" "environment beats file"
+like "$(PROXYHOST_PROBE_COUNT=6 pc --set probe.count=7)" "count = 7" "--set beats environment"
+like "$(pc)" "greeting = hello" "default used when nothing sets a key"
+like "$(PROXYHOST_LOG_LEVEL=debug pc)" "level = debug" "host keys take the environment too"
+err=$(PROXYHOST_PROBE_COUNT=600 "$PROXYHOST" -c "$T/good.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "a bad environment value exits 2"
+like "$err" "env PROXYHOST_PROBE_COUNT: probe.count" "and names the variable"
+
+# Redaction: a sensitive value never appears, whatever its source.
+out=$(pc)
+like "$out" "secret = [redacted]" "--print-config redacts sensitive keys"
+unlike "$out" "topsecret-value" "the secret from the file is absent"
+out=$(PROBE_SECRET=env-secret-value pc)
+unlike "$out" "env-secret-value" "the secret from the key's own env alias is absent"
+like "$out" "env PROBE_SECRET" "the alias is named as the source"
+
+# include = conf.d/*.ini, relative to the including file, sorted.
+mkdir -p "$T/inc/conf.d"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\ninclude = conf.d/*.ini\n[admin]\nlisten =\n' "$TMOD" >"$T/inc/main.ini"
+printf '[probe]\ncount = 8\n' >"$T/inc/conf.d/10-probe.ini"
+printf '[log]\nlevel = warn\n' >"$T/inc/conf.d/20-log.ini"
+out=$("$PROXYHOST" -c "$T/inc/main.ini" --print-config 2>&1)
+like "$out" "count = 8" "included file applied"
+like "$out" "10-probe.ini:2" "source of an included value named"
+like "$out" "level = warn" "every matching file included"
+
+# Module listing and load failures.
+out=$("$PROXYHOST" --set proxyhost.module_path="$TMOD" --list-modules 2>&1); rc=$?
+is "$rc" 0 "--list-modules exits 0"
+like "$out" "probe" "lists a good module"
+like "$out" "refused:" "flags a refused module"
+printf '[proxyhost]\nmodules = %s/bad_major.so\n' "$TMOD" >"$T/badmod.ini"
+err=$("$PROXYHOST" -c "$T/badmod.ini" --check-config 2>&1); rc=$?
+is "$rc" 3 "a refused module exits 3"
+like "$err" "module ABI 2.0 is not compatible with host ABI 1.0" "with both versions"
+
+# The build-tree binary finds the build-tree modules without a module_path.
+: >"$T/empty.ini"
+out=$("$PROXYHOST" --set proxyhost.modules=process_metrics -c "$T/empty.ini" --check-config 2>&1); rc=$?
+is "$rc" 0 "build-tree binary loads a build-tree module by name"
+
+done_testing

@@ -1,0 +1,92 @@
+#!/bin/sh
+# A real proxyhost process: admin endpoints, SIGHUP reload, SIGTERM drain
+# within the deadline, the drain deadline, and start-up failures.
+. "$top_srcdir/t/lib/testlib.sh"
+
+port=$(free_port)
+write_conf() { # GREETING EXTRA-PROBE-LINES [DRAIN-TIMEOUT]
+  cat >"$T/run.ini" <<EOC
+[proxyhost]
+modules = probe, process_metrics
+module_path = $TMOD, $top_builddir/modules
+drain_timeout = ${3:-5s}
+[admin]
+listen = 127.0.0.1:$port
+[log]
+level = info
+[probe]
+greeting = $1
+secret = do-not-log-me
+jobs = 3
+$2
+EOC
+}
+
+write_conf first ""
+start_proxyhost "$T/run.ini"
+wait_for healthy "$port"; ok $? "/healthz answers 200"
+out=$(http_get "http://127.0.0.1:$port/readyz")
+like "$out" "200" "/readyz is 200 when every module is ready"
+metrics=$(http_get "http://127.0.0.1:$port/metrics")
+like "$metrics" "200" "/metrics answers 200"
+like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.0\"} 1" "build info exported"
+is "$(metric "$metrics" probe_jobs_done_total)" 3 "module jobs finished through the pool"
+like "$metrics" "process_open_fds " "process_metrics module exports fds"
+printf '%s\n' "$metrics" | sed 1d >"$T/metrics.txt"
+"$PROMTOOL" check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1
+ok $? "promtool accepts the exposition"
+sed 's/^/# promtool: /' "$T/promtool.out"
+
+# SIGHUP re-reads the configuration and calls every module's reload.
+write_conf second ""
+kill -HUP "$PH_PID"
+reloaded() { [ "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" probe_reloads_total)" = 1 ]; }
+wait_for reloaded; ok $? "SIGHUP reaches the module's reload"
+like "$(cat "$T/ph.log")" "greeting=second" "the module sees the new value"
+printf '[probe]\ncount = nope\n' >>"$T/run.ini"
+kill -HUP "$PH_PID"
+failed() { http_get "http://127.0.0.1:$port/metrics" | grep -qF 'proxyhost_reloads_total{result="failed"} 1'; }
+wait_for failed; ok $? "an invalid configuration on SIGHUP is refused and counted"
+running "$PH_PID"; ok $? "and the process keeps running"
+like "$(cat "$T/ph.log")" "run.ini:" "the refusal names file:line"
+unlike "$(cat "$T/ph.log")" "do-not-log-me" "the secret never reaches the log"
+
+# SIGTERM: drain (probe takes 300 ms) and exit 0 within the deadline.
+write_conf second "stop_delay = 300ms"
+kill -HUP "$PH_PID"
+reloaded2() { [ "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" probe_reloads_total)" = 2 ]; }
+wait_for reloaded2
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10; is "$EXIT" 0 "SIGTERM drains and exits 0"
+like "$(cat "$T/ph.log")" "probe drained" "the module finished its drain"
+
+# A module slower than drain_timeout is cut off: exit 5.
+: >"$T/ph.log"
+write_conf second "stop_delay = 20s" 300ms
+start_proxyhost "$T/run.ini"
+wait_for healthy "$port"
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10; is "$EXIT" 5 "drain deadline exceeded exits 5"
+like "$(cat "$T/ph.log")" "drain deadline passed" "and says which module was cut off"
+
+# Readiness follows the modules.
+write_conf second "ready = false"
+start_proxyhost "$T/run.ini"
+wait_for healthy "$port"
+out=$(http_get "http://127.0.0.1:$port/readyz")
+like "$out" "503" "/readyz is 503 while a module is not ready"
+like "$out" "module probe is not ready" "and names it"
+kill -INT "$PH_PID"
+wait_exit "$PH_PID" 10; is "$EXIT" 0 "SIGINT stops like SIGTERM"
+
+# Start-up failures exit 4 with the module named.
+write_conf second "fail_start = true"
+"$PROXYHOST" -c "$T/run.ini" >"$T/out" 2>&1; rc=$?
+is "$rc" 4 "a failing start exits 4"
+like "$(cat "$T/out")" "module probe: start failed" "naming the module"
+printf '[proxyhost]\nmodules = %s/needs_provider.so\n[admin]\nlisten =\n' "$TMOD" >"$T/np.ini"
+"$PROXYHOST" -c "$T/np.ini" >"$T/out" 2>&1; rc=$?
+is "$rc" 4 "a missing provider exits 4"
+like "$(cat "$T/out")" "requires service \"no.such.service\", which no loaded module provides" "naming the service"
+
+done_testing

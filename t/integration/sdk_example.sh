@@ -1,0 +1,67 @@
+#!/bin/sh
+# Installs proxyhost into a staging directory, builds the SDK example out of
+# tree against the *installed* SDK with pkg-config, and loads it into the
+# *installed* host.
+. "$top_srcdir/t/lib/testlib.sh"
+
+dest="$T/dest"
+${MAKE:-make} -C "$top_builddir" install DESTDIR="$dest" >"$T/install.log" 2>&1
+ok $? "make install DESTDIR=..."
+tail -5 "$T/install.log" | sed 's/^/# /'
+
+pcdir_build="$top_builddir/sdk"
+v() { PKG_CONFIG_PATH="$pcdir_build" pkg-config --variable="$1" proxyhost-sdk; }
+prefix=$(v prefix)
+libdir=$(v libdir)
+includedir=$(v includedir)
+moduledir=$(v moduledir)
+is "$(v abi_major).$(v abi_minor)" "1.0" "the .pc file carries the ABI version"
+is "$moduledir" "$libdir/proxyhost/modules" "the .pc file carries moduledir"
+
+exists() { [ -f "$dest$1" ]; ok $? "installed: $1"; }
+exists "$prefix/bin/proxyhost"
+exists "$moduledir/process_metrics.so"
+exists "$includedir/proxyhost/module.h"
+exists "$includedir/proxyhost/host.h"
+exists "$libdir/pkgconfig/proxyhost-sdk.pc"
+exists "$prefix/share/man/man8/proxyhost.8"
+exists "$prefix/share/man/man5/proxyhost.ini.5"
+sysconfdir=$(sed -n 's|^sysconfdir = ||p' "$top_builddir/Makefile" | sed "s|\${prefix}|$prefix|")
+exists "$sysconfdir/proxyhost/proxyhost.ini"
+exists "$sysconfdir/proxyhost/conf.d/process_metrics.ini.sample"
+[ ! -e "$dest$moduledir/probe.so" ]; ok $? "test modules are not installed"
+[ -z "$(find "$dest" -name '*.la')" ]; ok $? "no libtool archives installed"
+
+# The installed headers stand alone: nothing includes a host-private header.
+printf '#include <proxyhost/module.h>\nint main(void) { return PH_ABI_MAJOR - 1; }\n' >"$T/hdr.c"
+cc -std=c11 -Wall -Wextra -Werror -I"$dest$includedir" "$T/hdr.c" -o "$T/hdr" 2>"$T/hdr.err"
+ok $? "installed SDK headers compile on their own"
+
+# Out-of-tree build with the installed pkg-config file.
+mkdir -p "$T/hello"
+cp "$top_srcdir/sdk/examples/hello/hello.c" "$top_srcdir/sdk/examples/hello/Makefile" \
+  "$top_srcdir/sdk/examples/hello/hello.ini" "$T/hello/"
+PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+  ${MAKE:-make} -C "$T/hello" >"$T/hello.log" 2>&1
+ok $? "the example builds against the installed SDK"
+sed 's/^/# /' "$T/hello.log" | tail -5
+syms=$(nm -D --defined-only "$T/hello/hello.so" 2>/dev/null | awk '{print $3}' | grep -v '^_' | tr '\n' ' ')
+is "$syms" "proxyhost_module " "the example exports only its descriptor"
+
+# The installed host loads it (and an installed module) and runs it.
+port=$(free_port)
+PROXYHOST="$dest$prefix/bin/proxyhost"
+start_proxyhost "$T/hello/hello.ini" \
+  --set proxyhost.module_path="$T/hello,$dest$moduledir" \
+  --set proxyhost.modules=hello,process_metrics \
+  --set admin.listen="127.0.0.1:$port"
+wait_for healthy "$port"; ok $? "installed host runs the example"
+is "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" hello_greetings_total)" 1 "the example greeted once"
+kill -HUP "$PH_PID"
+twice() { [ "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" hello_greetings_total)" = 2 ]; }
+wait_for twice; ok $? "the example sees the host's reload message"
+like "$(cat "$T/ph.log")" "hello from an out-of-tree module" "its configuration reached it"
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10; is "$EXIT" 0 "installed host stops cleanly"
+
+done_testing

@@ -1,0 +1,101 @@
+# Shell helpers for proxyhost's integration tests: TAP output, a private
+# temporary directory, free loopback ports, and starting/stopping real
+# proxyhost processes. Every wait here is bounded.
+
+: "${top_builddir:?run through make check}"
+: "${top_srcdir:?run through make check}"
+PROXYHOST="$top_builddir/host/proxyhost"
+TMOD="$top_builddir/t/modules/.libs"
+CURL="${CURL:-curl}"
+
+tap_n=0
+tap_failed=0
+ok() { # ok STATUS NAME
+  tap_n=$((tap_n + 1))
+  if [ "$1" -eq 0 ]; then
+    echo "ok $tap_n - $2"
+  else
+    echo "not ok $tap_n - $2"
+    tap_failed=$((tap_failed + 1))
+  fi
+}
+is() { # is GOT WANT NAME
+  if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; echo "#   got '$1', want '$2'"; fi
+}
+like() { # like TEXT PATTERN(fixed string) NAME
+  if printf '%s' "$1" | grep -qF -- "$2"; then ok 0 "$3"; else
+    ok 1 "$3"; echo "#   does not contain '$2'"; printf '%s\n' "$1" | head -20 | sed 's/^/#   | /'; fi
+}
+unlike() {
+  if printf '%s' "$1" | grep -qF -- "$2"; then ok 1 "$3"; echo "#   contains '$2'"; else ok 0 "$3"; fi
+}
+done_testing() {
+  echo "1..$tap_n"
+  [ "$tap_failed" -eq 0 ]
+}
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/proxyhost-test.XXXXXX")
+PIDS=""
+cleanup() {
+  for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# http_get URL -> prints "STATUS" on the first line, then the body.
+http_get() {
+  "$CURL" -s -m 5 -o "$T/body" -w '%{http_code}\n' "$1" 2>/dev/null || true
+  cat "$T/body" 2>/dev/null
+}
+
+# start_proxyhost CONFIG [ARGS...]: runs it in the background with its log
+# in $T/ph.log; sets PH_PID.
+start_proxyhost() {
+  cfg=$1
+  shift
+  "$PROXYHOST" -c "$cfg" "$@" >>"$T/ph.log" 2>&1 &
+  PH_PID=$!
+  PIDS="$PIDS $PH_PID"
+}
+
+# wait_for CMD...: retries a command up to 100 times, 50 ms apart.
+wait_for() {
+  i=0
+  while [ $i -lt 100 ]; do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    i=$((i + 1))
+    sleep 0.05
+  done
+  return 1
+}
+
+healthy() { [ "$(http_get "http://127.0.0.1:$1/healthz" | head -1)" = 200 ]; }
+
+# running PID: true while the process exists and is not a zombie (kill -0
+# succeeds on an exited child that was not waited for yet).
+running() {
+  [ -r "/proc/$1/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# wait_exit PID SECONDS: sets EXIT to the exit status, or "timeout". Not in
+# a $(...) subshell: only the parent shell can wait for its child.
+wait_exit() {
+  i=0
+  max=$(($2 * 20))
+  while running "$1" && [ $i -lt $max ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
+  if running "$1"; then EXIT=timeout; return; fi
+  wait "$1"
+  EXIT=$?
+}
+
+# metric TEXT NAME -> the value of the first sample line starting NAME.
+metric() {
+  printf '%s\n' "$1" | awk -v n="$2" 'index($0, n " ") == 1 { print $NF; exit }'
+}

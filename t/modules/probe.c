@@ -1,0 +1,180 @@
+/* probe: a test module that exercises the SDK from the module side. The
+ * integration tests and the mock-host test drive it through its config:
+ * readiness, slow drains, failing init/start, helper-thread jobs, bus
+ * traffic, a service for probe_user, and metrics that report what
+ * happened. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <proxyhost/module.h>
+
+typedef struct probe_echo_v1 {
+  int (*echo)(void *self, int x);
+} probe_echo_v1;
+
+typedef struct probe {
+  ph_ctx *ctx;
+  const ph_api *api;
+  int started;
+  ph_timer *stop_timer;
+  ph_topic *reload_topic, *ping_topic;
+  ph_series *reloads, *jobs_done, *reload_msgs, *pings;
+  int64_t jobs_left;
+} probe;
+
+static const ph_api *api;
+
+static const ph_conf_key probe_keys[] = {
+    {"greeting", PH_CONF_STRING, "hello", 1, 64, 0, NULL,
+     "logged at start and on reload", NULL},
+    {"secret", PH_CONF_STRING, "", 0, 128, PH_CONF_SENSITIVE,
+     "PROBE_SECRET", "a secret that must never be printed", NULL},
+    {"count", PH_CONF_INT, "3", 0, 100, 0, NULL, "a bounded integer", NULL},
+    {"ready", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
+     "whether the module reports ready", NULL},
+    {"stop_delay", PH_CONF_DURATION, "0", 0, 60000, 0, NULL,
+     "how long stop takes to drain", NULL},
+    {"fail_init", PH_CONF_BOOL, "false", 0, 0, 0, NULL, "init fails", NULL},
+    {"fail_start", PH_CONF_BOOL, "false", 0, 0, 0, NULL, "start fails",
+     NULL},
+    {"fail_reload", PH_CONF_BOOL, "false", 0, 0, 0, NULL, "reload fails",
+     NULL},
+    {"jobs", PH_CONF_INT, "0", 0, 1000, 0, NULL,
+     "helper-thread jobs submitted at start", NULL},
+    {"tags", PH_CONF_LIST, "a,b", 0, 8, 0, NULL, "a list", NULL},
+    {"mode", PH_CONF_ENUM, "fast", 0, 0, 0, NULL, "an enum", "fast|safe"},
+    {"buffer", PH_CONF_SIZE, "64KiB", 1024, 1 << 30, 0, NULL, "a size",
+     NULL},
+    PH_CONF_END};
+
+static int echo(void *self, int x) {
+  probe *p = self;
+  return p->started ? x + 1 : -1;
+}
+
+static const probe_echo_v1 echo_vt = {echo};
+
+static void on_reload_msg(const ph_topic *t, const void *payload, void *arg) {
+  (void)t;
+  (void)payload;
+  probe *p = arg;
+  api->inc(p->reload_msgs, 1);
+}
+
+static void on_ping(const ph_topic *t, const void *payload, void *arg) {
+  (void)t;
+  probe *p = arg;
+  api->inc(p->pings, 1);
+  PH_LOG(api, p->ctx, PH_LOG_INFO, "ping", PH_STR("payload", payload));
+}
+
+static ph_series *counter(probe *p, const char *name, const char *help) {
+  ph_metric_def d = {name, help, PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric *m = api->metric(p->ctx, &d);
+  return m ? api->series(m, NULL) : NULL;
+}
+
+static int probe_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  probe *p = calloc(1, sizeof(*p));
+  if (!p)
+    return PH_ENOMEM;
+  *state = p;
+  p->ctx = ctx;
+  p->reloads = counter(p, "probe_reloads_total", "reload callbacks");
+  p->jobs_done = counter(p, "probe_jobs_done_total", "jobs completed");
+  p->reload_msgs =
+      counter(p, "probe_reload_messages_total", "host.reload messages seen");
+  p->pings = counter(p, "probe_pings_total", "probe.ping messages seen");
+  if (!p->reloads || !p->jobs_done || !p->reload_msgs || !p->pings)
+    return PH_EINVAL;
+  p->reload_topic = api->topic(ctx, "host.reload", "ph.reload/1");
+  p->ping_topic = api->topic(ctx, "probe.ping", "probe.ping/1");
+  if (!p->reload_topic || !p->ping_topic ||
+      api->subscribe(ctx, p->reload_topic, on_reload_msg, p) <= 0 ||
+      api->subscribe(ctx, p->ping_topic, on_ping, p) <= 0)
+    return PH_EINVAL;
+  if (api->service_register(ctx, "probe.echo", 1, 0, &echo_vt, p) != PH_OK)
+    return PH_EINVAL;
+  if (!api->conf_int(ctx, "ready"))
+    api->set_ready(ctx, 0);
+  if (api->conf_int(ctx, "fail_init"))
+    return PH_EINVAL;
+  return PH_OK;
+}
+
+static void job_work(void *arg) {
+  (void)arg;
+  usleep(1000); /* stands for blocking work */
+}
+
+static void job_done(void *arg, int status) {
+  probe *p = arg;
+  if (status == PH_OK)
+    api->inc(p->jobs_done, 1);
+}
+
+static int probe_start(void *state) {
+  probe *p = state;
+  if (api->conf_int(p->ctx, "fail_start"))
+    return PH_EINVAL;
+  p->started = 1;
+  PH_LOG(api, p->ctx, PH_LOG_INFO, "probe started",
+         PH_STR("greeting", api->conf_str(p->ctx, "greeting")),
+         PH_STR("secret", api->conf_str(p->ctx, "secret")));
+  int64_t jobs = api->conf_int(p->ctx, "jobs");
+  for (int64_t i = 0; i < jobs; i++)
+    if (api->submit(p->ctx, job_work, job_done, p) <= 0)
+      return PH_EFULL;
+  return PH_OK;
+}
+
+static int probe_reload(void *state) {
+  probe *p = state;
+  api->inc(p->reloads, 1);
+  PH_LOG(api, p->ctx, PH_LOG_INFO, "probe reloaded",
+         PH_STR("greeting", api->conf_str(p->ctx, "greeting")));
+  return api->conf_int(p->ctx, "fail_reload") ? PH_EINVAL : PH_OK;
+}
+
+static void stop_timer_cb(ph_timer *t, void *arg) {
+  (void)t;
+  probe *p = arg;
+  PH_LOG(api, p->ctx, PH_LOG_INFO, "probe drained");
+  api->stop_done(p->ctx);
+}
+
+static int probe_stop(void *state) {
+  probe *p = state;
+  int64_t delay = api->conf_int(p->ctx, "stop_delay");
+  if (delay <= 0)
+    return PH_OK;
+  p->stop_timer = api->timer_new(p->ctx, stop_timer_cb, p);
+  if (!p->stop_timer)
+    return PH_OK;
+  api->timer_set(p->stop_timer, (uint64_t)delay, 0);
+  return PH_STOP_PENDING;
+}
+
+static void probe_destroy(void *state) {
+  probe *p = state;
+  if (!p)
+    return;
+  api->timer_free(p->stop_timer);
+  free(p);
+}
+
+static const char *const probe_provides[] = {"probe.echo", NULL};
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("probe", "1.0"),
+    .description = "test module exercising the SDK",
+    .provides = probe_provides,
+    .config = probe_keys,
+    .init = probe_init,
+    .start = probe_start,
+    .reload = probe_reload,
+    .stop = probe_stop,
+    .destroy = probe_destroy,
+};

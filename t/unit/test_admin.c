@@ -1,0 +1,514 @@
+/* Unit tests for host/admin.c: a libev loop on the main thread serves
+ * 127.0.0.1:0 while a client thread with blocking sockets (bounded by
+ * SO_RCVTIMEO/SO_SNDTIMEO) runs the scenarios, then wakes the loop with
+ * an ev_async. A 10 s safety timer fails the test if anything hangs. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "metrics.h"
+#include "tap.h"
+
+#define TIMEOUT_MS 300
+#define MAX_CONNS 3
+#define RESP_MAX (16 << 20)
+#define BULK_METRICS 160 /* x 1024 series: about 6 MB of exposition */
+
+static int port, bulk_port;
+static struct ev_loop *loop_;
+static atomic_int ready_flag = 1;
+static ev_async done_async;
+static int timed_out;
+
+static int ready_cb(void *arg, ph_buf *why) {
+  (void)arg;
+  if (atomic_load(&ready_flag))
+    return 1;
+  buf_puts(why, "module dns: not started\nmodule tls: loading keys");
+  return 0;
+}
+
+/* ---- client side ------------------------------------------------------ */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int client_connect_to(int to_port, int rcvbuf) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct timeval tv = {2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (rcvbuf)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)to_port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int client_connect(int rcvbuf) {
+  return client_connect_to(port, rcvbuf);
+}
+
+/* Reads until EOF into resp (NUL-terminated); the length, or -1 on error
+ * or timeout. */
+static long read_all(int fd, char *resp, size_t cap) {
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = recv(fd, resp + len, cap - 1 - len, 0);
+    if (r < 0)
+      return -1;
+    if (r == 0)
+      break;
+    len += (size_t)r;
+    if (len == cap - 1)
+      return -1;
+  }
+  resp[len] = '\0';
+  return (long)len;
+}
+
+typedef struct reply {
+  long len;
+  int status;
+  const char *body; /* after the blank line, or NULL */
+  long content_length;
+  char *raw;
+} reply;
+
+static void parse_reply(reply *r) {
+  r->status = -1;
+  r->content_length = -1;
+  r->body = NULL;
+  if (r->len < 0 || sscanf(r->raw, "HTTP/1.1 %d ", &r->status) != 1)
+    return;
+  char *end = strstr(r->raw, "\r\n\r\n");
+  if (end)
+    r->body = end + 4;
+  char *cl = strstr(r->raw, "\r\nContent-Length: ");
+  if (cl)
+    r->content_length = strtol(cl + 18, NULL, 10);
+}
+
+/* One whole exchange; delay_ms before reading (to fill the windows). */
+static reply request_to(int to_port, const char *raw, size_t n, int rcvbuf,
+                        int delay_ms) {
+  reply r = {.len = -1, .raw = calloc(1, RESP_MAX)};
+  int fd = client_connect_to(to_port, rcvbuf);
+  if (fd >= 0 && send_all(fd, raw, n) == 0) {
+    if (delay_ms)
+      usleep((useconds_t)delay_ms * 1000);
+    r.len = read_all(fd, r.raw, RESP_MAX);
+  }
+  if (fd >= 0)
+    close(fd);
+  parse_reply(&r);
+  return r;
+}
+
+static reply request_ex(const char *raw, size_t n) {
+  return request_to(port, raw, n, 0, 0);
+}
+
+static reply request(const char *raw) {
+  return request_ex(raw, strlen(raw));
+}
+
+static void check_reply(const char *raw, int status, const char *body,
+                        const char *what) {
+  reply r = request(raw);
+  char name[200];
+  snprintf(name, sizeof(name), "%s: status %d", what, status);
+  is_int(r.status, status, name);
+  snprintf(name, sizeof(name), "%s: body", what);
+  is_str(r.body, body, name);
+  snprintf(name, sizeof(name), "%s: Connection: close", what);
+  like(r.raw, "\r\nConnection: close\r\n", name);
+  snprintf(name, sizeof(name), "%s: Content-Length matches", what);
+  is_int(r.content_length, r.body ? (long)strlen(r.body) : -2, name);
+  free(r.raw);
+}
+
+static void test_routes(void) {
+  check_reply("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 200, "ok\n",
+              "/healthz");
+  check_reply("GET /healthz?verbose=1 HTTP/1.0\r\n\r\n", 200, "ok\n",
+              "query string ignored");
+  check_reply("GET /healthz HTTP/1.0\n\n", 200, "ok\n", "bare LF");
+  check_reply("GET /nope HTTP/1.1\r\n\r\n", 404, "not found\n", "404");
+  check_reply("GET /metricsx HTTP/1.1\r\n\r\n", 404, "not found\n",
+              "prefix is not a match");
+  check_reply("garbage\r\n\r\n", 400, "bad request\n", "garbage");
+  check_reply("GET /healthz HTTP/1.1\r\nno colon here\r\n\r\n", 400,
+              "bad request\n", "bad header line");
+  check_reply("GET /healthz HTTP/2.0\r\n\r\n", 505,
+              "http version not supported\n", "HTTP/2.0");
+
+  reply r = request("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  is_int(r.status, 405, "POST: 405");
+  like(r.raw, "\r\nAllow: GET, HEAD\r\n", "POST: Allow header");
+  free(r.raw);
+  r = request("DELETE /nope HTTP/1.1\r\n\r\n");
+  is_int(r.status, 405, "method checked before path");
+  free(r.raw);
+
+  /* No line end ever comes, yet binary junk is refused at once (waiting
+   * would end in the deadline's close, without a status). */
+  r = request_ex("\x16\x03\x01\x02", 4);
+  is_int(r.status, 400, "binary junk: 400 without waiting for a line end");
+  free(r.raw);
+}
+
+static void test_metrics_and_head(void) {
+  reply r = request("GET /metrics HTTP/1.1\r\n\r\n");
+  is_int(r.status, 200, "/metrics: 200");
+  like(r.raw,
+       "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n",
+       "/metrics: content type");
+  like(r.body, "\ntest_hits_total 42\n", "/metrics: counter value");
+  is_int(r.content_length, r.body ? (long)strlen(r.body) : -2,
+         "/metrics: Content-Length matches");
+  long get_len = r.content_length;
+  free(r.raw);
+
+  r = request("HEAD /metrics HTTP/1.1\r\n\r\n");
+  is_int(r.status, 200, "HEAD /metrics: 200");
+  is_int(r.content_length, get_len, "HEAD /metrics: GET's Content-Length");
+  is_str(r.body, "", "HEAD /metrics: no body");
+  free(r.raw);
+  r = request("HEAD /healthz HTTP/1.1\r\n\r\n");
+  is_int(r.content_length, 3, "HEAD /healthz: Content-Length 3");
+  is_str(r.body, "", "HEAD /healthz: no body");
+  free(r.raw);
+
+  /* More than the kernel's send buffer can take (tcp_wmem max is a few
+   * MiB), a tiny receive window and a late reader: the server's first
+   * write is partial and the rest goes out from the EV_WRITE watcher. */
+  r = request_to(bulk_port, "GET /metrics HTTP/1.1\r\n\r\n", 25, 2048, 100);
+  is_int(r.status, 200, "/metrics, slow reader: 200");
+  ok(r.content_length > (5 << 20), "/metrics, slow reader: a large body");
+  is_int(r.body ? (long)strlen(r.body) : -1, r.content_length,
+         "/metrics, slow reader: whole body arrived");
+  free(r.raw);
+}
+
+static void test_ready(void) {
+  check_reply("GET /readyz HTTP/1.1\r\n\r\n", 200, "ready\n", "ready");
+  atomic_store(&ready_flag, 0);
+  check_reply("GET /readyz HTTP/1.1\r\n\r\n", 503,
+              "module dns: not started\nmodule tls: loading keys\n",
+              "not ready");
+  atomic_store(&ready_flag, 1);
+  check_reply("GET /readyz HTTP/1.1\r\n\r\n", 200, "ready\n", "ready again");
+}
+
+static void test_large_head(void) {
+  size_t n = 10000;
+  char *big = malloc(n + 1);
+  strcpy(big, "GET /healthz HTTP/1.1\r\nX-Big: ");
+  size_t used = strlen(big);
+  memset(big + used, 'a', n - used - 4);
+  memcpy(big + n - 4, "\r\n\r\n", 5);
+  reply r = request_ex(big, n);
+  is_int(r.status, 431, "head over 8 KiB: 431");
+  is_str(r.body, "request header fields too large\n", "431 body");
+  free(r.raw);
+
+  /* Exactly 8192 bytes including the blank line is still accepted. */
+  used = strlen("GET /healthz HTTP/1.1\r\nX-Big: ");
+  memset(big + used, 'b', 8192 - used - 4);
+  memcpy(big + 8192 - 4, "\r\n\r\n", 4);
+  r = request_ex(big, 8192);
+  is_int(r.status, 200, "head of exactly 8 KiB: 200");
+  free(r.raw);
+  free(big);
+}
+
+/* Waits for the server to close fd; seconds taken, or -1 when it did not
+ * close (data, or our own 2 s receive timeout). */
+static double time_to_close(int fd, double t0) {
+  char c;
+  ssize_t r = recv(fd, &c, 1, 0);
+  if (r == 0 || (r < 0 && errno == ECONNRESET))
+    return now_s() - t0;
+  return -1;
+}
+
+static void test_deadline(void) {
+  double t0 = now_s();
+  int fd = client_connect(0);
+  double dt = time_to_close(fd, t0);
+  ok(dt >= TIMEOUT_MS / 1000.0 * 0.9 && dt < 1.5,
+     "silent client closed at the deadline");
+  printf("# silent client closed after %.3f s\n", dt);
+  close(fd);
+
+  t0 = now_s();
+  fd = client_connect(0);
+  send_all(fd, "GET /heal", 9);
+  dt = time_to_close(fd, t0);
+  ok(dt >= TIMEOUT_MS / 1000.0 * 0.9 && dt < 1.5,
+     "client stuck mid-head closed at the deadline");
+  close(fd);
+}
+
+static int still_open(int fd) {
+  char c;
+  return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+static void test_max_connections(void) {
+  /* A finished exchange holds its slot until the server has read the
+   * client's close; give it time so all MAX_CONNS slots are free. */
+  usleep(50000);
+  int idle[MAX_CONNS];
+  for (int i = 0; i < MAX_CONNS; i++)
+    idle[i] = client_connect(0);
+  double t0 = now_s();
+  int extra = client_connect(0);
+  double dt = time_to_close(extra, t0);
+  ok(dt >= 0, "connection over the limit is closed");
+  int open_ = 1;
+  for (int i = 0; i < MAX_CONNS; i++)
+    open_ = open_ && still_open(idle[i]);
+  ok(open_, "... at once, while the others are still open");
+  close(extra);
+  for (int i = 0; i < MAX_CONNS; i++)
+    close(idle[i]);
+
+  /* The slots free up once the server has seen the closes. */
+  int status = -1;
+  for (int tries = 0; tries < 40 && status != 200; tries++) {
+    reply r = request("GET /healthz HTTP/1.1\r\n\r\n");
+    status = r.status;
+    free(r.raw);
+    if (status != 200)
+      usleep(25000);
+  }
+  is_int(status, 200, "served again after the idle clients left");
+}
+
+static void *client_main(void *arg) {
+  int *idle = arg;
+  test_routes();
+  test_metrics_and_head();
+  test_ready();
+  test_large_head();
+  test_deadline();
+  test_max_connections();
+  /* Left open for admin_stop to clean up; the request after it makes sure
+   * the server has accepted it (accepts are in arrival order). */
+  *idle = client_connect(0);
+  reply r = request("GET /healthz HTTP/1.1\r\n\r\n");
+  free(r.raw);
+  ev_async_send(loop_, &done_async);
+  return NULL;
+}
+
+/* ---- loop side -------------------------------------------------------- */
+
+static void on_done(struct ev_loop *loop, ev_async *w, int revents) {
+  (void)w;
+  (void)revents;
+  ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_safety(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)w;
+  (void)revents;
+  timed_out = 1;
+  ev_break(loop, EVBREAK_ALL);
+}
+
+static void expect_start_error(struct ev_loop *loop, const char *listen,
+                               int max, int timeout, const char *want) {
+  ph_admin_opts o = {.listen = listen, .max_connections = max,
+                     .timeout_ms = timeout};
+  ph_buf err;
+  buf_init(&err, 0);
+  ph_admin *a = admin_start(loop, &o, &err);
+  char name[200];
+  snprintf(name, sizeof(name), "admin_start(%s) fails", listen);
+  ok(a == NULL, name);
+  is_str(err.data, want, "... with the reason");
+  if (a)
+    admin_stop(a);
+  buf_free(&err);
+}
+
+static void test_start_errors(struct ev_loop *loop) {
+  expect_start_error(loop, "127.0.0.1:99999", 1, 1,
+                     "admin listen 127.0.0.1:99999: invalid port");
+  expect_start_error(loop, "127.0.0.1:", 1, 1,
+                     "admin listen 127.0.0.1:: invalid port");
+  expect_start_error(loop, "127.0.0.1:8x", 1, 1,
+                     "admin listen 127.0.0.1:8x: invalid port");
+  expect_start_error(loop, "127.0.0.1", 1, 1,
+                     "admin listen 127.0.0.1: want IPv4:PORT or [IPv6]:PORT");
+  expect_start_error(loop, "localhost:9470", 1, 1,
+                     "admin listen localhost:9470: invalid address "
+                     "\"localhost\"");
+  expect_start_error(loop, "::1:9470", 1, 1,
+                     "admin listen ::1:9470: invalid address \"::1\"");
+  expect_start_error(loop, "[127.0.0.1]:9470", 1, 1,
+                     "admin listen [127.0.0.1]:9470: invalid address "
+                     "\"127.0.0.1\"");
+  expect_start_error(loop, "", 1, 1, "admin listen: no address");
+  expect_start_error(loop, "127.0.0.1:0", 0, 1,
+                     "admin: max_connections must be at least 1, got 0");
+  expect_start_error(loop, "127.0.0.1:0", 1, 0,
+                     "admin: timeout_ms must be at least 1, got 0");
+
+  ph_admin_opts o = {.listen = "[::1]:0", .max_connections = 1,
+                     .timeout_ms = 1};
+  ph_buf err;
+  buf_init(&err, 0);
+  ph_admin *a = admin_start(loop, &o, &err);
+  ok(a && admin_port(a) > 0, "[::1]:0 binds an ephemeral port");
+  if (!a)
+    printf("# %s\n", err.data);
+  admin_stop(a);
+  buf_free(&err);
+}
+
+/* The listening socket among our descriptors: non-blocking, close-on-exec. */
+static void test_listener_flags(void) {
+  int found = 0;
+  for (int fd = 3; fd < 1024 && !found; fd++) {
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int listening = 0;
+    socklen_t il = sizeof(listening);
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
+        sa.sin_family != AF_INET || ntohs(sa.sin_port) != port ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &il) < 0 ||
+        !listening)
+      continue;
+    found = 1;
+    ok(fcntl(fd, F_GETFD) & FD_CLOEXEC, "listener is close-on-exec");
+    ok(fcntl(fd, F_GETFL) & O_NONBLOCK, "listener is non-blocking");
+  }
+  ok(found, "listener found among the descriptors");
+}
+
+static ph_registry *make_registry(void) {
+  ph_registry *r = metrics_new();
+  ph_metric_def hits = {.name = "test_hits_total", .help = "Hits.",
+                        .type = PH_METRIC_COUNTER};
+  metrics_inc(metrics_series(metrics_register(r, &hits, NULL), NULL), 42);
+  return r;
+}
+
+/* BULK_METRICS counters of 32 x 32 series each, for the partial writes. */
+static ph_registry *make_bulk_registry(void) {
+  static const char *vals[33];
+  static char names[32][4];
+  for (int i = 0; i < 32; i++) {
+    snprintf(names[i], sizeof(names[i]), "v%d", i);
+    vals[i] = names[i];
+  }
+  ph_registry *r = metrics_new();
+  ph_label_def l[] = {{"a", vals}, {"b", vals}};
+  for (int i = 0; i < BULK_METRICS; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "test_bulk%d_total", i);
+    ph_metric_def d = {.name = name, .help = "Bulk.",
+                       .type = PH_METRIC_COUNTER, .labels = l,
+                       .n_labels = 2};
+    metrics_register(r, &d, NULL);
+  }
+  return r;
+}
+
+int main(void) {
+  plan_lazy();
+  struct ev_loop *loop = loop_ = ev_default_loop(0);
+  test_start_errors(loop);
+
+  ph_registry *reg = make_registry();
+  ph_admin_opts o = {.listen = "127.0.0.1:0",
+                     .max_connections = MAX_CONNS,
+                     .timeout_ms = TIMEOUT_MS,
+                     .registry = reg,
+                     .ready = ready_cb};
+  ph_buf err;
+  buf_init(&err, 0);
+  ph_admin *a = admin_start(loop, &o, &err);
+  ok(a != NULL, "admin_start on 127.0.0.1:0");
+  if (!a) {
+    printf("# %s\n", err.data);
+    return done_testing();
+  }
+  port = admin_port(a);
+  ok(port > 0, "admin_port gives the bound port");
+  test_listener_flags();
+
+  char taken[64];
+  snprintf(taken, sizeof(taken), "127.0.0.1:%d", port);
+  o.listen = taken;
+  ok(admin_start(loop, &o, &err) == NULL, "second bind to the port fails");
+  like(err.data, ": bind: Address already in use", "... with the reason");
+
+  /* A second listener with a generous deadline for the big response. */
+  ph_registry *bulk_reg = make_bulk_registry();
+  ph_admin_opts bo = {.listen = "127.0.0.1:0", .max_connections = 2,
+                      .timeout_ms = 5000, .registry = bulk_reg};
+  ph_admin *bulk = admin_start(loop, &bo, &err);
+  ok(bulk != NULL, "second listener with another registry");
+  bulk_port = admin_port(bulk);
+
+  ev_async_init(&done_async, on_done);
+  ev_async_start(loop, &done_async);
+  ev_timer safety;
+  ev_timer_init(&safety, on_safety, 10., 0.);
+  ev_timer_start(loop, &safety);
+
+  int idle = -1;
+  pthread_t t;
+  pthread_create(&t, NULL, client_main, &idle);
+  ev_run(loop, 0);
+  /* Closing the listener and clients also unblocks a stuck client. */
+  admin_stop(a);
+  admin_stop(bulk);
+  pthread_join(t, NULL);
+  ok(!timed_out, "client finished before the safety timer");
+  if (idle >= 0)
+    close(idle);
+
+  ev_timer_stop(loop, &safety);
+  ev_async_stop(loop, &done_async);
+  buf_free(&err);
+  metrics_free(reg);
+  metrics_free(bulk_reg);
+  ev_loop_destroy(loop);
+  return done_testing();
+}
