@@ -501,8 +501,12 @@ static void do_include(loader *ld, const char *pattern) {
   } else if (r == 0) {
     for (size_t i = 0; i < g.gl_pathc; i++)
       load_path(ld->lc, g.gl_pathv[i], ld->depth + 1, ld);
+  } else if (r == GLOB_NOMATCH && !strpbrk(pattern, "*?[")) {
+    /* A plain file name that does not exist is a typo, not an empty
+     * conf.d. */
+    ld_err(ld, "include: %s: no such file", full.data);
   } else if (r != GLOB_NOMATCH) {
-    /* No match is normal (an empty conf.d); anything else is not. */
+    /* No match of a pattern is normal (an empty conf.d). */
     ld_err(ld, "include: cannot expand %s", full.data);
   }
   globfree(&g);

@@ -356,8 +356,9 @@ int core_init_modules(ph_core *c, ph_buf *err) {
   if (loader_order(c->mods, c->n_mods, c->order, err) < 0)
     return -1;
   c->phase = PH_PHASE_INIT;
-  for (size_t i = 0; i < c->n_mods; i++) {
-    ph_ctx *ctx = c->mods[i];
+  c->ordered = 1;
+  for (size_t k = 0; k < c->n_mods; k++) {
+    ph_ctx *ctx = c->mods[c->order[k]];
     c->initing = ctx;
     int rc = ctx->mod->init(ctx, &ph_host_api, &ctx->state);
     c->initing = NULL;
@@ -376,12 +377,12 @@ int core_start_modules(ph_core *c, ph_buf *err) {
   for (size_t k = 0; k < c->n_mods; k++) {
     ph_ctx *ctx = c->mods[c->order[k]];
     int rc = ctx->mod->start ? ctx->mod->start(ctx->state) : PH_OK;
-    ctx->started = 1;
     if (rc != PH_OK) {
       buf_printf(err, "module %s: start failed (status %d)\n",
                  ctx->mod->name, rc);
       return -1;
     }
+    ctx->started = 1;
     ph_log_field f[] = {PH_STR("name", ctx->mod->name),
                         PH_STR("version", ctx->mod->version
                                               ? ctx->mod->version
@@ -486,10 +487,25 @@ void core_begin_stop(ph_core *c) {
   ev_timer_start(c->loop, &c->drain_timer);
 }
 
-static int same_list(const ph_conf *a, const ph_conf *b, const char *sec,
-                     const char *key) {
-  const char *x = conf_str(a, sec, key), *y = conf_str(b, sec, key);
-  return strcmp(x ? x : "", y ? y : "") == 0;
+/* Keys read once at start-up: a reload that changes them says so. */
+static const char *const restart_keys[][2] = {
+    {"proxyhost", "modules"},      {"proxyhost", "module_path"},
+    {"proxyhost", "mailbox_size"}, {"proxyhost", "threads"},
+    {"proxyhost", "job_queue"},    {"admin", "listen"},
+    {"admin", "max_connections"},  {"admin", "timeout"}};
+
+static void warn_restart_keys(const ph_conf *a, const ph_conf *b) {
+  for (size_t i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]);
+       i++) {
+    const char *sec = restart_keys[i][0], *key = restart_keys[i][1];
+    const char *x = conf_str(a, sec, key), *y = conf_str(b, sec, key);
+    if (strcmp(x ? x : "", y ? y : "") != 0) {
+      ph_log_field f[] = {PH_STR("section", sec), PH_STR("key", key)};
+      log_write(NULL, PH_LOG_WARN,
+                "this key changes only after a restart; old value kept", f,
+                2);
+    }
+  }
 }
 
 int core_reload(ph_core *c) {
@@ -511,16 +527,15 @@ int core_reload(ph_core *c) {
               f, 1);
     conf_free(next);
     buf_free(&err);
+    /* Still reopen the log file: SIGHUP is also how log rotation asks. */
+    if (log_open(conf_str(c->conf, "log", "file")) < 0)
+      log_write(NULL, PH_LOG_ERROR, "cannot reopen the log file", NULL, 0);
     if (c->m_reloads_failed)
       metrics_inc(c->m_reloads_failed, 1);
     return -1;
   }
   buf_free(&err);
-  if (!same_list(c->conf, next, "proxyhost", "modules") ||
-      !same_list(c->conf, next, "proxyhost", "module_path"))
-    log_write(NULL, PH_LOG_WARN,
-              "module list changes take effect only after a restart", NULL,
-              0);
+  warn_restart_keys(c->conf, next);
   ph_conf *old = c->conf;
   c->conf = next;
   apply_log_settings(next);
@@ -573,6 +588,8 @@ void core_watch_signals(ph_core *c) {
 }
 
 static void stop_remaining(ph_core *c) {
+  if (!c->ordered)
+    return;
   for (size_t k = c->n_mods; k-- > 0;) {
     ph_ctx *ctx = c->mods[c->order[k]];
     if (ctx->started && !ctx->stopped && !ctx->stop_pending &&
@@ -606,8 +623,9 @@ void core_free(ph_core *c) {
     mailbox_free(c->mailbox);
   c->mailbox = NULL;
   c->phase = PH_PHASE_DESTROY;
-  for (size_t i = c->n_mods; i-- > 0;) {
-    ph_ctx *ctx = c->mods[i];
+  /* Users before the providers of their services. */
+  for (size_t k = c->n_mods; k-- > 0;) {
+    ph_ctx *ctx = c->mods[c->ordered ? c->order[k] : k];
     if (c->bus)
       bus_unsubscribe_all(c->bus, ctx);
     if (ctx->inited && ctx->mod->destroy)

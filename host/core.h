@@ -26,8 +26,8 @@ enum ph_exit {
   PH_EXIT_RUNTIME = 1, /* a failure after start-up */
   PH_EXIT_CONFIG = 2,  /* bad command line or configuration */
   PH_EXIT_LOAD = 3,    /* a module could not be loaded or was refused */
-  PH_EXIT_START = 4,   /* a module's init or start failed, or a provider
-                          was missing */
+  PH_EXIT_START = 4,   /* a module's init or start failed, a provider was
+                          missing, or the admin listener could not bind */
   PH_EXIT_DRAIN = 5    /* stopped, but the drain deadline cut modules off */
 };
 
@@ -70,7 +70,8 @@ struct ph_core {
 
   ph_ctx *mods[PH_MAX_MODULES];
   size_t n_mods;
-  size_t order[PH_MAX_MODULES]; /* start order, indexes into mods */
+  size_t order[PH_MAX_MODULES]; /* dependency order, indexes into mods */
+  int ordered;                  /* order[] is valid */
   ph_ctx *initing;              /* the module whose init is running */
 
   int phase;

@@ -73,6 +73,9 @@ static void list_one(const char *path) {
            path);
   else if (m)
     printf("%-20s -       -    refused: %s", "?", err.data ? err.data : "\n");
+  else
+    printf("%-20s -       -    refused: %s: no %s symbol\n", "?", path,
+           PH_MODULE_SYMBOL);
   buf_free(&err);
   dlclose(dl);
 }
@@ -187,6 +190,11 @@ int main(int argc, char **argv) {
     goto out;
   }
   if (action == OPT_CHECK) {
+    /* Also what start-up would refuse before any module runs. */
+    if (loader_order(c->mods, c->n_mods, c->order, &err) < 0) {
+      code = PH_EXIT_START;
+      goto out;
+    }
     printf("configuration ok: %zu module(s)\n", c->n_mods);
     goto out;
   }

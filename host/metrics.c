@@ -289,7 +289,8 @@ static int check_def(ph_registry *r, const ph_metric_def *def, ph_buf *err) {
       def->type != PH_METRIC_HISTOGRAM)
     return fail(err, def->name, "unknown type %d", (int)def->type);
   if (find_metric(r, def->name))
-    return fail(err, def->name, "already registered");
+    return fail(err, def->name,
+                "already registered with a different definition");
   if (check_labels(def, err) < 0 || check_buckets(def, err) < 0)
     return -1;
   return 0;
@@ -418,9 +419,39 @@ void metrics_free(ph_registry *r) {
   free(r);
 }
 
+/* Whether an existing metric has exactly this definition (type, labels
+ * and their values in order, buckets): then registering it again, from
+ * another module that shares the metric, returns the same metric. */
+static int same_def(const ph_metric *m, const ph_metric_def *def) {
+  if (m->type != def->type || m->n_labels != def->n_labels)
+    return 0;
+  for (size_t i = 0; i < m->n_labels; i++) {
+    const ph_label_def *l = &def->labels[i];
+    if (!l->name || strcmp(m->labels[i].name, l->name) != 0 || !l->values ||
+        count_values(l) != m->labels[i].n_values)
+      return 0;
+    for (size_t v = 0; v < m->labels[i].n_values; v++)
+      if (strcmp(m->labels[i].values[v], l->values[v]) != 0)
+        return 0;
+  }
+  if (def->type != PH_METRIC_HISTOGRAM)
+    return 1;
+  if (!def->buckets || def->n_buckets != m->n_bounds)
+    return 0;
+  for (size_t b = 0; b < m->n_bounds; b++)
+    if (m->bounds[b] != def->buckets[b])
+      return 0;
+  return 1;
+}
+
 ph_metric *metrics_register(ph_registry *r, const ph_metric_def *def,
                             ph_buf *err) {
-  if (!r || check_def(r, def, err) < 0)
+  if (!r)
+    return NULL;
+  ph_metric *existing = def && def->name ? find_metric(r, def->name) : NULL;
+  if (existing && same_def(existing, def))
+    return existing;
+  if (check_def(r, def, err) < 0)
     return NULL;
   ph_metric *m = metric_build(def);
   if (!m) {

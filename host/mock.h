@@ -7,7 +7,7 @@
  *   mock_init(m, &err); mock_start(m, &err);
  *   mock_run_for(m, 50);
  *   like(mock_metrics_text(m), "probe_jobs_done_total 5", "...");
- *   mock_stop(m, 1000); mock_free(m);
+ *   mock_stop(m); mock_free(m);
  */
 #ifndef PH_MOCK_H
 #define PH_MOCK_H

@@ -26,7 +26,9 @@ typedef enum ph_conf_type {
 } ph_conf_type;
 
 enum ph_conf_flags {
-  PH_CONF_SENSITIVE = 1u << 0, /* redacted in --print-config and logs */
+  PH_CONF_SENSITIVE = 1u << 0, /* redacted in --print-config and never
+                                  echoed in errors (log fields are
+                                  redacted by key name, see log.h) */
   PH_CONF_REQUIRED = 1u << 1   /* start-up fails when no source sets it */
 };
 
@@ -37,7 +39,7 @@ typedef struct ph_conf_key {
   int64_t min, max;  /* bounds (see ph_conf_type); max 0 = unbounded */
   uint32_t flags;    /* ph_conf_flags */
   const char *env;   /* extra environment name (a seed's), or NULL */
-  const char *help;  /* one line for --print-config and the docs */
+  const char *help;  /* one line for the module's documentation */
   const char *choices; /* PH_CONF_ENUM only: allowed values, "a|b|c" */
 } ph_conf_key;
 

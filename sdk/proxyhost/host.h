@@ -75,7 +75,9 @@ typedef struct ph_api {
   void (*log_rl)(ph_ctx *ctx, ph_ratelimit *rl, int level, const char *msg,
                  const ph_log_field *fields, size_t n_fields);
 
-  /* ---- configuration (validated before init; any thread) ------------- */
+  /* ---- configuration (validated before init; loop thread) ------------ */
+  /* A reload replaces the values (and frees the old strings) on the loop
+   * thread: copy what a helper thread needs before submitting the job. */
 
   /* Effective value of a key the module declared. Strings and lists are
    * returned as written (lists comma-separated), owned by the host and
@@ -91,7 +93,7 @@ typedef struct ph_api {
 
   /* The process's libev loop, for libraries that take a foreign loop. */
   struct ev_loop *(*loop)(ph_ctx *ctx);
-  /* Loop time in milliseconds (monotonic, cached per iteration). */
+  /* Monotonic time in milliseconds (CLOCK_MONOTONIC). */
   int64_t (*now_ms)(ph_ctx *ctx);
   /* fd watcher, created stopped unless events != 0. io_set(io, 0) stops
    * it. io_free stops and frees; it may be called from inside its own
@@ -141,7 +143,8 @@ typedef struct ph_api {
                              uint16_t min_minor, void **self);
   /* Drops the caller's use of a service obtained with service_get. */
   void (*service_release)(ph_ctx *ctx, const char *name);
-  /* Provider only. PH_EBUSY while any other module still uses it. */
+  /* Provider only (PH_EINVAL otherwise). PH_EBUSY while any other module
+   * still uses it; PH_ENOENT when not registered. */
   int (*service_unregister)(ph_ctx *ctx, const char *name);
 
   /* ---- message bus --------------------------------------------------- */
@@ -168,6 +171,10 @@ typedef struct ph_api {
 
   /* ---- metrics (registration: init only; updates: any thread) -------- */
 
+  /* Registers a metric; NULL (and an error in the log) when the
+   * definition is invalid. Registering a name again with exactly the same
+   * definition (type, labels and values in order, buckets) returns the
+   * same metric, so modules can share one; another definition is refused. */
   ph_metric *(*metric)(ph_ctx *ctx, const ph_metric_def *def);
   /* The series for one value per declared label (n_labels strings); NULL
    * when a value was not declared. Resolve once, then update freely. */

@@ -4,9 +4,10 @@
  * A log record is a level, a short constant message and typed key/value
  * fields. The host writes it as key=value text or as one JSON object per
  * line (configuration [log] format), to stderr or a file. Fields whose key
- * names a secret (password, passwd, secret, token, authorization, cookie,
- * credential, dsn, private_key, api_key) are written as "[redacted]"
- * whatever the value; never put secrets in the message text itself.
+ * contains a secret word (password, passwd, secret, token, authorization,
+ * cookie, credential, dsn, private, api_key, apikey, bearer, proxy_auth;
+ * case-insensitive) are written as "[redacted]" whatever the value; never
+ * put secrets in the message text itself.
  *
  * Use the macros; they skip all work when the level is disabled:
  *

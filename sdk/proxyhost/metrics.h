@@ -5,7 +5,7 @@
  * label may take, so the number of series is known and bounded when the
  * metric is registered (at most PH_METRIC_MAX_SERIES per metric). A module
  * resolves the series it needs once (api->series) and updates them on the
- * hot path through api->inc/add/set/observe: no lookup, lock or
+ * hot path through api->inc/gauge_set/gauge_add/observe: no lookup, lock or
  * allocation per update. Updates are atomic and allowed from any thread.
  *
  * Names follow Prometheus rules ([a-zA-Z_:][a-zA-Z0-9_:]*); counters

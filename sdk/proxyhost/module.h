@@ -6,7 +6,8 @@
  * `proxyhost_module`, a const ph_module defined with PROXYHOST_MODULE:
  *
  *   static const ph_conf_key keys[] = {
- *     {"greeting", PH_CONF_STRING, "hello", 1, 64, 0, NULL, "what to say"},
+ *     {"greeting", PH_CONF_STRING, "hello", 1, 64, 0, NULL, "what to say",
+ *      NULL},
  *     PH_CONF_END
  *   };
  *   PROXYHOST_MODULE = {
@@ -20,18 +21,25 @@
  * Link with: -module -avoid-version -export-symbols-regex '^proxyhost_module$'
  *
  * Lifecycle, all on the loop thread, driven by the host:
- *   init    every module, in configuration order: read config, register
- *           services, topics, subscriptions and metrics. Mandatory.
+ *   init    every module, in dependency order (providers of a service
+ *           before its users, configuration order otherwise): read config,
+ *           register services, topics, subscriptions and metrics.
+ *           Mandatory.
  *   start   in dependency order (providers before users of the services
  *           they declare): look up services, open listeners, arm timers.
- *   reload  on SIGHUP, after the new configuration validated: re-read
- *           config values. Optional.
+ *   reload  on SIGHUP, after the whole new configuration validated (an
+ *           invalid one is refused and the old values stay): re-read
+ *           config values. A failing reload is logged and counted; the
+ *           new values stay in force for every module. Then the host
+ *           publishes topic "host.reload" (type "ph.reload/1", no
+ *           payload). Optional.
  *   stop    on SIGTERM/SIGINT, in reverse start order: stop accepting and
  *           drain. Return 0 when done, PH_STOP_PENDING to finish later with
  *           api->stop_done(); the host waits at most [proxyhost]
  *           drain_timeout for all of them. Optional.
- *   destroy in reverse init order, also after a failed init/start: free
- *           everything. Optional.
+ *   destroy in reverse dependency order, also after a failed init or
+ *           start (stop is called only for modules whose start
+ *           succeeded): free everything. Optional.
  * init/start/reload return PH_OK or a negative ph_status; a failure stops
  * the host with a message naming the module.
  */

@@ -33,7 +33,10 @@ exists "$sysconfdir/proxyhost/conf.d/process_metrics.ini.sample"
 [ -z "$(find "$dest" -name '*.la')" ]; ok $? "no libtool archives installed"
 
 # The installed headers stand alone: nothing includes a host-private header.
-printf '#include <proxyhost/module.h>\nint main(void) { return PH_ABI_MAJOR - 1; }\n' >"$T/hdr.c"
+for h in "$dest$includedir"/proxyhost/*.h; do
+  printf '#include <proxyhost/%s>\n' "$(basename "$h")"
+done >"$T/hdr.c"
+printf 'int main(void) { return PH_ABI_MAJOR - 1; }\n' >>"$T/hdr.c"
 cc -std=c11 -Wall -Wextra -Werror -I"$dest$includedir" "$T/hdr.c" -o "$T/hdr" 2>"$T/hdr.err"
 ok $? "installed SDK headers compile on their own"
 

@@ -431,7 +431,7 @@ static ph_registry *make_registry(void) {
 /* BULK_METRICS counters of 32 x 32 series each, for the partial writes. */
 static ph_registry *make_bulk_registry(void) {
   static const char *vals[33];
-  static char names[32][4];
+  static char names[32][16];
   for (int i = 0; i < 32; i++) {
     snprintf(names[i], sizeof(names[i]), "v%d", i);
     vals[i] = names[i];

@@ -759,11 +759,24 @@ static void test_includes(void) {
   is_str(err.data, want, "cycle error names the include line");
   conf_free(c);
 
+  /* A plain file name that is not there is a typo: refused. A pattern
+   * that matches nothing is an empty conf.d: fine. */
+  write_file("typo.ini", "[proxyhost]\ninclude = nothere.ini\n");
+  buf_reset(&err);
+  c = conf_new();
+  is_int(conf_load_file(c, path_in("typo.ini"), &err), -1,
+         "a missing plain include is refused");
+  like(err.data, "typo.ini:2: include: ", "and named with file:line");
+  conf_free(c);
+
   /* Depth: d0 includes d1 ... includes d9. */
   for (int i = 0; i <= 9; i++) {
     char name[32];
     snprintf(name, sizeof(name), "d%d.ini", i);
-    snprintf(text, sizeof(text), "[proxyhost]\ninclude = d%d.ini\n", i + 1);
+    if (i < 9)
+      snprintf(text, sizeof(text), "[proxyhost]\ninclude = d%d.ini\n", i + 1);
+    else
+      snprintf(text, sizeof(text), "[proxyhost]\n");
     write_file(name, text);
   }
   buf_reset(&err);

@@ -93,7 +93,7 @@ static void test_dependency_order(ph_buf *err) {
          "user and provider load");
   is_int(core_validate(c, err), 0, "configuration validates");
   is_int(core_setup(c, err), 0, "host services start");
-  is_int(core_init_modules(c, err), 0, "init in configuration order");
+  is_int(core_init_modules(c, err), 0, "init in dependency order");
   is_int(c->order[0], 1, "provider starts first");
   is_int(core_start_modules(c, err), 0,
          "start in dependency order (the user found a started provider)");

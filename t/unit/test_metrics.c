@@ -35,6 +35,23 @@ static void expect_error(const ph_metric_def *def, const char *want,
   metrics_free(r);
 }
 
+/* Two modules that share a metric register the same definition; both get
+ * the same metric and so update the same series. */
+static void test_shared_definition(void) {
+  static const char *const stage_values[] = {"dns", "connect", NULL};
+  static const ph_label_def l[] = {{"stage", stage_values}};
+  static const double b[] = {0.1, 1};
+  ph_metric_def h = {"shared_seconds", "h", PH_METRIC_HISTOGRAM, l, 1, b, 2};
+  ph_registry *r = metrics_new();
+  ph_metric *a = metrics_register(r, &h, NULL);
+  ph_metric *again = metrics_register(r, &h, NULL);
+  ok(a && a == again, "an identical definition returns the same metric");
+  const double b2[] = {0.1, 2};
+  h.buckets = b2;
+  ok(metrics_register(r, &h, NULL) == NULL, "other buckets are refused");
+  metrics_free(r);
+}
+
 static void test_errors(void) {
   const char *const dup[] = {"dns", "tls", "dns", NULL};
   const char *const none[] = {NULL};
@@ -59,8 +76,15 @@ static void test_errors(void) {
   d.name = NULL;
   expect_error(&d, "without a name", "name: NULL");
 
-  d = (ph_metric_def){.name = "taken_total", .type = PH_METRIC_COUNTER};
-  expect_error(&d, "metric taken_total: already registered", "duplicate");
+  d = (ph_metric_def){.name = "taken_total", .type = PH_METRIC_GAUGE};
+  expect_error(&d, "metric taken_total: already registered with a different "
+                   "definition",
+               "duplicate name, other definition");
+  const char *const one[] = {"a", NULL};
+  const ph_label_def lab[] = {{"l", one}};
+  d = (ph_metric_def){.name = "taken_total", .type = PH_METRIC_COUNTER,
+                      .labels = lab, .n_labels = 1};
+  expect_error(&d, "already registered", "duplicate name, other labels");
 
   d = (ph_metric_def){.name = "x_total", .type = (ph_metric_type)9};
   expect_error(&d, "metric x_total: unknown type 9", "unknown type");
@@ -450,6 +474,7 @@ static void test_no_help(void) {
 int main(void) {
   plan_lazy();
   test_errors();
+  test_shared_definition();
   ph_registry *r = metrics_new();
   ok(r != NULL, "registry created");
   test_counter(r);

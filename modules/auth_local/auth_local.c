@@ -1,0 +1,358 @@
+/* auth_local: the "authorizer" service from a user list in the module's
+ * configuration section, with passwords stored as PBKDF2 hashes (made by
+ * proxyhost-passwd). Hash checks run on the host's helper threads; recent
+ * successful checks are remembered (keyed by a SHA-256 of user and
+ * password, for cache_ttl) so a browser opening many streams does not pay
+ * the hash each time. Anything but a verified match is a denial. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <proxyhost/authorizer.h>
+#include <proxyhost/module.h>
+
+#include "pwhash.h"
+
+#define MAX_USERS 1024
+#define CRED_MAX 255
+
+typedef struct user {
+  char name[CRED_MAX + 1];
+  pwhash hash;
+} user;
+
+typedef struct cache_entry {
+  unsigned char key[32]; /* SHA-256(user NUL password) */
+  int64_t expires_ms;
+} cache_entry;
+
+typedef struct check check;
+typedef struct auth auth;
+
+struct check {
+  auth *a;
+  int64_t id;
+  int64_t job; /* > 0 while a helper job is outstanding */
+  int cancelled;
+  int verdict;
+  unsigned char key[32];
+  pwhash hash; /* copy: the user list may be reloaded meanwhile */
+  int known;   /* the user exists (else a dummy hash is checked) */
+  char password[CRED_MAX + 1];
+  size_t password_len;
+  ph_auth_cb cb;
+  void *arg;
+  check *next; /* in the deferred or live list */
+};
+
+struct auth {
+  ph_ctx *ctx;
+  user *users;
+  size_t n_users;
+  pwhash dummy; /* checked for unknown users: same cost, no enumeration */
+  cache_entry *cache;
+  size_t cache_size, cache_next;
+  int64_t cache_ttl_ms;
+  int64_t max_pending, pending;
+  int64_t next_id;
+  check *live;     /* outstanding checks */
+  check *deferred; /* answered from the cache, delivered by the timer */
+  ph_timer *defer_timer;
+  ph_series *m_checks[3][2]; /* verdict x cache hit/miss */
+};
+
+static const ph_api *api;
+
+static const ph_conf_key auth_keys[] = {
+    {"users", PH_CONF_LIST, "", 0, MAX_USERS, PH_CONF_SENSITIVE, NULL,
+     "NAME:HASH entries; HASH from proxyhost-passwd", NULL},
+    {"cache_ttl", PH_CONF_DURATION, "60s", 0, 3600000, 0, NULL,
+     "how long a verified password is remembered (0: never)", NULL},
+    {"cache_size", PH_CONF_INT, "1024", 0, 100000, 0, NULL,
+     "remembered verifications", NULL},
+    {"max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
+     "checks in flight; beyond it a check is denied", NULL},
+    PH_CONF_END};
+
+static void cred_key(const char *u, size_t ul, const char *p, size_t pl,
+                     unsigned char out[32]) {
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned int n = 0;
+  if (md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+      EVP_DigestUpdate(md, u, ul) == 1 && EVP_DigestUpdate(md, "", 1) == 1 &&
+      EVP_DigestUpdate(md, p, pl) == 1 &&
+      EVP_DigestFinal_ex(md, out, &n) == 1 && n == 32) {
+    EVP_MD_CTX_free(md);
+    return;
+  }
+  EVP_MD_CTX_free(md);
+  memset(out, 0xff, 32); /* cannot match a real entry's expiry check */
+}
+
+static int cache_hit(auth *a, const unsigned char key[32]) {
+  int64_t now = api->now_ms(a->ctx);
+  for (size_t i = 0; i < a->cache_size; i++)
+    if (a->cache[i].expires_ms > now &&
+        CRYPTO_memcmp(a->cache[i].key, key, 32) == 0)
+      return 1;
+  return 0;
+}
+
+static void cache_put(auth *a, const unsigned char key[32]) {
+  if (a->cache_size == 0 || a->cache_ttl_ms == 0)
+    return;
+  cache_entry *e = &a->cache[a->cache_next];
+  a->cache_next = (a->cache_next + 1) % a->cache_size;
+  memcpy(e->key, key, 32);
+  e->expires_ms = api->now_ms(a->ctx) + a->cache_ttl_ms;
+}
+
+static void count(auth *a, int verdict, int hit) {
+  api->inc(a->m_checks[verdict][hit], 1);
+}
+
+static void unlink_check(check **list, check *c) {
+  for (check **p = list; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      return;
+    }
+}
+
+static void free_check(check *c) {
+  OPENSSL_cleanse(c->password, sizeof(c->password));
+  free(c);
+}
+
+/* Helper thread: the slow part. Touches only the check itself. */
+static void verify_work(void *arg) {
+  check *c = arg;
+  int ok = pwhash_verify(&c->hash, c->password, c->password_len);
+  c->verdict = ok && c->known ? PH_AUTH_ALLOW : PH_AUTH_DENY;
+  OPENSSL_cleanse(c->password, sizeof(c->password));
+}
+
+static void verify_done(void *arg, int status) {
+  check *c = arg;
+  auth *a = c->a;
+  unlink_check(&a->live, c);
+  a->pending--;
+  int verdict = status == PH_OK ? c->verdict : PH_AUTH_UNAVAILABLE;
+  if (!c->cancelled) {
+    if (verdict == PH_AUTH_ALLOW)
+      cache_put(a, c->key);
+    count(a, verdict, 0);
+    c->cb(c->arg, verdict);
+  }
+  free_check(c);
+}
+
+static void deliver_deferred(ph_timer *t, void *arg) {
+  (void)t;
+  auth *a = arg;
+  while (a->deferred) {
+    check *c = a->deferred;
+    a->deferred = c->next;
+    c->cb(c->arg, c->verdict);
+    free_check(c);
+  }
+}
+
+static void defer(auth *a, check *c, int verdict, int hit) {
+  c->verdict = verdict;
+  c->next = a->deferred;
+  a->deferred = c;
+  count(a, verdict, hit);
+  api->timer_set(a->defer_timer, 1, 0); /* next loop iteration */
+}
+
+static const user *find_user(const auth *a, const char *name, size_t len) {
+  for (size_t i = 0; i < a->n_users; i++)
+    if (strlen(a->users[i].name) == len &&
+        memcmp(a->users[i].name, name, len) == 0)
+      return &a->users[i];
+  return NULL;
+}
+
+static int64_t check_password(void *self, const char *u, size_t ul,
+                              const char *p, size_t pl, ph_auth_cb cb,
+                              void *arg) {
+  auth *a = self;
+  if (!u || !p || !cb || ul == 0 || ul > CRED_MAX || pl > CRED_MAX)
+    return PH_EINVAL;
+  check *c = calloc(1, sizeof(*c));
+  if (!c)
+    return PH_ENOMEM;
+  c->a = a;
+  c->id = ++a->next_id;
+  c->cb = cb;
+  c->arg = arg;
+  cred_key(u, ul, p, pl, c->key);
+  if (cache_hit(a, c->key)) {
+    defer(a, c, PH_AUTH_ALLOW, 1);
+    return c->id;
+  }
+  if (a->pending >= a->max_pending) {
+    defer(a, c, PH_AUTH_UNAVAILABLE, 0);
+    return c->id;
+  }
+  const user *usr = find_user(a, u, ul);
+  c->known = usr != NULL;
+  c->hash = usr ? usr->hash : a->dummy;
+  memcpy(c->password, p, pl);
+  c->password_len = pl;
+  c->job = api->submit(a->ctx, verify_work, verify_done, c);
+  if (c->job <= 0) {
+    OPENSSL_cleanse(c->password, sizeof(c->password));
+    defer(a, c, PH_AUTH_UNAVAILABLE, 0);
+    return c->id;
+  }
+  a->pending++;
+  c->next = a->live;
+  a->live = c;
+  return c->id;
+}
+
+static int cancel_check(void *self, int64_t id) {
+  auth *a = self;
+  for (check *c = a->deferred; c; c = c->next)
+    if (c->id == id) {
+      unlink_check(&a->deferred, c);
+      free_check(c);
+      return PH_OK;
+    }
+  for (check *c = a->live; c; c = c->next)
+    if (c->id == id && !c->cancelled) {
+      /* A queued job is dropped now (its done runs with ECANCELED); a
+       * running one finishes and is ignored. */
+      c->cancelled = 1;
+      api->job_cancel(a->ctx, c->job);
+      return PH_OK;
+    }
+  return PH_ENOENT;
+}
+
+static const ph_authorizer_v1 authorizer_vt = {check_password, cancel_check};
+
+/* Parses every NAME:HASH entry; nothing is replaced on error. */
+static int load_users(auth *a) {
+  size_t n = api->conf_list_len(a->ctx, "users");
+  user *users = calloc(n ? n : 1, sizeof(*users));
+  if (!users)
+    return PH_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const char *item = api->conf_list_at(a->ctx, "users", i);
+    const char *colon = item ? strchr(item, ':') : NULL;
+    size_t nl = colon ? (size_t)(colon - item) : 0;
+    if (!colon || nl == 0 || nl > CRED_MAX ||
+        pwhash_parse(colon + 1, &users[i].hash) < 0) {
+      /* Never echo the entry: it holds a password hash. */
+      PH_LOG(api, a->ctx, PH_LOG_ERROR,
+             "auth_local.users: entry is not NAME:HASH (make HASH with "
+             "proxyhost-passwd)",
+             PH_UINT("entry", i + 1));
+      free(users);
+      return PH_EINVAL;
+    }
+    memcpy(users[i].name, item, nl);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(users[j].name, users[i].name) == 0) {
+        PH_LOG(api, a->ctx, PH_LOG_ERROR, "auth_local.users: duplicate user",
+               PH_UINT("entry", i + 1));
+        free(users);
+        return PH_EINVAL;
+      }
+  }
+  free(a->users);
+  a->users = users;
+  a->n_users = n;
+  /* Unknown users cost what known ones do: no enumeration by timing. */
+  a->dummy.iterations = n ? users[0].hash.iterations : PWHASH_DEFAULT_ITER;
+  return PH_OK;
+}
+
+static int apply_config(auth *a) {
+  int rc = load_users(a);
+  if (rc != PH_OK)
+    return rc;
+  size_t size = (size_t)api->conf_int(a->ctx, "cache_size");
+  cache_entry *cache = calloc(size ? size : 1, sizeof(*cache));
+  if (!cache)
+    return PH_ENOMEM;
+  free(a->cache); /* a reload forgets what was remembered */
+  a->cache = cache;
+  a->cache_size = size;
+  a->cache_next = 0;
+  a->cache_ttl_ms = api->conf_int(a->ctx, "cache_ttl");
+  a->max_pending = api->conf_int(a->ctx, "max_pending");
+  return PH_OK;
+}
+
+static int auth_init(ph_ctx *ctx, const ph_api *host, void **state) {
+  api = host;
+  auth *a = calloc(1, sizeof(*a));
+  if (!a)
+    return PH_ENOMEM;
+  *state = a;
+  a->ctx = ctx;
+  /* A fixed dummy hash for unknown users; its cost is set with the users. */
+  memset(&a->dummy, 0, sizeof(a->dummy));
+  a->dummy.salt_len = PWHASH_SALT_LEN;
+  static const char *const verdicts[] = {"allow", "deny", "unavailable",
+                                         NULL};
+  static const char *const caches[] = {"miss", "hit", NULL};
+  static const ph_label_def labels[] = {{"result", verdicts},
+                                        {"cache", caches}};
+  ph_metric_def d = {"proxyhost_auth_checks_total",
+                     "Password checks by result and cache use",
+                     PH_METRIC_COUNTER, labels, 2, NULL, 0};
+  ph_metric *m = api->metric(ctx, &d);
+  if (!m)
+    return PH_EINVAL;
+  for (int v = 0; v < 3; v++)
+    for (int h = 0; h < 2; h++) {
+      const char *lv[] = {verdicts[v], caches[h]};
+      a->m_checks[v][h] = api->series(m, lv);
+    }
+  a->defer_timer = api->timer_new(ctx, deliver_deferred, a);
+  if (!a->defer_timer)
+    return PH_ENOMEM;
+  int rc = apply_config(a);
+  if (rc != PH_OK)
+    return rc;
+  return api->service_register(ctx, PH_AUTHORIZER_SERVICE,
+                               PH_AUTHORIZER_MAJOR, PH_AUTHORIZER_MINOR,
+                               &authorizer_vt, a);
+}
+
+static int auth_reload(void *state) { return apply_config(state); }
+
+static void auth_destroy(void *state) {
+  auth *a = state;
+  if (!a)
+    return;
+  /* The host delivered every job's done before destroy: live is empty. */
+  while (a->deferred) {
+    check *c = a->deferred;
+    a->deferred = c->next;
+    free_check(c);
+  }
+  api->timer_free(a->defer_timer);
+  free(a->users);
+  free(a->cache);
+  free(a);
+}
+
+static const char *const auth_provides[] = {PH_AUTHORIZER_SERVICE, NULL};
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("auth_local", "1.0"),
+    .description = "username/password authorizer from the configuration",
+    .provides = auth_provides,
+    .config = auth_keys,
+    .init = auth_init,
+    .reload = auth_reload,
+    .destroy = auth_destroy,
+};

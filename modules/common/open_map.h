@@ -1,0 +1,33 @@
+/* Mapping open results to client-facing answers: SOCKS5 reply codes (the
+ * 001 seed's table) and HTTP statuses. Pure code: no I/O, no host API. */
+#ifndef PH_OPEN_MAP_H
+#define PH_OPEN_MAP_H
+
+#include <proxyhost/connector.h>
+
+/* RFC 1928 reply codes. */
+enum socks5_reply {
+  SOCKS5_SUCCEEDED = 0x00,
+  SOCKS5_GENERAL_FAILURE = 0x01,
+  SOCKS5_NOT_ALLOWED = 0x02,
+  SOCKS5_NETWORK_UNREACHABLE = 0x03,
+  SOCKS5_HOST_UNREACHABLE = 0x04,
+  SOCKS5_CONNECTION_REFUSED = 0x05,
+  SOCKS5_TTL_EXPIRED = 0x06,
+  SOCKS5_COMMAND_NOT_SUPPORTED = 0x07,
+  SOCKS5_ADDRESS_NOT_SUPPORTED = 0x08
+};
+
+/* ok→succeeded, forbidden→not allowed, network_unreachable→network
+ * unreachable, host_unreachable and agent_offline→host unreachable,
+ * connection_refused→refused, timeout→TTL expired, queue_full and all
+ * others→general failure. */
+int open_map_socks5(int code);
+
+/* The HTTP status a proxy answers for a failed open: forbidden 403,
+ * timeout 504, queue_full 503, dns/host/network/refused 502, others 502;
+ * ok 200. */
+int open_map_http_status(int code);
+const char *open_map_http_reason(int status);
+
+#endif

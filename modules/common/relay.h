@@ -1,0 +1,57 @@
+/* The byte relay between a client socket and a target socket: full duplex,
+ * backpressure (a side is read only while the other can take the bytes),
+ * half-close (EOF on one side becomes shutdown(SHUT_WR) on the other),
+ * idle timeout, and splice(2) through a pipe per direction when both ends
+ * are plain TCP sockets (zero copy), with a buffered copy otherwise.
+ *
+ * Loop thread only. A relay owns both fds from relay_start on and closes
+ * them, with every pipe, buffer, watcher and timer, before calling done.
+ */
+#ifndef PH_RELAY_H
+#define PH_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/host.h>
+
+typedef struct ph_relay ph_relay;
+
+enum relay_end {
+  RELAY_END_CLOSED = 0,  /* both directions finished (EOF both ways) */
+  RELAY_END_IDLE,        /* idle timeout */
+  RELAY_END_ERROR,       /* a read/write/splice error on either side */
+  RELAY_END_ABORTED      /* relay_abort */
+};
+
+typedef struct relay_stats {
+  uint64_t up;   /* bytes client -> target */
+  uint64_t down; /* bytes target -> client */
+} relay_stats;
+
+/* first_down: optional, called once when the first target byte reaches
+ * the client (for TTFB). done: called exactly once, after everything was
+ * closed and freed; not called when relay_abort ends it. */
+typedef struct relay_opts {
+  int64_t idle_timeout_ms; /* no bytes either way for this long: end */
+  size_t buffer_size;      /* per direction, copy mode; also the splice
+                              chunk; 4 KiB .. 1 MiB */
+  int use_splice;          /* 1: splice when both fds are TCP sockets */
+  void (*first_down)(void *arg);
+  void (*done)(void *arg, const relay_stats *st, int end);
+  void *arg;
+} relay_opts;
+
+/* Starts relaying. `pre` holds bytes the client already sent past the
+ * protocol head (pipelined); they go to the target first. Returns NULL
+ * (and closes both fds) when resources run out. */
+ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
+                      int target_fd, const void *pre, size_t pre_len,
+                      const relay_opts *o);
+/* Ends a relay now (shutdown/drain): closes and frees everything; done is
+ * not called. */
+void relay_abort(ph_relay *r);
+/* Bytes so far. */
+relay_stats relay_get_stats(const ph_relay *r);
+
+#endif

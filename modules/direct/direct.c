@@ -1,0 +1,783 @@
+/* direct: the "connector" service that dials targets itself. It is the
+ * 001 seed's bounded dial executor: a non-blocking admission (a full queue
+ * is answered queue_full at once), at most max_concurrent_dials requests
+ * resolving or connecting, at most max_pending_dials waiting, each request
+ * with its own deadlines and cancellation, asynchronous DNS (c-ares on the
+ * host loop), happy-eyeballs connects and a target policy that keeps
+ * clients off the process's own listeners.
+ *
+ * A request goes NEW → (QUEUED →) DNS → CONNECT → DONE; literals skip
+ * DNS, policy and validation failures go straight to DONE. Results wait
+ * on the done list and are delivered from a timer callback, so a callback
+ * never runs inside open(). While stopping, open() answers
+ * stage=queue code=queue_full (retryable): the stream fails fast and the
+ * client may retry elsewhere; requests already accepted run to their end. */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <proxyhost/connector.h>
+#include <proxyhost/module.h>
+
+#include "dialer.h"
+#include "policy.h"
+#include "resolver.h"
+#include "stream_metrics.h"
+
+/* retry_after_ms hints. */
+#define RETRY_QUEUE_FULL_MS 100
+#define RETRY_STOPPING_MS 1000
+#define RETRY_TRANSIENT_MS 1000
+/* How often local interface addresses are re-read (for listeners on
+ * 0.0.0.0 or ::), at most. */
+#define LOCAL_REFRESH_MS 10000
+
+enum rq_state { RQ_NEW = 0, RQ_QUEUED, RQ_DNS, RQ_CONNECT, RQ_DONE };
+
+typedef struct direct direct;
+typedef struct dreq dreq;
+
+typedef struct rlist {
+  dreq *first, *last;
+  size_t n;
+} rlist;
+
+struct dreq {
+  dreq *prev, *next; /* in exactly one rlist once admitted */
+  rlist *list;
+  dreq *hnext; /* id hash chain */
+  direct *d;
+  int64_t id;
+  ph_open_cb cb;
+  void *arg;
+  int state;
+  uint16_t port;
+  int kind;    /* policy_host_kind */
+  int verdict; /* policy_check_name */
+  char host[256];
+  char name[POLICY_MAX_NAME + 1];
+  struct sockaddr_storage literal;
+  int64_t deadline_ms;     /* open_timeout */
+  int64_t dns_deadline_ms; /* dns_timeout */
+  double t_admit, t_stage; /* monotonic seconds, for the histograms */
+  ph_timer *timer;
+  resolver_query *q;
+  dialer *dl;
+  int err; /* errno of a failed connect, for the debug log */
+  ph_open_result res;
+};
+
+struct direct {
+  ph_ctx *ctx;
+  /* configuration */
+  int max_concurrent, max_pending;
+  uint32_t connect_timeout_ms, open_timeout_ms, dns_timeout_ms, he_delay_ms;
+  char *resolver_conf; /* servers and tries, to notice a change on reload */
+  int stopping;
+  policy *pol;
+  resolver *res;
+  /* metrics */
+  stream_metrics sm;
+  ph_series *g_active, *g_pending, *c_queue_full;
+  /* requests */
+  rlist queue, running, done;
+  dreq **buckets;
+  size_t n_buckets;
+  int64_t next_id;
+  int pumping;
+  ph_timer *deliver_timer;
+  int64_t local_at_ms; /* last refresh of local addresses, 0 never */
+};
+
+static const ph_api *api;
+
+static const char *const direct_provides[] = {PH_CONNECTOR_SERVICE, NULL};
+
+static const ph_conf_key direct_keys[] = {
+    {"max_concurrent_dials", PH_CONF_INT, "32", 1, 4096, 0, NULL,
+     "requests resolving or connecting at once", NULL},
+    {"max_pending_dials", PH_CONF_INT, "128", 0, 65536, 0, NULL,
+     "requests waiting for a dial slot; beyond it open answers queue_full",
+     NULL},
+    {"connect_timeout", PH_CONF_DURATION, "5s", 10, 300000, 0, NULL,
+     "limit of one TCP connect attempt", NULL},
+    {"open_timeout", PH_CONF_DURATION, "8s", 10, 600000, 0, NULL,
+     "limit of a whole open: queue, DNS and connect", NULL},
+    {"dns_timeout", PH_CONF_DURATION, "5s", 10, 60000, 0, NULL,
+     "limit of the DNS lookup (within open_timeout)", NULL},
+    {"dns_tries", PH_CONF_INT, "2", 1, 5, 0, NULL,
+     "queries sent per server before the lookup fails", NULL},
+    {"happy_eyeballs_delay", PH_CONF_DURATION, "250ms", 10, 5000, 0, NULL,
+     "wait before also trying the next address (RFC 8305)", NULL},
+    {"resolver_servers", PH_CONF_LIST, "", 0, RESOLVER_MAX_SERVERS, 0, NULL,
+     "DNS servers as ip[:port] or [ip6]:port; empty: the system's", NULL},
+    {"allow_cidrs", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
+     "when set (or allow_hosts is): addresses that may be dialled", NULL},
+    {"deny_cidrs", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
+     "addresses that may never be dialled", NULL},
+    {"allow_hosts", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
+     "when set (or allow_cidrs is): names that may be dialled "
+     "(name or .suffix)",
+     NULL},
+    {"deny_hosts", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
+     "names that may never be dialled (name or .suffix)", NULL},
+    {"allow_ports", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
+     "when set: the only ports that may be dialled (port or lo-hi)", NULL},
+    {"deny_ports", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
+     "ports that may never be dialled (port or lo-hi)", NULL},
+    {"deny_own_listeners", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
+     "refuse targets that reach this process's own listeners", NULL},
+    {"component", PH_CONF_ENUM, "client", 0, 0, 0, NULL,
+     "component label of the stream metrics (read at start)",
+     "client|server|agent"},
+    PH_CONF_END};
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- lists and the id table ------------------------------------------ */
+
+static void list_push(rlist *l, dreq *r) {
+  r->list = l;
+  r->next = NULL;
+  r->prev = l->last;
+  if (l->last)
+    l->last->next = r;
+  else
+    l->first = r;
+  l->last = r;
+  l->n++;
+}
+
+static void list_unlink(dreq *r) {
+  rlist *l = r->list;
+  if (!l)
+    return;
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    l->first = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  else
+    l->last = r->prev;
+  l->n--;
+  r->list = NULL;
+  r->prev = r->next = NULL;
+}
+
+static size_t bucket_of(const direct *d, int64_t id) {
+  return (size_t)((uint64_t)id & (d->n_buckets - 1));
+}
+
+static void table_add(direct *d, dreq *r) {
+  size_t b = bucket_of(d, r->id);
+  r->hnext = d->buckets[b];
+  d->buckets[b] = r;
+}
+
+static dreq *table_find(const direct *d, int64_t id) {
+  for (dreq *r = d->buckets[bucket_of(d, id)]; r; r = r->hnext)
+    if (r->id == id)
+      return r;
+  return NULL;
+}
+
+static void table_del(direct *d, dreq *r) {
+  for (dreq **p = &d->buckets[bucket_of(d, r->id)]; *p; p = &(*p)->hnext)
+    if (*p == r) {
+      *p = r->hnext;
+      return;
+    }
+}
+
+/* ---- metrics and logs ------------------------------------------------ */
+
+static void update_gauges(direct *d) {
+  api->gauge_set(d->g_active, (double)d->running.n);
+  api->gauge_set(d->g_pending, (double)d->queue.n);
+}
+
+static void record_stage(direct *d, int sm_stage, int code, double since) {
+  stream_metrics_stage(&d->sm, sm_stage, stream_metrics_result(code),
+                       mono_s() - since);
+}
+
+static void log_failure(direct *d, const dreq *r) {
+  /* The target is allowed at debug level only; stage and code are the
+   * stable names, the errno is for operators, never for clients. */
+  PH_LOG(api, d->ctx, PH_LOG_DEBUG, "open failed",
+         PH_STR("stage", ph_open_stage_name(r->res.stage)),
+         PH_STR("code", ph_open_code_name(r->res.code)),
+         PH_STR("host", r->host), PH_UINT("port", r->port),
+         PH_INT("errno", r->err),
+         PH_INT("us", (int64_t)((mono_s() - r->t_admit) * 1e6)));
+}
+
+/* ---- the executor ---------------------------------------------------- */
+
+static void pump(direct *d);
+
+static void arm_delivery(direct *d) {
+  /* after 0 with a repeat: the next loop iteration (0/0 would stop it). */
+  api->timer_set(d->deliver_timer, 0, 1);
+}
+
+/* Stops whatever the request is doing (DNS, dial, deadline). */
+static void stop_work(dreq *r) {
+  if (r->q) {
+    resolver_abandon(r->q);
+    r->q = NULL;
+  }
+  if (r->dl) {
+    dialer_free(r->dl);
+    r->dl = NULL;
+  }
+  if (r->timer)
+    api->timer_set(r->timer, 0, 0);
+}
+
+/* Ends a request with its result; it is delivered on the next loop
+ * iteration. retry_ms > 0 marks it retryable. */
+static void finish(dreq *r, int stage, int code, int fd, uint32_t retry_ms) {
+  direct *d = r->d;
+  int was_running = r->state == RQ_DNS || r->state == RQ_CONNECT;
+  stop_work(r);
+  list_unlink(r);
+  r->state = RQ_DONE;
+  r->res.stage = code == PH_OPEN_OK ? PH_STAGE_NONE : stage;
+  r->res.code = code;
+  r->res.fd = fd;
+  r->res.retryable = retry_ms > 0;
+  r->res.retry_after_ms = retry_ms;
+  list_push(&d->done, r);
+  arm_delivery(d);
+  if (code != PH_OPEN_OK)
+    log_failure(d, r);
+  if (was_running)
+    pump(d);
+  update_gauges(d);
+}
+
+static void arm_deadline(dreq *r) {
+  int64_t when = r->deadline_ms;
+  if (r->state == RQ_DNS && r->dns_deadline_ms < when)
+    when = r->dns_deadline_ms;
+  int64_t wait = when - api->now_ms(r->d->ctx);
+  api->timer_set(r->timer, wait > 0 ? (uint64_t)wait : 1, 0);
+}
+
+static void on_dialed(void *arg, int fd, int code, int err) {
+  dreq *r = arg;
+  dialer *dl = r->dl;
+  r->dl = NULL;
+  dialer_free(dl);
+  r->err = err;
+  record_stage(r->d, SM_CONNECT, code, r->t_stage);
+  finish(r, PH_STAGE_CONNECT, code, fd,
+         code == PH_OPEN_OK || code == PH_OPEN_CONNECTION_REFUSED
+             ? 0
+             : RETRY_TRANSIENT_MS);
+}
+
+static void begin_connect(dreq *r, const struct sockaddr_storage *addrs,
+                          size_t n) {
+  direct *d = r->d;
+  dialer_opts o = {d->connect_timeout_ms, d->he_delay_ms};
+  r->state = RQ_CONNECT;
+  r->t_stage = mono_s();
+  r->dl = dialer_new(api, d->ctx, addrs, n, &o, on_dialed, r);
+  if (!r->dl) {
+    finish(r, PH_STAGE_CONNECT, PH_OPEN_INTERNAL_ERROR, -1, RETRY_TRANSIENT_MS);
+    return;
+  }
+  dialer_start(r->dl); /* may finish r at once */
+  if (r->state == RQ_CONNECT)
+    arm_deadline(r);
+}
+
+/* Keeps the addresses the policy allows; none left is policy/forbidden. */
+static void connect_allowed(dreq *r, const struct sockaddr_storage *addrs,
+                            size_t n) {
+  struct sockaddr_storage ok[RESOLVER_MAX_ADDRS];
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < RESOLVER_MAX_ADDRS; i++)
+    if (policy_check_addr(r->d->pol, (const struct sockaddr *)&addrs[i],
+                          r->verdict))
+      ok[k++] = addrs[i];
+  if (k == 0) {
+    finish(r, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, -1, 0);
+    return;
+  }
+  begin_connect(r, ok, k);
+}
+
+static void on_resolved(void *arg, int status,
+                        const struct sockaddr_storage *addrs, size_t n) {
+  dreq *r = arg;
+  r->q = NULL;
+  int code = PH_OPEN_HOST_UNREACHABLE;
+  uint32_t retry = 0;
+  switch (status) {
+  case RESOLVER_OK:
+    code = PH_OPEN_OK;
+    break;
+  case RESOLVER_FAILURE: /* the server may answer later */
+    retry = RETRY_TRANSIENT_MS;
+    break;
+  case RESOLVER_TIMEOUT:
+    code = PH_OPEN_TIMEOUT;
+    retry = RETRY_TRANSIENT_MS;
+    break;
+  case RESOLVER_INTERNAL:
+    code = PH_OPEN_INTERNAL_ERROR;
+    retry = RETRY_TRANSIENT_MS;
+    break;
+  default: /* NXDOMAIN, no address, a name DNS cannot carry */
+    break;
+  }
+  record_stage(r->d, SM_DNS, code, r->t_stage);
+  if (code != PH_OPEN_OK) {
+    finish(r, PH_STAGE_DNS, code, -1, retry);
+    return;
+  }
+  connect_allowed(r, addrs, n);
+}
+
+/* Takes a dial slot: DNS for names, a connect for literals. */
+static void start(dreq *r) {
+  direct *d = r->d;
+  list_unlink(r);
+  record_stage(d, SM_QUEUE, PH_OPEN_OK, r->t_admit);
+  api->observe(d->sm.queue_wait, mono_s() - r->t_admit);
+  list_push(&d->running, r);
+  if (r->kind == POLICY_HOST_LITERAL) {
+    begin_connect(r, &r->literal, 1);
+    return;
+  }
+  r->state = RQ_DNS;
+  r->t_stage = mono_s();
+  int64_t dns_end = api->now_ms(d->ctx) + d->dns_timeout_ms;
+  r->dns_deadline_ms = dns_end < r->deadline_ms ? dns_end : r->deadline_ms;
+  if (resolver_lookup(d->res, r->name, r->port, on_resolved, r, &r->q) < 0) {
+    r->q = NULL;
+    finish(r, PH_STAGE_DNS, PH_OPEN_INTERNAL_ERROR, -1, RETRY_TRANSIENT_MS);
+    return;
+  }
+  if (r->state == RQ_DNS)
+    arm_deadline(r);
+}
+
+/* Whether a queued request may start. Abandoned lookups (cancelled or
+ * timed out while c-ares still waits for their answer) keep a c-ares query
+ * each: running plus abandoned stays under twice max_concurrent_dials, so
+ * a storm of cancels cannot pile up queries. A cancel frees its slot at
+ * once as long as that budget lasts; past it, the next request starts
+ * when a late answer (or c-ares' own timeout) ends an abandoned query. */
+static int can_start(const direct *d) {
+  size_t max = (size_t)d->max_concurrent;
+  return d->running.n < max &&
+         d->running.n + resolver_abandoned(d->res) < 2 * max;
+}
+
+static void pump(direct *d) {
+  if (d->pumping)
+    return; /* the outer call keeps going */
+  d->pumping = 1;
+  while (d->queue.first && can_start(d))
+    start(d->queue.first);
+  d->pumping = 0;
+  update_gauges(d);
+}
+
+static void on_deadline(ph_timer *t, void *arg) {
+  (void)t;
+  dreq *r = arg;
+  int64_t now = api->now_ms(r->d->ctx) + 1; /* loop time slack */
+  static const int stage_of[] = {[RQ_QUEUED] = PH_STAGE_QUEUE,
+                                 [RQ_DNS] = PH_STAGE_DNS,
+                                 [RQ_CONNECT] = PH_STAGE_CONNECT};
+  static const int sm_of[] = {
+      [RQ_QUEUED] = SM_QUEUE, [RQ_DNS] = SM_DNS, [RQ_CONNECT] = SM_CONNECT};
+  if (r->state < RQ_QUEUED || r->state > RQ_CONNECT)
+    return;
+  int open_expired = r->deadline_ms <= now;
+  int dns_expired = r->state == RQ_DNS && r->dns_deadline_ms <= now;
+  if (!open_expired && !dns_expired) {
+    arm_deadline(r);
+    return;
+  }
+  if (r->state == RQ_QUEUED)
+    api->observe(r->d->sm.queue_wait, mono_s() - r->t_admit);
+  record_stage(r->d, sm_of[r->state], PH_OPEN_TIMEOUT,
+               r->state == RQ_QUEUED ? r->t_admit : r->t_stage);
+  finish(r, stage_of[r->state], PH_OPEN_TIMEOUT, -1, RETRY_TRANSIENT_MS);
+}
+
+static void free_req(dreq *r) {
+  stop_work(r);
+  if (r->state == RQ_DONE && r->res.fd >= 0)
+    close(r->res.fd);
+  api->timer_free(r->timer);
+  free(r);
+}
+
+static void on_deliver(ph_timer *t, void *arg) {
+  direct *d = arg;
+  api->timer_set(t, 0, 0);
+  /* Only what is due now: results produced by callbacks (an open()
+   * refused at once) wait for the next iteration. */
+  size_t n = d->done.n;
+  while (n-- > 0 && d->done.first) {
+    dreq *r = d->done.first;
+    list_unlink(r);
+    table_del(d, r);
+    r->cb(r->arg, &r->res);
+    r->res.fd = -1; /* the callee owns it now */
+    free_req(r);
+  }
+  if (d->done.first)
+    arm_delivery(d);
+}
+
+/* Re-reads interface addresses, which wildcard listeners cover. */
+static void refresh_local(direct *d) {
+  int64_t now = api->now_ms(d->ctx);
+  if (policy_listener_count(d->pol) == 0 ||
+      (d->local_at_ms && now - d->local_at_ms < LOCAL_REFRESH_MS))
+    return;
+  struct ifaddrs *ifs;
+  if (getifaddrs(&ifs) < 0)
+    return;
+  d->local_at_ms = now;
+  policy_clear_local(d->pol);
+  for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+    if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
+                        i->ifa_addr->sa_family == AF_INET6))
+      policy_add_local(d->pol, i->ifa_addr);
+  freeifaddrs(ifs);
+}
+
+/* Admission: validation and policy answer at once (through the done
+ * list); otherwise a slot, a queue place, or queue_full. */
+static void admit(direct *d, dreq *r) {
+  if (d->stopping) {
+    api->inc(d->c_queue_full, 1);
+    finish(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, -1, RETRY_STOPPING_MS);
+    return;
+  }
+  r->kind = policy_parse_host(r->host, r->port, &r->literal, r->name);
+  if (r->kind == POLICY_HOST_BAD) {
+    finish(r, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, -1, 0);
+    return;
+  }
+  refresh_local(d);
+  int literal = r->kind == POLICY_HOST_LITERAL;
+  r->verdict = policy_check_name(d->pol, literal ? NULL : r->name, r->port);
+  if (r->verdict == POLICY_DENIED ||
+      (literal &&
+       !policy_check_addr(d->pol, (const struct sockaddr *)&r->literal,
+                          r->verdict))) {
+    finish(r, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, -1, 0);
+    return;
+  }
+  if (!d->queue.first && can_start(d)) {
+    start(r);
+  } else if (d->queue.n < (size_t)d->max_pending) {
+    r->state = RQ_QUEUED;
+    list_push(&d->queue, r);
+    arm_deadline(r);
+    update_gauges(d);
+  } else {
+    api->inc(d->c_queue_full, 1);
+    record_stage(d, SM_QUEUE, PH_OPEN_QUEUE_FULL, r->t_admit);
+    finish(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, -1, RETRY_QUEUE_FULL_MS);
+  }
+}
+
+/* ---- the service ----------------------------------------------------- */
+
+static int valid_request(const ph_open_request *req, ph_open_cb cb) {
+  if (!req || !cb ||
+      req->size < offsetof(ph_open_request, principal) + sizeof(req->principal))
+    return 0;
+  if (req->protocol != PH_PROTO_TCP || req->port == 0 || !req->host)
+    return 0;
+  size_t n = strnlen(req->host, 256);
+  return n >= 1 && n <= 255;
+}
+
+static int64_t direct_open(void *self, const ph_open_request *req,
+                           ph_open_cb cb, void *arg) {
+  direct *d = self;
+  if (!valid_request(req, cb))
+    return PH_EINVAL;
+  dreq *r = calloc(1, sizeof(*r));
+  if (!r)
+    return PH_ENOMEM;
+  r->timer = api->timer_new(d->ctx, on_deadline, r);
+  if (!r->timer) {
+    free(r);
+    return PH_ENOMEM;
+  }
+  r->d = d;
+  r->id = ++d->next_id;
+  r->cb = cb;
+  r->arg = arg;
+  r->port = req->port;
+  r->res.size = sizeof(r->res);
+  r->res.fd = -1;
+  memcpy(r->host, req->host, strnlen(req->host, 255));
+  r->t_admit = mono_s();
+  r->deadline_ms = api->now_ms(d->ctx) + d->open_timeout_ms;
+  table_add(d, r);
+  admit(d, r);
+  return r->id;
+}
+
+static int direct_cancel(void *self, int64_t id) {
+  direct *d = self;
+  dreq *r = id > 0 ? table_find(d, id) : NULL;
+  if (!r)
+    return PH_ENOENT;
+  int was_running = r->state == RQ_DNS || r->state == RQ_CONNECT;
+  table_del(d, r);
+  list_unlink(r);
+  free_req(r); /* abandons the lookup, closes the dial or the result fd */
+  if (was_running)
+    pump(d);
+  update_gauges(d);
+  return PH_OK;
+}
+
+static const ph_connector_v1 direct_vt = {direct_open, direct_cancel};
+
+/* ---- listeners on the bus -------------------------------------------- */
+
+static void on_listener(const ph_topic *t, const void *payload, void *arg) {
+  (void)t;
+  direct *d = arg;
+  const ph_listener_event *ev = payload;
+  if (!ev || ev->size < sizeof(*ev) || ev->addrlen > sizeof(ev->addr) ||
+      ev->addrlen > sizeof(struct sockaddr_storage))
+    return;
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof(ss));
+  memcpy(&ss, ev->addr, ev->addrlen);
+  int rc = policy_listener(d->pol, (const struct sockaddr *)&ss, ev->addrlen,
+                           ev->bound);
+  if (rc == -2)
+    PH_LOG(api, d->ctx, PH_LOG_ERROR,
+           "too many listeners to protect; the extra one is not",
+           PH_INT("max", POLICY_MAX_LISTENERS));
+  d->local_at_ms = 0; /* re-read local addresses at the next open */
+}
+
+/* ---- configuration --------------------------------------------------- */
+
+typedef int (*rule_fn)(policy *, int, const char *);
+
+static int add_rules(direct *d, policy *p, const char *key, int list,
+                     rule_fn fn) {
+  size_t n = api->conf_list_len(d->ctx, key);
+  for (size_t i = 0; i < n; i++) {
+    const char *item = api->conf_list_at(d->ctx, key, i);
+    if (fn(p, list, item) != 0) {
+      PH_LOG(api, d->ctx, PH_LOG_ERROR, "invalid policy rule",
+             PH_STR("key", key), PH_STR("value", item));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* A policy from the configuration, or NULL (errors logged). */
+static policy *build_policy(direct *d) {
+  policy *p = policy_new();
+  if (!p)
+    return NULL;
+  policy_set_deny_own(p, (int)api->conf_int(d->ctx, "deny_own_listeners"));
+  if (add_rules(d, p, "allow_cidrs", POLICY_ALLOW, policy_add_cidr) < 0 ||
+      add_rules(d, p, "deny_cidrs", POLICY_DENY, policy_add_cidr) < 0 ||
+      add_rules(d, p, "allow_hosts", POLICY_ALLOW, policy_add_host) < 0 ||
+      add_rules(d, p, "deny_hosts", POLICY_DENY, policy_add_host) < 0 ||
+      add_rules(d, p, "allow_ports", POLICY_ALLOW, policy_add_ports) < 0 ||
+      add_rules(d, p, "deny_ports", POLICY_DENY, policy_add_ports) < 0) {
+    policy_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void read_limits(direct *d) {
+  d->max_concurrent = (int)api->conf_int(d->ctx, "max_concurrent_dials");
+  d->max_pending = (int)api->conf_int(d->ctx, "max_pending_dials");
+  d->connect_timeout_ms = (uint32_t)api->conf_int(d->ctx, "connect_timeout");
+  d->open_timeout_ms = (uint32_t)api->conf_int(d->ctx, "open_timeout");
+  d->dns_timeout_ms = (uint32_t)api->conf_int(d->ctx, "dns_timeout");
+  d->he_delay_ms = (uint32_t)api->conf_int(d->ctx, "happy_eyeballs_delay");
+}
+
+/* What the resolver was built from, to notice changes on reload. */
+static char *resolver_signature(direct *d) {
+  const char *servers = api->conf_str(d->ctx, "resolver_servers");
+  size_t n = strlen(servers ? servers : "") + 32;
+  char *s = malloc(n);
+  if (s)
+    snprintf(s, n, "%s|%lld", servers ? servers : "",
+             (long long)api->conf_int(d->ctx, "dns_tries"));
+  return s;
+}
+
+/* An abandoned lookup ended: its budget may let a queued request start. */
+static void on_release(void *arg) { pump(arg); }
+
+static resolver *build_resolver(direct *d) {
+  size_t n = api->conf_list_len(d->ctx, "resolver_servers");
+  const char *servers[RESOLVER_MAX_SERVERS];
+  for (size_t i = 0; i < n && i < RESOLVER_MAX_SERVERS; i++)
+    servers[i] = api->conf_list_at(d->ctx, "resolver_servers", i);
+  int tries = (int)api->conf_int(d->ctx, "dns_tries");
+  /* c-ares doubles the timeout each round: split dns_timeout so that
+   * every try fits in it (the request's own timer is the hard limit). */
+  int per_try = (int)(d->dns_timeout_ms / ((1u << tries) - 1));
+  resolver_opts o = {servers, n,          per_try > 50 ? per_try : 50,
+                     tries,   on_release, d};
+  char err[128];
+  resolver *r = resolver_new(api, d->ctx, &o, err, sizeof(err));
+  if (!r)
+    PH_LOG(api, d->ctx, PH_LOG_ERROR, "resolver setup failed",
+           PH_STR("reason", err));
+  return r;
+}
+
+/* ---- lifecycle ------------------------------------------------------- */
+
+static ph_series *plain_metric(direct *d, const char *name, const char *help,
+                               ph_metric_type type) {
+  ph_metric_def def = {name, help, type, NULL, 0, NULL, 0};
+  ph_metric *m = api->metric(d->ctx, &def);
+  return m ? api->series(m, NULL) : NULL;
+}
+
+static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  direct *d = calloc(1, sizeof(*d));
+  if (!d)
+    return PH_ENOMEM;
+  *state = d;
+  d->ctx = ctx;
+  read_limits(d);
+  int comp = stream_metrics_component(api->conf_str(ctx, "component"));
+  if (stream_metrics_init(&d->sm, api, ctx, comp) != PH_OK)
+    return PH_EINVAL;
+  d->g_active =
+      plain_metric(d, "proxyhost_dials_active",
+                   "Dials resolving or connecting now", PH_METRIC_GAUGE);
+  d->g_pending = plain_metric(d, "proxyhost_dials_pending",
+                              "Opens waiting for a dial slot", PH_METRIC_GAUGE);
+  d->c_queue_full =
+      plain_metric(d, "proxyhost_dial_queue_full_total",
+                   "Opens answered queue_full", PH_METRIC_COUNTER);
+  if (!d->g_active || !d->g_pending || !d->c_queue_full)
+    return PH_EINVAL;
+  /* Slots and queue places bound the live requests; the table only needs
+   * to keep chains short. */
+  size_t want = (size_t)d->max_concurrent + (size_t)d->max_pending;
+  d->n_buckets = 64;
+  while (d->n_buckets < want && d->n_buckets < 65536)
+    d->n_buckets *= 2;
+  d->buckets = calloc(d->n_buckets, sizeof(*d->buckets));
+  d->deliver_timer = api->timer_new(ctx, on_deliver, d);
+  d->pol = build_policy(d);
+  if (!d->buckets || !d->deliver_timer || !d->pol)
+    return d->pol ? PH_ENOMEM : PH_EINVAL;
+  d->res = build_resolver(d);
+  d->resolver_conf = resolver_signature(d);
+  if (!d->res || !d->resolver_conf)
+    return PH_EINVAL;
+  ph_topic *topic = api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
+  if (!topic || api->subscribe(ctx, topic, on_listener, d) <= 0)
+    return PH_EINVAL;
+  return api->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                               PH_CONNECTOR_MINOR, &direct_vt, d);
+}
+
+static int direct_start(void *state) {
+  direct *d = state;
+  update_gauges(d);
+  PH_LOG(api, d->ctx, PH_LOG_INFO, "direct connector ready",
+         PH_INT("max_concurrent_dials", d->max_concurrent),
+         PH_INT("max_pending_dials", d->max_pending),
+         PH_UINT("resolver_servers",
+                 api->conf_list_len(d->ctx, "resolver_servers")));
+  return PH_OK;
+}
+
+static int direct_reload(void *state) {
+  direct *d = state;
+  policy *p = build_policy(d);
+  if (!p)
+    return PH_EINVAL;
+  policy_copy_learned(p, d->pol);
+  policy_free(d->pol);
+  d->pol = p;
+  read_limits(d);
+  char *sig = resolver_signature(d);
+  if (sig && strcmp(sig, d->resolver_conf) != 0)
+    PH_LOG(api, d->ctx, PH_LOG_WARN,
+           "resolver_servers and dns_tries take effect at the next start");
+  free(sig);
+  pump(d); /* the limits may have grown */
+  return PH_OK;
+}
+
+static int direct_stop(void *state) {
+  direct *d = state;
+  d->stopping = 1; /* accepted requests run to their end */
+  return PH_OK;
+}
+
+static void free_list(rlist *l) {
+  while (l->first) {
+    dreq *r = l->first;
+    list_unlink(r);
+    free_req(r);
+  }
+}
+
+static void direct_destroy(void *state) {
+  direct *d = state;
+  if (!d)
+    return;
+  free_list(&d->queue);
+  free_list(&d->running);
+  free_list(&d->done);
+  resolver_free(d->res); /* drops the late answers of abandoned lookups */
+  policy_free(d->pol);
+  api->timer_free(d->deliver_timer);
+  free(d->buckets);
+  free(d->resolver_conf);
+  free(d);
+}
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("direct", "1.0.0"),
+    .description = "connector that dials targets itself: bounded dial "
+                   "executor, c-ares DNS, happy eyeballs, target policy",
+    .provides = direct_provides,
+    .config = direct_keys,
+    .init = direct_init,
+    .start = direct_start,
+    .reload = direct_reload,
+    .stop = direct_stop,
+    .destroy = direct_destroy,
+};

@@ -1,0 +1,885 @@
+/* socks5: the SOCKS5 frontend (RFC 1928 CONNECT, RFC 1929 username and
+ * password), over the "connector" service.
+ *
+ * One connection goes through these states:
+ *
+ *   GREETING -> [AUTH -> AUTH_WAIT] -> REQUEST -> OPENING -> REPLY_OK
+ *            -> relay (relay.c owns both sockets from then on)
+ *
+ * and any of them may end in REPLY_ERR -> LINGER -> closed. The handshake
+ * lives in a fixed buffer (S5_HANDSHAKE_BUF bytes, larger than any one
+ * message); bytes the client pipelines after its request are kept there
+ * and go to the target first. The success reply is sent only after the
+ * connector reported the stream open (strict open); a failure is mapped
+ * with open_map_socks5(). A client that goes away during the open cancels
+ * it, which frees its dial slot at once.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <proxyhost/authorizer.h>
+#include <proxyhost/connector.h>
+#include <proxyhost/module.h>
+
+#include "listener.h"
+#include "open_map.h"
+#include "relay.h"
+#include "socks5_proto.h"
+#include "stream_metrics.h"
+
+#define S5_HANDSHAKE_BUF 600 /* > S5_MAX_MESSAGE */
+#define S5_LINGER_MS 1000    /* reading what is left before closing */
+#define S5_LINGER_BYTES 65536
+
+_Static_assert(S5_HANDSHAKE_BUF >= S5_MAX_MESSAGE, "a message must fit");
+
+enum conn_state {
+  ST_GREETING,
+  ST_AUTH,
+  ST_AUTH_WAIT,
+  ST_REQUEST,
+  ST_OPENING,
+  ST_REPLY_OK,  /* success reply being written; then the relay */
+  ST_REPLY_ERR, /* an error answer being written; then LINGER */
+  ST_LINGER,    /* write side shut: read and drop until EOF or deadline */
+  ST_RELAY
+};
+
+/* How a connection ended, for the access log and metrics. */
+enum conn_result {
+  R_NONE = 0,
+  R_SUCCESS,
+  R_FAILURE,  /* protocol error or failed open */
+  R_TIMEOUT,  /* handshake deadline */
+  R_REJECTED, /* no acceptable method, credentials refused */
+  R_CLOSED    /* the client went away before an answer */
+};
+static const char *const result_names[] = {
+    "none", "success", "failure", "timeout", "rejected", "client_closed"};
+
+typedef struct s5_server s5_server;
+
+typedef struct s5_conn {
+  s5_server *s;
+  struct s5_conn *prev, *next;
+  int fd;
+  int target_fd;
+  ph_io *io;
+  ph_timer *timer;
+  ph_relay *relay;
+  int state;
+  int64_t open_id, auth_id;
+  char *user; /* the authenticated principal (auth = password) */
+  /* Timestamps in µs (CLOCK_MONOTONIC). */
+  int64_t t_accept, t_request, t_reply;
+  /* Outcome, for the access log. */
+  int result;
+  int stage, code; /* ph_open_stage / ph_open_code of the open */
+  int reply;       /* SOCKS5 reply code sent, or -1 */
+  const char *why; /* handshake failure reason (static text) */
+  const char *end; /* how the relay ended (static text), or NULL */
+  int opened;      /* the request reached the connector */
+  int answered;    /* the connector answered (stage/code are set) */
+  int handshake_done;
+  size_t linger_left;
+  /* Handshake input, and one pending answer. */
+  size_t len;
+  uint8_t in[S5_HANDSHAKE_BUF];
+  size_t out_off, out_len;
+  uint8_t out[S5_MAX_REPLY];
+  struct sockaddr_in6 peer; /* or a sockaddr_in; formatted when logged */
+} s5_conn;
+
+struct s5_server {
+  ph_ctx *ctx;
+  ph_listener *listener;
+  ph_topic *topic;
+  ph_timer *tick; /* mirrors the listener's refusal count */
+  const ph_connector_v1 *connector;
+  void *cself;
+  const ph_authorizer_v1 *authorizer;
+  void *aself;
+  stream_metrics sm;
+  ph_series *m_clients, *m_refused, *m_handshake_fail;
+  uint64_t refused_seen;
+  /* Configuration. */
+  char listen[65]; /* as started: these keys need a restart */
+  int64_t backlog, reuseport, max_clients;
+  int password;
+  int64_t handshake_ms, idle_ms;
+  size_t buffer_size;
+  int use_splice;
+  s5_conn *conns;
+  size_t n_conns;
+  int stopping;
+};
+
+static const ph_api *api;
+
+static const ph_conf_key s5_keys[] = {
+    {"listen", PH_CONF_STRING, "127.0.0.1:1080", 3, 64, 0, NULL,
+     "address to accept SOCKS5 clients on: IPv4:PORT or [IPv6]:PORT", NULL},
+    {"backlog", PH_CONF_INT, "511", 1, 65535, 0, NULL, "listen(2) backlog",
+     NULL},
+    {"reuseport", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+     "SO_REUSEPORT, to share the port with other proxyhost processes", NULL},
+    {"max_clients", PH_CONF_INT, "1024", 1, 65536, 0, NULL,
+     "concurrent clients; more are accepted and closed at once", NULL},
+    {"handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
+     "deadline from accept to a complete request (with authentication)", NULL},
+    {"idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
+     "a relayed stream with no bytes either way for this long is closed", NULL},
+    {"buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,
+     "relay buffer per direction (and splice pipe size)", NULL},
+    {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
+     "zero-copy relay with splice(2) for bulk data between TCP sockets", NULL},
+    {"auth", PH_CONF_ENUM, "none", 0, 0, 0, NULL,
+     "client authentication: none, or password (RFC 1929, checked by the "
+     "authorizer service)",
+     "none|password"},
+    PH_CONF_END};
+
+static const char *const s5_requires[] = {PH_CONNECTOR_SERVICE, NULL};
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double seconds_since(int64_t t0_us) {
+  return (double)(now_us() - t0_us) / 1e6;
+}
+
+/* ---- ending a connection --------------------------------------------- */
+
+static void maybe_stop_done(s5_server *s) {
+  if (s->stopping && s->n_conns == 0) {
+    s->stopping = 0;
+    api->stop_done(s->ctx);
+  }
+}
+
+/* The handshake stage ends once, with a result. */
+static void handshake_over(s5_conn *c, int result) {
+  if (c->handshake_done)
+    return;
+  c->handshake_done = 1;
+  int r = result == R_SUCCESS    ? SM_SUCCESS
+          : result == R_TIMEOUT  ? SM_TIMEOUT
+          : result == R_REJECTED ? SM_REJECTED
+                                 : SM_FAILURE;
+  stream_metrics_stage(&c->s->sm, SM_SOCKS5_HANDSHAKE, r,
+                       seconds_since(c->t_accept));
+  if (result != R_SUCCESS)
+    api->inc(c->s->m_handshake_fail, 1);
+}
+
+#define PEER_TEXT (INET6_ADDRSTRLEN + 8)
+
+/* The client's address as "ip:port" or "[ip6]:port", for logs only (not
+ * formatted per connection unless a line is written). */
+static const char *peer_text(const s5_conn *c, char out[PEER_TEXT]) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (c->peer.sin6_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
+    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+    snprintf(out, PEER_TEXT, "%s:%d", ip, ntohs(a->sin_port));
+  } else {
+    inet_ntop(AF_INET6, &c->peer.sin6_addr, ip, sizeof(ip));
+    snprintf(out, PEER_TEXT, "[%s]:%d", ip, ntohs(c->peer.sin6_port));
+  }
+  return out;
+}
+
+/* One line per stream at info: no credentials, no target. Connections
+ * that never got to a request are logged rate-limited. */
+static void access_log(s5_conn *c, uint64_t up, uint64_t down) {
+  if (!api->log_enabled(c->s->ctx, PH_LOG_INFO))
+    return;
+  int64_t dur = now_us() - c->t_accept;
+  const char *result = result_names[c->result];
+  char peer[PEER_TEXT];
+  peer_text(c, peer);
+  if (c->opened) {
+    PH_LOG(api, c->s->ctx, PH_LOG_INFO, "socks5 stream", PH_STR("client", peer),
+           PH_STR("result", result),
+           PH_STR("stage", c->answered ? ph_open_stage_name(c->stage) : "-"),
+           PH_STR("code", c->answered ? ph_open_code_name(c->code) : "-"),
+           PH_INT("reply", c->reply), PH_UINT("bytes_up", up),
+           PH_UINT("bytes_down", down), PH_INT("duration_us", dur),
+           PH_STR("end", c->end ? c->end : "-"),
+           PH_STR("auth", c->s->password ? "password" : "none"));
+  } else {
+    PH_LOG_RL(api, c->s->ctx, PH_LOG_INFO, "socks5 handshake failed",
+              PH_STR("client", peer), PH_STR("result", result),
+              PH_STR("reason", c->why ? c->why : "closed"),
+              PH_INT("reply", c->reply), PH_INT("duration_us", dur));
+  }
+}
+
+static void unlink_conn(s5_conn *c) {
+  s5_server *s = c->s;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  s->n_conns--;
+  api->gauge_add(s->m_clients, -1);
+  listener_release(s->listener);
+}
+
+/* Frees the connection; cancels what it still waits for. Not for a
+ * relaying connection (the relay owns the sockets then). */
+static void conn_free(s5_conn *c) {
+  s5_server *s = c->s;
+  if (c->auth_id > 0)
+    s->authorizer->cancel(s->aself, c->auth_id);
+  if (c->open_id > 0)
+    s->connector->cancel(s->cself, c->open_id);
+  api->io_free(c->io);
+  api->timer_free(c->timer);
+  if (c->fd >= 0)
+    close(c->fd);
+  if (c->target_fd >= 0)
+    close(c->target_fd);
+  unlink_conn(c);
+  free(c->user);
+  free(c);
+  maybe_stop_done(s);
+}
+
+/* Ends a connection that never reached the relay. */
+static void conn_close(s5_conn *c, int result, const char *why) {
+  if (c->result == R_NONE)
+    c->result = result;
+  if (!c->why)
+    c->why = why;
+  handshake_over(c, result);
+  access_log(c, 0, 0);
+  conn_free(c);
+}
+
+/* ---- writing answers -------------------------------------------------- */
+
+static void queue_out(s5_conn *c, const uint8_t *p, size_t n) {
+  memcpy(c->out, p, n);
+  c->out_off = 0;
+  c->out_len = n;
+}
+
+/* Sends the pending answer: 1 all sent, 0 wait for writable, -1 error. */
+static int flush_out(s5_conn *c) {
+  while (c->out_off < c->out_len) {
+    ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+    c->out_off += (size_t)w;
+  }
+  c->out_off = c->out_len = 0;
+  return 1;
+}
+
+/* Answers with an error reply (or an RFC 1929 failure), then lingers. */
+static void fail_with(s5_conn *c, const uint8_t *ans, size_t n, int result,
+                      const char *why) {
+  if (c->result == R_NONE)
+    c->result = result;
+  if (!c->why)
+    c->why = why;
+  handshake_over(c, result);
+  queue_out(c, ans, n);
+  c->state = ST_REPLY_ERR;
+  api->timer_set(c->timer, S5_LINGER_MS, 0);
+}
+
+static void fail_reply(s5_conn *c, int rep, int result, const char *why) {
+  uint8_t r[S5_MAX_REPLY];
+  c->reply = rep;
+  fail_with(c, r, s5_encode_reply(r, rep, NULL), result, why);
+}
+
+/* ---- the relay -------------------------------------------------------- */
+
+static void relay_first_down(void *arg) {
+  s5_conn *c = arg;
+  stream_metrics_stage(&c->s->sm, SM_TTFB, SM_SUCCESS,
+                       seconds_since(c->t_reply));
+}
+
+static void relay_done(void *arg, const relay_stats *st, int end) {
+  s5_conn *c = arg;
+  s5_server *s = c->s;
+  c->relay = NULL;
+  c->fd = c->target_fd = -1; /* closed by the relay */
+  api->inc(s->sm.bytes[SM_UP], st->up);
+  api->inc(s->sm.bytes[SM_DOWN], st->down);
+  api->gauge_add(s->sm.active, -1);
+  c->end = end == RELAY_END_IDLE    ? "idle_timeout"
+           : end == RELAY_END_ERROR ? "error"
+                                    : "closed";
+  access_log(c, st->up, st->down);
+  conn_free(c);
+}
+
+static void start_relay(s5_conn *c) {
+  s5_server *s = c->s;
+  c->t_reply = now_us();
+  api->io_free(c->io);
+  c->io = NULL;
+  api->timer_free(c->timer);
+  c->timer = NULL;
+  c->state = ST_RELAY;
+  relay_opts o = {.idle_timeout_ms = s->idle_ms,
+                  .buffer_size = s->buffer_size,
+                  .use_splice = s->use_splice,
+                  .first_down = relay_first_down,
+                  .done = relay_done,
+                  .arg = c};
+  int cfd = c->fd, tfd = c->target_fd;
+  c->fd = c->target_fd = -1; /* the relay owns them, even on failure */
+  api->gauge_add(s->sm.active, 1);
+  c->relay = relay_start(api, s->ctx, cfd, tfd, c->in, c->len, &o);
+  if (!c->relay) {
+    api->gauge_add(s->sm.active, -1);
+    PH_LOG_RL(api, s->ctx, PH_LOG_WARN, "socks5 relay could not start");
+    c->result = R_FAILURE;
+    access_log(c, 0, 0);
+    conn_free(c);
+  }
+}
+
+/* ---- the state machine ------------------------------------------------ */
+
+static void advance(s5_conn *c);
+
+static void auth_done(void *arg, int verdict) {
+  s5_conn *c = arg;
+  c->auth_id = 0;
+  uint8_t ans[2];
+  if (verdict != PH_AUTH_ALLOW) {
+    free(c->user);
+    c->user = NULL;
+    fail_with(c, ans, s5_encode_auth_status(ans, 0), R_REJECTED,
+              verdict == PH_AUTH_UNAVAILABLE ? "authorizer unavailable"
+                                             : "credentials refused");
+  } else {
+    queue_out(c, ans, s5_encode_auth_status(ans, 1));
+    c->state = ST_REQUEST;
+  }
+  advance(c);
+}
+
+static void open_done(void *arg, const ph_open_result *res) {
+  s5_conn *c = arg;
+  s5_server *s = c->s;
+  c->open_id = 0;
+  c->answered = 1;
+  int code = res->code;
+  if (code == PH_OPEN_OK && res->fd < 0)
+    code = PH_OPEN_INTERNAL_ERROR;
+  c->stage = code == PH_OPEN_OK ? PH_STAGE_NONE : res->stage;
+  c->code = code;
+  stream_metrics_stage(&s->sm, SM_OPEN, stream_metrics_result(code),
+                       seconds_since(c->t_request));
+  stream_metrics_open(&s->sm, code);
+  if (code != PH_OPEN_OK) {
+    if (res->fd >= 0)
+      close(res->fd);
+    c->reply = open_map_socks5(code);
+    fail_reply(c, c->reply, R_FAILURE, "open failed");
+    advance(c);
+    return;
+  }
+  c->target_fd = res->fd;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  if (getsockname(c->target_fd, (struct sockaddr *)&ss, &sl) < 0)
+    memset(&ss, 0, sizeof(ss));
+  uint8_t r[S5_MAX_REPLY];
+  c->reply = SOCKS5_SUCCEEDED;
+  c->result = R_SUCCESS;
+  queue_out(c, r, s5_encode_reply(r, SOCKS5_SUCCEEDED, (struct sockaddr *)&ss));
+  c->state = ST_REPLY_OK;
+  api->timer_set(c->timer, (uint64_t)s->handshake_ms, 0);
+  advance(c);
+}
+
+/* Greeting complete: pick the method the configuration demands. */
+static void on_greeting(s5_conn *c, const s5_greeting *g) {
+  uint8_t ans[2];
+  if (c->s->password ? g->password : g->no_auth) {
+    int m = c->s->password ? S5_METHOD_PASSWORD : S5_METHOD_NONE;
+    queue_out(c, ans, s5_encode_method(ans, m));
+    c->state = c->s->password ? ST_AUTH : ST_REQUEST;
+    return;
+  }
+  fail_with(c, ans, s5_encode_method(ans, S5_METHOD_UNACCEPTABLE), R_REJECTED,
+            "no acceptable method");
+}
+
+static void on_auth(s5_conn *c, const s5_auth *a) {
+  s5_server *s = c->s;
+  c->user = strndup((const char *)a->user, a->user_len);
+  int64_t id = c->user ? s->authorizer->check_password(
+                             s->aself, c->user, a->user_len,
+                             (const char *)a->pass, a->pass_len, auth_done, c)
+                       : PH_ENOMEM;
+  if (id <= 0) {
+    uint8_t ans[2];
+    free(c->user);
+    c->user = NULL;
+    fail_with(c, ans, s5_encode_auth_status(ans, 0), R_REJECTED,
+              "credentials refused");
+    return;
+  }
+  c->auth_id = id;
+  c->state = ST_AUTH_WAIT;
+}
+
+static void on_request(s5_conn *c, const s5_request *q) {
+  s5_server *s = c->s;
+  c->t_request = now_us();
+  handshake_over(c, R_SUCCESS);
+  api->timer_set(c->timer, 0, 0); /* the connector bounds the open */
+  if (api->log_enabled(s->ctx, PH_LOG_DEBUG)) {
+    char peer[PEER_TEXT];
+    PH_LOG(api, s->ctx, PH_LOG_DEBUG, "socks5 request",
+           PH_STR("client", peer_text(c, peer)), PH_STR("host", q->host),
+           PH_INT("port", q->port));
+  }
+  ph_open_request req = {.size = sizeof(req),
+                         .protocol = PH_PROTO_TCP,
+                         .port = q->port,
+                         .host = q->host,
+                         .principal = c->user};
+  c->opened = 1;
+  c->state = ST_OPENING;
+  int64_t id = s->connector->open(s->cself, &req, open_done, c);
+  if (id <= 0) {
+    c->answered = 1;
+    c->stage = PH_STAGE_PROTOCOL;
+    c->code = PH_OPEN_INTERNAL_ERROR;
+    stream_metrics_open(&s->sm, c->code);
+    fail_reply(c, SOCKS5_GENERAL_FAILURE, R_FAILURE, "request refused");
+    return;
+  }
+  c->open_id = id;
+}
+
+static void consume(s5_conn *c, size_t n) {
+  c->len -= n;
+  memmove(c->in, c->in + n, c->len);
+}
+
+/* Parses what the buffer holds for the current state. 1: keep going,
+ * 0: wait for more input or for a callback. */
+static int parse_step(s5_conn *c) {
+  int r;
+  switch (c->state) {
+  case ST_GREETING: {
+    s5_greeting g;
+    r = s5_parse_greeting(c->in, c->len, &g);
+    if (r > 0) {
+      consume(c, (size_t)r);
+      on_greeting(c, &g);
+    }
+    break;
+  }
+  case ST_AUTH: {
+    s5_auth a;
+    r = s5_parse_auth(c->in, c->len, &a);
+    if (r > 0) {
+      on_auth(c, &a);
+      /* The authorizer copied the password: wipe ours. */
+      explicit_bzero(c->in, (size_t)r);
+      consume(c, (size_t)r);
+    } else if (r < 0) {
+      uint8_t ans[2];
+      fail_with(c, ans, s5_encode_auth_status(ans, 0), R_FAILURE,
+                "malformed authentication");
+      return 1;
+    }
+    break;
+  }
+  case ST_REQUEST: {
+    s5_request q;
+    r = s5_parse_request(c->in, c->len, &q);
+    if (r > 0) {
+      consume(c, (size_t)r);
+      on_request(c, &q);
+    } else if (r < 0 && s5_error_reply(r) >= 0) {
+      fail_reply(c, s5_error_reply(r), R_FAILURE,
+                 r == S5_ERR_COMMAND ? "command not supported"
+                 : r == S5_ERR_ATYP  ? "address type not supported"
+                                     : "malformed request");
+      return 1;
+    }
+    break;
+  }
+  default:
+    return 0;
+  }
+  if (r == S5_NEED_MORE)
+    return 0;
+  if (r < 0) {
+    conn_close(c, R_FAILURE, "not a SOCKS5 handshake");
+    return -1;
+  }
+  return 1;
+}
+
+/* Reads what the client sent into the handshake buffer. 1 ok, 0 EOF,
+ * -1 error. A short read means the socket is drained: no second read
+ * just to meet EAGAIN (the watcher is level-triggered). */
+static int read_in(s5_conn *c) {
+  while (c->len < sizeof(c->in)) {
+    size_t room = sizeof(c->in) - c->len;
+    ssize_t n = recv(c->fd, c->in + c->len, room, MSG_DONTWAIT);
+    if (n > 0) {
+      c->len += (size_t)n;
+      if ((size_t)n < room)
+        return 1;
+      continue;
+    }
+    if (n == 0)
+      return 0;
+    if (errno == EINTR)
+      continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -1;
+  }
+  return 1;
+}
+
+/* Reads and drops what is left after an error answer. 1: keep going. */
+static int linger_read(s5_conn *c) {
+  char junk[4096];
+  for (;;) {
+    size_t want = c->linger_left < sizeof(junk) ? c->linger_left : sizeof(junk);
+    if (want == 0)
+      return 0;
+    ssize_t n = read(c->fd, junk, want);
+    if (n > 0) {
+      c->linger_left -= (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+static void watch(s5_conn *c, int events) { api->io_set(c->io, events); }
+
+/* Runs the connection as far as it can go now. */
+static void advance(s5_conn *c) {
+  for (;;) {
+    if (c->out_len > 0) {
+      int f = flush_out(c);
+      if (f < 0) {
+        conn_close(c, R_CLOSED, "client write failed");
+        return;
+      }
+      if (f == 0) {
+        watch(c, PH_WRITE);
+        return;
+      }
+    }
+    switch (c->state) {
+    case ST_REPLY_OK:
+      start_relay(c);
+      return;
+    case ST_REPLY_ERR:
+      c->state = ST_LINGER;
+      c->linger_left = S5_LINGER_BYTES;
+      shutdown(c->fd, SHUT_WR);
+      if (!linger_read(c)) {
+        conn_close(c, c->result, NULL);
+        return;
+      }
+      watch(c, PH_READ);
+      return;
+    case ST_LINGER:
+      watch(c, PH_READ);
+      return;
+    case ST_AUTH_WAIT:
+    case ST_OPENING:
+      /* Watch the client only to see it leave (and keep what it
+       * pipelines) while the buffer has room. */
+      watch(c, c->len == sizeof(c->in) ? 0 : PH_READ);
+      return;
+    default:
+      break;
+    }
+    int p = parse_step(c);
+    if (p < 0)
+      return;
+    if (p == 0) {
+      watch(c, PH_READ);
+      return;
+    }
+  }
+}
+
+static void conn_io(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  s5_conn *c = arg;
+  if (c->state == ST_LINGER) {
+    if (!linger_read(c))
+      conn_close(c, c->result, NULL);
+    return;
+  }
+  if ((revents & PH_READ) && c->out_len == 0) {
+    int r = read_in(c);
+    if (r <= 0) {
+      /* Gone before an answer: cancel what runs for it (conn_free). */
+      conn_close(c, R_CLOSED,
+                 c->state == ST_OPENING ? "closed during open" : "closed");
+      return;
+    }
+  }
+  advance(c);
+}
+
+static void conn_timer(ph_timer *t, void *arg) {
+  (void)t;
+  s5_conn *c = arg;
+  if (c->state == ST_REPLY_ERR || c->state == ST_LINGER ||
+      c->state == ST_REPLY_OK)
+    conn_close(c, c->result, NULL);
+  else
+    conn_close(c, R_TIMEOUT, "handshake timeout");
+}
+
+static void on_accept(void *arg, int fd, const struct sockaddr *peer,
+                      socklen_t peerlen) {
+  s5_server *s = arg;
+  s5_conn *c = calloc(1, sizeof(*c));
+  if (!c) {
+    close(fd);
+    listener_release(s->listener);
+    return;
+  }
+  c->s = s;
+  c->fd = fd;
+  c->target_fd = -1;
+  c->reply = -1;
+  c->state = ST_GREETING;
+  c->t_accept = now_us();
+  memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
+  c->io = api->io_new(s->ctx, fd, 0, conn_io, c);
+  c->timer = api->timer_new(s->ctx, conn_timer, c);
+  c->next = s->conns;
+  if (s->conns)
+    s->conns->prev = c;
+  s->conns = c;
+  s->n_conns++;
+  api->gauge_add(s->m_clients, 1);
+  if (!c->io || !c->timer) {
+    conn_close(c, R_FAILURE, "out of memory");
+    return;
+  }
+  api->timer_set(c->timer, (uint64_t)s->handshake_ms, 0);
+  /* A client usually sends its greeting right after connecting: read it
+   * now rather than one loop iteration later. */
+  if (read_in(c) <= 0) {
+    conn_close(c, R_CLOSED, "closed");
+    return;
+  }
+  advance(c);
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static void tick(ph_timer *t, void *arg) {
+  (void)t;
+  s5_server *s = arg;
+  uint64_t now = listener_refused(s->listener);
+  if (now > s->refused_seen)
+    api->inc(s->m_refused, now - s->refused_seen);
+  s->refused_seen = now;
+}
+
+static ph_series *plain_metric(s5_server *s, const char *name, const char *help,
+                               ph_metric_type type) {
+  ph_metric_def d = {name, help, type, NULL, 0, NULL, 0};
+  ph_metric *m = api->metric(s->ctx, &d);
+  return m ? api->series(m, NULL) : NULL;
+}
+
+static void read_settings(s5_server *s) {
+  s->handshake_ms = api->conf_int(s->ctx, "handshake_timeout");
+  s->idle_ms = api->conf_int(s->ctx, "idle_timeout");
+  s->buffer_size = (size_t)api->conf_int(s->ctx, "buffer_size");
+  s->use_splice = (int)api->conf_int(s->ctx, "splice");
+}
+
+static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  s5_server *s = calloc(1, sizeof(*s));
+  if (!s)
+    return PH_ENOMEM;
+  *state = s;
+  s->ctx = ctx;
+  read_settings(s);
+  const char *auth = api->conf_str(ctx, "auth");
+  s->password = auth && strcmp(auth, "password") == 0;
+  s->topic = api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
+  if (!s->topic || stream_metrics_init(&s->sm, api, ctx, SM_CLIENT) < 0)
+    return PH_EINVAL;
+  s->m_clients =
+      plain_metric(s, "socks5_clients", "SOCKS5 client connections open now",
+                   PH_METRIC_GAUGE);
+  s->m_refused = plain_metric(
+      s, "socks5_clients_refused_total",
+      "SOCKS5 connections closed at once because max_clients was reached",
+      PH_METRIC_COUNTER);
+  s->m_handshake_fail =
+      plain_metric(s, "socks5_handshake_failures_total",
+                   "SOCKS5 connections that ended before a complete request",
+                   PH_METRIC_COUNTER);
+  s->tick = api->timer_new(ctx, tick, s);
+  if (!s->m_clients || !s->m_refused || !s->m_handshake_fail || !s->tick)
+    return PH_EINVAL;
+  return PH_OK;
+}
+
+static int s5_start(void *state) {
+  s5_server *s = state;
+  s->connector = api->service_get(s->ctx, PH_CONNECTOR_SERVICE,
+                                  PH_CONNECTOR_MAJOR, 0, &s->cself);
+  if (!s->connector) {
+    PH_LOG(api, s->ctx, PH_LOG_ERROR,
+           "no \"connector\" service: load a connector module (direct)");
+    return PH_ENOENT;
+  }
+  if (s->password) {
+    s->authorizer = api->service_get(s->ctx, PH_AUTHORIZER_SERVICE,
+                                     PH_AUTHORIZER_MAJOR, 0, &s->aself);
+    if (!s->authorizer) {
+      PH_LOG(api, s->ctx, PH_LOG_ERROR,
+             "auth = password needs an \"authorizer\" service: load a "
+             "module that provides it (auth_local)");
+      return PH_ENOENT;
+    }
+  }
+  snprintf(s->listen, sizeof(s->listen), "%s", api->conf_str(s->ctx, "listen"));
+  s->backlog = api->conf_int(s->ctx, "backlog");
+  s->reuseport = api->conf_int(s->ctx, "reuseport");
+  s->max_clients = api->conf_int(s->ctx, "max_clients");
+  const char *listen = s->listen;
+  listener_opts o = {.address = listen,
+                     .backlog = (int)s->backlog,
+                     .reuseport = (int)s->reuseport,
+                     .max_clients = (int)s->max_clients,
+                     .announce = s->topic,
+                     .on_accept = on_accept,
+                     .arg = s};
+  char err[256];
+  s->listener = listener_open(api, s->ctx, &o, err, sizeof(err));
+  if (!s->listener) {
+    PH_LOG(api, s->ctx, PH_LOG_ERROR, "socks5 listener failed",
+           PH_STR("reason", err));
+    return PH_EINVAL;
+  }
+  listener_resume(s->listener);
+  api->timer_set(s->tick, 1000, 1000);
+  PH_LOG(api, s->ctx, PH_LOG_INFO, "socks5 listening", PH_STR("listen", listen),
+         PH_INT("port", listener_port(s->listener)),
+         PH_STR("auth", s->password ? "password" : "none"));
+  return PH_OK;
+}
+
+static void warn_restart(s5_server *s, const char *key, int changed) {
+  if (changed)
+    PH_LOG(api, s->ctx, PH_LOG_WARN,
+           "this key changes only after a restart; old value kept",
+           PH_STR("section", "socks5"), PH_STR("key", key));
+}
+
+/* Timeouts, buffer size and splice apply to new connections; the
+ * listener and the authentication mode stay as started. */
+static int s5_reload(void *state) {
+  s5_server *s = state;
+  read_settings(s);
+  const char *auth = api->conf_str(s->ctx, "auth");
+  warn_restart(s, "listen", strcmp(s->listen, api->conf_str(s->ctx, "listen")));
+  warn_restart(s, "backlog", s->backlog != api->conf_int(s->ctx, "backlog"));
+  warn_restart(s, "reuseport",
+               s->reuseport != api->conf_int(s->ctx, "reuseport"));
+  warn_restart(s, "max_clients",
+               s->max_clients != api->conf_int(s->ctx, "max_clients"));
+  warn_restart(s, "auth",
+               s->password != (auth && strcmp(auth, "password") == 0));
+  return PH_OK;
+}
+
+/* Stop accepting; clients still in their handshake are closed, opens and
+ * relays finish on their own within the host's drain deadline. */
+static int s5_stop(void *state) {
+  s5_server *s = state;
+  api->timer_set(s->tick, 0, 0);
+  tick(s->tick, s);
+  listener_close(s->listener);
+  s->listener = NULL;
+  for (s5_conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->state == ST_GREETING || c->state == ST_AUTH ||
+        c->state == ST_REQUEST)
+      conn_close(c, R_CLOSED, "shutting down");
+  }
+  if (s->n_conns == 0)
+    return PH_OK;
+  s->stopping = 1;
+  return PH_STOP_PENDING;
+}
+
+static void s5_destroy(void *state) {
+  s5_server *s = state;
+  if (!s)
+    return;
+  s->stopping = 0;
+  while (s->conns) {
+    s5_conn *c = s->conns;
+    if (c->relay) {
+      relay_abort(c->relay);
+      c->relay = NULL;
+      c->fd = c->target_fd = -1;
+      api->gauge_add(s->sm.active, -1);
+    }
+    conn_free(c);
+  }
+  listener_close(s->listener);
+  api->timer_free(s->tick);
+  if (s->connector)
+    api->service_release(s->ctx, PH_CONNECTOR_SERVICE);
+  if (s->authorizer)
+    api->service_release(s->ctx, PH_AUTHORIZER_SERVICE);
+  free(s);
+}
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("socks5", "1.0.0"),
+    .description = "SOCKS5 frontend (RFC 1928 CONNECT, RFC 1929 auth)",
+    .requires = s5_requires,
+    .config = s5_keys,
+    .init = s5_init,
+    .start = s5_start,
+    .reload = s5_reload,
+    .stop = s5_stop,
+    .destroy = s5_destroy,
+};

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Install the peer proxies that t/bench/run.sh measures against, from Debian:
+# microsocks, dante-server, tinyproxy, squid and haproxy.
+#
+# The benchmark starts each peer itself, with its own configuration in a
+# temporary directory, so none of them may stay running as a system
+# service: while apt installs them a policy-rc.d refuses every service
+# start, and afterwards each peer's service is stopped and disabled.
+#
+# Usage (as root): sh t/bench/install-peers.sh
+set -eu
+
+PKGS="microsocks dante-server tinyproxy squid haproxy"
+SERVICES="microsocks danted tinyproxy squid haproxy"
+POLICY=/usr/sbin/policy-rc.d
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-peers.sh: must run as root (apt-get install)" >&2
+  exit 1
+fi
+
+# Refuse service starts during the install, unless a policy is already in
+# place (then it is left exactly as it was).
+own_policy=0
+if [ ! -e "$POLICY" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$POLICY"
+  chmod 755 "$POLICY"
+  own_policy=1
+fi
+cleanup() {
+  if [ "$own_policy" = 1 ]; then rm -f "$POLICY"; fi
+}
+trap cleanup EXIT INT TERM
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get -o DPkg::Lock::Timeout=300 update -q
+# shellcheck disable=SC2086
+apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends $PKGS
+
+# Stop and disable whatever a service manager may have started anyway
+# (a policy written by someone else may allow starts).
+for svc in $SERVICES; do
+  if command -v systemctl >/dev/null 2>&1; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    else
+      systemctl disable "$svc" >/dev/null 2>&1 || true # offline: links only
+    fi
+  fi
+  if [ -x "/etc/init.d/$svc" ]; then
+    "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    if command -v update-rc.d >/dev/null 2>&1; then
+      update-rc.d "$svc" disable >/dev/null 2>&1 || true
+    fi
+  fi
+done
+
+# Report any peer daemon still running (the benchmark would collide with
+# its default ports and skew the measurement).
+left=0
+for bin in microsocks danted tinyproxy squid haproxy; do
+  if pids=$(pidof "$bin" 2>/dev/null); then
+    echo "install-peers.sh: warning: $bin still running (pid $pids)" >&2
+    left=1
+  fi
+done
+
+for bin in microsocks danted tinyproxy squid haproxy; do
+  path=$(command -v "$bin" 2>/dev/null || ls "/usr/sbin/$bin" 2>/dev/null || true)
+  echo "installed: $bin ${path:-MISSING}"
+done
+exit "$left"

@@ -1,0 +1,523 @@
+#!/bin/sh
+# The local proxy benchmark (issue 3): proxyhost against Debian's proxies,
+# every figure a ratio to a direct connection measured in the same run
+# against the same loopback target. On demand only, never in make check.
+#
+#   sh t/bench/run.sh [BUILDDIR]       (or: make bench, in the build dir)
+#
+# BUILDDIR (or $top_builddir, or the current directory) holds the built
+# t/bench/phload, t/bench/phtarget and host/proxyhost with its modules.
+# The peers come from t/bench/install-peers.sh; a missing one is skipped
+# and named. Knobs (environment):
+#   BENCH_DURATION=3      seconds measured per open-rate run
+#   BENCH_WARMUP=0.5      seconds of load before each open-rate run counts
+#   BENCH_BULK_SECONDS=3  seconds of one bulk stream
+#   BENCH_REPEATS=3       runs of each measurement; the table has medians
+#   BENCH_CONCURRENCY="32 256"
+#   BENCH_RESPONSE=128    bytes of the target's response per operation
+#   BENCH_IDLE=1000       idle streams held for the RSS figure (0: skip)
+#   BENCH_SYSTEMS="proxyhost microsocks dante tinyproxy squid haproxy"
+#   BENCH_KEEP=1          keep the temporary directory (configs, logs, raw)
+# Raw per-run lines go to $T/results; the table goes to stdout.
+set -u
+
+B=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
+PHLOAD=$B/t/bench/phload
+PHTARGET=$B/t/bench/phtarget
+PROXYHOST=$B/host/proxyhost
+DUR=${BENCH_DURATION:-3}
+WARMUP=${BENCH_WARMUP:-0.5}
+BULK_SECS=${BENCH_BULK_SECONDS:-3}
+REPEATS=${BENCH_REPEATS:-3}
+CONCS=${BENCH_CONCURRENCY:-32 256}
+RESP=${BENCH_RESPONSE:-128}
+IDLE_N=${BENCH_IDLE:-1000}
+SYSTEMS=${BENCH_SYSTEMS:-proxyhost microsocks dante tinyproxy squid haproxy}
+
+for f in "$PHLOAD" "$PHTARGET"; do
+  if [ ! -x "$f" ]; then
+    echo "run.sh: $f is missing: make t/bench/phload t/bench/phtarget" >&2
+    exit 2
+  fi
+done
+
+# 1,000 idle streams take 4,000 descriptors across the processes; dash
+# and bash both have ulimit -n.
+# shellcheck disable=SC3045
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+T=$(mktemp -d "${TMPDIR:-/tmp}/phbench.XXXXXX") || exit 2
+chmod 755 "$T" # squid and tinyproxy drop to their own users
+PIDS=""
+
+# Stop what this script started (by pid), with any children they forked.
+descendants() { # PID -> PID and every descendant, one per line
+  echo "$1"
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$c"; done
+}
+stop_pid() {
+  all=$(descendants "$1")
+  kill $all 2>/dev/null
+  i=0
+  while [ $i -lt 30 ] && kill -0 "$1" 2>/dev/null &&
+    ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -9 $all 2>/dev/null
+  wait "$1" 2>/dev/null
+}
+cleanup() {
+  for p in $PIDS; do stop_pid "$p"; done
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "# kept $T" >&2; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+note() { echo "# $*" >&2; }
+free_port() { "$PHLOAD" --free-port; }
+
+# ---- the target ----------------------------------------------------------
+"$PHTARGET" --listen 127.0.0.1:0 >"$T/target.out" 2>&1 &
+PIDS="$PIDS $!"
+i=0
+while [ $i -lt 50 ] && ! grep -q '^port=' "$T/target.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+TPORT=$(sed -n 's/^port=//p' "$T/target.out")
+[ -n "$TPORT" ] || { echo "run.sh: phtarget did not start" >&2; exit 2; }
+TADDR=127.0.0.1:$TPORT
+
+# Each measured system: "name protocol phload-mode address pid".
+ENTRIES="direct tcp direct $TADDR -"
+
+# probe MODE ADDR: one short run with no error and at least one operation.
+probe() {
+  if [ "$1" = direct ]; then set -- --mode direct --target "$2"
+  else set -- --mode "$1" --proxy "$2" --target "$TADDR"; fi
+  out=$("$PHLOAD" "$@" --concurrency 1 --duration 0.2 --warmup 0 \
+    --timeout 2 --response-size "$RESP" 2>/dev/null) || return 1
+  case $out in ops=0\ *) return 1 ;; esac
+  return 0
+}
+
+# add NAME PROTO MODE ADDR PID: wait (bounded) until it serves, then list it.
+add() {
+  i=0
+  while [ $i -lt 100 ]; do
+    if probe "$3" "$4"; then
+      ENTRIES="$ENTRIES
+$1 $2 $3 $4 $5"
+      return 0
+    fi
+    if ! kill -0 "$5" 2>/dev/null; then break; fi
+    sleep 0.1
+    i=$((i + 1))
+  done
+  note "$1 ($2) does not serve: skipped; its output:"
+  tail -5 "$T/$1.out" 2>/dev/null | sed 's/^/#   /' >&2
+  SKIPPED="$SKIPPED $1/$2"
+  return 1
+}
+SKIPPED=""
+
+bg() { # NAME CMD...: start in the background, output to $T/NAME.out
+  name=$1
+  shift
+  "$@" >"$T/$name.out" 2>&1 &
+  LAST=$!
+  PIDS="$PIDS $LAST"
+}
+
+# ---- the systems under test -------------------------------------------------
+start_proxyhost() {
+  if [ ! -x "$PROXYHOST" ]; then
+    note "proxyhost: $PROXYHOST is not built"; SKIPPED="$SKIPPED proxyhost"; return
+  fi
+  m=$B/modules
+  for so in direct socks5 http_proxy; do
+    if [ ! -f "$m/$so/.libs/$so.so" ]; then
+      note "proxyhost: module $so is not built ($m/$so/.libs/$so.so)"
+      SKIPPED="$SKIPPED proxyhost"
+      return
+    fi
+  done
+  PS=$(free_port)
+  PH=$(free_port)
+  cat >"$T/proxyhost.ini" <<EOF
+; written by t/bench/run.sh: socks5 + http_proxy over direct, one process
+[proxyhost]
+modules = $m/direct/.libs/direct.so
+modules = $m/socks5/.libs/socks5.so
+modules = $m/http_proxy/.libs/http_proxy.so
+[log]
+level = warn
+[admin]
+listen =
+[direct]
+max_concurrent_dials = 512
+max_pending_dials = 4096
+[socks5]
+listen = 127.0.0.1:$PS
+max_clients = 4096
+[http_proxy]
+listen = 127.0.0.1:$PH
+max_clients = 4096
+EOF
+  bg proxyhost "$PROXYHOST" -c "$T/proxyhost.ini"
+  add proxyhost socks5 socks5 "127.0.0.1:$PS" "$LAST" &&
+    add proxyhost http http-connect "127.0.0.1:$PH" "$LAST"
+}
+
+start_microsocks() {
+  p=$(free_port)
+  bg microsocks microsocks -i 127.0.0.1 -p "$p"
+  add microsocks socks5 socks5 "127.0.0.1:$p" "$LAST"
+}
+
+start_dante() {
+  p=$(free_port)
+  # Dante wants one keyword per line, and an external address.
+  cat >"$T/danted.conf" <<EOF
+logoutput: $T/danted.log
+internal: 127.0.0.1 port = $p
+external: 127.0.0.1
+clientmethod: none
+socksmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass {
+  from: 127.0.0.0/8 to: 0.0.0.0/0
+}
+socks pass {
+  from: 127.0.0.0/8 to: 0.0.0.0/0
+  command: connect
+}
+EOF
+  bg dante danted -f "$T/danted.conf" -p "$T/danted.pid"
+  add dante socks5 socks5 "127.0.0.1:$p" "$LAST"
+}
+
+start_tinyproxy() {
+  p=$(free_port)
+  cat >"$T/tinyproxy.conf" <<EOF
+User nobody
+Group nogroup
+Port $p
+Listen 127.0.0.1
+Timeout 600
+MaxClients 4096
+Allow 127.0.0.1
+ConnectPort $TPORT
+DisableViaHeader Yes
+LogLevel Critical
+EOF
+  bg tinyproxy tinyproxy -d -c "$T/tinyproxy.conf"
+  add tinyproxy http http-connect "127.0.0.1:$p" "$LAST"
+}
+
+start_squid() {
+  p=$(free_port)
+  mkdir -p "$T/squid"
+  chown proxy: "$T/squid" 2>/dev/null
+  # Debian's squid.conf refuses CONNECT to ports other than 443: this one
+  # allows CONNECT from loopback to any port, caches nothing, logs no access.
+  cat >"$T/squid.conf" <<EOF
+http_port 127.0.0.1:$p
+acl benchclient src 127.0.0.1/32
+http_access allow benchclient
+http_access deny all
+cache deny all
+cache_mem 8 MB
+access_log none
+cache_store_log none
+cache_log $T/squid/cache.log
+pid_filename $T/squid/squid.pid
+coredump_dir $T/squid
+cache_effective_user proxy
+max_filedescriptors 65536
+shutdown_lifetime 1 seconds
+forwarded_for delete
+via off
+EOF
+  bg squid squid -N -f "$T/squid.conf"
+  add squid http http-connect "127.0.0.1:$p" "$LAST"
+}
+
+start_haproxy() {
+  p=$(free_port)
+  # A plain TCP relay, no protocol: the reference for pure relaying cost.
+  cat >"$T/haproxy.cfg" <<EOF
+global
+  maxconn 4096
+  nbthread 1
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+listen relay
+  bind 127.0.0.1:$p
+  server target $TADDR
+EOF
+  bg haproxy haproxy -db -f "$T/haproxy.cfg"
+  add haproxy tcp direct "127.0.0.1:$p" "$LAST"
+}
+
+for s in $SYSTEMS; do
+  case $s in
+  proxyhost) start_proxyhost ;;
+  microsocks | dante | tinyproxy | squid | haproxy)
+    bin=$s
+    [ "$s" = dante ] && bin=danted
+    if command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ]; then
+      PATH=$PATH:/usr/sbin "start_$s"
+    else
+      note "$s is not installed (t/bench/install-peers.sh): skipped"
+      SKIPPED="$SKIPPED $s"
+    fi
+    ;;
+  *) note "unknown system $s" ;;
+  esac
+done
+
+# ---- idle streams: memory, first, on fresh processes ------------------------
+rss_kib() { # PID -> the process's VmRSS, KiB
+  awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+}
+pss_kib() { # PID -> Pss summed over it and its descendants, KiB (pages
+  # shared between a peer's processes are counted once, split among them)
+  sum=0
+  for p in $(descendants "$1"); do
+    v=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
+if [ "$IDLE_N" -gt 0 ]; then
+  printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+    [ "$pid" = - ] && continue
+    if [ "$mode" = direct ]; then set -- --mode direct --target "$addr"
+    else set -- --mode "$mode" --proxy "$addr" --target "$TADDR"; fi
+    io=$T/idle-$name-$proto.out # one file each: no stale line to match
+    before=$(rss_kib "$pid")
+    nproc_before=$(descendants "$pid" | wc -l)
+    "$PHLOAD" "$@" --idle "$IDLE_N" --concurrency 32 --duration 2 \
+      --timeout 20 >"$io" 2>&1 &
+    lp=$!
+    i=0
+    while [ $i -lt 600 ] && ! grep -q '^idle_ready=' "$io" 2>/dev/null &&
+      kill -0 "$lp" 2>/dev/null; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    ready=$(sed -n 's/^idle_ready=\([0-9]*\).*/\1/p' "$io")
+    during=$(rss_kib "$pid")
+    pss=$(pss_kib "$pid")
+    procs=$(descendants "$pid" | wc -l)
+    wait "$lp"
+    err=$(sed -n 's/.* errors=\([0-9]*\).*/\1/p' "$io" | tail -1)
+    echo "$name $proto ${ready:-0} $before $during $pss $nproc_before $procs ${err:-?}" >>"$T/idle"
+  done
+fi
+
+# ---- measurements ------------------------------------------------------------
+RES=$T/results
+: >"$RES"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# cpu_ticks PID -> CPU time of it, its descendants and its reaped
+# children, in clock ticks ("-" for no process)
+cpu_ticks() {
+  if [ "$1" = - ]; then echo -; return; fi
+  for p in $(descendants "$1"); do
+    awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$p/stat" 2>/dev/null
+  done | awk '{ s += $1 } END { print s + 0 }'
+}
+HZ=$(getconf CLK_TCK)
+
+# measure NAME PROTO MODE ADDR PID TEST CONC REP
+measure() {
+  if [ "$3" = direct ]; then set -- "$@" --mode direct --target "$4"
+  else set -- "$@" --mode "$3" --proxy "$4" --target "$TADDR"; fi
+  name=$1 proto=$2 pid=$5 test=$6 conc=$7 rep=$8
+  shift 8
+  if [ "$test" = bulk ]; then
+    set -- "$@" --bulk 0 --duration "$BULK_SECS"
+  else
+    set -- "$@" --concurrency "$conc" --duration "$DUR" --warmup "$WARMUP"
+  fi
+  c0=$(cpu_ticks "$pid")
+  out=$("$PHLOAD" "$@" --response-size "$RESP" --timeout 10 2>&1 | tail -1)
+  c1=$(cpu_ticks "$pid")
+  cpu=-
+  [ "$c0" != - ] && cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
+  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu" >>"$RES"
+}
+
+TESTS=""
+for c in $CONCS; do TESTS="$TESTS open:$c"; done
+TESTS="$TESTS bulk:1"
+n_entries=$(printf '%s\n' "$ENTRIES" | wc -l)
+note "target $TADDR; $n_entries systems; repeats $REPEATS; ${DUR}s per open run, ${BULK_SECS}s per bulk run"
+rep=1
+while [ "$rep" -le "$REPEATS" ]; do
+  # Round robin: every system once per repeat, so a slow drift of the
+  # machine spreads over all of them instead of biasing one.
+  for t in $TESTS; do
+    printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+      measure "$name" "$proto" "$mode" "$addr" "$pid" "${t%%:*}" "${t#*:}" "$rep"
+    done
+  done
+  note "repeat $rep of $REPEATS done"
+  rep=$((rep + 1))
+done
+
+# Resident memory after all the load runs, streams closed.
+if [ -s "$T/idle" ]; then
+  while read -r name proto rest; do
+    pid=$(printf '%s\n' "$ENTRIES" | awk -v n="$name" -v p="$proto" '$1 == n && $2 == p { print $5 }')
+    echo "$name $proto $rest $(rss_kib "$pid")"
+  done <"$T/idle" >"$T/idle2"
+  mv "$T/idle2" "$T/idle"
+fi
+
+# ---- the table ---------------------------------------------------------------
+# median: of the numbers on stdin, one per line ("-" when none)
+median() {
+  sort -g | awk '{ v[NR] = $1 } END {
+      if (NR == 0) { print "-"; exit }
+      if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# med NAME PROTO TEST CONC KEY -> the median over the repeats
+med() {
+  awk -v n="$1" -v p="$2" -v t="$3" -v c="$4" -v k="$5" '
+    $1 == n && $2 == p && $3 == t && $4 == c {
+      for (i = 6; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] }
+    }' "$RES" | median
+}
+# rmed NAME PROTO TEST CONC KEY -> the median over the repeats of the ratio
+# to direct's figure in the same repeat (direct ran a few seconds before,
+# so a machine that slows down during the run biases no system), 2 decimals
+rmed() {
+  awk -v n="$1" -v p="$2" -v t="$3" -v c="$4" -v k="$5" '
+    function val(   i, kv) {
+      for (i = 6; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] }
+      return ""
+    }
+    $3 == t && $4 == c && $1 == "direct" && $2 == "tcp" { d[$5] = val() }
+    $3 == t && $4 == c && $1 == n && $2 == p { v[$5] = val() }
+    END { for (r in v) if (v[r] != "" && d[r] + 0 > 0) print v[r] / d[r] }' "$RES" |
+    median | awk '{ if ($1 == "-") print "-"; else printf "%.2f\n", $1 }'
+}
+errs() { # NAME PROTO -> errors summed over every run
+  awk -v n="$1" -v p="$2" '$1 == n && $2 == p {
+      for (i = 6; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "errors") s += kv[2] } }
+    END { print s + 0 }' "$RES"
+}
+cell_errs() { # NAME PROTO TEST CONC -> "!" when a run of this cell had errors
+  awk -v n="$1" -v p="$2" -v t="$3" -v c="$4" '
+    $1 == n && $2 == p && $3 == t && $4 == c {
+      for (i = 6; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "errors" && kv[2] > 0) bad = 1 } }
+    END { if (bad) printf "!" }' "$RES"
+}
+int() { awk -v v="$1" 'BEGIN { if (v == "-") print "-"; else printf "%.0f\n", v }'; }
+
+echo "## proxyhost local proxy benchmark"
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)."
+echo "Target $TADDR, response $RESP bytes, $REPEATS repeats, ${DUR}s open runs after ${WARMUP}s warm-up, ${BULK_SECS}s bulk runs."
+echo "Load average at the start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+hdr="| system | protocol |"
+sep="|---|---|"
+for c in $CONCS; do
+  hdr="$hdr open/s c$c | p50 c$c | p99 c$c |"
+  sep="$sep---:|---:|---:|"
+done
+echo "Ratios to direct: the median over the repeats of each repeat's figure divided by direct's in the same repeat. open/s and bulk: higher is better; p50/p99 latency: lower is better. \"!\" marks a cell where a run had errors."
+echo
+echo "$hdr bulk | errors |"
+echo "$sep---:|---:|"
+printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+  line="| $name | $proto |"
+  for c in $CONCS; do
+    f=$(cell_errs "$name" "$proto" open "$c")
+    for k in ops_per_sec p50_us p99_us; do
+      line="$line $(rmed "$name" "$proto" open "$c" "$k")$f |"
+    done
+  done
+  f=$(cell_errs "$name" "$proto" bulk 1)
+  line="$line $(rmed "$name" "$proto" bulk 1 mbps)$f |"
+  echo "$line $(errs "$name" "$proto") |"
+done
+echo
+echo "Absolute medians (this machine only; for scale, not for comparison across machines):"
+echo
+hdr="| system | protocol |"
+sep="|---|---|"
+for c in $CONCS; do
+  hdr="$hdr open/s c$c | p50 c$c | p99 c$c |"
+  sep="$sep---:|---:|---:|"
+done
+echo "$hdr bulk MB/s |"
+echo "$sep---:|"
+printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+  line="| $name | $proto |"
+  for c in $CONCS; do
+    line="$line $(int "$(med "$name" "$proto" open "$c" ops_per_sec)") |"
+    line="$line $(med "$name" "$proto" open "$c" p50_us) us |"
+    line="$line $(med "$name" "$proto" open "$c" p99_us) us |"
+  done
+  echo "$line $(int "$(med "$name" "$proto" bulk 1 mbps)") |"
+done
+echo
+echo "The proxy's own CPU time (user + system, its processes summed; kernel TCP work done in its system calls included), median over the repeats: per operation, and per GB of bulk data. It is much less sensitive than the rates to other load on the machine."
+echo
+hdr="| system | protocol |"
+sep="|---|---|"
+for c in $CONCS; do
+  hdr="$hdr CPU per open c$c |"
+  sep="$sep---:|"
+done
+echo "$hdr CPU per GB bulk |"
+echo "$sep---:|"
+# cpu_per NAME PROTO TEST CONC DIVKEY SCALE -> median of proxy_cpu_s * SCALE / DIVKEY
+cpu_per() {
+  awk -v n="$1" -v p="$2" -v t="$3" -v c="$4" -v dk="$5" -v sc="$6" '
+    $1 == n && $2 == p && $3 == t && $4 == c {
+      cpu = ""; div = 0
+      for (i = 6; i <= NF; i++) {
+        split($i, kv, "=")
+        if (kv[1] == "proxy_cpu_s") cpu = kv[2]
+        if (kv[1] == dk) div = kv[2]
+      }
+      if (cpu != "" && cpu != "-" && div > 0) print cpu * sc / div
+    }' "$RES" | median
+}
+printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+  [ "$pid" = - ] && continue
+  line="| $name | $proto |"
+  for c in $CONCS; do
+    line="$line $(int "$(cpu_per "$name" "$proto" open "$c" ops_all 1000000)") us |"
+  done
+  echo "$line $(awk -v v="$(cpu_per "$name" "$proto" bulk 1 bytes 1000000000)" 'BEGIN { if (v == "-") print "-"; else printf "%.2f s", v }') |"
+done
+echo
+if [ -s "$T/idle" ]; then
+  echo "Memory with $IDLE_N idle streams, measured first, on fresh processes: the streams are opened through the proxy to the target (32 opening at a time), then held. RSS: the main process's VmRSS fresh, while the streams are held, and at the end after all the load runs. PSS: proportional set size summed over the main process and its children while held (a multi-process peer's shared pages counted once)."
+  echo
+  echo "| system | protocol | streams held | RSS fresh | RSS held | PSS held, all processes | processes | RSS after load | errors |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+  mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+  while read -r name proto ready before during pss np0 np1 err after; do
+    echo "| $name | $proto | $ready | $(mib "$before") | $(mib "$during") | $(mib "$pss") | $np0 → $np1 | $(mib "$after") | $err |"
+  done <"$T/idle"
+  echo
+  echo "(proxyhost serves both protocols from one process: its two rows are the same process, the second measured after the first's streams closed.)"
+  echo
+fi
+[ -n "$SKIPPED" ] && echo "Skipped:$SKIPPED"
+if [ "${BENCH_RAW:-0}" = 1 ]; then
+  echo
+  echo "Raw runs:"
+  sed 's/^/    /' "$RES"
+fi
+exit 0

@@ -1,0 +1,280 @@
+#!/bin/sh
+# The socks5 frontend in a real proxyhost process with the real direct
+# connector, a DNS server on loopback (t/lib/dnsd.py) that answers,
+# refuses or hangs, a local HTTP target and a local TLS target: curl
+# through it (socks5h and socks5), every reply code of the mapping table
+# from a real condition, 32 concurrent CONNECTs with one hanging DNS name,
+# cancellation freeing the dial slot, hostile handshakes next to a good
+# client, username/password through auth_local, the access log and the
+# metrics. Requirement IDs are cited next to the checks.
+. "$top_srcdir/t/lib/testlib.sh"
+
+PY=${PYTHON3:-python3}
+PROBE="$PY $top_srcdir/t/lib/socks5_probe.py"
+MODS="$top_builddir/modules"
+
+for m in socks5 direct; do
+  if [ ! -f "$MODS/$m/.libs/$m.so" ]; then
+    echo "1..0 # SKIP module $m not built"
+    exit 0
+  fi
+done
+
+# wait_file FILE: up to 5 s for a port file.
+wait_file() { wait_for test -s "$1"; }
+port_open() { $PY -c "import socket,sys; socket.create_connection(('127.0.0.1', $1), 1).close()"; }
+metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
+# metric_is ADMIN NAME VALUE: the sample NAME equals VALUE now.
+metric_is() { [ "$(metric "$(metrics_of "$1")" "$2")" = "$3" ]; }
+
+# ---- targets --------------------------------------------------------------
+$PY "$top_srcdir/t/lib/dnsd.py" --port 0 --port-file "$T/dns.port" \
+  --zone ok.test=127.0.0.1 --zone tls.test=127.0.0.1 --lifetime 300 \
+  >"$T/dns.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/dns.port"; ok $? "DNS test server on loopback"
+dns_port=$(cat "$T/dns.port")
+
+mkdir -p "$T/www"
+printf 'hello through socks5\n' >"$T/www/hello.txt"
+$PROBE httpd --dir "$T/www" --port-file "$T/http.port" --seconds 300 \
+  >"$T/http.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
+http_port=$(cat "$T/http.port")
+
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" \
+  -out "$T/cert.pem" -days 1 -subj /CN=tls.test \
+  -addext subjectAltName=DNS:tls.test >"$T/openssl.log" 2>&1
+tls_port=$(free_port)
+openssl s_server -quiet -www -accept "127.0.0.1:$tls_port" \
+  -cert "$T/cert.pem" -key "$T/key.pem" </dev/null >"$T/tls.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_for port_open "$tls_port"; ok $? "TLS target with a certificate made now"
+
+$PY "$top_srcdir/t/lib/socks5_probe.py" blackhole --port-file "$T/bh.port" \
+  --seconds 120 >/dev/null 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/bh.port"
+bh_port=$(cat "$T/bh.port")
+refused_port=$(free_port) # nothing listens there
+deny_port=$(free_port)
+
+# ---- proxyhost A: the default shape -----------------------------------------
+admin=$(free_port)
+sport=$(free_port)
+cat >"$T/a.ini" <<EOC
+[proxyhost]
+modules = socks5, direct
+module_path = $MODS
+drain_timeout = 2s
+[admin]
+listen = 127.0.0.1:$admin
+[log]
+level = info
+[socks5]
+listen = 127.0.0.1:$sport
+handshake_timeout = 2s
+[direct]
+resolver_servers = 127.0.0.1:$dns_port
+deny_ports = $deny_port
+connect_timeout = 1s
+EOC
+start_proxyhost "$T/a.ini"
+A_PID=$PH_PID
+wait_for healthy "$admin"; ok $? "proxyhost with socks5 + direct is healthy"
+wait_for port_open "$sport"; ok $? "socks5 listens"
+P=127.0.0.1:$sport
+
+# curl, remote DNS (socks5h, ATYP domain) and local (socks5, ATYP IPv4).
+out=$("$CURL" -s -m 10 --noproxy '' --socks5-hostname "$P" \
+  "http://ok.test:$http_port/hello.txt" 2>&1)
+is "$out" "hello through socks5" \
+  "curl socks5h: the name is resolved by the proxy (TM-PROTO-3, TM-PROTO-6)"
+out=$("$CURL" -s -m 10 --noproxy '' --socks5 "$P" \
+  "http://127.0.0.1:$http_port/hello.txt" 2>&1)
+is "$out" "hello through socks5" "curl socks5 with an IPv4 address"
+out=$("$CURL" -s -m 10 --noproxy '' --socks5-hostname "$P" \
+  --cacert "$T/cert.pem" "https://tls.test:$tls_port/" 2>&1)
+like "$out" "s_server" "TLS through the tunnel, certificate verified"
+
+# Every reply code of the mapping table from a real condition.
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:$refused_port" --atyp ipv4)
+is "$r" 0x05 "refused port -> 0x05 connection refused (TM-PROTO-34)"
+r=$($PROBE reply --proxy "$P" --target "nx.test:80")
+is "$r" 0x04 "unresolvable name -> 0x04 host unreachable (TM-PROTO-33)"
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:$deny_port" --atyp ipv4)
+is "$r" 0x02 "policy deny (deny_ports) -> 0x02 not allowed (TM-PROTO-31)"
+r=$($PROBE reply --proxy "$P" --target "$P" --atyp ipv4)
+is "$r" 0x02 "the proxy's own listener -> 0x02 (announced on net.listener)"
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:$bh_port" --atyp ipv4)
+is "$r" 0x06 "connect timeout against a blackhole -> 0x06 (TM-PROTO-35)"
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:80" --atyp ipv4 --cmd 2)
+is "$r" 0x07 "BIND -> 0x07 command not supported (TM-PROTO-7)"
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:80" --atyp ipv4 --cmd 3)
+is "$r" 0x07 "UDP ASSOCIATE -> 0x07 command not supported (TM-PROTO-7)"
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:80" --atyp 9)
+is "$r" 0x08 "unknown ATYP -> 0x08 address type not supported"
+r=$($PROBE reply --proxy "$P" --target "ok.test:80" --auth alice:x)
+is "$r" method-0xff "only username/password offered, auth = none -> 0xFF"
+
+# 32 concurrent CONNECTs, one whose DNS hangs: the other 31 complete
+# while it still waits (TM-TEST-31, TM-P0-13).
+r=$($PROBE concurrent --proxy "$P" --target "ok.test:$http_port" \
+  --path /hello.txt --hang "stuck.hang.test:80" --n 32)
+is "$r" "completed=31 hang_pending=1" \
+  "32 concurrent CONNECTs: 31 complete while one DNS lookup hangs"
+
+# Hostile handshakes next to a good client (TM-SEC-1).
+r=$($PROBE malformed --proxy "$P" --target "ok.test:$http_port" \
+  --path /hello.txt)
+for c in garbage wrong_version zero_methods truncated_greeting \
+  oversized_name empty_name bad_request_version random; do
+  like "$r" "$c=ok" "malformed handshake '$c' closed without success"
+done
+like "$r" "good_client=ok" "and the concurrent good client was not disturbed"
+running "$A_PID"; ok $? "the process survived the hostile input"
+
+# Metrics (TM-OBS-1, TM-OBS-2, TM-OBS-10..13, TM-OBS-18).
+m=$(metrics_of "$admin")
+like "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}' \
+  "tunnelmesh_stream_open_total exported"
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused"}')
+is "$v" 1 "the refused open counted with error_class=connection_refused"
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"}')
+is "$v" 2 "policy denials counted as rejected/forbidden"
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success"}' \
+  "socks5_handshake stage histogram exported"
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success"}' \
+  "ttfb stage histogram exported (TM-OBS-21)"
+like "$m" 'proxyhost_streams_active{component="client"} 0' \
+  "no active stream left"
+unlike "$m" "ok.test" "no target host in any label (TM-SEC-8)"
+printf '%s\n' "$m" | sed 1d >"$T/metrics.txt"
+"$PROMTOOL" check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1
+ok $? "promtool accepts the exposition"
+
+# The access log: one line per stream, no target host at info level.
+log=$(cat "$T/ph.log")
+like "$log" 'msg="socks5 stream"' "an access log line per stream"
+like "$log" "result=success stage=none code=ok reply=0" \
+  "with result, stage, code and reply"
+like "$log" "code=connection_refused reply=5" "failures too"
+like "$log" "duration_us=" "duration in microseconds (TM-OBS-19)"
+unlike "$log" "ok.test" "no target host in the info log"
+unlike "$log" "nx.test" "not even for failures"
+
+kill -TERM "$A_PID"
+wait_exit "$A_PID" 10; is "$EXIT" 0 "SIGTERM: drained and exited 0"
+
+# ---- proxyhost B: one dial slot, no queue -------------------------------------
+admin=$(free_port)
+sport=$(free_port)
+cat >"$T/b.ini" <<EOC
+[proxyhost]
+modules = socks5, direct
+module_path = $MODS
+drain_timeout = 2s
+[admin]
+listen = 127.0.0.1:$admin
+[socks5]
+listen = 127.0.0.1:$sport
+[direct]
+resolver_servers = 127.0.0.1:$dns_port
+max_concurrent_dials = 1
+max_pending_dials = 0
+dns_timeout = 4s
+open_timeout = 4s
+EOC
+: >"$T/ph.log"
+start_proxyhost "$T/b.ini"
+B_PID=$PH_PID
+wait_for healthy "$admin"
+wait_for port_open "$sport"
+P=127.0.0.1:$sport
+$PROBE hold --proxy "$P" --target "slot.hang.test:80" --seconds 30 \
+  >"$T/hold.out" 2>&1 &
+HOLD=$!
+PIDS="$PIDS $HOLD"
+wait_for metric_is "$admin" proxyhost_dials_active 1
+ok $? "a hanging open takes the only dial slot"
+r=$($PROBE reply --proxy "$P" --target "ok.test:$http_port")
+is "$r" 0x01 "queue full -> 0x01 general failure at once (TM-PROTO-35, TM-P0-3)"
+kill "$HOLD"
+wait_for metric_is "$admin" proxyhost_dials_active 0
+ok $? "the client leaving cancels the open and frees the slot (TM-P0-5)"
+r=$($PROBE get --proxy "$P" --target "ok.test:$http_port" --path /hello.txt)
+like "$r" " 200 " "the freed slot serves the next client"
+r=$($PROBE reply --proxy "$P" --target "late.hang.test:80" --timeout 15)
+is "$r" 0x06 "open timeout -> 0x06 TTL expired (TM-PROTO-35)"
+kill -TERM "$B_PID"
+wait_exit "$B_PID" 10; is "$EXIT" 0 "B exits 0"
+
+# ---- proxyhost C: username/password through auth_local ---------------------
+if [ -f "$MODS/auth_local/.libs/auth_local.so" ] &&
+  [ -x "$top_builddir/tools/proxyhost-passwd" ]; then
+  hash=$(printf 's3cret-pw\n' | "$top_builddir/tools/proxyhost-passwd" 2>/dev/null)
+  admin=$(free_port)
+  sport=$(free_port)
+  cat >"$T/c.ini" <<EOC
+[proxyhost]
+modules = auth_local, socks5, direct
+module_path = $MODS
+drain_timeout = 2s
+[admin]
+listen = 127.0.0.1:$admin
+[socks5]
+listen = 127.0.0.1:$sport
+auth = password
+[auth_local]
+users = alice:$hash
+[direct]
+resolver_servers = 127.0.0.1:$dns_port
+EOC
+  : >"$T/ph.log"
+  start_proxyhost "$T/c.ini"
+  C_PID=$PH_PID
+  wait_for healthy "$admin"; ok $? "auth = password with auth_local starts"
+  wait_for port_open "$sport"
+  out=$("$CURL" -s -m 10 --noproxy '' \
+    --proxy "socks5h://alice:s3cret-pw@127.0.0.1:$sport" \
+    "http://ok.test:$http_port/hello.txt" 2>&1)
+  is "$out" "hello through socks5" "RFC 1929: right password accepted"
+  "$CURL" -s -m 10 --noproxy '' \
+    --proxy "socks5h://alice:wrong@127.0.0.1:$sport" \
+    "http://ok.test:$http_port/hello.txt" >/dev/null 2>&1
+  rc=$?
+  [ "$rc" -ne 0 ]; ok $? "RFC 1929: wrong password refused (curl exit $rc)"
+  r=$($PROBE reply --proxy "127.0.0.1:$sport" --target "ok.test:80" --auth bob:s3cret-pw)
+  is "$r" auth-refused "an unknown user is refused"
+  r=$($PROBE reply --proxy "127.0.0.1:$sport" --target "ok.test:80")
+  is "$r" method-0xff "no-auth is not accepted when auth = password"
+  unlike "$(cat "$T/ph.log")" "s3cret-pw" "the password never reaches the log"
+  unlike "$(cat "$T/ph.log")" "alice" "nor the username"
+  kill -TERM "$C_PID"
+  wait_exit "$C_PID" 10; is "$EXIT" 0 "C exits 0"
+else
+  echo "# auth_local or proxyhost-passwd not built: password tests skipped"
+fi
+
+# auth = password without an authorizer: start fails, naming the service.
+sport=$(free_port)
+cat >"$T/d.ini" <<EOC
+[proxyhost]
+modules = socks5, direct
+module_path = $MODS
+[admin]
+listen =
+[socks5]
+listen = 127.0.0.1:$sport
+auth = password
+[direct]
+resolver_servers = 127.0.0.1:$dns_port
+EOC
+"$PROXYHOST" -c "$T/d.ini" >"$T/d.out" 2>&1
+rc=$?
+is "$rc" 4 "auth = password without an authorizer fails start (exit 4)"
+like "$(cat "$T/d.out")" 'needs an \"authorizer\" service' \
+  "with a clear message"
+
+done_testing

@@ -1,0 +1,592 @@
+/* The relay (modules/common/relay.c) through the real host API of the
+ * mock host: data both ways, pre bytes first, half-close, idle timeout,
+ * backpressure with a reader that stops, errors, abort, the splice path
+ * (pipes appear for bulk TCP data) and the copy path (never a pipe), and
+ * every fd closed afterwards. Covers TM-PROTO-6 (a transparent byte
+ * stream), TM-P0-10 (a target socket error ends only its stream) and
+ * TM-SEC-7 (nothing left after close). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mock.h"
+#include "relay.h"
+#include "tap.h"
+
+static const ph_api *api;
+static ph_ctx *hctx;
+
+static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  hctx = ctx;
+  *state = NULL;
+  return PH_OK;
+}
+
+static const ph_module host_mod = {
+    PH_MODULE_HEADER("relay_host", "1.0.0"),
+    .init = host_init,
+};
+
+/* What the done callback saw. */
+typedef struct outcome {
+  int done_calls;
+  int end;
+  relay_stats st;
+  int first_down_calls;
+} outcome;
+
+static void on_done(void *arg, const relay_stats *st, int end) {
+  outcome *o = arg;
+  o->done_calls++;
+  o->end = end;
+  o->st = *st;
+}
+
+static void on_first_down(void *arg) { ((outcome *)arg)->first_down_calls++; }
+
+static relay_opts opts(outcome *o, int use_splice, int64_t idle_ms) {
+  relay_opts r = {.idle_timeout_ms = idle_ms,
+                  .buffer_size = 16384,
+                  .use_splice = use_splice,
+                  .first_down = on_first_down,
+                  .done = on_done,
+                  .arg = o};
+  return r;
+}
+
+/* ---- fds ----------------------------------------------------------------- */
+
+static int count_fds(int *pipes) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0, np = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[300], link[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+    ssize_t l = readlink(path, link, sizeof(link) - 1);
+    if (l > 0) {
+      link[l] = '\0';
+      if (strncmp(link, "pipe:", 5) == 0)
+        np++;
+    }
+    n++;
+  }
+  if (d)
+    closedir(d);
+  if (pipes)
+    *pipes = np;
+  return n - 1; /* the directory stream */
+}
+
+static int fd_open(int fd) { return fcntl(fd, F_GETFD) >= 0; }
+
+static void nonblock(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Two connected TCP sockets on loopback. */
+static int tcp_pair(int sv[2]) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+      listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&a, &len) < 0)
+    return -1;
+  sv[0] = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(sv[0], (struct sockaddr *)&a, sizeof(a)) < 0)
+    return -1;
+  sv[1] = accept(l, NULL, NULL);
+  close(l);
+  return sv[1] < 0 ? -1 : 0;
+}
+
+/* Client app <-> relay <-> target app. app_c and app_t are the test's
+ * ends; the relay gets the other two. */
+typedef struct rig {
+  int app_c, app_t;
+  int rc, rt; /* the relay's fds (for checking they are closed) */
+} rig;
+
+static int make_rig(rig *g, int tcp) {
+  int a[2], b[2];
+  if (tcp ? tcp_pair(a) < 0 || tcp_pair(b) < 0
+          : socketpair(AF_UNIX, SOCK_STREAM, 0, a) < 0 ||
+                socketpair(AF_UNIX, SOCK_STREAM, 0, b) < 0)
+    return -1;
+  g->app_c = a[0];
+  g->rc = a[1];
+  g->rt = b[0];
+  g->app_t = b[1];
+  return 0;
+}
+
+/* Runs the loop in small steps until cond() or about max_ms. */
+static void run_until(ph_mock *m, int (*cond)(void *), void *arg, int max_ms) {
+  for (int t = 0; t < max_ms && !cond(arg); t += 2)
+    mock_run_for(m, 2);
+}
+
+static int is_done(void *arg) { return ((outcome *)arg)->done_calls > 0; }
+
+/* Reads what is available now (non-blocking) into buf. */
+static ssize_t read_now(int fd, char *buf, size_t cap) {
+  nonblock(fd);
+  ssize_t n = read(fd, buf, cap);
+  return n < 0 && errno == EAGAIN ? -2 : n;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_both_ways_and_half_close(ph_mock *m, int tcp, int splice) {
+  char name[128];
+  const char *kind = tcp ? (splice ? "tcp/splice" : "tcp/copy") : "unix";
+  int base = count_fds(NULL);
+  rig g;
+  if (make_rig(&g, tcp) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  outcome o = {0};
+  relay_opts ro = opts(&o, splice, 5000);
+  ph_relay *r = relay_start(api, hctx, g.rc, g.rt, "PRE:", 4, &ro);
+  snprintf(name, sizeof(name), "%s: relay starts", kind);
+  ok(r != NULL, name);
+
+  write(g.app_c, "hello", 5);
+  mock_run_for(m, 20);
+  char buf[64] = {0};
+  ssize_t n = read_now(g.app_t, buf, sizeof(buf));
+  snprintf(name, sizeof(name), "%s: pre bytes reach the target first", kind);
+  ok(n == 9 && memcmp(buf, "PRE:hello", 9) == 0, name);
+
+  write(g.app_t, "world", 5);
+  mock_run_for(m, 20);
+  memset(buf, 0, sizeof(buf));
+  n = read_now(g.app_c, buf, sizeof(buf));
+  snprintf(name, sizeof(name), "%s: the target's answer reaches the client",
+           kind);
+  ok(n == 5 && memcmp(buf, "world", 5) == 0, name);
+  snprintf(name, sizeof(name), "%s: first_down called once", kind);
+  write(g.app_t, "again", 5);
+  mock_run_for(m, 20);
+  read_now(g.app_c, buf, sizeof(buf));
+  is_int(o.first_down_calls, 1, name);
+
+  /* The client half-closes: the target sees EOF and may still answer. */
+  shutdown(g.app_c, SHUT_WR);
+  mock_run_for(m, 20);
+  n = read_now(g.app_t, buf, sizeof(buf));
+  snprintf(name, sizeof(name), "%s: client EOF becomes target EOF", kind);
+  is_int(n, 0, name);
+  write(g.app_t, "late", 4);
+  mock_run_for(m, 20);
+  n = read_now(g.app_c, buf, sizeof(buf));
+  snprintf(name, sizeof(name), "%s: the other direction still flows", kind);
+  ok(n == 4 && memcmp(buf, "late", 4) == 0, name);
+  snprintf(name, sizeof(name), "%s: not done while one direction is open",
+           kind);
+  is_int(o.done_calls, 0, name);
+
+  shutdown(g.app_t, SHUT_WR);
+  run_until(m, is_done, &o, 1000);
+  n = read_now(g.app_c, buf, sizeof(buf));
+  snprintf(name, sizeof(name), "%s: target EOF reaches the client", kind);
+  is_int(n, 0, name);
+  snprintf(name, sizeof(name), "%s: done once, both directions closed", kind);
+  ok(o.done_calls == 1 && o.end == RELAY_END_CLOSED, name);
+  snprintf(name, sizeof(name), "%s: stats count both ways", kind);
+  ok(o.st.up == 9 && o.st.down == 14, name);
+  snprintf(name, sizeof(name), "%s: the relay closed its fds", kind);
+  ok(!fd_open(g.rc) && !fd_open(g.rt), name);
+  close(g.app_c);
+  close(g.app_t);
+  snprintf(name, sizeof(name), "%s: fd count back to the baseline", kind);
+  is_int(count_fds(NULL), base, name);
+}
+
+/* Bulk: a thread writes N bytes into the client end and closes, another
+ * reads them at the target end; the loop runs in this thread. */
+typedef struct bulk {
+  int fd;
+  size_t total;
+  size_t got;
+  uint32_t sum;
+  int finished;
+  int slow; /* reader pauses between reads */
+} bulk;
+
+static uint8_t pattern(size_t i) { return (uint8_t)((i * 131u) >> 3); }
+
+static void *bulk_writer(void *arg) {
+  bulk *b = arg;
+  uint8_t chunk[65536];
+  size_t off = 0;
+  while (off < b->total) {
+    size_t n = b->total - off < sizeof(chunk) ? b->total - off : sizeof(chunk);
+    for (size_t i = 0; i < n; i++)
+      chunk[i] = pattern(off + i);
+    ssize_t w = write(b->fd, chunk, n);
+    if (w <= 0)
+      break;
+    off += (size_t)w;
+  }
+  shutdown(b->fd, SHUT_WR);
+  return NULL;
+}
+
+static void *bulk_reader(void *arg) {
+  bulk *b = arg;
+  uint8_t chunk[65536];
+  int bad = 0;
+  for (;;) {
+    ssize_t n = read(b->fd, chunk, sizeof(chunk));
+    if (n <= 0)
+      break;
+    for (ssize_t i = 0; i < n; i++)
+      if (chunk[i] != pattern(b->got + (size_t)i))
+        bad = 1;
+    b->got += (size_t)n;
+    if (b->slow)
+      usleep(2000);
+  }
+  b->sum = (uint32_t)bad;
+  __atomic_store_n(&b->finished, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+typedef struct bulk_watch {
+  bulk *rd;
+  int max_pipes;
+} bulk_watch;
+
+static int bulk_done(void *arg) {
+  bulk_watch *w = arg;
+  int pipes = 0;
+  count_fds(&pipes);
+  if (pipes > w->max_pipes)
+    w->max_pipes = pipes;
+  return __atomic_load_n(&w->rd->finished, __ATOMIC_SEQ_CST);
+}
+
+static void test_bulk(ph_mock *m, int splice) {
+  const char *kind = splice ? "splice" : "copy";
+  char name[128];
+  int base = count_fds(NULL);
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  int pipes_before = 0;
+  count_fds(&pipes_before);
+  outcome o = {0};
+  relay_opts ro = opts(&o, splice, 5000);
+  relay_start(api, hctx, g.rc, g.rt, NULL, 0, &ro);
+  bulk wr = {.fd = g.app_c, .total = 32u << 20};
+  bulk rd = {.fd = g.app_t};
+  pthread_t tw, tr;
+  pthread_create(&tw, NULL, bulk_writer, &wr);
+  pthread_create(&tr, NULL, bulk_reader, &rd);
+  bulk_watch w = {&rd, 0};
+  run_until(m, bulk_done, &w, 20000);
+  pthread_join(tw, NULL);
+  /* The target answers EOF too, so the relay can end. */
+  shutdown(g.app_t, SHUT_WR);
+  run_until(m, is_done, &o, 2000);
+  pthread_join(tr, NULL);
+  snprintf(name, sizeof(name), "%s: 32 MiB arrive intact, in order", kind);
+  ok(rd.got == wr.total && rd.sum == 0, name);
+  if (splice) {
+    ok(w.max_pipes > pipes_before, "splice: bulk TCP data goes through a pipe");
+  } else {
+    is_int(w.max_pipes, pipes_before, "copy: no pipe is ever made");
+  }
+  snprintf(name, sizeof(name), "%s: relay ends closed with the byte count",
+           kind);
+  ok(o.done_calls == 1 && o.end == RELAY_END_CLOSED && o.st.up == wr.total,
+     name);
+  close(g.app_c);
+  close(g.app_t);
+  int pipes_after = 0;
+  snprintf(name, sizeof(name), "%s: fds (pipes too) back to the baseline",
+           kind);
+  ok(count_fds(&pipes_after) == base && pipes_after == pipes_before, name);
+}
+
+/* A client that stops reading: the relay stops reading the target, so the
+ * target's writes hit EAGAIN after a bounded amount (kernel buffers plus
+ * one relay buffer or pipe), and nothing is lost when the client reads. */
+static void test_backpressure(ph_mock *m, int splice) {
+  const char *kind = splice ? "splice" : "copy";
+  char name[128];
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  outcome o = {0};
+  relay_opts ro = opts(&o, splice, 5000);
+  relay_start(api, hctx, g.rc, g.rt, NULL, 0, &ro);
+  nonblock(g.app_t);
+  static uint8_t chunk[65536];
+  size_t sent = 0;
+  int blocked = 0;
+  for (int i = 0; i < 2000 && !blocked; i++) {
+    for (;;) {
+      for (size_t k = 0; k < sizeof(chunk); k++)
+        chunk[k] = pattern(sent + k);
+      ssize_t n = write(g.app_t, chunk, sizeof(chunk));
+      if (n <= 0)
+        break;
+      sent += (size_t)n;
+    }
+    mock_run_for(m, 2);
+    /* Blocked: even after the loop ran, the target cannot write. */
+    chunk[0] = pattern(sent);
+    ssize_t n = write(g.app_t, chunk, 1);
+    if (n == 1)
+      sent++;
+    else if (n < 0 && errno == EAGAIN)
+      blocked = 1;
+  }
+  snprintf(name, sizeof(name),
+           "%s: a stalled client stops the relay reading the target", kind);
+  ok(blocked, name);
+  snprintf(name, sizeof(name), "%s: bounded in flight (%zu KiB)", kind,
+           sent >> 10);
+  ok(sent < (32u << 20), name);
+  ok(o.done_calls == 0, "the relay keeps waiting, it does not fail");
+  /* The client reads again: everything arrives, in order. */
+  size_t got = 0;
+  int intact = 1;
+  for (int i = 0; i < 5000 && got < sent; i++) {
+    mock_run_for(m, 1);
+    for (;;) {
+      ssize_t n = read_now(g.app_c, (char *)chunk, sizeof(chunk));
+      if (n <= 0)
+        break;
+      for (ssize_t k = 0; k < n; k++)
+        if (chunk[k] != pattern(got + (size_t)k))
+          intact = 0;
+      got += (size_t)n;
+    }
+  }
+  snprintf(name, sizeof(name), "%s: once the client reads, nothing was lost",
+           kind);
+  if (!ok(got == sent && intact, name))
+    printf("#   got %zu of %zu bytes, intact %d\n", got, sent, intact);
+  shutdown(g.app_t, SHUT_WR);
+  shutdown(g.app_c, SHUT_WR);
+  run_until(m, is_done, &o, 1000);
+  ok(o.done_calls == 1 && o.end == RELAY_END_CLOSED, "then it ends cleanly");
+  close(g.app_c);
+  close(g.app_t);
+}
+
+/* Regression: EOF read in the last round a callback allows (after
+ * many full reads) must still become shutdown on the other side. The
+ * client's bytes and its FIN are all queued before the relay starts, so
+ * one callback reads them back to back. */
+static void test_eof_after_full_reads(ph_mock *m) {
+  for (int chunks = 1; chunks <= 40; chunks++) {
+    rig g;
+    if (make_rig(&g, 1) < 0) {
+      ok(0, "rig");
+      return;
+    }
+    static char data[40 * 4096];
+    size_t total = (size_t)chunks * 4096;
+    if (write(g.app_c, data, total) != (ssize_t)total) {
+      ok(0, "queue the client's bytes");
+      return;
+    }
+    shutdown(g.app_c, SHUT_WR);
+    mock_run_for(m, 5); /* let loopback deliver data and FIN */
+    outcome o = {0};
+    relay_opts ro = opts(&o, 0, 5000);
+    ro.buffer_size = 4096;
+    relay_start(api, hctx, g.rc, g.rt, NULL, 0, &ro);
+    size_t got = 0;
+    int eof = 0;
+    for (int i = 0; i < 500 && !eof; i++) {
+      mock_run_for(m, 1);
+      char b[65536];
+      ssize_t n;
+      while ((n = read_now(g.app_t, b, sizeof(b))) > 0)
+        got += (size_t)n;
+      eof = n == 0;
+    }
+    if (!eof || got != total) {
+      ok(0, "EOF after full reads reaches the target");
+      printf("#   %d chunks: got %zu of %zu, eof %d\n", chunks, got, total,
+             eof);
+      close(g.app_c);
+      close(g.app_t);
+      run_until(m, is_done, &o, 100);
+      return;
+    }
+    shutdown(g.app_t, SHUT_WR);
+    run_until(m, is_done, &o, 1000);
+    close(g.app_c);
+    close(g.app_t);
+  }
+  ok(1, "EOF after 1..40 full reads always reaches the target");
+}
+
+/* The client's side never drains: idle timeout ends it. */
+static void test_idle(ph_mock *m) {
+  int base = count_fds(NULL);
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  outcome o = {0};
+  relay_opts ro = opts(&o, 1, 150);
+  relay_start(api, hctx, g.rc, g.rt, NULL, 0, &ro);
+  mock_run_for(m, 100);
+  write(g.app_c, "x", 1); /* activity pushes the deadline back */
+  mock_run_for(m, 100);
+  is_int(o.done_calls, 0, "activity keeps an idle relay alive");
+  run_until(m, is_done, &o, 1000);
+  ok(o.done_calls == 1 && o.end == RELAY_END_IDLE,
+     "no bytes for idle_timeout: the relay ends idle");
+  ok(!fd_open(g.rc) && !fd_open(g.rt), "and closed both sockets");
+  char b[4];
+  is_int(read_now(g.app_c, b, sizeof(b)), 0, "the client sees the close");
+  close(g.app_c);
+  close(g.app_t);
+  is_int(count_fds(NULL), base, "fds back to the baseline after idle");
+}
+
+/* The client resets while the target sends: an error ends it. */
+static void test_error(ph_mock *m) {
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  outcome o = {0};
+  relay_opts ro = opts(&o, 0, 5000);
+  relay_start(api, hctx, g.rc, g.rt, NULL, 0, &ro);
+  struct linger lg = {1, 0};
+  setsockopt(g.app_c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+  close(g.app_c); /* RST */
+  mock_run_for(m, 10);
+  static char data[65536];
+  nonblock(g.app_t);
+  for (int i = 0; i < 50 && !o.done_calls; i++) {
+    write(g.app_t, data, sizeof(data));
+    mock_run_for(m, 5);
+  }
+  ok(o.done_calls == 1 && o.end == RELAY_END_ERROR,
+     "a reset client ends the relay with an error");
+  ok(!fd_open(g.rc) && !fd_open(g.rt), "both sockets closed");
+  close(g.app_t);
+}
+
+static void test_abort(ph_mock *m) {
+  int base = count_fds(NULL);
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  outcome o = {0};
+  relay_opts ro = opts(&o, 1, 5000);
+  ph_relay *r = relay_start(api, hctx, g.rc, g.rt, "x", 1, &ro);
+  mock_run_for(m, 10);
+  relay_stats st = relay_get_stats(r);
+  is_int(st.up, 1, "relay_get_stats counts the pre byte");
+  relay_abort(r);
+  mock_run_for(m, 10);
+  is_int(o.done_calls, 0, "relay_abort does not call done");
+  ok(!fd_open(g.rc) && !fd_open(g.rt), "relay_abort closes both sockets");
+  close(g.app_c);
+  close(g.app_t);
+  is_int(count_fds(NULL), base, "fds back to the baseline after abort");
+}
+
+/* Many relays at once, idle: closing them all frees everything. */
+static void test_many(ph_mock *m) {
+  int base = count_fds(NULL);
+  enum { N = 200 };
+  static rig g[N];
+  static outcome o[N];
+  int okc = 1;
+  for (int i = 0; i < N; i++) {
+    memset(&o[i], 0, sizeof(o[i]));
+    if (make_rig(&g[i], 1) < 0) {
+      okc = 0;
+      break;
+    }
+    relay_opts ro = opts(&o[i], 1, 60000);
+    if (!relay_start(api, hctx, g[i].rc, g[i].rt, NULL, 0, &ro))
+      okc = 0;
+    write(g[i].app_c, "ping", 4);
+  }
+  ok(okc, "200 relays started");
+  mock_run_for(m, 50);
+  int delivered = 0;
+  for (int i = 0; i < N; i++) {
+    char b[8];
+    if (read_now(g[i].app_t, b, sizeof(b)) == 4)
+      delivered++;
+  }
+  is_int(delivered, N, "each relay delivered its bytes");
+  for (int i = 0; i < N; i++) {
+    close(g[i].app_c);
+    close(g[i].app_t);
+  }
+  int all = 0;
+  for (int t = 0; t < 500 && all < N; t += 5) {
+    mock_run_for(m, 5);
+    all = 0;
+    for (int i = 0; i < N; i++)
+      all += o[i].done_calls;
+  }
+  is_int(all, N, "every relay ended once its peers closed");
+  is_int(count_fds(NULL), base, "and every fd was closed");
+}
+
+int main(void) {
+  plan_lazy();
+  signal(SIGPIPE, SIG_IGN); /* as the host does */
+  ph_buf err;
+  buf_init(&err, 65536);
+  ph_mock *m = mock_new("[proxyhost]\n", &err);
+  if (!m || mock_add(m, &host_mod, &err) < 0 || mock_init(m, &err) < 0 ||
+      mock_start(m, &err) < 0) {
+    printf("Bail out! mock host: %s\n", err.data ? err.data : "?");
+    return 1;
+  }
+  test_both_ways_and_half_close(m, 0, 0);
+  test_both_ways_and_half_close(m, 1, 0);
+  test_both_ways_and_half_close(m, 1, 1);
+  test_bulk(m, 1);
+  test_bulk(m, 0);
+  test_backpressure(m, 1);
+  test_backpressure(m, 0);
+  test_eof_after_full_reads(m);
+  test_idle(m);
+  test_error(m);
+  test_abort(m);
+  test_many(m);
+  mock_stop(m);
+  mock_free(m);
+  buf_free(&err);
+  return done_testing();
+}

@@ -1,0 +1,766 @@
+/* The socks5 module (built socks5.so) through the mock host, with a fake
+ * connector and a fake authorizer linked into this test: strict open (no
+ * success before the connector says open), every reply code of the
+ * mapping, pipelined bytes going to the target first, cancellation when
+ * the client leaves during the open, hostile handshakes, the handshake
+ * deadline, max_clients, username/password, the listener announcement
+ * and the metrics. Covers TM-PROTO-7, TM-PROTO-30..37, TM-P0-5 (the open
+ * is cancelled when the client goes away), TM-SEC-5 (max_clients),
+ * TM-OBS-1/2/10..12 (metric names and labels) and TM-OBS-18. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <proxyhost/authorizer.h>
+#include <proxyhost/connector.h>
+
+#include "mock.h"
+#include "tap.h"
+
+#define SOCKS5_SO PH_BUILD_MODULES "/socks5/.libs/socks5.so"
+
+/* ---- fake connector + authorizer ------------------------------------- */
+
+#define MAX_PENDING 64
+
+typedef struct pending {
+  int64_t id;
+  int code;     /* answer with this code, or -1: never (hang) */
+  int delay_ms; /* answer after */
+  uint16_t port;
+  ph_open_cb cb;
+  void *arg;
+  ph_timer *t;
+} pending;
+
+static struct fake {
+  const ph_api *api;
+  ph_ctx *ctx;
+  pending p[MAX_PENDING];
+  int64_t next_id;
+  int opens, cancels, answered;
+  char last_host[256];
+  char last_principal[64];
+  /* Listener announcements seen. */
+  int announced, unannounced;
+  uint16_t port;
+  /* Authorizer. */
+  int checks, auth_cancels;
+} F;
+
+static void answer_cb(ph_timer *t, void *arg) {
+  pending *p = arg;
+  ph_open_result r = {.size = sizeof(r), .fd = -1};
+  r.code = p->code;
+  r.stage = p->code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
+  if (p->code == PH_OPEN_OK) {
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(p->port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    r.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(r.fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+      close(r.fd);
+      r.fd = -1;
+      r.code = PH_OPEN_CONNECTION_REFUSED;
+    } else {
+      fcntl(r.fd, F_SETFL, O_NONBLOCK);
+    }
+  }
+  F.api->timer_free(t);
+  p->t = NULL;
+  p->id = 0;
+  F.answered++;
+  p->cb(p->arg, &r);
+}
+
+/* Host names pick the behaviour: "ok.fake", "hang.fake", "code-N"
+ * (that open code), "slow.fake" (ok after 150 ms); any other name does
+ * not resolve (host_unreachable). */
+static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
+                         void *arg) {
+  (void)self;
+  if (!req || !req->host || req->port == 0)
+    return PH_EINVAL;
+  pending *p = NULL;
+  for (int i = 0; i < MAX_PENDING && !p; i++)
+    if (F.p[i].id == 0)
+      p = &F.p[i];
+  if (!p)
+    return PH_EINVAL;
+  F.opens++;
+  snprintf(F.last_host, sizeof(F.last_host), "%s", req->host);
+  snprintf(F.last_principal, sizeof(F.last_principal), "%s",
+           req->principal ? req->principal : "(none)");
+  p->id = ++F.next_id;
+  p->cb = cb;
+  p->arg = arg;
+  p->port = req->port;
+  p->delay_ms = 1;
+  if (strcmp(req->host, "hang.fake") == 0)
+    p->code = -1;
+  else if (strncmp(req->host, "code-", 5) == 0)
+    p->code = atoi(req->host + 5);
+  else if (strcmp(req->host, "slow.fake") == 0) {
+    p->code = PH_OPEN_OK;
+    p->delay_ms = 150;
+  } else if (strcmp(req->host, "ok.fake") == 0)
+    p->code = PH_OPEN_OK;
+  else
+    p->code = PH_OPEN_HOST_UNREACHABLE;
+  if (p->code >= 0) {
+    p->t = F.api->timer_new(F.ctx, answer_cb, p);
+    F.api->timer_set(p->t, (uint64_t)p->delay_ms, 0);
+  }
+  return p->id;
+}
+
+static int fake_cancel(void *self, int64_t id) {
+  (void)self;
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (F.p[i].id == id) {
+      F.api->timer_free(F.p[i].t);
+      F.p[i].t = NULL;
+      F.p[i].id = 0;
+      F.cancels++;
+      return PH_OK;
+    }
+  return PH_ENOENT;
+}
+
+static int pending_opens(void) {
+  int n = 0;
+  for (int i = 0; i < MAX_PENDING; i++)
+    n += F.p[i].id != 0;
+  return n;
+}
+
+static const ph_connector_v1 fake_vt = {fake_open, fake_cancel};
+
+typedef struct auth_job {
+  int verdict;
+  ph_auth_cb cb;
+  void *arg;
+  ph_timer *t;
+  int64_t id;
+} auth_job;
+static auth_job jobs[16];
+
+static void auth_answer(ph_timer *t, void *arg) {
+  auth_job *j = arg;
+  F.api->timer_free(t);
+  j->t = NULL;
+  j->id = 0;
+  j->cb(j->arg, j->verdict);
+}
+
+static int64_t fake_check(void *self, const char *user, size_t ulen,
+                          const char *pass, size_t plen, ph_auth_cb cb,
+                          void *arg) {
+  (void)self;
+  auth_job *j = NULL;
+  for (int i = 0; i < 16 && !j; i++)
+    if (jobs[i].id == 0)
+      j = &jobs[i];
+  if (!j)
+    return PH_EINVAL;
+  F.checks++;
+  j->verdict = PH_AUTH_DENY;
+  if (ulen == 5 && memcmp(user, "alice", 5) == 0 && plen == 6 &&
+      memcmp(pass, "secret", 6) == 0)
+    j->verdict = PH_AUTH_ALLOW;
+  else if (ulen == 4 && memcmp(user, "down", 4) == 0)
+    j->verdict = PH_AUTH_UNAVAILABLE;
+  j->cb = cb;
+  j->arg = arg;
+  j->id = F.checks;
+  /* "slow" users answer late, to test cancellation. */
+  j->t = F.api->timer_new(F.ctx, auth_answer, j);
+  F.api->timer_set(j->t, ulen == 4 && memcmp(user, "slow", 4) == 0 ? 5000 : 1,
+                   0);
+  return j->id;
+}
+
+static int fake_auth_cancel(void *self, int64_t id) {
+  (void)self;
+  for (int i = 0; i < 16; i++)
+    if (jobs[i].id == id) {
+      F.api->timer_free(jobs[i].t);
+      jobs[i].t = NULL;
+      jobs[i].id = 0;
+      F.auth_cancels++;
+      return PH_OK;
+    }
+  return PH_ENOENT;
+}
+
+static const ph_authorizer_v1 fake_auth_vt = {fake_check, fake_auth_cancel};
+
+static void on_listener(const ph_topic *t, const void *payload, void *arg) {
+  (void)t;
+  (void)arg;
+  const ph_listener_event *ev = payload;
+  if (ev->bound) {
+    const struct sockaddr_in *a = (const void *)ev->addr;
+    F.announced++;
+    F.port = ntohs(a->sin_port);
+  } else {
+    F.unannounced++;
+  }
+}
+
+static int fake_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  memset(&F, 0, sizeof(F));
+  memset(jobs, 0, sizeof(jobs));
+  F.api = a;
+  F.ctx = ctx;
+  *state = NULL;
+  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
+  if (!t || a->subscribe(ctx, t, on_listener, NULL) <= 0)
+    return PH_EINVAL;
+  if (a->service_register(ctx, PH_CONNECTOR_SERVICE, 1, 0, &fake_vt, NULL) < 0)
+    return PH_EINVAL;
+  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, 1, 0, &fake_auth_vt,
+                             NULL);
+}
+
+static void fake_destroy(void *state) {
+  (void)state;
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (F.p[i].t)
+      F.api->timer_free(F.p[i].t);
+  for (int i = 0; i < 16; i++)
+    if (jobs[i].t)
+      F.api->timer_free(jobs[i].t);
+}
+
+static const char *const fake_provides[] = {"connector", "authorizer", NULL};
+static const ph_module fake_mod = {
+    PH_MODULE_HEADER("fake", "1.0.0"),
+    .provides = fake_provides,
+    .init = fake_init,
+    .destroy = fake_destroy,
+};
+
+/* ---- harness ----------------------------------------------------------- */
+
+static ph_mock *M;
+static ph_buf err;
+static int target_l = -1; /* the fake targets' listening socket */
+static uint16_t target_port;
+
+static ph_mock *boot(const char *extra) {
+  char text[2048];
+  snprintf(text, sizeof(text),
+           "[proxyhost]\nmodules = %s\ndrain_timeout = 1s\n"
+           "[socks5]\nlisten = 127.0.0.1:0\n%s",
+           SOCKS5_SO, extra);
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  if (!m || mock_add(m, &fake_mod, &err) < 0 || mock_init(m, &err) < 0 ||
+      mock_start(m, &err) < 0) {
+    printf("# boot failed: %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static void run(int ms) { mock_run_for(M, ms); }
+
+static int client(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons(F.port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+    close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  return fd;
+}
+
+/* Runs the loop until fd has n bytes or EOF, for at most ms. Returns the
+ * count read (a short count: EOF or timeout). *eof set on EOF. */
+static int expect(int fd, uint8_t *buf, int n, int ms, int *eof) {
+  int got = 0;
+  if (eof)
+    *eof = 0;
+  for (int t = 0; t <= ms && got < n; t += 2) {
+    ssize_t r = read(fd, buf + got, (size_t)(n - got));
+    if (r > 0) {
+      got += (int)r;
+      continue;
+    }
+    if (r == 0) {
+      if (eof)
+        *eof = 1;
+      break;
+    }
+    run(2);
+  }
+  return got;
+}
+
+/* EOF (or reset) within ms, after reading and dropping anything. */
+static int closed_within(int fd, int ms) {
+  uint8_t b[256];
+  for (int t = 0; t <= ms; t += 2) {
+    ssize_t r = read(fd, b, sizeof(b));
+    if (r == 0 || (r < 0 && errno != EAGAIN))
+      return 1;
+    if (r < 0)
+      run(2);
+  }
+  return 0;
+}
+
+static void send_all(int fd, const void *p, size_t n) {
+  if (write(fd, p, n) != (ssize_t)n)
+    printf("# short write\n");
+}
+
+#define SEND_LIT(fd, lit) send_all((fd), (lit), sizeof(lit) - 1)
+
+/* Greeting with no-auth, then the method answer. */
+static int hello(int fd) {
+  uint8_t b[2];
+  send_all(fd, "\x05\x01\x00", 3);
+  return expect(fd, b, 2, 1000, NULL) == 2 && b[0] == 5 && b[1] == 0;
+}
+
+static void connect_domain(int fd, const char *host, uint16_t port) {
+  uint8_t req[300] = {5, 1, 0, 3, (uint8_t)strlen(host)};
+  size_t n = 5;
+  memcpy(req + n, host, strlen(host));
+  n += strlen(host);
+  req[n++] = (uint8_t)(port >> 8);
+  req[n++] = (uint8_t)port;
+  send_all(fd, req, n);
+}
+
+/* The reply's REP byte, or -1 when none came. */
+static int reply_code(int fd, int ms) {
+  uint8_t r[10];
+  int n = expect(fd, r, 10, ms, NULL);
+  return n == 10 && r[0] == 5 ? r[1] : -1;
+}
+
+static int accept_target(int ms) {
+  for (int t = 0; t <= ms; t += 2) {
+    int fd = accept4(target_l, NULL, NULL, SOCK_NONBLOCK);
+    if (fd >= 0)
+      return fd;
+    run(2);
+  }
+  return -1;
+}
+
+/* One exposition line, checked without printing the whole text. */
+static void has_metric(const char *line, const char *name) {
+  const char *t = mock_metrics_text(M);
+  if (!ok(strstr(t, line) != NULL, name))
+    printf("#   missing: %s\n", line);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_connect_and_relay(void) {
+  int fd = client();
+  ok(fd >= 0 && hello(fd), "no-auth greeting answered 0x00");
+  /* The request and pipelined bytes in one write. */
+  uint8_t req[64] = {5, 1, 0, 3, 7, 'o', 'k', '.', 'f', 'a', 'k', 'e'};
+  req[12] = (uint8_t)(target_port >> 8);
+  req[13] = (uint8_t)target_port;
+  memcpy(req + 14, "EARLY", 5);
+  send_all(fd, req, 19);
+  uint8_t r[10];
+  is_int(expect(fd, r, 10, 1000, NULL), 10, "a 10-byte IPv4 reply");
+  ok(r[0] == 5 && r[1] == 0 && r[3] == 1, "success, ATYP IPv4");
+  is_str(F.last_host, "ok.fake", "the name reached the connector as sent");
+  struct sockaddr_in bnd;
+  memcpy(&bnd.sin_addr, r + 4, 4);
+  ok(bnd.sin_addr.s_addr == htonl(INADDR_LOOPBACK) && (r[8] || r[9]),
+     "BND.ADDR/PORT is the target socket's local address");
+  int t = accept_target(1000);
+  ok(t >= 0, "the fake connector dialled the target");
+  uint8_t b[16] = {0};
+  is_int(expect(t, b, 5, 1000, NULL), 5, "pipelined bytes reach the target");
+  ok(memcmp(b, "EARLY", 5) == 0, "first, and intact");
+  send_all(t, "pong", 4);
+  ok(expect(fd, b, 4, 1000, NULL) == 4 && memcmp(b, "pong", 4) == 0,
+     "the target's bytes reach the client");
+  has_metric("proxyhost_streams_active{component=\"client\"} 1",
+             "one active stream");
+  close(fd);
+  shutdown(t, SHUT_WR);
+  int eof = 0;
+  expect(t, b, 1, 1000, &eof);
+  ok(eof, "closing the client closes the target side");
+  close(t);
+  run(20);
+  has_metric("proxyhost_streams_active{component=\"client\"} 0",
+             "no active stream after close");
+  has_metric(
+      "tunnelmesh_stream_open_total{component=\"client\",result=\"success\","
+      "error_class=\"ok\"} 1",
+      "the open is counted with its class");
+  has_metric(
+      "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
+      "stage=\"socks5_handshake\",result=\"success\"} 1",
+      "handshake stage recorded");
+  has_metric(
+      "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
+      "stage=\"open\",result=\"success\"} 1",
+      "open stage recorded");
+  has_metric(
+      "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
+      "stage=\"ttfb\",result=\"success\"} 1",
+      "ttfb recorded");
+  has_metric(
+      "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\"} 5",
+      "bytes up counted at close");
+  has_metric(
+      "proxyhost_stream_bytes_total{component=\"client\",direction=\"down\"} 4",
+      "bytes down counted at close");
+  ok(strstr(mock_metrics_text(M), "ok.fake") == NULL,
+     "no target host in the metrics");
+}
+
+static void test_strict_open(void) {
+  int fd = client();
+  hello(fd);
+  connect_domain(fd, "slow.fake", target_port);
+  uint8_t r[10];
+  is_int(expect(fd, r, 10, 60, NULL), 0,
+         "TM-PROTO-37: no reply while the connector has not answered");
+  is_int(reply_code(fd, 1000), 0, "success once it said open");
+  int t = accept_target(1000);
+  close(fd);
+  if (t >= 0)
+    close(t);
+  run(20);
+}
+
+static void test_reply_codes(void) {
+  static const struct {
+    int code;
+    int rep;
+    const char *name;
+  } tab[] = {
+      {PH_OPEN_FORBIDDEN, 0x02, "TM-PROTO-31 forbidden -> 0x02"},
+      {PH_OPEN_NETWORK_UNREACHABLE, 0x03, "TM-PROTO-32 network -> 0x03"},
+      {PH_OPEN_HOST_UNREACHABLE, 0x04, "TM-PROTO-33 host -> 0x04"},
+      {PH_OPEN_AGENT_OFFLINE, 0x04, "TM-PROTO-33 agent_offline -> 0x04"},
+      {PH_OPEN_CONNECTION_REFUSED, 0x05, "TM-PROTO-34 refused -> 0x05"},
+      {PH_OPEN_TIMEOUT, 0x06, "TM-PROTO-35 timeout -> 0x06"},
+      {PH_OPEN_QUEUE_FULL, 0x01, "TM-PROTO-35 queue_full -> 0x01"},
+      {PH_OPEN_INTERNAL_ERROR, 0x01, "TM-PROTO-36 internal -> 0x01"},
+      {PH_OPEN_UNSUPPORTED_CAPABILITY, 0x01, "TM-PROTO-36 other -> 0x01"},
+  };
+  for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+    int fd = client();
+    hello(fd);
+    char host[32];
+    snprintf(host, sizeof(host), "code-%d", tab[i].code);
+    connect_domain(fd, host, 80);
+    is_int(reply_code(fd, 1000), tab[i].rep, tab[i].name);
+    ok(closed_within(fd, 1500), "and the connection is closed");
+    close(fd);
+  }
+  has_metric(
+      "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
+      "error_class=\"queue_full\"} 1",
+      "failed opens counted by error_class");
+  has_metric(
+      "tunnelmesh_stream_open_total{component=\"client\",result=\"rejected\","
+      "error_class=\"forbidden\"} 1",
+      "forbidden is result=rejected");
+}
+
+static void test_cancel(void) {
+  int cancels = F.cancels;
+  int fd = client();
+  hello(fd);
+  connect_domain(fd, "hang.fake", 80);
+  run(20);
+  is_int(pending_opens(), 1, "the open hangs in the connector");
+  close(fd);
+  run(20);
+  is_int(F.cancels, cancels + 1,
+         "TM-P0-5: the client leaving cancels the open");
+  is_int(pending_opens(), 0, "nothing left pending");
+}
+
+static void test_commands(void) {
+  int fd = client();
+  hello(fd);
+  send_all(fd, "\x05\x02\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
+  is_int(reply_code(fd, 1000), 0x07, "TM-PROTO-7: BIND -> 0x07");
+  ok(closed_within(fd, 1500), "then closed");
+  close(fd);
+  fd = client();
+  hello(fd);
+  send_all(fd, "\x05\x03\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
+  is_int(reply_code(fd, 1000), 0x07, "TM-PROTO-7: UDP ASSOCIATE -> 0x07");
+  close(fd);
+  fd = client();
+  hello(fd);
+  send_all(fd, "\x05\x01\x00\x07\x01\x02", 6);
+  is_int(reply_code(fd, 1000), 0x08, "unknown ATYP -> 0x08");
+  close(fd);
+  fd = client();
+  uint8_t b[2];
+  send_all(fd, "\x05\x01\x02", 3);
+  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 0xFF,
+     "only username/password offered with auth=none -> 0xFF");
+  ok(closed_within(fd, 1500), "then closed");
+  close(fd);
+}
+
+static void test_hostile(void) {
+  /* A good client in the middle of hostile ones. */
+  int good = client();
+  hello(good);
+  const char *junk[] = {"GET / HTTP/1.1\r\n\r\n", "\x04\x01\x00\x50",
+                        "\x05\x00", "\x05\x01\x00\x05\x01\x00\x03\x00\x00\x50"};
+  const size_t lens[] = {18, 4, 2, 10};
+  int all_closed = 1;
+  for (int i = 0; i < 4; i++) {
+    int fd = client();
+    send_all(fd, junk[i], lens[i]);
+    if (!closed_within(fd, 1500))
+      all_closed = 0;
+    close(fd);
+  }
+  ok(all_closed, "garbage, SOCKS4, no methods, empty name: each closed");
+  /* Oversized: a 255-byte name plus many pipelined bytes. */
+  int fd = client();
+  hello(fd);
+  uint8_t big[4096];
+  memset(big, 'a', sizeof(big));
+  memcpy(big, "\x05\x01\x00\x03\xff", 5);
+  big[5 + 255] = 0;
+  big[5 + 256] = 80;
+  send_all(fd, big, sizeof(big));
+  is_int(reply_code(fd, 1000), 0x04,
+         "a 255-byte name plus 4 KiB pipelined: parsed from a bounded "
+         "buffer (and unresolvable: 0x04)");
+  close(fd);
+  connect_domain(good, "ok.fake", target_port);
+  is_int(reply_code(good, 1000), 0, "the good client was not disturbed");
+  int t = accept_target(1000);
+  close(good);
+  if (t >= 0)
+    close(t);
+  /* Truncated then silent: the handshake deadline closes it. */
+  fd = client();
+  send_all(fd, "\x05\x02\x00", 3);
+  ok(closed_within(fd, 3000), "a truncated greeting hits the deadline");
+  close(fd);
+  run(20);
+  has_metric(
+      "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
+      "stage=\"socks5_handshake\",result=\"timeout\"} 1",
+      "the deadline counts as a handshake timeout");
+}
+
+static void test_max_clients(void) {
+  int fds[4];
+  for (int i = 0; i < 4; i++)
+    fds[i] = client();
+  run(20);
+  int fifth = client();
+  ok(closed_within(fifth, 1000), "over max_clients: closed at once");
+  close(fifth);
+  ok(hello(fds[0]), "the admitted clients still work");
+  for (int i = 0; i < 4; i++)
+    close(fds[i]);
+  run(1100);
+  has_metric("socks5_clients_refused_total 1", "the refusal is counted");
+  int again = client();
+  ok(hello(again), "room again once clients left");
+  close(again);
+  run(20);
+}
+
+static void test_password(void) {
+  int fd = client();
+  uint8_t b[2];
+  send_all(fd, "\x05\x02\x00\x02", 4);
+  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2,
+     "auth=password picks 0x02 even when 0x00 is offered");
+  SEND_LIT(fd, "\x01\x05"
+               "alice"
+               "\x06"
+               "secret");
+  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[0] == 1 && b[1] == 0,
+     "right credentials accepted");
+  connect_domain(fd, "code-7", 80);
+  is_int(reply_code(fd, 1000), 0x05, "then CONNECT goes on");
+  is_str(F.last_principal, "alice", "the principal reaches the connector");
+  close(fd);
+
+  fd = client();
+  SEND_LIT(fd, "\x05\x01\x02\x01\x05"
+               "alice"
+               "\x05"
+               "wrong");
+  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2, "pipelined greeting");
+  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[0] == 1 && b[1] != 0,
+     "wrong password refused");
+  ok(closed_within(fd, 1500), "and closed");
+  close(fd);
+
+  fd = client();
+  send_all(fd, "\x05\x01\x00", 3);
+  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 0xFF,
+     "no-auth only offered with auth=password -> 0xFF");
+  close(fd);
+
+  int cancels = F.auth_cancels;
+  fd = client();
+  SEND_LIT(fd, "\x05\x01\x02\x01\x04"
+               "slow"
+               "\x01"
+               "x");
+  run(30);
+  close(fd);
+  run(20);
+  is_int(F.auth_cancels, cancels + 1,
+         "a client leaving during the check cancels it");
+}
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Out of fds: the listener pauses instead of spinning on a readable
+ * listening socket, and accepts again once fds are free. The test and
+ * the module share this process, so the test fills the fd table itself
+ * (after making the client socket it needs). */
+static void test_emfile(void) {
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  struct rlimit old;
+  getrlimit(RLIMIT_NOFILE, &old);
+  int top = c;
+  for (int fd = 0; fd < 4096; fd++)
+    if (fcntl(fd, F_GETFD) >= 0 && fd > top)
+      top = fd;
+  struct rlimit low = {(rlim_t)top + 1, old.rlim_max};
+  setrlimit(RLIMIT_NOFILE, &low);
+  int fill[4096], n_fill = 0;
+  while (n_fill < 4096 && (fill[n_fill] = dup(0)) >= 0)
+    n_fill++; /* the holes below the limit: now no fd is free */
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons(F.port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int connected = connect(c, (struct sockaddr *)&a, sizeof(a)) == 0;
+  double cpu0 = cpu_seconds();
+  run(500);
+  double cpu = cpu_seconds() - cpu0;
+  ok(connected && cpu < 0.25,
+     "EMFILE: accepting pauses instead of spinning the loop");
+  if (cpu >= 0.25)
+    printf("#   %.3f s of CPU in 0.5 s\n", cpu);
+  while (n_fill > 0)
+    close(fill[--n_fill]);
+  setrlimit(RLIMIT_NOFILE, &old);
+  fcntl(c, F_SETFL, O_NONBLOCK);
+  ok(hello(c), "accepting resumes once fds are free again");
+  close(c);
+  run(20);
+}
+
+static void test_drain(void) {
+  int fd = client();
+  hello(fd);
+  connect_domain(fd, "ok.fake", target_port);
+  reply_code(fd, 1000);
+  int t = accept_target(1000);
+  int idle = client(); /* still in its handshake */
+  run(10);
+  /* The stop drains: the stream is still open, so it waits until the
+   * drain deadline (1s) and reports the cut. */
+  is_int(mock_stop(M), -1, "an open stream holds the drain");
+  ok(closed_within(idle, 100), "clients still in their handshake are closed");
+  ok(F.unannounced == 1, "the listener announced its close");
+  close(fd);
+  close(idle);
+  if (t >= 0)
+    close(t);
+}
+
+static int open_target_listener(void) {
+  target_l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  if (bind(target_l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+      listen(target_l, 64) < 0 ||
+      getsockname(target_l, (struct sockaddr *)&a, &len) < 0)
+    return -1;
+  target_port = ntohs(a.sin_port);
+  return 0;
+}
+
+int main(void) {
+  plan_lazy();
+  if (access(SOCKS5_SO, R_OK) != 0) {
+    printf("1..0 # SKIP socks5 module not built\n");
+    return 0;
+  }
+  buf_init(&err, 65536);
+  if (open_target_listener() < 0) {
+    printf("Bail out! no target listener\n");
+    return 1;
+  }
+  M = boot("max_clients = 4\nhandshake_timeout = 1s\n");
+  if (!M) {
+    printf("Bail out! mock host\n");
+    return 1;
+  }
+  ok(F.announced == 1 && F.port > 0,
+     "the listener announced its bound address on net.listener");
+  test_connect_and_relay();
+  test_strict_open();
+  test_reply_codes();
+  test_cancel();
+  test_commands();
+  test_hostile();
+  test_max_clients();
+  test_emfile();
+  test_drain();
+  mock_free(M);
+
+  M = boot("auth = password\n");
+  ok(M != NULL, "auth = password starts with an authorizer");
+  if (M) {
+    test_password();
+    is_int(mock_reload(M, "[proxyhost]\nmodules = " SOCKS5_SO "\n"
+                          "[socks5]\nlisten = 127.0.0.1:1\nauth = password\n"
+                          "handshake_timeout = 200ms\n"),
+           0, "reload: new timeouts apply, the listener stays");
+    int fd = client();
+    uint8_t b[2];
+    send_all(fd, "\x05\x01\x02", 3);
+    ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2,
+       "still listening on the old address after the reload");
+    ok(closed_within(fd, 1000), "the new handshake deadline applies");
+    close(fd);
+    mock_free(M);
+  }
+  buf_free(&err);
+  close(target_l);
+  return done_testing();
+}
