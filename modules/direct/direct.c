@@ -491,6 +491,7 @@ static void admit(direct *d, dreq *r) {
   }
   if (!d->queue.first && can_start(d)) {
     start(r);
+    update_gauges(d);
   } else if (d->queue.n < (size_t)d->max_pending) {
     r->state = RQ_QUEUED;
     list_push(&d->queue, r);
