@@ -397,21 +397,30 @@ static void settle(ph_relay *r, int rc, size_t nu, size_t nd) {
 
 /* A side is readable and/or writable: run only the directions that
  * event concerns (the other one would just meet EAGAIN). */
-static void io_cb(ph_io *io, int fd, int revents, void *arg) {
-  (void)fd;
-  ph_relay *r = arg;
-  rdir *rd = io == r->cio ? &r->up : &r->down; /* reads this side */
-  rdir *wr = io == r->cio ? &r->down : &r->up; /* writes this side */
+static void on_event(ph_relay *r, int client_side, int revents) {
+  rdir *rd = client_side ? &r->up : &r->down; /* reads this side */
+  rdir *wr = client_side ? &r->down : &r->up; /* writes this side */
   size_t n_rd = 0, n_wr = 0;
   int rc = STEP_OK;
   if (revents & PH_WRITE)
     rc = pump(wr, &n_wr);
   if (rc == STEP_OK && (revents & PH_READ))
     rc = pump(rd, &n_rd);
-  if (io == r->cio)
+  if (client_side)
     settle(r, rc, n_rd, n_wr);
   else
     settle(r, rc, n_wr, n_rd);
+}
+
+static void io_cb(ph_io *io, int fd, int revents, void *arg) {
+  (void)fd;
+  ph_relay *r = arg;
+  on_event(r, io == r->cio, revents);
+}
+
+void relay_client_io(ph_relay *r, int revents) {
+  if (r)
+    on_event(r, 1, revents);
 }
 
 static void idle_cb(ph_timer *t, void *arg) {
@@ -445,6 +454,8 @@ ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
   ph_relay *r = calloc(1, sizeof(*r));
   if (!r)
     goto fail;
+  /* Taken over first, so that destroy frees it on every failure. */
+  r->cio = o->client_io;
   spare.relays++;
   r->api = api;
   r->ctx = ctx;
@@ -468,7 +479,11 @@ ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
     memcpy(r->up.buf, pre, pre_len);
     r->up.len = pre_len;
   }
-  r->cio = api->io_new(ctx, client_fd, 0, io_cb, r);
+  /* A handed-over watcher keeps libev's registration of client_fd: its
+   * new events cost at most an epoll_ctl(MOD), where a second watcher
+   * would cost an ADD that fails with EEXIST. */
+  if (!r->cio)
+    r->cio = api->io_new(ctx, client_fd, 0, io_cb, r);
   r->tio = api->io_new(ctx, target_fd, 0, io_cb, r);
   r->idle = api->timer_new(ctx, idle_cb, r);
   if (!r->cio || !r->tio || !r->idle)
@@ -482,6 +497,7 @@ fail_r:
   destroy(r); /* closes both fds */
   return NULL;
 fail:
+  api->io_free(o->client_io);
   close(client_fd);
   close(target_fd);
   return NULL;

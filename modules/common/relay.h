@@ -40,6 +40,13 @@ typedef struct relay_opts {
   void (*first_down)(void *arg);
   void (*done)(void *arg, const relay_stats *st, int end);
   void *arg;
+  /* Optional (NULL: the relay makes its own watcher): the caller's
+   * watcher on client_fd. The relay takes it over from relay_start on,
+   * even when that fails: it sets its events and frees it. The caller's
+   * callback must then pass each of its events to relay_client_io and
+   * touch nothing after that. Handing the watcher over saves the
+   * epoll_ctl that a new watcher on an already watched fd costs. */
+  ph_io *client_io;
 } relay_opts;
 
 /* Starts relaying. `pre` holds bytes the client already sent past the
@@ -48,6 +55,9 @@ typedef struct relay_opts {
 ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
                       int target_fd, const void *pre, size_t pre_len,
                       const relay_opts *o);
+/* An event of the watcher handed over in relay_opts.client_io. The relay
+ * may end (and call done) inside. */
+void relay_client_io(ph_relay *r, int revents);
 /* Ends a relay now (shutdown/drain): closes and frees everything; done is
  * not called. */
 void relay_abort(ph_relay *r);

@@ -90,6 +90,7 @@ struct direct {
   size_t n_buckets;
   int64_t next_id;
   int pumping;
+  int entered; /* open/cancel/pump on the stack: deliver later */
   ph_timer *deliver_timer;
   int64_t local_at_ms; /* last refresh of local addresses, 0 never */
 };
@@ -275,17 +276,32 @@ static void arm_deadline(dreq *r) {
   api->timer_set(r->timer, wait > 0 ? (uint64_t)wait : 1, 0);
 }
 
+static void deliver(dreq *r);
+
+/* A dial that completes from a loop callback (the dialer's watcher or
+ * timer) with no open/cancel/pump of ours on the stack is delivered at
+ * once: the caller is not inside open(), and the target socket changes
+ * hands within one loop iteration, so libev turns its EPOLLOUT interest
+ * into the relay's EPOLLIN with one epoll_ctl(MOD) instead of a spurious
+ * wake-up, a DEL and an ADD one iteration later. */
 static void on_dialed(void *arg, int fd, int code, int err) {
   dreq *r = arg;
+  direct *d = r->d;
   dialer *dl = r->dl;
   r->dl = NULL;
   dialer_free(dl);
   r->err = err;
-  record_stage(r->d, SM_CONNECT, code, r->t_stage);
+  record_stage(d, SM_CONNECT, code, r->t_stage);
   finish(r, PH_STAGE_CONNECT, code, fd,
          code == PH_OPEN_OK || code == PH_OPEN_CONNECTION_REFUSED
              ? 0
              : RETRY_TRANSIENT_MS);
+  if (d->entered == 0 && r->state == RQ_DONE) {
+    list_unlink(r);
+    deliver(r);
+    if (!d->done.first)
+      api->timer_set(d->deliver_timer, 0, 0);
+  }
 }
 
 static void begin_connect(dreq *r, const struct sockaddr_storage *addrs,
@@ -392,8 +408,10 @@ static void pump(direct *d) {
   if (d->pumping)
     return; /* the outer call keeps going */
   d->pumping = 1;
+  d->entered++;
   while (d->queue.first && can_start(d))
     start(d->queue.first);
+  d->entered--;
   d->pumping = 0;
   update_gauges(d);
 }
@@ -430,6 +448,14 @@ static void free_req(dreq *r) {
   free(r);
 }
 
+/* Hands an unlinked done request's result over and frees it. */
+static void deliver(dreq *r) {
+  table_del(r->d, r);
+  r->cb(r->arg, &r->res);
+  r->res.fd = -1; /* the callee owns it now */
+  free_req(r);
+}
+
 static void on_deliver(ph_timer *t, void *arg) {
   direct *d = arg;
   api->timer_set(t, 0, 0);
@@ -439,10 +465,7 @@ static void on_deliver(ph_timer *t, void *arg) {
   while (n-- > 0 && d->done.first) {
     dreq *r = d->done.first;
     list_unlink(r);
-    table_del(d, r);
-    r->cb(r->arg, &r->res);
-    r->res.fd = -1; /* the callee owns it now */
-    free_req(r);
+    deliver(r);
   }
   if (d->done.first)
     arm_delivery(d);
@@ -540,7 +563,9 @@ static int64_t direct_open(void *self, const ph_open_request *req,
   r->t_admit = mono_s();
   r->deadline_ms = api->now_ms(d->ctx) + d->open_timeout_ms;
   table_add(d, r);
+  d->entered++;
   admit(d, r);
+  d->entered--;
   return r->id;
 }
 
@@ -552,7 +577,9 @@ static int direct_cancel(void *self, int64_t id) {
   int was_running = r->state == RQ_DNS || r->state == RQ_CONNECT;
   table_del(d, r);
   list_unlink(r);
+  d->entered++;
   free_req(r); /* abandons the lookup, closes the dial or the result fd */
+  d->entered--;
   if (was_running)
     pump(d);
   update_gauges(d);

@@ -598,8 +598,8 @@ static int start_tunnel(conn *c) {
       .first_down = tunnel_first_down,
       .done = tunnel_done,
       .arg = c,
+      .client_io = c->cio, /* handed over: client_io passes events on */
   };
-  api->io_free(c->cio);
   api->io_free(c->uio);
   c->cio = c->uio = NULL;
   c->cev = c->uev = 0;
@@ -1249,6 +1249,10 @@ static void client_io(ph_io *io, int fd, int revents, void *arg) {
   conn *c = arg;
   (void)io;
   (void)fd;
+  if (c->state == S_TUNNEL) {
+    relay_client_io(c->relay, revents); /* may free c */
+    return;
+  }
   if ((revents & PH_READ) && client_readable(c) == GONE)
     return;
   if ((revents & PH_WRITE) &&
@@ -1355,6 +1359,13 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
   if (begin_head(c) == GONE)
     return;
   c->first = 0; /* later heads wait for idle_timeout first */
+  /* A client usually sends its request right after connecting: read it
+   * now rather than one loop iteration (and an epoll_wait) later. */
+  if (client_readable(c) == GONE)
+    return;
+  if (c->state == S_HEAD && pending(&c->cin) == 0)
+    buf_free(&c->cin); /* nothing yet: an idle connection holds no buffer */
+  update_io(c);
 }
 
 /* ---- module lifecycle ------------------------------------------------------- */

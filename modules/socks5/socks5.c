@@ -338,7 +338,7 @@ static void relay_done(void *arg, const relay_stats *st, int end) {
 static void start_relay(s5_conn *c) {
   s5_server *s = c->s;
   c->t_reply = now_us();
-  api->io_free(c->io);
+  ph_io *cio = c->io; /* handed over: conn_io passes its events on */
   c->io = NULL;
   api->timer_free(c->timer);
   c->timer = NULL;
@@ -348,7 +348,8 @@ static void start_relay(s5_conn *c) {
                   .use_splice = s->use_splice,
                   .first_down = relay_first_down,
                   .done = relay_done,
-                  .arg = c};
+                  .arg = c,
+                  .client_io = cio};
   int cfd = c->fd, tfd = c->target_fd;
   c->fd = c->target_fd = -1; /* the relay owns them, even on failure */
   api->gauge_add(s->sm.active, 1);
@@ -638,6 +639,10 @@ static void conn_io(ph_io *io, int fd, int revents, void *arg) {
   (void)io;
   (void)fd;
   s5_conn *c = arg;
+  if (c->state == ST_RELAY) {
+    relay_client_io(c->relay, revents); /* may free c */
+    return;
+  }
   if (c->state == ST_LINGER) {
     if (!linger_read(c))
       conn_close(c, c->result, NULL);

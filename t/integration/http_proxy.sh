@@ -262,7 +262,7 @@ EOC
   kill -TERM "$B_PID"
   wait_exit "$B_PID" 10; is "$EXIT" 0 "B exits 0"
 else
-  echo "# auth_local or proxyhost-passwd not built: password tests skipped"
+  skip "auth_local or proxyhost-passwd not built (configure --disable-module-auth_local)"
 fi
 
 # auth = password without an authorizer: start fails, with a clear message.

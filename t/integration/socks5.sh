@@ -254,7 +254,7 @@ EOC
   kill -TERM "$C_PID"
   wait_exit "$C_PID" 10; is "$EXIT" 0 "C exits 0"
 else
-  echo "# auth_local or proxyhost-passwd not built: password tests skipped"
+  skip "auth_local or proxyhost-passwd not built (configure --disable-module-auth_local)"
 fi
 
 # auth = password without an authorizer: start fails, naming the service.
