@@ -498,6 +498,12 @@ ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
 
 int admin_port(const ph_admin *a) { return a ? a->port : -1; }
 
+int admin_addr(const ph_admin *a, struct sockaddr_storage *ss,
+               socklen_t *len) {
+  *len = sizeof(*ss);
+  return a && getsockname(a->fd, (struct sockaddr *)ss, len) == 0 ? 0 : -1;
+}
+
 void admin_stop(ph_admin *a) {
   if (!a)
     return;

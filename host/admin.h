@@ -4,6 +4,8 @@
 #ifndef PH_ADMIN_H
 #define PH_ADMIN_H
 
+#include <sys/socket.h>
+
 #include "buf.h"
 #include "metrics.h"
 
@@ -27,6 +29,9 @@ ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
                       ph_buf *err);
 /* The bound port (useful with port 0). */
 int admin_port(const ph_admin *a);
+/* The bound address. 0 or -1. */
+int admin_addr(const ph_admin *a, struct sockaddr_storage *ss,
+               socklen_t *len);
 /* Closes the listener and every client. */
 void admin_stop(ph_admin *a);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <proxyhost/connector.h>
+
 #include "core.h"
 #include "log.h"
 
@@ -372,8 +374,29 @@ int core_init_modules(ph_core *c, ph_buf *err) {
   return check_provides(c, err);
 }
 
+/* Tells connectors about the admin listener (topic net.listener), so
+ * their default policy refuses to dial it like the frontends' listeners. */
+static void announce_admin(ph_core *c) {
+  ph_topic *t = bus_find(c->bus, PH_LISTENER_TOPIC);
+  struct sockaddr_storage ss;
+  socklen_t len;
+  if (!t || strcmp(bus_topic_type(t), PH_LISTENER_TYPE) != 0 || !c->admin ||
+      admin_addr(c->admin, &ss, &len) < 0 ||
+      len > sizeof(((ph_listener_event *)0)->addr))
+    return;
+  ph_listener_event *ev = calloc(1, sizeof(*ev));
+  if (!ev)
+    return;
+  ev->size = sizeof(*ev);
+  ev->bound = 1;
+  ev->addrlen = (uint32_t)len;
+  memcpy(ev->addr, &ss, len);
+  bus_publish(c->bus, t, ev, free);
+}
+
 int core_start_modules(ph_core *c, ph_buf *err) {
   c->phase = PH_PHASE_START;
+  announce_admin(c);
   for (size_t k = 0; k < c->n_mods; k++) {
     ph_ctx *ctx = c->mods[c->order[k]];
     int rc = ctx->mod->start ? ctx->mod->start(ctx->state) : PH_OK;

@@ -30,8 +30,8 @@ typedef void (*ph_auth_cb)(void *arg, int verdict);
 
 typedef struct ph_authorizer_v1 {
   /* Starts a check. user and password are copied (at most 255 bytes each,
-   * as in RFC 1929) and wiped after use. Returns an id > 0, or PH_EINVAL
-   * (then cb is never called). */
+   * as in RFC 1929) and wiped after use. Returns an id > 0, or a negative
+   * ph_status (PH_EINVAL, PH_ENOMEM) and then cb is never called. */
   int64_t (*check_password)(void *self, const char *user, size_t user_len,
                             const char *password, size_t password_len,
                             ph_auth_cb cb, void *arg);

@@ -88,7 +88,8 @@ typedef void (*ph_open_cb)(void *arg, const ph_open_result *res);
 typedef struct ph_connector_v1 {
   /* Starts opening. Never blocks: a full queue is answered with
    * stage=queue, code=queue_full through the callback. Returns an id > 0,
-   * or PH_EINVAL for a malformed request (then cb is never called). */
+   * or a negative ph_status (PH_EINVAL for a malformed request, PH_ENOMEM)
+   * and then cb is never called. */
   int64_t (*open)(void *self, const ph_open_request *req, ph_open_cb cb,
                   void *arg);
   /* Abandons an open (the client went away): stops its DNS lookup and

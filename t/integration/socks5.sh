@@ -107,6 +107,8 @@ r=$($PROBE reply --proxy "$P" --target "127.0.0.1:$deny_port" --atyp ipv4)
 is "$r" 0x02 "policy deny (deny_ports) -> 0x02 not allowed (TM-PROTO-31)"
 r=$($PROBE reply --proxy "$P" --target "$P" --atyp ipv4)
 is "$r" 0x02 "the proxy's own listener -> 0x02 (announced on net.listener)"
+r=$($PROBE reply --proxy "$P" --target "127.0.0.1:$admin" --atyp ipv4)
+is "$r" 0x02 "the host's admin listener is refused too (announced by the host)"
 r=$($PROBE reply --proxy "$P" --target "127.0.0.1:$bh_port" --atyp ipv4)
 is "$r" 0x06 "connect timeout against a blackhole -> 0x06 (TM-PROTO-35)"
 r=$($PROBE reply --proxy "$P" --target "127.0.0.1:80" --atyp ipv4 --cmd 2)
@@ -142,7 +144,7 @@ like "$m" 'tunnelmesh_stream_open_total{component="client",result="success",erro
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused"}')
 is "$v" 1 "the refused open counted with error_class=connection_refused"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"}')
-is "$v" 2 "policy denials counted as rejected/forbidden"
+is "$v" 3 "policy denials (port, own listener, admin) counted as rejected/forbidden"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success"}' \
   "socks5_handshake stage histogram exported"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success"}' \
