@@ -4,10 +4,12 @@
 . "$top_srcdir/t/lib/testlib.sh"
 
 port=$(free_port)
+pm=""
+have_module process_metrics && pm=", process_metrics"
 write_conf() { # GREETING EXTRA-PROBE-LINES [DRAIN-TIMEOUT]
   cat >"$T/run.ini" <<EOC
 [proxyhost]
-modules = probe, process_metrics
+modules = probe$pm
 module_path = $TMOD, $top_builddir/modules
 drain_timeout = ${3:-5s}
 [admin]
@@ -31,7 +33,11 @@ metrics=$(http_get "http://127.0.0.1:$port/metrics")
 like "$metrics" "200" "/metrics answers 200"
 like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.0\"} 1" "build info exported"
 is "$(metric "$metrics" probe_jobs_done_total)" 3 "module jobs finished through the pool"
-like "$metrics" "process_open_fds " "process_metrics module exports fds"
+if [ -n "$pm" ]; then
+  like "$metrics" "process_open_fds " "process_metrics module exports fds"
+else
+  skip "process_metrics not built (configure --disable-module-process_metrics)"
+fi
 printf '%s\n' "$metrics" | sed 1d >"$T/metrics.txt"
 "$PROMTOOL" check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1
 ok $? "promtool accepts the exposition"

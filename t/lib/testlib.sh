@@ -29,6 +29,9 @@ like() { # like TEXT PATTERN(fixed string) NAME
 unlike() {
   if printf '%s' "$1" | grep -qF -- "$2"; then ok 1 "$3"; echo "#   contains '$2'"; else ok 0 "$3"; fi
 }
+# have_module NAME: the module was built (configure may leave it out).
+have_module() { [ -f "$top_builddir/modules/$1/.libs/$1.so" ]; }
+
 skip() { # skip REASON: a TAP skip, counted as skipped by .ci/run
   tap_n=$((tap_n + 1))
   echo "ok $tap_n # SKIP $1"
