@@ -18,17 +18,17 @@
 #endif
 
 const ph_conf_key ph_host_keys[] = {
-    {"modules", PH_CONF_LIST, "", 0, PH_MAX_MODULES, 0, NULL,
+    {"modules", PH_CONF_LIST, "", 0, PH_MAX_MODULES, PH_CONF_RESTART, NULL,
      "modules to load, in order (names or paths to .so files)", NULL},
-    {"module_path", PH_CONF_LIST, "", 0, 16, 0, NULL,
+    {"module_path", PH_CONF_LIST, "", 0, 16, PH_CONF_RESTART, NULL,
      "directories searched for modules (default: the installed module dir)",
      NULL},
     {"drain_timeout", PH_CONF_DURATION, "10s", 0, 3600000, 0, NULL,
      "how long a graceful stop waits for modules to drain", NULL},
-    {"mailbox_size", PH_CONF_INT, "4096", 1, 1048576, 0, NULL,
+    {"mailbox_size", PH_CONF_INT, "4096", 1, 1048576, PH_CONF_RESTART, NULL,
      "calls and bus messages queued from other threads to the loop", NULL},
-    {"threads", PH_CONF_INT, "4", 1, 64, 0, NULL, "helper threads", NULL},
-    {"job_queue", PH_CONF_INT, "1024", 1, 1048576, 0, NULL,
+    {"threads", PH_CONF_INT, "4", 1, 64, PH_CONF_RESTART, NULL, "helper threads", NULL},
+    {"job_queue", PH_CONF_INT, "1024", 1, 1048576, PH_CONF_RESTART, NULL,
      "jobs waiting for a helper thread", NULL},
     PH_CONF_END};
 
@@ -42,12 +42,12 @@ const ph_conf_key ph_log_keys[] = {
     PH_CONF_END};
 
 const ph_conf_key ph_admin_keys[] = {
-    {"listen", PH_CONF_STRING, "127.0.0.1:9470", 0, 128, 0, NULL,
+    {"listen", PH_CONF_STRING, "127.0.0.1:9470", 0, 128, PH_CONF_RESTART, NULL,
      "admin HTTP address for /metrics /healthz /readyz; empty disables it",
      NULL},
-    {"max_connections", PH_CONF_INT, "16", 1, 1024, 0, NULL,
+    {"max_connections", PH_CONF_INT, "16", 1, 1024, PH_CONF_RESTART, NULL,
      "concurrent admin clients", NULL},
-    {"timeout", PH_CONF_DURATION, "5s", 100, 60000, 0, NULL,
+    {"timeout", PH_CONF_DURATION, "5s", 100, 60000, PH_CONF_RESTART, NULL,
      "deadline for one admin request", NULL},
     PH_CONF_END};
 
@@ -510,25 +510,31 @@ void core_begin_stop(ph_core *c) {
   ev_timer_start(c->loop, &c->drain_timer);
 }
 
-/* Keys read once at start-up: a reload that changes them says so. */
-static const char *const restart_keys[][2] = {
-    {"proxyhost", "modules"},      {"proxyhost", "module_path"},
-    {"proxyhost", "mailbox_size"}, {"proxyhost", "threads"},
-    {"proxyhost", "job_queue"},    {"admin", "listen"},
-    {"admin", "max_connections"},  {"admin", "timeout"}};
-
-static void warn_restart_keys(const ph_conf *a, const ph_conf *b) {
-  for (size_t i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]);
-       i++) {
-    const char *sec = restart_keys[i][0], *key = restart_keys[i][1];
-    const char *x = conf_str(a, sec, key), *y = conf_str(b, sec, key);
+/* Keys flagged PH_CONF_RESTART are read once at start: a reload that
+ * changes one says so, for the host's sections and every module's. */
+static void warn_restart_section(const ph_conf *a, const ph_conf *b,
+                                 const char *sec, const ph_conf_key *keys) {
+  for (const ph_conf_key *k = keys; k && k->name; k++) {
+    if (!(k->flags & PH_CONF_RESTART))
+      continue;
+    const char *x = conf_str(a, sec, k->name), *y = conf_str(b, sec, k->name);
     if (strcmp(x ? x : "", y ? y : "") != 0) {
-      ph_log_field f[] = {PH_STR("section", sec), PH_STR("key", key)};
+      ph_log_field f[] = {PH_STR("section", sec), PH_STR("key", k->name)};
       log_write(NULL, PH_LOG_WARN,
                 "this key changes only after a restart; old value kept", f,
                 2);
     }
   }
+}
+
+static void warn_restart_keys(ph_core *c, const ph_conf *a,
+                              const ph_conf *b) {
+  warn_restart_section(a, b, "proxyhost", ph_host_keys);
+  warn_restart_section(a, b, "log", ph_log_keys);
+  warn_restart_section(a, b, "admin", ph_admin_keys);
+  for (size_t i = 0; i < c->n_mods; i++)
+    warn_restart_section(a, b, c->mods[i]->mod->name,
+                         c->mods[i]->mod->config);
 }
 
 int core_reload(ph_core *c) {
@@ -558,7 +564,7 @@ int core_reload(ph_core *c) {
     return -1;
   }
   buf_free(&err);
-  warn_restart_keys(c->conf, next);
+  warn_restart_keys(c, c->conf, next);
   ph_conf *old = c->conf;
   c->conf = next;
   apply_log_settings(next);

@@ -77,7 +77,6 @@ struct direct {
   /* configuration */
   int max_concurrent, max_pending;
   uint32_t connect_timeout_ms, open_timeout_ms, dns_timeout_ms, he_delay_ms;
-  char *resolver_conf; /* servers and tries, to notice a change on reload */
   int stopping;
   policy *pol;
   resolver *res;
@@ -111,11 +110,11 @@ static const ph_conf_key direct_keys[] = {
      "limit of a whole open: queue, DNS and connect", NULL},
     {"dns_timeout", PH_CONF_DURATION, "5s", 10, 60000, 0, NULL,
      "limit of the DNS lookup (within open_timeout)", NULL},
-    {"dns_tries", PH_CONF_INT, "2", 1, 5, 0, NULL,
+    {"dns_tries", PH_CONF_INT, "2", 1, 5, PH_CONF_RESTART, NULL,
      "queries sent per server before the lookup fails", NULL},
     {"happy_eyeballs_delay", PH_CONF_DURATION, "250ms", 10, 5000, 0, NULL,
      "wait before also trying the next address (RFC 8305)", NULL},
-    {"resolver_servers", PH_CONF_LIST, "", 0, RESOLVER_MAX_SERVERS, 0, NULL,
+    {"resolver_servers", PH_CONF_LIST, "", 0, RESOLVER_MAX_SERVERS, PH_CONF_RESTART, NULL,
      "DNS servers as ip[:port] or [ip6]:port; empty: the system's", NULL},
     {"allow_cidrs", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
      "when set (or allow_hosts is): addresses that may be dialled", NULL},
@@ -133,7 +132,7 @@ static const ph_conf_key direct_keys[] = {
      "ports that may never be dialled (port or lo-hi)", NULL},
     {"deny_own_listeners", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
      "refuse targets that reach this process's own listeners", NULL},
-    {"component", PH_CONF_ENUM, "client", 0, 0, 0, NULL,
+    {"component", PH_CONF_ENUM, "client", 0, 0, PH_CONF_RESTART, NULL,
      "component label of the stream metrics (read at start)",
      "client|server|agent"},
     PH_CONF_END};
@@ -654,17 +653,6 @@ static void read_limits(direct *d) {
   d->he_delay_ms = (uint32_t)api->conf_int(d->ctx, "happy_eyeballs_delay");
 }
 
-/* What the resolver was built from, to notice changes on reload. */
-static char *resolver_signature(direct *d) {
-  const char *servers = api->conf_str(d->ctx, "resolver_servers");
-  size_t n = strlen(servers ? servers : "") + 32;
-  char *s = malloc(n);
-  if (s)
-    snprintf(s, n, "%s|%lld", servers ? servers : "",
-             (long long)api->conf_int(d->ctx, "dns_tries"));
-  return s;
-}
-
 /* An abandoned lookup ended: its budget may let a queued request start. */
 static void on_release(void *arg) { pump(arg); }
 
@@ -729,8 +717,7 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
   if (!d->buckets || !d->deliver_timer || !d->pol)
     return d->pol ? PH_ENOMEM : PH_EINVAL;
   d->res = build_resolver(d);
-  d->resolver_conf = resolver_signature(d);
-  if (!d->res || !d->resolver_conf)
+  if (!d->res)
     return PH_EINVAL;
   ph_topic *topic = api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
   if (!topic || api->subscribe(ctx, topic, on_listener, d) <= 0)
@@ -758,12 +745,7 @@ static int direct_reload(void *state) {
   policy_copy_learned(p, d->pol);
   policy_free(d->pol);
   d->pol = p;
-  read_limits(d);
-  char *sig = resolver_signature(d);
-  if (sig && strcmp(sig, d->resolver_conf) != 0)
-    PH_LOG(api, d->ctx, PH_LOG_WARN,
-           "resolver_servers and dns_tries take effect at the next start");
-  free(sig);
+  read_limits(d); /* resolver keys are PH_CONF_RESTART: the host warns */
   pump(d); /* the limits may have grown */
   return PH_OK;
 }
@@ -793,7 +775,6 @@ static void direct_destroy(void *state) {
   policy_free(d->pol);
   api->timer_free(d->deliver_timer);
   free(d->buckets);
-  free(d->resolver_conf);
   free(d);
 }
 

@@ -166,13 +166,13 @@ struct conn {
 static const ph_api *api;
 
 static const ph_conf_key hp_keys[] = {
-    {"listen", PH_CONF_STRING, "127.0.0.1:8080", 3, 128, 0, NULL,
+    {"listen", PH_CONF_STRING, "127.0.0.1:8080", 3, 128, PH_CONF_RESTART, NULL,
      "address:port to listen on (IPv6 as [addr]:port)", NULL},
-    {"backlog", PH_CONF_INT, "1024", 1, 65535, 0, NULL,
+    {"backlog", PH_CONF_INT, "1024", 1, 65535, PH_CONF_RESTART, NULL,
      "listen(2) backlog", NULL},
-    {"reuseport", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+    {"reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
      "SO_REUSEPORT, to run several processes on one port", NULL},
-    {"max_clients", PH_CONF_INT, "1024", 1, 1000000, 0, NULL,
+    {"max_clients", PH_CONF_INT, "1024", 1, 1000000, PH_CONF_RESTART, NULL,
      "concurrent client connections; more are closed at once", NULL},
     {"max_request_line", PH_CONF_SIZE, "8KiB", 256, 16384, 0, NULL,
      "longest request line; longer is answered 414", NULL},
@@ -189,7 +189,7 @@ static const ph_conf_key hp_keys[] = {
      "per-direction buffer of a forwarded request or a tunnel", NULL},
     {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
      "zero-copy splice(2) for CONNECT tunnels", NULL},
-    {"auth", PH_CONF_ENUM, "none", 0, 0, 0, NULL,
+    {"auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,
      "none, or password: Proxy-Authorization Basic checked by the "
      "authorizer service",
      "none|password"},

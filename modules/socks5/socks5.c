@@ -124,13 +124,13 @@ struct s5_server {
 static const ph_api *api;
 
 static const ph_conf_key s5_keys[] = {
-    {"listen", PH_CONF_STRING, "127.0.0.1:1080", 3, 64, 0, NULL,
+    {"listen", PH_CONF_STRING, "127.0.0.1:1080", 3, 64, PH_CONF_RESTART, NULL,
      "address to accept SOCKS5 clients on: IPv4:PORT or [IPv6]:PORT", NULL},
-    {"backlog", PH_CONF_INT, "511", 1, 65535, 0, NULL, "listen(2) backlog",
+    {"backlog", PH_CONF_INT, "511", 1, 65535, PH_CONF_RESTART, NULL, "listen(2) backlog",
      NULL},
-    {"reuseport", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+    {"reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
      "SO_REUSEPORT, to share the port with other proxyhost processes", NULL},
-    {"max_clients", PH_CONF_INT, "1024", 1, 65536, 0, NULL,
+    {"max_clients", PH_CONF_INT, "1024", 1, 65536, PH_CONF_RESTART, NULL,
      "concurrent clients; more are accepted and closed at once", NULL},
     {"handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
      "deadline from accept to a complete request (with authentication)", NULL},
@@ -140,7 +140,7 @@ static const ph_conf_key s5_keys[] = {
      "relay buffer per direction (and splice pipe size)", NULL},
     {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
      "zero-copy relay with splice(2) for bulk data between TCP sockets", NULL},
-    {"auth", PH_CONF_ENUM, "none", 0, 0, 0, NULL,
+    {"auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,
      "client authentication: none, or password (RFC 1929, checked by the "
      "authorizer service)",
      "none|password"},
@@ -809,27 +809,11 @@ static int s5_start(void *state) {
   return PH_OK;
 }
 
-static void warn_restart(s5_server *s, const char *key, int changed) {
-  if (changed)
-    PH_LOG(api, s->ctx, PH_LOG_WARN,
-           "this key changes only after a restart; old value kept",
-           PH_STR("section", "socks5"), PH_STR("key", key));
-}
-
 /* Timeouts, buffer size and splice apply to new connections; the
  * listener and the authentication mode stay as started. */
 static int s5_reload(void *state) {
   s5_server *s = state;
-  read_settings(s);
-  const char *auth = api->conf_str(s->ctx, "auth");
-  warn_restart(s, "listen", strcmp(s->listen, api->conf_str(s->ctx, "listen")));
-  warn_restart(s, "backlog", s->backlog != api->conf_int(s->ctx, "backlog"));
-  warn_restart(s, "reuseport",
-               s->reuseport != api->conf_int(s->ctx, "reuseport"));
-  warn_restart(s, "max_clients",
-               s->max_clients != api->conf_int(s->ctx, "max_clients"));
-  warn_restart(s, "auth",
-               s->password != (auth && strcmp(auth, "password") == 0));
+  read_settings(s); /* the others are PH_CONF_RESTART keys */
   return PH_OK;
 }
 

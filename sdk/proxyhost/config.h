@@ -29,7 +29,11 @@ enum ph_conf_flags {
   PH_CONF_SENSITIVE = 1u << 0, /* redacted in --print-config and never
                                   echoed in errors (log fields are
                                   redacted by key name, see log.h) */
-  PH_CONF_REQUIRED = 1u << 1   /* start-up fails when no source sets it */
+  PH_CONF_REQUIRED = 1u << 1,  /* start-up fails when no source sets it */
+  PH_CONF_RESTART = 1u << 2    /* read once at start: a reload that
+                                  changes it logs "this key changes only
+                                  after a restart" and the module keeps
+                                  what it read at start */
 };
 
 typedef struct ph_conf_key {

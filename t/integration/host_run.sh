@@ -44,11 +44,13 @@ ok $? "promtool accepts the exposition"
 sed 's/^/# promtool: /' "$T/promtool.out"
 
 # SIGHUP re-reads the configuration and calls every module's reload.
-write_conf second ""
+write_conf second "fixed = 2"
 kill -HUP "$PH_PID"
 reloaded() { [ "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" probe_reloads_total)" = 1 ]; }
 wait_for reloaded; ok $? "SIGHUP reaches the module's reload"
 like "$(cat "$T/ph.log")" "greeting=second" "the module sees the new value"
+like "$(cat "$T/ph.log")" 'msg="this key changes only after a restart; old value kept" section=probe key=fixed' \
+  "a changed PH_CONF_RESTART key is reported on reload"
 printf '[probe]\ncount = nope\n' >>"$T/run.ini"
 kill -HUP "$PH_PID"
 failed() { http_get "http://127.0.0.1:$port/metrics" | grep -qF 'proxyhost_reloads_total{result="failed"} 1'; }

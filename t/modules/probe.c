@@ -44,6 +44,8 @@ static const ph_conf_key probe_keys[] = {
      "helper-thread jobs submitted at start", NULL},
     {"tags", PH_CONF_LIST, "a,b", 0, 8, 0, NULL, "a list", NULL},
     {"mode", PH_CONF_ENUM, "fast", 0, 0, 0, NULL, "an enum", "fast|safe"},
+    {"fixed", PH_CONF_INT, "1", 0, 9, PH_CONF_RESTART, NULL,
+     "read at start only", NULL},
     {"buffer", PH_CONF_SIZE, "64KiB", 1024, 1 << 30, 0, NULL, "a size",
      NULL},
     PH_CONF_END};
