@@ -25,6 +25,7 @@ struct ph_listener {
   int max_clients;
   int clients;
   uint64_t refused;
+  ph_series *refused_total;
   ph_topic *announce;
   listener_accept_fn on_accept;
   void *arg;
@@ -179,6 +180,8 @@ static void accept_cb(ph_io *io, int lfd, int revents, void *arg) {
     if (l->clients >= l->max_clients) {
       close(fd); /* over max_clients: refuse at once, counted */
       l->refused++;
+      if (l->refused_total)
+        l->api->inc(l->refused_total, 1);
       PH_LOG_RL(l->api, l->ctx, PH_LOG_WARN,
                 "max_clients reached: connection refused",
                 PH_INT("max_clients", l->max_clients));
@@ -208,6 +211,7 @@ ph_listener *listener_open(const ph_api *api, ph_ctx *ctx,
   l->fd = -1;
   l->max_clients = o->max_clients;
   l->announce = o->announce;
+  l->refused_total = o->refused_total;
   l->on_accept = o->on_accept;
   l->arg = o->arg;
   if (parse_address(o->address, &l->addr, &l->addrlen, err, errlen) < 0)

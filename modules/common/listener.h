@@ -30,6 +30,7 @@ typedef struct listener_opts {
   ph_topic *announce;  /* PH_LISTENER_TOPIC, or NULL */
   listener_accept_fn on_accept;
   void *arg;
+  ph_series *refused_total; /* counter of max_clients refusals, or NULL */
 } listener_opts;
 
 /* Binds and listens (not accepting until listener_resume). NULL with a

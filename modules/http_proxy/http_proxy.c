@@ -107,6 +107,7 @@ typedef struct hp {
   void *authorizer_self;
   stream_metrics sm;
   ph_series *requests[MC_COUNT][SC_COUNT];
+  ph_series *m_clients, *m_refused;
   conn *conns;
   size_t n_conns;
   unsigned stopping : 1;
@@ -448,6 +449,7 @@ static void conn_unlink(conn *c) {
   if (c->next)
     c->next->prev = c->prev;
   h->n_conns--;
+  api->gauge_add(h->m_clients, -1);
   if (h->listener)
     listener_release(h->listener);
   if (h->stopping && h->stop_pending && h->n_conns == 0) {
@@ -1350,6 +1352,7 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
     h->conns->prev = c;
   h->conns = c;
   h->n_conns++;
+  api->gauge_add(h->m_clients, 1);
   c->cio = api->io_new(h->ctx, fd, 0, client_io, c);
   c->timer = api->timer_new(h->ctx, timer_fired, c);
   if (!c->cio || !c->timer) {
@@ -1401,6 +1404,18 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
       const char *v[] = {method_classes[mc], status_classes[sc]};
       h->requests[mc][sc] = api->series(m, v);
     }
+  ph_metric_def cd = {"http_proxy_clients",
+                      "HTTP proxy client connections open now",
+                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def rd = {
+      "http_proxy_clients_refused_total",
+      "HTTP proxy connections closed at once because max_clients was reached",
+      PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric *cm = api->metric(ctx, &cd), *rm = api->metric(ctx, &rd);
+  if (!cm || !rm)
+    return PH_EINVAL;
+  h->m_clients = api->series(cm, NULL);
+  h->m_refused = api->series(rm, NULL);
   h->announce = api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
   return h->announce ? PH_OK : PH_EINVAL;
 }
@@ -1434,6 +1449,7 @@ static int hp_start(void *state) {
       .announce = h->announce,
       .on_accept = on_accept,
       .arg = h,
+      .refused_total = h->m_refused,
   };
   char err[256];
   h->listener = listener_open(api, h->ctx, &o, err, sizeof(err));

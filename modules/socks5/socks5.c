@@ -101,14 +101,12 @@ struct s5_server {
   ph_ctx *ctx;
   ph_listener *listener;
   ph_topic *topic;
-  ph_timer *tick; /* mirrors the listener's refusal count */
   const ph_connector_v1 *connector;
   void *cself;
   const ph_authorizer_v1 *authorizer;
   void *aself;
   stream_metrics sm;
   ph_series *m_clients, *m_refused, *m_handshake_fail;
-  uint64_t refused_seen;
   /* Configuration. */
   char listen[65]; /* as started: these keys need a restart */
   int64_t backlog, reuseport, max_clients;
@@ -710,15 +708,6 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
 
 /* ---- lifecycle -------------------------------------------------------- */
 
-static void tick(ph_timer *t, void *arg) {
-  (void)t;
-  s5_server *s = arg;
-  uint64_t now = listener_refused(s->listener);
-  if (now > s->refused_seen)
-    api->inc(s->m_refused, now - s->refused_seen);
-  s->refused_seen = now;
-}
-
 static ph_series *plain_metric(s5_server *s, const char *name, const char *help,
                                ph_metric_type type) {
   ph_metric_def d = {name, help, type, NULL, 0, NULL, 0};
@@ -757,8 +746,7 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
       plain_metric(s, "socks5_handshake_failures_total",
                    "SOCKS5 connections that ended before a complete request",
                    PH_METRIC_COUNTER);
-  s->tick = api->timer_new(ctx, tick, s);
-  if (!s->m_clients || !s->m_refused || !s->m_handshake_fail || !s->tick)
+  if (!s->m_clients || !s->m_refused || !s->m_handshake_fail)
     return PH_EINVAL;
   return PH_OK;
 }
@@ -793,7 +781,8 @@ static int s5_start(void *state) {
                      .max_clients = (int)s->max_clients,
                      .announce = s->topic,
                      .on_accept = on_accept,
-                     .arg = s};
+                     .arg = s,
+                     .refused_total = s->m_refused};
   char err[256];
   s->listener = listener_open(api, s->ctx, &o, err, sizeof(err));
   if (!s->listener) {
@@ -802,7 +791,6 @@ static int s5_start(void *state) {
     return PH_EINVAL;
   }
   listener_resume(s->listener);
-  api->timer_set(s->tick, 1000, 1000);
   PH_LOG(api, s->ctx, PH_LOG_INFO, "socks5 listening", PH_STR("listen", listen),
          PH_INT("port", listener_port(s->listener)),
          PH_STR("auth", s->password ? "password" : "none"));
@@ -821,8 +809,6 @@ static int s5_reload(void *state) {
  * relays finish on their own within the host's drain deadline. */
 static int s5_stop(void *state) {
   s5_server *s = state;
-  api->timer_set(s->tick, 0, 0);
-  tick(s->tick, s);
   listener_close(s->listener);
   s->listener = NULL;
   for (s5_conn *c = s->conns, *next; c; c = next) {
@@ -853,7 +839,6 @@ static void s5_destroy(void *state) {
     conn_free(c);
   }
   listener_close(s->listener);
-  api->timer_free(s->tick);
   if (s->connector)
     api->service_release(s->ctx, PH_CONNECTOR_SERVICE);
   if (s->authorizer)

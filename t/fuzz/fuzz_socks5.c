@@ -6,8 +6,10 @@
  *       -Imodules/socks5 modules/socks5/socks5_proto.c t/fuzz/fuzz_socks5.c \
  *       -o "$F/fuzz_socks5"
  *   mkdir -p "$F/corpus_socks5"
- *   printf '\005\001\000\005\001\000\003\007ok.test\000\120' \
+ *   printf '\004\005\001\000\005\001\000\003\007ok.test\000\120' \
  *       > "$F/corpus_socks5/connect"
+ * (the leading control byte \004 picks no-auth and the read size; see
+ * t/fuzz/README.md for a username/password seed)
  *   "$F/fuzz_socks5" -max_total_time=600 -max_len=2048 "$F/corpus_socks5"
  *
  * The first input byte picks the path (no-auth or username/password) and

@@ -285,4 +285,42 @@ is "$rc" 4 "auth = password without an authorizer fails start (exit 4)"
 like "$(cat "$T/c.out")" "needs a module providing the authorizer service" \
   "with a clear message"
 
+# max_clients: a client over the limit is closed at once and counted.
+HP=$(free_port)
+admin=$(free_port)
+cat >"$T/d.ini" <<EOC
+[proxyhost]
+modules = http_proxy, direct
+module_path = $MODS
+[admin]
+listen = 127.0.0.1:$admin
+[http_proxy]
+listen = 127.0.0.1:$HP
+max_clients = 1
+EOC
+start_proxyhost "$T/d.ini"
+D_PID=$PH_PID
+wait_for healthy "$admin"
+out=$($PY - "$HP" <<'EOPY'
+import socket, sys
+port = int(sys.argv[1])
+held = socket.create_connection(("127.0.0.1", port), 2)
+extra = socket.create_connection(("127.0.0.1", port), 2)
+extra.settimeout(2)
+try:
+    closed = extra.recv(1) == b""
+except ConnectionResetError:
+    closed = True
+except socket.timeout:
+    closed = False
+print("closed" if closed else "open")
+held.close()
+EOPY
+)
+is "$out" closed "a client over max_clients is closed at once"
+m=$(metrics_of "$admin")
+is "$(metric "$m" http_proxy_clients_refused_total)" 1 "and counted"
+kill -TERM "$D_PID"
+wait_exit "$D_PID" 10; is "$EXIT" 0 "D exits 0"
+
 done_testing
