@@ -212,9 +212,8 @@ kill -TERM "$A_PID"
 wait_exit "$A_PID" 10; is "$EXIT" 0 "SIGTERM: drained and exited 0"
 
 # ---- proxyhost B: Proxy-Authorization through auth_local --------------------------
-if [ -f "$MODS/auth_local/.libs/auth_local.so" ] &&
-  [ -x "$top_builddir/tools/proxyhost-passwd" ]; then
-  hash=$(printf 's3cret-pw\n' | "$top_builddir/tools/proxyhost-passwd" 2>/dev/null)
+if have_auth_local; then
+  hash=$(password_hash s3cret-pw)
   admin=$(free_port)
   HP=$(free_port)
   cat >"$T/b.ini" <<EOC

@@ -213,9 +213,8 @@ kill -TERM "$B_PID"
 wait_exit "$B_PID" 10; is "$EXIT" 0 "B exits 0"
 
 # ---- proxyhost C: username/password through auth_local ---------------------
-if [ -f "$MODS/auth_local/.libs/auth_local.so" ] &&
-  [ -x "$top_builddir/tools/proxyhost-passwd" ]; then
-  hash=$(printf 's3cret-pw\n' | "$top_builddir/tools/proxyhost-passwd" 2>/dev/null)
+if have_auth_local; then
+  hash=$(password_hash s3cret-pw)
   admin=$(free_port)
   sport=$(free_port)
   cat >"$T/c.ini" <<EOC

@@ -32,6 +32,13 @@ unlike() {
 # have_module NAME: the module was built (configure may leave it out).
 have_module() { [ -f "$top_builddir/modules/$1/.libs/$1.so" ]; }
 
+# have_auth_local: auth_local and proxyhost-passwd were built.
+have_auth_local() {
+  have_module auth_local && [ -x "$top_builddir/tools/proxyhost-passwd" ]
+}
+# password_hash PW: the [auth_local] users hash of PW.
+password_hash() { printf '%s\n' "$1" | "$top_builddir/tools/proxyhost-passwd" 2>/dev/null; }
+
 skip() { # skip REASON: a TAP skip, counted as skipped by .ci/run
   tap_n=$((tap_n + 1))
   echo "ok $tap_n # SKIP $1"
