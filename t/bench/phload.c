@@ -1,7 +1,9 @@
-/* phload: the benchmark's load generator. One process, one libev (epoll)
- * loop, non-blocking sockets: the generator, the target and the proxy
+/* phload: the benchmark's load generator. One libev (epoll) loop per
+ * process, non-blocking sockets: the generator, the target and the proxy
  * under test share the machine's cores, so the generator must cost as
- * little as possible per operation.
+ * little as possible per operation. --procs N splits the operations in
+ * flight over N forked processes (open-rate mode only), so that the
+ * direct baseline is not bounded by one generator core.
  *
  * An operation is one whole stream: connect (to the target itself, or to
  * a proxy and open the stream with SOCKS5 no-auth CONNECT or HTTP
@@ -13,17 +15,18 @@
  *   phload --mode direct|socks5|http-connect [--proxy HOST:PORT]
  *          --target HOST:PORT [--concurrency N] [--duration SECS]
  *          [--warmup SECS] [--response-size BYTES] [--timeout SECS]
- *          [--bulk BYTES | --idle N]
+ *          [--bulk BYTES | --idle N] [--procs N]
  *   phload --free-port
  *
  * Open-rate mode (the default) keeps N operations in flight for the
  * duration and prints one line:
  *   ops=... ops_per_sec=... p50_us=... p95_us=... p99_us=... max_us=...
  *   errors=... err_connect=... err_handshake=... err_response=...
- *   err_timeout=... ops_all=... bytes=0 secs=... mbps=0
+ *   err_timeout=... ops_all=... bytes=0 secs=... mbps=0 cpu_s=...
  * (ops counts the operations completed inside the measured window;
  * ops_all also those of the warm-up and of the last moments, for the
- * script's CPU-per-operation figure).
+ * script's CPU-per-operation figure; cpu_s is the generator's own user +
+ * system time, all its processes).
  * --bulk BYTES opens one stream and reads BYTES (0: without end) of
  * target-to-client data for at most the duration; mbps is 10^6 bytes/s.
  * --idle N opens N streams (at most --concurrency opening at once),
@@ -45,12 +48,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_CONCURRENCY 100000
+#define MAX_PROCS 16
 #define MSG_MAX 256         /* a handshake message or a reply we parse */
 #define SCRATCH (256 * 1024) /* one shared read buffer for response data */
 
@@ -91,10 +97,10 @@ static struct {
   enum kind kind;
   struct sockaddr_in proxy, target;
   int have_proxy;
-  int concurrency, idle_n;
+  int concurrency, idle_n, procs;
   double duration, warmup, timeout;
   uint64_t response_size, bulk_bytes;
-} cfg = {MODE_DIRECT, KIND_OPS, {0}, {0}, 0, 32, 0, 5.0, 0.5, 10.0, 128, 0};
+} cfg = {MODE_DIRECT, KIND_OPS, {0}, {0}, 0, 32, 0, 1, 5.0, 0.5, 10.0, 128, 0};
 
 static struct ev_loop *loop;
 static slot *slots;
@@ -560,6 +566,58 @@ static void on_idle_fill(struct ev_loop *l, ev_check *w, int revents) {
     ev_check_stop(loop, w);
 }
 
+/* ---- several generator processes (--procs): each child runs its share
+ * of the slots and sends its counters to the parent through a pipe; the
+ * parent merges them and prints the one result line. */
+typedef struct tally {
+  uint64_t ops, ops_all, errors[ERR_N], hist[HBUCKETS], hist_n, hist_max;
+} tally;
+
+static void tally_send(int fd) {
+  static tally t;
+  t.ops = ops, t.ops_all = ops_all, t.hist_n = hist_n, t.hist_max = hist_max;
+  memcpy(t.errors, errors, sizeof errors);
+  memcpy(t.hist, hist, sizeof hist);
+  const char *p = (const char *)&t;
+  for (size_t off = 0; off < sizeof t;) {
+    ssize_t n = write(fd, p + off, sizeof t - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      _exit(3);
+    off += (size_t)n;
+  }
+}
+
+static int tally_merge(int fd) {
+  static tally t;
+  char *p = (char *)&t;
+  for (size_t off = 0; off < sizeof t;) {
+    ssize_t n = read(fd, p + off, sizeof t - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return -1; /* the child died before reporting */
+    off += (size_t)n;
+  }
+  ops += t.ops, ops_all += t.ops_all, hist_n += t.hist_n;
+  if (t.hist_max > hist_max)
+    hist_max = t.hist_max;
+  for (int i = 0; i < ERR_N; i++)
+    errors[i] += t.errors[i];
+  for (unsigned i = 0; i < HBUCKETS; i++)
+    hist[i] += t.hist[i];
+  return 0;
+}
+
+static double cpu_seconds(int who) {
+  struct rusage ru;
+  if (getrusage(who, &ru) != 0)
+    return 0;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void print_result(void) {
   uint64_t e = 0;
   for (int i = 0; i < ERR_N; i++)
@@ -578,8 +636,10 @@ static void print_result(void) {
          hist_pct(0.95), hist_pct(0.99), hist_max, e);
   for (int i = 0; i < ERR_N; i++)
     printf(" %s=%" PRIu64, err_names[i], errors[i]);
-  printf(" ops_all=%" PRIu64 " bytes=%" PRIu64 " secs=%.3f mbps=%.1f\n", ops_all,
-         bulk_bytes_got, secs, mbps);
+  printf(" ops_all=%" PRIu64 " bytes=%" PRIu64 " secs=%.3f mbps=%.1f"
+         " cpu_s=%.3f\n",
+         ops_all, bulk_bytes_got, secs, mbps,
+         cpu_seconds(RUSAGE_SELF) + cpu_seconds(RUSAGE_CHILDREN));
   fflush(stdout);
 }
 
@@ -600,7 +660,7 @@ static void usage(void) {
   fputs("usage: phload --mode direct|socks5|http-connect [--proxy HOST:PORT]\n"
         "              --target HOST:PORT [--concurrency N] [--duration S]\n"
         "              [--warmup S] [--response-size B] [--timeout S]\n"
-        "              [--bulk BYTES | --idle N]\n"
+        "              [--bulk BYTES | --idle N] [--procs N]\n"
         "       phload --free-port\n",
         stderr);
   exit(2);
@@ -621,7 +681,8 @@ static void parse_args(int argc, char **argv) {
       {"duration", 1, 0, 'd'},     {"warmup", 1, 0, 'w'},
       {"response-size", 1, 0, 'r'}, {"timeout", 1, 0, 'T'},
       {"bulk", 1, 0, 'b'},         {"idle", 1, 0, 'i'},
-      {"free-port", 0, 0, 'F'},    {0, 0, 0, 0}};
+      {"procs", 1, 0, 'P'},        {"free-port", 0, 0, 'F'},
+      {0, 0, 0, 0}};
   int have_target = 0, c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -668,6 +729,9 @@ static void parse_args(int argc, char **argv) {
       cfg.kind = KIND_IDLE;
       cfg.idle_n = (int)parse_num(optarg, 1, MAX_CONCURRENCY);
       break;
+    case 'P':
+      cfg.procs = (int)parse_num(optarg, 1, MAX_PROCS);
+      break;
     case 'F':
       exit(free_port());
     default:
@@ -678,12 +742,12 @@ static void parse_args(int argc, char **argv) {
     usage();
   if (cfg.kind == KIND_BULK)
     cfg.concurrency = 1;
+  if (cfg.procs > 1 && (cfg.kind != KIND_OPS || cfg.procs > cfg.concurrency))
+    usage(); /* only open-rate runs split, at least one slot each */
 }
 
-int main(int argc, char **argv) {
-  parse_args(argc, argv);
-  signal(SIGPIPE, SIG_IGN);
-  build_messages();
+/* One generator: its slots, its loop, until the run is over. */
+static void generate(void) {
   loop = ev_default_loop(EVBACKEND_EPOLL);
   if (!loop)
     die("no epoll loop");
@@ -728,8 +792,51 @@ int main(int argc, char **argv) {
       hist_max = (t_stop - slots[i].t0_ns) / 1000u;
     slot_close(&slots[i]);
   }
-  print_result();
   free(slots);
+}
+
+/* --procs N: N children share the slots (the first ones take the
+ * remainder); the parent only merges their counters. */
+static void generate_forked(void) {
+  int fds[MAX_PROCS];
+  pid_t pids[MAX_PROCS];
+  int total = cfg.concurrency;
+  for (int i = 0; i < cfg.procs; i++) {
+    int p[2];
+    if (pipe(p) != 0)
+      die("pipe failed");
+    pids[i] = fork();
+    if (pids[i] < 0)
+      die("fork failed");
+    if (pids[i] == 0) {
+      close(p[0]);
+      cfg.concurrency = total / cfg.procs + (i < total % cfg.procs);
+      generate();
+      tally_send(p[1]);
+      _exit(0);
+    }
+    close(p[1]);
+    fds[i] = p[0];
+  }
+  int lost = 0;
+  for (int i = 0; i < cfg.procs; i++) {
+    lost |= tally_merge(fds[i]) != 0;
+    close(fds[i]);
+    waitpid(pids[i], NULL, 0);
+  }
+  if (lost)
+    die("a generator process died before reporting");
+}
+
+int main(int argc, char **argv) {
+  parse_args(argc, argv);
+  signal(SIGPIPE, SIG_IGN);
+  build_messages();
+  if (cfg.procs > 1)
+    generate_forked();
+  else
+    generate();
+  print_result();
   uint64_t e = 0;
   for (int i = 0; i < ERR_N; i++)
     e += errors[i];

@@ -14,6 +14,9 @@
 #   BENCH_BULK_SECONDS=3  seconds of one bulk stream
 #   BENCH_REPEATS=3       runs of each measurement; the table has medians
 #   BENCH_CONCURRENCY="32 256"
+#   BENCH_LOAD_PROCS=N    generator processes for open-rate runs (default:
+#                         the number of CPUs, so that direct is bounded by
+#                         the machine rather than by one generator core)
 #   BENCH_RESPONSE=128    bytes of the target's response per operation
 #   BENCH_IDLE=1000       idle streams held for the RSS figure (0: skip)
 #   BENCH_SYSTEMS="proxyhost microsocks dante tinyproxy squid haproxy"
@@ -30,6 +33,7 @@ WARMUP=${BENCH_WARMUP:-0.5}
 BULK_SECS=${BENCH_BULK_SECONDS:-3}
 REPEATS=${BENCH_REPEATS:-3}
 CONCS=${BENCH_CONCURRENCY:-32 256}
+LOAD_PROCS=${BENCH_LOAD_PROCS:-$(nproc)}
 RESP=${BENCH_RESPONSE:-128}
 IDLE_N=${BENCH_IDLE:-1000}
 SYSTEMS=${BENCH_SYSTEMS:-proxyhost microsocks dante tinyproxy squid haproxy}
@@ -78,7 +82,8 @@ free_port() { "$PHLOAD" --free-port; }
 
 # ---- the target ----------------------------------------------------------
 "$PHTARGET" --listen 127.0.0.1:0 >"$T/target.out" 2>&1 &
-PIDS="$PIDS $!"
+TPID=$!
+PIDS="$PIDS $TPID"
 i=0
 while [ $i -lt 50 ] && ! grep -q '^port=' "$T/target.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 TPORT=$(sed -n 's/^port=//p' "$T/target.out")
@@ -342,14 +347,18 @@ measure() {
   if [ "$test" = bulk ]; then
     set -- "$@" --bulk 0 --duration "$BULK_SECS"
   else
-    set -- "$@" --concurrency "$conc" --duration "$DUR" --warmup "$WARMUP"
+    set -- "$@" --concurrency "$conc" --duration "$DUR" --warmup "$WARMUP" \
+      --procs "$LOAD_PROCS"
   fi
   c0=$(cpu_ticks "$pid")
+  t0=$(cpu_ticks "$TPID")
   out=$("$PHLOAD" "$@" --response-size "$RESP" --timeout 10 2>&1 | tail -1)
   c1=$(cpu_ticks "$pid")
+  t1=$(cpu_ticks "$TPID")
   cpu=-
   [ "$c0" != - ] && cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
-  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu" >>"$RES"
+  tcpu=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
+  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu target_cpu_s=$tcpu" >>"$RES"
 }
 
 TESTS=""
@@ -423,7 +432,7 @@ int() { awk -v v="$1" 'BEGIN { if (v == "-") print "-"; else printf "%.0f\n", v 
 echo "## proxyhost local proxy benchmark"
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)."
-echo "Target $TADDR, response $RESP bytes, $REPEATS repeats, ${DUR}s open runs after ${WARMUP}s warm-up, ${BULK_SECS}s bulk runs."
+echo "Target $TADDR, response $RESP bytes, $REPEATS repeats, ${DUR}s open runs after ${WARMUP}s warm-up with $LOAD_PROCS generator process(es), ${BULK_SECS}s bulk runs."
 echo "Load average at the start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 hdr="| system | protocol |"
@@ -479,14 +488,15 @@ for c in $CONCS; do
 done
 echo "$hdr CPU per GB bulk |"
 echo "$sep---:|"
-# cpu_per NAME PROTO TEST CONC DIVKEY SCALE -> median of proxy_cpu_s * SCALE / DIVKEY
+# cpu_per NAME PROTO TEST CONC DIVKEY SCALE [CPUKEY] -> median of
+# CPUKEY (default proxy_cpu_s) * SCALE / DIVKEY
 cpu_per() {
-  awk -v n="$1" -v p="$2" -v t="$3" -v c="$4" -v dk="$5" -v sc="$6" '
+  awk -v n="$1" -v p="$2" -v t="$3" -v c="$4" -v dk="$5" -v sc="$6" -v ck="${7:-proxy_cpu_s}" '
     $1 == n && $2 == p && $3 == t && $4 == c {
       cpu = ""; div = 0
       for (i = 6; i <= NF; i++) {
         split($i, kv, "=")
-        if (kv[1] == "proxy_cpu_s") cpu = kv[2]
+        if (kv[1] == ck) cpu = kv[2]
         if (kv[1] == dk) div = kv[2]
       }
       if (cpu != "" && cpu != "-" && div > 0) print cpu * sc / div
@@ -499,6 +509,31 @@ printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
     line="$line $(int "$(cpu_per "$name" "$proto" open "$c" ops_all 1000000)") us |"
   done
   echo "$line $(awk -v v="$(cpu_per "$name" "$proto" bulk 1 bytes 1000000000)" 'BEGIN { if (v == "-") print "-"; else printf "%.2f s", v }') |"
+done
+echo
+# The CPU budget of one operation: who spends what, and how much of the
+# machine the run kept busy. When the sum of the cores busy is close to
+# the number of CPUs, the rate is bounded by CPU per operation, summed.
+C1=${CONCS%% *}
+echo "CPU per operation at concurrency $C1, by process (medians; generator = phload, all its processes; target = phtarget), and the cores the run kept busy (the three CPU times over the run's ${DUR}s + ${WARMUP}s, approximate):"
+echo
+echo "| system | protocol | generator | target | proxy | sum | cores busy |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+  g=$(cpu_per "$name" "$proto" open "$C1" ops_all 1000000 cpu_s)
+  tg=$(cpu_per "$name" "$proto" open "$C1" ops_all 1000000 target_cpu_s)
+  px=0
+  [ "$pid" != - ] && px=$(cpu_per "$name" "$proto" open "$C1" ops_all 1000000)
+  busy=$(awk -v n="$name" -v p="$proto" -v c="$C1" -v d="$DUR" -v w="$WARMUP" '
+    $1 == n && $2 == p && $3 == "open" && $4 == c {
+      s = 0
+      for (i = 6; i <= NF; i++) {
+        split($i, kv, "=")
+        if (kv[1] ~ /^(cpu_s|target_cpu_s|proxy_cpu_s)$/ && kv[2] != "-") s += kv[2]
+      }
+      print s / (d + w)
+    }' "$RES" | median)
+  echo "| $name | $proto | $(int "$g") us | $(int "$tg") us | $(int "$px") us | $(awk -v a="$g" -v b="$tg" -v c="$px" 'BEGIN { printf "%.0f", a + b + c }') us | $(awk -v v="$busy" 'BEGIN { printf "%.2f", v }') |"
 done
 echo
 if [ -s "$T/idle" ]; then
