@@ -21,8 +21,6 @@ for m in http_proxy direct; do
   fi
 done
 
-wait_file() { wait_for test -s "$1"; }
-port_open() { $PY -c "import socket; socket.create_connection(('127.0.0.1', $1), 1).close()"; }
 metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
 # hcurl ARGS...: curl through the proxy $HP, quiet, bounded.
 hcurl() { "$CURL" -s -m 10 -x "http://127.0.0.1:$HP" "$@"; }
@@ -31,12 +29,8 @@ status() { hcurl -o /dev/null -w '%{http_code}' "$@" 2>/dev/null; }
 connect_status() { hcurl -p -o /dev/null -w '%{http_connect}' "$@" 2>/dev/null; }
 
 # ---- targets --------------------------------------------------------------
-$PY "$top_srcdir/t/lib/dnsd.py" --port 0 --port-file "$T/dns.port" \
-  --zone ok.test=127.0.0.1 --zone tls.test=127.0.0.1 --lifetime 300 \
-  >"$T/dns.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/dns.port"; ok $? "DNS test server on loopback"
-dns_port=$(cat "$T/dns.port")
+start_dnsd ok.test=127.0.0.1 tls.test=127.0.0.1
+ok $? "DNS test server on loopback"
 
 $TARGET serve --port-file "$T/http.port" --lifetime 300 --slow-ms 1500 \
   >"$T/http.log" 2>&1 &
@@ -45,14 +39,8 @@ wait_file "$T/http.port"; ok $? "HTTP/1.1 origin on 127.0.0.1"
 tp=$(cat "$T/http.port")
 O="http://127.0.0.1:$tp"
 
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" \
-  -out "$T/cert.pem" -days 1 -subj /CN=tls.test \
-  -addext subjectAltName=DNS:tls.test >"$T/openssl.log" 2>&1
-tls_port=$(free_port)
-openssl s_server -quiet -www -accept "127.0.0.1:$tls_port" \
-  -cert "$T/cert.pem" -key "$T/key.pem" </dev/null >"$T/tls.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for port_open "$tls_port"; ok $? "TLS target with a certificate made now"
+start_tls_target tls.test
+ok $? "TLS target with a certificate made now"
 
 refused_port=$(free_port) # nothing listens there
 deny_port=$(free_port)

@@ -20,20 +20,13 @@ for m in socks5 direct; do
   fi
 done
 
-# wait_file FILE: up to 5 s for a port file.
-wait_file() { wait_for test -s "$1"; }
-port_open() { $PY -c "import socket,sys; socket.create_connection(('127.0.0.1', $1), 1).close()"; }
 metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
 # metric_is ADMIN NAME VALUE: the sample NAME equals VALUE now.
 metric_is() { [ "$(metric "$(metrics_of "$1")" "$2")" = "$3" ]; }
 
 # ---- targets --------------------------------------------------------------
-$PY "$top_srcdir/t/lib/dnsd.py" --port 0 --port-file "$T/dns.port" \
-  --zone ok.test=127.0.0.1 --zone tls.test=127.0.0.1 --lifetime 300 \
-  >"$T/dns.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/dns.port"; ok $? "DNS test server on loopback"
-dns_port=$(cat "$T/dns.port")
+start_dnsd ok.test=127.0.0.1 tls.test=127.0.0.1
+ok $? "DNS test server on loopback"
 
 mkdir -p "$T/www"
 printf 'hello through socks5\n' >"$T/www/hello.txt"
@@ -43,14 +36,8 @@ PIDS="$PIDS $!"
 wait_file "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
 http_port=$(cat "$T/http.port")
 
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" \
-  -out "$T/cert.pem" -days 1 -subj /CN=tls.test \
-  -addext subjectAltName=DNS:tls.test >"$T/openssl.log" 2>&1
-tls_port=$(free_port)
-openssl s_server -quiet -www -accept "127.0.0.1:$tls_port" \
-  -cert "$T/cert.pem" -key "$T/key.pem" </dev/null >"$T/tls.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for port_open "$tls_port"; ok $? "TLS target with a certificate made now"
+start_tls_target tls.test
+ok $? "TLS target with a certificate made now"
 
 $PY "$top_srcdir/t/lib/socks5_probe.py" blackhole --port-file "$T/bh.port" \
   --seconds 120 >/dev/null 2>&1 &

@@ -87,6 +87,37 @@ wait_for() {
   return 1
 }
 
+wait_file() { wait_for test -s "$1"; }
+port_open() { python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 1).close()"; }
+
+# start_dnsd ZONE...: t/lib/dnsd.py on a loopback port, answering each
+# NAME=ADDR zone (its other behaviours are named in dnsd.py); sets
+# dns_port. Tests never use the system's nameserver.
+start_dnsd() {
+  zones=""
+  for z in "$@"; do zones="$zones --zone $z"; done
+  # shellcheck disable=SC2086 # $zones is split on purpose
+  python3 "$top_srcdir/t/lib/dnsd.py" --port 0 --port-file "$T/dns.port" \
+    $zones --lifetime 300 >"$T/dns.log" 2>&1 &
+  PIDS="$PIDS $!"
+  wait_file "$T/dns.port" || return 1
+  dns_port=$(cat "$T/dns.port")
+}
+
+# start_tls_target NAME: a certificate for NAME made now ($T/cert.pem,
+# $T/key.pem) and `openssl s_server -www` on 127.0.0.1 with it; sets
+# tls_port.
+start_tls_target() {
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" \
+    -out "$T/cert.pem" -days 1 -subj "/CN=$1" \
+    -addext "subjectAltName=DNS:$1" >"$T/openssl.log" 2>&1 || return 1
+  tls_port=$(free_port)
+  openssl s_server -quiet -www -accept "127.0.0.1:$tls_port" \
+    -cert "$T/cert.pem" -key "$T/key.pem" </dev/null >"$T/tls.log" 2>&1 &
+  PIDS="$PIDS $!"
+  wait_for port_open "$tls_port"
+}
+
 healthy() { [ "$(http_get "http://127.0.0.1:$1/healthz" | head -1)" = 200 ]; }
 
 # running PID: true while the process exists and is not a zombie (kill -0
