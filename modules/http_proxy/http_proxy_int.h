@@ -1,0 +1,278 @@
+/* http_proxy: what the module's files share (private; not part of the SDK).
+ *
+ * One client connection (conn) is a small state machine on the loop thread:
+ *   HEAD -> [AUTH] -> [OPEN] -> EXCHANGE -> HEAD ...   (forwarding)
+ *   HEAD -> [AUTH] -> OPEN -> REPLY(200) -> TUNNEL      (CONNECT)
+ *   any -> REPLY(error) -> LINGER -> closed
+ * Every function that may free its conn returns GONE, and its callers
+ * stop touching it.
+ *
+ * The files, one job each:
+ *   http_proxy.c    module descriptor, configuration, lifecycle, accept glue
+ *   http_conn.c     a connection's life: accept, events, timers, close
+ *   http_request.c  reading and parsing a request head, what comes next
+ *   http_auth.c     Proxy-Authorization through the authorizer service
+ *   http_open.c     reusing the kept upstream or opening one (connector)
+ *   http_tunnel.c   CONNECT: handing both sockets over to the relay
+ *   http_forward.c  absolute-form forwarding: request up, response down
+ *   http_reply.c    replies of our own (errors, 407, CONNECT's 200)
+ *   http_iobuf.c    the connection buffers and socket reads and writes
+ *   http_head.c     HTTP/1.x head parsing and rewriting
+ */
+#ifndef PH_HTTP_PROXY_INT_H
+#define PH_HTTP_PROXY_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <proxyhost/authorizer.h>
+#include <proxyhost/connector.h>
+#include <proxyhost/module.h>
+
+#include "http_head.h"
+#include "listener.h"
+#include "relay.h"
+#include "stream_metrics.h"
+
+#define GONE (-1)
+/* After an error reply: how long the rest of the client's request is read
+ * and dropped (so closing does not reset the connection before the client
+ * read the reply), and how many bytes at most. */
+#define LINGER_MS 2000
+#define LINGER_BYTES (256u * 1024u)
+
+enum method_class { MC_CONNECT = 0, MC_FORWARD, MC_COUNT };
+enum status_class { SC_2XX = 0, SC_3XX, SC_4XX, SC_5XX, SC_COUNT };
+enum auth_mode { AUTH_NONE = 0, AUTH_PASSWORD };
+
+enum conn_state {
+  S_HEAD = 0, /* reading a request head */
+  S_AUTH,     /* the authorizer is checking credentials */
+  S_OPEN,     /* the connector is opening the upstream stream */
+  S_EXCHANGE, /* forwarding a request and its response */
+  S_REPLY,    /* writing a reply of our own (error, 407, CONNECT's 200) */
+  S_LINGER,   /* reply sent, reading and dropping what the client sends */
+  S_TUNNEL    /* the relay owns both sockets */
+};
+enum after_reply { AFTER_CLOSE = 0, AFTER_NEXT, AFTER_TUNNEL };
+enum timer_kind {
+  T_NONE = 0,
+  T_HEADER,    /* header_timeout: 408 */
+  T_KEEPALIVE, /* idle_timeout between requests: close */
+  T_IDLE,      /* idle_timeout while a request runs: 504 or close */
+  T_LINGER,    /* after an error reply: close */
+  T_NEXT       /* a pipelined request is waiting in cin: parse it */
+};
+enum up_state { U_HEAD = 0, U_BODY, U_DONE };
+enum down_state { D_HEAD = 0, D_BODY, D_DONE };
+
+typedef struct iobuf {
+  char *data;
+  size_t off, len, cap; /* pending bytes: data[off .. len) */
+} iobuf;
+
+typedef struct hp_conf {
+  hh_limits lim;
+  int64_t header_timeout_ms, idle_timeout_ms;
+  size_t buffer_size;
+  int splice;
+  int auth;
+} hp_conf;
+
+typedef struct conn conn;
+
+/* The module instance. */
+typedef struct hp {
+  ph_ctx *ctx;
+  hp_conf conf;
+  ph_listener *listener;
+  ph_topic *announce;
+  const ph_connector_v1 *connector;
+  void *connector_self;
+  const ph_authorizer_v1 *authorizer;
+  void *authorizer_self;
+  stream_metrics sm;
+  ph_series *requests[MC_COUNT][SC_COUNT];
+  ph_series *m_clients, *m_refused;
+  conn *conns;
+  size_t n_conns;
+  unsigned stopping : 1;
+  unsigned stop_pending : 1;
+} hp;
+
+struct conn {
+  hp *hp;
+  conn *prev, *next;
+  int state;
+  int after;  /* S_REPLY: what comes when the reply is out */
+  int timer_kind;
+  int64_t last_ms; /* last activity, for T_IDLE */
+  int cfd, ufd;
+  ph_io *cio, *uio;
+  int cev, uev; /* events asked of cio, uio */
+  ph_timer *timer;
+  iobuf cin;   /* from the client: head, body, pipelined bytes */
+  iobuf cout;  /* to the client: our reply or a rewritten response head */
+  iobuf uin;   /* from upstream: response head, then body */
+  iobuf uout;  /* to upstream: the rewritten request head */
+  size_t cscan; /* cin: bytes before this were framed by the parser */
+  size_t uscan; /* uin: likewise */
+  http_head req, resp;
+  hh_target target;
+  int method_class;
+  int status; /* what the client got, for the log and the counter */
+  int up_state, down_state;
+  int interim;
+  int64_t open_id, auth_id;
+  uint64_t t_req_us, t_open_us, t_auth_us, t_reply_us;
+  uint64_t bytes_up, bytes_down, body_sent, lingered;
+  ph_relay *relay;
+  /* The upstream connection kept between requests, and for whom. */
+  char up_host[256];
+  uint16_t up_port;
+  char *token;  /* verified Proxy-Authorization value on this connection */
+  size_t token_len;
+  char *pending_token; /* the value being checked */
+  size_t pending_len;
+  char principal[256];    /* the user that token verified */
+  char pending_user[256]; /* the user being checked */
+  unsigned first : 1;       /* the connection's first request */
+  unsigned up_idle : 1;     /* ufd is a kept upstream between requests */
+  unsigned up_active : 1;   /* ufd counts in proxyhost_streams_active */
+  unsigned reused : 1;      /* this exchange runs on a kept upstream */
+  unsigned retried : 1;
+  unsigned req_body_done : 1;
+  unsigned resp_done : 1;
+  unsigned resp_seen : 1;   /* upstream sent a byte of this response */
+  unsigned resp_started : 1; /* a response byte went to the client */
+  unsigned close_after : 1;
+  unsigned up_dirty : 1;    /* upstream unusable for another request */
+  unsigned counted : 1;     /* status counted */
+};
+
+/* ---- http_proxy.c -------------------------------------------------------- */
+
+/* The host API, set by init before anything else runs. */
+extern const ph_api *hp_api;
+/* Label values of method_class, indexed by enum method_class. */
+extern const char *const hp_method_classes[];
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static inline uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static inline double seconds_since(uint64_t t0) {
+  return (double)(now_us() - t0) / 1e6;
+}
+
+/* The most a request or response head may take. */
+static inline size_t head_cap(const hp *h) {
+  return h->conf.lim.max_line + h->conf.lim.max_header_bytes;
+}
+
+/* The most a connection buffer may hold. */
+static inline size_t buf_max(const hp *h) {
+  size_t hc = head_cap(h);
+  return hc > h->conf.buffer_size ? hc : h->conf.buffer_size;
+}
+
+/* ---- http_iobuf.c -------------------------------------------------------- */
+
+static inline size_t pending(const iobuf *b) { return b->len - b->off; }
+
+void buf_free(iobuf *b);
+/* Moves the pending bytes to the front; *scan (if not NULL) follows them. */
+void buf_compact(iobuf *b, size_t *scan);
+/* Replaces the contents with s[0..n); 0 or -1 (out of memory). */
+int buf_set(iobuf *b, const char *s, size_t n);
+
+enum { RD_DATA = 1, RD_EOF = 0, RD_AGAIN = -1, RD_ERROR = -2, RD_FULL = -3 };
+/* One read from fd into b (up to max bytes held); an RD_ value, and the
+ * bytes read in *got on RD_DATA. */
+int buf_read(int fd, iobuf *b, size_t max, size_t *scan, size_t *got);
+/* Writes data[0..n); the bytes written, or -1 on a socket error. */
+ssize_t send_some(int fd, const char *data, size_t n);
+
+/* ---- http_conn.c --------------------------------------------------------- */
+
+/* Takes an accepted client socket (and its max_clients slot) over. */
+void conn_accept(hp *h, int fd);
+/* Frees everything the connection holds; its fds are closed unless a
+ * relay took them. Logs nothing. */
+void conn_free(conn *c);
+/* Logs the request (if any) and frees the connection; returns GONE. */
+int conn_close(conn *c);
+/* Asks the loop for the events the connection's state needs. */
+void update_io(conn *c);
+void arm_timer(conn *c, int kind, int64_t ms);
+/* Closes the upstream socket (kept or in use), if any. */
+void close_upstream(conn *c);
+/* Wipes and frees a secret. */
+void wipe_free(char **p, size_t *len);
+/* Records the status the client got, and counts it once per request. */
+void count_status(conn *c, int status);
+void access_log(conn *c);
+/* Writes what the client should get next; 0 or GONE. */
+int pump_client(conn *c);
+/* pump_client, then update_io; 0 or GONE. */
+int client_step(conn *c);
+
+/* ---- http_reply.c -------------------------------------------------------- */
+
+/* Sends a reply of our own; after says what comes once it is out. */
+int reply(conn *c, int status, int after);
+/* An error in an exchange: a status while no response byte reached the
+ * client, else closing. */
+int fail_exchange(conn *c, int status);
+/* Our reply is out: tunnel, next request, or lingering close. */
+int reply_done(conn *c);
+
+/* ---- http_request.c ------------------------------------------------------ */
+
+/* Waits for the next request head on the connection. */
+int begin_head(conn *c);
+/* Parses what is in cin as a request head, and acts on a complete one. */
+int parse_request(conn *c);
+/* Sets the method class of a head that could not be parsed. */
+void guess_class(conn *c);
+
+/* ---- http_auth.c --------------------------------------------------------- */
+
+/* 0 when authorized (or no check is needed), GONE, or 1 when a check
+ * started or a refusal is being written. */
+int authorize(conn *c, const char *value, size_t len);
+
+/* ---- http_open.c --------------------------------------------------------- */
+
+/* Authorized: goes on to the upstream (kept or newly opened). */
+int proceed(conn *c);
+/* Opens the upstream for the request's target through the connector. */
+int start_open(conn *c);
+
+/* ---- http_tunnel.c ------------------------------------------------------- */
+
+/* CONNECT's 200 is out: the relay takes both sockets. Returns GONE. */
+int start_tunnel(conn *c);
+
+/* ---- http_forward.c ------------------------------------------------------ */
+
+/* Writes the request head for upstream into uout; 0 or -1. */
+int build_request(conn *c);
+/* The upstream socket is ready (new or kept): runs the exchange. */
+int run_exchange(conn *c);
+/* Request body bytes arrived in cin: frames them, sends what can go. */
+int forward_request_body(conn *c);
+/* cout is flushed in an exchange: moves the response on. 0 when waiting,
+ * GONE, or FORWARD_AGAIN when a head was queued in cout to be written. */
+#define FORWARD_AGAIN 1
+int forward_response(conn *c);
+/* The io callback of the upstream socket. */
+void upstream_io(ph_io *io, int fd, int revents, void *arg);
+
+#endif
