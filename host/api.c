@@ -24,6 +24,13 @@ static int in_init(ph_ctx *ctx) {
   return ctx->core->phase == PH_PHASE_INIT && ctx->core->initing == ctx;
 }
 
+/* Inside a check callback: only reading configuration and logging are
+ * allowed; whatever would create state is refused. */
+static int in_check(ph_ctx *ctx) {
+  (void)ctx;
+  return core_checking != NULL;
+}
+
 /* ---- identity and lifecycle ------------------------------------------ */
 
 static const char *api_module_name(ph_ctx *ctx) { return ctx->mod->name; }
@@ -63,20 +70,25 @@ static void api_log_rl(ph_ctx *ctx, ph_ratelimit *rl, int level,
 
 /* ---- configuration --------------------------------------------------- */
 
+/* The configuration in force, or the one being checked. */
+static const ph_conf *conf_of(ph_ctx *ctx) {
+  return core_checking ? core_checking : ctx->core->conf;
+}
+
 static const char *api_conf_str(ph_ctx *ctx, const char *key) {
-  return conf_str(ctx->core->conf, ctx->mod->name, key);
+  return conf_str(conf_of(ctx), ctx->mod->name, key);
 }
 
 static int64_t api_conf_int(ph_ctx *ctx, const char *key) {
-  return conf_int(ctx->core->conf, ctx->mod->name, key);
+  return conf_int(conf_of(ctx), ctx->mod->name, key);
 }
 
 static size_t api_conf_list_len(ph_ctx *ctx, const char *key) {
-  return conf_list_len(ctx->core->conf, ctx->mod->name, key);
+  return conf_list_len(conf_of(ctx), ctx->mod->name, key);
 }
 
 static const char *api_conf_list_at(ph_ctx *ctx, const char *key, size_t i) {
-  return conf_list_at(ctx->core->conf, ctx->mod->name, key, i);
+  return conf_list_at(conf_of(ctx), ctx->mod->name, key, i);
 }
 
 /* ---- loop, fd watchers, timers --------------------------------------- */
@@ -115,7 +127,7 @@ static void api_io_set(ph_io *io, int events) {
 
 static ph_io *api_io_new(ph_ctx *ctx, int fd, int events, ph_io_fn fn,
                          void *arg) {
-  if (fd < 0 || !fn)
+  if (fd < 0 || !fn || in_check(ctx))
     return NULL;
   ph_io *io = calloc(1, sizeof(*io));
   if (!io)
@@ -143,7 +155,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
 }
 
 static ph_timer *api_timer_new(ph_ctx *ctx, ph_timer_fn fn, void *arg) {
-  if (!fn)
+  if (!fn || in_check(ctx))
     return NULL;
   ph_timer *t = calloc(1, sizeof(*t));
   if (!t)
@@ -178,7 +190,7 @@ static int api_post(ph_ctx *ctx, ph_call_fn fn, void *arg,
   if (!fn)
     return PH_EINVAL;
   ph_mailbox *mb = ctx->core->mailbox;
-  if (!mb)
+  if (!mb || in_check(ctx))
     return PH_ESTATE;
   return mailbox_post(mb, fn, arg, free_arg);
 }
@@ -187,7 +199,7 @@ static int64_t api_submit(ph_ctx *ctx, ph_work_fn work, ph_done_fn done,
                           void *arg) {
   if (!work || !done)
     return PH_EINVAL;
-  if (!ctx->core->pool)
+  if (!ctx->core->pool || in_check(ctx))
     return PH_ESTATE;
   return pool_submit(ctx->core->pool, work, done, arg);
 }
@@ -211,7 +223,7 @@ static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
 static const void *api_service_get(ph_ctx *ctx, const char *name,
                                    uint16_t major, uint16_t min_minor,
                                    void **self) {
-  if (ctx->core->phase < PH_PHASE_START)
+  if (ctx->core->phase < PH_PHASE_START || in_check(ctx))
     return NULL;
   return services_get(ctx->core->services, ctx, name, major, min_minor, self);
 }
@@ -246,10 +258,10 @@ static int api_unsubscribe(ph_ctx *ctx, int id) {
 
 static int api_publish(ph_ctx *ctx, ph_topic *t, void *payload,
                        ph_free_fn free_fn) {
-  if (!t) {
+  if (!t || in_check(ctx)) {
     if (free_fn)
       free_fn(payload);
-    return PH_EINVAL;
+    return t ? PH_ESTATE : PH_EINVAL;
   }
   return bus_publish(ctx->core->bus, t, payload, free_fn);
 }
@@ -258,7 +270,7 @@ static int api_post_publish(ph_ctx *ctx, ph_topic *t, void *payload,
                             ph_free_fn free_fn) {
   if (!t)
     return PH_EINVAL;
-  if (!ctx->core->mailbox)
+  if (!ctx->core->mailbox || in_check(ctx))
     return PH_ESTATE;
   return bus_post(ctx->core->bus, t, payload, free_fn);
 }

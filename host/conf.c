@@ -1414,6 +1414,34 @@ int conf_is_set(const ph_conf *c, const char *section, const char *key) {
   return v && v->kind != SRC_DEFAULT;
 }
 
+void conf_where(const ph_conf *c, const char *section, const char *key,
+                ph_buf *out) {
+  if (!c)
+    return;
+  if (!key) {
+    int i = section ? find_section(c, section, strlen(section)) : -1;
+    if (i >= 0 && c->sects[i].hdr_file)
+      buf_printf(out, "%s:%d: ", c->sects[i].hdr_file, c->sects[i].hdr_line);
+    return;
+  }
+  const conf_value *v = lookup(c, section, key);
+  if (!v)
+    return;
+  switch (v->kind) {
+  case SRC_FILE:
+    buf_printf(out, "%s:%d: ", v->file, v->line);
+    break;
+  case SRC_ENV:
+    buf_printf(out, "env %s: ", v->env_name);
+    break;
+  case SRC_CLI:
+    buf_puts(out, "--set: ");
+    break;
+  default:
+    break;
+  }
+}
+
 void conf_print(const ph_conf *c, FILE *out) {
   if (!c || !c->ready)
     return;

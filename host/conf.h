@@ -64,6 +64,12 @@ const char *conf_list_at(const ph_conf *c, const char *section,
                          const char *key, size_t i);
 /* Whether the value was set by a source (not the default). */
 int conf_is_set(const ph_conf *c, const char *section, const char *key);
+/* Appends where section.key's effective value came from, as the prefix of
+ * an error line: "file:line: ", "--set: ", "env NAME: ", or nothing for a
+ * default or an undeclared key. With key NULL: the section's first
+ * header, "file:line: ", if any. After a successful finalize. */
+void conf_where(const ph_conf *c, const char *section, const char *key,
+                ph_buf *out);
 
 /* Writes the effective configuration as INI, every declared key, values of
  * sensitive keys as "[redacted]", each with a comment naming its source. */

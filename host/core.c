@@ -245,6 +245,42 @@ int core_validate(ph_core *c, ph_buf *err) {
   return conf_finalize(c->conf, c->env, err);
 }
 
+#define CHECK_WHY_MAX 512
+
+_Thread_local ph_conf *core_checking;
+
+int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err) {
+  int rc = 0;
+  for (size_t i = 0; i < c->n_mods; i++) {
+    ph_ctx *ctx = c->mods[i];
+    if (!ctx->mod->check)
+      continue; /* built for ABI 1.0, or nothing to check */
+    const char *key = NULL;
+    char why[CHECK_WHY_MAX] = "";
+    core_checking = conf;
+    int r = ctx->mod->check(ctx, &ph_host_api, &key, why, sizeof(why));
+    core_checking = NULL;
+    if (r == PH_OK)
+      continue;
+    /* One line per error, whatever the module wrote. */
+    why[sizeof(why) - 1] = '\0';
+    for (char *p = why; *p; p++)
+      if ((unsigned char)*p < 0x20)
+        *p = ' ';
+    if (key && !*key)
+      key = NULL;
+    conf_where(conf, ctx->mod->name, key, err);
+    buf_printf(err, "%s%s%s: ", ctx->mod->name, key ? "." : "",
+               key ? key : "");
+    if (why[0])
+      buf_printf(err, "%s\n", why);
+    else
+      buf_printf(err, "invalid value (check status %d)\n", r);
+    rc = -1;
+  }
+  return rc;
+}
+
 static void apply_log_settings(ph_conf *conf) {
   log_configure(log_level_parse(conf_str(conf, "log", "level")),
                 log_format_parse(conf_str(conf, "log", "format")));
@@ -549,6 +585,9 @@ int core_reload(ph_core *c) {
     rc = declare_all(c, next);
   if (rc == 0)
     rc = conf_finalize(next, c->env, &err);
+  /* Values only the modules can judge, before anything is replaced. */
+  if (rc == 0)
+    rc = core_check_modules(c, next, &err);
   if (rc < 0) {
     ph_log_field f[] = {PH_STR("errors", err.data ? err.data : "")};
     log_write(NULL, PH_LOG_ERROR,

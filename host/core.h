@@ -96,6 +96,14 @@ struct ph_core {
 /* The API table handed to every module. */
 extern const ph_api ph_host_api;
 
+/* While a module's check callback runs, on the thread running it (the
+ * loop thread): the configuration being checked, which the conf_*
+ * functions then read (on SIGHUP it is not in force yet), and the API
+ * refuses whatever would create state. NULL otherwise. Thread-local, so
+ * that other modules' helper threads see the configuration in force and
+ * keep posting while a SIGHUP is checked. */
+extern _Thread_local ph_conf *core_checking;
+
 /* The [proxyhost], [log] and [admin] key tables. */
 extern const ph_conf_key ph_host_keys[];
 extern const ph_conf_key ph_log_keys[];
@@ -116,6 +124,10 @@ int core_load_modules(ph_core *c, ph_buf *err);
 int core_add_module(ph_core *c, const ph_module *m, ph_buf *err);
 /* Declares every section and validates the configuration. 0 or -1. */
 int core_validate(ph_core *c, ph_buf *err);
+/* Calls every module's check callback (ABI 1.1) on conf, which passed
+ * core_validate or conf_finalize: values only a module can judge. Reports
+ * every failing module as "file:line: section.key: reason". 0 or -1. */
+int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err);
 /* Creates the loop and the host services (metrics, mailbox, pool, bus,
  * services, log settings). 0 or -1. */
 int core_setup(ph_core *c, ph_buf *err);
@@ -128,8 +140,9 @@ int core_start_admin(ph_core *c, ph_buf *err);
 void core_watch_signals(ph_core *c);
 /* Begins a graceful stop (what SIGTERM does). */
 void core_begin_stop(ph_core *c);
-/* Re-reads the configuration and calls every module's reload (SIGHUP).
- * 0 or -1 (old configuration kept, errors logged). */
+/* Re-reads the configuration, validates it and runs the modules' checks
+ * on it, then calls every module's reload (SIGHUP). 0 or -1 (a refused
+ * configuration keeps the old one; errors logged). */
 int core_reload(ph_core *c);
 /* Stops (if needed), destroys every module, frees everything. */
 void core_free(ph_core *c);

@@ -38,12 +38,16 @@ int loader_check(const ph_module *m, const char *file, ph_buf *err) {
     buf_printf(err, "%s: module %s has no init callback\n", file, m->name);
     return -1;
   }
+  /* A slot a later minor gave a meaning to was reserved, hence zero, for
+   * a module built before that minor: check is reserved[0] of ABI 1.0. */
+  int reserved_set = m->abi_minor < 1 && m->check != NULL;
   for (size_t i = 0; i < sizeof(m->reserved) / sizeof(m->reserved[0]); i++)
-    if (m->reserved[i]) {
-      buf_printf(err, "%s: module %s uses reserved descriptor fields\n", file,
-                 m->name);
-      return -1;
-    }
+    reserved_set |= m->reserved[i] != NULL;
+  if (reserved_set) {
+    buf_printf(err, "%s: module %s uses reserved descriptor fields\n", file,
+               m->name);
+    return -1;
+  }
   return 0;
 }
 

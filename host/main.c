@@ -29,7 +29,8 @@ static void usage(FILE *out) {
           "  -c, --config FILE   configuration (default %s)\n"
           "  -s, --set S.K=V     override one key (beats environment and "
           "files)\n"
-          "      --check-config  validate the configuration and exit\n"
+          "      --check-config  validate the configuration (with the "
+          "modules' checks) and exit\n"
           "      --print-config  print the effective configuration, secrets "
           "redacted\n"
           "      --list-modules  list the modules found in the module path\n"
@@ -189,6 +190,16 @@ int main(int argc, char **argv) {
     code = PH_EXIT_CONFIG;
     goto out;
   }
+  if (action == OPT_PRINT) {
+    conf_print(c->conf, stdout);
+    goto out;
+  }
+  /* Values only the modules can judge: a configuration error too, found
+   * before anything is created. */
+  if (core_check_modules(c, c->conf, &err) < 0) {
+    code = PH_EXIT_CONFIG;
+    goto out;
+  }
   if (action == OPT_CHECK) {
     /* Also what start-up would refuse before any module runs. */
     if (loader_order(c->mods, c->n_mods, c->order, &err) < 0) {
@@ -196,10 +207,6 @@ int main(int argc, char **argv) {
       goto out;
     }
     printf("configuration ok: %zu module(s)\n", c->n_mods);
-    goto out;
-  }
-  if (action == OPT_PRINT) {
-    conf_print(c->conf, stdout);
     goto out;
   }
   if (core_setup(c, &err) < 0) {

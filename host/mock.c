@@ -29,7 +29,9 @@ int mock_add(ph_mock *m, const ph_module *mod, ph_buf *err) {
 }
 
 int mock_init(ph_mock *m, ph_buf *err) {
-  if (core_validate(m->core, err) < 0 || core_setup(m->core, err) < 0)
+  if (core_validate(m->core, err) < 0 ||
+      core_check_modules(m->core, m->core->conf, err) < 0 ||
+      core_setup(m->core, err) < 0)
     return -1;
   return core_init_modules(m->core, err);
 }

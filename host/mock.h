@@ -24,8 +24,8 @@ typedef struct ph_mock ph_mock;
 ph_mock *mock_new(const char *ini_text, ph_buf *err);
 /* Adds a module linked into the test program. Before mock_init. */
 int mock_add(ph_mock *m, const ph_module *mod, ph_buf *err);
-/* Validates the configuration, creates the host services and runs every
- * module's init. 0 or -1. */
+/* Validates the configuration, runs the modules' check callbacks, creates
+ * the host services and runs every module's init. 0 or -1. */
 int mock_init(ph_mock *m, ph_buf *err);
 int mock_start(ph_mock *m, ph_buf *err);
 /* Re-reads the same configuration text, or new text when not NULL. */

@@ -4,6 +4,7 @@
  * successful checks are remembered (keyed by a SHA-256 of user and
  * password, for cache_ttl) so a browser opening many streams does not pay
  * the hash each time. Anything but a verified match is a denial. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,34 +237,70 @@ static int cancel_check(void *self, int64_t id) {
 
 static const ph_authorizer_v1 authorizer_vt = {check_password, cancel_check};
 
-/* Parses every NAME:HASH entry; nothing is replaced on error. */
-static int load_users(auth *a) {
-  size_t n = api->conf_list_len(a->ctx, "users");
-  user *users = calloc(n ? n : 1, sizeof(*users));
-  if (!users)
+/* Parses every NAME:HASH entry of "users" into a new array (*out, *n):
+ * the one parser of the key, for check, init and reload. PH_OK, or an
+ * error with a reason naming the entry by its position, never by its text
+ * (it holds a password hash). a is passed in because check runs before
+ * init set the module's api. */
+static int parse_users(const ph_api *a, ph_ctx *ctx, user **out, size_t *n,
+                       char *why, size_t whylen) {
+  size_t count = a->conf_list_len(ctx, "users");
+  user *users = calloc(count ? count : 1, sizeof(*users));
+  if (!users) {
+    snprintf(why, whylen, "out of memory");
     return PH_ENOMEM;
-  for (size_t i = 0; i < n; i++) {
-    const char *item = api->conf_list_at(a->ctx, "users", i);
+  }
+  for (size_t i = 0; i < count; i++) {
+    const char *item = a->conf_list_at(ctx, "users", i);
     const char *colon = item ? strchr(item, ':') : NULL;
     size_t nl = colon ? (size_t)(colon - item) : 0;
     if (!colon || nl == 0 || nl > CRED_MAX ||
         pwhash_parse(colon + 1, &users[i].hash) < 0) {
-      /* Never echo the entry: it holds a password hash. */
-      PH_LOG(api, a->ctx, PH_LOG_ERROR,
-             "auth_local.users: entry is not NAME:HASH (make HASH with "
-             "proxyhost-passwd)",
-             PH_UINT("entry", i + 1));
+      snprintf(why, whylen,
+               "entry %zu is not NAME:HASH (make HASH with proxyhost-passwd)",
+               i + 1);
       free(users);
       return PH_EINVAL;
     }
     memcpy(users[i].name, item, nl);
     for (size_t j = 0; j < i; j++)
       if (strcmp(users[j].name, users[i].name) == 0) {
-        PH_LOG(api, a->ctx, PH_LOG_ERROR, "auth_local.users: duplicate user",
-               PH_UINT("entry", i + 1));
+        snprintf(why, whylen, "entry %zu: duplicate user (as entry %zu)",
+                 i + 1, j + 1);
         free(users);
         return PH_EINVAL;
       }
+  }
+  *out = users;
+  *n = count;
+  return PH_OK;
+}
+
+/* ph_module.check: the users list, parsed and dropped. */
+static int auth_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                      char *why, size_t whylen) {
+  user *users;
+  size_t n;
+  int rc = parse_users(a, ctx, &users, &n, why, whylen);
+  if (rc != PH_OK) {
+    *key = "users";
+    return rc;
+  }
+  OPENSSL_cleanse(users, n * sizeof(*users));
+  free(users);
+  return PH_OK;
+}
+
+/* Replaces the user list; nothing is replaced on error. */
+static int load_users(auth *a) {
+  user *users;
+  size_t n;
+  char why[256];
+  int rc = parse_users(api, a->ctx, &users, &n, why, sizeof(why));
+  if (rc != PH_OK) {
+    PH_LOG(api, a->ctx, PH_LOG_ERROR, "auth_local.users refused",
+           PH_STR("reason", why));
+    return rc;
   }
   free(a->users);
   a->users = users;
@@ -352,6 +389,7 @@ PROXYHOST_MODULE = {
     .description = "username/password authorizer from the configuration",
     .provides = auth_provides,
     .config = auth_keys,
+    .check = auth_check,
     .init = auth_init,
     .reload = auth_reload,
     .destroy = auth_destroy,

@@ -35,7 +35,9 @@ struct ph_listener {
   unsigned closing : 1;   /* listener_close from inside on_accept */
 };
 
-/* "1.2.3.4:port" or "[v6]:port", numeric only (no DNS at start-up). */
+/* "1.2.3.4:port" or "[v6]:port", numeric only (no DNS at start-up). The
+ * one parser of listen addresses: listener_open and listener_check_addr.
+ * Reasons quote the address (never a secret) but not the key. */
 static int parse_address(const char *s, struct sockaddr_storage *ss,
                          socklen_t *len, char *err, size_t errlen) {
   const char *colon = s ? strrchr(s, ':') : NULL;
@@ -47,9 +49,7 @@ static int parse_address(const char *s, struct sockaddr_storage *ss,
       host_end = NULL;
   }
   if (!colon || !host_end || host_end - host >= INET6_ADDRSTRLEN) {
-    snprintf(err, errlen,
-             "listen address \"%s\": want IPv4:PORT or "
-             "[IPv6]:PORT",
+    snprintf(err, errlen, "\"%s\": want IPv4:PORT or [IPv6]:PORT",
              s ? s : "");
     return -1;
   }
@@ -58,7 +58,7 @@ static int parse_address(const char *s, struct sockaddr_storage *ss,
   for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
     port = port * 10 + (*p - '0');
   if (p == colon + 1 || *p || port > 65535) {
-    snprintf(err, errlen, "listen address \"%s\": invalid port", s);
+    snprintf(err, errlen, "\"%s\": invalid port (0-65535)", s);
     return -1;
   }
   char h[INET6_ADDRSTRLEN];
@@ -76,10 +76,27 @@ static int parse_address(const char *s, struct sockaddr_storage *ss,
     in6->sin6_port = htons((uint16_t)port);
     *len = sizeof(*in6);
   } else {
-    snprintf(err, errlen, "listen address \"%s\": invalid address", s);
+    snprintf(err, errlen,
+             "\"%s\": invalid address (want a numeric IPv4:PORT or "
+             "[IPv6]:PORT)",
+             s);
     return -1;
   }
   return 0;
+}
+
+int listener_check_addr(const char *address, char *why, size_t whylen) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  return parse_address(address, &ss, &len, why, whylen);
+}
+
+int listener_check_listen(ph_ctx *ctx, const ph_api *api, const char **key,
+                          char *why, size_t whylen) {
+  if (listener_check_addr(api->conf_str(ctx, "listen"), why, whylen) == 0)
+    return PH_OK;
+  *key = "listen";
+  return PH_EINVAL;
 }
 
 static int bind_socket(const listener_opts *o, struct sockaddr_storage *ss,
@@ -214,8 +231,12 @@ ph_listener *listener_open(const ph_api *api, ph_ctx *ctx,
   l->refused_total = o->refused_total;
   l->on_accept = o->on_accept;
   l->arg = o->arg;
-  if (parse_address(o->address, &l->addr, &l->addrlen, err, errlen) < 0)
+  char why[192];
+  if (parse_address(o->address, &l->addr, &l->addrlen, why, sizeof(why)) <
+      0) {
+    snprintf(err, errlen, "listen address %s", why);
     goto fail;
+  }
   l->fd = bind_socket(o, &l->addr, &l->addrlen, err, errlen);
   if (l->fd < 0)
     goto fail;

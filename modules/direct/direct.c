@@ -612,36 +612,92 @@ static void on_listener(const ph_topic *t, const void *payload, void *arg) {
 
 typedef int (*rule_fn)(policy *, int, const char *);
 
-static int add_rules(direct *d, policy *p, const char *key, int list,
-                     rule_fn fn) {
-  size_t n = api->conf_list_len(d->ctx, key);
-  for (size_t i = 0; i < n; i++) {
-    const char *item = api->conf_list_at(d->ctx, key, i);
-    if (fn(p, list, item) != 0) {
-      PH_LOG(api, d->ctx, PH_LOG_ERROR, "invalid policy rule",
-             PH_STR("key", key), PH_STR("value", item));
-      return -1;
+/* The policy keys: the list each feeds, its parser, what it takes. */
+static const struct policy_key {
+  const char *key;
+  int list;
+  rule_fn add;
+  const char *want;
+} policy_keys[] = {
+    {"allow_cidrs", POLICY_ALLOW, policy_add_cidr,
+     "an IP address or address/prefix"},
+    {"deny_cidrs", POLICY_DENY, policy_add_cidr,
+     "an IP address or address/prefix"},
+    {"allow_hosts", POLICY_ALLOW, policy_add_host, "a host name or .suffix"},
+    {"deny_hosts", POLICY_DENY, policy_add_host, "a host name or .suffix"},
+    {"allow_ports", POLICY_ALLOW, policy_add_ports,
+     "a port or a lo-hi range (1-65535)"},
+    {"deny_ports", POLICY_DENY, policy_add_ports,
+     "a port or a lo-hi range (1-65535)"},
+};
+
+/* The policy the configuration describes: the one parser of the policy
+ * keys, for check, init and reload. NULL with the failing key and a
+ * reason (quoting the rule: rules are not secrets). a is passed in
+ * because check runs before init set the module's api. */
+static policy *build_policy(const ph_api *a, ph_ctx *ctx, const char **key,
+                            char *why, size_t whylen) {
+  policy *p = policy_new();
+  if (!p) {
+    snprintf(why, whylen, "out of memory");
+    return NULL;
+  }
+  policy_set_deny_own(p, (int)a->conf_int(ctx, "deny_own_listeners"));
+  for (size_t k = 0; k < sizeof(policy_keys) / sizeof(policy_keys[0]); k++) {
+    const struct policy_key *pk = &policy_keys[k];
+    size_t n = a->conf_list_len(ctx, pk->key);
+    for (size_t i = 0; i < n; i++) {
+      const char *item = a->conf_list_at(ctx, pk->key, i);
+      int rc = item ? pk->add(p, pk->list, item) : -1;
+      if (rc == 0)
+        continue;
+      *key = pk->key;
+      if (rc == -1)
+        snprintf(why, whylen, "\"%s\" is not %s", item ? item : "",
+                 pk->want);
+      else
+        snprintf(why, whylen, "\"%s\": more than %d rules, or out of memory",
+                 item, POLICY_MAX_RULES);
+      policy_free(p);
+      return NULL;
     }
   }
-  return 0;
+  return p;
 }
 
-/* A policy from the configuration, or NULL (errors logged). */
-static policy *build_policy(direct *d) {
-  policy *p = policy_new();
+/* build_policy for init and reload: errors go to the log. */
+static policy *load_policy(direct *d) {
+  const char *key = NULL;
+  char why[256];
+  policy *p = build_policy(api, d->ctx, &key, why, sizeof(why));
   if (!p)
-    return NULL;
-  policy_set_deny_own(p, (int)api->conf_int(d->ctx, "deny_own_listeners"));
-  if (add_rules(d, p, "allow_cidrs", POLICY_ALLOW, policy_add_cidr) < 0 ||
-      add_rules(d, p, "deny_cidrs", POLICY_DENY, policy_add_cidr) < 0 ||
-      add_rules(d, p, "allow_hosts", POLICY_ALLOW, policy_add_host) < 0 ||
-      add_rules(d, p, "deny_hosts", POLICY_DENY, policy_add_host) < 0 ||
-      add_rules(d, p, "allow_ports", POLICY_ALLOW, policy_add_ports) < 0 ||
-      add_rules(d, p, "deny_ports", POLICY_DENY, policy_add_ports) < 0) {
-    policy_free(p);
-    return NULL;
-  }
+    PH_LOG(api, d->ctx, PH_LOG_ERROR, "invalid policy rule",
+           PH_STR("key", key ? key : "-"), PH_STR("reason", why));
   return p;
+}
+
+/* Each resolver_servers entry, by the parser resolver_new uses. */
+static int check_servers(const ph_api *a, ph_ctx *ctx, const char **key,
+                         char *why, size_t whylen) {
+  size_t n = a->conf_list_len(ctx, "resolver_servers");
+  for (size_t i = 0; i < n; i++)
+    if (resolver_check_server(a->conf_list_at(ctx, "resolver_servers", i),
+                              why, whylen) < 0) {
+      *key = "resolver_servers";
+      return PH_EINVAL;
+    }
+  return PH_OK;
+}
+
+/* ph_module.check: what init would refuse, without building anything
+ * that outlives the call. */
+static int direct_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                        char *why, size_t whylen) {
+  policy *p = build_policy(a, ctx, key, why, whylen);
+  if (!p)
+    return PH_EINVAL;
+  policy_free(p);
+  return check_servers(a, ctx, key, why, whylen);
 }
 
 static void read_limits(direct *d) {
@@ -713,7 +769,7 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
     d->n_buckets *= 2;
   d->buckets = calloc(d->n_buckets, sizeof(*d->buckets));
   d->deliver_timer = api->timer_new(ctx, on_deliver, d);
-  d->pol = build_policy(d);
+  d->pol = load_policy(d);
   if (!d->buckets || !d->deliver_timer || !d->pol)
     return d->pol ? PH_ENOMEM : PH_EINVAL;
   d->res = build_resolver(d);
@@ -739,7 +795,7 @@ static int direct_start(void *state) {
 
 static int direct_reload(void *state) {
   direct *d = state;
-  policy *p = build_policy(d);
+  policy *p = load_policy(d); /* checked before: fails only without memory */
   if (!p)
     return PH_EINVAL;
   policy_copy_learned(p, d->pol);
@@ -784,6 +840,7 @@ PROXYHOST_MODULE = {
                    "executor, c-ares DNS, happy eyeballs, target policy",
     .provides = direct_provides,
     .config = direct_keys,
+    .check = direct_check,
     .init = direct_init,
     .start = direct_start,
     .reload = direct_reload,

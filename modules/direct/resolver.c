@@ -91,6 +91,21 @@ static int format_server(const char *item, char *out, size_t outlen) {
   return len > 0 && (size_t)len < outlen ? 0 : -1;
 }
 
+/* format_server with a reason for the configuration error. */
+static int server_entry(const char *item, char *out, size_t outlen,
+                        char *why, size_t whylen) {
+  if (item && format_server(item, out, outlen) == 0)
+    return 0;
+  snprintf(why, whylen, "\"%s\" is not a numeric ip[:port] or [ip6]:port",
+           item ? item : "");
+  return -1;
+}
+
+int resolver_check_server(const char *item, char *why, size_t whylen) {
+  char one[96];
+  return server_entry(item, one, sizeof(one), why, whylen);
+}
+
 /* ---- driving c-ares from the loop ------------------------------------ */
 
 static void rearm(resolver *r) {
@@ -167,9 +182,9 @@ static int set_servers(resolver *r, const resolver_opts *o, char *err,
   size_t used = 0;
   csv[0] = '\0';
   for (size_t i = 0; i < o->n_servers; i++) {
-    char one[96];
-    if (format_server(o->servers[i], one, sizeof(one)) < 0) {
-      snprintf(err, errlen, "resolver_servers: bad server '%s'", o->servers[i]);
+    char one[96], why[160];
+    if (server_entry(o->servers[i], one, sizeof(one), why, sizeof(why)) < 0) {
+      snprintf(err, errlen, "resolver_servers: %s", why);
       return -1;
     }
     int len =

@@ -44,6 +44,12 @@ typedef struct resolver_opts {
   void *release_arg;
 } resolver_opts;
 
+/* Whether item is a server entry resolver_new accepts ("ip", "ip:port",
+ * "[ip6]", "[ip6]:port" or a bare IPv6 address; numeric, port 1-65535),
+ * by the same parser: 0, or -1 with a reason quoting item in why. Pure
+ * (no channel, no I/O). */
+int resolver_check_server(const char *item, char *why, size_t whylen);
+
 /* NULL with a reason in err (which never contains raw system text). */
 resolver *resolver_new(const ph_api *api, ph_ctx *ctx, const resolver_opts *o,
                        char *err, size_t errlen);

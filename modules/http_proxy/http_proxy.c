@@ -225,6 +225,7 @@ PROXYHOST_MODULE = {
                    "forwarding with keep-alive",
     .requires = hp_requires,
     .config = hp_keys,
+    .check = listener_check_listen,
     .init = hp_init,
     .start = hp_start,
     .reload = hp_reload,

@@ -851,6 +851,8 @@ PROXYHOST_MODULE = {
     .description = "SOCKS5 frontend (RFC 1928 CONNECT, RFC 1929 auth)",
     .requires = s5_requires,
     .config = s5_keys,
+    /* The listen address is parsed at start, by the same code. */
+    .check = listener_check_listen,
     .init = s5_init,
     .start = s5_start,
     .reload = s5_reload,

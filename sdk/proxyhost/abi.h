@@ -9,6 +9,10 @@
  *  - The host loads a module only when the module's major equals the host's
  *    and the module's minor is not greater than the host's.
  *  - The ABI never depends on configure switches or build options.
+ *  - 1.1 added ph_module.check (taken from reserved[0]).
+ *
+ * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
+ * below: keep them plain numbers with nothing after them.
  */
 #ifndef PROXYHOST_ABI_H
 #define PROXYHOST_ABI_H
@@ -19,10 +23,10 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 0
+#define PH_ABI_MINOR 1
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
-/* "major.minor", e.g. "1.0" */
+/* "major.minor", e.g. "1.1" */
 #define PH_ABI_STRING PH_ABI_STR_(PH_ABI_MAJOR) "." PH_ABI_STR_(PH_ABI_MINOR)
 
 /* Status codes returned by host API functions and module callbacks.

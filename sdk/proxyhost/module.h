@@ -21,6 +21,11 @@
  * Link with: -module -avoid-version -export-symbols-regex '^proxyhost_module$'
  *
  * Lifecycle, all on the loop thread, driven by the host:
+ *   check   (ABI 1.1) pure validation of the values init and reload
+ *           would interpret, after the host validated every key's type
+ *           and bounds: from --check-config, before any init at start-up,
+ *           and on SIGHUP against the new configuration before it
+ *           replaces the old one. No state yet. Optional.
  *   init    every module, in dependency order (providers of a service
  *           before its users, configuration order otherwise): read config,
  *           register services, topics, subscriptions and metrics.
@@ -42,10 +47,17 @@
  *           succeeded): free everything. Optional.
  * init/start/reload return PH_OK or a negative ph_status; a failure stops
  * the host with a message naming the module.
+ *
+ * A value that only the module can judge (an address, a rule, an entry
+ * format) belongs in check, so that a mistake is a configuration error
+ * (exit 2, "file:line: section.key: reason") rather than an init failure
+ * (exit 4), and a SIGHUP carrying it is refused as a whole. Let check and
+ * init call the same parsing code.
  */
 #ifndef PROXYHOST_MODULE_H
 #define PROXYHOST_MODULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <proxyhost/abi.h>
@@ -76,7 +88,32 @@ typedef struct ph_module {
   int (*stop)(void *state);
   void (*destroy)(void *state);
 
-  void *reserved[8]; /* must be zero (designated initialisers do that) */
+  /* Optional, ABI 1.1 (it was reserved[0] in 1.0; a 1.0 module leaves it
+   * NULL, which the host reads as "no check"). Validates the module's
+   * configuration without acting on it. The host calls it on the loop
+   * thread, once per module in configuration order, only after every key
+   * passed the typed validation; there is no state (init may never run).
+   *
+   * It may read its section with api->conf_str, conf_int, conf_list_len
+   * and conf_list_at (they show the configuration being checked, which on
+   * SIGHUP is the new one, not yet in force), and call module_name,
+   * log_enabled, log and log_rl. It must not create anything that
+   * outlives the call: no sockets, files, threads, timers, fd watchers,
+   * jobs, posts, services, topics, subscriptions or metrics (the host
+   * refuses those calls during check: NULL / PH_ESTATE). Temporary memory
+   * freed before it returns is fine.
+   *
+   * Returns PH_OK, or a negative ph_status (PH_EINVAL for a bad value)
+   * after setting *key to the offending key's name (a string that
+   * outlives the call, e.g. a literal; leave it NULL when no single key
+   * is at fault) and writing a one-line, NUL-terminated reason into why
+   * (whylen bytes, at least 256). The host prints
+   * "file:line: section.key: reason" with the key's source. Never put a
+   * PH_CONF_SENSITIVE value in the reason. Report the first bad value. */
+  int (*check)(ph_ctx *ctx, const ph_api *api, const char **key, char *why,
+               size_t whylen);
+
+  void *reserved[7]; /* must be zero (designated initialisers do that) */
 } ph_module;
 
 #define PH_MODULE_HEADER(name_, version_)                                  \

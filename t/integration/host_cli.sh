@@ -5,7 +5,7 @@
 
 out=$("$PROXYHOST" --version); rc=$?
 is "$rc" 0 "--version exits 0"
-like "$out" "proxyhost 0.1.0 (module SDK ABI 1.0)" "--version names the ABI"
+like "$out" "proxyhost 0.1.0 (module SDK ABI 1.1)" "--version names the ABI"
 "$PROXYHOST" --help >/dev/null; is $? 0 "--help exits 0"
 "$PROXYHOST" --bogus >/dev/null 2>&1; is $? 2 "unknown option exits 2"
 
@@ -28,11 +28,13 @@ is "$rc" 0 "--check-config accepts a good configuration"
 like "$out" "configuration ok: 1 module(s)" "and says so"
 
 # One error class per case: the message is file:line: section.key: reason.
-check_error() { # NAME INI-BODY EXPECTED
+check_error() { # NAME INI-BODY EXPECTED [ARGS...]
   printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n%b' "$TMOD" "$2" >"$T/bad.ini"
-  err=$("$PROXYHOST" -c "$T/bad.ini" --check-config 2>&1); rc=$?
-  is "$rc" 2 "$1: exit 2"
-  like "$err" "$3" "$1: message"
+  name=$1 want=$3
+  shift 3
+  err=$("$PROXYHOST" -c "$T/bad.ini" --check-config "$@" 2>&1); rc=$?
+  is "$rc" 2 "$name: exit 2"
+  like "$err" "$want" "$name: message"
 }
 check_error "unknown section" '[nosuch]\nx = 1\n' "bad.ini:4: nosuch: unknown section"
 check_error "unknown key" '[probe]\ncolour = red\n' "bad.ini:5: probe.colour: unknown key"
@@ -44,6 +46,22 @@ check_error "bad size" '[probe]\nbuffer = 12 apples\n' "bad.ini:5: probe.buffer:
 check_error "bad enum" '[probe]\nmode = turbo\n' "bad.ini:5: probe.mode:"
 check_error "host key range" 'threads = 0\n' "bad.ini:4: proxyhost.threads:"
 check_error "duplicate key" '[probe]\ncount = 1\ncount = 2\n' "bad.ini:6: probe.count: duplicate key"
+# Values only the module understands: its check callback runs once the
+# types passed, with the same file:line: section.key: reason and exit 2.
+check_error "module check" '[probe]\nword = Not-Letters\n' \
+  'bad.ini:5: probe.word: "Not-Letters" is not lower-case letters'
+check_error "module check, --set" '' "probe.word: \"x1\"" --set probe.word=x1
+like "$err" "--set: probe.word:" "module check, --set: the source is named"
+check_error "types first" '[probe]\nword = Not-Letters\ncount = 101\n' \
+  "bad.ini:6: probe.count: 101 is above the maximum 100"
+unlike "$err" "probe.word" "types first: no module check on a typed failure"
+# Start-up runs the checks before any init: exit 2, not 4 (fail_init
+# would exit 4 if init ran).
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\nword = UPPER\nfail_init = true\n' "$TMOD" >"$T/start.ini"
+err=$("$PROXYHOST" -c "$T/start.ini" 2>&1); rc=$?
+is "$rc" 2 "start-up: a value the module's check refuses exits 2"
+like "$err" 'start.ini:7: probe.word: "UPPER" is not lower-case letters' "start-up: file:line: section.key: reason"
+unlike "$err" "init failed" "start-up: no init ran"
 err=$(printf 'stray = 1\n[proxyhost]\n' >"$T/stray.ini"; "$PROXYHOST" -c "$T/stray.ini" --check-config 2>&1); rc=$?
 is "$rc" 2 "a key before any section exits 2"
 like "$err" "stray.ini:1:" "and names the line"
@@ -96,7 +114,7 @@ like "$out" "refused:" "flags a refused module"
 printf '[proxyhost]\nmodules = %s/bad_major.so\n' "$TMOD" >"$T/badmod.ini"
 err=$("$PROXYHOST" -c "$T/badmod.ini" --check-config 2>&1); rc=$?
 is "$rc" 3 "a refused module exits 3"
-like "$err" "module ABI 2.0 is not compatible with host ABI 1.0" "with both versions"
+like "$err" "module ABI 2.0 is not compatible with host ABI 1.1" "with both versions"
 
 # The build-tree binary finds the build-tree modules without a module_path.
 : >"$T/empty.ini"

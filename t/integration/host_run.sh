@@ -31,7 +31,7 @@ out=$(http_get "http://127.0.0.1:$port/readyz")
 like "$out" "200" "/readyz is 200 when every module is ready"
 metrics=$(http_get "http://127.0.0.1:$port/metrics")
 like "$metrics" "200" "/metrics answers 200"
-like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.0\"} 1" "build info exported"
+like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.1\"} 1" "build info exported"
 is "$(metric "$metrics" probe_jobs_done_total)" 3 "module jobs finished through the pool"
 if [ -n "$pm" ]; then
   like "$metrics" "process_open_fds " "process_metrics module exports fds"
@@ -58,6 +58,20 @@ wait_for failed; ok $? "an invalid configuration on SIGHUP is refused and counte
 running "$PH_PID"; ok $? "and the process keeps running"
 like "$(cat "$T/ph.log")" "run.ini:" "the refusal names file:line"
 unlike "$(cat "$T/ph.log")" "do-not-log-me" "the secret never reaches the log"
+
+# A value that passes the types but not the module's check callback: the
+# reload is refused as a whole (greeting stays), and the process serves on.
+write_conf third "word = Not-Letters"
+kill -HUP "$PH_PID"
+failed2() { http_get "http://127.0.0.1:$port/metrics" | grep -qF 'proxyhost_reloads_total{result="failed"} 2'; }
+wait_for failed2; ok $? "a value the module's check refuses on SIGHUP is refused and counted"
+running "$PH_PID"; ok $? "and the process keeps running"
+is "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" probe_reloads_total)" 1 \
+  "the module's reload did not run"
+healthy "$port"; ok $? "/healthz still answers 200"
+like "$(cat "$T/ph.log")" 'run.ini:13: probe.word: \"Not-Letters\" is not lower-case letters' \
+  "the refusal names file:line: section.key: reason"
+unlike "$(cat "$T/ph.log")" "greeting=third" "the valid new values were not applied either"
 
 # SIGTERM: drain (probe takes 300 ms) and exit 0 within the deadline.
 write_conf second "stop_delay = 300ms"

@@ -1,8 +1,9 @@
 /* probe: a test module that exercises the SDK from the module side. The
  * integration tests and the mock-host test drive it through its config:
  * readiness, slow drains, failing init/start, helper-thread jobs, bus
- * traffic, a service for probe_user, and metrics that report what
- * happened. */
+ * traffic, a service for probe_user, a check callback for a value only it
+ * judges (word), and metrics that report what happened. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,7 +49,29 @@ static const ph_conf_key probe_keys[] = {
      "read at start only", NULL},
     {"buffer", PH_CONF_SIZE, "64KiB", 1024, 1 << 30, 0, NULL, "a size",
      NULL},
+    {"word", PH_CONF_STRING, "probe", 0, 32, 0, NULL,
+     "lower-case letters only: a value only the module's check judges",
+     NULL},
     PH_CONF_END};
+
+/* The rule for "word", shared by check and init. */
+static int word_valid(const char *w, char *why, size_t whylen) {
+  for (const char *p = w; p && *p; p++)
+    if (*p < 'a' || *p > 'z') {
+      snprintf(why, whylen, "\"%s\" is not lower-case letters", w);
+      return 0;
+    }
+  return 1;
+}
+
+/* Reads its configuration only (ABI 1.1). */
+static int probe_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                       char *why, size_t whylen) {
+  if (word_valid(a->conf_str(ctx, "word"), why, whylen))
+    return PH_OK;
+  *key = "word";
+  return PH_EINVAL;
+}
 
 static int echo(void *self, int x) {
   probe *p = self;
@@ -103,6 +126,12 @@ static int probe_init(ph_ctx *ctx, const ph_api *a, void **state) {
     api->set_ready(ctx, 0);
   if (api->conf_int(ctx, "fail_init"))
     return PH_EINVAL;
+  char why[128];
+  if (!word_valid(api->conf_str(ctx, "word"), why, sizeof(why))) {
+    /* Unreachable through the host, which ran probe_check first. */
+    PH_LOG(api, ctx, PH_LOG_ERROR, "init: word refused", PH_STR("why", why));
+    return PH_EINVAL;
+  }
   return PH_OK;
 }
 
@@ -175,6 +204,7 @@ PROXYHOST_MODULE = {
     .provides = probe_provides,
     .config = probe_keys,
     .init = probe_init,
+    .check = probe_check,
     .start = probe_start,
     .reload = probe_reload,
     .stop = probe_stop,

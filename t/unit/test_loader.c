@@ -1,5 +1,6 @@
 /* The module loader: what it accepts, what it refuses and how it says so,
  * and the start order it derives from provides/requires. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,18 @@ static void test_refusals(ph_buf *err) {
   like(err->data, "bad_magic.so: not a proxyhost module (bad magic",
        "wrong magic: one clear line naming the file");
 
+  char want[160];
   is_int(load(MOD("bad_major"), NULL, NULL, err), -1, "wrong major refused");
-  like(err->data, "bad_major.so: module ABI 2.0 is not compatible with host "
-                  "ABI 1.0",
-       "wrong major: both versions and the file in one line");
+  snprintf(want, sizeof(want),
+           "bad_major.so: module ABI %d.0 is not compatible with host ABI %s",
+           PH_ABI_MAJOR + 1, PH_ABI_STRING);
+  like(err->data, want, "wrong major: both versions and the file in one line");
 
   is_int(load(MOD("new_minor"), NULL, NULL, err), -1, "newer minor refused");
-  like(err->data, "new_minor.so: module ABI 1.1 is not compatible with host "
-                  "ABI 1.0",
-       "newer minor: both versions and the file");
+  snprintf(want, sizeof(want),
+           "new_minor.so: module ABI %d.%d is not compatible with host ABI %s",
+           PH_ABI_MAJOR, PH_ABI_MINOR + 1, PH_ABI_STRING);
+  like(err->data, want, "newer minor: both versions and the file");
 
   is_int(load(MOD("no_symbol"), NULL, NULL, err), -1,
          "shared object without descriptor refused");
@@ -135,6 +139,264 @@ static void test_cycle_and_callbacks(ph_buf *err) {
   core_free(c);
 }
 
+/* ---- descriptor slots and the optional check callback (ABI 1.1) ---- */
+
+/* A module built against ABI 1.0: the check slot was reserved[0], zero. */
+static const ph_module old_minor = {.magic = PH_MODULE_MAGIC,
+                                    .abi_major = PH_ABI_MAJOR,
+                                    .abi_minor = 0,
+                                    .name = "old_minor",
+                                    .version = "1",
+                                    .init = nop_init};
+
+static const ph_conf_key word_keys[] = {
+    {"word", PH_CONF_STRING, "ok", 0, 32, 0, NULL, "lower-case letters",
+     NULL},
+    {"other", PH_CONF_INT, "1", 0, 9, 0, NULL, "not checked", NULL},
+    PH_CONF_END};
+
+static int check_calls;
+
+/* A check that reads only its configuration: word must be [a-z]*. */
+static int word_check(ph_ctx *ctx, const ph_api *api, const char **key,
+                      char *why, size_t whylen) {
+  check_calls++;
+  const char *w = api->conf_str(ctx, "word");
+  for (const char *p = w; p && *p; p++)
+    if (*p < 'a' || *p > 'z') {
+      *key = "word";
+      snprintf(why, whylen, "\"%s\" is not lower-case letters", w);
+      return PH_EINVAL;
+    }
+  return PH_OK;
+}
+
+/* A failure that no single key explains. */
+static int keyless_check(ph_ctx *ctx, const ph_api *api, const char **key,
+                         char *why, size_t whylen) {
+  (void)key;
+  if (api->conf_int(ctx, "other") == 9) {
+    snprintf(why, whylen, "other = 9 needs a word");
+    return PH_EINVAL;
+  }
+  return PH_OK;
+}
+
+static const ph_module chk_a = {PH_MODULE_HEADER("chk_a", "1"),
+                                .config = word_keys, .init = nop_init,
+                                .check = word_check};
+static const ph_module chk_b = {PH_MODULE_HEADER("chk_b", "1"),
+                                .config = word_keys, .init = nop_init,
+                                .check = word_check};
+static const ph_module chk_k = {PH_MODULE_HEADER("chk_k", "1"),
+                                .config = word_keys, .init = nop_init,
+                                .check = keyless_check};
+
+/* Old minor, but something in the slot it saw as reserved[0]. */
+static const ph_module old_minor_slot = {.magic = PH_MODULE_MAGIC,
+                                         .abi_major = PH_ABI_MAJOR,
+                                         .abi_minor = 0,
+                                         .name = "old_minor_slot",
+                                         .version = "1",
+                                         .init = nop_init,
+                                         .check = word_check};
+static const ph_module last_reserved = {
+    PH_MODULE_HEADER("last_reserved", "1"), .init = nop_init,
+    .reserved = {[sizeof(((ph_module *)0)->reserved) / sizeof(void *) - 1] =
+                     (void *)1}};
+static const ph_module first_reserved = {PH_MODULE_HEADER("first_reserved",
+                                                          "1"),
+                                         .init = nop_init,
+                                         .reserved = {[0] = (void *)1}};
+
+static void test_descriptor_slots(ph_buf *err) {
+  ok(sizeof(ph_module) == offsetof(ph_module, destroy) + 9 * sizeof(void *),
+     "the descriptor keeps its 1.0 size: check took a reserved slot");
+  ph_core *c = core_new();
+  buf_reset(err);
+  core_read_config(c, NULL, "", NULL, 0, NULL, err);
+  is_int(core_add_module(c, &old_minor, err), 0,
+         "a module built for minor 0 (no check) loads");
+  is_int(core_add_module(c, &last_reserved, err), -1,
+         "a set remaining reserved slot (the last) is refused");
+  like(err->data, "module last_reserved uses reserved descriptor fields",
+       "reserved slot: reason given");
+  buf_reset(err);
+  is_int(core_add_module(c, &first_reserved, err), -1,
+         "a set remaining reserved slot (the first) is refused");
+  buf_reset(err);
+  is_int(core_add_module(c, &old_minor_slot, err), -1,
+         "a minor-0 module with its reserved[0] (now check) set is refused");
+  like(err->data, "module old_minor_slot uses reserved descriptor fields",
+       "old minor slot: reason given");
+  buf_reset(err);
+  is_int(core_validate(c, err), 0, "the old module's configuration validates");
+  is_int(core_check_modules(c, c->conf, err), 0,
+         "check passes over a module without a check callback");
+  core_free(c);
+}
+
+/* A core with chk_a, chk_b, chk_k and old_minor on config text. */
+static ph_core *check_core(const char *text, const char *const *sets,
+                           size_t n_sets, ph_buf *err) {
+  ph_core *c = core_new();
+  buf_reset(err);
+  if (core_read_config(c, NULL, text, sets, n_sets, NULL, err) < 0 ||
+      core_add_module(c, &chk_a, err) < 0 ||
+      core_add_module(c, &chk_b, err) < 0 ||
+      core_add_module(c, &chk_k, err) < 0 ||
+      core_add_module(c, &old_minor, err) < 0 || core_validate(c, err) < 0) {
+    printf("# setup failed: %s\n", err->data ? err->data : "?");
+    core_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static void test_check_reports(ph_buf *err) {
+  check_calls = 0;
+  ph_core *c = check_core("[chk_a]\nword = fine\n", NULL, 0, err);
+  ok(c != NULL, "modules with check callbacks load");
+  if (!c)
+    return;
+  is_int(core_check_modules(c, c->conf, err), 0, "good values pass");
+  is_int(check_calls, 2, "each module's check ran once");
+  ok(err->len == 0, "no errors");
+  core_free(c);
+
+  c = check_core("[chk_a]\nword = Bad\n[chk_b]\n\nword = bad too\n"
+                 "[chk_k]\nother = 9\n",
+                 NULL, 0, err);
+  if (!c)
+    return;
+  is_int(core_check_modules(c, c->conf, err), -1, "bad values fail");
+  like(err->data, "(config):2: chk_a.word: \"Bad\" is not lower-case letters\n",
+       "file:line: section.key: reason");
+  like(err->data, "(config):5: chk_b.word: \"bad too\" is not lower-case",
+       "every failing module is reported");
+  like(err->data, "(config):6: chk_k: other = 9 needs a word\n",
+       "a failure without a key names the section at its header");
+  core_free(c);
+
+  const char *sets[] = {"chk_b.word=X"};
+  c = check_core("", sets, 1, err);
+  if (!c)
+    return;
+  is_int(core_check_modules(c, c->conf, err), -1, "a bad --set value fails");
+  like(err->data, "--set: chk_b.word: \"X\" is not lower-case letters",
+       "a --set value names --set");
+  core_free(c);
+}
+
+static int64_t g_submit, g_post;
+static int g_timer, g_io, g_service, g_read;
+static void nop_work(void *arg) { (void)arg; }
+static void nop_done(void *arg, int status) {
+  (void)arg;
+  (void)status;
+}
+static void nop_call(void *arg) { (void)arg; }
+static void nop_timer(ph_timer *t, void *arg) {
+  (void)t;
+  (void)arg;
+}
+static void nop_io(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  (void)revents;
+  (void)arg;
+}
+
+/* A check that breaks the contract: everything but reading must fail. */
+static int greedy_check(ph_ctx *ctx, const ph_api *api, const char **key,
+                        char *why, size_t whylen) {
+  (void)key;
+  (void)why;
+  (void)whylen;
+  void *self;
+  g_read = api->conf_int(ctx, "other") == 1;
+  ph_timer *t = api->timer_new(ctx, nop_timer, NULL);
+  g_timer = t != NULL;
+  api->timer_free(t);
+  ph_io *io = api->io_new(ctx, 0, 0, nop_io, NULL);
+  g_io = io != NULL;
+  api->io_free(io);
+  g_submit = api->submit(ctx, nop_work, nop_done, NULL);
+  g_post = api->post(ctx, nop_call, NULL, NULL);
+  g_service = api->service_get(ctx, "greedy.svc", 1, 0, &self) != NULL;
+  if (g_service)
+    api->service_release(ctx, "greedy.svc");
+  return PH_OK;
+}
+
+static const int greedy_vt = 1;
+static int greedy_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  (void)state;
+  return api->service_register(ctx, "greedy.svc", 1, 0, &greedy_vt, NULL);
+}
+
+static const ph_module greedy = {PH_MODULE_HEADER("greedy", "1"),
+                                 .config = word_keys, .init = greedy_init,
+                                 .check = greedy_check};
+
+static void expect_refused(const char *when) {
+  char name[128];
+  snprintf(name, sizeof(name), "%s: conf_* read", when);
+  ok(g_read, name);
+  snprintf(name, sizeof(name), "%s: timer_new refused", when);
+  ok(!g_timer, name);
+  snprintf(name, sizeof(name), "%s: io_new refused", when);
+  ok(!g_io, name);
+  snprintf(name, sizeof(name), "%s: submit refused", when);
+  is_int(g_submit, PH_ESTATE, name);
+  snprintf(name, sizeof(name), "%s: post refused", when);
+  is_int(g_post, PH_ESTATE, name);
+  snprintf(name, sizeof(name), "%s: service_get refused", when);
+  ok(!g_service, name);
+}
+
+static void test_check_is_pure(ph_buf *err) {
+  ph_core *c = core_new();
+  buf_reset(err);
+  core_read_config(c, NULL, "", NULL, 0, NULL, err);
+  core_add_module(c, &greedy, err);
+  core_validate(c, err);
+  /* --check-config: no loop, no pool, no mailbox exist yet. */
+  is_int(core_check_modules(c, c->conf, err), 0, "check before setup");
+  expect_refused("before setup");
+  /* A reload: the loop and the pool run, services can be looked up. */
+  ok(core_setup(c, err) == 0 && core_init_modules(c, err) == 0 &&
+         core_start_modules(c, err) == 0,
+     "the module starts and registers greedy.svc");
+  is_int(core_check_modules(c, c->conf, err), 0, "check with a running host");
+  expect_refused("running host");
+  core_free(c);
+}
+
+/* SIGHUP: the new configuration is checked before it replaces the old. */
+static void test_check_on_reload(ph_buf *err) {
+  ph_core *c = check_core("[chk_a]\nword = first\n", NULL, 0, err);
+  if (!c)
+    return;
+  ok(core_check_modules(c, c->conf, err) == 0 && core_setup(c, err) == 0 &&
+         core_init_modules(c, err) == 0 && core_start_modules(c, err) == 0,
+     "modules with checks start");
+  free(c->config_text);
+  c->config_text = strdup("[chk_a]\nword = second\n[chk_b]\nword = B4d\n"
+                          "other = 5\n");
+  check_calls = 0;
+  is_int(core_reload(c), -1, "a reload with a value its check refuses fails");
+  ok(check_calls >= 2, "the checks ran on the new configuration");
+  is_str(conf_str(c->conf, "chk_a", "word"), "first",
+         "all or nothing: the valid new value is not applied either");
+  is_int(conf_int(c->conf, "chk_b", "other"), 1, "nor another key's value");
+  free(c->config_text);
+  c->config_text = strdup("[chk_a]\nword = second\n");
+  is_int(core_reload(c), 0, "a reload with good values is applied");
+  is_str(conf_str(c->conf, "chk_a", "word"), "second", "the new value is in");
+  core_free(c);
+}
+
 int main(void) {
   plan_lazy();
   ph_buf err;
@@ -144,6 +406,10 @@ int main(void) {
   test_missing_provider(&err);
   test_dependency_order(&err);
   test_cycle_and_callbacks(&err);
+  test_descriptor_slots(&err);
+  test_check_reports(&err);
+  test_check_is_pure(&err);
+  test_check_on_reload(&err);
   buf_free(&err);
   return done_testing();
 }
