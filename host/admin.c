@@ -364,8 +364,10 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
 }
 
 /* "1.2.3.4:port" or "[v6]:port", numeric only. */
+/* "IPv4:PORT" or "[IPv6]:PORT", numeric only. The reason quotes the
+ * address; the caller adds what it was for. */
 static int parse_listen(const char *s, struct sockaddr_storage *ss,
-                        socklen_t *len, ph_buf *err) {
+                        socklen_t *len, char *why, size_t whylen) {
   const char *colon = strrchr(s, ':');
   const char *host = s, *host_end = colon;
   if (s[0] == '[') {
@@ -375,7 +377,7 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss,
       host_end = NULL;
   }
   if (!colon || !host_end || host_end - host >= INET6_ADDRSTRLEN) {
-    buf_printf(err, "admin listen %s: want IPv4:PORT or [IPv6]:PORT", s);
+    snprintf(why, whylen, "\"%s\": want IPv4:PORT or [IPv6]:PORT", s);
     return -1;
   }
   const char *p = colon + 1;
@@ -383,7 +385,7 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss,
   for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
     port = port * 10 + (*p - '0');
   if (p == colon + 1 || *p || port > 65535) {
-    buf_printf(err, "admin listen %s: invalid port", s);
+    snprintf(why, whylen, "\"%s\": invalid port (0-65535)", s);
     return -1;
   }
   char h[INET6_ADDRSTRLEN];
@@ -401,7 +403,10 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss,
     in6->sin6_port = htons((uint16_t)port);
     *len = sizeof(*in6);
   } else {
-    buf_printf(err, "admin listen %s: invalid address \"%s\"", s, h);
+    snprintf(why, whylen,
+             "\"%s\": invalid address (want a numeric IPv4:PORT or "
+             "[IPv6]:PORT)",
+             s);
     return -1;
   }
   return 0;
@@ -417,11 +422,20 @@ static int bound_port(int fd) {
   return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
+int admin_check_listen(const char *listen_on, char *why, size_t whylen) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  return parse_listen(listen_on, &ss, &len, why, whylen);
+}
+
 static int open_listener(const char *listen_on, ph_buf *err) {
   struct sockaddr_storage ss;
   socklen_t len;
-  if (parse_listen(listen_on, &ss, &len, err) < 0)
+  char why[160];
+  if (parse_listen(listen_on, &ss, &len, why, sizeof(why)) < 0) {
+    buf_printf(err, "admin listen %s", why);
     return -1;
+  }
   const char *step = "socket";
   int one = 1;
   int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -24,6 +24,9 @@ typedef struct ph_admin_opts {
   void *ready_arg;
 } ph_admin_opts;
 
+/* Whether listen_on is a valid listen address, without binding: 0, or -1
+ * with the reason in why. */
+int admin_check_listen(const char *listen_on, char *why, size_t whylen);
 /* Binds and listens. NULL with the reason in err. */
 ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
                       ph_buf *err);

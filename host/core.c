@@ -251,6 +251,15 @@ _Thread_local ph_conf *core_checking;
 
 int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err) {
   int rc = 0;
+  /* The host's own value that only a parser can judge. */
+  const char *admin_listen = conf_str(conf, "admin", "listen");
+  char awhy[CHECK_WHY_MAX];
+  if (admin_listen && *admin_listen &&
+      admin_check_listen(admin_listen, awhy, sizeof(awhy)) < 0) {
+    conf_where(conf, "admin", "listen", err);
+    buf_printf(err, "admin.listen: %s\n", awhy);
+    rc = -1;
+  }
   for (size_t i = 0; i < c->n_mods; i++) {
     ph_ctx *ctx = c->mods[i];
     if (!ctx->mod->check)

@@ -124,9 +124,10 @@ int core_load_modules(ph_core *c, ph_buf *err);
 int core_add_module(ph_core *c, const ph_module *m, ph_buf *err);
 /* Declares every section and validates the configuration. 0 or -1. */
 int core_validate(ph_core *c, ph_buf *err);
-/* Calls every module's check callback (ABI 1.1) on conf, which passed
- * core_validate or conf_finalize: values only a module can judge. Reports
- * every failing module as "file:line: section.key: reason". 0 or -1. */
+/* Checks the values only a parser can judge, on conf, which passed
+ * core_validate or conf_finalize: the host's [admin] listen, then every
+ * module's check callback (ABI 1.1). Reports every failure as
+ * "file:line: section.key: reason". 0 or -1. */
 int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err);
 /* Creates the loop and the host services (metrics, mailbox, pool, bus,
  * services, log settings). 0 or -1. */

@@ -31,6 +31,19 @@ else
   skip "conf/local.ini needs direct, socks5, http_proxy and process_metrics"
 fi
 
+# ---- the host's own [admin] listen -------------------------------------------
+printf '[proxyhost]\n[admin]\nlisten = localhost:9470\n' >"$T/admin.ini"
+err=$("$PROXYHOST" -c "$T/admin.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "[admin] listen, a name: --check-config exits 2"
+like "$err" 'admin.ini:3: admin.listen: "localhost:9470": invalid address' \
+  "[admin] listen: names file:line, section and key"
+err=$("$PROXYHOST" -c "$T/admin.ini" 2>&1); rc=$?
+is "$rc" 2 "[admin] listen, a name: start-up exits 2, before binding anything"
+err=$("$PROXYHOST" -c "$T/admin.ini" --set admin.listen='[::1]:0' --check-config 2>&1)
+is "$?" 0 "[admin] listen = [::1]:0 passes"
+err=$("$PROXYHOST" -c "$T/admin.ini" --set admin.listen= --check-config 2>&1)
+is "$?" 0 "[admin] listen empty (no admin listener) passes"
+
 # ---- socks5: the listen address -------------------------------------------
 if have_module socks5 && have_module direct; then
   check_bad "socks5 listen, a name" "direct, socks5" \

@@ -365,23 +365,41 @@ static void expect_start_error(struct ev_loop *loop, const char *listen,
   buf_free(&err);
 }
 
+/* One parser serves admin_check_listen (--check-config, exit 2) and
+ * admin_start: the same reason from both. */
+static void expect_bad_listen(struct ev_loop *loop, const char *listen,
+                              const char *why) {
+  char got[200] = "";
+  char name[240];
+  snprintf(name, sizeof(name), "admin_check_listen(%s) refuses", listen);
+  ok(admin_check_listen(listen, got, sizeof(got)) == -1, name);
+  is_str(got, why, "... with the reason");
+  char want[240];
+  snprintf(want, sizeof(want), "admin listen %s", why);
+  expect_start_error(loop, listen, 1, 1, want);
+}
+
 static void test_start_errors(struct ev_loop *loop) {
-  expect_start_error(loop, "127.0.0.1:99999", 1, 1,
-                     "admin listen 127.0.0.1:99999: invalid port");
-  expect_start_error(loop, "127.0.0.1:", 1, 1,
-                     "admin listen 127.0.0.1:: invalid port");
-  expect_start_error(loop, "127.0.0.1:8x", 1, 1,
-                     "admin listen 127.0.0.1:8x: invalid port");
-  expect_start_error(loop, "127.0.0.1", 1, 1,
-                     "admin listen 127.0.0.1: want IPv4:PORT or [IPv6]:PORT");
-  expect_start_error(loop, "localhost:9470", 1, 1,
-                     "admin listen localhost:9470: invalid address "
-                     "\"localhost\"");
-  expect_start_error(loop, "::1:9470", 1, 1,
-                     "admin listen ::1:9470: invalid address \"::1\"");
-  expect_start_error(loop, "[127.0.0.1]:9470", 1, 1,
-                     "admin listen [127.0.0.1]:9470: invalid address "
-                     "\"127.0.0.1\"");
+  expect_bad_listen(loop, "127.0.0.1:99999",
+                    "\"127.0.0.1:99999\": invalid port (0-65535)");
+  expect_bad_listen(loop, "127.0.0.1:",
+                    "\"127.0.0.1:\": invalid port (0-65535)");
+  expect_bad_listen(loop, "127.0.0.1:8x",
+                    "\"127.0.0.1:8x\": invalid port (0-65535)");
+  expect_bad_listen(loop, "127.0.0.1",
+                    "\"127.0.0.1\": want IPv4:PORT or [IPv6]:PORT");
+  const char *numeric = ": invalid address (want a numeric IPv4:PORT or "
+                        "[IPv6]:PORT)";
+  char why[200];
+  const char *names[] = {"localhost:9470", "::1:9470", "[127.0.0.1]:9470"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    snprintf(why, sizeof(why), "\"%s\"%s", names[i], numeric);
+    expect_bad_listen(loop, names[i], why);
+  }
+  char none[8] = "x";
+  ok(admin_check_listen("[::1]:0", none, sizeof(none)) == 0 &&
+         admin_check_listen("0.0.0.0:9470", none, sizeof(none)) == 0,
+     "admin_check_listen accepts [::1]:0 and 0.0.0.0:9470");
   expect_start_error(loop, "", 1, 1, "admin listen: no address");
   expect_start_error(loop, "127.0.0.1:0", 0, 1,
                      "admin: max_connections must be at least 1, got 0");
