@@ -8,44 +8,10 @@
 
 #include "bus.h"
 #include "mailbox.h"
+#include "counter_test.h"
+#include "loop_test.h"
 #include "metrics.h"
 #include "tap.h"
-
-/* Counters come from the metrics registry: the real one when the test is
- * built with the host library. */
-static ph_registry *reg;
-
-static ph_series *counter(const char *name) {
-  ph_metric_def def = {
-      .name = name, .help = "test counter", .type = PH_METRIC_COUNTER};
-  return metrics_series(metrics_register(reg, &def, NULL), NULL);
-}
-
-static long long series_value(ph_series *s) {
-  return (long long)metrics_value(s);
-}
-
-/* ---- bounded loop runs ------------------------------------------------- */
-
-static void safety_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-  (void)revents;
-  *(int *)w->data = 1;
-  ev_break(loop, EVBREAK_ALL);
-}
-
-/* Runs the loop until done(arg) or secs pass. Returns done(arg). */
-static int run_until(struct ev_loop *loop, int (*done)(void *), void *arg,
-                     double secs) {
-  int fired = 0;
-  ev_timer safety;
-  ev_timer_init(&safety, safety_cb, secs, 0.);
-  safety.data = &fired;
-  ev_timer_start(loop, &safety);
-  while (!done(arg) && !fired)
-    ev_run(loop, EVRUN_ONCE);
-  ev_timer_stop(loop, &safety);
-  return done(arg);
-}
 
 /* ---- payloads with a free counter -------------------------------------- */
 

@@ -6,32 +6,13 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "loop_test.h"
 #include "pool.h"
 #include "tap.h"
 
 static pthread_t loop_thread;
 
-/* ---- bounded loop runs and waits --------------------------------------- */
-
-static void safety_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-  (void)revents;
-  *(int *)w->data = 1;
-  ev_break(loop, EVBREAK_ALL);
-}
-
-/* Runs the loop until done(arg) or secs pass. Returns done(arg). */
-static int run_until(struct ev_loop *loop, int (*done)(void *), void *arg,
-                     double secs) {
-  int fired = 0;
-  ev_timer safety;
-  ev_timer_init(&safety, safety_cb, secs, 0.);
-  safety.data = &fired;
-  ev_timer_start(loop, &safety);
-  while (!done(arg) && !fired)
-    ev_run(loop, EVRUN_ONCE);
-  ev_timer_stop(loop, &safety);
-  return done(arg);
-}
+/* ---- bounded waits ----------------------------------------------------- */
 
 static struct timespec deadline(double secs) {
   struct timespec ts;
