@@ -204,21 +204,7 @@ if have_auth_local; then
   hash=$(password_hash s3cret-pw)
   admin=$(free_port)
   HP=$(free_port)
-  cat >"$T/b.ini" <<EOC
-[proxyhost]
-modules = auth_local, http_proxy, direct
-module_path = $MODS
-drain_timeout = 2s
-[admin]
-listen = 127.0.0.1:$admin
-[http_proxy]
-listen = 127.0.0.1:$HP
-auth = password
-[auth_local]
-users = alice:$hash
-[direct]
-resolver_servers = 127.0.0.1:$dns_port
-EOC
+  password_config http_proxy "$HP" "127.0.0.1:$admin" "$hash" >"$T/b.ini"
   : >"$T/ph.log"
   start_proxyhost "$T/b.ini"
   B_PID=$PH_PID
@@ -254,18 +240,7 @@ fi
 
 # auth = password without an authorizer: start fails, with a clear message.
 HP=$(free_port)
-cat >"$T/c.ini" <<EOC
-[proxyhost]
-modules = http_proxy, direct
-module_path = $MODS
-[admin]
-listen =
-[http_proxy]
-listen = 127.0.0.1:$HP
-auth = password
-[direct]
-resolver_servers = 127.0.0.1:$dns_port
-EOC
+password_config http_proxy "$HP" "" >"$T/c.ini"
 "$PROXYHOST" -c "$T/c.ini" >"$T/c.out" 2>&1
 rc=$?
 is "$rc" 4 "auth = password without an authorizer fails start (exit 4)"

@@ -204,21 +204,7 @@ if have_auth_local; then
   hash=$(password_hash s3cret-pw)
   admin=$(free_port)
   sport=$(free_port)
-  cat >"$T/c.ini" <<EOC
-[proxyhost]
-modules = auth_local, socks5, direct
-module_path = $MODS
-drain_timeout = 2s
-[admin]
-listen = 127.0.0.1:$admin
-[socks5]
-listen = 127.0.0.1:$sport
-auth = password
-[auth_local]
-users = alice:$hash
-[direct]
-resolver_servers = 127.0.0.1:$dns_port
-EOC
+  password_config socks5 "$sport" "127.0.0.1:$admin" "$hash" >"$T/c.ini"
   : >"$T/ph.log"
   start_proxyhost "$T/c.ini"
   C_PID=$PH_PID
@@ -247,18 +233,7 @@ fi
 
 # auth = password without an authorizer: start fails, naming the service.
 sport=$(free_port)
-cat >"$T/d.ini" <<EOC
-[proxyhost]
-modules = socks5, direct
-module_path = $MODS
-[admin]
-listen =
-[socks5]
-listen = 127.0.0.1:$sport
-auth = password
-[direct]
-resolver_servers = 127.0.0.1:$dns_port
-EOC
+password_config socks5 "$sport" "" >"$T/d.ini"
 "$PROXYHOST" -c "$T/d.ini" >"$T/d.out" 2>&1
 rc=$?
 is "$rc" 4 "auth = password without an authorizer fails start (exit 4)"

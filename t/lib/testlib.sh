@@ -118,6 +118,22 @@ start_tls_target() {
   wait_for port_open "$tls_port"
 }
 
+# password_config FRONTEND PORT ADMIN [HASH]: prints the configuration of
+# a proxyhost whose FRONTEND (socks5 or http_proxy) listens on
+# 127.0.0.1:PORT with auth = password, over direct resolving through the
+# test's dnsd ($dns_port). With HASH, auth_local holds user alice with it;
+# without, no authorizer is loaded. ADMIN: host:port, or empty for none.
+password_config() {
+  mods="$1, direct"
+  [ -n "${4:-}" ] && mods="auth_local, $mods"
+  printf '[proxyhost]\nmodules = %s\nmodule_path = %s\ndrain_timeout = 2s\n' \
+    "$mods" "$top_builddir/modules"
+  printf '[admin]\nlisten = %s\n[%s]\nlisten = 127.0.0.1:%s\nauth = password\n' \
+    "$3" "$1" "$2"
+  printf '[direct]\nresolver_servers = 127.0.0.1:%s\n' "$dns_port"
+  if [ -n "${4:-}" ]; then printf '[auth_local]\nusers = alice:%s\n' "$4"; fi
+}
+
 healthy() { [ "$(http_get "http://127.0.0.1:$1/healthz" | head -1)" = 200 ]; }
 
 # running PID: true while the process exists and is not a zombie (kill -0
