@@ -1,9 +1,9 @@
 /* auth_local: the "authorizer" service from a user list in the module's
  * configuration section, with passwords stored as PBKDF2 hashes (made by
  * proxyhost-passwd). Hash checks run on the host's helper threads; recent
- * successful checks are remembered (keyed by a SHA-256 of user and
- * password, for cache_ttl) so a browser opening many streams does not pay
- * the hash each time. Anything but a verified match is a denial. */
+ * successful checks are remembered (cache.c, keyed by a SHA-256 of user
+ * and password, for cache_ttl) so a browser opening many streams does not
+ * pay the hash each time. Anything but a verified match is a denial. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #include <proxyhost/authorizer.h>
 #include <proxyhost/module.h>
 
+#include "cache.h"
 #include "pwhash.h"
 
 #define MAX_USERS 1024
@@ -24,11 +25,6 @@ typedef struct user {
   pwhash hash;
 } user;
 
-typedef struct cache_entry {
-  unsigned char key[32]; /* SHA-256(user NUL password) */
-  int64_t expires_ms;
-} cache_entry;
-
 typedef struct check check;
 typedef struct auth auth;
 
@@ -38,9 +34,10 @@ struct check {
   int64_t job; /* > 0 while a helper job is outstanding */
   int cancelled;
   int verdict;
-  unsigned char key[32];
-  pwhash hash; /* copy: the user list may be reloaded meanwhile */
-  int known;   /* the user exists (else a dummy hash is checked) */
+  unsigned char key[AUTH_CACHE_KEY_LEN]; /* SHA-256(user NUL password) */
+  uint64_t cache_gen; /* the cache it may fill when verified */
+  pwhash hash;        /* copy: the user list may be reloaded meanwhile */
+  int known;          /* the user exists (else a dummy hash is checked) */
   char password[CRED_MAX + 1];
   size_t password_len;
   ph_auth_cb cb;
@@ -53,8 +50,8 @@ struct auth {
   user *users;
   size_t n_users;
   pwhash dummy; /* checked for unknown users: same cost, no enumeration */
-  cache_entry *cache;
-  size_t cache_size, cache_next;
+  auth_cache *cache;
+  uint64_t cache_gen; /* bumped when a reload replaces the cache */
   int64_t cache_ttl_ms;
   int64_t max_pending, pending;
   int64_t next_id;
@@ -71,7 +68,7 @@ static const ph_conf_key auth_keys[] = {
      "NAME:HASH entries; HASH from proxyhost-passwd", NULL},
     {"cache_ttl", PH_CONF_DURATION, "60s", 0, 3600000, 0, NULL,
      "how long a verified password is remembered (0: never)", NULL},
-    {"cache_size", PH_CONF_INT, "1024", 0, 100000, 0, NULL,
+    {"cache_size", PH_CONF_INT, "1024", 0, AUTH_CACHE_MAX, 0, NULL,
      "remembered verifications", NULL},
     {"max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
      "checks in flight; beyond it a check is denied", NULL},
@@ -92,22 +89,12 @@ static void cred_key(const char *u, size_t ul, const char *p, size_t pl,
   memset(out, 0xff, 32); /* cannot match a real entry's expiry check */
 }
 
-static int cache_hit(auth *a, const unsigned char key[32]) {
-  int64_t now = api->now_ms(a->ctx);
-  for (size_t i = 0; i < a->cache_size; i++)
-    if (a->cache[i].expires_ms > now &&
-        CRYPTO_memcmp(a->cache[i].key, key, 32) == 0)
-      return 1;
-  return 0;
-}
-
-static void cache_put(auth *a, const unsigned char key[32]) {
-  if (a->cache_size == 0 || a->cache_ttl_ms == 0)
+/* Remembers a verification, unless a reload replaced the cache since the
+ * check started: it was verified against the old user list. */
+static void cache_put(auth *a, const check *c) {
+  if (a->cache_ttl_ms == 0 || c->cache_gen != a->cache_gen)
     return;
-  cache_entry *e = &a->cache[a->cache_next];
-  a->cache_next = (a->cache_next + 1) % a->cache_size;
-  memcpy(e->key, key, 32);
-  e->expires_ms = api->now_ms(a->ctx) + a->cache_ttl_ms;
+  auth_cache_put(a->cache, c->key, api->now_ms(a->ctx) + a->cache_ttl_ms);
 }
 
 static void count(auth *a, int verdict, int hit) {
@@ -143,7 +130,7 @@ static void verify_done(void *arg, int status) {
   int verdict = status == PH_OK ? c->verdict : PH_AUTH_UNAVAILABLE;
   if (!c->cancelled) {
     if (verdict == PH_AUTH_ALLOW)
-      cache_put(a, c->key);
+      cache_put(a, c);
     count(a, verdict, 0);
     c->cb(c->arg, verdict);
   }
@@ -191,7 +178,8 @@ static int64_t check_password(void *self, const char *u, size_t ul,
   c->cb = cb;
   c->arg = arg;
   cred_key(u, ul, p, pl, c->key);
-  if (cache_hit(a, c->key)) {
+  c->cache_gen = a->cache_gen;
+  if (auth_cache_hit(a->cache, c->key, api->now_ms(a->ctx))) {
     defer(a, c, PH_AUTH_ALLOW, 1);
     return c->id;
   }
@@ -310,18 +298,22 @@ static int load_users(auth *a) {
   return PH_OK;
 }
 
+/* The new cache is made first: new users never meet the old cache. */
 static int apply_config(auth *a) {
-  int rc = load_users(a);
-  if (rc != PH_OK)
-    return rc;
-  size_t size = (size_t)api->conf_int(a->ctx, "cache_size");
-  cache_entry *cache = calloc(size ? size : 1, sizeof(*cache));
+  auth_cache *cache =
+      auth_cache_new((size_t)api->conf_int(a->ctx, "cache_size"));
   if (!cache)
     return PH_ENOMEM;
-  free(a->cache); /* a reload forgets what was remembered */
+  int rc = load_users(a);
+  if (rc != PH_OK) {
+    auth_cache_free(cache);
+    return rc;
+  }
+  /* A reload forgets what was remembered, and what checks still in
+   * flight would remember (verified against the old list). */
+  auth_cache_free(a->cache);
   a->cache = cache;
-  a->cache_size = size;
-  a->cache_next = 0;
+  a->cache_gen++;
   a->cache_ttl_ms = api->conf_int(a->ctx, "cache_ttl");
   a->max_pending = api->conf_int(a->ctx, "max_pending");
   return PH_OK;
@@ -378,7 +370,7 @@ static void auth_destroy(void *state) {
   }
   api->timer_free(a->defer_timer);
   free(a->users);
-  free(a->cache);
+  auth_cache_free(a->cache);
   free(a);
 }
 

@@ -1,11 +1,13 @@
 /* auth_local through the mock host: verdicts, asynchronous answers, the
- * verification cache, cancellation, the in-flight bound, bad entries. */
+ * verification cache, cancellation, the in-flight bound, bad entries,
+ * what a reload forgets; and the cache itself (cache.c) directly. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <proxyhost/authorizer.h>
 
+#include "cache.h"
 #include "mock.h"
 #include "pwhash.h"
 #include "tap.h"
@@ -40,14 +42,23 @@ static void wait_answers(ph_mock *m, answer **as, int n) {
   }
 }
 
-static ph_mock *start(const char *extra, const ph_authorizer_v1 **vt,
-                      void **self) {
-  char hash[PWHASH_TEXT_MAX], text[4096];
-  if (pwhash_create("s3cret", 6, 1000, hash, sizeof(hash)) < 0)
-    return NULL;
-  snprintf(text, sizeof(text),
+/* The configuration text: alice with password pw, then extra lines. */
+static int conf_text(char *text, size_t len, const char *pw,
+                     const char *extra) {
+  char hash[PWHASH_TEXT_MAX];
+  if (pwhash_create(pw, strlen(pw), 1000, hash, sizeof(hash)) < 0)
+    return -1;
+  snprintf(text, len,
            "[proxyhost]\nmodules = %s\n[auth_local]\nusers = alice:%s\n%s",
            MODULE, hash, extra);
+  return 0;
+}
+
+static ph_mock *start(const char *extra, const ph_authorizer_v1 **vt,
+                      void **self) {
+  char text[4096];
+  if (conf_text(text, sizeof(text), "s3cret", extra) < 0)
+    return NULL;
   buf_reset(&err);
   ph_mock *m = mock_new(text, &err);
   if (!m || mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
@@ -137,12 +148,222 @@ static void test_bad_entry(void) {
   mock_free(m);
 }
 
+/* Checks u/p and runs the loop until the answer came; the verdict. */
+static int verdict_of(ph_mock *m, const ph_authorizer_v1 *vt, void *self,
+                      const char *u, const char *p) {
+  answer a = {0};
+  answer *one[] = {&a};
+  check(vt, self, u, p, &a);
+  wait_answers(m, one, 1);
+  return a.calls == 1 ? a.verdict : -100;
+}
+
+static void test_reload_forgets(void) {
+  const ph_authorizer_v1 *vt = NULL;
+  void *self;
+  ph_mock *m = start("", &vt, &self);
+  ok(m && vt, "started");
+  if (!m || !vt)
+    return;
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW, "verified");
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
+         "remembered");
+  like(mock_metrics_text(m),
+       "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+       "the second check came from the cache");
+  char text[4096];
+  ok(conf_text(text, sizeof(text), "n3w-pw", "") == 0 &&
+         mock_reload(m, text) == 0,
+     "reload with a new password for alice");
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_DENY,
+         "the old password is not accepted from the cache after reload");
+  like(mock_metrics_text(m),
+       "proxyhost_auth_checks_total{result=\"deny\",cache=\"miss\"} 1",
+       "it was checked against the new hash");
+  is_int(verdict_of(m, vt, self, "alice", "n3w-pw"), PH_AUTH_ALLOW,
+         "the new password is accepted");
+  mock_stop(m);
+  mock_free(m);
+}
+
+/* A check submitted before a reload and finished after it answers as
+ * verified then, but must not fill the new cache with the old password. */
+static void test_reload_in_flight(void) {
+  const ph_authorizer_v1 *vt = NULL;
+  void *self;
+  ph_mock *m = start("", &vt, &self);
+  ok(m && vt, "started");
+  if (!m || !vt)
+    return;
+  answer before = {0};
+  answer *one[] = {&before};
+  ok(check(vt, self, "alice", "s3cret", &before) > 0, "check submitted");
+  char text[4096];
+  ok(conf_text(text, sizeof(text), "n3w-pw", "") == 0 &&
+         mock_reload(m, text) == 0,
+     "reload while the check is in flight");
+  wait_answers(m, one, 1);
+  is_int(before.verdict, PH_AUTH_ALLOW,
+         "the in-flight check answers against the password it started with");
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_DENY,
+         "its result was not remembered across the reload");
+  unlike(mock_metrics_text(m),
+         "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+         "no cache hit at all");
+  mock_stop(m);
+  mock_free(m);
+}
+
+static void test_max_cache_size(void) {
+  const ph_authorizer_v1 *vt = NULL;
+  void *self;
+  ph_mock *m = start("cache_size = 100000\n", &vt, &self);
+  ok(m && vt, "starts with the largest cache_size");
+  if (!m || !vt)
+    return;
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW, "verified");
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
+         "remembered");
+  like(mock_metrics_text(m),
+       "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+       "the largest cache answers from memory");
+  mock_stop(m);
+  mock_free(m);
+  buf_reset(&err);
+  m = mock_new("[proxyhost]\nmodules = " MODULE
+               "\n[auth_local]\ncache_size = 100001\n",
+               &err);
+  ok(m == NULL || mock_init(m, &err) < 0, "one more is refused");
+  mock_free(m);
+}
+
+/* ---- the cache on its own ---------------------------------------------- */
+
+/* Key n; with same_bucket, keys differ only after the bytes the cache
+ * hashes, so they all collide. */
+static void key_of(unsigned char k[AUTH_CACHE_KEY_LEN], uint32_t n,
+                   int same_bucket) {
+  memset(k, 0x5a, AUTH_CACHE_KEY_LEN);
+  if (!same_bucket)
+    memcpy(k, &n, sizeof(n));
+  memcpy(k + AUTH_CACHE_KEY_LEN - sizeof(n), &n, sizeof(n));
+}
+
+static int hit(auth_cache *c, uint32_t n, int same_bucket, int64_t now) {
+  unsigned char k[AUTH_CACHE_KEY_LEN];
+  key_of(k, n, same_bucket);
+  return auth_cache_hit(c, k, now);
+}
+
+static void put(auth_cache *c, uint32_t n, int same_bucket, int64_t exp) {
+  unsigned char k[AUTH_CACHE_KEY_LEN];
+  key_of(k, n, same_bucket);
+  auth_cache_put(c, k, exp);
+}
+
+static void test_cache_hits(void) {
+  auth_cache *c = auth_cache_new(4);
+  ok(c != NULL, "cache of 4");
+  if (!c)
+    return;
+  is_int(hit(c, 1, 0, 0), 0, "empty: miss");
+  put(c, 1, 0, 100);
+  is_int(hit(c, 1, 0, 50), 1, "hit before expiry");
+  is_int(hit(c, 1, 0, 99), 1, "hit 1 ms before expiry");
+  is_int(hit(c, 1, 0, 100), 0, "miss at expiry");
+  is_int(hit(c, 2, 0, 50), 0, "another key: miss");
+  unsigned char k[AUTH_CACHE_KEY_LEN];
+  key_of(k, 1, 0);
+  k[AUTH_CACHE_KEY_LEN - 1] ^= 1;
+  is_int(auth_cache_hit(c, k, 50), 0, "a key differing in its last byte");
+  put(c, 1, 0, 200);
+  is_int(hit(c, 1, 0, 150), 1, "putting again sets the new expiry");
+  auth_cache_free(c);
+
+  c = auth_cache_new(0);
+  ok(c != NULL, "cache of 0");
+  put(c, 1, 0, 100);
+  is_int(hit(c, 1, 0, 50), 0, "a cache of 0 remembers nothing");
+  auth_cache_free(c);
+  auth_cache_free(NULL);
+}
+
+/* The test name, marked when every key shares one bucket. */
+static const char *nm(const char *name, int same_bucket) {
+  static char text[128];
+  snprintf(text, sizeof(text), "%s%s", name,
+           same_bucket ? " (one bucket)" : "");
+  return text;
+}
+
+static void test_cache_eviction(int same_bucket) {
+  auth_cache *c = auth_cache_new(3);
+  ok(c != NULL, nm("cache of 3", same_bucket));
+  if (!c)
+    return;
+  for (uint32_t n = 0; n < 3; n++)
+    put(c, n, same_bucket, 1000);
+  ok(hit(c, 0, same_bucket, 0) && hit(c, 1, same_bucket, 0) &&
+         hit(c, 2, same_bucket, 0),
+     nm("full: all three hit", same_bucket));
+  put(c, 3, same_bucket, 1000);
+  is_int(hit(c, 0, same_bucket, 0), 0,
+         nm("at capacity the oldest goes", same_bucket));
+  ok(hit(c, 1, same_bucket, 0) && hit(c, 2, same_bucket, 0) &&
+         hit(c, 3, same_bucket, 0),
+     nm("the others stay", same_bucket));
+  put(c, 2, same_bucket, 1000); /* already there: evicts nothing */
+  ok(hit(c, 1, same_bucket, 0) && hit(c, 2, same_bucket, 0) &&
+         hit(c, 3, same_bucket, 0),
+     nm("putting a present key again evicts nothing", same_bucket));
+  put(c, 1, same_bucket, 1000); /* keeps its place: 1, 2, 3 */
+  put(c, 4, same_bucket, 1000);
+  is_int(hit(c, 1, same_bucket, 0), 0,
+         nm("a key put again keeps its place in the order", same_bucket));
+  ok(hit(c, 2, same_bucket, 0) && hit(c, 3, same_bucket, 0) &&
+         hit(c, 4, same_bucket, 0),
+     nm("the newer ones stay", same_bucket));
+  for (uint32_t n = 10; n < 13; n++)
+    put(c, n, same_bucket, 1000);
+  ok(!hit(c, 2, same_bucket, 0) && !hit(c, 3, same_bucket, 0) &&
+         !hit(c, 4, same_bucket, 0) && hit(c, 10, same_bucket, 0) &&
+         hit(c, 11, same_bucket, 0) && hit(c, 12, same_bucket, 0),
+     nm("a full turn replaces everything", same_bucket));
+  auth_cache_free(c);
+}
+
+static void test_cache_max(void) {
+  ok(auth_cache_new(AUTH_CACHE_MAX + 1) == NULL,
+     "more than AUTH_CACHE_MAX is refused");
+  auth_cache *c = auth_cache_new(AUTH_CACHE_MAX);
+  ok(c != NULL, "cache of AUTH_CACHE_MAX");
+  if (!c)
+    return;
+  for (uint32_t n = 0; n < AUTH_CACHE_MAX; n++)
+    put(c, n, 0, 1000);
+  uint32_t hits = 0;
+  for (uint32_t n = 0; n < AUTH_CACHE_MAX; n++)
+    hits += (uint32_t)hit(c, n, 0, 0);
+  is_int(hits, AUTH_CACHE_MAX, "every entry of a full cache hits");
+  put(c, AUTH_CACHE_MAX, 0, 1000);
+  ok(!hit(c, 0, 0, 0) && hit(c, 1, 0, 0) && hit(c, AUTH_CACHE_MAX, 0, 0),
+     "one more evicts exactly the oldest");
+  auth_cache_free(c);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 65536);
+  test_cache_hits();
+  test_cache_eviction(0);
+  test_cache_eviction(1);
+  test_cache_max();
   test_verdicts();
   test_bound();
   test_bad_entry();
+  test_reload_forgets();
+  test_reload_in_flight();
+  test_max_cache_size();
   buf_free(&err);
   return done_testing();
 }
