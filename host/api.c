@@ -335,4 +335,5 @@ const ph_api ph_host_api = {
     .gauge_set = metrics_gauge_set,
     .gauge_add = metrics_gauge_add,
     .observe = metrics_observe,
+    .counter_set = metrics_counter_set,
 };

@@ -7,7 +7,9 @@
  * and metrics_series is a few string compares. Updates never allocate and
  * never lock: counters are an atomic add, gauges and histogram sums keep
  * the IEEE-754 bit pattern of a double in an atomic uint64_t and change it
- * with compare-and-swap. */
+ * with compare-and-swap. A counter whose total comes from outside
+ * (metrics_counter_set) keeps it as a double too, beside the integer, so
+ * it can be fractional without slowing down inc. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strdup under -std=c11 */
 #endif
@@ -25,6 +27,9 @@ struct ph_series {
   ph_metric_type type;
   /* counter: the count; gauge: the value's bits; histogram: the sum's bits */
   _Atomic uint64_t value;
+  /* counter: the bits of the total given by metrics_counter_set, NaN until
+   * the first one (then it is what is shown); unused by other types */
+  _Atomic uint64_t set_total;
   /* histogram: n_buckets + 1 per-bucket (not cumulative) counts, the last
    * one for +Inf; NULL otherwise */
   _Atomic uint64_t *buckets;
@@ -376,6 +381,7 @@ static int alloc_series(ph_metric *m) {
     /* 0.0 is all-zero bits, so calloc already set sums and gauges to 0;
      * the explicit init keeps that independent of the representation. */
     atomic_init(&s->value, m->type == PH_METRIC_COUNTER ? 0 : dbits(0.0));
+    atomic_init(&s->set_total, dbits(NAN));
     s->buckets = m->bucket_counts ? m->bucket_counts + i * per : NULL;
   }
   return 0;
@@ -500,6 +506,25 @@ void metrics_inc(ph_series *s, uint64_t n) {
     atomic_fetch_add_explicit(&s->value, n, memory_order_relaxed);
 }
 
+/* Only ever raises the total: NaN (never set) compares false with
+ * everything, so the first valid value is always taken. */
+void metrics_counter_set(ph_series *s, double v) {
+  if (!s || s->type != PH_METRIC_COUNTER || !(v >= 0) || isinf(v))
+    return;
+  uint64_t old = atomic_load_explicit(&s->set_total, memory_order_relaxed);
+  /* On failure old is reloaded and the comparison made again. */
+  while (isnan(bitsd(old)) || v > bitsd(old))
+    if (atomic_compare_exchange_weak_explicit(&s->set_total, &old, dbits(v),
+                                              memory_order_relaxed,
+                                              memory_order_relaxed))
+      return;
+}
+
+/* The total a counter set from outside shows; NaN when never set. */
+static double set_total(const ph_series *s) {
+  return bitsd(atomic_load_explicit(&s->set_total, memory_order_relaxed));
+}
+
 void metrics_gauge_set(ph_series *s, double v) {
   if (s && s->type == PH_METRIC_GAUGE)
     atomic_store_explicit(&s->value, dbits(v), memory_order_relaxed);
@@ -526,7 +551,10 @@ double metrics_value(ph_series *s) {
   if (!s)
     return 0;
   uint64_t u = atomic_load_explicit(&s->value, memory_order_relaxed);
-  return s->type == PH_METRIC_COUNTER ? (double)u : bitsd(u);
+  if (s->type != PH_METRIC_COUNTER)
+    return bitsd(u);
+  double set = set_total(s);
+  return isnan(set) ? (double)u : set;
 }
 
 /* The count is the sum of the per-bucket counts rather than a separate
@@ -586,10 +614,16 @@ static void render_series(ph_buf *out, const ph_metric *m, size_t idx) {
   uint64_t u = atomic_load_explicit(&s->value, memory_order_relaxed);
   char num[40];
   switch (m->type) {
-  case PH_METRIC_COUNTER:
-    snprintf(num, sizeof(num), "%" PRIu64, u);
+  case PH_METRIC_COUNTER: {
+    /* A counted total stays an exact integer, even past 2^53. */
+    double set = set_total(s);
+    if (isnan(set))
+      snprintf(num, sizeof(num), "%" PRIu64, u);
+    else
+      format_double(set, num);
     put_simple(out, m, idx, "", num);
     break;
+  }
   case PH_METRIC_GAUGE:
     format_double(bitsd(u), num);
     put_simple(out, m, idx, "", num);

@@ -27,6 +27,10 @@ ph_metric *metrics_register(ph_registry *r, const ph_metric_def *def,
 ph_series *metrics_series(ph_metric *m, const char *const *values);
 
 void metrics_inc(ph_series *s, uint64_t n);
+/* Counters only: sets the total from an outside monotonic source (may be
+ * fractional). Lower, NaN, negative and infinite values are ignored; once
+ * set, the set total is what is shown (inc no longer is). */
+void metrics_counter_set(ph_series *s, double v);
 void metrics_gauge_set(ph_series *s, double v);
 void metrics_gauge_add(ph_series *s, double v);
 void metrics_observe(ph_series *s, double v);

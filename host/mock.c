@@ -1,17 +1,53 @@
+/* The mock host: the host core driven by a test program instead of main.c.
+ * Two faces over one implementation: mock_* (host/mock.h), which our unit
+ * tests link, and ph_mock_* (<proxyhost/mock.h>), the only symbols that
+ * libproxyhost-mock exports. The public face adds phase checks, so that a
+ * misuse is an error code and not a crash inside the host, and copies the
+ * errors into the caller's buffer. */
 #include "mock.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Where the public face is in the lifecycle (the in-tree face does not
+ * look at it). */
+enum mock_phase {
+  MOCK_NEW = 0,
+  MOCK_INITED,
+  MOCK_STARTED,
+  MOCK_STOPPED,
+  MOCK_FAILED /* init or start failed: only free, metrics, ready */
+};
 
 struct ph_mock {
   ph_core *core;
   ph_buf text;
+  enum mock_phase phase;
 };
 
+/* The core uses libev's default loop and the process-wide logger: two live
+ * mocks would share the loop, and freeing one would destroy it under the
+ * other. */
+static atomic_int mock_alive;
+
+#define MOCK_ERR_LIMIT 65536
+#define MOCK_RUN_MAX_MS 3600000
+
+/* ---- the in-tree face ---------------------------------------------------- */
+
 ph_mock *mock_new(const char *ini_text, ph_buf *err) {
-  ph_mock *m = calloc(1, sizeof(*m));
-  if (!m)
+  if (atomic_exchange(&mock_alive, 1)) {
+    buf_puts(err, "another mock host is alive in this process; free it "
+                  "first (one at a time)\n");
     return NULL;
+  }
+  ph_mock *m = calloc(1, sizeof(*m));
+  if (!m) {
+    atomic_store(&mock_alive, 0);
+    return NULL;
+  }
   buf_init(&m->text, 0);
   m->core = core_new();
   if (!m->core ||
@@ -73,6 +109,8 @@ int mock_stop(ph_mock *m) {
 }
 
 const char *mock_metrics_text(ph_mock *m) {
+  if (!m->core->metrics)
+    return ""; /* before init created the registry */
   buf_reset(&m->text);
   metrics_render(m->core->metrics, &m->text);
   return m->text.data ? m->text.data : "";
@@ -105,4 +143,190 @@ void mock_free(ph_mock *m) {
   core_free(m->core);
   buf_free(&m->text);
   free(m);
+  atomic_store(&mock_alive, 0);
 }
+
+/* ---- the public face: <proxyhost/mock.h> -------------------------------- */
+
+/* err is always written when errlen > 0: "" unless there are reasons. */
+static void put_err(char *err, size_t errlen, const char *text) {
+  if (err && errlen > 0)
+    snprintf(err, errlen, "%s", text ? text : "");
+}
+
+static void put_buf(char *err, size_t errlen, const ph_buf *b) {
+  put_err(err, errlen, b->data);
+}
+
+static int refuse(char *err, size_t errlen, int status, const char *what,
+                  const char *rule) {
+  if (err && errlen > 0)
+    snprintf(err, errlen, "%s: %s\n", what, rule);
+  return status;
+}
+
+#define NO_MOCK(what) refuse(err, errlen, PH_EINVAL, what, "the mock is NULL")
+
+/* Whether the loop and the host services exist and may run. */
+static int loop_usable(const ph_mock *m) {
+  return m && (m->phase == MOCK_INITED || m->phase == MOCK_STARTED ||
+               m->phase == MOCK_STOPPED);
+}
+
+ph_mock *ph_mock_new(const char *ini_text, char *err, size_t errlen) {
+  ph_buf b;
+  buf_init(&b, MOCK_ERR_LIMIT);
+  ph_mock *m = mock_new(ini_text, &b);
+  if (!m && b.len == 0)
+    buf_puts(&b, "out of memory\n");
+  put_err(err, errlen, m ? "" : b.data);
+  buf_free(&b);
+  return m;
+}
+
+int ph_mock_add(ph_mock *m, const ph_module *mod, char *err, size_t errlen) {
+  if (!m)
+    return NO_MOCK("ph_mock_add");
+  if (m->phase != MOCK_NEW)
+    return refuse(err, errlen, PH_ESTATE, "ph_mock_add",
+                  "modules are added before ph_mock_init");
+  if (!mod)
+    return refuse(err, errlen, PH_EINVAL, "ph_mock_add", "the module is NULL");
+  ph_buf b;
+  buf_init(&b, MOCK_ERR_LIMIT);
+  int rc = mock_add(m, mod, &b) < 0 ? PH_EINVAL : PH_OK;
+  put_buf(err, errlen, &b);
+  buf_free(&b);
+  return rc;
+}
+
+int ph_mock_init(ph_mock *m, char *err, size_t errlen) {
+  if (!m)
+    return NO_MOCK("ph_mock_init");
+  if (m->phase != MOCK_NEW)
+    return refuse(err, errlen, PH_ESTATE, "ph_mock_init",
+                  "already called");
+  ph_buf b;
+  buf_init(&b, MOCK_ERR_LIMIT);
+  int rc = mock_init(m, &b) < 0 ? PH_EINVAL : PH_OK;
+  m->phase = rc == PH_OK ? MOCK_INITED : MOCK_FAILED;
+  put_buf(err, errlen, &b);
+  buf_free(&b);
+  return rc;
+}
+
+int ph_mock_start(ph_mock *m, char *err, size_t errlen) {
+  if (!m)
+    return NO_MOCK("ph_mock_start");
+  if (m->phase != MOCK_INITED)
+    return refuse(err, errlen, PH_ESTATE, "ph_mock_start",
+                  "allowed once, right after a successful ph_mock_init");
+  ph_buf b;
+  buf_init(&b, MOCK_ERR_LIMIT);
+  int rc = mock_start(m, &b) < 0 ? PH_EINVAL : PH_OK;
+  m->phase = rc == PH_OK ? MOCK_STARTED : MOCK_FAILED;
+  put_buf(err, errlen, &b);
+  buf_free(&b);
+  return rc;
+}
+
+/* Validates text exactly as core_reload will (read, declare every
+ * section, finalize, the modules' checks), on a scratch core holding the
+ * same descriptors: core_reload only logs its reasons, and the public API
+ * returns them. check callbacks are pure (ABI 1.1), so running them twice
+ * changes nothing. */
+static int reload_precheck(ph_mock *m, const char *text, ph_buf *err) {
+  ph_core *s = core_new();
+  if (!s) {
+    buf_puts(err, "out of memory\n");
+    return -1;
+  }
+  int rc = core_read_config(s, NULL, text, NULL, 0, m->core->env, err);
+  for (size_t i = 0; rc == 0 && i < m->core->n_mods; i++)
+    rc = core_add_module(s, m->core->mods[i]->mod, err);
+  if (rc == 0)
+    rc = core_validate(s, err);
+  if (rc == 0)
+    rc = core_check_modules(s, s->conf, err);
+  core_free(s); /* no loop, no init ran: frees the parsed text only */
+  return rc;
+}
+
+int ph_mock_reload(ph_mock *m, const char *new_text, char *err,
+                   size_t errlen) {
+  if (!m)
+    return NO_MOCK("ph_mock_reload");
+  if (m->phase != MOCK_STARTED)
+    return refuse(err, errlen, PH_ESTATE, "ph_mock_reload",
+                  "allowed between ph_mock_start and ph_mock_stop");
+  ph_core *c = m->core;
+  char *next = strdup(new_text ? new_text
+                               : (c->config_text ? c->config_text : ""));
+  if (!next)
+    return refuse(err, errlen, PH_ENOMEM, "ph_mock_reload", "out of memory");
+  ph_buf b;
+  buf_init(&b, MOCK_ERR_LIMIT);
+  int valid = reload_precheck(m, next, &b) == 0;
+  char *prev = c->config_text;
+  const ph_conf *in_force = c->conf;
+  c->config_text = next;
+  int rc = core_reload(c);
+  if (c->conf == in_force) {
+    /* Refused: the old configuration, and so its text, stays in force
+     * (NULL next time re-reads that, not the refused text). */
+    c->config_text = prev;
+    free(next);
+    if (valid)
+      buf_puts(&b, "configuration refused (see the log)\n");
+  } else {
+    free(prev);
+    buf_reset(&b);
+    if (rc < 0)
+      buf_puts(&b, "a module's reload failed (see the log)\n");
+  }
+  put_buf(err, errlen, &b);
+  buf_free(&b);
+  return rc < 0 ? PH_EINVAL : PH_OK;
+}
+
+int ph_mock_run_for(ph_mock *m, int ms) {
+  if (!m)
+    return PH_EINVAL;
+  if (!loop_usable(m))
+    return PH_ESTATE;
+  if (ms < 0 || ms > MOCK_RUN_MAX_MS)
+    return PH_EINVAL;
+  mock_run_for(m, ms);
+  return PH_OK;
+}
+
+int ph_mock_stop(ph_mock *m) {
+  if (!m)
+    return PH_EINVAL;
+  if (m->phase != MOCK_STARTED)
+    return PH_ESTATE;
+  m->phase = MOCK_STOPPED;
+  return mock_stop(m) < 0 ? PH_ELIMIT : PH_OK;
+}
+
+const char *ph_mock_metrics_text(ph_mock *m) {
+  return m ? mock_metrics_text(m) : "";
+}
+
+int ph_mock_ready(ph_mock *m) { return m ? mock_ready(m) : 0; }
+
+int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
+                    void *payload, ph_free_fn free_payload) {
+  int rc = !m ? PH_EINVAL : !loop_usable(m) ? PH_ESTATE : PH_OK;
+  if (rc == PH_OK && (!topic || !type))
+    rc = PH_EINVAL;
+  if (rc != PH_OK) {
+    /* The bus owns the payload whatever the result. */
+    if (free_payload)
+      free_payload(payload);
+    return rc;
+  }
+  return mock_publish(m, topic, type, payload, free_payload);
+}
+
+void ph_mock_free(ph_mock *m) { mock_free(m); }

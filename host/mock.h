@@ -1,6 +1,12 @@
-/* The mock host: drives modules through the real host API inside a test
- * program, without the daemon, signals or admin listener. The loop only
- * runs when the test asks (mock_run_for), so every test stays bounded.
+/* The mock host, in-tree face: what our own unit tests link
+ * (host/libphmock.la). It drives modules through the real host API inside
+ * a test program, without the daemon, signals or admin listener. The loop
+ * only runs when the test asks (mock_run_for), so every test stays bounded.
+ *
+ * The same code, with phase checks and plain C errors, is the public API
+ * of <proxyhost/mock.h> (ph_mock_*), installed as libproxyhost-mock for
+ * third parties. This header adds what only the tree may use: ph_buf
+ * errors and mock_core() for white-box checks. It is not installed.
  *
  *   ph_mock *m = mock_new("[proxyhost]\nmodules = /path/probe.so\n"
  *                         "[probe]\ncount = 5\n", &err);
@@ -8,16 +14,18 @@
  *   mock_run_for(m, 50);
  *   like(mock_metrics_text(m), "probe_jobs_done_total 5", "...");
  *   mock_stop(m); mock_free(m);
+ *
+ * One mock at a time per process (libev's default loop, the process-wide
+ * logger): mock_new fails while another exists.
  */
 #ifndef PH_MOCK_H
 #define PH_MOCK_H
 
+#include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
 #include "buf.h"
 #include "core.h"
-
-typedef struct ph_mock ph_mock;
 
 /* Reads the configuration text (with [proxyhost] modules = paths, if any)
  * and loads those modules. NULL with errors in err. */

@@ -1,6 +1,7 @@
-/* process_metrics: the process's own resource use as Prometheus gauges
- * (resident and virtual memory, open and maximum file descriptors, CPU
- * time, start time), refreshed on a timer from /proc/self. */
+/* process_metrics: the process's own resource use under the standard
+ * Prometheus names (resident and virtual memory, open and maximum file
+ * descriptors and start time as gauges, CPU time as a counter), refreshed
+ * on a timer from /proc/self. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ static void refresh(pm *p) {
   unsigned long long st[25] = {0};
   if (read_stat(st) == 0) {
     double tick = (double)sysconf(_SC_CLK_TCK);
-    api->gauge_set(p->cpu, (double)(st[14] + st[15]) / tick);
+    api->counter_set(p->cpu, (double)(st[14] + st[15]) / tick);
     api->gauge_set(p->vsize, (double)st[23]);
     api->gauge_set(p->rss, (double)st[24] * (double)sysconf(_SC_PAGESIZE));
   }
@@ -108,8 +109,12 @@ static int pm_init(ph_ctx *ctx, const ph_api *a, void **state) {
                    "Virtual memory size in bytes");
   p->fds = gauge(p, "process_open_fds", "Open file descriptors");
   p->max_fds = gauge(p, "process_max_fds", "Maximum open file descriptors");
-  /* A gauge here: the value is read from the kernel, not accumulated. */
-  p->cpu = gauge(p, "process_cpu_seconds", "User and system CPU time");
+  /* A counter whose total the kernel keeps: set, not incremented. */
+  ph_metric_def cpu = {"process_cpu_seconds_total",
+                       "Total user and system CPU time spent in seconds",
+                       PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric *m = api->metric(ctx, &cpu);
+  p->cpu = m ? api->series(m, NULL) : NULL;
   p->start = gauge(p, "process_start_time_seconds",
                    "Start time since the Unix epoch in seconds");
   if (!p->rss || !p->vsize || !p->fds || !p->max_fds || !p->cpu || !p->start)

@@ -184,8 +184,23 @@ typedef struct ph_api {
   void (*gauge_add)(ph_series *s, double v); /* gauges */
   void (*observe)(ph_series *s, double v);   /* histograms */
 
-  /* Room to grow without changing the size of the table in place. */
+  /* NULL. The 1.0 layout ends here and never changes; later minors
+   * append their functions after it, and api->size tells whether the host
+   * has one (sdk/ABI.md). */
   void *reserved[16];
+
+  /* ---- added in ABI 1.1 (after reserved: api->size grew) ------------- */
+
+  /* Counters only; any thread. Sets the total of a counter that is kept
+   * outside the module (by the kernel, by a library), such as CPU seconds,
+   * where inc would have to reconstruct increments. v may be fractional;
+   * /metrics shows it like a gauge's value (12.34). The total must not go
+   * down: a value below the current one is ignored (the counter keeps its
+   * value), and so are NaN, negative and infinite values. Feed a series
+   * with either inc or counter_set: once set, the set total is shown and
+   * inc on that series has no visible effect. NULL or a series of another
+   * type: nothing happens. Atomic, lock-free, never allocates. */
+  void (*counter_set)(ph_series *s, double v);
 } ph_api;
 
 #endif

@@ -35,8 +35,16 @@ like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.1\"} 1" "build i
 is "$(metric "$metrics" probe_jobs_done_total)" 3 "module jobs finished through the pool"
 if [ -n "$pm" ]; then
   like "$metrics" "process_open_fds " "process_metrics module exports fds"
+  like "$metrics" "# TYPE process_cpu_seconds_total counter" \
+    "CPU time is the standard counter"
+  cpu=$(metric "$metrics" process_cpu_seconds_total)
+  printf '%s' "$cpu" | grep -Eq '^[0-9]+(\.[0-9]+)?(e[+-][0-9]+)?$'
+  ok $? "with a number of seconds ($cpu)"
+  unlike "$metrics" "process_cpu_seconds " "and no longer the old gauge"
 else
-  skip "process_metrics not built (configure --disable-module-process_metrics)"
+  for n in 1 2 3 4; do
+    skip "process_metrics not built (configure --disable-module-process_metrics)"
+  done
 fi
 printf '%s\n' "$metrics" | sed 1d >"$T/metrics.txt"
 "$PROMTOOL" check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs proxyhost into a staging directory, builds the SDK example out of
-# tree against the *installed* SDK with pkg-config, and loads it into the
+# tree against the *installed* SDK with pkg-config, runs its unit test
+# against the *installed* mock host library, and loads it into the
 # *installed* host.
 . "$top_srcdir/t/lib/testlib.sh"
 
@@ -30,19 +31,38 @@ fi
 exists "$includedir/proxyhost/module.h"
 exists "$includedir/proxyhost/host.h"
 exists "$libdir/pkgconfig/proxyhost-sdk.pc"
+exists "$libdir/pkgconfig/proxyhost-mock.pc"
+exists "$includedir/proxyhost/mock.h"
+exists "$libdir/libproxyhost-mock.so"
 exists "$prefix/share/man/man8/proxyhost.8"
 exists "$prefix/share/man/man5/proxyhost.ini.5"
 exists "$sysconfdir/proxyhost/proxyhost.ini"
 [ ! -e "$dest$moduledir/probe.so" ]; ok $? "test modules are not installed"
 [ -z "$(find "$dest" -name '*.la')" ]; ok $? "no libtool archives installed"
 
-# The installed headers stand alone: nothing includes a host-private header.
+# The installed headers stand alone: nothing includes a host-private header,
+# and each one compiles by itself as well as all together.
+bad=
 for h in "$dest$includedir"/proxyhost/*.h; do
+  printf '#include <proxyhost/%s>\n' "$(basename "$h")" >"$T/one.c"
+  cc -std=c11 -Wall -Wextra -Werror -I"$dest$includedir" -c "$T/one.c" \
+    -o "$T/one.o" 2>>"$T/hdr.err" || bad="$bad $(basename "$h")"
   printf '#include <proxyhost/%s>\n' "$(basename "$h")"
 done >"$T/hdr.c"
+is "$bad" "" "each installed SDK header compiles on its own"
 printf 'int main(void) { return PH_ABI_MAJOR - 1; }\n' >>"$T/hdr.c"
-cc -std=c11 -Wall -Wextra -Werror -I"$dest$includedir" "$T/hdr.c" -o "$T/hdr" 2>"$T/hdr.err"
+cc -std=c11 -Wall -Wextra -Werror -I"$dest$includedir" "$T/hdr.c" -o "$T/hdr" 2>>"$T/hdr.err"
 ok $? "installed SDK headers compile on their own"
+sed 's/^/# /' "$T/hdr.err" | head -10
+
+# The mock host library exports exactly the functions <proxyhost/mock.h>
+# declares: the host core inside it stays private.
+mocklib="$dest$libdir/libproxyhost-mock.so"
+exported=$(nm -D --defined-only "$mocklib" 2>/dev/null | awk '{print $3}' | sort | tr '\n' ' ')
+declared=$(sed -n 's/^[a-z][^(]*[ *]\(ph_mock_[a-z_]*\)(.*/\1/p' \
+  "$dest$includedir/proxyhost/mock.h" | sort -u | tr '\n' ' ')
+like "$declared" "ph_mock_new ph_mock_publish ph_mock_ready ph_mock_reload" "mock.h declares the ph_mock_* API"
+is "$exported" "$declared" "the installed mock library exports only ph_mock_*"
 
 # Out-of-tree build with the installed pkg-config file.
 mkdir -p "$T/hello"
@@ -54,6 +74,26 @@ ok $? "the example builds against the installed SDK"
 sed 's/^/# /' "$T/hello.log" | tail -5
 syms=$(nm -D --defined-only "$T/hello/hello.so" 2>/dev/null | awk '{print $3}' | grep -v '^_' | tr '\n' ' ')
 is "$syms" "proxyhost_module " "the example exports only its descriptor"
+
+# Its unit test, built with the installed proxyhost-mock.pc and run against
+# the installed library only. A sanitizer build of the library needs the
+# sanitizer runtime in the program too, so the test takes the build's
+# CFLAGS and LDFLAGS.
+build_var() { sed -n "s|^$1 = ||p" "$top_builddir/Makefile"; }
+cp "$top_srcdir/sdk/examples/hello/test_hello.c" "$T/hello/"
+PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+  LD_LIBRARY_PATH="$dest$libdir" \
+  ${MAKE:-make} -C "$T/hello" check CFLAGS="$(build_var CFLAGS)" \
+  LDFLAGS="$(build_var LDFLAGS)" >"$T/check.log" 2>&1
+ok $? "the example's unit test passes against the installed mock host"
+sed 's/^/# /' "$T/check.log" | grep -v '^# ts=' | tail -15
+plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$T/check.log")
+passed=$(grep -c '^ok ' "$T/check.log")
+[ -n "$plan" ] && [ "$plan" -ge 8 ] && [ "$passed" = "$plan" ]
+ok $? "all its checks ran and passed ($passed of ${plan:-no plan})"
+lib=$(LD_LIBRARY_PATH="$dest$libdir" ldd "$T/hello/test_hello" 2>/dev/null |
+  awk '/libproxyhost-mock/ {print $3}')
+is "$lib" "$dest$libdir/libproxyhost-mock.so.0" "it ran with the installed library"
 
 # The installed host loads it (and an installed module) and runs it.
 port=$(free_port)

@@ -1,6 +1,7 @@
 /* Unit tests for host/metrics.c: registration and its errors, series
- * lookup, updates (also from several threads), and the exposition text,
- * checked literally and with promtool. */
+ * lookup, updates (also from several threads), counters set from an
+ * outside total, and the exposition text, checked literally and with
+ * promtool. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core.h" /* ph_host_api */
 #include "metrics.h"
 #include "tap.h"
 
@@ -203,6 +205,56 @@ static void test_counter(ph_registry *r) {
   buf_free(&err);
 }
 
+/* counter_set: a counter whose total comes from outside (the kernel's CPU
+ * time): fractional, never decreasing, and only for counters. */
+static void test_counter_set(ph_registry *r) {
+  ok(ph_host_api.counter_set == metrics_counter_set,
+     "the host API table carries counter_set");
+  ph_metric_def def = {.name = "cpu_seconds_total", .help = "c",
+                       .type = PH_METRIC_COUNTER};
+  ph_series *s = metrics_series(metrics_register(r, &def, NULL), NULL);
+  ok(s != NULL, "counter registered");
+  metrics_counter_set(s, 1.25);
+  ok(metrics_value(s) == 1.25, "set: a fractional total");
+  metrics_counter_set(s, 1.0);
+  ok(metrics_value(s) == 1.25, "a lower value is ignored");
+  metrics_counter_set(s, NAN);
+  metrics_counter_set(s, -3);
+  metrics_counter_set(s, INFINITY);
+  ok(metrics_value(s) == 1.25, "NaN, negative and infinite are ignored");
+  metrics_counter_set(s, 2.5);
+  ok(metrics_value(s) == 2.5, "a higher value is taken");
+  metrics_inc(s, 10);
+  ok(metrics_value(s) == 2.5, "inc on a counter that was set is ignored");
+  ph_buf out;
+  buf_init(&out, 0);
+  metrics_render(r, &out);
+  like(out.data, "\ncpu_seconds_total 2.5\n", "rendered as a float");
+  buf_free(&out);
+
+  ph_metric_def zero = {.name = "zero_total", .type = PH_METRIC_COUNTER};
+  ph_series *z = metrics_series(metrics_register(r, &zero, NULL), NULL);
+  metrics_counter_set(z, -1);
+  metrics_counter_set(z, NAN);
+  ok(metrics_value(z) == 0, "an unset counter ignores negative and NaN");
+  metrics_inc(z, 4);
+  metrics_counter_set(z, 0);
+  ok(metrics_value(z) == 0, "once set, the set value is shown, not inc's");
+
+  ph_metric_def g = {.name = "level", .type = PH_METRIC_GAUGE};
+  ph_series *gs = metrics_series(metrics_register(r, &g, NULL), NULL);
+  metrics_gauge_set(gs, 7);
+  metrics_counter_set(gs, 9);
+  ok(metrics_value(gs) == 7, "counter_set on a gauge ignored");
+  ph_metric_def h = {.name = "spent_seconds", .type = PH_METRIC_HISTOGRAM,
+                     .buckets = latency_buckets, .n_buckets = 3};
+  ph_series *hs = metrics_series(metrics_register(r, &h, NULL), NULL);
+  metrics_counter_set(hs, 9);
+  ok(metrics_value(hs) == 0 && metrics_hist_count(hs) == 0,
+     "counter_set on a histogram ignored");
+  metrics_counter_set(NULL, 1); /* must not crash */
+}
+
 static void test_gauge(ph_registry *r) {
   ph_metric_def def = {.name = "temp_celsius", .help = "t",
                        .type = PH_METRIC_GAUGE};
@@ -258,12 +310,13 @@ static void test_histogram(ph_registry *r) {
 #define PER_THREAD 100000
 
 typedef struct shared {
-  ph_series *counter, *gauge, *hist;
+  ph_series *counter, *gauge, *hist, *set;
 } shared;
 
 static void *hammer(void *arg) {
   shared *sh = arg;
   for (int i = 0; i < PER_THREAD; i++) {
+    metrics_counter_set(sh->set, i); /* racing: the highest must win */
     metrics_inc(sh->counter, 1);
     metrics_gauge_add(sh->gauge, 1);
     metrics_observe(sh->hist, (i % 3) * 0.5); /* 0, 0.5, 1: exact sums */
@@ -278,9 +331,11 @@ static void test_threads(void) {
   ph_metric_def g = {.name = "g", .type = PH_METRIC_GAUGE};
   ph_metric_def h = {.name = "h", .type = PH_METRIC_HISTOGRAM,
                      .buckets = b, .n_buckets = 2};
+  ph_metric_def set = {.name = "set_total", .type = PH_METRIC_COUNTER};
   shared sh = {metrics_series(metrics_register(r, &c, NULL), NULL),
                metrics_series(metrics_register(r, &g, NULL), NULL),
-               metrics_series(metrics_register(r, &h, NULL), NULL)};
+               metrics_series(metrics_register(r, &h, NULL), NULL),
+               metrics_series(metrics_register(r, &set, NULL), NULL)};
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; i++)
     pthread_create(&t[i], NULL, hammer, &sh);
@@ -291,6 +346,8 @@ static void test_threads(void) {
      "concurrent counter total exact");
   ok(metrics_value(sh.gauge) == THREADS * PER_THREAD,
      "concurrent gauge adds exact");
+  ok(metrics_value(sh.set) == PER_THREAD - 1,
+     "concurrent counter_set keeps the highest value");
   is_int(metrics_hist_count(sh.hist), THREADS * PER_THREAD,
          "concurrent histogram count exact");
   /* Per thread: 33333 x 0.5 + 33333 x 1 = 49999.5. */
@@ -349,7 +406,10 @@ static const char expected[] =
     "proxy_stage_seconds_bucket{stage=\"y\",le=\"0.25\"} 1\n"
     "proxy_stage_seconds_bucket{stage=\"y\",le=\"+Inf\"} 1\n"
     "proxy_stage_seconds_sum{stage=\"y\"} 0.125\n"
-    "proxy_stage_seconds_count{stage=\"y\"} 1\n";
+    "proxy_stage_seconds_count{stage=\"y\"} 1\n"
+    "# HELP proxy_cpu_seconds_total CPU time from the kernel.\n"
+    "# TYPE proxy_cpu_seconds_total counter\n"
+    "proxy_cpu_seconds_total 12.34\n";
 
 static ph_registry *sample_registry(void) {
   ph_registry *r = metrics_new();
@@ -373,9 +433,11 @@ static ph_registry *sample_registry(void) {
        latency_buckets, 3},
       {"proxy_stage_seconds", "Per stage.", PH_METRIC_HISTOGRAM, stage_l, 1,
        stage_b, 1},
+      {"proxy_cpu_seconds_total", "CPU time from the kernel.",
+       PH_METRIC_COUNTER, NULL, 0, NULL, 0},
   };
-  ph_metric *m[5];
-  for (int i = 0; i < 5; i++)
+  ph_metric *m[6];
+  for (int i = 0; i < 6; i++)
     m[i] = metrics_register(r, &defs[i], NULL);
 
   const char *const dns_ok[] = {"dns", "ok"}, *const tls_err[] = {"tls",
@@ -395,6 +457,7 @@ static ph_registry *sample_registry(void) {
   metrics_observe(lat, 10);
   const char *const y[] = {"y"};
   metrics_observe(metrics_series(m[4], y), 0.125);
+  metrics_counter_set(metrics_series(m[5], NULL), 12.34);
   return r;
 }
 
@@ -478,6 +541,7 @@ int main(void) {
   ph_registry *r = metrics_new();
   ok(r != NULL, "registry created");
   test_counter(r);
+  test_counter_set(r);
   test_gauge(r);
   test_histogram(r);
   metrics_free(r);

@@ -1,5 +1,7 @@
 /* The mock host drives the probe test module through the real host API:
- * lifecycle, readiness, jobs, bus, reload, drain and failures. */
+ * lifecycle, readiness, jobs, bus, reload, drain and failures, through the
+ * in-tree face (host/mock.h) and the public one (<proxyhost/mock.h>, the
+ * ph_mock_* functions libproxyhost-mock exports). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,12 +98,202 @@ static void test_failures(void) {
   mock_free(m);
 }
 
+/* ---- the public face ---------------------------------------------------- */
+
+/* A module linked into the test program, for ph_mock_add. */
+static int tiny_inits, tiny_destroys;
+
+static int tiny_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  (void)ctx;
+  (void)api;
+  *state = NULL;
+  tiny_inits++;
+  return PH_OK;
+}
+
+static void tiny_destroy(void *state) {
+  (void)state;
+  tiny_destroys++;
+}
+
+static const ph_module tiny = {
+    PH_MODULE_HEADER("tiny", "1.0"),
+    .init = tiny_init,
+    .destroy = tiny_destroy,
+};
+
+static int payloads_freed;
+static void count_free(void *p) {
+  payloads_freed++;
+  free(p);
+}
+
+static void test_public_order(void) {
+  char e[1024];
+  ph_mock *m = ph_mock_new(PROBE "[probe]\njobs = 5\n", e, sizeof(e));
+  ok(m != NULL, "public: ph_mock_new loads probe");
+  if (!m)
+    return;
+  is_str(e, "", "public: err is empty on success");
+  is_str(ph_mock_metrics_text(m), "", "public: no metrics before init");
+  ok(!ph_mock_ready(m), "public: not ready before start");
+  is_int(ph_mock_run_for(m, 10), PH_ESTATE, "public: no loop before init");
+  is_int(ph_mock_start(m, e, sizeof(e)), PH_ESTATE,
+         "public: start before init is refused");
+  like(e, "ph_mock_start: ", "public: the refused call is named");
+  is_int(ph_mock_reload(m, NULL, e, sizeof(e)), PH_ESTATE,
+         "public: reload before start is refused");
+  is_int(ph_mock_stop(m), PH_ESTATE, "public: stop before start is refused");
+  payloads_freed = 0;
+  is_int(ph_mock_publish(m, "probe.ping", "probe.ping/1", strdup("x"),
+                         count_free),
+         PH_ESTATE, "public: publish before init is refused");
+  is_int(payloads_freed, 1, "public: a refused payload is freed");
+
+  is_int(ph_mock_add(m, NULL, e, sizeof(e)), PH_EINVAL,
+         "public: a NULL module is refused");
+  is_int(ph_mock_add(m, &tiny, e, sizeof(e)), PH_OK,
+         "public: a linked-in module is added");
+  is_int(ph_mock_add(m, &tiny, e, sizeof(e)), PH_EINVAL,
+         "public: the same name twice is refused");
+  like(e, "duplicate module name \"tiny\"", "public: with the loader's reason");
+
+  char other_err[256];
+  ph_mock *other = ph_mock_new("", other_err, sizeof(other_err));
+  ok(other == NULL, "public: a second mock is refused while one is alive");
+  like(other_err, "another mock host is alive", "public: and says why");
+  ph_mock_free(other);
+
+  tiny_inits = tiny_destroys = 0;
+  is_int(ph_mock_init(m, e, sizeof(e)), PH_OK, "public: init");
+  is_str(e, "", "public: err emptied by a successful call");
+  is_int(tiny_inits, 1, "public: the linked-in module's init ran");
+  is_int(ph_mock_init(m, e, sizeof(e)), PH_ESTATE, "public: init only once");
+  is_int(ph_mock_add(m, &tiny, e, sizeof(e)), PH_ESTATE,
+         "public: no module added after init");
+  is_int(ph_mock_start(m, e, sizeof(e)), PH_OK, "public: start");
+  is_int(ph_mock_start(m, e, sizeof(e)), PH_ESTATE, "public: start only once");
+  ok(ph_mock_ready(m), "public: ready after start");
+
+  is_int(ph_mock_run_for(m, 200), PH_OK, "public: run the loop");
+  like(ph_mock_metrics_text(m), "probe_jobs_done_total 5",
+       "public: jobs finished inside ph_mock_run_for");
+  is_int(ph_mock_run_for(m, -1), PH_EINVAL, "public: negative ms refused");
+  is_int(ph_mock_run_for(m, 3600001), PH_EINVAL, "public: ms above 1 h refused");
+  is_int(ph_mock_publish(m, "probe.ping", "probe.ping/1", strdup("hi"), free),
+         PH_OK, "public: publish");
+  like(ph_mock_metrics_text(m), "probe_pings_total 1",
+       "public: the handler ran before publish returned");
+  payloads_freed = 0;
+  is_int(ph_mock_publish(m, "probe.ping", "other/1", strdup("x"), count_free),
+         PH_EINVAL, "public: a topic's type is fixed");
+  is_int(payloads_freed, 1, "public: the bus freed the refused payload");
+  is_int(ph_mock_publish(m, NULL, "t/1", NULL, NULL), PH_EINVAL,
+         "public: a NULL topic is refused");
+
+  /* Reload errors come back in err, not only in the log. */
+  is_int(ph_mock_reload(m, PROBE "[probe]\ncount = 1000\n", e, sizeof(e)),
+         PH_EINVAL, "public: an out-of-bounds value is refused");
+  like(e, "(config):", "public: the reason has its position");
+  like(e, "probe.count", "public: and names the key");
+  is_int(ph_mock_reload(m, PROBE "[probe]\nword = Nope\n", e, sizeof(e)),
+         PH_EINVAL, "public: a value the module's check refuses");
+  like(e, "probe.word: \"Nope\" is not lower-case letters",
+       "public: with the module's reason");
+  like(ph_mock_metrics_text(m), "proxyhost_reloads_total{result=\"failed\"} 2",
+       "public: refused reloads are counted as in proxyhost");
+  char small[8];
+  is_int(ph_mock_reload(m, PROBE "[probe]\ncount = 1000\n", small,
+                        sizeof(small)),
+         PH_EINVAL, "public: refused with a small err buffer");
+  is_int((long long)strlen(small), 7, "public: err truncated, NUL-terminated");
+  is_int(ph_mock_reload(m, PROBE "[probe]\ncount = 1000\n", NULL, 0),
+         PH_EINVAL, "public: err may be NULL");
+  is_int(ph_mock_reload(m, NULL, e, sizeof(e)), PH_OK,
+         "public: NULL re-reads the configuration in force, not the refused");
+  like(ph_mock_metrics_text(m), "probe_reloads_total 1",
+       "public: the module's reload ran");
+  is_int(ph_mock_reload(m, PROBE "[probe]\nfail_reload = true\n", e,
+                        sizeof(e)),
+         PH_EINVAL, "public: a module's failing reload is reported");
+  like(e, "a module's reload failed", "public: as such");
+  is_int(ph_mock_reload(m, NULL, e, sizeof(e)), PH_EINVAL,
+         "public: that configuration is in force (its reload fails again)");
+  is_int(ph_mock_reload(m, PROBE "[probe]\n", e, sizeof(e)), PH_OK,
+         "public: a good configuration reloads again");
+
+  is_int(ph_mock_stop(m), PH_OK, "public: stop drains");
+  is_int(ph_mock_stop(m), PH_ESTATE, "public: stop only once");
+  is_int(ph_mock_reload(m, NULL, e, sizeof(e)), PH_ESTATE,
+         "public: no reload after stop");
+  ok(!ph_mock_ready(m), "public: not ready after stop");
+  like(ph_mock_metrics_text(m), "probe_pings_total 1",
+       "public: metrics still readable after stop");
+  ph_mock_free(m);
+  is_int(tiny_destroys, 1, "public: ph_mock_free destroys the modules");
+
+  m = ph_mock_new("", e, sizeof(e));
+  ok(m != NULL, "public: a new mock once the old one is freed");
+  ph_mock_free(m);
+}
+
+static void test_public_failures(void) {
+  char e[1024];
+  ph_mock *m = ph_mock_new("[proxyhost]\nmodules = " PH_TEST_MODDIR
+                           "/missing.so\n",
+                           e, sizeof(e));
+  ok(m == NULL, "public: a missing module fails ph_mock_new");
+  like(e, "missing.so", "public: the file is named");
+
+  m = ph_mock_new(PROBE "[probe]\ncolour = red\n", e, sizeof(e));
+  is_int(ph_mock_init(m, e, sizeof(e)), PH_EINVAL,
+         "public: an unknown key fails init");
+  like(e, "probe.colour", "public: the key is named");
+  is_int(ph_mock_run_for(m, 10), PH_ESTATE,
+         "public: nothing runs after a failed init");
+  ph_mock_free(m);
+
+  m = ph_mock_new(PROBE "[probe]\nfail_init = true\n", e, sizeof(e));
+  is_int(ph_mock_init(m, e, sizeof(e)), PH_EINVAL, "public: init failure");
+  like(e, "module probe: init failed", "public: the module is named");
+  is_int(ph_mock_start(m, e, sizeof(e)), PH_ESTATE,
+         "public: no start after a failed init");
+  ph_mock_free(m);
+
+  m = ph_mock_new(PROBE "[probe]\nfail_start = true\n", e, sizeof(e));
+  ph_mock_init(m, e, sizeof(e));
+  is_int(ph_mock_start(m, e, sizeof(e)), PH_EINVAL, "public: start failure");
+  like(e, "module probe: start failed", "public: the module is named");
+  is_int(ph_mock_stop(m), PH_ESTATE, "public: no stop after a failed start");
+  is_int(ph_mock_publish(m, "probe.ping", "probe.ping/1", NULL, NULL),
+         PH_ESTATE, "public: no publish after a failed start");
+  ph_mock_free(m);
+
+  m = ph_mock_new(PROBE "drain_timeout = 100ms\n[probe]\nstop_delay = 5s\n",
+                  e, sizeof(e));
+  ok(m && ph_mock_init(m, e, sizeof(e)) == PH_OK &&
+         ph_mock_start(m, e, sizeof(e)) == PH_OK,
+     "public: a too-slow drainer starts");
+  is_int(ph_mock_stop(m), PH_ELIMIT, "public: the drain deadline is reported");
+  ph_mock_free(m);
+
+  is_int(ph_mock_init(NULL, e, sizeof(e)), PH_EINVAL,
+         "public: a NULL mock is refused");
+  like(e, "the mock is NULL", "public: and says so");
+  is_int(ph_mock_run_for(NULL, 1), PH_EINVAL, "public: run_for(NULL)");
+  is_str(ph_mock_metrics_text(NULL), "", "public: metrics_text(NULL)");
+  ok(!ph_mock_ready(NULL), "public: ready(NULL)");
+  ph_mock_free(NULL);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 65536);
   test_lifecycle();
   test_readiness_and_drain();
   test_failures();
+  test_public_order();
+  test_public_failures();
   buf_free(&err);
   return done_testing();
 }

@@ -1,0 +1,176 @@
+/*
+ * proxyhost SDK: the mock host, for unit tests of a module.
+ *
+ * libproxyhost-mock runs the real host core inside a test program: the
+ * configuration (from text), the loader, the module lifecycle, the event
+ * loop, the helper threads, the bus, the services and the metrics
+ * registry, as proxyhost runs them. There is no daemon around it: no
+ * command line, no environment, no signal handlers, no admin listener.
+ * The loop runs only inside ph_mock_run_for and ph_mock_stop, so a test
+ * decides how long anything may take.
+ *
+ *   char err[1024];
+ *   ph_mock *m = ph_mock_new("[hello]\ngreeting = hi\n", err, sizeof(err));
+ *   if (!m || ph_mock_add(m, &proxyhost_module, err, sizeof(err)) < 0 ||
+ *       ph_mock_init(m, err, sizeof(err)) < 0 ||
+ *       ph_mock_start(m, err, sizeof(err)) < 0)
+ *     fail(err);
+ *   ph_mock_run_for(m, 50);
+ *   strstr(ph_mock_metrics_text(m), "\nhello_greetings_total 1\n");
+ *   ph_mock_stop(m);
+ *   ph_mock_free(m);
+ *
+ * Build: cc test.c module.c $(pkg-config --cflags --libs proxyhost-mock).
+ * The library exports only the ph_mock_* functions below; it is versioned
+ * by its soname, apart from the module ABI (see ABI.md, "The mock host
+ * library").
+ *
+ * Order: ph_mock_new, then ph_mock_add for each linked-in module, then
+ * ph_mock_init and ph_mock_start, then any number of ph_mock_run_for,
+ * ph_mock_reload, ph_mock_publish, ph_mock_metrics_text and ph_mock_ready,
+ * then ph_mock_stop (after which ph_mock_run_for, ph_mock_publish and the
+ * getters still work); ph_mock_free at any point. A call out of this order
+ * changes nothing and returns PH_ESTATE. After a failed ph_mock_init or
+ * ph_mock_start only ph_mock_metrics_text, ph_mock_ready and ph_mock_free
+ * are allowed.
+ *
+ * Threads: every call must come from one thread, the one that calls
+ * ph_mock_init; it becomes the loop thread, on which the modules' loop
+ * callbacks, bus handlers and job completions run (inside the ph_mock_*
+ * calls). The modules' submitted jobs run on the host's helper threads, as
+ * in proxyhost. Do not call ph_mock_* from inside a module's callback.
+ *
+ * One at a time: a process holds at most one ph_mock, because the host
+ * uses libev's default loop and a process-wide logger. ph_mock_new fails
+ * while another exists; free it first. The test program must not run
+ * libev's default loop itself.
+ *
+ * Errors: the calls that can fail for a reason worth reading take
+ * `char *err, size_t errlen`. When errlen > 0 they always write err: an
+ * empty string on success, otherwise the reasons, one per line, each
+ * ending in '\n' (configuration errors as "file:line: section.key:
+ * reason", with "(config)" as the file), truncated to errlen - 1 bytes and
+ * NUL-terminated. 1024 bytes is a good size: a reason is one short line
+ * (a long module path makes it longer). err may be NULL when
+ * errlen is 0. Status codes are those of <proxyhost/abi.h>: PH_OK, or a
+ * negative ph_status; besides the ones listed with each call, any call
+ * returns PH_EINVAL for a NULL ph_mock (the getters "" and 0) and may
+ * return PH_ENOMEM when memory runs out.
+ *
+ * Logging: records go where the configuration's [log] section says
+ * (stderr by default), as in proxyhost. Signals: none are caught or
+ * ignored; a test of a module that writes to sockets should ignore
+ * SIGPIPE itself, as proxyhost does.
+ */
+#ifndef PROXYHOST_MOCK_H
+#define PROXYHOST_MOCK_H
+
+#include <stddef.h>
+
+#include <proxyhost/module.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One mock host. Opaque; owned by the caller from ph_mock_new to
+ * ph_mock_free. */
+typedef struct ph_mock ph_mock;
+
+/* Reads the configuration from ini_text (NULL reads as empty text), with
+ * the same sections and keys as proxyhost.ini, and loads the modules that
+ * [proxyhost] modules names: a path (anything with a '/', relative to the
+ * current directory) or a name searched in [proxyhost] module_path, else
+ * in the installed module directory. Keys are not validated yet (that is
+ * ph_mock_init's job, once every module is known). The text is copied.
+ * Returns the new mock, or NULL with the reasons in err (a syntax error,
+ * a module that cannot be loaded or is refused by the ABI rules, another
+ * mock still alive, no memory). */
+ph_mock *ph_mock_new(const char *ini_text, char *err, size_t errlen);
+
+/* Adds a module linked into the test program, e.g. the module's
+ * `proxyhost_module` descriptor compiled with the test. mod must stay
+ * valid until ph_mock_free returns; it is checked as the loader checks a
+ * .so (magic, ABI version, name, init, reserved fields) and its name must
+ * be unique. Between ph_mock_new and ph_mock_init only.
+ * Returns PH_OK; PH_EINVAL (mod NULL or refused, reason in err); PH_ESTATE
+ * (after ph_mock_init). */
+int ph_mock_add(ph_mock *m, const ph_module *mod, char *err, size_t errlen);
+
+/* Validates every key of the configuration against the declarations of
+ * the host and of every module, runs the modules' check callbacks, creates
+ * the loop and the host services, then calls every module's init in
+ * dependency order and checks that each registered the services it
+ * declares. The calling thread becomes the loop thread.
+ * Returns PH_OK; PH_EINVAL (a key, a check, a dependency or an init
+ * refused, every reason in err; the mock is then only good for
+ * ph_mock_free); PH_ESTATE (called twice). */
+int ph_mock_init(ph_mock *m, char *err, size_t errlen);
+
+/* Calls every module's start in dependency order; /readyz then follows the
+ * modules' readiness. Does not run the loop.
+ * Returns PH_OK; PH_EINVAL (a module's start failed, named in err; the mock
+ * is then only good for ph_mock_free); PH_ESTATE (not right after a
+ * successful ph_mock_init). */
+int ph_mock_start(ph_mock *m, char *err, size_t errlen);
+
+/* What SIGHUP does to proxyhost: reads new_text (copied), or the
+ * configuration in force again when new_text is NULL, validates it and
+ * runs the modules' checks on it; then replaces the configuration, calls
+ * every started module's reload and publishes host.reload on the bus. The
+ * bus handlers run before this returns. A refused configuration keeps the
+ * old one in force and counts proxyhost_reloads_total{result="failed"}.
+ * Returns PH_OK; PH_EINVAL (configuration refused, every reason in err, or
+ * a module's reload failed: the new configuration is then in force and
+ * the module is named in the log); PH_ESTATE (not between a successful
+ * ph_mock_start and ph_mock_stop). */
+int ph_mock_reload(ph_mock *m, const char *new_text, char *err,
+                   size_t errlen);
+
+/* Runs the loop for about ms milliseconds (0 to 3600000): timers, I/O,
+ * posts from other threads and job completions run meanwhile. 0 runs one
+ * round of whatever is ready. Returns PH_OK; PH_EINVAL (ms out of range);
+ * PH_ESTATE (before a successful ph_mock_init, or after a failed
+ * ph_mock_init or ph_mock_start). */
+int ph_mock_run_for(ph_mock *m, int ms);
+
+/* Graceful stop, what SIGTERM does: calls every module's stop in reverse
+ * dependency order and runs the loop until each has drained, at most
+ * [proxyhost] drain_timeout. Modules are destroyed later, by
+ * ph_mock_free. Returns PH_OK (every module drained); PH_ELIMIT (the drain
+ * deadline cut a module off); PH_ESTATE (not after a successful
+ * ph_mock_start, or called twice). */
+int ph_mock_stop(ph_mock *m);
+
+/* The metrics in the Prometheus text format, as the admin listener serves
+ * /metrics: the host's proxyhost_* series and every module's. The string
+ * is owned by the mock and valid until the next ph_mock_metrics_text or
+ * ph_mock_free. Empty before ph_mock_init created the registry. */
+const char *ph_mock_metrics_text(ph_mock *m);
+
+/* 1 when /readyz would answer 200 (started, not stopping, every module
+ * ready), else 0. Any phase. */
+int ph_mock_ready(ph_mock *m);
+
+/* Publishes payload on the bus topic `topic` (created with type `type`
+ * if no module created it; its type is fixed from then on) as the host
+ * would: every subscriber's handler runs before this returns. The bus owns
+ * payload from the call on, whatever the result: free_payload(payload) is
+ * called (when not NULL) after the handlers, or at once on failure.
+ * Returns PH_OK; PH_EINVAL (topic or type NULL or invalid, or type differs
+ * from the topic's); PH_ELIMIT (publishes nested too deep); PH_ESTATE
+ * (before a successful ph_mock_init, or after a failed ph_mock_init or
+ * ph_mock_start). */
+int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
+                    void *payload, ph_free_fn free_payload);
+
+/* Stops the modules if they are still running (without waiting for a
+ * drain), destroys them in reverse dependency order, unloads them and
+ * frees the mock. NULL is ignored. */
+void ph_mock_free(ph_mock *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
