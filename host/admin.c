@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "admin_parse.h"
 
 #define ADMIN_HEAD_MAX 8192
@@ -364,54 +365,6 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
 }
 
 /* "1.2.3.4:port" or "[v6]:port", numeric only. */
-/* "IPv4:PORT" or "[IPv6]:PORT", numeric only. The reason quotes the
- * address; the caller adds what it was for. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss,
-                        socklen_t *len, char *why, size_t whylen) {
-  const char *colon = strrchr(s, ':');
-  const char *host = s, *host_end = colon;
-  if (s[0] == '[') {
-    host = s + 1;
-    host_end = strchr(host, ']');
-    if (!host_end || host_end + 1 != colon)
-      host_end = NULL;
-  }
-  if (!colon || !host_end || host_end - host >= INET6_ADDRSTRLEN) {
-    snprintf(why, whylen, "\"%s\": want IPv4:PORT or [IPv6]:PORT", s);
-    return -1;
-  }
-  const char *p = colon + 1;
-  long port = 0;
-  for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
-    port = port * 10 + (*p - '0');
-  if (p == colon + 1 || *p || port > 65535) {
-    snprintf(why, whylen, "\"%s\": invalid port (0-65535)", s);
-    return -1;
-  }
-  char h[INET6_ADDRSTRLEN];
-  memcpy(h, host, (size_t)(host_end - host));
-  h[host_end - host] = '\0';
-  memset(ss, 0, sizeof(*ss));
-  struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-  if (s[0] != '[' && inet_pton(AF_INET, h, &in4->sin_addr) == 1) {
-    in4->sin_family = AF_INET;
-    in4->sin_port = htons((uint16_t)port);
-    *len = sizeof(*in4);
-  } else if (s[0] == '[' && inet_pton(AF_INET6, h, &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons((uint16_t)port);
-    *len = sizeof(*in6);
-  } else {
-    snprintf(why, whylen,
-             "\"%s\": invalid address (want a numeric IPv4:PORT or "
-             "[IPv6]:PORT)",
-             s);
-    return -1;
-  }
-  return 0;
-}
-
 static int bound_port(int fd) {
   struct sockaddr_storage ss;
   socklen_t len = sizeof(ss);
@@ -425,14 +378,14 @@ static int bound_port(int fd) {
 int admin_check_listen(const char *listen_on, char *why, size_t whylen) {
   struct sockaddr_storage ss;
   socklen_t len;
-  return parse_listen(listen_on, &ss, &len, why, whylen);
+  return addr_parse_listen(listen_on, &ss, &len, why, whylen) ? -1 : 0;
 }
 
 static int open_listener(const char *listen_on, ph_buf *err) {
   struct sockaddr_storage ss;
   socklen_t len;
   char why[160];
-  if (parse_listen(listen_on, &ss, &len, why, sizeof(why)) < 0) {
+  if (addr_parse_listen(listen_on, &ss, &len, why, sizeof(why)) != 0) {
     buf_printf(err, "admin listen %s", why);
     return -1;
   }

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "addr.h"
 #include "core.h"
 #include "log.h"
 
@@ -336,4 +337,5 @@ const ph_api ph_host_api = {
     .gauge_add = metrics_gauge_add,
     .observe = metrics_observe,
     .counter_set = metrics_counter_set,
+    .parse_listen_addr = addr_parse_listen,
 };

@@ -35,65 +35,12 @@ struct ph_listener {
   unsigned closing : 1;   /* listener_close from inside on_accept */
 };
 
-/* "1.2.3.4:port" or "[v6]:port", numeric only (no DNS at start-up). The
- * one parser of listen addresses: listener_open and listener_check_addr.
- * Reasons quote the address (never a secret) but not the key. */
-static int parse_address(const char *s, struct sockaddr_storage *ss,
-                         socklen_t *len, char *err, size_t errlen) {
-  const char *colon = s ? strrchr(s, ':') : NULL;
-  const char *host = s, *host_end = colon;
-  if (s && s[0] == '[') {
-    host = s + 1;
-    host_end = strchr(host, ']');
-    if (!host_end || host_end + 1 != colon)
-      host_end = NULL;
-  }
-  if (!colon || !host_end || host_end - host >= INET6_ADDRSTRLEN) {
-    snprintf(err, errlen, "\"%s\": want IPv4:PORT or [IPv6]:PORT",
-             s ? s : "");
-    return -1;
-  }
-  const char *p = colon + 1;
-  long port = 0;
-  for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
-    port = port * 10 + (*p - '0');
-  if (p == colon + 1 || *p || port > 65535) {
-    snprintf(err, errlen, "\"%s\": invalid port (0-65535)", s);
-    return -1;
-  }
-  char h[INET6_ADDRSTRLEN];
-  memcpy(h, host, (size_t)(host_end - host));
-  h[host_end - host] = '\0';
-  memset(ss, 0, sizeof(*ss));
-  struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-  if (s[0] != '[' && inet_pton(AF_INET, h, &in4->sin_addr) == 1) {
-    in4->sin_family = AF_INET;
-    in4->sin_port = htons((uint16_t)port);
-    *len = sizeof(*in4);
-  } else if (s[0] == '[' && inet_pton(AF_INET6, h, &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons((uint16_t)port);
-    *len = sizeof(*in6);
-  } else {
-    snprintf(err, errlen,
-             "\"%s\": invalid address (want a numeric IPv4:PORT or "
-             "[IPv6]:PORT)",
-             s);
-    return -1;
-  }
-  return 0;
-}
-
-int listener_check_addr(const char *address, char *why, size_t whylen) {
-  struct sockaddr_storage ss;
-  socklen_t len;
-  return parse_address(address, &ss, &len, why, whylen);
-}
-
 int listener_check_listen(ph_ctx *ctx, const ph_api *api, const char **key,
                           char *why, size_t whylen) {
-  if (listener_check_addr(api->conf_str(ctx, "listen"), why, whylen) == 0)
+  struct sockaddr_storage ss;
+  socklen_t len;
+  if (api->parse_listen_addr(api->conf_str(ctx, "listen"), &ss, &len, why,
+                             whylen) == PH_OK)
     return PH_OK;
   *key = "listen";
   return PH_EINVAL;
@@ -232,8 +179,8 @@ ph_listener *listener_open(const ph_api *api, ph_ctx *ctx,
   l->on_accept = o->on_accept;
   l->arg = o->arg;
   char why[192];
-  if (parse_address(o->address, &l->addr, &l->addrlen, why, sizeof(why)) <
-      0) {
+  if (api->parse_listen_addr(o->address, &l->addr, &l->addrlen, why,
+                             sizeof(why)) != PH_OK) {
     snprintf(err, errlen, "listen address %s", why);
     goto fail;
   }

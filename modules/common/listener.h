@@ -33,15 +33,11 @@ typedef struct listener_opts {
   ph_series *refused_total; /* counter of max_clients refusals, or NULL */
 } listener_opts;
 
-/* Whether address is one listener_open accepts ("IPv4:PORT" or
- * "[IPv6]:PORT", numeric, port 0-65535), by the same parser, creating
- * nothing: 0, or -1 with a one-line reason quoting the address in why
- * (e.g. "\"localhost:1080\": invalid address (...)"). Pure; any thread. */
-int listener_check_addr(const char *address, char *why, size_t whylen);
 /* A ph_module.check (ABI 1.1) for a module whose listen address is its
  * key "listen": use it as `.check = listener_check_listen`, or call it
- * from the module's own check. PH_OK, or PH_EINVAL with *key = "listen"
- * and the reason in why. */
+ * from the module's own check. It uses api->parse_listen_addr, as
+ * listener_open does. PH_OK, or PH_EINVAL with *key = "listen" and the
+ * reason in why (e.g. "\"localhost:1080\": invalid address (...)"). */
 int listener_check_listen(ph_ctx *ctx, const ph_api *api, const char **key,
                           char *why, size_t whylen);
 /* Binds and listens (not accepting until listener_resume). NULL with a

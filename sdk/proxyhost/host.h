@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <proxyhost/abi.h>
 #include <proxyhost/log.h>
@@ -201,6 +202,16 @@ typedef struct ph_api {
    * inc on that series has no visible effect. NULL or a series of another
    * type: nothing happens. Atomic, lock-free, never allocates. */
   void (*counter_set)(ph_series *s, double v);
+
+  /* Any thread; allowed in check. Parses a listen address the way the
+   * host parses its own [admin] listen: "IPv4:PORT" or "[IPv6]:PORT",
+   * numeric only (no DNS), port 0-65535. Fills *ss and *len and returns
+   * PH_OK, or returns PH_EINVAL with a one-line reason that quotes the
+   * address (never anything else) in why, truncated to whylen. Use it
+   * for every listen key, in check and where the socket is bound, so
+   * that users see one format and one message everywhere. */
+  int (*parse_listen_addr)(const char *s, struct sockaddr_storage *ss,
+                           socklen_t *len, char *why, size_t whylen);
 } ph_api;
 
 #endif

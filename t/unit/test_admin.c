@@ -16,7 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "admin.h"
+#include "core.h" /* ph_host_api */
 #include "metrics.h"
 #include "tap.h"
 
@@ -379,6 +381,40 @@ static void expect_bad_listen(struct ev_loop *loop, const char *listen,
   expect_start_error(loop, listen, 1, 1, want);
 }
 
+/* The one listen-address parser: the host's admin listen and, through
+ * ph_api.parse_listen_addr, every module's listen keys. */
+static void test_parse_listen_addr(void) {
+  ok(ph_host_api.parse_listen_addr == addr_parse_listen,
+     "the host API table carries parse_listen_addr");
+  struct sockaddr_storage ss;
+  socklen_t len = 0;
+  char why[160] = "";
+  const struct sockaddr_in *in4 = (const struct sockaddr_in *)&ss;
+  const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+  ok(addr_parse_listen("127.0.0.1:1080", &ss, &len, why, sizeof(why)) ==
+             PH_OK &&
+         ss.ss_family == AF_INET && len == sizeof(*in4) &&
+         ntohs(in4->sin_port) == 1080 &&
+         in4->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+     "127.0.0.1:1080: IPv4, port 1080");
+  ok(addr_parse_listen("[::1]:0", &ss, &len, why, sizeof(why)) == PH_OK &&
+         ss.ss_family == AF_INET6 && len == sizeof(*in6) &&
+         ntohs(in6->sin6_port) == 0 &&
+         IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr),
+     "[::1]:0: IPv6, port 0");
+  ok(addr_parse_listen("0.0.0.0:65535", &ss, &len, why, sizeof(why)) ==
+             PH_OK &&
+         ntohs(in4->sin_port) == 65535,
+     "port 65535");
+  is_int(addr_parse_listen(NULL, &ss, &len, why, sizeof(why)), PH_EINVAL,
+         "NULL is refused");
+  is_str(why, "\"\": want IPv4:PORT or [IPv6]:PORT", "... with a reason");
+  char tiny[8];
+  is_int(addr_parse_listen("localhost:1080", &ss, &len, tiny, sizeof(tiny)),
+         PH_EINVAL, "a name is refused");
+  is_int((int)strlen(tiny), 7, "the reason is truncated to whylen");
+}
+
 static void test_start_errors(struct ev_loop *loop) {
   expect_bad_listen(loop, "127.0.0.1:99999",
                     "\"127.0.0.1:99999\": invalid port (0-65535)");
@@ -470,6 +506,7 @@ static ph_registry *make_bulk_registry(void) {
 int main(void) {
   plan_lazy();
   struct ev_loop *loop = loop_ = ev_default_loop(0);
+  test_parse_listen_addr();
   test_start_errors(loop);
 
   ph_registry *reg = make_registry();
