@@ -48,7 +48,7 @@ static const ph_conf_key hp_keys[] = {
     {"idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
      "no bytes either way for this long closes a tunnel, a request "
      "in progress or an idle keep-alive connection", NULL},
-    {"buffer_size", PH_CONF_SIZE, "64KiB", 4096, 1048576, 0, NULL,
+    {"buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,
      "per-direction buffer of a forwarded request or a tunnel", NULL},
     {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
      "zero-copy splice(2) for CONNECT tunnels", NULL},
