@@ -90,7 +90,7 @@ like "$err" "env PROXYHOST_PROBE_COUNT: probe.count" "and names the variable"
 
 # Redaction: a sensitive value never appears, whatever its source.
 out=$(pc)
-like "$out" "secret = [redacted]" "--print-config redacts sensitive keys"
+like "$out" "secret = [redacted]" "--print-config redacts sensitive keys (TM-CFG-26)"
 unlike "$out" "topsecret-value" "the secret from the file is absent"
 out=$(PROBE_SECRET=env-secret-value pc)
 unlike "$out" "env-secret-value" "the secret from the key's own env alias is absent"

@@ -317,7 +317,7 @@ static void test_errors(void) {
   like(err.data, "t.ini:4: socks5.bogus: unknown key\n", "unknown key");
   like(err.data,
        "t.ini:5: socks5.max_clients: 70000 is above the maximum 65535\n",
-       "int above the maximum");
+       "int above the maximum (TM-CFG-25)");
   like(err.data,
        "t.ini:6: socks5.timeout: not a duration (use 250ms, 5s, 2m, 1h)\n",
        "bad duration");
@@ -330,9 +330,9 @@ static void test_errors(void) {
   like(err.data, "t.ini:12: socks5.mode: slow is not one of fast|safe",
        "bad enum");
   like(err.data, "t.ini:13: socks5.retry-delay: duration out of range",
-       "duration overflow");
+       "duration overflow (TM-CFG-25)");
   like(err.data, "t.ini:14: socks5.offset: integer out of range",
-       "int overflow");
+       "int overflow (TM-CFG-25)");
   like(err.data, "t.ini:16: proxyhost.threads: not an integer",
        "overflowing digits with junk are not a number");
   is_int(count_lines(err.data), 13, "every error reported, one per line");
@@ -637,7 +637,8 @@ static void test_redaction(void) {
          "getter returns the secret");
   char *out = print_conf(c);
   like(out, "[socks5]\n", "section header printed");
-  like(out, "password = [redacted]  ; from t.ini:2\n", "secret redacted");
+  like(out, "password = [redacted]  ; from t.ini:2\n",
+       "secret redacted (TM-CFG-26)");
   like(out, "pin = [redacted]  ; from default\n", "secret default redacted");
   unlike(out, "hunter2", "secret absent from print");
   unlike(out, "1234", "secret default absent from print");
