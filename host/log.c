@@ -79,16 +79,9 @@ int log_key_is_secret(const char *key) {
   return 0;
 }
 
-/* Text values are quoted when they hold spaces, quotes, '=' or controls. */
-static void put_text_value(ph_buf *b, const char *s) {
-  int quote = (*s == '\0');
-  for (const char *p = s; *p; p++)
-    if (*p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20)
-      quote = 1;
-  if (!quote) {
-    buf_puts(b, s);
-    return;
-  }
+/* A double-quoted string: quotes, backslashes and newlines escaped, other
+ * control bytes as ctl_fmt (JSON wants \u00XX, text the shorter \xXX). */
+static void put_quoted(ph_buf *b, const char *s, const char *ctl_fmt) {
   buf_puts(b, "\"");
   for (const char *p = s; *p; p++) {
     unsigned char c = (unsigned char)*p;
@@ -97,27 +90,27 @@ static void put_text_value(ph_buf *b, const char *s) {
     else if (c == '\n')
       buf_puts(b, "\\n");
     else if (c < 0x20)
-      buf_printf(b, "\\x%02x", c);
+      buf_printf(b, ctl_fmt, c);
     else
       buf_append(b, p, 1);
   }
   buf_puts(b, "\"");
 }
 
+/* Text values are quoted when they hold spaces, quotes, '=' or controls. */
+static void put_text_value(ph_buf *b, const char *s) {
+  int quote = (*s == '\0');
+  for (const char *p = s; *p; p++)
+    if (*p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20)
+      quote = 1;
+  if (quote)
+    put_quoted(b, s, "\\x%02x");
+  else
+    buf_puts(b, s);
+}
+
 static void put_json_string(ph_buf *b, const char *s) {
-  buf_puts(b, "\"");
-  for (const char *p = s; *p; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (c == '"' || c == '\\')
-      buf_printf(b, "\\%c", c);
-    else if (c == '\n')
-      buf_puts(b, "\\n");
-    else if (c < 0x20)
-      buf_printf(b, "\\u%04x", c);
-    else
-      buf_append(b, p, 1);
-  }
-  buf_puts(b, "\"");
+  put_quoted(b, s, "\\u%04x");
 }
 
 static void put_field(ph_buf *b, const ph_log_field *f, int json) {

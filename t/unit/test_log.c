@@ -66,6 +66,24 @@ static void test_redaction(void) {
   like(s, "module=socks5", "module named");
 }
 
+/* A hostile value (a newline, a control byte) cannot forge a record or
+ * reach a terminal raw, in either format. */
+static void test_control_bytes(void) {
+  reset();
+  log_configure(PH_LOG_INFO, PH_LOG_FMT_TEXT);
+  HLOG(PH_LOG_INFO, "x", PH_STR("v", "a\nlevel=error msg=forged\x01"));
+  const char *s = slurp();
+  is_int(count_lines(s), 1, "text: a newline in a value stays in its record");
+  like(s, "v=\"a\\nlevel=error msg=forged\\x01\"",
+       "text: newline and control bytes escaped inside quotes");
+  reset();
+  log_configure(PH_LOG_INFO, PH_LOG_FMT_JSON);
+  HLOG(PH_LOG_INFO, "x", PH_STR("v", "a\nb\x01"));
+  s = slurp();
+  is_int(count_lines(s), 1, "json: one line");
+  like(s, "\"v\":\"a\\nb\\u0001\"", "json: \\n and \\u0001");
+}
+
 static void test_json(void) {
   reset();
   log_configure(PH_LOG_INFO, PH_LOG_FMT_JSON);
@@ -122,6 +140,7 @@ int main(void) {
   ok(log_open(path) == 0, "log file opened");
   test_text();
   test_redaction();
+  test_control_bytes();
   test_json();
   test_rate_limit();
   test_parse();
