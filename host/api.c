@@ -221,6 +221,20 @@ static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
                            self);
 }
 
+/* Declared, not registered: answers in check and init, before any
+ * provider ran, from the descriptors of the modules loaded. */
+static int api_service_provided(ph_ctx *ctx, const char *name) {
+  if (!ctx || !name)
+    return 0;
+  for (size_t i = 0; i < ctx->core->n_mods; i++) {
+    const char *const *p = ctx->core->mods[i]->mod->provides;
+    for (; p && *p; p++)
+      if (strcmp(*p, name) == 0)
+        return 1;
+  }
+  return 0;
+}
+
 static const void *api_service_get(ph_ctx *ctx, const char *name,
                                    uint16_t major, uint16_t min_minor,
                                    void **self) {
@@ -338,4 +352,5 @@ const ph_api ph_host_api = {
     .observe = metrics_observe,
     .counter_set = metrics_counter_set,
     .parse_listen_addr = addr_parse_listen,
+    .service_provided = api_service_provided,
 };

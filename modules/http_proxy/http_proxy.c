@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend_check.h"
 #include "http_proxy_int.h"
 
 const ph_api *hp_api;
@@ -141,8 +142,8 @@ static int hp_start(void *state) {
                             0, &h->authorizer_self);
     if (!h->authorizer) {
       PH_LOG(hp_api, h->ctx, PH_LOG_ERROR,
-             "auth = password needs a module providing the authorizer "
-             "service (for example auth_local)",
+             "auth = password needs a module that provides the "
+             "\"authorizer\" service: load one (auth_local)",
              PH_STR("service", PH_AUTHORIZER_SERVICE));
       return PH_ENOENT;
     }
@@ -225,7 +226,7 @@ PROXYHOST_MODULE = {
                    "forwarding with keep-alive",
     .requires = hp_requires,
     .config = hp_keys,
-    .check = listener_check_listen,
+    .check = frontend_check,
     .init = hp_init,
     .start = hp_start,
     .reload = hp_reload,

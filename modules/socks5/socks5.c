@@ -28,6 +28,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "frontend_check.h"
 #include "listener.h"
 #include "open_map.h"
 #include "relay.h"
@@ -765,8 +766,8 @@ static int s5_start(void *state) {
                                      PH_AUTHORIZER_MAJOR, 0, &s->aself);
     if (!s->authorizer) {
       PH_LOG(api, s->ctx, PH_LOG_ERROR,
-             "auth = password needs an \"authorizer\" service: load a "
-             "module that provides it (auth_local)");
+             "auth = password needs a module that provides the "
+             "\"authorizer\" service: load one (auth_local)");
       return PH_ENOENT;
     }
   }
@@ -852,7 +853,7 @@ PROXYHOST_MODULE = {
     .requires = s5_requires,
     .config = s5_keys,
     /* The listen address is parsed at start, by the same code. */
-    .check = listener_check_listen,
+    .check = frontend_check,
     .init = s5_init,
     .start = s5_start,
     .reload = s5_reload,

@@ -212,6 +212,14 @@ typedef struct ph_api {
    * that users see one format and one message everywhere. */
   int (*parse_listen_addr)(const char *s, struct sockaddr_storage *ss,
                            socklen_t *len, char *why, size_t whylen);
+
+  /* Loop thread, any phase; allowed in check. 1 when a module loaded in
+   * this process lists name in its descriptor's provides, else 0. It
+   * answers from the descriptors, before any provider's init ran: a check
+   * uses it for a service the configuration makes necessary (socks5's
+   * auth = password needs "authorizer"), so that a missing provider is a
+   * configuration error rather than a failure at start. */
+  int (*service_provided)(ph_ctx *ctx, const char *name);
 } ph_api;
 
 #endif

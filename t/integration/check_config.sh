@@ -65,6 +65,21 @@ else
   skip "socks5 or direct not built"
 fi
 
+# ---- auth = password needs an authorizer module loaded ---------------------
+for fe in socks5 http_proxy; do
+  if have_module "$fe" && have_module direct; then
+    check_bad "$fe auth = password, no authorizer" "direct, $fe" \
+      "[$fe]\\nlisten = 127.0.0.1:0\\nauth = password\\n" \
+      "bad.ini:7: $fe.auth: password needs a module that provides the \"authorizer\" service"
+    if have_auth_local; then
+      printf '[proxyhost]\nmodules = direct, %s, auth_local\nmodule_path = %s\n[%s]\nlisten = 127.0.0.1:0\nauth = password\n[auth_local]\nusers = alice:%s\n' \
+        "$fe" "$MODS" "$fe" "$(password_hash pw)" >"$T/auth-ok.ini"
+      "$PROXYHOST" -c "$T/auth-ok.ini" --check-config >/dev/null 2>&1
+      is $? 0 "$fe auth = password with auth_local loaded passes"
+    fi
+  fi
+done
+
 # ---- http_proxy: the same listen check --------------------------------------
 if have_module http_proxy && have_module direct; then
   check_bad "http_proxy listen, a name" "direct, http_proxy" \

@@ -238,14 +238,15 @@ else
   skip "auth_local or proxyhost-passwd not built (configure --disable-module-auth_local)"
 fi
 
-# auth = password without an authorizer: start fails, with a clear message.
+# auth = password without an authorizer: a configuration error (the
+# module's check), before anything starts, naming the key and the service.
 HP=$(free_port)
 password_config http_proxy "$HP" "" >"$T/c.ini"
 "$PROXYHOST" -c "$T/c.ini" >"$T/c.out" 2>&1
 rc=$?
-is "$rc" 4 "auth = password without an authorizer fails start (exit 4)"
-like "$(cat "$T/c.out")" "needs a module providing the authorizer service" \
-  "with a clear message"
+is "$rc" 2 "auth = password without an authorizer: configuration error (exit 2)"
+like "$(cat "$T/c.out")" 'c.ini:9: http_proxy.auth: password needs a module that provides the "authorizer" service' \
+  "with a clear message naming file:line and key"
 
 # max_clients: a client over the limit is closed at once and counted.
 HP=$(free_port)

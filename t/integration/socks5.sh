@@ -231,13 +231,14 @@ else
   skip "auth_local or proxyhost-passwd not built (configure --disable-module-auth_local)"
 fi
 
-# auth = password without an authorizer: start fails, naming the service.
+# auth = password without an authorizer: a configuration error (the
+# module's check), before anything starts, naming the key and the service.
 sport=$(free_port)
 password_config socks5 "$sport" "" >"$T/d.ini"
 "$PROXYHOST" -c "$T/d.ini" >"$T/d.out" 2>&1
 rc=$?
-is "$rc" 4 "auth = password without an authorizer fails start (exit 4)"
-like "$(cat "$T/d.out")" 'needs an \"authorizer\" service' \
-  "with a clear message"
+is "$rc" 2 "auth = password without an authorizer: configuration error (exit 2)"
+like "$(cat "$T/d.out")" 'd.ini:9: socks5.auth: password needs a module that provides the "authorizer" service' \
+  "with a clear message naming file:line and key"
 
 done_testing

@@ -57,6 +57,24 @@ static void test_lifecycle(void) {
   mock_free(m);
 }
 
+/* ph_api.service_provided answers from the loaded descriptors. */
+static void test_service_provided(void) {
+  ph_mock *m = started(PROBE);
+  ok(m != NULL, "probe starts");
+  if (!m)
+    return;
+  ph_ctx *ctx = mock_core(m)->mods[0];
+  ok(ph_host_api.service_provided(ctx, "probe.echo") == 1,
+     "service_provided: a service the probe's descriptor lists");
+  ok(ph_host_api.service_provided(ctx, "authorizer") == 0,
+     "service_provided: a service no loaded module lists");
+  ok(ph_host_api.service_provided(ctx, NULL) == 0 &&
+         ph_host_api.service_provided(NULL, "probe.echo") == 0,
+     "service_provided: NULL arguments answer 0");
+  mock_stop(m);
+  mock_free(m);
+}
+
 static void test_readiness_and_drain(void) {
   ph_mock *m = started(PROBE "[probe]\nready = false\n");
   ok(m && !mock_ready(m), "a module that is not ready keeps /readyz down");
@@ -290,6 +308,7 @@ int main(void) {
   plan_lazy();
   buf_init(&err, 65536);
   test_lifecycle();
+  test_service_provided();
   test_readiness_and_drain();
   test_failures();
   test_public_order();
