@@ -97,6 +97,8 @@ static void check_target(const policy *p, const char *host, uint16_t port) {
   }
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   policy *p = policy_new();
   if (!p)

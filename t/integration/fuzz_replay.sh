@@ -1,0 +1,30 @@
+#!/bin/sh
+# Every fuzz target runs over its seeds (t/fuzz/seeds/NAME/*) through
+# t/fuzz/replay.c: the target's own contract checks abort on a violation,
+# and the ASan build in CI catches memory errors. A target whose module is
+# disabled is not built and is skipped, named.
+. "$top_srcdir/t/lib/testlib.sh"
+
+for name in conf admin_request socks5 http_head policy; do
+  bin="$top_builddir/t/fuzz/replay_$name"
+  if [ ! -x "$bin" ]; then
+    skip "fuzz target $name not built (its module is disabled)"
+    continue
+  fi
+  n=0
+  for seed in "$top_srcdir/t/fuzz/seeds/$name"/*; do
+    [ -f "$seed" ] || continue
+    "$bin" "$seed" >"$T/replay.out" 2>&1
+    ok $? "fuzz_$name: $(basename "$seed")"
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ]; ok $? "fuzz_$name has seeds ($n)"
+done
+
+# The driver fails loudly on a missing input instead of passing nothing.
+if [ -x "$top_builddir/t/fuzz/replay_conf" ]; then
+  "$top_builddir/t/fuzz/replay_conf" "$T/no-such-seed" >/dev/null 2>&1
+  is "$?" 2 "a missing seed file is an error, not a pass"
+fi
+
+done_testing
