@@ -25,12 +25,25 @@
  * fcntl to be sure they are non-blocking), and whether both ends are TCP
  * is asked only when bulk data shows up.
  *
+ * Ending, and freeing (guard.h): a relay is entered from outside only by
+ * its loop callbacks (io_cb, idle_cb) and by the owner passing it the
+ * handed-over watcher's events (relay_client_io); each runs between
+ * guard_enter and guard_leave. Ending the relay (finish, or relay_abort)
+ * releases everything at once (fds, pipes, buffers, watchers, timer) and
+ * marks it dead; its memory is freed where the outermost entry leaves, or
+ * at once when none runs (relay_abort from a stop). So the owner may end
+ * the relay, or its own object, inside first_down or done: the code that
+ * runs after those calls checks guard_dead and touches neither the owner
+ * (done may have freed it) nor anything released.
+ *
  * Measured on loopback (Linux 6.x, 2 cores, one bulk stream): splice and
  * copy cost about the same per byte; the chunk size matters more (64 KiB
  * ~0.47x of a direct connection, 256 KiB ~0.65x). splice avoids the two
  * copies through user space, which pays off with real NICs.
  */
 #include "relay.h"
+
+#include "guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,9 +92,8 @@ struct ph_relay {
   int64_t last_ms; /* last time bytes moved */
   int64_t idle_ms;
   relay_opts o;
+  guard g;
   unsigned first_down_sent : 1;
-  unsigned busy : 1;    /* inside first_down */
-  unsigned aborted : 1; /* relay_abort called from first_down */
 };
 
 enum { STEP_OK = 0, STEP_ERROR = -1 };
@@ -325,27 +337,40 @@ static void free_dir(rdir *d) {
   close_fd(&d->pipe_w);
 }
 
-/* Closes and frees everything; returns the stats. */
-static relay_stats destroy(ph_relay *r) {
-  relay_stats st = {r->up.moved, r->down.moved};
+/* Ends the relay: closes and frees everything it holds, marks it dead,
+ * and frees the struct now when no entry runs (else the outermost
+ * leave() does). The byte counts stay readable until then. */
+static void end_relay(ph_relay *r) {
   const ph_api *api = r->api;
   api->io_free(r->cio);
   api->io_free(r->tio);
   api->timer_free(r->idle);
+  r->cio = r->tio = NULL;
+  r->idle = NULL;
   free_dir(&r->up);
   free_dir(&r->down);
   close_fd(&r->cfd);
   close_fd(&r->tfd);
-  free(r);
   if (--spare.relays == 0)
     spare_flush();
-  return st;
+  if (guard_end(&r->g))
+    free(r);
 }
 
+static void enter(ph_relay *r) { guard_enter(&r->g); }
+
+static void leave(ph_relay *r) {
+  if (guard_leave(&r->g))
+    free(r);
+}
+
+/* Ends the relay and tells the owner, last: done may free the owner's
+ * object, so nothing of the owner is touched after it. */
 static void finish(ph_relay *r, int end) {
   void (*done)(void *, const relay_stats *, int) = r->o.done;
   void *arg = r->o.arg;
-  relay_stats st = destroy(r);
+  relay_stats st = {r->up.moved, r->down.moved};
+  end_relay(r);
   if (done)
     done(arg, &st, end);
 }
@@ -374,15 +399,10 @@ static void settle(ph_relay *r, int rc, size_t nu, size_t nd) {
     r->last_ms = r->api->now_ms(r->ctx);
   if (nd && !r->first_down_sent) {
     r->first_down_sent = 1;
-    if (r->o.first_down) {
-      r->busy = 1;
+    if (r->o.first_down)
       r->o.first_down(r->o.arg);
-      r->busy = 0;
-    }
-  }
-  if (r->aborted) {
-    destroy(r);
-    return;
+    if (guard_dead(&r->g))
+      return; /* relay_abort inside first_down */
   }
   if (rc != STEP_OK) {
     finish(r, RELAY_END_ERROR);
@@ -415,23 +435,29 @@ static void on_event(ph_relay *r, int client_side, int revents) {
 static void io_cb(ph_io *io, int fd, int revents, void *arg) {
   (void)fd;
   ph_relay *r = arg;
+  enter(r);
   on_event(r, io == r->cio, revents);
+  leave(r);
 }
 
 void relay_client_io(ph_relay *r, int revents) {
-  if (r)
-    on_event(r, 1, revents);
+  if (!r)
+    return;
+  enter(r);
+  on_event(r, 1, revents);
+  leave(r);
 }
 
 static void idle_cb(ph_timer *t, void *arg) {
   (void)t;
   ph_relay *r = arg;
+  enter(r);
   int64_t quiet = r->api->now_ms(r->ctx) - r->last_ms;
-  if (quiet >= r->idle_ms) {
+  if (quiet >= r->idle_ms)
     finish(r, RELAY_END_IDLE);
-    return;
-  }
-  r->api->timer_set(r->idle, (uint64_t)(r->idle_ms - quiet), 0);
+  else
+    r->api->timer_set(r->idle, (uint64_t)(r->idle_ms - quiet), 0);
+  leave(r);
 }
 
 static void init_dir(rdir *d, int src, int dst, size_t cap, int splice_ok) {
@@ -454,7 +480,7 @@ ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
   ph_relay *r = calloc(1, sizeof(*r));
   if (!r)
     goto fail;
-  /* Taken over first, so that destroy frees it on every failure. */
+  /* Taken over first, so that end_relay frees it on every failure. */
   r->cio = o->client_io;
   spare.relays++;
   r->api = api;
@@ -494,7 +520,7 @@ ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
   return r;
 
 fail_r:
-  destroy(r); /* closes both fds */
+  end_relay(r); /* closes both fds; no entry runs: frees r */
   return NULL;
 fail:
   api->io_free(o->client_io);
@@ -503,14 +529,12 @@ fail:
   return NULL;
 }
 
+/* From first_down (inside an entry): released now, freed when the entry
+ * leaves; from outside (a stop): freed now. An ended relay (from inside
+ * done) has nothing left to abort. */
 void relay_abort(ph_relay *r) {
-  if (!r)
-    return;
-  if (r->busy) {
-    r->aborted = 1; /* from first_down: step() frees on the way out */
-    return;
-  }
-  destroy(r);
+  if (r && !guard_dead(&r->g))
+    end_relay(r);
 }
 
 relay_stats relay_get_stats(const ph_relay *r) {

@@ -6,6 +6,13 @@
  *
  * Loop thread only. A relay owns both fds from relay_start on and closes
  * them, with every pipe, buffer, watcher and timer, before calling done.
+ *
+ * Ending follows the rule of guard.h: every entry into a relay (its own
+ * watchers and timer, relay_client_io) runs between guard_enter and
+ * guard_leave; ending it releases everything at once and marks it dead,
+ * and its memory is freed when the outermost entry returns (at once when
+ * none runs). So inside first_down or done the owner may call relay_abort
+ * and free its own object: the relay touches neither afterwards.
  */
 #ifndef PH_RELAY_H
 #define PH_RELAY_H
@@ -30,8 +37,11 @@ typedef struct relay_stats {
 } relay_stats;
 
 /* first_down: optional, called once when the first target byte reaches
- * the client (for TTFB). done: called exactly once, after everything was
- * closed and freed; not called when relay_abort ends it. */
+ * the client (for TTFB); it may call relay_abort, and then free arg.
+ * done: called exactly once, after everything was closed and released,
+ * as the relay's last use of arg (done may free it); not called when
+ * relay_abort ended the relay. The ph_relay pointer is dead from done on:
+ * the owner drops it there (relay_abort on it inside done does nothing). */
 typedef struct relay_opts {
   int64_t idle_timeout_ms; /* no bytes either way for this long: end */
   size_t buffer_size;      /* per direction, copy mode; also the splice
@@ -55,11 +65,13 @@ typedef struct relay_opts {
 ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
                       int target_fd, const void *pre, size_t pre_len,
                       const relay_opts *o);
-/* An event of the watcher handed over in relay_opts.client_io. The relay
- * may end (and call done) inside. */
+/* An event of the watcher handed over in relay_opts.client_io: an entry
+ * into the relay. It may end (and call done) inside; the relay's memory is
+ * freed on the way out, the caller's object only if done freed it. */
 void relay_client_io(ph_relay *r, int revents);
-/* Ends a relay now (shutdown/drain): closes and frees everything; done is
- * not called. */
+/* Ends a relay now (shutdown/drain, or from first_down): closes and
+ * releases everything at once; done is not called. Outside any entry the
+ * relay is freed at once; inside one (from first_down) when it returns. */
 void relay_abort(ph_relay *r);
 /* Bytes so far. */
 relay_stats relay_get_stats(const ph_relay *r);

@@ -1,6 +1,7 @@
 /* http_proxy: Proxy-Authorization: Basic, checked by the "authorizer"
  * service when auth = password. A value verified once is remembered on
- * its connection, so later requests on it are not checked again. */
+ * its connection, so later requests on it are not checked again, until
+ * a reload (the user may have been removed): then it is checked anew. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,7 @@
 
 static int deny(conn *c, int status);
 
-static void auth_done(void *arg, int verdict) {
-  conn *c = arg;
+static void auth_result(conn *c, int verdict) {
   hp *h = c->hp;
   c->auth_id = 0;
   int allow = verdict == PH_AUTH_ALLOW;
@@ -28,13 +28,21 @@ static void auth_done(void *arg, int verdict) {
   wipe_free(&c->token, &c->token_len);
   c->token = c->pending_token;
   c->token_len = c->pending_len;
+  c->token_generation = c->auth_generation;
   c->pending_token = NULL;
   c->pending_len = 0;
   proceed(c);
 }
 
+static void auth_done(void *arg, int verdict) {
+  conn *c = arg;
+  conn_enter(c);
+  auth_result(c, verdict);
+  conn_leave(c);
+}
+
 static int deny(conn *c, int status) {
-  int after = status == 407 && c->req_body_done && hh_keep_alive(&c->req)
+  int after = status == 407 && c->req_body.done && hh_keep_alive(&c->req)
                   ? AFTER_NEXT
                   : AFTER_CLOSE;
   return reply(c, status, after) == GONE ? GONE : 1;
@@ -46,8 +54,10 @@ int authorize(conn *c, const char *value, size_t len) {
     return 0;
   if (!value)
     return deny(c, 407);
-  if (c->token && c->token_len == len && memcmp(c->token, value, len) == 0)
-    return 0; /* verified earlier on this connection */
+  if (c->token && c->token_len == len &&
+      c->token_generation == h->generation &&
+      memcmp(c->token, value, len) == 0)
+    return 0; /* verified earlier on this connection, since the reload */
   char pair[520];
   const char *user, *pass;
   size_t ulen, plen;
@@ -67,6 +77,7 @@ int authorize(conn *c, const char *value, size_t len) {
   c->pending_len = len;
   c->state = S_AUTH;
   c->t_auth_us = now_us();
+  c->auth_generation = h->generation;
   int64_t id = h->authorizer->check_password(h->authorizer_self, user, ulen,
                                               pass, plen, auth_done, c);
   explicit_bzero(pair, sizeof(pair));

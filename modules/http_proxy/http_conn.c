@@ -1,13 +1,14 @@
 /* http_proxy: a client connection's life. Accepting it, asking the loop
  * for the events its state needs, dispatching those events and its timer,
  * writing to the client, counting and logging each request, and freeing
- * it all at the end. */
+ * it all at the end (http_proxy_int.h tells when). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "hangup.h"
 #include "http_proxy_int.h"
 
 static int status_class(int status) {
@@ -18,6 +19,12 @@ static int status_class(int status) {
   if (status < 500)
     return SC_4XX;
   return SC_5XX;
+}
+
+/* S_AUTH, S_OPEN: the client is not read (its buffer is full), so its
+ * leaving is probed for (hangup.h). */
+static int probing(const conn *c) {
+  return (c->state == S_AUTH || c->state == S_OPEN) && !(c->cev & PH_READ);
 }
 
 void update_io(conn *c) {
@@ -35,17 +42,15 @@ void update_io(conn *c) {
       ce = PH_READ;
     break;
   case S_EXCHANGE:
-    if (c->up_state != U_DONE && !c->req_body_done &&
+    if (c->up_state != U_DONE && !c->req_body.done &&
         pending(&c->cin) < max)
       ce |= PH_READ;
-    if (pending(&c->cout) ||
-        (c->down_state == D_BODY && c->uscan > c->uin.off))
+    if (pending(&c->cout) || response_body_ready(c))
       ce |= PH_WRITE;
-    if (c->up_state == U_HEAD ||
-        (c->up_state == U_BODY && c->cscan > c->cin.off))
+    if (c->up_state == U_HEAD || request_body_ready(c))
       ue |= PH_WRITE;
     if ((c->down_state == D_HEAD && !pending(&c->cout)) ||
-        (c->down_state == D_BODY && !c->resp_done &&
+        (c->down_state == D_BODY && !c->resp_body.done &&
          pending(&c->uin) < max))
       ue |= PH_READ;
     break;
@@ -61,8 +66,11 @@ void update_io(conn *c) {
   if (c->up_idle)
     ue = PH_READ; /* a kept upstream: notice it closing */
   if (c->cio && ce != c->cev) {
+    int was_probing = probing(c);
     hp_api->io_set(c->cio, ce);
     c->cev = ce;
+    if (probing(c) && !was_probing)
+      hp_api->timer_set(c->timer, HANGUP_PROBE_MS, 0); /* T_IDLE goes on */
   }
   if (c->uio && ue != c->uev) {
     hp_api->io_set(c->uio, ue);
@@ -71,6 +79,10 @@ void update_io(conn *c) {
 }
 
 void arm_timer(conn *c, int kind, int64_t ms) {
+  if (!c->timer)
+    return; /* closed */
+  if (kind == T_IDLE && probing(c) && ms > HANGUP_PROBE_MS)
+    ms = HANGUP_PROBE_MS; /* idle_check keeps counting idle_timeout */
   c->timer_kind = kind;
   c->last_ms = hp_api->now_ms(c->hp->ctx);
   hp_api->timer_set(c->timer, (uint64_t)(ms > 0 ? ms : 1), 0);
@@ -140,21 +152,31 @@ static void conn_unlink(conn *c) {
   }
 }
 
-void conn_free(conn *c) {
+/* Everything but the memory: after this the conn is inert. */
+static void conn_release(conn *c) {
   hp *h = c->hp;
-  if (c->open_id > 0)
-    h->connector->cancel(h->connector_self, c->open_id);
-  if (c->auth_id > 0 && h->authorizer)
-    h->authorizer->cancel(h->authorizer_self, c->auth_id);
-  if (c->relay)
+  int64_t open_id = c->open_id, auth_id = c->auth_id;
+  c->open_id = c->auth_id = 0;
+  c->state = S_CLOSED;
+  if (open_id > 0)
+    h->connector->cancel(h->connector_self, open_id);
+  if (auth_id > 0 && h->authorizer)
+    h->authorizer->cancel(h->authorizer_self, auth_id);
+  if (c->relay) {
     relay_abort(c->relay);
+    c->relay = NULL;
+  }
   close_upstream(c);
   if (c->cio)
     hp_api->io_free(c->cio);
+  c->cio = NULL;
+  c->cev = 0;
   if (c->cfd >= 0)
     close(c->cfd);
+  c->cfd = -1;
   if (c->timer)
     hp_api->timer_free(c->timer);
+  c->timer = NULL;
   buf_free(&c->cin);
   buf_free(&c->cout);
   buf_free(&c->uin);
@@ -164,13 +186,29 @@ void conn_free(conn *c) {
   wipe_free(&c->token, &c->token_len);
   wipe_free(&c->pending_token, &c->pending_len);
   conn_unlink(c);
-  free(c);
+}
+
+void conn_free(conn *c) {
+  if (conn_dead(c))
+    return;
+  conn_release(c);
+  if (guard_end(&c->g))
+    free(c);
 }
 
 int conn_close(conn *c) {
-  access_log(c);
-  conn_free(c);
+  if (!conn_dead(c)) {
+    access_log(c);
+    conn_free(c);
+  }
   return GONE;
+}
+
+void conn_enter(conn *c) { guard_enter(&c->g); }
+
+void conn_leave(conn *c) {
+  if (guard_leave(&c->g))
+    free(c);
 }
 
 static int flush_cout(conn *c) {
@@ -197,6 +235,8 @@ static int flush_cout(conn *c) {
  * exchange on when a part of it is out. */
 int pump_client(conn *c) {
   for (;;) {
+    if (conn_dead(c))
+      return GONE;
     if (flush_cout(c) == GONE)
       return GONE;
     if (pending(&c->cout))
@@ -212,7 +252,7 @@ int pump_client(conn *c) {
 }
 
 int client_step(conn *c) {
-  if (pump_client(c) == GONE)
+  if (conn_dead(c) || pump_client(c) == GONE)
     return GONE;
   update_io(c);
   return 0;
@@ -236,12 +276,12 @@ static int client_readable(conn *c) {
     return parse_request(c);
   case S_AUTH:
   case S_OPEN:
-    r = buf_read(c->cfd, &c->cin, buf_max(h), &c->cscan, &got);
+    r = buf_read(c->cfd, &c->cin, buf_max(h), &c->cdec, &got);
     if (r == RD_EOF || r == RD_ERROR)
       return conn_close(c); /* cancels the open or the check */
     return 0;
   case S_EXCHANGE:
-    r = buf_read(c->cfd, &c->cin, buf_max(h), &c->cscan, &got);
+    r = buf_read(c->cfd, &c->cin, buf_max(h), &c->cdec, &got);
     if (r == RD_EOF || r == RD_ERROR)
       return conn_close(c); /* the request body was cut short */
     if (r != RD_DATA)
@@ -263,12 +303,9 @@ static int client_readable(conn *c) {
   }
 }
 
-static void client_io(ph_io *io, int fd, int revents, void *arg) {
-  conn *c = arg;
-  (void)io;
-  (void)fd;
+static void client_event(conn *c, int revents) {
   if (c->state == S_TUNNEL) {
-    relay_client_io(c->relay, revents); /* may free c */
+    relay_client_io(c->relay, revents); /* may close c */
     return;
   }
   if ((revents & PH_READ) && client_readable(c) == GONE)
@@ -280,10 +317,39 @@ static void client_io(ph_io *io, int fd, int revents, void *arg) {
   update_io(c);
 }
 
-static void timer_fired(ph_timer *t, void *arg) {
+static void client_io(ph_io *io, int fd, int revents, void *arg) {
   conn *c = arg;
+  (void)io;
+  (void)fd;
+  conn_enter(c);
+  client_event(c, revents);
+  conn_leave(c);
+}
+
+/* T_IDLE: idle_timeout since the last byte either way; while the client
+ * is not read, its leaving is probed for every HANGUP_PROBE_MS. */
+static void idle_check(conn *c) {
   hp *h = c->hp;
-  (void)t;
+  if (probing(c) && hangup_seen(c->cfd)) {
+    conn_close(c); /* cancels the open or the check */
+    return;
+  }
+  int64_t idle = hp_api->now_ms(h->ctx) - c->last_ms;
+  if (idle < h->conf.idle_timeout_ms) {
+    int64_t wait = h->conf.idle_timeout_ms - idle;
+    if (probing(c) && wait > HANGUP_PROBE_MS)
+      wait = HANGUP_PROBE_MS;
+    hp_api->timer_set(c->timer, (uint64_t)wait, 0);
+    return;
+  }
+  if (c->state == S_EXCHANGE || c->state == S_OPEN || c->state == S_AUTH)
+    fail_exchange(c, 504);
+  else
+    conn_close(c);
+}
+
+static void timer_event(conn *c) {
+  hp *h = c->hp;
   switch (c->timer_kind) {
   case T_HEADER:
     guess_class(c);
@@ -297,23 +363,33 @@ static void timer_fired(ph_timer *t, void *arg) {
   case T_LINGER:
     conn_close(c);
     return;
-  case T_IDLE: {
-    int64_t idle = hp_api->now_ms(h->ctx) - c->last_ms;
-    if (idle < h->conf.idle_timeout_ms) {
-      hp_api->timer_set(c->timer, (uint64_t)(h->conf.idle_timeout_ms - idle),
-                        0);
-      return;
-    }
-    if (c->state == S_EXCHANGE || c->state == S_OPEN ||
-        c->state == S_AUTH)
-      fail_exchange(c, 504);
-    else
-      conn_close(c);
+  case T_IDLE:
+    idle_check(c);
     return;
-  }
   default:
     return;
   }
+}
+
+static void timer_fired(ph_timer *t, void *arg) {
+  conn *c = arg;
+  (void)t;
+  conn_enter(c);
+  timer_event(c);
+  conn_leave(c);
+}
+
+static void accept_event(conn *c) {
+  if (begin_head(c) == GONE)
+    return;
+  c->first = 0; /* later heads wait for idle_timeout first */
+  /* A client usually sends its request right after connecting: read it
+   * now rather than one loop iteration (and an epoll_wait) later. */
+  if (client_readable(c) == GONE)
+    return;
+  if (c->state == S_HEAD && pending(&c->cin) == 0)
+    buf_free(&c->cin); /* nothing yet: an idle connection holds no buffer */
+  update_io(c);
 }
 
 void conn_accept(hp *h, int fd) {
@@ -339,14 +415,7 @@ void conn_accept(hp *h, int fd) {
     conn_free(c);
     return;
   }
-  if (begin_head(c) == GONE)
-    return;
-  c->first = 0; /* later heads wait for idle_timeout first */
-  /* A client usually sends its request right after connecting: read it
-   * now rather than one loop iteration (and an epoll_wait) later. */
-  if (client_readable(c) == GONE)
-    return;
-  if (c->state == S_HEAD && pending(&c->cin) == 0)
-    buf_free(&c->cin); /* nothing yet: an idle connection holds no buffer */
-  update_io(c);
+  conn_enter(c);
+  accept_event(c);
+  conn_leave(c);
 }

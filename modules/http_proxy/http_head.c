@@ -4,16 +4,16 @@
  * callbacks record offsets (never pointers, so the buffer may move) and
  * enforce the field count, and the first line and header byte limits are
  * checked on the raw bytes before the parser sees them. The parser is
- * paused when the head is complete, so the body (or the next message)
- * stays untouched, and the same parser instance then delimits the body:
- * it is paused again at the end of the message, which tells how many of
- * the bytes it was given belong to it.
+ * paused when the head is complete and never resumed: the body (or the
+ * next message) is not its business. The lenient parser decides nothing
+ * that is forwarded: the framing comes from the fields (hh_framing), the
+ * heads are rewritten from what was recorded, and a bare CR, which the
+ * parser would read as a line end, is refused.
  *
- * A paused on_headers_complete leaves the head's last LF unconsumed; the
- * parser only needs "a byte" there to leave its headers-done state, so
- * hh_body_begin feeds it one LF of its own.
+ * A paused on_headers_complete leaves the head's last LF unconsumed.
  */
 #include "http_head.h"
+#include "http_body.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,6 @@ static int on_status(http_parser *p, const char *at, size_t len);
 static int on_header_field(http_parser *p, const char *at, size_t len);
 static int on_header_value(http_parser *p, const char *at, size_t len);
 static int on_headers_complete(http_parser *p);
-static int on_message_complete(http_parser *p);
 
 static const http_parser_settings settings = {
     .on_url = on_url,
@@ -41,7 +40,6 @@ static const http_parser_settings settings = {
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
-    .on_message_complete = on_message_complete,
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -122,8 +120,6 @@ static int on_header_field(http_parser *p, const char *at, size_t len) {
    * section 5.1 asks for 400; trailers are refused alike. */
   if (memchr(at, ' ', len))
     return cb_fail(h, 400);
-  if (h->done) /* trailer fields: forwarded verbatim, not recorded */
-    return 0;
   uint32_t off = (uint32_t)(at - h->base);
   if (h->last_cb != CB_FIELD) {
     if (h->n_fields >= h->lim.max_headers)
@@ -149,8 +145,6 @@ static int on_header_field(http_parser *p, const char *at, size_t len) {
  * section 5.2): rejected, as a proxy may do, rather than repaired. */
 static int on_header_value(http_parser *p, const char *at, size_t len) {
   http_head *h = p->data;
-  if (h->done)
-    return 0;
   if (h->n_fields == 0)
     return cb_fail(h, 400);
   hh_field *f = &h->fields[h->n_fields - 1];
@@ -181,20 +175,9 @@ static int on_headers_complete(http_parser *p) {
   http_head *h = p->data;
   h->done = 1;
   http_parser_pause(p, 1);
-  /* 1 tells the parser that no body follows, whatever the headers say. */
-  if (p->type == HTTP_RESPONSE &&
-      (h->skip_body || no_body_status(p->status_code)))
-    return 1;
-  return 0;
-}
-
-static int on_message_complete(http_parser *p) {
-  http_head *h = p->data;
-  if (h->done) {
-    h->body_done = 1;
-    http_parser_pause(p, 1);
-  }
-  return 0;
+  /* 1: the parser expects no body, so it does not refuse a head whose
+   * framing fields it would not read a body by (hh_framing judges). */
+  return 1;
 }
 
 /* ---- head parsing ------------------------------------------------------- */
@@ -294,6 +277,8 @@ static void mark_hop(http_head *h, const char *buf) {
       f->hop = 1;
     if (eq_ci(span_ptr(buf, f->name), f->name.len, "transfer-encoding"))
       f->te = 1;
+    if (eq_ci(span_ptr(buf, f->name), f->name.len, "content-length"))
+      f->cl = 1;
   }
   for (size_t i = 0; i < h->n_fields; i++) {
     hh_field *f = &h->fields[i];
@@ -315,6 +300,17 @@ static void mark_hop(http_head *h, const char *buf) {
   }
 }
 
+/* A CR not followed by LF: the parser takes "CR + any byte" as a line end
+ * where other readers do not (RFC 9112 section 2.2 lets a recipient
+ * refuse it). */
+static int bare_cr(const char *buf, size_t len) {
+  for (const char *p = memchr(buf, '\r', len); p;
+       p = memchr(p + 1, '\r', len - (size_t)(p + 1 - buf)))
+    if ((size_t)(p + 1 - buf) == len || p[1] != '\n')
+      return 1;
+  return 0;
+}
+
 static int head_done(http_head *h, const char *buf, size_t len,
                      size_t got) {
   if (HTTP_PARSER_ERRNO(&h->parser) != HPE_PAUSED)
@@ -325,8 +321,10 @@ static int head_done(http_head *h, const char *buf, size_t len,
   h->fed = h->head_len;
   if (h->head_len - h->line_len > h->lim.max_header_bytes)
     return fail(h, 431);
-  if (h->parser.http_major != 1)
+  if (h->parser.http_major != 1 || h->parser.http_minor > 1)
     return fail(h, 505);
+  if (bare_cr(buf, h->head_len))
+    return fail(h, 400);
   if (h->parser.type == HTTP_REQUEST && h->url.len == 0)
     return fail(h, 400);
   trim_values(h, buf);
@@ -365,28 +363,116 @@ int hh_parse(http_head *h, const char *buf, size_t len) {
 int hh_method(const http_head *h) { return (int)h->parser.method; }
 int hh_status(const http_head *h) { return (int)h->parser.status_code; }
 int hh_minor(const http_head *h) { return h->parser.http_minor > 0; }
-int hh_chunked(const http_head *h) {
-  return (h->parser.flags & F_CHUNKED) != 0;
-}
-
-int hh_needs_eof(const http_head *h) {
-  const http_parser *p = &h->parser;
-  if (p->type != HTTP_RESPONSE || h->skip_body ||
-      no_body_status(p->status_code) || (p->flags & F_CHUNKED))
-    return 0;
-  for (size_t i = 0; i < h->n_fields; i++)
-    if (h->fields[i].te)
-      return 1; /* a transfer coding other than chunked last */
-  return (p->flags & F_CONTENTLENGTH) == 0;
-}
-
 int hh_keep_alive(const http_head *h) {
   const http_parser *p = &h->parser;
   if (p->flags & F_CONNECTION_CLOSE)
     return 0;
-  if (h->parser.http_minor == 0 && !(p->flags & F_CONNECTION_KEEP_ALIVE))
+  return h->parser.http_minor > 0 || (p->flags & F_CONNECTION_KEEP_ALIVE);
+}
+
+/* ---- body framing ------------------------------------------------------ */
+
+/* Calls fn for each element of a field's comma-separated value, without
+ * its surrounding whitespace (empty elements included); stops at the
+ * first nonzero return and returns it. */
+static int each_element(const char *v, size_t len,
+                        int (*fn)(const char *e, size_t n, void *arg),
+                        void *arg) {
+  const char *end = v + len;
+  for (;;) {
+    const char *comma = memchr(v, ',', (size_t)(end - v));
+    const char *e = comma ? comma : end, *a = v;
+    while (a < e && is_ows(*a))
+      a++;
+    while (e > a && is_ows(e[-1]))
+      e--;
+    int r = fn(a, (size_t)(e - a), arg);
+    if (r || !comma)
+      return r;
+    v = comma + 1;
+  }
+}
+
+/* Content-Length values must all be the same number. */
+#define HH_MAX_LENGTH (UINT64_C(1) << 62)
+typedef struct length_acc {
+  uint64_t value;
+  int seen;
+} length_acc;
+
+static int length_element(const char *e, size_t n, void *arg) {
+  length_acc *a = arg;
+  if (n == 0 || n > 19)
+    return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (e[i] < '0' || e[i] > '9')
+      return -1;
+    v = v * 10 + (uint64_t)(e[i] - '0');
+  }
+  if (v >= HH_MAX_LENGTH || (a->seen && v != a->value))
+    return -1;
+  a->value = v;
+  a->seen = 1;
+  return 0;
+}
+
+/* Transfer-Encoding elements, in order across fields: counts them and
+ * remembers whether the last non-empty one is "chunked". */
+typedef struct coding_acc {
+  int codings, chunked_last;
+} coding_acc;
+
+static int coding_element(const char *e, size_t n, void *arg) {
+  coding_acc *a = arg;
+  if (n == 0)
+    return 0; /* empty list elements do not count (RFC 9110 5.6.1) */
+  a->codings++;
+  a->chunked_last = eq_ci(e, n, "chunked");
+  return 0;
+}
+
+int hh_framing(const http_head *h, const char *buf, int *kind,
+               uint64_t *length, int *has_length) {
+  int request = h->parser.type == HTTP_REQUEST;
+  int bad = request ? 400 : 502;
+  length_acc la = {0, 0};
+  coding_acc ca = {0, 0};
+  int te_fields = 0;
+  for (size_t i = 0; i < h->n_fields; i++) {
+    const hh_field *f = &h->fields[i];
+    if (f->cl && each_element(span_ptr(buf, f->value), f->value.len,
+                              length_element, &la))
+      return bad;
+    if (f->te) {
+      te_fields++;
+      each_element(span_ptr(buf, f->value), f->value.len, coding_element,
+                   &ca);
+    }
+  }
+  *kind = HB_NONE;
+  *length = la.value;
+  *has_length = la.seen;
+  if (te_fields) {
+    /* RFC 9112 section 6.1: with Content-Length, or in HTTP/1.0, the
+     * framing is faulty (a smuggling attempt, likely). */
+    if (la.seen || h->parser.http_minor == 0 || ca.codings == 0)
+      return bad;
+    if (!ca.chunked_last)
+      return bad; /* section 6.3: the length cannot be determined */
+    if (ca.codings > 1)
+      return request ? 501 : 502; /* a coding we do not decode */
+  }
+  if (!request &&
+      (h->skip_body || no_body_status((int)h->parser.status_code)))
     return 0;
-  return !hh_needs_eof(h);
+  if (te_fields)
+    *kind = HB_CHUNKED;
+  else if (la.seen)
+    *kind = HB_LENGTH;
+  else
+    *kind = request ? HB_NONE : HB_CLOSE;
+  return 0;
 }
 
 int hh_find(const http_head *h, const char *buf, const char *name,
@@ -402,6 +488,12 @@ int hh_find(const http_head *h, const char *buf, const char *name,
 
 int hh_hop_by_hop(const http_head *h, size_t i) {
   return i < h->n_fields && h->fields[i].hop;
+}
+
+int hh_reframe(int kind, int client_minor) {
+  if (kind == HB_CHUNKED || kind == HB_CLOSE)
+    return client_minor ? HB_CHUNKED : HB_CLOSE;
+  return kind;
 }
 
 /* ---- request-target ------------------------------------------------------- */
@@ -428,8 +520,13 @@ static int parse_absolute(const char *u, const struct http_parser_url *pu,
     return 501; /* TLS to the origin is the client's: use CONNECT */
   if (!eq_ci(scheme, slen, "http"))
     return 400;
+  if (!(pu->field_set & (1 << UF_HOST)))
+    return 400;
+  /* Userinfo, even empty ("http://@host/"): the parser only reports a
+   * non-empty one, so look for the '@' before the host. */
+  const char *auth = scheme + slen + 3; /* after "://" */
   if ((pu->field_set & (1 << UF_USERINFO)) ||
-      !(pu->field_set & (1 << UF_HOST)))
+      memchr(auth, '@', (size_t)(u + pu->field_data[UF_HOST].off - auth)))
     return 400;
   t->form = HH_FORM_ABSOLUTE;
   t->port = 80;
@@ -506,11 +603,13 @@ static void put_port(writer *w, unsigned port) {
     put(w, &d[--n], 1);
 }
 
+/* The fields to forward: neither hop-by-hop nor framing (the proxy
+ * writes its own framing header). */
 static void put_fields(writer *w, const http_head *h, const char *buf,
                        int drop_host) {
   for (size_t i = 0; i < h->n_fields; i++) {
     const hh_field *f = &h->fields[i];
-    if (f->hop)
+    if (f->hop || f->te || f->cl)
       continue;
     if (drop_host && eq_ci(span_ptr(buf, f->name), f->name.len, "host"))
       continue;
@@ -526,14 +625,25 @@ size_t hh_write_max(const http_head *h) {
   return h->head_len + 3 * (h->n_fields + 1) + HH_WRITE_EXTRA;
 }
 
+static void put_frame(writer *w, const hh_frame *fr) {
+  if (fr->kind == HB_CHUNKED) {
+    puts_(w, "Transfer-Encoding: chunked\r\n");
+  } else if (fr->kind == HB_LENGTH) {
+    char line[48];
+    int n = snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
+                     (unsigned long long)fr->length);
+    put(w, line, (size_t)n);
+  }
+}
+
 static ssize_t finish(const writer *w) {
   return w->over ? -1 : (ssize_t)w->len;
 }
 
 ssize_t hh_write_request(const http_head *h, const char *buf,
-                         const hh_target *t, char *out, size_t cap) {
+                         const hh_target *t, const hh_frame *fr, char *out,
+                         size_t cap) {
   writer w = {out, 0, cap, 0};
-  int minor = hh_minor(h);
   puts_(&w, http_method_str((enum http_method)h->parser.method));
   put(&w, " ", 1);
   if (t->path.len > 0)
@@ -546,7 +656,7 @@ ssize_t hh_write_request(const http_head *h, const char *buf,
     put(&w, "?", 1);
     put(&w, buf + t->query.off, t->query.len);
   }
-  puts_(&w, minor ? " HTTP/1.1\r\nHost: " : " HTTP/1.0\r\nHost: ");
+  puts_(&w, " HTTP/1.1\r\nHost: ");
   if (t->ipv6)
     put(&w, "[", 1);
   puts_(&w, t->host);
@@ -558,27 +668,26 @@ ssize_t hh_write_request(const http_head *h, const char *buf,
   }
   put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 1);
-  puts_(&w, minor ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
-  if (!minor)
-    puts_(&w, "Connection: keep-alive\r\n");
+  put_frame(&w, fr);
+  puts_(&w, hh_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
   put(&w, "\r\n", 2);
   return finish(&w);
 }
 
 ssize_t hh_write_response(const http_head *h, const char *buf,
-                          int close_client, int client_minor, char *out,
-                          size_t cap) {
+                          const hh_frame *fr, int close_client,
+                          int client_minor, char *out, size_t cap) {
   writer w = {out, 0, cap, 0};
   /* Rebuilt from what the parser understood, not copied: the lenient
    * parser accepts first lines that other readers would split
    * differently. */
   char line[32];
-  int n = snprintf(line, sizeof(line), "HTTP/1.%d %03d ", hh_minor(h),
-                   hh_status(h));
+  int n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", hh_status(h));
   put(&w, line, (size_t)n);
   put(&w, buf + h->reason.off, h->reason.len);
   put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 0);
+  put_frame(&w, fr);
   puts_(&w, hh_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
   if (close_client)
     puts_(&w, "Connection: close\r\n");
@@ -586,51 +695,6 @@ ssize_t hh_write_response(const http_head *h, const char *buf,
     puts_(&w, "Connection: keep-alive\r\n");
   put(&w, "\r\n", 2);
   return finish(&w);
-}
-
-/* ---- body framing --------------------------------------------------------- */
-
-int hh_body_begin(http_head *h) {
-  if (h->failed || !h->done)
-    return HH_ERROR;
-  if (h->body_started)
-    return h->body_done ? HH_DONE : HH_MORE;
-  h->body_started = 1;
-  http_parser_pause(&h->parser, 0);
-  http_parser_execute(&h->parser, &settings, "\n", 1);
-  if (h->body_done)
-    return HH_DONE;
-  if (HTTP_PARSER_ERRNO(&h->parser) != HPE_OK)
-    return fail(h, 400);
-  return HH_MORE;
-}
-
-int hh_body(http_head *h, const char *data, size_t len, size_t *used) {
-  *used = 0;
-  if (h->failed || !h->body_started)
-    return HH_ERROR;
-  if (h->body_done)
-    return HH_DONE;
-  if (len == 0) /* a zero length would mean EOF to the parser */
-    return HH_MORE;
-  size_t got = http_parser_execute(&h->parser, &settings, data, len);
-  if (h->body_done) {
-    *used = got;
-    return HH_DONE;
-  }
-  if (HTTP_PARSER_ERRNO(&h->parser) != HPE_OK)
-    return fail(h, 400);
-  *used = got;
-  return HH_MORE;
-}
-
-int hh_body_eof(http_head *h) {
-  if (h->failed || !h->body_started)
-    return HH_ERROR;
-  if (h->body_done)
-    return HH_DONE;
-  http_parser_execute(&h->parser, &settings, NULL, 0);
-  return h->body_done ? HH_DONE : fail(h, 502);
 }
 
 /* ---- Basic credentials ------------------------------------------------------ */

@@ -4,15 +4,15 @@
  *   Debian's libhttp-parser (the Node.js parser): the caller keeps the
  *   bytes in one buffer (which may move between calls) and calls
  *   hh_parse after each read; the head's first line, its header bytes and
- *   its header count are limited, and the answer to a bad head is an HTTP
- *   status (400, 414, 431, 505).
+ *   its header count are limited, a bare CR anywhere in it is refused,
+ *   and the answer to a bad head is an HTTP status (400, 414, 431, 505).
+ *   The parser reads heads only: bodies are framed by http_body.h.
  * - The request-target: authority-form for CONNECT, absolute-form
  *   http://host[:port]/path otherwise (https:// is 501, anything else 400).
+ * - Body framing from the header fields, strictly (hh_framing).
  * - Rewriting: a request to origin-form with a correct Host header and a
- *   response for the client, both without hop-by-hop headers.
- * - Body framing: after the head, the same parser delimits the message's
- *   body (Content-Length, chunked, or until close) in the byte stream, so
- *   a body is forwarded as it arrives, verbatim, with bounded buffers.
+ *   response for the client, both without hop-by-hop headers and with
+ *   the framing header the proxy chose instead of the peer's.
  * - Proxy-Authorization: Basic decoding.
  *
  * Every offset (hh_span) is relative to the start of the head's buffer.
@@ -42,6 +42,7 @@ typedef struct hh_field {
   hh_span name, value; /* value without surrounding whitespace */
   unsigned char hop;   /* hop-by-hop: not forwarded */
   unsigned char te;    /* a Transfer-Encoding field */
+  unsigned char cl;    /* a Content-Length field */
 } hh_field;
 
 typedef struct http_head {
@@ -61,8 +62,6 @@ typedef struct http_head {
   unsigned started : 1;   /* a non-blank byte was seen */
   unsigned done : 1;      /* head complete */
   unsigned skip_body : 1; /* a response to HEAD: no body whatever it says */
-  unsigned body_started : 1;
-  unsigned body_done : 1;
   unsigned failed : 1;
 } http_head;
 
@@ -77,20 +76,33 @@ void hh_expect_no_body(http_head *h);
 /* Parses what is new in buf[0..len) (the bytes before were given in
  * earlier calls, at the same offsets). HH_MORE: the head is not complete
  * yet (and within the limits); HH_DONE: h->head_len bytes are the head,
- * the bytes after it belong to the body or to the next message; HH_ERROR:
- * answer h->status and close. */
+ * the bytes after it belong to the body or to the next message (the
+ * parser never looks at them); HH_ERROR: answer h->status and close. A
+ * version other than HTTP/1.0 and HTTP/1.1 is 505. */
 int hh_parse(http_head *h, const char *buf, size_t len);
 
 /* After HH_DONE. */
 int hh_method(const http_head *h);       /* enum http_method (requests) */
 int hh_status(const http_head *h);       /* status code (responses) */
 int hh_minor(const http_head *h);        /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
-/* The message allows a next one on the connection (HTTP/1.1 without
- * "Connection: close", HTTP/1.0 with "keep-alive") and is not framed by
- * the end of the connection. */
+/* The message allows a next one on the connection: HTTP/1.1 without
+ * "Connection: close", HTTP/1.0 with "keep-alive". (A body framed by the
+ * end of the connection does not: the caller knows that from
+ * hh_framing.) */
 int hh_keep_alive(const http_head *h);
-int hh_chunked(const http_head *h);   /* Transfer-Encoding: chunked */
-int hh_needs_eof(const http_head *h); /* response body ends at close */
+
+/* How the message's body is framed (RFC 9112 section 6), strictly:
+ * Transfer-Encoding must be exactly "chunked", never beside a
+ * Content-Length nor in an HTTP/1.0 message; every Content-Length value
+ * (several fields, or a list) must be the same 1*DIGIT below 2^62. A
+ * request with neither has no body; a response with neither is framed by
+ * the close, except those that never have a body (1xx, 204, 304, a
+ * response to HEAD): *kind HB_NONE, and *length the valid Content-Length
+ * they carry, if any (*has_length). Returns 0, or the status to answer:
+ * for a request 400 (bad or conflicting framing) or 501 (a transfer
+ * coding other than chunked), for a response 502. After HH_DONE. */
+int hh_framing(const http_head *h, const char *buf, int *kind,
+               uint64_t *length, int *has_length);
 
 /* The value of the first header called name (case-insensitive); 1 when
  * found, else 0. */
@@ -99,9 +111,10 @@ int hh_find(const http_head *h, const char *buf, const char *name,
 /* Whether header i is hop-by-hop: Connection, Keep-Alive,
  * Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE,
  * Trailer, Upgrade, or a name listed in a Connection header (except
- * Host, Content-Length and Transfer-Encoding: they frame the message, and
- * dropping them on a peer's say-so would desynchronise the two sides).
- * Transfer-Encoding is kept: bodies are forwarded as they were framed. */
+ * Host, Content-Length and Transfer-Encoding: they frame the message and
+ * are judged by hh_framing, never dropped on a peer's say-so). The
+ * rewrites leave out Content-Length and Transfer-Encoding too, and write
+ * the proxy's own framing instead. */
 int hh_hop_by_hop(const http_head *h, size_t i);
 
 /* The request-target. */
@@ -120,39 +133,45 @@ typedef struct hh_target {
 /* Parses the request-target of a complete request head: authority-form
  * (host:port) for CONNECT, absolute-form with the http scheme for other
  * methods. 0, or the status to answer: 400 (any other form, bad host or
- * port, userinfo), 501 (https:// or another scheme is not forwarded). */
+ * port, userinfo, even empty), 501 (https:// is not forwarded). */
 int hh_target_parse(const http_head *h, const char *buf, hh_target *t);
+
+/* The framing the proxy gives a response body it read framed as kind
+ * (hh_framing), for a client of HTTP/1.client_minor: no body and
+ * Content-Length stay as they are; chunked and close-delimited bodies
+ * become chunked for an HTTP/1.1 client, close-delimited for an HTTP/1.0
+ * one (which never receives chunked framing). */
+int hh_reframe(int kind, int client_minor);
+
+/* The framing header a rewritten head carries: kind HB_LENGTH writes
+ * "Content-Length: length", HB_CHUNKED "Transfer-Encoding: chunked", the
+ * others nothing. The peer's own Content-Length and Transfer-Encoding
+ * fields are never copied. */
+typedef struct hh_frame {
+  int kind;
+  uint64_t length;
+} hh_frame;
 
 /* An upper bound of the bytes hh_write_request/hh_write_response write
  * for this head. */
 size_t hh_write_max(const http_head *h);
-/* The request for the origin server: "METHOD origin-form HTTP/1.x", a
- * Host header from the target (the client's Host headers are dropped, as
- * RFC 9112 section 3.2.2 asks), the client's other headers without the
- * hop-by-hop ones, "Via", and "Connection: keep-alive" for HTTP/1.0.
- * Returns the length, or -1 when cap is too small. */
+/* The request for the origin server: "METHOD origin-form HTTP/1.1" (the
+ * proxy's own version, RFC 9110 section 6.2), a Host header from the
+ * target (the client's Host headers are dropped, as RFC 9112 section
+ * 3.2.2 asks), the client's other headers without the hop-by-hop and
+ * framing ones, the framing header of fr, and "Via". Returns the length,
+ * or -1 when cap is too small. */
 ssize_t hh_write_request(const http_head *h, const char *buf,
-                         const hh_target *t, char *out, size_t cap);
-/* The response for the client: the status line (rebuilt from the
- * version, code and reason the parser read), the headers without the
- * hop-by-hop ones, "Via", then "Connection: close" when
- * close_client, or "Connection: keep-alive" for an HTTP/1.0 client
- * (client_minor 0) whose connection stays open. */
+                         const hh_target *t, const hh_frame *fr, char *out,
+                         size_t cap);
+/* The response for the client: "HTTP/1.1", the code and reason the parser
+ * read, the headers without the hop-by-hop and framing ones, the framing
+ * header of fr, "Via", then "Connection: close" when close_client, or
+ * "Connection: keep-alive" for an HTTP/1.0 client (client_minor 0) whose
+ * connection stays open. */
 ssize_t hh_write_response(const http_head *h, const char *buf,
-                          int close_client, int client_minor, char *out,
-                          size_t cap);
-
-/* Body framing, after HH_DONE. hh_body_begin: HH_DONE when the message
- * has no body (the next message starts at head_len), HH_MORE when a body
- * follows. hh_body: examines data[0..len), the next bytes after what it
- * saw before; HH_MORE: all of them are body; HH_DONE: the first *used
- * bytes end the body (the rest is the next message); HH_ERROR: malformed
- * framing (bad chunk size, ...). hh_body_eof: the peer closed; HH_DONE
- * when that ends a body framed by close, HH_ERROR when the body was cut
- * short. */
-int hh_body_begin(http_head *h);
-int hh_body(http_head *h, const char *data, size_t len, size_t *used);
-int hh_body_eof(http_head *h);
+                          const hh_frame *fr, int close_client,
+                          int client_minor, char *out, size_t cap);
 
 /* Decodes a Proxy-Authorization value "Basic <base64(user:password)>".
  * The decoded bytes go to out (cap bytes; 512 holds the largest accepted

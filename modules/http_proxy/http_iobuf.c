@@ -1,10 +1,11 @@
 /* http_proxy: the connection buffers (grown on demand up to a limit,
- * freed while a connection idles) and the socket reads and writes that
- * fill and drain them. */
+ * freed while a connection idles), the socket reads and writes that fill
+ * and drain them, and the bodies decoded in them and framed again. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "http_proxy_int.h"
 
@@ -89,4 +90,49 @@ ssize_t send_some(int fd, const char *data, size_t n) {
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
     return 0;
   return -1;
+}
+
+int body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
+  if (*dec >= b->len) /* nothing new (and maybe no buffer at all) */
+    return d->failed ? HB_ERROR : d->done ? HB_DONE : HB_MORE;
+  char *p = b->data + *dec;
+  size_t n = b->len - *dec, used = 0, made = 0;
+  int r = hb_decode(d, p, n, p, &used, &made);
+  if (r == HB_ERROR)
+    return r;
+  if (used < n) /* the body ended: what follows moves up to the payload */
+    memmove(p + made, p + used, n - used);
+  b->len -= used - made;
+  *dec += made;
+  return r;
+}
+
+ssize_t send_body(int fd, iobuf *b, size_t dec, hb_encoder *e, int end) {
+  size_t total = 0;
+  for (;;) {
+    hb_plan p;
+    hb_encode_plan(e, dec - b->off, end, &p);
+    size_t want = p.pre_len + p.payload + p.post_len;
+    if (want == 0)
+      return (ssize_t)total;
+    struct iovec iov[3];
+    int n = 0;
+    if (p.pre_len)
+      iov[n++] = (struct iovec){(void *)p.pre, p.pre_len};
+    if (p.payload)
+      iov[n++] = (struct iovec){b->data + b->off, p.payload};
+    if (p.post_len)
+      iov[n++] = (struct iovec){(void *)p.post, p.post_len};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return (ssize_t)total;
+      return -1;
+    }
+    b->off += hb_encode_sent(e, &p, (size_t)w);
+    total += (size_t)w;
+    if ((size_t)w < want)
+      return (ssize_t)total; /* the socket is full */
+  }
 }

@@ -1,7 +1,9 @@
 /* http_proxy: getting an upstream for an authorized request. A forward
  * reuses the connection kept from the previous request to the same
- * host:port; otherwise the connector opens a stream, and the request goes
- * on as a tunnel (CONNECT) or an exchange (forwarding). */
+ * host:port, unless the configuration was reloaded since (the connector's
+ * policy may deny that target now); otherwise the connector opens a
+ * stream, and the request goes on as a tunnel (CONNECT) or an exchange
+ * (forwarding). */
 #include <strings.h>
 #include <unistd.h>
 
@@ -11,7 +13,10 @@
 /* Authorized: CONNECT opens a stream; a forward reuses the kept upstream
  * when it goes to the same place, or opens one. */
 int proceed(conn *c) {
+  if (conn_dead(c))
+    return GONE;
   if (c->method_class == MC_FORWARD && c->up_idle &&
+      c->up_generation == c->hp->generation &&
       c->up_port == c->target.port &&
       strcasecmp(c->up_host, c->target.host) == 0) {
     c->reused = 1;
@@ -25,6 +30,8 @@ static void open_done(void *arg, const ph_open_result *res);
 
 int start_open(conn *c) {
   hp *h = c->hp;
+  if (conn_dead(c))
+    return GONE;
   ph_open_request rq = {.size = sizeof(rq),
                         .protocol = PH_PROTO_TCP,
                         .port = c->target.port,
@@ -41,8 +48,7 @@ int start_open(conn *c) {
   return 0;
 }
 
-static void open_done(void *arg, const ph_open_result *res) {
-  conn *c = arg;
+static void open_result(conn *c, const ph_open_result *res) {
   hp *h = c->hp;
   c->open_id = 0;
   int code = res->code;
@@ -71,4 +77,11 @@ static void open_done(void *arg, const ph_open_result *res) {
   }
   c->uout.off = 0; /* the head built for this request (again on a retry) */
   run_exchange(c);
+}
+
+static void open_done(void *arg, const ph_open_result *res) {
+  conn *c = arg;
+  conn_enter(c);
+  open_result(c, res);
+  conn_leave(c);
 }

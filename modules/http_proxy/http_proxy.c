@@ -178,12 +178,16 @@ static int hp_reload(void *state) {
   int auth = h->conf.auth;
   read_conf(h);
   h->conf.auth = auth; /* the authorizer is looked up at start only */
+  /* The target policy or the users may have changed: kept upstreams and
+   * verified credentials are not trusted for later requests. */
+  h->generation++;
   return PH_OK;
 }
 
-/* Stop accepting, close idle connections, let the others finish their
- * request (without keep-alive) or their tunnel, within the host's drain
- * deadline. */
+/* Stop accepting, close the connections that wait for a request head
+ * (idle, or with half a head: a client is not waited for), let the others
+ * finish their request (without keep-alive) or their tunnel, within the
+ * host's drain deadline. A complete pipelined head (T_NEXT) is served. */
 static int hp_stop(void *state) {
   hp *h = state;
   h->stopping = 1;
@@ -193,7 +197,7 @@ static int hp_stop(void *state) {
   conn *next;
   for (conn *c = h->conns; c; c = next) {
     next = c->next;
-    if (c->state == S_HEAD && pending(&c->cin) == 0)
+    if (c->state == S_HEAD && c->timer_kind != T_NEXT)
       conn_close(c);
   }
   if (h->n_conns == 0)

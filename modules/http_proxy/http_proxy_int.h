@@ -4,8 +4,22 @@
  *   HEAD -> [AUTH] -> [OPEN] -> EXCHANGE -> HEAD ...   (forwarding)
  *   HEAD -> [AUTH] -> OPEN -> REPLY(200) -> TUNNEL      (CONNECT)
  *   any -> REPLY(error) -> LINGER -> closed
- * Every function that may free its conn returns GONE, and its callers
- * stop touching it.
+ *
+ * Freeing (guard.h): a conn is entered only through its io and timer
+ * callbacks, the connector's and the authorizer's callbacks and the
+ * relay's, each between conn_enter and conn_leave. conn_close releases
+ * everything it holds at once (sockets, watchers, timer, open, check,
+ * relay) and marks it dead (state S_CLOSED); its memory is freed by the
+ * outermost conn_leave, at the end of the event. So no callee frees a
+ * conn under its caller. A function that may close its conn returns GONE
+ * when it did, and its callers stop at once; a function entered with a
+ * dead conn returns GONE and does nothing.
+ *
+ * Bodies (http_body.h): the proxy never forwards framing it received.
+ * A request or response body is decoded in its buffer, in place (the
+ * payload moves down over the framing), and framed again for the peer:
+ * Content-Length as it was, chunked as new chunks (HTTP/1.1 peers), or
+ * closing the connection (a response to an HTTP/1.0 client).
  *
  * The files, one job each:
  *   http_proxy.c    module descriptor, configuration, lifecycle, accept glue
@@ -18,6 +32,7 @@
  *   http_reply.c    replies of our own (errors, 407, CONNECT's 200)
  *   http_iobuf.c    the connection buffers and socket reads and writes
  *   http_head.c     HTTP/1.x head parsing and rewriting
+ *   http_body.c     strict body framing: decoding and encoding
  */
 #ifndef PH_HTTP_PROXY_INT_H
 #define PH_HTTP_PROXY_INT_H
@@ -31,6 +46,8 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "guard.h"
+#include "http_body.h"
 #include "http_head.h"
 #include "listener.h"
 #include "relay.h"
@@ -54,7 +71,8 @@ enum conn_state {
   S_EXCHANGE, /* forwarding a request and its response */
   S_REPLY,    /* writing a reply of our own (error, 407, CONNECT's 200) */
   S_LINGER,   /* reply sent, reading and dropping what the client sends */
-  S_TUNNEL    /* the relay owns both sockets */
+  S_TUNNEL,   /* the relay owns both sockets */
+  S_CLOSED    /* closed: released, freed at the end of the event */
 };
 enum after_reply { AFTER_CLOSE = 0, AFTER_NEXT, AFTER_TUNNEL };
 enum timer_kind {
@@ -98,11 +116,15 @@ typedef struct hp {
   ph_series *m_clients, *m_refused;
   conn *conns;
   size_t n_conns;
+  /* Counts reloads: a kept upstream or a verified Proxy-Authorization of
+   * an earlier generation is checked again (policy, credentials). */
+  uint64_t generation;
   unsigned stopping : 1;
   unsigned stop_pending : 1;
 } hp;
 
 struct conn {
+  guard g;
   hp *hp;
   conn *prev, *next;
   int state;
@@ -117,8 +139,12 @@ struct conn {
   iobuf cout;  /* to the client: our reply or a rewritten response head */
   iobuf uin;   /* from upstream: response head, then body */
   iobuf uout;  /* to upstream: the rewritten request head */
-  size_t cscan; /* cin: bytes before this were framed by the parser */
-  size_t uscan; /* uin: likewise */
+  /* While a body is read: cin [off, cdec) is decoded request payload,
+   * [cdec, len) bytes not decoded yet (the next request, once the body
+   * ended); uin and udec likewise for the response. */
+  size_t cdec, udec;
+  hb_decoder req_body, resp_body; /* the framing received */
+  hb_encoder req_out, resp_out;   /* the framing sent */
   http_head req, resp;
   hh_target target;
   int method_class;
@@ -132,8 +158,11 @@ struct conn {
   /* The upstream connection kept between requests, and for whom. */
   char up_host[256];
   uint16_t up_port;
+  uint64_t up_generation;
   char *token;  /* verified Proxy-Authorization value on this connection */
   size_t token_len;
+  uint64_t token_generation;
+  uint64_t auth_generation; /* of the check running */
   char *pending_token; /* the value being checked */
   size_t pending_len;
   char principal[256];    /* the user that token verified */
@@ -143,8 +172,6 @@ struct conn {
   unsigned up_active : 1;   /* ufd counts in proxyhost_streams_active */
   unsigned reused : 1;      /* this exchange runs on a kept upstream */
   unsigned retried : 1;
-  unsigned req_body_done : 1;
-  unsigned resp_done : 1;
   unsigned resp_seen : 1;   /* upstream sent a byte of this response */
   unsigned resp_started : 1; /* a response byte went to the client */
   unsigned close_after : 1;
@@ -198,16 +225,31 @@ enum { RD_DATA = 1, RD_EOF = 0, RD_AGAIN = -1, RD_ERROR = -2, RD_FULL = -3 };
 int buf_read(int fd, iobuf *b, size_t max, size_t *scan, size_t *got);
 /* Writes data[0..n); the bytes written, or -1 on a socket error. */
 ssize_t send_some(int fd, const char *data, size_t n);
+/* Decodes what is new in b from *dec on (in place, dropping the framing:
+ * the bytes after the body, if it ended, move down to follow the
+ * payload); an HB_ value. */
+int body_decode(iobuf *b, size_t *dec, hb_decoder *d);
+/* Writes the payload b [off, dec) framed by e (end: the decoder is done),
+ * as far as the socket takes it; b->off moves past the payload written.
+ * The bytes written, or -1 on a socket error. */
+ssize_t send_body(int fd, iobuf *b, size_t dec, hb_encoder *e, int end);
 
 /* ---- http_conn.c --------------------------------------------------------- */
 
 /* Takes an accepted client socket (and its max_clients slot) over. */
 void conn_accept(hp *h, int fd);
-/* Frees everything the connection holds; its fds are closed unless a
- * relay took them. Logs nothing. */
+/* Every entry into a conn from outside (guard.h) runs between these;
+ * conn_leave frees a conn that was closed inside. */
+void conn_enter(conn *c);
+void conn_leave(conn *c);
+/* Releases everything the connection holds (its fds are closed unless a
+ * relay took them) and frees it, or marks it dead when an entry runs.
+ * Logs nothing. */
 void conn_free(conn *c);
-/* Logs the request (if any) and frees the connection; returns GONE. */
+/* Logs the request (if any) and ends the connection (conn_free); returns
+ * GONE. A dead connection is left as it is. */
 int conn_close(conn *c);
+static inline int conn_dead(const conn *c) { return guard_dead(&c->g); }
 /* Asks the loop for the events the connection's state needs. */
 void update_io(conn *c);
 void arm_timer(conn *c, int kind, int64_t ms);
@@ -262,16 +304,21 @@ int start_tunnel(conn *c);
 
 /* ---- http_forward.c ------------------------------------------------------ */
 
-/* Writes the request head for upstream into uout; 0 or -1. */
-int build_request(conn *c);
+/* Sets up the request body's decoding and framing (kind and length from
+ * hh_framing) and writes the request head for upstream into uout; 0 or
+ * -1. */
+int start_request_body(conn *c, int kind, uint64_t length);
 /* The upstream socket is ready (new or kept): runs the exchange. */
 int run_exchange(conn *c);
-/* Request body bytes arrived in cin: frames them, sends what can go. */
+/* Request body bytes arrived in cin: decodes them, sends what can go. */
 int forward_request_body(conn *c);
 /* cout is flushed in an exchange: moves the response on. 0 when waiting,
  * GONE, or FORWARD_AGAIN when a head was queued in cout to be written. */
 #define FORWARD_AGAIN 1
 int forward_response(conn *c);
+/* Whether the request (response) body has bytes or framing to send now. */
+int request_body_ready(const conn *c);
+int response_body_ready(const conn *c);
 /* The io callback of the upstream socket. */
 void upstream_io(ph_io *io, int fd, int revents, void *arg);
 

@@ -31,6 +31,8 @@ static int format_reply(conn *c, int status, int after, char *out,
 
 int reply(conn *c, int status, int after) {
   hp *h = c->hp;
+  if (conn_dead(c))
+    return GONE;
   char msg[512];
   int n = format_reply(c, status, after, msg, sizeof(msg));
   if (n < 0 || (size_t)n >= sizeof(msg) ||
@@ -57,6 +59,8 @@ int reply(conn *c, int status, int after) {
 /* An error before any response byte reached the client gets a status;
  * after that, only closing tells the client. */
 int fail_exchange(conn *c, int status) {
+  if (conn_dead(c))
+    return GONE;
   if (c->resp_started)
     return conn_close(c);
   return reply(c, status, AFTER_CLOSE);

@@ -1,5 +1,6 @@
 /* http_proxy: request heads. Waiting for one (between requests too),
- * parsing it, and acting on a complete one: its target, its body framing,
+ * parsing it, and acting on a complete one: its target, its body framing
+ * (strict: a request whose framing could be read two ways is refused),
  * the rewritten head for upstream, then authorization. */
 #include <string.h>
 
@@ -16,17 +17,23 @@ static int on_request_head(conn *c) {
   PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request target",
          PH_STR("method_class", hp_method_classes[c->method_class]),
          PH_STR("host", c->target.host), PH_INT("port", c->target.port));
-  int r = hh_body_begin(&c->req);
-  if (r == HH_ERROR)
-    return reply(c, 400, AFTER_CLOSE);
-  c->req_body_done = r == HH_DONE || c->method_class == MC_CONNECT;
-  if (c->method_class == MC_FORWARD && build_request(c) < 0)
+  /* CONNECT has no body: what follows its head is the tunnel's. */
+  int kind = HB_NONE, has_length;
+  uint64_t length = 0;
+  if (c->method_class == MC_FORWARD &&
+      (st = hh_framing(&c->req, c->cin.data, &kind, &length, &has_length))) {
+    PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request refused",
+           PH_STR("reason", st == 501 ? "unsupported transfer coding"
+                                      : "ambiguous body framing"));
+    return reply(c, st, AFTER_CLOSE);
+  }
+  if (start_request_body(c, kind, length) < 0)
     return reply(c, 503, AFTER_CLOSE);
   hh_span v;
   int has = hh_find(&c->req, c->cin.data, "proxy-authorization", &v);
   /* The head's bytes are not needed any more: body bytes follow. */
   c->cin.off = c->req.head_len;
-  c->cscan = c->cin.off;
+  c->cdec = c->cin.off;
   int a = authorize(c, has ? c->cin.data + v.off : NULL, has ? v.len : 0);
   if (a != 0)
     return a == GONE ? GONE : 0;
@@ -40,6 +47,8 @@ void guess_class(conn *c) {
 }
 
 int parse_request(conn *c) {
+  if (conn_dead(c))
+    return GONE;
   int r = hh_parse(&c->req, c->cin.data, c->cin.len);
   if (r == HH_MORE)
     return 0;
@@ -54,6 +63,8 @@ int parse_request(conn *c) {
 
 int begin_head(conn *c) {
   hp *h = c->hp;
+  if (conn_dead(c))
+    return GONE;
   if (h->stopping && !pending(&c->cin))
     return conn_close(c);
   c->state = S_HEAD;
@@ -71,11 +82,11 @@ int begin_head(conn *c) {
     buf_free(&c->cin); /* an idle connection holds no buffer */
   else
     buf_compact(&c->cin, NULL);
-  c->cscan = c->uscan = 0;
+  c->cdec = c->udec = 0;
   c->status = 0;
   c->method_class = MC_FORWARD;
-  c->counted = c->reused = c->retried = c->req_body_done = 0;
-  c->resp_done = c->resp_seen = c->resp_started = c->close_after = 0;
+  c->counted = c->reused = c->retried = 0;
+  c->resp_seen = c->resp_started = c->close_after = 0;
   c->up_dirty = 0;
   c->bytes_up = c->bytes_down = c->body_sent = 0;
   c->t_req_us = 0;

@@ -5,20 +5,24 @@
 
 static void tunnel_first_down(void *arg) {
   conn *c = arg;
+  conn_enter(c);
   stream_metrics_stage(&c->hp->sm, SM_TTFB, SM_SUCCESS,
                        seconds_since(c->t_reply_us));
+  conn_leave(c);
 }
 
 static void tunnel_done(void *arg, const relay_stats *st, int end) {
   conn *c = arg;
   hp *h = c->hp;
   (void)end;
+  conn_enter(c);
   c->relay = NULL;
   c->bytes_up = st->up;
   c->bytes_down = st->down;
   hp_api->inc(h->sm.bytes[SM_UP], st->up);
   hp_api->inc(h->sm.bytes[SM_DOWN], st->down);
   conn_close(c);
+  conn_leave(c);
 }
 
 int start_tunnel(conn *c) {

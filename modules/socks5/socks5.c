@@ -12,7 +12,8 @@
  * and go to the target first. The success reply is sent only after the
  * connector reported the stream open (strict open); a failure is mapped
  * with open_map_socks5(). A client that goes away during the open cancels
- * it, which frees its dial slot at once.
+ * it, which frees its dial slot at once; when its bytes filled the buffer,
+ * so that it is not read, a hangup probe notices it (see the timer).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +30,8 @@
 #include <proxyhost/module.h>
 
 #include "frontend_check.h"
+#include "guard.h"
+#include "hangup.h"
 #include "listener.h"
 #include "open_map.h"
 #include "relay.h"
@@ -75,6 +78,9 @@ typedef struct s5_conn {
   ph_io *io;
   ph_timer *timer;
   ph_relay *relay;
+  guard g;             /* entries running; ended (guard.h) */
+  int64_t deadline_ms; /* the stage's deadline (api->now_ms), 0: none */
+  int probing;         /* the client is not watched: probe for a hangup */
   int state;
   int64_t open_id, auth_id;
   char *user; /* the authenticated principal (auth = password) */
@@ -157,7 +163,20 @@ static double seconds_since(int64_t t0_us) {
   return (double)(now_us() - t0_us) / 1e6;
 }
 
-/* ---- ending a connection --------------------------------------------- */
+/* ---- ending a connection ---------------------------------------------
+ *
+ * One rule against use-after-free (guard.h). A connection is entered from
+ * outside only by its loop callbacks (on_accept, conn_io, conn_timer) and
+ * by the callbacks of other modules' services (open_done, auth_done,
+ * relay_done, relay_first_down); each runs between conn_enter and
+ * conn_leave. Ending it (conn_end) releases everything at once: the open
+ * or check in flight is cancelled, watcher and timer freed, sockets
+ * closed, the connection unlinked with its listener slot given back. Its
+ * memory is freed by the outermost conn_leave, at the end of the event
+ * (at once when no entry runs: a stop or destroy walking the list). Code
+ * that runs after a callee may have ended the connection checks
+ * guard_dead (advance does, every round), so a callee can never free the
+ * connection under its caller. */
 
 static void maybe_stop_done(s5_server *s) {
   if (s->stopping && s->n_conns == 0) {
@@ -237,24 +256,50 @@ static void unlink_conn(s5_conn *c) {
   listener_release(s->listener);
 }
 
-/* Frees the connection; cancels what it still waits for. Not for a
- * relaying connection (the relay owns the sockets then). */
-static void conn_free(s5_conn *c) {
+/* Releases everything the connection holds and cancels what it still
+ * waits for; the struct stays, inert. Not for a relaying connection (the
+ * relay owns the sockets then). */
+static void conn_release(s5_conn *c) {
   s5_server *s = c->s;
   if (c->auth_id > 0)
     s->authorizer->cancel(s->aself, c->auth_id);
   if (c->open_id > 0)
     s->connector->cancel(s->cself, c->open_id);
+  c->auth_id = c->open_id = 0;
   api->io_free(c->io);
   api->timer_free(c->timer);
+  c->io = NULL;
+  c->timer = NULL;
   if (c->fd >= 0)
     close(c->fd);
   if (c->target_fd >= 0)
     close(c->target_fd);
+  c->fd = c->target_fd = -1;
   unlink_conn(c);
+  maybe_stop_done(s);
+}
+
+/* Frees the struct of an ended connection. Not inlined: GCC's
+ * -Wuse-after-free cannot know that the guard frees only where no entry
+ * runs, and would flag the conn_leave after a conn_end. */
+static __attribute__((noinline)) void conn_free(s5_conn *c) {
   free(c->user);
   free(c);
-  maybe_stop_done(s);
+}
+
+static void conn_enter(s5_conn *c) { guard_enter(&c->g); }
+
+static void conn_leave(s5_conn *c) {
+  if (guard_leave(&c->g))
+    conn_free(c);
+}
+
+/* Ends the connection: released now, freed now or by the outermost
+ * conn_leave. */
+static void conn_end(s5_conn *c) {
+  conn_release(c);
+  if (guard_end(&c->g))
+    conn_free(c);
 }
 
 /* Ends a connection that never reached the relay. */
@@ -265,7 +310,49 @@ static void conn_close(s5_conn *c, int result, const char *why) {
     c->why = why;
   handshake_over(c, result);
   access_log(c, 0, 0);
-  conn_free(c);
+  conn_end(c);
+}
+
+/* Gone before an answer: ending cancels what runs for it. */
+static void client_left(s5_conn *c) {
+  conn_close(c, R_CLOSED,
+             c->state == ST_OPENING ? "closed during open" : "closed");
+}
+
+/* ---- the timer ---------------------------------------------------------
+ *
+ * One timer per connection, for the deadline of its stage (the handshake,
+ * the success reply, the linger; none during the open, which the
+ * connector bounds). While the connection does not watch its client at
+ * all (an open or a check runs and the handshake buffer is full), the
+ * loop cannot see the client leave: the timer then also fires every
+ * HANGUP_PROBE_MS to ask hangup_seen (hangup.h). */
+
+static void arm_timer(s5_conn *c) {
+  uint64_t after = 0; /* stopped */
+  if (c->deadline_ms > 0) {
+    int64_t left = c->deadline_ms - api->now_ms(c->s->ctx);
+    after = left > 0 ? (uint64_t)left : 1;
+  }
+  if (c->probing && (after == 0 || after > HANGUP_PROBE_MS))
+    after = HANGUP_PROBE_MS;
+  api->timer_set(c->timer, after, 0);
+}
+
+/* A new stage: its deadline in ms from now, 0 for none. */
+static void set_deadline(s5_conn *c, int64_t ms) {
+  c->deadline_ms = ms > 0 ? api->now_ms(c->s->ctx) + ms : 0;
+  arm_timer(c);
+}
+
+/* What to wait for from the client; with nothing, probe for its hangup. */
+static void watch(s5_conn *c, int events) {
+  api->io_set(c->io, events);
+  int probe = events == 0;
+  if (c->probing != probe) {
+    c->probing = probe;
+    arm_timer(c);
+  }
 }
 
 /* ---- writing answers -------------------------------------------------- */
@@ -302,7 +389,7 @@ static void fail_with(s5_conn *c, const uint8_t *ans, size_t n, int result,
   handshake_over(c, result);
   queue_out(c, ans, n);
   c->state = ST_REPLY_ERR;
-  api->timer_set(c->timer, S5_LINGER_MS, 0);
+  set_deadline(c, S5_LINGER_MS);
 }
 
 static void fail_reply(s5_conn *c, int rep, int result, const char *why) {
@@ -315,15 +402,17 @@ static void fail_reply(s5_conn *c, int rep, int result, const char *why) {
 
 static void relay_first_down(void *arg) {
   s5_conn *c = arg;
+  conn_enter(c);
   stream_metrics_stage(&c->s->sm, SM_TTFB, SM_SUCCESS,
                        seconds_since(c->t_reply));
+  conn_leave(c);
 }
 
 static void relay_done(void *arg, const relay_stats *st, int end) {
   s5_conn *c = arg;
   s5_server *s = c->s;
-  c->relay = NULL;
-  c->fd = c->target_fd = -1; /* closed by the relay */
+  conn_enter(c);
+  c->relay = NULL; /* ended, and closed both sockets */
   api->inc(s->sm.bytes[SM_UP], st->up);
   api->inc(s->sm.bytes[SM_DOWN], st->down);
   api->gauge_add(s->sm.active, -1);
@@ -331,7 +420,8 @@ static void relay_done(void *arg, const relay_stats *st, int end) {
            : end == RELAY_END_ERROR ? "error"
                                     : "closed";
   access_log(c, st->up, st->down);
-  conn_free(c);
+  conn_end(c);
+  conn_leave(c);
 }
 
 static void start_relay(s5_conn *c) {
@@ -358,7 +448,7 @@ static void start_relay(s5_conn *c) {
     PH_LOG_RL(api, s->ctx, PH_LOG_WARN, "socks5 relay could not start");
     c->result = R_FAILURE;
     access_log(c, 0, 0);
-    conn_free(c);
+    conn_end(c);
   }
 }
 
@@ -368,6 +458,7 @@ static void advance(s5_conn *c);
 
 static void auth_done(void *arg, int verdict) {
   s5_conn *c = arg;
+  conn_enter(c);
   c->auth_id = 0;
   uint8_t ans[2];
   if (verdict != PH_AUTH_ALLOW) {
@@ -381,11 +472,28 @@ static void auth_done(void *arg, int verdict) {
     c->state = ST_REQUEST;
   }
   advance(c);
+  conn_leave(c);
+}
+
+/* The stream is open on fd: the success reply, then the relay. */
+static void reply_success(s5_conn *c, int fd) {
+  c->target_fd = fd;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  if (getsockname(c->target_fd, (struct sockaddr *)&ss, &sl) < 0)
+    memset(&ss, 0, sizeof(ss));
+  uint8_t r[S5_MAX_REPLY];
+  c->reply = SOCKS5_SUCCEEDED;
+  c->result = R_SUCCESS;
+  queue_out(c, r, s5_encode_reply(r, SOCKS5_SUCCEEDED, (struct sockaddr *)&ss));
+  c->state = ST_REPLY_OK;
+  set_deadline(c, c->s->handshake_ms);
 }
 
 static void open_done(void *arg, const ph_open_result *res) {
   s5_conn *c = arg;
   s5_server *s = c->s;
+  conn_enter(c);
   c->open_id = 0;
   c->answered = 1;
   int code = res->code;
@@ -396,26 +504,16 @@ static void open_done(void *arg, const ph_open_result *res) {
   stream_metrics_stage(&s->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(c->t_request));
   stream_metrics_open(&s->sm, code);
-  if (code != PH_OPEN_OK) {
+  if (code == PH_OPEN_OK) {
+    reply_success(c, res->fd);
+  } else {
     if (res->fd >= 0)
       close(res->fd);
     c->reply = open_map_socks5(code);
     fail_reply(c, c->reply, R_FAILURE, "open failed");
-    advance(c);
-    return;
   }
-  c->target_fd = res->fd;
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof(ss);
-  if (getsockname(c->target_fd, (struct sockaddr *)&ss, &sl) < 0)
-    memset(&ss, 0, sizeof(ss));
-  uint8_t r[S5_MAX_REPLY];
-  c->reply = SOCKS5_SUCCEEDED;
-  c->result = R_SUCCESS;
-  queue_out(c, r, s5_encode_reply(r, SOCKS5_SUCCEEDED, (struct sockaddr *)&ss));
-  c->state = ST_REPLY_OK;
-  api->timer_set(c->timer, (uint64_t)s->handshake_ms, 0);
   advance(c);
+  conn_leave(c);
 }
 
 /* Greeting complete: pick the method the configuration demands. */
@@ -433,6 +531,7 @@ static void on_greeting(s5_conn *c, const s5_greeting *g) {
 
 static void on_auth(s5_conn *c, const s5_auth *a) {
   s5_server *s = c->s;
+  c->state = ST_AUTH_WAIT; /* before the check, as ST_OPENING before open */
   c->user = strndup((const char *)a->user, a->user_len);
   int64_t id = c->user ? s->authorizer->check_password(
                              s->aself, c->user, a->user_len,
@@ -447,14 +546,13 @@ static void on_auth(s5_conn *c, const s5_auth *a) {
     return;
   }
   c->auth_id = id;
-  c->state = ST_AUTH_WAIT;
 }
 
 static void on_request(s5_conn *c, const s5_request *q) {
   s5_server *s = c->s;
   c->t_request = now_us();
   handshake_over(c, R_SUCCESS);
-  api->timer_set(c->timer, 0, 0); /* the connector bounds the open */
+  set_deadline(c, 0); /* the connector bounds the open */
   if (api->log_enabled(s->ctx, PH_LOG_DEBUG)) {
     char peer[PEER_TEXT];
     PH_LOG(api, s->ctx, PH_LOG_DEBUG, "socks5 request",
@@ -485,8 +583,9 @@ static void consume(s5_conn *c, size_t n) {
   memmove(c->in, c->in + n, c->len);
 }
 
-/* Parses what the buffer holds for the current state. 1: keep going,
- * 0: wait for more input or for a callback. */
+/* Parses what the buffer holds for the current state. 1: keep going
+ * (also when the step ended the connection: advance sees it), 0: wait for
+ * more input or for a callback. */
 static int parse_step(s5_conn *c) {
   int r;
   switch (c->state) {
@@ -535,10 +634,8 @@ static int parse_step(s5_conn *c) {
   }
   if (r == S5_NEED_MORE)
     return 0;
-  if (r < 0) {
+  if (r < 0)
     conn_close(c, R_FAILURE, "not a SOCKS5 handshake");
-    return -1;
-  }
   return 1;
 }
 
@@ -582,11 +679,11 @@ static int linger_read(s5_conn *c) {
   }
 }
 
-static void watch(s5_conn *c, int events) { api->io_set(c->io, events); }
-
-/* Runs the connection as far as it can go now. */
+/* Runs the connection as far as it can go now. Each round first checks
+ * that it still lives: a step may end it (a service answering inside the
+ * call that started it, a closing client). */
 static void advance(s5_conn *c) {
-  for (;;) {
+  while (!guard_dead(&c->g)) {
     if (c->out_len > 0) {
       int f = flush_out(c);
       if (f < 0) {
@@ -618,28 +715,25 @@ static void advance(s5_conn *c) {
     case ST_AUTH_WAIT:
     case ST_OPENING:
       /* Watch the client only to see it leave (and keep what it
-       * pipelines) while the buffer has room. */
+       * pipelines) while the buffer has room; with a full buffer, probe
+       * for its hangup instead (watch). */
       watch(c, c->len == sizeof(c->in) ? 0 : PH_READ);
+      return;
+    case ST_RELAY: /* the relay has the sockets */
       return;
     default:
       break;
     }
-    int p = parse_step(c);
-    if (p < 0)
-      return;
-    if (p == 0) {
+    if (!parse_step(c)) {
       watch(c, PH_READ);
       return;
     }
   }
 }
 
-static void conn_io(ph_io *io, int fd, int revents, void *arg) {
-  (void)io;
-  (void)fd;
-  s5_conn *c = arg;
+static void on_io(s5_conn *c, int revents) {
   if (c->state == ST_RELAY) {
-    relay_client_io(c->relay, revents); /* may free c */
+    relay_client_io(c->relay, revents); /* may end c */
     return;
   }
   if (c->state == ST_LINGER) {
@@ -647,26 +741,40 @@ static void conn_io(ph_io *io, int fd, int revents, void *arg) {
       conn_close(c, c->result, NULL);
     return;
   }
-  if ((revents & PH_READ) && c->out_len == 0) {
-    int r = read_in(c);
-    if (r <= 0) {
-      /* Gone before an answer: cancel what runs for it (conn_free). */
-      conn_close(c, R_CLOSED,
-                 c->state == ST_OPENING ? "closed during open" : "closed");
-      return;
-    }
+  if ((revents & PH_READ) && c->out_len == 0 && read_in(c) <= 0) {
+    client_left(c);
+    return;
   }
   advance(c);
+}
+
+static void conn_io(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  s5_conn *c = arg;
+  conn_enter(c);
+  on_io(c, revents);
+  conn_leave(c);
+}
+
+static void on_timer(s5_conn *c) {
+  if (c->probing && hangup_seen(c->fd))
+    client_left(c);
+  else if (c->deadline_ms == 0 || api->now_ms(c->s->ctx) < c->deadline_ms)
+    arm_timer(c); /* a probe before the deadline */
+  else if (c->state == ST_REPLY_ERR || c->state == ST_LINGER ||
+           c->state == ST_REPLY_OK)
+    conn_close(c, c->result, NULL);
+  else
+    conn_close(c, R_TIMEOUT, "handshake timeout");
 }
 
 static void conn_timer(ph_timer *t, void *arg) {
   (void)t;
   s5_conn *c = arg;
-  if (c->state == ST_REPLY_ERR || c->state == ST_LINGER ||
-      c->state == ST_REPLY_OK)
-    conn_close(c, c->result, NULL);
-  else
-    conn_close(c, R_TIMEOUT, "handshake timeout");
+  conn_enter(c);
+  on_timer(c);
+  conn_leave(c);
 }
 
 static void on_accept(void *arg, int fd, const struct sockaddr *peer,
@@ -693,18 +801,19 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
   s->conns = c;
   s->n_conns++;
   api->gauge_add(s->m_clients, 1);
+  conn_enter(c);
   if (!c->io || !c->timer) {
     conn_close(c, R_FAILURE, "out of memory");
-    return;
+  } else {
+    set_deadline(c, s->handshake_ms);
+    /* A client usually sends its greeting right after connecting: read
+     * it now rather than one loop iteration later. */
+    if (read_in(c) <= 0)
+      conn_close(c, R_CLOSED, "closed");
+    else
+      advance(c);
   }
-  api->timer_set(c->timer, (uint64_t)s->handshake_ms, 0);
-  /* A client usually sends its greeting right after connecting: read it
-   * now rather than one loop iteration later. */
-  if (read_in(c) <= 0) {
-    conn_close(c, R_CLOSED, "closed");
-    return;
-  }
-  advance(c);
+  conn_leave(c);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -834,10 +943,9 @@ static void s5_destroy(void *state) {
     if (c->relay) {
       relay_abort(c->relay);
       c->relay = NULL;
-      c->fd = c->target_fd = -1;
       api->gauge_add(s->sm.active, -1);
     }
-    conn_free(c);
+    conn_end(c); /* no entry runs: freed at once */
   }
   listener_close(s->listener);
   if (s->connector)

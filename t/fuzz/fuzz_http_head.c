@@ -11,9 +11,12 @@
  *    an unfinished one is still within the limits; an error is one of the
  *    documented statuses;
  *  - what the rewrite produces fits hh_write_max, parses again as one
- *    whole head, and carries no hop-by-hop field but our own Connection;
- *  - body framing never claims more bytes than it was given;
- *  - Basic decoding stays inside its buffer. */
+ *    whole head, and carries no hop-by-hop field but our own Connection,
+ *    and exactly the framing the proxy chose (none of the peer's);
+ *  - hh_framing's verdict is one of the documented ones;
+ *  - Basic decoding stays inside its buffer.
+ * Bodies are fuzz_http_body's; the response path as a whole is
+ * fuzz_http_response's. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http_body.h"
 #include "http_head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -90,9 +94,10 @@ static void check_head(const http_head *h, int r, size_t len,
   }
 }
 
-/* The rewritten head parses again, whole, with only our Connection. */
+/* The rewritten head parses again, whole, with only our Connection and
+ * the framing fr says. */
 static void reparse(const char *out, size_t n, enum http_parser_type kind,
-                    int no_body) {
+                    int no_body, const hh_frame *fr) {
   http_head g;
   hh_init(&g, kind, &roomy);
   if (no_body)
@@ -112,25 +117,41 @@ static void reparse(const char *out, size_t n, enum http_parser_type kind,
            memcmp(copy + f->name.off, "Connection", 10) == 0) ||
           (f->name.len == 5 && strncasecmp(copy + f->name.off, "close", 5) == 0));
   }
+  size_t te = 0, cl = 0;
+  for (size_t i = 0; i < g.n_fields; i++) {
+    te += g.fields[i].te;
+    cl += g.fields[i].cl;
+  }
+  check(te == (fr->kind == HB_CHUNKED));
+  check(cl == (fr->kind == HB_LENGTH));
+  int k, has;
+  uint64_t len;
+  if (fr->kind == HB_LENGTH) {
+    check(hh_framing(&g, copy, &k, &len, &has) == 0);
+    check(has && len == fr->length);
+  }
   hh_free(&g);
   free(copy);
 }
 
-static void body(http_head *h, const char *rest, size_t n, size_t step) {
-  int r = hh_body_begin(h);
-  size_t off = 0;
-  while (r == HH_MORE && off < n) {
-    size_t k = n - off < step ? n - off : step;
-    size_t used = 0;
-    r = hh_body(h, rest + off, k, &used);
-    check(used <= k);
-    if (r == HH_MORE)
-      check(used == k);
-    off += used;
+/* hh_framing answers with a kind, or the documented status. */
+static void framing(const http_head *h, const char *buf, hh_frame *fr) {
+  int kind, has;
+  uint64_t len;
+  int st = hh_framing(h, buf, &kind, &len, &has);
+  if (h->parser.type == HTTP_REQUEST)
+    check(st == 0 || st == 400 || st == 501);
+  else
+    check(st == 0 || st == 502);
+  fr->kind = HB_NONE;
+  fr->length = 0;
+  if (st == 0) {
+    check(kind >= HB_NONE && kind <= HB_CLOSE);
+    check(h->parser.type == HTTP_RESPONSE || kind != HB_CLOSE);
+    check(kind != HB_LENGTH || has);
+    fr->kind = kind == HB_CLOSE ? HB_CHUNKED : kind;
+    fr->length = len;
   }
-  if (r == HH_MORE)
-    r = hh_body_eof(h);
-  check(r == HH_DONE || r == HH_ERROR);
 }
 
 static void basic(const char *p, size_t n) {
@@ -177,25 +198,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t max = hh_write_max(&a);
     char *out = malloc(max);
     check(out != NULL);
+    hh_frame fr;
+    framing(&a, ba, &fr);
     if (kind == HTTP_REQUEST) {
       hh_target t;
       if (hh_target_parse(&a, ba, &t) == 0) {
         check(t.host[0] != '\0' && t.port > 0);
         if (t.form == HH_FORM_ABSOLUTE) {
-          ssize_t w = hh_write_request(&a, ba, &t, out, max);
+          ssize_t w = hh_write_request(&a, ba, &t, &fr, out, max);
           check(w > 0 && (size_t)w <= max);
-          reparse(out, (size_t)w, HTTP_REQUEST, 0);
+          reparse(out, (size_t)w, HTTP_REQUEST, 0, &fr);
         }
       }
     } else {
       for (int close = 0; close <= 1; close++) {
-        ssize_t w = hh_write_response(&a, ba, close, close, out, max);
+        ssize_t w = hh_write_response(&a, ba, &fr, close, close, out, max);
         check(w > 0 && (size_t)w <= max);
-        reparse(out, (size_t)w, HTTP_RESPONSE, mode == 2);
+        reparse(out, (size_t)w, HTTP_RESPONSE, mode == 2, &fr);
       }
     }
     free(out);
-    body(&a, text + a.head_len, n - a.head_len, step);
   }
   hh_free(&a);
   hh_free(&b);

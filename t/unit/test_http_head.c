@@ -1,18 +1,11 @@
 /* The http_proxy module's head handling (modules/http_proxy/http_head.c):
  * parser limits, request-target forms, hop-by-hop removal (including the
  * headers a Connection header names), rewriting to origin-form, body
- * framing and chunked detection, Basic credentials, hostile inputs.
+ * framing read from the fields (hh_framing: strict, conflicts refused),
+ * Basic credentials, hostile inputs. The module itself is
+ * t/unit/test_http_proxy.c; body decoding t/unit/test_http_body.c.
  *
- * Then the module itself through the mock host, with a fake connector
- * (real loopback sockets to a target this test plays) and a fake
- * authorizer: forwarding with keep-alive and upstream reuse, chunked
- * bodies both ways, CONNECT, connector failures mapped to statuses,
- * oversized heads, timeouts, Proxy-Authorization, metrics.
- *
- * Requirements: TM-SEC-1 (bounded heads and buffers), TM-SEC-2 (no raw
- * error text to clients), TM-OBS-2/-10/-18 (open counter, bounded labels,
- * no hosts or users in labels), TM-P0-5 (a client going away cancels its
- * open). */
+ * Requirements: TM-SEC-1 (bounded heads). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <proxyhost/authorizer.h>
-#include <proxyhost/connector.h>
-#include <proxyhost/module.h>
-
+#include "http_body.h"
 #include "http_head.h"
 #include "mock.h"
 #include "tap.h"
@@ -79,7 +69,11 @@ static int rewrite(const char *text, size_t step, char *out, size_t cap) {
     st = hh_target_parse(&h, f.buf, &t);
   if (st == 0 && out) {
     if (t.form == HH_FORM_ABSOLUTE) {
-      ssize_t n = hh_write_request(&h, f.buf, &t, out, cap - 1);
+      hh_frame fr = {HB_NONE, 0};
+      int has;
+      if (hh_framing(&h, f.buf, &fr.kind, &fr.length, &has))
+        st = -3;
+      ssize_t n = hh_write_request(&h, f.buf, &t, &fr, out, cap - 1);
       if (n < 0 || (size_t)n > hh_write_max(&h))
         st = -2;
       else
@@ -132,17 +126,13 @@ static void test_request_rewrite(void) {
   is_int(hh_method(&h), HTTP_GET, "method");
   is_int(hh_minor(&h), 1, "HTTP/1.1");
   ok(hh_keep_alive(&h), "HTTP/1.1 keeps the connection by default");
-  is_int(hh_body_begin(&h), HH_DONE, "no body without framing headers");
+  int kind, has;
+  uint64_t len;
+  ok(hh_framing(&h, f.buf, &kind, &len, &has) == 0 && kind == HB_NONE,
+     "no body without framing headers");
   hh_free(&h);
   free(f.buf);
 
-  char out[1024];
-  is_int(rewrite("GET http://a/x HTTP/1.0\r\n\r\n", 4096, out, sizeof(out)),
-         0, "HTTP/1.0 request");
-  like(out, "GET /x HTTP/1.0\r\n", "HTTP/1.0 kept (bodies are not reframed)");
-  like(out, "Connection: keep-alive\r\n",
-       "and the upstream connection asked to stay open");
-  like(out, "Via: 1.0 proxyhost\r\n", "Via names our hop");
 }
 
 static void test_limits(void) {
@@ -243,6 +233,15 @@ static void test_targets(void) {
       {"GET HTTPS://example.com/ HTTP/1.1", 501, NULL},
       {"GET ftp://example.com/ HTTP/1.1", 400, NULL},
       {"GET http://user:pw@example.com/ HTTP/1.1", 400, NULL},
+      /* Issue 7 D6: empty userinfo is userinfo; a version we do not
+       * speak is 505 (not forwarded as HTTP/1.1). */
+      {"GET http://@example.com/ HTTP/1.1", 400, NULL},
+      {"GET http://:@example.com/ HTTP/1.1", 400, NULL},
+      {"GET http://example.com/@x HTTP/1.1", 0,
+       "GET /@x HTTP/1.1\r\nHost: example.com\r\n"},
+      {"GET http://example.com/ HTTP/1.2", 505, NULL},
+      {"GET http://example.com/ HTTP/1.9", 505, NULL},
+      {"GET http://example.com/ HTTP/2.0", 505, NULL},
       {"GET http:///x HTTP/1.1", 400, NULL},
       {"GET http://example.com:0/ HTTP/1.1", 400, NULL},
       {"GET http://example.com HTTP/1.1", 0,
@@ -333,7 +332,8 @@ static void test_hop_by_hop(void) {
   is_int(feed(&h, &f, resp, strlen(resp), 3), HH_DONE, "response head");
   is_int(hh_status(&h), 200, "status");
   char w[1024];
-  ssize_t n = hh_write_response(&h, f.buf, 0, 1, w, sizeof(w) - 1);
+  hh_frame two = {HB_LENGTH, 2};
+  ssize_t n = hh_write_response(&h, f.buf, &two, 0, 1, w, sizeof(w) - 1);
   ok(n > 0, "response rewritten");
   w[n > 0 ? n : 0] = '\0';
   ok(strncmp(w, "HTTP/1.1 200 OK\r\n", 17) == 0, "status line as received");
@@ -342,15 +342,16 @@ static void test_hop_by_hop(void) {
   unlike(w, "Proxy-Authenticate", "Proxy-Authenticate removed");
   unlike(w, "Upgrade", "Upgrade removed");
   unlike(w, "Connection:", "no Connection for a kept HTTP/1.1 client");
-  like(w, "Content-Length: 2\r\nVia: 1.1 proxyhost\r\n\r\n",
-       "end-to-end headers, Via, blank line");
-  n = hh_write_response(&h, f.buf, 1, 1, w, sizeof(w) - 1);
+  like(w, "Content-Type: text/plain\r\nContent-Length: 2\r\n"
+          "Via: 1.1 proxyhost\r\n\r\n",
+       "end-to-end headers, our framing, Via, blank line");
+  n = hh_write_response(&h, f.buf, &two, 1, 1, w, sizeof(w) - 1);
   w[n > 0 ? n : 0] = '\0';
   like(w, "Connection: close\r\n", "Connection: close when we will close");
-  n = hh_write_response(&h, f.buf, 0, 0, w, sizeof(w) - 1);
+  n = hh_write_response(&h, f.buf, &two, 0, 0, w, sizeof(w) - 1);
   w[n > 0 ? n : 0] = '\0';
   like(w, "Connection: keep-alive\r\n", "an HTTP/1.0 client is told");
-  is_int(hh_write_response(&h, f.buf, 0, 0, w, 20), -1,
+  is_int(hh_write_response(&h, f.buf, &two, 0, 0, w, 20), -1,
          "a short output buffer is refused, not overrun");
   hh_free(&h);
   free(f.buf);
@@ -423,145 +424,180 @@ static void test_basic(void) {
          "a small output buffer is refused, not overrun");
 }
 
-static void test_bodies(void) {
+/* Parses a whole head; the hh_framing status, kind and length. */
+static int framing_of(const char *text, enum http_parser_type type,
+                      int no_body, int *kind, uint64_t *len, int *has) {
   http_head h;
   fed f = {0};
-  size_t used;
-  const char *cl = "POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n";
-  hh_init(&h, HTTP_REQUEST, &std_lim);
-  is_int(feed(&h, &f, cl, strlen(cl), 4096), HH_DONE, "CL head");
-  ok(!hh_chunked(&h), "not chunked");
-  is_int(hh_body_begin(&h), HH_MORE, "a body follows");
-  is_int(hh_body(&h, "hel", 3, &used), HH_MORE, "part of the body");
-  is_int(used, 3, "all of it is body");
-  is_int(hh_body(&h, "loGET http://b/", 15, &used), HH_DONE, "body ends");
-  is_int(used, 2, "exactly at Content-Length; the next request untouched");
-  hh_free(&h);
-
-  const char *ch = "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-                   "\r\n";
-  const char *body = "5;ext=1\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\n"
-                     "X-Sum: 1\r\n\r\n";
-  hh_init(&h, HTTP_REQUEST, &std_lim);
-  is_int(feed(&h, &f, ch, strlen(ch), 4096), HH_DONE, "chunked head");
-  ok(hh_chunked(&h), "chunked detected");
-  char rw[512];
-  hh_target t;
-  hh_target_parse(&h, f.buf, &t);
-  ssize_t n = hh_write_request(&h, f.buf, &t, rw, sizeof(rw) - 1);
-  rw[n > 0 ? n : 0] = '\0';
-  like(rw, "Transfer-Encoding: chunked\r\n",
-       "Transfer-Encoding kept: the body is forwarded as framed");
-  is_int(hh_body_begin(&h), HH_MORE, "a chunked body follows");
-  size_t total = 0;
-  int r = HH_MORE;
-  char more[256];
-  snprintf(more, sizeof(more), "%sGET http://b/", body);
-  for (size_t i = 0; i < strlen(more) && r == HH_MORE; i++) {
-    r = hh_body(&h, more + i, 1, &used);
-    total += used;
-  }
-  is_int(r, HH_DONE, "chunked body (with extension and trailer) ends");
-  is_int(total, strlen(body), "at the last CRLF, byte by byte");
-  hh_free(&h);
-
-  hh_init(&h, HTTP_REQUEST, &std_lim);
-  feed(&h, &f, ch, strlen(ch), 4096);
-  hh_body_begin(&h);
-  is_int(hh_body(&h, "zz\r\n", 4, &used), HH_ERROR, "bad chunk size");
-  hh_free(&h);
-
-  hh_init(&h, HTTP_REQUEST, &std_lim);
-  feed(&h, &f, ch, strlen(ch), 4096);
-  hh_body_begin(&h);
-  is_int(hh_body(&h, "fffffffffffffffff\r\n", 19, &used), HH_ERROR,
-         "chunk size overflow");
-  hh_free(&h);
-
-  /* Framing conflicts: refused (request smuggling). */
-  const char *conflicts[] = {
-      "POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n",
-      "POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n"
-      "\r\n",
-      "POST http://a/ HTTP/1.1\r\nContent-Length: 1x\r\n\r\n",
-      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
-      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
-      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-      "Transfer-Encoding: gzip\r\n\r\n",
-  };
-  for (size_t i = 0; i < sizeof(conflicts) / sizeof(conflicts[0]); i++) {
-    hh_init(&h, HTTP_REQUEST, &std_lim);
-    r = feed(&h, &f, conflicts[i], strlen(conflicts[i]), 4096);
-    if (r == HH_DONE)
-      r = hh_body_begin(&h);
-    char name[64];
-    snprintf(name, sizeof(name), "framing conflict %zu refused", i + 1);
-    ok(r == HH_ERROR, name);
-    hh_free(&h);
-  }
-
-  /* Responses. */
-  struct {
-    const char *text;
-    int no_body, begin, eof, keep;
-  } rs[] = {
-      {"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", 0, HH_MORE, 0, 1},
-      {"HTTP/1.1 200 OK\r\n\r\n", 0, HH_MORE, 1, 0},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", 0, HH_MORE, 1,
-       0},
-      {"HTTP/1.1 204 No Content\r\n\r\n", 0, HH_DONE, 0, 1},
-      {"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", 0, HH_DONE,
-       0, 1},
-      {"HTTP/1.1 100 Continue\r\n\r\n", 0, HH_DONE, 0, 1},
-      {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", 1, HH_DONE, 0, 1},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 1, HH_DONE,
-       0, 1},
-      {"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", 0, HH_MORE, 0, 0},
-      {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n"
-       "\r\n",
-       0, HH_MORE, 0, 1},
-      {"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\n",
-       0, HH_MORE, 0, 0},
-  };
-  for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
-    char name[120];
-    hh_init(&h, HTTP_RESPONSE, &std_lim);
-    if (rs[i].no_body)
-      hh_expect_no_body(&h);
-    r = feed(&h, &f, rs[i].text, strlen(rs[i].text), 2);
-    snprintf(name, sizeof(name), "response %zu%s: framing and keep-alive",
-             i + 1, rs[i].no_body ? " (to HEAD)" : "");
-    ok(r == HH_DONE && hh_needs_eof(&h) == rs[i].eof &&
-           hh_keep_alive(&h) == rs[i].keep && hh_body_begin(&h) == rs[i].begin,
-       name);
-    hh_free(&h);
-  }
-
-  const char *eofr = "HTTP/1.1 200 OK\r\n\r\n";
-  hh_init(&h, HTTP_RESPONSE, &std_lim);
-  feed(&h, &f, eofr, strlen(eofr), 4096);
-  hh_body_begin(&h);
-  is_int(hh_body(&h, "abc", 3, &used), HH_MORE, "close-framed body");
-  is_int(hh_body_eof(&h), HH_DONE, "ends at EOF");
-  hh_free(&h);
-
-  const char *cut = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
-  hh_init(&h, HTTP_RESPONSE, &std_lim);
-  feed(&h, &f, cut, strlen(cut), 4096);
-  hh_body_begin(&h);
-  hh_body(&h, "abc", 3, &used);
-  is_int(hh_body_eof(&h), HH_ERROR, "a Content-Length body cut short");
-  hh_free(&h);
-
-  const char *cutc = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-  hh_init(&h, HTTP_RESPONSE, &std_lim);
-  feed(&h, &f, cutc, strlen(cutc), 4096);
-  hh_body_begin(&h);
-  hh_body(&h, "5\r\nab", 6, &used);
-  is_int(hh_body_eof(&h), HH_ERROR, "a chunked body cut short");
+  hh_init(&h, type, &std_lim);
+  if (no_body)
+    hh_expect_no_body(&h);
+  int r = feed(&h, &f, text, strlen(text), 3);
+  int st = r == HH_DONE ? hh_framing(&h, f.buf, kind, len, has) : -1;
   hh_free(&h);
   free(f.buf);
+  return st;
+}
+
+static void test_framing(void) {
+  int kind, has;
+  uint64_t len;
+  struct {
+    const char *text;
+    int status, kind;
+    uint64_t len;
+  } rq[] = {
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n", 0,
+       HB_LENGTH, 5},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
+       "Content-Length: 5\r\n\r\n",
+       0, HB_LENGTH, 5},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n", 0,
+       HB_LENGTH, 5},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 0,
+       HB_CHUNKED, 0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n", 0,
+       HB_CHUNKED, 0},
+      {"GET http://a/ HTTP/1.1\r\n\r\n", 0, HB_NONE, 0},
+      /* Refused: framing two readers could take two ways. */
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n",
+       400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
+       "Content-Length: 2\r\n\r\n",
+       400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 1, 2\r\n\r\n", 400, 0,
+       0},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: \r\n\r\n", 400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n"
+       "\r\n",
+       400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400, 0,
+       0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+       400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+       "Transfer-Encoding: gzip\r\n\r\n",
+       400, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: identity, chunked\r\n"
+       "\r\n",
+       501, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+       501, 0, 0},
+      {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: \r\n\r\n", 400, 0, 0},
+      /* RFC 9112 section 6.1: HTTP/1.0 with Transfer-Encoding is faulty. */
+      {"POST http://a/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+       0, 0},
+  };
+  for (size_t i = 0; i < sizeof(rq) / sizeof(rq[0]); i++) {
+    char name[96];
+    int st = framing_of(rq[i].text, HTTP_REQUEST, 0, &kind, &len, &has);
+    snprintf(name, sizeof(name), "request framing %zu: %s", i + 1,
+             rq[i].status ? "refused" : "read");
+    /* http_parser refuses some conflicts itself (-1): refused too; and
+     * repeated equal lengths, which RFC 9112 lets a recipient refuse. */
+    if (rq[i].status)
+      ok(st == rq[i].status || st == -1, name);
+    else if (i == 1 || i == 2)
+      ok(st == -1 || (st == 0 && kind == rq[i].kind && len == rq[i].len),
+         name);
+    else
+      ok(st == 0 && kind == rq[i].kind && len == rq[i].len, name);
+    if (rq[i].status == 501)
+      is_int(st, 501, "a transfer coding we do not decode: 501");
+  }
+
+  struct {
+    const char *text;
+    int no_body, status, kind, has;
+  } rs[] = {
+      {"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", 0, 0, HB_LENGTH, 1},
+      {"HTTP/1.1 200 OK\r\n\r\n", 0, 0, HB_CLOSE, 0},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 0, 0,
+       HB_CHUNKED, 0},
+      {"HTTP/1.1 204 No Content\r\n\r\n", 0, 0, HB_NONE, 0},
+      {"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", 0, 0,
+       HB_NONE, 1},
+      {"HTTP/1.1 100 Continue\r\n\r\n", 0, 0, HB_NONE, 0},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", 1, 0, HB_NONE, 1},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 1, 0,
+       HB_NONE, 0},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", 0, 502, 0, 0},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity, chunked\r\n\r\n", 0,
+       502, 0, 0},
+      {"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 0, 502, 0,
+       0},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
+       0, 502, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
+    char name[96];
+    int st = framing_of(rs[i].text, HTTP_RESPONSE, rs[i].no_body, &kind, &len,
+                        &has);
+    snprintf(name, sizeof(name), "response framing %zu%s: %s", i + 1,
+             rs[i].no_body ? " (to HEAD)" : "",
+             rs[i].status ? "refused (502)" : "read");
+    if (rs[i].status)
+      ok(st == rs[i].status || st == -1, name);
+    else
+      ok(st == 0 && kind == rs[i].kind && has == rs[i].has, name);
+  }
+
+  /* Keep-alive from the Connection header and the version. */
+  struct {
+    const char *text;
+    int keep;
+  } ka[] = {
+      {"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n", 1},
+      {"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", 0},
+      {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n"
+       "\r\n",
+       1},
+      {"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\n",
+       0},
+  };
+  for (size_t i = 0; i < sizeof(ka) / sizeof(ka[0]); i++) {
+    http_head h;
+    fed f = {0};
+    hh_init(&h, HTTP_RESPONSE, &std_lim);
+    int r = feed(&h, &f, ka[i].text, strlen(ka[i].text), 2);
+    char name[64];
+    snprintf(name, sizeof(name), "keep-alive %zu", i + 1);
+    ok(r == HH_DONE && hh_keep_alive(&h) == ka[i].keep, name);
+    hh_free(&h);
+    free(f.buf);
+  }
+
+  /* The rewrite writes our framing, never the peer's. */
+  const char *ch = "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                   "X-A: 1\r\n\r\n";
+  http_head h;
+  fed f = {0};
+  hh_init(&h, HTTP_REQUEST, &std_lim);
+  is_int(feed(&h, &f, ch, strlen(ch), 4096), HH_DONE, "chunked head");
+  hh_target t;
+  hh_target_parse(&h, f.buf, &t);
+  char rw[512];
+  hh_frame chunked = {HB_CHUNKED, 0}, length = {HB_LENGTH, 42};
+  ssize_t n = hh_write_request(&h, f.buf, &t, &chunked, rw, sizeof(rw) - 1);
+  rw[n > 0 ? n : 0] = '\0';
+  like(rw, "X-A: 1\r\nTransfer-Encoding: chunked\r\nVia",
+       "chunked request: our Transfer-Encoding, once");
+  n = hh_write_request(&h, f.buf, &t, &length, rw, sizeof(rw) - 1);
+  rw[n > 0 ? n : 0] = '\0';
+  unlike(rw, "Transfer-Encoding", "the peer's Transfer-Encoding never copied");
+  like(rw, "Content-Length: 42\r\n", "the Content-Length we chose");
+  hh_free(&h);
+  free(f.buf);
+
+  const char *r10 = "GET http://a/x HTTP/1.0\r\n\r\n";
+  char out[512];
+  is_int(rewrite(r10, 4096, out, sizeof(out)), 0, "HTTP/1.0 request");
+  like(out, "GET /x HTTP/1.1\r\n",
+       "forwarded with the proxy's own version (RFC 9110 6.2)");
+  like(out, "Via: 1.0 proxyhost", "Via names the version received");
 }
 
 static void test_hostile(void) {
@@ -650,7 +686,9 @@ static void test_hostile(void) {
       char out[2048];
       if (hh_target_parse(&a, fa.buf, &tg) == 0 &&
           tg.form == HH_FORM_ABSOLUTE) {
-        ssize_t w = hh_write_request(&a, fa.buf, &tg, out, sizeof(out));
+        hh_frame fr = {HB_CHUNKED, 0};
+        ssize_t w =
+            hh_write_request(&a, fa.buf, &tg, &fr, out, sizeof(out));
         if (w < 0 || (size_t)w > hh_write_max(&a))
           same = 0;
       }
@@ -663,897 +701,29 @@ static void test_hostile(void) {
   ok(same, "3000 mutated heads: same verdict byte by byte and at once");
 }
 
-/* ---- the module through the mock host --------------------------------------- */
-
-static const ph_api *fapi;
-
-/* Fake connector: "refused.test", "deny.test", "timeout.test" and
- * "full.test" fail with those codes, "hang.test" never answers (until
- * cancelled); anything else is a real connection to 127.0.0.1:port. */
-typedef struct pend {
-  int64_t id;
-  ph_open_cb cb;
-  void *arg;
-  int code, fd, live, hang;
-} pend;
-
-static struct {
-  ph_ctx *ctx;
-  ph_timer *timer;
-  pend p[64];
-  int64_t next_id;
-  int opens, cancels, proxy_port;
-  char host[256], principal[256];
-} fc;
-
-static void fc_fire(ph_timer *t, void *arg) {
-  (void)t;
-  (void)arg;
-  for (int i = 0; i < 64; i++) {
-    pend *q = &fc.p[i];
-    if (!q->live || q->hang)
-      continue;
-    q->live = 0;
-    ph_open_result res = {.size = sizeof(res),
-                          .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
-                          .code = q->code,
-                          .fd = q->fd};
-    q->cb(q->arg, &res);
-  }
-}
-
-static int dial(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
-
-static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
-                       void *arg) {
-  (void)self;
-  int i = 0;
-  while (i < 64 && fc.p[i].live)
-    i++;
-  if (i == 64)
-    return PH_EINVAL;
-  pend *q = &fc.p[i];
-  memset(q, 0, sizeof(*q));
-  q->id = ++fc.next_id;
-  q->cb = cb;
-  q->arg = arg;
-  q->live = 1;
-  q->fd = -1;
-  fc.opens++;
-  snprintf(fc.host, sizeof(fc.host), "%s", rq->host);
-  snprintf(fc.principal, sizeof(fc.principal), "%s",
-           rq->principal ? rq->principal : "");
-  if (strcmp(rq->host, "refused.test") == 0)
-    q->code = PH_OPEN_CONNECTION_REFUSED;
-  else if (strcmp(rq->host, "deny.test") == 0)
-    q->code = PH_OPEN_FORBIDDEN;
-  else if (strcmp(rq->host, "timeout.test") == 0)
-    q->code = PH_OPEN_TIMEOUT;
-  else if (strcmp(rq->host, "full.test") == 0)
-    q->code = PH_OPEN_QUEUE_FULL;
-  else if (strcmp(rq->host, "hang.test") == 0)
-    q->hang = 1;
-  else if ((q->fd = dial(rq->port)) < 0)
-    q->code = PH_OPEN_CONNECTION_REFUSED;
-  fapi->timer_set(fc.timer, 1, 0);
-  return q->id;
-}
-
-static int fc_cancel(void *self, int64_t id) {
-  (void)self;
-  for (int i = 0; i < 64; i++)
-    if (fc.p[i].live && fc.p[i].id == id) {
-      if (fc.p[i].fd >= 0)
-        close(fc.p[i].fd);
-      fc.p[i].live = 0;
-      fc.cancels++;
-      return PH_OK;
-    }
-  return PH_ENOENT;
-}
-
-static const ph_connector_v1 fc_vt = {fc_open, fc_cancel};
-
-static void fc_listener(const ph_topic *t, const void *payload, void *arg) {
-  (void)t;
-  (void)arg;
-  const ph_listener_event *ev = payload;
-  const struct sockaddr_in *a = (const void *)ev->addr;
-  if (ev->bound && a->sin_family == AF_INET)
-    fc.proxy_port = ntohs(a->sin_port);
-}
-
-static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  fapi = a;
-  memset(&fc, 0, sizeof(fc));
-  fc.ctx = ctx;
-  *state = &fc;
-  fc.timer = a->timer_new(ctx, fc_fire, NULL);
-  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!fc.timer || !t || a->subscribe(ctx, t, fc_listener, NULL) <= 0)
-    return PH_EINVAL;
-  return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
-                             PH_CONNECTOR_MINOR, &fc_vt, &fc);
-}
-
-static void fc_destroy(void *state) {
-  (void)state;
-  for (int i = 0; i < 64; i++)
-    if (fc.p[i].live && fc.p[i].fd >= 0)
-      close(fc.p[i].fd);
-  if (fc.timer)
-    fapi->timer_free(fc.timer);
-  fc.timer = NULL;
-}
-
-static const char *const fc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
-static const ph_module fake_connector = {
-    PH_MODULE_HEADER("fake_connector", "1.0"),
-    .provides = fc_provides,
-    .init = fc_init,
-    .destroy = fc_destroy,
-};
-
-/* Fake authorizer: alice/secret is allowed, user "down" finds the store
- * unavailable, everything else is denied. */
-static struct {
-  ph_timer *timer;
-  int64_t id;
-  ph_auth_cb cb;
-  void *arg;
-  int verdict, live, checks;
-} fa;
-
-static void fa_fire(ph_timer *t, void *arg) {
-  (void)t;
-  (void)arg;
-  if (fa.live) {
-    fa.live = 0;
-    fa.cb(fa.arg, fa.verdict);
-  }
-}
-
-static int64_t fa_check(void *self, const char *user, size_t ul,
-                        const char *pass, size_t pl, ph_auth_cb cb,
-                        void *arg) {
-  (void)self;
-  if (fa.live)
-    return PH_EINVAL; /* one at a time is all this test needs */
-  fa.checks++;
-  fa.live = 1;
-  fa.cb = cb;
-  fa.arg = arg;
-  fa.verdict = PH_AUTH_DENY;
-  if (ul == 5 && memcmp(user, "alice", 5) == 0 && pl == 6 &&
-      memcmp(pass, "secret", 6) == 0)
-    fa.verdict = PH_AUTH_ALLOW;
-  if (ul == 4 && memcmp(user, "down", 4) == 0)
-    fa.verdict = PH_AUTH_UNAVAILABLE;
-  fapi->timer_set(fa.timer, 1, 0);
-  return ++fa.id;
-}
-
-static int fa_cancel(void *self, int64_t id) {
-  (void)self;
-  if (fa.live && id == fa.id) {
-    fa.live = 0;
-    return PH_OK;
-  }
-  return PH_ENOENT;
-}
-
-static const ph_authorizer_v1 fa_vt = {fa_check, fa_cancel};
-
-static int fa_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  fapi = a;
-  memset(&fa, 0, sizeof(fa));
-  *state = &fa;
-  fa.timer = a->timer_new(ctx, fa_fire, NULL);
-  if (!fa.timer)
-    return PH_EINVAL;
-  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
-                             PH_AUTHORIZER_MINOR, &fa_vt, &fa);
-}
-
-static void fa_destroy(void *state) {
-  (void)state;
-  if (fa.timer)
-    fapi->timer_free(fa.timer);
-  fa.timer = NULL;
-}
-
-static const char *const fa_provides[] = {PH_AUTHORIZER_SERVICE, NULL};
-static const ph_module fake_authorizer = {
-    PH_MODULE_HEADER("fake_authorizer", "1.0"),
-    .provides = fa_provides,
-    .init = fa_init,
-    .destroy = fa_destroy,
-};
-
-/* ---- sockets on the test's side ------------------------------------------------ */
-
-typedef struct rbuf {
-  char data[65536];
-  size_t len;
-  int eof;
-} rbuf;
-
-/* Whether data holds one complete message: a head and the body its
- * Content-Length or chunked framing says (or, with neither, a request or
- * a bodiless status is complete at the head; other responses at EOF). */
-static int complete(const rbuf *b, int response) {
-  const char *end = memmem(b->data, b->len, "\r\n\r\n", 4);
-  if (!end)
-    return b->eof;
-  size_t head = (size_t)(end - b->data) + 4;
-  char h[8192];
-  size_t hl = head < sizeof(h) - 1 ? head : sizeof(h) - 1;
-  memcpy(h, b->data, hl);
-  h[hl] = '\0';
-  const char *cl = strcasestr(h, "\r\ncontent-length:");
-  if (response && (strstr(h, " 204 ") || strstr(h, " 304 ") ||
-                   strstr(h, " 200 Connection established")))
-    return 1;
-  if (cl)
-    return b->len >= head + strtoul(cl + 17, NULL, 10) || b->eof;
-  if (strcasestr(h, "\r\ntransfer-encoding: chunked"))
-    return memmem(b->data + head, b->len - head, "0\r\n\r\n", 5) != NULL ||
-           b->eof;
-  return !response || b->eof;
-}
-
-/* Runs the loop until fd delivered a whole message (or EOF), at most ms. */
-static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
-  b->len = 0;
-  b->eof = 0;
-  for (int waited = 0; waited < ms; waited += 5) {
-    mock_run_for(m, 5);
-    for (;;) {
-      ssize_t n = recv(fd, b->data + b->len, sizeof(b->data) - 1 - b->len, 0);
-      if (n > 0) {
-        b->len += (size_t)n;
-        continue;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-        b->eof = 1;
-      break;
-    }
-    b->data[b->len] = '\0';
-    if (b->len > 0 && complete(b, response))
-      return;
-    if (b->eof)
-      return;
-  }
-}
-
-static void send_str(int fd, const char *s) {
-  size_t n = strlen(s), off = 0;
-  while (off < n) {
-    ssize_t w = send(fd, s + off, n - off, MSG_NOSIGNAL);
-    if (w > 0)
-      off += (size_t)w;
-    else if (w < 0 && errno != EAGAIN)
-      return;
-  }
-}
-
-static int target_listen(uint16_t *port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t al = sizeof(a);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(fd, 16) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
-    return -1;
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
-static int target_accept(ph_mock *m, int lfd, int ms) {
-  for (int waited = 0; waited < ms; waited += 5) {
-    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
-    if (fd >= 0)
-      return fd;
-    mock_run_for(m, 5);
-  }
-  return -1;
-}
-
-/* A connection that is closed by the peer reads EOF within ms. */
-static int closed_by_peer(ph_mock *m, int fd, int ms) {
-  char c[256];
-  for (int waited = 0; waited < ms; waited += 5) {
-    mock_run_for(m, 5);
-    ssize_t n = recv(fd, c, sizeof(c), 0);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-      return 1;
-  }
-  return 0;
-}
-
-static ph_buf err;
-static char logpath[256];
-
-static ph_mock *start_proxy(const char *extra, int with_authorizer,
-                            int expect_fail) {
-  char ini[2048];
-  snprintf(ini, sizeof(ini),
-           "[proxyhost]\nmodules = %s/http_proxy/.libs/http_proxy.so\n"
-           "drain_timeout = 2s\n"
-           "[log]\nlevel = debug\nfile = %s\n"
-           "[http_proxy]\nlisten = 127.0.0.1:0\n%s",
-           PH_BUILD_MODULES, logpath, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(ini, &err);
-  if (!m || mock_add(m, &fake_connector, &err) < 0 ||
-      (with_authorizer && mock_add(m, &fake_authorizer, &err) < 0) ||
-      mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
-    if (!expect_fail)
-      printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
-    return NULL;
-  }
-  return m;
-}
-
-static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return strdup("");
-  static char text[1 << 20];
-  size_t n = fread(text, 1, sizeof(text) - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  return strdup(text);
-}
-
-static void test_forwarding(void) {
-  ph_mock *m = start_proxy("header_timeout = 300ms\n", 0, 0);
-  ok(m != NULL, "http_proxy starts with a connector");
-  if (!m)
-    return;
-  ok(fc.proxy_port > 0, "the listener announced its address");
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[1024];
-
-  int c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/a?b=1 HTTP/1.1\r\nHost: wrong\r\n"
-           "Proxy-Connection: keep-alive\r\nConnection: X-Trace\r\n"
-           "X-Trace: 1\r\nUser-Agent: unit\r\n\r\n",
-           tport);
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "the connector's connection reached the target");
-  wait_message(m, s, t, 0, 1000);
-  char want[128];
-  snprintf(want, sizeof(want), "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n",
-           tport);
-  ok(strncmp(t->data, want, strlen(want)) == 0,
-     "the origin gets origin-form with the target's Host first");
-  unlike(t->data, "wrong", "the client's Host is dropped");
-  unlike(t->data, "Proxy-Connection", "Proxy-Connection removed");
-  unlike(t->data, "X-Trace", "a Connection-listed header removed");
-  like(t->data, "User-Agent: unit\r\n", "end-to-end headers kept");
-  is_str(fc.host, "127.0.0.1", "the connector got the target host");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-              "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 OK\r\n", 17) == 0, "client gets 200");
-  like(b->data, "\r\n\r\nhello", "and the body");
-  unlike(b->data, "Keep-Alive", "hop-by-hop response header removed");
-  unlike(b->data, "Connection: close", "the connection stays open");
-
-  /* Same client connection, same origin: no new open. */
-  snprintf(req, sizeof(req),
-           "POST http://127.0.0.1:%u/up HTTP/1.1\r\n"
-           "Transfer-Encoding: chunked\r\n\r\n"
-           "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  is_int(fc.opens, 1, "keep-alive: the upstream connection is reused");
-  like(t->data, "Transfer-Encoding: chunked\r\n",
-       "a chunked request keeps its framing");
-  like(t->data, "\r\n\r\n4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
-       "and its chunked body arrives verbatim");
-  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "3\r\nabc\r\n0\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Transfer-Encoding: chunked\r\n", "chunked response head");
-  like(b->data, "\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
-       "chunked response body verbatim");
-
-  /* Pipelined requests are answered in order, one at a time. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/p1 HTTP/1.1\r\n\r\n"
-           "GET http://127.0.0.1:%u/p2 HTTP/1.1\r\n\r\n",
-           tport, tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /p1 ", 8) == 0 && !strstr(t->data, "/p2"),
-     "pipelined: the first request alone goes upstream");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np1");
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /p2 ", 8) == 0, "then the second");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np2");
-  wait_message(m, c, b, 1, 1000);
-  ok(strstr(b->data, "\r\n\r\np1") != NULL, "first answer");
-  if (!strstr(b->data, "p2"))
-    wait_message(m, c, b, 1, 1000);
-  ok(strstr(b->data, "p2") != NULL, "second answer");
-  is_int(fc.opens, 1, "on the same upstream connection");
-
-  /* The origin closes a kept connection: the next request still works,
-   * on a new one. */
-  close(s);
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/again HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "a closed kept upstream is replaced");
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "\r\n\r\nagain", "and answers");
-  is_int(fc.opens, 2, "through a second open");
-
-  /* The origin drops a kept connection after reading a request, without
-   * answering (its idle timer raced ours): a request without a body is
-   * sent again, once, on a new connection. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/retry HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /retry ", 11) == 0, "the kept upstream got it");
-  close(s);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "dropped unanswered: a new connection");
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /retry ", 11) == 0, "carries the same request");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "\r\n\r\nretry", "and the client gets the answer");
-  is_int(fc.opens, 3, "after one more open");
-
-  /* A response framed by close ends the client connection. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/eof HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\n\r\nuntil-close");
-  mock_run_for(m, 20);
-  close(s);
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Connection: close\r\n", "close-framed: Connection: close");
-  like(b->data, "\r\n\r\nuntil-close", "body until the origin closed");
-  ok(b->eof, "and the client connection ends");
-  close(c);
-
-  /* HTTP/1.0 client without keep-alive: answered and closed. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /old HTTP/1.0\r\n", "HTTP/1.0 forwarded as 1.0");
-  send_str(s, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Connection: close\r\n", "HTTP/1.0 client told close");
-  ok(closed_by_peer(m, c, 1000), "and the connection closes");
-  close(c);
-  close(s);
-
-  /* HEAD: a Content-Length but no body. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "HEAD http://127.0.0.1:%u/h HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
-  mock_run_for(m, 30);
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/after HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /after", "after a HEAD response the next request flows");
-  send_str(s, "HTTP/1.1 204 No Content\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "HTTP/1.1 204", "and its response too");
-  close(c);
-  close(s);
-
-  /* Upstream misbehaviour: 502 before any byte went to the client, a
-   * closed connection after. */
-  const char *bad_up[] = {
-      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
-      "Connection: upgrade\r\n\r\n",
-      "garbage\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
-      "HTTP/1.1 200 OK\rX: smuggled\r\n\r\n",
+/* A bare CR anywhere in a head: the lenient parser would end a line there
+ * where the peer reading our rewrite, or the sender, might not. */
+static void test_bare_cr(void) {
+  const char *heads[] = {
+      "GET http://a/ HTTP/1.1\r\nX: a\rb\r\n\r\n",
+      "GET http://a/ HTTP/1.1\r\nX: a\r\rY: b\r\n\r\n",
+      "GET http://a/ HTTP/1.1\r\nX\r: a\r\n\r\n",
+      "GET http://a/ HTTP/1.1\r\nX: a\r\n\rZ\r\n\r\n",
   };
-  for (size_t i = 0; i < sizeof(bad_up) / sizeof(bad_up[0]); i++) {
-    c = proxy_conn();
-    snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/bad HTTP/1.1\r\n\r\n",
-             tport);
-    send_str(c, req);
-    s = target_accept(m, lfd, 1000);
-    wait_message(m, s, t, 0, 1000);
-    send_str(s, bad_up[i]);
-    wait_message(m, c, b, 1, 1000);
-    char name[80];
-    snprintf(name, sizeof(name), "bad upstream response %zu: 502", i + 1);
-    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
-    close(c);
-    close(s);
+  for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+    char name[64];
+    snprintf(name, sizeof(name), "a bare CR in the head: 400 (%zu)", i + 1);
+    is_int(rewrite(heads[i], 1, NULL, 0), 400, name);
   }
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/cut HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\nzz\r\n");
-  wait_message(m, c, b, 1, 1000);
-  if (!b->eof)
-    wait_message(m, c, b, 1, 1000);
-  ok(b->eof, "a broken chunked body after the head: the client connection "
-             "closes");
-  close(c);
-  close(s);
-
-  /* CONNECT: 200 only after the open, then a byte relay; bytes sent
-   * right after the head go first. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: x\r\n\r\nEARLY", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, c, b, 1, 1000);
-  is_str(b->data, "HTTP/1.1 200 Connection established\r\n\r\n",
-         "CONNECT answered 200 once open");
-  wait_message(m, s, t, 1, 300);
-  is_str(t->data, "EARLY", "pipelined bytes reached the target first");
-  send_str(s, "from-target");
-  wait_message(m, c, b, 1, 300);
-  is_str(b->data, "from-target", "and the tunnel carries bytes back");
-  close(c);
-  ok(closed_by_peer(m, s, 1000), "closing the client ends the tunnel");
-  close(s);
-
-  /* Connector failures: a status, a fixed short body, Connection: close. */
-  struct {
-    const char *host;
-    const char *line;
-  } fail[] = {{"refused.test", "HTTP/1.1 502 Bad Gateway\r\n"},
-              {"deny.test", "HTTP/1.1 403 Forbidden\r\n"},
-              {"timeout.test", "HTTP/1.1 504 Gateway Timeout\r\n"},
-              {"full.test", "HTTP/1.1 503 Service Unavailable\r\n"}};
-  for (size_t i = 0; i < 4; i++) {
-    for (int connect_method = 0; connect_method <= 1; connect_method++) {
-      c = proxy_conn();
-      if (connect_method)
-        snprintf(req, sizeof(req), "CONNECT %s:443 HTTP/1.1\r\n\r\n",
-                 fail[i].host);
-      else
-        snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.1\r\n\r\n",
-                 fail[i].host);
-      send_str(c, req);
-      wait_message(m, c, b, 1, 1000);
-      char name[128];
-      snprintf(name, sizeof(name), "%s %s -> %.12s",
-               connect_method ? "CONNECT" : "GET", fail[i].host,
-               fail[i].line + 9);
-      ok(strncmp(b->data, fail[i].line, strlen(fail[i].line)) == 0, name);
-      like(b->data, "Connection: close\r\n", "  with Connection: close");
-      const char *body = strstr(b->data, "\r\n\r\n");
-      char wbody[64];
-      snprintf(wbody, sizeof(wbody), "%s", fail[i].line + 9);
-      strcpy(strstr(wbody, "\r\n"), "\n");
-      ok(body && strncmp(body + 4, wbody, strlen(wbody)) == 0 &&
-             strlen(body + 4) == strlen(wbody),
-         "  and only the status in the body (no internal detail)");
-      close(c);
-    }
-  }
-
-  /* A client that goes away while its open is pending cancels it. */
-  int cancels = fc.cancels;
-  c = proxy_conn();
-  send_str(c, "CONNECT hang.test:443 HTTP/1.1\r\n\r\n");
-  mock_run_for(m, 30);
-  close(c);
-  mock_run_for(m, 30);
-  is_int(fc.cancels, cancels + 1, "client gone: the open is cancelled");
-
-  const char *mt = mock_metrics_text(m);
-  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
-           "status_class=\"2xx\"} 11",
-       "forwarded requests counted by status class");
-  like(mt, "proxyhost_http_requests_total{method_class=\"connect\","
-           "status_class=\"2xx\"} 1",
-       "CONNECT counted");
-  like(mt, "proxyhost_http_requests_total{method_class=\"connect\","
-           "status_class=\"5xx\"} 3",
-       "failed CONNECTs counted");
-  like(mt, "tunnelmesh_stream_open_total{component=\"client\","
-           "result=\"failure\",error_class=\"connection_refused\"} 2",
-       "open results by error_class");
-  like(mt, "tunnelmesh_stream_open_total{component=\"client\","
-           "result=\"rejected\",error_class=\"forbidden\"} 2",
-       "policy refusals are 'rejected'");
-  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"open\",result=\"success\"} 12",
-       "open stage durations");
-  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"ttfb\",result=\"success\"} 1",
-       "CONNECT TTFB");
-  like(mt, "proxyhost_streams_active{component=\"client\"} 0",
-       "no stream left open");
-  ok(strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
-                "direction=\"up\"} ") &&
-         !strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
-                     "direction=\"up\"} 0\n"),
-     "bytes relayed counted");
-  unlike(mt, "127.0.0.1", "no address in any label");
-  unlike(mt, ".test", "no target host in any label");
-
-  close(lfd);
-  is_int(mock_stop(m), 0, "stops within the drain deadline");
-  mock_free(m);
-  char *log = slurp(logpath);
-  like(log, "http request", "access log lines");
-  like(log, "duration_us=", "with durations in microseconds");
-  free(log);
-  free(b);
-  free(t);
-}
-
-static void test_limits_module(void) {
-  ph_mock *m = start_proxy("header_timeout = 300ms\nmax_request_line = 1KiB\n"
-                           "max_header_bytes = 2KiB\nmax_headers = 10\n",
-                           0, 0);
-  ok(m != NULL, "starts with small limits");
-  if (!m)
-    return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char *big = malloc(8192);
-
-  /* A good client, connected first, is served while bad ones are
-   * refused on their own connections. */
-  int good = proxy_conn();
-  char req[512];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ok HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(good, req);
-
-  int c = proxy_conn();
-  char *path = repeat('p', 1100);
-  snprintf(big, 8192, "GET http://a/%s HTTP/1.1\r\n\r\n", path);
-  free(path);
-  send_str(c, big);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 414 ", 13) == 0, "long request line: 414");
-  ok(closed_by_peer(m, c, 3000), "and that connection closes");
-  close(c);
-
-  c = proxy_conn();
-  char *v = repeat('v', 2100);
-  snprintf(big, 8192, "GET http://a/ HTTP/1.1\r\nX: %s\r\n\r\n", v);
-  free(v);
-  send_str(c, big);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 431 ", 13) == 0, "big header section: 431");
-  close(c);
-
-  c = proxy_conn();
-  size_t n = (size_t)snprintf(big, 8192, "GET http://a/ HTTP/1.1\r\n");
-  for (int i = 0; i < 11; i++)
-    n += (size_t)snprintf(big + n, 8192 - n, "X-%d: %d\r\n", i, i);
-  snprintf(big + n, 8192 - n, "\r\n");
-  send_str(c, big);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 431 ", 13) == 0, "too many headers: 431");
-  close(c);
-
-  c = proxy_conn();
-  send_str(c, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "garbage: 400");
-  close(c);
-
-  c = proxy_conn();
-  send_str(c, "GET https://a/ HTTP/1.1\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 501 ", 13) == 0, "https:// forwarding: 501");
-  close(c);
-
-  int s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /ok HTTP/1.1", "the good client's request went on");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-  wait_message(m, good, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0,
-     "a good client is served while bad ones are refused");
-  close(good);
-  close(s);
-
-  c = proxy_conn();
-  send_str(c, "GET http://a/ HTTP/1.1\r\nX-Slow: ");
-  wait_message(m, c, b, 1, 1500);
-  ok(strncmp(b->data, "HTTP/1.1 408 ", 13) == 0,
-     "a head not finished within header_timeout: 408");
-  close(c);
-
-  c = proxy_conn();
-  wait_message(m, c, b, 1, 1500);
-  ok(strncmp(b->data, "HTTP/1.1 408 ", 13) == 0,
-     "a client that sends nothing gets 408 as well");
-  ok(closed_by_peer(m, c, 3000), "and is closed");
-  close(c);
-
-  /* A slow client's head under the limit still works when complete. */
-  c = proxy_conn();
-  send_str(c, "GET http://127.0.0.1:");
-  mock_run_for(m, 50);
-  snprintf(req, sizeof(req), "%u/slow HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /slow HTTP/1.1", "a head in two reads is assembled");
-  close(c);
-  close(s);
-
-  const char *mt = mock_metrics_text(m);
-  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
-           "status_class=\"4xx\"} 6",
-       "refused heads counted as 4xx");
-  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
-           "status_class=\"5xx\"} 1",
-       "and the https:// refusal (501) as 5xx");
-  close(lfd);
-  is_int(mock_stop(m), 0, "stops");
-  mock_free(m);
-  free(big);
-  free(b);
-  free(t);
-}
-
-static void test_auth(void) {
-  ph_mock *m = start_proxy("auth = password\n", 0, 1);
-  ok(m == NULL, "auth = password without an authorizer: refused");
-  like(err.data ? err.data : "",
-       "http_proxy.auth: password needs a module that provides the "
-       "\"authorizer\" service",
-       "by the module's check, naming the key, before any init");
-
-  m = start_proxy("auth = password\n", 1, 0);
-  ok(m != NULL, "auth = password with an authorizer starts");
-  if (!m)
-    return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[512];
-
-  int c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "no credentials: 407");
-  like(b->data, "Proxy-Authenticate: Basic realm=\"proxyhost\"\r\n",
-       "with the Basic challenge");
-  like(b->data, "Connection: keep-alive", "and the connection stays open");
-  is_int(fc.opens, 0, "nothing was opened");
-
-  /* Wrong password on the same connection. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/ HTTP/1.1\r\n"
-           "Proxy-Authorization: Basic YWxpY2U6d3Jvbmc=\r\n\r\n",
-           tport); /* alice:wrong */
-  send_str(c, req);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "bad credentials: 407");
-  is_int(fa.checks, 1, "checked by the authorizer");
-
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/in HTTP/1.1\r\n"
-           "Proxy-Authorization: Basic YWxpY2U6c2VjcmV0\r\n\r\n",
-           tport); /* alice:secret */
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "good credentials: the request goes on");
-  wait_message(m, s, t, 0, 1000);
-  unlike(t->data, "Proxy-Authorization", "credentials never forwarded");
-  is_str(fc.principal, "alice", "the connector gets the principal");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and succeeds");
-
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "a second request");
-  is_int(fa.checks, 2, "reuses the verification on the same connection");
-  close(c);
-  close(s);
-
-  /* Many pipelined requests without credentials: each gets its 407, in
-   * order, without the proxy recursing through them. */
-  c = proxy_conn();
-  char *many = malloc(200 * 40 + 1);
-  size_t ml = 0;
-  for (int i = 0; i < 200; i++)
-    ml += (size_t)sprintf(many + ml, "GET http://a/%d HTTP/1.1\r\n\r\n", i);
-  send_str(c, many);
-  free(many);
-  int n407 = 0;
-  for (int waited = 0; waited < 3000 && n407 < 200; waited += 10) {
-    mock_run_for(m, 10);
-    ssize_t r;
-    while ((r = recv(c, b->data, sizeof(b->data) - 1, 0)) > 0) {
-      b->data[r] = '\0';
-      for (char *q = b->data; (q = memmem(q, (size_t)(b->data + r - q),
-                                          " 407 ", 5)) != NULL; q++)
-        n407++;
-    }
-  }
-  is_int(n407, 200, "200 pipelined requests: 200 answers of 407");
-  close(c);
-
-  c = proxy_conn();
-  send_str(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
-              "Proxy-Authorization: Basic ZG93bjp4\r\n\r\n"); /* down:x */
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 503 ", 13) == 0,
-     "authorizer unavailable: 503 (fail closed)");
-  close(c);
-
-  c = proxy_conn();
-  send_str(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
-              "Proxy-Authorization: Bearer abc\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "not Basic: 407");
-  close(c);
-
-  const char *mt = mock_metrics_text(m);
-  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"authorization\",result=\"rejected\"} 2",
-       "authorization stage measured");
-  unlike(mt, "alice", "no user name in metrics");
-  close(lfd);
-  is_int(mock_stop(m), 0, "stops");
-  mock_free(m);
-  char *log = slurp(logpath);
-  unlike(log, "secret", "the password never reaches the log");
-  unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
-  unlike(log, "alice", "nor the user name");
-  free(log);
-  free(b);
-  free(t);
+  http_head h;
+  fed f = {0};
+  hh_init(&h, HTTP_RESPONSE, &std_lim);
+  const char *r = "HTTP/1.1 200 OK\r\nSet-Cookie: a\rb\r\n\r\n";
+  ok(feed(&h, &f, r, strlen(r), 4096) == HH_ERROR, "and in a response head");
+  hh_free(&h);
+  free(f.buf);
+  is_int(rewrite("GET http://a/ HTTP/1.1\nX: 1\n\n", 1, NULL, 0), 0,
+         "bare LF line ends are read (RFC 9112 2.2) and rewritten as CRLF");
 }
 
 int main(void) {
@@ -1563,24 +733,8 @@ int main(void) {
   test_targets();
   test_hop_by_hop();
   test_basic();
-  test_bodies();
+  test_framing();
   test_hostile();
-
-  char so[512];
-  snprintf(so, sizeof(so), "%s/http_proxy/.libs/http_proxy.so",
-           PH_BUILD_MODULES);
-  struct stat st;
-  if (stat(so, &st) != 0) {
-    printf("ok %d - # SKIP the http_proxy module was not built\n", ++tap_n_);
-    return done_testing();
-  }
-  buf_init(&err, 65536);
-  snprintf(logpath, sizeof(logpath), "/tmp/test_http_head.%d.log",
-           (int)getpid());
-  test_forwarding();
-  test_limits_module();
-  test_auth();
-  unlink(logpath);
-  buf_free(&err);
+  test_bare_cr();
   return done_testing();
 }

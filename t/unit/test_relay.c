@@ -2,9 +2,11 @@
  * mock host: data both ways, pre bytes first, half-close, idle timeout,
  * backpressure with a reader that stops, errors, abort, the splice path
  * (pipes appear for bulk TCP data) and the copy path (never a pipe), and
- * every fd closed afterwards. Covers TM-PROTO-6 (a transparent byte
- * stream), TM-P0-10 (a target socket error ends only its stream) and
- * TM-SEC-7 (nothing left after close). */
+ * every fd closed afterwards, and the guard rule (modules/common/guard.h):
+ * an owner may end the relay, and free its own object, inside first_down
+ * or done (run under ASan to see a use-after-free). Covers TM-PROTO-6 (a
+ * transparent byte stream), TM-P0-10 (a target socket error ends only its
+ * stream) and TM-SEC-7 (nothing left after close). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -522,6 +524,95 @@ static void test_abort(ph_mock *m) {
   is_int(count_fds(NULL), base, "fds back to the baseline after abort");
 }
 
+/* An owner whose object lives on the heap, as a frontend's connection
+ * does: it ends the relay and frees itself from inside the callbacks. */
+typedef struct owner {
+  ph_relay *r;
+  int abort_in_first_down; /* first_down: relay_abort, then free */
+  int abort_in_done;       /* done: relay_abort (its close path), free */
+} owner;
+
+static int owner_done_calls, owner_freed;
+
+static void owner_first_down(void *arg) {
+  owner *w = arg;
+  if (w->abort_in_first_down) {
+    relay_abort(w->r);
+    free(w);
+    owner_freed++;
+  }
+}
+
+static void owner_done(void *arg, const relay_stats *st, int end) {
+  (void)st;
+  (void)end;
+  owner *w = arg;
+  owner_done_calls++;
+  if (w->abort_in_done)
+    relay_abort(w->r); /* ended already: nothing to do */
+  free(w);
+  owner_freed++;
+}
+
+static int owner_gone(void *arg) { return owner_freed > *(int *)arg; }
+
+static ph_relay *owner_start(rig *g, owner *w) {
+  relay_opts ro = {.idle_timeout_ms = 5000,
+                   .buffer_size = 16384,
+                   .use_splice = 1,
+                   .first_down = owner_first_down,
+                   .done = owner_done,
+                   .arg = w};
+  w->r = relay_start(api, hctx, g->rc, g->rt, NULL, 0, &ro);
+  return w->r;
+}
+
+static void test_owner_ends_inside(ph_mock *m) {
+  int base = count_fds(NULL);
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  int freed = owner_freed, done = owner_done_calls;
+  owner *w = calloc(1, sizeof(*w));
+  w->abort_in_first_down = 1;
+  ok(owner_start(&g, w) != NULL, "a relay whose owner is on the heap");
+  write(g.app_t, "hi", 2);
+  run_until(m, owner_gone, &freed, 1000);
+  ok(owner_freed == freed + 1 && owner_done_calls == done,
+     "relay_abort inside first_down, the owner freed there too: no "
+     "use-after-free, done not called");
+  ok(!fd_open(g.rc) && !fd_open(g.rt), "and both sockets closed");
+  char b[8];
+  ssize_t n = read_now(g.app_c, b, sizeof(b));
+  ok(n == 2 && memcmp(b, "hi", 2) == 0,
+     "the first bytes reached the client before first_down");
+  close(g.app_c);
+  close(g.app_t);
+  is_int(count_fds(NULL), base, "fds back to the baseline");
+
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  freed = owner_freed;
+  done = owner_done_calls;
+  w = calloc(1, sizeof(*w));
+  w->abort_in_done = 1;
+  owner_start(&g, w);
+  shutdown(g.app_c, SHUT_WR);
+  shutdown(g.app_t, SHUT_WR);
+  run_until(m, owner_gone, &freed, 1000);
+  ok(owner_done_calls == done + 1 && owner_freed == freed + 1,
+     "the owner freed its object inside done, after relay_abort on the "
+     "ended relay: no use-after-free, done once");
+  ok(!fd_open(g.rc) && !fd_open(g.rt), "both sockets closed before done");
+  close(g.app_c);
+  close(g.app_t);
+  is_int(count_fds(NULL), base, "fds back to the baseline after done");
+}
+
 /* Many relays at once, idle: closing them all frees everything. */
 static void test_many(ph_mock *m) {
   int base = count_fds(NULL);
@@ -596,6 +687,7 @@ int main(void) {
   test_idle(m);
   test_error(m);
   test_abort(m);
+  test_owner_ends_inside(m);
   test_many(m);
   mock_stop(m);
   mock_free(m);

@@ -6,7 +6,11 @@
  * deadline, max_clients, username/password, the listener announcement
  * and the metrics. Covers TM-PROTO-7, TM-PROTO-30..37, TM-P0-5 (the open
  * is cancelled when the client goes away), TM-SEC-5 (max_clients),
- * TM-OBS-1/2/10..12 (metric names and labels) and TM-OBS-18. */
+ * TM-OBS-1/2/10..12 (metric names and labels), TM-OBS-18, and TM-SEC-7
+ * (a client that leaves while it is not read frees everything) with the
+ * guard rule (modules/common/guard.h): a service answering inside the
+ * call that started it may end the connection without a use-after-free
+ * (run under ASan to see it). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <proxyhost/authorizer.h>
@@ -55,8 +60,8 @@ static struct fake {
   int checks, auth_cancels;
 } F;
 
-static void answer_cb(ph_timer *t, void *arg) {
-  pending *p = arg;
+/* Answers the open p (and frees its slot). */
+static void answer(pending *p) {
   ph_open_result r = {.size = sizeof(r), .fd = -1};
   r.code = p->code;
   r.stage = p->code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
@@ -73,16 +78,22 @@ static void answer_cb(ph_timer *t, void *arg) {
       fcntl(r.fd, F_SETFL, O_NONBLOCK);
     }
   }
-  F.api->timer_free(t);
-  p->t = NULL;
   p->id = 0;
   F.answered++;
   p->cb(p->arg, &r);
 }
 
+static void answer_cb(ph_timer *t, void *arg) {
+  pending *p = arg;
+  F.api->timer_free(t);
+  p->t = NULL;
+  answer(p);
+}
+
 /* Host names pick the behaviour: "ok.fake", "hang.fake", "code-N"
- * (that open code), "slow.fake" (ok after 150 ms); any other name does
- * not resolve (host_unreachable). */
+ * (that open code), "slow.fake" (ok after 150 ms), "sync-N" (code N,
+ * answered inside open() itself, against connector.h's contract, to test
+ * the guard); any other name does not resolve (host_unreachable). */
 static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
                          void *arg) {
   (void)self;
@@ -103,6 +114,12 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
   p->arg = arg;
   p->port = req->port;
   p->delay_ms = 1;
+  if (strncmp(req->host, "sync-", 5) == 0) {
+    int64_t id = p->id;
+    p->code = atoi(req->host + 5);
+    answer(p);
+    return id;
+  }
   if (strcmp(req->host, "hang.fake") == 0)
     p->code = -1;
   else if (strncmp(req->host, "code-", 5) == 0)
@@ -177,6 +194,12 @@ static int64_t fake_check(void *self, const char *user, size_t ulen,
     j->verdict = PH_AUTH_ALLOW;
   else if (ulen == 4 && memcmp(user, "down", 4) == 0)
     j->verdict = PH_AUTH_UNAVAILABLE;
+  if (ulen == 4 && memcmp(user, "sync", 4) == 0) {
+    /* Refused inside check_password itself, against authorizer.h's
+     * contract, to test the guard. */
+    cb(arg, PH_AUTH_DENY);
+    return F.checks;
+  }
   j->cb = cb;
   j->arg = arg;
   j->id = F.checks;
@@ -499,6 +522,95 @@ static void test_cancel(void) {
   is_int(pending_opens(), 0, "nothing left pending");
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A request for host:port followed by n pipelined bytes, in one write:
+ * with n above the handshake buffer's room, the buffer is full during the
+ * open and socks5 stops reading the client. */
+static void connect_pipelined(int fd, const char *host, uint16_t port,
+                              size_t n) {
+  uint8_t req[300 + 2048] = {5, 1, 0, 3, (uint8_t)strlen(host)};
+  size_t len = 5;
+  memcpy(req + len, host, strlen(host));
+  len += strlen(host);
+  req[len++] = (uint8_t)(port >> 8);
+  req[len++] = (uint8_t)port;
+  memset(req + len, 'p', n);
+  send_all(fd, req, len + n);
+}
+
+/* D4: the client's bytes filled the handshake buffer, so socks5 does not
+ * read it while the open hangs; it still notices the client leave (a
+ * hangup probe every 200 ms) and cancels the open. */
+static void test_full_buffer_hangup(void) {
+  int cancels = F.cancels;
+  int fd = client();
+  hello(fd);
+  connect_pipelined(fd, "hang.fake", 80, 1500);
+  run(50);
+  is_int(pending_opens(), 1, "a full buffer during a hanging open");
+  has_metric("socks5_clients 1", "one client");
+  close(fd);
+  double t0 = now_s();
+  for (int t = 0; t < 1500 && pending_opens() > 0; t += 5)
+    run(5);
+  double waited = now_s() - t0;
+  ok(pending_opens() == 0 && F.cancels == cancels + 1,
+     "TM-SEC-7: a client that filled its buffer and left during a hanging "
+     "open cancels it: after close no dial, writer or timer remains");
+  printf("# noticed after %.3f s\n", waited);
+  ok(waited < 0.6, "noticed within a few hangup probes (200 ms each)");
+  run(10);
+  has_metric("socks5_clients 0", "TM-SEC-7: the clients gauge drops");
+}
+
+/* The connector answers inside open() (which connector.h forbids), and
+ * the answer ends the connection there: the client sent everything and
+ * shut its side, so the error reply's linger sees EOF at once. The
+ * request's caller then runs on an ended connection, not freed memory. */
+static void test_sync_open(void) {
+  int fd = client();
+  char host[32];
+  snprintf(host, sizeof(host), "sync-%d", PH_OPEN_CONNECTION_REFUSED);
+  uint8_t msg[64] = {5, 1, 0, 5, 1, 0, 3, (uint8_t)strlen(host)};
+  size_t n = 8;
+  memcpy(msg + n, host, strlen(host));
+  n += strlen(host);
+  msg[n++] = 0;
+  msg[n++] = 80;
+  send_all(fd, msg, n);
+  shutdown(fd, SHUT_WR);
+  uint8_t b[12];
+  int got = expect(fd, b, 12, 1000, NULL);
+  ok(got == 12 && b[1] == 0 && b[3] == 0x05,
+     "a connector failing inside open(), the connection ending inside that "
+     "answer: the reply is sent, no use-after-free");
+  ok(closed_within(fd, 1000), "and the connection is closed");
+  close(fd);
+  run(10);
+  has_metric("socks5_clients 0", "nothing left of it");
+
+  /* Success inside open(): the relay starts inside the request's step. */
+  fd = client();
+  hello(fd);
+  connect_domain(fd, "sync-0", target_port);
+  is_int(reply_code(fd, 1000), 0,
+         "a connector answering ok inside open(): success reply");
+  int t = accept_target(1000);
+  send_all(fd, "up", 2);
+  ok(t >= 0 && expect(t, b, 2, 1000, NULL) == 2 && memcmp(b, "up", 2) == 0,
+     "and the stream is relayed");
+  close(fd);
+  if (t >= 0)
+    close(t);
+  run(20);
+  has_metric("socks5_clients 0", "the relayed client ended");
+}
+
 static void test_commands(void) {
   int fd = client();
   hello(fd);
@@ -636,6 +748,41 @@ static void test_password(void) {
   run(20);
   is_int(F.auth_cancels, cancels + 1,
          "a client leaving during the check cancels it");
+
+  /* The same with the buffer full (a pipelined request and more): the
+   * client is not read during the check, a hangup probe notices it. */
+  cancels = F.auth_cancels;
+  fd = client();
+  SEND_LIT(fd, "\x05\x01\x02\x01\x04"
+               "slow"
+               "\x01"
+               "x");
+  connect_pipelined(fd, "ok.fake", 80, 1500);
+  run(50);
+  close(fd);
+  for (int t = 0; t < 1500 && F.auth_cancels == cancels; t += 5)
+    run(5);
+  is_int(F.auth_cancels, cancels + 1,
+         "TM-SEC-7: a client that filled its buffer and left during the "
+         "check cancels it within the probe interval");
+
+  /* An authorizer refusing inside check_password (which authorizer.h
+   * forbids), the connection ending inside that answer (the client shut
+   * its side, so the linger sees EOF at once). */
+  fd = client();
+  SEND_LIT(fd, "\x05\x01\x02\x01\x04"
+               "sync"
+               "\x01"
+               "x");
+  shutdown(fd, SHUT_WR);
+  uint8_t a[4];
+  ok(expect(fd, a, 4, 1000, NULL) == 4 && a[1] == 2 && a[2] == 1 && a[3] != 0,
+     "an authorizer refusing inside check_password, the connection ending "
+     "inside that answer: refused, no use-after-free");
+  ok(closed_within(fd, 1000), "and closed");
+  close(fd);
+  run(10);
+  has_metric("socks5_clients 0", "no client left after the checks");
 }
 
 static double cpu_seconds(void) {
@@ -736,6 +883,8 @@ int main(void) {
   test_strict_open();
   test_reply_codes();
   test_cancel();
+  test_full_buffer_hangup();
+  test_sync_open();
   test_commands();
   test_hostile();
   test_max_clients();
@@ -757,6 +906,17 @@ int main(void) {
     ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2,
        "still listening on the old address after the reload");
     ok(closed_within(fd, 1000), "the new handshake deadline applies");
+    close(fd);
+    /* Probing for a hangup during a check keeps the handshake deadline. */
+    int cancels = F.auth_cancels;
+    fd = client();
+    SEND_LIT(fd, "\x05\x01\x02\x01\x04"
+                 "slow"
+                 "\x01"
+                 "x");
+    connect_pipelined(fd, "ok.fake", 80, 1500);
+    ok(closed_within(fd, 1500) && F.auth_cancels == cancels + 1,
+       "a full buffer during a slow check: the deadline still closes it");
     close(fd);
     mock_free(M);
   }

@@ -1,0 +1,1265 @@
+/* The http_proxy module through the mock host, with a fake connector
+ * (real loopback sockets to a target this test plays) and a fake
+ * authorizer: forwarding with keep-alive and upstream reuse, bodies both
+ * ways (decoded and framed again), CONNECT, connector failures mapped to
+ * statuses, oversized heads, timeouts, Proxy-Authorization, metrics; and
+ * the hostile-peer cases of issue 7 (an origin's malformed interim and
+ * final heads, framing that could be read two ways, a reload that must
+ * reach kept connections, a client leaving while it is not read, a stop
+ * with half a head).
+ *
+ * Requirements: TM-SEC-1 (bounded heads and buffers), TM-SEC-2 (no raw
+ * error text to clients), TM-SEC-7 (after a close no dial or timer
+ * remains), TM-OBS-2/-10/-18 (open counter, bounded labels, no hosts or
+ * users in labels), TM-P0-5 (a client going away cancels its open). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <proxyhost/authorizer.h>
+#include <proxyhost/connector.h>
+#include <proxyhost/module.h>
+
+#include "mock.h"
+#include "tap.h"
+
+static char *repeat(char c, size_t n) {
+  char *s = malloc(n + 1);
+  memset(s, c, n);
+  s[n] = '\0';
+  return s;
+}
+
+/* ---- the module through the mock host --------------------------------------- */
+
+static const ph_api *fapi;
+
+/* Fake connector: "refused.test", "deny.test", "timeout.test" and
+ * "full.test" fail with those codes, "hang.test" never answers (until
+ * cancelled); anything else is a real connection to 127.0.0.1:port. */
+typedef struct pend {
+  int64_t id;
+  ph_open_cb cb;
+  void *arg;
+  int code, fd, live, hang;
+} pend;
+
+static struct {
+  ph_ctx *ctx;
+  ph_timer *timer;
+  pend p[64];
+  int64_t next_id;
+  int opens, cancels, proxy_port;
+  char host[256], principal[256];
+} fc;
+
+static void fc_fire(ph_timer *t, void *arg) {
+  (void)t;
+  (void)arg;
+  for (int i = 0; i < 64; i++) {
+    pend *q = &fc.p[i];
+    if (!q->live || q->hang)
+      continue;
+    q->live = 0;
+    ph_open_result res = {.size = sizeof(res),
+                          .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
+                          .code = q->code,
+                          .fd = q->fd};
+    q->cb(q->arg, &res);
+  }
+}
+
+static int dial(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
+                       void *arg) {
+  (void)self;
+  int i = 0;
+  while (i < 64 && fc.p[i].live)
+    i++;
+  if (i == 64)
+    return PH_EINVAL;
+  pend *q = &fc.p[i];
+  memset(q, 0, sizeof(*q));
+  q->id = ++fc.next_id;
+  q->cb = cb;
+  q->arg = arg;
+  q->live = 1;
+  q->fd = -1;
+  fc.opens++;
+  snprintf(fc.host, sizeof(fc.host), "%s", rq->host);
+  snprintf(fc.principal, sizeof(fc.principal), "%s",
+           rq->principal ? rq->principal : "");
+  if (strcmp(rq->host, "refused.test") == 0)
+    q->code = PH_OPEN_CONNECTION_REFUSED;
+  else if (strcmp(rq->host, "deny.test") == 0)
+    q->code = PH_OPEN_FORBIDDEN;
+  else if (strcmp(rq->host, "timeout.test") == 0)
+    q->code = PH_OPEN_TIMEOUT;
+  else if (strcmp(rq->host, "full.test") == 0)
+    q->code = PH_OPEN_QUEUE_FULL;
+  else if (strcmp(rq->host, "hang.test") == 0)
+    q->hang = 1;
+  else if ((q->fd = dial(rq->port)) < 0)
+    q->code = PH_OPEN_CONNECTION_REFUSED;
+  fapi->timer_set(fc.timer, 1, 0);
+  return q->id;
+}
+
+static int fc_cancel(void *self, int64_t id) {
+  (void)self;
+  for (int i = 0; i < 64; i++)
+    if (fc.p[i].live && fc.p[i].id == id) {
+      if (fc.p[i].fd >= 0)
+        close(fc.p[i].fd);
+      fc.p[i].live = 0;
+      fc.cancels++;
+      return PH_OK;
+    }
+  return PH_ENOENT;
+}
+
+static const ph_connector_v1 fc_vt = {fc_open, fc_cancel};
+
+static void fc_listener(const ph_topic *t, const void *payload, void *arg) {
+  (void)t;
+  (void)arg;
+  const ph_listener_event *ev = payload;
+  const struct sockaddr_in *a = (const void *)ev->addr;
+  if (ev->bound && a->sin_family == AF_INET)
+    fc.proxy_port = ntohs(a->sin_port);
+}
+
+static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  fapi = a;
+  memset(&fc, 0, sizeof(fc));
+  fc.ctx = ctx;
+  *state = &fc;
+  fc.timer = a->timer_new(ctx, fc_fire, NULL);
+  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
+  if (!fc.timer || !t || a->subscribe(ctx, t, fc_listener, NULL) <= 0)
+    return PH_EINVAL;
+  return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                             PH_CONNECTOR_MINOR, &fc_vt, &fc);
+}
+
+static void fc_destroy(void *state) {
+  (void)state;
+  for (int i = 0; i < 64; i++)
+    if (fc.p[i].live && fc.p[i].fd >= 0)
+      close(fc.p[i].fd);
+  if (fc.timer)
+    fapi->timer_free(fc.timer);
+  fc.timer = NULL;
+}
+
+static const char *const fc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
+static const ph_module fake_connector = {
+    PH_MODULE_HEADER("fake_connector", "1.0"),
+    .provides = fc_provides,
+    .init = fc_init,
+    .destroy = fc_destroy,
+};
+
+/* Fake authorizer: alice/secret is allowed, user "down" finds the store
+ * unavailable, everything else is denied. */
+static struct {
+  ph_timer *timer;
+  int64_t id;
+  ph_auth_cb cb;
+  void *arg;
+  int verdict, live, checks;
+} fa;
+
+static void fa_fire(ph_timer *t, void *arg) {
+  (void)t;
+  (void)arg;
+  if (fa.live) {
+    fa.live = 0;
+    fa.cb(fa.arg, fa.verdict);
+  }
+}
+
+static int64_t fa_check(void *self, const char *user, size_t ul,
+                        const char *pass, size_t pl, ph_auth_cb cb,
+                        void *arg) {
+  (void)self;
+  if (fa.live)
+    return PH_EINVAL; /* one at a time is all this test needs */
+  fa.checks++;
+  fa.live = 1;
+  fa.cb = cb;
+  fa.arg = arg;
+  fa.verdict = PH_AUTH_DENY;
+  if (ul == 5 && memcmp(user, "alice", 5) == 0 && pl == 6 &&
+      memcmp(pass, "secret", 6) == 0)
+    fa.verdict = PH_AUTH_ALLOW;
+  if (ul == 4 && memcmp(user, "down", 4) == 0)
+    fa.verdict = PH_AUTH_UNAVAILABLE;
+  fapi->timer_set(fa.timer, 1, 0);
+  return ++fa.id;
+}
+
+static int fa_cancel(void *self, int64_t id) {
+  (void)self;
+  if (fa.live && id == fa.id) {
+    fa.live = 0;
+    return PH_OK;
+  }
+  return PH_ENOENT;
+}
+
+static const ph_authorizer_v1 fa_vt = {fa_check, fa_cancel};
+
+static int fa_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  fapi = a;
+  memset(&fa, 0, sizeof(fa));
+  *state = &fa;
+  fa.timer = a->timer_new(ctx, fa_fire, NULL);
+  if (!fa.timer)
+    return PH_EINVAL;
+  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
+                             PH_AUTHORIZER_MINOR, &fa_vt, &fa);
+}
+
+static void fa_destroy(void *state) {
+  (void)state;
+  if (fa.timer)
+    fapi->timer_free(fa.timer);
+  fa.timer = NULL;
+}
+
+static const char *const fa_provides[] = {PH_AUTHORIZER_SERVICE, NULL};
+static const ph_module fake_authorizer = {
+    PH_MODULE_HEADER("fake_authorizer", "1.0"),
+    .provides = fa_provides,
+    .init = fa_init,
+    .destroy = fa_destroy,
+};
+
+/* ---- sockets on the test's side ------------------------------------------------ */
+
+typedef struct rbuf {
+  char data[65536];
+  size_t len;
+  int eof;
+} rbuf;
+
+/* Whether data holds one complete message: a head and the body its
+ * Content-Length or chunked framing says (or, with neither, a request or
+ * a bodiless status is complete at the head; other responses at EOF). */
+static int complete(const rbuf *b, int response) {
+  const char *end = memmem(b->data, b->len, "\r\n\r\n", 4);
+  if (!end)
+    return b->eof;
+  size_t head = (size_t)(end - b->data) + 4;
+  char h[8192];
+  size_t hl = head < sizeof(h) - 1 ? head : sizeof(h) - 1;
+  memcpy(h, b->data, hl);
+  h[hl] = '\0';
+  const char *cl = strcasestr(h, "\r\ncontent-length:");
+  if (response && (strstr(h, " 204 ") || strstr(h, " 304 ") ||
+                   strstr(h, " 200 Connection established")))
+    return 1;
+  if (cl)
+    return b->len >= head + strtoul(cl + 17, NULL, 10) || b->eof;
+  if (strcasestr(h, "\r\ntransfer-encoding: chunked"))
+    return memmem(b->data + head, b->len - head, "0\r\n\r\n", 5) != NULL ||
+           b->eof;
+  return !response || b->eof;
+}
+
+/* Runs the loop until fd delivered a whole message (or EOF), at most ms. */
+static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
+  b->len = 0;
+  b->eof = 0;
+  for (int waited = 0; waited < ms; waited += 5) {
+    mock_run_for(m, 5);
+    for (;;) {
+      ssize_t n = recv(fd, b->data + b->len, sizeof(b->data) - 1 - b->len, 0);
+      if (n > 0) {
+        b->len += (size_t)n;
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+        b->eof = 1;
+      break;
+    }
+    b->data[b->len] = '\0';
+    if (b->len > 0 && complete(b, response))
+      return;
+    if (b->eof)
+      return;
+  }
+}
+
+static void send_str(int fd, const char *s) {
+  size_t n = strlen(s), off = 0;
+  while (off < n) {
+    ssize_t w = send(fd, s + off, n - off, MSG_NOSIGNAL);
+    if (w > 0)
+      off += (size_t)w;
+    else if (w < 0 && errno != EAGAIN)
+      return;
+  }
+}
+
+static int target_listen(uint16_t *port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof(a);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+      listen(fd, 16) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+    return -1;
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+static int target_accept(ph_mock *m, int lfd, int ms) {
+  for (int waited = 0; waited < ms; waited += 5) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+    if (fd >= 0)
+      return fd;
+    mock_run_for(m, 5);
+  }
+  return -1;
+}
+
+/* A connection that is closed by the peer reads EOF within ms. */
+static int closed_by_peer(ph_mock *m, int fd, int ms) {
+  char c[256];
+  for (int waited = 0; waited < ms; waited += 5) {
+    mock_run_for(m, 5);
+    ssize_t n = recv(fd, c, sizeof(c), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+      return 1;
+  }
+  return 0;
+}
+
+static ph_buf err;
+static char logpath[256];
+
+static ph_mock *start_proxy(const char *extra, int with_authorizer,
+                            int expect_fail) {
+  char ini[2048];
+  snprintf(ini, sizeof(ini),
+           "[proxyhost]\nmodules = %s/http_proxy/.libs/http_proxy.so\n"
+           "drain_timeout = 2s\n"
+           "[log]\nlevel = debug\nfile = %s\n"
+           "[http_proxy]\nlisten = 127.0.0.1:0\n%s",
+           PH_BUILD_MODULES, logpath, extra);
+  buf_reset(&err);
+  ph_mock *m = mock_new(ini, &err);
+  if (!m || mock_add(m, &fake_connector, &err) < 0 ||
+      (with_authorizer && mock_add(m, &fake_authorizer, &err) < 0) ||
+      mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
+    if (!expect_fail)
+      printf("# setup failed: %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return strdup("");
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof(text) - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  return strdup(text);
+}
+
+static void test_forwarding(void) {
+  ph_mock *m = start_proxy("header_timeout = 300ms\n", 0, 0);
+  ok(m != NULL, "http_proxy starts with a connector");
+  if (!m)
+    return;
+  ok(fc.proxy_port > 0, "the listener announced its address");
+  uint16_t tport;
+  int lfd = target_listen(&tport);
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  char req[1024];
+
+  int c = proxy_conn();
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/a?b=1 HTTP/1.1\r\nHost: wrong\r\n"
+           "Proxy-Connection: keep-alive\r\nConnection: X-Trace\r\n"
+           "X-Trace: 1\r\nUser-Agent: unit\r\n\r\n",
+           tport);
+  send_str(c, req);
+  int s = target_accept(m, lfd, 1000);
+  ok(s >= 0, "the connector's connection reached the target");
+  wait_message(m, s, t, 0, 1000);
+  char want[128];
+  snprintf(want, sizeof(want), "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n",
+           tport);
+  ok(strncmp(t->data, want, strlen(want)) == 0,
+     "the origin gets origin-form with the target's Host first");
+  unlike(t->data, "wrong", "the client's Host is dropped");
+  unlike(t->data, "Proxy-Connection", "Proxy-Connection removed");
+  unlike(t->data, "X-Trace", "a Connection-listed header removed");
+  like(t->data, "User-Agent: unit\r\n", "end-to-end headers kept");
+  is_str(fc.host, "127.0.0.1", "the connector got the target host");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+              "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 OK\r\n", 17) == 0, "client gets 200");
+  like(b->data, "\r\n\r\nhello", "and the body");
+  unlike(b->data, "Keep-Alive", "hop-by-hop response header removed");
+  unlike(b->data, "Connection: close", "the connection stays open");
+
+  /* Same client connection, same origin: no new open. */
+  snprintf(req, sizeof(req),
+           "POST http://127.0.0.1:%u/up HTTP/1.1\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n"
+           "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
+           tport);
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  is_int(fc.opens, 1, "keep-alive: the upstream connection is reused");
+  like(t->data, "Transfer-Encoding: chunked\r\n",
+       "a chunked request stays chunked");
+  like(t->data, "\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
+       "and its body arrives framed again by the proxy (one chunk)");
+  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "3\r\nabc\r\n0\r\n\r\n");
+  wait_message(m, c, b, 1, 1000);
+  like(b->data, "Transfer-Encoding: chunked\r\n", "chunked response head");
+  like(b->data, "\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+       "chunked response body, framed again");
+
+  /* Pipelined requests are answered in order, one at a time. */
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/p1 HTTP/1.1\r\n\r\n"
+           "GET http://127.0.0.1:%u/p2 HTTP/1.1\r\n\r\n",
+           tport, tport);
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  ok(strncmp(t->data, "GET /p1 ", 8) == 0 && !strstr(t->data, "/p2"),
+     "pipelined: the first request alone goes upstream");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np1");
+  wait_message(m, s, t, 0, 1000);
+  ok(strncmp(t->data, "GET /p2 ", 8) == 0, "then the second");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np2");
+  wait_message(m, c, b, 1, 1000);
+  ok(strstr(b->data, "\r\n\r\np1") != NULL, "first answer");
+  if (!strstr(b->data, "p2"))
+    wait_message(m, c, b, 1, 1000);
+  ok(strstr(b->data, "p2") != NULL, "second answer");
+  is_int(fc.opens, 1, "on the same upstream connection");
+
+  /* The origin closes a kept connection: the next request still works,
+   * on a new one. */
+  close(s);
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/again HTTP/1.1\r\n\r\n", tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  ok(s >= 0, "a closed kept upstream is replaced");
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain");
+  wait_message(m, c, b, 1, 1000);
+  like(b->data, "\r\n\r\nagain", "and answers");
+  is_int(fc.opens, 2, "through a second open");
+
+  /* The origin drops a kept connection after reading a request, without
+   * answering (its idle timer raced ours): a request without a body is
+   * sent again, once, on a new connection. */
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/retry HTTP/1.1\r\n\r\n", tport);
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  ok(strncmp(t->data, "GET /retry ", 11) == 0, "the kept upstream got it");
+  close(s);
+  s = target_accept(m, lfd, 1000);
+  ok(s >= 0, "dropped unanswered: a new connection");
+  wait_message(m, s, t, 0, 1000);
+  ok(strncmp(t->data, "GET /retry ", 11) == 0, "carries the same request");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry");
+  wait_message(m, c, b, 1, 1000);
+  like(b->data, "\r\n\r\nretry", "and the client gets the answer");
+  is_int(fc.opens, 3, "after one more open");
+
+  /* A response framed by close reaches an HTTP/1.1 client chunked: its
+   * connection stays open. */
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/eof HTTP/1.1\r\n\r\n", tport);
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, "HTTP/1.1 200 OK\r\n\r\nuntil-close");
+  mock_run_for(m, 20);
+  close(s);
+  wait_message(m, c, b, 1, 1000);
+  like(b->data, "Transfer-Encoding: chunked\r\n",
+       "close-framed: chunked for an HTTP/1.1 client");
+  like(b->data, "\r\n\r\nb\r\nuntil-close\r\n0\r\n\r\n",
+       "the body until the origin closed, then the last chunk");
+  ok(!b->eof, "and the client connection stays open");
+  close(c);
+
+  /* HTTP/1.0 client without keep-alive: answered and closed. */
+  c = proxy_conn();
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
+           tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  like(t->data, "GET /old HTTP/1.1\r\n",
+     "HTTP/1.0 forwarded with the proxy's version (RFC 9110 6.2)");
+  send_str(s, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  wait_message(m, c, b, 1, 1000);
+  like(b->data, "Connection: close\r\n", "HTTP/1.0 client told close");
+  ok(closed_by_peer(m, c, 1000), "and the connection closes");
+  close(c);
+  close(s);
+
+  /* HEAD: a Content-Length but no body. */
+  c = proxy_conn();
+  snprintf(req, sizeof(req), "HEAD http://127.0.0.1:%u/h HTTP/1.1\r\n\r\n",
+           tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+  mock_run_for(m, 30);
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/after HTTP/1.1\r\n\r\n",
+           tport);
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  like(t->data, "GET /after", "after a HEAD response the next request flows");
+  send_str(s, "HTTP/1.1 204 No Content\r\n\r\n");
+  wait_message(m, c, b, 1, 1000);
+  like(b->data, "HTTP/1.1 204", "and its response too");
+  close(c);
+  close(s);
+
+  /* Upstream misbehaviour: 502 before any byte went to the client, a
+   * closed connection after. */
+  const char *bad_up[] = {
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+      "Connection: upgrade\r\n\r\n",
+      "garbage\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
+      "HTTP/1.1 200 OK\rX: smuggled\r\n\r\n",
+  };
+  for (size_t i = 0; i < sizeof(bad_up) / sizeof(bad_up[0]); i++) {
+    c = proxy_conn();
+    snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/bad HTTP/1.1\r\n\r\n",
+             tport);
+    send_str(c, req);
+    s = target_accept(m, lfd, 1000);
+    wait_message(m, s, t, 0, 1000);
+    send_str(s, bad_up[i]);
+    wait_message(m, c, b, 1, 1000);
+    char name[80];
+    snprintf(name, sizeof(name), "bad upstream response %zu: 502", i + 1);
+    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
+    close(c);
+    close(s);
+  }
+  c = proxy_conn();
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/cut HTTP/1.1\r\n\r\n",
+           tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "5\r\nhello\r\nzz\r\n");
+  wait_message(m, c, b, 1, 1000);
+  if (!b->eof)
+    wait_message(m, c, b, 1, 1000);
+  ok(b->eof, "a broken chunked body after the head: the client connection "
+             "closes");
+  close(c);
+  close(s);
+
+  /* CONNECT: 200 only after the open, then a byte relay; bytes sent
+   * right after the head go first. */
+  c = proxy_conn();
+  snprintf(req, sizeof(req),
+           "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: x\r\n\r\nEARLY", tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, c, b, 1, 1000);
+  is_str(b->data, "HTTP/1.1 200 Connection established\r\n\r\n",
+         "CONNECT answered 200 once open");
+  wait_message(m, s, t, 1, 300);
+  is_str(t->data, "EARLY", "pipelined bytes reached the target first");
+  send_str(s, "from-target");
+  wait_message(m, c, b, 1, 300);
+  is_str(b->data, "from-target", "and the tunnel carries bytes back");
+  close(c);
+  ok(closed_by_peer(m, s, 1000), "closing the client ends the tunnel");
+  close(s);
+
+  /* Connector failures: a status, a fixed short body, Connection: close. */
+  struct {
+    const char *host;
+    const char *line;
+  } fail[] = {{"refused.test", "HTTP/1.1 502 Bad Gateway\r\n"},
+              {"deny.test", "HTTP/1.1 403 Forbidden\r\n"},
+              {"timeout.test", "HTTP/1.1 504 Gateway Timeout\r\n"},
+              {"full.test", "HTTP/1.1 503 Service Unavailable\r\n"}};
+  for (size_t i = 0; i < 4; i++) {
+    for (int connect_method = 0; connect_method <= 1; connect_method++) {
+      c = proxy_conn();
+      if (connect_method)
+        snprintf(req, sizeof(req), "CONNECT %s:443 HTTP/1.1\r\n\r\n",
+                 fail[i].host);
+      else
+        snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.1\r\n\r\n",
+                 fail[i].host);
+      send_str(c, req);
+      wait_message(m, c, b, 1, 1000);
+      char name[128];
+      snprintf(name, sizeof(name), "%s %s -> %.12s",
+               connect_method ? "CONNECT" : "GET", fail[i].host,
+               fail[i].line + 9);
+      ok(strncmp(b->data, fail[i].line, strlen(fail[i].line)) == 0, name);
+      like(b->data, "Connection: close\r\n", "  with Connection: close");
+      const char *body = strstr(b->data, "\r\n\r\n");
+      char wbody[64];
+      snprintf(wbody, sizeof(wbody), "%s", fail[i].line + 9);
+      strcpy(strstr(wbody, "\r\n"), "\n");
+      ok(body && strncmp(body + 4, wbody, strlen(wbody)) == 0 &&
+             strlen(body + 4) == strlen(wbody),
+         "  and only the status in the body (no internal detail)");
+      close(c);
+    }
+  }
+
+  /* A client that goes away while its open is pending cancels it. */
+  int cancels = fc.cancels;
+  c = proxy_conn();
+  send_str(c, "CONNECT hang.test:443 HTTP/1.1\r\n\r\n");
+  mock_run_for(m, 30);
+  close(c);
+  mock_run_for(m, 30);
+  is_int(fc.cancels, cancels + 1, "client gone: the open is cancelled");
+
+  const char *mt = mock_metrics_text(m);
+  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
+           "status_class=\"2xx\"} 11",
+       "forwarded requests counted by status class");
+  like(mt, "proxyhost_http_requests_total{method_class=\"connect\","
+           "status_class=\"2xx\"} 1",
+       "CONNECT counted");
+  like(mt, "proxyhost_http_requests_total{method_class=\"connect\","
+           "status_class=\"5xx\"} 3",
+       "failed CONNECTs counted");
+  like(mt, "tunnelmesh_stream_open_total{component=\"client\","
+           "result=\"failure\",error_class=\"connection_refused\"} 2",
+       "open results by error_class");
+  like(mt, "tunnelmesh_stream_open_total{component=\"client\","
+           "result=\"rejected\",error_class=\"forbidden\"} 2",
+       "policy refusals are 'rejected'");
+  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
+           "\"client\",stage=\"open\",result=\"success\"} 12",
+       "open stage durations");
+  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
+           "\"client\",stage=\"ttfb\",result=\"success\"} 1",
+       "CONNECT TTFB");
+  like(mt, "proxyhost_streams_active{component=\"client\"} 0",
+       "no stream left open");
+  ok(strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
+                "direction=\"up\"} ") &&
+         !strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
+                     "direction=\"up\"} 0\n"),
+     "bytes relayed counted");
+  unlike(mt, "127.0.0.1", "no address in any label");
+  unlike(mt, ".test", "no target host in any label");
+
+  close(lfd);
+  is_int(mock_stop(m), 0, "stops within the drain deadline");
+  mock_free(m);
+  char *log = slurp(logpath);
+  like(log, "http request", "access log lines");
+  like(log, "duration_us=", "with durations in microseconds");
+  free(log);
+  free(b);
+  free(t);
+}
+
+static void test_limits_module(void) {
+  ph_mock *m = start_proxy("header_timeout = 300ms\nmax_request_line = 1KiB\n"
+                           "max_header_bytes = 2KiB\nmax_headers = 10\n",
+                           0, 0);
+  ok(m != NULL, "starts with small limits");
+  if (!m)
+    return;
+  uint16_t tport;
+  int lfd = target_listen(&tport);
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  char *big = malloc(8192);
+
+  /* A good client, connected first, is served while bad ones are
+   * refused on their own connections. */
+  int good = proxy_conn();
+  char req[512];
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ok HTTP/1.1\r\n\r\n",
+           tport);
+  send_str(good, req);
+
+  int c = proxy_conn();
+  char *path = repeat('p', 1100);
+  snprintf(big, 8192, "GET http://a/%s HTTP/1.1\r\n\r\n", path);
+  free(path);
+  send_str(c, big);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 414 ", 13) == 0, "long request line: 414");
+  ok(closed_by_peer(m, c, 3000), "and that connection closes");
+  close(c);
+
+  c = proxy_conn();
+  char *v = repeat('v', 2100);
+  snprintf(big, 8192, "GET http://a/ HTTP/1.1\r\nX: %s\r\n\r\n", v);
+  free(v);
+  send_str(c, big);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 431 ", 13) == 0, "big header section: 431");
+  close(c);
+
+  c = proxy_conn();
+  size_t n = (size_t)snprintf(big, 8192, "GET http://a/ HTTP/1.1\r\n");
+  for (int i = 0; i < 11; i++)
+    n += (size_t)snprintf(big + n, 8192 - n, "X-%d: %d\r\n", i, i);
+  snprintf(big + n, 8192 - n, "\r\n");
+  send_str(c, big);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 431 ", 13) == 0, "too many headers: 431");
+  close(c);
+
+  c = proxy_conn();
+  send_str(c, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "garbage: 400");
+  close(c);
+
+  c = proxy_conn();
+  send_str(c, "GET https://a/ HTTP/1.1\r\n\r\n");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 501 ", 13) == 0, "https:// forwarding: 501");
+  close(c);
+
+  int s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  like(t->data, "GET /ok HTTP/1.1", "the good client's request went on");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  wait_message(m, good, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0,
+     "a good client is served while bad ones are refused");
+  close(good);
+  close(s);
+
+  c = proxy_conn();
+  send_str(c, "GET http://a/ HTTP/1.1\r\nX-Slow: ");
+  wait_message(m, c, b, 1, 1500);
+  ok(strncmp(b->data, "HTTP/1.1 408 ", 13) == 0,
+     "a head not finished within header_timeout: 408");
+  close(c);
+
+  c = proxy_conn();
+  wait_message(m, c, b, 1, 1500);
+  ok(strncmp(b->data, "HTTP/1.1 408 ", 13) == 0,
+     "a client that sends nothing gets 408 as well");
+  ok(closed_by_peer(m, c, 3000), "and is closed");
+  close(c);
+
+  /* A slow client's head under the limit still works when complete. */
+  c = proxy_conn();
+  send_str(c, "GET http://127.0.0.1:");
+  mock_run_for(m, 50);
+  snprintf(req, sizeof(req), "%u/slow HTTP/1.1\r\n\r\n", tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  like(t->data, "GET /slow HTTP/1.1", "a head in two reads is assembled");
+  close(c);
+  close(s);
+
+  const char *mt = mock_metrics_text(m);
+  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
+           "status_class=\"4xx\"} 6",
+       "refused heads counted as 4xx");
+  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
+           "status_class=\"5xx\"} 1",
+       "and the https:// refusal (501) as 5xx");
+  close(lfd);
+  is_int(mock_stop(m), 0, "stops");
+  mock_free(m);
+  free(big);
+  free(b);
+  free(t);
+}
+
+static void test_auth(void) {
+  ph_mock *m = start_proxy("auth = password\n", 0, 1);
+  ok(m == NULL, "auth = password without an authorizer: refused");
+  like(err.data ? err.data : "",
+       "http_proxy.auth: password needs a module that provides the "
+       "\"authorizer\" service",
+       "by the module's check, naming the key, before any init");
+
+  m = start_proxy("auth = password\n", 1, 0);
+  ok(m != NULL, "auth = password with an authorizer starts");
+  if (!m)
+    return;
+  uint16_t tport;
+  int lfd = target_listen(&tport);
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  char req[512];
+
+  int c = proxy_conn();
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n",
+           tport);
+  send_str(c, req);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "no credentials: 407");
+  like(b->data, "Proxy-Authenticate: Basic realm=\"proxyhost\"\r\n",
+       "with the Basic challenge");
+  like(b->data, "Connection: keep-alive", "and the connection stays open");
+  is_int(fc.opens, 0, "nothing was opened");
+
+  /* Wrong password on the same connection. */
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/ HTTP/1.1\r\n"
+           "Proxy-Authorization: Basic YWxpY2U6d3Jvbmc=\r\n\r\n",
+           tport); /* alice:wrong */
+  send_str(c, req);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "bad credentials: 407");
+  is_int(fa.checks, 1, "checked by the authorizer");
+
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/in HTTP/1.1\r\n"
+           "Proxy-Authorization: Basic YWxpY2U6c2VjcmV0\r\n\r\n",
+           tport); /* alice:secret */
+  send_str(c, req);
+  int s = target_accept(m, lfd, 1000);
+  ok(s >= 0, "good credentials: the request goes on");
+  wait_message(m, s, t, 0, 1000);
+  unlike(t->data, "Proxy-Authorization", "credentials never forwarded");
+  is_str(fc.principal, "alice", "the connector gets the principal");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and succeeds");
+
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "a second request");
+  is_int(fa.checks, 2, "reuses the verification on the same connection");
+
+  /* Issue 7 D3: after a reload (the user may be gone) the same value on
+   * the same connection is checked again, and the kept upstream is not
+   * reused without asking the connector. */
+  int opens = fc.opens;
+  is_int(mock_reload(m, NULL), 0, "reload");
+  send_str(c, req);
+  int s2 = target_accept(m, lfd, 1000);
+  is_int(fa.checks, 3, "after a reload a verified credential is checked again");
+  ok(s2 >= 0 && fc.opens == opens + 1,
+     "and the connector is asked again (a new upstream)");
+  wait_message(m, s2, t, 0, 1000);
+  send_str(s2, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "allowed again");
+  close(s2);
+  close(c);
+  close(s);
+
+  /* Many pipelined requests without credentials: each gets its 407, in
+   * order, without the proxy recursing through them. */
+  c = proxy_conn();
+  char *many = malloc(200 * 40 + 1);
+  size_t ml = 0;
+  for (int i = 0; i < 200; i++)
+    ml += (size_t)sprintf(many + ml, "GET http://a/%d HTTP/1.1\r\n\r\n", i);
+  send_str(c, many);
+  free(many);
+  int n407 = 0;
+  for (int waited = 0; waited < 3000 && n407 < 200; waited += 10) {
+    mock_run_for(m, 10);
+    ssize_t r;
+    while ((r = recv(c, b->data, sizeof(b->data) - 1, 0)) > 0) {
+      b->data[r] = '\0';
+      for (char *q = b->data; (q = memmem(q, (size_t)(b->data + r - q),
+                                          " 407 ", 5)) != NULL; q++)
+        n407++;
+    }
+  }
+  is_int(n407, 200, "200 pipelined requests: 200 answers of 407");
+  close(c);
+
+  c = proxy_conn();
+  send_str(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
+              "Proxy-Authorization: Basic ZG93bjp4\r\n\r\n"); /* down:x */
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 503 ", 13) == 0,
+     "authorizer unavailable: 503 (fail closed)");
+  close(c);
+
+  c = proxy_conn();
+  send_str(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
+              "Proxy-Authorization: Bearer abc\r\n\r\n");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "not Basic: 407");
+  close(c);
+
+  const char *mt = mock_metrics_text(m);
+  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
+           "\"client\",stage=\"authorization\",result=\"rejected\"} 2",
+       "authorization stage measured");
+  unlike(mt, "alice", "no user name in metrics");
+  close(lfd);
+  is_int(mock_stop(m), 0, "stops");
+  mock_free(m);
+  char *log = slurp(logpath);
+  unlike(log, "secret", "the password never reaches the log");
+  unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
+  unlike(log, "alice", "nor the user name");
+  free(log);
+  free(b);
+  free(t);
+}
+
+/* ---- issue 7: hostile peers ------------------------------------------------ */
+
+/* Sends req on c, answers it from the target with answer (accepting a new
+ * upstream when *s < 0), and reads what the client gets into b. */
+static void answer_with(ph_mock *m, int c, int lfd, int *s, const char *req,
+                        const char *answer, rbuf *b, rbuf *t) {
+  send_str(c, req);
+  if (*s < 0)
+    *s = target_accept(m, lfd, 1000);
+  wait_message(m, *s, t, 0, 1000);
+  send_str(*s, answer);
+  wait_message(m, c, b, 1, 1000);
+}
+
+/* A request that works, on a new connection: the proxy is still serving. */
+static int still_serves(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
+                        rbuf *t) {
+  char req[256];
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ok HTTP/1.1\r\n\r\n",
+           tport);
+  int c = proxy_conn(), s = -1;
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", b, t);
+  int good = strncmp(b->data, "HTTP/1.1 200 ", 13) == 0 &&
+             strstr(b->data, "\r\n\r\nok") != NULL;
+  close(c);
+  if (s >= 0)
+    close(s);
+  return good;
+}
+
+/* D1: malformed heads after interim responses. The client has read an
+ * interim head already, so only closing can tell it; the proxy must not
+ * touch the closed connection (the use-after-free ASan found). */
+static void test_bad_interim(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
+                             rbuf *t) {
+  const char *answers[] = {
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2OO OK\r\nContent-Length: 2\r\n"
+      "\r\nok",
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+      "\r\nok",
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
+      "Upgrade: x\r\n\r\n",
+  };
+  const char *names[] = {"100 then a malformed status line",
+                         "nine 100 Continue heads", "100 then 101"};
+  char req[256], name[160];
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/d1 HTTP/1.1\r\n\r\n",
+           tport);
+  for (size_t i = 0; i < 3; i++) {
+    int c = proxy_conn(), s = -1;
+    send_str(c, req);
+    s = target_accept(m, lfd, 1000);
+    wait_message(m, s, t, 0, 1000);
+    send_str(s, answers[i]);
+    snprintf(name, sizeof(name), "D1: %s: the client connection closes",
+             names[i]);
+    ok(closed_by_peer(m, c, 2000), name);
+    snprintf(name, sizeof(name), "D1: %s: and the proxy goes on serving",
+             names[i]);
+    ok(still_serves(m, lfd, tport, b, t), name);
+    close(c);
+    close(s);
+  }
+  /* Before any response byte reached the client, it gets a 502. */
+  int c = proxy_conn(), s = -1;
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/d1 HTTP/1.0\r\n\r\n",
+           tport);
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2OO OK\r\n\r\n", b, t);
+  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0,
+     "D1: an HTTP/1.0 client (no interim forwarded) gets 502");
+  close(c);
+  close(s);
+}
+
+/* D2: framing an origin or a client could make two readers take two
+ * ways. The proxy refuses it; what it forwards is framed by itself. */
+static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
+                                 rbuf *b, rbuf *t) {
+  char req[512];
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/a HTTP/1.1\r\n\r\n",
+           tport);
+  struct {
+    const char *body, *name;
+  } bad[] = {
+      {"c;\nxxxxx\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1\r\n"
+       "Content-Length: 2\r\n\r\nhi",
+       "a size line ended by a bare LF (the response-injection attack)"},
+      {"5\r\nhelloXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1\r\n\r\n",
+       "chunk data not followed by CRLF"},
+      {"5\rX\r\nhello\r\n0\r\n\r\n", "a bare CR in a size line"},
+      {"5 \r\nhello\r\n0\r\n\r\n", "a space after the size"},
+      {"5;a=b\nc\r\nhello\r\n0\r\n\r\n", "a bare LF in an extension"},
+      {"5\r\nhello\r\n0\r\nX: 1\n\r\n", "a bare LF in a trailer"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char answer[512], name[160];
+    snprintf(answer, sizeof(answer),
+             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%s",
+             bad[i].body);
+    int c = proxy_conn(), s = -1;
+    answer_with(m, c, lfd, &s, req, answer, b, t);
+    snprintf(name, sizeof(name), "D2: %s: 502", bad[i].name);
+    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
+    snprintf(name, sizeof(name), "D2: %s: nothing of it reaches the client",
+             bad[i].name);
+    ok(!strstr(b->data, "injected") && !strstr(b->data, "hello"), name);
+    close(c);
+    close(s);
+  }
+
+  /* The same, once the head and a good chunk went to the client: the
+   * client connection closes without a last chunk, so the client knows. */
+  int c = proxy_conn(), s = -1;
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "5\r\nhello\r\n",
+              b, t);
+  send_str(s, "3\r\nabcXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1"
+              "\r\nContent-Length: 0\r\n\r\n");
+  ok(closed_by_peer(m, c, 2000), "D2: bad framing mid-body: the client "
+                                 "connection closes");
+  ok(!strstr(b->data, "XY") && !strstr(b->data, "0\r\n\r\n"),
+     "without the bad bytes or a last chunk");
+  close(c);
+  close(s);
+
+  /* A good chunked response with extensions and trailers: framed anew,
+   * the extensions and trailers dropped. */
+  c = proxy_conn();
+  s = -1;
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "5;name=\"a;b\";x\r\nhello\r\n06\r\n world\r\n0;end\r\n"
+              "X-Sum: 1\r\n\r\n",
+              b, t);
+  like(b->data, "\r\n\r\nb\r\nhello world\r\n0\r\n\r\n",
+       "D2: a valid chunked body with extensions and a trailer, framed again "
+       "(one chunk for what arrived together)");
+  unlike(b->data, "X-Sum", "the trailer is not forwarded");
+  close(c);
+  close(s);
+
+  /* A chunked response to an HTTP/1.0 client: the payload, then the
+   * close, no chunked framing. */
+  c = proxy_conn();
+  s = -1;
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
+           tport);
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "5\r\nhello\r\n0\r\n\r\n",
+              b, t);
+  if (!b->eof)
+    wait_message(m, c, b, 1, 1000);
+  unlike(b->data, "Transfer-Encoding", "D2: an HTTP/1.0 client never gets "
+                                       "chunked framing");
+  like(b->data, "Connection: close\r\n\r\nhello", "but the payload");
+  ok(b->eof, "framed by the close");
+  close(c);
+  close(s);
+
+  /* Requests. */
+  int opens = fc.opens;
+  struct {
+    const char *head_rest, *status, *name;
+  } rq[] = {
+      {"Transfer-Encoding: chunked\r\n\r\n52;\nGET /smuggled HTTP/1.1\r\n"
+       "Host: x\r\n\r\n",
+       "400", "a chunk size line ended by a bare LF (smuggling)"},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\nhello", "400",
+       "Transfer-Encoding with Content-Length"},
+      {"Transfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n", "501",
+       "Transfer-Encoding: identity, chunked"},
+  };
+  for (size_t i = 0; i < sizeof(rq) / sizeof(rq[0]); i++) {
+    char name[160];
+    c = proxy_conn();
+    snprintf(req, sizeof(req), "POST http://127.0.0.1:%u/s HTTP/1.1\r\n%s",
+             tport, rq[i].head_rest);
+    send_str(c, req);
+    wait_message(m, c, b, 1, 1000);
+    snprintf(name, sizeof(name), "D2: %s: %s", rq[i].name, rq[i].status);
+    ok(strncmp(b->data + 9, rq[i].status, 3) == 0, name);
+    s = target_accept(m, lfd, 200);
+    if (s >= 0) {
+      wait_message(m, s, t, 0, 300);
+      snprintf(name, sizeof(name), "D2: %s: nothing smuggled upstream",
+               rq[i].name);
+      unlike(t->data, "smuggled", name);
+      close(s);
+    }
+    close(c);
+  }
+  c = proxy_conn();
+  snprintf(req, sizeof(req),
+           "POST http://127.0.0.1:%u/s HTTP/1.0\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+           tport);
+  send_str(c, req);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0,
+     "D2: HTTP/1.0 with Transfer-Encoding: 400 (RFC 9112 6.1)");
+  close(c);
+  is_int(fc.opens, opens + 1,
+         "only the bare-LF body reached an open (refused before sending)");
+}
+
+/* D3: a reload that tightens the policy reaches kept upstreams: the next
+ * request on a kept connection asks the connector again. */
+static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
+                             rbuf *t) {
+  char req[256];
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/k HTTP/1.1\r\n\r\n",
+           tport);
+  const char *answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nk1";
+  int c = proxy_conn(), s = -1;
+  answer_with(m, c, lfd, &s, req, answer, b, t);
+  int opens = fc.opens;
+  answer_with(m, c, lfd, &s, req, answer, b, t);
+  is_int(fc.opens, opens, "D3: without a reload the upstream is reused");
+  is_int(mock_reload(m, NULL), 0, "reload");
+  int s2 = -1;
+  answer_with(m, c, lfd, &s2, req, answer, b, t);
+  ok(s2 >= 0 && fc.opens == opens + 1,
+     "D3: after a reload the connector is asked again (its policy applies)");
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and the request is served");
+  ok(closed_by_peer(m, s, 500), "the old upstream is closed");
+  close(c);
+  close(s);
+  close(s2);
+}
+
+/* D4: a client that filled its buffer during an open and then left is
+ * noticed though it is not read: the open is cancelled and its slot
+ * freed (TM-SEC-7, TM-P0-5). */
+static void test_leave_full(ph_mock *m) {
+  int cancels = fc.cancels;
+  int c = proxy_conn();
+  send_str(c, "POST http://hang.test/ HTTP/1.1\r\nContent-Length: 100000\r\n"
+              "\r\n");
+  char *body = repeat('b', 30000);
+  send_str(c, body);
+  free(body);
+  mock_run_for(m, 50);
+  close(c);
+  int waited = 0;
+  while (fc.cancels == cancels && waited < 2000) {
+    mock_run_for(m, 10);
+    waited += 10;
+  }
+  ok(fc.cancels == cancels + 1,
+     "D4: a client leaving with a full buffer during an open cancels it "
+     "(TM-SEC-7)");
+  like(mock_metrics_text(m), "\nhttp_proxy_clients 0\n",
+       "and its slot is free");
+}
+
+static void test_hostile_peers(void) {
+  /* buffer_size 4KiB: a client fills it quickly (D4). */
+  ph_mock *m = start_proxy("header_timeout = 1s\nbuffer_size = 4KiB\n"
+                           "max_request_line = 256\nmax_header_bytes = 1KiB\n",
+                           0, 0);
+  ok(m != NULL, "starts for the hostile-peer tests");
+  if (!m)
+    return;
+  uint16_t tport;
+  int lfd = target_listen(&tport);
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  test_bad_interim(m, lfd, tport, b, t);
+  test_framing_attacks(m, lfd, tport, b, t);
+  test_reload_kept(m, lfd, tport, b, t);
+  test_leave_full(m);
+
+  /* D5: half a request head does not hold the stop up. */
+  int c = proxy_conn();
+  send_str(c, "GET http://ok.te");
+  mock_run_for(m, 50);
+  is_int(mock_stop(m), 0, "D5: half a head does not delay the stop");
+  ok(closed_by_peer(m, c, 500), "that client is closed");
+  close(c);
+  mock_free(m);
+  close(lfd);
+  free(b);
+  free(t);
+}
+
+int main(void) {
+  plan_lazy();
+  char so[512];
+  snprintf(so, sizeof(so), "%s/http_proxy/.libs/http_proxy.so",
+           PH_BUILD_MODULES);
+  struct stat st;
+  if (stat(so, &st) != 0) {
+    printf("ok %d - # SKIP the http_proxy module was not built\n", ++tap_n_);
+    return done_testing();
+  }
+  buf_init(&err, 65536);
+  snprintf(logpath, sizeof(logpath), "/tmp/test_http_proxy.%d.log",
+           (int)getpid());
+  test_forwarding();
+  test_limits_module();
+  test_auth();
+  test_hostile_peers();
+  unlink(logpath);
+  buf_free(&err);
+  return done_testing();
+}
