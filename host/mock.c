@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "debug.h"
+
 /* Where the public face is in the lifecycle (the in-tree face does not
  * look at it). */
 enum mock_phase {
@@ -49,6 +51,7 @@ ph_mock *mock_new(const char *ini_text, ph_buf *err) {
     return NULL;
   }
   buf_init(&m->text, 0);
+  debug_checks = 1; /* the mock host runs tests: misuse aborts (debug.h) */
   m->core = core_new();
   if (!m->core ||
       core_read_config(m->core, NULL, ini_text ? ini_text : "", NULL, 0,
