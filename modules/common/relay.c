@@ -1,10 +1,14 @@
 /* The byte relay (relay.h).
  *
  * Each direction (up: client -> target, down: target -> client) moves
- * bytes from its source fd to its destination fd through either a user
- * buffer (read/send) or, once it carries bulk data between two TCP
- * sockets, a pipe (splice in, splice out: the bytes never enter user
- * space). The rules, identical for both ways of moving bytes:
+ * bytes from its source end to its destination end. An end is a socket
+ * or a stream (stream.h). From a socket, bytes go through a user buffer
+ * (read/send) or, once they are bulk data between two TCP sockets, a
+ * pipe (splice in, splice out: the bytes never enter user space). From a
+ * stream, they are written from the stream's own buffer (peek) and
+ * consumed only once the destination took them, so a stream's receive
+ * window reopens when its bytes reached the other end, not before. The
+ * rules, identical for every way of moving bytes:
  *
  *  - a direction reads its source only while it holds nothing (buffer and
  *    pipe empty); what it read is written at once, and what the
@@ -48,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -62,9 +67,19 @@
 /* Spare copy buffers kept for reuse while relays exist. */
 #define RELAY_SPARE_BUFFERS 16
 
+/* One end of the relay: a socket with its watcher, or a stream. */
+typedef struct rside {
+  struct ph_relay *r;
+  int fd;        /* a socket, or -1 */
+  ph_stream *st; /* a stream, or NULL */
+  ph_io *io;     /* the socket's watcher */
+  int client;    /* 1: the client's end */
+} rside;
+
 typedef struct rdir {
   struct rdir *other; /* the opposite direction */
-  int src, dst;
+  rside *in, *out;    /* source and destination ends */
+  int src, dst;       /* their fds (-1 for a stream) */
   char *buf;          /* copy mode; held only while it holds bytes or bulk
                          data flows */
   size_t cap;         /* bytes one read may take (the configured size) */
@@ -80,13 +95,13 @@ typedef struct rdir {
   unsigned src_file : 1; /* src is not a socket: read(2) */
   unsigned dst_file : 1; /* dst is not a socket: write(2) */
   unsigned bulk : 1;     /* the last read filled the buffer */
+  unsigned blocked : 1;  /* a stream source's bytes wait for out */
 } rdir;
 
 struct ph_relay {
   const ph_api *api;
   ph_ctx *ctx;
-  int cfd, tfd;
-  ph_io *cio, *tio;
+  rside cs, ts; /* the client's and the target's ends */
   ph_timer *idle;
   rdir up, down;
   int64_t last_ms; /* last time bytes moved */
@@ -143,6 +158,13 @@ static void release_buf(rdir *d) {
 
 static size_t pending(const rdir *d) { return d->len + d->in_pipe; }
 
+/* The direction waits for its destination: bytes it holds, or a stream
+ * source's bytes the destination did not take. */
+static int waits_out(const rdir *d) { return pending(d) > 0 || d->blocked; }
+
+/* The direction may read its source now. */
+static int wants_in(const rdir *d) { return !d->eof && !waits_out(d); }
+
 static int is_tcp(int fd) {
   int proto = 0;
   socklen_t len = sizeof(proto);
@@ -187,23 +209,47 @@ static void make_pipe(rdir *d) {
   d->pipe_cap = sz > 0 ? (size_t)sz : 65536;
 }
 
+/* Writes p[0..len) to the destination: the bytes taken (0 when it is
+ * full), or -1 on an error. */
+static ssize_t put_out(rdir *d, const void *p, size_t len) {
+  if (d->out->st) {
+    ssize_t w = ph_stream_write(d->out->st, p, len);
+    return w == PH_EAGAIN ? 0 : w < 0 ? -1 : w;
+  }
+  for (;;) {
+    ssize_t w = d->dst_file ? write(d->dst, p, len)
+                            : send(d->dst, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w >= 0)
+      return w;
+    if (errno == EINTR)
+      continue;
+    if (errno == ENOTSOCK && !d->dst_file) {
+      d->dst_file = 1; /* a pipe or a file: write(2) from now on */
+      set_nonblock(d->dst);
+      continue;
+    }
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+}
+
+/* Half-closes the destination. ENOTCONN on a socket: the peer is gone
+ * already; the other direction will see it. */
+static void shut_out(rdir *d) {
+  if (d->out->st)
+    ph_stream_shutdown(d->out->st);
+  else
+    shutdown(d->dst, SHUT_WR);
+}
+
 /* Writes what the direction holds. STEP_OK (maybe with bytes left: the
  * destination is full) or STEP_ERROR. Adds what it wrote to *n. */
 static int flush(rdir *d, size_t *n) {
   while (d->len > 0) {
-    ssize_t w = d->dst_file ? write(d->dst, d->buf + d->off, d->len)
-                            : send(d->dst, d->buf + d->off, d->len,
-                                   MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == ENOTSOCK && !d->dst_file) {
-        d->dst_file = 1; /* a pipe or a file: write(2) from now on */
-        set_nonblock(d->dst);
-        continue;
-      }
-      return errno == EAGAIN || errno == EWOULDBLOCK ? STEP_OK : STEP_ERROR;
-    }
+    ssize_t w = put_out(d, d->buf + d->off, d->len);
+    if (w < 0)
+      return STEP_ERROR;
+    if (w == 0)
+      return STEP_OK;
     d->off += (size_t)w;
     d->len -= (size_t)w;
     *n += (size_t)w;
@@ -284,9 +330,61 @@ static int fill(rdir *d) {
   }
 }
 
+/* The source said EOF and everything before it was written: half-close.
+ * When the other way is finished too, the relay closes both ends right
+ * away and a socket's close sends the FIN (its input is all read), so the
+ * shutdown call is saved. */
+static void finish_dir(rdir *d) {
+  if (d->shut)
+    return;
+  d->shut = 1;
+  if (!d->other->shut)
+    shut_out(d);
+}
+
+/* A stream source: its bytes are written from the stream's buffer and
+ * consumed as the destination takes them, for a bounded number of
+ * rounds. Adds the bytes written to *n. */
+static int pump_stream(rdir *d, size_t *n) {
+  size_t start = *n;
+  d->blocked = 0;
+  if (d->len > 0) { /* pre bytes go first */
+    if (flush(d, n) != STEP_OK)
+      return STEP_ERROR;
+    if (d->len > 0)
+      return STEP_OK;
+  }
+  for (int rounds = 0; rounds < RELAY_ROUNDS && *n - start < RELAY_BUDGET;
+       rounds++) {
+    const void *p;
+    ssize_t k = ph_stream_peek(d->in->st, &p);
+    if (k == PH_EAGAIN)
+      return STEP_OK;
+    if (k == 0) {
+      d->eof = 1;
+      finish_dir(d);
+      return STEP_OK;
+    }
+    if (k < 0)
+      return STEP_ERROR; /* reset */
+    ssize_t w = put_out(d, p, (size_t)k);
+    if (w < 0)
+      return STEP_ERROR;
+    ph_stream_consume(d->in->st, (size_t)w);
+    *n += (size_t)w;
+    if (w < k) {
+      d->blocked = 1; /* the rest waits in the stream for out */
+      return STEP_OK;
+    }
+  }
+  return STEP_OK; /* fairness: the source is still readable */
+}
+
 /* Moves what it can in one direction: flush, then read and flush again,
  * for a bounded number of reads. Adds the bytes written to *n. */
 static int pump(rdir *d, size_t *n) {
+  if (d->in->st)
+    return pump_stream(d, n);
   size_t start = *n;
   for (int reads = 0;; reads++) {
     if (pending(d) > 0) {
@@ -296,15 +394,7 @@ static int pump(rdir *d, size_t *n) {
         return STEP_OK; /* wait until the destination can take more */
     }
     if (d->eof) {
-      if (!d->shut) {
-        d->shut = 1;
-        /* Half-close. When the other way is finished too, the relay
-         * closes both sockets right away and close sends the FIN (their
-         * input is all read), so the shutdown call is saved. ENOTCONN:
-         * the peer is gone already; the other direction will see it. */
-        if (!d->other->shut)
-          shutdown(d->dst, SHUT_WR);
-      }
+      finish_dir(d);
       return STEP_OK;
     }
     if (reads == RELAY_ROUNDS || *n - start >= RELAY_BUDGET)
@@ -337,20 +427,26 @@ static void free_dir(rdir *d) {
   close_fd(&d->pipe_w);
 }
 
+static void close_side(const ph_api *api, rside *e) {
+  api->io_free(e->io);
+  e->io = NULL;
+  close_fd(&e->fd);
+  if (e->st)
+    ph_stream_close(e->st); /* no callback after this */
+  e->st = NULL;
+}
+
 /* Ends the relay: closes and frees everything it holds, marks it dead,
  * and frees the struct now when no entry runs (else the outermost
  * leave() does). The byte counts stay readable until then. */
 static void end_relay(ph_relay *r) {
   const ph_api *api = r->api;
-  api->io_free(r->cio);
-  api->io_free(r->tio);
   api->timer_free(r->idle);
-  r->cio = r->tio = NULL;
   r->idle = NULL;
   free_dir(&r->up);
   free_dir(&r->down);
-  close_fd(&r->cfd);
-  close_fd(&r->tfd);
+  close_side(api, &r->cs);
+  close_side(api, &r->ts);
   if (--spare.relays == 0)
     spare_flush();
   if (guard_end(&r->g))
@@ -375,19 +471,23 @@ static void finish(ph_relay *r, int end) {
     done(arg, &st, end);
 }
 
-/* Watches for what each side needs now. */
+static void stream_cb(ph_stream *st, int revents, void *arg);
+
+/* Asks an end for events: its watcher's, or the stream's. */
+static void want(ph_relay *r, rside *e, int events) {
+  if (e->st)
+    ph_stream_watch(e->st, events, stream_cb, e);
+  else
+    r->api->io_set(e->io, events);
+}
+
+/* Watches for what each end needs now: a side is read while its
+ * direction may read, and written while the other direction waits. */
 static void update_interest(ph_relay *r) {
-  int c = 0, t = 0;
-  if (!r->up.eof && pending(&r->up) == 0)
-    c |= PH_READ;
-  if (pending(&r->down) > 0)
-    c |= PH_WRITE;
-  if (!r->down.eof && pending(&r->down) == 0)
-    t |= PH_READ;
-  if (pending(&r->up) > 0)
-    t |= PH_WRITE;
-  r->api->io_set(r->cio, c);
-  r->api->io_set(r->tio, t);
+  want(r, &r->cs, (wants_in(&r->up) ? PH_READ : 0) |
+                      (waits_out(&r->down) ? PH_WRITE : 0));
+  want(r, &r->ts, (wants_in(&r->down) ? PH_READ : 0) |
+                      (waits_out(&r->up) ? PH_WRITE : 0));
 }
 
 /* Ends the relay when a direction failed or both are finished, else
@@ -432,20 +532,27 @@ static void on_event(ph_relay *r, int client_side, int revents) {
     settle(r, rc, n_wr, n_rd);
 }
 
-static void io_cb(ph_io *io, int fd, int revents, void *arg) {
-  (void)fd;
-  ph_relay *r = arg;
+static void side_event(rside *e, int revents) {
+  ph_relay *r = e->r;
   enter(r);
-  on_event(r, io == r->cio, revents);
+  on_event(r, e->client, revents);
   leave(r);
 }
 
+static void io_cb(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  side_event(arg, revents);
+}
+
+static void stream_cb(ph_stream *st, int revents, void *arg) {
+  (void)st;
+  side_event(arg, revents);
+}
+
 void relay_client_io(ph_relay *r, int revents) {
-  if (!r)
-    return;
-  enter(r);
-  on_event(r, 1, revents);
-  leave(r);
+  if (r)
+    side_event(&r->cs, revents);
 }
 
 static void idle_cb(ph_timer *t, void *arg) {
@@ -460,12 +567,31 @@ static void idle_cb(ph_timer *t, void *arg) {
   leave(r);
 }
 
-static void init_dir(rdir *d, int src, int dst, size_t cap, int splice_ok) {
-  d->src = src;
-  d->dst = dst;
+static void init_dir(rdir *d, rside *in, rside *out, size_t cap,
+                     int splice_ok) {
+  d->in = in;
+  d->out = out;
+  d->src = in->fd;
+  d->dst = out->fd;
   d->cap = cap;
   d->pipe_r = d->pipe_w = -1;
-  d->may_splice = (unsigned)splice_ok;
+  /* splice(2) needs two fds (make_pipe checks they are TCP sockets). */
+  d->may_splice = (unsigned)(splice_ok && !in->st && !out->st);
+}
+
+static void init_side(rside *e, ph_relay *r, relay_side end, int client) {
+  e->r = r;
+  e->fd = end.stream ? -1 : end.fd;
+  e->st = end.stream;
+  e->client = client;
+}
+
+/* An end that could not be handed to a relay: closed. */
+static void close_end(relay_side e) {
+  if (e.stream)
+    ph_stream_close(e.stream);
+  else if (e.fd >= 0)
+    close(e.fd);
 }
 
 static size_t clamp_buffer(size_t n) {
@@ -474,26 +600,26 @@ static size_t clamp_buffer(size_t n) {
   return n > RELAY_MAX_BUFFER ? RELAY_MAX_BUFFER : n;
 }
 
-ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
-                      int target_fd, const void *pre, size_t pre_len,
+ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, relay_side client,
+                      relay_side target, const void *pre, size_t pre_len,
                       const relay_opts *o) {
   ph_relay *r = calloc(1, sizeof(*r));
   if (!r)
     goto fail;
+  init_side(&r->cs, r, client, 1);
+  init_side(&r->ts, r, target, 0);
   /* Taken over first, so that end_relay frees it on every failure. */
-  r->cio = o->client_io;
+  r->cs.io = o->client_io;
   spare.relays++;
   r->api = api;
   r->ctx = ctx;
-  r->cfd = client_fd;
-  r->tfd = target_fd;
   r->o = *o;
   r->idle_ms = o->idle_timeout_ms;
   r->last_ms = api->now_ms(ctx);
   size_t cap = clamp_buffer(o->buffer_size);
   int splice_ok = !!o->use_splice; /* if both are TCP: see make_pipe */
-  init_dir(&r->up, client_fd, target_fd, cap, splice_ok);
-  init_dir(&r->down, target_fd, client_fd, cap, splice_ok);
+  init_dir(&r->up, &r->cs, &r->ts, cap, splice_ok);
+  init_dir(&r->down, &r->ts, &r->cs, cap, splice_ok);
   r->up.other = &r->down;
   r->down.other = &r->up;
   if (pre_len > 0) {
@@ -505,14 +631,15 @@ ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
     memcpy(r->up.buf, pre, pre_len);
     r->up.len = pre_len;
   }
-  /* A handed-over watcher keeps libev's registration of client_fd: its
-   * new events cost at most an epoll_ctl(MOD), where a second watcher
-   * would cost an ADD that fails with EEXIST. */
-  if (!r->cio)
-    r->cio = api->io_new(ctx, client_fd, 0, io_cb, r);
-  r->tio = api->io_new(ctx, target_fd, 0, io_cb, r);
+  /* A handed-over watcher keeps libev's registration of the client's
+   * fd: its new events cost at most an epoll_ctl(MOD), where a second
+   * watcher would cost an ADD that fails with EEXIST. */
+  if (!r->cs.st && !r->cs.io)
+    r->cs.io = api->io_new(ctx, r->cs.fd, 0, io_cb, &r->cs);
+  if (!r->ts.st)
+    r->ts.io = api->io_new(ctx, r->ts.fd, 0, io_cb, &r->ts);
   r->idle = api->timer_new(ctx, idle_cb, r);
-  if (!r->cio || !r->tio || !r->idle)
+  if ((!r->cs.st && !r->cs.io) || (!r->ts.st && !r->ts.io) || !r->idle)
     goto fail_r;
   if (r->idle_ms > 0) /* else no idle deadline */
     api->timer_set(r->idle, (uint64_t)r->idle_ms, 0);
@@ -520,12 +647,12 @@ ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
   return r;
 
 fail_r:
-  end_relay(r); /* closes both fds; no entry runs: frees r */
+  end_relay(r); /* closes both ends; no entry runs: frees r */
   return NULL;
 fail:
   api->io_free(o->client_io);
-  close(client_fd);
-  close(target_fd);
+  close_end(client);
+  close_end(target);
   return NULL;
 }
 
@@ -535,6 +662,26 @@ fail:
 void relay_abort(ph_relay *r) {
   if (r && !guard_dead(&r->g))
     end_relay(r);
+}
+
+int relay_take_open(const ph_open_result *res, relay_side *end) {
+  relay_side none = {-1, NULL};
+  *end = none;
+  int has_stream = res->size >= offsetof(ph_open_result, stream) +
+                                     sizeof(res->stream) &&
+                   res->stream != NULL;
+  relay_side got = {res->fd, has_stream ? res->stream : NULL};
+  if (res->code != PH_OPEN_OK) {
+    close_end(got);
+    return res->code;
+  }
+  if (!has_stream && res->fd < 0)
+    return PH_OPEN_INTERNAL_ERROR;
+  if (has_stream && res->fd >= 0)
+    close(res->fd); /* both: the stream answers (connector.h) */
+  got.fd = has_stream ? -1 : res->fd;
+  *end = got;
+  return PH_OPEN_OK;
 }
 
 relay_stats relay_get_stats(const ph_relay *r) {

@@ -1,11 +1,15 @@
-/* The byte relay between a client socket and a target socket: full duplex,
+/* The byte relay between a client end and a target end, each a socket or
+ * a stream (<proxyhost/stream.h>): full duplex,
  * backpressure (a side is read only while the other can take the bytes),
  * half-close (EOF on one side becomes shutdown(SHUT_WR) on the other),
  * idle timeout, and splice(2) through a pipe per direction when both ends
- * are plain TCP sockets (zero copy), with a buffered copy otherwise.
+ * are plain TCP sockets (zero copy), with a buffered copy between sockets
+ * otherwise; a stream's bytes are written from the stream's own buffer
+ * and consumed as the other end takes them.
  *
- * Loop thread only. A relay owns both fds from relay_start on and closes
- * them, with every pipe, buffer, watcher and timer, before calling done.
+ * Loop thread only. A relay owns both ends from relay_start on and closes
+ * them (close(2), ph_stream_close), with every pipe, buffer, watcher and
+ * timer, before calling done.
  *
  * Ending follows the rule of guard.h: every entry into a relay (its own
  * watchers and timer, relay_client_io) runs between guard_enter and
@@ -20,7 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <proxyhost/connector.h>
 #include <proxyhost/host.h>
+#include <proxyhost/stream.h>
 
 typedef struct ph_relay ph_relay;
 
@@ -51,7 +57,7 @@ typedef struct relay_opts {
   void (*done)(void *arg, const relay_stats *st, int end);
   void *arg;
   /* Optional (NULL: the relay makes its own watcher): the caller's
-   * watcher on client_fd. The relay takes it over from relay_start on,
+   * watcher on the client's socket. The relay takes it over from relay_start on,
    * even when that fails: it sets its events and frees it. The caller's
    * callback must then pass each of its events to relay_client_io and
    * touch nothing after that. Handing the watcher over saves the
@@ -59,11 +65,31 @@ typedef struct relay_opts {
   ph_io *client_io;
 } relay_opts;
 
+/* One end: a socket (fd >= 0, stream NULL) or a stream (stream set; fd
+ * is then ignored). */
+typedef struct relay_side {
+  int fd;
+  ph_stream *stream;
+} relay_side;
+
+static inline relay_side relay_fd(int fd) {
+  relay_side e = {fd, NULL};
+  return e;
+}
+
+/* Takes what an open result hands over. A success gives its socket or
+ * its stream in *end and returns PH_OPEN_OK, or PH_OPEN_INTERNAL_ERROR
+ * when it carries neither (a connector's bug: nothing is taken). A
+ * failure returns its code and closes whatever it carries (nothing
+ * should be there). */
+int relay_take_open(const ph_open_result *res, relay_side *end);
+
 /* Starts relaying. `pre` holds bytes the client already sent past the
  * protocol head (pipelined); they go to the target first. Returns NULL
- * (and closes both fds) when resources run out. */
-ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, int client_fd,
-                      int target_fd, const void *pre, size_t pre_len,
+ * (and closes both ends) when resources run out. The relay watches a
+ * stream end with ph_stream_watch, setting its callback. */
+ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, relay_side client,
+                      relay_side target, const void *pre, size_t pre_len,
                       const relay_opts *o);
 /* An event of the watcher handed over in relay_opts.client_io: an entry
  * into the relay. It may end (and call done) inside; the relay's memory is

@@ -98,6 +98,10 @@ void close_upstream(conn *c) {
     close(c->ufd);
     c->ufd = -1;
   }
+  if (c->ust) {
+    ph_stream_close(c->ust);
+    c->ust = NULL;
+  }
   if (c->up_active) {
     hp_api->gauge_add(c->hp->sm.active, -1);
     c->up_active = 0;

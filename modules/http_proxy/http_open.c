@@ -32,11 +32,15 @@ int start_open(conn *c) {
   hp *h = c->hp;
   if (conn_dead(c))
     return GONE;
-  ph_open_request rq = {.size = sizeof(rq),
-                        .protocol = PH_PROTO_TCP,
-                        .port = c->target.port,
-                        .host = c->target.host,
-                        .principal = c->principal[0] ? c->principal : NULL};
+  /* A tunnel relays a stream as well as a socket; forwarding reads and
+   * writes a socket. */
+  ph_open_request rq = {
+      .size = sizeof(rq),
+      .protocol = PH_PROTO_TCP,
+      .port = c->target.port,
+      .host = c->target.host,
+      .principal = c->principal[0] ? c->principal : NULL,
+      .flags = c->method_class == MC_CONNECT ? PH_OPEN_F_STREAM : 0};
   c->state = S_OPEN;
   c->t_open_us = now_us();
   arm_timer(c, T_IDLE, h->conf.idle_timeout_ms);
@@ -51,23 +55,24 @@ int start_open(conn *c) {
 static void open_result(conn *c, const ph_open_result *res) {
   hp *h = c->hp;
   c->open_id = 0;
-  int code = res->code;
-  if (code == PH_OPEN_OK && res->fd < 0)
+  relay_side up;
+  int code = relay_take_open(res, &up);
+  if (code == PH_OPEN_OK && up.stream && c->method_class != MC_CONNECT) {
+    ph_stream_close(up.stream); /* not asked for (connector.h) */
     code = PH_OPEN_INTERNAL_ERROR;
+  }
   stream_metrics_stage(&h->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(c->t_open_us));
   stream_metrics_open(&h->sm, code);
   if (code != PH_OPEN_OK) {
-    if (res->fd >= 0)
-      close(res->fd);
     reply(c, open_map_http_status(code), AFTER_CLOSE);
     return;
   }
-  c->ufd = res->fd;
+  c->ufd = up.fd;
+  c->ust = up.stream;
   c->up_active = 1;
   hp_api->gauge_add(h->sm.active, 1);
-  c->uio = hp_api->io_new(h->ctx, c->ufd, 0, upstream_io, c);
-  if (!c->uio) {
+  if (!c->ust && !(c->uio = hp_api->io_new(h->ctx, c->ufd, 0, upstream_io, c))) {
     reply(c, 502, AFTER_CLOSE);
     return;
   }

@@ -132,6 +132,8 @@ struct conn {
   int timer_kind;
   int64_t last_ms; /* last activity, for T_IDLE */
   int cfd, ufd;
+  ph_stream *ust; /* a CONNECT's upstream, when the connector answered
+                     with a stream (ufd is then -1) */
   ph_io *cio, *uio;
   int cev, uev; /* events asked of cio, uio */
   ph_timer *timer;

@@ -36,17 +36,18 @@ int start_tunnel(conn *c) {
       .arg = c,
       .client_io = c->cio, /* handed over: client_io passes events on */
   };
-  hp_api->io_free(c->uio);
+  hp_api->io_free(c->uio); /* NULL for a stream */
   c->cio = c->uio = NULL;
   c->cev = c->uev = 0;
   hp_api->timer_set(c->timer, 0, 0);
   c->timer_kind = T_NONE;
-  int cfd = c->cfd, ufd = c->ufd;
+  relay_side client = relay_fd(c->cfd), up = {c->ufd, c->ust};
   c->cfd = c->ufd = -1; /* the relay owns them, or closed them */
+  c->ust = NULL;
   c->state = S_TUNNEL;
   c->t_reply_us = now_us();
   /* Bytes the client sent after the head go to the target first. */
-  c->relay = relay_start(hp_api, h->ctx, cfd, ufd, c->cin.data + c->cin.off,
+  c->relay = relay_start(hp_api, h->ctx, client, up, c->cin.data + c->cin.off,
                          pending(&c->cin), &o);
   buf_free(&c->cin);
   buf_free(&c->cout);

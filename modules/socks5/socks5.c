@@ -75,6 +75,7 @@ typedef struct s5_conn {
   struct s5_conn *prev, *next;
   int fd;
   int target_fd;
+  ph_stream *target_st; /* the open's stream, when it answered with one */
   ph_io *io;
   ph_timer *timer;
   ph_relay *relay;
@@ -275,6 +276,9 @@ static void conn_release(s5_conn *c) {
   if (c->target_fd >= 0)
     close(c->target_fd);
   c->fd = c->target_fd = -1;
+  if (c->target_st)
+    ph_stream_close(c->target_st);
+  c->target_st = NULL;
   unlink_conn(c);
   maybe_stop_done(s);
 }
@@ -439,10 +443,11 @@ static void start_relay(s5_conn *c) {
                   .done = relay_done,
                   .arg = c,
                   .client_io = cio};
-  int cfd = c->fd, tfd = c->target_fd;
+  relay_side client = relay_fd(c->fd), target = {c->target_fd, c->target_st};
   c->fd = c->target_fd = -1; /* the relay owns them, even on failure */
+  c->target_st = NULL;
   api->gauge_add(s->sm.active, 1);
-  c->relay = relay_start(api, s->ctx, cfd, tfd, c->in, c->len, &o);
+  c->relay = relay_start(api, s->ctx, client, target, c->in, c->len, &o);
   if (!c->relay) {
     api->gauge_add(s->sm.active, -1);
     PH_LOG_RL(api, s->ctx, PH_LOG_WARN, "socks5 relay could not start");
@@ -475,13 +480,21 @@ static void auth_done(void *arg, int verdict) {
   conn_leave(c);
 }
 
-/* The stream is open on fd: the success reply, then the relay. */
-static void reply_success(s5_conn *c, int fd) {
-  c->target_fd = fd;
+/* The stream is open on a socket or a stream: the success reply (with
+ * the socket's local address; 0.0.0.0:0 for a stream, which has none),
+ * then the relay. */
+static void reply_success(s5_conn *c, relay_side target) {
+  c->target_fd = target.fd;
+  c->target_st = target.stream;
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
-  if (getsockname(c->target_fd, (struct sockaddr *)&ss, &sl) < 0)
+  memset(&ss, 0, sizeof(ss));
+  ss.ss_family = AF_INET;
+  if (c->target_fd >= 0 &&
+      getsockname(c->target_fd, (struct sockaddr *)&ss, &sl) < 0) {
     memset(&ss, 0, sizeof(ss));
+    ss.ss_family = AF_INET;
+  }
   uint8_t r[S5_MAX_REPLY];
   c->reply = SOCKS5_SUCCEEDED;
   c->result = R_SUCCESS;
@@ -496,19 +509,16 @@ static void open_done(void *arg, const ph_open_result *res) {
   conn_enter(c);
   c->open_id = 0;
   c->answered = 1;
-  int code = res->code;
-  if (code == PH_OPEN_OK && res->fd < 0)
-    code = PH_OPEN_INTERNAL_ERROR;
+  relay_side target;
+  int code = relay_take_open(res, &target);
   c->stage = code == PH_OPEN_OK ? PH_STAGE_NONE : res->stage;
   c->code = code;
   stream_metrics_stage(&s->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(c->t_request));
   stream_metrics_open(&s->sm, code);
   if (code == PH_OPEN_OK) {
-    reply_success(c, res->fd);
+    reply_success(c, target);
   } else {
-    if (res->fd >= 0)
-      close(res->fd);
     c->reply = open_map_socks5(code);
     fail_reply(c, c->reply, R_FAILURE, "open failed");
   }
@@ -563,7 +573,8 @@ static void on_request(s5_conn *c, const s5_request *q) {
                          .protocol = PH_PROTO_TCP,
                          .port = q->port,
                          .host = q->host,
-                         .principal = c->user};
+                         .principal = c->user,
+                         .flags = PH_OPEN_F_STREAM};
   c->opened = 1;
   c->state = ST_OPENING;
   int64_t id = s->connector->open(s->cself, &req, open_done, c);

@@ -10,6 +10,8 @@
  *    and the module's minor is not greater than the host's.
  *  - The ABI never depends on configure switches or build options.
  *  - 1.1 added ph_module.check (taken from reserved[0]).
+ *  - 1.2 added streams (stream.h), PH_EAGAIN and PH_ERESET, and more
+ *    (sdk/ABI.md lists it all).
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
  * below: keep them plain numbers with nothing after them.
@@ -23,7 +25,7 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 1
+#define PH_ABI_MINOR 2
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
 /* "major.minor", e.g. "1.1" */
@@ -41,7 +43,9 @@ enum ph_status {
   PH_ENOMEM = -6,    /* allocation failed */
   PH_ECANCELED = -7, /* the job or request was cancelled */
   PH_ESTATE = -8,    /* not allowed in this lifecycle phase or thread */
-  PH_ELIMIT = -9     /* a declared bound would be exceeded */
+  PH_ELIMIT = -9,    /* a declared bound would be exceeded */
+  PH_EAGAIN = -10,   /* 1.2: nothing now; an event will tell (streams) */
+  PH_ERESET = -11    /* 1.2: the stream was reset or its transport lost */
 };
 
 /* Returned by ph_module.stop when the module drains asynchronously and

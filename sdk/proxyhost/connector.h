@@ -13,6 +13,13 @@
  *   const ph_connector_v1 *c =
  *       api->service_get(ctx, "connector", PH_CONNECTOR_MAJOR, 0, &cself);
  *
+ * An open answers with a connected socket or, since minor 1 (ABI 1.2),
+ * with a stream (stream.h): a connector whose streams live in the process
+ * (multiplexed over a tunnel, say) hands one over without a socketpair.
+ * It may do so only when the request says the caller takes streams
+ * (PH_OPEN_F_STREAM); to an older caller it answers with a socket or
+ * fails with unsupported_capability.
+ *
  * Threads: loop thread only, for open, cancel and the callback.
  */
 #ifndef PROXYHOST_CONNECTOR_H
@@ -23,7 +30,7 @@
 
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
-#define PH_CONNECTOR_MINOR 0
+#define PH_CONNECTOR_MINOR 1
 
 /* Where an open failed. Stable: these names go on the wire and into
  * metric labels. */
@@ -57,6 +64,11 @@ typedef enum ph_open_code {
 
 enum ph_protocol { PH_PROTO_TCP = 1 };
 
+/* ph_open_request.flags (minor 1). */
+enum ph_open_flags {
+  PH_OPEN_F_STREAM = 1 /* the caller takes a stream as well as a socket */
+};
+
 typedef struct ph_open_request {
   uint32_t size;         /* sizeof(ph_open_request) of the caller */
   uint8_t protocol;      /* ph_protocol */
@@ -65,7 +77,9 @@ typedef struct ph_open_request {
                             most 255 bytes; copied by the connector */
   const char *principal; /* authenticated user, or NULL for anonymous;
                             copied by the connector */
-  void *reserved[4];     /* zero */
+  uintptr_t flags;       /* minor 1, was reserved[0]: ph_open_flags; an
+                            older caller leaves it 0 */
+  void *reserved[3];     /* zero */
 } ph_open_request;
 
 typedef struct ph_open_result {
@@ -75,9 +89,16 @@ typedef struct ph_open_result {
   int retryable;           /* whether trying again later may succeed */
   uint32_t retry_after_ms; /* a hint when retryable, else 0 */
   /* On success: a connected, non-blocking TCP socket. Ownership passes to
-   * the callback's caller, who must close it. -1 on failure. */
+   * the callback's caller, who must close it. -1 on failure, and when the
+   * stream below answers instead. */
   int fd;
-  void *reserved[4];
+  /* Minor 1, was reserved[0]: on success, when the request had
+   * PH_OPEN_F_STREAM and the connector answers with a stream instead of
+   * a socket (fd is then -1). Ownership passes to the callback's caller,
+   * who must close it (ph_stream_close). NULL otherwise; an older
+   * connector leaves it NULL. */
+  struct ph_stream *stream;
+  void *reserved[3];
 } ph_open_result;
 
 /* Called exactly once per accepted open, on the loop thread, never from

@@ -5,6 +5,8 @@
 : "${top_builddir:?run through make check}"
 : "${top_srcdir:?run through make check}"
 PROXYHOST="$top_builddir/host/proxyhost"
+# The module ABI "major.minor" of this source tree (sdk/proxyhost/abi.h).
+ABI="$(sed -n 's/^#define PH_ABI_MAJOR //p' "$top_srcdir/sdk/proxyhost/abi.h").$(sed -n 's/^#define PH_ABI_MINOR //p' "$top_srcdir/sdk/proxyhost/abi.h")"
 TMOD="$top_builddir/t/modules/.libs"
 CURL="${CURL:-curl}"
 

@@ -1,0 +1,311 @@
+/* Streams without a socket (stream.h, SDK 1.2): the socks5 and
+ * http_proxy modules through the mock host with the memconn test
+ * connector (t/modules/memconn.c), whose streams are in-memory queues
+ * with a window. The relay joins the client's socket and the stream:
+ * bytes both ways, backpressure (no queue ever above its window, with a
+ * client that does not read), half-close, a reset, a stream closed
+ * exactly once, and a frontend that does not take streams.
+ *
+ * Requirements: TM-SEC-1 (bounded queues), TM-SEC-7 (after a close
+ * nothing of the stream remains). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <proxyhost/connector.h>
+#include <proxyhost/module.h>
+
+#include "mock.h"
+#include "tap.h"
+
+/* ---- a module that learns the frontend's port ------------------------ */
+
+static int proxy_port;
+
+static void on_listener(const ph_topic *t, const void *payload, void *arg) {
+  (void)t;
+  (void)arg;
+  const ph_listener_event *ev = payload;
+  const struct sockaddr_in *a = (const void *)ev->addr;
+  if (ev->bound && a->sin_family == AF_INET)
+    proxy_port = ntohs(a->sin_port);
+}
+
+static int watcher_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  *state = NULL;
+  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
+  return t && a->subscribe(ctx, t, on_listener, NULL) > 0 ? PH_OK
+                                                          : PH_EINVAL;
+}
+
+static const ph_module watcher = {
+    PH_MODULE_HEADER("watcher", "1.0"),
+    .init = watcher_init,
+};
+
+/* ---- the client's side ------------------------------------------------ */
+
+static ph_mock *start(const char *frontend, const char *extra) {
+  char ini[1024];
+  snprintf(ini, sizeof(ini),
+           "[proxyhost]\nmodules = %s/%s/.libs/%s.so, %s/memconn.so\n"
+           "drain_timeout = 2s\n[log]\nlevel = warn\n"
+           "[%s]\nlisten = 127.0.0.1:0\n[memconn]\nwindow = 4KiB\n%s",
+           PH_BUILD_MODULES, frontend, frontend, PH_TEST_MODDIR, frontend,
+           extra);
+  ph_buf err;
+  buf_init(&err, 4096);
+  proxy_port = 0;
+  ph_mock *m = mock_new(ini, &err);
+  if (!m || mock_add(m, &watcher, &err) < 0 || mock_init(m, &err) < 0 ||
+      mock_start(m, &err) < 0) {
+    printf("# setup failed: %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    m = NULL;
+  }
+  buf_free(&err);
+  return m;
+}
+
+static int dial(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)proxy_port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+/* Sends what the socket takes, running the loop between tries, for at
+ * most ms; the bytes sent. */
+static size_t send_for(ph_mock *m, int fd, const char *p, size_t n, int ms) {
+  size_t off = 0;
+  for (int waited = 0; off < n && waited <= ms; waited += 2) {
+    ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
+    if (w > 0)
+      off += (size_t)w;
+    else
+      mock_run_for(m, 2);
+  }
+  return off;
+}
+
+/* Reads until want bytes, EOF or ms; the bytes read (*eof set on EOF or
+ * a reset). */
+static size_t recv_for(ph_mock *m, int fd, char *p, size_t want, int ms,
+                       int *eof) {
+  size_t got = 0;
+  *eof = 0;
+  for (int waited = 0; got < want && waited <= ms; waited += 2) {
+    ssize_t r = recv(fd, p + got, want - got, 0);
+    if (r > 0) {
+      got += (size_t)r;
+      continue;
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      *eof = 1;
+      break;
+    }
+    mock_run_for(m, 2);
+  }
+  return got;
+}
+
+/* Waits for EOF (or a reset) within ms. */
+static int eof_within(ph_mock *m, int fd, int ms) {
+  char c[256];
+  int eof = 0;
+  for (int waited = 0; waited <= ms && !eof; waited += 10)
+    if (recv_for(m, fd, c, sizeof(c), 10, &eof) == 0 && !eof)
+      continue;
+  return eof;
+}
+
+static double metric(ph_mock *m, const char *name) {
+  const char *t = mock_metrics_text(m);
+  char key[128];
+  snprintf(key, sizeof(key), "\n%s ", name);
+  const char *p = strstr(t, key);
+  return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/* SOCKS5 no-auth greeting and CONNECT to host:port; the reply's 10
+ * bytes in rep (an IPv4 bound address). */
+static int socks_connect(ph_mock *m, int fd, const char *host, int port,
+                         unsigned char rep[10]) {
+  /* The greeting (no auth), then CONNECT with a domain name. */
+  unsigned char req[300] = {5, 1, 0, 5, 1, 0, 3};
+  size_t hl = strlen(host), n = 7;
+  req[n++] = (unsigned char)hl;
+  memcpy(req + n, host, hl);
+  n += hl;
+  req[n++] = (unsigned char)(port >> 8);
+  req[n++] = (unsigned char)port;
+  if (send_for(m, fd, (char *)req, n, 500) != n)
+    return -1;
+  unsigned char method[2];
+  int eof;
+  if (recv_for(m, fd, (char *)method, 2, 1000, &eof) != 2)
+    return -1;
+  return recv_for(m, fd, (char *)rep, 10, 2000, &eof) == 10 ? 0 : -1;
+}
+
+static char *pattern_of(size_t n, uint64_t from) {
+  char *p = malloc(n);
+  for (size_t i = 0; i < n; i++)
+    p[i] = (char)((from + i) % 251);
+  return p;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_socks5_streams(void) {
+  ph_mock *m = start("socks5", "");
+  ok(m != NULL && proxy_port > 0, "socks5 with the memconn connector starts");
+  if (!m)
+    return;
+  unsigned char rep[10];
+
+  /* Echo, bigger than any window, both ways at once. */
+  int c = dial();
+  ok(socks_connect(m, c, "echo.mem", 7, rep) == 0 && rep[1] == 0,
+     "CONNECT to a stream: succeeded");
+  ok(rep[3] == 1 && memcmp(rep + 4, "\0\0\0\0\0\0", 6) == 0,
+     "the bound address of a stream is 0.0.0.0:0");
+  size_t n = 1 << 20;
+  char *out = pattern_of(n, 7), *in = malloc(n);
+  size_t sent = 0, got = 0;
+  int eof = 0;
+  for (int rounds = 0; rounds < 20000 && got < n && !eof; rounds++) {
+    if (sent < n) {
+      ssize_t w = send(c, out + sent, n - sent > 65536 ? 65536 : n - sent,
+                       MSG_NOSIGNAL);
+      if (w > 0)
+        sent += (size_t)w;
+    }
+    got += recv_for(m, c, in + got, n - got, 1, &eof);
+  }
+  ok(got == n && memcmp(in, out, n) == 0,
+     "1 MiB echoed through a 4 KiB-window stream, intact");
+  ok(metric(m, "memconn_queue_max_bytes") > 0 &&
+         metric(m, "memconn_queue_max_bytes") <= 4096,
+     "no stream queue ever held more than its window (TM-SEC-1)");
+
+  /* Half-close: the client's shutdown reaches the stream; the echo then
+   * ends, and the client reads EOF after every byte. */
+  send_for(m, c, "tail", 4, 500);
+  shutdown(c, SHUT_WR);
+  char tail[8];
+  size_t tl = recv_for(m, c, tail, sizeof(tail), 2000, &eof);
+  ok(tl == 4 && memcmp(tail, "tail", 4) == 0, "half-close: the last bytes");
+  ok(eof_within(m, c, 2000), "then EOF");
+  close(c);
+
+  /* A client that does not read: the stream fills its window and stops;
+   * the relay stops reading the client. Nothing is lost once it reads. */
+  c = dial();
+  socks_connect(m, c, "source.mem", 512, rep); /* 512 KiB */
+  mock_run_for(m, 200);
+  ok(metric(m, "memconn_queue_max_bytes") > 0 &&
+         metric(m, "memconn_queue_max_bytes") <= 4096,
+     "a client that does not read: the stream holds at most its window");
+  char *buf = malloc(512 * 1024);
+  got = recv_for(m, c, buf, 512 * 1024, 5000, &eof);
+  char *want = pattern_of(512 * 1024, 0);
+  ok(got == 512 * 1024 && memcmp(buf, want, got) == 0,
+     "then all 512 KiB arrive, in order");
+  ok(eof_within(m, c, 2000), "and the stream's EOF ends the connection");
+  free(want);
+  free(buf);
+  close(c);
+
+  /* A reset: the client connection is closed. */
+  c = dial();
+  socks_connect(m, c, "reset.mem", 1, rep);
+  send_for(m, c, "x", 1, 500);
+  ok(eof_within(m, c, 2000), "a reset stream closes the client connection");
+  close(c);
+
+  /* The client leaves: the stream is closed, exactly once (memconn
+   * aborts on a second close). */
+  c = dial();
+  socks_connect(m, c, "echo.mem", 7, rep);
+  close(c);
+  mock_run_for(m, 100);
+  is_int((int)metric(m, "memconn_streams"), 0,
+         "every stream closed when its client left (TM-SEC-7)");
+  ok(metric(m, "memconn_streams_closed_total") >= 4, "each once");
+  ok(mock_stop(m) == 0, "stops");
+  mock_free(m);
+  free(out);
+  free(in);
+}
+
+static void test_http_connect_streams(void) {
+  ph_mock *m = start("http_proxy", "");
+  ok(m != NULL && proxy_port > 0,
+     "http_proxy with the memconn connector starts");
+  if (!m)
+    return;
+  int c = dial();
+  const char *req = "CONNECT echo.mem:7 HTTP/1.1\r\n\r\nearly";
+  send_for(m, c, req, strlen(req), 500);
+  char buf[256] = "";
+  int eof;
+  size_t want = strlen("HTTP/1.1 200 Connection established\r\n\r\n") + 5;
+  size_t got = recv_for(m, c, buf, want, 2000, &eof);
+  buf[got] = '\0';
+  ok(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "CONNECT to a stream: 200");
+  ok(got == want && memcmp(buf + got - 5, "early", 5) == 0,
+     "bytes sent after the head went to the stream first");
+  char *out = pattern_of(200000, 3), *in = malloc(200000);
+  size_t sent = 0;
+  got = 0;
+  eof = 0;
+  for (int rounds = 0; rounds < 20000 && got < 200000 && !eof; rounds++) {
+    if (sent < 200000) {
+      ssize_t w = send(c, out + sent, 200000 - sent, MSG_NOSIGNAL);
+      if (w > 0)
+        sent += (size_t)w;
+    }
+    got += recv_for(m, c, in + got, 200000 - got, 1, &eof);
+  }
+  ok(got == 200000 && memcmp(in, out, got) == 0,
+     "the tunnel echoes 200 KB through the stream");
+  close(c);
+
+  /* Forwarding reads a socket: the request does not take streams, and
+   * the connector answers unsupported_capability. */
+  c = dial();
+  req = "GET http://echo.mem/ HTTP/1.1\r\n\r\n";
+  send_for(m, c, req, strlen(req), 500);
+  got = recv_for(m, c, buf, sizeof(buf) - 1, 2000, &eof);
+  buf[got] = '\0';
+  ok(strncmp(buf, "HTTP/1.1 502 ", 13) == 0,
+     "forwarding to a connector that only has streams: 502");
+  close(c);
+  mock_run_for(m, 100);
+  is_int((int)metric(m, "memconn_streams"), 0, "no stream left open");
+  ok(mock_stop(m) == 0, "stops");
+  mock_free(m);
+  free(out);
+  free(in);
+}
+
+int main(void) {
+  plan_lazy();
+  test_socks5_streams();
+  test_http_connect_streams();
+  return done_testing();
+}
