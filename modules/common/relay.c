@@ -579,7 +579,7 @@ static void init_dir(rdir *d, rside *in, rside *out, size_t cap,
   d->may_splice = (unsigned)(splice_ok && !in->st && !out->st);
 }
 
-static void init_side(rside *e, ph_relay *r, relay_side end, int client) {
+static void init_side(rside *e, ph_relay *r, stream_end end, int client) {
   e->r = r;
   e->fd = end.stream ? -1 : end.fd;
   e->st = end.stream;
@@ -587,7 +587,7 @@ static void init_side(rside *e, ph_relay *r, relay_side end, int client) {
 }
 
 /* An end that could not be handed to a relay: closed. */
-static void close_end(relay_side e) {
+static void close_end(stream_end e) {
   if (e.stream)
     ph_stream_close(e.stream);
   else if (e.fd >= 0)
@@ -600,8 +600,8 @@ static size_t clamp_buffer(size_t n) {
   return n > RELAY_MAX_BUFFER ? RELAY_MAX_BUFFER : n;
 }
 
-ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, relay_side client,
-                      relay_side target, const void *pre, size_t pre_len,
+ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, stream_end client,
+                      stream_end target, const void *pre, size_t pre_len,
                       const relay_opts *o) {
   ph_relay *r = calloc(1, sizeof(*r));
   if (!r)
@@ -664,13 +664,13 @@ void relay_abort(ph_relay *r) {
     end_relay(r);
 }
 
-int relay_take_open(const ph_open_result *res, relay_side *end) {
-  relay_side none = {-1, NULL};
+int relay_take_open(const ph_open_result *res, stream_end *end) {
+  stream_end none = {-1, NULL};
   *end = none;
   int has_stream = res->size >= offsetof(ph_open_result, stream) +
                                      sizeof(res->stream) &&
                    res->stream != NULL;
-  relay_side got = {res->fd, has_stream ? res->stream : NULL};
+  stream_end got = {res->fd, has_stream ? res->stream : NULL};
   if (res->code != PH_OPEN_OK) {
     close_end(got);
     return res->code;

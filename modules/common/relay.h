@@ -65,15 +65,16 @@ typedef struct relay_opts {
   ph_io *client_io;
 } relay_opts;
 
-/* One end: a socket (fd >= 0, stream NULL) or a stream (stream set; fd
- * is then ignored). */
-typedef struct relay_side {
+/* One end of a byte stream: a socket (fd >= 0, stream NULL) or a stream
+ * (stream set; fd is then ignored). The relay joins two; a frontend
+ * reads and writes one. */
+typedef struct stream_end {
   int fd;
   ph_stream *stream;
-} relay_side;
+} stream_end;
 
-static inline relay_side relay_fd(int fd) {
-  relay_side e = {fd, NULL};
+static inline stream_end end_fd(int fd) {
+  stream_end e = {fd, NULL};
   return e;
 }
 
@@ -82,14 +83,14 @@ static inline relay_side relay_fd(int fd) {
  * when it carries neither (a connector's bug: nothing is taken). A
  * failure returns its code and closes whatever it carries (nothing
  * should be there). */
-int relay_take_open(const ph_open_result *res, relay_side *end);
+int relay_take_open(const ph_open_result *res, stream_end *end);
 
 /* Starts relaying. `pre` holds bytes the client already sent past the
  * protocol head (pipelined); they go to the target first. Returns NULL
  * (and closes both ends) when resources run out. The relay watches a
  * stream end with ph_stream_watch, setting its callback. */
-ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, relay_side client,
-                      relay_side target, const void *pre, size_t pre_len,
+ph_relay *relay_start(const ph_api *api, ph_ctx *ctx, stream_end client,
+                      stream_end target, const void *pre, size_t pre_len,
                       const relay_opts *o);
 /* An event of the watcher handed over in relay_opts.client_io: an entry
  * into the relay. It may end (and call done) inside; the relay's memory is

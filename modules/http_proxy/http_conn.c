@@ -75,6 +75,9 @@ void update_io(conn *c) {
   if (c->uio && ue != c->uev) {
     hp_api->io_set(c->uio, ue);
     c->uev = ue;
+  } else if (c->ust && ue != c->uev) {
+    ph_stream_watch(c->ust, ue, upstream_stream, c);
+    c->uev = ue;
   }
 }
 
@@ -101,6 +104,7 @@ void close_upstream(conn *c) {
   if (c->ust) {
     ph_stream_close(c->ust);
     c->ust = NULL;
+    c->uev = 0;
   }
   if (c->up_active) {
     hp_api->gauge_add(c->hp->sm.active, -1);
@@ -217,7 +221,7 @@ void conn_leave(conn *c) {
 
 static int flush_cout(conn *c) {
   while (pending(&c->cout)) {
-    ssize_t w = send_some(c->cfd, c->cout.data + c->cout.off,
+    ssize_t w = send_some(client_end(c), c->cout.data + c->cout.off,
                           pending(&c->cout));
     if (w < 0)
       return conn_close(c);
@@ -268,7 +272,7 @@ static int client_readable(conn *c) {
   int r;
   switch (c->state) {
   case S_HEAD:
-    r = buf_read(c->cfd, &c->cin, head_cap(h), NULL, &got);
+    r = buf_read(client_end(c), &c->cin, head_cap(h), NULL, &got);
     if (r == RD_AGAIN)
       return 0;
     if (r != RD_DATA) /* EOF or error: nothing to answer */
@@ -280,12 +284,12 @@ static int client_readable(conn *c) {
     return parse_request(c);
   case S_AUTH:
   case S_OPEN:
-    r = buf_read(c->cfd, &c->cin, buf_max(h), &c->cdec, &got);
+    r = buf_read(client_end(c), &c->cin, buf_max(h), &c->cdec, &got);
     if (r == RD_EOF || r == RD_ERROR)
       return conn_close(c); /* cancels the open or the check */
     return 0;
   case S_EXCHANGE:
-    r = buf_read(c->cfd, &c->cin, buf_max(h), &c->cdec, &got);
+    r = buf_read(client_end(c), &c->cin, buf_max(h), &c->cdec, &got);
     if (r == RD_EOF || r == RD_ERROR)
       return conn_close(c); /* the request body was cut short */
     if (r != RD_DATA)

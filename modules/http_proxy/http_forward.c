@@ -50,7 +50,7 @@ int response_body_ready(const conn *c) {
 static int pump_up(conn *c) {
   if (c->up_state == U_HEAD) {
     while (pending(&c->uout)) {
-      ssize_t w = send_some(c->ufd, c->uout.data + c->uout.off,
+      ssize_t w = send_some(up_end(c), c->uout.data + c->uout.off,
                             pending(&c->uout));
       if (w < 0)
         goto upstream_gone;
@@ -63,7 +63,7 @@ static int pump_up(conn *c) {
     c->up_state = U_BODY;
   }
   if (c->up_state == U_BODY) {
-    ssize_t w = send_body(c->ufd, &c->cin, c->cdec, &c->req_out,
+    ssize_t w = send_body(up_end(c), &c->cin, c->cdec, &c->req_out,
                           c->req_body.done);
     if (w < 0)
       goto upstream_gone;
@@ -117,7 +117,7 @@ static int finish_exchange(conn *c) {
 }
 
 static int flush_response_body(conn *c) {
-  ssize_t w = send_body(c->cfd, &c->uin, c->udec, &c->resp_out,
+  ssize_t w = send_body(client_end(c), &c->uin, c->udec, &c->resp_out,
                         c->resp_body.done);
   if (w < 0)
     return conn_close(c);
@@ -289,7 +289,7 @@ static int exchange_upstream_readable(conn *c) {
   size_t *dec = c->down_state == D_BODY ? &c->udec : NULL;
   if (c->down_state == D_HEAD && c->uin.off > 0)
     buf_compact(&c->uin, NULL);
-  int r = buf_read(c->ufd, &c->uin, max, dec, &got);
+  int r = buf_read(up_end(c), &c->uin, max, dec, &got);
   if (r == RD_AGAIN || (r == RD_FULL && c->down_state != D_HEAD))
     return 0;
   if (r == RD_FULL) /* cannot happen: hh_parse fails before */
@@ -383,6 +383,14 @@ void upstream_io(ph_io *io, int fd, int revents, void *arg) {
   conn *c = arg;
   (void)io;
   (void)fd;
+  conn_enter(c);
+  upstream_event(c, revents);
+  conn_leave(c);
+}
+
+void upstream_stream(ph_stream *s, int revents, void *arg) {
+  conn *c = arg;
+  (void)s;
   conn_enter(c);
   upstream_event(c, revents);
   conn_leave(c);

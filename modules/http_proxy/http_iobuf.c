@@ -1,6 +1,7 @@
 /* http_proxy: the connection buffers (grown on demand up to a limit,
- * freed while a connection idles), the socket reads and writes that fill
- * and drain them, and the bodies decoded in them and framed again. */
+ * freed while a connection idles), the reads and writes that fill and
+ * drain them (a socket, or an upstream stream: stream.h), and the bodies
+ * decoded in them and framed again. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,11 +67,33 @@ int buf_set(iobuf *b, const char *s, size_t n) {
   return 0;
 }
 
-int buf_read(int fd, iobuf *b, size_t max, size_t *scan, size_t *got) {
+/* A stream's bytes are copied into the buffer and consumed at once: the
+ * buffer is bounded (buffer_size), so the stream's window reopens by at
+ * most that before the bytes are forwarded. */
+static int stream_read(ph_stream *st, iobuf *b, size_t want, size_t *got) {
+  const void *p;
+  ssize_t k = ph_stream_peek(st, &p);
+  if (k == PH_EAGAIN)
+    return RD_AGAIN;
+  if (k == 0)
+    return RD_EOF;
+  if (k < 0)
+    return RD_ERROR;
+  size_t n = (size_t)k < want ? (size_t)k : want;
+  memcpy(b->data + b->len, p, n);
+  ph_stream_consume(st, n);
+  b->len += n;
+  *got = n;
+  return RD_DATA;
+}
+
+int buf_read(stream_end e, iobuf *b, size_t max, size_t *scan, size_t *got) {
   if (buf_room(b, max, scan) < 0)
     return RD_FULL;
   size_t want = (max < b->cap ? max : b->cap) - b->len;
-  ssize_t n = recv(fd, b->data + b->len, want, 0);
+  if (e.stream)
+    return stream_read(e.stream, b, want, got);
+  ssize_t n = recv(e.fd, b->data + b->len, want, 0);
   if (n > 0) {
     b->len += (size_t)n;
     *got = (size_t)n;
@@ -83,13 +106,33 @@ int buf_read(int fd, iobuf *b, size_t max, size_t *scan, size_t *got) {
   return RD_ERROR;
 }
 
-ssize_t send_some(int fd, const char *data, size_t n) {
-  ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
-  if (w >= 0)
-    return w;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-    return 0;
-  return -1;
+/* Writes the pieces in order, as far as the end takes them: the bytes
+ * written, or -1 on an error. A stream takes piece by piece (it copies). */
+static ssize_t send_iov(stream_end e, struct iovec *iov, int n) {
+  if (!e.stream) {
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t w = sendmsg(e.fd, &m, MSG_NOSIGNAL);
+    if (w >= 0)
+      return w;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+  }
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    ssize_t w = ph_stream_write(e.stream, iov[i].iov_base, iov[i].iov_len);
+    if (w == PH_EAGAIN)
+      break;
+    if (w < 0)
+      return -1;
+    total += (size_t)w;
+    if ((size_t)w < iov[i].iov_len)
+      break; /* full */
+  }
+  return (ssize_t)total;
+}
+
+ssize_t send_some(stream_end e, const char *data, size_t n) {
+  struct iovec iov = {(void *)data, n};
+  return send_iov(e, &iov, 1);
 }
 
 int body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
@@ -107,7 +150,8 @@ int body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
   return r;
 }
 
-ssize_t send_body(int fd, iobuf *b, size_t dec, hb_encoder *e, int end) {
+ssize_t send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
+                  int end) {
   size_t total = 0;
   for (;;) {
     hb_plan p;
@@ -123,13 +167,9 @@ ssize_t send_body(int fd, iobuf *b, size_t dec, hb_encoder *e, int end) {
       iov[n++] = (struct iovec){b->data + b->off, p.payload};
     if (p.post_len)
       iov[n++] = (struct iovec){(void *)p.post, p.post_len};
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-        return (ssize_t)total;
+    ssize_t w = send_iov(out, iov, n);
+    if (w < 0)
       return -1;
-    }
     b->off += hb_encode_sent(e, &p, (size_t)w);
     total += (size_t)w;
     if ((size_t)w < want)

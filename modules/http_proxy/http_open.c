@@ -32,15 +32,14 @@ int start_open(conn *c) {
   hp *h = c->hp;
   if (conn_dead(c))
     return GONE;
-  /* A tunnel relays a stream as well as a socket; forwarding reads and
-   * writes a socket. */
-  ph_open_request rq = {
-      .size = sizeof(rq),
-      .protocol = PH_PROTO_TCP,
-      .port = c->target.port,
-      .host = c->target.host,
-      .principal = c->principal[0] ? c->principal : NULL,
-      .flags = c->method_class == MC_CONNECT ? PH_OPEN_F_STREAM : 0};
+  /* The upstream may be a socket or a stream (stream.h), for a tunnel
+   * and for forwarding alike. */
+  ph_open_request rq = {.size = sizeof(rq),
+                        .protocol = PH_PROTO_TCP,
+                        .port = c->target.port,
+                        .host = c->target.host,
+                        .principal = c->principal[0] ? c->principal : NULL,
+                        .flags = PH_OPEN_F_STREAM};
   c->state = S_OPEN;
   c->t_open_us = now_us();
   arm_timer(c, T_IDLE, h->conf.idle_timeout_ms);
@@ -55,12 +54,8 @@ int start_open(conn *c) {
 static void open_result(conn *c, const ph_open_result *res) {
   hp *h = c->hp;
   c->open_id = 0;
-  relay_side up;
+  stream_end up;
   int code = relay_take_open(res, &up);
-  if (code == PH_OPEN_OK && up.stream && c->method_class != MC_CONNECT) {
-    ph_stream_close(up.stream); /* not asked for (connector.h) */
-    code = PH_OPEN_INTERNAL_ERROR;
-  }
   stream_metrics_stage(&h->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(c->t_open_us));
   stream_metrics_open(&h->sm, code);

@@ -132,8 +132,8 @@ struct conn {
   int timer_kind;
   int64_t last_ms; /* last activity, for T_IDLE */
   int cfd, ufd;
-  ph_stream *ust; /* a CONNECT's upstream, when the connector answered
-                     with a stream (ufd is then -1) */
+  ph_stream *ust; /* the upstream, when the connector answered with a
+                     stream (ufd is then -1) */
   ph_io *cio, *uio;
   int cev, uev; /* events asked of cio, uio */
   ph_timer *timer;
@@ -215,6 +215,13 @@ static inline size_t buf_max(const hp *h) {
 
 static inline size_t pending(const iobuf *b) { return b->len - b->off; }
 
+/* The client's socket; the upstream, a socket or a stream. */
+static inline stream_end client_end(const conn *c) { return end_fd(c->cfd); }
+static inline stream_end up_end(const conn *c) {
+  stream_end e = {c->ufd, c->ust};
+  return e;
+}
+
 void buf_free(iobuf *b);
 /* Moves the pending bytes to the front; *scan (if not NULL) follows them. */
 void buf_compact(iobuf *b, size_t *scan);
@@ -222,19 +229,21 @@ void buf_compact(iobuf *b, size_t *scan);
 int buf_set(iobuf *b, const char *s, size_t n);
 
 enum { RD_DATA = 1, RD_EOF = 0, RD_AGAIN = -1, RD_ERROR = -2, RD_FULL = -3 };
-/* One read from fd into b (up to max bytes held); an RD_ value, and the
- * bytes read in *got on RD_DATA. */
-int buf_read(int fd, iobuf *b, size_t max, size_t *scan, size_t *got);
-/* Writes data[0..n); the bytes written, or -1 on a socket error. */
-ssize_t send_some(int fd, const char *data, size_t n);
+/* One read from a socket or a stream into b (up to max bytes held); an
+ * RD_ value, and the bytes read in *got on RD_DATA. */
+int buf_read(stream_end e, iobuf *b, size_t max, size_t *scan, size_t *got);
+/* Writes data[0..n) to a socket or a stream; the bytes written (0 when it
+ * is full), or -1 on an error. */
+ssize_t send_some(stream_end e, const char *data, size_t n);
 /* Decodes what is new in b from *dec on (in place, dropping the framing:
  * the bytes after the body, if it ended, move down to follow the
  * payload); an HB_ value. */
 int body_decode(iobuf *b, size_t *dec, hb_decoder *d);
 /* Writes the payload b [off, dec) framed by e (end: the decoder is done),
- * as far as the socket takes it; b->off moves past the payload written.
- * The bytes written, or -1 on a socket error. */
-ssize_t send_body(int fd, iobuf *b, size_t dec, hb_encoder *e, int end);
+ * as far as out takes it; b->off moves past the payload written. The
+ * bytes written, or -1 on an error. */
+ssize_t send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
+                  int end);
 
 /* ---- http_conn.c --------------------------------------------------------- */
 
@@ -321,7 +330,8 @@ int forward_response(conn *c);
 /* Whether the request (response) body has bytes or framing to send now. */
 int request_body_ready(const conn *c);
 int response_body_ready(const conn *c);
-/* The io callback of the upstream socket. */
+/* The callbacks of the upstream: its socket's watcher, or its stream. */
 void upstream_io(ph_io *io, int fd, int revents, void *arg);
+void upstream_stream(ph_stream *s, int revents, void *arg);
 
 #endif

@@ -41,7 +41,7 @@ int start_tunnel(conn *c) {
   c->cev = c->uev = 0;
   hp_api->timer_set(c->timer, 0, 0);
   c->timer_kind = T_NONE;
-  relay_side client = relay_fd(c->cfd), up = {c->ufd, c->ust};
+  stream_end client = end_fd(c->cfd), up = {c->ufd, c->ust};
   c->cfd = c->ufd = -1; /* the relay owns them, or closed them */
   c->ust = NULL;
   c->state = S_TUNNEL;

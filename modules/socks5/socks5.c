@@ -443,7 +443,7 @@ static void start_relay(s5_conn *c) {
                   .done = relay_done,
                   .arg = c,
                   .client_io = cio};
-  relay_side client = relay_fd(c->fd), target = {c->target_fd, c->target_st};
+  stream_end client = end_fd(c->fd), target = {c->target_fd, c->target_st};
   c->fd = c->target_fd = -1; /* the relay owns them, even on failure */
   c->target_st = NULL;
   api->gauge_add(s->sm.active, 1);
@@ -483,7 +483,7 @@ static void auth_done(void *arg, int verdict) {
 /* The stream is open on a socket or a stream: the success reply (with
  * the socket's local address; 0.0.0.0:0 for a stream, which has none),
  * then the relay. */
-static void reply_success(s5_conn *c, relay_side target) {
+static void reply_success(s5_conn *c, stream_end target) {
   c->target_fd = target.fd;
   c->target_st = target.stream;
   struct sockaddr_storage ss;
@@ -509,7 +509,7 @@ static void open_done(void *arg, const ph_open_result *res) {
   conn_enter(c);
   c->open_id = 0;
   c->answered = 1;
-  relay_side target;
+  stream_end target;
   int code = relay_take_open(res, &target);
   c->stage = code == PH_OPEN_OK ? PH_STAGE_NONE : res->stage;
   c->code = code;

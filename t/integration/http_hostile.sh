@@ -224,7 +224,7 @@ reloaded_since() { [ "$(reloads)" -gt "$1" ]; }
 # gets SIGHUP; the raw client's output is in $T/NAME.out.
 across_reload() {
   rm -f "$T/$1.ready" "$T/$1.go"
-  raw --ready "$T/$1.ready" --go "$T/$1.go" --go-timeout 15 "$2" "$2" \
+  raw --timeout 20 --ready "$T/$1.ready" --go "$T/$1.go" --go-timeout 15 "$2" "$2" \
     >"$T/$1.out" 2>&1 &
   cl=$!
   PIDS="$PIDS $cl"

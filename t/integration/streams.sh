@@ -3,7 +3,8 @@
 # processes: the socks5 and http_proxy frontends with the memconn test
 # connector (t/modules/memconn.c), whose streams are in-memory queues
 # with a window. curl fetches an HTTP response the stream itself makes
-# (http.mem), through SOCKS5 and through an HTTP CONNECT tunnel; no
+# (http.mem), through SOCKS5, an HTTP CONNECT tunnel and HTTP
+# forwarding; no
 # queue goes above its window, every stream is closed, and SIGTERM
 # drains. Requirements: TM-SEC-1 (bounded queues), TM-SEC-7 (nothing of
 # a stream remains after its close).
@@ -58,6 +59,11 @@ cmp -s "$T/want" "$T/got.socks"; ok $? "and 300 KiB from the stream, intact"
 is "$(cat "$T/code.http")" 200 "curl through an HTTP CONNECT tunnel to a stream: 200"
 cmp -s "$T/want" "$T/got.http"; ok $? "and the same 300 KiB"
 
+"$CURL" -s -m 20 -x "http://127.0.0.1:$hport" -o "$T/got.fwd" \
+  -w '%{http_code}' "http://http.mem:300/" >"$T/code.fwd" 2>&1
+is "$(cat "$T/code.fwd")" 200 "curl forwarded by http_proxy over a stream: 200"
+cmp -s "$T/want" "$T/got.fwd"; ok $? "and the same 300 KiB, reframed"
+
 err=$("$CURL" -sS -m 10 -o /dev/null \
   --socks5-hostname "127.0.0.1:$sport" "http://nowhere.test/" 2>&1)
 like "$err" "nowhere.test. (5)" "a target the connector refuses: SOCKS5 reply 0x05"
@@ -67,9 +73,9 @@ qmax=$(metric "$m" memconn_queue_max_bytes)
 [ "${qmax:-0}" -gt 0 ] && [ "${qmax:-0}" -le 8192 ]
 ok $? "no stream queue held more than its 8 KiB window ($qmax, TM-SEC-1)"
 is "$(metric "$m" memconn_streams)" 0 "every stream closed (TM-SEC-7)"
-is "$(metric "$m" memconn_streams_closed_total)" 2 "each exactly once"
+is "$(metric "$m" memconn_streams_closed_total)" 3 "each exactly once"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}')
-[ "${v:-0}" -ge 2 ]; ok $? "the opens counted as successes ($v)"
+[ "${v:-0}" -ge 3 ]; ok $? "the opens counted as successes ($v)"
 
 kill -TERM "$PID"
 wait_exit "$PID" 10; is "$EXIT" 0 "SIGTERM: drained, exit 0"

@@ -163,7 +163,7 @@ static void test_both_ways_and_half_close(ph_mock *m, int tcp, int splice) {
   }
   outcome o = {0};
   relay_opts ro = opts(&o, splice, 5000);
-  ph_relay *r = relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), "PRE:", 4, &ro);
+  ph_relay *r = relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), "PRE:", 4, &ro);
   snprintf(name, sizeof(name), "%s: relay starts", kind);
   ok(r != NULL, name);
 
@@ -296,7 +296,7 @@ static void test_bulk(ph_mock *m, int splice) {
   count_fds(&pipes_before);
   outcome o = {0};
   relay_opts ro = opts(&o, splice, 5000);
-  relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), NULL, 0, &ro);
+  relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   bulk wr = {.fd = g.app_c, .total = 32u << 20};
   bulk rd = {.fd = g.app_t};
   pthread_t tw, tr;
@@ -341,7 +341,7 @@ static void test_backpressure(ph_mock *m, int splice) {
   }
   outcome o = {0};
   relay_opts ro = opts(&o, splice, 5000);
-  relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), NULL, 0, &ro);
+  relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   nonblock(g.app_t);
   static uint8_t chunk[65536];
   size_t sent = 0;
@@ -420,7 +420,7 @@ static void test_eof_after_full_reads(ph_mock *m) {
     outcome o = {0};
     relay_opts ro = opts(&o, 0, 5000);
     ro.buffer_size = 4096;
-    relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), NULL, 0, &ro);
+    relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
     size_t got = 0;
     int eof = 0;
     for (int i = 0; i < 500 && !eof; i++) {
@@ -460,7 +460,7 @@ static void test_idle(ph_mock *m) {
   /* Wide margins: a loaded machine may wake the loop late, and a late
    * wake-up must not look like idleness. */
   relay_opts ro = opts(&o, 1, 1000);
-  relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), NULL, 0, &ro);
+  relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   mock_run_for(m, 300);
   write(g.app_c, "x", 1); /* activity pushes the deadline back */
   mock_run_for(m, 300);
@@ -485,7 +485,7 @@ static void test_error(ph_mock *m) {
   }
   outcome o = {0};
   relay_opts ro = opts(&o, 0, 5000);
-  relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), NULL, 0, &ro);
+  relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   struct linger lg = {1, 0};
   setsockopt(g.app_c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
   close(g.app_c); /* RST */
@@ -511,7 +511,7 @@ static void test_abort(ph_mock *m) {
   }
   outcome o = {0};
   relay_opts ro = opts(&o, 1, 5000);
-  ph_relay *r = relay_start(api, hctx, relay_fd(g.rc), relay_fd(g.rt), "x", 1, &ro);
+  ph_relay *r = relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), "x", 1, &ro);
   mock_run_for(m, 10);
   relay_stats st = relay_get_stats(r);
   is_int(st.up, 1, "relay_get_stats counts the pre byte");
@@ -563,7 +563,7 @@ static ph_relay *owner_start(rig *g, owner *w) {
                    .first_down = owner_first_down,
                    .done = owner_done,
                    .arg = w};
-  w->r = relay_start(api, hctx, relay_fd(g->rc), relay_fd(g->rt), NULL, 0, &ro);
+  w->r = relay_start(api, hctx, end_fd(g->rc), end_fd(g->rt), NULL, 0, &ro);
   return w->r;
 }
 
@@ -627,7 +627,7 @@ static void test_many(ph_mock *m) {
       break;
     }
     relay_opts ro = opts(&o[i], 1, 60000);
-    if (!relay_start(api, hctx, relay_fd(g[i].rc), relay_fd(g[i].rt), NULL, 0, &ro))
+    if (!relay_start(api, hctx, end_fd(g[i].rc), end_fd(g[i].rt), NULL, 0, &ro))
       okc = 0;
     write(g[i].app_c, "ping", 4);
   }

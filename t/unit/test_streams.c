@@ -285,15 +285,36 @@ static void test_http_connect_streams(void) {
      "the tunnel echoes 200 KB through the stream");
   close(c);
 
-  /* Forwarding reads a socket: the request does not take streams, and
-   * the connector answers unsupported_capability. */
+  /* Forwarding over a stream: the request head goes to the stream, the
+   * response (made by http.mem) comes back reframed. 300 KiB through a
+   * 4 KiB window. */
   c = dial();
-  req = "GET http://echo.mem/ HTTP/1.1\r\n\r\n";
+  req = "GET http://http.mem:300/ HTTP/1.1\r\nHost: http.mem\r\n\r\n";
   send_for(m, c, req, strlen(req), 500);
-  got = recv_for(m, c, buf, sizeof(buf) - 1, 2000, &eof);
-  buf[got] = '\0';
-  ok(strncmp(buf, "HTTP/1.1 502 ", 13) == 0,
-     "forwarding to a connector that only has streams: 502");
+  size_t cap = 400 * 1024;
+  char *resp = malloc(cap + 1);
+  got = 0;
+  eof = 0;
+  const char *end = NULL;
+  for (int rounds = 0; rounds < 5000 && !eof; rounds++) {
+    got += recv_for(m, c, resp + got, cap - got, 1, &eof);
+    resp[got] = '\0';
+    end = strstr(resp, "\r\n\r\n");
+    if (end && got - (size_t)(end + 4 - resp) >= 300 * 1024)
+      break;
+  }
+  ok(strncmp(resp, "HTTP/1.1 200 ", 13) == 0,
+     "forwarding over a stream: 200");
+  like(resp, "Content-Length: 307200\r\n", "with the stream's length");
+  char *body = pattern_of(300 * 1024, 0);
+  ok(end && got - (size_t)(end + 4 - resp) == 300 * 1024 &&
+         memcmp(end + 4, body, 300 * 1024) == 0,
+     "and its 300 KiB, intact, through a 4 KiB window");
+  ok(metric(m, "memconn_queue_max_bytes") > 0 &&
+         metric(m, "memconn_queue_max_bytes") <= 4096,
+     "no queue above its window while forwarding (TM-SEC-1)");
+  free(body);
+  free(resp);
   close(c);
   mock_run_for(m, 100);
   is_int((int)metric(m, "memconn_streams"), 0, "no stream left open");
