@@ -111,4 +111,30 @@ like "$(cat "$T/ph.log")" "hello from an out-of-tree module" "its configuration 
 kill -TERM "$PH_PID"
 wait_exit "$PH_PID" 10; is "$EXIT" 0 "installed host stops cleanly"
 
+# The example stream connector (SDK 1.2, stream.h), built out of tree
+# against the installed SDK and driven by the installed socks5: every
+# CONNECT is an echo that lives in the process.
+if have_module socks5; then
+  mkdir -p "$T/echo"
+  cp "$top_srcdir/sdk/examples/echo_stream/echo_stream.c" \
+    "$top_srcdir/sdk/examples/echo_stream/Makefile" "$T/echo/"
+  PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+    ${MAKE:-make} -C "$T/echo" >"$T/echo.log" 2>&1
+  ok $? "the stream connector example builds against the installed SDK"
+  sed 's/^/# /' "$T/echo.log" | tail -5
+  port=$(free_port)
+  sport=$(free_port)
+  printf '[proxyhost]\nmodules = echo_stream, socks5\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[socks5]\nlisten = 127.0.0.1:%s\n[echo_stream]\nwindow = 4KiB\n' \
+    "$T/echo,$dest$moduledir" "$port" "$sport" >"$T/echo.ini"
+  start_proxyhost "$T/echo.ini"
+  wait_for healthy "$port"; ok $? "the installed host runs it behind the installed socks5"
+  out=$(${PYTHON3:-python3} "$top_srcdir/t/lib/socks5_probe.py" burst \
+    --proxy "127.0.0.1:$sport" --n 20 --concurrency 5 2>&1)
+  is "$out" "done=20 failed=0" "20 SOCKS5 streams echoed 1 KiB each through it"
+  kill -TERM "$PH_PID"
+  wait_exit "$PH_PID" 10; is "$EXIT" 0 "and stops cleanly"
+else
+  skip "socks5 not built: the stream connector example is not run"
+fi
+
 done_testing
