@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <proxyhost/connector.h>
+#include <proxyhost/listener_event.h>
 
 #include "core.h"
 #include "log.h"

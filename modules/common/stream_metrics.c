@@ -9,17 +9,7 @@ static const char *const stages[] = {
     "open",             "ttfb",              NULL};
 static const char *const results[] = {"success", "failure", "timeout",
                                       "rejected", NULL};
-static const char *const codes[] = {"ok",
-                                    "forbidden",
-                                    "agent_offline",
-                                    "queue_full",
-                                    "timeout",
-                                    "network_unreachable",
-                                    "host_unreachable",
-                                    "connection_refused",
-                                    "unsupported_capability",
-                                    "internal_error",
-                                    NULL};
+static const char *const codes[] = {PH_OPEN_CODE_NAMES, NULL};
 static const char *const directions[] = {"up", "down", NULL};
 
 /* Seconds: from 100 µs (a loopback connect) to 30 s (a stuck open). */

@@ -28,6 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The net.listener announcements have their own header; included here
+ * for the frontends and connectors written before it. */
+#include <proxyhost/listener_event.h>
+
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
 #define PH_CONNECTOR_MINOR 1
@@ -127,34 +131,16 @@ static inline const char *ph_open_stage_name(int s) {
   return s >= 0 && s < PH_STAGE_COUNT_ ? n[s] : "none";
 }
 
+/* The code names in enum order, for label value lists:
+ *   static const char *const codes[] = {PH_OPEN_CODE_NAMES, NULL}; */
+#define PH_OPEN_CODE_NAMES                                                  \
+  "ok", "forbidden", "agent_offline", "queue_full", "timeout",              \
+      "network_unreachable", "host_unreachable", "connection_refused",      \
+      "unsupported_capability", "internal_error"
+
 static inline const char *ph_open_code_name(int c) {
-  static const char *const n[] = {"ok",
-                                  "forbidden",
-                                  "agent_offline",
-                                  "queue_full",
-                                  "timeout",
-                                  "network_unreachable",
-                                  "host_unreachable",
-                                  "connection_refused",
-                                  "unsupported_capability",
-                                  "internal_error"};
+  static const char *const n[] = {PH_OPEN_CODE_NAMES};
   return c >= 0 && c < PH_OPEN_CODE_COUNT_ ? n[c] : "internal_error";
 }
-
-/*
- * Listener announcements, so a connector can refuse to connect back to the
- * process's own listeners. A frontend publishes one message per bound
- * listener on topic PH_LISTENER_TOPIC (type PH_LISTENER_TYPE) at start,
- * before it accepts; the payload is a ph_listener_event.
- */
-#define PH_LISTENER_TOPIC "net.listener"
-#define PH_LISTENER_TYPE "ph.listener/1"
-
-typedef struct ph_listener_event {
-  uint32_t size;
-  int bound;           /* 1 bound, 0 closed */
-  uint32_t addrlen;    /* bytes used in addr */
-  unsigned char addr[128]; /* a struct sockaddr_in or sockaddr_in6 */
-} ph_listener_event;
 
 #endif

@@ -19,7 +19,7 @@
 
 typedef enum ph_metric_type {
   PH_METRIC_COUNTER = 1, /* monotonically increasing; api->inc */
-  PH_METRIC_GAUGE,       /* api->set / api->add (may go down) */
+  PH_METRIC_GAUGE,       /* api->gauge_set / api->gauge_add (may go down) */
   PH_METRIC_HISTOGRAM    /* api->observe, fixed buckets */
 } ph_metric_type;
 
