@@ -25,19 +25,13 @@
 #include <string.h>
 
 #include "frontend_check.h"
+#include "frontend_keys.h"
 #include "http_proxy_int.h"
 
 const ph_api *hp_api;
 
 static const ph_conf_key hp_keys[] = {
-    {"listen", PH_CONF_STRING, "127.0.0.1:8080", 3, 128, PH_CONF_RESTART, NULL,
-     "address:port to listen on (IPv6 as [addr]:port)", NULL},
-    {"backlog", PH_CONF_INT, "1024", 1, 65535, PH_CONF_RESTART, NULL,
-     "listen(2) backlog", NULL},
-    {"reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
-     "SO_REUSEPORT, to run several processes on one port", NULL},
-    {"max_clients", PH_CONF_INT, "1024", 1, 1000000, PH_CONF_RESTART, NULL,
-     "concurrent client connections; more are closed at once", NULL},
+    FRONTEND_KEYS("127.0.0.1:8080", "HTTP proxy"),
     {"max_request_line", PH_CONF_SIZE, "8KiB", 256, 16384, 0, NULL,
      "longest request line; longer is answered 414", NULL},
     {"max_header_bytes", PH_CONF_SIZE, "16KiB", 1024, 65536, 0, NULL,
@@ -49,14 +43,6 @@ static const ph_conf_key hp_keys[] = {
     {"idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
      "no bytes either way for this long closes a tunnel, a request "
      "in progress or an idle keep-alive connection", NULL},
-    {"buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,
-     "per-direction buffer of a forwarded request or a tunnel", NULL},
-    {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
-     "zero-copy splice(2) for CONNECT tunnels", NULL},
-    {"auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,
-     "none, or password: Proxy-Authorization Basic checked by the "
-     "authorizer service",
-     "none|password"},
     PH_CONF_END};
 
 const char *const hp_method_classes[] = {"connect", "forward", NULL};

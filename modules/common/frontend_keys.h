@@ -1,0 +1,50 @@
+/* The configuration keys every frontend has, declared once with one set
+ * of bounds (socks5, http_proxy, and the tunnel's and the gateway's
+ * frontends after them). A frontend's key table starts with
+ *   FRONTEND_KEYS("127.0.0.1:1080", "SOCKS5"),
+ * then lists its own keys. frontend_check (frontend_check.h) checks the
+ * values only a frontend can judge: listen parses, and auth = password has
+ * an authorizer.
+ *
+ * listen       address:port, IPv6 as [addr]:port, numeric (restart)
+ * backlog      listen(2) backlog (restart)
+ * reuseport    SO_REUSEPORT, to share the port between processes (restart)
+ * max_clients  concurrent client connections; more are accepted and
+ *              closed at once, counted (restart)
+ * buffer_size  per-direction buffer of a stream (and the splice chunk)
+ * splice       zero-copy splice(2) between TCP sockets
+ * auth         none, or password: checked by the "authorizer" service
+ *              (restart)
+ */
+#ifndef PH_FRONTEND_KEYS_H
+#define PH_FRONTEND_KEYS_H
+
+#include <proxyhost/config.h>
+
+#define FRONTEND_KEYS(default_listen, what)                                  \
+  {"listen", PH_CONF_STRING, default_listen, 3, 128, PH_CONF_RESTART, NULL, \
+   "address to accept " what " clients on: IPv4:PORT or [IPv6]:PORT, "     \
+   "numeric",                                                               \
+   NULL},                                                                   \
+      {"backlog", PH_CONF_INT, "1024", 1, 65535, PH_CONF_RESTART, NULL,     \
+       "listen(2) backlog", NULL},                                          \
+      {"reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,     \
+       "SO_REUSEPORT, to share the port with other proxyhost processes",    \
+       NULL},                                                               \
+      {"max_clients", PH_CONF_INT, "1024", 1, 1000000, PH_CONF_RESTART,     \
+       NULL, "concurrent clients; more are accepted and closed at once",    \
+       NULL},                                                               \
+      {"buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,       \
+       "buffer per direction of a stream (and the splice chunk); taken "    \
+       "only while bytes are in flight",                                    \
+       NULL},                                                               \
+      {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,                       \
+       "zero-copy splice(2) for bulk data between TCP sockets", NULL},      \
+  {                                                                         \
+    "auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,              \
+        "client authentication: none, or password (checked by the "        \
+        "authorizer service)",                                              \
+        "none|password"                                                     \
+  }
+
+#endif
