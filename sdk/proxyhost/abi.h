@@ -23,7 +23,7 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 1
+#define PH_ABI_MINOR 2
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
 /* "major.minor", e.g. "1.1" */

@@ -16,7 +16,7 @@ prefix=$(v prefix)
 libdir=$(v libdir)
 includedir=$(v includedir)
 moduledir=$(v moduledir)
-is "$(v abi_major).$(v abi_minor)" "1.1" "the .pc file carries the ABI version"
+is "$(v abi_major).$(v abi_minor)" "1.2" "the .pc file carries the ABI version"
 is "$moduledir" "$libdir/proxyhost/modules" "the .pc file carries moduledir"
 
 exists() { [ -f "$dest$1" ]; ok $? "installed: $1"; }
@@ -30,6 +30,9 @@ if have_module process_metrics; then
 fi
 exists "$includedir/proxyhost/module.h"
 exists "$includedir/proxyhost/host.h"
+for h in abi.h access.h authorizer.h config.h connector.h log.h metrics.h; do
+  exists "$includedir/proxyhost/$h"
+done
 exists "$libdir/pkgconfig/proxyhost-sdk.pc"
 exists "$libdir/pkgconfig/proxyhost-mock.pc"
 exists "$includedir/proxyhost/mock.h"
