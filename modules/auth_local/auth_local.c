@@ -3,7 +3,11 @@
  * proxyhost-passwd). Hash checks run on the host's helper threads; recent
  * successful checks are remembered (cache.c, keyed by a SHA-256 of user
  * and password, for cache_ttl) so a browser opening many streams does not
- * pay the hash each time. Anything but a verified match is a denial. */
+ * pay the hash each time. Anything but a verified match is a denial.
+ *
+ * It also provides the "access" service (access_local.c): a user in the
+ * list may open any target, anyone else may not; its revision moves when
+ * a reload changes the list. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,7 @@
 #include <proxyhost/authorizer.h>
 #include <proxyhost/module.h>
 
+#include "access_local.h"
 #include "cache.h"
 #include "pwhash.h"
 
@@ -58,6 +63,8 @@ struct auth {
   check *live;     /* outstanding checks */
   check *deferred; /* answered from the cache, delivered by the timer */
   ph_timer *defer_timer;
+  int defer_armed; /* the timer will fire: do not push it back */
+  auth_local_access *access;
   ph_series *m_checks[3][2]; /* verdict x cache hit/miss */
 };
 
@@ -71,7 +78,11 @@ static const ph_conf_key auth_keys[] = {
     {"cache_size", PH_CONF_INT, "1024", 0, AUTH_CACHE_MAX, 0, NULL,
      "remembered verifications", NULL},
     {"max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
-     "checks in flight; beyond it a check is denied", NULL},
+     "checks in flight (password and access, each); beyond it a check is "
+     "denied",
+     NULL},
+    {"access_ttl", PH_CONF_DURATION, "5s", 0, 3600000, 0, NULL,
+     "how long a caller may keep an access verdict (0: not at all)", NULL},
     PH_CONF_END};
 
 static void cred_key(const char *u, size_t ul, const char *p, size_t pl,
@@ -140,6 +151,7 @@ static void verify_done(void *arg, int status) {
 static void deliver_deferred(ph_timer *t, void *arg) {
   (void)t;
   auth *a = arg;
+  a->defer_armed = 0;
   while (a->deferred) {
     check *c = a->deferred;
     a->deferred = c->next;
@@ -153,7 +165,13 @@ static void defer(auth *a, check *c, int verdict, int hit) {
   c->next = a->deferred;
   a->deferred = c;
   count(a, verdict, hit);
-  api->timer_set(a->defer_timer, 1, 0); /* next loop iteration */
+  /* Armed once: re-arming on every check would move the deadline on each
+   * loop iteration that brings one, and a steady stream of checks would
+   * starve every deferred answer. */
+  if (!a->defer_armed) {
+    a->defer_armed = 1;
+    api->timer_set(a->defer_timer, 1, 0); /* a later loop iteration */
+  }
 }
 
 static const user *find_user(const auth *a, const char *name, size_t len) {
@@ -162,6 +180,11 @@ static const user *find_user(const auth *a, const char *name, size_t len) {
         memcmp(a->users[i].name, name, len) == 0)
       return &a->users[i];
   return NULL;
+}
+
+/* For the access service: is name one of the users? */
+static int user_known(const void *owner, const char *name) {
+  return find_user(owner, name, strlen(name)) != NULL;
 }
 
 static int64_t check_password(void *self, const char *u, size_t ul,
@@ -279,7 +302,30 @@ static int auth_check(ph_ctx *ctx, const ph_api *a, const char **key,
   return PH_OK;
 }
 
-/* Replaces the user list; nothing is replaced on error. */
+static int same_hash(const pwhash *x, const pwhash *y) {
+  return x->iterations == y->iterations && x->salt_len == y->salt_len &&
+         memcmp(x->salt, y->salt, sizeof(x->salt)) == 0 &&
+         memcmp(x->hash, y->hash, sizeof(x->hash)) == 0;
+}
+
+/* Whether the new list has the same entries as the current one, in any
+ * order. A changed hash counts as a change (a rotated credential, as the
+ * seed bumps its revision on a token rotation), an order change does
+ * not. Names are unique in both lists, so equal counts and every new
+ * entry found in the old list make the same set. */
+static int same_users(const auth *a, const user *users, size_t n) {
+  if (n != a->n_users)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    const user *old = find_user(a, users[i].name, strlen(users[i].name));
+    if (!old || !same_hash(&old->hash, &users[i].hash))
+      return 0;
+  }
+  return 1;
+}
+
+/* Replaces the user list; nothing is replaced on error. A list that
+ * differs from the one it replaces moves the access revision. */
 static int load_users(auth *a) {
   user *users;
   size_t n;
@@ -290,6 +336,8 @@ static int load_users(auth *a) {
            PH_STR("reason", why));
     return rc;
   }
+  if (a->users && !same_users(a, users, n))
+    auth_local_access_bump(a->access);
   free(a->users);
   a->users = users;
   a->n_users = n;
@@ -316,6 +364,8 @@ static int apply_config(auth *a) {
   a->cache_gen++;
   a->cache_ttl_ms = api->conf_int(a->ctx, "cache_ttl");
   a->max_pending = api->conf_int(a->ctx, "max_pending");
+  auth_local_access_configure(a->access, a->max_pending,
+                              (uint32_t)api->conf_int(a->ctx, "access_ttl"));
   return PH_OK;
 }
 
@@ -348,12 +398,19 @@ static int auth_init(ph_ctx *ctx, const ph_api *host, void **state) {
   a->defer_timer = api->timer_new(ctx, deliver_deferred, a);
   if (!a->defer_timer)
     return PH_ENOMEM;
+  a->access = auth_local_access_new(ctx, api, user_known, a);
+  if (!a->access)
+    return PH_ENOMEM;
   int rc = apply_config(a);
   if (rc != PH_OK)
     return rc;
-  return api->service_register(ctx, PH_AUTHORIZER_SERVICE,
-                               PH_AUTHORIZER_MAJOR, PH_AUTHORIZER_MINOR,
-                               &authorizer_vt, a);
+  rc = api->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
+                             PH_AUTHORIZER_MINOR, &authorizer_vt, a);
+  if (rc != PH_OK)
+    return rc;
+  return api->service_register(ctx, PH_ACCESS_SERVICE, PH_ACCESS_MAJOR,
+                               PH_ACCESS_MINOR, &auth_local_access_vt,
+                               a->access);
 }
 
 static int auth_reload(void *state) { return apply_config(state); }
@@ -369,16 +426,19 @@ static void auth_destroy(void *state) {
     free_check(c);
   }
   api->timer_free(a->defer_timer);
+  auth_local_access_free(a->access);
   free(a->users);
   auth_cache_free(a->cache);
   free(a);
 }
 
-static const char *const auth_provides[] = {PH_AUTHORIZER_SERVICE, NULL};
+static const char *const auth_provides[] = {PH_AUTHORIZER_SERVICE,
+                                            PH_ACCESS_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("auth_local", "1.0"),
-    .description = "username/password authorizer from the configuration",
+    PH_MODULE_HEADER("auth_local", "1.1"),
+    .description = "username/password authorizer and access policy from "
+                   "the configuration",
     .provides = auth_provides,
     .config = auth_keys,
     .check = auth_check,

@@ -30,6 +30,9 @@ if have_module process_metrics; then
 fi
 exists "$includedir/proxyhost/module.h"
 exists "$includedir/proxyhost/host.h"
+for h in abi.h access.h authorizer.h config.h connector.h log.h metrics.h; do
+  exists "$includedir/proxyhost/$h"
+done
 exists "$libdir/pkgconfig/proxyhost-sdk.pc"
 exists "$libdir/pkgconfig/proxyhost-mock.pc"
 exists "$includedir/proxyhost/mock.h"

@@ -1,9 +1,13 @@
 /* auth_local through the mock host: verdicts, asynchronous answers, the
  * verification cache, cancellation, the in-flight bound, bad entries,
- * what a reload forgets; and the cache itself (cache.c) directly. */
+ * what a reload forgets, answers under a steady stream of checks; and the
+ * cache itself (cache.c) directly. (Its "access" service: test_access.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
 
 #include <proxyhost/authorizer.h>
 
@@ -237,6 +241,71 @@ static void test_max_cache_size(void) {
   mock_free(m);
 }
 
+/* A loop that never idles (a pipe that stays readable) and a check of
+ * remembered credentials on every iteration for 100 ms: the answers, due
+ * on a later iteration, must keep coming while it lasts. A timer re-armed
+ * by each check would be pushed back on every iteration and never fire. */
+static struct {
+  const ph_authorizer_v1 *vt;
+  void *self;
+  int running, checks, answered_during;
+  ev_tstamp until;
+} S;
+
+static void on_stream_answer(void *arg, int verdict) {
+  (void)arg;
+  (void)verdict;
+  if (S.running)
+    S.answered_during++;
+}
+
+static void stream_tick(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)revents;
+  if (ev_now(loop) >= S.until) {
+    S.running = 0;
+    ev_io_stop(loop, w);
+    return;
+  }
+  if (S.vt->check_password(S.self, "alice", 5, "s3cret", 6, on_stream_answer,
+                           NULL) > 0)
+    S.checks++;
+}
+
+static void test_steady_stream(void) {
+  memset(&S, 0, sizeof(S));
+  ph_mock *m = start("max_pending = 65536\n", &S.vt, &S.self);
+  ok(m && S.vt, "started");
+  if (!m || !S.vt)
+    return;
+  is_int(verdict_of(m, S.vt, S.self, "alice", "s3cret"), PH_AUTH_ALLOW,
+         "verified: later checks come from the cache");
+  int p[2];
+  if (!ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
+    mock_stop(m);
+    mock_free(m);
+    return;
+  }
+  struct ev_loop *loop = mock_core(m)->loop;
+  ev_io w;
+  ev_io_init(&w, stream_tick, p[0], EV_READ);
+  S.running = 1;
+  S.until = ev_now(loop) + 0.1;
+  ev_io_start(loop, &w);
+  for (int i = 0; i < 100 && S.running; i++)
+    mock_run_for(m, 10);
+  ev_io_stop(loop, &w);
+  mock_run_for(m, 20);
+  ok(S.checks > 0, "checks were made on every iteration");
+  printf("# %d checks in 100 ms, %d answered while they kept coming\n",
+         S.checks, S.answered_during);
+  ok(S.answered_during > 0,
+     "cached answers are delivered while checks keep coming");
+  mock_stop(m);
+  mock_free(m);
+  close(p[0]);
+  close(p[1]);
+}
+
 /* ---- the cache on its own ---------------------------------------------- */
 
 /* Key n; with same_bucket, keys differ only after the bytes the cache
@@ -364,6 +433,7 @@ int main(void) {
   test_reload_forgets();
   test_reload_in_flight();
   test_max_cache_size();
+  test_steady_stream();
   buf_free(&err);
   return done_testing();
 }
