@@ -7,6 +7,9 @@
 PROXYHOST="$top_builddir/host/proxyhost"
 TMOD="$top_builddir/t/modules/.libs"
 CURL="${CURL:-curl}"
+# The SDK ABI of the tree ("1.2"), read from abi.h as configure reads it.
+abi_field() { sed -n "s/^#define PH_ABI_$1 \([0-9]*\)\$/\1/p" "$top_srcdir/sdk/proxyhost/abi.h"; }
+PH_ABI="$(abi_field MAJOR).$(abi_field MINOR)"
 
 tap_n=0
 tap_failed=0
