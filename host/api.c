@@ -1,11 +1,20 @@
-/* The host API table: what modules call, mapped onto the host core. */
+/* The host API table: what modules call, mapped onto the host core.
+ *
+ * Every loop-thread-only function starts with on_loop(): the one place
+ * where the rule of host.h is enforced. A call from another thread is the
+ * module's bug: debug_misuse (aborts with debug checks, else logs), and
+ * the function returns its documented error (NULL, PH_ESTATE, or nothing)
+ * without touching the loop's state. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "addr.h"
 #include "core.h"
+#include "debug.h"
 #include "log.h"
+#include "threads.h"
 
 struct ph_io {
   ev_io w;
@@ -21,8 +30,25 @@ struct ph_timer {
   void *arg;
 };
 
+/* "fn: loop thread only", the misuse text for fn. */
+#define LOOP_ONLY(fn) fn ": loop thread only"
+
+/* One pthread_self and a compare: cheap enough for io_set on hot paths. */
+static int on_loop(const ph_ctx *ctx, const char *what) {
+  if (pthread_equal(pthread_self(), ctx->core->loop_thread))
+    return 1;
+  debug_misuse(ctx->mod->name, what);
+  return 0;
+}
+
 static int in_init(ph_ctx *ctx) {
   return ctx->core->phase == PH_PHASE_INIT && ctx->core->initing == ctx;
+}
+
+/* Inside this module's own init or start callback. */
+static int in_init_or_start(ph_ctx *ctx) {
+  return in_init(ctx) || (ctx->core->phase == PH_PHASE_START &&
+                          ctx->core->starting == ctx);
 }
 
 /* Inside a check callback: only reading configuration and logging are
@@ -36,19 +62,27 @@ static int in_check(ph_ctx *ctx) {
 
 static const char *api_module_name(ph_ctx *ctx) { return ctx->mod->name; }
 
-static void api_set_ready(ph_ctx *ctx, int ready) { ctx->ready = !!ready; }
+static void api_set_ready(ph_ctx *ctx, int ready) {
+  if (!on_loop(ctx, LOOP_ONLY("set_ready")))
+    return;
+  ctx->ready = !!ready;
+}
 
 static void api_stop_done(ph_ctx *ctx) {
+  if (!on_loop(ctx, LOOP_ONLY("stop_done")))
+    return;
   ph_core *c = ctx->core;
   if (!ctx->stop_pending)
     return;
   ctx->stop_pending = 0;
-  ctx->stopped = 1;
+  core_module_stopped(ctx);
   if (c->stop_pending && --c->stop_pending == 0 && c->phase == PH_PHASE_STOP)
     ev_break(c->loop, EVBREAK_ALL);
 }
 
 static int api_stopping(ph_ctx *ctx) {
+  if (!on_loop(ctx, LOOP_ONLY("stopping")))
+    return PH_ESTATE;
   return ctx->core->phase >= PH_PHASE_STOP;
 }
 
@@ -94,7 +128,11 @@ static const char *api_conf_list_at(ph_ctx *ctx, const char *key, size_t i) {
 
 /* ---- loop, fd watchers, timers --------------------------------------- */
 
-static struct ev_loop *api_loop(ph_ctx *ctx) { return ctx->core->loop; }
+static struct ev_loop *api_loop(ph_ctx *ctx) {
+  if (!on_loop(ctx, LOOP_ONLY("loop")))
+    return NULL;
+  return ctx->core->loop;
+}
 
 static int64_t api_now_ms(ph_ctx *ctx) {
   (void)ctx;
@@ -111,7 +149,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents) {
   io->fn(io, w->fd, ev, io->arg);
 }
 
-static void api_io_set(ph_io *io, int events) {
+static void io_apply(ph_io *io, int events) {
   struct ev_loop *loop = io->ctx->core->loop;
   int ev = ((events & PH_READ) ? EV_READ : 0) |
            ((events & PH_WRITE) ? EV_WRITE : 0);
@@ -126,8 +164,16 @@ static void api_io_set(ph_io *io, int events) {
   }
 }
 
+static void api_io_set(ph_io *io, int events) {
+  if (!on_loop(io->ctx, LOOP_ONLY("io_set")))
+    return;
+  io_apply(io, events);
+}
+
 static ph_io *api_io_new(ph_ctx *ctx, int fd, int events, ph_io_fn fn,
                          void *arg) {
+  if (!on_loop(ctx, LOOP_ONLY("io_new")))
+    return NULL;
   if (fd < 0 || !fn || in_check(ctx))
     return NULL;
   ph_io *io = calloc(1, sizeof(*io));
@@ -137,12 +183,12 @@ static ph_io *api_io_new(ph_ctx *ctx, int fd, int events, ph_io_fn fn,
   io->fn = fn;
   io->arg = arg;
   ev_io_init(&io->w, io_cb, fd, 0);
-  api_io_set(io, events);
+  io_apply(io, events);
   return io;
 }
 
 static void api_io_free(ph_io *io) {
-  if (!io)
+  if (!io || !on_loop(io->ctx, LOOP_ONLY("io_free")))
     return;
   ev_io_stop(io->ctx->core->loop, &io->w);
   free(io);
@@ -156,6 +202,8 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
 }
 
 static ph_timer *api_timer_new(ph_ctx *ctx, ph_timer_fn fn, void *arg) {
+  if (!on_loop(ctx, LOOP_ONLY("timer_new")))
+    return NULL;
   if (!fn || in_check(ctx))
     return NULL;
   ph_timer *t = calloc(1, sizeof(*t));
@@ -169,6 +217,8 @@ static ph_timer *api_timer_new(ph_ctx *ctx, ph_timer_fn fn, void *arg) {
 }
 
 static void api_timer_set(ph_timer *t, uint64_t after_ms, uint64_t repeat_ms) {
+  if (!on_loop(t->ctx, LOOP_ONLY("timer_set")))
+    return;
   struct ev_loop *loop = t->ctx->core->loop;
   ev_timer_stop(loop, &t->w);
   if (after_ms == 0 && repeat_ms == 0)
@@ -178,7 +228,7 @@ static void api_timer_set(ph_timer *t, uint64_t after_ms, uint64_t repeat_ms) {
 }
 
 static void api_timer_free(ph_timer *t) {
-  if (!t)
+  if (!t || !on_loop(t->ctx, LOOP_ONLY("timer_free")))
     return;
   ev_timer_stop(t->ctx->core->loop, &t->w);
   free(t);
@@ -198,23 +248,68 @@ static int api_post(ph_ctx *ctx, ph_call_fn fn, void *arg,
 
 static int64_t api_submit(ph_ctx *ctx, ph_work_fn work, ph_done_fn done,
                           void *arg) {
+  if (!on_loop(ctx, LOOP_ONLY("submit")))
+    return PH_ESTATE;
   if (!work || !done)
     return PH_EINVAL;
   if (!ctx->core->pool || in_check(ctx))
     return PH_ESTATE;
-  return pool_submit(ctx->core->pool, work, done, arg);
+  return pool_submit(ctx->core->pool, ctx, work, done, arg);
 }
 
+/* A job id belongs to the ctx that submitted it. */
 static int api_job_cancel(ph_ctx *ctx, int64_t job) {
+  if (!on_loop(ctx, LOOP_ONLY("job_cancel")))
+    return PH_ESTATE;
   if (!ctx->core->pool)
     return PH_ENOENT;
-  return pool_cancel(ctx->core->pool, job);
+  int rc = pool_cancel(ctx->core->pool, ctx, job);
+  if (rc != POOL_EFOREIGN)
+    return rc;
+  debug_misuse(ctx->mod->name, "job_cancel: the job belongs to another module");
+  return PH_ENOENT;
+}
+
+/* ---- module threads (ABI 1.2) ------------------------------------------ */
+
+static ph_thread *api_thread_start(ph_ctx *ctx, const char *name,
+                                   ph_thread_fn run, ph_call_fn stop,
+                                   void *arg, size_t queue) {
+  if (!on_loop(ctx, LOOP_ONLY("thread_start")))
+    return NULL;
+  const char *why = NULL;
+  ph_thread *t = NULL;
+  if (in_check(ctx) || !in_init_or_start(ctx) || !ctx->core->loop)
+    why = "allowed only in the module's init or start";
+  else
+    t = threads_start(ctx, name, run, stop, arg, queue, &why);
+  if (!t) {
+    ph_log_field f[] = {PH_STR("thread", name ? name : ""),
+                        PH_STR("reason", why ? why : "")};
+    log_write(ctx->mod->name, PH_LOG_ERROR, "module thread refused", f, 2);
+  }
+  return t;
+}
+
+static int api_thread_post(ph_thread *t, ph_call_fn fn, void *arg,
+                           ph_free_fn free_arg) {
+  if (!t || !fn)
+    return PH_EINVAL;
+  return threads_post(t, fn, arg, free_arg);
+}
+
+static void api_thread_join(ph_thread *t) {
+  if (!t || !on_loop(threads_ctx(t), LOOP_ONLY("thread_join")))
+    return;
+  threads_join(t);
 }
 
 /* ---- services -------------------------------------------------------- */
 
 static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
                                 uint16_t minor, const void *vt, void *self) {
+  if (!on_loop(ctx, LOOP_ONLY("service_register")))
+    return PH_ESTATE;
   if (!in_init(ctx))
     return PH_ESTATE;
   return services_register(ctx->core->services, ctx, name, major, minor, vt,
@@ -224,7 +319,7 @@ static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
 /* Declared, not registered: answers in check and init, before any
  * provider ran, from the descriptors of the modules loaded. */
 static int api_service_provided(ph_ctx *ctx, const char *name) {
-  if (!ctx || !name)
+  if (!ctx || !name || !on_loop(ctx, LOOP_ONLY("service_provided")))
     return 0;
   for (size_t i = 0; i < ctx->core->n_mods; i++) {
     const char *const *p = ctx->core->mods[i]->mod->provides;
@@ -238,28 +333,38 @@ static int api_service_provided(ph_ctx *ctx, const char *name) {
 static const void *api_service_get(ph_ctx *ctx, const char *name,
                                    uint16_t major, uint16_t min_minor,
                                    void **self) {
+  if (!on_loop(ctx, LOOP_ONLY("service_get")))
+    return NULL;
   if (ctx->core->phase < PH_PHASE_START || in_check(ctx))
     return NULL;
   return services_get(ctx->core->services, ctx, name, major, min_minor, self);
 }
 
 static void api_service_release(ph_ctx *ctx, const char *name) {
+  if (!on_loop(ctx, LOOP_ONLY("service_release")))
+    return;
   services_release(ctx->core->services, ctx, name);
 }
 
 static int api_service_unregister(ph_ctx *ctx, const char *name) {
+  if (!on_loop(ctx, LOOP_ONLY("service_unregister")))
+    return PH_ESTATE;
   return services_unregister(ctx->core->services, ctx, name);
 }
 
 /* ---- bus ------------------------------------------------------------- */
 
 static ph_topic *api_topic(ph_ctx *ctx, const char *name, const char *type) {
+  if (!on_loop(ctx, LOOP_ONLY("topic")))
+    return NULL;
   if (!in_init(ctx) || !name || !type)
     return NULL;
   return bus_topic(ctx->core->bus, name, type);
 }
 
 static int api_subscribe(ph_ctx *ctx, ph_topic *t, ph_bus_fn fn, void *arg) {
+  if (!on_loop(ctx, LOOP_ONLY("subscribe")))
+    return PH_ESTATE;
   if (!in_init(ctx))
     return PH_ESTATE;
   if (!t || !fn)
@@ -267,12 +372,26 @@ static int api_subscribe(ph_ctx *ctx, ph_topic *t, ph_bus_fn fn, void *arg) {
   return bus_subscribe(ctx->core->bus, t, fn, arg, ctx);
 }
 
+/* A subscription id belongs to the ctx that subscribed. */
 static int api_unsubscribe(ph_ctx *ctx, int id) {
-  return bus_unsubscribe(ctx->core->bus, id);
+  if (!on_loop(ctx, LOOP_ONLY("unsubscribe")))
+    return PH_ESTATE;
+  int rc = bus_unsubscribe(ctx->core->bus, id, ctx);
+  if (rc != BUS_EFOREIGN)
+    return rc;
+  debug_misuse(ctx->mod->name,
+               "unsubscribe: the subscription belongs to another module");
+  return PH_ENOENT;
 }
 
 static int api_publish(ph_ctx *ctx, ph_topic *t, void *payload,
                        ph_free_fn free_fn) {
+  if (!on_loop(ctx, LOOP_ONLY("publish"))) {
+    /* The bus owns the payload whatever the result. */
+    if (free_fn)
+      free_fn(payload);
+    return PH_ESTATE;
+  }
   if (!t || in_check(ctx)) {
     if (free_fn)
       free_fn(payload);
@@ -293,6 +412,8 @@ static int api_post_publish(ph_ctx *ctx, ph_topic *t, void *payload,
 /* ---- metrics --------------------------------------------------------- */
 
 static ph_metric *api_metric(ph_ctx *ctx, const ph_metric_def *def) {
+  if (!on_loop(ctx, LOOP_ONLY("metric")))
+    return NULL;
   if (!in_init(ctx) || !def)
     return NULL;
   ph_buf err;
@@ -353,4 +474,7 @@ const ph_api ph_host_api = {
     .counter_set = metrics_counter_set,
     .parse_listen_addr = addr_parse_listen,
     .service_provided = api_service_provided,
+    .thread_start = api_thread_start,
+    .thread_post = api_thread_post,
+    .thread_join = api_thread_join,
 };

@@ -181,7 +181,7 @@ static void topic_maybe_compact(ph_topic *t) {
     topic_compact(t);
 }
 
-int bus_unsubscribe(ph_bus *b, int id) {
+int bus_unsubscribe(ph_bus *b, int id, const void *owner) {
   if (!b || b->closed || id <= 0)
     return PH_ENOENT;
   for (size_t i = 0; i < b->n_topics; i++) {
@@ -189,6 +189,8 @@ int bus_unsubscribe(ph_bus *b, int id) {
     for (size_t k = 0; k < t->n_subs; k++) {
       if (t->subs[k].id != id || t->subs[k].dead)
         continue;
+      if (t->subs[k].owner != owner)
+        return BUS_EFOREIGN;
       topic_kill_sub(t, k);
       topic_maybe_compact(t);
       return PH_OK;

@@ -26,8 +26,14 @@ const char *bus_topic_type(const ph_topic *t);
  * Returns an id > 0 or a negative ph_status. */
 int bus_subscribe(ph_bus *b, ph_topic *t, ph_bus_fn fn, void *arg,
                   void *owner);
-/* Safe from inside a handler, also for the handler being run. */
-int bus_unsubscribe(ph_bus *b, int id);
+/* bus_unsubscribe: the subscription exists but another owner made it
+ * (the API reports the misuse and answers PH_ENOENT). Not a ph_status. */
+#define BUS_EFOREIGN (-100)
+
+/* Only the owner given to bus_subscribe may remove it: PH_OK, PH_ENOENT,
+ * or BUS_EFOREIGN (left alone). Safe from inside a handler, also for the
+ * handler being run. */
+int bus_unsubscribe(ph_bus *b, int id, const void *owner);
 void bus_unsubscribe_all(ph_bus *b, void *owner);
 /* Loop thread. See ph_api.publish. Publishing from inside a handler is
  * allowed (nested delivery, depth bounded at 16: deeper returns

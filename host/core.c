@@ -12,6 +12,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "threads.h"
 
 #ifndef PH_MODULEDIR
 #define PH_MODULEDIR "/usr/local/lib/proxyhost/modules"
@@ -60,6 +61,7 @@ ph_core *core_new(void) {
   if (!c)
     return NULL;
   c->exit_code = PH_EXIT_OK;
+  c->loop_thread = pthread_self();
   return c;
 }
 
@@ -318,6 +320,29 @@ static ph_series *host_counter(ph_core *c, const char *name,
   return m ? metrics_series(m, NULL) : NULL;
 }
 
+/* Series per module: the label's values are the modules loaded. */
+static void register_module_metrics(ph_core *c) {
+  if (c->n_mods == 0)
+    return;
+  const char *names[PH_MAX_MODULES + 1];
+  for (size_t i = 0; i < c->n_mods; i++)
+    names[i] = c->mods[i]->mod->name;
+  names[c->n_mods] = NULL;
+  ph_label_def module_label[] = {{"module", names}};
+  ph_metric_def fd = {
+      "proxyhost_thread_queue_full_total",
+      "Posts to a module thread's own delivery queue refused: queue full",
+      PH_METRIC_COUNTER, module_label, 1, NULL, 0};
+  ph_metric_def td = {"proxyhost_module_threads", "Module threads running",
+                      PH_METRIC_GAUGE, module_label, 1, NULL, 0};
+  ph_metric *fm = host_metric(c, &fd), *tm = host_metric(c, &td);
+  for (size_t i = 0; i < c->n_mods; i++) {
+    const char *v[] = {c->mods[i]->mod->name};
+    c->mods[i]->m_thread_full = fm ? metrics_series(fm, v) : NULL;
+    c->mods[i]->m_threads = tm ? metrics_series(tm, v) : NULL;
+  }
+}
+
 static void register_host_metrics(ph_core *c) {
   c->m_mailbox_full = host_counter(
       c, "proxyhost_mailbox_full_total",
@@ -352,6 +377,7 @@ static void register_host_metrics(ph_core *c) {
   const char *iv[] = {PACKAGE_VERSION, PH_ABI_STRING};
   if (im)
     metrics_gauge_set(metrics_series(im, iv), 1);
+  register_module_metrics(c);
 }
 
 int core_setup(ph_core *c, ph_buf *err) {
@@ -409,6 +435,7 @@ int core_init_modules(ph_core *c, ph_buf *err) {
     c->initing = ctx;
     int rc = ctx->mod->init(ctx, &ph_host_api, &ctx->state);
     c->initing = NULL;
+    threads_release(ctx); /* the threads it started may run now */
     ctx->inited = 1; /* destroy runs even after a failed init */
     if (rc != PH_OK) {
       buf_printf(err, "module %s: init failed (status %d)\n", ctx->mod->name,
@@ -444,7 +471,10 @@ int core_start_modules(ph_core *c, ph_buf *err) {
   announce_admin(c);
   for (size_t k = 0; k < c->n_mods; k++) {
     ph_ctx *ctx = c->mods[c->order[k]];
+    c->starting = ctx;
     int rc = ctx->mod->start ? ctx->mod->start(ctx->state) : PH_OK;
+    c->starting = NULL;
+    threads_release(ctx);
     if (rc != PH_OK) {
       buf_printf(err, "module %s: start failed (status %d)\n",
                  ctx->mod->name, rc);
@@ -531,7 +561,7 @@ void core_begin_stop(ph_core *c) {
   for (size_t k = c->n_mods; k-- > 0;) {
     ph_ctx *ctx = c->mods[c->order[k]];
     if (!ctx->started || ctx->stopped || !ctx->mod->stop) {
-      ctx->stopped = 1;
+      core_module_stopped(ctx);
       continue;
     }
     /* Counted before the call: a module may call stop_done from stop. */
@@ -541,7 +571,7 @@ void core_begin_stop(ph_core *c) {
     if (rc != PH_STOP_PENDING && ctx->stop_pending) {
       ctx->stop_pending = 0;
       c->stop_pending--;
-      ctx->stopped = 1;
+      core_module_stopped(ctx);
     }
   }
   if (c->stop_pending == 0) {
@@ -664,6 +694,13 @@ void core_watch_signals(ph_core *c) {
   ev_signal_start(c->loop, &c->sig_hup);
 }
 
+void core_module_stopped(ph_ctx *ctx) {
+  ctx->stopped = 1;
+  threads_join_all(ctx);
+}
+
+/* Also for the modules the drain deadline cut off, and those whose init
+ * ran but whose start did not: their threads are joined here too. */
 static void stop_remaining(ph_core *c) {
   if (!c->ordered)
     return;
@@ -672,7 +709,7 @@ static void stop_remaining(ph_core *c) {
     if (ctx->started && !ctx->stopped && !ctx->stop_pending &&
         ctx->mod->stop)
       ctx->mod->stop(ctx->state);
-    ctx->stopped = 1;
+    core_module_stopped(ctx);
   }
 }
 
@@ -689,6 +726,10 @@ void core_free(ph_core *c) {
       ev_signal_stop(c->loop, &c->sig_hup);
     }
   }
+  /* No thread outlives its module, and none may still post while the
+   * pool and the mailbox go away. */
+  for (size_t k = c->n_mods; k-- > 0;)
+    threads_join_all(c->mods[c->ordered ? c->order[k] : k]);
   if (c->admin)
     admin_stop(c->admin);
   /* Jobs' done callbacks and queued posts run module code: finish them

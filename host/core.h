@@ -54,10 +54,15 @@ struct ph_ctx {
   int inited, started, stopped;
   int ready;         /* what the module reported */
   int stop_pending;  /* returned PH_STOP_PENDING, no stop_done yet */
+  ph_thread *threads; /* its running module threads (threads.c) */
+  size_t n_threads;
+  ph_series *m_thread_full, *m_threads; /* {module="<name>"} */
 };
 
 struct ph_core {
   struct ev_loop *loop;
+  /* The thread that created the core, which runs every callback: the
+   * loop-thread-only functions compare against it (api.c). */
   pthread_t loop_thread;
   ph_conf *conf;
   ph_registry *metrics;
@@ -73,6 +78,7 @@ struct ph_core {
   size_t order[PH_MAX_MODULES]; /* dependency order, indexes into mods */
   int ordered;                  /* order[] is valid */
   ph_ctx *initing;              /* the module whose init is running */
+  ph_ctx *starting;             /* the module whose start is running */
 
   int phase;
   size_t stop_pending;
@@ -145,6 +151,9 @@ void core_begin_stop(ph_core *c);
  * on it, then calls every module's reload (SIGHUP). 0 or -1 (a refused
  * configuration keeps the old one; errors logged). */
 int core_reload(ph_core *c);
+/* Loop thread: the module's stop has ended (it returned, stop_done, or
+ * it is cut off): marks it stopped and joins its module threads. */
+void core_module_stopped(ph_ctx *ctx);
 /* Stops (if needed), destroys every module, frees everything. */
 void core_free(ph_core *c);
 

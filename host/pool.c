@@ -12,11 +12,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "threads.h"
+
 #define POOL_MAX_THREADS 64
 
 typedef struct job job;
 struct job {
   int64_t id;
+  const void *owner; /* who submitted it: only they may cancel it */
   ph_work_fn work;
   ph_done_fn done;
   void *arg;
@@ -39,6 +42,7 @@ struct ph_pool {
   int closing;            /* loop thread: pool_free has begun */
   int64_t next_id;        /* loop thread */
   int64_t delivering_id;  /* loop thread: job whose done() is running */
+  const void *delivering_owner; /* loop thread: and its owner */
   _Atomic size_t outstanding;
   pthread_t threads[POOL_MAX_THREADS];
   unsigned n_threads;
@@ -109,21 +113,6 @@ static void *pool_worker(void *arg) {
   return NULL;
 }
 
-/* Helper threads must never take process signals (SIGTERM, SIGINT,
- * SIGHUP, SIGCHLD...): the loop thread handles them with ev_signal. A new
- * thread inherits its creator's mask, so block everything around
- * pthread_create, except the synchronous faults that must reach the
- * thread that caused them. */
-static void pool_block_signals(sigset_t *saved) {
-  sigset_t all;
-  sigfillset(&all);
-  sigdelset(&all, SIGSEGV);
-  sigdelset(&all, SIGBUS);
-  sigdelset(&all, SIGFPE);
-  sigdelset(&all, SIGILL);
-  pthread_sigmask(SIG_BLOCK, &all, saved);
-}
-
 static void pool_stop_threads(ph_pool *p) {
   pthread_mutex_lock(&p->mu);
   p->stopping = 1;
@@ -135,8 +124,10 @@ static void pool_stop_threads(ph_pool *p) {
 }
 
 static int pool_start_threads(ph_pool *p, unsigned threads) {
+  /* Helper threads never take process signals: a new thread inherits its
+   * creator's mask (threads_block_signals). */
   sigset_t saved;
-  pool_block_signals(&saved);
+  threads_block_signals(&saved);
   int rc = 0;
   for (unsigned i = 0; i < threads; i++) {
     if (pthread_create(&p->threads[i], NULL, pool_worker, p) != 0) {
@@ -190,8 +181,8 @@ ph_pool *pool_new(struct ev_loop *loop, unsigned threads, size_t queue_cap) {
   return p;
 }
 
-int64_t pool_submit(ph_pool *p, ph_work_fn work, ph_done_fn done,
-                    void *arg) {
+int64_t pool_submit(ph_pool *p, const void *owner, ph_work_fn work,
+                    ph_done_fn done, void *arg) {
   if (!p || !work)
     return PH_EINVAL;
   if (p->closing)
@@ -199,6 +190,7 @@ int64_t pool_submit(ph_pool *p, ph_work_fn work, ph_done_fn done,
   job *j = calloc(1, sizeof(*j));
   if (!j)
     return PH_ENOMEM;
+  j->owner = owner;
   j->work = work;
   j->done = done;
   j->arg = arg;
@@ -221,32 +213,39 @@ int64_t pool_submit(ph_pool *p, ph_work_fn work, ph_done_fn done,
 /* Runs a job's done callback on the loop thread and retires the job. */
 static void pool_finish(ph_pool *p, job *j, int status) {
   int64_t outer = p->delivering_id;
+  const void *outer_owner = p->delivering_owner;
   p->delivering_id = j->id;
+  p->delivering_owner = j->owner;
   if (j->done)
     j->done(j->arg, status);
   p->delivering_id = outer;
+  p->delivering_owner = outer_owner;
   atomic_fetch_sub(&p->outstanding, 1);
   free(j);
 }
 
-int pool_cancel(ph_pool *p, int64_t id) {
+int pool_cancel(ph_pool *p, const void *owner, int64_t id) {
   if (!p || id <= 0)
     return PH_ENOENT;
   /* Inside its own done() a job counts as finished. */
   if (id == p->delivering_id)
-    return PH_EBUSY;
+    return p->delivering_owner == owner ? PH_EBUSY : POOL_EFOREIGN;
   pthread_mutex_lock(&p->mu);
   job *j = list_find(&p->queued, id);
-  if (j) {
+  if (j && j->owner == owner) {
     list_remove(&p->queued, j);
     pthread_mutex_unlock(&p->mu);
     pool_finish(p, j, PH_ECANCELED);
     return PH_OK;
   }
-  int busy = list_find(&p->running, id) || list_find(&p->completed, id);
+  if (!j)
+    j = list_find(&p->running, id);
+  if (!j)
+    j = list_find(&p->completed, id);
+  int rc = !j ? PH_ENOENT : j->owner == owner ? PH_EBUSY : POOL_EFOREIGN;
   pthread_mutex_unlock(&p->mu);
   /* A job that was already delivered or cancelled is no longer tracked. */
-  return busy ? PH_EBUSY : PH_ENOENT;
+  return rc;
 }
 
 static job *pool_take_completed(ph_pool *p) {

@@ -15,10 +15,17 @@ typedef struct ph_pool ph_pool;
 
 /* threads in 1..64, queue_cap >= 1. */
 ph_pool *pool_new(struct ev_loop *loop, unsigned threads, size_t queue_cap);
-/* Loop thread. Job id > 0 or PH_EFULL. */
-int64_t pool_submit(ph_pool *p, ph_work_fn work, ph_done_fn done, void *arg);
-/* Loop thread. See ph_api.job_cancel. */
-int pool_cancel(ph_pool *p, int64_t id);
+/* pool_cancel: the job exists but another owner submitted it (the API
+ * reports the misuse and answers PH_ENOENT). Not a ph_status. */
+#define POOL_EFOREIGN (-100)
+
+/* Loop thread. Job id > 0 or PH_EFULL. owner (the module's ctx, or any
+ * pointer) is the only one that may cancel the job. */
+int64_t pool_submit(ph_pool *p, const void *owner, ph_work_fn work,
+                    ph_done_fn done, void *arg);
+/* Loop thread. See ph_api.job_cancel; POOL_EFOREIGN when the job is
+ * another owner's (it is left alone). */
+int pool_cancel(ph_pool *p, const void *owner, int64_t id);
 /* Loop thread: delivers finished jobs now (tests). */
 void pool_drain(ph_pool *p);
 /* Jobs accepted whose done has not run yet. */

@@ -10,8 +10,9 @@
  *    and the module's minor is not greater than the host's.
  *  - The ABI never depends on configure switches or build options.
  *  - 1.1 added ph_module.check (taken from reserved[0]).
- *  - 1.2 added streams (stream.h), PH_EAGAIN and PH_ERESET, and more
- *    (sdk/ABI.md lists it all).
+ *  - 1.2 added streams (stream.h), PH_EAGAIN and PH_ERESET, module
+ *    threads and more; it appended functions to ph_api (sdk/ABI.md lists
+ *    it all).
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
  * below: keep them plain numbers with nothing after them.
@@ -28,7 +29,7 @@
 #define PH_ABI_MINOR 2
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
-/* "major.minor", e.g. "1.1" */
+/* "major.minor", e.g. "1.2" */
 #define PH_ABI_STRING PH_ABI_STR_(PH_ABI_MAJOR) "." PH_ABI_STR_(PH_ABI_MINOR)
 
 /* Status codes returned by host API functions and module callbacks.

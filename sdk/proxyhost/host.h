@@ -7,8 +7,14 @@
  *
  * Threads: proxyhost runs one libev loop per process, the "loop thread".
  * Every function below is loop-thread-only unless its comment says "any
- * thread". Module code must not create threads; blocking or heavy work goes
- * to api->submit, and results come back on the loop.
+ * thread"; a loop-thread-only function called from another thread is
+ * refused with its documented error (NULL, PH_ESTATE, or nothing), and
+ * aborts the process in debug builds and under the mock host. A module
+ * never creates threads itself: blocking or heavy work goes to
+ * api->submit, and a library that needs a thread of its own (a completion
+ * queue, a database client) asks the host for a named, host-owned one
+ * with api->thread_start (ABI 1.2). Results come back on the loop
+ * (api->thread_post, api->post).
  *
  * Phases: a function marked "init only" may be called only from the
  * module's init callback (registration happens there, as in Redis's
@@ -33,8 +39,16 @@ typedef struct ph_ctx ph_ctx;     /* one per loaded module, host-owned */
 typedef struct ph_io ph_io;       /* fd watcher */
 typedef struct ph_timer ph_timer; /* timer */
 typedef struct ph_topic ph_topic; /* bus topic */
+typedef struct ph_thread ph_thread; /* module thread (ABI 1.2), host-owned */
 
 enum ph_io_events { PH_READ = 1, PH_WRITE = 2 };
+
+/* Module threads (ABI 1.2): at most PH_THREAD_MAX running per module, a
+ * name of 1..PH_THREAD_NAME_MAX bytes of [a-z0-9_-], and a delivery queue
+ * of 1..PH_THREAD_QUEUE_MAX calls. */
+#define PH_THREAD_MAX 8
+#define PH_THREAD_NAME_MAX 32
+#define PH_THREAD_QUEUE_MAX 65536
 
 typedef void (*ph_free_fn)(void *p);
 typedef void (*ph_io_fn)(ph_io *io, int fd, int revents, void *arg);
@@ -46,6 +60,9 @@ typedef void (*ph_work_fn)(void *arg);
 /* Runs on the loop thread once per submitted job; status is PH_OK after
  * work ran, PH_ECANCELED when the job was cancelled before it started. */
 typedef void (*ph_done_fn)(void *arg, int status);
+/* Body of a module thread (ABI 1.2): runs on that thread, may block; may
+ * call only the host functions marked "any thread". */
+typedef void (*ph_thread_fn)(void *arg);
 /* Bus handler: runs on the loop thread, must not block. The payload is
  * owned by the bus and valid only during the call; copy what you keep. */
 typedef void (*ph_bus_fn)(const ph_topic *topic, const void *payload,
@@ -60,12 +77,15 @@ typedef struct ph_api {
 
   /* The module's name (its section name). Any thread. */
   const char *(*module_name)(ph_ctx *ctx);
-  /* Readiness for /readyz. A module is ready after start unless it called
-   * set_ready(ctx, 0) earlier; /readyz is 200 only when all are ready. */
+  /* Loop thread. Readiness for /readyz. A module is ready after start
+   * unless it called set_ready(ctx, 0) earlier; /readyz is 200 only when
+   * all are ready. */
   void (*set_ready)(ph_ctx *ctx, int ready);
-  /* Ends a stop that returned PH_STOP_PENDING. */
+  /* Loop thread. Ends a stop that returned PH_STOP_PENDING; the host then
+   * joins the module's threads (thread_join) before this returns. */
   void (*stop_done)(ph_ctx *ctx);
-  /* Non-zero once the host is draining (after SIGTERM/SIGINT). */
+  /* Loop thread. Non-zero once the host is draining (after SIGTERM/SIGINT);
+   * PH_ESTATE (non-zero too) from another thread. */
   int (*stopping)(ph_ctx *ctx);
 
   /* ---- logging (any thread; see log.h for the macros) ---------------- */
@@ -94,7 +114,7 @@ typedef struct ph_api {
 
   /* The process's libev loop, for libraries that take a foreign loop. */
   struct ev_loop *(*loop)(ph_ctx *ctx);
-  /* Monotonic time in milliseconds (CLOCK_MONOTONIC). */
+  /* Monotonic time in milliseconds (CLOCK_MONOTONIC). Any thread. */
   int64_t (*now_ms)(ph_ctx *ctx);
   /* fd watcher, created stopped unless events != 0. io_set(io, 0) stops
    * it. io_free stops and frees; it may be called from inside its own
@@ -126,7 +146,8 @@ typedef struct ph_api {
   /* Loop thread. PH_OK: the job had not started; done(arg, PH_ECANCELED)
    * has been called before this returns. PH_EBUSY: it is running or
    * finished, and done will be (or was) called normally. PH_ENOENT: no
-   * such job. */
+   * such job, or (since 1.2) a job submitted with another module's ctx,
+   * which is a misuse: the job is not touched. */
   int (*job_cancel)(ph_ctx *ctx, int64_t job);
 
   /* ---- services ------------------------------------------------------ */
@@ -156,7 +177,9 @@ typedef struct ph_api {
   ph_topic *(*topic)(ph_ctx *ctx, const char *name, const char *type);
   /* Init only. Handlers run in subscription order. Returns an id > 0. */
   int (*subscribe)(ph_ctx *ctx, ph_topic *topic, ph_bus_fn fn, void *arg);
-  /* Loop thread. Handlers are not called again after this returns. */
+  /* Loop thread. Handlers are not called again after this returns.
+   * PH_OK, or PH_ENOENT: no such subscription, or (since 1.2) one made
+   * with another module's ctx, which is a misuse: it stays. */
   int (*unsubscribe)(ph_ctx *ctx, int id);
   /* Loop thread. Delivers synchronously to every subscriber in order,
    * then calls free_payload(payload) if not NULL. The bus owns payload
@@ -178,7 +201,8 @@ typedef struct ph_api {
    * same metric, so modules can share one; another definition is refused. */
   ph_metric *(*metric)(ph_ctx *ctx, const ph_metric_def *def);
   /* The series for one value per declared label (n_labels strings); NULL
-   * when a value was not declared. Resolve once, then update freely. */
+   * when a value was not declared. Resolve once, then update freely. Any
+   * thread (a lookup in what registration fixed). */
   ph_series *(*series)(ph_metric *m, const char *const *label_values);
   void (*inc)(ph_series *s, uint64_t n);     /* counters */
   void (*gauge_set)(ph_series *s, double v); /* gauges */
@@ -218,8 +242,71 @@ typedef struct ph_api {
    * answers from the descriptors, before any provider's init ran: a check
    * uses it for a service the configuration makes necessary (socks5's
    * auth = password needs "authorizer"), so that a missing provider is a
-   * configuration error rather than a failure at start. */
+   * configuration error rather than a failure at start. 0 from another
+   * thread. */
   int (*service_provided)(ph_ctx *ctx, const char *name);
+
+  /* ---- added in ABI 1.2 (after the 1.1 functions: api->size grew) ---- */
+
+  /* threads */
+
+  /* Init or start only (inside this module's own init or start callback),
+   * loop thread. Starts a host-owned thread for a library that needs one
+   * of its own (a completion queue, a database client). The OS thread is
+   * named "ph-<module>-<name>" truncated to 15 bytes (top, /proc), and
+   * the host logs "module thread started" and "module thread joined" at
+   * info with the module and thread names. The thread blocks every
+   * asynchronous signal.
+   *   name: [a-z0-9_-], 1..PH_THREAD_NAME_MAX bytes, unique among this
+   *     module's running threads; copied.
+   *   run(arg): the thread's body. It starts once the init or start
+   *     callback that called thread_start has returned, so the handle the
+   *     module stored in its state is visible to run without a lock. It
+   *     may block, may call only "any thread" functions, and must return
+   *     soon after stop(arg).
+   *   stop(arg): called once on the loop thread when the thread must end
+   *     (the module's stop ended, or thread_join): wake run and make it
+   *     return (close a queue, write to a pipe). run may have returned
+   *     already, or never have started (joined before it was released).
+   *     run must not wait for the loop after stop.
+   *   queue: 1..PH_THREAD_QUEUE_MAX, the capacity of the thread's own
+   *     delivery queue (thread_post).
+   * arg stays the module's. Returns the thread, host-owned until
+   * thread_join or the module's stop ends, or NULL (logged as "module
+   * thread refused" with the reason) on a NULL run or stop, a bad name or
+   * queue, a duplicate name, PH_THREAD_MAX threads already running, the
+   * wrong phase or thread, or no resources.
+   *
+   * The host joins every thread still running when the module's stop
+   * ends (stop returned PH_OK, stop_done, or the drain deadline cut the
+   * module off), and at shutdown, always before the module's destroy: no
+   * thread outlives its module. Joining waits [proxyhost] drain_timeout
+   * (at least 1 s) for run to return after stop(arg); a thread still
+   * running then may be using the module's state, so the host logs
+   * "module thread did not return by the drain deadline" at error and
+   * exits with status 5 at once, without destroying any module. */
+  ph_thread *(*thread_start)(ph_ctx *ctx, const char *name, ph_thread_fn run,
+                             ph_call_fn stop, void *arg, size_t queue);
+  /* Any thread (the module thread itself, a job, the loop), while t is
+   * valid. Queues fn(arg) to run on the loop thread through t's own
+   * bounded queue, in posting order: another module, or the shared
+   * mailbox of api->post, cannot fill it, and it cannot fill theirs.
+   * PH_OK: the host owns arg and calls fn(arg), then free_arg(arg) if not
+   * NULL (only free_arg when t is joined before fn ran). PH_EFULL: nothing
+   * was taken, the caller still owns arg, and
+   * proxyhost_thread_queue_full_total{module} was incremented. PH_EINVAL:
+   * t or fn NULL. Never blocks. */
+  int (*thread_post)(ph_thread *t, ph_call_fn fn, void *arg,
+                     ph_free_fn free_arg);
+  /* Loop thread; any phase after thread_start, also from the module's
+   * stop. Ends t now: calls stop(arg), waits for run to return (as above,
+   * at most the drain deadline), joins the OS thread, then discards what
+   * is still queued: those calls do not run, only their free_arg (as for
+   * api->post at shutdown); run all you need before by waiting for a last
+   * post of your own. Frees t: the handle is invalid when this returns,
+   * for every thread. NULL is ignored, and so is a t the host is already
+   * joining (a stop callback calling it). */
+  void (*thread_join)(ph_thread *t);
 } ph_api;
 
 #endif

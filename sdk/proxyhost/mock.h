@@ -137,9 +137,11 @@ int ph_mock_run_for(ph_mock *m, int ms);
 /* Graceful stop, what SIGTERM does: calls every module's stop in reverse
  * dependency order and runs the loop until each has drained, at most
  * [proxyhost] drain_timeout. Modules are destroyed later, by
- * ph_mock_free. Returns PH_OK (every module drained); PH_ELIMIT (the drain
- * deadline cut a module off); PH_ESTATE (not after a successful
- * ph_mock_start, or called twice). */
+ * ph_mock_free. A module's threads (ABI 1.2) are joined when its stop
+ * ends, as in proxyhost; one that does not return by the drain deadline
+ * ends the test process with status 5. Returns PH_OK (every module
+ * drained); PH_ELIMIT (the drain deadline cut a module off); PH_ESTATE
+ * (not after a successful ph_mock_start, or called twice). */
 int ph_mock_stop(ph_mock *m);
 
 /* The metrics in the Prometheus text format, as the admin listener serves
@@ -165,8 +167,8 @@ int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
                     void *payload, ph_free_fn free_payload);
 
 /* Stops the modules if they are still running (without waiting for a
- * drain), destroys them in reverse dependency order, unloads them and
- * frees the mock. NULL is ignored. */
+ * drain), joins their threads, destroys them in reverse dependency order,
+ * unloads them and frees the mock. NULL is ignored. */
 void ph_mock_free(ph_mock *m);
 
 #ifdef __cplusplus

@@ -5,7 +5,7 @@
 
 out=$("$PROXYHOST" --version); rc=$?
 is "$rc" 0 "--version exits 0"
-like "$out" "proxyhost 0.1.0 (module SDK ABI $ABI)" "--version names the ABI"
+like "$out" "proxyhost 0.1.0 (module SDK ABI $PH_ABI)" "--version names the ABI"
 "$PROXYHOST" --help >/dev/null; is $? 0 "--help exits 0"
 "$PROXYHOST" --bogus >/dev/null 2>&1; is $? 2 "unknown option exits 2"
 
@@ -114,7 +114,7 @@ like "$out" "refused:" "flags a refused module"
 printf '[proxyhost]\nmodules = %s/bad_major.so\n' "$TMOD" >"$T/badmod.ini"
 err=$("$PROXYHOST" -c "$T/badmod.ini" --check-config 2>&1); rc=$?
 is "$rc" 3 "a refused module exits 3"
-like "$err" "module ABI 2.0 is not compatible with host ABI $ABI" "with both versions"
+like "$err" "module ABI 2.0 is not compatible with host ABI $PH_ABI" "with both versions"
 
 # The build-tree binary finds the build-tree modules without a module_path.
 : >"$T/empty.ini"

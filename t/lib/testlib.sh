@@ -5,10 +5,11 @@
 : "${top_builddir:?run through make check}"
 : "${top_srcdir:?run through make check}"
 PROXYHOST="$top_builddir/host/proxyhost"
-# The module ABI "major.minor" of this source tree (sdk/proxyhost/abi.h).
-ABI="$(sed -n 's/^#define PH_ABI_MAJOR //p' "$top_srcdir/sdk/proxyhost/abi.h").$(sed -n 's/^#define PH_ABI_MINOR //p' "$top_srcdir/sdk/proxyhost/abi.h")"
 TMOD="$top_builddir/t/modules/.libs"
 CURL="${CURL:-curl}"
+# The SDK ABI of the tree ("1.2"), read from abi.h as configure reads it.
+abi_field() { sed -n "s/^#define PH_ABI_$1 \([0-9]*\)\$/\1/p" "$top_srcdir/sdk/proxyhost/abi.h"; }
+PH_ABI="$(abi_field MAJOR).$(abi_field MINOR)"
 
 tap_n=0
 tap_failed=0

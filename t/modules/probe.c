@@ -2,10 +2,13 @@
  * integration tests and the mock-host test drive it through its config:
  * readiness, slow drains, failing init/start, helper-thread jobs, bus
  * traffic, a service for probe_user, a check callback for a value only it
- * judges (word), and metrics that report what happened. */
+ * judges (word), module threads (ABI 1.2) posting back to the loop, and
+ * metrics that report what happened. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <proxyhost/module.h>
@@ -14,15 +17,33 @@ typedef struct probe_echo_v1 {
   int (*echo)(void *self, int x);
 } probe_echo_v1;
 
-typedef struct probe {
+typedef struct probe probe;
+
+/* One module thread: posts thread_posts calls, then waits for stop. */
+typedef struct probe_thread {
+  probe *p;
+  ph_thread *t;
+  int64_t posts;
+  int ignore_stop;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stop; /* under mu */
+} probe_thread;
+
+#define PROBE_THREADS 8
+
+struct probe {
   ph_ctx *ctx;
   const ph_api *api;
   int started;
   ph_timer *stop_timer;
   ph_topic *reload_topic, *ping_topic;
   ph_series *reloads, *jobs_done, *reload_msgs, *pings;
+  ph_series *thread_calls, *thread_full, *thread_stops;
   int64_t jobs_left;
-} probe;
+  probe_thread threads[PROBE_THREADS];
+  int n_threads;
+};
 
 static const ph_api *api;
 
@@ -52,6 +73,14 @@ static const ph_conf_key probe_keys[] = {
     {"word", PH_CONF_STRING, "probe", 0, 32, 0, NULL,
      "lower-case letters only: a value only the module's check judges",
      NULL},
+    {"threads", PH_CONF_INT, "0", 0, PROBE_THREADS, 0, NULL,
+     "module threads started at start (t0, t1, ...)", NULL},
+    {"thread_posts", PH_CONF_INT, "0", 0, 100000, 0, NULL,
+     "calls each thread posts back to the loop", NULL},
+    {"thread_queue", PH_CONF_INT, "64", 1, PH_THREAD_QUEUE_MAX, 0, NULL,
+     "each thread's delivery queue", NULL},
+    {"thread_ignore_stop", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+     "threads do not return when stopped (the host's drain deadline)", NULL},
     PH_CONF_END};
 
 /* The rule for "word", shared by check and init. */
@@ -112,7 +141,14 @@ static int probe_init(ph_ctx *ctx, const ph_api *a, void **state) {
   p->reload_msgs =
       counter(p, "probe_reload_messages_total", "host.reload messages seen");
   p->pings = counter(p, "probe_pings_total", "probe.ping messages seen");
-  if (!p->reloads || !p->jobs_done || !p->reload_msgs || !p->pings)
+  p->thread_calls = counter(p, "probe_thread_calls_total",
+                            "calls posted by module threads, run on the loop");
+  p->thread_full = counter(p, "probe_thread_full_total",
+                           "thread_post refusals (PH_EFULL) seen");
+  p->thread_stops =
+      counter(p, "probe_thread_stops_total", "module thread stop callbacks");
+  if (!p->reloads || !p->jobs_done || !p->reload_msgs || !p->pings ||
+      !p->thread_calls || !p->thread_full || !p->thread_stops)
     return PH_EINVAL;
   p->reload_topic = api->topic(ctx, "host.reload", "ph.reload/1");
   p->ping_topic = api->topic(ctx, "probe.ping", "probe.ping/1");
@@ -146,10 +182,77 @@ static void job_done(void *arg, int status) {
     api->inc(p->jobs_done, 1);
 }
 
+/* ---- module threads ---------------------------------------------------- */
+
+static void thread_call(void *arg) {
+  probe_thread *pt = arg;
+  api->inc(pt->p->thread_calls, 1);
+}
+
+/* On a full queue the thread waits for the loop to drain (bounded). */
+static void thread_post_one(probe_thread *pt) {
+  for (int tries = 0; tries < 1000; tries++) {
+    if (api->thread_post(pt->t, thread_call, pt, NULL) == PH_OK)
+      return;
+    api->inc(pt->p->thread_full, 1);
+    usleep(1000);
+  }
+}
+
+static void thread_run(void *arg) {
+  probe_thread *pt = arg;
+  PH_LOG(api, pt->p->ctx, PH_LOG_INFO, "probe thread running",
+         PH_INT("posts", pt->posts));
+  for (int64_t i = 0; i < pt->posts; i++)
+    thread_post_one(pt);
+  pthread_mutex_lock(&pt->mu);
+  /* Ignoring stop still ends after a minute: every test run is bounded. */
+  for (int waits = 0; (!pt->stop || pt->ignore_stop) && waits < 60; waits++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    pthread_cond_timedwait(&pt->cv, &pt->mu, &ts);
+  }
+  pthread_mutex_unlock(&pt->mu);
+}
+
+/* Loop thread: the host calls it when the thread must end. */
+static void thread_stop(void *arg) {
+  probe_thread *pt = arg;
+  api->inc(pt->p->thread_stops, 1);
+  pthread_mutex_lock(&pt->mu);
+  pt->stop = 1;
+  pthread_cond_signal(&pt->cv);
+  pthread_mutex_unlock(&pt->mu);
+}
+
+/* The host joins them when the module's stop ends: probe never does. */
+static int start_threads(probe *p) {
+  int64_t n = api->conf_int(p->ctx, "threads");
+  for (int64_t i = 0; i < n && i < PROBE_THREADS; i++) {
+    probe_thread *pt = &p->threads[i];
+    pt->p = p;
+    pt->posts = api->conf_int(p->ctx, "thread_posts");
+    pt->ignore_stop = (int)api->conf_int(p->ctx, "thread_ignore_stop");
+    pthread_mutex_init(&pt->mu, NULL);
+    pthread_cond_init(&pt->cv, NULL);
+    p->n_threads++;
+    char name[8];
+    snprintf(name, sizeof(name), "t%d", (int)i);
+    pt->t = api->thread_start(p->ctx, name, thread_run, thread_stop, pt,
+                              (size_t)api->conf_int(p->ctx, "thread_queue"));
+    if (!pt->t)
+      return PH_ELIMIT;
+  }
+  return PH_OK;
+}
+
 static int probe_start(void *state) {
   probe *p = state;
   if (api->conf_int(p->ctx, "fail_start"))
     return PH_EINVAL;
+  if (start_threads(p) != PH_OK)
+    return PH_ELIMIT;
   p->started = 1;
   PH_LOG(api, p->ctx, PH_LOG_INFO, "probe started",
          PH_STR("greeting", api->conf_str(p->ctx, "greeting")),
@@ -193,6 +296,10 @@ static void probe_destroy(void *state) {
   if (!p)
     return;
   api->timer_free(p->stop_timer);
+  for (int i = 0; i < p->n_threads; i++) {
+    pthread_mutex_destroy(&p->threads[i].mu);
+    pthread_cond_destroy(&p->threads[i].cv);
+  }
   free(p);
 }
 

@@ -122,8 +122,8 @@ static void unsub_self(const ph_topic *t, const void *p, void *arg) {
   (void)p;
   (void)arg;
   uc.calls_a++;
-  uc.rc_self = bus_unsubscribe(uc.bus, uc.self_id);
-  uc.rc_again = bus_unsubscribe(uc.bus, uc.self_id);
+  uc.rc_self = bus_unsubscribe(uc.bus, uc.self_id, NULL);
+  uc.rc_again = bus_unsubscribe(uc.bus, uc.self_id, NULL);
 }
 
 static void unsub_other(const ph_topic *t, const void *p, void *arg) {
@@ -132,7 +132,7 @@ static void unsub_other(const ph_topic *t, const void *p, void *arg) {
   (void)arg;
   uc.calls_b++;
   if (uc.calls_b == 1)
-    uc.rc_victim = bus_unsubscribe(uc.bus, uc.victim_id);
+    uc.rc_victim = bus_unsubscribe(uc.bus, uc.victim_id, NULL);
 }
 
 static void victim(const ph_topic *t, const void *p, void *arg) {
@@ -161,7 +161,7 @@ static void test_unsubscribe_in_handler(void) {
   is_int(uc.calls_b, 3, "remaining handler called for every message");
   is_int(uc.calls_c, 0, "unsubscribed handler never called");
   is_int(payload_frees, 3, "payloads freed once each");
-  is_int(bus_unsubscribe(b, 12345), PH_ENOENT, "unknown id is PH_ENOENT");
+  is_int(bus_unsubscribe(b, 12345, NULL), PH_ENOENT, "unknown id is PH_ENOENT");
   bus_free(b);
 }
 
@@ -205,7 +205,12 @@ static void test_unsubscribe_all(void) {
   int owner_x, owner_y;
   bus_subscribe(b, t1, count_x, NULL, &owner_x);
   bus_subscribe(b, t2, count_x, NULL, &owner_x);
-  bus_subscribe(b, t1, count_y, NULL, &owner_y);
+  int id_y = bus_subscribe(b, t1, count_y, NULL, &owner_y);
+  calls_x = calls_y = 0;
+  is_int(bus_unsubscribe(b, id_y, &owner_x), BUS_EFOREIGN,
+         "another owner cannot unsubscribe it (BUS_EFOREIGN)");
+  bus_publish(b, t1, NULL, NULL);
+  is_int(calls_y, 1, "the subscription stayed");
   calls_x = calls_y = 0;
   bus_unsubscribe_all(b, &owner_x);
   bus_publish(b, t1, NULL, NULL);

@@ -2,6 +2,7 @@
  * lifecycle, readiness, jobs, bus, reload, drain and failures, through the
  * in-tree face (host/mock.h) and the public one (<proxyhost/mock.h>, the
  * ph_mock_* functions libproxyhost-mock exports). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,57 @@ static void test_service_provided(void) {
          ph_host_api.service_provided(NULL, "probe.echo") == 0,
      "service_provided: NULL arguments answer 0");
   mock_stop(m);
+  mock_free(m);
+}
+
+/* probe's module threads (ABI 1.2): they post back and the host joins
+ * them at the module's stop. */
+static void test_probe_threads(void) {
+  ph_mock *m = started(PROBE "[probe]\nthreads = 2\nthread_posts = 10\n"
+                             "thread_queue = 4\n");
+  ok(m != NULL, "probe starts two threads");
+  if (!m)
+    return;
+  for (int i = 0; i < 500 && !strstr(mock_metrics_text(m),
+                                     "probe_thread_calls_total 20\n");
+       i++)
+    mock_run_for(m, 10);
+  like(mock_metrics_text(m), "probe_thread_calls_total 20",
+       "their posts ran on the loop (4-call queues, the threads waited)");
+  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 2",
+       "two threads running");
+  is_int(mock_stop(m), 0, "stop");
+  like(mock_metrics_text(m), "probe_thread_stops_total 2",
+       "each thread's stop ran");
+  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 0",
+       "and both were joined at the module's stop");
+  mock_free(m);
+}
+
+/* A module declaring ABI 1.1 loads and runs on this host: the 1.2 table
+ * only appends to the 1.1 layout. */
+static void test_minor1_module(void) {
+  ok(offsetof(ph_api, service_provided) ==
+         offsetof(ph_api, module_name) + (38 + 16 + 2) * sizeof(void *),
+     "the 1.1 part of ph_api keeps its layout");
+  ok(offsetof(ph_api, thread_start) ==
+             offsetof(ph_api, service_provided) + sizeof(void *) &&
+         offsetof(ph_api, thread_join) ==
+             offsetof(ph_api, thread_start) + 2 * sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, thread_join) + sizeof(void *),
+     "1.2 appends thread_start, thread_post, thread_join");
+  is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.2");
+  is_int(PH_ABI_MINOR, 2, "the headers are 1.2");
+  ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
+  ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
+  if (!m)
+    return;
+  is_int(mock_core(m)->mods[0]->mod->abi_minor, 1, "it declares minor 1");
+  mock_run_for(m, 50);
+  like(mock_metrics_text(m), "minor1_calls_total 1", "its post ran");
+  like(mock_metrics_text(m), "minor1_external_total 1.5",
+       "its 1.1 calls work (counter_set)");
+  is_int(mock_stop(m), 0, "it stops");
   mock_free(m);
 }
 
@@ -309,6 +361,8 @@ int main(void) {
   buf_init(&err, 65536);
   test_lifecycle();
   test_service_provided();
+  test_probe_threads();
+  test_minor1_module();
   test_readiness_and_drain();
   test_failures();
   test_public_order();

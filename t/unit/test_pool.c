@@ -121,7 +121,7 @@ static void test_delivery(struct ev_loop *loop) {
   int ids_ok = 1;
   for (int i = 0; i < N_JOBS; i++) {
     recs[i] = (job_rec){0};
-    int64_t id = pool_submit(p, job_work, job_done, &recs[i]);
+    int64_t id = pool_submit(p, NULL, job_work, job_done, &recs[i]);
     ids_ok &= id == i + 1;
   }
   ok(ids_ok, "job ids are 1, 2, 3...");
@@ -146,27 +146,34 @@ static void test_full_and_cancel(struct ev_loop *loop) {
   gate_reset();
   ph_pool *p = pool_new(loop, 1, 2);
   job_rec blocker = {.use_gate = 1}, a = {0}, b = {0}, c = {0};
-  int64_t id_blocker = pool_submit(p, job_work, job_done, &blocker);
+  int64_t id_blocker = pool_submit(p, NULL, job_work, job_done, &blocker);
   ok(id_blocker > 0, "blocker accepted");
   ok(gate_wait_entered(1, 10.0), "the only worker is blocked");
 
-  int64_t id_a = pool_submit(p, job_work, job_done, &a);
-  int64_t id_b = pool_submit(p, job_work, job_done, &b);
+  int owner_a, owner_x;
+  int64_t id_a = pool_submit(p, &owner_a, job_work, job_done, &a);
+  int64_t id_b = pool_submit(p, NULL, job_work, job_done, &b);
   ok(id_a > 0 && id_b > id_a, "two jobs queued behind the blocker");
-  is_int(pool_submit(p, job_work, job_done, &c), PH_EFULL,
+  is_int(pool_submit(p, NULL, job_work, job_done, &c), PH_EFULL,
          "third queued job is PH_EFULL");
   is_int(c.done_calls, 0, "a refused job gets no done");
   is_int(pool_outstanding(p), 3, "three jobs outstanding");
 
-  is_int(pool_cancel(p, id_a), PH_OK, "cancel a queued job");
+  is_int(pool_cancel(p, &owner_x, id_a), POOL_EFOREIGN,
+         "another owner cannot cancel a queued job (POOL_EFOREIGN)");
+  is_int(pool_cancel(p, NULL, id_a), POOL_EFOREIGN, "nor can no owner");
+  is_int(pool_cancel(p, &owner_x, id_blocker), POOL_EFOREIGN,
+         "nor a running job of another owner");
+  is_int(a.done_calls, 0, "the queued job was left alone");
+  is_int(pool_cancel(p, &owner_a, id_a), PH_OK, "cancel a queued job");
   is_int(a.done_calls, 1, "its done ran before pool_cancel returned");
   is_int(a.status, PH_ECANCELED, "with PH_ECANCELED");
   ok(a.done_on_loop, "on the loop thread");
-  is_int(pool_cancel(p, id_a), PH_ENOENT, "cancelled job is gone");
-  is_int(pool_cancel(p, id_blocker), PH_EBUSY, "running job is PH_EBUSY");
-  is_int(pool_cancel(p, 9999), PH_ENOENT, "unknown id is PH_ENOENT");
-  is_int(pool_cancel(p, 0), PH_ENOENT, "id 0 is PH_ENOENT");
-  ok(pool_submit(p, job_work, job_done, &c) > id_b,
+  is_int(pool_cancel(p, &owner_a, id_a), PH_ENOENT, "cancelled job is gone");
+  is_int(pool_cancel(p, NULL, id_blocker), PH_EBUSY, "running job is PH_EBUSY");
+  is_int(pool_cancel(p, NULL, 9999), PH_ENOENT, "unknown id is PH_ENOENT");
+  is_int(pool_cancel(p, NULL, 0), PH_ENOENT, "id 0 is PH_ENOENT");
+  ok(pool_submit(p, NULL, job_work, job_done, &c) > id_b,
      "room in the queue again after the cancel");
 
   gate_open();
@@ -176,7 +183,7 @@ static void test_full_and_cancel(struct ev_loop *loop) {
   ok(blocker.done_calls == 1 && blocker.status == PH_OK, "blocker done OK");
   ok(b.done_calls == 1 && b.status == PH_OK, "queued job done OK");
   ok(c.done_calls == 1 && c.status == PH_OK, "late job done OK");
-  is_int(pool_cancel(p, id_b), PH_ENOENT, "delivered job is gone");
+  is_int(pool_cancel(p, NULL, id_b), PH_ENOENT, "delivered job is gone");
   pool_free(p);
 }
 
@@ -185,7 +192,7 @@ static int worked(void *arg) { return atomic_load(&((job_rec *)arg)->worked); }
 static void test_cancel_completed(struct ev_loop *loop) {
   ph_pool *p = pool_new(loop, 1, 4);
   job_rec r = {0};
-  int64_t id = pool_submit(p, job_work, job_done, &r);
+  int64_t id = pool_submit(p, NULL, job_work, job_done, &r);
   /* Spin without running the loop, so the completion cannot be delivered;
    * bounded by the deadline. */
   struct timespec end = deadline(10.0), now;
@@ -193,7 +200,7 @@ static void test_cancel_completed(struct ev_loop *loop) {
     clock_gettime(CLOCK_REALTIME, &now);
   } while (!worked(&r) && now.tv_sec <= end.tv_sec);
   ok(worked(&r), "the job worked");
-  is_int(pool_cancel(p, id), PH_EBUSY,
+  is_int(pool_cancel(p, NULL, id), PH_EBUSY,
          "finished but undelivered job is PH_EBUSY");
   is_int(r.done_calls, 0, "not delivered yet");
   struct timespec end2 = deadline(10.0);
@@ -217,13 +224,13 @@ typedef struct self_cancel {
 static void self_cancel_done(void *arg, int status) {
   self_cancel *sc = arg;
   job_done(&sc->r, status);
-  sc->rc = pool_cancel(sc->p, sc->id);
+  sc->rc = pool_cancel(sc->p, NULL, sc->id);
 }
 
 static void test_cancel_in_done(struct ev_loop *loop) {
   ph_pool *p = pool_new(loop, 1, 4);
   self_cancel sc = {.p = p, .rc = 1};
-  sc.id = pool_submit(p, job_work, self_cancel_done, &sc);
+  sc.id = pool_submit(p, NULL, job_work, self_cancel_done, &sc);
   ok(run_until(loop, pool_idle, p, 10.0), "job delivered");
   is_int(sc.rc, PH_EBUSY, "cancel from its own done is PH_EBUSY");
   is_int(sc.r.done_calls, 1, "and does not call done again");
@@ -243,7 +250,7 @@ static int64_t submit_while_closing;
 static void opener_done(void *arg, int status) {
   free_rec *f = arg;
   job_done(&f->r, status);
-  submit_while_closing = pool_submit(closing_pool, job_work, job_done, f);
+  submit_while_closing = pool_submit(closing_pool, NULL, job_work, job_done, f);
   if (!f->opened) {
     f->opened = 1;
     gate_open();
@@ -255,10 +262,10 @@ static void test_free_with_queued(struct ev_loop *loop) {
   ph_pool *p = pool_new(loop, 1, 8);
   job_rec blocker = {.use_gate = 1};
   free_rec q[3] = {{{0}, 0}, {{0}, 0}, {{0}, 0}};
-  pool_submit(p, job_work, job_done, &blocker);
+  pool_submit(p, NULL, job_work, job_done, &blocker);
   ok(gate_wait_entered(1, 10.0), "worker blocked before pool_free");
   for (int i = 0; i < 3; i++)
-    pool_submit(p, job_work, opener_done, &q[i]);
+    pool_submit(p, NULL, job_work, opener_done, &q[i]);
   closing_pool = p;
   submit_while_closing = 0;
   pool_free(p);
