@@ -382,7 +382,9 @@ static void register_host_metrics(ph_core *c) {
 
 int core_setup(ph_core *c, ph_buf *err) {
   apply_log_settings(c->conf);
-  c->loop = ev_default_loop(EVFLAG_AUTO);
+  /* proxyhost takes the default loop (it alone may watch signals); a mock
+   * host takes one of its own, so that several run in one process. */
+  c->loop = c->own_loop ? ev_loop_new(EVFLAG_AUTO) : ev_default_loop(EVFLAG_AUTO);
   if (!c->loop) {
     buf_puts(err, "cannot create the event loop\n");
     return -1;

@@ -61,6 +61,7 @@ struct ph_ctx {
 
 struct ph_core {
   struct ev_loop *loop;
+  int own_loop; /* a loop of its own (the mock host), not libev's default */
   /* The thread that created the core, which runs every callback: the
    * loop-thread-only functions compare against it (api.c). */
   pthread_t loop_thread;

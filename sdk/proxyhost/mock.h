@@ -40,10 +40,11 @@
  * calls). The modules' submitted jobs run on the host's helper threads, as
  * in proxyhost. Do not call ph_mock_* from inside a module's callback.
  *
- * One at a time: a process holds at most one ph_mock, because the host
- * uses libev's default loop and a process-wide logger. ph_mock_new fails
- * while another exists; free it first. The test program must not run
- * libev's default loop itself.
+ * Several at once: each ph_mock runs the host on a libev loop of its own
+ * (never libev's default loop), so a test may drive several hosts, a
+ * client, a server and an agent say, calling ph_mock_run_for on each in
+ * turn (short slices). They share the process's logger: the [log]
+ * section of the last one initialised applies to all.
  *
  * Errors: the calls that can fail for a reason worth reading take
  * `char *err, size_t errlen`. When errlen > 0 they always write err: an

@@ -4,7 +4,8 @@
  * with a window. The relay joins the client's socket and the stream:
  * bytes both ways, backpressure (no queue ever above its window, with a
  * client that does not read), half-close, a reset, a stream closed
- * exactly once, and a frontend that does not take streams.
+ * exactly once; http_proxy forwards over a stream. And two mock hosts in
+ * one process, each on its loop, one tunnelling into the other.
  *
  * Requirements: TM-SEC-1 (bounded queues), TM-SEC-7 (after a close
  * nothing of the stream remains). */
@@ -49,16 +50,41 @@ static const ph_module watcher = {
     .init = watcher_init,
 };
 
-/* ---- the client's side ------------------------------------------------ */
+/* ---- the hosts and the client's side --------------------------------- */
 
-static ph_mock *start(const char *frontend, const char *extra) {
-  char ini[1024];
+/* The mock hosts alive: the waits below run each in turn. */
+static ph_mock *hosts[2];
+
+static void run(int ms) {
+  for (int i = 0; i < ms; i++)
+    for (int k = 0; k < 2; k++)
+      if (hosts[k])
+        mock_run_for(hosts[k], 1);
+}
+
+static void stop_host(ph_mock *m, const char *name) {
+  ok(mock_stop(m) == 0, name);
+  for (int k = 0; k < 2; k++)
+    if (hosts[k] == m)
+      hosts[k] = NULL;
+  mock_free(m);
+}
+
+/* A host with frontend and the memconn connector (or, with connector
+ * "direct", the real dialer allowed to loopback). */
+static ph_mock *start_with(const char *frontend, const char *connector,
+                           const char *extra) {
+  char mods[512], ini[1536];
+  if (strcmp(connector, "direct") == 0)
+    snprintf(mods, sizeof(mods), "%s/direct/.libs/direct.so\n[direct]\n"
+             "allow_cidrs = 127.0.0.0/8\ndeny_ports =\n", PH_BUILD_MODULES);
+  else
+    snprintf(mods, sizeof(mods), "%s/memconn.so\n[memconn]\nwindow = 4KiB\n",
+             PH_TEST_MODDIR);
   snprintf(ini, sizeof(ini),
-           "[proxyhost]\nmodules = %s/%s/.libs/%s.so, %s/memconn.so\n"
-           "drain_timeout = 2s\n[log]\nlevel = warn\n"
-           "[%s]\nlisten = 127.0.0.1:0\n[memconn]\nwindow = 4KiB\n%s",
-           PH_BUILD_MODULES, frontend, frontend, PH_TEST_MODDIR, frontend,
-           extra);
+           "[log]\nlevel = warn\n[%s]\nlisten = 127.0.0.1:0\n%s"
+           "[proxyhost]\ndrain_timeout = 2s\nmodules = %s/%s/.libs/%s.so, %s",
+           frontend, extra, PH_BUILD_MODULES, frontend, frontend, mods);
   ph_buf err;
   buf_init(&err, 4096);
   proxy_port = 0;
@@ -70,7 +96,16 @@ static ph_mock *start(const char *frontend, const char *extra) {
     m = NULL;
   }
   buf_free(&err);
+  for (int k = 0; m && k < 2; k++)
+    if (!hosts[k]) {
+      hosts[k] = m;
+      break;
+    }
   return m;
+}
+
+static ph_mock *start(const char *frontend, const char *extra) {
+  return start_with(frontend, "memconn", extra);
 }
 
 static int dial(void) {
@@ -96,7 +131,7 @@ static size_t send_for(ph_mock *m, int fd, const char *p, size_t n, int ms) {
     if (w > 0)
       off += (size_t)w;
     else
-      mock_run_for(m, 2);
+      run(2);
   }
   return off;
 }
@@ -117,7 +152,7 @@ static size_t recv_for(ph_mock *m, int fd, char *p, size_t want, int ms,
       *eof = 1;
       break;
     }
-    mock_run_for(m, 2);
+    run(2);
   }
   return got;
 }
@@ -216,7 +251,7 @@ static void test_socks5_streams(void) {
    * the relay stops reading the client. Nothing is lost once it reads. */
   c = dial();
   socks_connect(m, c, "source.mem", 512, rep); /* 512 KiB */
-  mock_run_for(m, 200);
+  run(200);
   ok(metric(m, "memconn_queue_max_bytes") > 0 &&
          metric(m, "memconn_queue_max_bytes") <= 4096,
      "a client that does not read: the stream holds at most its window");
@@ -242,12 +277,11 @@ static void test_socks5_streams(void) {
   c = dial();
   socks_connect(m, c, "echo.mem", 7, rep);
   close(c);
-  mock_run_for(m, 100);
+  run(100);
   is_int((int)metric(m, "memconn_streams"), 0,
          "every stream closed when its client left (TM-SEC-7)");
   ok(metric(m, "memconn_streams_closed_total") >= 4, "each once");
-  ok(mock_stop(m) == 0, "stops");
-  mock_free(m);
+  stop_host(m, "stops");
   free(out);
   free(in);
 }
@@ -316,17 +350,64 @@ static void test_http_connect_streams(void) {
   free(body);
   free(resp);
   close(c);
-  mock_run_for(m, 100);
+  run(100);
   is_int((int)metric(m, "memconn_streams"), 0, "no stream left open");
-  ok(mock_stop(m) == 0, "stops");
-  mock_free(m);
+  stop_host(m, "stops");
   free(out);
   free(in);
+}
+
+/* Two hosts in one process, each on its own loop: A (socks5 + direct)
+ * tunnels a client to B's http_proxy, which forwards over a memconn
+ * stream. Both loops run in turn. */
+static void test_two_hosts(void) {
+  ph_mock *b = start("http_proxy", "");
+  int b_port = proxy_port;
+  ph_mock *a = start_with("socks5", "direct", "");
+  int a_port = proxy_port;
+  ok(a && b && a_port > 0 && b_port > 0 && a_port != b_port,
+     "two mock hosts run in one process, each on its own loop");
+  if (!a || !b) {
+    if (a)
+      stop_host(a, "A stops");
+    if (b)
+      stop_host(b, "B stops");
+    return;
+  }
+  proxy_port = a_port;
+  int c = dial();
+  unsigned char rep[10];
+  char target[32];
+  snprintf(target, sizeof(target), "127.0.0.1");
+  ok(socks_connect(a, c, target, b_port, rep) == 0 && rep[1] == 0,
+     "A's socks5 opens a tunnel to B's http_proxy");
+  const char *req = "GET http://http.mem:8/ HTTP/1.1\r\nHost: http.mem\r\n\r\n";
+  send_for(a, c, req, strlen(req), 500);
+  char *resp = malloc(16384 + 1);
+  int eof = 0;
+  size_t got = 0;
+  const char *end = NULL;
+  for (int rounds = 0; rounds < 2000 && !eof; rounds++) {
+    got += recv_for(a, c, resp + got, 16384 - got, 1, &eof);
+    resp[got] = '\0';
+    end = strstr(resp, "\r\n\r\n");
+    if (end && got - (size_t)(end + 4 - resp) >= 8192)
+      break;
+  }
+  ok(strncmp(resp, "HTTP/1.1 200 ", 13) == 0 && end &&
+         got - (size_t)(end + 4 - resp) == 8192,
+     "through A and B, a client gets B's stream's 8 KiB response");
+  free(resp);
+  close(c);
+  run(50);
+  stop_host(a, "A stops");
+  stop_host(b, "B stops");
 }
 
 int main(void) {
   plan_lazy();
   test_socks5_streams();
   test_http_connect_streams();
+  test_two_hosts();
   return done_testing();
 }
