@@ -8,7 +8,10 @@
  * in defaults) → typed getters. Errors are written one per line into the
  * caller's ph_buf as "file:line: section.key: reason" (for --set:
  * "--set: section.key: reason"; for the environment: "env NAME:
- * section.key: reason"). */
+ * section.key: reason").
+ *
+ * This header is the store's one interface. It is implemented in
+ * host/conf_*.c, one job per file (host/conf_int.h lists them). */
 #ifndef PH_CONF_H
 #define PH_CONF_H
 

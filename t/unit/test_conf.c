@@ -1,5 +1,6 @@
-/* Unit tests for host/conf.c: loading, includes, precedence, validation,
- * error reporting and redaction. */
+/* Unit tests for the configuration store (host/conf.h, host/conf_*.c):
+ * loading, includes, precedence, validation, error reporting and
+ * redaction. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
