@@ -12,6 +12,7 @@
 #ifndef PH_CONF_INT_H
 #define PH_CONF_INT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -70,6 +71,7 @@ typedef struct conf_source {
 } conf_source;
 
 struct ph_conf {
+  atomic_uint refs; /* conf_new's, conf_hold's; conf_free drops one */
   conf_section sects[CONF_MAX_SECTIONS];
   size_t n_sects;
   int order[CONF_MAX_SECTIONS]; /* declared sections, declaration order */

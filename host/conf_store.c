@@ -54,12 +54,26 @@ const conf_value *conf_lookup(const ph_conf *c, const char *section,
 
 /* ---- lifetime ----------------------------------------------------------- */
 
+static atomic_size_t n_alive;
+
 ph_conf *conf_new(void) {
   ph_conf *c = calloc(1, sizeof(*c));
-  if (c)
-    buf_init(&c->decl_err, 65536);
+  if (!c)
+    return NULL;
+  buf_init(&c->decl_err, 65536);
+  atomic_init(&c->refs, 1);
+  atomic_fetch_add(&n_alive, 1);
   return c;
 }
+
+ph_conf *conf_hold(ph_conf *c) {
+  /* The holder already has a reference (or is the creator): relaxed. */
+  if (c)
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+  return c;
+}
+
+size_t conf_alive(void) { return atomic_load(&n_alive); }
 
 void conf_value_clear(conf_value *v) {
   free(v->text);
@@ -79,8 +93,10 @@ void conf_values_free(conf_section *s) {
   s->vals = NULL;
 }
 
+/* The last reference frees; acquire-release so that every reader's use
+ * happens before the free, whichever thread drops last. */
 void conf_free(ph_conf *c) {
-  if (!c)
+  if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
     return;
   for (size_t i = 0; i < c->n_sects; i++) {
     conf_values_free(&c->sects[i]);
@@ -98,6 +114,7 @@ void conf_free(ph_conf *c) {
   }
   buf_free(&c->decl_err);
   free(c);
+  atomic_fetch_sub(&n_alive, 1);
 }
 
 /* ---- declarations ------------------------------------------------------- */
@@ -155,6 +172,13 @@ const char *conf_list_at(const ph_conf *c, const char *section, const char *key,
                          size_t i) {
   const conf_value *v = conf_lookup(c, section, key);
   return v && i < v->n_items ? v->items[i] : NULL;
+}
+
+int conf_declared(const ph_conf *c, const char *section, const char *key) {
+  if (!c || !section || !key)
+    return 0;
+  int si = conf_find_section(c, section, strlen(section));
+  return si >= 0 && c->sects[si].keys && conf_find_key(&c->sects[si], key) >= 0;
 }
 
 int conf_is_set(const ph_conf *c, const char *section, const char *key) {

@@ -60,6 +60,9 @@ ph_core *core_new(void) {
   if (!c)
     return NULL;
   c->exit_code = PH_EXIT_OK;
+  /* The thread that drives the core; core_setup confirms it. Set here so
+   * that check and --check-config, before any loop, know it too. */
+  c->loop_thread = pthread_self();
   return c;
 }
 

@@ -58,8 +58,8 @@ struct ph_ctx {
 
 struct ph_core {
   struct ev_loop *loop;
-  pthread_t loop_thread;
-  ph_conf *conf;
+  pthread_t loop_thread; /* the thread that drives the core */
+  ph_conf *conf;         /* in force; the core holds one reference */
   ph_registry *metrics;
   ph_mailbox *mailbox;
   ph_pool *pool;
@@ -100,8 +100,15 @@ extern const ph_api ph_host_api;
  * loop thread): the configuration being checked, which the conf_*
  * functions then read (on SIGHUP it is not in force yet), and the API
  * refuses whatever would create state. NULL otherwise. Thread-local, so
- * that other modules' helper threads see the configuration in force and
- * keep posting while a SIGHUP is checked. */
+ * that helper threads keep reading their jobs' configurations and
+ * posting while a SIGHUP is checked.
+ *
+ * The one rule for the conf_* getters (host.h): the configuration being
+ * checked in a check; on a helper thread inside a job's work, the
+ * generation the job holds since it was submitted (pool_job_conf); on
+ * the loop thread, conf below. Any other thread is a misuse (debug.h).
+ * The getters take no lock: a finalized ph_conf never changes, and a
+ * replaced one is freed only when its last job's done ran (conf.h). */
 extern _Thread_local ph_conf *core_checking;
 
 /* The [proxyhost], [log] and [admin] key tables. */
