@@ -119,6 +119,9 @@ typedef struct loader {
 void conf_ld_err(loader *ld, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* conf_lines.c: sets inih's runtime options (where the library has them)
+ * to the ones conf_read_line mirrors. Before every ini_parse_stream. */
+void conf_inih_pin(void);
 /* conf_lines.c: inih's reader (ini_reader) over a loader. */
 char *conf_read_line(char *out, int num, void *stream);
 /* conf_lines.c: inih's rule for where a ';' starts an inline comment

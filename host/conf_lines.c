@@ -12,6 +12,33 @@
 
 #include <ini.h>
 
+/* Debian's libinih (r55, built with INI_RUNTIME_OPTIONS) reads its
+ * options from process-wide variables, not from the macros its header
+ * shows: anything in the process (a module linking inih itself) may change
+ * them. This reader mirrors one set, inih's defaults: pin it before every
+ * parse. It matters: with ini_allow_realloc on (and the stack buffer off),
+ * inih asks the reader for the rest of any line that filled its buffer
+ * without a '\n', which this reader never returns, so it would glue the
+ * next line onto a 199-byte one; a smaller ini_max_line would reject
+ * lines the documentation allows; ini_stop_on_first_error would drop
+ * every error after the first. Only the loop thread parses. */
+void conf_inih_pin(void) {
+#if defined(HAVE_DECL_INI_MAX_LINE) && HAVE_DECL_INI_MAX_LINE
+  static char start_prefixes[] = INI_START_COMMENT_PREFIXES;
+  static char inline_prefixes[] = INI_INLINE_COMMENT_PREFIXES;
+  ini_allow_multiline = INI_ALLOW_MULTILINE;
+  ini_allow_bom = INI_ALLOW_BOM;
+  ini_start_comment_prefixes = start_prefixes;
+  ini_allow_inline_comments = INI_ALLOW_INLINE_COMMENTS;
+  ini_inline_comment_prefixes = inline_prefixes;
+  ini_use_stack = true;
+  ini_max_line = CONF_MAX_LINE + 1; /* the NUL */
+  ini_allow_realloc = false;
+  ini_stop_on_first_error = false;
+  ini_allow_no_value = false;
+#endif
+}
+
 /* inih's own rule for where a ';' starts an inline comment (after
  * whitespace), and where the first of chars is. */
 const char *conf_find_chars_or_comment(const char *s, const char *chars) {

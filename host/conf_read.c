@@ -224,6 +224,7 @@ static void parse(loader *ld) {
   ld->prev = 0;
   ld->sect = SECT_NONE;
   ld->last = LAST_NONE;
+  conf_inih_pin();
   int r = ini_parse_stream(conf_read_line, ld, on_pair, ld);
   if (r > 0 && !ld->syntax) {
     ld->line = r;

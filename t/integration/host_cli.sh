@@ -70,6 +70,32 @@ printf '[probe]\ngreeting = %s\n' "$long" >"$T/long.ini"
 err=$("$PROXYHOST" -c "$T/long.ini" --check-config 2>&1); rc=$?
 is "$rc" 2 "an over-long line is refused, not truncated"
 like "$err" "long.ini:2:" "and its line is named"
+# The limit is 199 bytes, line terminator excluded (Debian's inih reads
+# 200 with the NUL, and would cut a longer line and read its tail as the
+# next line). tags: 8 items of 23/24 bytes, joined with ',' to 192 bytes.
+tags=$(python3 -c 'print(",".join(["t" * 23] * 7 + ["u" * 24]))')
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ntags = %s\n' "$TMOD" "$tags" >"$T/limit.ini"
+is "$(sed -n 7p "$T/limit.ini" | tr -d '\n' | wc -c)" 199 "fixture: a 199-byte line"
+out=$("$PROXYHOST" -c "$T/limit.ini" --print-config 2>&1); rc=$?
+is "$rc" 0 "a 199-byte line is accepted"
+like "$out" "tags = $tags  ; from $T/limit.ini:7" "and read whole"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ntags = %sv\ncount = 7\n' "$TMOD" "$tags" >"$T/limit.ini"
+err=$("$PROXYHOST" -c "$T/limit.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "a 200-byte line is a configuration error (exit 2)"
+is "$err" "proxyhost: $T/limit.ini:7: line too long (max 199 bytes)" \
+  "200 bytes: file:line and the limit, one line"
+err=$("$PROXYHOST" -c "$T/limit.ini" 2>&1); rc=$?
+is "$rc" 2 "200 bytes: start-up refuses it the same way"
+like "$err" "$T/limit.ini:7: line too long" "start-up: file:line"
+mkdir -p "$T/longinc/conf.d"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\ninclude = conf.d/*.ini\n[admin]\nlisten =\n' "$TMOD" >"$T/longinc/main.ini"
+semis=$(python3 -c 'print(";" * 199, end="")')
+printf '[probe]\n%scount = 7\n' "$semis" >"$T/longinc/conf.d/probe.ini"
+err=$("$PROXYHOST" -c "$T/longinc/main.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "a long comment line in an included file exits 2"
+like "$err" "$T/longinc/conf.d/probe.ini:2: line too long (max 199 bytes)" \
+  "and names the included file and its line"
+unlike "$err" "probe.count" "the comment's tail was not read as a key"
 err=$("$PROXYHOST" -c "$T/good.ini" --set probe.count --check-config 2>&1); rc=$?
 is "$rc" 2 "malformed --set exits 2"
 like "$err" "--set" "and the message names --set"
