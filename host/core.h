@@ -50,6 +50,10 @@ struct ph_ctx {
   const ph_module *mod;
   char *path; /* file it came from, or "(builtin)" */
   void *dl;   /* dlopen handle, NULL for modules linked in (mock) */
+  /* The module's key table in today's layout (loader_keys): its own
+   * config, a copy of a 1.0/1.1 table (keys_owned), or an empty one. */
+  const ph_conf_key *keys;
+  ph_conf_key *keys_owned;
   void *state;
   int inited, started, stopped;
   int ready;         /* what the module reported */
@@ -163,5 +167,11 @@ int loader_check(const ph_module *m, const char *file, ph_buf *err);
 int loader_open(const char *spec, const char *const *dirs, size_t n_dirs,
                 ph_ctx *out, ph_buf *err);
 int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err);
+/* Sets ctx->keys from ctx->mod->config, read with the element layout of
+ * the module's abi_minor: a 1.0/1.1 table is converted into a copy the
+ * ctx owns (keys_owned, freed with it); a 1.2 one is used in place and
+ * refused when it sets a reserved field. file names the module in
+ * errors. 0 or -1. */
+int loader_keys(ph_ctx *ctx, const char *file, ph_buf *err);
 
 #endif

@@ -129,26 +129,37 @@ struct s5_server {
 static const ph_api *api;
 
 static const ph_conf_key s5_keys[] = {
-    {"listen", PH_CONF_STRING, "127.0.0.1:1080", 3, 64, PH_CONF_RESTART, NULL,
-     "address to accept SOCKS5 clients on: IPv4:PORT or [IPv6]:PORT", NULL},
-    {"backlog", PH_CONF_INT, "511", 1, 65535, PH_CONF_RESTART, NULL, "listen(2) backlog",
-     NULL},
-    {"reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
-     "SO_REUSEPORT, to share the port with other proxyhost processes", NULL},
-    {"max_clients", PH_CONF_INT, "1024", 1, 65536, PH_CONF_RESTART, NULL,
-     "concurrent clients; more are accepted and closed at once", NULL},
-    {"handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
-     "deadline from accept to a complete request (with authentication)", NULL},
-    {"idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
-     "a relayed stream with no bytes either way for this long is closed", NULL},
-    {"buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,
-     "relay buffer per direction (and splice pipe size)", NULL},
-    {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
-     "zero-copy relay with splice(2) for bulk data between TCP sockets", NULL},
-    {"auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,
-     "client authentication: none, or password (RFC 1929, checked by the "
-     "authorizer service)",
-     "none|password"},
+    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:1080", 3, 64,
+                PH_CONF_RESTART, NULL,
+                "address to accept SOCKS5 clients on: IPv4:PORT or [IPv6]:PORT",
+                NULL),
+    PH_CONF_KEY("backlog", PH_CONF_INT, "511", 1, 65535, PH_CONF_RESTART, NULL,
+                "listen(2) backlog", NULL),
+    PH_CONF_KEY(
+        "reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
+        "SO_REUSEPORT, to share the port with other proxyhost processes", NULL),
+    PH_CONF_KEY(
+        "max_clients", PH_CONF_INT, "1024", 1, 65536, PH_CONF_RESTART, NULL,
+        "concurrent clients; more are accepted and closed at once", NULL),
+    PH_CONF_KEY(
+        "handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
+        "deadline from accept to a complete request (with authentication)",
+        NULL),
+    PH_CONF_KEY(
+        "idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
+        "a relayed stream with no bytes either way for this long is closed",
+        NULL),
+    PH_CONF_KEY("buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,
+                "relay buffer per direction (and splice pipe size)", NULL),
+    PH_CONF_KEY(
+        "splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
+        "zero-copy relay with splice(2) for bulk data between TCP sockets",
+        NULL),
+    PH_CONF_KEY(
+        "auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,
+        "client authentication: none, or password (RFC 1929, checked by the "
+        "authorizer service)",
+        "none|password"),
     PH_CONF_END};
 
 static const char *const s5_requires[] = {PH_CONNECTOR_SERVICE, NULL};

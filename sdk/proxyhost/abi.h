@@ -10,6 +10,9 @@
  *    and the module's minor is not greater than the host's.
  *  - The ABI never depends on configure switches or build options.
  *  - 1.1 added ph_module.check (taken from reserved[0]).
+ *  - 1.2 appended reserved[4] to ph_conf_key (the host reads a module's
+ *    key table with the layout of its abi_minor) and fixed one thread rule
+ *    for the conf_* getters (host.h).
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
  * below: keep them plain numbers with nothing after them.
@@ -23,7 +26,7 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 1
+#define PH_ABI_MINOR 2
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
 /* "major.minor", e.g. "1.1" */

@@ -5,7 +5,7 @@
 
 out=$("$PROXYHOST" --version); rc=$?
 is "$rc" 0 "--version exits 0"
-like "$out" "proxyhost 0.1.0 (module SDK ABI 1.1)" "--version names the ABI"
+like "$out" "proxyhost 0.1.0 (module SDK ABI 1.2)" "--version names the ABI"
 "$PROXYHOST" --help >/dev/null; is $? 0 "--help exits 0"
 "$PROXYHOST" --bogus >/dev/null 2>&1; is $? 2 "unknown option exits 2"
 
@@ -140,7 +140,55 @@ like "$out" "refused:" "flags a refused module"
 printf '[proxyhost]\nmodules = %s/bad_major.so\n' "$TMOD" >"$T/badmod.ini"
 err=$("$PROXYHOST" -c "$T/badmod.ini" --check-config 2>&1); rc=$?
 is "$rc" 3 "a refused module exits 3"
-like "$err" "module ABI 2.0 is not compatible with host ABI 1.1" "with both versions"
+like "$err" "module ABI 2.0 is not compatible with host ABI 1.2" "with both versions"
+
+# A module built against SDK 1.1 (t/modules/keys_v11.c: ABI 1.1, the 1.1
+# ph_conf_key layout) next to a 1.2 module: the host reads its key table
+# with the 1.1 element size.
+like "$out" "keys_v11             1.1.0   1.1" "--list-modules: keys_v11 is built for ABI 1.1"
+port=$(free_port)
+cat >"$T/v11.ini" <<EOC
+[proxyhost]
+modules = keys_v11, probe
+module_path = $TMOD
+[admin]
+listen = 127.0.0.1:$port
+[keys_v11]
+greeting = hello
+count = 7
+tags = x, y
+  z
+secret = hush-hush
+[probe]
+count = 9
+EOC
+out=$("$PROXYHOST" -c "$T/v11.ini" --check-config 2>&1); rc=$?
+is "$rc" 0 "1.1 key table: --check-config accepts it"
+like "$out" "configuration ok: 2 module(s)" "1.1 key table: next to probe (1.2)"
+out=$("$PROXYHOST" -c "$T/v11.ini" --print-config 2>&1)
+like "$out" "count = 7  ; from $T/v11.ini:8" "1.1 key table: value and its file:line"
+like "$out" "tags = x,y,z  ; from $T/v11.ini:9" "1.1 key table: list with a continuation line"
+like "$out" "mode = fast  ; from default" "1.1 key table: enum default"
+like "$out" "secret = [redacted]" "1.1 key table: the sensitive flag holds"
+like "$out" "timeout = 5s  ; from default" "1.1 key table: the last key"
+err=$("$PROXYHOST" -c "$T/v11.ini" --set keys_v11.count=101 --check-config 2>&1); rc=$?
+is "$rc" 2 "1.1 key table: a value out of its bounds exits 2"
+like "$err" "--set: keys_v11.count: 101 is above the maximum 100" "and names the key"
+awk '{ print } /^greeting = hello$/ { print "colour = red" }' "$T/v11.ini" >"$T/v11bad.ini"
+err=$("$PROXYHOST" -c "$T/v11bad.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "1.1 key table: an unknown key exits 2"
+like "$err" "v11bad.ini:8: keys_v11.colour: unknown key" "and names its file:line"
+start_proxyhost "$T/v11.ini"
+wait_for healthy "$port"; ok $? "1.1 key table: the host runs with it"
+metrics=$(http_get "http://127.0.0.1:$port/metrics")
+is "$(metric "$metrics" keys_v11_count)" 7 "1.1 key table: init read the integer"
+is "$(metric "$metrics" keys_v11_tags)" 3 "1.1 key table: init read the list"
+is "$(metric "$metrics" keys_v11_secret_bytes)" 9 "1.1 key table: init read the secret"
+like "$(cat "$T/ph.log")" 'msg="keys_v11 read" greeting=hello mode=fast tags=x,y,z last_tag=z' \
+  "1.1 key table: every value as configured"
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10
+is "$EXIT" 0 "1.1 key table: clean stop"
 
 # The build-tree binary finds the build-tree modules without a module_path.
 : >"$T/empty.ini"

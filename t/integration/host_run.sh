@@ -31,7 +31,7 @@ out=$(http_get "http://127.0.0.1:$port/readyz")
 like "$out" "200" "/readyz is 200 when every module is ready"
 metrics=$(http_get "http://127.0.0.1:$port/metrics")
 like "$metrics" "200" "/metrics answers 200"
-like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.1\"} 1" "build info exported"
+like "$metrics" "proxyhost_build_info{version=\"0.1.0\",abi=\"1.2\"} 1" "build info exported"
 is "$(metric "$metrics" probe_jobs_done_total)" 3 "module jobs finished through the pool"
 if [ -n "$pm" ]; then
   like "$metrics" "process_open_fds " "process_metrics module exports fds"

@@ -16,7 +16,7 @@ prefix=$(v prefix)
 libdir=$(v libdir)
 includedir=$(v includedir)
 moduledir=$(v moduledir)
-is "$(v abi_major).$(v abi_minor)" "1.1" "the .pc file carries the ABI version"
+is "$(v abi_major).$(v abi_minor)" "1.2" "the .pc file carries the ABI version"
 is "$moduledir" "$libdir/proxyhost/modules" "the .pc file carries moduledir"
 
 exists() { [ -f "$dest$1" ]; ok $? "installed: $1"; }

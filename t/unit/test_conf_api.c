@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,8 +367,7 @@ static void test_misuse_release(void) {
   if (fd >= 0)
     close(fd);
   char text[1400];
-  snprintf(text, sizeof(text), "%s[log]\nfile = %s\n", gen_text(5, 2),
-           logpath);
+  snprintf(text, sizeof(text), "%s[log]\nfile = %s\n", gen_text(5, 2), logpath);
   ph_mock *m = started(text);
   ok(m != NULL, "release: mock host with a log file");
   if (!m)
@@ -394,6 +394,70 @@ static void test_misuse_release(void) {
   unlink(logpath);
 }
 
+/* ---- a module built against SDK 1.1, next to 1.2 ones ----------------- */
+
+#define V11_MODS                                                               \
+  "[proxyhost]\nmodules = " PH_TEST_MODDIR "/keys_v11.so, " PH_TEST_MODDIR     \
+  "/probe.so\n"
+
+static void test_v11_key_table(void) {
+  ok(sizeof(ph_conf_key) == offsetof(ph_conf_key, choices) +
+                                sizeof(const char *) + 4 * sizeof(void *),
+     "1.2 layout: the 1.1 fields, then reserved[4]");
+  const char *text = V11_MODS "[keys_v11]\ngreeting = hello\ncount = 7\n"
+                              "tags = x, y\n  z\nmode = safe\n"
+                              "secret = s3cr3t\n[probe]\ncount = 9\n";
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  int rc = m && mock_init(m, &err) == 0 && mock_start(m, &err) == 0;
+  ok(rc, "a 1.1 module (1.1 key layout) loads and starts next to probe (1.2)");
+  if (!rc) {
+    printf("# %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    return;
+  }
+  const char *metrics = mock_metrics_text(m);
+  like(metrics, "keys_v11_count 7", "1.1 table: INT read back");
+  like(metrics, "keys_v11_tags 3", "1.1 table: LIST with continuation line");
+  like(metrics, "keys_v11_greeting_bytes 5", "1.1 table: STRING read back");
+  like(metrics, "keys_v11_timeout_ms 5000", "1.1 table: DURATION default");
+  like(metrics, "keys_v11_secret_bytes 6", "1.1 table: sensitive STRING");
+  like(metrics, "keys_v11_safe 1", "1.1 table: ENUM read back");
+  ph_core *c = mock_core(m);
+  const ph_ctx *v11 = c->mods[0], *probe = c->mods[1];
+  ok(v11->keys_owned && v11->keys == v11->keys_owned,
+     "1.1 table: converted into a copy the host owns");
+  ok(v11->keys[6].name == NULL && v11->keys[5].flags == PH_CONF_RESTART &&
+         strcmp(v11->keys[3].choices, "fast|safe") == 0 &&
+         strcmp(v11->keys[4].env, "KEYS_V11_SECRET") == 0,
+     "1.1 table: every field at its place, ended where the module ended it");
+  ok(!probe->keys_owned && probe->keys == probe->mod->config,
+     "1.2 table: used in place");
+  is_int(conf_int(c->conf, "probe", "count"), 9, "probe's keys read too");
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  conf_print(c->conf, f);
+  fclose(f);
+  like(out, "secret = [redacted]", "1.1 table: its sensitive flag holds");
+  like(out, "timeout = 5s  ; from default", "1.1 table: defaults printed");
+  free(out);
+  is_int(mock_reload(m, V11_MODS "[keys_v11]\ntimeout = 2s\ncount = 8\n"), 0,
+         "1.1 table: a reload (changing a restart-only key) is accepted");
+  is_int(conf_int(c->conf, "keys_v11", "count"), 8, "and its values change");
+  mock_stop(m);
+  mock_free(m);
+
+  buf_reset(&err);
+  m = mock_new(V11_MODS "[keys_v11]\ncount = 101\ncolour = red\n", &err);
+  ok(m && mock_init(m, &err) < 0, "1.1 table: its bounds are enforced");
+  like(err.data, "(config):4: keys_v11.count: 101 is above the maximum 100",
+       "1.1 table: file:line: section.key: reason");
+  like(err.data, "(config):5: keys_v11.colour: unknown key",
+       "1.1 table: unknown keys refused");
+  mock_free(m);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 65536);
@@ -401,6 +465,7 @@ int main(void) {
   test_cancel_releases();
   test_misuse_debug();
   test_misuse_release();
+  test_v11_key_table();
   buf_free(&err);
   return done_testing();
 }
