@@ -362,7 +362,10 @@ static char *slurp(const char *path) {
 
 /* Release builds: logged and refused, the documented NULL / 0. */
 static void test_misuse_release(void) {
-  char logpath[] = "/tmp/proxyhost-test-conf-api-XXXXXX";
+  char logpath[512];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(logpath, sizeof(logpath), "%s/proxyhost-test-conf-api-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   int fd = mkstemp(logpath);
   if (fd >= 0)
     close(fd);
