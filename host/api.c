@@ -6,6 +6,7 @@
  * the function returns its documented error (NULL, PH_ESTATE, or nothing)
  * without touching the loop's state. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -105,25 +106,74 @@ static void api_log_rl(ph_ctx *ctx, ph_ratelimit *rl, int level,
 
 /* ---- configuration --------------------------------------------------- */
 
-/* The configuration in force, or the one being checked. */
-static const ph_conf *conf_of(ph_ctx *ctx) {
-  return core_checking ? core_checking : ctx->core->conf;
+/* The one rule (host.h, docs/sdk.md section 5): the getters read, in a
+ * check, the configuration being checked; on a helper thread running a
+ * job, the generation the job holds since it was submitted (pool.c); on
+ * the loop thread, the one in force. On any other thread there is no
+ * configuration that is safe to read: a misuse, NULL. No lock: each of
+ * these is immutable while it is read. */
+static const ph_conf *conf_of(ph_ctx *ctx, const char *fn) {
+  if (core_checking)
+    return core_checking;
+  const ph_conf *job = pool_job_conf();
+  if (job)
+    return job;
+  if (pthread_equal(pthread_self(), ctx->core->loop_thread))
+    return ctx->core->conf;
+  char what[128];
+  snprintf(what, sizeof(what),
+           "%s: called on a thread that is neither the loop thread nor a "
+           "helper thread running a job",
+           fn);
+  debug_misuse(ctx->mod->name, what);
+  return NULL;
+}
+
+/* NULL or 0 is also a valid value; only then is it worth asking whether
+ * key was declared at all. Reading an undeclared key is a bug in the
+ * module (a typo, a key removed from the table). */
+static void conf_check_declared(ph_ctx *ctx, const ph_conf *c, const char *fn,
+                                const char *key) {
+  if (!c || conf_declared(c, ctx->mod->name, key))
+    return;
+  char what[160];
+  if (key)
+    snprintf(what, sizeof(what), "%s: key \"%.64s\" is not declared", fn, key);
+  else
+    snprintf(what, sizeof(what), "%s: key is NULL", fn);
+  debug_misuse(ctx->mod->name, what);
 }
 
 static const char *api_conf_str(ph_ctx *ctx, const char *key) {
-  return conf_str(conf_of(ctx), ctx->mod->name, key);
+  const ph_conf *c = conf_of(ctx, "conf_str");
+  const char *v = conf_str(c, ctx->mod->name, key);
+  if (!v)
+    conf_check_declared(ctx, c, "conf_str", key);
+  return v;
 }
 
 static int64_t api_conf_int(ph_ctx *ctx, const char *key) {
-  return conf_int(conf_of(ctx), ctx->mod->name, key);
+  const ph_conf *c = conf_of(ctx, "conf_int");
+  int64_t v = conf_int(c, ctx->mod->name, key);
+  if (v == 0)
+    conf_check_declared(ctx, c, "conf_int", key);
+  return v;
 }
 
 static size_t api_conf_list_len(ph_ctx *ctx, const char *key) {
-  return conf_list_len(conf_of(ctx), ctx->mod->name, key);
+  const ph_conf *c = conf_of(ctx, "conf_list_len");
+  size_t n = conf_list_len(c, ctx->mod->name, key);
+  if (n == 0)
+    conf_check_declared(ctx, c, "conf_list_len", key);
+  return n;
 }
 
 static const char *api_conf_list_at(ph_ctx *ctx, const char *key, size_t i) {
-  return conf_list_at(conf_of(ctx), ctx->mod->name, key, i);
+  const ph_conf *c = conf_of(ctx, "conf_list_at");
+  const char *v = conf_list_at(c, ctx->mod->name, key, i);
+  if (!v)
+    conf_check_declared(ctx, c, "conf_list_at", key);
+  return v;
 }
 
 /* ---- loop, fd watchers, timers --------------------------------------- */
@@ -254,7 +304,10 @@ static int64_t api_submit(ph_ctx *ctx, ph_work_fn work, ph_done_fn done,
     return PH_EINVAL;
   if (!ctx->core->pool || in_check(ctx))
     return PH_ESTATE;
-  return pool_submit(ctx->core->pool, ctx, work, done, arg);
+  /* The job reads the configuration in force now, whatever reloads
+   * happen before its done ran. */
+  return pool_submit_conf(ctx->core->pool, ctx, work, done, arg,
+                          ctx->core->conf);
 }
 
 /* A job id belongs to the ctx that submitted it. */

@@ -8,7 +8,10 @@
  * in defaults) → typed getters. Errors are written one per line into the
  * caller's ph_buf as "file:line: section.key: reason" (for --set:
  * "--set: section.key: reason"; for the environment: "env NAME:
- * section.key: reason"). */
+ * section.key: reason").
+ *
+ * This header is the store's one interface. It is implemented in
+ * host/conf_*.c, one job per file (host/conf_int.h lists them). */
 #ifndef PH_CONF_H
 #define PH_CONF_H
 
@@ -22,8 +25,19 @@
 
 typedef struct ph_conf ph_conf;
 
+/* Generations. A configuration that passed conf_finalize is never changed
+ * again, so any thread may read it without a lock while it holds a
+ * reference. conf_new returns the first reference; conf_hold adds one
+ * (returns c); conf_free drops one and frees c with the last. The core
+ * holds the configuration in force, and every job submitted through the
+ * API holds the one in force when it was submitted (pool.h), so a reload
+ * frees the replaced configuration when its last job is done. Any thread;
+ * the host takes and drops references on the loop thread. */
 ph_conf *conf_new(void);
+ph_conf *conf_hold(ph_conf *c);
 void conf_free(ph_conf *c);
+/* Configurations allocated and not yet freed, in the process (tests). */
+size_t conf_alive(void);
 
 /* Reads one INI file. The key `include` in section [proxyhost] takes a
  * glob relative to the including file's directory, expanded in sorted
@@ -56,12 +70,15 @@ int conf_declare(ph_conf *c, const char *section, const ph_conf_key *keys);
 int conf_finalize(ph_conf *c, char *const *env, ph_buf *err);
 
 /* Typed getters, valid after a successful finalize. Unknown section or key:
- * NULL / 0. Strings are owned by c. */
+ * NULL / 0. Strings are owned by c and live as long as it. Read-only: any
+ * thread holding a reference may call them. */
 const char *conf_str(const ph_conf *c, const char *section, const char *key);
 int64_t conf_int(const ph_conf *c, const char *section, const char *key);
 size_t conf_list_len(const ph_conf *c, const char *section, const char *key);
 const char *conf_list_at(const ph_conf *c, const char *section,
                          const char *key, size_t i);
+/* Whether section is declared and declares key (finalized or not). */
+int conf_declared(const ph_conf *c, const char *section, const char *key);
 /* Whether the value was set by a source (not the default). */
 int conf_is_set(const ph_conf *c, const char *section, const char *key);
 /* Appends where section.key's effective value came from, as the prefix of

@@ -19,40 +19,45 @@
 #endif
 
 const ph_conf_key ph_host_keys[] = {
-    {"modules", PH_CONF_LIST, "", 0, PH_MAX_MODULES, PH_CONF_RESTART, NULL,
-     "modules to load, in order (names or paths to .so files)", NULL},
-    {"module_path", PH_CONF_LIST, "", 0, 16, PH_CONF_RESTART, NULL,
-     "directories searched for modules (default: the installed module dir)",
-     NULL},
-    {"drain_timeout", PH_CONF_DURATION, "10s", 0, 3600000, 0, NULL,
-     "how long a graceful stop waits for modules to drain", NULL},
-    {"mailbox_size", PH_CONF_INT, "4096", 1, 1048576, PH_CONF_RESTART, NULL,
-     "calls and bus messages queued from other threads to the loop", NULL},
-    {"threads", PH_CONF_INT, "4", 1, 64, PH_CONF_RESTART, NULL, "helper threads", NULL},
-    {"job_queue", PH_CONF_INT, "1024", 1, 1048576, PH_CONF_RESTART, NULL,
-     "jobs waiting for a helper thread", NULL},
+    PH_CONF_KEY("modules", PH_CONF_LIST, "", 0, PH_MAX_MODULES, PH_CONF_RESTART,
+                NULL, "modules to load, in order (names or paths to .so files)",
+                NULL),
+    PH_CONF_KEY(
+        "module_path", PH_CONF_LIST, "", 0, 16, PH_CONF_RESTART, NULL,
+        "directories searched for modules (default: the installed module dir)",
+        NULL),
+    PH_CONF_KEY("drain_timeout", PH_CONF_DURATION, "10s", 0, 3600000, 0, NULL,
+                "how long a graceful stop waits for modules to drain", NULL),
+    PH_CONF_KEY(
+        "mailbox_size", PH_CONF_INT, "4096", 1, 1048576, PH_CONF_RESTART, NULL,
+        "calls and bus messages queued from other threads to the loop", NULL),
+    PH_CONF_KEY("threads", PH_CONF_INT, "4", 1, 64, PH_CONF_RESTART, NULL,
+                "helper threads", NULL),
+    PH_CONF_KEY("job_queue", PH_CONF_INT, "1024", 1, 1048576, PH_CONF_RESTART,
+                NULL, "jobs waiting for a helper thread", NULL),
     PH_CONF_END};
 
 const ph_conf_key ph_log_keys[] = {
-    {"level", PH_CONF_ENUM, "info", 0, 0, 0, NULL, "least severe level logged",
-     "error|warn|info|debug"},
-    {"format", PH_CONF_ENUM, "text", 0, 0, 0, NULL,
-     "text (key=value) or json, one record per line", "text|json"},
-    {"file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
-     "log file (empty or - for stderr); reopened on SIGHUP", NULL},
+    PH_CONF_KEY("level", PH_CONF_ENUM, "info", 0, 0, 0, NULL,
+                "least severe level logged", "error|warn|info|debug"),
+    PH_CONF_KEY("format", PH_CONF_ENUM, "text", 0, 0, 0, NULL,
+                "text (key=value) or json, one record per line", "text|json"),
+    PH_CONF_KEY("file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
+                "log file (empty or - for stderr); reopened on SIGHUP", NULL),
     PH_CONF_END};
 
 const ph_conf_key ph_admin_keys[] = {
-    {"listen", PH_CONF_STRING, "127.0.0.1:9470", 0, 128, PH_CONF_RESTART, NULL,
-     "admin HTTP address for /metrics /healthz /readyz; empty disables it",
-     NULL},
-    {"max_connections", PH_CONF_INT, "16", 1, 1024, PH_CONF_RESTART, NULL,
-     "concurrent admin clients", NULL},
-    {"timeout", PH_CONF_DURATION, "5s", 100, 60000, PH_CONF_RESTART, NULL,
-     "deadline for one admin request", NULL},
+    PH_CONF_KEY(
+        "listen", PH_CONF_STRING, "127.0.0.1:9470", 0, 128, PH_CONF_RESTART,
+        NULL,
+        "admin HTTP address for /metrics /healthz /readyz; empty disables it",
+        NULL),
+    PH_CONF_KEY("max_connections", PH_CONF_INT, "16", 1, 1024, PH_CONF_RESTART,
+                NULL, "concurrent admin clients", NULL),
+    PH_CONF_KEY("timeout", PH_CONF_DURATION, "5s", 100, 60000, PH_CONF_RESTART,
+                NULL, "deadline for one admin request", NULL),
     PH_CONF_END};
 
-static const ph_conf_key no_keys[] = {PH_CONF_END};
 static const char *const reserved_sections[] = {"proxyhost", "log", "admin",
                                                 NULL};
 
@@ -61,6 +66,8 @@ ph_core *core_new(void) {
   if (!c)
     return NULL;
   c->exit_code = PH_EXIT_OK;
+  /* The thread that drives the core; core_setup confirms it. Set here so
+   * that check and --check-config, before any loop, know it too. */
   c->loop_thread = pthread_self();
   return c;
 }
@@ -169,6 +176,8 @@ static int add_ctx(ph_core *c, ph_ctx *ctx, ph_buf *err) {
     buf_printf(err, "at most %d modules\n", PH_MAX_MODULES);
     return -1;
   }
+  if (loader_keys(ctx, ctx->path, err) < 0)
+    return -1;
   ctx->core = c;
   ctx->ready = 1;
   c->mods[c->n_mods++] = ctx;
@@ -233,7 +242,7 @@ static int declare_all(ph_core *c, ph_conf *conf) {
     return -1;
   for (size_t i = 0; i < c->n_mods; i++) {
     const ph_module *m = c->mods[i]->mod;
-    if (conf_declare(conf, m->name, m->config ? m->config : no_keys) < 0)
+    if (conf_declare(conf, m->name, c->mods[i]->keys) < 0)
       return -1;
   }
   return 0;
@@ -610,8 +619,7 @@ static void warn_restart_keys(ph_core *c, const ph_conf *a,
   warn_restart_section(a, b, "log", ph_log_keys);
   warn_restart_section(a, b, "admin", ph_admin_keys);
   for (size_t i = 0; i < c->n_mods; i++)
-    warn_restart_section(a, b, c->mods[i]->mod->name,
-                         c->mods[i]->mod->config);
+    warn_restart_section(a, b, c->mods[i]->mod->name, c->mods[i]->keys);
 }
 
 int core_reload(ph_core *c) {
@@ -755,17 +763,21 @@ void core_free(ph_core *c) {
     bus_free(c->bus);
   if (c->services)
     services_free(c->services);
+  /* Before the key tables it was declared with go (conf.h); no job holds
+   * it any more: the pool is gone. */
+  if (c->conf)
+    conf_free(c->conf);
+  c->conf = NULL;
   for (size_t i = c->n_mods; i-- > 0;) {
     ph_ctx *ctx = c->mods[i];
     if (ctx->dl)
       dlclose(ctx->dl);
+    free(ctx->keys_owned);
     free(ctx->path);
     free(ctx);
   }
   if (c->metrics)
     metrics_free(c->metrics);
-  if (c->conf)
-    conf_free(c->conf);
   if (c->loop)
     ev_loop_destroy(c->loop);
   free(c->config_path);

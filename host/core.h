@@ -50,6 +50,10 @@ struct ph_ctx {
   const ph_module *mod;
   char *path; /* file it came from, or "(builtin)" */
   void *dl;   /* dlopen handle, NULL for modules linked in (mock) */
+  /* The module's key table in today's layout (loader_keys): its own
+   * config, a copy of a 1.0/1.1 table (keys_owned), or an empty one. */
+  const ph_conf_key *keys;
+  ph_conf_key *keys_owned;
   void *state;
   int inited, started, stopped;
   int ready;         /* what the module reported */
@@ -65,7 +69,7 @@ struct ph_core {
   /* The thread that created the core, which runs every callback: the
    * loop-thread-only functions compare against it (api.c). */
   pthread_t loop_thread;
-  ph_conf *conf;
+  ph_conf *conf; /* in force; the core holds one reference */
   ph_registry *metrics;
   ph_mailbox *mailbox;
   ph_pool *pool;
@@ -107,8 +111,15 @@ extern const ph_api ph_host_api;
  * loop thread): the configuration being checked, which the conf_*
  * functions then read (on SIGHUP it is not in force yet), and the API
  * refuses whatever would create state. NULL otherwise. Thread-local, so
- * that other modules' helper threads see the configuration in force and
- * keep posting while a SIGHUP is checked. */
+ * that helper threads keep reading their jobs' configurations and
+ * posting while a SIGHUP is checked.
+ *
+ * The one rule for the conf_* getters (host.h): the configuration being
+ * checked in a check; on a helper thread inside a job's work, the
+ * generation the job holds since it was submitted (pool_job_conf); on
+ * the loop thread, conf below. Any other thread is a misuse (debug.h).
+ * The getters take no lock: a finalized ph_conf never changes, and a
+ * replaced one is freed only when its last job's done ran (conf.h). */
 extern _Thread_local ph_conf *core_checking;
 
 /* The [proxyhost], [log] and [admin] key tables. */
@@ -166,5 +177,11 @@ int loader_check(const ph_module *m, const char *file, ph_buf *err);
 int loader_open(const char *spec, const char *const *dirs, size_t n_dirs,
                 ph_ctx *out, ph_buf *err);
 int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err);
+/* Sets ctx->keys from ctx->mod->config, read with the element layout of
+ * the module's abi_minor: a 1.0/1.1 table is converted into a copy the
+ * ctx owns (keys_owned, freed with it); a 1.2 one is used in place and
+ * refused when it sets a reserved field. file names the module in
+ * errors. 0 or -1. */
+int loader_keys(ph_ctx *ctx, const char *file, ph_buf *err);
 
 #endif

@@ -1,5 +1,8 @@
-/* Finding, opening and checking module files, and ordering their start. */
+/* Finding, opening and checking module files, reading their key tables
+ * with the layout of the ABI they were built for, and ordering their
+ * start. */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +53,120 @@ int loader_check(const ph_module *m, const char *file, ph_buf *err) {
   }
   return 0;
 }
+
+/* ---- key tables: each minor's element layout --------------------------- */
+
+/* ph_conf_key as ABI 1.0 and 1.1 laid it out: 1.2 appended reserved[4].
+ * Never in the SDK: only the host reads old tables. */
+typedef struct conf_key_v1 {
+  const char *name;
+  ph_conf_type type;
+  const char *def;
+  int64_t min, max;
+  uint32_t flags;
+  const char *env;
+  const char *help;
+  const char *choices;
+} conf_key_v1;
+
+/* 1.2 only appended: every field a 1.1 table has sits where it was. */
+#define SAME_OFFSET(f)                                                         \
+  _Static_assert(offsetof(conf_key_v1, f) == offsetof(ph_conf_key, f),         \
+                 "ph_conf_key." #f " moved")
+SAME_OFFSET(name);
+SAME_OFFSET(type);
+SAME_OFFSET(def);
+SAME_OFFSET(min);
+SAME_OFFSET(max);
+SAME_OFFSET(flags);
+SAME_OFFSET(env);
+SAME_OFFSET(help);
+SAME_OFFSET(choices);
+_Static_assert(sizeof(ph_conf_key) == sizeof(conf_key_v1) + 4 * sizeof(void *),
+               "ph_conf_key 1.2 is the 1.1 layout plus reserved[4]");
+
+/* A walk past this many entries means a table without PH_CONF_END. */
+#define KEYS_MAX 1024
+
+static int key_reserved_set(const ph_conf_key *k) {
+  for (size_t i = 0; i < sizeof(k->reserved) / sizeof(k->reserved[0]); i++)
+    if (k->reserved[i])
+      return 1;
+  return 0;
+}
+
+/* A table in today's layout: used in place, once its reserved fields are
+ * seen to be zero. */
+static int keys_current(ph_ctx *ctx, const char *file, ph_buf *err) {
+  const ph_conf_key *k = ctx->mod->config;
+  size_t n = 0;
+  for (; n < KEYS_MAX && k[n].name; n++)
+    if (key_reserved_set(&k[n])) {
+      buf_printf(err,
+                 "%s: module %s: key \"%.64s\" uses reserved ph_conf_key "
+                 "fields\n",
+                 file, ctx->mod->name, k[n].name);
+      return -1;
+    }
+  if (n == KEYS_MAX) {
+    buf_printf(err,
+               "%s: module %s: key table has no PH_CONF_END within %d "
+               "entries\n",
+               file, ctx->mod->name, KEYS_MAX);
+    return -1;
+  }
+  ctx->keys = k;
+  return 0;
+}
+
+/* A 1.0 or 1.1 table: walked with its own element size and copied into
+ * today's layout (reserved zero), which the ctx owns. */
+static int keys_convert_v1(ph_ctx *ctx, const char *file, ph_buf *err) {
+  const conf_key_v1 *old = (const conf_key_v1 *)(const void *)ctx->mod->config;
+  size_t n = 0;
+  while (n < KEYS_MAX && old[n].name)
+    n++;
+  if (n == KEYS_MAX) {
+    buf_printf(err,
+               "%s: module %s: key table has no PH_CONF_END within %d "
+               "entries\n",
+               file, ctx->mod->name, KEYS_MAX);
+    return -1;
+  }
+  ph_conf_key *k = calloc(n + 1, sizeof(*k)); /* the last is the end */
+  if (!k) {
+    buf_printf(err, "%s: out of memory\n", file);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    k[i].name = old[i].name;
+    k[i].type = old[i].type;
+    k[i].def = old[i].def;
+    k[i].min = old[i].min;
+    k[i].max = old[i].max;
+    k[i].flags = old[i].flags;
+    k[i].env = old[i].env;
+    k[i].help = old[i].help;
+    k[i].choices = old[i].choices;
+  }
+  ctx->keys = k;
+  ctx->keys_owned = k;
+  return 0;
+}
+
+int loader_keys(ph_ctx *ctx, const char *file, ph_buf *err) {
+  static const ph_conf_key none[] = {PH_CONF_END};
+  ctx->keys = none;
+  ctx->keys_owned = NULL;
+  if (!ctx->mod->config)
+    return 0;
+  if (ctx->mod->abi_minor < 2)
+    return keys_convert_v1(ctx, file, err);
+  return keys_current(ctx, file, err);
+}
+
+/* ---- module files ---------------------------------------------------------
+ */
 
 static int is_file(const char *p) {
   struct stat st;

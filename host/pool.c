@@ -3,7 +3,12 @@
  * (a worker is in work()), completed (work done, done() not yet run on the
  * loop). The job node itself moves from list to list, so finishing a job
  * never allocates and never has to be refused: the completion room is
- * reserved by the accepted job. */
+ * reserved by the accepted job.
+ *
+ * A job may hold a reference to a configuration generation (the one in
+ * force when it was submitted): the worker running it publishes it in a
+ * thread-local for the conf_* getters, and the pool drops the reference
+ * on the loop thread after the job's done ran. */
 #include "pool.h"
 
 #include <ev.h>
@@ -23,6 +28,7 @@ struct job {
   ph_work_fn work;
   ph_done_fn done;
   void *arg;
+  ph_conf *conf; /* a held reference, or NULL */
   job *prev, *next;
 };
 
@@ -90,6 +96,12 @@ static job *list_find(const job_list *l, int64_t id) {
 
 /* ---- helper threads -------------------------------------------------- */
 
+/* The configuration of the job this thread is running, NULL between jobs
+ * and on every other thread. Written only by its own thread. */
+static _Thread_local const ph_conf *running_conf;
+
+const ph_conf *pool_job_conf(void) { return running_conf; }
+
 static void *pool_worker(void *arg) {
   ph_pool *p = arg;
   pthread_mutex_lock(&p->mu);
@@ -102,7 +114,9 @@ static void *pool_worker(void *arg) {
     list_push(&p->running, j);
     pthread_mutex_unlock(&p->mu);
 
+    running_conf = j->conf;
     j->work(j->arg);
+    running_conf = NULL;
 
     pthread_mutex_lock(&p->mu);
     list_remove(&p->running, j);
@@ -183,6 +197,11 @@ ph_pool *pool_new(struct ev_loop *loop, unsigned threads, size_t queue_cap) {
 
 int64_t pool_submit(ph_pool *p, const void *owner, ph_work_fn work,
                     ph_done_fn done, void *arg) {
+  return pool_submit_conf(p, owner, work, done, arg, NULL);
+}
+
+int64_t pool_submit_conf(ph_pool *p, const void *owner, ph_work_fn work,
+                         ph_done_fn done, void *arg, ph_conf *conf) {
   if (!p || !work)
     return PH_EINVAL;
   if (p->closing)
@@ -202,6 +221,7 @@ int64_t pool_submit(ph_pool *p, const void *owner, ph_work_fn work,
     return PH_EFULL;
   }
   j->id = p->next_id++;
+  j->conf = conf ? conf_hold(conf) : NULL;
   list_push(&p->queued, j);
   pthread_cond_signal(&p->work_cv);
   pthread_mutex_unlock(&p->mu);
@@ -210,7 +230,9 @@ int64_t pool_submit(ph_pool *p, const void *owner, ph_work_fn work,
   return j->id;
 }
 
-/* Runs a job's done callback on the loop thread and retires the job. */
+/* Runs a job's done callback on the loop thread and retires the job. Its
+ * configuration is released after done, so that what work read from it
+ * is still valid in done. */
 static void pool_finish(ph_pool *p, job *j, int status) {
   int64_t outer = p->delivering_id;
   const void *outer_owner = p->delivering_owner;
@@ -220,6 +242,8 @@ static void pool_finish(ph_pool *p, job *j, int status) {
     j->done(j->arg, status);
   p->delivering_id = outer;
   p->delivering_owner = outer_owner;
+  if (j->conf)
+    conf_free(j->conf);
   atomic_fetch_sub(&p->outstanding, 1);
   free(j);
 }

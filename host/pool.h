@@ -10,6 +10,8 @@
 
 #include <proxyhost/host.h>
 
+#include "conf.h"
+
 struct ev_loop;
 typedef struct ph_pool ph_pool;
 
@@ -23,6 +25,16 @@ ph_pool *pool_new(struct ev_loop *loop, unsigned threads, size_t queue_cap);
  * pointer) is the only one that may cancel the job. */
 int64_t pool_submit(ph_pool *p, const void *owner, ph_work_fn work,
                     ph_done_fn done, void *arg);
+/* Loop thread. pool_submit for a job that reads configuration: an
+ * accepted job holds a reference to conf (conf_hold), which
+ * pool_job_conf() returns on the helper thread while work runs, and the
+ * pool drops it (conf_free) after done ran, also when the job is
+ * cancelled. Not accepted: no reference is taken. */
+int64_t pool_submit_conf(ph_pool *p, const void *owner, ph_work_fn work,
+                         ph_done_fn done, void *arg, ph_conf *conf);
+/* On a helper thread inside a job's work: the configuration that job
+ * holds (NULL for a job without one). NULL on every other thread. */
+const ph_conf *pool_job_conf(void);
 /* Loop thread. See ph_api.job_cancel; POOL_EFOREIGN when the job is
  * another owner's (it is left alone). */
 int pool_cancel(ph_pool *p, const void *owner, int64_t id);

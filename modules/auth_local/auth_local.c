@@ -71,18 +71,18 @@ struct auth {
 static const ph_api *api;
 
 static const ph_conf_key auth_keys[] = {
-    {"users", PH_CONF_LIST, "", 0, MAX_USERS, PH_CONF_SENSITIVE, NULL,
-     "NAME:HASH entries; HASH from proxyhost-passwd", NULL},
-    {"cache_ttl", PH_CONF_DURATION, "60s", 0, 3600000, 0, NULL,
-     "how long a verified password is remembered (0: never)", NULL},
-    {"cache_size", PH_CONF_INT, "1024", 0, AUTH_CACHE_MAX, 0, NULL,
-     "remembered verifications", NULL},
-    {"max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
+    PH_CONF_KEY("users", PH_CONF_LIST, "", 0, MAX_USERS, PH_CONF_SENSITIVE, NULL,
+     "NAME:HASH entries; HASH from proxyhost-passwd", NULL),
+    PH_CONF_KEY("cache_ttl", PH_CONF_DURATION, "60s", 0, 3600000, 0, NULL,
+     "how long a verified password is remembered (0: never)", NULL),
+    PH_CONF_KEY("cache_size", PH_CONF_INT, "1024", 0, AUTH_CACHE_MAX, 0, NULL,
+     "remembered verifications", NULL),
+    PH_CONF_KEY("max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
      "checks in flight (password and access, each); beyond it a check is "
      "denied",
-     NULL},
-    {"access_ttl", PH_CONF_DURATION, "5s", 0, 3600000, 0, NULL,
-     "how long a caller may keep an access verdict (0: not at all)", NULL},
+     NULL),
+    PH_CONF_KEY("access_ttl", PH_CONF_DURATION, "5s", 0, 3600000, 0, NULL,
+     "how long a caller may keep an access verdict (0: not at all)", NULL),
     PH_CONF_END};
 
 static void cred_key(const char *u, size_t ul, const char *p, size_t pl,

@@ -22,29 +22,33 @@
 #include <proxyhost/config.h>
 
 #define FRONTEND_KEYS(default_listen, what)                                  \
-  {"listen", PH_CONF_STRING, default_listen, 3, 128, PH_CONF_RESTART, NULL, \
-   "address to accept " what " clients on: IPv4:PORT or [IPv6]:PORT, "     \
-   "numeric",                                                               \
-   NULL},                                                                   \
-      {"backlog", PH_CONF_INT, "1024", 1, 65535, PH_CONF_RESTART, NULL,     \
-       "listen(2) backlog", NULL},                                          \
-      {"reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,     \
-       "SO_REUSEPORT, to share the port with other proxyhost processes",    \
-       NULL},                                                               \
-      {"max_clients", PH_CONF_INT, "1024", 1, 1000000, PH_CONF_RESTART,     \
-       NULL, "concurrent clients; more are accepted and closed at once",    \
-       NULL},                                                               \
-      {"buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL,       \
-       "buffer per direction of a stream (and the splice chunk); taken "    \
-       "only while bytes are in flight",                                    \
-       NULL},                                                               \
-      {"splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,                       \
-       "zero-copy splice(2) for bulk data between TCP sockets", NULL},      \
-  {                                                                         \
-    "auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL,              \
-        "client authentication: none, or password (checked by the "        \
-        "authorizer service)",                                              \
-        "none|password"                                                     \
-  }
+  PH_CONF_KEY("listen", PH_CONF_STRING, default_listen, 3, 128,              \
+              PH_CONF_RESTART, NULL,                                         \
+              "address to accept " what " clients on: IPv4:PORT or "         \
+              "[IPv6]:PORT, numeric",                                        \
+              NULL),                                                         \
+      PH_CONF_KEY("backlog", PH_CONF_INT, "1024", 1, 65535, PH_CONF_RESTART, \
+                  NULL, "listen(2) backlog", NULL),                          \
+      PH_CONF_KEY("reuseport", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, \
+                  NULL,                                                      \
+                  "SO_REUSEPORT, to share the port with other proxyhost "    \
+                  "processes",                                               \
+                  NULL),                                                     \
+      PH_CONF_KEY("max_clients", PH_CONF_INT, "1024", 1, 1000000,            \
+                  PH_CONF_RESTART, NULL,                                     \
+                  "concurrent clients; more are accepted and closed at once",\
+                  NULL),                                                     \
+      PH_CONF_KEY("buffer_size", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0,   \
+                  NULL,                                                      \
+                  "buffer per direction of a stream (and the splice chunk); "\
+                  "taken only while bytes are in flight",                    \
+                  NULL),                                                     \
+      PH_CONF_KEY("splice", PH_CONF_BOOL, "true", 0, 0, 0, NULL,             \
+                  "zero-copy splice(2) for bulk data between TCP sockets",   \
+                  NULL),                                                     \
+      PH_CONF_KEY("auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL, \
+                  "client authentication: none, or password (checked by "   \
+                  "the authorizer service)",                                 \
+                  "none|password")
 
 #endif

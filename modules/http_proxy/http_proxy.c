@@ -32,17 +32,17 @@ const ph_api *hp_api;
 
 static const ph_conf_key hp_keys[] = {
     FRONTEND_KEYS("127.0.0.1:8080", "HTTP proxy"),
-    {"max_request_line", PH_CONF_SIZE, "8KiB", 256, 16384, 0, NULL,
-     "longest request line; longer is answered 414", NULL},
-    {"max_header_bytes", PH_CONF_SIZE, "16KiB", 1024, 65536, 0, NULL,
-     "header bytes after the request line; more is answered 431", NULL},
-    {"max_headers", PH_CONF_INT, "100", 1, 1000, 0, NULL,
-     "header fields per request; more is answered 431", NULL},
-    {"header_timeout", PH_CONF_DURATION, "10s", 100, 600000, 0, NULL,
-     "time to receive a whole request head; then 408 and close", NULL},
-    {"idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
+    PH_CONF_KEY("max_request_line", PH_CONF_SIZE, "8KiB", 256, 16384, 0, NULL,
+     "longest request line; longer is answered 414", NULL),
+    PH_CONF_KEY("max_header_bytes", PH_CONF_SIZE, "16KiB", 1024, 65536, 0, NULL,
+     "header bytes after the request line; more is answered 431", NULL),
+    PH_CONF_KEY("max_headers", PH_CONF_INT, "100", 1, 1000, 0, NULL,
+     "header fields per request; more is answered 431", NULL),
+    PH_CONF_KEY("header_timeout", PH_CONF_DURATION, "10s", 100, 600000, 0, NULL,
+     "time to receive a whole request head; then 408 and close", NULL),
+    PH_CONF_KEY("idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
      "no bytes either way for this long closes a tunnel, a request "
-     "in progress or an idle keep-alive connection", NULL},
+     "in progress or an idle keep-alive connection", NULL),
     PH_CONF_END};
 
 const char *const hp_method_classes[] = {"connect", "forward", NULL};

@@ -20,8 +20,8 @@ typedef struct pm {
 static const ph_api *api;
 
 static const ph_conf_key pm_keys[] = {
-    {"interval", PH_CONF_DURATION, "5s", 100, 3600000, 0, NULL,
-     "how often the values are refreshed", NULL},
+    PH_CONF_KEY("interval", PH_CONF_DURATION, "5s", 100, 3600000, 0, NULL,
+                "how often the values are refreshed", NULL),
     PH_CONF_END};
 
 static long count_fds(void) {

@@ -132,10 +132,10 @@ static const ph_api *api;
 
 static const ph_conf_key s5_keys[] = {
     FRONTEND_KEYS("127.0.0.1:1080", "SOCKS5"),
-    {"handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
-     "deadline from accept to a complete request (with authentication)", NULL},
-    {"idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
-     "a relayed stream with no bytes either way for this long is closed", NULL},
+    PH_CONF_KEY("handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
+     "deadline from accept to a complete request (with authentication)", NULL),
+    PH_CONF_KEY("idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
+     "a relayed stream with no bytes either way for this long is closed", NULL),
     PH_CONF_END};
 
 static const char *const s5_requires[] = {PH_CONNECTOR_SERVICE, NULL};

@@ -11,7 +11,9 @@
  *  - The ABI never depends on configure switches or build options.
  *  - 1.1 added ph_module.check (taken from reserved[0]).
  *  - 1.2 added streams (stream.h), PH_EAGAIN and PH_ERESET, module
- *    threads and more; it appended functions to ph_api (sdk/ABI.md lists
+ *    threads, reserved[4] in ph_conf_key (the host reads a module's key
+ *    table with the layout of its abi_minor), one thread rule for the
+ *    conf_* getters, and appended functions to ph_api (sdk/ABI.md lists
  *    it all).
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines

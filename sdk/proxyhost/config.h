@@ -36,6 +36,16 @@ enum ph_conf_flags {
                                   what it read at start */
 };
 
+/* One key. Write entries with PH_CONF_KEY or designated initialisers
+ * (.name = ..., .type = ...): both leave every field they do not name
+ * zero, as reserved[] must be, and keep compiling warning-free when a
+ * later minor gives reserved[] a meaning.
+ *
+ * ABI 1.2 added reserved[] (the element grew by four pointers). The host
+ * reads a module's table with the layout of the module's abi_minor: a
+ * module built for 1.0 or 1.1 has elements without reserved[], which the
+ * host converts; one built for 1.2 or later has this layout, and a set
+ * reserved[] slot refuses it at load (sdk/ABI.md). */
 typedef struct ph_conf_key {
   const char *name;  /* key inside the module's section, e.g. "listen" */
   ph_conf_type type;
@@ -45,8 +55,24 @@ typedef struct ph_conf_key {
   const char *env;   /* extra environment name (a seed's), or NULL */
   const char *help;  /* one line for the module's documentation */
   const char *choices; /* PH_CONF_ENUM only: allowed values, "a|b|c" */
+  void *reserved[4];   /* ABI 1.2: room to grow; must be zero */
 } ph_conf_key;
 
-#define PH_CONF_END {0, (ph_conf_type)0, 0, 0, 0, 0, 0, 0, 0}
+/* The nine fields of ph_conf_key in order, as a designated initialiser:
+ *   PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:1080", 1, 128,
+ *               PH_CONF_RESTART, NULL, "address to listen on", NULL),
+ * (A positional {"listen", PH_CONF_STRING, ...} with nine values still
+ * gives the same entry, reserved[] zero, but -Wextra warns about the
+ * fields it leaves out.) */
+#define PH_CONF_KEY(name_, type_, def_, min_, max_, flags_, env_, help_,       \
+                    choices_)                                                  \
+  {                                                                            \
+    .name = (name_), .type = (type_), .def = (def_), .min = (min_),            \
+    .max = (max_), .flags = (flags_), .env = (env_), .help = (help_),          \
+    .choices = (choices_)                                                      \
+  }
+
+/* Ends a key table: the entry whose name is NULL. */
+#define PH_CONF_END {.name = 0}
 
 #endif

@@ -9,12 +9,13 @@
  * Every function below is loop-thread-only unless its comment says "any
  * thread"; a loop-thread-only function called from another thread is
  * refused with its documented error (NULL, PH_ESTATE, or nothing), and
- * aborts the process in debug builds and under the mock host. A module
- * never creates threads itself: blocking or heavy work goes to
- * api->submit, and a library that needs a thread of its own (a completion
- * queue, a database client) asks the host for a named, host-owned one
- * with api->thread_start (ABI 1.2). Results come back on the loop
- * (api->thread_post, api->post).
+ * aborts the process in debug builds and under the mock host. The conf_*
+ * getters have a rule of their own (see there): the loop thread, a check,
+ * and a job's work on a helper thread. A module never creates threads
+ * itself: blocking or heavy work goes to api->submit, and a library that
+ * needs a thread of its own (a completion queue, a database client) asks
+ * the host for a named, host-owned one with api->thread_start (ABI 1.2).
+ * Results come back on the loop (api->thread_post, api->post).
  *
  * Phases: a function marked "init only" may be called only from the
  * module's init callback (registration happens there, as in Redis's
@@ -55,7 +56,8 @@ typedef void (*ph_io_fn)(ph_io *io, int fd, int revents, void *arg);
 typedef void (*ph_timer_fn)(ph_timer *t, void *arg);
 typedef void (*ph_call_fn)(void *arg);
 /* Runs on a helper thread: may block; must not call the host API except
- * functions marked "any thread". */
+ * functions marked "any thread" and the conf_* getters, which read the
+ * configuration that was in force when the job was submitted. */
 typedef void (*ph_work_fn)(void *arg);
 /* Runs on the loop thread once per submitted job; status is PH_OK after
  * work ran, PH_ECANCELED when the job was cancelled before it started. */
@@ -96,13 +98,28 @@ typedef struct ph_api {
   void (*log_rl)(ph_ctx *ctx, ph_ratelimit *rl, int level, const char *msg,
                  const ph_log_field *fields, size_t n_fields);
 
-  /* ---- configuration (validated before init; loop thread) ------------ */
-  /* A reload replaces the values (and frees the old strings) on the loop
-   * thread: copy what a helper thread needs before submitting the job. */
-
-  /* Effective value of a key the module declared. Strings and lists are
-   * returned as written (lists comma-separated), owned by the host and
-   * valid until the next reload. Undeclared keys: NULL / 0. */
+  /* ---- configuration (validated before init) ------------------------- */
+  /* The one rule for reading configuration (ABI 1.2). The getters may be
+   * called:
+   *  - on the loop thread: they read the configuration in force. A
+   *    reload replaces it between two callbacks (re-read values in the
+   *    reload callback or on host.reload); what they return is valid
+   *    until the next reload;
+   *  - inside check: the configuration being checked;
+   *  - on a helper thread, inside the work of a job submitted with
+   *    api->submit: the configuration that was in force when the job was
+   *    submitted, whatever reloads happen meanwhile. What work reads stays
+   *    valid until the job's done callback has returned (done runs on the
+   *    loop thread, where the getters read the configuration in force).
+   * Any other thread (one a library started, any long-running thread) is
+   * a misuse, and so is a key the module did not declare (or NULL): with
+   * debug checks (configure --enable-debug, the mock host) the host logs
+   * it and aborts; release builds log it (rate-limited) and return NULL
+   * or 0. The reads take no lock and never allocate.
+   *
+   * Effective value of a key the module declared. Strings and lists are
+   * returned as written (lists comma-separated), owned by the host, valid
+   * as said above. */
   const char *(*conf_str)(ph_ctx *ctx, const char *key);
   /* INT, DURATION (milliseconds), SIZE (bytes) and BOOL (0/1) keys. */
   int64_t (*conf_int)(ph_ctx *ctx, const char *key);
@@ -140,7 +157,9 @@ typedef struct ph_api {
   /* Loop thread. Runs work(arg) on a host helper thread, then done(arg,
    * status) on the loop. Returns a job id > 0, or PH_EFULL when the
    * bounded job queue ([proxyhost] job_queue) is full (done is not
-   * called). Each accepted job gets exactly one done call. */
+   * called). Each accepted job gets exactly one done call. The job keeps
+   * the configuration in force now until its done returned: work reads
+   * it with the conf_* getters (ABI 1.2). */
   int64_t (*submit)(ph_ctx *ctx, ph_work_fn work, ph_done_fn done,
                     void *arg);
   /* Loop thread. PH_OK: the job had not started; done(arg, PH_ECANCELED)

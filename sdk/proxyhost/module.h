@@ -6,8 +6,8 @@
  * `proxyhost_module`, a const ph_module defined with PROXYHOST_MODULE:
  *
  *   static const ph_conf_key keys[] = {
- *     {"greeting", PH_CONF_STRING, "hello", 1, 64, 0, NULL, "what to say",
- *      NULL},
+ *     PH_CONF_KEY("greeting", PH_CONF_STRING, "hello", 1, 64, 0, NULL,
+ *                 "what to say", NULL),
  *     PH_CONF_END
  *   };
  *   PROXYHOST_MODULE = {
@@ -78,7 +78,9 @@ typedef struct ph_module {
   /* NULL-terminated service names this module registers / needs. */
   const char *const *provides;
   const char *const *requires;
-  /* Configuration keys of section [name], ended by PH_CONF_END. */
+  /* Configuration keys of section [name], ended by PH_CONF_END. The
+   * host reads the table with the ph_conf_key layout of abi_minor (a 1.1
+   * module's elements have no reserved[]: config.h). */
   const ph_conf_key *config;
 
   /* *state receives the module's private pointer, passed to the rest. */

@@ -1,8 +1,8 @@
-/* libFuzzer target for host/conf.c: arbitrary bytes as an INI file, then
- * a small schema covering every key type, the environment, finalize and
- * the getters. Build (clang):
+/* libFuzzer target for the configuration store (host/conf_*.c): arbitrary
+ * bytes as an INI file, then a small schema covering every key type, the
+ * environment, finalize and the getters. Build (clang):
  *   clang -std=c11 -D_GNU_SOURCE -g -fsanitize=fuzzer,address,undefined \
- *     -Isdk -Ihost host/conf.c host/buf.c t/fuzz/fuzz_conf.c -linih
+ *     -Isdk -Ihost host/conf_*.c host/buf.c t/fuzz/fuzz_conf.c -linih
  */
 #include <stdint.h>
 #include <stdio.h>

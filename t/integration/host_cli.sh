@@ -70,6 +70,32 @@ printf '[probe]\ngreeting = %s\n' "$long" >"$T/long.ini"
 err=$("$PROXYHOST" -c "$T/long.ini" --check-config 2>&1); rc=$?
 is "$rc" 2 "an over-long line is refused, not truncated"
 like "$err" "long.ini:2:" "and its line is named"
+# The limit is 199 bytes, line terminator excluded (Debian's inih reads
+# 200 with the NUL, and would cut a longer line and read its tail as the
+# next line). tags: 8 items of 23/24 bytes, joined with ',' to 192 bytes.
+tags=$(python3 -c 'print(",".join(["t" * 23] * 7 + ["u" * 24]))')
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ntags = %s\n' "$TMOD" "$tags" >"$T/limit.ini"
+is "$(sed -n 7p "$T/limit.ini" | tr -d '\n' | wc -c)" 199 "fixture: a 199-byte line"
+out=$("$PROXYHOST" -c "$T/limit.ini" --print-config 2>&1); rc=$?
+is "$rc" 0 "a 199-byte line is accepted"
+like "$out" "tags = $tags  ; from $T/limit.ini:7" "and read whole"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ntags = %sv\ncount = 7\n' "$TMOD" "$tags" >"$T/limit.ini"
+err=$("$PROXYHOST" -c "$T/limit.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "a 200-byte line is a configuration error (exit 2)"
+is "$err" "proxyhost: $T/limit.ini:7: line too long (max 199 bytes)" \
+  "200 bytes: file:line and the limit, one line"
+err=$("$PROXYHOST" -c "$T/limit.ini" 2>&1); rc=$?
+is "$rc" 2 "200 bytes: start-up refuses it the same way"
+like "$err" "$T/limit.ini:7: line too long" "start-up: file:line"
+mkdir -p "$T/longinc/conf.d"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\ninclude = conf.d/*.ini\n[admin]\nlisten =\n' "$TMOD" >"$T/longinc/main.ini"
+semis=$(python3 -c 'print(";" * 199, end="")')
+printf '[probe]\n%scount = 7\n' "$semis" >"$T/longinc/conf.d/probe.ini"
+err=$("$PROXYHOST" -c "$T/longinc/main.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "a long comment line in an included file exits 2"
+like "$err" "$T/longinc/conf.d/probe.ini:2: line too long (max 199 bytes)" \
+  "and names the included file and its line"
+unlike "$err" "probe.count" "the comment's tail was not read as a key"
 err=$("$PROXYHOST" -c "$T/good.ini" --set probe.count --check-config 2>&1); rc=$?
 is "$rc" 2 "malformed --set exits 2"
 like "$err" "--set" "and the message names --set"
@@ -115,6 +141,54 @@ printf '[proxyhost]\nmodules = %s/bad_major.so\n' "$TMOD" >"$T/badmod.ini"
 err=$("$PROXYHOST" -c "$T/badmod.ini" --check-config 2>&1); rc=$?
 is "$rc" 3 "a refused module exits 3"
 like "$err" "module ABI 2.0 is not compatible with host ABI $PH_ABI" "with both versions"
+
+# A module built against SDK 1.1 (t/modules/keys_v11.c: ABI 1.1, the 1.1
+# ph_conf_key layout) next to a 1.2 module: the host reads its key table
+# with the 1.1 element size.
+like "$out" "keys_v11             1.1.0   1.1" "--list-modules: keys_v11 is built for ABI 1.1"
+port=$(free_port)
+cat >"$T/v11.ini" <<EOC
+[proxyhost]
+modules = keys_v11, probe
+module_path = $TMOD
+[admin]
+listen = 127.0.0.1:$port
+[keys_v11]
+greeting = hello
+count = 7
+tags = x, y
+  z
+secret = hush-hush
+[probe]
+count = 9
+EOC
+out=$("$PROXYHOST" -c "$T/v11.ini" --check-config 2>&1); rc=$?
+is "$rc" 0 "1.1 key table: --check-config accepts it"
+like "$out" "configuration ok: 2 module(s)" "1.1 key table: next to probe (1.2)"
+out=$("$PROXYHOST" -c "$T/v11.ini" --print-config 2>&1)
+like "$out" "count = 7  ; from $T/v11.ini:8" "1.1 key table: value and its file:line"
+like "$out" "tags = x,y,z  ; from $T/v11.ini:9" "1.1 key table: list with a continuation line"
+like "$out" "mode = fast  ; from default" "1.1 key table: enum default"
+like "$out" "secret = [redacted]" "1.1 key table: the sensitive flag holds"
+like "$out" "timeout = 5s  ; from default" "1.1 key table: the last key"
+err=$("$PROXYHOST" -c "$T/v11.ini" --set keys_v11.count=101 --check-config 2>&1); rc=$?
+is "$rc" 2 "1.1 key table: a value out of its bounds exits 2"
+like "$err" "--set: keys_v11.count: 101 is above the maximum 100" "and names the key"
+awk '{ print } /^greeting = hello$/ { print "colour = red" }' "$T/v11.ini" >"$T/v11bad.ini"
+err=$("$PROXYHOST" -c "$T/v11bad.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "1.1 key table: an unknown key exits 2"
+like "$err" "v11bad.ini:8: keys_v11.colour: unknown key" "and names its file:line"
+start_proxyhost "$T/v11.ini"
+wait_for healthy "$port"; ok $? "1.1 key table: the host runs with it"
+metrics=$(http_get "http://127.0.0.1:$port/metrics")
+is "$(metric "$metrics" keys_v11_count)" 7 "1.1 key table: init read the integer"
+is "$(metric "$metrics" keys_v11_tags)" 3 "1.1 key table: init read the list"
+is "$(metric "$metrics" keys_v11_secret_bytes)" 9 "1.1 key table: init read the secret"
+like "$(cat "$T/ph.log")" 'msg="keys_v11 read" greeting=hello mode=fast tags=x,y,z last_tag=z' \
+  "1.1 key table: every value as configured"
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10
+is "$EXIT" 0 "1.1 key table: clean stop"
 
 # The build-tree binary finds the build-tree modules without a module_path.
 : >"$T/empty.ini"

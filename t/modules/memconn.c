@@ -76,8 +76,8 @@ struct mconn {
 static const ph_api *api;
 
 static const ph_conf_key keys[] = {
-    {"window", PH_CONF_SIZE, "16KiB", 1, 1 << 20, 0, NULL,
-     "capacity of each direction's queue of a stream", NULL},
+    PH_CONF_KEY("window", PH_CONF_SIZE, "16KiB", 1, 1 << 20, 0, NULL,
+     "capacity of each direction's queue of a stream", NULL),
     PH_CONF_END};
 
 /* ---- the stream ----------------------------------------------------- */

@@ -1,10 +1,13 @@
-/* Unit tests for host/conf.c: loading, includes, precedence, validation,
- * error reporting and redaction. */
+/* Unit tests for the configuration store (host/conf.h, host/conf_*.c):
+ * loading, includes, precedence, validation, error reporting and
+ * redaction. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <ini.h>
 
 #include "buf.h"
 #include "conf.h"
@@ -289,6 +292,130 @@ static void test_crlf_and_line_limit(void) {
   conf_free(c);
   buf_free(&err);
 }
+
+/* Loads text (as name) into a fresh store with the standard sections and
+ * finalizes it; the errors of both steps end up in err. */
+static ph_conf *load_text(const char *name, const char *text, ph_buf *err,
+                          int *load_rc, int *fin_rc) {
+  ph_conf *c = conf_new();
+  *load_rc = conf_load_string(c, name, text, err);
+  declare_std(c);
+  *fin_rc = conf_finalize(c, NULL, err);
+  return c;
+}
+
+/* "key = " + filler to exactly len bytes, in out. */
+static void line_of(char *out, size_t n, const char *key, char fill,
+                    size_t len) {
+  int k = snprintf(out, n, "%s = ", key);
+  memset(out + k, fill, len - (size_t)k);
+  out[len] = '\0';
+}
+
+/* inih cuts a long line and reads the rest as a new line: never here. */
+static void test_long_lines_never_truncated(void) {
+  ph_buf err;
+  buf_init(&err, 0);
+  int lrc, frc;
+  char a[512], b[512], text[2048];
+
+  /* A long comment whose tail, cut at 199 bytes, would be a key line. */
+  memset(a, ';', 199);
+  snprintf(a + 199, sizeof(a) - 199, "max_clients = 7");
+  snprintf(text, sizeof(text), "[socks5]\n%s\n", a);
+  ph_conf *c = load_text("c.ini", text, &err, &lrc, &frc);
+  is_int(lrc, -1, "a long comment line is refused too");
+  is_str(err.data, "c.ini:2: line too long (max 199 bytes)\n",
+         "long comment: file:line, nothing else");
+  is_int(conf_int(c, "socks5", "max_clients"), 100,
+         "long comment: its tail did not become a key");
+  conf_free(c);
+
+  /* Section headers and continuation lines are lines like the others. */
+  buf_reset(&err);
+  memset(a, 's', 300);
+  a[300] = '\0';
+  line_of(b, sizeof(b), "  more", 'p', 250);
+  snprintf(text, sizeof(text), "[%s]\n[socks5]\npeers = x\n%s\n", a, b);
+  c = load_text("h.ini", text, &err, &lrc, &frc);
+  like(err.data, "h.ini:1: line too long (max 199 bytes)",
+       "a long section header is refused with file:line");
+  like(err.data, "h.ini:4: line too long (max 199 bytes)",
+       "a long continuation line is refused with file:line");
+  is_str(conf_str(c, "socks5", "peers"), "x",
+         "nothing of the long continuation line was appended");
+  conf_free(c);
+
+  /* The last line without a newline, and CR LF at the limit. */
+  buf_reset(&err);
+  line_of(a, sizeof(a), "listen", 'z', 200);
+  snprintf(text, sizeof(text), "[socks5]\nmax_clients = 9\n%s", a);
+  c = load_text("eof.ini", text, &err, &lrc, &frc);
+  is_str(err.data, "eof.ini:3: line too long (max 199 bytes)\n",
+         "a long last line without a newline is refused");
+  is_str(conf_str(c, "socks5", "listen"), "127.0.0.1:1080",
+         "long last line: the key keeps its default");
+  conf_free(c);
+  buf_reset(&err);
+  line_of(a, sizeof(a), "peers", 'q', 199);
+  line_of(b, sizeof(b), "offset", '1', 200);
+  snprintf(text, sizeof(text), "[socks5]\r\n%s\r\n%s\r\n", a, b);
+  c = load_text("crlf.ini", text, &err, &lrc, &frc);
+  is_str(err.data, "crlf.ini:3: line too long (max 199 bytes)\n",
+         "CR LF: the terminator does not count, 200 bytes are refused");
+  is_int(strlen(conf_str(c, "socks5", "peers")), 199 - 8,
+         "CR LF: the 199-byte line is read whole");
+  conf_free(c);
+  buf_free(&err);
+}
+
+#if defined(HAVE_DECL_INI_MAX_LINE) && HAVE_DECL_INI_MAX_LINE
+/* Debian's libinih takes its options from process-wide variables: set
+ * them the worst way and read the same text; the reader pins them. */
+static void test_inih_options_pinned(void) {
+  ph_buf err;
+  buf_init(&err, 0);
+  int lrc, frc;
+  char a[512], b[512], text[2048];
+  line_of(a, sizeof(a), "peers", 'q', 199);
+  line_of(b, sizeof(b), "listen", 'y', 200);
+  snprintf(text, sizeof(text),
+           "[socks5]\n%s\n  more ; a comment\nmax_clients = 3\n%s\n"
+           "no equals sign\nmode = safe\n",
+           a, b);
+  static char odd_prefixes[] = "m";
+  ini_use_stack = false;
+  ini_allow_realloc = true;
+  ini_initial_alloc = 16;
+  ini_max_line = 64;
+  ini_stop_on_first_error = true;
+  ini_allow_no_value = true;
+  ini_allow_multiline = false;
+  ini_allow_inline_comments = false;
+  ini_start_comment_prefixes = odd_prefixes;
+  ph_conf *c = load_text("pin.ini", text, &err, &lrc, &frc);
+  is_int(ini_max_line, 200, "pinned: inih reads lines of up to 199 bytes");
+  ok(!ini_allow_realloc && ini_use_stack && !ini_stop_on_first_error,
+     "pinned: no realloc continuation reads, every error reported");
+  is_str(err.data,
+         "pin.ini:5: line too long (max 199 bytes)\n"
+         "pin.ini:6: syntax error: expected key = value\n",
+         "pinned: the long line is refused with file:line, and the error "
+         "after it is reported too");
+  is_int(conf_list_len(c, "socks5", "peers"), 2,
+         "pinned: a 199-byte line is read whole, then its continuation");
+  is_int(strlen(conf_list_at(c, "socks5", "peers", 0)), 199 - 8,
+         "pinned: the 199-byte value is not glued to the next line");
+  is_str(conf_list_at(c, "socks5", "peers", 1), "more",
+         "pinned: inline comments as documented");
+  is_int(conf_int(c, "socks5", "max_clients"), 3,
+         "pinned: the line after it is its own line");
+  is_str(conf_str(c, "socks5", "mode"), "safe",
+         "pinned: comment prefixes and continuation rules as documented");
+  conf_free(c);
+  buf_free(&err);
+}
+#endif
 
 static void test_errors(void) {
   ph_buf err;
@@ -837,6 +964,10 @@ int main(void) {
   test_parsers();
   test_basic();
   test_crlf_and_line_limit();
+  test_long_lines_never_truncated();
+#if defined(HAVE_DECL_INI_MAX_LINE) && HAVE_DECL_INI_MAX_LINE
+  test_inih_options_pinned();
+#endif
   test_errors();
   test_required();
   test_cli_syntax();

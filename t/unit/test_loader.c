@@ -150,9 +150,9 @@ static const ph_module old_minor = {.magic = PH_MODULE_MAGIC,
                                     .init = nop_init};
 
 static const ph_conf_key word_keys[] = {
-    {"word", PH_CONF_STRING, "ok", 0, 32, 0, NULL, "lower-case letters",
-     NULL},
-    {"other", PH_CONF_INT, "1", 0, 9, 0, NULL, "not checked", NULL},
+    PH_CONF_KEY("word", PH_CONF_STRING, "ok", 0, 32, 0, NULL,
+                "lower-case letters", NULL),
+    PH_CONF_KEY("other", PH_CONF_INT, "1", 0, 9, 0, NULL, "not checked", NULL),
     PH_CONF_END};
 
 static int check_calls;
@@ -397,6 +397,79 @@ static void test_check_on_reload(ph_buf *err) {
   core_free(c);
 }
 
+/* ---- key tables: the layout of the module's minor (ABI 1.2) ---------- */
+
+static const ph_conf_key reserved_keys[] = {
+    {.name = "fine", .type = PH_CONF_INT},
+    {.name = "taken", .type = PH_CONF_INT, .reserved = {[3] = (void *)1}},
+    PH_CONF_END};
+static const ph_module reserved_key = {PH_MODULE_HEADER("reserved_key", "1"),
+                                       .config = reserved_keys,
+                                       .init = nop_init};
+
+/* The 1.0/1.1 element: what a module built then has in its table. */
+typedef struct key_v1 {
+  const char *name;
+  ph_conf_type type;
+  const char *def;
+  int64_t min, max;
+  uint32_t flags;
+  const char *env, *help, *choices;
+} key_v1;
+
+static const key_v1 v10_keys[] = {
+    {"word", PH_CONF_STRING, "v10", 0, 8, 0, NULL, "a word", NULL},
+    {"n", PH_CONF_INT, "2", 1, 5, 0, NULL, "a number", NULL},
+    {NULL, (ph_conf_type)0, NULL, 0, 0, 0, NULL, NULL, NULL}};
+static const ph_module v10_mod = {
+    .magic = PH_MODULE_MAGIC,
+    .abi_major = PH_ABI_MAJOR,
+    .abi_minor = 0,
+    .name = "v10_mod",
+    .version = "1",
+    .config = (const ph_conf_key *)(const void *)v10_keys,
+    .init = nop_init};
+
+static void test_key_layouts(ph_buf *err) {
+  ph_core *c = core_new();
+  buf_reset(err);
+  core_read_config(c, NULL, "[v10_mod]\nn = 5\n", NULL, 0, NULL, err);
+  is_int(core_add_module(c, &reserved_key, err), -1,
+         "a 1.2 key table that sets reserved[] is refused");
+  like(err->data,
+       "(builtin): module reserved_key: key \"taken\" uses reserved "
+       "ph_conf_key fields",
+       "reserved key fields: the module and the key are named");
+  buf_reset(err);
+  is_int(core_add_module(c, &v10_mod, err), 0,
+         "a 1.0 module's key table (the 1.1 layout) loads");
+  is_int(core_validate(c, err), 0, "and validates");
+  is_str(conf_str(c->conf, "v10_mod", "word"), "v10",
+         "1.0 table: default read with the old element size");
+  is_int(conf_int(c->conf, "v10_mod", "n"), 5, "1.0 table: value read");
+  core_free(c);
+
+  /* A table without PH_CONF_END in reach: a clear refusal, not a walk
+   * through the rest of memory. */
+  enum { MANY = 1100 };
+  ph_conf_key *many = calloc(MANY, sizeof(*many));
+  for (size_t i = 0; i < MANY - 1; i++) {
+    many[i].name = "k";
+    many[i].type = PH_CONF_INT;
+  }
+  ph_module endless = {PH_MODULE_HEADER("endless", "1"), .config = many,
+                       .init = nop_init};
+  c = core_new();
+  buf_reset(err);
+  core_read_config(c, NULL, "", NULL, 0, NULL, err);
+  is_int(core_add_module(c, &endless, err), -1,
+         "a key table longer than 1024 entries is refused");
+  like(err->data, "module endless: key table has no PH_CONF_END within 1024",
+       "endless table: reason given");
+  core_free(c);
+  free(many);
+}
+
 int main(void) {
   plan_lazy();
   ph_buf err;
@@ -407,6 +480,7 @@ int main(void) {
   test_dependency_order(&err);
   test_cycle_and_callbacks(&err);
   test_descriptor_slots(&err);
+  test_key_layouts(&err);
   test_check_reports(&err);
   test_check_is_pure(&err);
   test_check_on_reload(&err);

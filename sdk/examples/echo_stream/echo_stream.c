@@ -201,8 +201,8 @@ static int ec_cancel(void *self, int64_t id) {
 static const ph_connector_v1 vtable = {ec_open, ec_cancel};
 
 static const ph_conf_key keys[] = {
-    {"window", PH_CONF_SIZE, "16KiB", 1, 1 << 20, 0, NULL,
-     "bytes a stream holds that were written and not read back yet", NULL},
+    PH_CONF_KEY("window", PH_CONF_SIZE, "16KiB", 1, 1 << 20, 0, NULL,
+     "bytes a stream holds that were written and not read back yet", NULL),
     PH_CONF_END};
 
 static int ec_init(ph_ctx *ctx, const ph_api *a, void **state) {

@@ -14,9 +14,9 @@ typedef struct hello {
 static const ph_api *api;
 
 static const ph_conf_key hello_keys[] = {
-    /* name, type, default, min/max length, flags, env alias, help */
-    {"greeting", PH_CONF_STRING, "hello, world", 1, 64, 0, NULL,
-     "what the module says", NULL},
+    /* name, type, default, min/max length, flags, env alias, help, choices */
+    PH_CONF_KEY("greeting", PH_CONF_STRING, "hello, world", 1, 64, 0, NULL,
+                "what the module says", NULL),
     PH_CONF_END};
 
 static void greet(hello *h) {

@@ -1,0 +1,474 @@
+/* The configuration as a module reads it through ph_api (SDK 1.2): the one
+ * thread rule (the loop thread, a check, a helper thread running a job,
+ * nothing else), generations that stay valid for a job however many
+ * reloads happen meanwhile, and undeclared keys as a misuse. Run under
+ * ASan in CI: a job reading a freed generation is a use-after-free there,
+ * and a generation never released is a leak. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "debug.h"
+#include "mock.h"
+#include "tap.h"
+
+/* ---- a module linked into the test ---------------------------------- */
+
+static const ph_conf_key gen_keys[] = {
+    {.name = "gen", .type = PH_CONF_INT, .def = "0", .max = 1000000},
+    {.name = "word", .type = PH_CONF_STRING, .def = "w", .max = 190},
+    {.name = "items", .type = PH_CONF_LIST, .max = 16},
+    PH_CONF_END};
+
+static const ph_api *api;
+static ph_ctx *gctx;
+
+static int gen_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  (void)state;
+  api = a;
+  gctx = ctx;
+  return PH_OK;
+}
+
+static const ph_module gen_mod = {PH_MODULE_HEADER("gen_mod", "1"),
+                                  .config = gen_keys, .init = gen_init};
+
+/* ---- what generation g holds ------------------------------------------ */
+
+/* Lengths change from one generation to the next, so that a reader of a
+ * freed generation would find other bytes there, not only ASan. */
+static void want_word(long g, char *out, size_t n) {
+  size_t len = 8 + (size_t)(g * 37 % 150);
+  if (len >= n)
+    len = n - 1;
+  memset(out, 'a' + (int)(g % 26), len);
+  char tag[16];
+  int t = snprintf(tag, sizeof(tag), "-%ld", g % 100000);
+  memcpy(out + len - (size_t)t, tag, (size_t)t); /* len >= 8 > t */
+  out[len] = '\0';
+}
+
+static size_t want_items(long g) { return 1 + (size_t)(g % 6); }
+
+static void want_item(long g, size_t i, char *out, size_t n) {
+  snprintf(out, n, "g%ldi%zu", g, i);
+}
+
+static char *gen_text(long g, int threads) {
+  static char text[1024];
+  char word[200], item[32], items[256] = "";
+  want_word(g, word, sizeof(word));
+  for (size_t i = 0; i < want_items(g); i++) {
+    want_item(g, i, item, sizeof(item));
+    strcat(items, i ? ", " : "");
+    strcat(items, item);
+  }
+  snprintf(text, sizeof(text),
+           "[proxyhost]\nthreads = %d\n[gen_mod]\ngen = %ld\nword = %s\n"
+           "items = %s\n",
+           threads, g, word, items);
+  return text;
+}
+
+static ph_buf err;
+
+static ph_mock *started(const char *text) {
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  if (!m || mock_add(m, &gen_mod, &err) < 0 || mock_init(m, &err) < 0 ||
+      mock_start(m, &err) < 0) {
+    printf("# setup failed: %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* ---- jobs that read while the loop reloads ----------------------------- */
+
+typedef struct gjob {
+  long gen;          /* in force when it was submitted */
+  const char *word;  /* what work read first, compared again in done */
+  const char *item0; /* likewise */
+  int bad;           /* reads that did not match gen */
+} gjob;
+
+static int done_ok, done_bad, done_cancelled;
+
+/* Every value of the job's generation, read through the API. */
+static int values_match(const gjob *j) {
+  char w[200], it[32];
+  if (api->conf_int(gctx, "gen") != j->gen)
+    return 0;
+  want_word(j->gen, w, sizeof(w));
+  const char *word = api->conf_str(gctx, "word");
+  if (!word || strcmp(word, w) != 0)
+    return 0;
+  size_t n = api->conf_list_len(gctx, "items");
+  if (n != want_items(j->gen))
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    want_item(j->gen, i, it, sizeof(it));
+    const char *v = api->conf_list_at(gctx, "items", i);
+    if (!v || strcmp(v, it) != 0)
+      return 0;
+  }
+  return 1;
+}
+
+/* The pointers read first, still the job's values (ASan: still alive). */
+static int kept_match(const gjob *j) {
+  char w[200], it[32];
+  want_word(j->gen, w, sizeof(w));
+  want_item(j->gen, 0, it, sizeof(it));
+  return j->word && j->item0 && strcmp(j->word, w) == 0 &&
+         strcmp(j->item0, it) == 0;
+}
+
+static void gjob_work(void *arg) {
+  gjob *j = arg;
+  j->word = api->conf_str(gctx, "word");
+  j->item0 = api->conf_list_at(gctx, "items", 0);
+  for (int i = 0; i < 120; i++) {
+    int good = kept_match(j);
+    good &= values_match(j);
+    j->bad += !good;
+    if (i % 30 == 0)
+      usleep(200); /* so that reloads land in the middle of jobs */
+  }
+}
+
+static void gjob_done(void *arg, int status) {
+  gjob *j = arg;
+  if (status == PH_ECANCELED) {
+    done_cancelled++;
+  } else {
+    /* The generation is released after done: work's pointers hold. */
+    int good = kept_match(j);
+    done_bad += !good || j->bad;
+    done_ok++;
+  }
+  free(j);
+}
+
+static int64_t submit_job(void) {
+  gjob *j = calloc(1, sizeof(*j));
+  /* On the loop thread: the configuration in force. */
+  j->gen = (long)api->conf_int(gctx, "gen");
+  int64_t id = api->submit(gctx, gjob_work, gjob_done, j);
+  if (id <= 0)
+    free(j);
+  return id;
+}
+
+static void run_until_done(ph_mock *m, int total) {
+  for (int t = 0; t < 4000 && done_ok + done_cancelled < total; t++)
+    mock_run_for(m, 2);
+}
+
+static void test_reloads_during_jobs(void) {
+  enum { ROUNDS = 60, PER_ROUND = 8 };
+  size_t before = conf_alive();
+  done_ok = done_bad = done_cancelled = 0;
+  ph_mock *m = started(gen_text(0, 4));
+  ok(m != NULL, "generations: module with string, int and list keys starts");
+  if (!m)
+    return;
+  int submitted = 0, reloads_ok = 0;
+  size_t most_alive = 0;
+  for (long g = 1; g <= ROUNDS; g++) {
+    for (int k = 0; k < PER_ROUND; k++)
+      submitted += submit_job() > 0;
+    /* Jobs of g-1 are queued or running: replace their configuration. */
+    reloads_ok += mock_reload(m, gen_text(g, 4)) == 0;
+    size_t alive = conf_alive() - before;
+    if (alive > most_alive)
+      most_alive = alive;
+    mock_run_for(m, 1);
+  }
+  is_int(reloads_ok, ROUNDS, "generations: every reload was accepted");
+  is_int(submitted, ROUNDS * PER_ROUND, "generations: every job accepted");
+  is_int(api->conf_int(gctx, "gen"), ROUNDS,
+         "the loop thread reads the configuration in force");
+  ok(most_alive > 2, "replaced generations stay alive while jobs hold them");
+  printf("# at most %zu generations alive at once\n", most_alive);
+  run_until_done(m, submitted);
+  is_int(done_ok, submitted, "every job's done ran");
+  is_int(done_bad, 0,
+         "every job read its submission's values, consistent across reads, "
+         "and its pointers were still valid in done");
+  is_int(conf_alive() - before, 1,
+         "after the last done only the configuration in force is left");
+  mock_stop(m);
+  mock_free(m);
+  is_int(conf_alive(), before, "all generations freed with the host");
+}
+
+/* ---- a cancelled job releases its generation too ----------------------- */
+
+static atomic_int blocker_go, blocker_running;
+
+static void blocker_work(void *arg) {
+  (void)arg;
+  atomic_store(&blocker_running, 1);
+  while (!atomic_load(&blocker_go))
+    usleep(500);
+}
+
+static void blocker_done(void *arg, int status) {
+  (void)arg;
+  (void)status;
+  done_ok++;
+}
+
+static void test_cancel_releases(void) {
+  size_t before = conf_alive();
+  done_ok = done_bad = done_cancelled = 0;
+  atomic_store(&blocker_go, 0);
+  atomic_store(&blocker_running, 0);
+  ph_mock *m = started(gen_text(0, 1));
+  ok(m != NULL, "cancel: one helper thread");
+  if (!m)
+    return;
+  int64_t b = api->submit(gctx, blocker_work, blocker_done, NULL);
+  ok(b > 0, "cancel: a job holds the only helper thread");
+  int64_t queued[5];
+  for (int i = 0; i < 5; i++)
+    queued[i] = submit_job();
+  for (int t = 0; t < 2000 && !atomic_load(&blocker_running); t++)
+    usleep(1000);
+  is_int(api->job_cancel(gctx, b), PH_EBUSY, "cancel: the blocker runs");
+  is_int(mock_reload(m, gen_text(1, 1)), 0, "cancel: reload while queued");
+  is_int(conf_alive() - before, 2, "cancel: old generation held by the jobs");
+  int cancelled = 0;
+  for (int i = 0; i < 5; i++)
+    cancelled += api->job_cancel(gctx, queued[i]) == PH_OK;
+  is_int(cancelled, 5, "cancel: the queued jobs are cancelled");
+  is_int(done_cancelled, 5, "cancel: their done ran with PH_ECANCELED");
+  is_int(conf_alive() - before, 2, "cancel: the running job still holds it");
+  atomic_store(&blocker_go, 1);
+  run_until_done(m, 6);
+  is_int(conf_alive() - before, 1,
+         "cancel: released when the last job holding it is done");
+  mock_stop(m);
+  mock_free(m);
+  is_int(conf_alive(), before, "cancel: nothing left");
+}
+
+/* ---- misuse: another thread, undeclared keys --------------------------- */
+
+typedef struct thread_read {
+  const char *str;
+  int64_t num;
+} thread_read;
+
+static void *foreign_reader(void *arg) {
+  thread_read *r = arg;
+  r->str = api->conf_str(gctx, "word");
+  r->num = api->conf_int(gctx, "gen");
+  return NULL;
+}
+
+/* A thread of the module's own: neither the loop nor a job. */
+static void read_from_foreign_thread(thread_read *r) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, foreign_reader, r) == 0)
+    pthread_join(t, NULL);
+}
+
+/* Runs fn in a child with its own mock host and reports how it ended:
+ * the signal number, or 0 for a normal exit. */
+static int in_child(void (*fn)(void)) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ph_mock *m = started(gen_text(3, 2));
+    if (m)
+      fn();
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+static void child_foreign_thread(void) {
+  thread_read r;
+  read_from_foreign_thread(&r);
+}
+
+static void child_undeclared_str(void) { (void)api->conf_str(gctx, "nope"); }
+
+static void child_undeclared_int(void) { (void)api->conf_int(gctx, "nope"); }
+
+static void child_undeclared_list(void) {
+  (void)api->conf_list_at(gctx, "nope", 0);
+}
+
+static void child_null_key(void) { (void)api->conf_list_len(gctx, NULL); }
+
+static void child_declared(void) {
+  /* Declared keys whose values are 0 and out-of-range items are fine. */
+  (void)api->conf_list_at(gctx, "items", 99);
+}
+
+static void undeclared_job_work(void *arg) {
+  (void)arg;
+  (void)api->conf_int(gctx, "nope");
+}
+
+static void undeclared_job_done(void *arg, int status) {
+  (void)arg;
+  (void)status;
+}
+
+static void child_undeclared_in_job(void) {
+  api->submit(gctx, undeclared_job_work, undeclared_job_done, NULL);
+  usleep(200000); /* the helper thread aborts the process meanwhile */
+}
+
+static void test_misuse_debug(void) {
+  is_int(in_child(child_foreign_thread), SIGABRT,
+         "conf_* on a module's own thread aborts under the mock host");
+  is_int(in_child(child_undeclared_str), SIGABRT,
+         "conf_str of an undeclared key aborts under the mock host");
+  is_int(in_child(child_undeclared_int), SIGABRT,
+         "conf_int of an undeclared key aborts");
+  is_int(in_child(child_undeclared_list), SIGABRT,
+         "conf_list_at of an undeclared key aborts");
+  is_int(in_child(child_null_key), SIGABRT, "a NULL key aborts");
+  is_int(in_child(child_undeclared_in_job), SIGABRT,
+         "an undeclared key read on a helper thread aborts too");
+  is_int(in_child(child_declared), 0,
+         "a declared key's NULL (item out of range) is not a misuse");
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  static char text[65536];
+  size_t n = fread(text, 1, sizeof(text) - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+/* Release builds: logged and refused, the documented NULL / 0. */
+static void test_misuse_release(void) {
+  char logpath[512];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(logpath, sizeof(logpath), "%s/proxyhost-test-conf-api-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemp(logpath);
+  if (fd >= 0)
+    close(fd);
+  char text[1400];
+  snprintf(text, sizeof(text), "%s[log]\nfile = %s\n", gen_text(5, 2), logpath);
+  ph_mock *m = started(text);
+  ok(m != NULL, "release: mock host with a log file");
+  if (!m)
+    return;
+  debug_checks = 0; /* what a release build runs with */
+  thread_read r = {"unset", -1};
+  read_from_foreign_thread(&r);
+  ok(r.str == NULL, "release: conf_str on a module's own thread is NULL");
+  is_int(r.num, 0, "release: conf_int there is 0");
+  ok(api->conf_str(gctx, "nope") == NULL, "release: undeclared key is NULL");
+  is_int(api->conf_int(gctx, "nope"), 0, "release: undeclared key is 0");
+  is_int(api->conf_list_len(gctx, "nope"), 0, "release: undeclared list 0");
+  is_int(api->conf_int(gctx, "gen"), 5, "release: declared keys still read");
+  debug_checks = 1;
+  mock_stop(m);
+  mock_free(m);
+  const char *log = slurp(logpath);
+  like(log, "API misuse by a module", "release: the misuse is logged");
+  like(log, "is not declared", "release: the log says the key is undeclared");
+  like(log, "nope", "release: and names it");
+  like(log, "neither the loop thread nor a helper thread",
+       "release: a read from another thread is logged with the rule");
+  like(log, "module=gen_mod", "release: the log names the module");
+  unlink(logpath);
+}
+
+/* ---- a module built against SDK 1.1, next to 1.2 ones ----------------- */
+
+#define V11_MODS                                                               \
+  "[proxyhost]\nmodules = " PH_TEST_MODDIR "/keys_v11.so, " PH_TEST_MODDIR     \
+  "/probe.so\n"
+
+static void test_v11_key_table(void) {
+  ok(sizeof(ph_conf_key) == offsetof(ph_conf_key, choices) +
+                                sizeof(const char *) + 4 * sizeof(void *),
+     "1.2 layout: the 1.1 fields, then reserved[4]");
+  const char *text = V11_MODS "[keys_v11]\ngreeting = hello\ncount = 7\n"
+                              "tags = x, y\n  z\nmode = safe\n"
+                              "secret = s3cr3t\n[probe]\ncount = 9\n";
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  int rc = m && mock_init(m, &err) == 0 && mock_start(m, &err) == 0;
+  ok(rc, "a 1.1 module (1.1 key layout) loads and starts next to probe (1.2)");
+  if (!rc) {
+    printf("# %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    return;
+  }
+  const char *metrics = mock_metrics_text(m);
+  like(metrics, "keys_v11_count 7", "1.1 table: INT read back");
+  like(metrics, "keys_v11_tags 3", "1.1 table: LIST with continuation line");
+  like(metrics, "keys_v11_greeting_bytes 5", "1.1 table: STRING read back");
+  like(metrics, "keys_v11_timeout_ms 5000", "1.1 table: DURATION default");
+  like(metrics, "keys_v11_secret_bytes 6", "1.1 table: sensitive STRING");
+  like(metrics, "keys_v11_safe 1", "1.1 table: ENUM read back");
+  ph_core *c = mock_core(m);
+  const ph_ctx *v11 = c->mods[0], *probe = c->mods[1];
+  ok(v11->keys_owned && v11->keys == v11->keys_owned,
+     "1.1 table: converted into a copy the host owns");
+  ok(v11->keys[6].name == NULL && v11->keys[5].flags == PH_CONF_RESTART &&
+         strcmp(v11->keys[3].choices, "fast|safe") == 0 &&
+         strcmp(v11->keys[4].env, "KEYS_V11_SECRET") == 0,
+     "1.1 table: every field at its place, ended where the module ended it");
+  ok(!probe->keys_owned && probe->keys == probe->mod->config,
+     "1.2 table: used in place");
+  is_int(conf_int(c->conf, "probe", "count"), 9, "probe's keys read too");
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  conf_print(c->conf, f);
+  fclose(f);
+  like(out, "secret = [redacted]", "1.1 table: its sensitive flag holds");
+  like(out, "timeout = 5s  ; from default", "1.1 table: defaults printed");
+  free(out);
+  is_int(mock_reload(m, V11_MODS "[keys_v11]\ntimeout = 2s\ncount = 8\n"), 0,
+         "1.1 table: a reload (changing a restart-only key) is accepted");
+  is_int(conf_int(c->conf, "keys_v11", "count"), 8, "and its values change");
+  mock_stop(m);
+  mock_free(m);
+
+  buf_reset(&err);
+  m = mock_new(V11_MODS "[keys_v11]\ncount = 101\ncolour = red\n", &err);
+  ok(m && mock_init(m, &err) < 0, "1.1 table: its bounds are enforced");
+  like(err.data, "(config):4: keys_v11.count: 101 is above the maximum 100",
+       "1.1 table: file:line: section.key: reason");
+  like(err.data, "(config):5: keys_v11.colour: unknown key",
+       "1.1 table: unknown keys refused");
+  mock_free(m);
+}
+
+int main(void) {
+  plan_lazy();
+  buf_init(&err, 65536);
+  test_reloads_during_jobs();
+  test_cancel_releases();
+  test_misuse_debug();
+  test_misuse_release();
+  test_v11_key_table();
+  buf_free(&err);
+  return done_testing();
+}
