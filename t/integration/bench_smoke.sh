@@ -11,12 +11,7 @@ LOAD="$top_builddir/t/bench/phload"
 TARGET="$top_builddir/t/bench/phtarget"
 MODS="$top_builddir/modules"
 
-for m in socks5 http_proxy direct; do
-  if [ ! -f "$MODS/$m/.libs/$m.so" ]; then
-    echo "1..0 # SKIP module $m not built"
-    exit 0
-  fi
-done
+require_modules socks5 http_proxy direct
 
 # field LINE KEY -> the value of KEY=VALUE in phload's result line
 field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

@@ -14,12 +14,7 @@ PY=${PYTHON3:-python3}
 TARGET="$PY $top_srcdir/t/lib/http_target.py"
 MODS="$top_builddir/modules"
 
-for m in http_proxy direct; do
-  if [ ! -f "$MODS/$m/.libs/$m.so" ]; then
-    echo "1..0 # SKIP module $m not built"
-    exit 0
-  fi
-done
+require_modules http_proxy direct
 
 metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
 # hcurl ARGS...: curl through the proxy $HP, quiet, bounded.

@@ -14,12 +14,7 @@ MODS="$top_builddir/modules"
 RSS_SLACK_KIB=2048 # 2 MiB
 BURST=1000
 
-for m in socks5 direct; do
-  if [ ! -f "$MODS/$m/.libs/$m.so" ]; then
-    echo "1..0 # SKIP module $m not built"
-    exit 0
-  fi
-done
+require_modules socks5 direct
 
 admin=$(free_port)
 sport=$(free_port)

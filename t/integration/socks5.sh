@@ -13,12 +13,7 @@ PY=${PYTHON3:-python3}
 PROBE="$PY $top_srcdir/t/lib/socks5_probe.py"
 MODS="$top_builddir/modules"
 
-for m in socks5 direct; do
-  if [ ! -f "$MODS/$m/.libs/$m.so" ]; then
-    echo "1..0 # SKIP module $m not built"
-    exit 0
-  fi
-done
+require_modules socks5 direct
 
 metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
 # metric_is ADMIN NAME VALUE: the sample NAME equals VALUE now.

@@ -14,12 +14,7 @@ PY=${PYTHON3:-python3}
 MODS="$top_builddir/modules"
 MEMCONN="$top_builddir/t/modules/.libs/memconn.so"
 
-for m in socks5 http_proxy; do
-  if [ ! -f "$MODS/$m/.libs/$m.so" ]; then
-    echo "1..0 # SKIP module $m not built"
-    exit 0
-  fi
-done
+require_modules socks5 http_proxy
 
 metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
 

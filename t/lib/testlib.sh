@@ -34,6 +34,16 @@ unlike() {
 }
 # have_module NAME: the module was built (configure may leave it out).
 have_module() { [ -f "$top_builddir/modules/$1/.libs/$1.so" ]; }
+# require_modules NAME...: the whole test is skipped, with the reason,
+# when one of the modules was not built (configure --disable-module-NAME).
+require_modules() {
+  for m in "$@"; do
+    if ! have_module "$m"; then
+      echo "1..0 # SKIP module $m not built"
+      exit 0
+    fi
+  done
+}
 
 # have_auth_local: auth_local and proxyhost-passwd were built.
 have_auth_local() {
