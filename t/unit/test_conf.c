@@ -490,7 +490,8 @@ static void test_errors(void) {
   is_int(rc, -1, "syntax errors fail the load");
   like(err.data, "t.ini:1: orphan: key outside any section\n",
        "key outside any section");
-  like(err.data, "t.ini:2: invalid section name (use [a-z0-9_]+)\n",
+  like(err.data,
+       "t.ini:2: invalid section name (use [a-z0-9_]+ or NAME.INSTANCE)\n",
        "section names are [a-z0-9_]+");
   unlike(err.data, "Bad.x", "keys under a rejected header are skipped");
   like(err.data, "t.ini:4: syntax error: no ']'", "unclosed section");
