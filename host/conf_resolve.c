@@ -68,6 +68,21 @@ static const char *env_lookup(char *const *env, const char *section,
   return v;
 }
 
+/* Whether e is a --set "a.b.c" recorded as [a.b] c that may mean
+ * section a, key "b.c" (conf_set_cli). */
+static int alt_matches(const ph_conf *c, const conf_entry *e,
+                       const char *section, const char *key) {
+  if (!e->alt)
+    return 0;
+  const char *sname = c->sects[e->sect].name;
+  size_t sl = strlen(section);
+  if (strncmp(sname, section, sl) != 0 || sname[sl] != '.')
+    return 0;
+  size_t il = strlen(sname + sl + 1);
+  return strncmp(key, sname + sl + 1, il) == 0 && key[il] == '.' &&
+         strcmp(key + il + 1, e->key) == 0;
+}
+
 const char *conf_raw(ph_conf *c, const char *section, const char *key,
                      char *const *env) {
   if (!c || !section || !key)
@@ -81,9 +96,13 @@ const char *conf_raw(ph_conf *c, const char *section, const char *key,
   }
   int cli = -1, first = -1;
   size_t n_file = 0;
-  for (size_t i = 0; si >= 0 && i < c->n_ents; i++) {
+  for (size_t i = 0; i < c->n_ents; i++) {
     const conf_entry *e = &c->ents[i];
-    if (e->sect != si || strcmp(e->key, key) != 0)
+    if (alt_matches(c, e, section, key)) {
+      cli = (int)i; /* only --set entries have alternatives */
+      continue;
+    }
+    if (si < 0 || e->sect != si || strcmp(e->key, key) != 0)
       continue;
     if (!e->file)
       cli = (int)i;
