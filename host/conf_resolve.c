@@ -21,7 +21,7 @@
  * listen (PROXYHOST_SOCKS5__PUBLIC_LISTEN) is not [socks5] public_listen
  * (PROXYHOST_SOCKS5_PUBLIC_LISTEN). */
 static char *env_name(const char *section, const char *key) {
-  size_t n = 10 + strlen(section) + 1 + 1 + strlen(key);
+  size_t n = 10 + 2 * strlen(section) + 1 + strlen(key); /* '.' takes 2 */
   char *s = malloc(n + 1);
   if (!s)
     return NULL;
