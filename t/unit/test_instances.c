@@ -20,6 +20,7 @@ typedef struct greet_v1 {
 } greet_v1;
 
 typedef struct greeter {
+  ph_ctx *ctx;
   char name[128]; /* its instance, as module_name said */
   char word[64];  /* its own section's value */
 } greeter;
@@ -45,6 +46,7 @@ static int greeter_init(ph_ctx *ctx, const ph_api *api, void **state) {
   greeter *g = calloc(1, sizeof(*g));
   if (!g)
     return PH_ENOMEM;
+  g->ctx = ctx;
   snprintf(g->name, sizeof(g->name), "%s", api->module_name(ctx));
   snprintf(g->word, sizeof(g->word), "%s", api->conf_str(ctx, "word"));
   *state = g;
@@ -53,6 +55,12 @@ static int greeter_init(ph_ctx *ctx, const ph_api *api, void **state) {
 }
 static int greeter_start(void *state) {
   event("start", ((greeter *)state)->name);
+  return PH_OK;
+}
+static int greeter_reload(void *state) {
+  greeter *g = state;
+  snprintf(g->word, sizeof(g->word), "%s", g_api->conf_str(g->ctx, "word"));
+  event("reload", g->name);
   return PH_OK;
 }
 static int greeter_stop(void *state) {
@@ -69,6 +77,7 @@ static const ph_module greeter_mod = {
     .config = greeter_keys,
     .init = greeter_init,
     .start = greeter_start,
+    .reload = greeter_reload,
     .stop = greeter_stop,
     .destroy = greeter_destroy,
 };
@@ -154,6 +163,11 @@ static ph_mock *three(const char *text) {
   return m;
 }
 
+/* The word greeter.two holds now (its state). */
+static const char *u_two_word(ph_core *c) {
+  return ((greeter *)c->mods[2]->state)->word;
+}
+
 static void test_two_providers(void) {
   ph_mock *m = three("[greeter]\nword = one\n[greeter.two]\nword = deux\n"
                      "[user]\nprovider = greeter.two\n");
@@ -180,6 +194,17 @@ static void test_two_providers(void) {
          "the use is recorded on the named provider");
   is_int(services_users(c->services, GREET, "greeter"), 0,
          "and only there");
+  /* Reload: each instance reloads, reading its own section again. */
+  events[0] = '\0';
+  is_int(mock_reload(m, "[greeter]\nword = one\n[greeter.two]\nword = trois\n"
+                        "[user]\nprovider = greeter.two\n"),
+         0, "reload");
+  is_str(events, "reload:greeter reload:greeter.two ",
+         "each instance's reload runs");
+  is_str(u_two_word(c), "trois", "and reads its own new value");
+  is_int(mock_reload(m, "[greeter.two]\nword = trois\nnope = 1\n"), -1,
+         "a bad key in an instance section refuses the reload");
+  is_str(u_two_word(c), "trois", "the old configuration stays");
   const char *metrics = mock_metrics_text(m);
   like(metrics, "proxyhost_module_threads{module=\"greeter.two\"} 0",
        "host metrics are labelled by instance");
@@ -187,7 +212,7 @@ static void test_two_providers(void) {
        "and the default instance by its name");
   is_int(mock_stop(m), 0, "stop");
   mock_free(m);
-  like(events, "start:user stop:greeter.two stop:greeter ",
+  like(events, "reload:greeter.two stop:greeter.two stop:greeter ",
        "stopped in reverse order, each instance");
   like(events, "destroy:greeter.two destroy:greeter ",
        "destroyed each");
