@@ -195,8 +195,7 @@ const void *services_get_named(ph_services *s, void *user, const char *name,
 
 const void *services_get(ph_services *s, void *user, const char *name,
                          uint16_t major, uint16_t min_minor, void **self) {
-  return services_get_named(s, user, name, NULL, major, min_minor, self,
-                            NULL);
+  return services_get_named(s, user, name, NULL, major, min_minor, self, NULL);
 }
 
 void services_release(ph_services *s, void *user, const char *name) {
@@ -214,8 +213,8 @@ int services_unregister(ph_services *s, void *owner, const char *name) {
   if (!s || !name || services_count(s, name) == 0)
     return PH_ENOENT;
   size_t i = 0;
-  while (i < s->n && !(strcmp(s->items[i]->name, name) == 0 &&
-                       s->items[i]->owner == owner))
+  while (i < s->n &&
+         !(strcmp(s->items[i]->name, name) == 0 && s->items[i]->owner == owner))
     i++;
   if (i == s->n)
     return PH_EINVAL; /* registered, but by others */
@@ -224,8 +223,7 @@ int services_unregister(ph_services *s, void *owner, const char *name) {
     return PH_EBUSY;
   service_free(sv);
   /* Keep registration order: lookups are linear anyway. */
-  memmove(&s->items[i], &s->items[i + 1],
-          (s->n - i - 1) * sizeof(s->items[0]));
+  memmove(&s->items[i], &s->items[i + 1], (s->n - i - 1) * sizeof(s->items[0]));
   s->n--;
   return PH_OK;
 }

@@ -34,10 +34,10 @@ static void event(const char *what, const char *who) {
 static const char *greeter_who(void *self) { return ((greeter *)self)->word; }
 static const greet_v1 greet_vt = {greeter_who};
 
-static const ph_conf_key greeter_keys[] = {
-    PH_CONF_KEY("word", PH_CONF_STRING, "hello", 1, 32, 0, NULL, "a word",
-                NULL),
-    PH_CONF_END};
+static const ph_conf_key greeter_keys[] = {PH_CONF_KEY("word", PH_CONF_STRING,
+                                                       "hello", 1, 32, 0, NULL,
+                                                       "a word", NULL),
+                                           PH_CONF_END};
 static const char *const greeter_provides[] = {GREET, NULL};
 static const ph_api *g_api;
 
@@ -91,10 +91,10 @@ static const char *user_got; /* what the named provider said */
 static int user_plain_null;  /* service_get failed closed */
 static int user_loaded_self; /* service_provider_loaded(greet, user) */
 
-static const ph_conf_key user_keys[] = {
-    PH_CONF_KEY("provider", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "greeter instance", NULL),
-    PH_CONF_END};
+static const ph_conf_key user_keys[] = {PH_CONF_KEY("provider", PH_CONF_STRING,
+                                                    "", 0, 97, 0, NULL,
+                                                    "greeter instance", NULL),
+                                        PH_CONF_END};
 static const char *const user_requires[] = {GREET, NULL};
 
 static int user_check(ph_ctx *ctx, const ph_api *api, const char **key,
@@ -192,8 +192,7 @@ static void test_two_providers(void) {
   ok(c->mods[1]->mod == c->mods[2]->mod, "one descriptor for both");
   is_int(services_users(c->services, GREET, "greeter.two"), 1,
          "the use is recorded on the named provider");
-  is_int(services_users(c->services, GREET, "greeter"), 0,
-         "and only there");
+  is_int(services_users(c->services, GREET, "greeter"), 0, "and only there");
   /* Reload: each instance reloads, reading its own section again. */
   events[0] = '\0';
   is_int(mock_reload(m, "[greeter]\nword = one\n[greeter.two]\nword = trois\n"
@@ -214,8 +213,7 @@ static void test_two_providers(void) {
   mock_free(m);
   like(events, "reload:greeter.two stop:greeter.two stop:greeter ",
        "stopped in reverse order, each instance");
-  like(events, "destroy:greeter.two destroy:greeter ",
-       "destroyed each");
+  like(events, "destroy:greeter.two destroy:greeter ", "destroyed each");
 }
 
 static void test_ambiguous_and_unknown(void) {
@@ -268,8 +266,8 @@ static void test_public_add_instance(void) {
   is_int(ph_mock_add_instance(m, &greeter_mod, "c", e, sizeof(e)), PH_ESTATE,
          "public: not after init");
   ph_mock_free(m);
-  is_int(ph_mock_add_instance(NULL, &greeter_mod, "c", e, sizeof(e)),
-         PH_EINVAL, "public: NULL mock");
+  is_int(ph_mock_add_instance(NULL, &greeter_mod, "c", e, sizeof(e)), PH_EINVAL,
+         "public: NULL mock");
 }
 
 /* ---- a 1.1 module as two instances ------------------------------------- */
@@ -324,8 +322,8 @@ static void test_entries(void) {
       {"keys_v11.abcdefghijabcdefghijabcdefghijabc", "invalid instance name",
        "a 33-byte instance"},
       {".b", "invalid module name", "no module"},
-      {PH_TEST_MODDIR "/keys_v11.so.b",
-       "an instance is not given with a path", "an instance on a path"},
+      {PH_TEST_MODDIR "/keys_v11.so.b", "an instance is not given with a path",
+       "an instance on a path"},
       {"nosuchmodule.b", "not found in the module path",
        "an instance of a module that is not there"},
       {PH_TEST_MODDIR "/dup_a.so, " PH_TEST_MODDIR "/dup_b.so",
