@@ -283,7 +283,8 @@ typedef struct ph_api {
   /* Init or start only (inside this module's own init or start callback),
    * loop thread. Starts a host-owned thread for a library that needs one
    * of its own (a completion queue, a database client). The OS thread is
-   * named "ph-<module>-<name>" truncated to 15 bytes (top, /proc), and
+   * named "ph-<module>-<name>" (<module>: the instance's full name,
+   * module_name) truncated to 15 bytes (top, /proc), and
    * the host logs "module thread started" and "module thread joined" at
    * info with the module and thread names. The thread blocks every
    * asynchronous signal.
