@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "frontend_check.h"
+#include "frontend_services.h"
 #include "frontend_keys.h"
 #include "http_proxy_int.h"
 
@@ -115,25 +116,10 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int hp_start(void *state) {
   hp *h = state;
-  h->connector = hp_api->service_get(h->ctx, PH_CONNECTOR_SERVICE,
-                                     PH_CONNECTOR_MAJOR, 0, &h->connector_self);
-  if (!h->connector) {
-    PH_LOG(hp_api, h->ctx, PH_LOG_ERROR, "no connector service",
-           PH_STR("service", PH_CONNECTOR_SERVICE));
+  if (frontend_services_get(h->ctx, hp_api, h->conf.auth == AUTH_PASSWORD,
+                            &h->connector, &h->connector_self,
+                            &h->authorizer, &h->authorizer_self) != PH_OK)
     return PH_ENOENT;
-  }
-  if (h->conf.auth == AUTH_PASSWORD) {
-    h->authorizer =
-        hp_api->service_get(h->ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
-                            0, &h->authorizer_self);
-    if (!h->authorizer) {
-      PH_LOG(hp_api, h->ctx, PH_LOG_ERROR,
-             "auth = password needs a module that provides the "
-             "\"authorizer\" service: load one (auth_local)",
-             PH_STR("service", PH_AUTHORIZER_SERVICE));
-      return PH_ENOENT;
-    }
-  }
   listener_opts o = {
       .address = hp_api->conf_str(h->ctx, "listen"),
       .backlog = (int)hp_api->conf_int(h->ctx, "backlog"),

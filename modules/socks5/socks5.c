@@ -30,6 +30,7 @@
 #include <proxyhost/module.h>
 
 #include "frontend_check.h"
+#include "frontend_services.h"
 #include "frontend_keys.h"
 #include "guard.h"
 #include "hangup.h"
@@ -860,23 +861,9 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int s5_start(void *state) {
   s5_server *s = state;
-  s->connector = api->service_get(s->ctx, PH_CONNECTOR_SERVICE,
-                                  PH_CONNECTOR_MAJOR, 0, &s->cself);
-  if (!s->connector) {
-    PH_LOG(api, s->ctx, PH_LOG_ERROR,
-           "no \"connector\" service: load a connector module (direct)");
+  if (frontend_services_get(s->ctx, api, s->password, &s->connector,
+                            &s->cself, &s->authorizer, &s->aself) != PH_OK)
     return PH_ENOENT;
-  }
-  if (s->password) {
-    s->authorizer = api->service_get(s->ctx, PH_AUTHORIZER_SERVICE,
-                                     PH_AUTHORIZER_MAJOR, 0, &s->aself);
-    if (!s->authorizer) {
-      PH_LOG(api, s->ctx, PH_LOG_ERROR,
-             "auth = password needs a module that provides the "
-             "\"authorizer\" service: load one (auth_local)");
-      return PH_ENOENT;
-    }
-  }
   snprintf(s->listen, sizeof(s->listen), "%s", api->conf_str(s->ctx, "listen"));
   s->backlog = api->conf_int(s->ctx, "backlog");
   s->reuseport = api->conf_int(s->ctx, "reuseport");
