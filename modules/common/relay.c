@@ -68,7 +68,6 @@
 #define RELAY_BUDGET (1024u * 1024u)
 /* Spare copy buffers kept for reuse while relays exist. */
 #define RELAY_SPARE_BUFFERS 16
-/* Spare empty pipes, the same way (RELAY_SPARE_PIPES in relay.h). */
 
 /* One end of the relay: a socket with its watcher, or a stream. */
 typedef struct rside {

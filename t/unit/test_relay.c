@@ -1,8 +1,9 @@
 /* The relay (modules/common/relay.c) through the real host API of the
  * mock host: data both ways, pre bytes first, half-close, idle timeout,
  * backpressure with a reader that stops, errors, abort, the splice path
- * (pipes appear for bulk TCP data) and the copy path (never a pipe), and
- * every fd closed afterwards, and the guard rule (modules/common/guard.h):
+ * (pipes appear for bulk TCP data) and the copy path (never a pipe), the
+ * bounded set of spare pipes, every fd closed afterwards, and the guard
+ * rule (modules/common/guard.h):
  * an owner may end the relay, and free its own object, inside first_down
  * or done (run under ASan to see a use-after-free). Covers TM-PROTO-6 (a
  * transparent byte stream), TM-P0-10 (a target socket error ends only its
