@@ -704,8 +704,8 @@ static int pool_start(pool_relay *p, int from, int to) {
         write(p[i].g.app_c, data, sizeof(data)) != (ssize_t)sizeof(data))
       return -1;
     relay_opts ro = opts(&p[i].o, 1, 5000);
-    p[i].r = relay_start(api, hctx, end_fd(p[i].g.rc), end_fd(p[i].g.rt),
-                         NULL, 0, &ro);
+    p[i].r = relay_start(api, hctx, end_fd(p[i].g.rc), end_fd(p[i].g.rt), NULL,
+                         0, &ro);
     if (!p[i].r)
       return -1;
   }
@@ -769,8 +769,7 @@ static void test_spare_pipes(ph_mock *m) {
     return;
   }
   pool_relay *last = &p[POOL_RELAYS];
-  for (int t = 0; t < 5000 && relay_get_stats(last->r).up < POOL_BYTES;
-       t += 2)
+  for (int t = 0; t < 5000 && relay_get_stats(last->r).up < POOL_BYTES; t += 2)
     mock_run_for(m, 2);
   int reused = 0;
   count_fds(&reused);
