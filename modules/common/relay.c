@@ -24,10 +24,12 @@
  * Pipes are made lazily: a direction switches to splice after a read
  * filled its whole buffer (bulk data), so short exchanges (the usual
  * request/response) cost no pipe syscalls and idle streams hold no pipe
- * fds or buffers at all. Starting a relay costs no system call beyond
- * the two watchers: sockets are read and written with MSG_DONTWAIT (no
- * fcntl to be sure they are non-blocking), and whether both ends are TCP
- * is asked only when bulk data shows up.
+ * fds or buffers at all. An empty pipe goes back to a bounded set of
+ * spares when its direction ends, so the next bulk direction skips pipe2,
+ * F_SETPIPE_SZ and the two closes. Starting a relay costs no system call
+ * beyond the two watchers: sockets are read and written with MSG_DONTWAIT
+ * (no fcntl to be sure they are non-blocking), and whether both ends are
+ * TCP is asked only when bulk data shows up, once per end.
  *
  * Ending, and freeing (guard.h): a relay is entered from outside only by
  * its loop callbacks (io_cb, idle_cb) and by the owner passing it the
@@ -74,6 +76,9 @@ typedef struct rside {
   ph_stream *st; /* a stream, or NULL */
   ph_io *io;     /* the socket's watcher */
   int client;    /* 1: the client's end */
+  /* Asked once per end, when bulk data first needs a pipe: */
+  unsigned tcp_known : 1, tcp : 1; /* is it a TCP socket */
+  unsigned nonblock : 1;           /* O_NONBLOCK made sure of */
 } rside;
 
 typedef struct rdir {
@@ -117,11 +122,19 @@ enum { STEP_OK = 0, STEP_ERROR = -1 };
  * written (unless bulk data keeps flowing), so an idle stream holds none.
  * A few spare ones of the usual size are kept while any relay lives, so
  * a busy proxy does not go back to malloc for every message; the last
- * relay to end frees them. Loop thread only, like the relays. */
+ * relay to end frees them. Empty pipes are kept the same way: a bulk
+ * direction then starts splicing without pipe2 and F_SETPIPE_SZ, and
+ * ends without two closes. At most RELAY_SPARE_PIPES (2 fds each), only
+ * of one requested size, and none once no relay lives. Loop thread only,
+ * like the relays. */
 static struct {
   char *b[RELAY_SPARE_BUFFERS];
   size_t size;
   int n;
+  int pipe_r[RELAY_SPARE_PIPES], pipe_w[RELAY_SPARE_PIPES];
+  size_t pipe_size[RELAY_SPARE_PIPES]; /* what the kernel gave each */
+  size_t pipe_req; /* the size they were made for (the direction's cap) */
+  int np;
   long relays; /* relays alive */
 } spare;
 
@@ -145,7 +158,14 @@ static void buf_give(char *b, size_t size) {
 static void spare_flush(void) {
   while (spare.n > 0)
     free(spare.b[--spare.n]);
+  while (spare.np > 0) {
+    spare.np--;
+    close(spare.pipe_r[spare.np]);
+    close(spare.pipe_w[spare.np]);
+  }
 }
+
+int relay_spare_pipes(void) { return spare.np; }
 
 static void release_buf(rdir *d) {
   if (d->buf_cap == d->cap)
@@ -178,6 +198,22 @@ static void set_nonblock(int fd) {
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* An end's answers for splice, asked once for both directions. */
+static int side_is_tcp(rside *e) {
+  if (!e->tcp_known) {
+    e->tcp_known = 1;
+    e->tcp = (unsigned)is_tcp(e->fd);
+  }
+  return e->tcp;
+}
+
+static void side_nonblock(rside *e) {
+  if (!e->nonblock) {
+    e->nonblock = 1;
+    set_nonblock(e->fd);
+  }
+}
+
 static void close_fd(int *fd) {
   if (*fd >= 0) {
     close(*fd);
@@ -187,17 +223,17 @@ static void close_fd(int *fd) {
 
 /* ---- moving bytes ------------------------------------------------------ */
 
-/* Creates the direction's pipe; on failure, or when the ends are not
- * both TCP sockets, the direction stays in copy mode for good. Checked
- * here, when bulk data first shows up, so short streams pay nothing. */
-static void make_pipe(rdir *d) {
-  int p[2];
-  d->may_splice = 0;
-  if (!is_tcp(d->src) || !is_tcp(d->dst))
+/* Gives the direction a pipe: a spare one, else a new one. On failure
+ * it has none (copy mode). */
+static void take_pipe(rdir *d) {
+  if (spare.np > 0 && spare.pipe_req == d->cap) {
+    spare.np--;
+    d->pipe_r = spare.pipe_r[spare.np];
+    d->pipe_w = spare.pipe_w[spare.np];
+    d->pipe_cap = spare.pipe_size[spare.np];
     return;
-  /* splice(2) honours the socket's own blocking mode. */
-  set_nonblock(d->src);
-  set_nonblock(d->dst);
+  }
+  int p[2];
   if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
     return;
   /* Best effort: a bigger pipe moves more per splice. */
@@ -207,6 +243,40 @@ static void make_pipe(rdir *d) {
   d->pipe_r = p[0];
   d->pipe_w = p[1];
   d->pipe_cap = sz > 0 ? (size_t)sz : 65536;
+}
+
+/* The direction's pipe goes back to the spares when it is empty (bytes
+ * left in it belong to this stream only) and there is room; else it is
+ * closed. */
+static void give_pipe(rdir *d) {
+  if (d->pipe_r < 0)
+    return;
+  if (d->in_pipe == 0 && spare.np < RELAY_SPARE_PIPES &&
+      (spare.np == 0 || spare.pipe_req == d->cap)) {
+    spare.pipe_req = d->cap;
+    spare.pipe_size[spare.np] = d->pipe_cap;
+    spare.pipe_r[spare.np] = d->pipe_r;
+    spare.pipe_w[spare.np] = d->pipe_w;
+    spare.np++;
+  } else {
+    close(d->pipe_r);
+    close(d->pipe_w);
+  }
+  d->pipe_r = d->pipe_w = -1;
+  d->in_pipe = 0;
+}
+
+/* Switches the direction to splice; on failure, or when the ends are not
+ * both TCP sockets, the direction stays in copy mode for good. Checked
+ * here, when bulk data first shows up, so short streams pay nothing. */
+static void make_pipe(rdir *d) {
+  d->may_splice = 0;
+  if (!side_is_tcp(d->in) || !side_is_tcp(d->out))
+    return;
+  /* splice(2) honours the socket's own blocking mode. */
+  side_nonblock(d->in);
+  side_nonblock(d->out);
+  take_pipe(d);
 }
 
 /* Writes p[0..len) to the destination: the bytes taken (0 when it is
@@ -423,8 +493,7 @@ static int pump(rdir *d, size_t *n) {
 
 static void free_dir(rdir *d) {
   release_buf(d);
-  close_fd(&d->pipe_r);
-  close_fd(&d->pipe_w);
+  give_pipe(d);
 }
 
 static void close_side(const ph_api *api, rside *e) {

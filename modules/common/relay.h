@@ -103,4 +103,11 @@ void relay_abort(ph_relay *r);
 /* Bytes so far. */
 relay_stats relay_get_stats(const ph_relay *r);
 
+/* Empty splice pipes kept for reuse while any relay lives, 2 fds each
+ * (their size counts against the user's pipe-user-pages limits); the
+ * last relay to end closes them. */
+#define RELAY_SPARE_PIPES 8
+/* How many are kept now (loop thread; for tests and metrics). */
+int relay_spare_pipes(void);
+
 #endif

@@ -75,6 +75,19 @@ static void note_failure(dialer *d, int code, int err) {
   }
 }
 
+/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
+static int is_loopback(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+    return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss->ss_family != AF_INET6)
+    return 0;
+  const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(a6) ||
+         (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
 static socklen_t sa_len(const struct sockaddr_storage *ss) {
   return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                    : sizeof(struct sockaddr_in);
@@ -139,6 +152,23 @@ static void fail(dialer *d) {
 
 static void on_writable(ph_io *io, int fd, int revents, void *arg);
 
+/* To a loopback address Linux runs the whole handshake inside the first
+ * connect() (the SYN-ACK waits in the socket's backlog until connect
+ * releases it), which still answers EINPROGRESS. A second connect()
+ * tells the outcome at once: 0 when connected, the error when refused,
+ * EALREADY when not done (a full accept queue: then the watcher waits as
+ * usual). That one call replaces a watcher registration, a wake-up and
+ * getsockopt(SO_ERROR), and the relay's watcher on the socket becomes an
+ * EPOLL_CTL_ADD instead of a MOD away from EPOLLOUT. Elsewhere the
+ * handshake takes a round trip and the call would only say EALREADY, so
+ * it is not made. 0 when connected, else -1 with errno. */
+static int connect_again(int fd, const struct sockaddr_storage *ss) {
+  if (connect(fd, (const struct sockaddr *)ss, sa_len(ss)) == 0 ||
+      errno == EISCONN)
+    return 0;
+  return -1;
+}
+
 /* Starts addresses until one is in progress (or connected); failures at
  * once move on to the next address. 1 when a connect completed at once
  * (then *won is set), else 0. */
@@ -157,12 +187,15 @@ static int launch_next(dialer *d, attempt **won) {
     attempt *a = &d->att[i];
     a->fd = fd;
     d->n_live++;
-    if (connect(fd, (const struct sockaddr *)ss, sa_len(ss)) == 0) {
+    int rc = connect(fd, (const struct sockaddr *)ss, sa_len(ss));
+    if (rc < 0 && errno == EINPROGRESS && is_loopback(ss))
+      rc = connect_again(fd, ss);
+    if (rc == 0) {
       a->io = NULL;
       *won = a;
       return 1;
     }
-    if (errno != EINPROGRESS) {
+    if (errno != EINPROGRESS && errno != EALREADY) {
       note_failure(d, dialer_errno_code(errno), errno);
       close(fd);
       a->fd = -1;

@@ -320,7 +320,13 @@ static void begin_connect(dreq *r, const struct sockaddr_storage *addrs,
     finish(r, PH_STAGE_CONNECT, PH_OPEN_INTERNAL_ERROR, -1, RETRY_TRANSIENT_MS);
     return;
   }
-  dialer_start(r->dl); /* may finish r at once */
+  /* A connect may finish inside dialer_start (at once to a loopback
+   * address, see dialer.c): as entered, on_dialed leaves the result on
+   * the done list instead of delivering it, which would free r under
+   * this function and, from on_resolved, under the resolver. */
+  d->entered++;
+  dialer_start(r->dl);
+  d->entered--;
   if (r->state == RQ_CONNECT)
     arm_deadline(r);
 }

@@ -391,6 +391,13 @@ static void test_failures(void) {
   wait_one(&e, &s, 5000);
   expect_fail(&s, PH_STAGE_CONNECT, PH_OPEN_CONNECTION_REFUSED, "refused port");
   ok(!s.res.retryable, "a refusal is not retryable");
+  /* Behind a name, a loopback connect succeeds or fails inside the DNS
+   * answer's callback (dialer.c knows at once): the result still comes
+   * once, later, and the request outlives the callback (run under ASan). */
+  open_to(&e, "ok.test", closed_port(), &s);
+  wait_one(&e, &s, 5000);
+  expect_fail(&s, PH_STAGE_CONNECT, PH_OPEN_CONNECTION_REFUSED,
+              "refused port behind a name");
 
   open_to(&e, "nope.test", 80, &s);
   wait_one(&e, &s, 5000);

@@ -1,8 +1,9 @@
 /* The relay (modules/common/relay.c) through the real host API of the
  * mock host: data both ways, pre bytes first, half-close, idle timeout,
  * backpressure with a reader that stops, errors, abort, the splice path
- * (pipes appear for bulk TCP data) and the copy path (never a pipe), and
- * every fd closed afterwards, and the guard rule (modules/common/guard.h):
+ * (pipes appear for bulk TCP data) and the copy path (never a pipe), the
+ * bounded set of spare pipes, every fd closed afterwards, and the guard
+ * rule (modules/common/guard.h):
  * an owner may end the relay, and free its own object, inside first_down
  * or done (run under ASan to see a use-after-free). Covers TM-PROTO-6 (a
  * transparent byte stream), TM-P0-10 (a target socket error ends only its
@@ -665,6 +666,132 @@ static void test_many(ph_mock *m) {
   is_int(count_fds(NULL), base, "and every fd was closed");
 }
 
+/* Spare pipes (relay.h): a bulk direction's pipe is kept for the next
+ * one while relays live, at most RELAY_SPARE_PIPES of them, and all are
+ * closed with the last relay. Each relay here gets 64 KiB from its client
+ * in one go, so its first read fills the 16 KiB buffer and it splices. */
+#define POOL_RELAYS (RELAY_SPARE_PIPES + 3)
+#define POOL_SLOTS (POOL_RELAYS + 1) /* and one more afterwards */
+#define POOL_BYTES 65536
+
+typedef struct pool_relay {
+  rig g;
+  ph_relay *r;
+  outcome o;
+} pool_relay;
+
+static int pool_moved(void *arg) {
+  pool_relay *p = arg;
+  for (int i = 0; i < POOL_SLOTS; i++)
+    if (p[i].r && relay_get_stats(p[i].r).up < POOL_BYTES)
+      return 0;
+  return 1;
+}
+
+static int pool_done(void *arg) {
+  pool_relay *p = arg;
+  for (int i = 0; i < POOL_SLOTS; i++)
+    if (p[i].r && p[i].o.done_calls == 0)
+      return 0;
+  return 1;
+}
+
+/* Starts relays [from, to) with 64 KiB waiting at each client end. */
+static int pool_start(pool_relay *p, int from, int to) {
+  static char data[POOL_BYTES];
+  for (int i = from; i < to; i++) {
+    if (make_rig(&p[i].g, 1) < 0 ||
+        write(p[i].g.app_c, data, sizeof(data)) != (ssize_t)sizeof(data))
+      return -1;
+    relay_opts ro = opts(&p[i].o, 1, 5000);
+    p[i].r = relay_start(api, hctx, end_fd(p[i].g.rc), end_fd(p[i].g.rt), NULL,
+                         0, &ro);
+    if (!p[i].r)
+      return -1;
+  }
+  return 0;
+}
+
+/* Drains what arrived, half-closes both app ends, waits for the ends. */
+static size_t pool_end(ph_mock *m, pool_relay *p, int from, int to) {
+  static char sink[POOL_BYTES];
+  size_t got = 0;
+  for (int i = from; i < to; i++) {
+    ssize_t n;
+    while ((n = read_now(p[i].g.app_t, sink, sizeof(sink))) > 0)
+      got += (size_t)n;
+    shutdown(p[i].g.app_c, SHUT_WR);
+    shutdown(p[i].g.app_t, SHUT_WR);
+  }
+  run_until(m, pool_done, p, 5000);
+  for (int i = from; i < to; i++) {
+    close(p[i].g.app_c);
+    close(p[i].g.app_t);
+    p[i].r = NULL;
+  }
+  return got;
+}
+
+static void test_spare_pipes(ph_mock *m) {
+  int base_pipes = 0, base = count_fds(&base_pipes);
+  /* An idle relay keeps the spares alive between the bulk ones. */
+  rig k;
+  outcome ko = {0};
+  relay_opts kro = opts(&ko, 1, 0);
+  if (make_rig(&k, 0) < 0 ||
+      !relay_start(api, hctx, end_fd(k.rc), end_fd(k.rt), NULL, 0, &kro)) {
+    ok(0, "keep-alive relay");
+    return;
+  }
+  is_int(relay_spare_pipes(), 0, "spare pipes: none before any bulk data");
+  pool_relay p[POOL_SLOTS];
+  memset(p, 0, sizeof(p));
+  if (pool_start(p, 0, POOL_RELAYS) < 0) {
+    ok(0, "spare pipes: relays start");
+    return;
+  }
+  run_until(m, pool_moved, p, 5000);
+  int held = 0;
+  count_fds(&held);
+  is_int(held - base_pipes, 2 * POOL_RELAYS,
+         "spare pipes: each bulk relay splices through a pipe of its own");
+  size_t got = pool_end(m, p, 0, POOL_RELAYS);
+  ok(got == (size_t)POOL_RELAYS * POOL_BYTES, "spare pipes: every byte came");
+  is_int(relay_spare_pipes(), RELAY_SPARE_PIPES,
+         "spare pipes: at most RELAY_SPARE_PIPES are kept, the rest closed");
+  int kept = 0;
+  count_fds(&kept);
+  is_int(kept - base_pipes, 2 * RELAY_SPARE_PIPES,
+         "spare pipes: 2 fds each, no more");
+  /* The next bulk relay takes a spare: no new pipe. */
+  if (pool_start(p, POOL_RELAYS, POOL_RELAYS + 1) < 0) {
+    ok(0, "spare pipes: one more relay starts");
+    return;
+  }
+  pool_relay *last = &p[POOL_RELAYS];
+  for (int t = 0; t < 5000 && relay_get_stats(last->r).up < POOL_BYTES; t += 2)
+    mock_run_for(m, 2);
+  int reused = 0;
+  count_fds(&reused);
+  ok(reused == kept && relay_spare_pipes() == RELAY_SPARE_PIPES - 1,
+     "spare pipes: a new bulk direction reuses a spare one");
+  /* pool_end on the last one alone (its done was not called yet). */
+  for (int i = 0; i < POOL_RELAYS; i++)
+    p[i].r = NULL;
+  got = pool_end(m, p, POOL_RELAYS, POOL_RELAYS + 1);
+  ok(got == POOL_BYTES && last->o.end == RELAY_END_CLOSED,
+     "spare pipes: its bytes came and it ended closed");
+  is_int(relay_spare_pipes(), RELAY_SPARE_PIPES, "spare pipes: given back");
+  /* The last relay to end closes them. */
+  close(k.app_c);
+  close(k.app_t);
+  run_until(m, is_done, &ko, 2000);
+  int after = 0;
+  is_int(count_fds(&after), base, "spare pipes: fds back to the baseline");
+  ok(after == base_pipes && relay_spare_pipes() == 0,
+     "spare pipes: none left once no relay lives");
+}
+
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN); /* as the host does */
@@ -689,6 +816,7 @@ int main(void) {
   test_abort(m);
   test_owner_ends_inside(m);
   test_many(m);
+  test_spare_pipes(m);
   mock_stop(m);
   mock_free(m);
   buf_free(&err);
