@@ -12,7 +12,7 @@
 #define MAX_TOKEN 1024
 
 static int deny(conn *c, int status) {
-  int after = status == 407 && c->x.req_body.done && hh_keep_alive(&c->req)
+  int after = status == 407 && c->x.req_body.done && hp_head_keep_alive(&c->req)
                   ? AFTER_NEXT
                   : AFTER_CLOSE;
   return hp_want_reply(c, status, after);
@@ -56,9 +56,8 @@ int hp_auth_check(conn *c) {
   char pair[520];
   const char *user, *pass;
   size_t ulen, plen;
-  if (len > MAX_TOKEN ||
-      hh_basic_decode(value, len, pair, sizeof(pair), &user, &ulen, &pass,
-                      &plen) < 0) {
+  if (len > MAX_TOKEN || hp_head_basic_decode(value, len, pair, sizeof(pair),
+                                              &user, &ulen, &pass, &plen) < 0) {
     explicit_bzero(pair, sizeof(pair));
     return deny(c, 407);
   }

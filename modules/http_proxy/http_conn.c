@@ -136,7 +136,7 @@ static void hp_conn_run(conn *c, int next) {
   }
 }
 
-/* ---- events in ------------------------------------------------------------ */
+/* ---- events in ---------------------------------------------------------- */
 
 /* The client's socket is readable: what the state does with its bytes. */
 static int client_read(conn *c) {
@@ -259,8 +259,8 @@ static void hp_conn_end(void *owner, int how) {
   hp_buf_free(&c->cout);
   hp_buf_free(&c->x.uin);
   hp_buf_free(&c->x.uout);
-  hh_free(&c->req);
-  hh_free(&c->x.resp);
+  hp_head_free(&c->req);
+  hp_head_free(&c->x.resp);
   hp_wipe_free(&c->cred.token, &c->cred.token_len);
   hp_wipe_free(&c->cred.pending_token, &c->cred.pending_len);
 }

@@ -24,13 +24,13 @@ static int bad_response(conn *c, const char *why) {
 }
 
 /* A body's size lines and trailers are bounded like a head's lines. */
-static hb_limits body_limits(const hp *h) {
-  hb_limits l = {h->conf.lim.max_line, h->conf.lim.max_header_bytes};
+static hp_body_limits body_limits(const hp *h) {
+  hp_body_limits l = {h->conf.lim.max_line, h->conf.lim.max_header_bytes};
   return l;
 }
 
 /* Framing bytes of an encoder not written yet. */
-static int frame_pending(const hb_encoder *e) {
+static int frame_pending(const hp_body_encoder *e) {
   return e->frame_off < e->frame_len;
 }
 
@@ -43,7 +43,7 @@ int hp_forward_request_ready(const conn *c) {
 
 int hp_forward_response_ready(const conn *c) {
   const hp_exchange *x = &c->x;
-  return x->down_state == D_BODY && !hb_encode_finished(&x->resp_out) &&
+  return x->down_state == D_BODY && !hp_body_encode_finished(&x->resp_out) &&
          (x->udec > x->uin.off || x->resp_body.done ||
           frame_pending(&x->resp_out));
 }
@@ -66,8 +66,8 @@ static void pump_up(conn *c) {
     x->up_state = U_BODY;
   }
   if (x->up_state == U_BODY) {
-    ssize_t w = hp_send_body(hp_up_end(c), &c->cin, x->cdec, &x->req_out,
-                             x->req_body.done);
+    ssize_t w = hp_buf_send_body(hp_up_end(c), &c->cin, x->cdec, &x->req_out,
+                                 x->req_body.done);
     if (w < 0)
       goto upstream_gone;
     if (w > 0) {
@@ -76,7 +76,7 @@ static void pump_up(conn *c) {
       c->last_ms = hp_api->now_ms(c->hp->ctx);
       hp_api->inc(c->hp->sm.bytes[SM_UP], (uint64_t)w);
     }
-    if (hb_encode_finished(&x->req_out))
+    if (hp_body_encode_finished(&x->req_out))
       x->up_state = U_DONE;
   }
   return;
@@ -89,7 +89,7 @@ upstream_gone:
 }
 
 int hp_forward_request_body(conn *c) {
-  if (hp_body_decode(&c->cin, &c->x.cdec, &c->x.req_body) == HB_ERROR) {
+  if (hp_buf_decode(&c->cin, &c->x.cdec, &c->x.req_body) == HB_ERROR) {
     PH_LOG(hp_api, c->hp->ctx, PH_LOG_DEBUG, "http request refused",
            PH_STR("reason", "malformed chunked body"));
     return hp_fail_exchange(c, 400);
@@ -103,7 +103,7 @@ static int finish_exchange(conn *c) {
   hp_exchange *x = &c->x;
   int stopping = frontend_server_stopping(&h->fs);
   int keep_up = !x->up_dirty && x->up_state == U_DONE &&
-                hh_keep_alive(&x->resp) && hp_pending(&x->uin) == 0 &&
+                hp_head_keep_alive(&x->resp) && hp_pending(&x->uin) == 0 &&
                 !stopping;
   if (keep_up) {
     c->up.idle = 1;
@@ -122,8 +122,8 @@ static int finish_exchange(conn *c) {
 /* 0, or -1 when the client cannot be written. */
 static int flush_response_body(conn *c) {
   hp_exchange *x = &c->x;
-  ssize_t w = hp_send_body(hp_client_end(c), &x->uin, x->udec, &x->resp_out,
-                           x->resp_body.done);
+  ssize_t w = hp_buf_send_body(hp_client_end(c), &x->uin, x->udec, &x->resp_out,
+                               x->resp_body.done);
   if (w < 0)
     return -1;
   if (w > 0) {
@@ -139,17 +139,17 @@ static int flush_response_body(conn *c) {
 
 static void start_response(conn *c) {
   hp_exchange *x = &c->x;
-  hh_free(&x->resp);
-  hh_init(&x->resp, HTTP_RESPONSE, &c->hp->conf.lim);
-  if (hh_method(&c->req) == HTTP_HEAD)
-    hh_expect_no_body(&x->resp);
+  hp_head_free(&x->resp);
+  hp_head_init(&x->resp, HTTP_RESPONSE, &c->hp->conf.lim);
+  if (hp_head_method(&c->req) == HTTP_HEAD)
+    hp_head_expect_no_body(&x->resp);
   hp_buf_compact(&x->uin, NULL);
   x->udec = 0;
 }
 
-static int write_response_head(conn *c, const hh_frame *fr, int interim) {
+static int write_response_head(conn *c, const hp_head_frame *fr, int interim) {
   hp_exchange *x = &c->x;
-  size_t max = hh_write_max(&x->resp);
+  size_t max = hp_head_write_max(&x->resp);
   if (c->cout.cap - c->cout.len < max) {
     char *d = realloc(c->cout.data, c->cout.len + max);
     if (!d)
@@ -157,9 +157,9 @@ static int write_response_head(conn *c, const hh_frame *fr, int interim) {
     c->cout.data = d;
     c->cout.cap = c->cout.len + max;
   }
-  ssize_t n = hh_write_response(
+  ssize_t n = hp_head_write_response(
       &x->resp, x->uin.data, fr, interim ? 0 : x->close_after,
-      interim ? 1 : hh_minor(&c->req), c->cout.data + c->cout.len,
+      interim ? 1 : hp_head_minor(&c->req), c->cout.data + c->cout.len,
       c->cout.cap - c->cout.len);
   if (n < 0)
     return -1;
@@ -171,10 +171,10 @@ static int write_response_head(conn *c, const hh_frame *fr, int interim) {
  * client, then the next head is read. */
 static int on_interim(conn *c) {
   hp_exchange *x = &c->x;
-  hh_frame none = {HB_NONE, 0};
+  hp_head_frame none = {HB_NONE, 0};
   if (++x->interim > MAX_INTERIM)
     return bad_response(c, "too many interim responses");
-  if (hh_minor(&c->req) && write_response_head(c, &none, 1) < 0)
+  if (hp_head_minor(&c->req) && write_response_head(c, &none, 1) < 0)
     return bad_response(c, "out of memory");
   x->uin.off = x->resp.head_len;
   start_response(c);
@@ -188,7 +188,7 @@ static int on_interim(conn *c) {
 static int on_response_head(conn *c) {
   hp *h = c->hp;
   hp_exchange *x = &c->x;
-  int status = hh_status(&x->resp);
+  int status = hp_head_status(&x->resp);
   /* 101: we never forward Upgrade, so never asked for it. */
   if (status < 100 || status > 599 || status == 101)
     return bad_response(c, status == 101 ? "101 without an Upgrade asked"
@@ -197,26 +197,26 @@ static int on_response_head(conn *c) {
     return on_interim(c);
   int kind, has_length;
   uint64_t length;
-  if (hh_framing(&x->resp, x->uin.data, &kind, &length, &has_length))
+  if (hp_head_framing(&x->resp, x->uin.data, &kind, &length, &has_length))
     return bad_response(c, "ambiguous body framing");
-  int out = hh_reframe(kind, hh_minor(&c->req));
+  int out = hp_head_reframe(kind, hp_head_minor(&c->req));
   /* A response without a body (to HEAD, 304) still tells its length. */
-  hh_frame fr = {out, length};
+  hp_head_frame fr = {out, length};
   if (kind == HB_NONE && has_length && status != 204)
     fr.kind = HB_LENGTH;
-  x->close_after = x->close_after || !hh_keep_alive(&c->req) ||
+  x->close_after = x->close_after || !hp_head_keep_alive(&c->req) ||
                    out == HB_CLOSE || x->up_state != U_DONE ||
                    frontend_server_stopping(&h->fs);
   if (write_response_head(c, &fr, 0) < 0)
     return bad_response(c, "out of memory");
-  if (!hh_keep_alive(&x->resp) || kind == HB_CLOSE)
+  if (!hp_head_keep_alive(&x->resp) || kind == HB_CLOSE)
     x->up_dirty = 1;
   hp_count_status(c, status);
   x->uin.off = x->resp.head_len;
   x->udec = x->uin.off;
-  hb_limits lim = body_limits(h);
-  hb_decoder_init(&x->resp_body, kind, length, &lim);
-  hb_encoder_init(&x->resp_out, kind == HB_NONE ? HB_NONE : out);
+  hp_body_limits lim = body_limits(h);
+  hp_body_decoder_init(&x->resp_body, kind, length, &lim);
+  hp_body_encoder_init(&x->resp_out, kind == HB_NONE ? HB_NONE : out);
   x->down_state = D_BODY;
   return decode_response_body(c);
 }
@@ -224,7 +224,7 @@ static int on_response_head(conn *c) {
 /* Decodes the response body bytes that arrived in uin. */
 static int decode_response_body(conn *c) {
   hp_exchange *x = &c->x;
-  if (hp_body_decode(&x->uin, &x->udec, &x->resp_body) == HB_ERROR)
+  if (hp_buf_decode(&x->uin, &x->udec, &x->resp_body) == HB_ERROR)
     return bad_response(c, "malformed chunked body");
   if (x->resp_body.done && x->uin.len > x->udec)
     x->up_dirty = 1; /* bytes after the response: not reusable */
@@ -236,7 +236,7 @@ static int parse_response(conn *c) {
   hp_exchange *x = &c->x;
   while (c->state == S_EXCHANGE && x->down_state == D_HEAD &&
          !hp_pending(&c->cout) && x->uin.len > 0) {
-    int r = hh_parse(&x->resp, x->uin.data, x->uin.len);
+    int r = hp_head_parse(&x->resp, x->uin.data, x->uin.len);
     if (r == HH_MORE)
       return HP_WAIT;
     if (r == HH_ERROR)
@@ -263,7 +263,7 @@ int hp_forward_response(conn *c) {
   if (x->down_state == D_BODY) {
     if (flush_response_body(c) < 0)
       return HP_CLOSE;
-    if (!hb_encode_finished(&x->resp_out))
+    if (!hp_body_encode_finished(&x->resp_out))
       return HP_WAIT;
     x->down_state = D_DONE;
   }
@@ -290,7 +290,7 @@ static int upstream_eof(conn *c, int error) {
   }
   /* A body framed by the close ends here; any other is cut short, and
    * only closing tells the client. */
-  if (error || hb_decode_eof(&x->resp_body) != HB_DONE)
+  if (error || hp_body_decode_eof(&x->resp_body) != HB_DONE)
     return HP_CLOSE;
   hp_close_upstream(c);
   return HP_PUMP;
@@ -307,7 +307,7 @@ static int exchange_upstream_readable(conn *c) {
   int r = hp_buf_read(hp_up_end(c), &x->uin, max, dec, &got);
   if (r == RD_AGAIN || (r == RD_FULL && x->down_state != D_HEAD))
     return HP_WAIT;
-  if (r == RD_FULL) /* cannot happen: hh_parse fails before */
+  if (r == RD_FULL) /* cannot happen: hp_head_parse fails before */
     return hp_fail_exchange(c, 502);
   if (r == RD_EOF || r == RD_ERROR)
     return upstream_eof(c, r == RD_ERROR);
@@ -318,9 +318,9 @@ static int exchange_upstream_readable(conn *c) {
   return decode_response_body(c);
 }
 
-static int build_request(conn *c, const hh_frame *fr) {
+static int build_request(conn *c, const hp_head_frame *fr) {
   hp_exchange *x = &c->x;
-  size_t max = hh_write_max(&c->req);
+  size_t max = hp_head_write_max(&c->req);
   if (x->uout.cap < max) {
     char *d = realloc(x->uout.data, max);
     if (!d)
@@ -328,8 +328,8 @@ static int build_request(conn *c, const hh_frame *fr) {
     x->uout.data = d;
     x->uout.cap = max;
   }
-  ssize_t n = hh_write_request(&c->req, c->cin.data, &c->target, fr,
-                               x->uout.data, x->uout.cap);
+  ssize_t n = hp_head_write_request(&c->req, c->cin.data, &c->target, fr,
+                                    x->uout.data, x->uout.cap);
   if (n < 0)
     return -1;
   x->uout.off = 0;
@@ -338,12 +338,12 @@ static int build_request(conn *c, const hh_frame *fr) {
 }
 
 int hp_forward_prepare(conn *c, int kind, uint64_t length) {
-  hb_limits lim = body_limits(c->hp);
-  hb_decoder_init(&c->x.req_body, kind, length, &lim);
-  hb_encoder_init(&c->x.req_out, kind);
+  hp_body_limits lim = body_limits(c->hp);
+  hp_body_decoder_init(&c->x.req_body, kind, length, &lim);
+  hp_body_encoder_init(&c->x.req_out, kind);
   if (c->method_class != MC_FORWARD)
     return 0;
-  hh_frame fr = {kind, length};
+  hp_head_frame fr = {kind, length};
   return build_request(c, &fr);
 }
 

@@ -135,12 +135,12 @@ ssize_t hp_send_some(stream_end e, const char *data, size_t n) {
   return send_iov(e, &iov, 1);
 }
 
-int hp_body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
+int hp_buf_decode(iobuf *b, size_t *dec, hp_body_decoder *d) {
   if (*dec >= b->len) /* nothing new (and maybe no buffer at all) */
     return d->failed ? HB_ERROR : d->done ? HB_DONE : HB_MORE;
   char *p = b->data + *dec;
   size_t n = b->len - *dec, used = 0, made = 0;
-  int r = hb_decode(d, p, n, p, &used, &made);
+  int r = hp_body_decode(d, p, n, p, &used, &made);
   if (r == HB_ERROR)
     return r;
   if (used < n) /* the body ended: what follows moves up to the payload */
@@ -150,12 +150,12 @@ int hp_body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
   return r;
 }
 
-ssize_t hp_send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
-                  int end) {
+ssize_t hp_buf_send_body(stream_end out, iobuf *b, size_t dec,
+                         hp_body_encoder *e, int end) {
   size_t total = 0;
   for (;;) {
-    hb_plan p;
-    hb_encode_plan(e, dec - b->off, end, &p);
+    hp_body_plan p;
+    hp_body_encode_plan(e, dec - b->off, end, &p);
     size_t want = p.pre_len + p.payload + p.post_len;
     if (want == 0)
       return (ssize_t)total;
@@ -170,7 +170,7 @@ ssize_t hp_send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
     ssize_t w = send_iov(out, iov, n);
     if (w < 0)
       return -1;
-    b->off += hb_encode_sent(e, &p, (size_t)w);
+    b->off += hp_body_encode_sent(e, &p, (size_t)w);
     total += (size_t)w;
     if ((size_t)w < want)
       return (ssize_t)total; /* the socket is full */

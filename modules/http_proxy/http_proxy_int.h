@@ -47,11 +47,11 @@
  *   http_state.c    leaf helpers: timer kinds, the upstream's release,
  *                   counting and logging a request, wiping secrets
  *   http_iobuf.c    leaf: the connection buffers, socket reads and writes
- *   http_head.c     HTTP/1.x head parsing and rewriting (hh_)
- *   http_body.c     strict body framing: decoding and encoding (hb_)
+ *   http_head.c     HTTP/1.x head parsing and rewriting (hp_head_)
+ *   http_body.c     strict body framing: decoding and encoding (hp_body_)
  *
  * Every extern of the module is hp_-prefixed, but for the two codecs'
- * hh_ and hb_ (their files' prefixes, shared with their tests); the
+ * hp_head_ and hp_body_ (their files' prefixes, shared with their tests); the
  * module's .so exports only proxyhost_module.
  */
 #ifndef PH_HTTP_PROXY_INT_H
@@ -126,7 +126,7 @@ typedef struct iobuf {
 } iobuf;
 
 typedef struct hp_conf {
-  hh_limits lim;
+  hp_head_limits lim;
   int64_t header_timeout_ms, idle_timeout_ms;
   size_t buffer_size;
   int splice;
@@ -174,8 +174,8 @@ typedef struct hp_exchange {
    * [cdec, len) bytes not decoded yet (the next request, once the body
    * ended); uin and udec likewise for the response. */
   size_t cdec, udec;
-  hb_decoder req_body, resp_body; /* the framing received */
-  hb_encoder req_out, resp_out;   /* the framing sent */
+  hp_body_decoder req_body, resp_body; /* the framing received */
+  hp_body_encoder req_out, resp_out;   /* the framing sent */
   http_head resp;
   int interim;
   uint64_t body_sent;
@@ -214,8 +214,8 @@ struct conn {
   uint64_t lingered;
   /* The request. */
   http_head req;
-  hh_target target;
-  hh_span authz; /* its Proxy-Authorization in cin, if has_authz */
+  hp_head_target target;
+  hp_head_span authz; /* its Proxy-Authorization in cin, if has_authz */
   int method_class;
   int status; /* what the client got, for the log and the counter */
   uint64_t t_req_us, bytes_up, bytes_down;
@@ -305,12 +305,12 @@ ssize_t hp_send_some(stream_end e, const char *data, size_t n);
 /* Decodes what is new in b from *dec on (in place, dropping the framing:
  * the bytes after the body, if it ended, move down to follow the
  * payload); an HB_ value. */
-int hp_body_decode(iobuf *b, size_t *dec, hb_decoder *d);
+int hp_buf_decode(iobuf *b, size_t *dec, hp_body_decoder *d);
 /* Writes the payload b [off, dec) framed by e (end: the decoder is done),
  * as far as out takes it; b->off moves past the payload written. The
  * bytes written, or -1 on an error. */
-ssize_t hp_send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
-                     int end);
+ssize_t hp_buf_send_body(stream_end out, iobuf *b, size_t dec,
+                         hp_body_encoder *e, int end);
 /* Writes cout to the client (counting response bytes in an exchange): 1
  * all out, 0 the socket is full, -1 an error. */
 int hp_flush_client(conn *c);
@@ -372,7 +372,7 @@ int hp_tunnel_done(conn *c, const relay_stats *st);
 /* ---- http_forward.c (phase) ---------------------------------------------- */
 
 /* Sets up the request body's decoding and framing (kind and length from
- * hh_framing) and writes the request head for upstream into uout; 0 or
+ * hp_head_framing) and writes the request head for upstream into uout; 0 or
  * -1. */
 int hp_forward_prepare(conn *c, int kind, uint64_t length);
 /* The upstream is ready (new or kept): starts the exchange. */

@@ -15,10 +15,10 @@ static int format_reply(conn *c, int status, int after, char *out,
   const char *reason = open_map_http_reason(status);
   if (status == 200)
     return snprintf(out, cap, "HTTP/1.%d 200 %s\r\n\r\n",
-                    c->req.done ? hh_minor(&c->req) : 1, reason);
+                    c->req.done ? hp_head_minor(&c->req) : 1, reason);
   char body[96];
   int blen = snprintf(body, sizeof(body), "%d %s\n", status, reason);
-  int head_only = c->req.done && hh_method(&c->req) == HTTP_HEAD;
+  int head_only = c->req.done && hp_head_method(&c->req) == HTTP_HEAD;
   return snprintf(
       out, cap,
       "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain\r\n"

@@ -11,8 +11,8 @@ static int on_request_head(conn *c) {
   hp *h = c->hp;
   c->t_req_us = hp_now_us();
   c->method_class =
-      hh_method(&c->req) == HTTP_CONNECT ? MC_CONNECT : MC_FORWARD;
-  int st = hh_target_parse(&c->req, c->cin.data, &c->target);
+      hp_head_method(&c->req) == HTTP_CONNECT ? MC_CONNECT : MC_FORWARD;
+  int st = hp_head_target_parse(&c->req, c->cin.data, &c->target);
   if (st)
     return hp_want_reply(c, st, AFTER_CLOSE);
   PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request target",
@@ -22,7 +22,8 @@ static int on_request_head(conn *c) {
   int kind = HB_NONE, has_length;
   uint64_t length = 0;
   if (c->method_class == MC_FORWARD &&
-      (st = hh_framing(&c->req, c->cin.data, &kind, &length, &has_length))) {
+      (st = hp_head_framing(&c->req, c->cin.data, &kind, &length,
+                            &has_length))) {
     PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request refused",
            PH_STR("reason", st == 501 ? "unsupported transfer coding"
                                       : "ambiguous body framing"));
@@ -32,7 +33,7 @@ static int on_request_head(conn *c) {
     return hp_want_reply(c, 503, AFTER_CLOSE);
   /* The value stays in cin (before off) until the next head. */
   c->has_authz =
-      hh_find(&c->req, c->cin.data, "proxy-authorization", &c->authz) != 0;
+      hp_head_find(&c->req, c->cin.data, "proxy-authorization", &c->authz) != 0;
   /* The head's bytes are not needed any more: body bytes follow. */
   c->cin.off = c->req.head_len;
   c->x.cdec = c->cin.off;
@@ -46,7 +47,7 @@ void hp_request_guess_class(conn *c) {
 }
 
 int hp_request_parse(conn *c) {
-  int r = hh_parse(&c->req, c->cin.data, c->cin.len);
+  int r = hp_head_parse(&c->req, c->cin.data, c->cin.len);
   if (r == HH_MORE)
     return HP_WAIT;
   if (r == HH_ERROR) {
@@ -79,10 +80,10 @@ int hp_request_begin(conn *c) {
   if (frontend_server_stopping(&h->fs) && !hp_pending(&c->cin))
     return HP_CLOSE;
   c->state = S_HEAD;
-  hh_free(&c->req);
-  hh_free(&x->resp);
-  hh_init(&c->req, HTTP_REQUEST, &h->conf.lim);
-  hh_init(&x->resp, HTTP_RESPONSE, &h->conf.lim);
+  hp_head_free(&c->req);
+  hp_head_free(&x->resp);
+  hp_head_init(&c->req, HTTP_REQUEST, &h->conf.lim);
+  hp_head_init(&x->resp, HTTP_RESPONSE, &h->conf.lim);
   hp_buf_free(&c->cout);
   hp_buf_free(&x->uout);
   if (!c->up.idle)

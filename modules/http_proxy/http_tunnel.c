@@ -22,7 +22,7 @@ int hp_tunnel_start(conn *c) {
                                  hp_pending(&c->cin), &o);
   hp_buf_free(&c->cin);
   hp_buf_free(&c->cout);
-  hh_free(&c->req);
+  hp_head_free(&c->req);
   return r == PH_OK ? HP_WAIT : HP_CLOSE;
 }
 
