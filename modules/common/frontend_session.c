@@ -1,7 +1,9 @@
 /* The frontend session skeleton (frontend_session.h): a session's entries
  * under the guard, its watcher, deadline and hangup probe, its check and
- * open with cancellation, its relay, its one end, and the drain. */
+ * open with cancellation, its relay, its one end. */
 #include "frontend_session.h"
+
+#include "frontend_server.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -16,75 +18,6 @@ static int64_t now_us(void) {
 
 static double seconds_since(int64_t t0_us) {
   return (double)(now_us() - t0_us) / 1e6;
-}
-
-/* ---- the server ----------------------------------------------------- */
-
-void frontend_server_init(frontend_server *srv, const ph_api *api,
-                          ph_ctx *ctx, const frontend_session_ops *ops,
-                          stream_metrics *sm, ph_series *clients) {
-  *srv = (frontend_server){.api = api, .ctx = ctx, .ops = ops, .sm = sm,
-                           .clients = clients};
-}
-
-void frontend_server_refuse(frontend_server *srv, int fd) {
-  close(fd);
-  listener_release(srv->listener);
-}
-
-static void link_session(frontend_server *srv, frontend_session *s) {
-  s->next = srv->sessions;
-  if (srv->sessions)
-    srv->sessions->prev = s;
-  srv->sessions = s;
-  srv->n_sessions++;
-  if (srv->clients)
-    srv->api->gauge_add(srv->clients, 1);
-}
-
-static void unlink_session(frontend_session *s) {
-  frontend_server *srv = s->srv;
-  if (s->prev)
-    s->prev->next = s->next;
-  else
-    srv->sessions = s->next;
-  if (s->next)
-    s->next->prev = s->prev;
-  s->prev = s->next = NULL;
-  srv->n_sessions--;
-  if (srv->clients)
-    srv->api->gauge_add(srv->clients, -1);
-  listener_release(srv->listener);
-  if (srv->stop_pending && srv->n_sessions == 0) {
-    srv->stop_pending = 0;
-    srv->api->stop_done(srv->ctx);
-  }
-}
-
-int frontend_server_stop(frontend_server *srv) {
-  srv->stopping = 1;
-  listener_close(srv->listener); /* announces bound = 0 */
-  srv->listener = NULL;
-  for (frontend_session *s = srv->sessions, *next; s; s = next) {
-    next = s->next;
-    if (!srv->ops->stop)
-      continue;
-    frontend_session_enter(s);
-    srv->ops->stop(s->owner);
-    frontend_session_leave(s);
-  }
-  if (srv->n_sessions == 0)
-    return PH_OK;
-  srv->stop_pending = 1;
-  return PH_STOP_PENDING;
-}
-
-void frontend_server_destroy(frontend_server *srv) {
-  srv->stop_pending = 0; /* the host is past waiting */
-  while (srv->sessions)
-    frontend_session_close(srv->sessions, FRONTEND_END_QUIET);
-  listener_close(srv->listener);
-  srv->listener = NULL;
 }
 
 /* ---- entries -------------------------------------------------------- */
@@ -146,7 +79,7 @@ static void session_io(ph_io *io, int fd, int revents, void *arg) {
 int frontend_session_start(frontend_server *srv, frontend_session *s,
                            void *owner, int fd) {
   *s = (frontend_session){.srv = srv, .owner = owner, .fd = fd};
-  link_session(srv, s);
+  frontend_server_link(srv, s);
   s->io = srv->api->io_new(srv->ctx, fd, 0, session_io, s);
   s->timer = srv->api->timer_new(srv->ctx, session_timer, s);
   return s->io && s->timer ? PH_OK : PH_ENOMEM;
@@ -173,7 +106,7 @@ void frontend_session_close(frontend_session *s, int how) {
   if (s->fd >= 0)
     close(s->fd);
   s->fd = -1;
-  unlink_session(s);
+  frontend_server_unlink(srv, s);
   if (guard_end(&s->g))
     srv->ops->free(s->owner);
 }

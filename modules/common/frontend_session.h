@@ -7,14 +7,21 @@
  * messages, HTTP's heads and bodies, a tunnel's or a gateway's frames)
  * stays in its module and is called back through frontend_session_ops.
  *
- * How a frontend uses it (socks5.c and http_proxy's http_conn.c do):
+ * The per-listener part (the sessions' list and count, the stop and the
+ * drain, destroy) is frontend_server.h's, which includes this header.
+ *
+ * How a frontend uses it (socks5.c and http_proxy's http_conn.c do; the
+ * tunnel server's and the gateway's frontends do the same with their
+ * handshake in ops: a deadline for it, a check through the authorizer,
+ * an open through the connector, and the relay with a socket or a
+ * ph_stream (a multiplexed stream) as the target end):
  *
  *   typedef struct my_conn {
  *     frontend_session fs;      // embedded; fs.owner points back here
  *     ... protocol state ...
  *   } my_conn;
  *
- *   init:   frontend_server_init(&srv, api, ctx, &my_ops, &sm, clients_gauge)
+ *   init:   frontend_server_init(&srv, api, ctx, &my_ops, &sm, gauge)
  *   start:  look the services up into srv.connector/srv.authorizer (and
  *           their self pointers), open the listener into srv.listener
  *   accept: c = calloc(...); frontend_session_start(&srv, &c->fs, c, fd);
@@ -150,35 +157,12 @@ struct frontend_session {
   unsigned answered : 1;  /* the answer came inside that call */
 };
 
-/* Init: fills srv in (no allocation). sm and ops stay the frontend's and
- * must outlive srv. */
-void frontend_server_init(frontend_server *srv, const ph_api *api,
-                          ph_ctx *ctx, const frontend_session_ops *ops,
-                          stream_metrics *sm, ph_series *clients);
-/* The module's stop: closes the listener (announcing bound = 0), calls
- * ops->stop for each session, and returns PH_OK when none is left, or
- * PH_STOP_PENDING; then api->stop_done is called when the last one
- * ends. */
-int frontend_server_stop(frontend_server *srv);
-/* 1 after frontend_server_stop. */
-static inline int frontend_server_stopping(const frontend_server *srv) {
-  return srv->stopping;
-}
-/* The module's destroy: closes every session (FRONTEND_END_QUIET; no
- * stop_done) and the listener. The services stay the frontend's to
- * release. */
-void frontend_server_destroy(frontend_server *srv);
-
 /* Takes an accepted client socket (and its listener slot) over: links
  * the session, counts it, makes its watcher (no events yet) and timer.
  * PH_OK, or PH_ENOMEM: the session is linked all the same, and the
  * caller closes it (frontend_session_close) at once. */
 int frontend_session_start(frontend_server *srv, frontend_session *s,
                            void *owner, int fd);
-/* An accept the frontend could not take (no memory for its struct):
- * closes fd and gives the listener slot back. */
-void frontend_server_refuse(frontend_server *srv, int fd);
-
 /* Every entry from outside that the skeleton does not make itself (the
  * accept, a frontend's own watcher on its upstream) runs between these;
  * leave frees the session's owner when it was closed inside and this was

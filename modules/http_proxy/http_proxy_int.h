@@ -66,7 +66,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
-#include "frontend_session.h"
+#include "frontend_server.h"
 #include "http_body.h"
 #include "http_head.h"
 #include "listener.h"

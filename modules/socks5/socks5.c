@@ -37,7 +37,7 @@
 
 #include "frontend_check.h"
 #include "frontend_keys.h"
-#include "frontend_session.h"
+#include "frontend_server.h"
 #include "listener.h"
 #include "open_map.h"
 #include "relay.h"

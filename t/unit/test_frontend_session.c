@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "frontend_session.h"
+#include "frontend_server.h"
 #include "hangup.h"
 #include "mock.h"
 #include "tap.h"
