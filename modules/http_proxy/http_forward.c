@@ -23,12 +23,6 @@ static int bad_response(conn *c, const char *why) {
   return hp_fail_exchange(c, 502);
 }
 
-/* A body's size lines and trailers are bounded like a head's lines. */
-static hp_body_limits body_limits(const hp *h) {
-  hp_body_limits l = {h->conf.lim.max_line, h->conf.lim.max_header_bytes};
-  return l;
-}
-
 /* Framing bytes of an encoder not written yet. */
 static int frame_pending(const hp_body_encoder *e) {
   return e->frame_off < e->frame_len;
@@ -214,7 +208,7 @@ static int on_response_head(conn *c) {
   hp_count_status(c, status);
   x->uin.off = x->resp.head_len;
   x->udec = x->uin.off;
-  hp_body_limits lim = body_limits(h);
+  hp_body_limits lim = hp_body_limits_of(h);
   hp_body_decoder_init(&x->resp_body, kind, length, &lim);
   hp_body_encoder_init(&x->resp_out, kind == HB_NONE ? HB_NONE : out);
   x->down_state = D_BODY;
@@ -316,35 +310,6 @@ static int exchange_upstream_readable(conn *c) {
   if (x->down_state == D_HEAD)
     return parse_response(c);
   return decode_response_body(c);
-}
-
-static int build_request(conn *c, const hp_head_frame *fr) {
-  hp_exchange *x = &c->x;
-  size_t max = hp_head_write_max(&c->req);
-  if (x->uout.cap < max) {
-    char *d = realloc(x->uout.data, max);
-    if (!d)
-      return -1;
-    x->uout.data = d;
-    x->uout.cap = max;
-  }
-  ssize_t n = hp_head_write_request(&c->req, c->cin.data, &c->target, fr,
-                                    x->uout.data, x->uout.cap);
-  if (n < 0)
-    return -1;
-  x->uout.off = 0;
-  x->uout.len = (size_t)n;
-  return 0;
-}
-
-int hp_forward_prepare(conn *c, int kind, uint64_t length) {
-  hp_body_limits lim = body_limits(c->hp);
-  hp_body_decoder_init(&c->x.req_body, kind, length, &lim);
-  hp_body_encoder_init(&c->x.req_out, kind);
-  if (c->method_class != MC_FORWARD)
-    return 0;
-  hp_head_frame fr = {kind, length};
-  return build_request(c, &fr);
 }
 
 int hp_forward_start(conn *c) {

@@ -36,7 +36,8 @@
  * The files, one job each:
  *   http_proxy.c    module descriptor, configuration, lifecycle, accept glue
  *   http_conn.c     the dispatcher: events in, hp_conn_run, watchers
- *   http_request.c  phase: waiting for a request head, parsing it
+ *   http_request.c  phase: waiting for a request head, parsing it, the
+ *                   head and body framing for upstream
  *   http_auth.c     phase: Proxy-Authorization through the authorizer
  *   http_open.c     phase: reusing the kept upstream or opening one
  *   http_tunnel.c   phase: CONNECT, handing both ends over to the relay
@@ -261,6 +262,12 @@ static inline int hp_conn_dead(const conn *c) {
   return frontend_session_dead(&c->fs);
 }
 
+/* A body's size lines and trailers are bounded like a head's lines. */
+static inline hp_body_limits hp_body_limits_of(const hp *h) {
+  hp_body_limits l = {h->conf.lim.max_line, h->conf.lim.max_header_bytes};
+  return l;
+}
+
 /* A phase's answer asking for a reply of our own; after says what comes
  * once it is out. */
 static inline int hp_want_reply(conn *c, int status, int after) {
@@ -371,10 +378,6 @@ int hp_tunnel_done(conn *c, const relay_stats *st);
 
 /* ---- http_forward.c (phase) ---------------------------------------------- */
 
-/* Sets up the request body's decoding and framing (kind and length from
- * hp_head_framing) and writes the request head for upstream into uout; 0 or
- * -1. */
-int hp_forward_prepare(conn *c, int kind, uint64_t length);
 /* The upstream is ready (new or kept): starts the exchange. */
 int hp_forward_start(conn *c);
 /* Request body bytes arrived in cin: decodes them, sends what can go. */

@@ -3,9 +3,41 @@
  * target, its body framing (strict: a request whose framing could be read
  * two ways is refused), the rewritten head for upstream, and its
  * Proxy-Authorization for the auth phase. Returns what comes next. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "http_proxy_int.h"
+
+static int build_request(conn *c, const hp_head_frame *fr) {
+  hp_exchange *x = &c->x;
+  size_t max = hp_head_write_max(&c->req);
+  if (x->uout.cap < max) {
+    char *d = realloc(x->uout.data, max);
+    if (!d)
+      return -1;
+    x->uout.data = d;
+    x->uout.cap = max;
+  }
+  ssize_t n = hp_head_write_request(&c->req, c->cin.data, &c->target, fr,
+                                    x->uout.data, x->uout.cap);
+  if (n < 0)
+    return -1;
+  x->uout.off = 0;
+  x->uout.len = (size_t)n;
+  return 0;
+}
+
+/* The request body's decoding and framing (kind and length from
+ * hp_head_framing), and the head for upstream in uout; 0 or -1. */
+static int prepare_upstream(conn *c, int kind, uint64_t length) {
+  hp_body_limits lim = hp_body_limits_of(c->hp);
+  hp_body_decoder_init(&c->x.req_body, kind, length, &lim);
+  hp_body_encoder_init(&c->x.req_out, kind);
+  if (c->method_class != MC_FORWARD)
+    return 0;
+  hp_head_frame fr = {kind, length};
+  return build_request(c, &fr);
+}
 
 static int on_request_head(conn *c) {
   hp *h = c->hp;
@@ -29,7 +61,7 @@ static int on_request_head(conn *c) {
                                       : "ambiguous body framing"));
     return hp_want_reply(c, st, AFTER_CLOSE);
   }
-  if (hp_forward_prepare(c, kind, length) < 0)
+  if (prepare_upstream(c, kind, length) < 0)
     return hp_want_reply(c, 503, AFTER_CLOSE);
   /* The value stays in cin (before off) until the next head. */
   c->has_authz =
