@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frontend_server.h"
@@ -139,7 +140,9 @@ static struct seen {
   int closes_in_end; /* close called again from inside end */
 } S;
 
-static void t_close(tconn *c) { frontend_session_close(&c->fs, FRONTEND_END_LOG); }
+static void t_close(tconn *c) {
+  frontend_session_close(&c->fs, FRONTEND_END_LOG);
+}
 
 static void t_client_io(void *owner, int revents) {
   tconn *c = owner;
@@ -305,7 +308,7 @@ static ph_mock *mock_up(void) {
   return m;
 }
 
-/* ---- the tests ------------------------------------------------------------- */
+/* ---- the tests ---------------------------------------------------------- */
 
 static void test_deadline(ph_mock *m) {
   reset_seen();
@@ -383,7 +386,8 @@ static void test_open_cancel(ph_mock *m) {
   frontend_session_open(&c->fs, "refused.fake", 80, NULL);
   frontend_session_enter(&c->fs);
   open_answer_now();
-  is_int(S.last_code, PH_OPEN_CONNECTION_REFUSED, "open failure reaches open_done");
+  is_int(S.last_code, PH_OPEN_CONNECTION_REFUSED,
+         "open failure reaches open_done");
   is_int(S.frees, 0, "closed in open_done: not freed inside the entry");
   frontend_session_leave(&c->fs);
   is_int(S.frees, 1, "freed by the outermost leave");
@@ -549,13 +553,21 @@ static void test_drain(ph_mock *m) {
   F.verdict = PH_AUTH_DENY; /* closes au */
   is_int(ph_mock_run_for(m, 5), PH_OK, "drain: loop runs");
   drain_answers_arm();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int r = ph_mock_stop(m);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long waited = (t1.tv_sec - t0.tv_sec) * 1000 +
+                (t1.tv_nsec - t0.tv_nsec) / 1000000;
   is_int(r, PH_OK, "drain: stop_done came before the drain deadline");
+  ok(waited >= 50 && waited < 2000,
+     "drain: the stop waited for the open (answered at 60 ms)");
   is_int(S.stops, 4, "drain: stop asked of every session");
   is_int(S.ends, 4, "drain: four ends");
   is_int(S.frees, 4, "drain: four frees");
   is_int(srv.n_sessions, 0, "drain: none left");
-  is_int(F.auth_cancels + F.open_cancels, 0, "drain: the check and the open finished");
+  is_int(F.auth_cancels + F.open_cancels, 0,
+         "drain: the check and the open finished");
   is_int(S.auth_done, 1, "drain: the check answered");
   is_int(S.open_done, 2, "drain: the open answered");
   ok(srv.listener == NULL, "drain: the listener is closed");
