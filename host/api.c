@@ -38,7 +38,7 @@ struct ph_timer {
 static int on_loop(const ph_ctx *ctx, const char *what) {
   if (pthread_equal(pthread_self(), ctx->core->loop_thread))
     return 1;
-  debug_misuse(ctx->mod->name, what);
+  debug_misuse(ctx->name, what);
   return 0;
 }
 
@@ -61,7 +61,7 @@ static int in_check(ph_ctx *ctx) {
 
 /* ---- identity and lifecycle ------------------------------------------ */
 
-static const char *api_module_name(ph_ctx *ctx) { return ctx->mod->name; }
+static const char *api_module_name(ph_ctx *ctx) { return ctx->name; }
 
 static void api_set_ready(ph_ctx *ctx, int ready) {
   if (!on_loop(ctx, LOOP_ONLY("set_ready")))
@@ -96,12 +96,12 @@ static int api_log_enabled(ph_ctx *ctx, int level) {
 
 static void api_log(ph_ctx *ctx, int level, const char *msg,
                     const ph_log_field *f, size_t n) {
-  log_write(ctx->mod->name, level, msg, f, n);
+  log_write(ctx->name, level, msg, f, n);
 }
 
 static void api_log_rl(ph_ctx *ctx, ph_ratelimit *rl, int level,
                        const char *msg, const ph_log_field *f, size_t n) {
-  log_write_rl(ctx->mod->name, rl, level, msg, f, n);
+  log_write_rl(ctx->name, rl, level, msg, f, n);
 }
 
 /* ---- configuration --------------------------------------------------- */
@@ -125,7 +125,7 @@ static const ph_conf *conf_of(ph_ctx *ctx, const char *fn) {
            "%s: called on a thread that is neither the loop thread nor a "
            "helper thread running a job",
            fn);
-  debug_misuse(ctx->mod->name, what);
+  debug_misuse(ctx->name, what);
   return NULL;
 }
 
@@ -134,19 +134,19 @@ static const ph_conf *conf_of(ph_ctx *ctx, const char *fn) {
  * module (a typo, a key removed from the table). */
 static void conf_check_declared(ph_ctx *ctx, const ph_conf *c, const char *fn,
                                 const char *key) {
-  if (!c || conf_declared(c, ctx->mod->name, key))
+  if (!c || conf_declared(c, ctx->name, key))
     return;
   char what[160];
   if (key)
     snprintf(what, sizeof(what), "%s: key \"%.64s\" is not declared", fn, key);
   else
     snprintf(what, sizeof(what), "%s: key is NULL", fn);
-  debug_misuse(ctx->mod->name, what);
+  debug_misuse(ctx->name, what);
 }
 
 static const char *api_conf_str(ph_ctx *ctx, const char *key) {
   const ph_conf *c = conf_of(ctx, "conf_str");
-  const char *v = conf_str(c, ctx->mod->name, key);
+  const char *v = conf_str(c, ctx->name, key);
   if (!v)
     conf_check_declared(ctx, c, "conf_str", key);
   return v;
@@ -154,7 +154,7 @@ static const char *api_conf_str(ph_ctx *ctx, const char *key) {
 
 static int64_t api_conf_int(ph_ctx *ctx, const char *key) {
   const ph_conf *c = conf_of(ctx, "conf_int");
-  int64_t v = conf_int(c, ctx->mod->name, key);
+  int64_t v = conf_int(c, ctx->name, key);
   if (v == 0)
     conf_check_declared(ctx, c, "conf_int", key);
   return v;
@@ -162,7 +162,7 @@ static int64_t api_conf_int(ph_ctx *ctx, const char *key) {
 
 static size_t api_conf_list_len(ph_ctx *ctx, const char *key) {
   const ph_conf *c = conf_of(ctx, "conf_list_len");
-  size_t n = conf_list_len(c, ctx->mod->name, key);
+  size_t n = conf_list_len(c, ctx->name, key);
   if (n == 0)
     conf_check_declared(ctx, c, "conf_list_len", key);
   return n;
@@ -170,7 +170,7 @@ static size_t api_conf_list_len(ph_ctx *ctx, const char *key) {
 
 static const char *api_conf_list_at(ph_ctx *ctx, const char *key, size_t i) {
   const ph_conf *c = conf_of(ctx, "conf_list_at");
-  const char *v = conf_list_at(c, ctx->mod->name, key, i);
+  const char *v = conf_list_at(c, ctx->name, key, i);
   if (!v)
     conf_check_declared(ctx, c, "conf_list_at", key);
   return v;
@@ -319,7 +319,7 @@ static int api_job_cancel(ph_ctx *ctx, int64_t job) {
   int rc = pool_cancel(ctx->core->pool, ctx, job);
   if (rc != POOL_EFOREIGN)
     return rc;
-  debug_misuse(ctx->mod->name, "job_cancel: the job belongs to another module");
+  debug_misuse(ctx->name, "job_cancel: the job belongs to another module");
   return PH_ENOENT;
 }
 
@@ -339,7 +339,7 @@ static ph_thread *api_thread_start(ph_ctx *ctx, const char *name,
   if (!t) {
     ph_log_field f[] = {PH_STR("thread", name ? name : ""),
                         PH_STR("reason", why ? why : "")};
-    log_write(ctx->mod->name, PH_LOG_ERROR, "module thread refused", f, 2);
+    log_write(ctx->name, PH_LOG_ERROR, "module thread refused", f, 2);
   }
   return t;
 }
@@ -365,8 +365,16 @@ static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
     return PH_ESTATE;
   if (!in_init(ctx))
     return PH_ESTATE;
-  return services_register(ctx->core->services, ctx, name, major, minor, vt,
-                           self);
+  /* The provider is the caller's instance (ABI 1.2). */
+  return services_register(ctx->core->services, ctx, ctx->name, name, major,
+                           minor, vt, self);
+}
+
+static int lists(const char *const *list, const char *name) {
+  for (; list && *list; list++)
+    if (strcmp(*list, name) == 0)
+      return 1;
+  return 0;
 }
 
 /* Declared, not registered: answers in check and init, before any
@@ -374,25 +382,52 @@ static int api_service_register(ph_ctx *ctx, const char *name, uint16_t major,
 static int api_service_provided(ph_ctx *ctx, const char *name) {
   if (!ctx || !name || !on_loop(ctx, LOOP_ONLY("service_provided")))
     return 0;
-  for (size_t i = 0; i < ctx->core->n_mods; i++) {
-    const char *const *p = ctx->core->mods[i]->mod->provides;
-    for (; p && *p; p++)
-      if (strcmp(*p, name) == 0)
-        return 1;
-  }
+  for (size_t i = 0; i < ctx->core->n_mods; i++)
+    if (lists(ctx->core->mods[i]->mod->provides, name))
+      return 1;
   return 0;
+}
+
+/* The same, for one provider named by its instance's full name. */
+static int api_service_provider_loaded(ph_ctx *ctx, const char *name,
+                                       const char *provider) {
+  if (!ctx || !name || !provider ||
+      !on_loop(ctx, LOOP_ONLY("service_provider_loaded")))
+    return 0;
+  for (size_t i = 0; i < ctx->core->n_mods; i++)
+    if (strcmp(ctx->core->mods[i]->name, provider) == 0)
+      return lists(ctx->core->mods[i]->mod->provides, name);
+  return 0;
+}
+
+static const void *api_service_get_named(ph_ctx *ctx, const char *name,
+                                         const char *provider, uint16_t major,
+                                         uint16_t min_minor, void **self) {
+  if (!on_loop(ctx, LOOP_ONLY("service_get")))
+    return NULL;
+  if (ctx->core->phase < PH_PHASE_START || in_check(ctx))
+    return NULL;
+  ph_buf why;
+  buf_init(&why, 1024);
+  const void *vt = services_get_named(ctx->core->services, ctx, name,
+                                      provider, major, min_minor, self, &why);
+  if (!vt && why.len) {
+    /* Several providers and none named: fail closed, and say which. */
+    ph_log_field f[] = {PH_STR("reason", why.data)};
+    log_write(ctx->name, PH_LOG_ERROR,
+              "service has several providers; name one", f, 1);
+  }
+  buf_free(&why);
+  return vt;
 }
 
 static const void *api_service_get(ph_ctx *ctx, const char *name,
                                    uint16_t major, uint16_t min_minor,
                                    void **self) {
-  if (!on_loop(ctx, LOOP_ONLY("service_get")))
-    return NULL;
-  if (ctx->core->phase < PH_PHASE_START || in_check(ctx))
-    return NULL;
-  return services_get(ctx->core->services, ctx, name, major, min_minor, self);
+  return api_service_get_named(ctx, name, NULL, major, min_minor, self);
 }
 
+/* Drops the caller's use of every provider of name it got. */
 static void api_service_release(ph_ctx *ctx, const char *name) {
   if (!on_loop(ctx, LOOP_ONLY("service_release")))
     return;
@@ -432,7 +467,7 @@ static int api_unsubscribe(ph_ctx *ctx, int id) {
   int rc = bus_unsubscribe(ctx->core->bus, id, ctx);
   if (rc != BUS_EFOREIGN)
     return rc;
-  debug_misuse(ctx->mod->name,
+  debug_misuse(ctx->name,
                "unsubscribe: the subscription belongs to another module");
   return PH_ENOENT;
 }
@@ -475,7 +510,7 @@ static ph_metric *api_metric(ph_ctx *ctx, const ph_metric_def *def) {
   if (!m) {
     ph_log_field f[] = {PH_STR("metric", def->name ? def->name : ""),
                         PH_STR("reason", err.data ? err.data : "")};
-    log_write(ctx->mod->name, PH_LOG_ERROR, "metric registration refused", f,
+    log_write(ctx->name, PH_LOG_ERROR, "metric registration refused", f,
               2);
   }
   buf_free(&err);
@@ -530,4 +565,6 @@ const ph_api ph_host_api = {
     .thread_start = api_thread_start,
     .thread_post = api_thread_post,
     .thread_join = api_thread_join,
+    .service_get_named = api_service_get_named,
+    .service_provider_loaded = api_service_provider_loaded,
 };

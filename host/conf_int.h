@@ -36,6 +36,11 @@ typedef struct conf_entry {
   const char *file; /* NULL for --set */
   int line;
   int cont_line;   /* first continuation line, 0 if none */
+  /* --set "a.b.c=v" is recorded as section "a.b", key "c" (a module
+   * instance); alt says that it may also mean section "a", key "b.c"
+   * (a key with a dot), which conf_finalize picks when only that one is
+   * declared. */
+  int alt;
   char *joined;    /* conf_raw's cache: this key's file entries joined */
   size_t joined_n; /* how many entries the cache was built from */
 } conf_entry;

@@ -56,7 +56,8 @@ static void enter_section(loader *ld, const char *name, size_t n) {
   ph_conf *c = ld->lc->c;
   ld->sect = SECT_BAD;
   if (!conf_valid_section_name(name, n)) {
-    conf_ld_err(ld, "invalid section name (use [a-z0-9_]+)");
+    conf_ld_err(ld, "invalid section name (use [a-z0-9_]+ or "
+                    "NAME.INSTANCE)");
     return;
   }
   int i = conf_get_section(c, name, n);

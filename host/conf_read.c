@@ -334,6 +334,13 @@ int conf_set_cli(ph_conf *c, const char *assignment, ph_buf *err) {
       buf_puts(err, "--set: expected section.key=value\n");
     return -1;
   }
+  /* "a.b.c=v": section "a.b" (instance b of module a), key "c"; finalize
+   * falls back to section "a", key "b.c" when only that is declared. */
+  const char *dot2 = memchr(dot + 1, '.', (size_t)(eq - dot - 1));
+  int alt = dot2 && dot2 + 1 < eq &&
+            conf_valid_section_name(assignment, (size_t)(dot2 - assignment));
+  if (alt)
+    dot = dot2;
   char *key = conf_dup_n(dot + 1, (size_t)(eq - dot - 1));
   char *tkey = key ? conf_dup_trim(key) : NULL;
   char *val = conf_dup_trim(eq + 1);
@@ -344,7 +351,7 @@ int conf_set_cli(ph_conf *c, const char *assignment, ph_buf *err) {
   } else if (!conf_valid_section_name(assignment, slen) || !*tkey) {
     buf_printf(err,
                "--set: %.*s: expected section.key=value "
-               "(section is [a-z0-9_]+)\n",
+               "(section is [a-z0-9_]+ or NAME.INSTANCE)\n",
                (int)(eq - assignment > ECHO_MAX ? ECHO_MAX : eq - assignment),
                assignment);
   } else if (slen == 9 && memcmp(assignment, "proxyhost", 9) == 0 &&
@@ -358,9 +365,10 @@ int conf_set_cli(ph_conf *c, const char *assignment, ph_buf *err) {
     if (si < 0)
       buf_printf(err, "--set: %.*s: too many sections (max %d)\n", (int)slen,
                  assignment, CONF_MAX_SECTIONS);
-    else if (add_entry(c, si, tkey, val, NULL, 0) < 0)
+    else if ((si = add_entry(c, si, tkey, val, NULL, 0)) < 0)
       buf_puts(err, "--set: out of memory\n");
     else {
+      c->ents[si].alt = alt;
       c->n_lines++;
       rc = 0;
     }

@@ -16,15 +16,25 @@
 
 /* ---- environment and raw values ---------------------------------------- */
 
-/* PROXYHOST_<SECTION>_<KEY>, upper-cased, '.' and '-' as '_'. */
+/* PROXYHOST_<SECTION>_<KEY>, upper-cased, '.' and '-' as '_', except
+ * the '.' of an instance section, written "__" so that [socks5.public]
+ * listen (PROXYHOST_SOCKS5__PUBLIC_LISTEN) is not [socks5] public_listen
+ * (PROXYHOST_SOCKS5_PUBLIC_LISTEN). */
 static char *env_name(const char *section, const char *key) {
-  size_t n = 10 + strlen(section) + 1 + strlen(key);
+  size_t n = 10 + 2 * strlen(section) + 1 + strlen(key); /* '.' takes 2 */
   char *s = malloc(n + 1);
   if (!s)
     return NULL;
-  snprintf(s, n + 1, "PROXYHOST_%s_%s", section, key);
-  for (char *p = s + 10; *p; p++)
-    *p = (*p == '.' || *p == '-') ? '_' : (char)toupper((unsigned char)*p);
+  char *p = s + snprintf(s, n + 1, "PROXYHOST_");
+  for (const char *q = section; *q; q++) {
+    if (*q == '.')
+      *p++ = '_';
+    *p++ = *q == '.' || *q == '-' ? '_' : (char)toupper((unsigned char)*q);
+  }
+  *p++ = '_';
+  for (const char *q = key; *q; q++)
+    *p++ = *q == '.' || *q == '-' ? '_' : (char)toupper((unsigned char)*q);
+  *p = '\0';
   return s;
 }
 
@@ -58,6 +68,21 @@ static const char *env_lookup(char *const *env, const char *section,
   return v;
 }
 
+/* Whether e is a --set "a.b.c" recorded as [a.b] c that may mean
+ * section a, key "b.c" (conf_set_cli). */
+static int alt_matches(const ph_conf *c, const conf_entry *e,
+                       const char *section, const char *key) {
+  if (!e->alt)
+    return 0;
+  const char *sname = c->sects[e->sect].name;
+  size_t sl = strlen(section);
+  if (strncmp(sname, section, sl) != 0 || sname[sl] != '.')
+    return 0;
+  size_t il = strlen(sname + sl + 1);
+  return strncmp(key, sname + sl + 1, il) == 0 && key[il] == '.' &&
+         strcmp(key + il + 1, e->key) == 0;
+}
+
 const char *conf_raw(ph_conf *c, const char *section, const char *key,
                      char *const *env) {
   if (!c || !section || !key)
@@ -71,9 +96,13 @@ const char *conf_raw(ph_conf *c, const char *section, const char *key,
   }
   int cli = -1, first = -1;
   size_t n_file = 0;
-  for (size_t i = 0; si >= 0 && i < c->n_ents; i++) {
+  for (size_t i = 0; i < c->n_ents; i++) {
     const conf_entry *e = &c->ents[i];
-    if (e->sect != si || strcmp(e->key, key) != 0)
+    if (alt_matches(c, e, section, key)) {
+      cli = (int)i; /* only --set entries have alternatives */
+      continue;
+    }
+    if (si < 0 || e->sect != si || strcmp(e->key, key) != 0)
       continue;
     if (!e->file)
       cli = (int)i;
@@ -132,6 +161,48 @@ static void fin_err(fin *f, const char *file, int line, const char *fmt, ...) {
   va_end(ap);
   buf_puts(f->err, "\n");
   f->nerr++;
+}
+
+/* --set "a.b.c" was recorded as [a.b] c; when [a.b] is not declared but
+ * [a] declares the key "b.c", it meant that. Both declared is ambiguous:
+ * refused. */
+static void resolve_alt_sets(fin *f) {
+  ph_conf *c = f->c;
+  for (size_t i = 0; i < c->n_ents; i++) {
+    conf_entry *e = &c->ents[i];
+    if (!e->alt)
+      continue;
+    e->alt = 0;
+    const conf_section *s2 = &c->sects[e->sect];
+    const char *dot = strchr(s2->name, '.');
+    int s1 = dot ? conf_find_section(c, s2->name, (size_t)(dot - s2->name))
+                 : -1;
+    size_t n = strlen(dot ? dot + 1 : "") + 1 + strlen(e->key);
+    char *dotted = s1 >= 0 ? malloc(n + 1) : NULL;
+    if (!dotted)
+      continue;
+    snprintf(dotted, n + 1, "%s.%s", dot + 1, e->key);
+    int in_s1 = c->sects[s1].keys && conf_find_key(&c->sects[s1], dotted) >= 0;
+    if (in_s1 && !s2->keys) {
+      free(e->key);
+      e->key = dotted;
+      e->sect = s1;
+      continue;
+    }
+    if (in_s1 && conf_find_key(s2, e->key) >= 0)
+      fin_err(f, NULL, 0,
+              "--set: %s.%s: ambiguous: [%s] %s or [%s] %s; rename one",
+              s2->name, e->key, s2->name, e->key, c->sects[s1].name, dotted);
+    free(dotted);
+  }
+}
+
+/* Whether any raw entry is in section si. */
+static int section_has_entries(const ph_conf *c, size_t si) {
+  for (size_t i = 0; i < c->n_ents; i++)
+    if (c->ents[i].sect == (int)si)
+      return 1;
+  return 0;
 }
 
 /* Sorts every raw entry onto its declared key: --set (last one wins), the
@@ -252,9 +323,12 @@ int conf_finalize(ph_conf *c, char *const *env, ph_buf *err) {
       buf_puts(err, c->decl_err.data);
     f.nerr++;
   }
+  resolve_alt_sets(&f);
   for (size_t i = 0; i < c->n_sects; i++) {
     conf_section *s = &c->sects[i];
     conf_values_free(s);
+    if (!s->keys && !s->hdr_file && !section_has_entries(c, i))
+      continue; /* a --set's guess that resolve_alt_sets undid */
     if (!s->keys) {
       if (!s->hdr_file)
         buf_puts(err, "--set: ");

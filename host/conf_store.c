@@ -125,7 +125,8 @@ int conf_declare(ph_conf *c, const char *section, const ph_conf_key *keys) {
   int bad = e->overflow;
   c->ready = 0;
   if (!section || !conf_valid_section_name(section, strlen(section))) {
-    buf_printf(e, "%s: invalid section name (use [a-z0-9_]+)\n",
+    buf_printf(e, "%s: invalid section name (use [a-z0-9_]+ or "
+                  "NAME.INSTANCE)\n",
                section ? section : "(null)");
     return -1;
   }

@@ -158,18 +158,54 @@ size_t core_module_dirs(ph_core *c, const char **dirs, size_t max) {
   return 1;
 }
 
-static int add_ctx(ph_core *c, ph_ctx *ctx, ph_buf *err) {
+/* The loaded instance of module `module` that others share (its first),
+ * or NULL. */
+static ph_ctx *module_loaded(ph_core *c, const char *module) {
+  for (size_t i = 0; i < c->n_mods; i++)
+    if (strcmp(c->mods[i]->mod->name, module) == 0)
+      return c->mods[i];
+  return NULL;
+}
+
+/* Gives ctx its full name: the module's, or "module.instance". */
+static int name_ctx(ph_ctx *ctx, const char *instance, ph_buf *err) {
+  size_t n = strlen(ctx->mod->name) + 1 + (instance ? strlen(instance) : 0);
+  ctx->name = malloc(n + 1);
+  if (!ctx->name) {
+    buf_puts(err, "out of memory\n");
+    return -1;
+  }
+  snprintf(ctx->name, n + 1, "%s%s%s", ctx->mod->name, instance ? "." : "",
+           instance ? instance : "");
+  ctx->instance = instance ? ctx->name + strlen(ctx->mod->name) + 1 : NULL;
+  return 0;
+}
+
+static int add_ctx(ph_core *c, ph_ctx *ctx, const char *instance,
+                   ph_buf *err) {
   for (const char *const *r = reserved_sections; *r; r++)
     if (strcmp(ctx->mod->name, *r) == 0) {
       buf_printf(err, "%s: module name \"%s\" is reserved for the host\n",
                  ctx->path, ctx->mod->name);
       return -1;
     }
+  ph_ctx *first = module_loaded(c, ctx->mod->name);
+  if (first && first->mod != ctx->mod) {
+    /* Every instance of a module runs the one descriptor. */
+    buf_printf(err,
+               "%s: duplicate module name \"%s\" (already loaded from %s; "
+               "every instance of a module comes from one file)\n",
+               ctx->path, ctx->mod->name, first->path);
+    return -1;
+  }
+  if (name_ctx(ctx, instance, err) < 0)
+    return -1;
   for (size_t i = 0; i < c->n_mods; i++)
-    if (strcmp(c->mods[i]->mod->name, ctx->mod->name) == 0) {
-      buf_printf(err, "%s: duplicate module name \"%s\" (already loaded from "
-                      "%s)\n",
-                 ctx->path, ctx->mod->name, c->mods[i]->path);
+    if (strcmp(c->mods[i]->name, ctx->name) == 0) {
+      buf_printf(err,
+                 "%s: duplicate module name \"%s\" (already loaded from "
+                 "%s)\n",
+                 ctx->path, ctx->name, c->mods[i]->path);
       return -1;
     }
   if (c->n_mods >= PH_MAX_MODULES) {
@@ -182,6 +218,52 @@ static int add_ctx(ph_core *c, ph_ctx *ctx, ph_buf *err) {
   ctx->ready = 1;
   c->mods[c->n_mods++] = ctx;
   return 0;
+}
+
+static void ctx_free(ph_ctx *ctx) {
+  if (!ctx)
+    return;
+  if (ctx->dl)
+    dlclose(ctx->dl);
+  free(ctx->keys_owned);
+  free(ctx->name);
+  free(ctx->path);
+  free(ctx);
+}
+
+/* One [proxyhost] modules entry: a path (the default instance of the
+ * module in that file), or NAME or NAME.INSTANCE, searched in the module
+ * path; the file is opened once for all the instances of NAME. */
+static int load_entry(ph_core *c, const char *entry, const char *const *dirs,
+                      size_t n_dirs, ph_buf *err) {
+  char module[PH_MODULE_NAME_MAX + 1];
+  const char *instance = NULL;
+  int is_path = strchr(entry, '/') != NULL;
+  ph_ctx *ctx = calloc(1, sizeof(*ctx));
+  if (!ctx)
+    return -1;
+  int rc = loader_entry(entry, module, sizeof(module), &instance, err);
+  ph_ctx *first = rc == 0 && !is_path ? module_loaded(c, module) : NULL;
+  if (rc < 0) {
+    /* reported */
+  } else if (first) {
+    ctx->mod = first->mod;
+    ctx->path = strdup(first->path);
+    rc = ctx->path ? 0 : -1;
+  } else {
+    rc = loader_open(is_path ? entry : module, dirs, n_dirs, ctx, err);
+    /* The same file named twice (a path, then a name): one handle. */
+    ph_ctx *same = rc == 0 ? module_loaded(c, ctx->mod->name) : NULL;
+    if (same && same->mod == ctx->mod) {
+      dlclose(ctx->dl);
+      ctx->dl = NULL;
+    }
+  }
+  if (rc == 0)
+    rc = add_ctx(c, ctx, instance, err);
+  if (rc < 0)
+    ctx_free(ctx);
+  return rc;
 }
 
 int core_load_modules(ph_core *c, ph_buf *err) {
@@ -201,38 +283,38 @@ int core_load_modules(ph_core *c, ph_buf *err) {
     rc = -1;
     n = 0;
   }
-  for (size_t i = 0; i < n; i++) {
-    ph_ctx *ctx = calloc(1, sizeof(*ctx));
-    if (!ctx || loader_open(names[i], dirs, n_dirs, ctx, err) < 0) {
-      free(ctx);
+  for (size_t i = 0; i < n; i++)
+    if (load_entry(c, names[i], dirs, n_dirs, err) < 0)
       rc = -1;
-      continue;
-    }
-    if (add_ctx(c, ctx, err) < 0) {
-      dlclose(ctx->dl);
-      free(ctx->path);
-      free(ctx);
-      rc = -1;
-    }
-  }
   free(copy);
   return rc;
 }
 
-int core_add_module(ph_core *c, const ph_module *m, ph_buf *err) {
+int core_add_instance(ph_core *c, const ph_module *m, const char *instance,
+                      ph_buf *err) {
   if (loader_check(m, "(builtin)", err) < 0)
     return -1;
+  if (instance && !loader_valid_instance(instance)) {
+    buf_printf(err,
+               "(builtin): module %s: invalid instance name \"%.40s\" (use "
+               "[a-z0-9_], 1-%d bytes)\n",
+               m->name, instance, PH_INSTANCE_NAME_MAX);
+    return -1;
+  }
   ph_ctx *ctx = calloc(1, sizeof(*ctx));
   if (!ctx)
     return -1;
   ctx->mod = m;
   ctx->path = strdup("(builtin)");
-  if (add_ctx(c, ctx, err) < 0) {
-    free(ctx->path);
-    free(ctx);
+  if (!ctx->path || add_ctx(c, ctx, instance, err) < 0) {
+    ctx_free(ctx);
     return -1;
   }
   return 0;
+}
+
+int core_add_module(ph_core *c, const ph_module *m, ph_buf *err) {
+  return core_add_instance(c, m, NULL, err);
 }
 
 static int declare_all(ph_core *c, ph_conf *conf) {
@@ -241,8 +323,7 @@ static int declare_all(ph_core *c, ph_conf *conf) {
       conf_declare(conf, "admin", ph_admin_keys) < 0)
     return -1;
   for (size_t i = 0; i < c->n_mods; i++) {
-    const ph_module *m = c->mods[i]->mod;
-    if (conf_declare(conf, m->name, c->mods[i]->keys) < 0)
+    if (conf_declare(conf, c->mods[i]->name, c->mods[i]->keys) < 0)
       return -1;
   }
   return 0;
@@ -289,8 +370,8 @@ int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err) {
         *p = ' ';
     if (key && !*key)
       key = NULL;
-    conf_where(conf, ctx->mod->name, key, err);
-    buf_printf(err, "%s%s%s: ", ctx->mod->name, key ? "." : "",
+    conf_where(conf, ctx->name, key, err);
+    buf_printf(err, "%s%s%s: ", ctx->name, key ? "." : "",
                key ? key : "");
     if (why[0])
       buf_printf(err, "%s\n", why);
@@ -335,7 +416,7 @@ static void register_module_metrics(ph_core *c) {
     return;
   const char *names[PH_MAX_MODULES + 1];
   for (size_t i = 0; i < c->n_mods; i++)
-    names[i] = c->mods[i]->mod->name;
+    names[i] = c->mods[i]->name;
   names[c->n_mods] = NULL;
   ph_label_def module_label[] = {{"module", names}};
   ph_metric_def fd = {
@@ -346,7 +427,7 @@ static void register_module_metrics(ph_core *c) {
                       PH_METRIC_GAUGE, module_label, 1, NULL, 0};
   ph_metric *fm = host_metric(c, &fd), *tm = host_metric(c, &td);
   for (size_t i = 0; i < c->n_mods; i++) {
-    const char *v[] = {c->mods[i]->mod->name};
+    const char *v[] = {c->mods[i]->name};
     c->mods[i]->m_thread_full = fm ? metrics_series(fm, v) : NULL;
     c->mods[i]->m_threads = tm ? metrics_series(tm, v) : NULL;
   }
@@ -426,11 +507,11 @@ static int check_provides(ph_core *c, ph_buf *err) {
   int rc = 0;
   for (size_t i = 0; i < c->n_mods; i++)
     for (const char *const *p = c->mods[i]->mod->provides; p && *p; p++)
-      if (services_owner(c->services, *p) != c->mods[i]) {
+      if (services_owner(c->services, *p, c->mods[i]->name) != c->mods[i]) {
         buf_printf(err,
                    "module %s declares it provides \"%s\" but did not "
                    "register it in init\n",
-                   c->mods[i]->mod->name, *p);
+                   c->mods[i]->name, *p);
         rc = -1;
       }
   return rc;
@@ -449,7 +530,7 @@ int core_init_modules(ph_core *c, ph_buf *err) {
     threads_release(ctx); /* the threads it started may run now */
     ctx->inited = 1; /* destroy runs even after a failed init */
     if (rc != PH_OK) {
-      buf_printf(err, "module %s: init failed (status %d)\n", ctx->mod->name,
+      buf_printf(err, "module %s: init failed (status %d)\n", ctx->name,
                  rc);
       return -1;
     }
@@ -488,11 +569,11 @@ int core_start_modules(ph_core *c, ph_buf *err) {
     threads_release(ctx);
     if (rc != PH_OK) {
       buf_printf(err, "module %s: start failed (status %d)\n",
-                 ctx->mod->name, rc);
+                 ctx->name, rc);
       return -1;
     }
     ctx->started = 1;
-    ph_log_field f[] = {PH_STR("name", ctx->mod->name),
+    ph_log_field f[] = {PH_STR("name", ctx->name),
                         PH_STR("version", ctx->mod->version
                                               ? ctx->mod->version
                                               : "")};
@@ -515,7 +596,7 @@ int core_ready(void *arg, ph_buf *why) {
   int ready = 1;
   for (size_t i = 0; i < c->n_mods; i++)
     if (!c->mods[i]->ready) {
-      buf_printf(why, "module %s is not ready\n", c->mods[i]->mod->name);
+      buf_printf(why, "module %s is not ready\n", c->mods[i]->name);
       ready = 0;
     }
   return ready;
@@ -548,7 +629,7 @@ static void drain_expired_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   c->drain_expired = 1;
   for (size_t i = 0; i < c->n_mods; i++)
     if (c->mods[i]->stop_pending) {
-      ph_log_field f[] = {PH_STR("cut_off", c->mods[i]->mod->name)};
+      ph_log_field f[] = {PH_STR("cut_off", c->mods[i]->name)};
       log_write(NULL, PH_LOG_WARN, "drain deadline passed; module cut off",
                 f, 1);
     }
@@ -619,7 +700,7 @@ static void warn_restart_keys(ph_core *c, const ph_conf *a,
   warn_restart_section(a, b, "log", ph_log_keys);
   warn_restart_section(a, b, "admin", ph_admin_keys);
   for (size_t i = 0; i < c->n_mods; i++)
-    warn_restart_section(a, b, c->mods[i]->mod->name, c->mods[i]->keys);
+    warn_restart_section(a, b, c->mods[i]->name, c->mods[i]->keys);
 }
 
 int core_reload(ph_core *c) {
@@ -663,7 +744,7 @@ int core_reload(ph_core *c) {
       continue;
     int r = ctx->mod->reload(ctx->state);
     if (r != PH_OK) {
-      ph_log_field f[] = {PH_STR("name", ctx->mod->name), PH_INT("status", r)};
+      ph_log_field f[] = {PH_STR("name", ctx->name), PH_INT("status", r)};
       log_write(NULL, PH_LOG_ERROR, "module reload failed", f, 2);
       failed = 1;
     }
@@ -768,14 +849,8 @@ void core_free(ph_core *c) {
   if (c->conf)
     conf_free(c->conf);
   c->conf = NULL;
-  for (size_t i = c->n_mods; i-- > 0;) {
-    ph_ctx *ctx = c->mods[i];
-    if (ctx->dl)
-      dlclose(ctx->dl);
-    free(ctx->keys_owned);
-    free(ctx->path);
-    free(ctx);
-  }
+  for (size_t i = c->n_mods; i-- > 0;)
+    ctx_free(c->mods[i]);
   if (c->metrics)
     metrics_free(c->metrics);
   if (c->loop)

@@ -41,15 +41,28 @@ enum ph_phase {
 };
 
 #define PH_MAX_MODULES 64
+/* Module names are [a-z0-9_], 1..64 bytes; an instance adds ".NAME" with
+ * NAME [a-z0-9_], 1..32 bytes (ABI 1.2). */
+#define PH_MODULE_NAME_MAX 64
+#define PH_INSTANCE_NAME_MAX 32
 #define PH_MAX_CLI_SETS 256
 
 typedef struct ph_core ph_core;
 
+/* One instance of a module: its name, section, state and lifecycle. The
+ * instances of one module share its descriptor (and file). */
 struct ph_ctx {
   ph_core *core;
   const ph_module *mod;
+  /* The instance's full name, "socks5" (the default instance) or
+   * "socks5.public": its section, its module= in logs, its module label
+   * in the host's metrics and its provider name for services. */
+  char *name;
+  const char *instance; /* the part after '.' in name, or NULL */
   char *path; /* file it came from, or "(builtin)" */
-  void *dl;   /* dlopen handle, NULL for modules linked in (mock) */
+  /* dlopen handle, on the module's first instance only; NULL for the
+   * others and for modules linked in (mock) */
+  void *dl;
   /* The module's key table in today's layout (loader_keys): its own
    * config, a copy of a 1.0/1.1 table (keys_owned), or an empty one. */
   const ph_conf_key *keys;
@@ -138,8 +151,11 @@ int core_read_config(ph_core *c, const char *path, const char *text,
 size_t core_module_dirs(ph_core *c, const char **dirs, size_t max);
 /* Loads [proxyhost] modules (names or paths). 0 or -1 with err. */
 int core_load_modules(ph_core *c, ph_buf *err);
-/* Adds a module that is linked into the caller (mock host, tests). */
+/* Adds a module that is linked into the caller (mock host, tests): its
+ * default instance, or (instance not NULL) the instance NAME.instance. */
 int core_add_module(ph_core *c, const ph_module *m, ph_buf *err);
+int core_add_instance(ph_core *c, const ph_module *m, const char *instance,
+                      ph_buf *err);
 /* Declares every section and validates the configuration. 0 or -1. */
 int core_validate(ph_core *c, ph_buf *err);
 /* Checks the values only a parser can judge, on conf, which passed
@@ -174,6 +190,17 @@ int core_ready(void *core, ph_buf *why);
 
 /* Loader pieces (loader.c). */
 int loader_check(const ph_module *m, const char *file, ph_buf *err);
+/* Whether s is an instance name: [a-z0-9_], 1..PH_INSTANCE_NAME_MAX. */
+int loader_valid_instance(const char *s);
+/* Splits a [proxyhost] modules entry. A name entry "NAME" or
+ * "NAME.INSTANCE": module gets NAME (at most modlen - 1 bytes), *instance
+ * points into entry after the '.' (NULL for the default instance). A path
+ * entry (it has a '/'): the default instance of the module in that file;
+ * module is left empty, and a path ending in ".so.SOMETHING" is refused
+ * (an instance is named, never given with a path). 0, or -1 with the
+ * reason in err. */
+int loader_entry(const char *entry, char *module, size_t modlen,
+                 const char **instance, ph_buf *err);
 int loader_open(const char *spec, const char *const *dirs, size_t n_dirs,
                 ph_ctx *out, ph_buf *err);
 int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err);

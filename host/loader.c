@@ -18,6 +18,52 @@ static int valid_name(const char *s) {
   return 1;
 }
 
+int loader_valid_instance(const char *s) {
+  return valid_name(s) && strlen(s) <= PH_INSTANCE_NAME_MAX;
+}
+
+int loader_entry(const char *entry, char *module, size_t modlen,
+                 const char **instance, ph_buf *err) {
+  *instance = NULL;
+  module[0] = '\0';
+  if (strchr(entry, '/')) {
+    const char *base = strrchr(entry, '/') + 1;
+    const char *so = strstr(base, ".so.");
+    if (so && loader_valid_instance(so + 4)) {
+      buf_printf(err,
+                 "module \"%.200s\": an instance is not given with a path; "
+                 "put the directory in [proxyhost] module_path and name it "
+                 "NAME.%s\n",
+                 entry, so + 4);
+      return -1;
+    }
+    return 0;
+  }
+  const char *dot = strchr(entry, '.');
+  size_t n = dot ? (size_t)(dot - entry) : strlen(entry);
+  if (n == 0 || n > PH_MODULE_NAME_MAX || n >= modlen) {
+    buf_printf(err, "module \"%.100s\": invalid module name\n", entry);
+    return -1;
+  }
+  memcpy(module, entry, n);
+  module[n] = '\0';
+  if (!valid_name(module)) {
+    buf_printf(err, "module \"%.100s\": invalid module name\n", entry);
+    return -1;
+  }
+  if (dot) {
+    if (!loader_valid_instance(dot + 1)) {
+      buf_printf(err,
+                 "module \"%.100s\": invalid instance name (use NAME.INSTANCE, "
+                 "INSTANCE [a-z0-9_], 1-%d bytes)\n",
+                 entry, PH_INSTANCE_NAME_MAX);
+      return -1;
+    }
+    *instance = dot + 1;
+  }
+  return 0;
+}
+
 int loader_check(const ph_module *m, const char *file, ph_buf *err) {
   if (m->magic != PH_MODULE_MAGIC) {
     buf_printf(err, "%s: not a proxyhost module (bad magic 0x%08x)\n", file,
@@ -268,7 +314,7 @@ int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err) {
         buf_printf(err,
                    "module %s requires service \"%s\", which no loaded "
                    "module provides\n",
-                   mods[i]->mod->name, *r);
+                   mods[i]->name, *r);
         bad = 1;
       }
     }
@@ -294,7 +340,7 @@ int loader_order(ph_ctx *const *mods, size_t n, size_t *order, ph_buf *err) {
       buf_puts(err, "modules require each other's services in a cycle:");
       for (size_t i = 0; i < n; i++)
         if (!placed[i])
-          buf_printf(err, " %s", mods[i]->mod->name);
+          buf_printf(err, " %s", mods[i]->name);
       buf_puts(err, "\n");
       return -1;
     }

@@ -61,6 +61,11 @@ int mock_add(ph_mock *m, const ph_module *mod, ph_buf *err) {
   return core_add_module(m->core, mod, err);
 }
 
+int mock_add_instance(ph_mock *m, const ph_module *mod, const char *instance,
+                      ph_buf *err) {
+  return core_add_instance(m->core, mod, instance, err);
+}
+
 int mock_init(ph_mock *m, ph_buf *err) {
   if (core_validate(m->core, err) < 0 ||
       core_check_modules(m->core, m->core->conf, err) < 0 ||
@@ -191,6 +196,27 @@ int ph_mock_add(ph_mock *m, const ph_module *mod, char *err, size_t errlen) {
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
   int rc = mock_add(m, mod, &b) < 0 ? PH_EINVAL : PH_OK;
+  put_buf(err, errlen, &b);
+  buf_free(&b);
+  return rc;
+}
+
+int ph_mock_add_instance(ph_mock *m, const ph_module *mod,
+                         const char *instance, char *err, size_t errlen) {
+  if (!m)
+    return NO_MOCK("ph_mock_add_instance");
+  if (m->phase != MOCK_NEW)
+    return refuse(err, errlen, PH_ESTATE, "ph_mock_add_instance",
+                  "modules are added before ph_mock_init");
+  if (!mod)
+    return refuse(err, errlen, PH_EINVAL, "ph_mock_add_instance",
+                  "the module is NULL");
+  ph_buf b;
+  buf_init(&b, MOCK_ERR_LIMIT);
+  int rc = mock_add_instance(m, mod, instance && *instance ? instance : NULL,
+                             &b) < 0
+               ? PH_EINVAL
+               : PH_OK;
   put_buf(err, errlen, &b);
   buf_free(&b);
   return rc;

@@ -32,6 +32,9 @@
 ph_mock *mock_new(const char *ini_text, ph_buf *err);
 /* Adds a module linked into the test program. Before mock_init. */
 int mock_add(ph_mock *m, const ph_module *mod, ph_buf *err);
+/* The same as the instance mod->name.instance (NULL: the default one). */
+int mock_add_instance(ph_mock *m, const ph_module *mod, const char *instance,
+                      ph_buf *err);
 /* Validates the configuration, runs the modules' check callbacks, creates
  * the host services and runs every module's init. 0 or -1. */
 int mock_init(ph_mock *m, ph_buf *err);

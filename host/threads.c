@@ -138,7 +138,7 @@ static ph_thread *thread_new(ph_ctx *ctx, const char *name, ph_thread_fn run,
     return NULL;
   t->ctx = ctx;
   memcpy(t->name, name, strlen(name) + 1);
-  os_name(t->os_name, ctx->mod->name, name);
+  os_name(t->os_name, ctx->name, name);
   t->run = run;
   t->stop = stop;
   t->arg = arg;
@@ -193,7 +193,7 @@ ph_thread *threads_start(ph_ctx *ctx, const char *name, ph_thread_fn run,
   ctx->n_threads++;
   count_threads(ctx);
   ph_log_field f[] = {PH_STR("thread", t->name), PH_UINT("queue", queue)};
-  log_write(ctx->mod->name, PH_LOG_INFO, "module thread started", f, 2);
+  log_write(ctx->name, PH_LOG_INFO, "module thread started", f, 2);
   return t;
 }
 
@@ -246,7 +246,7 @@ static struct timespec deadline_in(int64_t ms) {
 static void stuck(ph_thread *t, int64_t waited_ms) {
   ph_log_field f[] = {PH_STR("thread", t->name),
                       PH_INT("waited_ms", waited_ms)};
-  log_write(t->ctx->mod->name, PH_LOG_ERROR,
+  log_write(t->ctx->name, PH_LOG_ERROR,
             "module thread did not return by the drain deadline; exiting "
             "without destroying modules",
             f, 2);
@@ -289,7 +289,7 @@ static void finish(ph_thread *t) {
   unlink_thread(t);
   ph_log_field f[] = {PH_STR("thread", t->name),
                       PH_UINT("discarded", discarded)};
-  log_write(t->ctx->mod->name, PH_LOG_INFO, "module thread joined", f, 2);
+  log_write(t->ctx->name, PH_LOG_INFO, "module thread joined", f, 2);
   thread_free(t);
 }
 

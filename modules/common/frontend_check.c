@@ -5,17 +5,52 @@
 #include <string.h>
 
 #include <proxyhost/authorizer.h>
+#include <proxyhost/connector.h>
 
 #include "listener.h"
+
+/* The provider the key names, if any, is a loaded instance that declares
+ * the service. */
+static int named_provider(ph_ctx *ctx, const ph_api *api, const char *k,
+                          const char *service, const char **key, char *why,
+                          size_t whylen) {
+  const char *name = api->conf_str(ctx, k);
+  if (!name || !*name || api->service_provider_loaded(ctx, service, name))
+    return PH_OK;
+  *key = k;
+  snprintf(why, whylen,
+           "\"%.100s\" is not a loaded module instance that provides the "
+           "\"%s\" service (add it to [proxyhost] modules, or fix the name)",
+           name, service);
+  return PH_EINVAL;
+}
 
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen) {
   int r = listener_check_listen(ctx, api, key, why, whylen);
   if (r != PH_OK)
     return r;
+  r = named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key, why,
+                     whylen);
+  if (r != PH_OK)
+    return r;
   const char *auth = api->conf_str(ctx, "auth");
-  if (auth && strcmp(auth, "password") == 0 &&
-      !api->service_provided(ctx, PH_AUTHORIZER_SERVICE)) {
+  int password = auth && strcmp(auth, "password") == 0;
+  const char *aname = api->conf_str(ctx, "authorizer");
+  if (!password && aname && *aname) {
+    *key = "authorizer";
+    snprintf(why, whylen,
+             "names an authorizer, but auth = none: set auth = password, or "
+             "remove the key");
+    return PH_EINVAL;
+  }
+  if (password) {
+    r = named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE, key,
+                       why, whylen);
+    if (r != PH_OK)
+      return r;
+  }
+  if (password && !api->service_provided(ctx, PH_AUTHORIZER_SERVICE)) {
     *key = "auth";
     snprintf(why, whylen,
              "password needs a module that provides the \"%s\" service: "

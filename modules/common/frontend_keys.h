@@ -15,6 +15,13 @@
  * splice       zero-copy splice(2) between TCP sockets
  * auth         none, or password: checked by the "authorizer" service
  *              (restart)
+ * connector    the "connector" provider to open targets with, by its
+ *              instance name (direct, direct.lab); empty: the only one
+ *              loaded (restart)
+ * authorizer   with auth = password, the "authorizer" provider, by its
+ *              instance name (auth_local.staff); empty: the only one
+ *              (restart)
+ * frontend_services (frontend_services.h) looks both up at start.
  */
 #ifndef PH_FRONTEND_KEYS_H
 #define PH_FRONTEND_KEYS_H
@@ -49,6 +56,16 @@
       PH_CONF_KEY("auth", PH_CONF_ENUM, "none", 0, 0, PH_CONF_RESTART, NULL, \
                   "client authentication: none, or password (checked by "   \
                   "the authorizer service)",                                 \
-                  "none|password")
+                  "none|password"),                                  \
+      PH_CONF_KEY("connector", PH_CONF_STRING, "", 0, 97, PH_CONF_RESTART,  \
+                  NULL,                                                      \
+                  "connector instance to open targets with (direct, "       \
+                  "direct.lab); empty: the only one loaded",                 \
+                  NULL),                                                     \
+      PH_CONF_KEY("authorizer", PH_CONF_STRING, "", 0, 97, PH_CONF_RESTART, \
+                  NULL,                                                      \
+                  "with auth = password: authorizer instance to check "     \
+                  "passwords with (auth_local.staff); empty: the only one", \
+                  NULL)
 
 #endif

@@ -22,7 +22,7 @@
  *   } my_conn;
  *
  *   init:   frontend_server_init(&srv, api, ctx, &my_ops, &sm, gauge)
- *   start:  look the services up into srv.connector/srv.authorizer (and
+ *   start:  frontend_services_get into srv.connector/srv.authorizer (and
  *           their self pointers), open the listener into srv.listener
  *   accept: c = calloc(...); frontend_session_start(&srv, &c->fs, c, fd);
  *           then, between frontend_session_enter/leave, read the client

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "frontend_check.h"
+#include "frontend_services.h"
 #include "frontend_keys.h"
 #include "http_proxy_int.h"
 
@@ -117,26 +118,10 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int hp_start(void *state) {
   hp *h = state;
-  h->fs.connector = hp_api->service_get(h->ctx, PH_CONNECTOR_SERVICE,
-                                        PH_CONNECTOR_MAJOR, 0,
-                                        &h->fs.connector_self);
-  if (!h->fs.connector) {
-    PH_LOG(hp_api, h->ctx, PH_LOG_ERROR, "no connector service",
-           PH_STR("service", PH_CONNECTOR_SERVICE));
+  if (frontend_services_get(h->ctx, hp_api, h->conf.auth == AUTH_PASSWORD,
+                            &h->fs.connector, &h->fs.connector_self,
+                            &h->fs.authorizer, &h->fs.authorizer_self) != PH_OK)
     return PH_ENOENT;
-  }
-  if (h->conf.auth == AUTH_PASSWORD) {
-    h->fs.authorizer =
-        hp_api->service_get(h->ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
-                            0, &h->fs.authorizer_self);
-    if (!h->fs.authorizer) {
-      PH_LOG(hp_api, h->ctx, PH_LOG_ERROR,
-             "auth = password needs a module that provides the "
-             "\"authorizer\" service: load one (auth_local)",
-             PH_STR("service", PH_AUTHORIZER_SERVICE));
-      return PH_ENOENT;
-    }
-  }
   listener_opts o = {
       .address = hp_api->conf_str(h->ctx, "listen"),
       .backlog = (int)hp_api->conf_int(h->ctx, "backlog"),

@@ -38,6 +38,7 @@
 #include "frontend_check.h"
 #include "frontend_keys.h"
 #include "frontend_server.h"
+#include "frontend_services.h"
 #include "listener.h"
 #include "open_map.h"
 #include "relay.h"
@@ -729,25 +730,10 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int s5_start(void *state) {
   s5_server *s = state;
-  s->fs.connector = api->service_get(s->ctx, PH_CONNECTOR_SERVICE,
-                                     PH_CONNECTOR_MAJOR, 0,
-                                     &s->fs.connector_self);
-  if (!s->fs.connector) {
-    PH_LOG(api, s->ctx, PH_LOG_ERROR,
-           "no \"connector\" service: load a connector module (direct)");
+  if (frontend_services_get(s->ctx, api, s->password, &s->fs.connector,
+                            &s->fs.connector_self, &s->fs.authorizer,
+                            &s->fs.authorizer_self) != PH_OK)
     return PH_ENOENT;
-  }
-  if (s->password) {
-    s->fs.authorizer = api->service_get(s->ctx, PH_AUTHORIZER_SERVICE,
-                                        PH_AUTHORIZER_MAJOR, 0,
-                                        &s->fs.authorizer_self);
-    if (!s->fs.authorizer) {
-      PH_LOG(api, s->ctx, PH_LOG_ERROR,
-             "auth = password needs a module that provides the "
-             "\"authorizer\" service: load one (auth_local)");
-      return PH_ENOENT;
-    }
-  }
   snprintf(s->listen, sizeof(s->listen), "%s", api->conf_str(s->ctx, "listen"));
   s->backlog = api->conf_int(s->ctx, "backlog");
   s->reuseport = api->conf_int(s->ctx, "reuseport");

@@ -77,7 +77,11 @@ typedef struct ph_api {
 
   /* ---- identity and lifecycle --------------------------------------- */
 
-  /* The module's name (its section name). Any thread. */
+  /* The module instance's full name: the module's name for its default
+   * instance ("socks5"), "NAME.INSTANCE" for a named one
+   * ("socks5.public", ABI 1.2). It is the instance's section, its
+   * module= in logs and its provider name for services. Host-owned,
+   * valid until destroy returned. Any thread. */
   const char *(*module_name)(ph_ctx *ctx);
   /* Loop thread. Readiness for /readyz. A module is ready after start
    * unless it called set_ready(ctx, 0) earlier; /readyz is 200 only when
@@ -173,19 +177,26 @@ typedef struct ph_api {
 
   /* Init only. Registers a named vtable, version major.minor, with the
    * provider's state pointer. Both pointers must stay valid until the
-   * provider's destroy. PH_EEXIST if the name is taken. */
+   * provider's destroy. The provider is the caller's instance (its
+   * module_name); other instances and modules may register the same name
+   * (ABI 1.2). PH_EEXIST if this instance registered the name already. */
   int (*service_register)(ph_ctx *ctx, const char *name, uint16_t major,
                           uint16_t minor, const void *vtable, void *self);
   /* Start (or later, loop thread). Looks up a service whose major equals
    * `major` and whose minor is >= min_minor; stores the provider's state
-   * in *self. Records the caller as a user. NULL if none. Call it once and
-   * keep the pointers: calls through the vtable need no host involvement. */
+   * in *self. Records the caller as a user. NULL if none, and (ABI 1.2)
+   * when several providers registered name: then the host logs one error
+   * naming them (see service_get_named). Call it once and keep the
+   * pointers: calls through the vtable need no host involvement. */
   const void *(*service_get)(ph_ctx *ctx, const char *name, uint16_t major,
                              uint16_t min_minor, void **self);
-  /* Drops the caller's use of a service obtained with service_get. */
+  /* Drops the caller's use of a service obtained with service_get or
+   * service_get_named: of every provider of name it got. */
   void (*service_release)(ph_ctx *ctx, const char *name);
-  /* Provider only (PH_EINVAL otherwise). PH_EBUSY while any other module
-   * still uses it; PH_ENOENT when not registered. */
+  /* Provider only (PH_EINVAL otherwise): removes the caller instance's
+   * own registration of name; other providers of name stay. PH_EBUSY
+   * while any other module still uses it; PH_ENOENT when nobody
+   * registered name. */
   int (*service_unregister)(ph_ctx *ctx, const char *name);
 
   /* ---- message bus --------------------------------------------------- */
@@ -272,7 +283,8 @@ typedef struct ph_api {
   /* Init or start only (inside this module's own init or start callback),
    * loop thread. Starts a host-owned thread for a library that needs one
    * of its own (a completion queue, a database client). The OS thread is
-   * named "ph-<module>-<name>" truncated to 15 bytes (top, /proc), and
+   * named "ph-<module>-<name>" (<module>: the instance's full name,
+   * module_name) truncated to 15 bytes (top, /proc), and
    * the host logs "module thread started" and "module thread joined" at
    * info with the module and thread names. The thread blocks every
    * asynchronous signal.
@@ -326,6 +338,38 @@ typedef struct ph_api {
    * for every thread. NULL is ignored, and so is a t the host is already
    * joining (a stop callback calling it). */
   void (*thread_join)(ph_thread *t);
+
+  /* ---- ABI 1.2: several providers of one service --------------------- */
+  /* A service name may have several providers since ABI 1.2: instances
+   * of one module ([direct] and [direct.lab]) or different modules
+   * (direct, pool). Each provider is its instance's full name, what
+   * module_name returns (service_register is unchanged: the provider is
+   * the caller's instance). service_get returns the only provider of a
+   * name; with several it fails closed (NULL, and the host logs one error
+   * naming them), so a user that can meet several lets the operator name
+   * one in its configuration and calls service_get_named. */
+
+  /* Start (or later), loop thread, like service_get. The provider of name
+   * whose instance is called `provider` ("direct.lab"), version major and
+   * minor >= min_minor; stores its state in *self and records the caller
+   * as its user. provider NULL or "": the only provider, as service_get
+   * (NULL, and one error line naming the providers, when there are
+   * several). NULL when that provider did not register name or the
+   * version does not fit. Call it once and keep the pointers.
+   * service_release(ctx, name) drops the caller's use of every provider
+   * of name it got. */
+  const void *(*service_get_named)(ph_ctx *ctx, const char *name,
+                                   const char *provider, uint16_t major,
+                                   uint16_t min_minor, void **self);
+  /* Loop thread, any phase; allowed in check. 1 when an instance called
+   * `provider` is loaded in this process and its module lists name in
+   * its descriptor's provides, else 0 (also for NULL arguments and from
+   * another thread). It answers from the descriptors, before any init
+   * ran, like service_provided: a check uses it for a provider the
+   * configuration names, so that a missing one is a configuration error
+   * with file:line rather than a failure at start. */
+  int (*service_provider_loaded)(ph_ctx *ctx, const char *name,
+                                 const char *provider);
 } ph_api;
 
 #endif

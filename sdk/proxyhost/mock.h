@@ -25,7 +25,8 @@
  * by its soname, apart from the module ABI (see ABI.md, "The mock host
  * library").
  *
- * Order: ph_mock_new, then ph_mock_add for each linked-in module, then
+ * Order: ph_mock_new, then ph_mock_add (or ph_mock_add_instance) for
+ * each linked-in module (instance), then
  * ph_mock_init and ph_mock_start, then any number of ph_mock_run_for,
  * ph_mock_reload, ph_mock_publish, ph_mock_metrics_text and ph_mock_ready,
  * then ph_mock_stop (after which ph_mock_run_for, ph_mock_publish and the
@@ -93,10 +94,26 @@ ph_mock *ph_mock_new(const char *ini_text, char *err, size_t errlen);
  * `proxyhost_module` descriptor compiled with the test. mod must stay
  * valid until ph_mock_free returns; it is checked as the loader checks a
  * .so (magic, ABI version, name, init, reserved fields) and its name must
- * be unique. Between ph_mock_new and ph_mock_init only.
+ * be unique (its default instance; see ph_mock_add_instance). Between
+ * ph_mock_new and ph_mock_init only.
  * Returns PH_OK; PH_EINVAL (mod NULL or refused, reason in err); PH_ESTATE
  * (after ph_mock_init). */
 int ph_mock_add(ph_mock *m, const ph_module *mod, char *err, size_t errlen);
+
+/* Like ph_mock_add, for the named instance NAME.instance of mod (mod->name
+ * "socks5", instance "public": "socks5.public"), with its own section
+ * ([socks5.public]), state and lifecycle, as [proxyhost] modules =
+ * socks5.public loads it in proxyhost; instance NULL or "" adds the
+ * default instance, as ph_mock_add. Call it once per instance to run
+ * several instances of one module (two providers of one service, say).
+ * instance is copied: [a-z0-9_], 1-32 bytes. A module loaded by
+ * ph_mock_new's [proxyhost] modules gets its instances there
+ * ("direct, direct.lab"). Between ph_mock_new and ph_mock_init only.
+ * Returns PH_OK; PH_EINVAL (mod NULL or refused, a bad instance name, or
+ * that instance already added; reason in err); PH_ESTATE (after
+ * ph_mock_init). Since libproxyhost-mock 1:0:1. */
+int ph_mock_add_instance(ph_mock *m, const ph_module *mod,
+                         const char *instance, char *err, size_t errlen);
 
 /* Validates every key of the configuration against the declarations of
  * the host and of every module, runs the modules' check callbacks, creates

@@ -490,7 +490,8 @@ static void test_errors(void) {
   is_int(rc, -1, "syntax errors fail the load");
   like(err.data, "t.ini:1: orphan: key outside any section\n",
        "key outside any section");
-  like(err.data, "t.ini:2: invalid section name (use [a-z0-9_]+)\n",
+  like(err.data,
+       "t.ini:2: invalid section name (use [a-z0-9_]+ or NAME.INSTANCE)\n",
        "section names are [a-z0-9_]+");
   unlike(err.data, "Bad.x", "keys under a rejected header are skipped");
   like(err.data, "t.ini:4: syntax error: no ']'", "unclosed section");
@@ -959,6 +960,152 @@ static void test_bounds(void) {
   buf_free(&err);
 }
 
+
+/* ---- module instances (ABI 1.2): [socks5.public] ----------------------- */
+
+/* The host declares one section per instance, each with the module's
+ * keys. */
+static ph_conf *setup_instances(const char *text, const char *const *sets,
+                                char *const *env, ph_buf *err, int *rc) {
+  ph_conf *c = conf_new();
+  int r = conf_load_string(c, "t.ini", text, err);
+  for (size_t i = 0; sets && sets[i]; i++)
+    if (conf_set_cli(c, sets[i], err) < 0)
+      r = -1;
+  declare_std(c);
+  conf_declare(c, "socks5.public", socks5_keys);
+  if (conf_finalize(c, env, err) < 0)
+    r = -1;
+  *rc = r;
+  return c;
+}
+
+static void test_instances(void) {
+  ph_buf err;
+  buf_init(&err, 0);
+  int rc;
+  ph_conf *c = setup_instances("[socks5]\nlisten = 127.0.0.1:1\n"
+                               "[socks5.public]\nlisten = 0.0.0.0:2\n"
+                               "max_clients = 7\n",
+                               NULL, NULL, &err, &rc);
+  is_int(rc, 0, "an instance section validates");
+  is_str(conf_str(c, "socks5", "listen"), "127.0.0.1:1",
+         "the default instance has its section");
+  is_str(conf_str(c, "socks5.public", "listen"), "0.0.0.0:2",
+         "the instance has its own");
+  is_int(conf_int(c, "socks5.public", "max_clients"), 7, "its own values");
+  is_int(conf_int(c, "socks5", "max_clients"), 100,
+         "and the other keeps its default");
+  char *printed = print_conf(c);
+  like(printed, "\n[socks5.public]\nlisten = 0.0.0.0:2  ; from t.ini:4\n",
+       "--print-config shows the instance section with file:line");
+  like(printed, "[socks5.public]\nlisten = 0.0.0.0:2  ; from t.ini:4\n"
+                "max_clients = 7  ; from t.ini:5\n",
+       "with its own sources");
+  free(printed);
+  conf_free(c);
+
+  /* Validation is the same: unknown keys, bounds, file:line. */
+  buf_reset(&err);
+  c = setup_instances("[socks5.public]\nnope = 1\nmax_clients = 0\n"
+                      "password = hunter2hunter2hunter2\n",
+                      NULL, NULL, &err, &rc);
+  is_int(rc, -1, "bad instance values fail");
+  like(err.data, "t.ini:2: socks5.public.nope: unknown key\n",
+       "unknown key in an instance section, with file:line");
+  like(err.data, "t.ini:3: socks5.public.max_clients: ", "bounds checked");
+  like(err.data, "t.ini:4: socks5.public.password: ", "lengths checked");
+  unlike(err.data, "hunter2", "a sensitive value is not echoed");
+  conf_free(c);
+
+  /* A section for an instance that is not loaded is an unknown section. */
+  buf_reset(&err);
+  c = setup_instances("[socks5.private]\nlisten = 1.2.3.4:5\n", NULL, NULL,
+                      &err, &rc);
+  is_int(rc, -1, "section of an instance not loaded fails");
+  is_str(err.data, "t.ini:1: socks5.private: unknown section\n",
+         "named as an unknown section, with file:line");
+  conf_free(c);
+
+  /* Headers: one dot, both parts [a-z0-9_]+. */
+  static const char *const bad[] = {"[socks5.]\n", "[.public]\n",
+                                    "[socks5.a.b]\n", "[socks5.Pub]\n",
+                                    NULL};
+  for (size_t i = 0; bad[i]; i++) {
+    buf_reset(&err);
+    c = setup_instances(bad[i], NULL, NULL, &err, &rc);
+    ok(rc == -1 && strstr(err.data ? err.data : "",
+                          "invalid section name (use [a-z0-9_]+ or "
+                          "NAME.INSTANCE)"),
+       "bad instance header refused");
+    conf_free(c);
+  }
+
+  /* --set addresses an instance as NAME.INSTANCE.KEY. */
+  buf_reset(&err);
+  const char *sets[] = {"socks5.public.max_clients=9", "socks5.max_clients=8",
+                        "socks5.stream.window=5", NULL};
+  c = setup_instances("[socks5.public]\nmax_clients = 7\n", sets, NULL, &err,
+                      &rc);
+  is_int(rc, 0, "--set on an instance section");
+  is_int(conf_int(c, "socks5.public", "max_clients"), 9,
+         "--set NAME.INSTANCE.KEY sets the instance's key");
+  is_int(conf_int(c, "socks5", "max_clients"), 8,
+         "--set NAME.KEY the default instance's");
+  is_int(conf_int(c, "socks5", "stream.window"), 5,
+         "no [socks5.stream]: socks5.stream.window is the dotted key");
+  buf_reset(&err);
+  conf_where(c, "socks5.public", "max_clients", &err);
+  is_str(err.data, "--set: ", "the source is --set");
+  conf_free(c);
+
+  buf_reset(&err);
+  const char *typo[] = {"socks5.privat.listen=1.2.3.4:1", NULL};
+  c = setup_instances("", typo, NULL, &err, &rc);
+  is_int(rc, -1, "--set on an instance not loaded fails");
+  is_str(err.data, "--set: socks5.privat: unknown section\n",
+         "as an unknown section");
+  conf_free(c);
+
+  /* Both readings declared: refused, never guessed. */
+  static const ph_conf_key window_keys[] = {
+      {.name = "window", .type = PH_CONF_INT, .def = "1"}, PH_CONF_END};
+  buf_reset(&err);
+  c = conf_new();
+  conf_set_cli(c, "socks5.stream.window=3", &err);
+  declare_std(c);
+  conf_declare(c, "socks5.stream", window_keys);
+  is_int(conf_finalize(c, NULL, &err), -1, "an ambiguous --set fails");
+  like(err.data, "--set: socks5.stream.window: ambiguous",
+       "named as ambiguous");
+  conf_free(c);
+
+  /* The environment: the instance's '.' is "__". */
+  buf_reset(&err);
+  char *env[] = {"PROXYHOST_SOCKS5__PUBLIC_MAX_CLIENTS=11",
+                 "PROXYHOST_SOCKS5_MAX_CLIENTS=12", NULL};
+  c = setup_instances("", NULL, env, &err, &rc);
+  is_int(rc, 0, "environment overrides");
+  is_int(conf_int(c, "socks5.public", "max_clients"), 11,
+         "PROXYHOST_SOCKS5__PUBLIC_MAX_CLIENTS sets [socks5.public]");
+  is_int(conf_int(c, "socks5", "max_clients"), 12,
+         "PROXYHOST_SOCKS5_MAX_CLIENTS sets [socks5] only");
+  buf_reset(&err);
+  conf_where(c, "socks5.public", "max_clients", &err);
+  is_str(err.data, "env PROXYHOST_SOCKS5__PUBLIC_MAX_CLIENTS: ",
+         "and is named as the source");
+  conf_free(c);
+
+  /* conf_raw sees an instance's --set before any declaration. */
+  buf_reset(&err);
+  c = conf_new();
+  conf_set_cli(c, "socks5.public.listen=9.9.9.9:9", &err);
+  is_str(conf_raw(c, "socks5.public", "listen", NULL), "9.9.9.9:9",
+         "raw: instance --set");
+  conf_free(c);
+  buf_free(&err);
+}
+
 int main(void) {
   plan_lazy();
   test_parsers();
@@ -976,5 +1123,6 @@ int main(void) {
   test_redaction();
   test_includes();
   test_bounds();
+  test_instances();
   return done_testing();
 }
