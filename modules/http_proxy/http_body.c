@@ -7,7 +7,7 @@
  * when it is already where it belongs).
  *
  * The chunked encoder keeps the framing it still owes in e->frame; a plan
- * points into it (and at constant strings), and hb_encode_sent moves the
+ * points into it (and at constant strings), and hp_body_encode_sent moves the
  * state on by the bytes that were really written.
  */
 #include "http_body.h"
@@ -73,7 +73,7 @@ static int hex_value(unsigned char c) {
 
 /* One more digit of the chunk size in d->left: at most 16 digits, and the
  * value stays below 2^63 (left < 2^59 before the shift). */
-static int size_digit(hb_decoder *d, int v) {
+static int size_digit(hp_body_decoder *d, int v) {
   if (d->digits >= HB_MAX_DIGITS || (d->left >> 59) != 0)
     return C_BAD;
   d->digits++;
@@ -93,7 +93,7 @@ static int after_value(unsigned char c) {
 }
 
 /* A byte of a size line: chunk-size [ chunk-ext ] CRLF. */
-static int size_line_byte(hb_decoder *d, unsigned char c) {
+static int size_line_byte(hp_body_decoder *d, unsigned char c) {
   switch (d->state) {
   case C_SIZE: {
     int v = hex_value(c);
@@ -145,7 +145,7 @@ static int size_line_byte(hb_decoder *d, unsigned char c) {
 
 /* A byte of the trailer section: *( field-line CRLF ) CRLF, with
  * field-line = token ":" OWS field-value OWS. */
-static int trailer_byte(hb_decoder *d, unsigned char c) {
+static int trailer_byte(hp_body_decoder *d, unsigned char c) {
   switch (d->state) {
   case C_TR_START:
     /* A line starting with SP or HTAB (obs-fold) is refused here. */
@@ -166,7 +166,7 @@ static int trailer_byte(hb_decoder *d, unsigned char c) {
 }
 
 /* Any byte outside chunk data, with the line and trailer limits. */
-static int chunked_byte(hb_decoder *d, unsigned char c) {
+static int chunked_byte(hp_body_decoder *d, unsigned char c) {
   switch (d->state) {
   case C_DATA_CR:
     return c == '\r' ? C_DATA_LF : C_BAD;
@@ -214,7 +214,7 @@ static size_t take(cursor *k, uint64_t max) {
   return n;
 }
 
-static int finish(hb_decoder *d, const cursor *k, int r, size_t *used,
+static int finish(hp_body_decoder *d, const cursor *k, int r, size_t *used,
                   size_t *produced) {
   *used = k->pos;
   *produced = k->produced;
@@ -226,7 +226,7 @@ static int finish(hb_decoder *d, const cursor *k, int r, size_t *used,
   return r;
 }
 
-static int decode_chunked(hb_decoder *d, cursor *k) {
+static int decode_chunked(hp_body_decoder *d, cursor *k) {
   while (k->pos < k->len) {
     if (d->state == C_DATA) {
       d->left -= take(k, d->left);
@@ -245,8 +245,8 @@ static int decode_chunked(hb_decoder *d, cursor *k) {
   return HB_MORE;
 }
 
-void hb_decoder_init(hb_decoder *d, int kind, uint64_t length,
-                     const hb_limits *lim) {
+void hp_body_decoder_init(hp_body_decoder *d, int kind, uint64_t length,
+                          const hp_body_limits *lim) {
   memset(d, 0, sizeof(*d));
   d->kind = kind;
   d->state = C_SIZE;
@@ -269,8 +269,8 @@ void hb_decoder_init(hb_decoder *d, int kind, uint64_t length,
   }
 }
 
-int hb_decode(hb_decoder *d, const char *in, size_t len, char *out,
-              size_t *used, size_t *produced) {
+int hp_body_decode(hp_body_decoder *d, const char *in, size_t len, char *out,
+                   size_t *used, size_t *produced) {
   cursor k = {in, len, 0, out, 0};
   int r = HB_MORE;
   if (d->failed)
@@ -290,7 +290,7 @@ int hb_decode(hb_decoder *d, const char *in, size_t len, char *out,
   return finish(d, &k, r, used, produced);
 }
 
-int hb_decode_eof(hb_decoder *d) {
+int hp_body_decode_eof(hp_body_decoder *d) {
   if (d->failed)
     return HB_ERROR;
   if (d->done)
@@ -312,18 +312,18 @@ static const char last[] = "0\r\n\r\n";
 
 /* HB_LENGTH and HB_CLOSE: a plan that carries the body's last payload
  * says so by this post pointer (post_len stays 0), so that
- * hb_encode_sent knows when the last byte went. */
+ * hp_body_encode_sent knows when the last byte went. */
 static const char end_mark[1] = "";
 
 /* Once the last chunk is in e->frame it stays there whole (only
  * frame_off moves), so the frame tells that the body's end is queued. */
-static int last_queued(const hb_encoder *e) {
+static int last_queued(const hp_body_encoder *e) {
   return e->frame_len >= LAST_LEN &&
          memcmp(e->frame + e->frame_len - LAST_LEN, last, LAST_LEN) == 0;
 }
 
 /* Moves the unsent framing to the front of e->frame, then appends s. */
-static void frame_append(hb_encoder *e, const char *s, size_t n) {
+static void frame_append(hp_body_encoder *e, const char *s, size_t n) {
   size_t have = (size_t)(e->frame_len - e->frame_off);
   memmove(e->frame, e->frame + e->frame_off, have);
   memcpy(e->frame + have, s, n);
@@ -336,7 +336,7 @@ static void frame_append(hb_encoder *e, const char *s, size_t n) {
  * after at most 1 pending byte (the rest of a CRLF half written; a chunk
  * opens only when no chunk data is left, so no size line is pending):
  * e->frame has room. */
-static void open_chunk(hb_encoder *e, size_t size) {
+static void open_chunk(hp_body_encoder *e, size_t size) {
   char line[2 + 16 + 2];
   size_t n = 0;
   if (e->in_chunk) {
@@ -360,7 +360,7 @@ static void open_chunk(hb_encoder *e, size_t size) {
 }
 
 /* The last chunk and the empty trailer section, after the owed CRLF. */
-static void queue_last(hb_encoder *e) {
+static void queue_last(hp_body_encoder *e) {
   if (e->in_chunk)
     frame_append(e, crlf_last, sizeof(crlf_last) - 1);
   else
@@ -368,7 +368,7 @@ static void queue_last(hb_encoder *e) {
   e->in_chunk = 0;
 }
 
-void hb_encoder_init(hb_encoder *e, int kind) {
+void hp_body_encoder_init(hp_body_encoder *e, int kind) {
   memset(e, 0, sizeof(*e));
   e->kind = kind;
   /* HB_NONE (or a kind this does not know) has no body to send. */
@@ -376,7 +376,8 @@ void hb_encoder_init(hb_encoder *e, int kind) {
     e->finished = 1;
 }
 
-static void plan_identity(hb_encoder *e, size_t ready, int end, hb_plan *p) {
+static void plan_identity(hp_body_encoder *e, size_t ready, int end,
+                          hp_body_plan *p) {
   if (end && ready == 0) {
     e->finished = 1;
     return;
@@ -386,7 +387,8 @@ static void plan_identity(hb_encoder *e, size_t ready, int end, hb_plan *p) {
     p->post = end_mark;
 }
 
-static void plan_chunked(hb_encoder *e, size_t ready, int end, hb_plan *p) {
+static void plan_chunked(hp_body_encoder *e, size_t ready, int end,
+                         hp_body_plan *p) {
   if (!last_queued(e)) {
     if (e->chunk_left == 0 && ready > 0)
       open_chunk(e, ready);
@@ -413,7 +415,8 @@ static void plan_chunked(hb_encoder *e, size_t ready, int end, hb_plan *p) {
   }
 }
 
-void hb_encode_plan(hb_encoder *e, size_t ready, int end, hb_plan *p) {
+void hp_body_encode_plan(hp_body_encoder *e, size_t ready, int end,
+                         hp_body_plan *p) {
   memset(p, 0, sizeof(*p));
   p->pre = p->post = e->frame; /* valid, never read at length 0 */
   if (e->finished)
@@ -427,7 +430,7 @@ void hb_encode_plan(hb_encoder *e, size_t ready, int end, hb_plan *p) {
 /* n bytes of the plan's post were written: once one was, the chunk's
  * CRLF is no longer owed, and what was not written is framing still to
  * send. */
-static void sent_post(hb_encoder *e, const hb_plan *p, size_t n) {
+static void sent_post(hp_body_encoder *e, const hp_body_plan *p, size_t n) {
   if (n == 0)
     return; /* none of it: still owed, planned again from the state */
   e->in_chunk = 0;
@@ -443,7 +446,8 @@ static void sent_post(hb_encoder *e, const hb_plan *p, size_t n) {
   e->frame_len = (unsigned char)p->post_len;
 }
 
-size_t hb_encode_sent(hb_encoder *e, const hb_plan *p, size_t n) {
+size_t hp_body_encode_sent(hp_body_encoder *e, const hp_body_plan *p,
+                           size_t n) {
   if (e->finished)
     return 0;
   size_t k = n < p->pre_len ? n : p->pre_len;
@@ -471,4 +475,4 @@ size_t hb_encode_sent(hb_encoder *e, const hb_plan *p, size_t n) {
   return pay;
 }
 
-int hb_encode_finished(const hb_encoder *e) { return e->finished; }
+int hp_body_encode_finished(const hp_body_encoder *e) { return e->finished; }

@@ -29,42 +29,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hb_kind {
+enum hp_body_kind {
   HB_NONE = 0, /* no body */
   HB_LENGTH,   /* Content-Length bytes */
   HB_CHUNKED,  /* chunked transfer coding */
   HB_CLOSE     /* until the connection closes (responses only) */
 };
 
-enum hb_result { HB_ERROR = -1, HB_MORE = 0, HB_DONE = 1 };
+enum hp_body_result { HB_ERROR = -1, HB_MORE = 0, HB_DONE = 1 };
 
-typedef struct hb_limits {
+typedef struct hp_body_limits {
   size_t max_line;    /* a chunk-size line, extensions and CRLF included */
   size_t max_trailer; /* the trailer section with its final CRLF */
-} hb_limits;
+} hp_body_limits;
 
 /* ---- decoding ------------------------------------------------------------ */
 
-typedef struct hb_decoder {
-  int kind;       /* enum hb_kind */
+typedef struct hp_body_decoder {
+  int kind;       /* enum hp_body_kind */
   int state;      /* position in the chunked grammar (http_body.c) */
   uint64_t left;  /* HB_LENGTH: payload bytes still to come; HB_CHUNKED:
                      bytes of the current chunk's data still to come */
   size_t line;    /* bytes of the current size line so far */
   size_t trailer; /* bytes of the trailer section so far */
   uint64_t payload; /* payload bytes yielded so far */
-  hb_limits lim;
+  hp_body_limits lim;
   unsigned char digits; /* hex digits of the current chunk size */
   unsigned done : 1;
   unsigned failed : 1;
-} hb_decoder;
+} hp_body_decoder;
 
 /* kind HB_LENGTH takes length; the others ignore it. HB_NONE is done at
  * once. lim is copied; NULL counts as all zero (only HB_CHUNKED uses it:
  * then, as with max_line < 3 or max_trailer < 2, no chunked body passes).
  * An unknown kind makes every call fail. */
-void hb_decoder_init(hb_decoder *d, int kind, uint64_t length,
-                     const hb_limits *lim);
+void hp_body_decoder_init(hp_body_decoder *d, int kind, uint64_t length,
+                          const hp_body_limits *lim);
 
 /* Decodes in[0..len), the bytes that follow those given before. The
  * payload they hold is written to out, contiguous: *produced bytes. out
@@ -80,27 +80,27 @@ void hb_decoder_init(hb_decoder *d, int kind, uint64_t length,
  *            after an error may be sent). Also returned, with nothing
  *            used, by every later call.
  * len == 0 is allowed and changes nothing. */
-int hb_decode(hb_decoder *d, const char *in, size_t len, char *out,
-              size_t *used, size_t *produced);
+int hp_body_decode(hp_body_decoder *d, const char *in, size_t len, char *out,
+                   size_t *used, size_t *produced);
 
 /* The peer closed its side: HB_DONE when that ends the body (HB_CLOSE, or
  * a body already done), HB_ERROR when it was cut short. */
-int hb_decode_eof(hb_decoder *d);
+int hp_body_decode_eof(hp_body_decoder *d);
 
 /* ---- encoding ------------------------------------------------------------ */
 
 /* What to write next: the framing bytes pre[0..pre_len), then the first
  * payload bytes of the caller's ready payload, then post[0..post_len).
- * The pointers stay valid until the next hb_encode_* call. */
-typedef struct hb_plan {
+ * The pointers stay valid until the next hp_body_encode_* call. */
+typedef struct hp_body_plan {
   const char *pre;
   size_t pre_len;
   size_t payload;
   const char *post;
   size_t post_len;
-} hb_plan;
+} hp_body_plan;
 
-typedef struct hb_encoder {
+typedef struct hp_body_encoder {
   int kind;            /* HB_LENGTH, HB_CHUNKED or HB_CLOSE (HB_NONE: no
                           body, finished at once) */
   uint64_t chunk_left; /* payload bytes of the open chunk still to send */
@@ -109,14 +109,14 @@ typedef struct hb_encoder {
   unsigned in_chunk : 1;  /* a chunk's data was started and its CRLF is
                              still to be sent */
   unsigned finished : 1;  /* the last byte of the body was sent */
-} hb_encoder;
+} hp_body_encoder;
 
 /* kind: how the body is framed towards the peer. HB_LENGTH and HB_CLOSE
  * send the payload as it is (the caller sent the Content-Length or will
- * close); HB_CHUNKED frames it in chunks, one per hb_encode_plan that
+ * close); HB_CHUNKED frames it in chunks, one per hp_body_encode_plan that
  * finds new payload, and ends it with the last chunk and an empty
  * trailer section. */
-void hb_encoder_init(hb_encoder *e, int kind);
+void hp_body_encoder_init(hp_body_encoder *e, int kind);
 
 /* Plans the next write: ready payload bytes are waiting at the front of
  * the caller's buffer, and end says whether they are the last of the
@@ -127,18 +127,19 @@ void hb_encoder_init(hb_encoder *e, int kind);
  * its data goes in the plan that completes the data, or, when that part
  * was not written, before the next chunk's size or the last chunk (with
  * nothing ready and end not set, the plan is empty). */
-void hb_encode_plan(hb_encoder *e, size_t ready, int end, hb_plan *p);
+void hp_body_encode_plan(hp_body_encoder *e, size_t ready, int end,
+                         hp_body_plan *p);
 
 /* n bytes of the last plan (p, unchanged) were written (in its order:
  * pre, payload, post); returns how many of them were payload, which the
  * caller drops from the front of its buffer. The rest of a plan is
- * planned again by the next hb_encode_plan. */
-size_t hb_encode_sent(hb_encoder *e, const hb_plan *p, size_t n);
+ * planned again by the next hp_body_encode_plan. */
+size_t hp_body_encode_sent(hp_body_encoder *e, const hp_body_plan *p, size_t n);
 
 /* 1 when the whole body, framing included, was written: for HB_CHUNKED
- * once hb_encode_sent accounts the final CRLF; for HB_LENGTH and
+ * once hp_body_encode_sent accounts the final CRLF; for HB_LENGTH and
  * HB_CLOSE once it accounts the last payload of a plan made with end
  * set, or a plan with end set finds nothing ready. */
-int hb_encode_finished(const hb_encoder *e);
+int hp_body_encode_finished(const hp_body_encoder *e);
 
 #endif

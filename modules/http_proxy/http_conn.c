@@ -1,57 +1,46 @@
-/* http_proxy: a client connection's life. Accepting it, asking the loop
- * for the events its state needs, dispatching those events and its timer,
- * writing to the client, counting and logging each request, and freeing
- * it all at the end (http_proxy_int.h tells when). */
-#include <errno.h>
+/* http_proxy: the dispatcher, the only file that acts on a connection.
+ * Every event comes in here (the client's watcher, the timer, the
+ * hangup probe, the check's, the open's and the relay's answers and the
+ * stop, through the session skeleton; the upstream's watcher or stream
+ * directly), is turned into a first action by the phase it belongs to,
+ * and hp_conn_run carries the actions out, one phase function after the
+ * other, each returning the next (enum hp_next), until the connection
+ * waits (the watchers are set for its state) or is closed. */
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "hangup.h"
 #include "http_proxy_int.h"
 
-static int status_class(int status) {
-  if (status < 300)
-    return SC_2XX;
-  if (status < 400)
-    return SC_3XX;
-  if (status < 500)
-    return SC_4XX;
-  return SC_5XX;
-}
+static void upstream_stream(ph_stream *s, int revents, void *arg);
+static void upstream_io(ph_io *io, int fd, int revents, void *arg);
 
-/* S_AUTH, S_OPEN: the client is not read (its buffer is full), so its
- * leaving is probed for (hangup.h). */
-static int probing(const conn *c) {
-  return (c->state == S_AUTH || c->state == S_OPEN) && !(c->cev & PH_READ);
-}
-
-void update_io(conn *c) {
+/* Asks the loop for the events the connection's state needs. */
+static void update_io(conn *c) {
   hp *h = c->hp;
+  hp_exchange *x = &c->x;
   int ce = 0, ue = 0;
-  size_t max = buf_max(h);
+  size_t max = hp_buf_max(h);
   switch (c->state) {
   case S_HEAD:
     ce = PH_READ;
     break;
   case S_AUTH:
   case S_OPEN:
-    /* Watch for the client going away; keep what it sends (bounded). */
-    if (pending(&c->cin) < max)
+    /* Watch for the client going away; keep what it sends (bounded).
+     * With a full buffer the skeleton probes for its hangup instead. */
+    if (hp_pending(&c->cin) < max)
       ce = PH_READ;
     break;
   case S_EXCHANGE:
-    if (c->up_state != U_DONE && !c->req_body.done &&
-        pending(&c->cin) < max)
+    if (x->up_state != U_DONE && !x->req_body.done &&
+        hp_pending(&c->cin) < max)
       ce |= PH_READ;
-    if (pending(&c->cout) || response_body_ready(c))
+    if (hp_pending(&c->cout) || hp_forward_response_ready(c))
       ce |= PH_WRITE;
-    if (c->up_state == U_HEAD || request_body_ready(c))
+    if (x->up_state == U_HEAD || hp_forward_request_ready(c))
       ue |= PH_WRITE;
-    if ((c->down_state == D_HEAD && !pending(&c->cout)) ||
-        (c->down_state == D_BODY && !c->resp_body.done &&
-         pending(&c->uin) < max))
+    if ((x->down_state == D_HEAD && !hp_pending(&c->cout)) ||
+        (x->down_state == D_BODY && !x->resp_body.done &&
+         hp_pending(&x->uin) < max))
       ue |= PH_READ;
     break;
   case S_REPLY:
@@ -60,370 +49,278 @@ void update_io(conn *c) {
   case S_LINGER:
     ce = PH_READ;
     break;
-  default:
+  default: /* S_TUNNEL: the relay has both ends */
     break;
   }
-  if (c->up_idle)
+  if (c->up.idle)
     ue = PH_READ; /* a kept upstream: notice it closing */
-  if (c->cio && ce != c->cev) {
-    int was_probing = probing(c);
-    hp_api->io_set(c->cio, ce);
-    c->cev = ce;
-    if (probing(c) && !was_probing)
-      hp_api->timer_set(c->timer, HANGUP_PROBE_MS, 0); /* T_IDLE goes on */
-  }
-  if (c->uio && ue != c->uev) {
-    hp_api->io_set(c->uio, ue);
-    c->uev = ue;
-  } else if (c->ust && ue != c->uev) {
-    ph_stream_watch(c->ust, ue, upstream_stream, c);
-    c->uev = ue;
+  frontend_session_watch(&c->fs, ce);
+  if (c->up.io && ue != c->up.ev) {
+    hp_api->io_set(c->up.io, ue);
+    c->up.ev = ue;
+  } else if (c->up.st && ue != c->up.ev) {
+    ph_stream_watch(c->up.st, ue, upstream_stream, c);
+    c->up.ev = ue;
   }
 }
 
-void arm_timer(conn *c, int kind, int64_t ms) {
-  if (!c->timer)
-    return; /* closed */
-  if (kind == T_IDLE && probing(c) && ms > HANGUP_PROBE_MS)
-    ms = HANGUP_PROBE_MS; /* idle_check keeps counting idle_timeout */
-  c->timer_kind = kind;
-  c->last_ms = hp_api->now_ms(c->hp->ctx);
-  hp_api->timer_set(c->timer, (uint64_t)(ms > 0 ? ms : 1), 0);
+/* HP_PUMP: writes what the client should get, and moves on what that
+ * frees: the end of our reply, or the next part of the response. */
+static int pump(conn *c) {
+  int f = hp_flush_client(c);
+  if (f < 0)
+    return HP_CLOSE;
+  if (f == 0)
+    return HP_WAIT;
+  if (c->state == S_REPLY)
+    return hp_reply_done(c);
+  if (c->state == S_EXCHANGE)
+    return hp_forward_response(c);
+  return HP_WAIT;
 }
 
-void close_upstream(conn *c) {
-  if (c->uio) {
-    hp_api->io_free(c->uio);
-    c->uio = NULL;
-    c->uev = 0;
-  }
-  if (c->ufd >= 0) {
-    close(c->ufd);
-    c->ufd = -1;
-  }
-  if (c->ust) {
-    ph_stream_close(c->ust);
-    c->ust = NULL;
-    c->uev = 0;
-  }
-  if (c->up_active) {
-    hp_api->gauge_add(c->hp->sm.active, -1);
-    c->up_active = 0;
-  }
-  c->up_idle = 0;
-  c->up_host[0] = '\0';
+/* HP_ATTACH: a socket upstream gets a watcher (a stream is watched with
+ * ph_stream_watch in update_io). */
+static int attach_upstream(conn *c) {
+  if (!c->up.st &&
+      !(c->up.io = hp_api->io_new(c->hp->ctx, c->up.fd, 0, upstream_io, c)))
+    return hp_want_reply(c, 502, AFTER_CLOSE);
+  return hp_open_attached(c);
 }
 
-void wipe_free(char **p, size_t *len) {
-  if (*p) {
-    explicit_bzero(*p, *len);
-    free(*p);
-  }
-  *p = NULL;
-  *len = 0;
-}
-
-void count_status(conn *c, int status) {
-  c->status = status;
-  if (!c->counted) {
-    c->counted = 1;
-    hp_api->inc(c->hp->requests[c->method_class][status_class(status)], 1);
-  }
-}
-
-void access_log(conn *c) {
-  hp *h = c->hp;
-  if (!c->counted)
-    return;
-  PH_LOG(hp_api, h->ctx, PH_LOG_INFO, "http request",
-         PH_STR("method_class", hp_method_classes[c->method_class]),
-         PH_INT("status", c->status), PH_UINT("bytes_up", c->bytes_up),
-         PH_UINT("bytes_down", c->bytes_down),
-         PH_UINT("duration_us", c->t_req_us ? now_us() - c->t_req_us : 0));
-}
-
-static void conn_unlink(conn *c) {
-  hp *h = c->hp;
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    h->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  h->n_conns--;
-  hp_api->gauge_add(h->m_clients, -1);
-  if (h->listener)
-    listener_release(h->listener);
-  if (h->stopping && h->stop_pending && h->n_conns == 0) {
-    h->stop_pending = 0;
-    hp_api->stop_done(h->ctx);
-  }
-}
-
-/* Everything but the memory: after this the conn is inert. */
-static void conn_release(conn *c) {
-  hp *h = c->hp;
-  int64_t open_id = c->open_id, auth_id = c->auth_id;
-  c->open_id = c->auth_id = 0;
-  c->state = S_CLOSED;
-  if (open_id > 0)
-    h->connector->cancel(h->connector_self, open_id);
-  if (auth_id > 0 && h->authorizer)
-    h->authorizer->cancel(h->authorizer_self, auth_id);
-  if (c->relay) {
-    relay_abort(c->relay);
-    c->relay = NULL;
-  }
-  close_upstream(c);
-  if (c->cio)
-    hp_api->io_free(c->cio);
-  c->cio = NULL;
-  c->cev = 0;
-  if (c->cfd >= 0)
-    close(c->cfd);
-  c->cfd = -1;
-  if (c->timer)
-    hp_api->timer_free(c->timer);
-  c->timer = NULL;
-  buf_free(&c->cin);
-  buf_free(&c->cout);
-  buf_free(&c->uin);
-  buf_free(&c->uout);
-  hh_free(&c->req);
-  hh_free(&c->resp);
-  wipe_free(&c->token, &c->token_len);
-  wipe_free(&c->pending_token, &c->pending_len);
-  conn_unlink(c);
-}
-
-void conn_free(conn *c) {
-  if (conn_dead(c))
-    return;
-  conn_release(c);
-  if (guard_end(&c->g))
-    free(c);
-}
-
-int conn_close(conn *c) {
-  if (!conn_dead(c)) {
-    access_log(c);
-    conn_free(c);
-  }
-  return GONE;
-}
-
-void conn_enter(conn *c) { guard_enter(&c->g); }
-
-void conn_leave(conn *c) {
-  if (guard_leave(&c->g))
-    free(c);
-}
-
-static int flush_cout(conn *c) {
-  while (pending(&c->cout)) {
-    ssize_t w = send_some(client_end(c), c->cout.data + c->cout.off,
-                          pending(&c->cout));
-    if (w < 0)
-      return conn_close(c);
-    if (w == 0)
-      return 0;
-    c->cout.off += (size_t)w;
-    c->last_ms = hp_api->now_ms(c->hp->ctx);
-    if (c->state == S_EXCHANGE) {
-      c->resp_started = 1;
-      c->bytes_down += (uint64_t)w;
-      hp_api->inc(c->hp->sm.bytes[SM_DOWN], (uint64_t)w);
+/* Carries actions out until the connection waits or is gone. Each phase
+ * function returns the next; none calls another phase back. */
+static void hp_conn_run(conn *c, int next) {
+  while (!hp_conn_dead(c)) {
+    switch (next) {
+    case HP_WAIT:
+      update_io(c);
+      return;
+    case HP_CLOSE:
+      frontend_session_close(&c->fs, FRONTEND_END_LOG); /* hp_conn_end */
+      return;
+    case HP_BEGIN:
+      next = hp_request_begin(c);
+      break;
+    case HP_PARSE:
+      next = hp_request_parse(c);
+      break;
+    case HP_AUTHORIZE:
+      next = hp_auth_check(c);
+      break;
+    case HP_PROCEED:
+      next = hp_open_proceed(c);
+      break;
+    case HP_OPEN:
+      next = hp_open_start(c);
+      break;
+    case HP_ATTACH:
+      next = attach_upstream(c);
+      break;
+    case HP_EXCHANGE:
+      next = hp_forward_start(c);
+      break;
+    case HP_REPLY:
+      next = hp_reply_start(c);
+      break;
+    case HP_PUMP:
+      next = pump(c);
+      break;
+    case HP_TUNNEL:
+      next = hp_tunnel_start(c);
+      break;
+    default: /* fail closed */
+      next = HP_CLOSE;
+      break;
     }
   }
-  c->cout.off = c->cout.len = 0;
-  return 0;
 }
 
-/* Writes our reply, or the response, to the client, and moves the
- * exchange on when a part of it is out. */
-int pump_client(conn *c) {
-  for (;;) {
-    if (conn_dead(c))
-      return GONE;
-    if (flush_cout(c) == GONE)
-      return GONE;
-    if (pending(&c->cout))
-      return 0;
-    if (c->state == S_REPLY)
-      return reply_done(c);
-    if (c->state != S_EXCHANGE)
-      return 0;
-    int r = forward_response(c);
-    if (r != FORWARD_AGAIN)
-      return r;
-  }
-}
+/* ---- events in ---------------------------------------------------------- */
 
-int client_step(conn *c) {
-  if (conn_dead(c) || pump_client(c) == GONE)
-    return GONE;
-  update_io(c);
-  return 0;
-}
-
-static int client_readable(conn *c) {
+/* The client's socket is readable: what the state does with its bytes. */
+static int client_read(conn *c) {
   hp *h = c->hp;
   size_t got = 0;
   int r;
   switch (c->state) {
   case S_HEAD:
-    r = buf_read(client_end(c), &c->cin, head_cap(h), NULL, &got);
-    if (r == RD_AGAIN)
-      return 0;
-    if (r != RD_DATA) /* EOF or error: nothing to answer */
-      return conn_close(c);
-    if (c->timer_kind == T_KEEPALIVE)
-      arm_timer(c, T_HEADER, h->conf.header_timeout_ms);
-    if (c->timer_kind == T_NEXT)
-      return 0; /* the timer parses what is there */
-    return parse_request(c);
+    return hp_request_read(c);
   case S_AUTH:
-  case S_OPEN:
-    r = buf_read(client_end(c), &c->cin, buf_max(h), &c->cdec, &got);
-    if (r == RD_EOF || r == RD_ERROR)
-      return conn_close(c); /* cancels the open or the check */
-    return 0;
+  case S_OPEN: /* kept (bounded) for the request; EOF cancels */
+    r = hp_buf_read(hp_client_end(c), &c->cin, hp_buf_max(h), &c->x.cdec,
+                    &got);
+    return r == RD_EOF || r == RD_ERROR ? HP_CLOSE : HP_WAIT;
   case S_EXCHANGE:
-    r = buf_read(client_end(c), &c->cin, buf_max(h), &c->cdec, &got);
+    r = hp_buf_read(hp_client_end(c), &c->cin, hp_buf_max(h), &c->x.cdec,
+                    &got);
     if (r == RD_EOF || r == RD_ERROR)
-      return conn_close(c); /* the request body was cut short */
+      return HP_CLOSE; /* the request body was cut short */
     if (r != RD_DATA)
-      return 0;
+      return HP_WAIT;
     c->last_ms = hp_api->now_ms(h->ctx);
-    return forward_request_body(c);
-  case S_LINGER: {
-    char drop[4096];
-    ssize_t n = recv(c->cfd, drop, sizeof(drop), 0);
-    if (n > 0)
-      c->lingered += (uint64_t)n;
-    if (n == 0 || c->lingered > LINGER_BYTES ||
-        (n < 0 && errno != EAGAIN && errno != EINTR))
-      return conn_close(c);
-    return 0;
-  }
+    return hp_forward_request_body(c);
+  case S_LINGER:
+    return hp_reply_linger_read(c);
   default:
-    return 0;
+    return HP_WAIT;
   }
 }
 
-static void client_event(conn *c, int revents) {
-  if (c->state == S_TUNNEL) {
-    relay_client_io(c->relay, revents); /* may close c */
-    return;
-  }
-  if ((revents & PH_READ) && client_readable(c) == GONE)
-    return;
-  if ((revents & PH_WRITE) &&
-      (c->state == S_EXCHANGE || c->state == S_REPLY) &&
-      pump_client(c) == GONE)
-    return;
-  update_io(c);
+static void on_client_io(void *owner, int revents) {
+  conn *c = owner;
+  int next = HP_WAIT;
+  if (revents & PH_READ)
+    next = client_read(c);
+  if (next == HP_WAIT && (revents & PH_WRITE) &&
+      (c->state == S_EXCHANGE || c->state == S_REPLY))
+    next = HP_PUMP;
+  hp_conn_run(c, next);
 }
 
-static void client_io(ph_io *io, int fd, int revents, void *arg) {
-  conn *c = arg;
-  (void)io;
-  (void)fd;
-  conn_enter(c);
-  client_event(c, revents);
-  conn_leave(c);
-}
-
-/* T_IDLE: idle_timeout since the last byte either way; while the client
- * is not read, its leaving is probed for every HANGUP_PROBE_MS. */
-static void idle_check(conn *c) {
+/* T_IDLE: idle_timeout since the last byte either way. */
+static int idle_check(conn *c) {
   hp *h = c->hp;
-  if (probing(c) && hangup_seen(c->cfd)) {
-    conn_close(c); /* cancels the open or the check */
-    return;
-  }
   int64_t idle = hp_api->now_ms(h->ctx) - c->last_ms;
   if (idle < h->conf.idle_timeout_ms) {
-    int64_t wait = h->conf.idle_timeout_ms - idle;
-    if (probing(c) && wait > HANGUP_PROBE_MS)
-      wait = HANGUP_PROBE_MS;
-    hp_api->timer_set(c->timer, (uint64_t)wait, 0);
-    return;
+    frontend_session_deadline(&c->fs, h->conf.idle_timeout_ms - idle);
+    return HP_WAIT;
   }
   if (c->state == S_EXCHANGE || c->state == S_OPEN || c->state == S_AUTH)
-    fail_exchange(c, 504);
-  else
-    conn_close(c);
+    return hp_fail_exchange(c, 504);
+  return HP_CLOSE;
 }
 
-static void timer_event(conn *c) {
+static void on_deadline(void *owner) {
+  conn *c = owner;
   hp *h = c->hp;
+  int next = HP_WAIT;
   switch (c->timer_kind) {
   case T_HEADER:
-    guess_class(c);
-    reply(c, 408, AFTER_CLOSE);
-    return;
+    hp_request_guess_class(c);
+    next = hp_want_reply(c, 408, AFTER_CLOSE);
+    break;
   case T_NEXT:
-    arm_timer(c, T_HEADER, h->conf.header_timeout_ms);
-    parse_request(c);
-    return;
+    hp_arm_timer(c, T_HEADER, h->conf.header_timeout_ms);
+    next = HP_PARSE;
+    break;
   case T_KEEPALIVE:
   case T_LINGER:
-    conn_close(c);
-    return;
+    next = HP_CLOSE;
+    break;
   case T_IDLE:
-    idle_check(c);
-    return;
+    next = idle_check(c);
+    break;
   default:
-    return;
+    break;
   }
+  hp_conn_run(c, next);
 }
 
-static void timer_fired(ph_timer *t, void *arg) {
-  conn *c = arg;
-  (void)t;
-  conn_enter(c);
-  timer_event(c);
-  conn_leave(c);
+/* The client left while it was not read (a full buffer during a check
+ * or an open): closing cancels them. */
+static void on_hangup(void *owner) { hp_conn_run(owner, HP_CLOSE); }
+
+static void on_auth_done(void *owner, int verdict) {
+  conn *c = owner;
+  hp_conn_run(c, hp_auth_result(c, verdict));
 }
 
-static void accept_event(conn *c) {
-  if (begin_head(c) == GONE)
-    return;
-  c->first = 0; /* later heads wait for idle_timeout first */
-  /* A client usually sends its request right after connecting: read it
-   * now rather than one loop iteration (and an epoll_wait) later. */
-  if (client_readable(c) == GONE)
-    return;
-  if (c->state == S_HEAD && pending(&c->cin) == 0)
-    buf_free(&c->cin); /* nothing yet: an idle connection holds no buffer */
-  update_io(c);
+static void on_open_done(void *owner, int code, int stage, stream_end up) {
+  conn *c = owner;
+  (void)stage;
+  hp_conn_run(c, hp_open_result(c, code, up));
 }
 
-void conn_accept(hp *h, int fd) {
+static void on_relay_done(void *owner, const relay_stats *st, int end) {
+  conn *c = owner;
+  (void)end;
+  hp_conn_run(c, hp_tunnel_done(c, st));
+}
+
+/* The module stops: the connections that wait for a request head (idle,
+ * or with half a head: a client is not waited for) close; the others
+ * finish their request (without keep-alive) or their tunnel. A complete
+ * pipelined head (T_NEXT) is served. */
+static void on_stop(void *owner) {
+  conn *c = owner;
+  if (c->state == S_HEAD && c->timer_kind != T_NEXT)
+    hp_conn_run(c, HP_CLOSE);
+}
+
+/* Once per connection, before the skeleton releases its parts: the log
+ * line, and what only http_proxy holds. */
+static void hp_conn_end(void *owner, int how) {
+  conn *c = owner;
+  if (how == FRONTEND_END_LOG)
+    hp_access_log(c);
+  hp_close_upstream(c);
+  hp_buf_free(&c->cin);
+  hp_buf_free(&c->cout);
+  hp_buf_free(&c->x.uin);
+  hp_buf_free(&c->x.uout);
+  hp_head_free(&c->req);
+  hp_head_free(&c->x.resp);
+  hp_wipe_free(&c->cred.token, &c->cred.token_len);
+  hp_wipe_free(&c->cred.pending_token, &c->cred.pending_len);
+}
+
+static void hp_conn_free(void *owner) { free(owner); }
+
+const frontend_session_ops hp_conn_ops = {
+    .client_io = on_client_io,
+    .deadline = on_deadline,
+    .hangup = on_hangup,
+    .auth_done = on_auth_done,
+    .open_done = on_open_done,
+    .relay_done = on_relay_done,
+    .stop = on_stop,
+    .end = hp_conn_end,
+    .free = hp_conn_free,
+};
+
+/* The upstream's events: entries of their own. */
+static void upstream_event(conn *c, int revents) {
+  frontend_session_enter(&c->fs);
+  hp_conn_run(c, hp_forward_upstream(c, revents));
+  frontend_session_leave(&c->fs);
+}
+
+static void upstream_io(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  upstream_event(arg, revents);
+}
+
+static void upstream_stream(ph_stream *s, int revents, void *arg) {
+  (void)s;
+  upstream_event(arg, revents);
+}
+
+void hp_conn_accept(hp *h, int fd) {
   conn *c = calloc(1, sizeof(*c));
   if (!c) {
-    close(fd);
-    listener_release(h->listener);
+    frontend_server_refuse(&h->fs, fd);
     return;
   }
   c->hp = h;
-  c->cfd = fd;
-  c->ufd = -1;
+  c->up.fd = -1;
   c->first = 1;
-  c->next = h->conns;
-  if (h->conns)
-    h->conns->prev = c;
-  h->conns = c;
-  h->n_conns++;
-  hp_api->gauge_add(h->m_clients, 1);
-  c->cio = hp_api->io_new(h->ctx, fd, 0, client_io, c);
-  c->timer = hp_api->timer_new(h->ctx, timer_fired, c);
-  if (!c->cio || !c->timer) {
-    conn_free(c);
+  if (frontend_session_start(&h->fs, &c->fs, c, fd) != PH_OK) {
+    frontend_session_close(&c->fs, FRONTEND_END_QUIET);
     return;
   }
-  conn_enter(c);
-  accept_event(c);
-  conn_leave(c);
+  frontend_session_enter(&c->fs);
+  int next = hp_request_begin(c);
+  if (next == HP_WAIT) {
+    c->first = 0; /* later heads wait for idle_timeout first */
+    /* A client usually sends its request right after connecting: read
+     * it now rather than one loop iteration (and an epoll_wait) later. */
+    next = client_read(c);
+    if (next == HP_WAIT && c->state == S_HEAD && hp_pending(&c->cin) == 0)
+      hp_buf_free(&c->cin); /* nothing yet: an idle connection holds no
+                               buffer */
+  }
+  hp_conn_run(c, next);
+  frontend_session_leave(&c->fs);
 }

@@ -6,7 +6,7 @@
  * checked on the raw bytes before the parser sees them. The parser is
  * paused when the head is complete and never resumed: the body (or the
  * next message) is not its business. The lenient parser decides nothing
- * that is forwarded: the framing comes from the fields (hh_framing), the
+ * that is forwarded: the framing comes from the fields (hp_head_framing), the
  * heads are rewritten from what was recorded, and a bare CR, which the
  * parser would read as a line end, is refused.
  *
@@ -24,7 +24,7 @@ enum { CB_NONE = 0, CB_FIELD, CB_VALUE };
 
 /* The field array grows by doubling from this, up to max_headers. */
 #define HH_FIELDS_FIRST 16u
-/* hh_write_max's room for what the rewrite adds: request line target
+/* hp_head_write_max's room for what the rewrite adds: request line target
  * form, Host, Via and Connection lines. */
 #define HH_WRITE_EXTRA 512u
 
@@ -64,7 +64,9 @@ static int eq_ci(const char *a, size_t alen, const char *b) {
 
 static int is_ows(char c) { return c == ' ' || c == '\t'; }
 
-static const char *span_ptr(const char *buf, hh_span s) { return buf + s.off; }
+static const char *span_ptr(const char *buf, hp_head_span s) {
+  return buf + s.off;
+}
 
 /* ---- parser callbacks ----------------------------------------------------- */
 
@@ -105,7 +107,7 @@ static int grow_fields(http_head *h) {
   size_t cap = h->cap_fields ? h->cap_fields * 2 : HH_FIELDS_FIRST;
   if (cap > h->lim.max_headers)
     cap = h->lim.max_headers;
-  hh_field *f = realloc(h->fields, cap * sizeof(*f));
+  hp_head_field *f = realloc(h->fields, cap * sizeof(*f));
   if (!f)
     return -1;
   h->fields = f;
@@ -126,12 +128,12 @@ static int on_header_field(http_parser *p, const char *at, size_t len) {
       return cb_fail(h, 431);
     if (grow_fields(h) < 0)
       return cb_fail(h, 503);
-    hh_field *f = &h->fields[h->n_fields++];
+    hp_head_field *f = &h->fields[h->n_fields++];
     memset(f, 0, sizeof(*f));
     f->name.off = off;
     f->name.len = (uint32_t)len;
   } else {
-    hh_field *f = &h->fields[h->n_fields - 1];
+    hp_head_field *f = &h->fields[h->n_fields - 1];
     if (off != f->name.off + f->name.len)
       return cb_fail(h, 400);
     f->name.len += (uint32_t)len;
@@ -147,7 +149,7 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
   http_head *h = p->data;
   if (h->n_fields == 0)
     return cb_fail(h, 400);
-  hh_field *f = &h->fields[h->n_fields - 1];
+  hp_head_field *f = &h->fields[h->n_fields - 1];
   uint32_t off = (uint32_t)(at - h->base);
   if (h->last_cb != CB_VALUE) {
     uint32_t from = f->name.off + f->name.len;
@@ -176,13 +178,14 @@ static int on_headers_complete(http_parser *p) {
   h->done = 1;
   http_parser_pause(p, 1);
   /* 1: the parser expects no body, so it does not refuse a head whose
-   * framing fields it would not read a body by (hh_framing judges). */
+   * framing fields it would not read a body by (hp_head_framing judges). */
   return 1;
 }
 
 /* ---- head parsing ------------------------------------------------------- */
 
-void hh_init(http_head *h, enum http_parser_type kind, const hh_limits *lim) {
+void hp_head_init(http_head *h, enum http_parser_type kind,
+                  const hp_head_limits *lim) {
   memset(h, 0, sizeof(*h));
   http_parser_init(&h->parser, kind);
   h->parser.data = h;
@@ -191,13 +194,13 @@ void hh_init(http_head *h, enum http_parser_type kind, const hh_limits *lim) {
     h->lim.max_headers = 1;
 }
 
-void hh_free(http_head *h) {
+void hp_head_free(http_head *h) {
   free(h->fields);
   h->fields = NULL;
   h->n_fields = h->cap_fields = 0;
 }
 
-void hh_expect_no_body(http_head *h) { h->skip_body = 1; }
+void hp_head_expect_no_body(http_head *h) { h->skip_body = 1; }
 
 /* Finds the end of the first line (leading blank lines count towards it,
  * as the parser skips them). 414 when it is or will be longer than
@@ -230,7 +233,7 @@ static int errno_status(enum http_errno e) {
 
 static void trim_values(http_head *h, const char *buf) {
   for (size_t i = 0; i < h->n_fields; i++) {
-    hh_span *v = &h->fields[i].value;
+    hp_head_span *v = &h->fields[i].value;
     while (v->len > 0 && is_ows(buf[v->off + v->len - 1]))
       v->len--;
   }
@@ -263,7 +266,7 @@ static void mark_listed(http_head *h, const char *buf, const char *tok,
   if (tlen == 0 || framing_field(tok, tlen))
     return;
   for (size_t k = 0; k < h->n_fields; k++) {
-    hh_field *f = &h->fields[k];
+    hp_head_field *f = &h->fields[k];
     if (f->name.len == tlen &&
         strncasecmp(span_ptr(buf, f->name), tok, tlen) == 0)
       f->hop = 1;
@@ -272,7 +275,7 @@ static void mark_listed(http_head *h, const char *buf, const char *tok,
 
 static void mark_hop(http_head *h, const char *buf) {
   for (size_t i = 0; i < h->n_fields; i++) {
-    hh_field *f = &h->fields[i];
+    hp_head_field *f = &h->fields[i];
     if (fixed_hop(span_ptr(buf, f->name), f->name.len))
       f->hop = 1;
     if (eq_ci(span_ptr(buf, f->name), f->name.len, "transfer-encoding"))
@@ -281,7 +284,7 @@ static void mark_hop(http_head *h, const char *buf) {
       f->cl = 1;
   }
   for (size_t i = 0; i < h->n_fields; i++) {
-    hh_field *f = &h->fields[i];
+    hp_head_field *f = &h->fields[i];
     if (!connection_field(span_ptr(buf, f->name), f->name.len))
       continue;
     const char *v = span_ptr(buf, f->value), *end = v + f->value.len;
@@ -332,7 +335,7 @@ static int head_done(http_head *h, const char *buf, size_t len,
   return HH_DONE;
 }
 
-int hh_parse(http_head *h, const char *buf, size_t len) {
+int hp_head_parse(http_head *h, const char *buf, size_t len) {
   if (h->failed)
     return HH_ERROR;
   if (h->done)
@@ -360,10 +363,10 @@ int hh_parse(http_head *h, const char *buf, size_t len) {
   return HH_MORE;
 }
 
-int hh_method(const http_head *h) { return (int)h->parser.method; }
-int hh_status(const http_head *h) { return (int)h->parser.status_code; }
-int hh_minor(const http_head *h) { return h->parser.http_minor > 0; }
-int hh_keep_alive(const http_head *h) {
+int hp_head_method(const http_head *h) { return (int)h->parser.method; }
+int hp_head_status(const http_head *h) { return (int)h->parser.status_code; }
+int hp_head_minor(const http_head *h) { return h->parser.http_minor > 0; }
+int hp_head_keep_alive(const http_head *h) {
   const http_parser *p = &h->parser;
   if (p->flags & F_CONNECTION_CLOSE)
     return 0;
@@ -432,15 +435,15 @@ static int coding_element(const char *e, size_t n, void *arg) {
   return 0;
 }
 
-int hh_framing(const http_head *h, const char *buf, int *kind,
-               uint64_t *length, int *has_length) {
+int hp_head_framing(const http_head *h, const char *buf, int *kind,
+                    uint64_t *length, int *has_length) {
   int request = h->parser.type == HTTP_REQUEST;
   int bad = request ? 400 : 502;
   length_acc la = {0, 0};
   coding_acc ca = {0, 0};
   int te_fields = 0;
   for (size_t i = 0; i < h->n_fields; i++) {
-    const hh_field *f = &h->fields[i];
+    const hp_head_field *f = &h->fields[i];
     if (f->cl && each_element(span_ptr(buf, f->value), f->value.len,
                               length_element, &la))
       return bad;
@@ -475,8 +478,8 @@ int hh_framing(const http_head *h, const char *buf, int *kind,
   return 0;
 }
 
-int hh_find(const http_head *h, const char *buf, const char *name,
-            hh_span *value) {
+int hp_head_find(const http_head *h, const char *buf, const char *name,
+                 hp_head_span *value) {
   for (size_t i = 0; i < h->n_fields; i++)
     if (eq_ci(span_ptr(buf, h->fields[i].name), h->fields[i].name.len,
               name)) {
@@ -486,11 +489,11 @@ int hh_find(const http_head *h, const char *buf, const char *name,
   return 0;
 }
 
-int hh_hop_by_hop(const http_head *h, size_t i) {
+int hp_head_hop_by_hop(const http_head *h, size_t i) {
   return i < h->n_fields && h->fields[i].hop;
 }
 
-int hh_reframe(int kind, int client_minor) {
+int hp_head_reframe(int kind, int client_minor) {
   if (kind == HB_CHUNKED || kind == HB_CLOSE)
     return client_minor ? HB_CHUNKED : HB_CLOSE;
   return kind;
@@ -498,7 +501,7 @@ int hh_reframe(int kind, int client_minor) {
 
 /* ---- request-target ------------------------------------------------------- */
 
-static int copy_host(hh_target *t, const char *h, size_t len) {
+static int copy_host(hp_head_target *t, const char *h, size_t len) {
   if (len == 0 || len >= sizeof(t->host))
     return 400;
   for (size_t i = 0; i < len; i++)
@@ -511,7 +514,7 @@ static int copy_host(hh_target *t, const char *h, size_t len) {
 }
 
 static int parse_absolute(const char *u, const struct http_parser_url *pu,
-                          hh_target *t) {
+                          hp_head_target *t) {
   if (!(pu->field_set & (1 << UF_SCHEMA)))
     return 400; /* origin-form or asterisk: we are a proxy */
   const char *scheme = u + pu->field_data[UF_SCHEMA].off;
@@ -533,7 +536,8 @@ static int parse_absolute(const char *u, const struct http_parser_url *pu,
   return 0;
 }
 
-int hh_target_parse(const http_head *h, const char *buf, hh_target *t) {
+int hp_head_target_parse(const http_head *h, const char *buf,
+                         hp_head_target *t) {
   memset(t, 0, sizeof(*t));
   if (!h->done || h->url.len == 0)
     return 400;
@@ -608,7 +612,7 @@ static void put_port(writer *w, unsigned port) {
 static void put_fields(writer *w, const http_head *h, const char *buf,
                        int drop_host) {
   for (size_t i = 0; i < h->n_fields; i++) {
-    const hh_field *f = &h->fields[i];
+    const hp_head_field *f = &h->fields[i];
     if (f->hop || f->te || f->cl)
       continue;
     if (drop_host && eq_ci(span_ptr(buf, f->name), f->name.len, "host"))
@@ -620,12 +624,12 @@ static void put_fields(writer *w, const http_head *h, const char *buf,
   }
 }
 
-size_t hh_write_max(const http_head *h) {
+size_t hp_head_write_max(const http_head *h) {
   /* Every line may gain a CR and ": " may replace ":". */
   return h->head_len + 3 * (h->n_fields + 1) + HH_WRITE_EXTRA;
 }
 
-static void put_frame(writer *w, const hh_frame *fr) {
+static void put_frame(writer *w, const hp_head_frame *fr) {
   if (fr->kind == HB_CHUNKED) {
     puts_(w, "Transfer-Encoding: chunked\r\n");
   } else if (fr->kind == HB_LENGTH) {
@@ -640,9 +644,9 @@ static ssize_t finish(const writer *w) {
   return w->over ? -1 : (ssize_t)w->len;
 }
 
-ssize_t hh_write_request(const http_head *h, const char *buf,
-                         const hh_target *t, const hh_frame *fr, char *out,
-                         size_t cap) {
+ssize_t hp_head_write_request(const http_head *h, const char *buf,
+                              const hp_head_target *t, const hp_head_frame *fr,
+                              char *out, size_t cap) {
   writer w = {out, 0, cap, 0};
   puts_(&w, http_method_str((enum http_method)h->parser.method));
   put(&w, " ", 1);
@@ -669,26 +673,28 @@ ssize_t hh_write_request(const http_head *h, const char *buf,
   put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 1);
   put_frame(&w, fr);
-  puts_(&w, hh_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
+  puts_(&w,
+        hp_head_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
   put(&w, "\r\n", 2);
   return finish(&w);
 }
 
-ssize_t hh_write_response(const http_head *h, const char *buf,
-                          const hh_frame *fr, int close_client,
-                          int client_minor, char *out, size_t cap) {
+ssize_t hp_head_write_response(const http_head *h, const char *buf,
+                               const hp_head_frame *fr, int close_client,
+                               int client_minor, char *out, size_t cap) {
   writer w = {out, 0, cap, 0};
   /* Rebuilt from what the parser understood, not copied: the lenient
    * parser accepts first lines that other readers would split
    * differently. */
   char line[32];
-  int n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", hh_status(h));
+  int n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", hp_head_status(h));
   put(&w, line, (size_t)n);
   put(&w, buf + h->reason.off, h->reason.len);
   put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 0);
   put_frame(&w, fr);
-  puts_(&w, hh_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
+  puts_(&w,
+        hp_head_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
   if (close_client)
     puts_(&w, "Connection: close\r\n");
   else if (client_minor == 0)
@@ -746,9 +752,9 @@ static int has_ctl(const char *s, size_t len) {
   return 0;
 }
 
-int hh_basic_decode(const char *value, size_t len, char *out, size_t cap,
-                    const char **user, size_t *user_len, const char **pass,
-                    size_t *pass_len) {
+int hp_head_basic_decode(const char *value, size_t len, char *out, size_t cap,
+                         const char **user, size_t *user_len, const char **pass,
+                         size_t *pass_len) {
   while (len > 0 && is_ows(*value)) {
     value++;
     len--;

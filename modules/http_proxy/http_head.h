@@ -3,19 +3,19 @@
  * - Bounded, incremental parsing of a request or response head with
  *   Debian's libhttp-parser (the Node.js parser): the caller keeps the
  *   bytes in one buffer (which may move between calls) and calls
- *   hh_parse after each read; the head's first line, its header bytes and
+ *   hp_head_parse after each read; the head's first line, its header bytes and
  *   its header count are limited, a bare CR anywhere in it is refused,
  *   and the answer to a bad head is an HTTP status (400, 414, 431, 505).
  *   The parser reads heads only: bodies are framed by http_body.h.
  * - The request-target: authority-form for CONNECT, absolute-form
  *   http://host[:port]/path otherwise (https:// is 501, anything else 400).
- * - Body framing from the header fields, strictly (hh_framing).
+ * - Body framing from the header fields, strictly (hp_head_framing).
  * - Rewriting: a request to origin-form with a correct Host header and a
  *   response for the client, both without hop-by-hop headers and with
  *   the framing header the proxy chose instead of the peer's.
  * - Proxy-Authorization: Basic decoding.
  *
- * Every offset (hh_span) is relative to the start of the head's buffer.
+ * Every offset (hp_head_span) is relative to the start of the head's buffer.
  */
 #ifndef PH_HTTP_HEAD_H
 #define PH_HTTP_HEAD_H
@@ -26,39 +26,39 @@
 #include <sys/types.h>
 
 /* Limits of one head; each is at least 1. */
-typedef struct hh_limits {
+typedef struct hp_head_limits {
   size_t max_line;         /* request or status line, with its CRLF */
   size_t max_header_bytes; /* header lines and the blank line after them */
   size_t max_headers;      /* header fields */
-} hh_limits;
+} hp_head_limits;
 
-enum hh_result { HH_ERROR = -1, HH_MORE = 0, HH_DONE = 1 };
+enum hp_head_result { HH_ERROR = -1, HH_MORE = 0, HH_DONE = 1 };
 
-typedef struct hh_span {
+typedef struct hp_head_span {
   uint32_t off, len;
-} hh_span;
+} hp_head_span;
 
-typedef struct hh_field {
-  hh_span name, value; /* value without surrounding whitespace */
+typedef struct hp_head_field {
+  hp_head_span name, value; /* value without surrounding whitespace */
   unsigned char hop;   /* hop-by-hop: not forwarded */
   unsigned char te;    /* a Transfer-Encoding field */
   unsigned char cl;    /* a Content-Length field */
-} hh_field;
+} hp_head_field;
 
 typedef struct http_head {
   http_parser parser;
-  hh_limits lim;
+  hp_head_limits lim;
   const char *base; /* the buffer, only while the parser runs */
   size_t fed;       /* head bytes given to the parser */
   size_t scan;      /* bytes examined for the first line's end */
   size_t line_len;  /* first line with its LF; 0 until seen */
   size_t head_len;  /* the whole head with its blank line, once done */
-  hh_span url;      /* request-target (requests) */
-  hh_span reason;   /* reason phrase (responses) */
-  hh_field *fields;
+  hp_head_span url; /* request-target (requests) */
+  hp_head_span reason; /* reason phrase (responses) */
+  hp_head_field *fields;
   size_t n_fields, cap_fields;
   int last_cb;  /* which data callback ran last (field or value) */
-  int status;   /* the answer to a bad head, when hh_parse said HH_ERROR */
+  int status;   /* the answer to a bad head, when hp_head_parse said HH_ERROR */
   unsigned started : 1;   /* a non-blank byte was seen */
   unsigned done : 1;      /* head complete */
   unsigned skip_body : 1; /* a response to HEAD: no body whatever it says */
@@ -66,12 +66,13 @@ typedef struct http_head {
 } http_head;
 
 /* kind is HTTP_REQUEST or HTTP_RESPONSE. */
-void hh_init(http_head *h, enum http_parser_type kind, const hh_limits *lim);
+void hp_head_init(http_head *h, enum http_parser_type kind,
+                  const hp_head_limits *lim);
 /* Frees the field array; h can be initialised again afterwards. */
-void hh_free(http_head *h);
+void hp_head_free(http_head *h);
 /* A response to a HEAD request: the parser expects no body. Before the
- * first hh_parse. */
-void hh_expect_no_body(http_head *h);
+ * first hp_head_parse. */
+void hp_head_expect_no_body(http_head *h);
 
 /* Parses what is new in buf[0..len) (the bytes before were given in
  * earlier calls, at the same offsets). HH_MORE: the head is not complete
@@ -79,17 +80,17 @@ void hh_expect_no_body(http_head *h);
  * the bytes after it belong to the body or to the next message (the
  * parser never looks at them); HH_ERROR: answer h->status and close. A
  * version other than HTTP/1.0 and HTTP/1.1 is 505. */
-int hh_parse(http_head *h, const char *buf, size_t len);
+int hp_head_parse(http_head *h, const char *buf, size_t len);
 
 /* After HH_DONE. */
-int hh_method(const http_head *h);       /* enum http_method (requests) */
-int hh_status(const http_head *h);       /* status code (responses) */
-int hh_minor(const http_head *h);        /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
+int hp_head_method(const http_head *h); /* enum http_method (requests) */
+int hp_head_status(const http_head *h); /* status code (responses) */
+int hp_head_minor(const http_head *h);  /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
 /* The message allows a next one on the connection: HTTP/1.1 without
  * "Connection: close", HTTP/1.0 with "keep-alive". (A body framed by the
  * end of the connection does not: the caller knows that from
- * hh_framing.) */
-int hh_keep_alive(const http_head *h);
+ * hp_head_framing.) */
+int hp_head_keep_alive(const http_head *h);
 
 /* How the message's body is framed (RFC 9112 section 6), strictly:
  * Transfer-Encoding must be exactly "chunked", never beside a
@@ -101,85 +102,86 @@ int hh_keep_alive(const http_head *h);
  * they carry, if any (*has_length). Returns 0, or the status to answer:
  * for a request 400 (bad or conflicting framing) or 501 (a transfer
  * coding other than chunked), for a response 502. After HH_DONE. */
-int hh_framing(const http_head *h, const char *buf, int *kind,
-               uint64_t *length, int *has_length);
+int hp_head_framing(const http_head *h, const char *buf, int *kind,
+                    uint64_t *length, int *has_length);
 
 /* The value of the first header called name (case-insensitive); 1 when
  * found, else 0. */
-int hh_find(const http_head *h, const char *buf, const char *name,
-            hh_span *value);
+int hp_head_find(const http_head *h, const char *buf, const char *name,
+                 hp_head_span *value);
 /* Whether header i is hop-by-hop: Connection, Keep-Alive,
  * Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE,
  * Trailer, Upgrade, or a name listed in a Connection header (except
  * Host, Content-Length and Transfer-Encoding: they frame the message and
- * are judged by hh_framing, never dropped on a peer's say-so). The
+ * are judged by hp_head_framing, never dropped on a peer's say-so). The
  * rewrites leave out Content-Length and Transfer-Encoding too, and write
  * the proxy's own framing instead. */
-int hh_hop_by_hop(const http_head *h, size_t i);
+int hp_head_hop_by_hop(const http_head *h, size_t i);
 
 /* The request-target. */
-enum hh_form { HH_FORM_AUTHORITY = 1, HH_FORM_ABSOLUTE = 2 };
+enum hp_head_form { HH_FORM_AUTHORITY = 1, HH_FORM_ABSOLUTE = 2 };
 
-typedef struct hh_target {
+typedef struct hp_head_target {
   int form;
   char host[256];  /* name or address, NUL-terminated, IPv6 without [] */
   uint16_t port;   /* from the target, or 80 */
   unsigned ipv6 : 1;
-  hh_span path;    /* absolute-form: path, may be empty */
-  hh_span query;   /* absolute-form: query without '?', when has_query */
+  hp_head_span path;  /* absolute-form: path, may be empty */
+  hp_head_span query; /* absolute-form: query without '?', when has_query */
   unsigned has_query : 1;
-} hh_target;
+} hp_head_target;
 
 /* Parses the request-target of a complete request head: authority-form
  * (host:port) for CONNECT, absolute-form with the http scheme for other
  * methods. 0, or the status to answer: 400 (any other form, bad host or
  * port, userinfo, even empty), 501 (https:// is not forwarded). */
-int hh_target_parse(const http_head *h, const char *buf, hh_target *t);
+int hp_head_target_parse(const http_head *h, const char *buf,
+                         hp_head_target *t);
 
 /* The framing the proxy gives a response body it read framed as kind
- * (hh_framing), for a client of HTTP/1.client_minor: no body and
+ * (hp_head_framing), for a client of HTTP/1.client_minor: no body and
  * Content-Length stay as they are; chunked and close-delimited bodies
  * become chunked for an HTTP/1.1 client, close-delimited for an HTTP/1.0
  * one (which never receives chunked framing). */
-int hh_reframe(int kind, int client_minor);
+int hp_head_reframe(int kind, int client_minor);
 
 /* The framing header a rewritten head carries: kind HB_LENGTH writes
  * "Content-Length: length", HB_CHUNKED "Transfer-Encoding: chunked", the
  * others nothing. The peer's own Content-Length and Transfer-Encoding
  * fields are never copied. */
-typedef struct hh_frame {
+typedef struct hp_head_frame {
   int kind;
   uint64_t length;
-} hh_frame;
+} hp_head_frame;
 
-/* An upper bound of the bytes hh_write_request/hh_write_response write
- * for this head. */
-size_t hh_write_max(const http_head *h);
+/* An upper bound of the bytes hp_head_write_request/hp_head_write_response
+ * write for this head. */
+size_t hp_head_write_max(const http_head *h);
 /* The request for the origin server: "METHOD origin-form HTTP/1.1" (the
  * proxy's own version, RFC 9110 section 6.2), a Host header from the
  * target (the client's Host headers are dropped, as RFC 9112 section
  * 3.2.2 asks), the client's other headers without the hop-by-hop and
  * framing ones, the framing header of fr, and "Via". Returns the length,
  * or -1 when cap is too small. */
-ssize_t hh_write_request(const http_head *h, const char *buf,
-                         const hh_target *t, const hh_frame *fr, char *out,
-                         size_t cap);
+ssize_t hp_head_write_request(const http_head *h, const char *buf,
+                              const hp_head_target *t, const hp_head_frame *fr,
+                              char *out, size_t cap);
 /* The response for the client: "HTTP/1.1", the code and reason the parser
  * read, the headers without the hop-by-hop and framing ones, the framing
  * header of fr, "Via", then "Connection: close" when close_client, or
  * "Connection: keep-alive" for an HTTP/1.0 client (client_minor 0) whose
  * connection stays open. */
-ssize_t hh_write_response(const http_head *h, const char *buf,
-                          const hh_frame *fr, int close_client,
-                          int client_minor, char *out, size_t cap);
+ssize_t hp_head_write_response(const http_head *h, const char *buf,
+                               const hp_head_frame *fr, int close_client,
+                               int client_minor, char *out, size_t cap);
 
 /* Decodes a Proxy-Authorization value "Basic <base64(user:password)>".
  * The decoded bytes go to out (cap bytes; 512 holds the largest accepted
  * pair): *user and *pass point into out and are NUL-terminated. 0, or -1
  * when the scheme is not Basic, the base64 is invalid, there is no ':',
  * user or password exceeds 255 bytes, or either holds a control byte. */
-int hh_basic_decode(const char *value, size_t len, char *out, size_t cap,
-                    const char **user, size_t *user_len, const char **pass,
-                    size_t *pass_len);
+int hp_head_basic_decode(const char *value, size_t len, char *out, size_t cap,
+                         const char **user, size_t *user_len, const char **pass,
+                         size_t *pass_len);
 
 #endif

@@ -1,7 +1,7 @@
 /* http_proxy: the connection buffers (grown on demand up to a limit,
  * freed while a connection idles), the reads and writes that fill and
  * drain them (a socket, or an upstream stream: stream.h), and the bodies
- * decoded in them and framed again. */
+ * decoded in them and framed again. A leaf: it calls no phase. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +14,15 @@
  * up to their limit. */
 #define BUF_FIRST 4096u
 
-void buf_free(iobuf *b) {
+void hp_buf_free(iobuf *b) {
   free(b->data);
   memset(b, 0, sizeof(*b));
 }
 
-void buf_compact(iobuf *b, size_t *scan) {
+void hp_buf_compact(iobuf *b, size_t *scan) {
   if (b->off == 0)
     return;
-  size_t n = pending(b);
+  size_t n = hp_pending(b);
   if (n)
     memmove(b->data, b->data + b->off, n);
   if (scan)
@@ -36,7 +36,7 @@ static int buf_room(iobuf *b, size_t max, size_t *scan) {
   if (b->len < b->cap)
     return 0;
   if (b->off > 0) {
-    buf_compact(b, scan);
+    hp_buf_compact(b, scan);
     if (b->len < b->cap)
       return 0;
   }
@@ -53,7 +53,7 @@ static int buf_room(iobuf *b, size_t max, size_t *scan) {
   return 0;
 }
 
-int buf_set(iobuf *b, const char *s, size_t n) {
+int hp_buf_set(iobuf *b, const char *s, size_t n) {
   if (b->cap < n) {
     char *d = realloc(b->data, n);
     if (!d)
@@ -87,7 +87,7 @@ static int stream_read(ph_stream *st, iobuf *b, size_t want, size_t *got) {
   return RD_DATA;
 }
 
-int buf_read(stream_end e, iobuf *b, size_t max, size_t *scan, size_t *got) {
+int hp_buf_read(stream_end e, iobuf *b, size_t max, size_t *scan, size_t *got) {
   if (buf_room(b, max, scan) < 0)
     return RD_FULL;
   size_t want = (max < b->cap ? max : b->cap) - b->len;
@@ -130,17 +130,17 @@ static ssize_t send_iov(stream_end e, struct iovec *iov, int n) {
   return (ssize_t)total;
 }
 
-ssize_t send_some(stream_end e, const char *data, size_t n) {
+ssize_t hp_send_some(stream_end e, const char *data, size_t n) {
   struct iovec iov = {(void *)data, n};
   return send_iov(e, &iov, 1);
 }
 
-int body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
+int hp_buf_decode(iobuf *b, size_t *dec, hp_body_decoder *d) {
   if (*dec >= b->len) /* nothing new (and maybe no buffer at all) */
     return d->failed ? HB_ERROR : d->done ? HB_DONE : HB_MORE;
   char *p = b->data + *dec;
   size_t n = b->len - *dec, used = 0, made = 0;
-  int r = hb_decode(d, p, n, p, &used, &made);
+  int r = hp_body_decode(d, p, n, p, &used, &made);
   if (r == HB_ERROR)
     return r;
   if (used < n) /* the body ended: what follows moves up to the payload */
@@ -150,12 +150,12 @@ int body_decode(iobuf *b, size_t *dec, hb_decoder *d) {
   return r;
 }
 
-ssize_t send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
-                  int end) {
+ssize_t hp_buf_send_body(stream_end out, iobuf *b, size_t dec,
+                         hp_body_encoder *e, int end) {
   size_t total = 0;
   for (;;) {
-    hb_plan p;
-    hb_encode_plan(e, dec - b->off, end, &p);
+    hp_body_plan p;
+    hp_body_encode_plan(e, dec - b->off, end, &p);
     size_t want = p.pre_len + p.payload + p.post_len;
     if (want == 0)
       return (ssize_t)total;
@@ -170,9 +170,29 @@ ssize_t send_body(stream_end out, iobuf *b, size_t dec, hb_encoder *e,
     ssize_t w = send_iov(out, iov, n);
     if (w < 0)
       return -1;
-    b->off += hb_encode_sent(e, &p, (size_t)w);
+    b->off += hp_body_encode_sent(e, &p, (size_t)w);
     total += (size_t)w;
     if ((size_t)w < want)
       return (ssize_t)total; /* the socket is full */
   }
+}
+
+int hp_flush_client(conn *c) {
+  while (hp_pending(&c->cout)) {
+    ssize_t w = hp_send_some(hp_client_end(c), c->cout.data + c->cout.off,
+                             hp_pending(&c->cout));
+    if (w < 0)
+      return -1;
+    if (w == 0)
+      return 0;
+    c->cout.off += (size_t)w;
+    c->last_ms = hp_api->now_ms(c->hp->ctx);
+    if (c->state == S_EXCHANGE) {
+      c->x.resp_started = 1;
+      c->bytes_down += (uint64_t)w;
+      hp_api->inc(c->hp->sm.bytes[SM_DOWN], (uint64_t)w);
+    }
+  }
+  c->cout.off = c->cout.len = 0;
+  return 1;
 }

@@ -18,8 +18,8 @@
  *
  * This file: the module descriptor, its configuration keys and metrics,
  * the lifecycle (init, start, reload, stop, destroy) and the listener's
- * accept callback. http_proxy_int.h describes a connection's states and
- * which file does what.
+ * accept callback. http_proxy_int.h describes a connection's states, the
+ * dispatcher and its phases, and which file does what.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +63,7 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
                       socklen_t peerlen) {
   (void)peer;
   (void)peerlen;
-  conn_accept(arg, fd);
+  hp_conn_accept(arg, fd);
 }
 
 static void read_conf(hp *h) {
@@ -110,6 +110,8 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_EINVAL;
   h->m_clients = hp_api->series(cm, NULL);
   h->m_refused = hp_api->series(rm, NULL);
+  frontend_server_init(&h->fs, hp_api, ctx, &hp_conn_ops, &h->sm,
+                       h->m_clients);
   h->announce = hp_api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
   return h->announce ? PH_OK : PH_EINVAL;
 }
@@ -117,8 +119,8 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
 static int hp_start(void *state) {
   hp *h = state;
   if (frontend_services_get(h->ctx, hp_api, h->conf.auth == AUTH_PASSWORD,
-                            &h->connector, &h->connector_self,
-                            &h->authorizer, &h->authorizer_self) != PH_OK)
+                            &h->fs.connector, &h->fs.connector_self,
+                            &h->fs.authorizer, &h->fs.authorizer_self) != PH_OK)
     return PH_ENOENT;
   listener_opts o = {
       .address = hp_api->conf_str(h->ctx, "listen"),
@@ -131,16 +133,16 @@ static int hp_start(void *state) {
       .refused_total = h->m_refused,
   };
   char err[256];
-  h->listener = listener_open(hp_api, h->ctx, &o, err, sizeof(err));
-  if (!h->listener) {
+  h->fs.listener = listener_open(hp_api, h->ctx, &o, err, sizeof(err));
+  if (!h->fs.listener) {
     PH_LOG(hp_api, h->ctx, PH_LOG_ERROR, "cannot listen",
            PH_STR("reason", err));
     return PH_EINVAL;
   }
-  listener_resume(h->listener);
+  listener_resume(h->fs.listener);
   PH_LOG(hp_api, h->ctx, PH_LOG_INFO, "http proxy listening",
          PH_STR("listen", o.address),
-         PH_INT("port", listener_port(h->listener)),
+         PH_INT("port", listener_port(h->fs.listener)),
          PH_STR("auth", h->conf.auth == AUTH_PASSWORD ? "password" : "none"));
   return PH_OK;
 }
@@ -159,37 +161,21 @@ static int hp_reload(void *state) {
 /* Stop accepting, close the connections that wait for a request head
  * (idle, or with half a head: a client is not waited for), let the others
  * finish their request (without keep-alive) or their tunnel, within the
- * host's drain deadline. A complete pipelined head (T_NEXT) is served. */
+ * host's drain deadline (the dispatcher's on_stop decides per
+ * connection). */
 static int hp_stop(void *state) {
   hp *h = state;
-  h->stopping = 1;
-  if (h->listener) /* announces bound = 0 */
-    listener_close(h->listener);
-  h->listener = NULL;
-  conn *next;
-  for (conn *c = h->conns; c; c = next) {
-    next = c->next;
-    if (c->state == S_HEAD && c->timer_kind != T_NEXT)
-      conn_close(c);
-  }
-  if (h->n_conns == 0)
-    return PH_OK;
-  h->stop_pending = 1;
-  return PH_STOP_PENDING;
+  return frontend_server_stop(&h->fs);
 }
 
 static void hp_destroy(void *state) {
   hp *h = state;
   if (!h)
     return;
-  h->stop_pending = 0;
-  while (h->conns)
-    conn_free(h->conns);
-  if (h->listener)
-    listener_close(h->listener);
-  if (h->connector)
+  frontend_server_destroy(&h->fs); /* ends the connections, quietly */
+  if (h->fs.connector)
     hp_api->service_release(h->ctx, PH_CONNECTOR_SERVICE);
-  if (h->authorizer)
+  if (h->fs.authorizer)
     hp_api->service_release(h->ctx, PH_AUTHORIZER_SERVICE);
   free(h);
 }

@@ -1,19 +1,52 @@
-/* http_proxy: request heads. Waiting for one (between requests too),
- * parsing it, and acting on a complete one: its target, its body framing
- * (strict: a request whose framing could be read two ways is refused),
- * the rewritten head for upstream, then authorization. */
+/* http_proxy, phase: request heads. Waiting for one (between requests
+ * too), reading and parsing it, and taking a complete one apart: its
+ * target, its body framing (strict: a request whose framing could be read
+ * two ways is refused), the rewritten head for upstream, and its
+ * Proxy-Authorization for the auth phase. Returns what comes next. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "http_proxy_int.h"
 
+static int build_request(conn *c, const hp_head_frame *fr) {
+  hp_exchange *x = &c->x;
+  size_t max = hp_head_write_max(&c->req);
+  if (x->uout.cap < max) {
+    char *d = realloc(x->uout.data, max);
+    if (!d)
+      return -1;
+    x->uout.data = d;
+    x->uout.cap = max;
+  }
+  ssize_t n = hp_head_write_request(&c->req, c->cin.data, &c->target, fr,
+                                    x->uout.data, x->uout.cap);
+  if (n < 0)
+    return -1;
+  x->uout.off = 0;
+  x->uout.len = (size_t)n;
+  return 0;
+}
+
+/* The request body's decoding and framing (kind and length from
+ * hp_head_framing), and the head for upstream in uout; 0 or -1. */
+static int prepare_upstream(conn *c, int kind, uint64_t length) {
+  hp_body_limits lim = hp_body_limits_of(c->hp);
+  hp_body_decoder_init(&c->x.req_body, kind, length, &lim);
+  hp_body_encoder_init(&c->x.req_out, kind);
+  if (c->method_class != MC_FORWARD)
+    return 0;
+  hp_head_frame fr = {kind, length};
+  return build_request(c, &fr);
+}
+
 static int on_request_head(conn *c) {
   hp *h = c->hp;
-  c->t_req_us = now_us();
+  c->t_req_us = hp_now_us();
   c->method_class =
-      hh_method(&c->req) == HTTP_CONNECT ? MC_CONNECT : MC_FORWARD;
-  int st = hh_target_parse(&c->req, c->cin.data, &c->target);
+      hp_head_method(&c->req) == HTTP_CONNECT ? MC_CONNECT : MC_FORWARD;
+  int st = hp_head_target_parse(&c->req, c->cin.data, &c->target);
   if (st)
-    return reply(c, st, AFTER_CLOSE);
+    return hp_want_reply(c, st, AFTER_CLOSE);
   PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request target",
          PH_STR("method_class", hp_method_classes[c->method_class]),
          PH_STR("host", c->target.host), PH_INT("port", c->target.port));
@@ -21,85 +54,96 @@ static int on_request_head(conn *c) {
   int kind = HB_NONE, has_length;
   uint64_t length = 0;
   if (c->method_class == MC_FORWARD &&
-      (st = hh_framing(&c->req, c->cin.data, &kind, &length, &has_length))) {
+      (st = hp_head_framing(&c->req, c->cin.data, &kind, &length,
+                            &has_length))) {
     PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request refused",
            PH_STR("reason", st == 501 ? "unsupported transfer coding"
                                       : "ambiguous body framing"));
-    return reply(c, st, AFTER_CLOSE);
+    return hp_want_reply(c, st, AFTER_CLOSE);
   }
-  if (start_request_body(c, kind, length) < 0)
-    return reply(c, 503, AFTER_CLOSE);
-  hh_span v;
-  int has = hh_find(&c->req, c->cin.data, "proxy-authorization", &v);
+  if (prepare_upstream(c, kind, length) < 0)
+    return hp_want_reply(c, 503, AFTER_CLOSE);
+  /* The value stays in cin (before off) until the next head. */
+  c->has_authz =
+      hp_head_find(&c->req, c->cin.data, "proxy-authorization", &c->authz) != 0;
   /* The head's bytes are not needed any more: body bytes follow. */
   c->cin.off = c->req.head_len;
-  c->cdec = c->cin.off;
-  int a = authorize(c, has ? c->cin.data + v.off : NULL, has ? v.len : 0);
-  if (a != 0)
-    return a == GONE ? GONE : 0;
-  return proceed(c);
+  c->x.cdec = c->cin.off;
+  return HP_AUTHORIZE;
 }
 
-void guess_class(conn *c) {
+void hp_request_guess_class(conn *c) {
   c->method_class = c->cin.len >= 8 && memcmp(c->cin.data, "CONNECT ", 8) == 0
                         ? MC_CONNECT
                         : MC_FORWARD;
 }
 
-int parse_request(conn *c) {
-  if (conn_dead(c))
-    return GONE;
-  int r = hh_parse(&c->req, c->cin.data, c->cin.len);
+int hp_request_parse(conn *c) {
+  int r = hp_head_parse(&c->req, c->cin.data, c->cin.len);
   if (r == HH_MORE)
-    return 0;
+    return HP_WAIT;
   if (r == HH_ERROR) {
-    guess_class(c);
-    return reply(c, c->req.status, AFTER_CLOSE);
+    hp_request_guess_class(c);
+    return hp_want_reply(c, c->req.status, AFTER_CLOSE);
   }
-  hp_api->timer_set(c->timer, 0, 0);
+  frontend_session_deadline(&c->fs, 0);
   c->timer_kind = T_NONE;
   return on_request_head(c);
 }
 
-int begin_head(conn *c) {
+int hp_request_read(conn *c) {
   hp *h = c->hp;
-  if (conn_dead(c))
-    return GONE;
-  if (h->stopping && !pending(&c->cin))
-    return conn_close(c);
+  size_t got = 0;
+  int r = hp_buf_read(hp_client_end(c), &c->cin, hp_head_cap(h), NULL, &got);
+  if (r == RD_AGAIN)
+    return HP_WAIT;
+  if (r != RD_DATA) /* EOF or error: nothing to answer */
+    return HP_CLOSE;
+  if (c->timer_kind == T_KEEPALIVE)
+    hp_arm_timer(c, T_HEADER, h->conf.header_timeout_ms);
+  if (c->timer_kind == T_NEXT)
+    return HP_WAIT; /* the timer parses what is there */
+  return HP_PARSE;
+}
+
+int hp_request_begin(conn *c) {
+  hp *h = c->hp;
+  hp_exchange *x = &c->x;
+  if (frontend_server_stopping(&h->fs) && !hp_pending(&c->cin))
+    return HP_CLOSE;
   c->state = S_HEAD;
-  hh_free(&c->req);
-  hh_free(&c->resp);
-  hh_init(&c->req, HTTP_REQUEST, &h->conf.lim);
-  hh_init(&c->resp, HTTP_RESPONSE, &h->conf.lim);
-  buf_free(&c->cout);
-  buf_free(&c->uout);
-  if (!c->up_idle)
-    buf_free(&c->uin);
+  hp_head_free(&c->req);
+  hp_head_free(&x->resp);
+  hp_head_init(&c->req, HTTP_REQUEST, &h->conf.lim);
+  hp_head_init(&x->resp, HTTP_RESPONSE, &h->conf.lim);
+  hp_buf_free(&c->cout);
+  hp_buf_free(&x->uout);
+  if (!c->up.idle)
+    hp_buf_free(&x->uin);
   else
-    c->uin.off = c->uin.len = 0;
-  if (pending(&c->cin) == 0)
-    buf_free(&c->cin); /* an idle connection holds no buffer */
+    x->uin.off = x->uin.len = 0;
+  if (hp_pending(&c->cin) == 0)
+    hp_buf_free(&c->cin); /* an idle connection holds no buffer */
   else
-    buf_compact(&c->cin, NULL);
-  c->cdec = c->udec = 0;
+    hp_buf_compact(&c->cin, NULL);
+  x->cdec = x->udec = 0;
   c->status = 0;
   c->method_class = MC_FORWARD;
-  c->counted = c->reused = c->retried = 0;
-  c->resp_seen = c->resp_started = c->close_after = 0;
-  c->up_dirty = 0;
-  c->bytes_up = c->bytes_down = c->body_sent = 0;
+  c->counted = x->reused = x->retried = 0;
+  x->resp_seen = x->resp_started = x->close_after = 0;
+  x->up_dirty = 0;
+  c->bytes_up = c->bytes_down = x->body_sent = 0;
   c->t_req_us = 0;
-  c->open_id = c->auth_id = 0;
-  if (pending(&c->cin)) {
+  c->has_authz = 0;
+  if (hp_pending(&c->cin)) {
     /* Parsed on the next loop turn, not here: a client that pipelines
-     * many refused requests must not make this recurse. */
-    arm_timer(c, T_NEXT, 1);
+     * many refused requests gets one request per turn, like the
+     * others. */
+    hp_arm_timer(c, T_NEXT, 1);
   } else if (c->first) {
-    arm_timer(c, T_HEADER, h->conf.header_timeout_ms);
+    hp_arm_timer(c, T_HEADER, h->conf.header_timeout_ms);
   } else {
-    arm_timer(c, T_KEEPALIVE, h->conf.idle_timeout_ms);
+    hp_arm_timer(c, T_KEEPALIVE, h->conf.idle_timeout_ms);
   }
-  update_io(c);
-  return 0;
+  return HP_WAIT;
 }

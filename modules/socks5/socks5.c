@@ -13,7 +13,13 @@
  * connector reported the stream open (strict open); a failure is mapped
  * with open_map_socks5(). A client that goes away during the open cancels
  * it, which frees its dial slot at once; when its bytes filled the buffer,
- * so that it is not read, a hangup probe notices it (see the timer).
+ * so that it is not read, a hangup probe notices it.
+ *
+ * The session skeleton (modules/common/frontend_session.h) holds what
+ * every frontend repeats: the client's watcher, the deadline and the
+ * hangup probe, the check and the open with their cancellation, the
+ * relay, the one end of a connection and the drain. This file is the
+ * SOCKS5 part: the messages, the replies and the access log line.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,10 +36,9 @@
 #include <proxyhost/module.h>
 
 #include "frontend_check.h"
-#include "frontend_services.h"
 #include "frontend_keys.h"
-#include "guard.h"
-#include "hangup.h"
+#include "frontend_server.h"
+#include "frontend_services.h"
 #include "listener.h"
 #include "open_map.h"
 #include "relay.h"
@@ -73,22 +78,15 @@ static const char *const result_names[] = {
 typedef struct s5_server s5_server;
 
 typedef struct s5_conn {
+  frontend_session fs; /* the client's socket, timer, check, open, relay */
   s5_server *s;
-  struct s5_conn *prev, *next;
-  int fd;
   int target_fd;
   ph_stream *target_st; /* the open's stream, when it answered with one */
-  ph_io *io;
-  ph_timer *timer;
-  ph_relay *relay;
-  guard g;             /* entries running; ended (guard.h) */
-  int64_t deadline_ms; /* the stage's deadline (api->now_ms), 0: none */
-  int probing;         /* the client is not watched: probe for a hangup */
   int state;
-  int64_t open_id, auth_id;
   char *user; /* the authenticated principal (auth = password) */
   /* Timestamps in µs (CLOCK_MONOTONIC). */
-  int64_t t_accept, t_request, t_reply;
+  int64_t t_accept;
+  uint64_t bytes_up, bytes_down; /* relayed, for the access log */
   /* Outcome, for the access log. */
   int result;
   int stage, code; /* ph_open_stage / ph_open_code of the open */
@@ -109,12 +107,8 @@ typedef struct s5_conn {
 
 struct s5_server {
   ph_ctx *ctx;
-  ph_listener *listener;
+  frontend_server fs; /* sessions, listener, connector, authorizer */
   ph_topic *topic;
-  const ph_connector_v1 *connector;
-  void *cself;
-  const ph_authorizer_v1 *authorizer;
-  void *aself;
   stream_metrics sm;
   ph_series *m_clients, *m_refused, *m_handshake_fail;
   /* Configuration. */
@@ -124,9 +118,6 @@ struct s5_server {
   int64_t handshake_ms, idle_ms;
   size_t buffer_size;
   int use_splice;
-  s5_conn *conns;
-  size_t n_conns;
-  int stopping;
 };
 
 static const ph_api *api;
@@ -153,25 +144,13 @@ static double seconds_since(int64_t t0_us) {
 
 /* ---- ending a connection ---------------------------------------------
  *
- * One rule against use-after-free (guard.h). A connection is entered from
- * outside only by its loop callbacks (on_accept, conn_io, conn_timer) and
- * by the callbacks of other modules' services (open_done, auth_done,
- * relay_done, relay_first_down); each runs between conn_enter and
- * conn_leave. Ending it (conn_end) releases everything at once: the open
- * or check in flight is cancelled, watcher and timer freed, sockets
- * closed, the connection unlinked with its listener slot given back. Its
- * memory is freed by the outermost conn_leave, at the end of the event
- * (at once when no entry runs: a stop or destroy walking the list). Code
- * that runs after a callee may have ended the connection checks
- * guard_dead (advance does, every round), so a callee can never free the
- * connection under its caller. */
-
-static void maybe_stop_done(s5_server *s) {
-  if (s->stopping && s->n_conns == 0) {
-    s->stopping = 0;
-    api->stop_done(s->ctx);
-  }
-}
+ * The guard rule (guard.h) is the skeleton's: every entry (the client's
+ * watcher and the timer, the open's, the check's and the relay's
+ * answers, a stop) reaches this file between frontend_session_enter and
+ * frontend_session_leave, and closing (frontend_session_close) releases
+ * everything at once; the memory goes (s5_free) at the outermost leave.
+ * Code that runs after a callee may have ended the connection checks
+ * frontend_session_dead (advance does, every round). */
 
 /* The handshake stage ends once, with a result. */
 static void handshake_over(s5_conn *c, int result) {
@@ -231,66 +210,27 @@ static void access_log(s5_conn *c, uint64_t up, uint64_t down) {
   }
 }
 
-static void unlink_conn(s5_conn *c) {
-  s5_server *s = c->s;
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    s->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  s->n_conns--;
-  api->gauge_add(s->m_clients, -1);
-  listener_release(s->listener);
-}
-
-/* Releases everything the connection holds and cancels what it still
- * waits for; the struct stays, inert. Not for a relaying connection (the
- * relay owns the sockets then). */
-static void conn_release(s5_conn *c) {
-  s5_server *s = c->s;
-  if (c->auth_id > 0)
-    s->authorizer->cancel(s->aself, c->auth_id);
-  if (c->open_id > 0)
-    s->connector->cancel(s->cself, c->open_id);
-  c->auth_id = c->open_id = 0;
-  api->io_free(c->io);
-  api->timer_free(c->timer);
-  c->io = NULL;
-  c->timer = NULL;
-  if (c->fd >= 0)
-    close(c->fd);
+/* ops->end: exactly once. The line, and what only SOCKS5 holds (the
+ * target before the relay took it); the skeleton releases the rest. */
+static void s5_end(void *owner, int how) {
+  s5_conn *c = owner;
+  if (frontend_session_relaying(&c->fs)) /* destroyed while relaying */
+    api->gauge_add(c->s->sm.active, -1);
+  if (how == FRONTEND_END_LOG)
+    access_log(c, c->bytes_up, c->bytes_down);
   if (c->target_fd >= 0)
     close(c->target_fd);
-  c->fd = c->target_fd = -1;
+  c->target_fd = -1;
   if (c->target_st)
     ph_stream_close(c->target_st);
   c->target_st = NULL;
-  unlink_conn(c);
-  maybe_stop_done(s);
 }
 
-/* Frees the struct of an ended connection. Not inlined: GCC's
- * -Wuse-after-free cannot know that the guard frees only where no entry
- * runs, and would flag the conn_leave after a conn_end. */
-static __attribute__((noinline)) void conn_free(s5_conn *c) {
+/* ops->free: once no entry runs. */
+static void s5_free(void *owner) {
+  s5_conn *c = owner;
   free(c->user);
   free(c);
-}
-
-static void conn_enter(s5_conn *c) { guard_enter(&c->g); }
-
-static void conn_leave(s5_conn *c) {
-  if (guard_leave(&c->g))
-    conn_free(c);
-}
-
-/* Ends the connection: released now, freed now or by the outermost
- * conn_leave. */
-static void conn_end(s5_conn *c) {
-  conn_release(c);
-  if (guard_end(&c->g))
-    conn_free(c);
 }
 
 /* Ends a connection that never reached the relay. */
@@ -300,8 +240,7 @@ static void conn_close(s5_conn *c, int result, const char *why) {
   if (!c->why)
     c->why = why;
   handshake_over(c, result);
-  access_log(c, 0, 0);
-  conn_end(c);
+  frontend_session_close(&c->fs, FRONTEND_END_LOG);
 }
 
 /* Gone before an answer: ending cancels what runs for it. */
@@ -310,40 +249,19 @@ static void client_left(s5_conn *c) {
              c->state == ST_OPENING ? "closed during open" : "closed");
 }
 
-/* ---- the timer ---------------------------------------------------------
+/* ---- the deadline ----------------------------------------------------
  *
- * One timer per connection, for the deadline of its stage (the handshake,
- * the success reply, the linger; none during the open, which the
- * connector bounds). While the connection does not watch its client at
- * all (an open or a check runs and the handshake buffer is full), the
- * loop cannot see the client leave: the timer then also fires every
- * HANGUP_PROBE_MS to ask hangup_seen (hangup.h). */
+ * One deadline per stage (the handshake, the success reply, the linger;
+ * none during the open, which the connector bounds). While the client is
+ * not read at all (an open or a check runs and the handshake buffer is
+ * full) the skeleton probes for its hangup (ops->hangup). */
 
-static void arm_timer(s5_conn *c) {
-  uint64_t after = 0; /* stopped */
-  if (c->deadline_ms > 0) {
-    int64_t left = c->deadline_ms - api->now_ms(c->s->ctx);
-    after = left > 0 ? (uint64_t)left : 1;
-  }
-  if (c->probing && (after == 0 || after > HANGUP_PROBE_MS))
-    after = HANGUP_PROBE_MS;
-  api->timer_set(c->timer, after, 0);
-}
-
-/* A new stage: its deadline in ms from now, 0 for none. */
 static void set_deadline(s5_conn *c, int64_t ms) {
-  c->deadline_ms = ms > 0 ? api->now_ms(c->s->ctx) + ms : 0;
-  arm_timer(c);
+  frontend_session_deadline(&c->fs, ms);
 }
 
-/* What to wait for from the client; with nothing, probe for its hangup. */
 static void watch(s5_conn *c, int events) {
-  api->io_set(c->io, events);
-  int probe = events == 0;
-  if (c->probing != probe) {
-    c->probing = probe;
-    arm_timer(c);
-  }
+  frontend_session_watch(&c->fs, events);
 }
 
 /* ---- writing answers -------------------------------------------------- */
@@ -357,7 +275,7 @@ static void queue_out(s5_conn *c, const uint8_t *p, size_t n) {
 /* Sends the pending answer: 1 all sent, 0 wait for writable, -1 error. */
 static int flush_out(s5_conn *c) {
   while (c->out_off < c->out_len) {
-    ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+    ssize_t w = send(c->fs.fd, c->out + c->out_off, c->out_len - c->out_off,
                      MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR)
@@ -391,56 +309,33 @@ static void fail_reply(s5_conn *c, int rep, int result, const char *why) {
 
 /* ---- the relay -------------------------------------------------------- */
 
-static void relay_first_down(void *arg) {
-  s5_conn *c = arg;
-  conn_enter(c);
-  stream_metrics_stage(&c->s->sm, SM_TTFB, SM_SUCCESS,
-                       seconds_since(c->t_reply));
-  conn_leave(c);
-}
-
-static void relay_done(void *arg, const relay_stats *st, int end) {
-  s5_conn *c = arg;
-  s5_server *s = c->s;
-  conn_enter(c);
-  c->relay = NULL; /* ended, and closed both sockets */
-  api->inc(s->sm.bytes[SM_UP], st->up);
-  api->inc(s->sm.bytes[SM_DOWN], st->down);
-  api->gauge_add(s->sm.active, -1);
+/* ops->relay_done: the relay closed both ends. */
+static void s5_relay_done(void *owner, const relay_stats *st, int end) {
+  s5_conn *c = owner;
+  api->gauge_add(c->s->sm.active, -1);
+  c->bytes_up = st->up;
+  c->bytes_down = st->down;
   c->end = end == RELAY_END_IDLE    ? "idle_timeout"
            : end == RELAY_END_ERROR ? "error"
                                     : "closed";
-  access_log(c, st->up, st->down);
-  conn_end(c);
-  conn_leave(c);
+  frontend_session_close(&c->fs, FRONTEND_END_LOG);
 }
 
 static void start_relay(s5_conn *c) {
   s5_server *s = c->s;
-  c->t_reply = now_us();
-  ph_io *cio = c->io; /* handed over: conn_io passes its events on */
-  c->io = NULL;
-  api->timer_free(c->timer);
-  c->timer = NULL;
   c->state = ST_RELAY;
-  relay_opts o = {.idle_timeout_ms = s->idle_ms,
-                  .buffer_size = s->buffer_size,
-                  .use_splice = s->use_splice,
-                  .first_down = relay_first_down,
-                  .done = relay_done,
-                  .arg = c,
-                  .client_io = cio};
-  stream_end client = end_fd(c->fd), target = {c->target_fd, c->target_st};
-  c->fd = c->target_fd = -1; /* the relay owns them, even on failure */
+  frontend_relay_opts o = {.idle_timeout_ms = s->idle_ms,
+                           .buffer_size = s->buffer_size,
+                           .use_splice = s->use_splice};
+  stream_end target = {c->target_fd, c->target_st};
+  c->target_fd = -1; /* the relay owns it, even on failure */
   c->target_st = NULL;
   api->gauge_add(s->sm.active, 1);
-  c->relay = relay_start(api, s->ctx, client, target, c->in, c->len, &o);
-  if (!c->relay) {
+  if (frontend_session_relay(&c->fs, target, c->in, c->len, &o) != PH_OK) {
     api->gauge_add(s->sm.active, -1);
     PH_LOG_RL(api, s->ctx, PH_LOG_WARN, "socks5 relay could not start");
     c->result = R_FAILURE;
-    access_log(c, 0, 0);
-    conn_end(c);
+    frontend_session_close(&c->fs, FRONTEND_END_LOG);
   }
 }
 
@@ -448,10 +343,9 @@ static void start_relay(s5_conn *c) {
 
 static void advance(s5_conn *c);
 
-static void auth_done(void *arg, int verdict) {
-  s5_conn *c = arg;
-  conn_enter(c);
-  c->auth_id = 0;
+/* ops->auth_done. */
+static void s5_auth_done(void *owner, int verdict) {
+  s5_conn *c = owner;
   uint8_t ans[2];
   if (verdict != PH_AUTH_ALLOW) {
     free(c->user);
@@ -464,7 +358,6 @@ static void auth_done(void *arg, int verdict) {
     c->state = ST_REQUEST;
   }
   advance(c);
-  conn_leave(c);
 }
 
 /* The stream is open on a socket or a stream: the success reply (with
@@ -490,19 +383,13 @@ static void reply_success(s5_conn *c, stream_end target) {
   set_deadline(c, c->s->handshake_ms);
 }
 
-static void open_done(void *arg, const ph_open_result *res) {
-  s5_conn *c = arg;
-  s5_server *s = c->s;
-  conn_enter(c);
-  c->open_id = 0;
+/* ops->open_done: the open's stage and counter are recorded already. */
+static void s5_open_done(void *owner, int code, int stage,
+                         stream_end target) {
+  s5_conn *c = owner;
   c->answered = 1;
-  stream_end target;
-  int code = relay_take_open(res, &target);
-  c->stage = code == PH_OPEN_OK ? PH_STAGE_NONE : res->stage;
+  c->stage = code == PH_OPEN_OK ? PH_STAGE_NONE : stage;
   c->code = code;
-  stream_metrics_stage(&s->sm, SM_OPEN, stream_metrics_result(code),
-                       seconds_since(c->t_request));
-  stream_metrics_open(&s->sm, code);
   if (code == PH_OPEN_OK) {
     reply_success(c, target);
   } else {
@@ -510,7 +397,6 @@ static void open_done(void *arg, const ph_open_result *res) {
     fail_reply(c, c->reply, R_FAILURE, "open failed");
   }
   advance(c);
-  conn_leave(c);
 }
 
 /* Greeting complete: pick the method the configuration demands. */
@@ -527,27 +413,23 @@ static void on_greeting(s5_conn *c, const s5_greeting *g) {
 }
 
 static void on_auth(s5_conn *c, const s5_auth *a) {
-  s5_server *s = c->s;
   c->state = ST_AUTH_WAIT; /* before the check, as ST_OPENING before open */
   c->user = strndup((const char *)a->user, a->user_len);
-  int64_t id = c->user ? s->authorizer->check_password(
-                             s->aself, c->user, a->user_len,
-                             (const char *)a->pass, a->pass_len, auth_done, c)
-                       : PH_ENOMEM;
-  if (id <= 0) {
+  /* The verdict comes through s5_auth_done (maybe already inside). */
+  int r = c->user ? frontend_session_auth(&c->fs, c->user, a->user_len,
+                                          (const char *)a->pass, a->pass_len)
+                  : PH_ENOMEM;
+  if (r != PH_OK) {
     uint8_t ans[2];
     free(c->user);
     c->user = NULL;
     fail_with(c, ans, s5_encode_auth_status(ans, 0), R_REJECTED,
               "credentials refused");
-    return;
   }
-  c->auth_id = id;
 }
 
 static void on_request(s5_conn *c, const s5_request *q) {
   s5_server *s = c->s;
-  c->t_request = now_us();
   handshake_over(c, R_SUCCESS);
   set_deadline(c, 0); /* the connector bounds the open */
   if (api->log_enabled(s->ctx, PH_LOG_DEBUG)) {
@@ -556,24 +438,16 @@ static void on_request(s5_conn *c, const s5_request *q) {
            PH_STR("client", peer_text(c, peer)), PH_STR("host", q->host),
            PH_INT("port", q->port));
   }
-  ph_open_request req = {.size = sizeof(req),
-                         .protocol = PH_PROTO_TCP,
-                         .port = q->port,
-                         .host = q->host,
-                         .principal = c->user,
-                         .flags = PH_OPEN_F_STREAM};
   c->opened = 1;
   c->state = ST_OPENING;
-  int64_t id = s->connector->open(s->cself, &req, open_done, c);
-  if (id <= 0) {
+  /* The answer comes through s5_open_done (maybe already inside). */
+  if (frontend_session_open(&c->fs, q->host, q->port, c->user) != PH_OK) {
     c->answered = 1;
     c->stage = PH_STAGE_PROTOCOL;
     c->code = PH_OPEN_INTERNAL_ERROR;
     stream_metrics_open(&s->sm, c->code);
     fail_reply(c, SOCKS5_GENERAL_FAILURE, R_FAILURE, "request refused");
-    return;
   }
-  c->open_id = id;
 }
 
 static void consume(s5_conn *c, size_t n) {
@@ -643,7 +517,7 @@ static int parse_step(s5_conn *c) {
 static int read_in(s5_conn *c) {
   while (c->len < sizeof(c->in)) {
     size_t room = sizeof(c->in) - c->len;
-    ssize_t n = recv(c->fd, c->in + c->len, room, MSG_DONTWAIT);
+    ssize_t n = recv(c->fs.fd, c->in + c->len, room, MSG_DONTWAIT);
     if (n > 0) {
       c->len += (size_t)n;
       if ((size_t)n < room)
@@ -666,7 +540,7 @@ static int linger_read(s5_conn *c) {
     size_t want = c->linger_left < sizeof(junk) ? c->linger_left : sizeof(junk);
     if (want == 0)
       return 0;
-    ssize_t n = read(c->fd, junk, want);
+    ssize_t n = read(c->fs.fd, junk, want);
     if (n > 0) {
       c->linger_left -= (size_t)n;
       continue;
@@ -681,7 +555,7 @@ static int linger_read(s5_conn *c) {
  * that it still lives: a step may end it (a service answering inside the
  * call that started it, a closing client). */
 static void advance(s5_conn *c) {
-  while (!guard_dead(&c->g)) {
+  while (!frontend_session_dead(&c->fs)) {
     if (c->out_len > 0) {
       int f = flush_out(c);
       if (f < 0) {
@@ -700,7 +574,7 @@ static void advance(s5_conn *c) {
     case ST_REPLY_ERR:
       c->state = ST_LINGER;
       c->linger_left = S5_LINGER_BYTES;
-      shutdown(c->fd, SHUT_WR);
+      shutdown(c->fs.fd, SHUT_WR);
       if (!linger_read(c)) {
         conn_close(c, c->result, NULL);
         return;
@@ -729,11 +603,9 @@ static void advance(s5_conn *c) {
   }
 }
 
-static void on_io(s5_conn *c, int revents) {
-  if (c->state == ST_RELAY) {
-    relay_client_io(c->relay, revents); /* may end c */
-    return;
-  }
+/* ops->client_io (the relay gets the events once it runs). */
+static void s5_client_io(void *owner, int revents) {
+  s5_conn *c = owner;
   if (c->state == ST_LINGER) {
     if (!linger_read(c))
       conn_close(c, c->result, NULL);
@@ -746,61 +618,57 @@ static void on_io(s5_conn *c, int revents) {
   advance(c);
 }
 
-static void conn_io(ph_io *io, int fd, int revents, void *arg) {
-  (void)io;
-  (void)fd;
-  s5_conn *c = arg;
-  conn_enter(c);
-  on_io(c, revents);
-  conn_leave(c);
-}
+/* ops->hangup: the client left while it was not read. */
+static void s5_hangup(void *owner) { client_left(owner); }
 
-static void on_timer(s5_conn *c) {
-  if (c->probing && hangup_seen(c->fd))
-    client_left(c);
-  else if (c->deadline_ms == 0 || api->now_ms(c->s->ctx) < c->deadline_ms)
-    arm_timer(c); /* a probe before the deadline */
-  else if (c->state == ST_REPLY_ERR || c->state == ST_LINGER ||
-           c->state == ST_REPLY_OK)
+/* ops->deadline: the stage's deadline passed. */
+static void s5_deadline(void *owner) {
+  s5_conn *c = owner;
+  if (c->state == ST_REPLY_ERR || c->state == ST_LINGER ||
+      c->state == ST_REPLY_OK)
     conn_close(c, c->result, NULL);
   else
     conn_close(c, R_TIMEOUT, "handshake timeout");
 }
 
-static void conn_timer(ph_timer *t, void *arg) {
-  (void)t;
-  s5_conn *c = arg;
-  conn_enter(c);
-  on_timer(c);
-  conn_leave(c);
+/* ops->stop: clients still in their handshake are closed; opens and
+ * relays finish on their own within the host's drain deadline. */
+static void s5_on_stop(void *owner) {
+  s5_conn *c = owner;
+  if (c->state == ST_GREETING || c->state == ST_AUTH ||
+      c->state == ST_REQUEST)
+    conn_close(c, R_CLOSED, "shutting down");
 }
+
+static const frontend_session_ops s5_ops = {
+    .client_io = s5_client_io,
+    .deadline = s5_deadline,
+    .hangup = s5_hangup,
+    .auth_done = s5_auth_done,
+    .open_done = s5_open_done,
+    .relay_done = s5_relay_done,
+    .stop = s5_on_stop,
+    .end = s5_end,
+    .free = s5_free,
+};
 
 static void on_accept(void *arg, int fd, const struct sockaddr *peer,
                       socklen_t peerlen) {
   s5_server *s = arg;
   s5_conn *c = calloc(1, sizeof(*c));
   if (!c) {
-    close(fd);
-    listener_release(s->listener);
+    frontend_server_refuse(&s->fs, fd);
     return;
   }
   c->s = s;
-  c->fd = fd;
   c->target_fd = -1;
   c->reply = -1;
   c->state = ST_GREETING;
   c->t_accept = now_us();
   memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
-  c->io = api->io_new(s->ctx, fd, 0, conn_io, c);
-  c->timer = api->timer_new(s->ctx, conn_timer, c);
-  c->next = s->conns;
-  if (s->conns)
-    s->conns->prev = c;
-  s->conns = c;
-  s->n_conns++;
-  api->gauge_add(s->m_clients, 1);
-  conn_enter(c);
-  if (!c->io || !c->timer) {
+  int r = frontend_session_start(&s->fs, &c->fs, c, fd);
+  frontend_session_enter(&c->fs);
+  if (r != PH_OK) {
     conn_close(c, R_FAILURE, "out of memory");
   } else {
     set_deadline(c, s->handshake_ms);
@@ -811,7 +679,7 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
     else
       advance(c);
   }
-  conn_leave(c);
+  frontend_session_leave(&c->fs);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -856,13 +724,15 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
                    PH_METRIC_COUNTER);
   if (!s->m_clients || !s->m_refused || !s->m_handshake_fail)
     return PH_EINVAL;
+  frontend_server_init(&s->fs, api, ctx, &s5_ops, &s->sm, s->m_clients);
   return PH_OK;
 }
 
 static int s5_start(void *state) {
   s5_server *s = state;
-  if (frontend_services_get(s->ctx, api, s->password, &s->connector,
-                            &s->cself, &s->authorizer, &s->aself) != PH_OK)
+  if (frontend_services_get(s->ctx, api, s->password, &s->fs.connector,
+                            &s->fs.connector_self, &s->fs.authorizer,
+                            &s->fs.authorizer_self) != PH_OK)
     return PH_ENOENT;
   snprintf(s->listen, sizeof(s->listen), "%s", api->conf_str(s->ctx, "listen"));
   s->backlog = api->conf_int(s->ctx, "backlog");
@@ -878,15 +748,15 @@ static int s5_start(void *state) {
                      .arg = s,
                      .refused_total = s->m_refused};
   char err[256];
-  s->listener = listener_open(api, s->ctx, &o, err, sizeof(err));
-  if (!s->listener) {
+  s->fs.listener = listener_open(api, s->ctx, &o, err, sizeof(err));
+  if (!s->fs.listener) {
     PH_LOG(api, s->ctx, PH_LOG_ERROR, "socks5 listener failed",
            PH_STR("reason", err));
     return PH_EINVAL;
   }
-  listener_resume(s->listener);
+  listener_resume(s->fs.listener);
   PH_LOG(api, s->ctx, PH_LOG_INFO, "socks5 listening", PH_STR("listen", listen),
-         PH_INT("port", listener_port(s->listener)),
+         PH_INT("port", listener_port(s->fs.listener)),
          PH_STR("auth", s->password ? "password" : "none"));
   return PH_OK;
 }
@@ -899,42 +769,20 @@ static int s5_reload(void *state) {
   return PH_OK;
 }
 
-/* Stop accepting; clients still in their handshake are closed, opens and
- * relays finish on their own within the host's drain deadline. */
+/* Stop accepting; the sessions decide (s5_on_stop). */
 static int s5_stop(void *state) {
   s5_server *s = state;
-  listener_close(s->listener);
-  s->listener = NULL;
-  for (s5_conn *c = s->conns, *next; c; c = next) {
-    next = c->next;
-    if (c->state == ST_GREETING || c->state == ST_AUTH ||
-        c->state == ST_REQUEST)
-      conn_close(c, R_CLOSED, "shutting down");
-  }
-  if (s->n_conns == 0)
-    return PH_OK;
-  s->stopping = 1;
-  return PH_STOP_PENDING;
+  return frontend_server_stop(&s->fs);
 }
 
 static void s5_destroy(void *state) {
   s5_server *s = state;
   if (!s)
     return;
-  s->stopping = 0;
-  while (s->conns) {
-    s5_conn *c = s->conns;
-    if (c->relay) {
-      relay_abort(c->relay);
-      c->relay = NULL;
-      api->gauge_add(s->sm.active, -1);
-    }
-    conn_end(c); /* no entry runs: freed at once */
-  }
-  listener_close(s->listener);
-  if (s->connector)
+  frontend_server_destroy(&s->fs); /* ends the sessions, quietly */
+  if (s->fs.connector)
     api->service_release(s->ctx, PH_CONNECTOR_SERVICE);
-  if (s->authorizer)
+  if (s->fs.authorizer)
     api->service_release(s->ctx, PH_AUTHORIZER_SERVICE);
   free(s);
 }

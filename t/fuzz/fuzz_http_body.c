@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HDR 6
 
-static const hb_limits limits[] = {{4096, 8192}, {8, 8}, {32, 64}, {3, 2}};
-static const hb_limits roomy = {65536, 65536};
+static const hp_body_limits limits[] = {{4096, 8192}, {8, 8}, {32, 64}, {3, 2}};
+static const hp_body_limits roomy = {65536, 65536};
 
 /* ---- randomness from the input ------------------------------------------ */
 
@@ -71,7 +71,7 @@ typedef struct ref {
   const unsigned char *s;
   size_t n, i;
   size_t lim_at; /* the first offset past the current line's limit */
-  int r;         /* R_UNSET while going, then an hb_result */
+  int r;         /* R_UNSET while going, then an hp_body_result */
   size_t at;     /* HB_DONE: the end; HB_ERROR: the offending byte */
   char *pay;
   size_t plen;
@@ -254,7 +254,7 @@ static int ref_size_line(ref *p, uint64_t *size) {
 }
 
 /* trailer-section CRLF: *( token ":" OWS field-value OWS CRLF ) CRLF. */
-static void ref_trailer(ref *p, const hb_limits *lim) {
+static void ref_trailer(ref *p, const hp_body_limits *lim) {
   p->lim_at = sat_add(p->i, lim->max_trailer);
   for (;;) {
     int c = ref_byte(p);
@@ -287,7 +287,7 @@ static void ref_trailer(ref *p, const hb_limits *lim) {
   }
 }
 
-static void ref_chunked(ref *p, const hb_limits *lim) {
+static void ref_chunked(ref *p, const hp_body_limits *lim) {
   p->r = R_UNSET;
   for (;;) {
     uint64_t size;
@@ -315,7 +315,8 @@ static void ref_chunked(ref *p, const hb_limits *lim) {
   }
 }
 
-/* ---- running hb_decode ------------------------------------------------------ */
+/* ---- running hp_body_decode
+ * ------------------------------------------------------ */
 
 typedef struct got {
   int r;
@@ -331,16 +332,16 @@ static size_t next_read(int how, size_t step, size_t left) {
 
 /* Decodes body[0..n) in reads (each in its own exactly sized buffer),
  * in place or into g->pay, checking every call's promises. */
-static void decode(int kind, uint64_t length, const hb_limits *lim,
+static void decode(int kind, uint64_t length, const hp_body_limits *lim,
                    const char *body, size_t n, int how, size_t step,
                    int inplace, got *g) {
-  hb_decoder d;
-  hb_decoder_init(&d, kind, length, lim);
+  hp_body_decoder d;
+  hp_body_decoder_init(&d, kind, length, lim);
   g->r = HB_MORE;
   g->used = g->plen = 0;
   size_t u, p;
   if (n == 0) {
-    g->r = hb_decode(&d, NULL, 0, g->pay, &u, &p);
+    g->r = hp_body_decode(&d, NULL, 0, g->pay, &u, &p);
     check(u == 0 && p == 0);
   }
   while (g->used < n && g->r == HB_MORE) {
@@ -349,7 +350,7 @@ static void decode(int kind, uint64_t length, const hb_limits *lim,
     check(buf != NULL);
     memcpy(buf, body + g->used, k);
     char *out = inplace ? buf : g->pay + g->plen;
-    g->r = hb_decode(&d, buf, k, out, &u, &p);
+    g->r = hp_body_decode(&d, buf, k, out, &u, &p);
     check(g->r == HB_MORE || g->r == HB_DONE || g->r == HB_ERROR);
     check(u <= k && p <= u);
     if (g->r == HB_MORE)
@@ -365,13 +366,14 @@ static void decode(int kind, uint64_t length, const hb_limits *lim,
   if (g->r != HB_MORE) {
     char one = 'x';
     u = p = 7;
-    check(hb_decode(&d, &one, 1, &one, &u, &p) == g->r && u == 0 && p == 0);
-    check(hb_decode_eof(&d) == g->r);
+    check(hp_body_decode(&d, &one, 1, &one, &u, &p) == g->r && u == 0 &&
+          p == 0);
+    check(hp_body_decode_eof(&d) == g->r);
   } else {
-    int e = hb_decode_eof(&d);
+    int e = hp_body_decode_eof(&d);
     check(e == (kind == HB_CLOSE ? HB_DONE : HB_ERROR));
     char one = 'x';
-    check(hb_decode(&d, &one, 1, &one, &u, &p) == e && u == 0 && p == 0);
+    check(hp_body_decode(&d, &one, 1, &one, &u, &p) == e && u == 0 && p == 0);
   }
 }
 
@@ -382,7 +384,7 @@ static int same(const got *a, const got *b) {
 
 /* ---- the encoder ----------------------------------------------------------- */
 
-static size_t plan_total(const hb_plan *pl) {
+static size_t plan_total(const hp_body_plan *pl) {
   return pl->pre_len + pl->payload + pl->post_len;
 }
 
@@ -392,27 +394,27 @@ static void encode(int kind, const char *pay, size_t len) {
   /* At most 22 framing bytes a chunk, a chunk a byte, and the end. */
   char *wire = malloc(len + 22 * len + 16), *back = malloc(len + 1);
   check(wire != NULL && back != NULL);
-  hb_encoder e;
-  hb_decoder d;
-  hb_encoder_init(&e, kind);
-  hb_decoder_init(&d, kind == HB_CHUNKED ? HB_CHUNKED : HB_LENGTH, len,
-                  &roomy);
+  hp_body_encoder e;
+  hp_body_decoder d;
+  hp_body_encoder_init(&e, kind);
+  hp_body_decoder_init(&d, kind == HB_CHUNKED ? HB_CHUNKED : HB_LENGTH, len,
+                       &roomy);
   size_t arrived = 0, sent = 0, wn = 0, bn = 0;
   int verdict = d.done ? HB_DONE : HB_MORE;
-  for (size_t iter = 0; !hb_encode_finished(&e); iter++) {
+  for (size_t iter = 0; !hp_body_encode_finished(&e); iter++) {
     check(iter < 4 * len + 1000);
     if (arrived < len && below(2) == 0)
       arrived += 1 + below(below(2) ? 16 : len - arrived);
     if (arrived > len)
       arrived = len;
     int end = arrived == len;
-    hb_plan pl;
-    hb_encode_plan(&e, arrived - sent, end, &pl);
+    hp_body_plan pl;
+    hp_body_encode_plan(&e, arrived - sent, end, &pl);
     check(pl.payload <= arrived - sent && pl.pre_len <= sizeof(e.frame) &&
           pl.post_len <= sizeof(e.frame));
     size_t total = plan_total(&pl);
     if (total == 0) {
-      check(!end || hb_encode_finished(&e));
+      check(!end || hp_body_encode_finished(&e));
       continue;
     }
     size_t n = below(8) == 0 ? below(total + 1) : 1 + below(total);
@@ -423,15 +425,15 @@ static void encode(int kind, const char *pay, size_t len) {
       wire[wn + w++] = pay[sent + k];
     for (size_t k = 0; k < pl.post_len && w < n; k++)
       wire[wn + w++] = pl.post[k];
-    size_t took = hb_encode_sent(&e, &pl, n);
+    size_t took = hp_body_encode_sent(&e, &pl, n);
     check(took <= pl.payload && took <= n);
     if (w) {
       size_t u, p;
       check(verdict == HB_MORE);
-      verdict = hb_decode(&d, wire + wn, w, back + bn, &u, &p);
+      verdict = hp_body_decode(&d, wire + wn, w, back + bn, &u, &p);
       check(verdict != HB_ERROR);
       /* Done exactly with the encoder's last byte, never before. */
-      check((verdict == HB_DONE) == (hb_encode_finished(&e) != 0));
+      check((verdict == HB_DONE) == (hp_body_encode_finished(&e) != 0));
       check(u == w);
       bn += p;
     }
@@ -453,7 +455,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              : data[0] % 3 == 1 ? HB_LENGTH
                                 : HB_CLOSE;
   size_t step = (size_t)(data[1] % 64) + 1;
-  const hb_limits *lim = &limits[data[2] % 4];
+  const hp_body_limits *lim = &limits[data[2] % 4];
   rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)data[3] << 32) ^ size;
   uint64_t length = (uint64_t)data[4] | (uint64_t)data[5] << 8;
   const char *body = (const char *)data + HDR;

@@ -10,10 +10,10 @@
  *  - a finished head respects every limit and its spans lie inside it;
  *    an unfinished one is still within the limits; an error is one of the
  *    documented statuses;
- *  - what the rewrite produces fits hh_write_max, parses again as one
+ *  - what the rewrite produces fits hp_head_write_max, parses again as one
  *    whole head, and carries no hop-by-hop field but our own Connection,
  *    and exactly the framing the proxy chose (none of the peer's);
- *  - hh_framing's verdict is one of the documented ones;
+ *  - hp_head_framing's verdict is one of the documented ones;
  *  - Basic decoding stays inside its buffer.
  * Bodies are fuzz_http_body's; the response path as a whole is
  * fuzz_http_response's. */
@@ -39,9 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
     }                                                                       \
   } while (0)
 
-static const hh_limits limits[] = {
+static const hp_head_limits limits[] = {
     {8192, 16384, 100}, {64, 128, 4}, {256, 1024, 1}, {16384, 65536, 1000}};
-static const hh_limits roomy = {65536, 262144, 4000};
+static const hp_head_limits roomy = {65536, 262144, 4000};
 
 /* Feeds text in steps into an exactly sized buffer that moves each time. */
 static int feed(http_head *h, const char *text, size_t n, size_t step,
@@ -59,19 +59,19 @@ static int feed(http_head *h, const char *text, size_t n, size_t step,
     free(buf);
     buf = nb;
     len += k;
-    r = hh_parse(h, buf, len);
+    r = hp_head_parse(h, buf, len);
   }
   *out = buf;
   *fed = len;
   return r;
 }
 
-static void check_span(hh_span s, size_t end) {
+static void check_span(hp_head_span s, size_t end) {
   check((size_t)s.off + s.len <= end);
 }
 
 static void check_head(const http_head *h, int r, size_t len,
-                       const hh_limits *lim, const char *buf) {
+                       const hp_head_limits *lim, const char *buf) {
   if (r == HH_ERROR) {
     check(h->status == 400 || h->status == 414 || h->status == 431 ||
           h->status == 505 || h->status == 503);
@@ -97,22 +97,22 @@ static void check_head(const http_head *h, int r, size_t len,
 /* The rewritten head parses again, whole, with only our Connection and
  * the framing fr says. */
 static void reparse(const char *out, size_t n, enum http_parser_type kind,
-                    int no_body, const hh_frame *fr) {
+                    int no_body, const hp_head_frame *fr) {
   http_head g;
-  hh_init(&g, kind, &roomy);
+  hp_head_init(&g, kind, &roomy);
   if (no_body)
-    hh_expect_no_body(&g);
+    hp_head_expect_no_body(&g);
   char *copy = malloc(n);
   check(copy != NULL);
   memcpy(copy, out, n);
-  check(hh_parse(&g, copy, n) == HH_DONE);
+  check(hp_head_parse(&g, copy, n) == HH_DONE);
   check(g.head_len == n);
   for (size_t i = 0; i < g.n_fields; i++) {
-    if (!hh_hop_by_hop(&g, i))
+    if (!hp_head_hop_by_hop(&g, i))
       continue;
     /* Ours, or a field called "close" that our "Connection: close"
      * happens to name. */
-    const hh_field *f = &g.fields[i];
+    const hp_head_field *f = &g.fields[i];
     check((f->name.len == 10 &&
            memcmp(copy + f->name.off, "Connection", 10) == 0) ||
           (f->name.len == 5 && strncasecmp(copy + f->name.off, "close", 5) == 0));
@@ -127,18 +127,18 @@ static void reparse(const char *out, size_t n, enum http_parser_type kind,
   int k, has;
   uint64_t len;
   if (fr->kind == HB_LENGTH) {
-    check(hh_framing(&g, copy, &k, &len, &has) == 0);
+    check(hp_head_framing(&g, copy, &k, &len, &has) == 0);
     check(has && len == fr->length);
   }
-  hh_free(&g);
+  hp_head_free(&g);
   free(copy);
 }
 
-/* hh_framing answers with a kind, or the documented status. */
-static void framing(const http_head *h, const char *buf, hh_frame *fr) {
+/* hp_head_framing answers with a kind, or the documented status. */
+static void framing(const http_head *h, const char *buf, hp_head_frame *fr) {
   int kind, has;
   uint64_t len;
-  int st = hh_framing(h, buf, &kind, &len, &has);
+  int st = hp_head_framing(h, buf, &kind, &len, &has);
   if (h->parser.type == HTTP_REQUEST)
     check(st == 0 || st == 400 || st == 501);
   else
@@ -158,8 +158,8 @@ static void basic(const char *p, size_t n) {
   char out[512];
   const char *u, *pw;
   size_t ul, pl;
-  if (hh_basic_decode(p, n > 1024 ? 1024 : n, out, sizeof(out), &u, &ul, &pw,
-                      &pl) == 0) {
+  if (hp_head_basic_decode(p, n > 1024 ? 1024 : n, out, sizeof(out), &u, &ul,
+                           &pw, &pl) == 0) {
     check(u == out && ul > 0 && ul <= 255 && pl <= 255);
     check(pw > u && pw + pl < out + sizeof(out));
     check(u[ul] == '\0' && pw[pl] == '\0');
@@ -171,17 +171,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   int mode = data[0] % 3;
   size_t step = (size_t)(data[1] % 32) + 1;
-  const hh_limits *lim = &limits[data[2] % 4];
+  const hp_head_limits *lim = &limits[data[2] % 4];
   const char *text = (const char *)data + 3;
   size_t n = size - 3;
   enum http_parser_type kind = mode == 0 ? HTTP_REQUEST : HTTP_RESPONSE;
 
   http_head a, b;
-  hh_init(&a, kind, lim);
-  hh_init(&b, kind, lim);
+  hp_head_init(&a, kind, lim);
+  hp_head_init(&b, kind, lim);
   if (mode == 2) {
-    hh_expect_no_body(&a);
-    hh_expect_no_body(&b);
+    hp_head_expect_no_body(&a);
+    hp_head_expect_no_body(&b);
   }
   char *ba, *bb;
   size_t la, lb;
@@ -195,32 +195,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * not. */
   if (ra == HH_DONE) {
     check(a.head_len == b.head_len && a.n_fields == b.n_fields);
-    size_t max = hh_write_max(&a);
+    size_t max = hp_head_write_max(&a);
     char *out = malloc(max);
     check(out != NULL);
-    hh_frame fr;
+    hp_head_frame fr;
     framing(&a, ba, &fr);
     if (kind == HTTP_REQUEST) {
-      hh_target t;
-      if (hh_target_parse(&a, ba, &t) == 0) {
+      hp_head_target t;
+      if (hp_head_target_parse(&a, ba, &t) == 0) {
         check(t.host[0] != '\0' && t.port > 0);
         if (t.form == HH_FORM_ABSOLUTE) {
-          ssize_t w = hh_write_request(&a, ba, &t, &fr, out, max);
+          ssize_t w = hp_head_write_request(&a, ba, &t, &fr, out, max);
           check(w > 0 && (size_t)w <= max);
           reparse(out, (size_t)w, HTTP_REQUEST, 0, &fr);
         }
       }
     } else {
       for (int close = 0; close <= 1; close++) {
-        ssize_t w = hh_write_response(&a, ba, &fr, close, close, out, max);
+        ssize_t w = hp_head_write_response(&a, ba, &fr, close, close, out, max);
         check(w > 0 && (size_t)w <= max);
         reparse(out, (size_t)w, HTTP_RESPONSE, mode == 2, &fr);
       }
     }
     free(out);
   }
-  hh_free(&a);
-  hh_free(&b);
+  hp_head_free(&a);
+  hp_head_free(&b);
   free(ba);
   free(bb);
   basic(text, n);

@@ -1,8 +1,8 @@
 /* libFuzzer target for the http_proxy module's response path, as
  * http_forward.c runs it: an origin's bytes (interim heads, the final
  * head, the body) parsed (http_head.c), the body's framing judged
- * (hh_framing) and decoded in place (http_body.c), the head rewritten and
- * the payload framed again for the client (hh_reframe, the encoder) with
+ * (hp_head_framing) and decoded in place (http_body.c), the head rewritten and
+ * the payload framed again for the client (hp_head_reframe, the encoder) with
  * partial writes. Then a strict client reads what the proxy wrote.
  *
  * Input: byte 0: bit 0 the client speaks HTTP/1.0, bit 1 the request was
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_INTERIM 8 /* as http_forward.c */
 
-static const hh_limits limits[] = {
+static const hp_head_limits limits[] = {
     {8192, 16384, 100}, {64, 128, 4}, {256, 1024, 8}, {16384, 65536, 1000}};
 
 /* A growing byte string. */
@@ -65,7 +65,7 @@ static void append(bytes *b, const void *s, size_t n) {
 
 /* The proxy's side of one exchange. */
 typedef struct proxy {
-  const hh_limits *lim;
+  const hp_head_limits *lim;
   int client_minor, head_req;
   bytes in;       /* the origin's bytes read so far, not consumed */
   bytes out;      /* what the client got */
@@ -74,16 +74,16 @@ typedef struct proxy {
   int interim, final, failed, cut;
   int in_kind, out_kind;
   http_head resp;
-  hb_decoder d;
-  hb_encoder e;
+  hp_body_decoder d;
+  hp_body_encoder e;
   unsigned wseed;
 } proxy;
 
 static void new_head(proxy *p) {
-  hh_free(&p->resp);
-  hh_init(&p->resp, HTTP_RESPONSE, p->lim);
+  hp_head_free(&p->resp);
+  hp_head_init(&p->resp, HTTP_RESPONSE, p->lim);
   if (p->head_req)
-    hh_expect_no_body(&p->resp);
+    hp_head_expect_no_body(&p->resp);
 }
 
 static void consume(bytes *b, size_t n) {
@@ -92,12 +92,12 @@ static void consume(bytes *b, size_t n) {
 }
 
 /* Writes the rewritten head to the client. */
-static void write_head(proxy *p, const hh_frame *fr, int interim) {
-  size_t max = hh_write_max(&p->resp);
+static void write_head(proxy *p, const hp_head_frame *fr, int interim) {
+  size_t max = hp_head_write_max(&p->resp);
   char *h = malloc(max);
   check(h != NULL);
-  ssize_t n = hh_write_response(&p->resp, p->in.p, fr, 0,
-                                interim ? 1 : p->client_minor, h, max);
+  ssize_t n = hp_head_write_response(&p->resp, p->in.p, fr, 0,
+                                     interim ? 1 : p->client_minor, h, max);
   check(n > 0 && (size_t)n <= max);
   append(&p->out, h, (size_t)n);
   free(h);
@@ -107,8 +107,8 @@ static void write_head(proxy *p, const hh_frame *fr, int interim) {
  * wseed, until nothing is ready. */
 static void flush_body(proxy *p) {
   for (int guard = 0; guard < 100000; guard++) {
-    hb_plan pl;
-    hb_encode_plan(&p->e, p->dec, p->d.done, &pl);
+    hp_body_plan pl;
+    hp_body_encode_plan(&p->e, p->dec, p->d.done, &pl);
     size_t want = pl.pre_len + pl.payload + pl.post_len;
     if (want == 0)
       return;
@@ -126,7 +126,7 @@ static void flush_body(proxy *p) {
     left -= k;
     k = left < pl.post_len ? left : pl.post_len;
     append(&p->out, pl.post, k);
-    size_t used = hb_encode_sent(&p->e, &pl, n);
+    size_t used = hp_body_encode_sent(&p->e, &pl, n);
     check(used <= pl.payload && used <= p->dec);
     consume(&p->in, used);
     p->dec -= used;
@@ -140,7 +140,7 @@ static void decode(proxy *p) {
     return;
   char *s = p->in.p + p->dec;
   size_t n = p->in.len - p->dec, used = 0, made = 0;
-  int r = hb_decode(&p->d, s, n, s, &used, &made);
+  int r = hp_body_decode(&p->d, s, n, s, &used, &made);
   check(used <= n && made <= used);
   append(&p->payload, s, made);
   if (r == HB_ERROR) {
@@ -157,21 +157,21 @@ static void decode(proxy *p) {
 static void on_final(proxy *p) {
   int kind, has;
   uint64_t length;
-  if (hh_framing(&p->resp, p->in.p, &kind, &length, &has)) {
+  if (hp_head_framing(&p->resp, p->in.p, &kind, &length, &has)) {
     p->failed = 1;
     return;
   }
   p->in_kind = kind;
-  p->out_kind = hh_reframe(kind, p->client_minor);
-  hh_frame fr = {p->out_kind, length};
-  int status = hh_status(&p->resp);
+  p->out_kind = hp_head_reframe(kind, p->client_minor);
+  hp_head_frame fr = {p->out_kind, length};
+  int status = hp_head_status(&p->resp);
   if (kind == HB_NONE && has && status != 204)
     fr.kind = HB_LENGTH;
   write_head(p, &fr, 0);
   consume(&p->in, p->resp.head_len);
-  hb_limits bl = {p->lim->max_line, p->lim->max_header_bytes};
-  hb_decoder_init(&p->d, kind, length, &bl);
-  hb_encoder_init(&p->e, kind == HB_NONE ? HB_NONE : p->out_kind);
+  hp_body_limits bl = {p->lim->max_line, p->lim->max_header_bytes};
+  hp_body_decoder_init(&p->d, kind, length, &bl);
+  hp_body_encoder_init(&p->e, kind == HB_NONE ? HB_NONE : p->out_kind);
   p->final = 1;
   p->dec = 0;
 }
@@ -179,14 +179,14 @@ static void on_final(proxy *p) {
 /* New origin bytes arrived in in. */
 static void step(proxy *p) {
   while (!p->final && !p->failed && p->in.len > 0) {
-    int r = hh_parse(&p->resp, p->in.p, p->in.len);
+    int r = hp_head_parse(&p->resp, p->in.p, p->in.len);
     if (r == HH_MORE)
       return;
     if (r == HH_ERROR) {
       p->failed = 1;
       return;
     }
-    int status = hh_status(&p->resp);
+    int status = hp_head_status(&p->resp);
     if (status < 100 || status > 599 || status == 101) {
       p->failed = 1;
       return;
@@ -200,7 +200,7 @@ static void step(proxy *p) {
       return;
     }
     if (p->client_minor) {
-      hh_frame none = {HB_NONE, 0};
+      hp_head_frame none = {HB_NONE, 0};
       write_head(p, &none, 1);
     }
     consume(&p->in, p->resp.head_len);
@@ -220,41 +220,42 @@ static void client_reads(const proxy *p) {
   memcpy(buf, p->out.p, p->out.len);
   size_t off = 0;
   int interims = 0;
-  static const hh_limits roomy = {65536, 262144, 4000};
+  static const hp_head_limits roomy = {65536, 262144, 4000};
   for (;;) {
     http_head h;
-    hh_init(&h, HTTP_RESPONSE, &roomy);
+    hp_head_init(&h, HTTP_RESPONSE, &roomy);
     if (p->head_req)
-      hh_expect_no_body(&h);
-    int r = hh_parse(&h, buf + off, p->out.len - off);
+      hp_head_expect_no_body(&h);
+    int r = hp_head_parse(&h, buf + off, p->out.len - off);
     check(r == HH_DONE);
-    check(hh_minor(&h) == 1); /* we speak HTTP/1.1 */
-    int status = hh_status(&h);
+    check(hp_head_minor(&h) == 1); /* we speak HTTP/1.1 */
+    int status = hp_head_status(&h);
     if (status / 100 == 1) {
       check(p->client_minor == 1); /* no interim to an HTTP/1.0 client */
       interims++;
       off += h.head_len;
-      hh_free(&h);
+      hp_head_free(&h);
       continue;
     }
     check(interims == (p->client_minor ? p->interim : 0));
     int kind, has;
     uint64_t length;
-    check(hh_framing(&h, buf + off, &kind, &length, &has) == 0);
+    check(hp_head_framing(&h, buf + off, &kind, &length, &has) == 0);
     size_t te = 0;
     for (size_t i = 0; i < h.n_fields; i++)
       te += h.fields[i].te;
     check(te <= 1 && (te == 0 || p->client_minor == 1));
     check(kind == (p->in_kind == HB_NONE ? HB_NONE : p->out_kind));
     off += h.head_len;
-    hh_free(&h);
-    hb_limits bl = {65536, 262144};
-    hb_decoder d;
-    hb_decoder_init(&d, kind, length, &bl);
+    hp_head_free(&h);
+    hp_body_limits bl = {65536, 262144};
+    hp_body_decoder d;
+    hp_body_decoder_init(&d, kind, length, &bl);
     char *body = malloc(p->out.len - off + 1);
     check(body != NULL);
     size_t used = 0, made = 0;
-    int br = hb_decode(&d, buf + off, p->out.len - off, body, &used, &made);
+    int br =
+        hp_body_decode(&d, buf + off, p->out.len - off, body, &used, &made);
     check(br != HB_ERROR);
     /* What the client decoded is a prefix of, or all of, the payload. */
     check(made <= p->payload.len);
@@ -265,7 +266,7 @@ static void client_reads(const proxy *p) {
       check(made == p->payload.len);
     } else if (!p->cut) {
       /* Not complete without the close: only close-framed bodies. */
-      check(hb_decode_eof(&d) == HB_DONE);
+      check(hp_body_decode_eof(&d) == HB_DONE);
       check(made == p->payload.len);
     }
     free(body);
@@ -293,25 +294,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     append(&p.in, text + off, k);
     step(&p);
     if (!p.final && p.in.len >= p.lim->max_line + p.lim->max_header_bytes)
-      check(p.failed); /* hh_parse refuses before the buffer is full */
+      check(p.failed); /* hp_head_parse refuses before the buffer is full */
   }
   if (p.failed && p.final)
     p.cut = 1; /* bad framing mid-body: the proxy closes the client */
   if (!p.failed && p.final) {
     /* The origin closed. */
-    if (hb_decode_eof(&p.d) == HB_DONE)
+    if (hp_body_decode_eof(&p.d) == HB_DONE)
       flush_body(&p);
     else
       p.cut = 1;
     if (!p.cut)
-      check(hb_encode_finished(&p.e));
+      check(hp_body_encode_finished(&p.e));
   }
   if (p.failed && p.out.len == 0) {
     /* The proxy answers 502 of its own: nothing of the origin's. */
   } else if (p.final) {
     client_reads(&p);
   }
-  hh_free(&p.resp);
+  hp_head_free(&p.resp);
   free(p.in.p);
   free(p.out.p);
   free(p.payload.p);

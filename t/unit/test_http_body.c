@@ -18,7 +18,7 @@
 #include "http_body.h"
 #include "tap.h"
 
-static const hb_limits std_lim = {4096, 8192};
+static const hp_body_limits std_lim = {4096, 8192};
 
 #define S(lit) (lit), (sizeof(lit) - 1)
 
@@ -39,18 +39,18 @@ typedef struct outcome {
  * read in its own exactly sized buffer (so ASan sees any read past it).
  * inplace: each read is decoded into its own buffer. Stops at the first
  * verdict other than HB_MORE. */
-static void run(int kind, uint64_t length, const hb_limits *lim,
+static void run(int kind, uint64_t length, const hp_body_limits *lim,
                 const char *in, size_t n, size_t first, size_t step,
                 int inplace, outcome *o) {
-  hb_decoder d;
-  hb_decoder_init(&d, kind, length, lim);
+  hp_body_decoder d;
+  hp_body_decoder_init(&d, kind, length, lim);
   o->r = HB_MORE;
   o->used = o->plen = 0;
   o->contract = 1;
   size_t off = 0, k = first;
   if (n == 0) {
     size_t u = 1, p = 1;
-    o->r = hb_decode(&d, "", 0, o->pay, &u, &p);
+    o->r = hp_body_decode(&d, "", 0, o->pay, &u, &p);
     o->contract = u == 0 && p == 0;
     return;
   }
@@ -61,7 +61,7 @@ static void run(int kind, uint64_t length, const hb_limits *lim,
     memcpy(buf, in + off, k);
     size_t u = 0, p = 0;
     char *out = inplace ? buf : o->pay + o->plen;
-    o->r = hb_decode(&d, buf, k, out, &u, &p);
+    o->r = hp_body_decode(&d, buf, k, out, &u, &p);
     if (u > k || p > u || (o->r == HB_MORE && u != k) ||
         o->plen + p > sizeof(o->pay))
       o->contract = 0;
@@ -81,7 +81,7 @@ static int same(const outcome *a, const outcome *b) {
 }
 
 /* One-shot decoding of a chunked body with limits. */
-static int chunked(const hb_limits *lim, const char *in, size_t n,
+static int chunked(const hp_body_limits *lim, const char *in, size_t n,
                    outcome *o) {
   run(HB_CHUNKED, 0, lim, in, n, n, n, 0, o);
   return o->r;
@@ -96,11 +96,11 @@ typedef struct vec {
   int r;
   long used; /* -1: all of it */
   const char *pay;
-  const hb_limits *lim; /* NULL: std_lim */
+  const hp_body_limits *lim; /* NULL: std_lim */
 } vec;
 
-static const hb_limits line8 = {8, 8192};     /* size lines of 8 bytes */
-static const hb_limits trailer16 = {4096, 16}; /* 16 trailer bytes */
+static const hp_body_limits line8 = {8, 8192};      /* size lines of 8 bytes */
+static const hp_body_limits trailer16 = {4096, 16}; /* 16 trailer bytes */
 
 static const vec vecs[] = {
     /* Accepted. */
@@ -281,7 +281,7 @@ static void test_split_invariance(void) {
   size_t failures = 0, runs = 0;
   for (size_t i = 0; i < N_VECS; i++) {
     const vec *v = &vecs[i];
-    const hb_limits *lim = v->lim ? v->lim : &std_lim;
+    const hp_body_limits *lim = v->lim ? v->lim : &std_lim;
     run(HB_CHUNKED, 0, lim, v->in, v->n, v->n, v->n, 0, &one);
     int good = 1;
     run(HB_CHUNKED, 0, lim, v->in, v->n, 1, 1, 0, &other);
@@ -333,21 +333,21 @@ static void test_chunked_more(void) {
   ok(o.r == HB_ERROR && o.used == 3 + std_lim.max_trailer,
      "TM-SEC-1 many small trailer fields are refused at max_trailer");
 
-  hb_limits tiny = {4096, 2};
+  hp_body_limits tiny = {4096, 2};
   is_int(chunked(&tiny, S("0\r\n\r\n"), &o), HB_DONE,
          "TM-SEC-1 max_trailer 2 takes just the final CRLF");
   tiny.max_trailer = 1;
   ok(chunked(&tiny, S("0\r\n\r\n"), &o) == HB_ERROR && o.used == 4,
      "TM-SEC-1 max_trailer 1 refuses even an empty trailer section");
-  hb_limits zero = {0, 0};
+  hp_body_limits zero = {0, 0};
   ok(chunked(&zero, S("0\r\n\r\n"), &o) == HB_ERROR && o.used == 0,
      "TM-SEC-1 zero limits refuse every chunked body");
 
-  hb_decoder d;
+  hp_body_decoder d;
   size_t u = 9, p = 9;
   char out[16];
-  hb_decoder_init(&d, HB_CHUNKED, 0, NULL);
-  ok(hb_decode(&d, "0\r\n\r\n", 5, out, &u, &p) == HB_ERROR && u == 0,
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, NULL);
+  ok(hp_body_decode(&d, "0\r\n\r\n", 5, out, &u, &p) == HB_ERROR && u == 0,
      "no limits given: chunked bodies fail closed");
 
   /* Many small chunks, one size line limit each. */
@@ -359,7 +359,7 @@ static void test_chunked_more(void) {
   }
   memcpy(many + n, "0\r\n\r\n", 5);
   n += 5;
-  hb_limits small = {3, 2};
+  hp_body_limits small = {3, 2};
   ok(chunked(&small, many, n, &o) == HB_DONE && o.used == n && o.plen == 1000,
      "1000 one-byte chunks with 3-byte size lines");
 
@@ -374,40 +374,43 @@ static void test_chunked_more(void) {
      "a 4096-byte chunk in 1000-byte reads");
 
   /* After HB_DONE and HB_ERROR. */
-  hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
-  ok(hb_decode(&d, S("3\r\nabc\r\n0\r\n\r\nXYZ"), out, &u, &p) == HB_DONE &&
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+  ok(hp_body_decode(&d, S("3\r\nabc\r\n0\r\n\r\nXYZ"), out, &u, &p) ==
+             HB_DONE &&
          u == 13 && p == 3 && d.payload == 3,
      "done: used stops at the end, payload counted");
   u = p = 9;
-  ok(hb_decode(&d, S("1\r\nx\r\n"), out, &u, &p) == HB_DONE && u == 0 &&
+  ok(hp_body_decode(&d, S("1\r\nx\r\n"), out, &u, &p) == HB_DONE && u == 0 &&
          p == 0,
      "after HB_DONE: HB_DONE with nothing used or produced");
-  is_int(hb_decode_eof(&d), HB_DONE, "eof after the end is fine");
+  is_int(hp_body_decode_eof(&d), HB_DONE, "eof after the end is fine");
 
-  hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
-  ok(hb_decode(&d, S("2\r\nab\r\n5;\n"), out, &u, &p) == HB_ERROR && u == 9 &&
-         p == 2,
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+  ok(hp_body_decode(&d, S("2\r\nab\r\n5;\n"), out, &u, &p) == HB_ERROR &&
+         u == 9 && p == 2,
      "error: used and produced say how far it got");
   u = p = 9;
-  ok(hb_decode(&d, S("0\r\n\r\n"), out, &u, &p) == HB_ERROR && u == 0 &&
+  ok(hp_body_decode(&d, S("0\r\n\r\n"), out, &u, &p) == HB_ERROR && u == 0 &&
          p == 0,
      "after HB_ERROR: HB_ERROR with nothing used or produced");
-  is_int(hb_decode_eof(&d), HB_ERROR, "eof after an error is an error");
+  is_int(hp_body_decode_eof(&d), HB_ERROR, "eof after an error is an error");
 
-  hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
-  ok(hb_decode(&d, NULL, 0, out, &u, &p) == HB_MORE && u == 0 && p == 0,
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+  ok(hp_body_decode(&d, NULL, 0, out, &u, &p) == HB_MORE && u == 0 && p == 0,
      "len 0 changes nothing");
-  ok(hb_decode(&d, S("2\r\nab"), out, &u, &p) == HB_MORE && u == 5 && p == 2,
+  ok(hp_body_decode(&d, S("2\r\nab"), out, &u, &p) == HB_MORE && u == 5 &&
+         p == 2,
      "chunked: inside the data");
-  is_int(hb_decode_eof(&d), HB_ERROR, "eof inside chunk data: cut short");
-  ok(hb_decode(&d, S("\r\n0\r\n\r\n"), out, &u, &p) == HB_ERROR && u == 0,
+  is_int(hp_body_decode_eof(&d), HB_ERROR, "eof inside chunk data: cut short");
+  ok(hp_body_decode(&d, S("\r\n0\r\n\r\n"), out, &u, &p) == HB_ERROR && u == 0,
      "after a cut-short eof every call is an error");
 
-  hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
-  hb_decode(&d, S("2\r\nab\r\n0\r\n\r"), out, &u, &p);
-  is_int(hb_decode_eof(&d), HB_ERROR, "eof before the final LF: cut short");
-  hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
-  is_int(hb_decode_eof(&d), HB_ERROR, "eof before any chunk: cut short");
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+  hp_body_decode(&d, S("2\r\nab\r\n0\r\n\r"), out, &u, &p);
+  is_int(hp_body_decode_eof(&d), HB_ERROR,
+         "eof before the final LF: cut short");
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+  is_int(hp_body_decode_eof(&d), HB_ERROR, "eof before any chunk: cut short");
 }
 
 /* ---- Content-Length, close, none ----------------------------------------- */
@@ -425,74 +428,77 @@ static char *ro_page(const char *s, size_t n) {
 }
 
 static void test_length_close_none(void) {
-  hb_decoder d;
+  hp_body_decoder d;
   char out[64];
   size_t u, p;
-  hb_decoder_init(&d, HB_LENGTH, 5, &std_lim);
-  ok(hb_decode(&d, S("helloGET / HTTP/1.1\r\n\r\n"), out, &u, &p) == HB_DONE &&
+  hp_body_decoder_init(&d, HB_LENGTH, 5, &std_lim);
+  ok(hp_body_decode(&d, S("helloGET / HTTP/1.1\r\n\r\n"), out, &u, &p) ==
+             HB_DONE &&
          u == 5 && p == 5 && memcmp(out, "hello", 5) == 0,
      "Content-Length 5: 5 bytes, the pipelined request after is not used");
-  ok(hb_decode(&d, S("more"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
+  ok(hp_body_decode(&d, S("more"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
      "Content-Length: done stays done");
 
-  hb_decoder_init(&d, HB_LENGTH, 10, &std_lim);
-  ok(hb_decode(&d, S("hello"), out, &u, &p) == HB_MORE && u == 5 && p == 5,
+  hp_body_decoder_init(&d, HB_LENGTH, 10, &std_lim);
+  ok(hp_body_decode(&d, S("hello"), out, &u, &p) == HB_MORE && u == 5 && p == 5,
      "Content-Length 10: first 5");
-  ok(hb_decode(&d, S("world!!"), out, &u, &p) == HB_DONE && u == 5 && p == 5 &&
-         d.payload == 10,
+  ok(hp_body_decode(&d, S("world!!"), out, &u, &p) == HB_DONE && u == 5 &&
+         p == 5 && d.payload == 10,
      "Content-Length 10: the next 5 end it, 2 left over");
 
-  hb_decoder_init(&d, HB_LENGTH, 0, &std_lim);
-  ok(hb_decode(&d, S("GET"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
+  hp_body_decoder_init(&d, HB_LENGTH, 0, &std_lim);
+  ok(hp_body_decode(&d, S("GET"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
      "Content-Length 0: done at once");
-  is_int(hb_decode_eof(&d), HB_DONE, "Content-Length 0: eof is fine");
+  is_int(hp_body_decode_eof(&d), HB_DONE, "Content-Length 0: eof is fine");
 
-  hb_decoder_init(&d, HB_LENGTH, UINT64_MAX, NULL);
-  ok(hb_decode(&d, S("abc"), out, &u, &p) == HB_MORE && u == 3 &&
+  hp_body_decoder_init(&d, HB_LENGTH, UINT64_MAX, NULL);
+  ok(hp_body_decode(&d, S("abc"), out, &u, &p) == HB_MORE && u == 3 &&
          d.left == UINT64_MAX - 3,
      "a huge Content-Length counts down");
 
-  hb_decoder_init(&d, HB_LENGTH, 5, &std_lim);
-  hb_decode(&d, S("hel"), out, &u, &p);
-  is_int(hb_decode_eof(&d), HB_ERROR, "Content-Length: eof after 3 of 5 is "
-                                      "cut short");
-  ok(hb_decode(&d, S("lo"), out, &u, &p) == HB_ERROR && u == 0,
+  hp_body_decoder_init(&d, HB_LENGTH, 5, &std_lim);
+  hp_body_decode(&d, S("hel"), out, &u, &p);
+  is_int(hp_body_decode_eof(&d), HB_ERROR,
+         "Content-Length: eof after 3 of 5 is "
+         "cut short");
+  ok(hp_body_decode(&d, S("lo"), out, &u, &p) == HB_ERROR && u == 0,
      "Content-Length: error stays");
 
-  hb_decoder_init(&d, HB_LENGTH, 5, &std_lim);
-  hb_decode(&d, S("hello"), out, &u, &p);
-  is_int(hb_decode_eof(&d), HB_DONE, "Content-Length: eof at the end is fine");
+  hp_body_decoder_init(&d, HB_LENGTH, 5, &std_lim);
+  hp_body_decode(&d, S("hello"), out, &u, &p);
+  is_int(hp_body_decode_eof(&d), HB_DONE,
+         "Content-Length: eof at the end is fine");
 
-  hb_decoder_init(&d, HB_CLOSE, 99, &std_lim);
-  ok(hb_decode(&d, S("0\r\n\r\nanything"), out, &u, &p) == HB_MORE && u == 13 &&
-         p == 13 && memcmp(out, "0\r\n\r\nanything", 13) == 0,
+  hp_body_decoder_init(&d, HB_CLOSE, 99, &std_lim);
+  ok(hp_body_decode(&d, S("0\r\n\r\nanything"), out, &u, &p) == HB_MORE &&
+         u == 13 && p == 13 && memcmp(out, "0\r\n\r\nanything", 13) == 0,
      "close-delimited: every byte is payload");
-  is_int(hb_decode_eof(&d), HB_DONE, "close-delimited: eof ends it");
-  ok(hb_decode(&d, S("x"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
+  is_int(hp_body_decode_eof(&d), HB_DONE, "close-delimited: eof ends it");
+  ok(hp_body_decode(&d, S("x"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
      "close-delimited: done after eof");
 
-  hb_decoder_init(&d, HB_NONE, 7, &std_lim);
-  ok(hb_decode(&d, S("x"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
+  hp_body_decoder_init(&d, HB_NONE, 7, &std_lim);
+  ok(hp_body_decode(&d, S("x"), out, &u, &p) == HB_DONE && u == 0 && p == 0,
      "no body: done at once");
-  is_int(hb_decode_eof(&d), HB_DONE, "no body: eof is fine");
+  is_int(hp_body_decode_eof(&d), HB_DONE, "no body: eof is fine");
 
-  hb_decoder_init(&d, 42, 7, &std_lim);
-  ok(hb_decode(&d, S("x"), out, &u, &p) == HB_ERROR && u == 0,
+  hp_body_decoder_init(&d, 42, 7, &std_lim);
+  ok(hp_body_decode(&d, S("x"), out, &u, &p) == HB_ERROR && u == 0,
      "an unknown kind is an error");
 
   /* In place, with no copy at all: the input is on a read-only page. */
   char *ro = ro_page(S("helloNEXT"));
   if (ro) {
-    hb_decoder_init(&d, HB_LENGTH, 5, &std_lim);
-    ok(hb_decode(&d, ro, 9, ro, &u, &p) == HB_DONE && u == 5 && p == 5,
+    hp_body_decoder_init(&d, HB_LENGTH, 5, &std_lim);
+    ok(hp_body_decode(&d, ro, 9, ro, &u, &p) == HB_DONE && u == 5 && p == 5,
        "Content-Length decodes in place without writing (read-only input)");
-    hb_decoder_init(&d, HB_CLOSE, 0, &std_lim);
-    ok(hb_decode(&d, ro, 9, ro, &u, &p) == HB_MORE && p == 9,
+    hp_body_decoder_init(&d, HB_CLOSE, 0, &std_lim);
+    ok(hp_body_decode(&d, ro, 9, ro, &u, &p) == HB_MORE && p == 9,
        "close-delimited decodes in place without writing");
-    hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+    hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
     char first[] = "b\r\nhe";
-    hb_decode(&d, first, 5, first, &u, &p);
-    ok(hb_decode(&d, ro, 9, ro, &u, &p) == HB_MORE && u == 9 && p == 9,
+    hp_body_decode(&d, first, 5, first, &u, &p);
+    ok(hp_body_decode(&d, ro, 9, ro, &u, &p) == HB_MORE && u == 9 && p == 9,
        "a chunk's data continued in the next read: no copy either");
     munmap(ro, (size_t)sysconf(_SC_PAGESIZE));
   } else {
@@ -502,9 +508,9 @@ static void test_length_close_none(void) {
   /* Chunked in place: the payload moves to the front. */
   char buf[] = "5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nT: v\r\n\r\nrest";
   size_t n = sizeof(buf) - 1;
-  hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
-  ok(hb_decode(&d, buf, n, buf, &u, &p) == HB_DONE && u == n - 4 && p == 11 &&
-         memcmp(buf, "hello world", 11) == 0 &&
+  hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+  ok(hp_body_decode(&d, buf, n, buf, &u, &p) == HB_DONE && u == n - 4 &&
+         p == 11 && memcmp(buf, "hello world", 11) == 0 &&
          memcmp(buf + u, "rest", 4) == 0,
      "chunked in place: payload at the front, the rest untouched");
 }
@@ -512,7 +518,7 @@ static void test_length_close_none(void) {
 /* ---- the encoder ---------------------------------------------------------- */
 
 /* Appends what the plan says a write of n bytes sends. */
-static size_t plan_bytes(const hb_plan *pl, const char *payload, size_t n,
+static size_t plan_bytes(const hp_body_plan *pl, const char *payload, size_t n,
                          char *to) {
   size_t w = 0;
   for (size_t i = 0; i < pl->pre_len && w < n; i++)
@@ -524,127 +530,129 @@ static size_t plan_bytes(const hb_plan *pl, const char *payload, size_t n,
   return w;
 }
 
-static int plan_is(const hb_plan *pl, const char *pre, size_t payload,
+static int plan_is(const hp_body_plan *pl, const char *pre, size_t payload,
                    const char *post) {
   return pl->pre_len == strlen(pre) && memcmp(pl->pre, pre, pl->pre_len) == 0 &&
          pl->payload == payload && pl->post_len == strlen(post) &&
          memcmp(pl->post, post, pl->post_len) == 0;
 }
 
-static size_t plan_total(const hb_plan *pl) {
+static size_t plan_total(const hp_body_plan *pl) {
   return pl->pre_len + pl->payload + pl->post_len;
 }
 
 static void test_encoder_basics(void) {
-  hb_encoder e;
-  hb_plan pl;
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, 0, 0, &pl);
+  hp_body_encoder e;
+  hp_body_plan pl;
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, 0, 0, &pl);
   ok(plan_is(&pl, "", 0, ""), "chunked: nothing ready, empty plan");
-  hb_encode_plan(&e, 5, 0, &pl);
+  hp_body_encode_plan(&e, 5, 0, &pl);
   ok(plan_is(&pl, "5\r\n", 5, "\r\n"), "chunked: a chunk of the 5 ready");
-  is_int(hb_encode_sent(&e, &pl, 10), 5, "all of it sent: 5 payload bytes");
-  hb_encode_plan(&e, 255, 0, &pl);
+  is_int(hp_body_encode_sent(&e, &pl, 10), 5,
+         "all of it sent: 5 payload bytes");
+  hp_body_encode_plan(&e, 255, 0, &pl);
   ok(plan_is(&pl, "ff\r\n", 255, "\r\n"), "chunked: lowercase hex size");
-  is_int(hb_encode_sent(&e, &pl, 1), 0, "one byte of the size line");
-  hb_encode_plan(&e, 255, 0, &pl);
+  is_int(hp_body_encode_sent(&e, &pl, 1), 0, "one byte of the size line");
+  hp_body_encode_plan(&e, 255, 0, &pl);
   ok(plan_is(&pl, "f\r\n", 255, "\r\n"), "the rest of the size line");
-  is_int(hb_encode_sent(&e, &pl, 3 + 100), 100, "size line and 100 bytes");
-  hb_encode_plan(&e, 300, 0, &pl);
+  is_int(hp_body_encode_sent(&e, &pl, 3 + 100), 100, "size line and 100 bytes");
+  hp_body_encode_plan(&e, 300, 0, &pl);
   ok(plan_is(&pl, "", 155, "\r\n"),
      "an open chunk takes only its own 155 bytes");
-  is_int(hb_encode_sent(&e, &pl, 155), 155,
+  is_int(hp_body_encode_sent(&e, &pl, 155), 155,
          "the chunk's data sent, not its CRLF");
-  hb_encode_plan(&e, 0, 0, &pl);
+  hp_body_encode_plan(&e, 0, 0, &pl);
   ok(plan_is(&pl, "", 0, ""), "the owed CRLF waits for more");
-  hb_encode_plan(&e, 145, 0, &pl);
+  hp_body_encode_plan(&e, 145, 0, &pl);
   ok(plan_is(&pl, "\r\n91\r\n", 145, "\r\n"),
      "the owed CRLF goes before the next chunk's size");
-  is_int(hb_encode_sent(&e, &pl, 6 + 145 + 1), 145, "stop inside the CRLF");
-  hb_encode_plan(&e, 0, 0, &pl);
+  is_int(hp_body_encode_sent(&e, &pl, 6 + 145 + 1), 145,
+         "stop inside the CRLF");
+  hp_body_encode_plan(&e, 0, 0, &pl);
   ok(plan_is(&pl, "\n", 0, ""), "the rest of a CRLF is planned again");
-  is_int(hb_encode_sent(&e, &pl, 1), 0, "and sent");
-  ok(!hb_encode_finished(&e), "not finished before the end");
-  hb_encode_plan(&e, 0, 1, &pl);
+  is_int(hp_body_encode_sent(&e, &pl, 1), 0, "and sent");
+  ok(!hp_body_encode_finished(&e), "not finished before the end");
+  hp_body_encode_plan(&e, 0, 1, &pl);
   ok(plan_is(&pl, "0\r\n\r\n", 0, ""), "the end: last chunk, empty trailer");
-  ok(!hb_encode_finished(&e), "not finished before it is sent");
-  hb_encode_sent(&e, &pl, 2);
-  hb_encode_plan(&e, 0, 1, &pl);
+  ok(!hp_body_encode_finished(&e), "not finished before it is sent");
+  hp_body_encode_sent(&e, &pl, 2);
+  hp_body_encode_plan(&e, 0, 1, &pl);
   ok(plan_is(&pl, "\n\r\n", 0, ""), "the rest of the last chunk");
-  hb_encode_plan(&e, 7, 1, &pl);
+  hp_body_encode_plan(&e, 7, 1, &pl);
   ok(plan_is(&pl, "\n\r\n", 0, ""), "no payload after the end was queued");
-  hb_encode_sent(&e, &pl, 3);
-  ok(hb_encode_finished(&e), "finished when its last byte is sent");
-  hb_encode_plan(&e, 0, 1, &pl);
+  hp_body_encode_sent(&e, &pl, 3);
+  ok(hp_body_encode_finished(&e), "finished when its last byte is sent");
+  hp_body_encode_plan(&e, 0, 1, &pl);
   ok(plan_is(&pl, "", 0, ""), "finished: empty plan");
-  is_int(hb_encode_sent(&e, &pl, 5), 0, "finished: nothing to account");
+  is_int(hp_body_encode_sent(&e, &pl, 5), 0, "finished: nothing to account");
 
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, 3, 1, &pl);
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, 3, 1, &pl);
   ok(plan_is(&pl, "3\r\n", 3, "\r\n0\r\n\r\n"),
      "the last payload and the end in one plan");
-  is_int(hb_encode_sent(&e, &pl, plan_total(&pl)), 3, "sent whole");
-  ok(hb_encode_finished(&e), "and finished");
+  is_int(hp_body_encode_sent(&e, &pl, plan_total(&pl)), 3, "sent whole");
+  ok(hp_body_encode_finished(&e), "and finished");
 
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, 3, 1, &pl);
-  hb_encode_sent(&e, &pl, 3 + 3 + 3);
-  ok(!hb_encode_finished(&e), "stopped inside the last chunk");
-  hb_encode_plan(&e, 0, 1, &pl);
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, 3, 1, &pl);
+  hp_body_encode_sent(&e, &pl, 3 + 3 + 3);
+  ok(!hp_body_encode_finished(&e), "stopped inside the last chunk");
+  hp_body_encode_plan(&e, 0, 1, &pl);
   ok(plan_is(&pl, "\r\n\r\n", 0, ""), "its rest is planned");
-  hb_encode_sent(&e, &pl, 4);
-  ok(hb_encode_finished(&e), "then finished");
+  hp_body_encode_sent(&e, &pl, 4);
+  ok(hp_body_encode_finished(&e), "then finished");
 
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, 3, 1, &pl);
-  hb_encode_sent(&e, &pl, 3 + 3);
-  hb_encode_plan(&e, 0, 1, &pl);
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, 3, 1, &pl);
+  hp_body_encode_sent(&e, &pl, 3 + 3);
+  hp_body_encode_plan(&e, 0, 1, &pl);
   ok(plan_is(&pl, "\r\n0\r\n\r\n", 0, ""),
      "data sent, none of the post: the owed CRLF and the end");
 
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, 0, 1, &pl);
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, 0, 1, &pl);
   ok(plan_is(&pl, "0\r\n\r\n", 0, ""), "an empty body: just the last chunk");
 
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, 5, 1, &pl);
-  hb_encode_plan(&e, 9, 1, &pl);
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, 5, 1, &pl);
+  hp_body_encode_plan(&e, 9, 1, &pl);
   ok(plan_is(&pl, "5\r\n", 5, "\r\n"),
      "planned again with more ready: the open chunk keeps its size, no end "
      "while payload is left");
-  is_int(hb_encode_sent(&e, &pl, plan_total(&pl)), 5, "5 sent");
-  hb_encode_plan(&e, 4, 1, &pl);
+  is_int(hp_body_encode_sent(&e, &pl, plan_total(&pl)), 5, "5 sent");
+  hp_body_encode_plan(&e, 4, 1, &pl);
   ok(plan_is(&pl, "4\r\n", 4, "\r\n0\r\n\r\n"), "the other 4 and the end");
 
-  hb_encoder_init(&e, HB_CHUNKED);
-  hb_encode_plan(&e, (size_t)0xfedcba9876543210ull, 0, &pl);
+  hp_body_encoder_init(&e, HB_CHUNKED);
+  hp_body_encode_plan(&e, (size_t)0xfedcba9876543210ull, 0, &pl);
   ok(pl.pre_len == 18 && memcmp(pl.pre, "fedcba9876543210\r\n", 18) == 0,
      "a 16-digit chunk size");
 
   const int kinds[] = {HB_LENGTH, HB_CLOSE};
   for (int i = 0; i < 2; i++) {
-    hb_encoder_init(&e, kinds[i]);
-    hb_encode_plan(&e, 5, 0, &pl);
+    hp_body_encoder_init(&e, kinds[i]);
+    hp_body_encode_plan(&e, 5, 0, &pl);
     ok(pl.pre_len == 0 && pl.payload == 5 && pl.post_len == 0,
        "identity: the payload as it is");
-    is_int(hb_encode_sent(&e, &pl, 3), 3, "identity: partial write");
-    hb_encode_plan(&e, 2, 1, &pl);
+    is_int(hp_body_encode_sent(&e, &pl, 3), 3, "identity: partial write");
+    hp_body_encode_plan(&e, 2, 1, &pl);
     ok(pl.pre_len == 0 && pl.payload == 2 && pl.post_len == 0,
        "identity: the last bytes");
-    hb_encode_sent(&e, &pl, 1);
-    ok(!hb_encode_finished(&e), "identity: not finished with 1 left");
-    hb_encode_plan(&e, 1, 1, &pl);
-    hb_encode_sent(&e, &pl, 1);
-    ok(hb_encode_finished(&e), "identity: finished with the last byte");
+    hp_body_encode_sent(&e, &pl, 1);
+    ok(!hp_body_encode_finished(&e), "identity: not finished with 1 left");
+    hp_body_encode_plan(&e, 1, 1, &pl);
+    hp_body_encode_sent(&e, &pl, 1);
+    ok(hp_body_encode_finished(&e), "identity: finished with the last byte");
   }
-  hb_encoder_init(&e, HB_LENGTH);
-  hb_encode_plan(&e, 0, 1, &pl);
-  ok(plan_total(&pl) == 0 && hb_encode_finished(&e),
+  hp_body_encoder_init(&e, HB_LENGTH);
+  hp_body_encode_plan(&e, 0, 1, &pl);
+  ok(plan_total(&pl) == 0 && hp_body_encode_finished(&e),
      "identity: end with nothing left is finished");
 
-  hb_encoder_init(&e, HB_NONE);
-  hb_encode_plan(&e, 5, 1, &pl);
-  ok(hb_encode_finished(&e) && plan_total(&pl) == 0,
+  hp_body_encoder_init(&e, HB_NONE);
+  hp_body_encode_plan(&e, 5, 1, &pl);
+  ok(hp_body_encode_finished(&e) && plan_total(&pl) == 0,
      "no body: finished at once");
 }
 
@@ -666,24 +674,24 @@ static int round_trip(int kind, size_t len) {
   static char payload[4096], wire[16384], got[4096];
   for (size_t i = 0; i < len; i++)
     payload[i] = (char)rnd();
-  hb_encoder e;
-  hb_decoder d;
-  hb_encoder_init(&e, kind);
-  hb_decoder_init(&d, kind, len, &std_lim);
+  hp_body_encoder e;
+  hp_body_decoder d;
+  hp_body_encoder_init(&e, kind);
+  hp_body_decoder_init(&d, kind, len, &std_lim);
   size_t arrived = 0, sent = 0, wn = 0, gn = 0;
   int verdict = len == 0 && kind == HB_LENGTH ? HB_DONE : HB_MORE;
-  for (int iter = 0; iter < 100000 && !hb_encode_finished(&e); iter++) {
+  for (int iter = 0; iter < 100000 && !hp_body_encode_finished(&e); iter++) {
     if (arrived < len && below(3) == 0)
       arrived += 1 + below(len - arrived);
     size_t ready = arrived - sent;
     int end = arrived == len;
-    hb_plan pl;
-    hb_encode_plan(&e, ready, end, &pl);
+    hp_body_plan pl;
+    hp_body_encode_plan(&e, ready, end, &pl);
     size_t total = plan_total(&pl);
     if (pl.payload > ready || pl.pre_len > sizeof(e.frame))
       return 0;
     if (total == 0) {
-      if (end && !hb_encode_finished(&e))
+      if (end && !hp_body_encode_finished(&e))
         return 0; /* stuck */
       continue;
     }
@@ -691,13 +699,13 @@ static int round_trip(int kind, size_t len) {
     if (wn + n > sizeof(wire))
       return 0;
     size_t w = plan_bytes(&pl, payload + sent, n, wire + wn);
-    size_t pay = hb_encode_sent(&e, &pl, n);
+    size_t pay = hp_body_encode_sent(&e, &pl, n);
     /* The decoder sees the bytes as they are written. */
     if (verdict == HB_MORE && w) {
       size_t u, p;
-      verdict = hb_decode(&d, wire + wn, w, got + gn, &u, &p);
+      verdict = hp_body_decode(&d, wire + wn, w, got + gn, &u, &p);
       gn += p;
-      if (verdict == HB_DONE && (u != w || !hb_encode_finished(&e)))
+      if (verdict == HB_DONE && (u != w || !hp_body_encode_finished(&e)))
         return 0; /* done before the end */
       if (verdict == HB_ERROR)
         return 0;
@@ -706,10 +714,10 @@ static int round_trip(int kind, size_t len) {
     sent += pay;
   }
   if (kind == HB_CLOSE && verdict == HB_MORE)
-    verdict = hb_decode_eof(&d);
+    verdict = hp_body_decode_eof(&d);
   if (kind != HB_CHUNKED && (wn != len || memcmp(wire, payload, len) != 0))
     return 0;
-  return hb_encode_finished(&e) && verdict == HB_DONE && sent == len &&
+  return hp_body_encode_finished(&e) && verdict == HB_DONE && sent == len &&
          gn == len && memcmp(got, payload, len) == 0;
 }
 
@@ -735,25 +743,25 @@ static void test_encoder_round_trip(void) {
    * was written before end was given is an unfinished body. */
   int early = 0;
   for (int i = 0; i < 200; i++) {
-    hb_encoder e;
-    hb_decoder d;
-    hb_encoder_init(&e, HB_CHUNKED);
-    hb_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
+    hp_body_encoder e;
+    hp_body_decoder d;
+    hp_body_encoder_init(&e, HB_CHUNKED);
+    hp_body_decoder_init(&d, HB_CHUNKED, 0, &std_lim);
     static char wire[8192], out[8192], pay[64];
     for (int step = 0; step < 50; step++) {
-      hb_plan pl;
+      hp_body_plan pl;
       size_t ready = below(3) ? below(sizeof(pay)) : 0;
-      hb_encode_plan(&e, ready, 0, &pl);
+      hp_body_encode_plan(&e, ready, 0, &pl);
       size_t n = below(plan_total(&pl) + 1);
       size_t w = plan_bytes(&pl, pay, n, wire);
-      hb_encode_sent(&e, &pl, n);
+      hp_body_encode_sent(&e, &pl, n);
       size_t u, p;
-      if (w && hb_decode(&d, wire, w, out, &u, &p) != HB_MORE)
+      if (w && hp_body_decode(&d, wire, w, out, &u, &p) != HB_MORE)
         early++;
       if (memmem(wire, w, "\n0\r\n", 4))
         early++;
     }
-    if (hb_encode_finished(&e))
+    if (hp_body_encode_finished(&e))
       early++;
   }
   is_int(early, 0, "chunked encoder: no \"0\\r\\n\" and no end before end "

@@ -1,7 +1,7 @@
 /* The http_proxy module's head handling (modules/http_proxy/http_head.c):
  * parser limits, request-target forms, hop-by-hop removal (including the
  * headers a Connection header names), rewriting to origin-form, body
- * framing read from the fields (hh_framing: strict, conflicts refused),
+ * framing read from the fields (hp_head_framing: strict, conflicts refused),
  * Basic credentials, hostile inputs. The module itself is
  * t/unit/test_http_proxy.c; body decoding t/unit/test_http_body.c.
  *
@@ -22,7 +22,7 @@
 #include "mock.h"
 #include "tap.h"
 
-static const hh_limits std_lim = {8192, 16384, 100};
+static const hp_head_limits std_lim = {8192, 16384, 100};
 
 /* ---- pure: helpers -------------------------------------------------------- */
 
@@ -51,7 +51,7 @@ static int feed(http_head *h, fed *f, const char *text, size_t n,
     f->buf = nb;
     f->len += k;
     i += k;
-    r = hh_parse(h, f->buf, f->len);
+    r = hp_head_parse(h, f->buf, f->len);
   }
   return r;
 }
@@ -61,20 +61,20 @@ static int feed(http_head *h, fed *f, const char *text, size_t n,
 static int rewrite(const char *text, size_t step, char *out, size_t cap) {
   http_head h;
   fed f = {0};
-  hh_init(&h, HTTP_REQUEST, &std_lim);
+  hp_head_init(&h, HTTP_REQUEST, &std_lim);
   int r = feed(&h, &f, text, strlen(text), step);
   int st = r == HH_ERROR ? h.status : r == HH_MORE ? -1 : 0;
-  hh_target t;
+  hp_head_target t;
   if (st == 0)
-    st = hh_target_parse(&h, f.buf, &t);
+    st = hp_head_target_parse(&h, f.buf, &t);
   if (st == 0 && out) {
     if (t.form == HH_FORM_ABSOLUTE) {
-      hh_frame fr = {HB_NONE, 0};
+      hp_head_frame fr = {HB_NONE, 0};
       int has;
-      if (hh_framing(&h, f.buf, &fr.kind, &fr.length, &has))
+      if (hp_head_framing(&h, f.buf, &fr.kind, &fr.length, &has))
         st = -3;
-      ssize_t n = hh_write_request(&h, f.buf, &t, &fr, out, cap - 1);
-      if (n < 0 || (size_t)n > hh_write_max(&h))
+      ssize_t n = hp_head_write_request(&h, f.buf, &t, &fr, out, cap - 1);
+      if (n < 0 || (size_t)n > hp_head_write_max(&h))
         st = -2;
       else
         out[n] = '\0';
@@ -82,7 +82,7 @@ static int rewrite(const char *text, size_t step, char *out, size_t cap) {
       snprintf(out, cap, "%s|%u|%d", t.host, t.port, t.ipv6);
     }
   }
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
   return st;
 }
@@ -118,25 +118,25 @@ static void test_request_rewrite(void) {
 
   http_head h;
   fed f = {0};
-  hh_init(&h, HTTP_REQUEST, &std_lim);
+  hp_head_init(&h, HTTP_REQUEST, &std_lim);
   const char *two = "GET http://a/ HTTP/1.1\r\nX: 1\r\n\r\nGET http://b/";
   is_int(feed(&h, &f, two, strlen(two), 4096), HH_DONE, "head found");
   is_int(h.head_len, strlen("GET http://a/ HTTP/1.1\r\nX: 1\r\n\r\n"),
          "head_len stops at the blank line (pipelined bytes untouched)");
-  is_int(hh_method(&h), HTTP_GET, "method");
-  is_int(hh_minor(&h), 1, "HTTP/1.1");
-  ok(hh_keep_alive(&h), "HTTP/1.1 keeps the connection by default");
+  is_int(hp_head_method(&h), HTTP_GET, "method");
+  is_int(hp_head_minor(&h), 1, "HTTP/1.1");
+  ok(hp_head_keep_alive(&h), "HTTP/1.1 keeps the connection by default");
   int kind, has;
   uint64_t len;
-  ok(hh_framing(&h, f.buf, &kind, &len, &has) == 0 && kind == HB_NONE,
+  ok(hp_head_framing(&h, f.buf, &kind, &len, &has) == 0 && kind == HB_NONE,
      "no body without framing headers");
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
 
 }
 
 static void test_limits(void) {
-  hh_limits lim = {64, 128, 4};
+  hp_head_limits lim = {64, 128, 4};
   http_head h;
   fed f = {0};
   /* A request line of exactly 64 bytes with its CRLF, then 65. */
@@ -148,24 +148,24 @@ static void test_limits(void) {
     snprintf(line, sizeof(line), "%s%s%s\r\n", pre, p, post);
     free(p);
     for (size_t step = 1; step <= 4096; step *= 4096) {
-      hh_init(&h, HTTP_REQUEST, &lim);
+      hp_head_init(&h, HTTP_REQUEST, &lim);
       int r = feed(&h, &f, line, strlen(line), step);
       if (extra == 0)
         is_int(r, HH_DONE, "request line at the limit is accepted");
       else
         ok(r == HH_ERROR && h.status == 414,
            "request line one byte over the limit: 414");
-      hh_free(&h);
+      hp_head_free(&h);
     }
   }
   /* No LF within the limit: 414 without waiting for the rest. */
   char *x = repeat('x', 80);
   snprintf(line, sizeof(line), "GET http://a/%s", x);
   free(x);
-  hh_init(&h, HTTP_REQUEST, &lim);
+  hp_head_init(&h, HTTP_REQUEST, &lim);
   ok(feed(&h, &f, line, 64, 64) == HH_ERROR && h.status == 414,
      "a line still open at the limit is 414 at once");
-  hh_free(&h);
+  hp_head_free(&h);
 
   /* Header bytes (with the blank line): 128 accepted, 129 refused. */
   for (int extra = 0; extra <= 1; extra++) {
@@ -176,14 +176,14 @@ static void test_limits(void) {
              v);
     free(v);
     for (size_t step = 1; step <= 4096; step *= 4096) {
-      hh_init(&h, HTTP_REQUEST, &lim);
+      hp_head_init(&h, HTTP_REQUEST, &lim);
       int r = feed(&h, &f, head, strlen(head), step);
       if (extra == 0)
         is_int(r, HH_DONE, "header bytes at the limit are accepted");
       else
         ok(r == HH_ERROR && h.status == 431,
            "header bytes one over the limit: 431");
-      hh_free(&h);
+      hp_head_free(&h);
     }
   }
   /* An unfinished header section that used every allowed byte. */
@@ -191,25 +191,25 @@ static void test_limits(void) {
   char big[512];
   snprintf(big, sizeof(big), "GET http://a/ HTTP/1.1\r\nX: %s", v);
   free(v);
-  hh_init(&h, HTTP_REQUEST, &lim);
+  hp_head_init(&h, HTTP_REQUEST, &lim);
   ok(feed(&h, &f, big, strlen(big), 16) == HH_ERROR && h.status == 431,
      "an endless header is 431 once it reaches the limit");
-  hh_free(&h);
+  hp_head_free(&h);
 
   /* Field count. */
   const char *four = "GET http://a/ HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n"
                      "D: 4\r\n\r\n";
   const char *five = "GET http://a/ HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n"
                      "D: 4\r\nE: 5\r\n\r\n";
-  hh_init(&h, HTTP_REQUEST, &lim);
+  hp_head_init(&h, HTTP_REQUEST, &lim);
   is_int(feed(&h, &f, four, strlen(four), 1), HH_DONE,
          "max_headers fields accepted");
   is_int(h.n_fields, 4, "all recorded");
-  hh_free(&h);
-  hh_init(&h, HTTP_REQUEST, &lim);
+  hp_head_free(&h);
+  hp_head_init(&h, HTTP_REQUEST, &lim);
   ok(feed(&h, &f, five, strlen(five), 1) == HH_ERROR && h.status == 431,
      "one field more: 431");
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
 }
 
@@ -328,12 +328,12 @@ static void test_hop_by_hop(void) {
                      "Content-Length: 2\r\n\r\nok";
   http_head h;
   fed f = {0};
-  hh_init(&h, HTTP_RESPONSE, &std_lim);
+  hp_head_init(&h, HTTP_RESPONSE, &std_lim);
   is_int(feed(&h, &f, resp, strlen(resp), 3), HH_DONE, "response head");
-  is_int(hh_status(&h), 200, "status");
+  is_int(hp_head_status(&h), 200, "status");
   char w[1024];
-  hh_frame two = {HB_LENGTH, 2};
-  ssize_t n = hh_write_response(&h, f.buf, &two, 0, 1, w, sizeof(w) - 1);
+  hp_head_frame two = {HB_LENGTH, 2};
+  ssize_t n = hp_head_write_response(&h, f.buf, &two, 0, 1, w, sizeof(w) - 1);
   ok(n > 0, "response rewritten");
   w[n > 0 ? n : 0] = '\0';
   ok(strncmp(w, "HTTP/1.1 200 OK\r\n", 17) == 0, "status line as received");
@@ -345,15 +345,15 @@ static void test_hop_by_hop(void) {
   like(w, "Content-Type: text/plain\r\nContent-Length: 2\r\n"
           "Via: 1.1 proxyhost\r\n\r\n",
        "end-to-end headers, our framing, Via, blank line");
-  n = hh_write_response(&h, f.buf, &two, 1, 1, w, sizeof(w) - 1);
+  n = hp_head_write_response(&h, f.buf, &two, 1, 1, w, sizeof(w) - 1);
   w[n > 0 ? n : 0] = '\0';
   like(w, "Connection: close\r\n", "Connection: close when we will close");
-  n = hh_write_response(&h, f.buf, &two, 0, 0, w, sizeof(w) - 1);
+  n = hp_head_write_response(&h, f.buf, &two, 0, 0, w, sizeof(w) - 1);
   w[n > 0 ? n : 0] = '\0';
   like(w, "Connection: keep-alive\r\n", "an HTTP/1.0 client is told");
-  is_int(hh_write_response(&h, f.buf, &two, 0, 0, w, 20), -1,
+  is_int(hp_head_write_response(&h, f.buf, &two, 0, 0, w, 20), -1,
          "a short output buffer is refused, not overrun");
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
 }
 
@@ -361,25 +361,29 @@ static void test_basic(void) {
   char out[512];
   const char *u, *p;
   size_t ul, pl;
-  ok(hh_basic_decode("Basic YWxpY2U6c2VjcmV0", 22, out, sizeof(out), &u, &ul,
-                     &p, &pl) == 0 &&
+  ok(hp_head_basic_decode("Basic YWxpY2U6c2VjcmV0", 22, out, sizeof(out), &u,
+                          &ul, &p, &pl) == 0 &&
          strcmp(u, "alice") == 0 && strcmp(p, "secret") == 0 && ul == 5 &&
          pl == 6,
      "Basic alice:secret");
   const char *v = "  basic \t YWxpY2U6c2VjcmV0  ";
-  ok(hh_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) == 0 &&
+  ok(hp_head_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) ==
+             0 &&
          strcmp(u, "alice") == 0,
      "scheme case-insensitive, whitespace tolerated");
   v = "Basic YTpiOmM="; /* a:b:c */
-  ok(hh_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) == 0 &&
+  ok(hp_head_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) ==
+             0 &&
          strcmp(u, "a") == 0 && strcmp(p, "b:c") == 0,
      "the password may hold ':'");
   v = "Basic YWxpY2U6"; /* alice: */
-  ok(hh_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) == 0 &&
+  ok(hp_head_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) ==
+             0 &&
          pl == 0,
      "empty password decodes (the authorizer decides)");
   v = "Basic YWxpY2U6c2VjcmV0MQ"; /* alice:secret1, unpadded */
-  ok(hh_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) == 0 &&
+  ok(hp_head_basic_decode(v, strlen(v), out, sizeof(out), &u, &ul, &p, &pl) ==
+             0 &&
          strcmp(p, "secret1") == 0,
      "unpadded base64");
   const char *bad[] = {
@@ -394,8 +398,8 @@ static void test_basic(void) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char name[96];
     snprintf(name, sizeof(name), "refused: %.40s", bad[i]);
-    is_int(hh_basic_decode(bad[i], strlen(bad[i]), out, sizeof(out), &u, &ul,
-                           &p, &pl),
+    is_int(hp_head_basic_decode(bad[i], strlen(bad[i]), out, sizeof(out), &u,
+                                &ul, &p, &pl),
            -1, name);
   }
   /* 256-byte user: base64 of "u"*256 + ":x". */
@@ -418,23 +422,23 @@ static void test_basic(void) {
     b64[n++] = i + 1 < rl ? tbl[(x >> 6) & 63] : '=';
     b64[n++] = i + 2 < rl ? tbl[x & 63] : '=';
   }
-  is_int(hh_basic_decode(b64, n, out, sizeof(out), &u, &ul, &p, &pl), -1,
+  is_int(hp_head_basic_decode(b64, n, out, sizeof(out), &u, &ul, &p, &pl), -1,
          "a 256-byte user is refused");
-  is_int(hh_basic_decode(b64, n, out, 64, &u, &ul, &p, &pl), -1,
+  is_int(hp_head_basic_decode(b64, n, out, 64, &u, &ul, &p, &pl), -1,
          "a small output buffer is refused, not overrun");
 }
 
-/* Parses a whole head; the hh_framing status, kind and length. */
+/* Parses a whole head; the hp_head_framing status, kind and length. */
 static int framing_of(const char *text, enum http_parser_type type,
                       int no_body, int *kind, uint64_t *len, int *has) {
   http_head h;
   fed f = {0};
-  hh_init(&h, type, &std_lim);
+  hp_head_init(&h, type, &std_lim);
   if (no_body)
-    hh_expect_no_body(&h);
+    hp_head_expect_no_body(&h);
   int r = feed(&h, &f, text, strlen(text), 3);
-  int st = r == HH_DONE ? hh_framing(&h, f.buf, kind, len, has) : -1;
-  hh_free(&h);
+  int st = r == HH_DONE ? hp_head_framing(&h, f.buf, kind, len, has) : -1;
+  hp_head_free(&h);
   free(f.buf);
   return st;
 }
@@ -561,12 +565,12 @@ static void test_framing(void) {
   for (size_t i = 0; i < sizeof(ka) / sizeof(ka[0]); i++) {
     http_head h;
     fed f = {0};
-    hh_init(&h, HTTP_RESPONSE, &std_lim);
+    hp_head_init(&h, HTTP_RESPONSE, &std_lim);
     int r = feed(&h, &f, ka[i].text, strlen(ka[i].text), 2);
     char name[64];
     snprintf(name, sizeof(name), "keep-alive %zu", i + 1);
-    ok(r == HH_DONE && hh_keep_alive(&h) == ka[i].keep, name);
-    hh_free(&h);
+    ok(r == HH_DONE && hp_head_keep_alive(&h) == ka[i].keep, name);
+    hp_head_free(&h);
     free(f.buf);
   }
 
@@ -575,21 +579,22 @@ static void test_framing(void) {
                    "X-A: 1\r\n\r\n";
   http_head h;
   fed f = {0};
-  hh_init(&h, HTTP_REQUEST, &std_lim);
+  hp_head_init(&h, HTTP_REQUEST, &std_lim);
   is_int(feed(&h, &f, ch, strlen(ch), 4096), HH_DONE, "chunked head");
-  hh_target t;
-  hh_target_parse(&h, f.buf, &t);
+  hp_head_target t;
+  hp_head_target_parse(&h, f.buf, &t);
   char rw[512];
-  hh_frame chunked = {HB_CHUNKED, 0}, length = {HB_LENGTH, 42};
-  ssize_t n = hh_write_request(&h, f.buf, &t, &chunked, rw, sizeof(rw) - 1);
+  hp_head_frame chunked = {HB_CHUNKED, 0}, length = {HB_LENGTH, 42};
+  ssize_t n =
+      hp_head_write_request(&h, f.buf, &t, &chunked, rw, sizeof(rw) - 1);
   rw[n > 0 ? n : 0] = '\0';
   like(rw, "X-A: 1\r\nTransfer-Encoding: chunked\r\nVia",
        "chunked request: our Transfer-Encoding, once");
-  n = hh_write_request(&h, f.buf, &t, &length, rw, sizeof(rw) - 1);
+  n = hp_head_write_request(&h, f.buf, &t, &length, rw, sizeof(rw) - 1);
   rw[n > 0 ? n : 0] = '\0';
   unlike(rw, "Transfer-Encoding", "the peer's Transfer-Encoding never copied");
   like(rw, "Content-Length: 42\r\n", "the Content-Length we chose");
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
 
   const char *r10 = "GET http://a/x HTTP/1.0\r\n\r\n";
@@ -631,7 +636,7 @@ static void test_hostile(void) {
     for (size_t step = 1; step <= 4096; step *= 4096) {
       http_head h;
       fed f = {0};
-      hh_init(&h, HTTP_REQUEST, &std_lim);
+      hp_head_init(&h, HTTP_REQUEST, &std_lim);
       size_t len = t[i].len ? t[i].len : strlen(t[i].text);
       int r = feed(&h, &f, t[i].text, len, step);
       char name[120];
@@ -640,7 +645,7 @@ static void test_hostile(void) {
       ok(r == HH_ERROR && h.status == t[i].status, name);
       if (!(r == HH_ERROR && h.status == t[i].status))
         printf("#   r=%d status=%d\n", r, h.status);
-      hh_free(&h);
+      hp_head_free(&h);
       free(f.buf);
     }
   }
@@ -650,10 +655,10 @@ static void test_hostile(void) {
     memcpy(crlf + i, "\r\n", 2);
   http_head h;
   fed f = {0};
-  hh_init(&h, HTTP_REQUEST, &std_lim);
+  hp_head_init(&h, HTTP_REQUEST, &std_lim);
   ok(feed(&h, &f, crlf, 20000, 1000) == HH_ERROR && h.status == 414,
      "endless blank lines: 414");
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
   free(crlf);
 
@@ -674,27 +679,27 @@ static void test_hostile(void) {
       n = (size_t)(rand() % (int)n) + 1;
     http_head a, b;
     fed fa = {0}, fb = {0};
-    hh_init(&a, HTTP_REQUEST, &std_lim);
-    hh_init(&b, HTTP_REQUEST, &std_lim);
+    hp_head_init(&a, HTTP_REQUEST, &std_lim);
+    hp_head_init(&b, HTTP_REQUEST, &std_lim);
     int ra = feed(&a, &fa, in, n, 1);
     int rb = feed(&b, &fb, in, n, 4096);
     if (ra != rb || (ra == HH_ERROR && a.status != b.status) ||
         (ra == HH_DONE && a.head_len != b.head_len))
       same = 0;
     if (ra == HH_DONE) {
-      hh_target tg;
+      hp_head_target tg;
       char out[2048];
-      if (hh_target_parse(&a, fa.buf, &tg) == 0 &&
+      if (hp_head_target_parse(&a, fa.buf, &tg) == 0 &&
           tg.form == HH_FORM_ABSOLUTE) {
-        hh_frame fr = {HB_CHUNKED, 0};
+        hp_head_frame fr = {HB_CHUNKED, 0};
         ssize_t w =
-            hh_write_request(&a, fa.buf, &tg, &fr, out, sizeof(out));
-        if (w < 0 || (size_t)w > hh_write_max(&a))
+            hp_head_write_request(&a, fa.buf, &tg, &fr, out, sizeof(out));
+        if (w < 0 || (size_t)w > hp_head_write_max(&a))
           same = 0;
       }
     }
-    hh_free(&a);
-    hh_free(&b);
+    hp_head_free(&a);
+    hp_head_free(&b);
     free(fa.buf);
     free(fb.buf);
   }
@@ -717,10 +722,10 @@ static void test_bare_cr(void) {
   }
   http_head h;
   fed f = {0};
-  hh_init(&h, HTTP_RESPONSE, &std_lim);
+  hp_head_init(&h, HTTP_RESPONSE, &std_lim);
   const char *r = "HTTP/1.1 200 OK\r\nSet-Cookie: a\rb\r\n\r\n";
   ok(feed(&h, &f, r, strlen(r), 4096) == HH_ERROR, "and in a response head");
-  hh_free(&h);
+  hp_head_free(&h);
   free(f.buf);
   is_int(rewrite("GET http://a/ HTTP/1.1\nX: 1\n\n", 1, NULL, 0), 0,
          "bare LF line ends are read (RFC 9112 2.2) and rewritten as CRLF");

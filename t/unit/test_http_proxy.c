@@ -43,7 +43,10 @@ static const ph_api *fapi;
 
 /* Fake connector: "refused.test", "deny.test", "timeout.test" and
  * "full.test" fail with those codes, "hang.test" never answers (until
- * cancelled); anything else is a real connection to 127.0.0.1:port. */
+ * cancelled); anything else is a real connection to 127.0.0.1:port.
+ * "inside-ok.test" and "inside-refused.test" answer inside open() itself,
+ * against connector.h's contract, to drive the dispatcher's reentrant
+ * path. */
 typedef struct pend {
   int64_t id;
   ph_open_cb cb;
@@ -118,8 +121,20 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
     q->code = PH_OPEN_QUEUE_FULL;
   else if (strcmp(rq->host, "hang.test") == 0)
     q->hang = 1;
+  else if (strcmp(rq->host, "inside-refused.test") == 0)
+    q->code = PH_OPEN_CONNECTION_REFUSED;
   else if ((q->fd = dial(rq->port)) < 0)
     q->code = PH_OPEN_CONNECTION_REFUSED;
+  if (strncmp(rq->host, "inside-", 7) == 0) {
+    int64_t id = q->id;
+    q->live = 0;
+    ph_open_result res = {.size = sizeof(res),
+                          .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
+                          .code = q->code,
+                          .fd = q->fd};
+    cb(arg, &res);
+    return id;
+  }
   fapi->timer_set(fc.timer, 1, 0);
   return q->id;
 }
@@ -180,7 +195,9 @@ static const ph_module fake_connector = {
 };
 
 /* Fake authorizer: alice/secret is allowed, user "down" finds the store
- * unavailable, everything else is denied. */
+ * unavailable, everything else is denied. User "now" is answered inside
+ * check_password itself (now/secret allowed), against authorizer.h's
+ * contract, to drive the dispatcher's reentrant path. */
 static struct {
   ph_timer *timer;
   int64_t id;
@@ -214,6 +231,13 @@ static int64_t fa_check(void *self, const char *user, size_t ul,
     fa.verdict = PH_AUTH_ALLOW;
   if (ul == 4 && memcmp(user, "down", 4) == 0)
     fa.verdict = PH_AUTH_UNAVAILABLE;
+  if (ul == 3 && memcmp(user, "now", 3) == 0) {
+    fa.verdict = pl == 6 && memcmp(pass, "secret", 6) == 0 ? PH_AUTH_ALLOW
+                                                            : PH_AUTH_DENY;
+    fa.live = 0;
+    cb(arg, fa.verdict);
+    return ++fa.id;
+  }
   fapi->timer_set(fa.timer, 1, 0);
   return ++fa.id;
 }
@@ -1242,6 +1266,88 @@ static void test_hostile_peers(void) {
   free(t);
 }
 
+/* Answers inside the call that asked (the guard rule under reentrancy):
+ * the dispatcher runs the answer at once, nested, and the phase that
+ * asked leaves the connection as the answer left it. Run under ASan. */
+static void test_inside_answers(void) {
+  ph_mock *m = start_proxy("auth = password\n", 1, 0);
+  ok(m != NULL, "starts for the answers inside the call");
+  if (!m)
+    return;
+  uint16_t tport;
+  int lfd = target_listen(&tport);
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  char req[512];
+  const char *now_ok = "Proxy-Authorization: Basic bm93OnNlY3JldA==\r\n";
+
+  /* A check and an open both answered inside: CONNECT, then the tunnel. */
+  int cancels = fc.cancels;
+  int c = proxy_conn();
+  snprintf(req, sizeof(req),
+           "CONNECT inside-ok.test:%u HTTP/1.1\r\n%s\r\nhello", tport,
+           now_ok);
+  send_str(c, req);
+  int s = target_accept(m, lfd, 1000);
+  ok(s >= 0, "inside: the open reached the target");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "inside: CONNECT gets 200");
+  wait_message(m, s, t, 0, 300);
+  like(t->data, "hello", "inside: the bytes after the head go first");
+  send_str(s, "back");
+  wait_message(m, c, b, 0, 300);
+  like(b->data, "back", "inside: and the tunnel carries bytes down");
+  close(s);
+  close(c);
+  mock_run_for(m, 50);
+
+  /* A forward on a check and an open answered inside. */
+  c = proxy_conn();
+  snprintf(req, sizeof(req),
+           "GET http://inside-ok.test:%u/x HTTP/1.1\r\n%s\r\n", tport,
+           now_ok);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  ok(s >= 0, "inside: the forward reached the target");
+  wait_message(m, s, t, 0, 1000);
+  like(t->data, "GET /x HTTP/1.1\r\n", "inside: the request went up");
+  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 OK", 15) == 0 &&
+         strstr(b->data, "\r\n\r\nok"),
+     "inside: the response came down");
+  close(s);
+
+  /* A refusal answered inside, on the same connection: mapped, closed. */
+  snprintf(req, sizeof(req),
+           "GET http://inside-refused.test:%u/ HTTP/1.1\r\n%s\r\n", tport,
+           now_ok);
+  send_str(c, req);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0,
+     "inside: a refused open answered inside gets 502");
+  ok(closed_by_peer(m, c, 3000), "inside: and the connection closes");
+  close(c);
+  is_int(fc.cancels, cancels, "inside: no stale open id was cancelled");
+
+  /* A denial answered inside check_password: 407, kept alive. */
+  c = proxy_conn();
+  send_str(c, "GET http://ok.test/ HTTP/1.1\r\n"
+              "Proxy-Authorization: Basic bm93Ondyb25n\r\n\r\n");
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0,
+     "inside: a denial answered inside gets 407");
+  like(b->data, "Connection: keep-alive", "inside: and the connection stays");
+  close(c);
+  mock_run_for(m, 50);
+  like(mock_metrics_text(m), "\nhttp_proxy_clients 0\n",
+       "inside: every connection ended");
+  mock_stop(m);
+  mock_free(m);
+  close(lfd);
+  free(b);
+  free(t);
+}
+
 int main(void) {
   plan_lazy();
   char so[512];
@@ -1259,6 +1365,7 @@ int main(void) {
   test_limits_module();
   test_auth();
   test_hostile_peers();
+  test_inside_answers();
   unlink(logpath);
   buf_free(&err);
   return done_testing();

@@ -1,0 +1,72 @@
+/* The per-listener part of the session skeleton (frontend_server.h):
+ * the sessions' list and count, the stop and the drain, destroy. */
+#include "frontend_server.h"
+
+#include <unistd.h>
+
+void frontend_server_init(frontend_server *srv, const ph_api *api,
+                          ph_ctx *ctx, const frontend_session_ops *ops,
+                          stream_metrics *sm, ph_series *clients) {
+  *srv = (frontend_server){.api = api, .ctx = ctx, .ops = ops, .sm = sm,
+                           .clients = clients};
+}
+
+void frontend_server_refuse(frontend_server *srv, int fd) {
+  close(fd);
+  listener_release(srv->listener);
+}
+
+void frontend_server_link(frontend_server *srv, frontend_session *s) {
+  s->next = srv->sessions;
+  if (srv->sessions)
+    srv->sessions->prev = s;
+  srv->sessions = s;
+  srv->n_sessions++;
+  if (srv->clients)
+    srv->api->gauge_add(srv->clients, 1);
+}
+
+void frontend_server_unlink(frontend_server *srv, frontend_session *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    srv->sessions = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  s->prev = s->next = NULL;
+  srv->n_sessions--;
+  if (srv->clients)
+    srv->api->gauge_add(srv->clients, -1);
+  listener_release(srv->listener);
+  if (srv->stop_pending && srv->n_sessions == 0) {
+    srv->stop_pending = 0;
+    srv->api->stop_done(srv->ctx);
+  }
+}
+
+int frontend_server_stop(frontend_server *srv) {
+  srv->stopping = 1;
+  listener_close(srv->listener); /* announces bound = 0 */
+  srv->listener = NULL;
+  for (frontend_session *s = srv->sessions, *next; s; s = next) {
+    next = s->next;
+    if (!srv->ops->stop)
+      continue;
+    frontend_session_enter(s);
+    srv->ops->stop(s->owner);
+    frontend_session_leave(s);
+  }
+  if (srv->n_sessions == 0)
+    return PH_OK;
+  srv->stop_pending = 1;
+  return PH_STOP_PENDING;
+}
+
+void frontend_server_destroy(frontend_server *srv) {
+  srv->stop_pending = 0; /* the host is past waiting */
+  while (srv->sessions)
+    frontend_session_close(srv->sessions, FRONTEND_END_QUIET);
+  listener_close(srv->listener);
+  srv->listener = NULL;
+}
+

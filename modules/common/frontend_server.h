@@ -1,0 +1,41 @@
+/* The per-listener part of the frontend session skeleton
+ * (frontend_session.h): the sessions of one module instance, their count
+ * (and its gauge), giving the listener slot back, and the stop: close the
+ * listener, let each session decide (ops->stop), PH_STOP_PENDING until the
+ * last one ends, then api->stop_done; destroy ends what is left. The
+ * types are in frontend_session.h. Loop thread only. */
+#ifndef PH_FRONTEND_SERVER_H
+#define PH_FRONTEND_SERVER_H
+
+#include "frontend_session.h"
+
+/* Init: fills srv in (no allocation). sm and ops stay the frontend's and
+ * must outlive srv. */
+void frontend_server_init(frontend_server *srv, const ph_api *api,
+                          ph_ctx *ctx, const frontend_session_ops *ops,
+                          stream_metrics *sm, ph_series *clients);
+/* The module's stop: closes the listener (announcing bound = 0), calls
+ * ops->stop for each session, and returns PH_OK when none is left, or
+ * PH_STOP_PENDING; then api->stop_done is called when the last one
+ * ends. */
+int frontend_server_stop(frontend_server *srv);
+/* 1 after frontend_server_stop. */
+static inline int frontend_server_stopping(const frontend_server *srv) {
+  return srv->stopping;
+}
+/* The module's destroy: closes every session (FRONTEND_END_QUIET; no
+ * stop_done) and the listener. The services stay the frontend's to
+ * release. */
+void frontend_server_destroy(frontend_server *srv);
+
+/* An accept the frontend could not take (no memory for its struct):
+ * closes fd and gives the listener slot back. */
+void frontend_server_refuse(frontend_server *srv, int fd);
+
+/* For frontend_session.c: a started session joins the list (and the
+ * gauge); an ended one leaves it, gives its listener slot back, and calls
+ * stop_done when it was the last one during a drain. */
+void frontend_server_link(frontend_server *srv, frontend_session *s);
+void frontend_server_unlink(frontend_server *srv, frontend_session *s);
+
+#endif

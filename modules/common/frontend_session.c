@@ -1,0 +1,266 @@
+/* The frontend session skeleton (frontend_session.h): a session's entries
+ * under the guard, its watcher, deadline and hangup probe, its check and
+ * open with cancellation, its relay, its one end. */
+#include "frontend_session.h"
+
+#include "frontend_server.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include "hangup.h"
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double seconds_since(int64_t t0_us) {
+  return (double)(now_us() - t0_us) / 1e6;
+}
+
+/* ---- entries -------------------------------------------------------- */
+
+void frontend_session_enter(frontend_session *s) { guard_enter(&s->g); }
+
+void frontend_session_leave(frontend_session *s) {
+  if (guard_leave(&s->g))
+    s->srv->ops->free(s->owner);
+}
+
+/* The deadline, or the next hangup probe if that comes first. */
+static void arm_timer(frontend_session *s) {
+  const ph_api *api = s->srv->api;
+  uint64_t after = 0; /* stopped */
+  if (s->deadline_ms > 0) {
+    int64_t left = s->deadline_ms - api->now_ms(s->srv->ctx);
+    after = left > 0 ? (uint64_t)left : 1;
+  }
+  if (s->probing && (after == 0 || after > HANGUP_PROBE_MS))
+    after = HANGUP_PROBE_MS;
+  if (s->timer)
+    api->timer_set(s->timer, after, 0);
+}
+
+static void on_timer(frontend_session *s) {
+  const frontend_session_ops *ops = s->srv->ops;
+  if (s->probing && hangup_seen(s->fd))
+    ops->hangup(s->owner);
+  else if (s->deadline_ms == 0 ||
+           s->srv->api->now_ms(s->srv->ctx) < s->deadline_ms)
+    arm_timer(s); /* a probe before the deadline */
+  else {
+    s->deadline_ms = 0;
+    ops->deadline(s->owner);
+  }
+}
+
+static void session_timer(ph_timer *t, void *arg) {
+  (void)t;
+  frontend_session *s = arg;
+  frontend_session_enter(s);
+  on_timer(s);
+  frontend_session_leave(s);
+}
+
+static void session_io(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  frontend_session *s = arg;
+  frontend_session_enter(s);
+  if (s->relay)
+    relay_client_io(s->relay, revents); /* may end it, and close s */
+  else
+    s->srv->ops->client_io(s->owner, revents);
+  frontend_session_leave(s);
+}
+
+int frontend_session_start(frontend_server *srv, frontend_session *s,
+                           void *owner, int fd) {
+  *s = (frontend_session){.srv = srv, .owner = owner, .fd = fd};
+  frontend_server_link(srv, s);
+  s->io = srv->api->io_new(srv->ctx, fd, 0, session_io, s);
+  s->timer = srv->api->timer_new(srv->ctx, session_timer, s);
+  return s->io && s->timer ? PH_OK : PH_ENOMEM;
+}
+
+void frontend_session_close(frontend_session *s, int how) {
+  frontend_server *srv = s->srv;
+  const ph_api *api = srv->api;
+  if (guard_dead(&s->g))
+    return;
+  s->g.dead = 1; /* from here on: ended, once */
+  srv->ops->end(s->owner, how);
+  frontend_session_cancel_auth(s);
+  frontend_session_cancel_open(s);
+  if (s->relay) {
+    relay_abort(s->relay); /* closes the client's socket and the target */
+    s->relay = NULL;
+    s->fd = -1;
+  }
+  api->io_free(s->io);
+  api->timer_free(s->timer);
+  s->io = NULL;
+  s->timer = NULL;
+  if (s->fd >= 0)
+    close(s->fd);
+  s->fd = -1;
+  frontend_server_unlink(srv, s);
+  if (guard_end(&s->g))
+    srv->ops->free(s->owner);
+}
+
+/* ---- the watcher and the deadline ------------------------------------ */
+
+void frontend_session_watch(frontend_session *s, int events) {
+  if (guard_dead(&s->g) || !s->io)
+    return;
+  if (events != s->events) {
+    s->srv->api->io_set(s->io, events);
+    s->events = events;
+  }
+  int probe = (s->auth_id > 0 || s->open_id > 0) && !(events & PH_READ);
+  if (probe != s->probing) {
+    s->probing = (unsigned)probe;
+    arm_timer(s);
+  }
+}
+
+void frontend_session_deadline(frontend_session *s, int64_t ms) {
+  if (guard_dead(&s->g))
+    return;
+  s->deadline_ms = ms > 0 ? s->srv->api->now_ms(s->srv->ctx) + ms : 0;
+  arm_timer(s);
+}
+
+/* ---- the check ------------------------------------------------------- */
+
+static void auth_answer(void *arg, int verdict) {
+  frontend_session *s = arg;
+  frontend_session_enter(s);
+  s->auth_id = 0;
+  if (s->in_call)
+    s->answered = 1;
+  s->srv->ops->auth_done(s->owner, verdict);
+  frontend_session_leave(s);
+}
+
+int frontend_session_auth(frontend_session *s, const char *user,
+                          size_t user_len, const char *pass,
+                          size_t pass_len) {
+  frontend_server *srv = s->srv;
+  if (guard_dead(&s->g) || !srv->authorizer || s->auth_id > 0)
+    return PH_ESTATE;
+  s->in_call = 1;
+  s->answered = 0;
+  int64_t id = srv->authorizer->check_password(srv->authorizer_self, user,
+                                               user_len, pass, pass_len,
+                                               auth_answer, s);
+  s->in_call = 0;
+  if (id <= 0)
+    return id < 0 ? (int)id : PH_EINVAL;
+  if (!s->answered)
+    s->auth_id = id;
+  return PH_OK;
+}
+
+void frontend_session_cancel_auth(frontend_session *s) {
+  if (s->auth_id > 0 && s->srv->authorizer)
+    s->srv->authorizer->cancel(s->srv->authorizer_self, s->auth_id);
+  s->auth_id = 0;
+}
+
+/* ---- the open -------------------------------------------------------- */
+
+static void open_answer(void *arg, const ph_open_result *res) {
+  frontend_session *s = arg;
+  frontend_server *srv = s->srv;
+  frontend_session_enter(s);
+  s->open_id = 0;
+  if (s->in_call)
+    s->answered = 1;
+  stream_end target;
+  int code = relay_take_open(res, &target);
+  stream_metrics_stage(srv->sm, SM_OPEN, stream_metrics_result(code),
+                       seconds_since(s->t_open_us));
+  stream_metrics_open(srv->sm, code);
+  srv->ops->open_done(s->owner, code, res->stage, target);
+  frontend_session_leave(s);
+}
+
+int frontend_session_open(frontend_session *s, const char *host,
+                          uint16_t port, const char *principal) {
+  frontend_server *srv = s->srv;
+  if (guard_dead(&s->g) || !srv->connector || s->open_id > 0)
+    return PH_ESTATE;
+  /* The upstream may be a socket or a stream (stream.h). */
+  ph_open_request rq = {.size = sizeof(rq),
+                        .protocol = PH_PROTO_TCP,
+                        .port = port,
+                        .host = host,
+                        .principal = principal,
+                        .flags = PH_OPEN_F_STREAM};
+  s->t_open_us = now_us();
+  s->in_call = 1;
+  s->answered = 0;
+  int64_t id = srv->connector->open(srv->connector_self, &rq, open_answer, s);
+  s->in_call = 0;
+  if (id <= 0)
+    return id < 0 ? (int)id : PH_EINVAL;
+  if (!s->answered)
+    s->open_id = id;
+  return PH_OK;
+}
+
+void frontend_session_cancel_open(frontend_session *s) {
+  if (s->open_id > 0 && s->srv->connector)
+    s->srv->connector->cancel(s->srv->connector_self, s->open_id);
+  s->open_id = 0;
+}
+
+/* ---- the relay ------------------------------------------------------- */
+
+static void relay_first_down(void *arg) {
+  frontend_session *s = arg;
+  frontend_session_enter(s);
+  stream_metrics_stage(s->srv->sm, SM_TTFB, SM_SUCCESS,
+                       seconds_since(s->t_relay_us));
+  frontend_session_leave(s);
+}
+
+static void relay_finished(void *arg, const relay_stats *st, int end) {
+  frontend_session *s = arg;
+  frontend_server *srv = s->srv;
+  frontend_session_enter(s);
+  s->relay = NULL; /* ended: it closed both ends */
+  s->fd = -1;
+  srv->api->inc(srv->sm->bytes[SM_UP], st->up);
+  srv->api->inc(srv->sm->bytes[SM_DOWN], st->down);
+  srv->ops->relay_done(s->owner, st, end);
+  frontend_session_leave(s);
+}
+
+int frontend_session_relay(frontend_session *s, stream_end target,
+                           const void *pre, size_t pre_len,
+                           const frontend_relay_opts *o) {
+  frontend_server *srv = s->srv;
+  relay_opts ro = {.idle_timeout_ms = o->idle_timeout_ms,
+                   .buffer_size = o->buffer_size,
+                   .use_splice = o->use_splice,
+                   .first_down = relay_first_down,
+                   .done = relay_finished,
+                   .arg = s,
+                   .client_io = s->io}; /* session_io passes events on */
+  stream_end client = end_fd(s->fd);
+  s->io = NULL;
+  s->events = 0;
+  s->fd = -1; /* the relay owns it, even on failure */
+  s->deadline_ms = 0;
+  s->probing = 0;
+  arm_timer(s);
+  s->t_relay_us = now_us();
+  s->relay = relay_start(srv->api, srv->ctx, client, target, pre, pre_len,
+                         &ro);
+  return s->relay ? PH_OK : PH_ENOMEM;
+}

@@ -1,0 +1,238 @@
+/* The session skeleton every frontend repeats, in one place: a client
+ * connection's guard (guard.h), its socket watcher, its deadline timer
+ * (with the hangup probe of hangup.h while the client is not read), the
+ * authorizer's check and the connector's open with their cancellation,
+ * the hand-over to the relay, exactly one end, and per listener the
+ * count of sessions and the drain on stop. The protocol (SOCKS5's
+ * messages, HTTP's heads and bodies, a tunnel's or a gateway's frames)
+ * stays in its module and is called back through frontend_session_ops.
+ *
+ * The per-listener part (the sessions' list and count, the stop and the
+ * drain, destroy) is frontend_server.h's, which includes this header.
+ *
+ * How a frontend uses it (socks5.c and http_proxy's http_conn.c do; the
+ * tunnel server's and the gateway's frontends do the same with their
+ * handshake in ops: a deadline for it, a check through the authorizer,
+ * an open through the connector, and the relay with a socket or a
+ * ph_stream (a multiplexed stream) as the target end):
+ *
+ *   typedef struct my_conn {
+ *     frontend_session fs;      // embedded; fs.owner points back here
+ *     ... protocol state ...
+ *   } my_conn;
+ *
+ *   init:   frontend_server_init(&srv, api, ctx, &my_ops, &sm, gauge)
+ *   start:  frontend_services_get into srv.connector/srv.authorizer (and
+ *           their self pointers), open the listener into srv.listener
+ *   accept: c = calloc(...); frontend_session_start(&srv, &c->fs, c, fd);
+ *           then, between frontend_session_enter/leave, read the client
+ *   events: my_ops.client_io(c, revents), my_ops.deadline(c), ...
+ *           each already between enter and leave: the protocol may close
+ *           the session (frontend_session_close) anywhere inside
+ *   stop:   return frontend_server_stop(&srv);  (my_ops.stop decides, per
+ *           session, to close it now or let it finish)
+ *   destroy: frontend_server_destroy(&srv); then release the services
+ *
+ * The guard rule (guard.h): every entry into a session from outside (its
+ * watcher and timer, the authorizer's and the connector's answers, the
+ * relay's callbacks, a stop) runs between frontend_session_enter and
+ * frontend_session_leave, here, before the protocol is called. Closing a
+ * session releases everything at once (ops->end first, for the
+ * protocol's own resources and its log line, then the check, the open,
+ * the relay, the watcher, the timer and the client socket here), marks
+ * it dead, and its memory is freed (ops->free) only by the outermost
+ * leave, at the end of the event; outside any entry (a stop or destroy
+ * walking the list), at once. Code that runs after a callee may have
+ * closed the session checks frontend_session_dead.
+ *
+ * No allocation and no system call per session beyond what the two
+ * frontends made before: one watcher and one timer, made at start.
+ *
+ * Loop thread only. */
+#ifndef PH_FRONTEND_SESSION_H
+#define PH_FRONTEND_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/authorizer.h>
+#include <proxyhost/connector.h>
+#include <proxyhost/host.h>
+
+#include "guard.h"
+#include "listener.h"
+#include "relay.h"
+#include "stream_metrics.h"
+
+/* How a session ends, as ops->end sees it. */
+enum frontend_end {
+  FRONTEND_END_LOG = 0, /* closed: the protocol writes its end line */
+  FRONTEND_END_QUIET    /* the module is destroyed (or the session could
+                           not start in a frontend that logs nothing
+                           then): no line */
+};
+
+/* The protocol's part. owner is the pointer given to
+ * frontend_session_start. Every call is an entry already (the session
+ * is between enter and leave); each may close the session. */
+typedef struct frontend_session_ops {
+  /* The client's socket has revents (PH_READ, PH_WRITE) of those asked
+   * with frontend_session_watch. Not called while relaying (the relay
+   * gets them). Mandatory. */
+  void (*client_io)(void *owner, int revents);
+  /* The deadline set with frontend_session_deadline passed. Mandatory. */
+  void (*deadline)(void *owner);
+  /* The client left while it was not read during a check or an open
+   * (hangup.h). Mandatory. */
+  void (*hangup)(void *owner);
+  /* The authorizer's verdict (ph_auth_verdict) of frontend_session_auth.
+   * Mandatory for a frontend that calls it. */
+  void (*auth_done)(void *owner, int verdict);
+  /* The connector's answer to frontend_session_open, taken with
+   * relay_take_open: code is a ph_open_code (PH_OPEN_OK: target holds
+   * the socket or the stream, now the owner's), stage the result's
+   * ph_open_stage. The open's stage duration and counter are recorded
+   * already. Mandatory for a frontend that calls it. */
+  void (*open_done)(void *owner, int code, int stage, stream_end target);
+  /* The relay of frontend_session_relay ended (relay_end), after it
+   * closed both ends; the byte counters are counted already.
+   * Mandatory for a frontend that calls frontend_session_relay. */
+  void (*relay_done)(void *owner, const relay_stats *st, int end);
+  /* The module stops: close the session now (frontend_session_close) or
+   * let it finish; the host cuts what is left at its drain_timeout.
+   * NULL: every session is let finish. */
+  void (*stop)(void *owner);
+  /* Exactly once per session, from frontend_session_close, before the
+   * session releases its own parts: the protocol writes its end line
+   * (how == FRONTEND_END_LOG) and releases what it holds. While it runs,
+   * frontend_session_relaying still tells whether a relay runs (it is
+   * aborted after). Mandatory. */
+  void (*end)(void *owner, int how);
+  /* Frees the owner's memory: once, when the session is closed and no
+   * entry runs. Mandatory. */
+  void (*free)(void *owner);
+} frontend_session_ops;
+
+typedef struct frontend_session frontend_session;
+
+/* Per module instance (one listener). Fields marked "set by the
+ * frontend" are the frontend's to fill in; the others are the
+ * skeleton's. */
+typedef struct frontend_server {
+  const ph_api *api;
+  ph_ctx *ctx;
+  const frontend_session_ops *ops;
+  stream_metrics *sm;
+  ph_series *clients; /* a gauge of the sessions open now, or NULL */
+  /* Set by the frontend in start: */
+  ph_listener *listener; /* closed by frontend_server_stop/destroy */
+  const ph_connector_v1 *connector;
+  void *connector_self;
+  const ph_authorizer_v1 *authorizer; /* NULL without auth */
+  void *authorizer_self;
+  /* The sessions. */
+  frontend_session *sessions;
+  size_t n_sessions;
+  unsigned stopping : 1;     /* frontend_server_stop ran */
+  unsigned stop_pending : 1; /* stop_done is owed when the last ends */
+} frontend_server;
+
+/* One client connection's skeleton, embedded in the frontend's own
+ * connection struct. Read-only for the frontend. */
+struct frontend_session {
+  guard g;
+  frontend_server *srv;
+  void *owner;
+  frontend_session *prev, *next;
+  int fd;        /* the client's socket; -1 once closed or relayed */
+  ph_io *io;     /* its watcher; NULL once handed to the relay */
+  int events;    /* asked of io */
+  ph_timer *timer;
+  int64_t deadline_ms; /* api->now_ms of the deadline; 0: none */
+  int64_t auth_id, open_id; /* in flight, or 0 */
+  int64_t t_open_us, t_relay_us; /* CLOCK_MONOTONIC, for the stages */
+  ph_relay *relay;
+  unsigned probing : 1;   /* not read while a check or an open runs */
+  unsigned in_call : 1;   /* inside check_password or open */
+  unsigned answered : 1;  /* the answer came inside that call */
+};
+
+/* Takes an accepted client socket (and its listener slot) over: links
+ * the session, counts it, makes its watcher (no events yet) and timer.
+ * PH_OK, or PH_ENOMEM: the session is linked all the same, and the
+ * caller closes it (frontend_session_close) at once. */
+int frontend_session_start(frontend_server *srv, frontend_session *s,
+                           void *owner, int fd);
+/* Every entry from outside that the skeleton does not make itself (the
+ * accept, a frontend's own watcher on its upstream) runs between these;
+ * leave frees the session's owner when it was closed inside and this was
+ * the outermost entry. */
+void frontend_session_enter(frontend_session *s);
+void frontend_session_leave(frontend_session *s);
+static inline int frontend_session_dead(const frontend_session *s) {
+  return guard_dead(&s->g);
+}
+/* Ends the session (once; a dead one is left alone): ops->end(owner,
+ * how), then cancels the check and the open in flight, aborts the relay,
+ * frees the watcher and the timer, closes the client's socket, unlinks
+ * and gives the listener slot back (stop_done if it was the last one
+ * during a drain). The owner is freed now outside an entry, else by the
+ * outermost leave. */
+void frontend_session_close(frontend_session *s, int how);
+
+/* Asks the client's watcher for events (PH_READ | PH_WRITE, 0: none);
+ * the loop is told only when they change. While a check or an open runs
+ * and PH_READ is not asked, the client's hangup is probed for every
+ * HANGUP_PROBE_MS (ops->hangup). */
+void frontend_session_watch(frontend_session *s, int events);
+/* A deadline ms from now (ops->deadline when it passes); 0: none. */
+void frontend_session_deadline(frontend_session *s, int64_t ms);
+
+/* Asks srv->authorizer about a user name and password (copied by the
+ * authorizer: the caller may wipe them on return). PH_OK: the verdict
+ * comes through ops->auth_done (possibly already inside this call, if
+ * the authorizer broke its contract: the caller checks
+ * frontend_session_dead and the state it left). A negative ph_status:
+ * refused at once, no callback. */
+int frontend_session_auth(frontend_session *s, const char *user,
+                          size_t user_len, const char *pass,
+                          size_t pass_len);
+/* Abandons the check in flight, if any: no callback afterwards. */
+void frontend_session_cancel_auth(frontend_session *s);
+/* Asks srv->connector for a TCP stream to host:port for principal (NULL:
+ * none), taking a socket or a stream (PH_OPEN_F_STREAM). PH_OK: the
+ * answer comes through ops->open_done (as above, possibly inside). A
+ * negative ph_status: refused at once, no callback. */
+int frontend_session_open(frontend_session *s, const char *host,
+                          uint16_t port, const char *principal);
+/* Abandons the open in flight, if any: no callback afterwards. */
+void frontend_session_cancel_open(frontend_session *s);
+/* 1 while a check (an open) is in flight. */
+static inline int frontend_session_authing(const frontend_session *s) {
+  return s->auth_id > 0;
+}
+static inline int frontend_session_opening(const frontend_session *s) {
+  return s->open_id > 0;
+}
+
+/* The relay's settings for frontend_session_relay. */
+typedef struct frontend_relay_opts {
+  int64_t idle_timeout_ms;
+  size_t buffer_size;
+  int use_splice;
+} frontend_relay_opts;
+
+/* Hands the client's socket and watcher, and target, over to the relay,
+ * with pre (bytes the client sent past its head) going first; stops the
+ * deadline. The relay records the time to the first byte down
+ * (SM_TTFB) and the bytes both ways; ops->relay_done tells its end.
+ * PH_OK, or PH_ENOMEM: the relay could not start and closed both ends;
+ * the caller closes the session. */
+int frontend_session_relay(frontend_session *s, stream_end target,
+                           const void *pre, size_t pre_len,
+                           const frontend_relay_opts *o);
+static inline int frontend_session_relaying(const frontend_session *s) {
+  return s->relay != NULL;
+}
+
+#endif

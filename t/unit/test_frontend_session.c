@@ -1,0 +1,609 @@
+/* The frontend session skeleton (modules/common/frontend_session.c)
+ * through the real host API of the mock host, with a fake connector and a
+ * fake authorizer: the deadline fires once, a check and an open are
+ * cancelled when the client closes (read or, not read, probed), the drain
+ * on stop with a session in each phase (handshake, check, open, relay)
+ * ends with stop_done, exactly one end per session, answers inside the
+ * call leave no stale id, and the guard rule under reentrancy: a callback
+ * that closes the session from inside another callback frees nothing
+ * before the outermost entry leaves (run under ASan to see it). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frontend_server.h"
+#include "hangup.h"
+#include "mock.h"
+#include "tap.h"
+
+static const ph_api *api;
+static ph_ctx *hctx;
+static stream_metrics sm;
+static frontend_server srv;
+
+/* ---- the fake connector and authorizer --------------------------------- */
+
+enum { ANSWER_LATER = 0, ANSWER_INSIDE, ANSWER_NEVER };
+
+static struct fake {
+  int open_mode, auth_mode;
+  int open_code;   /* what an answered open says */
+  int verdict;     /* what an answered check says */
+  int64_t next_id;
+  int opens, open_cancels, checks, auth_cancels;
+  /* The one open and the one check the fake holds (later mode). */
+  int64_t open_id, auth_id;
+  ph_open_cb open_cb;
+  void *open_arg;
+  ph_auth_cb auth_cb;
+  void *auth_arg;
+  int target_peer; /* the test's end of an OK open's socketpair */
+} F;
+
+static void open_answer_now(void) {
+  ph_open_result r = {.size = sizeof(r), .fd = -1, .code = F.open_code};
+  r.stage = F.open_code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
+  if (F.open_code == PH_OPEN_OK) {
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv);
+    r.fd = sv[0];
+    F.target_peer = sv[1];
+  }
+  F.open_id = 0;
+  F.open_cb(F.open_arg, &r);
+}
+
+static int64_t fake_open(void *self, const ph_open_request *rq, ph_open_cb cb,
+                         void *arg) {
+  (void)self;
+  if (!rq || !rq->host || !(rq->flags & PH_OPEN_F_STREAM))
+    return PH_EINVAL;
+  F.opens++;
+  F.open_cb = cb;
+  F.open_arg = arg;
+  int64_t id = ++F.next_id;
+  F.open_id = id;
+  if (F.open_mode == ANSWER_INSIDE)
+    open_answer_now();
+  return id;
+}
+
+static int fake_open_cancel(void *self, int64_t id) {
+  (void)self;
+  if (id != F.open_id)
+    return PH_ENOENT;
+  F.open_cancels++;
+  F.open_id = 0;
+  return PH_OK;
+}
+
+static void auth_answer_now(void) {
+  F.auth_id = 0;
+  F.auth_cb(F.auth_arg, F.verdict);
+}
+
+static int64_t fake_check(void *self, const char *user, size_t ulen,
+                          const char *pass, size_t plen, ph_auth_cb cb,
+                          void *arg) {
+  (void)self;
+  (void)user;
+  (void)ulen;
+  (void)pass;
+  (void)plen;
+  F.checks++;
+  F.auth_cb = cb;
+  F.auth_arg = arg;
+  int64_t id = ++F.next_id;
+  F.auth_id = id;
+  if (F.auth_mode == ANSWER_INSIDE)
+    auth_answer_now();
+  return id;
+}
+
+static int fake_auth_cancel(void *self, int64_t id) {
+  (void)self;
+  if (id != F.auth_id)
+    return PH_ENOENT;
+  F.auth_cancels++;
+  F.auth_id = 0;
+  return PH_OK;
+}
+
+static const ph_connector_v1 connector = {.open = fake_open,
+                                          .cancel = fake_open_cancel};
+static const ph_authorizer_v1 authorizer = {.check_password = fake_check,
+                                            .cancel = fake_auth_cancel};
+
+/* ---- the test frontend ------------------------------------------------- */
+
+enum phase { P_HANDSHAKE = 0, P_AUTH, P_OPEN, P_RELAY };
+
+typedef struct tconn {
+  frontend_session fs;
+  int phase;
+  int peer; /* the test's end of the client socketpair */
+  int close_in_auth_done, close_in_open_done, relay_in_open_done;
+  int marker;
+} tconn;
+
+/* What the callbacks saw, over all sessions. */
+static struct seen {
+  int client_io, deadlines, hangups, auth_done, open_done, relay_done;
+  int ends, ends_logged, frees, stops;
+  int last_verdict, last_code;
+  int closes_in_end; /* close called again from inside end */
+} S;
+
+static void t_close(tconn *c) {
+  frontend_session_close(&c->fs, FRONTEND_END_LOG);
+}
+
+static void t_client_io(void *owner, int revents) {
+  tconn *c = owner;
+  S.client_io++;
+  if (revents & PH_READ) {
+    char b[64];
+    ssize_t n = recv(c->fs.fd, b, sizeof(b), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN))
+      t_close(c); /* the client left: cancels the check or the open */
+  }
+}
+
+static void t_deadline(void *owner) {
+  S.deadlines++;
+  t_close(owner);
+}
+
+static void t_hangup(void *owner) {
+  S.hangups++;
+  t_close(owner);
+}
+
+static void t_auth_done(void *owner, int verdict) {
+  tconn *c = owner;
+  S.auth_done++;
+  S.last_verdict = verdict;
+  if (c->close_in_auth_done || verdict != PH_AUTH_ALLOW)
+    t_close(c);
+}
+
+static void t_open_done(void *owner, int code, int stage, stream_end target) {
+  tconn *c = owner;
+  (void)stage;
+  S.open_done++;
+  S.last_code = code;
+  if (code != PH_OPEN_OK || c->close_in_open_done) {
+    if (code == PH_OPEN_OK)
+      close(target.fd);
+    t_close(c);
+    return;
+  }
+  if (c->relay_in_open_done) {
+    frontend_relay_opts o = {60000, 16384, 0};
+    c->phase = P_RELAY;
+    if (frontend_session_relay(&c->fs, target, NULL, 0, &o) != PH_OK)
+      t_close(c);
+    return;
+  }
+  close(target.fd);
+}
+
+static void t_relay_done(void *owner, const relay_stats *st, int end) {
+  (void)st;
+  (void)end;
+  S.relay_done++;
+  t_close(owner);
+}
+
+/* A handshake or a relay is cut at stop; a check or an open finishes. */
+static void t_stop(void *owner) {
+  tconn *c = owner;
+  S.stops++;
+  if (c->phase == P_HANDSHAKE || c->phase == P_RELAY)
+    t_close(c);
+}
+
+static void t_end(void *owner, int how) {
+  tconn *c = owner;
+  S.ends++;
+  if (how == FRONTEND_END_LOG)
+    S.ends_logged++;
+  /* A second close from inside the end is ignored. */
+  frontend_session_close(&c->fs, FRONTEND_END_LOG);
+  S.closes_in_end++;
+  if (c->peer >= 0)
+    close(c->peer);
+  c->peer = -1;
+}
+
+static void t_free(void *owner) {
+  S.frees++;
+  free(owner);
+}
+
+static const frontend_session_ops ops = {
+    .client_io = t_client_io,
+    .deadline = t_deadline,
+    .hangup = t_hangup,
+    .auth_done = t_auth_done,
+    .open_done = t_open_done,
+    .relay_done = t_relay_done,
+    .stop = t_stop,
+    .end = t_end,
+    .free = t_free,
+};
+
+/* A session on a new socketpair; the test keeps the peer. */
+static tconn *new_conn(void) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+    return NULL;
+  tconn *c = calloc(1, sizeof(*c));
+  c->peer = sv[1];
+  if (frontend_session_start(&srv, &c->fs, c, sv[0]) != PH_OK) {
+    t_close(c);
+    return NULL;
+  }
+  return c;
+}
+
+static void reset_seen(void) {
+  memset(&S, 0, sizeof(S));
+  int next = (int)F.next_id;
+  memset(&F, 0, sizeof(F));
+  F.next_id = next;
+  F.target_peer = -1;
+  F.verdict = PH_AUTH_ALLOW;
+  F.open_code = PH_OPEN_OK;
+}
+
+/* ---- the host module ----------------------------------------------------- */
+
+static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  hctx = ctx;
+  *state = NULL;
+  if (stream_metrics_init(&sm, a, ctx, SM_CLIENT) != PH_OK)
+    return PH_EINVAL;
+  frontend_server_init(&srv, a, ctx, &ops, &sm, NULL);
+  srv.connector = &connector;
+  srv.authorizer = &authorizer;
+  return PH_OK;
+}
+
+static int host_stop(void *state) {
+  (void)state;
+  return frontend_server_stop(&srv);
+}
+
+static void host_destroy(void *state) {
+  (void)state;
+  frontend_server_destroy(&srv);
+}
+
+static const ph_module host_mod = {
+    PH_MODULE_HEADER("fs_host", "1.0.0"),
+    .init = host_init,
+    .stop = host_stop,
+    .destroy = host_destroy,
+};
+
+static ph_mock *mock_up(void) {
+  char err[1024];
+  ph_mock *m = ph_mock_new("[proxyhost]\ndrain_timeout = 3s\n"
+                           "[log]\nlevel = error\n",
+                           err, sizeof(err));
+  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) != PH_OK ||
+      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
+      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
+    printf("# mock: %s\n", err);
+    exit(1);
+  }
+  return m;
+}
+
+/* ---- the tests ---------------------------------------------------------- */
+
+static void test_deadline(ph_mock *m) {
+  reset_seen();
+  tconn *c = new_conn();
+  frontend_session_watch(&c->fs, PH_READ);
+  frontend_session_deadline(&c->fs, 30);
+  ph_mock_run_for(m, 10);
+  is_int(S.deadlines, 0, "deadline: not before its time");
+  ph_mock_run_for(m, 80);
+  is_int(S.deadlines, 1, "deadline: fires once");
+  is_int(S.ends, 1, "deadline: one end");
+  is_int(S.frees, 1, "deadline: freed");
+  is_int(srv.n_sessions, 0, "deadline: unlinked");
+
+  /* Moved and then removed: never fires. */
+  reset_seen();
+  c = new_conn();
+  frontend_session_deadline(&c->fs, 20);
+  frontend_session_deadline(&c->fs, 0);
+  ph_mock_run_for(m, 60);
+  is_int(S.deadlines, 0, "deadline 0: none");
+  t_close(c);
+  is_int(S.frees, 1, "closed outside an entry: freed at once");
+}
+
+static void test_auth_cancel(ph_mock *m) {
+  reset_seen();
+  tconn *c = new_conn();
+  is_int(frontend_session_auth(&c->fs, "u", 1, "p", 1), PH_OK, "check started");
+  ok(frontend_session_authing(&c->fs), "check in flight");
+  frontend_session_watch(&c->fs, PH_READ);
+  close(c->peer);
+  c->peer = -1;
+  ph_mock_run_for(m, 20);
+  is_int(S.ends, 1, "client closed during the check: ended");
+  is_int(F.auth_cancels, 1, "the check was cancelled");
+  is_int(S.auth_done, 0, "no verdict after the cancel");
+  is_int(S.frees, 1, "freed");
+}
+
+static void test_open_cancel(ph_mock *m) {
+  reset_seen();
+  tconn *c = new_conn();
+  is_int(frontend_session_open(&c->fs, "ok.fake", 80, NULL), PH_OK,
+         "open started");
+  ok(frontend_session_opening(&c->fs), "open in flight");
+  frontend_session_watch(&c->fs, PH_READ);
+  close(c->peer);
+  c->peer = -1;
+  ph_mock_run_for(m, 20);
+  is_int(S.ends, 1, "client closed during the open: ended");
+  is_int(F.open_cancels, 1, "the open was cancelled");
+  is_int(S.open_done, 0, "no answer after the cancel");
+
+  /* Not read (PH_READ not asked): the hangup probe notices. */
+  reset_seen();
+  c = new_conn();
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  frontend_session_watch(&c->fs, 0);
+  ok(c->fs.probing, "not read during an open: probing");
+  (void)send(c->peer, "xxxx", 4, 0); /* unread bytes before the FIN */
+  close(c->peer);
+  c->peer = -1;
+  ph_mock_run_for(m, HANGUP_PROBE_MS / 2);
+  is_int(S.hangups, 0, "probe: not before its period");
+  ph_mock_run_for(m, HANGUP_PROBE_MS + 100);
+  is_int(S.hangups, 1, "probe: the hangup is seen");
+  is_int(F.open_cancels, 1, "probe: the open was cancelled");
+  is_int(S.frees, 1, "probe: freed");
+
+  /* The metrics of an answered open are the skeleton's. */
+  reset_seen();
+  c = new_conn();
+  F.open_code = PH_OPEN_CONNECTION_REFUSED;
+  frontend_session_open(&c->fs, "refused.fake", 80, NULL);
+  frontend_session_enter(&c->fs);
+  open_answer_now();
+  is_int(S.last_code, PH_OPEN_CONNECTION_REFUSED,
+         "open failure reaches open_done");
+  is_int(S.frees, 0, "closed in open_done: not freed inside the entry");
+  frontend_session_leave(&c->fs);
+  is_int(S.frees, 1, "freed by the outermost leave");
+  like(ph_mock_metrics_text(m),
+       "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
+       "error_class=\"connection_refused\"} 1",
+       "open counted by error class");
+}
+
+static void test_inside_answers(ph_mock *m) {
+  (void)m;
+  /* A check answered inside check_password that closes the session:
+   * nothing is freed before the caller's entry leaves, and no stale id. */
+  reset_seen();
+  F.auth_mode = ANSWER_INSIDE;
+  F.verdict = PH_AUTH_DENY;
+  tconn *c = new_conn();
+  frontend_session_enter(&c->fs);
+  is_int(frontend_session_auth(&c->fs, "u", 1, "p", 1), PH_OK,
+         "inside: the check is accepted");
+  ok(frontend_session_dead(&c->fs), "inside: closed by auth_done");
+  c->marker = 1; /* the owner is still memory (ASan) */
+  is_int(S.frees, 0, "inside: not freed yet");
+  is_int((int)c->fs.auth_id, 0, "inside: no stale check id");
+  frontend_session_leave(&c->fs);
+  is_int(S.frees, 1, "inside: freed by the outermost leave");
+  is_int(F.auth_cancels, 0, "inside: nothing to cancel");
+
+  /* An open answered inside open() with a socket: no stale id either,
+   * and closing later cancels nothing. */
+  reset_seen();
+  F.open_mode = ANSWER_INSIDE;
+  c = new_conn();
+  frontend_session_enter(&c->fs);
+  is_int(frontend_session_open(&c->fs, "ok.fake", 80, NULL), PH_OK,
+         "inside: the open is accepted");
+  is_int(S.open_done, 1, "inside: answered");
+  ok(!frontend_session_opening(&c->fs), "inside: no stale open id");
+  frontend_session_leave(&c->fs);
+  t_close(c);
+  is_int(F.open_cancels, 0, "inside: nothing to cancel");
+  is_int(S.frees, 1, "inside: freed");
+  close(F.target_peer);
+
+  /* A refused request: no callback, an error. */
+  reset_seen();
+  c = new_conn();
+  ok(frontend_session_open(&c->fs, NULL, 80, NULL) < 0,
+     "a refused open returns its status");
+  is_int(S.open_done, 0, "refused: no callback");
+  t_close(c);
+}
+
+static void test_reentrancy(ph_mock *m) {
+  /* Nested callbacks: the client's io starts an open answered inside,
+   * whose open_done closes the session; then the io callback goes on and
+   * touches its owner. */
+  reset_seen();
+  F.open_mode = ANSWER_INSIDE;
+  F.open_code = PH_OPEN_TIMEOUT;
+  tconn *c = new_conn();
+  frontend_session_enter(&c->fs);
+  frontend_session_enter(&c->fs); /* as session_io would, twice nested */
+  frontend_session_open(&c->fs, "x.fake", 80, NULL);
+  ok(frontend_session_dead(&c->fs), "nested: closed inside");
+  frontend_session_watch(&c->fs, PH_READ); /* inert on a dead session */
+  frontend_session_deadline(&c->fs, 10);
+  c->marker = 2;
+  frontend_session_leave(&c->fs);
+  is_int(S.frees, 0, "nested: the inner leave does not free");
+  frontend_session_leave(&c->fs);
+  is_int(S.frees, 1, "nested: the outer leave frees");
+  is_int(S.ends, 1, "nested: one end");
+  ph_mock_run_for(m, 30);
+  is_int(S.deadlines, 0, "nested: nothing fires after the end");
+
+  /* A relay whose done closes the session from inside relay_client_io. */
+  reset_seen();
+  F.open_mode = ANSWER_LATER;
+  c = new_conn();
+  c->relay_in_open_done = 1;
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  frontend_session_enter(&c->fs);
+  open_answer_now();
+  frontend_session_leave(&c->fs);
+  ok(frontend_session_relaying(&c->fs), "relay: started from open_done");
+  (void)send(c->peer, "ping", 4, 0);
+  ph_mock_run_for(m, 20);
+  char b[8] = {0};
+  is_int(recv(F.target_peer, b, sizeof(b), 0), 4, "relay: bytes go up");
+  shutdown(c->peer, SHUT_WR);
+  shutdown(F.target_peer, SHUT_WR);
+  ph_mock_run_for(m, 30);
+  is_int(S.relay_done, 1, "relay: done once");
+  is_int(S.ends, 1, "relay: one end");
+  is_int(S.frees, 1, "relay: freed");
+  like(ph_mock_metrics_text(m),
+       "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\"} 4",
+       "relay: bytes counted by the skeleton");
+  close(F.target_peer);
+}
+
+static void test_once(ph_mock *m) {
+  (void)m;
+  reset_seen();
+  tconn *c = new_conn();
+  frontend_session_enter(&c->fs);
+  t_close(c);
+  t_close(c);
+  frontend_session_close(&c->fs, FRONTEND_END_QUIET);
+  frontend_session_leave(&c->fs);
+  is_int(S.ends, 1, "closed three times (and once from inside end): one end");
+  is_int(S.ends_logged, 1, "the first close's manner counts");
+  is_int(S.closes_in_end, 1, "end ran once");
+  is_int(S.frees, 1, "freed once");
+}
+
+/* Timers that answer the check and the open during the drain. */
+static void answer_auth_cb(ph_timer *t, void *arg) {
+  (void)arg;
+  api->timer_free(t);
+  if (F.auth_id)
+    auth_answer_now();
+}
+static void answer_open_cb(ph_timer *t, void *arg) {
+  (void)arg;
+  api->timer_free(t);
+  if (F.open_id)
+    open_answer_now();
+}
+static void drain_answers_arm(void) {
+  ph_timer *a = api->timer_new(hctx, answer_auth_cb, NULL);
+  ph_timer *o = api->timer_new(hctx, answer_open_cb, NULL);
+  api->timer_set(a, 30, 0);
+  api->timer_set(o, 60, 0);
+}
+
+/* The drain: one session in each phase; the handshake and the relay are
+ * cut at stop, the check and the open finish, then stop_done. */
+static void test_drain(ph_mock *m) {
+  reset_seen();
+  tconn *hs = new_conn();
+  frontend_session_watch(&hs->fs, PH_READ);
+  tconn *au = new_conn();
+  au->phase = P_AUTH;
+  frontend_session_auth(&au->fs, "u", 1, "p", 1);
+  frontend_session_watch(&au->fs, PH_READ);
+  /* The fake holds one open at a time: the relay's first. */
+  tconn *re = new_conn();
+  re->relay_in_open_done = 1;
+  frontend_session_open(&re->fs, "ok.fake", 80, NULL);
+  frontend_session_enter(&re->fs);
+  open_answer_now();
+  frontend_session_leave(&re->fs);
+  int relay_peer = F.target_peer;
+  tconn *op = new_conn();
+  op->phase = P_OPEN;
+  frontend_session_open(&op->fs, "ok.fake", 80, NULL);
+  frontend_session_watch(&op->fs, PH_READ);
+  op->close_in_open_done = 1;
+  is_int(srv.n_sessions, 4, "drain: four sessions");
+  /* The check and the open answer a little later, during the drain. */
+  F.verdict = PH_AUTH_DENY; /* closes au */
+  is_int(ph_mock_run_for(m, 5), PH_OK, "drain: loop runs");
+  drain_answers_arm();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int r = ph_mock_stop(m);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long waited = (t1.tv_sec - t0.tv_sec) * 1000 +
+                (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  is_int(r, PH_OK, "drain: stop_done came before the drain deadline");
+  ok(waited >= 50 && waited < 2000,
+     "drain: the stop waited for the open (answered at 60 ms)");
+  is_int(S.stops, 4, "drain: stop asked of every session");
+  is_int(S.ends, 4, "drain: four ends");
+  is_int(S.frees, 4, "drain: four frees");
+  is_int(srv.n_sessions, 0, "drain: none left");
+  is_int(F.auth_cancels + F.open_cancels, 0,
+         "drain: the check and the open finished");
+  is_int(S.auth_done, 1, "drain: the check answered");
+  is_int(S.open_done, 2, "drain: the open answered");
+  ok(srv.listener == NULL, "drain: the listener is closed");
+  close(relay_peer);
+  if (F.target_peer >= 0 && F.target_peer != relay_peer)
+    close(F.target_peer);
+}
+
+static void test_destroy(void) {
+  /* Sessions left at destroy end quietly, without stop_done. */
+  ph_mock *m = mock_up();
+  reset_seen();
+  tconn *a = new_conn();
+  tconn *b = new_conn();
+  b->phase = P_OPEN; /* let finish by the stop ph_mock_free makes */
+  frontend_session_open(&b->fs, "ok.fake", 80, NULL);
+  (void)a;
+  ph_mock_free(m);
+  is_int(S.ends, 2, "destroy: both ended");
+  is_int(S.ends_logged, 1, "destroy: the one left ends quietly");
+  is_int(S.frees, 2, "destroy: both freed");
+  is_int(F.open_cancels, 1, "destroy: the open was cancelled");
+}
+
+int main(void) {
+  plan_lazy();
+  signal(SIGPIPE, SIG_IGN);
+  ph_mock *m = mock_up();
+  test_deadline(m);
+  test_auth_cancel(m);
+  test_open_cancel(m);
+  test_inside_answers(m);
+  test_reentrancy(m);
+  test_once(m);
+  test_drain(m);
+  ph_mock_free(m);
+  test_destroy();
+  return done_testing();
+}
