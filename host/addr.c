@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Listen addresses (addr.h). */
 #include "addr.h"
 

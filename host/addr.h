@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Listen addresses: the one parser for the host's [admin] listen and,
  * through ph_api.parse_listen_addr, for every module's listen keys. */
 #ifndef PH_ADDR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The admin HTTP listener (see admin.h).
  *
  * Everything runs on the loop thread. Each connection reads one request

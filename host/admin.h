@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The admin HTTP listener: GET /metrics, /healthz, /readyz. HTTP/1.0 and
  * 1.1, GET and HEAD only, one request per connection, bounded request
  * head, bounded connections, read timeout. */

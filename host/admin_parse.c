@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* See admin_parse.h. Grammar (RFC 9110/9112, reduced to what the admin
  * endpoints need):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The admin listener's HTTP/1.x request-head parser: pure (bytes in,
  * result out, no I/O, no allocation), so it can be fuzzed on its own.
  *

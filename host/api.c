@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The host API table: what modules call, mapped onto the host core.
  *
  * Every loop-thread-only function starts with on_loop(): the one place

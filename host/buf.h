@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A growable byte buffer with a hard limit, for building text output. */
 #ifndef PH_BUF_H
 #define PH_BUF_H

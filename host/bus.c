@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The message bus. Topics live in a bounded table; each topic keeps its
  * subscriptions in an array in subscription order. Delivery walks that
  * array by index (a handler may subscribe and so grow it), skipping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The in-process message bus: named, typed topics; synchronous delivery in
  * subscription order on the loop thread; posts from other threads go
  * through the mailbox. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The configuration store: INI files (inih) with includes, --set
  * assignments and the environment, validated against the key tables that
  * the host and the modules declare.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the parts of the configuration store share (host/conf_*.c): the
  * store's layout and the functions one part offers the others. Private to
  * those files; everything else uses conf.h.

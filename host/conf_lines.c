@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The line reader in front of inih (conf_int.h, "loading").
  *
  * inih does the INI splitting; this reader hands it one line at a time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Showing the effective configuration: --print-config, with sensitive
  * values redacted, and the "where did this value come from" prefix of
  * error lines. */

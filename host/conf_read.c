@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Reading configuration text: INI files and strings, includes and --set
  * assignments, recorded as raw entries (section, key, value, file:line).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Precedence: each declared key's effective value comes from --set, else
  * the environment (PROXYHOST_<SECTION>_<KEY>, then the key's alias), else
  * the files, else its default. conf_finalize sorts the raw entries onto

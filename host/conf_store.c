@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The store: a configuration's lifetime, its sections and their
  * declared key tables, and the typed getters over the effective values
  * that conf_finalize filled in. See conf.h for the life cycle. */

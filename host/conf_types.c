@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Value types, bounds and validation: the parsers of INT, DURATION, SIZE,
  * BOOL, LIST and ENUM text, the bound checks and their messages, and the
  * checks of a key table itself. Pure functions of their arguments. */

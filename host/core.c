@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The module lifecycle and the host's own wiring: configuration, loading,
  * init/start in dependency order, signals, reload, drain and teardown. */
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The host core: process-wide state and the module lifecycle, shared by
  * the proxyhost executable (main.c) and the mock host (mock.c). */
 #ifndef PH_CORE_H

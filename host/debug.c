@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* debug.h: API misuse is loud where it can be fixed (debug builds,
  * tests) and harmless where it cannot (release builds). */
 #include "debug.h"

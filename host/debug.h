@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Checks of API misuse: a module calling a loop-thread-only function on
  * another thread, asking for a configuration key it did not declare, and
  * the like. Each is a programming error in the module, never something a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Finding, opening and checking module files, reading their key tables
  * with the layout of the ABI they were built for, and ordering their
  * start. */

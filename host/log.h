@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The host's structured logger: one record per line, key=value or JSON, to
  * stderr or a file, with redaction of secret-named fields and per-call-site
  * rate limiting. Process-wide; any thread. */

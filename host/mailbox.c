@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The mailbox: a fixed ring of pending calls guarded by a mutex, with an
  * ev_async watcher to wake the loop thread. Producers hold the lock only to
  * copy one entry in; the loop holds it only to copy one entry out, so a call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A bounded multi-producer queue of calls into the loop thread (ev_async).
  * Any thread may post; the loop runs the calls in posting order. */
 #ifndef PH_MAILBOX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* proxyhost: command line, start-up sequence and exit codes. */
 #include <dirent.h>
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The metrics registry: validation and copying of definitions, series
  * preallocated at registration, lock-free updates, text exposition 0.0.4.
  *

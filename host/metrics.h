@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The metrics registry and its Prometheus text exposition (format 0.0.4).
  * Registration is single-threaded (init); updates are atomic, any thread;
  * rendering happens on the loop thread while other threads may update. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The mock host: the host core driven by a test program instead of main.c.
  * Two faces over one implementation: mock_* (host/mock.h), which our unit
  * tests link, and ph_mock_* (<proxyhost/mock.h>), the only symbols that

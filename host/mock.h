@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The mock host, in-tree face: what our own unit tests link
  * (host/libphmock.la). It drives modules through the real host API inside
  * a test program, without the daemon, signals or admin listener. The loop

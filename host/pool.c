@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The helper thread pool. A job lives in exactly one of three lists, all
  * guarded by one mutex: queued (not started, bounded by queue_cap), running
  * (a worker is in work()), completed (work done, done() not yet run on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The helper thread pool. Jobs run on helper threads; each accepted job's
  * done callback runs exactly once on the loop thread. The job queue is
  * bounded; completions have reserved room, so a finished job is never

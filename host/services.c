@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The service registry. A bounded table of (service, provider) entries,
  * each with a small set of users: a user is recorded once however many
  * times it gets that provider, and one services_release drops it. Loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The service registry: named, versioned vtables registered by provider
  * modules, looked up by users, with use tracking so a provider cannot go
  * away under a user. Since ABI 1.2 a service name may have several

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Module threads (threads.h). Each ph_thread owns a mailbox: the same
  * bounded ring and ev_async as the shared one, so delivery to the loop,
  * its order, PH_EFULL and the shutdown rule (free_arg only) are the

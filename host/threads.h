@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Module threads (ABI 1.2): host-owned, named, long-running threads a
  * module asks for with api->thread_start, each with its own bounded
  * delivery queue to the loop (a mailbox, so that one module's thread can

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs every Debian 12 package proxyhost needs to build, test and benchmark.
 # Run as root (or through sudo). Safe to run again: apt skips what is installed.
 set -eu

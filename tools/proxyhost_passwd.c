@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* proxyhost-passwd: prints the configuration hash of a password read from
  * standard input (first line), for [auth_local] users = NAME:HASH.
  *

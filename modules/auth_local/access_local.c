@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* auth_local's "access" service (see access_local.h).
  *
  * A check is decided when it starts (a lookup in memory) and waits in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* auth_local's "access" service (<proxyhost/access.h>): any principal
  * auth_local knows may open any target; everyone else is denied with
  * "forbidden". The answer is computed when the check starts, under the

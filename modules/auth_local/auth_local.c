@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* auth_local: the "authorizer" service from a user list in the module's
  * configuration section, with passwords stored as PBKDF2 hashes (made by
  * proxyhost-passwd). Hash checks run on the host's helper threads; recent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The cache of verified passwords (see cache.h).
  *
  * Entries live in a ring of `capacity` slots filled in order, so the slot

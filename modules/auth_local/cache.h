@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The cache of verified passwords: a fixed-capacity hash map from a
  * credential key (auth_local uses SHA-256 of user NUL password) to the
  * time the entry expires. Entries are evicted oldest-first (FIFO by the

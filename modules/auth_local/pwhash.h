@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Password hashes for configuration files: PBKDF2-HMAC-SHA256 with a
  * random salt, written as
  *   $pbkdf2-sha256$<iterations>$<salt, base64>$<hash, base64>

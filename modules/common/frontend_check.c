@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The frontends' shared check (frontend_check.h). */
 #include "frontend_check.h"
 

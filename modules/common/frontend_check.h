@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The check (ABI 1.1) shared by the SOCKS5 and HTTP frontends: both have
  * a "listen" key and an "auth" key (none | password). */
 #ifndef PH_FRONTEND_CHECK_H

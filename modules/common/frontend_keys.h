@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The configuration keys every frontend has, declared once with one set
  * of bounds (socks5, http_proxy, and the tunnel's and the gateway's
  * frontends after them). A frontend's key table starts with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The per-listener part of the session skeleton (frontend_server.h):
  * the sessions' list and count, the stop and the drain, destroy. */
 #include "frontend_server.h"

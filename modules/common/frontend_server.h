@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The per-listener part of the frontend session skeleton
  * (frontend_session.h): the sessions of one module instance, their count
  * (and its gauge), giving the listener slot back, and the stop: close the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The frontends' service lookup at start (frontend_services.h). */
 #include "frontend_services.h"
 

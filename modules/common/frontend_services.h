@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The services a frontend uses, looked up once at start (socks5,
  * http_proxy): the connector it opens targets with and, with auth =
  * password, the authorizer. Both are named by the frontend's own keys

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The frontend session skeleton (frontend_session.h): a session's entries
  * under the guard, its watcher, deadline and hangup probe, its check and
  * open with cancellation, its relay, its one end. */

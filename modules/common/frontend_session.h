@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The session skeleton every frontend repeats, in one place: a client
  * connection's guard (guard.h), its socket watcher, its deadline timer
  * (with the hangup probe of hangup.h while the client is not read), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One rule against use-after-free, for every object that an event can end
  * (a client connection of a frontend, a relay).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hangup.h: poll(2) with POLLRDHUP reports a received FIN even when
  * unread data comes before it, which a read-interest watcher cannot. */
 #include "hangup.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Noticing that a peer left while its socket is not read.
  *
  * A frontend stops reading a client whose buffer is full (while an open or

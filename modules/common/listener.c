@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* TCP listeners for frontends (listener.h). */
 #include "listener.h"
 

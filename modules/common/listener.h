@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* TCP listeners for frontends: parse "host:port" / "[v6]:port", bind with
  * SO_REUSEADDR (and SO_REUSEPORT when asked, to scale out with processes),
  * listen, accept in batches without blocking the loop, and enforce a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "open_map.h"
 
 int open_map_socks5(int code) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Mapping open results to client-facing answers: SOCKS5 reply codes (the
  * 001 seed's table) and HTTP statuses. Pure code: no I/O, no host API. */
 #ifndef PH_OPEN_MAP_H

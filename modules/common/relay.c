@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The byte relay (relay.h).
  *
  * Each direction (up: client -> target, down: target -> client) moves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The byte relay between a client end and a target end, each a socket or
  * a stream (<proxyhost/stream.h>): full duplex,
  * backpressure (a side is read only while the other can take the bytes),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The stream metrics shared by frontends and connectors, with the 001
  * seed's names and bounded labels. Every module registers the same
  * definitions (the host hands back the one metric), resolves the series it

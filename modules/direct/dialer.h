@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Non-blocking TCP connect with happy eyeballs (RFC 8305): the addresses
  * are interleaved by family (starting with the first one's), the first
  * attempt starts at once, the next one when the previous has not connected

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* direct: the "connector" service that dials targets itself. It is the
  * 001 seed's bounded dial executor: a non-blocking admission (a full queue
  * is answered queue_full at once), at most max_concurrent_dials requests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The direct connector's target policy: pure decisions (no I/O, no host
  * API) about whether a target may be dialled.
  *

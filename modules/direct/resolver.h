@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Asynchronous DNS for the direct connector: c-ares driven by the host's
  * event loop (its sockets become api io watchers, its timeouts one api
  * timer), so a lookup never blocks the loop and lookups run concurrently.

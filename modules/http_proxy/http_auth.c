@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: Proxy-Authorization: Basic, checked by the
  * "authorizer" service when auth = password. A value verified once is
  * remembered on its connection, so later requests on it are not checked

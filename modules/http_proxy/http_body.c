@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* HTTP/1.1 body framing without I/O (http_body.h).
  *
  * The chunked decoder is a byte-level state machine: every byte of a size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* HTTP/1.1 message body framing for the http_proxy module, strict
  * (RFC 9112 sections 6 and 7), without I/O.
  *

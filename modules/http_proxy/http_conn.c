@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy: the dispatcher, the only file that acts on a connection.
  * Every event comes in here (the client's watcher, the timer, the
  * hangup probe, the check's, the open's and the relay's answers and the

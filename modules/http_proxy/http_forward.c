@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: absolute-form forwarding. The request goes to the
  * origin in origin-form with a correct Host and without hop-by-hop
  * headers; request and response bodies are decoded as they arrive and

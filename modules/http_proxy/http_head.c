@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* HTTP/1.x heads without I/O (http_head.h).
  *
  * libhttp-parser runs over the head's buffer as bytes arrive; its

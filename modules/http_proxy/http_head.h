@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* HTTP/1.x message heads for the http_proxy module, without I/O.
  *
  * - Bounded, incremental parsing of a request or response head with

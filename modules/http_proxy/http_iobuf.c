@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy: the connection buffers (grown on demand up to a limit,
  * freed while a connection idles), the reads and writes that fill and
  * drain them (a socket, or an upstream stream: stream.h), and the bodies

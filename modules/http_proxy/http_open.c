@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: getting an upstream for an authorized request. A
  * forward reuses the connection kept from the previous request to the
  * same host:port, unless the configuration was reloaded since (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy: an HTTP/1.1 proxy frontend.
  *
  * - CONNECT host:port: the connector opens the stream, the client gets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy: what the module's files share (private; not part of the SDK).
  *
  * One client connection (conn) is a small state machine on the loop thread:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: replies of our own (errors, 407, CONNECT's 200), and
  * what comes once one is out: the tunnel, the next request, or a
  * lingering close. Returns what comes next. */

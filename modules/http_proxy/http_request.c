@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: request heads. Waiting for one (between requests
  * too), reading and parsing it, and taking a complete one apart: its
  * target, its body framing (strict: a request whose framing could be read

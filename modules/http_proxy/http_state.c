@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy: leaf helpers every phase uses, calling no phase back: the
  * connection's timer kinds, the upstream's release, counting and logging
  * a request, wiping secrets. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: CONNECT tunnels. Once the connector opened the
  * stream and the client got its 200, the shared relay takes both ends
  * (through the session skeleton) and copies bytes both ways; bytes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* process_metrics: the process's own resource use under the standard
  * Prometheus names (resident and virtual memory, open and maximum file
  * descriptors and start time as gauges, CPU time as a counter), refreshed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* socks5: the SOCKS5 frontend (RFC 1928 CONNECT, RFC 1929 username and
  * password), over the "connector" service.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The SOCKS5 handshake codec (socks5_proto.h): pure, bounded, no I/O. */
 #include "socks5_proto.h"
 

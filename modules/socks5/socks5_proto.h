@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The SOCKS5 handshake, parsed and encoded without I/O: the greeting
  * (RFC 1928 section 3), the username/password sub-negotiation (RFC 1929)
  * and the request (RFC 1928 section 4), and the server's answers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: ABI version, magic and status codes.
  *

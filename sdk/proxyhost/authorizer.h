@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: the "authorizer" service: is this username/password pair
  * a known principal? Frontends use it for SOCKS5 username/password

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: configuration keys a module declares.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: the net.listener topic (its own header since ABI 1.2;
  * <proxyhost/connector.h> includes it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: the module descriptor. Include this header to write a
  * module; it includes the rest of the SDK.

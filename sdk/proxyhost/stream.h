@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: streams without a socket (ABI 1.2).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install the peer proxies that t/bench/run.sh measures against, from Debian:
 # microsocks, dante-server, tinyproxy, squid and haproxy.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* phload: the benchmark's load generator. One libev (epoll) loop per
  * process, non-blocking sockets: the generator, the target and the proxy
  * under test share the machine's cores, so the generator must cost as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* phtarget: the benchmark's loopback target. One process, one libev
  * (epoll) loop, non-blocking sockets, no allocation per connection once
  * warm (closed connections go to a free list).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The local proxy benchmark (issue 3): proxyhost against Debian's proxies,
 # every figure a ratio to a direct connection measured in the same run
 # against the same loopback target. On demand only, never in make check.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # System calls per stream, by call, of proxyhost (SOCKS5 and HTTP CONNECT)
 # and of HAProxy as a plain TCP relay, under the load of t/bench/phload.
 # On demand only, like run.sh; needs perf (Debian: linux-perf) and root

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the admin request-head parser (host/admin_parse.c).
  *
  * Besides memory safety it checks the parser's contract: results point

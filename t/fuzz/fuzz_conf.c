@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the configuration store (host/conf_*.c): arbitrary
  * bytes as an INI file, then a small schema covering every key type, the
  * environment, finalize and the getters. Build (clang):

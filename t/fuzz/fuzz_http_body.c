@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the http_proxy module's body framing
  * (modules/http_proxy/http_body.c): the strict chunked decoder, the
  * Content-Length and close-delimited decoders, and the chunked encoder.

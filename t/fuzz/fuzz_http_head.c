@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the http_proxy module's head handling
  * (modules/http_proxy/http_head.c, over libhttp-parser).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the http_proxy module's response path, as
  * http_forward.c runs it: an origin's bytes (interim heads, the final
  * head, the body) parsed (http_head.c), the body's framing judged

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target: the direct connector's target policy
  * (modules/direct/policy.c) and the host's listen-address parser
  * (host/addr.c). The policy reads rules from the configuration and, for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the SOCKS5 handshake codec
  * (modules/socks5/socks5_proto.c).
  *

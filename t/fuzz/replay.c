@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The main libFuzzer would provide, for make check: runs the fuzz target
  * linked with it once over each file named on the command line. The
  * target's own checks abort on a broken contract; a clean exit means

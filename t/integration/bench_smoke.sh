@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The benchmark's own tools keep working: phtarget serves, phload counts
 # operations and errors right (one process and several), refuses
 # meaningless option sets, and t/bench/run.sh produces its tables for

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Values that only a module understands (listen addresses, auth_local user
 # entries, direct's policy rules and resolver servers) are refused by the
 # modules' check callbacks: from --check-config and at start-up with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Every fuzz target runs over its seeds (t/fuzz/seeds/NAME/*) through
 # t/fuzz/replay.c: the target's own contract checks abort on a violation,
 # and the ASan build in CI catches memory errors. A target whose module is

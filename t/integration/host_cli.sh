@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The proxyhost command line: queries, configuration errors with file:line,
 # precedence, redaction, includes, module listing and exit codes.
 . "$top_srcdir/t/lib/testlib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # A real proxyhost process: admin endpoints, SIGHUP reload, SIGTERM drain
 # within the deadline, the drain deadline, and start-up failures.
 . "$top_srcdir/t/lib/testlib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The http_proxy frontend against hostile peers (issue 7): a real
 # proxyhost process with the real direct connector, the well-behaved
 # origin t/lib/http_target.py, and t/lib/hostile_origin.py, an origin that

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The http_proxy frontend in a real proxyhost process with the real direct
 # connector, a DNS server on loopback (t/lib/dnsd.py), an HTTP/1.1 origin
 # (t/lib/http_target.py: keep-alive, chunked responses, echoed bodies) and

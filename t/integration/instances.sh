@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Named module instances (SDK 1.2) in a real proxyhost process: two socks5
 # listeners with different authentication ([socks5] auth = none,
 # [socks5.private] auth = password through auth_local), three connectors

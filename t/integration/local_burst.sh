@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # A burst of 1,000 SOCKS5 connections (at most 50 at once) through a real
 # proxyhost (socks5 + direct) to a local echo target; afterwards the
 # process's open fds return exactly to the baseline measured before the

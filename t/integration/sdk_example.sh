@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs proxyhost into a staging directory, builds the SDK example out of
 # tree against the *installed* SDK with pkg-config, runs its unit test
 # against the *installed* mock host library, and loads it into the

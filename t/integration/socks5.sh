@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The socks5 frontend in a real proxyhost process with the real direct
 # connector, a DNS server on loopback (t/lib/dnsd.py) that answers,
 # refuses or hangs, a local HTTP target and a local TLS target: curl

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Streams without a socket (SDK 1.2, stream.h) in real proxyhost
 # processes: the socks5 and http_proxy frontends with the memconn test
 # connector (t/modules/memconn.c), whose streams are in-memory queues

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Module threads (SDK 1.2) in a real proxyhost process: probe starts named
 # threads that post back to the loop; the log shows them started and
 # joined; SIGTERM joins them and exits 0; a thread that ignores its stop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Counters for unit tests that pass ph_series to the host's parts (bus,
  * mailbox): they come from the real metrics registry, which the test's
  * main creates in `reg`. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """A tiny UDP DNS server for tests (standard library only).
 
     python3 dnsd.py --port 0 --port-file F --zone ok.test=127.0.0.1,::1 ...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """A hostile HTTP origin and a raw multi-request client for the http_proxy
 tests (t/integration/http_hostile.sh; standard library only).
 

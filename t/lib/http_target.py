@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """An HTTP/1.1 origin server and a raw HTTP client for the http_proxy tests
 (standard library only).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Bounded libev loop runs for unit tests of the host's loop-side parts
  * (bus, mailbox, pool): every run stops by itself. */
 #ifndef PH_LOOP_TEST_H

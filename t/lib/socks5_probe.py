@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """A raw SOCKS5 client for proxyhost's tests (standard library only).
 
 Every socket operation has a timeout, and every mode ends by itself.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Minimal TAP producer for proxyhost's C tests (automake's tap-driver.sh).
  *
  *   plan_lazy();                     // "1..N" printed by done_testing()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shell helpers for proxyhost's integration tests: TAP output, a private
 # temporary directory, free loopback ports, and starting/stopping real
 # proxyhost processes. Every wait here is bounded.

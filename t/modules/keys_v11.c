@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* keys_v11: a module as an SDK 1.1 build made it. Its descriptor says ABI
  * 1.1, and its key table has the 1.1 element layout: ph_conf_key without
  * the reserved[] that 1.2 appended, written here with a test-only copy of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* memconn: a test connector whose streams are in-memory queues with a
  * window (stream.h), the way a tunnel's streams are: no socket, a bounded
  * queue each way, and a receive window that reopens only as the user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* probe: a test module that exercises the SDK from the module side. The
  * integration tests and the mock-host test drive it through its config:
  * readiness, slow drains, failing init/start, helper-thread jobs, bus

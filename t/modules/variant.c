@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One source, several test modules (selected with -DVARIANT_*): each
  * breaks one rule the loader must enforce, or plays a simple part in a
  * lifecycle test. */

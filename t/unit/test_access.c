@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The "access" contract (<proxyhost/access.h>) as auth_local provides it,
  * through the mock host and a fake frontend that finds the service by
  * name: verdicts and reasons, asynchronous answers, cancellation, the

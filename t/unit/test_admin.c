@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for host/admin.c: a libev loop on the main thread serves
  * 127.0.0.1:0 while a client thread with blocking sockets (bounded by
  * SO_RCVTIMEO/SO_SNDTIMEO) runs the scenarios, then wakes the loop with

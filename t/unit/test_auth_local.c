@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* auth_local through the mock host: verdicts, asynchronous answers, the
  * verification cache, cancellation, the in-flight bound, bad entries,
  * what a reload forgets, answers under a steady stream of checks; and the

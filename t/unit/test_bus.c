@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for host/bus.c (with host/mailbox.c). */
 #include <ev.h>
 #include <pthread.h>

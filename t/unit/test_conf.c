@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the configuration store (host/conf.h, host/conf_*.c):
  * loading, includes, precedence, validation, error reporting and
  * redaction. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The configuration as a module reads it through ph_api (SDK 1.2): the one
  * thread rule (the loop thread, a check, a helper thread running a job,
  * nothing else), generations that stay valid for a job however many

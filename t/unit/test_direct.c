@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The direct connector (modules/direct/direct.so) through the mock host,
  * with real sockets on 127.0.0.1 and a real DNS server on loopback
  * (t/lib/dnsd.py) that answers, refuses or hangs on purpose. The system's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The direct connector's target policy (pure code): host parsing, CIDR,
  * host-suffix and port rules, allow lists, and the process's own
  * listeners (CP-1-25: a direct route passes the target policy; TM-P0-6:

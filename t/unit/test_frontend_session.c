@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The frontend session skeleton (modules/common/frontend_session.c)
  * through the real host API of the mock host, with a fake connector and a
  * fake authorizer: the deadline fires once, a check and an open are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The http_proxy module's body framing (modules/http_proxy/http_body.c):
  * the strict chunked decoder of RFC 9112 section 7.1 (extensions with
  * tokens and quoted-strings, trailers, CRLF only, size and line limits),

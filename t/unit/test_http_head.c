@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The http_proxy module's head handling (modules/http_proxy/http_head.c):
  * parser limits, request-target forms, hop-by-hop removal (including the
  * headers a Connection header names), rewriting to origin-form, body

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The http_proxy module through the mock host, with a fake connector
  * (real loopback sockets to a target this test plays) and a fake
  * authorizer: forwarding with keep-alive and upstream reuse, bodies both

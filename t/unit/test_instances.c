@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Named module instances (ABI 1.2) through the mock host: several
  * instances of one module, each with its own section, state and
  * lifecycle; several providers of one service told apart by instance

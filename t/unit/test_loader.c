@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The module loader: what it accepts, what it refuses and how it says so,
  * and the start order it derives from provides/requires. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Structured logging: formats, levels, redaction of secret-named fields,
  * and per-call-site rate limiting. */
 #include <stdio.h>

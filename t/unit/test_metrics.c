@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for host/metrics.c: registration and its errors, series
  * lookup, updates (also from several threads), counters set from an
  * outside total, and the exposition text, checked literally and with

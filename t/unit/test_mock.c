@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The mock host drives the probe test module through the real host API:
  * lifecycle, readiness, jobs, bus, reload, drain and failures, through the
  * in-tree face (host/mock.h) and the public one (<proxyhost/mock.h>, the

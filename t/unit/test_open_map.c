@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The mapping of open results to SOCKS5 replies (the 001 seed's table)
  * and HTTP statuses, and the stable enum names. */
 #include <string.h>

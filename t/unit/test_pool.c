@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for host/pool.c. */
 #include <errno.h>
 #include <ev.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The relay (modules/common/relay.c) through the real host API of the
  * mock host: data both ways, pre bytes first, half-close, idle timeout,
  * backpressure with a reader that stops, errors, abort, the splice path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for host/services.c. */
 #include <stdio.h>
 #include <string.h>

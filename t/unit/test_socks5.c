@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The socks5 module (built socks5.so) through the mock host, with a fake
  * connector and a fake authorizer linked into this test: strict open (no
  * success before the connector says open), every reply code of the

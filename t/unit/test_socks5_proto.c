@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The SOCKS5 handshake codec: greetings, RFC 1929 authentication,
  * requests for every address type, incremental parsing (every prefix of
  * a valid message asks for more, never a verdict), hostile lengths, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Streams without a socket (stream.h, SDK 1.2): the socks5 and
  * http_proxy modules through the mock host with the memconn test
  * connector (t/modules/memconn.c), whose streams are in-memory queues

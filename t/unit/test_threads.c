@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Module threads (ABI 1.2) through the mock host, with two test modules
  * linked into this program (tmod and tmod_b): start, OS name, delivery in
  * order on the loop through each thread's own queue, a full queue, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* echo_stream: an example connector whose streams live in the process
  * (SDK 1.2, <proxyhost/stream.h>): every open, whatever its target,
  * answers with a stream that sends back what it is sent. No socket is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hello: the smallest useful proxyhost module, built out of tree against
  * the installed SDK (see Makefile). It declares one configuration key,
  * registers a counter, subscribes to the host's reload notifications, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A unit test of the hello module through the installed mock host
  * (<proxyhost/mock.h>, libproxyhost-mock): hello.c is linked into this
  * program and driven through the real host API, with no daemon, no
