@@ -270,7 +270,7 @@ static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
   hctx = ctx;
   *state = NULL;
-  if (stream_metrics_init(&sm, a, ctx, SM_CLIENT) != PH_OK)
+  if (stream_metrics_init(&sm, a, ctx, SM_CLIENT, SM_FRONTEND) != PH_OK)
     return PH_EINVAL;
   frontend_server_init(&srv, a, ctx, &ops, &sm, NULL);
   srv.connector = &connector;
