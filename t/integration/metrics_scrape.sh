@@ -109,4 +109,43 @@ is "$(cat "$T/dash.ls")" "tunnelmesh.json" "there is only one dashboard (TM-DOC-
 kill -TERM "$PH_PID"
 wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the local proxy stops cleanly"
+
+# ---- with passwords: auth_local's names, the authorization stage ------------
+if have_auth_local; then
+  admin=$(free_port)
+  cat >"$T/auth.ini" <<EOC
+[proxyhost]
+modules = auth_local, direct, socks5, http_proxy
+module_path = $top_builddir/modules
+drain_timeout = 2s
+[admin]
+listen = 127.0.0.1:$admin
+[socks5]
+listen = 127.0.0.1:$(free_port)
+auth = password
+[http_proxy]
+listen = 127.0.0.1:$(free_port)
+auth = password
+[auth_local]
+users = alice:$(password_hash secret)
+EOC
+  start_proxyhost "$T/auth.ini"
+  wait_for healthy "$admin"; ok $? "a local proxy with auth_local answers /healthz"
+  scrape "$T/auth.txt"
+  $PY "$top_srcdir/t/lib/metrics_lint.py" "$T/auth.txt" "$MAX_IDLE_LINES" \
+    auth_local direct socks5 http_proxy >"$T/lint.out" 2>&1
+  ok $? "with auth_local: bounded, only producible series, names in the scheme"
+  sed 's/^/# /' "$T/lint.out"
+  like "$(cat "$T/auth.txt")" 'stage="authorization",result="rejected",le="+Inf"} 0' \
+    "with auth = password: the authorization stage is there"
+  like "$(cat "$T/auth.txt")" '# TYPE proxyhost_auth_local_checks_total counter' \
+    "auth_local's checks counter is proxyhost_auth_local_*"
+  "$PROMTOOL" check metrics <"$T/auth.txt" >"$T/promtool.out" 2>&1
+  ok $? "with auth_local: promtool accepts the exposition"
+  kill -TERM "$PH_PID"
+  wait_exit "$PH_PID" 10
+  is "$EXIT" 0 "and it stops cleanly"
+else
+  for n in 1 2 3 4 5 6; do skip "auth_local or proxyhost-passwd not built"; done
+fi
 done_testing
