@@ -95,7 +95,11 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
                              ? SM_STAGE_BIT(SM_AUTHORIZATION)
                              : 0)) != PH_OK)
     return PH_EINVAL;
-  ph_metric *m = hp_api->metric(ctx, &request_def);
+  /* The proxy answers a CONNECT itself, never with a 3xx; a forwarded
+   * request gets the origin's status. */
+  static const char *const produced[] = {"connect", "2xx", "connect", "4xx",
+                                         "connect", "5xx", "forward", NULL};
+  ph_metric *m = hp_api->metric_only(ctx, &request_def, produced, 4);
   if (!m)
     return PH_EINVAL;
   for (int mc = 0; mc < MC_COUNT; mc++)
