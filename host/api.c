@@ -500,14 +500,20 @@ static int api_post_publish(ph_ctx *ctx, ph_topic *t, void *payload,
 
 /* ---- metrics --------------------------------------------------------- */
 
-static ph_metric *api_metric(ph_ctx *ctx, const ph_metric_def *def) {
-  if (!on_loop(ctx, LOOP_ONLY("metric")))
+static ph_metric *register_metric(ph_ctx *ctx, const char *fn,
+                                  const ph_metric_def *def,
+                                  const char *const *combos, size_t n_combos,
+                                  int all) {
+  if (!on_loop(ctx, fn))
     return NULL;
   if (!in_init(ctx) || !def)
     return NULL;
   ph_buf err;
   buf_init(&err, 1024);
-  ph_metric *m = metrics_register(ctx->core->metrics, def, &err);
+  ph_metric *m =
+      all ? metrics_register(ctx->core->metrics, def, &err)
+          : metrics_register_only(ctx->core->metrics, def, combos, n_combos,
+                                  &err);
   if (!m) {
     ph_log_field f[] = {PH_STR("metric", def->name ? def->name : ""),
                         PH_STR("reason", err.data ? err.data : "")};
@@ -516,6 +522,17 @@ static ph_metric *api_metric(ph_ctx *ctx, const ph_metric_def *def) {
   }
   buf_free(&err);
   return m;
+}
+
+static ph_metric *api_metric(ph_ctx *ctx, const ph_metric_def *def) {
+  return register_metric(ctx, LOOP_ONLY("metric"), def, NULL, 0, 1);
+}
+
+static ph_metric *api_metric_only(ph_ctx *ctx, const ph_metric_def *def,
+                                  const char *const *combos,
+                                  size_t n_combos) {
+  return register_metric(ctx, LOOP_ONLY("metric_only"), def, combos,
+                         n_combos, 0);
 }
 
 const ph_api ph_host_api = {
@@ -568,4 +585,5 @@ const ph_api ph_host_api = {
     .thread_join = api_thread_join,
     .service_get_named = api_service_get_named,
     .service_provider_loaded = api_service_provider_loaded,
+    .metric_only = api_metric_only,
 };

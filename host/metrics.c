@@ -8,7 +8,9 @@
  * and metrics_series is a few string compares. Updates never allocate and
  * never lock: counters are an atomic add, gauges and histogram sums keep
  * the IEEE-754 bit pattern of a double in an atomic uint64_t and change it
- * with compare-and-swap. A counter whose total comes from outside
+ * with compare-and-swap. Only the series some module declared (every
+ * combination, or the ones metrics_register_only listed) are rendered and
+ * can be looked up; the others stay zero in the array. A counter whose total comes from outside
  * (metrics_counter_set) keeps it as a double too, beside the integer, so
  * it can be fractional without slowing down inc. */
 #ifndef _GNU_SOURCE
@@ -34,6 +36,11 @@ struct ph_series {
   /* histogram: n_buckets + 1 per-bucket (not cumulative) counts, the last
    * one for +Inf; NULL otherwise */
   _Atomic uint64_t *buckets;
+  /* some module declared this label combination (metrics_register: all;
+   * metrics_register_only: the ones listed): only declared series are
+   * rendered and returned by metrics_series. Set at registration (loop
+   * thread, init) only. */
+  unsigned char declared;
 };
 
 typedef struct metric_label {
@@ -451,26 +458,110 @@ static int same_def(const ph_metric *m, const ph_metric_def *def) {
   return 1;
 }
 
-ph_metric *metrics_register(ph_registry *r, const ph_metric_def *def,
-                            ph_buf *err) {
-  if (!r)
+/* The combinations as value indexes, n_combos * n_labels, -1 for a NULL
+ * (every value); NULL with a reason in err when one is refused. def has
+ * passed check_def or same_def, so its labels are valid. */
+static int *resolve_combos(const ph_metric_def *def, const char *const *combos,
+                           size_t n_combos, ph_buf *err) {
+  if (def->n_labels == 0) {
+    fail(err, def->name, "label combinations given for a metric without "
+                         "labels");
     return NULL;
-  ph_metric *existing = def && def->name ? find_metric(r, def->name) : NULL;
-  if (existing && same_def(existing, def))
-    return existing;
-  if (check_def(r, def, err) < 0)
+  }
+  if (!combos || n_combos == 0 || n_combos > PH_METRIC_MAX_SERIES) {
+    fail(err, def->name, "needs 1..%d label combinations, got %zu%s",
+         PH_METRIC_MAX_SERIES, n_combos, combos ? "" : " (NULL)");
     return NULL;
-  ph_metric *m = metric_build(def);
-  if (!m) {
+  }
+  int *idx = malloc(n_combos * def->n_labels * sizeof(int));
+  if (!idx) {
     fail(err, def->name, "out of memory");
     return NULL;
   }
-  if (r->tail)
-    r->tail->next = m;
-  else
-    r->head = m;
-  r->tail = m;
+  for (size_t c = 0; c < n_combos; c++)
+    for (size_t l = 0; l < def->n_labels; l++) {
+      const char *v = combos[c * def->n_labels + l];
+      const ph_label_def *ld = &def->labels[l];
+      int vi = -1;
+      if (v) {
+        for (size_t i = 0; ld->values[i]; i++)
+          if (strcmp(ld->values[i], v) == 0)
+            vi = (int)i;
+        if (vi < 0) {
+          fail(err, def->name,
+               "combination %zu: \"%s\" is not a declared value of label "
+               "\"%s\"",
+               c, v, ld->name);
+          free(idx);
+          return NULL;
+        }
+      }
+      idx[c * def->n_labels + l] = vi;
+    }
+  return idx;
+}
+
+/* Marks the series the combinations match (all of them when idx is NULL). */
+static void declare(ph_metric *m, const int *idx, size_t n_combos) {
+  for (size_t s = 0; s < m->n_series; s++) {
+    if (!idx) {
+      m->series[s].declared = 1;
+      continue;
+    }
+    size_t vi[PH_METRIC_MAX_LABELS], rest = s;
+    for (size_t l = m->n_labels; l-- > 0;) {
+      vi[l] = rest % m->labels[l].n_values;
+      rest /= m->labels[l].n_values;
+    }
+    for (size_t c = 0; c < n_combos && !m->series[s].declared; c++) {
+      const int *t = idx + c * m->n_labels;
+      size_t l = 0;
+      while (l < m->n_labels && (t[l] < 0 || (size_t)t[l] == vi[l]))
+        l++;
+      if (l == m->n_labels)
+        m->series[s].declared = 1;
+    }
+  }
+}
+
+static ph_metric *register_combos(ph_registry *r, const ph_metric_def *def,
+                                  const char *const *combos, size_t n_combos,
+                                  int all, ph_buf *err) {
+  if (!r)
+    return NULL;
+  ph_metric *existing = def && def->name ? find_metric(r, def->name) : NULL;
+  if (!(existing && same_def(existing, def)) && check_def(r, def, err) < 0)
+    return NULL;
+  int *idx = NULL;
+  if (!all && !(idx = resolve_combos(def, combos, n_combos, err)))
+    return NULL;
+  ph_metric *m = existing;
+  if (!m) {
+    if (!(m = metric_build(def))) {
+      free(idx);
+      fail(err, def->name, "out of memory");
+      return NULL;
+    }
+    if (r->tail)
+      r->tail->next = m;
+    else
+      r->head = m;
+    r->tail = m;
+  }
+  declare(m, idx, n_combos);
+  free(idx);
   return m;
+}
+
+ph_metric *metrics_register(ph_registry *r, const ph_metric_def *def,
+                            ph_buf *err) {
+  return register_combos(r, def, NULL, 0, 1, err);
+}
+
+ph_metric *metrics_register_only(ph_registry *r, const ph_metric_def *def,
+                                 const char *const *combos, size_t n_combos,
+                                 ph_buf *err) {
+  return register_combos(r, def, combos, n_combos, 0, err);
 }
 
 static int value_index(const metric_label *l, const char *v) {
@@ -496,7 +587,7 @@ ph_series *metrics_series(ph_metric *m, const char *const *values) {
       return NULL;
     idx = idx * m->labels[i].n_values + (size_t)vi;
   }
-  return &m->series[idx];
+  return m->series[idx].declared ? &m->series[idx] : NULL;
 }
 
 /* The updates ignore a series of the wrong type rather than corrupting
@@ -643,7 +734,8 @@ int metrics_render(ph_registry *r, ph_buf *out) {
       buf_printf(out, "# HELP %s %s\n", m->name, m->help);
     buf_printf(out, "# TYPE %s %s\n", m->name, type_name(m->type));
     for (size_t i = 0; i < m->n_series; i++)
-      render_series(out, m, i);
+      if (m->series[i].declared)
+        render_series(out, m, i);
   }
   /* Every append after an overflow fails too, so checking once suffices. */
   return out->overflow ? -1 : 0;

@@ -23,7 +23,19 @@ void metrics_free(ph_registry *r);
  * copies everything it needs. NULL with a reason in err on failure. */
 ph_metric *metrics_register(ph_registry *r, const ph_metric_def *def,
                             ph_buf *err);
-/* One value per label; NULL when a value was not declared. A metric with
+/* The same, but only the label combinations listed exist (are rendered
+ * and returned by metrics_series): combos holds n_combos tuples of
+ * n_labels values each, flattened; a NULL value stands for every value of
+ * its label. Refused (NULL, reason in err): no labels, combos NULL,
+ * n_combos 0 or above PH_METRIC_MAX_SERIES, a value the label does not
+ * declare. Registering an existing metric again (same definition, either
+ * function) adds its combinations to the declared ones: modules sharing a
+ * metric each declare what they produce. combos is not kept. */
+ph_metric *metrics_register_only(ph_registry *r, const ph_metric_def *def,
+                                 const char *const *combos, size_t n_combos,
+                                 ph_buf *err);
+/* One value per label; NULL when a value or the combination was not
+ * declared. A metric with
  * no labels has one series, returned for any values pointer (even NULL). */
 ph_series *metrics_series(ph_metric *m, const char *const *values);
 

@@ -199,7 +199,7 @@ const ph_access_v1 auth_local_access_vt = {check_open, cancel, revision};
 
 static int declare_metric(auth_local_access *s) {
   static const ph_label_def labels[] = {{"result", verdict_names}};
-  ph_metric_def d = {"proxyhost_access_checks_total",
+  ph_metric_def d = {"proxyhost_auth_local_access_checks_total",
                      "Access checks (may this principal open this target) "
                      "by result",
                      PH_METRIC_COUNTER, labels, 1, NULL, 0};

@@ -385,7 +385,7 @@ static int auth_init(ph_ctx *ctx, const ph_api *host, void **state) {
   static const char *const caches[] = {"miss", "hit", NULL};
   static const ph_label_def labels[] = {{"result", verdicts},
                                         {"cache", caches}};
-  ph_metric_def d = {"proxyhost_auth_checks_total",
+  ph_metric_def d = {"proxyhost_auth_local_checks_total",
                      "Password checks by result and cache use",
                      PH_METRIC_COUNTER, labels, 2, NULL, 0};
   ph_metric *m = api->metric(ctx, &d);

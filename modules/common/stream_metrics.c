@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "stream_metrics.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static const char *const components[] = {"client", "server", "agent", NULL};
@@ -49,7 +50,7 @@ static const ph_metric_def queue_def = {
     buckets,
     N_BUCKETS};
 static const ph_metric_def active_def = {
-    "proxyhost_streams_active", "Streams open now", PH_METRIC_GAUGE,
+    "proxyhost_stream_active", "Streams open now", PH_METRIC_GAUGE,
     component_label, 1, NULL, 0};
 static const ph_metric_def bytes_def = {
     "proxyhost_stream_bytes_total",
@@ -67,37 +68,119 @@ int stream_metrics_component(const char *name) {
   return -1;
 }
 
+/* The results each stage can end with, by who records it: the handshake
+ * ends in any of them, authorization allows or rejects, the dialer's
+ * queue/dns/connect end in success, failure (queue_full, the resolver's
+ * or connect's errors) or timeout, the open in its code's result, and the
+ * first byte only arrives. The stages no module records locally
+ * (remote_validation, selection, relay) keep every result. */
+static const unsigned char stage_results[SM_STAGES] = {
+    [SM_SOCKS5_HANDSHAKE] = 0xF,
+    [SM_REMOTE_VALIDATION] = 0xF,
+    [SM_AUTHORIZATION] = 1u << SM_SUCCESS | 1u << SM_REJECTED,
+    [SM_SELECTION] = 0xF,
+    [SM_RELAY] = 0xF,
+    [SM_QUEUE] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
+    [SM_DNS] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
+    [SM_CONNECT] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
+    [SM_OPEN] = 0xF,
+    [SM_TTFB] = 1u << SM_SUCCESS,
+};
+
+int stream_metrics_stage_has(int stage, int result) {
+  return stage >= 0 && stage < SM_STAGES && result >= 0 &&
+         result < SM_RESULTS && (stage_results[stage] >> result & 1u);
+}
+
+/* Registers def with only the combinations listed, through metric_only;
+ * a host without it (before 1.2) gets every combination. */
+static ph_metric *register_only(const ph_api *api, ph_ctx *ctx,
+                                const ph_metric_def *def,
+                                const char *const *combos, size_t n) {
+  if (api->size > offsetof(ph_api, metric_only) && api->metric_only)
+    return api->metric_only(ctx, def, combos, n);
+  return api->metric(ctx, def);
+}
+
+static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
+                       unsigned uses) {
+  const char *t[SM_STAGES * SM_RESULTS * 3];
+  size_t n = 0;
+  for (int s = 0; s < SM_STAGES; s++)
+    for (int r = 0; r < SM_RESULTS; r++)
+      if ((uses & SM_STAGE_BIT(s)) && stream_metrics_stage_has(s, r)) {
+        t[3 * n] = comp;
+        t[3 * n + 1] = stages[s];
+        t[3 * n + 2] = results[r];
+        n++;
+      }
+  if (n == 0)
+    return PH_OK;
+  ph_metric *stage = register_only(m->api, ctx, &stage_def, t, n);
+  if (!stage)
+    return PH_EINVAL;
+  for (int s = 0; s < SM_STAGES; s++)
+    for (int r = 0; r < SM_RESULTS; r++) {
+      const char *v[] = {comp, stages[s], results[r]};
+      m->stage[s][r] = m->api->series(stage, v);
+    }
+  return PH_OK;
+}
+
+/* One result per code: the pairs stream_metrics_open can count. */
+static int init_opens(stream_metrics *m, ph_ctx *ctx, const char *comp) {
+  const char *t[PH_OPEN_CODE_COUNT_ * 3];
+  for (int c = 0; c < PH_OPEN_CODE_COUNT_; c++) {
+    t[3 * c] = comp;
+    t[3 * c + 1] = results[stream_metrics_result(c)];
+    t[3 * c + 2] = codes[c];
+  }
+  ph_metric *open = register_only(m->api, ctx, &open_def, t,
+                                  PH_OPEN_CODE_COUNT_);
+  if (!open)
+    return PH_EINVAL;
+  for (int c = 0; c < PH_OPEN_CODE_COUNT_; c++) {
+    const char *v[] = {comp, results[stream_metrics_result(c)], codes[c]};
+    m->open[c] = m->api->series(open, v);
+  }
+  return PH_OK;
+}
+
+static int init_streams(stream_metrics *m, ph_ctx *ctx, const char *comp) {
+  const char *one[] = {comp};
+  const char *two[] = {comp, NULL};
+  ph_metric *active = register_only(m->api, ctx, &active_def, one, 1);
+  ph_metric *bytes = register_only(m->api, ctx, &bytes_def, two, 1);
+  if (!active || !bytes)
+    return PH_EINVAL;
+  m->active = m->api->series(active, one);
+  for (int d = 0; d < SM_DIRECTIONS; d++) {
+    const char *v[] = {comp, directions[d]};
+    m->bytes[d] = m->api->series(bytes, v);
+  }
+  return PH_OK;
+}
+
 int stream_metrics_init(stream_metrics *m, const ph_api *api, ph_ctx *ctx,
-                        int component) {
+                        int component, unsigned uses) {
   memset(m, 0, sizeof(*m));
   m->api = api;
   if (component < 0 || component >= SM_COMPONENTS)
     return PH_EINVAL;
-  ph_metric *stage = api->metric(ctx, &stage_def);
-  ph_metric *open = api->metric(ctx, &open_def);
-  ph_metric *queue = api->metric(ctx, &queue_def);
-  ph_metric *active = api->metric(ctx, &active_def);
-  ph_metric *bytes = api->metric(ctx, &bytes_def);
-  if (!stage || !open || !queue || !active || !bytes)
-    return PH_EINVAL;
   const char *comp = components[component];
-  for (int s = 0; s < SM_STAGES; s++)
-    for (int r = 0; r < SM_RESULTS; r++) {
-      const char *v[] = {comp, stages[s], results[r]};
-      m->stage[s][r] = api->series(stage, v);
-    }
-  for (int r = 0; r < SM_RESULTS; r++)
-    for (int c = 0; c < PH_OPEN_CODE_COUNT_; c++) {
-      const char *v[] = {comp, results[r], codes[c]};
-      m->open[r][c] = api->series(open, v);
-    }
-  const char *cv[] = {comp};
-  m->queue_wait = api->series(queue, cv);
-  m->active = api->series(active, cv);
-  for (int d = 0; d < SM_DIRECTIONS; d++) {
-    const char *v[] = {comp, directions[d]};
-    m->bytes[d] = api->series(bytes, v);
+  if (init_stages(m, ctx, comp, uses) != PH_OK)
+    return PH_EINVAL;
+  if ((uses & SM_USES_OPENS) && init_opens(m, ctx, comp) != PH_OK)
+    return PH_EINVAL;
+  if (uses & SM_USES_QUEUE_WAIT) {
+    const char *cv[] = {comp};
+    ph_metric *queue = register_only(api, ctx, &queue_def, cv, 1);
+    if (!queue)
+      return PH_EINVAL;
+    m->queue_wait = api->series(queue, cv);
   }
+  if ((uses & SM_USES_STREAMS) && init_streams(m, ctx, comp) != PH_OK)
+    return PH_EINVAL;
   return PH_OK;
 }
 
@@ -123,5 +206,5 @@ void stream_metrics_stage(stream_metrics *m, int stage, int result,
 void stream_metrics_open(stream_metrics *m, int code) {
   if (code < 0 || code >= PH_OPEN_CODE_COUNT_)
     code = PH_OPEN_INTERNAL_ERROR;
-  m->api->inc(m->open[stream_metrics_result(code)][code], 1);
+  m->api->inc(m->open[code], 1);
 }

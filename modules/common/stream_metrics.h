@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The stream metrics shared by frontends and connectors, with the 001
  * seed's names and bounded labels. Every module registers the same
- * definitions (the host hands back the one metric), resolves the series it
- * needs once, and updates them on the hot path without lookups. */
+ * definitions (the host hands back the one metric) with only the series
+ * it produces (its component, the stages it records with the results each
+ * can end in, one result per open code), resolves them once, and updates
+ * them on the hot path without lookups. A series it did not declare is
+ * NULL, and updating it does nothing. */
 #ifndef PH_STREAM_METRICS_H
 #define PH_STREAM_METRICS_H
 
@@ -33,19 +36,40 @@ typedef struct stream_metrics {
   const ph_api *api;
   /* tunnelmesh_stream_stage_duration_seconds{component,stage,result} */
   ph_series *stage[SM_STAGES][SM_RESULTS];
-  /* tunnelmesh_stream_open_total{component,result,error_class} */
-  ph_series *open[SM_RESULTS][PH_OPEN_CODE_COUNT_];
+  /* tunnelmesh_stream_open_total{component,result,error_class}, by code
+   * (the result follows from the code: stream_metrics_result) */
+  ph_series *open[PH_OPEN_CODE_COUNT_];
   /* tunnelmesh_stream_queue_wait_seconds{component} */
   ph_series *queue_wait;
-  /* proxyhost_streams_active{component} */
+  /* proxyhost_stream_active{component} */
   ph_series *active;
   /* proxyhost_stream_bytes_total{component,direction} */
   ph_series *bytes[SM_DIRECTIONS];
 } stream_metrics;
 
-/* Init only. component is an sm_component. 0 or a negative ph_status. */
+/* What a module records, for stream_metrics_init: the stages it times
+ * (SM_STAGE_BIT(SM_DNS) | ...), and the other metrics it updates. */
+#define SM_STAGE_BIT(stage) (1u << (stage))
+#define SM_USES_OPENS (1u << 16)      /* tunnelmesh_stream_open_total */
+#define SM_USES_QUEUE_WAIT (1u << 17) /* tunnelmesh_stream_queue_wait_seconds */
+#define SM_USES_STREAMS (1u << 18)    /* proxyhost_stream_active, _bytes_total */
+/* A frontend through frontend_session: it times the open and the first
+ * byte, counts opens, streams and bytes. */
+#define SM_FRONTEND                                                        \
+  (SM_STAGE_BIT(SM_OPEN) | SM_STAGE_BIT(SM_TTFB) | SM_USES_OPENS |         \
+   SM_USES_STREAMS)
+/* A dialing connector (direct): its queue, resolution and connect. */
+#define SM_DIALER                                                          \
+  (SM_STAGE_BIT(SM_QUEUE) | SM_STAGE_BIT(SM_DNS) |                         \
+   SM_STAGE_BIT(SM_CONNECT) | SM_USES_QUEUE_WAIT)
+
+/* Init only. component is an sm_component, uses the SM_* bits above:
+ * only those series are registered (api->metric_only) and shown, for this
+ * component. 0 or a negative ph_status. */
 int stream_metrics_init(stream_metrics *m, const ph_api *api, ph_ctx *ctx,
-                        int component);
+                        int component, unsigned uses);
+/* Whether a stage can end with a result (the combinations registered). */
+int stream_metrics_stage_has(int stage, int result);
 /* The result label for an open code: ok→success, timeout→timeout,
  * forbidden→rejected, others→failure. */
 int stream_metrics_result(int code);

@@ -762,15 +762,15 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
   d->ctx = ctx;
   read_limits(d);
   int comp = stream_metrics_component(api->conf_str(ctx, "component"));
-  if (stream_metrics_init(&d->sm, api, ctx, comp) != PH_OK)
+  if (stream_metrics_init(&d->sm, api, ctx, comp, SM_DIALER) != PH_OK)
     return PH_EINVAL;
   d->g_active =
-      plain_metric(d, "proxyhost_dials_active",
+      plain_metric(d, "proxyhost_direct_dials_active",
                    "Dials resolving or connecting now", PH_METRIC_GAUGE);
-  d->g_pending = plain_metric(d, "proxyhost_dials_pending",
+  d->g_pending = plain_metric(d, "proxyhost_direct_dials_pending",
                               "Opens waiting for a dial slot", PH_METRIC_GAUGE);
   d->c_queue_full =
-      plain_metric(d, "proxyhost_dial_queue_full_total",
+      plain_metric(d, "proxyhost_direct_dial_queue_full_total",
                    "Opens answered queue_full", PH_METRIC_COUNTER);
   if (!d->g_active || !d->g_pending || !d->c_queue_full)
     return PH_EINVAL;

@@ -52,7 +52,7 @@ static const char *const status_classes[] = {"2xx", "3xx", "4xx", "5xx", NULL};
 static const ph_label_def request_labels[] = {
     {"method_class", hp_method_classes}, {"status_class", status_classes}};
 static const ph_metric_def request_def = {
-    "proxyhost_http_requests_total",
+    "proxyhost_http_proxy_requests_total",
     "HTTP proxy requests by method class and the status the client got",
     PH_METRIC_COUNTER,
     request_labels,
@@ -89,9 +89,17 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
   *state = h;
   h->ctx = ctx;
   read_conf(h);
-  if (stream_metrics_init(&h->sm, hp_api, ctx, SM_CLIENT) != PH_OK)
+  if (stream_metrics_init(
+          &h->sm, hp_api, ctx, SM_CLIENT,
+          SM_FRONTEND | (h->conf.auth == AUTH_PASSWORD
+                             ? SM_STAGE_BIT(SM_AUTHORIZATION)
+                             : 0)) != PH_OK)
     return PH_EINVAL;
-  ph_metric *m = hp_api->metric(ctx, &request_def);
+  /* The proxy answers a CONNECT itself, never with a 3xx; a forwarded
+   * request gets the origin's status. */
+  static const char *const produced[] = {"connect", "2xx", "connect", "4xx",
+                                         "connect", "5xx", "forward", NULL};
+  ph_metric *m = hp_api->metric_only(ctx, &request_def, produced, 4);
   if (!m)
     return PH_EINVAL;
   for (int mc = 0; mc < MC_COUNT; mc++)
@@ -99,11 +107,11 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
       const char *v[] = {hp_method_classes[mc], status_classes[sc]};
       h->requests[mc][sc] = hp_api->series(m, v);
     }
-  ph_metric_def cd = {"http_proxy_clients",
+  ph_metric_def cd = {"proxyhost_http_proxy_clients",
                       "HTTP proxy client connections open now",
                       PH_METRIC_GAUGE, NULL, 0, NULL, 0};
   ph_metric_def rd = {
-      "http_proxy_clients_refused_total",
+      "proxyhost_http_proxy_clients_refused_total",
       "HTTP proxy connections closed at once because max_clients was reached",
       PH_METRIC_COUNTER, NULL, 0, NULL, 0};
   ph_metric *cm = hp_api->metric(ctx, &cd), *rm = hp_api->metric(ctx, &rd);

@@ -163,7 +163,7 @@ typedef struct hp_upstream {
   uint16_t port;
   uint64_t generation;
   unsigned idle : 1;   /* a kept upstream between requests */
-  unsigned active : 1; /* counts in proxyhost_streams_active */
+  unsigned active : 1; /* counts in proxyhost_stream_active */
 } hp_upstream;
 
 /* One forwarded exchange (http_forward.c's): the request up, the

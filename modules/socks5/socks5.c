@@ -710,17 +710,19 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
   const char *auth = api->conf_str(ctx, "auth");
   s->password = auth && strcmp(auth, "password") == 0;
   s->topic = api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!s->topic || stream_metrics_init(&s->sm, api, ctx, SM_CLIENT) < 0)
+  if (!s->topic || stream_metrics_init(&s->sm, api, ctx, SM_CLIENT,
+                                     SM_FRONTEND |
+                                         SM_STAGE_BIT(SM_SOCKS5_HANDSHAKE)) < 0)
     return PH_EINVAL;
   s->m_clients =
-      plain_metric(s, "socks5_clients", "SOCKS5 client connections open now",
+      plain_metric(s, "proxyhost_socks5_clients", "SOCKS5 client connections open now",
                    PH_METRIC_GAUGE);
   s->m_refused = plain_metric(
-      s, "socks5_clients_refused_total",
+      s, "proxyhost_socks5_clients_refused_total",
       "SOCKS5 connections closed at once because max_clients was reached",
       PH_METRIC_COUNTER);
   s->m_handshake_fail =
-      plain_metric(s, "socks5_handshake_failures_total",
+      plain_metric(s, "proxyhost_socks5_handshake_failures_total",
                    "SOCKS5 connections that ended before a complete request",
                    PH_METRIC_COUNTER);
   if (!s->m_clients || !s->m_refused || !s->m_handshake_fail)

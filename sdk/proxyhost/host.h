@@ -371,6 +371,25 @@ typedef struct ph_api {
    * with file:line rather than a failure at start. */
   int (*service_provider_loaded)(ph_ctx *ctx, const char *name,
                                  const char *provider);
+
+  /* ---- ABI 1.2: only the series a module produces -------------------- */
+
+  /* Init only, loop thread, like metric. Registers def like metric, but
+   * only the label combinations listed exist: /metrics shows those and
+   * series() returns NULL for any other. combos holds n_combos tuples of
+   * def->n_labels values each, flattened in label order
+   * ({"client", "success", "ok",  "client", "failure", "refused"} for two
+   * tuples of three labels); a NULL value stands for every value of its
+   * label. Each value must be one the label declares. combos is read
+   * during the call only (the caller keeps it). Registering the metric
+   * again, from this or another module, with the same definition adds its
+   * combinations to those already declared (metric() adds them all), so
+   * modules that share a metric each declare what they produce. NULL (and
+   * an error in the log) when the definition is invalid, the metric has no
+   * labels, combos is NULL, n_combos is 0 or above PH_METRIC_MAX_SERIES,
+   * or a value is not declared; nothing is registered then. */
+  ph_metric *(*metric_only)(ph_ctx *ctx, const ph_metric_def *def,
+                            const char *const *combos, size_t n_combos);
 } ph_api;
 
 #endif

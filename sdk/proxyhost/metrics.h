@@ -4,13 +4,17 @@
  *
  * Metrics are registered in init with every label and every value each
  * label may take, so the number of series is known and bounded when the
- * metric is registered (at most PH_METRIC_MAX_SERIES per metric). A module
+ * metric is registered (at most PH_METRIC_MAX_SERIES per metric). With
+ * api->metric every combination of the values exists; with
+ * api->metric_only (ABI 1.2) only the combinations the module lists
+ * (the ones it can produce), and only those appear in /metrics. A module
  * resolves the series it needs once (api->series) and updates them on the
  * hot path through api->inc/gauge_set/gauge_add/observe: no lookup, lock or
  * allocation per update. Updates are atomic and allowed from any thread.
  *
  * Names follow Prometheus rules ([a-zA-Z_:][a-zA-Z0-9_:]*); counters
- * should end in _total. Never use unbounded values (hosts, ids, addresses)
+ * should end in _total. A module's own metrics are named
+ * proxyhost_<module>_* (docs/operations.md, "Names"). Never use unbounded values (hosts, ids, addresses)
  * as label values: the declared value lists make that impossible.
  */
 #ifndef PROXYHOST_METRICS_H

@@ -17,7 +17,7 @@
  *       ph_mock_start(m, err, sizeof(err)) < 0)
  *     fail(err);
  *   ph_mock_run_for(m, 50);
- *   strstr(ph_mock_metrics_text(m), "\nhello_greetings_total 1\n");
+ *   strstr(ph_mock_metrics_text(m), "\nproxyhost_hello_greetings_total 1\n");
  *   ph_mock_stop(m);
  *   ph_mock_free(m);
  *

@@ -312,7 +312,7 @@ wait_for healthy "$admin"; ok $? "proxyhost E (drain_timeout = 10s) is healthy"
 raw --timeout 20 'GET http://ok.te' >"$T/half.out" 2>&1 &
 HALF=$!
 PIDS="$PIDS $HALF"
-one_client() { [ "$(metric "$(metrics_of "$admin")" http_proxy_clients)" = 1 ]; }
+one_client() { [ "$(metric "$(metrics_of "$admin")" proxyhost_http_proxy_clients)" = 1 ]; }
 wait_for one_client; ok $? "the half-head client is connected"
 sleep 0.2 # its bytes are read
 t0=$(date +%s)

@@ -158,13 +158,13 @@ running "$A_PID"; ok $? "the process survived the hostile heads"
 
 # Metrics (TM-OBS-1, TM-OBS-2, TM-OBS-10..13, TM-OBS-18).
 m=$(metrics_of "$admin")
-v=$(metric "$m" 'proxyhost_http_requests_total{method_class="forward",status_class="2xx"}')
+v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="forward",status_class="2xx"}')
 [ "${v:-0}" -ge 10 ]; ok $? "forwarded requests counted by status class ($v)"
-v=$(metric "$m" 'proxyhost_http_requests_total{method_class="connect",status_class="2xx"}')
+v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="connect",status_class="2xx"}')
 is "$v" 1 "the CONNECT counted"
-v=$(metric "$m" 'proxyhost_http_requests_total{method_class="connect",status_class="4xx"}')
+v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="connect",status_class="4xx"}')
 is "$v" 2 "refused CONNECTs counted"
-v=$(metric "$m" 'proxyhost_http_requests_total{method_class="forward",status_class="4xx"}')
+v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="forward",status_class="4xx"}')
 is "$v" 7 "refused heads and the policy denial counted as 4xx"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused"}')
 is "$v" 3 "refused opens by error_class (TM-OBS-2, TM-OBS-13)"
@@ -278,7 +278,7 @@ EOPY
 )
 is "$out" closed "a client over max_clients is closed at once"
 m=$(metrics_of "$admin")
-is "$(metric "$m" http_proxy_clients_refused_total)" 1 "and counted"
+is "$(metric "$m" proxyhost_http_proxy_clients_refused_total)" 1 "and counted"
 kill -TERM "$D_PID"
 wait_exit "$D_PID" 10; is "$EXIT" 0 "D exits 0"
 

@@ -43,7 +43,7 @@ wait_for healthy "$admin"; ok $? "proxyhost with socks5 + direct is healthy"
 
 fds() { ls "/proc/$PH_PID/fd" | wc -l; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$PH_PID/status"; }
-clients() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" socks5_clients; }
+clients() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" proxyhost_socks5_clients; }
 idle() { [ "$(clients)" = 0 ]; }
 
 # Warm-up at the same concurrency: the allocator's arenas, libev's fd
@@ -57,7 +57,7 @@ echo "# baseline: $base_fds fds, $base_rss KiB resident"
 
 r=$($PROBE burst --proxy "127.0.0.1:$sport" --n $BURST --concurrency 50)
 is "$r" "done=$BURST failed=0" "burst: $BURST echoes through socks5, none failed"
-wait_for idle; ok $? "every client gone (socks5_clients 0)"
+wait_for idle; ok $? "every client gone (proxyhost_socks5_clients 0)"
 
 # The last sockets may still be closing: wait (bounded) for the count.
 fds_back() { [ "$(fds)" -eq "$base_fds" ]; }
@@ -69,9 +69,9 @@ is "$after_fds" "$base_fds" "open fds back to the baseline exactly"
 [ "$after_rss" -le $((base_rss + RSS_SLACK_KIB)) ]
 ok $? "resident memory within $RSS_SLACK_KIB KiB of the baseline ($base_rss -> $after_rss KiB)"
 m=$(http_get "http://127.0.0.1:$admin/metrics")
-is "$(metric "$m" 'proxyhost_streams_active{component="client"}')" 0 \
+is "$(metric "$m" 'proxyhost_stream_active{component="client"}')" 0 \
   "no active stream"
-is "$(metric "$m" proxyhost_dials_active)" 0 "no dial in flight"
+is "$(metric "$m" proxyhost_direct_dials_active)" 0 "no dial in flight"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}')
 is "$v" $((BURST + 200)) "every open counted once"
 

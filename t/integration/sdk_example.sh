@@ -107,9 +107,9 @@ start_proxyhost "$T/hello/hello.ini" \
   --set proxyhost.modules="$mods" \
   --set admin.listen="127.0.0.1:$port"
 wait_for healthy "$port"; ok $? "installed host runs the example"
-is "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" hello_greetings_total)" 1 "the example greeted once"
+is "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" proxyhost_hello_greetings_total)" 1 "the example greeted once"
 kill -HUP "$PH_PID"
-twice() { [ "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" hello_greetings_total)" = 2 ]; }
+twice() { [ "$(metric "$(http_get "http://127.0.0.1:$port/metrics")" proxyhost_hello_greetings_total)" = 2 ]; }
 wait_for twice; ok $? "the example sees the host's reload message"
 like "$(cat "$T/ph.log")" "hello from an out-of-tree module" "its configuration reached it"
 kill -TERM "$PH_PID"

@@ -132,7 +132,7 @@ like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",sta
   "socks5_handshake stage histogram exported"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success"}' \
   "ttfb stage histogram exported (TM-OBS-21)"
-like "$m" 'proxyhost_streams_active{component="client"} 0' \
+like "$m" 'proxyhost_stream_active{component="client"} 0' \
   "no active stream left"
 unlike "$m" "ok.test" "no target host in any label (TM-SEC-8)"
 printf '%s\n' "$m" | sed 1d >"$T/metrics.txt"
@@ -181,12 +181,12 @@ $PROBE hold --proxy "$P" --target "slot.hang.test:80" --seconds 30 \
   >"$T/hold.out" 2>&1 &
 HOLD=$!
 PIDS="$PIDS $HOLD"
-wait_for metric_is "$admin" proxyhost_dials_active 1
+wait_for metric_is "$admin" proxyhost_direct_dials_active 1
 ok $? "a hanging open takes the only dial slot"
 r=$($PROBE reply --proxy "$P" --target "ok.test:$http_port")
 is "$r" 0x01 "queue full -> 0x01 general failure at once (TM-PROTO-35, TM-P0-3)"
 kill "$HOLD"
-wait_for metric_is "$admin" proxyhost_dials_active 0
+wait_for metric_is "$admin" proxyhost_direct_dials_active 0
 ok $? "the client leaving cancels the open and frees the slot (TM-P0-5)"
 r=$($PROBE get --proxy "$P" --target "ok.test:$http_port" --path /hello.txt)
 like "$r" " 200 " "the freed slot serves the next client"

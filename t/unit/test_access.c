@@ -400,7 +400,7 @@ static void test_bound(void) {
   wait_answers(m, two, 2);
   is_int(g.res.verdict, PH_ACCESS_ALLOW, "a cancelled check frees its slot");
   like(mock_metrics_text(m),
-       "proxyhost_access_checks_total{result=\"unavailable\"} 1",
+       "proxyhost_auth_local_access_checks_total{result=\"unavailable\"} 1",
        "the refusal is counted");
   finish(m);
 }
@@ -523,7 +523,7 @@ static void test_metrics(void) {
   if (!ok(m && F.vt, "started"))
     return;
   const char *metrics = mock_metrics_text(m);
-  like(metrics, "proxyhost_access_checks_total{result=\"allow\"} 0",
+  like(metrics, "proxyhost_auth_local_access_checks_total{result=\"allow\"} 0",
        "declared from the start, with zeroes");
   answer a = {0}, b = {0}, c = {0};
   ph_access_request r = req_for("alice", "secret-target.example");
@@ -534,9 +534,9 @@ static void test_metrics(void) {
   answer *all[] = {&a, &b, &c};
   wait_answers(m, all, 3);
   metrics = mock_metrics_text(m);
-  like(metrics, "proxyhost_access_checks_total{result=\"allow\"} 2",
+  like(metrics, "proxyhost_auth_local_access_checks_total{result=\"allow\"} 2",
        "allows counted");
-  like(metrics, "proxyhost_access_checks_total{result=\"deny\"} 1",
+  like(metrics, "proxyhost_auth_local_access_checks_total{result=\"deny\"} 1",
        "denials counted");
   unlike(metrics, "alice", "no principal in /metrics");
   unlike(metrics, "mallory", "not even an unknown one");

@@ -109,7 +109,7 @@ static void test_verdicts(void) {
   wait_answers(m, one, 1);
   is_int(again.verdict, PH_AUTH_ALLOW, "allowed again");
   like(mock_metrics_text(m),
-       "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+       "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the second check came from the cache");
   is_int(vt->check_password(self, "", 0, "x", 1, on_answer, &again),
          PH_EINVAL, "an empty user name is refused");
@@ -174,7 +174,7 @@ static void test_reload_forgets(void) {
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "remembered");
   like(mock_metrics_text(m),
-       "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+       "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the second check came from the cache");
   char text[4096];
   ok(conf_text(text, sizeof(text), "n3w-pw", "") == 0 &&
@@ -183,7 +183,7 @@ static void test_reload_forgets(void) {
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_DENY,
          "the old password is not accepted from the cache after reload");
   like(mock_metrics_text(m),
-       "proxyhost_auth_checks_total{result=\"deny\",cache=\"miss\"} 1",
+       "proxyhost_auth_local_checks_total{result=\"deny\",cache=\"miss\"} 1",
        "it was checked against the new hash");
   is_int(verdict_of(m, vt, self, "alice", "n3w-pw"), PH_AUTH_ALLOW,
          "the new password is accepted");
@@ -213,7 +213,7 @@ static void test_reload_in_flight(void) {
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_DENY,
          "its result was not remembered across the reload");
   unlike(mock_metrics_text(m),
-         "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+         "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
          "no cache hit at all");
   mock_stop(m);
   mock_free(m);
@@ -230,7 +230,7 @@ static void test_max_cache_size(void) {
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "remembered");
   like(mock_metrics_text(m),
-       "proxyhost_auth_checks_total{result=\"allow\",cache=\"hit\"} 1",
+       "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the largest cache answers from memory");
   mock_stop(m);
   mock_free(m);

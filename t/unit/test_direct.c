@@ -623,17 +623,17 @@ static void test_queue_full(void) {
   ok(s[0].calls == 0 && s[1].calls == 0,
      "the running and the queued request are untouched");
   const char *t = metrics(&e);
-  is_int((int)metric_value(t, "proxyhost_dial_queue_full_total"), 1,
+  is_int((int)metric_value(t, "proxyhost_direct_dial_queue_full_total"), 1,
          "queue_full counted");
-  is_int((int)metric_value(t, "proxyhost_dials_active"), 1, "one dial runs");
-  is_int((int)metric_value(t, "proxyhost_dials_pending"), 1,
+  is_int((int)metric_value(t, "proxyhost_direct_dials_active"), 1, "one dial runs");
+  is_int((int)metric_value(t, "proxyhost_direct_dials_pending"), 1,
          "one request waits");
   is_int(e.c->cancel(e.self, c), PH_ENOENT, "the answered id is gone");
   is_int(e.c->cancel(e.self, b), PH_OK, "cancel the queued one");
   is_int(e.c->cancel(e.self, a), PH_OK, "cancel the running one");
   t = metrics(&e);
-  is_int((int)metric_value(t, "proxyhost_dials_active"), 0, "no dial runs");
-  is_int((int)metric_value(t, "proxyhost_dials_pending"), 0, "nothing waits");
+  is_int((int)metric_value(t, "proxyhost_direct_dials_active"), 0, "no dial runs");
+  is_int((int)metric_value(t, "proxyhost_direct_dials_pending"), 0, "nothing waits");
   mock_run_for(e.m, 50);
   ok(s[0].calls == 0 && s[1].calls == 0, "no callback after cancel");
   env_end(&e);
@@ -709,7 +709,7 @@ static void test_cancel(void) {
   open_to(&e, "ok.test", port, &c3);
   mock_run_for(e.m, 50);
   is_int(c3.calls, 0, "budget spent: the next request waits");
-  is_int((int)metric_value(metrics(&e), "proxyhost_dials_pending"), 1,
+  is_int((int)metric_value(metrics(&e), "proxyhost_direct_dials_pending"), 1,
          "it is pending");
   wait_one(&e, &c3, 10000);
   expect_open(&c3, port, AF_INET, "it starts when the late answer arrives");
@@ -726,7 +726,7 @@ static void test_cancel(void) {
   is_int(count_fds(), fds - 1, "its socket is closed");
   mock_run_for(e.m, 100);
   is_int(d.calls, 0, "no callback after cancel");
-  is_int((int)metric_value(metrics(&e), "proxyhost_dials_active"), 0,
+  is_int((int)metric_value(metrics(&e), "proxyhost_direct_dials_active"), 0,
          "the slot is free");
 
   /* Cancel an answer waiting for delivery. */
@@ -882,8 +882,8 @@ static void test_metrics(void) {
   is_int((int)metric_value(t, key), 1, "connect failure observed");
   snprintf(key, sizeof(key), "%s\"queue\",result=\"success\"}", h);
   is_int((int)metric_value(t, key), 3, "queue stage observed per start");
-  like(t, "proxyhost_dials_active 0", "active gauge");
-  like(t, "proxyhost_dials_pending 0", "pending gauge");
+  like(t, "proxyhost_direct_dials_active 0", "active gauge");
+  like(t, "proxyhost_direct_dials_pending 0", "pending gauge");
   unlike(t, "ok.test", "no host name in metrics");
   unlike(t, "nope.test", "no host name in metrics");
   unlike(t, "127.0.0.1", "no address in metrics");

@@ -270,7 +270,7 @@ static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
   hctx = ctx;
   *state = NULL;
-  if (stream_metrics_init(&sm, a, ctx, SM_CLIENT) != PH_OK)
+  if (stream_metrics_init(&sm, a, ctx, SM_CLIENT, SM_FRONTEND) != PH_OK)
     return PH_EINVAL;
   frontend_server_init(&srv, a, ctx, &ops, &sm, NULL);
   srv.connector = &connector;
@@ -593,10 +593,48 @@ static void test_destroy(void) {
   is_int(F.open_cancels, 1, "destroy: the open was cancelled");
 }
 
+/* stream_metrics_init(..., SM_CLIENT, SM_FRONTEND) declares only what a
+ * frontend produces (api->metric_only): its component, the open and ttfb
+ * stages with their results, one result per open code. */
+static void test_declared_series(ph_mock *m) {
+  const char *t = ph_mock_metrics_text(m);
+  unlike(t, "component=\"agent\"", "declared: no agent series");
+  unlike(t, "component=\"server\"", "declared: no server series");
+  like(t, "stage=\"open\",result=\"rejected\",le=\"+Inf\"}",
+       "declared: the open stage with every result");
+  like(t, "stage=\"ttfb\",result=\"success\",le=\"+Inf\"}",
+       "declared: ttfb with success");
+  unlike(t, "stage=\"ttfb\",result=\"failure\"",
+         "declared: but not ttfb with failure");
+  unlike(t, "stage=\"dns\"", "declared: no stage the frontend never times");
+  unlike(t, "result=\"success\",error_class=\"forbidden\"",
+         "declared: no impossible open pair");
+  like(t,
+       "tunnelmesh_stream_open_total{component=\"client\",result="
+       "\"rejected\",error_class=\"forbidden\"} 0",
+       "declared: the possible pair, at 0");
+  unlike(t, "tunnelmesh_stream_queue_wait_seconds",
+         "declared: no queue wait histogram without a dialer");
+  for (int s = 0; s < SM_STAGES; s++)
+    for (int r = 0; r < SM_RESULTS; r++)
+      if (!stream_metrics_stage_has(s, r) && sm.stage[s][r]) {
+        ok(0, "declared: an impossible stage result has a series");
+        return;
+      }
+  ok(sm.stage[SM_TTFB][SM_SUCCESS] && !sm.stage[SM_TTFB][SM_FAILURE] &&
+         !sm.stage[SM_DNS][SM_SUCCESS] && sm.open[PH_OPEN_FORBIDDEN] &&
+         sm.active && sm.bytes[SM_UP] && !sm.queue_wait,
+     "declared: the series pointers follow the declarations");
+  stream_metrics_stage(&sm, SM_TTFB, SM_FAILURE, 0.5); /* NULL: no-op */
+  unlike(ph_mock_metrics_text(m), "stage=\"ttfb\",result=\"failure\"",
+         "declared: recording an undeclared one does nothing");
+}
+
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN);
   ph_mock *m = mock_up();
+  test_declared_series(m);
   test_deadline(m);
   test_auth_cancel(m);
   test_open_cancel(m);

@@ -689,13 +689,13 @@ static void test_forwarding(void) {
   is_int(fc.cancels, cancels + 1, "client gone: the open is cancelled");
 
   const char *mt = mock_metrics_text(m);
-  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
+  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"2xx\"} 11",
        "forwarded requests counted by status class");
-  like(mt, "proxyhost_http_requests_total{method_class=\"connect\","
+  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"connect\","
            "status_class=\"2xx\"} 1",
        "CONNECT counted");
-  like(mt, "proxyhost_http_requests_total{method_class=\"connect\","
+  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"connect\","
            "status_class=\"5xx\"} 3",
        "failed CONNECTs counted");
   like(mt, "tunnelmesh_stream_open_total{component=\"client\","
@@ -710,7 +710,7 @@ static void test_forwarding(void) {
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
            "\"client\",stage=\"ttfb\",result=\"success\"} 1",
        "CONNECT TTFB");
-  like(mt, "proxyhost_streams_active{component=\"client\"} 0",
+  like(mt, "proxyhost_stream_active{component=\"client\"} 0",
        "no stream left open");
   ok(strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
                 "direction=\"up\"} ") &&
@@ -829,10 +829,10 @@ static void test_limits_module(void) {
   close(s);
 
   const char *mt = mock_metrics_text(m);
-  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
+  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"4xx\"} 6",
        "refused heads counted as 4xx");
-  like(mt, "proxyhost_http_requests_total{method_class=\"forward\","
+  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"5xx\"} 1",
        "and the https:// refusal (501) as 5xx");
   close(lfd);
@@ -1234,7 +1234,7 @@ static void test_leave_full(ph_mock *m) {
   ok(fc.cancels == cancels + 1,
      "D4: a client leaving with a full buffer during an open cancels it "
      "(TM-SEC-7)");
-  like(mock_metrics_text(m), "\nhttp_proxy_clients 0\n",
+  like(mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
        "and its slot is free");
 }
 
@@ -1340,7 +1340,7 @@ static void test_inside_answers(void) {
   like(b->data, "Connection: keep-alive", "inside: and the connection stays");
   close(c);
   mock_run_for(m, 50);
-  like(mock_metrics_text(m), "\nhttp_proxy_clients 0\n",
+  like(mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
        "inside: every connection ended");
   mock_stop(m);
   mock_free(m);

@@ -535,10 +535,139 @@ static void test_no_help(void) {
   metrics_free(r);
 }
 
+/* ---- only the declared combinations (metrics_register_only) ---------- */
+
+static const char *const comps[] = {"client", "server", "agent", NULL};
+static const char *const res[] = {"success", "failure", NULL};
+static const char *const cls[] = {"ok", "refused", "forbidden", NULL};
+static const ph_label_def open_labels[] = {
+    {"component", comps}, {"result", res}, {"error_class", cls}};
+static const ph_metric_def open_def = {"opens_total", "h", PH_METRIC_COUNTER,
+                                       open_labels, 3, NULL, 0};
+
+static ph_series *lookup(ph_metric *m, const char *c, const char *r,
+                         const char *e) {
+  const char *v[] = {c, r, e};
+  return metrics_series(m, v);
+}
+
+static char *render_text(ph_registry *r) {
+  ph_buf out;
+  buf_init(&out, 0);
+  metrics_render(r, &out);
+  return out.data; /* caller frees */
+}
+
+static void expect_only_error(const ph_metric_def *def,
+                              const char *const *combos, size_t n,
+                              const char *want, const char *name) {
+  ph_registry *r = metrics_new();
+  ph_buf err;
+  buf_init(&err, 0);
+  ok(metrics_register_only(r, def, combos, n, &err) == NULL, name);
+  like(err.data, want, name);
+  char *text = render_text(r);
+  ok(!text || !strstr(text, def->name), "nothing registered after a refusal");
+  free(text);
+  buf_free(&err);
+  metrics_free(r);
+}
+
+static void test_only_refusals(void) {
+  const char *const bad_value[] = {"client", "success", "nope"};
+  expect_only_error(&open_def, bad_value, 1,
+                    "\"nope\" is not a declared value of label "
+                    "\"error_class\"",
+                    "a value the label does not declare is refused");
+  expect_only_error(&open_def, NULL, 1, "needs 1..1024 label combinations",
+                    "NULL combinations are refused");
+  expect_only_error(&open_def, bad_value, 0,
+                    "needs 1..1024 label combinations",
+                    "zero combinations are refused");
+  expect_only_error(&open_def, bad_value, PH_METRIC_MAX_SERIES + 1,
+                    "needs 1..1024 label combinations, got 1025",
+                    "more combinations than series are refused");
+  ph_metric_def bare = {"bare_only_total", "h", PH_METRIC_COUNTER,
+                        NULL, 0, NULL, 0};
+  expect_only_error(&bare, bad_value, 1, "metric without labels",
+                    "combinations for a metric without labels are refused");
+  ph_metric_def bad_name = open_def;
+  bad_name.name = "1bad";
+  const char *const fine[] = {"client", "success", "ok"};
+  expect_only_error(&bad_name, fine, 1, "invalid metric name",
+                    "the definition is still validated");
+}
+
+static void test_only_series(void) {
+  ph_registry *r = metrics_new();
+  const char *const pairs[] = {"client", "success", "ok",
+                               "client", "failure", "refused"};
+  ph_metric *m = metrics_register_only(r, &open_def, pairs, 2, NULL);
+  ok(m != NULL, "registered with two combinations");
+  ok(lookup(m, "client", "success", "ok") != NULL &&
+         lookup(m, "client", "failure", "refused") != NULL,
+     "the declared combinations have series");
+  ok(lookup(m, "client", "success", "refused") == NULL,
+     "an undeclared combination of declared values has none");
+  ok(lookup(m, "agent", "success", "ok") == NULL,
+     "an undeclared component has none");
+  metrics_inc(lookup(m, "client", "success", "refused"), 1); /* NULL: no-op */
+  metrics_inc(lookup(m, "client", "success", "ok"), 3);
+  char *text = render_text(r);
+  is_str(text,
+         "# HELP opens_total h\n# TYPE opens_total counter\n"
+         "opens_total{component=\"client\",result=\"success\","
+         "error_class=\"ok\"} 3\n"
+         "opens_total{component=\"client\",result=\"failure\","
+         "error_class=\"refused\"} 0\n",
+         "only the declared series are rendered");
+  free(text);
+
+  /* Another module shares the metric and declares its own component,
+   * with a wildcard for the error class. */
+  const char *const server[] = {"server", "failure", NULL};
+  ok(metrics_register_only(r, &open_def, server, 1, NULL) == m,
+     "a second declaration returns the same metric");
+  ok(lookup(m, "server", "failure", "ok") != NULL &&
+         lookup(m, "server", "failure", "forbidden") != NULL,
+     "NULL stands for every value of its label");
+  ok(lookup(m, "server", "success", "ok") == NULL,
+     "the second declaration adds only its combinations");
+  ok(metrics_value(lookup(m, "client", "success", "ok")) == 3,
+     "the first module's series keep their values");
+  const char *const other_bad[] = {"server", "bogus", NULL};
+  ok(metrics_register_only(r, &open_def, other_bad, 1, NULL) == NULL,
+     "a bad second declaration is refused");
+  ok(lookup(m, "server", "failure", "ok") != NULL,
+     "and changes nothing");
+  ok(metrics_register(r, &open_def, NULL) == m &&
+         lookup(m, "agent", "success", "forbidden") != NULL,
+     "metrics_register (a 1.0/1.1 module's metric) declares them all");
+  metrics_free(r);
+
+  /* Histograms: an undeclared series renders no bucket at all. */
+  static const char *const st[] = {"dns", "connect", NULL};
+  static const ph_label_def hl[] = {{"stage", st}};
+  static const double b[] = {0.1, 1};
+  ph_metric_def h = {"only_seconds", "h", PH_METRIC_HISTOGRAM, hl, 1, b, 2};
+  r = metrics_new();
+  const char *const dns[] = {"dns"};
+  ph_metric *hm = metrics_register_only(r, &h, dns, 1, NULL);
+  ok(hm && metrics_series(hm, (const char *const[]){"connect"}) == NULL,
+     "histogram: undeclared stage has no series");
+  text = render_text(r);
+  ok(text && strstr(text, "stage=\"dns\"") && !strstr(text, "connect"),
+     "histogram: only the declared stage is rendered");
+  free(text);
+  metrics_free(r);
+}
+
 int main(void) {
   plan_lazy();
   test_errors();
   test_shared_definition();
+  test_only_refusals();
+  test_only_series();
   ph_registry *r = metrics_new();
   ok(r != NULL, "registry created");
   test_counter(r);

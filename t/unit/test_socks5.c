@@ -421,7 +421,7 @@ static void test_connect_and_relay(void) {
   send_all(t, "pong", 4);
   ok(expect(fd, b, 4, 1000, NULL) == 4 && memcmp(b, "pong", 4) == 0,
      "the target's bytes reach the client");
-  has_metric("proxyhost_streams_active{component=\"client\"} 1",
+  has_metric("proxyhost_stream_active{component=\"client\"} 1",
              "one active stream");
   close(fd);
   shutdown(t, SHUT_WR);
@@ -430,7 +430,7 @@ static void test_connect_and_relay(void) {
   ok(eof, "closing the client closes the target side");
   close(t);
   run(20);
-  has_metric("proxyhost_streams_active{component=\"client\"} 0",
+  has_metric("proxyhost_stream_active{component=\"client\"} 0",
              "no active stream after close");
   has_metric(
       "tunnelmesh_stream_open_total{component=\"client\",result=\"success\","
@@ -554,7 +554,7 @@ static void test_full_buffer_hangup(void) {
   connect_pipelined(fd, "hang.fake", 80, 1500);
   run(50);
   is_int(pending_opens(), 1, "a full buffer during a hanging open");
-  has_metric("socks5_clients 1", "one client");
+  has_metric("proxyhost_socks5_clients 1", "one client");
   close(fd);
   double t0 = now_s();
   for (int t = 0; t < 1500 && pending_opens() > 0; t += 5)
@@ -566,7 +566,7 @@ static void test_full_buffer_hangup(void) {
   printf("# noticed after %.3f s\n", waited);
   ok(waited < 0.6, "noticed within a few hangup probes (200 ms each)");
   run(10);
-  has_metric("socks5_clients 0", "TM-SEC-7: the clients gauge drops");
+  has_metric("proxyhost_socks5_clients 0", "TM-SEC-7: the clients gauge drops");
 }
 
 /* The connector answers inside open() (which connector.h forbids), and
@@ -593,7 +593,7 @@ static void test_sync_open(void) {
   ok(closed_within(fd, 1000), "and the connection is closed");
   close(fd);
   run(10);
-  has_metric("socks5_clients 0", "nothing left of it");
+  has_metric("proxyhost_socks5_clients 0", "nothing left of it");
 
   /* Success inside open(): the relay starts inside the request's step. */
   fd = client();
@@ -609,7 +609,7 @@ static void test_sync_open(void) {
   if (t >= 0)
     close(t);
   run(20);
-  has_metric("socks5_clients 0", "the relayed client ended");
+  has_metric("proxyhost_socks5_clients 0", "the relayed client ended");
 }
 
 static void test_commands(void) {
@@ -697,7 +697,7 @@ static void test_max_clients(void) {
   for (int i = 0; i < 4; i++)
     close(fds[i]);
   run(1100);
-  has_metric("socks5_clients_refused_total 1", "the refusal is counted");
+  has_metric("proxyhost_socks5_clients_refused_total 1", "the refusal is counted");
   int again = client();
   ok(hello(again), "room again once clients left");
   close(again);
@@ -783,7 +783,7 @@ static void test_password(void) {
   ok(closed_within(fd, 1000), "and closed");
   close(fd);
   run(10);
-  has_metric("socks5_clients 0", "no client left after the checks");
+  has_metric("proxyhost_socks5_clients 0", "no client left after the checks");
 }
 
 static double cpu_seconds(void) {

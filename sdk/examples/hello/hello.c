@@ -39,7 +39,7 @@ static int hello_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = h;
   h->ctx = ctx;
-  ph_metric_def def = {"hello_greetings_total", "Greetings said",
+  ph_metric_def def = {"proxyhost_hello_greetings_total", "Greetings said",
                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
   ph_metric *m = api->metric(ctx, &def);
   if (!m)

@@ -53,14 +53,14 @@ int main(void) {
     printf("1..%d\n", n_checks);
     return 1;
   }
-  check(metric(m, "hello_greetings_total") == 1, "it greeted once on start");
+  check(metric(m, "proxyhost_hello_greetings_total") == 1, "it greeted once on start");
   check(ph_mock_ready(m), "it is ready");
 
   /* hello greets again on every host.reload message. */
   check(ph_mock_reload(m, "[hello]\ngreeting = hello again\n", err,
                        sizeof(err)) == PH_OK,
         "a new greeting reloads");
-  check(metric(m, "hello_greetings_total") == 2, "it greeted after the reload");
+  check(metric(m, "proxyhost_hello_greetings_total") == 2, "it greeted after the reload");
 
   /* The host enforces the key's declared bounds (1 to 64 bytes). */
   char too_long[128];
@@ -71,7 +71,7 @@ int main(void) {
   check(ph_mock_reload(m, text, err, sizeof(err)) == PH_EINVAL,
         "a 100-byte greeting is refused");
   check(strstr(err, "hello.greeting") != NULL, "the refusal names the key");
-  check(metric(m, "hello_greetings_total") == 2,
+  check(metric(m, "proxyhost_hello_greetings_total") == 2,
         "no greeting for a refused configuration");
 
   check(ph_mock_stop(m) == PH_OK, "it stops");

@@ -1,0 +1,151 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The metrics of a real local proxy (conf/local.ini: direct, socks5,
+# http_proxy, process_metrics): an idle scrape is bounded and holds only
+# series the process can produce, in the documented prefix scheme
+# (t/lib/metrics_lint.py); after curl traffic through both frontends,
+# every metric name in the Grafana dashboard
+# (deploy/grafana/dashboards/tunnelmesh.json) is in /metrics
+# (t/lib/dashboard_check.py). promtool accepts both scrapes.
+. "$top_srcdir/t/lib/testlib.sh"
+
+PY=${PYTHON3:-python3}
+require_modules direct socks5 http_proxy process_metrics
+# The bound on an idle scrape's lines (485 when written; 2,682 before the
+# modules declared their series).
+MAX_IDLE_LINES=600
+DASH="$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json"
+
+admin=$(free_port)
+sport=$(free_port)
+hport=$(free_port)
+sed -e "s/^modules = .*/&\nmodule_path = $(printf '%s' "$top_builddir/modules" | sed 's/[\/&]/\\&/g')/" \
+  -e "s/127\.0\.0\.1:9470/127.0.0.1:$admin/" \
+  -e "s/127\.0\.0\.1:1080/127.0.0.1:$sport/" \
+  -e "s/127\.0\.0\.1:8080/127.0.0.1:$hport/" \
+  "$top_srcdir/conf/local.ini" >"$T/local.ini"
+like "$(cat "$T/local.ini")" "listen = 127.0.0.1:$sport" "conf/local.ini with free ports"
+
+start_proxyhost "$T/local.ini"
+wait_for healthy "$admin"; ok $? "the local proxy answers /healthz"
+
+scrape() { # scrape FILE: /metrics without the status line
+  http_get "http://127.0.0.1:$admin/metrics" | sed 1d >"$1"
+}
+
+# ---- idle ------------------------------------------------------------------
+scrape "$T/idle.txt"
+lines=$(wc -l <"$T/idle.txt")
+echo "# idle scrape: $lines lines"
+$PY "$top_srcdir/t/lib/metrics_lint.py" "$T/idle.txt" "$MAX_IDLE_LINES" \
+  direct socks5 http_proxy process_metrics >"$T/lint.out" 2>&1
+ok $? "idle: at most $MAX_IDLE_LINES lines ($lines), only producible series, names in the scheme"
+sed 's/^/# /' "$T/lint.out"
+unlike "$(cat "$T/idle.txt")" 'component="agent"' "idle: no component=\"agent\" series"
+unlike "$(cat "$T/idle.txt")" 'result="success",error_class="forbidden"' \
+  "idle: no result=\"success\",error_class=\"forbidden\""
+like "$(cat "$T/idle.txt")" \
+  'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"} 0' \
+  "idle: the possible pairs are there at 0"
+like "$(cat "$T/idle.txt")" 'stage="socks5_handshake",result="success",le="+Inf"} 0' \
+  "idle: the stages socks5 records are there"
+unlike "$(cat "$T/idle.txt")" 'stage="authorization"' \
+  "idle: no authorization stage with auth = none"
+"$PROMTOOL" check metrics <"$T/idle.txt" >"$T/promtool.out" 2>&1
+ok $? "idle: promtool accepts the exposition"
+sed 's/^/# promtool: /' "$T/promtool.out"
+
+# The checkers catch what they are for.
+printf 'tunnelmesh_stream_open_total{component="agent",result="success",error_class="forbidden"} 0\n# TYPE socks5_clients gauge\n' \
+  >>"$T/idle.txt"
+$PY "$top_srcdir/t/lib/metrics_lint.py" "$T/idle.txt" 100000 direct >"$T/lint.out" 2>&1
+[ $? -eq 1 ] && grep -q 'component' "$T/lint.out" && grep -q 'impossible pair' "$T/lint.out" &&
+  grep -q 'socks5_clients is outside' "$T/lint.out"
+ok $? "metrics_lint.py refuses an agent series, an impossible pair and a name outside the scheme"
+
+# ---- traffic ---------------------------------------------------------------
+mkdir -p "$T/www"
+printf 'hello metrics\n' >"$T/www/hello.txt"
+$PY "$top_srcdir/t/lib/socks5_probe.py" httpd --dir "$T/www" \
+  --port-file "$T/http.port" --seconds 120 >"$T/http.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
+tp=$(cat "$T/http.port")
+O="http://127.0.0.1:$tp/hello.txt"
+is "$("$CURL" -s -m 5 --socks5 "127.0.0.1:$sport" "$O")" "hello metrics" "curl through socks5"
+is "$("$CURL" -s -m 5 -x "http://127.0.0.1:$hport" "$O")" "hello metrics" "curl through http_proxy (forward)"
+is "$("$CURL" -s -m 5 -p -x "http://127.0.0.1:$hport" "$O")" "hello metrics" "curl through http_proxy (CONNECT)"
+refused=$(free_port)
+if "$CURL" -s -m 5 --socks5 "127.0.0.1:$sport" "http://127.0.0.1:$refused/" >/dev/null 2>&1; then
+  ok 1 "curl through socks5 to a closed port fails"
+else
+  ok 0 "curl through socks5 to a closed port fails"
+fi
+
+opened() {
+  scrape "$T/busy.txt"
+  [ "$(metric "$(cat "$T/busy.txt")" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}')" -ge 3 ] &&
+    grep -q 'result="failure",error_class="connection_refused"} 1' "$T/busy.txt"
+}
+wait_for opened; ok $? "the opens are counted: 3 ok, 1 connection_refused"
+$PY "$top_srcdir/t/lib/metrics_lint.py" "$T/busy.txt" "$MAX_IDLE_LINES" \
+  direct socks5 http_proxy process_metrics >"$T/lint.out" 2>&1
+ok $? "after traffic: still only producible series"
+sed 's/^/# /' "$T/lint.out"
+"$PROMTOOL" check metrics <"$T/busy.txt" >"$T/promtool.out" 2>&1
+ok $? "after traffic: promtool accepts the exposition"
+
+# ---- the dashboard ---------------------------------------------------------
+$PY "$top_srcdir/t/lib/dashboard_check.py" "$DASH" "$T/busy.txt" >"$T/dash.out" 2>&1
+ok $? "every metric in every panel of tunnelmesh.json is in /metrics ($(grep -c '^checked' "$T/dash.out") names)"
+sed 's/^/# /' "$T/dash.out"
+sed 's/proxyhost_socks5_clients)/socks5_clients)/' "$DASH" >"$T/bad.json"
+$PY "$top_srcdir/t/lib/dashboard_check.py" "$T/bad.json" "$T/busy.txt" >"$T/dash.out" 2>&1
+[ $? -eq 1 ] && grep -q 'socks5_clients is not in /metrics' "$T/dash.out"
+ok $? "dashboard_check.py catches a name that is not in /metrics"
+ls "$top_srcdir/deploy/grafana/dashboards" >"$T/dash.ls"
+is "$(cat "$T/dash.ls")" "tunnelmesh.json" "there is only one dashboard (TM-DOC-9)"
+
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10
+is "$EXIT" 0 "the local proxy stops cleanly"
+
+# ---- with passwords: auth_local's names, the authorization stage ------------
+if have_auth_local; then
+  admin=$(free_port)
+  cat >"$T/auth.ini" <<EOC
+[proxyhost]
+modules = auth_local, direct, socks5, http_proxy
+module_path = $top_builddir/modules
+drain_timeout = 2s
+[admin]
+listen = 127.0.0.1:$admin
+[socks5]
+listen = 127.0.0.1:$(free_port)
+auth = password
+[http_proxy]
+listen = 127.0.0.1:$(free_port)
+auth = password
+[auth_local]
+users = alice:$(password_hash secret)
+EOC
+  start_proxyhost "$T/auth.ini"
+  wait_for healthy "$admin"; ok $? "a local proxy with auth_local answers /healthz"
+  scrape "$T/auth.txt"
+  $PY "$top_srcdir/t/lib/metrics_lint.py" "$T/auth.txt" "$MAX_IDLE_LINES" \
+    auth_local direct socks5 http_proxy >"$T/lint.out" 2>&1
+  ok $? "with auth_local: bounded, only producible series, names in the scheme"
+  sed 's/^/# /' "$T/lint.out"
+  like "$(cat "$T/auth.txt")" 'stage="authorization",result="rejected",le="+Inf"} 0' \
+    "with auth = password: the authorization stage is there"
+  like "$(cat "$T/auth.txt")" '# TYPE proxyhost_auth_local_checks_total counter' \
+    "auth_local's checks counter is proxyhost_auth_local_*"
+  "$PROMTOOL" check metrics <"$T/auth.txt" >"$T/promtool.out" 2>&1
+  ok $? "with auth_local: promtool accepts the exposition"
+  kill -TERM "$PH_PID"
+  wait_exit "$PH_PID" 10
+  is "$EXIT" 0 "and it stops cleanly"
+else
+  for n in 1 2 3 4 5 6; do skip "auth_local or proxyhost-passwd not built"; done
+fi
+done_testing

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Checks one /metrics scrape of a local proxy for series it cannot have
+and for names outside the prefix scheme of docs/operations.md.
+
+metrics_lint.py METRICS.txt MAX_LINES MODULE...
+
+- at most MAX_LINES lines;
+- every family name is a seed name (tunnelmesh_*, the list below), one of
+  the host's own proxyhost_* names, proxyhost_stream_* (the stream metrics
+  shared by frontends and connectors), proxyhost_<module>_* for a MODULE
+  given, or process_* (the standard process metrics, process_metrics);
+- no component other than "client" (a local proxy is the client);
+- tunnelmesh_stream_open_total: one result per error_class (ok: success,
+  forbidden: rejected, timeout: timeout, the others: failure);
+- tunnelmesh_stream_stage_duration_seconds: no stage a local proxy does
+  not record (remote_validation, selection, relay), ttfb only success,
+  authorization only success or rejected.
+Prints each problem; exits 1 on one."""
+import re
+import sys
+
+SEED = {
+    "tunnelmesh_stream_stage_duration_seconds", "tunnelmesh_stream_open_total",
+    "tunnelmesh_stream_queue_wait_seconds",
+    "tunnelmesh_stream_window_stall_seconds",
+    "tunnelmesh_stream_backpressure_total",
+    "tunnelmesh_authorization_cache_requests_total",
+    "tunnelmesh_authorization_revision",
+    "tunnelmesh_authorization_revision_poll_total",
+    "tunnelmesh_remote_validation_cache_requests_total",
+}
+HOST = {
+    "proxyhost_build_info", "proxyhost_modules", "proxyhost_module_threads",
+    "proxyhost_reloads_total", "proxyhost_bus_deliveries_total",
+    "proxyhost_bus_dropped_total", "proxyhost_mailbox_full_total",
+    "proxyhost_thread_queue_full_total",
+}
+RESULT_OF = {"ok": "success", "forbidden": "rejected", "timeout": "timeout"}
+STAGE_RESULTS = {"ttfb": {"success"}, "authorization": {"success", "rejected"}}
+NOT_LOCAL = {"remote_validation", "selection", "relay"}
+
+
+def in_scheme(name, modules):
+    if name in SEED or name in HOST or name.startswith("process_"):
+        return True
+    if name.startswith("proxyhost_stream_"):
+        return True
+    return any(name.startswith("proxyhost_%s_" % m) for m in modules)
+
+
+def main(argv):
+    path, max_lines, modules = argv[1], int(argv[2]), argv[3:]
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    problems = []
+    if len(lines) > max_lines:
+        problems.append("%d lines, more than %d" % (len(lines), max_lines))
+    for line in lines:
+        if line.startswith("# TYPE "):
+            name = line.split()[2]
+            if not in_scheme(name, modules):
+                problems.append("%s is outside the prefix scheme" % name)
+        if line.startswith("#") or not line:
+            continue
+        labels = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', line))
+        comp = labels.get("component")
+        if comp is not None and comp != "client":
+            problems.append("component %r: %s" % (comp, line))
+        if line.startswith("tunnelmesh_stream_open_total{"):
+            want = RESULT_OF.get(labels.get("error_class"), "failure")
+            if labels.get("result") != want:
+                problems.append("impossible pair: %s" % line)
+        if line.startswith("tunnelmesh_stream_stage_duration_seconds"):
+            stage, result = labels.get("stage"), labels.get("result")
+            if stage in NOT_LOCAL:
+                problems.append("stage not recorded locally: %s" % line)
+            elif result not in STAGE_RESULTS.get(stage, {result}):
+                problems.append("impossible stage result: %s" % line)
+    for p in problems[:50]:
+        print("problem:", p)
+    print("lines:", len(lines))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
