@@ -383,13 +383,30 @@ int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err) {
   return rc;
 }
 
-static void apply_log_settings(ph_conf *conf) {
+/* Opens [log] file (again: SIGHUP is how rotation asks). When it cannot
+ * be opened the log stays where it was, and err (NULL: the log) gets
+ * "file:line: log.file: cannot open PATH: reason". 0 or -1. */
+static int open_log_file(ph_conf *conf, ph_buf *err) {
+  const char *path = conf_str(conf, "log", "file");
+  if (log_open(path) == 0)
+    return 0;
+  int e = errno;
+  if (err) {
+    conf_where(conf, "log", "file", err);
+    buf_printf(err, "log.file: cannot open %s: %s\n", path, strerror(e));
+  } else {
+    ph_log_field f[] = {PH_STR("path", path), PH_STR("reason", strerror(e))};
+    log_write(NULL, PH_LOG_ERROR,
+              "cannot open the log file; still logging to the previous one",
+              f, 2);
+  }
+  return -1;
+}
+
+static int apply_log_settings(ph_conf *conf, ph_buf *err) {
   log_configure(log_level_parse(conf_str(conf, "log", "level")),
                 log_format_parse(conf_str(conf, "log", "format")));
-  if (log_open(conf_str(conf, "log", "file")) < 0) {
-    ph_log_field f[] = {PH_INT("errno", errno)};
-    log_write(NULL, PH_LOG_ERROR, "cannot open log file; using stderr", f, 1);
-  }
+  return open_log_file(conf, err);
 }
 
 static ph_metric *host_metric(ph_core *c, const ph_metric_def *d) {
@@ -472,7 +489,10 @@ static void register_host_metrics(ph_core *c) {
 }
 
 int core_setup(ph_core *c, ph_buf *err) {
-  apply_log_settings(c->conf);
+  /* A log file that cannot be opened at start-up stops it: the operator
+   * asked for that file (exit 1, before anything is created). */
+  if (apply_log_settings(c->conf, err) < 0)
+    return -1;
   /* proxyhost takes the default loop (it alone may watch signals); a mock
    * host takes one of its own, so that several run in one process. */
   c->loop = c->own_loop ? ev_loop_new(EVFLAG_AUTO) : ev_default_loop(EVFLAG_AUTO);
@@ -592,6 +612,12 @@ int core_ready(void *arg, ph_buf *why) {
   }
   if (c->phase > PH_PHASE_RUN) {
     buf_puts(why, "stopping\n");
+    return 0;
+  }
+  /* A host that loads no module serves nothing: up (/healthz), not
+   * ready. */
+  if (c->n_mods == 0) {
+    buf_puts(why, "no modules loaded: add them to [proxyhost] modules\n");
     return 0;
   }
   int ready = 1;
@@ -727,8 +753,7 @@ int core_reload(ph_core *c) {
     conf_free(next);
     buf_free(&err);
     /* Still reopen the log file: SIGHUP is also how log rotation asks. */
-    if (log_open(conf_str(c->conf, "log", "file")) < 0)
-      log_write(NULL, PH_LOG_ERROR, "cannot reopen the log file", NULL, 0);
+    open_log_file(c->conf, NULL);
     if (c->m_reloads_failed)
       metrics_inc(c->m_reloads_failed, 1);
     return -1;
@@ -737,7 +762,7 @@ int core_reload(ph_core *c) {
   warn_restart_keys(c, c->conf, next);
   ph_conf *old = c->conf;
   c->conf = next;
-  apply_log_settings(next);
+  apply_log_settings(next, NULL);
   int failed = 0;
   for (size_t k = 0; k < c->n_mods; k++) {
     ph_ctx *ctx = c->mods[c->order[k]];

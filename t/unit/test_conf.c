@@ -440,7 +440,9 @@ static void test_errors(void) {
                      "threads = 99999999999999999999x\n", /* 16 */
                      NULL, NULL, &err, &rc);
   is_int(rc, -1, "invalid config fails");
-  like(err.data, "t.ini:1: nosuch: unknown section: no module of that name is loaded; add nosuch to [proxyhost] modules\n", "unknown section");
+  like(err.data, "t.ini:1: nosuch"
+         ": unknown section: no module of that name is loaded;"
+         " add nosuch to [proxyhost] modules\n", "unknown section");
   unlike(err.data, "nosuch.x", "keys of an unknown section not repeated");
   like(err.data, "t.ini:4: socks5.bogus: unknown key\n", "unknown key");
   like(err.data,
@@ -646,7 +648,9 @@ static void test_cli_syntax(void) {
   conf_set_cli(c, "zzz.a=1", &err);
   declare_std(c);
   conf_finalize(c, NULL, &err);
-  is_str(err.data, "--set: zzz: unknown section: no module of that name is loaded; add zzz to [proxyhost] modules\n", "unknown --set section");
+  is_str(err.data, "--set: zzz"
+         ": unknown section: no module of that name is loaded;"
+         " add zzz to [proxyhost] modules\n", "unknown --set section");
   conf_free(c);
 
   buf_reset(&err);
@@ -1075,7 +1079,9 @@ static void test_instances(void) {
   c = setup_instances("[socks5.private]\nlisten = 1.2.3.4:5\n", NULL, NULL,
                       &err, &rc);
   is_int(rc, -1, "section of an instance not loaded fails");
-  is_str(err.data, "t.ini:1: socks5.private: unknown section: no module of that name is loaded; add socks5.private to [proxyhost] modules\n",
+  is_str(err.data, "t.ini:1: socks5.private"
+         ": unknown section: no module of that name is loaded;"
+         " add socks5.private to [proxyhost] modules\n",
          "named as an unknown section, with file:line");
   conf_free(c);
 
@@ -1115,7 +1121,9 @@ static void test_instances(void) {
   const char *typo[] = {"socks5.privat.listen=1.2.3.4:1", NULL};
   c = setup_instances("", typo, NULL, &err, &rc);
   is_int(rc, -1, "--set on an instance not loaded fails");
-  is_str(err.data, "--set: socks5.privat: unknown section: no module of that name is loaded; add socks5.privat to [proxyhost] modules\n",
+  is_str(err.data, "--set: socks5.privat"
+         ": unknown section: no module of that name is loaded;"
+         " add socks5.privat to [proxyhost] modules\n",
          "as an unknown section");
   conf_free(c);
 
