@@ -34,6 +34,36 @@ void conf_where(const ph_conf *c, const char *section, const char *key,
   }
 }
 
+void conf_where_item(const ph_conf *c, const char *section, const char *key,
+                     const char *item, ph_buf *out) {
+  const conf_value *v = c ? conf_lookup(c, section, key) : NULL;
+  if (!v || v->kind != SRC_FILE) {
+    conf_where(c, section, key, out);
+    return;
+  }
+  int si = conf_find_section(c, section, strlen(section));
+  size_t n = strlen(item);
+  for (size_t i = 0; i < c->n_ents; i++) {
+    const conf_entry *e = &c->ents[i];
+    if (e->sect != si || !e->file || strcmp(e->key, key) != 0)
+      continue;
+    for (const char *p = e->value; *p;) {
+      while (*p == ' ' || *p == '\t' || *p == ',')
+        p++;
+      const char *end = p + strcspn(p, ",");
+      const char *last = end;
+      while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+        last--;
+      if ((size_t)(last - p) == n && memcmp(p, item, n) == 0) {
+        buf_printf(out, "%s:%d: ", e->file, e->line);
+        return;
+      }
+      p = end;
+    }
+  }
+  conf_where(c, section, key, out);
+}
+
 /* Every file line that gave list key k of section si items, "a:1, b:2":
  * a list's lines append across files (conf.d drop-ins included). */
 static void print_list_origins(const ph_conf *c, int si, const char *key,

@@ -95,7 +95,8 @@ int core_check_requires(ph_core *c, ph_buf *err) {
       size_t budget = PROVIDERS_MAX_FILES;
       for (size_t d = 0; d < n_dirs; d++)
         scan_dir(dirs[d], *r, &who, &budget);
-      conf_where(c->conf, "proxyhost", "modules", err);
+      conf_where_item(c->conf, "proxyhost", "modules", c->mods[i]->name,
+                      err);
       buf_printf(err,
                  "proxyhost.modules: %s requires the \"%s\" service, which no "
                  "loaded module provides; ",

@@ -690,6 +690,17 @@ static void test_lists(void) {
        "--print-config names every line a list came from (blank ones "
        "add nothing and are not named)");
   free(printed);
+  ph_buf where;
+  buf_init(&where, 0);
+  conf_where_item(c, "socks5", "peers", "c", &where);
+  is_str(where.data, "t.ini:4: ", "conf_where_item: the line that holds c");
+  buf_reset(&where);
+  conf_where_item(c, "socks5", "peers", "b", &where);
+  is_str(where.data, "t.ini:2: ", "conf_where_item: an item after a comma");
+  buf_reset(&where);
+  conf_where_item(c, "socks5", "peers", "zz", &where);
+  is_str(where.data, "t.ini:2: ", "conf_where_item: not there: the key's");
+  buf_free(&where);
   conf_free(c);
 
   buf_reset(&err);
