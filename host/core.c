@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <proxyhost/listener_event.h>
@@ -123,18 +124,33 @@ static size_t split_list(char *s, const char **items, size_t max) {
   return n;
 }
 
-#if defined(PH_BUILD_MODULEDIR) && defined(PH_BUILD_HOST_EXE)
-/* Whether this process is the binary in the build tree (not an installed
- * copy): then it finds the modules built next to it. */
-static int is_build_tree_binary(void) {
-  char self[PATH_MAX], built[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0)
+#ifdef PH_BUILD_TREE_DETECT
+/* When this process is the host binary of a build tree, BUILDDIR/host/
+ * proxyhost with BUILDDIR/config.status next to it (not an installed
+ * copy), writes BUILDDIR/modules to out: it loads the modules built next
+ * to it. Found at run time, so that no build path is compiled into the
+ * installed binary. 1 or 0. */
+static int build_tree_moduledir(char *out, size_t n) {
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len <= 0)
     return 0;
-  self[n] = '\0';
-  if (!realpath(PH_BUILD_HOST_EXE, built))
+  self[len] = '\0';
+  char *slash = strrchr(self, '/');
+  if (!slash || strcmp(slash + 1, "proxyhost") != 0)
     return 0;
-  return strcmp(self, built) == 0;
+  *slash = '\0';
+  slash = strrchr(self, '/');
+  if (!slash || strcmp(slash + 1, "host") != 0)
+    return 0;
+  *slash = '\0'; /* self is BUILDDIR now */
+  char probe[PATH_MAX + 16];
+  struct stat st;
+  snprintf(probe, sizeof(probe), "%s/config.status", self);
+  if (stat(probe, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  int r = snprintf(out, n, "%s/modules", self);
+  return r > 0 && (size_t)r < n;
 }
 #endif
 
@@ -147,9 +163,10 @@ size_t core_module_dirs(ph_core *c, const char **dirs, size_t max) {
     if (n)
       return n;
   }
-#if defined(PH_BUILD_MODULEDIR) && defined(PH_BUILD_HOST_EXE)
-  if (is_build_tree_binary() && max > 0) {
-    dirs[0] = PH_BUILD_MODULEDIR;
+#ifdef PH_BUILD_TREE_DETECT
+  static char built[PATH_MAX + 16];
+  if (max > 0 && build_tree_moduledir(built, sizeof(built))) {
+    dirs[0] = built;
     return 1;
   }
 #endif

@@ -26,6 +26,22 @@ for pat in "$builddir" "$srcdir" "seed" "SEED-" "../shared"; do
   is "$hits" "" "no installed text file contains \"$pat\""
 done
 
+# The binaries too, once their debug information (which names the
+# compilation directory, and which packages strip) is gone.
+if command -v strip >/dev/null 2>&1; then
+  bad=
+  for f in $(find "$dest" -type f \( -perm -u+x -o -name '*.so*' \)); do
+    head -c 4 "$f" | grep -q 'ELF' || continue
+    strip --strip-debug -o "$T/stripped" "$f" 2>/dev/null || continue
+    if grep -q -F -e "$builddir" -e "$srcdir" "$T/stripped"; then
+      bad="$bad ${f#$dest}"
+    fi
+  done
+  is "$bad" "" "no installed binary names the build or source tree"
+else
+  skip "strip not installed"
+fi
+
 # ---- the installed configuration as shipped --------------------------------
 for f in proxyhost.ini local.ini conf.d/README conf.d/direct.ini \
   conf.d/socks5.ini conf.d/http_proxy.ini; do
