@@ -47,6 +47,15 @@ extract() { # FILE
   ' "$top_srcdir/$1"
 }
 
+# The examples use the local proxy's modules.
+for m in direct socks5 http_proxy process_metrics; do
+  if ! have_module "$m"; then
+    skip "the documentation's examples need the module $m"
+    done_testing
+    exit $?
+  fi
+done
+
 mkdir -p "$T/blocks"
 for f in $docs; do extract "$f"; done
 n=$(ls "$T/blocks"/*.cmd 2>/dev/null | wc -l)
