@@ -409,9 +409,18 @@ static int open_listener(const char *listen_on, ph_buf *err) {
   if (listen(fd, ADMIN_BACKLOG) < 0)
     goto fail;
   return fd;
-fail:
-  buf_printf(err, "admin listen %s: %s: %s", listen_on, step,
-             strerror(errno));
+fail:;
+  int e = errno;
+  buf_printf(err, "admin listen %s: %s: %s", listen_on, step, strerror(e));
+  int port = ntohs(ss.ss_family == AF_INET6
+                       ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                       : ((struct sockaddr_in *)&ss)->sin_port);
+  if (strcmp(step, "bind") == 0 && e == EADDRINUSE)
+    buf_printf(err, "; see who holds it: ss -ltnp 'sport = :%d'", port);
+  else if (strcmp(step, "bind") == 0 && e == EACCES && port < 1024 &&
+           geteuid() != 0)
+    buf_puts(err, "; a port below 1024 needs root or CAP_NET_BIND_SERVICE "
+                  "(or a lower net.ipv4.ip_unprivileged_port_start)");
   if (fd >= 0)
     close(fd);
   return -1;

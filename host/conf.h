@@ -89,6 +89,11 @@ int conf_is_set(const ph_conf *c, const char *section, const char *key);
 void conf_where(const ph_conf *c, const char *section, const char *key,
                 ph_buf *out);
 
+/* Like conf_where for the file line of list key section.key that holds
+ * item (the first one), when the list came from the files. */
+void conf_where_item(const ph_conf *c, const char *section, const char *key,
+                     const char *item, ph_buf *out);
+
 /* Writes the effective configuration as INI, every declared key, values of
  * sensitive keys as "[redacted]", each with a comment naming its source. */
 void conf_print(const ph_conf *c, FILE *out);

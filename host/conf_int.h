@@ -9,7 +9,8 @@
  *   conf_types.c    value types, bounds, validation of values and tables
  *   conf_resolve.c  precedence (--set > env > file > default), finalize
  *   conf_store.c    lifetime, sections, declarations, typed getters
- *   conf_print.c    --print-config (redacted) and error positions */
+ *   conf_print.c    --print-config (redacted) and error positions
+ *   conf_suggest.c  "did you mean": the key nearest to an unknown one */
 #ifndef PH_CONF_INT_H
 #define PH_CONF_INT_H
 
@@ -146,6 +147,17 @@ const conf_value *conf_lookup(const ph_conf *c, const char *section,
                               const char *key);
 void conf_value_clear(conf_value *v);
 void conf_values_free(conf_section *s);
+
+/* ---- suggestions (conf_suggest.c) ------------------------------------- */
+
+#define CONF_SUGGEST_DISTANCE 2 /* edits (insert, delete, change, swap) */
+#define CONF_SUGGEST_SHORT 6    /* shorter keys: within one edit only */
+
+/* The declared key of s nearest to key, within CONF_SUGGEST_DISTANCE
+ * edits (one for keys shorter than CONF_SUGGEST_SHORT) and fewer edits
+ * than key has bytes; the first declared on a tie.
+ * NULL when none is that near, or s is not declared. */
+const char *conf_nearest_key(const conf_section *s, const char *key);
 
 /* ---- types and text (conf_types.c) ------------------------------------ */
 

@@ -34,6 +34,52 @@ void conf_where(const ph_conf *c, const char *section, const char *key,
   }
 }
 
+void conf_where_item(const ph_conf *c, const char *section, const char *key,
+                     const char *item, ph_buf *out) {
+  const conf_value *v = c ? conf_lookup(c, section, key) : NULL;
+  if (!v || v->kind != SRC_FILE) {
+    conf_where(c, section, key, out);
+    return;
+  }
+  int si = conf_find_section(c, section, strlen(section));
+  size_t n = strlen(item);
+  for (size_t i = 0; i < c->n_ents; i++) {
+    const conf_entry *e = &c->ents[i];
+    if (e->sect != si || !e->file || strcmp(e->key, key) != 0)
+      continue;
+    for (const char *p = e->value; *p;) {
+      while (*p == ' ' || *p == '\t' || *p == ',')
+        p++;
+      const char *end = p + strcspn(p, ",");
+      const char *last = end;
+      while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+        last--;
+      if ((size_t)(last - p) == n && memcmp(p, item, n) == 0) {
+        buf_printf(out, "%s:%d: ", e->file, e->line);
+        return;
+      }
+      p = end;
+    }
+  }
+  conf_where(c, section, key, out);
+}
+
+/* Every file line that gave list key k of section si items, "a:1, b:2":
+ * a list's lines append across files (conf.d drop-ins included). */
+static void print_list_origins(const ph_conf *c, int si, const char *key,
+                               FILE *out) {
+  const char *sep = "";
+  for (size_t i = 0; i < c->n_ents; i++) {
+    const conf_entry *e = &c->ents[i];
+    if (e->sect != si || !e->file || strcmp(e->key, key) != 0 ||
+        conf_list_scan(e->value, NULL) <= 0)
+      continue;
+    fprintf(out, "%s%s:%d", sep, e->file, e->line);
+    sep = ", ";
+  }
+  fputc('\n', out);
+}
+
 void conf_print(const ph_conf *c, FILE *out) {
   if (!c || !c->ready)
     return;
@@ -49,7 +95,10 @@ void conf_print(const ph_conf *c, FILE *out) {
       fprintf(out, "%s = %s  ; from ", key->name, text);
       switch (v->kind) {
       case SRC_FILE:
-        fprintf(out, "%s:%d\n", v->file, v->line);
+        if (key->type == PH_CONF_LIST && v->n_items > 0)
+          print_list_origins(c, c->order[o], key->name, out);
+        else
+          fprintf(out, "%s:%d\n", v->file, v->line);
         break;
       case SRC_ENV:
         fprintf(out, "env %s\n", v->env_name);

@@ -220,7 +220,13 @@ static void collect_entries(fin *f) {
     if (k < 0) {
       if (!e->file)
         buf_puts(f->err, "--set: ");
-      fin_err(f, e->file, e->line, "%s.%s: unknown key", s->name, e->key);
+      const char *near = conf_nearest_key(s, e->key);
+      if (near)
+        fin_err(f, e->file, e->line,
+                "%s.%s: unknown key (did you mean \"%s\"?)", s->name, e->key,
+                near);
+      else
+        fin_err(f, e->file, e->line, "%s.%s: unknown key", s->name, e->key);
       continue;
     }
     const ph_conf_key *key = &s->keys[k];
@@ -333,7 +339,11 @@ int conf_finalize(ph_conf *c, char *const *env, ph_buf *err) {
     if (!s->keys) {
       if (!s->hdr_file)
         buf_puts(err, "--set: ");
-      fin_err(&f, s->hdr_file, s->hdr_line, "%s: unknown section", s->name);
+      /* Every section but the host's belongs to a module (instance). */
+      fin_err(&f, s->hdr_file, s->hdr_line,
+              "%s: unknown section: no module of that name is loaded; add "
+              "%s to [proxyhost] modules",
+              s->name, s->name);
       continue;
     }
     s->vals = calloc(s->n_keys + 1, sizeof(conf_value));

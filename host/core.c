@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <proxyhost/listener_event.h>
@@ -123,18 +124,33 @@ static size_t split_list(char *s, const char **items, size_t max) {
   return n;
 }
 
-#if defined(PH_BUILD_MODULEDIR) && defined(PH_BUILD_HOST_EXE)
-/* Whether this process is the binary in the build tree (not an installed
- * copy): then it finds the modules built next to it. */
-static int is_build_tree_binary(void) {
-  char self[PATH_MAX], built[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0)
+#ifdef PH_BUILD_TREE_DETECT
+/* When this process is the host binary of a build tree, BUILDDIR/host/
+ * proxyhost with BUILDDIR/config.status next to it (not an installed
+ * copy), writes BUILDDIR/modules to out: it loads the modules built next
+ * to it. Found at run time, so that no build path is compiled into the
+ * installed binary. 1 or 0. */
+static int build_tree_moduledir(char *out, size_t n) {
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len <= 0)
     return 0;
-  self[n] = '\0';
-  if (!realpath(PH_BUILD_HOST_EXE, built))
+  self[len] = '\0';
+  char *slash = strrchr(self, '/');
+  if (!slash || strcmp(slash + 1, "proxyhost") != 0)
     return 0;
-  return strcmp(self, built) == 0;
+  *slash = '\0';
+  slash = strrchr(self, '/');
+  if (!slash || strcmp(slash + 1, "host") != 0)
+    return 0;
+  *slash = '\0'; /* self is BUILDDIR now */
+  char probe[PATH_MAX + 16];
+  struct stat st;
+  snprintf(probe, sizeof(probe), "%s/config.status", self);
+  if (stat(probe, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  int r = snprintf(out, n, "%s/modules", self);
+  return r > 0 && (size_t)r < n;
 }
 #endif
 
@@ -147,9 +163,10 @@ size_t core_module_dirs(ph_core *c, const char **dirs, size_t max) {
     if (n)
       return n;
   }
-#if defined(PH_BUILD_MODULEDIR) && defined(PH_BUILD_HOST_EXE)
-  if (is_build_tree_binary() && max > 0) {
-    dirs[0] = PH_BUILD_MODULEDIR;
+#ifdef PH_BUILD_TREE_DETECT
+  static char built[PATH_MAX + 16];
+  if (max > 0 && build_tree_moduledir(built, sizeof(built))) {
+    dirs[0] = built;
     return 1;
   }
 #endif
@@ -383,13 +400,30 @@ int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err) {
   return rc;
 }
 
-static void apply_log_settings(ph_conf *conf) {
+/* Opens [log] file (again: SIGHUP is how rotation asks). When it cannot
+ * be opened the log stays where it was, and err (NULL: the log) gets
+ * "file:line: log.file: cannot open PATH: reason". 0 or -1. */
+static int open_log_file(ph_conf *conf, ph_buf *err) {
+  const char *path = conf_str(conf, "log", "file");
+  if (log_open(path) == 0)
+    return 0;
+  int e = errno;
+  if (err) {
+    conf_where(conf, "log", "file", err);
+    buf_printf(err, "log.file: cannot open %s: %s\n", path, strerror(e));
+  } else {
+    ph_log_field f[] = {PH_STR("path", path), PH_STR("reason", strerror(e))};
+    log_write(NULL, PH_LOG_ERROR,
+              "cannot open the log file; still logging to the previous one",
+              f, 2);
+  }
+  return -1;
+}
+
+static int apply_log_settings(ph_conf *conf, ph_buf *err) {
   log_configure(log_level_parse(conf_str(conf, "log", "level")),
                 log_format_parse(conf_str(conf, "log", "format")));
-  if (log_open(conf_str(conf, "log", "file")) < 0) {
-    ph_log_field f[] = {PH_INT("errno", errno)};
-    log_write(NULL, PH_LOG_ERROR, "cannot open log file; using stderr", f, 1);
-  }
+  return open_log_file(conf, err);
 }
 
 static ph_metric *host_metric(ph_core *c, const ph_metric_def *d) {
@@ -472,7 +506,10 @@ static void register_host_metrics(ph_core *c) {
 }
 
 int core_setup(ph_core *c, ph_buf *err) {
-  apply_log_settings(c->conf);
+  /* A log file that cannot be opened at start-up stops it: the operator
+   * asked for that file (exit 1, before anything is created). */
+  if (apply_log_settings(c->conf, err) < 0)
+    return -1;
   /* proxyhost takes the default loop (it alone may watch signals); a mock
    * host takes one of its own, so that several run in one process. */
   c->loop = c->own_loop ? ev_loop_new(EVFLAG_AUTO) : ev_default_loop(EVFLAG_AUTO);
@@ -592,6 +629,12 @@ int core_ready(void *arg, ph_buf *why) {
   }
   if (c->phase > PH_PHASE_RUN) {
     buf_puts(why, "stopping\n");
+    return 0;
+  }
+  /* A host that loads no module serves nothing: up (/healthz), not
+   * ready. */
+  if (c->n_mods == 0) {
+    buf_puts(why, "no modules loaded: add them to [proxyhost] modules\n");
     return 0;
   }
   int ready = 1;
@@ -727,8 +770,7 @@ int core_reload(ph_core *c) {
     conf_free(next);
     buf_free(&err);
     /* Still reopen the log file: SIGHUP is also how log rotation asks. */
-    if (log_open(conf_str(c->conf, "log", "file")) < 0)
-      log_write(NULL, PH_LOG_ERROR, "cannot reopen the log file", NULL, 0);
+    open_log_file(c->conf, NULL);
     if (c->m_reloads_failed)
       metrics_inc(c->m_reloads_failed, 1);
     return -1;
@@ -737,7 +779,7 @@ int core_reload(ph_core *c) {
   warn_restart_keys(c, c->conf, next);
   ph_conf *old = c->conf;
   c->conf = next;
-  apply_log_settings(next);
+  apply_log_settings(next, NULL);
   int failed = 0;
   for (size_t k = 0; k < c->n_mods; k++) {
     ph_ctx *ctx = c->mods[c->order[k]];

@@ -164,6 +164,10 @@ int core_validate(ph_core *c, ph_buf *err);
  * module's check callback (ABI 1.1). Reports every failure as
  * "file:line: section.key: reason". 0 or -1. */
 int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err);
+/* Every service a loaded module requires is provided by a loaded module;
+ * else one error per need, naming the modules in the module path that
+ * provide it (providers.c). 0 or -1. */
+int core_check_requires(ph_core *c, ph_buf *err);
 /* Creates the loop and the host services (metrics, mailbox, pool, bus,
  * services, log settings). 0 or -1. */
 int core_setup(ph_core *c, ph_buf *err);

@@ -195,9 +195,11 @@ int main(int argc, char **argv) {
     conf_print(c->conf, stdout);
     goto out;
   }
-  /* Values only the modules can judge: a configuration error too, found
-   * before anything is created. */
-  if (core_check_modules(c, c->conf, &err) < 0) {
+  /* Values only the modules can judge, and services no loaded module
+   * provides: configuration errors too, found before anything is
+   * created. */
+  if (core_check_requires(c, &err) < 0 ||
+      core_check_modules(c, c->conf, &err) < 0) {
     code = PH_EXIT_CONFIG;
     goto out;
   }

@@ -4,7 +4,7 @@
 # Run as root (or through sudo). Safe to run again: apt skips what is installed.
 set -eu
 
-BUILD="build-essential autoconf automake libtool pkg-config
+BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
   libev-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libssl-dev libwebsockets-dev libwebsockets-evlib-ev
   libhiredis-dev libpq-dev libsqlite3-dev libinih-dev libc-ares-dev libhttp-parser-dev"

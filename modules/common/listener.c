@@ -47,8 +47,37 @@ int listener_check_listen(ph_ctx *ctx, const ph_api *api, const char **key,
   return PH_EINVAL;
 }
 
-static int bind_socket(const listener_opts *o, struct sockaddr_storage *ss,
-                       socklen_t *len, char *err, size_t errlen) {
+static int addr_port(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET6)
+    return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+  return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* What to do about a bind that failed with e: who holds the port, or the
+ * capability a low port needs. section names the listen key. */
+static void bind_error(const listener_opts *o, const char *section,
+                       const struct sockaddr_storage *ss, int e, char *err,
+                       size_t errlen) {
+  int port = addr_port(ss);
+  if (e == EADDRINUSE)
+    snprintf(err, errlen,
+             "%s (%s.listen): address already in use; see who holds it: "
+             "ss -ltnp 'sport = :%d'",
+             o->address, section, port);
+  else if (e == EACCES && port < 1024 && geteuid() != 0)
+    snprintf(err, errlen,
+             "%s (%s.listen): permission denied: a port below 1024 needs "
+             "root or CAP_NET_BIND_SERVICE (or a lower "
+             "net.ipv4.ip_unprivileged_port_start)",
+             o->address, section);
+  else
+    snprintf(err, errlen, "%s (%s.listen): bind: %s", o->address, section,
+             strerror(e));
+}
+
+static int bind_socket(const listener_opts *o, const char *section,
+                       struct sockaddr_storage *ss, socklen_t *len, char *err,
+                       size_t errlen) {
   int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -66,7 +95,7 @@ static int bind_socket(const listener_opts *o, struct sockaddr_storage *ss,
     return -1;
   }
   if (bind(fd, (struct sockaddr *)ss, *len) < 0) {
-    snprintf(err, errlen, "bind %s: %s", o->address, strerror(errno));
+    bind_error(o, section, ss, errno, err, errlen);
     close(fd);
     return -1;
   }
@@ -185,7 +214,8 @@ ph_listener *listener_open(const ph_api *api, ph_ctx *ctx,
     snprintf(err, errlen, "listen address %s", why);
     goto fail;
   }
-  l->fd = bind_socket(o, &l->addr, &l->addrlen, err, errlen);
+  l->fd = bind_socket(o, api->module_name(ctx), &l->addr, &l->addrlen, err,
+                      errlen);
   if (l->fd < 0)
     goto fail;
   l->io = api->io_new(ctx, l->fd, 0, accept_cb, l);

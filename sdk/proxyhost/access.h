@@ -7,7 +7,7 @@
  * answers the question that comes after it, per stream: a frontend or the
  * tunnel server asks whether an authenticated principal may open a stream
  * to host:port, through an agent when one is named. The verdict is made to
- * be cached (the TunnelMesh authorization cache, seed 001 P1): it says how
+ * be cached (the TunnelMesh authorization cache): it says how
  * long it may be kept and under which policy revision it was computed, so
  * a cache drops it when the revision moves (TM-SEC-4). An allow is not a
  * dial: the connector's own target policy still applies afterwards.
@@ -54,7 +54,7 @@ typedef enum ph_access_verdict {
  *
  * Everything the verdict may depend on is in here and nothing else is: a
  * cache keyed by (principal, agent, protocol, host, port, revision), the
- * seed's key (TM-P1-3), is exact. That is why there is no client address.
+ * TunnelMesh cache's key (TM-P1-3), is exact. That is why there is no client address.
  * Never put a secret (a password, a bearer token) in any field: the fields
  * become cache keys (TM-SEC-3).
  *

@@ -53,7 +53,7 @@ typedef struct ph_conf_key {
   const char *def;   /* default written as in the file; NULL = empty */
   int64_t min, max;  /* bounds (see ph_conf_type); max 0 = unbounded */
   uint32_t flags;    /* ph_conf_flags */
-  const char *env;   /* extra environment name (a seed's), or NULL */
+  const char *env;   /* extra environment name (a legacy one), or NULL */
   const char *help;  /* one line for the module's documentation */
   const char *choices; /* PH_CONF_ENUM only: allowed values, "a|b|c" */
   void *reserved[4];   /* ABI 1.2: room to grow; must be zero */

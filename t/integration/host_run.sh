@@ -117,7 +117,8 @@ is "$rc" 4 "a failing start exits 4"
 like "$(cat "$T/out")" "module probe: start failed" "naming the module"
 printf '[proxyhost]\nmodules = %s/needs_provider.so\n[admin]\nlisten =\n' "$TMOD" >"$T/np.ini"
 "$PROXYHOST" -c "$T/np.ini" >"$T/out" 2>&1; rc=$?
-is "$rc" 4 "a missing provider exits 4"
-like "$(cat "$T/out")" "requires service \"no.such.service\", which no loaded module provides" "naming the service"
+# A missing provider is a configuration error, found before any init.
+is "$rc" 2 "a missing provider exits 2"
+like "$(cat "$T/out")" "requires the \"no.such.service\" service, which no loaded module provides; no module in the module path provides it" "naming the service"
 
 done_testing

@@ -533,6 +533,10 @@ int main(void) {
   o.listen = taken;
   ok(admin_start(loop, &o, &err) == NULL, "second bind to the port fails");
   like(err.data, ": bind: Address already in use", "... with the reason");
+  char holder[64];
+  snprintf(holder, sizeof(holder), "; see who holds it: ss -ltnp 'sport = :%d'",
+           port);
+  like(err.data, holder, "... and how to see who holds the port");
 
   /* A second listener with a generous deadline for the big response. */
   ph_registry *bulk_reg = make_bulk_registry();

@@ -440,7 +440,9 @@ static void test_errors(void) {
                      "threads = 99999999999999999999x\n", /* 16 */
                      NULL, NULL, &err, &rc);
   is_int(rc, -1, "invalid config fails");
-  like(err.data, "t.ini:1: nosuch: unknown section\n", "unknown section");
+  like(err.data, "t.ini:1: nosuch"
+         ": unknown section: no module of that name is loaded;"
+         " add nosuch to [proxyhost] modules\n", "unknown section");
   unlike(err.data, "nosuch.x", "keys of an unknown section not repeated");
   like(err.data, "t.ini:4: socks5.bogus: unknown key\n", "unknown key");
   like(err.data,
@@ -538,6 +540,52 @@ static void test_errors(void) {
   buf_free(&err);
 }
 
+/* An unknown key names the nearest declared key within two edits. */
+static void test_nearest_key(void) {
+  ph_buf err;
+  buf_init(&err, 0);
+  int rc;
+  ph_conf *c = setup("[socks5]\n"         /* 1 */
+                     "lisetn = x\n"       /* 2: a swap */
+                     "max_client = 3\n"   /* 3: a deletion */
+                     "tmieout = 1s\n"     /* 4: a swap */
+                     "zzzzzz = 1\n"       /* 5: nothing near */
+                     "pn = 1\n"           /* 6: one edit from pin */
+                     "x = 1\n"            /* 7: too short to guess */
+                     "[proxyhost]\n"      /* 8 */
+                     "thread = 2\n",      /* 9 */
+                     NULL, NULL, &err, &rc);
+  is_int(rc, -1, "unknown keys fail");
+  like(err.data,
+       "t.ini:2: socks5.lisetn: unknown key (did you mean \"listen\"?)\n",
+       "a transposition is one edit");
+  like(err.data,
+       "t.ini:3: socks5.max_client: unknown key (did you mean "
+       "\"max_clients\"?)\n",
+       "a missing letter");
+  like(err.data,
+       "t.ini:4: socks5.tmieout: unknown key (did you mean \"timeout\"?)\n",
+       "another transposition");
+  like(err.data, "t.ini:5: socks5.zzzzzz: unknown key\n",
+       "no suggestion when nothing is within two edits");
+  like(err.data, "t.ini:6: socks5.pn: unknown key (did you mean \"pin\"?)\n",
+       "a short key");
+  like(err.data, "t.ini:7: socks5.x: unknown key\n",
+       "a one-letter key is not guessed");
+  like(err.data,
+       "t.ini:9: proxyhost.thread: unknown key (did you mean \"threads\"?)\n",
+       "the host's own sections too");
+  conf_free(c);
+  buf_reset(&err);
+  c = setup("", (const char *const[]){"socks5.buffr=1KiB", NULL}, NULL, &err,
+            &rc);
+  is_str(err.data,
+         "--set: socks5.buffr: unknown key (did you mean \"buffer\"?)\n",
+         "--set too");
+  conf_free(c);
+  buf_free(&err);
+}
+
 static void test_required(void) {
   ph_buf err;
   buf_init(&err, 0);
@@ -600,7 +648,9 @@ static void test_cli_syntax(void) {
   conf_set_cli(c, "zzz.a=1", &err);
   declare_std(c);
   conf_finalize(c, NULL, &err);
-  is_str(err.data, "--set: zzz: unknown section\n", "unknown --set section");
+  is_str(err.data, "--set: zzz"
+         ": unknown section: no module of that name is loaded;"
+         " add zzz to [proxyhost] modules\n", "unknown --set section");
   conf_free(c);
 
   buf_reset(&err);
@@ -635,6 +685,22 @@ static void test_lists(void) {
   is_str(conf_list_at(c, "socks5", "peers", 2), "c", "third item");
   is_str(conf_list_at(c, "socks5", "peers", 3), "d", "fourth item");
   is_str(conf_str(c, "socks5", "peers"), "a,b,c,d", "joined list text");
+  char *printed = print_conf(c);
+  like(printed, "peers = a,b,c,d  ; from t.ini:2, t.ini:4, t.ini:6\n",
+       "--print-config names every line a list came from (blank ones "
+       "add nothing and are not named)");
+  free(printed);
+  ph_buf where;
+  buf_init(&where, 0);
+  conf_where_item(c, "socks5", "peers", "c", &where);
+  is_str(where.data, "t.ini:4: ", "conf_where_item: the line that holds c");
+  buf_reset(&where);
+  conf_where_item(c, "socks5", "peers", "b", &where);
+  is_str(where.data, "t.ini:2: ", "conf_where_item: an item after a comma");
+  buf_reset(&where);
+  conf_where_item(c, "socks5", "peers", "zz", &where);
+  is_str(where.data, "t.ini:2: ", "conf_where_item: not there: the key's");
+  buf_free(&where);
   conf_free(c);
 
   buf_reset(&err);
@@ -1024,7 +1090,9 @@ static void test_instances(void) {
   c = setup_instances("[socks5.private]\nlisten = 1.2.3.4:5\n", NULL, NULL,
                       &err, &rc);
   is_int(rc, -1, "section of an instance not loaded fails");
-  is_str(err.data, "t.ini:1: socks5.private: unknown section\n",
+  is_str(err.data, "t.ini:1: socks5.private"
+         ": unknown section: no module of that name is loaded;"
+         " add socks5.private to [proxyhost] modules\n",
          "named as an unknown section, with file:line");
   conf_free(c);
 
@@ -1064,7 +1132,9 @@ static void test_instances(void) {
   const char *typo[] = {"socks5.privat.listen=1.2.3.4:1", NULL};
   c = setup_instances("", typo, NULL, &err, &rc);
   is_int(rc, -1, "--set on an instance not loaded fails");
-  is_str(err.data, "--set: socks5.privat: unknown section\n",
+  is_str(err.data, "--set: socks5.privat"
+         ": unknown section: no module of that name is loaded;"
+         " add socks5.privat to [proxyhost] modules\n",
          "as an unknown section");
   conf_free(c);
 
@@ -1117,6 +1187,7 @@ int main(void) {
   test_inih_options_pinned();
 #endif
   test_errors();
+  test_nearest_key();
   test_required();
   test_cli_syntax();
   test_lists();

@@ -954,7 +954,8 @@ static void test_config(void) {
     fclose(f);
   sample[n] = '\0';
   static char text[17000];
-  snprintf(text, sizeof(text), "[proxyhost]\nmodules = " DIRECT_SO "\n%s",
+  snprintf(text, sizeof(text),
+           "[proxyhost]\nmodule_path = " PH_BUILD_MODULES "\n%s",
            sample);
   buf_reset(&err);
   ph_mock *m = mock_new(text, &err);
