@@ -19,14 +19,20 @@ DASH="$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json"
 admin=$(free_port)
 sport=$(free_port)
 hport=$(free_port)
-sed -e "s/^modules = .*/&\nmodule_path = $(printf '%s' "$top_builddir/modules" | sed 's/[\/&]/\\&/g')/" \
-  -e "s/127\.0\.0\.1:9470/127.0.0.1:$admin/" \
-  -e "s/127\.0\.0\.1:1080/127.0.0.1:$sport/" \
-  -e "s/127\.0\.0\.1:8080/127.0.0.1:$hport/" \
-  "$top_srcdir/conf/local.ini" >"$T/local.ini"
-like "$(cat "$T/local.ini")" "listen = 127.0.0.1:$sport" "conf/local.ini with free ports"
+# conf/local.ini with its conf.d drop-ins (direct, socks5, http_proxy),
+# on free ports and with the build's modules.
+mkdir -p "$T/conf/conf.d"
+for f in "$top_srcdir/conf/local.ini" "$top_srcdir"/conf/conf.d/*.ini; do
+  case $f in */conf.d/*) out="$T/conf/conf.d/${f##*/}" ;; *) out="$T/conf/${f##*/}" ;; esac
+  sed -e "s/^include = .*/&\nmodule_path = $(printf '%s' "$top_builddir/modules" | sed 's/[\/&]/\\&/g')/" \
+    -e "s/127\.0\.0\.1:9470/127.0.0.1:$admin/" \
+    -e "s/127\.0\.0\.1:1080/127.0.0.1:$sport/" \
+    -e "s/127\.0\.0\.1:8080/127.0.0.1:$hport/" \
+    "$f" >"$out"
+done
+like "$(cat "$T/conf/local.ini" "$T"/conf/conf.d/*.ini)" "listen = 127.0.0.1:$sport" "conf/local.ini and its drop-ins with free ports"
 
-start_proxyhost "$T/local.ini"
+start_proxyhost "$T/conf/local.ini"
 wait_for healthy "$admin"; ok $? "the local proxy answers /healthz"
 
 scrape() { # scrape FILE: /metrics without the status line
