@@ -116,9 +116,11 @@ static void test_minor1_module(void) {
      "1.2 appends thread_start, thread_post, thread_join");
   ok(offsetof(ph_api, service_provider_loaded) ==
              offsetof(ph_api, service_get_named) + sizeof(void *) &&
-         sizeof(ph_api) ==
+         offsetof(ph_api, conf_is_set) ==
              offsetof(ph_api, service_provider_loaded) + sizeof(void *),
      "1.2 appends service_get_named, service_provider_loaded (instances)");
+  ok(sizeof(ph_api) == offsetof(ph_api, conf_is_set) + sizeof(void *),
+     "1.2 appends conf_is_set (where a value came from) last");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.2");
   is_int(PH_ABI_MINOR, 2, "the headers are 1.2");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
