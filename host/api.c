@@ -177,6 +177,14 @@ static const char *api_conf_list_at(ph_ctx *ctx, const char *key, size_t i) {
   return v;
 }
 
+static int api_conf_is_set(ph_ctx *ctx, const char *key) {
+  const ph_conf *c = conf_of(ctx, "conf_is_set");
+  int v = c && key ? conf_is_set(c, ctx->name, key) : 0;
+  if (!v)
+    conf_check_declared(ctx, c, "conf_is_set", key);
+  return v;
+}
+
 /* ---- loop, fd watchers, timers --------------------------------------- */
 
 static struct ev_loop *api_loop(ph_ctx *ctx) {
@@ -586,4 +594,5 @@ const ph_api ph_host_api = {
     .service_get_named = api_service_get_named,
     .service_provider_loaded = api_service_provider_loaded,
     .metric_only = api_metric_only,
+    .conf_is_set = api_conf_is_set,
 };

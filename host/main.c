@@ -44,19 +44,43 @@ static void usage(FILE *out) {
           DEFAULT_CONFIG);
 }
 
-/* Prints each line of err as "proxyhost: line". */
-static void print_errors(const ph_buf *err) {
+/* Whether the daemon's stderr is JSON: [log] format = json in the
+ * configuration as written (also when it did not validate), for a run,
+ * not for --check-config/--print-config/--list-modules, which answer a
+ * person. */
+static int errors_as_json(const ph_core *c) {
+  const char *f = c && c->conf ? conf_raw(c->conf, "log", "format", environ)
+                               : NULL;
+  return f && log_format_parse(f) == PH_LOG_FMT_JSON;
+}
+
+/* Prints each line of err as "proxyhost: line", or, json, as one JSON
+ * log record each (msg what, the line in "error"). */
+static void print_errors(const ph_buf *err, int json, const char *what) {
   if (!err->data)
     return;
+  if (json)
+    log_configure(PH_LOG_ERROR, PH_LOG_FMT_JSON);
   const char *p = err->data;
   while (*p) {
     const char *nl = strchr(p, '\n');
     int n = nl ? (int)(nl - p) : (int)strlen(p);
-    fprintf(stderr, "proxyhost: %.*s\n", n, p);
+    if (json) {
+      char line[4096];
+      snprintf(line, sizeof(line), "%.*s", n, p);
+      ph_log_field f[] = {PH_STR("error", line)};
+      log_write(NULL, PH_LOG_ERROR, what, f, 1);
+    } else {
+      fprintf(stderr, "proxyhost: %.*s\n", n, p);
+    }
     p += n + (nl ? 1 : 0);
   }
-  if (err->overflow)
-    fprintf(stderr, "proxyhost: (more errors not shown)\n");
+  if (err->overflow) {
+    if (json)
+      log_write(NULL, PH_LOG_ERROR, "more errors not shown", NULL, 0);
+    else
+      fprintf(stderr, "proxyhost: (more errors not shown)\n");
+  }
 }
 
 static void list_one(const char *path) {
@@ -235,7 +259,9 @@ int main(int argc, char **argv) {
     log_write(NULL, PH_LOG_INFO, "proxyhost stopped", f, 1);
   }
 out:
-  print_errors(&err);
+  print_errors(&err, action == 0 && errors_as_json(c),
+               code == PH_EXIT_CONFIG ? "configuration error"
+                                      : "start-up failed");
   buf_free(&err);
   core_free(c);
   return code;

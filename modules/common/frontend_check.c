@@ -8,6 +8,7 @@
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
 
+#include "client_acl.h"
 #include "listener.h"
 
 /* The provider the key names, if any, is a loaded instance that declares
@@ -26,11 +27,46 @@ static int named_provider(ph_ctx *ctx, const ph_api *api, const char *k,
   return PH_EINVAL;
 }
 
+/* 1 when the listen address (parsed already) is a loopback one. */
+static int listen_is_loopback(ph_ctx *ctx, const ph_api *api) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  char why[8];
+  ip_addr a;
+  if (api->parse_listen_addr(api->conf_str(ctx, "listen"), &ss, &len, why,
+                             sizeof(why)) != PH_OK ||
+      ip_addr_from_sa((const struct sockaddr *)&ss, &a, NULL) < 0)
+    return 0;
+  return ip_addr_loopback(&a);
+}
+
+/* Not an open proxy: a listener other hosts can reach, without
+ * authentication, takes clients only from networks written out. */
+static int check_open(ph_ctx *ctx, const ph_api *api, int password,
+                      const char **key, char *why, size_t whylen) {
+  if (password || listen_is_loopback(ctx, api) ||
+      api->conf_is_set(ctx, CLIENT_ACL_KEY))
+    return PH_OK;
+  *key = "listen";
+  snprintf(why, whylen,
+           "\"%.64s\" is not a loopback address and auth = none: anyone who "
+           "reaches it could use this proxy. Set auth = password, or list "
+           "the client networks in %s (%s = 0.0.0.0/0, ::/0 allows "
+           "everyone, on purpose)",
+           api->conf_str(ctx, "listen"), CLIENT_ACL_KEY, CLIENT_ACL_KEY);
+  return PH_EINVAL;
+}
+
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen) {
   int r = listener_check_listen(ctx, api, key, why, whylen);
   if (r != PH_OK)
     return r;
+  client_acl acl;
+  if (client_acl_load(&acl, ctx, api, why, whylen) < 0) {
+    *key = CLIENT_ACL_KEY;
+    return PH_EINVAL;
+  }
   r = named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key, why,
                      whylen);
   if (r != PH_OK)
@@ -59,5 +95,5 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
              PH_AUTHORIZER_SERVICE);
     return PH_EINVAL;
   }
-  return PH_OK;
+  return check_open(ctx, api, password, key, why, whylen);
 }

@@ -23,11 +23,20 @@
  *              instance name (auth_local.staff); empty: the only one
  *              (restart)
  * frontend_services (frontend_services.h) looks both up at start.
+ * allow_clients  the client networks (CIDRs, IPv4 and IPv6, 1 to 64;
+ *              client_acl.h) allowed to connect; others are closed at
+ *              accept before a byte is read. Default loopback only. A
+ *              listen address that is not loopback with auth = none needs
+ *              it written out (frontend_check). Reload: new connections
+ * log_target   the target (host:port, an HTTP URL) in the access line
+ *              and the debug lines; off: never logged (TM-SEC)
  */
 #ifndef PH_FRONTEND_KEYS_H
 #define PH_FRONTEND_KEYS_H
 
 #include <proxyhost/config.h>
+
+#include "client_acl.h"
 
 #define FRONTEND_KEYS(default_listen, what)                                  \
   PH_CONF_KEY("listen", PH_CONF_STRING, default_listen, 3, 128,              \
@@ -67,6 +76,15 @@
                   NULL,                                                      \
                   "with auth = password: authorizer instance to check "     \
                   "passwords with (auth_local.staff); empty: the only one", \
+                  NULL),                                                     \
+      PH_CONF_KEY(CLIENT_ACL_KEY, PH_CONF_LIST, CLIENT_ACL_DEFAULT, 1,       \
+                  CLIENT_ACL_MAX, 0, NULL,                                   \
+                  "client networks allowed to connect (CIDRs, IPv4 and "     \
+                  "IPv6); others are closed at accept. Default: loopback",   \
+                  NULL),                                                     \
+      PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, 0, NULL,        \
+                  "write the target (host:port, URL) in the access and "     \
+                  "debug lines; off by default (targets are private)",       \
                   NULL)
 
 #endif

@@ -3,13 +3,63 @@
  * the sessions' list and count, the stop and the drain, destroy. */
 #include "frontend_server.h"
 
+#include <netinet/in.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "access_log.h"
+
+static const char *const denied_reasons[] = {"not_allowed", NULL};
+static const ph_label_def denied_labels[] = {{"reason", denied_reasons}};
+static const ph_metric_def denied_def = {
+    "proxyhost_clients_denied_total",
+    "Client connections closed at accept: their address is not in "
+    "allow_clients",
+    PH_METRIC_COUNTER,
+    denied_labels,
+    1,
+    NULL,
+    0};
 
 void frontend_server_init(frontend_server *srv, const ph_api *api,
                           ph_ctx *ctx, const frontend_session_ops *ops,
                           stream_metrics *sm, ph_series *clients) {
   *srv = (frontend_server){.api = api, .ctx = ctx, .ops = ops, .sm = sm,
                            .clients = clients};
+  ph_metric *m = api->metric(ctx, &denied_def);
+  const char *reason = "not_allowed";
+  srv->denied = m ? api->series(m, &reason) : NULL;
+  frontend_server_reload(srv);
+}
+
+void frontend_server_reload(frontend_server *srv) {
+  char why[160];
+  /* Checked before: a failure leaves the list empty, which admits no
+   * one (fail closed). */
+  if (client_acl_load(&srv->acl, srv->ctx, srv->api, why, sizeof(why)) < 0)
+    PH_LOG(srv->api, srv->ctx, PH_LOG_ERROR, "allow_clients unusable",
+           PH_STR("reason", why));
+  srv->log_target = (int)srv->api->conf_int(srv->ctx, "log_target");
+}
+
+int frontend_server_admit(frontend_server *srv, int fd,
+                          const struct sockaddr *peer) {
+  if (client_acl_allows(&srv->acl, peer))
+    return 1;
+  frontend_server_refuse(srv, fd);
+  srv->api->inc(srv->denied, 1);
+  if (srv->api->log_enabled(srv->ctx, PH_LOG_WARN)) {
+    struct sockaddr_storage ss = {0};
+    if (peer)
+      memcpy(&ss, peer,
+             peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                         : sizeof(struct sockaddr_in));
+    char text[ACCESS_PEER_TEXT];
+    PH_LOG_RL(srv->api, srv->ctx, PH_LOG_WARN,
+              "client refused: not in allow_clients",
+              PH_STR("client", access_peer_text(&ss, text)));
+  }
+  return 0;
 }
 
 void frontend_server_refuse(frontend_server *srv, int fd) {

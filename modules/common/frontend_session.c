@@ -6,6 +6,7 @@
 
 #include "frontend_server.h"
 
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,12 +79,22 @@ static void session_io(ph_io *io, int fd, int revents, void *arg) {
 }
 
 int frontend_session_start(frontend_server *srv, frontend_session *s,
-                           void *owner, int fd) {
+                           void *owner, int fd, const struct sockaddr *peer,
+                           socklen_t peerlen) {
   *s = (frontend_session){.srv = srv, .owner = owner, .fd = fd};
+  if (peer && peerlen > 0)
+    memcpy(&s->peer, peer,
+           peerlen < sizeof(s->peer) ? (size_t)peerlen : sizeof(s->peer));
+  frontend_session_new_id(s);
   frontend_server_link(srv, s);
   s->io = srv->api->io_new(srv->ctx, fd, 0, session_io, s);
   s->timer = srv->api->timer_new(srv->ctx, session_timer, s);
   return s->io && s->timer ? PH_OK : PH_ENOMEM;
+}
+
+uint64_t frontend_session_new_id(frontend_session *s) {
+  s->id = ++s->srv->last_id;
+  return s->id;
 }
 
 void frontend_session_close(frontend_session *s, int how) {

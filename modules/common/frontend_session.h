@@ -60,6 +60,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/host.h>
 
+#include "client_acl.h"
 #include "guard.h"
 #include "listener.h"
 #include "relay.h"
@@ -131,6 +132,11 @@ typedef struct frontend_server {
   void *connector_self;
   const ph_authorizer_v1 *authorizer; /* NULL without auth */
   void *authorizer_self;
+  /* From the configuration (init, frontend_server_reload): */
+  client_acl acl; /* allow_clients: checked at accept */
+  int log_target; /* log_target: the target in access and debug lines */
+  ph_series *denied; /* proxyhost_clients_denied_total{reason=...} */
+  uint64_t last_id;  /* the last stream id given (frontend_session_new_id) */
   /* The sessions. */
   frontend_session *sessions;
   size_t n_sessions;
@@ -153,17 +159,26 @@ struct frontend_session {
   int64_t auth_id, open_id; /* in flight, or 0 */
   int64_t t_open_us, t_relay_us; /* CLOCK_MONOTONIC, for the stages */
   ph_relay *relay;
+  uint64_t id; /* the stream id of the access line and the debug lines */
+  struct sockaddr_storage peer; /* the client's address (family 0: none) */
   unsigned probing : 1;   /* not read while a check or an open runs */
   unsigned in_call : 1;   /* inside check_password or open */
   unsigned answered : 1;  /* the answer came inside that call */
 };
 
 /* Takes an accepted client socket (and its listener slot) over: links
- * the session, counts it, makes its watcher (no events yet) and timer.
- * PH_OK, or PH_ENOMEM: the session is linked all the same, and the
- * caller closes it (frontend_session_close) at once. */
+ * the session, counts it, gives it a stream id, keeps the client's
+ * address (peer, may be NULL), makes its watcher (no events yet) and
+ * timer. The frontend has admitted the client already
+ * (frontend_server_admit). PH_OK, or PH_ENOMEM: the session is linked
+ * all the same, and the caller closes it (frontend_session_close) at
+ * once. */
 int frontend_session_start(frontend_server *srv, frontend_session *s,
-                           void *owner, int fd);
+                           void *owner, int fd, const struct sockaddr *peer,
+                           socklen_t peerlen);
+/* Gives the session a new stream id (an HTTP connection: one per
+ * request) and returns it. Ids grow from 1 per module instance. */
+uint64_t frontend_session_new_id(frontend_session *s);
 /* Every entry from outside that the skeleton does not make itself (the
  * accept, a frontend's own watcher on its upstream) runs between these;
  * leave frees the session's owner when it was closed inside and this was

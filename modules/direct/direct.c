@@ -77,6 +77,7 @@ struct direct {
   ph_ctx *ctx;
   /* configuration */
   int max_concurrent, max_pending;
+  int log_target; /* the target in the "open failed" debug line */
   uint32_t connect_timeout_ms, open_timeout_ms, dns_timeout_ms, he_delay_ms;
   int stopping;
   policy *pol;
@@ -142,6 +143,10 @@ static const ph_conf_key direct_keys[] = {
     PH_CONF_KEY("component", PH_CONF_ENUM, "client", 0, 0, PH_CONF_RESTART,
                 NULL, "component label of the stream metrics (read at start)",
                 "client|server|agent"),
+    PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+                "name the target (host, port) in the \"open failed\" debug "
+                "line; off: never logged",
+                NULL),
     PH_CONF_END};
 
 static double mono_s(void) {
@@ -219,14 +224,21 @@ static void record_stage(direct *d, int sm_stage, int code, double since) {
 }
 
 static void log_failure(direct *d, const dreq *r) {
-  /* The target is allowed at debug level only; stage and code are the
-   * stable names, the errno is for operators, never for clients. */
-  PH_LOG(api, d->ctx, PH_LOG_DEBUG, "open failed",
-         PH_STR("stage", ph_open_stage_name(r->res.stage)),
-         PH_STR("code", ph_open_code_name(r->res.code)),
-         PH_STR("host", r->host), PH_UINT("port", r->port),
-         PH_INT("errno", r->err),
-         PH_INT("us", (int64_t)((mono_s() - r->t_admit) * 1e6)));
+  /* The target only with log_target (TM-SEC-9), and at debug level only;
+   * stage and code are the stable names, the errno is for operators,
+   * never for clients. */
+  int64_t us = (int64_t)((mono_s() - r->t_admit) * 1e6);
+  if (d->log_target)
+    PH_LOG(api, d->ctx, PH_LOG_DEBUG, "open failed",
+           PH_STR("stage", ph_open_stage_name(r->res.stage)),
+           PH_STR("code", ph_open_code_name(r->res.code)),
+           PH_STR("host", r->host), PH_UINT("port", r->port),
+           PH_INT("errno", r->err), PH_INT("us", us));
+  else
+    PH_LOG(api, d->ctx, PH_LOG_DEBUG, "open failed",
+           PH_STR("stage", ph_open_stage_name(r->res.stage)),
+           PH_STR("code", ph_open_code_name(r->res.code)),
+           PH_INT("errno", r->err), PH_INT("us", us));
 }
 
 /* ---- the executor ---------------------------------------------------- */
@@ -720,6 +732,7 @@ static void read_limits(direct *d) {
   d->open_timeout_ms = (uint32_t)api->conf_int(d->ctx, "open_timeout");
   d->dns_timeout_ms = (uint32_t)api->conf_int(d->ctx, "dns_timeout");
   d->he_delay_ms = (uint32_t)api->conf_int(d->ctx, "happy_eyeballs_delay");
+  d->log_target = (int)api->conf_int(d->ctx, "log_target");
 }
 
 /* An abandoned lookup ended: its budget may let a queued request start. */

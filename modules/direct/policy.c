@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "policy.h"
 
+#include "cidr.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netinet/in.h>
@@ -8,16 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An address of either family; IPv4 uses a[0..3]. */
-typedef struct paddr {
-  uint8_t fam; /* 4 or 6 */
-  uint8_t a[16];
-} paddr;
-
-typedef struct pcidr {
-  paddr net;
-  uint8_t bits;
-} pcidr;
+/* The addresses and prefixes are cidr.h's. */
+typedef ip_addr paddr;
+typedef ip_cidr pcidr;
 
 typedef struct prange {
   uint16_t lo, hi;
@@ -65,138 +60,11 @@ void policy_free(policy *p) {
 
 /* ---- addresses ------------------------------------------------------- */
 
-/* 16 IPv6 bytes; IPv4-mapped ones (::ffff:a.b.c.d) become IPv4. */
-static void paddr_from_v6(const uint8_t *b, paddr *out) {
-  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  memset(out, 0, sizeof(*out));
-  if (memcmp(b, mapped, 12) == 0) {
-    out->fam = 4;
-    memcpy(out->a, b + 12, 4);
-  } else {
-    out->fam = 6;
-    memcpy(out->a, b, 16);
-  }
-}
-
-/* 0, or -1 for a family other than AF_INET/AF_INET6. The socket address
- * is copied with memcpy: callers hand in sockaddr_storage objects written
- * through other sockaddr types, which must not be read through another
- * struct type (strict aliasing). */
-static int paddr_from_sa(const struct sockaddr *sa, paddr *out,
-                         uint16_t *port) {
-  sa_family_t fam;
-  memcpy(&fam, (const char *)sa + offsetof(struct sockaddr, sa_family),
-         sizeof(fam));
-  memset(out, 0, sizeof(*out));
-  if (fam == AF_INET) {
-    struct sockaddr_in s4;
-    memcpy(&s4, sa, sizeof(s4));
-    out->fam = 4;
-    memcpy(out->a, &s4.sin_addr, 4);
-    if (port)
-      *port = ntohs(s4.sin_port);
-    return 0;
-  }
-  if (fam == AF_INET6) {
-    struct sockaddr_in6 s6;
-    memcpy(&s6, sa, sizeof(s6));
-    paddr_from_v6(s6.sin6_addr.s6_addr, out);
-    if (port)
-      *port = ntohs(s6.sin6_port);
-    return 0;
-  }
-  return -1;
-}
-
-static size_t paddr_len(const paddr *a) { return a->fam == 4 ? 4 : 16; }
-
-static int paddr_eq(const paddr *x, const paddr *y) {
-  return x->fam == y->fam && memcmp(x->a, y->a, paddr_len(x)) == 0;
-}
-
-static int paddr_unspecified(const paddr *a) {
-  static const uint8_t zero[16];
-  return memcmp(a->a, zero, paddr_len(a)) == 0;
-}
-
-static int paddr_loopback(const paddr *a) {
-  static const uint8_t one6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                   0, 0, 0, 0, 0, 0, 0, 1};
-  if (a->fam == 4)
-    return a->a[0] == 127;
-  return memcmp(a->a, one6, 16) == 0;
-}
-
-static int in_cidr(const pcidr *c, const paddr *a) {
-  if (c->net.fam != a->fam)
-    return 0;
-  size_t full = c->bits / 8;
-  if (memcmp(c->net.a, a->a, full) != 0)
-    return 0;
-  unsigned rest = c->bits % 8;
-  if (rest == 0)
-    return 1;
-  uint8_t mask = (uint8_t)(0xffu << (8 - rest));
-  return (c->net.a[full] & mask) == (a->a[full] & mask);
-}
-
-/* Parses a bare IPv4 or IPv6 address (no brackets). */
-static int parse_addr(const char *text, paddr *out) {
-  memset(out, 0, sizeof(*out));
-  if (inet_pton(AF_INET, text, out->a) == 1) {
-    out->fam = 4;
-    return 0;
-  }
-  uint8_t a6[16];
-  if (inet_pton(AF_INET6, text, a6) == 1) {
-    paddr_from_v6(a6, out);
-    return 0;
-  }
-  return -1;
-}
-
 int policy_add_cidr(policy *p, int list, const char *text) {
   plist *l = &p->lists[list == POLICY_DENY];
-  char buf[64];
-  size_t n = strlen(text);
-  if (n == 0 || n >= sizeof(buf))
-    return -1;
-  memcpy(buf, text, n + 1);
-  char *slash = strchr(buf, '/');
-  long bits = -1;
-  if (slash) {
-    *slash = '\0';
-    char *end;
-    const char *digits = slash + 1;
-    if (!isdigit((unsigned char)digits[0]) || strlen(digits) > 3)
-      return -1;
-    bits = strtol(digits, &end, 10);
-    if (*end)
-      return -1;
-  }
   pcidr c;
-  if (parse_addr(buf, &c.net) < 0)
+  if (ip_cidr_parse(text, &c) < 0)
     return -1;
-  long max = c.net.fam == 4 ? 32 : 128;
-  /* "::ffff:10.0.0.0/104" is the IPv4 network 10.0.0.0/8. */
-  if (slash && c.net.fam == 4 && strchr(buf, ':')) {
-    if (bits < 96)
-      return -1;
-    bits -= 96;
-  }
-  if (bits < 0)
-    bits = max;
-  if (bits > max)
-    return -1;
-  c.bits = (uint8_t)bits;
-  /* Clear the host bits so that matching only compares the prefix. */
-  for (size_t i = 0; i < paddr_len(&c.net); i++) {
-    long keep = bits - (long)i * 8;
-    if (keep <= 0)
-      c.net.a[i] = 0;
-    else if (keep < 8)
-      c.net.a[i] &= (uint8_t)(0xffu << (8 - keep));
-  }
   if (l->n_cidr >= POLICY_MAX_RULES)
     return -2;
   l->cidr[l->n_cidr++] = c;
@@ -331,11 +199,11 @@ int policy_listener(policy *p, const struct sockaddr *sa, size_t len,
   size_t need = fam == AF_INET    ? sizeof(struct sockaddr_in)
                 : fam == AF_INET6 ? sizeof(struct sockaddr_in6)
                                   : SIZE_MAX;
-  if (len < need || paddr_from_sa(sa, &a, &port) < 0)
+  if (len < need || ip_addr_from_sa(sa, &a, &port) < 0)
     return -1;
   for (size_t i = 0; i < p->n_lst; i++) {
     plistener *l = &p->lst[i];
-    if (l->port != port || !paddr_eq(&l->addr, &a))
+    if (l->port != port || !ip_addr_eq(&l->addr, &a))
       continue;
     if (bound) {
       l->refs++;
@@ -358,7 +226,7 @@ void policy_clear_local(policy *p) { p->n_local = 0; }
 
 void policy_add_local(policy *p, const struct sockaddr *sa) {
   paddr a;
-  if (p->n_local < POLICY_MAX_LOCAL && paddr_from_sa(sa, &a, NULL) == 0)
+  if (p->n_local < POLICY_MAX_LOCAL && ip_addr_from_sa(sa, &a, NULL) == 0)
     p->local[p->n_local++] = a;
 }
 
@@ -370,10 +238,10 @@ void policy_copy_learned(policy *dst, const policy *src) {
 }
 
 static int is_local(const policy *p, const paddr *a) {
-  if (paddr_loopback(a) || paddr_unspecified(a))
+  if (ip_addr_loopback(a) || ip_addr_unspecified(a))
     return 1;
   for (size_t i = 0; i < p->n_local; i++)
-    if (paddr_eq(&p->local[i], a))
+    if (ip_addr_eq(&p->local[i], a))
       return 1;
   return 0;
 }
@@ -384,9 +252,9 @@ static int is_own(const policy *p, const paddr *a, uint16_t port) {
     const plistener *l = &p->lst[i];
     if (l->port != port)
       continue;
-    if (paddr_unspecified(&l->addr)
+    if (ip_addr_unspecified(&l->addr)
             ? is_local(p, a)
-            : paddr_eq(&l->addr, a) || paddr_unspecified(a))
+            : ip_addr_eq(&l->addr, a) || ip_addr_unspecified(a))
       return 1;
   }
   return 0;
@@ -397,7 +265,7 @@ static int is_own_loopback_port(const policy *p, uint16_t port) {
   for (size_t i = 0; i < p->n_lst; i++) {
     const plistener *l = &p->lst[i];
     if (l->port == port &&
-        (paddr_unspecified(&l->addr) || paddr_loopback(&l->addr)))
+        (ip_addr_unspecified(&l->addr) || ip_addr_loopback(&l->addr)))
       return 1;
   }
   return 0;
@@ -461,11 +329,11 @@ int policy_check_name(const policy *p, const char *name, uint16_t port) {
 int policy_check_addr(const policy *p, const struct sockaddr *sa, int verdict) {
   paddr a;
   uint16_t port = 0;
-  if (verdict == POLICY_DENIED || paddr_from_sa(sa, &a, &port) < 0)
+  if (verdict == POLICY_DENIED || ip_addr_from_sa(sa, &a, &port) < 0)
     return 0;
   const plist *deny = &p->lists[POLICY_DENY];
   for (size_t i = 0; i < deny->n_cidr; i++)
-    if (in_cidr(&deny->cidr[i], &a))
+    if (ip_cidr_match(&deny->cidr[i], &a))
       return 0;
   if (p->deny_own && is_own(p, &a, port))
     return 0;
@@ -473,7 +341,7 @@ int policy_check_addr(const policy *p, const struct sockaddr *sa, int verdict) {
     return 1;
   const plist *allow = &p->lists[POLICY_ALLOW];
   for (size_t i = 0; i < allow->n_cidr; i++)
-    if (in_cidr(&allow->cidr[i], &a))
+    if (ip_cidr_match(&allow->cidr[i], &a))
       return 1;
   return 0;
 }

@@ -37,6 +37,7 @@ int hp_auth_result(conn *c, int verdict) {
   cr->token_generation = cr->check_generation;
   cr->pending_token = NULL;
   cr->pending_len = 0;
+  c->authed = 1;
   return HP_PROCEED;
 }
 
@@ -51,9 +52,11 @@ int hp_auth_check(conn *c) {
   size_t len = c->authz.len;
   if (cr->token && cr->token_len == len &&
       cr->token_generation == h->generation &&
-      memcmp(cr->token, value, len) == 0)
+      memcmp(cr->token, value, len) == 0) {
+    c->authed = 1;
     return HP_PROCEED; /* verified earlier on this connection, since the
                           reload */
+  }
   char pair[520];
   const char *user, *pass;
   size_t ulen, plen;

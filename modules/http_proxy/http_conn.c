@@ -298,7 +298,10 @@ static void upstream_stream(ph_stream *s, int revents, void *arg) {
   upstream_event(arg, revents);
 }
 
-void hp_conn_accept(hp *h, int fd) {
+void hp_conn_accept(hp *h, int fd, const struct sockaddr *peer,
+                    socklen_t peerlen) {
+  if (!frontend_server_admit(&h->fs, fd, peer))
+    return; /* not in allow_clients: closed, nothing read */
   conn *c = calloc(1, sizeof(*c));
   if (!c) {
     frontend_server_refuse(&h->fs, fd);
@@ -307,7 +310,8 @@ void hp_conn_accept(hp *h, int fd) {
   c->hp = h;
   c->up.fd = -1;
   c->first = 1;
-  if (frontend_session_start(&h->fs, &c->fs, c, fd) != PH_OK) {
+  if (frontend_session_start(&h->fs, &c->fs, c, fd, peer, peerlen) !=
+      PH_OK) {
     frontend_session_close(&c->fs, FRONTEND_END_QUIET);
     return;
   }

@@ -20,7 +20,7 @@ static int decode_response_body(conn *c);
  * the client has part of the response. The reason is static text. */
 static int bad_response(conn *c, const char *why) {
   PH_LOG(hp_api, c->hp->ctx, PH_LOG_DEBUG, "http response refused",
-         PH_STR("reason", why));
+         PH_UINT("stream", c->fs.id), PH_STR("reason", why));
   return hp_fail_exchange(c, 502);
 }
 

@@ -62,9 +62,7 @@ static const ph_metric_def request_def = {
 
 static void on_accept(void *arg, int fd, const struct sockaddr *peer,
                       socklen_t peerlen) {
-  (void)peer;
-  (void)peerlen;
-  hp_conn_accept(arg, fd);
+  hp_conn_accept(arg, fd, peer, peerlen);
 }
 
 static void read_conf(hp *h) {
@@ -164,6 +162,7 @@ static int hp_reload(void *state) {
   /* The target policy or the users may have changed: kept upstreams and
    * verified credentials are not trusted for later requests. */
   h->generation++;
+  frontend_server_reload(&h->fs); /* allow_clients, log_target */
   return PH_OK;
 }
 

@@ -224,6 +224,10 @@ struct conn {
   unsigned has_authz : 1;
   unsigned first : 1;   /* the connection's first request */
   unsigned counted : 1; /* status counted */
+  unsigned begun : 1;   /* a request began: the next one gets a new id */
+  unsigned authed : 1;  /* this request's credentials were verified */
+  unsigned target_ok : 1; /* target parsed, for the access line */
+  char log_path[128]; /* with log_target: the path (no query), cut */
   hp_upstream up;
   hp_exchange x;
   hp_credentials cred;
@@ -408,6 +412,7 @@ int hp_reply_linger_read(conn *c);
 /* The sessions' callbacks (frontend_server_init in http_proxy.c). */
 extern const frontend_session_ops hp_conn_ops;
 /* Takes an accepted client socket (and its max_clients slot) over. */
-void hp_conn_accept(hp *h, int fd);
+void hp_conn_accept(hp *h, int fd, const struct sockaddr *peer,
+                    socklen_t peerlen);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access_log.h"
 #include "http_proxy_int.h"
 
 static int build_request(conn *c, const hp_head_frame *fr) {
@@ -48,9 +49,28 @@ static int on_request_head(conn *c) {
   int st = hp_head_target_parse(&c->req, c->cin.data, &c->target);
   if (st)
     return hp_want_reply(c, st, AFTER_CLOSE);
-  PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request target",
-         PH_STR("method_class", hp_method_classes[c->method_class]),
-         PH_STR("host", c->target.host), PH_INT("port", c->target.port));
+  c->target_ok = 1;
+  if (h->fs.log_target && c->target.form == HH_FORM_ABSOLUTE) {
+    size_t n = c->target.path.len;
+    if (n >= sizeof(c->log_path))
+      n = sizeof(c->log_path) - 1;
+    memcpy(c->log_path, c->cin.data + c->target.path.off, n);
+    c->log_path[n] = '\0';
+  }
+  if (hp_api->log_enabled(h->ctx, PH_LOG_DEBUG)) {
+    char target[300];
+    if (h->fs.log_target)
+      PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request target",
+             PH_UINT("stream", c->fs.id),
+             PH_STR("method_class", hp_method_classes[c->method_class]),
+             PH_STR("target", access_target_text(c->target.host,
+                                                 c->target.port, target,
+                                                 sizeof(target))));
+    else
+      PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request target",
+             PH_UINT("stream", c->fs.id),
+             PH_STR("method_class", hp_method_classes[c->method_class]));
+  }
   /* CONNECT has no body: what follows its head is the tunnel's. */
   int kind = HB_NONE, has_length;
   uint64_t length = 0;
@@ -58,7 +78,7 @@ static int on_request_head(conn *c) {
       (st = hp_head_framing(&c->req, c->cin.data, &kind, &length,
                             &has_length))) {
     PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request refused",
-           PH_STR("reason", st == 501 ? "unsupported transfer coding"
+           PH_UINT("stream", c->fs.id), PH_STR("reason", st == 501 ? "unsupported transfer coding"
                                       : "ambiguous body framing"));
     return hp_want_reply(c, st, AFTER_CLOSE);
   }
@@ -135,7 +155,11 @@ int hp_request_begin(conn *c) {
   x->up_dirty = 0;
   c->bytes_up = c->bytes_down = x->body_sent = 0;
   c->t_req_us = 0;
-  c->has_authz = 0;
+  c->has_authz = c->authed = c->target_ok = 0;
+  c->log_path[0] = '\0';
+  if (c->begun)
+    frontend_session_new_id(&c->fs); /* one stream id per request */
+  c->begun = 1;
   if (hp_pending(&c->cin)) {
     /* Parsed on the next loop turn, not here: a client that pipelines
      * many refused requests gets one request per turn, like the

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access_log.h"
 #include "http_proxy_int.h"
 
 static int status_class(int status) {
@@ -69,13 +70,41 @@ void hp_count_status(conn *c, int status) {
   }
 }
 
+static const char *const status_class_names[] = {"2xx", "3xx", "4xx",
+                                                  "5xx"};
+
+/* The access line (access_log.h): one per request, one per CONNECT
+ * tunnel. The target (and a forwarded request's path, never its query)
+ * only with log_target; the user only once verified for this request. */
 void hp_access_log(conn *c) {
   hp *h = c->hp;
   if (!c->counted)
     return;
-  PH_LOG(hp_api, h->ctx, PH_LOG_INFO, "http request",
-         PH_STR("method_class", hp_method_classes[c->method_class]),
-         PH_INT("status", c->status), PH_UINT("bytes_up", c->bytes_up),
-         PH_UINT("bytes_down", c->bytes_down),
-         PH_UINT("duration_us", c->t_req_us ? hp_now_us() - c->t_req_us : 0));
+  int st = c->status;
+  int parsed = c->req.done && !c->req.failed;
+  int has_target = parsed && c->target_ok;
+  access_line l = {
+      .method = parsed ? http_method_str((enum http_method)hp_head_method(
+                             &c->req))
+                       : NULL,
+      .user = c->authed && c->cred.principal[0] ? c->cred.principal : NULL,
+      .status = status_class_names[status_class(st)],
+      .code = st,
+      .result = st < 400                ? "success"
+                : st == 407 || st == 403 ? "rejected"
+                : st == 504 || st == 408 ? "timeout"
+                                         : "failure",
+      .bytes_up = c->bytes_up,
+      .bytes_down = c->bytes_down,
+      .duration_us = c->t_req_us ? (int64_t)(hp_now_us() - c->t_req_us) : 0,
+      .host = has_target ? c->target.host : NULL,
+      .port = c->target.port,
+  };
+  if (has_target && c->method_class == MC_FORWARD &&
+      c->target.form == HH_FORM_ABSOLUTE) {
+    l.path = c->log_path[0] ? c->log_path : "/";
+    l.path_len = strlen(l.path);
+  }
+  (void)h;
+  access_log_write(&c->fs, &l, 0);
 }

@@ -36,6 +36,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "access_log.h"
 #include "frontend_check.h"
 #include "frontend_keys.h"
 #include "frontend_server.h"
@@ -84,7 +85,8 @@ typedef struct s5_conn {
   int target_fd;
   ph_stream *target_st; /* the open's stream, when it answered with one */
   int state;
-  char *user; /* the authenticated principal (auth = password) */
+  char *user; /* the principal being checked, then authenticated */
+  int authed; /* the authorizer allowed user */
   /* Timestamps in µs (CLOCK_MONOTONIC). */
   int64_t t_accept;
   uint64_t bytes_up, bytes_down; /* relayed, for the access log */
@@ -103,7 +105,8 @@ typedef struct s5_conn {
   uint8_t in[S5_HANDSHAKE_BUF];
   size_t out_off, out_len;
   uint8_t out[S5_MAX_REPLY];
-  struct sockaddr_in6 peer; /* or a sockaddr_in; formatted when logged */
+  uint16_t port;  /* the request's target, for log_target */
+  char host[256];
 } s5_conn;
 
 struct s5_server {
@@ -168,47 +171,24 @@ static void handshake_over(s5_conn *c, int result) {
     api->inc(c->s->m_handshake_fail, 1);
 }
 
-#define PEER_TEXT (INET6_ADDRSTRLEN + 8)
-
-/* The client's address as "ip:port" or "[ip6]:port", for logs only (not
- * formatted per connection unless a line is written). */
-static const char *peer_text(const s5_conn *c, char out[PEER_TEXT]) {
-  char ip[INET6_ADDRSTRLEN] = "?";
-  if (c->peer.sin6_family == AF_INET) {
-    const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
-    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-    snprintf(out, PEER_TEXT, "%s:%d", ip, ntohs(a->sin_port));
-  } else {
-    inet_ntop(AF_INET6, &c->peer.sin6_addr, ip, sizeof(ip));
-    snprintf(out, PEER_TEXT, "[%s]:%d", ip, ntohs(c->peer.sin6_port));
-  }
-  return out;
-}
-
-/* One line per stream at info: no credentials, no target. Connections
- * that never got to a request are logged rate-limited. */
+/* The access line (access_log.h), one per stream: no credentials; the
+ * target only with log_target. Connections that never got to a request
+ * are logged rate-limited. */
 static void access_log(s5_conn *c, uint64_t up, uint64_t down) {
-  if (!api->log_enabled(c->s->ctx, PH_LOG_INFO))
-    return;
-  int64_t dur = now_us() - c->t_accept;
-  const char *result = result_names[c->result];
-  char peer[PEER_TEXT];
-  peer_text(c, peer);
-  if (c->opened) {
-    PH_LOG(api, c->s->ctx, PH_LOG_INFO, "socks5 stream", PH_STR("client", peer),
-           PH_STR("result", result),
-           PH_STR("stage", c->answered ? ph_open_stage_name(c->stage) : "-"),
-           PH_STR("code", c->answered ? ph_open_code_name(c->code) : "-"),
-           PH_INT("reply", c->reply), PH_UINT("bytes_up", up),
-           PH_UINT("bytes_down", down), PH_INT("duration_us", dur),
-           PH_STR("end", c->end ? c->end : "-"),
-           PH_STR("auth", c->s->password ? "password" : "none"));
-  } else {
-    PH_LOG_RL(api, c->s->ctx, PH_LOG_INFO, "socks5 handshake failed",
-              PH_STR("client", peer), PH_STR("result", result),
-              PH_STR("reason", c->why ? c->why : "closed"),
-              PH_INT("reply", c->reply), PH_INT("duration_us", dur));
-  }
+  access_line l = {
+      .method = c->opened ? "CONNECT" : NULL,
+      .user = c->authed ? c->user : NULL,
+      .status = access_socks5_reply_name(c->reply),
+      .code = c->reply,
+      .result = result_names[c->result],
+      .end = c->end ? c->end : c->why,
+      .bytes_up = up,
+      .bytes_down = down,
+      .duration_us = now_us() - c->t_accept,
+      .host = c->opened ? c->host : NULL,
+      .port = c->port,
+  };
+  access_log_write(&c->fs, &l, !c->opened);
 }
 
 /* ops->end: exactly once. The line, and what only SOCKS5 holds (the
@@ -355,6 +335,7 @@ static void s5_auth_done(void *owner, int verdict) {
               verdict == PH_AUTH_UNAVAILABLE ? "authorizer unavailable"
                                              : "credentials refused");
   } else {
+    c->authed = 1;
     queue_out(c, ans, s5_encode_auth_status(ans, 1));
     c->state = ST_REQUEST;
   }
@@ -433,11 +414,18 @@ static void on_request(s5_conn *c, const s5_request *q) {
   s5_server *s = c->s;
   handshake_over(c, R_SUCCESS);
   set_deadline(c, 0); /* the connector bounds the open */
+  snprintf(c->host, sizeof(c->host), "%s", q->host);
+  c->port = q->port;
   if (api->log_enabled(s->ctx, PH_LOG_DEBUG)) {
-    char peer[PEER_TEXT];
-    PH_LOG(api, s->ctx, PH_LOG_DEBUG, "socks5 request",
-           PH_STR("client", peer_text(c, peer)), PH_STR("host", q->host),
-           PH_INT("port", q->port));
+    char target[300];
+    if (s->fs.log_target)
+      PH_LOG(api, s->ctx, PH_LOG_DEBUG, "socks5 request",
+             PH_UINT("stream", c->fs.id),
+             PH_STR("target", access_target_text(q->host, q->port, target,
+                                                 sizeof(target))));
+    else
+      PH_LOG(api, s->ctx, PH_LOG_DEBUG, "socks5 request",
+             PH_UINT("stream", c->fs.id));
   }
   c->opened = 1;
   c->state = ST_OPENING;
@@ -656,6 +644,8 @@ static const frontend_session_ops s5_ops = {
 static void on_accept(void *arg, int fd, const struct sockaddr *peer,
                       socklen_t peerlen) {
   s5_server *s = arg;
+  if (!frontend_server_admit(&s->fs, fd, peer))
+    return; /* not in allow_clients: closed, nothing read */
   s5_conn *c = calloc(1, sizeof(*c));
   if (!c) {
     frontend_server_refuse(&s->fs, fd);
@@ -666,8 +656,7 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
   c->reply = -1;
   c->state = ST_GREETING;
   c->t_accept = now_us();
-  memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
-  int r = frontend_session_start(&s->fs, &c->fs, c, fd);
+  int r = frontend_session_start(&s->fs, &c->fs, c, fd, peer, peerlen);
   frontend_session_enter(&c->fs);
   if (r != PH_OK) {
     conn_close(c, R_FAILURE, "out of memory");
@@ -764,11 +753,13 @@ static int s5_start(void *state) {
   return PH_OK;
 }
 
-/* Timeouts, buffer size and splice apply to new connections; the
- * listener and the authentication mode stay as started. */
+/* Timeouts, buffer size, splice and allow_clients apply to new
+ * connections (log_target at once); the listener and the authentication
+ * mode stay as started. */
 static int s5_reload(void *state) {
   s5_server *s = state;
   read_settings(s); /* the others are PH_CONF_RESTART keys */
+  frontend_server_reload(&s->fs); /* allow_clients, log_target */
   return PH_OK;
 }
 

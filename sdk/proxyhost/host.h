@@ -390,6 +390,16 @@ typedef struct ph_api {
    * or a value is not declared; nothing is registered then. */
   ph_metric *(*metric_only)(ph_ctx *ctx, const ph_metric_def *def,
                             const char *const *combos, size_t n_combos);
+
+  /* ---- ABI 1.2: where a value came from ------------------------------ */
+  /* Wherever the conf_* getters may be called, and by the same rule (in
+   * check: the configuration being checked). 1 when a source set the
+   * module's declared key (a configuration file, the environment,
+   * --set), 0 when the value is the key's default (and for an undeclared
+   * key, which is a misuse as for the getters). A check uses it for a
+   * choice that must be written on purpose: a frontend on a non-loopback
+   * address with auth = none needs allow_clients written out. */
+  int (*conf_is_set)(ph_ctx *ctx, const char *key);
 } ph_api;
 
 #endif

@@ -141,10 +141,9 @@ ok $? "promtool accepts the exposition"
 
 # The access log: one line per stream, no target host at info level.
 log=$(cat "$T/ph.log")
-like "$log" 'msg="socks5 stream"' "an access log line per stream"
-like "$log" "result=success stage=none code=ok reply=0" \
-  "with result, stage, code and reply"
-like "$log" "code=connection_refused reply=5" "failures too"
+like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed' \
+  "an access log line per stream: stream, client, user, command, reply, bytes, duration"
+like "$log" "status=connection_refused code=5 result=failure" "failures too"
 like "$log" "duration_us=" "duration in microseconds (TM-OBS-19)"
 unlike "$log" "ok.test" "no target host in the info log"
 unlike "$log" "nx.test" "not even for failures"
@@ -220,7 +219,9 @@ if have_auth_local; then
   r=$($PROBE reply --proxy "127.0.0.1:$sport" --target "ok.test:80")
   is "$r" method-0xff "no-auth is not accepted when auth = password"
   unlike "$(cat "$T/ph.log")" "s3cret-pw" "the password never reaches the log"
-  unlike "$(cat "$T/ph.log")" "alice" "nor the username"
+  unlike "$(cat "$T/ph.log")" "bob" "an unverified user name is not logged"
+  like "$(cat "$T/ph.log")" "user=alice method=CONNECT status=succeeded" \
+    "the authenticated user is in its access line"
   kill -TERM "$C_PID"
   wait_exit "$C_PID" 10; is "$EXIT" 0 "C exits 0"
 else

@@ -30,6 +30,10 @@ like() { # like TEXT PATTERN(fixed string) NAME
   if printf '%s' "$1" | grep -qF -- "$2"; then ok 0 "$3"; else
     ok 1 "$3"; echo "#   does not contain '$2'"; printf '%s\n' "$1" | head -20 | sed 's/^/#   | /'; fi
 }
+like_re() { # like_re TEXT EXTENDED-REGEX NAME
+  if printf '%s' "$1" | grep -qE -- "$2"; then ok 0 "$3"; else
+    ok 1 "$3"; echo "#   does not match '$2'"; printf '%s\n' "$1" | head -20 | sed 's/^/#   | /'; fi
+}
 unlike() {
   if printf '%s' "$1" | grep -qF -- "$2"; then ok 1 "$3"; echo "#   contains '$2'"; else ok 0 "$3"; fi
 }

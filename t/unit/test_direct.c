@@ -991,15 +991,15 @@ static void test_config(void) {
 }
 
 /* Failed opens are logged at debug level with stage and code; the target
- * appears only there. */
-static void test_debug_log(void) {
+ * appears only there, and only with log_target (TM-SEC-9). */
+static void test_debug_log(int log_target) {
   char path[128], ini[4096];
-  snprintf(path, sizeof(path), "%s/direct.log", tmpdir);
+  snprintf(path, sizeof(path), "%s/direct%d.log", tmpdir, log_target);
   snprintf(ini, sizeof(ini),
            "[proxyhost]\nmodules = " DIRECT_SO "\n"
            "[log]\nlevel = debug\nfile = %s\n"
-           "[direct]\nresolver_servers = 127.0.0.1:%d\n",
-           path, dns_port);
+           "[direct]\nresolver_servers = 127.0.0.1:%d\nlog_target = %s\n",
+           path, dns_port, log_target ? "true" : "false");
   env e;
   memset(&e, 0, sizeof(e));
   buf_reset(&err);
@@ -1026,7 +1026,10 @@ static void test_debug_log(void) {
   like(log, "open failed", "a failed open is logged");
   like(log, "stage=dns", "with its stage");
   like(log, "code=host_unreachable", "and its stable code");
-  like(log, "host=nope.test", "the target at debug level");
+  if (log_target)
+    like(log, "host=nope.test port=80", "log_target: the target at debug level");
+  else
+    unlike(log, "nope.test", "without log_target: no target, debug included");
 }
 
 int main(void) {
@@ -1061,7 +1064,8 @@ int main(void) {
   test_metrics();
   test_stop_and_destroy();
   test_config();
-  test_debug_log();
+  test_debug_log(0);
+  test_debug_log(1);
   dnsd_stop();
   buf_free(&err);
   return done_testing();

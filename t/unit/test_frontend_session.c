@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontend_keys.h"
 #include "frontend_server.h"
 #include "hangup.h"
 #include "mock.h"
@@ -247,7 +248,7 @@ static tconn *new_conn(void) {
     return NULL;
   tconn *c = calloc(1, sizeof(*c));
   c->peer = sv[1];
-  if (frontend_session_start(&srv, &c->fs, c, sv[0]) != PH_OK) {
+  if (frontend_session_start(&srv, &c->fs, c, sv[0], NULL, 0) != PH_OK) {
     t_close(c);
     return NULL;
   }
@@ -288,8 +289,14 @@ static void host_destroy(void *state) {
   frontend_server_destroy(&srv);
 }
 
+/* The keys every frontend has: frontend_server_init reads allow_clients
+ * and log_target. */
+static const ph_conf_key host_keys[] = {FRONTEND_KEYS("127.0.0.1:0", "test"),
+                                        PH_CONF_END};
+
 static const ph_module host_mod = {
     PH_MODULE_HEADER("fs_host", "1.0.0"),
+    .config = host_keys,
     .init = host_init,
     .stop = host_stop,
     .destroy = host_destroy,

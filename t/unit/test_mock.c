@@ -119,9 +119,12 @@ static void test_minor1_module(void) {
          offsetof(ph_api, metric_only) ==
              offsetof(ph_api, service_provider_loaded) + sizeof(void *),
      "1.2 appends service_get_named, service_provider_loaded (instances)");
-  ok(sizeof(ph_api) == offsetof(ph_api, metric_only) + sizeof(void *) &&
+  ok(offsetof(ph_api, conf_is_set) ==
+             offsetof(ph_api, metric_only) + sizeof(void *) &&
          ph_host_api.metric_only != NULL,
      "1.2 appends metric_only (the series a module produces), set");
+  ok(sizeof(ph_api) == offsetof(ph_api, conf_is_set) + sizeof(void *),
+     "1.2 appends conf_is_set (where a value came from) last");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.2");
   is_int(PH_ABI_MINOR, 2, "the headers are 1.2");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");

@@ -394,6 +394,123 @@ static void has_metric(const char *line, const char *name) {
     printf("#   missing: %s\n", line);
 }
 
+/* A client bound to src (127.0.0.2: loopback has all of 127/8). */
+static int client_from(const char *src) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in b = {.sin_family = AF_INET};
+  inet_pton(AF_INET, src, &b.sin_addr);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons(F.port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (bind(fd, (struct sockaddr *)&b, sizeof(b)) < 0 ||
+      connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+    close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  return fd;
+}
+
+static char logpath[256];
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return strdup("");
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof(text) - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  return strdup(text);
+}
+
+/* allow_clients at accept (before a byte is read or written), reload,
+ * and the access line's fields with and without log_target (TM-SEC-9). */
+static void test_allow_clients(void) {
+  char extra[512];
+  snprintf(logpath, sizeof(logpath), "/tmp/test_socks5_acl.%d.log",
+           (int)getpid());
+  unlink(logpath);
+  snprintf(extra, sizeof(extra),
+           "allow_clients = 127.0.0.1/32, 2001:db8::/32\n"
+           "[log]\nlevel = debug\nfile = %s\n",
+           logpath);
+  M = boot(extra);
+  ok(M != NULL, "allow_clients = 127.0.0.1/32, 2001:db8::/32 starts");
+  if (!M)
+    return;
+  int fd = client_from("127.0.0.2");
+  ok(fd >= 0, "a client from 127.0.0.2 connects (the kernel accepts)");
+  send_all(fd, "\x05\x01\x00", 3);
+  uint8_t b[16];
+  int eof = 0;
+  is_int(expect(fd, b, 2, 1000, &eof), 0, "127.0.0.2: no byte answered");
+  ok(eof, "127.0.0.2: closed at accept");
+  close(fd);
+  has_metric("proxyhost_clients_denied_total{reason=\"not_allowed\"} 1",
+             "the refusal is counted");
+  fd = client();
+  ok(fd >= 0 && hello(fd), "127.0.0.1 is allowed");
+  connect_domain(fd, "ok.fake", target_port);
+  int t = accept_target(1000);
+  is_int(reply_code(fd, 1000), 0, "and its stream opens");
+  send_all(fd, "ping", 4);
+  uint8_t got[4];
+  ok(t >= 0 && expect(t, got, 4, 1000, NULL) == 4, "bytes go up");
+  close(t);
+  close(fd);
+  run(50);
+  char *log = slurp(logpath);
+  like(log, "msg=\"client refused: not in allow_clients\" client=127.0.0.2:",
+       "the refused client is logged with its address");
+  like(log, "level=info module=socks5 msg=access stream=1 client=127.0.0.1:",
+       "one access line with the stream id and the client");
+  like(log, "user=- method=CONNECT status=succeeded code=0 result=success "
+            "bytes_up=4 bytes_down=0 duration_us=",
+       "user, command, reply, result, bytes, duration");
+  like(log, "msg=\"socks5 request\" stream=1\n",
+       "the debug line carries the same stream id, nothing else");
+  unlike(log, "ok.fake", "no target in any line, debug included");
+  free(log);
+  char conf[512];
+  snprintf(conf, sizeof(conf),
+           "[proxyhost]\nmodules = " SOCKS5_SO "\n[socks5]\n"
+           "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8\n"
+           "log_target = true\n[log]\nlevel = debug\nfile = %s\n",
+           logpath);
+  is_int(mock_reload(M, conf), 0, "reload: allow_clients = 127.0.0.0/8");
+  fd = client_from("127.0.0.2");
+  ok(fd >= 0 && hello(fd), "127.0.0.2 is allowed after the reload");
+  connect_domain(fd, "ok.fake", target_port);
+  t = accept_target(1000);
+  is_int(reply_code(fd, 1000), 0, "its stream opens");
+  close(t);
+  close(fd);
+  run(50);
+  log = slurp(logpath);
+  char want[128];
+  snprintf(want, sizeof(want), "target=ok.fake:%u\n", (unsigned)target_port);
+  like(log, want, "log_target: the access line ends with the target");
+  like(log, "client=127.0.0.2:", "from 127.0.0.2");
+  snprintf(want, sizeof(want), "msg=\"socks5 request\" stream=2 target=ok.fake:%u",
+           (unsigned)target_port);
+  like(log, want, "and the debug line carries it");
+  free(log);
+  snprintf(conf, sizeof(conf),
+           "[proxyhost]\nmodules = " SOCKS5_SO "\n[socks5]\n"
+           "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8, nope\n"
+           "[log]\nlevel = debug\nfile = %s\n",
+           logpath);
+  ok(mock_reload(M, conf) != 0, "a reload with a bad network is refused");
+  fd = client_from("127.0.0.2");
+  ok(fd >= 0 && hello(fd), "and the list in force stays");
+  close(fd);
+  run(20);
+  mock_free(M);
+  M = NULL;
+  unlink(logpath);
+}
+
 /* ---- tests ------------------------------------------------------------- */
 
 static void test_connect_and_relay(void) {
@@ -892,6 +1009,8 @@ int main(void) {
   test_emfile();
   test_drain();
   mock_free(M);
+
+  test_allow_clients();
 
   M = boot("auth = password\n");
   ok(M != NULL, "auth = password starts with an authorizer");
