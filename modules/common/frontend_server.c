@@ -12,7 +12,7 @@
 static const char *const denied_reasons[] = {"not_allowed", NULL};
 static const ph_label_def denied_labels[] = {{"reason", denied_reasons}};
 static const ph_metric_def denied_def = {
-    "proxyhost_clients_denied_total",
+    "proxyhost_frontend_clients_denied_total",
     "Client connections closed at accept: their address is not in "
     "allow_clients",
     PH_METRIC_COUNTER,

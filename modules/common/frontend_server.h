@@ -11,7 +11,7 @@
 #include "frontend_session.h"
 
 /* Init: fills srv in (no allocation), registers
- * proxyhost_clients_denied_total{reason} and reads allow_clients and
+ * proxyhost_frontend_clients_denied_total{reason} and reads allow_clients and
  * log_target (FRONTEND_KEYS). sm and ops stay the frontend's and must
  * outlive srv. */
 void frontend_server_init(frontend_server *srv, const ph_api *api,
@@ -23,7 +23,7 @@ void frontend_server_reload(frontend_server *srv);
 /* The first thing a frontend's accept callback does: 1 when the client's
  * address is in allow_clients; otherwise the client is closed at once
  * (nothing read, nothing written), its listener slot given back, counted
- * in proxyhost_clients_denied_total{reason="not_allowed"}, logged at warn
+ * in proxyhost_frontend_clients_denied_total{reason="not_allowed"}, logged at warn
  * rate-limited (the client's address: not a secret), and 0. */
 int frontend_server_admit(frontend_server *srv, int fd,
                           const struct sockaddr *peer);

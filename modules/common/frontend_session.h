@@ -135,7 +135,7 @@ typedef struct frontend_server {
   /* From the configuration (init, frontend_server_reload): */
   client_acl acl; /* allow_clients: checked at accept */
   int log_target; /* log_target: the target in access and debug lines */
-  ph_series *denied; /* proxyhost_clients_denied_total{reason=...} */
+  ph_series *denied; /* proxyhost_frontend_clients_denied_total{reason=...} */
   uint64_t last_id;  /* the last stream id given (frontend_session_new_id) */
   /* The sessions. */
   frontend_session *sessions;

@@ -70,7 +70,7 @@ rc=$?
 rc=$?
 [ "$rc" -ne 0 ]; ok $? "http_proxy from 127.0.0.2: refused (curl exit $rc)"
 m=$(http_get "http://127.0.0.1:$admin/metrics")
-is "$(metric "$m" 'proxyhost_clients_denied_total{reason="not_allowed"}')" 2 \
+is "$(metric "$m" 'proxyhost_frontend_clients_denied_total{reason="not_allowed"}')" 2 \
   "both refusals counted, with a bounded reason label (TM-SEC-8)"
 log=$(cat "$T/ph.log")
 like_re "$log" 'level=warn module=socks5 msg="client refused: not in allow_clients" client=127.0.0.2:[0-9]+' \

@@ -447,7 +447,7 @@ static void test_allow_clients(void) {
   is_int(expect(fd, b, 2, 1000, &eof), 0, "127.0.0.2: no byte answered");
   ok(eof, "127.0.0.2: closed at accept");
   close(fd);
-  has_metric("proxyhost_clients_denied_total{reason=\"not_allowed\"} 1",
+  has_metric("proxyhost_frontend_clients_denied_total{reason=\"not_allowed\"} 1",
              "the refusal is counted");
   fd = client();
   ok(fd >= 0 && hello(fd), "127.0.0.1 is allowed");
