@@ -30,6 +30,7 @@
 
 #include "mock.h"
 #include "tap.h"
+#include "file_test.h"
 
 static char *repeat(char c, size_t n) {
   char *s = malloc(n + 1);
@@ -408,16 +409,6 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
 
 static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return strdup("");
-  static char text[1 << 20];
-  size_t n = fread(text, 1, sizeof(text) - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  return strdup(text);
-}
 
 static void test_forwarding(void) {
   ph_mock *m = start_proxy("header_timeout = 300ms\n", 0, 0);
@@ -723,7 +714,7 @@ static void test_forwarding(void) {
   close(lfd);
   is_int(mock_stop(m), 0, "stops within the drain deadline");
   mock_free(m);
-  char *log = slurp(logpath);
+  char *log = file_test_slurp(logpath);
   like(log, "module=http_proxy msg=access stream=", "access log lines");
   like(log, "method=GET status=2xx code=200 result=success",
        "with the method, the status and the result");
@@ -969,7 +960,7 @@ static void test_auth(void) {
   close(lfd);
   is_int(mock_stop(m), 0, "stops");
   mock_free(m);
-  char *log = slurp(logpath);
+  char *log = file_test_slurp(logpath);
   unlike(log, "secret", "the password never reaches the log");
   unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
   like(log, "user=alice", "the authenticated user is in the access line");

@@ -29,6 +29,7 @@
 
 #include "mock.h"
 #include "tap.h"
+#include "file_test.h"
 
 #define SOCKS5_SO PH_BUILD_MODULES "/socks5/.libs/socks5.so"
 
@@ -413,16 +414,6 @@ static int client_from(const char *src) {
 
 static char logpath[256];
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return strdup("");
-  static char text[1 << 20];
-  size_t n = fread(text, 1, sizeof(text) - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  return strdup(text);
-}
 
 /* allow_clients at accept (before a byte is read or written), reload,
  * and the access line's fields with and without log_target (TM-SEC-9). */
@@ -460,7 +451,7 @@ static void test_allow_clients(void) {
   close(t);
   close(fd);
   run(50);
-  char *log = slurp(logpath);
+  char *log = file_test_slurp(logpath);
   like(log, "msg=\"client refused: not in allow_clients\" client=127.0.0.2:",
        "the refused client is logged with its address");
   like(log, "level=info module=socks5 msg=access stream=1 client=127.0.0.1:",
@@ -487,7 +478,7 @@ static void test_allow_clients(void) {
   close(t);
   close(fd);
   run(50);
-  log = slurp(logpath);
+  log = file_test_slurp(logpath);
   char want[128];
   snprintf(want, sizeof(want), "target=ok.fake:%u\n", (unsigned)target_port);
   like(log, want, "log_target: the access line ends with the target");
