@@ -14,6 +14,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "notify.h"
 #include "threads.h"
 
 #ifndef PH_MODULEDIR
@@ -37,6 +38,13 @@ const ph_conf_key ph_host_keys[] = {
                 "helper threads", NULL),
     PH_CONF_KEY("job_queue", PH_CONF_INT, "1024", 1, 1048576, PH_CONF_RESTART,
                 NULL, "jobs waiting for a helper thread", NULL),
+    PH_CONF_KEY("user", PH_CONF_STRING, "", 0, 63, PH_CONF_RESTART, NULL,
+                "started as root: the user to become once every module has "
+                "started (empty: stay)",
+                NULL),
+    PH_CONF_KEY("group", PH_CONF_STRING, "", 0, 63, PH_CONF_RESTART, NULL,
+                "with user: the group to become (empty: the user's own)",
+                NULL),
     PH_CONF_END};
 
 const ph_conf_key ph_log_keys[] = {
@@ -45,7 +53,7 @@ const ph_conf_key ph_log_keys[] = {
     PH_CONF_KEY("format", PH_CONF_ENUM, "text", 0, 0, 0, NULL,
                 "text (key=value) or json, one record per line", "text|json"),
     PH_CONF_KEY("file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
-                "log file (empty or - for stderr); reopened on SIGHUP", NULL),
+                "log file (empty or - for stderr); reopened on SIGHUP and SIGUSR1", NULL),
     PH_CONF_END};
 
 const ph_conf_key ph_admin_keys[] = {
@@ -124,35 +132,33 @@ static size_t split_list(char *s, const char **items, size_t max) {
   return n;
 }
 
-#ifdef PH_BUILD_TREE_DETECT
-/* When this process is the host binary of a build tree, BUILDDIR/host/
- * proxyhost with BUILDDIR/config.status next to it (not an installed
- * copy), writes BUILDDIR/modules to out: it loads the modules built next
- * to it. Found at run time, so that no build path is compiled into the
- * installed binary. 1 or 0. */
-static int build_tree_moduledir(char *out, size_t n) {
-  char self[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (len <= 0)
+/* Whether this process is the binary of a build tree (not an installed
+ * copy): BUILD/host/proxyhost next to BUILD/config.status. Then it finds
+ * the modules built next to it, in BUILD/modules (into dir). Found at run
+ * time, so no build path is compiled into the installed binaries. */
+static int build_tree_moduledir(char *dir, size_t len) {
+  char self[PATH_MAX], probe[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
     return 0;
-  self[len] = '\0';
+  self[n] = '\0';
   char *slash = strrchr(self, '/');
-  if (!slash || strcmp(slash + 1, "proxyhost") != 0)
+  if (!slash || strcmp(slash, "/proxyhost") != 0)
     return 0;
   *slash = '\0';
   slash = strrchr(self, '/');
-  if (!slash || strcmp(slash + 1, "host") != 0)
+  if (!slash || strcmp(slash, "/host") != 0)
     return 0;
-  *slash = '\0'; /* self is BUILDDIR now */
-  char probe[PATH_MAX + 16];
+  *slash = '\0';
   struct stat st;
   snprintf(probe, sizeof(probe), "%s/config.status", self);
   if (stat(probe, &st) != 0 || !S_ISREG(st.st_mode))
     return 0;
-  int r = snprintf(out, n, "%s/modules", self);
-  return r > 0 && (size_t)r < n;
+  snprintf(probe, sizeof(probe), "%s/modules", self);
+  if (stat(probe, &st) != 0 || !S_ISDIR(st.st_mode))
+    return 0;
+  return snprintf(dir, len, "%s", probe) < (int)len;
 }
-#endif
 
 size_t core_module_dirs(ph_core *c, const char **dirs, size_t max) {
   static char buf[4096];
@@ -163,13 +169,11 @@ size_t core_module_dirs(ph_core *c, const char **dirs, size_t max) {
     if (n)
       return n;
   }
-#ifdef PH_BUILD_TREE_DETECT
-  static char built[PATH_MAX + 16];
+  static char built[PATH_MAX];
   if (max > 0 && build_tree_moduledir(built, sizeof(built))) {
     dirs[0] = built;
     return 1;
   }
-#endif
   if (max == 0)
     return 0;
   dirs[0] = PH_MODULEDIR;
@@ -693,6 +697,7 @@ void core_begin_stop(ph_core *c) {
     return;
   }
   c->phase = PH_PHASE_STOP;
+  notify_stopping();
   log_write(NULL, PH_LOG_INFO, "stopping: draining modules", NULL, 0);
   for (size_t k = c->n_mods; k-- > 0;) {
     ph_ctx *ctx = c->mods[c->order[k]];
@@ -810,11 +815,34 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents) {
   (void)revents;
   ph_core *c = w->data;
   if (w->signum == SIGHUP) {
-    if (c->phase == PH_PHASE_RUN)
+    if (c->phase == PH_PHASE_RUN) {
+      notify_reloading();
       core_reload(c);
+      notify_when_ready(c->loop, core_ready_now, c);
+    }
+    return;
+  }
+  if (w->signum == SIGUSR1) {
+    /* Log rotation alone (logrotate's postrotate): the file only, none of
+     * a reload's work. */
+    const char *file = conf_str(c->conf, "log", "file");
+    if (log_open(file) < 0) {
+      ph_log_field f[] = {PH_STR("file", file), PH_STR("error", strerror(errno))};
+      log_write(NULL, PH_LOG_ERROR, "cannot reopen the log file", f, 2);
+    } else {
+      log_write(NULL, PH_LOG_INFO, "log file reopened", NULL, 0);
+    }
     return;
   }
   core_begin_stop(c);
+}
+
+int core_ready_now(void *core) {
+  ph_buf why;
+  buf_init(&why, 1024);
+  int r = core_ready(core, &why);
+  buf_free(&why);
+  return r;
 }
 
 void core_watch_signals(ph_core *c) {
@@ -822,10 +850,13 @@ void core_watch_signals(ph_core *c) {
   ev_signal_init(&c->sig_term, signal_cb, SIGTERM);
   ev_signal_init(&c->sig_int, signal_cb, SIGINT);
   ev_signal_init(&c->sig_hup, signal_cb, SIGHUP);
+  ev_signal_init(&c->sig_usr1, signal_cb, SIGUSR1);
   c->sig_term.data = c->sig_int.data = c->sig_hup.data = c;
+  c->sig_usr1.data = c;
   ev_signal_start(c->loop, &c->sig_term);
   ev_signal_start(c->loop, &c->sig_int);
   ev_signal_start(c->loop, &c->sig_hup);
+  ev_signal_start(c->loop, &c->sig_usr1);
 }
 
 void core_module_stopped(ph_ctx *ctx) {
@@ -858,6 +889,7 @@ void core_free(ph_core *c) {
       ev_signal_stop(c->loop, &c->sig_term);
       ev_signal_stop(c->loop, &c->sig_int);
       ev_signal_stop(c->loop, &c->sig_hup);
+      ev_signal_stop(c->loop, &c->sig_usr1);
     }
   }
   /* No thread outlives its module, and none may still post while the

@@ -29,7 +29,9 @@ enum ph_exit {
   PH_EXIT_LOAD = 3,    /* a module could not be loaded or was refused */
   PH_EXIT_START = 4,   /* a module's init or start failed, a provider was
                           missing, or the admin listener could not bind */
-  PH_EXIT_DRAIN = 5    /* stopped, but the drain deadline cut modules off */
+  PH_EXIT_DRAIN = 5    /* a module thread did not return in time after it
+                          was told to stop (threads.c); a drain cut short
+                          by the deadline exits 0 with a warning */
 };
 
 enum ph_phase {
@@ -103,7 +105,7 @@ struct ph_core {
   size_t stop_pending;
   int drain_expired;
   int exit_code;
-  ev_signal sig_term, sig_int, sig_hup;
+  ev_signal sig_term, sig_int, sig_hup, sig_usr1;
   ev_timer drain_timer;
 
   /* For reload: the same sources again. */
@@ -176,7 +178,8 @@ int core_init_modules(ph_core *c, ph_buf *err);
 int core_start_modules(ph_core *c, ph_buf *err);
 /* Starts the admin listener when [admin] listen is not empty. */
 int core_start_admin(ph_core *c, ph_buf *err);
-/* Installs SIGTERM/SIGINT/SIGHUP watchers on the loop. */
+/* Installs SIGTERM/SIGINT (stop), SIGHUP (reload) and SIGUSR1 (reopen
+ * the log file only) watchers on the loop. */
 void core_watch_signals(ph_core *c);
 /* Begins a graceful stop (what SIGTERM does). */
 void core_begin_stop(ph_core *c);
@@ -192,6 +195,8 @@ void core_free(ph_core *c);
 
 /* Readiness for /readyz (admin_ready_fn). */
 int core_ready(void *core, ph_buf *why);
+/* The same, without the reasons (for notify_when_ready). */
+int core_ready_now(void *core);
 
 /* Loader pieces (loader.c). */
 int loader_check(const ph_module *m, const char *file, ph_buf *err);

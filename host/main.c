@@ -11,6 +11,8 @@
 
 #include "core.h"
 #include "log.h"
+#include "notify.h"
+#include "privdrop.h"
 
 extern char **environ;
 
@@ -37,10 +39,12 @@ static void usage(FILE *out) {
           "      --list-modules  list the modules found in the module path\n"
           "      --version       print the version and SDK ABI\n"
           "\n"
-          "Exit codes: 0 ok, 1 runtime failure, 2 configuration, 3 module "
-          "load,\n"
-          "4 module init/start, 5 drain deadline exceeded. See "
-          "proxyhost(8).\n",
+          "Signals: TERM/INT stop (drain), HUP reload, USR1 reopen the "
+          "log file.\n"
+          "Exit codes: 0 ok (also a stop whose drain was cut short), 1 "
+          "runtime failure,\n"
+          "2 configuration, 3 module load, 4 module init/start, 5 a module "
+          "thread\nnot returning. See proxyhost(8).\n",
           DEFAULT_CONFIG);
 }
 
@@ -227,6 +231,15 @@ int main(int argc, char **argv) {
     code = PH_EXIT_CONFIG;
     goto out;
   }
+  /* [proxyhost] user/group: an unknown one is a configuration error, so
+   * a root daemon never runs on as root by mistake. */
+  ph_privdrop drop;
+  if (privdrop_resolve(conf_str(c->conf, "proxyhost", "user"),
+                       conf_str(c->conf, "proxyhost", "group"), &drop,
+                       &err) < 0) {
+    code = PH_EXIT_CONFIG;
+    goto out;
+  }
   if (action == OPT_CHECK) {
     /* Also what start-up would refuse before any module runs. */
     if (loader_order(c->mods, c->n_mods, c->order, &err) < 0) {
@@ -241,11 +254,19 @@ int main(int argc, char **argv) {
     goto out;
   }
   core_watch_signals(c);
+  notify_open();
   if (core_start_admin(c, &err) < 0 || core_init_modules(c, &err) < 0 ||
       core_start_modules(c, &err) < 0) {
     code = PH_EXIT_START;
     goto out;
   }
+  /* Root until here, so every listener is bound and every file opened;
+   * from here on the configured user, for good (privdrop.h). */
+  if (privdrop_apply(&drop, &err) < 0) {
+    code = PH_EXIT_RUNTIME;
+    goto out;
+  }
+  notify_when_ready(c->loop, core_ready_now, c);
   {
     ph_log_field f[] = {PH_STR("version", PACKAGE_VERSION),
                         PH_UINT("modules", c->n_mods),
@@ -253,12 +274,21 @@ int main(int argc, char **argv) {
     log_write(NULL, PH_LOG_INFO, "proxyhost started", f, 3);
   }
   ev_run(c->loop, 0);
-  code = c->drain_expired ? PH_EXIT_DRAIN : c->exit_code;
+  /* A drain cut short (the deadline, or a second stop signal) is still a
+   * stop the operator asked for: exit 0, so a service manager need not
+   * special-case it; the warning and drain_cut_short say what happened.
+   * (A module thread that does not return exits 5 from threads.c.) */
+  code = c->exit_code;
   {
-    ph_log_field f[] = {PH_INT("exit_code", code)};
-    log_write(NULL, PH_LOG_INFO, "proxyhost stopped", f, 1);
+    ph_log_field f[] = {PH_INT("exit_code", code),
+                        PH_STR("drain_cut_short", c->drain_expired ? "true" : "false")};
+    if (c->drain_expired)
+      log_write(NULL, PH_LOG_WARN,
+                "drain cut short: clients were still connected", NULL, 0);
+    log_write(NULL, PH_LOG_INFO, "proxyhost stopped", f, 2);
   }
 out:
+  notify_close();
   print_errors(&err, action == 0 && errors_as_json(c),
                code == PH_EXIT_CONFIG ? "configuration error"
                                       : "start-up failed");

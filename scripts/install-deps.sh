@@ -1,14 +1,29 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# Installs every Debian 12 package proxyhost needs to build, test and benchmark.
-# Run as root (or through sudo). Safe to run again: apt skips what is installed.
+# Installs every Debian 12 package proxyhost needs to build, test, package
+# and benchmark. Run as root (or through sudo). Safe to run again: apt
+# skips what is installed.
+#
+# The test servers (redis-server, PostgreSQL) are for the test suites,
+# which start their own instances in temporary directories: none may stay
+# running as a system service. While apt installs them a policy-rc.d
+# refuses every service start (unless a policy is already in place, which
+# is then left as it was), and afterwards their services are stopped and
+# disabled, as t/bench/install-peers.sh does for the benchmark's peers.
 set -eu
 
 BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
-  libev-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
-  libgrpc-dev libssl-dev libwebsockets-dev libwebsockets-evlib-ev
-  libhiredis-dev libpq-dev libsqlite3-dev libinih-dev libc-ares-dev libhttp-parser-dev"
-TEST="redis-server postgresql curl openssl python3 prometheus"
+  libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev"
+# Libraries of modules still to come (configure --with-LIB checks them).
+FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
+  libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev
+  libhiredis-dev libpq-dev libsqlite3-dev"
+# CI builds the Debian packages (debian/) with dpkg-buildpackage.
+PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot"
+TEST="curl openssl python3 prometheus"
+SERVERS="redis-server postgresql"
+SERVICES="redis-server postgresql"
+POLICY=/usr/sbin/policy-rc.d
 
 if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
@@ -16,7 +31,42 @@ else
   SUDO=
 fi
 
+own_policy=0
+if [ ! -e "$POLICY" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
+  $SUDO chmod 755 "$POLICY"
+  own_policy=1
+fi
+cleanup() {
+  if [ "$own_policy" = 1 ]; then $SUDO rm -f "$POLICY"; fi
+}
+trap cleanup EXIT INT TERM
+
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q
 # shellcheck disable=SC2086
-$SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends $BUILD $TEST
+$SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends \
+  $BUILD $FUTURE $PACKAGE $TEST $SERVERS
+
+# Stop and disable whatever a service manager may have started anyway (a
+# policy written by someone else may allow starts).
+for svc in $SERVICES; do
+  if command -v systemctl >/dev/null 2>&1; then
+    if [ -d /run/systemd/system ]; then
+      $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    else
+      $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true # offline: links only
+    fi
+  fi
+  if [ -x "/etc/init.d/$svc" ]; then
+    $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    if command -v update-rc.d >/dev/null 2>&1; then
+      $SUDO update-rc.d "$svc" disable >/dev/null 2>&1 || true
+    fi
+  fi
+done
+for bin in redis-server postgres; do
+  if pids=$(pidof "$bin" 2>/dev/null); then
+    echo "install-deps.sh: warning: $bin still running (pid $pids)" >&2
+  fi
+done

@@ -3,7 +3,10 @@
  * standard input (first line), for [auth_local] users = NAME:HASH.
  *
  *   printf '%s\n' "$password" | proxyhost-passwd [-i ITERATIONS]
+ *
+ * proxyhost-passwd(1) documents it.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +18,10 @@
 
 int main(int argc, char **argv) {
   unsigned long iter = PWHASH_DEFAULT_ITER;
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   int opt;
-  while ((opt = getopt(argc, argv, "i:h")) != -1) {
+  while ((opt = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
     if (opt == 'i') {
       char *end;
       iter = strtoul(optarg, &end, 10);
@@ -26,10 +31,14 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr,
+      fprintf(opt == 'h' ? stdout : stderr,
               "usage: proxyhost-passwd [-i ITERATIONS] < password\n"
               "Reads one line (the password, at most 255 bytes) and prints "
-              "its hash.\n");
+              "its hash\nfor [auth_local] users = NAME:HASH.\n"
+              "  -i ITERATIONS  PBKDF2 iterations, %d..%d (default %d)\n"
+              "  -h, --help     this text\n"
+              "See proxyhost-passwd(1).\n",
+              PWHASH_MIN_ITER, PWHASH_MAX_ITER, PWHASH_DEFAULT_ITER);
       return opt == 'h' ? 0 : 2;
     }
   }

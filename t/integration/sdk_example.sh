@@ -21,7 +21,8 @@ is "$(v abi_major).$(v abi_minor)" "$PH_ABI" "the .pc file carries the ABI versi
 is "$moduledir" "$libdir/proxyhost/modules" "the .pc file carries moduledir"
 
 exists() { [ -f "$dest$1" ]; ok $? "installed: $1"; }
-exists "$prefix/bin/proxyhost"
+sbindir=$(sed -n 's|^sbindir = ||p' "$top_builddir/Makefile" | sed "s|\${exec_prefix}|$prefix|")
+exists "$sbindir/proxyhost"
 sysconfdir=$(sed -n 's|^sysconfdir = ||p' "$top_builddir/Makefile" | sed "s|\${prefix}|$prefix|")
 mods=hello
 if have_module process_metrics; then
@@ -101,7 +102,7 @@ is "$lib" "$dest$libdir/libproxyhost-mock.so.0" "it ran with the installed libra
 
 # The installed host loads it (and an installed module) and runs it.
 port=$(free_port)
-PROXYHOST="$dest$prefix/bin/proxyhost"
+PROXYHOST="$dest$sbindir/proxyhost"
 start_proxyhost "$T/hello/hello.ini" \
   --set proxyhost.module_path="$T/hello,$dest$moduledir" \
   --set proxyhost.modules="$mods" \

@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The manual pages cover what they claim: every key of every built module
+# is in proxyhost-modules(5) under its section, every host key is in
+# proxyhost.ini(5), and proxyhost-passwd answers --help as its page says.
+. "$top_srcdir/t/lib/testlib.sh"
+
+mods=
+for m in $(sed -n 's/^PH_MODULE(\[\([a-z0-9_]*\)\].*/\1/p' "$top_srcdir/configure.ac"); do
+  have_module "$m" && mods="$mods${mods:+,}$m"
+done
+cat >"$T/all.ini" <<EOC
+[proxyhost]
+modules = $mods
+include = $T/none/*.ini
+EOC
+"$PROXYHOST" -c "$T/all.ini" --print-config >"$T/keys" 2>"$T/err"
+ok $? "--print-config with every built module ($mods)"
+sed 's/^/#   /' "$T/err" | head -5
+
+page="$top_builddir/man/proxyhost-modules.5"
+host_page="$top_builddir/man/proxyhost.ini.5"
+[ -f "$page" ] && [ -f "$host_page" ]; ok $? "the pages are built"
+missing=
+sect=
+while IFS= read -r line; do
+  case $line in
+  '['*']') sect=${line#[}; sect=${sect%]} ;;
+  *' = '*)
+    key=${line%% = *}
+    case $sect in
+    proxyhost | log | admin) f=$host_page ;;
+    *) f=$page
+       grep -qxF ".SS [$sect]" "$page" || missing="$missing [$sect]" ;;
+    esac
+    grep -qxF ".B $key" "$f" || missing="$missing $sect.$key"
+    ;;
+  esac
+done <"$T/keys"
+is "$missing" "" "every key of every section is documented"
+[ "$(grep -c ' = ' "$T/keys")" -gt 10 ]; ok $? "keys were read ($(grep -c ' = ' "$T/keys"))"
+
+if have_auth_local; then
+  pw="$top_builddir/tools/proxyhost-passwd"
+  out=$("$pw" --help 2>/dev/null); rc=$?
+  is "$rc" 0 "proxyhost-passwd --help exits 0"
+  like "$out" "usage: proxyhost-passwd" "and prints its usage on stdout"
+  out=$("$pw" -h 2>/dev/null); is $? 0 "proxyhost-passwd -h too"
+  "$pw" --bogus </dev/null >/dev/null 2>&1; is $? 2 "an unknown option exits 2"
+  like "$(cat "$top_builddir/man/proxyhost-passwd.1")" "\\-\\-help" "its page documents --help"
+else
+  skip "auth_local not built: no proxyhost-passwd"
+fi
+done_testing
