@@ -24,7 +24,12 @@ ph="$dest$exec_prefix/sbin/proxyhost"
 # ---- no build-tree paths or design-document references in text files -----
 builddir=$(cd "$top_builddir" && pwd -P)
 srcdir=$(cd "$top_srcdir" && pwd -P)
-for pat in "$builddir" "$srcdir" "SEED-" "../shared"; do
+# The configured prefix may lie under the source tree (distcheck installs
+# into SRCDIR/_inst, and the man pages name it): then the bare source
+# directory is not searched for, only its build tree.
+src_pat=$srcdir
+case $prefix in "$srcdir"/*) src_pat="$builddir" ;; esac
+for pat in "$builddir" "$src_pat" "SEED-" "../shared"; do
   hits=$(grep -rIl -F -- "$pat" "$dest" 2>/dev/null | sed "s|^$dest||")
   is "$hits" "" "no installed text file contains \"$pat\""
 done
