@@ -22,13 +22,8 @@ require_modules socks5 http_proxy direct
 
 start_dnsd ok.test=127.0.0.1
 ok $? "DNS test server on loopback"
-mkdir -p "$T/www"
-printf 'hello\n' >"$T/www/hello.txt"
-$PROBE httpd --dir "$T/www" --port-file "$T/http.port" --seconds 300 \
-  >"$T/http.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
-hp=$(cat "$T/http.port")
+start_file_server "$T/www" hello; ok $? "HTTP target on 127.0.0.1"
+hp=$FILE_SERVER_PORT
 
 # conf FILE ADMIN SPORT HPORT EXTRA...: socks5 and http_proxy, each with
 # the EXTRA lines (allow_clients, log_target).

@@ -157,13 +157,8 @@ like "$err" 'start.ini:7: direct.deny_cidrs: "10.0.0.0/33"' "start-up: the same 
 unlike "$err" "init failed" "start-up: no init ran"
 
 # ---- SIGHUP: a refused value keeps the old configuration serving ----------
-mkdir -p "$T/www"
-printf 'still served\n' >"$T/www/hello.txt"
-$PY "$top_srcdir/t/lib/socks5_probe.py" httpd --dir "$T/www" \
-  --port-file "$T/http.port" --seconds 120 >"$T/http.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for test -s "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
-http_port=$(cat "$T/http.port")
+start_file_server "$T/www" "still served"; ok $? "HTTP target on 127.0.0.1"
+http_port=$FILE_SERVER_PORT
 admin=$(free_port)
 sport=$(free_port)
 write_run() { # DIRECT-LINES

@@ -133,13 +133,8 @@ if have_module process_metrics; then
 fi
 
 # It runs and serves: the shipped drop-ins, on ports of the test's own.
-mkdir -p "$T/www"
-printf 'served\n' >"$T/www/hello.txt"
-${PYTHON3:-python3} "$top_srcdir/t/lib/socks5_probe.py" httpd --dir "$T/www" \
-  --port-file "$T/http.port" --seconds 120 >"$T/http.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/http.port"; ok $? "an HTTP target on 127.0.0.1"
-url="http://127.0.0.1:$(cat "$T/http.port")/hello.txt"
+start_file_server "$T/www" served; ok $? "an HTTP target on 127.0.0.1"
+url="http://127.0.0.1:$FILE_SERVER_PORT/hello.txt"
 admin=$(free_port) s5=$(free_port) hp=$(free_port)
 start_proxyhost "$etc/proxyhost.ini" --set "$set_mods" \
   --set "admin.listen=127.0.0.1:$admin" --set "socks5.listen=127.0.0.1:$s5" \

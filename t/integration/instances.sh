@@ -27,13 +27,9 @@ metrics_of() { http_get "http://127.0.0.1:$1/metrics"; }
 # ---- targets ----------------------------------------------------------------
 start_dnsd ok.test=127.0.0.1
 ok $? "DNS test server on loopback"
-mkdir -p "$T/www"
-printf 'hello through an instance\n' >"$T/www/hello.txt"
 for n in 1 2; do
-  $PROBE httpd --dir "$T/www" --port-file "$T/http$n.port" --seconds 300 \
-    >"$T/http$n.log" 2>&1 &
-  PIDS="$PIDS $!"
-  wait_file "$T/http$n.port"; ok $? "HTTP target $n on 127.0.0.1"
+  start_file_server "$T/www" "hello through an instance" "http$n"
+  ok $? "HTTP target $n on 127.0.0.1"
 done
 http1=$(cat "$T/http1.port")
 http2=$(cat "$T/http2.port")

@@ -70,13 +70,8 @@ $PY "$top_srcdir/t/lib/metrics_lint.py" "$T/idle.txt" 100000 direct >"$T/lint.ou
 ok $? "metrics_lint.py refuses an agent series, an impossible pair and a name outside the scheme"
 
 # ---- traffic ---------------------------------------------------------------
-mkdir -p "$T/www"
-printf 'hello metrics\n' >"$T/www/hello.txt"
-$PY "$top_srcdir/t/lib/socks5_probe.py" httpd --dir "$T/www" \
-  --port-file "$T/http.port" --seconds 120 >"$T/http.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
-tp=$(cat "$T/http.port")
+start_file_server "$T/www" "hello metrics"; ok $? "HTTP target on 127.0.0.1"
+tp=$FILE_SERVER_PORT
 O="http://127.0.0.1:$tp/hello.txt"
 is "$("$CURL" -s -m 5 --socks5 "127.0.0.1:$sport" "$O")" "hello metrics" "curl through socks5"
 is "$("$CURL" -s -m 5 -x "http://127.0.0.1:$hport" "$O")" "hello metrics" "curl through http_proxy (forward)"

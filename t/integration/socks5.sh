@@ -24,13 +24,8 @@ metric_is() { [ "$(metric "$(metrics_of "$1")" "$2")" = "$3" ]; }
 start_dnsd ok.test=127.0.0.1 tls.test=127.0.0.1
 ok $? "DNS test server on loopback"
 
-mkdir -p "$T/www"
-printf 'hello through socks5\n' >"$T/www/hello.txt"
-$PROBE httpd --dir "$T/www" --port-file "$T/http.port" --seconds 300 \
-  >"$T/http.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/http.port"; ok $? "HTTP target on 127.0.0.1"
-http_port=$(cat "$T/http.port")
+start_file_server "$T/www" "hello through socks5"; ok $? "HTTP target on 127.0.0.1"
+http_port=$FILE_SERVER_PORT
 
 start_tls_target tls.test
 ok $? "TLS target with a certificate made now"

@@ -106,6 +106,22 @@ wait_for() {
 }
 
 wait_file() { wait_for test -s "$1"; }
+# start_file_server DIR TEXT [NAME]: socks5_probe.py's HTTP file server on
+# a loopback port, serving DIR (created, with hello.txt holding TEXT), for
+# at most 300 s; its port file and log are $T/NAME.port and $T/NAME.log
+# (NAME: http). Sets FILE_SERVER_PORT (empty when it did not start);
+# returns non-zero then.
+start_file_server() {
+  _fs_name=${3:-http}
+  mkdir -p "$1"
+  printf '%s\n' "$2" >"$1/hello.txt"
+  ${PYTHON3:-python3} "$top_srcdir/t/lib/socks5_probe.py" httpd --dir "$1" \
+    --port-file "$T/$_fs_name.port" --seconds 300 >"$T/$_fs_name.log" 2>&1 &
+  PIDS="$PIDS $!"
+  FILE_SERVER_PORT=
+  wait_file "$T/$_fs_name.port" && FILE_SERVER_PORT=$(cat "$T/$_fs_name.port")
+  [ -n "$FILE_SERVER_PORT" ]
+}
 port_open() { python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 1).close()"; }
 
 # start_dnsd ZONE...: t/lib/dnsd.py on a loopback port, answering each
