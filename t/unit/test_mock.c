@@ -123,10 +123,17 @@ static void test_minor1_module(void) {
              offsetof(ph_api, metric_only) + sizeof(void *) &&
          ph_host_api.metric_only != NULL,
      "1.2 appends metric_only (the series a module produces), set");
-  ok(sizeof(ph_api) == offsetof(ph_api, conf_is_set) + sizeof(void *),
-     "1.2 appends conf_is_set (where a value came from) last");
-  is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.2");
-  is_int(PH_ABI_MINOR, 2, "the headers are 1.2");
+  ok(offsetof(ph_api, route_register) ==
+             offsetof(ph_api, conf_is_set) + sizeof(void *),
+     "1.2 ends with conf_is_set (where a value came from)");
+  ok(offsetof(ph_api, route_reply) ==
+             offsetof(ph_api, route_register) + sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, route_reply) + sizeof(void *) &&
+         ph_host_api.route_register != NULL &&
+         ph_host_api.route_reply != NULL,
+     "1.3 appends route_register and route_reply (admin routes) last, set");
+  is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.3");
+  is_int(PH_ABI_MINOR, 3, "the headers are 1.3");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
   if (!m)
