@@ -20,7 +20,7 @@ FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libhiredis-dev libpq-dev libsqlite3-dev"
 # CI builds the Debian packages (debian/) with dpkg-buildpackage.
 PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot"
-TEST="curl openssl python3 prometheus"
+TEST="curl openssl python3 python3-yaml prometheus"
 SERVERS="redis-server postgresql"
 SERVICES="redis-server postgresql"
 POLICY=/usr/sbin/policy-rc.d
