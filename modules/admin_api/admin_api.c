@@ -260,15 +260,29 @@ static void on_list(void *arg, const ph_az_list_result *res) {
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* The greatest key of the kind below key, so that a list after it starts
- * at key: names are [a-z0-9._-] of at most PH_AZ_NAME_MAX bytes, ids a
- * prefix and 16 hex digits. Empty when key is the smallest there is. */
+/* Whether key can name a record of kind: a name starting with a letter
+ * or a digit, or "tok_"/"pol_" and 16 lower-case hex digits. */
+static int key_valid(int kind, const char *key) {
+  size_t n = strlen(key);
+  if (kind == PH_AZ_TOKEN || kind == PH_AZ_POLICY) {
+    const char *prefix = kind == PH_AZ_TOKEN ? "tok_" : "pol_";
+    return n == PH_AZ_ID_LEN && memcmp(key, prefix, 4) == 0 &&
+           strspn(key + 4, "0123456789abcdef") == 16;
+  }
+  return n >= 1 && n <= PH_AZ_NAME_MAX &&
+         ((key[0] >= 'a' && key[0] <= 'z') || (key[0] >= '0' && key[0] <= '9'));
+}
+
+/* The greatest key of the kind below key (key_valid), so that a list
+ * after it starts at key: names are [a-z0-9._-] of at most
+ * PH_AZ_NAME_MAX bytes (the first a letter or a digit), compared
+ * bytewise; ids a prefix and 16 hex digits. Empty when key is the
+ * smallest there is (list from the start). */
 static void key_before(int kind, const char *key, char *out, size_t cap) {
   size_t n = strlen(key);
   snprintf(out, cap, "%s", key);
   if (kind == PH_AZ_TOKEN || kind == PH_AZ_POLICY) {
-    /* Decrement the hex number; all zeros: from the start. */
-    for (size_t i = n; i-- > 4;) {
+    for (size_t i = n; i-- > 4;) { /* decrement the hex number */
       char c = out[i];
       if (c == '0') {
         out[i] = 'f';
@@ -280,20 +294,27 @@ static void key_before(int kind, const char *key, char *out, size_t cap) {
     out[0] = '\0';
     return;
   }
-  if (n == 0)
-    return;
   char c = out[n - 1];
-  if (c == '-') { /* the smallest character: the shorter name is next */
+  if (n == 1) {
+    if (c == '0') {
+      out[0] = '\0';
+      return;
+    }
+    out[0] = c == 'a' ? '9' : (char)(c - 1);
+  } else if (c == '-') {
+    /* The smallest character: the name without it comes just before. */
     out[n - 1] = '\0';
     return;
+  } else {
+    /* The character before c in "-.0123456789_abc...z". */
+    out[n - 1] = c == '.' ? '-' : c == '0' ? '.' : c == '_' ? '9'
+               : c == 'a' ? '_' : (char)(c - 1);
   }
-  /* The character before c in "-.0123456789_abc...z", then the longest
-   * tail of the greatest character. */
-  out[n - 1] = c == '.' ? '-' : c == '0' ? '.' : c == '_' ? '9'
-             : c == 'a' ? '_' : (char)(c - 1);
-  for (size_t i = n; i < PH_AZ_NAME_MAX && i + 1 < cap; i++)
-    out[i] = 'z';
-  out[n < PH_AZ_NAME_MAX ? PH_AZ_NAME_MAX : n] = '\0';
+  /* Then the longest tail of the greatest character. */
+  size_t end = n;
+  for (; end < PH_AZ_NAME_MAX && end + 1 < cap; end++)
+    out[end] = 'z';
+  out[end] = '\0';
 }
 
 static int query_value(const char *v, size_t n, char *out, size_t cap) {
@@ -451,6 +472,12 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   if (rt->op == OP_LIST) {
     rc = parse_query(r, hr->query, &msg);
   } else if (rt->op == OP_GET) {
+    if (!key_valid(rt->kind, key)) {
+      reply_error(m, id, 404, "not_found", "no such record");
+      OPENSSL_cleanse(r, sizeof(*r));
+      free(r);
+      return;
+    }
     key_before(rt->kind, key, r->after, sizeof(r->after));
     r->list.after = r->after[0] ? r->after : NULL;
     r->list.limit = 1;
