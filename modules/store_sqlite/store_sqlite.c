@@ -29,7 +29,7 @@
 #ifndef PH_LOCALSTATEDIR
 #define PH_LOCALSTATEDIR "/var"
 #endif
-#define DEFAULT_PATH PH_LOCALSTATEDIR "/lib/proxyhost/authz.sqlite"
+#define DEFAULT_PATH PH_LOCALSTATEDIR "/lib/proxyhost/authz.db"
 #define START_MARGIN_MS 30000
 #define STALE_MS 5000 /* TM-P1-31: no allow vouched for past this after a
                          failed read */
