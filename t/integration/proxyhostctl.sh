@@ -6,14 +6,14 @@
 # credentials (a user, a client token, an agent, an agent token, a
 # policy; list, rotate, disable, revoke), the bearer printed once, the
 # readable tables and --json, every exit status (0, 1, 2, 3), the admin
-# token file's rules, and no secret in the host's log. STORE picks the
-# provider: fakeaz (the in-memory test store, the default) or
-# store_sqlite.
+# token file's rules, and no secret in the host's log. It runs once over
+# fakeaz (the in-memory test store) and once over store_sqlite (a real
+# SQLite database made at the first start) when that module is built;
+# STORES overrides the list.
 . "$top_srcdir/t/lib/testlib.sh"
 require_modules admin_api
 
 CTL="$top_builddir/tools/proxyhostctl"
-STORE=${STORE:-fakeaz}
 port=$(free_port)
 ctl() { "$CTL" --admin "127.0.0.1:$port" --token-file "$T/admin.token" "$@"; }
 
@@ -26,10 +26,14 @@ is "$(wc -c <"$T/admin.token" | tr -d ' ')" 65 "... 64 hex characters and a newl
 is "$rc" 2 "admin-token new over an existing file: exit 2"
 like "$(cat "$T/err")" "File exists (remove it first" "... it is never overwritten"
 
+run_store() {
+STORE=$1
+echo "# ---- over $STORE"
+port=$(free_port)
 store_conf=""
 case $STORE in
-store_sqlite) store_conf="[store_sqlite]
-database = $T/authz.db" ;;
+store_sqlite) rm -f "$T"/authz.db*; store_conf="[store_sqlite]
+path = $T/authz.db" ;;
 esac
 cat >"$T/run.ini" <<EOC
 [proxyhost]
@@ -141,4 +145,12 @@ kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10; is "$EXIT" 0 "proxyhost stops clea
 unlike "$(cat "$T/ph.log")" "${bearer#*.}" "no bearer secret in the host's log"
 unlike "$(cat "$T/ph.log")" "$(cat "$T/admin.token")" "nor the admin token"
 
+}
+
+if [ -z "${STORES:-}" ]; then
+  STORES=fakeaz
+  if have_module store_sqlite; then STORES="$STORES store_sqlite"
+  else skip "store_sqlite not built: proxyhostctl runs over fakeaz only"; fi
+fi
+for s in $STORES; do run_store "$s"; done
 done_testing
