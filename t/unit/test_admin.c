@@ -295,6 +295,8 @@ static void test_routes(void) {
   free(r.raw);
 }
 
+#define LATER_GET "GET /v1/later HTTP/1.1\r\n\r\n"
+
 /* ABI 1.3: requests for modules' routes. */
 static void test_module_routes(void) {
   reply r = request("POST /v1/echo/x?a=1&b=2 HTTP/1.1\r\nHost: x\r\n"
@@ -374,7 +376,7 @@ static void test_module_routes(void) {
 
   /* The client leaves while the module works: the module hears of it. */
   fd = client_connect(0);
-  send_all(fd, "GET /v1/later HTTP/1.1\r\n\r\n", 28);
+  send_all(fd, LATER_GET, strlen(LATER_GET));
   usleep(10000);
   close(fd);
   for (int i = 0; i < 100 && atomic_load(&later_cancels) == 0; i++)
@@ -384,7 +386,7 @@ static void test_module_routes(void) {
 
   /* One at a time on /v1/later: a second request meanwhile is a 503. */
   fd = client_connect(0);
-  send_all(fd, "GET /v1/later HTTP/1.1\r\n\r\n", 28);
+  send_all(fd, LATER_GET, strlen(LATER_GET));
   usleep(10000);
   r = request("GET /v1/later HTTP/1.1\r\n\r\n");
   is_int(r.status, 503, "over max_in_flight: 503 without a call");
