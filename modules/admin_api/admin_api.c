@@ -31,7 +31,6 @@
 #include "json.h"
 
 #define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
-#define LIST_DEFAULT 100
 #define JSON_TYPE "application/json"
 /* The bytes one record takes at most in a list's answer (names 64, a
  * pattern 255, escapes at most 6 bytes each, field names). */
@@ -65,9 +64,7 @@ struct req {
   const api_route *route;
   char key[API_KEY_MAX + 1];
   api_body body;   /* a write's values */
-  ph_az_list list; /* a list's */
-  char after[API_KEY_MAX + 1], user[PH_AZ_NAME_MAX + 1],
-      agent[PH_AZ_NAME_MAX + 1];
+  api_query q;     /* a list's */
   req *next;
 };
 
@@ -317,69 +314,6 @@ static void key_before(int kind, const char *key, char *out, size_t cap) {
   out[end] = '\0';
 }
 
-static int query_value(const char *v, size_t n, char *out, size_t cap) {
-  if (n == 0 || n >= cap)
-    return -1;
-  for (size_t i = 0; i < n; i++) {
-    char c = v[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-'))
-      return -1;
-  }
-  memcpy(out, v, n);
-  out[n] = '\0';
-  return 0;
-}
-
-/* ?after=&limit=&user=&agent=, each at most once. 0, or -1 with msg. */
-static int parse_query(req *r, const char *q, const char **msg) {
-  ph_az_list *l = &r->list;
-  int seen = 0;
-  l->limit = LIST_DEFAULT;
-  while (*q) {
-    const char *amp = strchr(q, '&');
-    size_t n = amp ? (size_t)(amp - q) : strlen(q);
-    const char *eq = memchr(q, '=', n);
-    if (!eq) {
-      *msg = "a query parameter has no value";
-      return -1;
-    }
-    size_t kl = (size_t)(eq - q), vl = n - kl - 1;
-    const char *v = eq + 1;
-    int bit = 0, bad = 0;
-    if (kl == 5 && memcmp(q, "after", 5) == 0) {
-      bit = 1, bad = query_value(v, vl, r->after, sizeof(r->after));
-      l->after = r->after;
-    } else if (kl == 5 && memcmp(q, "limit", 5) == 0) {
-      char num[8];
-      bit = 2, bad = query_value(v, vl, num, sizeof(num));
-      char *end;
-      long x = bad ? 0 : strtol(num, &end, 10);
-      if (bad || *end || x < 1 || x > PH_AZ_LIST_MAX || num[0] == '0')
-        bad = 1;
-      l->limit = (uint32_t)x;
-    } else if (kl == 4 && memcmp(q, "user", 4) == 0) {
-      bit = 4, bad = query_value(v, vl, r->user, sizeof(r->user));
-      l->user = r->user;
-    } else if (kl == 5 && memcmp(q, "agent", 5) == 0) {
-      bit = 8, bad = query_value(v, vl, r->agent, sizeof(r->agent));
-      l->agent = r->agent;
-    } else {
-      *msg = "unknown query parameter: the list takes after, limit, user "
-             "and agent";
-      return -1;
-    }
-    if (bad || (seen & bit)) {
-      *msg = "bad query parameter: after, user and agent are names or "
-             "ids, limit 1..1000, each at most once";
-      return -1;
-    }
-    seen |= bit;
-    q += n + (amp ? 1 : 0);
-  }
-  return 0;
-}
-
 static int is_json_type(const char *t) {
   if (!t)
     return 0;
@@ -466,11 +400,9 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   r->id = id;
   r->route = rt;
   memcpy(r->key, key, sizeof(key));
-  r->list.size = sizeof(r->list);
-  r->list.kind = rt->kind;
   int rc = 0;
   if (rt->op == OP_LIST) {
-    rc = parse_query(r, hr->query, &msg);
+    rc = api_query_parse(&r->q, hr->query, &msg);
   } else if (rt->op == OP_GET) {
     if (!key_valid(rt->kind, key)) {
       reply_error(m, id, 404, "not_found", "no such record");
@@ -478,13 +410,16 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
       free(r);
       return;
     }
-    key_before(rt->kind, key, r->after, sizeof(r->after));
-    r->list.after = r->after[0] ? r->after : NULL;
-    r->list.limit = 1;
+    key_before(rt->kind, key, r->q.after, sizeof(r->q.after));
+    r->q.list.after = r->q.after[0] ? r->q.after : NULL;
+    r->q.list.limit = 1;
   } else {
     rc = api_body_parse(&r->body, rt->kind, rt->op, key, hr->body,
                         hr->body_len, &msg);
   }
+  /* After the query's parse, which starts from an empty list. */
+  r->q.list.size = sizeof(r->q.list);
+  r->q.list.kind = rt->kind;
   if (rc < 0) {
     reply_error(m, id, 400, "invalid", msg ? msg : "bad request");
     OPENSSL_cleanse(r, sizeof(*r));
@@ -494,7 +429,7 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   r->next = m->reqs;
   m->reqs = r;
   m->in_flight++;
-  r->call = is_list ? m->store->list(m->store_self, &r->list, on_list, r)
+  r->call = is_list ? m->store->list(m->store_self, &r->q.list, on_list, r)
                     : m->store->write(m->store_self, &r->body.w, on_write, r);
   if (r->call <= 0) {
     int st = (int)r->call;

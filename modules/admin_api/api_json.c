@@ -3,6 +3,7 @@
 #include "api_json.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <proxyhost/connector.h>
@@ -454,3 +455,71 @@ size_t api_write_error(char *buf, size_t cap, const char *code,
                  code);
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
+
+/* ---- list queries ------------------------------------------------- */
+
+static int query_value(const char *v, size_t n, char *out, size_t cap) {
+  if (n == 0 || n >= cap)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    char c = v[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-'))
+      return -1;
+  }
+  memcpy(out, v, n);
+  out[n] = '\0';
+  return 0;
+}
+
+int api_query_parse(api_query *r, const char *q, const char **msg) {
+  ph_az_list *l = &r->list;
+  memset(r, 0, sizeof(*r));
+  l->size = sizeof(*l);
+  l->kind = 0;
+  int seen = 0;
+  l->limit = API_LIST_DEFAULT;
+  while (*q) {
+    const char *amp = strchr(q, '&');
+    size_t n = amp ? (size_t)(amp - q) : strlen(q);
+    const char *eq = memchr(q, '=', n);
+    if (!eq) {
+      *msg = "a query parameter has no value";
+      return -1;
+    }
+    size_t kl = (size_t)(eq - q), vl = n - kl - 1;
+    const char *v = eq + 1;
+    int bit = 0, bad = 0;
+    if (kl == 5 && memcmp(q, "after", 5) == 0) {
+      bit = 1, bad = query_value(v, vl, r->after, sizeof(r->after));
+      l->after = r->after;
+    } else if (kl == 5 && memcmp(q, "limit", 5) == 0) {
+      char num[8];
+      bit = 2, bad = query_value(v, vl, num, sizeof(num));
+      char *end;
+      long x = bad ? 0 : strtol(num, &end, 10);
+      if (bad || *end || x < 1 || x > PH_AZ_LIST_MAX || num[0] == '0')
+        bad = 1;
+      l->limit = (uint32_t)x;
+    } else if (kl == 4 && memcmp(q, "user", 4) == 0) {
+      bit = 4, bad = query_value(v, vl, r->user, sizeof(r->user));
+      l->user = r->user;
+    } else if (kl == 5 && memcmp(q, "agent", 5) == 0) {
+      bit = 8, bad = query_value(v, vl, r->agent, sizeof(r->agent));
+      l->agent = r->agent;
+    } else {
+      *msg = "unknown query parameter: the list takes after, limit, user "
+             "and agent";
+      return -1;
+    }
+    if (bad || (seen & bit)) {
+      *msg = "bad query parameter: after, user and agent are names or "
+             "ids, limit 1..1000, each at most once";
+      return -1;
+    }
+    seen |= bit;
+    q += n + (amp ? 1 : 0);
+  }
+  return 0;
+}
+

@@ -35,6 +35,20 @@ typedef struct api_body {
 int api_body_parse(api_body *b, int kind, api_op op, const char *key,
                    const char *body, size_t len, const char **msg);
 
+/* A list's query, with the strings it points to. */
+#define API_LIST_DEFAULT 100
+typedef struct api_query {
+  ph_az_list list; /* kind left 0: the caller sets it */
+  char after[API_KEY_MAX + 1];
+  char user[PH_AZ_NAME_MAX + 1];
+  char agent[PH_AZ_NAME_MAX + 1];
+} api_query;
+
+/* Reads "after=K&limit=N&user=U&agent=A" (each at most once, values of
+ * [a-z0-9._-] only: no percent escapes, limit 1..PH_AZ_LIST_MAX, default
+ * API_LIST_DEFAULT) into q. 0, or -1 with a static reason in *msg. */
+int api_query_parse(api_query *q, const char *query, const char **msg);
+
 /* One record as a JSON object. */
 void api_write_record(json_w *w, const ph_az_record *rec);
 
