@@ -11,9 +11,7 @@
 #include "client_acl.h"
 #include "listener.h"
 
-/* The provider the key names, if any, is a loaded instance that declares
- * the service. */
-static int named_provider(ph_ctx *ctx, const ph_api *api, const char *k,
+int check_named_provider(ph_ctx *ctx, const ph_api *api, const char *k,
                           const char *service, const char **key, char *why,
                           size_t whylen) {
   const char *name = api->conf_str(ctx, k);
@@ -67,7 +65,7 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     *key = CLIENT_ACL_KEY;
     return PH_EINVAL;
   }
-  r = named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key, why,
+  r = check_named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key, why,
                      whylen);
   if (r != PH_OK)
     return r;
@@ -82,7 +80,7 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     return PH_EINVAL;
   }
   if (password) {
-    r = named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE, key,
+    r = check_named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE, key,
                        why, whylen);
     if (r != PH_OK)
       return r;
