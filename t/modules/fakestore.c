@@ -36,6 +36,13 @@ typedef struct fstore {
 
 static const ph_api *api;
 
+static const ph_conf_key keys[] = {
+    PH_CONF_KEY("revision", PH_CONF_INT, "1", 0, 0, 0, NULL,
+                "the revision at start", NULL),
+    PH_CONF_KEY("start_estate", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+                "revision() answers PH_ESTATE from the start", NULL),
+    PH_CONF_END};
+
 static void answer_all(fstore *f) {
   held *list = f->head;
   f->head = NULL;
@@ -188,7 +195,8 @@ static int fs_init(ph_ctx *ctx, const ph_api *a, void **state) {
   f->verdict = PH_ACCESS_ALLOW;
   f->code = PH_OPEN_OK;
   f->ttl_ms = 5000;
-  f->rev = 1;
+  f->rev = (uint64_t)a->conf_int(ctx, "revision");
+  f->rev_rc = a->conf_int(ctx, "start_estate") ? PH_ESTATE : PH_OK;
   f->tail = &f->head;
   f->timer = a->timer_new(ctx, on_timer, f);
   if (!f->timer)
@@ -222,6 +230,7 @@ PROXYHOST_MODULE = {
     PH_MODULE_HEADER("fakestore", "1.0"),
     .description = "test double of a store's \"access\" service",
     .provides = fs_provides,
+    .config = keys,
     .init = fs_init,
     .destroy = fs_destroy,
 };
