@@ -14,6 +14,10 @@ cat >"$T/all.ini" <<EOC
 modules = $mods
 include = $T/none/*.ini
 EOC
+# auth_cache needs a store: any loaded provider of "access".
+if have_module auth_cache && have_module auth_local; then
+  printf '[auth_cache]\nstore = auth_local\n' >>"$T/all.ini"
+fi
 "$PROXYHOST" -c "$T/all.ini" --print-config >"$T/keys" 2>"$T/err"
 ok $? "--print-config with every built module ($mods)"
 sed 's/^/#   /' "$T/err" | head -5
