@@ -33,8 +33,8 @@ static const ph_conf_key keys[] = {
                 NULL),
     PH_CONF_KEY("max_entries", PH_CONF_INT, "100000", 1, 10000000, 0, NULL,
                 "verdicts kept; beyond, an approximate LRU evicts", NULL),
-    PH_CONF_KEY("max_pending", PH_CONF_INT, "4096", 1, 65536,
-                PH_CONF_RESTART, NULL,
+    PH_CONF_KEY("max_pending", PH_CONF_INT, "4096", 1, 65536, PH_CONF_RESTART,
+                NULL,
                 "distinct keys being fetched from the store at once; "
                 "beyond, unavailable/queue_full",
                 NULL),
@@ -43,16 +43,17 @@ static const ph_conf_key keys[] = {
                 "checks waiting for an answer (on a fetch or a loop turn); "
                 "beyond, unavailable/queue_full",
                 NULL),
-    PH_CONF_KEY("max_positive_ttl", PH_CONF_DURATION, "5m", 0, 3600000, 0,
-                NULL, "the longest an allow is kept (the store's ttl_ms is "
+    PH_CONF_KEY("max_positive_ttl", PH_CONF_DURATION, "5m", 0, 3600000, 0, NULL,
+                "the longest an allow is kept (the store's ttl_ms is "
                 "cut to it)",
                 NULL),
-    PH_CONF_KEY("max_negative_ttl", PH_CONF_DURATION, "3s", 0, 3600000, 0,
-                NULL, "the longest a deny is kept (the store's ttl_ms is cut "
+    PH_CONF_KEY("max_negative_ttl", PH_CONF_DURATION, "3s", 0, 3600000, 0, NULL,
+                "the longest a deny is kept (the store's ttl_ms is cut "
                 "to it)",
                 NULL),
     PH_CONF_KEY("revision_interval", PH_CONF_DURATION, "250ms", 10, 5000, 0,
-                NULL, "how often the store's revision is read between "
+                NULL,
+                "how often the store's revision is read between "
                 "checks (readiness, generation switch)",
                 NULL),
     PH_CONF_END};
@@ -63,8 +64,9 @@ static int cache_check(ph_ctx *ctx, const ph_api *a, const char **key,
   const char *store = a->conf_str(ctx, "store");
   if (store && strcmp(store, a->module_name(ctx)) == 0) {
     *key = "store";
-    snprintf(why, whylen, "auth_cache cannot wrap itself: name the store's "
-                          "instance (store_sqlite, store_pg)");
+    snprintf(why, whylen,
+             "auth_cache cannot wrap itself: name the store's "
+             "instance (store_sqlite, store_pg)");
     return PH_EINVAL;
   }
   return check_named_provider(ctx, a, "store", PH_ACCESS_SERVICE, key, why,
@@ -80,25 +82,26 @@ static void read_config(acache *s) {
 }
 
 static int declare_metrics(acache *s) {
-  static const char *const caches[] = {"hit", "miss", "shared", "bypass",
-                                       NULL};
+  static const char *const caches[] = {"hit", "miss", "shared", "bypass", NULL};
   static const ph_label_def labels[] = {{"cache", caches}};
-  ph_metric_def d = {"tunnelmesh_authorization_cache_requests_total",
-                     "Authorization cache lookups: hit, miss (a store "
-                     "check), shared (joined one in flight), bypass (cache "
-                     "off)",
-                     PH_METRIC_COUNTER, labels, 1, NULL, 0};
+  ph_metric_def d = {
+      .name = "tunnelmesh_authorization_cache_requests_total",
+      .help = "Authorization cache lookups: hit, miss (a store check), "
+              "shared (joined one in flight), bypass (cache off)",
+      .type = PH_METRIC_COUNTER,
+      .labels = labels,
+      .n_labels = 1};
   ph_metric *m = api->metric(s->ctx, &d);
-  ph_metric_def de = {"proxyhost_auth_cache_entries",
-                      "Verdicts in the current generation", PH_METRIC_GAUGE,
-                      NULL, 0, NULL, 0};
-  ph_metric_def dv = {"proxyhost_auth_cache_evictions_total",
-                      "Verdicts evicted to make room (max_entries)",
-                      PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def dg = {"proxyhost_auth_cache_generations_total",
-                      "Generations started (a revision rise, a recovery, a "
-                      "reload)",
-                      PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def de = {.name = "proxyhost_auth_cache_entries",
+                      .help = "Verdicts in the current generation",
+                      .type = PH_METRIC_GAUGE};
+  ph_metric_def dv = {.name = "proxyhost_auth_cache_evictions_total",
+                      .help = "Verdicts evicted to make room (max_entries)",
+                      .type = PH_METRIC_COUNTER};
+  ph_metric_def dg = {.name = "proxyhost_auth_cache_generations_total",
+                      .help = "Generations started (a revision rise, a "
+                              "recovery, a reload)",
+                      .type = PH_METRIC_COUNTER};
   ph_metric *me = api->metric(s->ctx, &de);
   ph_metric *mv = api->metric(s->ctx, &dv);
   ph_metric *mg = api->metric(s->ctx, &dg);
@@ -126,8 +129,9 @@ static int cache_init(ph_ctx *ctx, const ph_api *host, void **state) {
   s->max_pending = api->conf_int(ctx, "max_pending");
   s->max_waiters = api->conf_int(ctx, "max_waiters");
   if (cache_key_seed() != 0) {
-    PH_LOG(api, ctx, PH_LOG_ERROR, "auth_cache: no randomness for the key "
-                                   "hash");
+    PH_LOG(api, ctx, PH_LOG_ERROR,
+           "auth_cache: no randomness for the key "
+           "hash");
     return PH_EINVAL;
   }
   s->deliver_t = api->timer_new(ctx, sf_deliver, s);
@@ -172,10 +176,10 @@ static int cache_reload(void *state) {
   read_config(s);
   if (s->interval != old.interval && s->started)
     api->timer_set(s->tick_t, (uint64_t)s->interval, (uint64_t)s->interval);
-  if (s->cur && (s->enabled != old.enabled ||
-                 s->max_entries != old.max_entries ||
-                 s->max_positive_ttl != old.max_positive_ttl ||
-                 s->max_negative_ttl != old.max_negative_ttl))
+  if (s->cur &&
+      (s->enabled != old.enabled || s->max_entries != old.max_entries ||
+       s->max_positive_ttl != old.max_positive_ttl ||
+       s->max_negative_ttl != old.max_negative_ttl))
     rw_new_generation(s, cache_gen_revision(s->cur));
   rw_update_ready(s);
   return PH_OK;

@@ -33,19 +33,19 @@ struct waiter {
   int64_t id;
   ph_access_cb cb;
   void *arg;
-  flight *f;        /* the flight it waits on; NULL once queued */
-  wlist *on;        /* the list it is in */
+  flight *f; /* the flight it waits on; NULL once queued */
+  wlist *on; /* the list it is in */
   waiter *prev, *next;
-  waiter *id_next;  /* chain in the id map */
+  waiter *id_next;      /* chain in the id map */
   ph_access_result res; /* a queued answer */
-  int slot;         /* counts against max_waiters */
+  int slot;             /* counts against max_waiters */
 };
 
 /* One store check, shared by every waiter of one key (or one bypassed
  * check when the cache is off). */
 struct flight {
   acache *s;
-  flight *hnext;    /* chain in the flight map */
+  flight *hnext; /* chain in the flight map */
   uint64_t hash;
   uint64_t gen_id;  /* the generation it was started for */
   int64_t store_id; /* > 0 while the store's check runs */
@@ -100,7 +100,7 @@ struct acache {
   wlist queue, batch; /* answers for the next loop turn, and those being
                          handed out now */
   int armed;
-  int in_check; /* inside check_open: answers must wait for a later turn */
+  int in_check;     /* inside check_open: answers must wait for a later turn */
   flight *starting; /* the flight whose store check_open runs now */
 
   ph_timer *deliver_t, *tick_t, *reap_t;

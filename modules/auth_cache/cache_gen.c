@@ -10,7 +10,7 @@ struct entry {
   entry *next; /* hash chain */
   uint64_t hash;
   cache_verdict v;
-  size_t slot; /* index in the ring */
+  size_t slot;       /* index in the ring */
   unsigned char ref; /* CLOCK reference bit */
   uint16_t len;
   unsigned char key[];
@@ -18,12 +18,12 @@ struct entry {
 
 struct cache_gen {
   uint64_t revision;
-  size_t cap;     /* max entries */
-  size_t mask;    /* buckets - 1 */
+  size_t cap;  /* max entries */
+  size_t mask; /* buckets - 1 */
   entry **buckets;
-  entry **ring;   /* count live entries, densely packed */
+  entry **ring; /* count live entries, densely packed */
   size_t count;
-  size_t hand;    /* CLOCK hand, an index into ring */
+  size_t hand; /* CLOCK hand, an index into ring */
 };
 
 cache_gen *cache_gen_new(uint64_t revision, size_t max_entries) {

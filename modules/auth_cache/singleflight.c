@@ -99,8 +99,7 @@ static flight *flight_find(acache *s, const unsigned char *key, size_t len,
 static void flight_unmap(acache *s, flight *f) {
   if (!f->mapped)
     return;
-  for (flight **pp = &s->fbuckets[f->hash & s->fmask]; *pp;
-       pp = &(*pp)->hnext)
+  for (flight **pp = &s->fbuckets[f->hash & s->fmask]; *pp; pp = &(*pp)->hnext)
     if (*pp == f) {
       *pp = f->hnext;
       break;
@@ -172,8 +171,8 @@ int64_t sf_answer_later(acache *s, const ph_access_result *res, int slot,
 /* ---- the store's answer ------------------------------------------------ */
 
 static uint32_t cap_ttl(const acache *s, const ph_access_result *r) {
-  uint32_t cap = r->verdict == PH_ACCESS_ALLOW ? s->max_positive_ttl
-                                               : s->max_negative_ttl;
+  uint32_t cap =
+      r->verdict == PH_ACCESS_ALLOW ? s->max_positive_ttl : s->max_negative_ttl;
   return r->ttl_ms < cap ? r->ttl_ms : cap;
 }
 
@@ -190,17 +189,16 @@ static void sanitize(const acache *s, const ph_access_result *in,
   }
   if (in->verdict == PH_ACCESS_ALLOW || in->verdict == PH_ACCESS_DENY) {
     out->verdict = in->verdict;
-    out->code = in->verdict == PH_ACCESS_ALLOW ? PH_OPEN_OK
-                                               : PH_OPEN_FORBIDDEN;
+    out->code = in->verdict == PH_ACCESS_ALLOW ? PH_OPEN_OK : PH_OPEN_FORBIDDEN;
     out->ttl_ms = cap_ttl(s, in);
     out->revision = in->revision;
     return;
   }
-  int code = in->verdict == PH_ACCESS_UNAVAILABLE &&
-                     (in->code == PH_OPEN_QUEUE_FULL ||
-                      in->code == PH_OPEN_TIMEOUT)
-                 ? in->code
-                 : PH_OPEN_INTERNAL_ERROR;
+  int code =
+      in->verdict == PH_ACCESS_UNAVAILABLE &&
+              (in->code == PH_OPEN_QUEUE_FULL || in->code == PH_OPEN_TIMEOUT)
+          ? in->code
+          : PH_OPEN_INTERNAL_ERROR;
   ac_unavailable(out, code);
   if (in->verdict == PH_ACCESS_UNAVAILABLE &&
       PH_ACCESS_HAS(ph_access_result, in->size, retry_after_ms))

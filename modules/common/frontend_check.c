@@ -65,8 +65,8 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     *key = CLIENT_ACL_KEY;
     return PH_EINVAL;
   }
-  r = check_named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key, why,
-                     whylen);
+  r = check_named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key,
+                           why, whylen);
   if (r != PH_OK)
     return r;
   const char *auth = api->conf_str(ctx, "auth");
@@ -80,8 +80,8 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     return PH_EINVAL;
   }
   if (password) {
-    r = check_named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE, key,
-                       why, whylen);
+    r = check_named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE,
+                             key, why, whylen);
     if (r != PH_OK)
       return r;
   }

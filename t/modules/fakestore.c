@@ -223,8 +223,8 @@ static void fs_destroy(void *state) {
   free(f);
 }
 
-static const char *const fs_provides[] = {PH_ACCESS_SERVICE,
-                                          FAKESTORE_CONTROL, NULL};
+static const char *const fs_provides[] = {PH_ACCESS_SERVICE, FAKESTORE_CONTROL,
+                                          NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("fakestore", "1.0"),

@@ -185,14 +185,15 @@ static void test_lookup(void) {
     for (const char *const *p = c->mods[i]->mod->provides; p && *p; p++)
       F.provides |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
     for (const char *const *p = c->mods[i]->mod->requires; p && *p; p++)
-      F.requires |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
+    F.requires |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
   }
   ok(F.provides && F.requires,
      "TM-P1-1: the decorator provides and requires \"access\"");
   ok(mock_ready(m), "TM-P1-26: ready once the store's revision was read");
   answer a;
-  is_int(ask(m, "example.org", &a), 1, "TM-P1-1: a first check goes to "
-                                       "the store");
+  is_int(ask(m, "example.org", &a), 1,
+         "TM-P1-1: a first check goes to "
+         "the store");
   is_int(a.res.verdict, PH_ACCESS_ALLOW, "and its allow reaches the caller");
   is_int(a.res.revision, 1, "with the store's revision");
   finish(m);
@@ -200,8 +201,7 @@ static void test_lookup(void) {
 
 static void test_check_config(void) {
   char text[1024];
-  snprintf(text, sizeof(text), "[proxyhost]\nmodules = %s, %s\n", FAKE,
-           CACHE);
+  snprintf(text, sizeof(text), "[proxyhost]\nmodules = %s, %s\n", FAKE, CACHE);
   buf_reset(&err);
   ph_mock *m = mock_new(text, &err);
   int rc = m ? mock_init(m, &err) : -1;
@@ -292,8 +292,7 @@ static void test_ttl(void) {
   ask(m, "capdeny.example", &a);
   is_int(a.res.ttl_ms, 30, "TM-TEST-19: a deny is cut to its own cap");
   mock_run_for(m, 50);
-  is_int(ask(m, "capdeny.example", &a), 1,
-         "TM-TEST-19: and expires with it");
+  is_int(ask(m, "capdeny.example", &a), 1, "TM-TEST-19: and expires with it");
   F.fs->set_answer(F.fself, PH_ACCESS_ALLOW, PH_OPEN_OK, 0);
   ask(m, "zero.example", &a);
   is_int(ask(m, "zero.example", &a), 1,
@@ -454,8 +453,9 @@ static void test_regression(void) {
   F.fs->release(F.fself);
   F.fs->set_mode(F.fself, FS_NEXT_TURN);
   wait_one(m, &a);
-  is_int(a.res.verdict, PH_ACCESS_ALLOW, "the store's own answer is "
-                                         "delivered");
+  is_int(a.res.verdict, PH_ACCESS_ALLOW,
+         "the store's own answer is "
+         "delivered");
   /* The next good read (the same, lower value) is the new baseline. */
   mock_run_for(m, 30);
   ok(mock_ready(m), "ready again once a read confirms the revision");
@@ -478,15 +478,17 @@ static void test_regression(void) {
 
 /* TM-P1-26: not ready, and nothing cached, before the first revision. */
 static void test_not_ready_at_start(void) {
-  ph_mock *m = start_conf("start_estate = true\n", "revision_interval = 10ms\n");
+  ph_mock *m =
+      start_conf("start_estate = true\n", "revision_interval = 10ms\n");
   if (!m)
     return;
   mock_run_for(m, 30);
   ok(!mock_ready(m), "TM-P1-26: not ready until the store's revision is "
                      "read");
   answer a;
-  is_int(ask(m, "early.example", &a), 1, "TM-P1-26: a check goes to the "
-                                         "store");
+  is_int(ask(m, "early.example", &a), 1,
+         "TM-P1-26: a check goes to the "
+         "store");
   is_int(ask(m, "early.example", &a), 1,
          "TM-P1-26: and is not cached: the cache is not enabled yet");
   F.fs->set_revision(F.fself, 7, PH_OK);
@@ -555,13 +557,15 @@ static void test_bounds(void) {
          a[5].res.code == PH_OPEN_QUEUE_FULL,
      "max_waiters: the fifth waiter is answered unavailable/queue_full");
   F.fs->release(F.fself);
-  ok(a[0].res.verdict == PH_ACCESS_ALLOW && a[3].res.verdict ==
-         PH_ACCESS_ALLOW && a[4].res.verdict == PH_ACCESS_ALLOW,
+  ok(a[0].res.verdict == PH_ACCESS_ALLOW &&
+         a[3].res.verdict == PH_ACCESS_ALLOW &&
+         a[4].res.verdict == PH_ACCESS_ALLOW,
      "the others get the store's verdict");
   F.fs->set_mode(F.fself, FS_NEXT_TURN);
   answer b;
-  is_int(ask(m, "p3.example", &b), 1, "an unavailable answer was not "
-                                      "cached: the store is asked");
+  is_int(ask(m, "p3.example", &b), 1,
+         "an unavailable answer was not "
+         "cached: the store is asked");
   finish(m);
 }
 
@@ -581,8 +585,9 @@ static void test_cancel(void) {
   F.fs->release(F.fself);
   ok(a[0].calls == 1 && a[1].calls == 0 && a[2].calls == 1,
      "TM-P1-8: the cancelled waiter alone is not called");
-  is_int(F.vt->cancel(F.self, id[0]), PH_ENOENT, "cancel after the answer: "
-                                                 "ENOENT");
+  is_int(F.vt->cancel(F.self, id[0]), PH_ENOENT,
+         "cancel after the answer: "
+         "ENOENT");
   for (int i = 0; i < 3; i++)
     id[i] = check("d.example", &a[i]);
   for (int i = 0; i < 3; i++)
@@ -605,8 +610,9 @@ static void test_cancel(void) {
   answer h;
   ask(m, "hit.example", &h);
   int64_t hid = check("hit.example", &h);
-  is_int(F.vt->cancel(F.self, hid), PH_OK, "a hit waiting for its turn can "
-                                           "be cancelled");
+  is_int(F.vt->cancel(F.self, hid), PH_OK,
+         "a hit waiting for its turn can "
+         "be cancelled");
   mock_run_for(m, 10);
   is_int(h.calls, 0, "and is not called");
   is_int(F.vt->cancel(F.self, 987654), PH_ENOENT, "an unknown id: ENOENT");
@@ -622,8 +628,9 @@ static void test_bypass(void) {
   int calls = 0;
   for (int i = 0; i < 5; i++)
     calls += (int)ask(m, "by.example", &a);
-  is_int(calls, 5, "TM-UPG-11: enabled = false: five checks, five store "
-                   "calls");
+  is_int(calls, 5,
+         "TM-UPG-11: enabled = false: five checks, five store "
+         "calls");
   F.fs->set_mode(F.fself, FS_HOLD);
   answer b[3];
   for (int i = 0; i < 3; i++)
@@ -633,8 +640,8 @@ static void test_bypass(void) {
   F.fs->release(F.fself);
   ok(b[0].calls && b[1].calls && b[2].calls, "each gets its answer");
   is_int(req_count(m, "bypass"), 8, "TM-OBS-16: counted cache=\"bypass\"");
-  is_int(req_count(m, "hit") + req_count(m, "miss") + req_count(m, "shared"),
-         0, "and nothing else");
+  is_int(req_count(m, "hit") + req_count(m, "miss") + req_count(m, "shared"), 0,
+         "and nothing else");
   ok(mock_ready(m), "off, the cache does not hold readiness back");
   /* Back on by a reload. */
   F.fs->set_mode(F.fself, FS_NEXT_TURN);
@@ -753,8 +760,9 @@ static void test_malformed(void) {
          "a store's refusal comes back as its status");
   mock_run_for(m, 10);
   is_int(a.calls, 0, "with no callback");
-  is_int(ask(m, "refused.example", &a), 1, "and nothing is left behind: the "
-                                           "next check asks again");
+  is_int(ask(m, "refused.example", &a), 1,
+         "and nothing is left behind: the "
+         "next check asks again");
   finish(m);
 }
 

@@ -27,8 +27,7 @@ int main(void) {
   norm_is("192.0.2.1", "192.0.2.1", "TM-P1-4: an IPv4 address stays");
   norm_is("2001:DB8:0:0:0:0:0:1", "2001:db8::1",
           "TM-P1-4: an IPv6 address takes its standard text form");
-  norm_is("[2001:db8::1]", "2001:db8::1",
-          "TM-P1-4: brackets around IPv6 go");
+  norm_is("[2001:db8::1]", "2001:db8::1", "TM-P1-4: brackets around IPv6 go");
   norm_is("::ffff:192.0.2.1", "::ffff:192.0.2.1",
           "TM-P1-4: a mapped IPv4 address keeps its form");
   norm_is("", NULL, "an empty host is refused");
