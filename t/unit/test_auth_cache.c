@@ -11,8 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <ev.h>
+#include <unistd.h>
 
 #include <proxyhost/access.h>
 
@@ -881,6 +880,97 @@ static void test_large(void) {
   ok(1, "the retired 20000 entries were freed in chunks (ASan: no leak)");
 }
 
+/* A reload that changes a cap starts a fresh generation: nothing kept
+ * under the old cap outlives it. */
+static void test_reload(void) {
+  ph_mock *m = start("");
+  if (!m)
+    return;
+  answer a;
+  ask(m, "rl.example", &a);
+  is_int(ask(m, "rl.example", &a), 0, "cached before the reload");
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "[proxyhost]\nmodules = %s, %s\n[auth_cache]\nstore = fakestore\n"
+           "max_positive_ttl = 1s\n",
+           FAKE, CACHE);
+  is_int(mock_reload(m, text), 0, "a reload lowers max_positive_ttl");
+  is_int(ask(m, "rl.example", &a), 1,
+         "TM-TEST-19: the allow kept under the old cap is dropped");
+  is_int(a.res.ttl_ms, 1000, "the new verdict is cut to the new cap");
+  is_int(mock_reload(m, text), 0, "the same configuration again");
+  is_int(ask(m, "rl.example", &a), 0, "changes nothing: still a hit");
+  finish(m);
+}
+
+/* The sample, as a drop-in, loads and caches auth_local's "access". */
+static void test_sample(void) {
+  static char sample[8192], text[9000];
+  FILE *f = fopen(
+      PH_TEST_LIBDIR "/../../modules/auth_cache/auth_cache.ini.sample", "r");
+  size_t n = f ? fread(sample, 1, sizeof(sample) - 1, f) : 0;
+  if (f)
+    fclose(f);
+  sample[n] = '\0';
+  snprintf(text, sizeof(text), "[proxyhost]\nmodule_path = %s\n%s",
+           PH_BUILD_MODULES, sample);
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  int rc = m ? mock_init(m, &err) : -1;
+  if (rc == 0)
+    rc = mock_start(m, &err);
+  ok(n > 0 && rc == 0, "the sample configuration loads and starts");
+  if (rc != 0)
+    printf("# %s\n", err.data ? err.data : "?");
+  if (m && rc == 0) {
+    mock_run_for(m, 10);
+    ok(mock_ready(m), "and is ready (auth_local's revision is read)");
+    mock_stop(m);
+  }
+  mock_free(m);
+}
+
+/* What /metrics shows passes the project's scrape lint (names in the
+ * prefix scheme, bounded series). */
+static void test_metrics_lint(void) {
+  ph_mock *m = start("");
+  if (!m)
+    return;
+  answer a;
+  ask(m, "lint.example", &a);
+  ask(m, "lint.example", &a);
+  const char *text = mock_metrics_text(m);
+  like(text, "# TYPE tunnelmesh_authorization_cache_requests_total counter",
+       "TM-OBS-6: tunnelmesh_authorization_cache_requests_total is a "
+       "counter");
+  int labels_ok = 1;
+  for (const char *p = text;
+       (p = strstr(p, "tunnelmesh_authorization_cache_requests_total{")); p++) {
+    const char *v = p + strlen("tunnelmesh_authorization_cache_requests_"
+                               "total{");
+    labels_ok &= strncmp(v, "cache=\"hit\"}", 12) == 0 ||
+                 strncmp(v, "cache=\"miss\"}", 13) == 0 ||
+                 strncmp(v, "cache=\"shared\"}", 15) == 0 ||
+                 strncmp(v, "cache=\"bypass\"}", 15) == 0;
+  }
+  ok(labels_ok, "TM-OBS-16: its only label is cache, hit|miss|shared|bypass");
+  const char *py = getenv("PYTHON3");
+  char path[] = "/tmp/test_auth_cache_metrics.XXXXXX";
+  int fd = mkstemp(path);
+  FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (out) {
+    fputs(text, out);
+    fclose(out);
+  }
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd),
+           "%s %s/metrics_lint.py %s 200 auth_cache >/dev/null 2>&1",
+           py && *py ? py : "python3", PH_TEST_LIBDIR, path);
+  ok(out && system(cmd) == 0, "t/lib/metrics_lint.py accepts the scrape");
+  unlink(path);
+  finish(m);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 4096);
@@ -902,6 +992,9 @@ int main(void) {
   test_never_inside();
   test_destroy_in_flight();
   test_large();
+  test_reload();
+  test_sample();
+  test_metrics_lint();
   buf_free(&err);
   return done_testing();
 }
