@@ -108,6 +108,11 @@ static void evict_one(cache_gen *g, int64_t now_ms) {
     g->hand = (g->hand + 1) % g->count;
   }
   drop_entry(g, g->ring[g->hand]);
+  /* The ring's last entry (the newest) took the freed slot: move on, so
+   * that it is not the next one considered, before it could earn its
+   * bit. */
+  if (g->count > 0)
+    g->hand = (g->hand + 1) % g->count;
 }
 
 int cache_gen_put(cache_gen *g, const unsigned char *key, size_t len,
