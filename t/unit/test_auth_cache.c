@@ -32,6 +32,7 @@ static struct {
   const fakestore_control *fs;
   void *fself;
   int provides, requires; /* auth_cache's descriptor */
+  ph_io *stream_io;       /* test_steady_stream */
 } F;
 
 static int front_init(ph_ctx *ctx, const ph_api *a, void **state) {
@@ -50,6 +51,13 @@ static int front_start(void *state) {
   return F.vt && F.fs ? PH_OK : PH_ENOENT;
 }
 
+static void front_destroy(void *state) {
+  (void)state;
+  if (F.stream_io)
+    F.api->io_free(F.stream_io);
+  F.stream_io = NULL;
+}
+
 static const char *const front_requires[] = {PH_ACCESS_SERVICE,
                                              FAKESTORE_CONTROL, NULL};
 static const ph_module front_mod = {
@@ -57,6 +65,7 @@ static const ph_module front_mod = {
     .requires = front_requires,
     .init = front_init,
     .start = front_start,
+    .destroy = front_destroy,
 };
 
 /* ---- harness ----------------------------------------------------------- */
@@ -971,6 +980,62 @@ static void test_metrics_lint(void) {
   finish(m);
 }
 
+/* Hits under a steady stream of checks (one on every loop iteration):
+ * their answers still come, as the delivery timer is armed once, not
+ * pushed back by each new check. */
+static int stream_running, stream_checks, stream_answers_during;
+static int64_t stream_until;
+
+static void on_stream_answer(void *arg, const ph_access_result *res) {
+  (void)arg;
+  (void)res;
+  if (stream_running)
+    stream_answers_during++;
+}
+
+static void stream_tick(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  (void)revents;
+  (void)arg;
+  if (F.api->now_ms(F.ctx) >= stream_until) {
+    stream_running = 0;
+    F.api->io_set(F.stream_io, 0);
+    return;
+  }
+  ph_access_request r = req_full("tok1", "ag1", "steady.example", 443);
+  if (F.vt->check_open(F.self, &r, on_stream_answer, NULL) > 0)
+    stream_checks++;
+}
+
+static void test_steady_stream(void) {
+  ph_mock *m = start("max_waiters = 1048576\n");
+  if (!m)
+    return;
+  answer a;
+  ask(m, "steady.example", &a); /* cached: the stream is all hits */
+  int p[2];
+  if (!ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
+    finish(m);
+    return;
+  }
+  stream_running = 1;
+  stream_checks = stream_answers_during = 0;
+  stream_until = F.api->now_ms(F.ctx) + 100;
+  F.stream_io = F.api->io_new(F.ctx, p[0], PH_READ, stream_tick, NULL);
+  for (int i = 0; i < 100 && stream_running; i++)
+    mock_run_for(m, 10);
+  mock_run_for(m, 20);
+  ok(stream_checks > 0, "checks were started on every iteration");
+  printf("# %d hits in 100 ms, %d answered while they kept coming\n",
+         stream_checks, stream_answers_during);
+  ok(stream_answers_during > 0,
+     "TM-P1-10: hits are answered while checks keep coming");
+  finish(m);
+  close(p[0]);
+  close(p[1]);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 4096);
@@ -995,6 +1060,7 @@ int main(void) {
   test_reload();
   test_sample();
   test_metrics_lint();
+  test_steady_stream();
   buf_free(&err);
   return done_testing();
 }
