@@ -1036,6 +1036,46 @@ static void test_steady_stream(void) {
   close(p[1]);
 }
 
+/* The steady state the cache is for: a fixed set of principals and
+ * targets asked in a loop. Counted at the store, with the cache on and
+ * off (TM-UPG-11); the aim is at least 90 % fewer store checks. */
+static int64_t steady_run(ph_mock *m) {
+  int64_t before = F.fs->calls(F.fself);
+  answer a[20];
+  char host[32], tok[16];
+  for (int round = 0; round < 50; round++) {
+    for (int i = 0; i < 20; i++) {
+      snprintf(tok, sizeof(tok), "tok%d", i % 4);
+      snprintf(host, sizeof(host), "t%d.example", i % 5);
+      ph_access_request r = req_full(tok, "ag1", host, 443);
+      check_req(&r, &a[i]);
+    }
+    wait_all(m, a, 20);
+  }
+  return F.fs->calls(F.fself) - before;
+}
+
+static void test_steady_state_ratio(void) {
+  ph_mock *m = start("");
+  if (!m)
+    return;
+  int64_t on = steady_run(m);
+  finish(m);
+  m = start("enabled = false\n");
+  if (!m)
+    return;
+  int64_t off = steady_run(m);
+  finish(m);
+  printf("# 1000 checks over 20 keys: %lld store checks with the cache, "
+         "%lld without\n",
+         (long long)on, (long long)off);
+  is_int(off, 1000,
+         "TM-UPG-11: off, every one of 1000 checks reaches the "
+         "store");
+  is_int(on, 20, "on, one store check per key (20 keys)");
+  ok(on * 10 <= off, "at least 90 % fewer store checks with the cache");
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 4096);
@@ -1061,6 +1101,7 @@ int main(void) {
   test_sample();
   test_metrics_lint();
   test_steady_stream();
+  test_steady_state_ratio();
   buf_free(&err);
   return done_testing();
 }
