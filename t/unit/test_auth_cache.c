@@ -915,6 +915,11 @@ static void test_reload(void) {
 /* The sample, as a drop-in, loads and caches auth_local's "access". */
 static void test_sample(void) {
   static char sample[8192], text[9000];
+  if (access(PH_BUILD_MODULES "/auth_local/.libs/auth_local.so", R_OK) != 0) {
+    printf("ok %d # SKIP the sample's store, auth_local, was not built\n",
+           ++tap_n_);
+    return;
+  }
   FILE *f = fopen(
       PH_TEST_LIBDIR "/../../modules/auth_cache/auth_cache.ini.sample", "r");
   size_t n = f ? fread(sample, 1, sizeof(sample) - 1, f) : 0;
