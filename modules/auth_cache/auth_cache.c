@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "auth_cache_int.h"
-#include "frontend_check.h"
+#include "provider_check.h"
 
 static const ph_api *api;
 

@@ -15,12 +15,4 @@
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen);
 
-/* For any module's check: the provider key k names, if it names one, is
- * a loaded instance whose module declares service (an empty value passes:
- * "the only provider"). PH_OK, or PH_EINVAL with *key = k and a reason in
- * why. */
-int check_named_provider(ph_ctx *ctx, const ph_api *api, const char *k,
-                         const char *service, const char **key, char *why,
-                         size_t whylen);
-
 #endif
