@@ -36,9 +36,41 @@ static int get(cache_gen *g, int i, int64_t now, cache_verdict *out) {
   return cache_gen_get(g, k, n, cache_key_hash(k, n), now, out);
 }
 
+/* TM-P1-3/5, TM-SEC-3: the key is the five fields and nothing else. */
+static void test_key(void) {
+  static char secret[] = "s3cr3t-bearer";
+  ph_access_request r = {.size = sizeof(r),
+                         .protocol = PH_PROTO_TCP,
+                         .port = 0x1bb,
+                         .host = "h.example",
+                         .principal = "tok",
+                         .agent = "ag",
+                         .reserved = {secret, secret, secret, secret}};
+  unsigned char k[CACHE_KEY_MAX];
+  size_t n = cache_key_encode(&r, k);
+  static const unsigned char want[] = {
+      PH_PROTO_TCP, 0x01, 0xbb, 3,   3,   't', 'o', 'k', 2,  'a', 'g', 9,
+      'h',          '.',  'e',  'x', 'a', 'm', 'p', 'l', 'e'};
+  ok(n == sizeof(want) && memcmp(k, want, n) == 0,
+     "TM-P1-3: the key is protocol, port, the principal, the agent and the "
+     "host, each name with its length");
+  ok(!memmem(k, n, secret, strlen(secret)),
+     "TM-P1-5/TM-SEC-3: nothing else of the request gets in");
+  ph_access_request anon = r;
+  anon.principal = NULL;
+  anon.agent = NULL;
+  unsigned char k2[CACHE_KEY_MAX];
+  size_t n2 = cache_key_encode(&anon, k2);
+  ok(n2 == 4 + 10 && k2[3] == 0, "no principal, no agent: flags 0, the host");
+  uint64_t h1 = cache_key_hash(k, n), h2 = cache_key_hash(k, n);
+  ok(h1 == h2 && h1 != cache_key_hash(k2, n2), "the hash is a function of "
+                                               "the key");
+}
+
 int main(void) {
   plan_lazy();
   ok(cache_key_seed() == 0, "the hash key is drawn");
+  test_key();
   cache_gen *g = cache_gen_new(7, 3);
   ok(g != NULL, "a generation of 3 entries");
   is_int(cache_gen_revision(g), 7, "for revision 7");
