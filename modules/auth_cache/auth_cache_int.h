@@ -84,7 +84,8 @@ struct acache {
   int suspect;  /* the last read failed or went back: the next good one
                    starts a fresh generation */
   uint64_t last_rev;
-  uint64_t gen_id; /* bumped with every generation, never reused */
+  uint64_t gen_id; /* flights started under it may be joined; bumped with
+                      every generation and when the revision goes bad */
   cache_gen *cur;  /* NULL: nothing is cached (not ready, no memory) */
   retired *retired;
   int started;

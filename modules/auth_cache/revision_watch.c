@@ -105,6 +105,10 @@ static void bad_read(acache *s, int rc) {
               "auth_cache: the store cannot vouch for its revision; no "
               "cached allow is served until it can",
               PH_INT("status", rc));
+  /* A check from now on does not join a store check started while the
+   * revision was good: it gets an answer computed now. */
+  if (s->healthy)
+    s->gen_id++;
   s->healthy = 0;
   s->suspect = 1;
 }

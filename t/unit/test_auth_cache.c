@@ -1081,6 +1081,116 @@ static void test_steady_state_ratio(void) {
   ok(on * 10 <= off, "at least 90 % fewer store checks with the cache");
 }
 
+/* A random run against the model the contract implies: thousands of
+ * checks over a few keys while the store's revision rises, goes bad
+ * (PH_ESTATE, answering unavailable), recovers and once in a while goes
+ * backwards, answers are held and released, and checks are cancelled.
+ * Whatever the order:
+ *  - every check is answered exactly once, or not at all once cancelled;
+ *  - an answer given while the store's revision was R carries R (no
+ *    verdict of another revision is served: TM-P1-28, TM-TEST-21);
+ *  - a check made while the store could not vouch for its revision never
+ *    gets an allow (TM-SEC-4, TM-TEST-23);
+ *  - nothing is answered inside check_open. */
+typedef struct rcheck {
+  answer a;
+  int64_t id;
+  uint64_t rev;
+  int store_ok;
+  int cancelled;
+} rcheck;
+
+static uint32_t rnd_state = 12345;
+static uint32_t rnd(void) {
+  rnd_state ^= rnd_state << 13;
+  rnd_state ^= rnd_state >> 17;
+  rnd_state ^= rnd_state << 5;
+  return rnd_state;
+}
+
+static void test_random_model(void) {
+  ph_mock *m = start("max_entries = 5\nmax_negative_ttl = 20ms\n");
+  if (!m)
+    return;
+  enum { N = 4000 };
+  rcheck *c = calloc(N, sizeof(*c));
+  int n = 0, inside_before = called_inside;
+  uint64_t rev = 1;
+  int store_ok = 1;
+  char host[32];
+  while (n < N) {
+    uint32_t op = rnd() % 100;
+    if (op < 50) {
+      rcheck *r = &c[n++];
+      snprintf(host, sizeof(host), "k%u.example", rnd() % 8);
+      r->rev = rev;
+      r->store_ok = store_ok;
+      r->id = check(host, &r->a);
+    } else if (op < 58) {
+      rcheck *r = &c[rnd() % (n ? n : 1)];
+      if (n && r->id > 0 && !r->a.calls && !r->cancelled &&
+          F.vt->cancel(F.self, r->id) == PH_OK)
+        r->cancelled = 1;
+    } else if (op < 64) {
+      F.fs->set_revision(F.fself, ++rev, store_ok ? PH_OK : PH_ESTATE);
+    } else if (op < 67) {
+      store_ok = 0;
+      F.fs->set_revision(F.fself, rev, PH_ESTATE);
+      F.fs->set_answer(F.fself, PH_ACCESS_UNAVAILABLE, PH_OPEN_INTERNAL_ERROR,
+                       0);
+    } else if (op < 72) {
+      store_ok = 1;
+      F.fs->set_revision(F.fself, rev, PH_OK);
+      int allow = rnd() % 2;
+      F.fs->set_answer(F.fself, allow ? PH_ACCESS_ALLOW : PH_ACCESS_DENY,
+                       allow ? PH_OPEN_OK : PH_OPEN_FORBIDDEN, 5000);
+    } else if (op < 73 && rev > 2) {
+      rev -= 2; /* backwards */
+      F.fs->set_revision(F.fself, rev, store_ok ? PH_OK : PH_ESTATE);
+    } else if (op < 82) {
+      F.fs->release(F.fself);
+    } else if (op < 90) {
+      F.fs->set_mode(F.fself, rnd() % 2 ? FS_HOLD : FS_NEXT_TURN);
+    } else {
+      mock_run_for(m, 1);
+    }
+  }
+  F.fs->set_mode(F.fself, FS_NEXT_TURN);
+  for (int round = 0; round < 200 && F.fs->held(F.fself) > 0; round++) {
+    F.fs->release(F.fself);
+    mock_run_for(m, 2);
+  }
+  mock_run_for(m, 10);
+  int once = 1, revs = 1, no_allow = 1, accepted = 1, allows = 0;
+  for (int i = 0; i < N; i++) {
+    rcheck *r = &c[i];
+    accepted &= r->id > 0;
+    once &= r->cancelled ? r->a.calls == 0 : r->a.calls == 1;
+    if (r->a.calls && r->a.res.verdict != PH_ACCESS_UNAVAILABLE && r->store_ok)
+      revs &= r->a.res.revision == r->rev;
+    if (r->a.calls && !r->store_ok)
+      no_allow &= r->a.res.verdict != PH_ACCESS_ALLOW;
+    allows += r->a.calls && r->a.res.verdict == PH_ACCESS_ALLOW;
+  }
+  printf("# %d checks, %lld store checks, %d allows, %lld hits, %lld "
+         "shared\n",
+         N, (long long)F.fs->calls(F.fself), allows, req_count(m, "hit"),
+         req_count(m, "shared"));
+  ok(accepted, "random run: every check accepted");
+  ok(once, "random run: each answered once, the cancelled never");
+  ok(revs, "TM-TEST-21: random run: every verdict carries the revision "
+           "the store had when the check was made");
+  ok(no_allow, "TM-TEST-23: random run: no allow for a check made while "
+               "the store could not vouch for its revision");
+  ok(req_count(m, "hit") > 0 && req_count(m, "shared") > 0,
+     "random run: hits and shared fetches both happened");
+  is_int(called_inside, inside_before,
+         "random run: nothing answered inside "
+         "check_open");
+  free(c);
+  finish(m);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 4096);
@@ -1107,6 +1217,7 @@ int main(void) {
   test_metrics_lint();
   test_steady_stream();
   test_steady_state_ratio();
+  test_random_model();
   buf_free(&err);
   return done_testing();
 }
