@@ -29,6 +29,7 @@
 #include "api_json.h"
 #include "api_routes.h"
 #include "json.h"
+#include "provider_check.h"
 
 #define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
 #define JSON_TYPE "application/json"
@@ -462,12 +463,10 @@ static int api_check(ph_ctx *ctx, const ph_api *a, const char **key,
                           "(store_sqlite or store_pg)");
     return PH_EINVAL;
   }
-  if (!a->service_provider_loaded(ctx, PH_AZ_STORE_SERVICE, store)) {
-    *key = "store";
-    snprintf(why, whylen, "no loaded module instance %s provides %s", store,
-             PH_AZ_STORE_SERVICE);
-    return PH_EINVAL;
-  }
+  int rc = check_named_provider(ctx, a, "store", PH_AZ_STORE_SERVICE, key,
+                                why, whylen);
+  if (rc != PH_OK)
+    return rc;
   admin_token t;
   if (admin_token_load(a->conf_str(ctx, "token_file"), &t, why, whylen) <
       0) {

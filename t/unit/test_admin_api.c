@@ -110,8 +110,8 @@ static void test_token_file(void) {
   buf_reset(&err);
   x = mock_new(text, &err);
   ok(x && mock_init(x, &err) < 0, "a store that is not loaded is refused");
-  like(err.data, "admin_api.store: no loaded module instance nope provides "
-                 "authz.store",
+  like(err.data, "admin_api.store: \"nope\" is not a loaded module instance "
+                 "that provides the \"authz.store\" service",
        "... naming it");
   mock_free(x);
   buf_free(&err);
