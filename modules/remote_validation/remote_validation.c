@@ -384,8 +384,9 @@ static flight *flight_find(rv *r, const unsigned char *key) {
   return NULL;
 }
 
+/* An error is no answer: a denial too, told apart for the stage metric. */
 static const int verdict_of[Q_N] = {PH_VALIDATION_ALLOW, PH_VALIDATION_DENY,
-                                    PH_VALIDATION_DENY};
+                                    PH_VALIDATION_UNAVAILABLE};
 
 /* rv_http's answer: cache it (if still current), then tell everyone. */
 static void flight_done(void *arg, int outcome) {

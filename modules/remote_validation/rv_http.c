@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -39,6 +40,7 @@ struct rv_http {
   struct curl_slist *headers; /* holds the bearer token: wiped at free */
   char *url, *ca_file;
   int64_t timeout_ms;
+  int tls; /* an https endpoint */
   size_t max_inflight, inflight;
   rv_http_req *reqs;
   rv_sock *socks;
@@ -107,6 +109,11 @@ static void check_done(rv_http *h) {
       else if (status == 401 || status == 403)
         out = RV_OUT_DENY;
     }
+    if (out == RV_OUT_ERROR)
+      PH_LOG_RL(h->api, h->ctx, PH_LOG_DEBUG,
+                "remote validation request failed",
+                PH_INT("curl_code", (int64_t)m->data.result),
+                PH_INT("status", (int64_t)status));
     req_unlink(h, r);
     rv_http_done_fn done = r->done;
     void *arg = r->arg;
@@ -207,6 +214,7 @@ rv_http *rv_http_new(const ph_api *api, ph_ctx *ctx, const rv_http_conf *c) {
   h->timeout_ms = c->timeout_ms;
   h->max_inflight = c->max_inflight;
   h->url = strdup(c->endpoint);
+  h->tls = strncasecmp(c->endpoint, "https:", 6) == 0;
   h->ca_file = c->ca_file && *c->ca_file ? strdup(c->ca_file) : NULL;
   h->multi = curl_multi_init();
   h->timer = api->timer_new(ctx, on_timer, h);
@@ -274,7 +282,11 @@ int rv_http_post(rv_http *h, const char *body, size_t len,
   curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+  /* On TLS, wait for the connection being set up rather than open
+   * another: it may turn out to be HTTP/2 and carry both. Plain http is
+   * HTTP/1.1, where waiting would queue one request behind another. */
+  if (h->tls)
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
