@@ -395,6 +395,16 @@ static void flight_done(void *arg, int outcome) {
   if (outcome < 0 || outcome >= Q_N)
     outcome = Q_ERROR;
   api->inc(r->m_req[outcome], 1);
+  static const char *const names[Q_N] = {"allow", "deny", "error"};
+  /* Only the outcome and the count: never who, what or where. */
+  if (api->log_enabled(r->ctx, PH_LOG_DEBUG)) {
+    size_t waiting = 0;
+    for (call *c = f->waiters; c; c = c->next)
+      waiting++;
+    PH_LOG(api, r->ctx, PH_LOG_DEBUG, "remote validation answer",
+           PH_STR("result", names[outcome]), PH_UINT("callers", waiting),
+           PH_STR("current", f->generation == r->generation ? "yes" : "no"));
+  }
   if (outcome == Q_ERROR)
     PH_LOG_RL(api, r->ctx, PH_LOG_WARN,
               "remote validation: the endpoint gave no usable answer "
