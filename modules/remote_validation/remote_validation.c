@@ -128,6 +128,7 @@ struct rv {
   int64_t ttl[Q_N];
   int64_t timeout_ms, max_entries, max_inflight, max_pending;
   char *endpoint, *ca_file, *token_file;
+  unsigned char token_digest[RV_KEY_LEN]; /* of the token in use */
   /* calls */
   int64_t last_id;
   size_t n_calls;
@@ -625,22 +626,13 @@ static void retire_http(rv *r, rv_http *h) {
   rv_http_retire(h, old_gone, r);
 }
 
-/* A new HTTP client for the configuration in force; NULL with *err set
- * when it cannot be made. */
-static rv_http *make_http(rv *r, int *err) {
+/* A new HTTP client for the configuration in force and token (NULL:
+ * none); NULL with *err set when it cannot be made. */
+static rv_http *make_http(rv *r, const char *token, int *err) {
   *err = 0;
   const char *ep = api->conf_str(r->ctx, "endpoint");
   if (!ep || !*ep)
     return NULL;
-  char why[160] = "";
-  char *token = NULL;
-  const char *tf = api->conf_str(r->ctx, "auth_token_file");
-  if (tf && *tf && !(token = read_token(tf, why, sizeof(why)))) {
-    PH_LOG(api, r->ctx, PH_LOG_ERROR, "remote_validation.auth_token_file",
-           PH_STR("reason", why));
-    *err = PH_EINVAL;
-    return NULL;
-  }
   rv_http_conf hc = {.endpoint = ep,
                      .token = token,
                      .ca_file = api->conf_str(r->ctx, "ca_file"),
@@ -648,10 +640,36 @@ static rv_http *make_http(rv *r, int *err) {
                      .max_inflight =
                          (size_t)api->conf_int(r->ctx, "max_inflight")};
   rv_http *h = rv_http_new(api, r->ctx, &hc);
-  free_token(token);
   if (!h)
     *err = PH_ENOMEM;
   return h;
+}
+
+/* The token file read now, and its digest (all zero without one): a
+ * token rotated in place is a change too. PH_OK or PH_EINVAL (logged). */
+static int load_token(rv *r, char **token, unsigned char digest[RV_KEY_LEN]) {
+  *token = NULL;
+  memset(digest, 0, RV_KEY_LEN);
+  const char *tf = api->conf_str(r->ctx, "auth_token_file");
+  if (!tf || !*tf)
+    return PH_OK;
+  char why[160] = "";
+  if (!(*token = read_token(tf, why, sizeof(why)))) {
+    PH_LOG(api, r->ctx, PH_LOG_ERROR, "remote_validation.auth_token_file",
+           PH_STR("reason", why));
+    return PH_EINVAL;
+  }
+  ph_validation_request q = {.size = sizeof(q),
+                             .host = "token",
+                             .username = *token,
+                             .username_len = strlen(*token)};
+  if (q.username_len > 255) { /* the digest takes 255 bytes a field */
+    q.password = *token + 255;
+    q.password_len = q.username_len - 255 > 255 ? 255 : q.username_len - 255;
+    q.username_len = 255;
+  }
+  rv_key_digest(&r->keyer, &q, digest);
+  return PH_OK;
 }
 
 /* Reads the configuration in force. The first time, and whenever the
@@ -664,8 +682,14 @@ static int apply_config(rv *r, int first) {
   int64_t max_entries = api->conf_int(r->ctx, "max_entries");
   int64_t timeout = api->conf_int(r->ctx, "timeout");
   int64_t max_inflight = api->conf_int(r->ctx, "max_inflight");
+  char *token;
+  unsigned char token_digest[RV_KEY_LEN];
+  int rc = load_token(r, &token, token_digest);
+  if (rc != PH_OK)
+    return rc;
   int changed = first || !same_str(ep, r->endpoint) ||
-                !same_str(ca, r->ca_file) || !same_str(tf, r->token_file);
+                !same_str(ca, r->ca_file) || !same_str(tf, r->token_file) ||
+                memcmp(token_digest, r->token_digest, RV_KEY_LEN) != 0;
   /* The client carries the timeout and the pool's size too. */
   int new_http = changed || timeout != r->timeout_ms ||
                  max_inflight != r->max_inflight;
@@ -673,12 +697,16 @@ static int apply_config(rv *r, int first) {
   rv_http *h = NULL;
   rv_cache *cache = NULL;
   int err = 0;
-  if (new_http && (h = make_http(r, &err)) == NULL && err)
+  if (new_http)
+    h = make_http(r, token, &err);
+  free_token(token);
+  if (err)
     return err;
   if (new_cache && !(cache = rv_cache_new((size_t)max_entries))) {
     rv_http_free(h);
     return PH_ENOMEM;
   }
+  memcpy(r->token_digest, token_digest, RV_KEY_LEN);
   r->ttl[Q_ALLOW] = api->conf_int(r->ctx, "positive_ttl");
   r->ttl[Q_DENY] = api->conf_int(r->ctx, "negative_ttl");
   r->ttl[Q_ERROR] = api->conf_int(r->ctx, "error_ttl");

@@ -90,7 +90,9 @@ typedef struct ph_validation_v1 {
    * > 0 (the verdict comes through cb), PH_VALIDATION_BYPASS (allowed, no
    * callback), or a negative ph_status and then cb is never called:
    * PH_EINVAL for a malformed request (NULL req or cb, a size too small,
-   * an unknown protocol, port 0, a string out of bounds), PH_ENOMEM. */
+   * an unknown protocol, port 0, a string out of bounds), PH_EFULL when
+   * the provider's bound of waiting calls is reached, PH_ENOMEM. A caller
+   * treats every negative status as a denial. */
   int64_t (*validate)(void *self, const ph_validation_request *req,
                       ph_validation_cb cb, void *arg);
   /* Abandons a validation: the callback is not called afterwards. PH_OK,

@@ -619,6 +619,19 @@ static void test_token_and_privacy(void) {
          !strstr(t, "private.target") && !strstr(t, "8443") &&
          !strstr(t, "tok-123abc"),
      "TM-P1-39: /metrics holds no username, password, target or token");
+  /* The token rotated in place, the same configuration reloaded. */
+  int conns = stats().connections, reqs = stats().requests;
+  f = fopen(path, "w");
+  fputs("tok-456def\n", f);
+  fclose(f);
+  ok(reload(m, "/", extra) == 0, "reload after the token file changed");
+  validate_full("allow-secretuser", "pw-SECRET-42", "private.target.example",
+                8443, NULL, &a);
+  wait_answers(m, &a, 1);
+  is_str(stats().auth, "Bearer tok-456def", "TM-P1-40: the new token is sent");
+  is_int(stats().requests, reqs + 1,
+         "TM-P1-40: a changed token clears the cache");
+  is_int(stats().connections, conns + 1, "TM-P1-40: ... on a new connection");
   finish(m);
 }
 
