@@ -459,10 +459,16 @@ static void on_request(s5_conn *c, const s5_request *q) {
   c->state = ST_OPENING;
   /* The answer comes through s5_open_done (maybe already inside), after
    * the validation step when there is one; it copies the credentials. */
-  int r = frontend_session_open_validated(
-      &c->fs, c->host, q->port, c->user, c->user,
-      c->user ? strlen(c->user) : 0, c->pass, c->pass_len);
-  wipe_pass(c);
+  int r;
+  if (!s->fs.validation) {
+    r = frontend_session_open(&c->fs, q->host, q->port, c->user);
+  } else {
+    r = frontend_session_open_validated(&c->fs, c->host, q->port, c->user,
+                                        c->user,
+                                        c->user ? strlen(c->user) : 0,
+                                        c->pass, c->pass_len);
+    wipe_pass(c);
+  }
   if (r != PH_OK) {
     c->answered = 1;
     c->stage = PH_STAGE_PROTOCOL;

@@ -18,7 +18,9 @@ GET /stats   one line: "requests=N connections=M open=K bad=B auth=VALUE",
              ("-" when none)
 GET /reset-stats  zeroes the counters
 
-HTTP/1.1 with keep-alive, one thread per connection. It writes its port to
+HTTP/1.1 with keep-alive, one thread per connection; https with
+--tls-cert and --tls-key (a handshake that fails, for a client that does
+not trust the certificate, is dropped quietly). It writes its port to
 --port-file, and exits after --lifetime seconds or when the process that
 started it goes away."""
 import argparse
@@ -26,6 +28,7 @@ import http.server
 import json
 import os
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -145,9 +148,15 @@ def main():
     ap.add_argument("--port-file")
     ap.add_argument("--slow-ms", type=int, default=1000)
     ap.add_argument("--lifetime", type=int, default=300)
+    ap.add_argument("--tls-cert", help="serve https with this PEM chain")
+    ap.add_argument("--tls-key", help="... and this key")
     a = ap.parse_args()
     Handler.slow_ms = a.slow_ms
     srv = Server(("127.0.0.1", a.port), Handler)
+    if a.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     port = srv.server_address[1]
     if a.port_file:
         tmp = a.port_file + ".tmp"

@@ -5,7 +5,8 @@
  * the requests and connections it sees): the bypass of an empty endpoint,
  * the TTLs of allow, deny and error, coalescing, keys that never share,
  * keep-alive, a reload to a new endpoint, timeouts, failures, the
- * in-flight bound, cancellation, the bearer token, and nothing
+ * in-flight bound, cancellation, the bearer token, https with ca_file
+ * (and a certificate refused), and nothing
  * identifying on /metrics. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -64,38 +65,54 @@ static char tmpdir[] = "/tmp/test_rv.XXXXXX";
 static pid_t ep_pid = -1;
 static int ep_port;
 
-static int endpoint_start(void) {
-  if (!mkdtemp(tmpdir))
-    return -1;
-  char portfile[128], slow[16];
-  snprintf(portfile, sizeof(portfile), "%s/ep.port", tmpdir);
+/* Starts validation_endpoint.py (with TLS when cert is not NULL); its pid
+ * in *pid, its port returned (-1: it did not start). */
+static int endpoint_run(const char *name, const char *cert, const char *key,
+                        pid_t *pid) {
+  char portfile[160], slow[16];
+  snprintf(portfile, sizeof(portfile), "%s/%s.port", tmpdir, name);
   snprintf(slow, sizeof(slow), "%d", SLOW_MS);
   const char *py = getenv("PYTHON3");
   if (!py || !*py)
     py = "/usr/bin/python3";
-  ep_pid = fork();
-  if (ep_pid < 0)
+  *pid = fork();
+  if (*pid < 0)
     return -1;
-  if (ep_pid == 0) {
-    execlp(py, py, PH_TEST_LIBDIR "/validation_endpoint.py", "--port-file",
-           portfile, "--slow-ms", slow, "--lifetime", "300", (char *)NULL);
+  if (*pid == 0) {
+    if (cert)
+      execlp(py, py, PH_TEST_LIBDIR "/validation_endpoint.py", "--port-file",
+             portfile, "--slow-ms", slow, "--lifetime", "300", "--tls-cert",
+             cert, "--tls-key", key, (char *)NULL);
+    else
+      execlp(py, py, PH_TEST_LIBDIR "/validation_endpoint.py", "--port-file",
+             portfile, "--slow-ms", slow, "--lifetime", "300", (char *)NULL);
     _exit(127);
   }
   for (int i = 0; i < 500; i++) { /* at most 10 s */
     FILE *f = fopen(portfile, "r");
+    int port = 0;
     if (f) {
-      int got = fscanf(f, "%d", &ep_port) == 1;
+      int got = fscanf(f, "%d", &port) == 1;
       fclose(f);
-      if (got && ep_port > 0)
-        return 0;
+      if (got && port > 0) {
+        unlink(portfile);
+        return port;
+      }
     }
-    if (waitpid(ep_pid, NULL, WNOHANG) == ep_pid) {
-      ep_pid = -1;
+    if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+      *pid = -1;
       return -1;
     }
     usleep(20000);
   }
   return -1;
+}
+
+static int endpoint_start(void) {
+  if (!mkdtemp(tmpdir))
+    return -1;
+  ep_port = endpoint_run("ep", NULL, NULL, &ep_pid);
+  return ep_port > 0 ? 0 : -1;
 }
 
 static void endpoint_stop(void) {
@@ -104,10 +121,12 @@ static void endpoint_stop(void) {
     waitpid(ep_pid, NULL, 0);
   }
   char path[160];
-  snprintf(path, sizeof(path), "%s/ep.port", tmpdir);
-  unlink(path);
-  snprintf(path, sizeof(path), "%s/token", tmpdir);
-  unlink(path);
+  const char *files[] = {"token", "cert.pem", "key.pem", "other.pem",
+                         "otherkey.pem"};
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
+    unlink(path);
+  }
   rmdir(tmpdir);
 }
 
@@ -635,6 +654,80 @@ static void test_token_and_privacy(void) {
   finish(m);
 }
 
+static void skip(const char *why) {
+  tap_n_++;
+  printf("ok %d # SKIP %s\n", tap_n_, why);
+}
+
+/* A certificate for 127.0.0.1 made now, and one of another CA. */
+static int make_certs(void) {
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd),
+           "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/key.pem "
+           "-out %s/cert.pem -days 1 -subj /CN=127.0.0.1 "
+           "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 && "
+           "openssl req -x509 -newkey rsa:2048 -nodes -keyout "
+           "%s/otherkey.pem -out %s/other.pem -days 1 -subj /CN=other "
+           ">/dev/null 2>&1",
+           tmpdir, tmpdir, tmpdir, tmpdir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_tls(void) {
+  if (make_certs() < 0) {
+    skip("openssl could not make a certificate");
+    return;
+  }
+  char cert[160], key[160], other[160], extra[512];
+  snprintf(cert, sizeof(cert), "%s/cert.pem", tmpdir);
+  snprintf(key, sizeof(key), "%s/key.pem", tmpdir);
+  snprintf(other, sizeof(other), "%s/other.pem", tmpdir);
+  pid_t pid;
+  int port = endpoint_run("tls", cert, key, &pid);
+  ok(port > 0, "an https endpoint with a certificate made now");
+  if (port <= 0)
+    return;
+  char text[2048];
+  snprintf(extra, sizeof(extra), "ca_file = %s\n", cert);
+  snprintf(text, sizeof(text),
+           "[proxyhost]\nmodules = %s\n[remote_validation]\n"
+           "endpoint = https://127.0.0.1:%d/\n%s",
+           MODULE, port, extra);
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  if (m && mock_add(m, &front_mod, &err) == 0 && mock_init(m, &err) == 0 &&
+      mock_start(m, &err) == 0) {
+    is_int(ask(m, "allow-tls"), PH_VALIDATION_ALLOW,
+           "https with ca_file: the certificate is checked and trusted");
+    is_int(ask(m, "deny-tls"), PH_VALIDATION_DENY, "https: a deny");
+  } else {
+    ok(0, "https: started");
+  }
+  if (m)
+    finish(m);
+  /* Another CA, and the system's store: the certificate is refused. */
+  for (int i = 0; i < 2; i++) {
+    snprintf(text, sizeof(text),
+             "[proxyhost]\nmodules = %s\n[remote_validation]\n"
+             "endpoint = https://127.0.0.1:%d/\n%s%s\n",
+             MODULE, port, i == 0 ? "ca_file = " : "", i == 0 ? other : "");
+    buf_reset(&err);
+    m = mock_new(text, &err);
+    if (m && mock_add(m, &front_mod, &err) == 0 && mock_init(m, &err) == 0 &&
+        mock_start(m, &err) == 0)
+      is_int(ask(m, "allow-tls"), PH_VALIDATION_UNAVAILABLE,
+             i == 0 ? "a certificate of another CA: an error (a denial)"
+                    : "a certificate the system's store does not know: an "
+                      "error (a denial)");
+    else
+      ok(0, "https: started");
+    if (m)
+      finish(m);
+  }
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+}
+
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN);
@@ -654,6 +747,7 @@ int main(void) {
   test_inflight_bound();
   test_cancel();
   test_token_and_privacy();
+  test_tls();
   endpoint_stop();
   buf_free(&err);
   done_testing();
