@@ -16,6 +16,8 @@
 
 #include <curl/curl.h>
 
+#define RV_BODY_MAX 4096 /* response body bytes read at most */
+
 /* One socket libcurl asked us to watch. */
 typedef struct rv_sock {
   rv_http *h;
@@ -29,6 +31,7 @@ struct rv_http_req {
   CURL *easy;
   rv_http_done_fn done;
   void *arg;
+  size_t body_seen; /* response body bytes, counted and dropped */
   struct rv_http_req *prev, *next;
 };
 
@@ -57,11 +60,13 @@ static void wipe_headers(struct curl_slist *l) {
 }
 
 /* The body is dropped: only the status matters, and a body is never
- * kept or logged (TM-P1-39). */
+ * kept or logged (TM-P1-39). Past RV_BODY_MAX bytes the transfer is cut
+ * (an error): an endpoint cannot keep a request slot with a long body. */
 static size_t drop_body(char *p, size_t size, size_t n, void *arg) {
   (void)p;
-  (void)arg;
-  return size * n;
+  rv_http_req *r = arg;
+  r->body_seen += size * n;
+  return r->body_seen > RV_BODY_MAX ? 0 : size * n;
 }
 
 static void req_unlink(rv_http *h, rv_http_req *r) {
@@ -297,6 +302,7 @@ int rv_http_post(rv_http *h, const char *body, size_t len,
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)len);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, drop_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
     curl_easy_cleanup(e);

@@ -6,7 +6,8 @@ library only), speaking the wire format of docs/user-guide/remote-validation.md.
 POST /       JSON {"protocol","agent","host","port","username","password"}:
              username starting "allow" -> 200, "deny" -> 403, "unauth" ->
              401, "err" -> 500, "slow" -> 200 after --slow-ms, "reset" ->
-             the connection is reset without an answer; anything else 403.
+             the connection is reset without an answer, "bigbody" -> 200
+             with a 64 KiB body; anything else 403.
 POST /slow   every answer after --slow-ms (then as for /)
 POST /fail   500 for everyone
 POST /reset  the connection is reset for everyone
@@ -120,6 +121,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(500, b"failing on purpose\n")
         if self.path == "/slow" or user.startswith("slow"):
             time.sleep(self.slow_ms / 1000.0)
+        if user.startswith("bigbody"):
+            return self.reply(200, b"x" * 65536)
         if user.startswith("allow") or user.startswith("slow"):
             return self.reply(200, b"allowed\n")
         if user.startswith("unauth"):

@@ -519,6 +519,14 @@ static void test_failures(void) {
   is_int(ask(m, "allow-r"), PH_VALIDATION_UNAVAILABLE,
          "a connection reset is UNAVAILABLE");
   finish(m);
+  m = start("/", "");
+  if (m) {
+    is_int(ask(m, "bigbody-b"), PH_VALIDATION_UNAVAILABLE,
+           "a 2xx with a body past 4 KiB is cut: an error");
+    is_int(ask(m, "allow-after-big"), PH_VALIDATION_ALLOW,
+           "the next request is answered");
+    finish(m);
+  }
   m = start("/fail", "");
   if (m) {
     is_int(ask(m, "allow-f"), PH_VALIDATION_UNAVAILABLE,
