@@ -488,6 +488,55 @@ static void test_keepalive_and_reload(void) {
      "TM-P1-44: destroying the module closes its connections");
 }
 
+/* A reload while a request runs: the old client answers it, its verdict
+ * is not cached, a new call does not wait for it, and the old connection
+ * closes once it ended. */
+static void test_reload_in_flight(void) {
+  reset_stats();
+  int open0 = stats().open;
+  ph_mock *m = start("/", "");
+  if (!m) {
+    ok(0, "reload in flight: started");
+    return;
+  }
+  answer old, fresh;
+  validate("slow-rita", &old);
+  mock_run_for(m, 100); /* the request reaches the endpoint */
+  ok(reload(m, "/v3", "") == 0, "reload to a new endpoint during a request");
+  validate("slow-rita", &fresh);
+  for (int i = 0; i < 1000 && (old.calls == 0 || fresh.calls == 0); i++)
+    mock_run_for(m, 10);
+  is_int(old.verdict, PH_VALIDATION_ALLOW,
+         "TM-P1-40: the request in flight still answers its caller");
+  is_int(fresh.verdict, PH_VALIDATION_ALLOW, "the new call is answered");
+  is_int(stats().requests, 2,
+         "TM-P1-40: the new call made its own request (no sharing across "
+         "the reload)");
+  ok(wait_open(m, open0 + 1),
+     "TM-TEST-29: the old connection closed once its request ended");
+  is_int(ask(m, "slow-rita"), PH_VALIDATION_ALLOW, "then a hit ...");
+  is_int(stats().requests, 2, "... of the new endpoint's verdict");
+  finish(m);
+}
+
+static void test_pending_bound(void) {
+  ph_mock *m = start("/", "max_pending = 2\n");
+  if (!m) {
+    ok(0, "max_pending: started");
+    return;
+  }
+  answer as[3];
+  int64_t a = validate("slow-p1", &as[0]);
+  int64_t b = validate("slow-p2", &as[1]);
+  int64_t c = validate("slow-p3", &as[2]);
+  ok(a > 0 && b > 0, "max_pending = 2: two calls wait");
+  is_int((int)c, PH_EFULL, "the third is refused with PH_EFULL, no callback");
+  wait_answers(m, as, 2);
+  mock_run_for(m, 20);
+  is_int(as[2].calls, 0, "... and never called back");
+  finish(m);
+}
+
 static void test_timeout(void) {
   reset_stats();
   ph_mock *m = start("/", "timeout = 200ms\nerror_ttl = 1s\n");
@@ -750,6 +799,8 @@ int main(void) {
   test_coalesce();
   test_never_shared();
   test_keepalive_and_reload();
+  test_reload_in_flight();
+  test_pending_bound();
   test_timeout();
   test_failures();
   test_inflight_bound();
