@@ -57,8 +57,8 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                            why, whylen);
   if (r != PH_OK)
     return r;
-  r = named_provider(ctx, api, "validation", PH_VALIDATION_SERVICE, key, why,
-                     whylen);
+  r = check_named_provider(ctx, api, "validation", PH_VALIDATION_SERVICE, key,
+                           why, whylen);
   if (r != PH_OK)
     return r;
   const char *auth = api->conf_str(ctx, "auth");
