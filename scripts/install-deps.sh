@@ -13,7 +13,8 @@
 set -eu
 
 BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
-  libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev"
+  libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev
+  libcurl4-openssl-dev"
 # Libraries of modules still to come (configure --with-LIB checks them).
 FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev
