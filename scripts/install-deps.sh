@@ -19,8 +19,10 @@ BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
 FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev
   libhiredis-dev libpq-dev libsqlite3-dev"
-# CI builds the Debian packages (debian/) with dpkg-buildpackage.
-PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot"
+# CI builds the Debian packages (debian/) with dpkg-buildpackage, checks
+# them with lintian and installs them in a clean Debian root made by
+# mmdebstrap (.ci/packages).
+PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot lintian mmdebstrap"
 TEST="curl openssl python3 prometheus"
 SERVERS="redis-server postgresql"
 SERVICES="redis-server postgresql"
