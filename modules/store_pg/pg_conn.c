@@ -263,7 +263,8 @@ static void read_results(pg_conn *c) {
     } else if (c->state == C_BUSY && c->task && !c->have_result &&
                c->n_done < c->n_sent) {
       c->have_result = 1;
-      c->task->ops->result(c->task->arg, c->n_done, res);
+      if (c->task->ops->result(c->task->arg, c->n_done, res))
+        continue; /* the task keeps it */
     }
     PQclear(res);
   }

@@ -72,8 +72,9 @@ typedef struct pg_task_ops {
   void (*begin)(void *arg, pg_send *s);
   /* Statement i's result (0-based, in sending order), also an error
    * (PGRES_FATAL_ERROR) or PGRES_PIPELINE_ABORTED for one skipped after an
-   * earlier error of the round. Valid during the call only. */
-  void (*result)(void *arg, int i, const PGresult *res);
+   * earlier error of the round. Return 1 to keep res (the task PQclears
+   * it later), 0 to let the pool clear it after the call. */
+  int (*result)(void *arg, int i, PGresult *res);
   /* The round ended: send the next one with pg_exec* to go on, or send
    * nothing to end the task (done(PH_OK) follows at once). */
   void (*round_done)(void *arg, pg_send *s);

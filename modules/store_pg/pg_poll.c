@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The revision poll (TM-P1-26, 27, 30, 31): every revision_poll, one
+ * SELECT of authorization_revision through the pool, its outcome handed
+ * to az_revision (store_common), which answers revision() without I/O,
+ * keeps the seed's two metrics and the module's readiness.
+ *
+ * One poll at a time: a poll still running when the timer fires again is
+ * not doubled (it ends by its deadline, query_timeout, below the stale
+ * window).
+ *
+ * A local write's commit raises the revision at once (TM-P1-29). A poll
+ * sent before that commit may come back after it with the older value;
+ * that is not a regression, so such a value reads as "no news". */
+#include "store_pg_int.h"
+
+static void p_begin(void *arg, pg_send *snd) {
+  (void)arg;
+  pg_exec(snd, Q_REVISION, 0, NULL);
+}
+
+static int p_result(void *arg, int i, PGresult *res) {
+  (void)i;
+  spg *s = arg;
+  s->poll_what = res_revision(res, &s->poll_value);
+  if (s->poll_what == AZ_REV_READ_FAILED)
+    pg_pool_count_query_error(s->pool);
+  return 0;
+}
+
+static void p_round_done(void *arg, pg_send *snd) {
+  (void)arg;
+  (void)snd;
+}
+
+static void observe(spg *s, az_rev_read what, int64_t value, uint64_t seq) {
+  if (what == AZ_REV_READ_OK && seq != s->raise_seq &&
+      (uint64_t)value < s->rev.value)
+    value = (int64_t)s->rev.value; /* read before a local commit */
+  int was = s->rev.healthy;
+  az_revision_observe(&s->rev, what, value, 1);
+  if (what == AZ_REV_READ_MISSING || what == AZ_REV_READ_BAD ||
+      (what == AZ_REV_READ_OK && !s->rev.healthy))
+    PH_LOG_RL(s->api, s->ctx, PH_LOG_ERROR,
+              "store_pg: authorization_revision is missing, lower than "
+              "before or out of range; failing closed until a good read",
+              PH_INT("read", what == AZ_REV_READ_OK ? value : -1),
+              PH_INT("last_good", (int64_t)s->rev.value));
+  else if (!was && s->rev.healthy)
+    PH_LOG(s->api, s->ctx, PH_LOG_INFO, "store_pg: revision read",
+           PH_INT("revision", (int64_t)s->rev.value));
+}
+
+static void p_done(void *arg, int status) {
+  spg *s = arg;
+  s->poll_task = 0;
+  observe(s, status == PH_OK ? s->poll_what : AZ_REV_READ_FAILED,
+          s->poll_value, s->poll_seq);
+}
+
+static const pg_task_ops poll_ops = {p_begin, p_result, p_round_done, p_done};
+
+static void poll_now(spg *s) {
+  if (s->poll_task > 0)
+    return;
+  s->poll_what = AZ_REV_READ_FAILED;
+  s->poll_value = 0;
+  s->poll_seq = s->raise_seq;
+  int64_t t = pg_pool_submit(s->pool, &poll_ops, s);
+  if (t > 0)
+    s->poll_task = t;
+  else
+    observe(s, AZ_REV_READ_FAILED, 0, s->raise_seq);
+}
+
+static void on_poll(ph_timer *t, void *arg) {
+  (void)t;
+  poll_now(arg);
+}
+
+int poll_init(spg *s) {
+  s->poll_timer = s->api->timer_new(s->ctx, on_poll, s);
+  return s->poll_timer ? PH_OK : PH_ENOMEM;
+}
+
+/* The first poll soon after start (the pool is connecting: it waits in
+ * the queue for the first connection), then every poll_ms. */
+void poll_start(spg *s) {
+  s->api->timer_set(s->poll_timer, 1, (uint64_t)s->poll_ms);
+}
+
+void poll_stop(spg *s) {
+  if (s->poll_timer)
+    s->api->timer_set(s->poll_timer, 0, 0);
+}
+
+void poll_local_commit(spg *s, int64_t value) {
+  s->raise_seq++;
+  az_revision_observe(&s->rev, AZ_REV_READ_OK, value, 0);
+}
