@@ -9,7 +9,7 @@
 -- file (t/integration/migrations.sh compares the catalogs).
 --
 -- Times: *_at columns are Unix seconds (UTC), 0 meaning never / not set;
--- updated_at of the two meta tables is ISO 8601 text, as the seed has it.
+-- updated_at of the two meta tables is ISO 8601 text (CURRENT_TIMESTAMP).
 -- Booleans are 0/1 integers. Names are checked by the stores (the
 -- character set differs in how each engine can say it).
 BEGIN;

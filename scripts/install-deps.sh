@@ -13,14 +13,17 @@
 set -eu
 
 BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
-  libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev"
+  libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev
+  libpq-dev libsqlite3-dev"
 # Libraries of modules still to come (configure --with-LIB checks them).
 FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev
-  libhiredis-dev libpq-dev libsqlite3-dev"
+  libhiredis-dev"
 # CI builds the Debian packages (debian/) with dpkg-buildpackage.
 PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot"
-TEST="curl openssl python3 prometheus"
+# sqlite3 and psql (postgresql-client, with postgresql) for the migration
+# and store tests.
+TEST="curl openssl python3 prometheus sqlite3"
 SERVERS="redis-server postgresql"
 SERVICES="redis-server postgresql"
 POLICY=/usr/sbin/policy-rc.d

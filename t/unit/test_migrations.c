@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The migration driver and registry (modules/store_common/migrations.c):
+ * the registry is whole (TM-P1-22), the embedded SQL is the files'
+ * bytes, and the driver's decisions (fresh, steps, current, newer, no
+ * chain, failures) through a fake engine; then the SQLite engine on real
+ * files (migrate_sqlite.c): fresh creation with mode 0600, v8 -> v9, a
+ * step failing halfway (TM-P1-23), the step refusing versions 7 and 9.
+ * The catalog comparisons and PostgreSQL are t/integration/migrations.sh. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "file_test.h"
+#include "migrations.h"
+#include "tap.h"
+#ifdef AZ_WITH_SQLITE
+#include "migrate_sqlite.h"
+#endif
+
+/* ---- a fake engine: a version and a log of the scripts it ran --------- */
+typedef struct fake {
+  int version;     /* what version() reports */
+  int fail_exec;   /* exec fails (and changes nothing) */
+  int stuck;       /* exec succeeds but leaves the version */
+  int ran;         /* scripts run */
+  const char *last;
+} fake;
+
+static int fake_version(void *db, char *why, size_t whylen) {
+  fake *f = db;
+  if (f->version < 0)
+    snprintf(why, whylen, "fake: cannot read");
+  return f->version;
+}
+
+static int fake_exec(void *db, const char *sql, char *why, size_t whylen) {
+  fake *f = db;
+  f->ran++;
+  f->last = sql;
+  if (f->fail_exec) {
+    snprintf(why, whylen, "fake: injected");
+    return -1;
+  }
+  if (!f->stuck)
+    f->version = f->version == 0 ? AZ_SCHEMA_VERSION : f->version + 1;
+  return 0;
+}
+
+static const az_engine_ops fake_ops = {AZ_ENGINE_SQLITE, fake_version,
+                                       fake_exec};
+
+static void test_registry(void) {
+  char why[256] = "";
+  is_int(AZ_SCHEMA_VERSION, 9, "TM-P1-22: the schema version is 9");
+  ok(az_registry_check(why, sizeof(why)) == 0,
+     "TM-P1-22: the registry is in order and ends at the schema version");
+  size_t n;
+  const az_step *s = az_steps(&n);
+  int found = 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i].from == 8 && s[i].to == 9)
+      found = 1;
+  ok(found, "TM-P1-22: v8 -> v9 is registered");
+  is_str(s[0].name, "v0008_to_v0009", "the step is named by its directory");
+  ok(az_step_sql(&s[0], AZ_ENGINE_SQLITE) == s[0].sqlite &&
+         az_step_sql(&s[0], AZ_ENGINE_POSTGRES) == s[0].postgres &&
+         az_step_sql(&s[0], (az_engine)7) == NULL,
+     "az_step_sql picks the engine's script");
+  is_str(az_engine_name(AZ_ENGINE_POSTGRES), "postgres", "engine names");
+}
+
+/* The embedded strings are the files' exact bytes (TM-P1-24: the
+ * embedding is updated with the files, by the build). */
+static void test_embedded(void) {
+  static const struct {
+    const char *file;
+    int which; /* 0 ddl, 1 baseline, 2 step sqlite, 3 step postgres */
+  } files[] = {{"migrations/ddl.sql", 0},
+               {"migrations/baseline/v0008.sql", 1},
+               {"migrations/incremental/v0008_to_v0009/sqlite.sql", 2},
+               {"migrations/incremental/v0008_to_v0009/postgres.sql", 3}};
+  size_t n;
+  const az_step *s = az_steps(&n);
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", AZ_TEST_SRCDIR, files[i].file);
+    char *text = file_test_slurp(path);
+    const char *emb = files[i].which == 0   ? az_sql_ddl()
+                      : files[i].which == 1 ? az_sql_baseline_v8()
+                      : files[i].which == 2 ? s[0].sqlite
+                                            : s[0].postgres;
+    char name[200];
+    snprintf(name, sizeof(name), "TM-P1-24: embedded %s is the file",
+             files[i].file);
+    ok(text[0] && strcmp(text, emb) == 0, name);
+    free(text);
+  }
+  like(s[0].sqlite, "CREATE TABLE IF NOT EXISTS authorization_revision",
+       "TM-P1-14: the SQLite step creates the table as the seed has it");
+  like(s[0].postgres, "RAISE EXCEPTION",
+       "TM-P1-23: the PostgreSQL step checks the version first");
+}
+
+static void test_driver(void) {
+  char why[512], plan[512];
+  fake f = {0};
+  int v;
+
+  f = (fake){.version = 0};
+  v = az_migrate(&fake_ops, &f, 0, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 0, "fresh, plan: version 0");
+  is_int(f.ran, 0, "plan runs nothing");
+  is_str(plan, "new database -> v9 (migrations/ddl.sql)\n",
+         "fresh, plan: ddl.sql");
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 9, "fresh, apply: version 9");
+  ok(f.ran == 1 && f.last == az_sql_ddl(), "fresh, apply: ran ddl.sql once");
+
+  f = (fake){.version = 8};
+  v = az_migrate(&fake_ops, &f, 0, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 8, "v8, plan: version 8");
+  is_str(plan,
+         "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)\n",
+         "v8, plan: the step");
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 9, "TM-P1-11: v8, apply: version 9");
+  size_t n;
+  ok(f.ran == 1 && f.last == az_steps(&n)[0].sqlite, "v8: ran the step");
+
+  f.ran = 0;
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 9, "idempotent: a second apply keeps version 9");
+  is_int(f.ran, 0, "idempotent: and runs nothing");
+  is_str(plan, "", "idempotent: an empty plan");
+
+  f = (fake){.version = 10};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, AZ_MIGRATE_REFUSED, "a newer version is refused");
+  like(why, "schema version 10, newer than this build's 9",
+       "and the message says so");
+  is_int(f.ran, 0, "and nothing runs");
+
+  f = (fake){.version = 7};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, AZ_MIGRATE_REFUSED, "a version with no chain is refused");
+  like(why, "no migration from it (its steps start at version 8)",
+       "and the message says where the steps start");
+  is_int(f.ran, 0, "and nothing runs");
+
+  f = (fake){.version = -1};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, AZ_MIGRATE_ERROR, "an unreadable version is an error");
+  is_str(why, "fake: cannot read", "with the engine's reason");
+
+  f = (fake){.version = 8, .fail_exec = 1};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, AZ_MIGRATE_ERROR, "a failing step is an error");
+  like(why, "step v8 -> v9 (v0008_to_v0009/sqlite.sql) failed and was "
+            "rolled back (the database is still at version 8): fake: "
+            "injected",
+       "and says which step and where the database is");
+
+  f = (fake){.version = 8, .stuck = 1};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, AZ_MIGRATE_ERROR, "a step that does not move the version fails");
+  like(why, "the database is at version 8, not 9", "and says so");
+
+  v = az_migrate(NULL, &f, 1, why, sizeof(why), NULL, 0);
+  is_int(v, AZ_MIGRATE_ERROR, "no ops: an error, not a crash");
+  char tiny[8];
+  f = (fake){.version = 8};
+  v = az_migrate(&fake_ops, &f, 0, why, sizeof(why), tiny, sizeof(tiny));
+  ok(v == 8 && strlen(tiny) < sizeof(tiny), "a small plan buffer is cut");
+}
+
+#ifdef AZ_WITH_SQLITE
+static long long q_int(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st;
+  long long v = -99;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  return v;
+}
+
+static sqlite3 *v8_db(const char *path) {
+  char why[256];
+  sqlite3 *db;
+  unlink(path);
+  if (az_sqlite_open(path, 1, &db, why, sizeof(why)) < 0)
+    return NULL;
+  if (az_sqlite_ops.exec(db, az_sql_baseline_v8(), why, sizeof(why)) < 0) {
+    sqlite3_close(db);
+    return NULL;
+  }
+  return db;
+}
+
+#define HAS_REVISION                                                         \
+  "SELECT count(*) FROM sqlite_master WHERE name = 'authorization_revision'"
+
+static void test_sqlite(const char *dir) {
+  char path[512], why[512], plan[512];
+  sqlite3 *db;
+  snprintf(path, sizeof(path), "%s/fresh.db", dir);
+
+  ok(az_sqlite_open(path, 0, &db, why, sizeof(why)) < 0 && !db,
+     "without create, a missing file is an error");
+  like(why, "cannot open", "and says so");
+  ok(az_sqlite_open(path, 1, &db, why, sizeof(why)) == 0, "create: opens");
+  struct stat sb;
+  ok(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600,
+     "a new database file is mode 0600");
+  is_int(az_sqlite_ops.version(db, why, sizeof(why)), 0,
+         "an empty file is a fresh database (version 0)");
+  is_int(q_int(db, "PRAGMA foreign_keys"), 1, "foreign keys are on");
+  is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), plan,
+                    sizeof(plan)),
+         9, "a fresh database gets ddl.sql: version 9");
+  is_int(q_int(db, "SELECT revision FROM authorization_revision WHERE id = 1"),
+         1, "TM-P1-14: with the revision row id=1, revision 1");
+  sqlite3_close(db);
+
+  snprintf(path, sizeof(path), "%s/v8.db", dir);
+  db = v8_db(path);
+  ok(db != NULL, "a v8 database from the baseline");
+  is_int(az_sqlite_ops.version(db, why, sizeof(why)), 8, "reads version 8");
+  is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), plan,
+                    sizeof(plan)),
+         9, "TM-P1-11: v8 applied: version 9");
+  is_int(q_int(db, "SELECT count(*) FROM authorization_revision"), 1,
+         "TM-P1-15: one revision row");
+  is_int(q_int(db, "SELECT id * 10 + revision FROM authorization_revision"),
+         11, "TM-P1-14: id 1, revision 1");
+  /* TM-P1-23: the step run again (by hand) refuses version 9. */
+  size_t n;
+  const az_step *s = az_steps(&n);
+  ok(az_sqlite_ops.exec(db, s[0].sqlite, why, sizeof(why)) < 0,
+     "TM-P1-23: the v8 -> v9 script refuses a database at version 9");
+  like(why, "schema_meta_version_must_be_8", "naming the check");
+  ok(sqlite3_get_autocommit(db), "and leaves no transaction open");
+  sqlite3_close(db);
+
+  /* Version 7: the script itself refuses it. */
+  db = v8_db(path);
+  sqlite3_exec(db, "UPDATE schema_meta SET version = 7", NULL, NULL, NULL);
+  ok(az_sqlite_ops.exec(db, s[0].sqlite, why, sizeof(why)) < 0,
+     "TM-P1-23: the v8 -> v9 script refuses a database at version 7");
+  is_int(q_int(db, HAS_REVISION), 0, "and creates nothing");
+  is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), NULL, 0),
+         AZ_MIGRATE_REFUSED, "the driver refuses version 7 (no chain)");
+  sqlite3_close(db);
+
+  /* Failing halfway: the version update (after CREATE and INSERT) is
+   * refused by a trigger; the whole step rolls back. */
+  db = v8_db(path);
+  sqlite3_exec(db,
+               "CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta BEGIN "
+               "SELECT RAISE(ABORT, 'injected failure'); END",
+               NULL, NULL, NULL);
+  is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), NULL, 0),
+         AZ_MIGRATE_ERROR, "TM-P1-23: a step failing halfway fails");
+  like(why, "injected failure", "with the engine's message");
+  like(why, "still at version 8", "saying the database is still at v8");
+  is_int(q_int(db, "SELECT version FROM schema_meta"), 8,
+         "TM-P1-23: the version stays 8");
+  is_int(q_int(db, HAS_REVISION), 0,
+         "TM-P1-23: and no authorization_revision table is left");
+  ok(sqlite3_get_autocommit(db), "and no transaction is left open");
+  sqlite3_close(db);
+
+  /* A script that forgets its COMMIT is rolled back and fails. */
+  db = v8_db(path);
+  ok(az_sqlite_ops.exec(db, "BEGIN; CREATE TABLE x (a INTEGER);", why,
+                        sizeof(why)) < 0,
+     "a script that leaves its transaction open fails");
+  is_int(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'x'"), 0,
+         "and is rolled back");
+  /* Tables of ours without schema_meta: not a fresh database. */
+  sqlite3_exec(db, "DROP TABLE schema_meta", NULL, NULL, NULL);
+  is_int(az_sqlite_ops.version(db, why, sizeof(why)), -1,
+         "tables of the schema without schema_meta: unknown version");
+  like(why, "no schema_meta", "and says so");
+  sqlite3_close(db);
+}
+#endif
+
+int main(void) {
+  plan_lazy();
+  test_registry();
+  test_embedded();
+  test_driver();
+#ifdef AZ_WITH_SQLITE
+  char dir[] = "/tmp/test_migrations.XXXXXX";
+  if (mkdtemp(dir)) {
+    test_sqlite(dir);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+      printf("# could not remove %s\n", dir);
+  } else {
+    ok(0, "a temporary directory");
+  }
+#endif
+  return done_testing();
+}
