@@ -72,6 +72,9 @@ int req_timer_init(spg *s);
 /* Submits r's task; on PH_OK r->task is set. Else the pool's status. */
 int req_submit(sreq *r, const pg_task_ops *ops);
 
+/* store_pg.c: ends a pending stop once no call is in flight. */
+void spg_maybe_stopped(spg *s);
+
 /* pg_poll.c */
 int poll_init(spg *s);
 void poll_start(spg *s);
@@ -87,6 +90,14 @@ int64_t res_int(const PGresult *res, int r, int c);
 const char *res_state(const PGresult *res);
 /* Parses a revision column: an az_rev_read and *value. */
 az_rev_read res_revision(const PGresult *res, int64_t *value);
+
+/* authz.store's calls (pg_authn.c, pg_write.c, pg_list.c). */
+int64_t spg_authenticate(void *self, const char *bearer, size_t len,
+                         ph_az_auth_cb cb, void *arg);
+int64_t spg_write(void *self, const ph_az_write *w, ph_az_write_cb cb,
+                  void *arg);
+int64_t spg_list(void *self, const ph_az_list *l, ph_az_list_cb cb,
+                 void *arg);
 
 /* The services. */
 extern const ph_access_v1 spg_access_vt;

@@ -32,10 +32,12 @@ static void unlink_live(sreq *r) {
 }
 
 void req_finish(sreq *r) {
+  spg *s = r->s;
   unlink_live(r);
   if (!r->cancelled)
     r->answer(r);
   r->free_fn(r);
+  spg_maybe_stopped(s);
 }
 
 static void on_answers(ph_timer *t, void *arg) {
