@@ -114,6 +114,14 @@ static int ok_rows(const PGresult *r) {
   return r && PQresultStatus(r) == PGRES_TUPLES_OK;
 }
 
+/* The SQLSTATE of the first failed statement ("" when none). */
+static const char *first_error(const areq *a) {
+  for (int i = 0; i < 3; i++)
+    if (!ok_rows(a->res[i]))
+      return res_state(a->res[i]);
+  return "";
+}
+
 /* The facts of the three results into a decision. */
 static void decide(areq *a) {
   spg *s = a->base.s;
@@ -121,6 +129,8 @@ static void decide(areq *a) {
   if (!ok_rows(a->res[1]) || !ok_rows(a->res[2]) ||
       res_revision(a->res[0], &rev) != AZ_REV_READ_OK) {
     pg_pool_count_query_error(s->pool);
+    PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN, "store_pg: an access read failed",
+              PH_STR("sqlstate", first_error(a)));
     unavailable(a, PH_OPEN_INTERNAL_ERROR, (uint32_t)s->poll_ms);
     return;
   }
@@ -185,10 +195,13 @@ static void a_done(void *arg, int status) {
   spg *s = a->base.s;
   if (status == PH_OK)
     decide(a);
-  else
+  else {
+    PH_LOG_RL(s->api, s->ctx, PH_LOG_DEBUG, "store_pg: access check failed",
+              PH_INT("status", status));
     unavailable(a, status == PG_ETIMEOUT ? PH_OPEN_TIMEOUT
                                          : PH_OPEN_INTERNAL_ERROR,
                 (uint32_t)s->reconnect_min_ms);
+  }
   req_finish(&a->base);
 }
 

@@ -32,6 +32,24 @@ static void p_round_done(void *arg, pg_send *snd) {
   (void)snd;
 }
 
+/* While reads fail, the revision stops being vouched for when stale_allow
+ * has passed since the last good read: readiness follows then, not at the
+ * next failed poll. */
+static void arm_stale(spg *s) {
+  if (!s->rev.failing || !s->rev.healthy)
+    return;
+  int64_t left = s->rev.last_ok_ms + s->rev.stale_ms -
+                 s->api->now_ms(s->ctx) + 1;
+  s->api->timer_set(s->stale_timer, (uint64_t)(left > 1 ? left : 1), 0);
+}
+
+static void on_stale(ph_timer *t, void *arg) {
+  (void)t;
+  spg *s = arg;
+  if (s->rev.failing)
+    az_revision_observe(&s->rev, AZ_REV_READ_FAILED, 0, 0);
+}
+
 static void observe(spg *s, az_rev_read what, int64_t value, uint64_t seq) {
   if (what == AZ_REV_READ_OK && seq != s->raise_seq &&
       (uint64_t)value < s->rev.value)
@@ -48,6 +66,7 @@ static void observe(spg *s, az_rev_read what, int64_t value, uint64_t seq) {
   else if (!was && s->rev.healthy)
     PH_LOG(s->api, s->ctx, PH_LOG_INFO, "store_pg: revision read",
            PH_INT("revision", (int64_t)s->rev.value));
+  arm_stale(s);
 }
 
 static void p_done(void *arg, int status) {
@@ -79,7 +98,8 @@ static void on_poll(ph_timer *t, void *arg) {
 
 int poll_init(spg *s) {
   s->poll_timer = s->api->timer_new(s->ctx, on_poll, s);
-  return s->poll_timer ? PH_OK : PH_ENOMEM;
+  s->stale_timer = s->api->timer_new(s->ctx, on_stale, s);
+  return s->poll_timer && s->stale_timer ? PH_OK : PH_ENOMEM;
 }
 
 /* The first poll soon after start (the pool is connecting: it waits in
@@ -91,6 +111,8 @@ void poll_start(spg *s) {
 void poll_stop(spg *s) {
   if (s->poll_timer)
     s->api->timer_set(s->poll_timer, 0, 0);
+  if (s->stale_timer)
+    s->api->timer_set(s->stale_timer, 0, 0);
 }
 
 void poll_local_commit(spg *s, int64_t value) {

@@ -364,6 +364,8 @@ static void spg_destroy(void *state) {
     s->api->timer_free(s->ltimer);
   if (s->poll_timer)
     s->api->timer_free(s->poll_timer);
+  if (s->stale_timer)
+    s->api->timer_free(s->stale_timer);
   if (s->dsn) {
     explicit_bzero(s->dsn, strlen(s->dsn));
     free(s->dsn);

@@ -54,6 +54,7 @@ struct spg {
   ph_timer *ltimer;
   /* the revision poll */
   ph_timer *poll_timer;
+  ph_timer *stale_timer; /* the end of the stale window (pg_poll.c) */
   int64_t poll_task;  /* > 0 while a poll runs */
   az_rev_read poll_what; /* what the running poll read */
   int64_t poll_value;
