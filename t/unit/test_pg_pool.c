@@ -71,15 +71,16 @@ static void send_round(job *j, pg_send *s) {
 
 static void j_begin(void *arg, pg_send *s) { send_round(arg, s); }
 
-static void j_result(void *arg, int i, const PGresult *res) {
+static int j_result(void *arg, int i, PGresult *res) {
   job *j = arg;
   (void)i;
   if (j->n_results >= 12)
-    return;
+    return 0;
   j->st[j->n_results] = PQresultStatus(res);
   if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0)
     snprintf(j->val[j->n_results], 32, "%s", PQgetvalue(res, 0, 0));
   j->n_results++;
+  return 0;
 }
 
 static void j_round_done(void *arg, pg_send *s) {
