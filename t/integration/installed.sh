@@ -65,8 +65,25 @@ for d in README.md NEWS.md LICENSE docs/operations.md docs/configuration.md \
   [ -f "$dest$docdir/$d" ]; ok $? "doc installed: $docdir/$d"
 done
 
+# The authorization schema's SQL, for operators (the programs embed it),
+# and proxyhost-migrate, built with either store.
+pkgdatadir=$(mkvar pkgdatadir)
+for f in ddl.sql baseline/v0008.sql incremental/v0008_to_v0009/sqlite.sql \
+  incremental/v0008_to_v0009/postgres.sql README.md; do
+  cmp -s "$top_srcdir/migrations/$f" "$dest$pkgdatadir/migrations/$f"
+  ok $? "migrations installed: $pkgdatadir/migrations/$f"
+done
+have_migrate=
+[ -x "$top_builddir/tools/proxyhost-migrate" ] && have_migrate=1
+if [ -n "$have_migrate" ]; then
+  [ -x "$dest$sbindir/proxyhost-migrate" ]; ok $? "proxyhost-migrate is $sbindir/proxyhost-migrate"
+  out=$("$dest$sbindir/proxyhost-migrate" --help 2>&1)
+  like "$out" "usage: proxyhost-migrate status|plan|apply" "the installed proxyhost-migrate runs"
+fi
+
 pages="man8/proxyhost.8 man5/proxyhost.ini.5 man5/proxyhost-modules.5"
 have_auth_local && pages="$pages man1/proxyhost-passwd.1"
+[ -n "$have_migrate" ] && pages="$pages man8/proxyhost-migrate.8"
 for p in $pages; do
   f="$dest$mandir/$p"
   [ -f "$f" ]; ok $? "man page installed: $p"

@@ -1,0 +1,411 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The schema migrations on both engines, through proxyhost-migrate and by
+# hand (sqlite3 -bail, psql ON_ERROR_STOP), on real SQLite files and one
+# private PostgreSQL cluster for the whole run:
+# - a v8 database (the baseline) upgraded equals a fresh v9 one: the
+#   catalogs are compared (tables, columns and types, nullability,
+#   defaults, constraints with CHECK and FK, indexes) (TM-P1-11..14, 22);
+# - a step failing halfway leaves version 8 and no authorization_revision
+#   (TM-P1-13, 23); the v8 -> v9 script refuses versions 7 and 9 (TM-P1-23);
+# - a v8 reader (and writer) still works on a v9 database, and nothing in
+#   the chain drops or changes what v8 had (TM-P1-25, TM-UPG-9);
+# - idempotence, a newer version refused (exit 3), fresh creation,
+#   status and plan, --config and PROXYHOST_MIGRATE_DSN, no password in
+#   any output.
+# An engine configured out (--disable-module-store_sqlite/_pg) is
+# skipped; a missing PostgreSQL or sqlite3 is a failure.
+. "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/pg.sh"
+
+MIG="$top_builddir/tools/proxyhost-migrate"
+M="$top_srcdir/migrations"
+STEP=$M/incremental/v0008_to_v0009
+# am_cond NAME: the automake conditional NAME is true in this build.
+am_cond() { [ -z "$(sed -n "s/^$1_TRUE = //p" "$top_builddir/Makefile")" ]; }
+if ! am_cond STORE_ANY; then
+  echo "1..0 # SKIP no store configured (both stores disabled)"
+  exit 0
+fi
+[ -x "$MIG" ]; ok $? "proxyhost-migrate is built"
+
+# mig ARGS...: runs proxyhost-migrate; sets out (stdout and stderr) and rc.
+mig() {
+  out=$("$MIG" "$@" 2>&1)
+  rc=$?
+}
+
+# The step scripts only add: no DROP (but of the SQLite check's own TEMP
+# table), no ALTER, no RENAME, no DELETE (TM-P1-25, TM-UPG-9).
+bad=$(grep -n -i -E '\b(drop|alter|rename|delete|truncate)\b' \
+  "$M"/incremental/*/*.sql | grep -v -i -E 'DROP TABLE temp\.|^[^:]*:[0-9]*:--')
+is "$bad" "" "TM-UPG-9: no step drops, alters, renames or deletes anything"
+is "$(grep -c 'CREATE TABLE IF NOT EXISTS authorization_revision (' "$STEP/sqlite.sql" "$STEP/postgres.sql" "$M/ddl.sql" | cut -d: -f2 | tr '\n' ' ')" \
+  "1 1 1 " "TM-P1-12, TM-P1-14: ddl.sql and both steps create authorization_revision"
+
+# ---------------------------------------------------------------- SQLite --
+if am_cond MODULE_STORE_SQLITE; then
+  SQLITE3=$(command -v sqlite3)
+  [ -n "$SQLITE3" ]; ok $? "sqlite3 is installed (Debian package sqlite3)"
+  sq() { "$SQLITE3" -bail -batch "$@"; }
+  # sq_catalog DB: the normalized catalog, one fact a line.
+  sq_catalog() {
+    sq "$1" <<'SQL' | tr -s ' '
+SELECT 'object', type, name, tbl_name,
+  replace(replace(replace(replace(sql, char(10), ' '), char(9), ' '), '( ', '('), ' )', ')')
+  FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name;
+SELECT 'column', m.name, p.cid, p.name, p.type, p."notnull", p.dflt_value, p.pk
+  FROM sqlite_master m, pragma_table_info(m.name) p
+  WHERE m.type = 'table' ORDER BY m.name, p.cid;
+SELECT 'index', m.name, il.name, il."unique", il.origin, il.partial, ii.seqno, ii.name
+  FROM sqlite_master m, pragma_index_list(m.name) il, pragma_index_info(il.name) ii
+  WHERE m.type = 'table' ORDER BY m.name, il.name, ii.seqno;
+SELECT 'fk', m.name, f.id, f.seq, f."table", f."from", f."to", f.on_update, f.on_delete, f."match"
+  FROM sqlite_master m, pragma_foreign_key_list(m.name) f
+  WHERE m.type = 'table' ORDER BY m.name, f.id, f.seq;
+SQL
+  }
+  sq_v8() { rm -f "$1"; sq "$1" <"$M/baseline/v0008.sql"; }
+  sq_version() { sq "$1" 'SELECT version FROM schema_meta'; }
+  sq_has_rev() { sq "$1" "SELECT count(*) FROM sqlite_master WHERE name = 'authorization_revision'"; }
+  D=$T/sqlite
+  mkdir -p "$D"
+
+  # Fresh creation.
+  mig status --sqlite "$D/fresh.db"
+  is "$rc" 4 "sqlite: status of a missing file: exit 4 (pending)"
+  like "$out" "schema version: none (a new database)" "sqlite: status says it is new"
+  [ ! -e "$D/fresh.db" ]; ok $? "sqlite: status does not create the file"
+  mig plan --sqlite "$D/fresh.db"
+  is "$out" "new database -> v9 (migrations/ddl.sql)" "sqlite: plan of a new database: ddl.sql"
+  mig apply --sqlite "$D/fresh.db"
+  is "$rc" 0 "sqlite: apply creates a new database"
+  like "$out" "is at version 9 (current)" "sqlite: and says the version"
+  is "$(stat -c %a "$D/fresh.db")" 600 "sqlite: the new file is mode 0600"
+  is "$(sq "$D/fresh.db" 'SELECT id, revision FROM authorization_revision')" "1|1" \
+    "TM-P1-14: sqlite: a fresh database has the revision row id=1, revision 1"
+
+  # Upgrade from the baseline, with v8 data in it.
+  sq_v8 "$D/up.db"; ok $? "sqlite: a v8 database from baseline/v0008.sql"
+  sq "$D/up.db" <<'SQL'
+INSERT INTO users VALUES ('alice', NULL, 1, 100, 100), ('bob', 'alice', 0, 101, 102);
+INSERT INTO agents VALUES ('a1', 'alice', 1, 103, 103);
+INSERT INTO service_tokens VALUES ('t1', 'alice', 'a1', 1, 'ab12', 0, 0, 0, 104, 104);
+INSERT INTO agent_policies VALUES ('p1', 'a1', 1, 't1', '*.example', 1, 65535, 1, 105, 105);
+SQL
+  ok $? "sqlite: v8 rows written"
+  sq_catalog "$D/up.db" >"$D/v8.cat"
+  v8_rows=$(sq "$D/up.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT * FROM service_tokens; SELECT * FROM agent_policies')
+  mig status --sqlite "$D/up.db"
+  is "$rc" 4 "sqlite: status of v8: exit 4"
+  like "$out" "schema version: 8" "sqlite: status reads version 8"
+  like "$out" "state: 1 step pending: run proxyhost-migrate apply" "sqlite: and one step pending"
+  mig plan --sqlite "$D/up.db"
+  is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)" "sqlite: plan of v8: the step"
+  is "$(sq_version "$D/up.db")" 8 "sqlite: plan changes nothing"
+  mig apply --sqlite "$D/up.db"
+  is "$rc" 0 "TM-P1-11: sqlite: apply on v8 succeeds"
+  is "$out" "applied: v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)
+sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
+  is "$(sq_version "$D/up.db")" 9 "TM-P1-11: sqlite: version 9"
+  is "$(sq "$D/up.db" 'SELECT id, revision FROM authorization_revision')" "1|1" \
+    "TM-P1-14, TM-P1-15: sqlite: the revision row id=1, revision 1, alone"
+  sq_catalog "$D/up.db" >"$D/up.cat"
+  sq_catalog "$D/fresh.db" >"$D/fresh.cat"
+  [ "$(grep -c . "$D/fresh.cat")" -gt 40 ]; ok $? "sqlite: the catalog has $(grep -c . "$D/fresh.cat") facts"
+  grep -q "^column|authorization_revision|2|updated_at|TEXT|1||0" "$D/fresh.cat"; ok $? \
+    "sqlite: the catalog has the columns with type and nullability"
+  grep -q "CHECK (port_min <= port_max)" "$D/fresh.cat"; ok $? "sqlite: and the CHECK constraints"
+  grep -q "^fk|service_tokens|.*|users|user_name|name|NO ACTION|CASCADE|NONE" "$D/fresh.cat"; ok $? \
+    "sqlite: and the foreign keys"
+  diff "$D/fresh.cat" "$D/up.cat" >"$D/cat.diff"
+  ok $? "TM-P1-11..14, TM-P1-22: sqlite: the upgraded catalog equals the fresh v9 one"
+  sed 's/^/#   /' "$D/cat.diff" | head -20
+  sort "$D/v8.cat" >"$D/v8.sorted"; sort "$D/up.cat" >"$D/up.sorted"
+  is "$(comm -23 "$D/v8.sorted" "$D/up.sorted")" "" \
+    "TM-UPG-9: sqlite: every v8 table, column, index and key is still there"
+  # The v8 reader and writer on v9 (TM-P1-25).
+  is "$(sq "$D/up.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT * FROM service_tokens; SELECT * FROM agent_policies')" \
+    "$v8_rows" "TM-P1-25: sqlite: the v8 rows read the same on v9"
+  out=$(sq "$D/up.db" 'SELECT u.name, a.name, t.id, p.host_pattern FROM users u
+    JOIN agents a ON a.owner = u.name JOIN service_tokens t ON t.agent = a.name
+    JOIN agent_policies p ON p.agent = a.name AND p.subject = t.id
+    WHERE u.enabled = 1 AND t.revoked_at = 0' 2>&1)
+  is "$out" "alice|a1|t1|*.example" "TM-P1-25: sqlite: a v8 reader's authorization query works on v9"
+  sq "$D/up.db" "INSERT INTO users (name, owner, enabled, created_at, updated_at) VALUES ('carol', NULL, 1, 1, 1);
+    UPDATE agents SET enabled = 0 WHERE name = 'a1'; DELETE FROM agent_policies WHERE id = 'p1'"
+  ok $? "TM-P1-25: sqlite: a v8 writer's statements work on v9 (it ignores the new table)"
+
+  # Idempotence.
+  before=$(sq "$D/up.db" 'SELECT * FROM schema_meta; SELECT * FROM authorization_revision')
+  mig apply --sqlite "$D/up.db"
+  is "$rc" 0 "sqlite: a second apply succeeds"
+  is "$out" "nothing to do: sqlite $D/up.db is at version 9 (current)" "sqlite: and says there was nothing to do"
+  is "$(sq "$D/up.db" 'SELECT * FROM schema_meta; SELECT * FROM authorization_revision')" "$before" \
+    "sqlite: and changes nothing"
+  mig status --sqlite "$D/up.db"
+  is "$rc" 0 "sqlite: status of a current database: exit 0"
+  like "$out" "state: current" "sqlite: status says current"
+  mig plan --sqlite "$D/up.db"
+  like "$out" "nothing to do" "sqlite: plan of a current database: nothing"
+
+  # A step failing halfway: the version update (after the CREATE and the
+  # INSERT) is refused by a trigger.
+  sq_v8 "$D/half.db"
+  sq "$D/half.db" "CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+  mig apply --sqlite "$D/half.db"
+  is "$rc" 1 "TM-P1-23: sqlite: a step failing halfway: exit 1"
+  like "$out" "step v8 -> v9 (v0008_to_v0009/sqlite.sql) failed and was rolled back (the database is still at version 8): sqlite: injected failure" \
+    "sqlite: the message names the step, the version and the cause"
+  is "$(sq_version "$D/half.db")" 8 "TM-P1-23: sqlite: the version stays 8"
+  is "$(sq_has_rev "$D/half.db")" 0 "TM-P1-23: sqlite: no authorization_revision table is left"
+  # The same by hand, with a test-only copy failing right after the CREATE.
+  sq_v8 "$D/hand.db"
+  sed 's/^INSERT INTO authorization_revision/SELECT no_such_function(); &/' "$STEP/sqlite.sql" >"$D/broken.sql"
+  grep -q no_such_function "$D/broken.sql"; ok $? "sqlite: a broken copy of the step"
+  sq "$D/hand.db" <"$D/broken.sql" >/dev/null 2>&1
+  [ $? -ne 0 ]; ok $? "sqlite: sqlite3 -bail with the broken copy fails"
+  is "$(sq_version "$D/hand.db"):$(sq_has_rev "$D/hand.db")" "8:0" \
+    "TM-P1-23: sqlite: by hand too: version 8 and no table left"
+  sq "$D/hand.db" <"$STEP/sqlite.sql"
+  is "$?:$(sq_version "$D/hand.db")" "0:9" "sqlite: the shipped step by hand then succeeds"
+
+  # The script refuses versions 7 and 9.
+  sq "$D/hand.db" <"$STEP/sqlite.sql" >"$D/again.log" 2>&1
+  [ $? -ne 0 ]; ok $? "TM-P1-23: sqlite: the step refuses a database at version 9"
+  like "$(cat "$D/again.log")" "schema_meta_version_must_be_8" "sqlite: naming the check"
+  is "$(sq "$D/hand.db" 'SELECT count(*) FROM authorization_revision')" 1 "sqlite: and adds no row"
+  sq_v8 "$D/v7.db"
+  sq "$D/v7.db" 'UPDATE schema_meta SET version = 7'
+  sq "$D/v7.db" <"$STEP/sqlite.sql" >/dev/null 2>&1
+  [ $? -ne 0 ]; ok $? "TM-P1-23: sqlite: the step refuses a database at version 7"
+  is "$(sq_version "$D/v7.db"):$(sq_has_rev "$D/v7.db")" "7:0" "sqlite: and changes nothing"
+  mig apply --sqlite "$D/v7.db"
+  is "$rc" 3 "sqlite: apply on version 7 (no chain): exit 3"
+  like "$out" "at schema version 7 and this build has no migration from it" "sqlite: with a clear message"
+
+  # Newer than this build.
+  sq "$D/fresh.db" 'UPDATE schema_meta SET version = 10'
+  for cmd in status plan apply; do
+    mig $cmd --sqlite "$D/fresh.db"
+    is "$rc" 3 "sqlite: $cmd of a newer database (v10): exit 3"
+  done
+  like "$out" "the database is at schema version 10, newer than this build's 9: nothing was changed" \
+    "sqlite: the refusal says why"
+  is "$(sq_version "$D/fresh.db")" 10 "sqlite: and nothing was changed"
+
+  # Not a database; no schema_meta but our tables.
+  echo "not a database" >"$D/junk.db"
+  mig apply --sqlite "$D/junk.db"
+  is "$rc" 1 "sqlite: a file that is not a database: exit 1"
+  sq_v8 "$D/nometa.db"
+  sq "$D/nometa.db" 'DROP TABLE schema_meta'
+  mig apply --sqlite "$D/nometa.db"
+  is "$rc" 1 "sqlite: tables of the schema without schema_meta: exit 1"
+  like "$out" "no schema_meta: its version is unknown" "sqlite: and says so"
+
+  # --config: the store's section, as proxyhost reads it.
+  mkdir -p "$D/etc/conf.d"
+  printf '[proxyhost]\ninclude = conf.d/*.ini\n' >"$D/etc/proxyhost.ini"
+  printf '[store_sqlite]\npath = %s\n' "$D/conf.db" >"$D/etc/conf.d/store_sqlite.ini"
+  mig apply --config "$D/etc/proxyhost.ini"
+  is "$rc" 0 "sqlite: --config: [store_sqlite] path from a drop-in"
+  is "$(sq_version "$D/conf.db")" 9 "sqlite: --config: that database was created"
+  mig status -c "$D/etc/proxyhost.ini"
+  like "$out" "from: $D/etc/proxyhost.ini: [store_sqlite] path" "sqlite: status names where the path came from"
+  PROXYHOST_STORE_SQLITE_PATH="$D/env.db" "$MIG" apply --config "$D/etc/proxyhost.ini" >/dev/null 2>&1
+  is "$?:$(sq_version "$D/env.db")" "0:9" "sqlite: --config: the environment overrides the file, as in proxyhost"
+  mig status --config "$D/etc/proxyhost.ini" --store store_pg
+  is "$rc" 1 "--config --store store_pg without the key: exit 1"
+  like "$out" "[store_pg] dsn is not set" "and says which key"
+  mig status --config "$D/etc/proxyhost.ini" --store users
+  like "$out" "not a store section" "--store of another section is refused"
+  mig status --config "$D/missing.ini"
+  is "$rc" 1 "--config of a missing file: exit 1"
+else
+  skip "store_sqlite not built (configure --disable-module-store_sqlite)"
+fi
+
+# ------------------------------------------------------------ PostgreSQL --
+if am_cond MODULE_STORE_PG; then
+  start_pg "$T/pg"
+  ok $? "PostgreSQL starts (a private cluster, unix socket only)"
+  # pg_catalog_dump DB: the catalog of the public schema, one fact a line.
+  pg_catalog_dump() {
+    pg_psql "$1" <<'SQL'
+SELECT 'object', c.relname, c.relkind FROM pg_class c
+  WHERE c.relnamespace = 'public'::regnamespace ORDER BY 2;
+SELECT 'column', table_name, ordinal_position, column_name, data_type,
+  is_nullable, column_default, numeric_precision
+  FROM information_schema.columns WHERE table_schema = 'public'
+  ORDER BY table_name, ordinal_position;
+SELECT 'constraint', conrelid::regclass::text, conname, contype,
+  pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+  ORDER BY 2, 3;
+SELECT 'index', tablename, indexname, indexdef FROM pg_indexes
+  WHERE schemaname = 'public' ORDER BY 2, 3;
+SELECT 'trigger', tgrelid::regclass::text, tgname FROM pg_trigger
+  WHERE NOT tgisinternal ORDER BY 2, 3;
+SQL
+  }
+  pg_v8() { pg_new_db "$1" >/dev/null && pg_psql "$1" -f "$M/baseline/v0008.sql"; }
+  pg_version() { pg_psql "$1" -c 'SELECT version FROM schema_meta'; }
+  pg_has_rev() { pg_psql "$1" -c "SELECT to_regclass('authorization_revision') IS NOT NULL"; }
+  secret=pw-Do-Not-Print-7c41
+  pgm() { # pgm CMD DB: proxyhost-migrate CMD on DB, with a password in the DSN
+    PROXYHOST_MIGRATE_DSN="$(pg_dsn "$2") password=$secret" mig "$1"
+  }
+  all_out=
+
+  # Fresh creation.
+  pg_new_db fresh >/dev/null; ok $? "postgres: an empty database"
+  pgm status fresh; all_out="$all_out$out"
+  is "$rc" 4 "postgres: status of an empty database: exit 4"
+  like "$out" "database: postgres database fresh on $PG_DIR port $PG_PORT as postgres" \
+    "postgres: status names the database without the DSN"
+  like "$out" "from: PROXYHOST_MIGRATE_DSN" "postgres: and where it came from"
+  pgm plan fresh; all_out="$all_out$out"
+  is "$out" "new database -> v9 (migrations/ddl.sql)" "postgres: plan of an empty database: ddl.sql"
+  pgm apply fresh; all_out="$all_out$out"
+  is "$rc" 0 "postgres: apply creates the schema"
+  is "$(pg_psql fresh -c 'SELECT id, revision FROM authorization_revision')" "1|1" \
+    "TM-P1-14: postgres: a fresh database has the revision row id=1, revision 1"
+
+  # Upgrade from the baseline, with v8 data.
+  pg_v8 up; ok $? "postgres: a v8 database from baseline/v0008.sql"
+  pg_psql up <<'SQL'
+INSERT INTO users VALUES ('alice', NULL, 1, 100, 100), ('bob', 'alice', 0, 101, 102);
+INSERT INTO agents VALUES ('a1', 'alice', 1, 103, 103);
+INSERT INTO service_tokens VALUES ('t1', 'alice', 'a1', 1, 'ab12', 0, 0, 0, 104, 104);
+INSERT INTO agent_policies VALUES ('p1', 'a1', 1, 't1', '*.example', 1, 65535, 1, 105, 105);
+SQL
+  ok $? "postgres: v8 rows written"
+  pg_catalog_dump up >"$T/pg_v8.cat"
+  rows_sql='SELECT * FROM users ORDER BY 1; SELECT * FROM agents; SELECT * FROM service_tokens; SELECT * FROM agent_policies'
+  v8_rows=$(pg_psql up -c "$rows_sql")
+  pgm status up; all_out="$all_out$out"
+  like "$out" "schema version: 8" "postgres: status reads version 8"
+  pgm plan up; all_out="$all_out$out"
+  is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)" "postgres: plan of v8: the step"
+  pgm apply up; all_out="$all_out$out"
+  is "$rc" 0 "TM-P1-11: postgres: apply on v8 succeeds"
+  like "$out" "applied: v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)" "postgres: and says what it did"
+  is "$(pg_version up)" 9 "TM-P1-11: postgres: version 9"
+  is "$(pg_psql up -c 'SELECT id, revision FROM authorization_revision')" "1|1" \
+    "TM-P1-14, TM-P1-15: postgres: the revision row id=1, revision 1, alone"
+  pg_catalog_dump up >"$T/pg_up.cat"
+  pg_catalog_dump fresh >"$T/pg_fresh.cat"
+  [ "$(grep -c . "$T/pg_fresh.cat")" -gt 40 ]; ok $? "postgres: the catalog has $(grep -c . "$T/pg_fresh.cat") facts"
+  grep -q "^column|authorization_revision|3|updated_at|text|NO||" "$T/pg_fresh.cat"; ok $? \
+    "postgres: the catalog has the columns with type and nullability"
+  grep -q "^constraint|agent_policies|agent_policies_check|c|CHECK ((port_min <= port_max))" "$T/pg_fresh.cat"; ok $? \
+    "postgres: and the CHECK constraints"
+  grep -q "^constraint|service_tokens|service_tokens_user_name_fkey|f|FOREIGN KEY (user_name) REFERENCES users(name) ON DELETE CASCADE" \
+    "$T/pg_fresh.cat"; ok $? "postgres: and the foreign keys"
+  grep -q "^index|agent_policies|agent_policies_agent|CREATE INDEX" "$T/pg_fresh.cat"; ok $? "postgres: and the indexes"
+  diff "$T/pg_fresh.cat" "$T/pg_up.cat" >"$T/pg_cat.diff"
+  ok $? "TM-P1-11..14, TM-P1-22: postgres: the upgraded catalog equals the fresh v9 one"
+  sed 's/^/#   /' "$T/pg_cat.diff" | head -20
+  sort "$T/pg_v8.cat" >"$T/pg_v8.sorted"; sort "$T/pg_up.cat" >"$T/pg_up.sorted"
+  is "$(comm -23 "$T/pg_v8.sorted" "$T/pg_up.sorted")" "" \
+    "TM-UPG-9: postgres: every v8 table, column, constraint and index is still there"
+  is "$(pg_psql up -c "$rows_sql")" "$v8_rows" "TM-P1-25: postgres: the v8 rows read the same on v9"
+  out=$(pg_psql up -c 'SELECT u.name, a.name, t.id, p.host_pattern FROM users u
+    JOIN agents a ON a.owner = u.name JOIN service_tokens t ON t.agent = a.name
+    JOIN agent_policies p ON p.agent = a.name AND p.subject = t.id
+    WHERE u.enabled = 1 AND t.revoked_at = 0' 2>&1)
+  is "$out" "alice|a1|t1|*.example" "TM-P1-25: postgres: a v8 reader's authorization query works on v9"
+  pg_psql up -c "INSERT INTO users (name, owner, enabled, created_at, updated_at) VALUES ('carol', NULL, 1, 1, 1)" \
+    -c "UPDATE agents SET enabled = 0 WHERE name = 'a1'" -c "DELETE FROM agent_policies WHERE id = 'p1'" >/dev/null
+  ok $? "TM-P1-25: postgres: a v8 writer's statements work on v9 (it ignores the new table)"
+
+  # Idempotence.
+  before=$(pg_psql up -c 'SELECT * FROM schema_meta' -c 'SELECT * FROM authorization_revision')
+  pgm apply up; all_out="$all_out$out"
+  is "$rc" 0 "postgres: a second apply succeeds"
+  like "$out" "nothing to do: postgres database up on" "postgres: and says there was nothing to do"
+  is "$(pg_psql up -c 'SELECT * FROM schema_meta' -c 'SELECT * FROM authorization_revision')" "$before" \
+    "postgres: and changes nothing"
+  pgm status up; all_out="$all_out$out"
+  is "$rc" 0 "postgres: status of a current database: exit 0"
+
+  # A step failing halfway: a trigger refuses the version update, after
+  # the CREATE and the INSERT.
+  pg_v8 half
+  pg_psql half >/dev/null <<'SQL'
+CREATE FUNCTION no_bump() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta FOR EACH ROW EXECUTE FUNCTION no_bump();
+SQL
+  pgm apply half; all_out="$all_out$out"
+  is "$rc" 1 "TM-P1-23: postgres: a step failing halfway: exit 1"
+  like "$out" "step v8 -> v9 (v0008_to_v0009/postgres.sql) failed and was rolled back (the database is still at version 8): postgres: P0001: injected failure" \
+    "postgres: the message names the step, the version, the SQLSTATE and the cause"
+  is "$(pg_version half)" 8 "TM-P1-23: postgres: the version stays 8"
+  is "$(pg_has_rev half)" f "TM-P1-23: postgres: no authorization_revision table is left"
+  # By hand, a test-only copy failing right after the CREATE.
+  pg_v8 hand
+  sed 's/^INSERT INTO authorization_revision/SELECT 1 \/ 0; &/' "$STEP/postgres.sql" >"$T/broken.sql"
+  pg_psql hand -f "$T/broken.sql" >/dev/null 2>&1
+  [ $? -ne 0 ]; ok $? "postgres: psql with a broken copy of the step fails"
+  is "$(pg_version hand):$(pg_has_rev hand)" "8:f" "TM-P1-23: postgres: by hand too: version 8 and no table left"
+  pg_psql hand -f "$STEP/postgres.sql" >/dev/null 2>&1
+  is "$?:$(pg_version hand)" "0:9" "postgres: the shipped step by hand then succeeds"
+  pg_psql hand -f "$STEP/postgres.sql" >"$T/again.log" 2>&1
+  [ $? -ne 0 ]; ok $? "TM-P1-23: postgres: the step refuses a database at version 9"
+  like "$(cat "$T/again.log")" "schema_meta.version is 9, the v8 -> v9 step needs 8" "postgres: saying why"
+  pg_v8 v7
+  pg_psql v7 -c 'UPDATE schema_meta SET version = 7'
+  pg_psql v7 -f "$STEP/postgres.sql" >"$T/v7.log" 2>&1
+  [ $? -ne 0 ]; ok $? "TM-P1-23: postgres: the step refuses a database at version 7"
+  is "$(pg_version v7):$(pg_has_rev v7)" "7:f" "postgres: and changes nothing"
+  pgm apply v7; all_out="$all_out$out"
+  is "$rc" 3 "postgres: apply on version 7 (no chain): exit 3"
+
+  # Newer than this build.
+  pg_psql fresh -c 'UPDATE schema_meta SET version = 10'
+  pgm apply fresh; all_out="$all_out$out"
+  is "$rc" 3 "postgres: apply on a newer database (v10): exit 3"
+  like "$out" "newer than this build's 9: nothing was changed" "postgres: the refusal says why"
+  is "$(pg_version fresh)" 10 "postgres: and nothing was changed"
+
+  # The other ways to name the database; no password anywhere.
+  mig status --postgres "$(pg_dsn up) password=$secret"; all_out="$all_out$out"
+  is "$rc" 0 "postgres: --postgres DSN"
+  mkdir -p "$T/pgetc"
+  printf '[store_pg]\ndsn = %s password=%s\n' "$(pg_dsn up)" "$secret" >"$T/pgetc/proxyhost.ini"
+  mig status --config "$T/pgetc/proxyhost.ini"; all_out="$all_out$out"
+  is "$rc" 0 "postgres: --config: [store_pg] dsn"
+  like "$out" "from: $T/pgetc/proxyhost.ini: [store_pg] dsn" "postgres: named by file and key, not value"
+  printf '[store_pg.main]\ndsn = %s\n' "$(pg_dsn up)" >"$T/pgetc/inst.ini"
+  mig status --config "$T/pgetc/inst.ini" --store store_pg.main; all_out="$all_out$out"
+  is "$rc" 0 "postgres: --config --store store_pg.main (a named instance)"
+  PROXYHOST_MIGRATE_DSN="host=$PG_DIR port=1 user=postgres dbname=up password=$secret" mig status
+  all_out="$all_out$out"
+  is "$rc" 1 "postgres: a server that is not there: exit 1"
+  like "$out" "cannot connect to PostgreSQL" "postgres: and says so"
+  PROXYHOST_MIGRATE_DSN="host=$PG_DIR password='$secret" mig status
+  all_out="$all_out$out"
+  like "$out" "the PostgreSQL DSN cannot be parsed" "postgres: a malformed DSN is reported without its text"
+  PROXYHOST_MIGRATE_DSN="postgresql://postgres:$secret@/nodb?host=$PG_DIR&port=$PG_PORT" mig status
+  all_out="$all_out$out"
+  is "$rc" 1 "postgres: a URI naming a database that does not exist: exit 1"
+  unlike "$all_out" "$secret" "postgres: no output or message carries the DSN's password"
+  unlike "$all_out" "user=postgres dbname" "postgres: nor the DSN"
+  stop_pg
+else
+  skip "store_pg not built (configure --disable-module-store_pg)"
+fi
+
+# ----------------------------------------------------------- the command --
+mig --help
+is "$rc" 0 "--help: exit 0"
+like "$out" "Exit: 0 done (status: current), 1 error, 2 usage, 3 refused" "--help documents the exit statuses"
+mig frobnicate --sqlite x
+is "$rc" 2 "an unknown command: exit 2"
+env -u PROXYHOST_MIGRATE_DSN "$MIG" status >/dev/null 2>&1
+is "$?" 2 "no database named: exit 2"
+mig status --sqlite a --postgres b
+is "$rc" 2 "two databases: exit 2"
+done_testing
