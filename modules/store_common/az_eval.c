@@ -71,6 +71,20 @@ static int policy_allows(const az_policy_row *p, const az_facts *f,
          req->port <= p->port_max && az_host_match(p->host_pattern, req->host);
 }
 
+const char *az_token_unusable(const az_facts *f, int64_t now_s) {
+  if (!f->token_found || !f->token_id || !f->token_user)
+    return "no token";
+  if (f->revoked_at != 0)
+    return "revoked";
+  if (f->expires_at != 0 && now_s >= f->expires_at)
+    return "expired";
+  if (!f->user_found || !f->user_enabled)
+    return "user disabled";
+  if (f->user_has_owner && (!f->owner_found || !f->owner_enabled))
+    return "owner disabled";
+  return NULL;
+}
+
 static void deny(az_decision *out, uint32_t negative_ms, const char *why) {
   out->verdict = PH_ACCESS_DENY;
   out->code = PH_OPEN_FORBIDDEN;
@@ -86,19 +100,14 @@ void az_decide(const az_facts *f, const ph_access_request *req,
       PH_ACCESS_HAS(ph_access_request, req->size, agent) ? req->agent : NULL;
   if (!req->principal || !agent)
     return deny(out, negative_ms, agent ? "no principal" : "no agent");
-  if (!f->token_found || !f->token_id || !f->token_user ||
+  if (!f->token_found || !f->token_id ||
       strcmp(f->token_id, req->principal) != 0)
     return deny(out, negative_ms, "no token");
+  const char *why = az_token_unusable(f, now_s);
+  if (why)
+    return deny(out, negative_ms, why);
   if (!(f->scopes & PH_AZ_SCOPE_STREAM))
     return deny(out, negative_ms, "no stream scope");
-  if (f->revoked_at != 0)
-    return deny(out, negative_ms, "revoked");
-  if (f->expires_at != 0 && now_s >= f->expires_at)
-    return deny(out, negative_ms, "expired");
-  if (!f->user_found || !f->user_enabled)
-    return deny(out, negative_ms, "user disabled");
-  if (f->user_has_owner && (!f->owner_found || !f->owner_enabled))
-    return deny(out, negative_ms, "owner disabled");
   if (!f->agent_found || !f->agent_enabled)
     return deny(out, negative_ms, "agent disabled");
   if (req->protocol != PH_PROTO_TCP || req->port == 0)

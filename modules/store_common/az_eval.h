@@ -48,6 +48,12 @@ typedef struct az_decision {
                          data): "no token", "revoked", "no policy", ... */
 } az_decision;
 
+/* Whether the token of f may be used at all at Unix time now_s: found,
+ * not revoked, not expired, its user found and enabled, and its user's
+ * owner (when it has one) found and enabled. NULL when usable, else a
+ * short static reason. Shared by az_decide and authenticate. */
+const char *az_token_unusable(const az_facts *f, int64_t now_s);
+
 /* Decides req (host in the normal form of access.h, principal = token
  * id, agent required: NULL is a deny) at Unix time now_s. An allow keeps
  * positive_ms, and never beyond the token's expiry; a deny negative_ms. */

@@ -41,13 +41,17 @@ static int vouched(const az_revision *r) {
 }
 
 int az_revision_observe(az_revision *r, az_rev_read what, int64_t value,
-                        int poll) {
+                        uint64_t floor, int poll) {
   int was = vouched(r);
   if (what == AZ_REV_READ_FAILED) {
     r->failing = 1;
   } else {
     r->failing = 0;
-    if (what == AZ_REV_READ_OK && value > 0 && (uint64_t)value >= r->value) {
+    if (what == AZ_REV_READ_OK && value > 0 && (uint64_t)value < r->value &&
+        (uint64_t)value >= floor) {
+      /* Stale, not wrong: read before a write whose answer came first. */
+    } else if (what == AZ_REV_READ_OK && value > 0 &&
+               (uint64_t)value >= r->value) {
       r->value = (uint64_t)value;
       r->healthy = 1;
       r->last_ok_ms = r->api->now_ms(r->ctx);

@@ -41,12 +41,22 @@ typedef struct az_revision {
 int az_revision_init(az_revision *r, ph_ctx *ctx, const ph_api *api,
                      int64_t stale_ms);
 
+/* Loop thread: the value to pass as floor to az_revision_observe, taken
+ * when the read is sent (its submit). */
+static inline uint64_t az_revision_floor(const az_revision *r) {
+  return r->value;
+}
+
 /* Loop thread: the outcome of one read (a poll, or the revision a read
  * or write transaction saw); value is read only for AZ_REV_READ_OK.
- * Counts the poll metric when poll is 1. Sets readiness when it changes.
- * Returns 1 when the revision is healthy afterwards. */
+ * floor is az_revision_floor() from when the read was sent: a value below
+ * it went backwards (the database lost what callers had seen), while one
+ * at or above it but below the current value only lost a race with a
+ * later write whose answer came first, and changes nothing. Counts the
+ * poll metric when poll is 1. Sets readiness when it changes. Returns 1
+ * when the revision is healthy afterwards. */
 int az_revision_observe(az_revision *r, az_rev_read what, int64_t value,
-                        int poll);
+                        uint64_t floor, int poll);
 
 /* Loop thread, no I/O: access.h's revision(). */
 int az_revision_get(const az_revision *r, uint64_t *out);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <proxyhost/abi.h>
+#include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 
 /* The fields an update may name, per kind (ph_az_field bits). */
@@ -34,5 +35,13 @@ int az_validate_write(const ph_az_write *w, const char **detail);
 /* A list: kind, limit, the cursor (a name or an id of that kind) and the
  * filters the kind allows. */
 int az_validate_list(const ph_az_list *l, const char **detail);
+
+/* An "access" question (access.h): copies what the caller's size covers
+ * into out (the rest zero; what a newer caller added is ignored) and
+ * checks it: protocol, port 1..65535, a host of 1..255 bytes in normal
+ * form (no upper case, no trailing dot, no brackets or blanks), principal
+ * and agent NULL or 1..255 bytes. PH_OK or PH_EINVAL. The strings of out
+ * are the caller's. */
+int az_validate_access(const ph_access_request *req, ph_access_request *out);
 
 #endif
