@@ -10,7 +10,8 @@
  *
  * A local write's commit raises the revision at once (TM-P1-29). A poll
  * sent before that commit may come back after it with the older value;
- * that is not a regression, so such a value reads as "no news". */
+ * that is not a regression: az_revision compares with the floor taken
+ * when the poll was sent. */
 #include "store_pg_int.h"
 
 static void p_begin(void *arg, pg_send *snd) {
@@ -47,15 +48,14 @@ static void on_stale(ph_timer *t, void *arg) {
   (void)t;
   spg *s = arg;
   if (s->rev.failing)
-    az_revision_observe(&s->rev, AZ_REV_READ_FAILED, 0, 0);
+    az_revision_observe(&s->rev, AZ_REV_READ_FAILED, 0,
+                        az_revision_floor(&s->rev), 0);
 }
 
-static void observe(spg *s, az_rev_read what, int64_t value, uint64_t seq) {
-  if (what == AZ_REV_READ_OK && seq != s->raise_seq &&
-      (uint64_t)value < s->rev.value)
-    value = (int64_t)s->rev.value; /* read before a local commit */
+static void observe(spg *s, az_rev_read what, int64_t value,
+                    uint64_t floor) {
   int was = s->rev.healthy;
-  az_revision_observe(&s->rev, what, value, 1);
+  az_revision_observe(&s->rev, what, value, floor, 1);
   if (what == AZ_REV_READ_MISSING || what == AZ_REV_READ_BAD ||
       (what == AZ_REV_READ_OK && !s->rev.healthy))
     PH_LOG_RL(s->api, s->ctx, PH_LOG_ERROR,
@@ -73,7 +73,7 @@ static void p_done(void *arg, int status) {
   spg *s = arg;
   s->poll_task = 0;
   observe(s, status == PH_OK ? s->poll_what : AZ_REV_READ_FAILED,
-          s->poll_value, s->poll_seq);
+          s->poll_value, s->poll_floor);
 }
 
 static const pg_task_ops poll_ops = {p_begin, p_result, p_round_done, p_done};
@@ -83,12 +83,12 @@ static void poll_now(spg *s) {
     return;
   s->poll_what = AZ_REV_READ_FAILED;
   s->poll_value = 0;
-  s->poll_seq = s->raise_seq;
+  s->poll_floor = az_revision_floor(&s->rev);
   int64_t t = pg_pool_submit(s->pool, &poll_ops, s);
   if (t > 0)
     s->poll_task = t;
   else
-    observe(s, AZ_REV_READ_FAILED, 0, s->raise_seq);
+    observe(s, AZ_REV_READ_FAILED, 0, s->poll_floor);
 }
 
 static void on_poll(ph_timer *t, void *arg) {
@@ -116,6 +116,6 @@ void poll_stop(spg *s) {
 }
 
 void poll_local_commit(spg *s, int64_t value) {
-  s->raise_seq++;
-  az_revision_observe(&s->rev, AZ_REV_READ_OK, value, 0);
+  az_revision_observe(&s->rev, AZ_REV_READ_OK, value,
+                      az_revision_floor(&s->rev), 0);
 }

@@ -52,6 +52,8 @@ void pool_count(pg_pool *p, pg_errc e) { p->api->inc(p->m->errors[e], 1); }
 
 void pg_pool_count_query_error(pg_pool *p) { pool_count(p, ERRC_QUERY); }
 
+void pg_pool_count_queue_full(pg_pool *p) { pool_count(p, ERRC_QUEUE_FULL); }
+
 int pg_pool_up(const pg_pool *p) {
   return p->n_state[C_IDLE] + p->n_state[C_BUSY];
 }

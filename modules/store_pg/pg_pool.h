@@ -130,5 +130,7 @@ int pg_pool_up(const pg_pool *p);
 /* Counts a failed statement (an error result a task got) under the
  * "query" error class. */
 void pg_pool_count_query_error(pg_pool *p);
+/* Counts a call its user refused at its own bound under "queue_full". */
+void pg_pool_count_queue_full(pg_pool *p);
 
 #endif

@@ -166,6 +166,19 @@ static const pg_stmt stmts[Q_COUNT] = {
                    "= $12::bigint WHERE id = $1::text AND ($2::int = 0 OR "
                    SUBJECT_EXISTS("$3", "$4") ") RETURNING " POLICY_COLS,
                    12},
+    [Q_GUARD_SCOPES] = {"guard_scopes",
+                        "SELECT NOT EXISTS (SELECT 1 FROM service_tokens "
+                        "WHERE id = $1::text AND (agent IS NOT NULL) <> "
+                        "(($2::int & 2) <> 0))",
+                        2},
+    [Q_GUARD_OWNER] = {"guard_owner",
+                       "WITH RECURSIVE up(name, depth) AS (SELECT $2::text, 0 "
+                       "UNION ALL SELECT u.owner, up.depth + 1 FROM users u "
+                       "JOIN up ON u.name = up.name WHERE u.owner IS NOT "
+                       "NULL AND up.depth < 64) SELECT NOT EXISTS (SELECT 1 "
+                       "FROM up WHERE name = $1::text) AND (SELECT "
+                       "max(depth) FROM up) < 64",
+                       2},
     [Q_POL_DEL] = {"pol_del",
                    "DELETE FROM agent_policies WHERE id = $1::text "
                    "RETURNING id",

@@ -42,6 +42,10 @@ enum pg_sql_id {
                      $5 set host, $6 host, $7 set ports, $8 min, $9 max,
                      $10 set protocol, $11 protocol, $12 now */
   Q_POL_DEL,      /* $1 id */
+  /* Guards: one row, 't' when the write may go on. */
+  Q_GUARD_SCOPES, /* $1 token id, $2 new scopes: the agent scope goes with
+                     the token's agent, and only with it */
+  Q_GUARD_OWNER,  /* $1 user, $2 new owner: no owner loop (64 levels) */
   Q_COUNT
 };
 

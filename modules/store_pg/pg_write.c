@@ -24,13 +24,17 @@
 #include "pg_record.h"
 #include "store_pg_int.h"
 
-#define MAX_CHANGE 2 /* statements of a change */
+#define MAX_CHANGE 3 /* statements of a change, guards included */
 #define MAX_PARAMS 12
 
 typedef struct wstmt {
   int q;
   int n;
   const char *v[MAX_PARAMS];
+  /* A guard: its one value must be 't', else the write fails with
+   * guard_status (and is rolled back). */
+  int guard_status;
+  const char *guard_detail;
 } wstmt;
 
 typedef struct wreq {
@@ -144,6 +148,13 @@ static int w_result(void *arg, int i, PGresult *res) {
       sql_error(w, res);
       return 0;
     }
+    const wstmt *ws = &w->st[i - 1];
+    if (ws->guard_status) {
+      const char *v = res_str(res, 0, 0);
+      if (!v || strcmp(v, "t") != 0)
+        fail(w, ws->guard_status, ws->guard_detail);
+      return 0;
+    }
     if (i - 1 == w->main_st) {
       if (PQntuples(res) < 1) {
         fail(w, PH_ENOENT, "no such record, or a record it refers to is "
@@ -225,6 +236,15 @@ static void add(wreq *w, int q, int n, const char *const *v) {
     st->v[i] = v[i];
 }
 
+static void guard(wreq *w, int q, const char *a, const char *b, int status,
+                  const char *detail) {
+  const char *v[] = {a, b};
+  add(w, q, 2, v);
+  w->st[w->n_st - 1].guard_status = status;
+  w->st[w->n_st - 1].guard_detail = detail;
+  w->main_st = w->n_st; /* the change comes next */
+}
+
 static int flag(uint32_t fields, uint32_t f) { return (fields & f) != 0; }
 
 /* A new secret for the token id in w->id: its hash for the row, the
@@ -254,6 +274,9 @@ static int plan(wreq *w, const ph_az_write *q) {
   case PH_AZ_USER * 10 + PH_AZ_UPDATE:
   case PH_AZ_AGENT * 10 + PH_AZ_UPDATE: {
     int en = w->kind == PH_AZ_USER ? r->u.user.enabled : r->u.agent.enabled;
+    if (w->kind == PH_AZ_USER && flag(f, PH_AZ_F_OWNER) && w->s_owner)
+      guard(w, Q_GUARD_OWNER, w->s_name, w->s_owner, PH_EINVAL,
+            "the owner is owned by the user");
     const char *v[] = {w->s_name,
                        num(w, flag(f, PH_AZ_F_ENABLED)),
                        num(w, en ? 1 : 0),
@@ -289,6 +312,9 @@ static int plan(wreq *w, const ph_az_write *q) {
     break;
   }
   case PH_AZ_TOKEN * 10 + PH_AZ_UPDATE: {
+    if (flag(f, PH_AZ_F_SCOPES))
+      guard(w, Q_GUARD_SCOPES, w->id, num(w, r->u.token.scopes), PH_EINVAL,
+            "the agent scope goes with the token's agent, and only with it");
     const char *v[] = {w->id,
                        num(w, flag(f, PH_AZ_F_SCOPES)),
                        num(w, r->u.token.scopes),

@@ -48,6 +48,7 @@ struct spg {
   char *dsn; /* wiped and freed at destroy */
   /* requests */
   int64_t next_id;
+  int n_tasks; /* calls holding a pool task: at most max_pending */
   sreq *live;
   sreq *lhead, **ltail; /* answers waiting for the timer */
   int larmed;
@@ -58,8 +59,7 @@ struct spg {
   int64_t poll_task;  /* > 0 while a poll runs */
   az_rev_read poll_what; /* what the running poll read */
   int64_t poll_value;
-  uint64_t poll_seq;  /* raise_seq when it was sent */
-  uint64_t raise_seq; /* local writes seen committing (pg_poll.c) */
+  uint64_t poll_floor; /* az_revision_floor when it was sent */
   int started, stopping;
 };
 

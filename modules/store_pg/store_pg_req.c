@@ -31,8 +31,16 @@ static void unlink_live(sreq *r) {
   r->prev = r->next = NULL;
 }
 
+static void release(sreq *r) {
+  if (r->task > 0) {
+    r->task = 0;
+    r->s->n_tasks--;
+  }
+}
+
 void req_finish(sreq *r) {
   spg *s = r->s;
+  release(r);
   unlink_live(r);
   if (!r->cancelled)
     r->answer(r);
@@ -73,11 +81,20 @@ int req_timer_init(spg *s) {
   return s->ltimer ? PH_OK : PH_ENOMEM;
 }
 
+/* The store's bound: max_pending calls in flight (running or waiting
+ * for a connection), as the contract counts them; the pool's own queue
+ * bound is the same number, for what waits. */
 int req_submit(sreq *r, const pg_task_ops *ops) {
-  int64_t t = pg_pool_submit(r->s->pool, ops, r);
+  spg *s = r->s;
+  if (s->n_tasks >= s->max_pending) {
+    pg_pool_count_queue_full(s->pool);
+    return PH_EFULL;
+  }
+  int64_t t = pg_pool_submit(s->pool, ops, r);
   if (t <= 0)
     return (int)t;
   r->task = t;
+  s->n_tasks++;
   return PH_OK;
 }
 
@@ -100,7 +117,8 @@ int req_cancel(spg *s, int64_t id) {
     return PH_OK;
   }
   if (r->task > 0 && pg_pool_cancel(s->pool, r->task) == PH_OK) {
-    unlink_live(r); /* was waiting: the pool forgot it */
+    release(r); /* was waiting: the pool forgot it */
+    unlink_live(r);
     r->free_fn(r);
     return PH_OK;
   }
