@@ -4,13 +4,15 @@
  * One check is one round trip: a pipeline of three prepared statements
  * (the revision, the facts of the token, its user, the user's owner and
  * the agent in one join, the candidate policies) ended by one sync, then
- * az_decide (store_common) says allow or deny. Measured on loopback
- * against PostgreSQL 15 (t/integration/store_pg.sh's pool test, one
- * connection): the same three statements sent one after another cost
- * three round trips, about 3x the latency of the pipeline; concurrent
- * checks use the pool's other connections rather than being batched
- * into one pipeline, which would couple their deadlines and failures for
- * no gain on a pool that is rarely saturated.
+ * az_decide (store_common) says allow or deny. Measured on this machine
+ * (2 vCPU, PostgreSQL 15, one pooled connection, 2,000 sequential
+ * checks of three trivial prepared statements): one round of three
+ * statements 232 us per check over loopback TCP and 76 us over the unix
+ * socket, three rounds of one 520 us and 206 us: the pipeline saves 2.2x
+ * to 2.7x of the latency. Concurrent checks are not batched into one
+ * pipeline: they go to the pool's other connections, and a batch would
+ * tie their deadlines and failures together for little gain on a pool
+ * that is rarely saturated.
  *
  * The revision is read first, in its own statement: a write committing
  * between it and the facts makes the verdict newer than its label, never
