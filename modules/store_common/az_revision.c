@@ -41,7 +41,12 @@ static int vouched(const az_revision *r) {
 }
 
 int az_revision_observe(az_revision *r, az_rev_read what, int64_t value,
-                        uint64_t floor, int poll) {
+                        int poll) {
+  return az_revision_observe_at(r, what, value, r->value, poll);
+}
+
+int az_revision_observe_at(az_revision *r, az_rev_read what, int64_t value,
+                           uint64_t floor, int poll) {
   int was = vouched(r);
   if (what == AZ_REV_READ_FAILED) {
     r->failing = 1;

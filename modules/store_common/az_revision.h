@@ -48,15 +48,22 @@ static inline uint64_t az_revision_floor(const az_revision *r) {
 }
 
 /* Loop thread: the outcome of one read (a poll, or the revision a read
- * or write transaction saw); value is read only for AZ_REV_READ_OK.
- * floor is az_revision_floor() from when the read was sent: a value below
- * it went backwards (the database lost what callers had seen), while one
- * at or above it but below the current value only lost a race with a
- * later write whose answer came first, and changes nothing. Counts the
+ * or write transaction saw); value is read only for AZ_REV_READ_OK. A
+ * value below the last good one went backwards (TM-P1-30). Counts the
  * poll metric when poll is 1. Sets readiness when it changes. Returns 1
- * when the revision is healthy afterwards. */
+ * when the revision is healthy afterwards. Use it when reads are answered
+ * in the order they were sent; otherwise az_revision_observe_at. */
 int az_revision_observe(az_revision *r, az_rev_read what, int64_t value,
-                        uint64_t floor, int poll);
+                        int poll);
+
+/* The same for reads that may be answered out of order (several
+ * connections): floor is az_revision_floor() from when the read was sent.
+ * A value below floor went backwards (the database lost what callers had
+ * seen), while one at or above floor but below the current value only
+ * lost a race with a later write whose answer came first, and changes
+ * nothing. */
+int az_revision_observe_at(az_revision *r, az_rev_read what, int64_t value,
+                           uint64_t floor, int poll);
 
 /* Loop thread, no I/O: access.h's revision(). */
 int az_revision_get(const az_revision *r, uint64_t *out);

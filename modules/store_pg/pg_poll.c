@@ -48,14 +48,14 @@ static void on_stale(ph_timer *t, void *arg) {
   (void)t;
   spg *s = arg;
   if (s->rev.failing)
-    az_revision_observe(&s->rev, AZ_REV_READ_FAILED, 0,
+    az_revision_observe_at(&s->rev, AZ_REV_READ_FAILED, 0,
                         az_revision_floor(&s->rev), 0);
 }
 
 static void observe(spg *s, az_rev_read what, int64_t value,
                     uint64_t floor) {
   int was = s->rev.healthy;
-  az_revision_observe(&s->rev, what, value, floor, 1);
+  az_revision_observe_at(&s->rev, what, value, floor, 1);
   if (what == AZ_REV_READ_MISSING || what == AZ_REV_READ_BAD ||
       (what == AZ_REV_READ_OK && !s->rev.healthy))
     PH_LOG_RL(s->api, s->ctx, PH_LOG_ERROR,
@@ -116,6 +116,6 @@ void poll_stop(spg *s) {
 }
 
 void poll_local_commit(spg *s, int64_t value) {
-  az_revision_observe(&s->rev, AZ_REV_READ_OK, value,
+  az_revision_observe_at(&s->rev, AZ_REV_READ_OK, value,
                       az_revision_floor(&s->rev), 0);
 }

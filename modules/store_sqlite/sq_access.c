@@ -147,8 +147,7 @@ static void unavailable(ph_access_result *res, int code) {
 static int decide_with_policies(sq_call *c, sqlite3 *db, access_call *a,
                                 facts_buf *fb, int64_t now_s,
                                 az_decision *d) {
-  sq *s = c->s;
-  az_decide(&fb->f, &a->req, now_s, s->positive_ms, s->negative_ms, d);
+  az_decide(&fb->f, &a->req, now_s, c->positive_ms, c->negative_ms, d);
   if (strcmp(d->reason, "no policy") != 0)
     return 0; /* denied before the policies, or (never) allowed without */
   sqlite3_stmt *st = sq_prepare(
@@ -175,7 +174,7 @@ static int decide_with_policies(sq_call *c, sqlite3 *db, access_call *a,
     one.policies = &row;
     one.n_policies = 1;
     az_decision try;
-    az_decide(&one, &a->req, now_s, s->positive_ms, s->negative_ms, &try);
+    az_decide(&one, &a->req, now_s, c->positive_ms, c->negative_ms, &try);
     if (try.verdict == PH_ACCESS_ALLOW) {
       *d = try;
       break;
@@ -291,7 +290,6 @@ typedef struct auth_call {
 
 static void auth_work(sq_call *c, sqlite3 *db) {
   auth_call *a = (auth_call *)c;
-  sq *s = c->s;
   facts_buf fb;
   memset(&fb, 0, sizeof(fb));
   int64_t now_s = (int64_t)time(NULL);
@@ -324,13 +322,13 @@ static void auth_work(sq_call *c, sqlite3 *db) {
       t->created_at = fb.created_at;
       t->updated_at = fb.updated_at;
       t->rotated_at = fb.rotated_at;
-      a->res.ttl_ms = s->positive_ms;
+      a->res.ttl_ms = c->positive_ms;
       if (fb.f.expires_at != 0 &&
-          fb.f.expires_at - now_s <= (int64_t)(s->positive_ms / 1000))
+          fb.f.expires_at - now_s <= (int64_t)(c->positive_ms / 1000))
         a->res.ttl_ms = (uint32_t)((fb.f.expires_at - now_s) * 1000);
     } else {
       a->res.verdict = PH_AZ_AUTH_DENY;
-      a->res.ttl_ms = s->negative_ms;
+      a->res.ttl_ms = c->negative_ms;
     }
   }
   sq_exec(c, db, "COMMIT");

@@ -23,6 +23,9 @@ void *sq_call_new(sq *s, size_t size, void (*work)(sq_call *, sqlite3 *),
   c->deliver = deliver;
   c->destroy = destroy;
   c->rev_what = AZ_REV_READ_FAILED;
+  /* The work reads these, not the state a reload may change meanwhile. */
+  c->positive_ms = s->positive_ms;
+  c->negative_ms = s->negative_ms;
   return c;
 }
 
@@ -73,8 +76,8 @@ static void job_done(void *arg, int status) {
   if (status == PH_OK) {
     /* Even for a cancelled call: a write may have committed. A call whose
      * statements failed counts as a failed read (TM-P1-31). */
-    az_revision_observe(&s->rev, c->rev_what, c->rev_value, c->rev_floor,
-                        0);
+    az_revision_observe_at(&s->rev, c->rev_what, c->rev_value,
+                           c->rev_floor, 0);
     if (!c->cancelled)
       c->deliver(c);
   }

@@ -29,7 +29,7 @@
 #ifndef PH_LOCALSTATEDIR
 #define PH_LOCALSTATEDIR "/var"
 #endif
-#define DEFAULT_PATH PH_LOCALSTATEDIR "/lib/proxyhost/authz.sqlite"
+#define DEFAULT_PATH PH_LOCALSTATEDIR "/lib/proxyhost/authz.db"
 #define START_MARGIN_MS 30000
 #define STALE_MS 5000 /* TM-P1-31: no allow vouched for past this after a
                          failed read */
@@ -104,7 +104,7 @@ static void boot_done(void *arg, int status) {
   sq *s = arg;
   boot *b = boot_of(s);
   if (status == PH_OK && b->rc == 0)
-    az_revision_observe(&s->rev, b->rev.rev_what, b->rev.rev_value, 0, 1);
+    az_revision_observe(&s->rev, b->rev.rev_what, b->rev.rev_value, 1);
 }
 
 typedef struct poll_call {
@@ -142,8 +142,7 @@ void sq_poll_now(sq *s) {
   s->poll_in_flight = 1;
   if (sq_call_submit(s, &p->c) < 0) {
     /* The host's queue is full: a failed poll, as TM-P1-31 counts it. */
-    az_revision_observe(&s->rev, AZ_REV_READ_FAILED, 0,
-                        az_revision_floor(&s->rev), 0);
+    az_revision_observe(&s->rev, AZ_REV_READ_FAILED, 0, 0);
     api->inc(s->rev.m_poll_fail, 1);
     poll_destroy(&p->c);
   }

@@ -48,6 +48,7 @@ struct sq_call {
   az_rev_read rev_what;
   int64_t rev_value;
   uint64_t rev_floor; /* az_revision_floor at submit */
+  uint32_t positive_ms, negative_ms; /* the TTLs when the call came */
   sq_call *next;      /* in s->live or s->ready */
 };
 

@@ -1100,6 +1100,21 @@ static void case_faults(void) {
     ok(v == PH_ACCESS_UNAVAILABLE && c.res.ttl_ms == 0 &&
            c.res.code == PH_OPEN_INTERNAL_ERROR,
        "a check on a broken database: UNAVAILABLE internal_error, ttl 0");
+    /* TM-P1-31: failed reads past the staleness bound (5 s after the last
+     * good one) make the revision unhealthy; waited for, at most 10 s. */
+    int stale = 0;
+    for (int i = 0; i < 2 * ROUNDS && !stale; i++) {
+      int rc2;
+      rev_now(&rc2);
+      stale = rc2 == PH_ESTATE;
+      if (!stale)
+        mock_run_for(m, 10);
+    }
+    ok(stale, "TM-P1-31 failed re-reads past 5 s: revision() PH_ESTATE");
+    /* Readiness follows at the next failed re-read (200 ms at most). */
+    for (int i = 0; i < ROUNDS && mock_ready(m); i++)
+      mock_run_for(m, 10);
+    ok(!mock_ready(m), "TM-P1-31 and readiness fails");
     ok(E->repair_db(E->arg) == 0, "the database is repaired");
     mock_run_for(m, 300);
     size_t t1[5];

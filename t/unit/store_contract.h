@@ -8,7 +8,12 @@
  * configuration the environment makes, adds a consumer module of its own
  * that looks both services up by the provider's name at start, and
  * drives everything from the loop thread. Every wait is bounded. TAP
- * lines go to stdout through t/lib/tap.h (the caller's plan). */
+ * lines go to stdout through t/lib/tap.h, whose counters are per
+ * translation unit: a test does not link store_contract.c but includes
+ * it after tap.h (#include "store_contract.c"), so that its cases and the
+ * test's own count in one plan. The provider's configuration is the
+ * environment's; the consumer module is the suite's
+ * ("contract_client"). */
 #ifndef PH_TEST_STORE_CONTRACT_H
 #define PH_TEST_STORE_CONTRACT_H
 
