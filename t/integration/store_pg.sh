@@ -81,6 +81,17 @@ like "$out" "proxyhost-migrate" "migrate=check: the error names proxyhost-migrat
 is "$(pg_psql ph_v8 -c 'SELECT version FROM schema_meta')" 8 \
   "migrate=check: the database is left at version 8"
 
+# ---- the cluster defaults (TM-P1-7) and the redacted DSN ------------------
+printf '[proxyhost]\nmodules = store_pg\nmodule_path = %s\n[store_pg]\ndsn = %s password=Pw0rdInDsn\n' \
+  "$top_builddir/modules" "$dsn" >"$T/defaults.ini"
+out=$("$PROXYHOST" -c "$T/defaults.ini" --print-config 2>&1)
+like "$out" "positive_ttl = 5m" "TM-P1-7: the allow TTL is 5 minutes by default"
+like "$out" "negative_ttl = 3s" "TM-P1-7: the deny TTL is 3 seconds by default"
+like "$out" "revision_poll = 2s" "TM-P1-7 / TM-P1-27: the revision poll is 2 seconds"
+like "$out" "stale_allow = 5s" "TM-P1-31: the stale window is 5 seconds"
+like "$out" "dsn = [redacted]" "--print-config redacts the DSN"
+unlike "$out" "Pw0rdInDsn" "and never shows its password"
+
 # ---- the sample passes --check-config as a drop-in ------------------------
 mkdir -p "$T/etc/conf.d"
 printf '[proxyhost]\nmodule_path = %s\ninclude = conf.d/*.ini\n' \
