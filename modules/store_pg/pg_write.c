@@ -55,6 +55,8 @@ typedef struct wreq {
   int n_st, main_st; /* main_st: the statement whose rows are the record */
   int round;         /* 1 or 2 */
   int committing;    /* round 2 is a COMMIT */
+  int commit_sent;   /* libpq took it: from here the outcome is unknown
+                        until its answer */
   int status;        /* what round 1 decided */
   const char *detail;
   int64_t new_rev;
@@ -183,7 +185,8 @@ static void w_round_done(void *arg, pg_send *s) {
     return;
   w->round = 2;
   w->committing = w->status == PH_OK;
-  pg_exec_sql(s, w->committing ? "COMMIT" : "ROLLBACK");
+  int rc = pg_exec_sql(s, w->committing ? "COMMIT" : "ROLLBACK");
+  w->commit_sent = w->committing && rc == PH_OK;
 }
 
 static void w_done(void *arg, int status) {
@@ -192,8 +195,8 @@ static void w_done(void *arg, int status) {
   w->out.size = sizeof(w->out);
   if (status != PH_OK) {
     /* A COMMIT in flight may have landed; anything earlier did not. */
-    w->out.status = w->round == 2 && w->committing ? PH_AZ_EOUTCOME
-                                                   : PH_AZ_EUNAVAILABLE;
+    w->out.status = w->round == 2 && w->commit_sent ? PH_AZ_EOUTCOME
+                                                    : PH_AZ_EUNAVAILABLE;
     w->out.detail = w->out.status == PH_AZ_EOUTCOME
                         ? "the connection was lost during the commit: list "
                           "the record to know"
