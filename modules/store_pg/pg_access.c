@@ -22,11 +22,13 @@
  * regressed revision), every check answers UNAVAILABLE without asking the
  * database; a timeout, a lost connection or an error answers UNAVAILABLE
  * too (never cached: ttl 0). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "az_eval.h"
+#include "az_validate.h"
 #include "store_pg_int.h"
 
 #define NAME_MAX_LEN 255
@@ -44,28 +46,6 @@ typedef struct areq {
   PGresult *res[3]; /* revision, facts, policies */
   ph_access_result out;
 } areq;
-
-static int name_ok(const char *s) {
-  size_t n = strnlen(s, NAME_MAX_LEN + 1);
-  return n >= 1 && n <= NAME_MAX_LEN;
-}
-
-/* The normal form of TM-P1-4 as far as it can be told without resolving
- * (as auth_local's access check). */
-static int host_ok(const char *h) {
-  if (!h || !name_ok(h))
-    return 0;
-  size_t n = strlen(h);
-  if (h[n - 1] == '.')
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)h[i];
-    if (c <= ' ' || c >= 0x7f || (c >= 'A' && c <= 'Z') || c == '[' ||
-        c == ']')
-      return 0;
-  }
-  return 1;
-}
 
 static void a_answer(sreq *r) {
   areq *a = (areq *)r;
@@ -210,26 +190,22 @@ static void a_done(void *arg, int status) {
 static const pg_task_ops access_ops = {a_begin, a_result, a_round_done,
                                        a_done};
 
-/* Copies what req's size covers (access.h growth rules) and checks it. */
+/* The request, checked by az_validate (store_common: the same rules as
+ * store_sqlite), copied into a. */
 static int read_request(const ph_access_request *req, areq *a) {
-  if (req->size < PH_ACCESS_REQUEST_MIN_SIZE)
+  ph_access_request r;
+  if (az_validate_access(req, &r) != PH_OK)
     return PH_EINVAL;
-  const char *agent =
-      PH_ACCESS_HAS(ph_access_request, req->size, agent) ? req->agent : NULL;
-  if (req->protocol != PH_PROTO_TCP || req->port == 0 || !host_ok(req->host) ||
-      (req->principal && !name_ok(req->principal)) ||
-      (agent && !name_ok(agent)))
-    return PH_EINVAL;
-  a->protocol = req->protocol;
-  a->port = req->port;
-  strcpy(a->host, req->host);
-  if (req->principal) {
+  a->protocol = r.protocol;
+  a->port = r.port;
+  snprintf(a->host, sizeof(a->host), "%s", r.host);
+  if (r.principal) {
     a->has_principal = 1;
-    strcpy(a->principal, req->principal);
+    snprintf(a->principal, sizeof(a->principal), "%s", r.principal);
   }
-  if (agent) {
+  if (r.agent) {
     a->has_agent = 1;
-    strcpy(a->agent, agent);
+    snprintf(a->agent, sizeof(a->agent), "%s", r.agent);
   }
   return PH_OK;
 }
