@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "az_eval.h"
 #include "az_token.h"
 #include "pg_record.h"
 #include "store_pg_int.h"
@@ -66,7 +67,8 @@ static void set_verdict(nreq *n, int verdict, uint32_t ttl, uint64_t rev) {
 
 /* Token columns 0..8 as pg_record.c reads them, then secret_hash (9),
  * user enabled (10), has owner (11), owner enabled (12), agent
- * enabled (13). */
+ * enabled (13). The rules are az_token_unusable's (store_common), as in
+ * store_sqlite; an agent token also needs its agent enabled. */
 static void judge(nreq *n) {
   spg *s = n->base.s;
   int64_t rev;
@@ -77,22 +79,35 @@ static void judge(nreq *n) {
     set_verdict(n, PH_AZ_AUTH_UNAVAILABLE, 0, 0);
     return;
   }
-  const char *why = NULL;
   int64_t now = (int64_t)time(NULL);
-  if (PQntuples(r) != 1)
-    why = "unknown token";
-  else if (!az_hash_eq(res_str(r, 0, 9), n->hash))
-    why = "wrong secret";
-  else if (res_int(r, 0, 5) != 0)
-    why = "revoked";
-  else if (res_int(r, 0, 4) != 0 && now >= res_int(r, 0, 4))
-    why = "expired";
-  else if (res_int(r, 0, 10) != 1)
-    why = "user disabled";
-  else if (res_int(r, 0, 11) == 1 && res_int(r, 0, 12) != 1)
-    why = "owner disabled";
-  else if ((res_int(r, 0, 3) & PH_AZ_SCOPE_AGENT) && res_str(r, 0, 2) &&
-           res_int(r, 0, 13) != 1)
+  az_facts f;
+  memset(&f, 0, sizeof(f));
+  if (PQntuples(r) == 1) {
+    f.token_found = 1;
+    f.token_id = res_str(r, 0, 0);
+    f.token_user = res_str(r, 0, 1);
+    f.scopes = (uint32_t)res_int(r, 0, 3);
+    f.expires_at = res_int(r, 0, 4);
+    f.revoked_at = res_int(r, 0, 5);
+    f.user_found = 1;
+    f.user_enabled = res_int(r, 0, 10) == 1;
+    f.user_has_owner = res_int(r, 0, 11) == 1;
+    f.owner_found = res_str(r, 0, 12) != NULL;
+    f.owner_enabled = res_int(r, 0, 12) == 1;
+    f.agent_found = res_str(r, 0, 13) != NULL;
+    f.agent_enabled = res_int(r, 0, 13) == 1;
+  }
+  /* Compared even for an unknown token, against a hash no secret has, so
+   * both paths cost the same. */
+  static const char none[AZ_HASH_HEX_LEN + 1] =
+      "----------------------------------------------------------------";
+  const char *stored = f.token_found ? res_str(r, 0, 9) : NULL;
+  int match = az_hash_eq(n->hash, stored ? stored : none);
+  const char *why = !f.token_found ? "unknown token"
+                    : !match       ? "wrong secret"
+                                   : az_token_unusable(&f, now);
+  if (!why && (f.scopes & PH_AZ_SCOPE_AGENT) &&
+      (!res_str(r, 0, 2) || !f.agent_found || !f.agent_enabled))
     why = "agent disabled";
   if (why) {
     PH_LOG_RL(s->api, s->ctx, PH_LOG_DEBUG, "store_pg: token refused",
@@ -105,7 +120,7 @@ static void judge(nreq *n) {
   n->out.token = rec.u.token;
   uint32_t ttl = s->positive_ms;
   int64_t exp = rec.u.token.expires_at;
-  if (exp != 0 && (exp - now) * 1000 < (int64_t)ttl)
+  if (exp != 0 && exp - now <= (int64_t)(ttl / 1000))
     ttl = (uint32_t)((exp - now) * 1000);
   set_verdict(n, PH_AZ_AUTH_OK, ttl, (uint64_t)rev);
 }
