@@ -9,6 +9,7 @@
 
 #include "az_token.h"
 #include "cidr.h"
+#include "host_norm.h" /* the normal form of TM-P1-4, shared */
 
 #define LABEL_MAX 63
 #define DNS_NAME_MAX 253
@@ -356,24 +357,6 @@ static int access_str_ok(const char *s, int may_be_null) {
   return n >= 1 && n <= ACCESS_STR_MAX;
 }
 
-/* The normal form of TM-P1-4 as far as it can be told without resolving:
- * a cache keyed by requests is exact only when equal targets give equal
- * hosts. */
-static int access_host_ok(const char *h) {
-  if (!access_str_ok(h, 0))
-    return 0;
-  size_t n = strlen(h);
-  if (h[n - 1] == '.')
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)h[i];
-    if (c <= ' ' || c >= 0x7f || (c >= 'A' && c <= 'Z') || c == '[' ||
-        c == ']')
-      return 0;
-  }
-  return 1;
-}
-
 int az_validate_access(const ph_access_request *req, ph_access_request *out) {
   memset(out, 0, sizeof(*out));
   if (!req || req->size < PH_ACCESS_REQUEST_MIN_SIZE)
@@ -383,7 +366,7 @@ int az_validate_access(const ph_access_request *req, ph_access_request *out) {
   if (PH_ACCESS_HAS(ph_access_request, req->size, agent))
     out->agent = req->agent;
   if (out->protocol != PH_PROTO_TCP || out->port == 0 ||
-      !access_host_ok(out->host) || !access_str_ok(out->principal, 1) ||
+      !host_norm_ok(out->host) || !access_str_ok(out->principal, 1) ||
       !access_str_ok(out->agent, 1))
     return PH_EINVAL;
   return PH_OK;
