@@ -8,7 +8,8 @@
  *  - two store instances (two mock hosts) on one database: a write
  *    through one is in its revision() before its callback (TM-P1-29) and
  *    in the other's within its poll (TM-P1-27, TM-P1-34), and a
- *    revocation through one is a deny through the other once it did;
+ *    revocation through one is a deny through the other once it did,
+ *    also through auth_cache in front of each store;
  *  - failed writes change neither data nor revision (TM-P1-16..21);
  *  - the revision row deleted, set lower, out of range: fail closed and
  *    not ready until a good read (TM-P1-30, TM-TEST-24);
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -39,6 +41,7 @@
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/store_pg/.libs/store_pg.so"
+#define CACHE_MODULE PH_BUILD_MODULES "/auth_cache/.libs/auth_cache.so"
 #define DSN_PASSWORD "S3cretDSNpw0rd"
 #define SLICE 20
 
@@ -54,8 +57,11 @@ typedef struct client {
   ph_mock *m;
 } client;
 
-static client clients[4];
+static client clients[8];
 static int n_clients;
+/* The next mocks load auth_cache in front of store_pg, and the client
+ * asks it (the server's setup); else the client asks store_pg. */
+static int with_cache;
 
 static int cl_init(ph_ctx *ctx, const ph_api *a, void **state) {
   client *c = &clients[n_clients++];
@@ -67,8 +73,9 @@ static int cl_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int cl_start(void *state) {
   client *c = state;
-  c->ac = c->api->service_get(c->ctx, PH_ACCESS_SERVICE, PH_ACCESS_MAJOR, 0,
-                              &c->ac_self);
+  c->ac = c->api->service_get_named(c->ctx, PH_ACCESS_SERVICE,
+                                    with_cache ? "auth_cache" : "store_pg",
+                                    PH_ACCESS_MAJOR, 0, &c->ac_self);
   c->st = c->api->service_get_named(c->ctx, PH_AZ_STORE_SERVICE, "store_pg",
                                     PH_AZ_STORE_MAJOR, 0, &c->st_self);
   return c->ac && c->st ? PH_OK : PH_ENOENT;
@@ -98,13 +105,16 @@ static char last_err[1024];
 static client *up(const char *db, const char *migrate, const char *extra) {
   char ini[2048];
   snprintf(ini, sizeof(ini),
-           "[proxyhost]\nmodules = %s\ndrain_timeout = 3s\n"
+           "[proxyhost]\nmodules = %s%s\ndrain_timeout = 3s\n"
            "[log]\nlevel = debug\nfile = %s\n"
            "[store_pg]\ndsn = %s password=%s\nmigrate = %s\n"
            "revision_poll = 200ms\nstale_allow = 1s\nquery_timeout = 500ms\n"
-           "reconnect_min = 50ms\nreconnect_max = 200ms\npool_size = 2\n%s",
-           MODULE, log_path, dsn_of(db), DSN_PASSWORD, migrate,
-           extra ? extra : "");
+           "reconnect_min = 50ms\nreconnect_max = 200ms\npool_size = 2\n%s%s",
+           MODULE, with_cache ? ", " CACHE_MODULE : "", log_path, dsn_of(db),
+           DSN_PASSWORD, migrate, extra ? extra : "",
+           with_cache ? "[auth_cache]\nstore = store_pg\n"
+                        "revision_interval = 50ms\n"
+                      : "");
   ph_mock *m = ph_mock_new(ini, last_err, sizeof(last_err));
   int before = n_clients;
   if (!m || ph_mock_add(m, &cl_mod, last_err, sizeof(last_err)) != PH_OK ||
@@ -249,7 +259,7 @@ static wres mk_policy(client *c, const char *agent, const char *tok) {
   return do_write(c, &w);
 }
 
-static wres revoke(client *c, const char *tok) {
+static wres revoke_token(client *c, const char *tok) {
   ph_az_write w = {.action = PH_AZ_UPDATE,
                    .fields = PH_AZ_F_REVOKED,
                    .rec = {.kind = PH_AZ_TOKEN, .u.token = {.id = tok}}};
@@ -397,7 +407,7 @@ static void test_two_servers(void) {
   is_int(authn(B, wrong), PH_AZ_AUTH_DENY, "B: another secret is a deny");
 
   /* A revocation through A is a deny through B once B saw the revision. */
-  w = revoke(A, tok);
+  w = revoke_token(A, tok);
   ok(w.status == PH_OK && w.revision == ra + 1,
      "TM-P1-16 revoke: committed with its revision step");
   i = 0;
@@ -561,6 +571,67 @@ static void test_outcome(void) {
   down(c);
 }
 
+/* TM-P1-34 / TM-TEST-35 with the cache the servers run: two servers,
+ * each auth_cache in front of store_pg on one database; a token allowed
+ * (and cached, for the store's 5-minute allow TTL) through B, revoked
+ * through A, is refused through B once B's poll saw the revision. Five
+ * revocations; the slowest is printed (informative), the loop bound is
+ * a failure bound, not a measurement. */
+static void test_cache_cluster(void) {
+  if (access(CACHE_MODULE, R_OK) != 0) {
+    ok(1, "# SKIP auth_cache not built");
+    return;
+  }
+  sql("postgres", "CREATE DATABASE spg_cache");
+  with_cache = 1;
+  client *a = up("spg_cache", "auto", NULL);
+  client *b = a ? up("spg_cache", "check", NULL) : NULL;
+  with_cache = 0;
+  ok(a && b && wait_ready(a, 1, 100) && wait_ready(b, 1, 100),
+     "cache cluster: two servers with auth_cache in front of store_pg");
+  if (!a || !b) {
+    printf("# %s\n", last_err);
+    return;
+  }
+  wres w = mk_user(a, "carol", NULL);
+  w = mk_agent(a, "edge7", "carol");
+  int denied_all = 1, hits_ok = 1;
+  int64_t max_ms = 0;
+  for (int round = 0; round < 5; round++) {
+    w = mk_token(a, "carol");
+    char t[64];
+    snprintf(t, sizeof(t), "%s", w.id);
+    w = mk_policy(a, "edge7", t);
+    int rc, i = 0;
+    while (i++ < 100 && (rev_of(b, &rc) != w.revision || rc != PH_OK))
+      slice();
+    int v1 = check(b, t, "edge7", 443), v2 = check(b, t, "edge7", 443);
+    hits_ok &= v1 == PH_ACCESS_ALLOW && v2 == PH_ACCESS_ALLOW;
+    w = revoke_token(a, t);
+    int64_t t0 = b->api->now_ms(b->ctx);
+    int n = 0;
+    while (n < 250 && check(b, t, "edge7", 443) != PH_ACCESS_DENY) {
+      slice();
+      n++;
+    }
+    denied_all &= n < 250;
+    int64_t took = b->api->now_ms(b->ctx) - t0;
+    if (took > max_ms)
+      max_ms = took;
+  }
+  ok(hits_ok, "cache cluster: each token allowed through B, twice");
+  like(ph_mock_metrics_text(b->m),
+       "tunnelmesh_authorization_cache_requests_total{cache=\"hit\"}",
+       "cache cluster: B's cache answered hits");
+  ok(denied_all, "TM-P1-34 TM-TEST-35: every revocation through A is refused "
+                 "through B's cache, the 5-minute allow notwithstanding");
+  printf("# slowest of 5 revocations: refused through B %lld ms after the "
+         "revoke's answer (revision_poll 200 ms; informative, not checked)\n",
+         (long long)max_ms);
+  down(b);
+  down(a);
+}
+
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f)
@@ -616,6 +687,7 @@ int main(void) {
     test_outage();
     test_revision_faults();
     test_outcome();
+    test_cache_cluster();
     test_secrets();
     down(B);
     down(A);
