@@ -54,8 +54,20 @@ static void usage(FILE *out) {
           "  -h, --help         this text\n"
           "Exit: 0 done (status: current), 1 error, 2 usage, 3 refused "
           "(newer or\nunknown version), 4 steps pending (status).\n"
+          "Engines of this build:%s%s\n"
           "See proxyhost-migrate(8).\n",
-          prog, AZ_SCHEMA_VERSION, MIGRATE_DSN_ENV);
+          prog, AZ_SCHEMA_VERSION, MIGRATE_DSN_ENV,
+#ifdef AZ_WITH_SQLITE
+          " sqlite",
+#else
+          "",
+#endif
+#ifdef AZ_WITH_POSTGRES
+          " postgres"
+#else
+          ""
+#endif
+  );
 }
 
 /* An open database and what to call it in output. */
