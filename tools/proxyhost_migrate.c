@@ -234,9 +234,9 @@ int main(int argc, char **argv) {
       return EXIT_USAGE;
     }
   }
-  if (optind + 1 != argc ||
-      (strcmp(argv[optind], "status") != 0 &&
-       strcmp(argv[optind], "plan") != 0 && strcmp(argv[optind], "apply") != 0)) {
+  const char *cmd = optind + 1 == argc ? argv[optind] : "";
+  if (strcmp(cmd, "status") != 0 && strcmp(cmd, "plan") != 0 &&
+      strcmp(cmd, "apply") != 0) {
     fprintf(stderr, "%s: give one command: status, plan or apply\n", prog);
     usage(stderr);
     return EXIT_USAGE;
@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     if (postgres)
       memset((char *)postgres, 'x', strlen(postgres));
   }
-  int rc = run(argv[optind], &t);
+  int rc = run(cmd, &t);
   migrate_target_free(&t);
   return rc;
 }

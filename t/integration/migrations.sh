@@ -151,6 +151,16 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
   mig plan --sqlite "$D/up.db"
   like "$out" "nothing to do" "sqlite: plan of a current database: nothing"
 
+  # Two migrators at once: both succeed, the step runs once.
+  sq_v8 "$D/race.db"
+  "$MIG" apply --sqlite "$D/race.db" >"$D/race1.log" 2>&1 & p1=$!
+  "$MIG" apply --sqlite "$D/race.db" >"$D/race2.log" 2>&1 & p2=$!
+  wait_exit $p1 30; r1=$EXIT
+  wait_exit $p2 30; r2=$EXIT
+  is "$r1:$r2" "0:0" "sqlite: two concurrent applies both succeed"
+  is "$(sq_version "$D/race.db"):$(sq "$D/race.db" 'SELECT count(*) FROM authorization_revision')" "9:1" \
+    "sqlite: and the database is at 9 with one revision row"
+
   # A step failing halfway: the version update (after the CREATE and the
   # INSERT) is refused by a trigger.
   sq_v8 "$D/half.db"
@@ -331,6 +341,20 @@ SQL
     "postgres: and changes nothing"
   pgm status up; all_out="$all_out$out"
   is "$rc" 0 "postgres: status of a current database: exit 0"
+
+  # Two migrators at once (the step locks the schema_meta row): both
+  # succeed, the step runs once.
+  pg_v8 race
+  for i in 1 2 3; do
+    PROXYHOST_MIGRATE_DSN="$(pg_dsn race)" "$MIG" apply >"$T/race$i.log" 2>&1 &
+    eval "p$i=\$!"
+  done
+  wait_exit $p1 60; r1=$EXIT
+  wait_exit $p2 60; r2=$EXIT
+  wait_exit $p3 60; r3=$EXIT
+  is "$r1:$r2:$r3" "0:0:0" "postgres: three concurrent applies all succeed"
+  is "$(pg_version race):$(pg_psql race -c 'SELECT count(*) FROM authorization_revision')" "9:1" \
+    "postgres: and the database is at 9 with one revision row"
 
   # A step failing halfway: a trigger refuses the version update, after
   # the CREATE and the INSERT.
