@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_norm.h" /* the normal form of TM-P1-4, shared */
+
 #define NAME_MAX_LEN 255 /* host, principal and agent, as in RFC 1929 */
 
 typedef struct pending pending;
@@ -53,25 +55,6 @@ static int name_ok(const char *s, int may_be_null) {
   return n >= 1 && n <= NAME_MAX_LEN;
 }
 
-/* The normal form the contract asks for (TM-P1-4), as far as it can be
- * told without resolving: no upper case, no trailing dot, no brackets,
- * nothing that cannot be in a name or an address. A cache keyed by a
- * request is exact only when equal targets give equal hosts. */
-static int host_ok(const char *h) {
-  if (!name_ok(h, 0))
-    return 0;
-  size_t n = strlen(h);
-  if (h[n - 1] == '.')
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)h[i];
-    if (c <= ' ' || c >= 0x7f || (c >= 'A' && c <= 'Z') || c == '[' ||
-        c == ']')
-      return 0;
-  }
-  return 1;
-}
-
 /* Copies what the caller's size covers into r (the rest stays zero: an
  * older caller's defaults) and validates it. Never reads beyond size:
  * what a newer caller added is ignored, and so are the reserved fields. */
@@ -82,7 +65,7 @@ static int read_request(const ph_access_request *req, ph_access_request *r) {
   memcpy(r, req, PH_ACCESS_REQUEST_MIN_SIZE);
   if (PH_ACCESS_HAS(ph_access_request, req->size, agent))
     r->agent = req->agent;
-  if (r->protocol != PH_PROTO_TCP || r->port == 0 || !host_ok(r->host) ||
+  if (r->protocol != PH_PROTO_TCP || r->port == 0 || !host_norm_ok(r->host) ||
       !name_ok(r->principal, 1) || !name_ok(r->agent, 1))
     return PH_EINVAL;
   return PH_OK;

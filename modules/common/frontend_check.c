@@ -10,22 +10,7 @@
 
 #include "client_acl.h"
 #include "listener.h"
-
-/* The provider the key names, if any, is a loaded instance that declares
- * the service. */
-static int named_provider(ph_ctx *ctx, const ph_api *api, const char *k,
-                          const char *service, const char **key, char *why,
-                          size_t whylen) {
-  const char *name = api->conf_str(ctx, k);
-  if (!name || !*name || api->service_provider_loaded(ctx, service, name))
-    return PH_OK;
-  *key = k;
-  snprintf(why, whylen,
-           "\"%.100s\" is not a loaded module instance that provides the "
-           "\"%s\" service (add it to [proxyhost] modules, or fix the name)",
-           name, service);
-  return PH_EINVAL;
-}
+#include "provider_check.h"
 
 /* 1 when the listen address (parsed already) is a loopback one. */
 static int listen_is_loopback(ph_ctx *ctx, const ph_api *api) {
@@ -67,8 +52,8 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     *key = CLIENT_ACL_KEY;
     return PH_EINVAL;
   }
-  r = named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key, why,
-                     whylen);
+  r = check_named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key,
+                           why, whylen);
   if (r != PH_OK)
     return r;
   const char *auth = api->conf_str(ctx, "auth");
@@ -82,8 +67,8 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     return PH_EINVAL;
   }
   if (password) {
-    r = named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE, key,
-                       why, whylen);
+    r = check_named_provider(ctx, api, "authorizer", PH_AUTHORIZER_SERVICE,
+                             key, why, whylen);
     if (r != PH_OK)
       return r;
   }

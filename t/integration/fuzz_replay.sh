@@ -6,7 +6,8 @@
 # disabled is not built and is skipped, named.
 . "$top_srcdir/t/lib/testlib.sh"
 
-for name in conf admin_request socks5 http_head http_body http_response policy; do
+for name in conf admin_request socks5 http_head http_body http_response policy \
+  host_norm; do
   bin="$top_builddir/t/fuzz/replay_$name"
   if [ ! -x "$bin" ]; then
     skip "fuzz target $name not built (its module is disabled)"

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* auth_cache: the TunnelMesh CachingStreamAuthorizer (TM-P1-1). A
+ * decorator of the "access" service: it provides "access" under its own
+ * instance name and answers from a cache in front of the provider its
+ * `store` key names (store_sqlite, store_pg), which consumers then name
+ * instead of the store.
+ *
+ * The cache keeps the store's verdicts for the store's ttl_ms, cut to
+ * max_positive_ttl / max_negative_ttl, in generations of one revision
+ * each; the store's revision decides which generation is current and
+ * whether a cached allow may be served at all (revision_watch.c).
+ * Concurrent misses share one store check (singleflight.c). Nothing of a
+ * request but its five key fields is kept, and the contract keeps secrets
+ * out of them (TM-P1-5, TM-SEC-3). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth_cache_int.h"
+#include "provider_check.h"
+
+static const ph_api *api;
+
+static const ph_conf_key keys[] = {
+    PH_CONF_KEY("store", PH_CONF_STRING, NULL, 1, 128,
+                PH_CONF_REQUIRED | PH_CONF_RESTART, NULL,
+                "the instance whose \"access\" service is cached "
+                "(store_sqlite, store_pg)",
+                NULL),
+    PH_CONF_KEY("enabled", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
+                "false: every check goes to the store (counted "
+                "cache=\"bypass\")",
+                NULL),
+    PH_CONF_KEY("max_entries", PH_CONF_INT, "100000", 1, 10000000, 0, NULL,
+                "verdicts kept; beyond, an approximate LRU evicts", NULL),
+    PH_CONF_KEY("max_pending", PH_CONF_INT, "4096", 1, 65536, PH_CONF_RESTART,
+                NULL,
+                "distinct keys being fetched from the store at once; "
+                "beyond, unavailable/queue_full",
+                NULL),
+    PH_CONF_KEY("max_waiters", PH_CONF_INT, "65536", 1, 1048576,
+                PH_CONF_RESTART, NULL,
+                "checks waiting for an answer (on a fetch or a loop turn); "
+                "beyond, unavailable/queue_full",
+                NULL),
+    PH_CONF_KEY("max_positive_ttl", PH_CONF_DURATION, "5m", 0, 3600000, 0, NULL,
+                "the longest an allow is kept (the store's ttl_ms is "
+                "cut to it)",
+                NULL),
+    PH_CONF_KEY("max_negative_ttl", PH_CONF_DURATION, "3s", 0, 3600000, 0, NULL,
+                "the longest a deny is kept (the store's ttl_ms is cut "
+                "to it)",
+                NULL),
+    PH_CONF_KEY("revision_interval", PH_CONF_DURATION, "250ms", 10, 5000, 0,
+                NULL,
+                "how often the store's revision is read between "
+                "checks (readiness, generation switch)",
+                NULL),
+    PH_CONF_END};
+
+/* The store names a loaded provider of "access" other than this one. */
+static int cache_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                       char *why, size_t whylen) {
+  const char *store = a->conf_str(ctx, "store");
+  if (store && strcmp(store, a->module_name(ctx)) == 0) {
+    *key = "store";
+    snprintf(why, whylen,
+             "auth_cache cannot wrap itself: name the store's "
+             "instance (store_sqlite, store_pg)");
+    return PH_EINVAL;
+  }
+  return check_named_provider(ctx, a, "store", PH_ACCESS_SERVICE, key, why,
+                              whylen);
+}
+
+static void read_config(acache *s) {
+  s->enabled = (int)api->conf_int(s->ctx, "enabled");
+  s->max_entries = (size_t)api->conf_int(s->ctx, "max_entries");
+  s->max_positive_ttl = (uint32_t)api->conf_int(s->ctx, "max_positive_ttl");
+  s->max_negative_ttl = (uint32_t)api->conf_int(s->ctx, "max_negative_ttl");
+  s->interval = api->conf_int(s->ctx, "revision_interval");
+}
+
+static int declare_metrics(acache *s) {
+  static const char *const caches[] = {"hit", "miss", "shared", "bypass", NULL};
+  static const ph_label_def labels[] = {{"cache", caches}};
+  ph_metric_def d = {
+      .name = "tunnelmesh_authorization_cache_requests_total",
+      .help = "Authorization cache lookups: hit, miss (a store check), "
+              "shared (joined one in flight), bypass (cache off)",
+      .type = PH_METRIC_COUNTER,
+      .labels = labels,
+      .n_labels = 1};
+  ph_metric *m = api->metric(s->ctx, &d);
+  ph_metric_def de = {.name = "proxyhost_auth_cache_entries",
+                      .help = "Verdicts in the current generation",
+                      .type = PH_METRIC_GAUGE};
+  ph_metric_def dv = {.name = "proxyhost_auth_cache_evictions_total",
+                      .help = "Verdicts evicted to make room (max_entries)",
+                      .type = PH_METRIC_COUNTER};
+  ph_metric_def dg = {.name = "proxyhost_auth_cache_generations_total",
+                      .help = "Generations started (a revision rise, a "
+                              "recovery, a reload)",
+                      .type = PH_METRIC_COUNTER};
+  ph_metric *me = api->metric(s->ctx, &de);
+  ph_metric *mv = api->metric(s->ctx, &dv);
+  ph_metric *mg = api->metric(s->ctx, &dg);
+  if (!m || !me || !mv || !mg)
+    return PH_EINVAL;
+  for (int i = 0; i < AC_N_REQ; i++) {
+    const char *lv[] = {caches[i]};
+    s->m_req[i] = api->series(m, lv);
+  }
+  s->m_entries = api->series(me, NULL);
+  s->m_evictions = api->series(mv, NULL);
+  s->m_generations = api->series(mg, NULL);
+  return PH_OK;
+}
+
+static int cache_init(ph_ctx *ctx, const ph_api *host, void **state) {
+  api = host;
+  acache *s = calloc(1, sizeof(*s));
+  if (!s)
+    return PH_ENOMEM;
+  *state = s;
+  s->ctx = ctx;
+  s->api = host;
+  read_config(s);
+  s->max_pending = api->conf_int(ctx, "max_pending");
+  s->max_waiters = api->conf_int(ctx, "max_waiters");
+  if (cache_key_seed() != 0) {
+    PH_LOG(api, ctx, PH_LOG_ERROR,
+           "auth_cache: no randomness for the key "
+           "hash");
+    return PH_EINVAL;
+  }
+  s->deliver_t = api->timer_new(ctx, sf_deliver, s);
+  s->tick_t = api->timer_new(ctx, rw_tick, s);
+  s->reap_t = api->timer_new(ctx, rw_reap, s);
+  if (!s->deliver_t || !s->tick_t || !s->reap_t || sf_init(s) != PH_OK)
+    return PH_ENOMEM;
+  int rc = declare_metrics(s);
+  if (rc != PH_OK)
+    return rc;
+  return api->service_register(ctx, PH_ACCESS_SERVICE, PH_ACCESS_MAJOR,
+                               PH_ACCESS_MINOR, &access_cache_vt, s);
+}
+
+/* Not ready until the store's revision was read (TM-P1-26). */
+static int cache_start(void *state) {
+  acache *s = state;
+  const char *store = api->conf_str(s->ctx, "store");
+  s->store = api->service_get_named(s->ctx, PH_ACCESS_SERVICE, store,
+                                    PH_ACCESS_MAJOR, 0, &s->store_self);
+  if (!s->store) {
+    PH_LOG(api, s->ctx, PH_LOG_ERROR,
+           "auth_cache: the store did not register \"access\", or its "
+           "version does not fit",
+           PH_STR("store", store));
+    return PH_ENOENT;
+  }
+  s->started = 1;
+  api->set_ready(s->ctx, 0);
+  rw_refresh(s);
+  rw_update_ready(s);
+  api->timer_set(s->tick_t, (uint64_t)s->interval, (uint64_t)s->interval);
+  return PH_OK;
+}
+
+/* New bounds or caps start a fresh generation: no entry outlives a cap
+ * lowered now, and entries from before the cache was switched off are
+ * not trusted when it comes back on. */
+static int cache_reload(void *state) {
+  acache *s = state;
+  acache old = *s;
+  read_config(s);
+  if (s->interval != old.interval && s->started)
+    api->timer_set(s->tick_t, (uint64_t)s->interval, (uint64_t)s->interval);
+  if (s->cur &&
+      (s->enabled != old.enabled || s->max_entries != old.max_entries ||
+       s->max_positive_ttl != old.max_positive_ttl ||
+       s->max_negative_ttl != old.max_negative_ttl))
+    rw_new_generation(s, cache_gen_revision(s->cur));
+  rw_update_ready(s);
+  return PH_OK;
+}
+
+/* Users are destroyed before us and the store after us: its checks
+ * still running are cancelled there, and no caller is called. */
+static void cache_destroy(void *state) {
+  acache *s = state;
+  if (!s)
+    return;
+  sf_free_all(s);
+  if (s->deliver_t)
+    api->timer_free(s->deliver_t);
+  if (s->tick_t)
+    api->timer_free(s->tick_t);
+  if (s->reap_t)
+    api->timer_free(s->reap_t);
+  rw_free_all(s);
+  free(s);
+}
+
+static const char *const cache_provides[] = {PH_ACCESS_SERVICE, NULL};
+static const char *const cache_requires[] = {PH_ACCESS_SERVICE, NULL};
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("auth_cache", "1.0"),
+    .description = "authorization cache in front of a store's \"access\" "
+                   "service",
+    .provides = cache_provides,
+    .requires = cache_requires,
+    .config = keys,
+    .check = cache_check,
+    .init = cache_init,
+    .start = cache_start,
+    .reload = cache_reload,
+    .destroy = cache_destroy,
+};
