@@ -14,7 +14,7 @@ set -eu
 
 BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
   libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev
-  libpq-dev libsqlite3-dev"
+  libcurl4-openssl-dev libpq-dev libsqlite3-dev"
 # Libraries of modules still to come (configure --with-LIB checks them).
 FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev

@@ -7,6 +7,7 @@
 
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
+#include <proxyhost/validation.h>
 
 #include "client_acl.h"
 #include "listener.h"
@@ -53,6 +54,10 @@ int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
     return PH_EINVAL;
   }
   r = check_named_provider(ctx, api, "connector", PH_CONNECTOR_SERVICE, key,
+                           why, whylen);
+  if (r != PH_OK)
+    return r;
+  r = check_named_provider(ctx, api, "validation", PH_VALIDATION_SERVICE, key,
                            why, whylen);
   if (r != PH_OK)
     return r;

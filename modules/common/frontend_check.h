@@ -10,7 +10,9 @@
  * a "connector" key that names a provider names a loaded instance that
  * provides "connector"; auth = password has a module that provides the
  * "authorizer" service loaded, the one the "authorizer" key names if it
- * names one; and "authorizer" is empty unless auth = password. PH_OK, or
+ * names one; a "validation" key that names a provider names a loaded
+ * instance that provides "validation"; and "authorizer" is empty unless
+ * auth = password. PH_OK, or
  * PH_EINVAL with *key and a reason in why. */
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen);

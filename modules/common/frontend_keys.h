@@ -22,7 +22,11 @@
  * authorizer   with auth = password, the "authorizer" provider, by its
  *              instance name (auth_local.staff); empty: the only one
  *              (restart)
- * frontend_services (frontend_services.h) looks both up at start.
+ * validation   the "validation" provider (validation.h) that checks each
+ *              stream's credentials and target after the authorizer and
+ *              before the open (remote_validation); empty: none, and no
+ *              step at all (restart)
+ * frontend_services (frontend_services.h) looks them up at start.
  * allow_clients  the client networks (CIDRs, IPv4 and IPv6, 1 to 64;
  *              client_acl.h) allowed to connect; others are closed at
  *              accept before a byte is read. Default loopback only. A
@@ -76,6 +80,12 @@
                   NULL,                                                      \
                   "with auth = password: authorizer instance to check "     \
                   "passwords with (auth_local.staff); empty: the only one", \
+                  NULL),                                                     \
+      PH_CONF_KEY("validation", PH_CONF_STRING, "", 0, 97, PH_CONF_RESTART, \
+                  NULL,                                                      \
+                  "validation instance that checks each stream's "          \
+                  "credentials and target before the open "                 \
+                  "(remote_validation); empty: none",                        \
                   NULL),                                                     \
       PH_CONF_KEY(CLIENT_ACL_KEY, PH_CONF_LIST, CLIENT_ACL_DEFAULT, 1,       \
                   CLIENT_ACL_MAX, 0, NULL,                                   \

@@ -59,3 +59,24 @@ int frontend_services_get(ph_ctx *ctx, const ph_api *api, int password,
   }
   return PH_OK;
 }
+
+int frontend_uses_validation(ph_ctx *ctx, const ph_api *api) {
+  return named(ctx, api, "validation") != NULL;
+}
+
+int frontend_validation_get(ph_ctx *ctx, const ph_api *api,
+                            const ph_validation_v1 **vt, void **vself) {
+  *vt = NULL;
+  *vself = NULL;
+  const char *name = named(ctx, api, "validation");
+  if (!name)
+    return PH_OK; /* none configured: no step */
+  *vt = api->service_get_named(ctx, PH_VALIDATION_SERVICE, name,
+                               PH_VALIDATION_MAJOR, 0, vself);
+  if (!*vt) {
+    no_provider(ctx, api, PH_VALIDATION_SERVICE, "validation", name, NULL);
+    *vself = NULL;
+    return PH_ENOENT;
+  }
+  return PH_OK;
+}

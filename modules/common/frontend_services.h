@@ -10,6 +10,7 @@
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
+#include <proxyhost/validation.h>
 
 /* Start only (the frontend's start callback), loop thread. Gets the
  * connector named by the "connector" key into *connector and *cself and,
@@ -24,5 +25,18 @@
 int frontend_services_get(ph_ctx *ctx, const ph_api *api, int password,
                           const ph_connector_v1 **connector, void **cself,
                           const ph_authorizer_v1 **authorizer, void **aself);
+
+/* Init or later. 1 when the "validation" key names a provider (the
+ * frontend then records the remote_validation stage), else 0. */
+int frontend_uses_validation(ph_ctx *ctx, const ph_api *api);
+
+/* Start only, loop thread. With a "validation" key that names a
+ * provider, gets it into *vt and *vself (release it with
+ * api->service_release(ctx, PH_VALIDATION_SERVICE)); with an empty key,
+ * leaves both NULL (no validation step). PH_OK, or PH_ENOENT (logged)
+ * when the named provider did not register the service or its version
+ * does not fit. */
+int frontend_validation_get(ph_ctx *ctx, const ph_api *api,
+                            const ph_validation_v1 **vt, void **vself);
 
 #endif

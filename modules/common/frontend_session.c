@@ -132,7 +132,8 @@ void frontend_session_watch(frontend_session *s, int events) {
     s->srv->api->io_set(s->io, events);
     s->events = events;
   }
-  int probe = (s->auth_id > 0 || s->open_id > 0) && !(events & PH_READ);
+  int probe = (s->auth_id > 0 || s->open_id > 0 || s->val_id > 0) &&
+              !(events & PH_READ);
   if (probe != s->probing) {
     s->probing = (unsigned)probe;
     arm_timer(s);
@@ -226,9 +227,85 @@ int frontend_session_open(frontend_session *s, const char *host,
 }
 
 void frontend_session_cancel_open(frontend_session *s) {
+  if (s->val_id > 0 && s->srv->validation)
+    s->srv->validation->cancel(s->srv->validation_self, s->val_id);
+  s->val_id = 0;
   if (s->open_id > 0 && s->srv->connector)
     s->srv->connector->cancel(s->srv->connector_self, s->open_id);
   s->open_id = 0;
+}
+
+/* ---- the validation before the open ---------------------------------- */
+
+/* Not opened: a denial (or a failed open) reported as the open's answer,
+ * counted as the connector's answers are. */
+static void open_refused(frontend_session *s, int code, int stage) {
+  frontend_server *srv = s->srv;
+  stream_end none = {-1, NULL};
+  stream_metrics_open(srv->sm, code);
+  srv->ops->open_done(s->owner, code, stage, none);
+}
+
+static void validation_over(frontend_session *s, int verdict) {
+  frontend_server *srv = s->srv;
+  int allow = verdict == PH_VALIDATION_ALLOW;
+  stream_metrics_stage(srv->sm, SM_REMOTE_VALIDATION,
+                       allow                                   ? SM_SUCCESS
+                       : verdict == PH_VALIDATION_DENY         ? SM_REJECTED
+                                                               : SM_FAILURE,
+                       seconds_since(s->t_val_us));
+  if (!allow)
+    open_refused(s, PH_OPEN_FORBIDDEN, PH_STAGE_AUTHORIZATION);
+  else if (frontend_session_open(s, s->v_host, s->v_port, s->v_principal) !=
+               PH_OK &&
+           !guard_dead(&s->g))
+    open_refused(s, PH_OPEN_INTERNAL_ERROR, PH_STAGE_PROTOCOL);
+}
+
+static void validation_answer(void *arg, int verdict) {
+  frontend_session *s = arg;
+  frontend_session_enter(s);
+  s->val_id = 0;
+  validation_over(s, verdict);
+  frontend_session_leave(s);
+}
+
+int frontend_session_open_validated(frontend_session *s, const char *host,
+                                    uint16_t port, const char *principal,
+                                    const char *user, size_t user_len,
+                                    const char *pass, size_t pass_len) {
+  frontend_server *srv = s->srv;
+  if (!srv->validation) /* the one test on the path without validation */
+    return frontend_session_open(s, host, port, principal);
+  if (guard_dead(&s->g) || s->open_id > 0 || s->val_id > 0)
+    return PH_ESTATE;
+  ph_validation_request rq = {.size = sizeof(rq),
+                              .protocol = PH_PROTO_TCP,
+                              .port = port,
+                              .host = host,
+                              .agent = NULL, /* the tunnel's, later */
+                              .username = user ? user : "",
+                              .username_len = user ? user_len : 0,
+                              .password = pass ? pass : "",
+                              .password_len = pass ? pass_len : 0};
+  s->v_host = host;
+  s->v_port = port;
+  s->v_principal = principal;
+  s->t_val_us = now_us();
+  int64_t id = srv->validation->validate(srv->validation_self, &rq,
+                                         validation_answer, s);
+  if (id == PH_VALIDATION_BYPASS)
+    return frontend_session_open(s, host, port, principal);
+  if (id > 0) {
+    s->val_id = id;
+    return PH_OK;
+  }
+  /* Refused by the provider (its bound, a malformed request): fail
+   * closed, as a denial, answered now. */
+  frontend_session_enter(s);
+  validation_over(s, PH_VALIDATION_UNAVAILABLE);
+  frontend_session_leave(s);
+  return PH_OK;
 }
 
 /* ---- the relay ------------------------------------------------------- */

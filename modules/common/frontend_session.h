@@ -59,6 +59,7 @@
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
 #include <proxyhost/host.h>
+#include <proxyhost/validation.h>
 
 #include "client_acl.h"
 #include "guard.h"
@@ -132,6 +133,8 @@ typedef struct frontend_server {
   void *connector_self;
   const ph_authorizer_v1 *authorizer; /* NULL without auth */
   void *authorizer_self;
+  const ph_validation_v1 *validation; /* NULL: no validation step */
+  void *validation_self;
   /* From the configuration (init, frontend_server_reload): */
   client_acl acl; /* allow_clients: checked at accept */
   int log_target; /* log_target: the target in access and debug lines */
@@ -157,6 +160,11 @@ struct frontend_session {
   ph_timer *timer;
   int64_t deadline_ms; /* api->now_ms of the deadline; 0: none */
   int64_t auth_id, open_id; /* in flight, or 0 */
+  int64_t val_id;           /* the validation in flight, or 0 */
+  const char *v_host;       /* the open that follows it (the */
+  const char *v_principal;  /* frontend's, kept until open_done) */
+  uint16_t v_port;
+  int64_t t_val_us;
   int64_t t_open_us, t_relay_us; /* CLOCK_MONOTONIC, for the stages */
   ph_relay *relay;
   uint64_t id; /* the stream id of the access line and the debug lines */
@@ -221,14 +229,31 @@ void frontend_session_cancel_auth(frontend_session *s);
  * negative ph_status: refused at once, no callback. */
 int frontend_session_open(frontend_session *s, const char *host,
                           uint16_t port, const char *principal);
-/* Abandons the open in flight, if any: no callback afterwards. */
+/* The open with the validation step before it (validation.h), for a
+ * frontend that has the client's entry credentials (user/pass, 0..255
+ * bytes each; NULL and 0 for a client that gave none). Without a
+ * validation provider (srv->validation NULL) this is
+ * frontend_session_open and nothing more. With one, the provider copies
+ * the credentials (the caller wipes its own on return), and its verdict
+ * decides: an allow opens host:port for principal; anything else ends
+ * in ops->open_done with PH_OPEN_FORBIDDEN (stage authorization, as a
+ * denied target: SOCKS5 0x02, HTTP 403), the stage remote_validation
+ * recorded either way. host and principal must stay valid until
+ * ops->open_done. Returns as frontend_session_open; ops->open_done may
+ * have run inside (a refusal of the provider is a denial at once). */
+int frontend_session_open_validated(frontend_session *s, const char *host,
+                                    uint16_t port, const char *principal,
+                                    const char *user, size_t user_len,
+                                    const char *pass, size_t pass_len);
+/* Abandons the open (or the validation before it) in flight, if any: no
+ * callback afterwards. */
 void frontend_session_cancel_open(frontend_session *s);
-/* 1 while a check (an open) is in flight. */
+/* 1 while a check (an open, or its validation) is in flight. */
 static inline int frontend_session_authing(const frontend_session *s) {
   return s->auth_id > 0;
 }
 static inline int frontend_session_opening(const frontend_session *s) {
-  return s->open_id > 0;
+  return s->open_id > 0 || s->val_id > 0;
 }
 
 /* The relay's settings for frontend_session_relay. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A check (ABI 1.1) for a key that names the provider of a service: the
- * frontends' connector and authorizer keys, auth_cache's store key. */
+ * frontends' connector, authorizer and validation keys, auth_cache's
+ * store key. */
 #ifndef PH_PROVIDER_CHECK_H
 #define PH_PROVIDER_CHECK_H
 

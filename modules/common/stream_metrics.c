@@ -69,14 +69,17 @@ int stream_metrics_component(const char *name) {
 }
 
 /* The results each stage can end with, by who records it: the handshake
- * ends in any of them, authorization allows or rejects, the dialer's
+ * ends in any of them, remote validation allows, rejects (a deny) or
+ * fails (no usable answer: frontend_session.c), authorization allows or
+ * rejects, the dialer's
  * queue/dns/connect end in success, failure (queue_full, the resolver's
  * or connect's errors) or timeout, the open in its code's result, and the
  * first byte only arrives. The stages no module records locally
- * (remote_validation, selection, relay) keep every result. */
+ * (selection, relay) keep every result. */
 static const unsigned char stage_results[SM_STAGES] = {
     [SM_SOCKS5_HANDSHAKE] = 0xF,
-    [SM_REMOTE_VALIDATION] = 0xF,
+    [SM_REMOTE_VALIDATION] = 1u << SM_SUCCESS | 1u << SM_FAILURE |
+                             1u << SM_REJECTED,
     [SM_AUTHORIZATION] = 1u << SM_SUCCESS | 1u << SM_REJECTED,
     [SM_SELECTION] = 0xF,
     [SM_RELAY] = 0xF,

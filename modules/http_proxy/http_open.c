@@ -6,6 +6,7 @@
  * opens a stream (through the session skeleton, which cancels it if the
  * client leaves), and the request goes on as a tunnel (CONNECT) or an
  * exchange (forwarding). Returns what comes next. */
+#include <string.h>
 #include <strings.h>
 
 #include "http_proxy_int.h"
@@ -13,7 +14,9 @@
 
 int hp_open_proceed(conn *c) {
   hp_upstream *u = &c->up;
-  if (c->method_class == MC_FORWARD && u->idle &&
+  /* With a validation step every request is validated before its open,
+   * so a kept upstream is not reused past it. */
+  if (c->method_class == MC_FORWARD && u->idle && !c->hp->fs.validation &&
       u->generation == c->hp->generation && u->port == c->target.port &&
       strcasecmp(u->host, c->target.host) == 0) {
     c->x.reused = 1;
@@ -29,9 +32,30 @@ int hp_open_start(conn *c) {
   hp_arm_timer(c, T_IDLE, h->conf.idle_timeout_ms);
   /* The answer comes to the dispatcher (hp_open_result); a connector that
    * answers inside the call has run it already. */
-  if (frontend_session_open(&c->fs, c->target.host, c->target.port,
-                            c->cred.principal[0] ? c->cred.principal
-                                                 : NULL) != PH_OK)
+  const char *principal = c->cred.principal[0] ? c->cred.principal : NULL;
+  int r;
+  if (!h->fs.validation) {
+    r = frontend_session_open(&c->fs, c->target.host, c->target.port,
+                              principal);
+  } else {
+    /* The validation step gets the credentials verified for this
+     * request: decoded again from the kept value, wiped right after the
+     * provider copied them. */
+    char pair[520];
+    const char *user = NULL, *pass = NULL;
+    size_t ulen = 0, plen = 0;
+    if (c->authed && c->cred.token &&
+        hp_head_basic_decode(c->cred.token, c->cred.token_len, pair,
+                             sizeof(pair), &user, &ulen, &pass, &plen) < 0) {
+      explicit_bzero(pair, sizeof(pair));
+      return hp_want_reply(c, 403, AFTER_CLOSE);
+    }
+    r = frontend_session_open_validated(&c->fs, c->target.host,
+                                        c->target.port, principal, user, ulen,
+                                        pass, plen);
+    explicit_bzero(pair, sizeof(pair));
+  }
+  if (r != PH_OK)
     return hp_want_reply(c, 400, AFTER_CLOSE);
   return HP_WAIT;
 }

@@ -89,9 +89,12 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
   read_conf(h);
   if (stream_metrics_init(
           &h->sm, hp_api, ctx, SM_CLIENT,
-          SM_FRONTEND | (h->conf.auth == AUTH_PASSWORD
-                             ? SM_STAGE_BIT(SM_AUTHORIZATION)
-                             : 0)) != PH_OK)
+          SM_FRONTEND |
+              (h->conf.auth == AUTH_PASSWORD ? SM_STAGE_BIT(SM_AUTHORIZATION)
+                                             : 0) |
+              (frontend_uses_validation(ctx, hp_api)
+                   ? SM_STAGE_BIT(SM_REMOTE_VALIDATION)
+                   : 0)) != PH_OK)
     return PH_EINVAL;
   /* The proxy answers a CONNECT itself, never with a 3xx; a forwarded
    * request gets the origin's status. */
@@ -127,7 +130,9 @@ static int hp_start(void *state) {
   hp *h = state;
   if (frontend_services_get(h->ctx, hp_api, h->conf.auth == AUTH_PASSWORD,
                             &h->fs.connector, &h->fs.connector_self,
-                            &h->fs.authorizer, &h->fs.authorizer_self) != PH_OK)
+                            &h->fs.authorizer, &h->fs.authorizer_self) != PH_OK ||
+      frontend_validation_get(h->ctx, hp_api, &h->fs.validation,
+                              &h->fs.validation_self) != PH_OK)
     return PH_ENOENT;
   listener_opts o = {
       .address = hp_api->conf_str(h->ctx, "listen"),
@@ -185,6 +190,8 @@ static void hp_destroy(void *state) {
     hp_api->service_release(h->ctx, PH_CONNECTOR_SERVICE);
   if (h->fs.authorizer)
     hp_api->service_release(h->ctx, PH_AUTHORIZER_SERVICE);
+  if (h->fs.validation)
+    hp_api->service_release(h->ctx, PH_VALIDATION_SERVICE);
   free(h);
 }
 

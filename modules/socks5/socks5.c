@@ -86,6 +86,11 @@ typedef struct s5_conn {
   ph_stream *target_st; /* the open's stream, when it answered with one */
   int state;
   char *user; /* the principal being checked, then authenticated */
+  /* With a validation step (the "validation" key) only: the password,
+   * kept from the check to the request, wiped as soon as the validation
+   * took its copy (and in s5_free). */
+  char *pass;
+  size_t pass_len;
   int authed; /* the authorizer allowed user */
   /* Timestamps in µs (CLOCK_MONOTONIC). */
   int64_t t_accept;
@@ -208,8 +213,18 @@ static void s5_end(void *owner, int how) {
 }
 
 /* ops->free: once no entry runs. */
+static void wipe_pass(s5_conn *c) {
+  if (c->pass) {
+    explicit_bzero(c->pass, c->pass_len);
+    free(c->pass);
+  }
+  c->pass = NULL;
+  c->pass_len = 0;
+}
+
 static void s5_free(void *owner) {
   s5_conn *c = owner;
+  wipe_pass(c);
   free(c->user);
   free(c);
 }
@@ -331,6 +346,7 @@ static void s5_auth_done(void *owner, int verdict) {
   if (verdict != PH_AUTH_ALLOW) {
     free(c->user);
     c->user = NULL;
+    wipe_pass(c);
     fail_with(c, ans, s5_encode_auth_status(ans, 0), R_REJECTED,
               verdict == PH_AUTH_UNAVAILABLE ? "authorizer unavailable"
                                              : "credentials refused");
@@ -397,14 +413,26 @@ static void on_greeting(s5_conn *c, const s5_greeting *g) {
 static void on_auth(s5_conn *c, const s5_auth *a) {
   c->state = ST_AUTH_WAIT; /* before the check, as ST_OPENING before open */
   c->user = strndup((const char *)a->user, a->user_len);
+  int r = c->user ? PH_OK : PH_ENOMEM;
+  if (r == PH_OK && c->s->fs.validation) {
+    /* The validation step needs the password again at the request. */
+    c->pass = malloc(a->pass_len ? a->pass_len : 1);
+    if (c->pass) {
+      memcpy(c->pass, a->pass, a->pass_len);
+      c->pass_len = a->pass_len;
+    } else {
+      r = PH_ENOMEM;
+    }
+  }
   /* The verdict comes through s5_auth_done (maybe already inside). */
-  int r = c->user ? frontend_session_auth(&c->fs, c->user, a->user_len,
-                                          (const char *)a->pass, a->pass_len)
-                  : PH_ENOMEM;
+  if (r == PH_OK)
+    r = frontend_session_auth(&c->fs, c->user, a->user_len,
+                              (const char *)a->pass, a->pass_len);
   if (r != PH_OK) {
     uint8_t ans[2];
     free(c->user);
     c->user = NULL;
+    wipe_pass(c);
     fail_with(c, ans, s5_encode_auth_status(ans, 0), R_REJECTED,
               "credentials refused");
   }
@@ -429,8 +457,19 @@ static void on_request(s5_conn *c, const s5_request *q) {
   }
   c->opened = 1;
   c->state = ST_OPENING;
-  /* The answer comes through s5_open_done (maybe already inside). */
-  if (frontend_session_open(&c->fs, q->host, q->port, c->user) != PH_OK) {
+  /* The answer comes through s5_open_done (maybe already inside), after
+   * the validation step when there is one; it copies the credentials. */
+  int r;
+  if (!s->fs.validation) {
+    r = frontend_session_open(&c->fs, q->host, q->port, c->user);
+  } else {
+    r = frontend_session_open_validated(&c->fs, c->host, q->port, c->user,
+                                        c->user,
+                                        c->user ? strlen(c->user) : 0,
+                                        c->pass, c->pass_len);
+    wipe_pass(c);
+  }
+  if (r != PH_OK) {
     c->answered = 1;
     c->stage = PH_STAGE_PROTOCOL;
     c->code = PH_OPEN_INTERNAL_ERROR;
@@ -699,9 +738,10 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
   const char *auth = api->conf_str(ctx, "auth");
   s->password = auth && strcmp(auth, "password") == 0;
   s->topic = api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!s->topic || stream_metrics_init(&s->sm, api, ctx, SM_CLIENT,
-                                     SM_FRONTEND |
-                                         SM_STAGE_BIT(SM_SOCKS5_HANDSHAKE)) < 0)
+  unsigned uses = SM_FRONTEND | SM_STAGE_BIT(SM_SOCKS5_HANDSHAKE);
+  if (frontend_uses_validation(ctx, api))
+    uses |= SM_STAGE_BIT(SM_REMOTE_VALIDATION);
+  if (!s->topic || stream_metrics_init(&s->sm, api, ctx, SM_CLIENT, uses) < 0)
     return PH_EINVAL;
   s->m_clients =
       plain_metric(s, "proxyhost_socks5_clients", "SOCKS5 client connections open now",
@@ -724,7 +764,9 @@ static int s5_start(void *state) {
   s5_server *s = state;
   if (frontend_services_get(s->ctx, api, s->password, &s->fs.connector,
                             &s->fs.connector_self, &s->fs.authorizer,
-                            &s->fs.authorizer_self) != PH_OK)
+                            &s->fs.authorizer_self) != PH_OK ||
+      frontend_validation_get(s->ctx, api, &s->fs.validation,
+                              &s->fs.validation_self) != PH_OK)
     return PH_ENOENT;
   snprintf(s->listen, sizeof(s->listen), "%s", api->conf_str(s->ctx, "listen"));
   s->backlog = api->conf_int(s->ctx, "backlog");
@@ -778,6 +820,8 @@ static void s5_destroy(void *state) {
     api->service_release(s->ctx, PH_CONNECTOR_SERVICE);
   if (s->fs.authorizer)
     api->service_release(s->ctx, PH_AUTHORIZER_SERVICE);
+  if (s->fs.validation)
+    api->service_release(s->ctx, PH_VALIDATION_SERVICE);
   free(s);
 }
 

@@ -4,7 +4,9 @@
  * fake authorizer: the deadline fires once, a check and an open are
  * cancelled when the client closes (read or, not read, probed), the drain
  * on stop with a session in each phase (handshake, check, open, relay)
- * ends with stop_done, exactly one end per session, answers inside the
+ * ends with stop_done, exactly one end per session, the validation step
+ * before the open (a fake provider: deny, allow, bypass, a refusal, the
+ * cancel when the client leaves), answers inside the
  * call leave no stale id, and the guard rule under reentrancy: a callback
  * that closes the session from inside another callback frees nothing
  * before the outermost entry leaves (run under ASan to see it). */
@@ -405,6 +407,151 @@ static void test_open_cancel(ph_mock *m) {
        "open counted by error class");
 }
 
+/* ---- the validation step (frontend_session_open_validated) ------------- */
+
+static struct vfake {
+  int calls, cancels;
+  int64_t rc;       /* what validate returns: > 0 an id, BYPASS, < 0 */
+  int64_t id;       /* held */
+  ph_validation_cb cb;
+  void *arg;
+  char user[64], pass[64], host[64];
+  uint16_t port;
+  int agent_null;
+} V;
+
+static int64_t fake_validate(void *self, const ph_validation_request *rq,
+                             ph_validation_cb cb, void *arg) {
+  (void)self;
+  V.calls++;
+  snprintf(V.user, sizeof(V.user), "%.*s", (int)rq->username_len,
+           rq->username);
+  snprintf(V.pass, sizeof(V.pass), "%.*s", (int)rq->password_len,
+           rq->password);
+  snprintf(V.host, sizeof(V.host), "%s", rq->host);
+  V.port = rq->port;
+  V.agent_null = rq->agent == NULL;
+  V.cb = cb;
+  V.arg = arg;
+  V.id = V.rc > 0 ? V.rc : 0;
+  return V.rc;
+}
+
+static int fake_validate_cancel(void *self, int64_t id) {
+  (void)self;
+  if (id != V.id || id <= 0)
+    return PH_ENOENT;
+  V.cancels++;
+  V.id = 0;
+  return PH_OK;
+}
+
+static const ph_validation_v1 validation = {.validate = fake_validate,
+                                            .cancel = fake_validate_cancel};
+
+static void validation_answer_now(int verdict) {
+  V.id = 0;
+  V.cb(V.arg, verdict);
+}
+
+static void vreset(int64_t rc) {
+  memset(&V, 0, sizeof(V));
+  V.rc = rc;
+}
+
+static void test_validation(ph_mock *m) {
+  /* Without a provider: the open itself, nothing else. */
+  reset_seen();
+  vreset(0);
+  tconn *c = new_conn();
+  is_int(frontend_session_open_validated(&c->fs, "ok.fake", 80, "alice",
+                                         "alice", 5, "pw", 2),
+         PH_OK, "no validation provider: the open starts");
+  is_int(F.opens, 1, "... at once");
+  is_int(V.calls, 0, "... and nothing is validated");
+  t_close(c);
+
+  srv.validation = &validation;
+  /* A deny: no open, the forbidden answer. */
+  reset_seen();
+  vreset(7);
+  c = new_conn();
+  is_int(frontend_session_open_validated(&c->fs, "ok.fake", 443, "alice",
+                                         "alice", 5, "pw-x", 4),
+         PH_OK, "validation started");
+  ok(V.calls == 1 && strcmp(V.user, "alice") == 0 &&
+         strcmp(V.pass, "pw-x") == 0 && strcmp(V.host, "ok.fake") == 0 &&
+         V.port == 443 && V.agent_null,
+     "the credentials, the target and no agent reach the provider");
+  ok(frontend_session_opening(&c->fs), "the validation counts as opening");
+  is_int(F.opens, 0, "no open before the verdict");
+  frontend_session_enter(&c->fs);
+  validation_answer_now(PH_VALIDATION_DENY);
+  frontend_session_leave(&c->fs);
+  is_int(S.last_code, PH_OPEN_FORBIDDEN, "a deny is open_done FORBIDDEN");
+  is_int(F.opens, 0, "... and nothing was opened");
+  like(ph_mock_metrics_text(m),
+       "tunnelmesh_stream_open_total{component=\"client\",result=\"rejected\","
+       "error_class=\"forbidden\"} 1",
+       "the denial counted as a forbidden open");
+
+  /* UNAVAILABLE is a denial too; an allow opens. */
+  reset_seen();
+  vreset(8);
+  c = new_conn();
+  frontend_session_open_validated(&c->fs, "ok.fake", 443, NULL, NULL, 0,
+                                  NULL, 0);
+  ok(V.calls == 1 && V.user[0] == 0 && V.pass[0] == 0,
+     "no credentials: empty username and password");
+  validation_answer_now(PH_VALIDATION_UNAVAILABLE);
+  is_int(S.last_code, PH_OPEN_FORBIDDEN, "UNAVAILABLE is FORBIDDEN too");
+  reset_seen();
+  vreset(9);
+  F.open_mode = ANSWER_LATER;
+  c = new_conn();
+  frontend_session_open_validated(&c->fs, "ok.fake", 443, "alice", "alice",
+                                  5, "pw", 2);
+  validation_answer_now(PH_VALIDATION_ALLOW);
+  is_int(F.opens, 1, "an allow starts the open");
+  ok(frontend_session_opening(&c->fs), "... which is in flight");
+  t_close(c);
+  is_int(F.open_cancels, 1, "closing cancels that open");
+
+  /* BYPASS: the open at once; a refusal: forbidden at once. */
+  reset_seen();
+  vreset(PH_VALIDATION_BYPASS);
+  c = new_conn();
+  frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1, "p",
+                                  1);
+  is_int(F.opens, 1, "BYPASS: opened at once");
+  t_close(c);
+  reset_seen();
+  vreset(PH_EFULL);
+  c = new_conn();
+  frontend_session_enter(&c->fs);
+  is_int(frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1,
+                                         "p", 1),
+         PH_OK, "a refused validation: PH_OK ...");
+  is_int(S.last_code, PH_OPEN_FORBIDDEN, "... answered FORBIDDEN inside");
+  is_int(F.opens, 0, "... nothing opened");
+  frontend_session_leave(&c->fs);
+
+  /* The client leaves during the validation: it is cancelled. */
+  reset_seen();
+  vreset(10);
+  c = new_conn();
+  frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1, "p",
+                                  1);
+  frontend_session_watch(&c->fs, PH_READ);
+  close(c->peer);
+  c->peer = -1;
+  ph_mock_run_for(m, 20);
+  is_int(S.ends, 1, "client closed during the validation: ended");
+  is_int(V.cancels, 1, "the validation was cancelled");
+  is_int(S.open_done, 0, "no answer after the cancel");
+  srv.validation = NULL;
+}
+
 static void test_inside_answers(ph_mock *m) {
   (void)m;
   /* A check answered inside check_password that closes the session:
@@ -645,6 +792,7 @@ int main(void) {
   test_deadline(m);
   test_auth_cancel(m);
   test_open_cancel(m);
+  test_validation(m);
   test_inside_answers(m);
   test_reentrancy(m);
   test_once(m);
