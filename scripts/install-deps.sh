@@ -19,8 +19,10 @@ BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
 FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev
   libhiredis-dev"
-# CI builds the Debian packages (debian/) with dpkg-buildpackage.
-PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot"
+# CI builds the Debian packages (debian/) with dpkg-buildpackage, checks
+# them with lintian and installs them in a clean Debian root made by
+# mmdebstrap (.ci/packages).
+PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot lintian mmdebstrap"
 # sqlite3 and psql (postgresql-client, with postgresql) for the migration
 # and store tests.
 TEST="curl openssl python3 prometheus sqlite3"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # The licence (issue 9): LICENSE is BSD-2-Clause, and every source file
-# of the tree (C, shell, Python, the build files, the man pages) names it
+# of the tree (C, shell, Python, the build files, the man pages, the CI
+# scripts, debian/rules and the maintainer scripts) names it
 # with an SPDX line in its first three lines. Runs on whatever tree it is
 # given, so in `make distcheck` it checks what the tarball ships.
 . "$top_srcdir/t/lib/testlib.sh"
@@ -17,7 +18,8 @@ find "$top_srcdir" \
      -o -name seeds -o -name .git -o -name .deps -o -name .libs \) -prune -o \
   -type f \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o -name '*.py' \
      -o -name Makefile.am -o -name configure.ac -o -name '*.pc.in' \
-     -o -path '*/man/*' -o -path '*/.ci/run' \
+     -o -path '*/man/*' -o -path '*/.ci/*' -o -path '*/debian/rules' \
+     -o -name '*.postinst' \
      -o -path '*/sdk/examples/*/Makefile' \) -print | sort >"$T/files"
 n=$(wc -l <"$T/files")
 [ "$n" -ge 150 ]

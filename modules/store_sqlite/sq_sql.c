@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Statement helpers for store_sqlite's helper-thread work
+ * (store_sqlite.h). Values always travel as bound parameters: no SQL text
+ * here or in the callers is ever built from data. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_sqlite.h"
+
+#define ARENA_BLOCK 4096
+
+struct sq_arena {
+  sq_arena *next;
+  size_t used, cap;
+  char data[];
+};
+
+int sq_rc_broken(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_IOERR:
+  case SQLITE_CORRUPT:
+  case SQLITE_NOTADB:
+  case SQLITE_CANTOPEN:
+  case SQLITE_READONLY:
+  case SQLITE_PERM:
+  case SQLITE_FULL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+sqlite3_stmt *sq_prepare(sq_call *c, sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) {
+    c->db_broken |= sq_rc_broken(rc) || rc == SQLITE_ERROR;
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  return st;
+}
+
+void sq_bind_text(sqlite3_stmt *st, int i, const char *s) {
+  if (s)
+    sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+int sq_exec(sq_call *c, sqlite3 *db, const char *sql) {
+  int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    c->db_broken |= sq_rc_broken(rc);
+    return -1;
+  }
+  return 0;
+}
+
+int sq_read_revision(sq_call *c, sqlite3 *db) {
+  sqlite3_stmt *st = sq_prepare(
+      c, db, "SELECT revision FROM authorization_revision WHERE id = 1");
+  if (!st) {
+    c->rev_what = AZ_REV_READ_FAILED;
+    return -1;
+  }
+  int rc = sqlite3_step(st);
+  int ret = 0;
+  if (rc == SQLITE_ROW) {
+    int64_t v = sqlite3_column_int64(st, 0);
+    /* An overflowed revision + 1 becomes a REAL in SQLite. */
+    if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && v > 0) {
+      c->rev_what = AZ_REV_READ_OK;
+      c->rev_value = v;
+    } else {
+      c->rev_what = AZ_REV_READ_BAD;
+    }
+  } else if (rc == SQLITE_DONE) {
+    c->rev_what = AZ_REV_READ_MISSING;
+  } else {
+    c->rev_what = AZ_REV_READ_FAILED;
+    c->db_broken |= sq_rc_broken(rc);
+    ret = -1;
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+static char *arena_alloc(sq_arena **a, size_t n) {
+  if (!*a || (*a)->cap - (*a)->used < n) {
+    size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+    sq_arena *b = malloc(sizeof(*b) + cap);
+    if (!b)
+      return NULL;
+    b->next = *a;
+    b->used = 0;
+    b->cap = cap;
+    *a = b;
+  }
+  char *p = (*a)->data + (*a)->used;
+  (*a)->used += n;
+  return p;
+}
+
+const char *sq_arena_str(sq_arena **a, const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *p = arena_alloc(a, n);
+  if (p)
+    memcpy(p, s, n);
+  return p;
+}
+
+const char *sq_arena_col(sq_arena **a, sqlite3_stmt *st, int col) {
+  if (sqlite3_column_type(st, col) == SQLITE_NULL)
+    return NULL;
+  return sq_arena_str(a, (const char *)sqlite3_column_text(st, col));
+}
+
+void sq_arena_free(sq_arena **a) {
+  while (*a) {
+    sq_arena *n = (*a)->next;
+    free(*a);
+    *a = n;
+  }
+}

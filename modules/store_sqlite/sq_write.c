@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* authz.store writes (authz_store.h) in store_sqlite: each one is one
+ * BEGIN IMMEDIATE transaction that checks what it refers to, makes the
+ * change, raises authorization_revision by one (checking that exactly one
+ * row changed and that the new value still fits), reads the record back
+ * and commits (TM-P1-16..19, 21). Any failure rolls back: the data and the
+ * revision stay as they were. The revision step is inside the store and
+ * never the caller's to make. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "az_token.h"
+#include "az_validate.h"
+#include "store_sqlite.h"
+
+#define OWNER_DEPTH_MAX 64 /* owner chains are walked at most this far */
+
+typedef struct write_call {
+  sq_call c;
+  ph_az_write_cb cb;
+  void *arg;
+  ph_az_write w;   /* the caller's request, strings in arena */
+  sq_arena *arena; /* request and result strings */
+  int status;
+  const char *detail;
+  uint64_t revision;
+  ph_az_record rec;
+  char id[PH_AZ_ID_LEN + 1];
+  char bearer[AZ_BEARER_LEN + 1]; /* wiped after the callback */
+  int64_t now;
+} write_call;
+
+/* ---- statements ----------------------------------------------------- */
+
+/* Runs st to its end (no rows wanted) and finalizes it. The SQLite
+ * result code. */
+static int run(sq_call *c, sqlite3_stmt *st) {
+  int rc = sqlite3_step(st);
+  while (rc == SQLITE_ROW)
+    rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  c->db_broken |= sq_rc_broken(rc);
+  return rc;
+}
+
+static int fail(write_call *x, int status, const char *detail) {
+  x->status = status;
+  x->detail = detail;
+  return -1;
+}
+
+/* A failed statement as a status: what the caller can act on. */
+static int fail_rc(write_call *x, int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_CONSTRAINT:
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
+      return fail(x, PH_EEXIST, "the name is taken");
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+      return fail(x, PH_ENOENT, "a record it refers to does not exist");
+    return fail(x, PH_EINVAL, "a value the schema refuses");
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return fail(x, PH_AZ_EUNAVAILABLE, "the database is busy");
+  default:
+    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  }
+}
+
+/* 1 when the query (one text parameter) has a row, 0 when not, -1 with
+ * the status set on a failure. */
+static int exists(write_call *x, sqlite3 *db, const char *sql,
+                  const char *key) {
+  sqlite3_stmt *st = sq_prepare(&x->c, db, sql);
+  if (!st)
+    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  sq_bind_text(st, 1, key);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc == SQLITE_ROW)
+    return 1;
+  if (rc == SQLITE_DONE)
+    return 0;
+  x->c.db_broken |= sq_rc_broken(rc);
+  return fail_rc(x, rc);
+}
+
+#define USER_EXISTS "SELECT 1 FROM users WHERE name = ?1"
+#define AGENT_EXISTS "SELECT 1 FROM agents WHERE name = ?1"
+#define TOKEN_EXISTS "SELECT 1 FROM service_tokens WHERE id = ?1"
+#define POLICY_EXISTS "SELECT 1 FROM agent_policies WHERE id = ?1"
+
+/* Must exist: 0, or -1 with ENOENT and detail. */
+static int need(write_call *x, sqlite3 *db, const char *sql, const char *key,
+                const char *detail) {
+  int e = exists(x, db, sql, key);
+  if (e < 0)
+    return -1;
+  return e ? 0 : fail(x, PH_ENOENT, detail);
+}
+
+/* Binds the parameters given as a format: 't' text, 'i' int64, 'n' the
+ * write's time, then runs. 0, or -1 with the status set. */
+static int exec_args(write_call *x, sqlite3 *db, const char *sql,
+                     const char *fmt, ...);
+
+#include <stdarg.h>
+
+static int exec_args(write_call *x, sqlite3 *db, const char *sql,
+                     const char *fmt, ...) {
+  sqlite3_stmt *st = sq_prepare(&x->c, db, sql);
+  if (!st)
+    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  va_list ap;
+  va_start(ap, fmt);
+  for (int i = 0; fmt[i]; i++) {
+    if (fmt[i] == 't')
+      sq_bind_text(st, i + 1, va_arg(ap, const char *));
+    else if (fmt[i] == 'i')
+      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+    else
+      sqlite3_bind_int64(st, i + 1, x->now);
+  }
+  va_end(ap);
+  int rc = run(&x->c, st);
+  return rc == SQLITE_DONE ? 0 : fail_rc(x, rc);
+}
+
+/* Whether making owner the owner of user would close a loop: walks up
+ * from owner. 1 loop (or too deep), 0 fine, -1 failed. */
+static int owner_loop(write_call *x, sqlite3 *db, const char *user,
+                      const char *owner) {
+  char cur[PH_AZ_NAME_MAX + 1];
+  snprintf(cur, sizeof(cur), "%s", owner);
+  for (int depth = 0; depth < OWNER_DEPTH_MAX; depth++) {
+    if (strcmp(cur, user) == 0)
+      return 1;
+    sqlite3_stmt *st =
+        sq_prepare(&x->c, db, "SELECT owner FROM users WHERE name = ?1");
+    if (!st)
+      return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+    sq_bind_text(st, 1, cur);
+    int rc = sqlite3_step(st);
+    const unsigned char *o =
+        rc == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    if (o)
+      snprintf(cur, sizeof(cur), "%s", (const char *)o);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+      return fail_rc(x, rc);
+    if (!o)
+      return 0;
+  }
+  return 1;
+}
+
+/* ---- the changes, one per kind and action ---------------------------- */
+
+static int user_write(write_call *x, sqlite3 *db) {
+  const ph_az_user *u = &x->w.rec.u.user;
+  if (x->w.action == PH_AZ_CREATE) {
+    if (u->owner && need(x, db, USER_EXISTS, u->owner,
+                         "owner does not exist") < 0)
+      return -1;
+    int e = exists(x, db, USER_EXISTS, u->name);
+    if (e != 0)
+      return e < 0 ? -1 : fail(x, PH_EEXIST, "the name is taken");
+    return exec_args(x, db,
+                     "INSERT INTO users (name, owner, enabled, created_at, "
+                     "updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                     "ttinn", u->name, u->owner, (int64_t)u->enabled);
+  }
+  if (need(x, db, USER_EXISTS, u->name, "no such user") < 0)
+    return -1;
+  if (x->w.action == PH_AZ_DELETE) {
+    int e = exists(x, db,
+                   "SELECT 1 FROM agents WHERE owner = ?1 UNION ALL "
+                   "SELECT 1 FROM users WHERE owner = ?1",
+                   u->name);
+    if (e != 0)
+      return e < 0 ? -1
+                   : fail(x, PH_EBUSY, "the user still owns agents or users");
+    /* Its tokens, and every policy naming it or one of its tokens. */
+    if (exec_args(x, db,
+                  "DELETE FROM agent_policies WHERE (subject_kind = 2 AND "
+                  "subject = ?1) OR (subject_kind = 1 AND subject IN "
+                  "(SELECT id FROM service_tokens WHERE user_name = ?1))",
+                  "t", u->name) < 0 ||
+        exec_args(x, db, "DELETE FROM service_tokens WHERE user_name = ?1",
+                  "t", u->name) < 0)
+      return -1;
+    return exec_args(x, db, "DELETE FROM users WHERE name = ?1", "t",
+                     u->name);
+  }
+  /* update */
+  if (x->w.fields & PH_AZ_F_OWNER && u->owner) {
+    if (need(x, db, USER_EXISTS, u->owner, "owner does not exist") < 0)
+      return -1;
+    int loop = owner_loop(x, db, u->name, u->owner);
+    if (loop != 0)
+      return loop < 0 ? -1
+                      : fail(x, PH_EINVAL, "the owner is owned by the user");
+  }
+  if (x->w.fields & PH_AZ_F_ENABLED &&
+      exec_args(x, db, "UPDATE users SET enabled = ?2 WHERE name = ?1", "ti",
+                u->name, (int64_t)u->enabled) < 0)
+    return -1;
+  if (x->w.fields & PH_AZ_F_OWNER &&
+      exec_args(x, db, "UPDATE users SET owner = ?2 WHERE name = ?1", "tt",
+                u->name, u->owner) < 0)
+    return -1;
+  return exec_args(x, db, "UPDATE users SET updated_at = ?2 WHERE name = ?1",
+                   "tn", u->name);
+}
+
+/* A new secret for x->id: its hash into the row (and, for a rotation,
+ * the rotation time), the bearer kept for the callback. */
+static int new_secret(write_call *x, sqlite3 *db, int rotate) {
+  char secret[AZ_SECRET_LEN + 1], hash[AZ_HASH_HEX_LEN + 1];
+  int rc = -1;
+  if (az_secret_new(secret) < 0 ||
+      az_secret_hash(secret, AZ_SECRET_LEN, hash) < 0 ||
+      az_bearer_format(x->id, secret, x->bearer) < 0)
+    fail(x, PH_AZ_EUNAVAILABLE, "no randomness for a secret");
+  else
+    rc = rotate ? exec_args(x, db,
+                            "UPDATE service_tokens SET secret_hash = ?2, "
+                            "rotated_at = ?3, updated_at = ?3 WHERE id = ?1",
+                            "ttn", x->id, hash)
+                : exec_args(x, db,
+                            "UPDATE service_tokens SET secret_hash = ?2 "
+                            "WHERE id = ?1",
+                            "tt", x->id, hash);
+  az_wipe(secret, sizeof(secret));
+  az_wipe(hash, sizeof(hash));
+  return rc;
+}
+
+static int token_write(write_call *x, sqlite3 *db) {
+  const ph_az_token *t = &x->w.rec.u.token;
+  if (x->w.action == PH_AZ_CREATE) {
+    if (need(x, db, USER_EXISTS, t->user, "user does not exist") < 0 ||
+        (t->agent &&
+         need(x, db, AGENT_EXISTS, t->agent, "agent does not exist") < 0))
+      return -1;
+    for (int tries = 0;; tries++) { /* 64 random bits: a clash is a fluke */
+      if (tries == 3 || az_id_new(AZ_TOKEN_PREFIX, x->id) < 0)
+        return fail(x, PH_AZ_EUNAVAILABLE, "no token id could be made");
+      int e = exists(x, db, TOKEN_EXISTS, x->id);
+      if (e < 0)
+        return -1;
+      if (e == 0)
+        break;
+    }
+    if (exec_args(x, db,
+                  "INSERT INTO service_tokens (id, user_name, agent, scopes, "
+                  "secret_hash, expires_at, created_at, updated_at) VALUES "
+                  "(?1, ?2, ?3, ?4, '', ?5, ?6, ?6)",
+                  "tttiin", x->id, t->user, t->agent, (int64_t)t->scopes,
+                  t->expires_at) < 0)
+      return -1;
+    return new_secret(x, db, 0);
+  }
+  snprintf(x->id, sizeof(x->id), "%s", t->id);
+  if (need(x, db, TOKEN_EXISTS, t->id, "no such token") < 0)
+    return -1;
+  if (x->w.action == PH_AZ_DELETE) {
+    if (exec_args(x, db,
+                  "DELETE FROM agent_policies WHERE subject_kind = 1 AND "
+                  "subject = ?1",
+                  "t", t->id) < 0)
+      return -1;
+    return exec_args(x, db, "DELETE FROM service_tokens WHERE id = ?1", "t",
+                     t->id);
+  }
+  if (x->w.action == PH_AZ_ROTATE)
+    return new_secret(x, db, 1);
+  /* update */
+  if (x->w.fields & PH_AZ_F_SCOPES) {
+    /* An agent scope goes with the token's agent, and only with it. */
+    int has_agent = exists(x, db,
+                           "SELECT 1 FROM service_tokens WHERE id = ?1 AND "
+                           "agent IS NOT NULL",
+                           t->id);
+    if (has_agent < 0)
+      return -1;
+    if (!!(t->scopes & PH_AZ_SCOPE_AGENT) != has_agent)
+      return fail(x, PH_EINVAL,
+                  has_agent ? "an agent token keeps the agent scope"
+                            : "a stream token cannot get the agent scope");
+    if (exec_args(x, db,
+                  "UPDATE service_tokens SET scopes = ?2 WHERE id = ?1",
+                  "ti", t->id, (int64_t)t->scopes) < 0)
+      return -1;
+  }
+  if (x->w.fields & PH_AZ_F_EXPIRES &&
+      exec_args(x, db,
+                "UPDATE service_tokens SET expires_at = ?2 WHERE id = ?1",
+                "ti", t->id, t->expires_at) < 0)
+    return -1;
+  /* Revoking twice keeps the first time; there is no un-revoke. */
+  if (x->w.fields & PH_AZ_F_REVOKED &&
+      exec_args(x, db,
+                "UPDATE service_tokens SET revoked_at = ?2 WHERE id = ?1 "
+                "AND revoked_at = 0",
+                "tn", t->id) < 0)
+    return -1;
+  return exec_args(x, db,
+                   "UPDATE service_tokens SET updated_at = ?2 WHERE id = ?1",
+                   "tn", t->id);
+}
+
+static int agent_write(write_call *x, sqlite3 *db) {
+  const ph_az_agent *a = &x->w.rec.u.agent;
+  if (x->w.action == PH_AZ_CREATE) {
+    if (need(x, db, USER_EXISTS, a->owner, "owner does not exist") < 0)
+      return -1;
+    int e = exists(x, db, AGENT_EXISTS, a->name);
+    if (e != 0)
+      return e < 0 ? -1 : fail(x, PH_EEXIST, "the name is taken");
+    return exec_args(x, db,
+                     "INSERT INTO agents (name, owner, enabled, created_at, "
+                     "updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                     "ttinn", a->name, a->owner, (int64_t)a->enabled);
+  }
+  if (need(x, db, AGENT_EXISTS, a->name, "no such agent") < 0)
+    return -1;
+  if (x->w.action == PH_AZ_DELETE) {
+    if (exec_args(x, db, "DELETE FROM agent_policies WHERE agent = ?1", "t",
+                  a->name) < 0 ||
+        exec_args(x, db, "DELETE FROM service_tokens WHERE agent = ?1", "t",
+                  a->name) < 0)
+      return -1;
+    return exec_args(x, db, "DELETE FROM agents WHERE name = ?1", "t",
+                     a->name);
+  }
+  if (x->w.fields & PH_AZ_F_OWNER &&
+      (need(x, db, USER_EXISTS, a->owner, "owner does not exist") < 0 ||
+       exec_args(x, db, "UPDATE agents SET owner = ?2 WHERE name = ?1", "tt",
+                 a->name, a->owner) < 0))
+    return -1;
+  if (x->w.fields & PH_AZ_F_ENABLED &&
+      exec_args(x, db, "UPDATE agents SET enabled = ?2 WHERE name = ?1",
+                "ti", a->name, (int64_t)a->enabled) < 0)
+    return -1;
+  return exec_args(x, db, "UPDATE agents SET updated_at = ?2 WHERE name = ?1",
+                   "tn", a->name);
+}
+
+static int subject_exists(write_call *x, sqlite3 *db, int kind,
+                          const char *subject) {
+  return need(x, db, kind == PH_AZ_SUBJECT_TOKEN ? TOKEN_EXISTS : USER_EXISTS,
+              subject, "subject does not exist");
+}
+
+static int policy_write(write_call *x, sqlite3 *db) {
+  const ph_az_policy *p = &x->w.rec.u.policy;
+  if (x->w.action == PH_AZ_CREATE) {
+    if (need(x, db, AGENT_EXISTS, p->agent, "agent does not exist") < 0 ||
+        subject_exists(x, db, p->subject_kind, p->subject) < 0)
+      return -1;
+    for (int tries = 0;; tries++) {
+      if (tries == 3 || az_id_new(AZ_POLICY_PREFIX, x->id) < 0)
+        return fail(x, PH_AZ_EUNAVAILABLE, "no policy id could be made");
+      int e = exists(x, db, POLICY_EXISTS, x->id);
+      if (e < 0)
+        return -1;
+      if (e == 0)
+        break;
+    }
+    return exec_args(x, db,
+                     "INSERT INTO agent_policies (id, agent, subject_kind, "
+                     "subject, host_pattern, port_min, port_max, protocol, "
+                     "created_at, updated_at) VALUES "
+                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+                     "ttittiiin", x->id, p->agent, (int64_t)p->subject_kind,
+                     p->subject, p->host_pattern, (int64_t)p->port_min,
+                     (int64_t)p->port_max, (int64_t)p->protocol);
+  }
+  snprintf(x->id, sizeof(x->id), "%s", p->id);
+  if (need(x, db, POLICY_EXISTS, p->id, "no such policy") < 0)
+    return -1;
+  if (x->w.action == PH_AZ_DELETE)
+    return exec_args(x, db, "DELETE FROM agent_policies WHERE id = ?1", "t",
+                     p->id);
+  uint32_t f = x->w.fields;
+  if (f & PH_AZ_F_SUBJECT &&
+      (subject_exists(x, db, p->subject_kind, p->subject) < 0 ||
+       exec_args(x, db,
+                 "UPDATE agent_policies SET subject_kind = ?2, subject = ?3 "
+                 "WHERE id = ?1",
+                 "tit", p->id, (int64_t)p->subject_kind, p->subject) < 0))
+    return -1;
+  if (f & PH_AZ_F_HOST &&
+      exec_args(x, db,
+                "UPDATE agent_policies SET host_pattern = ?2 WHERE id = ?1",
+                "tt", p->id, p->host_pattern) < 0)
+    return -1;
+  if (f & PH_AZ_F_PORTS &&
+      exec_args(x, db,
+                "UPDATE agent_policies SET port_min = ?2, port_max = ?3 "
+                "WHERE id = ?1",
+                "tii", p->id, (int64_t)p->port_min, (int64_t)p->port_max) < 0)
+    return -1;
+  if (f & PH_AZ_F_PROTOCOL &&
+      exec_args(x, db,
+                "UPDATE agent_policies SET protocol = ?2 WHERE id = ?1", "ti",
+                p->id, (int64_t)p->protocol) < 0)
+    return -1;
+  return exec_args(x, db,
+                   "UPDATE agent_policies SET updated_at = ?2 WHERE id = ?1",
+                   "tn", p->id);
+}
+
+/* ---- the transaction ------------------------------------------------- */
+
+/* The revision step: one row changed, and the new value still an
+ * integer that fits (SQLite turns an overflowing sum into a REAL). */
+static int bump_revision(write_call *x, sqlite3 *db) {
+  int64_t before = x->c.rev_value;
+  if (exec_args(x, db,
+                "UPDATE authorization_revision SET revision = revision + 1, "
+                "updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', ?1, "
+                "'unixepoch') WHERE id = 1",
+                "n") < 0)
+    return -1;
+  if (sqlite3_changes(db) != 1) {
+    x->c.rev_what = AZ_REV_READ_MISSING;
+    return fail(x, PH_AZ_EUNAVAILABLE, "the revision row is missing");
+  }
+  if (sq_read_revision(&x->c, db) < 0)
+    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  if (x->c.rev_what != AZ_REV_READ_OK || x->c.rev_value - 1 != before) {
+    x->c.rev_what = AZ_REV_READ_BAD;
+    return fail(x, PH_AZ_EUNAVAILABLE, "the revision does not fit");
+  }
+  return 0;
+}
+
+/* The record as stored, after the change. */
+static int read_back(write_call *x, sqlite3 *db) {
+  int kind = x->w.rec.kind;
+  if (x->w.action == PH_AZ_DELETE)
+    return 0; /* kind 0 */
+  const char *key = kind == PH_AZ_USER    ? x->w.rec.u.user.name
+                    : kind == PH_AZ_AGENT ? x->w.rec.u.agent.name
+                                          : x->id;
+  static const char *const sql[] = {
+      NULL,
+      "SELECT " SQ_USER_COLS " FROM users WHERE name = ?1",
+      "SELECT " SQ_TOKEN_COLS " FROM service_tokens WHERE id = ?1",
+      "SELECT " SQ_AGENT_COLS " FROM agents WHERE name = ?1",
+      "SELECT " SQ_POLICY_COLS " FROM agent_policies WHERE id = ?1"};
+  sqlite3_stmt *st = sq_prepare(&x->c, db, sql[kind]);
+  if (!st)
+    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  sq_bind_text(st, 1, key);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW)
+    sq_row_record(kind, st, &x->arena, &x->rec);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW)
+    return fail_rc(x, rc == SQLITE_DONE ? SQLITE_ERROR : rc);
+  return 0;
+}
+
+/* Helper thread. */
+static void write_work(sq_call *c, sqlite3 *db) {
+  write_call *x = (write_call *)c;
+  x->now = (int64_t)time(NULL);
+  x->status = PH_AZ_EUNAVAILABLE;
+  x->detail = "the database failed";
+  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    c->db_broken |= sq_rc_broken(rc);
+    fail_rc(x, rc);
+    return;
+  }
+  int ok = sq_read_revision(c, db) == 0;
+  az_rev_read what0 = c->rev_what;
+  int64_t value0 = c->rev_value;
+  if (ok && c->rev_what != AZ_REV_READ_OK)
+    ok = fail(x, PH_AZ_EUNAVAILABLE,
+              c->rev_what == AZ_REV_READ_MISSING
+                  ? "the revision row is missing"
+                  : "the revision does not fit") == 0;
+  if (ok) {
+    x->status = PH_OK;
+    x->detail = NULL;
+    int (*change[])(write_call *, sqlite3 *) = {NULL, user_write, token_write,
+                                                agent_write, policy_write};
+    ok = change[x->w.rec.kind](x, db) == 0 && bump_revision(x, db) == 0 &&
+         read_back(x, db) == 0;
+  }
+  if (ok) {
+    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+      c->db_broken |= sq_rc_broken(rc);
+      fail_rc(x, rc);
+      ok = 0;
+    }
+  }
+  if (!ok) {
+    if (!sqlite3_get_autocommit(db))
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (x->status == PH_OK)
+      fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+    az_wipe(x->bearer, sizeof(x->bearer));
+    memset(&x->rec, 0, sizeof(x->rec));
+    /* Rolled back: the loop learns the revision as it was before, unless
+     * the revision itself was the fault (missing, not fitting). A value
+     * bumped and then rolled back must never be taken for current. */
+    if (c->rev_what == AZ_REV_READ_OK) {
+      c->rev_what = what0;
+      c->rev_value = value0;
+    }
+    return;
+  }
+  x->revision = (uint64_t)c->rev_value;
+}
+
+/* Loop thread: after job_done took the new revision in (TM-P1-29). */
+static void write_deliver(sq_call *c) {
+  write_call *x = (write_call *)c;
+  ph_az_write_result res = {.size = sizeof(res),
+                            .status = x->status,
+                            .revision = x->status == PH_OK ? x->revision : 0,
+                            .detail = x->detail};
+  if (x->status == PH_OK) {
+    res.rec = x->rec;
+    res.bearer = x->bearer[0] ? x->bearer : NULL;
+  }
+  c->s->api->inc(c->s->m_calls[SQ_CALL_WRITE], 1);
+  x->cb(x->arg, &res);
+  az_wipe(x->bearer, sizeof(x->bearer));
+}
+
+static void write_destroy(sq_call *c) {
+  write_call *x = (write_call *)c;
+  az_wipe(x->bearer, sizeof(x->bearer));
+  sq_arena_free(&x->arena);
+  free(x);
+}
+
+/* The caller's strings, copied: the call returns before the work runs. */
+static int copy_request(write_call *x, const ph_az_write *w) {
+  x->w.size = sizeof(x->w);
+  x->w.action = w->action;
+  x->w.fields = w->fields;
+  x->w.rec = w->rec;
+  sq_arena **a = &x->arena;
+  const char **s[4] = {NULL};
+  switch (w->rec.kind) {
+  case PH_AZ_USER:
+    s[0] = &x->w.rec.u.user.name;
+    s[1] = &x->w.rec.u.user.owner;
+    break;
+  case PH_AZ_TOKEN:
+    s[0] = &x->w.rec.u.token.id;
+    s[1] = &x->w.rec.u.token.user;
+    s[2] = &x->w.rec.u.token.agent;
+    break;
+  case PH_AZ_AGENT:
+    s[0] = &x->w.rec.u.agent.name;
+    s[1] = &x->w.rec.u.agent.owner;
+    break;
+  default:
+    s[0] = &x->w.rec.u.policy.id;
+    s[1] = &x->w.rec.u.policy.agent;
+    s[2] = &x->w.rec.u.policy.subject;
+    s[3] = &x->w.rec.u.policy.host_pattern;
+  }
+  for (int i = 0; i < 4; i++)
+    if (s[i] && *s[i] && !(*s[i] = sq_arena_str(a, *s[i])))
+      return -1;
+  return 0;
+}
+
+int64_t sq_write(void *self, const ph_az_write *w, ph_az_write_cb cb,
+                 void *arg) {
+  sq *s = self;
+  if (!w || !cb || az_validate_write(w, NULL) != PH_OK)
+    return PH_EINVAL;
+  write_call *x =
+      sq_call_new(s, sizeof(*x), write_work, write_deliver, write_destroy);
+  if (!x)
+    return PH_ENOMEM;
+  x->cb = cb;
+  x->arg = arg;
+  if (copy_request(x, w) < 0) {
+    write_destroy(&x->c);
+    return PH_ENOMEM;
+  }
+  if (!sq_call_take_slot(s, &x->c)) {
+    x->status = PH_EFULL;
+    x->detail = "too many store calls in flight";
+    sq_call_answer_later(s, &x->c);
+  } else if (sq_call_submit(s, &x->c) < 0) {
+    x->status = PH_AZ_EUNAVAILABLE;
+    x->detail = "the host's job queue is full";
+    sq_call_answer_later(s, &x->c);
+  }
+  return x->c.id;
+}

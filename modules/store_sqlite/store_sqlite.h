@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* store_sqlite's inside: the module state, the calls in flight, and the
+ * parts that make them (sq_call.c: the machinery every call shares;
+ * sq_access.c: "access" and authenticate; sq_write.c: writes; sq_list.c:
+ * lists; sq_sql.c: statement helpers). Threads: the state is the loop
+ * thread's; a call's work function runs on a helper thread and touches
+ * only its own call and a pooled connection. */
+#ifndef PH_STORE_SQLITE_H
+#define PH_STORE_SQLITE_H
+
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include <proxyhost/access.h>
+#include <proxyhost/authz_store.h>
+#include <proxyhost/host.h>
+
+#include "az_revision.h"
+#include "sq_pool.h"
+
+typedef struct sq sq;
+/* The label values of proxyhost_store_sqlite_calls_total{call}. */
+enum sq_call_kind {
+  SQ_CALL_ACCESS = 0,
+  SQ_CALL_AUTHENTICATE,
+  SQ_CALL_WRITE,
+  SQ_CALL_LIST
+};
+typedef struct sq_call sq_call;
+
+/* One call in flight. Each kind embeds it first. */
+struct sq_call {
+  sq *s;
+  int64_t id;      /* returned to the caller */
+  int64_t job;     /* the helper job, > 0 while submitted */
+  int cancelled;   /* the caller gave up: no callback */
+  int holds_slot;  /* counts against max_pending */
+  /* Helper thread: the statements, with a pooled connection. */
+  void (*work)(sq_call *c, sqlite3 *db);
+  /* Loop thread: the caller's callback (not called when cancelled). */
+  void (*deliver)(sq_call *c);
+  void (*destroy)(sq_call *c); /* frees the call (wipes secrets) */
+  /* Filled by work: the database could not be used (no connection). */
+  int no_db;
+  int db_broken; /* an I/O or corruption error: close the connection */
+  /* The revision the work's transaction saw. */
+  az_rev_read rev_what;
+  int64_t rev_value;
+  uint64_t rev_floor; /* az_revision_floor at submit */
+  uint32_t positive_ms, negative_ms; /* the TTLs when the call came */
+  sq_call *next;      /* in s->live or s->ready */
+};
+
+struct sq {
+  ph_ctx *ctx;
+  const ph_api *api;
+  sq_pool *pool;
+  az_revision rev;
+  uint32_t positive_ms, negative_ms;
+  int64_t recheck_ms;
+  int64_t max_pending, pending;
+  int64_t next_id;
+  int started, stopping;
+  sq_call *live;  /* submitted to a helper thread */
+  sq_call *ready; /* answered without the database, for the timer */
+  sq_call *batch; /* being delivered by the timer now */
+  int ready_armed;
+  ph_timer *ready_timer;
+  ph_timer *poll_timer;
+  int poll_in_flight;
+  ph_series *m_calls[4]; /* sq_call_kind */
+};
+
+extern const ph_access_v1 sq_access_vt;
+extern const ph_az_store_v1 sq_store_vt;
+
+/* ---- sq_call.c (loop thread) --------------------------------------- */
+
+/* A new call of size bytes (zeroed) with its functions; NULL on ENOMEM. */
+void *sq_call_new(sq *s, size_t size, void (*work)(sq_call *, sqlite3 *),
+                  void (*deliver)(sq_call *), void (*destroy)(sq_call *));
+/* Whether another call fits under max_pending (then takes the slot). */
+int sq_call_take_slot(sq *s, sq_call *c);
+/* Sends c to a helper thread. 0, or -1 when the host's job queue is full
+ * (the caller then answers c with sq_call_answer_later). */
+int sq_call_submit(sq *s, sq_call *c);
+/* The timer that delivers what sq_call_answer_later queued. */
+void sq_ready_tick(ph_timer *t, void *arg);
+/* Queues c to be delivered on a later loop iteration, without work. */
+void sq_call_answer_later(sq *s, sq_call *c);
+/* The cancel of both services. PH_OK or PH_ENOENT. */
+int sq_call_cancel(sq *s, int64_t id);
+/* destroy: drops every call still queued, without a callback. */
+void sq_call_drop_all(sq *s);
+/* Arms the poll; sq_poll_now submits a revision read now. */
+void sq_poll_now(sq *s);
+
+/* ---- sq_sql.c (helper thread) -------------------------------------- */
+
+/* Prepares sql (NULL on error, db_broken set for I/O errors). */
+sqlite3_stmt *sq_prepare(sq_call *c, sqlite3 *db, const char *sql);
+/* Binds text, or NULL for a NULL string. */
+void sq_bind_text(sqlite3_stmt *st, int i, const char *s);
+/* Whether rc is an I/O-level failure after which the connection should be
+ * closed rather than reused. */
+int sq_rc_broken(int rc);
+/* Reads authorization_revision id = 1 into c->rev_what / rev_value.
+ * -1 when the statement failed. */
+int sq_read_revision(sq_call *c, sqlite3 *db);
+/* Runs one statement without results (BEGIN, COMMIT, ROLLBACK). */
+int sq_exec(sq_call *c, sqlite3 *db, const char *sql);
+/* A copy of a column's text into a (malloc) arena (sq_arena). */
+typedef struct sq_arena sq_arena;
+const char *sq_arena_col(sq_arena **a, sqlite3_stmt *st, int col);
+const char *sq_arena_str(sq_arena **a, const char *s);
+void sq_arena_free(sq_arena **a);
+
+/* ---- sq_rows.c (helper thread): rows as records -------------------- */
+
+#define SQ_USER_COLS "name, owner, enabled, created_at, updated_at"
+#define SQ_TOKEN_COLS                                                        \
+  "id, user_name, agent, scopes, expires_at, revoked_at, created_at, "      \
+  "updated_at, rotated_at"
+#define SQ_AGENT_COLS "name, owner, enabled, created_at, updated_at"
+#define SQ_POLICY_COLS                                                       \
+  "id, agent, subject_kind, subject, host_pattern, port_min, port_max, "    \
+  "protocol, created_at, updated_at"
+/* The row st stands on (selected with the kind's SQ_*_COLS) into rec,
+ * strings copied into the arena. */
+void sq_row_record(int kind, sqlite3_stmt *st, sq_arena **a,
+                   ph_az_record *rec);
+/* The table and key column of a kind. */
+const char *sq_table(int kind);
+const char *sq_key_col(int kind);
+const char *sq_cols(int kind);
+
+/* sq_access.c */
+int64_t sq_authenticate(void *self, const char *bearer, size_t len,
+                        ph_az_auth_cb cb, void *arg);
+/* sq_write.c, sq_list.c */
+int64_t sq_write(void *self, const ph_az_write *w, ph_az_write_cb cb,
+                 void *arg);
+int64_t sq_list(void *self, const ph_az_list *l, ph_az_list_cb cb,
+                void *arg);
+
+#endif
