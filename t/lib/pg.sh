@@ -102,3 +102,18 @@ pg_new_db() {
   pg_psql postgres -c "CREATE DATABASE \"$1\"" >/dev/null || return 1
   pg_dsn "$1"
 }
+
+# pg_pause: stops the running cluster (fast: clients see their
+# connections end) and keeps it for pg_resume; pg_resume starts it again
+# on the same directory and port. For fault tests (a database that goes
+# away mid-run). Bounded as start_pg.
+pg_pause() {
+  pg_as_server "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w -t 60 stop \
+    >/dev/null 2>&1
+}
+pg_resume() {
+  listen=${PG_LISTEN:-}
+  pg_as_server "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
+    -w -t 60 -o "-k $PG_DIR -p $PG_PORT -c listen_addresses='$listen' -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    start >"$PG_DIR/pg_ctl.log" 2>&1
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Requests in flight (store_pg_int.h): ids, the live list, cancellation,
+ * and the answer queue. An answer known without the database (a full
+ * queue, a malformed bearer, an unhealthy revision) waits in that queue
+ * for a timer, so that no callback runs inside the call that started it.
+ * The timer takes the whole queue as one batch: an answer queued from
+ * inside a callback waits for the next batch, and a steady stream of
+ * calls cannot starve it (the timer is armed once, never pushed back). */
+#include <stdlib.h>
+
+#include "store_pg_int.h"
+
+void req_add(spg *s, sreq *r) {
+  r->s = s;
+  r->id = ++s->next_id;
+  r->prev = NULL;
+  r->next = s->live;
+  if (s->live)
+    s->live->prev = r;
+  s->live = r;
+}
+
+static void unlink_live(sreq *r) {
+  spg *s = r->s;
+  if (r->prev)
+    r->prev->next = r->next;
+  else if (s->live == r)
+    s->live = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  r->prev = r->next = NULL;
+}
+
+static void release(sreq *r) {
+  if (r->task > 0) {
+    r->task = 0;
+    r->s->n_tasks--;
+  }
+}
+
+void req_finish(sreq *r) {
+  spg *s = r->s;
+  release(r);
+  unlink_live(r);
+  if (!r->cancelled)
+    r->answer(r);
+  r->free_fn(r);
+  spg_maybe_stopped(s);
+}
+
+static void on_answers(ph_timer *t, void *arg) {
+  (void)t;
+  spg *s = arg;
+  s->larmed = 0;
+  sreq *batch = s->lhead;
+  s->lhead = NULL;
+  s->ltail = &s->lhead;
+  while (batch) {
+    sreq *r = batch;
+    batch = r->lnext;
+    r->later = 0;
+    req_finish(r);
+  }
+}
+
+void req_later(sreq *r) {
+  spg *s = r->s;
+  r->later = 1;
+  r->lnext = NULL;
+  *s->ltail = r;
+  s->ltail = &r->lnext;
+  if (!s->larmed) {
+    s->larmed = 1;
+    s->api->timer_set(s->ltimer, 1, 0);
+  }
+}
+
+int req_timer_init(spg *s) {
+  s->ltail = &s->lhead;
+  s->ltimer = s->api->timer_new(s->ctx, on_answers, s);
+  return s->ltimer ? PH_OK : PH_ENOMEM;
+}
+
+/* The store's bound: max_pending calls in flight (running or waiting
+ * for a connection), as the contract counts them; the pool's own queue
+ * bound is the same number, for what waits. */
+int req_submit(sreq *r, const pg_task_ops *ops) {
+  spg *s = r->s;
+  if (s->n_tasks >= s->max_pending) {
+    pg_pool_count_queue_full(s->pool);
+    return PH_EFULL;
+  }
+  int64_t t = pg_pool_submit(s->pool, ops, r);
+  if (t <= 0)
+    return (int)t;
+  r->task = t;
+  s->n_tasks++;
+  return PH_OK;
+}
+
+int req_cancel(spg *s, int64_t id) {
+  sreq *r = s->live;
+  while (r && r->id != id)
+    r = r->next;
+  if (!r || r->cancelled)
+    return PH_ENOENT;
+  if (r->later) {
+    for (sreq **pp = &s->lhead; *pp; pp = &(*pp)->lnext)
+      if (*pp == r) {
+        *pp = r->lnext;
+        if (!*pp)
+          s->ltail = pp;
+        break;
+      }
+    unlink_live(r);
+    r->free_fn(r);
+    return PH_OK;
+  }
+  if (r->task > 0 && pg_pool_cancel(s->pool, r->task) == PH_OK) {
+    release(r); /* was waiting: the pool forgot it */
+    unlink_live(r);
+    r->free_fn(r);
+    return PH_OK;
+  }
+  /* Running: it ends normally, without a call (a write may commit). */
+  r->cancelled = 1;
+  return PH_OK;
+}
+
+void req_drop_all(spg *s) {
+  while (s->live) {
+    sreq *r = s->live;
+    unlink_live(r);
+    r->free_fn(r);
+  }
+  s->lhead = NULL;
+  s->ltail = &s->lhead;
+}
