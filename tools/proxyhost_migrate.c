@@ -54,8 +54,20 @@ static void usage(FILE *out) {
           "  -h, --help         this text\n"
           "Exit: 0 done (status: current), 1 error, 2 usage, 3 refused "
           "(newer or\nunknown version), 4 steps pending (status).\n"
+          "Engines of this build:%s%s\n"
           "See proxyhost-migrate(8).\n",
-          prog, AZ_SCHEMA_VERSION, MIGRATE_DSN_ENV);
+          prog, AZ_SCHEMA_VERSION, MIGRATE_DSN_ENV,
+#ifdef AZ_WITH_SQLITE
+          " sqlite",
+#else
+          "",
+#endif
+#ifdef AZ_WITH_POSTGRES
+          " postgres"
+#else
+          ""
+#endif
+  );
 }
 
 /* An open database and what to call it in output. */
@@ -222,9 +234,9 @@ int main(int argc, char **argv) {
       return EXIT_USAGE;
     }
   }
-  if (optind + 1 != argc ||
-      (strcmp(argv[optind], "status") != 0 &&
-       strcmp(argv[optind], "plan") != 0 && strcmp(argv[optind], "apply") != 0)) {
+  const char *cmd = optind + 1 == argc ? argv[optind] : "";
+  if (strcmp(cmd, "status") != 0 && strcmp(cmd, "plan") != 0 &&
+      strcmp(cmd, "apply") != 0) {
     fprintf(stderr, "%s: give one command: status, plan or apply\n", prog);
     usage(stderr);
     return EXIT_USAGE;
@@ -268,7 +280,7 @@ int main(int argc, char **argv) {
     if (postgres)
       memset((char *)postgres, 'x', strlen(postgres));
   }
-  int rc = run(argv[optind], &t);
+  int rc = run(cmd, &t);
   migrate_target_free(&t);
   return rc;
 }

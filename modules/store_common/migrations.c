@@ -140,7 +140,19 @@ static int run(const az_engine_ops *ops, void *db, const char *sql,
                size_t whylen) {
   char err[512] = "";
   if (ops->exec(db, sql, err, sizeof(err)) < 0) {
+    /* Another migrator may have run the same step at the same time: the
+     * step's own version check (under the lock it takes) then failed
+     * here. The database being at the target is success. */
+    char err2[256] = "";
+    int now = ops->version(db, err2, sizeof(err2));
+    if (now == want)
+      return now;
     const char *e = err[0] ? err : "unknown error";
+    if (now >= 0 && now != before) {
+      say(why, whylen, "%s failed (the database is now at version %d): %s",
+          what, now, e);
+      return AZ_MIGRATE_ERROR;
+    }
     if (before == 0)
       say(why, whylen, "%s failed and was rolled back (the database is "
           "still empty): %s", what, e);

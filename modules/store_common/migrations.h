@@ -15,7 +15,10 @@
 /* The version this build reads and writes (TM-P1-22). */
 #define AZ_SCHEMA_VERSION 9
 
-typedef enum az_engine { AZ_ENGINE_SQLITE = 1, AZ_ENGINE_POSTGRES = 2 } az_engine;
+typedef enum az_engine {
+  AZ_ENGINE_SQLITE = 1,
+  AZ_ENGINE_POSTGRES = 2
+} az_engine;
 
 /* "sqlite" or "postgres" (the file names of a step), "?" otherwise. */
 const char *az_engine_name(az_engine engine);
@@ -73,8 +76,12 @@ typedef struct az_engine_ops {
  * the version the database is at afterwards (with apply 0: the version
  * it is at now, 0 for a fresh one), or AZ_MIGRATE_ERROR /
  * AZ_MIGRATE_REFUSED with why. plan, when not NULL, gets one line per
- * step done or to do ("v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)"),
- * each ending in '\n'; it stays empty when there is nothing to do. */
+ * step done or to do, each ending in '\n', such as
+ * "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)"; it stays
+ * empty when there is nothing to do.
+ * Blocking (it waits for the database): call it on a helper or start-up
+ * thread, never on the loop. It keeps no state, so any thread may call it
+ * on its own connection; the caller owns db, why and plan. */
 int az_migrate(const az_engine_ops *ops, void *db, int apply, char *why,
                size_t whylen, char *plan, size_t planlen);
 

@@ -35,6 +35,14 @@ PG_DIR=
 # in DIR; sets PG_DIR, PGHOST_DIR, PG_PORT, PG_BIN, PSQL. The log is
 # DIR/server.log. Bounded: pg_ctl waits at most 60 s.
 start_pg() {
+  # The server is a daemon (pg_ctl detaches it): stop it however the test
+  # ends, also when make check interrupts it (a signal would otherwise end
+  # the shell without its EXIT trap). Set before initdb: stop_pg is safe
+  # before the server runs.
+  trap 'stop_pg; cleanup' EXIT
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   PG_BIN=$(pg_bindir)
   if [ -z "$PG_BIN" ] || [ ! -x "$PG_BIN/initdb" ]; then
     echo "# PostgreSQL server binaries not found (install the Debian package postgresql; PG_BINDIR overrides)"
@@ -68,7 +76,6 @@ start_pg() {
     stop_pg
     return 1
   fi
-  trap 'stop_pg; cleanup' EXIT
 }
 
 # stop_pg: stops the cluster at once (-m immediate); safe to call twice.

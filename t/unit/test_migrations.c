@@ -6,6 +6,7 @@
  * files (migrate_sqlite.c): fresh creation with mode 0600, v8 -> v9, a
  * step failing halfway (TM-P1-23), the step refusing versions 7 and 9.
  * The catalog comparisons and PostgreSQL are t/integration/migrations.sh. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ typedef struct fake {
   int version;     /* what version() reports */
   int fail_exec;   /* exec fails (and changes nothing) */
   int stuck;       /* exec succeeds but leaves the version */
+  int raced;       /* exec fails, but another migrator did the step */
   int ran;         /* scripts run */
   const char *last;
 } fake;
@@ -39,6 +41,11 @@ static int fake_exec(void *db, const char *sql, char *why, size_t whylen) {
   fake *f = db;
   f->ran++;
   f->last = sql;
+  if (f->raced) {
+    f->version = f->version == 0 ? AZ_SCHEMA_VERSION : f->version + 1;
+    snprintf(why, whylen, "fake: version check failed");
+    return -1;
+  }
   if (f->fail_exec) {
     snprintf(why, whylen, "fake: injected");
     return -1;
@@ -103,6 +110,75 @@ static void test_embedded(void) {
        "TM-P1-23: the PostgreSQL step checks the version first");
 }
 
+/* TM-P1-24: what a new step must change in the same commit agrees: every
+ * directory of migrations/incremental/ is registered, with both scripts
+ * and in Makefile.am; ddl.sql and the last step set AZ_SCHEMA_VERSION;
+ * every script is one transaction. */
+static void test_in_step(void) {
+  size_t n;
+  const az_step *s = az_steps(&n);
+  char path[1024], want[128];
+  snprintf(path, sizeof(path), "%s/migrations/incremental", AZ_TEST_SRCDIR);
+  DIR *d = opendir(path);
+  ok(d != NULL, "migrations/incremental/ can be read");
+  size_t dirs = 0, registered = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.')
+      continue;
+    dirs++;
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(s[i].name, e->d_name) == 0)
+        registered++;
+  }
+  if (d)
+    closedir(d);
+  ok(dirs == n && registered == n,
+     "TM-P1-24: every step directory is registered, and only those");
+  snprintf(path, sizeof(path), "%s/Makefile.am", AZ_TEST_SRCDIR);
+  char *am = file_test_slurp(path);
+  for (size_t i = 0; i < n; i++) {
+    char name[200];
+    int both = 1;
+    static const char *const engines[] = {"sqlite", "postgres"};
+    for (int k = 0; k < 2; k++) {
+      snprintf(want, sizeof(want), "migrations/incremental/%s/%s.sql",
+               s[i].name, engines[k]);
+      if (!strstr(am, want))
+        both = 0;
+    }
+    snprintf(name, sizeof(name),
+             "TM-P1-24: Makefile.am installs and embeds both scripts of %s",
+             s[i].name);
+    ok(both, name);
+  }
+  free(am);
+  snprintf(want, sizeof(want), "VALUES (1, %d, CURRENT_TIMESTAMP)",
+           AZ_SCHEMA_VERSION);
+  like(az_sql_ddl(), want, "TM-P1-24: ddl.sql sets the schema version");
+  snprintf(want, sizeof(want), "SET version = %d,", AZ_SCHEMA_VERSION);
+  like(s[n - 1].sqlite, want, "TM-P1-23: the last SQLite step sets it");
+  like(s[n - 1].postgres, want, "TM-P1-23: the last PostgreSQL step sets it");
+  for (size_t i = 0; i < n; i++) {
+    const char *sql[] = {s[i].sqlite, s[i].postgres, az_sql_ddl()};
+    for (int k = 0; k < 3; k++) {
+      /* One BEGIN (first statement) and one COMMIT, the last line. */
+      static const char commit[] = "\nCOMMIT;\n";
+      /* (A PL/pgSQL block's BEGIN has no semicolon.) */
+      const char *b = strstr(sql[k], "\nBEGIN;");
+      if (!b)
+        b = strstr(sql[k], "\nBEGIN IMMEDIATE;");
+      const char *c = strstr(sql[k], "\nCOMMIT");
+      size_t len = strlen(sql[k]), clen = sizeof(commit) - 1;
+      ok(b && c && len > clen && c == sql[k] + len - clen &&
+             !strstr(b + 1, "\nBEGIN;") &&
+             !strstr(b + 1, "\nBEGIN IMMEDIATE;"),
+         k == 2 ? "ddl.sql is one transaction"
+                : "a step script is one transaction (BEGIN ... COMMIT)");
+    }
+  }
+}
+
 static void test_driver(void) {
   char why[512], plan[512];
   fake f = {0};
@@ -161,6 +237,13 @@ static void test_driver(void) {
             "rolled back (the database is still at version 8): fake: "
             "injected",
        "and says which step and where the database is");
+
+  f = (fake){.version = 8, .raced = 1};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 9, "a step another migrator did meanwhile is success");
+  f = (fake){.version = 0, .raced = 1};
+  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+  is_int(v, 9, "so is a schema another migrator created meanwhile");
 
   f = (fake){.version = 8, .stuck = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
@@ -293,6 +376,7 @@ int main(void) {
   plan_lazy();
   test_registry();
   test_embedded();
+  test_in_step();
   test_driver();
 #ifdef AZ_WITH_SQLITE
   char dir[] = "/tmp/test_migrations.XXXXXX";
