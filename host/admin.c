@@ -6,6 +6,15 @@
  *
  *   READ  --head parsed or refused-->  WRITE  --all sent-->  DRAIN  --> closed
  *
+ * A request for a module's route (ABI 1.3, routes.h) may carry a body
+ * and is answered later by the module:
+ *
+ *   READ --> BODY (Content-Length bytes) --> WAIT (the module) --> WRITE
+ *
+ * In WAIT the socket is still read: end of file means the client went
+ * away, and the module's request is cancelled. The deadline cancels it
+ * too and answers 504.
+ *
  * A single deadline (timeout_ms from accept) covers all three states; on
  * expiry the connection is closed wherever it is.
  *
@@ -35,6 +44,7 @@
 
 #include "addr.h"
 #include "admin_parse.h"
+#include "routes.h"
 
 #define ADMIN_HEAD_MAX 8192
 #define ADMIN_BACKLOG 64
@@ -46,7 +56,13 @@
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-typedef enum conn_state { CONN_READ, CONN_WRITE, CONN_DRAIN } conn_state;
+typedef enum conn_state {
+  CONN_READ,
+  CONN_BODY,
+  CONN_WAIT,
+  CONN_WRITE,
+  CONN_DRAIN
+} conn_state;
 
 typedef struct admin_conn {
   ph_admin *a;
@@ -57,6 +73,14 @@ typedef struct admin_conn {
   ph_buf out; /* the whole response */
   size_t out_off;
   size_t drained;
+  /* A module route's request: the head (pointing into in), its body,
+   * the id routes gave it (0: none pending), and whether its answer came
+   * while routes_dispatch was still running (then it is sent after). */
+  admin_request req;
+  char *body;
+  size_t body_len, body_want;
+  int64_t route_id;
+  int dispatching, replied;
   struct admin_conn *prev, *next;
   size_t in_len;
   char in[ADMIN_HEAD_MAX];
@@ -70,6 +94,8 @@ struct ph_admin {
   ev_timer accept_pause;
   int max_connections;
   double timeout;
+  size_t max_body;
+  ph_routes *routes;
   ph_registry *registry;
   admin_ready_fn ready;
   void *ready_arg;
@@ -81,6 +107,12 @@ struct ph_admin {
 
 static void conn_close(admin_conn *c) {
   ph_admin *a = c->a;
+  if (c->route_id > 0) {
+    int64_t id = c->route_id;
+    c->route_id = 0;
+    routes_cancel(a->routes, id); /* the client left, or we give up */
+  }
+  free(c->body);
   ev_io_stop(a->loop, &c->io);
   ev_timer_stop(a->loop, &c->deadline);
   close(c->fd);
@@ -152,22 +184,72 @@ static const char *reason(int status) {
   switch (status) {
   case 200:
     return "OK";
+  case 201:
+    return "Created";
+  case 204:
+    return "No Content";
   case 400:
     return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
   case 404:
     return "Not Found";
   case 405:
     return "Method Not Allowed";
+  case 409:
+    return "Conflict";
+  case 411:
+    return "Length Required";
+  case 413:
+    return "Content Too Large";
+  case 415:
+    return "Unsupported Media Type";
+  case 422:
+    return "Unprocessable Content";
+  case 429:
+    return "Too Many Requests";
   case 431:
     return "Request Header Fields Too Large";
   case 500:
     return "Internal Server Error";
+  case 502:
+    return "Bad Gateway";
   case 503:
     return "Service Unavailable";
+  case 504:
+    return "Gateway Timeout";
   case 505:
     return "HTTP Version Not Supported";
   }
   return "Unknown";
+}
+
+/* Formats the response into c->out. type NULL: no Content-Type. A 204
+ * has neither a body nor a Content-Length (RFC 9110 8.6). -1 when it
+ * did not fit. */
+static int format_response(admin_conn *c, int status, const char *extra,
+                           const char *type, const char *body,
+                           size_t body_len, int head_only) {
+  buf_printf(&c->out, "HTTP/1.1 %d %s\r\n", status, reason(status));
+  if (type)
+    buf_printf(&c->out, "Content-Type: %s\r\n", type);
+  if (status != 204)
+    buf_printf(&c->out, "Content-Length: %zu\r\n", body_len);
+  buf_printf(&c->out, "%sConnection: close\r\n\r\n", extra);
+  if (!head_only && status != 204)
+    buf_append(&c->out, body, body_len);
+  return c->out.overflow ? -1 : 0;
+}
+
+static void send_response(admin_conn *c) {
+  if (c->out.overflow) {
+    conn_close(c);
+    return;
+  }
+  c->state = CONN_WRITE;
+  conn_write(c);
 }
 
 /* Queues the response and starts sending it. head_only: HEAD, the
@@ -176,22 +258,8 @@ static const char *reason(int status) {
 static void respond(admin_conn *c, int status, const char *extra,
                     const char *type, const char *body, size_t body_len,
                     int head_only) {
-  buf_printf(&c->out,
-             "HTTP/1.1 %d %s\r\n"
-             "Content-Type: %s\r\n"
-             "Content-Length: %zu\r\n"
-             "%s"
-             "Connection: close\r\n"
-             "\r\n",
-             status, reason(status), type, body_len, extra);
-  if (!head_only)
-    buf_append(&c->out, body, body_len);
-  if (c->out.overflow) {
-    conn_close(c);
-    return;
-  }
-  c->state = CONN_WRITE;
-  conn_write(c);
+  format_response(c, status, extra, type, body, body_len, head_only);
+  send_response(c);
 }
 
 static void respond_text(admin_conn *c, int status, const char *text,
@@ -232,6 +300,136 @@ static int token_is(const char *p, size_t n, const char *want) {
   return n == strlen(want) && memcmp(p, want, n) == 0;
 }
 
+/* ---- modules' routes (ABI 1.3) ---------------------------------------- */
+
+#define ROUTE_METHODS "GET, POST, PATCH, DELETE"
+
+static int route_method(const admin_request *r) {
+  return token_is(r->method, r->method_len, "GET") ||
+         token_is(r->method, r->method_len, "POST") ||
+         token_is(r->method, r->method_len, "PATCH") ||
+         token_is(r->method, r->method_len, "DELETE");
+}
+
+/* The module's answer. While routes_dispatch runs (an answer inside the
+ * handler) it is only formatted: the sending starts when dispatch has
+ * returned, so that the connection cannot be freed under it. */
+static void on_route_done(void *arg, int status, const char *type,
+                          const char *body, size_t body_len) {
+  admin_conn *c = arg;
+  c->route_id = 0;
+  format_response(c, status, "", type, body, body_len, 0);
+  if (c->dispatching) {
+    c->replied = 1;
+    return;
+  }
+  send_response(c);
+}
+
+static void route_dispatch(admin_conn *c) {
+  const admin_request *r = &c->req;
+  routes_in in = {
+      .method = r->method,
+      .method_len = r->method_len,
+      .path = r->path,
+      .path_len = r->path_len,
+      .query = r->query,
+      .query_len = r->query_len,
+      .authorization = r->authorization,
+      .authorization_len = r->authorization_len,
+      .content_type = r->content_type,
+      .content_type_len = r->content_type_len,
+      .body = c->body,
+      .body_len = c->body_len,
+  };
+  c->state = CONN_WAIT;
+  conn_watch(c, EV_READ);
+  c->dispatching = 1;
+  int64_t id = routes_dispatch(c->a->routes, &in, on_route_done, c);
+  c->dispatching = 0;
+  free(c->body); /* routes copied it */
+  c->body = NULL;
+  if (id == PH_EFULL) {
+    respond_text(c, 503, "too many requests in flight for this route\n", 0);
+  } else if (id <= 0) {
+    respond_text(c, 500, "the request could not be handed over\n", 0);
+  } else if (c->replied) {
+    send_response(c);
+  } else {
+    c->route_id = id;
+  }
+}
+
+/* The head of a request for a module's route: check the method and the
+ * framing, then read the body (part of it may have come with the head). */
+static void route_module(admin_conn *c, const admin_request *r) {
+  if (!route_method(r)) {
+    const char *body = "method not allowed\n";
+    respond(c, 405, "Allow: " ROUTE_METHODS "\r\n", TEXT_PLAIN, body,
+            strlen(body), 0);
+    return;
+  }
+  switch (admin_body_framing(r, c->a->max_body)) {
+  case 400:
+    respond_text(c, 400, "bad request: Transfer-Encoding with "
+                         "Content-Length\n", 0);
+    return;
+  case 411:
+    respond_text(c, 411, "length required: send the body with "
+                         "Content-Length\n", 0);
+    return;
+  case 413:
+    respond_text(c, 413, "content too large\n", 0);
+    return;
+  }
+  c->req = *r;
+  c->body_want = r->content_length > 0 ? (size_t)r->content_length : 0;
+  c->body = malloc(c->body_want + 1);
+  if (!c->body) {
+    respond_text(c, 503, "out of memory\n", 0);
+    return;
+  }
+  size_t have = c->in_len - r->head_len;
+  if (have > c->body_want)
+    have = c->body_want; /* a second request: not read (one per connection) */
+  memcpy(c->body, c->in + r->head_len, have);
+  c->body_len = have;
+  if (c->body_len == c->body_want) {
+    route_dispatch(c);
+    return;
+  }
+  c->state = CONN_BODY;
+}
+
+static void conn_read_body(admin_conn *c) {
+  ssize_t n = recv(c->fd, c->body + c->body_len, c->body_want - c->body_len,
+                   0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n <= 0) {
+    conn_close(c); /* the client left before its whole body */
+    return;
+  }
+  c->body_len += (size_t)n;
+  if (c->body_len == c->body_want)
+    route_dispatch(c);
+}
+
+/* While the module works: anything more from the client is discarded
+ * (bounded), and end of file is the client leaving. */
+static void conn_read_wait(admin_conn *c) {
+  char scratch[1024];
+  ssize_t n = recv(c->fd, scratch, sizeof(scratch), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n <= 0 || (c->drained += (size_t)n) > ADMIN_DRAIN_MAX)
+    conn_close(c); /* cancels the module's request */
+}
+
+static int under_v1(const admin_request *r) {
+  return r->path_len >= 4 && memcmp(r->path, "/v1/", 4) == 0;
+}
+
 /* Every resource takes the same methods, so the method is checked first:
  * POST to an unknown path is a 405, not a 404. */
 static void route(admin_conn *c, const admin_request *r) {
@@ -268,7 +466,12 @@ static void conn_read(admin_conn *c) {
   case ADMIN_PARSE_INCOMPLETE:
     break;
   case ADMIN_PARSE_DONE:
-    route(c, &req);
+    if (under_v1(&req) && routes_match(c->a->routes, req.path, req.path_len))
+      route_module(c, &req);
+    else if (under_v1(&req) && route_method(&req))
+      respond_text(c, 404, "not found\n", 0);
+    else
+      route(c, &req);
     break;
   case ADMIN_PARSE_BAD:
     respond_text(c, 400, "bad request\n", 0);
@@ -290,6 +493,12 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents) {
   case CONN_READ:
     conn_read(c);
     break;
+  case CONN_BODY:
+    conn_read_body(c);
+    break;
+  case CONN_WAIT:
+    conn_read_wait(c);
+    break;
   case CONN_WRITE:
     conn_write(c);
     break;
@@ -299,10 +508,23 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents) {
   }
 }
 
+/* Seconds a 504 gets to be sent after the deadline cancelled a module's
+ * request. */
+#define ADMIN_LATE_WRITE 1.0
+
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
-  (void)loop;
   (void)revents;
-  conn_close(w->data);
+  admin_conn *c = w->data;
+  if (c->state == CONN_WAIT && c->route_id > 0) {
+    int64_t id = c->route_id;
+    c->route_id = 0;
+    routes_cancel(c->a->routes, id);
+    ev_timer_set(&c->deadline, ADMIN_LATE_WRITE, 0.);
+    ev_timer_start(loop, &c->deadline);
+    respond_text(c, 504, "the module did not answer in time\n", 0);
+    return;
+  }
+  conn_close(c);
 }
 
 static void conn_open(ph_admin *a, int fd) {
@@ -462,6 +684,8 @@ ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
   a->port = bound_port(fd);
   a->max_connections = o->max_connections;
   a->timeout = o->timeout_ms / 1000.0;
+  a->max_body = o->max_body;
+  a->routes = o->routes;
   a->registry = o->registry;
   a->ready = o->ready;
   a->ready_arg = o->ready_arg;

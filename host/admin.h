@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The admin HTTP listener: GET /metrics, /healthz, /readyz. HTTP/1.0 and
- * 1.1, GET and HEAD only, one request per connection, bounded request
- * head, bounded connections, read timeout. */
+/* The admin HTTP listener: GET /metrics, /healthz, /readyz, and the
+ * modules' routes under /v1/ (ABI 1.3: GET, POST, PATCH, DELETE, bodies
+ * with Content-Length up to max_body). HTTP/1.0 and 1.1, one request per
+ * connection, bounded request head and body, bounded connections, one
+ * deadline per request. */
 #ifndef PH_ADMIN_H
 #define PH_ADMIN_H
 
@@ -9,6 +11,7 @@
 
 #include "buf.h"
 #include "metrics.h"
+#include "routes.h"
 
 struct ev_loop;
 typedef struct ph_admin ph_admin;
@@ -20,6 +23,8 @@ typedef struct ph_admin_opts {
   const char *listen;        /* "127.0.0.1:9470", "[::1]:9470" */
   int max_connections;       /* concurrent clients; more are closed */
   int timeout_ms;            /* whole-request deadline */
+  size_t max_body;           /* a route request's body, bytes */
+  ph_routes *routes;         /* modules' routes; NULL: none */
   ph_registry *registry;
   admin_ready_fn ready;
   void *ready_arg;

@@ -81,27 +81,88 @@ static enum admin_parse_result parse_request_line(const char *p, size_t n,
   const char *q = memchr(p + t, '?', i - t);
   req->path = p + t;
   req->path_len = q ? (size_t)(q - (p + t)) : i - t;
+  if (q) {
+    req->query = q + 1;
+    req->query_len = (size_t)(p + i - (q + 1));
+  }
 
   i++;
   return parse_version(p + i, n - i, req);
 }
 
-static int field_line_ok(const char *p, size_t n) {
+static int name_is(const char *p, size_t n, const char *want) {
+  if (n != strlen(want))
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = p[i];
+    if (c >= 'A' && c <= 'Z')
+      c = (char)(c - 'A' + 'a');
+    if (c != want[i])
+      return 0;
+  }
+  return 1;
+}
+
+/* 1-18 digits (so that it fits a long long without overflow); -1. */
+static long long parse_length(const char *v, size_t n) {
+  if (n == 0 || n > 18)
+    return -1;
+  long long x = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!is_digit((unsigned char)v[i]))
+      return -1;
+    x = x * 10 + (v[i] - '0');
+  }
+  return x;
+}
+
+/* Stores a value once; a second one is ambiguous. 0 or -1. */
+static int set_once(const char **at, size_t *len, const char *v, size_t n) {
+  if (*at)
+    return -1;
+  *at = v;
+  *len = n;
+  return 0;
+}
+
+/* Checks a field line and reads the fields the routes need. 1 or 0. */
+static int field_line(const char *p, size_t n, admin_request *req) {
   size_t i = 0;
   while (i < n && is_tchar((unsigned char)p[i]))
     i++;
   /* No name, or whitespace before the colon, or obs-fold: all refused. */
   if (i == 0 || i >= n || p[i] != ':')
     return 0;
+  size_t name_len = i;
   for (i++; i < n; i++)
     if (!is_field_char((unsigned char)p[i]))
       return 0;
+  size_t v = name_len + 1, e = n;
+  while (v < e && (p[v] == ' ' || p[v] == '\t'))
+    v++;
+  while (e > v && (p[e - 1] == ' ' || p[e - 1] == '\t'))
+    e--;
+  if (name_is(p, name_len, "content-length")) {
+    long long len = parse_length(p + v, e - v);
+    if (len < 0 || (req->content_length >= 0 && req->content_length != len))
+      return 0;
+    req->content_length = len;
+  } else if (name_is(p, name_len, "transfer-encoding")) {
+    req->transfer_encoding = 1;
+  } else if (name_is(p, name_len, "authorization")) {
+    return set_once(&req->authorization, &req->authorization_len, p + v,
+                    e - v) == 0;
+  } else if (name_is(p, name_len, "content-type")) {
+    return set_once(&req->content_type, &req->content_type_len, p + v,
+                    e - v) == 0;
+  }
   return 1;
 }
 
 enum admin_parse_result admin_parse_head(const char *p, size_t len,
                                          size_t max, admin_request *req) {
   memset(req, 0, sizeof(*req));
+  req->content_length = -1;
   size_t n = len < max ? len : max;
   if (n == 0)
     return len >= max ? ADMIN_PARSE_TOO_LARGE : ADMIN_PARSE_INCOMPLETE;
@@ -124,8 +185,17 @@ enum admin_parse_result admin_parse_head(const char *p, size_t len,
       req->head_len = e + 1;
       return ADMIN_PARSE_DONE;
     }
-    if (!field_line_ok(p + pos, ce - pos))
+    if (!field_line(p + pos, ce - pos, req))
       return ADMIN_PARSE_BAD;
     pos = e + 1;
   }
+}
+
+int admin_body_framing(const admin_request *req, size_t max_body) {
+  if (req->transfer_encoding)
+    return req->content_length >= 0 ? 400 : 411;
+  if (req->content_length > 0 &&
+      (unsigned long long)req->content_length > (unsigned long long)max_body)
+    return 413;
+  return 0;
 }

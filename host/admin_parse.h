@@ -5,7 +5,12 @@
  * Accepts CRLF or bare LF line ends (RFC 9112 2.2), an origin-form target
  * ("/path?query"), versions HTTP/1.0 and HTTP/1.1 (other HTTP/1.x minors
  * too, as 1.1), and header lines of the form "name: value" whose name is
- * a token. Header values are not interpreted. */
+ * a token. Of the header values, only those the admin routes need are
+ * read (ABI 1.3): Content-Length, Transfer-Encoding (only whether it is
+ * there), Authorization and Content-Type (located, not interpreted).
+ * A Content-Length that is not a number, or two that differ, and a
+ * second Authorization or Content-Type, make the head BAD: a request
+ * whose framing or credentials could be read two ways is refused. */
 #ifndef PH_ADMIN_PARSE_H
 #define PH_ADMIN_PARSE_H
 
@@ -26,9 +31,26 @@ typedef struct admin_request {
   size_t method_len;
   const char *path; /* the target without its query string */
   size_t path_len;
+  const char *query; /* after '?', without it; NULL when there is none */
+  size_t query_len;
   int minor;        /* HTTP/1.minor */
   size_t head_len;  /* bytes up to and including the empty line */
+  /* Header values, leading and trailing whitespace removed; NULL when
+   * absent (valid when the result is DONE). */
+  const char *authorization;
+  size_t authorization_len;
+  const char *content_type;
+  size_t content_type_len;
+  long long content_length; /* -1 when absent */
+  int transfer_encoding;    /* 1 when a Transfer-Encoding line was sent */
 } admin_request;
+
+/* The body framing of a DONE head, for a request that may have a body:
+ * 0 (no body or Content-Length <= max_body), 411 (Transfer-Encoding
+ * without Content-Length: only Content-Length bodies are read), 400
+ * (both: RFC 9112 6.1 calls it an attack), 413 (Content-Length above
+ * max_body). */
+int admin_body_framing(const admin_request *req, size_t max_body);
 
 /* Parses the first len bytes of p. A malformed request line is reported
  * as soon as its line end has arrived, before the rest of the head. When

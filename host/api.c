@@ -16,6 +16,7 @@
 #include "core.h"
 #include "debug.h"
 #include "log.h"
+#include "routes.h"
 #include "threads.h"
 
 struct ph_io {
@@ -543,6 +544,36 @@ static ph_metric *api_metric_only(ph_ctx *ctx, const ph_metric_def *def,
                          n_combos, 0);
 }
 
+/* ---- admin routes (ABI 1.3) ------------------------------------------ */
+
+static int api_route_register(ph_ctx *ctx, const char *prefix,
+                              ph_route_fn handle, ph_route_cancel_fn cancel,
+                              void *arg, uint32_t max_in_flight) {
+  if (!on_loop(ctx, LOOP_ONLY("route_register")))
+    return PH_ESTATE;
+  if (!in_init(ctx))
+    return PH_ESTATE;
+  ph_buf why;
+  buf_init(&why, 512);
+  int rc = routes_add(ctx->core->routes, ctx, ctx->name, prefix, handle,
+                      cancel, arg, max_in_flight, &why);
+  if (rc != PH_OK) {
+    ph_log_field f[] = {PH_STR("reason", why.data ? why.data : "")};
+    log_write(ctx->name, PH_LOG_ERROR, "admin route refused", f, 1);
+  }
+  buf_free(&why);
+  return rc;
+}
+
+static int api_route_reply(ph_ctx *ctx, int64_t req, int status,
+                           const char *content_type, const char *body,
+                           size_t body_len) {
+  if (!on_loop(ctx, LOOP_ONLY("route_reply")))
+    return PH_ESTATE;
+  return routes_reply(ctx->core->routes, ctx, req, status, content_type,
+                      body, body_len);
+}
+
 const ph_api ph_host_api = {
     .size = sizeof(ph_api),
     .abi_major = PH_ABI_MAJOR,
@@ -595,4 +626,6 @@ const ph_api ph_host_api = {
     .service_provider_loaded = api_service_provider_loaded,
     .metric_only = api_metric_only,
     .conf_is_set = api_conf_is_set,
+    .route_register = api_route_register,
+    .route_reply = api_route_reply,
 };

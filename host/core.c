@@ -66,6 +66,10 @@ const ph_conf_key ph_admin_keys[] = {
                 NULL, "concurrent admin clients", NULL),
     PH_CONF_KEY("timeout", PH_CONF_DURATION, "5s", 100, 60000, PH_CONF_RESTART,
                 NULL, "deadline for one admin request", NULL),
+    PH_CONF_KEY("max_body", PH_CONF_SIZE, "64KiB", 1024, 1048576,
+                PH_CONF_RESTART, NULL,
+                "largest request body for a module's route under /v1/",
+                NULL),
     PH_CONF_END};
 
 static const char *const reserved_sections[] = {"proxyhost", "log", "admin",
@@ -76,6 +80,11 @@ ph_core *core_new(void) {
   if (!c)
     return NULL;
   c->exit_code = PH_EXIT_OK;
+  c->routes = routes_new();
+  if (!c->routes) {
+    free(c);
+    return NULL;
+  }
   /* The thread that drives the core; core_setup confirms it. Set here so
    * that check and --check-config, before any loop, know it too. */
   c->loop_thread = pthread_self();
@@ -658,6 +667,8 @@ int core_start_admin(ph_core *c, ph_buf *err) {
       .listen = listen,
       .max_connections = (int)conf_int(c->conf, "admin", "max_connections"),
       .timeout_ms = (int)conf_int(c->conf, "admin", "timeout"),
+      .max_body = (size_t)conf_int(c->conf, "admin", "max_body"),
+      .routes = c->routes,
       .registry = c->metrics,
       .ready = core_ready,
       .ready_arg = c,
@@ -898,6 +909,9 @@ void core_free(ph_core *c) {
     threads_join_all(c->mods[c->ordered ? c->order[k] : k]);
   if (c->admin)
     admin_stop(c->admin);
+  /* Requests no listener will answer (the mock host's): their modules
+   * hear of it while they exist. */
+  routes_cancel_all(c->routes);
   /* Jobs' done callbacks and queued posts run module code: finish them
    * while the modules still exist. */
   if (c->pool)
@@ -932,5 +946,6 @@ void core_free(ph_core *c) {
     ev_loop_destroy(c->loop);
   free(c->config_path);
   free(c->config_text);
+  routes_free(c->routes);
   free(c);
 }

@@ -19,6 +19,7 @@
 #include "mailbox.h"
 #include "metrics.h"
 #include "pool.h"
+#include "routes.h"
 #include "services.h"
 
 /* Documented in proxyhost(8) and docs/operations.md. */
@@ -92,6 +93,7 @@ struct ph_core {
   ph_bus *bus;
   ph_services *services;
   ph_admin *admin;
+  ph_routes *routes; /* modules' admin routes (ABI 1.3) */
   ph_topic *reload_topic;
 
   ph_ctx *mods[PH_MAX_MODULES];

@@ -27,6 +27,10 @@ struct ph_mock {
   ph_core *core;
   ph_buf text;
   enum mock_phase phase;
+  /* The last request's answer (mock_request). */
+  ph_buf reply_body;
+  char reply_type[256];
+  int reply_status; /* 0 while none came */
 };
 
 #define MOCK_ERR_LIMIT 65536
@@ -44,6 +48,7 @@ ph_mock *mock_new(const char *ini_text, ph_buf *err) {
   if (!m)
     return NULL;
   buf_init(&m->text, 0);
+  buf_init(&m->reply_body, 0);
   debug_checks = 1; /* the mock host runs tests: misuse aborts (debug.h) */
   m->core = core_new();
   if (m->core)
@@ -138,6 +143,77 @@ int mock_publish(ph_mock *m, const char *topic, const char *type,
   return bus_publish(m->core->bus, t, payload, free_fn);
 }
 
+/* ---- admin routes (ABI 1.3) ---------------------------------------- */
+
+static void on_reply(void *arg, int status, const char *type,
+                     const char *body, size_t body_len) {
+  ph_mock *m = arg;
+  m->reply_status = status;
+  snprintf(m->reply_type, sizeof(m->reply_type), "%s", type ? type : "");
+  buf_append(&m->reply_body, body, body_len);
+}
+
+/* Stops the loop once the answer came. */
+static void reply_check(struct ev_loop *loop, ev_check *w, int revents) {
+  (void)revents;
+  ph_mock *m = w->data;
+  if (m->reply_status)
+    ev_break(loop, EVBREAK_ONE);
+}
+
+int mock_request(ph_mock *m, const char *method, const char *target,
+                 const char *authorization, const char *content_type,
+                 const char *body, size_t body_len, int timeout_ms) {
+  m->reply_status = 0;
+  m->reply_type[0] = '\0';
+  buf_reset(&m->reply_body);
+  if (!method || !target)
+    return PH_EINVAL;
+  const char *q = strchr(target, '?');
+  routes_in in = {
+      .method = method,
+      .method_len = strlen(method),
+      .path = target,
+      .path_len = q ? (size_t)(q - target) : strlen(target),
+      .query = q ? q + 1 : "",
+      .query_len = q ? strlen(q + 1) : 0,
+      .authorization = authorization,
+      .authorization_len = authorization ? strlen(authorization) : 0,
+      .content_type = content_type,
+      .content_type_len = content_type ? strlen(content_type) : 0,
+      .body = body,
+      .body_len = body ? body_len : 0,
+  };
+  int64_t id = routes_dispatch(m->core->routes, &in, on_reply, m);
+  if (id == 0)
+    return 404; /* as the admin listener answers */
+  if (id == PH_EFULL)
+    return 503;
+  if (id < 0)
+    return (int)id;
+  if (!m->reply_status) {
+    ev_check chk;
+    ev_check_init(&chk, reply_check);
+    chk.data = m;
+    ev_check_start(m->core->loop, &chk);
+    mock_run_for(m, timeout_ms);
+    ev_check_stop(m->core->loop, &chk);
+  }
+  if (!m->reply_status) {
+    routes_cancel(m->core->routes, id); /* the deadline passed */
+    return 504;
+  }
+  return m->reply_status;
+}
+
+const char *mock_reply_body(ph_mock *m, size_t *len) {
+  if (len)
+    *len = m->reply_body.len;
+  return m->reply_body.data ? m->reply_body.data : "";
+}
+
+const char *mock_reply_type(ph_mock *m) { return m->reply_type; }
+
 ph_core *mock_core(ph_mock *m) { return m->core; }
 
 void mock_free(ph_mock *m) {
@@ -145,6 +221,7 @@ void mock_free(ph_mock *m) {
     return;
   core_free(m->core);
   buf_free(&m->text);
+  buf_free(&m->reply_body);
   free(m);
 }
 
@@ -353,3 +430,26 @@ int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
 }
 
 void ph_mock_free(ph_mock *m) { mock_free(m); }
+
+int ph_mock_request(ph_mock *m, const char *method, const char *target,
+                    const char *authorization, const char *content_type,
+                    const char *body, size_t body_len, int timeout_ms,
+                    const char **reply_type, const char **reply_body,
+                    size_t *reply_len) {
+  if (!m)
+    return PH_EINVAL;
+  if (m->phase != MOCK_STARTED)
+    return PH_ESTATE;
+  if (!method || !target || target[0] != '/' || (!body && body_len) ||
+      timeout_ms < 0 || timeout_ms > MOCK_RUN_MAX_MS)
+    return PH_EINVAL;
+  int rc = mock_request(m, method, target, authorization, content_type,
+                        body, body_len, timeout_ms);
+  if (reply_type)
+    *reply_type = mock_reply_type(m);
+  if (reply_body)
+    *reply_body = mock_reply_body(m, reply_len);
+  else if (reply_len)
+    mock_reply_body(m, reply_len);
+  return rc;
+}

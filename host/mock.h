@@ -55,6 +55,18 @@ int mock_ready(ph_mock *m);
 /* Publishes on a topic from the loop thread as the host. */
 int mock_publish(ph_mock *m, const char *topic, const char *type,
                  void *payload, ph_free_fn free_fn);
+/* Sends a request to the module route serving target's path ("/v1/x?q")
+ * as the admin listener would (ABI 1.3) and runs the loop until the
+ * module answers, at most timeout_ms; then cancels it. Returns the
+ * status: the module's, 404 (no route), 503 (the route is full), 504 (no
+ * answer in time: the module's cancel ran), or a negative ph_status. */
+int mock_request(ph_mock *m, const char *method, const char *target,
+                 const char *authorization, const char *content_type,
+                 const char *body, size_t body_len, int timeout_ms);
+/* The last answer's body (NUL-terminated, *len bytes) and Content-Type
+ * ("" when none); valid until the next mock_request. */
+const char *mock_reply_body(ph_mock *m, size_t *len);
+const char *mock_reply_type(ph_mock *m);
 ph_core *mock_core(ph_mock *m);
 void mock_free(ph_mock *m);
 

@@ -25,7 +25,7 @@ FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
 PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot lintian mmdebstrap"
 # sqlite3 and psql (postgresql-client, with postgresql) for the migration
 # and store tests.
-TEST="curl openssl python3 prometheus sqlite3"
+TEST="curl openssl python3 python3-yaml prometheus sqlite3"
 SERVERS="redis-server postgresql"
 SERVICES="redis-server postgresql"
 POLICY=/usr/sbin/policy-rc.d

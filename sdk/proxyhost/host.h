@@ -43,6 +43,38 @@ typedef struct ph_timer ph_timer; /* timer */
 typedef struct ph_topic ph_topic; /* bus topic */
 typedef struct ph_thread ph_thread; /* module thread (ABI 1.2), host-owned */
 
+/* Admin routes (ABI 1.3): a prefix is "/v1/" followed by 1..
+ * PH_ROUTE_PREFIX_MAX - 4 bytes of [a-z0-9_-/], not ending in '/'; a
+ * route takes at most max_in_flight (1..PH_ROUTE_MAX_IN_FLIGHT) requests
+ * at once. */
+#define PH_ROUTE_PREFIX_MAX 64
+#define PH_ROUTE_MAX_IN_FLIGHT 256
+
+/* One request to a module's route (ABI 1.3). Host-owned; every pointer
+ * stays valid until the module replied to the request or its cancel
+ * callback returned, whichever comes first. Strings are NUL-terminated
+ * and exactly as the client sent them (no percent-decoding). */
+typedef struct ph_http_request {
+  uint32_t size;             /* sizeof(ph_http_request) in the host */
+  const char *method;        /* "GET", "POST", "PATCH" or "DELETE" */
+  const char *path;          /* "/v1/users/alice": no query */
+  const char *query;         /* the part after '?', "" when none */
+  const char *authorization; /* the Authorization header's value, or NULL */
+  const char *content_type;  /* the Content-Type header's value, or NULL */
+  const char *body;          /* body_len bytes, NUL after them; "" */
+  size_t body_len;           /* at most [admin] max_body */
+  void *reserved[4];
+} ph_http_request;
+
+/* A route's handler (ABI 1.3): loop thread. req identifies the request
+ * for route_reply (an id > 0, never reused in the process). It may reply
+ * inside the call or later. */
+typedef void (*ph_route_fn)(void *arg, int64_t req, const ph_http_request *r);
+/* The client went away or the request's deadline ([admin] timeout)
+ * passed before the reply: loop thread, once, never after a reply; the
+ * request is gone when it returns and route_reply refuses it. */
+typedef void (*ph_route_cancel_fn)(void *arg, int64_t req);
+
 enum ph_io_events { PH_READ = 1, PH_WRITE = 2 };
 
 /* Module threads (ABI 1.2): at most PH_THREAD_MAX running per module, a
@@ -400,6 +432,39 @@ typedef struct ph_api {
    * choice that must be written on purpose: a frontend on a non-loopback
    * address with auth = none needs allow_clients written out. */
   int (*conf_is_set)(ph_ctx *ctx, const char *key);
+
+  /* ---- added in ABI 1.3: routes on the admin listener ---------------- */
+  /* The host speaks HTTP on the admin listener; what a route's bodies
+   * mean (JSON, authorization) is the module's business. The existing
+   * /metrics, /healthz and /readyz stay GET and HEAD only; routes take
+   * GET, POST, PATCH and DELETE, Content-Length bodies of at most
+   * [admin] max_body (chunked: 411), one request per connection, within
+   * [admin] timeout and max_connections. */
+
+  /* Init only, loop thread. Serves every request whose path is prefix or
+   * starts with prefix + "/" ("/v1/users" serves "/v1/users" and
+   * "/v1/users/alice", not "/v1/usersx") with handle(arg, id, request).
+   * prefix: see PH_ROUTE_PREFIX_MAX; copied. cancel: required (see
+   * ph_route_cancel_fn). arg stays the module's. max_in_flight:
+   * 1..PH_ROUTE_MAX_IN_FLIGHT requests handed to handle and not yet
+   * answered; one more is answered 503 by the host without a call.
+   * PH_OK; PH_EINVAL (bad prefix, NULL handle or cancel, max_in_flight
+   * out of bounds); PH_EEXIST when a route of this or another module
+   * overlaps it (equal, or one inside the other), logged with both
+   * modules' names; PH_ESTATE outside init. */
+  int (*route_register)(ph_ctx *ctx, const char *prefix, ph_route_fn handle,
+                        ph_route_cancel_fn cancel, void *arg,
+                        uint32_t max_in_flight);
+  /* Loop thread, any phase. Answers request req of one of this module's
+   * routes with status (200..599), content_type (NULL: no Content-Type)
+   * and body_len bytes of body (copied; NULL when body_len is 0). After
+   * it returns the request's ph_http_request is gone. PH_OK; PH_ENOENT
+   * when req is not pending for this module (already answered,
+   * cancelled, another module's); PH_EINVAL (bad status, a content_type
+   * with CR or LF, NULL body with body_len > 0); PH_ENOMEM. */
+  int (*route_reply)(ph_ctx *ctx, int64_t req, int status,
+                     const char *content_type, const char *body,
+                     size_t body_len);
 } ph_api;
 
 #endif

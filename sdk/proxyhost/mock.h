@@ -185,6 +185,26 @@ int ph_mock_ready(ph_mock *m);
 int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
                     void *payload, ph_free_fn free_payload);
 
+/* Sends a request to a module's route (ABI 1.3) as the admin listener
+ * would and runs the loop until the module answers, at most timeout_ms
+ * (0..3600000); without an answer by then the module's cancel callback
+ * runs. target is the path with an optional query ("/v1/users?limit=2");
+ * authorization and content_type are the header values or NULL; body is
+ * body_len bytes (NULL when 0). Returns the HTTP status: the module's,
+ * 404 when no route serves the path, 503 when the route has
+ * max_in_flight requests pending, 504 when no answer came in time; or
+ * PH_EINVAL (bad arguments), PH_ESTATE (not between a successful
+ * ph_mock_start and ph_mock_stop), PH_ENOMEM. *reply_type (the answer's
+ * Content-Type, "" when none) and *reply_body (*reply_len bytes and a
+ * NUL) are owned by the mock and valid until the next ph_mock_request or
+ * ph_mock_free; each pointer may be NULL. Added in libproxyhost-mock
+ * 2:0:2. */
+int ph_mock_request(ph_mock *m, const char *method, const char *target,
+                    const char *authorization, const char *content_type,
+                    const char *body, size_t body_len, int timeout_ms,
+                    const char **reply_type, const char **reply_body,
+                    size_t *reply_len);
+
 /* Stops the modules if they are still running (without waiting for a
  * drain), joins their threads, destroys them in reverse dependency order,
  * unloads them and frees the mock. NULL is ignored. */

@@ -4,7 +4,10 @@
  * Besides memory safety it checks the parser's contract: results point
  * inside the input, a finished head never reaches past the bytes given
  * or past max, and feeding the same bytes in a growing prefix never
- * turns a verdict around (what the server sees with short reads). */
+ * turns a verdict around (what the server sees with short reads). The
+ * fields the routes read (ABI 1.3: query, Authorization, Content-Type,
+ * Content-Length) lie inside the head, and the body framing verdict is
+ * one of the four the listener knows. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +31,19 @@ static void check_result(const char *p, size_t len, size_t max,
     check(q->method_len > 0 && q->path_len > 0 && q->path[0] == '/');
     check(memchr(q->path, '?', q->path_len) == NULL);
     check(q->minor >= 0 && q->minor <= 9);
+    if (q->query)
+      check(q->query >= q->path + q->path_len &&
+            q->query + q->query_len <= p + q->head_len);
+    if (q->authorization)
+      check(q->authorization >= p &&
+            q->authorization + q->authorization_len <= p + q->head_len);
+    if (q->content_type)
+      check(q->content_type >= p &&
+            q->content_type + q->content_type_len <= p + q->head_len);
+    check(q->content_length >= -1);
+    int f = admin_body_framing(q, 65536);
+    check(f == 0 || f == 400 || f == 411 || f == 413);
+    check(f != 0 || q->content_length <= 65536);
   }
   if (r == ADMIN_PARSE_INCOMPLETE)
     check(len < max);

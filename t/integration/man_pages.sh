@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The manual pages cover what they claim: every key of every built module
 # is in proxyhost-modules(5) under its section, every host key is in
-# proxyhost.ini(5), and proxyhost-passwd answers --help as its page says.
+# proxyhost.ini(5), and proxyhost-passwd and proxyhostctl answer --help as
+# their pages say.
 . "$top_srcdir/t/lib/testlib.sh"
 
 mods=
@@ -55,5 +56,22 @@ if have_auth_local; then
   like "$(cat "$top_builddir/man/proxyhost-passwd.1")" "\\-\\-help" "its page documents --help"
 else
   skip "auth_local not built: no proxyhost-passwd"
+fi
+if have_module admin_api; then
+  ctl="$top_builddir/tools/proxyhostctl"
+  out=$("$ctl" --help 2>/dev/null); rc=$?
+  is "$rc" 0 "proxyhostctl --help exits 0"
+  like "$out" "usage: proxyhostctl" "and prints its usage on stdout"
+  "$ctl" --bogus >/dev/null 2>&1; is $? 2 "proxyhostctl: an unknown option exits 2"
+  ctlpage=$(cat "$top_builddir/man/proxyhostctl.1")
+  like "$ctlpage" "\\-\\-help" "proxyhostctl(1) documents --help"
+  for word in "user create" "token create" \
+    "token show|rotate|revoke|delete" "token set\\-expiry" "token set\\-scopes" "agent create" "policy create" \
+    "policy update" "admin\\-token new" PROXYHOSTCTL_ADMIN PROXYHOSTCTL_TOKEN_FILE; do
+    like "$ctlpage" "$word" "proxyhostctl(1) documents $word"
+  done
+  like "$ctlpage" ".SH EXIT STATUS" "proxyhostctl(1) documents the exit statuses"
+else
+  skip "admin_api not built: no proxyhostctl"
 fi
 done_testing

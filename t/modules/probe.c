@@ -3,7 +3,8 @@
  * integration tests and the mock-host test drive it through its config:
  * readiness, slow drains, failing init/start, helper-thread jobs, bus
  * traffic, a service for probe_user, a check callback for a value only it
- * judges (word), module threads (ABI 1.2) posting back to the loop, and
+ * judges (word), module threads (ABI 1.2) posting back to the loop, an
+ * admin route (ABI 1.3: route, route_delay) that echoes what it got, and
  * metrics that report what happened. */
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +33,13 @@ typedef struct probe_thread {
 } probe_thread;
 
 #define PROBE_THREADS 8
+#define PROBE_ROUTE_PENDING 4
+
+/* A route request waiting for route_delay. */
+typedef struct probe_pending {
+  int64_t id; /* 0: free */
+  const ph_http_request *r;
+} probe_pending;
 
 struct probe {
   ph_ctx *ctx;
@@ -44,6 +52,9 @@ struct probe {
   int64_t jobs_left;
   probe_thread threads[PROBE_THREADS];
   int n_threads;
+  ph_timer *route_timer;
+  probe_pending pending[PROBE_ROUTE_PENDING];
+  ph_series *route_requests, *route_cancels;
 };
 
 static const ph_api *api;
@@ -80,6 +91,11 @@ static const ph_conf_key probe_keys[] = {
      "calls each thread posts back to the loop", NULL),
     PH_CONF_KEY("thread_queue", PH_CONF_INT, "64", 1, PH_THREAD_QUEUE_MAX, 0, NULL,
      "each thread's delivery queue", NULL),
+    PH_CONF_KEY("route", PH_CONF_STRING, "", 0, 64, PH_CONF_RESTART, NULL,
+                "an admin route prefix to serve (ABI 1.3), e.g. /v1/probe",
+                NULL),
+    PH_CONF_KEY("route_delay", PH_CONF_DURATION, "0", 0, 600000, 0, NULL,
+                "answer route requests after this long (0: at once)", NULL),
     PH_CONF_KEY("thread_ignore_stop", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
      "threads do not return when stopped (the host's drain deadline)", NULL),
     PH_CONF_END};
@@ -130,6 +146,61 @@ static ph_series *counter(probe *p, const char *name, const char *help) {
   return m ? api->series(m, NULL) : NULL;
 }
 
+/* ---- the admin route (ABI 1.3) ---------------------------------------- */
+
+/* Echoes what the host handed over; the Authorization value itself is
+ * never echoed (a module must not show credentials), only whether it
+ * came. */
+static void route_answer(probe *p, int64_t id, const ph_http_request *r) {
+  char out[2048];
+  int n = snprintf(out, sizeof(out),
+                   "method=%s path=%s query=%s auth=%s type=%s len=%zu "
+                   "body=%.1024s\n",
+                   r->method, r->path, r->query,
+                   r->authorization ? "present" : "absent",
+                   r->content_type ? r->content_type : "-", r->body_len,
+                   r->body);
+  api->route_reply(p->ctx, id, 200, "text/plain; charset=utf-8", out,
+                   (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1);
+}
+
+static void route_timer_cb(ph_timer *t, void *arg) {
+  (void)t;
+  probe *p = arg;
+  for (int i = 0; i < PROBE_ROUTE_PENDING; i++)
+    if (p->pending[i].id) {
+      int64_t id = p->pending[i].id;
+      p->pending[i].id = 0;
+      route_answer(p, id, p->pending[i].r);
+    }
+}
+
+static void route_handle(void *arg, int64_t id, const ph_http_request *r) {
+  probe *p = arg;
+  api->inc(p->route_requests, 1);
+  int64_t delay = api->conf_int(p->ctx, "route_delay");
+  if (delay == 0) {
+    route_answer(p, id, r);
+    return;
+  }
+  for (int i = 0; i < PROBE_ROUTE_PENDING; i++)
+    if (!p->pending[i].id) {
+      p->pending[i].id = id;
+      p->pending[i].r = r;
+      api->timer_set(p->route_timer, (uint64_t)delay, 0);
+      return;
+    }
+  api->route_reply(p->ctx, id, 503, "text/plain", "busy\n", 5);
+}
+
+static void route_cancel(void *arg, int64_t id) {
+  probe *p = arg;
+  for (int i = 0; i < PROBE_ROUTE_PENDING; i++)
+    if (p->pending[i].id == id)
+      p->pending[i].id = 0;
+  api->inc(p->route_cancels, 1);
+}
+
 static int probe_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
   probe *p = calloc(1, sizeof(*p));
@@ -159,6 +230,17 @@ static int probe_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_EINVAL;
   if (api->service_register(ctx, "probe.echo", 1, 0, &echo_vt, p) != PH_OK)
     return PH_EINVAL;
+  const char *route = api->conf_str(ctx, "route");
+  if (route && *route) {
+    p->route_requests =
+        counter(p, "probe_route_requests_total", "admin route requests");
+    p->route_cancels = counter(p, "probe_route_cancels_total",
+                               "admin route requests cancelled");
+    p->route_timer = api->timer_new(ctx, route_timer_cb, p);
+    if (api->route_register(ctx, route, route_handle, route_cancel, p,
+                            PROBE_ROUTE_PENDING) != PH_OK)
+      return PH_EEXIST;
+  }
   if (!api->conf_int(ctx, "ready"))
     api->set_ready(ctx, 0);
   if (api->conf_int(ctx, "fail_init"))
@@ -297,6 +379,8 @@ static void probe_destroy(void *state) {
   if (!p)
     return;
   api->timer_free(p->stop_timer);
+  if (p->route_timer)
+    api->timer_free(p->route_timer);
   for (int i = 0; i < p->n_threads; i++) {
     pthread_mutex_destroy(&p->threads[i].mu);
     pthread_cond_destroy(&p->threads[i].cv);

@@ -19,6 +19,7 @@
 
 #include "addr.h"
 #include "admin.h"
+#include "admin_parse.h"
 #include "core.h" /* ph_host_api */
 #include "metrics.h"
 #include "tap.h"
@@ -33,6 +34,109 @@ static struct ev_loop *loop_;
 static atomic_int ready_flag = 1;
 static ev_async done_async;
 static int timed_out;
+
+/* ---- modules' routes (ABI 1.3), on the loop thread ----------------------
+ * /v1/echo answers inside the handler with what it got; /v1/later answers
+ * from a timer; /v1/never never answers (the deadline cancels it);
+ * /v1/one takes one request at a time. */
+static ph_routes *routes_;
+static atomic_int cancels, later_cancels;
+static int64_t later_id;
+static ev_timer later_timer;
+
+static void echo_handle(void *arg, int64_t id, const ph_http_request *r) {
+  (void)arg;
+  char out[70000];
+  int n = snprintf(out, sizeof(out),
+                   "method=%s path=%s query=%s auth=%s type=%s len=%zu "
+                   "body=%s",
+                   r->method, r->path, r->query,
+                   r->authorization ? r->authorization : "(none)",
+                   r->content_type ? r->content_type : "(none)", r->body_len,
+                   r->body);
+  routes_reply(routes_, NULL, id, 201, "text/x-echo", out,
+               (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1);
+}
+
+static void count_cancel(void *arg, int64_t id) {
+  (void)arg;
+  (void)id;
+  atomic_fetch_add(&cancels, 1);
+}
+
+static void later_fire(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)w;
+  (void)revents;
+  routes_reply(routes_, NULL, later_id, 200, "application/json", "{}", 2);
+  later_id = 0;
+}
+
+static void later_handle(void *arg, int64_t id, const ph_http_request *r) {
+  (void)arg;
+  (void)r;
+  later_id = id;
+  ev_timer_set(&later_timer, 0.05, 0.);
+  ev_timer_start(loop_, &later_timer);
+}
+
+static void later_cancel(void *arg, int64_t id) {
+  (void)arg;
+  (void)id;
+  ev_timer_stop(loop_, &later_timer);
+  later_id = 0;
+  atomic_fetch_add(&later_cancels, 1);
+}
+
+static void never_handle(void *arg, int64_t id, const ph_http_request *r) {
+  (void)arg;
+  (void)id;
+  (void)r;
+}
+
+static void add_routes(ph_routes *rt) {
+  ph_buf e;
+  buf_init(&e, 0);
+  ok(routes_add(rt, NULL, "echo_mod", "/v1/echo", echo_handle, count_cancel,
+                NULL, 4, &e) == PH_OK &&
+         routes_add(rt, NULL, "later_mod", "/v1/later", later_handle,
+                    later_cancel, NULL, 1, &e) == PH_OK &&
+         routes_add(rt, NULL, "never_mod", "/v1/never", never_handle,
+                    count_cancel, NULL, 1, &e) == PH_OK,
+     "routes registered");
+  buf_reset(&e);
+  is_int(routes_add(rt, NULL, "other", "/v1/echo", echo_handle, count_cancel,
+                    NULL, 1, &e),
+         PH_EEXIST, "a prefix taken twice is refused");
+  like(e.data, "route /v1/echo of module other overlaps route /v1/echo of "
+               "module echo_mod", "... naming both modules");
+  buf_reset(&e);
+  is_int(routes_add(rt, NULL, "other", "/v1/echo/sub", echo_handle,
+                    count_cancel, NULL, 1, &e),
+         PH_EEXIST, "a prefix inside another is refused");
+  buf_reset(&e);
+  is_int(routes_add(rt, NULL, "other", "/v1", echo_handle, count_cancel,
+                    NULL, 1, &e),
+         PH_EINVAL, "a prefix must be below /v1/");
+  is_int(routes_add(rt, NULL, "other", "/v1/x/", echo_handle, count_cancel,
+                    NULL, 1, &e),
+         PH_EINVAL, "no trailing slash");
+  is_int(routes_add(rt, NULL, "other", "/v1/X", echo_handle, count_cancel,
+                    NULL, 1, &e),
+         PH_EINVAL, "lower case only");
+  is_int(routes_add(rt, NULL, "other", "/v1/x", echo_handle, NULL, NULL, 1,
+                    &e),
+         PH_EINVAL, "cancel is required");
+  is_int(routes_add(rt, NULL, "other", "/v1/x", echo_handle, count_cancel,
+                    NULL, 0, &e),
+         PH_EINVAL, "max_in_flight 0 is refused");
+  is_int(routes_add(rt, NULL, "other", "/v1/x", echo_handle, count_cancel,
+                    NULL, PH_ROUTE_MAX_IN_FLIGHT + 1, &e),
+         PH_EINVAL, "max_in_flight above the bound is refused");
+  is_int(routes_reply(rt, NULL, 12345, 200, NULL, NULL, 0), PH_ENOENT,
+         "a reply to an unknown request is refused");
+  buf_free(&e);
+}
 
 static int ready_cb(void *arg, ph_buf *why) {
   (void)arg;
@@ -191,6 +295,148 @@ static void test_routes(void) {
   free(r.raw);
 }
 
+#define LATER_GET "GET /v1/later HTTP/1.1\r\n\r\n"
+
+/* ABI 1.3: requests for modules' routes. */
+static void test_module_routes(void) {
+  reply r = request("POST /v1/echo/x?a=1&b=2 HTTP/1.1\r\nHost: x\r\n"
+                    "Authorization:  Bearer abc \r\n"
+                    "Content-Type: application/json\r\n"
+                    "Content-Length: 7\r\n\r\n{\"a\":1}");
+  is_int(r.status, 201, "route: the module's status");
+  like(r.raw, "\r\nContent-Type: text/x-echo\r\n", "route: its type");
+  is_str(r.body,
+         "method=POST path=/v1/echo/x query=a=1&b=2 auth=Bearer abc "
+         "type=application/json len=7 body={\"a\":1}",
+         "route: method, path, query, Authorization, type and body");
+  free(r.raw);
+  r = request("GET /v1/echo HTTP/1.1\r\n\r\n");
+  is_str(r.body,
+         "method=GET path=/v1/echo query= auth=(none) type=(none) len=0 "
+         "body=",
+         "route: the prefix itself, no body, no headers");
+  free(r.raw);
+  check_reply("GET /v1/echoes HTTP/1.1\r\n\r\n", 404, "not found\n",
+              "a longer segment is not the route's");
+  check_reply("PATCH /v1/nothing HTTP/1.1\r\n\r\n", 404, "not found\n",
+              "no module serves it: 404");
+  r = request("PUT /v1/echo HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  is_int(r.status, 405, "PUT to a route: 405");
+  like(r.raw, "\r\nAllow: GET, POST, PATCH, DELETE\r\n",
+       "... with the methods routes take");
+  free(r.raw);
+  r = request("POST /v1/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+              "\r\n3\r\nabc\r\n0\r\n\r\n");
+  is_int(r.status, 411, "chunked body: 411");
+  free(r.raw);
+  r = request("POST /v1/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+              "Content-Length: 3\r\n\r\nabc");
+  is_int(r.status, 400, "chunked and Content-Length: 400");
+  free(r.raw);
+  r = request("POST /v1/echo HTTP/1.1\r\nContent-Length: 3\r\n"
+              "Content-Length: 4\r\n\r\nabcd");
+  is_int(r.status, 400, "two different Content-Lengths: 400");
+  free(r.raw);
+  r = request("POST /v1/echo HTTP/1.1\r\nContent-Length: 3x\r\n\r\nabc");
+  is_int(r.status, 400, "a Content-Length that is not a number: 400");
+  free(r.raw);
+  r = request("POST /v1/echo HTTP/1.1\r\nAuthorization: Bearer a\r\n"
+              "Authorization: Bearer b\r\nContent-Length: 0\r\n\r\n");
+  is_int(r.status, 400, "two Authorization headers: 400");
+  free(r.raw);
+  r = request("POST /v1/echo HTTP/1.1\r\nContent-Length: 1025\r\n\r\n");
+  is_int(r.status, 413, "a body above max_body: 413, before it is sent");
+  free(r.raw);
+
+  /* A body of exactly max_body, sent in pieces after the head. */
+  char *big = malloc(2048);
+  int n = snprintf(big, 2048, "PATCH /v1/echo HTTP/1.1\r\n"
+                   "Content-Length: 1024\r\n\r\n");
+  int fd = client_connect(0);
+  send_all(fd, big, (size_t)n);
+  memset(big, 'z', 1024);
+  usleep(20000);
+  send_all(fd, big, 512);
+  usleep(20000);
+  send_all(fd, big + 512, 512);
+  r = (reply){.raw = calloc(1, RESP_MAX)};
+  r.len = read_all(fd, r.raw, RESP_MAX);
+  close(fd);
+  parse_reply(&r);
+  is_int(r.status, 201, "a body of max_body in pieces: answered");
+  like(r.body, "len=1024 body=zzzz", "... the module got all of it");
+  free(r.raw);
+  free(big);
+
+  /* Answered later, from a timer. */
+  r = request("DELETE /v1/later/7 HTTP/1.1\r\n\r\n");
+  is_int(r.status, 200, "an answer from a timer: 200");
+  is_str(r.body, "{}", "... its body");
+  free(r.raw);
+
+  /* The client leaves while the module works: the module hears of it. */
+  fd = client_connect(0);
+  send_all(fd, LATER_GET, strlen(LATER_GET));
+  usleep(10000);
+  close(fd);
+  for (int i = 0; i < 100 && atomic_load(&later_cancels) == 0; i++)
+    usleep(5000);
+  is_int(atomic_load(&later_cancels), 1,
+         "the client left: the module's cancel ran");
+
+  /* One at a time on /v1/later: a second request meanwhile is a 503. */
+  fd = client_connect(0);
+  send_all(fd, LATER_GET, strlen(LATER_GET));
+  usleep(10000);
+  r = request("GET /v1/later HTTP/1.1\r\n\r\n");
+  is_int(r.status, 503, "over max_in_flight: 503 without a call");
+  free(r.raw);
+  r = (reply){.raw = calloc(1, RESP_MAX)};
+  r.len = read_all(fd, r.raw, RESP_MAX);
+  close(fd);
+  parse_reply(&r);
+  is_int(r.status, 200, "... the first one is answered");
+  free(r.raw);
+
+  /* No answer by the deadline: the module's cancel runs, and a 504. */
+  int before = atomic_load(&cancels);
+  r = request("GET /v1/never HTTP/1.1\r\n\r\n");
+  is_int(r.status, 504, "no answer by the deadline: 504");
+  is_int(atomic_load(&cancels), before + 1, "... and the request cancelled");
+  free(r.raw);
+}
+
+/* The parser's view of body framing (the listener's checks above). */
+static void test_body_framing(void) {
+  admin_request q;
+  const char *h = "POST /v1/a?x=1 HTTP/1.1\r\ncontent-length:  12 \r\n"
+                  "AUTHORIZATION: Bearer t\r\ncontent-TYPE: a/b\r\n\r\n";
+  is_int(admin_parse_head(h, strlen(h), 8192, &q), ADMIN_PARSE_DONE,
+         "framing: parsed");
+  is_int((int)q.content_length, 12, "Content-Length, case-insensitive");
+  ok(q.query_len == 3 && memcmp(q.query, "x=1", 3) == 0, "the query");
+  ok(q.authorization_len == 8 && memcmp(q.authorization, "Bearer t", 8) == 0,
+     "Authorization, trimmed");
+  ok(q.content_type_len == 3, "Content-Type");
+  is_int(admin_body_framing(&q, 12), 0, "12 bytes within 12");
+  is_int(admin_body_framing(&q, 11), 413, "12 bytes over 11: 413");
+  h = "GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n";
+  is_int(admin_parse_head(h, strlen(h), 8192, &q), ADMIN_PARSE_DONE,
+         "the same Content-Length twice is one");
+  h = "GET / HTTP/1.1\r\nContent-Length: 1234567890123456789\r\n\r\n";
+  is_int(admin_parse_head(h, strlen(h), 8192, &q), ADMIN_PARSE_BAD,
+         "a Content-Length of 19 digits: bad");
+  h = "GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n";
+  is_int(admin_parse_head(h, strlen(h), 8192, &q), ADMIN_PARSE_BAD,
+         "a negative Content-Length: bad");
+  h = "GET / HTTP/1.1\r\nContent-Type: a\r\nContent-Type: b\r\n\r\n";
+  is_int(admin_parse_head(h, strlen(h), 8192, &q), ADMIN_PARSE_BAD,
+         "two Content-Types: bad");
+  h = "GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n";
+  admin_parse_head(h, strlen(h), 8192, &q);
+  is_int(admin_body_framing(&q, 100), 411, "any Transfer-Encoding: 411");
+}
+
 static void test_metrics_and_head(void) {
   reply r = request("GET /metrics HTTP/1.1\r\n\r\n");
   is_int(r.status, 200, "/metrics: 200");
@@ -323,6 +569,7 @@ static void test_max_connections(void) {
 static void *client_main(void *arg) {
   int *idle = arg;
   test_routes();
+  test_module_routes();
   test_metrics_and_head();
   test_ready();
   test_large_head();
@@ -509,11 +756,17 @@ int main(void) {
   struct ev_loop *loop = loop_ = ev_default_loop(0);
   test_parse_listen_addr();
   test_start_errors(loop);
+  test_body_framing();
+  routes_ = routes_new();
+  add_routes(routes_);
+  ev_timer_init(&later_timer, later_fire, 0.05, 0.);
 
   ph_registry *reg = make_registry();
   ph_admin_opts o = {.listen = "127.0.0.1:0",
                      .max_connections = MAX_CONNS,
                      .timeout_ms = TIMEOUT_MS,
+                     .max_body = 1024,
+                     .routes = routes_,
                      .registry = reg,
                      .ready = ready_cb};
   ph_buf err;
@@ -560,6 +813,7 @@ int main(void) {
   admin_stop(a);
   admin_stop(bulk);
   pthread_join(t, NULL);
+  routes_free(routes_);
   ok(!timed_out, "client finished before the safety timer");
   if (idle >= 0)
     close(idle);

@@ -123,10 +123,17 @@ static void test_minor1_module(void) {
              offsetof(ph_api, metric_only) + sizeof(void *) &&
          ph_host_api.metric_only != NULL,
      "1.2 appends metric_only (the series a module produces), set");
-  ok(sizeof(ph_api) == offsetof(ph_api, conf_is_set) + sizeof(void *),
-     "1.2 appends conf_is_set (where a value came from) last");
-  is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.2");
-  is_int(PH_ABI_MINOR, 2, "the headers are 1.2");
+  ok(offsetof(ph_api, route_register) ==
+             offsetof(ph_api, conf_is_set) + sizeof(void *),
+     "1.2 ends with conf_is_set (where a value came from)");
+  ok(offsetof(ph_api, route_reply) ==
+             offsetof(ph_api, route_register) + sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, route_reply) + sizeof(void *) &&
+         ph_host_api.route_register != NULL &&
+         ph_host_api.route_reply != NULL,
+     "1.3 appends route_register and route_reply (admin routes) last, set");
+  is_int(ph_host_api.abi_minor, PH_ABI_MINOR, "the host's table says 1.3");
+  is_int(PH_ABI_MINOR, 3, "the headers are 1.3");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
   if (!m)
@@ -373,6 +380,60 @@ static void test_public_failures(void) {
   ph_mock_free(NULL);
 }
 
+/* ABI 1.3: a module's admin route through the public face,
+ * ph_mock_request (probe's route echoes what it got). */
+static void test_public_request(void) {
+  char e[1024];
+  const char *type = NULL, *body = NULL;
+  size_t len = 0;
+  ph_mock *m = ph_mock_new(PROBE "[probe]\nroute = /v1/probe\n", e,
+                           sizeof(e));
+  ok(m != NULL, "public request: probe with a route");
+  if (!m)
+    return;
+  is_int(ph_mock_request(m, "GET", "/v1/probe", NULL, NULL, NULL, 0, 100,
+                         &type, &body, &len),
+         PH_ESTATE, "ph_mock_request before start: PH_ESTATE");
+  ph_mock_init(m, e, sizeof(e));
+  ph_mock_start(m, e, sizeof(e));
+  is_int(ph_mock_request(m, "POST", "/v1/probe/x?a=1", "Bearer t",
+                         "application/json", "{}", 2, 1000, &type, &body,
+                         &len),
+         200, "ph_mock_request: the module's status");
+  is_str(type, "text/plain; charset=utf-8", "... its content type");
+  is_str(body,
+         "method=POST path=/v1/probe/x query=a=1 auth=present "
+         "type=application/json len=2 body={}\n",
+         "... its body, with what it got");
+  ok(len == strlen(body), "... and the body's length");
+  is_int(ph_mock_request(m, "GET", "/v1/other", NULL, NULL, NULL, 0, 100,
+                         NULL, NULL, NULL),
+         404, "no route serves the path: 404");
+  is_int(ph_mock_request(m, "GET", "v1/probe", NULL, NULL, NULL, 0, 100,
+                         NULL, NULL, NULL),
+         PH_EINVAL, "a target without a leading slash: PH_EINVAL");
+  is_int(ph_mock_request(m, "GET", "/v1/probe", NULL, NULL, NULL, 5, 100,
+                         NULL, NULL, NULL),
+         PH_EINVAL, "a NULL body with a length: PH_EINVAL");
+  is_int(ph_mock_reload(m, PROBE "[probe]\nroute = /v1/probe\n"
+                               "route_delay = 50ms\n", e, sizeof(e)),
+         PH_OK, "reload with route_delay");
+  is_int(ph_mock_request(m, "GET", "/v1/probe", NULL, NULL, NULL, 0, 2000,
+                         NULL, &body, NULL),
+         200, "an answer given later arrives within the timeout");
+  like(body, "auth=absent", "... the later answer");
+  is_int(ph_mock_request(m, "GET", "/v1/probe", NULL, NULL, NULL, 0, 10,
+                         NULL, NULL, NULL),
+         504, "no answer within the timeout: 504");
+  like(ph_mock_metrics_text(m), "probe_route_cancels_total 1",
+       "... and the module's cancel ran");
+  ph_mock_stop(m);
+  is_int(ph_mock_request(m, "GET", "/v1/probe", NULL, NULL, NULL, 0, 100,
+                         NULL, NULL, NULL),
+         PH_ESTATE, "after stop: PH_ESTATE");
+  ph_mock_free(m);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 65536);
@@ -384,6 +445,7 @@ int main(void) {
   test_failures();
   test_public_order();
   test_public_failures();
+  test_public_request();
   buf_free(&err);
   return done_testing();
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Checks docs/api/openapi.yaml against the routes admin_api serves.
+
+openapi_check.py OPENAPI.yaml ROUTES.json
+
+ROUTES.json is the answer of GET /v1/routes (the module's own route
+table). Prints one TAP line per check (numbered from --first, default 1)
+and the number of checks last, on a line "# checks N"; exits 0.
+- the (method, path) pairs of the document equal the served ones, both
+  ways;
+- every operation has a 401 answer and the bearer security applies;
+- every $ref resolves inside the document;
+- every error answer is the Error schema or text from the host.
+Needs PyYAML (Debian python3-yaml)."""
+import json
+import sys
+
+import yaml
+
+METHODS = ("get", "post", "patch", "delete", "put", "head", "options")
+
+
+def main():
+    doc = yaml.safe_load(open(sys.argv[1]))
+    served = json.load(open(sys.argv[2]))["routes"]
+    n = 0
+
+    def ok(cond, name, detail=""):
+        nonlocal n
+        n += 1
+        print(("ok" if cond else "not ok") + f" {n} - {name}")
+        if not cond and detail:
+            print(f"#   {detail}")
+
+    documented = set()
+    for path, item in doc["paths"].items():
+        for m in item:
+            if m in METHODS:
+                documented.add((m.upper(), path))
+    got = {(r["method"], r["path"]) for r in served}
+    ok(documented - got == set(), "every documented route is served",
+       sorted(documented - got))
+    ok(got - documented == set(), "every served route is documented",
+       sorted(got - documented))
+    ok(len(got) == len(served), "the served table has no duplicates")
+
+    ok(doc["components"]["securitySchemes"]["adminToken"]["scheme"] ==
+       "bearer" and doc["security"] == [{"adminToken": []}],
+       "the bearer security scheme applies to every route")
+    missing401 = [f"{m} {p}" for p, item in doc["paths"].items()
+                  for m, op in item.items() if m in METHODS and
+                  "401" not in op["responses"]]
+    ok(not missing401, "every operation documents its 401", missing401)
+
+    refs = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "$ref":
+                    refs.append(v)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(doc)
+    bad = []
+    for r in refs:
+        node = doc
+        try:
+            for part in r.lstrip("#/").split("/"):
+                node = node[part]
+        except (KeyError, TypeError):
+            bad.append(r)
+    ok(refs and not bad, f"every $ref resolves ({len(refs)})", bad)
+
+    errs = []
+    for name, resp in doc["components"]["responses"].items():
+        content = resp.get("content", {})
+        js = content.get("application/json")
+        if js and js["schema"].get("$ref") != "#/components/schemas/Error":
+            errs.append(name)
+        if not js and "text/plain" not in content:
+            errs.append(name)
+    ok(not errs, "every error answer is the Error schema (or the host's text)",
+       errs)
+    print(f"# checks {n}")
+
+
+main()

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* See ctl_print.h. */
+#include "ctl_print.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+
+#define VALUE_MAX 512
+
+static const char *const user_cols[] = {"name", "owner", "enabled",
+                                        "created_at", NULL};
+static const char *const token_cols[] = {"id", "user", "agent", "scopes",
+                                         "expires_at", "revoked_at", NULL};
+static const char *const agent_cols[] = {"name", "owner", "enabled",
+                                         "created_at", NULL};
+static const char *const policy_cols[] = {"id", "agent", "subject_kind",
+                                          "subject", "host_pattern",
+                                          "port_min", "port_max", NULL};
+
+const char *const *ctl_columns(const char *collection) {
+  if (strcmp(collection, "users") == 0)
+    return user_cols;
+  if (strcmp(collection, "tokens") == 0)
+    return token_cols;
+  if (strcmp(collection, "agents") == 0)
+    return agent_cols;
+  return policy_cols;
+}
+
+typedef struct doc {
+  json_doc d;
+  json_tok *toks;
+} doc;
+
+static int parse(doc *x, const char *body, size_t len) {
+  size_t n = len / 2 + 16;
+  x->toks = malloc(n * sizeof(*x->toks));
+  if (!x->toks)
+    return -1;
+  if (json_parse(&x->d, body, len, x->toks, n, 16, NULL) != JSON_OK) {
+    free(x->toks);
+    x->toks = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+/* Value token v as text: strings as they are, null "-", booleans yes/no,
+ * times (a key ending in "_at") in UTC ("-" for 0), arrays joined. */
+static void text_of(const json_doc *d, long v, const char *key, char *out,
+                    size_t cap) {
+  out[0] = '\0';
+  if (v < 0)
+    return;
+  size_t kl = strlen(key);
+  int is_time = kl > 3 && strcmp(key + kl - 3, "_at") == 0;
+  switch (json_type_of(d, (size_t)v)) {
+  case JSON_STRING:
+    if (json_str(d, (size_t)v, out, cap) < 0)
+      snprintf(out, cap, "?");
+    return;
+  case JSON_NULL:
+    snprintf(out, cap, "-");
+    return;
+  case JSON_TRUE:
+    snprintf(out, cap, "yes");
+    return;
+  case JSON_FALSE:
+    snprintf(out, cap, "no");
+    return;
+  case JSON_NUMBER: {
+    int64_t x = 0;
+    if (is_time && json_int(d, (size_t)v, &x) == 0) {
+      if (x == 0) {
+        snprintf(out, cap, "-");
+        return;
+      }
+      time_t t = (time_t)x;
+      struct tm tm;
+      gmtime_r(&t, &tm);
+      strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      return;
+    }
+    const json_tok *t = &d->toks[v];
+    snprintf(out, cap, "%.*s", (int)(t->end - t->start), d->text + t->start);
+    return;
+  }
+  case JSON_ARRAY: {
+    size_t k = (size_t)v + 1, used = 0;
+    for (uint32_t i = 0; i < d->toks[v].size; i++, k = d->toks[k].next) {
+      char item[VALUE_MAX];
+      text_of(d, (long)k, "", item, sizeof(item));
+      int n = snprintf(out + used, cap - used, "%s%s", i ? "," : "", item);
+      if (n < 0 || (size_t)n >= cap - used)
+        break;
+      used += (size_t)n;
+    }
+    if (d->toks[v].size == 0)
+      snprintf(out, cap, "-");
+    return;
+  }
+  default:
+    snprintf(out, cap, "...");
+  }
+}
+
+static void print_object(FILE *out, const json_doc *d, size_t obj) {
+  size_t k = obj + 1;
+  for (uint32_t m = 0; m < d->toks[obj].size; m++) {
+    char key[64], val[VALUE_MAX];
+    if (json_str(d, k, key, sizeof(key)) < 0)
+      snprintf(key, sizeof(key), "?");
+    text_of(d, (long)(k + 1), key, val, sizeof(val));
+    fprintf(out, "%-12s %s\n", key, val);
+    k = d->toks[k + 1].next;
+  }
+}
+
+int ctl_print_record(FILE *out, const char *body, size_t len) {
+  doc x;
+  if (parse(&x, body, len) < 0 || json_type_of(&x.d, 0) != JSON_OBJECT) {
+    free(x.toks);
+    return -1;
+  }
+  long tok = json_get(&x.d, 0, "token");
+  long bearer = json_get(&x.d, 0, "bearer");
+  if (tok > 0 && bearer > 0) {
+    print_object(out, &x.d, (size_t)tok);
+    char b[256];
+    text_of(&x.d, bearer, "bearer", b, sizeof(b));
+    fprintf(out, "%-12s %s\n", "bearer", b);
+    fprintf(out, "This bearer token is shown once and will not be shown "
+                 "again: store it now.\n");
+  } else {
+    print_object(out, &x.d, 0);
+  }
+  free(x.toks);
+  return 0;
+}
+
+int ctl_print_list(FILE *out, const char *body, size_t len,
+                   const char *const *columns) {
+  doc x;
+  if (parse(&x, body, len) < 0) {
+    free(x.toks);
+    return -1;
+  }
+  long items = json_get(&x.d, 0, "items");
+  if (json_type_of(&x.d, (size_t)(items < 0 ? 0 : items)) != JSON_ARRAY ||
+      items < 0) {
+    free(x.toks);
+    return -1;
+  }
+  size_t ncol = 0;
+  while (columns[ncol])
+    ncol++;
+  uint32_t nrow = x.d.toks[items].size;
+  /* Widths from the header and every cell. */
+  size_t width[16] = {0};
+  for (size_t c = 0; c < ncol; c++)
+    width[c] = strlen(columns[c]);
+  size_t k = (size_t)items + 1;
+  for (uint32_t r = 0; r < nrow; r++, k = x.d.toks[k].next)
+    for (size_t c = 0; c < ncol; c++) {
+      char v[VALUE_MAX];
+      text_of(&x.d, json_get(&x.d, k, columns[c]), columns[c], v, sizeof(v));
+      if (strlen(v) > width[c])
+        width[c] = strlen(v);
+    }
+  for (size_t c = 0; c < ncol; c++) {
+    char up[64];
+    size_t i = 0;
+    for (; columns[c][i] && i + 1 < sizeof(up); i++)
+      up[i] = (char)(columns[c][i] >= 'a' && columns[c][i] <= 'z'
+                         ? columns[c][i] - 32
+                         : columns[c][i]);
+    up[i] = '\0';
+    if (c + 1 < ncol)
+      fprintf(out, "%-*s  ", (int)width[c], up);
+    else
+      fprintf(out, "%s\n", up);
+  }
+  k = (size_t)items + 1;
+  for (uint32_t r = 0; r < nrow; r++, k = x.d.toks[k].next)
+    for (size_t c = 0; c < ncol; c++) {
+      char v[VALUE_MAX];
+      text_of(&x.d, json_get(&x.d, k, columns[c]), columns[c], v, sizeof(v));
+      if (c + 1 < ncol)
+        fprintf(out, "%-*s  ", (int)width[c], v);
+      else
+        fprintf(out, "%s\n", v);
+    }
+  int more = 0;
+  long mv = json_get(&x.d, 0, "more");
+  if (mv > 0 && json_bool(&x.d, (size_t)mv, &more) == 0 && more) {
+    char next[VALUE_MAX];
+    text_of(&x.d, json_get(&x.d, 0, "next_after"), "", next, sizeof(next));
+    fprintf(out, "(more: add --after %s)\n", next);
+  }
+  free(x.toks);
+  return 0;
+}
+
+void ctl_print_error(FILE *err, int status, const char *body, size_t len) {
+  doc x;
+  if (parse(&x, body, len) == 0) {
+    long e = json_get(&x.d, 0, "error");
+    char code[64], msg[VALUE_MAX];
+    long c = e > 0 ? json_get(&x.d, (size_t)e, "code") : -1;
+    long m = e > 0 ? json_get(&x.d, (size_t)e, "message") : -1;
+    if (c > 0 && m > 0 && json_str(&x.d, (size_t)c, code, sizeof(code)) > 0 &&
+        json_str(&x.d, (size_t)m, msg, sizeof(msg)) >= 0) {
+      fprintf(err, "error: %d %s: %s\n", status, code, msg);
+      free(x.toks);
+      return;
+    }
+    free(x.toks);
+  }
+  fprintf(err, "error: the server answered %d\n", status);
+}
