@@ -57,6 +57,8 @@ static const char usage_text[] =
     "  policy show|delete ID\n"
     "  policy update ID [--user USER | --token ID] [--host PATTERN]\n"
     "                [--ports N[-M]]\n"
+    "  access check --token ID --agent AGENT --host HOST --port N\n"
+    "               (what a stream open would be answered now)\n"
     "  admin-token new FILE\n"
     "\n"
     "  --admin ADDR       the admin listener, IPv4:PORT or [IPv6]:PORT\n"
@@ -77,7 +79,7 @@ typedef struct opts {
   int json, timeout_ms;
   /* Subcommand options. */
   const char *owner, *user, *agent, *token, *after, *limit, *scopes,
-      *expires_at, *host, *ports;
+      *expires_at, *host, *ports, *port;
   int disabled, has_owner;
   const char *pos[MAX_POS];
   int npos;
@@ -488,6 +490,25 @@ static int cmd_policy(const opts *o, const char *what) {
   return usage_error("unknown subcommand");
 }
 
+/* GET /v1/authorize: the stream path's answer for one stream. The host
+ * may hold ':' (IPv6) but nothing that needs escaping in a query. */
+static int cmd_access(const opts *o, const char *what) {
+  if (strcmp(what, "check") != 0 || !need(o, 0))
+    return usage_error("access check --token ID --agent AGENT --host HOST "
+                       "--port N");
+  if (!key_ok(o->token) || !key_ok(o->agent) || !o->host || !o->port ||
+      strlen(o->host) > 255 || strlen(o->port) > 5 ||
+      strspn(o->host, "abcdefghijklmnopqrstuvwxyz0123456789._-:") !=
+          strlen(o->host) ||
+      strspn(o->port, "0123456789") != strlen(o->port))
+    return usage_error("access check needs --token ID --agent AGENT --host "
+                       "HOST (lower case, no trailing dot) --port N");
+  char path[512];
+  snprintf(path, sizeof(path), "/v1/authorize?token=%s&agent=%s&host=%s&port=%s",
+           o->token, o->agent, o->host, o->port);
+  return call(o, "GET", path, NULL, SHAPE_RECORD, "authorize");
+}
+
 /* Options that take a value, and where they go. */
 static const char **opt_slot(opts *o, const char *name) {
   static const struct {
@@ -506,6 +527,7 @@ static const char **opt_slot(opts *o, const char *name) {
       {"--expires-at", offsetof(opts, expires_at)},
       {"--host", offsetof(opts, host)},
       {"--ports", offsetof(opts, ports)},
+      {"--port", offsetof(opts, port)},
   };
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
     if (strcmp(name, table[i].name) == 0)
@@ -572,5 +594,7 @@ int main(int argc, char **argv) {
     return cmd_token(&o, verb);
   if (strcmp(noun, "policy") == 0)
     return cmd_policy(&o, verb);
+  if (strcmp(noun, "access") == 0)
+    return cmd_access(&o, verb);
   return usage_error("unknown command");
 }

@@ -2,7 +2,8 @@
 /* admin_api: the JSON admin API over the "authz.store" service, served on
  * the host's admin listener (ABI 1.3 routes): users, tokens, agents and
  * policies, listed, created, read, changed, deleted; tokens rotated and
- * revoked. docs/api/openapi.yaml describes every route; proxyhostctl is
+ * revoked; and GET /v1/authorize, what the stream path's "access"
+ * provider answers now for one (token, agent, host, port). docs/api/openapi.yaml describes every route; proxyhostctl is
  * its client.
  *
  * Every request needs "Authorization: Bearer <admin token>", the token
@@ -26,6 +27,7 @@
 #include <proxyhost/module.h>
 
 #include "admin_token.h"
+#include "api_authorize.h"
 #include "api_json.h"
 #include "api_routes.h"
 #include "json.h"
@@ -48,6 +50,10 @@ static const ph_conf_key api_keys[] = {
                 "file holding the admin token, readable only by its owner "
                 "(proxyhostctl admin-token new FILE); required",
                 NULL),
+    PH_CONF_KEY("access", PH_CONF_STRING, "", 0, 97, 0, NULL,
+                "the access provider GET /v1/authorize asks (auth_cache, "
+                "or a store); empty: the store named by store",
+                NULL),
     PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
                 NULL, "admin API requests waiting for the store at once",
                 NULL),
@@ -66,6 +72,8 @@ struct req {
   char key[API_KEY_MAX + 1];
   api_body body;   /* a write's values */
   api_query q;     /* a list's */
+  api_authorize az; /* an authorize's question */
+  int64_t check;   /* the access check, > 0 while outstanding */
   req *next;
 };
 
@@ -74,6 +82,8 @@ struct mod {
   admin_token token;
   const ph_az_store_v1 *store;
   void *store_self;
+  const ph_access_v1 *access;
+  void *access_self;
   int64_t max_in_flight, in_flight;
   req *reqs;
 };
@@ -256,6 +266,21 @@ static void on_list(void *arg, const ph_az_list_result *res) {
   req_unlink(r);
 }
 
+static void on_access(void *arg, const ph_access_result *res) {
+  req *r = arg;
+  r->check = 0;
+  char buf[256];
+  json_w w;
+  json_w_init(&w, buf, sizeof(buf));
+  api_authorize_write(&w, res);
+  long n = json_w_finish(&w);
+  if (n < 0)
+    reply_error(r->m, r->id, 500, "internal", "the verdict did not fit");
+  else
+    reply_json(r->m, r->id, 200, buf, (size_t)n);
+  req_unlink(r);
+}
+
 /* ---- requests ---------------------------------------------------------- */
 
 /* Whether key can name a record of kind: a name starting with a letter
@@ -378,7 +403,8 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     return;
   }
   const char *msg = NULL;
-  int is_list = rt->op == OP_LIST || rt->op == OP_GET;
+  int is_list =
+      rt->op == OP_LIST || rt->op == OP_GET || rt->op == OP_AUTHORIZE;
   if (is_list && hr->body_len > 0) {
     reply_error(m, id, 400, "invalid", "a GET takes no body");
     return;
@@ -388,7 +414,7 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
                 "send the body as application/json");
     return;
   }
-  if (rt->op != OP_LIST && hr->query[0]) {
+  if (rt->op != OP_LIST && rt->op != OP_AUTHORIZE && hr->query[0]) {
     reply_error(m, id, 400, "invalid", "this call takes no query");
     return;
   }
@@ -402,6 +428,31 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   r->route = rt;
   memcpy(r->key, key, sizeof(key));
   int rc = 0;
+  if (rt->op == OP_AUTHORIZE) {
+    if (!m->access) {
+      reply_error(m, id, 503, "unavailable",
+                  "no access provider: set [admin_api] access");
+      free(r);
+      return;
+    }
+    if (api_authorize_parse(&r->az, hr->query, &msg) < 0) {
+      reply_error(m, id, 400, "invalid", msg);
+      free(r);
+      return;
+    }
+    r->next = m->reqs;
+    m->reqs = r;
+    m->in_flight++;
+    r->check = m->access->check_open(m->access_self, &r->az.req, on_access,
+                                     r);
+    if (r->check <= 0) {
+      r->check = 0;
+      reply_error(m, id, 400, "invalid",
+                  "the access provider refused the question");
+      req_unlink(r);
+    }
+    return;
+  }
   if (rt->op == OP_LIST) {
     rc = api_query_parse(&r->q, hr->query, &msg);
   } else if (rt->op == OP_GET) {
@@ -447,6 +498,8 @@ static void on_cancel(void *arg, int64_t id) {
     if (r->id == id) {
       if (r->call > 0)
         m->store->cancel(m->store_self, r->call);
+      if (r->check > 0)
+        m->access->cancel(m->access_self, r->check);
       req_unlink(r);
       return;
     }
@@ -467,6 +520,13 @@ static int api_check(ph_ctx *ctx, const ph_api *a, const char **key,
                                 why, whylen);
   if (rc != PH_OK)
     return rc;
+  const char *access = a->conf_str(ctx, "access");
+  if (access && *access) {
+    rc = check_named_provider(ctx, a, "access", PH_ACCESS_SERVICE, key, why,
+                              whylen);
+    if (rc != PH_OK)
+      return rc;
+  }
   admin_token t;
   if (admin_token_load(a->conf_str(ctx, "token_file"), &t, why, whylen) <
       0) {
@@ -517,6 +577,19 @@ static int api_start(void *state) {
            PH_STR("store", store));
     return PH_ENOENT;
   }
+  /* Empty: the store's own (a store provides "access" beside
+   * "authz.store"), when it has one; authorize answers 503 otherwise. */
+  const char *access = api->conf_str(m->ctx, "access");
+  int named = access && *access;
+  if (named || api->service_provider_loaded(m->ctx, PH_ACCESS_SERVICE, store))
+    m->access = api->service_get_named(m->ctx, PH_ACCESS_SERVICE,
+                                       named ? access : store,
+                                       PH_ACCESS_MAJOR, 0, &m->access_self);
+  if (named && !m->access) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "access provider not found",
+           PH_STR("access", access));
+    return PH_ENOENT;
+  }
   return PH_OK;
 }
 
@@ -545,6 +618,8 @@ static void api_destroy(void *state) {
     req *r = m->reqs;
     if (r->call > 0 && m->store)
       m->store->cancel(m->store_self, r->call);
+    if (r->check > 0 && m->access)
+      m->access->cancel(m->access_self, r->check);
     req_unlink(r);
   }
   OPENSSL_cleanse(m, sizeof(*m));

@@ -6,6 +6,7 @@
 
 const api_route api_routes[] = {
     {"GET", "/v1/routes", 0, OP_ROUTES},
+    {"GET", "/v1/authorize", 0, OP_AUTHORIZE},
     {"GET", "/v1/users", PH_AZ_USER, OP_LIST},
     {"POST", "/v1/users", PH_AZ_USER, OP_CREATE},
     {"GET", "/v1/users/{name}", PH_AZ_USER, OP_GET},
@@ -34,7 +35,7 @@ const size_t api_n_routes = sizeof(api_routes) / sizeof(api_routes[0]);
 const api_collection api_collections[] = {
     {"/v1/users", PH_AZ_USER},   {"/v1/tokens", PH_AZ_TOKEN},
     {"/v1/agents", PH_AZ_AGENT}, {"/v1/policies", PH_AZ_POLICY},
-    {"/v1/routes", 0},
+    {"/v1/routes", 0},           {"/v1/authorize", 0},
 };
 const size_t api_n_collections =
     sizeof(api_collections) / sizeof(api_collections[0]);

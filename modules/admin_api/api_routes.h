@@ -19,13 +19,14 @@ typedef enum api_op {
   OP_DELETE,    /* DELETE /v1/KIND/{key} */
   OP_ROTATE,    /* POST /v1/tokens/{id}/rotate */
   OP_REVOKE,    /* POST /v1/tokens/{id}/revoke */
-  OP_ROUTES     /* GET /v1/routes */
+  OP_ROUTES,    /* GET /v1/routes */
+  OP_AUTHORIZE  /* GET /v1/authorize */
 } api_op;
 
 typedef struct api_route {
   const char *method;
   const char *path; /* "/v1/users/{name}": OpenAPI's template form */
-  int kind;         /* ph_az_kind; 0 for /v1/routes */
+  int kind;         /* ph_az_kind; 0 for /v1/routes and /v1/authorize */
   api_op op;
 } api_route;
 

@@ -16,7 +16,14 @@
  *
  * The revision is read first, in its own statement: a write committing
  * between it and the facts makes the verdict newer than its label, never
- * older, and a cache drops it when the poll sees the new revision.
+ * older, and a cache drops it when the poll sees the new revision. That
+ * read is handed to the revision state like a poll's (poll_saw, with the
+ * floor of when the check was sent): a remote write's revision is in
+ * revision() from the first check that read it, so the label of a verdict
+ * is the revision a cache in front of the store sees and keeps it under
+ * (store_sqlite does the same with every call's read). A verdict whose
+ * read left the revision unvouched (it went backwards, the row is
+ * missing) is not given out.
  *
  * Fail closed: while revision() cannot vouch (no good poll yet, a stale or
  * regressed revision), every check answers UNAVAILABLE without asking the
@@ -44,6 +51,7 @@ typedef struct areq {
   uint16_t port;
   uint8_t protocol;
   PGresult *res[3]; /* revision, facts, policies */
+  uint64_t rev_floor; /* az_revision_floor when the check was sent */
   ph_access_result out;
 } areq;
 
@@ -175,9 +183,16 @@ static void decide(areq *a) {
 static void a_done(void *arg, int status) {
   areq *a = arg;
   spg *s = a->base.s;
-  if (status == PH_OK)
-    decide(a);
-  else {
+  if (status == PH_OK) {
+    int64_t v = 0;
+    az_rev_read what = res_revision(a->res[0], &v);
+    uint64_t rev;
+    poll_saw(s, what, v, a->rev_floor);
+    if (what == AZ_REV_READ_OK && az_revision_get(&s->rev, &rev) != PH_OK)
+      unavailable(a, PH_OPEN_INTERNAL_ERROR, (uint32_t)s->poll_ms);
+    else
+      decide(a);
+  } else {
     PH_LOG_RL(s->api, s->ctx, PH_LOG_DEBUG, "store_pg: access check failed",
               PH_INT("status", status));
     unavailable(a, status == PG_ETIMEOUT ? PH_OPEN_TIMEOUT
@@ -245,6 +260,7 @@ static int64_t check_open(void *self, const ph_access_request *req,
     req_later(&a->base);
     return a->base.id;
   }
+  a->rev_floor = az_revision_floor(&s->rev);
   int rc = req_submit(&a->base, &access_ops);
   if (rc != PH_OK) {
     unavailable(a, rc == PH_EFULL ? PH_OPEN_QUEUE_FULL : PH_OPEN_INTERNAL_ERROR,

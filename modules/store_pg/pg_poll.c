@@ -8,10 +8,25 @@
  * not doubled (it ends by its deadline, query_timeout, below the stale
  * window).
  *
- * A local write's commit raises the revision at once (TM-P1-29). A poll
+ * The revision an access check read in its own pipeline (pg_access.c) is
+ * a read of the row like a poll's and is handed over the same way
+ * (poll_saw), as store_sqlite does with every call's read: a server that
+ * answers checks learns a remote write's revision with the first check
+ * that read it, not up to revision_poll later, so a cache in front of it
+ * keeps the verdicts labelled with that revision (they match revision()).
+ *
+ * A local write's commit raises the revision at once (TM-P1-29). A read
  * sent before that commit may come back after it with the older value;
  * that is not a regression: az_revision compares with the floor taken
- * when the poll was sent. */
+ * when the read was sent.
+ *
+ * The stale bound (TM-P1-31) holds whatever the reads do: after every
+ * good read the stale timer is armed for last good read + stale_allow,
+ * and when it fires with no good read since, the revision is marked
+ * failing (revision() answers PH_ESTATE, the module is not ready) until
+ * the next good read. So neither failing polls nor a poll that never
+ * comes back (or a poll interval above stale_allow) let a stale value be
+ * vouched for. */
 #include "store_pg_int.h"
 
 static void p_begin(void *arg, pg_send *snd) {
@@ -33,29 +48,47 @@ static void p_round_done(void *arg, pg_send *snd) {
   (void)snd;
 }
 
-/* While reads fail, the revision stops being vouched for when stale_allow
- * has passed since the last good read: readiness follows then, not at the
- * next failed poll. */
+/* The end of the stale window: stale_allow after the last good read
+ * (+1 ms: az_revision vouches up to and including stale_ms). Armed after
+ * every read that leaves the revision healthy, failed ones included (the
+ * window runs from the last good one); stopped while it is unhealthy
+ * (nothing is vouched for then anyway). */
 static void arm_stale(spg *s) {
-  if (!s->rev.failing || !s->rev.healthy)
+  if (!s->rev.healthy || !s->started) {
+    s->api->timer_set(s->stale_timer, 0, 0);
     return;
+  }
   int64_t left = s->rev.last_ok_ms + s->rev.stale_ms -
                  s->api->now_ms(s->ctx) + 1;
   s->api->timer_set(s->stale_timer, (uint64_t)(left > 1 ? left : 1), 0);
 }
 
+/* No good read for stale_allow: stop vouching (a failed read as far as
+ * az_revision goes, not counted as a poll), whether the polls failed or
+ * never came back. A good read since moved the window: armed again. */
 static void on_stale(ph_timer *t, void *arg) {
   (void)t;
   spg *s = arg;
-  if (s->rev.failing)
-    az_revision_observe_at(&s->rev, AZ_REV_READ_FAILED, 0,
-                        az_revision_floor(&s->rev), 0);
+  if (!s->rev.healthy)
+    return;
+  if (s->api->now_ms(s->ctx) - s->rev.last_ok_ms <= s->rev.stale_ms) {
+    arm_stale(s);
+    return;
+  }
+  if (!s->rev.failing)
+    PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
+              "store_pg: no good read of the revision within stale_allow; "
+              "not vouching for it until the next one",
+              PH_INT("revision", (int64_t)s->rev.value),
+              PH_INT("poll_running", s->poll_task > 0));
+  az_revision_observe_at(&s->rev, AZ_REV_READ_FAILED, 0,
+                         az_revision_floor(&s->rev), 0);
 }
 
-static void observe(spg *s, az_rev_read what, int64_t value,
-                    uint64_t floor) {
+static void observe(spg *s, az_rev_read what, int64_t value, uint64_t floor,
+                    int poll) {
   int was = s->rev.healthy;
-  az_revision_observe_at(&s->rev, what, value, floor, 1);
+  az_revision_observe_at(&s->rev, what, value, floor, poll);
   if (what == AZ_REV_READ_MISSING || what == AZ_REV_READ_BAD ||
       (what == AZ_REV_READ_OK && !s->rev.healthy))
     PH_LOG_RL(s->api, s->ctx, PH_LOG_ERROR,
@@ -73,7 +106,7 @@ static void p_done(void *arg, int status) {
   spg *s = arg;
   s->poll_task = 0;
   observe(s, status == PH_OK ? s->poll_what : AZ_REV_READ_FAILED,
-          s->poll_value, s->poll_floor);
+          s->poll_value, s->poll_floor, 1);
 }
 
 static const pg_task_ops poll_ops = {p_begin, p_result, p_round_done, p_done};
@@ -88,7 +121,7 @@ static void poll_now(spg *s) {
   if (t > 0)
     s->poll_task = t;
   else
-    observe(s, AZ_REV_READ_FAILED, 0, s->poll_floor);
+    observe(s, AZ_REV_READ_FAILED, 0, s->poll_floor, 1);
 }
 
 static void on_poll(ph_timer *t, void *arg) {
@@ -117,5 +150,14 @@ void poll_stop(spg *s) {
 
 void poll_local_commit(spg *s, int64_t value) {
   az_revision_observe_at(&s->rev, AZ_REV_READ_OK, value,
-                      az_revision_floor(&s->rev), 0);
+                         az_revision_floor(&s->rev), 0);
+  arm_stale(s);
 }
+
+void poll_saw(spg *s, az_rev_read what, int64_t value, uint64_t floor) {
+  if (what == AZ_REV_READ_FAILED || !s->started)
+    return; /* a failed statement: the polls judge the database */
+  observe(s, what, value, floor, 0);
+}
+
+void poll_stale_changed(spg *s) { arm_stale(s); }

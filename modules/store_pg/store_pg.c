@@ -51,7 +51,8 @@ static const ph_conf_key keys[] = {
                 NULL),
     PH_CONF_KEY("stale_allow", PH_CONF_DURATION, "5s", 100, 600000, 0, NULL,
                 "how long after the last good read the revision is still "
-                "vouched for while reads fail (TM-P1-31)",
+                "vouched for, whether later reads fail or do not come back "
+                "(TM-P1-31)",
                 NULL),
     PH_CONF_KEY("pool_size", PH_CONF_INT, "4", 1, PG_POOL_SIZE_MAX,
                 PH_CONF_RESTART, NULL, "connections to PostgreSQL", NULL),
@@ -322,9 +323,9 @@ static int spg_start(void *state) {
   int rc = schema_at_start(s);
   if (rc != PH_OK)
     return rc;
+  s->started = 1; /* the revision is followed (pg_poll.c) until stop */
   pg_pool_start(s->pool);
   poll_start(s);
-  s->started = 1;
   return PH_OK;
 }
 
@@ -335,6 +336,7 @@ static int spg_reload(void *state) {
   s->positive_ms = (uint32_t)s->api->conf_int(s->ctx, "positive_ttl");
   s->negative_ms = (uint32_t)s->api->conf_int(s->ctx, "negative_ttl");
   s->rev.stale_ms = s->api->conf_int(s->ctx, "stale_allow");
+  poll_stale_changed(s);
   return PH_OK;
 }
 
@@ -347,6 +349,7 @@ void spg_maybe_stopped(spg *s) {
 
 static int spg_stop(void *state) {
   spg *s = state;
+  s->started = 0; /* before poll_stop: nothing arms the stale timer again */
   poll_stop(s);
   if (!s->live)
     return PH_OK;

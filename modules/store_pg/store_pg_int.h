@@ -82,6 +82,13 @@ void poll_start(spg *s);
 void poll_stop(spg *s);
 /* A local write committed at revision value (TM-P1-29). */
 void poll_local_commit(spg *s, int64_t value);
+/* The revision row as another read saw it (an access check's first
+ * statement), sent when az_revision_floor was floor: handed to
+ * az_revision like a poll's read (not counted as a poll). A failed read
+ * is ignored (the polls judge the database). */
+void poll_saw(spg *s, az_rev_read what, int64_t value, uint64_t floor);
+/* stale_allow changed (reload): the stale timer follows. */
+void poll_stale_changed(spg *s);
 
 /* Helpers for results (pg_result.c) */
 /* The text of row r column c, or NULL for SQL NULL. */

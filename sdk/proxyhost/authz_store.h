@@ -10,7 +10,7 @@
  *    agent, protocol, host, port), with the principal a token's id, and
  *    revision(): the current authorization revision (TM-P1-20), read by
  *    the store's own poll, answered without I/O. An auth_cache in front of
- *    it is the seed's CachingStreamAuthorizer.
+ *    it is the TunnelMesh CachingStreamAuthorizer.
  *  - "authz.store" (this header): authenticating a bearer token, and
  *    reading and writing the authorization data (the admin API and
  *    proxyhostctl use it; nothing on a stream's path does).

@@ -86,6 +86,31 @@ like "$out" "*.example.com" "policy list shows the host pattern"
 like "$(ctl user list)" "alice" "user list"
 like "$(ctl agent list --owner alice)" "edge-1" "agent list --owner"
 
+# access check: what the store's access service answers a stream open
+# (store_sqlite provides one; fakeaz has none: 503).
+if [ "$STORE" = store_sqlite ]; then
+  out=$(ctl --json access check --token "$tok" --agent edge-1 --host www.example.com --port 443); rc=$?
+  is "$rc" 0 "access check: exit 0"
+  like "$out" '"verdict":"allow","code":"ok"' "... the policy allows www.example.com:443"
+  like "$(ctl --json access check --token "$tok" --agent edge-1 --host www.example.com --port 80)" \
+    '"verdict":"deny","code":"forbidden"' "... not port 80"
+  like "$(ctl --json access check --token "$tok" --agent edge-1 --host example.com --port 443)" \
+    '"verdict":"deny"' "... nor example.com itself (the pattern is *.example.com)"
+  like "$(ctl access check --token "$tok" --agent edge-1 --host www.example.com --port 443)" \
+    "verdict" "... a readable record without --json"
+  ctl access check --token "$tok" --agent edge-1 --host WWW.example.com --port 443 >/dev/null 2>&1
+  is $? 2 "... a host not in normal form is a usage error"
+  is "$("$CURL" -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$T/admin.token")" \
+    "http://127.0.0.1:$port/v1/authorize?token=$tok&agent=edge-1&host=www.example.com.&port=443")" 400 \
+    "... and 400 from the API (a trailing dot)"
+  is "$("$CURL" -s -o /dev/null -w '%{http_code}' \
+    "http://127.0.0.1:$port/v1/authorize?token=$tok&agent=edge-1&host=www.example.com&port=443")" 401 \
+    "... 401 without the admin token"
+else
+  ctl access check --token "$tok" --agent edge-1 --host www.example.com --port 443 >/dev/null 2>&1
+  is $? 1 "access check over a store without access: refused (503)"
+fi
+
 # Rotate, disable, revoke.
 out=$(ctl token rotate "$tok"); rc=$?
 is "$rc" 0 "token rotate"

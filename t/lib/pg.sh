@@ -10,7 +10,8 @@
 #
 # The cluster listens on a unix socket in its directory only (no TCP;
 # PG_LISTEN=127.0.0.1 adds loopback TCP on PG_PORT), trusts local
-# connections, and runs without fsync. As root (CI) initdb and the server
+# connections, and runs without fsync; PG_OPTS adds server options
+# ("-c shared_preload_libraries=pg_stat_statements"). As root (CI) initdb and the server
 # run as the postgres user, which must be able to enter the directory's
 # parent: start_pg makes that parent 0711. PostgreSQL missing is a
 # failure, never a skip: start_pg returns non-zero and says why.
@@ -69,7 +70,7 @@ start_pg() {
   fi
   listen=${PG_LISTEN:-}
   if ! pg_as_server "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
-    -w -t 60 -o "-k $PG_DIR -p $PG_PORT -c listen_addresses='$listen' -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    -w -t 60 -o "-k $PG_DIR -p $PG_PORT -c listen_addresses='$listen' -c fsync=off -c synchronous_commit=off -c full_page_writes=off ${PG_OPTS:-}" \
     start >"$PG_DIR/pg_ctl.log" 2>&1; then
     echo "# the PostgreSQL server did not start:"
     sed 's/^/#   /' "$PG_DIR/server.log" | tail -5
@@ -114,6 +115,6 @@ pg_pause() {
 pg_resume() {
   listen=${PG_LISTEN:-}
   pg_as_server "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
-    -w -t 60 -o "-k $PG_DIR -p $PG_PORT -c listen_addresses='$listen' -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    -w -t 60 -o "-k $PG_DIR -p $PG_PORT -c listen_addresses='$listen' -c fsync=off -c synchronous_commit=off -c full_page_writes=off ${PG_OPTS:-}" \
     start >"$PG_DIR/pg_ctl.log" 2>&1
 }

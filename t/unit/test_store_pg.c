@@ -16,6 +16,12 @@
  *  - PostgreSQL stopped mid-run: revision() goes PH_ESTATE, checks answer
  *    UNAVAILABLE and never ALLOW, and after the restart the store
  *    recovers by itself (TM-P1-31/32, TM-TEST-23);
+ *  - the stale bound holds whatever the polls do (TM-P1-31): PH_ESTATE
+ *    and not ready stale_allow after the last good read when the next
+ *    poll is not due yet, and when polls are blocked by a lock past
+ *    query_timeout; polling resumes once the lock goes;
+ *  - the revision an access check read is in revision() at once (a
+ *    remote write seen by the first check, not at the next poll);
  *  - the deadline during a COMMIT is PH_AZ_EOUTCOME, during the change
  *    PH_AZ_EUNAVAILABLE with nothing changed;
  *  - nothing secret (the DSN's password, bearer secrets, hashes) in the
@@ -57,11 +63,14 @@ typedef struct client {
   ph_mock *m;
 } client;
 
-static client clients[8];
+static client clients[12];
 static int n_clients;
 /* The next mocks load auth_cache in front of store_pg, and the client
  * asks it (the server's setup); else the client asks store_pg. */
 static int with_cache;
+/* The next mocks' revision_poll, stale_allow and query_timeout lines
+ * (NULL: the usual 200ms, 1s, 500ms). */
+static const char *timing;
 
 static int cl_init(ph_ctx *ctx, const ph_api *a, void **state) {
   client *c = &clients[n_clients++];
@@ -107,11 +116,14 @@ static client *up(const char *db, const char *migrate, const char *extra) {
   snprintf(ini, sizeof(ini),
            "[proxyhost]\nmodules = %s%s\ndrain_timeout = 3s\n"
            "[log]\nlevel = debug\nfile = %s\n"
-           "[store_pg]\ndsn = %s password=%s\nmigrate = %s\n"
-           "revision_poll = 200ms\nstale_allow = 1s\nquery_timeout = 500ms\n"
+           "[store_pg]\ndsn = %s password=%s\nmigrate = %s\n%s"
            "reconnect_min = 50ms\nreconnect_max = 200ms\npool_size = 2\n%s%s",
            MODULE, with_cache ? ", " CACHE_MODULE : "", log_path, dsn_of(db),
-           DSN_PASSWORD, migrate, extra ? extra : "",
+           DSN_PASSWORD, migrate,
+           timing ? timing
+                  : "revision_poll = 200ms\nstale_allow = 1s\n"
+                    "query_timeout = 500ms\n",
+           extra ? extra : "",
            with_cache ? "[auth_cache]\nstore = store_pg\n"
                         "revision_interval = 50ms\n"
                       : "");
@@ -537,6 +549,110 @@ static void test_outage(void) {
          "after the restart: allowed again");
 }
 
+/* TM-P1-31 whatever the polls do, and the revision a check read. */
+static void test_stale_bound(void) {
+  int rc, i;
+  /* C polls once a minute (the first poll at start), far beyond its
+   * stale_allow: no poll fails, none is due, and still the revision may
+   * be vouched for only stale_allow after the last good read. */
+  timing = "revision_poll = 60s\nstale_allow = 1s\nquery_timeout = 500ms\n";
+  client *c = up("spg_main", "check", NULL);
+  timing = NULL;
+  ok(c && wait_ready(c, 1, 100),
+     "stale bound: a server polling once a minute starts and is ready");
+  if (!c) {
+    printf("# %s\n", last_err);
+    return;
+  }
+  int64_t t0 = c->api->now_ms(c->ctx);
+  int stale = 0;
+  for (i = 0; i < 150 && !stale; i++) {
+    slice();
+    rev_of(c, &rc);
+    stale = rc == PH_ESTATE;
+  }
+  int64_t took = c->api->now_ms(c->ctx) - t0;
+  ok(stale && took <= 2000,
+     "TM-P1-31: no good read for stale_allow (no poll due): revision() "
+     "PH_ESTATE");
+  printf("# PH_ESTATE %lld ms after ready (stale_allow 1 s)\n",
+         (long long)took);
+  ok(!ph_mock_ready(c->m), "TM-P1-31: and not ready");
+
+  /* D polls once a minute too, with a wide stale window: a write through
+   * A is in D's revision() from the first check D answers, which read it,
+   * not a minute later. */
+  timing = "revision_poll = 60s\nstale_allow = 600s\n"
+           "query_timeout = 500ms\n";
+  client *d = up("spg_main", "check", NULL);
+  timing = NULL;
+  ok(d && wait_ready(d, 1, 100), "a second server polling once a minute");
+  if (d) {
+    uint64_t rd = rev_of(d, &rc);
+    wres w = mk_token(A, "alice");
+    char t3[64];
+    snprintf(t3, sizeof(t3), "%s", w.id);
+    w = mk_policy(A, "edge1", t3);
+    ok(w.status == PH_OK && rev_of(d, &rc) == rd && rd < w.revision,
+       "writes through A; D has not polled since");
+    is_int(check(d, t3, "edge1", 443), PH_ACCESS_ALLOW,
+           "D allows the new token (it read the new facts)");
+    uint64_t now_rev = rev_of(d, &rc);
+    ok(rc == PH_OK && now_rev == w.revision,
+       "the revision that check read is D's revision() at once");
+    if (now_rev != w.revision)
+      printf("# D: %llu, A's write: %llu\n", (unsigned long long)now_rev,
+             (unsigned long long)w.revision);
+    down(d);
+  }
+  down(c);
+
+  /* B's polls blocked by a lock held longer than query_timeout and
+   * stale_allow: each times out, and the revision stops being vouched for
+   * within stale_allow of the last good read; polls go on and recover
+   * once the lock is gone. */
+  ok(wait_ready(B, 1, 100), "B ready before the lock");
+  PGconn *lk = PQconnectdb(dsn_of("spg_main"));
+  PGresult *r = PQexec(lk, "BEGIN");
+  PQclear(r);
+  r = PQexec(lk, "LOCK TABLE authorization_revision IN ACCESS EXCLUSIVE MODE");
+  ok(PQresultStatus(r) == PGRES_COMMAND_OK,
+     "another session holds authorization_revision in ACCESS EXCLUSIVE mode");
+  PQclear(r);
+  t0 = B->api->now_ms(B->ctx);
+  stale = 0;
+  for (i = 0; i < 150 && !stale; i++) {
+    slice();
+    rev_of(B, &rc);
+    stale = rc == PH_ESTATE;
+  }
+  took = B->api->now_ms(B->ctx) - t0;
+  ok(stale && took <= 1500,
+     "TM-P1-31: polls blocked by the lock: PH_ESTATE within stale_allow");
+  printf("# PH_ESTATE %lld ms after the lock (stale_allow 1 s, "
+         "query_timeout 500 ms)\n", (long long)took);
+  int back = 0;
+  while (B->api->now_ms(B->ctx) - t0 < 2500) {
+    slice();
+    rev_of(B, &rc);
+    back |= rc == PH_OK;
+  }
+  ok(!back && !ph_mock_ready(B->m),
+     "still PH_ESTATE and not ready while the lock is held (2.5 s)");
+  r = PQexec(lk, "COMMIT");
+  PQclear(r);
+  PQfinish(lk);
+  ok(wait_ready(B, 1, 150) && wait_ready(A, 1, 150),
+     "the lock gone: polling resumed, both servers ready again");
+  rev_of(B, &rc);
+  is_int(rc, PH_OK, "and B's revision() answers again");
+  i = 0;
+  while (i < 60 && rev_of(B, &rc) != rev_of(A, &rc)) {
+    slice();
+    i++;
+  }
+}
+
 static void test_outcome(void) {
   /* A COMMIT that outlives the deadline: a deferred trigger sleeps at
    * commit time. A change that outlives it: an immediate one. */
@@ -685,6 +801,7 @@ int main(void) {
   test_two_servers();
   if (A && B) {
     test_outage();
+    test_stale_bound();
     test_revision_faults();
     test_outcome();
     test_cache_cluster();

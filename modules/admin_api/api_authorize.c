@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* See api_authorize.h. */
+#include "api_authorize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <proxyhost/connector.h>
+
+#include "host_norm.h"
+
+/* Copies a value of allowed characters; -1 when empty, too long, or with
+ * a character outside them. */
+static int take(const char *v, size_t n, char *out, size_t cap,
+                const char *allowed) {
+  if (n == 0 || n >= cap)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (!strchr(allowed, v[i]) || v[i] == '\0')
+      return -1;
+  memcpy(out, v, n);
+  out[n] = '\0';
+  return 0;
+}
+
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789._-"
+
+int api_authorize_parse(api_authorize *a, const char *q, const char **msg) {
+  memset(a, 0, sizeof(*a));
+  int seen = 0;
+  char port[8] = "";
+  while (*q) {
+    const char *amp = strchr(q, '&');
+    size_t n = amp ? (size_t)(amp - q) : strlen(q);
+    const char *eq = memchr(q, '=', n);
+    if (!eq) {
+      *msg = "a query parameter has no value";
+      return -1;
+    }
+    size_t kl = (size_t)(eq - q), vl = n - kl - 1;
+    const char *v = eq + 1;
+    int bit, bad;
+    if (kl == 5 && memcmp(q, "token", 5) == 0)
+      bit = 1, bad = take(v, vl, a->token, sizeof(a->token), NAME_CHARS);
+    else if (kl == 5 && memcmp(q, "agent", 5) == 0)
+      bit = 2, bad = take(v, vl, a->agent, sizeof(a->agent), NAME_CHARS);
+    else if (kl == 4 && memcmp(q, "host", 4) == 0)
+      bit = 4, bad = take(v, vl, a->host, sizeof(a->host), NAME_CHARS ":");
+    else if (kl == 4 && memcmp(q, "port", 4) == 0)
+      bit = 8, bad = take(v, vl, port, sizeof(port), "0123456789");
+    else {
+      *msg = "unknown query parameter: authorize takes token, agent, host "
+             "and port";
+      return -1;
+    }
+    if (bad || (seen & bit)) {
+      *msg = bad ? "a query value is empty, too long or has a character "
+                   "it may not have (no percent escapes)"
+                 : "a query parameter is given twice";
+      return -1;
+    }
+    seen |= bit;
+    q += n;
+    if (*q == '&')
+      q++;
+  }
+  if (seen != 15) {
+    *msg = "authorize needs token, agent, host and port";
+    return -1;
+  }
+  long p = port[0] == '0' ? 0 : strtol(port, NULL, 10);
+  if (p < 1 || p > 65535) {
+    *msg = "port is 1 to 65535";
+    return -1;
+  }
+  if (!host_norm_ok(a->host)) {
+    *msg = "host must be in normal form: lower case, no trailing dot, an "
+           "IPv6 address without brackets";
+    return -1;
+  }
+  a->req.size = sizeof(a->req);
+  a->req.protocol = PH_PROTO_TCP;
+  a->req.port = (uint16_t)p;
+  a->req.host = a->host;
+  a->req.principal = a->token;
+  a->req.agent = a->agent;
+  return 0;
+}
+
+void api_authorize_write(json_w *w, const ph_access_result *res) {
+  int v = res->verdict;
+  json_w_obj(w);
+  json_w_key(w, "verdict");
+  json_w_str(w, v == PH_ACCESS_ALLOW ? "allow"
+                : v == PH_ACCESS_UNAVAILABLE ? "unavailable"
+                                             : "deny");
+  json_w_key(w, "code");
+  json_w_str(w, ph_open_code_name(res->code));
+  json_w_key(w, "ttl_ms");
+  json_w_uint(w, res->ttl_ms);
+  json_w_key(w, "revision");
+  json_w_uint(w, res->revision);
+  json_w_obj_end(w);
+}
