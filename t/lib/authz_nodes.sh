@@ -52,7 +52,7 @@ store = store_pg
 store = store_pg
 access = auth_cache
 token_file = $AZ_TOKEN_FILE
-$2
+${2:-}
 EOC
   "$PROXYHOST" -c "$T/$1.ini" >>"$T/$1.log" 2>&1 &
   eval "$1_pid=$!"
