@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The seed's stream metrics (TM-OBS-1..5, 10..18), registered once per
+ * role module at init and shared by its sessions. Labels are only the
+ * seed's bounded sets: component, stage, result, error_class (= the
+ * OPEN_RESULT code enum), open_mode, scope, reason; never a host, port,
+ * token, stream or connection id (TM-SEC-8).
+ *
+ *   tunnelmesh_stream_stage_duration_seconds{component,stage,result}
+ *       histogram; stage in socks5_handshake|remote_validation|
+ *       authorization|selection|relay|queue|dns|connect|open|ttfb
+ *   tunnelmesh_stream_open_total{component,open_mode,result,error_class}
+ *   tunnelmesh_stream_queue_wait_seconds{component,queue}
+ *       histogram; queue in dial|open|writer
+ *   tunnelmesh_stream_window_stall_seconds{component}   histogram
+ *   tunnelmesh_stream_backpressure_total{component,reason}
+ *       reason in window_stall|inbound_full|legacy_backpressure|
+ *       control_full|window_violation
+ *   tunnelmesh_stream_ttfb_seconds{component,kind}      histogram
+ *       kind in server (TM-OBS-20) | socks5_local (TM-OBS-21)
+ *   tunnelmesh_sessions{component}                       gauge
+ *   tunnelmesh_session_closed_total{component,reason}    counter
+ *
+ * Loop thread only.
+ */
+#ifndef TM_METRICS_H
+#define TM_METRICS_H
+
+#include <stdint.h>
+
+#include <proxyhost/host.h>
+
+typedef struct tm_metrics tm_metrics;
+
+enum tm_queue { TM_Q_DIAL = 0, TM_Q_OPEN, TM_Q_WRITER };
+enum tm_bp_reason {
+  TM_BP_WINDOW_STALL = 0,
+  TM_BP_INBOUND_FULL,
+  TM_BP_LEGACY,
+  TM_BP_CONTROL_FULL,
+  TM_BP_WINDOW_VIOLATION
+};
+enum tm_result { TM_R_SUCCESS = 0, TM_R_FAILURE, TM_R_TIMEOUT, TM_R_REJECTED };
+enum tm_obs_stage {
+  TM_OS_SOCKS5_HANDSHAKE = 0, TM_OS_REMOTE_VALIDATION, TM_OS_AUTHORIZATION,
+  TM_OS_SELECTION, TM_OS_RELAY, TM_OS_QUEUE, TM_OS_DNS, TM_OS_CONNECT,
+  TM_OS_OPEN, TM_OS_TTFB
+};
+enum tm_ttfb_kind { TM_TTFB_SERVER = 0, TM_TTFB_SOCKS5_LOCAL };
+
+/* Init only: registers the families for component (tm_component). Every
+ * role module calls it once; NULL on failure (init fails). Freed with the
+ * module (the host owns the metric objects). */
+tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
+                                int component);
+void tm_metrics_free(tm_metrics *m);
+
+/* Observations (m may be NULL: no-op). Durations in microseconds. */
+void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us);
+void tm_obs_open(tm_metrics *m, int strict, int code);
+void tm_obs_queue_wait(tm_metrics *m, int queue, uint64_t us);
+void tm_obs_window_stall(tm_metrics *m, uint64_t us);
+void tm_obs_backpressure(tm_metrics *m, int reason);
+void tm_obs_ttfb(tm_metrics *m, int kind, uint64_t us);
+void tm_obs_session(tm_metrics *m, int delta);
+void tm_obs_session_closed(tm_metrics *m, int reason);
+
+#endif

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libwebsockets on the host's libev loop, for the three tunnel roles: one
+ * lws context per module instance (a server vhost, client connections,
+ * or both), whole binary messages in and out, TLS, the subprotocol offer
+ * and choice, and the bearer token in a header. This is the only file
+ * that includes <libwebsockets.h>; a tm_ws_conn is a tm_transport for a
+ * tm_session.
+ *
+ * Server: listens on cfg->listen; with cert and key it speaks wss (TLS
+ * 1.2+), without them plain ws, refused at tm_ws_new unless the address
+ * is loopback or allow_plain is set. It offers exactly the subprotocol
+ * names its caps allow (tm_proto.h), so libwebsockets picks the first the
+ * client offered among them (TM-PROTO-15); legacy_no_subprotocol makes it
+ * answer with none at all, as an old server does. The Authorization
+ * header (Bearer <token>) is captured at the handshake and handed to
+ * on_accept with the chosen name; the token never appears in a URL, a log
+ * line or an error sent back. Messages above max_message close the
+ * connection (1009).
+ *
+ * Client: connects to a ws:// or wss:// URL (wss verifies the server's
+ * certificate and name against ca_file, or the system store when empty;
+ * ws:// to a non-loopback host is refused unless allow_plain), sending
+ * the offer for its caps in Sec-WebSocket-Protocol and the token in
+ * Authorization. on_connected reports the server's choice (NULL: none,
+ * which is legacy: TM-PROTO-16). Never decides capabilities from a
+ * timeout (TM-PROTO-17).
+ *
+ * Threads: loop thread only.
+ */
+#ifndef TM_WS_H
+#define TM_WS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/host.h>
+
+#include "tm_session.h"
+
+typedef struct tm_ws tm_ws;
+typedef struct tm_ws_conn tm_ws_conn;
+
+typedef struct tm_ws_handlers {
+  /* Server: a WebSocket was accepted. bearer: the token from the
+   * Authorization header (len bytes, not NUL-terminated; len 0: none),
+   * valid only during the call; subproto: the name chosen (NULL: none).
+   * peer: the remote address text (for logs). Return 0 to keep the
+   * connection (reading stays paused until tm_ws_conn_resume), -1 to
+   * close it. */
+  int (*on_accept)(void *arg, tm_ws_conn *c, const char *bearer, size_t len,
+                   const char *subproto, const char *peer);
+  /* Client: the handshake completed; subproto as the server chose. */
+  void (*on_connected)(void *arg, tm_ws_conn *c, const char *subproto);
+  /* Client: the connection attempt failed (the conn is gone after). */
+  void (*on_connect_error)(void *arg, tm_ws_conn *c);
+  /* Both: an established connection ended (the conn is gone after). */
+  void (*on_closed)(void *arg, tm_ws_conn *c);
+} tm_ws_handlers;
+
+typedef struct tm_ws_cfg {
+  const char *listen;     /* server: "host:port"; NULL: client only */
+  const char *cert_file;  /* server TLS; NULL: plain ws */
+  const char *key_file;
+  const char *ca_file;    /* client: CA to verify the server; NULL: system */
+  int allow_plain;        /* plain ws off loopback */
+  int legacy_no_subprotocol; /* server: answer with no subprotocol */
+  unsigned caps;          /* the capabilities this side will negotiate */
+  uint32_t max_message;   /* TM_HEADER_LEN + max payload */
+  const char *path;       /* server: the upgrade path, "/tunnel" */
+} tm_ws_cfg;
+
+/* A context on api's loop. NULL with *err set to a static sentence (a bad
+ * address, plain ws refused, a certificate that does not load). The bound
+ * port is tm_ws_port (listen port 0 picks one). */
+tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
+                 const tm_ws_handlers *h, void *arg, const char **err);
+int tm_ws_port(const tm_ws *w);
+/* Closes every connection (their on_closed run) and the context. */
+void tm_ws_free(tm_ws *w);
+
+/* Client: starts a connection to url with the bearer token (copied, then
+ * wiped). NULL: a malformed URL or plain ws refused (*err says which). */
+tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
+                          const char **err);
+
+/* The transport for tm_session_new, with c as its argument. */
+const tm_transport *tm_ws_transport(void);
+/* Where the connection's messages and writable events go: a session (or
+ * NULL to drop messages, as while authenticating). */
+void tm_ws_conn_bind(tm_ws_conn *c, tm_session *s);
+/* The role's pointer on a connection. */
+void tm_ws_conn_set_user(tm_ws_conn *c, void *user);
+void *tm_ws_conn_user(const tm_ws_conn *c);
+/* Resume reading after on_accept (the session is bound by then). */
+void tm_ws_conn_resume(tm_ws_conn *c);
+/* Close with a WebSocket status (1000 normal, 1008 policy, 4401
+ * unauthorized) and a short fixed reason. */
+void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason);
+
+/* Reconnect delays: jittered, bounded exponential backoff. attempt
+ * counts failures since the last success (0 = first retry); the delay is
+ * uniform in [d/2, d] with d = min(max_ms, min_ms << attempt); rnd is a
+ * uniform 32-bit random number (the caller's RNG). Pure. */
+uint32_t tm_backoff_ms(uint32_t attempt, uint32_t min_ms, uint32_t max_ms,
+                       uint32_t rnd);
+
+#endif
