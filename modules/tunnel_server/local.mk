@@ -1,2 +1,35 @@
 # modules/tunnel_server: the TunnelMesh server role (issue 11).
 EXTRA_DIST += modules/tunnel_server/local.mk
+if MODULE_TUNNEL_SERVER
+module_LTLIBRARIES += modules/tunnel_server/tunnel_server.la
+modules_tunnel_server_tunnel_server_la_SOURCES = \
+	modules/tunnel_server/tunnel_server.c modules/tunnel_server/ts_int.h \
+	modules/tunnel_server/ts_conf.c \
+	modules/tunnel_server/ts_conn.c \
+	modules/tunnel_server/ts_open.c \
+	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
+	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h \
+	modules/common/host_norm.c modules/common/provider_check.c
+modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_tunnel_server_tunnel_server_la_LIBADD = \
+	modules/tunnel_common/libtmsession.la modules/tunnel_common/libtmproto.la \
+	modules/common/libphcommon.la $(LWS_LIBS)
+samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
+
+# The pure parts on their own (no libwebsockets, no host).
+TUNNEL_SERVER_UNIT = t/unit/test_tunnel_server_exec \
+	t/unit/test_tunnel_server_select
+check_PROGRAMS += $(TUNNEL_SERVER_UNIT)
+TESTS += $(TUNNEL_SERVER_UNIT)
+t_unit_test_tunnel_server_exec_SOURCES = t/unit/test_tunnel_server_exec.c \
+	modules/tunnel_server/open_exec.c
+t_unit_test_tunnel_server_exec_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_server
+t_unit_test_tunnel_server_select_SOURCES = t/unit/test_tunnel_server_select.c \
+	modules/tunnel_server/agent_select.c
+t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_server
+endif
+EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample
