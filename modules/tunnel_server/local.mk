@@ -33,3 +33,10 @@ t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_server
 endif
 EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample
+
+# The server role's integration test and its ready configuration.
+if MODULE_TUNNEL_SERVER
+INTEGRATION_TESTS += t/integration/tunnel_server.sh
+endif
+EXTRA_DIST += t/integration/tunnel_server.sh
+dist_proxyhostconf_DATA += conf/server.ini
