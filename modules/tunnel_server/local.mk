@@ -8,8 +8,7 @@ modules_tunnel_server_tunnel_server_la_SOURCES = \
 	modules/tunnel_server/ts_conn.c \
 	modules/tunnel_server/ts_open.c \
 	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
-	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h \
-	modules/common/host_norm.c modules/common/provider_check.c
+	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h
 modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)

@@ -191,8 +191,8 @@ is "$RC" 0 "TM-PROTO-20 a legacy agent: the stream opens legacy towards it and r
 grep -q '"type": "OPEN_RESULT"' "$T/edge-old.ev"; is $? 1 \
   "no OPEN_RESULT is asked of the legacy agent"
 m=$(http_get "http://127.0.0.1:$aport/metrics")
-like "$m" 'tunnelmesh_stream_open_total{component="server",open_mode="legacy",result="success",error_class="ok"} 1' \
-  "TM-PROTO-21 one compatibility count: open_total{open_mode=legacy}"
+like_re "$m" 'proxyhost_stream_tunnel_opens_total\{component="server",open_mode="legacy"\} [1-9]' \
+  "TM-PROTO-21 one compatibility count: opens{open_mode=legacy}"
 
 # ---- a legacy client (TM-TEST-14) -----------------------------------------
 client legacy '[
@@ -269,11 +269,11 @@ like_re "$log" 'agent=agent-[0-9a-f]{8}' "the agent redacted"
 unlike "$log" 'agent=edge-1' "never its name"
 unlike "$log" 'www.ok.test' "TM-SEC-9 no target at info level"
 m=$(http_get "http://127.0.0.1:$aport/metrics")
-like "$m" 'tunnelmesh_stream_ttfb_seconds_count{component="server",kind="server"}' \
+like_re "$m" 'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success"\} [1-9]' \
   "TM-OBS-20 the server TTFB is measured"
-like_re "$m" 'tunnelmesh_stream_queue_wait_seconds_count\{component="server",queue="open"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_queue_wait_seconds_count\{component="server"\} [1-9]' \
   "the open executor's queue wait is measured"
-like_re "$m" 'tunnelmesh_stream_open_total\{component="server",open_mode="strict",result="[a-z]*",error_class="queue_full"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_open_total\{component="server",result="failure",error_class="queue_full"\} [1-9]' \
   "queue_full is counted"
 unlike "$m" 'ok.test' "TM-SEC-8 no target on /metrics"
 unlike "$m" "$CTOK" "no token id on /metrics"
