@@ -231,7 +231,7 @@ static void refuse(ts_conn *c, const char *why) {
   PH_LOG(ts_api, c->m->ctx, PH_LOG_INFO, "tunnel connection refused",
          PH_STR("token", c->token_id), PH_STR("reason", why),
          PH_STR("peer", c->peer));
-  tm_ws_conn_close(c->ws, WS_UNAUTHORIZED, "unauthorized");
+  c->lo->close(c->link, WS_UNAUTHORIZED, "unauthorized");
 }
 
 static void on_auth(void *arg, const ph_az_auth_result *res) {
@@ -247,7 +247,7 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
     return;
   }
   if (m->stopping) {
-    tm_ws_conn_close(c->ws, 1001, "going away");
+    c->lo->close(c->link, 1001, "going away");
     return;
   }
   const ph_az_token *tk = &res->token;
@@ -266,11 +266,11 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
       PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
              "agent holds agent.max_connections already; refused",
              PH_STR("token", c->token_id));
-      tm_ws_conn_close(c->ws, WS_POLICY, "too many connections");
+      c->lo->close(c->link, WS_POLICY, "too many connections");
       return;
     }
     if (!a && !(a = agent_get(m, tk->agent))) {
-      tm_ws_conn_close(c->ws, WS_INTERNAL, "internal error");
+      c->lo->close(c->link, WS_INTERNAL, "internal error");
       return;
     }
     c->kind = TS_CONN_AGENT;
@@ -278,19 +278,19 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
     c->agent_next = a->conns;
     a->conns = c;
     a->nconns++;
-    c->s = tm_session_new(ts_api, m->ctx, &cfg, tm_ws_transport(), c->ws,
+    c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
                           &agent_ops, c);
   } else {
     ts_token *t = token_get(m, c->token_id);
     if (!t) {
-      tm_ws_conn_close(c->ws, WS_INTERNAL, "internal error");
+      c->lo->close(c->link, WS_INTERNAL, "internal error");
       return;
     }
     c->kind = TS_CONN_CLIENT;
     c->token = t;
     t->conns++;
     oexec_group_init(&c->group);
-    c->s = tm_session_new(ts_api, m->ctx, &cfg, tm_ws_transport(), c->ws,
+    c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
                           &client_ops, c);
   }
   if (!c->s) {
@@ -303,11 +303,11 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
       c->token = NULL;
     }
     c->kind = TS_CONN_AUTH;
-    tm_ws_conn_close(c->ws, WS_INTERNAL, "internal error");
+    c->lo->close(c->link, WS_INTERNAL, "internal error");
     return;
   }
-  tm_ws_conn_bind(c->ws, c->s);
-  tm_ws_conn_resume(c->ws);
+  c->lo->bind(c->link, c->s);
+  c->lo->resume(c->link);
   char red[TS_REDACTED_LEN] = "-";
   if (agent)
     ts_redact_agent(tk->agent, red);
@@ -319,21 +319,22 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
          PH_STR("peer", c->peer));
 }
 
-static int ws_on_accept(void *arg, tm_ws_conn *w, const char *bearer,
-                        size_t len, const char *subproto, const char *peer) {
-  ts_mod *m = arg;
+ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
+                        const char *bearer, size_t len, const char *subproto,
+                        const char *peer) {
   if (m->stopping || m->nconns >= m->c.max_connections) {
     PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
               m->stopping ? "tunnel connection refused: stopping"
                           : "tunnel connection refused: max_connections",
               PH_STR("peer", peer ? peer : "-"));
-    return -1;
+    return NULL;
   }
   ts_conn *c = calloc(1, sizeof(*c));
   if (!c)
-    return -1;
+    return NULL;
   c->m = m;
-  c->ws = w;
+  c->lo = lo;
+  c->link = link;
   int caps = tm_subproto_caps(subproto);
   c->caps = caps > 0 ? ((unsigned)caps & m->c.caps) : 0;
   snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "-");
@@ -347,7 +348,7 @@ static int ws_on_accept(void *arg, tm_ws_conn *w, const char *bearer,
   int64_t id = m->store->authenticate(m->store_self, bearer, len, on_auth, c);
   if (id <= 0) {
     free(c);
-    return -1;
+    return NULL;
   }
   c->auth_call = id;
   m->auth_in_flight++;
@@ -356,16 +357,11 @@ static int ws_on_accept(void *arg, tm_ws_conn *w, const char *bearer,
     m->conns->prev = c;
   m->conns = c;
   m->nconns++;
-  tm_ws_conn_set_user(w, c);
-  return 0;
+  return c;
 }
 
-static void ws_on_closed(void *arg, tm_ws_conn *w) {
-  ts_mod *m = arg;
-  ts_conn *c = tm_ws_conn_user(w);
-  if (!c)
-    return;
-  tm_ws_conn_set_user(w, NULL);
+void ts_conn_closed(ts_conn *c) {
+  ts_mod *m = c->m;
   if (c->auth_call > 0) {
     m->store->cancel(m->store_self, c->auth_call);
     c->auth_call = 0;
@@ -386,22 +382,58 @@ static void ws_on_closed(void *arg, tm_ws_conn *w) {
   ts_stop_check(m);
 }
 
+/* ---- over tm_ws ----------------------------------------------------------- */
+
+static void ws_bind(void *link, tm_session *s) { tm_ws_conn_bind(link, s); }
+static void ws_resume(void *link) { tm_ws_conn_resume(link); }
+static void ws_close(void *link, int status, const char *reason) {
+  tm_ws_conn_close(link, status, reason);
+}
+static const ts_link_ops ws_link = {
+    .transport = tm_ws_transport,
+    .bind = ws_bind,
+    .resume = ws_resume,
+    .close = ws_close,
+};
+
+static int ws_on_accept(void *arg, tm_ws_conn *w, const char *bearer,
+                        size_t len, const char *subproto, const char *peer) {
+  ts_conn *c = ts_conn_accept(arg, &ws_link, w, bearer, len, subproto, peer);
+  if (!c)
+    return -1;
+  tm_ws_conn_set_user(w, c);
+  return 0;
+}
+
+static void ws_on_closed(void *arg, tm_ws_conn *w) {
+  (void)arg;
+  ts_conn *c = tm_ws_conn_user(w);
+  if (!c)
+    return;
+  tm_ws_conn_set_user(w, NULL);
+  ts_conn_closed(c);
+}
+
 const tm_ws_handlers ts_ws_handlers = {
     .on_accept = ws_on_accept,
     .on_closed = ws_on_closed,
 };
 
 void ts_conn_goaway_all(ts_mod *m) {
-  for (ts_conn *c = m->conns; c; c = c->next)
+  for (ts_conn *c = m->conns, *n; c; c = n) {
+    n = c->next;
     if (c->s)
       tm_session_goaway(c->s);
+  }
 }
 
 void ts_conn_close_all(ts_mod *m) {
-  for (ts_conn *c = m->conns; c; c = c->next) {
+  /* A link may end (ts_conn_closed) inside close: the next one first. */
+  for (ts_conn *c = m->conns, *n; c; c = n) {
+    n = c->next;
     if (c->s)
       tm_session_close(c->s);
     else
-      tm_ws_conn_close(c->ws, 1001, "going away");
+      c->lo->close(c->link, 1001, "going away");
   }
 }

@@ -87,9 +87,23 @@ struct ts_agent {
   ts_agent *next;
 };
 
+/* What a connection is carried by: tm_ws in the module, an in-memory
+ * link in the unit test. */
+typedef struct ts_link_ops {
+  const tm_transport *(*transport)(void);
+  /* Messages and writable events go to s from now on. */
+  void (*bind)(void *link, tm_session *s);
+  /* Start reading (paused since the accept). */
+  void (*resume)(void *link);
+  /* Close with a WebSocket status and a fixed reason; the link calls
+   * ts_conn_closed once it is gone. */
+  void (*close)(void *link, int status, const char *reason);
+} ts_link_ops;
+
 struct ts_conn {
   ts_mod *m;
-  tm_ws_conn *ws;
+  const ts_link_ops *lo;
+  void *link;
   tm_session *s;
   int kind;          /* ts_conn_kind */
   unsigned caps;     /* negotiated by subprotocol */
@@ -129,6 +143,9 @@ struct ts_mod {
 };
 
 extern const ph_api *ts_api;
+/* The state of the instance initialised last (for the unit test, which
+ * links the module's sources; the .so exports only proxyhost_module). */
+extern ts_mod *ts_last_mod;
 
 /* Microseconds on the monotonic clock. */
 uint64_t ts_now_us(void);
@@ -145,6 +162,14 @@ void ts_token_release(ts_mod *m, ts_token *t);
 extern const tm_ws_handlers ts_ws_handlers;
 /* The agent of that name, if any connection of it is registered. */
 ts_agent *ts_agent_find(ts_mod *m, const char *name);
+/* A connection was accepted with this bearer (len bytes) and chosen
+ * subprotocol (NULL: none): authentication starts, reading stays paused.
+ * NULL: refused (stopping, max_connections, no memory): close it. */
+ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
+                        const char *bearer, size_t len, const char *subproto,
+                        const char *peer);
+/* The link is gone: c is freed. */
+void ts_conn_closed(ts_conn *c);
 /* GOAWAY to every session (stop). */
 void ts_conn_goaway_all(ts_mod *m);
 /* Close every connection now (the end of the drain, destroy). */

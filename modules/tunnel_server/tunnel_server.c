@@ -19,6 +19,7 @@
 #include "ts_int.h"
 
 const ph_api *ts_api;
+ts_mod *ts_last_mod;
 
 static const char *const ts_requires[] = {PH_AZ_STORE_SERVICE,
                                           PH_ACCESS_SERVICE, NULL};
@@ -44,6 +45,7 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   oexec_init(&m->exec, m->c.max_concurrent_opens, m->c.max_pending_opens,
              m->c.max_opens_per_session);
   *state = m;
+  ts_last_mod = m;
   return PH_OK;
 }
 
@@ -181,6 +183,8 @@ static void ts_destroy(void *state) {
     free(t);
   }
   tm_metrics_free(m->metrics);
+  if (ts_last_mod == m)
+    ts_last_mod = NULL;
   free(m);
 }
 
