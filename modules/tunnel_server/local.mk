@@ -30,6 +30,18 @@ t_unit_test_tunnel_server_select_SOURCES = t/unit/test_tunnel_server_select.c \
 	modules/tunnel_server/agent_select.c
 t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_server
+
+# The module itself through the mock host, its connections in memory.
+check_PROGRAMS += t/unit/test_tunnel_server
+TESTS += t/unit/test_tunnel_server
+t_unit_test_tunnel_server_SOURCES = t/unit/test_tunnel_server.c \
+	$(modules_tunnel_server_tunnel_server_la_SOURCES)
+t_unit_test_tunnel_server_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_server \
+	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+t_unit_test_tunnel_server_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	host/libphmock.la $(LWS_LIBS) $(EV_LIBS)
 endif
 EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample
 
