@@ -76,6 +76,8 @@ static int ts_start(void *state) {
       .caps = m->c.caps,
       .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
       .path = m->c.path,
+      /* tm_ws answers 503 beyond it at the upgrade; ts_conn counts too. */
+      .max_connections = m->c.max_connections,
   };
   const char *err = NULL;
   m->ws = tm_ws_new(ts_api, m->ctx, &wc, &ts_ws_handlers, m, &err);
