@@ -48,3 +48,8 @@ t_fuzz_replay_tm_payload_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_payload.c
 t_fuzz_replay_tm_payload_CPPFLAGS = $(t_fuzz_replay_tm_frame_CPPFLAGS)
 t_fuzz_replay_tm_payload_LDADD = $(TM_PROTO_LDADD)
 endif
+
+# tm-proto: the protocol's specification, installed with the other docs
+# (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
+# reads the fragments too).
+nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
