@@ -114,3 +114,18 @@ EXTRA_DIST += t/unit/tm_ws_certs.sh
 # (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
 # reads the fragments too).
 nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
+# tm-session: the operations page of the session layer (installed with the
+# other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-session.md
+
+# tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
+# by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+check_PROGRAMS += t/fuzz/replay_tm_session
+t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
+t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	$(EV_LIBS)
+endif
