@@ -100,6 +100,7 @@ struct tm_ws {
   tm_ws_conn *conns;
   uint32_t n_server_conns;
   ph_timer *deferred; /* reports on_connect_error from the loop */
+  SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
   tm_ws *next_live;   /* lws' log sink (process-wide) */
 };
 
@@ -772,7 +773,25 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   w->cli_protocols[0] = (struct lws_protocols){
       .name = "tm-client", .callback = cli_cb, .rx_buffer_size = 16384};
 
-  lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE, lws_log_sink);
+  /* The client TLS context is ours, given to both vhosts: lws 4.1 finds
+   * its own client SSL_CTX again at destroy through an ex_data index it
+   * allocates anew in every lws_create_context, so with two contexts
+   * alive (three roles in one process, a reload) the older one's is
+   * never freed (lib/tls/openssl/openssl-tls.c, openssl-ssl.c). lws still
+   * sets SSL_VERIFY_PEER and the host name check on each connection. */
+  w->client_tls = SSL_CTX_new(TLS_client_method());
+  if (!w->client_tls ||
+      !SSL_CTX_set_min_proto_version(w->client_tls, TLS1_2_VERSION) ||
+      !(w->ca_file ? SSL_CTX_load_verify_locations(w->client_tls, w->ca_file,
+                                                   NULL)
+                   : SSL_CTX_set_default_verify_paths(w->client_tls))) {
+    *err = w->ca_file ? "the CA file does not load"
+                      : "the client TLS context did not start";
+    goto fail;
+  }
+  SSL_CTX_set_verify(w->client_tls, SSL_VERIFY_PEER, NULL);
+  SSL_CTX_set_options(w->client_tls, SSL_OP_NO_COMPRESSION);
+
   live_add(w);
 
   loops[0] = api->loop(ctx);
@@ -783,6 +802,10 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   info.port = CONTEXT_PORT_NO_LISTEN;
   info.timeout_secs = (w->cfg.handshake_timeout_ms + 999) / 1000;
   info.connect_timeout_secs = info.timeout_secs;
+  /* A peer that connects and sends no (or half a) request: the same
+   * deadline. */
+  info.timeout_secs_ah_idle = info.timeout_secs;
+  info.keepalive_timeout = (int)info.timeout_secs;
   info.user = w;
   w->lws = lws_create_context(&info);
   if (!w->lws) {
@@ -800,7 +823,10 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     vi.protocols = w->srv_protocols;
     vi.user = w;
     vi.timeout_secs = info.timeout_secs;
+    vi.timeout_secs_ah_idle = info.timeout_secs;
+    vi.keepalive_timeout = info.keepalive_timeout;
     vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    vi.provided_client_ssl_ctx = w->client_tls;
     if (w->cert_file) {
       vi.ssl_cert_filepath = w->cert_file;
       vi.ssl_private_key_filepath = w->key_file;
@@ -827,15 +853,12 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     vi.timeout_secs = info.timeout_secs;
     vi.connect_timeout_secs = info.timeout_secs;
     vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-    vi.ssl_client_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
-    if (w->ca_file) {
-      /* Only the operator's CA, not the system store too. */
-      vi.client_ssl_ca_filepath = w->ca_file;
-      vi.options |= LWS_SERVER_OPTION_DISABLE_OS_CA_CERTS;
-    }
+    /* Only the operator's CA when given, else the system store: loaded
+     * above into our context. */
+    vi.provided_client_ssl_ctx = w->client_tls;
     w->vh_client = lws_create_vhost(w->lws, &vi);
     if (!w->vh_client) {
-      *err = "the client vhost did not start (the CA file does not load)";
+      *err = "the client vhost did not start";
       goto fail;
     }
   }
@@ -845,6 +868,8 @@ fail:
   if (w->lws)
     lws_context_destroy(w->lws);
   live_remove(w);
+  if (w->client_tls)
+    SSL_CTX_free(w->client_tls);
   if (w->deferred)
     api->timer_free(w->deferred);
   free_strings(w);
@@ -868,6 +893,7 @@ void tm_ws_free(tm_ws *w) {
   }
   lws_context_destroy(w->lws);
   live_remove(w);
+  SSL_CTX_free(w->client_tls);
   w->api->timer_free(w->deferred);
   free_strings(w);
   free(w);
