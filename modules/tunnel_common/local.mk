@@ -118,3 +118,14 @@ t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common
 endif
 EXTRA_DIST += t/unit/tm_ws_certs.sh
+
+# tm-ws: one real tm_session on each end of a real tm_ws connection.
+if TUNNEL_ANY
+UNIT_TESTS_LOCAL += t/unit/test_tm_ws_session
+t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
+t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
+endif
