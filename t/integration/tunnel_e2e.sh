@@ -13,6 +13,7 @@
 #     while the bulk one still runs (TM-TEST-36);
 #   - fds and resident memory back to the baseline after rounds of
 #     streams, in all three processes (TM-TEST-37);
+#   - the Grafana dashboard's panels against the three scrapes;
 #   - everything at debug level: no token secret in any log, in /metrics
 #     or in the SQLite file (TM-SEC-9).
 . "$top_srcdir/t/lib/testlib.sh"
@@ -134,5 +135,13 @@ tn_metrics "$c_admin" >"$T/c.prom"
 $PY "$top_srcdir/t/lib/metrics_lint.py" "$T/c.prom" 1000 tunnel_client socks5 >"$T/c.lint" 2>&1
 ok $? "the client's /metrics in the prefix scheme (metrics_lint.py)"
 sed 's/^/# /' "$T/c.lint" | head -20
+# The dashboard's panels against the three roles' scrapes (TM-DOC-9,
+# TM-OBS-23..27); the local proxy's own panels are metrics_scrape.sh's.
+tn_metrics "$s_admin" >"$T/s.prom"
+tn_metrics "$a_admin" >"$T/a.prom"
+$PY "$top_srcdir/t/lib/dashboard_check.py" --absent-ok '^(proxyhost_http_proxy_|process_)' \
+  "$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json" "$T/s.prom" "$T/a.prom" "$T/c.prom" >"$T/dash.out" 2>&1
+ok $? "TM-OBS-23..27 every tunnel metric of the dashboard's panels is in the roles' /metrics"
+grep '^problem' "$T/dash.out" | sed 's/^/# /'
 
 done_testing
