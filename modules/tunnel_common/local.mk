@@ -104,3 +104,15 @@ t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common
 endif
 EXTRA_DIST += t/unit/tm_ws_certs.sh
+
+# tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
+# by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+check_PROGRAMS += t/fuzz/replay_tm_session
+t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
+t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	$(EV_LIBS)
+endif
