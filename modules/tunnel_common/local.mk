@@ -62,8 +62,12 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 	modules/tunnel_common/tm_session_int.h \
 	modules/tunnel_common/tm_stream.c modules/tunnel_common/tm_writer.c \
 	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h
-modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS)
-modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS)
+# (merge of tm-session and tm-ws, done in tm-agent: one definition, with
+# tm-ws's flags and libraries; tm-ws's block below adds its sources.)
+modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(LWS_CFLAGS) $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common
+modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
 
 UNIT_TESTS_TM_SESSION = t/unit/test_tm_session
 check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
@@ -76,27 +80,6 @@ t_unit_test_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	host/libphmock.la $(EV_LIBS)
 endif
-
-# tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
-# by t/integration/fuzz_replay.sh.
-if TUNNEL_ANY
-check_PROGRAMS += t/fuzz/replay_tm_session
-t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
-t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
-t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
-	$(EV_LIBS)
-endif
-
-# (merge in tm-server: tm-session and tm-ws both defined libtmsession.la;
-# tm-session's definition is kept above and tm-ws's flags added here.)
-if TUNNEL_ANY
-modules_tunnel_common_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
-	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common
-modules_tunnel_common_libtmsession_la_LIBADD += $(LWS_LIBS) $(OPENSSL_LIBS)
-endif
-
 # tm-ws: libwebsockets on the loop (tm_ws.c), the URL parser, the backoff;
 # test_tm_ws (client and server in one process through the mock host)
 # and the URL parser's fuzz target.
@@ -121,3 +104,15 @@ t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common
 endif
 EXTRA_DIST += t/unit/tm_ws_certs.sh
+
+# tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
+# by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+check_PROGRAMS += t/fuzz/replay_tm_session
+t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
+t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	$(EV_LIBS)
+endif
