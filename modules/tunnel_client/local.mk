@@ -33,3 +33,7 @@ t_unit_test_tunnel_client_cfg_CPPFLAGS = $(TEST_CPPFLAGS) \
 t_unit_test_tunnel_client_cfg_LDADD = $(UNIT_LDADD)
 endif
 EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample
+
+# conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the
+# tunnel), installed beside local.ini.
+dist_proxyhostconf_DATA += conf/client.ini
