@@ -6,3 +6,9 @@ EXTRA_DIST += t/integration/tunnel.mk
 # itself; it needs no module, so it always runs.
 INTEGRATION_TESTS += t/integration/tm_peer_selftest.sh
 EXTRA_DIST += t/lib/tm_peer.py t/lib/tunnel.sh
+
+# tm-client: tunnel_client in a real proxyhost against tm_peer.py.
+if MODULE_TUNNEL_CLIENT
+INTEGRATION_TESTS += t/integration/tunnel_client.sh
+endif
+EXTRA_DIST += t/integration/tunnel_client.sh t/lib/tls_forward.py
