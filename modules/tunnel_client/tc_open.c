@@ -34,6 +34,7 @@ struct tc_req {
   tm_stream *st; /* opening on a session; NULL when answered locally */
   int strict;    /* the connection's mode (or the local one, no session) */
   int on_done;
+  ph_timer *timer; /* strict: stream.open_timeout */
   int64_t t0_us;
   uint16_t port;
   char host[TM_HOST_MAX + 1];
@@ -86,19 +87,6 @@ static void done_unlink(tc_client *tc, tc_req *r) {
 
 /* ---- metrics and the log line ------------------------------------------ */
 
-static int result_of(int code) {
-  switch (code) {
-  case PH_OPEN_OK:
-    return TM_R_SUCCESS;
-  case PH_OPEN_TIMEOUT:
-    return TM_R_TIMEOUT;
-  case PH_OPEN_FORBIDDEN:
-    return TM_R_REJECTED;
-  default:
-    return TM_R_FAILURE;
-  }
-}
-
 /* A failed open is a stream that ended: one line with its stage, code,
  * duration and mode; the target only at debug with log_target. */
 static void log_failed(tc_client *tc, const tc_req *r, int64_t us) {
@@ -117,17 +105,27 @@ static void log_failed(tc_client *tc, const tc_req *r, int64_t us) {
               PH_INT("us", us), PH_STR("open_mode", mode));
 }
 
-/* Counts and times one answer, then hands it over and frees r. */
+static void req_free(tc_req *r) {
+  if (r->timer)
+    r->tc->api->timer_free(r->timer);
+  free(r);
+}
+
+/* Counts one answer's open mode, then hands it over and frees r. The
+ * frontend that asked (component "client") counts the open by its code
+ * and times the open stage and the TTFB (TM-OBS-21: from its SOCKS5
+ * success to the first byte it relays), so the client adds only the
+ * strict/legacy split (TM-PROTO-21/39). */
 static void answer(tc_req *r) {
   tc_client *tc = r->tc;
   int64_t us = tc_now_us() - r->t0_us;
-  tm_obs_open(tc->metrics, r->strict, r->res.code);
-  tm_obs_stage(tc->metrics, TM_OS_OPEN, result_of(r->res.code),
-               us > 0 ? (uint64_t)us : 0);
+  tm_obs_open_mode(tc->metrics, r->strict);
   if (r->res.code != PH_OPEN_OK)
     log_failed(tc, r, us);
+  if (r->timer) /* before the callback: it may cancel nothing now */
+    tc->api->timer_set(r->timer, 0, 0);
   r->cb(r->arg, &r->res);
-  free(r);
+  req_free(r);
 }
 
 /* ---- local answers -------------------------------------------------------- */
@@ -172,6 +170,27 @@ static void finish_local(tc_req *r, int stage, int code, uint32_t retry_ms) {
 }
 
 /* ---- the session's answer ---------------------------------------------- */
+
+/* Strict: no OPEN_RESULT within stream.open_timeout. The stream alone is
+ * reset towards the server (TM-PROTO-38); the answer is connect/timeout
+ * (the client cannot tell which stage the server was in). The client
+ * keeps this timer itself so that the stage is its own, not the
+ * session's. */
+static void on_open_timeout(ph_timer *t, void *arg) {
+  (void)t;
+  tc_req *r = arg;
+  tc_client *tc = r->tc;
+  tm_stream *st = r->st;
+  r->st = NULL;
+  table_del(tc, r);
+  if (st)
+    tm_stream_cancel(st); /* RESET; its callback never runs */
+  r->res.stage = PH_STAGE_CONNECT;
+  r->res.code = PH_OPEN_TIMEOUT;
+  r->res.retryable = 1;
+  r->res.retry_after_ms = TC_RETRY_OFFLINE_MS;
+  answer(r);
+}
 
 static void on_opened(void *arg, tm_stream *st, const tm_open_result *res,
                       int strict) {
@@ -279,9 +298,17 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   memcpy(os.host, r->host, hl);
   memcpy(os.agent, tc->cfg.agent, strlen(tc->cfg.agent));
   r->strict = (tm_session_caps(s) & TM_CAP_OPEN_RESULT) != 0;
-  r->st = tm_stream_open(s, &os, tc->cfg.open_timeout_ms, on_opened, r);
+  if (r->strict &&
+      !(r->timer = tc->api->timer_new(tc->ctx, on_open_timeout, r))) {
+    table_del(tc, r);
+    free(r);
+    return PH_ENOMEM;
+  }
+  r->st = tm_stream_open(s, &os, 0, on_opened, r);
   if (!r->st) /* at max_streams, draining, or its control queue full */
     finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, TC_RETRY_FULL_MS);
+  else if (r->timer)
+    tc->api->timer_set(r->timer, tc->cfg.open_timeout_ms, 0);
   return r->id;
 }
 
@@ -295,7 +322,7 @@ static int tc_cancel(void *self, int64_t id) {
     done_unlink(tc, r);
   if (r->st) /* resets it towards the server; on_opened never runs */
     tm_stream_cancel(r->st);
-  free(r);
+  req_free(r);
   return PH_OK;
 }
 
@@ -317,15 +344,17 @@ int tc_opens_init(tc_client *tc) {
 }
 
 void tc_opens_destroy(tc_client *tc) {
-  /* Opens on sessions were abandoned when the sessions closed (their
-   * callbacks ran); what is left was answered locally and never
-   * delivered, or belongs to a caller that is gone too. */
+  /* Before the sessions go (tc_conns_destroy): their callers (the
+   * frontends, destroyed before their provider) must hear nothing more,
+   * so every open still in flight is cancelled, not failed. */
   if (tc->buckets)
     for (size_t b = 0; b < tc->n_buckets; b++)
       while (tc->buckets[b]) {
         tc_req *r = tc->buckets[b];
         tc->buckets[b] = r->hnext;
-        free(r);
+        if (r->st)
+          tm_stream_cancel(r->st);
+        req_free(r);
       }
   free(tc->buckets);
   tc->buckets = NULL;

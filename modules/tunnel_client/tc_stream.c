@@ -2,14 +2,13 @@
 /* The stream the client hands to the frontend: the session's tm_stream
  * seen through a ph_stream of ours that forwards every call (no copy,
  * peek and consume go straight to the session's inbound queue, so the
- * window still reopens only by what the frontend delivered). It adds what
- * only the client can see:
- *  - the SOCKS5 local TTFB (TM-OBS-21): from the hand-over (the frontend
- *    sends its success at once) to the first target byte the frontend
- *    can read, tunnelmesh_stream_ttfb_seconds{kind="socks5_local"};
- *  - one log line when the frontend closes it: stage, code, lifetime,
- *    bytes, open_mode and whether it ended by a reset (the target only at
- *    debug with log_target). */
+ * window still reopens only by what the frontend delivered). It adds the
+ * one thing only the client knows: a log line when the frontend closes
+ * it, with its stage, code, lifetime, bytes, open_mode and whether it
+ * ended by a reset (the target only at debug with log_target). The
+ * SOCKS5 local TTFB (TM-OBS-21) is the frontend's own stage="ttfb" of
+ * component "client": its relay times it from the success it sends to
+ * the first byte it delivers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +21,9 @@ typedef struct tc_stream {
   tc_client *tc;
   ph_stream_fn fn;
   void *arg;
-  int64_t t_open_us, t_handover_us;
+  int64_t t_open_us;
   uint64_t up, down;
-  int strict, got_first, was_reset;
+  int strict, was_reset;
   uint16_t port;
   char host[TM_HOST_MAX + 1];
 } tc_stream;
@@ -48,14 +47,8 @@ static void w_watch(ph_stream *s, int events, ph_stream_fn fn, void *arg) {
 static ssize_t w_peek(ph_stream *s, const void **data) {
   tc_stream *w = of(s);
   ssize_t n = ph_stream_peek(w->inner, data);
-  if (n > 0 && !w->got_first) {
-    w->got_first = 1;
-    int64_t us = tc_now_us() - w->t_handover_us;
-    tm_obs_ttfb(w->tc->metrics, TM_TTFB_SOCKS5_LOCAL,
-                us > 0 ? (uint64_t)us : 0);
-  } else if (n == PH_ERESET) {
+  if (n == PH_ERESET)
     w->was_reset = 1;
-  }
   return n;
 }
 
@@ -125,7 +118,6 @@ ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
   w->tc = tc;
   w->strict = strict;
   w->t_open_us = t_open_us;
-  w->t_handover_us = tc_now_us();
   w->port = port;
   snprintf(w->host, sizeof(w->host), "%s", host);
   return &w->base;

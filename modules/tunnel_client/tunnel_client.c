@@ -326,8 +326,8 @@ static void tc_destroy(void *state) {
   tc_client *tc = state;
   if (!tc)
     return;
+  tc_opens_destroy(tc); /* first: cancels the opens on live sessions */
   tc_conns_destroy(tc);
-  tc_opens_destroy(tc);
   tm_metrics_free(tc->metrics);
   free(tc->cfg.url);
   free(tc->cfg.agent);
