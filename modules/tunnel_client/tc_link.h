@@ -2,7 +2,7 @@
 /* The client's WebSocket connections behind one small table, so that the
  * connection logic (tc_conn.c) runs over libwebsockets in the module
  * (tc_link_ws.c, through tm_ws.h) and over in-memory links in its unit
- * test, which installs its own table with tc_link_use. A link is one
+ * test, which links its own tc_link_active. A link is one
  * connection attempt; its events come back as the tc_link_* calls of
  * tunnel_client_int.h, from the loop, never from inside connect. */
 #ifndef TC_LINK_H
@@ -43,13 +43,9 @@ typedef struct tc_link_ops {
   void (*close)(void *link, int status, const char *reason);
 } tc_link_ops;
 
-/* The libwebsockets links (tc_link_ws.c). */
-extern const tc_link_ops tc_link_ws;
-/* Unit tests only (the module's .so exports nothing but its descriptor):
- * the links every tunnel_client instance initialised afterwards uses;
- * NULL restores tc_link_ws. */
-void tc_link_use(const tc_link_ops *ops);
-/* The table an instance initialised now uses. */
+/* The links an instance uses, read at init: tc_link_ws.c's over
+ * libwebsockets in the module; a unit test links its own definition
+ * instead of tc_link_ws.c (in-memory links to a fake server). */
 const tc_link_ops *tc_link_active(void);
 
 #endif

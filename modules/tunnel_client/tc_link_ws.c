@@ -7,13 +7,6 @@
 #include "tm_ws.h"
 #include "tunnel_client_int.h"
 
-static const tc_link_ops *active_ops = &tc_link_ws;
-
-void tc_link_use(const tc_link_ops *ops) {
-  active_ops = ops ? ops : &tc_link_ws;
-}
-
-const tc_link_ops *tc_link_active(void) { return active_ops; }
 
 static void ws_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   (void)arg;
@@ -72,7 +65,7 @@ static void ws_close(void *link, int status, const char *reason) {
   tm_ws_conn_close(link, status, reason);
 }
 
-const tc_link_ops tc_link_ws = {
+static const tc_link_ops tc_link_ws = {
     .env_new = ws_env_new,
     .env_free = ws_env_free,
     .connect = ws_connect,
@@ -80,3 +73,5 @@ const tc_link_ops tc_link_ws = {
     .bind = ws_bind,
     .close = ws_close,
 };
+
+const tc_link_ops *tc_link_active(void) { return &tc_link_ws; }

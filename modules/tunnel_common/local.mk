@@ -31,8 +31,12 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 	modules/tunnel_common/tm_session_int.h \
 	modules/tunnel_common/tm_stream.c modules/tunnel_common/tm_writer.c \
 	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h
-modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS)
-modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS)
+# (merged in tm-client: tm-ws's definition of the same library brought
+# the libwebsockets flags; one definition here, tm-ws's += below)
+modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(LWS_CFLAGS) $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common
+modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
 
 UNIT_TESTS_TM_SESSION = t/unit/test_tm_session
 check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
@@ -45,3 +49,28 @@ t_unit_test_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	host/libphmock.la $(EV_LIBS)
 endif
+
+# tm-ws: libwebsockets on the loop (tm_ws.c), the URL parser, the backoff;
+# test_tm_ws (client and server in one process through the mock host)
+# and the URL parser's fuzz target.
+if TUNNEL_ANY
+TM_WS_SOURCES = modules/tunnel_common/tm_ws.c \
+	modules/tunnel_common/tm_ws.h \
+	modules/tunnel_common/tm_ws_url.c modules/tunnel_common/tm_ws_url.h \
+	modules/tunnel_common/tm_backoff.c
+modules_tunnel_common_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
+UNIT_TESTS_LOCAL += t/unit/test_tm_ws
+t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
+	t/unit/tm_ws_stubs.h \
+	$(TM_WS_SOURCES)
+t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common \
+	-DTM_TEST_SRCDIR='"$(abs_top_srcdir)"'
+t_unit_test_tm_ws_LDADD = host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_tm_url
+t_fuzz_replay_tm_url_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_url.c \
+	modules/tunnel_common/tm_ws_url.c
+t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+endif
+EXTRA_DIST += t/unit/tm_ws_certs.sh
