@@ -187,6 +187,13 @@ static void sess_goaway(void *arg, uint32_t last_stream_id) {
   schedule(c, 1);
 }
 
+static const char *reason_name(int r) {
+  static const char *const n[] = {"?",         "transport", "protocol",
+                                  "abuse",     "control_full", "heartbeat",
+                                  "local",     "goaway_done"};
+  return r >= 1 && r <= TM_CLOSE_GOAWAY_DONE ? n[r] : "?";
+}
+
 static void sess_close(void *arg, int reason) {
   tc_sess *ts = arg;
   tc_conn *c = ts->c;
@@ -197,7 +204,7 @@ static void sess_close(void *arg, int reason) {
   slot_drop(ts);
   if (reason != TM_CLOSE_GOAWAY_DONE && reason != TM_CLOSE_LOCAL)
     PH_LOG(tc->api, tc->ctx, PH_LOG_WARN, "connection to the server lost",
-           PH_UINT("connection", c->idx), PH_INT("reason", reason));
+           PH_UINT("connection", c->idx), PH_STR("reason", reason_name(reason)));
   update_ready(tc);
   /* A drained session's slot has its successor already. */
   if (was == TC_S_UP)

@@ -23,11 +23,11 @@ static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
 #define KiB 1024
 
 static const ph_conf_key tc_keys[] = {
-    PH_CONF_KEY("server_url", PH_CONF_STRING, "", 1, TC_URL_MAX,
+    PH_CONF_KEY("server_url", PH_CONF_STRING, "", 0, TC_URL_MAX,
                 PH_CONF_REQUIRED | PH_CONF_RESTART, NULL,
                 "the server's WebSocket URL, ws://host:port/path or wss://",
                 NULL),
-    PH_CONF_KEY("agent", PH_CONF_STRING, "", 1, TM_AGENT_MAX,
+    PH_CONF_KEY("agent", PH_CONF_STRING, "", 0, TM_AGENT_MAX,
                 PH_CONF_REQUIRED, NULL,
                 "the agent every stream goes to (its name at the server)",
                 NULL),

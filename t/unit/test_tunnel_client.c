@@ -157,13 +157,6 @@ static void echo_cb(ph_stream *ps, int revents, void *arg) {
   }
 }
 
-static int link_of_server(tm_session *s) {
-  for (int i = 0; i < G.n_links; i++)
-    if (G.links[i]->sv.s == s)
-      return i;
-  return -1;
-}
-
 static void srv_open(void *arg, tm_stream *st, const tm_open_stream *req) {
   mlink *l = arg;
   if (G.n_opens >= MAX_OPENS) {
@@ -344,22 +337,22 @@ static void *m_connect(void *env, tc_sess *ts, const char *url,
   l->tick = G.api->timer_new(G.ctx, on_tick, l);
   G.links[G.n_links++] = l;
   arm(l); /* the answer comes from the loop */
-  return l;
+  return &l->c; /* the handle is the client's side: the transport's arg */
 }
 
 static const tm_transport *m_get_transport(void) { return &m_transport; }
 
 static void m_bind(void *link, tm_session *s) {
-  mlink *l = link;
-  l->c.s = s;
+  mside *c = link;
+  c->s = s;
 }
 
 static void m_lclose(void *link, int status, const char *reason) {
   (void)status;
   (void)reason;
-  mlink *l = link;
-  l->c.closed = 1;
-  arm(l);
+  mside *c = link;
+  c->closed = 1;
+  arm(c->l);
 }
 
 static const tc_link_ops mem_ops = {m_env_new, m_env_free, m_connect,

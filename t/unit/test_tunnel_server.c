@@ -235,7 +235,38 @@ typedef struct peer {
 static peer peers[NPEERS];
 static ph_mock *mk;
 
-static void p_want(void *t) { ((peer *)t)->want = 1; }
+/* The links run from the loop (a tsfake timer), as sockets would: the
+ * writable events and the end of a closed link. */
+static ph_timer *link_timer;
+static void links_run(ph_timer *t, void *arg);
+static void arm_links(void) {
+  if (!link_timer)
+    link_timer = fk.api->timer_new(fk.ctx, links_run, NULL);
+  fk.api->timer_set(link_timer, 1, 0);
+}
+static void links_run(ph_timer *t, void *arg) {
+  (void)t, (void)arg;
+  for (int i = 0; i < NPEERS; i++) {
+    peer *p = &peers[i];
+    for (int n = 0; n < 4096 && p->want && p->s && !p->closed; n++) {
+      p->want = 0;
+      tm_session_on_writable(p->s);
+    }
+    if (p->closed && !p->gone && p->c) {
+      /* The link ends after the close, as a WebSocket does. */
+      p->gone = 1;
+      p->s = NULL;
+      ts_conn *c = p->c;
+      p->c = NULL;
+      ts_conn_closed(c);
+    }
+  }
+}
+
+static void p_want(void *t) {
+  ((peer *)t)->want = 1;
+  arm_links();
+}
 static int p_write(void *t, uint8_t *buf, size_t len) {
   peer *p = t;
   tm_frame f;
@@ -251,7 +282,10 @@ static int p_write(void *t, uint8_t *buf, size_t len) {
   return 0;
 }
 static void p_pause(void *t, int paused) { (void)t, (void)paused; }
-static void p_tclose(void *t) { ((peer *)t)->closed = 1; }
+static void p_tclose(void *t) {
+  ((peer *)t)->closed = 1;
+  arm_links();
+}
 static const tm_transport p_transport = {.want_write = p_want,
                                          .write = p_write,
                                          .pause_read = p_pause,
@@ -265,31 +299,17 @@ static void l_close(void *link, int status, const char *reason) {
   peer *p = link;
   p->status = status;
   p->closed = 1;
+  arm_links();
 }
 static const ts_link_ops links = {.transport = p_get_transport,
                                   .bind = l_bind,
                                   .resume = l_resume,
                                   .close = l_close};
 
-/* Runs the loop and the links until nothing moves (bounded). */
+/* Runs the loop, and the links in it, for a while (bounded). */
 static void pump(void) {
-  for (int round = 0; round < 30; round++) {
+  for (int round = 0; round < 30; round++)
     ph_mock_run_for(mk, 1);
-    for (int i = 0; i < NPEERS; i++) {
-      peer *p = &peers[i];
-      for (int n = 0; n < 4096 && p->want && p->s && !p->closed; n++) {
-        p->want = 0;
-        tm_session_on_writable(p->s);
-      }
-      if (p->closed && !p->gone && p->c) {
-        /* The link ends after the close, as a WebSocket does. */
-        p->gone = 1;
-        p->s = NULL;
-        ts_conn_closed(p->c);
-        p->c = NULL;
-      }
-    }
-  }
 }
 
 static peer *connect_peer(int i, const char *bearer, const char *subproto) {
@@ -391,7 +411,7 @@ static void reset_stream(peer *p, uint32_t sid) {
 #define INI                                                               \
   "[log]\nlevel = warn\n"                                                  \
   "[tunnel_server]\nstore = tsfake\naccess = tsfake\n"                    \
-  "listen = 127.0.0.1:0\nping_interval = 0\n"
+  "listen = 127.0.0.1:0\nping_interval = 0\ndrain_timeout = 200ms\n"
 #define TINY                                                              \
   "stream.max_concurrent_opens = 2\n"                                      \
   "stream.max_pending_opens = 2\n"                                         \
@@ -613,7 +633,19 @@ int main(void) {
   test_strict_and_selection();
   test_executor();
   test_legacy_agent();
+  /* Stop: GOAWAY to every session; the idle ones close at once, the ones
+   * with streams at drain_timeout (TM-UPG-13). */
   ph_mock_stop(mk);
+  int goaway = 0, live = 0, gone = 0;
+  for (int i = 0; i < NPEERS; i++) {
+    if (!peers[i].c && !peers[i].gone)
+      continue;
+    live++;
+    goaway += count(&peers[i], TM_GOAWAY) > 0;
+    gone += peers[i].gone;
+  }
+  is_int(goaway, live, "TM-UPG-13 stop sends GOAWAY on every session");
+  is_int(gone, live, "and every connection is closed by the end of the drain");
   ph_mock_free(mk);
   for (int i = 0; i < NPEERS; i++)
     for (int k = 0; k < peers[i].nout; k++)
