@@ -58,8 +58,8 @@ sed 's/^/#   /' "$T/check" | head -5
 
 start_proxyhost "$T/server.ini"
 wait_for healthy "$aport"; ok $? "proxyhost with the tunnel server starts"
-is "$(http_get "http://127.0.0.1:$aport/readyz" | head -1)" 200 \
-  "ready: listening, store and access found"
+ready() { [ "$(http_get "http://127.0.0.1:$aport/readyz" | head -1)" = 200 ]; }
+wait_for ready; ok $? "ready: listening, store and access found (auth_cache read the revision)"
 
 ctl() { "$CTL" --admin "127.0.0.1:$aport" --token-file "$T/admin.token" "$@"; }
 bearer_of() { sed -n 's/^bearer  *//p'; }
