@@ -51,3 +51,7 @@ INTEGRATION_TESTS += t/integration/tunnel_server.sh
 endif
 EXTRA_DIST += t/integration/tunnel_server.sh
 dist_proxyhostconf_DATA += conf/server.ini
+
+# tm-server: the server role's user guide (installed with the other
+# documents; t/integration/docs_dist.sh reads the fragments).
+nobase_dist_doc_DATA += docs/user-guide/server.md
