@@ -565,6 +565,12 @@ static void test_raw_peers(void) {
                   NULL) >= 0 &&
          !strstr(out, " 101 "),
      "an offer without any TunnelMesh name is refused (TM-PROTO-15)");
+  static const char own[] =
+      UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tm-http\r\n");
+  ok(raw_exchange(port, own, sizeof(own) - 1, out, sizeof(out), 0, NULL) >=
+             0 &&
+         !strstr(out, " 101 ") && r.accepts == 0,
+     "an offer naming the server's http protocol is refused");
   static const char good[] = UPGRADE_HEAD(
       "/tunnel", "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n");
   int fd = -1;
