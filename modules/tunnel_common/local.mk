@@ -138,3 +138,7 @@ t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
 endif
+
+# tm-ws: the operations page of the WebSocket transport (installed with
+# the other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-transport.md
