@@ -71,7 +71,7 @@ wait_file "$T/page.port"; ok $? "page server up"
 web=$(cat "$T/page.port")
 
 tn_server s; tn_creds s; tn_agent a s; tn_client c s
-tn_wait_sessions "$s_admin" agent 1 && wait_for tn_ready "$c_admin"
+tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c_admin"
 ok $? "server, agent and client up and connected"
 
 # curl: the page and every resource.
@@ -96,7 +96,7 @@ like "$dom" "images=$IMAGES scripts=$SCRIPTS" "Chromium loaded all $IMAGES image
 got=$(grep -c '^GET /img/\|^GET /js/' "$T/access.log")
 is "$got" $((IMAGES + SCRIPTS)) "... and each resource is in the page server's access log"
 grep -q '^GET /index.html' "$T/access.log"; ok $? "... the page itself too"
-like_re "$(tn_metrics "$c_admin")" 'tunnelmesh_stream_open_total\{[^}]*open_mode="strict"[^}]*result="success"[^}]*\} [1-9]' \
+like_re "$(tn_metrics "$c_admin")" 'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
   "the browser's streams were strict opens"
 
 done_testing

@@ -40,8 +40,8 @@ $4}"
   for p in s a c; do kill "$(eval echo "\$$p$1_pid")" 2>/dev/null; done
   for p in s a c; do wait_exit "$(eval echo "\$$p$1_pid")" 10; done
 }
-opens() { # METRICS MODE: the successful opens counted in that mode
-  printf '%s\n' "$1" | grep -E "^tunnelmesh_stream_open_total\{[^}]*open_mode=\"$2\"[^}]*result=\"success\"" |
+opens() { # METRICS MODE: the opens counted in that mode
+  printf '%s\n' "$1" | grep -E "^proxyhost_stream_tunnel_opens_total\{[^}]*open_mode=\"$2\"" |
     awk '{ s += $NF } END { printf "%d\n", s }'
 }
 
