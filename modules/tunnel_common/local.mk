@@ -105,6 +105,10 @@ t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
 endif
 EXTRA_DIST += t/unit/tm_ws_certs.sh
 
+# tm-session: the operations page of the session layer (installed with the
+# other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-session.md
+
 # tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
 # by t/integration/fuzz_replay.sh.
 if TUNNEL_ANY

@@ -217,6 +217,7 @@ static void user_op(world *w, const uint8_t *p, size_t n) {
   }
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2)
     return 0;
