@@ -209,3 +209,9 @@ void tm_obs_session_closed(tm_metrics *m, int reason) {
   if (m && reason >= TM_CLOSE_TRANSPORT && reason <= TM_CLOSE_GOAWAY_DONE)
     m->api->inc(m->closed[reason], 1);
 }
+
+/* Added by tm-client (tm_metrics.h). */
+void tm_obs_open_mode(tm_metrics *m, int strict) {
+  if (m)
+    m->api->inc(m->mode[strict ? 1 : 0], 1);
+}

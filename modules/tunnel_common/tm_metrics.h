@@ -73,6 +73,12 @@ void tm_metrics_free(tm_metrics *m);
 /* Observations (m may be NULL: no-op). Durations in microseconds. */
 void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us);
 void tm_obs_open(tm_metrics *m, int strict, int code);
+/* Added by tm-client: only the strict/legacy split of an open
+ * (proxyhost_stream_tunnel_opens_total{component,open_mode}), for the
+ * client, whose frontend (socks5, http_proxy) already counts the open in
+ * tunnelmesh_stream_open_total{component="client"} and times its open
+ * and TTFB stages: tm_obs_open there would count each open twice. */
+void tm_obs_open_mode(tm_metrics *m, int strict);
 void tm_obs_queue_wait(tm_metrics *m, int queue, uint64_t us);
 void tm_obs_window_stall(tm_metrics *m, uint64_t us);
 void tm_obs_backpressure(tm_metrics *m, int reason);

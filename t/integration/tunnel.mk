@@ -19,3 +19,14 @@ INTEGRATION_TESTS += t/integration/tunnel_revoke.sh
 endif
 EXTRA_DIST += t/lib/tunnel_load.py t/integration/tunnel_revoke.sh \
 	conf/demo.ini scripts/demo.sh
+
+# The documents that span the three roles (installed with the others,
+# nobase_dist_doc_DATA as in Makefile.am).
+nobase_dist_doc_DATA += docs/README.md docs/operations/configuration.md \
+	docs/operations/troubleshooting.md docs/operations/network-probes.md
+
+# tm-client: tunnel_client in a real proxyhost against tm_peer.py.
+if MODULE_TUNNEL_CLIENT
+INTEGRATION_TESTS += t/integration/tunnel_client.sh
+endif
+EXTRA_DIST += t/integration/tunnel_client.sh t/lib/tls_forward.py
