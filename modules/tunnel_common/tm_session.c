@@ -49,6 +49,7 @@ void sess_map_del(tm_session *s, tm_stream *st) {
     }
   st->in_map = 0;
   s->live--;
+  sess_drain_check(s); /* GOAWAY: was it the last one? */
 }
 
 /* ---- lifetime ----------------------------------------------------------- */

@@ -111,6 +111,10 @@ static int send_data(tm_session *s) {
   if (n > s->cfg.max_frame_payload)
     n = s->cfg.max_frame_payload;
   int fin = st->shut && !st->fin_sent && n == st->out_len;
+  if (n == 0 && !fin) {
+    tm_drr_sent(&s->drr, node, 0, 0); /* nothing to send after all */
+    return 0;
+  }
   uint8_t *hdr = s->scratch + s->t.headroom;
   if (n)
     ring_take(st, hdr + TM_HEADER_LEN, n);

@@ -31,7 +31,10 @@
  */
 #include "tm_ws.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,15 @@
 
 enum conn_state { CS_CONNECTING = 0, CS_HANDSHAKE, CS_OPEN };
 
+/* A host name being resolved for tm_ws_connect (see resolve_work). */
+struct tm_ws_resolve {
+  tm_ws_conn *c; /* NULL once the conn gave up (the job frees itself) */
+  char host[TM_WS_HOST_MAX + 1];
+  char addr[64];
+  int ok;
+};
+
+
 struct tm_ws_conn {
   tm_ws *w;
   struct lws *wsi;   /* NULL once lws forgot it (then it is finishing) */
@@ -68,6 +80,9 @@ struct tm_ws_conn {
   int close_status;
   char close_reason[32];
   int deferred_error; /* client: failed inside tm_ws_connect */
+  int in_connect;     /* inside lws_client_connect_via_info */
+  struct tm_ws_resolve *resolve; /* client: the name being resolved */
+  int64_t job;
   int rx_text;        /* the message being received is text */
   uint8_t *rx;        /* reassembly, up to w->cfg.max_message bytes */
   size_t rx_len, rx_cap;
@@ -100,7 +115,9 @@ struct tm_ws {
   tm_ws_conn *conns;
   uint32_t n_server_conns;
   ph_timer *deferred; /* reports on_connect_error from the loop */
+  SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
   tm_ws *next_live;   /* lws' log sink (process-wide) */
+  int freeing;        /* tm_ws_free runs: no new connection */
 };
 
 static void wipe(void *p, size_t n) {
@@ -193,6 +210,13 @@ static void conn_free(tm_ws_conn *c) {
  * session first (its streams reset), then the role. */
 static void finish(tm_ws_conn *c) {
   tm_ws *w = c->w;
+  if (c->resolve) {
+    /* Resolving: the job frees itself when it ends. */
+    c->resolve->c = NULL;
+    c->resolve = NULL;
+    if (c->job > 0)
+      w->api->job_cancel(w->ctx, c->job);
+  }
   if (c->wsi)
     lws_set_opaque_user_data(c->wsi, NULL);
   c->wsi = NULL;
@@ -343,7 +367,16 @@ void tm_ws_conn_resume(tm_ws_conn *c) {
 }
 
 void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason) {
-  if (!c->wsi || c->close_pending)
+  if (c->close_pending || c->deferred_error)
+    return;
+  if (c->resolve) {
+    /* Still resolving its name: a connect error, from the loop. */
+    set_close(c, status, reason);
+    c->deferred_error = 1;
+    c->w->api->timer_set(c->w->deferred, 1, 0);
+    return;
+  }
+  if (!c->wsi)
     return;
   set_close(c, status, reason);
   if (c->state == CS_OPEN) {
@@ -375,6 +408,10 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason,
     if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL))
       return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
+  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+    /* A client offering this protocol's own name: lws would bind the
+     * WebSocket here, outside our conns and limits. */
+    return -1;
   case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
     if (!w)
       return -1;
@@ -593,7 +630,7 @@ static int cli_cb(struct lws *wsi, enum lws_callback_reasons reason,
   case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
     if (!c)
       return 0;
-    if (c->peer[0] == '\1') {
+    if (c->in_connect) {
       /* Inside tm_ws_connect: reported from the loop instead. */
       lws_set_opaque_user_data(wsi, NULL);
       c->wsi = NULL;
@@ -772,7 +809,25 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   w->cli_protocols[0] = (struct lws_protocols){
       .name = "tm-client", .callback = cli_cb, .rx_buffer_size = 16384};
 
-  lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE, lws_log_sink);
+  /* The client TLS context is ours, given to both vhosts: lws 4.1 finds
+   * its own client SSL_CTX again at destroy through an ex_data index it
+   * allocates anew in every lws_create_context, so with two contexts
+   * alive (three roles in one process, a reload) the older one's is
+   * never freed (lib/tls/openssl/openssl-tls.c, openssl-ssl.c). lws still
+   * sets SSL_VERIFY_PEER and the host name check on each connection. */
+  w->client_tls = SSL_CTX_new(TLS_client_method());
+  if (!w->client_tls ||
+      !SSL_CTX_set_min_proto_version(w->client_tls, TLS1_2_VERSION) ||
+      !(w->ca_file ? SSL_CTX_load_verify_locations(w->client_tls, w->ca_file,
+                                                   NULL)
+                   : SSL_CTX_set_default_verify_paths(w->client_tls))) {
+    *err = w->ca_file ? "the CA file does not load"
+                      : "the client TLS context did not start";
+    goto fail;
+  }
+  SSL_CTX_set_verify(w->client_tls, SSL_VERIFY_PEER, NULL);
+  SSL_CTX_set_options(w->client_tls, SSL_OP_NO_COMPRESSION);
+
   live_add(w);
 
   loops[0] = api->loop(ctx);
@@ -783,6 +838,10 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   info.port = CONTEXT_PORT_NO_LISTEN;
   info.timeout_secs = (w->cfg.handshake_timeout_ms + 999) / 1000;
   info.connect_timeout_secs = info.timeout_secs;
+  /* A peer that connects and sends no (or half a) request: the same
+   * deadline. */
+  info.timeout_secs_ah_idle = info.timeout_secs;
+  info.keepalive_timeout = (int)info.timeout_secs;
   info.user = w;
   w->lws = lws_create_context(&info);
   if (!w->lws) {
@@ -800,7 +859,10 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     vi.protocols = w->srv_protocols;
     vi.user = w;
     vi.timeout_secs = info.timeout_secs;
+    vi.timeout_secs_ah_idle = info.timeout_secs;
+    vi.keepalive_timeout = info.keepalive_timeout;
     vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    vi.provided_client_ssl_ctx = w->client_tls;
     if (w->cert_file) {
       vi.ssl_cert_filepath = w->cert_file;
       vi.ssl_private_key_filepath = w->key_file;
@@ -827,15 +889,12 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     vi.timeout_secs = info.timeout_secs;
     vi.connect_timeout_secs = info.timeout_secs;
     vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-    vi.ssl_client_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
-    if (w->ca_file) {
-      /* Only the operator's CA, not the system store too. */
-      vi.client_ssl_ca_filepath = w->ca_file;
-      vi.options |= LWS_SERVER_OPTION_DISABLE_OS_CA_CERTS;
-    }
+    /* Only the operator's CA when given, else the system store: loaded
+     * above into our context. */
+    vi.provided_client_ssl_ctx = w->client_tls;
     w->vh_client = lws_create_vhost(w->lws, &vi);
     if (!w->vh_client) {
-      *err = "the client vhost did not start (the CA file does not load)";
+      *err = "the client vhost did not start";
       goto fail;
     }
   }
@@ -845,6 +904,8 @@ fail:
   if (w->lws)
     lws_context_destroy(w->lws);
   live_remove(w);
+  if (w->client_tls)
+    SSL_CTX_free(w->client_tls);
   if (w->deferred)
     api->timer_free(w->deferred);
   free_strings(w);
@@ -859,6 +920,7 @@ void tm_ws_free(tm_ws *w) {
     return;
   /* Every conn ends here, with its callbacks, before lws tears the wsis
    * down (their callbacks then find no conn). */
+  w->freeing = 1;
   while (w->conns) {
     tm_ws_conn *c = w->conns;
     if (c->wsi && c->state == CS_OPEN)
@@ -868,6 +930,7 @@ void tm_ws_free(tm_ws *w) {
   }
   lws_context_destroy(w->lws);
   live_remove(w);
+  SSL_CTX_free(w->client_tls);
   w->api->timer_free(w->deferred);
   free_strings(w);
   free(w);
@@ -875,15 +938,91 @@ void tm_ws_free(tm_ws *w) {
 
 /* ---- client ------------------------------------------------------------ */
 
+/* Host names are resolved on a host helper thread (lws 4.1 as Debian
+ * builds it has no asynchronous DNS: it would call getaddrinfo on the
+ * loop); lws then connects to the address and still sends the name (SNI,
+ * the certificate's name check, Host). */
+
+static void resolve_work(void *arg) {
+  struct tm_ws_resolve *r = arg;
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
+  if (getaddrinfo(r->host, NULL, &hints, &res) == 0 && res) {
+    const void *a = res->ai_family == AF_INET6
+                        ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)
+                              ->sin6_addr
+                        : (const void *)&((struct sockaddr_in *)res->ai_addr)
+                              ->sin_addr;
+    r->ok = inet_ntop(res->ai_family, a, r->addr, sizeof(r->addr)) != NULL;
+  }
+  if (res)
+    freeaddrinfo(res);
+}
+
+static int start_connect(tm_ws_conn *c, const char *address);
+
+static void resolve_done(void *arg, int status) {
+  struct tm_ws_resolve *r = arg;
+  tm_ws_conn *c = r->c;
+  if (c) {
+    c->resolve = NULL;
+    c->job = 0;
+    if (status != PH_OK || !r->ok || start_connect(c, r->addr) < 0)
+      finish(c); /* on_connect_error, from the loop */
+  }
+  free(r);
+}
+
+static void defer_error(tm_ws_conn *c) {
+  c->wsi = NULL;
+  c->deferred_error = 1;
+  c->w->api->timer_set(c->w->deferred, 1, 0);
+}
+
+/* Hands the conn to lws, connecting to address (an IP literal). A
+ * failure inside lws_client_connect_via_info (with or without its
+ * CONNECTION_ERROR callback) is reported from the loop. */
+static int start_connect(tm_ws_conn *c, const char *address) {
+  struct lws_client_connect_info ci;
+  tm_ws *w = c->w;
+  memset(&ci, 0, sizeof(ci));
+  ci.context = w->lws;
+  ci.vhost = w->vh_client;
+  ci.address = address;
+  ci.port = c->url.port;
+  ci.path = c->url.path;
+  /* The name the certificate is checked against and SNI: the URL's host
+   * (lws strips ":port"); for an IPv6 literal (plain ws only) the Host
+   * header needs the brackets. */
+  ci.host = c->url.ipv6 ? c->hosthdr : c->url.host;
+  ci.origin = c->url.host;
+  ci.protocol = c->offer;
+  ci.local_protocol_name = "tm-client";
+  ci.ietf_version_or_minus_one = -1;
+  ci.ssl_connection = c->url.tls ? LCCSCF_USE_SSL : 0;
+  ci.opaque_user_data = c;
+  ci.pwsi = &c->wsi;
+  c->in_connect = 1;
+  struct lws *wsi = lws_client_connect_via_info(&ci);
+  c->in_connect = 0;
+  if (!wsi && !c->deferred_error)
+    defer_error(c);
+  return 0;
+}
+
 tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
                           const char **err) {
-  struct lws_client_connect_info ci;
   tm_ws_conn *c;
   tm_ws_url u;
   size_t bl = bearer ? strlen(bearer) : 0;
+  struct in_addr a4;
+  struct in6_addr a6;
 
-  if (!w || !url) {
-    *err = "bad arguments";
+  if (!w || !url || w->freeing) {
+    *err = w && w->freeing ? "the context is closing" : "bad arguments";
     return NULL;
   }
   if (tm_ws_url_parse(url, strlen(url), &u, err) < 0)
@@ -934,34 +1073,27 @@ tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
   else
     snprintf(c->hosthdr, sizeof(c->hosthdr), "%s:%u", u.host,
              (unsigned)u.port);
-
-  memset(&ci, 0, sizeof(ci));
-  ci.context = w->lws;
-  ci.vhost = w->vh_client;
-  ci.address = c->url.host;
-  ci.port = u.port;
-  ci.path = c->url.path;
-  /* The name the certificate is checked against: the URL's host (lws
-   * strips ":port"). */
-  ci.host = u.ipv6 ? c->hosthdr : c->url.host;
-  ci.origin = c->url.host;
-  ci.protocol = c->offer;
-  ci.local_protocol_name = "tm-client";
-  ci.ietf_version_or_minus_one = -1;
-  ci.ssl_connection = u.tls ? LCCSCF_USE_SSL : 0;
-  ci.opaque_user_data = c;
-  ci.pwsi = &c->wsi;
-  /* A CONNECTION_ERROR inside the call below is reported from the loop:
-   * peer[0] == '\1' marks "inside tm_ws_connect". */
-  c->peer[0] = '\1';
-  struct lws *wsi = lws_client_connect_via_info(&ci);
-  c->peer[0] = '\0';
-  if (!wsi && !c->deferred_error) {
-    /* Failed without a callback (lws frees its wsi): later, too. */
-    c->wsi = NULL;
-    c->deferred_error = 1;
-    w->api->timer_set(w->deferred, 1, 0);
-  }
   *err = NULL;
+  if (u.ipv6 || inet_pton(AF_INET, u.host, &a4) == 1 ||
+      inet_pton(AF_INET6, u.host, &a6) == 1) {
+    start_connect(c, c->url.host);
+    return c;
+  }
+  struct tm_ws_resolve *r = calloc(1, sizeof(*r));
+  if (!r) {
+    conn_free(c);
+    *err = "no memory";
+    return NULL;
+  }
+  r->c = c;
+  memcpy(r->host, u.host, strlen(u.host) + 1);
+  int64_t job = w->api->submit(w->ctx, resolve_work, resolve_done, r);
+  if (job <= 0) {
+    free(r);
+    defer_error(c); /* the job queue is full: a connect error */
+    return c;
+  }
+  c->resolve = r;
+  c->job = job;
   return c;
 }

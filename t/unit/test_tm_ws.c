@@ -150,9 +150,9 @@ static const tm_ws_handlers handlers = {
 
 static void rec_reset(rec *r) {
   for (int i = 0; i < r->n_srv_s; i++)
-    free(r->srv_s[i]);
+    stub_session_free(r->srv_s[i]);
   for (int i = 0; i < r->n_cli_s; i++)
-    free(r->cli_s[i]);
+    stub_session_free(r->cli_s[i]);
   memset(r, 0, sizeof(*r));
 }
 
@@ -474,10 +474,27 @@ static void test_bearer(void) {
   ok(h1 && !strncasecmp(h1, want, strlen(want)) &&
          !strcasestr(h1 + 2, "\r\nauthorization:"),
      "exactly one Authorization: Bearer header with the token");
-  like(req,
-       "Sec-WebSocket-Protocol: " TM_SUBPROTO_FULL ", " TM_SUBPROTO_OPEN
-       ", " TM_SUBPROTO_BASE "\r\n",
-       "TM-PROTO-14: the offer in priority order");
+  /* The offer's names, split at commas and spaces, in order. */
+  char names[3][64] = {"", "", ""};
+  int nn = 0;
+  const char *po = strcasestr(req, "\r\nSec-WebSocket-Protocol:");
+  if (po) {
+    po += 25;
+    while (*po && *po != '\r' && nn < 3) {
+      while (*po == ' ' || *po == ',')
+        po++;
+      size_t k = strcspn(po, ", \r");
+      if (k && k < sizeof(names[0])) {
+        memcpy(names[nn], po, k);
+        names[nn++][k] = '\0';
+      }
+      po += k;
+    }
+  }
+  ok(nn == 3 && !strcmp(names[0], TM_SUBPROTO_FULL) &&
+         !strcmp(names[1], TM_SUBPROTO_OPEN) &&
+         !strcmp(names[2], TM_SUBPROTO_BASE) && po && *po == '\r',
+     "TM-PROTO-14: the offer in priority order, tunnelmesh.v1 last");
   if (fd >= 0)
     close(fd);
   ok(wait_for(&r.connect_errors, 1), "the refused handshake is a connect "
@@ -548,6 +565,12 @@ static void test_raw_peers(void) {
                   NULL) >= 0 &&
          !strstr(out, " 101 "),
      "an offer without any TunnelMesh name is refused (TM-PROTO-15)");
+  static const char own[] =
+      UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tm-http\r\n");
+  ok(raw_exchange(port, own, sizeof(own) - 1, out, sizeof(out), 0, NULL) >=
+             0 &&
+         !strstr(out, " 101 ") && r.accepts == 0,
+     "an offer naming the server's http protocol is refused");
   static const char good[] = UPGRADE_HEAD(
       "/tunnel", "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n");
   int fd = -1;
@@ -595,6 +618,48 @@ static void test_raw_peers(void) {
      "the second upgrade is answered 503");
   tm_ws_free(cw);
   tm_ws_free(sw);
+  rec_reset(&r);
+}
+
+/* A peer that sends half a request and waits: closed at the handshake
+ * deadline (the loop runs until EOF; the 15 s bound is only a guard). */
+static void test_handshake_timeout(void) {
+  rec r = {0};
+  const char *err;
+  tm_ws_cfg cfg = base_cfg("127.0.0.1:0", TM_CAP_ALL);
+  cfg.handshake_timeout_ms = 1000;
+  tm_ws *sw = tm_ws_new(api, hctx, &cfg, &handlers, &r, &err);
+  ok(sw != NULL, "a server with a 1 s handshake timeout");
+  if (!sw)
+    return;
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons(tm_ws_port(sw))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0), eof = 0;
+  static const char half[] = "GET /tunnel HTTP/1.1\r\nHost: x\r\n";
+  if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+      write(fd, half, sizeof(half) - 1) == (ssize_t)sizeof(half) - 1) {
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    for (int i = 0; i < 1500 && !eof; i++) {
+      char b[256];
+      ev_run(loop, EVRUN_NOWAIT);
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      if (poll(&p, 1, 10) > 0 && read(fd, b, sizeof(b)) <= 0)
+        eof = 1;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  ok(eof, "a peer that never finishes its handshake is closed");
+  is_int(r.accepts, 0, "and never accepted");
+  tm_ws_free(sw);
+  cfg.handshake_timeout_ms = 300001;
+  ok(!tm_ws_new(api, hctx, &cfg, &handlers, &r, &err),
+     "a handshake timeout above 300 s is refused");
+  cfg.handshake_timeout_ms = 0;
+  cfg.max_connections = 65537;
+  ok(!tm_ws_new(api, hctx, &cfg, &handlers, &r, &err),
+     "max_connections above 65536 is refused");
   rec_reset(&r);
 }
 
@@ -665,9 +730,9 @@ static void test_cycles_and_free(void) {
     if (r.n_cli_s > 100) {
       /* keep the stub arrays bounded */
       for (int k = 0; k < r.n_srv_s; k++)
-        free(r.srv_s[k]);
+        stub_session_free(r.srv_s[k]);
       for (int k = 0; k < r.n_cli_s; k++)
-        free(r.cli_s[k]);
+        stub_session_free(r.cli_s[k]);
       r.n_srv_s = r.n_cli_s = 0;
     }
   }
@@ -706,7 +771,7 @@ static void test_tls(void) {
   snprintf(cmd, sizeof(cmd), "sh %s/t/unit/tm_ws_certs.sh %s", TM_TEST_SRCDIR,
            dir);
   if (system(cmd) != 0) {
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 9; i++)
       ok(1, "# SKIP the openssl command could not make certificates");
     return;
   }
@@ -736,6 +801,20 @@ static void test_tls(void) {
   stub_session_send(r.cli_s[0], (const uint8_t *)"hello", 5);
   ok(wait_for(&r.cli_s[0]->messages, 1) && r.cli_s[0]->last_len == 5,
      "a message over wss is echoed");
+  /* A name: resolved off the loop (here from /etc/hosts: no DNS query),
+   * then checked against the certificate (DNS:localhost). */
+  connect_to(cw, "wss", "localhost", port, "/tunnel", "tok-tls");
+  ok(wait_for(&r.connected, 2) && r.accepts == 2,
+     "wss://localhost: the name is resolved on a helper thread and matches "
+     "the certificate");
+  tm_ws_conn *pending =
+      connect_to(cw, "wss", "localhost", port, "/tunnel", "t");
+  tm_ws_conn_close(pending, 1000, "never mind");
+  ok(wait_for(&r.connect_errors, 1) && r.connected == 2,
+     "closing a connection while its name resolves is a connect error");
+  r.connected = 1;
+  r.connect_errors = 0;
+  r.accepts = 1;
   tm_ws_free(cw);
   cw = client_new(&r, TM_CAP_ALL, other);
   connect_to(cw, "wss", "127.0.0.1", port, "/tunnel", "t");
@@ -850,6 +929,7 @@ int main(void) {
   test_bearer();
   test_refusals();
   test_raw_peers();
+  test_handshake_timeout();
   test_pause();
   test_cycles_and_free();
   test_tls();

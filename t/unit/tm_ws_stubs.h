@@ -32,6 +32,7 @@ struct tm_session {
 tm_session *stub_session_new(tm_ws_conn *c, int echo);
 /* Queues a copy of len bytes and asks for a writable event. */
 int stub_session_send(tm_session *s, const uint8_t *p, size_t len);
+void stub_session_free(tm_session *s);
 uint32_t stub_sum(const uint8_t *p, size_t len);
 
 #endif
