@@ -404,15 +404,12 @@ static int fill(rdir *d) {
 /* The source said EOF and everything before it was written: half-close.
  * When the other way is finished too, the relay closes both ends right
  * away and a socket's close sends the FIN (its input is all read), so the
- * shutdown call is saved. Not for a stream: its close before shutdown is
- * an early close, a reset that drops what it still queues (stream.h), so
- * a stream destination is always shut down first (found by tunnel_server:
- * stream to stream, the last bytes before the FIN were lost). */
+ * shutdown call is saved. */
 static void finish_dir(rdir *d) {
   if (d->shut)
     return;
   d->shut = 1;
-  if (!d->other->shut || d->out->st)
+  if (!d->other->shut)
     shut_out(d);
 }
 
