@@ -137,6 +137,11 @@ t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/libtmsession.la \
 	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
 endif
 
+# tm-proto: the protocol's specification, installed with the other docs
+# (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
+# reads the fragments too).
+nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
+
 # tm-ws: the operations page of the WebSocket transport (installed with
 # the other documents; t/integration/docs_dist.sh).
 nobase_dist_doc_DATA += docs/operations/tunnel-transport.md
