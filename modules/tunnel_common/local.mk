@@ -7,10 +7,7 @@ EXTRA_DIST += modules/tunnel_common/local.mk
 # tm-proto: the pure protocol (no I/O, no logging, no allocation). It uses
 # modules/common/json.c but does not carry it: whatever links
 # libtmproto.la links modules/common/libphcommon.la too (the role modules
-# do already, for relay.c), so json.o is never in one link twice. The
-# specification is installed with the other docs (nobase_dist_doc_DATA as
-# in Makefile.am; t/integration/docs_dist.sh reads the fragments too).
-nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
+# do already, for relay.c), so json.o is never in one link twice.
 if TUNNEL_ANY
 noinst_LTLIBRARIES += modules/tunnel_common/libtmproto.la
 modules_tunnel_common_libtmproto_la_SOURCES = \
@@ -51,3 +48,8 @@ t_fuzz_replay_tm_payload_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_payload.c
 t_fuzz_replay_tm_payload_CPPFLAGS = $(t_fuzz_replay_tm_frame_CPPFLAGS)
 t_fuzz_replay_tm_payload_LDADD = $(TM_PROTO_LDADD)
 endif
+
+# tm-proto: the protocol's specification, installed with the other docs
+# (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
+# reads the fragments too).
+nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
