@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <proxyhost/connector.h>
@@ -1103,6 +1104,135 @@ static void test_relay_chain(void) {
   tm_memlink_free(l2);
 }
 
+/* ---- the agent's join: a socket and a stream through the relay -------- */
+
+/* The target: echoes on its socket, shuts its side down after EOF. */
+typedef struct fd_echo {
+  int fd;
+  ph_io *io;
+  char buf[65536];
+  size_t len;
+  int eof, shut;
+} fd_echo;
+
+static void fd_echo_cb(ph_io *io, int fd, int revents, void *arg) {
+  fd_echo *e = arg;
+  (void)revents;
+  for (int i = 0; i < 16; i++) {
+    if (e->len) {
+      ssize_t w = send(fd, e->buf, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w <= 0)
+        break;
+      memmove(e->buf, e->buf + w, e->len - (size_t)w);
+      e->len -= (size_t)w;
+      continue;
+    }
+    if (e->eof)
+      break;
+    ssize_t r = recv(fd, e->buf, sizeof(e->buf), MSG_DONTWAIT);
+    if (r == 0)
+      e->eof = 1;
+    if (r <= 0)
+      break;
+    e->len = (size_t)r;
+  }
+  if (e->eof && !e->len && !e->shut) {
+    shutdown(fd, SHUT_WR);
+    e->shut = 1;
+  }
+  api->io_set(io, e->shut ? 0 : (e->len ? PH_WRITE : PH_READ));
+}
+
+typedef struct fd_agent {
+  int fd; /* the relay's end */
+  int done, end;
+} fd_agent;
+
+static void fa_done(void *arg, const relay_stats *st, int end) {
+  fd_agent *a = arg;
+  (void)st;
+  a->done = 1;
+  a->end = end;
+}
+
+static void fa_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
+  fd_agent *a = arg;
+  (void)req;
+  tm_stream_accept(st); /* the dial "succeeded": the socket is there */
+  relay_opts o = {.idle_timeout_ms = 60000, .buffer_size = 16384,
+                  .done = fa_done, .arg = a};
+  stream_end client = {-1, tm_stream_ph(st)};
+  relay_start(api, hctx, client, end_fd(a->fd), NULL, 0, &o);
+}
+
+static void fa_on_close(void *arg, int reason) {
+  (void)arg;
+  (void)reason;
+}
+
+static void test_relay_fd(void) {
+  unsigned caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  tm_session_cfg ca = cfg_default(1, caps), cb = cfg_default(0, caps);
+  ca.initial_window = cb.initial_window = 65536;
+  ca.window_update_threshold = cb.window_update_threshold = 32768;
+  cb.component = TM_COMPONENT_AGENT;
+  cb.metrics = NULL;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+    ok(0, "socketpair");
+    return;
+  }
+  fd_echo e;
+  memset(&e, 0, sizeof(e));
+  e.fd = sv[1];
+  e.io = api->io_new(hctx, sv[1], PH_READ, fd_echo_cb, &e);
+  fd_agent fa = {.fd = sv[0]};
+  tm_memlink *l = tm_memlink_new(api, hctx, 16);
+  const tm_transport *t = tm_memlink_transport(l);
+  side a;
+  memset(&a, 0, sizeof(a));
+  tm_session_ops fo = {.on_open = fa_on_open, .on_close = fa_on_close};
+  a.s = tm_session_new(api, hctx, &ca, t, tm_memlink_targ(l, 0), &ops, &a);
+  tm_session *b = tm_session_new(api, hctx, &cb, t, tm_memlink_targ(l, 1),
+                                 &fo, &fa);
+  tm_memlink_attach(l, 0, a.s);
+  tm_memlink_attach(l, 1, b);
+  opening o;
+  tm_open_stream req;
+  memset(&req, 0, sizeof(req));
+  req.protocol = 1;
+  req.port = 7;
+  strcpy(req.host, "target.test");
+  memset(&o, 0, sizeof(o));
+  tm_stream_open(a.s, &req, 5000, open_cb, &o);
+  run_until(o.done, 2000);
+  pump p;
+  memset(&p, 0, sizeof(p));
+  p.want = 1 << 20;
+  if (o.st) {
+    p.ps = tm_stream_ph(o.st);
+    ph_stream_watch(p.ps, PH_READ | PH_WRITE, pump_cb, &p);
+  }
+  run_until(p.eof || p.reset || p.bad, 20000);
+  ok(p.eof && !p.reset && p.got == (1u << 20) && !p.bad,
+     "TM-PROTO-6: 1 MiB through stream -> relay -> socket echo and back");
+  run_until(fa.done, 2000);
+  ok(fa.done && fa.end == RELAY_END_CLOSED,
+     "the agent's relay ends with both directions finished (half-close "
+     "carried both ways)");
+  ok(e.eof && e.shut, "the target saw EOF and answered with its own");
+  is_int(tm_memlink_sent(l, 0, TM_RESET) + tm_memlink_sent(l, 1, TM_RESET),
+         0, "no RESET");
+  if (p.ps)
+    ph_stream_close(p.ps);
+  api->io_free(e.io);
+  close(sv[1]);
+  tm_session_close(a.s);
+  run_until(a.closed, 2000);
+  run(2);
+  tm_memlink_free(l);
+}
+
 static void test_config_bounds(void) {
   tm_memlink *l = tm_memlink_new(api, hctx, 0);
   const tm_transport *t = tm_memlink_transport(l);
@@ -1211,6 +1341,7 @@ int main(void) {
   test_close_resets_all();
   test_transport_failure();
   test_relay_chain();
+  test_relay_fd();
   test_config_bounds();
   test_metric_labels();
   ph_mock_stop(mk);
