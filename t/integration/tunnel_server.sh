@@ -67,6 +67,14 @@ EOC
 ok $? "the configuration with two tunnel_server instances passes --check-config"
 sed 's/^/#   /' "$T/check" | head -5
 
+# conf/server.ini, the shipped server role, with this run's paths.
+"$PROXYHOST" -c "$top_srcdir/conf/server.ini" \
+  --set "proxyhost.module_path=$top_builddir/modules" \
+  --set "store_sqlite.path=$T/shipped.db" \
+  --set "admin_api.token_file=$T/admin.token" --check-config >"$T/check2" 2>&1
+ok $? "conf/server.ini passes --check-config"
+sed 's/^/#   /' "$T/check2" | head -3
+
 start_proxyhost "$T/server.ini"
 wait_for healthy "$aport"; ok $? "proxyhost with the tunnel server starts"
 ready() { [ "$(http_get "http://127.0.0.1:$aport/readyz" | head -1)" = 200 ]; }
