@@ -498,7 +498,7 @@ static void test_duplicate_result(void) {
          "TM-PROTO-38: a late OPEN_RESULT after a timeout is dropped");
   tm_memlink_inject(p.l, 0, f, frame(f, TM_OPEN_RESULT, 0, 999, pl,
                                      (uint32_t)n));
-  run(5);
+  run_until(tm_memlink_sent(p.l, 0, TM_RESET) > resets, 2000);
   is_int(tm_memlink_sent(p.l, 0, TM_RESET), resets + 1,
          "TM-PROTO-41: an OPEN_RESULT for an id never opened: RESET by id");
   ok(p.a.s != NULL, "the session stays up");
@@ -566,7 +566,7 @@ static void test_violation_limit(void) {
   uint8_t f[32];
   for (int i = 0; i < 3; i++)
     tm_memlink_inject(p.l, 1, f, frame(f, TM_DATA, 0, 500 + i, "x", 1));
-  run(5);
+  run_until(tm_memlink_sent(p.l, 1, TM_RESET) == 3, 2000);
   ok(p.b.s != NULL, "TM-FAIL-7: up to the limit, streams only are reset");
   is_int(tm_memlink_sent(p.l, 1, TM_RESET), 3, "one RESET each");
   tm_memlink_inject(p.l, 1, f, frame(f, TM_DATA, 0, 600, "x", 1));
@@ -603,7 +603,9 @@ static void test_legacy_backpressure(void) {
   double before = metric("tunnelmesh_stream_backpressure_total{component="
                          "\"server\",reason=\"legacy_backpressure\"} ");
   is_int(write_bulk(u1a->ps, 8192), 8192, "the sender fills the queue");
-  run(10);
+  run_until(tm_memlink_data_bytes(p.l, 0) >= 8192 &&
+                tm_memlink_pending(p.l, 1) == 0,
+            2000);
   ok(!u1a->reset, "TM-P2-3: up to inbound_buffer_bytes is queued");
   const void *d;
   ssize_t held = ph_stream_peek(u1b->ps, &d);
@@ -639,7 +641,9 @@ static void test_window_reopens(void) {
       "tunnelmesh_stream_window_stall_seconds_count{component=\"client\"} ");
   is_int(write_bulk(ua->ps, 100000), 65536, "the window is taken whole");
   is_int(ph_stream_write(ua->ps, "x", 1), PH_EAGAIN, "then the writer stalls");
-  run(20);
+  run_until(tm_memlink_data_bytes(p.l, 0) >= 65536 &&
+                tm_memlink_pending(p.l, 1) == 0,
+            2000);
   is_int(tm_memlink_sent(p.l, 1, TM_WINDOW_UPDATE), 0,
          "TM-P2-11: received, not delivered: no WINDOW_UPDATE");
   const void *d;
@@ -791,7 +795,7 @@ static void test_goaway(void) {
   int opens = p.b.opens;
   tm_memlink_inject(p.l, 1, f, frame(f, TM_OPEN_STREAM, 0, 7, pl,
                                      (uint32_t)n));
-  run(5);
+  run_until(tm_memlink_sent(p.l, 1, TM_RESET) > resets, 2000);
   is_int(p.b.opens, opens, "an OPEN_STREAM after GOAWAY is not offered");
   is_int(tm_memlink_sent(p.l, 1, TM_RESET), resets + 1, "it is RESET");
   write_str(ua->ps, "drain");
@@ -876,10 +880,11 @@ static void echo_cb(ph_stream *s, int revents, void *arg) {
       return;
     }
     if (n == 0) {
-      if (!e->shut)
-        ph_stream_shutdown(s);
+      /* EOF: answer with ours and leave; the close, inside the callback,
+       * lets the queued bytes and the FIN go out */
+      ph_stream_shutdown(s);
       e->shut = 1;
-      ph_stream_watch(s, 0, NULL, NULL);
+      ph_stream_close(s);
       return;
     }
     if (n < 0) {
