@@ -26,7 +26,9 @@
  * which is legacy: TM-PROTO-16). Never decides capabilities from a
  * timeout (TM-PROTO-17).
  *
- * Threads: loop thread only.
+ * Threads: loop thread only. The handlers run from the loop, never from
+ * inside a tm_ws_* call, except tm_ws_free (on_closed, on_connect_error
+ * for each conn); no handler may call tm_ws_free (tm-ws, issue 11).
  */
 #ifndef TM_WS_H
 #define TM_WS_H

@@ -766,6 +766,29 @@ static void test_handshake_timeout(void) {
   rec_reset(&r);
 }
 
+/* IPv6 loopback: a server on [::1] and a client to ws://[::1]:port. */
+static void test_ipv6(void) {
+  rec r = {0};
+  const char *err = NULL;
+  tm_ws_cfg cfg = base_cfg("[::1]:0", TM_CAP_ALL);
+  tm_ws *sw = tm_ws_new(api, hctx, &cfg, &handlers, &r, &err);
+  if (!sw) {
+    diag("no IPv6 loopback here: %s", err);
+    ok(1, "# SKIP IPv6 loopback");
+    ok(1, "# SKIP IPv6 loopback");
+    return;
+  }
+  ok(tm_ws_port(sw) > 0, "a plain ws server on [::1] (loopback) starts");
+  tm_ws *cw = client_new(&r, TM_CAP_ALL, NULL);
+  connect_to(cw, "ws", "[::1]", tm_ws_port(sw), "/tunnel", "t6");
+  ok(wait_for(&r.connected, 1) && r.bearer_len == 2 &&
+         !strcmp(r.bearer, "t6"),
+     "ws://[::1]:port connects (Host with brackets) with its token");
+  tm_ws_free(cw);
+  tm_ws_free(sw);
+  rec_reset(&r);
+}
+
 static void test_pause(void) {
   rec r = {0};
   r.no_resume = 1;
@@ -1034,6 +1057,7 @@ int main(void) {
   test_refusals();
   test_raw_peers();
   test_handshake_timeout();
+  test_ipv6();
   test_pause();
   test_cycles_and_free();
   test_tls();
