@@ -56,7 +56,9 @@ typedef struct tm_ws_handlers {
   void (*on_connected)(void *arg, tm_ws_conn *c, const char *subproto);
   /* Client: the connection attempt failed (the conn is gone after). */
   void (*on_connect_error)(void *arg, tm_ws_conn *c);
-  /* Both: an established connection ended (the conn is gone after). */
+  /* Both: an established connection ended (the conn is gone after).
+   * The session bound to it (tm_ws_conn_bind) got
+   * tm_session_on_transport_closed just before (tm-ws, issue 11). */
   void (*on_closed)(void *arg, tm_ws_conn *c);
 } tm_ws_handlers;
 
