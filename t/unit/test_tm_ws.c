@@ -10,7 +10,8 @@
  * refused; plain ws off loopback refused (no packet sent); reading
  * paused until resume; 100 connect/close cycles leaving no fd; tm_ws_free
  * with live connections; raw clients for the path check, no offer, text
- * frames; the URL parser and the backoff. */
+ * frames; a raw server answering no name, an offered one, one never
+ * offered and an unknown one; the URL parser and the backoff. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +25,8 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "loop_test.h"
 #include "mock.h"
@@ -504,6 +507,106 @@ static void test_bearer(void) {
   rec_reset(&r);
 }
 
+/* A raw WebSocket "server" on a loopback socket answering the client's
+ * upgrade with a chosen Sec-WebSocket-Protocol line (or none): what lws
+ * and tm_ws do with an answer the real server never gives. */
+static int raw_server_answer(int port_fd, const char *proto_line, rec *r,
+                             int want_connected) {
+  char req[4096];
+  size_t got = 0;
+  int fd = -1, answered = 0;
+  req[0] = '\0';
+  for (int i = 0; i < 1000 && !answered; i++) {
+    ev_run(loop, EVRUN_NOWAIT);
+    if (fd < 0)
+      fd = accept(port_fd, NULL, NULL);
+    if (fd < 0) {
+      poll(NULL, 0, 5);
+      continue;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 10) > 0) {
+      ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
+      if (n <= 0)
+        break;
+      got += (size_t)n;
+      req[got] = '\0';
+    }
+    if (!strstr(req, "\r\n\r\n"))
+      continue;
+    const char *k = strcasestr(req, "\r\nSec-WebSocket-Key: ");
+    if (!k)
+      break;
+    k += 21;
+    char key[128];
+    size_t kl = strcspn(k, "\r");
+    if (kl >= 64)
+      break;
+    memcpy(key, k, kl);
+    memcpy(key + kl, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 37);
+    unsigned char sha[SHA_DIGEST_LENGTH];
+    SHA1((const unsigned char *)key, strlen(key), sha);
+    unsigned char acc[64];
+    EVP_EncodeBlock(acc, sha, SHA_DIGEST_LENGTH);
+    char ans[512];
+    int n = snprintf(ans, sizeof(ans),
+                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
+                     (const char *)acc, proto_line);
+    answered = write(fd, ans, (size_t)n) == n;
+  }
+  int okc = want_connected ? wait_for(&r->connected, 1)
+                           : wait_for(&r->connect_errors, 1);
+  if (fd >= 0)
+    close(fd);
+  return answered && okc;
+}
+
+static void test_client_answers(void) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  socklen_t al = sizeof(a);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+      listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+    BAIL_OUT("raw listener");
+  fcntl(ls, F_SETFL, O_NONBLOCK);
+  int port = ntohs(a.sin_port);
+  static const struct {
+    unsigned caps;
+    const char *line;
+    int connects;
+    const char *want, *name;
+  } cases[] = {
+      {TM_CAP_ALL, "", 1, NULL,
+       "TM-PROTO-16: a 101 without Sec-WebSocket-Protocol: connected, legacy "
+       "(NULL)"},
+      {TM_CAP_ALL, "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n", 1,
+       TM_SUBPROTO_OPEN, "a 101 naming an offered name: that name"},
+      {0, "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result.flow-control\r\n",
+       0, NULL,
+       "TM-PROTO-15: a name the client never offered is refused (closed)"},
+      {TM_CAP_ALL, "Sec-WebSocket-Protocol: chat\r\n", 0, NULL,
+       "an unknown name in the answer is refused"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    rec r = {0};
+    tm_ws *cw = client_new(&r, cases[i].caps, NULL);
+    connect_to(cw, "ws", "127.0.0.1", port, "/tunnel", "t");
+    int fine = raw_server_answer(ls, cases[i].line, &r, cases[i].connects);
+    if (cases[i].connects)
+      fine = fine && r.connected == 1 &&
+             (cases[i].want ? r.cli_sub && !strcmp(r.cli_sub, cases[i].want)
+                            : r.cli_sub == NULL);
+    else
+      fine = fine && r.connected == 0;
+    ok(fine, cases[i].name);
+    tm_ws_free(cw);
+    rec_reset(&r);
+  }
+  close(ls);
+}
+
 static void test_refusals(void) {
   rec r = {0};
   const char *err = NULL;
@@ -927,6 +1030,7 @@ int main(void) {
   test_messages();
   test_subprotocols();
   test_bearer();
+  test_client_answers();
   test_refusals();
   test_raw_peers();
   test_handshake_timeout();
