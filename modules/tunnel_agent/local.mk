@@ -54,3 +54,7 @@ INTEGRATION_TESTS += t/integration/tunnel_agent.sh
 endif
 EXTRA_DIST += t/integration/tunnel_agent.sh
 dist_proxyhostconf_DATA += conf/agent.ini
+# The agent's documents (installed with the others, nobase_dist_doc_DATA
+# as in Makefile.am).
+nobase_dist_doc_DATA += docs/user-guide/agent.md \
+	docs/operations/connection-pool.md

@@ -13,6 +13,13 @@ require_modules tunnel_server tunnel_agent tunnel_client store_sqlite \
   auth_cache admin_api direct socks5 process_metrics
 
 grep -q 'scripts/demo.sh' "$top_srcdir/README.md"; ok $? "the README's main command runs scripts/demo.sh"
+mkdir -p "$T/check"
+"$top_builddir/tools/proxyhostctl" admin-token new "$T/check/admin.token" >/dev/null
+out=$("$top_builddir/host/proxyhost" -c "$top_srcdir/conf/demo.ini" \
+  --set "proxyhost.module_path=$top_builddir/modules" \
+  --set "admin_api.token_file=$T/check/admin.token" \
+  --set "store_sqlite.path=$T/check/authz.db" --check-config 2>&1)
+is "$?:$out" "0:configuration ok: 9 module(s)" "conf/demo.ini passes --check-config (the paths the script sets)"
 start_dnsd "demo.test=127.0.0.1"; ok $? "dnsd.py"
 start_file_server "$T/www" "through the demo"; ok $? "a loopback target"
 DEMO_DIR=$T/demo

@@ -60,9 +60,10 @@ EOC
 }
 
 PEER_PID=
-start_peer() { # start_peer NAME ARGS...: the server peer on $pport
+start_peer() { # start_peer NAME ARGS...: the server peer on a new $pport
   _name=$1
   shift
+  pport=$(free_port)
   tm_peer --as server --listen "127.0.0.1:$pport" --stay --print-bearer \
     --lifetime 120 "$@" >"$T/peer-$_name.log" 2>&1 &
   PEER_PID=$!
@@ -120,7 +121,6 @@ out=$("$PROXYHOST" -c "$T/bad.ini" --print-config 2>/dev/null | grep -c 'inline-
 is "$out" 0 "--print-config never shows a token"
 
 # ---- strict server: metadata, relay, refused, hanging DNS ----------------
-write_conf "$T/a.ini"
 SCRIPT='[{"op":"wait_conn","n":1},
  {"op":"expect_metadata","ack":false,"agent_id":"lab-1","has_caps":true,
   "capabilities":["stream_open_result.v1","stream_flow_control.v1","stream_fair_writer.v1"]},
@@ -143,6 +143,7 @@ SCRIPT='[{"op":"wait_conn","n":1},
  {"op":"expect_result","sid":11,"accepted":true},
  {"op":"mark","name":"end"}]'
 start_peer strict --script "$SCRIPT"; ok $? "server peer (strict) listening"
+write_conf "$T/a.ini"
 start_proxyhost "$T/a.ini"
 wait_for healthy "$admin"; ok $? "proxyhost with direct and tunnel_agent runs"
 ready; is $? 1 "TM-OBS: not ready while the token file is missing"
@@ -174,8 +175,6 @@ stop_agent; is "$EXIT" 0 "the agent stops cleanly"
 stop_peer
 
 # ---- a full dial queue refuses only that stream ---------------------------
-write_conf "$T/q.ini" "streams.max_concurrent_dials = 1
-streams.max_pending_dials = 1"
 SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
  {"op":"open","sid":1,"host":"a.hang.test","port":80},
  {"op":"open","sid":3,"host":"b.hang.test","port":80},
@@ -183,13 +182,16 @@ SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
  {"op":"expect_result","sid":5,"accepted":false,"stage":"queue","code":"queue_full"},
  {"op":"expect_no_result","sid":1,"ms":200},
  {"op":"reset","sid":1,"code":0},
+ {"op":"reset","sid":3,"code":0},
  {"op":"open","sid":7,"host":"127.0.0.1","port":'$web'},
  {"op":"expect_result","sid":7,"accepted":true},
  {"op":"send","sid":7,"data":"GET /hello.txt HTTP/1.0\r\n\r\n"},
  {"op":"expect_data","sid":7,"contains":"agent-served"}]'
 start_peer queue --script "$SCRIPT"; ok $? "server peer for the queue bound"
+write_conf "$T/q.ini" "streams.max_concurrent_dials = 1
+streams.max_pending_dials = 1"
 start_proxyhost "$T/q.ini"
-peer_done queue; ok $? "TM-FAIL-1, TM-TEST-11, TM-P0-3: queue full refuses only that stream; a reset frees a slot"
+peer_done queue; ok $? "TM-FAIL-1, TM-TEST-11, TM-P0-3: queue full refuses only that stream; resets free the slots"
 show_fail queue
 is "$(handshakes queue)" 1 "and the connection stayed up"
 stop_agent
@@ -205,6 +207,7 @@ SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
  {"op":"expect_no_event","ev":"open_result","ms":200}]'
 start_peer legacy --subproto none --caps none --script "$SCRIPT"
 ok $? "legacy server peer listening"
+write_conf "$T/a.ini"
 start_proxyhost "$T/a.ini"
 peer_done legacy; ok $? "TM-P0-21, TM-PROTO-16: legacy opens relay, a failure is a RESET of that stream only"
 show_fail legacy
@@ -215,15 +218,15 @@ stop_agent
 stop_peer
 
 # ---- capability switches off: a legacy agent -----------------------------
-write_conf "$T/l.ini" "capabilities.open_result = false
-capabilities.flow_control = false
-capabilities.fair_writer = false"
 SCRIPT='[{"op":"wait_conn","n":1},
  {"op":"expect_metadata","ack":false,"capabilities":[]},
  {"op":"open","sid":1,"host":"127.0.0.1","port":'$web'},
  {"op":"send","sid":1,"data":"GET /hello.txt HTTP/1.0\r\n\r\n"},
  {"op":"expect_data","sid":1,"contains":"agent-served"}]'
 start_peer lagent --script "$SCRIPT"; ok $? "server peer for a legacy agent"
+write_conf "$T/l.ini" "capabilities.open_result = false
+capabilities.flow_control = false
+capabilities.fair_writer = false"
 start_proxyhost "$T/l.ini"
 peer_done lagent; ok $? "capabilities off: no capabilities declared, legacy opens work"
 show_fail lagent
@@ -240,6 +243,7 @@ SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
  {"op":"open","conn":1,"sid":1,"host":"127.0.0.1","port":'$web'},
  {"op":"expect_result","conn":1,"sid":1,"accepted":true}]'
 start_peer goaway --script "$SCRIPT"; ok $? "server peer that sends GOAWAY"
+write_conf "$T/a.ini"
 start_proxyhost "$T/a.ini"
 peer_done goaway; ok $? "GOAWAY from the server: the agent reconnects and serves on the new connection"
 show_fail goaway

@@ -6,7 +6,8 @@
 # dnsd.py: remote DNS) through client -> server -> agent; every resource
 # is in the page server's access log and the DOM says all images loaded.
 # curl loads every resource the same way. Chromium's own background hosts
-# resolve to nothing (--host-resolver-rules) and, through the proxy, to
+# resolve to nothing (--host-resolver-rules; the proxy address is
+# excluded, or Chromium cannot reach it) and, through the proxy, to
 # NXDOMAIN at the agent: nothing leaves loopback. A missing chromium is a
 # failure (scripts/install-deps.sh installs it), never a skip.
 . "$top_srcdir/t/lib/testlib.sh"
@@ -90,7 +91,7 @@ dom=$(timeout 60 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu \
   --no-first-run --disable-background-networking --disable-extensions \
   --user-data-dir="$T/chrome" \
   --proxy-server="socks5://127.0.0.1:$c_socks" --proxy-bypass-list='<-loopback>' \
-  --host-resolver-rules='MAP * ~NOTFOUND, EXCLUDE page.test' \
+  --host-resolver-rules='MAP * ~NOTFOUND, EXCLUDE page.test, EXCLUDE 127.0.0.1' \
   --virtual-time-budget=20000 --dump-dom "http://page.test:$web/index.html" 2>"$T/chrome.err")
 like "$dom" "images=$IMAGES scripts=$SCRIPTS" "Chromium loaded all $IMAGES images and $SCRIPTS scripts through the tunnel (DOM)"
 got=$(grep -c '^GET /img/\|^GET /js/' "$T/access.log")
