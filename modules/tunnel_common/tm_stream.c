@@ -482,11 +482,21 @@ static void t_close(ph_stream *p) {
   st->want = 0;
   if (st->s->closed || st->reset || tm_open_terminal(st->state)) {
     st_release(st);
-  } else if (st->shut && st->fin_rcvd) {
-    drop_inbound(st); /* both directions finished: flush, then free */
+  } else if (st->fin_rcvd && st->in_bytes == 0) {
+    /* Like a socket's close after EOF: everything was read, so the close
+     * finishes the other direction gracefully: what was written goes
+     * out, then the FIN (the relay closes without a shutdown once both
+     * ways ended). Then the stream is freed. */
+    if (!st->shut) {
+      st->shut = 1;
+      tm_drr_activate(&st->s->drr, &st->drr);
+      wr_need(st->s);
+    }
     st_release(st);
   } else {
-    st_reset(st, TM_RESET_CANCEL, 1, -1); /* stream.h: an early close */
+    /* stream.h: a close before both directions finished (the peer's
+     * FIN not read, or bytes left unread) resets the stream */
+    st_reset(st, TM_RESET_CANCEL, 1, -1);
   }
 }
 

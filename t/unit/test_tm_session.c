@@ -13,6 +13,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "relay.h"
 #include "tap.h"
 #include "tm_memlink.h"
 #include "tm_metrics.h"
@@ -855,6 +856,253 @@ static void test_transport_failure(void) {
   pair_end(&p);
 }
 
+/* ---- the relay over two sessions: client -> server -> agent ---------- */
+
+/* The agent's user: echoes what it reads, shuts down at EOF. */
+typedef struct echo {
+  int shut, reset;
+} echo;
+
+static void echo_cb(ph_stream *s, int revents, void *arg) {
+  echo *e = arg;
+  (void)revents;
+  for (int i = 0; i < 64; i++) {
+    const void *d;
+    ssize_t n = ph_stream_peek(s, &d);
+    if (n == PH_ERESET) {
+      e->reset = 1;
+      ph_stream_watch(s, 0, NULL, NULL);
+      return;
+    }
+    if (n == 0) {
+      if (!e->shut)
+        ph_stream_shutdown(s);
+      e->shut = 1;
+      ph_stream_watch(s, 0, NULL, NULL);
+      return;
+    }
+    if (n < 0) {
+      ph_stream_watch(s, PH_READ, echo_cb, e);
+      return;
+    }
+    ssize_t w = ph_stream_write(s, d, (size_t)n);
+    if (w <= 0) {
+      ph_stream_watch(s, PH_WRITE, echo_cb, e);
+      return;
+    }
+    ph_stream_consume(s, (size_t)w);
+  }
+}
+
+/* The server: each open from the client becomes an open towards the
+ * agent; once the agent accepted, the client's stream is accepted and the
+ * two are joined by the relay (TM-P0-18: installed before OPEN_RESULT). */
+typedef struct relay_srv {
+  tm_session *up;   /* towards the agent (opener) */
+  tm_stream *down;  /* the client's stream, waiting */
+  int done, end, closed;
+  relay_stats st;
+} relay_srv;
+
+static void rs_on_close(void *arg, int reason) {
+  (void)reason;
+  ((relay_srv *)arg)->closed = 1;
+}
+
+static void rs_done(void *arg, const relay_stats *st, int end) {
+  relay_srv *r = arg;
+  r->done = 1;
+  r->end = end;
+  r->st = *st;
+}
+
+static void rs_open_cb(void *arg, tm_stream *st, const tm_open_result *res,
+                       int strict) {
+  relay_srv *r = arg;
+  (void)strict;
+  if (!res->accepted) {
+    tm_stream_reject(r->down, res->stage, res->code, 0, 0);
+    return;
+  }
+  tm_stream_accept(r->down);
+  relay_opts o = {.idle_timeout_ms = 60000, .buffer_size = 16384,
+                  .done = rs_done, .arg = r};
+  stream_end client = {-1, tm_stream_ph(r->down)};
+  stream_end target = {-1, tm_stream_ph(st)};
+  relay_start(api, hctx, client, target, NULL, 0, &o);
+}
+
+static void rs_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
+  relay_srv *r = arg;
+  tm_open_stream fwd = *req;
+  fwd.agent[0] = '\0';
+  r->down = st;
+  if (!tm_stream_open(r->up, &fwd, 5000, rs_open_cb, r))
+    tm_stream_reject(st, PH_STAGE_RELAY, PH_OPEN_AGENT_OFFLINE, 1, 0);
+}
+
+static const tm_session_ops rs_ops = {.on_open = rs_on_open,
+                                      .on_close = rs_on_close};
+
+/* The agent accepts and echoes. */
+static echo agent_echo;
+static void ag_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
+  (void)arg;
+  (void)req;
+  tm_stream_accept(st);
+  ph_stream_watch(tm_stream_ph(st), PH_READ, echo_cb, &agent_echo);
+}
+
+static const tm_session_ops ag_ops = {.on_open = ag_on_open,
+                                      .on_close = on_close};
+
+/* The client's user: writes a pattern while it may, reads it back. */
+typedef struct pump {
+  ph_stream *ps;
+  uint64_t sent, got, want;
+  int bad, eof, reset, shut;
+} pump;
+
+static void pump_cb(ph_stream *s, int revents, void *arg) {
+  pump *p = arg;
+  if (revents & PH_WRITE) {
+    uint8_t b[8192];
+    while (p->sent < p->want) {
+      size_t n = p->want - p->sent < sizeof(b) ? p->want - p->sent
+                                                : sizeof(b);
+      for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)((p->sent + i) % 251);
+      ssize_t w = ph_stream_write(s, b, n);
+      if (w <= 0)
+        break;
+      p->sent += (uint64_t)w;
+    }
+    if (p->sent == p->want && !p->shut) {
+      ph_stream_shutdown(s);
+      p->shut = 1;
+    }
+  }
+  for (int k = 0; k < 64; k++) {
+    const void *d;
+    ssize_t n = ph_stream_peek(s, &d);
+    if (n == PH_ERESET) {
+      p->reset = 1;
+      break;
+    }
+    if (n == 0) {
+      p->eof = 1;
+      break;
+    }
+    if (n < 0)
+      break;
+    for (ssize_t i = 0; i < n; i++)
+      if (((const uint8_t *)d)[i] != (uint8_t)((p->got + (uint64_t)i) % 251))
+        p->bad++;
+    p->got += (uint64_t)n;
+    ph_stream_consume(s, (size_t)n);
+  }
+  int ev = (p->eof || p->reset) ? 0 : PH_READ;
+  if (!p->shut && !p->reset)
+    ev |= PH_WRITE;
+  ph_stream_watch(s, ev, pump_cb, p);
+}
+
+static void test_relay_chain(void) {
+  unsigned caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  tm_session_cfg c = cfg_default(1, caps), s1 = cfg_default(0, caps);
+  tm_session_cfg s2 = cfg_default(1, caps), ag = cfg_default(0, caps);
+  s2.component = TM_COMPONENT_SERVER;
+  s2.metrics = m_server;
+  ag.component = TM_COMPONENT_AGENT;
+  ag.metrics = NULL;
+  /* small windows: backpressure all along the chain */
+  tm_session_cfg *all[] = {&c, &s1, &s2, &ag};
+  for (int i = 0; i < 4; i++) {
+    all[i]->initial_window = 32768;
+    all[i]->window_update_threshold = 16384;
+    all[i]->inbound_buffer_bytes = 32768;
+    all[i]->outbound_buffer_bytes = 16384;
+    all[i]->max_frame_payload = 8192;
+  }
+  tm_memlink *l1 = tm_memlink_new(api, hctx, 16);
+  tm_memlink *l2 = tm_memlink_new(api, hctx, 16);
+  const tm_transport *t1 = tm_memlink_transport(l1);
+  const tm_transport *t2 = tm_memlink_transport(l2);
+  side client, server_up, agent;
+  struct {
+    tm_session *s;
+  } server_down;
+  memset(&client, 0, sizeof(client));
+  memset(&server_up, 0, sizeof(server_up));
+  memset(&agent, 0, sizeof(agent));
+  relay_srv rs;
+  memset(&rs, 0, sizeof(rs));
+  memset(&agent_echo, 0, sizeof(agent_echo));
+  client.s = tm_session_new(api, hctx, &c, t1, tm_memlink_targ(l1, 0), &ops,
+                            &client);
+  /* on_close of the relay and agent sessions writes into their sides */
+  server_up.s = tm_session_new(api, hctx, &s2, t2, tm_memlink_targ(l2, 0),
+                               &ops, &server_up);
+  rs.up = server_up.s;
+  tm_session_ops rso = rs_ops;
+  server_down.s = tm_session_new(api, hctx, &s1, t1, tm_memlink_targ(l1, 1),
+                                 &rso, &rs);
+  agent.s = tm_session_new(api, hctx, &ag, t2, tm_memlink_targ(l2, 1),
+                           &ag_ops, &agent);
+  tm_memlink_attach(l1, 0, client.s);
+  tm_memlink_attach(l1, 1, server_down.s);
+  tm_memlink_attach(l2, 0, server_up.s);
+  tm_memlink_attach(l2, 1, agent.s);
+  opening o;
+  tm_open_stream req;
+  memset(&req, 0, sizeof(req));
+  req.protocol = 1;
+  req.port = 7;
+  strcpy(req.host, "echo.test");
+  strcpy(req.agent, "agent-1");
+  memset(&o, 0, sizeof(o));
+  tm_stream_open(client.s, &req, 5000, open_cb, &o);
+  run_until(o.done, 2000);
+  ok(o.accepted, "TM-P0-18: the client's open is answered after the agent's");
+  pump p;
+  memset(&p, 0, sizeof(p));
+  p.want = 1 << 20;
+  if (o.st) {
+    p.ps = tm_stream_ph(o.st);
+    ph_stream_watch(p.ps, PH_READ | PH_WRITE, pump_cb, &p);
+  }
+  run_until(p.eof || p.reset || p.bad, 20000);
+  ok(p.eof && !p.reset, "1 MiB through client -> server relay -> agent echo");
+  is_int(p.got, 1 << 20, "TM-PROTO-6: every byte came back");
+  is_int(p.bad, 0, "in order");
+  run_until(rs.done, 2000);
+  ok(rs.done && rs.end == RELAY_END_CLOSED,
+     "the server's relay ends with both directions finished");
+  is_int(rs.st.up, 1 << 20, "it moved the bytes up");
+  is_int(rs.st.down, 1 << 20, "and down");
+  ok(tm_memlink_sent(l1, 0, TM_WINDOW_UPDATE) > 0 &&
+         tm_memlink_sent(l2, 1, TM_WINDOW_UPDATE) > 0,
+     "TM-P2-11: windows reopened along the chain as bytes were delivered");
+  if (p.ps)
+    ph_stream_close(p.ps);
+  run(5);
+  is_int(tm_memlink_sent(l1, 0, TM_RESET) + tm_memlink_sent(l1, 1, TM_RESET) +
+             tm_memlink_sent(l2, 0, TM_RESET) +
+             tm_memlink_sent(l2, 1, TM_RESET),
+         0, "no stream was reset");
+  is_int(tm_session_streams(server_down.s) + tm_session_streams(server_up.s),
+         0, "nothing left on the server");
+  tm_session_close(client.s);
+  tm_session_close(server_up.s);
+  run_until(client.closed && rs.closed && server_up.closed && agent.closed,
+            2000);
+  ok(client.closed && rs.closed && server_up.closed && agent.closed,
+     "all four sessions close");
+  run(2);
+  tm_memlink_free(l1);
+  tm_memlink_free(l2);
+}
+
 static void test_config_bounds(void) {
   tm_memlink *l = tm_memlink_new(api, hctx, 0);
   const tm_transport *t = tm_memlink_transport(l);
@@ -962,6 +1210,7 @@ int main(void) {
   test_goaway();
   test_close_resets_all();
   test_transport_failure();
+  test_relay_chain();
   test_config_bounds();
   test_metric_labels();
   ph_mock_stop(mk);
