@@ -134,3 +134,7 @@ endif
 # (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
 # reads the fragments too).
 nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
+
+# tm-ws: the operations page of the WebSocket transport (installed with
+# the other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-transport.md

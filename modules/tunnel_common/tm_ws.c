@@ -117,6 +117,7 @@ struct tm_ws {
   ph_timer *deferred; /* reports on_connect_error from the loop */
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
   tm_ws *next_live;   /* lws' log sink (process-wide) */
+  int freeing;        /* tm_ws_free runs: no new connection */
 };
 
 static void wipe(void *p, size_t n) {
@@ -407,6 +408,10 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason,
     if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL))
       return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
+  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+    /* A client offering this protocol's own name: lws would bind the
+     * WebSocket here, outside our conns and limits. */
+    return -1;
   case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
     if (!w)
       return -1;
@@ -915,6 +920,7 @@ void tm_ws_free(tm_ws *w) {
     return;
   /* Every conn ends here, with its callbacks, before lws tears the wsis
    * down (their callbacks then find no conn). */
+  w->freeing = 1;
   while (w->conns) {
     tm_ws_conn *c = w->conns;
     if (c->wsi && c->state == CS_OPEN)
@@ -1015,8 +1021,8 @@ tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
   struct in_addr a4;
   struct in6_addr a6;
 
-  if (!w || !url) {
-    *err = "bad arguments";
+  if (!w || !url || w->freeing) {
+    *err = w && w->freeing ? "the context is closing" : "bad arguments";
     return NULL;
   }
   if (tm_ws_url_parse(url, strlen(url), &u, err) < 0)

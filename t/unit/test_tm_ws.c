@@ -474,10 +474,27 @@ static void test_bearer(void) {
   ok(h1 && !strncasecmp(h1, want, strlen(want)) &&
          !strcasestr(h1 + 2, "\r\nauthorization:"),
      "exactly one Authorization: Bearer header with the token");
-  like(req,
-       "Sec-WebSocket-Protocol: " TM_SUBPROTO_FULL ", " TM_SUBPROTO_OPEN
-       ", " TM_SUBPROTO_BASE "\r\n",
-       "TM-PROTO-14: the offer in priority order");
+  /* The offer's names, split at commas and spaces, in order. */
+  char names[3][64] = {"", "", ""};
+  int nn = 0;
+  const char *po = strcasestr(req, "\r\nSec-WebSocket-Protocol:");
+  if (po) {
+    po += 25;
+    while (*po && *po != '\r' && nn < 3) {
+      while (*po == ' ' || *po == ',')
+        po++;
+      size_t k = strcspn(po, ", \r");
+      if (k && k < sizeof(names[0])) {
+        memcpy(names[nn], po, k);
+        names[nn++][k] = '\0';
+      }
+      po += k;
+    }
+  }
+  ok(nn == 3 && !strcmp(names[0], TM_SUBPROTO_FULL) &&
+         !strcmp(names[1], TM_SUBPROTO_OPEN) &&
+         !strcmp(names[2], TM_SUBPROTO_BASE) && po && *po == '\r',
+     "TM-PROTO-14: the offer in priority order, tunnelmesh.v1 last");
   if (fd >= 0)
     close(fd);
   ok(wait_for(&r.connect_errors, 1), "the refused handshake is a connect "
@@ -548,6 +565,12 @@ static void test_raw_peers(void) {
                   NULL) >= 0 &&
          !strstr(out, " 101 "),
      "an offer without any TunnelMesh name is refused (TM-PROTO-15)");
+  static const char own[] =
+      UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tm-http\r\n");
+  ok(raw_exchange(port, own, sizeof(own) - 1, out, sizeof(out), 0, NULL) >=
+             0 &&
+         !strstr(out, " 101 ") && r.accepts == 0,
+     "an offer naming the server's http protocol is refused");
   static const char good[] = UPGRADE_HEAD(
       "/tunnel", "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n");
   int fd = -1;
