@@ -15,12 +15,13 @@
 
 #include <proxyhost/module.h>
 
-#include "tc_url.h"
+#include "tm_ws_url.h"
 #include "tunnel_client_int.h"
 
 static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
 
 #define KiB 1024
+#define TC_URL_MAX 2048
 
 static const ph_conf_key tc_keys[] = {
     PH_CONF_KEY("server_url", PH_CONF_STRING, "", 0, TC_URL_MAX,
@@ -146,13 +147,17 @@ static int bad(const char **key, const char *k, char *why, size_t whylen,
  * frames within the protocol, no byte computation that overflows). */
 static int tc_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
                     size_t whylen) {
-  tc_url u;
-  char uwhy[128];
-  if (tc_url_parse(a->conf_str(ctx, "server_url"), &u, uwhy, sizeof(uwhy)) <
-      0)
-    return bad(key, "server_url", why, whylen, "%s", uwhy);
+  const char *url = a->conf_str(ctx, "server_url");
+  tm_ws_url u;
+  const char *uerr = "bad URL";
+  /* tm_ws's own parser: what the check accepts, tm_ws_connect does. */
+  if (tm_ws_url_parse(url, strlen(url), &u, &uerr) < 0)
+    return bad(key, "server_url", why, whylen, "%s", uerr);
+  if (strchr(u.path, '?'))
+    return bad(key, "server_url", why, whylen, "%s",
+               "no query in the URL (the token goes in token_file)");
   if (!u.tls && !a->conf_int(ctx, "allow_plain") &&
-      !tc_url_host_is_loopback(u.host))
+      !tm_ws_host_is_loopback(u.host))
     return bad(key, "server_url", why, whylen,
                "plain ws:// to %s, which is not loopback: use wss:// or set "
                "allow_plain = true",

@@ -62,8 +62,12 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 	modules/tunnel_common/tm_session_int.h \
 	modules/tunnel_common/tm_stream.c modules/tunnel_common/tm_writer.c \
 	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h
-modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS)
-modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS)
+# (merge of tm-session and tm-ws, done in tm-agent: one definition, with
+# tm-ws's flags and libraries; tm-ws's block below adds its sources.)
+modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(LWS_CFLAGS) $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common
+modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
 
 UNIT_TESTS_TM_SESSION = t/unit/test_tm_session
 check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
@@ -76,6 +80,9 @@ t_unit_test_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	host/libphmock.la $(EV_LIBS)
 endif
+# tm-session: the operations page of the session layer (installed with the
+# other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-session.md
 
 # tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
 # by t/integration/fuzz_replay.sh.

@@ -160,7 +160,7 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   if (md->agent_id[0] && c->agent && strcmp(md->agent_id, c->agent->name)) {
     PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
            "agent metadata names another agent than its token; closing",
-           PH_STR("token", c->token_id), PH_STR("agent", red));
+           PH_STR("principal", c->token_id), PH_STR("agent", red));
     tm_session_close(c->s);
     return;
   }
@@ -172,7 +172,7 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   if (c->caps & wire & ~md->caps) {
     PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
            "agent metadata lacks a capability its subprotocol chose; closing",
-           PH_STR("token", c->token_id), PH_STR("agent", red));
+           PH_STR("principal", c->token_id), PH_STR("agent", red));
     tm_session_close(c->s);
     return;
   }
@@ -187,7 +187,7 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   c->meta_caps = md->caps;
   c->ready = 1;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "agent ready",
-         PH_STR("token", c->token_id), PH_STR("agent", red),
+         PH_STR("principal", c->token_id), PH_STR("agent", red),
          PH_UINT("capabilities", ackm.caps),
          PH_INT("strict", !!(c->caps & TM_CAP_OPEN_RESULT)));
 }
@@ -196,7 +196,7 @@ static void sess_on_close(void *arg, int reason) {
   ts_conn *c = arg;
   ts_mod *m = c->m;
   PH_LOG(ts_api, m->ctx, reason == TM_CLOSE_ABUSE ? PH_LOG_WARN : PH_LOG_INFO,
-         "tunnel session closed", PH_STR("token", c->token_id),
+         "tunnel session closed", PH_STR("principal", c->token_id),
          PH_STR("role", c->kind == TS_CONN_AGENT ? "agent" : "client"),
          PH_STR("reason", close_reason_name(reason)));
   c->s = NULL;
@@ -229,7 +229,7 @@ static const tm_session_ops agent_ops = {
 
 static void refuse(ts_conn *c, const char *why) {
   PH_LOG(ts_api, c->m->ctx, PH_LOG_INFO, "tunnel connection refused",
-         PH_STR("token", c->token_id), PH_STR("reason", why),
+         PH_STR("principal", c->token_id), PH_STR("reason", why),
          PH_STR("peer", c->peer));
   c->lo->close(c->link, WS_UNAUTHORIZED, "unauthorized");
 }
@@ -265,7 +265,7 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
     if (a && a->nconns >= m->c.agent_max_connections) {
       PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
              "agent holds agent.max_connections already; refused",
-             PH_STR("token", c->token_id));
+             PH_STR("principal", c->token_id));
       c->lo->close(c->link, WS_POLICY, "too many connections");
       return;
     }
@@ -312,7 +312,7 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
   if (agent)
     ts_redact_agent(tk->agent, red);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel connection authenticated",
-         PH_STR("token", c->token_id),
+         PH_STR("principal", c->token_id),
          PH_STR("role", agent ? "agent" : "client"), PH_STR("agent", red),
          PH_INT("strict", !!(c->caps & TM_CAP_OPEN_RESULT)),
          PH_INT("flow_control", !!(c->caps & TM_CAP_FLOW_CONTROL)),

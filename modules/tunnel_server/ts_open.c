@@ -103,7 +103,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
   ts_redact_agent(op->agent, red);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel stream end",
          PH_UINT("stream", op->seq), PH_STR("node", m->c.node_id),
-         PH_STR("agent", red), PH_STR("token", op->token_id),
+         PH_STR("agent", red), PH_STR("principal", op->token_id),
          PH_STR("open_mode", open_mode_strict(op) ? "strict" : "legacy"),
          PH_STR("stage", stage), PH_STR("code", code), PH_STR("end", end),
          PH_UINT("queue_us", op->queue_us), PH_UINT("auth_us", op->auth_us),

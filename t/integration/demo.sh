@@ -13,6 +13,13 @@ require_modules tunnel_server tunnel_agent tunnel_client store_sqlite \
   auth_cache admin_api direct socks5 process_metrics
 
 grep -q 'scripts/demo.sh' "$top_srcdir/README.md"; ok $? "the README's main command runs scripts/demo.sh"
+mkdir -p "$T/check"
+"$top_builddir/tools/proxyhostctl" admin-token new "$T/check/admin.token" >/dev/null
+out=$("$top_builddir/host/proxyhost" -c "$top_srcdir/conf/demo.ini" \
+  --set "proxyhost.module_path=$top_builddir/modules" \
+  --set "admin_api.token_file=$T/check/admin.token" \
+  --set "store_sqlite.path=$T/check/authz.db" --check-config 2>&1)
+is "$?:$out" "0:configuration ok: 9 module(s)" "conf/demo.ini passes --check-config (the paths the script sets)"
 start_dnsd "demo.test=127.0.0.1"; ok $? "dnsd.py"
 start_file_server "$T/www" "through the demo"; ok $? "a loopback target"
 DEMO_DIR=$T/demo
@@ -46,7 +53,7 @@ wait_ready 1; ok $? "scripts/demo.sh says ready"
 sed 's/^/# /' "$T/demo1.out"
 is "$(through)" "through the demo" "curl --proxy socks5h://127.0.0.1:PORT reaches the target through client -> server -> agent"
 like_re "$("$CURL" -s "http://127.0.0.1:$DEMO_ADMIN_PORT/metrics")" \
-  'tunnelmesh_stream_open_total\{[^}]*open_mode="strict"[^}]*result="success"[^}]*\} [1-9]' \
+  'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
   "the demo's stream was a strict open"
 is "$(stat -c %a "$DEMO_DIR")" 700 "the demo directory is 0700"
 is "$(stat -c %a "$DEMO_DIR/client.token"):$(stat -c %a "$DEMO_DIR/agent.token")" 600:600 \

@@ -30,3 +30,7 @@ if MODULE_TUNNEL_CLIENT
 INTEGRATION_TESTS += t/integration/tunnel_client.sh
 endif
 EXTRA_DIST += t/integration/tunnel_client.sh t/lib/tls_forward.py
+
+# The benchmark harness (on demand: sh ../t/bench/tunnel.sh . from a build
+# directory; never in make check).
+EXTRA_DIST += t/bench/tunnel.sh

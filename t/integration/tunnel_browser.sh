@@ -6,7 +6,8 @@
 # dnsd.py: remote DNS) through client -> server -> agent; every resource
 # is in the page server's access log and the DOM says all images loaded.
 # curl loads every resource the same way. Chromium's own background hosts
-# resolve to nothing (--host-resolver-rules) and, through the proxy, to
+# resolve to nothing (--host-resolver-rules; the proxy address is
+# excluded, or Chromium cannot reach it) and, through the proxy, to
 # NXDOMAIN at the agent: nothing leaves loopback. A missing chromium is a
 # failure (scripts/install-deps.sh installs it), never a skip.
 . "$top_srcdir/t/lib/testlib.sh"
@@ -71,7 +72,7 @@ wait_file "$T/page.port"; ok $? "page server up"
 web=$(cat "$T/page.port")
 
 tn_server s; tn_creds s; tn_agent a s; tn_client c s
-tn_wait_sessions "$s_admin" agent 1 && wait_for tn_ready "$c_admin"
+tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c_admin"
 ok $? "server, agent and client up and connected"
 
 # curl: the page and every resource.
@@ -90,13 +91,13 @@ dom=$(timeout 60 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu \
   --no-first-run --disable-background-networking --disable-extensions \
   --user-data-dir="$T/chrome" \
   --proxy-server="socks5://127.0.0.1:$c_socks" --proxy-bypass-list='<-loopback>' \
-  --host-resolver-rules='MAP * ~NOTFOUND, EXCLUDE page.test' \
+  --host-resolver-rules='MAP * ~NOTFOUND, EXCLUDE page.test, EXCLUDE 127.0.0.1' \
   --virtual-time-budget=20000 --dump-dom "http://page.test:$web/index.html" 2>"$T/chrome.err")
 like "$dom" "images=$IMAGES scripts=$SCRIPTS" "Chromium loaded all $IMAGES images and $SCRIPTS scripts through the tunnel (DOM)"
 got=$(grep -c '^GET /img/\|^GET /js/' "$T/access.log")
 is "$got" $((IMAGES + SCRIPTS)) "... and each resource is in the page server's access log"
 grep -q '^GET /index.html' "$T/access.log"; ok $? "... the page itself too"
-like_re "$(tn_metrics "$c_admin")" 'tunnelmesh_stream_open_total\{[^}]*open_mode="strict"[^}]*result="success"[^}]*\} [1-9]' \
+like_re "$(tn_metrics "$c_admin")" 'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
   "the browser's streams were strict opens"
 
 done_testing

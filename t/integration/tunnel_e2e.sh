@@ -43,9 +43,9 @@ bh=$(cat "$T/bh.port")
 
 tn_server s "$DEBUG"; ok $? "TM-TEST-31 server process healthy"
 tn_creds s; ok $? "credentials: user, agent, client and agent tokens, policy (proxyhostctl)"
-tn_agent a "$DEBUG"; ok $? "agent process healthy"
-tn_client c "$DEBUG"; ok $? "client process healthy"
-tn_wait_sessions "$s_admin" agent 1; ok $? "the server holds an agent session"
+tn_agent a s "$DEBUG"; ok $? "agent process healthy"
+tn_client c s "$DEBUG"; ok $? "client process healthy"
+tn_wait_sessions "$a_admin" agent 1; ok $? "the agent holds a session with the server"
 wait_for tn_ready "$c_admin"; ok $? "the client is ready (connected)"
 
 body=$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")
@@ -59,24 +59,22 @@ is "$r" '{"completed": 30, "failed": 0, "hang_pending": 2}' \
 
 # 2. A refused target: 0x05, and the agent keeps its session.
 closed=$(free_port)
-agent_closed0=$(tn_sum "$a_admin" '^tunnelmesh_session_closed_total')
+agent_closed0=$(tn_sum "$a_admin" '^proxyhost_stream_tunnel_sessions_closed_total')
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "127.0.0.1:$closed" --atyp ipv4)
 is "$r" 0x05 "TM-PROTO-34 a refused target: SOCKS5 0x05 from the agent's connect"
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "nx.test:80")
 is "$r" 0x04 "TM-PROTO-33 an unknown name (NXDOMAIN at the agent): 0x04"
 body=$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")
 is "$body" "hello through the tunnel" "the tunnel works after the refusals"
-is "$(tn_sum "$a_admin" '^tunnelmesh_session_closed_total')" "$agent_closed0" \
+is "$(tn_sum "$a_admin" '^proxyhost_stream_tunnel_sessions_closed_total')" "$agent_closed0" \
   "TM-FAIL-1 a refused target does not close the agent's session"
 is "$(tn_sessions "$a_admin" agent)" 1 "... the agent still has its one session"
 
 # 3. Strict on all three.
-m=$(tn_metrics "$c_admin")
-like_re "$m" 'tunnelmesh_stream_open_total\{[^}]*open_mode="strict"[^}]*\} [1-9]' \
-  "TM-TEST-33 the client counts strict opens"
-unlike "$m" 'open_mode="legacy",result="success"' "... and no legacy one"
-like_re "$(tn_metrics "$s_admin")" 'tunnelmesh_stream_open_total\{[^}]*open_mode="strict"[^}]*\} [1-9]' \
-  "... the server too"
+[ "$(tn_opens "$c_admin" client strict)" -ge 30 ]; ok $? "TM-TEST-33 the client counts strict opens"
+is "$(tn_opens "$c_admin" client legacy)" 0 "... and no legacy one"
+[ "$(tn_opens "$s_admin" server strict)" -ge 30 ]; ok $? "... the server too"
+[ "$(tn_opens "$a_admin" agent strict)" -ge 30 ]; ok $? "... and the agent"
 
 # 4. A bulk download beside 31 small streams.
 r=$($LOAD bulk --proxy "127.0.0.1:$c_socks" --bulk "ok.test:$web" \

@@ -22,7 +22,7 @@ web=$FILE_SERVER_PORT
 URL="http://ok.test:$web"
 
 tn_server s; tn_creds s; tn_agent a s; tn_client c1 s; tn_client c2 s
-tn_wait_sessions "$s_admin" agent 1 && wait_for tn_ready "$c1_admin" &&
+tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c1_admin" &&
   wait_for tn_ready "$c2_admin"
 ok $? "server, agent and two clients up and connected"
 
@@ -56,7 +56,7 @@ r=$(${PYTHON3:-python3} "$top_srcdir/t/lib/socks5_probe.py" reply \
   --proxy "127.0.0.1:$c2_socks" --target "ok.test:$web")
 is "$r" 0x04 "TM-PROTO-33 no agent: a new open is answered agent_offline (0x04)"
 tn_start a "$T/a.ini"; ok $? "the agent restarted"
-tn_wait_sessions "$s_admin" agent 1; ok $? "... and connected again"
+tn_wait_sessions "$a_admin" agent 1; ok $? "... and connected again"
 is "$(tn_get "$c2_socks" "$URL/hello.txt")" "still here" "... the client works again without a restart"
 
 # The server dies, comes back on the same port and database.
@@ -66,7 +66,7 @@ kill -9 "$s_pid"
 wait "$p4"; r4=$?
 [ "$r4" -ne 0 ]; ok $? "server killed: the stream through it fails (curl $r4)"
 tn_start s "$T/s.ini"; ok $? "the server restarted"
-tn_wait_sessions "$s_admin" agent 1; ok $? "the agent reconnected by itself"
+tn_wait_sessions "$a_admin" agent 1; ok $? "the agent reconnected by itself"
 wait_for tn_ready "$c2_admin"; ok $? "the client reconnected by itself"
 ok_again() { [ "$(tn_get "$c2_socks" "$URL/hello.txt")" = "still here" ]; }
 wait_for ok_again; ok $? "... and the tunnel works again"

@@ -30,7 +30,7 @@ tn_server s1 "$POLL"; ok $? "server s1 up"
 tn_server s2 "$POLL"; ok $? "server s2 up (same database)"
 tn_creds s1; ok $? "credentials made through s1"
 tn_agent a s2; tn_client c s2
-tn_wait_sessions "$s2_admin" agent 1 && wait_for tn_ready "$c_admin"
+tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c_admin"
 ok $? "agent and client connected to s2"
 is "$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")" "before the revocation" \
   "a stream through s2 (its allow is now cached for 5 minutes)"

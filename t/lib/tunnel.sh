@@ -20,7 +20,7 @@ tm_peer() { "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/t/lib/tm_peer.py" "$@"; 
 #   tn_client c1 s1 [EXTRA-INI]    # tunnel_client + socks5; c1_socks
 #   tn_all x [EXTRA-INI]           # all of it in one process: x_socks,
 #                                  # x_admin, x_port
-#   tn_wait_agent s1               # the server counts an agent session
+#   tn_wait_sessions a1_admin agent 1  # the agent is connected
 #
 # EXTRA-INI is appended, so its sections and keys win (read in order).
 
@@ -69,6 +69,7 @@ tn_agent_sections() { # NAME SERVER-WSPORT DIRECT-INSTANCE
   cat <<EOC
 [$3]
 resolver_servers = 127.0.0.1:$dns_port
+component = agent
 [$1]
 server_url = ws://127.0.0.1:$2/tunnel
 agent_id = $TN_AGENT
@@ -181,8 +182,12 @@ tn_metrics() { "$CURL" -s -m 5 "http://127.0.0.1:$1/metrics"; }
 tn_sum() {
   tn_metrics "$1" | grep -E "$2" | awk '{ s += $NF } END { printf "%d\n", s }'
 }
-# tn_sessions ADMIN-PORT COMPONENT: tunnelmesh_sessions{component=...}.
-tn_sessions() { tn_sum "$1" "^tunnelmesh_sessions\\{.*component=\"$2\""; }
+# tn_sessions ADMIN-PORT COMPONENT: the sessions (WebSockets) that
+# process holds as COMPONENT (proxyhost_stream_tunnel_sessions; a server
+# counts its clients' and agents' together).
+tn_sessions() { tn_sum "$1" "^proxyhost_stream_tunnel_sessions\\{.*component=\"$2\""; }
+# tn_opens ADMIN-PORT COMPONENT MODE: opens counted strict or legacy.
+tn_opens() { tn_sum "$1" "^proxyhost_stream_tunnel_opens_total\\{.*component=\"$2\".*open_mode=\"$3\""; }
 # tn_wait_sessions ADMIN-PORT COMPONENT N: until at least N (bounded).
 tn_wait_sessions() { wait_for tn_sessions_ge "$@"; }
 tn_sessions_ge() { [ "$(tn_sessions "$1" "$2")" -ge "$3" ]; }

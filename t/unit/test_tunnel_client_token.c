@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tunnel_client's pure parts: server_url parsing with the loopback rule
- * for plain ws, and the bearer token from a file or the token key (read
- * at every attempt: a rotated or late file is picked up; missing, empty
- * and unusable told apart, never the content). */
+/* tunnel_client's bearer token from a file or the token key (read at
+ * every attempt: a rotated or late file is picked up; missing, empty and
+ * unusable told apart, never the content). server_url is tm_ws_url.c's,
+ * tested with tm_ws. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,58 +12,6 @@
 
 #include "tap.h"
 #include "tc_token.h"
-#include "tc_url.h"
-
-static void test_url(void) {
-  tc_url u;
-  char why[128];
-  ok(tc_url_parse("ws://127.0.0.1:8443/tunnel", &u, why, sizeof(why)) == 0 &&
-         !u.tls && u.port == 8443 && !strcmp(u.host, "127.0.0.1") &&
-         !strcmp(u.path, "/tunnel"),
-     "ws URL with port and path");
-  ok(tc_url_parse("wss://tm.example.org", &u, why, sizeof(why)) == 0 &&
-         u.tls && u.port == 443 && !strcmp(u.path, "/") &&
-         !strcmp(u.host, "tm.example.org"),
-     "wss URL: default port 443, path /");
-  ok(tc_url_parse("WS://[::1]:9/x", &u, why, sizeof(why)) == 0 &&
-         !strcmp(u.host, "::1") && u.port == 9,
-     "IPv6 literal in brackets, scheme case-insensitive");
-  ok(tc_url_parse("ws://h", &u, why, sizeof(why)) == 0 && u.port == 80,
-     "ws default port 80");
-  static const char *const badv[] = {
-      "", "http://h/", "ws://", "ws://:80/", "ws://h:0/", "ws://h:65536/",
-      "ws://h:/", "ws://h:8x/", "ws://user:pw@h/", "ws://tok@h/",
-      "ws://[::1/", "ws://[zz]/", "ws://h/a b", "ws://h/?token=x",
-      "ws://h#f", "ws://h%41/", "ws://[::1]x/", NULL};
-  for (int i = 0; badv[i]; i++) {
-    char name[96];
-    snprintf(name, sizeof(name), "refused: \"%s\"", badv[i]);
-    ok(tc_url_parse(badv[i], &u, why, sizeof(why)) < 0 && why[0], name);
-  }
-  ok(tc_url_parse("ws://a:b@h/", &u, why, sizeof(why)) < 0 &&
-         !strstr(why, "b@"),
-     "the reason for a URL with credentials does not quote them");
-  char big[3000];
-  memset(big, 'a', sizeof(big) - 1);
-  big[sizeof(big) - 1] = 0;
-  memcpy(big, "ws://", 5);
-  ok(tc_url_parse(big, &u, why, sizeof(why)) < 0, "URL over 2048 bytes");
-  /* The loopback rule of plain ws (the check refuses the rest unless
-   * allow_plain). */
-  ok(tc_url_host_is_loopback("127.0.0.1"), "127.0.0.1 is loopback");
-  ok(tc_url_host_is_loopback("127.9.8.7"), "127/8 is loopback");
-  ok(tc_url_host_is_loopback("::1"), "::1 is loopback");
-  ok(tc_url_host_is_loopback("localhost") &&
-         tc_url_host_is_loopback("LOCALHOST."),
-     "localhost (any case, trailing dot)");
-  ok(!tc_url_host_is_loopback("10.0.0.1"), "10.0.0.1 is not");
-  ok(!tc_url_host_is_loopback("128.0.0.1"), "128.0.0.1 is not");
-  ok(!tc_url_host_is_loopback("::2"), "::2 is not");
-  ok(!tc_url_host_is_loopback("x.localhost"),
-     "x.localhost is not (a resolver may say otherwise)");
-  ok(!tc_url_host_is_loopback("localhost.example.org"),
-     "localhost.example.org is not");
-}
 
 static void write_file(const char *path, const char *s, size_t n) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -128,7 +76,6 @@ static void test_token(void) {
 
 int main(void) {
   plan_lazy();
-  test_url();
   test_token();
   return done_testing();
 }
