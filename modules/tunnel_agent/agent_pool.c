@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "agent_int.h"
-#include "agent_token.h"
+/* The token file reader is tunnel_client's (the same rules for both
+ * roles); the integrator may move it to tunnel_common. */
+#include "tc_token.h"
 
 /* How often the pool controller looks at the load (it judges durations
  * of seconds: evaluation_interval, cooldown). */
@@ -118,21 +120,18 @@ static void failed_attempt(agent *a) {
 /* The token for one attempt: from the file (re-read now) or the key. One
  * warning per change of state, never the content. */
 static int get_token(agent *a, char *buf, size_t cap) {
-  size_t len = 0;
   int st;
   if (a->cfg.token_file[0]) {
-    st = token_read_file(a->cfg.token_file, buf, cap, &len);
+    st = tc_token_read(a->cfg.token_file, buf, cap);
   } else {
     const char *t = a->api->conf_str(a->ctx, "token");
-    st = token_check(t ? t : "", &len);
-    if (st == TOKEN_OK)
-      snprintf(buf, cap, "%.*s", (int)len, t + strspn(t, " \t\r"));
+    st = tc_token_take(t ? t : "", t ? strlen(t) : 0, buf, cap);
   }
   if (st != a->token_warned) {
-    if (st != TOKEN_OK)
+    if (st != TC_TOKEN_OK)
       PH_LOG(a->api, a->ctx, PH_LOG_WARN,
              "no usable token: not connecting; retrying with backoff",
-             PH_STR("reason", token_status_text(st)),
+             PH_STR("token", tc_token_state_name(st)),
              PH_STR("token_file", a->cfg.token_file));
     else if (a->token_warned > 0)
       PH_LOG(a->api, a->ctx, PH_LOG_INFO, "token usable again",
@@ -144,20 +143,20 @@ static int get_token(agent *a, char *buf, size_t cap) {
 
 static void connect_one(agent *a) {
   char tok[AGENT_TOKEN_MAX + 1];
-  if (get_token(a, tok, sizeof(tok)) != TOKEN_OK) {
+  if (get_token(a, tok, sizeof(tok)) != TC_TOKEN_OK) {
     failed_attempt(a);
     return;
   }
   agent_conn *c = calloc(1, sizeof(*c));
   if (!c) {
-    token_wipe(tok, sizeof(tok));
+    tc_token_wipe(tok, sizeof(tok));
     failed_attempt(a);
     return;
   }
   c->a = a;
   const char *err = NULL;
   c->ws = tm_ws_connect(a->ws, a->cfg.server_url, tok, &err);
-  token_wipe(tok, sizeof(tok));
+  tc_token_wipe(tok, sizeof(tok));
   if (!c->ws) {
     PH_LOG(a->api, a->ctx, PH_LOG_ERROR, "cannot connect to the server",
            PH_STR("reason", err ? err : "unknown"));

@@ -7,11 +7,14 @@ modules_tunnel_agent_tunnel_agent_la_SOURCES = \
 	modules/tunnel_agent/tunnel_agent.c modules/tunnel_agent/agent_int.h \
 	modules/tunnel_agent/agent_conf.c modules/tunnel_agent/agent_conf.h \
 	modules/tunnel_agent/agent_pool.c modules/tunnel_agent/agent_stream.c \
-	modules/tunnel_agent/agent_token.c modules/tunnel_agent/agent_token.h \
+	modules/tunnel_client/tc_token.c modules/tunnel_client/tc_token.h \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h \
 	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
+# The token file reader is tunnel_client's tc_token.c (one set of rules
+# for both roles; its fuzz target is fuzz_tc_token).
 modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+	-I$(top_srcdir)/modules/tunnel_common \
+	-I$(top_srcdir)/modules/tunnel_client $(LWS_CFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LIBADD = \
 	modules/tunnel_common/libtmsession.la \
@@ -20,7 +23,7 @@ modules_tunnel_agent_tunnel_agent_la_LIBADD = \
 samples_DATA += modules/tunnel_agent/tunnel_agent.ini.sample
 
 # The agent's unit tests: the dial executor through the mock host with a
-# fake connector, and the pure parts (pool controller, token file).
+# fake connector, and the pool controller.
 UNIT_TESTS_TM_AGENT = t/unit/test_tm_dial_exec t/unit/test_tm_agent_pool \
 	t/unit/test_tm_agent
 check_PROGRAMS += $(UNIT_TESTS_TM_AGENT)
@@ -41,8 +44,7 @@ t_unit_test_tm_agent_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	host/libphmock.la $(EV_LIBS)
 t_unit_test_tm_agent_pool_SOURCES = t/unit/test_tm_agent_pool.c \
-	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h \
-	modules/tunnel_agent/agent_token.c modules/tunnel_agent/agent_token.h
+	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
 t_unit_test_tm_agent_pool_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_agent
 endif

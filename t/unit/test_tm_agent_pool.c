@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tunnel_agent's pure parts: the connection pool controller
- * (pool_policy.c, TM-P2-23..28) and the token file (agent_token.c). */
+/* tunnel_agent's connection pool controller, pure (pool_policy.c,
+ * TM-P2-23..28). The token file reader is tunnel_client's tc_token.c,
+ * tested by test_tunnel_client_token and fuzz_tc_token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent_token.h"
 #include "pool_policy.h"
 #include "tap.h"
 
@@ -14,14 +14,6 @@ static pool_policy lowlat(void) {
   /* TM-P2-24's recommended low-latency settings. */
   pool_policy p = {2, 4, 16, 2, 10000, 30000};
   return p;
-}
-
-static void write_file(const char *path, const char *s, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (f) {
-    fwrite(s, 1, n, f);
-    fclose(f);
-  }
 }
 
 int main(void) {
@@ -108,48 +100,5 @@ int main(void) {
   ok(*pool_policy_problem(&bad1) && *pool_policy_problem(&bad2),
      "min > max and low >= high are refused");
 
-  /* ---- token file ---- */
-  char dir[] = "/tmp/test_tm_agent_pool.XXXXXX";
-  if (!mkdtemp(dir)) {
-    printf("Bail out! mkdtemp\n");
-    return 1;
-  }
-  char path[128], buf[64];
-  size_t len = 0;
-  snprintf(path, sizeof(path), "%s/token", dir);
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_MISSING,
-         "a missing token file: not ready");
-  write_file(path, "", 0);
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_EMPTY,
-         "an empty token file: not ready");
-  write_file(path, "\n\n", 2);
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_EMPTY,
-         "only newlines: empty");
-  write_file(path, "tm_abc123.secret\n", 17);
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_OK,
-         "a token with a trailing newline reads");
-  is_str(buf, "tm_abc123.secret", "the newline is stripped");
-  is_int((int)len, 16, "and its length is right");
-  write_file(path, "  tok\r\n", 7);
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_OK,
-         "CRLF and blanks around it");
-  is_str(buf, "tok", "are stripped");
-  write_file(path, "rotated", 7);
-  token_read_file(path, buf, sizeof(buf), &len);
-  is_str(buf, "rotated", "a rotated token (no newline) is read again");
-  write_file(path, "a b\n", 4);
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_BAD,
-         "a blank inside is refused");
-  ok(buf[0] == '\0', "and nothing is left in the buffer");
-  char longtok[100];
-  memset(longtok, 'x', sizeof(longtok));
-  write_file(path, longtok, sizeof(longtok));
-  is_int(token_read_file(path, buf, sizeof(buf), &len), TOKEN_TOO_LONG,
-         "a token longer than the buffer is refused, not cut");
-  is_int(token_check("  abc ", &len), TOKEN_OK, "a configured token checks");
-  is_int(token_check("", &len), TOKEN_EMPTY, "an empty configured token "
-                                             "does not");
-  unlink(path);
-  rmdir(dir);
   return done_testing();
 }
