@@ -222,7 +222,7 @@ static void on_pong(tm_session *s, const tm_frame *f) {
   s->api->timer_set(s->pong_timer, 0, 0);
 }
 
-/* ---- new / close ---------------------------------------------------------- */
+/* ---- new / close ------------------------------------------------------ */
 
 static int cfg_valid(const tm_session_cfg *c) {
   return c->max_frame_payload >= 1 && c->max_frame_payload <= TM_MAX_PAYLOAD &&
@@ -307,7 +307,7 @@ void tm_session_on_transport_closed(tm_session *s) {
   sess_leave(s);
 }
 
-/* ---- the reader ------------------------------------------------------------ */
+/* ---- the reader ------------------------------------------------------- */
 
 /* A frame for an id with no stream: a late one (the stream was reset or
  * timed out meanwhile) is dropped; one for an id never used is the
@@ -463,7 +463,7 @@ void tm_session_on_writable(tm_session *s) {
   sess_leave(s);
 }
 
-/* ---- the role's calls ------------------------------------------------------- */
+/* ---- the role's calls ------------------------------------------------- */
 
 int tm_session_send_metadata(tm_session *s, const tm_metadata *m, int ack) {
   uint8_t buf[TM_METADATA_MAX];

@@ -65,8 +65,9 @@ static void stop_open_timer(tm_stream *st) {
   }
 }
 
+static const ph_stream_ops tm_stream_ops; /* below, with its functions */
+
 tm_stream *st_new(tm_session *s, uint32_t id, int local) {
-  extern const ph_stream_ops tm_stream_ops;
   tm_stream *st = calloc(1, sizeof(*st));
   if (!st)
     return NULL;
@@ -150,11 +151,10 @@ void st_reset(tm_stream *st, int code, int send, int bp_reason) {
   tm_session *s = st->s;
   if (st->dead || st->reset || st->state == TM_ST_RESET)
     return;
-  if (send && st->id)
-    {
-      uint8_t c = (uint8_t)code;
-      cq_must(s, TM_RESET, st->id, &c, 1);
-    }
+  if (send && st->id) {
+    uint8_t c = (uint8_t)code;
+    cq_must(s, TM_RESET, st->id, &c, 1);
+  }
   if (bp_reason >= 0)
     tm_obs_backpressure(s->m, bp_reason);
   st->state = TM_ST_RESET;
@@ -500,7 +500,7 @@ static void t_close(ph_stream *p) {
   }
 }
 
-const ph_stream_ops tm_stream_ops = {
+static const ph_stream_ops tm_stream_ops = {
     .size = sizeof(ph_stream_ops),
     .watch = t_watch,
     .peek = t_peek,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <proxyhost/connector.h>
@@ -497,7 +498,7 @@ static void test_duplicate_result(void) {
          "TM-PROTO-38: a late OPEN_RESULT after a timeout is dropped");
   tm_memlink_inject(p.l, 0, f, frame(f, TM_OPEN_RESULT, 0, 999, pl,
                                      (uint32_t)n));
-  run(5);
+  run_until(tm_memlink_sent(p.l, 0, TM_RESET) > resets, 2000);
   is_int(tm_memlink_sent(p.l, 0, TM_RESET), resets + 1,
          "TM-PROTO-41: an OPEN_RESULT for an id never opened: RESET by id");
   ok(p.a.s != NULL, "the session stays up");
@@ -565,7 +566,7 @@ static void test_violation_limit(void) {
   uint8_t f[32];
   for (int i = 0; i < 3; i++)
     tm_memlink_inject(p.l, 1, f, frame(f, TM_DATA, 0, 500 + i, "x", 1));
-  run(5);
+  run_until(tm_memlink_sent(p.l, 1, TM_RESET) == 3, 2000);
   ok(p.b.s != NULL, "TM-FAIL-7: up to the limit, streams only are reset");
   is_int(tm_memlink_sent(p.l, 1, TM_RESET), 3, "one RESET each");
   tm_memlink_inject(p.l, 1, f, frame(f, TM_DATA, 0, 600, "x", 1));
@@ -602,7 +603,9 @@ static void test_legacy_backpressure(void) {
   double before = metric("tunnelmesh_stream_backpressure_total{component="
                          "\"server\",reason=\"legacy_backpressure\"} ");
   is_int(write_bulk(u1a->ps, 8192), 8192, "the sender fills the queue");
-  run(10);
+  run_until(tm_memlink_data_bytes(p.l, 0) >= 8192 &&
+                tm_memlink_pending(p.l, 1) == 0,
+            2000);
   ok(!u1a->reset, "TM-P2-3: up to inbound_buffer_bytes is queued");
   const void *d;
   ssize_t held = ph_stream_peek(u1b->ps, &d);
@@ -638,7 +641,9 @@ static void test_window_reopens(void) {
       "tunnelmesh_stream_window_stall_seconds_count{component=\"client\"} ");
   is_int(write_bulk(ua->ps, 100000), 65536, "the window is taken whole");
   is_int(ph_stream_write(ua->ps, "x", 1), PH_EAGAIN, "then the writer stalls");
-  run(20);
+  run_until(tm_memlink_data_bytes(p.l, 0) >= 65536 &&
+                tm_memlink_pending(p.l, 1) == 0,
+            2000);
   is_int(tm_memlink_sent(p.l, 1, TM_WINDOW_UPDATE), 0,
          "TM-P2-11: received, not delivered: no WINDOW_UPDATE");
   const void *d;
@@ -790,7 +795,7 @@ static void test_goaway(void) {
   int opens = p.b.opens;
   tm_memlink_inject(p.l, 1, f, frame(f, TM_OPEN_STREAM, 0, 7, pl,
                                      (uint32_t)n));
-  run(5);
+  run_until(tm_memlink_sent(p.l, 1, TM_RESET) > resets, 2000);
   is_int(p.b.opens, opens, "an OPEN_STREAM after GOAWAY is not offered");
   is_int(tm_memlink_sent(p.l, 1, TM_RESET), resets + 1, "it is RESET");
   write_str(ua->ps, "drain");
@@ -875,10 +880,11 @@ static void echo_cb(ph_stream *s, int revents, void *arg) {
       return;
     }
     if (n == 0) {
-      if (!e->shut)
-        ph_stream_shutdown(s);
+      /* EOF: answer with ours and leave; the close, inside the callback,
+       * lets the queued bytes and the FIN go out */
+      ph_stream_shutdown(s);
       e->shut = 1;
-      ph_stream_watch(s, 0, NULL, NULL);
+      ph_stream_close(s);
       return;
     }
     if (n < 0) {
@@ -1103,6 +1109,237 @@ static void test_relay_chain(void) {
   tm_memlink_free(l2);
 }
 
+/* ---- the agent's join: a socket and a stream through the relay -------- */
+
+/* The target: echoes on its socket, shuts its side down after EOF. */
+typedef struct fd_echo {
+  int fd;
+  ph_io *io;
+  char buf[65536];
+  size_t len;
+  int eof, shut;
+} fd_echo;
+
+static void fd_echo_cb(ph_io *io, int fd, int revents, void *arg) {
+  fd_echo *e = arg;
+  (void)revents;
+  for (int i = 0; i < 16; i++) {
+    if (e->len) {
+      ssize_t w = send(fd, e->buf, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w <= 0)
+        break;
+      memmove(e->buf, e->buf + w, e->len - (size_t)w);
+      e->len -= (size_t)w;
+      continue;
+    }
+    if (e->eof)
+      break;
+    ssize_t r = recv(fd, e->buf, sizeof(e->buf), MSG_DONTWAIT);
+    if (r == 0)
+      e->eof = 1;
+    if (r <= 0)
+      break;
+    e->len = (size_t)r;
+  }
+  if (e->eof && !e->len && !e->shut) {
+    shutdown(fd, SHUT_WR);
+    e->shut = 1;
+  }
+  api->io_set(io, e->shut ? 0 : (e->len ? PH_WRITE : PH_READ));
+}
+
+typedef struct fd_agent {
+  int fd; /* the relay's end */
+  int done, end;
+} fd_agent;
+
+static void fa_done(void *arg, const relay_stats *st, int end) {
+  fd_agent *a = arg;
+  (void)st;
+  a->done = 1;
+  a->end = end;
+}
+
+static void fa_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
+  fd_agent *a = arg;
+  (void)req;
+  tm_stream_accept(st); /* the dial "succeeded": the socket is there */
+  relay_opts o = {.idle_timeout_ms = 60000, .buffer_size = 16384,
+                  .done = fa_done, .arg = a};
+  stream_end client = {-1, tm_stream_ph(st)};
+  relay_start(api, hctx, client, end_fd(a->fd), NULL, 0, &o);
+}
+
+static void fa_on_close(void *arg, int reason) {
+  (void)arg;
+  (void)reason;
+}
+
+static void test_relay_fd(void) {
+  unsigned caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  tm_session_cfg ca = cfg_default(1, caps), cb = cfg_default(0, caps);
+  ca.initial_window = cb.initial_window = 65536;
+  ca.window_update_threshold = cb.window_update_threshold = 32768;
+  cb.component = TM_COMPONENT_AGENT;
+  cb.metrics = NULL;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+    ok(0, "socketpair");
+    return;
+  }
+  fd_echo e;
+  memset(&e, 0, sizeof(e));
+  e.fd = sv[1];
+  e.io = api->io_new(hctx, sv[1], PH_READ, fd_echo_cb, &e);
+  fd_agent fa = {.fd = sv[0]};
+  tm_memlink *l = tm_memlink_new(api, hctx, 16);
+  const tm_transport *t = tm_memlink_transport(l);
+  side a;
+  memset(&a, 0, sizeof(a));
+  tm_session_ops fo = {.on_open = fa_on_open, .on_close = fa_on_close};
+  a.s = tm_session_new(api, hctx, &ca, t, tm_memlink_targ(l, 0), &ops, &a);
+  tm_session *b = tm_session_new(api, hctx, &cb, t, tm_memlink_targ(l, 1),
+                                 &fo, &fa);
+  tm_memlink_attach(l, 0, a.s);
+  tm_memlink_attach(l, 1, b);
+  opening o;
+  tm_open_stream req;
+  memset(&req, 0, sizeof(req));
+  req.protocol = 1;
+  req.port = 7;
+  strcpy(req.host, "target.test");
+  memset(&o, 0, sizeof(o));
+  tm_stream_open(a.s, &req, 5000, open_cb, &o);
+  run_until(o.done, 2000);
+  pump p;
+  memset(&p, 0, sizeof(p));
+  p.want = 1 << 20;
+  if (o.st) {
+    p.ps = tm_stream_ph(o.st);
+    ph_stream_watch(p.ps, PH_READ | PH_WRITE, pump_cb, &p);
+  }
+  run_until(p.eof || p.reset || p.bad, 20000);
+  ok(p.eof && !p.reset && p.got == (1u << 20) && !p.bad,
+     "TM-PROTO-6: 1 MiB through stream -> relay -> socket echo and back");
+  run_until(fa.done, 2000);
+  ok(fa.done && fa.end == RELAY_END_CLOSED,
+     "the agent's relay ends with both directions finished (half-close "
+     "carried both ways)");
+  ok(e.eof && e.shut, "the target saw EOF and answered with its own");
+  is_int(tm_memlink_sent(l, 0, TM_RESET) + tm_memlink_sent(l, 1, TM_RESET),
+         0, "no RESET");
+  if (p.ps)
+    ph_stream_close(p.ps);
+  api->io_free(e.io);
+  close(sv[1]);
+  tm_session_close(a.s);
+  run_until(a.closed, 2000);
+  run(2);
+  tm_memlink_free(l);
+}
+
+static int md_seen, md_ack;
+static tm_metadata md_got;
+static void on_md(void *arg, const tm_metadata *m, int ack) {
+  (void)arg;
+  md_seen++;
+  md_ack = ack;
+  md_got = *m;
+}
+
+static void test_cancel_dup_limits(void) {
+  pair p;
+  tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  tm_session_cfg cb = cfg_default(0, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  cb.max_streams = 3;
+  pair_new(&p, &ca, &cb);
+  /* cancel: the cb never runs, the peer drops its pending work */
+  p.b.policy = P_HOLD;
+  opening o;
+  tm_stream *st = open_to(&p, &o, "cancel.test", 5000);
+  run_until(p.b.nheld == 1, 2000);
+  tm_stream_cancel(st);
+  run_until(p.b.abandons == 1, 2000);
+  is_int(p.b.abandons, 1, "a cancelled open is RESET: the acceptor drops it");
+  run(5);
+  is_int(o.done, 0, "the cancelled open's callback never runs");
+  is_int(tm_session_streams(p.a.s), 0, "nothing left of it");
+  /* a duplicate stream id resets the stream it names */
+  p.b.policy = P_ACCEPT;
+  user *u1a, *u1b, *u2a, *u2b;
+  open_accepted(&p, "one.test", &u1a, &u1b);
+  open_accepted(&p, "two.test", &u2a, &u2b);
+  uint8_t f[128], pl[64];
+  tm_open_stream req = {.protocol = 1, .port = 80, .window = 65536};
+  strcpy(req.host, "dup.test");
+  int n = tm_open_stream_encode(&req, pl, sizeof(pl));
+  int opens = p.b.opens;
+  tm_memlink_inject(p.l, 1, f, frame(f, TM_OPEN_STREAM, 0,
+                                     tm_stream_id(p.b.accepted[0]), pl,
+                                     (uint32_t)n));
+  run_until(u1b->reset && u1a->reset, 2000);
+  ok(u1a->reset && u1b->reset, "a duplicate stream id resets that stream");
+  is_int(p.b.opens, opens, "and opens nothing");
+  write_str(u2a->ps, "two");
+  run_until(u2b->n == 3, 2000);
+  ok(u2b->n == 3 && p.b.s, "the other stream keeps flowing");
+  /* max_streams: the acceptor refuses past it (queue_full, retryable) */
+  user *u3a, *u3b, *u4a, *u4b;
+  ok(open_accepted(&p, "three.test", &u3a, &u3b) == 0, "a second live one");
+  ok(open_accepted(&p, "four.test", &u4a, &u4b) == 0, "a third (the limit)");
+  open_to(&p, &o, "five.test", 5000);
+  run_until(o.done, 2000);
+  ok(o.done && !o.accepted && o.code == PH_OPEN_QUEUE_FULL,
+     "past max_streams an open is refused with queue_full");
+  close_user(&u1a);
+  close_user(&u1b);
+  close_user(&u2a);
+  close_user(&u2b);
+  close_user(&u3a);
+  close_user(&u3b);
+  close_user(&u4a);
+  close_user(&u4b);
+  pair_end(&p);
+}
+
+static void test_metadata(void) {
+  pair p;
+  memset(&p, 0, sizeof(p));
+  p.l = tm_memlink_new(api, hctx, 16);
+  tm_session_ops with_md = ops;
+  with_md.on_metadata = on_md;
+  tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT);
+  tm_session_cfg cb = cfg_default(0, TM_CAP_OPEN_RESULT);
+  const tm_transport *t = tm_memlink_transport(p.l);
+  p.a.s = tm_session_new(api, hctx, &ca, t, tm_memlink_targ(p.l, 0), &with_md,
+                         &p.a);
+  p.b.s = tm_session_new(api, hctx, &cb, t, tm_memlink_targ(p.l, 1), &with_md,
+                         &p.b);
+  tm_memlink_attach(p.l, 0, p.a.s);
+  tm_memlink_attach(p.l, 1, p.b.s);
+  tm_metadata md;
+  memset(&md, 0, sizeof(md));
+  md.caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  strcpy(md.agent_id, "agent-7");
+  strcpy(md.version, "0.1.0");
+  md_seen = 0;
+  is_int(tm_session_send_metadata(p.b.s, &md, 0), PH_OK,
+         "AGENT_METADATA queued");
+  run_until(md_seen == 1, 2000);
+  ok(md_seen == 1 && !md_ack, "TM-PROTO-18: the peer reads AGENT_METADATA");
+  is_str(md_got.agent_id, "agent-7", "with the agent id");
+  is_int(md_got.caps, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL,
+         "and the capabilities");
+  tm_metadata ackm;
+  memset(&ackm, 0, sizeof(ackm));
+  ackm.caps = TM_CAP_OPEN_RESULT;
+  tm_session_send_metadata(p.a.s, &ackm, 1);
+  run_until(md_seen == 2, 2000);
+  ok(md_seen == 2 && md_ack && md_got.caps == TM_CAP_OPEN_RESULT,
+     "and the ACK with the intersection");
+  pair_end(&p);
+}
+
 static void test_config_bounds(void) {
   tm_memlink *l = tm_memlink_new(api, hctx, 0);
   const tm_transport *t = tm_memlink_transport(l);
@@ -1211,6 +1448,9 @@ int main(void) {
   test_close_resets_all();
   test_transport_failure();
   test_relay_chain();
+  test_relay_fd();
+  test_cancel_dup_limits();
+  test_metadata();
   test_config_bounds();
   test_metric_labels();
   ph_mock_stop(mk);
