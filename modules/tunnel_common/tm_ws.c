@@ -54,6 +54,7 @@
 #define TM_WS_HS_TIMEOUT_MAX 300000u
 #define TM_WS_BEARER_MAX 4096u /* lws' header space is smaller anyway */
 #define TM_WS_CLOSE_GRACE_S 5  /* a close frame that cannot be written */
+#define TM_WS_RX_CHUNK 16384   /* lws' per-connection receive buffer */
 #define TM_WS_EVLIB_PLUGIN LWS_INSTALL_LIBDIR "/libwebsockets-evlib_ev.so"
 
 enum conn_state { CS_CONNECTING = 0, CS_HANDSHAKE, CS_OPEN };
@@ -66,11 +67,10 @@ struct tm_ws_resolve {
   int ok;
 };
 
-
 struct tm_ws_conn {
   tm_ws *w;
-  struct lws *wsi;   /* NULL once lws forgot it (then it is finishing) */
-  tm_session *s;     /* where messages go; NULL: dropped */
+  struct lws *wsi; /* NULL once lws forgot it (then it is finishing) */
+  tm_session *s;   /* where messages go; NULL: dropped */
   void *user;
   int client;
   int state;         /* conn_state */
@@ -79,12 +79,12 @@ struct tm_ws_conn {
   int close_pending; /* tm_ws_conn_close / the session's close */
   int close_status;
   char close_reason[32];
-  int deferred_error; /* client: failed inside tm_ws_connect */
-  int in_connect;     /* inside lws_client_connect_via_info */
+  int deferred_error;            /* client: failed inside tm_ws_connect */
+  int in_connect;                /* inside lws_client_connect_via_info */
   struct tm_ws_resolve *resolve; /* client: the name being resolved */
   int64_t job;
-  int rx_text;        /* the message being received is text */
-  uint8_t *rx;        /* reassembly, up to w->cfg.max_message bytes */
+  int rx_text; /* the message being received is text */
+  uint8_t *rx; /* reassembly, up to w->cfg.max_message bytes */
   size_t rx_len, rx_cap;
   char *bearer; /* client: the token to send; server: captured */
   size_t bearer_len;
@@ -114,10 +114,10 @@ struct tm_ws {
   int n_ws_protocols;
   tm_ws_conn *conns;
   uint32_t n_server_conns;
-  ph_timer *deferred; /* reports on_connect_error from the loop */
+  ph_timer *deferred;  /* reports on_connect_error from the loop */
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
-  tm_ws *next_live;   /* lws' log sink (process-wide) */
-  int freeing;        /* tm_ws_free runs: no new connection */
+  tm_ws *next_live;    /* lws' log sink (process-wide) */
+  int freeing;         /* tm_ws_free runs: no new connection */
 };
 
 static void wipe(void *p, size_t n) {
@@ -286,6 +286,14 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
     set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
     return close_now(c);
   }
+  if (c->rx_len == 0 && lws_is_final_fragment(wsi) &&
+      !lws_remaining_packet_payload(wsi)) {
+    /* The whole message in one piece (the usual case up to lws'
+     * rx_buffer_size): delivered from lws' buffer, no copy. */
+    if (c->s)
+      tm_session_on_message(c->s, in, len);
+    return c->close_pending ? close_now(c) : 0;
+  }
   if (c->rx_len + len > c->rx_cap) {
     /* Grow by doubling, bounded by max_message (checked above). */
     size_t cap = c->rx_cap ? c->rx_cap : 4096;
@@ -310,6 +318,13 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
   c->rx_len = 0;
   if (c->s)
     tm_session_on_message(c->s, c->rx, n);
+  /* An idle connection holds no reassembly buffer above lws' own chunk
+   * size: 4096 connections must not keep 64 KiB each. */
+  if (c->rx_cap > TM_WS_RX_CHUNK) {
+    free(c->rx);
+    c->rx = NULL;
+    c->rx_cap = 0;
+  }
   /* The session may have asked to close from inside. */
   if (c->close_pending)
     return close_now(c);
@@ -508,8 +523,8 @@ static int ws_common(tm_ws_conn *c, struct lws *wsi,
   }
 }
 
-static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason,
-                  void *user, void *in, size_t len) {
+static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                  void *in, size_t len) {
   tm_ws *w = lws_vhost_user(lws_get_vhost(wsi));
   tm_ws_conn *c = lws_get_opaque_user_data(wsi);
   (void)user;
@@ -568,8 +583,8 @@ static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason,
 
 /* ---- client callbacks -------------------------------------------------- */
 
-static int cli_cb(struct lws *wsi, enum lws_callback_reasons reason,
-                  void *user, void *in, size_t len) {
+static int cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                  void *in, size_t len) {
   tm_ws_conn *c = lws_get_opaque_user_data(wsi);
   (void)user;
   switch (reason) {
@@ -680,9 +695,7 @@ static int parse_listen(const char *s, char *host, size_t hcap, int *port) {
   return 0;
 }
 
-static char *dup_or_null(const char *s) {
-  return s && *s ? strdup(s) : NULL;
-}
+static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
 
 static void free_strings(tm_ws *w) {
   free(w->listen);
@@ -728,14 +741,13 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
       *err = "TLS needs both a certificate and a key";
       return NULL;
     }
-    if (!cfg->cert_file && !cfg->allow_plain &&
-        !tm_ws_host_is_loopback(host)) {
+    if (!cfg->cert_file && !cfg->allow_plain && !tm_ws_host_is_loopback(host)) {
       *err = "plain ws off loopback is refused (give a certificate and key, "
              "or allow_plain)";
       return NULL;
     }
-    if (cfg->cert_file && (access(cfg->cert_file, R_OK) < 0 ||
-                           access(cfg->key_file, R_OK) < 0)) {
+    if (cfg->cert_file &&
+        (access(cfg->cert_file, R_OK) < 0 || access(cfg->key_file, R_OK) < 0)) {
       *err = "the TLS certificate or key cannot be read";
       return NULL;
     }
@@ -775,8 +787,7 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   w->cfg.ca_file = w->ca_file;
   w->cfg.path = w->path;
   w->deferred = api->timer_new(ctx, deferred_cb, w);
-  if ((cfg->listen && !w->listen) || (cfg->path && !w->path) ||
-      !w->deferred) {
+  if ((cfg->listen && !w->listen) || (cfg->path && !w->path) || !w->deferred) {
     *err = "no memory";
     goto fail;
   }
@@ -802,12 +813,14 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
         nm = w->legacy_names[k - 1];
       }
       w->srv_protocols[k++] = (struct lws_protocols){
-          .name = nm, .callback = srv_cb, .rx_buffer_size = 16384};
+          .name = nm, .callback = srv_cb, .rx_buffer_size = TM_WS_RX_CHUNK};
     }
     w->n_ws_protocols = k - 1;
   }
-  w->cli_protocols[0] = (struct lws_protocols){
-      .name = "tm-client", .callback = cli_cb, .rx_buffer_size = 16384};
+  w->cli_protocols[0] =
+      (struct lws_protocols){.name = "tm-client",
+                             .callback = cli_cb,
+                             .rx_buffer_size = TM_WS_RX_CHUNK};
 
   /* The client TLS context is ours, given to both vhosts: lws 4.1 finds
    * its own client SSL_CTX again at destroy through an ex_data index it
@@ -818,9 +831,9 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   w->client_tls = SSL_CTX_new(TLS_client_method());
   if (!w->client_tls ||
       !SSL_CTX_set_min_proto_version(w->client_tls, TLS1_2_VERSION) ||
-      !(w->ca_file ? SSL_CTX_load_verify_locations(w->client_tls, w->ca_file,
-                                                   NULL)
-                   : SSL_CTX_set_default_verify_paths(w->client_tls))) {
+      !(w->ca_file
+            ? SSL_CTX_load_verify_locations(w->client_tls, w->ca_file, NULL)
+            : SSL_CTX_set_default_verify_paths(w->client_tls))) {
     *err = w->ca_file ? "the CA file does not load"
                       : "the client TLS context did not start";
     goto fail;
@@ -951,11 +964,10 @@ static void resolve_work(void *arg) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_ADDRCONFIG;
   if (getaddrinfo(r->host, NULL, &hints, &res) == 0 && res) {
-    const void *a = res->ai_family == AF_INET6
-                        ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)
-                              ->sin6_addr
-                        : (const void *)&((struct sockaddr_in *)res->ai_addr)
-                              ->sin_addr;
+    const void *a =
+        res->ai_family == AF_INET6
+            ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+            : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
     r->ok = inet_ntop(res->ai_family, a, r->addr, sizeof(r->addr)) != NULL;
   }
   if (res)
@@ -1071,8 +1083,7 @@ tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
     snprintf(c->hosthdr, sizeof(c->hosthdr), "[%s]:%u", u.host,
              (unsigned)u.port);
   else
-    snprintf(c->hosthdr, sizeof(c->hosthdr), "%s:%u", u.host,
-             (unsigned)u.port);
+    snprintf(c->hosthdr, sizeof(c->hosthdr), "%s:%u", u.host, (unsigned)u.port);
   *err = NULL;
   if (u.ipv6 || inet_pton(AF_INET, u.host, &a4) == 1 ||
       inet_pton(AF_INET6, u.host, &a6) == 1) {

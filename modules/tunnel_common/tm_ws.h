@@ -26,7 +26,9 @@
  * which is legacy: TM-PROTO-16). Never decides capabilities from a
  * timeout (TM-PROTO-17).
  *
- * Threads: loop thread only.
+ * Threads: loop thread only. The handlers run from the loop, never from
+ * inside a tm_ws_* call, except tm_ws_free (on_closed, on_connect_error
+ * for each conn); no handler may call tm_ws_free (tm-ws, issue 11).
  */
 #ifndef TM_WS_H
 #define TM_WS_H
@@ -54,7 +56,9 @@ typedef struct tm_ws_handlers {
   void (*on_connected)(void *arg, tm_ws_conn *c, const char *subproto);
   /* Client: the connection attempt failed (the conn is gone after). */
   void (*on_connect_error)(void *arg, tm_ws_conn *c);
-  /* Both: an established connection ended (the conn is gone after). */
+  /* Both: an established connection ended (the conn is gone after).
+   * The session bound to it (tm_ws_conn_bind) got
+   * tm_session_on_transport_closed just before (tm-ws, issue 11). */
   void (*on_closed)(void *arg, tm_ws_conn *c);
 } tm_ws_handlers;
 

@@ -13,12 +13,12 @@
 
 #include "tm_ws_url.h"
 
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (!(c)) {                                                           \
-      fprintf(stderr, "fuzz_tm_url: %s\n", #c);                           \
-      abort();                                                            \
-    }                                                                     \
+#define CHECK(c)                                                               \
+  do {                                                                         \
+    if (!(c)) {                                                                \
+      fprintf(stderr, "fuzz_tm_url: %s\n", #c);                                \
+      abort();                                                                 \
+    }                                                                          \
   } while (0)
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

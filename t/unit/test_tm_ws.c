@@ -10,7 +10,8 @@
  * refused; plain ws off loopback refused (no packet sent); reading
  * paused until resume; 100 connect/close cycles leaving no fd; tm_ws_free
  * with live connections; raw clients for the path check, no offer, text
- * frames; the URL parser and the backoff. */
+ * frames; a raw server answering no name, an offered one, one never
+ * offered and an unknown one; the URL parser and the backoff. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +25,8 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "loop_test.h"
 #include "mock.h"
@@ -36,16 +39,16 @@
 #define TM_TEST_SRCDIR "."
 #endif
 
-#define diag(...)                                                         \
-  do {                                                                    \
-    printf("# ");                                                         \
-    printf(__VA_ARGS__);                                                  \
-    printf("\n");                                                         \
+#define diag(...)                                                              \
+  do {                                                                         \
+    printf("# ");                                                              \
+    printf(__VA_ARGS__);                                                       \
+    printf("\n");                                                              \
   } while (0)
-#define BAIL_OUT(msg)                                                     \
-  do {                                                                    \
-    printf("Bail out! %s\n", (msg));                                      \
-    exit(1);                                                              \
+#define BAIL_OUT(msg)                                                          \
+  do {                                                                         \
+    printf("Bail out! %s\n", (msg));                                           \
+    exit(1);                                                                   \
   } while (0)
 
 static const ph_api *api;
@@ -74,15 +77,15 @@ typedef struct rec {
   char bearer[256];
   size_t bearer_len;
   const char *srv_sub, *cli_sub;
-  int no_resume;  /* the server leaves reading paused */
-  int accept_rc;  /* what on_accept answers */
+  int no_resume; /* the server leaves reading paused */
+  int accept_rc; /* what on_accept answers */
   tm_session *srv_s[MAXC], *cli_s[MAXC];
   int n_srv_s, n_cli_s;
   char peer[64];
 } rec;
 
-static int srv_accept(void *arg, tm_ws_conn *c, const char *bearer,
-                      size_t len, const char *subproto, const char *peer) {
+static int srv_accept(void *arg, tm_ws_conn *c, const char *bearer, size_t len,
+                      const char *subproto, const char *peer) {
   rec *r = arg;
   r->accepts++;
   r->srv_c = c;
@@ -212,8 +215,7 @@ static tm_ws *client_new(rec *r, unsigned caps, const char *ca) {
 }
 
 static tm_ws_conn *connect_to(tm_ws *cw, const char *scheme, const char *host,
-                              int port, const char *path,
-                              const char *bearer) {
+                              int port, const char *path, const char *bearer) {
   char url[256];
   const char *err = NULL;
   snprintf(url, sizeof(url), "%s://%s:%d%s", scheme, host, port, path);
@@ -280,9 +282,9 @@ static int raw_exchange(int port, const void *req, size_t len, char *out,
   return (int)got;
 }
 
-#define UPGRADE_HEAD(path, extra)                                            \
-  "GET " path " HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"       \
-  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"  \
+#define UPGRADE_HEAD(path, extra)                                              \
+  "GET " path " HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"         \
+  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"     \
   "Sec-WebSocket-Version: 13\r\n" extra "\r\n"
 
 /* ---- cases --------------------------------------------------------------- */
@@ -333,7 +335,8 @@ static void test_messages(void) {
      "both sessions see on_transport_closed once");
   tm_ws_free(cw);
   tm_ws_free(sw);
-  is_int(r.srv_closed + r.cli_closed, 2, "freeing closed contexts calls nothing");
+  is_int(r.srv_closed + r.cli_closed, 2,
+         "freeing closed contexts calls nothing");
   rec_reset(&r);
 }
 
@@ -362,8 +365,8 @@ static void test_subprotocols(void) {
         if (r.cli_sub && !strcmp(r.cli_sub, want))
           good++;
         else
-          diag("server caps %u client caps %u: got %s want %s", set[i],
-               set[j], r.cli_sub ? r.cli_sub : "(none)", want);
+          diag("server caps %u client caps %u: got %s want %s", set[i], set[j],
+               r.cli_sub ? r.cli_sub : "(none)", want);
         if (r.srv_sub && r.cli_sub && !strcmp(r.srv_sub, r.cli_sub))
           both++;
       }
@@ -383,8 +386,7 @@ static void test_subprotocols(void) {
   for (int k = 0; k < 2; k++) {
     int before = r.connected;
     ok(sw && cw &&
-           connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel",
-                      "t") &&
+           connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t") &&
            wait_for(&r.connected, before + 1) && r.cli_sub == NULL &&
            r.srv_sub == NULL,
        k == 0 ? "TM-PROTO-16, TM-TEST-2: legacy_no_subprotocol answers none; "
@@ -392,14 +394,15 @@ static void test_subprotocols(void) {
               : "and again on a second connection (the names are restored)");
   }
   char out[2048];
-  int n = raw_exchange(tm_ws_port(sw),
-                       UPGRADE_HEAD("/tunnel",
-                                    "Sec-WebSocket-Protocol: tunnelmesh.v1\r\n"),
-                       sizeof(UPGRADE_HEAD("/tunnel",
-                                           "Sec-WebSocket-Protocol: "
-                                           "tunnelmesh.v1\r\n")) - 1,
-                       out, sizeof(out), 0, NULL);
-  ok(n > 0 && strstr(out, " 101 ") && !strcasestr(out, "Sec-WebSocket-Protocol"),
+  int n = raw_exchange(
+      tm_ws_port(sw),
+      UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tunnelmesh.v1\r\n"),
+      sizeof(UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: "
+                                     "tunnelmesh.v1\r\n")) -
+          1,
+      out, sizeof(out), 0, NULL);
+  ok(n > 0 && strstr(out, " 101 ") &&
+         !strcasestr(out, "Sec-WebSocket-Protocol"),
      "the old server's 101 carries no Sec-WebSocket-Protocol at all");
   tm_ws_free(cw);
   tm_ws_free(sw);
@@ -439,8 +442,8 @@ static void test_bearer(void) {
     BAIL_OUT("raw listener");
   fcntl(ls, F_SETFL, O_NONBLOCK);
   cw = client_new(&r, TM_CAP_ALL, NULL);
-  ok(connect_to(cw, "ws", "127.0.0.1", ntohs(a.sin_port), "/tunnel?x=1",
-                tok) != NULL,
+  ok(connect_to(cw, "ws", "127.0.0.1", ntohs(a.sin_port), "/tunnel?x=1", tok) !=
+         NULL,
      "a client towards a raw listener");
   char req[4096];
   size_t got = 0;
@@ -502,6 +505,107 @@ static void test_bearer(void) {
   close(ls);
   tm_ws_free(cw);
   rec_reset(&r);
+}
+
+/* A raw WebSocket "server" on a loopback socket answering the client's
+ * upgrade with a chosen Sec-WebSocket-Protocol line (or none): what lws
+ * and tm_ws do with an answer the real server never gives. */
+static int raw_server_answer(int port_fd, const char *proto_line, rec *r,
+                             int want_connected) {
+  char req[4096];
+  size_t got = 0;
+  int fd = -1, answered = 0;
+  req[0] = '\0';
+  for (int i = 0; i < 1000 && !answered; i++) {
+    ev_run(loop, EVRUN_NOWAIT);
+    if (fd < 0)
+      fd = accept(port_fd, NULL, NULL);
+    if (fd < 0) {
+      poll(NULL, 0, 5);
+      continue;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 10) > 0) {
+      ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
+      if (n <= 0)
+        break;
+      got += (size_t)n;
+      req[got] = '\0';
+    }
+    if (!strstr(req, "\r\n\r\n"))
+      continue;
+    const char *k = strcasestr(req, "\r\nSec-WebSocket-Key: ");
+    if (!k)
+      break;
+    k += 21;
+    char key[128];
+    size_t kl = strcspn(k, "\r");
+    if (kl >= 64)
+      break;
+    memcpy(key, k, kl);
+    memcpy(key + kl, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 37);
+    unsigned char sha[SHA_DIGEST_LENGTH];
+    SHA1((const unsigned char *)key, strlen(key), sha);
+    unsigned char acc[64];
+    EVP_EncodeBlock(acc, sha, SHA_DIGEST_LENGTH);
+    char ans[512];
+    int n =
+        snprintf(ans, sizeof(ans),
+                 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                 "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
+                 (const char *)acc, proto_line);
+    answered = write(fd, ans, (size_t)n) == n;
+  }
+  int okc = want_connected ? wait_for(&r->connected, 1)
+                           : wait_for(&r->connect_errors, 1);
+  if (fd >= 0)
+    close(fd);
+  return answered && okc;
+}
+
+static void test_client_answers(void) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  socklen_t al = sizeof(a);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+      listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+    BAIL_OUT("raw listener");
+  fcntl(ls, F_SETFL, O_NONBLOCK);
+  int port = ntohs(a.sin_port);
+  static const struct {
+    unsigned caps;
+    const char *line;
+    int connects;
+    const char *want, *name;
+  } cases[] = {
+      {TM_CAP_ALL, "", 1, NULL,
+       "TM-PROTO-16: a 101 without Sec-WebSocket-Protocol: connected, legacy "
+       "(NULL)"},
+      {TM_CAP_ALL, "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n", 1,
+       TM_SUBPROTO_OPEN, "a 101 naming an offered name: that name"},
+      {0, "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result.flow-control\r\n",
+       0, NULL,
+       "TM-PROTO-15: a name the client never offered is refused (closed)"},
+      {TM_CAP_ALL, "Sec-WebSocket-Protocol: chat\r\n", 0, NULL,
+       "an unknown name in the answer is refused"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    rec r = {0};
+    tm_ws *cw = client_new(&r, cases[i].caps, NULL);
+    connect_to(cw, "ws", "127.0.0.1", port, "/tunnel", "t");
+    int fine = raw_server_answer(ls, cases[i].line, &r, cases[i].connects);
+    if (cases[i].connects)
+      fine = fine && r.connected == 1 &&
+             (cases[i].want ? r.cli_sub && !strcmp(r.cli_sub, cases[i].want)
+                            : r.cli_sub == NULL);
+    else
+      fine = fine && r.connected == 0;
+    ok(fine, cases[i].name);
+    tm_ws_free(cw);
+    rec_reset(&r);
+  }
+  close(ls);
 }
 
 static void test_refusals(void) {
@@ -567,22 +671,21 @@ static void test_raw_peers(void) {
      "an offer without any TunnelMesh name is refused (TM-PROTO-15)");
   static const char own[] =
       UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tm-http\r\n");
-  ok(raw_exchange(port, own, sizeof(own) - 1, out, sizeof(out), 0, NULL) >=
-             0 &&
+  ok(raw_exchange(port, own, sizeof(own) - 1, out, sizeof(out), 0, NULL) >= 0 &&
          !strstr(out, " 101 ") && r.accepts == 0,
      "an offer naming the server's http protocol is refused");
   static const char good[] = UPGRADE_HEAD(
       "/tunnel", "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n");
   int fd = -1;
-  ok(raw_exchange(port, good, sizeof(good) - 1, out, sizeof(out), 0, &fd) >
-             0 &&
+  ok(raw_exchange(port, good, sizeof(good) - 1, out, sizeof(out), 0, &fd) > 0 &&
          strstr(out, " 101 ") &&
          strstr(out, "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n"),
      "a raw client offering open-result gets 101 with that name");
   ok(wait_for(&r.accepts, 1), "and is accepted");
   /* A masked text frame "hi": the protocol is binary only -> 1003. */
   static const uint8_t text[] = {0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2};
-  ok(write(fd, text, sizeof(text)) == (ssize_t)sizeof(text), "sent a text frame");
+  ok(write(fd, text, sizeof(text)) == (ssize_t)sizeof(text),
+     "sent a text frame");
   uint8_t fr[64];
   ssize_t got = 0;
   for (int i = 0; i < 1000 && got < 4; i++) {
@@ -663,6 +766,28 @@ static void test_handshake_timeout(void) {
   rec_reset(&r);
 }
 
+/* IPv6 loopback: a server on [::1] and a client to ws://[::1]:port. */
+static void test_ipv6(void) {
+  rec r = {0};
+  const char *err = NULL;
+  tm_ws_cfg cfg = base_cfg("[::1]:0", TM_CAP_ALL);
+  tm_ws *sw = tm_ws_new(api, hctx, &cfg, &handlers, &r, &err);
+  if (!sw) {
+    diag("no IPv6 loopback here: %s", err);
+    ok(1, "# SKIP IPv6 loopback");
+    ok(1, "# SKIP IPv6 loopback");
+    return;
+  }
+  ok(tm_ws_port(sw) > 0, "a plain ws server on [::1] (loopback) starts");
+  tm_ws *cw = client_new(&r, TM_CAP_ALL, NULL);
+  connect_to(cw, "ws", "[::1]", tm_ws_port(sw), "/tunnel", "t6");
+  ok(wait_for(&r.connected, 1) && r.bearer_len == 2 && !strcmp(r.bearer, "t6"),
+     "ws://[::1]:port connects (Host with brackets) with its token");
+  tm_ws_free(cw);
+  tm_ws_free(sw);
+  rec_reset(&r);
+}
+
 static void test_pause(void) {
   rec r = {0};
   r.no_resume = 1;
@@ -673,8 +798,7 @@ static void test_pause(void) {
      "a connection the server does not resume");
   stub_session_send(r.cli_s[0], (const uint8_t *)"abc", 3);
   spin(0.2);
-  is_int(r.srv_s[0]->messages, 0,
-         "nothing is read before tm_ws_conn_resume");
+  is_int(r.srv_s[0]->messages, 0, "nothing is read before tm_ws_conn_resume");
   tm_ws_conn_resume(r.srv_c);
   ok(wait_for(&r.srv_s[0]->messages, 1) && r.srv_s[0]->last_len == 3,
      "after resume the message arrives");
@@ -861,13 +985,12 @@ static void test_url(void) {
      "url: an IPv6 literal and a query");
   ok(!tm_ws_url_parse("ws://h?q", 8, &u, &err) && !strcmp(u.path, "/?q"),
      "url: a query without a path");
-  const char *bad[] = {"ws://",          "ws:///x",        "ws://h:",
-                       "ws://h:0",       "ws://h:65536",   "ws://h:1x",
-                       "ws://u@h/",      "ws://h/#f",      "ws://h /",
-                       "ws://[::1/",     "ws://[zz]/",     "ws://[]:1/",
-                       "ftp://h/",       "ws:/h",          "ws://h..x/",
-                       "ws://999.1.1.1", "ws://h_x/",      "ws://[::1]x/",
-                       "ws://-.-:1:2/",  "ws://1.2.3/"};
+  const char *bad[] = {
+      "ws://",        "ws:///x",      "ws://h:",       "ws://h:0",
+      "ws://h:65536", "ws://h:1x",    "ws://u@h/",     "ws://h/#f",
+      "ws://h /",     "ws://[::1/",   "ws://[zz]/",    "ws://[]:1/",
+      "ftp://h/",     "ws:/h",        "ws://h..x/",    "ws://999.1.1.1",
+      "ws://h_x/",    "ws://[::1]x/", "ws://-.-:1:2/", "ws://1.2.3/"};
   int refused = 0;
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     if (tm_ws_url_parse(bad[i], strlen(bad[i]), &u, &err) < 0 && err)
@@ -881,8 +1004,7 @@ static void test_url(void) {
   ok(tm_ws_host_is_loopback("127.1.2.3") && tm_ws_host_is_loopback("::1") &&
          tm_ws_host_is_loopback("localhost") &&
          !tm_ws_host_is_loopback("192.0.2.1") &&
-         !tm_ws_host_is_loopback("0.0.0.0") &&
-         !tm_ws_host_is_loopback("::") &&
+         !tm_ws_host_is_loopback("0.0.0.0") && !tm_ws_host_is_loopback("::") &&
          !tm_ws_host_is_loopback("localhost.example"),
      "loopback: 127/8, ::1, localhost only");
 }
@@ -927,9 +1049,11 @@ int main(void) {
   test_messages();
   test_subprotocols();
   test_bearer();
+  test_client_answers();
   test_refusals();
   test_raw_peers();
   test_handshake_timeout();
+  test_ipv6();
   test_pause();
   test_cycles_and_free();
   test_tls();

@@ -78,22 +78,22 @@ static uint32_t mix(uint32_t h, const uint8_t *p, size_t n) {
 }
 
 static tm_session_cfg scfg(int opener, unsigned caps) {
-  tm_session_cfg c = {
-      .component = opener ? TM_COMPONENT_CLIENT : TM_COMPONENT_SERVER,
-      .opener = opener,
-      .caps = caps,
-      .local_caps = TM_CAP_FAIR_WRITER,
-      .initial_window = 262144,
-      .window_update_threshold = 131072,
-      .max_frame_payload = 32768,
-      .inbound_buffer_bytes = 262144,
-      .outbound_buffer_bytes = 262144,
-      .max_streams = 64,
-      .control_queue_frames = 1024,
-      .control_queue_bytes = 262144,
-      .quantum = 32768,
-      .violation_limit = 16,
-      .violation_window_ms = 60000};
+  tm_session_cfg c = {.component =
+                          opener ? TM_COMPONENT_CLIENT : TM_COMPONENT_SERVER,
+                      .opener = opener,
+                      .caps = caps,
+                      .local_caps = TM_CAP_FAIR_WRITER,
+                      .initial_window = 262144,
+                      .window_update_threshold = 131072,
+                      .max_frame_payload = 32768,
+                      .inbound_buffer_bytes = 262144,
+                      .outbound_buffer_bytes = 262144,
+                      .max_streams = 64,
+                      .control_queue_frames = 1024,
+                      .control_queue_bytes = 262144,
+                      .quantum = 32768,
+                      .violation_limit = 16,
+                      .violation_window_ms = 60000};
   return c;
 }
 
@@ -174,8 +174,7 @@ static int on_accept(void *arg, tm_ws_conn *c, const char *bearer, size_t len,
   tm_session_cfg cfg = scfg(0, (unsigned)caps);
   w->srv.caps = (unsigned)caps;
   w->srv.c = c;
-  w->srv.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &srv_ops,
-                            w);
+  w->srv.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &srv_ops, w);
   if (!w->srv.s)
     return -1;
   tm_ws_conn_bind(c, w->srv.s);
@@ -191,8 +190,7 @@ static void on_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   tm_session_cfg cfg = scfg(1, caps < 0 ? 0 : (unsigned)caps);
   w->cli.caps = cfg.caps;
   w->cli.c = c;
-  w->cli.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &cli_ops,
-                            w);
+  w->cli.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &cli_ops, w);
   tm_ws_conn_bind(c, w->cli.s);
 }
 
@@ -271,7 +269,8 @@ static void open_cb(void *arg, tm_stream *st, const tm_open_result *r,
   ph_stream_watch(u->ps, PH_READ | PH_WRITE, user_cb, u);
 }
 
-/* ---- waits ---------------------------------------------------------------- */
+/* ---- waits ----------------------------------------------------------------
+ */
 
 static int cond_connected(void *a) {
   (void)a;

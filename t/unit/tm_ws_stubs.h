@@ -15,18 +15,18 @@
 
 struct tm_session {
   tm_ws_conn *c;
-  int echo;            /* write every message back */
-  int messages;        /* messages received */
-  size_t last_len;     /* the last one's length */
-  uint8_t last[16];    /* and its first bytes */
-  uint32_t last_sum;   /* a checksum of the whole last message */
-  int writable;        /* on_writable calls */
-  int closed;          /* on_transport_closed calls */
+  int echo;          /* write every message back */
+  int messages;      /* messages received */
+  size_t last_len;   /* the last one's length */
+  uint8_t last[16];  /* and its first bytes */
+  uint32_t last_sum; /* a checksum of the whole last message */
+  int writable;      /* on_writable calls */
+  int closed;        /* on_transport_closed calls */
   int write_errors;
   uint8_t *q[STUB_QMAX]; /* queued messages, each with LWS headroom */
   size_t qlen[STUB_QMAX];
   int qn;
-  int *freed_flag;     /* set to 1 when the stub is freed */
+  int *freed_flag; /* set to 1 when the stub is freed */
 };
 
 tm_session *stub_session_new(tm_ws_conn *c, int echo);
