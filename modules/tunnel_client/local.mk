@@ -51,3 +51,7 @@ EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample \
 # conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the
 # tunnel), installed beside local.ini.
 dist_proxyhostconf_DATA += conf/client.ini
+
+# The client's user guide, installed with the other documents
+# (t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/user-guide/client.md

@@ -80,10 +80,6 @@ t_unit_test_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	host/libphmock.la $(EV_LIBS)
 endif
-# tm-session: the operations page of the session layer (installed with the
-# other documents; t/integration/docs_dist.sh).
-nobase_dist_doc_DATA += docs/operations/tunnel-session.md
-
 # tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
 # by t/integration/fuzz_replay.sh.
 if TUNNEL_ANY

@@ -6,6 +6,7 @@ modules_tunnel_server_tunnel_server_la_SOURCES = \
 	modules/tunnel_server/tunnel_server.c modules/tunnel_server/ts_int.h \
 	modules/tunnel_server/ts_conf.c \
 	modules/tunnel_server/ts_conn.c \
+	modules/tunnel_server/ts_bearer.c modules/tunnel_server/ts_bearer.h \
 	modules/tunnel_server/ts_open.c \
 	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
 	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h
@@ -31,6 +32,14 @@ t_unit_test_tunnel_server_select_SOURCES = t/unit/test_tunnel_server_select.c \
 t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_server
 
+# The bearer's loggable id, fuzzed; replayed over t/fuzz/seeds/ts_bearer
+# by t/integration/fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_ts_bearer
+t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
+	modules/tunnel_server/ts_bearer.c
+t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_server
+
 # The module itself through the mock host, its connections in memory.
 check_PROGRAMS += t/unit/test_tunnel_server
 TESTS += t/unit/test_tunnel_server
@@ -51,3 +60,7 @@ INTEGRATION_TESTS += t/integration/tunnel_server.sh
 endif
 EXTRA_DIST += t/integration/tunnel_server.sh
 dist_proxyhostconf_DATA += conf/server.ini
+
+# tm-server: the server role's user guide (installed with the other
+# documents; t/integration/docs_dist.sh reads the fragments).
+nobase_dist_doc_DATA += docs/user-guide/server.md

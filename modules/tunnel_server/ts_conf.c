@@ -4,8 +4,11 @@
  * (TM-CFG-25: no zero window, no frame above the protocol's MaxPayload,
  * no byte count that overflows 32 bits), and the relations between them
  * that the host's per-key bounds cannot say. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <proxyhost/access.h>
 
@@ -120,6 +123,20 @@ const ph_conf_key ts_keys[] = {
                 "after GOAWAY at stop, how long streams may finish", NULL),
     PH_CONF_END};
 
+static int loopback(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss->ss_family == AF_INET6) {
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(a))
+      return 1;
+    return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+  }
+  return 0;
+}
+
 static int bad(const char **key, const char *k, char *why, size_t whylen,
                const char *msg) {
   *key = k;
@@ -138,8 +155,8 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
                                 why, whylen);
   if (rc != PH_OK)
     return rc;
-  const char *access = a->conf_str(ctx, "access");
-  if (!access || !*access)
+  const char *acc = a->conf_str(ctx, "access");
+  if (!acc || !*acc)
     return bad(key, "access", why, whylen,
                "required: the access provider (auth_cache)");
   rc = check_named_provider(ctx, a, "access", PH_ACCESS_SERVICE, key, why,
@@ -161,6 +178,16 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   if ((cert && *cert) != (tkey && *tkey))
     return bad(key, (cert && *cert) ? "tls.key" : "tls.cert", why, whylen,
                "tls.cert and tls.key go together");
+  if (cert && *cert && (access(cert, R_OK) != 0 || access(tkey, R_OK) != 0))
+    return bad(key, access(cert, R_OK) != 0 ? "tls.cert" : "tls.key", why,
+               whylen, "cannot be read");
+  /* Fail closed before start: plain ws off loopback only when asked for
+   * (tm_ws refuses it too, but at start, after the other modules). */
+  if (!(cert && *cert) && !a->conf_int(ctx, "allow_plain") && !loopback(&ss))
+    return bad(key, "listen", why, whylen,
+               "plain ws (no tls.cert) on a non-loopback address: set "
+               "tls.cert and tls.key, or allow_plain = true behind a TLS "
+               "proxy");
   int64_t win = a->conf_int(ctx, "stream.initial_window"),
           thr = a->conf_int(ctx, "stream.window_update_threshold"),
           mfp = a->conf_int(ctx, "stream.max_frame_payload"),

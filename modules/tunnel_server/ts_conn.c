@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_bearer.h"
 #include "ts_int.h"
 
 #define WS_UNAUTHORIZED 4401
@@ -53,21 +54,6 @@ static const char *close_reason_name(int r) {
     return "goaway_done";
   }
   return "unknown";
-}
-
-/* The token id of a bearer "<id>.<secret>" when the id has the store's
- * form (tok_ and 16 lower-case hex digits), else "-": whatever the peer
- * sent, nothing but a well-formed id reaches a log line. */
-static void bearer_id(const char *b, size_t len, char out[PH_AZ_ID_LEN + 1]) {
-  strcpy(out, "-");
-  if (!b || len <= PH_AZ_ID_LEN || b[PH_AZ_ID_LEN] != '.' ||
-      memcmp(b, "tok_", 4) != 0)
-    return;
-  for (size_t i = 4; i < PH_AZ_ID_LEN; i++)
-    if (!((b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'f')))
-      return;
-  memcpy(out, b, PH_AZ_ID_LEN);
-  out[PH_AZ_ID_LEN] = '\0';
 }
 
 /* ---- registries -------------------------------------------------------- */
@@ -338,7 +324,7 @@ ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
   int caps = tm_subproto_caps(subproto);
   c->caps = caps > 0 ? ((unsigned)caps & m->c.caps) : 0;
   snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "-");
-  bearer_id(bearer, len, c->token_id);
+  ts_bearer_id(bearer, len, c->token_id);
   /* A bearer over the store's bound is no token: the store answers DENY
    * for the empty one, so it is refused like any other wrong token. */
   if (!bearer || len > PH_AZ_BEARER_MAX) {

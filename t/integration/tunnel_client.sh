@@ -126,6 +126,12 @@ unlike "$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$T/peer-ok.log")" "tok_" \
   "... never the token"
 is "$(reply target.example:443)" 0x00 \
   "OPEN_RESULT accepted=true: succeeded (TM-PROTO-30)"
+wait_for grep -q 'msg="stream end" stage=none code=ok' "$T/ph.log"
+ok $? "a log line when the stream ends, with stage and code"
+like "$(grep 'msg="stream end" stage=none' "$T/ph.log" | head -1)" "open_mode=strict" \
+  "... and open_mode=strict"
+unlike "$(grep 'msg="stream end"' "$T/ph.log")" "target.example" \
+  "... without the target at info level"
 o=$(grep '"ev": *"open"' "$T/peer-ok.log" | head -1)
 like "$o" '"host": "target.example"' "the name reaches the server unresolved (TM-PROTO-3)"
 like "$o" '"agent": "lab-1"' "... with the configured agent"
@@ -209,6 +215,16 @@ start_peer oldclient --answer ok
 wait_for ready; ok $? "a client with open_result off connects"
 like "$(grep '"ev": *"handshake"' "$T/peer-oldclient.log")" '"offer": "tunnelmesh.v1"' \
   "... offering only tunnelmesh.v1"
+stop_peer
+kill "$PH_PID"; wait_exit "$PH_PID" 10
+
+# ---- connections = 2 -------------------------------------------------------
+write_conf "$T/two.ini" "ws://127.0.0.1:$pport/tunnel" "connections = 2"
+start_proxyhost "$T/two.ini"
+start_peer two --answer ok
+hs() { [ "$(grep -c '"ev": *"handshake"' "$T/peer-two.log")" -ge 2 ]; }
+wait_for hs; ok $? "connections = 2 keeps two WebSockets to the server"
+is "$(reply target.example:443)" 0x00 "... and streams open over them"
 stop_peer
 kill "$PH_PID"; wait_exit "$PH_PID" 10
 

@@ -18,9 +18,13 @@ ok $? "an admin token for proxyhostctl"
 aport=$(free_port)
 tport=$(free_port)
 tiny=$(free_port)
+tlsport=$(free_port)
+mkdir "$T/certs"
+sh "$top_srcdir/t/unit/tm_ws_certs.sh" "$T/certs"
+ok $? "a CA and a server certificate for 127.0.0.1, made now"
 cat >"$T/server.ini" <<EOC
 [proxyhost]
-modules = store_sqlite, auth_cache, admin_api, tunnel_server, tunnel_server.tiny
+modules = store_sqlite, auth_cache, admin_api, tunnel_server, tunnel_server.tiny, tunnel_server.tls
 module_path = $top_builddir/modules
 drain_timeout = 10s
 [log]
@@ -51,15 +55,30 @@ stream.max_concurrent_opens = 1
 stream.max_pending_opens = 1
 stream.max_opens_per_session = 1
 drain_timeout = 1s
+[tunnel_server.tls]
+listen = 127.0.0.1:$tlsport
+store = store_sqlite
+access = auth_cache
+tls.cert = $T/certs/server.pem
+tls.key = $T/certs/server.key
+drain_timeout = 1s
 EOC
 "$PROXYHOST" -c "$T/server.ini" --check-config >"$T/check" 2>&1
 ok $? "the configuration with two tunnel_server instances passes --check-config"
 sed 's/^/#   /' "$T/check" | head -5
 
+# conf/server.ini, the shipped server role, with this run's paths.
+"$PROXYHOST" -c "$top_srcdir/conf/server.ini" \
+  --set "proxyhost.module_path=$top_builddir/modules" \
+  --set "store_sqlite.path=$T/shipped.db" \
+  --set "admin_api.token_file=$T/admin.token" --check-config >"$T/check2" 2>&1
+ok $? "conf/server.ini passes --check-config"
+sed 's/^/#   /' "$T/check2" | head -3
+
 start_proxyhost "$T/server.ini"
 wait_for healthy "$aport"; ok $? "proxyhost with the tunnel server starts"
-is "$(http_get "http://127.0.0.1:$aport/readyz" | head -1)" 200 \
-  "ready: listening, store and access found"
+ready() { [ "$(http_get "http://127.0.0.1:$aport/readyz" | head -1)" = 200 ]; }
+wait_for ready; ok $? "ready: listening, store and access found (auth_cache read the revision)"
 
 ctl() { "$CTL" --admin "127.0.0.1:$aport" --token-file "$T/admin.token" "$@"; }
 bearer_of() { sed -n 's/^bearer  *//p'; }
@@ -262,6 +281,53 @@ tm_peer --as client --url "ws://127.0.0.1:$tport/tunnel" --token-file "$T/edge-1
  {"op":"open","sid":1,"host":"www.ok.test","port":80,"agent":"edge-1"},
  {"op":"expect_reset","sid":1}]' >"$T/agenttok.ev" 2>&1
 is $? 0 "an agent token is an agent connection: an OPEN_STREAM from it is refused"
+
+# ---- wss with the operator's certificate -------------------------------------
+# wss_upgrade CA TOKENFILE: a TLS client that verifies the server against
+# CA, then a WebSocket upgrade with the bearer; prints the status line and
+# the chosen subprotocol, or "tls-failed".
+wss_upgrade() {
+  "$PYTHON3" - "$tlsport" "$1" "$2" <<'EOP'
+import base64, os, socket, ssl, sys
+port, ca, tokf = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+try:
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 5),
+                        server_hostname="127.0.0.1")
+except (ssl.SSLError, OSError):
+    print("tls-failed"); sys.exit(0)
+key = base64.b64encode(os.urandom(16)).decode()
+tok = open(tokf).read().strip()
+s.sendall(("GET /tunnel HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+           "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: tunnelmesh.v1.open-result.flow-control, tunnelmesh.v1\r\n"
+           "Authorization: Bearer %s\r\n\r\n" % (key, tok)).encode())
+head = b""
+while b"\r\n\r\n" not in head and len(head) < 8192:
+    d = s.recv(4096)
+    if not d:
+        break
+    head += d
+lines = head.decode("latin-1").split("\r\n")
+print(lines[0])
+for l in lines[1:]:
+    if l.lower().startswith("sec-websocket-protocol:"):
+        print(l.split(":", 1)[1].strip())
+EOP
+}
+out=$(wss_upgrade "$T/certs/ca.pem" "$T/client.tok")
+like "$out" "HTTP/1.1 101" "wss: the operator's certificate verifies and the upgrade succeeds"
+like "$out" "tunnelmesh.v1.open-result.flow-control" "wss: the full subprotocol is chosen"
+is "$(wss_upgrade "$T/certs/other-ca.pem" "$T/client.tok")" "tls-failed" \
+  "wss: a client trusting another CA refuses the server"
+printf '[proxyhost]\nmodules = store_sqlite, auth_cache, tunnel_server\nmodule_path = %s\n[store_sqlite]\npath = %s\n[auth_cache]\nstore = store_sqlite\n[tunnel_server]\nstore = store_sqlite\nlisten = 0.0.0.0:1\n' \
+  "$top_builddir/modules" "$T/x.db" >"$T/plain.ini"
+err=$("$PROXYHOST" -c "$T/plain.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "plain ws on a non-loopback address: a configuration error"
+like "$err" "tunnel_server.listen: plain ws (no tls.cert) on a non-loopback address" \
+  "and says why, with file:line"
+out=$("$PROXYHOST" -c "$T/plain.ini" --set tunnel_server.allow_plain=true --check-config 2>&1)
+is $? 0 "allowed with allow_plain = true"
 
 # ---- observability ----------------------------------------------------------
 log=$(cat "$T/ph.log")

@@ -611,6 +611,51 @@ static void test_legacy_agent(void) {
          "TM-PROTO-21 one compatibility count (open_mode=legacy)");
 }
 
+static void test_limits(void) {
+  peer *c = &peers[0], *c2 = &peers[3];
+  char err[1024];
+  int stage = -1, code = -1;
+  /* Each client token holds a stream already (c: 3, 103, 201; c2: 1). */
+  is_int(ph_mock_reload(mk, INI "stream.max_per_token = 1\n", err,
+                        sizeof(err)),
+         PH_OK, "a reload to stream.max_per_token = 1");
+  open_stream(c, 301, "ok.test", "edge");
+  open_stream(c2, 3, "ok.test", "edge");
+  pump();
+  is_int(result(c, 301, &stage, &code), 0,
+         "TM-SEC-5 a token at stream.max_per_token: the open is refused");
+  is_int(code, PH_OPEN_QUEUE_FULL, "queue/queue_full (retryable)");
+  is_int(result(c2, 3, NULL, &code), 0, "the other token's too");
+  is_int(ph_mock_reload(mk, INI "stream.max_per_agent = 1\n", err,
+                        sizeof(err)),
+         PH_OK, "a reload to stream.max_per_agent = 1");
+  open_stream(c, 303, "ok.test", "edge");
+  pump();
+  is_int(result(c, 303, &stage, &code), 0,
+         "TM-SEC-5 an agent at stream.max_per_agent: the open is refused");
+  is_int(code, PH_OPEN_QUEUE_FULL, "queue/queue_full");
+  is_int(ph_mock_reload(mk, INI "agent.max_connections = 2\n", err,
+                        sizeof(err)),
+         PH_OK, "a reload to agent.max_connections = 2");
+  peer *a3 = connect_peer(5, "agent:edge", TM_SUBPROTO_FULL);
+  is_int(a3->status, 1008,
+         "an agent at agent.max_connections: a third connection is refused");
+  ok(c->s && !c->closed, "the client session is untouched");
+}
+
+static void test_metadata_mismatch(void) {
+  peer *a = connect_peer(6, "agent:edge9", TM_SUBPROTO_FULL);
+  agent_metadata(a, "someone-else", TM_CAP_ALL);
+  pump();
+  ok(a->closed, "metadata naming another agent than the token closes it");
+  is_int(count(a, TM_AGENT_METADATA_ACK), 0, "and gets no ACK");
+  a = connect_peer(6, "agent:edge9", TM_SUBPROTO_FULL);
+  agent_metadata(a, "edge9", 0);
+  pump();
+  ok(a->closed, "TM-PROTO-17 metadata without the capabilities the "
+                "subprotocol chose closes it (never guessed around)");
+}
+
 int main(void) {
   plan_lazy();
   char err[2048];
@@ -633,17 +678,23 @@ int main(void) {
   test_strict_and_selection();
   test_executor();
   test_legacy_agent();
+  test_limits();
+  test_metadata_mismatch();
   /* Stop: GOAWAY to every session; the idle ones close at once, the ones
    * with streams at drain_timeout (TM-UPG-13). */
+  int alive[NPEERS];
+  for (int i = 0; i < NPEERS; i++)
+    alive[i] = peers[i].c && peers[i].s && !peers[i].closed;
   ph_mock_stop(mk);
   int goaway = 0, live = 0, gone = 0;
   for (int i = 0; i < NPEERS; i++) {
-    if (!peers[i].c && !peers[i].gone)
+    if (!alive[i])
       continue;
     live++;
     goaway += count(&peers[i], TM_GOAWAY) > 0;
     gone += peers[i].gone;
   }
+  ok(live >= 5, "sessions were alive at the stop");
   is_int(goaway, live, "TM-UPG-13 stop sends GOAWAY on every session");
   is_int(gone, live, "and every connection is closed by the end of the drain");
   ph_mock_free(mk);
