@@ -87,9 +87,10 @@ peer_done() {
 }
 show_fail() { grep '"ev": *"fail"' "$T/peer-$1.log" | sed 's/^/#   /' | head -5; }
 handshakes() { grep '"ev": "handshake"' "$T/peer-$1.log" | grep -c '"ok": true'; }
-stop_agent() {
+stop_agent() { # and every stop is clean (exit 0; under ASan: no leak)
   kill -TERM "$PH_PID" 2>/dev/null
   wait_exit "$PH_PID" 10
+  is "$EXIT" 0 "the agent stops cleanly${1:+ ($1)}"
 }
 
 # ---- configuration checks ------------------------------------------------
@@ -171,7 +172,7 @@ m=$(metrics_of)
 like "$m" 'tunnelmesh_stream_open_total{component="agent"' "open_total counted for the agent"
 like "$m" 'tunnelmesh_stream_queue_wait_seconds_count{component="agent"}' \
   "the dial queue wait is recorded"
-stop_agent; is "$EXIT" 0 "the agent stops cleanly"
+stop_agent strict
 stop_peer
 
 # ---- a full dial queue refuses only that stream ---------------------------
@@ -194,7 +195,7 @@ start_proxyhost "$T/q.ini"
 peer_done queue; ok $? "TM-FAIL-1, TM-TEST-11, TM-P0-3: queue full refuses only that stream; resets free the slots"
 show_fail queue
 is "$(handshakes queue)" 1 "and the connection stayed up"
-stop_agent
+stop_agent "queue"
 stop_peer
 
 # ---- a legacy server: no subprotocol, ACK without capabilities -----------
@@ -214,7 +215,7 @@ show_fail legacy
 is "$(handshakes legacy)" 1 "no reconnect against the legacy server either"
 like "$(grep '"ev": *"handshake"' "$T/peer-legacy.log" | head -1)" '"subprotocol": null' \
   "no subprotocol was chosen"
-stop_agent
+stop_agent "legacy server"
 stop_peer
 
 # ---- capability switches off: a legacy agent -----------------------------
@@ -232,7 +233,7 @@ peer_done lagent; ok $? "capabilities off: no capabilities declared, legacy open
 show_fail lagent
 like "$(grep '"ev": *"handshake"' "$T/peer-lagent.log" | head -1)" '"offer": "tunnelmesh.v1"' \
   "only the base subprotocol is offered"
-stop_agent
+stop_agent "legacy agent"
 stop_peer
 
 # ---- GOAWAY: drain and reconnect -------------------------------------------
@@ -247,7 +248,7 @@ write_conf "$T/a.ini"
 start_proxyhost "$T/a.ini"
 peer_done goaway; ok $? "GOAWAY from the server: the agent reconnects and serves on the new connection"
 show_fail goaway
-stop_agent
+stop_agent "goaway"
 stop_peer
 
 done_testing
