@@ -49,6 +49,15 @@ like "$(ev strict s)" '"ev": "window_update"' "TM-P2-12 WINDOW_UPDATE flows both
 unlike "$(ev strict c)$(ev strict s)" '"ev": "violation"' "no violation between two correct peers"
 like "$(ev strict s)" '"bearer": true' "the bearer arrives in the Authorization header"
 
+# 1b. a message in fragments (with a ping between them) is one frame.
+pair frag "" "" '[
+ {"op":"open","host":"example.test","port":80},
+ {"op":"expect_result","sid":1,"accepted":true},
+ {"op":"fragmented","sid":1,"data":"in three parts","parts":3},
+ {"op":"expect_data","sid":1,"data":"in three parts"}]'
+is "$RC" 0 "a fragmented message is read whole (RFC 6455 continuation frames)"
+unlike "$(ev frag s)" '"ev": "violation"' "... without a violation"
+
 # 2. a wrong bearer is refused before the upgrade.
 pair badtok "--expect-bearer s3cret" "--token wrong" '[]'
 is "$RC" 1 "a wrong bearer: the client peer fails"

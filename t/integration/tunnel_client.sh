@@ -105,6 +105,9 @@ cp "$top_srcdir/modules/tunnel_client/tunnel_client.ini.sample" "$T/s.ini"
 printf '[proxyhost]\nmodule_path = %s\n' "$MODS" >>"$T/s.ini"
 "$PROXYHOST" -c "$T/s.ini" --check-config >/dev/null 2>&1
 is $? 0 "the sample passes --check-config"
+"$PROXYHOST" -c "$top_srcdir/conf/client.ini" --set "proxyhost.module_path=$MODS" \
+  --check-config >/dev/null 2>&1
+is $? 0 "conf/client.ini (a ready client) passes --check-config"
 
 # ---- no connection: agent_offline at once --------------------------------
 write_conf "$T/c.ini" "ws://127.0.0.1:$pport/tunnel"

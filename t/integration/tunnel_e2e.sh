@@ -78,7 +78,7 @@ is "$(tn_opens "$c_admin" client legacy)" 0 "... and no legacy one"
 
 # 4. A bulk download beside 31 small streams.
 r=$($LOAD bulk --proxy "127.0.0.1:$c_socks" --bulk "ok.test:$web" \
-  --bulk-path /big.bin --bulk-min 67108864 --bulk-sleep-ms 2 \
+  --bulk-path /big.bin --bulk-min 67108864 --bulk-sleep-ms 5 \
   --target "ok.test:$web" --path /s2.txt --n 31 --timeout 60)
 like "$r" '"small_ok": 31' "TM-TEST-36 31 small streams complete beside a 64 MiB download"
 like "$r" '"small_before_bulk": 31' "... all of them while the bulk stream still runs"

@@ -60,6 +60,7 @@ order on connection "conn" (default 0); each wait is bounded by its
   frame {type, flags?, sid?, hex|json|text|size, length?}  any frame
   raw {hex}                                    one binary WS message as is
   ws {opcode, hex?}                            one raw WS frame
+  fragmented {sid, data|size, parts?}          one DATA frame in fragments
   window_update {sid, inc}  reset {sid, code}  ping {}  goaway {last?}
   metadata {agent_id?, caps?: [...]|null, ack?}
   stop_reading {}  resume_reading {}  sleep {ms}  mark {name}
@@ -1011,6 +1012,20 @@ def run_step(i, step, conns, args):
         return True, ""
     if op == "ws":
         c.ws.send_frame(int(step["opcode"]), bytes.fromhex(step.get("hex", "")))
+        return True, ""
+    if op == "fragmented":
+        # One DATA frame as a WebSocket message in `parts` fragments (a
+        # binary frame, continuations, the last with FIN), a ping between
+        # the first two (control frames may interleave: RFC 6455 5.4).
+        if st is None:
+            return False, "unknown stream"
+        msg = HDR.pack(TYPES["DATA"], 0, sid, len(payload_of(step))) + payload_of(step)
+        n = max(2, int(step.get("parts", 3)))
+        cut = [len(msg) * i // n for i in range(n + 1)]
+        for i in range(n):
+            c.ws.send_frame(0x2 if i == 0 else 0x0, msg[cut[i]:cut[i + 1]], fin=(i == n - 1))
+            if i == 0:
+                c.ws.send_frame(0x9, b"tm")
         return True, ""
     if op == "window_update":
         c.frame(TYPES["WINDOW_UPDATE"], sid, struct.pack(">I", int(step["inc"])))
