@@ -324,7 +324,7 @@ int main(void) {
   open_stream(1, "hang1.test", 80);
   open_stream(3, "hang2.test", 80);
   open_stream(5, "hang3.test", 80);
-  ok(wait_frame(TM_OPEN_RESULT, 5, 1000), "TM-TEST-11: the third open (1 "
+  ok(wait_frame(TM_OPEN_RESULT, 5, 5000), "TM-TEST-11: the third open (1 "
                                           "running, 1 pending) is answered");
   ok(result_of(5, &r) && !r.accepted && r.stage == PH_STAGE_QUEUE &&
          r.code == PH_OPEN_QUEUE_FULL && r.retryable,
@@ -342,7 +342,7 @@ int main(void) {
   session_up(0, 1, 0, 60000);
   open_stream(1, "hang1.test", 80);
   open_stream(3, "hang2.test", 80);
-  ok(wait_frame(TM_RESET, 3, 1000),
+  ok(wait_frame(TM_RESET, 3, 5000),
      "TM-TEST-11, TM-P0-3: legacy: the stream past the bound is RESET");
   is_int(find(TM_OPEN_RESULT, 3), -1, "TM-PROTO-16: no OPEN_RESULT to a "
                                       "legacy peer");
