@@ -111,15 +111,16 @@ static void req_free(tc_req *r) {
   free(r);
 }
 
-/* Counts one answer's open mode, then hands it over and frees r. The
+/* Marks the answer's open mode, then hands it over and frees r. The
  * frontend that asked (component "client") counts the open by its code
- * and times the open stage and the TTFB (TM-OBS-21: from its SOCKS5
- * success to the first byte it relays), so the client adds only the
- * strict/legacy split (TM-PROTO-21/39). */
+ * and open mode (PH_OPEN_R_LEGACY: TM-PROTO-21/39) and times the open
+ * stage and the TTFB (TM-OBS-21: from its SOCKS5 success to the first
+ * byte it relays), so the client counts nothing itself. */
 static void answer(tc_req *r) {
   tc_client *tc = r->tc;
   int64_t us = tc_now_us() - r->t0_us;
-  tm_obs_open_mode(tc->metrics, r->strict);
+  if (!r->strict)
+    r->res.flags |= PH_OPEN_R_LEGACY;
   if (r->res.code != PH_OPEN_OK)
     log_failed(tc, r, us);
   if (r->timer) /* before the callback: it may cancel nothing now */

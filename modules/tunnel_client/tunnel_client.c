@@ -98,10 +98,10 @@ static const ph_conf_key tc_keys[] = {
     PH_CONF_KEY("stream.violation_window", PH_CONF_DURATION, "1m", 1000,
                 3600000, PH_CONF_RESTART, NULL,
                 "window of violation_limit", NULL),
-    PH_CONF_KEY("ping.interval", PH_CONF_DURATION, "15s", 0, 600000,
+    PH_CONF_KEY("ping_interval", PH_CONF_DURATION, "15s", 0, 600000,
                 PH_CONF_RESTART, NULL, "heartbeat PING interval; 0: none",
                 NULL),
-    PH_CONF_KEY("ping.timeout", PH_CONF_DURATION, "10s", 100, 600000,
+    PH_CONF_KEY("ping_timeout", PH_CONF_DURATION, "10s", 100, 600000,
                 PH_CONF_RESTART, NULL,
                 "no PONG within this closes the connection", NULL),
     PH_CONF_KEY("capabilities.open_result", PH_CONF_BOOL, "true", 0, 0,
@@ -199,10 +199,10 @@ static int tc_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   if (a->conf_int(ctx, "reconnect.min") > a->conf_int(ctx, "reconnect.max"))
     return bad(key, "reconnect.min", why, whylen, "%s",
                "must not exceed reconnect.max");
-  int64_t pi = a->conf_int(ctx, "ping.interval");
-  if (pi && a->conf_int(ctx, "ping.timeout") > 4 * pi)
-    return bad(key, "ping.timeout", why, whylen, "%s",
-               "must be at most 4 times ping.interval");
+  int64_t pi = a->conf_int(ctx, "ping_interval");
+  if (pi && a->conf_int(ctx, "ping_timeout") > 4 * pi)
+    return bad(key, "ping_timeout", why, whylen, "%s",
+               "must be at most 4 times ping_interval");
   if (a->conf_int(ctx, "capabilities.flow_control") &&
       !a->conf_int(ctx, "capabilities.open_result"))
     return bad(key, "capabilities.flow_control", why, whylen, "%s",
@@ -255,8 +255,8 @@ static int read_cfg(tc_client *tc) {
   s->quantum = u32(a, ctx, "stream.quantum");
   s->violation_limit = u32(a, ctx, "stream.violation_limit");
   s->violation_window_ms = u32(a, ctx, "stream.violation_window");
-  s->ping_interval_ms = u32(a, ctx, "ping.interval");
-  s->ping_timeout_ms = u32(a, ctx, "ping.timeout");
+  s->ping_interval_ms = u32(a, ctx, "ping_interval");
+  s->ping_timeout_ms = u32(a, ctx, "ping_timeout");
   return PH_OK;
 }
 

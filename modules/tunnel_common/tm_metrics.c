@@ -7,10 +7,9 @@
  * definitions: a process holding socks5 and tunnel_client, or
  * tunnel_agent and direct, shares them, and a second definition of one
  * name would be refused by the host. So tm_obs_open counts
- * tunnelmesh_stream_open_total{component,result,error_class} as the
- * frontends do, and the strict/legacy split (TM-OBS-17/24) is its own
- * counter, proxyhost_stream_tunnel_opens_total{component,open_mode}; the
- * TTFB of each side is stage="ttfb" of its component (server: TM-OBS-20,
+ * tunnelmesh_stream_open_total{component,result,error_class,open_mode}
+ * as the frontends do (their connector's result says the open mode:
+ * PH_OPEN_R_LEGACY, TM-OBS-17/24); the TTFB of each side is stage="ttfb" of its component (server: TM-OBS-20,
  * client: TM-OBS-21, recorded apart: TM-OBS-22). The writer's queue wait
  * is proxyhost_stream_writer_wait_seconds{component}, apart from the dial
  * and open queues' tunnelmesh_stream_queue_wait_seconds{component}.
@@ -29,7 +28,6 @@ struct tm_metrics {
   ph_series *stall;
   ph_series *bp[TM_BP_WINDOW_VIOLATION + 1];
   ph_series *writer_wait;
-  ph_series *mode[2]; /* legacy, strict */
   ph_series *sessions;
   ph_series *closed[TM_CLOSE_GOAWAY_DONE + 1];
 };
@@ -38,7 +36,6 @@ static const char *const components[] = {"client", "server", "agent", NULL};
 static const char *const bp_reasons[] = {
     "window_stall", "inbound_full", "legacy_backpressure", "control_full",
     "window_violation", NULL};
-static const char *const modes[] = {"legacy", "strict", NULL};
 static const char *const close_reasons[] = {
     "transport", "protocol", "abuse", "control_full", "heartbeat", "local",
     "goaway_done", NULL};
@@ -54,8 +51,6 @@ static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001,
 static const ph_label_def comp_label[] = {{"component", components}};
 static const ph_label_def bp_labels[] = {{"component", components},
                                          {"reason", bp_reasons}};
-static const ph_label_def mode_labels[] = {{"component", components},
-                                           {"open_mode", modes}};
 static const ph_label_def closed_labels[] = {{"component", components},
                                              {"reason", close_reasons}};
 
@@ -71,10 +66,6 @@ static const ph_metric_def writer_def = {
     "proxyhost_stream_writer_wait_seconds",
     "Time a frame waited in a tunnel connection's writer",
     PH_METRIC_HISTOGRAM, comp_label, 1, buckets, N_BUCKETS};
-static const ph_metric_def mode_def = {
-    "proxyhost_stream_tunnel_opens_total",
-    "Tunnel stream opens by open mode", PH_METRIC_COUNTER, mode_labels, 2,
-    NULL, 0};
 static const ph_metric_def sessions_def = {
     "proxyhost_stream_tunnel_sessions", "Tunnel sessions (WebSockets) now",
     PH_METRIC_GAUGE, comp_label, 1, NULL, 0};
@@ -122,10 +113,9 @@ tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
   ph_metric *stall = reg(api, ctx, &stall_def, one, 1);
   ph_metric *bp = reg(api, ctx, &bp_def, with_any, 1);
   ph_metric *writer = reg(api, ctx, &writer_def, one, 1);
-  ph_metric *mode = reg(api, ctx, &mode_def, with_any, 1);
   ph_metric *sessions = reg(api, ctx, &sessions_def, one, 1);
   ph_metric *closed = reg(api, ctx, &closed_def, with_any, 1);
-  if (!stall || !bp || !writer || !mode || !sessions || !closed)
+  if (!stall || !bp || !writer || !sessions || !closed)
     goto fail;
   m->stall = api->series(stall, one);
   m->writer_wait = api->series(writer, one);
@@ -133,10 +123,6 @@ tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
   for (int i = 0; bp_reasons[i]; i++) {
     const char *v[] = {c, bp_reasons[i]};
     m->bp[i] = api->series(bp, v);
-  }
-  for (int i = 0; modes[i]; i++) {
-    const char *v[] = {c, modes[i]};
-    m->mode[i] = api->series(mode, v);
   }
   for (int i = 0; close_reasons[i]; i++) {
     const char *v[] = {c, close_reasons[i]};
@@ -170,10 +156,8 @@ void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us) {
 }
 
 void tm_obs_open(tm_metrics *m, int strict, int code) {
-  if (!m)
-    return;
-  stream_metrics_open(&m->sm, code);
-  m->api->inc(m->mode[strict ? 1 : 0], 1);
+  if (m)
+    stream_metrics_open(&m->sm, code, strict ? SM_STRICT : SM_LEGACY);
 }
 
 void tm_obs_queue_wait(tm_metrics *m, int queue, uint64_t us) {
@@ -210,8 +194,3 @@ void tm_obs_session_closed(tm_metrics *m, int reason) {
     m->api->inc(m->closed[reason], 1);
 }
 
-/* Added by tm-client (tm_metrics.h). */
-void tm_obs_open_mode(tm_metrics *m, int strict) {
-  if (m)
-    m->api->inc(m->mode[strict ? 1 : 0], 1);
-}

@@ -9,28 +9,26 @@
  *   tunnelmesh_stream_stage_duration_seconds{component,stage,result}
  *       histogram; stage in socks5_handshake|remote_validation|
  *       authorization|selection|relay|queue|dns|connect|open|ttfb
- *   tunnelmesh_stream_open_total{component,result,error_class}
+ *   tunnelmesh_stream_open_total{component,result,error_class,open_mode}
  *   tunnelmesh_stream_queue_wait_seconds{component}   (dial, open queues)
  *   tunnelmesh_stream_window_stall_seconds{component}   histogram
  *   tunnelmesh_stream_backpressure_total{component,reason}
  *       reason in window_stall|inbound_full|legacy_backpressure|
  *       control_full|window_violation
  *   proxyhost_stream_writer_wait_seconds{component}     histogram
- *   proxyhost_stream_tunnel_opens_total{component,open_mode}
  *   proxyhost_stream_tunnel_sessions{component}         gauge
  *   proxyhost_stream_tunnel_sessions_closed_total{component,reason}
  *
- * tm-session changed the names and labels the contract first listed (the
- * functions are unchanged): the first three families are the ones
- * modules/common/stream_metrics.c already registers for the frontends
- * and direct, and one name cannot have two definitions in a process
- * (socks5 + tunnel_client, direct + tunnel_agent), so open_total has no
- * open_mode (counted apart in proxyhost_stream_tunnel_opens_total) and
- * queue_wait no queue label (the writer's wait is its own family); the
- * TTFB is stage="ttfb" of the component (server: TM-OBS-20, client:
- * TM-OBS-21; the kind argument is implied by it); the session families
- * are proxyhost_stream_* (the seed names no such metric, and
- * metrics_lint.py allows only the seed's tunnelmesh_* names).
+ * The first three families are the ones modules/common/stream_metrics.c
+ * registers for the frontends and direct too (one name has one
+ * definition in a process: socks5 + tunnel_client, direct +
+ * tunnel_agent). The client's opens are counted by its frontend, which
+ * learns the open mode from the connector's result (PH_OPEN_R_LEGACY);
+ * the server and the agent count theirs with tm_obs_open. queue_wait has
+ * no queue label (the writer's wait is its own family); the TTFB is
+ * stage="ttfb" of the component (server: TM-OBS-20, client: TM-OBS-21;
+ * the kind argument is implied by it); the session families are
+ * proxyhost_stream_* (the seed names no such metric).
  * docs/operations/tunnel-session.md lists them.
  *
  * Loop thread only.
@@ -73,12 +71,6 @@ void tm_metrics_free(tm_metrics *m);
 /* Observations (m may be NULL: no-op). Durations in microseconds. */
 void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us);
 void tm_obs_open(tm_metrics *m, int strict, int code);
-/* Added by tm-client: only the strict/legacy split of an open
- * (proxyhost_stream_tunnel_opens_total{component,open_mode}), for the
- * client, whose frontend (socks5, http_proxy) already counts the open in
- * tunnelmesh_stream_open_total{component="client"} and times its open
- * and TTFB stages: tm_obs_open there would count each open twice. */
-void tm_obs_open_mode(tm_metrics *m, int strict);
 void tm_obs_queue_wait(tm_metrics *m, int queue, uint64_t us);
 void tm_obs_window_stall(tm_metrics *m, uint64_t us);
 void tm_obs_backpressure(tm_metrics *m, int reason);

@@ -53,7 +53,7 @@ wait_ready 1; ok $? "scripts/demo.sh says ready"
 sed 's/^/# /' "$T/demo1.out"
 is "$(through)" "through the demo" "curl --proxy socks5h://127.0.0.1:PORT reaches the target through client -> server -> agent"
 like_re "$("$CURL" -s "http://127.0.0.1:$DEMO_ADMIN_PORT/metrics")" \
-  'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
+  'tunnelmesh_stream_open_total\{component="client",result="success",error_class="ok",open_mode="strict"\} [1-9]' \
   "the demo's stream was a strict open"
 is "$(stat -c %a "$DEMO_DIR")" 700 "the demo directory is 0700"
 is "$(stat -c %a "$DEMO_DIR/client.token"):$(stat -c %a "$DEMO_DIR/agent.token")" 600:600 \

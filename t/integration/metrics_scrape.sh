@@ -51,7 +51,7 @@ unlike "$(cat "$T/idle.txt")" 'component="agent"' "idle: no component=\"agent\" 
 unlike "$(cat "$T/idle.txt")" 'result="success",error_class="forbidden"' \
   "idle: no result=\"success\",error_class=\"forbidden\""
 like "$(cat "$T/idle.txt")" \
-  'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"} 0' \
+  'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"} 0' \
   "idle: the possible pairs are there at 0"
 like "$(cat "$T/idle.txt")" 'stage="socks5_handshake",result="success",le="+Inf"} 0' \
   "idle: the stages socks5 records are there"
@@ -62,7 +62,7 @@ ok $? "idle: promtool accepts the exposition"
 sed 's/^/# promtool: /' "$T/promtool.out"
 
 # The checkers catch what they are for.
-printf 'tunnelmesh_stream_open_total{component="agent",result="success",error_class="forbidden"} 0\n# TYPE socks5_clients gauge\n' \
+printf 'tunnelmesh_stream_open_total{component="agent",result="success",error_class="forbidden",open_mode="strict"} 0\n# TYPE socks5_clients gauge\n' \
   >>"$T/idle.txt"
 $PY "$top_srcdir/t/lib/metrics_lint.py" "$T/idle.txt" 100000 direct >"$T/lint.out" 2>&1
 [ $? -eq 1 ] && grep -q 'component' "$T/lint.out" && grep -q 'impossible pair' "$T/lint.out" &&
@@ -85,8 +85,8 @@ fi
 
 opened() {
   scrape "$T/busy.txt"
-  [ "$(metric "$(cat "$T/busy.txt")" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}')" -ge 3 ] &&
-    grep -q 'result="failure",error_class="connection_refused"} 1' "$T/busy.txt"
+  [ "$(metric "$(cat "$T/busy.txt")" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok",open_mode="strict"}')" -ge 3 ] &&
+    grep -q 'result="failure",error_class="connection_refused",open_mode="strict"} 1' "$T/busy.txt"
 }
 wait_for opened; ok $? "the opens are counted: 3 ok, 1 connection_refused"
 $PY "$top_srcdir/t/lib/metrics_lint.py" "$T/busy.txt" "$MAX_IDLE_LINES" \

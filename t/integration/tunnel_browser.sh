@@ -97,7 +97,7 @@ like "$dom" "images=$IMAGES scripts=$SCRIPTS" "Chromium loaded all $IMAGES image
 got=$(grep -c '^GET /img/\|^GET /js/' "$T/access.log")
 is "$got" $((IMAGES + SCRIPTS)) "... and each resource is in the page server's access log"
 grep -q '^GET /index.html' "$T/access.log"; ok $? "... the page itself too"
-like_re "$(tn_metrics "$c_admin")" 'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
+like_re "$(tn_metrics "$c_admin")" 'tunnelmesh_stream_open_total\{component="client",result="success",error_class="ok",open_mode="strict"\} [1-9]' \
   "the browser's streams were strict opens"
 
 done_testing

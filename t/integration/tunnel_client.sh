@@ -169,9 +169,9 @@ is "$(reply target.example:443)" 0x01 "an unknown code is a general failure (TM-
 stop_peer
 
 m=$(metrics_of)
-like "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"} 1' \
+like "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"} 1' \
   "open_total counts the forbidden open once (the frontend's count)"
-like_re "$m" 'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_open_total\{component="client",result="success",error_class="ok",open_mode="strict"\} [1-9]' \
   "the strict opens by open_mode"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success"}' \
   "the open stage is timed"
@@ -182,7 +182,7 @@ wait_for ready
 is "$(reply target.example:443)" 0x00 \
   "legacy: success at once, without waiting for the agent (TM-PROTO-16/39)"
 m=$(metrics_of)
-like "$m" 'proxyhost_stream_tunnel_opens_total{component="client",open_mode="legacy"} 1' \
+like "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok",open_mode="legacy"} 1' \
   "... counted with open_mode=legacy (TM-PROTO-21)"
 wait_for grep -q 'open_mode=legacy' "$T/ph.log"
 ok $? "... and logged with open_mode=legacy"

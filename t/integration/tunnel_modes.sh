@@ -41,7 +41,7 @@ $4}"
   for p in s a c; do wait_exit "$(eval echo "\$$p$1_pid")" 10; done
 }
 opens() { # METRICS MODE: the opens counted in that mode
-  printf '%s\n' "$1" | grep -E "^proxyhost_stream_tunnel_opens_total\{[^}]*open_mode=\"$2\"" |
+  printf '%s\n' "$1" | grep -E "^tunnelmesh_stream_open_total\{[^}]*open_mode=\"$2\"" |
     awk '{ s += $NF } END { printf "%d\n", s }'
 }
 

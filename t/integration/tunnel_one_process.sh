@@ -35,7 +35,7 @@ r=$($PY "$top_srcdir/t/lib/tunnel_load.py" page --proxy "127.0.0.1:$x_socks" \
   --hang "127.0.0.1:$(cat "$T/bh.port")")
 is "$r" '{"completed": 30, "failed": 0, "hang_pending": 2}' \
   "TM-TEST-31 one process: 30 of 32 CONNECTs complete beside a DNS hang and a dial hang"
-like_re "$(tn_metrics "$x_admin")" 'proxyhost_stream_tunnel_opens_total\{component="client",open_mode="strict"\} [1-9]' \
+like_re "$(tn_metrics "$x_admin")" 'tunnelmesh_stream_open_total\{component="client",result="success",error_class="ok",open_mode="strict"\} [1-9]' \
   "TM-TEST-33 strict opens counted by the client instance"
 kill "$x_pid"; wait_exit "$x_pid" 10
 is "$EXIT" 0 "SIGTERM drains the three roles and exits 0"

@@ -213,7 +213,7 @@ is "$RC" 0 "TM-PROTO-20 a legacy agent: the stream opens legacy towards it and r
 grep -q '"type": "OPEN_RESULT"' "$T/edge-old.ev"; is $? 1 \
   "no OPEN_RESULT is asked of the legacy agent"
 m=$(http_get "http://127.0.0.1:$aport/metrics")
-like_re "$m" 'proxyhost_stream_tunnel_opens_total\{component="server",open_mode="legacy"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_open_total\{component="server",[^}]*open_mode="legacy"\} [1-9]' \
   "TM-PROTO-21 one compatibility count: opens{open_mode=legacy}"
 
 # ---- a legacy client (TM-TEST-14) -----------------------------------------
@@ -343,7 +343,7 @@ like_re "$m" 'tunnelmesh_stream_stage_duration_seconds_count\{component="server"
   "TM-OBS-20 the server TTFB is measured"
 like_re "$m" 'tunnelmesh_stream_queue_wait_seconds_count\{component="server"\} [1-9]' \
   "the open executor's queue wait is measured"
-like_re "$m" 'tunnelmesh_stream_open_total\{component="server",result="failure",error_class="queue_full"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_open_total\{component="server",result="failure",error_class="queue_full",open_mode="strict"\} [1-9]' \
   "queue_full is counted"
 unlike "$m" 'ok.test' "TM-SEC-8 no target on /metrics"
 unlike "$m" "$CTOK" "no token id on /metrics"

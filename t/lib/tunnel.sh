@@ -187,7 +187,7 @@ tn_sum() {
 # counts its clients' and agents' together).
 tn_sessions() { tn_sum "$1" "^proxyhost_stream_tunnel_sessions\\{.*component=\"$2\""; }
 # tn_opens ADMIN-PORT COMPONENT MODE: opens counted strict or legacy.
-tn_opens() { tn_sum "$1" "^proxyhost_stream_tunnel_opens_total\\{.*component=\"$2\".*open_mode=\"$3\""; }
+tn_opens() { tn_sum "$1" "^tunnelmesh_stream_open_total\\{.*component=\"$2\".*open_mode=\"$3\""; }
 # tn_wait_sessions ADMIN-PORT COMPONENT N: until at least N (bounded).
 tn_wait_sessions() { wait_for tn_sessions_ge "$@"; }
 tn_sessions_ge() { [ "$(tn_sessions "$1" "$2")" -ge "$3" ]; }

@@ -594,7 +594,8 @@ static void test_legacy_agent(void) {
   agent_metadata(old, "oldedge", 0);
   pump();
   const char *mt = ph_mock_metrics_text(mk);
-  const char *k = "proxyhost_stream_tunnel_opens_total{component=\"server\","
+  const char *k = "tunnelmesh_stream_open_total{component=\"server\","
+                  "result=\"success\",error_class=\"ok\","
                   "open_mode=\"legacy\"} ";
   const char *at = strstr(mt, k);
   long before = at ? strtol(at + strlen(k), NULL, 10) : 0;
