@@ -25,7 +25,9 @@ FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
 PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot lintian mmdebstrap"
 # sqlite3 and psql (postgresql-client, with postgresql) for the migration
 # and store tests.
-TEST="curl openssl python3 python3-yaml prometheus sqlite3"
+# chromium: the headless browser of t/integration/tunnel_browser.sh (TunnelMesh
+# through a real browser; a missing browser fails that test).
+TEST="curl openssl python3 python3-yaml prometheus sqlite3 chromium"
 SERVERS="redis-server postgresql"
 SERVICES="redis-server postgresql"
 POLICY=/usr/sbin/policy-rc.d

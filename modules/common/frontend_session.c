@@ -197,7 +197,7 @@ static void open_answer(void *arg, const ph_open_result *res) {
   int code = relay_take_open(res, &target);
   stream_metrics_stage(srv->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(s->t_open_us));
-  stream_metrics_open(srv->sm, code);
+  stream_metrics_open(srv->sm, code, stream_metrics_mode_of(res));
   srv->ops->open_done(s->owner, code, res->stage, target);
   frontend_session_leave(s);
 }
@@ -242,7 +242,7 @@ void frontend_session_cancel_open(frontend_session *s) {
 static void open_refused(frontend_session *s, int code, int stage) {
   frontend_server *srv = s->srv;
   stream_end none = {-1, NULL};
-  stream_metrics_open(srv->sm, code);
+  stream_metrics_open(srv->sm, code, SM_STRICT);
   srv->ops->open_done(s->owner, code, stage, none);
 }
 

@@ -13,6 +13,7 @@ static const char *const results[] = {"success", "failure", "timeout",
                                       "rejected", NULL};
 static const char *const codes[] = {PH_OPEN_CODE_NAMES, NULL};
 static const char *const directions[] = {"up", "down", NULL};
+static const char *const modes[] = {"strict", "legacy", NULL};
 
 /* Seconds: from 100 µs (a loopback connect) to 30 s (a stuck open). */
 static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -25,7 +26,8 @@ static const ph_label_def stage_labels[] = {
     {"component", components}, {"stage", stages}, {"result", results}};
 static const ph_label_def open_labels[] = {{"component", components},
                                            {"result", results},
-                                           {"error_class", codes}};
+                                           {"error_class", codes},
+                                           {"open_mode", modes}};
 static const ph_label_def component_label[] = {{"component", components}};
 static const ph_label_def bytes_labels[] = {{"component", components},
                                             {"direction", directions}};
@@ -39,8 +41,9 @@ static const ph_metric_def stage_def = {
     buckets,
     N_BUCKETS};
 static const ph_metric_def open_def = {
-    "tunnelmesh_stream_open_total", "Stream opens by result and error class",
-    PH_METRIC_COUNTER, open_labels, 3, NULL, 0};
+    "tunnelmesh_stream_open_total",
+    "Stream opens by result, error class and open mode",
+    PH_METRIC_COUNTER, open_labels, 4, NULL, 0};
 static const ph_metric_def queue_def = {
     "tunnelmesh_stream_queue_wait_seconds",
     "Time a stream open waited for a dial slot",
@@ -130,22 +133,24 @@ static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
   return PH_OK;
 }
 
-/* One result per code: the pairs stream_metrics_open can count. */
+/* One result per code, in either open mode: the tuples
+ * stream_metrics_open can count. */
 static int init_opens(stream_metrics *m, ph_ctx *ctx, const char *comp) {
-  const char *t[PH_OPEN_CODE_COUNT_ * 3];
-  for (int c = 0; c < PH_OPEN_CODE_COUNT_; c++) {
-    t[3 * c] = comp;
-    t[3 * c + 1] = results[stream_metrics_result(c)];
-    t[3 * c + 2] = codes[c];
+  enum { N = SM_OPEN_MODES * PH_OPEN_CODE_COUNT_ };
+  const char *t[N * 4];
+  for (int i = 0; i < N; i++) {
+    int c = i % PH_OPEN_CODE_COUNT_;
+    t[4 * i] = comp;
+    t[4 * i + 1] = results[stream_metrics_result(c)];
+    t[4 * i + 2] = codes[c];
+    t[4 * i + 3] = modes[i / PH_OPEN_CODE_COUNT_];
   }
-  ph_metric *open = register_only(m->api, ctx, &open_def, t,
-                                  PH_OPEN_CODE_COUNT_);
+  ph_metric *open = register_only(m->api, ctx, &open_def, t, N);
   if (!open)
     return PH_EINVAL;
-  for (int c = 0; c < PH_OPEN_CODE_COUNT_; c++) {
-    const char *v[] = {comp, results[stream_metrics_result(c)], codes[c]};
-    m->open[c] = m->api->series(open, v);
-  }
+  for (int i = 0; i < N; i++)
+    m->open[i / PH_OPEN_CODE_COUNT_][i % PH_OPEN_CODE_COUNT_] =
+        m->api->series(open, &t[4 * i]);
   return PH_OK;
 }
 
@@ -206,8 +211,16 @@ void stream_metrics_stage(stream_metrics *m, int stage, int result,
     m->api->observe(m->stage[stage][result], seconds);
 }
 
-void stream_metrics_open(stream_metrics *m, int code) {
+void stream_metrics_open(stream_metrics *m, int code, int open_mode) {
   if (code < 0 || code >= PH_OPEN_CODE_COUNT_)
     code = PH_OPEN_INTERNAL_ERROR;
-  m->api->inc(m->open[code], 1);
+  m->api->inc(m->open[open_mode == SM_LEGACY][code], 1);
+}
+
+int stream_metrics_mode_of(const ph_open_result *res) {
+  return res && res->size >= offsetof(ph_open_result, flags) +
+                                 sizeof(res->flags) &&
+                 (res->flags & PH_OPEN_R_LEGACY)
+             ? SM_LEGACY
+             : SM_STRICT;
 }

@@ -30,15 +30,18 @@ enum sm_stage {
 enum sm_result { SM_SUCCESS = 0, SM_FAILURE, SM_TIMEOUT, SM_REJECTED,
                  SM_RESULTS };
 enum sm_direction { SM_UP = 0, SM_DOWN, SM_DIRECTIONS };
+/* open_mode (TM-OBS-17): strict, or a TunnelMesh legacy open. */
+enum sm_open_mode { SM_STRICT = 0, SM_LEGACY, SM_OPEN_MODES };
 
 /* One component's series, resolved at init. */
 typedef struct stream_metrics {
   const ph_api *api;
   /* tunnelmesh_stream_stage_duration_seconds{component,stage,result} */
   ph_series *stage[SM_STAGES][SM_RESULTS];
-  /* tunnelmesh_stream_open_total{component,result,error_class}, by code
-   * (the result follows from the code: stream_metrics_result) */
-  ph_series *open[PH_OPEN_CODE_COUNT_];
+  /* tunnelmesh_stream_open_total{component,result,error_class,open_mode},
+   * by open mode and code (the result follows from the code:
+   * stream_metrics_result) */
+  ph_series *open[SM_OPEN_MODES][PH_OPEN_CODE_COUNT_];
   /* tunnelmesh_stream_queue_wait_seconds{component} */
   ph_series *queue_wait;
   /* proxyhost_stream_active{component} */
@@ -76,8 +79,11 @@ int stream_metrics_result(int code);
 /* Records one stage's duration in seconds. */
 void stream_metrics_stage(stream_metrics *m, int stage, int result,
                           double seconds);
-/* Counts one finished open with its code. */
-void stream_metrics_open(stream_metrics *m, int code);
+/* Counts one finished open with its code and open mode (sm_open_mode). */
+void stream_metrics_open(stream_metrics *m, int code, int open_mode);
+/* The open mode an open result says (PH_OPEN_R_LEGACY, connector minor
+ * 2; strict for an older connector). */
+int stream_metrics_mode_of(const ph_open_result *res);
 /* Parses "client|server|agent"; -1 otherwise. */
 int stream_metrics_component(const char *name);
 

@@ -1,2 +1,62 @@
 # modules/tunnel_agent: the TunnelMesh agent role (issue 11).
 EXTRA_DIST += modules/tunnel_agent/local.mk
+EXTRA_DIST += modules/tunnel_agent/tunnel_agent.ini.sample
+if MODULE_TUNNEL_AGENT
+module_LTLIBRARIES += modules/tunnel_agent/tunnel_agent.la
+modules_tunnel_agent_tunnel_agent_la_SOURCES = \
+	modules/tunnel_agent/tunnel_agent.c modules/tunnel_agent/agent_int.h \
+	modules/tunnel_agent/agent_conf.c modules/tunnel_agent/agent_conf.h \
+	modules/tunnel_agent/agent_pool.c modules/tunnel_agent/agent_stream.c \
+	modules/tunnel_client/tc_token.c modules/tunnel_client/tc_token.h \
+	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h \
+	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
+# The token file reader is tunnel_client's tc_token.c (one set of rules
+# for both roles; its fuzz target is fuzz_tc_token).
+modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common \
+	-I$(top_srcdir)/modules/tunnel_client $(LWS_CFLAGS)
+modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_tunnel_agent_tunnel_agent_la_LIBADD = \
+	modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	$(LWS_LIBS) $(EV_LIBS)
+samples_DATA += modules/tunnel_agent/tunnel_agent.ini.sample
+
+# The agent's unit tests: the dial executor through the mock host with a
+# fake connector, and the pool controller.
+UNIT_TESTS_TM_AGENT = t/unit/test_tm_dial_exec t/unit/test_tm_agent_pool \
+	t/unit/test_tm_agent
+check_PROGRAMS += $(UNIT_TESTS_TM_AGENT)
+TESTS += $(UNIT_TESTS_TM_AGENT)
+t_unit_test_tm_dial_exec_SOURCES = t/unit/test_tm_dial_exec.c t/unit/tm_fakeconn.h \
+	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h
+t_unit_test_tm_dial_exec_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_agent
+t_unit_test_tm_dial_exec_LDADD = host/libphmock.la
+# The stream path with the real session on an in-memory transport.
+t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
+	modules/tunnel_agent/agent_stream.c modules/tunnel_agent/agent_conf.c \
+	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
+t_unit_test_tm_agent_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_agent \
+	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+t_unit_test_tm_agent_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	host/libphmock.la $(EV_LIBS)
+t_unit_test_tm_agent_pool_SOURCES = t/unit/test_tm_agent_pool.c \
+	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
+t_unit_test_tm_agent_pool_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_agent
+endif
+
+# The agent role's integration test (against t/lib/tm_peer.py) and its
+# ready configuration.
+if MODULE_TUNNEL_AGENT
+INTEGRATION_TESTS += t/integration/tunnel_agent.sh
+endif
+EXTRA_DIST += t/integration/tunnel_agent.sh
+dist_proxyhostconf_DATA += conf/agent.ini
+# The agent's documents (installed with the others, nobase_dist_doc_DATA
+# as in Makefile.am).
+nobase_dist_doc_DATA += docs/user-guide/agent.md \
+	docs/operations/connection-pool.md

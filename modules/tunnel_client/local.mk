@@ -1,2 +1,57 @@
 # modules/tunnel_client: the TunnelMesh client role (issue 11).
 EXTRA_DIST += modules/tunnel_client/local.mk
+
+# tm-client: the module, its sample, and its unit tests (the pure parts on
+# their own; the connector through the mock host over in-memory links).
+# (the unit test links everything but tc_link_ws.c: it brings its own
+# in-memory links)
+TC_SOURCES = modules/tunnel_client/tunnel_client.c \
+	modules/tunnel_client/tunnel_client_int.h \
+	modules/tunnel_client/tc_conn.c modules/tunnel_client/tc_open.c \
+	modules/tunnel_client/tc_stream.c modules/tunnel_client/tc_link.h \
+	modules/tunnel_client/tc_token.c modules/tunnel_client/tc_token.h
+TC_LIBS = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	$(LWS_LIBS)
+if MODULE_TUNNEL_CLIENT
+module_LTLIBRARIES += modules/tunnel_client/tunnel_client.la
+modules_tunnel_client_tunnel_client_la_SOURCES = $(TC_SOURCES) \
+	modules/tunnel_client/tc_link_ws.c
+modules_tunnel_client_tunnel_client_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+modules_tunnel_client_tunnel_client_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_tunnel_client_tunnel_client_la_LIBADD = $(TC_LIBS)
+samples_DATA += modules/tunnel_client/tunnel_client.ini.sample
+
+# The token file's parser (t/fuzz/README.md), replayed by fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_tc_token
+t_fuzz_replay_tc_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tc_token.c \
+	modules/tunnel_client/tc_token.c
+t_fuzz_replay_tc_token_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_client
+
+UNIT_TESTS_TC = t/unit/test_tunnel_client_token t/unit/test_tunnel_client
+check_PROGRAMS += $(UNIT_TESTS_TC)
+TESTS += $(UNIT_TESTS_TC)
+t_unit_test_tunnel_client_token_SOURCES = \
+	t/unit/test_tunnel_client_token.c modules/tunnel_client/tc_token.c
+t_unit_test_tunnel_client_token_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_client
+t_unit_test_tunnel_client_token_LDADD = $(UNIT_LDADD)
+t_unit_test_tunnel_client_SOURCES = t/unit/test_tunnel_client.c \
+	$(TC_SOURCES)
+t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_client \
+	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
+endif
+EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample \
+	t/fuzz/fuzz_tc_token.c
+
+# conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the
+# tunnel), installed beside local.ini.
+dist_proxyhostconf_DATA += conf/client.ini
+
+# The client's user guide, installed with the other documents
+# (t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/user-guide/client.md

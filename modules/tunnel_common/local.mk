@@ -3,3 +3,141 @@
 # libwebsockets (tm_session, tm_ws, tm_metrics; libtmsession.la), linked
 # into each tunnel role module. Their unit tests and fuzz targets too.
 EXTRA_DIST += modules/tunnel_common/local.mk
+
+# tm-proto: the pure protocol (no I/O, no logging, no allocation). It uses
+# modules/common/json.c but does not carry it: whatever links
+# libtmproto.la links modules/common/libphcommon.la too (the role modules
+# do already, for relay.c), so json.o is never in one link twice.
+if TUNNEL_ANY
+noinst_LTLIBRARIES += modules/tunnel_common/libtmproto.la
+modules_tunnel_common_libtmproto_la_SOURCES = \
+	modules/tunnel_common/tm_proto.c modules/tunnel_common/tm_proto.h \
+	modules/tunnel_common/tm_open.c modules/tunnel_common/tm_open.h \
+	modules/tunnel_common/tm_window.c modules/tunnel_common/tm_window.h \
+	modules/tunnel_common/tm_drr.c modules/tunnel_common/tm_drr.h
+modules_tunnel_common_libtmproto_la_CPPFLAGS = $(MODULE_CPPFLAGS)
+TM_PROTO_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/modules/tunnel_common
+TM_PROTO_LDADD = modules/tunnel_common/libtmproto.la \
+	modules/common/libphcommon.la
+
+UNIT_TESTS_TM_PROTO = t/unit/test_tm_proto t/unit/test_tm_open \
+	t/unit/test_tm_window t/unit/test_tm_drr
+check_PROGRAMS += $(UNIT_TESTS_TM_PROTO)
+TESTS += $(UNIT_TESTS_TM_PROTO)
+t_unit_test_tm_proto_SOURCES = t/unit/test_tm_proto.c
+t_unit_test_tm_proto_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_test_tm_proto_LDADD = $(TM_PROTO_LDADD)
+t_unit_test_tm_open_SOURCES = t/unit/test_tm_open.c
+t_unit_test_tm_open_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_test_tm_open_LDADD = $(TM_PROTO_LDADD)
+t_unit_test_tm_window_SOURCES = t/unit/test_tm_window.c
+t_unit_test_tm_window_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_test_tm_window_LDADD = $(TM_PROTO_LDADD)
+t_unit_test_tm_drr_SOURCES = t/unit/test_tm_drr.c
+t_unit_test_tm_drr_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_test_tm_drr_LDADD = $(TM_PROTO_LDADD)
+
+# Fuzz targets, replayed over t/fuzz/seeds/tm_frame and tm_payload by
+# t/integration/fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_tm_frame t/fuzz/replay_tm_payload
+t_fuzz_replay_tm_frame_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_frame.c
+t_fuzz_replay_tm_frame_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_frame_LDADD = $(TM_PROTO_LDADD)
+t_fuzz_replay_tm_payload_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_payload.c
+t_fuzz_replay_tm_payload_CPPFLAGS = $(t_fuzz_replay_tm_frame_CPPFLAGS)
+t_fuzz_replay_tm_payload_LDADD = $(TM_PROTO_LDADD)
+endif
+
+# tm-session: the session layer (one connection's streams over an abstract
+# transport: the reader, the queues, the windows, the one writer) and the
+# seed's metrics. tm-ws adds tm_ws.c to the same library in its own block
+# after this one (automake wants the '=' before any '+=').
+# Whatever links libtmsession.la links libtmproto.la and
+# modules/common/libphcommon.la too (stream_metrics.c, json.c).
+if TUNNEL_ANY
+noinst_LTLIBRARIES += modules/tunnel_common/libtmsession.la
+modules_tunnel_common_libtmsession_la_SOURCES = \
+	modules/tunnel_common/tm_session.c modules/tunnel_common/tm_session.h \
+	modules/tunnel_common/tm_session_int.h \
+	modules/tunnel_common/tm_stream.c modules/tunnel_common/tm_writer.c \
+	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h
+# (merge of tm-session and tm-ws, done in tm-agent: one definition, with
+# tm-ws's flags and libraries; tm-ws's block below adds its sources.)
+modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(LWS_CFLAGS) $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common
+modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
+
+UNIT_TESTS_TM_SESSION = t/unit/test_tm_session
+check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
+TESTS += $(UNIT_TESTS_TM_SESSION)
+t_unit_test_tm_session_SOURCES = t/unit/test_tm_session.c \
+	t/unit/tm_memlink.c t/unit/tm_memlink.h
+t_unit_test_tm_session_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	host/libphmock.la $(EV_LIBS)
+endif
+# tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
+# by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+check_PROGRAMS += t/fuzz/replay_tm_session
+t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
+t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	$(EV_LIBS)
+endif
+
+# tm-ws: libwebsockets on the loop (tm_ws.c), the URL parser, the backoff;
+# test_tm_ws (client and server in one process through the mock host)
+# and the URL parser's fuzz target.
+if TUNNEL_ANY
+TM_WS_SOURCES = modules/tunnel_common/tm_ws.c \
+	modules/tunnel_common/tm_ws.h \
+	modules/tunnel_common/tm_ws_url.c modules/tunnel_common/tm_ws_url.h \
+	modules/tunnel_common/tm_backoff.c
+modules_tunnel_common_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
+modules_tunnel_common_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
+	$(OPENSSL_CFLAGS)
+modules_tunnel_common_libtmsession_la_LIBADD += $(LWS_LIBS) $(OPENSSL_LIBS)
+UNIT_TESTS_LOCAL += t/unit/test_tm_ws
+t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
+	t/unit/tm_ws_stubs.h \
+	$(TM_WS_SOURCES)
+t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common \
+	-DTM_TEST_SRCDIR='"$(abs_top_srcdir)"' -DTM_HAVE_PROTO
+t_unit_test_tm_ws_LDADD = modules/tunnel_common/libtmproto.la \
+	modules/common/libphcommon.la host/libphmock.la $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_tm_url
+t_fuzz_replay_tm_url_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_url.c \
+	modules/tunnel_common/tm_ws_url.c
+t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+endif
+EXTRA_DIST += t/unit/tm_ws_certs.sh
+
+# tm-ws: one real tm_session on each end of a real tm_ws connection.
+if TUNNEL_ANY
+UNIT_TESTS_LOCAL += t/unit/test_tm_ws_session
+t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
+t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/libtmsession.la \
+	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
+endif
+
+# tm-proto: the protocol's specification, installed with the other docs
+# (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
+# reads the fragments too).
+nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
+
+# tm-ws: the operations page of the WebSocket transport (installed with
+# the other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-transport.md

@@ -9,17 +9,27 @@
  *   tunnelmesh_stream_stage_duration_seconds{component,stage,result}
  *       histogram; stage in socks5_handshake|remote_validation|
  *       authorization|selection|relay|queue|dns|connect|open|ttfb
- *   tunnelmesh_stream_open_total{component,open_mode,result,error_class}
- *   tunnelmesh_stream_queue_wait_seconds{component,queue}
- *       histogram; queue in dial|open|writer
+ *   tunnelmesh_stream_open_total{component,result,error_class,open_mode}
+ *   tunnelmesh_stream_queue_wait_seconds{component}   (dial, open queues)
  *   tunnelmesh_stream_window_stall_seconds{component}   histogram
  *   tunnelmesh_stream_backpressure_total{component,reason}
  *       reason in window_stall|inbound_full|legacy_backpressure|
  *       control_full|window_violation
- *   tunnelmesh_stream_ttfb_seconds{component,kind}      histogram
- *       kind in server (TM-OBS-20) | socks5_local (TM-OBS-21)
- *   tunnelmesh_sessions{component}                       gauge
- *   tunnelmesh_session_closed_total{component,reason}    counter
+ *   proxyhost_stream_writer_wait_seconds{component}     histogram
+ *   proxyhost_stream_tunnel_sessions{component}         gauge
+ *   proxyhost_stream_tunnel_sessions_closed_total{component,reason}
+ *
+ * The first three families are the ones modules/common/stream_metrics.c
+ * registers for the frontends and direct too (one name has one
+ * definition in a process: socks5 + tunnel_client, direct +
+ * tunnel_agent). The client's opens are counted by its frontend, which
+ * learns the open mode from the connector's result (PH_OPEN_R_LEGACY);
+ * the server and the agent count theirs with tm_obs_open. queue_wait has
+ * no queue label (the writer's wait is its own family); the TTFB is
+ * stage="ttfb" of the component (server: TM-OBS-20, client: TM-OBS-21;
+ * the kind argument is implied by it); the session families are
+ * proxyhost_stream_* (the seed names no such metric).
+ * docs/operations/tunnel-session.md lists them.
  *
  * Loop thread only.
  */
@@ -50,7 +60,10 @@ enum tm_ttfb_kind { TM_TTFB_SERVER = 0, TM_TTFB_SOCKS5_LOCAL };
 
 /* Init only: registers the families for component (tm_component). Every
  * role module calls it once; NULL on failure (init fails). Freed with the
- * module (the host owns the metric objects). */
+ * module (the host owns the metric objects). Only the stages a component
+ * records exist (tm_obs_stage of another is a no-op): client open, ttfb;
+ * server authorization, selection, relay, open, ttfb; agent queue, open
+ * (its dns and connect are direct's). */
 tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
                                 int component);
 void tm_metrics_free(tm_metrics *m);

@@ -26,7 +26,9 @@
  * which is legacy: TM-PROTO-16). Never decides capabilities from a
  * timeout (TM-PROTO-17).
  *
- * Threads: loop thread only.
+ * Threads: loop thread only. The handlers run from the loop, never from
+ * inside a tm_ws_* call, except tm_ws_free (on_closed, on_connect_error
+ * for each conn); no handler may call tm_ws_free (tm-ws, issue 11).
  */
 #ifndef TM_WS_H
 #define TM_WS_H
@@ -54,7 +56,9 @@ typedef struct tm_ws_handlers {
   void (*on_connected)(void *arg, tm_ws_conn *c, const char *subproto);
   /* Client: the connection attempt failed (the conn is gone after). */
   void (*on_connect_error)(void *arg, tm_ws_conn *c);
-  /* Both: an established connection ended (the conn is gone after). */
+  /* Both: an established connection ended (the conn is gone after).
+   * The session bound to it (tm_ws_conn_bind) got
+   * tm_session_on_transport_closed just before (tm-ws, issue 11). */
   void (*on_closed)(void *arg, tm_ws_conn *c);
 } tm_ws_handlers;
 
@@ -68,6 +72,12 @@ typedef struct tm_ws_cfg {
   unsigned caps;          /* the capabilities this side will negotiate */
   uint32_t max_message;   /* TM_HEADER_LEN + max payload */
   const char *path;       /* server: the upgrade path, "/tunnel" */
+  /* Added by tm-ws (issue 11), appended so existing initialisers hold:
+   * server: connections at once (handshaking or open; 0: 4096, at most
+   * 65536), the rest answered 503; both: the handshake deadline (0:
+   * 10000 ms; whole seconds, at least 1 s, at most 300 s). */
+  uint32_t max_connections;
+  uint32_t handshake_timeout_ms;
 } tm_ws_cfg;
 
 /* A context on api's loop. NULL with *err set to a static sentence (a bad
@@ -80,7 +90,11 @@ int tm_ws_port(const tm_ws *w);
 void tm_ws_free(tm_ws *w);
 
 /* Client: starts a connection to url with the bearer token (copied, then
- * wiped). NULL: a malformed URL or plain ws refused (*err says which). */
+ * wiped). NULL: a malformed URL or plain ws refused (*err says which).
+ * Every other failure comes later, from the loop, as on_connect_error
+ * (never inside this call). Each conn ends with exactly one of
+ * on_connect_error (never established, including one closed while
+ * connecting) and on_closed (established). */
 tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
                           const char **err);
 

@@ -35,7 +35,7 @@
 
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
-#define PH_CONNECTOR_MINOR 1
+#define PH_CONNECTOR_MINOR 2
 
 /* Where an open failed. Stable: these names go on the wire and into
  * metric labels. */
@@ -103,8 +103,21 @@ typedef struct ph_open_result {
    * who must close it (ph_stream_close). NULL otherwise; an older
    * connector leaves it NULL. */
   struct ph_stream *stream;
-  void *reserved[3];
+  /* Minor 2, was reserved[0]: ph_open_result_flags about a success. An
+   * older connector leaves it 0; a caller reads it only when size covers
+   * it. */
+  uintptr_t flags;
+  void *reserved[2];
 } ph_open_result;
+
+/* ph_open_result.flags (minor 2). */
+enum ph_open_result_flags {
+  /* The stream was opened without the far end confirming its dial (a
+   * TunnelMesh legacy open: TM-PROTO-39); the caller counts and logs it
+   * with open_mode=legacy. Without it an open is strict: its success
+   * means the target answered. */
+  PH_OPEN_R_LEGACY = 1
+};
 
 /* Called exactly once per accepted open, on the loop thread, never from
  * inside open() itself, and never after cancel() returned. res is valid

@@ -43,7 +43,10 @@ fi
 # ---- a frontend without a connector -------------------------------------------
 printf '[proxyhost]\nmodules = socks5\nmodule_path = %s\n[admin]\nlisten =\n[socks5]\nlisten = 127.0.0.1:0\n' \
   "$MODS" >"$T/noconn.ini"
-want="proxyhost: $T/noconn.ini:2: proxyhost.modules: socks5 requires the \"connector\" service, which no loaded module provides; add one to [proxyhost] modules: direct"
+# The connectors built here: direct, and tunnel_client when configured in.
+providers=direct
+have_module tunnel_client && providers="$providers, tunnel_client"
+want="proxyhost: $T/noconn.ini:2: proxyhost.modules: socks5 requires the \"connector\" service, which no loaded module provides; add one to [proxyhost] modules: $providers"
 err=$("$PROXYHOST" -c "$T/noconn.ini" --check-config 2>&1); rc=$?
 is "$rc" 2 "no connector: --check-config exits 2 (a configuration error)"
 is "$err" "$want" "no connector: names the modules in the module path that provide one"

@@ -166,9 +166,9 @@ v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="connect",stat
 is "$v" 2 "refused CONNECTs counted"
 v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="forward",status_class="4xx"}')
 is "$v" 7 "refused heads and the policy denial counted as 4xx"
-v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused"}')
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused",open_mode="strict"}')
 is "$v" 3 "refused opens by error_class (TM-OBS-2, TM-OBS-13)"
-v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"}')
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"}')
 is "$v" 3 "policy denials counted as rejected/forbidden"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success"}' \
   "open stage histogram"

@@ -72,7 +72,7 @@ m=$(http_get "http://127.0.0.1:$admin/metrics")
 is "$(metric "$m" 'proxyhost_stream_active{component="client"}')" 0 \
   "no active stream"
 is "$(metric "$m" proxyhost_direct_dials_active)" 0 "no dial in flight"
-v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}')
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok",open_mode="strict"}')
 is "$v" $((BURST + 200)) "every open counted once"
 
 kill -TERM "$PH_PID"

@@ -20,6 +20,15 @@ EOC
 case ",$mods," in *,auth_cache,*)
   printf '[auth_cache]\nstore = auth_local\n' >>"$T/all.ini" ;;
 esac
+# tunnel_client needs its server, agent and a token (keys required).
+case ",$mods," in *,tunnel_client,*)
+  printf '[tunnel_client]\nserver_url = ws://127.0.0.1:1/tunnel\nagent = a\ntoken = t\n' >>"$T/all.ini" ;;
+esac
+# tunnel_agent needs its server and a token (added in tm-client, where the
+# merged tree has the agent module).
+case ",$mods," in *,tunnel_agent,*)
+  printf '[tunnel_agent]\nserver_url = ws://127.0.0.1:1/agent\ntoken = t\n' >>"$T/all.ini" ;;
+esac
 "$PROXYHOST" -c "$T/all.ini" --print-config >"$T/keys" 2>"$T/err"
 ok $? "--print-config with every built module ($mods)"
 sed 's/^/#   /' "$T/err" | head -5

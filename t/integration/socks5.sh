@@ -117,11 +117,11 @@ running "$A_PID"; ok $? "the process survived the hostile input"
 
 # Metrics (TM-OBS-1, TM-OBS-2, TM-OBS-10..13, TM-OBS-18).
 m=$(metrics_of "$admin")
-like "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}' \
+like "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok",open_mode="strict"}' \
   "tunnelmesh_stream_open_total exported"
-v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused"}')
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused",open_mode="strict"}')
 is "$v" 1 "the refused open counted with error_class=connection_refused"
-v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden"}')
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"}')
 is "$v" 3 "policy denials (port, own listener, admin) counted as rejected/forbidden"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success"}' \
   "socks5_handshake stage histogram exported"

@@ -70,7 +70,7 @@ qmax=$(metric "$m" memconn_queue_max_bytes)
 ok $? "no stream queue held more than its 8 KiB window ($qmax, TM-SEC-1)"
 is "$(metric "$m" memconn_streams)" 0 "every stream closed (TM-SEC-7)"
 is "$(metric "$m" memconn_streams_closed_total)" 3 "each exactly once"
-v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok"}')
+v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="success",error_class="ok",open_mode="strict"}')
 [ "${v:-0}" -ge 3 ]; ok $? "the opens counted as successes ($v)"
 
 kill -TERM "$PID"

@@ -403,7 +403,7 @@ static void test_open_cancel(ph_mock *m) {
   is_int(S.frees, 1, "freed by the outermost leave");
   like(ph_mock_metrics_text(m),
        "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
-       "error_class=\"connection_refused\"} 1",
+       "error_class=\"connection_refused\",open_mode=\"strict\"} 1",
        "open counted by error class");
 }
 
@@ -492,7 +492,7 @@ static void test_validation(ph_mock *m) {
   is_int(F.opens, 0, "... and nothing was opened");
   like(ph_mock_metrics_text(m),
        "tunnelmesh_stream_open_total{component=\"client\",result=\"rejected\","
-       "error_class=\"forbidden\"} 1",
+       "error_class=\"forbidden\",open_mode=\"strict\"} 1",
        "the denial counted as a forbidden open");
 
   /* UNAVAILABLE is a denial too; an allow opens. */
@@ -765,7 +765,7 @@ static void test_declared_series(ph_mock *m) {
          "declared: no impossible open pair");
   like(t,
        "tunnelmesh_stream_open_total{component=\"client\",result="
-       "\"rejected\",error_class=\"forbidden\"} 0",
+       "\"rejected\",error_class=\"forbidden\",open_mode=\"strict\"} 0",
        "declared: the possible pair, at 0");
   unlike(t, "tunnelmesh_stream_queue_wait_seconds",
          "declared: no queue wait histogram without a dialer");

@@ -690,10 +690,10 @@ static void test_forwarding(void) {
            "status_class=\"5xx\"} 3",
        "failed CONNECTs counted");
   like(mt, "tunnelmesh_stream_open_total{component=\"client\","
-           "result=\"failure\",error_class=\"connection_refused\"} 2",
+           "result=\"failure\",error_class=\"connection_refused\",open_mode=\"strict\"} 2",
        "open results by error_class");
   like(mt, "tunnelmesh_stream_open_total{component=\"client\","
-           "result=\"rejected\",error_class=\"forbidden\"} 2",
+           "result=\"rejected\",error_class=\"forbidden\",open_mode=\"strict\"} 2",
        "policy refusals are 'rejected'");
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
            "\"client\",stage=\"open\",result=\"success\"} 12",

@@ -542,7 +542,7 @@ static void test_connect_and_relay(void) {
              "no active stream after close");
   has_metric(
       "tunnelmesh_stream_open_total{component=\"client\",result=\"success\","
-      "error_class=\"ok\"} 1",
+      "error_class=\"ok\",open_mode=\"strict\"} 1",
       "the open is counted with its class");
   has_metric(
       "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
@@ -609,11 +609,11 @@ static void test_reply_codes(void) {
   }
   has_metric(
       "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
-      "error_class=\"queue_full\"} 1",
+      "error_class=\"queue_full\",open_mode=\"strict\"} 1",
       "failed opens counted by error_class");
   has_metric(
       "tunnelmesh_stream_open_total{component=\"client\",result=\"rejected\","
-      "error_class=\"forbidden\"} 1",
+      "error_class=\"forbidden\",open_mode=\"strict\"} 1",
       "forbidden is result=rejected");
 }
 

@@ -202,6 +202,8 @@ static void test_mapping(void) {
   is_int(open_map_socks5(PH_OPEN_INTERNAL_ERROR), 0x01,
          "TM-PROTO-36 others -> 0x01");
   is_int(open_map_socks5(1234), 0x01, "TM-PROTO-36 unknown -> 0x01");
+  is_int(open_map_socks5(PH_OPEN_UNSUPPORTED_CAPABILITY), 0x01,
+         "TM-PROTO-36 unsupported_capability -> 0x01");
 }
 
 /* Arbitrary bytes: never a read past n, and verdicts are stable. */

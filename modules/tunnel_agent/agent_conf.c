@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_agent's keys and their checks (agent_conf.h). */
+#include "agent_conf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tm_proto.h"
+
+/* Read once at start: every key is PH_CONF_RESTART (the token file's
+ * contents are re-read at every connection attempt, its path is not). */
+#define R PH_CONF_RESTART
+
+const ph_conf_key agent_conf_keys[] = {
+    PH_CONF_KEY("server_url", PH_CONF_STRING, NULL, 1, AGENT_URL_MAX,
+                PH_CONF_REQUIRED | R, NULL,
+                "the server's tunnel endpoint: wss://host:port/path (or "
+                "ws:// to loopback, or anywhere with allow_plain)",
+                NULL),
+    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
+                "file holding the agent's bearer token (re-read at every "
+                "connection attempt; trailing newline stripped)",
+                NULL),
+    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, AGENT_TOKEN_MAX,
+                PH_CONF_SENSITIVE | R, NULL,
+                "the agent's bearer token itself, when token_file is empty",
+                NULL),
+    PH_CONF_KEY("agent_id", PH_CONF_STRING, "", 0, TM_AGENT_MAX, R, NULL,
+                "name sent in the agent metadata (informational: the server "
+                "trusts the token's agent)",
+                NULL),
+    PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
+                "CA certificates that verify a wss:// server; empty: the "
+                "system store",
+                NULL),
+    PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, R, NULL,
+                "allow ws:// (no TLS) to a non-loopback server", NULL),
+    PH_CONF_KEY("connector", PH_CONF_STRING, "direct", 1, 128, R, NULL,
+                "the connector instance that dials targets (its DNS, target "
+                "policy and connect)",
+                NULL),
+    PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, R, NULL,
+                "name the target in the per-stream debug line; off: never "
+                "logged",
+                NULL),
+    /* the connection pool (TM-P2-23..28) */
+    PH_CONF_KEY("connections.min", PH_CONF_INT, "1", 1, 64, R, NULL,
+                "WebSocket connections kept to the server", NULL),
+    PH_CONF_KEY("connections.max", PH_CONF_INT, "1", 1, 64, R, NULL,
+                "connections at most (more than min: grown by load)", NULL),
+    PH_CONF_KEY("connections.high_watermark", PH_CONF_INT, "16", 1, 65536, R,
+                NULL,
+                "load per connection (pending dials + active streams) above "
+                "which one more is opened",
+                NULL),
+    PH_CONF_KEY("connections.low_watermark", PH_CONF_INT, "2", 0, 65535, R,
+                NULL, "load per connection below which one is drained", NULL),
+    PH_CONF_KEY("connections.evaluation_interval", PH_CONF_DURATION, "10s",
+                100, 3600000, R, NULL,
+                "how long the load must stay above high_watermark", NULL),
+    PH_CONF_KEY("connections.cooldown", PH_CONF_DURATION, "30s", 100, 3600000,
+                R, NULL,
+                "how long below low_watermark (and since the last change) "
+                "before draining one",
+                NULL),
+    PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "500ms", 10, 600000, R,
+                NULL, "first reconnect delay (jittered, doubled per failure)",
+                NULL),
+    PH_CONF_KEY("reconnect.max", PH_CONF_DURATION, "30s", 10, 3600000, R, NULL,
+                "largest reconnect delay", NULL),
+    /* the dial executor (TM-P0-1..6) */
+    PH_CONF_KEY("streams.max_concurrent_dials", PH_CONF_INT, "32", 1, 4096, R,
+                NULL, "dials running at once per connection", NULL),
+    PH_CONF_KEY("streams.max_pending_dials", PH_CONF_INT, "128", 0, 65536, R,
+                NULL,
+                "dials waiting for a slot per connection; beyond it an open "
+                "is refused queue_full at once",
+                NULL),
+    PH_CONF_KEY("streams.open_timeout", PH_CONF_DURATION, "8s", 10, 600000, R,
+                NULL, "limit of an open: queue and dial", NULL),
+    PH_CONF_KEY("streams.connect_timeout", PH_CONF_DURATION, "5s", 10, 300000,
+                R, NULL, "limit of one dial (the connector's DNS and connect)",
+                NULL),
+    PH_CONF_KEY("streams.max_streams", PH_CONF_INT, "1024", 1, 65536, R, NULL,
+                "streams open or opening at once per connection", NULL),
+    PH_CONF_KEY("streams.idle_timeout", PH_CONF_DURATION, "300s", 1000,
+                86400000, R, NULL,
+                "a relayed stream with no bytes either way for this long ends",
+                NULL),
+    PH_CONF_KEY("streams.buffer_size", PH_CONF_SIZE, "64KiB", 4096, 1048576,
+                R, NULL, "relay buffer from the target, per stream", NULL),
+    /* the session (tm_session.h) */
+    PH_CONF_KEY("streams.inbound_buffer_bytes", PH_CONF_SIZE, "262144", 1024,
+                16777216, R, NULL,
+                "bytes queued per stream from the server, not yet written to "
+                "the target",
+                NULL),
+    PH_CONF_KEY("streams.outbound_buffer_bytes", PH_CONF_SIZE, "262144", 1024,
+                16777216, R, NULL,
+                "bytes queued per stream towards the server", NULL),
+    PH_CONF_KEY("streams.initial_window", PH_CONF_SIZE, "262144", 1024,
+                TM_WINDOW_MAX, R, NULL, "each stream's receive window", NULL),
+    PH_CONF_KEY("streams.window_update_threshold", PH_CONF_SIZE, "131072", 1,
+                TM_WINDOW_MAX, R, NULL,
+                "delivered bytes that trigger a WINDOW_UPDATE", NULL),
+    PH_CONF_KEY("streams.max_frame_payload", PH_CONF_SIZE, "32768", 1024,
+                TM_MAX_PAYLOAD, R, NULL, "largest DATA payload sent", NULL),
+    PH_CONF_KEY("streams.control_queue_frames", PH_CONF_INT, "1024", 16, 65536,
+                R, NULL, "control frames queued per connection", NULL),
+    PH_CONF_KEY("streams.control_queue_bytes", PH_CONF_SIZE, "262144", 4096,
+                16777216, R, NULL, "control bytes queued per connection",
+                NULL),
+    PH_CONF_KEY("streams.quantum", PH_CONF_SIZE, "32768", 1024, 1048576, R,
+                NULL, "bytes per stream per fair-writer round", NULL),
+    PH_CONF_KEY("streams.violation_limit", PH_CONF_INT, "16", 1, 65536, R,
+                NULL,
+                "stream violations per connection within violation_window "
+                "before it is closed as abusive",
+                NULL),
+    PH_CONF_KEY("streams.violation_window", PH_CONF_DURATION, "60s", 1000,
+                3600000, R, NULL, "window of violation_limit", NULL),
+    PH_CONF_KEY("ping_interval", PH_CONF_DURATION, "15s", 0, 600000, R, NULL,
+                "heartbeat PING interval (0: none)", NULL),
+    PH_CONF_KEY("ping_timeout", PH_CONF_DURATION, "30s", 100, 600000, R, NULL,
+                "no PONG within this: the connection is dead", NULL),
+    /* capability switches: off behaves as a legacy agent */
+    PH_CONF_KEY("capabilities.open_result", PH_CONF_BOOL, "true", 0, 0, R,
+                NULL, "offer stream_open_result.v1", NULL),
+    PH_CONF_KEY("capabilities.flow_control", PH_CONF_BOOL, "true", 0, 0, R,
+                NULL, "offer stream_flow_control.v1", NULL),
+    PH_CONF_KEY("capabilities.fair_writer", PH_CONF_BOOL, "true", 0, 0, R,
+                NULL, "schedule DATA by deficit round-robin", NULL),
+    PH_CONF_END};
+
+#undef R
+
+static void copy_str(char *dst, size_t cap, const char *s) {
+  snprintf(dst, cap, "%s", s ? s : "");
+}
+
+static uint32_t u32(const ph_api *api, ph_ctx *ctx, const char *k) {
+  int64_t v = api->conf_int(ctx, k);
+  return v < 0 ? 0 : v > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c) {
+  memset(c, 0, sizeof(*c));
+  copy_str(c->server_url, sizeof(c->server_url),
+           api->conf_str(ctx, "server_url"));
+  copy_str(c->token_file, sizeof(c->token_file),
+           api->conf_str(ctx, "token_file"));
+  copy_str(c->ca_file, sizeof(c->ca_file), api->conf_str(ctx, "tls.ca_file"));
+  copy_str(c->agent_id, sizeof(c->agent_id), api->conf_str(ctx, "agent_id"));
+  copy_str(c->connector, sizeof(c->connector),
+           api->conf_str(ctx, "connector"));
+  c->allow_plain = (int)api->conf_int(ctx, "allow_plain");
+  c->log_target = (int)api->conf_int(ctx, "log_target");
+  c->caps = 0;
+  if (api->conf_int(ctx, "capabilities.open_result"))
+    c->caps |= TM_CAP_OPEN_RESULT;
+  if (api->conf_int(ctx, "capabilities.flow_control"))
+    c->caps |= TM_CAP_FLOW_CONTROL;
+  if (api->conf_int(ctx, "capabilities.fair_writer"))
+    c->caps |= TM_CAP_FAIR_WRITER;
+  c->pool.min = u32(api, ctx, "connections.min");
+  c->pool.max = u32(api, ctx, "connections.max");
+  c->pool.high = u32(api, ctx, "connections.high_watermark");
+  c->pool.low = u32(api, ctx, "connections.low_watermark");
+  c->pool.eval_ms = api->conf_int(ctx, "connections.evaluation_interval");
+  c->pool.cooldown_ms = api->conf_int(ctx, "connections.cooldown");
+  c->reconnect_min_ms = u32(api, ctx, "reconnect.min");
+  c->reconnect_max_ms = u32(api, ctx, "reconnect.max");
+  c->dial.max_concurrent = u32(api, ctx, "streams.max_concurrent_dials");
+  c->dial.max_pending = u32(api, ctx, "streams.max_pending_dials");
+  c->dial.open_timeout_ms = u32(api, ctx, "streams.open_timeout");
+  c->dial.connect_timeout_ms = u32(api, ctx, "streams.connect_timeout");
+  c->idle_timeout_ms = api->conf_int(ctx, "streams.idle_timeout");
+  c->buffer_size = (size_t)api->conf_int(ctx, "streams.buffer_size");
+  tm_session_cfg *s = &c->session;
+  s->component = TM_COMPONENT_AGENT;
+  s->opener = 0; /* the server opens streams towards the agent */
+  s->local_caps = c->caps & TM_CAP_FAIR_WRITER;
+  s->initial_window = u32(api, ctx, "streams.initial_window");
+  s->window_update_threshold = u32(api, ctx, "streams.window_update_threshold");
+  s->max_frame_payload = u32(api, ctx, "streams.max_frame_payload");
+  s->inbound_buffer_bytes = u32(api, ctx, "streams.inbound_buffer_bytes");
+  s->outbound_buffer_bytes = u32(api, ctx, "streams.outbound_buffer_bytes");
+  s->max_streams = u32(api, ctx, "streams.max_streams");
+  s->control_queue_frames = u32(api, ctx, "streams.control_queue_frames");
+  s->control_queue_bytes = u32(api, ctx, "streams.control_queue_bytes");
+  s->quantum = u32(api, ctx, "streams.quantum");
+  s->violation_limit = u32(api, ctx, "streams.violation_limit");
+  s->violation_window_ms = u32(api, ctx, "streams.violation_window");
+  s->ping_interval_ms = u32(api, ctx, "ping_interval");
+  s->ping_timeout_ms = u32(api, ctx, "ping_timeout");
+}
+
+static int bad(const char **key, const char *k, char *why, size_t whylen,
+               const char *msg) {
+  *key = k;
+  snprintf(why, whylen, "%s", msg);
+  return PH_EINVAL;
+}
+
+int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
+                    char *why, size_t whylen) {
+  const char *url = api->conf_str(ctx, "server_url");
+  if (!url || (strncmp(url, "ws://", 5) != 0 && strncmp(url, "wss://", 6) != 0))
+    return bad(key, "server_url", why, whylen,
+               "must start with wss:// (or ws://)");
+  const char *tf = api->conf_str(ctx, "token_file");
+  const char *tok = api->conf_str(ctx, "token");
+  int has_file = tf && *tf, has_tok = tok && *tok;
+  if (has_file && has_tok)
+    return bad(key, "token", why, whylen,
+               "set token_file or token, not both");
+  if (!has_file && !has_tok)
+    return bad(key, "token_file", why, whylen,
+               "the agent needs a token: set token_file (or token)");
+  const char *cn = api->conf_str(ctx, "connector");
+  if (cn && *cn && !api->service_provider_loaded(ctx, "connector", cn))
+    return bad(key, "connector", why, whylen,
+               "no loaded instance of that name provides the connector "
+               "service (add it to [proxyhost] modules, e.g. direct)");
+  pool_policy p;
+  p.min = (uint32_t)api->conf_int(ctx, "connections.min");
+  p.max = (uint32_t)api->conf_int(ctx, "connections.max");
+  p.high = (uint32_t)api->conf_int(ctx, "connections.high_watermark");
+  p.low = (uint32_t)api->conf_int(ctx, "connections.low_watermark");
+  p.eval_ms = api->conf_int(ctx, "connections.evaluation_interval");
+  p.cooldown_ms = api->conf_int(ctx, "connections.cooldown");
+  const char *pp = pool_policy_problem(&p);
+  if (*pp)
+    return bad(key, p.min > p.max ? "connections.min"
+                                  : "connections.low_watermark",
+               why, whylen, pp);
+  if (api->conf_int(ctx, "reconnect.min") > api->conf_int(ctx, "reconnect.max"))
+    return bad(key, "reconnect.min", why, whylen,
+               "must not exceed reconnect.max");
+  int64_t win = api->conf_int(ctx, "streams.initial_window");
+  if (api->conf_int(ctx, "streams.window_update_threshold") > win)
+    return bad(key, "streams.window_update_threshold", why, whylen,
+               "must not exceed streams.initial_window");
+  if (api->conf_int(ctx, "streams.max_frame_payload") > win)
+    return bad(key, "streams.max_frame_payload", why, whylen,
+               "must not exceed streams.initial_window (a frame must fit "
+               "in a window)");
+  if (api->conf_int(ctx, "streams.connect_timeout") >
+      api->conf_int(ctx, "streams.open_timeout"))
+    return bad(key, "streams.connect_timeout", why, whylen,
+               "must not exceed streams.open_timeout");
+  int64_t pi = api->conf_int(ctx, "ping_interval");
+  if (pi > 0 && api->conf_int(ctx, "ping_timeout") < pi)
+    return bad(key, "ping_timeout", why, whylen,
+               "must be at least ping_interval");
+  return PH_OK;
+}

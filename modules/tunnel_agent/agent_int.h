@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tunnel_agent's state, shared by its files:
+ *   tunnel_agent.c  the module: lifecycle, the connector lookup, readiness
+ *   agent_pool.c    the WebSocket connections: connect with the token,
+ *                   metadata, reconnect with backoff, GOAWAY, the pool
+ *                   controller (pool_policy.h) on a timer
+ *   agent_stream.c  one stream: on_open's enqueue into the connection's
+ *                   dial executor, accept/reject, the relay, its log line
+ *
+ * Lifetimes: an agent_conn lives until its WebSocket is gone, its session
+ * has ended and no stream of it is left (agent_conn_maybe_free); a stream
+ * record lives until its dial was refused or cancelled, or its relay
+ * ended. Loop thread only.
+ */
+#ifndef TM_AGENT_INT_H
+#define TM_AGENT_INT_H
+
+#include <stdint.h>
+
+#include <proxyhost/connector.h>
+#include <proxyhost/module.h>
+
+#include "agent_conf.h"
+#include "dial_exec.h"
+#include "pool_policy.h"
+#include "relay.h"
+#include "tm_metrics.h"
+#include "tm_session.h"
+#include "tm_ws.h"
+
+#define TUNNEL_AGENT_VERSION "1.0.0"
+
+typedef struct agent agent;
+typedef struct agent_conn agent_conn;
+typedef struct agent_stream agent_stream;
+
+enum conn_state { CONN_CONNECTING = 1, CONN_UP, CONN_DRAINING, CONN_GONE };
+
+struct agent_stream {
+  agent_stream *prev, *next; /* in conn->streams */
+  agent_conn *conn;
+  tm_stream *st;      /* the session's stream (until the relay owns it) */
+  dial_task *task;    /* while dialing */
+  ph_relay *relay;    /* while relaying */
+  int strict;
+  uint64_t t_open_us; /* on_open, monotonic */
+  uint64_t open_us;   /* on_open to the answer */
+  uint16_t port;
+  char host[TM_HOST_MAX + 1]; /* for the debug line with log_target only */
+};
+
+struct agent_conn {
+  agent_conn *prev, *next; /* in agent->conns */
+  agent *a;
+  int state;
+  tm_ws_conn *ws;  /* NULL once the WebSocket is gone */
+  tm_session *s;   /* NULL before the handshake and after on_close */
+  dial_exec *dx;
+  unsigned caps;   /* negotiated (subprotocol, checked against the ACK) */
+  int acked;       /* AGENT_METADATA_ACK arrived */
+  int64_t up_at_ms; /* the handshake */
+  agent_stream *streams;
+  uint32_t n_streams, n_relaying;
+};
+
+struct agent {
+  const ph_api *api;
+  ph_ctx *ctx;
+  agent_cfg cfg;
+  tm_metrics *m;
+  const ph_connector_v1 *conn;
+  void *cself;
+  tm_ws *ws;
+  agent_conn *conns;
+  uint32_t n_connecting, n_up, n_draining;
+  uint32_t target;  /* connections wanted: connections.min .. max */
+  uint32_t attempt; /* failed attempts since the last handshake */
+  ph_timer *retry_timer;
+  int retry_armed;
+  ph_timer *pool_timer;
+  pool_state ps;
+  int token_warned; /* the token status last warned about, -1: none */
+  int started, stopping, stop_pending;
+  uint32_t rng;
+};
+
+/* agent_pool.c */
+int agent_pool_start(agent *a);
+void agent_pool_stop(agent *a);  /* GOAWAY everything, no new attempts */
+void agent_pool_free(agent *a);  /* destroy: close and free all */
+int agent_pool_idle(const agent *a); /* no connection left */
+void agent_conn_maybe_free(agent_conn *c);
+uint64_t agent_conn_load(const agent_conn *c);
+extern const tm_session_ops agent_session_ops;
+
+/* agent_stream.c */
+void agent_on_open(void *arg, tm_stream *st, const tm_open_stream *req);
+void agent_on_abandon(void *arg, tm_stream *st);
+/* The session ended: drop the records of streams never answered (their
+ * dials are cancelled; on_abandon normally did it already). */
+void agent_streams_session_gone(agent_conn *c);
+/* destroy: abort every relay and dial of c. */
+void agent_streams_abort(agent_conn *c);
+
+/* tunnel_agent.c */
+void agent_update_ready(agent *a);
+void agent_check_stop_done(agent *a);
+
+#endif

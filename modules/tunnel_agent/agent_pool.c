@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_agent's WebSocket connections (agent_int.h): connecting with
+ * the token (re-read every attempt), the metadata exchange, reconnecting
+ * with jittered bounded backoff, GOAWAY and the pool controller. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+/* The token file reader is tunnel_client's (the same rules for both
+ * roles); the integrator may move it to tunnel_common. */
+#include "tc_token.h"
+
+/* How often the pool controller looks at the load (it judges durations
+ * of seconds: evaluation_interval, cooldown). */
+#define POOL_TICK_MS 1000
+
+static uint32_t next_rand(agent *a) {
+  /* xorshift32: jitter only, no secrecy needed. */
+  uint32_t x = a->rng ? a->rng : 0x9e3779b9u;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  a->rng = x;
+  return x;
+}
+
+static void link_conn(agent *a, agent_conn *c) {
+  c->prev = NULL;
+  c->next = a->conns;
+  if (a->conns)
+    a->conns->prev = c;
+  a->conns = c;
+}
+
+static void unlink_conn(agent *a, agent_conn *c) {
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    a->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+}
+
+/* Leaves its state's count. */
+static void leave_state(agent_conn *c) {
+  agent *a = c->a;
+  switch (c->state) {
+  case CONN_CONNECTING:
+    a->n_connecting--;
+    break;
+  case CONN_UP:
+    a->n_up--;
+    break;
+  case CONN_DRAINING:
+    a->n_draining--;
+    break;
+  default:
+    break;
+  }
+}
+
+static void set_state(agent_conn *c, int st) {
+  agent *a = c->a;
+  leave_state(c);
+  c->state = st;
+  if (st == CONN_CONNECTING)
+    a->n_connecting++;
+  else if (st == CONN_UP)
+    a->n_up++;
+  else if (st == CONN_DRAINING)
+    a->n_draining++;
+  agent_update_ready(a);
+}
+
+uint64_t agent_conn_load(const agent_conn *c) {
+  /* ARCHITECTURE §7: pending dials plus active streams. */
+  uint64_t l = c->n_relaying;
+  if (c->dx)
+    l += (uint64_t)dial_exec_pending(c->dx) + dial_exec_running(c->dx);
+  return l;
+}
+
+int agent_pool_idle(const agent *a) { return a->conns == NULL; }
+
+static void ensure_conns(agent *a);
+
+void agent_conn_maybe_free(agent_conn *c) {
+  if (c->ws || c->s || c->streams)
+    return;
+  agent *a = c->a;
+  set_state(c, CONN_GONE);
+  unlink_conn(a, c);
+  dial_exec_free(c->dx);
+  free(c);
+  agent_check_stop_done(a);
+}
+
+/* ---- reconnecting ------------------------------------------------------ */
+
+static void schedule(agent *a, uint32_t delay_ms) {
+  if (a->retry_armed || a->stopping)
+    return;
+  a->retry_armed = 1;
+  a->api->timer_set(a->retry_timer, delay_ms ? delay_ms : 1, 0);
+}
+
+static uint32_t backoff(agent *a) {
+  uint32_t at = a->attempt ? a->attempt - 1 : 0;
+  return tm_backoff_ms(at, a->cfg.reconnect_min_ms, a->cfg.reconnect_max_ms,
+                       next_rand(a));
+}
+
+static void failed_attempt(agent *a) {
+  if (a->attempt < 64)
+    a->attempt++;
+  schedule(a, backoff(a));
+}
+
+/* The token for one attempt: from the file (re-read now) or the key. One
+ * warning per change of state, never the content. */
+static int get_token(agent *a, char *buf, size_t cap) {
+  int st;
+  if (a->cfg.token_file[0]) {
+    st = tc_token_read(a->cfg.token_file, buf, cap);
+  } else {
+    const char *t = a->api->conf_str(a->ctx, "token");
+    st = tc_token_take(t ? t : "", t ? strlen(t) : 0, buf, cap);
+  }
+  if (st != a->token_warned) {
+    if (st != TC_TOKEN_OK)
+      PH_LOG(a->api, a->ctx, PH_LOG_WARN,
+             "no usable token: not connecting; retrying with backoff",
+             PH_STR("token", tc_token_state_name(st)),
+             PH_STR("token_file", a->cfg.token_file));
+    else if (a->token_warned > 0)
+      PH_LOG(a->api, a->ctx, PH_LOG_INFO, "token usable again",
+             PH_STR("token_file", a->cfg.token_file));
+    a->token_warned = st;
+  }
+  return st;
+}
+
+static void connect_one(agent *a) {
+  char tok[AGENT_TOKEN_MAX + 1];
+  if (get_token(a, tok, sizeof(tok)) != TC_TOKEN_OK) {
+    failed_attempt(a);
+    return;
+  }
+  agent_conn *c = calloc(1, sizeof(*c));
+  if (!c) {
+    tc_token_wipe(tok, sizeof(tok));
+    failed_attempt(a);
+    return;
+  }
+  c->a = a;
+  const char *err = NULL;
+  c->ws = tm_ws_connect(a->ws, a->cfg.server_url, tok, &err);
+  tc_token_wipe(tok, sizeof(tok));
+  if (!c->ws) {
+    PH_LOG(a->api, a->ctx, PH_LOG_ERROR, "cannot connect to the server",
+           PH_STR("reason", err ? err : "unknown"));
+    free(c);
+    failed_attempt(a);
+    return;
+  }
+  tm_ws_conn_set_user(c->ws, c);
+  link_conn(a, c);
+  c->state = 0;
+  set_state(c, CONN_CONNECTING);
+}
+
+static void ensure_conns(agent *a) {
+  if (a->stopping || a->retry_armed)
+    return;
+  if (a->n_up + a->n_connecting < a->target)
+    schedule(a, a->attempt ? backoff(a) : 0);
+}
+
+static void on_retry(ph_timer *t, void *arg) {
+  (void)t;
+  agent *a = arg;
+  a->retry_armed = 0;
+  if (a->stopping)
+    return;
+  /* One attempt per tick: a failure re-arms with backoff. */
+  if (a->n_up + a->n_connecting < a->target)
+    connect_one(a);
+  ensure_conns(a);
+}
+
+/* ---- the WebSocket's events --------------------------------------------- */
+
+static void send_metadata(agent_conn *c) {
+  agent *a = c->a;
+  tm_metadata md;
+  memset(&md, 0, sizeof(md));
+  snprintf(md.agent_id, sizeof(md.agent_id), "%s", a->cfg.agent_id);
+  snprintf(md.version, sizeof(md.version), "%s", TUNNEL_AGENT_VERSION);
+  /* All switches off: a legacy agent, no capabilities declared. */
+  md.caps = a->cfg.caps;
+  if (tm_session_send_metadata(c->s, &md, 0) != PH_OK)
+    PH_LOG(a->api, a->ctx, PH_LOG_WARN, "agent metadata not sent: control "
+                                        "queue full");
+}
+
+static void ws_connected(void *arg, tm_ws_conn *w, const char *subproto) {
+  agent *a = arg;
+  agent_conn *c = tm_ws_conn_user(w);
+  if (!c)
+    return;
+  int caps = tm_subproto_caps(subproto);
+  if (caps < 0) {
+    /* A name never offered: refuse, never guess (TM-PROTO-17). */
+    PH_LOG(a->api, a->ctx, PH_LOG_ERROR,
+           "the server chose a subprotocol that was not offered; closing");
+    if (a->attempt < 64)
+      a->attempt++; /* ws_closed reconnects with backoff */
+    tm_ws_conn_close(w, 1002, "protocol");
+    return;
+  }
+  c->caps = (unsigned)caps & a->cfg.caps;
+  tm_session_cfg sc = a->cfg.session;
+  sc.caps = c->caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  sc.metrics = a->m;
+  c->dx = dial_exec_new(a->api, a->ctx, a->conn, a->cself, &a->cfg.dial);
+  if (c->dx)
+    c->s = tm_session_new(a->api, a->ctx, &sc, tm_ws_transport(), w,
+                          &agent_session_ops, c);
+  if (!c->s) {
+    PH_LOG(a->api, a->ctx, PH_LOG_ERROR, "no memory for a session; closing");
+    dial_exec_free(c->dx);
+    c->dx = NULL;
+    if (a->attempt < 64)
+      a->attempt++;
+    tm_ws_conn_close(w, 1011, "no memory");
+    return;
+  }
+  tm_ws_conn_bind(w, c->s);
+  /* attempt goes back to 0 on the ACK, or after a long enough life. */
+  c->up_at_ms = a->api->now_ms(a->ctx);
+  set_state(c, CONN_UP);
+  send_metadata(c);
+  PH_LOG(a->api, a->ctx, PH_LOG_INFO, "connected to the server",
+         PH_STR("subprotocol", subproto ? subproto : "none"),
+         PH_UINT("connections", a->n_up));
+}
+
+static void ws_connect_error(void *arg, tm_ws_conn *w) {
+  agent *a = arg;
+  agent_conn *c = tm_ws_conn_user(w);
+  PH_LOG(a->api, a->ctx, PH_LOG_WARN,
+         "connection to the server failed; retrying with backoff",
+         PH_UINT("attempt", a->attempt + 1));
+  if (c) {
+    c->ws = NULL;
+    agent_conn_maybe_free(c);
+  }
+  failed_attempt(a);
+}
+
+static void ws_closed(void *arg, tm_ws_conn *w) {
+  agent *a = arg;
+  agent_conn *c = tm_ws_conn_user(w);
+  if (!c)
+    return;
+  c->ws = NULL;
+  /* The session may still be bound: it resets its streams and ends. */
+  if (c->s)
+    tm_session_on_transport_closed(c->s);
+  if (c->state == CONN_UP || c->state == CONN_DRAINING) {
+    set_state(c, CONN_GONE);
+  }
+  agent_conn_maybe_free(c);
+  ensure_conns(a);
+}
+
+static const tm_ws_handlers ws_handlers = {
+    .on_accept = NULL,
+    .on_connected = ws_connected,
+    .on_connect_error = ws_connect_error,
+    .on_closed = ws_closed,
+};
+
+/* ---- the session's events ---------------------------------------------- */
+
+static void sess_metadata(void *arg, const tm_metadata *m, int ack) {
+  agent_conn *c = arg;
+  agent *a = c->a;
+  if (!ack)
+    return; /* only the server's ACK is expected here */
+  c->acked = 1;
+  a->attempt = 0; /* a working connection: the next loss starts over */
+  /* The ACK is the intersection (TM-PROTO-18). The session's capabilities
+   * were fixed by the subprotocol; an ACK that grants less means the
+   * server disagrees with its own handshake: we say so (the handshake's
+   * choice stays, the server is the one that must not use more). */
+  unsigned want = c->caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  unsigned got = m->caps & a->cfg.caps;
+  if ((got & want) != want)
+    PH_LOG(a->api, a->ctx, PH_LOG_WARN,
+           "the server's metadata ACK grants fewer capabilities than its "
+           "subprotocol",
+           PH_UINT("subprotocol_caps", want), PH_UINT("ack_caps", got));
+  c->caps = (c->caps & ~(TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL)) |
+            (want & got);
+  PH_LOG(a->api, a->ctx, PH_LOG_INFO, "agent metadata acknowledged",
+         PH_UINT("caps", c->caps));
+}
+
+static void sess_goaway(void *arg, uint32_t last) {
+  (void)last;
+  agent_conn *c = arg;
+  agent *a = c->a;
+  if (c->state != CONN_UP)
+    return;
+  /* The server drains this connection: finish its streams here and open
+   * a replacement now. */
+  PH_LOG(a->api, a->ctx, PH_LOG_INFO,
+         "the server sent GOAWAY: draining this connection, reconnecting");
+  set_state(c, CONN_DRAINING);
+  tm_session_goaway(c->s);
+  ensure_conns(a);
+}
+
+static const char *close_reason(int r) {
+  switch (r) {
+  case TM_CLOSE_TRANSPORT:
+    return "transport";
+  case TM_CLOSE_PROTOCOL:
+    return "protocol";
+  case TM_CLOSE_ABUSE:
+    return "abuse";
+  case TM_CLOSE_CONTROL_FULL:
+    return "control_full";
+  case TM_CLOSE_HEARTBEAT:
+    return "heartbeat";
+  case TM_CLOSE_LOCAL:
+    return "local";
+  case TM_CLOSE_GOAWAY_DONE:
+    return "goaway_done";
+  default:
+    return "unknown";
+  }
+}
+
+/* An established connection was lost (not drained): reconnect with
+ * backoff, from the start of the sequence when it had lived long. */
+static void note_loss(agent_conn *c) {
+  agent *a = c->a;
+  if (a->api->now_ms(a->ctx) - c->up_at_ms >= (int64_t)a->cfg.reconnect_max_ms)
+    a->attempt = 0;
+  if (a->attempt < 64)
+    a->attempt++;
+}
+
+static void sess_close(void *arg, int reason) {
+  agent_conn *c = arg;
+  agent *a = c->a;
+  if (c->state == CONN_UP && reason != TM_CLOSE_GOAWAY_DONE &&
+      reason != TM_CLOSE_LOCAL)
+    note_loss(c);
+  PH_LOG(a->api, a->ctx,
+         reason == TM_CLOSE_GOAWAY_DONE || reason == TM_CLOSE_LOCAL
+             ? PH_LOG_INFO
+             : PH_LOG_WARN,
+         "session to the server ended", PH_STR("reason", close_reason(reason)));
+  c->s = NULL;
+  agent_streams_session_gone(c);
+  dial_exec_free(c->dx);
+  c->dx = NULL;
+  if (c->state == CONN_UP || c->state == CONN_DRAINING)
+    set_state(c, CONN_GONE);
+  /* The transport closes after this returns; ws_closed (or the context's
+   * end) frees c then. */
+  ensure_conns(a);
+}
+
+const tm_session_ops agent_session_ops = {
+    .on_open = agent_on_open,
+    .on_abandon = agent_on_abandon,
+    .on_metadata = sess_metadata,
+    .on_goaway = sess_goaway,
+    .on_close = sess_close,
+};
+
+/* ---- the pool controller ------------------------------------------------ */
+
+static void on_pool_tick(ph_timer *t, void *arg) {
+  (void)t;
+  agent *a = arg;
+  if (a->stopping)
+    return;
+  uint64_t load = 0;
+  agent_conn *least = NULL;
+  for (agent_conn *c = a->conns; c; c = c->next) {
+    if (c->state != CONN_UP)
+      continue;
+    uint64_t l = agent_conn_load(c);
+    load += l;
+    if (!least || l < agent_conn_load(least))
+      least = c;
+  }
+  int d = pool_decide(&a->cfg.pool, &a->ps, a->api->now_ms(a->ctx), a->n_up,
+                      load);
+  if (d > 0 && a->target < a->cfg.pool.max) {
+    a->target++;
+    PH_LOG(a->api, a->ctx, PH_LOG_INFO,
+           "load above the high watermark: one more connection",
+           PH_UINT("connections", a->target), PH_UINT("load", load));
+    ensure_conns(a);
+  } else if (d < 0 && a->target > a->cfg.pool.min && least) {
+    a->target--;
+    PH_LOG(a->api, a->ctx, PH_LOG_INFO,
+           "load below the low watermark: draining one connection",
+           PH_UINT("connections", a->target), PH_UINT("load", load));
+    /* Its streams finish where they are (TM-P2-27). */
+    set_state(least, CONN_DRAINING);
+    tm_session_goaway(least->s);
+  }
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+int agent_pool_start(agent *a) {
+  tm_ws_cfg wc;
+  memset(&wc, 0, sizeof(wc));
+  wc.listen = NULL;
+  wc.ca_file = a->cfg.ca_file[0] ? a->cfg.ca_file : NULL;
+  wc.allow_plain = a->cfg.allow_plain;
+  wc.caps = a->cfg.caps;
+  wc.max_message = TM_MAX_FRAME;
+  const char *err = NULL;
+  a->ws = tm_ws_new(a->api, a->ctx, &wc, &ws_handlers, a, &err);
+  if (!a->ws) {
+    PH_LOG(a->api, a->ctx, PH_LOG_ERROR, "cannot start the WebSocket client",
+           PH_STR("reason", err ? err : "unknown"));
+    return PH_EINVAL;
+  }
+  a->retry_timer = a->api->timer_new(a->ctx, on_retry, a);
+  a->pool_timer = a->api->timer_new(a->ctx, on_pool_tick, a);
+  if (!a->retry_timer || !a->pool_timer)
+    return PH_ENOMEM;
+  a->target = a->cfg.pool.min;
+  a->token_warned = -1;
+  a->rng = (uint32_t)a->api->now_ms(a->ctx) ^ (uint32_t)(uintptr_t)a;
+  pool_state_init(&a->ps, a->api->now_ms(a->ctx));
+  if (a->cfg.pool.max > a->cfg.pool.min)
+    a->api->timer_set(a->pool_timer, POOL_TICK_MS, POOL_TICK_MS);
+  ensure_conns(a);
+  return PH_OK;
+}
+
+void agent_pool_stop(agent *a) {
+  a->stopping = 1;
+  if (a->retry_timer)
+    a->api->timer_set(a->retry_timer, 0, 0);
+  a->retry_armed = 0;
+  if (a->pool_timer)
+    a->api->timer_set(a->pool_timer, 0, 0);
+  agent_conn *c = a->conns;
+  while (c) {
+    agent_conn *next = c->next;
+    if (c->s && c->state == CONN_UP) {
+      set_state(c, CONN_DRAINING);
+      tm_session_goaway(c->s); /* ends by itself once its streams did */
+    } else if (c->ws && !c->s) {
+      tm_ws_conn_close(c->ws, 1001, "going away");
+    }
+    c = next;
+  }
+}
+
+void agent_pool_free(agent *a) {
+  a->stopping = 1;
+  for (agent_conn *c = a->conns; c; c = c->next)
+    agent_streams_abort(c);
+  if (a->ws) {
+    /* Closes every connection: their on_closed run, freeing them. */
+    tm_ws_free(a->ws);
+    a->ws = NULL;
+  }
+  while (a->conns) { /* whatever the context did not report */
+    agent_conn *c = a->conns;
+    if (c->s) {
+      tm_session *s = c->s;
+      tm_session_on_transport_closed(s);
+    }
+    c->ws = NULL;
+    c->s = NULL;
+    agent_streams_abort(c);
+    agent_conn_maybe_free(c);
+  }
+  if (a->retry_timer)
+    a->api->timer_free(a->retry_timer);
+  if (a->pool_timer)
+    a->api->timer_free(a->pool_timer);
+  a->retry_timer = a->pool_timer = NULL;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The agent's bounded dial executor (dial_exec.h). */
+#include "dial_exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* retry_after_ms hints on the failures the executor makes itself. */
+#define RETRY_QUEUE_FULL_MS 100
+#define RETRY_TIMEOUT_MS 1000
+
+enum task_state { T_PENDING = 1, T_RUNNING, T_FAILING };
+
+struct dial_task {
+  dial_task *prev, *next; /* in x->pending or x->running */
+  dial_exec *x;
+  int state;
+  int64_t conn_id;   /* the connector's open, while running */
+  ph_timer *timer;   /* the nearer deadline; 0 ms to deliver a failure */
+  int fail_stage, fail_code;
+  uint64_t t_submit, t_dispatch; /* monotonic µs */
+  uint64_t open_deadline;        /* µs */
+  dial_done_fn done;
+  void *arg;
+  uint16_t port;
+  char host[256];
+};
+
+typedef struct tlist {
+  dial_task *first, *last;
+  uint32_t n;
+} tlist;
+
+struct dial_exec {
+  const ph_api *api;
+  ph_ctx *ctx;
+  const ph_connector_v1 *conn;
+  void *cself;
+  dial_exec_cfg cfg;
+  tlist pending, running;
+};
+
+static uint64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void push(tlist *l, dial_task *t) {
+  t->next = NULL;
+  t->prev = l->last;
+  if (l->last)
+    l->last->next = t;
+  else
+    l->first = t;
+  l->last = t;
+  l->n++;
+}
+
+static void unlink_from(tlist *l, dial_task *t) {
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    l->first = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  else
+    l->last = t->prev;
+  t->prev = t->next = NULL;
+  l->n--;
+}
+
+static tlist *list_of(dial_exec *x, dial_task *t) {
+  /* A failing task stays in running: it holds its slot until its failure
+   * is delivered (a dispatch the connector refused). */
+  return t->state == T_PENDING ? &x->pending : &x->running;
+}
+
+static void task_free(dial_task *t) {
+  if (t->timer)
+    t->x->api->timer_free(t->timer);
+  free(t);
+}
+
+static uint32_t ms_until(uint64_t deadline_us, uint64_t now) {
+  if (deadline_us <= now)
+    return 0;
+  uint64_t ms = (deadline_us - now + 999) / 1000;
+  return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+static void fail_result(ph_open_result *r, int stage, int code) {
+  memset(r, 0, sizeof(*r));
+  r->size = sizeof(*r);
+  r->stage = stage;
+  r->code = code;
+  r->fd = -1;
+  r->retryable = code == PH_OPEN_TIMEOUT || code == PH_OPEN_QUEUE_FULL;
+  r->retry_after_ms =
+      code == PH_OPEN_QUEUE_FULL ? RETRY_QUEUE_FULL_MS
+      : code == PH_OPEN_TIMEOUT  ? RETRY_TIMEOUT_MS
+                                 : 0;
+}
+
+static void on_conn_result(void *arg, const ph_open_result *res);
+static void on_timer(ph_timer *tm, void *arg);
+
+/* Hands the connector every task a free slot allows, in FIFO order. */
+static void pump(dial_exec *x) {
+  while (x->running.n < x->cfg.max_concurrent && x->pending.first) {
+    dial_task *t = x->pending.first;
+    unlink_from(&x->pending, t);
+    t->state = T_RUNNING;
+    push(&x->running, t);
+    t->t_dispatch = mono_us();
+    ph_open_request req;
+    memset(&req, 0, sizeof(req));
+    req.size = sizeof(req);
+    req.protocol = PH_PROTO_TCP;
+    req.port = t->port;
+    req.host = t->host;
+    req.principal = NULL;
+    req.flags = 0; /* the agent relays a socket: no PH_OPEN_F_STREAM */
+    int64_t id = x->conn->open(x->cself, &req, on_conn_result, t);
+    if (id <= 0) {
+      /* The connector refused the request itself (malformed, no memory):
+       * answered from the loop, never from here. */
+      t->state = T_FAILING;
+      t->fail_stage = PH_STAGE_PROTOCOL;
+      t->fail_code = PH_OPEN_INTERNAL_ERROR;
+      x->api->timer_set(t->timer, 0, 1);
+      continue;
+    }
+    t->conn_id = id;
+    /* The nearer of the open deadline and the dial deadline. */
+    uint64_t dial_deadline =
+        t->t_dispatch + (uint64_t)x->cfg.connect_timeout_ms * 1000u;
+    uint64_t d = dial_deadline < t->open_deadline ? dial_deadline
+                                                   : t->open_deadline;
+    uint32_t ms = ms_until(d, t->t_dispatch);
+    x->api->timer_set(t->timer, ms ? ms : 1, 0);
+  }
+}
+
+/* Ends a task: out of its list, the next ones dispatched, then its owner
+ * told (last: done may free the executor). */
+static void finish(dial_task *t, const ph_open_result *res) {
+  dial_exec *x = t->x;
+  unlink_from(list_of(x, t), t);
+  uint64_t now = mono_us();
+  dial_times tm;
+  if (t->t_dispatch) {
+    tm.queue_us = t->t_dispatch - t->t_submit;
+    tm.dial_us = now - t->t_dispatch;
+  } else {
+    tm.queue_us = now - t->t_submit;
+    tm.dial_us = 0;
+  }
+  dial_done_fn done = t->done;
+  void *arg = t->arg;
+  task_free(t);
+  pump(x);
+  done(arg, res, &tm);
+}
+
+static void on_conn_result(void *arg, const ph_open_result *res) {
+  finish((dial_task *)arg, res);
+}
+
+static void on_timer(ph_timer *tm, void *arg) {
+  (void)tm;
+  dial_task *t = arg;
+  dial_exec *x = t->x;
+  ph_open_result r;
+  if (t->state == T_FAILING) {
+    fail_result(&r, t->fail_stage, t->fail_code);
+  } else if (t->state == T_PENDING) {
+    /* Never got a slot within open_timeout. */
+    fail_result(&r, PH_STAGE_QUEUE, PH_OPEN_TIMEOUT);
+  } else {
+    /* The dial ran out of time: stop its DNS and connect. */
+    x->conn->cancel(x->cself, t->conn_id);
+    fail_result(&r, PH_STAGE_CONNECT, PH_OPEN_TIMEOUT);
+  }
+  finish(t, &r);
+}
+
+dial_exec *dial_exec_new(const ph_api *api, ph_ctx *ctx,
+                         const ph_connector_v1 *c, void *cself,
+                         const dial_exec_cfg *cfg) {
+  dial_exec *x = calloc(1, sizeof(*x));
+  if (!x)
+    return NULL;
+  x->api = api;
+  x->ctx = ctx;
+  x->conn = c;
+  x->cself = cself;
+  x->cfg = *cfg;
+  if (x->cfg.max_concurrent < 1)
+    x->cfg.max_concurrent = 1;
+  return x;
+}
+
+static void drop_all(dial_exec *x, tlist *l) {
+  while (l->first) {
+    dial_task *t = l->first;
+    if (t->state == T_RUNNING)
+      x->conn->cancel(x->cself, t->conn_id);
+    unlink_from(l, t);
+    task_free(t);
+  }
+}
+
+void dial_exec_free(dial_exec *x) {
+  if (!x)
+    return;
+  drop_all(x, &x->pending);
+  drop_all(x, &x->running);
+  free(x);
+}
+
+dial_task *dial_exec_submit(dial_exec *x, const char *host, uint16_t port,
+                            dial_done_fn done, void *arg, int *code) {
+  size_t hl = strlen(host);
+  if (hl == 0 || hl > 255 || port == 0) {
+    *code = PH_OPEN_INTERNAL_ERROR; /* the session validated: not reached */
+    return NULL;
+  }
+  /* Full: the running slots and the pending queue both (TM-P0-3/4). */
+  if (x->running.n >= x->cfg.max_concurrent &&
+      x->pending.n >= x->cfg.max_pending) {
+    *code = PH_OPEN_QUEUE_FULL;
+    return NULL;
+  }
+  dial_task *t = calloc(1, sizeof(*t));
+  if (!t) {
+    *code = PH_OPEN_INTERNAL_ERROR;
+    return NULL;
+  }
+  t->timer = x->api->timer_new(x->ctx, on_timer, t);
+  if (!t->timer) {
+    free(t);
+    *code = PH_OPEN_INTERNAL_ERROR;
+    return NULL;
+  }
+  t->x = x;
+  memcpy(t->host, host, hl + 1);
+  t->port = port;
+  t->done = done;
+  t->arg = arg;
+  t->t_submit = mono_us();
+  t->open_deadline = t->t_submit + (uint64_t)x->cfg.open_timeout_ms * 1000u;
+  t->state = T_PENDING;
+  push(&x->pending, t);
+  x->api->timer_set(t->timer, x->cfg.open_timeout_ms, 0);
+  /* A free slot takes it now: connector->open never answers inside
+   * itself, so done still comes from the loop. */
+  pump(x);
+  return t;
+}
+
+void dial_task_cancel(dial_task *t) {
+  if (!t)
+    return;
+  dial_exec *x = t->x;
+  if (t->state == T_RUNNING)
+    x->conn->cancel(x->cself, t->conn_id);
+  unlink_from(list_of(x, t), t);
+  task_free(t);
+  pump(x);
+}
+
+uint32_t dial_exec_running(const dial_exec *x) { return x->running.n; }
+uint32_t dial_exec_pending(const dial_exec *x) { return x->pending.n; }

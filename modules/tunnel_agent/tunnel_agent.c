@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_agent: the TunnelMesh agent role (seed 001 "P0 Agent 有界拨号执行器",
+ * issue 11). It connects out to the server over WebSocket (wss with the
+ * operator's CA, or ws to loopback), declares its capabilities in the
+ * agent metadata, and answers the server's OPEN_STREAMs: each one goes
+ * into the connection's bounded dial executor (dial_exec.h), which dials
+ * through the named connector (`direct`: DNS, target policy, connect;
+ * never on the reader), and a dialed target is joined to its stream by
+ * the relay. It keeps connections.min..max connections (agent_pool.c),
+ * reconnecting with jittered, bounded exponential backoff. Ready once one
+ * connection is established. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+
+static const ph_api *api;
+
+static const char *const agent_requires[] = {PH_CONNECTOR_SERVICE, NULL};
+
+void agent_update_ready(agent *a) {
+  if (a->started)
+    api->set_ready(a->ctx, a->n_up >= 1);
+}
+
+void agent_check_stop_done(agent *a) {
+  if (a->stop_pending && agent_pool_idle(a)) {
+    a->stop_pending = 0;
+    api->stop_done(a->ctx);
+  }
+}
+
+static int agent_check(ph_ctx *ctx, const ph_api *capi, const char **key,
+                       char *why, size_t whylen) {
+  return agent_cfg_check(ctx, capi, key, why, whylen);
+}
+
+static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
+  api = a_api;
+  agent *a = calloc(1, sizeof(*a));
+  if (!a)
+    return PH_ENOMEM;
+  a->api = api;
+  a->ctx = ctx;
+  agent_cfg_read(api, ctx, &a->cfg);
+  a->m = tm_metrics_register(api, ctx, TM_COMPONENT_AGENT);
+  if (!a->m) {
+    free(a);
+    return PH_EINVAL;
+  }
+  /* Not ready until a connection to the server is up. */
+  api->set_ready(ctx, 0);
+  *state = a;
+  return PH_OK;
+}
+
+static int agent_start(void *state) {
+  agent *a = state;
+  a->conn = api->service_get_named(a->ctx, PH_CONNECTOR_SERVICE,
+                                   a->cfg.connector, PH_CONNECTOR_MAJOR, 0,
+                                   &a->cself);
+  if (!a->conn) {
+    PH_LOG(api, a->ctx, PH_LOG_ERROR,
+           "the connector this agent's key names did not register the "
+           "service, or its version does not fit",
+           PH_STR("key", "connector"), PH_STR("provider", a->cfg.connector));
+    return PH_ENOENT;
+  }
+  int rc = agent_pool_start(a);
+  if (rc != PH_OK)
+    return rc;
+  a->started = 1;
+  agent_update_ready(a);
+  return PH_OK;
+}
+
+static int agent_stop(void *state) {
+  agent *a = state;
+  api->set_ready(a->ctx, 0);
+  a->started = 0;
+  agent_pool_stop(a);
+  if (agent_pool_idle(a))
+    return PH_OK;
+  a->stop_pending = 1;
+  return PH_STOP_PENDING;
+}
+
+static void agent_destroy(void *state) {
+  agent *a = state;
+  if (!a)
+    return;
+  a->stop_pending = 0;
+  agent_pool_free(a);
+  if (a->conn)
+    api->service_release(a->ctx, PH_CONNECTOR_SERVICE);
+  tm_metrics_free(a->m);
+  free(a);
+}
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("tunnel_agent", TUNNEL_AGENT_VERSION),
+    .description = "TunnelMesh agent: dials targets for the server through a "
+                   "bounded dial executor",
+    .requires = agent_requires,
+    .config = agent_conf_keys,
+    .init = agent_init,
+    .start = agent_start,
+    .stop = agent_stop,
+    .destroy = agent_destroy,
+    .check = agent_check,
+};

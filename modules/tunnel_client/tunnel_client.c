@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_client: the TunnelMesh client role as a "connector" (minor 1,
+ * answering with streams), so that socks5 and http_proxy reach targets
+ * through a server and an agent by naming it in their connector key
+ * (TM-P0-22: the frontend keeps the local protocol and the error mapping;
+ * the session owns open state, queues, windows and the fair writer).
+ *
+ * It keeps `connections` WebSocket connections to server_url (tc_conn.c),
+ * opens one stream per open() on the least loaded (tc_open.c) and hands
+ * it over as a ph_stream (tc_stream.c). This file: the keys, their
+ * check, and the lifecycle. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <proxyhost/module.h>
+
+#include "tm_ws_url.h"
+#include "tunnel_client_int.h"
+
+static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
+
+#define KiB 1024
+#define TC_URL_MAX 2048
+
+static const ph_conf_key tc_keys[] = {
+    PH_CONF_KEY("server_url", PH_CONF_STRING, "", 0, TC_URL_MAX,
+                PH_CONF_REQUIRED | PH_CONF_RESTART, NULL,
+                "the server's WebSocket URL, ws://host:port/path or wss://",
+                NULL),
+    PH_CONF_KEY("agent", PH_CONF_STRING, "", 0, TM_AGENT_MAX,
+                PH_CONF_REQUIRED, NULL,
+                "the agent every stream goes to (its name at the server)",
+                NULL),
+    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
+                NULL,
+                "file holding the bearer token, read at every connection "
+                "attempt",
+                NULL),
+    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, TC_TOKEN_MAX,
+                PH_CONF_SENSITIVE | PH_CONF_RESTART, NULL,
+                "the bearer token itself, when there is no token_file", NULL),
+    PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
+                NULL,
+                "CA certificates that verify a wss server; empty: the "
+                "system's",
+                NULL),
+    PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
+                NULL, "allow ws:// (no TLS) to a host that is not loopback",
+                NULL),
+    PH_CONF_KEY("connections", PH_CONF_INT, "1", 1, TC_MAX_CONNECTIONS,
+                PH_CONF_RESTART, NULL,
+                "WebSocket connections kept to the server", NULL),
+    PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "500ms", 10, 60000, 0,
+                NULL, "first reconnect delay (jittered, doubling)", NULL),
+    PH_CONF_KEY("reconnect.max", PH_CONF_DURATION, "30s", 10, 600000, 0,
+                NULL, "largest reconnect delay", NULL),
+    PH_CONF_KEY("stream.open_timeout", PH_CONF_DURATION, "8s", 10, 600000, 0,
+                NULL,
+                "strict: limit for the server's OPEN_RESULT; then only that "
+                "stream is reset",
+                NULL),
+    PH_CONF_KEY("stream.inbound_buffer_bytes", PH_CONF_SIZE, "256KiB",
+                4 * KiB, TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
+                "bytes queued per stream from the server, not yet delivered",
+                NULL),
+    PH_CONF_KEY("stream.outbound_buffer_bytes", PH_CONF_SIZE, "256KiB",
+                4 * KiB, TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
+                "bytes queued per stream towards the server", NULL),
+    PH_CONF_KEY("stream.initial_window", PH_CONF_SIZE, "256KiB", 1 * KiB,
+                TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
+                "receive window per stream (flow control)", NULL),
+    PH_CONF_KEY("stream.window_update_threshold", PH_CONF_SIZE, "128KiB", 1,
+                TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
+                "delivered bytes that trigger a WINDOW_UPDATE", NULL),
+    PH_CONF_KEY("stream.max_frame_payload", PH_CONF_SIZE, "32KiB", 1 * KiB,
+                TM_MAX_PAYLOAD, PH_CONF_RESTART, NULL,
+                "largest DATA payload sent", NULL),
+    PH_CONF_KEY("stream.max_streams", PH_CONF_INT, "1024", 1, 65536,
+                PH_CONF_RESTART, NULL,
+                "streams open or opening at once per connection", NULL),
+    PH_CONF_KEY("stream.quantum", PH_CONF_SIZE, "32KiB", 1 * KiB,
+                TM_MAX_PAYLOAD, PH_CONF_RESTART, NULL,
+                "fair writer: bytes per stream per round", NULL),
+    PH_CONF_KEY("stream.control_queue_frames", PH_CONF_INT, "1024", 16,
+                65536, PH_CONF_RESTART, NULL,
+                "control frames queued per connection; beyond it the "
+                "connection closes",
+                NULL),
+    PH_CONF_KEY("stream.control_queue_bytes", PH_CONF_SIZE, "256KiB",
+                16 * KiB, 64 * 1024 * KiB, PH_CONF_RESTART, NULL,
+                "control bytes queued per connection", NULL),
+    PH_CONF_KEY("stream.violation_limit", PH_CONF_INT, "16", 1, 100000,
+                PH_CONF_RESTART, NULL,
+                "stream violations per violation_window before the "
+                "connection closes as abusive",
+                NULL),
+    PH_CONF_KEY("stream.violation_window", PH_CONF_DURATION, "1m", 1000,
+                3600000, PH_CONF_RESTART, NULL,
+                "window of violation_limit", NULL),
+    PH_CONF_KEY("ping_interval", PH_CONF_DURATION, "15s", 0, 600000,
+                PH_CONF_RESTART, NULL, "heartbeat PING interval; 0: none",
+                NULL),
+    PH_CONF_KEY("ping_timeout", PH_CONF_DURATION, "10s", 100, 600000,
+                PH_CONF_RESTART, NULL,
+                "no PONG within this closes the connection", NULL),
+    PH_CONF_KEY("capabilities.open_result", PH_CONF_BOOL, "true", 0, 0,
+                PH_CONF_RESTART, NULL,
+                "offer strict open (OPEN_RESULT); off: a legacy client",
+                NULL),
+    PH_CONF_KEY("capabilities.flow_control", PH_CONF_BOOL, "true", 0, 0,
+                PH_CONF_RESTART, NULL,
+                "offer per-stream windows (needs open_result)", NULL),
+    PH_CONF_KEY("capabilities.fair_writer", PH_CONF_BOOL, "true", 0, 0,
+                PH_CONF_RESTART, NULL,
+                "deficit round-robin writer; off: writes in arrival order",
+                NULL),
+    PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+                "name the target in the debug \"stream end\" line; off: "
+                "never logged",
+                NULL),
+    PH_CONF_END};
+
+/* Agent names as the store has them: [a-z0-9._-], a letter or digit
+ * first. */
+static int agent_valid(const char *s) {
+  size_t n = strlen(s);
+  if (n < 1 || n > TM_AGENT_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+      return 0;
+  }
+  return 1;
+}
+
+static int bad(const char **key, const char *k, char *why, size_t whylen,
+               const char *fmt, const char *arg) {
+  *key = k;
+  snprintf(why, whylen, fmt, arg);
+  return PH_EINVAL;
+}
+
+/* ph_module.check: every rule init relies on (TM-CFG-25: windows and
+ * frames within the protocol, no byte computation that overflows). */
+static int tc_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
+                    size_t whylen) {
+  const char *url = a->conf_str(ctx, "server_url");
+  tm_ws_url u;
+  const char *uerr = "bad URL";
+  /* tm_ws's own parser: what the check accepts, tm_ws_connect does. */
+  if (tm_ws_url_parse(url, strlen(url), &u, &uerr) < 0)
+    return bad(key, "server_url", why, whylen, "%s", uerr);
+  if (strchr(u.path, '?'))
+    return bad(key, "server_url", why, whylen, "%s",
+               "no query in the URL (the token goes in token_file)");
+  if (!u.tls && !a->conf_int(ctx, "allow_plain") &&
+      !tm_ws_host_is_loopback(u.host))
+    return bad(key, "server_url", why, whylen,
+               "plain ws:// to %s, which is not loopback: use wss:// or set "
+               "allow_plain = true",
+               u.host);
+  if (!agent_valid(a->conf_str(ctx, "agent")))
+    return bad(key, "agent", why, whylen, "%s",
+               "must be 1 to 64 of [a-z0-9._-], starting with a letter or "
+               "digit");
+  const char *tf = a->conf_str(ctx, "token_file");
+  const char *tok = a->conf_str(ctx, "token");
+  if (tf && *tf && tok && *tok)
+    return bad(key, "token", why, whylen, "%s",
+               "set token_file or token, not both");
+  if (!(tf && *tf) && !(tok && *tok))
+    return bad(key, "token_file", why, whylen, "%s",
+               "required (or token): the server needs a bearer token");
+  if (tok && *tok) {
+    char tmp[TC_TOKEN_MAX + 1];
+    int st = tc_token_take(tok, strlen(tok), tmp, sizeof(tmp));
+    tc_token_wipe(tmp, sizeof(tmp));
+    if (st != TC_TOKEN_OK) /* never the value: it is sensitive */
+      return bad(key, "token", why, whylen, "%s",
+                 "must be visible ASCII characters without spaces");
+  }
+  int64_t win = a->conf_int(ctx, "stream.initial_window");
+  int64_t thr = a->conf_int(ctx, "stream.window_update_threshold");
+  int64_t frame = a->conf_int(ctx, "stream.max_frame_payload");
+  int64_t inb = a->conf_int(ctx, "stream.inbound_buffer_bytes");
+  if (thr > win)
+    return bad(key, "stream.window_update_threshold", why, whylen, "%s",
+               "must not exceed stream.initial_window");
+  if (win < frame)
+    return bad(key, "stream.initial_window", why, whylen, "%s",
+               "must hold at least one frame (stream.max_frame_payload)");
+  if (inb < win)
+    return bad(key, "stream.inbound_buffer_bytes", why, whylen, "%s",
+               "must hold the whole stream.initial_window the server may "
+               "send");
+  if (a->conf_int(ctx, "reconnect.min") > a->conf_int(ctx, "reconnect.max"))
+    return bad(key, "reconnect.min", why, whylen, "%s",
+               "must not exceed reconnect.max");
+  int64_t pi = a->conf_int(ctx, "ping_interval");
+  if (pi && a->conf_int(ctx, "ping_timeout") > 4 * pi)
+    return bad(key, "ping_timeout", why, whylen, "%s",
+               "must be at most 4 times ping_interval");
+  if (a->conf_int(ctx, "capabilities.flow_control") &&
+      !a->conf_int(ctx, "capabilities.open_result"))
+    return bad(key, "capabilities.flow_control", why, whylen, "%s",
+               "needs capabilities.open_result (no subprotocol offers flow "
+               "control alone)");
+  return PH_OK;
+}
+
+static char *dup_or_null(const char *s) {
+  return s && *s ? strdup(s) : NULL;
+}
+
+static uint32_t u32(const ph_api *a, ph_ctx *ctx, const char *k) {
+  return (uint32_t)a->conf_int(ctx, k);
+}
+
+static int read_cfg(tc_client *tc) {
+  const ph_api *a = tc->api;
+  ph_ctx *ctx = tc->ctx;
+  tc_cfg *c = &tc->cfg;
+  c->url = strdup(a->conf_str(ctx, "server_url"));
+  c->agent = strdup(a->conf_str(ctx, "agent"));
+  c->token_file = dup_or_null(a->conf_str(ctx, "token_file"));
+  c->token = dup_or_null(a->conf_str(ctx, "token"));
+  if (!c->url || !c->agent)
+    return PH_ENOMEM;
+  if (!c->token_file && !c->token)
+    return PH_EINVAL;
+  c->connections = u32(a, ctx, "connections");
+  c->reconnect_min_ms = u32(a, ctx, "reconnect.min");
+  c->reconnect_max_ms = u32(a, ctx, "reconnect.max");
+  c->open_timeout_ms = u32(a, ctx, "stream.open_timeout");
+  c->log_target = (int)a->conf_int(ctx, "log_target");
+  c->caps = 0;
+  if (a->conf_int(ctx, "capabilities.open_result"))
+    c->caps |= TM_CAP_OPEN_RESULT;
+  if (a->conf_int(ctx, "capabilities.flow_control"))
+    c->caps |= TM_CAP_FLOW_CONTROL;
+  if (a->conf_int(ctx, "capabilities.fair_writer"))
+    c->caps |= TM_CAP_FAIR_WRITER;
+  tm_session_cfg *s = &c->scfg;
+  s->initial_window = u32(a, ctx, "stream.initial_window");
+  s->window_update_threshold = u32(a, ctx, "stream.window_update_threshold");
+  s->max_frame_payload = u32(a, ctx, "stream.max_frame_payload");
+  s->inbound_buffer_bytes = u32(a, ctx, "stream.inbound_buffer_bytes");
+  s->outbound_buffer_bytes = u32(a, ctx, "stream.outbound_buffer_bytes");
+  s->max_streams = u32(a, ctx, "stream.max_streams");
+  s->control_queue_frames = u32(a, ctx, "stream.control_queue_frames");
+  s->control_queue_bytes = u32(a, ctx, "stream.control_queue_bytes");
+  s->quantum = u32(a, ctx, "stream.quantum");
+  s->violation_limit = u32(a, ctx, "stream.violation_limit");
+  s->violation_window_ms = u32(a, ctx, "stream.violation_window");
+  s->ping_interval_ms = u32(a, ctx, "ping_interval");
+  s->ping_timeout_ms = u32(a, ctx, "ping_timeout");
+  return PH_OK;
+}
+
+static int tc_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  tc_client *tc = calloc(1, sizeof(*tc));
+  if (!tc)
+    return PH_ENOMEM;
+  *state = tc;
+  tc->api = a;
+  tc->ctx = ctx;
+  int rc = read_cfg(tc);
+  if (rc != PH_OK)
+    return rc;
+  tc->metrics = tm_metrics_register(a, ctx, TM_COMPONENT_CLIENT);
+  if (!tc->metrics)
+    return PH_EINVAL;
+  if ((rc = tc_opens_init(tc)) != PH_OK)
+    return rc;
+  tc->lops = tc_link_active();
+  const char *ca = a->conf_str(ctx, "tls.ca_file");
+  tc_link_cfg lc = {
+      .ca_file = ca && *ca ? ca : NULL,
+      .allow_plain = (int)a->conf_int(ctx, "allow_plain"),
+      .caps = tc->cfg.caps,
+      .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
+  };
+  const char *err = "cannot create the WebSocket context";
+  tc->lenv = tc->lops->env_new(a, ctx, &lc, &err);
+  if (!tc->lenv) {
+    PH_LOG(a, ctx, PH_LOG_ERROR, "tunnel client setup failed",
+           PH_STR("reason", err));
+    return PH_EINVAL;
+  }
+  return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                             PH_CONNECTOR_MINOR, &tc_connector, tc);
+}
+
+static int tc_start(void *state) {
+  tc_client *tc = state;
+  tc->api->set_ready(tc->ctx, 0); /* until a connection is up */
+  tc->started = 1;
+  PH_LOG(tc->api, tc->ctx, PH_LOG_INFO, "tunnel client starting",
+         PH_UINT("connections", tc->cfg.connections),
+         PH_STR("agent", tc->cfg.agent),
+         PH_STR("open_result",
+                tc->cfg.caps & TM_CAP_OPEN_RESULT ? "on" : "off"));
+  return tc_conns_start(tc);
+}
+
+static int tc_reload(void *state) {
+  tc_client *tc = state;
+  const ph_api *a = tc->api;
+  /* The keys read again; the others are PH_CONF_RESTART. */
+  char *agent = strdup(a->conf_str(tc->ctx, "agent"));
+  if (!agent)
+    return PH_ENOMEM;
+  free(tc->cfg.agent);
+  tc->cfg.agent = agent;
+  tc->cfg.reconnect_min_ms = u32(a, tc->ctx, "reconnect.min");
+  tc->cfg.reconnect_max_ms = u32(a, tc->ctx, "reconnect.max");
+  tc->cfg.open_timeout_ms = u32(a, tc->ctx, "stream.open_timeout");
+  tc->cfg.log_target = (int)a->conf_int(tc->ctx, "log_target");
+  return PH_OK;
+}
+
+static int tc_stop(void *state) {
+  tc_client *tc = state;
+  return tc_conns_stop(tc) ? PH_STOP_PENDING : PH_OK;
+}
+
+static void tc_destroy(void *state) {
+  tc_client *tc = state;
+  if (!tc)
+    return;
+  tc_opens_destroy(tc); /* first: cancels the opens on live sessions */
+  tc_conns_destroy(tc);
+  tm_metrics_free(tc->metrics);
+  free(tc->cfg.url);
+  free(tc->cfg.agent);
+  free(tc->cfg.token_file);
+  if (tc->cfg.token) {
+    tc_token_wipe(tc->cfg.token, strlen(tc->cfg.token));
+    free(tc->cfg.token);
+  }
+  free(tc);
+}
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("tunnel_client", "1.0.0"),
+    .description = "TunnelMesh client: a connector whose streams go over "
+                   "WebSocket to a server and an agent",
+    .provides = tc_provides,
+    .config = tc_keys,
+    .check = tc_check,
+    .init = tc_init,
+    .start = tc_start,
+    .reload = tc_reload,
+    .stop = tc_stop,
+    .destroy = tc_destroy,
+};

@@ -1,0 +1,1110 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libwebsockets 4.1 on the host's libev loop (tm_ws.h). The only file
+ * that includes <libwebsockets.h>.
+ *
+ * One lws context per tm_ws, created with LWS_SERVER_OPTION_LIBEV and the
+ * host's loop as its foreign loop, and explicit vhosts: "tm-server" (when
+ * cfg->listen is set) and "tm-client" (always; no listener, the client
+ * TLS context). Every WebSocket is a tm_ws_conn found through the wsi's
+ * opaque user pointer; a conn is linked in its tm_ws until it ends with
+ * exactly one of on_connect_error / on_closed (finish()).
+ *
+ * Server handshake, in lws's order (lib/roles/http/server/server.c,
+ * lib/roles/ws/server-ws.c): HTTP_CONFIRM_UPGRADE on the http protocol
+ * (path check: anything but cfg->path is 404; the connection cap: 503),
+ * then lws picks the first protocol the client offered among the vhost's
+ * (exactly the names cfg->caps allows), then FILTER_PROTOCOL_CONNECTION
+ * (we capture Authorization and the chosen name there, while the header
+ * table exists), then the 101 is written, then ESTABLISHED (on_accept,
+ * reading paused until tm_ws_conn_resume).
+ *
+ * legacy_no_subprotocol: lws 4.1 answers a Sec-WebSocket-Protocol header
+ * whenever the client sent one and the bound protocol's name is not
+ * empty, and it binds only a protocol whose name the client offered (the
+ * vhost's "default" protocol is used only when the client offers none).
+ * So an old server's behaviour needs the name to match at selection and
+ * be empty when the answer is written: the legacy vhost's protocol names
+ * are buffers of this tm_ws, emptied in FILTER_PROTOCOL_CONNECTION (which
+ * runs between the two, synchronously, on the loop thread) and restored
+ * in the next HTTP_CONFIRM_UPGRADE (which precedes every selection).
+ */
+#include "tm_ws.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
+
+#include <libwebsockets.h>
+
+#include "tm_proto.h"
+#include "tm_ws_url.h"
+
+#define TM_WS_MAX_CONN_DEFAULT 4096u
+#define TM_WS_MAX_CONN_LIMIT 65536u
+#define TM_WS_HS_TIMEOUT_DEFAULT 10000u
+#define TM_WS_HS_TIMEOUT_MAX 300000u
+#define TM_WS_BEARER_MAX 4096u /* lws' header space is smaller anyway */
+#define TM_WS_CLOSE_GRACE_S 5  /* a close frame that cannot be written */
+#define TM_WS_RX_CHUNK 16384   /* lws' per-connection receive buffer */
+#define TM_WS_EVLIB_PLUGIN LWS_INSTALL_LIBDIR "/libwebsockets-evlib_ev.so"
+
+enum conn_state { CS_CONNECTING = 0, CS_HANDSHAKE, CS_OPEN };
+
+/* A host name being resolved for tm_ws_connect (see resolve_work). */
+struct tm_ws_resolve {
+  tm_ws_conn *c; /* NULL once the conn gave up (the job frees itself) */
+  char host[TM_WS_HOST_MAX + 1];
+  char addr[64];
+  int ok;
+};
+
+struct tm_ws_conn {
+  tm_ws *w;
+  struct lws *wsi; /* NULL once lws forgot it (then it is finishing) */
+  tm_session *s;   /* where messages go; NULL: dropped */
+  void *user;
+  int client;
+  int state;         /* conn_state */
+  int accept_paused; /* server: until tm_ws_conn_resume */
+  int user_paused;   /* the session's pause_read */
+  int close_pending; /* tm_ws_conn_close / the session's close */
+  int close_status;
+  char close_reason[32];
+  int deferred_error;            /* client: failed inside tm_ws_connect */
+  int in_connect;                /* inside lws_client_connect_via_info */
+  struct tm_ws_resolve *resolve; /* client: the name being resolved */
+  int64_t job;
+  int rx_text; /* the message being received is text */
+  uint8_t *rx; /* reassembly, up to w->cfg.max_message bytes */
+  size_t rx_len, rx_cap;
+  char *bearer; /* client: the token to send; server: captured */
+  size_t bearer_len;
+  const char *subproto; /* static (tm_proto.h names) or NULL */
+  char peer[64];
+  tm_ws_url url; /* client */
+  char offer[128];
+  char hosthdr[TM_WS_HOST_MAX + 16];
+  tm_ws_conn *prev, *next;
+};
+
+struct tm_ws {
+  const ph_api *api;
+  ph_ctx *ctx;
+  struct lws_context *lws;
+  struct lws_vhost *vh_server, *vh_client;
+  tm_ws_cfg cfg;
+  char *listen, *cert_file, *key_file, *ca_file, *path;
+  tm_ws_handlers h;
+  void *arg;
+  int port;
+  /* http + up to three ws protocols + terminator */
+  struct lws_protocols srv_protocols[5];
+  struct lws_protocols cli_protocols[2];
+  char legacy_names[3][48];
+  const char *legacy_orig[3];
+  int n_ws_protocols;
+  tm_ws_conn *conns;
+  uint32_t n_server_conns;
+  ph_timer *deferred;  /* reports on_connect_error from the loop */
+  SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
+  tm_ws *next_live;    /* lws' log sink (process-wide) */
+  int freeing;         /* tm_ws_free runs: no new connection */
+};
+
+static void wipe(void *p, size_t n) {
+  volatile unsigned char *v = p;
+  while (n--)
+    *v++ = 0;
+}
+
+/* ---- lws' process-wide log, sent to a live tm_ws's host log ---------- */
+
+static tm_ws *live_list;
+
+static void lws_log_sink(int level, const char *line) {
+  tm_ws *w = live_list;
+  char buf[256];
+  size_t n;
+  (void)level;
+  if (!w || !line)
+    return;
+  /* lws lines end with a newline; they never carry our token (it is
+   * only in a header lws does not log), but may quote a peer's
+   * subprotocol offer: debug level only. */
+  n = strlen(line);
+  if (n >= sizeof(buf))
+    n = sizeof(buf) - 1;
+  memcpy(buf, line, n);
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+    n--;
+  buf[n] = '\0';
+  PH_LOG(w->api, w->ctx, PH_LOG_DEBUG, "libwebsockets", PH_STR("lws", buf));
+}
+
+static void live_add(tm_ws *w) {
+  if (!live_list)
+    lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE, lws_log_sink);
+  w->next_live = live_list;
+  live_list = w;
+}
+
+static void live_remove(tm_ws *w) {
+  for (tm_ws **pp = &live_list; *pp; pp = &(*pp)->next_live)
+    if (*pp == w) {
+      *pp = w->next_live;
+      break;
+    }
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static tm_ws_conn *conn_new(tm_ws *w, int client) {
+  tm_ws_conn *c = calloc(1, sizeof(*c));
+  if (!c)
+    return NULL;
+  c->w = w;
+  c->client = client;
+  c->next = w->conns;
+  if (w->conns)
+    w->conns->prev = c;
+  w->conns = c;
+  if (!client)
+    w->n_server_conns++;
+  return c;
+}
+
+static void conn_drop_bearer(tm_ws_conn *c) {
+  if (c->bearer) {
+    wipe(c->bearer, c->bearer_len);
+    free(c->bearer);
+  }
+  c->bearer = NULL;
+  c->bearer_len = 0;
+}
+
+static void conn_free(tm_ws_conn *c) {
+  tm_ws *w = c->w;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    w->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  if (!c->client)
+    w->n_server_conns--;
+  conn_drop_bearer(c);
+  free(c->rx);
+  free(c);
+}
+
+/* The conn ends: lws is done with its wsi (or is being told to be). The
+ * session first (its streams reset), then the role. */
+static void finish(tm_ws_conn *c) {
+  tm_ws *w = c->w;
+  if (c->resolve) {
+    /* Resolving: the job frees itself when it ends. */
+    c->resolve->c = NULL;
+    c->resolve = NULL;
+    if (c->job > 0)
+      w->api->job_cancel(w->ctx, c->job);
+  }
+  if (c->wsi)
+    lws_set_opaque_user_data(c->wsi, NULL);
+  c->wsi = NULL;
+  if (c->state == CS_OPEN) {
+    tm_session *s = c->s;
+    c->s = NULL;
+    if (s)
+      tm_session_on_transport_closed(s);
+    if (w->h.on_closed)
+      w->h.on_closed(w->arg, c);
+  } else if (c->client) {
+    if (w->h.on_connect_error)
+      w->h.on_connect_error(w->arg, c);
+  }
+  conn_free(c);
+}
+
+static void apply_flow(tm_ws_conn *c) {
+  if (c->wsi && c->state == CS_OPEN)
+    lws_rx_flow_control(c->wsi, !(c->accept_paused || c->user_paused));
+}
+
+static void deferred_cb(ph_timer *t, void *arg) {
+  tm_ws *w = arg;
+  tm_ws_conn *c, *next;
+  (void)t;
+  for (c = w->conns; c; c = next) {
+    next = c->next;
+    if (c->deferred_error)
+      finish(c);
+  }
+}
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* Inside a callback of c's wsi: a pending close is done by returning -1
+ * after lws_close_reason. */
+static int close_now(tm_ws_conn *c) {
+  lws_close_reason(c->wsi, (enum lws_close_status)c->close_status,
+                   (unsigned char *)c->close_reason, strlen(c->close_reason));
+  return -1;
+}
+
+static void set_close(tm_ws_conn *c, int status, const char *reason) {
+  size_t n = reason ? strlen(reason) : 0;
+  if (n >= sizeof(c->close_reason))
+    n = sizeof(c->close_reason) - 1;
+  c->close_pending = 1;
+  c->close_status = status;
+  if (n)
+    memcpy(c->close_reason, reason, n);
+  c->close_reason[n] = '\0';
+}
+
+static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
+  tm_ws *w = c->w;
+  if (lws_is_first_fragment(wsi)) {
+    c->rx_len = 0;
+    c->rx_text = !lws_frame_is_binary(wsi);
+  }
+  if (c->rx_text) {
+    /* The protocol is binary frames only (TM-PROTO-2). */
+    set_close(c, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary only");
+    return close_now(c);
+  }
+  if (len > w->cfg.max_message - c->rx_len) {
+    set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
+    return close_now(c);
+  }
+  if (c->rx_len == 0 && lws_is_final_fragment(wsi) &&
+      !lws_remaining_packet_payload(wsi)) {
+    /* The whole message in one piece (the usual case up to lws'
+     * rx_buffer_size): delivered from lws' buffer, no copy. */
+    if (c->s)
+      tm_session_on_message(c->s, in, len);
+    return c->close_pending ? close_now(c) : 0;
+  }
+  if (c->rx_len + len > c->rx_cap) {
+    /* Grow by doubling, bounded by max_message (checked above). */
+    size_t cap = c->rx_cap ? c->rx_cap : 4096;
+    while (cap < c->rx_len + len)
+      cap *= 2;
+    if (cap > w->cfg.max_message)
+      cap = w->cfg.max_message;
+    uint8_t *nb = realloc(c->rx, cap);
+    if (!nb) {
+      set_close(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "no memory");
+      return close_now(c);
+    }
+    c->rx = nb;
+    c->rx_cap = cap;
+  }
+  if (len)
+    memcpy(c->rx + c->rx_len, in, len);
+  c->rx_len += len;
+  if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi))
+    return 0;
+  size_t n = c->rx_len;
+  c->rx_len = 0;
+  if (c->s)
+    tm_session_on_message(c->s, c->rx, n);
+  /* An idle connection holds no reassembly buffer above lws' own chunk
+   * size: 4096 connections must not keep 64 KiB each. */
+  if (c->rx_cap > TM_WS_RX_CHUNK) {
+    free(c->rx);
+    c->rx = NULL;
+    c->rx_cap = 0;
+  }
+  /* The session may have asked to close from inside. */
+  if (c->close_pending)
+    return close_now(c);
+  return 0;
+}
+
+/* ---- transport --------------------------------------------------------- */
+
+static void tr_want_write(void *t) {
+  tm_ws_conn *c = t;
+  if (c->wsi && c->state == CS_OPEN)
+    lws_callback_on_writable(c->wsi);
+}
+
+static int tr_write(void *t, uint8_t *buf, size_t len) {
+  tm_ws_conn *c = t;
+  if (!c->wsi || c->state != CS_OPEN || c->close_pending || len > INT32_MAX)
+    return -1;
+  /* lws keeps what the kernel did not take and reports the whole length;
+   * anything less is an error. buf has LWS_PRE bytes before it. */
+  int n = lws_write(c->wsi, buf, len, LWS_WRITE_BINARY);
+  return n < (int)len ? -1 : 0;
+}
+
+static void tr_pause_read(void *t, int paused) {
+  tm_ws_conn *c = t;
+  c->user_paused = paused ? 1 : 0;
+  apply_flow(c);
+}
+
+static void tr_close(void *t) {
+  tm_ws_conn *c = t;
+  /* The session is done with us (it frees itself after this). */
+  c->s = NULL;
+  tm_ws_conn_close(c, LWS_CLOSE_STATUS_NORMAL, "session closed");
+}
+
+static const tm_transport ws_transport = {
+    .want_write = tr_want_write,
+    .write = tr_write,
+    .pause_read = tr_pause_read,
+    .close = tr_close,
+    .headroom = LWS_PRE,
+};
+
+const tm_transport *tm_ws_transport(void) { return &ws_transport; }
+
+void tm_ws_conn_bind(tm_ws_conn *c, tm_session *s) { c->s = s; }
+void tm_ws_conn_set_user(tm_ws_conn *c, void *user) { c->user = user; }
+void *tm_ws_conn_user(const tm_ws_conn *c) { return c->user; }
+
+void tm_ws_conn_resume(tm_ws_conn *c) {
+  c->accept_paused = 0;
+  apply_flow(c);
+}
+
+void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason) {
+  if (c->close_pending || c->deferred_error)
+    return;
+  if (c->resolve) {
+    /* Still resolving its name: a connect error, from the loop. */
+    set_close(c, status, reason);
+    c->deferred_error = 1;
+    c->w->api->timer_set(c->w->deferred, 1, 0);
+    return;
+  }
+  if (!c->wsi)
+    return;
+  set_close(c, status, reason);
+  if (c->state == CS_OPEN) {
+    /* The close frame goes out from the writable callback; if it never
+     * comes (a peer that reads nothing), lws drops the socket. */
+    lws_callback_on_writable(c->wsi);
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, TM_WS_CLOSE_GRACE_S);
+  } else {
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+  }
+}
+
+/* ---- server callbacks -------------------------------------------------- */
+
+static int path_matches(struct lws *wsi, const char *path) {
+  char uri[TM_WS_PATH_MAX];
+  int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
+  return n > 0 && !strcmp(uri, path);
+}
+
+static int http_cb(struct lws *wsi, enum lws_callback_reasons reason,
+                   void *user, void *in, size_t len) {
+  tm_ws *w = lws_vhost_user(lws_get_vhost(wsi));
+  (void)user;
+  (void)len;
+  switch (reason) {
+  case LWS_CALLBACK_HTTP:
+    /* Plain HTTP: nothing is served here. */
+    if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL))
+      return -1;
+    return lws_http_transaction_completed(wsi) ? -1 : 0;
+  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+    /* A client offering this protocol's own name: lws would bind the
+     * WebSocket here, outside our conns and limits. */
+    return -1;
+  case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+    if (!w)
+      return -1;
+    if (w->cfg.legacy_no_subprotocol)
+      for (int i = 0; i < w->n_ws_protocols; i++)
+        snprintf(w->legacy_names[i], sizeof(w->legacy_names[i]), "%s",
+                 w->legacy_orig[i]);
+    if (!in || strcmp((const char *)in, "websocket") ||
+        !path_matches(wsi, w->path)) {
+      lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
+      return 1;
+    }
+    /* Without an offer lws would bind the vhost's default protocol (our
+     * http one): a TunnelMesh client always offers (TM-PROTO-14). */
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) <= 0) {
+      lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, NULL);
+      return 1;
+    }
+    if (w->n_server_conns >= w->cfg.max_connections) {
+      lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL);
+      return 1;
+    }
+    return 0;
+  default:
+    break;
+  }
+  return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
+/* Authorization: Bearer <token>, the token's bytes (none: len 0). */
+static void capture_bearer(tm_ws_conn *c, struct lws *wsi) {
+  int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
+  if (n <= 0 || (unsigned)n > TM_WS_BEARER_MAX)
+    return;
+  char *buf = malloc((size_t)n + 1);
+  if (!buf)
+    return;
+  int got = lws_hdr_copy(wsi, buf, n + 1, WSI_TOKEN_HTTP_AUTHORIZATION);
+  if (got > 7 && !strncasecmp(buf, "Bearer ", 7)) {
+    size_t off = 7;
+    while (off < (size_t)got && buf[off] == ' ')
+      off++;
+    size_t tl = (size_t)got - off;
+    if (tl) {
+      c->bearer = malloc(tl);
+      if (c->bearer) {
+        memcpy(c->bearer, buf + off, tl);
+        c->bearer_len = tl;
+      }
+    }
+  }
+  wipe(buf, (size_t)n + 1);
+  free(buf);
+}
+
+static const char *chosen_name(tm_ws *w, struct lws *wsi) {
+  const struct lws_protocols *p = lws_get_protocol(wsi);
+  if (w->cfg.legacy_no_subprotocol || !p || !p->name)
+    return NULL;
+  /* The static spelling from tm_proto.h. */
+  if (!strcmp(p->name, TM_SUBPROTO_FULL))
+    return TM_SUBPROTO_FULL;
+  if (!strcmp(p->name, TM_SUBPROTO_OPEN))
+    return TM_SUBPROTO_OPEN;
+  if (!strcmp(p->name, TM_SUBPROTO_BASE))
+    return TM_SUBPROTO_BASE;
+  return NULL;
+}
+
+static int ws_common(tm_ws_conn *c, struct lws *wsi,
+                     enum lws_callback_reasons reason, void *in, size_t len) {
+  switch (reason) {
+  case LWS_CALLBACK_RECEIVE:
+  case LWS_CALLBACK_CLIENT_RECEIVE:
+    if (c->state != CS_OPEN)
+      return 0;
+    return on_rx(c, wsi, in, len);
+  case LWS_CALLBACK_SERVER_WRITEABLE:
+  case LWS_CALLBACK_CLIENT_WRITEABLE:
+    if (c->close_pending)
+      return close_now(c);
+    if (c->s && c->state == CS_OPEN)
+      tm_session_on_writable(c->s);
+    if (c->close_pending)
+      return close_now(c);
+    return 0;
+  case LWS_CALLBACK_CLOSED:
+  case LWS_CALLBACK_CLIENT_CLOSED:
+  case LWS_CALLBACK_WSI_DESTROY:
+    finish(c);
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                  void *in, size_t len) {
+  tm_ws *w = lws_vhost_user(lws_get_vhost(wsi));
+  tm_ws_conn *c = lws_get_opaque_user_data(wsi);
+  (void)user;
+  if (!w)
+    return 0;
+  switch (reason) {
+  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+    if (c)
+      return -1;
+    c = conn_new(w, 0);
+    if (!c)
+      return -1;
+    c->wsi = wsi;
+    c->state = CS_HANDSHAKE;
+    lws_set_opaque_user_data(wsi, c);
+    capture_bearer(c, wsi);
+    c->subproto = chosen_name(w, wsi);
+    if (w->cfg.legacy_no_subprotocol) {
+      /* The 101 is written next: no Sec-WebSocket-Protocol in it. */
+      const struct lws_protocols *p = lws_get_protocol(wsi);
+      if (p && p->name)
+        ((char *)(uintptr_t)p->name)[0] = '\0';
+    }
+    return 0;
+  case LWS_CALLBACK_ESTABLISHED: {
+    if (!c)
+      return -1;
+    c->state = CS_OPEN;
+    c->accept_paused = 1;
+    lws_rx_flow_control(wsi, 0);
+    lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
+    int rc = w->h.on_accept
+                 ? w->h.on_accept(w->arg, c, c->bearer, c->bearer_len,
+                                  c->subproto, c->peer)
+                 : -1;
+    conn_drop_bearer(c);
+    if (rc < 0) {
+      /* Refused: the role forgets it now, so no on_closed later (and no
+       * session, even if one was bound). */
+      c->state = CS_HANDSHAKE;
+      c->s = NULL;
+      set_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "refused");
+      return close_now(c);
+    }
+    if (c->close_pending)
+      return close_now(c);
+    return 0;
+  }
+  default:
+    break;
+  }
+  if (!c)
+    return 0;
+  return ws_common(c, wsi, reason, in, len);
+}
+
+/* ---- client callbacks -------------------------------------------------- */
+
+static int cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                  void *in, size_t len) {
+  tm_ws_conn *c = lws_get_opaque_user_data(wsi);
+  (void)user;
+  switch (reason) {
+  case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
+    if (!c)
+      return -1;
+    if (!c->bearer_len)
+      return 0;
+    unsigned char **p = (unsigned char **)in, *end = (*p) + len;
+    size_t n = 7 + c->bearer_len;
+    char *hv = malloc(n);
+    if (!hv)
+      return -1;
+    memcpy(hv, "Bearer ", 7);
+    memcpy(hv + 7, c->bearer, c->bearer_len);
+    int rc = lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_AUTHORIZATION,
+                                          (unsigned char *)hv, (int)n, p, end);
+    wipe(hv, n);
+    free(hv);
+    /* Sent: no copy stays (a reconnect is a new tm_ws_connect). */
+    conn_drop_bearer(c);
+    return rc ? -1 : 0;
+  }
+  case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
+    /* The server's choice: readable here only (STACK-NOTES). */
+    char name[64];
+    int n;
+    if (!c)
+      return -1;
+    n = lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL);
+    if (n <= 0) {
+      c->subproto = NULL; /* an old server: legacy (TM-PROTO-16) */
+      return 0;
+    }
+    if ((size_t)n >= sizeof(name) ||
+        lws_hdr_copy(wsi, name, sizeof(name), WSI_TOKEN_PROTOCOL) != n)
+      return -1;
+    int caps = tm_subproto_caps(name);
+    if (caps < 0 || ((unsigned)caps & ~c->w->cfg.caps)) {
+      /* A name we never offered: refuse (TM-PROTO-15). */
+      return -1;
+    }
+    c->subproto = !strcmp(name, TM_SUBPROTO_FULL)   ? TM_SUBPROTO_FULL
+                  : !strcmp(name, TM_SUBPROTO_OPEN) ? TM_SUBPROTO_OPEN
+                                                    : TM_SUBPROTO_BASE;
+    return 0;
+  }
+  case LWS_CALLBACK_CLIENT_ESTABLISHED:
+    if (!c)
+      return -1;
+    c->state = CS_OPEN;
+    lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
+    if (c->w->h.on_connected)
+      c->w->h.on_connected(c->w->arg, c, c->subproto);
+    if (c->close_pending)
+      return close_now(c);
+    return 0;
+  case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+    if (!c)
+      return 0;
+    if (c->in_connect) {
+      /* Inside tm_ws_connect: reported from the loop instead. */
+      lws_set_opaque_user_data(wsi, NULL);
+      c->wsi = NULL;
+      c->deferred_error = 1;
+      c->w->api->timer_set(c->w->deferred, 1, 0);
+      return 0;
+    }
+    finish(c);
+    return 0;
+  default:
+    break;
+  }
+  if (!c)
+    return 0;
+  return ws_common(c, wsi, reason, in, len);
+}
+
+/* ---- context ----------------------------------------------------------- */
+
+/* "host:port", "[v6]:port": the address text into host, the port. */
+static int parse_listen(const char *s, char *host, size_t hcap, int *port) {
+  const char *colon, *hs = s, *he;
+  if (!s || !*s)
+    return -1;
+  if (*s == '[') {
+    he = strchr(s, ']');
+    if (!he || he[1] != ':')
+      return -1;
+    hs = s + 1;
+    colon = he + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (!colon)
+      return -1;
+    he = colon;
+  }
+  if ((size_t)(he - hs) == 0 || (size_t)(he - hs) >= hcap)
+    return -1;
+  memcpy(host, hs, (size_t)(he - hs));
+  host[he - hs] = '\0';
+  char *end;
+  errno = 0;
+  long p = strtol(colon + 1, &end, 10);
+  if (errno || *end || end == colon + 1 || p < 0 || p > 65535)
+    return -1;
+  *port = (int)p;
+  return 0;
+}
+
+static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+static void free_strings(tm_ws *w) {
+  free(w->listen);
+  free(w->cert_file);
+  free(w->key_file);
+  free(w->ca_file);
+  free(w->path);
+}
+
+tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
+                 const tm_ws_handlers *h, void *arg, const char **err) {
+  struct lws_context_creation_info info;
+  char host[64];
+  int port = 0;
+  tm_ws *w;
+  void *loops[1];
+
+  *err = "bad arguments";
+  if (!api || !cfg || !h)
+    return NULL;
+  if (cfg->max_message < TM_HEADER_LEN || cfg->max_message > TM_MAX_FRAME) {
+    *err = "max_message is not within the protocol's frame size";
+    return NULL;
+  }
+  if (cfg->max_connections > TM_WS_MAX_CONN_LIMIT) {
+    *err = "max_connections is above 65536";
+    return NULL;
+  }
+  if (cfg->handshake_timeout_ms > TM_WS_HS_TIMEOUT_MAX) {
+    *err = "the handshake timeout is above 300 s";
+    return NULL;
+  }
+  if (cfg->listen) {
+    if (parse_listen(cfg->listen, host, sizeof(host), &port) < 0) {
+      *err = "the listen address is not host:port";
+      return NULL;
+    }
+    if (!cfg->path || cfg->path[0] != '/') {
+      *err = "the upgrade path does not start with /";
+      return NULL;
+    }
+    if (!!cfg->cert_file != !!cfg->key_file) {
+      *err = "TLS needs both a certificate and a key";
+      return NULL;
+    }
+    if (!cfg->cert_file && !cfg->allow_plain && !tm_ws_host_is_loopback(host)) {
+      *err = "plain ws off loopback is refused (give a certificate and key, "
+             "or allow_plain)";
+      return NULL;
+    }
+    if (cfg->cert_file &&
+        (access(cfg->cert_file, R_OK) < 0 || access(cfg->key_file, R_OK) < 0)) {
+      *err = "the TLS certificate or key cannot be read";
+      return NULL;
+    }
+  }
+  if (cfg->ca_file && *cfg->ca_file && access(cfg->ca_file, R_OK) < 0) {
+    *err = "the CA file cannot be read";
+    return NULL;
+  }
+  if (access(TM_WS_EVLIB_PLUGIN, R_OK) < 0) {
+    *err = "libwebsockets' libev plugin is missing (install the package "
+           "libwebsockets-evlib-ev)";
+    return NULL;
+  }
+
+  w = calloc(1, sizeof(*w));
+  if (!w) {
+    *err = "no memory";
+    return NULL;
+  }
+  w->api = api;
+  w->ctx = ctx;
+  w->cfg = *cfg;
+  w->h = *h;
+  w->arg = arg;
+  if (!w->cfg.max_connections)
+    w->cfg.max_connections = TM_WS_MAX_CONN_DEFAULT;
+  if (!w->cfg.handshake_timeout_ms)
+    w->cfg.handshake_timeout_ms = TM_WS_HS_TIMEOUT_DEFAULT;
+  w->listen = dup_or_null(cfg->listen);
+  w->cert_file = dup_or_null(cfg->cert_file);
+  w->key_file = dup_or_null(cfg->key_file);
+  w->ca_file = dup_or_null(cfg->ca_file);
+  w->path = dup_or_null(cfg->path);
+  w->cfg.listen = w->listen;
+  w->cfg.cert_file = w->cert_file;
+  w->cfg.key_file = w->key_file;
+  w->cfg.ca_file = w->ca_file;
+  w->cfg.path = w->path;
+  w->deferred = api->timer_new(ctx, deferred_cb, w);
+  if ((cfg->listen && !w->listen) || (cfg->path && !w->path) || !w->deferred) {
+    *err = "no memory";
+    goto fail;
+  }
+
+  /* The protocols: [0] http (404s, the upgrade checks), then exactly the
+   * names caps allows; legacy names live in our buffers (see the top). */
+  w->srv_protocols[0] = (struct lws_protocols){
+      .name = "tm-http", .callback = http_cb, .rx_buffer_size = 0};
+  {
+    const char *names[3] = {TM_SUBPROTO_FULL, TM_SUBPROTO_OPEN,
+                            TM_SUBPROTO_BASE};
+    unsigned need[3] = {TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL,
+                        TM_CAP_OPEN_RESULT, 0};
+    int k = 1;
+    for (int i = 0; i < 3; i++) {
+      if ((cfg->caps & need[i]) != need[i])
+        continue;
+      const char *nm = names[i];
+      if (cfg->legacy_no_subprotocol) {
+        snprintf(w->legacy_names[k - 1], sizeof(w->legacy_names[0]), "%s",
+                 names[i]);
+        w->legacy_orig[k - 1] = names[i];
+        nm = w->legacy_names[k - 1];
+      }
+      w->srv_protocols[k++] = (struct lws_protocols){
+          .name = nm, .callback = srv_cb, .rx_buffer_size = TM_WS_RX_CHUNK};
+    }
+    w->n_ws_protocols = k - 1;
+  }
+  w->cli_protocols[0] =
+      (struct lws_protocols){.name = "tm-client",
+                             .callback = cli_cb,
+                             .rx_buffer_size = TM_WS_RX_CHUNK};
+
+  /* The client TLS context is ours, given to both vhosts: lws 4.1 finds
+   * its own client SSL_CTX again at destroy through an ex_data index it
+   * allocates anew in every lws_create_context, so with two contexts
+   * alive (three roles in one process, a reload) the older one's is
+   * never freed (lib/tls/openssl/openssl-tls.c, openssl-ssl.c). lws still
+   * sets SSL_VERIFY_PEER and the host name check on each connection. */
+  w->client_tls = SSL_CTX_new(TLS_client_method());
+  if (!w->client_tls ||
+      !SSL_CTX_set_min_proto_version(w->client_tls, TLS1_2_VERSION) ||
+      !(w->ca_file
+            ? SSL_CTX_load_verify_locations(w->client_tls, w->ca_file, NULL)
+            : SSL_CTX_set_default_verify_paths(w->client_tls))) {
+    *err = w->ca_file ? "the CA file does not load"
+                      : "the client TLS context did not start";
+    goto fail;
+  }
+  SSL_CTX_set_verify(w->client_tls, SSL_VERIFY_PEER, NULL);
+  SSL_CTX_set_options(w->client_tls, SSL_OP_NO_COMPRESSION);
+
+  live_add(w);
+
+  loops[0] = api->loop(ctx);
+  memset(&info, 0, sizeof(info));
+  info.options = LWS_SERVER_OPTION_LIBEV | LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
+                 LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+  info.foreign_loops = loops;
+  info.port = CONTEXT_PORT_NO_LISTEN;
+  info.timeout_secs = (w->cfg.handshake_timeout_ms + 999) / 1000;
+  info.connect_timeout_secs = info.timeout_secs;
+  /* A peer that connects and sends no (or half a) request: the same
+   * deadline. */
+  info.timeout_secs_ah_idle = info.timeout_secs;
+  info.keepalive_timeout = (int)info.timeout_secs;
+  info.user = w;
+  w->lws = lws_create_context(&info);
+  if (!w->lws) {
+    *err = "libwebsockets did not start on the loop (is the package "
+           "libwebsockets-evlib-ev installed?)";
+    goto fail;
+  }
+
+  if (w->listen) {
+    struct lws_context_creation_info vi;
+    memset(&vi, 0, sizeof(vi));
+    vi.vhost_name = "tm-server";
+    vi.port = port;
+    vi.iface = host;
+    vi.protocols = w->srv_protocols;
+    vi.user = w;
+    vi.timeout_secs = info.timeout_secs;
+    vi.timeout_secs_ah_idle = info.timeout_secs;
+    vi.keepalive_timeout = info.keepalive_timeout;
+    vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    vi.provided_client_ssl_ctx = w->client_tls;
+    if (w->cert_file) {
+      vi.ssl_cert_filepath = w->cert_file;
+      vi.ssl_private_key_filepath = w->key_file;
+      /* TLS 1.2 and later only. */
+      vi.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+    }
+    w->vh_server = lws_create_vhost(w->lws, &vi);
+    if (!w->vh_server) {
+      *err = w->cert_file ? "the server vhost did not start (the address "
+                            "is taken, or the certificate or key do not load)"
+                          : "the server vhost did not start (the address "
+                            "is taken or not local)";
+      goto fail;
+    }
+    w->port = lws_get_vhost_listen_port(w->vh_server);
+  }
+  {
+    struct lws_context_creation_info vi;
+    memset(&vi, 0, sizeof(vi));
+    vi.vhost_name = "tm-client";
+    vi.port = CONTEXT_PORT_NO_LISTEN;
+    vi.protocols = w->cli_protocols;
+    vi.user = w;
+    vi.timeout_secs = info.timeout_secs;
+    vi.connect_timeout_secs = info.timeout_secs;
+    vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    /* Only the operator's CA when given, else the system store: loaded
+     * above into our context. */
+    vi.provided_client_ssl_ctx = w->client_tls;
+    w->vh_client = lws_create_vhost(w->lws, &vi);
+    if (!w->vh_client) {
+      *err = "the client vhost did not start";
+      goto fail;
+    }
+  }
+  return w;
+
+fail:
+  if (w->lws)
+    lws_context_destroy(w->lws);
+  live_remove(w);
+  if (w->client_tls)
+    SSL_CTX_free(w->client_tls);
+  if (w->deferred)
+    api->timer_free(w->deferred);
+  free_strings(w);
+  free(w);
+  return NULL;
+}
+
+int tm_ws_port(const tm_ws *w) { return w ? w->port : 0; }
+
+void tm_ws_free(tm_ws *w) {
+  if (!w)
+    return;
+  /* Every conn ends here, with its callbacks, before lws tears the wsis
+   * down (their callbacks then find no conn). */
+  w->freeing = 1;
+  while (w->conns) {
+    tm_ws_conn *c = w->conns;
+    if (c->wsi && c->state == CS_OPEN)
+      lws_close_reason(c->wsi, LWS_CLOSE_STATUS_GOINGAWAY,
+                       (unsigned char *)"shutdown", 8);
+    finish(c);
+  }
+  lws_context_destroy(w->lws);
+  live_remove(w);
+  SSL_CTX_free(w->client_tls);
+  w->api->timer_free(w->deferred);
+  free_strings(w);
+  free(w);
+}
+
+/* ---- client ------------------------------------------------------------ */
+
+/* Host names are resolved on a host helper thread (lws 4.1 as Debian
+ * builds it has no asynchronous DNS: it would call getaddrinfo on the
+ * loop); lws then connects to the address and still sends the name (SNI,
+ * the certificate's name check, Host). */
+
+static void resolve_work(void *arg) {
+  struct tm_ws_resolve *r = arg;
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
+  if (getaddrinfo(r->host, NULL, &hints, &res) == 0 && res) {
+    const void *a =
+        res->ai_family == AF_INET6
+            ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+            : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    r->ok = inet_ntop(res->ai_family, a, r->addr, sizeof(r->addr)) != NULL;
+  }
+  if (res)
+    freeaddrinfo(res);
+}
+
+static int start_connect(tm_ws_conn *c, const char *address);
+
+static void resolve_done(void *arg, int status) {
+  struct tm_ws_resolve *r = arg;
+  tm_ws_conn *c = r->c;
+  if (c) {
+    c->resolve = NULL;
+    c->job = 0;
+    if (status != PH_OK || !r->ok || start_connect(c, r->addr) < 0)
+      finish(c); /* on_connect_error, from the loop */
+  }
+  free(r);
+}
+
+static void defer_error(tm_ws_conn *c) {
+  c->wsi = NULL;
+  c->deferred_error = 1;
+  c->w->api->timer_set(c->w->deferred, 1, 0);
+}
+
+/* Hands the conn to lws, connecting to address (an IP literal). A
+ * failure inside lws_client_connect_via_info (with or without its
+ * CONNECTION_ERROR callback) is reported from the loop. */
+static int start_connect(tm_ws_conn *c, const char *address) {
+  struct lws_client_connect_info ci;
+  tm_ws *w = c->w;
+  memset(&ci, 0, sizeof(ci));
+  ci.context = w->lws;
+  ci.vhost = w->vh_client;
+  ci.address = address;
+  ci.port = c->url.port;
+  ci.path = c->url.path;
+  /* The name the certificate is checked against and SNI: the URL's host
+   * (lws strips ":port"); for an IPv6 literal (plain ws only) the Host
+   * header needs the brackets. */
+  ci.host = c->url.ipv6 ? c->hosthdr : c->url.host;
+  ci.origin = c->url.host;
+  ci.protocol = c->offer;
+  ci.local_protocol_name = "tm-client";
+  ci.ietf_version_or_minus_one = -1;
+  ci.ssl_connection = c->url.tls ? LCCSCF_USE_SSL : 0;
+  ci.opaque_user_data = c;
+  ci.pwsi = &c->wsi;
+  c->in_connect = 1;
+  struct lws *wsi = lws_client_connect_via_info(&ci);
+  c->in_connect = 0;
+  if (!wsi && !c->deferred_error)
+    defer_error(c);
+  return 0;
+}
+
+tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
+                          const char **err) {
+  tm_ws_conn *c;
+  tm_ws_url u;
+  size_t bl = bearer ? strlen(bearer) : 0;
+  struct in_addr a4;
+  struct in6_addr a6;
+
+  if (!w || !url || w->freeing) {
+    *err = w && w->freeing ? "the context is closing" : "bad arguments";
+    return NULL;
+  }
+  if (tm_ws_url_parse(url, strlen(url), &u, err) < 0)
+    return NULL;
+  if (!u.tls && !w->cfg.allow_plain && !tm_ws_host_is_loopback(u.host)) {
+    *err = "plain ws to a host off loopback is refused (use wss, or "
+           "allow_plain)";
+    return NULL;
+  }
+  if (u.tls && u.ipv6) {
+    /* lws 4.1 cuts the name it checks at the first ':'. */
+    *err = "wss to an IPv6 literal is not supported (use a name)";
+    return NULL;
+  }
+  if (bl > TM_WS_BEARER_MAX) {
+    *err = "the bearer token is too long";
+    return NULL;
+  }
+  for (size_t i = 0; i < bl; i++)
+    if ((unsigned char)bearer[i] <= 0x20 || (unsigned char)bearer[i] >= 0x7f) {
+      *err = "the bearer token has a space or a control byte";
+      return NULL;
+    }
+  c = conn_new(w, 1);
+  if (!c) {
+    *err = "no memory";
+    return NULL;
+  }
+  c->url = u;
+  if (bl) {
+    c->bearer = malloc(bl);
+    if (!c->bearer) {
+      conn_free(c);
+      *err = "no memory";
+      return NULL;
+    }
+    memcpy(c->bearer, bearer, bl);
+    c->bearer_len = bl;
+  }
+  if (tm_subproto_offer(w->cfg.caps, c->offer, sizeof(c->offer)) < 0) {
+    conn_free(c);
+    *err = "the subprotocol offer does not fit";
+    return NULL;
+  }
+  if (u.ipv6)
+    snprintf(c->hosthdr, sizeof(c->hosthdr), "[%s]:%u", u.host,
+             (unsigned)u.port);
+  else
+    snprintf(c->hosthdr, sizeof(c->hosthdr), "%s:%u", u.host, (unsigned)u.port);
+  *err = NULL;
+  if (u.ipv6 || inet_pton(AF_INET, u.host, &a4) == 1 ||
+      inet_pton(AF_INET6, u.host, &a6) == 1) {
+    start_connect(c, c->url.host);
+    return c;
+  }
+  struct tm_ws_resolve *r = calloc(1, sizeof(*r));
+  if (!r) {
+    conn_free(c);
+    *err = "no memory";
+    return NULL;
+  }
+  r->c = c;
+  memcpy(r->host, u.host, strlen(u.host) + 1);
+  int64_t job = w->api->submit(w->ctx, resolve_work, resolve_done, r);
+  if (job <= 0) {
+    free(r);
+    defer_error(c); /* the job queue is full: a connect error */
+    return c;
+  }
+  c->resolve = r;
+  c->job = job;
+  return c;
+}

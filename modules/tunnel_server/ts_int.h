@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tunnel_server internals, shared by its files:
+ *   tunnel_server.c  the module: lifecycle, services, the listener, stop
+ *   ts_conf.c        the keys, their check and the values read from them
+ *   ts_conn.c        one WebSocket: authentication by bearer token, its
+ *                    session, agent metadata, the agent registry
+ *   ts_open.c        one client stream: the open executor, authorization,
+ *                    selection, the agent's open, the relay, its log line
+ * (TM-P0-23: the WebSocket side knows frame boundaries and connection
+ * lifecycle only; the streams' orchestration is ts_open.c.)
+ */
+#ifndef TS_INT_H
+#define TS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/access.h>
+#include <proxyhost/authz_store.h>
+#include <proxyhost/module.h>
+
+#include "open_exec.h"
+#include "relay.h"
+#include "tm_metrics.h"
+#include "tm_session.h"
+#include "tm_ws.h"
+
+/* Bounds of keys that size arrays here. */
+#define TS_AGENT_CONNS_MAX 64   /* agent.max_connections */
+#define TS_NODE_ID_MAX 64
+#define TS_REDACTED_LEN 16      /* "agent-" + 8 hex digits + NUL */
+
+typedef struct ts_mod ts_mod;
+typedef struct ts_conn ts_conn;
+typedef struct ts_agent ts_agent;
+typedef struct ts_token ts_token;
+typedef struct ts_open ts_open;
+
+/* The values read from the section (ts_conf.c). */
+typedef struct ts_conf {
+  char listen[130], path[130];
+  char cert[1025], key[1025];
+  int allow_plain, legacy_no_subprotocol;
+  uint32_t max_connections;
+  uint32_t max_auth_in_flight;
+  unsigned caps;       /* open_result | flow_control from the switches */
+  unsigned local_caps; /* fair_writer */
+  uint32_t max_concurrent_opens, max_pending_opens, max_opens_per_session;
+  uint32_t max_per_connection, max_per_token, max_per_agent;
+  uint32_t agent_max_connections;
+  uint32_t open_timeout_ms;
+  uint32_t initial_window, window_update_threshold, max_frame_payload;
+  uint32_t inbound_buffer_bytes, outbound_buffer_bytes;
+  uint32_t control_queue_frames, control_queue_bytes, quantum;
+  uint32_t violation_limit, violation_window_ms;
+  uint32_t ping_interval_ms, ping_timeout_ms;
+  uint32_t drain_ms;
+  int64_t idle_timeout_ms;
+  char node_id[TS_NODE_ID_MAX + 1];
+} ts_conf;
+
+extern const ph_conf_key ts_keys[];
+/* The module's check: the keys' relations (ts_conf.c). */
+int ts_check(ph_ctx *ctx, const ph_api *api, const char **key, char *why,
+             size_t whylen);
+/* Reads the section into c (after check passed). */
+void ts_conf_read(ph_ctx *ctx, const ph_api *api, ts_conf *c);
+/* The session configuration for a connection with negotiated caps. */
+void ts_session_cfg(const ts_conf *c, int opener, unsigned caps,
+                    tm_metrics *metrics, tm_session_cfg *out);
+
+enum ts_conn_kind { TS_CONN_AUTH = 0, TS_CONN_CLIENT, TS_CONN_AGENT };
+
+struct ts_token {
+  char id[PH_AZ_ID_LEN + 1];
+  uint32_t streams; /* client streams alive under this token */
+  uint32_t conns;   /* connections holding it */
+  ts_token *next;
+};
+
+struct ts_agent {
+  char name[PH_AZ_NAME_MAX + 1];
+  ts_conn *conns; /* its connections (linked by agent_next) */
+  uint32_t nconns;
+  uint32_t rr;    /* rotates selection ties */
+  ts_agent *next;
+};
+
+/* What a connection is carried by: tm_ws in the module, an in-memory
+ * link in the unit test. */
+typedef struct ts_link_ops {
+  const tm_transport *(*transport)(void);
+  /* Messages and writable events go to s from now on. */
+  void (*bind)(void *link, tm_session *s);
+  /* Start reading (paused since the accept). */
+  void (*resume)(void *link);
+  /* Close with a WebSocket status and a fixed reason; the link calls
+   * ts_conn_closed once it is gone. */
+  void (*close)(void *link, int status, const char *reason);
+} ts_link_ops;
+
+struct ts_conn {
+  ts_mod *m;
+  const ts_link_ops *lo;
+  void *link;
+  tm_session *s;
+  int kind;          /* ts_conn_kind */
+  unsigned caps;     /* negotiated by subprotocol */
+  int64_t auth_call; /* > 0 while the store authenticates */
+  char token_id[PH_AZ_ID_LEN + 1]; /* for logs: never the secret */
+  char peer[64];
+  ts_token *token;   /* client */
+  ts_agent *agent;   /* agent */
+  int ready;         /* agent: metadata arrived and is consistent */
+  unsigned meta_caps;
+  oexec_group group; /* client: its opens in the executor */
+  ts_conn *next, *prev;  /* all connections */
+  ts_conn *agent_next;   /* the agent's connections */
+};
+
+struct ts_mod {
+  ph_ctx *ctx;
+  ts_conf c;
+  tm_metrics *metrics;
+  tm_ws *ws;
+  const ph_az_store_v1 *store;
+  void *store_self;
+  const ph_access_v1 *access;
+  void *access_self;
+  oexec exec;
+  int pumping;    /* inside ts_open_pump: no recursion */
+  uint32_t nconns, auth_in_flight;
+  ts_conn *conns;
+  ts_agent *agents;
+  ts_token *tokens;
+  ts_open *opens;   /* every client stream, opening or relaying */
+  uint32_t nopens;
+  int stopping;     /* 1: draining, 2: stopped */
+  int stop_pending; /* stop returned PH_STOP_PENDING */
+  ph_timer *drain_timer;
+  uint64_t stream_seq; /* for log lines: a number, not the wire id */
+};
+
+extern const ph_api *ts_api;
+/* The state of the instance initialised last (for the unit test, which
+ * links the module's sources; the .so exports only proxyhost_module). */
+extern ts_mod *ts_last_mod;
+
+/* Microseconds on the monotonic clock. */
+uint64_t ts_now_us(void);
+
+/* tunnel_server.c: a connection ended; the stop finishes once none is
+ * left. */
+void ts_stop_check(ts_mod *m);
+
+/* ts_conn.c */
+/* The agent's name as logs show it: a stable hash, never the name. */
+void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]);
+/* Frees t once no connection and no stream holds it. */
+void ts_token_release(ts_mod *m, ts_token *t);
+extern const tm_ws_handlers ts_ws_handlers;
+/* The agent of that name, if any connection of it is registered. */
+ts_agent *ts_agent_find(ts_mod *m, const char *name);
+/* A connection was accepted with this bearer (len bytes) and chosen
+ * subprotocol (NULL: none): authentication starts, reading stays paused.
+ * NULL: refused (stopping, max_connections, no memory): close it. */
+ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
+                        const char *bearer, size_t len, const char *subproto,
+                        const char *peer);
+/* The link is gone: c is freed. */
+void ts_conn_closed(ts_conn *c);
+/* GOAWAY to every session (stop). */
+void ts_conn_goaway_all(ts_mod *m);
+/* Close every connection now (the end of the drain, destroy). */
+void ts_conn_close_all(ts_mod *m);
+
+/* ts_open.c */
+/* The client session's on_open / on_abandon. */
+void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req);
+void ts_open_on_abandon(ts_conn *cc, tm_stream *st);
+/* The client session closed: drop what its streams still hold. */
+void ts_open_conn_gone(ts_conn *cc);
+/* Start what the executor allows now. */
+void ts_open_pump(ts_mod *m);
+/* Stop: abort the relays that are left. */
+void ts_open_abort_all(ts_mod *m);
+uint32_t ts_open_relays(const ts_mod *m);
+
+#endif

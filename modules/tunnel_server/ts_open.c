@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * One client stream through the server (seed 001 "P0 Server"): the
+ * client session's on_open does no I/O (TM-P0-14, TM-P2-1); it only
+ * checks the request and hands the open to the bounded open executor
+ * (open_exec.h), which refuses at once when full (TM-FAIL-2). A running
+ * open then goes:
+ *
+ *   authorization  the access provider (the auth_cache in front of the
+ *                  store), principal = the client's token id, agent =
+ *                  the one the client named, host in normal form
+ *   selection      that agent's connections that can open, by weighted
+ *                  least connections (agent_select.h)
+ *   open           tm_stream_open on the agent session, stream.
+ *                  open_timeout; strict when the agent session negotiated
+ *                  open results (TM-PROTO-20), legacy otherwise
+ *   relay          tm_stream_accept on the client stream (the stream is
+ *                  installed as open before OPEN_RESULT(ok) goes out,
+ *                  TM-P0-18), then a relay joins the two streams
+ *
+ * and a failure anywhere is tm_stream_reject with the stage and stable
+ * code where it happened, the agent's own when the agent refused
+ * (TM-P0-19): an OPEN_RESULT to a strict client, a RESET to a legacy one
+ * (TM-P0-21). Either way only that stream ends (TM-TEST-16).
+ *
+ * A strict client whose agent connection is legacy gets OPEN_RESULT(ok)
+ * when the stream was opened towards the agent, which is all the server
+ * knows then; it is counted as open_mode="legacy" (TM-PROTO-21) and
+ * never reported as a strict success (TM-PROTO-22): the agent's later
+ * failure reaches the client as a RESET. A client RESET, or its session
+ * ending, while the open runs cancels the step in progress (the access
+ * check, the agent's open) and frees the executor slot.
+ *
+ * Every stream ends with one info log line (TM-OBS-19): the redacted
+ * agent id, node, stage, stable code, open_mode and µs timings; the
+ * target only at debug (TM-SEC-9).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <proxyhost/connector.h>
+
+#include "agent_select.h"
+#include "host_norm.h"
+#include "ts_int.h"
+
+enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };
+
+struct ts_open {
+  oexec_job job;
+  ts_mod *m;
+  ts_conn *cc;    /* the client connection; NULL once it is gone */
+  tm_stream *cst; /* the client stream until answered */
+  tm_stream *ast; /* the agent stream while its open runs */
+  ts_token *token;
+  ph_relay *relay;
+  int phase;
+  int64_t check; /* the access check while it runs */
+  int strict_client, strict_agent, agent_known;
+  uint8_t protocol;
+  uint16_t port;
+  char host[HOST_NORM_MAX + 1];
+  char agent[TM_AGENT_MAX + 1];
+  char token_id[PH_AZ_ID_LEN + 1];
+  uint64_t seq;
+  uint64_t t0, t_step;
+  uint64_t queue_us, auth_us, select_us, open_us, ttfb_us;
+  ts_open *next, *prev;
+};
+
+static ts_open *job_open(oexec_job *j) {
+  return (ts_open *)((char *)j - offsetof(ts_open, job));
+}
+
+static uint64_t since(uint64_t t) {
+  uint64_t n = ts_now_us();
+  return n > t ? n - t : 0;
+}
+
+static int open_mode_strict(const ts_open *op) {
+  return op->strict_client && (!op->agent_known || op->strict_agent);
+}
+
+static const char *phase_stage(int phase) {
+  switch (phase) {
+  case OP_QUEUED:
+    return "queue";
+  case OP_AUTH:
+    return "authorization";
+  case OP_OPENING:
+    return "open";
+  case OP_RELAY:
+    return "relay";
+  }
+  return "none";
+}
+
+/* The line every stream ends with. */
+static void log_end(ts_open *op, const char *stage, const char *code,
+                    const char *end, const relay_stats *rs) {
+  ts_mod *m = op->m;
+  char red[TS_REDACTED_LEN];
+  ts_redact_agent(op->agent, red);
+  PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel stream end",
+         PH_UINT("stream", op->seq), PH_STR("node", m->c.node_id),
+         PH_STR("agent", red), PH_STR("principal", op->token_id),
+         PH_STR("open_mode", open_mode_strict(op) ? "strict" : "legacy"),
+         PH_STR("stage", stage), PH_STR("code", code), PH_STR("end", end),
+         PH_UINT("queue_us", op->queue_us), PH_UINT("auth_us", op->auth_us),
+         PH_UINT("select_us", op->select_us),
+         PH_UINT("open_us", op->open_us), PH_UINT("ttfb_us", op->ttfb_us),
+         PH_UINT("duration_us", since(op->t0)),
+         PH_UINT("bytes_up", rs ? rs->up : 0),
+         PH_UINT("bytes_down", rs ? rs->down : 0));
+  if (ts_api->log_enabled(m->ctx, PH_LOG_DEBUG))
+    PH_LOG(ts_api, m->ctx, PH_LOG_DEBUG, "tunnel stream target",
+           PH_UINT("stream", op->seq), PH_STR("host", op->host),
+           PH_UINT("port", op->port));
+}
+
+/* Frees op: out of the executor, the lists and the token's count. */
+static void finish(ts_open *op) {
+  ts_mod *m = op->m;
+  oexec_remove(&m->exec, &op->job);
+  if (op->prev)
+    op->prev->next = op->next;
+  else
+    m->opens = op->next;
+  if (op->next)
+    op->next->prev = op->prev;
+  m->nopens--;
+  if (op->token) {
+    op->token->streams--;
+    ts_token_release(m, op->token);
+  }
+  free(op);
+  ts_open_pump(m);
+}
+
+static void fail(ts_open *op, int stage, int code, int retryable,
+                 uint32_t retry_after_ms) {
+  tm_obs_open(op->m->metrics, open_mode_strict(op), code);
+  if (op->cst) {
+    tm_stream_reject(op->cst, stage, code, retryable,
+                     retryable ? retry_after_ms : 0);
+    op->cst = NULL;
+  }
+  log_end(op, ph_open_stage_name(stage), ph_open_code_name(code), "refused",
+          NULL);
+  finish(op);
+}
+
+/* ---- relay ------------------------------------------------------------- */
+
+static void relay_first_down(void *arg) {
+  ts_open *op = arg;
+  /* TM-OBS-20: from accepting OPEN_STREAM to the first byte the agent
+   * sent reaching the client's stream. */
+  op->ttfb_us = since(op->t0);
+  tm_obs_ttfb(op->m->metrics, TM_TTFB_SERVER, op->ttfb_us);
+}
+
+static void relay_done(void *arg, const relay_stats *st, int end) {
+  ts_open *op = arg;
+  static const char *const ends[] = {"closed", "idle", "error", "aborted"};
+  op->relay = NULL;
+  log_end(op, "none", "ok", end >= 0 && end <= 3 ? ends[end] : "error", st);
+  finish(op);
+}
+
+/* ---- the agent's answer ------------------------------------------------- */
+
+static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
+                          int strict) {
+  ts_open *op = arg;
+  ts_mod *m = op->m;
+  op->ast = NULL;
+  op->open_us = since(op->t_step);
+  /* The slot frees now: what follows is no more an open. */
+  oexec_remove(&m->exec, &op->job);
+  if (!res->accepted) {
+    tm_obs_stage(m->metrics, TM_OS_OPEN,
+                 res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE,
+                 op->open_us);
+    fail(op, res->stage, res->code, res->retryable, res->retry_after_ms);
+    return;
+  }
+  op->strict_agent = strict;
+  tm_obs_stage(m->metrics, TM_OS_OPEN, TM_R_SUCCESS, op->open_us);
+  tm_obs_open(m->metrics, open_mode_strict(op), PH_OPEN_OK);
+  tm_stream *cst = op->cst;
+  op->cst = NULL;
+  /* TM-P0-18: accept installs the client stream as open, then queues
+   * OPEN_RESULT(ok); the relay is joined before the loop runs again, so
+   * the client's first DATA finds it. */
+  tm_stream_accept(cst);
+  relay_opts o = {
+      .idle_timeout_ms = m->c.idle_timeout_ms,
+      .buffer_size = 16384,
+      .use_splice = 0,
+      .first_down = relay_first_down,
+      .done = relay_done,
+      .arg = op,
+  };
+  stream_end ce = {-1, tm_stream_ph(cst)}, ae = {-1, tm_stream_ph(ast)};
+  op->phase = OP_RELAY;
+  op->relay = relay_start(ts_api, m->ctx, ce, ae, NULL, 0, &o);
+  if (!op->relay) {
+    /* relay_start closed both streams: the client sees a RESET. */
+    log_end(op, "relay", "internal_error", "error", NULL);
+    finish(op);
+    return;
+  }
+  ts_open_pump(m);
+}
+
+/* ---- selection ----------------------------------------------------------- */
+
+static void select_and_open(ts_open *op) {
+  ts_mod *m = op->m;
+  op->t_step = ts_now_us();
+  ts_agent *a = ts_agent_find(m, op->agent);
+  sel_cand cand[TS_AGENT_CONNS_MAX];
+  ts_conn *conn[TS_AGENT_CONNS_MAX];
+  size_t n = 0;
+  uint64_t agent_streams = 0;
+  for (ts_conn *c = a ? a->conns : NULL; c && n < TS_AGENT_CONNS_MAX;
+       c = c->agent_next) {
+    uint32_t s = c->s ? tm_session_streams(c->s) : 0;
+    agent_streams += s;
+    cand[n].streams = s;
+    cand[n].weight = 1;
+    cand[n].can_open = c->ready && c->s && tm_session_can_open(c->s);
+    conn[n++] = c;
+  }
+  if (a && agent_streams >= m->c.max_per_agent) {
+    op->select_us = since(op->t_step);
+    tm_obs_stage(m->metrics, TM_OS_SELECTION, TM_R_REJECTED, op->select_us);
+    fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
+    return;
+  }
+  int i = sel_pick(cand, n, a ? a->rr++ : 0);
+  op->select_us = since(op->t_step);
+  if (i < 0) {
+    tm_obs_stage(m->metrics, TM_OS_SELECTION, TM_R_FAILURE, op->select_us);
+    fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1, 1000);
+    return;
+  }
+  tm_obs_stage(m->metrics, TM_OS_SELECTION, TM_R_SUCCESS, op->select_us);
+  ts_conn *ac = conn[i];
+  op->agent_known = 1;
+  op->strict_agent = !!(tm_session_caps(ac->s) & TM_CAP_OPEN_RESULT);
+  tm_open_stream areq;
+  memset(&areq, 0, sizeof(areq));
+  areq.protocol = op->protocol;
+  areq.port = op->port;
+  memcpy(areq.host, op->host, sizeof(areq.host));
+  op->t_step = ts_now_us();
+  op->phase = OP_OPENING;
+  op->ast = tm_stream_open(ac->s, &areq, m->c.open_timeout_ms, on_agent_open,
+                           op);
+  if (!op->ast) {
+    /* Full or draining since the pick: nothing was sent. */
+    fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1, 1000);
+    return;
+  }
+}
+
+/* ---- authorization ------------------------------------------------------- */
+
+static void on_access(void *arg, const ph_access_result *res) {
+  ts_open *op = arg;
+  ts_mod *m = op->m;
+  op->check = 0;
+  op->auth_us = since(op->t_step);
+  int verdict = res && PH_ACCESS_HAS(ph_access_result, res->size, code)
+                    ? res->verdict
+                    : 0;
+  if (verdict == PH_ACCESS_ALLOW) {
+    tm_obs_stage(m->metrics, TM_OS_AUTHORIZATION, TM_R_SUCCESS, op->auth_us);
+    select_and_open(op);
+    return;
+  }
+  if (verdict == PH_ACCESS_UNAVAILABLE) {
+    int code = res->code;
+    if (code != PH_OPEN_QUEUE_FULL && code != PH_OPEN_TIMEOUT)
+      code = PH_OPEN_INTERNAL_ERROR;
+    uint32_t ra =
+        PH_ACCESS_HAS(ph_access_result, res->size, retry_after_ms)
+            ? res->retry_after_ms
+            : 0;
+    tm_obs_stage(m->metrics, TM_OS_AUTHORIZATION,
+                 code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE,
+                 op->auth_us);
+    fail(op, PH_STAGE_AUTHORIZATION, code, 1, ra ? ra : 1000);
+    return;
+  }
+  /* DENY, and anything this header does not know: fail closed. */
+  tm_obs_stage(m->metrics, TM_OS_AUTHORIZATION, TM_R_REJECTED, op->auth_us);
+  fail(op, PH_STAGE_AUTHORIZATION, PH_OPEN_FORBIDDEN, 0, 0);
+}
+
+/* A slot is the open's: it starts. */
+static void run(ts_open *op) {
+  ts_mod *m = op->m;
+  op->queue_us = since(op->t0);
+  tm_obs_queue_wait(m->metrics, TM_Q_OPEN, op->queue_us);
+  op->phase = OP_AUTH;
+  op->t_step = ts_now_us();
+  ph_access_request rq = {
+      .size = sizeof(rq),
+      .protocol = op->protocol,
+      .port = op->port,
+      .host = op->host,
+      .principal = op->token_id,
+      .agent = op->agent,
+  };
+  int64_t id = m->access->check_open(m->access_self, &rq, on_access, op);
+  if (id <= 0) {
+    tm_obs_stage(m->metrics, TM_OS_AUTHORIZATION, TM_R_FAILURE, 0);
+    fail(op, PH_STAGE_AUTHORIZATION, PH_OPEN_INTERNAL_ERROR, 1, 1000);
+    return;
+  }
+  op->check = id;
+}
+
+void ts_open_pump(ts_mod *m) {
+  if (m->pumping)
+    return;
+  m->pumping = 1;
+  oexec_job *j;
+  while ((j = oexec_next(&m->exec)))
+    run(job_open(j));
+  m->pumping = 0;
+}
+
+/* ---- the client session's side ------------------------------------------ */
+
+void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
+  ts_mod *m = cc->m;
+  ts_open *op = calloc(1, sizeof(*op));
+  if (!op) {
+    tm_stream_reject(st, PH_STAGE_QUEUE, PH_OPEN_INTERNAL_ERROR, 1, 1000);
+    return;
+  }
+  op->m = m;
+  op->cc = cc;
+  op->cst = st;
+  op->t0 = ts_now_us();
+  op->seq = ++m->stream_seq;
+  op->protocol = req->protocol;
+  op->port = req->port;
+  op->strict_client = tm_stream_strict(st);
+  memcpy(op->agent, req->agent, sizeof(op->agent));
+  memcpy(op->token_id, cc->token_id, sizeof(op->token_id));
+  op->token = cc->token;
+  if (op->token)
+    op->token->streams++;
+  op->next = m->opens;
+  if (m->opens)
+    m->opens->prev = op;
+  m->opens = op;
+  m->nopens++;
+  tm_stream_set_user(st, op);
+
+  if (req->protocol != PH_PROTO_TCP) {
+    fail(op, PH_STAGE_PROTOCOL, PH_OPEN_UNSUPPORTED_CAPABILITY, 0, 0);
+    return;
+  }
+  if (host_norm(req->host, op->host) != 0) {
+    fail(op, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, 0, 0);
+    return;
+  }
+  if (!op->agent[0]) {
+    fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 0, 0);
+    return;
+  }
+  /* TM-SEC-5: the connection's and the token's bounds (this stream
+   * counts already). */
+  if (tm_session_streams(cc->s) > m->c.max_per_connection ||
+      (op->token && op->token->streams > m->c.max_per_token)) {
+    fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
+    return;
+  }
+  switch (oexec_submit(&m->exec, &cc->group, &op->job)) {
+  case OEXEC_RUN:
+    run(op);
+    break;
+  case OEXEC_QUEUED:
+    op->phase = OP_QUEUED;
+    break;
+  default:
+    /* TM-FAIL-2: full now is queue_full now; nothing waits unbounded. */
+    fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
+  }
+}
+
+/* Drops the step in progress of an open whose client stream is gone. */
+static void abandon(ts_open *op) {
+  ts_mod *m = op->m;
+  op->cst = NULL;
+  if (op->phase == OP_AUTH && op->check > 0) {
+    m->access->cancel(m->access_self, op->check);
+    op->check = 0;
+  } else if (op->phase == OP_OPENING && op->ast) {
+    tm_stream_cancel(op->ast);
+    op->ast = NULL;
+  }
+  log_end(op, phase_stage(op->phase), "canceled", "client_reset", NULL);
+  finish(op);
+}
+
+void ts_open_on_abandon(ts_conn *cc, tm_stream *st) {
+  (void)cc;
+  ts_open *op = tm_stream_user(st);
+  if (op && op->cst == st && op->phase != OP_RELAY)
+    abandon(op);
+}
+
+void ts_open_conn_gone(ts_conn *cc) {
+  ts_mod *m = cc->m;
+  ts_open *op = m->opens;
+  while (op) {
+    ts_open *next = op->next;
+    if (op->cc == cc) {
+      op->cc = NULL;
+      /* The session resets its unanswered streams (on_abandon) before
+       * it closes; one still unanswered here would point into a freed
+       * session and its executor group. */
+      if (op->phase != OP_RELAY && op->cst)
+        abandon(op);
+    }
+    op = next;
+  }
+}
+
+void ts_open_abort_all(ts_mod *m) {
+  ts_open *op = m->opens;
+  while (op) {
+    ts_open *next = op->next;
+    if (op->phase == OP_RELAY && op->relay) {
+      relay_stats rs = relay_get_stats(op->relay);
+      relay_abort(op->relay);
+      op->relay = NULL;
+      log_end(op, "none", "ok", "aborted", &rs);
+      finish(op);
+      /* finish may have freed others through the pump: restart. */
+      next = m->opens;
+    }
+    op = next;
+  }
+}
+
+uint32_t ts_open_relays(const ts_mod *m) { return m->nopens; }

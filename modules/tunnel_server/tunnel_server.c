@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tunnel_server: the TunnelMesh server role (seed 001 "P0 Server",
+ * docs/user-guide/server.md). Clients and agents connect to its
+ * WebSocket listener (tm_ws) with a bearer token; the store named by
+ * `store` says who each one is (ts_conn.c); every client stream is
+ * authorized by the `access` provider, placed on one of the named
+ * agent's connections and relayed stream to stream (ts_open.c).
+ *
+ * Stop (TM-UPG-13): GOAWAY to every session, no new connection, streams
+ * may finish for drain_timeout, then whatever is left is closed.
+ * Readiness: after start the listener is bound and both providers were
+ * found (start fails otherwise); not ready from stop on.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ts_int.h"
+
+const ph_api *ts_api;
+ts_mod *ts_last_mod;
+
+static const char *const ts_requires[] = {PH_AZ_STORE_SERVICE,
+                                          PH_ACCESS_SERVICE, NULL};
+
+uint64_t ts_now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  ts_api = api;
+  ts_mod *m = calloc(1, sizeof(*m));
+  if (!m)
+    return PH_ENOMEM;
+  m->ctx = ctx;
+  ts_conf_read(ctx, api, &m->c);
+  m->metrics = tm_metrics_register(api, ctx, TM_COMPONENT_SERVER);
+  if (!m->metrics) {
+    free(m);
+    return PH_EINVAL;
+  }
+  oexec_init(&m->exec, m->c.max_concurrent_opens, m->c.max_pending_opens,
+             m->c.max_opens_per_session);
+  *state = m;
+  ts_last_mod = m;
+  return PH_OK;
+}
+
+static int ts_start(void *state) {
+  ts_mod *m = state;
+  const char *store = ts_api->conf_str(m->ctx, "store");
+  const char *access = ts_api->conf_str(m->ctx, "access");
+  m->store = ts_api->service_get_named(m->ctx, PH_AZ_STORE_SERVICE, store,
+                                       PH_AZ_STORE_MAJOR, 0, &m->store_self);
+  if (!m->store) {
+    PH_LOG(ts_api, m->ctx, PH_LOG_ERROR, "authz.store not found",
+           PH_STR("store", store));
+    return PH_ENOENT;
+  }
+  m->access = ts_api->service_get_named(m->ctx, PH_ACCESS_SERVICE, access,
+                                        PH_ACCESS_MAJOR, 0, &m->access_self);
+  if (!m->access) {
+    PH_LOG(ts_api, m->ctx, PH_LOG_ERROR, "access provider not found",
+           PH_STR("access", access));
+    return PH_ENOENT;
+  }
+  tm_ws_cfg wc = {
+      .listen = m->c.listen,
+      .cert_file = m->c.cert[0] ? m->c.cert : NULL,
+      .key_file = m->c.key[0] ? m->c.key : NULL,
+      .allow_plain = m->c.allow_plain,
+      .legacy_no_subprotocol = m->c.legacy_no_subprotocol,
+      .caps = m->c.caps,
+      .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
+      .path = m->c.path,
+      /* tm_ws answers 503 beyond it at the upgrade; ts_conn counts too. */
+      .max_connections = m->c.max_connections,
+  };
+  const char *err = NULL;
+  m->ws = tm_ws_new(ts_api, m->ctx, &wc, &ts_ws_handlers, m, &err);
+  if (!m->ws) {
+    PH_LOG(ts_api, m->ctx, PH_LOG_ERROR, "tunnel listener failed",
+           PH_STR("listen", m->c.listen),
+           PH_STR("reason", err ? err : "unknown"));
+    return PH_EINVAL;
+  }
+  PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel server listening",
+         PH_STR("listen", m->c.listen), PH_INT("port", tm_ws_port(m->ws)),
+         PH_STR("scheme", m->c.cert[0] ? "wss" : "ws"),
+         PH_STR("path", m->c.path));
+  return PH_OK;
+}
+
+static int ts_reload(void *state) {
+  ts_mod *m = state;
+  ts_conf n;
+  ts_conf_read(m->ctx, ts_api, &n);
+  /* The keys without PH_CONF_RESTART; sessions keep what they started
+   * with. */
+  m->c.max_connections = n.max_connections;
+  m->c.max_concurrent_opens = n.max_concurrent_opens;
+  m->c.max_pending_opens = n.max_pending_opens;
+  m->c.max_opens_per_session = n.max_opens_per_session;
+  m->c.max_per_connection = n.max_per_connection;
+  m->c.max_per_token = n.max_per_token;
+  m->c.max_per_agent = n.max_per_agent;
+  m->c.agent_max_connections = n.agent_max_connections;
+  m->c.open_timeout_ms = n.open_timeout_ms;
+  m->c.idle_timeout_ms = n.idle_timeout_ms;
+  m->c.drain_ms = n.drain_ms;
+  memcpy(m->c.node_id, n.node_id, sizeof(m->c.node_id));
+  oexec_set_limits(&m->exec, n.max_concurrent_opens, n.max_pending_opens,
+                   n.max_opens_per_session);
+  ts_open_pump(m);
+  return PH_OK;
+}
+
+static void drain_end(ph_timer *t, void *arg) {
+  ts_mod *m = arg;
+  (void)t;
+  PH_LOG(ts_api, m->ctx, PH_LOG_INFO,
+         "tunnel drain deadline: closing what is left",
+         PH_UINT("connections", m->nconns), PH_UINT("streams", m->nopens));
+  ts_open_abort_all(m);
+  ts_conn_close_all(m);
+}
+
+void ts_stop_check(ts_mod *m) {
+  if (m->stopping == 1 && m->nconns == 0 && m->stop_pending) {
+    m->stopping = 2;
+    if (m->drain_timer) {
+      ts_api->timer_free(m->drain_timer);
+      m->drain_timer = NULL;
+    }
+    ts_api->stop_done(m->ctx);
+  }
+}
+
+static int ts_stop(void *state) {
+  ts_mod *m = state;
+  m->stopping = 1;
+  ts_api->set_ready(m->ctx, 0);
+  if (m->nconns == 0) {
+    m->stopping = 2;
+    return PH_OK;
+  }
+  /* TM-UPG-13: GOAWAY; sessions close by themselves once their last
+   * stream ended, the others at the deadline. */
+  ts_conn_goaway_all(m);
+  m->drain_timer = ts_api->timer_new(m->ctx, drain_end, m);
+  if (!m->drain_timer) {
+    drain_end(NULL, m);
+  } else {
+    ts_api->timer_set(m->drain_timer, m->c.drain_ms ? m->c.drain_ms : 1, 0);
+  }
+  if (m->nconns == 0) {
+    m->stopping = 2;
+    return PH_OK;
+  }
+  m->stop_pending = 1;
+  return PH_STOP_PENDING;
+}
+
+static void ts_destroy(void *state) {
+  ts_mod *m = state;
+  if (!m)
+    return;
+  if (m->drain_timer)
+    ts_api->timer_free(m->drain_timer);
+  m->stopping = 2;
+  ts_open_abort_all(m);
+  if (m->ws)
+    tm_ws_free(m->ws); /* every connection's on_closed runs */
+  while (m->agents) {
+    ts_agent *a = m->agents;
+    m->agents = a->next;
+    free(a);
+  }
+  while (m->tokens) {
+    ts_token *t = m->tokens;
+    m->tokens = t->next;
+    free(t);
+  }
+  tm_metrics_free(m->metrics);
+  if (ts_last_mod == m)
+    ts_last_mod = NULL;
+  free(m);
+}
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("tunnel_server", "1.0"),
+    .description = "TunnelMesh server: authenticates clients and agents, "
+                   "authorizes and relays every stream",
+    .requires = ts_requires,
+    .config = ts_keys,
+    .check = ts_check,
+    .init = ts_init,
+    .start = ts_start,
+    .reload = ts_reload,
+    .stop = ts_stop,
+    .destroy = ts_destroy,
+};

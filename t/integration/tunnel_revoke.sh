@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# TunnelMesh across two servers on one PostgreSQL (TM-TEST-35, TM-P1-34):
+# server s1 (admin only, where the token is revoked) and server s2 (the
+# client and the agent connect to it), each with store_pg and auth_cache
+# in front of it (allow TTL 5 minutes). A stream works through s2; the
+# client's token is revoked through s1; new streams through s2 are
+# refused (SOCKS5 0x02) within 3 s: the tries are 100 ms apart and
+# bounded to 30 (the time it took is printed).
+. "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/pg.sh"
+require_modules tunnel_server tunnel_agent tunnel_client store_pg \
+  auth_cache admin_api direct socks5
+. "$top_srcdir/t/lib/tunnel.sh"
+MIGRATE=${MIGRATE:-$top_builddir/tools/proxyhost-migrate}
+PY=${PYTHON3:-python3}
+
+start_pg "$T/pg"; ok $? "a private PostgreSQL"
+TN_DSN=$(pg_new_db authz) && PROXYHOST_MIGRATE_DSN=$TN_DSN "$MIGRATE" apply >/dev/null
+ok $? "database authz at the current schema"
+TN_STORE=store_pg
+tn_setup; ok $? "admin token and dnsd.py"
+start_file_server "$T/www" "before the revocation"; ok $? "file server up"
+web=$FILE_SERVER_PORT
+POLL='[store_pg]
+revision_poll = 200ms
+positive_ttl = 5m'
+
+tn_server s1 "$POLL"; ok $? "server s1 up"
+tn_server s2 "$POLL"; ok $? "server s2 up (same database)"
+tn_creds s1; ok $? "credentials made through s1"
+tn_agent a s2; tn_client c s2
+tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c_admin"
+ok $? "agent and client connected to s2"
+is "$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")" "before the revocation" \
+  "a stream through s2 (its allow is now cached for 5 minutes)"
+
+tn_ctl "$s1_admin" token revoke "$TN_CLIENT_TOKEN_ID" >/dev/null
+ok $? "the client token revoked through s1"
+t0=$(date +%s%N)
+i=0
+r=
+while [ $i -lt 30 ]; do
+  r=$($PY "$top_srcdir/t/lib/socks5_probe.py" reply --proxy "127.0.0.1:$c_socks" \
+    --target "ok.test:$web")
+  [ "$r" = 0x02 ] && break
+  i=$((i + 1))
+  sleep 0.1
+done
+echo "# refused after $((($(date +%s%N) - t0) / 1000000)) ms, $i tries"
+is "$r" 0x02 "TM-TEST-35 new streams through s2 refused (0x02 forbidden) within 30 tries 100 ms apart"
+like_re "$(tn_metrics "$s2_admin")" 'tunnelmesh_stream_open_total\{[^}]*error_class="forbidden"[^}]*\} [1-9]' \
+  "... counted forbidden at s2"
+unlike "$(cat "$T/s2.log" "$T/s1.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 no token secret in the servers' logs"
+
+done_testing

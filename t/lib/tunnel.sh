@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Shell helpers for the TunnelMesh tests (sourced after testlib.sh): the
+# scriptable peer t/lib/tm_peer.py, and real tunnel_server, tunnel_agent
+# and tunnel_client processes on loopback with their credentials.
+
+# tm_peer ARGS...: t/lib/tm_peer.py (standard library only).
+tm_peer() { "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/t/lib/tm_peer.py" "$@"; }
+
+# The three roles as real proxyhost processes (or one process holding
+# all three as named instances), on loopback, with a SQLite store:
+#
+#   tn_setup                       # admin token, DNS (dnsd.py), ports
+#   tn_server s1 [EXTRA-INI]       # tunnel_server + store_sqlite +
+#                                  # auth_cache + admin_api; s1_port (ws),
+#                                  # s1_admin, s1_pid, $T/s1.log
+#   tn_creds s1                    # user alice, agent edge-1, the client
+#                                  # token ($T/client.token) and the agent
+#                                  # token ($T/agent.token), a policy
+#   tn_agent a1 s1 [EXTRA-INI]     # tunnel_agent + direct (dnsd.py)
+#   tn_client c1 s1 [EXTRA-INI]    # tunnel_client + socks5; c1_socks
+#   tn_all x [EXTRA-INI]           # all of it in one process: x_socks,
+#                                  # x_admin, x_port
+#   tn_wait_sessions a1_admin agent 1  # the agent is connected
+#
+# EXTRA-INI is appended, so its sections and keys win (read in order).
+
+CTL=${CTL:-$top_builddir/tools/proxyhostctl}
+TN_AGENT=${TN_AGENT:-edge-1}
+
+tn_setup() {
+  TN_ADMIN_TOKEN=$T/admin.token
+  "$CTL" admin-token new "$TN_ADMIN_TOKEN" >/dev/null || return 1
+  start_dnsd "ok.test=127.0.0.1" "page.test=127.0.0.1" || return 1
+}
+
+# tn_ctl ADMIN-PORT ARGS...: proxyhostctl against that admin listener.
+tn_ctl() {
+  _p=$1
+  shift
+  "$CTL" --admin "127.0.0.1:$_p" --token-file "$TN_ADMIN_TOKEN" "$@"
+}
+
+# tn_bearer TEXT: the bearer line of token create's output.
+tn_bearer() { printf '%s\n' "$1" | sed -n 's/^bearer  *//p' | head -1; }
+
+# The sections, reused by the one-process configuration.
+# TN_STORE=store_pg with TN_DSN: the cluster store instead of SQLite.
+TN_STORE=${TN_STORE:-store_sqlite}
+tn_server_sections() { # NAME WSPORT DB
+  if [ "$TN_STORE" = store_pg ]; then
+    printf '[store_pg]\ndsn = %s\n' "$TN_DSN"
+  else
+    printf '[store_sqlite]\npath = %s\nmigrate = auto\n' "$3"
+  fi
+  cat <<EOC
+[auth_cache]
+store = $TN_STORE
+[admin_api]
+store = $TN_STORE
+access = auth_cache
+token_file = $TN_ADMIN_TOKEN
+[$1]
+listen = 127.0.0.1:$2
+store = $TN_STORE
+access = auth_cache
+EOC
+}
+tn_agent_sections() { # NAME SERVER-WSPORT DIRECT-INSTANCE
+  cat <<EOC
+[$3]
+resolver_servers = 127.0.0.1:$dns_port
+component = agent
+[$1]
+server_url = ws://127.0.0.1:$2/tunnel
+agent_id = $TN_AGENT
+token_file = $T/agent.token
+connector = $3
+reconnect.min = 50ms
+reconnect.max = 1s
+EOC
+}
+tn_client_sections() { # NAME SERVER-WSPORT SOCKS-PORT CONNECTOR-NAME
+  cat <<EOC
+[$1]
+server_url = ws://127.0.0.1:$2/tunnel
+agent = $TN_AGENT
+token_file = $T/client.token
+reconnect.min = 50ms
+reconnect.max = 1s
+[socks5]
+listen = 127.0.0.1:$3
+auth = none
+connector = $4
+EOC
+}
+
+# tn_start NAME CONFIG: starts it (log $T/NAME.log); NAME_pid; waits for
+# /healthz on NAME_admin.
+tn_start() {
+  "$PROXYHOST" -c "$2" >>"$T/$1.log" 2>&1 &
+  eval "$1_pid=$!"
+  PIDS="$PIDS $!"
+  wait_for healthy "$(eval echo "\$$1_admin")"
+}
+
+tn_server() {
+  eval "$1_port=$(free_port) $1_admin=$(free_port)"
+  {
+    printf '[proxyhost]\nmodules = %s, auth_cache, admin_api, tunnel_server\n' "$TN_STORE"
+    printf 'module_path = %s\ndrain_timeout = 2s\n' "$top_builddir/modules"
+    printf '[admin]\nlisten = 127.0.0.1:%s\n' "$(eval echo "\$$1_admin")"
+    tn_server_sections tunnel_server "$(eval echo "\$$1_port")" "${TN_DB:-$T/authz.db}"
+    printf '%s\n' "${2:-}"
+  } >"$T/$1.ini"
+  tn_start "$1" "$T/$1.ini"
+}
+
+tn_creds() {
+  _a=$(eval echo "\$$1_admin")
+  tn_ctl "$_a" user create alice >/dev/null || return 1
+  tn_ctl "$_a" agent create "$TN_AGENT" --owner alice >/dev/null || return 1
+  _out=$(tn_ctl "$_a" token create --user alice) || return 1
+  TN_CLIENT_BEARER=$(tn_bearer "$_out")
+  TN_CLIENT_TOKEN_ID=${TN_CLIENT_BEARER%%.*}
+  _out=$(tn_ctl "$_a" token create --user alice --agent "$TN_AGENT") || return 1
+  TN_AGENT_BEARER=$(tn_bearer "$_out")
+  tn_ctl "$_a" policy create --agent "$TN_AGENT" --user alice --host '*' \
+    --ports 1-65535 >/dev/null || return 1
+  (umask 077 && printf '%s\n' "$TN_CLIENT_BEARER" >"$T/client.token" &&
+    printf '%s\n' "$TN_AGENT_BEARER" >"$T/agent.token")
+}
+
+tn_agent() {
+  eval "$1_admin=$(free_port)"
+  {
+    printf '[proxyhost]\nmodules = direct, tunnel_agent\n'
+    printf 'module_path = %s\ndrain_timeout = 2s\n' "$top_builddir/modules"
+    printf '[admin]\nlisten = 127.0.0.1:%s\n' "$(eval echo "\$$1_admin")"
+    tn_agent_sections tunnel_agent "$(eval echo "\$$2_port")" direct
+    printf '%s\n' "${3:-}"
+  } >"$T/$1.ini"
+  tn_start "$1" "$T/$1.ini"
+}
+
+tn_client() {
+  eval "$1_admin=$(free_port) $1_socks=$(free_port)"
+  {
+    printf '[proxyhost]\nmodules = tunnel_client, socks5\n'
+    printf 'module_path = %s\ndrain_timeout = 2s\n' "$top_builddir/modules"
+    printf '[admin]\nlisten = 127.0.0.1:%s\n' "$(eval echo "\$$1_admin")"
+    tn_client_sections tunnel_client "$(eval echo "\$$2_port")" \
+      "$(eval echo "\$$1_socks")" tunnel_client
+    printf '%s\n' "${3:-}"
+  } >"$T/$1.ini"
+  tn_start "$1" "$T/$1.ini"
+}
+
+# tn_all NAME [EXTRA-INI]: one process, the three roles as named
+# instances (tunnel_server.hub, tunnel_agent.edge with direct.edge,
+# tunnel_client.laptop under socks5). Credentials are made after start
+# (the agent and the client read their token files at each attempt).
+tn_all() {
+  eval "$1_port=$(free_port) $1_admin=$(free_port) $1_socks=$(free_port)"
+  {
+    printf '[proxyhost]\nmodules = %s, auth_cache, admin_api, ' "$TN_STORE"
+    printf 'tunnel_server.hub, direct.edge, tunnel_agent.edge, '
+    printf 'tunnel_client.laptop, socks5\n'
+    printf 'module_path = %s\ndrain_timeout = 2s\n' "$top_builddir/modules"
+    printf '[admin]\nlisten = 127.0.0.1:%s\n' "$(eval echo "\$$1_admin")"
+    tn_server_sections tunnel_server.hub "$(eval echo "\$$1_port")" "${TN_DB:-$T/authz.db}"
+    tn_agent_sections tunnel_agent.edge "$(eval echo "\$$1_port")" direct.edge
+    tn_client_sections tunnel_client.laptop "$(eval echo "\$$1_port")" \
+      "$(eval echo "\$$1_socks")" tunnel_client.laptop
+    printf '%s\n' "${2:-}"
+  } >"$T/$1.ini"
+  tn_start "$1" "$T/$1.ini"
+}
+
+# tn_metrics ADMIN-PORT: the scrape.
+tn_metrics() { "$CURL" -s -m 5 "http://127.0.0.1:$1/metrics"; }
+# tn_sum ADMIN-PORT REGEX: the sum of the samples whose line matches.
+tn_sum() {
+  tn_metrics "$1" | grep -E "$2" | awk '{ s += $NF } END { printf "%d\n", s }'
+}
+# tn_sessions ADMIN-PORT COMPONENT: the sessions (WebSockets) that
+# process holds as COMPONENT (proxyhost_stream_tunnel_sessions; a server
+# counts its clients' and agents' together).
+tn_sessions() { tn_sum "$1" "^proxyhost_stream_tunnel_sessions\\{.*component=\"$2\""; }
+# tn_opens ADMIN-PORT COMPONENT MODE: opens counted strict or legacy.
+tn_opens() { tn_sum "$1" "^tunnelmesh_stream_open_total\\{.*component=\"$2\".*open_mode=\"$3\""; }
+# tn_wait_sessions ADMIN-PORT COMPONENT N: until at least N (bounded).
+tn_wait_sessions() { wait_for tn_sessions_ge "$@"; }
+tn_sessions_ge() { [ "$(tn_sessions "$1" "$2")" -ge "$3" ]; }
+# tn_ready ADMIN-PORT: /readyz answers 200.
+tn_ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
+
+# tn_get SOCKS-PORT URL: curl through the tunnel (remote DNS: socks5h);
+# prints the body.
+tn_get() { "$CURL" -s -m "${TN_CURL_MAX:-10}" --proxy "socks5h://127.0.0.1:$1" "$2"; }

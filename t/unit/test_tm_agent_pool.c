@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_agent's connection pool controller, pure (pool_policy.c,
+ * TM-P2-23..28). The token file reader is tunnel_client's tc_token.c,
+ * tested by test_tunnel_client_token and fuzz_tc_token. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool_policy.h"
+#include "tap.h"
+
+static pool_policy lowlat(void) {
+  /* TM-P2-24's recommended low-latency settings. */
+  pool_policy p = {2, 4, 16, 2, 10000, 30000};
+  return p;
+}
+
+int main(void) {
+  plan_lazy();
+
+  /* ---- pool ---- */
+  pool_policy def = {1, 1, 16, 2, 10000, 30000};
+  pool_state s;
+  pool_state_init(&s, 0);
+  int changes = 0;
+  for (int64_t t = 0; t <= 600000; t += 1000)
+    changes += pool_decide(&def, &s, t, 1, 10000) != 0;
+  is_int(changes, 0, "TM-P2-23/25: min = max = 1 never grows, whatever the "
+                     "load");
+  pool_state_init(&s, 0);
+  changes = 0;
+  for (int64_t t = 0; t <= 600000; t += 1000)
+    changes += pool_decide(&def, &s, t, 1, 0) != 0;
+  is_int(changes, 0, "TM-P2-23: and never shrinks below min");
+
+  pool_policy p = lowlat();
+  pool_state_init(&s, 0);
+  /* 2 connections, load 33 > 16*2: above for a whole interval. */
+  is_int(pool_decide(&p, &s, 1000, 2, 33), 0, "TM-P2-24: above the high "
+                                              "watermark: not at once");
+  is_int(pool_decide(&p, &s, 10999, 2, 33), 0,
+         "TM-P2-24: not before evaluation_interval passed");
+  is_int(pool_decide(&p, &s, 11000, 2, 33), 1,
+         "TM-P2-24: one more after evaluation_interval above high");
+  is_int(pool_decide(&p, &s, 12000, 3, 100), 0,
+         "the timer restarts after a change");
+  is_int(pool_decide(&p, &s, 22000, 3, 100), 1, "and grows again after "
+                                                "another interval");
+  is_int(pool_decide(&p, &s, 23000, 4, 1000), 0, "never above max");
+  is_int(pool_decide(&p, &s, 60000, 4, 1000), 0, "never above max, later "
+                                                 "either");
+  /* Exactly at the watermark is not above it. */
+  pool_state_init(&s, 0);
+  pool_decide(&p, &s, 0, 2, 32);
+  is_int(pool_decide(&p, &s, 20000, 2, 32), 0,
+         "load per connection equal to high is not above it");
+  /* A dip resets the timer. */
+  pool_state_init(&s, 0);
+  pool_decide(&p, &s, 0, 2, 40);
+  pool_decide(&p, &s, 5000, 2, 10);
+  is_int(pool_decide(&p, &s, 10000, 2, 40), 0,
+         "a dip below high restarts the evaluation interval");
+  is_int(pool_decide(&p, &s, 20000, 2, 40), 1,
+         "then a whole interval above grows it");
+  /* Shrinking: below low for a cooldown, and a cooldown since the last
+   * change. */
+  pool_state_init(&s, 0);
+  is_int(pool_decide(&p, &s, 1000, 4, 3), 0, "below low: not at once");
+  is_int(pool_decide(&p, &s, 30999, 4, 3), 0, "not before the cooldown");
+  is_int(pool_decide(&p, &s, 31000, 4, 3), -1,
+         "TM-P2-24: one fewer after a cooldown below low");
+  is_int(pool_decide(&p, &s, 32000, 3, 0), 0, "the cooldown restarts");
+  is_int(pool_decide(&p, &s, 62000, 3, 0), -1, "and shrinks again after it");
+  is_int(pool_decide(&p, &s, 200000, 2, 0), 0, "never below min");
+  pool_state_init(&s, 0);
+  pool_decide(&p, &s, 0, 3, 0);
+  pool_decide(&p, &s, 20000, 3, 7); /* 7 >= 2*3: not below */
+  is_int(pool_decide(&p, &s, 40000, 3, 0), 0,
+         "a rise above low restarts the cooldown");
+  /* No flapping: a growth is not undone before a cooldown. */
+  pool_state_init(&s, 0);
+  pool_decide(&p, &s, 0, 2, 40);
+  is_int(pool_decide(&p, &s, 10000, 2, 40), 1, "grown");
+  pool_decide(&p, &s, 11000, 3, 0);
+  is_int(pool_decide(&p, &s, 39000, 3, 0), 0,
+         "not shrunk within a cooldown of the last change");
+  is_int(pool_decide(&p, &s, 41000, 3, 0), -1, "shrunk after it");
+  is_int(pool_decide(&p, &s, 50000, 0, 0), 0, "no connection: no decision");
+  /* Large values do not overflow. */
+  pool_policy big = {1, 64, 65536, 65535, 100, 100};
+  pool_state_init(&s, 0);
+  pool_decide(&big, &s, 0, 64, UINT64_MAX);
+  is_int(pool_decide(&big, &s, 1000, 64, UINT64_MAX), 0,
+         "TM-CFG-25: the largest watermark times connections does not "
+         "overflow (and max holds)");
+  ok(*pool_policy_problem(&def) == '\0' && *pool_policy_problem(&p) == '\0',
+     "the default and the recommended policies are valid");
+  pool_policy bad1 = {3, 2, 16, 2, 1, 1}, bad2 = {1, 2, 4, 4, 1, 1};
+  ok(*pool_policy_problem(&bad1) && *pool_policy_problem(&bad2),
+     "min > max and low >= high are refused");
+
+  return done_testing();
+}

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* One real tm_session on each end of a real tm_ws connection (libws on
+ * the mock host's loop): the capabilities come from the negotiated
+ * subprotocol (tm_subproto_caps), the client opens a stream, the server
+ * accepts it and echoes; 1 MiB goes through both ways (several windows:
+ * the WINDOW_UPDATEs travel over lws too), half-close reaches both ends,
+ * and closing one session ends the WebSocket and the peer's session.
+ * The same against an old server (no subprotocol): legacy, no
+ * OPEN_RESULT, no windows (TM-PROTO-16). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "loop_test.h"
+#include "mock.h"
+#include "tap.h"
+#include "tm_session.h"
+#include "tm_ws.h"
+
+static const ph_api *api;
+static ph_ctx *hctx;
+static struct ev_loop *loop;
+
+static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  hctx = ctx;
+  *state = NULL;
+  return PH_OK;
+}
+
+static const ph_module host_mod = {
+    PH_MODULE_HEADER("tm_ws_session_host", "1.0.0"),
+    .init = host_init,
+};
+
+#define TOTAL (1024u * 1024u)
+
+typedef struct end {
+  tm_session *s;
+  tm_ws_conn *c;
+  unsigned caps;
+  int closed, reason, transport_closed;
+} end;
+
+/* The server's echo of one stream. */
+typedef struct echo {
+  ph_stream *ps;
+  size_t bytes;
+  int eof, reset;
+} echo;
+
+/* The client's stream: writes TOTAL bytes, reads them back. */
+typedef struct user {
+  ph_stream *ps;
+  size_t sent, got;
+  uint32_t sum_sent, sum_got;
+  int eof, reset, open_done, accepted, strict;
+} user;
+
+typedef struct world {
+  end srv, cli;
+  echo e;
+  user u;
+  int accepts, connected;
+  const char *subproto;
+} world;
+
+static world W;
+
+static uint8_t pattern(size_t i) { return (uint8_t)(i * 131 + (i >> 9)); }
+
+static uint32_t mix(uint32_t h, const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+static tm_session_cfg scfg(int opener, unsigned caps) {
+  tm_session_cfg c = {.component =
+                          opener ? TM_COMPONENT_CLIENT : TM_COMPONENT_SERVER,
+                      .opener = opener,
+                      .caps = caps,
+                      .local_caps = TM_CAP_FAIR_WRITER,
+                      .initial_window = 262144,
+                      .window_update_threshold = 131072,
+                      .max_frame_payload = 32768,
+                      .inbound_buffer_bytes = 262144,
+                      .outbound_buffer_bytes = 262144,
+                      .max_streams = 64,
+                      .control_queue_frames = 1024,
+                      .control_queue_bytes = 262144,
+                      .quantum = 32768,
+                      .violation_limit = 16,
+                      .violation_window_ms = 60000};
+  return c;
+}
+
+/* ---- server: accept every stream and echo it ------------------------- */
+
+static void echo_cb(ph_stream *ps, int revents, void *arg) {
+  echo *e = arg;
+  (void)revents;
+  for (int i = 0; i < 64; i++) {
+    const void *d;
+    ssize_t n = ph_stream_peek(ps, &d);
+    if (n == 0) {
+      if (!e->eof)
+        ph_stream_shutdown(ps);
+      e->eof = 1;
+      ph_stream_watch(ps, 0, echo_cb, e);
+      return;
+    }
+    if (n < 0) {
+      if (n != PH_EAGAIN)
+        e->reset = 1;
+      ph_stream_watch(ps, n == PH_EAGAIN ? PH_READ : 0, echo_cb, e);
+      return;
+    }
+    ssize_t w = ph_stream_write(ps, d, (size_t)n);
+    if (w > 0) {
+      ph_stream_consume(ps, (size_t)w);
+      e->bytes += (size_t)w;
+    }
+    if (w < n) {
+      /* Full: wait for room, and stop reading until then. */
+      ph_stream_watch(ps, w == PH_ERESET ? 0 : PH_WRITE, echo_cb, e);
+      if (w == PH_ERESET)
+        e->reset = 1;
+      return;
+    }
+  }
+  ph_stream_watch(ps, PH_READ, echo_cb, e);
+}
+
+static void srv_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
+  world *w = arg;
+  (void)req;
+  tm_stream_accept(st);
+  w->e.ps = tm_stream_ph(st);
+  ph_stream_watch(w->e.ps, PH_READ, echo_cb, &w->e);
+}
+
+static void srv_on_close(void *arg, int reason) {
+  world *w = arg;
+  w->srv.closed++;
+  w->srv.reason = reason;
+  w->srv.s = NULL;
+}
+
+static const tm_session_ops srv_ops = {.on_open = srv_on_open,
+                                       .on_close = srv_on_close};
+
+static void cli_on_close(void *arg, int reason) {
+  world *w = arg;
+  w->cli.closed++;
+  w->cli.reason = reason;
+  w->cli.s = NULL;
+}
+
+static const tm_session_ops cli_ops = {.on_close = cli_on_close};
+
+static int on_accept(void *arg, tm_ws_conn *c, const char *bearer, size_t len,
+                     const char *subproto, const char *peer) {
+  world *w = arg;
+  int caps = tm_subproto_caps(subproto);
+  (void)bearer;
+  (void)len;
+  (void)peer;
+  w->accepts++;
+  if (caps < 0)
+    return -1;
+  tm_session_cfg cfg = scfg(0, (unsigned)caps);
+  w->srv.caps = (unsigned)caps;
+  w->srv.c = c;
+  w->srv.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &srv_ops, w);
+  if (!w->srv.s)
+    return -1;
+  tm_ws_conn_bind(c, w->srv.s);
+  tm_ws_conn_resume(c);
+  return 0;
+}
+
+static void on_connected(void *arg, tm_ws_conn *c, const char *subproto) {
+  world *w = arg;
+  int caps = tm_subproto_caps(subproto);
+  w->connected++;
+  w->subproto = subproto;
+  tm_session_cfg cfg = scfg(1, caps < 0 ? 0 : (unsigned)caps);
+  w->cli.caps = cfg.caps;
+  w->cli.c = c;
+  w->cli.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &cli_ops, w);
+  tm_ws_conn_bind(c, w->cli.s);
+}
+
+static void on_connect_error(void *arg, tm_ws_conn *c) {
+  (void)arg;
+  (void)c;
+}
+
+static void on_closed(void *arg, tm_ws_conn *c) {
+  world *w = arg;
+  if (c == w->srv.c) {
+    w->srv.transport_closed++;
+    w->srv.c = NULL;
+  } else if (c == w->cli.c) {
+    w->cli.transport_closed++;
+    w->cli.c = NULL;
+  }
+}
+
+static const tm_ws_handlers handlers = {.on_accept = on_accept,
+                                        .on_connected = on_connected,
+                                        .on_connect_error = on_connect_error,
+                                        .on_closed = on_closed};
+
+/* ---- client: the stream user -------------------------------------------- */
+
+static void user_cb(ph_stream *ps, int revents, void *arg) {
+  user *u = arg;
+  uint8_t buf[16384];
+  (void)revents;
+  while (u->sent < TOTAL) {
+    size_t n = TOTAL - u->sent < sizeof(buf) ? TOTAL - u->sent : sizeof(buf);
+    for (size_t i = 0; i < n; i++)
+      buf[i] = pattern(u->sent + i);
+    ssize_t w = ph_stream_write(ps, buf, n);
+    if (w <= 0)
+      break;
+    u->sum_sent = mix(u->sum_sent, buf, (size_t)w);
+    u->sent += (size_t)w;
+    if (u->sent == TOTAL)
+      ph_stream_shutdown(ps);
+  }
+  for (int i = 0; i < 64; i++) {
+    const void *d;
+    ssize_t n = ph_stream_peek(ps, &d);
+    if (n == 0) {
+      u->eof = 1;
+      break;
+    }
+    if (n < 0) {
+      if (n != PH_EAGAIN)
+        u->reset = 1;
+      break;
+    }
+    u->sum_got = mix(u->sum_got, d, (size_t)n);
+    u->got += (size_t)n;
+    ph_stream_consume(ps, (size_t)n);
+  }
+  int ev = 0;
+  if (!u->eof && !u->reset)
+    ev |= PH_READ;
+  if (u->sent < TOTAL && !u->reset)
+    ev |= PH_WRITE;
+  ph_stream_watch(ps, ev, user_cb, u);
+}
+
+static void open_cb(void *arg, tm_stream *st, const tm_open_result *r,
+                    int strict) {
+  user *u = arg;
+  u->open_done = 1;
+  u->accepted = r->accepted;
+  u->strict = strict;
+  if (!r->accepted)
+    return;
+  u->ps = tm_stream_ph(st);
+  ph_stream_watch(u->ps, PH_READ | PH_WRITE, user_cb, u);
+}
+
+/* ---- waits ----------------------------------------------------------------
+ */
+
+static int cond_connected(void *a) {
+  (void)a;
+  return W.connected && W.accepts;
+}
+static int cond_open(void *a) {
+  (void)a;
+  return W.u.open_done;
+}
+static int cond_echoed(void *a) {
+  (void)a;
+  return (W.u.got == TOTAL && W.u.eof) || W.u.reset;
+}
+static int cond_closed(void *a) {
+  (void)a;
+  return W.srv.closed && W.cli.closed && W.srv.transport_closed &&
+         W.cli.transport_closed;
+}
+
+static void run_case(int legacy) {
+  const char *err = NULL;
+  memset(&W, 0, sizeof(W));
+  tm_ws_cfg sc = {.listen = "127.0.0.1:0",
+                  .caps = TM_CAP_ALL,
+                  .max_message = TM_MAX_FRAME,
+                  .path = "/tunnel",
+                  .legacy_no_subprotocol = legacy};
+  tm_ws_cfg cc = {.caps = TM_CAP_ALL, .max_message = TM_MAX_FRAME};
+  tm_ws *sw = tm_ws_new(api, hctx, &sc, &handlers, &W, &err);
+  tm_ws *cw = tm_ws_new(api, hctx, &cc, &handlers, &W, &err);
+  if (!sw || !cw) {
+    ok(0, "contexts");
+    return;
+  }
+  char url[64];
+  snprintf(url, sizeof(url), "ws://127.0.0.1:%d/tunnel", tm_ws_port(sw));
+  tm_ws_connect(cw, url, "tok", &err);
+  ok(run_until(loop, cond_connected, NULL, 10.0),
+     legacy ? "legacy: a session on each end of a real WebSocket"
+            : "a session on each end of a real WebSocket");
+  if (legacy)
+    ok(W.subproto == NULL && W.cli.caps == 0 && W.srv.caps == 0,
+       "TM-PROTO-16: no subprotocol from the old server: capabilities 0");
+  else
+    ok(W.subproto && !strcmp(W.subproto, TM_SUBPROTO_FULL) &&
+           W.cli.caps == (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL) &&
+           W.srv.caps == W.cli.caps,
+       "TM-PROTO-15: both ends run open-result + flow-control");
+
+  tm_open_stream req;
+  memset(&req, 0, sizeof(req));
+  req.protocol = 1;
+  req.port = 443;
+  snprintf(req.host, sizeof(req.host), "echo.test");
+  ok(tm_stream_open(W.cli.s, &req, 5000, open_cb, &W.u) != NULL,
+     "the client opens a stream");
+  ok(run_until(loop, cond_open, NULL, 10.0) && W.u.accepted &&
+         W.u.strict == !legacy,
+     legacy ? "legacy: open at once (no OPEN_RESULT)"
+            : "strict: the server's OPEN_RESULT accepted it");
+  ok(run_until(loop, cond_echoed, NULL, 30.0) && !W.u.reset,
+     "1 MiB written, echoed and read back, then EOF");
+  ok(W.u.got == TOTAL && W.u.sum_got == W.u.sum_sent && W.e.bytes == TOTAL,
+     "every byte came back in order");
+  ok(W.e.eof, "the server's end read EOF (half-close over the tunnel)");
+  ph_stream_close(W.u.ps);
+  ph_stream_close(W.e.ps);
+  tm_session_close(W.cli.s);
+  ok(run_until(loop, cond_closed, NULL, 10.0),
+     "closing the client session ends the WebSocket and the server session");
+  is_int(W.srv.reason, TM_CLOSE_TRANSPORT,
+         "the server session ends with TM_CLOSE_TRANSPORT");
+  tm_ws_free(cw);
+  tm_ws_free(sw);
+}
+
+int main(void) {
+  char err[512];
+  plan_lazy();
+  ph_mock *m = ph_mock_new("[proxyhost]\n", err, sizeof(err));
+  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
+      ph_mock_init(m, err, sizeof(err)) < 0 ||
+      ph_mock_start(m, err, sizeof(err)) < 0) {
+    printf("Bail out! %s\n", err);
+    return 1;
+  }
+  loop = api->loop(hctx);
+  run_case(0);
+  run_case(1);
+  ph_mock_stop(m);
+  ph_mock_free(m);
+  return done_testing();
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The tunnel server's open executor (modules/tunnel_server/open_exec.h):
+ * global and per-session bounds, the per-session cap applied first,
+ * round-robin fairness among sessions, queue_full at once, cancel of a
+ * waiting or running open (TM-P0-16, TM-SEC-6, TM-FAIL-2). */
+#include <string.h>
+
+#include "open_exec.h"
+#include "tap.h"
+
+#define NJ 64
+
+static int count_running(oexec_job *j, int n) {
+  int r = 0;
+  for (int i = 0; i < n; i++)
+    r += j[i].state == OEXEC_RUNNING;
+  return r;
+}
+
+static void test_bounds(void) {
+  oexec x;
+  oexec_group a;
+  oexec_job j[NJ];
+  memset(j, 0, sizeof(j));
+  oexec_init(&x, 4, 3, 64);
+  oexec_group_init(&a);
+  int run = 0, q = 0, full = 0;
+  for (int i = 0; i < 10; i++) {
+    int v = oexec_submit(&x, &a, &j[i]);
+    run += v == OEXEC_RUN;
+    q += v == OEXEC_QUEUED;
+    full += v == OEXEC_FULL;
+  }
+  is_int(run, 4, "TM-P0-16: max_concurrent_opens opens run at once");
+  is_int(q, 3, "TM-P0-16: max_pending_opens opens wait");
+  is_int(full, 3, "TM-FAIL-2: the rest is refused at once (queue_full)");
+  is_int(j[9].state, OEXEC_IDLE, "TM-FAIL-2: a refused open holds nothing");
+  ok(oexec_next(&x) == NULL, "no slot free: next() gives nothing");
+  oexec_remove(&x, &j[0]);
+  oexec_job *n = oexec_next(&x);
+  ok(n == &j[4], "a freed slot goes to the oldest waiting open");
+  ok(oexec_next(&x) == NULL, "one slot, one open");
+  is_int((int)x.running, 4, "running stays at the bound");
+  is_int((int)x.pending, 2, "pending went down by one");
+  is_int(oexec_submit(&x, &a, &j[10]), OEXEC_QUEUED,
+         "a place in the queue is free again");
+  is_int(oexec_submit(&x, &a, &j[11]), OEXEC_FULL, "and then full again");
+}
+
+static void test_per_session_cap(void) {
+  oexec x;
+  oexec_group a, b;
+  oexec_job ja[NJ], jb[NJ];
+  memset(ja, 0, sizeof(ja));
+  memset(jb, 0, sizeof(jb));
+  oexec_init(&x, 8, 64, 3);
+  oexec_group_init(&a);
+  oexec_group_init(&b);
+  for (int i = 0; i < 20; i++)
+    oexec_submit(&x, &a, &ja[i]);
+  is_int(count_running(ja, 20), 3,
+         "TM-SEC-6: one session runs at most max_opens_per_session opens");
+  is_int((int)x.running, 3, "the other global slots stay free");
+  is_int(oexec_submit(&x, &b, &jb[0]), OEXEC_RUN,
+         "TM-SEC-6: another session gets a slot at once");
+  for (int i = 1; i < 5; i++)
+    oexec_submit(&x, &b, &jb[i]);
+  is_int(count_running(jb, 5), 3, "TM-SEC-6: the cap applies to it too");
+  ok(oexec_next(&x) == NULL,
+     "TM-SEC-6: the cap comes first: free global slots stay free");
+}
+
+static void test_round_robin(void) {
+  oexec x;
+  oexec_group g[3];
+  oexec_job j[3][10];
+  memset(j, 0, sizeof(j));
+  oexec_init(&x, 1, 64, 64);
+  for (int k = 0; k < 3; k++)
+    oexec_group_init(&g[k]);
+  /* Session 0 takes the one slot and queues 9 more; 1 and 2 queue after. */
+  for (int i = 0; i < 10; i++)
+    oexec_submit(&x, &g[0], &j[0][i]);
+  for (int k = 1; k < 3; k++)
+    for (int i = 0; i < 3; i++)
+      oexec_submit(&x, &g[k], &j[k][i]);
+  int order[9];
+  oexec_job *cur = &j[0][0];
+  for (int n = 0; n < 9; n++) {
+    oexec_remove(&x, cur);
+    cur = oexec_next(&x);
+    order[n] = cur ? (int)(cur->group - g) : -1;
+  }
+  int turns[3] = {0, 0, 0};
+  for (int n = 0; n < 9; n++)
+    if (order[n] >= 0)
+      turns[order[n]]++;
+  is_int(turns[1], 3,
+         "TM-SEC-6: a session queued behind a busy one gets every turn");
+  is_int(turns[2], 3, "TM-SEC-6: and so does the third");
+  ok(order[0] != order[1] && order[1] != order[2] && order[0] != order[2],
+     "TM-SEC-6: the turns go round the sessions, not to the first one");
+}
+
+static void test_cancel(void) {
+  oexec x;
+  oexec_group a, b;
+  oexec_job j[8];
+  memset(j, 0, sizeof(j));
+  oexec_init(&x, 1, 8, 8);
+  oexec_group_init(&a);
+  oexec_group_init(&b);
+  oexec_submit(&x, &a, &j[0]);
+  oexec_submit(&x, &a, &j[1]);
+  oexec_submit(&x, &b, &j[2]);
+  oexec_remove(&x, &j[1]);
+  is_int(j[1].state, OEXEC_IDLE, "a waiting open that is cancelled is idle");
+  is_int((int)x.pending, 1, "its place is free");
+  is_int((int)a.pending, 0, "its session has nothing waiting");
+  oexec_remove(&x, &j[0]);
+  ok(oexec_next(&x) == &j[2],
+     "the cancelled open never runs: the next session's does");
+  oexec_remove(&x, &j[2]);
+  is_int((int)x.running, 0, "a running open that is cancelled frees its slot");
+  ok(oexec_next(&x) == NULL, "nothing is left");
+  oexec_remove(&x, &j[2]);
+  is_int((int)x.running, 0, "removing twice changes nothing");
+  ok(x.ring == NULL, "no session is left in the ring");
+}
+
+static void test_limits_change(void) {
+  oexec x;
+  oexec_group a;
+  oexec_job j[8];
+  memset(j, 0, sizeof(j));
+  oexec_init(&x, 0, 0, 0);
+  is_int((int)x.max_running, 1, "a zero limit reads as one");
+  oexec_group_init(&a);
+  oexec_submit(&x, &a, &j[0]);
+  oexec_submit(&x, &a, &j[1]);
+  is_int(oexec_submit(&x, &a, &j[2]), OEXEC_FULL, "bounds of one hold");
+  oexec_set_limits(&x, 4, 4, 4);
+  ok(oexec_next(&x) == &j[1], "a raised limit lets waiting opens run");
+  oexec_set_limits(&x, 1, 1, 1);
+  is_int(oexec_submit(&x, &a, &j[3]), OEXEC_QUEUED,
+         "a lowered limit keeps what runs and queues new opens");
+  oexec_remove(&x, &j[0]);
+  ok(oexec_next(&x) == NULL, "lowered: no slot frees until below the limit");
+  oexec_remove(&x, &j[1]);
+  ok(oexec_next(&x) == &j[3], "then the waiting open runs");
+}
+
+int main(void) {
+  plan_lazy();
+  test_bounds();
+  test_per_session_cap();
+  test_round_robin();
+  test_cancel();
+  test_limits_change();
+  return done_testing();
+}
