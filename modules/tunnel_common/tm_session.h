@@ -78,6 +78,13 @@ enum tm_close_reason {
   TM_CLOSE_GOAWAY_DONE    /* drained after GOAWAY: no stream left */
 };
 
+/* The reason's name in logs and the sessions_closed metric's label
+ * ("transport", "protocol", ...); "unknown" for any other value. */
+const char *tm_close_reason_name(int reason);
+/* The same names as a NULL-terminated list, [0] for TM_CLOSE_TRANSPORT
+ * (a metric label's values). */
+extern const char *const tm_close_reason_names[];
+
 /* The transport: one message-oriented connection. The session calls
  * these; the transport calls tm_session_on_message/on_writable/
  * on_transport_closed. */
