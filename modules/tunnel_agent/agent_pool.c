@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "agent_int.h"
-/* The token file reader is tunnel_client's (the same rules for both
- * roles); the integrator may move it to tunnel_common. */
+/* The token file reader is tunnel_common's (the same rules as the
+ * client's). */
 #include "tm_token.h"
 
 /* How often the pool controller looks at the load (it judges durations
@@ -284,30 +284,6 @@ static const tm_ws_handlers ws_handlers = {
 
 /* ---- the session's events ---------------------------------------------- */
 
-static void sess_metadata(void *arg, const tm_metadata *m, int ack) {
-  agent_conn *c = arg;
-  agent *a = c->a;
-  if (!ack)
-    return; /* only the server's ACK is expected here */
-  c->acked = 1;
-  a->attempt = 0; /* a working connection: the next loss starts over */
-  /* The ACK is the intersection (TM-PROTO-18). The session's capabilities
-   * were fixed by the subprotocol; an ACK that grants less means the
-   * server disagrees with its own handshake: we say so (the handshake's
-   * choice stays, the server is the one that must not use more). */
-  unsigned want = c->caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
-  unsigned got = m->caps & a->cfg.caps;
-  if ((got & want) != want)
-    PH_LOG(a->api, a->ctx, PH_LOG_WARN,
-           "the server's metadata ACK grants fewer capabilities than its "
-           "subprotocol",
-           PH_UINT("subprotocol_caps", want), PH_UINT("ack_caps", got));
-  c->caps = (c->caps & ~(TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL)) |
-            (want & got);
-  PH_LOG(a->api, a->ctx, PH_LOG_INFO, "agent metadata acknowledged",
-         PH_UINT("caps", c->caps));
-}
-
 static void sess_goaway(void *arg, uint32_t last) {
   (void)last;
   agent_conn *c = arg;
@@ -359,7 +335,7 @@ static void sess_close(void *arg, int reason) {
 const tm_session_ops agent_session_ops = {
     .on_open = agent_on_open,
     .on_abandon = agent_on_abandon,
-    .on_metadata = sess_metadata,
+    .on_metadata = agent_conn_metadata,
     .on_goaway = sess_goaway,
     .on_close = sess_close,
 };

@@ -507,4 +507,13 @@ int tm_session_can_open(const tm_session *s) {
 }
 
 unsigned tm_session_caps(const tm_session *s) { return s->cfg.caps; }
+
+int tm_session_narrow_caps(tm_session *s, unsigned caps) {
+  /* Every stream reads the caps when it starts (strict, flow control):
+   * before the first one, no stream can see them change. */
+  if (s->live || s->next_id != 1 || s->peer_max_id)
+    return PH_EINVAL;
+  s->cfg.caps &= caps;
+  return PH_OK;
+}
 uint64_t tm_session_rtt_us(const tm_session *s) { return s->rtt_us; }
