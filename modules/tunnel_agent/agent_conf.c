@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tm_proto.h"
+#include "tm_conf.h"
+#include "tm_token.h"
 
 /* Read once at start: every key is PH_CONF_RESTART (the token file's
  * contents are re-read at every connection attempt, its path is not). */
@@ -21,7 +22,7 @@ const ph_conf_key agent_conf_keys[] = {
                 "file holding the agent's bearer token (re-read at every "
                 "connection attempt; trailing newline stripped)",
                 NULL),
-    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, AGENT_TOKEN_MAX,
+    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, TM_TOKEN_MAX,
                 PH_CONF_SENSITIVE | R, NULL,
                 "the agent's bearer token itself, when token_file is empty",
                 NULL),
@@ -89,47 +90,8 @@ const ph_conf_key agent_conf_keys[] = {
                 NULL),
     PH_CONF_KEY("streams.buffer_size", PH_CONF_SIZE, "64KiB", 4096, 1048576,
                 R, NULL, "relay buffer from the target, per stream", NULL),
-    /* the session (tm_session.h) */
-    PH_CONF_KEY("streams.inbound_buffer_bytes", PH_CONF_SIZE, "262144", 1024,
-                16777216, R, NULL,
-                "bytes queued per stream from the server, not yet written to "
-                "the target",
-                NULL),
-    PH_CONF_KEY("streams.outbound_buffer_bytes", PH_CONF_SIZE, "262144", 1024,
-                16777216, R, NULL,
-                "bytes queued per stream towards the server", NULL),
-    PH_CONF_KEY("streams.initial_window", PH_CONF_SIZE, "262144", 1024,
-                TM_WINDOW_MAX, R, NULL, "each stream's receive window", NULL),
-    PH_CONF_KEY("streams.window_update_threshold", PH_CONF_SIZE, "131072", 1,
-                TM_WINDOW_MAX, R, NULL,
-                "delivered bytes that trigger a WINDOW_UPDATE", NULL),
-    PH_CONF_KEY("streams.max_frame_payload", PH_CONF_SIZE, "32768", 1024,
-                TM_MAX_PAYLOAD, R, NULL, "largest DATA payload sent", NULL),
-    PH_CONF_KEY("streams.control_queue_frames", PH_CONF_INT, "1024", 16, 65536,
-                R, NULL, "control frames queued per connection", NULL),
-    PH_CONF_KEY("streams.control_queue_bytes", PH_CONF_SIZE, "262144", 4096,
-                16777216, R, NULL, "control bytes queued per connection",
-                NULL),
-    PH_CONF_KEY("streams.quantum", PH_CONF_SIZE, "32768", 1024, 1048576, R,
-                NULL, "bytes per stream per fair-writer round", NULL),
-    PH_CONF_KEY("streams.violation_limit", PH_CONF_INT, "16", 1, 65536, R,
-                NULL,
-                "stream violations per connection within violation_window "
-                "before it is closed as abusive",
-                NULL),
-    PH_CONF_KEY("streams.violation_window", PH_CONF_DURATION, "60s", 1000,
-                3600000, R, NULL, "window of violation_limit", NULL),
-    PH_CONF_KEY("ping_interval", PH_CONF_DURATION, "15s", 0, 600000, R, NULL,
-                "heartbeat PING interval (0: none)", NULL),
-    PH_CONF_KEY("ping_timeout", PH_CONF_DURATION, "30s", 100, 600000, R, NULL,
-                "no PONG within this: the connection is dead", NULL),
-    /* capability switches: off behaves as a legacy agent */
-    PH_CONF_KEY("capabilities.open_result", PH_CONF_BOOL, "true", 0, 0, R,
-                NULL, "offer stream_open_result.v1", NULL),
-    PH_CONF_KEY("capabilities.flow_control", PH_CONF_BOOL, "true", 0, 0, R,
-                NULL, "offer stream_flow_control.v1", NULL),
-    PH_CONF_KEY("capabilities.fair_writer", PH_CONF_BOOL, "true", 0, 0, R,
-                NULL, "schedule DATA by deficit round-robin", NULL),
+    /* the session (tm_conf.h) */
+    TM_SESSION_KEYS("streams."),
     PH_CONF_END};
 
 #undef R
@@ -155,13 +117,6 @@ void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c) {
            api->conf_str(ctx, "connector"));
   c->allow_plain = (int)api->conf_int(ctx, "allow_plain");
   c->log_target = (int)api->conf_int(ctx, "log_target");
-  c->caps = 0;
-  if (api->conf_int(ctx, "capabilities.open_result"))
-    c->caps |= TM_CAP_OPEN_RESULT;
-  if (api->conf_int(ctx, "capabilities.flow_control"))
-    c->caps |= TM_CAP_FLOW_CONTROL;
-  if (api->conf_int(ctx, "capabilities.fair_writer"))
-    c->caps |= TM_CAP_FAIR_WRITER;
   c->pool.min = u32(api, ctx, "connections.min");
   c->pool.max = u32(api, ctx, "connections.max");
   c->pool.high = u32(api, ctx, "connections.high_watermark");
@@ -179,20 +134,9 @@ void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c) {
   tm_session_cfg *s = &c->session;
   s->component = TM_COMPONENT_AGENT;
   s->opener = 0; /* the server opens streams towards the agent */
-  s->local_caps = c->caps & TM_CAP_FAIR_WRITER;
-  s->initial_window = u32(api, ctx, "streams.initial_window");
-  s->window_update_threshold = u32(api, ctx, "streams.window_update_threshold");
-  s->max_frame_payload = u32(api, ctx, "streams.max_frame_payload");
-  s->inbound_buffer_bytes = u32(api, ctx, "streams.inbound_buffer_bytes");
-  s->outbound_buffer_bytes = u32(api, ctx, "streams.outbound_buffer_bytes");
+  tm_conf_session(ctx, api, "streams.", s);
   s->max_streams = u32(api, ctx, "streams.max_streams");
-  s->control_queue_frames = u32(api, ctx, "streams.control_queue_frames");
-  s->control_queue_bytes = u32(api, ctx, "streams.control_queue_bytes");
-  s->quantum = u32(api, ctx, "streams.quantum");
-  s->violation_limit = u32(api, ctx, "streams.violation_limit");
-  s->violation_window_ms = u32(api, ctx, "streams.violation_window");
-  s->ping_interval_ms = u32(api, ctx, "ping_interval");
-  s->ping_timeout_ms = u32(api, ctx, "ping_timeout");
+  c->caps = tm_conf_caps(ctx, api) | s->local_caps;
 }
 
 static int bad(const char **key, const char *k, char *why, size_t whylen,
@@ -237,21 +181,10 @@ int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
   if (api->conf_int(ctx, "reconnect.min") > api->conf_int(ctx, "reconnect.max"))
     return bad(key, "reconnect.min", why, whylen,
                "must not exceed reconnect.max");
-  int64_t win = api->conf_int(ctx, "streams.initial_window");
-  if (api->conf_int(ctx, "streams.window_update_threshold") > win)
-    return bad(key, "streams.window_update_threshold", why, whylen,
-               "must not exceed streams.initial_window");
-  if (api->conf_int(ctx, "streams.max_frame_payload") > win)
-    return bad(key, "streams.max_frame_payload", why, whylen,
-               "must not exceed streams.initial_window (a frame must fit "
-               "in a window)");
   if (api->conf_int(ctx, "streams.connect_timeout") >
       api->conf_int(ctx, "streams.open_timeout"))
     return bad(key, "streams.connect_timeout", why, whylen,
                "must not exceed streams.open_timeout");
-  int64_t pi = api->conf_int(ctx, "ping_interval");
-  if (pi > 0 && api->conf_int(ctx, "ping_timeout") < pi)
-    return bad(key, "ping_timeout", why, whylen,
-               "must be at least ping_interval");
-  return PH_OK;
+  return tm_conf_check(ctx, api, "streams.", agent_conf_keys, key, why,
+                       whylen);
 }

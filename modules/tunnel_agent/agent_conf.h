@@ -15,7 +15,6 @@
 
 #define AGENT_URL_MAX 2048
 #define AGENT_PATH_MAX 4096
-#define AGENT_TOKEN_MAX 4096
 
 extern const ph_conf_key agent_conf_keys[];
 

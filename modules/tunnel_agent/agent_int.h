@@ -94,6 +94,10 @@ void agent_conn_maybe_free(agent_conn *c);
 uint64_t agent_conn_load(const agent_conn *c);
 extern const tm_session_ops agent_session_ops;
 
+/* agent_ack.c: ops.on_metadata. The server's ACK (the intersection,
+ * TM-PROTO-18) narrows the session's caps while it has no stream yet. */
+void agent_conn_metadata(void *arg, const tm_metadata *m, int ack);
+
 /* agent_stream.c */
 void agent_on_open(void *arg, tm_stream *st, const tm_open_stream *req);
 void agent_on_abandon(void *arg, tm_stream *st);

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "agent_int.h"
-/* The token file reader is tunnel_client's (the same rules for both
- * roles); the integrator may move it to tunnel_common. */
-#include "tc_token.h"
+/* The token file reader is tunnel_common's (the same rules as the
+ * client's). */
+#include "tm_token.h"
 
 /* How often the pool controller looks at the load (it judges durations
  * of seconds: evaluation_interval, cooldown). */
@@ -122,16 +122,16 @@ static void failed_attempt(agent *a) {
 static int get_token(agent *a, char *buf, size_t cap) {
   int st;
   if (a->cfg.token_file[0]) {
-    st = tc_token_read(a->cfg.token_file, buf, cap);
+    st = tm_token_read(a->cfg.token_file, buf, cap);
   } else {
     const char *t = a->api->conf_str(a->ctx, "token");
-    st = tc_token_take(t ? t : "", t ? strlen(t) : 0, buf, cap);
+    st = tm_token_take(t ? t : "", t ? strlen(t) : 0, buf, cap);
   }
   if (st != a->token_warned) {
-    if (st != TC_TOKEN_OK)
+    if (st != TM_TOKEN_OK)
       PH_LOG(a->api, a->ctx, PH_LOG_WARN,
              "no usable token: not connecting; retrying with backoff",
-             PH_STR("token", tc_token_state_name(st)),
+             PH_STR("token", tm_token_state_name(st)),
              PH_STR("token_file", a->cfg.token_file));
     else if (a->token_warned > 0)
       PH_LOG(a->api, a->ctx, PH_LOG_INFO, "token usable again",
@@ -142,21 +142,21 @@ static int get_token(agent *a, char *buf, size_t cap) {
 }
 
 static void connect_one(agent *a) {
-  char tok[AGENT_TOKEN_MAX + 1];
-  if (get_token(a, tok, sizeof(tok)) != TC_TOKEN_OK) {
+  char tok[TM_TOKEN_MAX + 1];
+  if (get_token(a, tok, sizeof(tok)) != TM_TOKEN_OK) {
     failed_attempt(a);
     return;
   }
   agent_conn *c = calloc(1, sizeof(*c));
   if (!c) {
-    tc_token_wipe(tok, sizeof(tok));
+    tm_token_wipe(tok, sizeof(tok));
     failed_attempt(a);
     return;
   }
   c->a = a;
   const char *err = NULL;
   c->ws = tm_ws_connect(a->ws, a->cfg.server_url, tok, &err);
-  tc_token_wipe(tok, sizeof(tok));
+  tm_token_wipe(tok, sizeof(tok));
   if (!c->ws) {
     PH_LOG(a->api, a->ctx, PH_LOG_ERROR, "cannot connect to the server",
            PH_STR("reason", err ? err : "unknown"));
@@ -284,30 +284,6 @@ static const tm_ws_handlers ws_handlers = {
 
 /* ---- the session's events ---------------------------------------------- */
 
-static void sess_metadata(void *arg, const tm_metadata *m, int ack) {
-  agent_conn *c = arg;
-  agent *a = c->a;
-  if (!ack)
-    return; /* only the server's ACK is expected here */
-  c->acked = 1;
-  a->attempt = 0; /* a working connection: the next loss starts over */
-  /* The ACK is the intersection (TM-PROTO-18). The session's capabilities
-   * were fixed by the subprotocol; an ACK that grants less means the
-   * server disagrees with its own handshake: we say so (the handshake's
-   * choice stays, the server is the one that must not use more). */
-  unsigned want = c->caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
-  unsigned got = m->caps & a->cfg.caps;
-  if ((got & want) != want)
-    PH_LOG(a->api, a->ctx, PH_LOG_WARN,
-           "the server's metadata ACK grants fewer capabilities than its "
-           "subprotocol",
-           PH_UINT("subprotocol_caps", want), PH_UINT("ack_caps", got));
-  c->caps = (c->caps & ~(TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL)) |
-            (want & got);
-  PH_LOG(a->api, a->ctx, PH_LOG_INFO, "agent metadata acknowledged",
-         PH_UINT("caps", c->caps));
-}
-
 static void sess_goaway(void *arg, uint32_t last) {
   (void)last;
   agent_conn *c = arg;
@@ -321,27 +297,6 @@ static void sess_goaway(void *arg, uint32_t last) {
   set_state(c, CONN_DRAINING);
   tm_session_goaway(c->s);
   ensure_conns(a);
-}
-
-static const char *close_reason(int r) {
-  switch (r) {
-  case TM_CLOSE_TRANSPORT:
-    return "transport";
-  case TM_CLOSE_PROTOCOL:
-    return "protocol";
-  case TM_CLOSE_ABUSE:
-    return "abuse";
-  case TM_CLOSE_CONTROL_FULL:
-    return "control_full";
-  case TM_CLOSE_HEARTBEAT:
-    return "heartbeat";
-  case TM_CLOSE_LOCAL:
-    return "local";
-  case TM_CLOSE_GOAWAY_DONE:
-    return "goaway_done";
-  default:
-    return "unknown";
-  }
 }
 
 /* An established connection was lost (not drained): reconnect with
@@ -364,7 +319,8 @@ static void sess_close(void *arg, int reason) {
          reason == TM_CLOSE_GOAWAY_DONE || reason == TM_CLOSE_LOCAL
              ? PH_LOG_INFO
              : PH_LOG_WARN,
-         "session to the server ended", PH_STR("reason", close_reason(reason)));
+         "session to the server ended",
+         PH_STR("reason", tm_close_reason_name(reason)));
   c->s = NULL;
   agent_streams_session_gone(c);
   dial_exec_free(c->dx);
@@ -379,7 +335,7 @@ static void sess_close(void *arg, int reason) {
 const tm_session_ops agent_session_ops = {
     .on_open = agent_on_open,
     .on_abandon = agent_on_abandon,
-    .on_metadata = sess_metadata,
+    .on_metadata = agent_conn_metadata,
     .on_goaway = sess_goaway,
     .on_close = sess_close,
 };

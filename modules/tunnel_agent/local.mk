@@ -7,14 +7,13 @@ modules_tunnel_agent_tunnel_agent_la_SOURCES = \
 	modules/tunnel_agent/tunnel_agent.c modules/tunnel_agent/agent_int.h \
 	modules/tunnel_agent/agent_conf.c modules/tunnel_agent/agent_conf.h \
 	modules/tunnel_agent/agent_pool.c modules/tunnel_agent/agent_stream.c \
-	modules/tunnel_client/tc_token.c modules/tunnel_client/tc_token.h \
+	modules/tunnel_agent/agent_ack.c \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h \
 	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
-# The token file reader is tunnel_client's tc_token.c (one set of rules
-# for both roles; its fuzz target is fuzz_tc_token).
+# The token file reader is tunnel_common's tm_token.c (in libtmsession.la,
+# one set of rules for both roles; its fuzz target is fuzz_tm_token).
 modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common \
-	-I$(top_srcdir)/modules/tunnel_client $(LWS_CFLAGS)
+	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LIBADD = \
 	modules/tunnel_common/libtmsession.la \
@@ -36,6 +35,7 @@ t_unit_test_tm_dial_exec_LDADD = host/libphmock.la
 # The stream path with the real session on an in-memory transport.
 t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/agent_stream.c modules/tunnel_agent/agent_conf.c \
+	modules/tunnel_agent/agent_ack.c \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
 t_unit_test_tm_agent_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_agent \

@@ -8,8 +8,7 @@ EXTRA_DIST += modules/tunnel_client/local.mk
 TC_SOURCES = modules/tunnel_client/tunnel_client.c \
 	modules/tunnel_client/tunnel_client_int.h \
 	modules/tunnel_client/tc_conn.c modules/tunnel_client/tc_open.c \
-	modules/tunnel_client/tc_stream.c modules/tunnel_client/tc_link.h \
-	modules/tunnel_client/tc_token.c modules/tunnel_client/tc_token.h
+	modules/tunnel_client/tc_stream.c modules/tunnel_client/tc_link.h
 TC_LIBS = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	$(LWS_LIBS)
@@ -23,21 +22,9 @@ modules_tunnel_client_tunnel_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_client_tunnel_client_la_LIBADD = $(TC_LIBS)
 samples_DATA += modules/tunnel_client/tunnel_client.ini.sample
 
-# The token file's parser (t/fuzz/README.md), replayed by fuzz_replay.sh.
-check_PROGRAMS += t/fuzz/replay_tc_token
-t_fuzz_replay_tc_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tc_token.c \
-	modules/tunnel_client/tc_token.c
-t_fuzz_replay_tc_token_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_client
-
-UNIT_TESTS_TC = t/unit/test_tunnel_client_token t/unit/test_tunnel_client
+UNIT_TESTS_TC = t/unit/test_tunnel_client
 check_PROGRAMS += $(UNIT_TESTS_TC)
 TESTS += $(UNIT_TESTS_TC)
-t_unit_test_tunnel_client_token_SOURCES = \
-	t/unit/test_tunnel_client_token.c modules/tunnel_client/tc_token.c
-t_unit_test_tunnel_client_token_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_client
-t_unit_test_tunnel_client_token_LDADD = $(UNIT_LDADD)
 t_unit_test_tunnel_client_SOURCES = t/unit/test_tunnel_client.c \
 	$(TC_SOURCES)
 t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS) \
@@ -45,8 +32,7 @@ t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common
 t_unit_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 endif
-EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample \
-	t/fuzz/fuzz_tc_token.c
+EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample
 
 # conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the
 # tunnel), installed beside local.ini.

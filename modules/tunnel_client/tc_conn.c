@@ -107,18 +107,18 @@ static void schedule(tc_conn *c, int at_once) {
 static int read_token(tc_client *tc, char *out, size_t cap) {
   int st;
   if (tc->cfg.token_file)
-    st = tc_token_read(tc->cfg.token_file, out, cap);
+    st = tm_token_read(tc->cfg.token_file, out, cap);
   else
-    st = tc_token_take(tc->cfg.token, strlen(tc->cfg.token), out, cap);
+    st = tm_token_take(tc->cfg.token, strlen(tc->cfg.token), out, cap);
   if (st != tc->token_state) {
-    if (st == TC_TOKEN_OK)
+    if (st == TM_TOKEN_OK)
       PH_LOG(tc->api, tc->ctx, PH_LOG_INFO, "token available",
              PH_STR("source", tc->cfg.token_file ? "token_file" : "token"));
     else
       PH_LOG(tc->api, tc->ctx, PH_LOG_WARN,
              "no usable token: not connecting, retrying with backoff",
              PH_STR("source", tc->cfg.token_file ? "token_file" : "token"),
-             PH_STR("state", tc_token_state_name(st)));
+             PH_STR("state", tm_token_state_name(st)));
     tc->token_state = st;
   }
   return st;
@@ -128,8 +128,8 @@ static void attempt(tc_conn *c) {
   tc_client *tc = c->tc;
   if (tc->stopping || c->cur)
     return;
-  char token[TC_TOKEN_MAX + 1];
-  if (read_token(tc, token, sizeof(token)) != TC_TOKEN_OK) {
+  char token[TM_TOKEN_MAX + 1];
+  if (read_token(tc, token, sizeof(token)) != TM_TOKEN_OK) {
     c->failures++;
     schedule(c, 0);
     return;
@@ -141,7 +141,7 @@ static void attempt(tc_conn *c) {
     ts->state = TC_S_CONNECTING;
     ts->link = tc->lops->connect(tc->lenv, ts, tc->cfg.url, token, &err);
   }
-  tc_token_wipe(token, sizeof(token));
+  tm_token_wipe(token, sizeof(token));
   if (!ts || !ts->link) {
     free(ts);
     PH_LOG_RL(tc->api, tc->ctx, PH_LOG_WARN, "connection attempt refused",
@@ -187,13 +187,6 @@ static void sess_goaway(void *arg, uint32_t last_stream_id) {
   schedule(c, 1);
 }
 
-static const char *reason_name(int r) {
-  static const char *const n[] = {"?",         "transport", "protocol",
-                                  "abuse",     "control_full", "heartbeat",
-                                  "local",     "goaway_done"};
-  return r >= 1 && r <= TM_CLOSE_GOAWAY_DONE ? n[r] : "?";
-}
-
 static void sess_close(void *arg, int reason) {
   tc_sess *ts = arg;
   tc_conn *c = ts->c;
@@ -204,7 +197,8 @@ static void sess_close(void *arg, int reason) {
   slot_drop(ts);
   if (reason != TM_CLOSE_GOAWAY_DONE && reason != TM_CLOSE_LOCAL)
     PH_LOG(tc->api, tc->ctx, PH_LOG_WARN, "connection to the server lost",
-           PH_UINT("connection", c->idx), PH_STR("reason", reason_name(reason)));
+           PH_UINT("connection", c->idx),
+           PH_STR("reason", tm_close_reason_name(reason)));
   update_ready(tc);
   /* A drained session's slot has its successor already. */
   if (was == TC_S_UP)
@@ -301,7 +295,7 @@ int tc_conns_start(tc_client *tc) {
             (uint64_t)(uintptr_t)tc;
   if (!tc->rng)
     tc->rng = 1;
-  tc->token_state = TC_TOKEN_OK; /* the first failure warns */
+  tc->token_state = TM_TOKEN_OK; /* the first failure warns */
   for (uint32_t i = 0; i < tc->cfg.connections; i++) {
     tc_conn *c = &tc->conns[i];
     c->tc = tc;

@@ -15,12 +15,12 @@
 
 #include <proxyhost/module.h>
 
+#include "tm_conf.h"
 #include "tm_ws_url.h"
 #include "tunnel_client_int.h"
 
 static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
 
-#define KiB 1024
 #define TC_URL_MAX 2048
 
 static const ph_conf_key tc_keys[] = {
@@ -37,7 +37,7 @@ static const ph_conf_key tc_keys[] = {
                 "file holding the bearer token, read at every connection "
                 "attempt",
                 NULL),
-    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, TC_TOKEN_MAX,
+    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, TM_TOKEN_MAX,
                 PH_CONF_SENSITIVE | PH_CONF_RESTART, NULL,
                 "the bearer token itself, when there is no token_file", NULL),
     PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
@@ -60,61 +60,10 @@ static const ph_conf_key tc_keys[] = {
                 "strict: limit for the server's OPEN_RESULT; then only that "
                 "stream is reset",
                 NULL),
-    PH_CONF_KEY("stream.inbound_buffer_bytes", PH_CONF_SIZE, "256KiB",
-                4 * KiB, TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
-                "bytes queued per stream from the server, not yet delivered",
-                NULL),
-    PH_CONF_KEY("stream.outbound_buffer_bytes", PH_CONF_SIZE, "256KiB",
-                4 * KiB, TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
-                "bytes queued per stream towards the server", NULL),
-    PH_CONF_KEY("stream.initial_window", PH_CONF_SIZE, "256KiB", 1 * KiB,
-                TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
-                "receive window per stream (flow control)", NULL),
-    PH_CONF_KEY("stream.window_update_threshold", PH_CONF_SIZE, "128KiB", 1,
-                TM_WINDOW_MAX, PH_CONF_RESTART, NULL,
-                "delivered bytes that trigger a WINDOW_UPDATE", NULL),
-    PH_CONF_KEY("stream.max_frame_payload", PH_CONF_SIZE, "32KiB", 1 * KiB,
-                TM_MAX_PAYLOAD, PH_CONF_RESTART, NULL,
-                "largest DATA payload sent", NULL),
     PH_CONF_KEY("stream.max_streams", PH_CONF_INT, "1024", 1, 65536,
                 PH_CONF_RESTART, NULL,
                 "streams open or opening at once per connection", NULL),
-    PH_CONF_KEY("stream.quantum", PH_CONF_SIZE, "32KiB", 1 * KiB,
-                TM_MAX_PAYLOAD, PH_CONF_RESTART, NULL,
-                "fair writer: bytes per stream per round", NULL),
-    PH_CONF_KEY("stream.control_queue_frames", PH_CONF_INT, "1024", 16,
-                65536, PH_CONF_RESTART, NULL,
-                "control frames queued per connection; beyond it the "
-                "connection closes",
-                NULL),
-    PH_CONF_KEY("stream.control_queue_bytes", PH_CONF_SIZE, "256KiB",
-                16 * KiB, 64 * 1024 * KiB, PH_CONF_RESTART, NULL,
-                "control bytes queued per connection", NULL),
-    PH_CONF_KEY("stream.violation_limit", PH_CONF_INT, "16", 1, 100000,
-                PH_CONF_RESTART, NULL,
-                "stream violations per violation_window before the "
-                "connection closes as abusive",
-                NULL),
-    PH_CONF_KEY("stream.violation_window", PH_CONF_DURATION, "1m", 1000,
-                3600000, PH_CONF_RESTART, NULL,
-                "window of violation_limit", NULL),
-    PH_CONF_KEY("ping_interval", PH_CONF_DURATION, "15s", 0, 600000,
-                PH_CONF_RESTART, NULL, "heartbeat PING interval; 0: none",
-                NULL),
-    PH_CONF_KEY("ping_timeout", PH_CONF_DURATION, "10s", 100, 600000,
-                PH_CONF_RESTART, NULL,
-                "no PONG within this closes the connection", NULL),
-    PH_CONF_KEY("capabilities.open_result", PH_CONF_BOOL, "true", 0, 0,
-                PH_CONF_RESTART, NULL,
-                "offer strict open (OPEN_RESULT); off: a legacy client",
-                NULL),
-    PH_CONF_KEY("capabilities.flow_control", PH_CONF_BOOL, "true", 0, 0,
-                PH_CONF_RESTART, NULL,
-                "offer per-stream windows (needs open_result)", NULL),
-    PH_CONF_KEY("capabilities.fair_writer", PH_CONF_BOOL, "true", 0, 0,
-                PH_CONF_RESTART, NULL,
-                "deficit round-robin writer; off: writes in arrival order",
-                NULL),
+    TM_SESSION_KEYS("stream."),
     PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
                 "name the target in the debug \"stream end\" line; off: "
                 "never logged",
@@ -175,40 +124,17 @@ static int tc_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
     return bad(key, "token_file", why, whylen, "%s",
                "required (or token): the server needs a bearer token");
   if (tok && *tok) {
-    char tmp[TC_TOKEN_MAX + 1];
-    int st = tc_token_take(tok, strlen(tok), tmp, sizeof(tmp));
-    tc_token_wipe(tmp, sizeof(tmp));
-    if (st != TC_TOKEN_OK) /* never the value: it is sensitive */
+    char tmp[TM_TOKEN_MAX + 1];
+    int st = tm_token_take(tok, strlen(tok), tmp, sizeof(tmp));
+    tm_token_wipe(tmp, sizeof(tmp));
+    if (st != TM_TOKEN_OK) /* never the value: it is sensitive */
       return bad(key, "token", why, whylen, "%s",
                  "must be visible ASCII characters without spaces");
   }
-  int64_t win = a->conf_int(ctx, "stream.initial_window");
-  int64_t thr = a->conf_int(ctx, "stream.window_update_threshold");
-  int64_t frame = a->conf_int(ctx, "stream.max_frame_payload");
-  int64_t inb = a->conf_int(ctx, "stream.inbound_buffer_bytes");
-  if (thr > win)
-    return bad(key, "stream.window_update_threshold", why, whylen, "%s",
-               "must not exceed stream.initial_window");
-  if (win < frame)
-    return bad(key, "stream.initial_window", why, whylen, "%s",
-               "must hold at least one frame (stream.max_frame_payload)");
-  if (inb < win)
-    return bad(key, "stream.inbound_buffer_bytes", why, whylen, "%s",
-               "must hold the whole stream.initial_window the server may "
-               "send");
   if (a->conf_int(ctx, "reconnect.min") > a->conf_int(ctx, "reconnect.max"))
     return bad(key, "reconnect.min", why, whylen, "%s",
                "must not exceed reconnect.max");
-  int64_t pi = a->conf_int(ctx, "ping_interval");
-  if (pi && a->conf_int(ctx, "ping_timeout") > 4 * pi)
-    return bad(key, "ping_timeout", why, whylen, "%s",
-               "must be at most 4 times ping_interval");
-  if (a->conf_int(ctx, "capabilities.flow_control") &&
-      !a->conf_int(ctx, "capabilities.open_result"))
-    return bad(key, "capabilities.flow_control", why, whylen, "%s",
-               "needs capabilities.open_result (no subprotocol offers flow "
-               "control alone)");
-  return PH_OK;
+  return tm_conf_check(ctx, a, "stream.", tc_keys, key, why, whylen);
 }
 
 static char *dup_or_null(const char *s) {
@@ -236,27 +162,10 @@ static int read_cfg(tc_client *tc) {
   c->reconnect_max_ms = u32(a, ctx, "reconnect.max");
   c->open_timeout_ms = u32(a, ctx, "stream.open_timeout");
   c->log_target = (int)a->conf_int(ctx, "log_target");
-  c->caps = 0;
-  if (a->conf_int(ctx, "capabilities.open_result"))
-    c->caps |= TM_CAP_OPEN_RESULT;
-  if (a->conf_int(ctx, "capabilities.flow_control"))
-    c->caps |= TM_CAP_FLOW_CONTROL;
-  if (a->conf_int(ctx, "capabilities.fair_writer"))
-    c->caps |= TM_CAP_FAIR_WRITER;
   tm_session_cfg *s = &c->scfg;
-  s->initial_window = u32(a, ctx, "stream.initial_window");
-  s->window_update_threshold = u32(a, ctx, "stream.window_update_threshold");
-  s->max_frame_payload = u32(a, ctx, "stream.max_frame_payload");
-  s->inbound_buffer_bytes = u32(a, ctx, "stream.inbound_buffer_bytes");
-  s->outbound_buffer_bytes = u32(a, ctx, "stream.outbound_buffer_bytes");
+  tm_conf_session(ctx, a, "stream.", s);
   s->max_streams = u32(a, ctx, "stream.max_streams");
-  s->control_queue_frames = u32(a, ctx, "stream.control_queue_frames");
-  s->control_queue_bytes = u32(a, ctx, "stream.control_queue_bytes");
-  s->quantum = u32(a, ctx, "stream.quantum");
-  s->violation_limit = u32(a, ctx, "stream.violation_limit");
-  s->violation_window_ms = u32(a, ctx, "stream.violation_window");
-  s->ping_interval_ms = u32(a, ctx, "ping_interval");
-  s->ping_timeout_ms = u32(a, ctx, "ping_timeout");
+  c->caps = tm_conf_caps(ctx, a) | s->local_caps;
   return PH_OK;
 }
 
@@ -338,7 +247,7 @@ static void tc_destroy(void *state) {
   free(tc->cfg.agent);
   free(tc->cfg.token_file);
   if (tc->cfg.token) {
-    tc_token_wipe(tc->cfg.token, strlen(tc->cfg.token));
+    tm_token_wipe(tc->cfg.token, strlen(tc->cfg.token));
     free(tc->cfg.token);
   }
   free(tc);

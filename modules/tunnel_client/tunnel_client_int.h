@@ -16,7 +16,7 @@
 #include <proxyhost/stream.h>
 
 #include "tc_link.h"
-#include "tc_token.h"
+#include "tm_token.h"
 #include "tm_metrics.h"
 #include "tm_proto.h"
 #include "tm_session.h"
@@ -77,7 +77,7 @@ struct tc_client {
   tc_conn conns[TC_MAX_CONNECTIONS];
   tc_sess *all;  /* every live tc_sess */
   int started, stopping, stop_pending, ready;
-  int token_state; /* tc_token_state of the last read, for the warnings */
+  int token_state; /* tm_token_state of the last read, for the warnings */
   uint64_t rng;
   /* opens */
   tc_req **buckets;

@@ -61,7 +61,9 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 	modules/tunnel_common/tm_session.c modules/tunnel_common/tm_session.h \
 	modules/tunnel_common/tm_session_int.h \
 	modules/tunnel_common/tm_stream.c modules/tunnel_common/tm_writer.c \
-	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h
+	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h \
+	modules/tunnel_common/tm_conf.c modules/tunnel_common/tm_conf.h \
+	modules/tunnel_common/tm_token.c modules/tunnel_common/tm_token.h
 # (merge of tm-session and tm-ws, done in tm-agent: one definition, with
 # tm-ws's flags and libraries; tm-ws's block below adds its sources.)
 modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
@@ -91,6 +93,26 @@ t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
 	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
 	$(EV_LIBS)
 endif
+
+# The bearer token file reader of tunnel_client and tunnel_agent
+# (tm_token.c, in libtmsession.la): its unit test and its fuzz target,
+# replayed over t/fuzz/seeds/tm_token by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+UNIT_TESTS_TM_TOKEN = t/unit/test_tm_token
+check_PROGRAMS += $(UNIT_TESTS_TM_TOKEN)
+TESTS += $(UNIT_TESTS_TM_TOKEN)
+t_unit_test_tm_token_SOURCES = t/unit/test_tm_token.c \
+	modules/tunnel_common/tm_token.c
+t_unit_test_tm_token_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_token_LDADD = $(UNIT_LDADD)
+check_PROGRAMS += t/fuzz/replay_tm_token
+t_fuzz_replay_tm_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_token.c \
+	modules/tunnel_common/tm_token.c
+t_fuzz_replay_tm_token_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+endif
+EXTRA_DIST += t/fuzz/fuzz_tm_token.c
 
 # tm-ws: libwebsockets on the loop (tm_ws.c), the URL parser, the backoff;
 # test_tm_ws (client and server in one process through the mock host)

@@ -36,9 +36,6 @@ static const char *const components[] = {"client", "server", "agent", NULL};
 static const char *const bp_reasons[] = {
     "window_stall", "inbound_full", "legacy_backpressure", "control_full",
     "window_violation", NULL};
-static const char *const close_reasons[] = {
-    "transport", "protocol", "abuse", "control_full", "heartbeat", "local",
-    "goaway_done", NULL};
 
 /* Seconds, 10 µs (an uncontended writer) to 10 s (a stalled window). */
 static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001,
@@ -52,7 +49,7 @@ static const ph_label_def comp_label[] = {{"component", components}};
 static const ph_label_def bp_labels[] = {{"component", components},
                                          {"reason", bp_reasons}};
 static const ph_label_def closed_labels[] = {{"component", components},
-                                             {"reason", close_reasons}};
+                                             {"reason", tm_close_reason_names}};
 
 static const ph_metric_def stall_def = {
     "tunnelmesh_stream_window_stall_seconds",
@@ -124,8 +121,8 @@ tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
     const char *v[] = {c, bp_reasons[i]};
     m->bp[i] = api->series(bp, v);
   }
-  for (int i = 0; close_reasons[i]; i++) {
-    const char *v[] = {c, close_reasons[i]};
+  for (int i = 0; tm_close_reason_names[i]; i++) {
+    const char *v[] = {c, tm_close_reason_names[i]};
     m->closed[i + 1] = api->series(closed, v); /* reasons start at 1 */
   }
   return m;

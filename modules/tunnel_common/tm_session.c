@@ -240,6 +240,17 @@ static int cfg_valid(const tm_session_cfg *c) {
          (c->ping_interval_ms == 0 || c->ping_timeout_ms >= 1);
 }
 
+/* In enum order from TM_CLOSE_TRANSPORT (1). */
+const char *const tm_close_reason_names[] = {
+    "transport", "protocol", "abuse", "control_full", "heartbeat", "local",
+    "goaway_done", NULL};
+
+const char *tm_close_reason_name(int reason) {
+  return reason >= TM_CLOSE_TRANSPORT && reason <= TM_CLOSE_GOAWAY_DONE
+             ? tm_close_reason_names[reason - TM_CLOSE_TRANSPORT]
+             : "unknown";
+}
+
 tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
                            const tm_session_cfg *cfg,
                            const tm_transport *t, void *targ,
@@ -496,4 +507,13 @@ int tm_session_can_open(const tm_session *s) {
 }
 
 unsigned tm_session_caps(const tm_session *s) { return s->cfg.caps; }
+
+int tm_session_narrow_caps(tm_session *s, unsigned caps) {
+  /* Every stream reads the caps when it starts (strict, flow control):
+   * before the first one, no stream can see them change. */
+  if (s->live || s->next_id != 1 || s->peer_max_id)
+    return PH_EINVAL;
+  s->cfg.caps &= caps;
+  return PH_OK;
+}
 uint64_t tm_session_rtt_us(const tm_session *s) { return s->rtt_us; }

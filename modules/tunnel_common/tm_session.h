@@ -78,6 +78,13 @@ enum tm_close_reason {
   TM_CLOSE_GOAWAY_DONE    /* drained after GOAWAY: no stream left */
 };
 
+/* The reason's name in logs and the sessions_closed metric's label
+ * ("transport", "protocol", ...); "unknown" for any other value. */
+const char *tm_close_reason_name(int reason);
+/* The same names as a NULL-terminated list, [0] for TM_CLOSE_TRANSPORT
+ * (a metric label's values). */
+extern const char *const tm_close_reason_names[];
+
 /* The transport: one message-oriented connection. The session calls
  * these; the transport calls tm_session_on_message/on_writable/
  * on_transport_closed. */
@@ -169,6 +176,14 @@ void tm_session_close(tm_session *s);
 uint32_t tm_session_streams(const tm_session *s);
 int tm_session_can_open(const tm_session *s);
 unsigned tm_session_caps(const tm_session *s);
+/* Narrows the negotiated caps to caps & tm_session_caps(s): only ever
+ * removes bits. TM-PROTO-18: the agent metadata ACK is the intersection,
+ * so an ACK granting less than the subprotocol wins. Only while the
+ * session has had no stream (none opened, none accepted): PH_OK, or
+ * PH_EINVAL with nothing changed. Streams opened or accepted afterwards
+ * use the narrowed caps (without TM_CAP_OPEN_RESULT: legacy, and then
+ * no flow control either). */
+int tm_session_narrow_caps(tm_session *s, unsigned caps);
 /* Heartbeat round trip of the last PONG, microseconds (0: none yet). */
 uint64_t tm_session_rtt_us(const tm_session *s);
 

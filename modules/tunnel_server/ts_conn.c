@@ -36,26 +36,6 @@ void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]) {
   snprintf(out, TS_REDACTED_LEN, "agent-%08x", h);
 }
 
-static const char *close_reason_name(int r) {
-  switch (r) {
-  case TM_CLOSE_TRANSPORT:
-    return "transport";
-  case TM_CLOSE_PROTOCOL:
-    return "protocol";
-  case TM_CLOSE_ABUSE:
-    return "abuse";
-  case TM_CLOSE_CONTROL_FULL:
-    return "control_full";
-  case TM_CLOSE_HEARTBEAT:
-    return "heartbeat";
-  case TM_CLOSE_LOCAL:
-    return "local";
-  case TM_CLOSE_GOAWAY_DONE:
-    return "goaway_done";
-  }
-  return "unknown";
-}
-
 /* ---- registries -------------------------------------------------------- */
 
 ts_agent *ts_agent_find(ts_mod *m, const char *name) {
@@ -165,7 +145,7 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   tm_metadata ackm;
   memset(&ackm, 0, sizeof(ackm));
   /* TM-PROTO-18: the intersection of the agent's and the server's. */
-  ackm.caps = md->caps & (m->c.caps | m->c.local_caps);
+  ackm.caps = md->caps & (m->c.caps | m->c.session.local_caps);
   if (tm_session_send_metadata(c->s, &ackm, 1) != PH_OK) {
     tm_session_close(c->s);
     return;
@@ -184,7 +164,7 @@ static void sess_on_close(void *arg, int reason) {
   PH_LOG(ts_api, m->ctx, reason == TM_CLOSE_ABUSE ? PH_LOG_WARN : PH_LOG_INFO,
          "tunnel session closed", PH_STR("principal", c->token_id),
          PH_STR("role", c->kind == TS_CONN_AGENT ? "agent" : "client"),
-         PH_STR("reason", close_reason_name(reason)));
+         PH_STR("reason", tm_close_reason_name(reason)));
   c->s = NULL;
   c->ready = 0;
   if (c->kind == TS_CONN_AGENT) {

@@ -45,16 +45,13 @@ typedef struct ts_conf {
   uint32_t max_connections;
   uint32_t max_auth_in_flight;
   unsigned caps;       /* open_result | flow_control from the switches */
-  unsigned local_caps; /* fair_writer */
   uint32_t max_concurrent_opens, max_pending_opens, max_opens_per_session;
   uint32_t max_per_connection, max_per_token, max_per_agent;
   uint32_t agent_max_connections;
   uint32_t open_timeout_ms;
-  uint32_t initial_window, window_update_threshold, max_frame_payload;
-  uint32_t inbound_buffer_bytes, outbound_buffer_bytes;
-  uint32_t control_queue_frames, control_queue_bytes, quantum;
-  uint32_t violation_limit, violation_window_ms;
-  uint32_t ping_interval_ms, ping_timeout_ms;
+  /* the session's limits, heartbeat and local_caps (fair_writer), read by
+   * tm_conf_session; ts_session_cfg adds the rest per connection */
+  tm_session_cfg session;
   uint32_t drain_ms;
   int64_t idle_timeout_ms;
   char node_id[TS_NODE_ID_MAX + 1];

@@ -115,6 +115,7 @@ static void on_close(void *arg, int reason) {
 static const tm_session_ops ops = {
     .on_open = agent_on_open,
     .on_abandon = agent_on_abandon,
+    .on_metadata = agent_conn_metadata,
     .on_close = on_close,
 };
 
@@ -366,6 +367,59 @@ int main(void) {
   ok(result_of(1, &r) && !r.accepted && r.code == PH_OPEN_TIMEOUT,
      "TM-P0-5: with code timeout");
   is_int(f_cancelled, 1, "TM-P0-5: and the connector's dial was cancelled");
+  session_down();
+
+  /* TM-PROTO-18: the server's ACK is the intersection. The subprotocol
+   * gave open_result and flow control, the ACK grants neither: the next
+   * open is answered legacy-style (no OPEN_RESULT, open at once). */
+  reset_counts();
+  session_up(strict, 4, 4, 60000);
+  conn.caps = strict | TM_CAP_FAIR_WRITER;
+  tm_metadata ack;
+  memset(&ack, 0, sizeof(ack));
+  uint8_t mp[256];
+  int mn = tm_metadata_encode(&ack, 1, mp, sizeof(mp));
+  feed(TM_AGENT_METADATA_ACK, 0, 0, mp, (size_t)mn);
+  ok(conn.acked, "TM-PROTO-18: the ACK arrived");
+  is_int(tm_session_caps(conn.s) & strict, 0,
+         "TM-PROTO-18: an ACK without open_result and flow_control narrows "
+         "the session's capabilities");
+  is_int(conn.caps & strict, 0, "TM-PROTO-18: ... and the connection's");
+  open_stream(1, "ready.test", 80);
+  feed(TM_DATA, 0, 1, "early", 5);
+  for (int i = 0; i < 500 && f_last_peer_fd < 0; i++)
+    pump(10);
+  got = f_last_peer_fd >= 0
+            ? target_read(f_last_peer_fd, buf, sizeof(buf), 5000)
+            : -1;
+  ok(got == 5 && memcmp(buf, "early", 5) == 0,
+     "TM-PROTO-18: the next open is legacy: DATA right after OPEN_STREAM "
+     "reaches the target");
+  pump(50);
+  is_int(find(TM_OPEN_RESULT, 1), -1,
+         "TM-PROTO-18: ... and no OPEN_RESULT is sent for it");
+  is_int(find(TM_RESET, 1), -1, "TM-PROTO-18: ... nor a RESET");
+  close(f_last_peer_fd);
+  f_last_peer_fd = -1;
+  session_down();
+
+  /* TM-PROTO-18: an ACK after a stream started cannot change the streams'
+   * mode: the session keeps the subprotocol's capabilities. */
+  reset_counts();
+  session_up(strict, 4, 4, 60000);
+  conn.caps = strict | TM_CAP_FAIR_WRITER;
+  open_stream(1, "ready.test", 80);
+  ok(wait_frame(TM_OPEN_RESULT, 1, 5000), "a strict open before the ACK");
+  feed(TM_AGENT_METADATA_ACK, 0, 0, mp, (size_t)mn);
+  is_int(tm_session_caps(conn.s) & strict, strict,
+         "TM-PROTO-18: an ACK after the first stream leaves the caps as "
+         "they were");
+  open_stream(3, "ready.test", 80);
+  ok(wait_frame(TM_OPEN_RESULT, 3, 5000),
+     "TM-PROTO-18: ... and the next open is still answered by OPEN_RESULT");
+  if (f_last_peer_fd >= 0)
+    close(f_last_peer_fd);
+  f_last_peer_fd = -1;
   session_down();
 
   const char *mt_text = ph_mock_metrics_text(m);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tunnel_agent's connection pool controller, pure (pool_policy.c,
- * TM-P2-23..28). The token file reader is tunnel_client's tc_token.c,
- * tested by test_tunnel_client_token and fuzz_tc_token. */
+ * TM-P2-23..28). The token file reader is tunnel_common's tm_token.c,
+ * tested by test_tm_token and fuzz_tm_token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

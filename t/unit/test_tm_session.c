@@ -413,6 +413,42 @@ static void test_legacy(void) {
   pair_end(&p);
 }
 
+/* TM-PROTO-18: tm_session_narrow_caps only removes bits and only before
+ * the first stream; both ends narrowed to legacy open legacy-style. */
+static void test_narrow_caps(void) {
+  const unsigned strict = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  pair p;
+  pair_std(&p, TM_CAP_OPEN_RESULT);
+  is_int(tm_session_narrow_caps(p.b.s, strict), PH_OK,
+         "TM-PROTO-18: narrowing before any stream is allowed");
+  is_int(tm_session_caps(p.b.s), TM_CAP_OPEN_RESULT,
+         "TM-PROTO-18: narrowing never adds a capability");
+  is_int(tm_session_narrow_caps(p.a.s, 0), PH_OK, "the opener narrowed");
+  is_int(tm_session_narrow_caps(p.b.s, 0), PH_OK, "the acceptor narrowed");
+  is_int(tm_session_caps(p.b.s), 0, "TM-PROTO-18: open_result removed");
+  opening o;
+  open_to(&p, &o, "narrowed.test", 5000);
+  run_until(o.done && p.b.naccepted == 1, 2000);
+  ok(o.done == 1 && o.accepted && !o.strict,
+     "TM-PROTO-18: the narrowed session opens legacy-style");
+  is_int(tm_memlink_sent(p.l, 1, TM_OPEN_RESULT), 0,
+         "TM-PROTO-18: ... without OPEN_RESULT");
+  user *ua = user_new(o.st, 1), *ub = user_new(p.b.accepted[0], 1);
+  close_user(&ua);
+  close_user(&ub);
+  pair_end(&p);
+
+  pair_std(&p, strict);
+  user *sa = NULL, *sb = NULL;
+  ok(open_accepted(&p, "first.test", &sa, &sb) == 0, "a strict stream");
+  is_int(tm_session_narrow_caps(p.b.s, 0), PH_EINVAL,
+         "TM-PROTO-18: after a stream, narrowing is refused");
+  is_int(tm_session_caps(p.b.s), strict, "... and nothing changed");
+  close_user(&sa);
+  close_user(&sb);
+  pair_end(&p);
+}
+
 static void test_open_timeout(void) {
   pair p;
   pair_std(&p, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
@@ -1433,6 +1469,7 @@ int main(void) {
   test_strict_basics();
   test_reject();
   test_legacy();
+  test_narrow_caps();
   test_open_timeout();
   test_data_while_opening();
   test_duplicate_result();

@@ -50,7 +50,7 @@ struct mlink {
   mside c, sv;
   ph_timer *tick;
   int up, done; /* done: the client was told failed/closed */
-  char bearer[TC_TOKEN_MAX + 1];
+  char bearer[TM_TOKEN_MAX + 1];
   char url[256];
 };
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Fuzz target: the tunnel client's bearer token as read from token_file
- * (modules/tunnel_client/tc_token.c, tc_token_take: the file's bytes).
- * It checks the contract of tc_token.h: an accepted token is
- * NUL-terminated, 1..TC_TOKEN_MAX bytes of visible ASCII (a header value
+/* Fuzz target: the bearer token as tunnel_client and tunnel_agent read
+ * it from token_file (modules/tunnel_common/tm_token.c, tm_token_take: the file's bytes).
+ * It checks the contract of tm_token.h: an accepted token is
+ * NUL-terminated, 1..TM_TOKEN_MAX bytes of visible ASCII (a header value
  * that cannot be split: no space, CR, LF or control byte), and a
  * substring of the input; a refusal leaves the output empty; white space
  * only is "empty"; the verdict is deterministic and does not depend on
@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tc_token.h"
+#include "tm_token.h"
 
 #define CHECK(c)                                                          \
   do {                                                                    \
     if (!(c)) {                                                           \
-      fprintf(stderr, "fuzz_tc_token: %s\n", #c);                         \
+      fprintf(stderr, "fuzz_tm_token: %s\n", #c);                         \
       abort();                                                            \
     }                                                                     \
   } while (0)
@@ -25,23 +25,23 @@
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
-  static char out[TC_TOKEN_MAX + 1], out2[TC_TOKEN_MAX + 1];
-  static char with_nl[TC_TOKEN_MAX * 2 + 8];
+  static char out[TM_TOKEN_MAX + 1], out2[TM_TOKEN_MAX + 1];
+  static char with_nl[TM_TOKEN_MAX * 2 + 8];
   const char *in = (const char *)data;
-  int st = tc_token_take(in, size, out, sizeof(out));
-  CHECK(st == TC_TOKEN_OK || st == TC_TOKEN_EMPTY || st == TC_TOKEN_BAD);
-  CHECK(tc_token_take(in, size, out2, sizeof(out2)) == st);
-  if (st != TC_TOKEN_OK) {
+  int st = tm_token_take(in, size, out, sizeof(out));
+  CHECK(st == TM_TOKEN_OK || st == TM_TOKEN_EMPTY || st == TM_TOKEN_BAD);
+  CHECK(tm_token_take(in, size, out2, sizeof(out2)) == st);
+  if (st != TM_TOKEN_OK) {
     CHECK(out[0] == 0);
     int blank = 1;
     for (size_t i = 0; i < size; i++)
       if (!memchr(" \t\r\n", in[i], 4))
         blank = 0;
-    CHECK(blank == (st == TC_TOKEN_EMPTY));
+    CHECK(blank == (st == TM_TOKEN_EMPTY));
     return 0;
   }
   size_t n = strlen(out);
-  CHECK(n >= 1 && n <= TC_TOKEN_MAX);
+  CHECK(n >= 1 && n <= TM_TOKEN_MAX);
   CHECK(!strcmp(out, out2));
   for (size_t i = 0; i < n; i++)
     CHECK((unsigned char)out[i] > 0x20 && (unsigned char)out[i] < 0x7f);
@@ -50,11 +50,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (size + 2 <= sizeof(with_nl)) {
     memcpy(with_nl, data, size);
     memcpy(with_nl + size, "\r\n", 2);
-    CHECK(tc_token_take(with_nl, size + 2, out2, sizeof(out2)) ==
-              TC_TOKEN_OK &&
+    CHECK(tm_token_take(with_nl, size + 2, out2, sizeof(out2)) ==
+              TM_TOKEN_OK &&
           !strcmp(out, out2));
   }
   /* a buffer one byte too small refuses */
-  CHECK(tc_token_take(in, size, out2, n) == TC_TOKEN_BAD && out2[0] == 0);
+  CHECK(tm_token_take(in, size, out2, n) == TM_TOKEN_BAD && out2[0] == 0);
   return 0;
 }

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The session's keys: their cross-key check and the tm_session_cfg they
+ * fill (tm_conf.h). */
+#include "tm_conf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The key "prefix + name" as the role's table spells it (a stable
+ * string for *key), or the unprefixed name when absent. */
+static const char *key_name(const ph_conf_key *keys, const char *prefix,
+                            const char *name) {
+  size_t pl = strlen(prefix);
+  for (const ph_conf_key *k = keys; k && k->name; k++)
+    if (strncmp(k->name, prefix, pl) == 0 && strcmp(k->name + pl, name) == 0)
+      return k->name;
+  return name;
+}
+
+static int64_t val(ph_ctx *ctx, const ph_api *a, const char *prefix,
+                   const char *name) {
+  char k[96];
+  snprintf(k, sizeof(k), "%s%s", prefix, name);
+  return a->conf_int(ctx, k);
+}
+
+static uint32_t u32(ph_ctx *ctx, const ph_api *a, const char *prefix,
+                    const char *name) {
+  int64_t v = val(ctx, a, prefix, name);
+  return v < 0 ? 0 : v > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+int tm_conf_check(ph_ctx *ctx, const ph_api *a, const char *prefix,
+                  const ph_conf_key *keys, const char **key, char *why,
+                  size_t whylen) {
+  int64_t win = val(ctx, a, prefix, "initial_window"),
+          thr = val(ctx, a, prefix, "window_update_threshold"),
+          mfp = val(ctx, a, prefix, "max_frame_payload"),
+          inb = val(ctx, a, prefix, "inbound_buffer_bytes"),
+          q = val(ctx, a, prefix, "quantum");
+  const char *k = NULL;
+  if (thr > win) {
+    k = "window_update_threshold";
+    snprintf(why, whylen, "must not exceed %sinitial_window", prefix);
+  } else if (mfp > win) {
+    k = "initial_window";
+    snprintf(why, whylen,
+             "must hold at least one frame (%smax_frame_payload)", prefix);
+  } else if (inb < win) {
+    k = "inbound_buffer_bytes";
+    snprintf(why, whylen,
+             "must hold the whole window (%sinitial_window): the peer may "
+             "send that much before it waits",
+             prefix);
+  } else if (q < mfp) {
+    k = "quantum";
+    snprintf(why, whylen, "must be at least %smax_frame_payload", prefix);
+  }
+  if (k) {
+    *key = key_name(keys, prefix, k);
+    return PH_EINVAL;
+  }
+  int64_t pi = a->conf_int(ctx, "ping_interval");
+  if (pi > 0 && a->conf_int(ctx, "ping_timeout") > 4 * pi) {
+    *key = key_name(keys, "", "ping_timeout");
+    snprintf(why, whylen, "must be at most 4 times ping_interval");
+    return PH_EINVAL;
+  }
+  if (a->conf_int(ctx, "capabilities.flow_control") &&
+      !a->conf_int(ctx, "capabilities.open_result")) {
+    *key = key_name(keys, "", "capabilities.flow_control");
+    snprintf(why, whylen,
+             "needs capabilities.open_result (no subprotocol offers flow "
+             "control alone)");
+    return PH_EINVAL;
+  }
+  return PH_OK;
+}
+
+void tm_conf_session(ph_ctx *ctx, const ph_api *a, const char *prefix,
+                     tm_session_cfg *s) {
+  s->local_caps =
+      a->conf_int(ctx, "capabilities.fair_writer") ? TM_CAP_FAIR_WRITER : 0;
+  s->initial_window = u32(ctx, a, prefix, "initial_window");
+  s->window_update_threshold = u32(ctx, a, prefix, "window_update_threshold");
+  s->max_frame_payload = u32(ctx, a, prefix, "max_frame_payload");
+  s->inbound_buffer_bytes = u32(ctx, a, prefix, "inbound_buffer_bytes");
+  s->outbound_buffer_bytes = u32(ctx, a, prefix, "outbound_buffer_bytes");
+  s->control_queue_frames = u32(ctx, a, prefix, "control_queue_frames");
+  s->control_queue_bytes = u32(ctx, a, prefix, "control_queue_bytes");
+  s->quantum = u32(ctx, a, prefix, "quantum");
+  s->violation_limit = u32(ctx, a, prefix, "violation_limit");
+  s->violation_window_ms = u32(ctx, a, prefix, "violation_window");
+  s->ping_interval_ms = u32(ctx, a, "", "ping_interval");
+  s->ping_timeout_ms = u32(ctx, a, "", "ping_timeout");
+}
+
+unsigned tm_conf_caps(ph_ctx *ctx, const ph_api *a) {
+  unsigned caps = 0;
+  if (a->conf_int(ctx, "capabilities.open_result"))
+    caps |= TM_CAP_OPEN_RESULT;
+  if (a->conf_int(ctx, "capabilities.flow_control"))
+    caps |= TM_CAP_FLOW_CONTROL;
+  return caps;
+}
