@@ -1,0 +1,134 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- assign: ARGV lease_ms, max_owned, n, then n times (proxy, capacity,
+-- zone), then m, then m draining (or removed) proxy ids.
+-- One proxy, one owner (CP-4-1): P..'owner:<proxy>' is a hash {worker,
+-- until}; each worker's index P..'w:<worker>:owned' (a sorted set scored
+-- by lease expiry) mirrors it and is written in the same step.
+--  1. an ownership ends when its worker's session AND its lease both
+--     expired (CP-4-6);
+--  2. a draining proxy's ownership ends when its owner's current report,
+--     made on a snapshot version above the one current when the proxy
+--     began draining, shows active and reserved zero (CP-4-4);
+--  3. a usable proxy without an owner goes to a live worker: one in its
+--     zone first, then any; the least owned capacity first; at most
+--     max_owned each (CP-1-16);
+--  4. the epoch rises when anything changed.
+-- Returns {'ok', epoch, assigned, released}.
+local now = now_ms()
+local lease, max_owned = tonumber(ARGV[2]), tonumber(ARGV[3])
+local workers_key = P .. 'workers'
+local live, names = {}, {}
+for _, w in ipairs(redis.call('ZRANGE', workers_key, 0, -1)) do
+  local s = redis.call('HMGET', wkey(w, 'session'), 'session', 'zone')
+  local n = redis.call('ZCARD', wkey(w, 'owned'))
+  if s[1] then
+    live[w] = {session = s[1], zone = s[2] or '', cap = 0, n = n}
+  elseif n == 0 then
+    redis.call('ZREM', workers_key, w)
+  end
+  names[#names + 1] = w
+end
+local assigned, released = 0, 0
+local function release(p, w)
+  redis.call('DEL', P .. 'owner:' .. p)
+  redis.call('ZREM', wkey(w, 'owned'), p)
+  if live[w] then
+    live[w].n = live[w].n - 1
+  end
+  released = released + 1
+end
+local n, i = tonumber(ARGV[4]), 5
+local usable, cap_of = {}, {}
+for k = 1, n do
+  usable[k] = {id = ARGV[i], cap = tonumber(ARGV[i + 1]), zone = ARGV[i + 2]}
+  cap_of[ARGV[i]] = tonumber(ARGV[i + 1])
+  i = i + 3
+end
+-- 2. draining: the marks of proxies still draining are kept.
+local m = tonumber(ARGV[i])
+i = i + 1
+local dkey = P .. 'draining'
+local old, marks = redis.call('HGETALL', dkey), {}
+for k = 1, #old, 2 do
+  marks[old[k]] = old[k + 1]
+end
+redis.call('DEL', dkey)
+local version = redis.call('GET', P .. 'version') or '0'
+for _ = 1, m do
+  local p = ARGV[i]
+  i = i + 1
+  local mark = marks[p] or version
+  redis.call('HSET', dkey, p, mark)
+  local w = redis.call('HGET', P .. 'owner:' .. p, 'worker')
+  if w and live[w] then
+    local c = redis.call('HMGET', wkey(w, 'counts'), 'm:session', 'm:version',
+      'p:' .. p)
+    if c[1] == live[w].session and tonumber(c[2]) > tonumber(mark) then
+      local idle = true
+      if c[3] then
+        local a, r = string.match(c[3], '^(%d+):(%d+):')
+        idle = tonumber(a) == 0 and tonumber(r) == 0
+      end
+      if idle then
+        release(p, w)
+      end
+    end
+  end
+end
+-- 1. every index entry: stale ones dropped, dead ownerships ended, the
+-- capacity each live worker owns summed.
+for _, w in ipairs(names) do
+  local idx = wkey(w, 'owned')
+  for _, p in ipairs(redis.call('ZRANGE', idx, 0, -1)) do
+    local o = redis.call('HMGET', P .. 'owner:' .. p, 'worker', 'until')
+    if o[1] ~= w then
+      redis.call('ZREM', idx, p)
+      if live[w] then
+        live[w].n = live[w].n - 1
+      end
+    elseif not live[w] and tonumber(o[2]) <= now then
+      release(p, w)
+    elseif live[w] then
+      live[w].cap = live[w].cap + (cap_of[p] or 0)
+    end
+  end
+end
+-- 3. unowned usable proxies to live workers.
+local order = {}
+for _, w in ipairs(names) do
+  if live[w] then
+    order[#order + 1] = w
+  end
+end
+local function pick(zone, same_zone)
+  local best
+  for _, w in ipairs(order) do
+    local l = live[w]
+    if l.n < max_owned and (not same_zone or l.zone == zone) then
+      if not best or l.cap < live[best].cap or
+          (l.cap == live[best].cap and l.n < live[best].n) then
+        best = w
+      end
+    end
+  end
+  return best
+end
+local lease_until = now + lease
+for _, u in ipairs(usable) do
+  if redis.call('EXISTS', P .. 'owner:' .. u.id) == 0 then
+    local w = (u.zone ~= '' and pick(u.zone, true)) or pick(u.zone, false)
+    if w then
+      redis.call('HSET', P .. 'owner:' .. u.id, 'worker', w,
+        'until', tostring(lease_until))
+      redis.call('ZADD', wkey(w, 'owned'), lease_until, u.id)
+      live[w].cap = live[w].cap + u.cap
+      live[w].n = live[w].n + 1
+      assigned = assigned + 1
+    end
+  end
+end
+local epoch = epoch_now()
+if assigned + released > 0 then
+  epoch = tostring(redis.call('INCR', KEYS[1]))
+end
+return {'ok', tonumber(epoch), assigned, released}

@@ -1,0 +1,17 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- owned: ARGV worker, session. The worker's ownership index with each
+-- lease's expiry (CP-1-16); an entry whose proxy another worker owns now
+-- is left out. Returns {'ok', epoch, proxy, until, ...} or {'stale'}.
+local w = ARGV[2]
+if not current(w, ARGV[3]) then
+  return {'stale'}
+end
+local res = {'ok', tonumber(epoch_now())}
+local idx = redis.call('ZRANGE', wkey(w, 'owned'), 0, -1, 'WITHSCORES')
+for i = 1, #idx, 2 do
+  if redis.call('HGET', P .. 'owner:' .. idx[i], 'worker') == w then
+    res[#res + 1] = idx[i]
+    res[#res + 1] = tonumber(idx[i + 1])
+  end
+end
+return res

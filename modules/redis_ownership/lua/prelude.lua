@@ -1,0 +1,30 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- The prelude of every redis_ownership script (prepended at build time).
+-- KEYS[1] is the cluster's epoch key, ph:cp:{<cluster>}:epoch: every key a
+-- script touches shares its {<cluster>} hash tag, so one script touches
+-- one Redis Cluster slot. ARGV[1] is the prefix ph:cp:{<cluster>}:.
+-- Time is Redis server time only (CP-2-12).
+local P = ARGV[1]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function wkey(w, what)
+  return P .. 'w:' .. w .. ':' .. what
+end
+-- The session hash's key when session is the worker's current session.
+local function current(w, session)
+  local k = wkey(w, 'session')
+  if redis.call('HGET', k, 'session') == session then
+    return k
+  end
+  return nil
+end
+local function epoch_now()
+  local e = redis.call('GET', KEYS[1])
+  if not e then
+    redis.call('SET', KEYS[1], '1')
+    e = '1'
+  end
+  return e
+end

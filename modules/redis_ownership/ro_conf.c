@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* redis_ownership's keys: see ro_conf.h and redis_ownership.ini.sample. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ro_conf.h"
+
+#define H 3600000
+
+const ph_conf_key ro_conf_keys[] = {
+    PH_CONF_KEY("address", PH_CONF_STRING, "127.0.0.1:6379", 1, 107,
+                PH_CONF_RESTART, NULL,
+                "Redis: IPv4:PORT, [IPv6]:PORT (numeric) or a unix socket "
+                "path (starting with /)",
+                NULL),
+    PH_CONF_KEY("password", PH_CONF_STRING, "", 0, 255,
+                PH_CONF_SENSITIVE | PH_CONF_RESTART, NULL,
+                "AUTH password (empty: no AUTH)", NULL),
+    PH_CONF_KEY("database", PH_CONF_INT, "0", 0, 15, PH_CONF_RESTART, NULL,
+                "Redis database number (SELECT)", NULL),
+    PH_CONF_KEY("cluster_id", PH_CONF_STRING, "default", 1, PH_POOL_ID_MAX,
+                PH_CONF_RESTART, NULL,
+                "the cluster whose keys (ph:cp:{cluster_id}:) this instance "
+                "serves; [A-Za-z0-9._-]",
+                NULL),
+    PH_CONF_KEY("session_ttl", PH_CONF_DURATION, "30s", 1000, H,
+                PH_CONF_RESTART, NULL,
+                "a worker session's server-side TTL, renewed by accepted "
+                "runtime reports",
+                NULL),
+    PH_CONF_KEY("runtime_ttl", PH_CONF_DURATION, "15s", 1000, H,
+                PH_CONF_RESTART, NULL,
+                "how long a runtime report's counts stay valid", NULL),
+    PH_CONF_KEY("ownership_lease", PH_CONF_DURATION, "30s", 1000, H,
+                PH_CONF_RESTART, NULL,
+                "a proxy owner's lease, renewed by its accepted runtime "
+                "reports",
+                NULL),
+    PH_CONF_KEY("max_owned_per_worker", PH_CONF_INT, "1024", 1, 100000,
+                PH_CONF_RESTART, NULL,
+                "proxies one worker may own (its ownership index), and "
+                "counters in one runtime report",
+                NULL),
+    PH_CONF_KEY("max_issued_refs", PH_CONF_INT, "8", 1, 1024,
+                PH_CONF_RESTART, NULL,
+                "issued snapshot references kept per session (the oldest "
+                "go first)",
+                NULL),
+    PH_CONF_KEY("max_workers", PH_CONF_INT, "1024", 1, 65536,
+                PH_CONF_RESTART, NULL,
+                "workers the cluster knows at once (the workers set)", NULL),
+    PH_CONF_KEY("command_timeout", PH_CONF_DURATION, "1s", 10, 60000,
+                PH_CONF_RESTART, NULL,
+                "every call, and connect + handshake, answer within this "
+                "(else UNAVAILABLE)",
+                NULL),
+    PH_CONF_KEY("max_inflight", PH_CONF_INT, "1024", 1, 65536,
+                PH_CONF_RESTART, NULL,
+                "calls in flight at once; one more is refused (PH_EFULL)",
+                NULL),
+    PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "100ms", 10, 60000,
+                PH_CONF_RESTART, NULL,
+                "first reconnect delay (jittered, doubling)", NULL),
+    PH_CONF_KEY("reconnect.max", PH_CONF_DURATION, "5s", 100, 300000,
+                PH_CONF_RESTART, NULL,
+                "largest reconnect delay (at least reconnect.min)", NULL),
+    PH_CONF_END};
+
+int ro_valid_id(const char *s, size_t max) {
+  size_t n = s ? strlen(s) : 0;
+  if (!s || n > (max ? max : PH_POOL_NAME_MAX) || (n == 0 && max != 0))
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static int parse_address(const ph_api *api, const char *s, ro_conn_conf *c,
+                         char *why, size_t whylen) {
+  memset(c->host, 0, sizeof(c->host));
+  memset(c->unix_path, 0, sizeof(c->unix_path));
+  if (s[0] == '/') {
+    if (strlen(s) >= sizeof(c->unix_path)) {
+      snprintf(why, whylen, "unix socket path longer than %zu bytes",
+               sizeof(c->unix_path) - 1);
+      return PH_EINVAL;
+    }
+    snprintf(c->unix_path, sizeof(c->unix_path), "%s", s);
+    return PH_OK;
+  }
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  if (api->parse_listen_addr(s, &ss, &len, why, whylen) != PH_OK)
+    return PH_EINVAL;
+  const void *a;
+  if (ss.ss_family == AF_INET) {
+    a = &((struct sockaddr_in *)&ss)->sin_addr;
+    c->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  } else {
+    a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+    c->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+  }
+  if (c->port == 0 ||
+      !inet_ntop(ss.ss_family, a, c->host, (socklen_t)sizeof(c->host))) {
+    snprintf(why, whylen, "'%s': port 0 is not a Redis address", s);
+    return PH_EINVAL;
+  }
+  return PH_OK;
+}
+
+int ro_conf_read(ph_ctx *ctx, const ph_api *api, ro_conf *c,
+                 const char **key, char *why, size_t whylen) {
+  memset(c, 0, sizeof(*c));
+  *key = "address";
+  if (parse_address(api, api->conf_str(ctx, "address"), &c->conn, why,
+                    whylen) != PH_OK)
+    return PH_EINVAL;
+  const char *id = api->conf_str(ctx, "cluster_id");
+  if (!ro_valid_id(id, PH_POOL_ID_MAX)) {
+    *key = "cluster_id";
+    snprintf(why, whylen, "must be 1-%d bytes of [A-Za-z0-9._-]",
+             PH_POOL_ID_MAX);
+    return PH_EINVAL;
+  }
+  snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", id);
+  snprintf(c->conn.key, sizeof(c->conn.key), "ph:cp:{%s}:epoch", id);
+  snprintf(c->conn.prefix, sizeof(c->conn.prefix), "ph:cp:{%s}:", id);
+  snprintf(c->conn.password, sizeof(c->conn.password), "%s",
+           api->conf_str(ctx, "password"));
+  c->conn.database = api->conf_int(ctx, "database");
+  c->conn.command_timeout_ms = api->conf_int(ctx, "command_timeout");
+  c->conn.max_inflight = api->conf_int(ctx, "max_inflight");
+  c->conn.reconnect_min_ms = api->conf_int(ctx, "reconnect.min");
+  c->conn.reconnect_max_ms = api->conf_int(ctx, "reconnect.max");
+  if (c->conn.reconnect_max_ms < c->conn.reconnect_min_ms) {
+    *key = "reconnect.max";
+    snprintf(why, whylen, "must be at least reconnect.min");
+    return PH_EINVAL;
+  }
+  c->session_ttl_ms = api->conf_int(ctx, "session_ttl");
+  c->runtime_ttl_ms = api->conf_int(ctx, "runtime_ttl");
+  c->lease_ms = api->conf_int(ctx, "ownership_lease");
+  c->max_owned = api->conf_int(ctx, "max_owned_per_worker");
+  c->max_refs = api->conf_int(ctx, "max_issued_refs");
+  c->max_workers = api->conf_int(ctx, "max_workers");
+  *key = NULL;
+  return PH_OK;
+}
