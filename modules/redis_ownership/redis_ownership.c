@@ -36,6 +36,7 @@ struct ro {
   ph_ctx *ctx;
   ro_conf conf;
   ro_conn *conn;
+  int scripts; /* ro_scripts_init succeeded: undo it in destroy */
   int stopping;
   ph_series *m_calls[RO_S_COUNT][CP_AUTH_RESULT_COUNT];
   ph_series *m_seconds[RO_S_COUNT];
@@ -429,6 +430,7 @@ static int ro_init(ph_ctx *ctx, const ph_api *a, void **state) {
   }
   if (ro_scripts_init() < 0)
     return PH_ENOMEM;
+  m->scripts = 1;
   if (register_metrics(m) != PH_OK)
     return PH_EINVAL;
   m->conn = ro_conn_new(ctx, api, &m->conf.conn, on_state, m);
@@ -459,7 +461,7 @@ static void ro_destroy(void *state) {
     return;
   m->stopping = 1;
   ro_conn_free(m->conn);
-  if (m->conn)
+  if (m->scripts)
     ro_scripts_free();
   memset(m->conf.conn.password, 0, sizeof(m->conf.conn.password));
   free(m);

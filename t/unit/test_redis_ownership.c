@@ -747,6 +747,22 @@ static void test_usable(void) {
   u = usable(ids, 1);
   ok(b.epoch > ep && !u.valid[0] && u.active[0] == 0,
      "CP-2-15: a report of an older epoch: zero capacity");
+  r = report("w1", "s1", 2, 2, v, ep, c, 1);
+  is_int(r.result, CP_AUTH_STALE_EPOCH,
+         "CP-2-6: a report on the baseline's epoch, now below the current "
+         "one, is rejected");
+  is_int(cp_auth_grpc_status(r.result), 9, "CP-2-6: ... FAILED_PRECONDITION");
+  {
+    uint8_t ck[32];
+    d32(ck, 0x66);
+    got nv = CALL(A->next_version(S, on_reply, G));
+    CALL(A->issue(S, "w1", "s1", nv.version, ep, ck, on_reply, G));
+    got sa = CALL(A->ack(S, "w1", "s1", nv.version, ep, ck, 1, on_reply, G));
+    is_int(sa.result, CP_AUTH_STALE_EPOCH,
+           "CP-2-6: a positive ACK of an issued triple with an older epoch "
+           "is rejected");
+    ok(sa.epoch == b.epoch, "CP-2-6: ... and tells the current epoch");
+  }
   reack("w1", "s1", b.epoch, &v);
   r = report("w1", "s1", 2, 2, v, b.epoch, c, 1);
   u = usable(ids, 1);
