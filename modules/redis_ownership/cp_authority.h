@@ -29,6 +29,8 @@
  *  - strings passed in are copied during the call; digests and checksums
  *    are raw SHA-256 (32 bytes), stored as lower-case hex.
  * cancel(self, id) drops a pending call: its callback is not called.
+ * When the module stops (after its users stopped), every pending call
+ * answers CP_AUTH_UNAVAILABLE; after that every call is PH_ESTATE.
  */
 #ifndef PH_CP_AUTHORITY_H
 #define PH_CP_AUTHORITY_H

@@ -100,6 +100,8 @@ static int register_metrics(ro *m) {
 /* ---- answers ------------------------------------------------------------ */
 
 static void free_req(req *q) {
+  if (!q)
+    return;
   for (size_t i = 0; i < q->n_ids; i++)
     free(q->ids[i]);
   free(q->ids);
@@ -455,11 +457,15 @@ static int ro_stop(void *state) {
   return PH_OK;
 }
 
+static void free_req_arg(void *q) { free_req(q); }
+
 static void ro_destroy(void *state) {
   ro *m = state;
   if (!m)
     return;
   m->stopping = 1;
+  /* Destroy runs after the users' destroy: no callback into them now. */
+  ro_conn_discard(m->conn, free_req_arg);
   ro_conn_free(m->conn);
   if (m->scripts)
     ro_scripts_free();

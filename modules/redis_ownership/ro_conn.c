@@ -384,6 +384,14 @@ void ro_conn_free(ro_conn *c) {
   free(c);
 }
 
+void ro_conn_discard(ro_conn *c, void (*free_arg)(void *arg)) {
+  for (call *k = c ? c->live : NULL; k; k = k->next)
+    if (!k->cancelled) {
+      k->cancelled = 1;
+      free_arg(k->arg);
+    }
+}
+
 int ro_conn_up(const ro_conn *c) { return c->state == ST_UP; }
 uint64_t ro_conn_attempts(const ro_conn *c) { return c->attempts; }
 int64_t ro_conn_inflight(const ro_conn *c) { return c->inflight; }

@@ -63,6 +63,9 @@ int64_t ro_conn_eval(ro_conn *c, ro_script s, ro_args *args, ro_reply_fn fn,
 /* The call's fn will not run; *arg receives the arg it was given (the
  * caller frees what it points to). PH_OK or PH_ENOENT. */
 int ro_conn_cancel(ro_conn *c, int64_t id, void **arg);
+/* Cancels every pending call without calling its fn, passing each arg to
+ * free_arg (for destroy: the callers may be gone already). */
+void ro_conn_discard(ro_conn *c, void (*free_arg)(void *arg));
 /* Disconnects, answers every pending call with NULL, stops reconnecting. */
 void ro_conn_stop(ro_conn *c);
 void ro_conn_free(ro_conn *c);
