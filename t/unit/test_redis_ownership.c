@@ -670,6 +670,57 @@ static void test_killed_worker(void) {
   stop_mod();
 }
 
+/* The other order: the lease lapses first while the session lives on.
+ * The proxy stays with w2 until its session expired too (CP-4-6), and its
+ * counts stop counting as soon as the lease lapsed (CP-2-15). */
+static void test_lease_first(void) {
+  if (start_mod("c-lease", "session_ttl = 3s\nownership_lease = 1s\n"
+                           "runtime_ttl = 3s\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v1, v2, ep1, ep2;
+  acked("w1", "za", "s1", &v1, &ep1);
+  acked("w2", "zb", "s2", &v2, &ep2);
+  cp_auth_proxy ps[] = {{"pb", 10, "zb"}};
+  got a = assign(ps, 1, NULL, 0);
+  uint64_t ep = a.epoch;
+  reack("w2", "s2", ep, &v2);
+  reack("w1", "s1", ep, &v1);
+  cp_auth_counter c[] = {{"pb", 1, 0, 0}};
+  got rep = report("w2", "s2", 1, 1, v2, ep, c, 1);
+  is_int(rep.result, CP_AUTH_OK, "w2 reports once, then stops reporting");
+  const char *ids[] = {"pb"};
+  int lapsed = 0, stayed = 1, moved = 0;
+  for (int round = 0; round < 100 && !moved; round++) {
+    report("w1", "s1", (uint64_t)round + 1, round, v1, ep, NULL, 0);
+    int session = rint_("EXISTS %s", "ph:cp:{c-lease}:w:w2:session") == 1;
+    got u = usable(ids, 1);
+    char until[64];
+    long long lease = atoll(rhget("ph:cp:{c-lease}:owner:pb", "until", until,
+                                  sizeof(until)));
+    if (session && lease > 0 && redis_time_ms() > lease) {
+      lapsed = 1;
+      if (u.valid[0])
+        stayed = 0; /* counts of a lapsed lease must not count */
+    }
+    assign(ps, 1, NULL, 0);
+    char w[64];
+    rhget("ph:cp:{c-lease}:owner:pb", "worker", w, sizeof(w));
+    if (strcmp(w, "w1") == 0) {
+      moved = 1;
+      if (rint_("EXISTS %s", "ph:cp:{c-lease}:w:w2:session") == 1)
+        stayed = 0;
+    }
+    mock_run_for(M, 50);
+  }
+  ok(lapsed, "w2's lease lapsed while its session lived");
+  ok(stayed, "CP-4-6: the proxy did not move while w2's session lived; "
+             "CP-2-15: its counts were not used once the lease lapsed");
+  ok(moved, "CP-4-6: it moved once the session expired too");
+  stop_mod();
+}
+
 static void test_draining(void) {
   if (start_mod("c-drain", "") < 0) {
     ok(0, "module starts");
@@ -963,6 +1014,7 @@ int main(void) {
   test_replaced_race();
   test_assign();
   test_killed_worker();
+  test_lease_first();
   test_draining();
   test_usable();
   test_bounds();
