@@ -69,7 +69,8 @@ samples_DATA += modules/redis_ownership/redis_ownership.ini.sample
 # The module through the mock host against a real redis-server that the
 # test starts (t/lib/redis.sh), and the Lua scripts under redis-cli.
 check_PROGRAMS += t/unit/test_redis_ownership
-TESTS += t/unit/test_redis_ownership t/integration/redis_lua.sh
+TESTS += t/unit/test_redis_ownership t/integration/redis_lua.sh \
+	t/integration/redis_ownership.sh
 t_unit_test_redis_ownership_SOURCES = t/unit/test_redis_ownership.c
 t_unit_test_redis_ownership_CPPFLAGS = $(TEST_CPPFLAGS) $(HIREDIS_CFLAGS) \
 	-I$(top_srcdir)/modules/redis_ownership
@@ -87,7 +88,8 @@ t_fuzz_replay_ro_reply_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS) \
 	-I$(top_srcdir)/modules/redis_ownership
 t_fuzz_replay_ro_reply_LDADD = $(HIREDIS_LIBS)
 endif
-EXTRA_DIST += t/lib/redis.sh t/integration/redis_lua.sh t/fuzz/fuzz_ro_reply.c
+EXTRA_DIST += t/lib/redis.sh t/integration/redis_lua.sh \
+	t/integration/redis_ownership.sh t/fuzz/fuzz_ro_reply.c
 
 # The operations page: every key in Redis, each fence, failure behaviour.
 nobase_dist_doc_DATA += docs/operations/controller-redis.md
