@@ -4,7 +4,8 @@
 # against a private redis-server with a password: /readyz follows the
 # Redis connection (down: 503, fail closed; back: 200), the password is
 # redacted and never logged or exported, the metrics follow the prefix
-# scheme (proxyhost_cp_redis_*), and the process stops cleanly.
+# scheme (proxyhost_cp_redis_*), a unix socket address works, and the
+# process stops cleanly.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 require_modules redis_ownership
@@ -51,9 +52,18 @@ wait_for not_ready "$admin"; ok $? "Redis stopped: /readyz is 503 (fail closed)"
 restart_redis "$T/redis" || ok 1 "redis-server restarts"
 wait_for ready "$admin"; ok $? "Redis back: /readyz is 200 again"
 
-# A wrong password: refused by Redis, never ready, never logged.
 kill -TERM "$pid"
 wait_exit "$pid" 10; is "$EXIT" 0 "stops cleanly"
+
+# A unix socket address.
+PROXYHOST_REDIS_OWNERSHIP_PASSWORD=$REDIS_PASSWORD start_proxyhost "$T/c.ini" \
+  --set "redis_ownership.address=$T/redis/redis.sock"
+pid=$PH_PID
+wait_for ready "$admin"; ok $? "a unix socket address: connected, /readyz is 200"
+kill -TERM "$pid"
+wait_exit "$pid" 10; is "$EXIT" 0 "stops cleanly"
+
+# A wrong password: refused by Redis, never ready, never logged.
 PROXYHOST_REDIS_OWNERSHIP_PASSWORD=wrong-pass-Hh31 start_proxyhost "$T/c.ini"
 pid=$PH_PID
 wait_for healthy "$admin"; ok $? "with a wrong password the host runs (healthy)"

@@ -11,7 +11,8 @@
 #
 #   sh t/lib/redis.sh start|stop|restart|dump|cli DIR [ARGS...]
 #
-# start prints the port. REDIS_PASSWORD set: the server requires it
+# start prints the port; the server also listens on the unix socket
+# DIR/redis.sock. REDIS_PASSWORD set: the server requires it
 # (requirepass) and redis_cli sends it. redis-server missing is a
 # failure, never a skip. Every wait is bounded (5 s).
 
@@ -51,7 +52,7 @@ restart_redis() {
   }
   set -- "$1" --port "$(cat "$1/port")" --bind 127.0.0.1 --save '' \
     --appendonly no --dir "$1" --daemonize yes --pidfile "$1/redis.pid" \
-    --logfile "$1/redis.log"
+    --logfile "$1/redis.log" --unixsocket "$1/redis.sock" --unixsocketperm 700
   _rd=$1
   shift
   if [ -n "${REDIS_PASSWORD:-}" ]; then

@@ -892,6 +892,24 @@ static void test_bounds(void) {
   stop_mod();
 }
 
+/* database = 3: every key goes to that database (SELECT after AUTH). */
+static void test_database(void) {
+  if (start_mod("c-db", "database = 3\n") < 0) {
+    ok(0, "module starts with database = 3");
+    return;
+  }
+  got v = CALL(A->next_version(S, on_reply, G));
+  is_int(v.result, CP_AUTH_OK, "a call with database = 3");
+  is_int(rint_("EXISTS %s", "ph:cp:{c-db}:version"), 0,
+         "nothing written to database 0");
+  freeReplyObject(rcmd("SELECT 3"));
+  is_int(rint_("GET %s", "ph:cp:{c-db}:version"), (long long)v.version,
+         "the key is in database 3");
+  freeReplyObject(rcmd("FLUSHDB"));
+  freeReplyObject(rcmd("SELECT 0"));
+  stop_mod();
+}
+
 /* ---- failures ------------------------------------------------------- */
 
 /* The value of a series ("name{labels} "), from its own line. */
@@ -1018,6 +1036,7 @@ int main(void) {
   test_draining();
   test_usable();
   test_bounds();
+  test_database();
   test_secrets(); /* before the restarts, which empty Redis */
   test_failures();
   is_int(inline_answers, 0, "no call ever answered from inside itself");
