@@ -134,7 +134,7 @@ static void on_answer(void *arg, const redisReply *r) {
   api->inc(m->m_calls[q->script][res], 1);
   api->observe(m->m_seconds[q->script],
                (double)(api->now_ms(m->ctx) - q->start_ms) / 1000.0);
-  api->gauge_set(m->m_inflight, (double)ro_conn_inflight(m->conn) - 1);
+  api->gauge_set(m->m_inflight, (double)ro_conn_inflight(m->conn));
   q->cb(q->arg, &out);
   ro_reply_mem_free(&mem);
   free_req(q);
