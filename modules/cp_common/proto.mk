@@ -46,6 +46,9 @@ t_unit_test_cp_proto_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_unit_test_cp_proto_LDADD = modules/cp_common/libcpproto.la
 endif
 
+# The API's operator documentation (t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/api/controlplane.md
+
 # The proto's evolution rules (CP-7-1..3) against the published field
 # numbers in t/data/controlplane.v1.fields; needs protoc (no module).
 TESTS += t/integration/cp_proto_rules.sh
