@@ -27,21 +27,7 @@
 
 #include <stdint.h>
 
-/* gRPC status codes the supervisor distinguishes (grpc/status.h values). */
-enum {
-  CP_GRPC_OK = 0,
-  CP_GRPC_CANCELLED = 1,
-  CP_GRPC_INVALID_ARGUMENT = 3,
-  CP_GRPC_DEADLINE_EXCEEDED = 4,
-  CP_GRPC_ALREADY_EXISTS = 6,
-  CP_GRPC_PERMISSION_DENIED = 7,
-  CP_GRPC_RESOURCE_EXHAUSTED = 8,
-  CP_GRPC_FAILED_PRECONDITION = 9,
-  CP_GRPC_ABORTED = 10,
-  CP_GRPC_UNIMPLEMENTED = 12,
-  CP_GRPC_UNAVAILABLE = 14,
-  CP_GRPC_UNAUTHENTICATED = 16
-};
+#include "cp_status.h"
 
 /* Which call a status came from: the same code means different things. */
 typedef enum cp_call {

@@ -12,6 +12,6 @@ t_unit_test_cp_supervisor_SOURCES = t/unit/test_cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
 t_unit_test_cp_supervisor_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/controlplane_client \
-	-I$(top_srcdir)/modules/common
+	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
 t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
 endif

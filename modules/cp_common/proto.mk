@@ -3,7 +3,8 @@
 # at build time into modules/cp_common/gen/ in the build tree, with the two
 # well-known types it imports, as libcpproto.la. Whatever links it links
 # $(PROTOBUF_C_LIBS) through it.
-EXTRA_DIST += modules/cp_common/proto.mk proto/controlplane/v1/controlplane.proto
+EXTRA_DIST += modules/cp_common/proto.mk proto/controlplane/v1/controlplane.proto \
+	modules/cp_common/cp_status.h
 
 if CP_ANY
 CP_GEN = modules/cp_common/gen
