@@ -50,3 +50,15 @@ t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
 t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
+
+# A WatchSnapshots stream's schedule (cp_watch_plan.c).
+if MODULE_CONTROLPLANE_SERVER
+UNIT_TESTS_CP_WATCH_PLAN = t/unit/test_cp_watch_plan
+check_PROGRAMS += $(UNIT_TESTS_CP_WATCH_PLAN)
+TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
+t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
+	modules/controlplane_server/cp_watch_plan.c \
+	modules/controlplane_server/cp_watch_plan.h
+t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+endif
