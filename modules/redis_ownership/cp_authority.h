@@ -40,6 +40,8 @@
 
 #include <proxyhost/pool_store.h>
 
+#include "cp_status.h" /* modules/cp_common: gRPC codes by name */
+
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
 #define CP_AUTHORITY_MINOR 0
@@ -71,27 +73,26 @@ typedef enum cp_auth_result {
   CP_AUTH_RESULT_COUNT
 } cp_auth_result;
 
-/* 0 OK, 3 INVALID_ARGUMENT, 6 ALREADY_EXISTS, 8 RESOURCE_EXHAUSTED,
- * 9 FAILED_PRECONDITION, 10 ABORTED, 14 UNAVAILABLE (gRPC's numbers). */
+/* The gRPC status of a result (ARCHITECTURE.md §7). */
 static inline int cp_auth_grpc_status(cp_auth_result r) {
   switch (r) {
   case CP_AUTH_OK:
   case CP_AUTH_REPLAY:
-    return 0;
+    return CP_GRPC_OK;
   case CP_AUTH_SEQ_SMALLER:
-    return 10;
+    return CP_GRPC_ABORTED;
   case CP_AUTH_SEQ_CONFLICT:
-    return 6;
+    return CP_GRPC_ALREADY_EXISTS;
   case CP_AUTH_LIMIT:
-    return 8;
+    return CP_GRPC_RESOURCE_EXHAUSTED;
   case CP_AUTH_STALE_SESSION:
   case CP_AUTH_FENCE_CLOSED:
   case CP_AUTH_BASELINE_MISMATCH:
   case CP_AUTH_STALE_EPOCH:
   case CP_AUTH_NOT_ISSUED:
-    return 9;
+    return CP_GRPC_FAILED_PRECONDITION;
   default:
-    return 14;
+    return CP_GRPC_UNAVAILABLE;
   }
 }
 

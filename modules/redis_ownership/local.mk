@@ -49,9 +49,12 @@ RO_SOURCES = modules/redis_ownership/cp_authority.h \
 	modules/redis_ownership/ro_conn.c modules/redis_ownership/ro_conn.h \
 	modules/redis_ownership/ro_reply.c modules/redis_ownership/ro_reply.h \
 	modules/redis_ownership/ro_scripts.c modules/redis_ownership/ro_scripts.h \
-	modules/redis_ownership/ro_lua.h
+	modules/redis_ownership/ro_lua.h \
+	modules/common/backoff.c modules/common/backoff.h
+# cp_authority.h includes modules/cp_common/cp_status.h: its users need
+# -I$(top_srcdir)/modules/cp_common too.
 RO_CPPFLAGS = $(MODULE_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership
+	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
 
 if MODULE_REDIS_OWNERSHIP
 BUILT_SOURCES += modules/redis_ownership/ro_lua.c
@@ -73,7 +76,7 @@ TESTS += t/unit/test_redis_ownership t/integration/redis_lua.sh \
 	t/integration/redis_ownership.sh
 t_unit_test_redis_ownership_SOURCES = t/unit/test_redis_ownership.c
 t_unit_test_redis_ownership_CPPFLAGS = $(TEST_CPPFLAGS) $(HIREDIS_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership
+	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
 t_unit_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
 	$(EV_LIBS)
 t_unit_test_redis_ownership_DEPENDENCIES = host/libphmock.la \
@@ -85,7 +88,7 @@ check_PROGRAMS += t/fuzz/replay_ro_reply
 t_fuzz_replay_ro_reply_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ro_reply.c \
 	modules/redis_ownership/ro_reply.c
 t_fuzz_replay_ro_reply_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership
+	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
 t_fuzz_replay_ro_reply_LDADD = $(HIREDIS_LIBS)
 endif
 EXTRA_DIST += t/lib/redis.sh t/integration/redis_lua.sh \

@@ -9,6 +9,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/rand.h>
 
+#include "backoff.h"
 #include "ro_conn.h"
 
 enum conn_state { ST_IDLE, ST_BACKOFF, ST_CONNECTING, ST_UP, ST_STOPPED };
@@ -195,22 +196,16 @@ int ro_conn_cancel(ro_conn *c, int64_t id, void **arg) {
 /* ---- the connection ---------------------------------------------------- */
 
 static void schedule(ro_conn *c) {
-  int64_t d = c->conf.reconnect_min_ms;
-  for (int i = 0; i < c->attempt && d < c->conf.reconnect_max_ms; i++)
-    d *= 2;
-  if (d > c->conf.reconnect_max_ms)
-    d = c->conf.reconnect_max_ms;
   uint32_t rnd = 0;
   if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
     rnd = (uint32_t)c->attempts * 2654435761u;
-  int64_t half = d / 2;
-  d = half + (int64_t)(rnd % (uint64_t)(d - half + 1));
-  if (d < 1)
-    d = 1;
-  if (c->attempt < 30)
+  uint32_t d = ph_backoff_ms((uint32_t)c->attempt,
+                             (uint32_t)c->conf.reconnect_min_ms,
+                             (uint32_t)c->conf.reconnect_max_ms, rnd);
+  if (c->attempt < 32)
     c->attempt++;
   c->state = ST_BACKOFF;
-  c->api->timer_set(c->retry_timer, (uint64_t)d, 0);
+  c->api->timer_set(c->retry_timer, d ? d : 1, 0);
 }
 
 /* Ends the connection: every call sent on it answers NULL (hiredis calls
