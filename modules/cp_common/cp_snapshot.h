@@ -5,7 +5,7 @@
  * pool's rows and its Redis ownership (CP-1-16..19, CP-3-1..5, CP-3-10),
  * the gateway's validation of a received one (CP-3-7, CP-2-2, CP-7-3,
  * CP-8-3), and deltas both ways (CP-3-15, CP-3-16). The checksum is
- * cp_checksum.h's.
+ * cp_checksum.h's; the rules are docs/protocol/controlplane-snapshots.md.
  *
  * Ownership: a cp_snapshot / cp_delta handle owns its message and every
  * byte under it (one bounded arena); *_free releases all of it in one call
@@ -112,7 +112,7 @@ typedef enum cp_build_result {
   CP_BUILD_ENOMEM
 } cp_build_result;
 
-/* Builds the snapshot (rules: docs/api/controlplane.md, "Snapshot build").
+/* Builds the snapshot (rules: docs/protocol/controlplane-snapshots.md).
  * On CP_BUILD_OK *out is a new handle (free with cp_snapshot_free) with
  * its checksum set; otherwise *out is NULL. stats may be NULL. */
 cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The controller's build of one worker's full snapshot (CP-1-16..19,
- * CP-3-1..5, CP-3-10, CP-4-2). The rules, as docs/api/controlplane.md
- * ("Snapshot build") states them:
+ * CP-3-1..5, CP-3-10, CP-4-2). The rules, as
+ * docs/protocol/controlplane-snapshots.md ("Snapshot build") states them:
  *   - routing: the enabled rules in `position` order (ties by rule_id);
  *   - proxies: each id of the ownership index once, when the pool has it,
  *     it is ACTIVE or DRAINING (draining=true), its row and lease are in

@@ -2,7 +2,8 @@
 /* The gateway's validation of a full snapshot (CP-3-7, CP-2-2, CP-7-3,
  * CP-8-3): every field against its bound before anything is built from
  * it, so that a view never holds a value the controller could not have
- * meant. The rules are listed in docs/api/controlplane.md ("Validation"). */
+ * meant. The rules are listed in docs/protocol/controlplane-snapshots.md
+ * ("Validation"). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -42,11 +42,13 @@ t_unit_cp_checksum_vector_LDADD = $(CP_SNAPSHOT_LDADD)
 # Fuzz targets, replayed over t/fuzz/seeds/cp_snapshot and cp_delta by
 # t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_cp_snapshot t/fuzz/replay_cp_delta
-t_fuzz_replay_cp_snapshot_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_snapshot.c
+t_fuzz_replay_cp_snapshot_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_snapshot.c \
+	t/fuzz/cp_fuzz_fixture.h
 t_fuzz_replay_cp_snapshot_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 t_fuzz_replay_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)
-t_fuzz_replay_cp_delta_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_delta.c
+t_fuzz_replay_cp_delta_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_delta.c \
+	t/fuzz/cp_fuzz_fixture.h
 t_fuzz_replay_cp_delta_CPPFLAGS = $(t_fuzz_replay_cp_snapshot_CPPFLAGS)
 t_fuzz_replay_cp_delta_LDADD = $(CP_SNAPSHOT_LDADD)
 endif
@@ -55,3 +57,8 @@ endif
 # definition in docs/api/controlplane.md (skipped without CP_ANY).
 TESTS += t/integration/cp_checksum_vector.sh
 EXTRA_DIST += t/integration/cp_checksum_vector.sh t/lib/cp_checksum.py
+
+# Its documents: the checksum's definition (the first section of the
+# control plane's API document) and the snapshot rules.
+nobase_dist_doc_DATA += docs/api/controlplane.md \
+	docs/protocol/controlplane-snapshots.md
