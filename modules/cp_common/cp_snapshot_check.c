@@ -29,7 +29,7 @@ static int identity_ok(const char *got, const char *want) {
   return !want || strcmp(got ? got : "", want) == 0;
 }
 
-static Controlplane__V1__RejectReason check_rule(
+Controlplane__V1__RejectReason cp_check_rule(
     const Controlplane__V1__RoutingRule *r, const char **why) {
   if (!r)
     REJECT(R_MALFORMED, "routing rule missing");
@@ -71,7 +71,7 @@ static Controlplane__V1__RejectReason check_rule(
   return R_OK;
 }
 
-static Controlplane__V1__RejectReason check_proxy(
+Controlplane__V1__RejectReason cp_check_proxy(
     const Controlplane__V1__OwnedProxy *p, const char **why) {
   if (!p)
     REJECT(R_MALFORMED, "proxy missing");
@@ -244,10 +244,10 @@ Controlplane__V1__RejectReason cp_snapshot_check(
     REJECT(R_MALFORMED, "generated_at malformed");
   Controlplane__V1__RejectReason r;
   for (size_t i = 0; i < m->n_routing; i++)
-    if ((r = check_rule(m->routing[i], why)) != R_OK)
+    if ((r = cp_check_rule(m->routing[i], why)) != R_OK)
       return r;
   for (size_t i = 0; i < m->n_proxies; i++)
-    if ((r = check_proxy(m->proxies[i], why)) != R_OK)
+    if ((r = cp_check_proxy(m->proxies[i], why)) != R_OK)
       return r;
   for (size_t i = 0; i < m->n_credentials; i++)
     if ((r = check_credential(m->credentials[i], why)) != R_OK)

@@ -93,9 +93,24 @@ cp_delta_result cp_snapshot_apply_delta(
     NEED_FULL("delta over the limits");
   if (!d->routing_replaced && d->n_routing)
     NEED_FULL("routing rules without routing_replaced");
+  /* What the delta brings is checked before anything is copied, so that
+   * the copies stay within their bound (a full check of the result
+   * follows). */
   for (size_t i = 0; i < d->n_upserted_proxies; i++)
-    if (!d->upserted_proxies[i])
-      NEED_FULL("upserted proxy missing");
+    if (cp_check_proxy(d->upserted_proxies[i], why) !=
+        CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
+      res = CP_DELTA_NEED_FULL;
+      goto done;
+    }
+  for (size_t i = 0; i < d->n_routing; i++)
+    if (cp_check_rule(d->routing[i], why) !=
+        CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
+      res = CP_DELTA_NEED_FULL;
+      goto done;
+    }
+  for (size_t i = 0; i < d->n_removed_proxy_ids; i++)
+    if (!cp_str_ok(d->removed_proxy_ids[i], 1, PH_POOL_ID_MAX))
+      NEED_FULL("a removed proxy id out of its bounds");
 
   hp = sorted_copy((void *const *)held->proxies, held->n_proxies,
                    cp_proxy_ptr_cmp, &ok);

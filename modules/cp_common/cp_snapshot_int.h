@@ -46,6 +46,13 @@ int cp_str_ok(const char *s, size_t min, size_t max);
 /* 1 for a strategy module's name: 1..PH_POOL_NAME_MAX of [a-z0-9_]. */
 int cp_strategy_ok(const char *s);
 
+/* One rule's, one proxy's field rules (cp_snapshot_check's): the reason
+ * and its text, or UNSPECIFIED. NULL is MALFORMED. */
+Controlplane__V1__RejectReason cp_check_rule(
+    const Controlplane__V1__RoutingRule *r, const char **why);
+Controlplane__V1__RejectReason cp_check_proxy(
+    const Controlplane__V1__OwnedProxy *p, const char **why);
+
 /* The limits to check against: lim, or the PH_POOL_* maxima for NULL. */
 cp_snapshot_limits cp_limits_or_max(const cp_snapshot_limits *lim);
 

@@ -1020,7 +1020,7 @@ static void test_delta_rules(void) {
   struct {
     const char *name;
     Controlplane__V1__SnapshotDelta d;
-  } bad[8];
+  } bad[12];
   int nb = 0;
   bad[nb].name = "CP-3-16: base_version 6 on version 7: NEED_FULL";
   bad[nb].d = d;
@@ -1053,6 +1053,16 @@ static void test_delta_rules(void) {
   bad[nb].d = d;
   bad[nb].d.routing = h->routing;
   bad[nb++].d.n_routing = h->n_routing;
+  Proxy pz = pb;
+  pz.port = 0;
+  Proxy *ups4[] = {&pz};
+  bad[nb].name = "an upserted proxy out of its bounds (port 0): NEED_FULL";
+  bad[nb].d = d;
+  bad[nb++].d.upserted_proxies = ups4;
+  char *rm_empty[] = {""};
+  bad[nb].name = "an empty removed id: NEED_FULL";
+  bad[nb].d = d;
+  bad[nb++].d.removed_proxy_ids = rm_empty;
   bad[nb].name = "CP-3-7: no valid_until: NEED_FULL";
   bad[nb].d = d;
   bad[nb++].d.valid_until = NULL;
