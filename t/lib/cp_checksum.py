@@ -4,7 +4,13 @@ from that section alone (not from the C code), for
 t/integration/cp_checksum_vector.sh. Reads JSON lines (one snapshot each,
 as t/unit/cp_checksum_vector prints them) on stdin and prints, per line,
 "ok NAME" when the checksum it computes equals the line's, otherwise
-"mismatch NAME ours theirs". Standard library only."""
+"mismatch NAME ours theirs". Standard library only.
+
+With --pack DIR NAME OUT it also writes vector NAME as protobuf wire
+bytes (with the stubs protoc generated into DIR, so python3-protobuf is
+needed then) followed by two fields this schema does not have, and prints
+the checksum it computes: the C side unpacks those bytes and must get the
+same 32 bytes (a peer's encoder, and unknown fields left out)."""
 import hashlib
 import json
 import struct
@@ -81,7 +87,61 @@ def checksum(s):
     return hashlib.sha256(e).hexdigest()
 
 
+def pack(stubs, name, out):
+    sys.path.insert(0, stubs)
+    from controlplane.v1 import controlplane_pb2 as pb
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        s = json.loads(line)
+        if s["name"] != name:
+            continue
+        m = pb.WorkerSnapshot(version=s["version"],
+                              ownership_epoch=s["ownership_epoch"],
+                              cluster_id="from-python")
+
+        def set_time(field, t):
+            if t is not None:
+                field.seconds, field.nanos = t[0], t[1]
+
+        set_time(m.valid_until, s["valid_until"])
+        for r in s["routing"]:
+            x = m.routing.add(rule_id=r["rule_id"],
+                              host_pattern=r["host_pattern"],
+                              port_min=r["port_min"], port_max=r["port_max"],
+                              client_identity=r["client_identity"],
+                              listener=r["listener"],
+                              target_group=r["target_group"],
+                              strategy=r["strategy"],
+                              on_unavailable=r["on_unavailable"],
+                              sticky_key=r["sticky_key"])
+            set_time(x.wait_timeout, r["wait_timeout"])
+        for p in s["proxies"]:
+            x = m.proxies.add(proxy_id=p["proxy_id"], protocol=p["protocol"],
+                              host=p["host"], port=p["port"],
+                              groups=p["groups"], zone=p["zone"],
+                              capacity=p["capacity"], weight=p["weight"],
+                              secret_ref=p["secret_ref"],
+                              credential_version=p["credential_version"],
+                              draining=p["draining"])
+            set_time(x.expires_at, p["expires_at"])
+            set_time(x.usable_until, p["usable_until"])
+        for c in s["credentials"]:
+            m.credentials.add(**{k: c[k] for k in (
+                "secret_ref", "credential_version", "username", "password")})
+        # field 99 (varint 1) and 100 (bytes "ab"): unknown to the schema
+        data = m.SerializeToString() + bytes([0x98, 0x06, 0x01,
+                                              0xa2, 0x06, 0x02]) + b"ab"
+        with open(out, "wb") as f:
+            f.write(data)
+        print(checksum(s))
+        return 0
+    return 1
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--pack":
+        sys.exit(pack(sys.argv[2], sys.argv[3], sys.argv[4]))
     for line in sys.stdin:
         line = line.strip()
         if not line:

@@ -4,9 +4,12 @@
  * of one another and differ in case, negative and missing times, empty
  * lists), prints each one's fields as one JSON object per line with the
  * checksum cp_checksum_snapshot computes, for t/lib/cp_checksum.py to
- * compute again from docs/api/controlplane.md's definition. */
+ * compute again from docs/api/controlplane.md's definition. With
+ * `--wire FILE` it prints instead the checksum of the WorkerSnapshot whose
+ * wire bytes FILE holds (written by the Python side). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cp_checksum.h"
@@ -122,7 +125,29 @@ static void dump(const char *name, const Snap *s) {
   printf("\"}\n");
 }
 
-int main(void) {
+static int wire(const char *path) {
+  static uint8_t buf[1 << 20];
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return 2;
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  Snap *s = controlplane__v1__worker_snapshot__unpack(NULL, n, buf);
+  uint8_t sum[CP_CHECKSUM_LEN];
+  if (!s || cp_checksum_snapshot(s, sum) != 0)
+    return 1;
+  for (int i = 0; i < CP_CHECKSUM_LEN; i++)
+    printf("%02x", sum[i]);
+  printf("\n");
+  printf("# unknown fields kept by the decoder: %u\n",
+         (unsigned)s->base.n_unknown_fields);
+  controlplane__v1__worker_snapshot__free_unpacked(s, NULL);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--wire") == 0)
+    return wire(argv[2]);
   /* 1. Empty: no lists, no valid_until. */
   Snap e = CONTROLPLANE__V1__WORKER_SNAPSHOT__INIT;
   dump("empty", &e);
