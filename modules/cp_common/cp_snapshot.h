@@ -160,8 +160,9 @@ cp_delta_result cp_snapshot_apply_delta(
 
 /* Controller: the delta from `old` (what the worker acknowledged) to
  * `new_` (a full snapshot built for it). NEED_FULL when a delta cannot say
- * it: another identity, a version not above old's, or credentials that
- * old does not carry with the same material (deltas carry none). The
+ * it: another identity, a version not above old's, an epoch below old's,
+ * or credentials that old does not carry with the same material (deltas
+ * carry none). The
  * delta is a deep copy (free with cp_delta_free). */
 cp_delta_result cp_snapshot_diff(const Controlplane__V1__WorkerSnapshot *old,
                                  const Controlplane__V1__WorkerSnapshot *new_,

@@ -247,6 +247,8 @@ cp_delta_result cp_snapshot_diff(const Controlplane__V1__WorkerSnapshot *old,
     NEED_FULL("another identity");
   if (nw->version <= old->version)
     NEED_FULL("new version not above the old one");
+  if (nw->ownership_epoch < old->ownership_epoch)
+    NEED_FULL("new ownership_epoch below the old one"); /* CP-2-6 */
   op = sorted_copy((void *const *)old->proxies, old->n_proxies,
                    cp_proxy_ptr_cmp, &ok);
   np = sorted_copy((void *const *)nw->proxies, nw->n_proxies,
