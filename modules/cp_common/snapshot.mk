@@ -58,7 +58,6 @@ endif
 TESTS += t/integration/cp_checksum_vector.sh
 EXTRA_DIST += t/integration/cp_checksum_vector.sh t/lib/cp_checksum.py
 
-# Its documents: the checksum's definition (the first section of the
-# control plane's API document) and the snapshot rules.
-nobase_dist_doc_DATA += docs/api/controlplane.md \
-	docs/protocol/controlplane-snapshots.md
+# Its document: the snapshot rules (the checksum's definition is a
+# section of docs/api/controlplane.md, which proto.mk installs).
+nobase_dist_doc_DATA += docs/protocol/controlplane-snapshots.md
