@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # modules/cp_common/view.mk: the gateway's pure control-plane parts
 # (issue 12): the immutable snapshot view behind <proxyhost/pool_view.h>
 # (cp_view*, CP-1-20, CP-3-8/9/17/18) and the bounded outcome queue with
@@ -6,6 +7,8 @@
 # modules/cp_common/libcpproto.la and modules/common/libphcommon.la too
 # (host_norm.c), and $(OPENSSL_LIBS) (SHA-256, OPENSSL_cleanse).
 EXTRA_DIST += modules/cp_common/view.mk t/integration/cp_outcome_digest.sh
+# The gateway's guide starts here (its section "The snapshot view").
+nobase_dist_doc_DATA += docs/user-guide/gateway.md
 
 if CP_ANY
 noinst_LTLIBRARIES += modules/cp_common/libcpview.la

@@ -10,6 +10,7 @@
  * Python's hashlib and protobuf: DIR/wire.bin (the request as sent, with
  * ids), DIR/digest_input.bin (packed with the ids empty) and
  * DIR/digest.hex. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,22 @@ static void test_session_reset(void) {
   cp_outq_free(&q);
 }
 
+/* push allocates nothing, full or not (glibc's mallinfo2; 0s under ASan). */
+static void test_push_no_allocation(void) {
+  cp_outq q;
+  cp_outq_init(&q, 1024);
+  cp_outcome_in o = outcome(3);
+  struct mallinfo2 before = mallinfo2();
+  uint32_t okn = 0;
+  for (int i = 0; i < 3000; i++)
+    okn += cp_outq_push(&q, &o) == PH_OK;
+  struct mallinfo2 after = mallinfo2();
+  is_int(okn, 1024, "1024 accepted, 1976 dropped");
+  ok(after.uordblks == before.uordblks && after.hblkhd == before.hblkhd,
+     "CP-1-33: push allocates nothing, full or not");
+  cp_outq_free(&q);
+}
+
 static int write_file(const char *dir, const char *name, const void *p,
                       size_t n) {
   char path[4096];
@@ -328,5 +345,6 @@ int main(int argc, char **argv) {
   test_call_cap();
   test_resend_identical();
   test_session_reset();
+  test_push_no_allocation();
   return done_testing();
 }

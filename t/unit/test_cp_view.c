@@ -8,6 +8,7 @@
  * the reference count across a swap (run under ASan: an old view is read
  * after the swap and freed after its last release), and credentials
  * wiped when the view is freed. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -546,6 +547,37 @@ static void test_find_remap(void) {
   cp_view_release(new_v);
 }
 
+/* The hot path allocates nothing: current, acquire, release (not the
+ * last), match, usable, live, find, 10,000 times over, leave the heap's
+ * counters where they were (glibc's mallinfo2; under ASan it reads 0s). */
+static void test_no_allocation(void) {
+  fixture f;
+  fx_init(&f);
+  fx_routing(&f);
+  fx_proxy(&f, "px-a", "g-api", "g-web", NULL);
+  fx_proxy(&f, "px-b", "g-web", NULL, NULL);
+  cp_view_slot slot = {0};
+  cp_view_publish(&slot, compile(&f, T0, 300000));
+  struct mallinfo2 before = mallinfo2();
+  uint32_t sum = 0;
+  for (int i = 0; i < 10000; i++) {
+    const ph_pool_view *v = cp_view_acquire(&slot);
+    uint32_t r = cp_view_match(v, i & 1 ? "a.example.com" : "other.test",
+                               (uint16_t)(8000 + i % 200), NULL, NULL);
+    if (r != PH_POOL_VIEW_NONE)
+      for (uint32_t c = 0; c < v->rules[r].n_candidates; c++)
+        sum += (uint32_t)cp_view_usable(v, v->rules[r].candidates[c], T0 + i);
+    sum += (uint32_t)cp_view_live(cp_view_current(&slot), T0);
+    sum += cp_view_find(v, "px-b");
+    cp_view_release(v);
+  }
+  struct mallinfo2 after = mallinfo2();
+  ok(sum > 0, "the loop did select");
+  ok(after.uordblks == before.uordblks && after.hblkhd == before.hblkhd,
+     "CP-3-17: reading the view allocates nothing");
+  cp_view_publish(&slot, NULL);
+}
+
 int main(void) {
   plan_lazy();
   test_compile();
@@ -556,5 +588,6 @@ int main(void) {
   test_credentials_wiped();
   test_refusals();
   test_find_remap();
+  test_no_allocation();
   return done_testing();
 }
