@@ -37,6 +37,14 @@ t_unit_test_cp_outcomes_SOURCES = t/unit/test_cp_outcomes.c
 t_unit_test_cp_outcomes_CPPFLAGS = $(t_unit_test_cp_view_CPPFLAGS)
 t_unit_test_cp_outcomes_LDADD = $(CP_VIEW_LDADD)
 
+# A fuzz target: the view compiled from any snapshot protobuf-c accepts,
+# replayed over t/fuzz/seeds/cp_view by t/integration/fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_cp_view
+t_fuzz_replay_cp_view_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_view.c
+t_fuzz_replay_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	-I$(top_srcdir)/modules/common
+t_fuzz_replay_cp_view_LDADD = $(CP_VIEW_LDADD)
+
 # The digest against Python's hashlib and protobuf (CP-5-12): the shell
 # test runs test_cp_outcomes in its dump mode.
 TESTS += t/integration/cp_outcome_digest.sh
