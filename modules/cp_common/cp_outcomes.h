@@ -27,9 +27,10 @@
  * not. Batches cut but never sent, and records not yet cut, no controller
  * has seen: they are cut again under the new session's numbering.
  *
- * Memory: capacity * (sizeof(cp_outcome) + sizeof(cp_outbatch)), about
- * 330 bytes a slot (21 MiB at the default 65536), allocated by init;
- * plus scratch for one batch's message (CP_OUTQ_BATCH_MAX outcomes). */
+ * Memory: capacity * (sizeof(cp_outcome) + sizeof(cp_outbatch)), 344
+ * bytes a slot on x86-64 (21.5 MiB at the default 65536), and scratch for
+ * one batch's message (CP_OUTQ_BATCH_MAX outcomes), all allocated by
+ * init. */
 #ifndef PH_CP_OUTCOMES_H
 #define PH_CP_OUTCOMES_H
 

@@ -174,3 +174,23 @@ void cp_view_wipe_message(Controlplane__V1__WorkerSnapshot *s) {
     wipe_str(s->credentials[i]->password);
   }
 }
+
+/* ---- the service ------------------------------------------------------ */
+
+static const ph_pool_view *vt_current(void *self) {
+  return cp_view_current(self);
+}
+
+static const ph_pool_view *vt_acquire(void *self) {
+  return cp_view_acquire(self);
+}
+
+static void vt_release(void *self, const ph_pool_view *v) {
+  (void)self;
+  cp_view_release(v);
+}
+
+const ph_pool_view_v1 cp_view_service = {
+    vt_current, vt_acquire, vt_release, cp_view_match,
+    cp_view_usable, cp_view_live, cp_view_find,
+};

@@ -77,6 +77,11 @@ uint32_t cp_view_find(const ph_pool_view *v, const char *proxy_id);
 void cp_view_remap(const ph_pool_view *old_v, const ph_pool_view *new_v,
                    uint32_t *map);
 
+/* The "pool.view" vtable over a slot: register it with the slot as self,
+ * api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
+ * PH_POOL_VIEW_MINOR, &cp_view_service, &slot). */
+extern const ph_pool_view_v1 cp_view_service;
+
 /* Wipes the credential material inside an unpacked snapshot message (the
  * copy protobuf-c made) before the caller frees it: the view then holds
  * the only copy (CP-1-18). */

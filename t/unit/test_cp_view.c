@@ -418,6 +418,21 @@ static void test_refcount(void) {
   is_int(frees, 2, "freed after the last of several holders");
   ok(cp_view_current(&slot) == NULL, "an emptied slot");
   cp_view_release(NULL);
+
+  /* The same through the service's vtable, the slot as self. */
+  const ph_pool_view_v1 *vt = &cp_view_service;
+  cp_view_publish(&slot, compile(&f, T0, 300000));
+  const ph_pool_view *cur = vt->current(&slot);
+  const ph_pool_view *h = vt->acquire(&slot);
+  ok(cur && h == cur && cp_view_refs(cur) == 2,
+     "pool.view: current() and acquire() through the vtable");
+  ok(vt->match(h, "a.test", 1, NULL, NULL) == 0 && vt->usable(h, 0, T0) &&
+         vt->live(h, T0) && vt->find(h, "p0") == 0,
+     "pool.view: match, usable, live and find through the vtable");
+  cp_view_publish(&slot, NULL);
+  is_int(frees, 2, "held through the vtable: not freed");
+  vt->release(&slot, h);
+  is_int(frees, 3, "pool.view: release() frees the last reference");
   cp_view_free_hook = NULL;
 }
 
