@@ -32,7 +32,7 @@
  * usable(v, proxy, now_ms) is the one question a strategy asks before it
  * picks a proxy: false at or after the proxy's usable_until (the last
  * allocatable instant, CP-3-6) or its expires_at, while it drains
- * (CP-4-2), and for EVERY proxy once now reaches the view's valid_until
+ * (CP-4-2) or has capacity 0, and for EVERY proxy once now reaches the view's valid_until
  * (CP-3-9) or its stale deadline (obtained_at + max_stale_age, CP-3-18):
  * an expired view has no candidates, and nothing asks Redis or SQL
  * instead (CP-3-19). A deadline the snapshot did not carry is 0: never
