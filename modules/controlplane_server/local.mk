@@ -29,3 +29,36 @@ t_fuzz_replay_cp_requests_LDADD = modules/cp_common/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_requests.c
+
+# Credential material from secrets_dir (cp_secrets.c): its unit test and
+# the file parser's fuzz target (t/fuzz/seeds/cp_secret).
+if MODULE_CONTROLPLANE_SERVER
+UNIT_TESTS_CP_SECRETS = t/unit/test_cp_secrets
+check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
+TESTS += $(UNIT_TESTS_CP_SECRETS)
+t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
+	modules/controlplane_server/cp_secrets.c \
+	modules/controlplane_server/cp_secrets.h
+t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_cp_secret
+t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
+	modules/controlplane_server/cp_secrets.c
+t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
+endif
+EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
+
+# A WatchSnapshots stream's schedule (cp_watch_plan.c).
+if MODULE_CONTROLPLANE_SERVER
+UNIT_TESTS_CP_WATCH_PLAN = t/unit/test_cp_watch_plan
+check_PROGRAMS += $(UNIT_TESTS_CP_WATCH_PLAN)
+TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
+t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
+	modules/controlplane_server/cp_watch_plan.c \
+	modules/controlplane_server/cp_watch_plan.h
+t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+endif
