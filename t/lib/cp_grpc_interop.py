@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cp_grpc_interop.py GEN_DIR PORT MODE [CERT_DIR]: calls every
 WorkerControlPlane RPC of t/lib/cp_echo_server with Debian's python3-grpcio
-(stubs generated at test time into GEN_DIR) and prints TAP lines (no plan:
-t/integration/cp_grpc_interop.sh counts). MODE is "plain" or "mtls"; with
+(stubs generated at test time into GEN_DIR) and prints one
+result line per check. MODE is "plain" or "mtls"; with
 mtls, CERT_DIR holds ca.pem, worker.pem/.key (spiffe://example.org/prod/
-worker/w1), other.pem/.key (signed by another CA) and nocert (none)."""
+worker/w1) and other.pem/.key (signed by another CA). Each check prints
+"RESULT 0|1 NAME" (0: passed) for the shell's TAP counter."""
 import sys
 
 sys.path.insert(0, sys.argv[1])
@@ -21,7 +22,7 @@ n = 0
 def ok(cond, name):
     global n
     n += 1
-    print(("ok" if cond else "not ok") + " %d - %s [%s]" % (n, name, mode))
+    print("RESULT %d %s [%s]" % (0 if cond else 1, name, mode))
     sys.stdout.flush()
 
 
