@@ -103,7 +103,9 @@ typedef enum cp_tls_mode { CP_TLS_MTLS = 1, CP_TLS_DISABLED } cp_tls_mode;
  * wiped from memory once gRPC has copied it). */
 typedef struct cp_grpc_tls {
   cp_tls_mode mode;
-  const char *cert_file; /* this side's certificate (chain) */
+  const char *cert_file; /* this side's certificate (chain); a client
+                            without one (NULL or "", tests only: the
+                            configuration check requires it) offers none */
   const char *key_file;  /* its private key */
   const char *ca_file;   /* the CA the peer's certificate must chain to */
   const char *server_name; /* client only: name checked in the server's
@@ -227,7 +229,10 @@ typedef struct cp_grpc_ccall cp_grpc_ccall; /* a client-side call */
 
 /* Loop thread. A channel to cfg->address (plaintext only to a loopback
  * address, as cp_grpc_conf_check_client refuses otherwise; checked again
- * here). gRPC connects lazily, at the first call. NULL with err. */
+ * here), with a connection of its own (never shared with another
+ * channel). gRPC connects lazily, at the first call, and reconnects by
+ * itself. A call beyond the server's max_concurrent_streams waits for a
+ * slot (its deadline still runs). NULL with err. */
 cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *cq,
                                      const cp_grpc_client_cfg *cfg,
                                      char *err, size_t errlen);

@@ -333,7 +333,7 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
     free(ch);
     return NULL;
   }
-  grpc_arg args[7];
+  grpc_arg args[8];
   size_t n = 0;
   args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
                          GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
@@ -350,6 +350,10 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
   args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
                          GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
                          {.integer = 0}};
+  /* A channel is its own connection: gRPC would otherwise share one
+   * between channels with equal arguments (its global subchannel pool). */
+  args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
+                         GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
   if (cfg->tls.mode == CP_TLS_MTLS && cfg->tls.server_name &&
       *cfg->tls.server_name)
     args[n++] = (grpc_arg){GRPC_ARG_STRING, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
