@@ -45,9 +45,27 @@ run_mode() {
     ok "$st" "$name"
   done <"$T/py-$1.out"
   [ -s "$T/py-$1.err" ] && sed 's/^/#   /' "$T/py-$1.err" | head -20
+  [ "$1" = mtls ] && tls_versions "$(cat "$T/port")"
   kill -TERM "$pid"
   wait_exit "$pid" 10
   is "$EXIT" 0 "cp_echo_server stops cleanly on SIGTERM ($1)"
+}
+
+# tls_versions PORT: what gRPC 1.51 core negotiates (its C API cannot set
+# a minimum: docs/operations/control-plane-transport.md). TLS 1.3 by
+# default, TLS 1.2 still accepted, TLS 1.1 refused.
+tls_versions() {
+  for v in tls1_3 tls1_2 tls1_1; do
+    echo | timeout 10 openssl s_client -connect "127.0.0.1:$1" -"$v" \
+      -alpn h2 -cert "$T/worker.pem" -key "$T/worker.key" \
+      -CAfile "$T/ca.pem" >"$T/sclient-$v.out" 2>&1
+  done
+  grep -aq 'New, TLSv1.3' "$T/sclient-tls1_3.out"
+  ok $? "mTLS negotiates TLS 1.3 with a TLS 1.3 client"
+  grep -aq 'New, TLSv1.2, Cipher is ECDHE' "$T/sclient-tls1_2.out"
+  ok $? "TLS 1.2 is still accepted (ECDHE AES-GCM): gRPC 1.51's floor"
+  grep -aq 'Cipher is (NONE)' "$T/sclient-tls1_1.out"
+  ok $? "TLS 1.1 is refused"
 }
 
 printf '[cp_echo]\nlisten = 127.0.0.1:0\ntls.mode = disabled\n' >"$T/plain.ini"
