@@ -92,7 +92,10 @@ cp_grpc_cq *cp_grpc_cq_new(ph_ctx *ctx, const ph_api *api,
  * shut down and drained, the thread joined (api->thread_join), and the
  * gRPC reference dropped. Every cp_grpc_server, cp_grpc_channel and call
  * of cq is invalid afterwards. Returns when all that is done (bounded by
- * gRPC's own cancellation, not by peers). NULL is ignored. */
+ * gRPC's own cancellation, not by peers; after 10 s it logs "grpc
+ * completion queue did not drain" and leaves the rest, leaked, rather
+ * than free what gRPC still uses). Never from inside a cp_grpc callback.
+ * NULL is ignored. */
 void cp_grpc_cq_free(cp_grpc_cq *cq);
 
 /* ---- TLS and limits ------------------------------------------------- */

@@ -328,8 +328,13 @@ static void on_req(cp_tag *t, int ok) {
 /* One generic request_call in flight: its slot becomes the next call. */
 static void arm(cp_grpc_server *s) {
   cp_grpc_call *c = calloc(1, sizeof(*c));
-  if (!c)
-    return; /* no memory: the next completion re-arms (none: see below) */
+  if (!c) {
+    /* No memory: the server accepts no more calls (fail closed); gRPC
+     * holds new ones until their deadline. */
+    PH_LOG(s->q->api, s->q->ctx, PH_LOG_ERROR,
+           "grpc server out of memory: no longer accepting calls");
+    return;
+  }
   c->s = s;
   c->state = ST_NEW;
   c->t_req.fn = on_req;
