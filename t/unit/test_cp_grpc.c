@@ -877,6 +877,41 @@ static void test_limits(void) {
   wait_for(&sd_done, 1);
 }
 
+/* A stream's life is bounded by max_connection_age + grace (CP-8-3). */
+static void test_age(void) {
+  char err[256], addr[64];
+  cp_grpc_server_cfg sc = srv_cfg("127.0.0.1:0", 0);
+  sc.max_connection_age_ms = 1000;
+  sc.max_connection_age_grace_ms = 500;
+  cp_grpc_server *srv =
+      cp_grpc_server_new(cq_srv, &sc, methods, N_METHODS, err, sizeof(err));
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", cp_grpc_server_port(srv));
+  cp_grpc_client_cfg cc = cli_cfg(addr, 0);
+  cp_grpc_channel *ch = cp_grpc_channel_new(cq_cli, &cc, err, sizeof(err));
+  S.hold_watch = 1;
+  S.cancels = 0;
+  cres a = {0};
+  watch_call(ch, &a); /* its own deadline is 10 s */
+  wait_for(&a.nmsg, 2);
+  wait_for(&a.done, 1);
+  ok(a.done == 1 && a.status != CP_GRPC_OK &&
+         a.status != CP_GRPC_DEADLINE_EXCEEDED,
+     "CP-8-3 a held stream is cut by max_connection_age + grace, before "
+     "its deadline");
+  diag("cut with status %d (%s)", a.status, a.msg);
+  wait_for(&S.cancels, 1);
+  is_int(S.cancels, 1, "the server's handler is told (cancel callback)");
+  S.hold_watch = 0;
+  cres b = {0};
+  register_call(ch, &b, "w1", 5000);
+  wait_for(&b.done, 1);
+  is_int(b.status, CP_GRPC_OK, "the channel reconnects by itself");
+  cp_grpc_channel_free(ch);
+  sd_done = 0;
+  cp_grpc_server_shutdown(srv, on_sd, NULL);
+  wait_for(&sd_done, 1);
+}
+
 /* ---- mTLS ---------------------------------------------------------- */
 
 static void test_mtls(void) {
@@ -1039,6 +1074,7 @@ int main(void) {
   loop = api->loop(hctx);
   test_plain();
   test_limits();
+  test_age();
   test_mtls();
   test_free_in_flight();
   ph_mock_stop(m);
