@@ -35,26 +35,10 @@
 
 #include <proxyhost/module.h>
 
-/* gRPC status codes (the numbers are the wire's, grpc/status.h). */
-enum cp_grpc_status {
-  CP_GRPC_OK = 0,
-  CP_GRPC_CANCELLED = 1,
-  CP_GRPC_UNKNOWN = 2,
-  CP_GRPC_INVALID_ARGUMENT = 3,
-  CP_GRPC_DEADLINE_EXCEEDED = 4,
-  CP_GRPC_NOT_FOUND = 5,
-  CP_GRPC_ALREADY_EXISTS = 6,
-  CP_GRPC_PERMISSION_DENIED = 7,
-  CP_GRPC_RESOURCE_EXHAUSTED = 8,
-  CP_GRPC_FAILED_PRECONDITION = 9,
-  CP_GRPC_ABORTED = 10,
-  CP_GRPC_OUT_OF_RANGE = 11,
-  CP_GRPC_UNIMPLEMENTED = 12,
-  CP_GRPC_INTERNAL = 13,
-  CP_GRPC_UNAVAILABLE = 14,
-  CP_GRPC_DATA_LOSS = 15,
-  CP_GRPC_UNAUTHENTICATED = 16
-};
+#include "cp_status.h"
+
+/* Status codes: CP_GRPC_OK ... CP_GRPC_UNAUTHENTICATED (cp_status.h, the
+ * wire's numbers). */
 
 /* The kinds a method may have (bidirectional streams are not used by the
  * control plane and not offered). */
