@@ -282,4 +282,13 @@ int cp_spiffe_check(const char *uri, size_t uri_len, const char *trust_domain,
                     const char *environment, const char *role,
                     const char *id);
 
+/* The id of uri when it is exactly spiffe://<trust_domain>/<environment>/
+ * <role>/<id>, by the same rule as cp_spiffe_check: 0 with the id in out
+ * (NUL-terminated, 1..outlen-1 bytes), for a controller that takes the
+ * worker id from the certificate; -1 (out "") otherwise, an id that does
+ * not fit included. */
+int cp_spiffe_id(const char *uri, size_t uri_len, const char *trust_domain,
+                 const char *environment, const char *role, char *out,
+                 size_t outlen);
+
 #endif

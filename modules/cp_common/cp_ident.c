@@ -116,3 +116,27 @@ int cp_spiffe_check(const char *uri, size_t uri_len, const char *trust_domain,
   return eat(&p, &n, trust_domain, 0) && eat(&p, &n, environment, 0) &&
          eat(&p, &n, role, 0) && eat(&p, &n, id, 1);
 }
+
+int cp_spiffe_id(const char *uri, size_t uri_len, const char *trust_domain,
+                 const char *environment, const char *role, char *out,
+                 size_t outlen) {
+  if (!out || outlen == 0)
+    return -1;
+  out[0] = '\0';
+  if (!uri || !trust_domain || !environment || !role)
+    return -1;
+  size_t tl = strlen(trust_domain), el = strlen(environment),
+         rl = strlen(role), pre = 9 + tl + 1 + el + 1 + rl + 1;
+  if (uri_len <= pre || uri_len - pre >= outlen)
+    return -1;
+  memcpy(out, uri + pre, uri_len - pre);
+  out[uri_len - pre] = '\0';
+  /* One rule: the candidate id must make the whole URI pass the check
+   * (which also refuses a NUL, which would have cut out short). */
+  if (strlen(out) != uri_len - pre ||
+      !cp_spiffe_check(uri, uri_len, trust_domain, environment, role, out)) {
+    out[0] = '\0';
+    return -1;
+  }
+  return 0;
+}

@@ -6,7 +6,8 @@
  * URI SAN as a certificate would carry it. It checks that the verdict is
  * deterministic and equals a plain reference (the expected parts valid,
  * and the URI byte for byte "spiffe://td/env/role/id"), so no case
- * folding, decoding, trailing slash or extra segment ever passes; and
+ * folding, decoding, trailing slash or extra segment ever passes; that
+ * cp_spiffe_id reads out exactly the ids the check accepts; and
  * that cp_addr_is_loopback on the same bytes is deterministic and only
  * accepts text ending in ":<1..5 digits>" without white space. */
 #include <stdio.h>
@@ -75,6 +76,20 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     want = l > 0 && (size_t)l == n && memcmp(exp, uri, n) == 0;
   }
   CHECK(v == want);
+
+  /* cp_spiffe_id follows the same rule: an id read out passes the check,
+   * and an id that passes is what is read out. */
+  char got[64];
+  int r = cp_spiffe_id(uri, n, td, env, role, got, sizeof(got));
+  CHECK(r == 0 || r == -1);
+  if (r == 0) {
+    CHECK(*got && strlen(got) < sizeof(got));
+    CHECK(cp_spiffe_check(uri, n, td, env, role, got) == 1);
+  } else {
+    CHECK(got[0] == '\0');
+  }
+  if (v == 1 && strlen(id) < sizeof(got))
+    CHECK(r == 0 && strcmp(got, id) == 0);
 
   char *s = malloc(n + 1);
   if (!s)

@@ -106,5 +106,35 @@ int main(void) {
      "CP-8-2 an expected part with '/' is refused");
   ok(!cp_spiffe_check(NULL, 0, "td", "env", "worker", "w"),
      "CP-8-2 NULL is refused");
+
+  /* ---- the id out of a URI ---- */
+  char id[16];
+  const char *u = "spiffe://example.org/prod/worker/w-17";
+  is_int(cp_spiffe_id(u, strlen(u), "example.org", "prod", "worker", id,
+                      sizeof(id)),
+         0, "CP-8-2 the worker id is read from an exact URI");
+  is_str(id, "w-17", "CP-8-2 and it is the last segment");
+  static const char *const noid[] = {
+      "spiffe://example.org/prod/worker/",
+      "spiffe://example.org/prod/worker/w1/",
+      "spiffe://example.org/prod/worker/a/b",
+      "spiffe://example.org/prod/checker/w1",
+      "spiffe://example.org/prod/worker/w%31",
+      "spiffe://example.org/staging/worker/w1",
+      "spiffe://example.org/prod/worker/0123456789abcdef"};
+  for (size_t i = 0; i < sizeof(noid) / sizeof(noid[0]); i++) {
+    char name[160];
+    snprintf(name, sizeof(name), "CP-8-2 no id from '%s'", noid[i]);
+    ok(cp_spiffe_id(noid[i], strlen(noid[i]), "example.org", "prod",
+                    "worker", id, sizeof(id)) < 0 &&
+           id[0] == '\0',
+       name);
+  }
+  {
+    const char nul[] = "spiffe://example.org/prod/worker/w1\0x";
+    ok(cp_spiffe_id(nul, sizeof(nul) - 1, "example.org", "prod", "worker",
+                    id, sizeof(id)) < 0,
+       "CP-8-2 no id when a NUL is inside");
+  }
   return done_testing();
 }
