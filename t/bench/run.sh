@@ -21,6 +21,13 @@
 #   BENCH_RESPONSE=128    bytes of the target's response per operation
 #   BENCH_IDLE=1000       idle streams held for the RSS figure (0: skip)
 #   BENCH_SYSTEMS="proxyhost microsocks dante tinyproxy squid haproxy"
+#                         also: tunnelmesh (client + server + agent,
+#                         t/bench/tunnel_up.sh), v2ray and v2ray-mux
+#                         (SOCKS5 -> VLESS over WebSocket -> freedom,
+#                         client + server), wstunnel (npm's, a port
+#                         forward over WebSocket, client + server)
+#   BENCH_WSTUNNEL=PATH   the wstunnel to run (default: where
+#                         install-peers.sh puts it, then $PATH)
 #   BENCH_KEEP=1          keep the temporary directory (configs, logs, raw)
 # Raw per-run lines go to $T/results; the table goes to stdout.
 set -u
@@ -55,9 +62,11 @@ chmod 755 "$T" # squid and tinyproxy drop to their own users
 PIDS=""
 
 # Stop what this script started (by pid), with any children they forked.
-descendants() { # PID -> PID and every descendant, one per line
-  echo "$1"
-  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$c"; done
+descendants() { # PID[,PID...] -> each and every descendant, one per line
+  for d in $(echo "$1" | tr ',' ' '); do
+    echo "$d"
+    for c in $(ps -o pid= --ppid "$d" 2>/dev/null); do descendants "$c"; done
+  done
 }
 stop_pid() {
   all=$(descendants "$1")
@@ -113,7 +122,7 @@ add() {
 $1 $2 $3 $4 $5"
       return 0
     fi
-    if ! kill -0 "$5" 2>/dev/null; then break; fi
+    if ! kill -0 "${5%%,*}" 2>/dev/null; then break; fi
     sleep 0.1
     i=$((i + 1))
   done
@@ -267,9 +276,104 @@ EOF
   add haproxy tcp direct "127.0.0.1:$p" "$LAST"
 }
 
+# ---- tunnels: several processes each, their CPU summed ----------------------
+# TunnelMesh: client, server and agent (every tunnel default), started by
+# t/bench/tunnel_up.sh with the end-to-end tests' helpers; phload opens
+# through the client's SOCKS5 listener to the target's IPv4 literal.
+start_tunnelmesh() {
+  for so in tunnel_server tunnel_agent tunnel_client store_sqlite auth_cache admin_api direct socks5; do
+    if [ ! -f "$B/modules/$so/.libs/$so.so" ]; then
+      note "tunnelmesh: module $so is not built"; SKIPPED="$SKIPPED tunnelmesh"; return
+    fi
+  done
+  bg tunnelmesh sh "$(dirname "$0")/tunnel_up.sh" "$B" "$T/tunnel.env"
+  i=0
+  while [ $i -lt 200 ] && [ ! -s "$T/tunnel.env" ] && kill -0 "$LAST" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  socks="" pids=""
+  [ -s "$T/tunnel.env" ] && . "$T/tunnel.env"
+  if [ -z "$socks" ]; then
+    note "tunnelmesh did not come up; its output:"
+    tail -5 "$T/tunnelmesh.out" | sed 's/^/#   /' >&2
+    SKIPPED="$SKIPPED tunnelmesh"
+    return
+  fi
+  add tunnelmesh socks5 socks5 "127.0.0.1:$socks" "$(echo $pids | tr ' ' ',')"
+}
+
+# v2ray (Debian's): a SOCKS5 inbound on the client, a VLESS outbound over
+# WebSocket (no TLS, as our tunnel runs here), the server's WebSocket
+# inbound and a freedom outbound. VLESS adds no encryption of its own: the
+# cheapest of v2ray's protocols. MUX=1: Mux.Cool with v2ray's default of
+# 8 streams per connection.
+v2ray_configs() { # NAME SOCKS-PORT WS-PORT MUX
+  id=9a1ac9c1-7b55-4a3e-8c3c-3f1c0e0b2f11
+  mux=false
+  [ "$4" = 1 ] && mux=true
+  cat >"$T/$1-client.json" <<EOF
+{ "log": { "loglevel": "warning", "access": "none" },
+  "inbounds": [ { "listen": "127.0.0.1", "port": $2, "protocol": "socks",
+                  "settings": { "auth": "noauth", "udp": false } } ],
+  "outbounds": [ { "protocol": "vless",
+                   "settings": { "vnext": [ { "address": "127.0.0.1", "port": $3,
+                       "users": [ { "id": "$id", "encryption": "none" } ] } ] },
+                   "streamSettings": { "network": "ws", "wsSettings": { "path": "/tunnel" } },
+                   "mux": { "enabled": $mux } } ] }
+EOF
+  cat >"$T/$1-server.json" <<EOF
+{ "log": { "loglevel": "warning", "access": "none" },
+  "inbounds": [ { "listen": "127.0.0.1", "port": $3, "protocol": "vless",
+                  "settings": { "clients": [ { "id": "$id" } ], "decryption": "none" },
+                  "streamSettings": { "network": "ws", "wsSettings": { "path": "/tunnel" } } } ],
+  "outbounds": [ { "protocol": "freedom" } ] }
+EOF
+}
+start_v2ray_any() { # NAME MUX
+  v_socks=$(free_port)
+  v_ws=$(free_port)
+  v2ray_configs "$1" "$v_socks" "$v_ws" "$2"
+  bg "$1-server" v2ray -config "$T/$1-server.json"
+  v_srv=$LAST
+  bg "$1" v2ray -config "$T/$1-client.json"
+  add "$1" socks5 socks5 "127.0.0.1:$v_socks" "$LAST,$v_srv"
+}
+
+# wstunnel (npm's, node): a port forward over one WebSocket per stream,
+# the server locked to the target. No SOCKS5 handshake: phload connects
+# to the client's port as it would to the target (as with haproxy).
+WSTUNNEL=${BENCH_WSTUNNEL:-${PEERS_PREFIX:-/var/tmp/proxyhost-bench-peers}/npm/node_modules/.bin/wstunnel}
+[ -x "$WSTUNNEL" ] || WSTUNNEL=$(command -v wstunnel 2>/dev/null || echo "")
+start_wstunnel() {
+  w_local=$(free_port)
+  w_ws=$(free_port)
+  bg wstunnel-server "$WSTUNNEL" -s "127.0.0.1:$w_ws" -t "$TADDR"
+  w_srv=$LAST
+  bg wstunnel "$WSTUNNEL" -t "127.0.0.1:$w_local:$TADDR" "ws://127.0.0.1:$w_ws"
+  add wstunnel ws-forward direct "127.0.0.1:$w_local" "$LAST,$w_srv"
+}
+
 for s in $SYSTEMS; do
   case $s in
   proxyhost) start_proxyhost ;;
+  tunnelmesh) start_tunnelmesh ;;
+  v2ray | v2ray-mux)
+    if command -v v2ray >/dev/null 2>&1; then
+      mux=0
+      [ "$s" = v2ray-mux ] && mux=1
+      start_v2ray_any "$s" "$mux"
+    else
+      note "$s: v2ray is not installed (t/bench/install-peers.sh): skipped"
+      SKIPPED="$SKIPPED $s"
+    fi
+    ;;
+  wstunnel)
+    if [ -n "$WSTUNNEL" ]; then start_wstunnel; else
+      note "wstunnel is not installed (t/bench/install-peers.sh): skipped"
+      SKIPPED="$SKIPPED wstunnel"
+    fi
+    ;;
   microsocks | dante | tinyproxy | squid | haproxy)
     bin=$s
     [ "$s" = dante ] && bin=danted
@@ -285,8 +389,11 @@ for s in $SYSTEMS; do
 done
 
 # ---- idle streams: memory, first, on fresh processes ------------------------
-rss_kib() { # PID -> the process's VmRSS, KiB
-  awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+rss_kib() { # PID[,PID...] -> VmRSS of the process (summed over the
+  # listed ones: a tunnel's client, server and agent), KiB
+  for p in $(echo "$1" | tr ',' ' '); do
+    awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null
+  done | awk '{ s += $1 } END { print s + 0 }'
 }
 pss_kib() { # PID -> Pss summed over it and its descendants, KiB (pages
   # shared between a peer's processes are counted once, split among them)
