@@ -17,7 +17,10 @@
 # Usage (as root): sh t/bench/install-peers.sh
 set -eu
 
-PKGS="microsocks dante-server tinyproxy squid haproxy v2ray nodejs npm"
+PKGS="microsocks dante-server tinyproxy squid haproxy v2ray"
+# Debian's npm conflicts with a nodejs that bundles its own (NodeSource's):
+# only a machine without npm gets Debian's two packages.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 SERVICES="microsocks danted tinyproxy squid haproxy v2ray"
 WSTUNNEL_VERSION=1.4.0
 PEERS_PREFIX=${PEERS_PREFIX:-/var/tmp/proxyhost-bench-peers}

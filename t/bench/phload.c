@@ -17,6 +17,7 @@
  *          --target HOST:PORT [--concurrency N] [--duration SECS]
  *          [--warmup SECS] [--response-size BYTES] [--timeout SECS]
  *          [--bulk BYTES | --idle N | --rounds N [--gap SECS]] [--procs N]
+ *          [--sized]
  *   phload --free-port
  *
  * Open-rate mode (the default) keeps N operations in flight for the
@@ -40,6 +41,11 @@
  * --idle N opens N streams (at most --concurrency opening at once),
  * prints "idle_ready=N errors=E" when all are open, holds them for the
  * duration, then closes them and prints the usual line.
+ *
+ * --sized ends an operation when the response's BYTES have all arrived
+ * (phload closes first) instead of at the far end's close: for proxies
+ * that hold a stream open after the target closed it (v2ray's
+ * uplinkOnly wait), whose close time would otherwise be measured.
  *
  * The target protocol is phtarget's: "GET /r/N HTTP/1.0" answers exactly
  * N bytes then closes; "GET /bulk/N HTTP/1.0" streams N bytes (0: until
@@ -106,10 +112,10 @@ static struct {
   enum kind kind;
   struct sockaddr_in proxy, target;
   int have_proxy;
-  int concurrency, idle_n, procs, rounds;
+  int concurrency, idle_n, procs, rounds, sized;
   double duration, warmup, timeout, gap;
   uint64_t response_size, bulk_bytes;
-} cfg = {MODE_DIRECT, KIND_OPS, {0}, {0}, 0, 32, 0, 1, 0, 5.0, 0.5, 10.0, 0.05, 128, 0};
+} cfg = {MODE_DIRECT, KIND_OPS, {0}, {0}, 0, 32, 0, 1, 0, 0, 5.0, 0.5, 10.0, 0.05, 128, 0};
 
 static struct ev_loop *loop;
 static slot *slots;
@@ -477,6 +483,12 @@ static void on_response(slot *s) {
           bulk_finish();
           return;
         }
+      } else if (cfg.sized && s->got >= cfg.response_size) {
+        if (s->got > cfg.response_size)
+          slot_fail(s, ERR_RESPONSE);
+        else
+          slot_done(s);
+        return;
       }
       continue;
     }
@@ -720,7 +732,7 @@ static void usage(void) {
         "              --target HOST:PORT [--concurrency N] [--duration S]\n"
         "              [--warmup S] [--response-size B] [--timeout S]\n"
         "              [--bulk BYTES | --idle N | --rounds N [--gap S]]\n"
-        "              [--procs N]\n"
+        "              [--procs N] [--sized]\n"
         "       phload --free-port\n",
         stderr);
   exit(2);
@@ -743,6 +755,7 @@ static void parse_args(int argc, char **argv) {
       {"bulk", 1, 0, 'b'},         {"idle", 1, 0, 'i'},
       {"procs", 1, 0, 'P'},        {"free-port", 0, 0, 'F'},
       {"rounds", 1, 0, 'R'},       {"gap", 1, 0, 'g'},
+      {"sized", 0, 0, 'S'},
       {0, 0, 0, 0}};
   int have_target = 0, c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -799,6 +812,9 @@ static void parse_args(int argc, char **argv) {
       break;
     case 'g':
       cfg.gap = parse_num(optarg, 0, 60);
+      break;
+    case 'S':
+      cfg.sized = 1;
       break;
     case 'F':
       exit(free_port());

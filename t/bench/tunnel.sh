@@ -20,7 +20,10 @@
 #      the target's IPv4 literal) alone, then the same beside one bulk
 #      download by a separate process (curl through the same client,
 #      phtarget's endless /bulk/0): time to first byte P50/P95 (gate:
-#      beside <= 2x alone, aim 1.2x) and the bulk's MB/s meanwhile.
+#      beside <= 2x alone, aim 1.2x) and the bulk's MB/s meanwhile; then
+#      (TUNNEL_CONTROL=1, the default) the same with the bulk through a
+#      second, separate tunnel: the CPU the bulk costs without a shared
+#      session, to tell the machine's part from the tunnel's.
 # Knobs: TUNNEL_ROUNDS (default 20), TUNNEL_BULK_SECONDS (default 6: the
 # download's length; the bursts must end before it does), TUNNEL_REPEATS
 # (default 1: rows per configuration, strict and baseline alternating).
@@ -42,6 +45,7 @@ PHTARGET=$top_builddir/t/bench/phtarget
 ROUNDS=${TUNNEL_ROUNDS:-20}
 REPEATS=${TUNNEL_REPEATS:-1}
 BULK_SECS=${TUNNEL_BULK_SECONDS:-6}
+CONTROL=${TUNNEL_CONTROL:-1}
 say() { echo "$*" >&2; }
 die() { say "tunnel.sh: $*"; exit 1; }
 field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\": \\([-0-9.]*\\).*/\\1/p"; }
@@ -77,12 +81,39 @@ bursts() {
   "$PHLOAD" --mode socks5 --proxy "$1" --target "$TADDR" --rounds "$ROUNDS" \
     --concurrency 31 --response-size 1024 --timeout 10 | tail -1
 }
+# beside SMALL-PROXY BULK-PROXY TAG: the bursts through SMALL-PROXY while
+# curl downloads through BULK-PROXY, endlessly for BULK_SECS (curl's
+# --max-time; it prints its -w line then), the bursts from its second
+# second. Sets beside (phload's line) and mbps (the bulk's MB/s, "!" when
+# it ended before the bursts did).
+beside() {
+  "$CURL" -s -o /dev/null -m "$BULK_SECS" -w '%{size_download} %{time_total}\n' \
+    --socks5 "$2" "http://$TADDR/bulk/0" >"$T/bulk.$3" 2>&1 &
+  cpid=$!
+  sleep 1
+  beside=$(bursts "$1")
+  early=""
+  kill -0 "$cpid" 2>/dev/null || early="!"
+  wait "$cpid"
+  say "  curl rc $? (28: its --max-time, as planned): $(cat "$T/bulk.$3")"
+  mbps=$(awk '{ if ($2 > 0) printf "%.0f", $1 / $2 / 1e6; else print 0 }' "$T/bulk.$3")$early
+}
+# p95ratio LINE-A LINE-B: B's first-byte P95 over A's
+p95ratio() {
+  awk -v a="$(kv "$1" ttfb_p95_us)" -v b="$(kv "$2" ttfb_p95_us)" \
+    'BEGIN { if (a > 0) printf "%.2f", b / a; else print "-" }'
+}
+# stop_trio ID
+stop_trio() {
+  for p in s a c; do kill "$(eval echo "\$$p$1_pid")" 2>/dev/null; done
+  for p in s a c; do wait_exit "$(eval echo "\$$p$1_pid")" 15; done
+}
 # run NAME REPEAT SERVER-EXTRA AGENT-EXTRA CLIENT-EXTRA: the measurements
 # of one configuration; prints its table row.
 run() {
   name=$1 id=$1$2
-  shift
-  tn_trio "$id" "$2" "$3" "$4" || die "$1: the tunnel did not come up"
+  shift 2
+  tn_trio "$id" "$1" "$2" "$3" || die "$name: the tunnel did not come up"
   P=127.0.0.1:$(eval echo "\$c${id}_socks")
   $LOAD latency --proxy "$P" --target "ok.test:$web" --path /small.bin --n 31 >/dev/null # warm-up
   say "$name: 31 GETs beside a hanging dial"
@@ -90,31 +121,32 @@ run() {
   say "$name: $ROUNDS bursts of 31 streams alone (phload)"
   bursts "$P" >/dev/null # warm-up
   alone=$(bursts "$P")
-  say "$name: the same beside a bulk download (curl)"
-  # An endless download for BULK_SECS (curl's --max-time; it prints its
-  # -w line then), the bursts from its second second: a bulk that ended
-  # before the bursts did marks the row "!".
-  "$CURL" -s -o /dev/null -m "$BULK_SECS" -w '%{size_download} %{time_total}\n' \
-    --socks5 "$P" "http://$TADDR/bulk/0" >"$T/bulk.$id" 2>&1 &
-  cpid=$!
-  sleep 1
-  bulk=$(bursts "$P")
-  early=""
-  kill -0 "$cpid" 2>/dev/null || early="!"
-  wait "$cpid"
-  say "$name: curl rc $? (28: its --max-time, as planned): $(cat "$T/bulk.$id")"
-  mbps=$(awk '{ if ($2 > 0) printf "%.0f", $1 / $2 / 1e6; else print 0 }' "$T/bulk.$id")$early
-  ratio=$(awk -v a="$(kv "$alone" ttfb_p95_us)" -v b="$(kv "$bulk" ttfb_p95_us)" \
-    'BEGIN { if (a > 0) printf "%.2f", b / a; else print "-" }')
-  printf '| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s |\n' "$name" \
+  say "$name: the same beside a bulk download (curl) in the same tunnel"
+  beside "$P" "$P" "$id"
+  same=$beside same_mbps=$mbps
+  # The control: the bulk through a second, separate tunnel (its own
+  # client, server and agent): the same CPU work on the same two cores,
+  # but no shared session, queue or window. What the same-tunnel figure
+  # adds to this one is the tunnel's own doing.
+  other="" other_mbps=-
+  if [ "$CONTROL" = 1 ]; then
+    tn_trio "x$id" "$1" "$2" "$3" || die "$name: the second tunnel did not come up"
+    say "$name: the same beside a bulk download in a second tunnel"
+    beside "$P" "127.0.0.1:$(eval echo "\$cx${id}_socks")" "x$id"
+    other=$beside other_mbps=$mbps
+    stop_trio "x$id"
+  fi
+  printf '| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s / %s | %s | %s | %s |\n' "$name" \
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$(field "$slow" ok)/31" \
     "$(field "$slow" reply_p50_ms)" "$(field "$slow" reply_p95_ms)" \
     "$(field "$slow" first_byte_p50_ms)" "$(field "$slow" first_byte_p95_ms)" \
     "$(ms "$(kv "$alone" ttfb_p50_us)")" "$(ms "$(kv "$alone" ttfb_p95_us)")" \
-    "$(ms "$(kv "$bulk" ttfb_p50_us)")" "$(ms "$(kv "$bulk" ttfb_p95_us)")" "$ratio" "$mbps" \
-    "$(kv "$alone" errors)+$(kv "$bulk" errors)"
-  for p in s a c; do kill "$(eval echo "\$$p${id}_pid")" 2>/dev/null; done
-  for p in s a c; do wait_exit "$(eval echo "\$$p${id}_pid")" 15; done
+    "$(ms "$(kv "$same" ttfb_p50_us)")" "$(ms "$(kv "$same" ttfb_p95_us)")" \
+    "$(p95ratio "$alone" "$same")" "$same_mbps" \
+    "$(ms "$(kv "$other" ttfb_p50_us)")" "$(ms "$(kv "$other" ttfb_p95_us)")" \
+    "$(p95ratio "$alone" "$other")" "$other_mbps" \
+    "$(kv "$alone" errors)+$(kv "$same" errors)+$(kv "$other" errors)"
+  stop_trio "$id"
 }
 
 echo "## TunnelMesh: strict against the legacy baseline (issue 11)"
@@ -122,8 +154,8 @@ echo
 echo "Three processes on loopback, one build; \`sh ../t/bench/tunnel.sh .\`. Milliseconds."
 echo "The hanging dial is a blackhole port (agent connect_timeout 5 s). Small streams: $ROUNDS bursts of 31 (phload), first byte from socket()."
 echo
-echo "| configuration | load average | beside the hanging dial: ok | SOCKS5 reply P50 / P95 | first byte P50 / P95 | small first byte P50 / P95 alone | beside a bulk download (curl) | beside ÷ alone, P95 | bulk MB/s meanwhile | small errors |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| configuration | load average | beside the hanging dial: ok | SOCKS5 reply P50 / P95 | first byte P50 / P95 | small first byte P50 / P95 alone | beside a bulk download (curl) in the same tunnel | ÷ alone, P95 | bulk MB/s | beside a bulk in a second tunnel | ÷ alone, P95 | bulk MB/s | small errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 BASE_SERVER="$OFF
 [auth_cache]
 enabled = false"
