@@ -307,7 +307,8 @@ start_tunnelmesh() {
     SKIPPED="$SKIPPED tunnelmesh"
     return
   fi
-  add tunnelmesh socks5 socks5 "127.0.0.1:$socks" "$(echo $pids | tr ' ' ',')"
+  add tunnelmesh socks5 socks5 "127.0.0.1:$socks" "$(echo $pids | tr ' ' ',')" &&
+    echo "server agent client" >"$T/roles.tunnelmesh"
 }
 
 # v2ray (Debian's): a SOCKS5 inbound on the client, a VLESS outbound over
@@ -346,7 +347,8 @@ start_v2ray_any() { # NAME MUX
   bg "$1-server" v2ray -config "$T/$1-server.json"
   v_srv=$LAST
   bg "$1" v2ray -config "$T/$1-client.json"
-  add "$1" socks5 socks5 "127.0.0.1:$v_socks" "$LAST,$v_srv"
+  add "$1" socks5 socks5 "127.0.0.1:$v_socks" "$LAST,$v_srv" &&
+    echo "client server" >"$T/roles.$1"
 }
 
 # wstunnel (npm's, node): a port forward over one WebSocket per stream,
@@ -360,7 +362,8 @@ start_wstunnel() {
   bg wstunnel-server "$WSTUNNEL" -s "127.0.0.1:$w_ws" -t "$TADDR"
   w_srv=$LAST
   bg wstunnel "$WSTUNNEL" -t "127.0.0.1:$w_local:$TADDR" "ws://127.0.0.1:$w_ws"
-  add wstunnel ws-forward direct "127.0.0.1:$w_local" "$LAST,$w_srv"
+  add wstunnel ws-forward direct "127.0.0.1:$w_local" "$LAST,$w_srv" &&
+    echo "client server" >"$T/roles.wstunnel"
 }
 
 for s in $SYSTEMS; do
@@ -454,6 +457,11 @@ cpu_ticks() {
   done | awk '{ s += $1 } END { print s + 0 }'
 }
 HZ=$(getconf CLK_TCK)
+# parts_ticks PID[,PID...] -> each listed process's cpu_ticks, in order
+parts_ticks() {
+  [ "$1" = - ] && return
+  for p in $(echo "$1" | tr ',' ' '); do printf '%s ' "$(cpu_ticks "$p")"; done
+}
 
 # measure NAME PROTO MODE ADDR PID TEST CONC REP
 measure() {
@@ -469,13 +477,19 @@ measure() {
   fi
   c0=$(cpu_ticks "$pid")
   t0=$(cpu_ticks "$TPID")
+  p0=$(parts_ticks "$pid")
   out=$("$PHLOAD" "$@" --response-size "$RESP" --timeout 10 $SIZED 2>&1 | tail -1)
   c1=$(cpu_ticks "$pid")
   t1=$(cpu_ticks "$TPID")
+  p1=$(parts_ticks "$pid")
   cpu=-
   [ "$c0" != - ] && cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
   tcpu=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
-  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu target_cpu_s=$tcpu" >>"$RES"
+  # A system of several processes: each one's CPU too (proxy_cpu_s_1...).
+  parts=$(awk -v a="$p0" -v b="$p1" -v hz="$HZ" 'BEGIN {
+      n = split(a, x, " "); split(b, y, " ")
+      for (i = 1; n > 1 && i <= n; i++) printf " proxy_cpu_s_%d=%.3f", i, (y[i] - x[i]) / hz }')
+  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu target_cpu_s=$tcpu$parts" >>"$RES"
 }
 
 TESTS=""
@@ -629,6 +643,32 @@ printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
   echo "$line $(awk -v v="$(cpu_per "$name" "$proto" bulk 1 bytes 1000000000)" 'BEGIN { if (v == "-") print "-"; else printf "%.2f s", v }') |"
 done
 echo
+# The tunnels: the same figures for each of their processes.
+if ls "$T"/roles.* >/dev/null 2>&1; then
+  echo "The systems of several processes, each process's own CPU time (medians):"
+  echo
+  hdr="| system | process |"
+  sep="|---|---|"
+  for c in $CONCS; do
+    hdr="$hdr CPU per open c$c |"
+    sep="$sep---:|"
+  done
+  echo "$hdr CPU per GB bulk |"
+  echo "$sep---:|"
+  printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+    [ -f "$T/roles.$name" ] || continue
+    i=1
+    for role in $(cat "$T/roles.$name"); do
+      line="| $name | $role |"
+      for c in $CONCS; do
+        line="$line $(int "$(cpu_per "$name" "$proto" open "$c" ops_all 1000000 "proxy_cpu_s_$i")") us |"
+      done
+      echo "$line $(awk -v v="$(cpu_per "$name" "$proto" bulk 1 bytes 1000000000 "proxy_cpu_s_$i")" 'BEGIN { if (v == "-") print "-"; else printf "%.2f s", v }') |"
+      i=$((i + 1))
+    done
+  done
+  echo
+fi
 # The CPU budget of one operation: who spends what, and how much of the
 # machine the run kept busy. When the sum of the cores busy is close to
 # the number of CPUs, the rate is bounded by CPU per operation, summed.
