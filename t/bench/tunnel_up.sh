@@ -9,6 +9,10 @@
 #
 #   sh t/bench/tunnel_up.sh BUILDDIR ENVFILE
 #
+# TUNNEL_UP_SERVER, TUNNEL_UP_AGENT, TUNNEL_UP_CLIENT: INI text appended
+# to that role's configuration (sections and keys, e.g. a larger window
+# for an experiment; run.sh leaves them empty: strict defaults).
+#
 # Once the agent is connected and the client ready it writes ENVFILE:
 #   socks=PORT pids="SERVER AGENT CLIENT"
 # then waits; on SIGTERM (or SIGINT) it stops the processes and removes
@@ -30,7 +34,10 @@ done
 WARN='[log]
 level = warn'
 tn_setup || exit 2
-tn_trio 1 "$WARN" "$WARN" "$WARN" || { echo "tunnel_up.sh: the tunnel did not come up" >&2; exit 2; }
+tn_trio 1 "$WARN
+${TUNNEL_UP_SERVER:-}" "$WARN
+${TUNNEL_UP_AGENT:-}" "$WARN
+${TUNNEL_UP_CLIENT:-}" || { echo "tunnel_up.sh: the tunnel did not come up" >&2; exit 2; }
 echo "socks=$c1_socks pids=\"$s1_pid $a1_pid $c1_pid\"" >"$ENVFILE.tmp" &&
   mv "$ENVFILE.tmp" "$ENVFILE"
 # Wait for the signal; sleep in short steps so that the trap runs soon.
