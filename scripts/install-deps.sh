@@ -15,7 +15,7 @@ set -eu
 BUILD="build-essential autoconf automake libtool libtool-bin pkg-config
   libev-dev libinih-dev libc-ares-dev libhttp-parser-dev libssl-dev
   libcurl4-openssl-dev libpq-dev libsqlite3-dev"
-# Libraries of modules still to come (configure --with-LIB checks them).
+# The control plane (protobuf-c, gRPC core, hiredis) and the tunnel (lws).
 FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
   libgrpc-dev libwebsockets-dev libwebsockets-evlib-ev
   libhiredis-dev"
@@ -25,9 +25,12 @@ FUTURE="libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libprotobuf-dev
 PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot lintian mmdebstrap"
 # sqlite3 and psql (postgresql-client, with postgresql) for the migration
 # and store tests.
+# python3-grpcio, python3-grpc-tools: a gRPC client this project did not
+# write, calling the controller (CP-1-1) from stubs generated at test time.
 # chromium: the headless browser of t/integration/tunnel_browser.sh (TunnelMesh
 # through a real browser; a missing browser fails that test).
-TEST="curl openssl python3 python3-yaml prometheus sqlite3 chromium"
+TEST="curl openssl python3 python3-yaml python3-grpcio python3-grpc-tools
+  prometheus sqlite3 chromium"
 SERVERS="redis-server postgresql"
 SERVICES="redis-server postgresql"
 POLICY=/usr/sbin/policy-rc.d

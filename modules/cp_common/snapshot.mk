@@ -1,0 +1,2 @@
+# modules/cp_common/snapshot.mk: (to come in issue 12)
+EXTRA_DIST += modules/cp_common/snapshot.mk
