@@ -280,8 +280,8 @@ static void test_migrate(void) {
      "migrate = auto upgrades a v8 database at start and is ready");
   ok(own_query("SELECT version FROM schema_meta WHERE id = 1", v,
                sizeof(v)) == 0 &&
-         strcmp(v, "9") == 0,
-     "the upgraded database is at version 9");
+         strcmp(v, "10") == 0,
+     "the upgraded database is at version 10");
   ok(own_query("SELECT revision FROM authorization_revision WHERE id = 1", v,
                sizeof(v)) == 0 &&
          strcmp(v, "1") == 0,
