@@ -27,6 +27,7 @@
 #include "tap.h"
 
 #include "store_contract.c"
+#include "pool_contract.c"
 
 #define MODULE PH_BUILD_MODULES "/store_sqlite/.libs/store_sqlite.so"
 
@@ -176,6 +177,11 @@ static int revision_bump(void *arg) {
   (void)arg;
   return own_exec("UPDATE authorization_revision SET revision = revision + "
                   "1 WHERE id = 1");
+}
+
+static int pool_exec(void *arg, const char *sql) {
+  (void)arg;
+  return own_exec(sql);
 }
 
 /* ---- SQLite-only cases ---------------------------------------------------- */
@@ -340,6 +346,8 @@ int main(void) {
                             .revision_set = revision_set,
                             .revision_bump = revision_bump};
   store_contract_run(&env);
+  pool_contract_env penv = {.base = &env, .exec = pool_exec};
+  pool_contract_run(&penv);
   test_file_and_wal();
   test_migrate();
   test_metrics_and_sample();
