@@ -18,6 +18,8 @@
  *    it all).
  *  - 1.3 appended route_register and route_reply to ph_api (modules
  *    serve routes under /v1/ on the admin listener).
+ *  - 1.4 added the "pool.store" service (pool_store.h); ph_api and
+ *    ph_module are as in 1.3.
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
  * below: keep them plain numbers with nothing after them.
@@ -31,10 +33,10 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 3
+#define PH_ABI_MINOR 4
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
-/* "major.minor", e.g. "1.3" */
+/* "major.minor", e.g. "1.4" */
 #define PH_ABI_STRING PH_ABI_STR_(PH_ABI_MAJOR) "." PH_ABI_STR_(PH_ABI_MINOR)
 
 /* Status codes returned by host API functions and module callbacks.
