@@ -69,7 +69,7 @@ static void store_error(api_pool_call *c, int status, const char *detail) {
                 "the pool changed while this request ran; try again");
     return;
   case PH_ELIMIT:
-    reply_error(c, 409, "limit", detail ? detail : "a bound of the pool");
+    reply_error(c, 409, "conflict", detail ? detail : "a bound of the pool");
     return;
   case PH_EFULL:
     reply_error(c, 503, "busy",
