@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include "json.h"
 #include "pool_validate.h"
 
@@ -702,7 +700,7 @@ void api_pool_cancel(api_pool_call *c) {
 
 void api_pool_free(api_pool_call *c) {
   if (c->body) {
-    OPENSSL_cleanse(c->body, c->body_len);
+    explicit_bzero(c->body, c->body_len);
     free(c->body);
     c->body = NULL;
   }
