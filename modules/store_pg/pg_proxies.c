@@ -563,6 +563,9 @@ static void plan(pwreq *x, int64_t now_ms) {
   } else {
     const ph_pool_credential_ref *c = &x->w.u.credential;
     if (a == PH_POOL_CREATE) {
+      const char *cv[] = {"3", pnum(x, PH_POOL_PROXIES_MAX)};
+      guard(x, Q_POOL_GUARD_COUNT, 2, cv, PH_ELIMIT,
+            "the pool has its most credential references");
       const char *v[] = {c->secret_ref,
                          pnum(x, (int64_t)(c->credential_version
                                                ? c->credential_version

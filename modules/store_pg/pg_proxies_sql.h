@@ -37,8 +37,10 @@
                         1},                                                 \
   [Q_POOL_GUARD_COUNT] = {"pool_guard_count",                               \
                           "SELECT CASE WHEN $1::int = 1 THEN (SELECT "      \
-                          "count(*) FROM pool_proxies) ELSE (SELECT "       \
-                          "count(*) FROM pool_routes) END < $2::bigint",    \
+                          "count(*) FROM pool_proxies) WHEN $1::int = 2 "   \
+                          "THEN (SELECT count(*) FROM pool_routes) ELSE "   \
+                          "(SELECT count(*) FROM pool_credentials) END < "  \
+                          "$2::bigint",                                     \
                           2},                                               \
   [Q_POOL_LIST_PROXIES] =                                                   \
       {"pool_list_proxies",                                                 \

@@ -50,7 +50,8 @@ enum pg_sql_id {
   Q_POOL_REVISION,     /* -> revision */
   Q_POOL_BUMP,         /* the pool revision step -> revision */
   Q_POOL_GUARD_REV,    /* $1 expect_revision (0: any) -> 't' */
-  Q_POOL_GUARD_COUNT,  /* $1 1 proxies / 2 routes, $2 bound -> 't' */
+  Q_POOL_GUARD_COUNT,  /* $1 1 proxies / 2 routes / 3 credentials, $2
+                          bound -> 't' */
   Q_POOL_LIST_PROXIES, /* $1 after, $2 key, $3 limit */
   Q_POOL_LIST_ROUTES,  /* $1 from position, $2 key, $3 limit */
   Q_POOL_LIST_CREDS,   /* $1 after, $2 key, $3 limit */

@@ -260,7 +260,10 @@ static int credential_write(pwrite_call *x, sqlite3 *db) {
   const ph_pool_credential_ref *c = &x->w.u.credential;
   switch (x->w.action) {
   case PH_POOL_CREATE:
-    if (none(x, db, CRED_EXISTS, c->secret_ref, 0, PH_EEXIST,
+    if (under_bound(x, db, "SELECT count(*) FROM pool_credentials",
+                    PH_POOL_PROXIES_MAX,
+                    "the pool has its most credential references") < 0 ||
+        none(x, db, CRED_EXISTS, c->secret_ref, 0, PH_EEXIST,
              "secret_ref is taken") < 0)
       return -1;
     return exec_args(x, db,

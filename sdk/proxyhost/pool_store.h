@@ -147,7 +147,9 @@ typedef struct ph_pool_credential {
  * secret_ref or route position is taken; PH_EBUSY delete of a credential
  * reference proxies still use; PH_ESTATE expect_revision did not match;
  * PH_ELIMIT a snapshot over PH_POOL_PROXIES_MAX or PH_POOL_ROUTES_MAX, or
- * a create beyond them; PH_EFULL the store's bound on calls in flight. */
+ * a create beyond them (credential references are bounded by
+ * PH_POOL_PROXIES_MAX too); PH_EFULL the store's bound on calls in
+ * flight. */
 
 /* What a call is about. */
 typedef enum ph_pool_kind {
