@@ -308,7 +308,11 @@ static int key_valid(int kind, const char *key) {
  * smallest there is (list from the start). */
 static void key_before(int kind, const char *key, char *out, size_t cap) {
   size_t n = strlen(key);
-  snprintf(out, cap, "%s", key);
+  if (n == 0 || n >= cap) { /* key_valid said no: from the start */
+    out[0] = '\0';
+    return;
+  }
+  memcpy(out, key, n + 1);
   if (kind == PH_AZ_TOKEN || kind == PH_AZ_POLICY) {
     for (size_t i = n; i-- > 4;) { /* decrement the hex number */
       char c = out[i];

@@ -564,7 +564,7 @@ static void start_list(api_pool_call *c, const char *key, const char *query) {
   memset(&l, 0, sizeof(l));
   l.size = sizeof(l);
   l.kind = c->kind;
-  char after[API_KEY_MAX + 1] = "";
+  char after[API_POOL_KEY_MAX + 1] = "";
   const char *msg = NULL;
   if (key) {
     l.key = key;

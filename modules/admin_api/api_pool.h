@@ -31,7 +31,7 @@ typedef struct api_pool_call {
   void *self;
   int kind; /* ph_pool_kind */
   api_op op;
-  char key[API_KEY_MAX + 1];
+  char key[API_POOL_KEY_MAX + 1]; /* an id or a secret_ref, whole */
   int64_t call; /* the store call, > 0 while outstanding */
   char *body;   /* a PATCH's body, kept for after the read */
   size_t body_len;
