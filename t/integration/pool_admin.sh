@@ -136,6 +136,18 @@ like "$out" "\"rule_id\":\"r-web\"" "$STORE: routes after a position"
 api GET /v1/pool/proxies/nosuch
 is "$code" 404 "$STORE: a missing proxy: 404"
 
+# Long keys stay whole: a 128-byte id next to its own 64-byte prefix.
+long=$(printf 'q%.0s' $(seq 1 128)); short=$(printf 'q%.0s' $(seq 1 64))
+ctl proxy add "$long" --protocol http --host h.example --port 80 --groups g --capacity 1 >/dev/null &&
+  ctl proxy add "$short" --protocol http --host h.example --port 81 --groups g --capacity 1 >/dev/null
+ok $? "$STORE: proxies with a 128-byte id and with its 64-byte prefix"
+like "$(ctl proxy show "$long")" "port         80" "$STORE: show of the 128-byte id is that proxy, not its prefix"
+ctl proxy delete "$long" >/dev/null && ctl proxy delete "$short" >/dev/null
+ok $? "$STORE: ... and both delete"
+api GET "/v1/pool/proxies/${long}q"
+is "$code" 404 "$STORE: a 129-byte key matches no route"
+r2=$((r2 + 4))
+
 # Clean up: every delete a step.
 ctl route delete r-web >/dev/null && ctl route delete r-any >/dev/null &&
   ctl proxy delete p1 >/dev/null && ctl proxy delete p2 >/dev/null &&
