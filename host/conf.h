@@ -52,6 +52,15 @@ int conf_load_string(ph_conf *c, const char *name, const char *text,
 /* "section.key=value" from the command line. Section is the text before
  * the first '.'. Returns 0 or -1. */
 int conf_set_cli(ph_conf *c, const char *assignment, ph_buf *err);
+/* A command-line flag (`-name value`, ABI 1.4): kept until finalize, which
+ * applies it to the one declared key whose .flag is name (as --set would,
+ * winning over a --set of the same key) or reports it unknown or
+ * ambiguous. -1 for a malformed name (err says so). */
+int conf_set_flag(ph_conf *c, const char *name, const char *value,
+                  ph_buf *err);
+/* A valid flag name: [a-z][a-z0-9-]{1,63} and none of the host's own
+ * options. */
+int conf_flag_name_ok(const char *name);
 
 /* The effective raw text of section.key (--set > env > file), before
  * validation; NULL when no source sets it. For LIST keys given on several

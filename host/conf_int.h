@@ -43,6 +43,7 @@ typedef struct conf_entry {
    * (a key with a dot), which conf_finalize picks when only that one is
    * declared. */
   int alt;
+  char *flag;      /* a command-line flag's name (ABI 1.4), or NULL */
   char *joined;    /* conf_raw's cache: this key's file entries joined */
   size_t joined_n; /* how many entries the cache was built from */
 } conf_entry;
@@ -58,6 +59,7 @@ typedef struct conf_value {
   const char *file;
   int line;
   char *env_name;
+  const char *flag; /* SRC_CLI from a flag: its name (the entry's) */
   /* scratch for finalize */
   int cli, first; /* entry indexes, -1 if none */
   ph_buf list;    /* LIST: file entries joined */
@@ -71,6 +73,14 @@ typedef struct conf_section {
   size_t n_keys;
   conf_value *vals;
 } conf_section;
+
+/* A command-line flag (-name value) waiting for the key that declares
+ * it; ent is the entry it became, -1 until then. */
+typedef struct conf_flag {
+  char *name;
+  char *value;
+  int ent;
+} conf_flag;
 
 typedef struct conf_source {
   char *name;
@@ -89,6 +99,8 @@ struct ph_conf {
   conf_source srcs[CONF_MAX_SOURCES];
   size_t n_srcs;
   ph_buf decl_err; /* conf_declare problems, reported by finalize */
+  conf_flag *flags; /* command-line flags, resolved at finalize */
+  size_t n_flags, cap_flags;
   int ready;       /* finalize succeeded */
 };
 
@@ -178,5 +190,10 @@ const char *conf_null_default(ph_conf_type t);
 /* Checks a key table's entries (names, types, choices, bounds), appending
  * one line per problem to e; returns the number of entries. */
 size_t conf_check_keys(const char *section, const ph_conf_key *keys, ph_buf *e);
+
+/* conf_read.c: turns each pending flag into a command-line entry of the
+ * one declared key that names it; reports unknown and ambiguous flags.
+ * Returns the number of errors. */
+int conf_flags_resolve(ph_conf *c, ph_buf *err);
 
 #endif

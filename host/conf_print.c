@@ -27,7 +27,10 @@ void conf_where(const ph_conf *c, const char *section, const char *key,
     buf_printf(out, "env %s: ", v->env_name);
     break;
   case SRC_CLI:
-    buf_puts(out, "--set: ");
+    if (v->flag)
+      buf_printf(out, "-%s: ", v->flag);
+    else
+      buf_puts(out, "--set: ");
     break;
   default:
     break;
@@ -104,7 +107,10 @@ void conf_print(const ph_conf *c, FILE *out) {
         fprintf(out, "env %s\n", v->env_name);
         break;
       case SRC_CLI:
-        fputs("--set\n", out);
+        if (v->flag)
+          fprintf(out, "-%s\n", v->flag);
+        else
+          fputs("--set\n", out);
         break;
       default:
         fputs("default\n", out);

@@ -379,3 +379,104 @@ int conf_set_cli(ph_conf *c, const char *assignment, ph_buf *err) {
   free(val);
   return rc;
 }
+
+/* ---- command-line flags (ABI 1.4) -------------------------------------- */
+
+int conf_flag_name_ok(const char *f) {
+  static const char *const host_opts[] = {
+      "config", "set", "check-config", "print-config", "list-modules",
+      "version", "help", NULL};
+  size_t n = f ? strlen(f) : 0;
+  if (n < 2 || n > 64 || f[0] < 'a' || f[0] > 'z')
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if (!((f[i] >= 'a' && f[i] <= 'z') || (f[i] >= '0' && f[i] <= '9') ||
+          f[i] == '-'))
+      return 0;
+  for (size_t i = 0; host_opts[i]; i++)
+    if (strcmp(f, host_opts[i]) == 0)
+      return 0;
+  return 1;
+}
+
+int conf_set_flag(ph_conf *c, const char *name, const char *value,
+                  ph_buf *err) {
+  c->ready = 0;
+  if (!conf_flag_name_ok(name)) {
+    /* The name is echoed, bounded; the value never is (a secret?). */
+    buf_printf(err, "-%.*s: unknown option\n", ECHO_MAX, name ? name : "");
+    return -1;
+  }
+  if (c->n_flags == c->cap_flags) {
+    size_t cap = c->cap_flags ? c->cap_flags * 2 : 8;
+    conf_flag *fl = realloc(c->flags, cap * sizeof(*fl));
+    if (!fl) {
+      buf_puts(err, "command line: out of memory\n");
+      return -1;
+    }
+    c->flags = fl;
+    c->cap_flags = cap;
+  }
+  conf_flag *fl = &c->flags[c->n_flags];
+  fl->name = strdup(name);
+  fl->value = conf_dup_trim(value ? value : "");
+  fl->ent = -1;
+  if (!fl->name || !fl->value) {
+    free(fl->name);
+    free(fl->value);
+    buf_puts(err, "command line: out of memory\n");
+    return -1;
+  }
+  c->n_flags++;
+  return 0;
+}
+
+int conf_flags_resolve(ph_conf *c, ph_buf *err) {
+  int nerr = 0;
+  for (size_t i = 0; i < c->n_flags; i++) {
+    conf_flag *fl = &c->flags[i];
+    if (fl->ent >= 0)
+      continue; /* an earlier finalize placed it */
+    int hits = 0, hs[2] = {-1, -1};
+    size_t hk[2] = {0, 0};
+    for (size_t si = 0; si < c->n_sects; si++) {
+      const conf_section *s = &c->sects[si];
+      for (size_t k = 0; s->keys && k < s->n_keys; k++)
+        if (s->keys[k].flag && strcmp(s->keys[k].flag, fl->name) == 0) {
+          if (hits < 2) {
+            hs[hits] = (int)si;
+            hk[hits] = k;
+          }
+          hits++;
+        }
+    }
+    if (hits == 0) {
+      buf_printf(err,
+                 "-%s: unknown option (no loaded module has a key with this "
+                 "flag)\n",
+                 fl->name);
+      nerr++;
+    } else if (hits > 1) {
+      buf_printf(err,
+                 "-%s: ambiguous: [%s] %s and [%s] %s both take it; use "
+                 "--set\n",
+                 fl->name, c->sects[hs[0]].name,
+                 c->sects[hs[0]].keys[hk[0]].name, c->sects[hs[1]].name,
+                 c->sects[hs[1]].keys[hk[1]].name);
+      nerr++;
+    } else {
+      int e = add_entry(c, hs[0], c->sects[hs[0]].keys[hk[0]].name, fl->value,
+                        NULL, 0);
+      char *name = e >= 0 ? strdup(fl->name) : NULL;
+      if (!name) {
+        buf_puts(err, "command line: out of memory\n");
+        nerr++;
+        continue;
+      }
+      c->ents[e].flag = name;
+      c->n_lines++;
+      fl->ent = e;
+    }
+  }
+  return nerr;
+}

@@ -279,6 +279,7 @@ static void finalize_key(fin *f, conf_section *s, size_t ki, char *const *env) {
   if (v->cli >= 0) {
     text = f->c->ents[v->cli].value;
     v->kind = SRC_CLI;
+    v->flag = f->c->ents[v->cli].flag;
   } else if ((ev = env_lookup(env, s->name, k->name, k->env, &ename))) {
     v->kind = SRC_ENV;
     v->env_name = ename;
@@ -312,7 +313,9 @@ static void finalize_key(fin *f, conf_section *s, size_t ki, char *const *env) {
     text = trimmed;
   }
   if (conf_value_parse(k, text, v, why, sizeof(why)) < 0) {
-    if (v->kind == SRC_CLI)
+    if (v->kind == SRC_CLI && v->flag)
+      buf_printf(f->err, "-%s: ", v->flag);
+    else if (v->kind == SRC_CLI)
       buf_puts(f->err, "--set: ");
     else if (v->kind == SRC_ENV)
       buf_printf(f->err, "env %s: ", v->env_name);
@@ -331,6 +334,7 @@ int conf_finalize(ph_conf *c, char *const *env, ph_buf *err) {
     f.nerr++;
   }
   resolve_alt_sets(&f);
+  f.nerr += conf_flags_resolve(c, err);
   for (size_t i = 0; i < c->n_sects; i++) {
     conf_section *s = &c->sects[i];
     conf_values_free(s);

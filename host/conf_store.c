@@ -107,8 +107,14 @@ void conf_free(ph_conf *c) {
     free(c->ents[i].key);
     free(c->ents[i].value);
     free(c->ents[i].joined);
+    free(c->ents[i].flag);
   }
   free(c->ents);
+  for (size_t i = 0; i < c->n_flags; i++) {
+    free(c->flags[i].name);
+    free(c->flags[i].value);
+  }
+  free(c->flags);
   for (size_t i = 0; i < c->n_srcs; i++) {
     free(c->srcs[i].name);
     free(c->srcs[i].real);

@@ -126,6 +126,24 @@ int core_read_config(ph_core *c, const char *path, const char *text,
   return load_sources(c->conf, path, text, sets, n_sets, err);
 }
 
+int core_add_flags(ph_core *c, const char *const *names,
+                   const char *const *values, size_t n, ph_buf *err) {
+  if (c->n_cli_flags + n > PH_MAX_CLI_SETS) {
+    buf_printf(err, "command line: at most %d flags\n", PH_MAX_CLI_SETS);
+    return -1;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (conf_set_flag(c->conf, names[i], values[i], err) < 0) {
+      rc = -1;
+      continue;
+    }
+    c->cli_flag_names[c->n_cli_flags] = names[i];
+    c->cli_flag_values[c->n_cli_flags++] = values[i];
+  }
+  return rc;
+}
+
 /* Splits a raw comma list into trimmed items, in place. */
 static size_t split_list(char *s, const char **items, size_t max) {
   size_t n = 0;
@@ -771,6 +789,9 @@ int core_reload(ph_core *c) {
   if (rc == 0)
     rc = load_sources(next, c->config_path, c->config_text, c->cli_sets,
                       c->n_cli_sets, &err);
+  for (size_t i = 0; rc == 0 && i < c->n_cli_flags; i++)
+    rc = conf_set_flag(next, c->cli_flag_names[i], c->cli_flag_values[i],
+                       &err);
   if (rc == 0)
     rc = declare_all(c, next);
   if (rc == 0)

@@ -115,6 +115,11 @@ struct ph_core {
   char *config_text; /* mock host: configuration given as text */
   const char *cli_sets[PH_MAX_CLI_SETS];
   size_t n_cli_sets;
+  /* Command-line flags (-name value, ABI 1.4), from argv like cli_sets:
+   * applied again at every reload. */
+  const char *cli_flag_names[PH_MAX_CLI_SETS];
+  const char *cli_flag_values[PH_MAX_CLI_SETS];
+  size_t n_cli_flags;
   char *const *env;
 
   uint64_t reloads_ok, reloads_failed;
@@ -151,6 +156,12 @@ ph_core *core_new(void);
 int core_read_config(ph_core *c, const char *path, const char *text,
                      const char *const *sets, size_t n_sets,
                      char *const *env, ph_buf *err);
+/* Adds command-line flags (name without its dashes, value) to the
+ * configuration read by core_read_config, and keeps them for reloads.
+ * The strings must outlive the core (argv). -1 with err on a malformed
+ * name or too many. */
+int core_add_flags(ph_core *c, const char *const *names,
+                   const char *const *values, size_t n, ph_buf *err);
 /* The module search path: [proxyhost] module_path, else the build tree's
  * modules when this is the build-tree binary, else the installed dir. */
 size_t core_module_dirs(ph_core *c, const char **dirs, size_t max);

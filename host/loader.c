@@ -131,6 +131,9 @@ SAME_OFFSET(help);
 SAME_OFFSET(choices);
 _Static_assert(sizeof(ph_conf_key) == sizeof(conf_key_v1) + 4 * sizeof(void *),
                "ph_conf_key 1.2 is the 1.1 layout plus reserved[4]");
+/* 1.4 named the first of them: .flag. */
+_Static_assert(offsetof(ph_conf_key, flag) == sizeof(conf_key_v1),
+               "ph_conf_key.flag is 1.2's reserved[0]");
 
 /* A walk past this many entries means a table without PH_CONF_END. */
 #define KEYS_MAX 1024
@@ -142,12 +145,44 @@ static int key_reserved_set(const ph_conf_key *k) {
   return 0;
 }
 
+/* A key's .flag: NULL before ABI 1.4 (it was reserved[0]); a valid name,
+ * unique in the table, from 1.4 on. */
+static int key_flag_check(ph_ctx *ctx, const ph_conf_key *k, size_t i,
+                          const char *file, ph_buf *err) {
+  const char *f = k[i].flag;
+  if (!f)
+    return 0;
+  if (ctx->mod->abi_minor < 4) {
+    buf_printf(err,
+               "%s: module %s: key \"%.64s\" uses reserved ph_conf_key "
+               "fields\n",
+               file, ctx->mod->name, k[i].name);
+    return -1;
+  }
+  if (!conf_flag_name_ok(f)) {
+    buf_printf(err,
+               "%s: module %s: key \"%.64s\": flag \"%.64s\" is not "
+               "[a-z][a-z0-9-]{1,63} or is a host option\n",
+               file, ctx->mod->name, k[i].name, f);
+    return -1;
+  }
+  for (size_t j = 0; j < i; j++)
+    if (k[j].flag && strcmp(k[j].flag, f) == 0) {
+      buf_printf(err,
+                 "%s: module %s: keys \"%.64s\" and \"%.64s\" share the "
+                 "flag \"%.64s\"\n",
+                 file, ctx->mod->name, k[j].name, k[i].name, f);
+      return -1;
+    }
+  return 0;
+}
+
 /* A table in today's layout: used in place, once its reserved fields are
- * seen to be zero. */
+ * seen to be zero and its flags valid. */
 static int keys_current(ph_ctx *ctx, const char *file, ph_buf *err) {
   const ph_conf_key *k = ctx->mod->config;
   size_t n = 0;
-  for (; n < KEYS_MAX && k[n].name; n++)
+  for (; n < KEYS_MAX && k[n].name; n++) {
     if (key_reserved_set(&k[n])) {
       buf_printf(err,
                  "%s: module %s: key \"%.64s\" uses reserved ph_conf_key "
@@ -155,6 +190,9 @@ static int keys_current(ph_ctx *ctx, const char *file, ph_buf *err) {
                  file, ctx->mod->name, k[n].name);
       return -1;
     }
+    if (key_flag_check(ctx, k, n, file, err) < 0)
+      return -1;
+  }
   if (n == KEYS_MAX) {
     buf_printf(err,
                "%s: module %s: key table has no PH_CONF_END within %d "

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "argv_flags.h"
 #include "core.h"
 #include "log.h"
 #include "notify.h"
@@ -25,7 +26,8 @@ enum { OPT_SET = 256, OPT_CHECK, OPT_PRINT, OPT_LIST, OPT_VERSION };
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: proxyhost [-c FILE] [--set SECTION.KEY=VALUE]...\n"
+          "usage: proxyhost [-c FILE] [--set SECTION.KEY=VALUE]... "
+          "[-FLAG VALUE]...\n"
           "                 [--check-config | --print-config | "
           "--list-modules | --version | --help]\n"
           "\n"
@@ -38,6 +40,10 @@ static void usage(FILE *out) {
           "redacted\n"
           "      --list-modules  list the modules found in the module path\n"
           "      --version       print the version and SDK ABI\n"
+          "  -FLAG VALUE         a module key's own flag, as --set would "
+          "(-worker-id w1;\n"
+          "                      also --FLAG VALUE, -FLAG=VALUE; see "
+          "proxyhost-modules(5))\n"
           "\n"
           "Signals: TERM/INT stop (drain), HUP reload, USR1 reopen the "
           "log file.\n"
@@ -150,6 +156,14 @@ int main(int argc, char **argv) {
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
+  static argv_flags flags;
+  char flag_err[128];
+  argc = argv_take_flags(argc, argv, &flags, flag_err, sizeof(flag_err));
+  if (argc < 0) {
+    fprintf(stderr, "proxyhost: %s\n", flag_err);
+    usage(stderr);
+    return PH_EXIT_CONFIG;
+  }
   const char *config = NULL;
   const char *sets[PH_MAX_CLI_SETS];
   size_t n_sets = 0;
@@ -200,7 +214,8 @@ int main(int argc, char **argv) {
   int code = PH_EXIT_OK;
   if (!c)
     return PH_EXIT_RUNTIME;
-  if (core_read_config(c, config, NULL, sets, n_sets, environ, &err) < 0) {
+  if (core_read_config(c, config, NULL, sets, n_sets, environ, &err) < 0 ||
+      core_add_flags(c, flags.names, flags.values, flags.n, &err) < 0) {
     code = PH_EXIT_CONFIG;
     goto out;
   }

@@ -3,7 +3,8 @@
 # at build time into modules/cp_common/gen/ in the build tree, with the two
 # well-known types it imports, as libcpproto.la. Whatever links it links
 # $(PROTOBUF_C_LIBS) through it.
-EXTRA_DIST += modules/cp_common/proto.mk proto/controlplane/v1/controlplane.proto
+EXTRA_DIST += modules/cp_common/proto.mk proto/controlplane/v1/controlplane.proto \
+	modules/cp_common/cp_status.h
 
 if CP_ANY
 CP_GEN = modules/cp_common/gen
@@ -45,6 +46,9 @@ t_unit_test_cp_proto_SOURCES = t/unit/test_cp_proto.c
 t_unit_test_cp_proto_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_unit_test_cp_proto_LDADD = modules/cp_common/libcpproto.la
 endif
+
+# The API's operator documentation (t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/api/controlplane.md
 
 # The proto's evolution rules (CP-7-1..3) against the published field
 # numbers in t/data/controlplane.v1.fields; needs protoc (no module).

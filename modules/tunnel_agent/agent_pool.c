@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent_int.h"
+#include "backoff.h"
 /* The token file reader is tunnel_common's (the same rules as the
  * client's). */
 #include "tm_token.h"
@@ -107,7 +108,7 @@ static void schedule(agent *a, uint32_t delay_ms) {
 
 static uint32_t backoff(agent *a) {
   uint32_t at = a->attempt ? a->attempt - 1 : 0;
-  return tm_backoff_ms(at, a->cfg.reconnect_min_ms, a->cfg.reconnect_max_ms,
+  return ph_backoff_ms(at, a->cfg.reconnect_min_ms, a->cfg.reconnect_max_ms,
                        next_rand(a));
 }
 

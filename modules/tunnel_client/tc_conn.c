@@ -3,7 +3,7 @@
  * with at most one attempt or session and at most one session draining
  * after a GOAWAY. A slot connects with the token read now (token_file is
  * read at every attempt: a rotated token is used on the next reconnect),
- * retries with jittered bounded backoff (tm_backoff_ms), and takes the
+ * retries with jittered bounded backoff (ph_backoff_ms), and takes the
  * server's subprotocol choice as the connection's capabilities
  * (TM-PROTO-16: none is legacy; never a guess from a timeout,
  * TM-PROTO-17). The module is ready while a connection is up. */
@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "tm_ws.h"
 #include "tunnel_client_int.h"
 
@@ -96,7 +97,7 @@ static void schedule(tc_conn *c, int at_once) {
   if (tc->stopping || c->cur)
     return;
   uint32_t ms = at_once ? 1
-                        : tm_backoff_ms(c->failures ? c->failures - 1 : 0,
+                        : ph_backoff_ms(c->failures ? c->failures - 1 : 0,
                                         tc->cfg.reconnect_min_ms,
                                         tc->cfg.reconnect_max_ms, rnd32(tc));
   tc->api->timer_set(c->retry, ms ? ms : 1, 0);

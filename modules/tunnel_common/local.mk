@@ -120,8 +120,7 @@ EXTRA_DIST += t/fuzz/fuzz_tm_token.c
 if TUNNEL_ANY
 TM_WS_SOURCES = modules/tunnel_common/tm_ws.c \
 	modules/tunnel_common/tm_ws.h \
-	modules/tunnel_common/tm_ws_url.c modules/tunnel_common/tm_ws_url.h \
-	modules/tunnel_common/tm_backoff.c
+	modules/tunnel_common/tm_ws_url.c modules/tunnel_common/tm_ws_url.h
 modules_tunnel_common_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
 modules_tunnel_common_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
 	$(OPENSSL_CFLAGS)

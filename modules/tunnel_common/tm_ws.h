@@ -112,11 +112,4 @@ void tm_ws_conn_resume(tm_ws_conn *c);
  * unauthorized) and a short fixed reason. */
 void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason);
 
-/* Reconnect delays: jittered, bounded exponential backoff. attempt
- * counts failures since the last success (0 = first retry); the delay is
- * uniform in [d/2, d] with d = min(max_ms, min_ms << attempt); rnd is a
- * uniform 32-bit random number (the caller's RNG). Pure. */
-uint32_t tm_backoff_ms(uint32_t attempt, uint32_t min_ms, uint32_t max_ms,
-                       uint32_t rnd);
-
 #endif

@@ -7,9 +7,10 @@
  * The host validates every key of every section before any module's init
  * runs: unknown keys, bad types and out-of-range values stop start-up with
  * "file:line: section.key: reason". Values come from, in order of
- * precedence: --set section.key=value, the environment
- * (PROXYHOST_<SECTION>_<KEY>, upper-cased, '.' and '-' as '_', plus the
- * key's own .env alias), the configuration files, then .def.
+ * precedence: the command line (--set section.key=value, and the key's
+ * own .flag, ABI 1.4), the environment (PROXYHOST_<SECTION>_<KEY>,
+ * upper-cased, '.' and '-' as '_', plus the key's own .env alias), the
+ * configuration files, then .def.
  */
 #ifndef PROXYHOST_CONFIG_H
 #define PROXYHOST_CONFIG_H
@@ -56,7 +57,18 @@ typedef struct ph_conf_key {
   const char *env;   /* extra environment name (a legacy one), or NULL */
   const char *help;  /* one line for the module's documentation */
   const char *choices; /* PH_CONF_ENUM only: allowed values, "a|b|c" */
-  void *reserved[4];   /* ABI 1.2: room to grow; must be zero */
+  /* ABI 1.4 (was reserved[0]): a command-line name, or NULL. With
+   * .flag = "worker-id", `proxyhost -worker-id w1` (or --worker-id w1,
+   * -worker-id=w1) sets this key as --set section.key=w1 would; when both
+   * name one key the flag wins. A flag is [a-z][a-z0-9-]{1,63}, never one
+   * of the host's own options (config, set, check-config, print-config,
+   * list-modules, version, help), unique within the module; the host
+   * refuses a module that breaks this at load. A flag is ambiguous, and
+   * refused with both sections named, when two loaded sections declare
+   * it (two instances of one module): use --set for those. Modules built
+   * for an ABI below 1.4 must leave it NULL. */
+  const char *flag;
+  void *reserved[3];   /* ABI 1.2: room to grow; must be zero */
 } ph_conf_key;
 
 /* The nine fields of ph_conf_key in order, as a designated initialiser:
@@ -71,6 +83,15 @@ typedef struct ph_conf_key {
     .name = (name_), .type = (type_), .def = (def_), .min = (min_),            \
     .max = (max_), .flags = (flags_), .env = (env_), .help = (help_),          \
     .choices = (choices_)                                                      \
+  }
+
+/* PH_CONF_KEY with a command-line name (ABI 1.4; see .flag above). */
+#define PH_CONF_KEY_FLAG(flag_, name_, type_, def_, min_, max_, flags_, env_,  \
+                         help_, choices_)                                      \
+  {                                                                            \
+    .name = (name_), .type = (type_), .def = (def_), .min = (min_),            \
+    .max = (max_), .flags = (flags_), .env = (env_), .help = (help_),          \
+    .choices = (choices_), .flag = (flag_)                                     \
   }
 
 /* Ends a key table: the entry whose name is NULL. */

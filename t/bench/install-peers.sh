@@ -1,7 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # Install the peer proxies that t/bench/run.sh measures against, from Debian:
-# microsocks, dante-server, tinyproxy, squid and haproxy.
+# microsocks, dante-server, tinyproxy, squid and haproxy; the peer tunnels
+# of issue 11: v2ray (Debian's) and wstunnel (npm's, with Debian's nodejs
+# and npm), the latter with `npm install --prefix` into
+# $PEERS_PREFIX/npm (default /var/tmp/proxyhost-bench-peers/npm; run.sh
+# looks there), pinned to one version, its install scripts not run (the
+# optional native helpers of its websocket library fall back to
+# JavaScript). The npm registry must be reachable for that step.
 #
 # The benchmark starts each peer itself, with its own configuration in a
 # temporary directory, so none of them may stay running as a system
@@ -11,8 +17,13 @@
 # Usage (as root): sh t/bench/install-peers.sh
 set -eu
 
-PKGS="microsocks dante-server tinyproxy squid haproxy"
-SERVICES="microsocks danted tinyproxy squid haproxy"
+PKGS="microsocks dante-server tinyproxy squid haproxy v2ray"
+# Debian's npm conflicts with a nodejs that bundles its own (NodeSource's):
+# only a machine without npm gets Debian's two packages.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+SERVICES="microsocks danted tinyproxy squid haproxy v2ray"
+WSTUNNEL_VERSION=1.4.0
+PEERS_PREFIX=${PEERS_PREFIX:-/var/tmp/proxyhost-bench-peers}
 POLICY=/usr/sbin/policy-rc.d
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -56,18 +67,26 @@ for svc in $SERVICES; do
   fi
 done
 
+# wstunnel from npm, into its own prefix (nothing installed globally).
+mkdir -p "$PEERS_PREFIX/npm"
+npm install --prefix "$PEERS_PREFIX/npm" --ignore-scripts --no-audit --no-fund \
+  "wstunnel@$WSTUNNEL_VERSION" >/dev/null
+
 # Report any peer daemon still running (the benchmark would collide with
 # its default ports and skew the measurement).
 left=0
-for bin in microsocks danted tinyproxy squid haproxy; do
+for bin in microsocks danted tinyproxy squid haproxy v2ray; do
   if pids=$(pidof "$bin" 2>/dev/null); then
     echo "install-peers.sh: warning: $bin still running (pid $pids)" >&2
     left=1
   fi
 done
 
-for bin in microsocks danted tinyproxy squid haproxy; do
+for bin in microsocks danted tinyproxy squid haproxy v2ray; do
   path=$(command -v "$bin" 2>/dev/null || ls "/usr/sbin/$bin" 2>/dev/null || true)
   echo "installed: $bin ${path:-MISSING}"
 done
+w=$PEERS_PREFIX/npm/node_modules/.bin/wstunnel
+[ -x "$w" ] || w=MISSING
+echo "installed: wstunnel $w"
 exit "$left"

@@ -16,7 +16,8 @@
  *   phload --mode direct|socks5|http-connect [--proxy HOST:PORT]
  *          --target HOST:PORT [--concurrency N] [--duration SECS]
  *          [--warmup SECS] [--response-size BYTES] [--timeout SECS]
- *          [--bulk BYTES | --idle N] [--procs N]
+ *          [--bulk BYTES | --idle N | --rounds N [--gap SECS]] [--procs N]
+ *          [--sized]
  *   phload --free-port
  *
  * Open-rate mode (the default) keeps N operations in flight for the
@@ -24,15 +25,27 @@
  *   ops=... ops_per_sec=... p50_us=... p95_us=... p99_us=... max_us=...
  *   errors=... err_connect=... err_handshake=... err_response=...
  *   err_timeout=... ops_all=... bytes=0 secs=... mbps=0 cpu_s=...
+ *   ttfb_p50_us=... ttfb_p95_us=... ttfb_p99_us=...
  * (ops counts the operations completed inside the measured window;
  * ops_all also those of the warm-up and of the last moments, for the
  * script's CPU-per-operation figure; cpu_s is the generator's own user +
- * system time, all its processes).
+ * system time, all its processes; ttfb is the time from socket() to the
+ * first byte of the target's response, of the same operations).
+ * --rounds N starts --concurrency operations at once, waits until every
+ * one has ended, pauses --gap seconds (default 0.05), and does that N
+ * times: the shape of a page that opens its small requests together,
+ * measured without keeping the machine saturated between bursts (every
+ * operation counts, no warm-up; ops_per_sec is 0).
  * --bulk BYTES opens one stream and reads BYTES (0: without end) of
  * target-to-client data for at most the duration; mbps is 10^6 bytes/s.
  * --idle N opens N streams (at most --concurrency opening at once),
  * prints "idle_ready=N errors=E" when all are open, holds them for the
  * duration, then closes them and prints the usual line.
+ *
+ * --sized ends an operation when the response's BYTES have all arrived
+ * (phload closes first) instead of at the far end's close: for proxies
+ * that hold a stream open after the target closed it (v2ray's
+ * uplinkOnly wait), whose close time would otherwise be measured.
  *
  * The target protocol is phtarget's: "GET /r/N HTTP/1.0" answers exactly
  * N bytes then closes; "GET /bulk/N HTTP/1.0" streams N bytes (0: until
@@ -62,7 +75,7 @@
 #define SCRATCH (256 * 1024) /* one shared read buffer for response data */
 
 enum mode { MODE_DIRECT, MODE_SOCKS5, MODE_HTTP };
-enum kind { KIND_OPS, KIND_BULK, KIND_IDLE };
+enum kind { KIND_OPS, KIND_BULK, KIND_IDLE, KIND_ROUNDS };
 enum err { ERR_CONNECT, ERR_HANDSHAKE, ERR_RESPONSE, ERR_TIMEOUT, ERR_N };
 static const char *const err_names[ERR_N] = {"err_connect", "err_handshake",
                                              "err_response", "err_timeout"};
@@ -88,6 +101,7 @@ typedef struct slot {
   size_t in_len;   /* bytes of the reply read so far into in[] */
   uint64_t got;    /* response bytes counted */
   uint64_t t0_ns;  /* operation start */
+  uint64_t ttfb_us; /* first response byte, from t0 (0: none yet) */
   int sent_any;    /* a byte went out: a failure is no longer a connect's */
   int retry;       /* failed: the tick starts the next operation */
   char in[MSG_MAX];
@@ -98,10 +112,10 @@ static struct {
   enum kind kind;
   struct sockaddr_in proxy, target;
   int have_proxy;
-  int concurrency, idle_n, procs;
-  double duration, warmup, timeout;
+  int concurrency, idle_n, procs, rounds, sized;
+  double duration, warmup, timeout, gap;
   uint64_t response_size, bulk_bytes;
-} cfg = {MODE_DIRECT, KIND_OPS, {0}, {0}, 0, 32, 0, 1, 5.0, 0.5, 10.0, 128, 0};
+} cfg = {MODE_DIRECT, KIND_OPS, {0}, {0}, 0, 32, 0, 1, 0, 0, 5.0, 0.5, 10.0, 0.05, 128, 0};
 
 static struct ev_loop *loop;
 static slot *slots;
@@ -118,14 +132,19 @@ static int measuring, stopping;
 static uint64_t ops, ops_all, errors[ERR_N], bulk_bytes_got;
 static uint64_t bulk_t0_ns, bulk_t1_ns;
 static int idle_open, idle_started, idle_reported;
+static int rounds_done, round_running;
+static uint64_t round_next_ns;
 
 /* ---- latency histogram, microseconds, bounded memory: exact below
  * 64 us, then log-linear with 32 sub-buckets per power of two (a bucket
  * is at most about 3% wide). */
 #define SUB 64
 #define HBUCKETS (SUB * 40)
-static uint64_t hist[HBUCKETS];
-static uint64_t hist_n, hist_max;
+typedef struct histogram {
+  uint64_t b[HBUCKETS];
+  uint64_t n, max;
+} histogram;
+static histogram hist, hist_ttfb; /* whole cycle; first response byte */
 
 static unsigned hist_index(uint64_t us) {
   if (us < SUB)
@@ -146,26 +165,34 @@ static uint64_t hist_value(unsigned idx) {
   return ((mant + 1) << shift) - 1;
 }
 
-static void hist_add(uint64_t us) {
-  hist[hist_index(us)]++;
-  hist_n++;
-  if (us > hist_max)
-    hist_max = us;
+static void hist_add(histogram *h, uint64_t us) {
+  h->b[hist_index(us)]++;
+  h->n++;
+  if (us > h->max)
+    h->max = us;
 }
 
-static uint64_t hist_pct(double p) {
-  if (!hist_n)
+static uint64_t hist_pct(const histogram *h, double p) {
+  if (!h->n)
     return 0;
-  uint64_t want = (uint64_t)ceil(p * (double)hist_n);
+  uint64_t want = (uint64_t)ceil(p * (double)h->n);
   if (want < 1)
     want = 1;
   uint64_t seen = 0;
   for (unsigned i = 0; i < HBUCKETS; i++) {
-    seen += hist[i];
+    seen += h->b[i];
     if (seen >= want)
-      return hist_value(i) < hist_max ? hist_value(i) : hist_max;
+      return hist_value(i) < h->max ? hist_value(i) : h->max;
   }
-  return hist_max;
+  return h->max;
+}
+
+static void hist_merge(histogram *into, const histogram *from) {
+  into->n += from->n;
+  if (from->max > into->max)
+    into->max = from->max;
+  for (unsigned i = 0; i < HBUCKETS; i++)
+    into->b[i] += from->b[i];
 }
 
 /* ---- helpers */
@@ -255,7 +282,8 @@ static void slot_done(slot *s) {
   ops_all++;
   if (measuring && t <= t_end_ns) {
     ops++;
-    hist_add((t - s->t0_ns) / 1000u);
+    hist_add(&hist, (t - s->t0_ns) / 1000u);
+    hist_add(&hist_ttfb, s->ttfb_us);
   }
   slot_next(s);
 }
@@ -315,6 +343,8 @@ static void slot_opened(slot *s, size_t extra) {
     bulk_t0_ns = now_ns();
   slot_send(s, ST_RESPONSE, msg_request, msg_request_len);
   s->got = extra;
+  if (extra)
+    s->ttfb_us = (now_ns() - s->t0_ns) / 1000u;
 }
 
 static void slot_connected(slot *s) {
@@ -337,6 +367,7 @@ static void slot_connected(slot *s) {
  * writable. This saves a loop round per operation in every mode alike. */
 static void slot_start(slot *s) {
   s->t0_ns = now_ns();
+  s->ttfb_us = 0;
   s->sent_any = 0;
   s->retry = 0;
   s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -443,6 +474,8 @@ static void on_response(slot *s) {
   for (int i = 0; i < 64; i++) {
     ssize_t n = recv(s->fd, scratch, sizeof scratch, 0);
     if (n > 0) {
+      if (!s->got)
+        s->ttfb_us = (now_ns() - s->t0_ns) / 1000u;
       s->got += (uint64_t)n;
       if (cfg.kind == KIND_BULK) {
         bulk_bytes_got = s->got;
@@ -450,6 +483,12 @@ static void on_response(slot *s) {
           bulk_finish();
           return;
         }
+      } else if (cfg.sized && s->got >= cfg.response_size) {
+        if (s->got > cfg.response_size)
+          slot_fail(s, ERR_RESPONSE);
+        else
+          slot_done(s);
+        return;
       }
       continue;
     }
@@ -502,6 +541,30 @@ static void on_io(struct ev_loop *l, ev_io *w, int revents) {
 
 /* ---- run control */
 
+/* --rounds: start the next burst once the last one has ended and the gap
+ * has passed; stop after the last. Called from the tick. */
+static void rounds_tick(struct ev_loop *l, uint64_t t) {
+  if (round_running) {
+    for (int i = 0; i < cfg.concurrency; i++)
+      if (slots[i].step != ST_FREE)
+        return;
+    round_running = 0;
+    rounds_done++;
+    round_next_ns = t + (uint64_t)(cfg.gap * 1e9);
+  }
+  if (rounds_done >= cfg.rounds) {
+    stopping = 1;
+    t_end_ns = t;
+    ev_break(l, EVBREAK_ALL);
+    return;
+  }
+  if (t < round_next_ns)
+    return;
+  round_running = 1;
+  for (int i = 0; i < cfg.concurrency; i++)
+    slot_start(&slots[i]);
+}
+
 static void on_tick(struct ev_loop *l, ev_timer *w, int revents) {
   (void)revents;
   (void)w;
@@ -537,6 +600,10 @@ static void on_tick(struct ev_loop *l, ev_timer *w, int revents) {
              t - s->t0_ns > limit)
       slot_fail(s, ERR_TIMEOUT);
   }
+  if (cfg.kind == KIND_ROUNDS) {
+    rounds_tick(l, t);
+    return;
+  }
   if (measuring && t >= t_end_ns && cfg.kind != KIND_IDLE) {
     if (cfg.kind == KIND_BULK) {
       bulk_finish();
@@ -571,14 +638,14 @@ static void on_idle_fill(struct ev_loop *l, ev_check *w, int revents) {
  * of the slots and sends its counters to the parent through a pipe; the
  * parent merges them and prints the one result line. */
 typedef struct tally {
-  uint64_t ops, ops_all, errors[ERR_N], hist[HBUCKETS], hist_n, hist_max;
+  uint64_t ops, ops_all, errors[ERR_N];
+  histogram hist, hist_ttfb;
 } tally;
 
 static void tally_send(int fd) {
   static tally t;
-  t.ops = ops, t.ops_all = ops_all, t.hist_n = hist_n, t.hist_max = hist_max;
+  t.ops = ops, t.ops_all = ops_all, t.hist = hist, t.hist_ttfb = hist_ttfb;
   memcpy(t.errors, errors, sizeof errors);
-  memcpy(t.hist, hist, sizeof hist);
   const char *p = (const char *)&t;
   for (size_t off = 0; off < sizeof t;) {
     ssize_t n = write(fd, p + off, sizeof t - off);
@@ -601,13 +668,11 @@ static int tally_merge(int fd) {
       return -1; /* the child died before reporting */
     off += (size_t)n;
   }
-  ops += t.ops, ops_all += t.ops_all, hist_n += t.hist_n;
-  if (t.hist_max > hist_max)
-    hist_max = t.hist_max;
+  ops += t.ops, ops_all += t.ops_all;
+  hist_merge(&hist, &t.hist);
+  hist_merge(&hist_ttfb, &t.hist_ttfb);
   for (int i = 0; i < ERR_N; i++)
     errors[i] += t.errors[i];
-  for (unsigned i = 0; i < HBUCKETS; i++)
-    hist[i] += t.hist[i];
   return 0;
 }
 
@@ -623,7 +688,8 @@ static void print_result(void) {
   uint64_t e = 0;
   for (int i = 0; i < ERR_N; i++)
     e += errors[i];
-  double secs = cfg.duration;
+  double secs = cfg.kind == KIND_ROUNDS ? (double)(t_end_ns - t_start_ns) / 1e9
+                                        : cfg.duration;
   double mbps = 0;
   if (cfg.kind == KIND_BULK) {
     secs = bulk_t1_ns > bulk_t0_ns && bulk_t0_ns
@@ -633,14 +699,18 @@ static void print_result(void) {
   }
   printf("ops=%" PRIu64 " ops_per_sec=%.1f p50_us=%" PRIu64 " p95_us=%" PRIu64
          " p99_us=%" PRIu64 " max_us=%" PRIu64 " errors=%" PRIu64,
-         ops, cfg.kind == KIND_OPS ? (double)ops / secs : 0.0, hist_pct(0.50),
-         hist_pct(0.95), hist_pct(0.99), hist_max, e);
+         ops, cfg.kind == KIND_OPS ? (double)ops / secs : 0.0,
+         hist_pct(&hist, 0.50), hist_pct(&hist, 0.95), hist_pct(&hist, 0.99),
+         hist.max, e);
   for (int i = 0; i < ERR_N; i++)
     printf(" %s=%" PRIu64, err_names[i], errors[i]);
   printf(" ops_all=%" PRIu64 " bytes=%" PRIu64 " secs=%.3f mbps=%.1f"
-         " cpu_s=%.3f\n",
+         " cpu_s=%.3f ttfb_p50_us=%" PRIu64 " ttfb_p95_us=%" PRIu64
+         " ttfb_p99_us=%" PRIu64 "\n",
          ops_all, bulk_bytes_got, secs, mbps,
-         cpu_seconds(RUSAGE_SELF) + cpu_seconds(RUSAGE_CHILDREN));
+         cpu_seconds(RUSAGE_SELF) + cpu_seconds(RUSAGE_CHILDREN),
+         hist_pct(&hist_ttfb, 0.50), hist_pct(&hist_ttfb, 0.95),
+         hist_pct(&hist_ttfb, 0.99));
   fflush(stdout);
 }
 
@@ -661,7 +731,8 @@ static void usage(void) {
   fputs("usage: phload --mode direct|socks5|http-connect [--proxy HOST:PORT]\n"
         "              --target HOST:PORT [--concurrency N] [--duration S]\n"
         "              [--warmup S] [--response-size B] [--timeout S]\n"
-        "              [--bulk BYTES | --idle N] [--procs N]\n"
+        "              [--bulk BYTES | --idle N | --rounds N [--gap S]]\n"
+        "              [--procs N] [--sized]\n"
         "       phload --free-port\n",
         stderr);
   exit(2);
@@ -683,6 +754,8 @@ static void parse_args(int argc, char **argv) {
       {"response-size", 1, 0, 'r'}, {"timeout", 1, 0, 'T'},
       {"bulk", 1, 0, 'b'},         {"idle", 1, 0, 'i'},
       {"procs", 1, 0, 'P'},        {"free-port", 0, 0, 'F'},
+      {"rounds", 1, 0, 'R'},       {"gap", 1, 0, 'g'},
+      {"sized", 0, 0, 'S'},
       {0, 0, 0, 0}};
   int have_target = 0, c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -733,6 +806,16 @@ static void parse_args(int argc, char **argv) {
     case 'P':
       cfg.procs = (int)parse_num(optarg, 1, MAX_PROCS);
       break;
+    case 'R':
+      cfg.kind = KIND_ROUNDS;
+      cfg.rounds = (int)parse_num(optarg, 1, 100000);
+      break;
+    case 'g':
+      cfg.gap = parse_num(optarg, 0, 60);
+      break;
+    case 'S':
+      cfg.sized = 1;
+      break;
     case 'F':
       exit(free_port());
     default:
@@ -765,6 +848,8 @@ static void generate(void) {
   t_end_ns = UINT64_MAX;
   if (cfg.kind == KIND_IDLE) {
     measuring = 1; /* idle counts every error */
+  } else if (cfg.kind == KIND_ROUNDS) {
+    measuring = 1; /* every burst counts; the tick starts the first */
   } else if (cfg.kind == KIND_BULK) {
     measuring = 1; /* bulk has no warm-up: one stream from its start */
     t_end_ns = t_start_ns + (uint64_t)(cfg.duration * 1e9);
@@ -779,7 +864,7 @@ static void generate(void) {
   if (cfg.kind == KIND_IDLE) {
     ev_check_init(&fill, on_idle_fill);
     ev_check_start(loop, &fill);
-  } else {
+  } else if (cfg.kind == KIND_OPS || cfg.kind == KIND_BULK) {
     for (int i = 0; i < cfg.concurrency; i++)
       slot_start(&slots[i]);
   }
@@ -789,8 +874,8 @@ static void generate(void) {
   uint64_t t_stop = now_ns();
   for (int i = 0; i < nslots; i++) {
     if (cfg.kind == KIND_OPS && slots[i].step != ST_FREE &&
-        (t_stop - slots[i].t0_ns) / 1000u > hist_max)
-      hist_max = (t_stop - slots[i].t0_ns) / 1000u;
+        (t_stop - slots[i].t0_ns) / 1000u > hist.max)
+      hist.max = (t_stop - slots[i].t0_ns) / 1000u;
     slot_close(&slots[i]);
   }
   free(slots);

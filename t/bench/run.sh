@@ -21,6 +21,18 @@
 #   BENCH_RESPONSE=128    bytes of the target's response per operation
 #   BENCH_IDLE=1000       idle streams held for the RSS figure (0: skip)
 #   BENCH_SYSTEMS="proxyhost microsocks dante tinyproxy squid haproxy"
+#                         also: tunnelmesh (client + server + agent,
+#                         t/bench/tunnel_up.sh), v2ray and v2ray-mux
+#                         (SOCKS5 -> VLESS over WebSocket -> freedom,
+#                         client + server), wstunnel (npm's, a port
+#                         forward over WebSocket, client + server)
+#   BENCH_SIZED=1         an operation ends when the response's bytes have
+#                         all arrived, phload closing first (phload
+#                         --sized), instead of at the target's close; for
+#                         v2ray, which holds a stream 2 s after the
+#                         target closed it. Every system alike.
+#   BENCH_WSTUNNEL=PATH   the wstunnel to run (default: where
+#                         install-peers.sh puts it, then $PATH)
 #   BENCH_KEEP=1          keep the temporary directory (configs, logs, raw)
 # Raw per-run lines go to $T/results; the table goes to stdout.
 set -u
@@ -36,6 +48,8 @@ REPEATS=${BENCH_REPEATS:-3}
 CONCS=${BENCH_CONCURRENCY:-32 256}
 LOAD_PROCS=${BENCH_LOAD_PROCS:-$(nproc)}
 RESP=${BENCH_RESPONSE:-128}
+SIZED=""
+[ "${BENCH_SIZED:-0}" = 1 ] && SIZED=--sized
 IDLE_N=${BENCH_IDLE:-1000}
 SYSTEMS=${BENCH_SYSTEMS:-proxyhost microsocks dante tinyproxy squid haproxy}
 
@@ -55,9 +69,11 @@ chmod 755 "$T" # squid and tinyproxy drop to their own users
 PIDS=""
 
 # Stop what this script started (by pid), with any children they forked.
-descendants() { # PID -> PID and every descendant, one per line
-  echo "$1"
-  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$c"; done
+descendants() { # PID[,PID...] -> each and every descendant, one per line
+  for d in $(echo "$1" | tr ',' ' '); do
+    echo "$d"
+    for c in $(ps -o pid= --ppid "$d" 2>/dev/null); do descendants "$c"; done
+  done
 }
 stop_pid() {
   all=$(descendants "$1")
@@ -99,7 +115,7 @@ probe() {
   if [ "$1" = direct ]; then set -- --mode direct --target "$2"
   else set -- --mode "$1" --proxy "$2" --target "$TADDR"; fi
   out=$("$PHLOAD" "$@" --concurrency 1 --duration 0.2 --warmup 0 \
-    --timeout 2 --response-size "$RESP" 2>/dev/null) || return 1
+    --timeout 2 --response-size "$RESP" $SIZED 2>/dev/null) || return 1
   case $out in ops=0\ *) return 1 ;; esac
   return 0
 }
@@ -113,7 +129,7 @@ add() {
 $1 $2 $3 $4 $5"
       return 0
     fi
-    if ! kill -0 "$5" 2>/dev/null; then break; fi
+    if ! kill -0 "${5%%,*}" 2>/dev/null; then break; fi
     sleep 0.1
     i=$((i + 1))
   done
@@ -267,9 +283,109 @@ EOF
   add haproxy tcp direct "127.0.0.1:$p" "$LAST"
 }
 
+# ---- tunnels: several processes each, their CPU summed ----------------------
+# TunnelMesh: client, server and agent (every tunnel default), started by
+# t/bench/tunnel_up.sh with the end-to-end tests' helpers; phload opens
+# through the client's SOCKS5 listener to the target's IPv4 literal.
+start_tunnelmesh() {
+  for so in tunnel_server tunnel_agent tunnel_client store_sqlite auth_cache admin_api direct socks5; do
+    if [ ! -f "$B/modules/$so/.libs/$so.so" ]; then
+      note "tunnelmesh: module $so is not built"; SKIPPED="$SKIPPED tunnelmesh"; return
+    fi
+  done
+  bg tunnelmesh sh "$(dirname "$0")/tunnel_up.sh" "$B" "$T/tunnel.env"
+  i=0
+  while [ $i -lt 200 ] && [ ! -s "$T/tunnel.env" ] && kill -0 "$LAST" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  socks="" pids=""
+  [ -s "$T/tunnel.env" ] && . "$T/tunnel.env"
+  if [ -z "$socks" ]; then
+    note "tunnelmesh did not come up; its output:"
+    tail -5 "$T/tunnelmesh.out" | sed 's/^/#   /' >&2
+    SKIPPED="$SKIPPED tunnelmesh"
+    return
+  fi
+  add tunnelmesh socks5 socks5 "127.0.0.1:$socks" "$(echo $pids | tr ' ' ',')" &&
+    echo "server agent client" >"$T/roles.tunnelmesh"
+}
+
+# v2ray (Debian's): a SOCKS5 inbound on the client, a VLESS outbound over
+# WebSocket (no TLS, as our tunnel runs here), the server's WebSocket
+# inbound and a freedom outbound. VLESS adds no encryption of its own: the
+# cheapest of v2ray's protocols. MUX=1: Mux.Cool with v2ray's default of
+# 8 streams per connection. v2ray holds a stream for its policy's
+# uplinkOnly (2 s) after the target closed it (0 loses responses without
+# mux: the close overtakes the data), so measure it with BENCH_SIZED=1.
+v2ray_configs() { # NAME SOCKS-PORT WS-PORT MUX
+  id=9a1ac9c1-7b55-4a3e-8c3c-3f1c0e0b2f11
+  mux=false
+  [ "$4" = 1 ] && mux=true
+  cat >"$T/$1-client.json" <<EOF
+{ "log": { "loglevel": "warning", "access": "none" },
+  "inbounds": [ { "listen": "127.0.0.1", "port": $2, "protocol": "socks",
+                  "settings": { "auth": "noauth", "udp": false } } ],
+  "outbounds": [ { "protocol": "vless",
+                   "settings": { "vnext": [ { "address": "127.0.0.1", "port": $3,
+                       "users": [ { "id": "$id", "encryption": "none" } ] } ] },
+                   "streamSettings": { "network": "ws", "wsSettings": { "path": "/tunnel" } },
+                   "mux": { "enabled": $mux } } ] }
+EOF
+  cat >"$T/$1-server.json" <<EOF
+{ "log": { "loglevel": "warning", "access": "none" },
+  "inbounds": [ { "listen": "127.0.0.1", "port": $3, "protocol": "vless",
+                  "settings": { "clients": [ { "id": "$id" } ], "decryption": "none" },
+                  "streamSettings": { "network": "ws", "wsSettings": { "path": "/tunnel" } } } ],
+  "outbounds": [ { "protocol": "freedom" } ] }
+EOF
+}
+start_v2ray_any() { # NAME MUX
+  v_socks=$(free_port)
+  v_ws=$(free_port)
+  v2ray_configs "$1" "$v_socks" "$v_ws" "$2"
+  bg "$1-server" v2ray -config "$T/$1-server.json"
+  v_srv=$LAST
+  bg "$1" v2ray -config "$T/$1-client.json"
+  add "$1" socks5 socks5 "127.0.0.1:$v_socks" "$LAST,$v_srv" &&
+    echo "client server" >"$T/roles.$1"
+}
+
+# wstunnel (npm's, node): a port forward over one WebSocket per stream,
+# the server locked to the target. No SOCKS5 handshake: phload connects
+# to the client's port as it would to the target (as with haproxy).
+WSTUNNEL=${BENCH_WSTUNNEL:-${PEERS_PREFIX:-/var/tmp/proxyhost-bench-peers}/npm/node_modules/.bin/wstunnel}
+[ -x "$WSTUNNEL" ] || WSTUNNEL=$(command -v wstunnel 2>/dev/null || echo "")
+start_wstunnel() {
+  w_local=$(free_port)
+  w_ws=$(free_port)
+  bg wstunnel-server "$WSTUNNEL" -s "127.0.0.1:$w_ws" -t "$TADDR"
+  w_srv=$LAST
+  bg wstunnel "$WSTUNNEL" -t "127.0.0.1:$w_local:$TADDR" "ws://127.0.0.1:$w_ws"
+  add wstunnel ws-forward direct "127.0.0.1:$w_local" "$LAST,$w_srv" &&
+    echo "client server" >"$T/roles.wstunnel"
+}
+
 for s in $SYSTEMS; do
   case $s in
   proxyhost) start_proxyhost ;;
+  tunnelmesh) start_tunnelmesh ;;
+  v2ray | v2ray-mux)
+    if command -v v2ray >/dev/null 2>&1; then
+      mux=0
+      [ "$s" = v2ray-mux ] && mux=1
+      start_v2ray_any "$s" "$mux"
+    else
+      note "$s: v2ray is not installed (t/bench/install-peers.sh): skipped"
+      SKIPPED="$SKIPPED $s"
+    fi
+    ;;
+  wstunnel)
+    if [ -n "$WSTUNNEL" ]; then start_wstunnel; else
+      note "wstunnel is not installed (t/bench/install-peers.sh): skipped"
+      SKIPPED="$SKIPPED wstunnel"
+    fi
+    ;;
   microsocks | dante | tinyproxy | squid | haproxy)
     bin=$s
     [ "$s" = dante ] && bin=danted
@@ -285,8 +401,11 @@ for s in $SYSTEMS; do
 done
 
 # ---- idle streams: memory, first, on fresh processes ------------------------
-rss_kib() { # PID -> the process's VmRSS, KiB
-  awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+rss_kib() { # PID[,PID...] -> VmRSS of the process (summed over the
+  # listed ones: a tunnel's client, server and agent), KiB
+  for p in $(echo "$1" | tr ',' ' '); do
+    awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null
+  done | awk '{ s += $1 } END { print s + 0 }'
 }
 pss_kib() { # PID -> Pss summed over it and its descendants, KiB (pages
   # shared between a peer's processes are counted once, split among them)
@@ -338,6 +457,11 @@ cpu_ticks() {
   done | awk '{ s += $1 } END { print s + 0 }'
 }
 HZ=$(getconf CLK_TCK)
+# parts_ticks PID[,PID...] -> each listed process's cpu_ticks, in order
+parts_ticks() {
+  [ "$1" = - ] && return
+  for p in $(echo "$1" | tr ',' ' '); do printf '%s ' "$(cpu_ticks "$p")"; done
+}
 
 # measure NAME PROTO MODE ADDR PID TEST CONC REP
 measure() {
@@ -353,13 +477,19 @@ measure() {
   fi
   c0=$(cpu_ticks "$pid")
   t0=$(cpu_ticks "$TPID")
-  out=$("$PHLOAD" "$@" --response-size "$RESP" --timeout 10 2>&1 | tail -1)
+  p0=$(parts_ticks "$pid")
+  out=$("$PHLOAD" "$@" --response-size "$RESP" --timeout 10 $SIZED 2>&1 | tail -1)
   c1=$(cpu_ticks "$pid")
   t1=$(cpu_ticks "$TPID")
+  p1=$(parts_ticks "$pid")
   cpu=-
   [ "$c0" != - ] && cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
   tcpu=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
-  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu target_cpu_s=$tcpu" >>"$RES"
+  # A system of several processes: each one's CPU too (proxy_cpu_s_1...).
+  parts=$(awk -v a="$p0" -v b="$p1" -v hz="$HZ" 'BEGIN {
+      n = split(a, x, " "); split(b, y, " ")
+      for (i = 1; n > 1 && i <= n; i++) printf " proxy_cpu_s_%d=%.3f", i, (y[i] - x[i]) / hz }')
+  echo "$name $proto $test $conc $rep $out proxy_cpu_s=$cpu target_cpu_s=$tcpu$parts" >>"$RES"
 }
 
 TESTS=""
@@ -434,6 +564,7 @@ echo "## proxyhost local proxy benchmark"
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)."
 echo "Target $TADDR, response $RESP bytes, $REPEATS repeats, ${DUR}s open runs after ${WARMUP}s warm-up with $LOAD_PROCS generator process(es), ${BULK_SECS}s bulk runs."
+[ -n "$SIZED" ] && echo "Operations end when the response's bytes have all arrived (BENCH_SIZED=1: phload --sized closes first)."
 echo "Load average at the start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 hdr="| system | protocol |"
@@ -512,6 +643,32 @@ printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
   echo "$line $(awk -v v="$(cpu_per "$name" "$proto" bulk 1 bytes 1000000000)" 'BEGIN { if (v == "-") print "-"; else printf "%.2f s", v }') |"
 done
 echo
+# The tunnels: the same figures for each of their processes.
+if ls "$T"/roles.* >/dev/null 2>&1; then
+  echo "The systems of several processes, each process's own CPU time (medians):"
+  echo
+  hdr="| system | process |"
+  sep="|---|---|"
+  for c in $CONCS; do
+    hdr="$hdr CPU per open c$c |"
+    sep="$sep---:|"
+  done
+  echo "$hdr CPU per GB bulk |"
+  echo "$sep---:|"
+  printf '%s\n' "$ENTRIES" | while read -r name proto mode addr pid; do
+    [ -f "$T/roles.$name" ] || continue
+    i=1
+    for role in $(cat "$T/roles.$name"); do
+      line="| $name | $role |"
+      for c in $CONCS; do
+        line="$line $(int "$(cpu_per "$name" "$proto" open "$c" ops_all 1000000 "proxy_cpu_s_$i")") us |"
+      done
+      echo "$line $(awk -v v="$(cpu_per "$name" "$proto" bulk 1 bytes 1000000000 "proxy_cpu_s_$i")" 'BEGIN { if (v == "-") print "-"; else printf "%.2f s", v }') |"
+      i=$((i + 1))
+    done
+  done
+  echo
+fi
 # The CPU budget of one operation: who spends what, and how much of the
 # machine the run kept busy. When the sum of the cores busy is close to
 # the number of CPUs, the rate is bounded by CPU per operation, summed.

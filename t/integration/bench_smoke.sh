@@ -40,6 +40,20 @@ all=$(field "$out" ops_all)
 ok $? "--procs 2: the children's counts are merged ($ops of $all)"
 is "$(field "$out" errors)" 0 "--procs 2: no errors"
 
+# Bursts (--rounds): exactly rounds x concurrency operations, each with a
+# first-byte time; --sized ends each at its last byte, phload closing.
+out=$("$LOAD" --mode direct --target "127.0.0.1:$tport" --rounds 3 \
+  --concurrency 4 --gap 0 --response-size 1024 --timeout 5)
+ok $? "phload --rounds exits 0"
+is "$(field "$out" ops)" 12 "--rounds 3 --concurrency 4: 12 operations"
+[ "$(field "$out" ttfb_p95_us)" -gt 0 ]
+ok $? "first-byte times are reported ($(field "$out" ttfb_p95_us) us)"
+out=$("$LOAD" --mode direct --target "127.0.0.1:$tport" --concurrency 2 \
+  --duration 0.2 --warmup 0 --timeout 5 --sized)
+ok $? "phload --sized exits 0"
+[ "$(field "$out" ops)" -gt 0 ] && [ "$(field "$out" errors)" -eq 0 ]
+ok $? "--sized: operations completed, no error"
+
 # Nothing listens on a free port: every operation is a counted error.
 dead=$(free_port)
 out=$("$LOAD" --mode direct --target "127.0.0.1:$dead" --concurrency 2 \

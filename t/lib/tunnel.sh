@@ -176,6 +176,19 @@ tn_all() {
   tn_start "$1" "$T/$1.ini"
 }
 
+# tn_trio ID [SERVER-EXTRA [AGENT-EXTRA [CLIENT-EXTRA]]]: a server sID,
+# an agent aID and a client cID as three processes (credentials made on
+# the first call), returning once the agent is connected and the client
+# ready; the client's SOCKS5 port is in cID_socks. For the benchmarks.
+tn_trio() {
+  tn_server "s$1" "${2:-}" || return 1
+  [ -s "$T/client.token" ] || tn_creds "s$1" || return 1
+  tn_agent "a$1" "s$1" "${3:-}" || return 1
+  tn_client "c$1" "s$1" "${4:-}" || return 1
+  tn_wait_sessions "$(eval echo "\$a$1_admin")" agent 1 || return 1
+  wait_for tn_ready "$(eval echo "\$c$1_admin")"
+}
+
 # tn_metrics ADMIN-PORT: the scrape.
 tn_metrics() { "$CURL" -s -m 5 "http://127.0.0.1:$1/metrics"; }
 # tn_sum ADMIN-PORT REGEX: the sum of the samples whose line matches.

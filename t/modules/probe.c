@@ -64,7 +64,9 @@ static const ph_conf_key probe_keys[] = {
      "logged at start and on reload", NULL),
     PH_CONF_KEY("secret", PH_CONF_STRING, "", 0, 128, PH_CONF_SENSITIVE,
      "PROBE_SECRET", "a secret that must never be printed", NULL),
-    PH_CONF_KEY("count", PH_CONF_INT, "3", 0, 100, 0, NULL, "a bounded integer", NULL),
+    /* A key with a command-line flag (ABI 1.4): proxyhost -probe-count N. */
+    PH_CONF_KEY_FLAG("probe-count", "count", PH_CONF_INT, "3", 0, 100, 0, NULL,
+     "a bounded integer", NULL),
     PH_CONF_KEY("ready", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
      "whether the module reports ready", NULL),
     PH_CONF_KEY("stop_delay", PH_CONF_DURATION, "0", 0, 60000, 0, NULL,

@@ -402,7 +402,7 @@ static void test_check_on_reload(ph_buf *err) {
 
 static const ph_conf_key reserved_keys[] = {
     {.name = "fine", .type = PH_CONF_INT},
-    {.name = "taken", .type = PH_CONF_INT, .reserved = {[3] = (void *)1}},
+    {.name = "taken", .type = PH_CONF_INT, .reserved = {[2] = (void *)1}},
     PH_CONF_END};
 static const ph_module reserved_key = {PH_MODULE_HEADER("reserved_key", "1"),
                                        .config = reserved_keys,
@@ -430,6 +430,75 @@ static const ph_module v10_mod = {
     .version = "1",
     .config = (const ph_conf_key *)(const void *)v10_keys,
     .init = nop_init};
+
+/* ABI 1.4's .flag: read from 1.4 modules only, checked at load. */
+static const ph_conf_key flag_keys[] = {
+    PH_CONF_KEY_FLAG("worker-id", "worker_id", PH_CONF_STRING, "w", 1, 64, 0,
+                     NULL, "a key with a flag", NULL),
+    PH_CONF_END};
+static const ph_conf_key bad_flag_keys[] = {
+    PH_CONF_KEY_FLAG("Worker_ID", "worker_id", PH_CONF_STRING, "w", 1, 64, 0,
+                     NULL, "a flag that is not [a-z0-9-]", NULL),
+    PH_CONF_END};
+static const ph_conf_key host_flag_keys[] = {
+    PH_CONF_KEY_FLAG("config", "path", PH_CONF_STRING, "w", 1, 64, 0, NULL,
+                     "a flag that is a host option", NULL),
+    PH_CONF_END};
+static const ph_conf_key dup_flag_keys[] = {
+    PH_CONF_KEY_FLAG("zone", "zone", PH_CONF_STRING, "z", 1, 64, 0, NULL, "",
+                     NULL),
+    PH_CONF_KEY_FLAG("zone", "zone2", PH_CONF_STRING, "z", 1, 64, 0, NULL, "",
+                     NULL),
+    PH_CONF_END};
+
+static void test_key_flags(ph_buf *err) {
+  ph_module good = {PH_MODULE_HEADER("flagged", "1"), .config = flag_keys,
+                    .init = nop_init};
+  ph_module old = good;
+  old.name = "flagged_old";
+  old.abi_minor = 3;
+  ph_module bad = {PH_MODULE_HEADER("bad_flag", "1"), .config = bad_flag_keys,
+                   .init = nop_init};
+  ph_module hostopt = {PH_MODULE_HEADER("host_flag", "1"),
+                       .config = host_flag_keys, .init = nop_init};
+  ph_module dup = {PH_MODULE_HEADER("dup_flag", "1"), .config = dup_flag_keys,
+                   .init = nop_init};
+  ph_core *c = core_new();
+  buf_reset(err);
+  core_read_config(c, NULL, "", NULL, 0, NULL, err);
+  is_int(core_add_module(c, &good, err), 0, "a 1.4 module with a flag loads");
+  buf_reset(err);
+  is_int(core_add_module(c, &old, err), -1,
+         "a 1.3 module that sets .flag (its reserved[0]) is refused");
+  like(err->data, "key \"worker_id\" uses reserved ph_conf_key fields",
+       "and the key is named");
+  buf_reset(err);
+  is_int(core_add_module(c, &bad, err), -1, "a malformed flag is refused");
+  like(err->data, "flag \"Worker_ID\" is not [a-z][a-z0-9-]{1,63}",
+       "and the flag is named");
+  buf_reset(err);
+  is_int(core_add_module(c, &hostopt, err), -1,
+         "a flag that is a host option is refused");
+  buf_reset(err);
+  is_int(core_add_module(c, &dup, err), -1,
+         "two keys of one module with one flag are refused");
+  like(err->data, "keys \"zone\" and \"zone2\" share the flag \"zone\"",
+       "and both keys are named");
+  core_free(c);
+
+  /* The flag reaches its key through the configuration. */
+  c = core_new();
+  buf_reset(err);
+  core_read_config(c, NULL, "[flagged]\nworker_id = file\n", NULL, 0, NULL,
+                   err);
+  const char *names[] = {"worker-id"}, *values[] = {"from-flag"};
+  is_int(core_add_flags(c, names, values, 1, err), 0, "the flag is taken");
+  is_int(core_add_module(c, &good, err), 0, "the module loads");
+  is_int(core_validate(c, err), 0, "and validates");
+  is_str(conf_str(c->conf, "flagged", "worker_id"), "from-flag",
+         "the flag's value beats the file");
+  core_free(c);
+}
 
 static void test_key_layouts(ph_buf *err) {
   ph_core *c = core_new();
@@ -476,6 +545,7 @@ int main(void) {
   ph_buf err;
   buf_init(&err, 65536);
   test_good_module(&err);
+  test_key_flags(&err);
   test_refusals(&err);
   test_missing_provider(&err);
   test_dependency_order(&err);

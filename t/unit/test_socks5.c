@@ -41,6 +41,7 @@ typedef struct pending {
   int64_t id;
   int code;     /* answer with this code, or -1: never (hang) */
   int delay_ms; /* answer after */
+  int held;     /* answers only when the test says so (release_held) */
   uint16_t port;
   ph_open_cb cb;
   void *arg;
@@ -93,7 +94,8 @@ static void answer_cb(ph_timer *t, void *arg) {
 }
 
 /* Host names pick the behaviour: "ok.fake", "hang.fake", "code-N"
- * (that open code), "slow.fake" (ok after 150 ms), "sync-N" (code N,
+ * (that open code), "held.fake" (ok when the test calls release_held(),
+ * so no wall-clock time decides the order), "sync-N" (code N,
  * answered inside open() itself, against connector.h's contract, to test
  * the guard); any other name does not resolve (host_unreachable). */
 static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
@@ -116,6 +118,7 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
   p->arg = arg;
   p->port = req->port;
   p->delay_ms = 1;
+  p->held = 0;
   if (strncmp(req->host, "sync-", 5) == 0) {
     int64_t id = p->id;
     p->code = atoi(req->host + 5);
@@ -126,14 +129,14 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
     p->code = -1;
   else if (strncmp(req->host, "code-", 5) == 0)
     p->code = atoi(req->host + 5);
-  else if (strcmp(req->host, "slow.fake") == 0) {
+  else if (strcmp(req->host, "held.fake") == 0) {
     p->code = PH_OPEN_OK;
-    p->delay_ms = 150;
+    p->held = 1;
   } else if (strcmp(req->host, "ok.fake") == 0)
     p->code = PH_OPEN_OK;
   else
     p->code = PH_OPEN_HOST_UNREACHABLE;
-  if (p->code >= 0) {
+  if (p->code >= 0 && !p->held) {
     p->t = F.api->timer_new(F.ctx, answer_cb, p);
     F.api->timer_set(p->t, (uint64_t)p->delay_ms, 0);
   }
@@ -151,6 +154,19 @@ static int fake_cancel(void *self, int64_t id) {
       return PH_OK;
     }
   return PH_ENOENT;
+}
+
+/* Answers every held open (a timer of 1 ms, as the others). */
+static int release_held(void) {
+  int n = 0;
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (F.p[i].id != 0 && F.p[i].held && !F.p[i].t) {
+      F.p[i].held = 0;
+      F.p[i].t = F.api->timer_new(F.ctx, answer_cb, &F.p[i]);
+      F.api->timer_set(F.p[i].t, 1, 0);
+      n++;
+    }
+  return n;
 }
 
 static int pending_opens(void) {
@@ -569,10 +585,11 @@ static void test_connect_and_relay(void) {
 static void test_strict_open(void) {
   int fd = client();
   hello(fd);
-  connect_domain(fd, "slow.fake", target_port);
+  connect_domain(fd, "held.fake", target_port);
   uint8_t r[10];
   is_int(expect(fd, r, 10, 60, NULL), 0,
          "TM-PROTO-37: no reply while the connector has not answered");
+  is_int(release_held(), 1, "the connector answers now");
   is_int(reply_code(fd, 1000), 0, "success once it said open");
   int t = accept_target(1000);
   close(fd);

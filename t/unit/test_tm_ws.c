@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include "backoff.h"
 #include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
@@ -1010,23 +1011,23 @@ static void test_url(void) {
 }
 
 static void test_backoff(void) {
-  is_int(tm_backoff_ms(0, 100, 10000, 0), 50, "backoff: attempt 0, rnd 0: d/2");
-  is_int(tm_backoff_ms(0, 100, 10000, 50), 100, "backoff: attempt 0, top: d");
-  is_int(tm_backoff_ms(0, 100, 10000, 51), 50, "backoff: wraps in the span");
-  is_int(tm_backoff_ms(3, 100, 10000, 400), 800, "backoff: 100 << 3 = 800");
-  is_int(tm_backoff_ms(10, 100, 10000, 0), 5000, "backoff: capped at max");
-  is_int(tm_backoff_ms(40, 100, 10000, 0xffffffffu) <= 10000, 1,
+  is_int(ph_backoff_ms(0, 100, 10000, 0), 50, "backoff: attempt 0, rnd 0: d/2");
+  is_int(ph_backoff_ms(0, 100, 10000, 50), 100, "backoff: attempt 0, top: d");
+  is_int(ph_backoff_ms(0, 100, 10000, 51), 50, "backoff: wraps in the span");
+  is_int(ph_backoff_ms(3, 100, 10000, 400), 800, "backoff: 100 << 3 = 800");
+  is_int(ph_backoff_ms(10, 100, 10000, 0), 5000, "backoff: capped at max");
+  is_int(ph_backoff_ms(40, 100, 10000, 0xffffffffu) <= 10000, 1,
          "backoff: a huge attempt does not overflow");
-  is_int(tm_backoff_ms(31, 0x80000000u, 0xffffffffu, 0xffffffffu) >=
+  is_int(ph_backoff_ms(31, 0x80000000u, 0xffffffffu, 0xffffffffu) >=
              0x7fffffffu,
          1, "backoff: no overflow at the top of the range");
-  is_int(tm_backoff_ms(0, 0, 0, 12345), 0, "backoff: zero bounds give 0");
-  is_int(tm_backoff_ms(0, 500, 100, 0), 50, "backoff: min above max is max");
+  is_int(ph_backoff_ms(0, 0, 0, 12345), 0, "backoff: zero bounds give 0");
+  is_int(ph_backoff_ms(0, 500, 100, 0), 50, "backoff: min above max is max");
   int inside = 1;
   for (uint32_t a = 0; a < 40; a++)
     for (uint32_t k = 0; k < 50; k++) {
       uint32_t rnd = k * 2654435761u;
-      uint32_t d = tm_backoff_ms(a, 100, 30000, rnd);
+      uint32_t d = ph_backoff_ms(a, 100, 30000, rnd);
       uint32_t top = a < 20 && (100u << a) < 30000 ? 100u << a : 30000;
       if (d < top / 2 || d > top)
         inside = 0;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Reconnect delays (tm_ws.h): jittered, bounded exponential backoff.
- * Pure; no byte computation overflows (the shift is checked first). */
-#include "tm_ws.h"
+/* Reconnect delays (backoff.h): jittered, bounded exponential backoff.
+ * Pure; no computation overflows (the shift is checked first). */
+#include "backoff.h"
 
-uint32_t tm_backoff_ms(uint32_t attempt, uint32_t min_ms, uint32_t max_ms,
+uint32_t ph_backoff_ms(uint32_t attempt, uint32_t min_ms, uint32_t max_ms,
                        uint32_t rnd) {
   uint32_t d;
   if (min_ms > max_ms)

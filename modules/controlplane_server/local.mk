@@ -1,0 +1,64 @@
+# modules/controlplane_server: the controller's gRPC WorkerControlPlane
+# server. So far its pure request checks (cp_requests.c) and their unit
+# test; the module comes with the gRPC layer and the Redis authority
+# (issue 12).
+EXTRA_DIST += modules/controlplane_server/local.mk
+
+if MODULE_CONTROLPLANE_SERVER
+UNIT_TESTS_CP_REQUESTS = t/unit/test_cp_requests
+check_PROGRAMS += $(UNIT_TESTS_CP_REQUESTS)
+TESTS += $(UNIT_TESTS_CP_REQUESTS)
+t_unit_test_cp_requests_SOURCES = t/unit/test_cp_requests.c \
+	modules/controlplane_server/cp_requests.c \
+	modules/controlplane_server/cp_requests.h
+t_unit_test_cp_requests_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/controlplane_server
+t_unit_test_cp_requests_LDADD = modules/cp_common/libcpproto.la \
+	$(OPENSSL_LIBS)
+endif
+
+# The request checks' fuzz target, replayed over t/fuzz/seeds/cp_requests
+# by t/integration/fuzz_replay.sh.
+if MODULE_CONTROLPLANE_SERVER
+check_PROGRAMS += t/fuzz/replay_cp_requests
+t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
+	modules/controlplane_server/cp_requests.c
+t_fuzz_replay_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/controlplane_server
+t_fuzz_replay_cp_requests_LDADD = modules/cp_common/libcpproto.la \
+	$(OPENSSL_LIBS)
+endif
+EXTRA_DIST += t/fuzz/fuzz_cp_requests.c
+
+# Credential material from secrets_dir (cp_secrets.c): its unit test and
+# the file parser's fuzz target (t/fuzz/seeds/cp_secret).
+if MODULE_CONTROLPLANE_SERVER
+UNIT_TESTS_CP_SECRETS = t/unit/test_cp_secrets
+check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
+TESTS += $(UNIT_TESTS_CP_SECRETS)
+t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
+	modules/controlplane_server/cp_secrets.c \
+	modules/controlplane_server/cp_secrets.h
+t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_cp_secret
+t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
+	modules/controlplane_server/cp_secrets.c
+t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
+endif
+EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
+
+# A WatchSnapshots stream's schedule (cp_watch_plan.c).
+if MODULE_CONTROLPLANE_SERVER
+UNIT_TESTS_CP_WATCH_PLAN = t/unit/test_cp_watch_plan
+check_PROGRAMS += $(UNIT_TESTS_CP_WATCH_PLAN)
+TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
+t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
+	modules/controlplane_server/cp_watch_plan.c \
+	modules/controlplane_server/cp_watch_plan.h
+t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server
+endif
