@@ -530,12 +530,28 @@ static void leave(ph_relay *r) {
     free(r);
 }
 
+/* An error on either side (a socket error, a stream reset) must not look
+ * like the end of the data on the other: its socket is closed abortively
+ * (RST), so a client reading a body without a length sees the failure
+ * instead of a clean EOF and a truncated download. A stream end is reset
+ * by its close already (stream.h). */
+static void close_abortively(rside *e) {
+  if (e->fd < 0)
+    return;
+  struct linger lg = {.l_onoff = 1, .l_linger = 0};
+  (void)setsockopt(e->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
 /* Ends the relay and tells the owner, last: done may free the owner's
  * object, so nothing of the owner is touched after it. */
 static void finish(ph_relay *r, int end) {
   void (*done)(void *, const relay_stats *, int) = r->o.done;
   void *arg = r->o.arg;
   relay_stats st = {r->up.moved, r->down.moved};
+  if (end == RELAY_END_ERROR) {
+    close_abortively(&r->cs);
+    close_abortively(&r->ts);
+  }
   end_relay(r);
   if (done)
     done(arg, &st, end);
