@@ -98,9 +98,10 @@ m=$(http_get "http://127.0.0.1:$admin/metrics")
 like "$m" 'proxyhost_cp_controller_rpcs_total{method="RegisterWorker",code="OK"}' \
   "metrics: RPCs by method and code"
 like "$m" 'proxyhost_cp_controller_snapshots_sent_total' "metrics: snapshots sent"
-python3 "$top_srcdir/t/lib/metrics_lint.py" "$T/body" 5000 controlplane_server \
+python3 "$top_srcdir/t/lib/metrics_lint.py" "$T/body" 5000 cp_controller cp_redis \
   redis_ownership store_sqlite admin_api >"$T/lint.out" 2>&1
 ok $? "metrics: in the prefix scheme"
+[ -s "$T/lint.out" ] && sed 's/^/#   /' "$T/lint.out" | head -10
 
 # ---- Redis stopped, then back ---------------------------------------------
 stop_redis "$T/redis"

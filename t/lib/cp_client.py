@@ -84,7 +84,7 @@ def runtime(stub, worker, session, seq, snap, counters=()):
         snapshot_version=snap.version, ownership_epoch=snap.ownership_epoch,
         counters=[pb.ProxyCounter(proxy_id=p, active=a, reserved=r)
                   for p, a, r in counters])
-    req.observed_at.GetCurrentTime()
+    req.observed_at.FromMilliseconds(1764600000000 + seq)  # fixed: replays are byte-equal
     return code_of(lambda: stub.ReportRuntime(req, timeout=TIMEOUT))
 
 
@@ -95,7 +95,7 @@ def batch(worker, session, seq, proxy="p1", n=1):
         o = b.outcomes.add(proxy_id=proxy, stage=pb.OUTCOME_STAGE_DIAL,
                            result=pb.OUTCOME_RESULT_SUCCESS, rule_id="r1")
         o.latency.FromMilliseconds(5)
-        o.observed_at.GetCurrentTime()
+        o.observed_at.FromMilliseconds(1764600000000 + seq)
     return b
 
 
