@@ -126,6 +126,44 @@ for f in "$T/ph.log" "$T/metrics" "$T/redis.dump" "$T"/pool.db*; do
   grep -qai "$REFKEY_HEX" "$f"; is $? 1 "CP-8-5 the reference key (hex) is not in ${f##*/}"
 done
 
+# ---- mTLS: the SPIFFE identity -------------------------------------------
+sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
+( cd "$T" && umask 077 &&
+  for x in td:spiffe://other.org/prod/worker/w1 env:spiffe://example.org/staging/worker/w1; do
+    n=${x%%:*} san=${x#*:}
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$n.key" \
+      -out "$n.csr" -subj "/CN=cp-test-$n" >/dev/null 2>&1 &&
+    printf 'subjectAltName=URI:%s\nextendedKeyUsage=clientAuth\n' "$san" >"$n.cnf" &&
+    openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
+      -out "$n.pem" -days 2 -extfile "$n.cnf" >/dev/null 2>&1 || exit 1
+  done ); ok $? "certificates of another trust domain and another environment"
+admin2=$(free_port) cpt=$(free_port)
+sed -e "s/^listen = 127.0.0.1:$admin/listen = 127.0.0.1:$admin2/" \
+    -e "s/^listen = 127.0.0.1:$cpp/listen = 127.0.0.1:$cpt/" \
+    -e "s|^path = $T/pool.db|path = $T/pool2.db|" \
+    -e "s/^tls.mode = disabled/tls.mode = mtls\ntls.cert_file = $(echo "$T" | sed 's|/|\\/|g')\/server.pem\ntls.key_file = $(echo "$T" | sed 's|/|\\/|g')\/server.key\ntls.ca_file = $(echo "$T" | sed 's|/|\\/|g')\/ca.pem\ntrust_domain = example.org\nenvironment = prod/" \
+    "$T/ctl.ini" >"$T/mtls.ini"
+: >"$T/ph.log"
+start_proxyhost "$T/mtls.ini"
+wait_for healthy "$admin2"; ok $? "the controller starts with tls.mode = mtls"
+reg() { # reg CERT KEY WORKER: the status code name of one RegisterWorker
+  "$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpt" register "$T" \
+    "$1" "$2" "$T/ca.pem" "$3" 2>>"$T/py-mtls.err" | sed -n 's/^VALUE code //p'
+}
+is "$(reg "$T/worker.pem" "$T/worker.key" w1)" OK \
+  "CP-8-2 mTLS: the certificate's SPIFFE id (worker w1) registers as w1"
+is "$(reg "$T/worker.pem" "$T/worker.key" w2)" PERMISSION_DENIED \
+  "CP-8-2 mTLS: w1's certificate naming worker w2: PERMISSION_DENIED"
+is "$(reg "$T/td.pem" "$T/td.key" w1)" PERMISSION_DENIED \
+  "CP-8-2 mTLS: another trust domain: PERMISSION_DENIED"
+is "$(reg "$T/env.pem" "$T/env.key" w1)" PERMISSION_DENIED \
+  "CP-8-2 mTLS: another environment: PERMISSION_DENIED"
+is "$(reg "$T/other.pem" "$T/other.key" w1)" UNAVAILABLE \
+  "CP-8-1 mTLS: a certificate of another CA never reaches a handler"
+is "$(reg "" "" w1)" UNAVAILABLE "CP-8-1 mTLS: no client certificate is refused"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "the mTLS controller stops cleanly"
+
 # ---- configuration refusals ----------------------------------------------
 sed "s/^listen = 127.0.0.1:$cpp/listen = 192.0.2.10:$cpp/" "$T/ctl.ini" >"$T/bad.ini"
 out=$("$PROXYHOST" -c "$T/bad.ini" --check-config 2>&1)
