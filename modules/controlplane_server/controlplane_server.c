@@ -138,6 +138,25 @@ void cs_update_ready(cs *m) {
     api->set_ready(m->ctx, m->srv && m->auth_up && store_ok);
 }
 
+void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *)) {
+  l->abandon = abandon;
+  l->next = m->pending;
+  if (l->next)
+    l->next->prevp = &l->next;
+  l->prevp = &m->pending;
+  m->pending = l;
+}
+
+void cs_link_del(cs_link *l) {
+  if (!l->prevp)
+    return;
+  *l->prevp = l->next;
+  if (l->next)
+    l->next->prevp = l->prevp;
+  l->prevp = NULL;
+  l->next = NULL;
+}
+
 void cs_note_auth(cs *m, cp_auth_result r) {
   int up = r != CP_AUTH_UNAVAILABLE;
   if (up != m->auth_up) {
@@ -304,6 +323,11 @@ static int cs_stop(void *state) {
     m->auth->cancel(m->auth_self, m->assign_call);
   m->assign_call = 0;
   cs_watch_stop_all(m);
+  while (m->pending) {
+    cs_link *l = m->pending;
+    cs_link_del(l);
+    l->abandon(l);
+  }
   cs_pool_stop(m);
   /* Ends every call without another callback of ours. */
   cp_grpc_cq_free(m->cq);

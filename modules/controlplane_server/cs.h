@@ -52,6 +52,15 @@ typedef struct cs_pool_waiter {
 
 typedef struct cs_watch cs_watch;
 
+/* A unary or client-streaming RPC waiting on the authority: linked in
+ * cs.pending so that stop can cancel its call (the authority answers
+ * every pending call UNAVAILABLE once it stops, after us). */
+typedef struct cs_link {
+  struct cs_link *next, **prevp;
+  void (*abandon)(struct cs_link *l); /* cancel and free, no gRPC call */
+} cs_link;
+
+
 typedef struct cs {
   ph_ctx *ctx;
   cs_conf conf;
@@ -74,6 +83,7 @@ typedef struct cs {
   size_t n_prev_ids;
   int64_t assign_call;
   cs_watch *watches; /* open streams */
+  cs_link *pending;   /* unary and client-streaming RPCs in flight */
   /* metrics */
   ph_series *m_rpcs[CS_M_COUNT][17];
   ph_series *m_seconds[CS_M_COUNT];
@@ -81,6 +91,9 @@ typedef struct cs {
 } cs;
 
 extern const ph_api *cs_api;
+
+void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *));
+void cs_link_del(cs_link *l);
 
 /* Identity of a call: the certificate's worker id into peer (mtls), or
  * "" for plaintext. 0, or a gRPC status with *why. */

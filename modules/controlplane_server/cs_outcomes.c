@@ -17,6 +17,7 @@
 #define api cs_api
 
 typedef struct oc {
+  cs_link link; /* first */
   cs *m;
   cp_grpc_call *call;
   int64_t start_ms, auth_call;
@@ -27,6 +28,7 @@ typedef struct oc {
 } oc;
 
 static void oc_free(oc *o) {
+  cs_link_del(&o->link);
   if (o->first)
     controlplane__v1__report_outcomes_request__free_unpacked(o->first, NULL);
   free(o);
@@ -48,12 +50,16 @@ static void oc_end(oc *o, int status, const char *why) {
   oc_free(o);
 }
 
-static void oc_cancel(void *arg, cp_grpc_call *call) {
-  oc *o = arg;
-  (void)call;
+static void oc_abandon(cs_link *l) {
+  oc *o = (oc *)l;
   if (o->auth_call > 0)
     o->m->auth->cancel(o->m->auth_self, o->auth_call);
   oc_free(o);
+}
+
+static void oc_cancel(void *arg, cp_grpc_call *call) {
+  (void)call;
+  oc_abandon(arg);
 }
 
 static void oc_recv(void *arg, cp_grpc_call *call, const uint8_t *msg,
@@ -157,5 +163,6 @@ void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   o->call = call;
   o->start_ms = start;
   cp_grpc_call_on_cancel(call, oc_cancel, o);
+  cs_link_add(m, &o->link, oc_abandon);
   oc_next(o);
 }

@@ -10,23 +10,31 @@
 #define api cs_api
 
 typedef struct reg {
+  cs_link link; /* first */
   cs *m;
   cp_grpc_call *call;
   int64_t start_ms, auth_call;
   char session[CP_AUTH_SESSION_HEX + 1];
 } reg;
 
-static void reg_cancel(void *arg, cp_grpc_call *call) {
-  reg *r = arg;
-  (void)call;
+static void reg_abandon(cs_link *l) {
+  reg *r = (reg *)l;
   if (r->auth_call > 0)
     r->m->auth->cancel(r->m->auth_self, r->auth_call);
   free(r);
 }
 
+static void reg_cancel(void *arg, cp_grpc_call *call) {
+  reg *r = arg;
+  (void)call;
+  cs_link_del(&r->link);
+  reg_abandon(&r->link);
+}
+
 static void reg_done(void *arg, const cp_auth_reply *rep) {
   reg *r = arg;
   cs *m = r->m;
+  cs_link_del(&r->link);
   cs_note_auth(m, rep->result);
   if (rep->result != CP_AUTH_OK) {
     cs_finish(m, r->call, CS_M_REGISTER, r->start_ms,
@@ -111,4 +119,5 @@ void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
     return;
   }
   cp_grpc_call_on_cancel(call, reg_cancel, r);
+  cs_link_add(m, &r->link, reg_abandon);
 }

@@ -3,12 +3,18 @@
 
 #include "cs_unary.h"
 
-static void on_cancel(void *arg, cp_grpc_call *call) {
-  cs_unary *u = arg;
-  (void)call;
+static void abandon(cs_link *l) {
+  cs_unary *u = (cs_unary *)l;
   if (u->auth_call > 0)
     u->m->auth->cancel(u->m->auth_self, u->auth_call);
   free(u);
+}
+
+static void on_cancel(void *arg, cp_grpc_call *call) {
+  cs_unary *u = arg;
+  (void)call;
+  cs_link_del(&u->link);
+  abandon(&u->link);
 }
 
 cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
@@ -21,11 +27,13 @@ cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
   u->method = meth;
   u->start_ms = start_ms;
   cp_grpc_call_on_cancel(call, on_cancel, u);
+  cs_link_add(m, &u->link, abandon);
   return u;
 }
 
 void cs_unary_end(cs_unary *u, int status, const char *msg,
                   const uint8_t *resp, size_t len) {
+  cs_link_del(&u->link);
   cs_finish(u->m, u->call, u->method, u->start_ms, status, msg, resp, len);
   free(u);
 }

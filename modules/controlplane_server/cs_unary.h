@@ -6,6 +6,7 @@
 #include "cs.h"
 
 typedef struct cs_unary {
+  cs_link link; /* first */
   cs *m;
   cp_grpc_call *call;
   cs_method method;

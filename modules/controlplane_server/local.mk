@@ -93,7 +93,8 @@ modules_controlplane_server_controlplane_server_la_LIBADD = \
 	modules/common/libphcommon.la $(OPENSSL_LIBS) $(EV_LIBS)
 samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
 endif
-EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample
+EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \
+	conf/controller.ini
 
 # The controller end to end: proxyhost with store_sqlite, redis_ownership
 # and admin_api, a Python worker (t/lib/cp_client.py on python3-grpcio).
