@@ -117,8 +117,15 @@ is "$code" OK "Redis back: RegisterWorker OK"
 # ---- secrets -----------------------------------------------------------
 http_get "http://127.0.0.1:$admin/metrics" >"$T/metrics"
 redis_dump "$T/redis" >"$T/redis.dump" 2>&1
+# SIGTERM with a live Watch and an outcome stream still open.
+"$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" hold "$T" >"$T/hold.out" 2>"$T/hold.err" &
+hold_pid=$!
+PIDS="$PIDS $hold_pid"
+wait_for grep -q 'VALUE started' "$T/hold.out"; ok $? "a worker holds a live Watch"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
-is "$EXIT" 0 "the controller stops cleanly"
+is "$EXIT" 0 "the controller stops cleanly with streams open"
+wait_exit "$hold_pid" 10
+grep -q 'VALUE ended' "$T/hold.out"; ok $? "the worker's stream ended with the controller"
 grep -q 'level=debug\|"debug"\|DEBUG\|debug' "$T/ph.log"; ok $? "(the log is at debug level)"
 for f in "$T/ph.log" "$T/metrics" "$T/redis.dump" "$T"/pool.db*; do
   [ -f "$f" ] || continue

@@ -292,4 +292,33 @@ def unavailable():
     value("code", code.name)
 
 
-{"flow": flow, "register": call_register, "once": unavailable}[SCENARIO]()
+def hold():
+    """Registers, opens a Watch and an outcome stream that never
+    half-closes, and holds both until the server ends them."""
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="w3", instance="i3")
+    if code != SC.OK:
+        value("code", code.name)
+        return
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+        worker_id="w3", session_id=reg.session_id), timeout=30)
+    gate = threading.Event()
+
+    def held():
+        yield batch("w3", reg.session_id, 1)
+        gate.wait(30)
+    fut = stub.ReportOutcomes.future(held(), timeout=30)
+    try:
+        for _ in it:
+            value("started", 1)
+            break
+        for _ in it:
+            pass
+        value("ended", "OK")
+    except grpc.RpcError as e:
+        value("ended", e.code().name)
+    gate.set()
+    fut.cancel()
+
+
+{"hold": hold, "flow": flow, "register": call_register, "once": unavailable}[SCENARIO]()
