@@ -92,6 +92,8 @@ run_py() { # run_py NAME ARGS...: the client, its RESULT lines as TAP
 }
 run_py flow "$cpp" flow "$T" "$PASSWORD"
 n=$(grep -c '^RESULT' "$T/py-flow.out")
+CHECKSUM=$(sed -n 's/^VALUE checksum //p' "$T/py-flow.out")
+[ ${#CHECKSUM} = 64 ]; ok $? "the flow reported the snapshot checksum"
 [ "$n" -ge 30 ]; ok $? "every check of the flow ran ($n)"
 
 m=$(http_get "http://127.0.0.1:$admin/metrics")
@@ -116,12 +118,15 @@ is "$code" OK "Redis back: RegisterWorker OK"
 
 # ---- secrets -----------------------------------------------------------
 http_get "http://127.0.0.1:$admin/metrics" >"$T/metrics"
-redis_dump "$T/redis" >"$T/redis.dump" 2>&1
 # SIGTERM with a live Watch and an outcome stream still open.
 "$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" hold "$T" >"$T/hold.out" 2>"$T/hold.err" &
 hold_pid=$!
 PIDS="$PIDS $hold_pid"
 wait_for grep -q 'VALUE started' "$T/hold.out"; ok $? "a worker holds a live Watch"
+redis_dump "$T/redis" >"$T/redis.dump" 2>&1
+HOLD_SUM=$(sed -n 's/^VALUE checksum //p' "$T/hold.out")
+grep -q ':w:w3:refs' "$T/redis.dump"; ok $? "(Redis holds w3's issued reference)"
+grep -qi "$HOLD_SUM" "$T/redis.dump"; is $? 1 "CP-8-5 the reference in Redis is not the snapshot checksum"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the controller stops cleanly with streams open"
 wait_exit "$hold_pid" 10
@@ -130,6 +135,7 @@ grep -q 'level=debug\|"debug"\|DEBUG\|debug' "$T/ph.log"; ok $? "(the log is at 
 for f in "$T/ph.log" "$T/metrics" "$T/redis.dump" "$T"/pool.db*; do
   [ -f "$f" ] || continue
   grep -qa "$PASSWORD" "$f"; is $? 1 "CP-8-5 the proxy password is not in ${f##*/}"
+  grep -qai "$CHECKSUM" "$f"; is $? 1 "CP-8-5 no snapshot checksum (it covers passwords) in ${f##*/}"
   grep -qai "$REFKEY_HEX" "$f"; is $? 1 "CP-8-5 the reference key (hex) is not in ${f##*/}"
 done
 

@@ -179,6 +179,7 @@ def flow():
            "CP-1-14 WatchSnapshots sends a full snapshot")
     if snap is None:
         return
+    value("checksum", snap.checksum.hex())
     ids = sorted(p.proxy_id for p in snap.proxies)
     result(ids == ["p1", "p2"], "CP-1-16 the snapshot carries the owned proxies (%s)" % ids)
     creds = {c.secret_ref: c for c in snap.credentials}
@@ -309,7 +310,8 @@ def hold():
         gate.wait(30)
     fut = stub.ReportOutcomes.future(held(), timeout=30)
     try:
-        for _ in it:
+        for m in it:
+            value("checksum", m.snapshot.checksum.hex())
             value("started", 1)
             break
         for _ in it:
