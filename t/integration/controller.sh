@@ -185,6 +185,17 @@ sed 's/^min_snapshot_interval = 0s/runtime_interval = 20s/' "$T/ctl.ini" >"$T/ba
 out=$("$PROXYHOST" -c "$T/bad2.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "runtime_interval not below session_ttl / 2 is refused"
 like "$out" runtime_interval "... naming the key"
+for bad in "refresh_before = 60s:refresh_before" "trust_domain = a/b:trust_domain" \
+    "assign_interval = 30s:assign_interval" "secrets_dir = relative:secrets_dir"; do
+  line=${bad%:*} key=${bad##*:}
+  sed "s|^secrets_dir = .*|&\n$line|" "$T/ctl.ini" >"$T/bad3.ini"
+  out=$("$PROXYHOST" -c "$T/bad3.ini" --check-config 2>&1)
+  [ $? != 0 ]; ok $? "--check-config refuses $line"
+  like "$out" "$key" "... naming $key"
+done
+sed 's/^tls.mode = disabled/tls.mode = mtls/' "$T/ctl.ini" >"$T/bad4.ini"
+out=$("$PROXYHOST" -c "$T/bad4.ini" --check-config 2>&1)
+[ $? != 0 ]; ok $? "CP-8-1 mtls without its certificate files is refused"
 chmod 0644 "$T/ref.key"
 out=$("$PROXYHOST" -c "$T/ctl.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "a reference_key_file readable by others is refused"
