@@ -62,3 +62,43 @@ t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
 t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/controlplane_server
 endif
+
+# The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in
+# cp.authority (redis_ownership), the pool through pool.store.
+if MODULE_CONTROLPLANE_SERVER
+CS_SOURCES = modules/controlplane_server/cs.h \
+	modules/controlplane_server/cs_conf.c modules/controlplane_server/cs_conf.h \
+	modules/controlplane_server/cs_unary.c modules/controlplane_server/cs_unary.h \
+	modules/controlplane_server/cs_register.c \
+	modules/controlplane_server/cs_ack.c \
+	modules/controlplane_server/cs_runtime.c \
+	modules/controlplane_server/cs_outcomes.c \
+	modules/controlplane_server/cs_watch.c \
+	modules/controlplane_server/cs_pool.c \
+	modules/controlplane_server/cs_assign.c \
+	modules/controlplane_server/cp_requests.c \
+	modules/controlplane_server/cp_secrets.c \
+	modules/controlplane_server/cp_watch_plan.c
+module_LTLIBRARIES += modules/controlplane_server/controlplane_server.la
+modules_controlplane_server_controlplane_server_la_SOURCES = \
+	modules/controlplane_server/controlplane_server.c $(CS_SOURCES)
+modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
+	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_server \
+	-I$(top_srcdir)/modules/cp_common -I$(top_srcdir)/modules/redis_ownership
+modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_controlplane_server_controlplane_server_la_LIBADD = \
+	modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
+	modules/cp_common/libcpsnapshot.la \
+	modules/common/libphcommon.la $(OPENSSL_LIBS) $(EV_LIBS)
+samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
+endif
+EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \
+	conf/controller.ini
+
+# The controller end to end: proxyhost with store_sqlite, redis_ownership
+# and admin_api, a Python worker (t/lib/cp_client.py on python3-grpcio).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/controller.sh
+endif
+EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * controlplane_server: the controller (issue 12). Serves the five
+ * WorkerControlPlane RPCs (docs/api/controlplane.md) over cp_grpc, with
+ * every fence in the "cp.authority" service (redis_ownership) and the
+ * pool's rows from "pool.store" (store_sqlite, store_pg). Snapshots are
+ * built by a host job; Redis holds HMAC-SHA256(reference_key, checksum)
+ * instead of the checksum, which covers credential material and so must
+ * not be testable offline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "cp_grpc_conf.h"
+#include "cs.h"
+
+const ph_api *cs_api;
+#define api cs_api
+
+static const char *const method_names[] = {
+    "RegisterWorker", "WatchSnapshots", "AcknowledgeSnapshot",
+    "ReportRuntime", "ReportOutcomes", NULL};
+static const char *const code_names[] = {
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+    "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED", NULL};
+static const char *const assign_results[] = {"ok", "failed", NULL};
+static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                              0.1,   0.25,   0.5,   1,    2.5,   5};
+#define NSECS (sizeof(secs) / sizeof(secs[0]))
+
+static int register_metrics(cs *m) {
+  ph_label_def rl[] = {{"method", method_names}, {"code", code_names}};
+  ph_metric_def rpcs = {"proxyhost_cp_controller_rpcs_total",
+                        "finished RPCs by method and gRPC status code",
+                        PH_METRIC_COUNTER, rl, 2, NULL, 0};
+  ph_label_def ml[] = {{"method", method_names}};
+  ph_metric_def lat = {"proxyhost_cp_controller_rpc_seconds",
+                       "RPC latency, from the call to its status",
+                       PH_METRIC_HISTOGRAM, ml, 1, secs, NSECS};
+  ph_metric_def streams = {"proxyhost_cp_controller_streams_open",
+                           "WatchSnapshots streams open", PH_METRIC_GAUGE,
+                           NULL, 0, NULL, 0};
+  ph_metric_def sent = {"proxyhost_cp_controller_snapshots_sent_total",
+                        "full snapshots sent", PH_METRIC_COUNTER, NULL, 0,
+                        NULL, 0};
+  ph_metric_def build = {"proxyhost_cp_controller_build_seconds",
+                         "snapshot build time (the host job)",
+                         PH_METRIC_HISTOGRAM, NULL, 0, secs, NSECS};
+  ph_metric_def bfail = {"proxyhost_cp_controller_build_failures_total",
+                         "snapshot builds that failed", PH_METRIC_COUNTER,
+                         NULL, 0, NULL, 0};
+  ph_label_def al[] = {{"result", assign_results}};
+  ph_metric_def asg = {"proxyhost_cp_controller_assign_total",
+                       "periodic ownership assignments by result",
+                       PH_METRIC_COUNTER, al, 1, NULL, 0};
+  ph_metric *a = api->metric(m->ctx, &rpcs), *b = api->metric(m->ctx, &lat),
+            *c = api->metric(m->ctx, &streams), *d = api->metric(m->ctx, &sent),
+            *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
+            *g = api->metric(m->ctx, &asg);
+  if (!a || !b || !c || !d || !e || !f || !g)
+    return PH_EINVAL;
+  for (int i = 0; i < CS_M_COUNT; i++) {
+    for (int k = 0; k < 17; k++) {
+      const char *v[2] = {method_names[i], code_names[k]};
+      m->m_rpcs[i][k] = api->series(a, v);
+    }
+    const char *v[1] = {method_names[i]};
+    m->m_seconds[i] = api->series(b, v);
+  }
+  m->m_streams = api->series(c, NULL);
+  m->m_sent = api->series(d, NULL);
+  m->m_build = api->series(e, NULL);
+  m->m_build_fail = api->series(f, NULL);
+  for (int i = 0; i < 2; i++) {
+    const char *v[1] = {assign_results[i]};
+    m->m_assign[i] = api->series(g, v);
+  }
+  return PH_OK;
+}
+
+int64_t cs_unix_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
+               int status, const char *msg, const uint8_t *resp, size_t len) {
+  if (cp_grpc_call_finish(call, status, msg, resp, len) != PH_OK)
+    status = CP_GRPC_CANCELLED;
+  if (status < 0 || status > 16)
+    status = CP_GRPC_UNKNOWN;
+  api->inc(m->m_rpcs[meth][status], 1);
+  api->observe(m->m_seconds[meth],
+               (double)(api->now_ms(m->ctx) - start_ms) / 1000.0);
+}
+
+int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
+            const char **why) {
+  peer[0] = 0;
+  if (!m->conf.mtls)
+    return 0;
+  const char *uri = cp_grpc_call_peer_id(call);
+  if (!uri || cp_spiffe_id(uri, strlen(uri), m->conf.trust_domain,
+                           m->conf.environment, "worker", peer,
+                           CS_WORKER_ID_MAX + 1) != 0) {
+    *why = "the client certificate names no worker of this environment";
+    return CP_GRPC_PERMISSION_DENIED;
+  }
+  return 0;
+}
+
+void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
+                  uint8_t out[32]) {
+  unsigned int n = 32;
+  static const uint8_t empty = 0;
+  if (!HMAC(EVP_sha256(), m->ref_key, CS_KEY_LEN, len ? checksum : &empty,
+            len, out, &n))
+    memset(out, 0, 32); /* a zero reference matches nothing issued */
+}
+
+void cs_update_ready(cs *m) {
+  uint64_t rev;
+  int store_ok = m->store && m->store->revision(m->store_self, &rev) == PH_OK;
+  if (!m->stopping)
+    api->set_ready(m->ctx, m->srv && m->auth_up && store_ok);
+}
+
+void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *)) {
+  l->abandon = abandon;
+  l->next = m->pending;
+  if (l->next)
+    l->next->prevp = &l->next;
+  l->prevp = &m->pending;
+  m->pending = l;
+}
+
+void cs_link_del(cs_link *l) {
+  if (!l->prevp)
+    return;
+  *l->prevp = l->next;
+  if (l->next)
+    l->next->prevp = l->prevp;
+  l->prevp = NULL;
+  l->next = NULL;
+}
+
+void cs_note_auth(cs *m, cp_auth_result r) {
+  int up = r != CP_AUTH_UNAVAILABLE;
+  if (up != m->auth_up) {
+    m->auth_up = up;
+    cs_update_ready(m);
+  }
+}
+
+/* reference_key_file: exactly 32 bytes, a regular file readable by its
+ * owner alone. */
+static int read_key(cs *m, const char *path, const char **why) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) {
+    *why = "cannot open it";
+    return -1;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+    close(fd);
+    *why = "not a regular file of mode 0600 or 0400";
+    return -1;
+  }
+  uint8_t buf[CS_KEY_LEN + 1];
+  ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  if (n != CS_KEY_LEN) {
+    OPENSSL_cleanse(buf, sizeof(buf));
+    *why = "must hold exactly 32 bytes";
+    return -1;
+  }
+  memcpy(m->ref_key, buf, CS_KEY_LEN);
+  OPENSSL_cleanse(buf, sizeof(buf));
+  return 0;
+}
+
+static int cs_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
+                    size_t whylen) {
+  cs_conf c;
+  int rc = cs_conf_read(ctx, a, &c, key, why, whylen);
+  if (rc == PH_OK && c.reference_key_file[0]) {
+    cs tmp;
+    const char *w = NULL;
+    memset(&tmp, 0, sizeof(tmp));
+    if (read_key(&tmp, c.reference_key_file, &w) != 0) {
+      *key = "reference_key_file";
+      snprintf(why, whylen, "%s", w);
+      rc = PH_EINVAL;
+    }
+    OPENSSL_cleanse(tmp.ref_key, sizeof(tmp.ref_key));
+  }
+  return rc;
+}
+
+static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  cs *m = calloc(1, sizeof(*m));
+  if (!m)
+    return PH_ENOMEM;
+  *state = m;
+  m->ctx = ctx;
+  const char *key;
+  char why[256];
+  if (cs_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
+    PH_LOG(api, ctx, PH_LOG_ERROR, "bad configuration", PH_STR("key", key),
+           PH_STR("reason", why));
+    return PH_EINVAL;
+  }
+  if (m->conf.reference_key_file[0]) {
+    const char *w;
+    if (read_key(m, m->conf.reference_key_file, &w) != 0) {
+      PH_LOG(api, ctx, PH_LOG_ERROR, "bad reference key",
+             PH_STR("key", "reference_key_file"), PH_STR("reason", w));
+      return PH_EINVAL;
+    }
+  } else {
+    if (RAND_bytes(m->ref_key, CS_KEY_LEN) != 1)
+      return PH_EINVAL;
+    PH_LOG(api, ctx, PH_LOG_WARN,
+           "reference_key_file not set: a random reference key for this "
+           "process; acknowledgements fail across controllers and restarts "
+           "and workers register again");
+  }
+  if (register_metrics(m) != PH_OK)
+    return PH_EINVAL;
+  return PH_OK;
+}
+
+static const cp_grpc_method *methods(cs *m, size_t *n) {
+  static cp_grpc_method t[5];
+  const cp_grpc_method v[5] = {
+      {"/controlplane.v1.WorkerControlPlane/RegisterWorker", CP_RPC_UNARY,
+       cs_register_rpc, m},
+      {"/controlplane.v1.WorkerControlPlane/WatchSnapshots",
+       CP_RPC_SERVER_STREAM, cs_watch_rpc, m},
+      {"/controlplane.v1.WorkerControlPlane/AcknowledgeSnapshot",
+       CP_RPC_UNARY, cs_ack_rpc, m},
+      {"/controlplane.v1.WorkerControlPlane/ReportRuntime", CP_RPC_UNARY,
+       cs_runtime_rpc, m},
+      {"/controlplane.v1.WorkerControlPlane/ReportOutcomes",
+       CP_RPC_CLIENT_STREAM, cs_outcomes_rpc, m}};
+  memcpy(t, v, sizeof(t));
+  *n = 5;
+  return t;
+}
+
+static int cs_start(void *state) {
+  cs *m = state;
+  api->set_ready(m->ctx, 0);
+  m->auth = api->service_get_named(m->ctx, CP_AUTHORITY_SERVICE,
+                                   m->conf.authority, CP_AUTHORITY_MAJOR,
+                                   CP_AUTHORITY_MINOR, &m->auth_self);
+  if (!m->auth) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "no cp.authority provider",
+           PH_STR("key", "authority"));
+    return PH_EINVAL;
+  }
+  m->store = api->service_get_named(m->ctx, PH_POOL_STORE_SERVICE,
+                                    m->conf.store, PH_POOL_STORE_MAJOR,
+                                    PH_POOL_STORE_MINOR, &m->store_self);
+  if (!m->store) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "no pool.store provider",
+           PH_STR("key", "store"));
+    return PH_EINVAL;
+  }
+  const char *err = NULL;
+  m->cq = cp_grpc_cq_new(m->ctx, api, "grpc", &err);
+  if (!m->cq) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "grpc completion queue failed",
+           PH_STR("reason", err ? err : "unknown"));
+    return PH_EINVAL;
+  }
+  cp_grpc_server_cfg cfg;
+  cp_grpc_conf_server(m->ctx, api, "listen", &cfg);
+  size_t n;
+  const cp_grpc_method *t = methods(m, &n);
+  char e[256] = "";
+  m->srv = cp_grpc_server_new(m->cq, &cfg, t, n, e, sizeof(e));
+  if (!m->srv) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "grpc server failed",
+           PH_STR("listen", cfg.listen), PH_STR("reason", e));
+    return PH_EINVAL;
+  }
+  PH_LOG(api, m->ctx, PH_LOG_INFO, "controller listening",
+         PH_STR("listen", cfg.listen),
+         PH_INT("port", cp_grpc_server_port(m->srv)),
+         PH_STR("tls", m->conf.mtls ? "mtls" : "disabled"));
+  m->auth_up = 1; /* until an answer says otherwise */
+  m->assign_timer = api->timer_new(m->ctx, cs_assign_tick, m);
+  if (!m->assign_timer)
+    return PH_ENOMEM;
+  api->timer_set(m->assign_timer, 10, (uint64_t)m->conf.assign_interval_ms);
+  return PH_OK;
+}
+
+static int cs_stop(void *state) {
+  cs *m = state;
+  m->stopping = 1;
+  api->set_ready(m->ctx, 0);
+  if (m->assign_timer) {
+    api->timer_free(m->assign_timer);
+    m->assign_timer = NULL;
+  }
+  if (m->assign_call > 0 && m->auth)
+    m->auth->cancel(m->auth_self, m->assign_call);
+  m->assign_call = 0;
+  cs_watch_stop_all(m);
+  while (m->pending) {
+    cs_link *l = m->pending;
+    cs_link_del(l);
+    l->abandon(l);
+  }
+  cs_pool_stop(m);
+  /* Ends every call without another callback of ours. */
+  cp_grpc_cq_free(m->cq);
+  m->cq = NULL;
+  m->srv = NULL;
+  return PH_OK;
+}
+
+static void cs_destroy(void *state) {
+  cs *m = state;
+  if (!m)
+    return;
+  OPENSSL_cleanse(m->ref_key, sizeof(m->ref_key));
+  free(m->prev_ids);
+  free(m);
+}
+
+static const char *const requires[] = {CP_AUTHORITY_SERVICE,
+                                   PH_POOL_STORE_SERVICE, NULL};
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("controlplane_server", "1.0.0"),
+    .description = "control-plane controller: the WorkerControlPlane gRPC "
+                   "server",
+    .requires = requires,
+    .config = cs_conf_keys,
+    .init = cs_init,
+    .start = cs_start,
+    .stop = cs_stop,
+    .destroy = cs_destroy,
+    .check = cs_check,
+};

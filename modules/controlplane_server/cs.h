@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The controller's shared state (controlplane_server): one per instance,
+ * loop thread only. The RPCs (cs_register.c, cs_ack.c, cs_runtime.c,
+ * cs_outcomes.c, cs_watch.c), the pool cache (cs_pool.c) and the periodic
+ * assign (cs_assign.c) use it; controlplane_server.c owns its life.
+ */
+#ifndef CS_H
+#define CS_H
+
+#include <stdint.h>
+
+#include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
+
+#include "cp_authority.h"
+#include "cp_grpc.h"
+#include "cp_requests.h"
+#include "cs_conf.h"
+
+#define CS_KEY_LEN 32
+#define CS_WORKER_ID_MAX PH_POOL_ID_MAX
+
+/* The methods, for metrics. */
+typedef enum cs_method {
+  CS_M_REGISTER = 0,
+  CS_M_WATCH,
+  CS_M_ACK,
+  CS_M_RUNTIME,
+  CS_M_OUTCOMES,
+  CS_M_COUNT
+} cs_method;
+
+/* The pool's rows at one revision, shared by builds (refcounted on the
+ * loop thread; read-only once made, so a build job may read it). */
+typedef struct cs_pool {
+  int refs;
+  uint64_t revision;
+  ph_pool_route_row *routes;
+  size_t n_routes;
+  ph_pool_proxy_row *proxies;
+  size_t n_proxies;
+} cs_pool;
+
+typedef void (*cs_pool_cb)(void *arg, cs_pool *pool); /* NULL: unavailable */
+
+typedef struct cs_pool_waiter {
+  struct cs_pool_waiter *next;
+  cs_pool_cb cb;
+  void *arg;
+} cs_pool_waiter;
+
+typedef struct cs_watch cs_watch;
+
+/* A unary or client-streaming RPC waiting on the authority: linked in
+ * cs.pending so that stop can cancel its call (the authority answers
+ * every pending call UNAVAILABLE once it stops, after us). */
+typedef struct cs_link {
+  struct cs_link *next, **prevp;
+  void (*abandon)(struct cs_link *l); /* cancel and free, no gRPC call */
+} cs_link;
+
+
+typedef struct cs {
+  ph_ctx *ctx;
+  cs_conf conf;
+  const cp_authority_v1 *auth;
+  void *auth_self;
+  const ph_pool_store_v1 *store;
+  void *store_self;
+  cp_grpc_cq *cq;
+  cp_grpc_server *srv;
+  uint8_t ref_key[CS_KEY_LEN];
+  ph_timer *assign_timer;
+  int stopping;
+  int auth_up;  /* the last authority answer was not UNAVAILABLE */
+  int store_up; /* the last pool read succeeded */
+  /* pool cache */
+  cs_pool *pool;
+  int64_t pool_read; /* a store snapshot call in flight (id), 0 none */
+  cs_pool_waiter *waiters;
+  char (*prev_ids)[PH_POOL_ID_MAX + 1]; /* proxies the last assign saw */
+  size_t n_prev_ids;
+  int64_t assign_call;
+  cs_watch *watches; /* open streams */
+  cs_link *pending;   /* unary and client-streaming RPCs in flight */
+  /* metrics */
+  ph_series *m_rpcs[CS_M_COUNT][17];
+  ph_series *m_seconds[CS_M_COUNT];
+  ph_series *m_streams, *m_sent, *m_build, *m_build_fail, *m_assign[2];
+} cs;
+
+extern const ph_api *cs_api;
+
+void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *));
+void cs_link_del(cs_link *l);
+
+/* Identity of a call: the certificate's worker id into peer (mtls), or
+ * "" for plaintext. 0, or a gRPC status with *why. */
+int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
+            const char **why);
+/* Ends a call and counts it. */
+void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
+               int status, const char *msg, const uint8_t *resp, size_t len);
+/* HMAC-SHA256(ref_key, checksum): what Redis holds instead. */
+void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
+                  uint8_t out[32]);
+/* Wall-clock Unix ms (snapshots' times are Unix ms). */
+int64_t cs_unix_ms(void);
+void cs_note_auth(cs *m, cp_auth_result r);
+void cs_update_ready(cs *m);
+
+/* The pool's rows at the store's current revision: cb now (cached) or
+ * later. 0, or -1 when nothing could be asked (cb not called). */
+int cs_pool_get(cs *m, cs_pool_cb cb, void *arg);
+void cs_pool_forget(cs *m, void *arg); /* drops arg's waiters */
+void cs_pool_ref(cs_pool *p);
+void cs_pool_unref(cs_pool *p);
+void cs_pool_stop(cs *m);
+
+/* The RPC handlers (cp_grpc_handler_fn). */
+void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                     size_t len);
+void cs_ack_rpc(void *arg, cp_grpc_call *call, const uint8_t *req, size_t len);
+void cs_runtime_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                    size_t len);
+void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                     size_t len);
+void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                  size_t len);
+void cs_watch_stop_all(cs *m);
+
+/* The periodic assign (cs_assign.c). */
+void cs_assign_tick(ph_timer *t, void *arg);
+
+#endif

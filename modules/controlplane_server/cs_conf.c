@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* controlplane_server's keys: see cs_conf.h and the .ini.sample. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cp_grpc_conf.h"
+#include "cp_snapshot.h"
+#include "cs_conf.h"
+
+#define H 3600000
+#define DAY 86400000
+
+const ph_conf_key cs_conf_keys[] = {
+    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:7443", 1, 128,
+                PH_CONF_RESTART, NULL,
+                "host:port of the WorkerControlPlane gRPC server "
+                "(plaintext: loopback only)",
+                NULL),
+    CP_GRPC_TLS_KEYS,
+    CP_GRPC_SERVER_KEYS,
+    PH_CONF_KEY("cluster_id", PH_CONF_STRING, "default", 1, PH_POOL_ID_MAX,
+                PH_CONF_RESTART, NULL,
+                "the cluster this controller serves (RegisterWorker's "
+                "cluster_id must be it; the authority's cluster_id too)",
+                NULL),
+    PH_CONF_KEY("trust_domain", PH_CONF_STRING, "proxyhost.local", 1, 255,
+                PH_CONF_RESTART, NULL,
+                "SPIFFE trust domain of the workers' certificates (mtls)",
+                NULL),
+    PH_CONF_KEY("environment", PH_CONF_STRING, "prod", 1, PH_POOL_NAME_MAX,
+                PH_CONF_RESTART, NULL,
+                "SPIFFE path segment after the trust domain: "
+                "spiffe://<trust_domain>/<environment>/worker/<id>",
+                NULL),
+    PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, PH_POOL_NAME_MAX,
+                PH_CONF_RESTART, NULL,
+                "instance providing cp.authority (redis_ownership); "
+                "empty: the only one",
+                NULL),
+    PH_CONF_KEY("store", PH_CONF_STRING, "", 0, PH_POOL_NAME_MAX,
+                PH_CONF_RESTART, NULL,
+                "instance providing pool.store (store_sqlite, store_pg); "
+                "empty: the only one",
+                NULL),
+    PH_CONF_KEY("secrets_dir", PH_CONF_STRING, "/etc/proxyhost/secrets", 1,
+                4095, PH_CONF_RESTART, NULL,
+                "directory of the proxies' credential files "
+                "(<secret_ref>, mode 0600/0400, one line username:password)",
+                NULL),
+    PH_CONF_KEY("reference_key_file", PH_CONF_STRING, "", 0, 4095,
+                PH_CONF_RESTART, NULL,
+                "32-byte key (mode 0600/0400) for HMAC-SHA256 of snapshot "
+                "checksums in Redis, shared by a cluster's controllers; "
+                "empty: random per process (ACKs fail across controllers "
+                "and restarts)",
+                NULL),
+    PH_CONF_KEY("snapshot_validity", PH_CONF_DURATION, "60s", 1000, DAY,
+                PH_CONF_RESTART, NULL,
+                "a snapshot's valid_until is this after its build", NULL),
+    PH_CONF_KEY("allocation_safety_margin", PH_CONF_DURATION, "5s", 0, H,
+                PH_CONF_RESTART, NULL,
+                "usable_until = the ownership lease's expiry minus this",
+                NULL),
+    PH_CONF_KEY("max_stale_age", PH_CONF_DURATION, "60s", 1000, DAY,
+                PH_CONF_RESTART, NULL,
+                "told to workers: how long they may route on their last "
+                "snapshot",
+                NULL),
+    PH_CONF_KEY("session_ttl", PH_CONF_DURATION, "30s", 1000, H,
+                PH_CONF_RESTART, NULL,
+                "told to workers; must equal the authority's "
+                "[redis_ownership] session_ttl",
+                NULL),
+    PH_CONF_KEY("runtime_interval", PH_CONF_DURATION, "10s", 100, H,
+                PH_CONF_RESTART, NULL,
+                "how often workers call ReportRuntime (< session_ttl / 2)",
+                NULL),
+    PH_CONF_KEY("max_runtime_counters", PH_CONF_INT, "1024", 1, 100000,
+                PH_CONF_RESTART, NULL,
+                "counters in one runtime report (<= the authority's "
+                "max_owned_per_worker); outcomes per batch: min(512, this)",
+                NULL),
+    PH_CONF_KEY("min_snapshot_interval", PH_CONF_DURATION, "1s", 0, H,
+                PH_CONF_RESTART, NULL,
+                "between two snapshots on one stream", NULL),
+    PH_CONF_KEY("refresh_before", PH_CONF_DURATION, "20s", 100, DAY,
+                PH_CONF_RESTART, NULL,
+                "send a fresh snapshot when less validity than this is left "
+                "(< snapshot_validity)",
+                NULL),
+    PH_CONF_KEY("assign_interval", PH_CONF_DURATION, "5s", 100, H,
+                PH_CONF_RESTART, NULL,
+                "how often the pool's usable proxies are assigned to owners",
+                NULL),
+    PH_CONF_KEY("watch_poll_interval", PH_CONF_DURATION, "1s", 50, 60000,
+                PH_CONF_RESTART, NULL,
+                "how often a stream reads its ownership and the pool "
+                "revision for changes",
+                NULL),
+    PH_CONF_END};
+
+static int copy(char *dst, size_t cap, const char *src) {
+  size_t n = src ? strlen(src) : 0;
+  if (n >= cap)
+    return -1;
+  memcpy(dst, src ? src : "", n);
+  dst[n] = 0;
+  return 0;
+}
+
+static int seg_ok(const char *s) {
+  if (!*s)
+    return 0;
+  for (; *s; s++)
+    if (*s == '/' || *s == '%' || *s <= 0x20 || *s >= 0x7f)
+      return 0;
+  return 1;
+}
+
+#define FAIL(k, ...)                                                           \
+  do {                                                                         \
+    *key = (k);                                                                \
+    snprintf(why, whylen, __VA_ARGS__);                                        \
+    return PH_EINVAL;                                                          \
+  } while (0)
+
+int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
+                 char *why, size_t whylen) {
+  memset(c, 0, sizeof(*c));
+  int rc = cp_grpc_conf_check_server(ctx, a, "listen", key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
+  c->mtls = strcmp(a->conf_str(ctx, "tls.mode"), "mtls") == 0;
+  if (copy(c->cluster_id, sizeof(c->cluster_id), a->conf_str(ctx, "cluster_id")))
+    FAIL("cluster_id", "too long");
+  for (const char *p = c->cluster_id; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+      FAIL("cluster_id", "only [A-Za-z0-9._-]");
+  if (copy(c->trust_domain, sizeof(c->trust_domain),
+           a->conf_str(ctx, "trust_domain")) || !seg_ok(c->trust_domain))
+    FAIL("trust_domain", "printable ASCII without '/', '%%' or spaces");
+  if (copy(c->environment, sizeof(c->environment),
+           a->conf_str(ctx, "environment")) || !seg_ok(c->environment))
+    FAIL("environment", "printable ASCII without '/', '%%' or spaces");
+  if (copy(c->authority, sizeof(c->authority), a->conf_str(ctx, "authority")))
+    FAIL("authority", "too long");
+  if (copy(c->store, sizeof(c->store), a->conf_str(ctx, "store")))
+    FAIL("store", "too long");
+  if (copy(c->secrets_dir, sizeof(c->secrets_dir),
+           a->conf_str(ctx, "secrets_dir")) || c->secrets_dir[0] != '/')
+    FAIL("secrets_dir", "must be an absolute path");
+  if (copy(c->reference_key_file, sizeof(c->reference_key_file),
+           a->conf_str(ctx, "reference_key_file")))
+    FAIL("reference_key_file", "too long");
+  c->snapshot_validity_ms = a->conf_int(ctx, "snapshot_validity");
+  c->safety_margin_ms = a->conf_int(ctx, "allocation_safety_margin");
+  c->max_stale_age_ms = a->conf_int(ctx, "max_stale_age");
+  c->session_ttl_ms = a->conf_int(ctx, "session_ttl");
+  c->runtime_interval_ms = a->conf_int(ctx, "runtime_interval");
+  c->max_runtime_counters = (uint32_t)a->conf_int(ctx, "max_runtime_counters");
+  c->min_snapshot_interval_ms = a->conf_int(ctx, "min_snapshot_interval");
+  c->refresh_before_ms = a->conf_int(ctx, "refresh_before");
+  c->assign_interval_ms = a->conf_int(ctx, "assign_interval");
+  c->watch_poll_ms = a->conf_int(ctx, "watch_poll_interval");
+  if (c->runtime_interval_ms * 2 >= c->session_ttl_ms)
+    FAIL("runtime_interval", "must be below session_ttl / 2");
+  if (c->refresh_before_ms >= c->snapshot_validity_ms)
+    FAIL("refresh_before", "must be below snapshot_validity");
+  if (c->min_snapshot_interval_ms >= c->snapshot_validity_ms - c->refresh_before_ms)
+    FAIL("min_snapshot_interval",
+         "must be below snapshot_validity - refresh_before");
+  if (c->safety_margin_ms > CP_MARGIN_MAX_MS)
+    FAIL("allocation_safety_margin", "at most one hour");
+  if (c->assign_interval_ms >= c->session_ttl_ms)
+    FAIL("assign_interval", "must be below session_ttl");
+  if (c->watch_poll_ms > c->refresh_before_ms)
+    FAIL("watch_poll_interval", "must not exceed refresh_before");
+  if (a->service_provider_loaded && c->authority[0] &&
+      !a->service_provider_loaded(ctx, "cp.authority", c->authority))
+    FAIL("authority", "no such cp.authority provider loaded");
+  if (a->service_provider_loaded && c->store[0] &&
+      !a->service_provider_loaded(ctx, PH_POOL_STORE_SERVICE, c->store))
+    FAIL("store", "no such pool.store provider loaded");
+  return PH_OK;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * controlplane_server's keys (controlplane_server.ini.sample documents
+ * each): the transport (cp_grpc_conf.h), the controller's identity
+ * (cluster, SPIFFE trust domain and environment), the providers it uses,
+ * and the timing of sessions, snapshots and ownership, with the cross-key
+ * rules that per-key bounds cannot say.
+ */
+#ifndef CS_CONF_H
+#define CS_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
+
+extern const ph_conf_key cs_conf_keys[];
+
+typedef struct cs_conf {
+  char cluster_id[PH_POOL_ID_MAX + 1];
+  char trust_domain[256];
+  char environment[PH_POOL_NAME_MAX + 1];
+  char authority[PH_POOL_NAME_MAX + 1]; /* provider instance, "" = the only */
+  char store[PH_POOL_NAME_MAX + 1];
+  char secrets_dir[4096];
+  char reference_key_file[4096]; /* "" = a random key per process */
+  int mtls;
+  int64_t snapshot_validity_ms;
+  int64_t safety_margin_ms;
+  int64_t max_stale_age_ms;
+  int64_t session_ttl_ms;
+  int64_t runtime_interval_ms;
+  uint32_t max_runtime_counters;
+  int64_t min_snapshot_interval_ms;
+  int64_t refresh_before_ms;
+  int64_t assign_interval_ms;
+  int64_t watch_poll_ms;
+} cs_conf;
+
+/* Reads and cross-checks the keys. PH_OK, or PH_EINVAL with *key and why
+ * (never a secret). */
+int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
+                 char *why, size_t whylen);
+
+#endif

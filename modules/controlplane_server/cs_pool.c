@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The pool's rows, read through pool.store and cached by revision: a
+ * stream or the assign asks; when the store's revision (no I/O) is the
+ * cached one the cache answers at once, otherwise one snapshot() read
+ * serves every waiter. Bounded by the store (PH_POOL_*_MAX rows).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+
+#define api cs_api
+
+void cs_pool_ref(cs_pool *p) { p->refs++; }
+
+void cs_pool_unref(cs_pool *p) {
+  if (!p || --p->refs > 0)
+    return;
+  free(p->routes);
+  free(p->proxies);
+  free(p);
+}
+
+static void answer_all(cs *m, cs_pool *p) {
+  cs_pool_waiter *w = m->waiters;
+  m->waiters = NULL;
+  while (w) {
+    cs_pool_waiter *next = w->next;
+    w->cb(w->arg, p);
+    free(w);
+    w = next;
+  }
+}
+
+static void on_snapshot(void *arg, const ph_pool_snapshot *res) {
+  cs *m = arg;
+  m->pool_read = 0;
+  cs_pool *p = NULL;
+  if (res->status == PH_OK) {
+    p = calloc(1, sizeof(*p));
+    if (p) {
+      p->refs = 1;
+      p->revision = res->revision;
+      p->n_routes = res->n_routes;
+      p->n_proxies = res->n_proxies;
+      p->routes = malloc((res->n_routes ? res->n_routes : 1) *
+                         sizeof(*p->routes));
+      p->proxies = malloc((res->n_proxies ? res->n_proxies : 1) *
+                          sizeof(*p->proxies));
+      if (!p->routes || !p->proxies) {
+        p->refs = 0;
+        free(p->routes);
+        free(p->proxies);
+        free(p);
+        p = NULL;
+      } else {
+        if (res->n_routes)
+          memcpy(p->routes, res->routes, res->n_routes * sizeof(*p->routes));
+        if (res->n_proxies)
+          memcpy(p->proxies, res->proxies,
+                 res->n_proxies * sizeof(*p->proxies));
+      }
+    }
+  } else {
+    PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "pool store read failed",
+              PH_INT("status", res->status));
+  }
+  m->store_up = p != NULL;
+  if (p) {
+    cs_pool_unref(m->pool);
+    m->pool = p; /* the cache's reference */
+  }
+  cs_update_ready(m);
+  answer_all(m, p);
+}
+
+int cs_pool_get(cs *m, cs_pool_cb cb, void *arg) {
+  uint64_t rev;
+  if (m->stopping)
+    return -1;
+  if (m->pool && m->store->revision(m->store_self, &rev) == PH_OK &&
+      rev == m->pool->revision && !m->pool_read) {
+    cb(arg, m->pool);
+    return 0;
+  }
+  cs_pool_waiter *w = calloc(1, sizeof(*w));
+  if (!w)
+    return -1;
+  w->cb = cb;
+  w->arg = arg;
+  if (!m->pool_read) {
+    int64_t id = m->store->snapshot(m->store_self, on_snapshot, m);
+    if (id < 0) {
+      free(w);
+      return -1;
+    }
+    m->pool_read = id;
+  }
+  w->next = m->waiters;
+  m->waiters = w;
+  return 0;
+}
+
+void cs_pool_forget(cs *m, void *arg) {
+  cs_pool_waiter **pp = &m->waiters;
+  while (*pp) {
+    if ((*pp)->arg == arg) {
+      cs_pool_waiter *w = *pp;
+      *pp = w->next;
+      free(w);
+    } else {
+      pp = &(*pp)->next;
+    }
+  }
+}
+
+void cs_pool_stop(cs *m) {
+  if (m->pool_read > 0)
+    m->store->cancel(m->store_self, m->pool_read);
+  m->pool_read = 0;
+  while (m->waiters) {
+    cs_pool_waiter *w = m->waiters;
+    m->waiters = w->next;
+    free(w);
+  }
+  cs_pool_unref(m->pool);
+  m->pool = NULL;
+}

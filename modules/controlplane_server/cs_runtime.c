@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* ReportRuntime: the checks, the content digest (cp_runtime_digest) and
+ * the authority's runtime fence; the answer carries the revoke list. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cp_snapshot_time.h"
+#include "cs_unary.h"
+
+#define api cs_api
+
+static void rt_done(void *arg, const cp_auth_reply *rep) {
+  cs_unary *u = arg;
+  u->auth_call = 0;
+  cs_note_auth(u->m, rep->result);
+  if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
+    cs_unary_end(u, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result),
+                 NULL, 0);
+    return;
+  }
+  Controlplane__V1__ReportRuntimeResponse resp =
+      CONTROLPLANE__V1__REPORT_RUNTIME_RESPONSE__INIT;
+  Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+  cp_ms_to_ts(rep->session_expires_ms, &ts);
+  resp.session_expires_at = &ts;
+  resp.n_revoke_proxy_ids = rep->n_revoke;
+  resp.revoke_proxy_ids = (char **)rep->revoke;
+  size_t n = controlplane__v1__report_runtime_response__get_packed_size(&resp);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) {
+    cs_unary_end(u, CP_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+    return;
+  }
+  controlplane__v1__report_runtime_response__pack(&resp, buf);
+  cs_unary_end(u, CP_GRPC_OK, NULL, buf, n);
+  free(buf);
+}
+
+void cs_runtime_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                    size_t len) {
+  cs *m = arg;
+  int64_t start = api->now_ms(m->ctx);
+  char peer[CS_WORKER_ID_MAX + 1];
+  const char *why = NULL;
+  int st = cs_peer(m, call, peer, &why);
+  Controlplane__V1__ReportRuntimeRequest *q = NULL;
+  if (!st &&
+      !(q = controlplane__v1__report_runtime_request__unpack(NULL, len, req))) {
+    st = CP_GRPC_INVALID_ARGUMENT;
+    why = "malformed request";
+  }
+  if (!st) {
+    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+    st = cp_check_runtime(q, &c, m->conf.max_runtime_counters, &why);
+  }
+  uint8_t digest[32];
+  uint8_t *scratch = NULL;
+  if (!st) {
+    size_t cap = len + 64;
+    scratch = malloc(cap);
+    if (!scratch || cp_runtime_digest(q, scratch, cap, digest) != 0) {
+      st = CP_GRPC_RESOURCE_EXHAUSTED;
+      why = "report too large";
+    }
+    free(scratch);
+  }
+  cp_auth_counter *cn = NULL;
+  if (!st && q->n_counters &&
+      !(cn = calloc(q->n_counters, sizeof(*cn)))) {
+    st = CP_GRPC_RESOURCE_EXHAUSTED;
+    why = "out of memory";
+  }
+  cs_unary *u = NULL;
+  if (!st && !(u = cs_unary_new(m, call, CS_M_RUNTIME, start))) {
+    st = CP_GRPC_RESOURCE_EXHAUSTED;
+    why = "out of memory";
+  }
+  if (st) {
+    free(cn);
+    if (q)
+      controlplane__v1__report_runtime_request__free_unpacked(q, NULL);
+    cs_finish(m, call, CS_M_RUNTIME, start, st, why, NULL, 0);
+    return;
+  }
+  for (size_t i = 0; i < q->n_counters; i++) {
+    cn[i].proxy_id = q->counters[i]->proxy_id;
+    cn[i].active = q->counters[i]->active;
+    cn[i].reserved = q->counters[i]->reserved;
+    cn[i].draining = q->counters[i]->draining;
+  }
+  int64_t id = m->auth->report_runtime(
+      m->auth_self, q->worker_id, q->session_id, q->report_sequence, digest,
+      q->snapshot_version, q->ownership_epoch, cn, q->n_counters, rt_done, u);
+  free(cn);
+  controlplane__v1__report_runtime_request__free_unpacked(q, NULL);
+  cs_unary_started(u, id);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <stdlib.h>
+
+#include "cs_unary.h"
+
+static void abandon(cs_link *l) {
+  cs_unary *u = (cs_unary *)l;
+  if (u->auth_call > 0)
+    u->m->auth->cancel(u->m->auth_self, u->auth_call);
+  free(u);
+}
+
+static void on_cancel(void *arg, cp_grpc_call *call) {
+  cs_unary *u = arg;
+  (void)call;
+  cs_link_del(&u->link);
+  abandon(&u->link);
+}
+
+cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
+                       int64_t start_ms) {
+  cs_unary *u = calloc(1, sizeof(*u));
+  if (!u)
+    return NULL;
+  u->m = m;
+  u->call = call;
+  u->method = meth;
+  u->start_ms = start_ms;
+  cp_grpc_call_on_cancel(call, on_cancel, u);
+  cs_link_add(m, &u->link, abandon);
+  return u;
+}
+
+void cs_unary_end(cs_unary *u, int status, const char *msg,
+                  const uint8_t *resp, size_t len) {
+  cs_link_del(&u->link);
+  cs_finish(u->m, u->call, u->method, u->start_ms, status, msg, resp, len);
+  free(u);
+}
+
+void cs_unary_started(cs_unary *u, int64_t id) {
+  if (id > 0) {
+    u->auth_call = id;
+    return;
+  }
+  u->auth_call = 0;
+  cs_unary_end(u,
+               id == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT : CP_GRPC_UNAVAILABLE,
+               id == PH_EINVAL ? "a field out of bounds"
+                               : "the authority is busy",
+               NULL, 0);
+}
+
+const char *cs_auth_why(cp_auth_result r) {
+  switch (r) {
+  case CP_AUTH_OK:
+  case CP_AUTH_REPLAY:
+    return NULL;
+  case CP_AUTH_STALE_SESSION:
+    return "the session is not current";
+  case CP_AUTH_FENCE_CLOSED:
+    return "runtime fence closed: no positive acknowledgement";
+  case CP_AUTH_BASELINE_MISMATCH:
+    return "version or epoch is not the acknowledged baseline";
+  case CP_AUTH_STALE_EPOCH:
+    return "ownership epoch below the current one";
+  case CP_AUTH_NOT_ISSUED:
+    return "no such snapshot was issued to this session";
+  case CP_AUTH_SEQ_SMALLER:
+    return "sequence below the last accepted";
+  case CP_AUTH_SEQ_CONFLICT:
+    return "the last accepted sequence with other content";
+  case CP_AUTH_LIMIT:
+    return "a limit of the authority";
+  default:
+    return "the authority did not answer";
+  }
+}

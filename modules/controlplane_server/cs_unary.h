@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* One unary RPC waiting for one authority call: cancelled with the call. */
+#ifndef CS_UNARY_H
+#define CS_UNARY_H
+
+#include "cs.h"
+
+typedef struct cs_unary {
+  cs_link link; /* first */
+  cs *m;
+  cp_grpc_call *call;
+  cs_method method;
+  int64_t start_ms, auth_call;
+} cs_unary;
+
+/* A cs_unary for call (its cancel callback set), or NULL. */
+cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
+                       int64_t start_ms);
+/* The authority call's id: < 0 ends the RPC (and frees u). */
+void cs_unary_started(cs_unary *u, int64_t id);
+/* Ends the RPC and frees u. */
+void cs_unary_end(cs_unary *u, int status, const char *msg,
+                  const uint8_t *resp, size_t len);
+/* The status message of a fence's result (never data). */
+const char *cs_auth_why(cp_auth_result r);
+
+#endif

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * WatchSnapshots (docs/api/controlplane.md#watchsnapshots). Per stream a
+ * round: the worker's ownership (owned(): a replaced session ends the
+ * stream FAILED_PRECONDITION), the pool's rows (cs_pool), the stream's
+ * schedule (cp_watch_next); to send, next_version, the build as a host
+ * job (credentials from secrets_dir through cp_secret_read, wiped after),
+ * issue(HMAC(reference_key, checksum)) and only then the send. Rounds
+ * repeat every watch_poll_interval; the stream ends OK when its last
+ * snapshot's valid_until arrives without a newer one.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "cp_secrets.h"
+#include "cp_snapshot.h"
+#include "cp_watch_plan.h"
+#include "cs.h"
+
+#define api cs_api
+
+struct cs_watch {
+  cs *m;
+  cs_watch *next, **prevp; /* m->watches */
+  cp_grpc_call *call;      /* NULL once ended or cancelled */
+  int64_t start_ms;
+  char worker[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
+  cp_watch_state ws;
+  ph_timer *timer;
+  int64_t auth_call, job;
+  int dead; /* the call is gone; free once the job is back */
+  /* the round's inputs */
+  uint64_t epoch, owned_digest, version;
+  cp_owned *owned;
+  char (*owned_ids)[PH_POOL_ID_MAX + 1];
+  size_t n_owned;
+  cs_pool *pool;
+  /* the build's result (job thread writes, loop reads after done) */
+  int64_t build_now_ms;
+  int build_ok;
+  double build_seconds;
+  uint8_t checksum[32];
+  int64_t valid_until_ms;
+  uint8_t *out;
+  size_t out_len;
+};
+
+static void round_start(cs_watch *w);
+
+static void drop_round(cs_watch *w) {
+  free(w->owned);
+  free(w->owned_ids);
+  w->owned = NULL;
+  w->owned_ids = NULL;
+  w->n_owned = 0;
+  cs_pool_unref(w->pool);
+  w->pool = NULL;
+  if (w->out) {
+    OPENSSL_cleanse(w->out, w->out_len);
+    free(w->out);
+  }
+  w->out = NULL;
+  w->out_len = 0;
+}
+
+static void w_free(cs_watch *w) {
+  drop_round(w);
+  if (w->timer)
+    api->timer_free(w->timer);
+  if (w->prevp) {
+    *w->prevp = w->next;
+    if (w->next)
+      w->next->prevp = w->prevp;
+    api->gauge_add(w->m->m_streams, -1);
+  }
+  free(w);
+}
+
+/* Cancels what is pending; frees w unless the job still runs. */
+static void w_abandon(cs_watch *w) {
+  cs *m = w->m;
+  w->dead = 1;
+  w->call = NULL;
+  if (w->auth_call > 0)
+    m->auth->cancel(m->auth_self, w->auth_call);
+  w->auth_call = 0;
+  cs_pool_forget(m, w);
+  int64_t job = w->job;
+  if (job > 0) {
+    /* PH_OK: done ran already (and freed w); PH_EBUSY: its done frees */
+    api->job_cancel(m->ctx, job);
+    return;
+  }
+  w_free(w);
+}
+
+static void w_end(cs_watch *w, int status, const char *why) {
+  cs_finish(w->m, w->call, CS_M_WATCH, w->start_ms, status, why, NULL, 0);
+  w->call = NULL;
+  w_free(w);
+}
+
+static void w_cancel(void *arg, cp_grpc_call *call) {
+  cs_watch *w = arg;
+  (void)call;
+  api->inc(w->m->m_rpcs[CS_M_WATCH][CP_GRPC_CANCELLED], 1);
+  w_abandon(w);
+}
+
+static void schedule(cs_watch *w, int64_t at_ms) {
+  int64_t now = cs_unix_ms();
+  int64_t after = w->m->conf.watch_poll_ms;
+  if (at_ms >= 0 && at_ms - now < after)
+    after = at_ms > now ? at_ms - now : 0;
+  api->timer_set(w->timer, (uint64_t)after, 0);
+}
+
+/* The inputs are unavailable: the first snapshot cannot go out (the
+ * stream fails UNAVAILABLE); later the stream waits while its last
+ * snapshot is valid and ends at its valid_until. */
+static void unavailable(cs_watch *w) {
+  drop_round(w);
+  if (!w->ws.sent) {
+    w_end(w, CP_GRPC_UNAVAILABLE, "the authority or the store did not answer");
+    return;
+  }
+  if (cs_unix_ms() >= w->ws.last_valid_until_ms) {
+    w_end(w, CP_GRPC_OK, NULL);
+    return;
+  }
+  schedule(w, w->ws.last_valid_until_ms);
+}
+
+static void on_tick(ph_timer *t, void *arg) {
+  (void)t;
+  round_start(arg);
+}
+
+static void sent(void *arg, cp_grpc_call *call) {
+  cs_watch *w = arg;
+  (void)call;
+  w->ws.in_flight = 0;
+  w->ws.sent = 1;
+  w->ws.last_sent_ms = w->build_now_ms;
+  w->ws.last_valid_until_ms = w->valid_until_ms;
+  w->ws.last_revision = w->pool ? w->pool->revision : 0;
+  w->ws.last_epoch = w->epoch;
+  w->ws.last_owned_digest = w->owned_digest;
+  api->inc(w->m->m_sent, 1);
+  drop_round(w);
+  schedule(w, -1);
+}
+
+static void issued(void *arg, const cp_auth_reply *rep) {
+  cs_watch *w = arg;
+  w->auth_call = 0;
+  cs_note_auth(w->m, rep->result);
+  if (rep->result == CP_AUTH_STALE_SESSION) {
+    w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+    return;
+  }
+  if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
+    w->ws.in_flight = 0;
+    unavailable(w);
+    return;
+  }
+  if (cp_grpc_call_send(w->call, w->out, w->out_len, sent, w) != PH_OK) {
+    w_end(w, CP_GRPC_INTERNAL, "send failed");
+    return;
+  }
+  /* the layer copied the bytes: wipe ours now */
+  OPENSSL_cleanse(w->out, w->out_len);
+}
+
+static int resolve(void *ud, const char *ref, uint64_t version,
+                   ph_pool_credential *out) {
+  const char *why;
+  return cp_secret_read(ud, ref, version, out, &why) == CP_SECRET_OK;
+}
+
+/* Host job thread: reads only what the round holds (immutable now). */
+static void build_work(void *arg) {
+  cs_watch *w = arg;
+  cs *m = w->m;
+  int64_t t0 = api->now_ms(m->ctx);
+  cp_build_input in;
+  memset(&in, 0, sizeof(in));
+  in.cluster_id = m->conf.cluster_id;
+  in.worker_id = w->worker;
+  in.session_id = w->session;
+  in.routes = w->pool->routes;
+  in.n_routes = w->pool->n_routes;
+  in.proxies = w->pool->proxies;
+  in.n_proxies = w->pool->n_proxies;
+  in.owned = w->owned;
+  in.n_owned = w->n_owned;
+  in.resolve = resolve;
+  in.resolve_ud = m->conf.secrets_dir;
+  in.now_ms = w->build_now_ms;
+  in.version = w->version;
+  in.ownership_epoch = w->epoch;
+  in.allocation_safety_margin_ms = m->conf.safety_margin_ms;
+  in.snapshot_validity_ms = m->conf.snapshot_validity_ms;
+  cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
+  in.limits = lim;
+  cp_snapshot *s = NULL;
+  w->build_ok = 0;
+  if (cp_snapshot_build(&in, &s, NULL) == CP_BUILD_OK) {
+    const Controlplane__V1__WorkerSnapshot *msg = cp_snapshot_msg(s);
+    Controlplane__V1__WatchSnapshotsResponse r =
+        CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__INIT;
+    r.payload_case = CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_SNAPSHOT;
+    r.snapshot = (Controlplane__V1__WorkerSnapshot *)msg;
+    size_t n = controlplane__v1__watch_snapshots_response__get_packed_size(&r);
+    w->out = malloc(n ? n : 1);
+    if (w->out && msg->checksum.len == 32 && msg->valid_until) {
+      w->out_len = controlplane__v1__watch_snapshots_response__pack(&r, w->out);
+      memcpy(w->checksum, msg->checksum.data, 32);
+      w->valid_until_ms = (int64_t)msg->valid_until->seconds * 1000 +
+                          msg->valid_until->nanos / 1000000;
+      w->build_ok = 1;
+    }
+  }
+  cp_snapshot_free(s);
+  w->build_seconds = (double)(api->now_ms(m->ctx) - t0) / 1000.0;
+}
+
+static void build_done(void *arg, int status) {
+  cs_watch *w = arg;
+  cs *m = w->m;
+  w->job = 0;
+  if (w->dead) {
+    w_free(w);
+    return;
+  }
+  api->observe(m->m_build, w->build_seconds);
+  if (status != PH_OK || !w->build_ok) {
+    api->inc(m->m_build_fail, 1);
+    PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot build failed",
+              PH_STR("worker_id", w->worker));
+    w->ws.in_flight = 0;
+    unavailable(w);
+    return;
+  }
+  uint8_t ref[32];
+  cs_reference(m, w->checksum, 32, ref);
+  int64_t id = m->auth->issue(m->auth_self, w->worker, w->session, w->version,
+                              w->epoch, ref, issued, w);
+  if (id < 0) {
+    w->ws.in_flight = 0;
+    unavailable(w);
+    return;
+  }
+  w->auth_call = id;
+}
+
+static void got_version(void *arg, const cp_auth_reply *rep) {
+  cs_watch *w = arg;
+  w->auth_call = 0;
+  cs_note_auth(w->m, rep->result);
+  if (rep->result != CP_AUTH_OK) {
+    w->ws.in_flight = 0;
+    unavailable(w);
+    return;
+  }
+  w->version = rep->version;
+  w->build_now_ms = cs_unix_ms();
+  int64_t job = api->submit(w->m->ctx, build_work, build_done, w);
+  if (job < 0) {
+    w->ws.in_flight = 0;
+    unavailable(w);
+    return;
+  }
+  w->job = job;
+}
+
+static void got_pool(void *arg, cs_pool *p) {
+  cs_watch *w = arg;
+  if (!p) {
+    unavailable(w);
+    return;
+  }
+  cs_pool_ref(p);
+  w->pool = p;
+  cp_watch_limits lim = {(uint32_t)w->m->conf.min_snapshot_interval_ms,
+                         (uint32_t)w->m->conf.refresh_before_ms};
+  int64_t at = -1;
+  cp_watch_step step = cp_watch_next(&w->ws, &lim, p->revision, w->epoch,
+                                     w->owned_digest, cs_unix_ms(), &at);
+  if (step == CP_WATCH_END) {
+    w_end(w, CP_GRPC_OK, NULL);
+    return;
+  }
+  if (step == CP_WATCH_WAIT) {
+    drop_round(w);
+    schedule(w, at);
+    return;
+  }
+  w->ws.in_flight = 1;
+  int64_t id = w->m->auth->next_version(w->m->auth_self, got_version, w);
+  if (id < 0) {
+    w->ws.in_flight = 0;
+    unavailable(w);
+    return;
+  }
+  w->auth_call = id;
+}
+
+/* FNV-1a over the owned ids and leases: "did the owned set change". */
+static uint64_t owned_hash(const cp_auth_reply *rep) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < rep->n_owned; i++) {
+    for (const char *p = rep->owned[i].proxy_id; *p; p++)
+      h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+    uint64_t l = (uint64_t)rep->owned[i].lease_until_ms;
+    for (int k = 0; k < 8; k++)
+      h = (h ^ ((l >> (8 * k)) & 0xff)) * 1099511628211ULL;
+  }
+  return h;
+}
+
+static void got_owned(void *arg, const cp_auth_reply *rep) {
+  cs_watch *w = arg;
+  w->auth_call = 0;
+  cs_note_auth(w->m, rep->result);
+  if (rep->result == CP_AUTH_STALE_SESSION) {
+    w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+    return;
+  }
+  if (rep->result != CP_AUTH_OK) {
+    unavailable(w);
+    return;
+  }
+  size_t n = rep->n_owned;
+  w->owned = calloc(n ? n : 1, sizeof(*w->owned));
+  w->owned_ids = calloc(n ? n : 1, sizeof(*w->owned_ids));
+  if (!w->owned || !w->owned_ids) {
+    unavailable(w);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    strncpy(w->owned_ids[i], rep->owned[i].proxy_id, PH_POOL_ID_MAX);
+    w->owned[i].proxy_id = w->owned_ids[i];
+    w->owned[i].lease_expiry_ms = rep->owned[i].lease_until_ms;
+  }
+  w->n_owned = n;
+  w->epoch = rep->epoch;
+  w->owned_digest = owned_hash(rep);
+  if (cs_pool_get(w->m, got_pool, w) != 0)
+    unavailable(w);
+}
+
+static void round_start(cs_watch *w) {
+  if (w->dead || w->ws.in_flight || w->auth_call > 0 || w->job > 0)
+    return;
+  int64_t id = w->m->auth->owned(w->m->auth_self, w->worker, w->session,
+                                 got_owned, w);
+  if (id < 0) {
+    unavailable(w);
+    return;
+  }
+  w->auth_call = id;
+}
+
+void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                  size_t len) {
+  cs *m = arg;
+  int64_t start = api->now_ms(m->ctx);
+  char peer[CS_WORKER_ID_MAX + 1];
+  const char *why = NULL;
+  int st = cs_peer(m, call, peer, &why);
+  Controlplane__V1__WatchSnapshotsRequest *q = NULL;
+  if (!st &&
+      !(q = controlplane__v1__watch_snapshots_request__unpack(NULL, len, req))) {
+    st = CP_GRPC_INVALID_ARGUMENT;
+    why = "malformed request";
+  }
+  if (!st) {
+    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+    st = cp_check_watch(q, &c, &why);
+  }
+  cs_watch *w = NULL;
+  if (!st && (!(w = calloc(1, sizeof(*w))) ||
+              !(w->timer = api->timer_new(m->ctx, on_tick, w)))) {
+    free(w);
+    w = NULL;
+    st = CP_GRPC_RESOURCE_EXHAUSTED;
+    why = "out of memory";
+  }
+  if (!st && (strlen(q->worker_id) > PH_POOL_ID_MAX ||
+              strlen(q->session_id) > PH_POOL_ID_MAX)) {
+    st = CP_GRPC_INVALID_ARGUMENT;
+    why = "an identifier out of bounds";
+  }
+  if (st) {
+    if (w) {
+      api->timer_free(w->timer);
+      free(w);
+    }
+    if (q)
+      controlplane__v1__watch_snapshots_request__free_unpacked(q, NULL);
+    cs_finish(m, call, CS_M_WATCH, start, st, why, NULL, 0);
+    return;
+  }
+  w->m = m;
+  w->call = call;
+  w->start_ms = start;
+  strcpy(w->worker, q->worker_id);
+  strcpy(w->session, q->session_id);
+  controlplane__v1__watch_snapshots_request__free_unpacked(q, NULL);
+  w->next = m->watches;
+  if (w->next)
+    w->next->prevp = &w->next;
+  w->prevp = &m->watches;
+  m->watches = w;
+  api->gauge_add(m->m_streams, 1);
+  cp_grpc_call_on_cancel(call, w_cancel, w);
+  round_start(w);
+}
+
+void cs_watch_stop_all(cs *m) {
+  while (m->watches) {
+    cs_watch *w = m->watches;
+    /* unlink first: a job still running frees it alone later */
+    m->watches = w->next;
+    if (w->next)
+      w->next->prevp = &m->watches;
+    w->prevp = NULL;
+    api->gauge_add(m->m_streams, -1);
+    w_abandon(w);
+  }
+}

@@ -1,0 +1,326 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""A worker's side of the WorkerControlPlane API for t/integration/controller.sh,
+on Debian's python3-grpcio with stubs generated at test time.
+
+    cp_client.py GEN PORT SCENARIO DIR [ARGS...]
+
+prints one "RESULT <0|1> <name>" line per check (0: passed) and, for
+values the shell needs, "VALUE <name> <value>". Every wait has a deadline.
+"""
+import hashlib
+import os
+import struct
+import sys
+import threading
+
+GEN, PORT, SCENARIO, DIR = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+ARGS = sys.argv[5:]
+sys.path.insert(0, GEN)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
+import grpc  # noqa: E402
+from controlplane.v1 import controlplane_pb2 as pb  # noqa: E402
+from controlplane.v1 import controlplane_pb2_grpc as rpc  # noqa: E402
+import cp_checksum  # noqa: E402  (t/lib/cp_checksum.py: an independent checksum)
+
+SC = grpc.StatusCode
+TIMEOUT = 10
+
+
+def result(ok, name):
+    print("RESULT %d %s" % (0 if ok else 1, name), flush=True)
+
+
+def value(name, v):
+    print("VALUE %s %s" % (name, v), flush=True)
+
+
+def channel(cert=None, key=None, ca=None):
+    target = "127.0.0.1:%s" % PORT
+    if not ca:
+        return grpc.insecure_channel(target)
+    rd = lambda p: open(p, "rb").read() if p else None  # noqa: E731
+    creds = grpc.ssl_channel_credentials(rd(ca), rd(key), rd(cert))
+    return grpc.secure_channel(target, creds)
+
+
+def code_of(fn):
+    try:
+        return SC.OK, fn()
+    except grpc.RpcError as e:
+        return e.code(), None
+
+
+def register(stub, worker="w1", instance="i1", cluster="c1"):
+    return code_of(lambda: stub.RegisterWorker(pb.RegisterWorkerRequest(
+        cluster_id=cluster, worker_id=worker, instance_id=instance, zone="z1",
+        supported_protocol_version=pb.PROTOCOL_VERSION_V1), timeout=TIMEOUT))
+
+
+def first_snapshot(stub, worker, session, timeout=TIMEOUT):
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+        worker_id=worker, session_id=session), timeout=timeout)
+    try:
+        for m in it:
+            return SC.OK, m.snapshot, it
+    except grpc.RpcError as e:
+        return e.code(), None, it
+    return SC.OK, None, it
+
+
+def ack(stub, worker, session, snap, accepted=True, checksum=None):
+    return code_of(lambda: stub.AcknowledgeSnapshot(pb.AcknowledgeSnapshotRequest(
+        worker_id=worker, session_id=session, version=snap.version,
+        ownership_epoch=snap.ownership_epoch,
+        checksum=snap.checksum if checksum is None else checksum,
+        result=pb.ACK_RESULT_ACCEPTED if accepted else pb.ACK_RESULT_REJECTED,
+        reject_reason=0 if accepted else pb.REJECT_REASON_MALFORMED),
+        timeout=TIMEOUT))
+
+
+def runtime(stub, worker, session, seq, snap, counters=()):
+    req = pb.ReportRuntimeRequest(
+        worker_id=worker, session_id=session, report_sequence=seq,
+        snapshot_version=snap.version, ownership_epoch=snap.ownership_epoch,
+        counters=[pb.ProxyCounter(proxy_id=p, active=a, reserved=r)
+                  for p, a, r in counters])
+    req.observed_at.FromMilliseconds(1764600000000 + seq)  # fixed: replays are byte-equal
+    return code_of(lambda: stub.ReportRuntime(req, timeout=TIMEOUT))
+
+
+def batch(worker, session, seq, proxy="p1", n=1):
+    b = pb.ReportOutcomesRequest(worker_id=worker, session_id=session,
+                                 sequence=seq)
+    for _ in range(n):
+        o = b.outcomes.add(proxy_id=proxy, stage=pb.OUTCOME_STAGE_DIAL,
+                           result=pb.OUTCOME_RESULT_SUCCESS, rule_id="r1")
+        o.latency.FromMilliseconds(5)
+        o.observed_at.FromMilliseconds(1764600000000 + seq)
+    return b
+
+
+def outcomes(stub, batches):
+    return code_of(lambda: stub.ReportOutcomes(iter(batches), timeout=TIMEOUT))
+
+
+def wait_owned(stub, worker, session, want, tries=40):
+    """Opens streams until the snapshot carries `want` proxies (the assign
+    runs every assign_interval): bounded by tries."""
+    snap = None
+    for _ in range(tries):
+        code, snap, it = first_snapshot(stub, worker, session)
+        it.cancel()
+        if code != SC.OK or snap is None:
+            return code, snap
+        if len(snap.proxies) >= want:
+            return code, snap
+        threading.Event().wait(0.25)
+    return SC.OK, snap
+
+
+def _ts(m, field):
+    if not m.HasField(field):
+        return None
+    t = getattr(m, field)
+    return (t.seconds, t.nanos)
+
+
+def snapshot_checksum(snap):
+    """cp_checksum.checksum over the message, as raw bytes."""
+    d = {"version": snap.version, "ownership_epoch": snap.ownership_epoch,
+         "valid_until": _ts(snap, "valid_until"),
+         "routing": [{"rule_id": r.rule_id, "host_pattern": r.host_pattern,
+                      "port_min": r.port_min, "port_max": r.port_max,
+                      "client_identity": r.client_identity,
+                      "listener": r.listener, "target_group": r.target_group,
+                      "strategy": r.strategy,
+                      "on_unavailable": r.on_unavailable,
+                      "wait_timeout": _ts(r, "wait_timeout"),
+                      "sticky_key": r.sticky_key} for r in snap.routing],
+         "proxies": [{"proxy_id": x.proxy_id, "protocol": x.protocol,
+                      "host": x.host, "port": x.port, "groups": list(x.groups),
+                      "zone": x.zone, "capacity": x.capacity,
+                      "weight": x.weight,
+                      "expires_at": _ts(x, "expires_at"),
+                      "usable_until": _ts(x, "usable_until"),
+                      "secret_ref": x.secret_ref,
+                      "credential_version": x.credential_version,
+                      "draining": x.draining} for x in snap.proxies],
+         "credentials": [{"secret_ref": c.secret_ref,
+                          "credential_version": c.credential_version,
+                          "username": c.username, "password": c.password}
+                         for c in snap.credentials]}
+    return bytes.fromhex(cp_checksum.checksum(d))
+
+
+def flow():
+    stub = rpc.WorkerControlPlaneStub(channel())
+    password = ARGS[0]
+    code, reg = register(stub)
+    result(code == SC.OK and len(reg.session_id) == 32,
+           "CP-1-7 RegisterWorker answers a new 128-bit session id")
+    if code != SC.OK:
+        return
+    result(reg.protocol_version == pb.PROTOCOL_VERSION_V1 and
+           reg.runtime_interval.ToMilliseconds() * 2 < reg.session_ttl.ToMilliseconds(),
+           "CP-7-4 RegisterWorker: protocol v1, runtime_interval < session_ttl / 2")
+    s = reg.session_id
+    code, _ = register(stub, cluster="other")
+    result(code == SC.INVALID_ARGUMENT or code == SC.FAILED_PRECONDITION or
+           code == SC.PERMISSION_DENIED,
+           "CP-8-2 RegisterWorker for another cluster is refused (%s)" % code)
+    code, _ = code_of(lambda: stub.RegisterWorker(pb.RegisterWorkerRequest(
+        cluster_id="c1", worker_id="w1", instance_id="i1", zone="z1",
+        supported_protocol_version=7), timeout=TIMEOUT))
+    result(code in (SC.FAILED_PRECONDITION, SC.INVALID_ARGUMENT),
+           "CP-7-4 an unknown protocol version is refused (%s)" % code)
+    code, snap = wait_owned(stub, "w1", s, 2)
+    result(code == SC.OK and snap is not None,
+           "CP-1-14 WatchSnapshots sends a full snapshot")
+    if snap is None:
+        return
+    value("checksum", snap.checksum.hex())
+    ids = sorted(p.proxy_id for p in snap.proxies)
+    result(ids == ["p1", "p2"], "CP-1-16 the snapshot carries the owned proxies (%s)" % ids)
+    creds = {c.secret_ref: c for c in snap.credentials}
+    result("upstream-a" in creds and creds["upstream-a"].username == "alice" and
+           creds["upstream-a"].password == password,
+           "CP-1-18 credentials from secrets_dir, deduplicated")
+    result(snap.checksum == snapshot_checksum(snap),
+           "CP-1-19 the checksum verifies (independent Python implementation)")
+    result(snap.worker_id == "w1" and snap.session_id == s and snap.cluster_id == "c1",
+           "CP-3-7 the snapshot names the cluster, worker and session")
+    result(all(p.usable_until.ToMilliseconds() < p.expires_at.ToMilliseconds()
+               for p in snap.proxies) and snap.HasField("valid_until"),
+           "CP-3-5 usable_until before expires_at, valid_until set")
+    # ACK of a triple never issued
+    code, _ = ack(stub, "w1", s, snap, checksum=b"\x01" * 32)
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-1-8 ACK of a triple never issued: FAILED_PRECONDITION (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 1, snap)
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-1-10 runtime before a positive ACK: FAILED_PRECONDITION (%s)" % code)
+    code, _ = ack(stub, "w1", s, snap)
+    result(code == SC.OK, "CP-2-3 ACK of the issued snapshot accepted (%s)" % code)
+    code, r = runtime(stub, "w1", s, 1, snap, [("p1", 1, 0)])
+    result(code == SC.OK and r.HasField("session_expires_at"),
+           "CP-2-9 ReportRuntime accepted, session_expires_at (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 1, snap, [("p1", 1, 0)])
+    result(code == SC.OK, "CP-2-10 the same report again: idempotent replay (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 1, snap, [("p1", 2, 0)])
+    result(code == SC.ALREADY_EXISTS,
+           "CP-2-10 same sequence, other content: ALREADY_EXISTS (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 2, snap, [])
+    result(code == SC.OK, "CP-2-14 an empty report (all zero) accepted (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 1, snap, [("p1", 1, 0)])
+    result(code == SC.ABORTED, "CP-2-9 a smaller sequence: ABORTED (%s)" % code)
+    code, _ = code_of(lambda: stub.ReportRuntime(pb.ReportRuntimeRequest(
+        worker_id="w1", session_id=s, report_sequence=3,
+        snapshot_version=snap.version + 1, ownership_epoch=snap.ownership_epoch),
+        timeout=TIMEOUT))
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-2-13 a version ahead of the ACK baseline: FAILED_PRECONDITION (%s)" % code)
+    # outcomes
+    code, r = outcomes(stub, [batch("w1", s, 1), batch("w1", s, 2)])
+    result(code == SC.OK and r.acknowledged_sequence == 2,
+           "CP-1-30 ReportOutcomes: two batches, acknowledged_sequence 2 (%s)" % code)
+    code, r = outcomes(stub, [batch("w1", s, 2)])
+    result(code == SC.OK and r.acknowledged_sequence == 2,
+           "CP-5-12 the same batch again: replay accepted (%s)" % code)
+    code, _ = outcomes(stub, [batch("w1", s, 2, proxy="p2")])
+    result(code == SC.ALREADY_EXISTS,
+           "CP-5-13 same sequence, other digest: ALREADY_EXISTS (%s)" % code)
+    code, _ = outcomes(stub, [batch("w1", s, 1)])
+    result(code == SC.ABORTED, "CP-5-14 a smaller sequence: ABORTED (%s)" % code)
+    code, _ = outcomes(stub, [batch("w1", s, 10 + i) for i in range(17)])
+    result(code == SC.RESOURCE_EXHAUSTED,
+           "CP-5-9 17 batches in one call: RESOURCE_EXHAUSTED (%s)" % code)
+    code, _ = outcomes(stub, [batch("w1", s, 40), batch("w2", s, 41)])
+    result(code in (SC.FAILED_PRECONDITION, SC.INVALID_ARGUMENT),
+           "CP-1-29 the identity changed inside the stream: refused (%s)" % code)
+    # negative ACK closes the runtime fence
+    code, _ = ack(stub, "w1", s, snap, accepted=False)
+    result(code == SC.OK, "CP-1-10 a negative ACK is accepted (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 5, snap)
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-1-10 runtime after a negative ACK: FAILED_PRECONDITION (%s)" % code)
+    # stale session while the old Watch is live
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(worker_id="w1", session_id=s),
+                             timeout=TIMEOUT * 2)
+    got = []
+    ended = threading.Event()
+
+    def drain():
+        try:
+            for m in it:
+                got.append(m)
+        except grpc.RpcError as e:
+            got.append(e.code())
+        ended.set()
+    threading.Thread(target=drain, daemon=True).start()
+    for _ in range(100):
+        if got:
+            break
+        threading.Event().wait(0.05)
+    code, reg2 = register(stub, instance="i2")
+    result(code == SC.OK and reg2.session_id != s,
+           "CP-2-1 a new registration replaces the session")
+    ended.wait(TIMEOUT)
+    result(ended.is_set() and got and got[-1] == SC.FAILED_PRECONDITION,
+           "CP-2-8 the old session's live stream ends FAILED_PRECONDITION (%s)" %
+           (got[-1] if got else None))
+    code, _ = runtime(stub, "w1", s, 6, snap)
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-2-8 a report of the replaced session: FAILED_PRECONDITION (%s)" % code)
+    code, _, it = first_snapshot(stub, "w1", s)
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-2-8 WatchSnapshots of the replaced session: FAILED_PRECONDITION (%s)" % code)
+    value("session", reg2.session_id)
+
+
+def call_register():
+    """One RegisterWorker: its status code name."""
+    cert, key, ca = (ARGS + [None, None, None])[:3]
+    stub = rpc.WorkerControlPlaneStub(channel(cert, key, ca))
+    worker = ARGS[3] if len(ARGS) > 3 else "w1"
+    code, _ = register(stub, worker=worker)
+    value("code", code.name)
+
+
+def unavailable():
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, _ = register(stub, instance="i9")
+    value("code", code.name)
+
+
+def hold():
+    """Registers, opens a Watch and an outcome stream that never
+    half-closes, and holds both until the server ends them."""
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="w3", instance="i3")
+    if code != SC.OK:
+        value("code", code.name)
+        return
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+        worker_id="w3", session_id=reg.session_id), timeout=30)
+    gate = threading.Event()
+
+    def held():
+        yield batch("w3", reg.session_id, 1)
+        gate.wait(30)
+    fut = stub.ReportOutcomes.future(held(), timeout=30)
+    try:
+        for m in it:
+            value("checksum", m.snapshot.checksum.hex())
+            value("started", 1)
+            break
+        for _ in it:
+            pass
+        value("ended", "OK")
+    except grpc.RpcError as e:
+        value("ended", e.code().name)
+    gate.set()
+    fut.cancel()
+
+
+{"hold": hold, "flow": flow, "register": call_register, "once": unavailable}[SCENARIO]()
