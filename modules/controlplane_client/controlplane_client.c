@@ -14,6 +14,7 @@
  * session generation it was started in. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
@@ -51,8 +52,8 @@ static const char *const state_names[] = {
 #define N_STATE 9
 /* RejectReason values 0..5 by their wire number, then the driver's own. */
 static const char *const reject_names[] = {
-    "unspecified", "too_large", "expired",  "malformed", "bad_checksum",
-    "identity",    "delta",     "compile",  NULL};
+    "unspecified", "expired",  "bad_checksum", "malformed", "too_large",
+    "identity",    "delta",    "compile",      NULL};
 enum { REJ_DELTA = 6, REJ_COMPILE = 7, N_REJECT = 8 };
 
 typedef struct cpc {
@@ -81,6 +82,16 @@ typedef struct cpc {
 } cpc;
 
 static const ph_api *api;
+
+/* The session's clock: Unix ms (CLOCK_REALTIME), because the snapshots'
+ * deadlines are wall-clock instants (the controller's Redis TIME) and
+ * pool.view's readers ask usable(v, p, now) with the same clock. The
+ * host's now_ms is monotonic and would never reach them. */
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void perform(cpc *m, cp_sup_action act);
 static void handle_message(cpc *m, const uint8_t *msg, size_t len);
@@ -166,7 +177,7 @@ static void count_reject(cpc *m, int reason) {
 static void settle(cpc *m) {
   if (m->stopping)
     return;
-  int64_t now = api->now_ms(m->ctx);
+  int64_t now = wall_ms();
   for (int i = 0; i < N_STATE; i++)
     api->gauge_set(m->m_state[i], (int)m->sup.state == i ? 1 : 0);
   int ready = cp_sup_ready(&m->sup, now);
@@ -186,7 +197,7 @@ static void settle(cpc *m) {
 static void on_timer(ph_timer *t, void *arg) {
   (void)t;
   cpc *m = arg;
-  perform(m, cp_sup_timer(&m->sup, api->now_ms(m->ctx)));
+  perform(m, cp_sup_timer(&m->sup, wall_ms()));
 }
 
 /* ---- calls ---------------------------------------------------------------- */
@@ -249,7 +260,7 @@ static void start_failed(cpc *m, cp_call call) {
   PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "control-plane call not started",
             PH_STR("reason", "no memory"));
   perform(m, cp_sup_failed(&m->sup, call, CP_GRPC_RESOURCE_EXHAUSTED,
-                           api->now_ms(m->ctx)));
+                           wall_ms()));
 }
 
 static void register_done(void *arg, cp_grpc_ccall *call, int status,
@@ -260,7 +271,7 @@ static void register_done(void *arg, cp_grpc_ccall *call, int status,
     goto out;
   m->c_reg = NULL;
   count_rpc(m, RPC_REGISTER, status);
-  int64_t now = api->now_ms(m->ctx);
+  int64_t now = wall_ms();
   cpc_registered r;
   const char *why = NULL;
   if (status == CP_GRPC_OK &&
@@ -328,7 +339,7 @@ static void watch_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
   if (!m->pending) {
     perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
                              CP_GRPC_RESOURCE_EXHAUSTED,
-                             api->now_ms(m->ctx)));
+                             wall_ms()));
     return;
   }
   memcpy(m->pending, msg, len);
@@ -349,7 +360,7 @@ static void watch_done(void *arg, cp_grpc_ccall *call, int status,
                                               : CP_GRPC_UNKNOWN]),
             PH_STR("message", msg ? msg : ""));
   perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, status,
-                           api->now_ms(m->ctx)));
+                           wall_ms()));
 }
 
 /* Opens (or reopens: a delta that could not be applied, CP-3-16) the
@@ -411,7 +422,7 @@ static void build_done(void *arg, int status) {
   }
   m->building = 0;
   m->job = 0;
-  int64_t now = api->now_ms(m->ctx);
+  int64_t now = wall_ms();
   if (b->rc != PH_OK) {
     /* The snapshot passed its validation but cannot be a view: the
      * supervisor has no NACK for that state, so the session restarts
@@ -432,6 +443,10 @@ static void build_done(void *arg, int status) {
   m->held = b->snap;
   api->gauge_set(m->m_version, (double)s->version);
   api->inc(m->m_accepted, 1);
+  PH_LOG(api, m->ctx, PH_LOG_INFO, "snapshot view in use",
+         PH_INT("version", (int64_t)s->version),
+         PH_INT("proxies", (int64_t)s->n_proxies),
+         PH_INT("valid_for_ms", valid_until - now));
   free(b);
   perform(m, cp_sup_swapped(&m->sup, now, valid_until)); /* then the ACK */
 }
@@ -442,13 +457,13 @@ static void start_build(cpc *m, cp_snapshot *snap) {
     cp_snapshot_free(snap);
     perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
                              CP_GRPC_RESOURCE_EXHAUSTED,
-                             api->now_ms(m->ctx)));
+                             wall_ms()));
     return;
   }
   b->m = m;
   b->gen = m->gen;
   b->snap = snap;
-  b->obtained_at_ms = api->now_ms(m->ctx);
+  b->obtained_at_ms = wall_ms();
   b->max_stale_ms = m->sup.max_stale_ms;
   int64_t id = api->submit(m->ctx, build_work, build_done, b);
   if (id < 0) {
@@ -456,7 +471,7 @@ static void start_build(cpc *m, cp_snapshot *snap) {
     free(b);
     perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
                              CP_GRPC_RESOURCE_EXHAUSTED,
-                             api->now_ms(m->ctx)));
+                             wall_ms()));
     return;
   }
   m->building = 1;
@@ -478,7 +493,7 @@ static cp_snapshot *own_snapshot(Controlplane__V1__WorkerSnapshot *s) {
 }
 
 static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
-  int64_t now = api->now_ms(m->ctx);
+  int64_t now = wall_ms();
   cp_expect ex = {m->conf.cluster_id, m->conf.worker_id, m->session};
   const char *why = NULL;
   cp_snapshot *snap = NULL;
@@ -561,7 +576,7 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
   if (call == m->c_ack && !m->stopping) {
     m->c_ack = NULL;
     count_rpc(m, RPC_ACK, status);
-    perform(m, cp_sup_acked(&m->sup, status, api->now_ms(m->ctx)));
+    perform(m, cp_sup_acked(&m->sup, status, wall_ms()));
     /* A message that waited for this ACK. */
     if (m->pending && !m->building &&
         (m->sup.state == CP_SUP_WATCHING || m->sup.state == CP_SUP_RUNNING)) {
@@ -600,7 +615,7 @@ static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
     count_rpc(m, RPC_RUNTIME, status);
     /* revoke_proxy_ids accelerate a drain (CP-4-7): issue 13's dispatch
      * acts on them; the snapshot stays the authority meanwhile. */
-    perform(m, cp_sup_runtime_done(&m->sup, status, api->now_ms(m->ctx)));
+    perform(m, cp_sup_runtime_done(&m->sup, status, wall_ms()));
   }
   free(u->resp);
   free(u);
@@ -612,7 +627,7 @@ static void do_runtime(cpc *m) {
     cpc_buf_free(&m->last_rt);
     if (cpc_pack_runtime(m->conf.worker_id, m->session,
                          m->sup.report_sequence, m->sup.base_version,
-                         m->sup.base_epoch, api->now_ms(m->ctx),
+                         m->sup.base_epoch, wall_ms(),
                          &m->last_rt) != PH_OK) {
       start_failed(m, CP_CALL_RUNTIME);
       return;

@@ -6,7 +6,8 @@
 # section 9 flags and environment names) and messages (cpc_wire.c).
 EXTRA_DIST += modules/controlplane_client/local.mk \
 	modules/controlplane_client/controlplane_client.ini.sample \
-	conf/gateway.ini t/integration/cp_gateway_conf.sh
+	conf/gateway.ini t/integration/cp_gateway_conf.sh \
+	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py
 
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
@@ -49,5 +50,5 @@ t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
 
 # The gateway's configuration: conf/gateway.ini passes --check-config, the
 # flags and PROXY_POOL_* names reach the keys.
-TESTS += t/integration/cp_gateway_conf.sh
+TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
 endif
