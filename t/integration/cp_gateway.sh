@@ -102,6 +102,10 @@ is "$(metric 'proxyhost_cp_gateway_session_state{state="running"}')" 1 "the sess
 r=$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="runtime",status="ok"}')
 [ "${r:-0}" -ge 3 ]
 ok $? "RPCs counted by status ($r runtime ok)"
+http_get "http://127.0.0.1:$admin/metrics" | sed 1d >"$T/scrape.txt"
+$PY "$top_srcdir/t/lib/metrics_lint.py" "$T/scrape.txt" 600 cp_gateway >"$T/lint.out" 2>&1
+ok $? "the scrape passes metrics_lint.py (proxyhost_cp_gateway_*)"
+[ -s "$T/lint.out" ] && sed 's/^/#   /' "$T/lint.out" | head -10
 stop
 is "$EXIT" 0 "the gateway stops cleanly"
 
