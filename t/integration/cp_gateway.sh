@@ -41,10 +41,12 @@ ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
 not_ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 503 ]; }
 metric() { http_get "http://127.0.0.1:$admin/metrics" | grep -v '^#' | grep -F "$1" | awk '{print $2}' | head -1; }
 regs_ge() { [ "$(count '^REGISTER')" -ge "$1" ]; }
+FAKE_CERTS=
 has() { grep -q "$1" "$EV"; }
 count() { grep -c "$1" "$EV"; }
 
-# start SCENARIO [--set ...]: a fake controller and a gateway on it.
+# start SCENARIO [--set ...]: a fake controller and a gateway on it
+# (with FAKE_CERTS set: mTLS, the gateway with worker.pem).
 start() {
   scen=$1
   shift
@@ -52,8 +54,9 @@ start() {
   mkdir -p "$D"
   EV="$D/events"
   : >"$EV"
+  # shellcheck disable=SC2086 # FAKE_CERTS: empty or one path
   "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" "$T/gen" "$D/port" "$EV" \
-    "$scen" >"$D/fake.log" 2>&1 &
+    "$scen" $FAKE_CERTS >"$D/fake.log" 2>&1 &
   FAKE=$!
   PIDS="$PIDS $FAKE"
   wait_long test -s "$D/port"
@@ -110,11 +113,11 @@ stop
 is "$EXIT" 0 "the gateway stops cleanly"
 
 # ---- a bad checksum, an expired snapshot (CP-3-7, CP-3-14) ---------------
-for scen in bad_checksum expired; do
+for scen in bad_checksum expired identity; do
   start $scen
   wait_long has "^ACK 2 "
   ok $? "CP-3-14 the second snapshot is acknowledged ($scen)"
-  if [ $scen = bad_checksum ]; then want=2; else want=1; fi
+  case $scen in bad_checksum) want=2 ;; expired) want=1 ;; *) want=5 ;; esac
   is "$(grep '^ACK 2 ' "$EV")" "ACK 2 REJECTED $want" "CP-3-7 it is NACKed with reason $want ($scen)"
   is "$(metric 'proxyhost_cp_gateway_view_version ')" 1 "CP-3-14 the old view stays ($scen)"
   wait_for ready
@@ -167,6 +170,31 @@ for code in invalid_argument permission_denied failed_precondition; do
   is "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" 1 "... state fatal ($code)"
   stop
 done
+
+# ---- mTLS (CP-9-7, CP-8-2) ---------------------------------------------------
+sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"
+ok $? "certificates made with openssl"
+FAKE_CERTS=$T
+start ok --set controlplane_client.tls.mode=mtls \
+  --set "controlplane_client.tls.cert_file=$T/worker.pem" \
+  --set "controlplane_client.tls.key_file=$T/worker.key" \
+  --set "controlplane_client.tls.ca_file=$T/ca.pem"
+wait_long has "^RUNTIME 1 "
+ok $? "CP-9-7 the session runs over mTLS"
+is "$(sed -n 1p "$EV")" "REGISTER w1 i1 z1 spiffe://example.org/prod/worker/w1" \
+  "CP-8-2 the controller sees the gateway's SPIFFE worker id"
+stop
+start ok --set controlplane_client.tls.mode=mtls \
+  --set "controlplane_client.tls.cert_file=$T/other.pem" \
+  --set "controlplane_client.tls.key_file=$T/other.key" \
+  --set "controlplane_client.tls.ca_file=$T/ca.pem"
+wait_long grep -q "register failed" "$D/ph.log"
+ok $? "CP-9-7 a certificate of another CA: no session"
+is "$(count '^REGISTER')" 0 "... the controller never sees a call"
+not_ready
+ok $? "... not ready"
+stop
+FAKE_CERTS=
 
 # ---- the view expires while the controller is gone (CP-3-9, CP-1-28) -----
 start short

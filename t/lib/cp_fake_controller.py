@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cp_fake_controller.py GEN_DIR PORT_FILE EVENTS SCENARIO: a scriptable
+"""cp_fake_controller.py GEN_DIR PORT_FILE EVENTS SCENARIO [CERT_DIR]: a scriptable
 WorkerControlPlane on Debian's python3-grpcio (stubs generated at test
 time into GEN_DIR) for t/integration/cp_gateway.sh. A double: it injects
 the faults a real controller must never produce on demand. Plaintext on
-127.0.0.1, a port picked by the kernel and written to PORT_FILE. Every call
+127.0.0.1, or mTLS with CERT_DIR's server.pem/.key and ca.pem (client
+certificates required; t/unit/cp_grpc_certs.sh makes them), a port picked by the kernel and written to PORT_FILE. Every call
 it gets is one line in EVENTS (flushed), for the shell to read:
 
-  REGISTER <worker> <instance> <zone>
+  REGISTER <worker> <instance> <zone> [<the peer's URI SAN, mTLS>]
   WATCH <session> <last_version>
   ACK <version> ACCEPTED|REJECTED <reason number>
   RUNTIME <sequence> <snapshot_version> <epoch> <counters>
@@ -15,6 +16,7 @@ Scenarios:
   ok            a valid full snapshot, the stream stays open
   bad_checksum  a valid v1; after its ACK a v2 with a wrong checksum
   expired       a valid v1; after its ACK a v2 whose valid_until passed
+  identity      a valid v1; after its ACK a v2 for another worker
   delta         full v1; after its ACK a delta to v2; after that ACK a
                 delta on a base the worker does not hold (it must reopen)
   stream_end    a valid snapshot, then the stream ends after its ACK
@@ -37,6 +39,7 @@ from controlplane.v1 import controlplane_pb2 as pb  # noqa: E402
 from controlplane.v1 import controlplane_pb2_grpc as pbg  # noqa: E402
 
 PORT_FILE, EVENTS, SCENARIO = sys.argv[2], sys.argv[3], sys.argv[4]
+CERTS = sys.argv[5] if len(sys.argv) > 5 else None
 CLUSTER = "c1"
 SESSION_N = [0]
 ev_lock = threading.Condition()
@@ -99,7 +102,10 @@ def snapshot(worker, session, version, valid_s, capacity=1):
 
 class Controller(pbg.WorkerControlPlaneServicer):
     def RegisterWorker(self, req, ctx):
-        event("REGISTER %s %s %s" % (req.worker_id, req.instance_id, req.zone))
+        peer = ctx.auth_context().get("x509_subject_alternative_name", [])
+        uris = [x.decode() for x in peer if x.startswith(b"spiffe://")]
+        event(" ".join(["REGISTER", req.worker_id, req.instance_id,
+                        req.zone] + uris))
         if SCENARIO.startswith("fatal_"):
             code = getattr(grpc.StatusCode, SCENARIO[6:].upper())
             ctx.abort(code, "the fake controller refuses")
@@ -117,13 +123,15 @@ class Controller(pbg.WorkerControlPlaneServicer):
         event("WATCH %s %d" % (req.session_id, req.last_version))
         w, s = req.worker_id, req.session_id
         base = len(acks)
-        if SCENARIO in ("bad_checksum", "expired"):
+        if SCENARIO in ("bad_checksum", "expired", "identity"):
             yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 60))
             if not wait_acks(base + 1, ctx):
                 return
             bad = snapshot(w, s, 2, 60)
             if SCENARIO == "bad_checksum":
                 bad.checksum = bytes(32)
+            elif SCENARIO == "identity":
+                bad = snapshot("w9", s, 2, 60)
             else:
                 bad.valid_until.seconds = int(time.time()) - 10
             yield pb.WatchSnapshotsResponse(snapshot=bad)
@@ -182,7 +190,16 @@ class Controller(pbg.WorkerControlPlaneServicer):
 def main():
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     pbg.add_WorkerControlPlaneServicer_to_server(Controller(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    if CERTS:
+        def read(n):
+            with open(os.path.join(CERTS, n), "rb") as f:
+                return f.read()
+        creds = grpc.ssl_server_credentials(
+            [(read("server.key"), read("server.pem"))],
+            root_certificates=read("ca.pem"), require_client_auth=True)
+        port = server.add_secure_port("127.0.0.1:0", creds)
+    else:
+        port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     with open(PORT_FILE + ".tmp", "w", encoding="ascii") as f:
         f.write("%d\n" % port)
