@@ -53,8 +53,8 @@ static const char *const state_names[] = {
 /* RejectReason values 0..5 by their wire number, then the driver's own. */
 static const char *const reject_names[] = {
     "unspecified", "expired",  "bad_checksum", "malformed", "too_large",
-    "identity",    "delta",    "compile",      NULL};
-enum { REJ_DELTA = 6, REJ_COMPILE = 7, N_REJECT = 8 };
+    "identity",    "delta",    "compile",      "overrun",   NULL};
+enum { REJ_DELTA = 6, REJ_COMPILE = 7, REJ_OVERRUN = 8, N_REJECT = 9 };
 
 typedef struct cpc {
   ph_ctx *ctx;
@@ -331,7 +331,7 @@ static void watch_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
    * controller outpaces the builds, and a new stream starts from a full
    * snapshot instead (bounded memory). */
   if (m->pending) {
-    count_reject(m, REJ_DELTA);
+    count_reject(m, REJ_OVERRUN);
     perform(m, CP_ACT_WATCH);
     return;
   }

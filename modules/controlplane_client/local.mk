@@ -52,3 +52,15 @@ t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
 # flags and PROXY_POOL_* names reach the keys.
 TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
 endif
+
+# The register answer's reader, replayed over t/fuzz/seeds/cpc_registered
+# by t/integration/fuzz_replay.sh.
+EXTRA_DIST += t/fuzz/fuzz_cpc_registered.c
+if MODULE_CONTROLPLANE_CLIENT
+check_PROGRAMS += t/fuzz/replay_cpc_registered
+t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_client
+t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
+endif
