@@ -54,6 +54,7 @@ start() {
   mkdir -p "$D"
   EV="$D/events"
   : >"$EV"
+  rm -f "$D/port" # a scenario run again waits for its own controller
   # shellcheck disable=SC2086 # FAKE_CERTS: empty or one path
   "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" "$T/gen" "$D/port" "$EV" \
     "$scen" $FAKE_CERTS >"$D/fake.log" 2>&1 &
@@ -180,7 +181,8 @@ start ok --set controlplane_client.tls.mode=mtls \
   --set "controlplane_client.tls.key_file=$T/worker.key" \
   --set "controlplane_client.tls.ca_file=$T/ca.pem"
 wait_long has "^RUNTIME 1 "
-ok $? "CP-9-7 the session runs over mTLS"
+ok $? "CP-9-7 the session runs over mTLS" ||
+  { tail -5 "$D/ph.log"; tail -5 "$D/fake.log"; } | sed 's/^/#   /'
 is "$(sed -n 1p "$EV")" "REGISTER w1 i1 z1 spiffe://example.org/prod/worker/w1" \
   "CP-8-2 the controller sees the gateway's SPIFFE worker id"
 stop
