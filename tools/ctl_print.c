@@ -21,7 +21,22 @@ static const char *const policy_cols[] = {"id", "agent", "subject_kind",
                                           "subject", "host_pattern",
                                           "port_min", "port_max", NULL};
 
+static const char *const proxy_cols[] = {"proxy_id", "protocol", "host",
+                                         "port", "groups", "capacity",
+                                         "secret_ref", "admin_state", NULL};
+static const char *const route_cols[] = {"position", "rule_id", "enabled",
+                                         "host_pattern", "target_group",
+                                         "strategy", "on_unavailable", NULL};
+static const char *const cred_cols[] = {"secret_ref", "credential_version",
+                                        NULL};
+
 const char *const *ctl_columns(const char *collection) {
+  if (strcmp(collection, "pool/proxies") == 0)
+    return proxy_cols;
+  if (strcmp(collection, "pool/routes") == 0)
+    return route_cols;
+  if (strcmp(collection, "pool/credentials") == 0)
+    return cred_cols;
   if (strcmp(collection, "users") == 0)
     return user_cols;
   if (strcmp(collection, "tokens") == 0)
@@ -128,7 +143,16 @@ int ctl_print_record(FILE *out, const char *body, size_t len) {
   }
   long tok = json_get(&x.d, 0, "token");
   long bearer = json_get(&x.d, 0, "bearer");
-  if (tok > 0 && bearer > 0) {
+  long item = json_get(&x.d, 0, "item"); /* the pool's {"item", "revision"} */
+  long rev = json_get(&x.d, 0, "revision");
+  if (item > 0 && json_type_of(&x.d, (size_t)item) == JSON_OBJECT) {
+    print_object(out, &x.d, (size_t)item);
+    if (rev > 0) {
+      char v[64];
+      text_of(&x.d, rev, "revision", v, sizeof(v));
+      fprintf(out, "%-12s %s\n", "revision", v);
+    }
+  } else if (tok > 0 && bearer > 0) {
     print_object(out, &x.d, (size_t)tok);
     char b[256];
     text_of(&x.d, bearer, "bearer", b, sizeof(b));

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* proxyhostctl: manage users, tokens, agents and policies through the
+/* proxyhostctl: manage users, tokens, agents and policies, and the proxy
+ * pool (proxies, routes, credential references: ctl_pool.c), through the
  * admin_api module's JSON API on the admin listener (docs/api/openapi.yaml,
  * proxyhostctl(1)). The admin token is read from a file (--token-file or
  * PROXYHOSTCTL_TOKEN_FILE), never from the command line, where other users
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl_cmd.h"
 #include "ctl_http.h"
 #include "ctl_print.h"
 #include "json.h"
@@ -30,8 +32,6 @@
 #define EXIT_UNREACHABLE 3
 #define DEFAULT_ADMIN "127.0.0.1:9470"
 #define TOKEN_MAX 256
-#define BODY_MAX 4096
-#define MAX_POS 4
 
 static const char usage_text[] =
     "usage: proxyhostctl [--admin ADDR] [--token-file FILE] [--json] "
@@ -57,6 +57,26 @@ static const char usage_text[] =
     "  policy show|delete ID\n"
     "  policy update ID [--user USER | --token ID] [--host PATTERN]\n"
     "                [--ports N[-M]]\n"
+    "  proxy add ID --protocol http_connect|socks5|http --host HOST --port N\n"
+    "            --groups G[,G...] --capacity N [--weight N] [--zone Z]\n"
+    "            [--secret-ref REF] [--expires-at-ms MS]\n"
+    "  proxy list [--after ID] [--limit N]\n"
+    "  proxy show|drain|disable|enable|delete ID\n"
+    "  proxy update ID [any option of proxy add]\n"
+    "  route add ID --position N --host PATTERN --group G --strategy NAME\n"
+    "            [--ports N[-M]|any] [--client IDENTITY] [--listener NAME]\n"
+    "            [--on-unavailable reject|wait|direct] [--wait-timeout-ms N]\n"
+    "            [--sticky username|header:NAME] [--disabled]\n"
+    "  route list [--after POSITION] [--limit N]\n"
+    "  route show|delete ID\n"
+    "  route move ID POSITION\n"
+    "  route update ID [any option of route add but --position;\n"
+    "               --enabled yes|no]\n"
+    "  credential add SECRET_REF [--version N]\n"
+    "  credential list [--after SECRET_REF] [--limit N]\n"
+    "  credential show|rotate|delete SECRET_REF\n"
+    "               (a reference to a file of the controller's secrets_dir;\n"
+    "               no credential material is ever given here)\n"
     "  access check --token ID --agent AGENT --host HOST --port N\n"
     "               (what a stream open would be answered now)\n"
     "  admin-token new FILE\n"
@@ -74,18 +94,7 @@ static const char usage_text[] =
     "listener could not be reached. A token's bearer is printed once, by\n"
     "token create and token rotate.\n";
 
-typedef struct opts {
-  const char *admin, *token_file;
-  int json, timeout_ms;
-  /* Subcommand options. */
-  const char *owner, *user, *agent, *token, *after, *limit, *scopes,
-      *expires_at, *host, *ports, *port;
-  int disabled, has_owner;
-  const char *pos[MAX_POS];
-  int npos;
-} opts;
-
-static int usage_error(const char *what) {
+int usage_error(const char *what) {
   fprintf(stderr, "proxyhostctl: %s\n%s", what, usage_text);
   return EXIT_USAGE;
 }
@@ -173,9 +182,7 @@ static int admin_token_new(const char *path) {
 
 /* ---- the request ----------------------------------------------------- */
 
-typedef enum shape { SHAPE_RECORD, SHAPE_LIST, SHAPE_NONE } shape;
-
-static int call(const opts *o, const char *method, const char *path,
+int call(const opts *o, const char *method, const char *path,
                 const char *body, shape sh, const char *collection) {
   char token[TOKEN_MAX + 2];
   if (read_token(o->token_file, token, sizeof(token)) < 0)
@@ -213,13 +220,14 @@ static int call(const opts *o, const char *method, const char *path,
   return ex;
 }
 
-/* A key is [a-z0-9._-]: it goes into the path as it is. */
-static int key_ok(const char *s) {
-  return s && *s && strlen(s) <= 64 &&
+/* A key is [a-z0-9._-]: it goes into the path as it is (at most 128
+ * bytes: a pool id or secret_ref). */
+int key_ok(const char *s) {
+  return s && *s && strlen(s) <= 128 &&
          strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == strlen(s);
 }
 
-static int list_call(const opts *o, const char *collection,
+int list_call(const opts *o, const char *collection,
                      const char *user_filter, const char *agent_filter) {
   char path[512];
   int n = snprintf(path, sizeof(path), "/v1/%s", collection);
@@ -238,7 +246,7 @@ static int list_call(const opts *o, const char *collection,
   return call(o, "GET", path, NULL, SHAPE_LIST, collection);
 }
 
-static int one_call(const opts *o, const char *method, const char *collection,
+int one_call(const opts *o, const char *method, const char *collection,
                     const char *key, const char *suffix, const char *body,
                     shape sh) {
   if (!key_ok(key))
@@ -249,18 +257,12 @@ static int one_call(const opts *o, const char *method, const char *collection,
   return call(o, method, path, body, sh, collection);
 }
 
-/* Body builders. */
-typedef struct body {
-  char buf[BODY_MAX];
-  json_w w;
-} body;
-
-static void body_begin(body *b) {
+void body_begin(ctl_body *b) {
   json_w_init(&b->w, b->buf, sizeof(b->buf));
   json_w_obj(&b->w);
 }
 
-static const char *body_end(body *b) {
+const char *body_end(ctl_body *b) {
   json_w_obj_end(&b->w);
   return json_w_finish(&b->w) < 0 ? NULL : b->buf;
 }
@@ -281,7 +283,7 @@ static int scopes_into(json_w *w, const char *list) {
   return n ? 0 : -1;
 }
 
-static int int_into(json_w *w, const char *key, const char *v, long lo,
+int int_into(json_w *w, const char *key, const char *v, long lo,
                     long hi) {
   char *end;
   errno = 0;
@@ -319,11 +321,11 @@ static int subject_into(json_w *w, const opts *o) {
 
 /* ---- commands -------------------------------------------------------- */
 
-static int need(const opts *o, int n) { return o->npos == n; }
+int need(const opts *o, int n) { return o->npos == n; }
 
 static int cmd_user_agent(const opts *o, const char *what, int is_agent) {
   const char *coll = is_agent ? "agents" : "users";
-  body b;
+  ctl_body b;
   if (strcmp(what, "create") == 0) {
     if (!need(o, 1) || (is_agent && !o->owner))
       return usage_error(is_agent ? "agent create NAME --owner USER"
@@ -383,7 +385,7 @@ static int cmd_user_agent(const opts *o, const char *what, int is_agent) {
 }
 
 static int cmd_token(const opts *o, const char *what) {
-  body b;
+  ctl_body b;
   if (strcmp(what, "create") == 0) {
     if (!need(o, 0) || !o->user)
       return usage_error("token create --user USER [--agent AGENT]");
@@ -439,7 +441,7 @@ static int cmd_token(const opts *o, const char *what) {
 }
 
 static int cmd_policy(const opts *o, const char *what) {
-  body b;
+  ctl_body b;
   if (strcmp(what, "create") == 0) {
     body_begin(&b);
     if (!need(o, 0) || !o->agent || !o->host || !o->ports)
@@ -528,6 +530,23 @@ static const char **opt_slot(opts *o, const char *name) {
       {"--host", offsetof(opts, host)},
       {"--ports", offsetof(opts, ports)},
       {"--port", offsetof(opts, port)},
+      {"--protocol", offsetof(opts, protocol)},
+      {"--groups", offsetof(opts, groups)},
+      {"--group", offsetof(opts, group)},
+      {"--zone", offsetof(opts, zone)},
+      {"--capacity", offsetof(opts, capacity)},
+      {"--weight", offsetof(opts, weight)},
+      {"--secret-ref", offsetof(opts, secret_ref)},
+      {"--expires-at-ms", offsetof(opts, expires_at_ms)},
+      {"--position", offsetof(opts, position)},
+      {"--client", offsetof(opts, client)},
+      {"--listener", offsetof(opts, listener)},
+      {"--strategy", offsetof(opts, strategy)},
+      {"--on-unavailable", offsetof(opts, on_unavailable)},
+      {"--wait-timeout-ms", offsetof(opts, wait_timeout_ms)},
+      {"--sticky", offsetof(opts, sticky)},
+      {"--enabled", offsetof(opts, enabled)},
+      {"--version", offsetof(opts, version)},
   };
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
     if (strcmp(name, table[i].name) == 0)
@@ -596,5 +615,11 @@ int main(int argc, char **argv) {
     return cmd_policy(&o, verb);
   if (strcmp(noun, "access") == 0)
     return cmd_access(&o, verb);
+  if (strcmp(noun, "proxy") == 0)
+    return ctl_cmd_proxy(&o, verb);
+  if (strcmp(noun, "route") == 0)
+    return ctl_cmd_route(&o, verb);
+  if (strcmp(noun, "credential") == 0)
+    return ctl_cmd_credential(&o, verb);
   return usage_error("unknown command");
 }

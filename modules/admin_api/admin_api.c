@@ -29,6 +29,7 @@
 #include "admin_token.h"
 #include "api_authorize.h"
 #include "api_json.h"
+#include "api_pool.h"
 #include "api_routes.h"
 #include "json.h"
 #include "provider_check.h"
@@ -69,7 +70,8 @@ struct req {
   int64_t id;      /* the host's request id */
   int64_t call;    /* the store call, > 0 while outstanding */
   const api_route *route;
-  char key[API_KEY_MAX + 1];
+  char key[API_PATH_KEY_MAX + 1];
+  api_pool_call pool; /* a /v1/pool/ request (api_pool.c) */
   api_body body;   /* a write's values */
   api_query q;     /* a list's */
   api_authorize az; /* an authorize's question */
@@ -84,6 +86,8 @@ struct mod {
   void *store_self;
   const ph_access_v1 *access;
   void *access_self;
+  const ph_pool_store_v1 *pool; /* the store's pool.store, if it has one */
+  void *pool_self;
   int64_t max_in_flight, in_flight;
   req *reqs;
 };
@@ -110,6 +114,7 @@ static void req_unlink(req *r) {
       break;
     }
   m->in_flight--;
+  api_pool_free(&r->pool);
   OPENSSL_cleanse(r, sizeof(*r));
   free(r);
 }
@@ -303,7 +308,11 @@ static int key_valid(int kind, const char *key) {
  * smallest there is (list from the start). */
 static void key_before(int kind, const char *key, char *out, size_t cap) {
   size_t n = strlen(key);
-  snprintf(out, cap, "%s", key);
+  if (n == 0 || n >= cap) { /* key_valid said no: from the start */
+    out[0] = '\0';
+    return;
+  }
+  memcpy(out, key, n + 1);
   if (kind == PH_AZ_TOKEN || kind == PH_AZ_POLICY) {
     for (size_t i = n; i-- > 4;) { /* decrement the hex number */
       char c = out[i];
@@ -372,6 +381,55 @@ static void serve_routes(mod *m, int64_t id) {
     reply_json(m, id, 200, buf, (size_t)n);
 }
 
+static void pool_reply(void *arg, int http, const char *body, size_t len) {
+  req *r = arg;
+  if (body)
+    reply_json(r->m, r->id, http, body, len);
+  else
+    api->route_reply(r->m->ctx, r->id, http, NULL, NULL, 0);
+  req_unlink(r);
+}
+
+/* A /v1/pool/ request: api_pool.c reads it and answers through
+ * pool_reply, exactly once. */
+static void serve_pool(mod *m, int64_t id, const api_route *rt,
+                       const char *key, const ph_http_request *hr) {
+  if (!m->pool) {
+    reply_error(m, id, 503, "unavailable",
+                "the store has no pool.store (a store of schema v10)");
+    return;
+  }
+  if (m->in_flight >= m->max_in_flight) {
+    reply_error(m, id, 503, "busy", "too many admin requests in flight");
+    return;
+  }
+  if (hr->body_len > 0 && !is_json_type(hr->content_type)) {
+    reply_error(m, id, 415, "unsupported_media_type",
+                "send the body as application/json");
+    return;
+  }
+  req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    reply_error(m, id, 503, "unavailable", "out of memory");
+    return;
+  }
+  r->m = m;
+  r->id = id;
+  r->route = rt;
+  r->next = m->reqs;
+  m->reqs = r;
+  m->in_flight++;
+  api_pool_call *c = &r->pool;
+  c->st = m->pool;
+  c->self = m->pool_self;
+  c->kind = rt->kind - API_POOL_KIND;
+  c->op = rt->op;
+  snprintf(c->key, sizeof(c->key), "%s", key);
+  c->reply = pool_reply;
+  c->arg = r;
+  api_pool_start(c, hr->query, hr->body, hr->body_len);
+}
+
 static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   mod *m = arg;
   if (!admin_token_check(&m->token, hr->authorization)) {
@@ -379,7 +437,7 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
                 "send Authorization: Bearer with the admin token");
     return;
   }
-  char key[API_KEY_MAX + 1];
+  char key[API_PATH_KEY_MAX + 1];
   int path_known;
   const api_route *rt = api_match(hr->method, hr->path, key, &path_known);
   if (!rt) {
@@ -392,6 +450,10 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   }
   if (rt->op == OP_ROUTES) {
     serve_routes(m, id);
+    return;
+  }
+  if (API_IS_POOL(rt->kind)) {
+    serve_pool(m, id, rt, key, hr);
     return;
   }
   if (!m->store) {
@@ -500,6 +562,7 @@ static void on_cancel(void *arg, int64_t id) {
         m->store->cancel(m->store_self, r->call);
       if (r->check > 0)
         m->access->cancel(m->access_self, r->check);
+      api_pool_cancel(&r->pool);
       req_unlink(r);
       return;
     }
@@ -585,6 +648,10 @@ static int api_start(void *state) {
     m->access = api->service_get_named(m->ctx, PH_ACCESS_SERVICE,
                                        named ? access : store,
                                        PH_ACCESS_MAJOR, 0, &m->access_self);
+  /* The pool's routes answer 503 with a store that has no pool.store. */
+  if (api->service_provider_loaded(m->ctx, PH_POOL_STORE_SERVICE, store))
+    m->pool = api->service_get_named(m->ctx, PH_POOL_STORE_SERVICE, store,
+                                     PH_POOL_STORE_MAJOR, 0, &m->pool_self);
   if (named && !m->access) {
     PH_LOG(api, m->ctx, PH_LOG_ERROR, "access provider not found",
            PH_STR("access", access));
@@ -620,6 +687,7 @@ static void api_destroy(void *state) {
       m->store->cancel(m->store_self, r->call);
     if (r->check > 0 && m->access)
       m->access->cancel(m->access_self, r->check);
+    api_pool_cancel(&r->pool);
     req_unlink(r);
   }
   OPENSSL_cleanse(m, sizeof(*m));
@@ -629,7 +697,8 @@ static void api_destroy(void *state) {
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("admin_api", "1.0"),
     .description = "JSON admin API for users, tokens, agents and policies "
-                   "(authz.store) on the admin listener",
+                   "(authz.store) and the proxy pool (pool.store) on the "
+                   "admin listener",
     .requires = api_requires,
     .config = api_keys,
     .check = api_check,

@@ -4,6 +4,12 @@
 
 #include <string.h>
 
+#include <proxyhost/pool_store.h>
+
+#define PX (API_POOL_KIND + PH_POOL_KIND_PROXY)
+#define RT (API_POOL_KIND + PH_POOL_KIND_ROUTE)
+#define CR (API_POOL_KIND + PH_POOL_KIND_CREDENTIAL)
+
 const api_route api_routes[] = {
     {"GET", "/v1/routes", 0, OP_ROUTES},
     {"GET", "/v1/authorize", 0, OP_AUTHORIZE},
@@ -29,6 +35,22 @@ const api_route api_routes[] = {
     {"GET", "/v1/policies/{id}", PH_AZ_POLICY, OP_GET},
     {"PATCH", "/v1/policies/{id}", PH_AZ_POLICY, OP_UPDATE},
     {"DELETE", "/v1/policies/{id}", PH_AZ_POLICY, OP_DELETE},
+    {"GET", "/v1/pool/proxies", PX, OP_LIST},
+    {"POST", "/v1/pool/proxies", PX, OP_CREATE},
+    {"GET", "/v1/pool/proxies/{proxy_id}", PX, OP_GET},
+    {"PATCH", "/v1/pool/proxies/{proxy_id}", PX, OP_UPDATE},
+    {"DELETE", "/v1/pool/proxies/{proxy_id}", PX, OP_DELETE},
+    {"GET", "/v1/pool/routes", RT, OP_LIST},
+    {"POST", "/v1/pool/routes", RT, OP_CREATE},
+    {"GET", "/v1/pool/routes/{rule_id}", RT, OP_GET},
+    {"PATCH", "/v1/pool/routes/{rule_id}", RT, OP_UPDATE},
+    {"DELETE", "/v1/pool/routes/{rule_id}", RT, OP_DELETE},
+    {"POST", "/v1/pool/routes/{rule_id}/move", RT, OP_MOVE},
+    {"GET", "/v1/pool/credentials", CR, OP_LIST},
+    {"POST", "/v1/pool/credentials", CR, OP_CREATE},
+    {"GET", "/v1/pool/credentials/{secret_ref}", CR, OP_GET},
+    {"DELETE", "/v1/pool/credentials/{secret_ref}", CR, OP_DELETE},
+    {"POST", "/v1/pool/credentials/{secret_ref}/rotate", CR, OP_ROTATE},
 };
 const size_t api_n_routes = sizeof(api_routes) / sizeof(api_routes[0]);
 
@@ -36,6 +58,7 @@ const api_collection api_collections[] = {
     {"/v1/users", PH_AZ_USER},   {"/v1/tokens", PH_AZ_TOKEN},
     {"/v1/agents", PH_AZ_AGENT}, {"/v1/policies", PH_AZ_POLICY},
     {"/v1/routes", 0},           {"/v1/authorize", 0},
+    {"/v1/pool", PX},
 };
 const size_t api_n_collections =
     sizeof(api_collections) / sizeof(api_collections[0]);
@@ -46,7 +69,8 @@ static int key_char(char c) {
 }
 
 /* Matches path against a template; 1 with the parameter in key. */
-static int match_template(const char *tpl, const char *path, char *key) {
+static int match_template(const char *tpl, const char *path, char *key,
+                          size_t max) {
   while (*tpl) {
     if (*tpl == '{') {
       const char *close = strchr(tpl, '}');
@@ -56,7 +80,7 @@ static int match_template(const char *tpl, const char *path, char *key) {
           return 0;
         n++;
       }
-      if (n == 0 || n > API_KEY_MAX)
+      if (n == 0 || n > max)
         return 0;
       memcpy(key, path, n);
       key[n] = '\0';
@@ -75,8 +99,10 @@ const api_route *api_match(const char *method, const char *path, char *key,
   *path_known = 0;
   key[0] = '\0';
   for (size_t i = 0; i < api_n_routes; i++) {
-    char k[API_KEY_MAX + 1] = "";
-    if (!match_template(api_routes[i].path, path, k))
+    char k[API_PATH_KEY_MAX + 1] = "";
+    size_t max =
+        API_IS_POOL(api_routes[i].kind) ? API_POOL_KEY_MAX : API_KEY_MAX;
+    if (!match_template(api_routes[i].path, path, k, max))
       continue;
     *path_known = 1;
     if (strcmp(api_routes[i].method, method) == 0) {

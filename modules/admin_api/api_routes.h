@@ -20,8 +20,14 @@ typedef enum api_op {
   OP_ROTATE,    /* POST /v1/tokens/{id}/rotate */
   OP_REVOKE,    /* POST /v1/tokens/{id}/revoke */
   OP_ROUTES,    /* GET /v1/routes */
-  OP_AUTHORIZE  /* GET /v1/authorize */
+  OP_AUTHORIZE, /* GET /v1/authorize */
+  OP_MOVE       /* POST /v1/pool/routes/{rule_id}/move */
 } api_op;
+
+/* The pool's kinds in api_route.kind: API_POOL_KIND + ph_pool_kind
+ * (pool_store.h), served by api_pool.c over "pool.store". */
+#define API_POOL_KIND 100
+#define API_IS_POOL(kind) ((kind) > API_POOL_KIND)
 
 typedef struct api_route {
   const char *method;
@@ -41,14 +47,20 @@ extern const size_t api_n_routes;
 extern const api_collection api_collections[];
 extern const size_t api_n_collections;
 
-/* Longest path parameter: a name (PH_AZ_NAME_MAX) or an id. */
+/* Longest path parameter of the authorization routes: a name
+ * (PH_AZ_NAME_MAX) or an id; of the pool's routes: an id or a secret_ref
+ * (PH_POOL_ID_MAX, PH_POOL_SECRET_REF_MAX). api_match's key buffer holds
+ * the longer. */
 #define API_KEY_MAX PH_AZ_NAME_MAX
+#define API_POOL_KEY_MAX 128
+#define API_PATH_KEY_MAX API_POOL_KEY_MAX
 
 /* Matches method and path. Returns the route, with the path parameter
- * (if any) copied into key (API_KEY_MAX + 1 bytes); NULL when nothing
+ * (if any) copied into key (API_PATH_KEY_MAX + 1 bytes); NULL when nothing
  * matches, with *path_known set when the path matched under another
  * method (405) rather than not at all (404). A parameter must be 1..
- * API_KEY_MAX bytes of [a-z0-9._-]; anything else (percent escapes,
+ * API_KEY_MAX (a pool route: API_POOL_KEY_MAX) bytes of [a-z0-9._-];
+ * anything else (percent escapes,
  * slashes) does not match. */
 const api_route *api_match(const char *method, const char *path, char *key,
                            int *path_known);

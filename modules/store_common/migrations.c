@@ -17,6 +17,8 @@
 static const az_step steps[] = {
     {8, 9, az_sql_v0008_to_v0009_sqlite, az_sql_v0008_to_v0009_postgres,
      "v0008_to_v0009"},
+    {9, 10, az_sql_v0009_to_v0010_sqlite, az_sql_v0009_to_v0010_postgres,
+     "v0009_to_v0010"},
 };
 
 const char *az_sql_ddl(void) { return az_sql_ddl_text; }
@@ -142,10 +144,12 @@ static int run(const az_engine_ops *ops, void *db, const char *sql,
   if (ops->exec(db, sql, err, sizeof(err)) < 0) {
     /* Another migrator may have run the same step at the same time: the
      * step's own version check (under the lock it takes) then failed
-     * here. The database being at the target is success. */
+     * here. The database being at the target is success, and so is one
+     * the other migrator has already taken further along the chain (the
+     * caller then skips the steps below it). */
     char err2[256] = "";
     int now = ops->version(db, err2, sizeof(err2));
-    if (now == want)
+    if (now >= want && now <= AZ_SCHEMA_VERSION)
       return now;
     const char *e = err[0] ? err : "unknown error";
     if (now >= 0 && now != before) {
@@ -224,6 +228,8 @@ int az_migrate(const az_engine_ops *ops, void *db, int apply, char *why,
   if (!apply)
     return v;
   for (size_t i = first; i < first + count; i++) {
+    if (s[i].from < v)
+      continue; /* done meanwhile by another migrator (run) */
     char what[96];
     snprintf(what, sizeof(what), "step v%d -> v%d (%s/%s.sql)", s[i].from,
              s[i].to, s[i].name, engine);

@@ -10,5 +10,8 @@ extern const char az_sql_baseline_v0008_text[]; /* baseline/v0008.sql */
 /* incremental/v0008_to_v0009/{sqlite,postgres}.sql */
 extern const char az_sql_v0008_to_v0009_sqlite[];
 extern const char az_sql_v0008_to_v0009_postgres[];
+/* incremental/v0009_to_v0010/{sqlite,postgres}.sql */
+extern const char az_sql_v0009_to_v0010_sqlite[];
+extern const char az_sql_v0009_to_v0010_postgres[];
 
 #endif

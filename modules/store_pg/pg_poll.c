@@ -29,14 +29,20 @@
  * vouched for. */
 #include "store_pg_int.h"
 
+/* Both revisions in one round: the authorization one (statement 0) and
+ * the pool's (1, for pool.store's revision(), pool_revision.h). */
 static void p_begin(void *arg, pg_send *snd) {
   (void)arg;
   pg_exec(snd, Q_REVISION, 0, NULL);
+  pg_exec(snd, Q_POOL_REVISION, 0, NULL);
 }
 
 static int p_result(void *arg, int i, PGresult *res) {
-  (void)i;
   spg *s = arg;
+  if (i == 1) {
+    s->poll_pool_what = res_revision(res, &s->poll_pool_value);
+    return 0;
+  }
   s->poll_what = res_revision(res, &s->poll_value);
   if (s->poll_what == AZ_REV_READ_FAILED)
     pg_pool_count_query_error(s->pool);
@@ -107,6 +113,10 @@ static void p_done(void *arg, int status) {
   s->poll_task = 0;
   observe(s, status == PH_OK ? s->poll_what : AZ_REV_READ_FAILED,
           s->poll_value, s->poll_floor, 1);
+  pool_revision_observe(&s->prev,
+                        status == PH_OK ? s->poll_pool_what
+                                        : AZ_REV_READ_FAILED,
+                        s->poll_pool_value, s->poll_pool_floor);
 }
 
 static const pg_task_ops poll_ops = {p_begin, p_result, p_round_done, p_done};
@@ -117,11 +127,16 @@ static void poll_now(spg *s) {
   s->poll_what = AZ_REV_READ_FAILED;
   s->poll_value = 0;
   s->poll_floor = az_revision_floor(&s->rev);
+  s->poll_pool_what = AZ_REV_READ_FAILED;
+  s->poll_pool_value = 0;
+  s->poll_pool_floor = s->prev.value;
   int64_t t = pg_pool_submit(s->pool, &poll_ops, s);
-  if (t > 0)
+  if (t > 0) {
     s->poll_task = t;
-  else
+  } else {
     observe(s, AZ_REV_READ_FAILED, 0, s->poll_floor, 1);
+    pool_revision_observe(&s->prev, AZ_REV_READ_FAILED, 0, 0);
+  }
 }
 
 static void on_poll(ph_timer *t, void *arg) {

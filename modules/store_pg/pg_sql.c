@@ -3,6 +3,8 @@
  * server never has to guess a type. */
 #include "pg_sql.h"
 
+#include "pg_proxies_sql.h"
+
 #define USER_COLS "name, owner, enabled, created_at, updated_at"
 #define TOKEN_COLS                                                         \
   "id, user_name, agent, scopes, expires_at, revoked_at, created_at, "     \
@@ -183,6 +185,7 @@ static const pg_stmt stmts[Q_COUNT] = {
                    "DELETE FROM agent_policies WHERE id = $1::text "
                    "RETURNING id",
                    1},
+    PG_POOL_STMTS
 };
 
 const pg_stmt *pg_sql_statements(size_t *n) {

@@ -46,6 +46,28 @@ enum pg_sql_id {
   Q_GUARD_SCOPES, /* $1 token id, $2 new scopes: the agent scope goes with
                      the token's agent, and only with it */
   Q_GUARD_OWNER,  /* $1 user, $2 new owner: no owner loop (64 levels) */
+  /* pool.store (pg_proxies_sql.h, pg_proxies.c) */
+  Q_POOL_REVISION,     /* -> revision */
+  Q_POOL_BUMP,         /* the pool revision step -> revision */
+  Q_POOL_GUARD_REV,    /* $1 expect_revision (0: any) -> 't' */
+  Q_POOL_GUARD_COUNT,  /* $1 1 proxies / 2 routes / 3 credentials, $2
+                          bound -> 't' */
+  Q_POOL_LIST_PROXIES, /* $1 after, $2 key, $3 limit */
+  Q_POOL_LIST_ROUTES,  /* $1 from position, $2 key, $3 limit */
+  Q_POOL_LIST_CREDS,   /* $1 after, $2 key, $3 limit */
+  Q_PROXY_INS,         /* $1..$10 the row, $11 now */
+  Q_PROXY_UPD,
+  Q_PROXY_STATE,       /* $1 id, $2 state, $3 now */
+  Q_PROXY_DEL,         /* $1 id (its groups cascade) */
+  Q_GROUPS_DEL,        /* $1 id */
+  Q_GROUPS_INS,        /* $1 id, $2 names joined by ',' */
+  Q_ROUTE_INS,         /* $1..$13 the row, $14 now */
+  Q_ROUTE_UPD,         /* as insert; the position ($2) is not changed */
+  Q_ROUTE_MOVE,        /* $1 id, $2 position, $3 now */
+  Q_ROUTE_DEL,         /* $1 id */
+  Q_CRED_INS,          /* $1 ref, $2 version, $3 now */
+  Q_CRED_ROT,          /* $1 ref, $2 now */
+  Q_CRED_DEL,          /* $1 ref */
   Q_COUNT
 };
 

@@ -261,6 +261,15 @@ static int schema_at_start(spg *s) {
 
 static int store_cancel(void *self, int64_t id) { return req_cancel(self, id); }
 
+static int pool_revision_now(void *self, uint64_t *out) {
+  spg *s = self;
+  return pool_revision_get(&s->prev, out);
+}
+
+const ph_pool_store_v1 spg_pool_vt = {spg_pool_snapshot, pool_revision_now,
+                                      spg_pool_write, spg_pool_list,
+                                      store_cancel};
+
 const ph_az_store_v1 spg_store_vt = {spg_authenticate, spg_write, spg_list,
                                      store_cancel};
 
@@ -288,6 +297,7 @@ static int spg_init(ph_ctx *ctx, const ph_api *api, void **state) {
   s->reconnect_max_ms = api->conf_int(ctx, "reconnect_max");
   s->migrate_auto = strcmp(api->conf_str(ctx, "migrate"), "auto") == 0;
   int rc;
+  pool_revision_init(&s->prev, ctx, api, api->conf_int(ctx, "stale_allow"));
   if ((rc = az_revision_init(&s->rev, ctx, api,
                              api->conf_int(ctx, "stale_allow"))) != PH_OK ||
       (rc = pg_pool_metrics_init(ctx, api, &s->pool_metrics)) != PH_OK ||
@@ -313,8 +323,15 @@ static int spg_init(ph_ctx *ctx, const ph_api *api, void **state) {
                                   PH_ACCESS_MINOR, &spg_access_vt, s)) !=
       PH_OK)
     return rc;
-  return api->service_register(ctx, PH_AZ_STORE_SERVICE, PH_AZ_STORE_MAJOR,
-                               PH_AZ_STORE_MINOR, &spg_store_vt, s);
+  if ((rc = api->service_register(ctx, PH_AZ_STORE_SERVICE,
+                                  PH_AZ_STORE_MAJOR, PH_AZ_STORE_MINOR,
+                                  &spg_store_vt, s)) != PH_OK)
+    return rc;
+  /* Start refuses (migrate = check) or upgrades (auto) a schema older
+   * than v10, so the pool's tables are there whenever calls come. */
+  return api->service_register(ctx, PH_POOL_STORE_SERVICE,
+                               PH_POOL_STORE_MAJOR, PH_POOL_STORE_MINOR,
+                               &spg_pool_vt, s);
 }
 
 static int spg_start(void *state) {
@@ -377,11 +394,12 @@ static void spg_destroy(void *state) {
 }
 
 static const char *const provides[] = {PH_ACCESS_SERVICE, PH_AZ_STORE_SERVICE,
-                                       NULL};
+                                       PH_POOL_STORE_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("store_pg", "1.0"),
-    .description = "PostgreSQL authorization store (access, authz.store)",
+    .description = "PostgreSQL authorization and pool store (access, "
+                   "authz.store, pool.store)",
     .provides = provides,
     .config = keys,
     .check = spg_check,

@@ -10,8 +10,10 @@
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
 
 #include "az_revision.h"
+#include "pool_revision.h"
 #include "pg_pool.h"
 #include "pg_sql.h"
 
@@ -39,6 +41,7 @@ struct spg {
   pg_pool *pool;
   pg_pool_metrics pool_metrics;
   az_revision rev;
+  pool_revision prev; /* pool.store's revision() (pg_proxies.c) */
   /* configuration, read at init */
   uint32_t positive_ms, negative_ms;
   int64_t poll_ms;
@@ -60,6 +63,9 @@ struct spg {
   az_rev_read poll_what; /* what the running poll read */
   int64_t poll_value;
   uint64_t poll_floor; /* az_revision_floor when it was sent */
+  az_rev_read poll_pool_what; /* the pool revision the poll read */
+  int64_t poll_pool_value;
+  uint64_t poll_pool_floor;
   int started, stopping;
 };
 
@@ -107,8 +113,16 @@ int64_t spg_write(void *self, const ph_az_write *w, ph_az_write_cb cb,
 int64_t spg_list(void *self, const ph_az_list *l, ph_az_list_cb cb,
                  void *arg);
 
+/* pool.store's calls (pg_proxies.c). */
+int64_t spg_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg);
+int64_t spg_pool_list(void *self, const ph_pool_list *l, ph_pool_list_cb cb,
+                      void *arg);
+int64_t spg_pool_write(void *self, const ph_pool_write *w,
+                       ph_pool_write_cb cb, void *arg);
+
 /* The services. */
 extern const ph_access_v1 spg_access_vt;
 extern const ph_az_store_v1 spg_store_vt;
+extern const ph_pool_store_v1 spg_pool_vt;
 
 #endif

@@ -78,6 +78,11 @@ static void job_done(void *arg, int status) {
      * statements failed counts as a failed read (TM-P1-31). */
     az_revision_observe_at(&s->rev, c->rev_what, c->rev_value,
                            c->rev_floor, 0);
+    if (c->pool_rev_set)
+      pool_revision_observe(&s->prev, c->pool_what, c->pool_value,
+                            c->pool_floor);
+    else if (c->no_db)
+      pool_revision_observe(&s->prev, AZ_REV_READ_FAILED, 0, 0);
     if (!c->cancelled)
       c->deliver(c);
   }
@@ -86,6 +91,7 @@ static void job_done(void *arg, int status) {
 
 int sq_call_submit(sq *s, sq_call *c) {
   c->rev_floor = az_revision_floor(&s->rev);
+  c->pool_floor = s->prev.value;
   int64_t job = s->api->submit(s->ctx, run_work, job_done, c);
   if (job <= 0)
     return -1;

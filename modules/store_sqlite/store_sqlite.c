@@ -90,6 +90,7 @@ static void boot_work(void *arg) {
     sqlite3 *db = sq_pool_get(s->pool, b->why, sizeof(b->why));
     if (db) {
       sq_read_revision(&b->rev, db);
+      sq_read_pool_revision(&b->rev, db);
       sq_pool_put(s->pool, db, b->rev.db_broken);
     }
   }
@@ -103,15 +104,24 @@ static void boot_work(void *arg) {
 static void boot_done(void *arg, int status) {
   sq *s = arg;
   boot *b = boot_of(s);
-  if (status == PH_OK && b->rc == 0)
+  if (status == PH_OK && b->rc == 0) {
     az_revision_observe(&s->rev, b->rev.rev_what, b->rev.rev_value, 1);
+    if (b->rev.pool_rev_set)
+      pool_revision_observe(&s->prev, b->rev.pool_what, b->rev.pool_value,
+                            0);
+  }
 }
 
 typedef struct poll_call {
   sq_call c;
 } poll_call;
 
-static void poll_work(sq_call *c, sqlite3 *db) { sq_read_revision(c, db); }
+/* Both revisions, each in its own statement (autocommit): the pool's
+ * does not make the authorization poll fail, nor the other way round. */
+static void poll_work(sq_call *c, sqlite3 *db) {
+  sq_read_revision(c, db);
+  sq_read_pool_revision(c, db);
+}
 static void poll_deliver(sq_call *c) { (void)c; }
 static void poll_destroy(sq_call *c) {
   c->s->poll_in_flight = 0;
@@ -170,8 +180,10 @@ static void read_conf(sq *s) {
 }
 
 static int declare_metrics(sq *s) {
-  static const char *const calls[] = {"access", "authenticate", "write",
-                                      "list", NULL};
+  static const char *const calls[] = {"access",        "authenticate",
+                                      "write",         "list",
+                                      "pool_snapshot", "pool_write",
+                                      "pool_list",     NULL};
   static const ph_label_def labels[] = {{"call", calls}};
   ph_metric_def d = {"proxyhost_store_sqlite_calls_total",
                      "Calls answered by the SQLite authorization store",
@@ -179,7 +191,8 @@ static int declare_metrics(sq *s) {
   ph_metric *m = api->metric(s->ctx, &d);
   if (!m)
     return PH_EINVAL;
-  for (int i = 0; i < 4; i++) {
+  pool_revision_init(&s->prev, s->ctx, api, STALE_MS);
+  for (int i = 0; i < SQ_CALL_KINDS; i++) {
     const char *lv[] = {calls[i]};
     if (!(s->m_calls[i] = api->series(m, lv)))
       return PH_EINVAL;
@@ -214,8 +227,15 @@ static int sq_init(ph_ctx *ctx, const ph_api *host, void **state) {
                              PH_ACCESS_MINOR, &sq_access_vt, s);
   if (rc != PH_OK)
     return rc;
-  return api->service_register(ctx, PH_AZ_STORE_SERVICE, PH_AZ_STORE_MAJOR,
-                               PH_AZ_STORE_MINOR, &sq_store_vt, s);
+  rc = api->service_register(ctx, PH_AZ_STORE_SERVICE, PH_AZ_STORE_MAJOR,
+                             PH_AZ_STORE_MINOR, &sq_store_vt, s);
+  if (rc != PH_OK)
+    return rc;
+  /* The schema this build runs on is v10 (start refuses or upgrades an
+   * older one), so the pool's tables are there whenever calls come. */
+  return api->service_register(ctx, PH_POOL_STORE_SERVICE,
+                               PH_POOL_STORE_MAJOR, PH_POOL_STORE_MINOR,
+                               &sq_pool_vt, s);
 }
 
 static int sq_start(void *state) {
@@ -313,12 +333,22 @@ static int store_cancel(void *self, int64_t id) {
 const ph_az_store_v1 sq_store_vt = {sq_authenticate, sq_write, sq_list,
                                     store_cancel};
 
+static int pool_revision_now(void *self, uint64_t *out) {
+  sq *s = self;
+  return pool_revision_get(&s->prev, out);
+}
+
+const ph_pool_store_v1 sq_pool_vt = {sq_pool_snapshot, pool_revision_now,
+                                     sq_pool_write, sq_pool_list,
+                                     store_cancel};
+
 static const char *const provides[] = {PH_ACCESS_SERVICE, PH_AZ_STORE_SERVICE,
-                                       NULL};
+                                       PH_POOL_STORE_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("store_sqlite", "1.0"),
-    .description = "the SQLite authorization store (access, authz.store)",
+    .description = "the SQLite authorization and pool store (access, "
+                   "authz.store, pool.store)",
     .provides = provides,
     .config = keys,
     .init = sq_init,

@@ -15,8 +15,10 @@
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 #include <proxyhost/host.h>
+#include <proxyhost/pool_store.h>
 
 #include "az_revision.h"
+#include "pool_revision.h"
 #include "sq_pool.h"
 
 typedef struct sq sq;
@@ -25,7 +27,11 @@ enum sq_call_kind {
   SQ_CALL_ACCESS = 0,
   SQ_CALL_AUTHENTICATE,
   SQ_CALL_WRITE,
-  SQ_CALL_LIST
+  SQ_CALL_LIST,
+  SQ_CALL_POOL_SNAPSHOT, /* pool.store (sq_proxies*.c) */
+  SQ_CALL_POOL_WRITE,
+  SQ_CALL_POOL_LIST,
+  SQ_CALL_KINDS
 };
 typedef struct sq_call sq_call;
 
@@ -49,6 +55,11 @@ struct sq_call {
   int64_t rev_value;
   uint64_t rev_floor; /* az_revision_floor at submit */
   uint32_t positive_ms, negative_ms; /* the TTLs when the call came */
+  /* The pool revision the work read (pool_rev_set), for s->prev. */
+  int pool_rev_set;
+  az_rev_read pool_what;
+  int64_t pool_value;
+  uint64_t pool_floor; /* s->prev.value at submit */
   sq_call *next;      /* in s->live or s->ready */
 };
 
@@ -57,6 +68,7 @@ struct sq {
   const ph_api *api;
   sq_pool *pool;
   az_revision rev;
+  pool_revision prev; /* pool.store's revision() */
   uint32_t positive_ms, negative_ms;
   int64_t recheck_ms;
   int64_t max_pending, pending;
@@ -69,11 +81,12 @@ struct sq {
   ph_timer *ready_timer;
   ph_timer *poll_timer;
   int poll_in_flight;
-  ph_series *m_calls[4]; /* sq_call_kind */
+  ph_series *m_calls[SQ_CALL_KINDS]; /* sq_call_kind */
 };
 
 extern const ph_access_v1 sq_access_vt;
 extern const ph_az_store_v1 sq_store_vt;
+extern const ph_pool_store_v1 sq_pool_vt;
 
 /* ---- sq_call.c (loop thread) --------------------------------------- */
 
@@ -134,6 +147,33 @@ void sq_row_record(int kind, sqlite3_stmt *st, sq_arena **a,
 const char *sq_table(int kind);
 const char *sq_key_col(int kind);
 const char *sq_cols(int kind);
+
+/* ---- sq_proxies.c, sq_proxies_write.c: pool.store ------------------ */
+
+/* Reads pool_revision id = 1 into c->pool_* (pool_rev_set). -1 when the
+ * statement failed. Helper thread. */
+int sq_read_pool_revision(sq_call *c, sqlite3 *db);
+/* Rows of the v10 tables (helper thread), in key order: proxies after
+ * `after` (NULL: all) or only `key`, with their groups and their
+ * credential's version; routes from position `from` or only `key`;
+ * credential references after `after` or only `key`. At most limit rows
+ * (*rows malloc'd, the caller frees). 0, or -1 (the database failed, or
+ * no memory: *nomem). */
+int sq_pool_proxies(sq_call *c, sqlite3 *db, const char *after,
+                    const char *key, uint32_t limit, ph_pool_proxy_row **rows,
+                    size_t *n, int *nomem);
+int sq_pool_routes(sq_call *c, sqlite3 *db, int64_t from, const char *key,
+                   uint32_t limit, ph_pool_route_row **rows, size_t *n,
+                   int *nomem);
+int sq_pool_credentials(sq_call *c, sqlite3 *db, const char *after,
+                        const char *key, uint32_t limit,
+                        ph_pool_credential_ref **rows, size_t *n,
+                        int *nomem);
+int64_t sq_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg);
+int64_t sq_pool_list(void *self, const ph_pool_list *l, ph_pool_list_cb cb,
+                     void *arg);
+int64_t sq_pool_write(void *self, const ph_pool_write *w,
+                      ph_pool_write_cb cb, void *arg);
 
 /* sq_access.c */
 int64_t sq_authenticate(void *self, const char *bearer, size_t len,

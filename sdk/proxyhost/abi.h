@@ -19,7 +19,9 @@
  *  - 1.3 appended route_register and route_reply to ph_api (modules
  *    serve routes under /v1/ on the admin listener).
  *  - 1.4 named ph_conf_key's reserved[0] .flag (a key's command-line
- *    name) and added service contracts for the control plane (sdk/ABI.md).
+ *    name) added service contracts for the control plane (sdk/ABI.md), among them
+ *    "pool.store" (pool_store.h); ph_api and ph_module's layout are as in
+ *    1.3.
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
  * below: keep them plain numbers with nothing after them.

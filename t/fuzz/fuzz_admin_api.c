@@ -47,12 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   p[len] = '\0';
   const char *msg = NULL;
   if (data[1] & 1) {
-    char key[API_KEY_MAX + 1];
+    char key[API_PATH_KEY_MAX + 1];
     int known = 0;
     const api_route *m = api_match(rt->method, p, key, &known);
     if (m) {
       check(m >= api_routes && m < api_routes + api_n_routes && known);
-      check(strlen(key) <= API_KEY_MAX);
+      check(strlen(key) <=
+            (API_IS_POOL(m->kind) ? API_POOL_KEY_MAX : API_KEY_MAX));
       check(strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789._-") ==
             strlen(key));
     }
@@ -66,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
       check(msg != NULL);
     }
-  } else if (rt->op != OP_LIST && rt->op != OP_GET && rt->op != OP_ROUTES) {
+  } else if (rt->op != OP_LIST && rt->op != OP_GET && rt->op != OP_ROUTES &&
+             !API_IS_POOL(rt->kind)) { /* the pool's: fuzz_admin_pool */
     api_body *b = malloc(sizeof(*b));
     if (b) {
       int rc = api_body_parse(b, rt->kind, rt->op, "k", p, len, &msg);

@@ -21,7 +21,7 @@
 require_modules store_pg auth_cache admin_api
 . "$top_srcdir/t/lib/authz_nodes.sh"
 
-az_setup "$T"; ok $? "PostgreSQL with the v9 schema and pg_stat_statements"
+az_setup "$T"; ok $? "PostgreSQL with the v10 schema and pg_stat_statements"
 az_node a; ok $? "node a starts and is ready"
 az_node b; ok $? "node b starts and is ready"
 az_node nocache "[auth_cache]

@@ -81,7 +81,8 @@ if have_module admin_api; then
   like "$ctlpage" "\\-\\-help" "proxyhostctl(1) documents --help"
   for word in "user create" "token create" \
     "token show|rotate|revoke|delete" "token set\\-expiry" "token set\\-scopes" "agent create" "policy create" \
-    "policy update" "admin\\-token new" PROXYHOSTCTL_ADMIN PROXYHOSTCTL_TOKEN_FILE; do
+    "policy update" "admin\\-token new" "proxy add" "proxy show|drain|disable|enable|delete" \
+    "route move" "credential add" "credential show|rotate|delete" PROXYHOSTCTL_ADMIN PROXYHOSTCTL_TOKEN_FILE; do
     like "$ctlpage" "$word" "proxyhostctl(1) documents $word"
   done
   like "$ctlpage" ".SH EXIT STATUS" "proxyhostctl(1) documents the exit statuses"

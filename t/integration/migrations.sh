@@ -3,9 +3,12 @@
 # The schema migrations on both engines, through proxyhost-migrate and by
 # hand (sqlite3 -bail, psql ON_ERROR_STOP), on real SQLite files and one
 # private PostgreSQL cluster for the whole run:
-# - a v8 database (the baseline) upgraded equals a fresh v9 one: the
+# - a v8 database (the baseline) upgraded equals a fresh v10 one: the
 #   catalogs are compared (tables, columns and types, nullability,
 #   defaults, constraints with CHECK and FK, indexes) (TM-P1-11..14, 22);
+# - so does a v9 database (v8 and the v8 -> v9 step by hand) with rows,
+#   upgraded by the v9 -> v10 step (the pool's tables, issue 12, CP-1-19);
+#   that step refuses versions 8 and 10 and rolls back a failure;
 # - a step failing halfway leaves version 8 and no authorization_revision
 #   (TM-P1-13, 23); the v8 -> v9 script refuses versions 7 and 9 (TM-P1-23);
 # - a v8 reader (and writer) still works on a v9 database, and nothing in
@@ -21,6 +24,7 @@
 MIG="$top_builddir/tools/proxyhost-migrate"
 M="$top_srcdir/migrations"
 STEP=$M/incremental/v0008_to_v0009
+STEP10=$M/incremental/v0009_to_v0010
 if [ ! -x "$MIG" ]; then
   echo "1..0 # SKIP proxyhost-migrate not built (both stores configured out)"
   exit 0
@@ -40,7 +44,7 @@ mig() {
 # The step scripts only add: no DROP (but of the SQLite check's own TEMP
 # table), no ALTER, no RENAME, no DELETE (TM-P1-25, TM-UPG-9).
 bad=$(grep -n -i -E '\b(drop|alter|rename|delete|truncate)\b' \
-  "$M"/incremental/*/*.sql | grep -v -i -E 'DROP TABLE temp\.|^[^:]*:[0-9]*:--')
+  "$M"/incremental/*/*.sql | grep -v -i -E 'DROP TABLE temp\.|^[^:]*:[0-9]*:--' | grep -v 'REFERENCES .* ON DELETE CASCADE,$')
 is "$bad" "" "TM-UPG-9: no step drops, alters, renames or deletes anything"
 is "$(grep -c 'CREATE TABLE IF NOT EXISTS authorization_revision (' "$STEP/sqlite.sql" "$STEP/postgres.sql" "$M/ddl.sql" | cut -d: -f2 | tr '\n' ' ')" \
   "1 1 1 " "TM-P1-12, TM-P1-14: ddl.sql and both steps create authorization_revision"
@@ -79,10 +83,10 @@ SQL
   like "$out" "schema version: none (a new database)" "sqlite: status says it is new"
   [ ! -e "$D/fresh.db" ]; ok $? "sqlite: status does not create the file"
   mig plan --sqlite "$D/fresh.db"
-  is "$out" "new database -> v9 (migrations/ddl.sql)" "sqlite: plan of a new database: ddl.sql"
+  is "$out" "new database -> v10 (migrations/ddl.sql)" "sqlite: plan of a new database: ddl.sql"
   mig apply --sqlite "$D/fresh.db"
   is "$rc" 0 "sqlite: apply creates a new database"
-  like "$out" "is at version 9 (current)" "sqlite: and says the version"
+  like "$out" "is at version 10 (current)" "sqlite: and says the version"
   is "$(stat -c %a "$D/fresh.db")" 600 "sqlite: the new file is mode 0600"
   is "$(sq "$D/fresh.db" 'SELECT id, revision FROM authorization_revision')" "1|1" \
     "TM-P1-14: sqlite: a fresh database has the revision row id=1, revision 1"
@@ -101,15 +105,17 @@ SQL
   mig status --sqlite "$D/up.db"
   is "$rc" 4 "sqlite: status of v8: exit 4"
   like "$out" "schema version: 8" "sqlite: status reads version 8"
-  like "$out" "state: 1 step pending: run proxyhost-migrate apply" "sqlite: and one step pending"
+  like "$out" "state: 2 steps pending: run proxyhost-migrate apply" "sqlite: and two steps pending"
   mig plan --sqlite "$D/up.db"
-  is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)" "sqlite: plan of v8: the step"
+  is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)
+v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)" "sqlite: plan of v8: both steps"
   is "$(sq_version "$D/up.db")" 8 "sqlite: plan changes nothing"
   mig apply --sqlite "$D/up.db"
   is "$rc" 0 "TM-P1-11: sqlite: apply on v8 succeeds"
   is "$out" "applied: v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)
-sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
-  is "$(sq_version "$D/up.db")" 9 "TM-P1-11: sqlite: version 9"
+applied: v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)
+sqlite $D/up.db is at version 10 (current)" "sqlite: apply says what it did"
+  is "$(sq_version "$D/up.db")" 10 "TM-P1-11: sqlite: version 10"
   is "$(sq "$D/up.db" 'SELECT id, revision FROM authorization_revision')" "1|1" \
     "TM-P1-14, TM-P1-15: sqlite: the revision row id=1, revision 1, alone"
   sq_catalog "$D/up.db" >"$D/up.cat"
@@ -121,7 +127,7 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
   grep -q "^fk|service_tokens|.*|users|user_name|name|NO ACTION|CASCADE|NONE" "$D/fresh.cat"; ok $? \
     "sqlite: and the foreign keys"
   diff "$D/fresh.cat" "$D/up.cat" >"$D/cat.diff"
-  ok $? "TM-P1-11..14, TM-P1-22: sqlite: the upgraded catalog equals the fresh v9 one"
+  ok $? "TM-P1-11..14, TM-P1-22: sqlite: the upgraded catalog equals the fresh v10 one"
   sed 's/^/#   /' "$D/cat.diff" | head -20
   sort "$D/v8.cat" >"$D/v8.sorted"; sort "$D/up.cat" >"$D/up.sorted"
   is "$(comm -23 "$D/v8.sorted" "$D/up.sorted")" "" \
@@ -142,7 +148,7 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
   before=$(sq "$D/up.db" 'SELECT * FROM schema_meta; SELECT * FROM authorization_revision')
   mig apply --sqlite "$D/up.db"
   is "$rc" 0 "sqlite: a second apply succeeds"
-  is "$out" "nothing to do: sqlite $D/up.db is at version 9 (current)" "sqlite: and says there was nothing to do"
+  is "$out" "nothing to do: sqlite $D/up.db is at version 10 (current)" "sqlite: and says there was nothing to do"
   is "$(sq "$D/up.db" 'SELECT * FROM schema_meta; SELECT * FROM authorization_revision')" "$before" \
     "sqlite: and changes nothing"
   mig status --sqlite "$D/up.db"
@@ -158,8 +164,8 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
   wait_exit $p1 30; r1=$EXIT
   wait_exit $p2 30; r2=$EXIT
   is "$r1:$r2" "0:0" "sqlite: two concurrent applies both succeed"
-  is "$(sq_version "$D/race.db"):$(sq "$D/race.db" 'SELECT count(*) FROM authorization_revision')" "9:1" \
-    "sqlite: and the database is at 9 with one revision row"
+  is "$(sq_version "$D/race.db"):$(sq "$D/race.db" 'SELECT count(*) FROM authorization_revision')" "10:1" \
+    "sqlite: and the database is at 10 with one revision row"
 
   # A step failing halfway: the version update (after the CREATE and the
   # INSERT) is refused by a trigger.
@@ -181,6 +187,7 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
     "TM-P1-23: sqlite: by hand too: version 8 and no table left"
   sq "$D/hand.db" <"$STEP/sqlite.sql"
   is "$?:$(sq_version "$D/hand.db")" "0:9" "sqlite: the shipped step by hand then succeeds"
+  cp "$D/hand.db" "$D/v9.db"
 
   # The script refuses versions 7 and 9.
   sq "$D/hand.db" <"$STEP/sqlite.sql" >"$D/again.log" 2>&1
@@ -196,15 +203,66 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
   is "$rc" 3 "sqlite: apply on version 7 (no chain): exit 3"
   like "$out" "at schema version 7 and this build has no migration from it" "sqlite: with a clear message"
 
+  # v9 -> v10 on its own: a v9 database with rows (made by hand above).
+  sq "$D/v9.db" <<'SQL'
+INSERT INTO users VALUES ('alice', NULL, 1, 100, 100);
+INSERT INTO agents VALUES ('a1', 'alice', 1, 103, 103);
+UPDATE authorization_revision SET revision = 7;
+SQL
+  v9_rows=$(sq "$D/v9.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT id, revision FROM authorization_revision')
+  sq_catalog "$D/v9.db" | sort >"$D/v9.sorted"
+  cp "$D/v9.db" "$D/v9b.db"
+  mig plan --sqlite "$D/v9.db"
+  is "$out" "v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)" "sqlite: plan of v9: the pool step"
+  mig apply --sqlite "$D/v9.db"
+  is "$rc:$(sq_version "$D/v9.db")" "0:10" "sqlite: apply on v9: version 10"
+  sq_catalog "$D/v9.db" >"$D/v9up.cat"
+  diff "$D/fresh.cat" "$D/v9up.cat" >"$D/cat10.diff"
+  ok $? "CP-1-19: sqlite: a v9 database upgraded to v10 equals a fresh v10 one"
+  sed 's/^/#   /' "$D/cat10.diff" | head -20
+  is "$(sort "$D/v9up.cat" | comm -23 "$D/v9.sorted" -)" "" \
+    "sqlite: every v9 table, column, index and key is still there"
+  is "$(sq "$D/v9.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT id, revision FROM authorization_revision')" \
+    "$v9_rows" "sqlite: the v9 rows and the authorization revision read the same on v10"
+  is "$(sq "$D/v9.db" 'SELECT id, revision FROM pool_revision')" "1|1" \
+    "CP-1-19: sqlite: the pool revision row id=1, revision 1"
+  for t in pool_credentials pool_proxies pool_proxy_groups pool_routes; do
+    grep -q "^object|table|$t|" "$D/fresh.cat"; ok $? "sqlite: v10 has the table $t"
+  done
+  grep -q "CHECK (position BETWEEN 0 AND 4294967295)" "$D/fresh.cat"; ok $? \
+    "sqlite: and the pool's CHECK constraints"
+  grep -q "^fk|pool_proxies|.*|pool_credentials|secret_ref|secret_ref|" "$D/fresh.cat"; ok $? \
+    "sqlite: and a proxy's secret_ref references pool_credentials"
+  # The step fails halfway (a trigger refuses the version update): version
+  # 9 stays and no pool table is left.
+  sq "$D/v9b.db" "CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+  mig apply --sqlite "$D/v9b.db"
+  is "$rc" 1 "sqlite: the v9 -> v10 step failing halfway: exit 1"
+  like "$out" "step v9 -> v10 (v0009_to_v0010/sqlite.sql) failed and was rolled back (the database is still at version 9)" \
+    "sqlite: the message names the step"
+  is "$(sq_version "$D/v9b.db"):$(sq "$D/v9b.db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'pool_%'")" "9:0" \
+    "sqlite: version 9 and no pool table left"
+  sq "$D/v9b.db" 'DROP TRIGGER no_bump'
+  # By hand: the step refuses versions 8 and 10.
+  sq_v8 "$D/v8h.db"
+  sq "$D/v8h.db" <"$STEP10/sqlite.sql" >"$D/v8h.log" 2>&1
+  [ $? -ne 0 ]; ok $? "sqlite: the v9 -> v10 step refuses a database at version 8"
+  like "$(cat "$D/v8h.log")" "schema_meta_version_must_be_9" "sqlite: naming the check"
+  sq "$D/v9b.db" <"$STEP10/sqlite.sql"
+  is "$?:$(sq_version "$D/v9b.db")" "0:10" "sqlite: the v9 -> v10 step by hand succeeds"
+  sq "$D/v9b.db" <"$STEP10/sqlite.sql" >/dev/null 2>&1
+  [ $? -ne 0 ]; ok $? "sqlite: and then refuses the database at version 10"
+  is "$(sq "$D/v9b.db" 'SELECT count(*) FROM pool_revision')" 1 "sqlite: adding no second pool revision row"
+
   # Newer than this build.
-  sq "$D/fresh.db" 'UPDATE schema_meta SET version = 10'
+  sq "$D/fresh.db" 'UPDATE schema_meta SET version = 11'
   for cmd in status plan apply; do
     mig $cmd --sqlite "$D/fresh.db"
-    is "$rc" 3 "sqlite: $cmd of a newer database (v10): exit 3"
+    is "$rc" 3 "sqlite: $cmd of a newer database (v11): exit 3"
   done
-  like "$out" "the database is at schema version 10, newer than this build's 9: nothing was changed" \
+  like "$out" "the database is at schema version 11, newer than this build's 10: nothing was changed" \
     "sqlite: the refusal says why"
-  is "$(sq_version "$D/fresh.db")" 10 "sqlite: and nothing was changed"
+  is "$(sq_version "$D/fresh.db")" 11 "sqlite: and nothing was changed"
 
   # Not a database; no schema_meta but our tables.
   echo "not a database" >"$D/junk.db"
@@ -222,11 +280,11 @@ sqlite $D/up.db is at version 9 (current)" "sqlite: apply says what it did"
   printf '[store_sqlite]\npath = %s\n' "$D/conf.db" >"$D/etc/conf.d/store_sqlite.ini"
   mig apply --config "$D/etc/proxyhost.ini"
   is "$rc" 0 "sqlite: --config: [store_sqlite] path from a drop-in"
-  is "$(sq_version "$D/conf.db")" 9 "sqlite: --config: that database was created"
+  is "$(sq_version "$D/conf.db")" 10 "sqlite: --config: that database was created"
   mig status -c "$D/etc/proxyhost.ini"
   like "$out" "from: $D/etc/proxyhost.ini: [store_sqlite] path" "sqlite: status names where the path came from"
   PROXYHOST_STORE_SQLITE_PATH="$D/env.db" "$MIG" apply --config "$D/etc/proxyhost.ini" >/dev/null 2>&1
-  is "$?:$(sq_version "$D/env.db")" "0:9" "sqlite: --config: the environment overrides the file, as in proxyhost"
+  is "$?:$(sq_version "$D/env.db")" "0:10" "sqlite: --config: the environment overrides the file, as in proxyhost"
   mig status --config "$D/etc/proxyhost.ini" --store store_pg
   is "$rc" 1 "--config --store store_pg without the key: exit 1"
   like "$out" "[store_pg] dsn is not set" "and says which key"
@@ -278,7 +336,7 @@ SQL
     "postgres: status names the database without the DSN"
   like "$out" "from: PROXYHOST_MIGRATE_DSN" "postgres: and where it came from"
   pgm plan fresh; all_out="$all_out$out"
-  is "$out" "new database -> v9 (migrations/ddl.sql)" "postgres: plan of an empty database: ddl.sql"
+  is "$out" "new database -> v10 (migrations/ddl.sql)" "postgres: plan of an empty database: ddl.sql"
   pgm apply fresh; all_out="$all_out$out"
   is "$rc" 0 "postgres: apply creates the schema"
   is "$(pg_psql fresh -c 'SELECT id, revision FROM authorization_revision')" "1|1" \
@@ -299,11 +357,13 @@ SQL
   pgm status up; all_out="$all_out$out"
   like "$out" "schema version: 8" "postgres: status reads version 8"
   pgm plan up; all_out="$all_out$out"
-  is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)" "postgres: plan of v8: the step"
+  is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)
+v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: plan of v8: both steps"
   pgm apply up; all_out="$all_out$out"
   is "$rc" 0 "TM-P1-11: postgres: apply on v8 succeeds"
   like "$out" "applied: v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)" "postgres: and says what it did"
-  is "$(pg_version up)" 9 "TM-P1-11: postgres: version 9"
+  like "$out" "applied: v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: and the pool step"
+  is "$(pg_version up)" 10 "TM-P1-11: postgres: version 10"
   is "$(pg_psql up -c 'SELECT id, revision FROM authorization_revision')" "1|1" \
     "TM-P1-14, TM-P1-15: postgres: the revision row id=1, revision 1, alone"
   pg_catalog_dump up >"$T/pg_up.cat"
@@ -317,7 +377,7 @@ SQL
     "$T/pg_fresh.cat"; ok $? "postgres: and the foreign keys"
   grep -q "^index|agent_policies|agent_policies_agent|CREATE INDEX" "$T/pg_fresh.cat"; ok $? "postgres: and the indexes"
   diff "$T/pg_fresh.cat" "$T/pg_up.cat" >"$T/pg_cat.diff"
-  ok $? "TM-P1-11..14, TM-P1-22: postgres: the upgraded catalog equals the fresh v9 one"
+  ok $? "TM-P1-11..14, TM-P1-22: postgres: the upgraded catalog equals the fresh v10 one"
   sed 's/^/#   /' "$T/pg_cat.diff" | head -20
   sort "$T/pg_v8.cat" >"$T/pg_v8.sorted"; sort "$T/pg_up.cat" >"$T/pg_up.sorted"
   is "$(comm -23 "$T/pg_v8.sorted" "$T/pg_up.sorted")" "" \
@@ -353,8 +413,8 @@ SQL
   wait_exit $p2 60; r2=$EXIT
   wait_exit $p3 60; r3=$EXIT
   is "$r1:$r2:$r3" "0:0:0" "postgres: three concurrent applies all succeed"
-  is "$(pg_version race):$(pg_psql race -c 'SELECT count(*) FROM authorization_revision')" "9:1" \
-    "postgres: and the database is at 9 with one revision row"
+  is "$(pg_version race):$(pg_psql race -c 'SELECT count(*) FROM authorization_revision')" "10:1" \
+    "postgres: and the database is at 10 with one revision row"
 
   # A step failing halfway: a trigger refuses the version update, after
   # the CREATE and the INSERT.
@@ -378,6 +438,9 @@ SQL
   is "$(pg_version hand):$(pg_has_rev hand)" "8:f" "TM-P1-23: postgres: by hand too: version 8 and no table left"
   pg_psql hand -f "$STEP/postgres.sql" >/dev/null 2>&1
   is "$?:$(pg_version hand)" "0:9" "postgres: the shipped step by hand then succeeds"
+  pg_psql hand -c "INSERT INTO users VALUES ('alice', NULL, 1, 100, 100)" -c 'UPDATE authorization_revision SET revision = 7' >/dev/null
+  v9_rows=$(pg_psql hand -c 'SELECT * FROM users' -c 'SELECT id, revision FROM authorization_revision')
+  pg_catalog_dump hand | sort >"$T/pg_v9.sorted"
   pg_psql hand -f "$STEP/postgres.sql" >"$T/again.log" 2>&1
   [ $? -ne 0 ]; ok $? "TM-P1-23: postgres: the step refuses a database at version 9"
   like "$(cat "$T/again.log")" "schema_meta.version is 9, the v8 -> v9 step needs 8" "postgres: saying why"
@@ -389,12 +452,51 @@ SQL
   pgm apply v7; all_out="$all_out$out"
   is "$rc" 3 "postgres: apply on version 7 (no chain): exit 3"
 
+  # v9 -> v10 on its own ("hand" is a v9 database with rows now). First a
+  # failure halfway (a trigger refuses the version update), then by hand.
+  pg_psql hand >/dev/null <<'SQL'
+CREATE FUNCTION no_bump() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta FOR EACH ROW EXECUTE FUNCTION no_bump();
+SQL
+  pgm apply hand; all_out="$all_out$out"
+  is "$rc" 1 "postgres: the v9 -> v10 step failing halfway: exit 1"
+  like "$out" "step v9 -> v10 (v0009_to_v0010/postgres.sql) failed and was rolled back (the database is still at version 9)" \
+    "postgres: the message names the step"
+  is "$(pg_version hand):$(pg_psql hand -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'pool_%'")" "9:0" \
+    "postgres: version 9 and no pool table left"
+  pg_psql hand -c 'DROP TRIGGER no_bump ON schema_meta' -c 'DROP FUNCTION no_bump()' >/dev/null
+  pg_psql v7 -f "$STEP10/postgres.sql" >"$T/v7b.log" 2>&1
+  [ $? -ne 0 ]; ok $? "postgres: the v9 -> v10 step refuses a database at version 7"
+  like "$(cat "$T/v7b.log")" "schema_meta.version is 7, the v9 -> v10 step needs 9" "postgres: saying why"
+  pgm plan hand; all_out="$all_out$out"
+  is "$out" "v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: plan of v9: the pool step"
+  pgm apply hand; all_out="$all_out$out"
+  is "$rc:$(pg_version hand)" "0:10" "postgres: apply on v9: version 10"
+  pg_catalog_dump hand >"$T/pg_v9up.cat"
+  diff "$T/pg_fresh.cat" "$T/pg_v9up.cat" >"$T/pg_cat10.diff"
+  ok $? "CP-1-19: postgres: a v9 database upgraded to v10 equals a fresh v10 one"
+  sed 's/^/#   /' "$T/pg_cat10.diff" | head -20
+  is "$(sort "$T/pg_v9up.cat" | comm -23 "$T/pg_v9.sorted" -)" "" \
+    "postgres: every v9 table, column, constraint and index is still there"
+  is "$(pg_psql hand -c 'SELECT * FROM users' -c 'SELECT id, revision FROM authorization_revision')" "$v9_rows" \
+    "postgres: the v9 rows and the authorization revision read the same on v10"
+  is "$(pg_psql hand -c 'SELECT id, revision FROM pool_revision')" "1|1" \
+    "CP-1-19: postgres: the pool revision row id=1, revision 1"
+  grep -q "^constraint|pool_proxies|pool_proxies_secret_ref_fkey|f|FOREIGN KEY (secret_ref) REFERENCES pool_credentials(secret_ref)" \
+    "$T/pg_fresh.cat"; ok $? "postgres: a proxy's secret_ref references pool_credentials"
+  grep -q "^constraint|pool_routes|pool_routes_position_key|u|UNIQUE (\"position\")" "$T/pg_fresh.cat"; ok $? \
+    "postgres: a route's position is unique"
+  pg_psql hand -f "$STEP10/postgres.sql" >"$T/again10.log" 2>&1
+  [ $? -ne 0 ]; ok $? "postgres: the v9 -> v10 step refuses a database at version 10"
+  like "$(cat "$T/again10.log")" "schema_meta.version is 10, the v9 -> v10 step needs 9" "postgres: saying why"
+
   # Newer than this build.
-  pg_psql fresh -c 'UPDATE schema_meta SET version = 10'
+  pg_psql fresh -c 'UPDATE schema_meta SET version = 11'
   pgm apply fresh; all_out="$all_out$out"
-  is "$rc" 3 "postgres: apply on a newer database (v10): exit 3"
-  like "$out" "newer than this build's 9: nothing was changed" "postgres: the refusal says why"
-  is "$(pg_version fresh)" 10 "postgres: and nothing was changed"
+  is "$rc" 3 "postgres: apply on a newer database (v11): exit 3"
+  like "$out" "newer than this build's 10: nothing was changed" "postgres: the refusal says why"
+  is "$(pg_version fresh)" 11 "postgres: and nothing was changed"
 
   # The other ways to name the database; no password anywhere.
   mig status --postgres "$(pg_dsn up) password=$secret"; all_out="$all_out$out"

@@ -10,7 +10,7 @@
 #    safety re-read (TM-P1-6); a missing or lower revision makes /readyz
 #    fail, a good one again makes it pass (TM-P1-30);
 #  - migrate = check refuses a v8 database (exit 4, naming
-#    proxyhost-migrate), which proxyhost-migrate apply brings to v9;
+#    proxyhost-migrate), which proxyhost-migrate apply brings to v10;
 #  - SIGTERM stops it cleanly.
 . "$top_srcdir/t/lib/testlib.sh"
 
@@ -48,7 +48,7 @@ pid=$PH_PID
 wait_for ready "$admin"; ok $? "TM-P1-26 the first start creates the database and is ready"
 is "$(stat -c %a "$DB")" 600 "the database file has mode 0600"
 is "$(sq "$DB" 'PRAGMA journal_mode')" wal "the database is in WAL mode"
-is "$(sq "$DB" 'SELECT version FROM schema_meta')" 9 "the schema is version 9"
+is "$(sq "$DB" 'SELECT version FROM schema_meta')" 10 "the schema is version 10"
 
 http_get "http://127.0.0.1:$admin/metrics" >/dev/null
 cp "$T/body" "$T/metrics.txt"

@@ -5,7 +5,7 @@
 # /v1/authorize, `proxyhostctl access check`, asks the cache what a
 # stream open would be answered).
 #
-#   az_setup "$T"                    # cluster, database authz (v9), admin token
+#   az_setup "$T"                    # cluster, database authz (v10), admin token
 #   az_node a "[auth_cache]
 #   enabled = true"                  # starts node a; sets a_port
 #   az_ctl "$a_port" user create alice

@@ -60,7 +60,7 @@ static const az_engine_ops fake_ops = {AZ_ENGINE_SQLITE, fake_version,
 
 static void test_registry(void) {
   char why[256] = "";
-  is_int(AZ_SCHEMA_VERSION, 9, "TM-P1-22: the schema version is 9");
+  is_int(AZ_SCHEMA_VERSION, 10, "TM-P1-22, CP-3-1: the schema version is 10");
   ok(az_registry_check(why, sizeof(why)) == 0,
      "TM-P1-22: the registry is in order and ends at the schema version");
   size_t n;
@@ -70,6 +70,9 @@ static void test_registry(void) {
     if (s[i].from == 8 && s[i].to == 9)
       found = 1;
   ok(found, "TM-P1-22: v8 -> v9 is registered");
+  ok(n == 2 && s[1].from == 9 && s[1].to == 10 &&
+         strcmp(s[1].name, "v0009_to_v0010") == 0,
+     "v9 -> v10 (the pool's tables) is registered after it");
   is_str(s[0].name, "v0008_to_v0009", "the step is named by its directory");
   ok(az_step_sql(&s[0], AZ_ENGINE_SQLITE) == s[0].sqlite &&
          az_step_sql(&s[0], AZ_ENGINE_POSTGRES) == s[0].postgres &&
@@ -87,7 +90,9 @@ static void test_embedded(void) {
   } files[] = {{"migrations/ddl.sql", 0},
                {"migrations/baseline/v0008.sql", 1},
                {"migrations/incremental/v0008_to_v0009/sqlite.sql", 2},
-               {"migrations/incremental/v0008_to_v0009/postgres.sql", 3}};
+               {"migrations/incremental/v0008_to_v0009/postgres.sql", 3},
+               {"migrations/incremental/v0009_to_v0010/sqlite.sql", 4},
+               {"migrations/incremental/v0009_to_v0010/postgres.sql", 5}};
   size_t n;
   const az_step *s = az_steps(&n);
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -97,7 +102,9 @@ static void test_embedded(void) {
     const char *emb = files[i].which == 0   ? az_sql_ddl()
                       : files[i].which == 1 ? az_sql_baseline_v8()
                       : files[i].which == 2 ? s[0].sqlite
-                                            : s[0].postgres;
+                      : files[i].which == 3 ? s[0].postgres
+                      : files[i].which == 4 ? s[1].sqlite
+                                            : s[1].postgres;
     char name[200];
     snprintf(name, sizeof(name), "TM-P1-24: embedded %s is the file",
              files[i].file);
@@ -108,6 +115,10 @@ static void test_embedded(void) {
        "TM-P1-14: the SQLite step creates the table as the seed has it");
   like(s[0].postgres, "RAISE EXCEPTION",
        "TM-P1-23: the PostgreSQL step checks the version first");
+  like(s[1].sqlite, "CREATE TABLE IF NOT EXISTS pool_revision",
+       "the v9 -> v10 SQLite step creates the pool revision");
+  like(s[1].postgres, "the v9 -> v10 step needs 9",
+       "the v9 -> v10 PostgreSQL step checks the version first");
 }
 
 /* TM-P1-24: what a new step must change in the same commit agrees: every
@@ -188,33 +199,35 @@ static void test_driver(void) {
   v = az_migrate(&fake_ops, &f, 0, why, sizeof(why), plan, sizeof(plan));
   is_int(v, 0, "fresh, plan: version 0");
   is_int(f.ran, 0, "plan runs nothing");
-  is_str(plan, "new database -> v9 (migrations/ddl.sql)\n",
+  is_str(plan, "new database -> v10 (migrations/ddl.sql)\n",
          "fresh, plan: ddl.sql");
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 9, "fresh, apply: version 9");
+  is_int(v, 10, "fresh, apply: version 10");
   ok(f.ran == 1 && f.last == az_sql_ddl(), "fresh, apply: ran ddl.sql once");
 
   f = (fake){.version = 8};
   v = az_migrate(&fake_ops, &f, 0, why, sizeof(why), plan, sizeof(plan));
   is_int(v, 8, "v8, plan: version 8");
   is_str(plan,
-         "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)\n",
-         "v8, plan: the step");
+         "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)\n"
+         "v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)\n",
+         "v8, plan: both steps");
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 9, "TM-P1-11: v8, apply: version 9");
+  is_int(v, 10, "TM-P1-11: v8, apply: version 10");
   size_t n;
-  ok(f.ran == 1 && f.last == az_steps(&n)[0].sqlite, "v8: ran the step");
+  ok(f.ran == 2 && f.last == az_steps(&n)[1].sqlite,
+     "v8: ran both steps, in order");
 
   f.ran = 0;
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 9, "idempotent: a second apply keeps version 9");
+  is_int(v, 10, "idempotent: a second apply keeps version 10");
   is_int(f.ran, 0, "idempotent: and runs nothing");
   is_str(plan, "", "idempotent: an empty plan");
 
-  f = (fake){.version = 10};
+  f = (fake){.version = 11};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
   is_int(v, AZ_MIGRATE_REFUSED, "a newer version is refused");
-  like(why, "schema version 10, newer than this build's 9",
+  like(why, "schema version 11, newer than this build's 10",
        "and the message says so");
   is_int(f.ran, 0, "and nothing runs");
 
@@ -240,10 +253,10 @@ static void test_driver(void) {
 
   f = (fake){.version = 8, .raced = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 9, "a step another migrator did meanwhile is success");
+  is_int(v, 10, "a step another migrator did meanwhile is success");
   f = (fake){.version = 0, .raced = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 9, "so is a schema another migrator created meanwhile");
+  is_int(v, 10, "so is a schema another migrator created meanwhile");
 
   f = (fake){.version = 8, .stuck = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
@@ -303,7 +316,7 @@ static void test_sqlite(const char *dir) {
   is_int(q_int(db, "PRAGMA foreign_keys"), 1, "foreign keys are on");
   is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), plan,
                     sizeof(plan)),
-         9, "a fresh database gets ddl.sql: version 9");
+         10, "a fresh database gets ddl.sql: version 10");
   is_int(q_int(db, "SELECT revision FROM authorization_revision WHERE id = 1"),
          1, "TM-P1-14: with the revision row id=1, revision 1");
   sqlite3_close(db);
@@ -314,7 +327,7 @@ static void test_sqlite(const char *dir) {
   is_int(az_sqlite_ops.version(db, why, sizeof(why)), 8, "reads version 8");
   is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), plan,
                     sizeof(plan)),
-         9, "TM-P1-11: v8 applied: version 9");
+         10, "TM-P1-11: v8 applied: version 10");
   is_int(q_int(db, "SELECT count(*) FROM authorization_revision"), 1,
          "TM-P1-15: one revision row");
   is_int(q_int(db, "SELECT id * 10 + revision FROM authorization_revision"),
@@ -323,9 +336,14 @@ static void test_sqlite(const char *dir) {
   size_t n;
   const az_step *s = az_steps(&n);
   ok(az_sqlite_ops.exec(db, s[0].sqlite, why, sizeof(why)) < 0,
-     "TM-P1-23: the v8 -> v9 script refuses a database at version 9");
+     "TM-P1-23: the v8 -> v9 script refuses a database at version 10");
   like(why, "schema_meta_version_must_be_8", "naming the check");
   ok(sqlite3_get_autocommit(db), "and leaves no transaction open");
+  ok(az_sqlite_ops.exec(db, s[1].sqlite, why, sizeof(why)) < 0,
+     "the v9 -> v10 script refuses a database at version 10");
+  like(why, "schema_meta_version_must_be_9", "naming its check");
+  is_int(q_int(db, "SELECT count(*) FROM pool_revision"), 1,
+         "and adds no pool revision row");
   sqlite3_close(db);
 
   /* Version 7: the script itself refuses it. */

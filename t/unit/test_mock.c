@@ -134,7 +134,8 @@ static void test_minor1_module(void) {
      "1.3 appends route_register and route_reply (admin routes) last, set");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR,
          "the host's table says the headers' minor");
-  /* 1.4 (issue 12) changed no ph_api slot: ph_conf_key.flag, pool_view.h. */
+  /* 1.4 (issue 12) changed no ph_api slot: ph_conf_key.flag, pool_view.h,
+   * pool_store.h. */
   is_int(PH_ABI_MINOR, 4, "the headers are 1.4");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");

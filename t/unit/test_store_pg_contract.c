@@ -23,6 +23,7 @@
 #include "tap.h"
 
 #include "store_contract.c"
+#include "pool_contract.c"
 
 #define MODULE PH_BUILD_MODULES "/store_pg/.libs/store_pg.so"
 
@@ -101,6 +102,11 @@ static int revision_set(void *arg, int64_t value) {
   return exec_on(db, sql);
 }
 
+static int pool_exec(void *arg, const char *sql) {
+  (void)arg;
+  return exec_on(db, sql);
+}
+
 static int revision_bump(void *arg) {
   (void)arg;
   return exec_on(db, "UPDATE authorization_revision SET revision = revision "
@@ -122,5 +128,7 @@ int main(void) {
                             .revision_set = revision_set,
                             .revision_bump = revision_bump};
   store_contract_run(&env);
+  pool_contract_env penv = {.base = &env, .exec = pool_exec};
+  pool_contract_run(&penv);
   return done_testing();
 }

@@ -27,6 +27,7 @@
 #include "tap.h"
 
 #include "store_contract.c"
+#include "pool_contract.c"
 
 #define MODULE PH_BUILD_MODULES "/store_sqlite/.libs/store_sqlite.so"
 
@@ -178,6 +179,11 @@ static int revision_bump(void *arg) {
                   "1 WHERE id = 1");
 }
 
+static int pool_exec(void *arg, const char *sql) {
+  (void)arg;
+  return own_exec(sql);
+}
+
 /* ---- SQLite-only cases ---------------------------------------------------- */
 
 static ph_buf err;
@@ -280,8 +286,8 @@ static void test_migrate(void) {
      "migrate = auto upgrades a v8 database at start and is ready");
   ok(own_query("SELECT version FROM schema_meta WHERE id = 1", v,
                sizeof(v)) == 0 &&
-         strcmp(v, "9") == 0,
-     "the upgraded database is at version 9");
+         strcmp(v, "10") == 0,
+     "the upgraded database is at version 10");
   ok(own_query("SELECT revision FROM authorization_revision WHERE id = 1", v,
                sizeof(v)) == 0 &&
          strcmp(v, "1") == 0,
@@ -340,6 +346,8 @@ int main(void) {
                             .revision_set = revision_set,
                             .revision_bump = revision_bump};
   store_contract_run(&env);
+  pool_contract_env penv = {.base = &env, .exec = pool_exec};
+  pool_contract_run(&penv);
   test_file_and_wal();
   test_migrate();
   test_metrics_and_sample();

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* proxyhostctl's command plumbing, shared by proxyhostctl.c (the
+ * authorization commands and main) and ctl_pool.c (the pool's): the
+ * parsed options, the request and the JSON body builders. */
+#ifndef PH_CTL_CMD_H
+#define PH_CTL_CMD_H
+
+#include "json.h"
+
+#define BODY_MAX 4096
+#define MAX_POS 4
+
+typedef struct opts {
+  const char *admin, *token_file;
+  int json, timeout_ms;
+  /* Subcommand options. */
+  const char *owner, *user, *agent, *token, *after, *limit, *scopes,
+      *expires_at, *host, *ports, *port;
+  /* The pool's (ctl_pool.c). */
+  const char *protocol, *groups, *group, *zone, *capacity, *weight,
+      *secret_ref, *expires_at_ms, *position, *client, *listener, *strategy,
+      *on_unavailable, *wait_timeout_ms, *sticky, *enabled, *version;
+  int disabled, has_owner;
+  const char *pos[MAX_POS];
+  int npos;
+} opts;
+
+typedef enum shape { SHAPE_RECORD, SHAPE_LIST, SHAPE_NONE } shape;
+
+typedef struct ctl_body {
+  char buf[BODY_MAX];
+  json_w w;
+} ctl_body;
+
+/* Prints what and the usage; EXIT_USAGE (2). */
+int usage_error(const char *what);
+/* One request with the admin token; prints the answer. The exit status. */
+int call(const opts *o, const char *method, const char *path,
+         const char *body, shape sh, const char *collection);
+/* A key of [a-z0-9._-], 1..128 bytes. */
+int key_ok(const char *s);
+/* GET /v1/COLLECTION with --after, --limit and the filters. */
+int list_call(const opts *o, const char *collection, const char *user_filter,
+              const char *agent_filter);
+/* METHOD /v1/COLLECTION/KEY[SUFFIX]. */
+int one_call(const opts *o, const char *method, const char *collection,
+             const char *key, const char *suffix, const char *body, shape sh);
+void body_begin(ctl_body *b);
+const char *body_end(ctl_body *b); /* NULL when it did not fit */
+/* "key": v as an integer in lo..hi; 0 or -1. */
+int int_into(json_w *w, const char *key, const char *v, long lo, long hi);
+int need(const opts *o, int n);
+
+/* ctl_pool.c */
+int ctl_cmd_proxy(const opts *o, const char *verb);
+int ctl_cmd_route(const opts *o, const char *verb);
+int ctl_cmd_credential(const opts *o, const char *verb);
+
+#endif
