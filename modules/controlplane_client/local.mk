@@ -1,9 +1,42 @@
-# modules/controlplane_client: the gateway's side of the control plane.
-# So far its pure session supervisor (cp_supervisor.c) and its unit test;
-# the module itself comes with the gRPC layer (issue 12).
-EXTRA_DIST += modules/controlplane_client/local.mk
+# modules/controlplane_client: the gateway's side of the control plane
+# (issue 12): the pure session supervisor (cp_supervisor.c) and the module
+# that drives it over gRPC (controlplane_client.c: the session, the
+# snapshot stream, the view compiled in a host job and provided as
+# "pool.view", readiness), with its keys (cpc_conf.c, the 000 design's
+# section 9 flags and environment names) and messages (cpc_wire.c).
+EXTRA_DIST += modules/controlplane_client/local.mk \
+	modules/controlplane_client/controlplane_client.ini.sample \
+	conf/gateway.ini t/integration/cp_gateway_conf.sh \
+	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py
+
+CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
+	modules/controlplane_client/cpc_conf.c \
+	modules/controlplane_client/cpc_conf.h \
+	modules/controlplane_client/cpc_wire.c \
+	modules/controlplane_client/cpc_wire.h \
+	modules/controlplane_client/cp_supervisor.c \
+	modules/controlplane_client/cp_supervisor.h
+CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_client \
+	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
+# libcpsnapshot.la brings libcpproto.la (and protobuf-c).
+CPC_LIBS = modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
+	modules/cp_common/libcpsnapshot.la modules/common/libphcommon.la \
+	$(OPENSSL_LIBS)
 
 if MODULE_CONTROLPLANE_CLIENT
+module_LTLIBRARIES += modules/controlplane_client/controlplane_client.la
+modules_controlplane_client_controlplane_client_la_SOURCES = $(CPC_SOURCES)
+modules_controlplane_client_controlplane_client_la_CPPFLAGS = $(CPC_CPPFLAGS)
+modules_controlplane_client_controlplane_client_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_controlplane_client_controlplane_client_la_LIBADD = $(CPC_LIBS)
+samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
+# The generated headers must exist before these compile.
+modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
+modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
+modules/controlplane_client/controlplane_client_la-cpc_wire.lo: \
+	$(CP_GEN)/proto.stamp
+
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor
 check_PROGRAMS += $(UNIT_TESTS_CP_SUPERVISOR)
 TESTS += $(UNIT_TESTS_CP_SUPERVISOR)
@@ -14,4 +47,20 @@ t_unit_test_cp_supervisor_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/controlplane_client \
 	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
 t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
+
+# The gateway's configuration: conf/gateway.ini passes --check-config, the
+# flags and PROXY_POOL_* names reach the keys.
+TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
+endif
+
+# The register answer's reader, replayed over t/fuzz/seeds/cpc_registered
+# by t/integration/fuzz_replay.sh.
+EXTRA_DIST += t/fuzz/fuzz_cpc_registered.c
+if MODULE_CONTROLPLANE_CLIENT
+check_PROGRAMS += t/fuzz/replay_cpc_registered
+t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	-I$(top_srcdir)/modules/controlplane_client
+t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
 endif

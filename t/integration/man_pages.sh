@@ -29,6 +29,11 @@ esac
 case ",$mods," in *,tunnel_agent,*)
   printf '[tunnel_agent]\nserver_url = ws://127.0.0.1:1/agent\ntoken = t\n' >>"$T/all.ini" ;;
 esac
+# controlplane_client needs its five identity keys (required) and, for
+# --print-config without files, plaintext to loopback.
+case ",$mods," in *,controlplane_client,*)
+  printf '[controlplane_client]\naddress = 127.0.0.1:1\ncluster_id = c\nworker_id = w\ninstance_id = i\nzone = z\ntls.mode = disabled\n' >>"$T/all.ini" ;;
+esac
 "$PROXYHOST" -c "$T/all.ini" --print-config >"$T/keys" 2>"$T/err"
 ok $? "--print-config with every built module ($mods)"
 sed 's/^/#   /' "$T/err" | head -5

@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* controlplane_client: the gateway's control-plane session (issue 12, the
+ * 000 design's sections 2, 3 and 9). The driver of cp_supervisor.h: it
+ * performs the one action each event returns (RegisterWorker, the
+ * WatchSnapshots stream, AcknowledgeSnapshot, ReportRuntime, the backoff
+ * timer), validates each snapshot (cp_snapshot_check, deltas with
+ * cp_snapshot_apply_delta), compiles the view in a host job, publishes it
+ * with one atomic swap and provides it as "pool.view". Readiness is
+ * cp_sup_ready (CP-1-28). docs/user-guide/gateway.md "Running a gateway".
+ *
+ * Which answer still matters: every call of the session is remembered in
+ * one pointer (c_reg, c_watch, c_ack, c_rt); a cancelled call's late
+ * on_done finds its pointer gone and is dropped. A build job carries the
+ * session generation it was started in. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include <proxyhost/module.h>
+#include <proxyhost/pool_view.h>
+
+#include "controlplane/v1/controlplane.pb-c.h"
+#include "cp_grpc.h"
+#include "cp_grpc_conf.h"
+#include "cp_snapshot.h"
+#include "cp_snapshot_time.h"
+#include "cp_supervisor.h"
+#include "cp_view.h"
+#include "cpc_conf.h"
+#include "cpc_wire.h"
+
+#define SVC "/controlplane.v1.WorkerControlPlane/"
+
+/* The rpc label of the call metrics. */
+enum { RPC_REGISTER, RPC_WATCH, RPC_ACK, RPC_RUNTIME, RPC_COUNT };
+static const char *const rpc_names[] = {"register", "watch", "ack", "runtime",
+                                        NULL};
+static const char *const status_names[] = {
+    "ok",          "cancelled",         "unknown",
+    "invalid_argument", "deadline_exceeded", "not_found",
+    "already_exists", "permission_denied", "resource_exhausted",
+    "failed_precondition", "aborted",   "out_of_range",
+    "unimplemented", "internal",        "unavailable",
+    "data_loss",   "unauthenticated",   NULL};
+#define N_STATUS 17
+static const char *const state_names[] = {
+    "idle",    "backoff", "registering", "watching", "swapping",
+    "acking",  "nacking", "running",     "fatal",    NULL};
+#define N_STATE 9
+/* RejectReason values 0..5 by their wire number, then the driver's own. */
+static const char *const reject_names[] = {
+    "unspecified", "expired",  "bad_checksum", "malformed", "too_large",
+    "identity",    "delta",    "compile",      "overrun",   NULL};
+enum { REJ_DELTA = 6, REJ_COMPILE = 7, REJ_OVERRUN = 8, N_REJECT = 9 };
+
+typedef struct cpc {
+  ph_ctx *ctx;
+  cpc_conf conf;
+  cp_snapshot_limits limits;
+  cp_grpc_cq *cq;
+  cp_grpc_channel *ch;
+  cp_sup sup;
+  ph_timer *timer;
+  uint64_t gen; /* bumped whenever the session's calls are cancelled */
+  cp_grpc_ccall *c_reg, *c_watch, *c_ack, *c_rt;
+  char session[PH_POOL_ID_MAX + 1];
+  cp_snapshot *held;  /* the snapshot of the view in use (deltas' base) */
+  int building;       /* a build job is in flight */
+  int64_t job;
+  uint8_t *pending;   /* one stream message that came while building */
+  size_t pending_len;
+  cpc_buf last_rt;    /* the last runtime report, resent byte for byte */
+  cp_view_slot slot;
+  uint64_t registrations;
+  int fatal_logged, stopping, started;
+  ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
+  ph_series *m_accepted, *m_rejected[N_REJECT], *m_version, *m_valid,
+      *m_reconnects, *m_ready;
+} cpc;
+
+static const ph_api *api;
+
+/* The session's clock: Unix ms (CLOCK_REALTIME), because the snapshots'
+ * deadlines are wall-clock instants (the controller's Redis TIME) and
+ * pool.view's readers ask usable(v, p, now) with the same clock. The
+ * host's now_ms is monotonic and would never reach them. */
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void perform(cpc *m, cp_sup_action act);
+static void handle_message(cpc *m, const uint8_t *msg, size_t len);
+
+/* ---- metrics ------------------------------------------------------------ */
+
+static int register_metrics(cpc *m) {
+  ph_label_def st[] = {{"state", state_names}};
+  ph_metric_def d_state = {"proxyhost_cp_gateway_session_state",
+                           "1 for the session's current state",
+                           PH_METRIC_GAUGE, st, 1, NULL, 0};
+  ph_label_def rl[] = {{"rpc", rpc_names}, {"status", status_names}};
+  ph_metric_def d_rpc = {"proxyhost_cp_gateway_rpcs_total",
+                         "control-plane calls by rpc and final gRPC status",
+                         PH_METRIC_COUNTER, rl, 2, NULL, 0};
+  ph_metric_def d_acc = {"proxyhost_cp_gateway_snapshots_accepted_total",
+                         "snapshots validated, swapped in and acknowledged",
+                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_label_def rr[] = {{"reason", reject_names}};
+  ph_metric_def d_rej = {"proxyhost_cp_gateway_snapshots_rejected_total",
+                         "snapshots or deltas refused, by reason",
+                         PH_METRIC_COUNTER, rr, 1, NULL, 0};
+  ph_metric_def d_ver = {"proxyhost_cp_gateway_view_version",
+                         "snapshot version of the view in use (0: none)",
+                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def d_val = {"proxyhost_cp_gateway_view_valid_seconds",
+                         "seconds until the view's valid_until or stale "
+                         "deadline, at the last session event (<= 0: none)",
+                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def d_rec = {"proxyhost_cp_gateway_reconnects_total",
+                         "sessions started after the first",
+                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def d_rdy = {"proxyhost_cp_gateway_ready",
+                         "1 while the view may be used (CP-1-28)",
+                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric *ms = api->metric(m->ctx, &d_state);
+  ph_metric *mr = api->metric(m->ctx, &d_rpc);
+  ph_metric *ma = api->metric(m->ctx, &d_acc);
+  ph_metric *mj = api->metric(m->ctx, &d_rej);
+  ph_metric *mv = api->metric(m->ctx, &d_ver);
+  ph_metric *ml = api->metric(m->ctx, &d_val);
+  ph_metric *mc = api->metric(m->ctx, &d_rec);
+  ph_metric *my = api->metric(m->ctx, &d_rdy);
+  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my)
+    return PH_EINVAL;
+  for (int i = 0; i < N_STATE; i++) {
+    const char *v[1] = {state_names[i]};
+    m->m_state[i] = api->series(ms, v);
+  }
+  for (int r = 0; r < RPC_COUNT; r++)
+    for (int s = 0; s < N_STATUS; s++) {
+      const char *v[2] = {rpc_names[r], status_names[s]};
+      m->m_rpc[r][s] = api->series(mr, v);
+    }
+  for (int i = 0; i < N_REJECT; i++) {
+    const char *v[1] = {reject_names[i]};
+    m->m_rejected[i] = api->series(mj, v);
+  }
+  m->m_accepted = api->series(ma, NULL);
+  m->m_version = api->series(mv, NULL);
+  m->m_valid = api->series(ml, NULL);
+  m->m_reconnects = api->series(mc, NULL);
+  m->m_ready = api->series(my, NULL);
+  return PH_OK;
+}
+
+static void count_rpc(cpc *m, int rpc, int status) {
+  if (status < 0 || status >= N_STATUS)
+    status = CP_GRPC_UNKNOWN;
+  api->inc(m->m_rpc[rpc][status], 1);
+}
+
+static void count_reject(cpc *m, int reason) {
+  if (reason < 0 || reason >= N_REJECT)
+    reason = 0;
+  api->inc(m->m_rejected[reason], 1);
+}
+
+/* ---- the timer, readiness ------------------------------------------------ */
+
+/* After every event: the state gauge, readiness, and the timer at the
+ * supervisor's next deadline. */
+static void settle(cpc *m) {
+  if (m->stopping)
+    return;
+  int64_t now = wall_ms();
+  for (int i = 0; i < N_STATE; i++)
+    api->gauge_set(m->m_state[i], (int)m->sup.state == i ? 1 : 0);
+  int ready = cp_sup_ready(&m->sup, now);
+  api->set_ready(m->ctx, ready);
+  api->gauge_set(m->m_ready, ready);
+  int64_t until = m->sup.view_valid_until_ms < m->sup.view_stale_at_ms
+                      ? m->sup.view_valid_until_ms
+                      : m->sup.view_stale_at_ms;
+  api->gauge_set(m->m_valid, until > 0 ? (double)(until - now) / 1000.0 : 0);
+  int64_t t = cp_sup_next_timer_ms(&m->sup, now);
+  if (t < 0)
+    api->timer_set(m->timer, 0, 0);
+  else
+    api->timer_set(m->timer, t > now ? (uint64_t)(t - now) : 1, 0);
+}
+
+static void on_timer(ph_timer *t, void *arg) {
+  (void)t;
+  cpc *m = arg;
+  perform(m, cp_sup_timer(&m->sup, wall_ms()));
+}
+
+/* ---- calls ---------------------------------------------------------------- */
+
+/* A unary call's answer is kept until on_done says how it ended. */
+typedef struct unary {
+  cpc *m;
+  uint8_t *resp;
+  size_t len;
+} unary;
+
+static void unary_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
+                          size_t len) {
+  (void)call;
+  unary *u = arg;
+  free(u->resp);
+  u->resp = malloc(len ? len : 1);
+  u->len = u->resp ? len : 0;
+  if (u->resp && len)
+    memcpy(u->resp, msg, len);
+}
+
+static void cancel_all(cpc *m) {
+  cp_grpc_ccall **calls[] = {&m->c_reg, &m->c_watch, &m->c_ack, &m->c_rt};
+  for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+    if (*calls[i]) {
+      cp_grpc_ccall *c = *calls[i];
+      *calls[i] = NULL;
+      cp_grpc_ccall_cancel(c);
+    }
+  free(m->pending);
+  m->pending = NULL;
+  m->pending_len = 0;
+  if (m->building && m->job > 0)
+    api->job_cancel(m->ctx, m->job); /* PH_EBUSY: its done sees gen */
+  m->building = 0;
+  m->job = 0;
+  m->gen++;
+}
+
+static cp_grpc_ccall *start_unary(cpc *m, const char *path, cpc_buf *req,
+                                  void (*done)(void *, cp_grpc_ccall *, int,
+                                               const char *)) {
+  unary *u = calloc(1, sizeof(*u));
+  if (!u)
+    return NULL;
+  u->m = m;
+  cp_grpc_ccall_cbs cbs = {unary_message, NULL, done};
+  cp_grpc_ccall *c = cp_grpc_ccall_start(m->ch, path, CP_RPC_UNARY,
+                                         m->conf.rpc_timeout_ms, req->data,
+                                         req->len, &cbs, u);
+  if (!c)
+    free(u);
+  return c;
+}
+
+/* Nothing could be started (no memory): the session ends as if the call
+ * had failed, and the backoff bounds the retries. */
+static void start_failed(cpc *m, cp_call call) {
+  PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "control-plane call not started",
+            PH_STR("reason", "no memory"));
+  perform(m, cp_sup_failed(&m->sup, call, CP_GRPC_RESOURCE_EXHAUSTED,
+                           wall_ms()));
+}
+
+static void register_done(void *arg, cp_grpc_ccall *call, int status,
+                          const char *msg) {
+  unary *u = arg;
+  cpc *m = u->m;
+  if (call != m->c_reg || m->stopping)
+    goto out;
+  m->c_reg = NULL;
+  count_rpc(m, RPC_REGISTER, status);
+  int64_t now = wall_ms();
+  cpc_registered r;
+  const char *why = NULL;
+  if (status == CP_GRPC_OK &&
+      cpc_read_registered(u->resp, u->len, &r, &why) != PH_OK) {
+    PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "unusable register answer",
+              PH_STR("reason", why));
+    /* Another protocol version is the controller's refusal in other
+     * words (CP-7-4): as fatal as FAILED_PRECONDITION. */
+    status = strstr(why, "protocol") ? CP_GRPC_FAILED_PRECONDITION
+                                     : CP_GRPC_INTERNAL;
+  } else if (status != CP_GRPC_OK) {
+    PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "register failed",
+              PH_STR("status", status_names[status >= 0 && status < N_STATUS
+                                                ? status
+                                                : CP_GRPC_UNKNOWN]),
+              PH_STR("message", msg ? msg : ""));
+  }
+  if (status == CP_GRPC_OK) {
+    memcpy(m->session, r.session_id, sizeof(m->session));
+    perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
+                                 r.runtime_interval_ms, r.max_stale_ms, now));
+  } else {
+    perform(m, cp_sup_registered(&m->sup, status, 0, 0, 0, now));
+  }
+out:
+  free(u->resp);
+  free(u);
+}
+
+static void do_register(cpc *m) {
+  cpc_buf b = {0};
+  if (m->registrations++)
+    api->inc(m->m_reconnects, 1);
+  m->session[0] = 0;
+  if (cpc_pack_register(m->conf.cluster_id, m->conf.worker_id,
+                        m->conf.instance_id, m->conf.zone, &b) != PH_OK ||
+      !(m->c_reg = start_unary(m, SVC "RegisterWorker", &b, register_done))) {
+    cpc_buf_free(&b);
+    start_failed(m, CP_CALL_REGISTER);
+    return;
+  }
+  cpc_buf_free(&b);
+}
+
+/* The stream. */
+static void watch_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
+                          size_t len) {
+  cpc *m = arg;
+  if (call != m->c_watch || m->stopping)
+    return;
+  if (!m->building && (m->sup.state == CP_SUP_WATCHING ||
+                       m->sup.state == CP_SUP_RUNNING)) {
+    handle_message(m, msg, len);
+    return;
+  }
+  /* One snapshot in hand at a time: one more may wait; a third means the
+   * controller outpaces the builds, and a new stream starts from a full
+   * snapshot instead (bounded memory). */
+  if (m->pending) {
+    count_reject(m, REJ_OVERRUN);
+    perform(m, CP_ACT_WATCH);
+    return;
+  }
+  m->pending = malloc(len ? len : 1);
+  if (!m->pending) {
+    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
+                             CP_GRPC_RESOURCE_EXHAUSTED,
+                             wall_ms()));
+    return;
+  }
+  memcpy(m->pending, msg, len);
+  m->pending_len = len;
+}
+
+static void watch_done(void *arg, cp_grpc_ccall *call, int status,
+                       const char *msg) {
+  cpc *m = arg;
+  if (call != m->c_watch || m->stopping)
+    return;
+  m->c_watch = NULL;
+  count_rpc(m, RPC_WATCH, status);
+  PH_LOG_RL(api, m->ctx, status == CP_GRPC_OK ? PH_LOG_INFO : PH_LOG_WARN,
+            "snapshot stream ended",
+            PH_STR("status", status_names[status >= 0 && status < N_STATUS
+                                              ? status
+                                              : CP_GRPC_UNKNOWN]),
+            PH_STR("message", msg ? msg : ""));
+  perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, status,
+                           wall_ms()));
+}
+
+/* Opens (or reopens: a delta that could not be applied, CP-3-16) the
+ * stream. The held snapshot is named so the controller may send deltas
+ * later; it always starts with a full one (CP-2-2). */
+static void do_watch(cpc *m) {
+  if (m->c_watch) {
+    cp_grpc_ccall *c = m->c_watch;
+    m->c_watch = NULL;
+    cp_grpc_ccall_cancel(c);
+  }
+  free(m->pending);
+  m->pending = NULL;
+  m->pending_len = 0;
+  cpc_buf b = {0};
+  const Controlplane__V1__WorkerSnapshot *h =
+      m->held ? cp_snapshot_msg(m->held) : NULL;
+  int has = h && h->checksum.len == 32;
+  if (cpc_pack_watch(m->conf.worker_id, m->session, has ? h->version : 0,
+                     has ? h->checksum.data : NULL, &b) != PH_OK) {
+    start_failed(m, CP_CALL_WATCH);
+    return;
+  }
+  cp_grpc_ccall_cbs cbs = {watch_message, NULL, watch_done};
+  m->c_watch = cp_grpc_ccall_start(m->ch, SVC "WatchSnapshots",
+                                   CP_RPC_SERVER_STREAM, 0, b.data, b.len,
+                                   &cbs, m);
+  cpc_buf_free(&b);
+  if (!m->c_watch)
+    start_failed(m, CP_CALL_WATCH);
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+typedef struct build {
+  cpc *m;
+  uint64_t gen;
+  cp_snapshot *snap;
+  int64_t obtained_at_ms, max_stale_ms;
+  ph_pool_view *view;
+  int rc;
+  const char *why;
+} build;
+
+static void build_work(void *arg) {
+  build *b = arg;
+  cp_view_opts o = {b->obtained_at_ms, b->max_stale_ms};
+  b->rc = cp_view_compile(cp_snapshot_msg(b->snap), &o, &b->view, &b->why);
+}
+
+static void build_done(void *arg, int status) {
+  build *b = arg;
+  cpc *m = b->m;
+  if (status == PH_ECANCELED || b->gen != m->gen || m->stopping) {
+    cp_view_release(b->view);
+    cp_snapshot_free(b->snap);
+    free(b);
+    return;
+  }
+  m->building = 0;
+  m->job = 0;
+  int64_t now = wall_ms();
+  if (b->rc != PH_OK) {
+    /* The snapshot passed its validation but cannot be a view: the
+     * supervisor has no NACK for that state, so the session restarts
+     * (bounded by the backoff) and the old view stays. */
+    count_reject(m, REJ_COMPILE);
+    PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot view not built",
+              PH_STR("reason", b->why ? b->why : "no memory"));
+    cp_snapshot_free(b->snap);
+    free(b);
+    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, CP_GRPC_INTERNAL, now));
+    return;
+  }
+  const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(b->snap);
+  int64_t valid_until = 0;
+  cp_ts_to_ms(s->valid_until, &valid_until);
+  cp_view_publish(&m->slot, b->view); /* one atomic swap (CP-3-17) */
+  cp_snapshot_free(m->held);
+  m->held = b->snap;
+  api->gauge_set(m->m_version, (double)s->version);
+  api->inc(m->m_accepted, 1);
+  PH_LOG(api, m->ctx, PH_LOG_INFO, "snapshot view in use",
+         PH_INT("version", (int64_t)s->version),
+         PH_INT("proxies", (int64_t)s->n_proxies),
+         PH_INT("valid_for_ms", valid_until - now));
+  free(b);
+  perform(m, cp_sup_swapped(&m->sup, now, valid_until)); /* then the ACK */
+}
+
+static void start_build(cpc *m, cp_snapshot *snap) {
+  build *b = calloc(1, sizeof(*b));
+  if (!b) {
+    cp_snapshot_free(snap);
+    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
+                             CP_GRPC_RESOURCE_EXHAUSTED,
+                             wall_ms()));
+    return;
+  }
+  b->m = m;
+  b->gen = m->gen;
+  b->snap = snap;
+  b->obtained_at_ms = wall_ms();
+  b->max_stale_ms = m->sup.max_stale_ms;
+  int64_t id = api->submit(m->ctx, build_work, build_done, b);
+  if (id < 0) {
+    cp_snapshot_free(snap);
+    free(b);
+    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
+                             CP_GRPC_RESOURCE_EXHAUSTED,
+                             wall_ms()));
+    return;
+  }
+  m->building = 1;
+  m->job = id;
+}
+
+/* A full snapshot from the stream message: re-packed into a handle of its
+ * own (a bounded arena), the unpacked copy's credentials wiped. */
+static cp_snapshot *own_snapshot(Controlplane__V1__WorkerSnapshot *s) {
+  size_t n = controlplane__v1__worker_snapshot__get_packed_size(s);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf)
+    return NULL;
+  controlplane__v1__worker_snapshot__pack(s, buf);
+  cp_snapshot *h = cp_snapshot_unpack(buf, n);
+  OPENSSL_cleanse(buf, n);
+  free(buf);
+  return h;
+}
+
+static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
+  int64_t now = wall_ms();
+  cp_expect ex = {m->conf.cluster_id, m->conf.worker_id, m->session};
+  const char *why = NULL;
+  cp_snapshot *snap = NULL;
+  int reason = 0;
+  Controlplane__V1__WatchSnapshotsResponse *r =
+      controlplane__v1__watch_snapshots_response__unpack(NULL, len, msg);
+  if (!r || (r->payload_case !=
+                 CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_SNAPSHOT &&
+             r->payload_case !=
+                 CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA)) {
+    /* Nothing to NACK: no version, no checksum. A new session. */
+    count_reject(m, CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED);
+    PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "unreadable snapshot stream message");
+    if (r)
+      controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
+    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, CP_GRPC_INTERNAL, now));
+    return;
+  }
+  if (r->payload_case ==
+      CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA) {
+    cp_delta_result d =
+        m->held ? cp_snapshot_apply_delta(cp_snapshot_msg(m->held), r->delta,
+                                          &ex, now, &m->limits, &snap, &why)
+                : CP_DELTA_NEED_FULL;
+    controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
+    if (d != CP_DELTA_OK) {
+      /* Discard it and ask for a full snapshot on a new stream
+       * (CP-3-16); the session and the view stay. */
+      count_reject(m, REJ_DELTA);
+      PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "delta not applied",
+                PH_STR("reason", why ? why : "no snapshot held"));
+      perform(m, CP_ACT_WATCH);
+      return;
+    }
+  } else {
+    snap = own_snapshot(r->snapshot);
+    cp_view_wipe_message(r->snapshot);
+    controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
+    if (!snap) {
+      count_reject(m, CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_TOO_LARGE);
+      perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
+                               CP_GRPC_RESOURCE_EXHAUSTED, now));
+      return;
+    }
+    reason = cp_snapshot_check(cp_snapshot_msg(snap), &ex, now, &m->limits,
+                               &why);
+  }
+  const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(snap);
+  uint8_t sum[32] = {0};
+  if (s->checksum.len == 32)
+    memcpy(sum, s->checksum.data, 32);
+  if (reason) {
+    count_reject(m, reason);
+    PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "snapshot rejected",
+              PH_STR("reason", why ? why : ""),
+              PH_INT("version", (int64_t)s->version));
+    uint64_t v = s->version, e = s->ownership_epoch;
+    cp_snapshot_free(snap);
+    perform(m, cp_sup_snapshot(&m->sup, reason, v, e, sum));
+    return;
+  }
+  cp_sup_action act =
+      cp_sup_snapshot(&m->sup, 0, s->version, s->ownership_epoch, sum);
+  if (act == CP_ACT_BUILD) {
+    start_build(m, snap);
+    settle(m);
+  } else {
+    cp_snapshot_free(snap);
+    perform(m, act);
+  }
+}
+
+/* ---- ACK and runtime ---------------------------------------------------- */
+
+static void ack_done(void *arg, cp_grpc_ccall *call, int status,
+                     const char *msg) {
+  unary *u = arg;
+  cpc *m = u->m;
+  (void)msg;
+  if (call == m->c_ack && !m->stopping) {
+    m->c_ack = NULL;
+    count_rpc(m, RPC_ACK, status);
+    perform(m, cp_sup_acked(&m->sup, status, wall_ms()));
+    /* A message that waited for this ACK. */
+    if (m->pending && !m->building &&
+        (m->sup.state == CP_SUP_WATCHING || m->sup.state == CP_SUP_RUNNING)) {
+      uint8_t *p = m->pending;
+      size_t n = m->pending_len;
+      m->pending = NULL;
+      m->pending_len = 0;
+      handle_message(m, p, n);
+      free(p);
+    }
+  }
+  free(u->resp);
+  free(u);
+}
+
+static void do_ack(cpc *m, int reason) {
+  cpc_buf b = {0};
+  if (cpc_pack_ack(m->conf.worker_id, m->session, m->sup.ack_version,
+                   m->sup.ack_epoch, m->sup.ack_checksum, reason,
+                   &b) != PH_OK ||
+      !(m->c_ack = start_unary(m, SVC "AcknowledgeSnapshot", &b, ack_done))) {
+    cpc_buf_free(&b);
+    start_failed(m, CP_CALL_ACK);
+    return;
+  }
+  cpc_buf_free(&b);
+}
+
+static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
+                         const char *msg) {
+  unary *u = arg;
+  cpc *m = u->m;
+  (void)msg;
+  if (call == m->c_rt && !m->stopping) {
+    m->c_rt = NULL;
+    count_rpc(m, RPC_RUNTIME, status);
+    /* revoke_proxy_ids accelerate a drain (CP-4-7): issue 13's dispatch
+     * acts on them; the snapshot stays the authority meanwhile. */
+    perform(m, cp_sup_runtime_done(&m->sup, status, wall_ms()));
+  }
+  free(u->resp);
+  free(u);
+}
+
+static void do_runtime(cpc *m) {
+  /* A resend is the same bytes (CP-2-10): an idempotent replay. */
+  if (!m->sup.resend || !m->last_rt.data) {
+    cpc_buf_free(&m->last_rt);
+    if (cpc_pack_runtime(m->conf.worker_id, m->session,
+                         m->sup.report_sequence, m->sup.base_version,
+                         m->sup.base_epoch, wall_ms(),
+                         &m->last_rt) != PH_OK) {
+      start_failed(m, CP_CALL_RUNTIME);
+      return;
+    }
+  }
+  if (!(m->c_rt = start_unary(m, SVC "ReportRuntime", &m->last_rt,
+                              runtime_done)))
+    start_failed(m, CP_CALL_RUNTIME);
+}
+
+/* ---- the supervisor's actions ------------------------------------------- */
+
+static void perform(cpc *m, cp_sup_action act) {
+  if (m->stopping)
+    return;
+  switch (act) {
+  case CP_ACT_NONE:
+  case CP_ACT_BUILD: /* handle_message starts the build itself */
+    break;
+  case CP_ACT_REGISTER:
+    do_register(m);
+    break;
+  case CP_ACT_WATCH:
+    do_watch(m);
+    break;
+  case CP_ACT_ACK:
+    do_ack(m, 0);
+    break;
+  case CP_ACT_NACK:
+    do_ack(m, m->sup.nack_reason ? m->sup.nack_reason
+                                 : CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED);
+    break;
+  case CP_ACT_RUNTIME:
+    do_runtime(m);
+    break;
+  case CP_ACT_BACKOFF:
+    cancel_all(m);
+    cpc_buf_free(&m->last_rt);
+    PH_LOG_RL(api, m->ctx, PH_LOG_INFO, "control-plane session ended",
+              PH_INT("retry_in_ms", m->sup.wait_ms));
+    break;
+  case CP_ACT_FATAL:
+    cancel_all(m);
+    if (!m->fatal_logged) {
+      int c = m->sup.fatal_code;
+      m->fatal_logged = 1;
+      PH_LOG(api, m->ctx, PH_LOG_ERROR,
+             "control plane refused this gateway; not retrying (fix the "
+             "identity, certificate or protocol version and restart)",
+             PH_STR("call", m->sup.fatal_call == CP_CALL_REGISTER
+                                ? "register"
+                                : "session"),
+             PH_STR("status",
+                    status_names[c >= 0 && c < N_STATUS ? c : CP_GRPC_UNKNOWN]));
+    }
+    break;
+  }
+  settle(m);
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+static uint32_t jitter(void *arg) {
+  (void)arg;
+  uint32_t v = UINT32_MAX;
+  if (RAND_bytes((unsigned char *)&v, sizeof(v)) != 1)
+    v = UINT32_MAX; /* no jitter: the top of the range */
+  return v;
+}
+
+static int cpc_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                     char *why, size_t whylen) {
+  cpc_conf c;
+  return cpc_conf_read(ctx, a, &c, key, why, whylen);
+}
+
+static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  cpc *m = calloc(1, sizeof(*m));
+  if (!m)
+    return PH_ENOMEM;
+  *state = m;
+  m->ctx = ctx;
+  const char *key = NULL;
+  char why[256];
+  if (cpc_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
+    PH_LOG(api, ctx, PH_LOG_ERROR, "bad configuration", PH_STR("key", key),
+           PH_STR("reason", why));
+    return PH_EINVAL;
+  }
+  m->limits = m->conf.limits;
+  m->conf.sup.rnd = jitter;
+  if (register_metrics(m) != PH_OK)
+    return PH_EINVAL;
+  m->timer = api->timer_new(ctx, on_timer, m);
+  if (!m->timer)
+    return PH_ENOMEM;
+  return api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
+                               PH_POOL_VIEW_MINOR, &cp_view_service,
+                               &m->slot);
+}
+
+static int cpc_start(void *state) {
+  cpc *m = state;
+  const char *err = NULL;
+  char why[256];
+  api->set_ready(m->ctx, 0); /* until a view is swapped in */
+  m->cq = cp_grpc_cq_new(m->ctx, api, "cq", &err);
+  if (!m->cq) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "grpc not started",
+           PH_STR("reason", err ? err : ""));
+    return PH_EINVAL;
+  }
+  cp_grpc_client_cfg cfg;
+  cp_grpc_conf_client(m->ctx, api, "address", &cfg);
+  m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
+  if (!m->ch) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR, "control-plane channel not made",
+           PH_STR("reason", why));
+    return PH_EINVAL;
+  }
+  m->started = 1;
+  perform(m, cp_sup_start(&m->sup, &m->conf.sup));
+  return PH_OK;
+}
+
+static int cpc_stop(void *state) {
+  cpc *m = state;
+  if (m->started)
+    cancel_all(m);
+  m->stopping = 1;
+  api->timer_set(m->timer, 0, 0);
+  api->set_ready(m->ctx, 0);
+  cp_grpc_channel_free(m->ch);
+  m->ch = NULL;
+  cp_grpc_cq_free(m->cq);
+  m->cq = NULL;
+  return PH_OK;
+}
+
+static void cpc_destroy(void *state) {
+  cpc *m = state;
+  if (!m)
+    return;
+  m->stopping = 1;
+  cp_grpc_channel_free(m->ch);
+  cp_grpc_cq_free(m->cq);
+  if (m->timer)
+    api->timer_free(m->timer);
+  cp_view_publish(&m->slot, NULL); /* the readers were destroyed first */
+  cp_snapshot_free(m->held);
+  cpc_buf_free(&m->last_rt);
+  free(m->pending);
+  free(m);
+}
+
+static const char *const provides[] = {PH_POOL_VIEW_SERVICE, NULL};
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("controlplane_client", "1.0.0"),
+    .description = "gateway: the control-plane session and the snapshot view",
+    .provides = provides,
+    .config = cpc_conf_keys,
+    .init = cpc_init,
+    .start = cpc_start,
+    .stop = cpc_stop,
+    .destroy = cpc_destroy,
+    .check = cpc_check,
+};

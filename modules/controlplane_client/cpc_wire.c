@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* controlplane_client's messages (cpc_wire.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <proxyhost/abi.h>
+
+#include "controlplane/v1/controlplane.pb-c.h"
+#include "cp_snapshot_time.h"
+#include "cpc_wire.h"
+
+void cpc_buf_free(cpc_buf *b) {
+  if (!b)
+    return;
+  free(b->data);
+  b->data = NULL;
+  b->len = 0;
+}
+
+#define PACK(type, msg, out)                                                  \
+  do {                                                                        \
+    size_t n_ = controlplane__v1__##type##__get_packed_size(msg);             \
+    (out)->data = malloc(n_ ? n_ : 1);                                        \
+    if (!(out)->data)                                                         \
+      return PH_ENOMEM;                                                       \
+    (out)->len = controlplane__v1__##type##__pack(msg, (out)->data);          \
+  } while (0)
+
+int cpc_pack_register(const char *cluster, const char *worker,
+                      const char *instance, const char *zone, cpc_buf *out) {
+  Controlplane__V1__RegisterWorkerRequest r;
+  controlplane__v1__register_worker_request__init(&r);
+  r.cluster_id = (char *)cluster;
+  r.worker_id = (char *)worker;
+  r.instance_id = (char *)instance;
+  r.zone = (char *)zone;
+  r.supported_protocol_version =
+      CONTROLPLANE__V1__PROTOCOL_VERSION__PROTOCOL_VERSION_V1;
+  PACK(register_worker_request, &r, out);
+  return PH_OK;
+}
+
+int cpc_pack_watch(const char *worker, const char *session,
+                   uint64_t last_version, const uint8_t *last_checksum,
+                   cpc_buf *out) {
+  Controlplane__V1__WatchSnapshotsRequest r;
+  controlplane__v1__watch_snapshots_request__init(&r);
+  r.worker_id = (char *)worker;
+  r.session_id = (char *)session;
+  if (last_version && last_checksum) {
+    r.last_version = last_version;
+    r.last_checksum.data = (uint8_t *)last_checksum;
+    r.last_checksum.len = 32;
+  }
+  PACK(watch_snapshots_request, &r, out);
+  return PH_OK;
+}
+
+int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
+                 uint64_t epoch, const uint8_t checksum[32],
+                 int reject_reason, cpc_buf *out) {
+  Controlplane__V1__AcknowledgeSnapshotRequest r;
+  controlplane__v1__acknowledge_snapshot_request__init(&r);
+  r.worker_id = (char *)worker;
+  r.session_id = (char *)session;
+  r.version = version;
+  r.ownership_epoch = epoch;
+  r.checksum.data = (uint8_t *)checksum;
+  r.checksum.len = 32;
+  if (reject_reason) {
+    r.result = CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_REJECTED;
+    r.reject_reason = (Controlplane__V1__RejectReason)reject_reason;
+  } else {
+    r.result = CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_ACCEPTED;
+  }
+  PACK(acknowledge_snapshot_request, &r, out);
+  return PH_OK;
+}
+
+int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
+                     uint64_t version, uint64_t epoch, int64_t now_ms,
+                     cpc_buf *out) {
+  Controlplane__V1__ReportRuntimeRequest r;
+  Google__Protobuf__Timestamp ts;
+  controlplane__v1__report_runtime_request__init(&r);
+  google__protobuf__timestamp__init(&ts);
+  cp_ms_to_ts(now_ms, &ts);
+  r.worker_id = (char *)worker;
+  r.session_id = (char *)session;
+  r.report_sequence = seq;
+  r.snapshot_version = version;
+  r.ownership_epoch = epoch;
+  r.observed_at = &ts;
+  PACK(report_runtime_request, &r, out);
+  return PH_OK;
+}
+
+static int printable_id(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n < 1 || n > PH_POOL_ID_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+      return 0;
+  return 1;
+}
+
+static int dur_u32(const Google__Protobuf__Duration *d, uint32_t *ms) {
+  int64_t v;
+  if (!d || !cp_dur_ok(d) || cp_dur_to_ms(d, &v) != 1 || v <= 0 ||
+      v > UINT32_MAX)
+    return 0;
+  *ms = (uint32_t)v;
+  return 1;
+}
+
+int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
+                        const char **why) {
+  memset(out, 0, sizeof(*out));
+  Controlplane__V1__RegisterWorkerResponse *r =
+      controlplane__v1__register_worker_response__unpack(NULL, len, msg);
+  int rc = PH_EINVAL;
+  if (!r) {
+    *why = "register answer is not a RegisterWorkerResponse";
+    return PH_EINVAL;
+  }
+  if (!printable_id(r->session_id))
+    *why = "register answer has no usable session id";
+  else if (r->protocol_version !=
+           CONTROLPLANE__V1__PROTOCOL_VERSION__PROTOCOL_VERSION_V1)
+    *why = "register answer names another protocol version";
+  else if (!dur_u32(r->runtime_interval, &out->runtime_interval_ms))
+    *why = "register answer has no usable runtime_interval";
+  else if (!dur_u32(r->max_stale_age, &out->max_stale_ms))
+    *why = "register answer has no usable max_stale_age";
+  else {
+    memcpy(out->session_id, r->session_id, strlen(r->session_id) + 1);
+    out->epoch = r->ownership_epoch;
+    rc = PH_OK;
+  }
+  controlplane__v1__register_worker_response__free_unpacked(r, NULL);
+  return rc;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* controlplane_client's messages: the requests it packs and the register
+ * answer it reads (times become Unix ms here, at the wire; CP-7-3: an
+ * unknown protocol version or a missing duration is refused). Pure. */
+#ifndef PH_CPC_WIRE_H
+#define PH_CPC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proxyhost/pool_store.h>
+
+/* A packed request: malloc'ed bytes (free with cpc_buf_free). */
+typedef struct cpc_buf {
+  uint8_t *data;
+  size_t len;
+} cpc_buf;
+
+void cpc_buf_free(cpc_buf *b);
+
+int cpc_pack_register(const char *cluster, const char *worker,
+                      const char *instance, const char *zone, cpc_buf *out);
+int cpc_pack_watch(const char *worker, const char *session,
+                   uint64_t last_version, const uint8_t *last_checksum,
+                   cpc_buf *out);
+/* reject_reason 0: ACCEPTED, else REJECTED with that reason. */
+int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
+                 uint64_t epoch, const uint8_t checksum[32],
+                 int reject_reason, cpc_buf *out);
+/* No counters yet: the dispatch that fills them is issue 13's; the empty
+ * list is the complete sparse list of what this module knows (CP-2-14). */
+int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
+                     uint64_t version, uint64_t epoch, int64_t now_ms,
+                     cpc_buf *out);
+
+typedef struct cpc_registered {
+  char session_id[PH_POOL_ID_MAX + 1];
+  uint64_t epoch;
+  uint32_t runtime_interval_ms, max_stale_ms;
+} cpc_registered;
+
+/* Reads a RegisterWorkerResponse. PH_OK, or PH_EINVAL with *why (a static
+ * text) when it cannot be used: not protobuf, no or bad session id,
+ * another protocol version, a duration missing or out of range. */
+int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
+                        const char **why);
+
+#endif

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cp_fake_controller.py GEN_DIR PORT_FILE EVENTS SCENARIO [CERT_DIR]: a scriptable
+WorkerControlPlane on Debian's python3-grpcio (stubs generated at test
+time into GEN_DIR) for t/integration/cp_gateway.sh. A double: it injects
+the faults a real controller must never produce on demand. Plaintext on
+127.0.0.1, or mTLS with CERT_DIR's server.pem/.key and ca.pem (client
+certificates required; t/unit/cp_grpc_certs.sh makes them), a port picked by the kernel and written to PORT_FILE. Every call
+it gets is one line in EVENTS (flushed), for the shell to read:
+
+  REGISTER <worker> <instance> <zone> [<the peer's URI SAN, mTLS>]
+  WATCH <session> <last_version>
+  ACK <version> ACCEPTED|REJECTED <reason number>
+  RUNTIME <sequence> <snapshot_version> <epoch> <counters>
+
+Scenarios:
+  ok            a valid full snapshot, the stream stays open
+  bad_checksum  a valid v1; after its ACK a v2 with a wrong checksum
+  expired       a valid v1; after its ACK a v2 whose valid_until passed
+  identity      a valid v1; after its ACK a v2 for another worker
+  delta         full v1; after its ACK a delta to v2; after that ACK a
+                delta on a base the worker does not hold (it must reopen)
+  stream_end    a valid snapshot, then the stream ends after its ACK
+  short         a valid snapshot valid for 3 s (the test then kills us)
+  fatal_<code>  RegisterWorker fails with invalid_argument,
+                permission_denied or failed_precondition
+The snapshots' checksum is t/lib/cp_checksum.py's (written from the
+protocol document, not from the C code)."""
+import os
+import sys
+import threading
+import time
+from concurrent import futures
+
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc  # noqa: E402
+import cp_checksum  # noqa: E402
+from controlplane.v1 import controlplane_pb2 as pb  # noqa: E402
+from controlplane.v1 import controlplane_pb2_grpc as pbg  # noqa: E402
+
+PORT_FILE, EVENTS, SCENARIO = sys.argv[2], sys.argv[3], sys.argv[4]
+CERTS = sys.argv[5] if len(sys.argv) > 5 else None
+CLUSTER = "c1"
+SESSION_N = [0]
+ev_lock = threading.Condition()
+acks = []
+log = open(EVENTS, "a", encoding="ascii")
+
+
+def event(line):
+    with ev_lock:
+        log.write(line + "\n")
+        log.flush()
+        ev_lock.notify_all()
+
+
+def wait_acks(n, ctx, limit=30.0):
+    """Until n ACKs arrived (bounded), while the call lives."""
+    end = time.time() + limit
+    with ev_lock:
+        while len(acks) < n and time.time() < end and ctx.is_active():
+            ev_lock.wait(0.1)
+    return len(acks) >= n
+
+
+def ts_of(t):
+    return (t.seconds, t.nanos) if t.ByteSize() or t.seconds else None
+
+
+def as_dict(m):
+    def proxy(p):
+        return {"proxy_id": p.proxy_id, "protocol": p.protocol,
+                "host": p.host, "port": p.port, "groups": list(p.groups),
+                "zone": p.zone, "capacity": p.capacity, "weight": p.weight,
+                "expires_at": (p.expires_at.seconds, p.expires_at.nanos),
+                "usable_until": (p.usable_until.seconds,
+                                 p.usable_until.nanos),
+                "secret_ref": p.secret_ref,
+                "credential_version": p.credential_version,
+                "draining": p.draining}
+    return {"version": m.version, "ownership_epoch": m.ownership_epoch,
+            "valid_until": (m.valid_until.seconds, m.valid_until.nanos),
+            "routing": [], "proxies": [proxy(p) for p in m.proxies],
+            "credentials": []}
+
+
+def snapshot(worker, session, version, valid_s, capacity=1):
+    now = int(time.time())
+    m = pb.WorkerSnapshot(version=version, ownership_epoch=1,
+                          cluster_id=CLUSTER, worker_id=worker,
+                          session_id=session)
+    m.generated_at.seconds = now
+    m.valid_until.seconds = now + valid_s
+    p = m.proxies.add(proxy_id="p1", protocol=pb.UPSTREAM_PROTOCOL_HTTP_CONNECT,
+                      host="192.0.2.10", port=3128, groups=["g"], zone="z1",
+                      capacity=capacity, weight=1)
+    p.expires_at.seconds = now + 3600
+    p.usable_until.seconds = now + 3500
+    m.checksum = bytes.fromhex(cp_checksum.checksum(as_dict(m)))
+    return m
+
+
+class Controller(pbg.WorkerControlPlaneServicer):
+    def RegisterWorker(self, req, ctx):
+        peer = ctx.auth_context().get("x509_subject_alternative_name", [])
+        uris = [x.decode() for x in peer if x.startswith(b"spiffe://")]
+        event(" ".join(["REGISTER", req.worker_id, req.instance_id,
+                        req.zone] + uris))
+        if SCENARIO.startswith("fatal_"):
+            code = getattr(grpc.StatusCode, SCENARIO[6:].upper())
+            ctx.abort(code, "the fake controller refuses")
+        SESSION_N[0] += 1
+        r = pb.RegisterWorkerResponse(session_id="s%d" % SESSION_N[0],
+                                      ownership_epoch=1,
+                                      protocol_version=pb.PROTOCOL_VERSION_V1,
+                                      max_runtime_counters=100)
+        r.max_stale_age.seconds = 600
+        r.session_ttl.seconds = 30
+        r.runtime_interval.nanos = 200 * 1000 * 1000
+        return r
+
+    def WatchSnapshots(self, req, ctx):
+        event("WATCH %s %d" % (req.session_id, req.last_version))
+        w, s = req.worker_id, req.session_id
+        base = len(acks)
+        if SCENARIO in ("bad_checksum", "expired", "identity"):
+            yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 60))
+            if not wait_acks(base + 1, ctx):
+                return
+            bad = snapshot(w, s, 2, 60)
+            if SCENARIO == "bad_checksum":
+                bad.checksum = bytes(32)
+            elif SCENARIO == "identity":
+                bad = snapshot("w9", s, 2, 60)
+            else:
+                bad.valid_until.seconds = int(time.time()) - 10
+            yield pb.WatchSnapshotsResponse(snapshot=bad)
+        elif SCENARIO == "delta" and req.last_version == 0:
+            yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 60))
+            if not wait_acks(base + 1, ctx):
+                return
+            full2 = snapshot(w, s, 2, 60, capacity=2)
+            d = pb.SnapshotDelta(base_version=1, version=2, ownership_epoch=1,
+                                 checksum=full2.checksum)
+            d.generated_at.CopyFrom(full2.generated_at)
+            d.valid_until.CopyFrom(full2.valid_until)
+            d.upserted_proxies.add().CopyFrom(full2.proxies[0])
+            yield pb.WatchSnapshotsResponse(delta=d)
+            if not wait_acks(base + 2, ctx):
+                return
+            d.base_version, d.version = 99, 3
+            yield pb.WatchSnapshotsResponse(delta=d)
+        elif SCENARIO == "delta":
+            # The reopened stream: a full snapshot first (CP-2-2).
+            yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 3, 60))
+        elif SCENARIO == "short":
+            yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 3))
+        else:
+            yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 60))
+            if SCENARIO == "stream_end":
+                wait_acks(base + 1, ctx)
+                return
+        end = time.time() + 60
+        while ctx.is_active() and time.time() < end:
+            time.sleep(0.1)
+
+    def AcknowledgeSnapshot(self, req, ctx):
+        res = "ACCEPTED" if req.result == pb.ACK_RESULT_ACCEPTED else "REJECTED"
+        with ev_lock:
+            acks.append(req)
+        event("ACK %d %s %d" % (req.version, res, req.reject_reason))
+        return pb.AcknowledgeSnapshotResponse()
+
+    def ReportRuntime(self, req, ctx):
+        event("RUNTIME %d %d %d %d" % (req.report_sequence,
+                                       req.snapshot_version,
+                                       req.ownership_epoch, len(req.counters)))
+        r = pb.ReportRuntimeResponse()
+        r.session_expires_at.seconds = int(time.time()) + 30
+        return r
+
+    def ReportOutcomes(self, it, ctx):
+        last = 0
+        for b in it:
+            event("OUTCOMES %d %d" % (b.sequence, len(b.outcomes)))
+            last = b.sequence
+        return pb.ReportOutcomesResponse(acknowledged_sequence=last)
+
+
+def main():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    pbg.add_WorkerControlPlaneServicer_to_server(Controller(), server)
+    if CERTS:
+        def read(n):
+            with open(os.path.join(CERTS, n), "rb") as f:
+                return f.read()
+        creds = grpc.ssl_server_credentials(
+            [(read("server.key"), read("server.pem"))],
+            root_certificates=read("ca.pem"), require_client_auth=True)
+        port = server.add_secure_port("127.0.0.1:0", creds)
+    else:
+        port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    with open(PORT_FILE + ".tmp", "w", encoding="ascii") as f:
+        f.write("%d\n" % port)
+    os.rename(PORT_FILE + ".tmp", PORT_FILE)
+    server.wait_for_termination(timeout=300)
+
+
+if __name__ == "__main__":
+    main()
