@@ -14,6 +14,10 @@ PH_ABI="$(abi_field MAJOR).$(abi_field MINOR)"
 
 tap_n=0
 tap_failed=0
+# TAP_ON_FAIL: a command a test may set; run after each "not ok", its
+# output as TAP comments (what the scenario's logs said at that moment,
+# so a failure seen once in CI can be read without a rerun).
+TAP_ON_FAIL=
 ok() { # ok STATUS NAME
   tap_n=$((tap_n + 1))
   if [ "$1" -eq 0 ]; then
@@ -21,10 +25,23 @@ ok() { # ok STATUS NAME
   else
     echo "not ok $tap_n - $2"
     tap_failed=$((tap_failed + 1))
+    [ -n "$tap_in_is" ] || tap_on_fail
+    return 1 # so "ok $? NAME || diagnostics" works
   fi
 }
+tap_in_is=
+tap_on_fail() {
+  [ -z "$TAP_ON_FAIL" ] || eval "$TAP_ON_FAIL" 2>&1 | head -40 | sed 's/^/#   > /'
+}
 is() { # is GOT WANT NAME
-  if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; echo "#   got '$1', want '$2'"; fi
+  if [ "$1" = "$2" ]; then ok 0 "$3"; else
+    tap_in_is=1
+    ok 1 "$3"
+    tap_in_is=
+    echo "#   got '$1', want '$2'"
+    tap_on_fail
+    return 1
+  fi
 }
 like() { # like TEXT PATTERN(fixed string) NAME
   if printf '%s' "$1" | grep -qF -- "$2"; then ok 0 "$3"; else
