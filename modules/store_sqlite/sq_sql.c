@@ -2,6 +2,7 @@
 /* Statement helpers for store_sqlite's helper-thread work
  * (store_sqlite.h). Values always travel as bound parameters: no SQL text
  * here or in the callers is ever built from data. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,53 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s) {
     sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
   else
     sqlite3_bind_null(st, i);
+}
+
+int sq_fail_rc(int rc, const char *taken, int *status, const char **detail) {
+  switch (rc & 0xff) {
+  case SQLITE_CONSTRAINT:
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+      *status = PH_EEXIST;
+      *detail = taken;
+    } else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      *status = PH_ENOENT;
+      *detail = "a record it refers to does not exist";
+    } else {
+      *status = PH_EINVAL;
+      *detail = "a value the schema refuses";
+    }
+    break;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    *status = PH_AZ_EUNAVAILABLE;
+    *detail = "the database is busy";
+    break;
+  default:
+    *status = PH_AZ_EUNAVAILABLE;
+    *detail = "the database failed";
+  }
+  return -1;
+}
+
+int sq_exec_fmt(sq_call *c, sqlite3 *db, const char *sql, int64_t now,
+                const char *fmt, va_list ap) {
+  sqlite3_stmt *st = sq_prepare(c, db, sql);
+  if (!st)
+    return SQLITE_ERROR;
+  for (int i = 0; fmt[i]; i++) {
+    if (fmt[i] == 't')
+      sq_bind_text(st, i + 1, va_arg(ap, const char *));
+    else if (fmt[i] == 'i')
+      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+    else
+      sqlite3_bind_int64(st, i + 1, now);
+  }
+  int rc = sqlite3_step(st);
+  while (rc == SQLITE_ROW) /* statements without rows: none expected */
+    rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  c->db_broken |= sq_rc_broken(rc);
+  return rc;
 }
 
 int sq_exec(sq_call *c, sqlite3 *db, const char *sql) {

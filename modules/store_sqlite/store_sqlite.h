@@ -8,6 +8,7 @@
 #ifndef PH_STORE_SQLITE_H
 #define PH_STORE_SQLITE_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -121,6 +122,19 @@ int sq_rc_broken(int rc);
 /* Reads authorization_revision id = 1 into c->rev_what / rev_value.
  * -1 when the statement failed. */
 int sq_read_revision(sq_call *c, sqlite3 *db);
+/* The writes' (sq_write.c, sq_proxies_write.c) reading of a failed
+ * statement's SQLite code rc, into *status and *detail: a unique or
+ * primary key PH_EEXIST with `taken` (the writer names what is taken), a
+ * foreign key PH_ENOENT, another constraint PH_EINVAL, busy or anything
+ * else PH_AZ_EUNAVAILABLE. The details are fixed strings. Always -1, so a
+ * writer can `return` it. */
+int sq_fail_rc(int rc, const char *taken, int *status, const char **detail);
+/* Prepares sql, binds the arguments in ap per fmt ('t' text, 'i' int64,
+ * 'n' the value now instead, no argument) and runs it to its end,
+ * finalized. The SQLite code: SQLITE_DONE when it ran, SQLITE_ERROR when
+ * it did not prepare (db_broken set for I/O errors). */
+int sq_exec_fmt(sq_call *c, sqlite3 *db, const char *sql, int64_t now,
+                const char *fmt, va_list ap);
 /* Runs one statement without results (BEGIN, COMMIT, ROLLBACK). */
 int sq_exec(sq_call *c, sqlite3 *db, const char *sql);
 /* A copy of a column's text into a (malloc) arena (sq_arena). */
