@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf_values.h"
 #include "cp_grpc_conf.h"
 #include "cp_snapshot.h"
 #include "cs_conf.h"
@@ -99,15 +100,6 @@ const ph_conf_key cs_conf_keys[] = {
                 NULL),
     PH_CONF_END};
 
-static int copy(char *dst, size_t cap, const char *src) {
-  size_t n = src ? strlen(src) : 0;
-  if (n >= cap)
-    return -1;
-  memcpy(dst, src ? src : "", n);
-  dst[n] = 0;
-  return 0;
-}
-
 static int seg_ok(const char *s) {
   if (!*s)
     return 0;
@@ -117,12 +109,8 @@ static int seg_ok(const char *s) {
   return 1;
 }
 
-#define FAIL(k, ...)                                                           \
-  do {                                                                         \
-    *key = (k);                                                                \
-    snprintf(why, whylen, __VA_ARGS__);                                        \
-    return PH_EINVAL;                                                          \
-  } while (0)
+/* The key at fault and why: return ph_conf_fail's PH_EINVAL. */
+#define FAIL(k, ...) return ph_conf_fail(key, (k), why, whylen, __VA_ARGS__)
 
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
@@ -131,26 +119,25 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   if (rc != PH_OK)
     return rc;
   c->mtls = strcmp(a->conf_str(ctx, "tls.mode"), "mtls") == 0;
-  if (copy(c->cluster_id, sizeof(c->cluster_id), a->conf_str(ctx, "cluster_id")))
-    FAIL("cluster_id", "too long");
-  for (const char *p = c->cluster_id; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
-      FAIL("cluster_id", "only [A-Za-z0-9._-]");
-  if (copy(c->trust_domain, sizeof(c->trust_domain),
+  const char *cluster = a->conf_str(ctx, "cluster_id");
+  if (!ph_conf_id_ok(cluster, 1, PH_POOL_ID_MAX) ||
+      ph_conf_copy(c->cluster_id, sizeof(c->cluster_id), cluster))
+    FAIL("cluster_id", "must be 1-%d bytes of [A-Za-z0-9._-]",
+         PH_POOL_ID_MAX);
+  if (ph_conf_copy(c->trust_domain, sizeof(c->trust_domain),
            a->conf_str(ctx, "trust_domain")) || !seg_ok(c->trust_domain))
     FAIL("trust_domain", "printable ASCII without '/', '%%' or spaces");
-  if (copy(c->environment, sizeof(c->environment),
+  if (ph_conf_copy(c->environment, sizeof(c->environment),
            a->conf_str(ctx, "environment")) || !seg_ok(c->environment))
     FAIL("environment", "printable ASCII without '/', '%%' or spaces");
-  if (copy(c->authority, sizeof(c->authority), a->conf_str(ctx, "authority")))
+  if (ph_conf_copy(c->authority, sizeof(c->authority), a->conf_str(ctx, "authority")))
     FAIL("authority", "too long");
-  if (copy(c->store, sizeof(c->store), a->conf_str(ctx, "store")))
+  if (ph_conf_copy(c->store, sizeof(c->store), a->conf_str(ctx, "store")))
     FAIL("store", "too long");
-  if (copy(c->secrets_dir, sizeof(c->secrets_dir),
+  if (ph_conf_copy(c->secrets_dir, sizeof(c->secrets_dir),
            a->conf_str(ctx, "secrets_dir")) || c->secrets_dir[0] != '/')
     FAIL("secrets_dir", "must be an absolute path");
-  if (copy(c->reference_key_file, sizeof(c->reference_key_file),
+  if (ph_conf_copy(c->reference_key_file, sizeof(c->reference_key_file),
            a->conf_str(ctx, "reference_key_file")))
     FAIL("reference_key_file", "too long");
   c->snapshot_validity_ms = a->conf_int(ctx, "snapshot_validity");
