@@ -424,15 +424,19 @@ static void build_done(void *arg, int status) {
   m->job = 0;
   int64_t now = wall_ms();
   if (b->rc != PH_OK) {
-    /* The snapshot passed its validation but cannot be a view: the
-     * supervisor has no NACK for that state, so the session restarts
-     * (bounded by the backoff) and the old view stays. */
+    /* Valid, but not a view this worker can build: NACKed (TOO_LARGE for
+     * memory, MALFORMED for what the view refuses); the session and the
+     * old view stay. */
+    int reason =
+        b->rc == PH_ENOMEM
+            ? CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_TOO_LARGE
+            : CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED;
     count_reject(m, REJ_COMPILE);
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot view not built",
               PH_STR("reason", b->why ? b->why : "no memory"));
     cp_snapshot_free(b->snap);
     free(b);
-    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, CP_GRPC_INTERNAL, now));
+    perform(m, cp_sup_build_failed(&m->sup, reason));
     return;
   }
   const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(b->snap);
