@@ -164,13 +164,13 @@ reg() { # reg CERT KEY WORKER: the status code name of one RegisterWorker
     "$1" "$2" "$T/ca.pem" "$3" 2>>"$T/py-mtls.err" | sed -n 's/^VALUE code //p'
 }
 is "$(reg "$T/worker.pem" "$T/worker.key" w1)" OK \
-  "CP-8-2 mTLS: the certificate's SPIFFE id (worker w1) registers as w1"
+  "CP-1-11 CP-8-2 mTLS: the certificate's SPIFFE id spiffe://example.org/prod/worker/w1 registers as w1"
 is "$(reg "$T/worker.pem" "$T/worker.key" w2)" PERMISSION_DENIED \
-  "CP-8-2 mTLS: w1's certificate naming worker w2: PERMISSION_DENIED"
+  "CP-1-11 CP-8-2 mTLS: w1's certificate naming worker w2: PERMISSION_DENIED"
 is "$(reg "$T/td.pem" "$T/td.key" w1)" PERMISSION_DENIED \
-  "CP-8-2 mTLS: another trust domain: PERMISSION_DENIED"
+  "CP-1-11 CP-8-2 mTLS: another trust domain: PERMISSION_DENIED"
 is "$(reg "$T/env.pem" "$T/env.key" w1)" PERMISSION_DENIED \
-  "CP-8-2 mTLS: another environment: PERMISSION_DENIED"
+  "CP-1-11 CP-8-2 mTLS: another environment: PERMISSION_DENIED"
 is "$(reg "$T/other.pem" "$T/other.key" w1)" UNAVAILABLE \
   "CP-8-1 mTLS: a certificate of another CA never reaches a handler"
 is "$(reg "" "" w1)" UNAVAILABLE "CP-8-1 mTLS: no client certificate is refused"
@@ -196,6 +196,10 @@ done
 sed 's/^tls.mode = disabled/tls.mode = mtls/' "$T/ctl.ini" >"$T/bad4.ini"
 out=$("$PROXYHOST" -c "$T/bad4.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "CP-8-1 mtls without its certificate files is refused"
+grep -v '^tls.mode' "$T/ctl.ini" >"$T/bad5.ini"
+out=$("$PROXYHOST" -c "$T/bad5.ini" --check-config 2>&1)
+[ $? != 0 ]; ok $? "CP-1-11 without tls.mode the controller is mTLS: it asks for its files"
+like "$out" "tls.cert_file: is required with tls.mode = mtls" "... naming tls.cert_file"
 chmod 0644 "$T/ref.key"
 out=$("$PROXYHOST" -c "$T/ctl.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "a reference_key_file readable by others is refused"

@@ -78,13 +78,15 @@ def ack(stub, worker, session, snap, accepted=True, checksum=None):
         timeout=TIMEOUT))
 
 
-def runtime(stub, worker, session, seq, snap, counters=()):
+def runtime(stub, worker, session, seq, snap, counters=(), observed_ms=None):
     req = pb.ReportRuntimeRequest(
         worker_id=worker, session_id=session, report_sequence=seq,
         snapshot_version=snap.version, ownership_epoch=snap.ownership_epoch,
         counters=[pb.ProxyCounter(proxy_id=p, active=a, reserved=r)
                   for p, a, r in counters])
-    req.observed_at.FromMilliseconds(1764600000000 + seq)  # fixed: replays are byte-equal
+    # Fixed by default: replays are byte-equal.
+    req.observed_at.FromMilliseconds(
+        1764600000000 + seq if observed_ms is None else observed_ms)
     return code_of(lambda: stub.ReportRuntime(req, timeout=TIMEOUT))
 
 
@@ -220,6 +222,15 @@ def flow():
         timeout=TIMEOUT))
     result(code == SC.FAILED_PRECONDITION,
            "CP-2-13 a version ahead of the ACK baseline: FAILED_PRECONDITION (%s)" % code)
+    # Sequences order reports, observed_at never does (CP-2-11): a later
+    # sequence observed long before the last one is taken, a smaller one
+    # observed after it is not.
+    code, _ = runtime(stub, "w1", s, 3, snap, [], observed_ms=1000000000000)
+    result(code == SC.OK,
+           "CP-2-11 a larger sequence observed earlier than the last: accepted (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 2, snap, [], observed_ms=1764700000000)
+    result(code == SC.ABORTED,
+           "CP-2-11 a smaller sequence observed later than the last: ABORTED (%s)" % code)
     # outcomes
     code, r = outcomes(stub, [batch("w1", s, 1), batch("w1", s, 2)])
     result(code == SC.OK and r.acknowledged_sequence == 2,
@@ -274,7 +285,7 @@ def flow():
            "CP-2-8 a report of the replaced session: FAILED_PRECONDITION (%s)" % code)
     code, _, it = first_snapshot(stub, "w1", s)
     result(code == SC.FAILED_PRECONDITION,
-           "CP-2-8 WatchSnapshots of the replaced session: FAILED_PRECONDITION (%s)" % code)
+           "CP-1-35 CP-2-8 WatchSnapshots of the replaced session: FAILED_PRECONDITION (%s)" % code)
     value("session", reg2.session_id)
 
 
