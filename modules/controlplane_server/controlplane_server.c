@@ -122,6 +122,22 @@ int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
   return 0;
 }
 
+void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
+                 const uint8_t *msg, size_t len,
+                 char peer[CS_WORKER_ID_MAX + 1], cp_caller *c, int *st,
+                 const char **why) {
+  c->peer_id = m->conf.mtls ? peer : NULL;
+  c->cluster_id = m->conf.cluster_id;
+  if ((*st = cs_peer(m, call, peer, why)))
+    return NULL;
+  ProtobufCMessage *q = protobuf_c_message_unpack(d, NULL, len, msg);
+  if (!q) {
+    *st = CP_GRPC_INVALID_ARGUMENT;
+    *why = "malformed request";
+  }
+  return q;
+}
+
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
                   uint8_t out[32]) {
   unsigned int n = 32;

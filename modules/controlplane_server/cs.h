@@ -99,6 +99,16 @@ void cs_link_del(cs_link *l);
  * "" for plaintext. 0, or a gRPC status with *why. */
 int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
             const char **why);
+/* The first steps of every request message: the peer's identity
+ * (cs_peer) and the message unpacked by its descriptor, returned (the
+ * caller frees it with its __free_unpacked), with *c the caller the
+ * cp_check_* rules compare it with (peer_id the certificate's worker id
+ * under mtls, else NULL). *st 0, or a gRPC status with *why (NULL
+ * returned). */
+void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
+                 const uint8_t *msg, size_t len,
+                 char peer[CS_WORKER_ID_MAX + 1], cp_caller *c, int *st,
+                 const char **why);
 /* Ends a call and counts it. */
 void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
                int status, const char *msg, const uint8_t *resp, size_t len);

@@ -7,13 +7,8 @@
 
 static void ack_done(void *arg, const cp_auth_reply *rep) {
   cs_unary *u = arg;
-  u->auth_call = 0;
-  cs_note_auth(u->m, rep->result);
-  if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
-    cs_unary_end(u, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result),
-                 NULL, 0);
+  if (cs_unary_refused(u, rep))
     return;
-  }
   Controlplane__V1__AcknowledgeSnapshotResponse resp =
       CONTROLPLANE__V1__ACKNOWLEDGE_SNAPSHOT_RESPONSE__INIT;
   uint8_t buf[16];
@@ -28,18 +23,14 @@ void cs_ack_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__AcknowledgeSnapshotRequest *q = NULL;
-  if (!st &&
-      !(q = controlplane__v1__acknowledge_snapshot_request__unpack(NULL, len,
-                                                                   req))) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "malformed request";
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__acknowledge_snapshot_request__descriptor;
+  Controlplane__V1__AcknowledgeSnapshotRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_ack(q, &c, &why);
-  }
   cs_unary *u = NULL;
   if (!st && !(u = cs_unary_new(m, call, CS_M_ACK, start))) {
     st = CP_GRPC_RESOURCE_EXHAUSTED;

@@ -75,19 +75,14 @@ void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__RegisterWorkerRequest *q = NULL;
-  if (!st) {
-    q = controlplane__v1__register_worker_request__unpack(NULL, len, req);
-    if (!q) {
-      st = CP_GRPC_INVALID_ARGUMENT;
-      why = "malformed request";
-    }
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__register_worker_request__descriptor;
+  Controlplane__V1__RegisterWorkerRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_register(q, &c, &why);
-  }
   reg *r = NULL;
   if (!st && !(r = calloc(1, sizeof(*r)))) {
     st = CP_GRPC_RESOURCE_EXHAUSTED;

@@ -51,6 +51,16 @@ void cs_unary_started(cs_unary *u, int64_t id) {
                NULL, 0);
 }
 
+int cs_unary_refused(cs_unary *u, const cp_auth_reply *rep) {
+  u->auth_call = 0;
+  cs_note_auth(u->m, rep->result);
+  if (rep->result == CP_AUTH_OK || rep->result == CP_AUTH_REPLAY)
+    return 0;
+  cs_unary_end(u, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result),
+               NULL, 0);
+  return 1;
+}
+
 const char *cs_auth_why(cp_auth_result r) {
   switch (r) {
   case CP_AUTH_OK:

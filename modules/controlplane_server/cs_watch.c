@@ -371,17 +371,14 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__WatchSnapshotsRequest *q = NULL;
-  if (!st &&
-      !(q = controlplane__v1__watch_snapshots_request__unpack(NULL, len, req))) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "malformed request";
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__watch_snapshots_request__descriptor;
+  Controlplane__V1__WatchSnapshotsRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_watch(q, &c, &why);
-  }
   cs_watch *w = NULL;
   if (!st && (!(w = calloc(1, sizeof(*w))) ||
               !(w->timer = api->timer_new(m->ctx, on_tick, w)))) {
