@@ -324,17 +324,6 @@ static void snap_destroy(sq_call *c) {
   free(x);
 }
 
-/* Queues c to a helper thread, or answers it later with why. */
-static void submit_or_refuse(sq *s, sq_call *c, int *status) {
-  if (!sq_call_take_slot(s, c)) {
-    *status = PH_EFULL;
-    sq_call_answer_later(s, c);
-  } else if (sq_call_submit(s, c) < 0) {
-    *status = PH_AZ_EUNAVAILABLE;
-    sq_call_answer_later(s, c);
-  }
-}
-
 int64_t sq_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg) {
   sq *s = self;
   if (!cb)
@@ -346,7 +335,7 @@ int64_t sq_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg) {
   x->cb = cb;
   x->arg = arg;
   int64_t id = x->c.id;
-  submit_or_refuse(s, &x->c, &x->out.status);
+  sq_call_start(s, &x->c, &x->out.status, NULL);
   return id;
 }
 
@@ -450,6 +439,6 @@ int64_t sq_pool_list(void *self, const ph_pool_list *req, ph_pool_list_cb cb,
     snprintf(l->key, sizeof(l->key), "%s", req->key);
   }
   int64_t id = l->c.id;
-  submit_or_refuse(s, &l->c, &l->status);
+  sq_call_start(s, &l->c, &l->status, NULL);
   return id;
 }

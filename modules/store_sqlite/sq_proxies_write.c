@@ -427,14 +427,8 @@ int64_t sq_pool_write(void *self, const ph_pool_write *w,
     x->status = PH_EINVAL;
     x->detail = detail;
     sq_call_answer_later(s, &x->c);
-  } else if (!sq_call_take_slot(s, &x->c)) {
-    x->status = PH_EFULL;
-    x->detail = "too many store calls in flight";
-    sq_call_answer_later(s, &x->c);
-  } else if (sq_call_submit(s, &x->c) < 0) {
-    x->status = PH_AZ_EUNAVAILABLE;
-    x->detail = "the host's job queue is full";
-    sq_call_answer_later(s, &x->c);
+  } else {
+    sq_call_start(s, &x->c, &x->status, &x->detail);
   }
   return x->c.id;
 }

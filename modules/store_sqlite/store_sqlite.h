@@ -105,6 +105,10 @@ void sq_ready_tick(ph_timer *t, void *arg);
 void sq_call_answer_later(sq *s, sq_call *c);
 /* The cancel of both services. PH_OK or PH_ENOENT. */
 int sq_call_cancel(sq *s, int64_t id);
+/* Takes a slot and submits c; when either is refused, *status (PH_EFULL,
+ * PH_AZ_EUNAVAILABLE) and *detail (when not NULL; a fixed text) are set
+ * and c is answered later. */
+void sq_call_start(sq *s, sq_call *c, int *status, const char **detail);
 /* destroy: drops every call still queued, without a callback. */
 void sq_call_drop_all(sq *s);
 /* Arms the poll; sq_poll_now submits a revision read now. */
