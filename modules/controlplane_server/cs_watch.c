@@ -153,14 +153,21 @@ static void sent(void *arg, cp_grpc_call *call) {
   schedule(w, -1);
 }
 
-static void issued(void *arg, const cp_auth_reply *rep) {
-  cs_watch *w = arg;
+/* An authority reply for the stream: counted; a session no longer
+ * current ends the stream FAILED_PRECONDITION (1: the caller returns). */
+static int stale(cs_watch *w, const cp_auth_reply *rep) {
   w->auth_call = 0;
   cs_note_auth(w->m, rep->result);
-  if (rep->result == CP_AUTH_STALE_SESSION) {
-    w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+  if (rep->result != CP_AUTH_STALE_SESSION)
+    return 0;
+  w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+  return 1;
+}
+
+static void issued(void *arg, const cp_auth_reply *rep) {
+  cs_watch *w = arg;
+  if (stale(w, rep))
     return;
-  }
   if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
     w->ws.in_flight = 0;
     unavailable(w);
@@ -324,12 +331,8 @@ static uint64_t owned_hash(const cp_auth_reply *rep) {
 
 static void got_owned(void *arg, const cp_auth_reply *rep) {
   cs_watch *w = arg;
-  w->auth_call = 0;
-  cs_note_auth(w->m, rep->result);
-  if (rep->result == CP_AUTH_STALE_SESSION) {
-    w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+  if (stale(w, rep))
     return;
-  }
   if (rep->result != CP_AUTH_OK) {
     unavailable(w);
     return;

@@ -13,28 +13,8 @@
 
 int sq_read_pool_revision(sq_call *c, sqlite3 *db) {
   c->pool_rev_set = 1;
-  c->pool_what = AZ_REV_READ_FAILED;
-  sqlite3_stmt *st =
-      sq_prepare(c, db, "SELECT revision FROM pool_revision WHERE id = 1");
-  if (!st)
-    return -1;
-  int rc = sqlite3_step(st), ret = 0;
-  if (rc == SQLITE_ROW) {
-    int64_t v = sqlite3_column_int64(st, 0);
-    if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && v > 0) {
-      c->pool_what = AZ_REV_READ_OK;
-      c->pool_value = v;
-    } else {
-      c->pool_what = AZ_REV_READ_BAD;
-    }
-  } else if (rc == SQLITE_DONE) {
-    c->pool_what = AZ_REV_READ_MISSING;
-  } else {
-    c->db_broken |= sq_rc_broken(rc);
-    ret = -1;
-  }
-  sqlite3_finalize(st);
-  return ret;
+  return sq_rev_read(c, db, SQ_POOL_REV_SELECT, &c->pool_what,
+                     &c->pool_value);
 }
 
 /* ---- rows ----------------------------------------------------------- */

@@ -285,16 +285,9 @@ static int bump(pwrite_call *x, sqlite3 *db) {
                 "'unixepoch') WHERE id = 1",
                 "n") < 0)
     return -1;
-  if (sqlite3_changes(db) != 1) {
-    x->c.pool_what = AZ_REV_READ_MISSING;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the pool revision row is missing");
-  }
-  if (sq_read_pool_revision(&x->c, db) < 0)
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  if (x->c.pool_what != AZ_REV_READ_OK || x->c.pool_value - 1 != before) {
-    x->c.pool_what = AZ_REV_READ_BAD;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the pool revision does not fit");
-  }
+  if (sq_rev_bumped(&x->c, db, SQ_POOL_REV_SELECT, before, &x->c.pool_what,
+                    &x->c.pool_value, &x->detail) < 0)
+    return fail(x, PH_AZ_EUNAVAILABLE, x->detail);
   return 0;
 }
 

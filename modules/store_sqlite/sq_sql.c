@@ -105,33 +105,54 @@ int sq_exec(sq_call *c, sqlite3 *db, const char *sql) {
   return 0;
 }
 
-int sq_read_revision(sq_call *c, sqlite3 *db) {
-  sqlite3_stmt *st = sq_prepare(
-      c, db, "SELECT revision FROM authorization_revision WHERE id = 1");
-  if (!st) {
-    c->rev_what = AZ_REV_READ_FAILED;
+int sq_rev_read(sq_call *c, sqlite3 *db, const char *sql, az_rev_read *what,
+                int64_t *value) {
+  *what = AZ_REV_READ_FAILED;
+  sqlite3_stmt *st = sq_prepare(c, db, sql);
+  if (!st)
     return -1;
-  }
   int rc = sqlite3_step(st);
   int ret = 0;
   if (rc == SQLITE_ROW) {
     int64_t v = sqlite3_column_int64(st, 0);
     /* An overflowed revision + 1 becomes a REAL in SQLite. */
     if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && v > 0) {
-      c->rev_what = AZ_REV_READ_OK;
-      c->rev_value = v;
+      *what = AZ_REV_READ_OK;
+      *value = v;
     } else {
-      c->rev_what = AZ_REV_READ_BAD;
+      *what = AZ_REV_READ_BAD;
     }
   } else if (rc == SQLITE_DONE) {
-    c->rev_what = AZ_REV_READ_MISSING;
+    *what = AZ_REV_READ_MISSING;
   } else {
-    c->rev_what = AZ_REV_READ_FAILED;
     c->db_broken |= sq_rc_broken(rc);
     ret = -1;
   }
   sqlite3_finalize(st);
   return ret;
+}
+
+int sq_rev_bumped(sq_call *c, sqlite3 *db, const char *sql, int64_t before,
+                  az_rev_read *what, int64_t *value, const char **detail) {
+  if (sqlite3_changes(db) != 1) {
+    *what = AZ_REV_READ_MISSING;
+    *detail = "the revision row is missing";
+    return -1;
+  }
+  if (sq_rev_read(c, db, sql, what, value) < 0) {
+    *detail = "the database failed";
+    return -1;
+  }
+  if (*what != AZ_REV_READ_OK || *value - 1 != before) {
+    *what = AZ_REV_READ_BAD;
+    *detail = "the revision does not fit";
+    return -1;
+  }
+  return 0;
+}
+
+int sq_read_revision(sq_call *c, sqlite3 *db) {
+  return sq_rev_read(c, db, SQ_AZ_REV_SELECT, &c->rev_what, &c->rev_value);
 }
 
 static char *arena_alloc(sq_arena **a, size_t n) {

@@ -387,16 +387,9 @@ static int bump_revision(write_call *x, sqlite3 *db) {
                 "'unixepoch') WHERE id = 1",
                 "n") < 0)
     return -1;
-  if (sqlite3_changes(db) != 1) {
-    x->c.rev_what = AZ_REV_READ_MISSING;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the revision row is missing");
-  }
-  if (sq_read_revision(&x->c, db) < 0)
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  if (x->c.rev_what != AZ_REV_READ_OK || x->c.rev_value - 1 != before) {
-    x->c.rev_what = AZ_REV_READ_BAD;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the revision does not fit");
-  }
+  if (sq_rev_bumped(&x->c, db, SQ_AZ_REV_SELECT, before, &x->c.rev_what,
+                    &x->c.rev_value, &x->detail) < 0)
+    return fail(x, PH_AZ_EUNAVAILABLE, x->detail);
   return 0;
 }
 

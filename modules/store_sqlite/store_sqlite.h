@@ -123,9 +123,23 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s);
 /* Whether rc is an I/O-level failure after which the connection should be
  * closed rather than reused. */
 int sq_rc_broken(int rc);
+/* Reads a revision row (sql: SELECT revision FROM <table> WHERE id = 1)
+ * into *what and *value (set only when OK: a positive integer; an
+ * overflowed sum, a REAL, is BAD). -1 when the statement failed. */
+int sq_rev_read(sq_call *c, sqlite3 *db, const char *sql, az_rev_read *what,
+                int64_t *value);
+/* After a write's UPDATE of its revision row (revision + 1): exactly one
+ * row changed and the row re-read with sql is the value before + 1. 0, or
+ * -1 with *what MISSING, FAILED or BAD and *detail (a fixed text; the
+ * status is PH_AZ_EUNAVAILABLE). */
+int sq_rev_bumped(sq_call *c, sqlite3 *db, const char *sql, int64_t before,
+                  az_rev_read *what, int64_t *value, const char **detail);
 /* Reads authorization_revision id = 1 into c->rev_what / rev_value.
  * -1 when the statement failed. */
 int sq_read_revision(sq_call *c, sqlite3 *db);
+#define SQ_AZ_REV_SELECT                                                    \
+  "SELECT revision FROM authorization_revision WHERE id = 1"
+#define SQ_POOL_REV_SELECT "SELECT revision FROM pool_revision WHERE id = 1"
 /* The writes' (sq_write.c, sq_proxies_write.c) reading of a failed
  * statement's SQLite code rc, into *status and *detail: a unique or
  * primary key PH_EEXIST with `taken` (the writer names what is taken), a
