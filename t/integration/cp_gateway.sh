@@ -212,22 +212,15 @@ FAKE_CERTS=
 # RegisterWorker whose worker_id is not the one its client certificate
 # names by cp_ident.c's rule, the function controlplane_server calls
 # (cp_spiffe_id, same rule as cp_spiffe_check), for
-# spiffe://example.org/prod/worker/<id>.
-cat >"$T/echo.ini" <<EOF2
-[cp_echo]
-listen = 127.0.0.1:0
-tls.mode = mtls
-tls.cert_file = $T/server.pem
-tls.key_file = $T/server.key
-tls.ca_file = $T/ca.pem
-EOF2
+# spiffe://example.org/prod/worker/<id>; its configuration, echo-mtls.ini,
+# comes with the certificates (cp_grpc_certs.sh).
 # echo_gw WORKER: the echo server and a gateway with w1's certificate
 # that says it is WORKER; waits for its register answer.
 echo_gw() {
   D="$T/echo-$1"
   mkdir -p "$D"
   rm -f "$D/port"
-  "$top_builddir/t/lib/cp_echo_server" "$T/echo.ini" "$D/port" >"$D/echo.log" 2>&1 &
+  "$top_builddir/t/lib/cp_echo_server" "$T/echo-mtls.ini" "$D/port" >"$D/echo.log" 2>&1 &
   FAKE=$!
   PIDS="$PIDS $FAKE"
   wait_long test -s "$D/port"
