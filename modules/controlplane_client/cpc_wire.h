@@ -37,6 +37,7 @@ typedef struct cpc_registered {
   char session_id[PH_POOL_ID_MAX + 1];
   uint64_t epoch;
   uint32_t runtime_interval_ms, max_stale_ms;
+  uint32_t max_runtime_counters; /* bounds an outcome batch (CP-5-8) */
 } cpc_registered;
 
 /* Reads a RegisterWorkerResponse. PH_OK, or PH_EINVAL with *why (a static

@@ -14,6 +14,9 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.h \
 	modules/controlplane_client/cpc_wire.c \
 	modules/controlplane_client/cpc_wire.h \
+	modules/controlplane_client/cpc_outcalls.c \
+	modules/controlplane_client/cpc_outcalls.h \
+	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
 CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
@@ -34,7 +37,8 @@ samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
 # The generated headers must exist before these compile.
 modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
-modules/controlplane_client/controlplane_client_la-cpc_wire.lo: \
+modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
+modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor
