@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A test module (t/integration/cp_outcomes.sh): records outcomes through
  * "outcome.sink" when asked on its admin route:
- *   GET /test/outcomes?n=N[&bad=1]
+ *   GET /v1/test/outcomes?n=N[&bad=1]
  * records N outcomes (proxy "p1", rule "r1", stage DIAL, SUCCESS, latency
  * i microseconds, observed now), or with bad=1 N malformed ones (an
  * empty proxy id), all inside the one loop callback, and answers
@@ -78,7 +78,7 @@ static int op_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = p;
   p->ctx = ctx;
-  return api->route_register(ctx, "/test/outcomes", route_handle,
+  return api->route_register(ctx, "/v1/test/outcomes", route_handle,
                              route_cancel, p, 4);
 }
 
