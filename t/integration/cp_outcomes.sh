@@ -18,6 +18,8 @@
 # the sequences and keeps no raw outcome in Redis (CP-1-30, CP-1-32).
 . "$top_srcdir/t/lib/testlib.sh"
 
+. "$top_srcdir/t/lib/redis.sh"
+
 PY=/usr/bin/python3
 MODS="$top_builddir/modules"
 PROBE="$top_builddir/t/modules/.libs/outcome_probe.so"
@@ -194,5 +196,97 @@ is "$(mval 'proxyhost_outcome_reporter_dropped_total{reason="session"}')" 100 \
 is "$(grep -c "refused the session's outcome batches" "$D/ph.log")" 1 "the refusal logged once"
 like "$(grep "refused the session's outcome batches" "$D/ph.log")" "failed_precondition" "... with its status"
 stop
+
+# ---- the real controller (CP-1-30, CP-1-32) --------------------------------
+if ! have_module controlplane_server || ! have_module redis_ownership ||
+  ! have_module store_sqlite || ! have_module admin_api; then
+  skip "the controller's modules are not built"
+  done_testing
+  exit
+fi
+start_redis "$T/redis"
+ok $? "redis-server starts"
+CTL="$top_builddir/tools/proxyhostctl"
+"$CTL" admin-token new "$T/admin.token" >/dev/null
+mkdir -p "$T/secrets"
+umask 077
+head -c 32 /dev/urandom >"$T/ref.key"
+umask 022
+cadmin=$(free_port) cpp=$(free_port)
+cat >"$T/ctl.ini" <<EOC
+[proxyhost]
+modules = store_sqlite, redis_ownership, controlplane_server, admin_api
+module_path = $MODS
+[admin]
+listen = 127.0.0.1:$cadmin
+[store_sqlite]
+path = $T/pool.db
+revision_recheck = 100ms
+[admin_api]
+store = store_sqlite
+token_file = $T/admin.token
+[redis_ownership]
+address = 127.0.0.1:$REDIS_PORT
+cluster_id = c1
+[controlplane_server]
+listen = 127.0.0.1:$cpp
+tls.mode = disabled
+cluster_id = c1
+secrets_dir = $T/secrets
+reference_key_file = $T/ref.key
+assign_interval = 200ms
+watch_poll_interval = 100ms
+min_snapshot_interval = 0s
+EOC
+"$PROXYHOST" -c "$T/ctl.ini" >"$T/ctl.log" 2>&1 &
+CPID=$!
+PIDS="$PIDS $CPID"
+wait_for healthy "$cadmin"
+ok $? "the controller starts (controlplane_server, redis_ownership, store_sqlite)"
+"$CTL" --admin "127.0.0.1:$cadmin" --token-file "$T/admin.token" proxy add p1 \
+  --protocol http_connect --host 192.0.2.1 --port 3128 --groups g --capacity 10 \
+  --zone z1 >/dev/null
+ok $? "proxyhostctl proxy add p1"
+D="$T/real"
+mkdir -p "$D"
+EV="$D/events"
+: >"$EV"
+TAP_ON_FAIL='echo "gateway:"; grep -v "snapshot view in use" "$D/ph.log" | tail -15; http_get "http://127.0.0.1:$admin/metrics" | grep -E "outcome_reporter_[a-z_]+(_total)?[{ ]" | grep -v " 0$"; echo "controller log:"; grep -iv debug "$T/ctl.log" | tail -15'
+gateway "127.0.0.1:$cpp"
+gw_running() { [ "$(mval 'proxyhost_cp_gateway_rpcs_total{rpc="runtime",status="ok"}')" -ge 1 ]; }
+wait_long gw_running
+ok $? "the gateway's session runs on the real controller"
+MARK=rule-outcome-marker-7f3a
+is "$(record "n=120&rule=$MARK")" "ok=120 full=0 invalid=0" "120 outcomes recorded"
+# The controller's max_runtime_counters (controlplane_server's) sizes the
+# batches: one call of the 120, then another of 7, sequences 1 and 2.
+acked_n() { [ "$(mval 'proxyhost_outcome_reporter_batches_acknowledged_total ')" -ge "$1" ] &&
+  [ "$(mval 'proxyhost_outcome_reporter_queue_depth ')" = 0 ]; }
+wait_long acked_n 1
+ok $? "CP-1-30 the real controller acknowledges the gateway's batch"
+is "$(record "n=7&rule=$MARK")" "ok=7 full=0 invalid=0" "7 more recorded"
+wait_long acked_n 2
+ok $? "CP-1-30 ... and the next sequence"
+cm=$(http_get "http://127.0.0.1:$cadmin/metrics")
+oc_ok=$(printf '%s\n' "$cm" | grep -F 'proxyhost_cp_controller_rpcs_total{method="ReportOutcomes",code="OK"}' | awk '{print $2}')
+[ "${oc_ok:-0}" -ge 1 ]
+ok $? "the controller counts its ReportOutcomes calls OK ($oc_ok)"
+is "$(mval 'proxyhost_outcome_reporter_calls_total{status="ok"}')" "$oc_ok" \
+  "... as many as the gateway made"
+is "$(mval 'proxyhost_outcome_reporter_batches_resent_total ')" 0 "nothing resent"
+redis_dump "$T/redis" >"$T/redis.dump" 2>&1
+grep -q 'out_seq' "$T/redis.dump"
+ok $? "CP-5-11 Redis holds the session's outcome fence (its last sequence)"
+seq_now=$(grep -A1 '^out_seq$' "$T/redis.dump" | sed -n 2p)
+is "$seq_now" 2 "CP-1-30 ... at the gateway's last acknowledged sequence (2)"
+grep -q "$MARK" "$T/redis.dump"
+is $? 1 "CP-1-32 no raw outcome in Redis (the outcomes' rule id is nowhere)"
+kill -TERM "$GW" 2>/dev/null
+wait_exit "$GW" 10
+is "$EXIT" 0 "the gateway stops cleanly"
+kill -TERM "$CPID"
+wait_exit "$CPID" 10
+is "$EXIT" 0 "the controller stops cleanly"
+stop_redis "$T/redis"
 
 done_testing

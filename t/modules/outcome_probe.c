@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A test module (t/integration/cp_outcomes.sh): records outcomes through
  * "outcome.sink" when asked on its admin route:
- *   GET /v1/test/outcomes?n=N[&bad=1]
- * records N outcomes (proxy "p1", rule "r1", stage DIAL, SUCCESS, latency
+ *   GET /v1/test/outcomes?n=N[&bad=1][&rule=R]
+ * records N outcomes (proxy "p1", rule "r1" or R, stage DIAL, SUCCESS, latency
  * i microseconds, observed now), or with bad=1 N malformed ones (an
  * empty proxy id), all inside the one loop callback, and answers
  * "ok=A full=F invalid=I": what record() returned. It stands for issue
@@ -37,10 +37,33 @@ static long query_int(const char *q, const char *name) {
   return 0;
 }
 
+/* The value of name in q, copied into out (at most outlen - 1 bytes), or
+ * def. */
+static const char *query_str(const char *q, const char *name, char *out,
+                             size_t outlen, const char *def) {
+  size_t l = strlen(name);
+  for (const char *p = q; p && *p;) {
+    if (!strncmp(p, name, l) && p[l] == '=') {
+      size_t n = strcspn(p + l + 1, "&");
+      if (n >= outlen)
+        n = outlen - 1;
+      memcpy(out, p + l + 1, n);
+      out[n] = 0;
+      return out;
+    }
+    p = strchr(p, '&');
+    if (p)
+      p++;
+  }
+  return def;
+}
+
 static void route_handle(void *arg, int64_t id, const ph_http_request *r) {
   oprobe *p = arg;
   long n = query_int(r->query, "n");
   int bad = query_int(r->query, "bad") != 0;
+  char rbuf[PH_OUTCOME_ID_MAX + 1];
+  const char *rule = query_str(r->query, "rule", rbuf, sizeof(rbuf), "r1");
   if (n < 0 || n > N_MAX || !p->sink) {
     api->route_reply(p->ctx, id, 400, "text/plain", "bad n\n", 6);
     return;
@@ -50,7 +73,7 @@ static void route_handle(void *arg, int64_t id, const ph_http_request *r) {
   int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
   long ok = 0, full = 0, invalid = 0;
   for (long i = 0; i < n; i++) {
-    ph_outcome o = {0, bad ? "" : "p1", "r1", PH_OUTCOME_STAGE_DIAL,
+    ph_outcome o = {0, bad ? "" : "p1", rule, PH_OUTCOME_STAGE_DIAL,
                     PH_OUTCOME_SUCCESS, i, now};
     int rc = p->sink->record(p->self, &o);
     if (rc == PH_OK)
