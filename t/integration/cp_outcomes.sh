@@ -33,6 +33,27 @@ mkdir -p "$T/gen"
   controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
 ok $? "stubs generated from controlplane.proto"
 
+# ---- the configuration ------------------------------------------------------
+IDS="-control-plane 127.0.0.1:7443 -cluster-id c1 -worker-id w1 -instance-id i1 -zone z1"
+printf '[proxyhost]\nmodules = controlplane_client, outcome_reporter\nmodule_path = %s\ninclude = %s/conf.d/*.ini\n[controlplane_client]\ntls.mode = disabled\n' \
+  "$MODS" "$T" >"$T/base.ini"
+mkdir -p "$T/conf.d"
+cp "$top_srcdir/modules/outcome_reporter/outcome_reporter.ini.sample" "$T/conf.d/or.ini"
+# shellcheck disable=SC2086
+"$PROXYHOST" -c "$T/base.ini" $IDS --check-config >"$T/check.out" 2>&1
+is $? 0 "the sample passes --check-config as a drop-in"
+# shellcheck disable=SC2086
+"$PROXYHOST" -c "$top_srcdir/conf/gateway.ini" --set "proxyhost.module_path=$MODS" $IDS \
+  --set controlplane_client.tls.mode=disabled --check-config >"$T/check.out" 2>&1
+is $? 0 "conf/gateway.ini (controlplane_client, outcome_reporter) passes --check-config"
+for bad in "queue_capacity=1023" "queue_capacity=1048577" "flush_interval=0s" \
+  "backoff.min=2s --set outcome_reporter.backoff.max=1s"; do
+  # shellcheck disable=SC2086
+  "$PROXYHOST" -c "$T/base.ini" $IDS --set outcome_reporter.$bad --check-config >"$T/check.out" 2>&1
+  is $? 2 "CP-5-7 --check-config refuses outcome_reporter.$bad"
+done
+like "$(cat "$T/check.out")" "backoff.min" "... naming the key"
+
 # wait_long CMD...: up to 400 tries, 50 ms apart (20 s).
 wait_long() {
   i=0
