@@ -37,6 +37,21 @@ t_unit_test_or_status_SOURCES = t/unit/test_or_status.c \
 t_unit_test_or_status_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/outcome_reporter -I$(top_srcdir)/modules/cp_common
 
+# The module through the mock host with a fake cp.session (CP-2-4,
+# CP-5-1, CP-5-7..10, CP-5-15..18).
+check_PROGRAMS += t/unit/test_outcome_reporter
+TESTS += t/unit/test_outcome_reporter
+t_unit_test_outcome_reporter_SOURCES = t/unit/test_outcome_reporter.c \
+	$(OR_SOURCES)
+t_unit_test_outcome_reporter_CPPFLAGS = $(TEST_CPPFLAGS) \
+	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/outcome_reporter \
+	-I$(top_srcdir)/modules/controlplane_client \
+	-I$(top_srcdir)/modules/cp_common
+t_unit_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
+t/unit/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \
+t/unit/test_outcome_reporter-outcome_reporter.$(OBJEXT): $(CP_GEN)/proto.stamp
+
 # A module that records outcomes through "outcome.sink" when the test asks
 # (an admin route).
 check_LTLIBRARIES += t/modules/outcome_probe.la
