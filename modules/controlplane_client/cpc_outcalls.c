@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controlplane/v1/controlplane.pb-c.h"
 #include "cpc_outcalls.h"
+#include "cpc_wire.h"
 
 #define PATH "/controlplane.v1.WorkerControlPlane/ReportOutcomes"
 
@@ -59,13 +59,11 @@ static void on_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
                        size_t len) {
   (void)call;
   cpc_outcall *c = arg;
-  Controlplane__V1__ReportOutcomesResponse *r =
-      controlplane__v1__report_outcomes_response__unpack(NULL, len, msg);
-  if (!r)
+  uint64_t acked = 0;
+  if (cpc_read_outcomes_ack(msg, len, &acked) != PH_OK)
     return; /* on_done: OK without an answer is INTERNAL below */
   c->got = 1;
-  c->acked = r->acknowledged_sequence;
-  controlplane__v1__report_outcomes_response__free_unpacked(r, NULL);
+  c->acked = acked;
 }
 
 static void on_done(void *arg, cp_grpc_ccall *call, int status,

@@ -144,3 +144,14 @@ int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
   controlplane__v1__register_worker_response__free_unpacked(r, NULL);
   return rc;
 }
+
+int cpc_read_outcomes_ack(const uint8_t *msg, size_t len, uint64_t *acked) {
+  *acked = 0;
+  Controlplane__V1__ReportOutcomesResponse *r =
+      controlplane__v1__report_outcomes_response__unpack(NULL, len, msg);
+  if (!r)
+    return PH_EINVAL;
+  *acked = r->acknowledged_sequence;
+  controlplane__v1__report_outcomes_response__free_unpacked(r, NULL);
+  return PH_OK;
+}

@@ -46,4 +46,8 @@ typedef struct cpc_registered {
 int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
                         const char **why);
 
+/* Reads a ReportOutcomesResponse: PH_OK with its acknowledged_sequence
+ * (0: nothing acknowledged), or PH_EINVAL for bytes that are not one. */
+int cpc_read_outcomes_ack(const uint8_t *msg, size_t len, uint64_t *acked);
+
 #endif

@@ -68,3 +68,15 @@ t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	-I$(top_srcdir)/modules/controlplane_client
 t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
 endif
+
+# The outcome call's answer (cpc_read_outcomes_ack), replayed over
+# t/fuzz/seeds/cpc_outcomes_ack.
+EXTRA_DIST += t/fuzz/fuzz_cpc_outcomes_ack.c
+if MODULE_CONTROLPLANE_CLIENT
+check_PROGRAMS += t/fuzz/replay_cpc_outcomes_ack
+t_fuzz_replay_cpc_outcomes_ack_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_outcomes_ack.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_outcomes_ack_CPPFLAGS = \
+	$(t_fuzz_replay_cpc_registered_CPPFLAGS)
+t_fuzz_replay_cpc_outcomes_ack_LDADD = $(CP_SNAPSHOT_LDADD)
+endif
