@@ -9,7 +9,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 
 MODS="$top_builddir/modules"
-require_modules controlplane_client
+require_modules controlplane_client outcome_reporter
 
 GW="$top_srcdir/conf/gateway.ini"
 SET="--set proxyhost.module_path=$MODS"
