@@ -30,6 +30,7 @@
 #include "cp_supervisor.h"
 #include "cp_view.h"
 #include "cpc_conf.h"
+#include "cpc_view_route.h"
 #include "cpc_wire.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
@@ -74,6 +75,7 @@ typedef struct cpc {
   size_t pending_len;
   cpc_buf last_rt;    /* the last runtime report, resent byte for byte */
   cp_view_slot slot;
+  cpc_view_route view_route; /* GET /v1/cp/view */
   uint64_t registrations;
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
@@ -725,6 +727,12 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->timer = api->timer_new(ctx, on_timer, m);
   if (!m->timer)
     return PH_ENOMEM;
+  int rc = cpc_view_route_register(&m->view_route, ctx, api, &m->slot);
+  if (rc == PH_EEXIST) /* another instance has it: a diagnostic only */
+    PH_LOG(api, ctx, PH_LOG_WARN, "view route not registered",
+           PH_STR("route", CPC_VIEW_ROUTE));
+  else if (rc != PH_OK)
+    return rc;
   return api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
                                PH_POOL_VIEW_MINOR, &cp_view_service,
                                &m->slot);

@@ -12,6 +12,8 @@ EXTRA_DIST += modules/controlplane_client/local.mk \
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
 	modules/controlplane_client/cpc_conf.h \
+	modules/controlplane_client/cpc_view_route.c \
+	modules/controlplane_client/cpc_view_route.h \
 	modules/controlplane_client/cpc_wire.c \
 	modules/controlplane_client/cpc_wire.h \
 	modules/controlplane_client/cp_supervisor.c \
@@ -34,7 +36,8 @@ samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
 # The generated headers must exist before these compile.
 modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
-modules/controlplane_client/controlplane_client_la-cpc_wire.lo: \
+modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
+modules/controlplane_client/controlplane_client_la-cpc_view_route.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor
