@@ -129,6 +129,8 @@ void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
 void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                   size_t len);
 void cs_watch_stop_all(cs *m);
+/* worker registered with session here: its other streams end now. */
+void cs_watch_replaced(cs *m, const char *worker, const char *session);
 
 /* The periodic assign (cs_assign.c). */
 void cs_assign_tick(ph_timer *t, void *arg);
