@@ -252,6 +252,9 @@ echo '}' >>"$T/leases.json"
 grep -q '"p1": [1-9]' "$T/leases.json"; ok $? "w1's leases read from Redis after the kill"
 wait_long has_ids "$gw2" p1,p2,p3,p4,p5
 ok $? "CP-4-6 w2 holds every proxy once w1's session and lease expired"
+# ... and the sampler has seen it too (its next sample).
+sampled() { for p in p1 p2 p5; do grep -q "\"proxy_id\": \"$p\"" "$T/kill.jsonl" || return 1; done; }
+wait_long sampled
 unsample kill
 checks kill "$T/kill.jsonl" moved w1 w2 "$T/leases.json"
 checks kill-ready "$T/kill.jsonl" ready w2
