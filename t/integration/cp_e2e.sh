@@ -101,6 +101,33 @@ mkdir -p "$T/secrets"
   head -c 32 /dev/urandom >"$T/ref.key" )
 "$CTL" admin-token new "$T/admin.token" >/dev/null
 
+# The production layout of the guides: the same files with this test's
+# paths pass --check-config (their timers are the production ones).
+doc_block() { # FILE LINE: the first fenced block after the line LINE
+  awk -v h="$2" 'index($0, h) == 1 { f = 1; next }
+    f && /^```$/ { if (inb) exit; inb = 1; next }
+    inb' "$top_srcdir/$1"
+}
+( umask 077; printf 'host=127.0.0.1 port=%s user=postgres dbname=pool\n' "$PG_PORT" >"$T/store_pg.dsn" )
+doc_block docs/user-guide/controller.md '`/etc/proxyhost/controller.ini`:' | sed \
+  -e "s|/etc/proxyhost/tls/controller.pem|$T/server.pem|" \
+  -e "s|/etc/proxyhost/tls/controller.key|$T/server.key|" \
+  -e "s|/etc/proxyhost/tls/ca.pem|$T/ca.pem|" -e "s|/etc/proxyhost/secrets|$T/secrets|" \
+  -e "s|/etc/proxyhost/controller-ref.key|$T/ref.key|" \
+  -e "s|/etc/proxyhost/store_pg.dsn|$T/store_pg.dsn|" \
+  -e "s|/var/lib/proxyhost/admin.token|$T/admin.token|" >"$T/doc-controller.ini"
+grep -q '^\[controlplane_server\]' "$T/doc-controller.ini"; ok $? "controller.md's production controller.ini found"
+out=$("$PROXYHOST" -c "$T/doc-controller.ini" --set "proxyhost.module_path=$top_builddir/modules" --check-config 2>&1)
+ok $? "... passes --check-config" || echo "# $out"
+doc_block docs/user-guide/gateway.md '`/etc/proxyhost/gateway.ini`:' | sed \
+  -e "s|/etc/proxyhost/gateway.pem|$T/worker.pem|" -e "s|/etc/proxyhost/gateway.key|$T/worker.key|" \
+  -e "s|/etc/proxyhost/controller-ca.pem|$T/ca.pem|" >"$T/doc-gateway.ini"
+grep -q '^\[controlplane_client\]' "$T/doc-gateway.ini"; ok $? "gateway.md's production gateway.ini found"
+out=$("$PROXYHOST" -c "$T/doc-gateway.ini" --set "proxyhost.module_path=$top_builddir/modules" \
+  -control-plane cp.example.org:7443 -cluster-id prod -worker-id w1 -instance-id w1-1 -zone z1 \
+  --check-config 2>&1)
+ok $? "... passes --check-config with the identity flags" || echo "# $out"
+
 admin=$(free_port) cpp=$(free_port) gw1=$(free_port) gw2=$(free_port)
 # The controller (the production layout of docs/user-guide/controller.md,
 # with short TTLs): store_pg over TCP on 127.0.0.1, mTLS.
