@@ -87,7 +87,7 @@ typedef struct cs {
   /* metrics */
   ph_series *m_rpcs[CS_M_COUNT][17];
   ph_series *m_seconds[CS_M_COUNT];
-  ph_series *m_streams, *m_sent, *m_build, *m_build_fail, *m_assign[2];
+  ph_series *m_streams, *m_sent, *m_deltas, *m_build, *m_build_fail, *m_assign[2];
 } cs;
 
 extern const ph_api *cs_api;
@@ -131,6 +131,11 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
 void cs_watch_stop_all(cs *m);
 /* worker registered with session here: its other streams end now. */
 void cs_watch_replaced(cs *m, const char *worker, const char *session);
+/* The authority accepted an ACK of (version, epoch) for worker's session:
+ * the stream that sent that snapshot may base its next one on it as a
+ * delta (accepted 1), or not (0). */
+void cs_watch_acked(cs *m, const char *worker, const char *session,
+                    uint64_t version, uint64_t epoch, int accepted);
 
 /* The periodic assign (cs_assign.c). */
 void cs_assign_tick(ph_timer *t, void *arg);

@@ -19,7 +19,12 @@ static void on_cancel(void *arg, cp_grpc_call *call) {
 
 cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
                        int64_t start_ms) {
-  cs_unary *u = calloc(1, sizeof(*u));
+  return cs_unary_new_size(m, call, meth, start_ms, sizeof(cs_unary));
+}
+
+cs_unary *cs_unary_new_size(cs *m, cp_grpc_call *call, cs_method meth,
+                            int64_t start_ms, size_t size) {
+  cs_unary *u = size >= sizeof(*u) ? calloc(1, size) : NULL;
   if (!u)
     return NULL;
   u->m = m;

@@ -16,6 +16,10 @@ typedef struct cs_unary {
 /* A cs_unary for call (its cancel callback set), or NULL. */
 cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
                        int64_t start_ms);
+/* The same for a handler's own struct of `size` bytes that starts with a
+ * cs_unary (zeroed; freed with it). */
+cs_unary *cs_unary_new_size(cs *m, cp_grpc_call *call, cs_method meth,
+                            int64_t start_ms, size_t size);
 /* The authority call's id: < 0 ends the RPC (and frees u). */
 void cs_unary_started(cs_unary *u, int64_t id);
 /* Ends the RPC and frees u. */

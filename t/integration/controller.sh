@@ -96,10 +96,16 @@ CHECKSUM=$(sed -n 's/^VALUE checksum //p' "$T/py-flow.out")
 [ ${#CHECKSUM} = 64 ]; ok $? "the flow reported the snapshot checksum"
 [ "$n" -ge 30 ]; ok $? "every check of the flow ran ($n)"
 
+# ---- deltas on the acknowledged snapshot (CP-1-2, CP-3-15) ----------------
+run_py delta "$cpp" delta "$T" "$CTL" --admin "127.0.0.1:$admin" --token-file "$T/admin.token"
+grep -q '^VALUE deltas [1-9]' "$T/py-delta.out"; ok $? "the delta scenario ran to its end"
+
 m=$(http_get "http://127.0.0.1:$admin/metrics")
 like "$m" 'proxyhost_cp_controller_rpcs_total{method="RegisterWorker",code="OK"}' \
   "metrics: RPCs by method and code"
 like "$m" 'proxyhost_cp_controller_snapshots_sent_total' "metrics: snapshots sent"
+d=$(printf '%s\n' "$m" | sed -n 's/^proxyhost_cp_controller_deltas_sent_total //p')
+[ "${d:-0}" -ge 1 ]; ok $? "metrics: deltas sent ($d)"
 python3 "$top_srcdir/t/lib/metrics_lint.py" "$T/body" 5000 cp_controller cp_redis \
   redis_ownership store_sqlite admin_api >"$T/lint.out" 2>&1
 ok $? "metrics: in the prefix scheme"
