@@ -14,6 +14,8 @@ gateway's session key exists and the owner of every proxy a view holds.
 
 prints "RESULT <0|1> <name>" lines (0: passed) and "VALUE <name> <v>":
   disjoint            no proxy in two gateways' views in any sample
+  disjoint-usable     no proxy usable by two gateways in any sample (a
+                      live view, before the proxy's usable_until)
   ready NAME...       every sample of these gateways is /readyz 200
   expiry NAME...      a gateway is not ready only once its view's
                       valid_until (or stale deadline) passed, and it kept
@@ -123,19 +125,31 @@ def check(argv):
     samples = [json.loads(line) for line in open(argv[0]) if line.strip()]
     what, args = argv[1], argv[2:]
     value("samples", len(samples))
-    if what == "disjoint":
+    if what in ("disjoint", "disjoint-usable"):
+        # disjoint: every proxy a view lists; disjoint-usable: only those
+        # a gateway may choose at that sample (a live view, before the
+        # proxy's usable_until, on the view's own clock).
         bad = None
         for s in samples:
             seen = {}
             for name, g in s["gw"].items():
-                for p in ids(g["view"]):
+                v = g["view"]
+                if what == "disjoint":
+                    mine = ids(v)
+                elif v and v["live"]:
+                    mine = {p["proxy_id"] for p in v["proxies"]
+                            if v["now_ms"] < p["usable_until_ms"]}
+                else:
+                    mine = set()
+                for p in mine:
                     if p in seen and bad is None:
                         bad = "%s in %s and %s at %d" % (p, seen[p], name, s["t"])
                     seen[p] = name
         if bad:
             value("overlap", bad)
-        result(bad is None and samples, "CP-4-1 no proxy in two gateways' views "
-               "in any of %d samples" % len(samples))
+        result(bad is None and samples, "CP-4-1 no proxy %s two gateways "
+               "in any of %d samples" % ("in the views of" if what == "disjoint"
+                                         else "usable by", len(samples)))
     elif what == "ready":
         for name in args:
             notready = [s["t"] for s in samples if s["gw"][name]["ready"] != 200]
