@@ -308,6 +308,7 @@ wait_long running_on_new "$gw2" "${r2:-0}"; ok $? "w2 runs a new session"
 unsample restart
 checks restart "$T/restart.jsonl" ready w1 w2
 checks restart-disjoint "$T/restart.jsonl" disjoint
+checks restart-usable "$T/restart.jsonl" disjoint-usable
 is "$(view_ids "$gw2")" p1,p2,p3,p4,p5 "the ownership survived the restart (Redis keeps it)"
 
 # ---- Redis stopped (CP-3-9, CP-1-28), then back ----------------------------
@@ -339,6 +340,7 @@ sampling after w1="$gw1" w2="$gw2"
 sleep 1
 unsample after
 checks after "$T/after.jsonl" disjoint
+checks after-usable "$T/after.jsonl" disjoint-usable
 checks after-ready "$T/after.jsonl" ready w1 w2
 
 # ---- the secrets (CP-8-5) --------------------------------------------------
