@@ -40,6 +40,7 @@
 #include "cp_view.h"
 #include "cpc_conf.h"
 #include "cpc_outcalls.h"
+#include "cpc_view_route.h"
 #include "cpc_wire.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
@@ -92,6 +93,7 @@ typedef struct cpc {
   uint32_t max_counters;
   cpc_outcalls outc;
   cp_view_slot slot;
+  cpc_view_route view_route; /* GET /v1/cp/view */
   uint64_t registrations;
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
@@ -804,9 +806,14 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   m->outc.count = count_outcome_call;
   m->outc.count_arg = m;
-  int rc = api->service_register(ctx, PH_POOL_VIEW_SERVICE,
-                                 PH_POOL_VIEW_MAJOR, PH_POOL_VIEW_MINOR,
-                                 &cp_view_service, &m->slot);
+  int rc = cpc_view_route_register(&m->view_route, ctx, api, &m->slot);
+  if (rc == PH_EEXIST) /* another instance has it: a diagnostic only */
+    PH_LOG(api, ctx, PH_LOG_WARN, "view route not registered",
+           PH_STR("route", CPC_VIEW_ROUTE));
+  else if (rc != PH_OK)
+    return rc;
+  rc = api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
+                             PH_POOL_VIEW_MINOR, &cp_view_service, &m->slot);
   if (rc != PH_OK)
     return rc;
   return api->service_register(ctx, CP_SESSION_SERVICE, CP_SESSION_MAJOR,

@@ -12,6 +12,8 @@ EXTRA_DIST += modules/controlplane_client/local.mk \
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
 	modules/controlplane_client/cpc_conf.h \
+	modules/controlplane_client/cpc_view_route.c \
+	modules/controlplane_client/cpc_view_route.h \
 	modules/controlplane_client/cpc_wire.c \
 	modules/controlplane_client/cpc_wire.h \
 	modules/controlplane_client/cpc_outcalls.c \
@@ -38,7 +40,8 @@ samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
 modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
 modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
-modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo: \
+modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo \
+modules/controlplane_client/controlplane_client_la-cpc_view_route.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor

@@ -139,6 +139,8 @@ void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
 void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                   size_t len);
 void cs_watch_stop_all(cs *m);
+/* worker registered with session here: its other streams end now. */
+void cs_watch_replaced(cs *m, const char *worker, const char *session);
 /* The authority accepted an ACK of (version, epoch) for worker's session:
  * the stream that sent that snapshot may base its next one on it as a
  * delta (accepted 1), or not (0). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* controlplane_server's keys: see cs_conf.h and the .ini.sample. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,6 +113,48 @@ static int seg_ok(const char *s) {
 /* The key at fault and why: return ph_conf_fail's PH_EINVAL. */
 #define FAIL(k, ...) return ph_conf_fail(key, (k), why, whylen, __VA_ARGS__)
 
+/* The rules that span the controller and its authority (redis_ownership,
+ * the only cp.authority provider in the tree: `authority` names its
+ * section, empty is "redis_ownership"). Read with conf_peer_int (ABI
+ * 1.4), so --check-config refuses them too; another provider, whose
+ * section declares no session_ttl, is not judged. Each combination
+ * refused cannot work:
+ *  - a session_ttl told to workers that is not the TTL Redis gives
+ *    sessions: workers pace heartbeats on the wrong one, and a Redis TTL
+ *    below 2 x runtime_interval expires live sessions between reports;
+ *  - runtime_ttl not above runtime_interval: every report's counts
+ *    expire before the next one, so proxies count as zero capacity;
+ *  - ownership_lease not above refresh_before: a snapshot's valid_until
+ *    is bounded by the leases it carries, so every snapshot would be
+ *    due for a refresh as soon as it is built (one each watch round). */
+static int authority_rules(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
+                           const char **key, char *why, size_t whylen) {
+  if (a->size <= offsetof(ph_api, conf_peer_int) || !a->conf_peer_int)
+    return PH_OK; /* a host older than 1.4 */
+  const char *sec = c->authority[0] ? c->authority : "redis_ownership";
+  int64_t ttl = 0, rt_ttl = 0, lease = 0;
+  if (a->conf_peer_int(ctx, sec, "session_ttl", &ttl) != PH_OK)
+    return PH_OK;
+  if (ttl != c->session_ttl_ms)
+    FAIL("session_ttl",
+         "must equal [%.64s] session_ttl (%lldms here, %lldms there): the "
+         "TTL workers are told is the one Redis gives their sessions",
+         sec, (long long)c->session_ttl_ms, (long long)ttl);
+  if (a->conf_peer_int(ctx, sec, "runtime_ttl", &rt_ttl) == PH_OK &&
+      rt_ttl <= c->runtime_interval_ms)
+    FAIL("runtime_interval",
+         "must be below [%.64s] runtime_ttl (%lldms), or every report's "
+         "counts expire before the next one",
+         sec, (long long)rt_ttl);
+  if (a->conf_peer_int(ctx, sec, "ownership_lease", &lease) == PH_OK &&
+      lease <= c->refresh_before_ms)
+    FAIL("refresh_before",
+         "must be below [%.64s] ownership_lease (%lldms): a snapshot is "
+         "valid only while its leases run",
+         sec, (long long)lease);
+  return PH_OK;
+}
+
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
@@ -169,5 +212,5 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   if (a->service_provider_loaded && c->store[0] &&
       !a->service_provider_loaded(ctx, PH_POOL_STORE_SERVICE, c->store))
     FAIL("store", "no such pool.store provider loaded");
-  return PH_OK;
+  return authority_rules(ctx, a, c, key, why, whylen);
 }

@@ -469,6 +469,26 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   round_start(w);
 }
 
+/* A registration in this process replaced worker's session: its older
+ * streams end FAILED_PRECONDITION now (CP-2-8), not at their next round
+ * (watch_poll_interval later). A replacement through another controller
+ * is seen by that round's owned() call. */
+void cs_watch_replaced(cs *m, const char *worker, const char *session) {
+  cs_watch *w = m->watches, *next;
+  for (; w; w = next) {
+    next = w->next;
+    if (w->dead || !w->call || strcmp(w->worker, worker) != 0 ||
+        strcmp(w->session, session) == 0)
+      continue;
+    /* finish waits for a send in flight; no callback of the call after
+     * it, and w_abandon drops the authority call, the pool wait and the
+     * job (freeing w now or when the job is back) */
+    cs_finish(m, w->call, CS_M_WATCH, w->start_ms, CP_GRPC_FAILED_PRECONDITION,
+              "the session was replaced", NULL, 0);
+    w_abandon(w);
+  }
+}
+
 void cs_watch_acked(cs *m, const char *worker, const char *session,
                     uint64_t version, uint64_t epoch, int accepted) {
   for (cs_watch *w = m->watches; w; w = w->next) {

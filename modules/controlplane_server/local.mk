@@ -102,3 +102,11 @@ if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/controller.sh
 endif
 EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py
+
+# The control plane end to end with every part real: Redis, PostgreSQL,
+# the controller and two gateways over mTLS, views sampled by
+# t/lib/cp_views.py (it skips itself when a module was not built).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_e2e.sh
+endif
+EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py

@@ -183,6 +183,24 @@ is "$(reg "" "" w1)" UNAVAILABLE "CP-8-1 mTLS: no client certificate is refused"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the mTLS controller stops cleanly"
 
+# ---- a replaced session's live stream ends at once (CP-2-8) --------------
+# Its rounds are 60 s apart here: the stream must end when the new
+# registration is made, not at its next look at Redis.
+: >"$T/ph.log"
+start_proxyhost "$T/ctl.ini" --set "store_sqlite.path=$T/pool3.db" \
+  --set controlplane_server.watch_poll_interval=60s \
+  --set redis_ownership.ownership_lease=90s \
+  --set controlplane_server.refresh_before=60s \
+  --set controlplane_server.snapshot_validity=120s
+wait_for healthy "$admin"; wait_for ready; ok $? "a controller with 60 s watch rounds is ready"
+"$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" replace "$T" 10 >"$T/replace.out" 2>"$T/replace.err"
+is "$(sed -n 's/^VALUE first //p' "$T/replace.out")" snapshot "the first snapshot came on w4's stream"
+is "$(sed -n 's/^VALUE register //p' "$T/replace.out")" OK "w4 registers again (a new session)"
+is "$(sed -n 's/^VALUE ended //p' "$T/replace.out")" FAILED_PRECONDITION \
+  "CP-2-8 the replaced session's stream ends FAILED_PRECONDITION at once (within 10 s; its next round is 60 s away)"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "... and that controller stops cleanly"
+
 # ---- configuration refusals ----------------------------------------------
 sed "s/^listen = 127.0.0.1:$cpp/listen = 192.0.2.10:$cpp/" "$T/ctl.ini" >"$T/bad.ini"
 out=$("$PROXYHOST" -c "$T/bad.ini" --check-config 2>&1)
@@ -199,6 +217,20 @@ for bad in "refresh_before = 60s:refresh_before" "trust_domain = a/b:trust_domai
   [ $? != 0 ]; ok $? "--check-config refuses $line"
   like "$out" "$key" "... naming $key"
 done
+# Rules across the controller and redis_ownership (conf_peer_int).
+for bad in "redis_ownership.session_ttl=20s:controlplane_server.session_ttl:must equal [redis_ownership] session_ttl" \
+    "redis_ownership.runtime_ttl=5s:controlplane_server.runtime_interval:runtime_ttl" \
+    "redis_ownership.ownership_lease=15s:controlplane_server.refresh_before:ownership_lease"; do
+  set_=${bad%%:*} rest=${bad#*:}
+  key=${rest%%:*} text=${rest#*:}
+  out=$("$PROXYHOST" -c "$T/ctl.ini" --set "$set_" --check-config 2>&1)
+  [ $? != 0 ]; ok $? "--check-config refuses --set $set_ (the controller's keys say otherwise)"
+  like "$out" "$key: " "... naming $key"
+  like "$out" "$text" "... saying why ($text)"
+done
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set redis_ownership.session_ttl=30s \
+  --set controlplane_server.session_ttl=30s --check-config 2>&1)
+ok $? "the same session_ttl in both sections passes" || echo "# $out"
 sed 's/^tls.mode = disabled/tls.mode = mtls/' "$T/ctl.ini" >"$T/bad4.ini"
 out=$("$PROXYHOST" -c "$T/bad4.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "CP-8-1 mtls without its certificate files is refused"

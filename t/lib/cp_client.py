@@ -456,4 +456,38 @@ def hold():
     fut.cancel()
 
 
-{"hold": hold, "flow": flow, "delta": delta, "register": call_register, "once": unavailable}[SCENARIO]()
+def replace():
+    """A live Watch of w4's session, then a new registration of w4: how
+    the old stream ended, waiting at most ARGS[0] seconds for it."""
+    wait = float(ARGS[0]) if ARGS else TIMEOUT
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="w4", instance="i4")
+    if code != SC.OK:
+        value("code", code.name)
+        return
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+        worker_id="w4", session_id=reg.session_id), timeout=120)
+    got, first, ended = [], threading.Event(), threading.Event()
+
+    def drain():
+        try:
+            for m in it:
+                got.append(m)
+                first.set()
+        except grpc.RpcError as e:
+            got.append(e.code())
+        first.set()
+        ended.set()
+    threading.Thread(target=drain, daemon=True).start()
+    first.wait(TIMEOUT)
+    value("first", "snapshot" if got and not isinstance(got[0], SC) else "none")
+    code, _ = register(stub, worker="w4", instance="i5")
+    value("register", code.name)
+    ended.wait(wait)
+    last = got[-1] if got else None
+    value("ended", last.name if ended.is_set() and isinstance(last, SC) else "no")
+    it.cancel()
+
+
+{"hold": hold, "flow": flow, "delta": delta, "register": call_register,
+ "once": unavailable, "replace": replace}[SCENARIO]()
