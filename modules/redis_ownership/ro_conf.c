@@ -39,6 +39,14 @@ const ph_conf_key ro_conf_keys[] = {
                 "a proxy owner's lease, renewed by its accepted runtime "
                 "reports",
                 NULL),
+    PH_CONF_KEY("hold_fresh_state", PH_CONF_BOOL, "true", 0, 0,
+                PH_CONF_RESTART, NULL,
+                "after finding Redis without the cluster's state (a first "
+                "start, or its data lost), assign no proxy for one "
+                "ownership_lease, so that no ownership a gateway may still "
+                "use goes to another (CP-4-1); false only where Redis "
+                "cannot lose acknowledged writes",
+                NULL),
     PH_CONF_KEY("max_owned_per_worker", PH_CONF_INT, "1024", 1, 100000,
                 PH_CONF_RESTART, NULL,
                 "proxies one worker may own (its ownership index), and "
@@ -135,6 +143,7 @@ int ro_conf_read(ph_ctx *ctx, const ph_api *api, ro_conf *c,
   c->session_ttl_ms = api->conf_int(ctx, "session_ttl");
   c->runtime_ttl_ms = api->conf_int(ctx, "runtime_ttl");
   c->lease_ms = api->conf_int(ctx, "ownership_lease");
+  c->hold_fresh = (int)api->conf_int(ctx, "hold_fresh_state");
   c->max_owned = api->conf_int(ctx, "max_owned_per_worker");
   c->max_refs = api->conf_int(ctx, "max_issued_refs");
   c->max_workers = api->conf_int(ctx, "max_workers");

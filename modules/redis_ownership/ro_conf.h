@@ -14,6 +14,7 @@ typedef struct ro_conf {
   ro_conn_conf conn;
   char cluster_id[PH_POOL_ID_MAX + 1];
   int64_t session_ttl_ms, runtime_ttl_ms, lease_ms;
+  int hold_fresh; /* hold_fresh_state: assign waits one lease on a fresh Redis */
   int64_t max_owned, max_refs, max_workers;
 } ro_conf;
 

@@ -49,6 +49,8 @@ revision_recheck = 100ms
 store = store_sqlite
 token_file = $T/admin.token
 [redis_ownership]
+# a new Redis for this test: no gateway can hold an ownership it forgot
+hold_fresh_state = false
 address = 127.0.0.1:$REDIS_PORT
 cluster_id = c1
 command_timeout = 300ms

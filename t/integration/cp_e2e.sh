@@ -330,12 +330,19 @@ held_not_live() { [ "$(view_field "$1" held)" = True ] && [ "$(view_field "$1" l
 held_not_live "$gw2"; ok $? "w2 still holds its view, without candidates (CP-3-9)"
 unsample redis
 checks redis "$T/redis.jsonl" expiry w1 w2
+t_restart=$(date +%s%3N)
 restart_redis "$T/redis"; ok $? "redis-server restarts (empty: no persistence)"
 wait_long ready "$admin"; ok $? "Redis back: the controller is ready by itself"
 wait_long ready "$gw1"; ok $? "Redis back: w1 ready by itself"
 wait_long ready "$gw2"; ok $? "Redis back: w2 ready by itself"
 all5() { [ "$(printf '%s,%s\n' "$(view_ids "$gw1")" "$(view_ids "$gw2")" | tr , '\n' | grep . | sort | tr '\n' ' ')" = "p1 p2 p3 p4 p5 " ]; }
 wait_long all5; ok $? "CP-4-1 Redis back: every proxy owned again, by one of them"
+# hold_fresh_state (on, the default): a Redis that lost the cluster's
+# state gives no proxy for one ownership_lease (8 s), the longest a
+# gateway could still use an ownership Redis forgot.
+t_all=$(date +%s%3N)
+[ $((t_all - t_restart)) -ge 8000 ]
+ok $? "CP-4-1 Redis back without its state: nothing assigned for one ownership_lease ($((t_all - t_restart)) ms)"
 sampling after w1="$gw1" w2="$gw2"
 sleep 1
 unsample after

@@ -24,6 +24,8 @@ drain_timeout = 2s
 [admin]
 listen = 127.0.0.1:$admin
 [redis_ownership]
+# a new Redis for this test: no gateway can hold an ownership it forgot
+hold_fresh_state = false
 address = 127.0.0.1:$REDIS_PORT
 cluster_id = it
 command_timeout = 300ms

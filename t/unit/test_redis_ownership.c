@@ -146,11 +146,13 @@ static int start_mod(const char *cluster, const char *extra) {
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodules = %s\n"
            "[redis_ownership]\naddress = 127.0.0.1:%d\npassword = %s\n"
-           "cluster_id = %s\ncommand_timeout = 500ms\n%s%s",
+           "cluster_id = %s\ncommand_timeout = 500ms\n%s%s%s",
            MODULE, rport, PASSWORD, cluster,
            strstr(extra, "reconnect.")
                ? ""
                : "reconnect.min = 50ms\nreconnect.max = 400ms\n",
+           /* each test's cluster is fresh: no hold unless it tests it */
+           strstr(extra, "hold_fresh_state") ? "" : "hold_fresh_state = false\n",
            extra);
   buf_reset(&err);
   M = mock_new(text, &err);
@@ -608,6 +610,51 @@ static void test_assign(void) {
   stop_mod();
 }
 
+/* The fresh-state hold: a Redis without the cluster's state (here a new
+ * cluster; in production a Redis that lost its data) gives no proxy for
+ * one lease, since a gateway may still use an ownership Redis forgot
+ * until that lease ends (CP-4-1). Ownerships of a Redis that kept its
+ * state are given at once after a restart of the module. */
+static void test_fresh_hold(void) {
+  if (start_mod("c-hold", "hold_fresh_state = true\nownership_lease = 1s\n"
+                          "session_ttl = 5s\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v1, ep;
+  acked("w1", "za", "s1", &v1, &ep);
+  cp_auth_proxy ps[] = {{"pa", 10, "za"}, {"pb", 10, "za"}};
+  long long t0 = redis_time_ms();
+  got a = assign(ps, 1, NULL, 0);
+  ok(a.result == CP_AUTH_OK && a.assigned == 0,
+     "CP-4-1: a Redis without the cluster's state: nothing assigned at first");
+  long long f = rint_("GET %s", "ph:cp:{c-hold}:assign_from");
+  ok(f >= t0 + 1000 && f <= redis_time_ms() + 1000,
+     "CP-4-1: ... until one ownership_lease from then (Redis time)");
+  int assigned = 0, early = 0;
+  for (int round = 0; round < 100 && !assigned; round++) {
+    got r = assign(ps, 1, NULL, 0);
+    long long now = redis_time_ms();
+    if (r.assigned > 0) {
+      assigned = 1;
+      if (now < f)
+        early = 1;
+    }
+    mock_run_for(M, 50);
+  }
+  ok(assigned && !early, "CP-4-1: assigned once the hold is over, not before");
+  stop_mod();
+  if (start_mod("c-hold", "hold_fresh_state = true\nownership_lease = 1s\n"
+                          "session_ttl = 5s\n") < 0) {
+    ok(0, "module starts again");
+    return;
+  }
+  got b = assign(ps + 1, 1, NULL, 0);
+  ok(b.result == CP_AUTH_OK && b.assigned == 1,
+     "CP-4-1: a module restart on a Redis that kept its state: no hold");
+  stop_mod();
+}
+
 /* w2 is killed: its proxies move only after its session AND its lease
  * expired, and at no instant do two workers own one proxy. */
 static void test_killed_worker(void) {
@@ -1031,6 +1078,7 @@ int main(void) {
   test_sessions();
   test_replaced_race();
   test_assign();
+  test_fresh_hold();
   test_killed_worker();
   test_lease_first();
   test_draining();

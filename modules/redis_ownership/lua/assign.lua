@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: BSD-2-Clause
--- assign: ARGV lease_ms, max_owned, n, then n times (proxy, capacity,
--- zone), then m, then m draining (or removed) proxy ids.
+-- assign: ARGV lease_ms, max_owned, hold_ms, n, then n times (proxy,
+-- capacity, zone), then m, then m draining (or removed) proxy ids.
 -- One proxy, one owner (CP-4-1): P..'owner:<proxy>' is a hash {worker,
 -- until}; each worker's index P..'w:<worker>:owned' (a sorted set scored
 -- by lease expiry) mirrors it and is written in the same step.
@@ -12,10 +12,23 @@
 --  3. a usable proxy without an owner goes to a live worker: one in its
 --     zone first, then any; the least owned capacity first; at most
 --     max_owned each (CP-1-16);
+--     but none while the fresh-state hold lasts (below);
 --  4. the epoch rises when anything changed.
+-- The fresh-state hold (CP-4-1): Redis without P..'assign_from' has lost
+-- the cluster's state or never had it. A gateway may still use an
+-- ownership it forgot, at most until that lease ends: at most one lease
+-- from now. So assign_from is set to now + hold_ms (one lease, or 0 when
+-- the operator says Redis cannot lose writes) and no proxy is given
+-- before it; ownerships Redis still knows are kept and released as usual.
 -- Returns {'ok', epoch, assigned, released}.
 local now = now_ms()
 local lease, max_owned = tonumber(ARGV[2]), tonumber(ARGV[3])
+local from = redis.call('GET', P .. 'assign_from')
+if not from then
+  from = tostring(now + tonumber(ARGV[4]))
+  redis.call('SET', P .. 'assign_from', from)
+end
+local held = now < tonumber(from)
 local workers_key = P .. 'workers'
 local live, names = {}, {}
 for _, w in ipairs(redis.call('ZRANGE', workers_key, 0, -1)) do
@@ -37,7 +50,7 @@ local function release(p, w)
   end
   released = released + 1
 end
-local n, i = tonumber(ARGV[4]), 5
+local n, i = tonumber(ARGV[5]), 6
 local usable, cap_of = {}, {}
 for k = 1, n do
   usable[k] = {id = ARGV[i], cap = tonumber(ARGV[i + 1]), zone = ARGV[i + 2]}
@@ -115,7 +128,7 @@ local function pick(zone, same_zone)
 end
 local lease_until = now + lease
 for _, u in ipairs(usable) do
-  if redis.call('EXISTS', P .. 'owner:' .. u.id) == 0 then
+  if not held and redis.call('EXISTS', P .. 'owner:' .. u.id) == 0 then
     local w = (u.zone ~= '' and pick(u.zone, true)) or pick(u.zone, false)
     if w then
       redis.call('HSET', P .. 'owner:' .. u.id, 'worker', w,
