@@ -11,7 +11,7 @@ noinst_LTLIBRARIES += modules/cp_common/libcpsnapshot.la
 modules_cp_common_libcpsnapshot_la_SOURCES = \
 	modules/cp_common/cp_checksum.c modules/cp_common/cp_checksum.h \
 	modules/cp_common/cp_snapshot.c modules/cp_common/cp_snapshot.h \
-	modules/cp_common/cp_snapshot_int.h \
+	modules/cp_common/cp_snapshot_int.h modules/cp_common/cp_sort.h \
 	modules/cp_common/cp_snapshot_arena.c \
 	modules/cp_common/cp_snapshot_arena.h \
 	modules/cp_common/cp_snapshot_time.c \
