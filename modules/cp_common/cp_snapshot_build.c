@@ -235,24 +235,28 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
 
   size_t nc = 0, nkeys = 0;
   int64_t margin = in->allocation_safety_margin_ms, now = in->now_ms;
+  size_t row_at = 0; /* the merge walk's place in sc.rows */
   for (size_t i = 0; i < in->n_owned; i++) {
     const cp_owned *o = sc.owned[i];
     if (i > 0 && owned_ptr_cmp(&sc.owned[i - 1], &sc.owned[i]) == 0) {
       st.duplicate_owned++;
       continue;
     }
-    ph_pool_proxy_row key;
-    const ph_pool_proxy_row *kp = &key, **hit = NULL;
+    /* The pool and the index are both in id order (strcmp's, which
+     * cp_id_cmp is): one merge walk finds every row, O(rows + owned). */
+    const ph_pool_proxy_row *r = NULL;
     if (o->proxy_id && strlen(o->proxy_id) <= PH_POOL_ID_MAX) {
-      strcpy(key.proxy_id, o->proxy_id);
-      hit = bsearch(&kp, sc.rows, in->n_proxies, sizeof *sc.rows,
-                    row_ptr_cmp);
+      int c = 1;
+      while (row_at < in->n_proxies &&
+             (c = strcmp(sc.rows[row_at]->proxy_id, o->proxy_id)) < 0)
+        row_at++;
+      if (row_at < in->n_proxies && c == 0)
+        r = sc.rows[row_at];
     }
-    if (!hit) {
+    if (!r) {
       st.not_found++;
       continue;
     }
-    const ph_pool_proxy_row *r = *hit;
     if (r->admin_state != PH_POOL_ADMIN_ACTIVE &&
         r->admin_state != PH_POOL_ADMIN_DRAINING) {
       st.disabled++; /* DISABLED is never delivered, nor an unknown state */

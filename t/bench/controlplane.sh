@@ -34,7 +34,12 @@
 #   CPB_INTERVALS="10 1"  heartbeat intervals (s) for the workers-per-core
 #                         figure: runtime_interval's default, and 1 s
 #   CPB_SKIP=             "snapshot" or "rpc" to skip one part
+#   CPB_PERF=0            1: one more RPC run (the last CPB_WORKERS, no
+#                         counters) under perf record -p of the controller
+#                         and of redis-server: where their CPU goes, by
+#                         shared object and by symbol (needs perf and root)
 #   CPB_RAW=0             1 appends every raw line
+#   CPB_KEEP=0            1 keeps the temporary directory (logs, raw lines)
 # Markdown on stdout, progress on stderr.
 set -u
 top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd)
@@ -61,6 +66,9 @@ say() { echo "$*" >&2; }
 die() { say "controlplane.sh: $*"; exit 1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ "${CPB_KEEP:-0}" = 1 ]; then
+  trap 'for p in $PIDS; do kill -9 "$p" 2>/dev/null; done; echo "kept $T" >&2' EXIT
+fi
 RAW="$T/raw"
 : >"$RAW"
 
@@ -125,6 +133,14 @@ EOC
   ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
   wait_for ready || die "the controller is not ready (log: $(tail -5 "$T/ph.log"))"
   CTL_PID=$PH_PID
+  # The controller's and redis-server's own background (the assign loop,
+  # timers) with no worker at all, in CPU ms per second.
+  cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+  sleep 1
+  i0=$(cpu_ticks "$CTL_PID") r0=$(cpu_ticks "$REDIS_PID")
+  sleep 4
+  IDLE_CTL=$(awk -v a="$i0" -v b="$(cpu_ticks "$CTL_PID")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) * 1000 / hz / 4 }')
+  IDLE_RD=$(awk -v a="$r0" -v b="$(cpu_ticks "$REDIS_PID")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) * 1000 / hz / 4 }')
   RUN=0
   for rep in $(seq 1 "$REPEATS"); do
     for k in $COUNTERS; do
@@ -142,9 +158,91 @@ EOC
       done
     done
   done
+  if [ "${CPB_PERF:-0}" = 1 ] && command -v perf >/dev/null 2>&1; then
+    pw=${WORKERS##* }
+    RUN=$((RUN + 1))
+    say "rpc under perf: $pw workers, 0 counters"
+    "$top_builddir/t/bench/cpload" --address "127.0.0.1:$cpp" \
+      --redis "127.0.0.1:$REDIS_PORT" --ctl-pid "$CTL_PID" \
+      --redis-pid "$REDIS_PID" --workers "$pw" --counters 0 \
+      --duration "$DUR" --warmup "$WARMUP" --prefix "b$RUN" --modes grpc \
+      >"$T/perf-load.out" 2>"$T/perf-load.err" &
+    lp=$!
+    sleep "$WARMUP"
+    perf record -F 999 -g -o "$T/ctl.perf" -p "$CTL_PID" -- sleep "$DUR" >"$T/ctl.perf.log" 2>&1 &
+    pp1=$!
+    perf record -F 999 -g -o "$T/redis.perf" -p "$REDIS_PID" -- sleep "$DUR" >"$T/redis.perf.log" 2>&1
+    wait "$pp1"
+    wait "$lp"
+    PERF_OUT="$T/perf.md"
+    {
+      echo "### Where the CPU goes: perf record of the controller and of redis-server, $pw workers, 0 counters"
+      echo
+      echo "$(sed -n 's/^mode=grpc .* per_sec=\([0-9.]*\) .*ctl_us_per=\([0-9.]*\) .*/RPC\/s \1, controller CPU per RPC \2 us/p' "$T/perf-load.out") (perf's own sampling included)."
+      echo
+      for who in ctl redis; do
+        if [ ! -s "$T/$who.perf" ]; then
+          echo "$who: perf record failed: $(tail -2 "$T/$who.perf.log")"
+          echo
+          continue
+        fi
+        echo "$who, by shared object:"
+        echo
+        echo '```'
+        perf report -i "$T/$who.perf" --no-children --sort dso --stdio -g none 2>/dev/null |
+          grep -v '^#' | grep -v '^$' | head -12
+        echo '```'
+        echo
+        echo "$who, by thread and shared object:"
+        echo
+        echo '```'
+        perf report -i "$T/$who.perf" --no-children --sort comm,dso --stdio -g none 2>/dev/null |
+          grep -v '^#' | grep -v '^$' | head -14
+        echo '```'
+        echo
+        echo "$who, top symbols:"
+        echo
+        echo '```'
+        perf report -i "$T/$who.perf" --no-children --sort dso,sym --stdio -g none 2>/dev/null |
+          grep -v '^#' | grep -v '^$' | head -25
+        echo '```'
+        echo
+      done
+    } >"$PERF_OUT"
+  fi
   kill -TERM "$CTL_PID"
   wait_exit "$CTL_PID" 10
   stop_redis "$T/redis"
+
+  # The gRPC floor: the same load against t/lib/cp_echo_server (the same
+  # cp_grpc server on the mock host's loop, answering from memory after
+  # protobuf-c unpacks the request): no Redis, no fence.
+  ECHO="$top_builddir/t/lib/cp_echo_server"
+  if [ -x "$ECHO" ]; then
+    printf '[cp_echo]\nlisten = 127.0.0.1:0\ntls.mode = disabled\n' >"$T/echo.ini"
+    "$ECHO" "$T/echo.ini" "$T/echo.port" >"$T/echo.log" 2>&1 &
+    ECHO_PID=$!
+    PIDS="$PIDS $ECHO_PID"
+    wait_file "$T/echo.port" || die "cp_echo_server did not start"
+    for rep in $(seq 1 "$REPEATS"); do
+      for k in $COUNTERS; do
+        for w in $WORKERS; do
+          RUN=$((RUN + 1))
+          say "grpc floor (cp_echo_server): repeat $rep, $w workers, $k counters"
+          "$top_builddir/t/bench/cpload" --address "127.0.0.1:$(cat "$T/echo.port")" \
+            --ctl-pid "$ECHO_PID" --workers "$w" --counters "$k" \
+            --duration "$DUR" --warmup "$WARMUP" --prefix "e$RUN" --modes grpc \
+            >"$T/load.out" 2>"$T/load.err" ||
+            die "cpload (echo) failed: $(tail -5 "$T/load.err")"
+          sed -e "s/^/rep=$rep /" -e 's/mode=grpc/mode=echo/' "$T/load.out" >>"$RAW"
+        done
+      done
+    done
+    kill -TERM "$ECHO_PID"
+    wait_exit "$ECHO_PID" 10
+  else
+    say "t/lib/cp_echo_server is not built (make t/lib/cp_echo_server): no gRPC floor"
+  fi
 
   # med MODE W K KEY: the median over the repeats
   med() {
@@ -181,7 +279,32 @@ EOC
     done
   done
   echo
+  if grep -q 'mode=echo' "$RAW"; then
+    echo "The same load against \`t/lib/cp_echo_server\` (the same cp_grpc server, answering from memory: no Redis, no fence), beside the controller's figures: the floor that gRPC core sets under any unary RPC here."
+    echo
+    echo "| workers | counters | echo RPC/s | echo p50 | echo p99 | echo server CPU / RPC | echo switches / RPC | controller p50 | EVALSHA p50 | echo p50 + EVALSHA p50 | controller CPU / RPC | controller switches / RPC |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for k in $COUNTERS; do
+      for w in $WORKERS; do
+        ep=$(med echo "$w" "$k" p50_us) rp=$(med redis "$w" "$k" p50_us)
+        echo "| $w | $k | $(f0 "$(med echo "$w" "$k" per_sec)") | $ep us | $(med echo "$w" "$k" p99_us) us | $(f1 "$(med echo "$w" "$k" ctl_us_per)") us | $(f1 "$(med echo "$w" "$k" ctl_switches_per)") | $(med grpc "$w" "$k" p50_us) us | $rp us | $(f0 "$(add "$ep" "$rp")") us | $(f1 "$(med grpc "$w" "$k" ctl_us_per)") us | $(f1 "$(med grpc "$w" "$k" ctl_switches_per)") |"
+      done
+    done
+    echo
+  fi
+  echo "Redis commands per call (INFO commandstats, the script's own redis.call()s included) and EVALSHA per call, through the controller and direct: the same numbers mean the RPC is the one fenced step and nothing else."
+  echo
+  echo "| workers | counters | commands / RPC | EVALSHA / RPC | commands / EVALSHA |"
+  echo "|---:|---:|---:|---:|---:|"
+  for k in $COUNTERS; do
+    for w in $WORKERS; do
+      echo "| $w | $k | $(f2 "$(med grpc "$w" "$k" redis_cmds_per)") | $(f2 "$(med grpc "$w" "$k" evalsha_per)") | $(f2 "$(med redis "$w" "$k" redis_cmds_per)") |"
+    done
+  done
+  echo
   echo "p50 ratio: the RPC's median latency over EVALSHA's at the same concurrency. CPU ratio: (controller + redis CPU per RPC) over redis CPU per EVALSHA. errors: RPC / EVALSHA calls that failed, over every repeat."
+  echo
+  echo "With no worker at all the controller used ${IDLE_CTL} ms of CPU per second and redis-server ${IDLE_RD} ms (their timers and the assign loop; measured over 4 s before the load, included in the per-RPC figures above)."
   echo
   echo "Workers one controller core serves (one ReportRuntime per worker per interval, from the controller's CPU per RPC; the redis core's bound beside it):"
   echo
@@ -205,6 +328,8 @@ EOC
   done
   echo
 fi
+
+[ -n "${PERF_OUT:-}" ] && [ -s "$PERF_OUT" ] && cat "$PERF_OUT"
 
 # ---- the summary -------------------------------------------------------------
 echo "### Summary against the goals of issue 12"

@@ -23,16 +23,21 @@
  * of the controller, of redis-server and of this process over the counted
  * window, each per call (us), and the commands Redis ran per call (INFO
  * commandstats: all of them, and EVALSHA's), which shows whether an RPC
- * is one Redis step.
+ * is one Redis step, and the context switches of the controller's and
+ * redis-server's threads per call (the status files under /proc/PID/task).
  *
  *   cpload --address 127.0.0.1:PORT --redis 127.0.0.1:PORT --ctl-pid PID
  *          --redis-pid PID [--workers W] [--counters K] [--duration S]
  *          [--warmup S] [--modes grpc,redis] [--cluster ID] [--prefix NAME]
  *          [--session-ttl MS] [--runtime-ttl MS] [--lease MS]
  *
- * The TTLs and the lease must be redis_ownership's (they are ARGV of the
+ * Without --redis (and with --modes grpc) no Redis is used: against
+ * t/lib/cp_echo_server, the same cp_grpc server answering from memory,
+ * this measures the gRPC floor of one unary RPC; --ctl-pid is then the
+ * echo server's. The TTLs and the lease must be redis_ownership's (they are ARGV of the
  * script). On demand only, never in make check: t/bench/controlplane.sh.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/adapters/libev.h>
@@ -103,6 +108,35 @@ static double proc_cpu_s(long pid) {
 }
 
 static double self_cpu_s(void) { return proc_cpu_s((long)getpid()); }
+
+/* Context switches (voluntary + not) summed over pid's threads; -1 when
+ * unreadable. A thread that ended in between drops out: a lower bound. */
+static double proc_switches(long pid) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%ld/task", pid);
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  double sum = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char sp[160], line[128];
+    snprintf(sp, sizeof sp, "/proc/%ld/task/%.32s/status", pid, e->d_name);
+    FILE *f = fopen(sp, "r");
+    if (!f)
+      continue;
+    unsigned long long v;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+          sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+        sum += (double)v;
+    fclose(f);
+  }
+  closedir(d);
+  return sum;
+}
 
 /* ---- workers -------------------------------------------------------------- */
 
@@ -581,6 +615,7 @@ static void run_mode(ph_mock *m, int redis_mode) {
   cmd_counts k0 = redis_counts(m);
   double c_ctl0 = proc_cpu_s(CTL_PID), c_rd0 = proc_cpu_s(REDIS_PID),
          c_me0 = self_cpu_s();
+  double sw_ctl0 = proc_switches(CTL_PID), sw_rd0 = proc_switches(REDIS_PID);
   int64_t w0 = mono_us();
   G.counting = 1;
   while (mono_us() < end_at)
@@ -589,6 +624,7 @@ static void run_mode(ph_mock *m, int redis_mode) {
   int64_t w1 = mono_us();
   double c_ctl1 = proc_cpu_s(CTL_PID), c_rd1 = proc_cpu_s(REDIS_PID),
          c_me1 = self_cpu_s();
+  double sw_ctl1 = proc_switches(CTL_PID), sw_rd1 = proc_switches(REDIS_PID);
   G.running = 0;
   /* The commands Redis ran over the window, per completed call (the
    * calls still in flight at either end blur it by at most W). */
@@ -615,13 +651,15 @@ static void run_mode(ph_mock *m, int redis_mode) {
          " secs=%.3f per_sec=%.1f p50_us=%u p99_us=%u max_us=%u "
          "ctl_cpu_s=%.2f redis_cpu_s=%.2f load_cpu_s=%.2f "
          "ctl_us_per=%.1f redis_us_per=%.1f load_us_per=%.1f "
-         "redis_cmds_per=%.3f evalsha_per=%.3f\n",
+         "redis_cmds_per=%.3f evalsha_per=%.3f ctl_switches_per=%.2f "
+         "redis_switches_per=%.2f\n",
          redis_mode ? "redis" : "grpc", W, K, G.ms.done, G.ms.errors, secs,
          (double)G.ms.done / secs, p50, p99, mx, c_ctl1 - c_ctl0,
          c_rd1 - c_rd0, c_me1 - c_me0, (c_ctl1 - c_ctl0) * 1e6 / d,
          (c_rd1 - c_rd0) * 1e6 / d, (c_me1 - c_me0) * 1e6 / d,
          k0.got && k1.got ? (k1.all - k0.all - 1) / d : -1.0,
-         k0.got && k1.got ? (k1.evalsha - k0.evalsha) / d : -1.0);
+         k0.got && k1.got ? (k1.evalsha - k0.evalsha) / d : -1.0,
+         (sw_ctl1 - sw_ctl0) / d, (sw_rd1 - sw_rd0) / d);
   fflush(stdout);
   free(G.ms.lat);
   G.ms.lat = NULL;
@@ -666,7 +704,9 @@ int main(int argc, char **argv) {
     default: usage();
     }
   }
-  if (!ADDR || !REDIS_ADDR || CTL_PID <= 0 || REDIS_PID <= 0 || W < 1 ||
+  int want_redis = strstr(MODES, "redis") != NULL;
+  if (!ADDR || (want_redis && !REDIS_ADDR) || CTL_PID <= 0 ||
+      (REDIS_ADDR && REDIS_PID <= 0) || W < 1 ||
       W > CPL_WORKERS_MAX || K < 0 || K > CPL_COUNTERS_MAX ||
       DURATION <= 0 || DURATION > 3600 || WARMUP < 0 || WARMUP > 600 ||
       strlen(CLUSTER) > 128 || strlen(PREFIX) > 32)
@@ -709,13 +749,15 @@ int main(int argc, char **argv) {
       fatal(err);
     start_register(w);
   }
-  redis_open();
+  if (REDIS_ADDR)
+    redis_open();
   int64_t deadline = mono_us() + (int64_t)CPL_SETUP_MS * 1000;
   while (G.ready + G.failed < W && mono_us() < deadline)
     ph_mock_run_for(m, 10);
-  if (G.ready < W || !G.redis_up) {
+  if (G.ready < W || (REDIS_ADDR && !G.redis_up)) {
     fprintf(stderr, "cpload: %d of %d workers ready (%d failed)%s\n", G.ready,
-            W, G.failed, G.redis_up ? "" : ", Redis not connected");
+            W, G.failed,
+            !REDIS_ADDR || G.redis_up ? "" : ", Redis not connected");
     return 1;
   }
   fprintf(stderr, "cpload: %d workers registered and acknowledged\n", W);
