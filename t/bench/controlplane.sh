@@ -186,6 +186,11 @@ EOC
           echo
           continue
         fi
+        if [ -z "$(perf report -i "$T/$who.perf" --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -1)" ]; then
+          echo "$who: perf recorded no sample ($(tail -1 "$T/$who.perf.log")); run again with CPB_SKIP=snapshot CPB_REPEATS=1"
+          echo
+          continue
+        fi
         echo "$who, by shared object:"
         echo
         echo '```'

@@ -38,7 +38,6 @@
  * script). On demand only, never in make check: t/bench/controlplane.sh.
  */
 #include <dirent.h>
-#include <errno.h>
 #include <getopt.h>
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
