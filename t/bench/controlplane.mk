@@ -33,6 +33,7 @@ t_bench_cpload_LDADD = $(CP_GRPC_LDADD) modules/cp_common/libcpproto.la \
 endif
 
 bench-controlplane: all
-	$(MAKE) $(AM_MAKEFLAGS) t/bench/cpsnap$(EXEEXT) t/bench/cpload$(EXEEXT)
+	$(MAKE) $(AM_MAKEFLAGS) t/bench/cpsnap$(EXEEXT) t/bench/cpload$(EXEEXT) \
+	  t/lib/cp_echo_server$(EXEEXT)
 	$(SHELL) $(top_srcdir)/t/bench/controlplane.sh .
 .PHONY: bench-controlplane

@@ -34,8 +34,9 @@
  * Without --redis (and with --modes grpc) no Redis is used: against
  * t/lib/cp_echo_server, the same cp_grpc server answering from memory,
  * this measures the gRPC floor of one unary RPC; --ctl-pid is then the
- * echo server's. The TTLs and the lease must be redis_ownership's (they are ARGV of the
- * script). On demand only, never in make check: t/bench/controlplane.sh.
+ * echo server's. The TTLs and the lease must be redis_ownership's (they
+ * are ARGV of the script). On demand only, never in make check:
+ * t/bench/controlplane.sh.
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -137,7 +138,7 @@ static double proc_switches(long pid) {
   return sum;
 }
 
-/* ---- workers -------------------------------------------------------------- */
+/* ---- workers ------------------------------------------------------------ */
 
 typedef enum wstate {
   WS_REGISTER = 0,

@@ -286,7 +286,9 @@ static cp_snapshot *receive(const uint8_t *wire, size_t len) {
   return h;
 }
 
-static void op_unpack(ctx *c) { cp_snapshot_free(receive(c->wire, c->wire_len)); }
+static void op_unpack(ctx *c) {
+  cp_snapshot_free(receive(c->wire, c->wire_len));
+}
 
 /* One arena unpack of the snapshot's bytes, alone: what the receive
  * would cost if the stream message were unpacked once, into the arena. */
