@@ -186,6 +186,21 @@ static int api_conf_is_set(ph_ctx *ctx, const char *key) {
   return v;
 }
 
+/* Another instance's number (ABI 1.4): a declared key of a loaded
+ * module's section only; nothing is a misuse, so nothing is logged. */
+static int api_conf_peer_int(ph_ctx *ctx, const char *section,
+                             const char *key, int64_t *out) {
+  if (!ctx || !section || !key || !out)
+    return PH_EINVAL;
+  const ph_conf *c = conf_of(ctx, "conf_peer_int");
+  if (!c)
+    return PH_ESTATE;
+  if (!conf_declared(c, section, key))
+    return PH_ENOENT;
+  *out = conf_int(c, section, key);
+  return PH_OK;
+}
+
 /* ---- loop, fd watchers, timers --------------------------------------- */
 
 static struct ev_loop *api_loop(ph_ctx *ctx) {
@@ -628,4 +643,5 @@ const ph_api ph_host_api = {
     .conf_is_set = api_conf_is_set,
     .route_register = api_route_register,
     .route_reply = api_route_reply,
+    .conf_peer_int = api_conf_peer_int,
 };

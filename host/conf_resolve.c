@@ -294,8 +294,16 @@ static void finalize_key(fin *f, conf_section *s, size_t ki, char *const *env) {
   } else {
     v->kind = SRC_DEFAULT;
     if (k->flags & PH_CONF_REQUIRED) {
-      fin_err(f, s->hdr_file, s->hdr_line, "%s.%s: required key is not set",
-              s->name, k->name);
+      /* Name the other ways to give it: an operator starting a role
+       * from its flags or environment (000 section 9) reads what to
+       * pass, not only the key's name. */
+      char how[160] = "";
+      if (k->flag || k->env)
+        snprintf(how, sizeof(how), " (%s%s%s%s%s)", k->flag ? "flag -" : "",
+                 k->flag ? k->flag : "", k->flag && k->env ? ", " : "",
+                 k->env ? "environment " : "", k->env ? k->env : "");
+      fin_err(f, s->hdr_file, s->hdr_line, "%s.%s: required key is not set%s",
+              s->name, k->name, how);
       return;
     }
     if (conf_value_parse(k, def, v, why, sizeof(why)) < 0)

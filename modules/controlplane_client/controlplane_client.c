@@ -11,7 +11,15 @@
  * Which answer still matters: every call of the session is remembered in
  * one pointer (c_reg, c_watch, c_ack, c_rt); a cancelled call's late
  * on_done finds its pointer gone and is dropped. A build job carries the
- * session generation it was started in. */
+ * session generation it was started in.
+ *
+ * It also provides "cp.session" (cp_session.h) to outcome_reporter: the
+ * session's identity and state, and ReportOutcomes calls on this
+ * module's channel (cpc_outcalls.c), so that no gRPC object is shared
+ * with another module; a session-fence error the reporter sees comes back
+ * through fence_failed as the supervisor's CP_CALL_OUTCOMES failure
+ * (CP-5-17). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,19 +33,23 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_grpc.h"
 #include "cp_grpc_conf.h"
+#include "cp_session.h"
 #include "cp_snapshot.h"
 #include "cp_snapshot_time.h"
 #include "cp_supervisor.h"
 #include "cp_view.h"
 #include "cpc_conf.h"
+#include "cpc_outcalls.h"
+#include "cpc_view_route.h"
 #include "cpc_wire.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
 
 /* The rpc label of the call metrics. */
-enum { RPC_REGISTER, RPC_WATCH, RPC_ACK, RPC_RUNTIME, RPC_COUNT };
-static const char *const rpc_names[] = {"register", "watch", "ack", "runtime",
-                                        NULL};
+enum { RPC_REGISTER, RPC_WATCH, RPC_ACK, RPC_RUNTIME, RPC_OUTCOMES,
+       RPC_COUNT };
+static const char *const rpc_names[] = {"register", "watch",    "ack",
+                                        "runtime",  "outcomes", NULL};
 static const char *const status_names[] = {
     "ok",          "cancelled",         "unknown",
     "invalid_argument", "deadline_exceeded", "not_found",
@@ -73,7 +85,15 @@ typedef struct cpc {
   uint8_t *pending;   /* one stream message that came while building */
   size_t pending_len;
   cpc_buf last_rt;    /* the last runtime report, resent byte for byte */
+  /* "cp.session": the generation of the session registered last (0:
+   * none yet), live from its registration until its calls are
+   * cancelled, running after its first accepted ACK (CP-2-4). */
+  uint64_t sess_gen;
+  int sess_live, sess_acked;
+  uint32_t max_counters;
+  cpc_outcalls outc;
   cp_view_slot slot;
+  cpc_view_route view_route; /* GET /v1/cp/view */
   uint64_t registrations;
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
@@ -231,6 +251,8 @@ static void cancel_all(cpc *m) {
   free(m->pending);
   m->pending = NULL;
   m->pending_len = 0;
+  m->sess_live = m->sess_acked = 0;
+  cpc_outcalls_end_session(&m->outc);
   if (m->building && m->job > 0)
     api->job_cancel(m->ctx, m->job); /* PH_EBUSY: its done sees gen */
   m->building = 0;
@@ -291,6 +313,11 @@ static void register_done(void *arg, cp_grpc_ccall *call, int status,
   }
   if (status == CP_GRPC_OK) {
     memcpy(m->session, r.session_id, sizeof(m->session));
+    m->sess_gen++;
+    m->sess_live = 1;
+    m->sess_acked = 0;
+    m->max_counters = r.max_runtime_counters;
+    m->outc.live_gen = m->sess_gen;
     perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
                                  r.runtime_interval_ms, r.max_stale_ms, now));
   } else {
@@ -424,15 +451,19 @@ static void build_done(void *arg, int status) {
   m->job = 0;
   int64_t now = wall_ms();
   if (b->rc != PH_OK) {
-    /* The snapshot passed its validation but cannot be a view: the
-     * supervisor has no NACK for that state, so the session restarts
-     * (bounded by the backoff) and the old view stays. */
+    /* Valid, but not a view this worker can build: NACKed (TOO_LARGE for
+     * memory, MALFORMED for what the view refuses); the session and the
+     * old view stay. */
+    int reason =
+        b->rc == PH_ENOMEM
+            ? CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_TOO_LARGE
+            : CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED;
     count_reject(m, REJ_COMPILE);
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot view not built",
               PH_STR("reason", b->why ? b->why : "no memory"));
     cp_snapshot_free(b->snap);
     free(b);
-    perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, CP_GRPC_INTERNAL, now));
+    perform(m, cp_sup_build_failed(&m->sup, reason));
     return;
   }
   const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(b->snap);
@@ -576,7 +607,10 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
   if (call == m->c_ack && !m->stopping) {
     m->c_ack = NULL;
     count_rpc(m, RPC_ACK, status);
-    perform(m, cp_sup_acked(&m->sup, status, wall_ms()));
+    cp_sup_action act = cp_sup_acked(&m->sup, status, wall_ms());
+    if (m->sup.state == CP_SUP_RUNNING)
+      m->sess_acked = 1; /* outcomes may flow from now on (CP-2-4) */
+    perform(m, act);
     /* A message that waited for this ACK. */
     if (m->pending && !m->building &&
         (m->sup.state == CP_SUP_WATCHING || m->sup.state == CP_SUP_RUNNING)) {
@@ -688,6 +722,51 @@ static void perform(cpc *m, cp_sup_action act) {
   settle(m);
 }
 
+/* ---- "cp.session" --------------------------------------------------------- */
+
+static void sess_current(void *self, cp_session_info *out) {
+  cpc *m = self;
+  memset(out, 0, sizeof(*out));
+  out->generation = m->sess_gen;
+  out->running = m->sess_live && m->sess_acked && !m->stopping;
+  out->max_runtime_counters = m->max_counters;
+  snprintf(out->worker_id, sizeof(out->worker_id), "%s", m->conf.worker_id);
+  if (m->sess_live)
+    snprintf(out->session_id, sizeof(out->session_id), "%s", m->session);
+}
+
+static int64_t sess_report(void *self, uint64_t gen,
+                           const uint8_t *const *msgs, const size_t *lens,
+                           uint32_t n, int64_t timeout_ms,
+                           cp_session_outcomes_fn done, void *arg) {
+  cpc *m = self;
+  if (m->stopping || !m->ch || !m->sess_live || !m->sess_acked ||
+      gen != m->sess_gen)
+    return PH_ESTATE;
+  return cpc_outcalls_start(&m->outc, m->ch, gen, msgs, lens, n, timeout_ms,
+                            done, arg);
+}
+
+static void sess_cancel(void *self, int64_t id) {
+  cpc *m = self;
+  cpc_outcalls_cancel(&m->outc, id);
+}
+
+static void sess_fence_failed(void *self, uint64_t gen, int status) {
+  cpc *m = self;
+  if (m->stopping || !m->sess_live || gen != m->sess_gen ||
+      status == CP_GRPC_OK)
+    return;
+  perform(m, cp_sup_failed(&m->sup, CP_CALL_OUTCOMES, status, wall_ms()));
+}
+
+static const cp_session_v1 cpc_session_service = {
+    sess_current, sess_report, sess_cancel, sess_fence_failed};
+
+static void count_outcome_call(void *arg, int status) {
+  count_rpc(arg, RPC_OUTCOMES, status);
+}
+
 /* ---- lifecycle ------------------------------------------------------------ */
 
 static uint32_t jitter(void *arg) {
@@ -725,9 +804,20 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->timer = api->timer_new(ctx, on_timer, m);
   if (!m->timer)
     return PH_ENOMEM;
-  return api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
-                               PH_POOL_VIEW_MINOR, &cp_view_service,
-                               &m->slot);
+  m->outc.count = count_outcome_call;
+  m->outc.count_arg = m;
+  int rc = cpc_view_route_register(&m->view_route, ctx, api, &m->slot);
+  if (rc == PH_EEXIST) /* another instance has it: a diagnostic only */
+    PH_LOG(api, ctx, PH_LOG_WARN, "view route not registered",
+           PH_STR("route", CPC_VIEW_ROUTE));
+  else if (rc != PH_OK)
+    return rc;
+  rc = api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
+                             PH_POOL_VIEW_MINOR, &cp_view_service, &m->slot);
+  if (rc != PH_OK)
+    return rc;
+  return api->service_register(ctx, CP_SESSION_SERVICE, CP_SESSION_MAJOR,
+                               CP_SESSION_MINOR, &cpc_session_service, m);
 }
 
 static int cpc_start(void *state) {
@@ -761,6 +851,7 @@ static int cpc_stop(void *state) {
   m->stopping = 1;
   api->timer_set(m->timer, 0, 0);
   api->set_ready(m->ctx, 0);
+  cpc_outcalls_stop(&m->outc); /* before the channel: it calls back no more */
   cp_grpc_channel_free(m->ch);
   m->ch = NULL;
   cp_grpc_cq_free(m->cq);
@@ -784,7 +875,8 @@ static void cpc_destroy(void *state) {
   free(m);
 }
 
-static const char *const provides[] = {PH_POOL_VIEW_SERVICE, NULL};
+static const char *const provides[] = {PH_POOL_VIEW_SERVICE,
+                                       CP_SESSION_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("controlplane_client", "1.0.0"),

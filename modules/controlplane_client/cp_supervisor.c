@@ -101,6 +101,14 @@ cp_sup_action cp_sup_snapshot(cp_sup *s, int reject_reason, uint64_t version,
   return CP_ACT_BUILD;
 }
 
+cp_sup_action cp_sup_build_failed(cp_sup *s, int reject_reason) {
+  if (s->state != CP_SUP_SWAPPING)
+    return CP_ACT_NONE;
+  s->nack_reason = reject_reason ? reject_reason : 3; /* MALFORMED */
+  s->state = CP_SUP_NACKING;
+  return CP_ACT_NACK;
+}
+
 cp_sup_action cp_sup_swapped(cp_sup *s, int64_t now_ms,
                              int64_t valid_until_ms) {
   if (s->state != CP_SUP_SWAPPING)

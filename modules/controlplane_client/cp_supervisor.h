@@ -145,6 +145,16 @@ cp_sup_action cp_sup_registered(cp_sup *s, int code, uint64_t epoch,
 cp_sup_action cp_sup_snapshot(cp_sup *s, int reject_reason, uint64_t version,
                               uint64_t epoch, const uint8_t checksum[32]);
 
+/* The driver could not build the view of the snapshot cp_sup_snapshot
+ * took (CP_ACT_BUILD): it passed its validation but is not a view this
+ * worker can hold (what the view compiler refuses, or memory). SWAPPING
+ * -> NACKING: CP_ACT_NACK of the same triple with reject_reason (a
+ * RejectReason value; 0 is taken as MALFORMED, 3). The stream, the session
+ * and the old view stay, as for a snapshot that failed its validation
+ * (CP-3-14); a later snapshot on the stream is built again. In any other
+ * state: CP_ACT_NONE. */
+cp_sup_action cp_sup_build_failed(cp_sup *s, int reject_reason);
+
 /* The driver swapped the new view in: it is valid until valid_until_ms;
  * the max-stale deadline restarts at now_ms. Returns CP_ACT_ACK (the ACK
  * only after the swap, CP-2-3). */

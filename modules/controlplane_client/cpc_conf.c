@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf_values.h"
 #include "cp_grpc_conf.h"
 #include "cpc_conf.h"
 
@@ -72,11 +73,9 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
   const char *vals[] = {c->address, c->cluster_id, c->worker_id,
                         c->instance_id, c->zone};
   for (size_t i = 0; req[i]; i++)
-    if (!vals[i] || !vals[i][0]) {
-      *key = req[i];
-      snprintf(why, whylen, "required (its flag or environment name)");
-      return PH_EINVAL;
-    }
+    if (!vals[i] || !vals[i][0])
+      return ph_conf_fail(key, req[i], why, whylen,
+                          "required (its flag or environment name)");
   c->sup.backoff_min_ms = (uint32_t)a->conf_int(ctx, "backoff.min");
   c->sup.backoff_max_ms = (uint32_t)a->conf_int(ctx, "backoff.max");
   c->sup.runtime_min_ms = (uint32_t)a->conf_int(ctx, "runtime_interval.min");
@@ -87,15 +86,11 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
   c->limits.max_routes = (uint32_t)a->conf_int(ctx, "snapshot.max_routes");
   c->limits.max_credentials =
       (uint32_t)a->conf_int(ctx, "snapshot.max_credentials");
-  if (c->sup.backoff_min_ms > c->sup.backoff_max_ms) {
-    *key = "backoff.max";
-    snprintf(why, whylen, "must be at least backoff.min");
-    return PH_EINVAL;
-  }
-  if (c->sup.runtime_min_ms > c->sup.runtime_max_ms) {
-    *key = "runtime_interval.max";
-    snprintf(why, whylen, "must be at least runtime_interval.min");
-    return PH_EINVAL;
-  }
+  if (c->sup.backoff_min_ms > c->sup.backoff_max_ms)
+    return ph_conf_fail(key, "backoff.max", why, whylen,
+                        "must be at least backoff.min");
+  if (c->sup.runtime_min_ms > c->sup.runtime_max_ms)
+    return ph_conf_fail(key, "runtime_interval.max", why, whylen,
+                        "must be at least runtime_interval.min");
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);
 }

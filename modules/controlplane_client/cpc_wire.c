@@ -136,8 +136,22 @@ int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
   else {
     memcpy(out->session_id, r->session_id, strlen(r->session_id) + 1);
     out->epoch = r->ownership_epoch;
+    /* 0 is not refused here: the session runs, only outcome batches
+     * cannot be cut (outcome_reporter waits for a session that says). */
+    out->max_runtime_counters = r->max_runtime_counters;
     rc = PH_OK;
   }
   controlplane__v1__register_worker_response__free_unpacked(r, NULL);
   return rc;
+}
+
+int cpc_read_outcomes_ack(const uint8_t *msg, size_t len, uint64_t *acked) {
+  *acked = 0;
+  Controlplane__V1__ReportOutcomesResponse *r =
+      controlplane__v1__report_outcomes_response__unpack(NULL, len, msg);
+  if (!r)
+    return PH_EINVAL;
+  *acked = r->acknowledged_sequence;
+  controlplane__v1__report_outcomes_response__free_unpacked(r, NULL);
+  return PH_OK;
 }

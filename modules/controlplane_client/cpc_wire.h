@@ -37,6 +37,7 @@ typedef struct cpc_registered {
   char session_id[PH_POOL_ID_MAX + 1];
   uint64_t epoch;
   uint32_t runtime_interval_ms, max_stale_ms;
+  uint32_t max_runtime_counters; /* bounds an outcome batch (CP-5-8) */
 } cpc_registered;
 
 /* Reads a RegisterWorkerResponse. PH_OK, or PH_EINVAL with *why (a static
@@ -44,5 +45,9 @@ typedef struct cpc_registered {
  * another protocol version, a duration missing or out of range. */
 int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
                         const char **why);
+
+/* Reads a ReportOutcomesResponse: PH_OK with its acknowledged_sequence
+ * (0: nothing acknowledged), or PH_EINVAL for bytes that are not one. */
+int cpc_read_outcomes_ack(const uint8_t *msg, size_t len, uint64_t *acked);
 
 #endif

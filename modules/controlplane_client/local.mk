@@ -12,8 +12,13 @@ EXTRA_DIST += modules/controlplane_client/local.mk \
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
 	modules/controlplane_client/cpc_conf.h \
+	modules/controlplane_client/cpc_view_route.c \
+	modules/controlplane_client/cpc_view_route.h \
 	modules/controlplane_client/cpc_wire.c \
 	modules/controlplane_client/cpc_wire.h \
+	modules/controlplane_client/cpc_outcalls.c \
+	modules/controlplane_client/cpc_outcalls.h \
+	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
 CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
@@ -34,7 +39,9 @@ samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
 # The generated headers must exist before these compile.
 modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
-modules/controlplane_client/controlplane_client_la-cpc_wire.lo: \
+modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
+modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo \
+modules/controlplane_client/controlplane_client_la-cpc_view_route.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor
@@ -63,4 +70,16 @@ t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
 t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	-I$(top_srcdir)/modules/controlplane_client
 t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
+endif
+
+# The outcome call's answer (cpc_read_outcomes_ack), replayed over
+# t/fuzz/seeds/cpc_outcomes_ack.
+EXTRA_DIST += t/fuzz/fuzz_cpc_outcomes_ack.c
+if MODULE_CONTROLPLANE_CLIENT
+check_PROGRAMS += t/fuzz/replay_cpc_outcomes_ack
+t_fuzz_replay_cpc_outcomes_ack_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_outcomes_ack.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_outcomes_ack_CPPFLAGS = \
+	$(t_fuzz_replay_cpc_registered_CPPFLAGS)
+t_fuzz_replay_cpc_outcomes_ack_LDADD = $(CP_SNAPSHOT_LDADD)
 endif

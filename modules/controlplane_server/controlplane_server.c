@@ -53,8 +53,11 @@ static int register_metrics(cs *m) {
                            "WatchSnapshots streams open", PH_METRIC_GAUGE,
                            NULL, 0, NULL, 0};
   ph_metric_def sent = {"proxyhost_cp_controller_snapshots_sent_total",
-                        "full snapshots sent", PH_METRIC_COUNTER, NULL, 0,
-                        NULL, 0};
+                        "snapshots sent, full or as a delta",
+                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def deltas = {"proxyhost_cp_controller_deltas_sent_total",
+                          "snapshots sent as a delta on the acknowledged one",
+                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
   ph_metric_def build = {"proxyhost_cp_controller_build_seconds",
                          "snapshot build time (the host job)",
                          PH_METRIC_HISTOGRAM, NULL, 0, secs, NSECS};
@@ -68,8 +71,8 @@ static int register_metrics(cs *m) {
   ph_metric *a = api->metric(m->ctx, &rpcs), *b = api->metric(m->ctx, &lat),
             *c = api->metric(m->ctx, &streams), *d = api->metric(m->ctx, &sent),
             *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
-            *g = api->metric(m->ctx, &asg);
-  if (!a || !b || !c || !d || !e || !f || !g)
+            *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas);
+  if (!a || !b || !c || !d || !e || !f || !g || !h)
     return PH_EINVAL;
   for (int i = 0; i < CS_M_COUNT; i++) {
     for (int k = 0; k < 17; k++) {
@@ -81,6 +84,7 @@ static int register_metrics(cs *m) {
   }
   m->m_streams = api->series(c, NULL);
   m->m_sent = api->series(d, NULL);
+  m->m_deltas = api->series(h, NULL);
   m->m_build = api->series(e, NULL);
   m->m_build_fail = api->series(f, NULL);
   for (int i = 0; i < 2; i++) {
@@ -120,6 +124,22 @@ int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
     return CP_GRPC_PERMISSION_DENIED;
   }
   return 0;
+}
+
+void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
+                 const uint8_t *msg, size_t len,
+                 char peer[CS_WORKER_ID_MAX + 1], cp_caller *c, int *st,
+                 const char **why) {
+  c->peer_id = m->conf.mtls ? peer : NULL;
+  c->cluster_id = m->conf.cluster_id;
+  if ((*st = cs_peer(m, call, peer, why)))
+    return NULL;
+  ProtobufCMessage *q = protobuf_c_message_unpack(d, NULL, len, msg);
+  if (!q) {
+    *st = CP_GRPC_INVALID_ARGUMENT;
+    *why = "malformed request";
+  }
+  return q;
 }
 
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,

@@ -9,6 +9,7 @@
 
 #include <openssl/crypto.h>
 
+#include "conf_values.h"
 #include "cp_secrets.h"
 
 #define FIELD_MAX 255
@@ -16,16 +17,10 @@
 void cp_secret_wipe(ph_pool_credential *c) { OPENSSL_cleanse(c, sizeof(*c)); }
 
 int cp_secret_ref_ok(const char *ref) {
-  size_t n = ref ? strlen(ref) : 0;
-  if (n == 0 || n > PH_POOL_SECRET_REF_MAX || ref[0] == '.')
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = ref[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-          (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-      return 0;
-  }
-  return 1;
+  /* A file name in secrets_dir: no '/', and no leading dot (".", "..",
+   * hidden files). */
+  return ref && ref[0] != '.' &&
+         ph_conf_id_ok(ref, 1, PH_POOL_SECRET_REF_MAX);
 }
 
 static int visible(char ch) { return ch > 0x20 && ch < 0x7f; }

@@ -87,7 +87,7 @@ typedef struct cs {
   /* metrics */
   ph_series *m_rpcs[CS_M_COUNT][17];
   ph_series *m_seconds[CS_M_COUNT];
-  ph_series *m_streams, *m_sent, *m_build, *m_build_fail, *m_assign[2];
+  ph_series *m_streams, *m_sent, *m_deltas, *m_build, *m_build_fail, *m_assign[2];
 } cs;
 
 extern const ph_api *cs_api;
@@ -99,6 +99,16 @@ void cs_link_del(cs_link *l);
  * "" for plaintext. 0, or a gRPC status with *why. */
 int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
             const char **why);
+/* The first steps of every request message: the peer's identity
+ * (cs_peer) and the message unpacked by its descriptor, returned (the
+ * caller frees it with its __free_unpacked), with *c the caller the
+ * cp_check_* rules compare it with (peer_id the certificate's worker id
+ * under mtls, else NULL). *st 0, or a gRPC status with *why (NULL
+ * returned). */
+void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
+                 const uint8_t *msg, size_t len,
+                 char peer[CS_WORKER_ID_MAX + 1], cp_caller *c, int *st,
+                 const char **why);
 /* Ends a call and counts it. */
 void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
                int status, const char *msg, const uint8_t *resp, size_t len);
@@ -129,6 +139,13 @@ void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
 void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                   size_t len);
 void cs_watch_stop_all(cs *m);
+/* worker registered with session here: its other streams end now. */
+void cs_watch_replaced(cs *m, const char *worker, const char *session);
+/* The authority accepted an ACK of (version, epoch) for worker's session:
+ * the stream that sent that snapshot may base its next one on it as a
+ * delta (accepted 1), or not (0). */
+void cs_watch_acked(cs *m, const char *worker, const char *session,
+                    uint64_t version, uint64_t epoch, int accepted);
 
 /* The periodic assign (cs_assign.c). */
 void cs_assign_tick(ph_timer *t, void *arg);

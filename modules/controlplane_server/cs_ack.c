@@ -1,19 +1,28 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* AcknowledgeSnapshot: the triple (version, epoch, reference) against what
  * was issued; the reference is HMAC(reference_key, checksum). */
+#include <stdio.h>
+
 #include "cs_unary.h"
 
 #define api cs_api
 
+/* The RPC and what the authority is asked, for the stream's delta base
+ * (cs_watch_acked). */
+typedef struct ack_call {
+  cs_unary u; /* first: freed with it */
+  char worker[CS_WORKER_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
+  uint64_t version, epoch;
+  int accepted;
+} ack_call;
+
 static void ack_done(void *arg, const cp_auth_reply *rep) {
-  cs_unary *u = arg;
-  u->auth_call = 0;
-  cs_note_auth(u->m, rep->result);
-  if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
-    cs_unary_end(u, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result),
-                 NULL, 0);
+  ack_call *a = arg;
+  cs_unary *u = &a->u;
+  if (cs_unary_refused(u, rep))
     return;
-  }
+  cs_watch_acked(u->m, a->worker, a->session, a->version, a->epoch,
+                 a->accepted);
   Controlplane__V1__AcknowledgeSnapshotResponse resp =
       CONTROLPLANE__V1__ACKNOWLEDGE_SNAPSHOT_RESPONSE__INIT;
   uint8_t buf[16];
@@ -28,20 +37,17 @@ void cs_ack_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__AcknowledgeSnapshotRequest *q = NULL;
-  if (!st &&
-      !(q = controlplane__v1__acknowledge_snapshot_request__unpack(NULL, len,
-                                                                   req))) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "malformed request";
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__acknowledge_snapshot_request__descriptor;
+  Controlplane__V1__AcknowledgeSnapshotRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_ack(q, &c, &why);
-  }
-  cs_unary *u = NULL;
-  if (!st && !(u = cs_unary_new(m, call, CS_M_ACK, start))) {
+  ack_call *a = NULL;
+  if (!st && !(a = (ack_call *)cs_unary_new_size(m, call, CS_M_ACK, start,
+                                                 sizeof(*a)))) {
     st = CP_GRPC_RESOURCE_EXHAUSTED;
     why = "out of memory";
   }
@@ -51,13 +57,18 @@ void cs_ack_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
     cs_finish(m, call, CS_M_ACK, start, st, why, NULL, 0);
     return;
   }
+  /* cp_check_ack bounded the ids */
+  snprintf(a->worker, sizeof(a->worker), "%s", q->worker_id);
+  snprintf(a->session, sizeof(a->session), "%s", q->session_id);
+  a->version = q->version;
+  a->epoch = q->ownership_epoch;
+  a->accepted = q->result == CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_ACCEPTED;
   uint8_t ref[32];
   cs_reference(m, q->checksum.data, q->checksum.len, ref);
   int64_t id = m->auth->ack(
       m->auth_self, q->worker_id, q->session_id, q->version,
       q->ownership_epoch, ref,
-      q->result == CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_ACCEPTED, ack_done,
-      u);
+      a->accepted, ack_done, a);
   controlplane__v1__acknowledge_snapshot_request__free_unpacked(q, NULL);
-  cs_unary_started(u, id);
+  cs_unary_started(&a->u, id);
 }

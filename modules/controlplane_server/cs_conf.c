@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* controlplane_server's keys: see cs_conf.h and the .ini.sample. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "conf_values.h"
 #include "cp_grpc_conf.h"
 #include "cp_snapshot.h"
 #include "cs_conf.h"
@@ -99,15 +101,6 @@ const ph_conf_key cs_conf_keys[] = {
                 NULL),
     PH_CONF_END};
 
-static int copy(char *dst, size_t cap, const char *src) {
-  size_t n = src ? strlen(src) : 0;
-  if (n >= cap)
-    return -1;
-  memcpy(dst, src ? src : "", n);
-  dst[n] = 0;
-  return 0;
-}
-
 static int seg_ok(const char *s) {
   if (!*s)
     return 0;
@@ -117,12 +110,50 @@ static int seg_ok(const char *s) {
   return 1;
 }
 
-#define FAIL(k, ...)                                                           \
-  do {                                                                         \
-    *key = (k);                                                                \
-    snprintf(why, whylen, __VA_ARGS__);                                        \
-    return PH_EINVAL;                                                          \
-  } while (0)
+/* The key at fault and why: return ph_conf_fail's PH_EINVAL. */
+#define FAIL(k, ...) return ph_conf_fail(key, (k), why, whylen, __VA_ARGS__)
+
+/* The rules that span the controller and its authority (redis_ownership,
+ * the only cp.authority provider in the tree: `authority` names its
+ * section, empty is "redis_ownership"). Read with conf_peer_int (ABI
+ * 1.4), so --check-config refuses them too; another provider, whose
+ * section declares no session_ttl, is not judged. Each combination
+ * refused cannot work:
+ *  - a session_ttl told to workers that is not the TTL Redis gives
+ *    sessions: workers pace heartbeats on the wrong one, and a Redis TTL
+ *    below 2 x runtime_interval expires live sessions between reports;
+ *  - runtime_ttl not above runtime_interval: every report's counts
+ *    expire before the next one, so proxies count as zero capacity;
+ *  - ownership_lease not above refresh_before: a snapshot's valid_until
+ *    is bounded by the leases it carries, so every snapshot would be
+ *    due for a refresh as soon as it is built (one each watch round). */
+static int authority_rules(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
+                           const char **key, char *why, size_t whylen) {
+  if (a->size <= offsetof(ph_api, conf_peer_int) || !a->conf_peer_int)
+    return PH_OK; /* a host older than 1.4 */
+  const char *sec = c->authority[0] ? c->authority : "redis_ownership";
+  int64_t ttl = 0, rt_ttl = 0, lease = 0;
+  if (a->conf_peer_int(ctx, sec, "session_ttl", &ttl) != PH_OK)
+    return PH_OK;
+  if (ttl != c->session_ttl_ms)
+    FAIL("session_ttl",
+         "must equal [%.64s] session_ttl (%lldms here, %lldms there): the "
+         "TTL workers are told is the one Redis gives their sessions",
+         sec, (long long)c->session_ttl_ms, (long long)ttl);
+  if (a->conf_peer_int(ctx, sec, "runtime_ttl", &rt_ttl) == PH_OK &&
+      rt_ttl <= c->runtime_interval_ms)
+    FAIL("runtime_interval",
+         "must be below [%.64s] runtime_ttl (%lldms), or every report's "
+         "counts expire before the next one",
+         sec, (long long)rt_ttl);
+  if (a->conf_peer_int(ctx, sec, "ownership_lease", &lease) == PH_OK &&
+      lease <= c->refresh_before_ms)
+    FAIL("refresh_before",
+         "must be below [%.64s] ownership_lease (%lldms): a snapshot is "
+         "valid only while its leases run",
+         sec, (long long)lease);
+  return PH_OK;
+}
 
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
@@ -131,26 +162,25 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   if (rc != PH_OK)
     return rc;
   c->mtls = strcmp(a->conf_str(ctx, "tls.mode"), "mtls") == 0;
-  if (copy(c->cluster_id, sizeof(c->cluster_id), a->conf_str(ctx, "cluster_id")))
-    FAIL("cluster_id", "too long");
-  for (const char *p = c->cluster_id; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
-      FAIL("cluster_id", "only [A-Za-z0-9._-]");
-  if (copy(c->trust_domain, sizeof(c->trust_domain),
+  const char *cluster = a->conf_str(ctx, "cluster_id");
+  if (!ph_conf_id_ok(cluster, 1, PH_POOL_ID_MAX) ||
+      ph_conf_copy(c->cluster_id, sizeof(c->cluster_id), cluster))
+    FAIL("cluster_id", "must be 1-%d bytes of [A-Za-z0-9._-]",
+         PH_POOL_ID_MAX);
+  if (ph_conf_copy(c->trust_domain, sizeof(c->trust_domain),
            a->conf_str(ctx, "trust_domain")) || !seg_ok(c->trust_domain))
     FAIL("trust_domain", "printable ASCII without '/', '%%' or spaces");
-  if (copy(c->environment, sizeof(c->environment),
+  if (ph_conf_copy(c->environment, sizeof(c->environment),
            a->conf_str(ctx, "environment")) || !seg_ok(c->environment))
     FAIL("environment", "printable ASCII without '/', '%%' or spaces");
-  if (copy(c->authority, sizeof(c->authority), a->conf_str(ctx, "authority")))
+  if (ph_conf_copy(c->authority, sizeof(c->authority), a->conf_str(ctx, "authority")))
     FAIL("authority", "too long");
-  if (copy(c->store, sizeof(c->store), a->conf_str(ctx, "store")))
+  if (ph_conf_copy(c->store, sizeof(c->store), a->conf_str(ctx, "store")))
     FAIL("store", "too long");
-  if (copy(c->secrets_dir, sizeof(c->secrets_dir),
+  if (ph_conf_copy(c->secrets_dir, sizeof(c->secrets_dir),
            a->conf_str(ctx, "secrets_dir")) || c->secrets_dir[0] != '/')
     FAIL("secrets_dir", "must be an absolute path");
-  if (copy(c->reference_key_file, sizeof(c->reference_key_file),
+  if (ph_conf_copy(c->reference_key_file, sizeof(c->reference_key_file),
            a->conf_str(ctx, "reference_key_file")))
     FAIL("reference_key_file", "too long");
   c->snapshot_validity_ms = a->conf_int(ctx, "snapshot_validity");
@@ -182,5 +212,5 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   if (a->service_provider_loaded && c->store[0] &&
       !a->service_provider_loaded(ctx, PH_POOL_STORE_SERVICE, c->store))
     FAIL("store", "no such pool.store provider loaded");
-  return PH_OK;
+  return authority_rules(ctx, a, c, key, why, whylen);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* RegisterWorker (docs/api/controlplane.md#registerworker): the checks,
  * a new random session id, the authority's register_worker. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ typedef struct reg {
   cp_grpc_call *call;
   int64_t start_ms, auth_call;
   char session[CP_AUTH_SESSION_HEX + 1];
+  char worker[PH_POOL_ID_MAX + 1]; /* its older streams end at once */
 } reg;
 
 static void reg_abandon(cs_link *l) {
@@ -65,6 +67,7 @@ static void reg_done(void *arg, const cp_auth_reply *rep) {
   resp.max_runtime_counters = m->conf.max_runtime_counters;
   uint8_t buf[512];
   size_t n = controlplane__v1__register_worker_response__pack(&resp, buf);
+  cs_watch_replaced(m, r->worker, r->session);
   cs_finish(m, r->call, CS_M_REGISTER, r->start_ms, CP_GRPC_OK, NULL, buf, n);
   free(r);
 }
@@ -75,19 +78,14 @@ void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__RegisterWorkerRequest *q = NULL;
-  if (!st) {
-    q = controlplane__v1__register_worker_request__unpack(NULL, len, req);
-    if (!q) {
-      st = CP_GRPC_INVALID_ARGUMENT;
-      why = "malformed request";
-    }
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__register_worker_request__descriptor;
+  Controlplane__V1__RegisterWorkerRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_register(q, &c, &why);
-  }
   reg *r = NULL;
   if (!st && !(r = calloc(1, sizeof(*r)))) {
     st = CP_GRPC_RESOURCE_EXHAUSTED;
@@ -101,6 +99,7 @@ void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
     r->m = m;
     r->call = call;
     r->start_ms = start;
+    snprintf(r->worker, sizeof(r->worker), "%s", q->worker_id);
     r->auth_call = m->auth->register_worker(m->auth_self, q->worker_id,
                                             q->instance_id, q->zone,
                                             r->session, reg_done, r);

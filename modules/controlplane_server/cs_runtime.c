@@ -11,13 +11,8 @@
 
 static void rt_done(void *arg, const cp_auth_reply *rep) {
   cs_unary *u = arg;
-  u->auth_call = 0;
-  cs_note_auth(u->m, rep->result);
-  if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
-    cs_unary_end(u, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result),
-                 NULL, 0);
+  if (cs_unary_refused(u, rep))
     return;
-  }
   Controlplane__V1__ReportRuntimeResponse resp =
       CONTROLPLANE__V1__REPORT_RUNTIME_RESPONSE__INIT;
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
@@ -42,17 +37,14 @@ void cs_runtime_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__ReportRuntimeRequest *q = NULL;
-  if (!st &&
-      !(q = controlplane__v1__report_runtime_request__unpack(NULL, len, req))) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "malformed request";
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__report_runtime_request__descriptor;
+  Controlplane__V1__ReportRuntimeRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_runtime(q, &c, m->conf.max_runtime_counters, &why);
-  }
   uint8_t digest[32];
   uint8_t *scratch = NULL;
   if (!st) {

@@ -19,7 +19,12 @@ static void on_cancel(void *arg, cp_grpc_call *call) {
 
 cs_unary *cs_unary_new(cs *m, cp_grpc_call *call, cs_method meth,
                        int64_t start_ms) {
-  cs_unary *u = calloc(1, sizeof(*u));
+  return cs_unary_new_size(m, call, meth, start_ms, sizeof(cs_unary));
+}
+
+cs_unary *cs_unary_new_size(cs *m, cp_grpc_call *call, cs_method meth,
+                            int64_t start_ms, size_t size) {
+  cs_unary *u = size >= sizeof(*u) ? calloc(1, size) : NULL;
   if (!u)
     return NULL;
   u->m = m;
@@ -49,6 +54,16 @@ void cs_unary_started(cs_unary *u, int64_t id) {
                id == PH_EINVAL ? "a field out of bounds"
                                : "the authority is busy",
                NULL, 0);
+}
+
+int cs_unary_refused(cs_unary *u, const cp_auth_reply *rep) {
+  u->auth_call = 0;
+  cs_note_auth(u->m, rep->result);
+  if (rep->result == CP_AUTH_OK || rep->result == CP_AUTH_REPLAY)
+    return 0;
+  cs_unary_end(u, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result),
+               NULL, 0);
+  return 1;
 }
 
 const char *cs_auth_why(cp_auth_result r) {

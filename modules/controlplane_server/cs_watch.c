@@ -8,6 +8,15 @@
  * issue(HMAC(reference_key, checksum)) and only then the send. Rounds
  * repeat every watch_poll_interval; the stream ends OK when its last
  * snapshot's valid_until arrives without a newer one.
+ *
+ * Deltas (CP-1-2, CP-3-15): the stream keeps the last snapshot it sent;
+ * once the worker acknowledged exactly that one as accepted
+ * (cs_watch_acked), the next is sent as a SnapshotDelta on it when the
+ * delta says it (cp_snapshot_diff: same identity, credentials unchanged)
+ * in fewer bytes than the full snapshot. Anything else (no ACK yet, a
+ * NACK, a new stream) gets a full snapshot, so a delta's base is always a
+ * version the worker holds; a worker that still cannot apply it reopens
+ * the stream for a full one (CP-3-16).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +46,16 @@ struct cs_watch {
   char (*owned_ids)[PH_POOL_ID_MAX + 1];
   size_t n_owned;
   cs_pool *pool;
+  /* the last snapshot sent (credentials included: only in memory, wiped
+   * by cp_snapshot_free) and whether the worker accepted it */
+  cp_snapshot *last;
+  int last_acked;
+  /* the round's delta base: last's message when acknowledged (read by
+   * the job; last is not freed while a job runs) */
+  const Controlplane__V1__WorkerSnapshot *delta_base;
   /* the build's result (job thread writes, loop reads after done) */
+  cp_snapshot *built;
+  int is_delta;
   int64_t build_now_ms;
   int build_ok;
   double build_seconds;
@@ -57,6 +75,9 @@ static void drop_round(cs_watch *w) {
   w->n_owned = 0;
   cs_pool_unref(w->pool);
   w->pool = NULL;
+  cp_snapshot_free(w->built);
+  w->built = NULL;
+  w->delta_base = NULL;
   if (w->out) {
     OPENSSL_cleanse(w->out, w->out_len);
     free(w->out);
@@ -67,6 +88,7 @@ static void drop_round(cs_watch *w) {
 
 static void w_free(cs_watch *w) {
   drop_round(w);
+  cp_snapshot_free(w->last);
   if (w->timer)
     api->timer_free(w->timer);
   if (w->prevp) {
@@ -149,18 +171,31 @@ static void sent(void *arg, cp_grpc_call *call) {
   w->ws.last_epoch = w->epoch;
   w->ws.last_owned_digest = w->owned_digest;
   api->inc(w->m->m_sent, 1);
+  if (w->is_delta)
+    api->inc(w->m->m_deltas, 1);
+  cp_snapshot_free(w->last);
+  w->last = w->built; /* the base of the next delta, once acknowledged */
+  w->built = NULL;
+  w->last_acked = 0;
   drop_round(w);
   schedule(w, -1);
 }
 
-static void issued(void *arg, const cp_auth_reply *rep) {
-  cs_watch *w = arg;
+/* An authority reply for the stream: counted; a session no longer
+ * current ends the stream FAILED_PRECONDITION (1: the caller returns). */
+static int stale(cs_watch *w, const cp_auth_reply *rep) {
   w->auth_call = 0;
   cs_note_auth(w->m, rep->result);
-  if (rep->result == CP_AUTH_STALE_SESSION) {
-    w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+  if (rep->result != CP_AUTH_STALE_SESSION)
+    return 0;
+  w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+  return 1;
+}
+
+static void issued(void *arg, const cp_auth_reply *rep) {
+  cs_watch *w = arg;
+  if (stale(w, rep))
     return;
-  }
   if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
     w->ws.in_flight = 0;
     unavailable(w);
@@ -207,6 +242,7 @@ static void build_work(void *arg) {
   in.limits = lim;
   cp_snapshot *s = NULL;
   w->build_ok = 0;
+  w->is_delta = 0;
   if (cp_snapshot_build(&in, &s, NULL) == CP_BUILD_OK) {
     const Controlplane__V1__WorkerSnapshot *msg = cp_snapshot_msg(s);
     Controlplane__V1__WatchSnapshotsResponse r =
@@ -214,6 +250,20 @@ static void build_work(void *arg) {
     r.payload_case = CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_SNAPSHOT;
     r.snapshot = (Controlplane__V1__WorkerSnapshot *)msg;
     size_t n = controlplane__v1__watch_snapshots_response__get_packed_size(&r);
+    cp_delta *d = NULL;
+    if (w->delta_base &&
+        cp_snapshot_diff(w->delta_base, msg, &d, NULL) == CP_DELTA_OK) {
+      Controlplane__V1__WatchSnapshotsResponse rd =
+          CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__INIT;
+      rd.payload_case = CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA;
+      rd.delta = (Controlplane__V1__SnapshotDelta *)cp_delta_msg(d);
+      size_t nd = controlplane__v1__watch_snapshots_response__get_packed_size(&rd);
+      if (nd < n) {
+        r = rd;
+        n = nd;
+        w->is_delta = 1;
+      }
+    }
     w->out = malloc(n ? n : 1);
     if (w->out && msg->checksum.len == 32 && msg->valid_until) {
       w->out_len = controlplane__v1__watch_snapshots_response__pack(&r, w->out);
@@ -222,8 +272,12 @@ static void build_work(void *arg) {
                           msg->valid_until->nanos / 1000000;
       w->build_ok = 1;
     }
+    cp_delta_free(d);
   }
-  cp_snapshot_free(s);
+  if (w->build_ok)
+    w->built = s; /* kept: the next delta's base once sent and ACKed */
+  else
+    cp_snapshot_free(s);
   w->build_seconds = (double)(api->now_ms(m->ctx) - t0) / 1000.0;
 }
 
@@ -267,6 +321,7 @@ static void got_version(void *arg, const cp_auth_reply *rep) {
   }
   w->version = rep->version;
   w->build_now_ms = cs_unix_ms();
+  w->delta_base = w->last && w->last_acked ? cp_snapshot_msg(w->last) : NULL;
   int64_t job = api->submit(w->m->ctx, build_work, build_done, w);
   if (job < 0) {
     w->ws.in_flight = 0;
@@ -324,12 +379,8 @@ static uint64_t owned_hash(const cp_auth_reply *rep) {
 
 static void got_owned(void *arg, const cp_auth_reply *rep) {
   cs_watch *w = arg;
-  w->auth_call = 0;
-  cs_note_auth(w->m, rep->result);
-  if (rep->result == CP_AUTH_STALE_SESSION) {
-    w_end(w, CP_GRPC_FAILED_PRECONDITION, "the session is not current");
+  if (stale(w, rep))
     return;
-  }
   if (rep->result != CP_AUTH_OK) {
     unavailable(w);
     return;
@@ -371,17 +422,14 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   int64_t start = api->now_ms(m->ctx);
   char peer[CS_WORKER_ID_MAX + 1];
   const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  Controlplane__V1__WatchSnapshotsRequest *q = NULL;
-  if (!st &&
-      !(q = controlplane__v1__watch_snapshots_request__unpack(NULL, len, req))) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "malformed request";
-  }
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
+  cp_caller c;
+  int st;
+  const ProtobufCMessageDescriptor *d =
+      &controlplane__v1__watch_snapshots_request__descriptor;
+  Controlplane__V1__WatchSnapshotsRequest *q =
+      cs_request(m, call, d, req, len, peer, &c, &st, &why);
+  if (!st)
     st = cp_check_watch(q, &c, &why);
-  }
   cs_watch *w = NULL;
   if (!st && (!(w = calloc(1, sizeof(*w))) ||
               !(w->timer = api->timer_new(m->ctx, on_tick, w)))) {
@@ -419,6 +467,38 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   api->gauge_add(m->m_streams, 1);
   cp_grpc_call_on_cancel(call, w_cancel, w);
   round_start(w);
+}
+
+/* A registration in this process replaced worker's session: its older
+ * streams end FAILED_PRECONDITION now (CP-2-8), not at their next round
+ * (watch_poll_interval later). A replacement through another controller
+ * is seen by that round's owned() call. */
+void cs_watch_replaced(cs *m, const char *worker, const char *session) {
+  cs_watch *w = m->watches, *next;
+  for (; w; w = next) {
+    next = w->next;
+    if (w->dead || !w->call || strcmp(w->worker, worker) != 0 ||
+        strcmp(w->session, session) == 0)
+      continue;
+    /* finish waits for a send in flight; no callback of the call after
+     * it, and w_abandon drops the authority call, the pool wait and the
+     * job (freeing w now or when the job is back) */
+    cs_finish(m, w->call, CS_M_WATCH, w->start_ms, CP_GRPC_FAILED_PRECONDITION,
+              "the session was replaced", NULL, 0);
+    w_abandon(w);
+  }
+}
+
+void cs_watch_acked(cs *m, const char *worker, const char *session,
+                    uint64_t version, uint64_t epoch, int accepted) {
+  for (cs_watch *w = m->watches; w; w = w->next) {
+    if (w->dead || !w->last || strcmp(w->worker, worker) != 0 ||
+        strcmp(w->session, session) != 0)
+      continue;
+    const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(w->last);
+    if (s->version == version && s->ownership_epoch == epoch)
+      w->last_acked = accepted;
+  }
 }
 
 void cs_watch_stop_all(cs *m) {

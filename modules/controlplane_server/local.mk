@@ -38,15 +38,15 @@ check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
 TESTS += $(UNIT_TESTS_CP_SECRETS)
 t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
 	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_secrets.h
+	modules/controlplane_server/cp_secrets.h modules/common/conf_values.c
 t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server
+	-I$(top_srcdir)/modules/controlplane_server -I$(top_srcdir)/modules/common
 t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_cp_secret
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
-	modules/controlplane_server/cp_secrets.c
+	modules/controlplane_server/cp_secrets.c modules/common/conf_values.c
 t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server
+	-I$(top_srcdir)/modules/controlplane_server -I$(top_srcdir)/modules/common
 t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
@@ -102,3 +102,11 @@ if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/controller.sh
 endif
 EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py
+
+# The control plane end to end with every part real: Redis, PostgreSQL,
+# the controller and two gateways over mTLS, views sampled by
+# t/lib/cp_views.py (it skips itself when a module was not built).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_e2e.sh
+endif
+EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py

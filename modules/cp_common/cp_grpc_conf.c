@@ -3,6 +3,8 @@
  * (cp_grpc_conf.h). */
 #include "cp_grpc_conf.h"
 
+#include "conf_values.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,36 +48,27 @@ static int check(ph_ctx *ctx, const ph_api *a, const char *addr_key,
   const char *colon = strrchr(addr, ':');
   if (!*addr || !colon || colon == addr || !colon[1] ||
       strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
-      strstr(addr, "://")) {
-    *key = addr_key;
-    snprintf(why, whylen, "must be host:port (IPv6 in brackets)");
-    return PH_EINVAL;
-  }
-  if (client && strcmp(colon + 1, "0") == 0) {
-    *key = addr_key;
-    snprintf(why, whylen, "needs a port (1..65535)");
-    return PH_EINVAL;
-  }
+      strstr(addr, "://"))
+    return ph_conf_fail(key, addr_key, why, whylen,
+                        "must be host:port (IPv6 in brackets)");
+  if (client && strcmp(colon + 1, "0") == 0)
+    return ph_conf_fail(key, addr_key, why, whylen,
+                        "needs a port (1..65535)");
   if (strcmp(str(ctx, a, "tls.mode"), "disabled") == 0) {
-    if (!cp_addr_is_loopback(addr)) {
-      *key = "tls.mode";
-      snprintf(why, whylen,
-               "disabled (plaintext) needs a loopback IP address in %s "
-               "(127.0.0.0/8 or [::1], not a name)",
-               addr_key);
-      return PH_EINVAL;
-    }
+    if (!cp_addr_is_loopback(addr))
+      return ph_conf_fail(key, "tls.mode", why, whylen,
+                          "disabled (plaintext) needs a loopback IP address "
+                          "in %s (127.0.0.0/8 or [::1], not a name)",
+                          addr_key);
     return PH_OK;
   }
   static const char *const files[] = {"tls.cert_file", "tls.key_file",
                                       "tls.ca_file"};
   for (size_t i = 0; i < 3; i++) {
     const char *p = str(ctx, a, files[i]);
-    if (!*p) {
-      *key = files[i];
-      snprintf(why, whylen, "is required with tls.mode = mtls");
-      return PH_EINVAL;
-    }
+    if (!*p)
+      return ph_conf_fail(key, files[i], why, whylen,
+                          "is required with tls.mode = mtls");
     if (!file_ok(p, i == 1, why, whylen)) {
       *key = files[i];
       return PH_EINVAL;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf_values.h"
 #include "ro_conf.h"
 
 #define H 3600000
@@ -69,16 +70,8 @@ const ph_conf_key ro_conf_keys[] = {
     PH_CONF_END};
 
 int ro_valid_id(const char *s, size_t max) {
-  size_t n = s ? strlen(s) : 0;
-  if (!s || n > (max ? max : PH_POOL_NAME_MAX) || (n == 0 && max != 0))
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-          (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-      return 0;
-  }
-  return 1;
+  return max ? ph_conf_id_ok(s, 1, max)
+             : ph_conf_id_ok(s, 0, PH_POOL_NAME_MAX);
 }
 
 static int parse_address(const ph_api *api, const char *s, ro_conn_conf *c,
@@ -122,12 +115,10 @@ int ro_conf_read(ph_ctx *ctx, const ph_api *api, ro_conf *c,
                     whylen) != PH_OK)
     return PH_EINVAL;
   const char *id = api->conf_str(ctx, "cluster_id");
-  if (!ro_valid_id(id, PH_POOL_ID_MAX)) {
-    *key = "cluster_id";
-    snprintf(why, whylen, "must be 1-%d bytes of [A-Za-z0-9._-]",
-             PH_POOL_ID_MAX);
-    return PH_EINVAL;
-  }
+  if (!ro_valid_id(id, PH_POOL_ID_MAX))
+    return ph_conf_fail(key, "cluster_id", why, whylen,
+                        "must be 1-%d bytes of [A-Za-z0-9._-]",
+                        PH_POOL_ID_MAX);
   snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", id);
   snprintf(c->conn.key, sizeof(c->conn.key), "ph:cp:{%s}:epoch", id);
   snprintf(c->conn.prefix, sizeof(c->conn.prefix), "ph:cp:{%s}:", id);
@@ -138,11 +129,9 @@ int ro_conf_read(ph_ctx *ctx, const ph_api *api, ro_conf *c,
   c->conn.max_inflight = api->conf_int(ctx, "max_inflight");
   c->conn.reconnect_min_ms = api->conf_int(ctx, "reconnect.min");
   c->conn.reconnect_max_ms = api->conf_int(ctx, "reconnect.max");
-  if (c->conn.reconnect_max_ms < c->conn.reconnect_min_ms) {
-    *key = "reconnect.max";
-    snprintf(why, whylen, "must be at least reconnect.min");
-    return PH_EINVAL;
-  }
+  if (c->conn.reconnect_max_ms < c->conn.reconnect_min_ms)
+    return ph_conf_fail(key, "reconnect.max", why, whylen,
+                        "must be at least reconnect.min");
   c->session_ttl_ms = api->conf_int(ctx, "session_ttl");
   c->runtime_ttl_ms = api->conf_int(ctx, "runtime_ttl");
   c->lease_ms = api->conf_int(ctx, "ownership_lease");

@@ -132,6 +132,22 @@ void sq_call_answer_later(sq *s, sq_call *c) {
   }
 }
 
+void sq_call_start(sq *s, sq_call *c, int *status, const char **detail) {
+  const char *d = NULL;
+  if (!sq_call_take_slot(s, c)) {
+    *status = PH_EFULL;
+    d = "too many store calls in flight";
+  } else if (sq_call_submit(s, c) < 0) {
+    *status = PH_AZ_EUNAVAILABLE;
+    d = "the host's job queue is full";
+  } else {
+    return;
+  }
+  if (detail)
+    *detail = d;
+  sq_call_answer_later(s, c);
+}
+
 static sq_call *find(sq_call *list, int64_t id) {
   for (; list; list = list->next)
     if (list->id == id)

@@ -111,12 +111,6 @@ int64_t sq_list(void *self, const ph_az_list *req, ph_az_list_cb cb,
     list_destroy(&l->c);
     return PH_ENOMEM;
   }
-  if (!sq_call_take_slot(s, &l->c)) {
-    l->status = PH_EFULL;
-    sq_call_answer_later(s, &l->c);
-  } else if (sq_call_submit(s, &l->c) < 0) {
-    l->status = PH_AZ_EUNAVAILABLE;
-    sq_call_answer_later(s, &l->c);
-  }
+  sq_call_start(s, &l->c, &l->status, NULL);
   return l->c.id;
 }

@@ -13,28 +13,8 @@
 
 int sq_read_pool_revision(sq_call *c, sqlite3 *db) {
   c->pool_rev_set = 1;
-  c->pool_what = AZ_REV_READ_FAILED;
-  sqlite3_stmt *st =
-      sq_prepare(c, db, "SELECT revision FROM pool_revision WHERE id = 1");
-  if (!st)
-    return -1;
-  int rc = sqlite3_step(st), ret = 0;
-  if (rc == SQLITE_ROW) {
-    int64_t v = sqlite3_column_int64(st, 0);
-    if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && v > 0) {
-      c->pool_what = AZ_REV_READ_OK;
-      c->pool_value = v;
-    } else {
-      c->pool_what = AZ_REV_READ_BAD;
-    }
-  } else if (rc == SQLITE_DONE) {
-    c->pool_what = AZ_REV_READ_MISSING;
-  } else {
-    c->db_broken |= sq_rc_broken(rc);
-    ret = -1;
-  }
-  sqlite3_finalize(st);
-  return ret;
+  return sq_rev_read(c, db, SQ_POOL_REV_SELECT, &c->pool_what,
+                     &c->pool_value);
 }
 
 /* ---- rows ----------------------------------------------------------- */
@@ -324,17 +304,6 @@ static void snap_destroy(sq_call *c) {
   free(x);
 }
 
-/* Queues c to a helper thread, or answers it later with why. */
-static void submit_or_refuse(sq *s, sq_call *c, int *status) {
-  if (!sq_call_take_slot(s, c)) {
-    *status = PH_EFULL;
-    sq_call_answer_later(s, c);
-  } else if (sq_call_submit(s, c) < 0) {
-    *status = PH_AZ_EUNAVAILABLE;
-    sq_call_answer_later(s, c);
-  }
-}
-
 int64_t sq_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg) {
   sq *s = self;
   if (!cb)
@@ -346,7 +315,7 @@ int64_t sq_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg) {
   x->cb = cb;
   x->arg = arg;
   int64_t id = x->c.id;
-  submit_or_refuse(s, &x->c, &x->out.status);
+  sq_call_start(s, &x->c, &x->out.status, NULL);
   return id;
 }
 
@@ -450,6 +419,6 @@ int64_t sq_pool_list(void *self, const ph_pool_list *req, ph_pool_list_cb cb,
     snprintf(l->key, sizeof(l->key), "%s", req->key);
   }
   int64_t id = l->c.id;
-  submit_or_refuse(s, &l->c, &l->status);
+  sq_call_start(s, &l->c, &l->status, NULL);
   return id;
 }

@@ -35,45 +35,19 @@ static int fail(pwrite_call *x, int status, const char *detail) {
 }
 
 static int fail_rc(pwrite_call *x, int rc) {
-  switch (rc & 0xff) {
-  case SQLITE_CONSTRAINT:
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
-      return fail(x, PH_EEXIST, "the id or the position is taken");
-    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-      return fail(x, PH_ENOENT, "a record it refers to does not exist");
-    return fail(x, PH_EINVAL, "a value the schema refuses");
-  case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database is busy");
-  default:
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  }
+  return sq_fail_rc(rc, "the id or the position is taken", &x->status,
+                    &x->detail);
 }
 
 /* Binds per fmt ('t' text, 'i' int64, 'n' the write's time) and runs a
- * statement without rows. 0, or -1 with the status set. */
+ * statement without rows (sq_exec_fmt). 0, or -1 with the status set. */
 static int exec_args(pwrite_call *x, sqlite3 *db, const char *sql,
                      const char *fmt, ...) {
-  sqlite3_stmt *st = sq_prepare(&x->c, db, sql);
-  if (!st)
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
   va_list ap;
   va_start(ap, fmt);
-  for (int i = 0; fmt[i]; i++) {
-    if (fmt[i] == 't')
-      sq_bind_text(st, i + 1, va_arg(ap, const char *));
-    else if (fmt[i] == 'i')
-      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-    else
-      sqlite3_bind_int64(st, i + 1, x->now_ms);
-  }
+  int rc = sq_exec_fmt(&x->c, db, sql, x->now_ms, fmt, ap);
   va_end(ap);
-  int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (rc == SQLITE_DONE)
-    return 0;
-  x->c.db_broken |= sq_rc_broken(rc);
-  return fail_rc(x, rc);
+  return rc == SQLITE_DONE ? 0 : fail_rc(x, rc);
 }
 
 /* One integer from a query with one text parameter and, optionally, an
@@ -311,16 +285,9 @@ static int bump(pwrite_call *x, sqlite3 *db) {
                 "'unixepoch') WHERE id = 1",
                 "n") < 0)
     return -1;
-  if (sqlite3_changes(db) != 1) {
-    x->c.pool_what = AZ_REV_READ_MISSING;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the pool revision row is missing");
-  }
-  if (sq_read_pool_revision(&x->c, db) < 0)
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  if (x->c.pool_what != AZ_REV_READ_OK || x->c.pool_value - 1 != before) {
-    x->c.pool_what = AZ_REV_READ_BAD;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the pool revision does not fit");
-  }
+  if (sq_rev_bumped(&x->c, db, SQ_POOL_REV_SELECT, before, &x->c.pool_what,
+                    &x->c.pool_value, &x->detail) < 0)
+    return fail(x, PH_AZ_EUNAVAILABLE, x->detail);
   return 0;
 }
 
@@ -453,14 +420,8 @@ int64_t sq_pool_write(void *self, const ph_pool_write *w,
     x->status = PH_EINVAL;
     x->detail = detail;
     sq_call_answer_later(s, &x->c);
-  } else if (!sq_call_take_slot(s, &x->c)) {
-    x->status = PH_EFULL;
-    x->detail = "too many store calls in flight";
-    sq_call_answer_later(s, &x->c);
-  } else if (sq_call_submit(s, &x->c) < 0) {
-    x->status = PH_AZ_EUNAVAILABLE;
-    x->detail = "the host's job queue is full";
-    sq_call_answer_later(s, &x->c);
+  } else {
+    sq_call_start(s, &x->c, &x->status, &x->detail);
   }
   return x->c.id;
 }

@@ -2,6 +2,7 @@
 /* Statement helpers for store_sqlite's helper-thread work
  * (store_sqlite.h). Values always travel as bound parameters: no SQL text
  * here or in the callers is ever built from data. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,53 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s) {
     sqlite3_bind_null(st, i);
 }
 
+int sq_fail_rc(int rc, const char *taken, int *status, const char **detail) {
+  switch (rc & 0xff) {
+  case SQLITE_CONSTRAINT:
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+      *status = PH_EEXIST;
+      *detail = taken;
+    } else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      *status = PH_ENOENT;
+      *detail = "a record it refers to does not exist";
+    } else {
+      *status = PH_EINVAL;
+      *detail = "a value the schema refuses";
+    }
+    break;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    *status = PH_AZ_EUNAVAILABLE;
+    *detail = "the database is busy";
+    break;
+  default:
+    *status = PH_AZ_EUNAVAILABLE;
+    *detail = "the database failed";
+  }
+  return -1;
+}
+
+int sq_exec_fmt(sq_call *c, sqlite3 *db, const char *sql, int64_t now,
+                const char *fmt, va_list ap) {
+  sqlite3_stmt *st = sq_prepare(c, db, sql);
+  if (!st)
+    return SQLITE_ERROR;
+  for (int i = 0; fmt[i]; i++) {
+    if (fmt[i] == 't')
+      sq_bind_text(st, i + 1, va_arg(ap, const char *));
+    else if (fmt[i] == 'i')
+      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+    else
+      sqlite3_bind_int64(st, i + 1, now);
+  }
+  int rc = sqlite3_step(st);
+  while (rc == SQLITE_ROW) /* statements without rows: none expected */
+    rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  c->db_broken |= sq_rc_broken(rc);
+  return rc;
+}
+
 int sq_exec(sq_call *c, sqlite3 *db, const char *sql) {
   int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   if (rc != SQLITE_OK) {
@@ -57,33 +105,54 @@ int sq_exec(sq_call *c, sqlite3 *db, const char *sql) {
   return 0;
 }
 
-int sq_read_revision(sq_call *c, sqlite3 *db) {
-  sqlite3_stmt *st = sq_prepare(
-      c, db, "SELECT revision FROM authorization_revision WHERE id = 1");
-  if (!st) {
-    c->rev_what = AZ_REV_READ_FAILED;
+int sq_rev_read(sq_call *c, sqlite3 *db, const char *sql, az_rev_read *what,
+                int64_t *value) {
+  *what = AZ_REV_READ_FAILED;
+  sqlite3_stmt *st = sq_prepare(c, db, sql);
+  if (!st)
     return -1;
-  }
   int rc = sqlite3_step(st);
   int ret = 0;
   if (rc == SQLITE_ROW) {
     int64_t v = sqlite3_column_int64(st, 0);
     /* An overflowed revision + 1 becomes a REAL in SQLite. */
     if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && v > 0) {
-      c->rev_what = AZ_REV_READ_OK;
-      c->rev_value = v;
+      *what = AZ_REV_READ_OK;
+      *value = v;
     } else {
-      c->rev_what = AZ_REV_READ_BAD;
+      *what = AZ_REV_READ_BAD;
     }
   } else if (rc == SQLITE_DONE) {
-    c->rev_what = AZ_REV_READ_MISSING;
+    *what = AZ_REV_READ_MISSING;
   } else {
-    c->rev_what = AZ_REV_READ_FAILED;
     c->db_broken |= sq_rc_broken(rc);
     ret = -1;
   }
   sqlite3_finalize(st);
   return ret;
+}
+
+int sq_rev_bumped(sq_call *c, sqlite3 *db, const char *sql, int64_t before,
+                  az_rev_read *what, int64_t *value, const char **detail) {
+  if (sqlite3_changes(db) != 1) {
+    *what = AZ_REV_READ_MISSING;
+    *detail = "the revision row is missing";
+    return -1;
+  }
+  if (sq_rev_read(c, db, sql, what, value) < 0) {
+    *detail = "the database failed";
+    return -1;
+  }
+  if (*what != AZ_REV_READ_OK || *value - 1 != before) {
+    *what = AZ_REV_READ_BAD;
+    *detail = "the revision does not fit";
+    return -1;
+  }
+  return 0;
+}
+
+int sq_read_revision(sq_call *c, sqlite3 *db) {
+  return sq_rev_read(c, db, SQ_AZ_REV_SELECT, &c->rev_what, &c->rev_value);
 }
 
 static char *arena_alloc(sq_arena **a, size_t n) {

@@ -6,6 +6,7 @@
  * and commits (TM-P1-16..19, 21). Any failure rolls back: the data and the
  * revision stay as they were. The revision step is inside the store and
  * never the caller's to make. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,17 +35,6 @@ typedef struct write_call {
 
 /* ---- statements ----------------------------------------------------- */
 
-/* Runs st to its end (no rows wanted) and finalizes it. The SQLite
- * result code. */
-static int run(sq_call *c, sqlite3_stmt *st) {
-  int rc = sqlite3_step(st);
-  while (rc == SQLITE_ROW)
-    rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  c->db_broken |= sq_rc_broken(rc);
-  return rc;
-}
-
 static int fail(write_call *x, int status, const char *detail) {
   x->status = status;
   x->detail = detail;
@@ -53,19 +43,7 @@ static int fail(write_call *x, int status, const char *detail) {
 
 /* A failed statement as a status: what the caller can act on. */
 static int fail_rc(write_call *x, int rc) {
-  switch (rc & 0xff) {
-  case SQLITE_CONSTRAINT:
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
-      return fail(x, PH_EEXIST, "the name is taken");
-    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-      return fail(x, PH_ENOENT, "a record it refers to does not exist");
-    return fail(x, PH_EINVAL, "a value the schema refuses");
-  case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database is busy");
-  default:
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  }
+  return sq_fail_rc(rc, "the name is taken", &x->status, &x->detail);
 }
 
 /* 1 when the query (one text parameter) has a row, 0 when not, -1 with
@@ -101,29 +79,13 @@ static int need(write_call *x, sqlite3 *db, const char *sql, const char *key,
 }
 
 /* Binds the parameters given as a format: 't' text, 'i' int64, 'n' the
- * write's time, then runs. 0, or -1 with the status set. */
-static int exec_args(write_call *x, sqlite3 *db, const char *sql,
-                     const char *fmt, ...);
-
-#include <stdarg.h>
-
+ * write's time, then runs (sq_exec_fmt). 0, or -1 with the status set. */
 static int exec_args(write_call *x, sqlite3 *db, const char *sql,
                      const char *fmt, ...) {
-  sqlite3_stmt *st = sq_prepare(&x->c, db, sql);
-  if (!st)
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
   va_list ap;
   va_start(ap, fmt);
-  for (int i = 0; fmt[i]; i++) {
-    if (fmt[i] == 't')
-      sq_bind_text(st, i + 1, va_arg(ap, const char *));
-    else if (fmt[i] == 'i')
-      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-    else
-      sqlite3_bind_int64(st, i + 1, x->now);
-  }
+  int rc = sq_exec_fmt(&x->c, db, sql, x->now, fmt, ap);
   va_end(ap);
-  int rc = run(&x->c, st);
   return rc == SQLITE_DONE ? 0 : fail_rc(x, rc);
 }
 
@@ -425,16 +387,9 @@ static int bump_revision(write_call *x, sqlite3 *db) {
                 "'unixepoch') WHERE id = 1",
                 "n") < 0)
     return -1;
-  if (sqlite3_changes(db) != 1) {
-    x->c.rev_what = AZ_REV_READ_MISSING;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the revision row is missing");
-  }
-  if (sq_read_revision(&x->c, db) < 0)
-    return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  if (x->c.rev_what != AZ_REV_READ_OK || x->c.rev_value - 1 != before) {
-    x->c.rev_what = AZ_REV_READ_BAD;
-    return fail(x, PH_AZ_EUNAVAILABLE, "the revision does not fit");
-  }
+  if (sq_rev_bumped(&x->c, db, SQ_AZ_REV_SELECT, before, &x->c.rev_what,
+                    &x->c.rev_value, &x->detail) < 0)
+    return fail(x, PH_AZ_EUNAVAILABLE, x->detail);
   return 0;
 }
 
@@ -592,14 +547,6 @@ int64_t sq_write(void *self, const ph_az_write *w, ph_az_write_cb cb,
     write_destroy(&x->c);
     return PH_ENOMEM;
   }
-  if (!sq_call_take_slot(s, &x->c)) {
-    x->status = PH_EFULL;
-    x->detail = "too many store calls in flight";
-    sq_call_answer_later(s, &x->c);
-  } else if (sq_call_submit(s, &x->c) < 0) {
-    x->status = PH_AZ_EUNAVAILABLE;
-    x->detail = "the host's job queue is full";
-    sq_call_answer_later(s, &x->c);
-  }
+  sq_call_start(s, &x->c, &x->status, &x->detail);
   return x->c.id;
 }

@@ -8,6 +8,7 @@
 #ifndef PH_STORE_SQLITE_H
 #define PH_STORE_SQLITE_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -104,6 +105,10 @@ void sq_ready_tick(ph_timer *t, void *arg);
 void sq_call_answer_later(sq *s, sq_call *c);
 /* The cancel of both services. PH_OK or PH_ENOENT. */
 int sq_call_cancel(sq *s, int64_t id);
+/* Takes a slot and submits c; when either is refused, *status (PH_EFULL,
+ * PH_AZ_EUNAVAILABLE) and *detail (when not NULL; a fixed text) are set
+ * and c is answered later. */
+void sq_call_start(sq *s, sq_call *c, int *status, const char **detail);
 /* destroy: drops every call still queued, without a callback. */
 void sq_call_drop_all(sq *s);
 /* Arms the poll; sq_poll_now submits a revision read now. */
@@ -118,9 +123,36 @@ void sq_bind_text(sqlite3_stmt *st, int i, const char *s);
 /* Whether rc is an I/O-level failure after which the connection should be
  * closed rather than reused. */
 int sq_rc_broken(int rc);
+/* Reads a revision row (sql: SELECT revision FROM <table> WHERE id = 1)
+ * into *what and *value (set only when OK: a positive integer; an
+ * overflowed sum, a REAL, is BAD). -1 when the statement failed. */
+int sq_rev_read(sq_call *c, sqlite3 *db, const char *sql, az_rev_read *what,
+                int64_t *value);
+/* After a write's UPDATE of its revision row (revision + 1): exactly one
+ * row changed and the row re-read with sql is the value before + 1. 0, or
+ * -1 with *what MISSING, FAILED or BAD and *detail (a fixed text; the
+ * status is PH_AZ_EUNAVAILABLE). */
+int sq_rev_bumped(sq_call *c, sqlite3 *db, const char *sql, int64_t before,
+                  az_rev_read *what, int64_t *value, const char **detail);
 /* Reads authorization_revision id = 1 into c->rev_what / rev_value.
  * -1 when the statement failed. */
 int sq_read_revision(sq_call *c, sqlite3 *db);
+#define SQ_AZ_REV_SELECT                                                    \
+  "SELECT revision FROM authorization_revision WHERE id = 1"
+#define SQ_POOL_REV_SELECT "SELECT revision FROM pool_revision WHERE id = 1"
+/* The writes' (sq_write.c, sq_proxies_write.c) reading of a failed
+ * statement's SQLite code rc, into *status and *detail: a unique or
+ * primary key PH_EEXIST with `taken` (the writer names what is taken), a
+ * foreign key PH_ENOENT, another constraint PH_EINVAL, busy or anything
+ * else PH_AZ_EUNAVAILABLE. The details are fixed strings. Always -1, so a
+ * writer can `return` it. */
+int sq_fail_rc(int rc, const char *taken, int *status, const char **detail);
+/* Prepares sql, binds the arguments in ap per fmt ('t' text, 'i' int64,
+ * 'n' the value now instead, no argument) and runs it to its end,
+ * finalized. The SQLite code: SQLITE_DONE when it ran, SQLITE_ERROR when
+ * it did not prepare (db_broken set for I/O errors). */
+int sq_exec_fmt(sq_call *c, sqlite3 *db, const char *sql, int64_t now,
+                const char *fmt, va_list ap);
 /* Runs one statement without results (BEGIN, COMMIT, ROLLBACK). */
 int sq_exec(sq_call *c, sqlite3 *db, const char *sql);
 /* A copy of a column's text into a (malloc) arena (sq_arena). */

@@ -465,6 +465,19 @@ typedef struct ph_api {
   int (*route_reply)(ph_ctx *ctx, int64_t req, int status,
                      const char *content_type, const char *body,
                      size_t body_len);
+
+  /* ---- added in ABI 1.4: another module's numbers -------------------- */
+  /* For rules that span two modules (the controller's session_ttl and its
+   * Redis authority's): the effective value of key, an INT, DURATION
+   * (milliseconds), SIZE or BOOL key declared by the loaded module
+   * instance whose section is `section` ("redis_ownership",
+   * "redis_ownership.eu"), into *out. Where and when conf_int may be
+   * called (check included: the configuration being checked). Numbers
+   * only, so no module reads another's strings (passwords, DSNs). PH_OK;
+   * PH_ENOENT when no loaded instance has that section or it declares no
+   * such key (*out untouched); PH_EINVAL for NULL arguments. */
+  int (*conf_peer_int)(ph_ctx *ctx, const char *section, const char *key,
+                       int64_t *out);
 } ph_api;
 
 #endif

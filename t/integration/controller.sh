@@ -96,10 +96,16 @@ CHECKSUM=$(sed -n 's/^VALUE checksum //p' "$T/py-flow.out")
 [ ${#CHECKSUM} = 64 ]; ok $? "the flow reported the snapshot checksum"
 [ "$n" -ge 30 ]; ok $? "every check of the flow ran ($n)"
 
+# ---- deltas on the acknowledged snapshot (CP-1-2, CP-3-15) ----------------
+run_py delta "$cpp" delta "$T" "$CTL" --admin "127.0.0.1:$admin" --token-file "$T/admin.token"
+grep -q '^VALUE deltas [1-9]' "$T/py-delta.out"; ok $? "the delta scenario ran to its end"
+
 m=$(http_get "http://127.0.0.1:$admin/metrics")
 like "$m" 'proxyhost_cp_controller_rpcs_total{method="RegisterWorker",code="OK"}' \
   "metrics: RPCs by method and code"
 like "$m" 'proxyhost_cp_controller_snapshots_sent_total' "metrics: snapshots sent"
+d=$(printf '%s\n' "$m" | sed -n 's/^proxyhost_cp_controller_deltas_sent_total //p')
+[ "${d:-0}" -ge 1 ]; ok $? "metrics: deltas sent ($d)"
 python3 "$top_srcdir/t/lib/metrics_lint.py" "$T/body" 5000 cp_controller cp_redis \
   redis_ownership store_sqlite admin_api >"$T/lint.out" 2>&1
 ok $? "metrics: in the prefix scheme"
@@ -164,18 +170,36 @@ reg() { # reg CERT KEY WORKER: the status code name of one RegisterWorker
     "$1" "$2" "$T/ca.pem" "$3" 2>>"$T/py-mtls.err" | sed -n 's/^VALUE code //p'
 }
 is "$(reg "$T/worker.pem" "$T/worker.key" w1)" OK \
-  "CP-8-2 mTLS: the certificate's SPIFFE id (worker w1) registers as w1"
+  "CP-1-11 CP-8-2 mTLS: the certificate's SPIFFE id spiffe://example.org/prod/worker/w1 registers as w1"
 is "$(reg "$T/worker.pem" "$T/worker.key" w2)" PERMISSION_DENIED \
-  "CP-8-2 mTLS: w1's certificate naming worker w2: PERMISSION_DENIED"
+  "CP-1-11 CP-8-2 mTLS: w1's certificate naming worker w2: PERMISSION_DENIED"
 is "$(reg "$T/td.pem" "$T/td.key" w1)" PERMISSION_DENIED \
-  "CP-8-2 mTLS: another trust domain: PERMISSION_DENIED"
+  "CP-1-11 CP-8-2 mTLS: another trust domain: PERMISSION_DENIED"
 is "$(reg "$T/env.pem" "$T/env.key" w1)" PERMISSION_DENIED \
-  "CP-8-2 mTLS: another environment: PERMISSION_DENIED"
+  "CP-1-11 CP-8-2 mTLS: another environment: PERMISSION_DENIED"
 is "$(reg "$T/other.pem" "$T/other.key" w1)" UNAVAILABLE \
   "CP-8-1 mTLS: a certificate of another CA never reaches a handler"
 is "$(reg "" "" w1)" UNAVAILABLE "CP-8-1 mTLS: no client certificate is refused"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the mTLS controller stops cleanly"
+
+# ---- a replaced session's live stream ends at once (CP-2-8) --------------
+# Its rounds are 60 s apart here: the stream must end when the new
+# registration is made, not at its next look at Redis.
+: >"$T/ph.log"
+start_proxyhost "$T/ctl.ini" --set "store_sqlite.path=$T/pool3.db" \
+  --set controlplane_server.watch_poll_interval=60s \
+  --set redis_ownership.ownership_lease=90s \
+  --set controlplane_server.refresh_before=60s \
+  --set controlplane_server.snapshot_validity=120s
+wait_for healthy "$admin"; wait_for ready; ok $? "a controller with 60 s watch rounds is ready"
+"$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" replace "$T" 10 >"$T/replace.out" 2>"$T/replace.err"
+is "$(sed -n 's/^VALUE first //p' "$T/replace.out")" snapshot "the first snapshot came on w4's stream"
+is "$(sed -n 's/^VALUE register //p' "$T/replace.out")" OK "w4 registers again (a new session)"
+is "$(sed -n 's/^VALUE ended //p' "$T/replace.out")" FAILED_PRECONDITION \
+  "CP-2-8 the replaced session's stream ends FAILED_PRECONDITION at once (within 10 s; its next round is 60 s away)"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "... and that controller stops cleanly"
 
 # ---- configuration refusals ----------------------------------------------
 sed "s/^listen = 127.0.0.1:$cpp/listen = 192.0.2.10:$cpp/" "$T/ctl.ini" >"$T/bad.ini"
@@ -193,9 +217,27 @@ for bad in "refresh_before = 60s:refresh_before" "trust_domain = a/b:trust_domai
   [ $? != 0 ]; ok $? "--check-config refuses $line"
   like "$out" "$key" "... naming $key"
 done
+# Rules across the controller and redis_ownership (conf_peer_int).
+for bad in "redis_ownership.session_ttl=20s:controlplane_server.session_ttl:must equal [redis_ownership] session_ttl" \
+    "redis_ownership.runtime_ttl=5s:controlplane_server.runtime_interval:runtime_ttl" \
+    "redis_ownership.ownership_lease=15s:controlplane_server.refresh_before:ownership_lease"; do
+  set_=${bad%%:*} rest=${bad#*:}
+  key=${rest%%:*} text=${rest#*:}
+  out=$("$PROXYHOST" -c "$T/ctl.ini" --set "$set_" --check-config 2>&1)
+  [ $? != 0 ]; ok $? "--check-config refuses --set $set_ (the controller's keys say otherwise)"
+  like "$out" "$key: " "... naming $key"
+  like "$out" "$text" "... saying why ($text)"
+done
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set redis_ownership.session_ttl=30s \
+  --set controlplane_server.session_ttl=30s --check-config 2>&1)
+ok $? "the same session_ttl in both sections passes" || echo "# $out"
 sed 's/^tls.mode = disabled/tls.mode = mtls/' "$T/ctl.ini" >"$T/bad4.ini"
 out=$("$PROXYHOST" -c "$T/bad4.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "CP-8-1 mtls without its certificate files is refused"
+grep -v '^tls.mode' "$T/ctl.ini" >"$T/bad5.ini"
+out=$("$PROXYHOST" -c "$T/bad5.ini" --check-config 2>&1)
+[ $? != 0 ]; ok $? "CP-1-11 without tls.mode the controller is mTLS: it asks for its files"
+like "$out" "tls.cert_file: is required with tls.mode = mtls" "... naming tls.cert_file"
 chmod 0644 "$T/ref.key"
 out=$("$PROXYHOST" -c "$T/ctl.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "a reference_key_file readable by others is refused"

@@ -12,7 +12,9 @@
 # the stream's end -> backoff and a new session, no tight loop (CP-3-12);
 # INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION at Register
 # fatal: one clear log line, no retry (CP-3-13, CP-7-4); the view expiring
-# while the controller is gone -> not ready (CP-1-28, CP-3-9).
+# while the controller is gone -> not ready (CP-1-28, CP-3-9); the
+# gateway's certificate passing the controller's SPIFFE worker check, and
+# failing it for another worker id, against t/lib/cp_echo_server (CP-9-8).
 . "$top_srcdir/t/lib/testlib.sh"
 
 PY=/usr/bin/python3
@@ -204,6 +206,51 @@ not_ready
 ok $? "... not ready"
 stop
 FAKE_CERTS=
+
+# The gateway's certificate against the controller's own identity check
+# (CP-9-8): t/lib/cp_echo_server is a cp_grpc server that refuses a
+# RegisterWorker whose worker_id is not the one its client certificate
+# names by cp_ident.c's rule, the function controlplane_server calls
+# (cp_spiffe_id, same rule as cp_spiffe_check), for
+# spiffe://example.org/prod/worker/<id>; its configuration, echo-mtls.ini,
+# comes with the certificates (cp_grpc_certs.sh).
+# echo_gw WORKER: the echo server and a gateway with w1's certificate
+# that says it is WORKER; waits for its register answer.
+echo_gw() {
+  D="$T/echo-$1"
+  mkdir -p "$D"
+  rm -f "$D/port"
+  "$top_builddir/t/lib/cp_echo_server" "$T/echo-mtls.ini" "$D/port" >"$D/echo.log" 2>&1 &
+  FAKE=$!
+  PIDS="$PIDS $FAKE"
+  wait_long test -s "$D/port"
+  admin=$(free_port)
+  printf '[proxyhost]\nmodules = controlplane_client\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[controlplane_client]\nbackoff.min = 200ms\nbackoff.max = 1s\n' \
+    "$MODS" "$admin" >"$D/gw.ini"
+  "$PROXYHOST" -c "$D/gw.ini" -control-plane "127.0.0.1:$(cat "$D/port")" \
+    -cluster-id c1 -worker-id "$1" -instance-id i1 -zone z1 \
+    --set "controlplane_client.tls.cert_file=$T/worker.pem" \
+    --set "controlplane_client.tls.key_file=$T/worker.key" \
+    --set "controlplane_client.tls.ca_file=$T/ca.pem" >"$D/ph.log" 2>&1 &
+  GW=$!
+  PIDS="$PIDS $GW"
+  EV="$D/echo.log" # for TAP_ON_FAIL
+}
+reg_status() {
+  r=$(metric "proxyhost_cp_gateway_rpcs_total{rpc=\"register\",status=\"$1\"}")
+  [ "${r:-0}" -ge 1 ]
+}
+echo_gw w1
+wait_long reg_status ok
+ok $? "CP-9-8 the gateway's certificate (spiffe://example.org/prod/worker/w1, worker w1) passes the controller's SPIFFE worker check: RegisterWorker OK"
+stop
+echo_gw w2
+wait_long reg_status permission_denied
+ok $? "CP-9-8 the same certificate for worker w2 fails that check: PERMISSION_DENIED"
+fatal_state() { [ "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" = 1 ]; }
+wait_long fatal_state
+ok $? "... and the gateway stops retrying (fatal, CP-3-13)"
+stop
 
 # ---- the view expires while the controller is gone (CP-3-9, CP-1-28) -----
 start short

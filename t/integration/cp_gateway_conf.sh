@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# The gateway's configuration (the 000 design's section 9, CP-9-2..9):
+# The gateway's configuration (the 000 design's section 9, CP-9-1..9):
 # conf/gateway.ini and the module's sample pass --check-config; the five
 # identity keys are required and come from their flags (-control-plane,
 # -cluster-id, -worker-id, -instance-id, -zone) or their PROXY_POOL_*
@@ -9,7 +9,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 
 MODS="$top_builddir/modules"
-require_modules controlplane_client
+require_modules controlplane_client outcome_reporter
 
 GW="$top_srcdir/conf/gateway.ini"
 SET="--set proxyhost.module_path=$MODS"
@@ -33,6 +33,36 @@ is "$rc" 2 "conf/gateway.ini without the identity is refused (CP-9-2)"
 for k in address cluster_id worker_id instance_id zone; do
   like "$out" "controlplane_client.$k: required" "... $k is required"
 done
+# Refused by name, with the flag and the environment name to pass.
+like "$out" "controlplane_client.cluster_id: required key is not set (flag -cluster-id, environment PROXY_POOL_CLUSTER_ID)" \
+  "CP-9-3: no cluster id: refused, naming -cluster-id and PROXY_POOL_CLUSTER_ID"
+like "$out" "controlplane_client.worker_id: required key is not set (flag -worker-id, environment PROXY_POOL_WORKER_ID)" \
+  "CP-9-4: no worker id: refused, naming -worker-id and PROXY_POOL_WORKER_ID"
+# Each one alone missing, the other four given: the process does not start.
+for miss in cluster-id worker-id; do
+  case $miss in
+  cluster-id) ids="-control-plane 127.0.0.1:7443 -worker-id w1 -instance-id i1 -zone z1" id=CP-9-3 ;;
+  *) ids="-control-plane 127.0.0.1:7443 -cluster-id c1 -instance-id i1 -zone z1" id=CP-9-4 ;;
+  esac
+  # shellcheck disable=SC2086
+  out=$(timeout 30 "$PROXYHOST" -c "$GW" $SET $TLS $ids 2>&1); rc=$?
+  is "$rc" 2 "$id: without -$miss the gateway does not start (exit 2)"
+  like "$out" "(flag -$miss, environment PROXY_POOL_" "$id: ... and says which flag and environment name"
+done
+
+# The controller's address is only ever "address" (-control-plane): the
+# gateway has no listen key to reuse for it (CP-9-1), in its table, its
+# sample or conf/gateway.ini's section.
+# shellcheck disable=SC2086
+out=$("$PROXYHOST" -c "$GW" $SET $TLS $IDS \
+  --set controlplane_client.listen=127.0.0.1:7443 --check-config 2>&1); rc=$?
+is "$rc" 2 "CP-9-1: controlplane_client has no listen key (refused)"
+like "$out" "controlplane_client.listen: unknown key" "CP-9-1: ... as an unknown key"
+! grep -q '^[;# ]*listen' "$top_srcdir/modules/controlplane_client/controlplane_client.ini.sample"
+ok $? "CP-9-1: the sample documents no listen key"
+awk '/^\[/ { s = $0 } s == "[controlplane_client]" && /^listen/' "$GW" >"$T/gwlisten"
+[ ! -s "$T/gwlisten" ]
+ok $? "CP-9-1: conf/gateway.ini sets no listen in [controlplane_client]"
 
 # shellcheck disable=SC2086
 "$PROXYHOST" -c "$GW" $SET $TLS $IDS --check-config >/dev/null 2>&1

@@ -73,15 +73,7 @@ run_mode plain "$T/plain.ini"
 n_plain=$(grep -c '^RESULT' "$T/py-plain.out")
 is "$n_plain" 6 "every RPC was called in plaintext"
 
-cat >"$T/mtls.ini" <<EOF2
-[cp_echo]
-listen = 127.0.0.1:0
-tls.mode = mtls
-tls.cert_file = $T/server.pem
-tls.key_file = $T/server.key
-tls.ca_file = $T/ca.pem
-EOF2
-run_mode mtls "$T/mtls.ini"
+run_mode mtls "$T/echo-mtls.ini" # written by cp_grpc_certs.sh
 n_mtls=$(grep -c '^RESULT' "$T/py-mtls.out")
 is "$n_mtls" 9 "every RPC and every refusal was checked in mTLS"
 

@@ -6,7 +6,9 @@
 #    are both reserved (a deleted field);
 #  - no published number carries another name (never reused);
 #  - every published enum value keeps its number;
-#  - every enum's zero value is <ENUM>_UNSPECIFIED.
+#  - every enum's zero value is <ENUM>_UNSPECIFIED;
+# and the shape of the Worker API the 000 seed fixes: the unary and
+# streaming RPCs (CP-1-6) and no exclusive extraction (CP-1-4).
 . "$top_srcdir/t/lib/testlib.sh"
 
 # A missing tool is a failure, never a skip (scripts/install-deps.sh).
@@ -59,4 +61,31 @@ ok $? "every enum's zero value is <ENUM>_UNSPECIFIED (CP-7-3)" || cat "$T/zeros"
 n=$(grep -c '^enum .* 0$' "$T/now")
 [ "$n" -ge 9 ]
 ok $? "all $n enums were checked"
+
+# The calls and their kinds, from the compiled descriptor (not the text).
+W=controlplane.v1.WorkerControlPlane
+for m in RegisterWorker AcknowledgeSnapshot ReportRuntime; do
+  grep -qx "method $W $m unary" "$T/now"
+  ok $? "CP-1-6: $m is a unary RPC" || grep "method $W $m " "$T/now" >&2
+done
+grep -qx "method $W WatchSnapshots server_stream" "$T/now"
+ok $? "WatchSnapshots is server-streaming"
+grep -qx "method $W ReportOutcomes client_stream" "$T/now"
+ok $? "ReportOutcomes is client-streaming"
+[ "$(grep -c "^method $W " "$T/now")" -eq 5 ]
+ok $? "WorkerControlPlane has exactly these five RPCs"
+
+# No exclusive extraction for clients: no RPC of any service, and no
+# message, field or enum value anywhere, about extraction; no RPC leases
+# or releases a proxy (CP-1-4). ("expires_at ... of the lease" is the
+# ownership lease's expiry, a field, not an RPC.)
+grep -i '^method .*\(extract\|exclusive\|lease\|release\|acquire\|checkout\)' \
+  "$T/now" >"$T/extract"
+grep -i '^\(field\|enum\) .*\(extract\|exclusive\)' "$T/now" >>"$T/extract"
+[ ! -s "$T/extract" ]
+ok $? "CP-1-4: the protocol has no extraction, lease or release RPC and no extraction field" ||
+  cat "$T/extract" >&2
+n=$(grep -c '^method ' "$T/now")
+[ "$n" -eq 8 ]
+ok $? "all $n RPCs of both services were checked"
 done_testing

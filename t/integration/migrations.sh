@@ -163,7 +163,8 @@ sqlite $D/up.db is at version 10 (current)" "sqlite: apply says what it did"
   "$MIG" apply --sqlite "$D/race.db" >"$D/race2.log" 2>&1 & p2=$!
   wait_exit $p1 30; r1=$EXIT
   wait_exit $p2 30; r2=$EXIT
-  is "$r1:$r2" "0:0" "sqlite: two concurrent applies both succeed"
+  is "$r1:$r2" "0:0" "sqlite: two concurrent applies both succeed" ||
+    cat "$D/race1.log" "$D/race2.log" | sed 's/^/#   /'
   is "$(sq_version "$D/race.db"):$(sq "$D/race.db" 'SELECT count(*) FROM authorization_revision')" "10:1" \
     "sqlite: and the database is at 10 with one revision row"
 

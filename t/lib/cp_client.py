@@ -78,13 +78,15 @@ def ack(stub, worker, session, snap, accepted=True, checksum=None):
         timeout=TIMEOUT))
 
 
-def runtime(stub, worker, session, seq, snap, counters=()):
+def runtime(stub, worker, session, seq, snap, counters=(), observed_ms=None):
     req = pb.ReportRuntimeRequest(
         worker_id=worker, session_id=session, report_sequence=seq,
         snapshot_version=snap.version, ownership_epoch=snap.ownership_epoch,
         counters=[pb.ProxyCounter(proxy_id=p, active=a, reserved=r)
                   for p, a, r in counters])
-    req.observed_at.FromMilliseconds(1764600000000 + seq)  # fixed: replays are byte-equal
+    # Fixed by default: replays are byte-equal.
+    req.observed_at.FromMilliseconds(
+        1764600000000 + seq if observed_ms is None else observed_ms)
     return code_of(lambda: stub.ReportRuntime(req, timeout=TIMEOUT))
 
 
@@ -220,6 +222,15 @@ def flow():
         timeout=TIMEOUT))
     result(code == SC.FAILED_PRECONDITION,
            "CP-2-13 a version ahead of the ACK baseline: FAILED_PRECONDITION (%s)" % code)
+    # Sequences order reports, observed_at never does (CP-2-11): a later
+    # sequence observed long before the last one is taken, a smaller one
+    # observed after it is not.
+    code, _ = runtime(stub, "w1", s, 3, snap, [], observed_ms=1000000000000)
+    result(code == SC.OK,
+           "CP-2-11 a larger sequence observed earlier than the last: accepted (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 2, snap, [], observed_ms=1764700000000)
+    result(code == SC.ABORTED,
+           "CP-2-11 a smaller sequence observed later than the last: ABORTED (%s)" % code)
     # outcomes
     code, r = outcomes(stub, [batch("w1", s, 1), batch("w1", s, 2)])
     result(code == SC.OK and r.acknowledged_sequence == 2,
@@ -274,8 +285,130 @@ def flow():
            "CP-2-8 a report of the replaced session: FAILED_PRECONDITION (%s)" % code)
     code, _, it = first_snapshot(stub, "w1", s)
     result(code == SC.FAILED_PRECONDITION,
-           "CP-2-8 WatchSnapshots of the replaced session: FAILED_PRECONDITION (%s)" % code)
+           "CP-1-35 CP-2-8 WatchSnapshots of the replaced session: FAILED_PRECONDITION (%s)" % code)
     value("session", reg2.session_id)
+
+
+def apply_delta(held, d):
+    """The full snapshot a delta on `held` stands for, by the rules of
+    docs/protocol/controlplane-snapshots.md: proxies in id order, the
+    credentials of held that the proxies still name."""
+    new = pb.WorkerSnapshot()
+    new.CopyFrom(held)
+    new.version, new.ownership_epoch = d.version, d.ownership_epoch
+    new.generated_at.CopyFrom(d.generated_at)
+    new.valid_until.CopyFrom(d.valid_until)
+    if d.routing_replaced:
+        del new.routing[:]
+        new.routing.extend(d.routing)
+    px = {p.proxy_id: p for p in held.proxies}
+    for r in d.removed_proxy_ids:
+        px.pop(r, None)
+    for p in d.upserted_proxies:
+        px[p.proxy_id] = p
+    del new.proxies[:]
+    new.proxies.extend(px[k] for k in sorted(px))
+    refs = {(p.secret_ref, p.credential_version) for p in new.proxies if p.secret_ref}
+    keep = [c for c in held.credentials if (c.secret_ref, c.credential_version) in refs]
+    del new.credentials[:]
+    new.credentials.extend(keep)
+    new.checksum = d.checksum
+    return new
+
+
+def delta():
+    """Deltas (CP-1-2, CP-3-15): after an accepted ACK the next snapshot
+    comes as a delta on it, which applies to exactly the checksum it
+    declares; after a snapshot left unacknowledged, full snapshots again.
+    ARGS: the proxyhostctl command that changes the pool."""
+    import queue
+    import subprocess
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, instance="i7")
+    if code != SC.OK:
+        result(False, "delta: RegisterWorker (%s)" % code)
+        return
+    s = reg.session_id
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(worker_id="w1", session_id=s),
+                             timeout=60)
+    msgs = queue.Queue()
+
+    def drain():
+        try:
+            for m in it:
+                msgs.put(m)
+        except grpc.RpcError as e:
+            msgs.put(e.code())
+    threading.Thread(target=drain, daemon=True).start()
+
+    def change(capacity):
+        subprocess.run(ARGS + ["proxy", "update", "p2", "--capacity", str(capacity)],
+                       stdout=subprocess.DEVNULL, check=True, timeout=TIMEOUT)
+
+    def cap_of(snap, pid="p2"):
+        return next((p.capacity for p in snap.proxies if p.proxy_id == pid), None)
+
+    # Phase 1: every message acknowledged; deltas must apply exactly.
+    held, acked = None, None
+    deltas = bad = 0
+    changed = False
+    for _ in range(200):  # bounded: messages, each within TIMEOUT
+        try:
+            m = msgs.get(timeout=TIMEOUT)
+        except queue.Empty:
+            break
+        if not isinstance(m, pb.WatchSnapshotsResponse):
+            break
+        if m.HasField("delta"):
+            d = m.delta
+            if acked is None or d.base_version != acked.version:
+                bad += 1
+                break
+            held = apply_delta(acked, d)
+            deltas += 1
+            if snapshot_checksum(held) != d.checksum:
+                bad += 1
+                break
+        else:
+            held = m.snapshot
+        code, _ = ack(stub, "w1", s, held)
+        if code != SC.OK:
+            bad += 1
+            break
+        acked = held
+        if len(held.proxies) >= 2 and not changed:
+            change(7)
+            changed = True
+        elif changed and cap_of(held) == 7:
+            break
+    result(deltas >= 1 and bad == 0 and acked is not None and cap_of(acked) == 7,
+           "CP-3-15 after an accepted ACK the change comes as a delta on it (%d deltas)" % deltas)
+    result(bad == 0, "CP-3-16 every delta applies to its declared checksum and is ACKed "
+           "(independent Python implementation)")
+    # Phase 2: nothing acknowledged any more.
+    change(8)
+    first, later, full_after = None, 0, True
+    for _ in range(200):
+        try:
+            m = msgs.get(timeout=TIMEOUT)
+        except queue.Empty:
+            break
+        if not isinstance(m, pb.WatchSnapshotsResponse):
+            break
+        if first is None:
+            first = m
+            change(9)
+            continue
+        later += 1
+        if m.HasField("delta"):
+            full_after = False
+            break
+        if cap_of(m.snapshot) == 9:
+            break
+    result(first is not None and later >= 1 and full_after,
+           "CP-3-15 after a snapshot left unacknowledged: full snapshots (%d)" % later)
+    value("deltas", deltas)
+    it.cancel()
 
 
 def call_register():
@@ -323,4 +456,38 @@ def hold():
     fut.cancel()
 
 
-{"hold": hold, "flow": flow, "register": call_register, "once": unavailable}[SCENARIO]()
+def replace():
+    """A live Watch of w4's session, then a new registration of w4: how
+    the old stream ended, waiting at most ARGS[0] seconds for it."""
+    wait = float(ARGS[0]) if ARGS else TIMEOUT
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="w4", instance="i4")
+    if code != SC.OK:
+        value("code", code.name)
+        return
+    it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+        worker_id="w4", session_id=reg.session_id), timeout=120)
+    got, first, ended = [], threading.Event(), threading.Event()
+
+    def drain():
+        try:
+            for m in it:
+                got.append(m)
+                first.set()
+        except grpc.RpcError as e:
+            got.append(e.code())
+        first.set()
+        ended.set()
+    threading.Thread(target=drain, daemon=True).start()
+    first.wait(TIMEOUT)
+    value("first", "snapshot" if got and not isinstance(got[0], SC) else "none")
+    code, _ = register(stub, worker="w4", instance="i5")
+    value("register", code.name)
+    ended.wait(wait)
+    last = got[-1] if got else None
+    value("ended", last.name if ended.is_set() and isinstance(last, SC) else "no")
+    it.cancel()
+
+
+{"hold": hold, "flow": flow, "delta": delta, "register": call_register,
+ "once": unavailable, "replace": replace}[SCENARIO]()

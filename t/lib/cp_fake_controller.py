@@ -11,6 +11,12 @@ it gets is one line in EVENTS (flushed), for the shell to read:
   WATCH <session> <last_version>
   ACK <version> ACCEPTED|REJECTED <reason number>
   RUNTIME <sequence> <snapshot_version> <epoch> <counters>
+  OUTCOMES <session> <sequence> <outcomes> <digest>   one per batch read
+  OUTCALL <session> <batches> <status> <acknowledged>  one per call's end
+
+A batch's digest is SHA-256 over it packed with worker_id and session_id
+empty (docs/api/controlplane.md#digest; deterministic serialization), so a
+resend of the same batch shows the same digest.
 
 Scenarios:
   ok            a valid full snapshot, the stream stays open
@@ -23,8 +29,18 @@ Scenarios:
   short         a valid snapshot valid for 3 s (the test then kills us)
   fatal_<code>  RegisterWorker fails with invalid_argument,
                 permission_denied or failed_precondition
+For t/integration/cp_outcomes.sh (ReportOutcomes; max_runtime_counters
+50 so that batches are small; the snapshot as in ok):
+  oc_ack_all    every call acknowledged up to its last batch
+  oc_ack_none   the first call answers OK acknowledging nothing (0), the
+                later ones everything (the same batches come again)
+  oc_unavailable  the first call fails UNAVAILABLE, the later ones are
+                acknowledged (retried in the same session)
+  oc_failed_precondition  the first call fails FAILED_PRECONDITION (a
+                replaced session), the later ones are acknowledged
 The snapshots' checksum is t/lib/cp_checksum.py's (written from the
 protocol document, not from the C code)."""
+import hashlib
 import os
 import sys
 import threading
@@ -42,6 +58,7 @@ PORT_FILE, EVENTS, SCENARIO = sys.argv[2], sys.argv[3], sys.argv[4]
 CERTS = sys.argv[5] if len(sys.argv) > 5 else None
 CLUSTER = "c1"
 SESSION_N = [0]
+OC_CALLS = [0]
 ev_lock = threading.Condition()
 acks = []
 log = open(EVENTS, "a", encoding="ascii")
@@ -113,7 +130,9 @@ class Controller(pbg.WorkerControlPlaneServicer):
         r = pb.RegisterWorkerResponse(session_id="s%d" % SESSION_N[0],
                                       ownership_epoch=1,
                                       protocol_version=pb.PROTOCOL_VERSION_V1,
-                                      max_runtime_counters=100)
+                                      max_runtime_counters=(
+                                          50 if SCENARIO.startswith("oc_")
+                                          else 100))
         r.max_stale_age.seconds = 600
         r.session_ttl.seconds = 30
         r.runtime_interval.nanos = 200 * 1000 * 1000
@@ -180,10 +199,28 @@ class Controller(pbg.WorkerControlPlaneServicer):
         return r
 
     def ReportOutcomes(self, it, ctx):
-        last = 0
+        with ev_lock:
+            OC_CALLS[0] += 1
+            n_call = OC_CALLS[0]
+        last, n, session = 0, 0, "-"
         for b in it:
-            event("OUTCOMES %d %d" % (b.sequence, len(b.outcomes)))
-            last = b.sequence
+            c = pb.ReportOutcomesRequest()
+            c.CopyFrom(b)
+            c.worker_id, c.session_id = "", ""
+            digest = hashlib.sha256(
+                c.SerializeToString(deterministic=True)).hexdigest()
+            event("OUTCOMES %s %d %d %s" % (b.session_id, b.sequence,
+                                            len(b.outcomes), digest))
+            last, n, session = b.sequence, n + 1, b.session_id
+        fail = {"oc_unavailable": grpc.StatusCode.UNAVAILABLE,
+                "oc_failed_precondition":
+                    grpc.StatusCode.FAILED_PRECONDITION}.get(SCENARIO)
+        if fail is not None and n_call == 1:
+            event("OUTCALL %s %d %s 0" % (session, n, fail.name))
+            ctx.abort(fail, "the fake controller refuses")
+        if SCENARIO == "oc_ack_none" and n_call == 1:
+            last = 0
+        event("OUTCALL %s %d OK %d" % (session, n, last))
         return pb.ReportOutcomesResponse(acknowledged_sequence=last)
 
 

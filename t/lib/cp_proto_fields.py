@@ -8,6 +8,7 @@ t/integration/cp_proto_rules.sh:
     reserved <message> <number>      (one line per reserved number)
     reservedname <message> <name>
     enum <enum> <name> <number>
+    method <service> <name> <unary|client_stream|server_stream|bidi>
 
 Runs with Debian's python3-protobuf (/usr/bin/python3)."""
 import sys
@@ -46,6 +47,13 @@ def main():
             walk_enum(fd.package, e, out)
         for m in fd.message_type:
             walk_msg(fd.package, m, out)
+        for svc in fd.service:
+            for md in svc.method:
+                kind = {(False, False): "unary", (True, False): "client_stream",
+                        (False, True): "server_stream", (True, True): "bidi"}
+                out.append("method %s.%s %s %s" % (
+                    fd.package, svc.name, md.name,
+                    kind[(md.client_streaming, md.server_streaming)]))
     sys.stdout.write("".join(line + "\n" for line in sorted(out)))
 
 

@@ -592,8 +592,11 @@ static void test_required(void) {
   ph_conf *c = conf_new();
   conf_declare(c, "pool", pool_keys);
   is_int(conf_finalize(c, NULL, &err), -1, "missing required key fails");
-  is_str(err.data, "pool.control_plane_address: required key is not set\n",
-         "required error without file:line when no header");
+  is_str(err.data,
+         "pool.control_plane_address: required key is not set "
+         "(environment PROXY_POOL_CONTROL_PLANE_ADDRESS)\n",
+         "required error without file:line when no header, naming the "
+         "environment name");
   conf_free(c);
 
   buf_reset(&err);
@@ -602,7 +605,8 @@ static void test_required(void) {
   conf_declare(c, "pool", pool_keys);
   is_int(conf_finalize(c, NULL, &err), -1, "still missing");
   is_str(err.data,
-         "p.ini:2: pool.control_plane_address: required key is not set\n",
+         "p.ini:2: pool.control_plane_address: required key is not set "
+         "(environment PROXY_POOL_CONTROL_PLANE_ADDRESS)\n",
          "required error names the section header");
   conf_free(c);
 

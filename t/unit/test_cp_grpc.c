@@ -484,12 +484,13 @@ static void test_conf(void) {
     diag("%s", err);
   is_int(got_srv.tls.mode, CP_TLS_DISABLED, "the server's tls.mode is read");
   is_int(got_srv.max_recv_bytes, 16 * 1024 * 1024,
-         "grpc.max_receive_message_size defaults to 16 MiB");
-  is_int(got_srv.max_streams, 100, "grpc.max_concurrent_streams defaults to 100");
+         "CP-1-13 grpc.max_receive_message_size defaults to 16 MiB");
+  is_int(got_srv.max_streams, 100,
+         "CP-1-13 grpc.max_concurrent_streams defaults to 100");
   is_int(got_srv.max_connection_age_ms, 1800000,
          "grpc.max_connection_age defaults to 30 min (CP-8-3)");
   is_int(got_cli.keepalive_time_ms, 60000,
-         "the client's grpc.keepalive_time defaults to 60 s");
+         "CP-1-13 the client's grpc.keepalive_time defaults to 60 s");
   ok(got_cli.keepalive_time_ms >= got_srv.min_ping_interval_ms,
      "the client's default keepalive respects the server's default "
      "min_ping_interval (no too_many_pings)");
@@ -551,17 +552,18 @@ static void test_conf(void) {
                 "grpc.max_concurrent_streams = 0\n",
                 err, sizeof(err));
   like(err, "cps.grpc.max_concurrent_streams",
-       "CP-8-3 grpc.max_concurrent_streams = 0 is out of bounds");
+       "CP-1-13 CP-8-3 grpc.max_concurrent_streams = 0 is out of bounds");
   rc = conf_try("[cps]\nlisten = 127.0.0.1:0\ntls.mode = disabled\n"
                 "grpc.max_receive_message_size = 512MiB\n",
                 err, sizeof(err));
   like(err, "cps.grpc.max_receive_message_size",
-       "CP-8-3 grpc.max_receive_message_size above 256 MiB is out of bounds");
+       "CP-1-13 CP-8-3 grpc.max_receive_message_size above 256 MiB is out of "
+       "bounds");
   rc = conf_try("[cpc]\naddress = 127.0.0.1:1\ntls.mode = disabled\n"
                 "grpc.keepalive_time = 1s\n",
                 err, sizeof(err));
   like(err, "cpc.grpc.keepalive_time",
-       "a client keepalive_time under 10 s is out of bounds");
+       "CP-1-13 a client keepalive_time under 10 s is out of bounds");
 }
 
 /* ---- plaintext ----------------------------------------------------- */
@@ -741,7 +743,7 @@ static void test_plain(void) {
   register_call(ch, &big, "w1", 5000);
   wait_for(&big.done, 1);
   is_int(big.status, CP_GRPC_RESOURCE_EXHAUSTED,
-         "CP-8-3 a request over the client's max send size is "
+         "CP-1-13 CP-8-3 a request over the client's max send size is "
          "RESOURCE_EXHAUSTED");
   cp_grpc_channel_free(ch);
 
@@ -753,7 +755,7 @@ static void test_plain(void) {
   register_call(ch, &big2, "w1", 5000);
   wait_for(&big2.done, 1);
   is_int(big2.status, CP_GRPC_RESOURCE_EXHAUSTED,
-         "CP-8-3 a request over the server's max receive size is "
+         "CP-1-13 CP-8-3 a request over the server's max receive size is "
          "RESOURCE_EXHAUSTED");
   is_int(S.reg, before, "the handler never saw the oversized request");
   S.big_reply = 1;

@@ -2,7 +2,8 @@
 /* The gateway's session supervisor (modules/controlplane_client/
  * cp_supervisor.c), pure: the order Register -> Watch -> validate ->
  * swap -> ACK -> heartbeats, what each status leads to, the backoff, and
- * readiness from the view's validity and the max stale age. A seeded run
+ * readiness from the view's validity and the max stale age, a view that
+ * cannot be built NACKed in the same session. A seeded run
  * of random events checks the invariants (never an ACK before a swap,
  * never a heartbeat outside RUNNING or before the first accepted ACK). */
 #include <stdlib.h>
@@ -114,6 +115,50 @@ static void test_rejected_snapshot(void) {
   is_int(cp_sup_acked(&s, CP_GRPC_OK, 6000), CP_ACT_RUNTIME,
          "CP-1-10: a positive ACK reopens the heartbeats");
   is_int(s.base_version, 45, "with the new baseline");
+}
+
+/* A snapshot that passed its validation but could not be built into a
+ * view (controlplane_client's build_done): a negative ACK of the same
+ * triple, the session and the old view kept. */
+static void test_build_failed(void) {
+  uint32_t r = 0;
+  cp_sup_limits l = limits(&r);
+  cp_sup s;
+  to_running(&s, &l);
+  cp_sup_runtime_done(&s, CP_GRPC_OK, 1000);
+  uint64_t epoch = s.epoch;
+  is_int(cp_sup_build_failed(&s, 3), CP_ACT_NONE,
+         "no build in flight: a build failure is no event");
+  is_int(cp_sup_snapshot(&s, 0, 46, 7, SUM), CP_ACT_BUILD,
+         "a valid snapshot goes to the build");
+  is_int(cp_sup_build_failed(&s, 4 /* TOO_LARGE */), CP_ACT_NACK,
+         "CP-3-14: a view that cannot be built is answered with a negative "
+         "ACK, not a new session");
+  ok(s.state == CP_SUP_NACKING && s.nack_reason == 4 &&
+         s.ack_version == 46 && s.ack_epoch == 7 &&
+         memcmp(s.ack_checksum, SUM, 32) == 0,
+     "CP-1-8: the NACK names the snapshot's triple and the reason");
+  ok(cp_sup_ready(&s, 5000) && s.view_valid_until_ms == 61000,
+     "CP-3-14: the old view stays in use, its validity unchanged");
+  is_int(cp_sup_acked(&s, CP_GRPC_OK, 5000), CP_ACT_NONE,
+         "the negative ACK is accepted");
+  ok(s.state == CP_SUP_WATCHING && s.epoch == epoch,
+     "the session and its stream stay (no backoff, no register)");
+  is_int(cp_sup_timer(&s, 100000), CP_ACT_NONE,
+         "CP-1-10: no heartbeat after the negative ACK");
+  is_int(cp_sup_snapshot(&s, 0, 47, 7, SUM), CP_ACT_BUILD,
+         "a later snapshot on the stream is built again");
+  is_int(cp_sup_swapped(&s, 6000, 70000), CP_ACT_ACK, "and swapped in");
+  is_int(cp_sup_acked(&s, CP_GRPC_OK, 6000), CP_ACT_RUNTIME,
+         "CP-1-10: its positive ACK reopens the heartbeats");
+  /* The first snapshot of a session: no view yet, still a NACK. */
+  cp_sup_start(&s, &l);
+  cp_sup_registered(&s, CP_GRPC_OK, 8, 1000, 30000, 1000);
+  cp_sup_snapshot(&s, 0, 1, 8, SUM);
+  is_int(cp_sup_build_failed(&s, 0), CP_ACT_NACK,
+         "a failed first build is NACKed too");
+  is_int(s.nack_reason, 3, "reason 0 is sent as MALFORMED");
+  ok(!cp_sup_ready(&s, 2000), "CP-1-28: still not ready without a view");
 }
 
 static void test_fatal(void) {
@@ -276,7 +321,14 @@ static void test_random(void) {
       switch (ev) {
       case 0: a = cp_sup_registered(&s, code, 1, 100, 2000, now); break;
       case 1: a = cp_sup_snapshot(&s, (int)(next_rand(NULL) % 3), 9, 1, SUM); break;
-      case 2: a = cp_sup_swapped(&s, now, now + 1000); swapped |= a == CP_ACT_ACK; break;
+      case 2:
+        if (next_rand(NULL) % 5 == 0) {
+          a = cp_sup_build_failed(&s, 3);
+          break;
+        }
+        a = cp_sup_swapped(&s, now, now + 1000);
+        swapped |= a == CP_ACT_ACK;
+        break;
       case 3: a = cp_sup_acked(&s, code, now); break;
       case 4: a = cp_sup_timer(&s, now); break;
       case 5: a = cp_sup_runtime_done(&s, code, now); break;
@@ -314,6 +366,7 @@ int main(void) {
   test_happy_path();
   test_readiness();
   test_rejected_snapshot();
+  test_build_failed();
   test_fatal();
   test_backoff();
   test_runtime_retry();

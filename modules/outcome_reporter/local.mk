@@ -1,0 +1,64 @@
+# modules/outcome_reporter: the gateway's outcome queue and its
+# ReportOutcomes calls (issue 12, CP-1-29..33, CP-5-1..18): provides
+# "outcome.sink" (sdk/proxyhost/outcome_sink.h) over cp_outcomes.h's ring
+# and sends its batches through controlplane_client's "cp.session"
+# (modules/controlplane_client/cp_session.h). Its integration test runs it
+# against t/lib/cp_fake_controller.py and the real controller, with the
+# test module t/modules/outcome_probe.c recording outcomes on demand.
+EXTRA_DIST += modules/outcome_reporter/local.mk \
+	modules/outcome_reporter/outcome_reporter.ini.sample \
+	t/integration/cp_outcomes.sh
+
+OR_SOURCES = modules/outcome_reporter/outcome_reporter.c \
+	modules/outcome_reporter/or_status.c \
+	modules/outcome_reporter/or_status.h
+OR_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/outcome_reporter \
+	-I$(top_srcdir)/modules/controlplane_client \
+	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
+
+if MODULE_OUTCOME_REPORTER
+module_LTLIBRARIES += modules/outcome_reporter/outcome_reporter.la
+modules_outcome_reporter_outcome_reporter_la_SOURCES = $(OR_SOURCES)
+modules_outcome_reporter_outcome_reporter_la_CPPFLAGS = $(OR_CPPFLAGS)
+modules_outcome_reporter_outcome_reporter_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_outcome_reporter_outcome_reporter_la_LIBADD = $(CP_VIEW_LDADD)
+samples_DATA += modules/outcome_reporter/outcome_reporter.ini.sample
+# The generated headers must exist before these compile.
+modules/outcome_reporter/outcome_reporter_la-outcome_reporter.lo \
+modules/outcome_reporter/outcome_reporter_la-or_status.lo: \
+	$(CP_GEN)/proto.stamp
+
+# The status classes (CP-5-16, CP-5-17).
+check_PROGRAMS += t/unit/test_or_status
+TESTS += t/unit/test_or_status
+t_unit_test_or_status_SOURCES = t/unit/test_or_status.c \
+	modules/outcome_reporter/or_status.c modules/outcome_reporter/or_status.h
+t_unit_test_or_status_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/modules/outcome_reporter -I$(top_srcdir)/modules/cp_common
+
+# The module through the mock host with a fake cp.session (CP-2-4,
+# CP-5-1, CP-5-7..10, CP-5-15..18).
+check_PROGRAMS += t/unit/test_outcome_reporter
+TESTS += t/unit/test_outcome_reporter
+t_unit_test_outcome_reporter_SOURCES = t/unit/test_outcome_reporter.c \
+	$(OR_SOURCES)
+t_unit_test_outcome_reporter_CPPFLAGS = $(TEST_CPPFLAGS) \
+	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/outcome_reporter \
+	-I$(top_srcdir)/modules/controlplane_client \
+	-I$(top_srcdir)/modules/cp_common
+t_unit_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
+t/unit/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \
+t/unit/test_outcome_reporter-outcome_reporter.$(OBJEXT): $(CP_GEN)/proto.stamp
+
+# A module that records outcomes through "outcome.sink" when the test asks
+# (an admin route).
+check_LTLIBRARIES += t/modules/outcome_probe.la
+t_modules_outcome_probe_la_SOURCES = t/modules/outcome_probe.c
+t_modules_outcome_probe_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+
+if MODULE_CONTROLPLANE_CLIENT
+TESTS += t/integration/cp_outcomes.sh
+endif
+endif
