@@ -3,6 +3,7 @@
  * docs/api/controlplane.md, "Checksum" (keep the two in step: the Python
  * vector test reads the document's rules, not this file). */
 #include "cp_checksum.h"
+#include "cp_sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -179,11 +180,17 @@ int cp_credential_ptr_cmp(const void *a, const void *b) {
                                                           : 0;
 }
 
-/* A sorted copy of a pointer array (NULL for an empty one). */
-static void **sorted(void *const *v, size_t n,
-                     int (*cmp)(const void *, const void *), int *err) {
+/* v in cmp's order: v itself when it already is (what the builder
+ * emits), else a sorted copy in *copy (freed by the caller); NULL for an
+ * empty one. */
+static void *const *in_order(void *const *v, size_t n,
+                             int (*cmp)(const void *, const void *),
+                             void ***copy, int *err) {
+  *copy = NULL;
   if (!n)
     return NULL;
+  if (cp_is_sorted(v, n, sizeof *v, cmp))
+    return v;
   void **s = malloc(n * sizeof *s);
   if (!s) {
     *err = 1;
@@ -191,20 +198,22 @@ static void **sorted(void *const *v, size_t n,
   }
   memcpy(s, v, n * sizeof *s);
   qsort(s, n, sizeof *s, cmp);
+  *copy = s;
   return s;
 }
 
 int cp_checksum_snapshot(const Controlplane__V1__WorkerSnapshot *s,
                          uint8_t out[CP_CHECKSUM_LEN]) {
   int err = 0;
-  void **px = sorted((void *const *)s->proxies, s->n_proxies,
-                     cp_proxy_ptr_cmp, &err);
-  void **cr = sorted((void *const *)s->credentials, s->n_credentials,
-                     cp_credential_ptr_cmp, &err);
+  void **px_copy, **cr_copy;
+  void *const *px = in_order((void *const *)s->proxies, s->n_proxies,
+                             cp_proxy_ptr_cmp, &px_copy, &err);
+  void *const *cr = in_order((void *const *)s->credentials, s->n_credentials,
+                             cp_credential_ptr_cmp, &cr_copy, &err);
   sink k;
   if (err || sink_open(&k) != 0) {
-    free(px);
-    free(cr);
+    free(px_copy);
+    free(cr_copy);
     if (!err)
       EVP_MD_CTX_free(k.md);
     memset(out, 0, CP_CHECKSUM_LEN);
@@ -223,8 +232,8 @@ int cp_checksum_snapshot(const Controlplane__V1__WorkerSnapshot *s,
   put_u32(&k, (uint32_t)s->n_credentials);
   for (size_t i = 0; i < s->n_credentials; i++)
     put_cred(&k, cr[i]);
-  free(px);
-  free(cr);
+  free(px_copy);
+  free(cr_copy);
   return sink_close(&k, out);
 }
 

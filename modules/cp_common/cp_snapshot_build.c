@@ -21,6 +21,7 @@
 
 #include "cp_checksum.h"
 #include "cp_snapshot_int.h"
+#include "cp_sort.h"
 #include "cp_snapshot_time.h"
 
 /* Unix ms bounds of a Timestamp, so that every time built converts. */
@@ -211,14 +212,14 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
     res = CP_BUILD_ETOOBIG;
     goto done;
   }
-  qsort(sc.routes, nr, sizeof *sc.routes, route_ptr_cmp);
+  cp_sort(sc.routes, nr, sizeof *sc.routes, route_ptr_cmp);
 
   /* The pool by id, to look each owned proxy up. */
   if (!ALLOC_N(sc.rows, in->n_proxies))
     goto nomem;
   for (size_t i = 0; i < in->n_proxies; i++)
     sc.rows[i] = &in->proxies[i];
-  qsort(sc.rows, in->n_proxies, sizeof *sc.rows, row_ptr_cmp);
+  cp_sort(sc.rows, in->n_proxies, sizeof *sc.rows, row_ptr_cmp);
   for (size_t i = 1; i < in->n_proxies; i++)
     if (row_ptr_cmp(&sc.rows[i - 1], &sc.rows[i]) == 0) {
       res = CP_BUILD_EINVAL; /* the store's key is unique: a broken input */
@@ -230,28 +231,32 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
     goto nomem;
   for (size_t i = 0; i < in->n_owned; i++)
     sc.owned[i] = &in->owned[i];
-  qsort(sc.owned, in->n_owned, sizeof *sc.owned, owned_ptr_cmp);
+  cp_sort(sc.owned, in->n_owned, sizeof *sc.owned, owned_ptr_cmp);
 
   size_t nc = 0, nkeys = 0;
   int64_t margin = in->allocation_safety_margin_ms, now = in->now_ms;
+  size_t row_at = 0; /* the merge walk's place in sc.rows */
   for (size_t i = 0; i < in->n_owned; i++) {
     const cp_owned *o = sc.owned[i];
     if (i > 0 && owned_ptr_cmp(&sc.owned[i - 1], &sc.owned[i]) == 0) {
       st.duplicate_owned++;
       continue;
     }
-    ph_pool_proxy_row key;
-    const ph_pool_proxy_row *kp = &key, **hit = NULL;
+    /* The pool and the index are both in id order (strcmp's, which
+     * cp_id_cmp is): one merge walk finds every row, O(rows + owned). */
+    const ph_pool_proxy_row *r = NULL;
     if (o->proxy_id && strlen(o->proxy_id) <= PH_POOL_ID_MAX) {
-      strcpy(key.proxy_id, o->proxy_id);
-      hit = bsearch(&kp, sc.rows, in->n_proxies, sizeof *sc.rows,
-                    row_ptr_cmp);
+      int c = 1;
+      while (row_at < in->n_proxies &&
+             (c = strcmp(sc.rows[row_at]->proxy_id, o->proxy_id)) < 0)
+        row_at++;
+      if (row_at < in->n_proxies && c == 0)
+        r = sc.rows[row_at];
     }
-    if (!hit) {
+    if (!r) {
       st.not_found++;
       continue;
     }
-    const ph_pool_proxy_row *r = *hit;
     if (r->admin_state != PH_POOL_ADMIN_ACTIVE &&
         r->admin_state != PH_POOL_ADMIN_DRAINING) {
       st.disabled++; /* DISABLED is never delivered, nor an unknown state */
@@ -293,7 +298,7 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
       sc.keys[nk].msg = NULL;
       nk++;
     }
-  qsort(sc.keys, nk, sizeof *sc.keys, cred_key_cmp);
+  cp_sort(sc.keys, nk, sizeof *sc.keys, cred_key_cmp);
   size_t nd = 0; /* distinct keys, compacted in place */
   for (size_t i = 0; i < nk; i++)
     if (nd == 0 || cred_key_cmp(&sc.keys[nd - 1], &sc.keys[i]) != 0)
@@ -392,10 +397,12 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
 
   /* The gateway's rules, applied here too: a rule row out of its bounds
    * fails the build (leaving a rule out would change where traffic goes),
-   * and an expired snapshot is never produced (CP-3-10). */
+   * and an expired snapshot is never produced (CP-3-10). The checksum was
+   * computed just above from these same fields: not again. */
   cp_expect ex = {in->cluster_id, in->worker_id, in->session_id};
-  if (vu <= now || cp_snapshot_check(m, &ex, now, &in->limits, NULL) !=
-                       CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
+  if (vu <= now ||
+      cp_snapshot_check_sum(m, &ex, now, &in->limits, 0, NULL) !=
+          CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
     res = CP_BUILD_EINVAL;
     goto done;
   }

@@ -11,6 +11,7 @@
 
 #include "cp_checksum.h"
 #include "cp_snapshot_int.h"
+#include "cp_sort.h"
 
 #define NEED_FULL(text)                                                     \
   do {                                                                      \
@@ -33,7 +34,7 @@ static void **sorted_copy(void *const *v, size_t n,
   }
   if (n)
     memcpy(s, v, n * sizeof *s);
-  qsort(s, n, sizeof *s, cmp);
+  cp_sort(s, n, sizeof *s, cmp);
   return s;
 }
 

@@ -61,4 +61,12 @@ cp_snapshot_limits cp_limits_or_max(const cp_snapshot_limits *lim);
 long cp_find_credential(Controlplane__V1__Credential *const *sorted, size_t n,
                         const char *ref, uint64_t version);
 
+/* cp_snapshot_check, with verify_sum 0 skipping only the checksum's
+ * recomputation (the builder's own check of a message whose checksum it
+ * has just computed from the same fields; it still requires 32 bytes). */
+Controlplane__V1__RejectReason cp_snapshot_check_sum(
+    const Controlplane__V1__WorkerSnapshot *m, const cp_expect *expect,
+    int64_t now_ms, const cp_snapshot_limits *lim, int verify_sum,
+    const char **why);
+
 #endif

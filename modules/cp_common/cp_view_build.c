@@ -12,6 +12,7 @@
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
+#include "cp_sort.h"
 #include "cp_view_int.h"
 #include "host_norm.h"
 
@@ -215,7 +216,7 @@ static int plan_make(const Controlplane__V1__WorkerSnapshot *s, plan *p,
 
   for (size_t i = 0; i < np; i++)
     p->proxies[i] = s->proxies[i];
-  qsort(p->proxies, np, sizeof *p->proxies, cmp_proxy);
+  cp_sort(p->proxies, np, sizeof *p->proxies, cmp_proxy);
   for (size_t i = 0; i < np; i++) {
     if (!p->proxies[i]->proxy_id || !*p->proxies[i]->proxy_id) {
       *why = "a proxy without an id";
@@ -232,7 +233,7 @@ static int plan_make(const Controlplane__V1__WorkerSnapshot *s, plan *p,
     p->creds[i] = s->credentials[i];
     p->cred_slot[i] = -1;
   }
-  qsort(p->creds, nc, sizeof *p->creds, cmp_cred);
+  cp_sort(p->creds, nc, sizeof *p->creds, cmp_cred);
   p->n_creds_in = nc;
   for (size_t i = 0; i < np; i++) {
     const owned_proxy *op = p->proxies[i];
@@ -260,7 +261,7 @@ static int plan_make(const Controlplane__V1__WorkerSnapshot *s, plan *p,
       p->members[p->n_members].idx = (uint32_t)i;
       p->n_members++;
     }
-  qsort(p->members, p->n_members, sizeof *p->members, cmp_membership);
+  cp_sort(p->members, p->n_members, sizeof *p->members, cmp_membership);
   /* A proxy listing one group twice is one candidate. */
   size_t w = 0;
   for (size_t r = 0; r < p->n_members; r++)

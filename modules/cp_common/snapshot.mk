@@ -11,7 +11,7 @@ noinst_LTLIBRARIES += modules/cp_common/libcpsnapshot.la
 modules_cp_common_libcpsnapshot_la_SOURCES = \
 	modules/cp_common/cp_checksum.c modules/cp_common/cp_checksum.h \
 	modules/cp_common/cp_snapshot.c modules/cp_common/cp_snapshot.h \
-	modules/cp_common/cp_snapshot_int.h \
+	modules/cp_common/cp_snapshot_int.h modules/cp_common/cp_sort.h \
 	modules/cp_common/cp_snapshot_arena.c \
 	modules/cp_common/cp_snapshot_arena.h \
 	modules/cp_common/cp_snapshot_time.c \
@@ -27,12 +27,17 @@ CP_SNAPSHOT_TEST_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 CP_SNAPSHOT_LDADD = modules/cp_common/libcpsnapshot.la
 
-UNIT_TESTS_CP_SNAPSHOT = t/unit/test_cp_snapshot
+UNIT_TESTS_CP_SNAPSHOT = t/unit/test_cp_snapshot t/unit/test_cp_sort
 check_PROGRAMS += $(UNIT_TESTS_CP_SNAPSHOT) t/unit/cp_checksum_vector
 TESTS += $(UNIT_TESTS_CP_SNAPSHOT)
 t_unit_test_cp_snapshot_SOURCES = t/unit/test_cp_snapshot.c
 t_unit_test_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
 t_unit_test_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)
+# cp_sort.h's in-order fast path, the checksum in any order, the build's
+# merge walk (the optimisations t/bench/cpsnap measured).
+t_unit_test_cp_sort_SOURCES = t/unit/test_cp_sort.c
+t_unit_test_cp_sort_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+t_unit_test_cp_sort_LDADD = $(CP_SNAPSHOT_LDADD)
 # The C side of t/integration/cp_checksum_vector.sh: prints a fixed
 # snapshot's fields as JSON and its checksum, for the Python peer.
 t_unit_cp_checksum_vector_SOURCES = t/unit/cp_checksum_vector.c
