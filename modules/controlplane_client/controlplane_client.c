@@ -509,47 +509,29 @@ static void start_build(cpc *m, cp_snapshot *snap) {
   m->job = id;
 }
 
-/* A full snapshot from the stream message: re-packed into a handle of its
- * own (a bounded arena), the unpacked copy's credentials wiped. */
-static cp_snapshot *own_snapshot(Controlplane__V1__WorkerSnapshot *s) {
-  size_t n = controlplane__v1__worker_snapshot__get_packed_size(s);
-  uint8_t *buf = malloc(n ? n : 1);
-  if (!buf)
-    return NULL;
-  controlplane__v1__worker_snapshot__pack(s, buf);
-  cp_snapshot *h = cp_snapshot_unpack(buf, n);
-  OPENSSL_cleanse(buf, n);
-  free(buf);
-  return h;
-}
-
 static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
   int64_t now = wall_ms();
   cp_expect ex = {m->conf.cluster_id, m->conf.worker_id, m->session};
   const char *why = NULL;
   cp_snapshot *snap = NULL;
   int reason = 0;
-  Controlplane__V1__WatchSnapshotsResponse *r =
-      controlplane__v1__watch_snapshots_response__unpack(NULL, len, msg);
-  if (!r || (r->payload_case !=
-                 CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_SNAPSHOT &&
-             r->payload_case !=
-                 CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA)) {
+  /* Unpacked once, into the bounded arena the snapshot keeps (wiped when
+   * freed: it holds credentials). */
+  const Controlplane__V1__SnapshotDelta *delta = NULL;
+  cp_snapshot *in = cp_snapshot_unpack_response(msg, len, &delta);
+  if (!in) {
     /* Nothing to NACK: no version, no checksum. A new session. */
     count_reject(m, CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED);
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "unreadable snapshot stream message");
-    if (r)
-      controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
     perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH, CP_GRPC_INTERNAL, now));
     return;
   }
-  if (r->payload_case ==
-      CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA) {
+  if (delta) {
     cp_delta_result d =
-        m->held ? cp_snapshot_apply_delta(cp_snapshot_msg(m->held), r->delta,
+        m->held ? cp_snapshot_apply_delta(cp_snapshot_msg(m->held), delta,
                                           &ex, now, &m->limits, &snap, &why)
                 : CP_DELTA_NEED_FULL;
-    controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
+    cp_snapshot_free(in);
     if (d != CP_DELTA_OK) {
       /* Discard it and ask for a full snapshot on a new stream
        * (CP-3-16); the session and the view stay. */
@@ -560,15 +542,7 @@ static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
       return;
     }
   } else {
-    snap = own_snapshot(r->snapshot);
-    cp_view_wipe_message(r->snapshot);
-    controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
-    if (!snap) {
-      count_reject(m, CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_TOO_LARGE);
-      perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
-                               CP_GRPC_RESOURCE_EXHAUSTED, now));
-      return;
-    }
+    snap = in;
     reason = cp_snapshot_check(cp_snapshot_msg(snap), &ex, now, &m->limits,
                                &why);
   }

@@ -81,6 +81,35 @@ cp_snapshot *cp_snapshot_unpack(const uint8_t *data, size_t len) {
   return s;
 }
 
+cp_snapshot *cp_snapshot_unpack_response(
+    const uint8_t *data, size_t len,
+    const Controlplane__V1__SnapshotDelta **delta) {
+  *delta = NULL;
+  if (len > (SIZE_MAX - UNPACK_BASE) / UNPACK_PER_BYTE)
+    return NULL;
+  cp_snapshot *s = cp_snapshot_new(UNPACK_BASE + len * UNPACK_PER_BYTE);
+  if (!s)
+    return NULL;
+  ProtobufCAllocator al;
+  cp_arena_allocator(s->arena, &al);
+  Controlplane__V1__WatchSnapshotsResponse *r =
+      controlplane__v1__watch_snapshots_response__unpack(&al, len, data);
+  if (r && r->payload_case ==
+               CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_SNAPSHOT &&
+      r->snapshot) {
+    s->msg = r->snapshot;
+    return s;
+  }
+  if (r && r->payload_case ==
+               CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA &&
+      r->delta) {
+    *delta = r->delta;
+    return s;
+  }
+  cp_snapshot_free(s);
+  return NULL;
+}
+
 const Controlplane__V1__SnapshotDelta *cp_delta_msg(const cp_delta *d) {
   return d ? d->msg : NULL;
 }

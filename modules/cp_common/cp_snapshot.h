@@ -54,6 +54,16 @@ void cp_snapshot_free(cp_snapshot *s);
  * cp_snapshot_check. */
 cp_snapshot *cp_snapshot_unpack(const uint8_t *data, size_t len);
 
+/* Unpacks a WatchSnapshotsResponse (the stream's message) once, into a
+ * handle's arena under the same bound. A full snapshot: the handle owns
+ * it, *delta NULL. A delta: *delta points into the handle (valid until it
+ * is freed) and the handle's own message is empty. NULL for bytes
+ * protobuf-c refuses, a message with no payload, or one over the bound.
+ * Not a validation either. */
+cp_snapshot *cp_snapshot_unpack_response(
+    const uint8_t *data, size_t len,
+    const Controlplane__V1__SnapshotDelta **delta);
+
 /* ---- build (controller) ------------------------------------------- */
 
 /* One proxy of the worker's Redis ownership index. */

@@ -11,26 +11,22 @@
  *   checksum      cp_checksum_snapshot over the built message, alone
  *   wire          pack of the WatchSnapshotsResponse the controller sends
  *   unpack        the gateway's receive as controlplane_client does it:
- *                 protobuf-c unpack of the response, re-pack of its snapshot,
- *                 cp_snapshot_unpack into the bounded arena, the unpacked
- *                 copy wiped and freed
- *   unpack_arena  cp_snapshot_unpack of the snapshot's bytes alone: the
- *                 receive's floor with one unpack instead of two
+ *                 cp_snapshot_unpack_response, the stream message unpacked
+ *                 once into the bounded arena the snapshot keeps; freed
+ *                 (wiped)
+ *   unpack_arena  cp_snapshot_unpack of the snapshot's bytes alone
  *   check         cp_snapshot_check (bounds, identity, times, checksum)
  *   compile       cp_view_compile into the immutable view, release
  *   swap          cp_view_publish of a new view + release of the old one
- *   receive_once  the receive with the stream message unpacked once, into
- *                 the bounded arena (not what the gateway does today: the
- *                 measured case for changing it)
  *   pipeline      build + wire + unpack + check + compile + swap, one pass
  *                 (what one full snapshot costs, end to end, minus the
  *                 network)
- *   pipeline_once the same with receive_once
  *
- * Each operation runs ITERS times per run, RUNS runs; the figure is the
- * median run's nanoseconds (wall, CLOCK_MONOTONIC) and CPU (this thread's
- * CLOCK_THREAD_CPUTIME_ID) per operation, and the ratio of both to the
- * baseline's. One line per operation, key=value, then a Markdown table.
+ * Each operation runs ITERS times per run, RUNS runs, each run after one
+ * run of the baseline; the figure is the median run's nanoseconds (wall,
+ * CLOCK_MONOTONIC) and CPU (this thread's CLOCK_THREAD_CPUTIME_ID) per
+ * operation, and the ratio of both to the median of the baseline runs
+ * interleaved with it. One line per operation, key=value, then a Markdown table.
  * Single-threaded, no I/O. On demand only (never in make check):
  *
  *   make -C _b t/bench/cpsnap && _b/t/bench/cpsnap [-n N] [-i ITERS] [-r RUNS]
@@ -264,25 +260,13 @@ static void op_wire(ctx *c) {
   free(b);
 }
 
-/* The gateway's receive, as controlplane_client's handle_message and
- * own_snapshot do it. Returns the handle. */
+/* The gateway's receive, as controlplane_client's handle_message does
+ * it. Returns the handle. */
 static cp_snapshot *receive(const uint8_t *wire, size_t len) {
-  Controlplane__V1__WatchSnapshotsResponse *r =
-      controlplane__v1__watch_snapshots_response__unpack(NULL, len, wire);
-  if (!r || !r->snapshot)
+  const Controlplane__V1__SnapshotDelta *d = NULL;
+  cp_snapshot *h = cp_snapshot_unpack_response(wire, len, &d);
+  if (!h || d)
     fail("stream message refused");
-  size_t n = controlplane__v1__worker_snapshot__get_packed_size(r->snapshot);
-  uint8_t *b = malloc(n ? n : 1);
-  if (!b)
-    fail("out of memory");
-  controlplane__v1__worker_snapshot__pack(r->snapshot, b);
-  cp_snapshot *h = cp_snapshot_unpack(b, n);
-  OPENSSL_cleanse(b, n);
-  free(b);
-  cp_view_wipe_message(r->snapshot);
-  controlplane__v1__watch_snapshots_response__free_unpacked(r, NULL);
-  if (!h)
-    fail("cp_snapshot_unpack refused");
   return h;
 }
 
@@ -297,30 +281,6 @@ static void op_unpack_arena(ctx *c) {
   if (!h)
     fail("cp_snapshot_unpack refused");
   cp_snapshot_free(h);
-}
-
-/* The receive with one unpack: the stream message unpacked once, into a
- * bounded arena (cp_snapshot_unpack's allocator and bound), its snapshot
- * used in place. Not what controlplane_client does today (receive()): the
- * measured case for changing it. Returns the arena; *out the snapshot. */
-static cp_arena *receive_once(const uint8_t *wire, size_t len,
-                              const Controlplane__V1__WorkerSnapshot **out) {
-  cp_arena *a = cp_arena_new((size_t)(64 << 10) + len * 256);
-  if (!a)
-    fail("out of memory");
-  ProtobufCAllocator al;
-  cp_arena_allocator(a, &al);
-  Controlplane__V1__WatchSnapshotsResponse *r =
-      controlplane__v1__watch_snapshots_response__unpack(&al, len, wire);
-  if (!r || !r->snapshot)
-    fail("stream message refused");
-  *out = r->snapshot;
-  return a;
-}
-
-static void op_receive_once(ctx *c) {
-  const Controlplane__V1__WorkerSnapshot *m;
-  cp_arena_free(receive_once(c->wire, c->wire_len, &m));
 }
 
 static void op_check(ctx *c) {
@@ -377,29 +337,6 @@ static void op_pipeline(ctx *c) {
   cp_snapshot_free(h);
 }
 
-/* The pipeline with receive_once in place of receive. */
-static void op_pipeline_once(ctx *c) {
-  cp_build_input in = input();
-  cp_snapshot *s = NULL;
-  if (cp_snapshot_build(&in, &s, NULL) != CP_BUILD_OK)
-    fail("build failed");
-  size_t n = wire_pack(cp_snapshot_msg(s), NULL);
-  uint8_t *b = malloc(n);
-  if (!b)
-    fail("out of memory");
-  wire_pack(cp_snapshot_msg(s), b);
-  cp_snapshot_free(s);
-  const Controlplane__V1__WorkerSnapshot *m;
-  cp_arena *a = receive_once(b, n, &m);
-  free(b);
-  const char *why = NULL;
-  if (cp_snapshot_check(m, &EXPECT, NOW, NULL, &why) != 0)
-    fail("check refused in the pipeline");
-  ph_pool_view *v = compile_view(m);
-  cp_view_publish(&c->slot, v);
-  cp_arena_free(a);
-}
-
 typedef struct op {
   const char *name;
   void (*fn)(ctx *);
@@ -414,40 +351,51 @@ static const op OPS[] = {
     {"checksum", op_checksum, "cp_checksum_snapshot alone"},
     {"wire", op_wire, "WatchSnapshotsResponse size + pack (controller)"},
     {"unpack", op_unpack,
-     "gateway receive: unpack, re-pack, cp_snapshot_unpack, wipe"},
+     "gateway receive: cp_snapshot_unpack_response (one arena unpack)"},
     {"unpack_arena", op_unpack_arena,
      "cp_snapshot_unpack of the snapshot bytes alone (one unpack)"},
-    {"receive_once", op_receive_once,
-     "the receive with one arena unpack of the stream message (proposed)"},
     {"check", op_check, "cp_snapshot_check, checksum verify included"},
     {"compile", op_compile, "cp_view_compile + release"},
     {"swap", op_swap, "cp_view_publish (atomic swap) + old release"},
     {"pipeline", op_pipeline,
      "build + wire + unpack + check + compile + swap"},
-    {"pipeline_once", op_pipeline_once,
-     "the same with receive_once instead of unpack (proposed)"},
 };
 #define NOPS (sizeof(OPS) / sizeof(OPS[0]))
 
-static fig measure(const op *o, ctx *c) {
-  double *ns = calloc((size_t)RUNS, sizeof(double));
-  double *cpu = calloc((size_t)RUNS, sizeof(double));
-  if (!ns || !cpu)
-    fail("out of memory");
+/* One run of ITERS (swap: 1000 x) operations: per op into ns[r], cpu[r]. */
+static void run_once(const op *o, ctx *c, double *ns, double *cpu) {
   int iters = o->fn == op_swap ? ITERS * 1000 : ITERS;
-  o->fn(c); /* warm */
-  for (int r = 0; r < RUNS; r++) {
-    double w0 = ts_ns(CLOCK_MONOTONIC), c0 = ts_ns(CLOCK_THREAD_CPUTIME_ID);
-    for (int i = 0; i < iters; i++)
-      o->fn(c);
-    ns[r] = (ts_ns(CLOCK_MONOTONIC) - w0) / iters;
-    cpu[r] = (ts_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / iters;
-  }
+  double w0 = ts_ns(CLOCK_MONOTONIC), c0 = ts_ns(CLOCK_THREAD_CPUTIME_ID);
+  for (int i = 0; i < iters; i++)
+    o->fn(c);
+  *ns = (ts_ns(CLOCK_MONOTONIC) - w0) / iters;
+  *cpu = (ts_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / iters;
+}
+
+static fig median(double *ns, double *cpu) {
   qsort(ns, (size_t)RUNS, sizeof(double), cmp_double);
   qsort(cpu, (size_t)RUNS, sizeof(double), cmp_double);
   fig f = {ns[RUNS / 2], cpu[RUNS / 2]};
+  return f;
+}
+
+/* The op's median run and, in *base, the baseline's median over runs
+ * interleaved with the op's (baseline, op, baseline, op, ...): the heap
+ * and the caches drift over a process's life, and a ratio is only fair
+ * between runs made side by side. */
+static fig measure(const op *o, const op *baseline, ctx *c, fig *base) {
+  double *ns = calloc((size_t)RUNS * 4, sizeof(double));
+  if (!ns)
+    fail("out of memory");
+  double *cpu = ns + RUNS, *bns = ns + 2 * RUNS, *bcpu = ns + 3 * RUNS;
+  o->fn(c); /* warm */
+  for (int r = 0; r < RUNS; r++) {
+    run_once(baseline, c, &bns[r], &bcpu[r]);
+    run_once(o, c, &ns[r], &cpu[r]);
+  }
+  fig f = median(ns, cpu);
+  *base = median(bns, bcpu);
   free(ns);
-  free(cpu);
   return f;
 }
 
@@ -520,15 +468,17 @@ int main(int argc, char **argv) {
          "median run\n",
          (size_t)st.delivered, st.draining, st.routes, st.credentials, c.len,
          ITERS, RUNS);
-  fig f[NOPS];
+  fig f[NOPS], b[NOPS];
   memset(f, 0, sizeof f);
+  memset(b, 0, sizeof b);
   for (size_t i = 0; i < NOPS; i++) {
     if (ONLY && i && strcmp(ONLY, OPS[i].name) != 0)
       continue;
-    f[i] = measure(&OPS[i], &c);
-    printf("op=%s ns=%.0f cpu_ns=%.0f ratio=%.2f cpu_ratio=%.2f\n",
-           OPS[i].name, f[i].ns, f[i].cpu, f[i].ns / f[0].ns,
-           f[i].cpu / f[0].cpu);
+    f[i] = measure(&OPS[i], &OPS[0], &c, &b[i]);
+    printf("op=%s ns=%.0f cpu_ns=%.0f ratio=%.2f cpu_ratio=%.2f "
+           "base_cpu_ns=%.0f\n",
+           OPS[i].name, f[i].ns, f[i].cpu, f[i].ns / b[i].ns,
+           f[i].cpu / b[i].cpu, b[i].cpu);
     fflush(stdout);
   }
   printf("\n| operation | what | per op (wall) | CPU per op | ratio to "
@@ -536,7 +486,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < NOPS; i++)
     if (!ONLY || !i || strcmp(ONLY, OPS[i].name) == 0)
       printf("| %s | %s | %.3f ms | %.3f ms | %.2f |\n", OPS[i].name,
-           OPS[i].what, f[i].ns / 1e6, f[i].cpu / 1e6, f[i].cpu / f[0].cpu);
+           OPS[i].what, f[i].ns / 1e6, f[i].cpu / 1e6, f[i].cpu / b[i].cpu);
 
   cp_view_publish(&c.slot, NULL);
   cp_view_release(swap_view);

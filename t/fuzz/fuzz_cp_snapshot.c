@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The gateway's reading of a full snapshot from the wire: the input is a
- * WorkerSnapshot's bytes, unpacked into a bounded arena
- * (cp_snapshot_unpack) and judged by cp_snapshot_check as cluster c1,
+ * WorkerSnapshot's bytes, read as a stream message
+ * (cp_snapshot_unpack_response) and as a snapshot, unpacked into a
+ * bounded arena (cp_snapshot_unpack) and judged by cp_snapshot_check as cluster c1,
  * worker w1, session s1 at CP_FUZZ_NOW. It checks that the verdict is one
  * of the six, has a text and is the same twice; that an accepted snapshot
  * packs and unpacks to one accepted again with the same checksum, and
@@ -48,6 +49,13 @@ static void empty_delta_applies(const Controlplane__V1__WorkerSnapshot *m) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* The same bytes as a stream message (cp_snapshot_unpack_response, the
+   * gateway's reader): a handle has a snapshot or a delta, never neither. */
+  const Controlplane__V1__SnapshotDelta *d = NULL;
+  cp_snapshot *resp = cp_snapshot_unpack_response(data, size, &d);
+  if (resp && !d && !cp_snapshot_msg(resp))
+    abort();
+  cp_snapshot_free(resp);
   cp_snapshot *s = cp_snapshot_unpack(data, size);
   if (!s)
     return 0;

@@ -796,6 +796,56 @@ static void test_unknown_fields(void) {
   cp_snapshot_free(s);
 }
 
+/* The gateway reads the stream's message once (cp_snapshot_unpack_response):
+ * a full snapshot owned by the handle, or a delta read from its arena;
+ * anything else refused. */
+static void test_unpack_response(void) {
+  cp_snapshot *s = std_snapshot();
+  if (!s) {
+    ok(0, "standard snapshot");
+    return;
+  }
+  Controlplane__V1__WatchSnapshotsResponse r =
+      CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__INIT;
+  r.payload_case = CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_SNAPSHOT;
+  r.snapshot = (Snap *)cp_snapshot_msg(s);
+  size_t n = controlplane__v1__watch_snapshots_response__get_packed_size(&r);
+  uint8_t *buf = malloc(n);
+  controlplane__v1__watch_snapshots_response__pack(&r, buf);
+  const Controlplane__V1__SnapshotDelta *d = (void *)1;
+  cp_snapshot *u = cp_snapshot_unpack_response(buf, n, &d);
+  ok(u && !d && cp_snapshot_msg(u)->version == cp_snapshot_msg(s)->version &&
+         cp_snapshot_check(cp_snapshot_msg(u), &EXPECT, NOW, NULL, NULL) == R_OK,
+     "CP-3-7: a full snapshot from the stream message, checked in place");
+  cp_snapshot_free(u);
+  free(buf);
+
+  Controlplane__V1__SnapshotDelta delta = CONTROLPLANE__V1__SNAPSHOT_DELTA__INIT;
+  delta.base_version = 7;
+  delta.version = 8;
+  r.payload_case = CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD_DELTA;
+  r.delta = &delta;
+  n = controlplane__v1__watch_snapshots_response__get_packed_size(&r);
+  buf = malloc(n);
+  controlplane__v1__watch_snapshots_response__pack(&r, buf);
+  u = cp_snapshot_unpack_response(buf, n, &d);
+  ok(u && d && d->base_version == 7 && d->version == 8 &&
+         cp_snapshot_msg(u)->n_proxies == 0,
+     "CP-3-15: a delta from the stream message, in the handle's arena");
+  cp_snapshot_free(u);
+  free(buf);
+
+  r.payload_case = CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__PAYLOAD__NOT_SET;
+  uint8_t none[8];
+  n = controlplane__v1__watch_snapshots_response__pack(&r, none);
+  ok(!cp_snapshot_unpack_response(none, n, &d) && !d,
+     "a stream message without a payload is refused");
+  const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f};
+  ok(!cp_snapshot_unpack_response(junk, sizeof junk, &d),
+     "a length past the end is refused");
+  cp_snapshot_free(s);
+}
+
 /* ---- deltas ------------------------------------------------------------ */
 
 /* The standard pool moved on: px-a removed, px-b changed (capacity),
@@ -1148,6 +1198,7 @@ int main(void) {
   test_build_large();
   test_check();
   test_unknown_fields();
+  test_unpack_response();
   test_delta_round_trip();
   test_delta_rules();
   test_diff_rules();
