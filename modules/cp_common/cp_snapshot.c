@@ -63,14 +63,22 @@ void cp_snapshot_free(cp_snapshot *s) {
     cp_arena_free(s->arena); /* the handle lives in its own arena */
 }
 
-cp_snapshot *cp_snapshot_unpack(const uint8_t *data, size_t len) {
+/* A handle whose arena is bounded for unpacking len wire bytes, and the
+ * protobuf-c allocator over it in *al. */
+static cp_snapshot *unpack_handle(size_t len, ProtobufCAllocator *al) {
   if (len > (SIZE_MAX - UNPACK_BASE) / UNPACK_PER_BYTE)
     return NULL;
   cp_snapshot *s = cp_snapshot_new(UNPACK_BASE + len * UNPACK_PER_BYTE);
+  if (s)
+    cp_arena_allocator(s->arena, al);
+  return s;
+}
+
+cp_snapshot *cp_snapshot_unpack(const uint8_t *data, size_t len) {
+  ProtobufCAllocator al;
+  cp_snapshot *s = unpack_handle(len, &al);
   if (!s)
     return NULL;
-  ProtobufCAllocator al;
-  cp_arena_allocator(s->arena, &al);
   Controlplane__V1__WorkerSnapshot *m =
       controlplane__v1__worker_snapshot__unpack(&al, len, data);
   if (!m) {
@@ -85,13 +93,10 @@ cp_snapshot *cp_snapshot_unpack_response(
     const uint8_t *data, size_t len,
     const Controlplane__V1__SnapshotDelta **delta) {
   *delta = NULL;
-  if (len > (SIZE_MAX - UNPACK_BASE) / UNPACK_PER_BYTE)
-    return NULL;
-  cp_snapshot *s = cp_snapshot_new(UNPACK_BASE + len * UNPACK_PER_BYTE);
+  ProtobufCAllocator al;
+  cp_snapshot *s = unpack_handle(len, &al);
   if (!s)
     return NULL;
-  ProtobufCAllocator al;
-  cp_arena_allocator(s->arena, &al);
   Controlplane__V1__WatchSnapshotsResponse *r =
       controlplane__v1__watch_snapshots_response__unpack(&al, len, data);
   if (r && r->payload_case ==

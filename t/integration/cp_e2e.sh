@@ -31,16 +31,6 @@ VIEWS="$top_srcdir/t/lib/cp_views.py"
 PW_A=pw-A-Never-Logged-5d21e0
 PW_B=pw-B-Never-Logged-77f0aa
 
-# wait_long CMD...: up to 600 tries, 50 ms apart (30 s).
-wait_long() {
-  i=0
-  while [ $i -lt 600 ]; do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    i=$((i + 1))
-    sleep 0.05
-  done
-  return 1
-}
 status_of() { http_get "http://127.0.0.1:$1/readyz" | head -1; }
 ready() { [ "$(status_of "$1")" = 200 ]; }
 not_ready() { [ "$(status_of "$1")" = 503 ]; }

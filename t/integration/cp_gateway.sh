@@ -29,16 +29,6 @@ mkdir -p "$T/gen"
   controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
 ok $? "stubs generated from controlplane.proto"
 
-# wait_long CMD...: up to 400 tries, 50 ms apart (20 s).
-wait_long() {
-  i=0
-  while [ $i -lt 400 ]; do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    i=$((i + 1))
-    sleep 0.05
-  done
-  return 1
-}
 ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
 not_ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 503 ]; }
 metric() { http_get "http://127.0.0.1:$admin/metrics" | grep -v '^#' | grep -F "$1" | awk '{print $2}' | head -1; }

@@ -52,16 +52,6 @@ for bad in "queue_capacity=1023" "queue_capacity=1048577" "flush_interval=0s" \
 done
 like "$(cat "$T/check.out")" "backoff.min" "... naming the key"
 
-# wait_long CMD...: up to 400 tries, 50 ms apart (20 s).
-wait_long() {
-  i=0
-  while [ $i -lt 400 ]; do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    i=$((i + 1))
-    sleep 0.05
-  done
-  return 1
-}
 mval() { http_get "http://127.0.0.1:$admin/metrics" | grep -v '^#' | grep -F "$1" | awk '{print $2}' | head -1; }
 record() { http_get "http://127.0.0.1:$admin/v1/test/outcomes?$1" | sed -n 2p; }
 TAP_ON_FAIL='echo "events:"; tail -40 "$EV"; echo "gateway log:"; tail -15 "$D/ph.log"'

@@ -122,6 +122,18 @@ wait_for() {
   return 1
 }
 
+# wait_long CMD...: as wait_for, for the slow transitions of a whole
+# system (sessions, leases, expiries): up to 600 tries, 50 ms apart (30 s
+# and the commands' own time).
+wait_long() {
+  i=0
+  while [ $i -lt 600 ]; do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    i=$((i + 1))
+    sleep 0.05
+  done
+  return 1
+}
 wait_file() { wait_for test -s "$1"; }
 # start_file_server DIR TEXT [NAME]: socks5_probe.py's HTTP file server on
 # a loopback port, serving DIR (created, with hello.txt holding TEXT), for
