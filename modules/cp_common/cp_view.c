@@ -116,15 +116,13 @@ uint32_t cp_view_match(const ph_pool_view *v, const char *host,
 }
 
 int cp_view_live(const ph_pool_view *v, int64_t now_ms) {
-  return v && now_ms < v->valid_until_ms && now_ms < v->stale_deadline_ms;
+  return ph_pool_view_live(v, now_ms);
 }
 
 int cp_view_usable(const ph_pool_view *v, uint32_t proxy, int64_t now_ms) {
-  if (!cp_view_live(v, now_ms) || proxy >= v->n_proxies)
+  if (!v || proxy >= v->n_proxies)
     return 0;
-  const ph_pool_view_proxy *p = &v->proxies[proxy];
-  return !p->draining && p->capacity > 0 && now_ms < p->usable_until_ms &&
-         now_ms < p->expires_at_ms;
+  return ph_pool_view_proxy_usable(v, &v->proxies[proxy], now_ms);
 }
 
 uint32_t cp_view_find(const ph_pool_view *v, const char *proxy_id) {

@@ -35,7 +35,7 @@
 
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
-#define PH_CONNECTOR_MINOR 2
+#define PH_CONNECTOR_MINOR 3
 
 /* Where an open failed. Stable: these names go on the wire and into
  * metric labels. */
@@ -71,8 +71,65 @@ enum ph_protocol { PH_PROTO_TCP = 1 };
 
 /* ph_open_request.flags (minor 1). */
 enum ph_open_flags {
-  PH_OPEN_F_STREAM = 1 /* the caller takes a stream as well as a socket */
+  PH_OPEN_F_STREAM = 1, /* the caller takes a stream as well as a socket */
+  /* Minor 3: the caller honours a lease (ph_open_lease below): it tells
+   * the connector when the target's first byte reached the client and
+   * when the stream ended. A connector that must know (the pool: an
+   * upstream proxy's capacity and outcome) refuses a caller without it
+   * with unsupported_capability. */
+  PH_OPEN_F_LEASE = 2
 };
+
+/* Minor 3: request headers a connector may read during open() only (the
+ * pool's sticky "header:<Name>" session key). get returns the value of
+ * the first field called name (case-insensitive), its length in *len,
+ * or NULL; the value is borrowed for the open() call. */
+typedef struct ph_open_headers {
+  const char *(*get)(void *arg, const char *name, size_t *len);
+  void *arg;
+} ph_open_headers;
+
+/* Minor 3: what a connector that keeps per-stream state needs to hear
+ * from the caller after a success (PH_OPEN_F_LEASE). The caller owns the
+ * lease with the stream and calls, on the loop thread:
+ *  - first_byte(l), at most once: the target's first byte reached the
+ *    client (the response began);
+ *  - end(l, how), exactly once, when the stream is over (after or as the
+ *    caller closes its socket or stream), also when it never relayed a
+ *    byte. end frees the lease; the pointer is dead afterwards. */
+typedef struct ph_open_lease ph_open_lease;
+
+enum ph_lease_end {
+  PH_LEASE_END_CLOSED = 0,    /* finished cleanly (EOF both ways, or the
+                                 caller was done with it) */
+  PH_LEASE_END_TARGET_ERROR,  /* reading or writing the target's side
+                                 failed (a reset, an error) */
+  PH_LEASE_END_TIMEOUT,       /* nothing moved for the idle timeout */
+  PH_LEASE_END_CLIENT_ERROR   /* the client's side failed or went away
+                                 early: says nothing about the target */
+};
+
+typedef struct ph_open_lease_ops {
+  uint32_t size; /* sizeof(ph_open_lease_ops) of the connector */
+  void (*first_byte)(ph_open_lease *l);
+  void (*end)(ph_open_lease *l, int how); /* enum ph_lease_end */
+  void *reserved[4];
+} ph_open_lease_ops;
+
+struct ph_open_lease {
+  const ph_open_lease_ops *ops;
+};
+
+static inline void ph_open_lease_first_byte(ph_open_lease *l) {
+  if (l)
+    l->ops->first_byte(l);
+}
+
+/* NULL is a no-op. */
+static inline void ph_open_lease_end(ph_open_lease *l, int how) {
+  if (l)
+    l->ops->end(l, how);
+}
 
 typedef struct ph_open_request {
   uint32_t size;         /* sizeof(ph_open_request) of the caller */
@@ -84,7 +141,13 @@ typedef struct ph_open_request {
                             copied by the connector */
   uintptr_t flags;       /* minor 1, was reserved[0]: ph_open_flags; an
                             older caller leaves it 0 */
-  void *reserved[3];     /* zero */
+  /* Minor 3, were reserved[0] and [1]; an older caller leaves them NULL.
+   * listener: the name of the frontend instance the request came in on
+   * ("http_proxy", "socks5.public"), for routing; copied. headers: see
+   * ph_open_headers; NULL when the request has none. */
+  const char *listener;
+  const ph_open_headers *headers;
+  void *reserved[1];     /* zero */
 } ph_open_request;
 
 typedef struct ph_open_result {
@@ -107,7 +170,12 @@ typedef struct ph_open_result {
    * older connector leaves it 0; a caller reads it only when size covers
    * it. */
   uintptr_t flags;
-  void *reserved[2];
+  /* Minor 3, was reserved[0]: on success, when the request had
+   * PH_OPEN_F_LEASE, the lease the caller must end (see ph_open_lease);
+   * NULL when the connector needs none (direct). Ownership passes with
+   * the socket or stream. */
+  ph_open_lease *lease;
+  void *reserved[1];
 } ph_open_result;
 
 /* ph_open_result.flags (minor 2). */

@@ -144,6 +144,21 @@ typedef struct ph_pool_view {
   void *reserved[4];
 } ph_pool_view;
 
+/* The view-wide half of usable(): 1 while now_ms is before both the
+ * view's valid_until and its stale deadline (CP-3-9, CP-3-18). Inline, so
+ * that a strategy asks it with no call (strategy.h). */
+static inline int ph_pool_view_live(const ph_pool_view *v, int64_t now_ms) {
+  return v && now_ms < v->valid_until_ms && now_ms < v->stale_deadline_ms;
+}
+
+/* usable() for a proxy of v given by pointer (&v->proxies[i]). */
+static inline int ph_pool_view_proxy_usable(const ph_pool_view *v,
+                                            const ph_pool_view_proxy *p,
+                                            int64_t now_ms) {
+  return ph_pool_view_live(v, now_ms) && !p->draining && p->capacity > 0 &&
+         now_ms < p->usable_until_ms && now_ms < p->expires_at_ms;
+}
+
 typedef struct ph_pool_view_v1 {
   /* The current view, borrowed (see above), or NULL. One atomic load.
    * Loop thread. */
