@@ -91,6 +91,13 @@ typedef struct cpc {
   uint64_t sess_gen;
   int sess_live, sess_acked;
   uint32_t max_counters;
+  /* The pool's counts for runtime reports (NULL: no pool loaded, all
+   * zero) and the buffer they are read into (max_counters entries). */
+  const pool_runtime_v1 *rt;
+  void *rt_self;
+  pool_runtime_counter *rt_buf;
+  uint32_t rt_cap;
+  ph_series *m_rt_truncated;
   cpc_outcalls outc;
   cp_view_slot slot;
   cpc_view_route view_route; /* GET /v1/cp/view */
@@ -147,6 +154,10 @@ static int register_metrics(cpc *m) {
   ph_metric_def d_rdy = {"proxyhost_cp_gateway_ready",
                          "1 while the view may be used (CP-1-28)",
                          PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def d_cut = {"proxyhost_cp_gateway_runtime_truncated_total",
+                         "runtime reports cut at max_runtime_counters",
+                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric *mt = api->metric(m->ctx, &d_cut);
   ph_metric *ms = api->metric(m->ctx, &d_state);
   ph_metric *mr = api->metric(m->ctx, &d_rpc);
   ph_metric *ma = api->metric(m->ctx, &d_acc);
@@ -155,8 +166,9 @@ static int register_metrics(cpc *m) {
   ph_metric *ml = api->metric(m->ctx, &d_val);
   ph_metric *mc = api->metric(m->ctx, &d_rec);
   ph_metric *my = api->metric(m->ctx, &d_rdy);
-  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my)
+  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my || !mt)
     return PH_EINVAL;
+  m->m_rt_truncated = api->series(mt, NULL);
   for (int i = 0; i < N_STATE; i++) {
     const char *v[1] = {state_names[i]};
     m->m_state[i] = api->series(ms, v);
@@ -613,6 +625,39 @@ static void do_ack(cpc *m, int reason) {
   cpc_buf_free(&b);
 }
 
+static void revoke_cb(void *arg, const char *const *ids, size_t n) {
+  cpc *m = arg;
+  m->rt->revoke(m->rt_self, ids, n);
+}
+
+/* The pool's counts now: the complete sparse replacement (CP-2-14). More
+ * than max_runtime_counters cannot be reported whole: the first ones go,
+ * and the rest is counted and logged (raise the controller's
+ * max_runtime_counters). */
+static uint32_t runtime_counts(cpc *m, int *draining) {
+  *draining = 0;
+  if (!m->rt || !m->max_counters)
+    return 0;
+  if (m->rt_cap != m->max_counters) {
+    free(m->rt_buf);
+    m->rt_cap = 0;
+    m->rt_buf = calloc(m->max_counters, sizeof(*m->rt_buf));
+    if (!m->rt_buf)
+      return 0;
+    m->rt_cap = m->max_counters;
+  }
+  uint32_t n = m->rt->counters(m->rt_self, m->rt_buf, m->rt_cap, draining);
+  if (n > m->rt_cap) {
+    api->inc(m->m_rt_truncated, 1);
+    PH_LOG_RL(api, m->ctx, PH_LOG_WARN,
+              "more proxies carry counts than max_runtime_counters: the "
+              "runtime report is cut",
+              PH_INT("counters", n), PH_INT("max", m->rt_cap));
+    n = m->rt_cap;
+  }
+  return n;
+}
+
 static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
                          const char *msg) {
   unary *u = arg;
@@ -621,8 +666,10 @@ static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
   if (call == m->c_rt && !m->stopping) {
     m->c_rt = NULL;
     count_rpc(m, RPC_RUNTIME, status);
-    /* revoke_proxy_ids accelerate a drain (CP-4-7): issue 13's dispatch
-     * acts on them; the snapshot stays the authority meanwhile. */
+    /* revoke_proxy_ids accelerate a drain (CP-4-7): the pool takes no
+     * new reservation on them; the snapshot stays the authority. */
+    if (status == CP_GRPC_OK && m->rt && u->resp)
+      (void)cpc_read_revokes(u->resp, u->len, revoke_cb, m);
     perform(m, cp_sup_runtime_done(&m->sup, status, wall_ms()));
   }
   free(u->resp);
@@ -633,10 +680,12 @@ static void do_runtime(cpc *m) {
   /* A resend is the same bytes (CP-2-10): an idempotent replay. */
   if (!m->sup.resend || !m->last_rt.data) {
     cpc_buf_free(&m->last_rt);
+    int draining = 0;
+    uint32_t n = runtime_counts(m, &draining);
     if (cpc_pack_runtime(m->conf.worker_id, m->session,
                          m->sup.report_sequence, m->sup.base_version,
-                         m->sup.base_epoch, wall_ms(),
-                         &m->last_rt) != PH_OK) {
+                         m->sup.base_epoch, wall_ms(), m->rt_buf, n,
+                         draining, &m->last_rt) != PH_OK) {
       start_failed(m, CP_CALL_RUNTIME);
       return;
     }
@@ -813,6 +862,10 @@ static int cpc_start(void *state) {
            PH_STR("reason", why));
     return PH_EINVAL;
   }
+  /* The pool, when one is loaded, registered pool.runtime at its init. */
+  if (api->service_provided(m->ctx, POOL_RUNTIME_SERVICE))
+    m->rt = api->service_get(m->ctx, POOL_RUNTIME_SERVICE, POOL_RUNTIME_MAJOR,
+                             0, &m->rt_self);
   m->started = 1;
   perform(m, cp_sup_start(&m->sup, &m->conf.sup));
   return PH_OK;
@@ -845,6 +898,7 @@ static void cpc_destroy(void *state) {
   cp_view_publish(&m->slot, NULL); /* the readers were destroyed first */
   cp_snapshot_free(m->held);
   cpc_buf_free(&m->last_rt);
+  free(m->rt_buf);
   free(m->pending);
   free(m);
 }

@@ -77,24 +77,6 @@ int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
   return PH_OK;
 }
 
-int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
-                     uint64_t version, uint64_t epoch, int64_t now_ms,
-                     cpc_buf *out) {
-  Controlplane__V1__ReportRuntimeRequest r;
-  Google__Protobuf__Timestamp ts;
-  controlplane__v1__report_runtime_request__init(&r);
-  google__protobuf__timestamp__init(&ts);
-  cp_ms_to_ts(now_ms, &ts);
-  r.worker_id = (char *)worker;
-  r.session_id = (char *)session;
-  r.report_sequence = seq;
-  r.snapshot_version = version;
-  r.ownership_epoch = epoch;
-  r.observed_at = &ts;
-  PACK(report_runtime_request, &r, out);
-  return PH_OK;
-}
-
 static int printable_id(const char *s) {
   size_t n = s ? strlen(s) : 0;
   if (n < 1 || n > PH_POOL_ID_MAX)
@@ -104,6 +86,78 @@ static int printable_id(const char *s) {
       return 0;
   return 1;
 }
+
+int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
+                     uint64_t version, uint64_t epoch, int64_t now_ms,
+                     const pool_runtime_counter *counters, uint32_t n,
+                     int draining, cpc_buf *out) {
+  Controlplane__V1__ReportRuntimeRequest r;
+  Google__Protobuf__Timestamp ts;
+  controlplane__v1__report_runtime_request__init(&r);
+  Controlplane__V1__ProxyCounter *pc = NULL, **pp = NULL;
+  if (n) {
+    pc = calloc(n, sizeof(*pc));
+    pp = calloc(n, sizeof(*pp));
+    if (!pc || !pp) {
+      free(pc);
+      free(pp);
+      return PH_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      controlplane__v1__proxy_counter__init(&pc[i]);
+      pc[i].proxy_id = (char *)counters[i].proxy_id;
+      pc[i].active = counters[i].active;
+      pc[i].reserved = counters[i].reserved;
+      pc[i].draining = counters[i].draining ? 1 : 0;
+      pp[i] = &pc[i];
+    }
+  }
+  r.n_counters = n;
+  r.counters = pp;
+  r.draining = draining ? 1 : 0;
+  google__protobuf__timestamp__init(&ts);
+  cp_ms_to_ts(now_ms, &ts);
+  r.worker_id = (char *)worker;
+  r.session_id = (char *)session;
+  r.report_sequence = seq;
+  r.snapshot_version = version;
+  r.ownership_epoch = epoch;
+  r.observed_at = &ts;
+  size_t len = controlplane__v1__report_runtime_request__get_packed_size(&r);
+  out->data = malloc(len ? len : 1);
+  if (out->data)
+    out->len = controlplane__v1__report_runtime_request__pack(&r, out->data);
+  free(pc);
+  free(pp);
+  return out->data ? PH_OK : PH_ENOMEM;
+}
+
+int cpc_read_revokes(const uint8_t *msg, size_t len,
+                     void (*fn)(void *arg, const char *const *ids, size_t n),
+                     void *arg) {
+  Controlplane__V1__ReportRuntimeResponse *r =
+      controlplane__v1__report_runtime_response__unpack(NULL, len, msg);
+  if (!r)
+    return PH_EINVAL;
+  int rc = PH_OK;
+  if (r->n_revoke_proxy_ids) {
+    const char **ids = calloc(r->n_revoke_proxy_ids, sizeof(*ids));
+    size_t k = 0;
+    if (!ids)
+      rc = PH_ENOMEM;
+    else {
+      for (size_t i = 0; i < r->n_revoke_proxy_ids; i++)
+        if (printable_id(r->revoke_proxy_ids[i]))
+          ids[k++] = r->revoke_proxy_ids[i];
+      if (k)
+        fn(arg, ids, k);
+      free(ids);
+    }
+  }
+  controlplane__v1__report_runtime_response__free_unpacked(r, NULL);
+  return rc;
+}
+
 
 static int dur_u32(const Google__Protobuf__Duration *d, uint32_t *ms) {
   int64_t v;

@@ -10,6 +10,8 @@
 
 #include <proxyhost/pool_store.h>
 
+#include "pool_runtime.h"
+
 /* A packed request: malloc'ed bytes (free with cpc_buf_free). */
 typedef struct cpc_buf {
   uint8_t *data;
@@ -29,9 +31,20 @@ int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
                  int reject_reason, cpc_buf *out);
 /* No counters yet: the dispatch that fills them is issue 13's; the empty
  * list is the complete sparse list of what this module knows (CP-2-14). */
+/* counters[0..n-1]: the complete sparse replacement (CP-2-14), from the
+ * pool (pool_runtime.h); draining: the whole worker drains. */
 int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
                      uint64_t version, uint64_t epoch, int64_t now_ms,
-                     cpc_buf *out);
+                     const pool_runtime_counter *counters, uint32_t n,
+                     int draining, cpc_buf *out);
+
+/* Calls fn(arg, ids, n) with ReportRuntimeResponse.revoke_proxy_ids
+ * (CP-4-7) when msg carries any that are well-formed ids (the others are
+ * skipped). PH_OK, PH_EINVAL for a message that does not parse,
+ * PH_ENOMEM. */
+int cpc_read_revokes(const uint8_t *msg, size_t len,
+                     void (*fn)(void *arg, const char *const *ids, size_t n),
+                     void *arg);
 
 typedef struct cpc_registered {
   char session_id[PH_POOL_ID_MAX + 1];

@@ -23,6 +23,7 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cp_supervisor.h
 CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
 	-I$(top_srcdir)/modules/controlplane_client \
+	-I$(top_srcdir)/modules/pool \
 	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
 # libcpsnapshot.la brings libcpproto.la (and protobuf-c).
 CPC_LIBS = modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
@@ -68,7 +69,7 @@ check_PROGRAMS += t/fuzz/replay_cpc_registered
 t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
 	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
 t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_client
+	-I$(top_srcdir)/modules/controlplane_client -I$(top_srcdir)/modules/pool
 t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
 endif
 
@@ -82,4 +83,16 @@ t_fuzz_replay_cpc_outcomes_ack_SOURCES = t/fuzz/replay.c \
 t_fuzz_replay_cpc_outcomes_ack_CPPFLAGS = \
 	$(t_fuzz_replay_cpc_registered_CPPFLAGS)
 t_fuzz_replay_cpc_outcomes_ack_LDADD = $(CP_SNAPSHOT_LDADD)
+endif
+
+# The runtime answer's drain hints (cpc_read_revokes, CP-4-7), replayed
+# over t/fuzz/seeds/cpc_revokes.
+EXTRA_DIST += t/fuzz/fuzz_cpc_revokes.c
+if MODULE_CONTROLPLANE_CLIENT
+check_PROGRAMS += t/fuzz/replay_cpc_revokes
+t_fuzz_replay_cpc_revokes_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_revokes.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_revokes_CPPFLAGS = \
+	$(t_fuzz_replay_cpc_registered_CPPFLAGS)
+t_fuzz_replay_cpc_revokes_LDADD = $(CP_SNAPSHOT_LDADD)
 endif

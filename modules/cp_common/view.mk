@@ -29,7 +29,7 @@ CP_VIEW_LDADD = modules/cp_common/libcpview.la \
 UNIT_TESTS_CP_VIEW = t/unit/test_cp_view t/unit/test_cp_outcomes
 check_PROGRAMS += $(UNIT_TESTS_CP_VIEW)
 TESTS += $(UNIT_TESTS_CP_VIEW)
-t_unit_test_cp_view_SOURCES = t/unit/test_cp_view.c
+t_unit_test_cp_view_SOURCES = t/unit/test_cp_view.c t/unit/cp_view_fixture.h
 t_unit_test_cp_view_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 t_unit_test_cp_view_LDADD = $(CP_VIEW_LDADD)

@@ -1,0 +1,53 @@
+# modules/pool: the gateway's dispatch connector (issue 13, CP-1-20..25,
+# CP-3-6, CP-3-9, CP-4-2..3, CP-5-2..7): matches a request against the
+# snapshot view's routing (pool.view), lets the rule's strategy module
+# (dispatch.strategy) pick an upstream proxy, reserves its capacity, opens
+# a tunnel through it (up_hs: CONNECT or SOCKS5) and hands the socket over
+# with a lease; outcomes go to outcome.sink, counts to controlplane_client
+# (pool_runtime.h). UP_HS_SOURCES come from modules/pool/up_hs.mk.
+EXTRA_DIST += modules/pool/local.mk modules/pool/pool.ini.sample
+
+POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
+	modules/pool/pool_attempt.c modules/pool/pool_int.h \
+	modules/pool/pool_runtime.h $(UP_HS_SOURCES)
+POOL_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/pool -I$(top_srcdir)/modules/common \
+	-I$(top_srcdir)/modules/cp_common
+
+if MODULE_POOL
+module_LTLIBRARIES += modules/pool/pool.la
+modules_pool_pool_la_SOURCES = $(POOL_SOURCES)
+modules_pool_pool_la_CPPFLAGS = $(POOL_CPPFLAGS)
+modules_pool_pool_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_pool_pool_la_LIBADD = $(CP_VIEW_LDADD)
+samples_DATA += modules/pool/pool.ini.sample
+# cp_view.h includes the generated protobuf-c header.
+modules/pool/pool_la-pool_gen.lo: $(CP_GEN)/proto.stamp
+endif
+
+# End to end (issue 13): controller + Redis + PostgreSQL + two gateways +
+# upstream proxies (proxyhost local instances, microsocks, tinyproxy, and
+# t/lib/bad_upstream.py for each outcome stage).
+EXTRA_DIST += t/integration/gateway_e2e.sh t/lib/bad_upstream.py
+if MODULE_POOL
+TESTS += t/integration/gateway_e2e.sh
+endif
+
+# The pool through the mock host, with fake view, sink, strategy and
+# connector (CP-1-23..25, CP-2-14, CP-3-9, CP-4-2..7, CP-5-2..5).
+if MODULE_POOL
+check_PROGRAMS += t/unit/test_pool_dispatch
+TESTS += t/unit/test_pool_dispatch
+t_unit_test_pool_dispatch_SOURCES = t/unit/test_pool_dispatch.c \
+	t/unit/cp_view_fixture.h $(POOL_SOURCES)
+t_unit_test_pool_dispatch_CPPFLAGS = $(TEST_CPPFLAGS) $(POOL_CPPFLAGS)
+t_unit_test_pool_dispatch_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
+t/unit/test_pool_dispatch-test_pool_dispatch.$(OBJEXT) \
+t/unit/test_pool_dispatch-pool_gen.$(OBJEXT): $(CP_GEN)/proto.stamp
+endif
+
+# The README's pool demo, scripts/demo-pool.sh.
+EXTRA_DIST += t/integration/demo_pool.sh scripts/demo-pool.sh
+if MODULE_POOL
+TESTS += t/integration/demo_pool.sh
+endif

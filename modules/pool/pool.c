@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* pool: the gateway's dispatch (issue 13; the 000 design's gateway data
+ * path, CP-1-20..25, CP-3-6, CP-3-9, CP-4-2..3, CP-5-2..7). A "connector"
+ * that the gateway's frontends (http_proxy, socks5) open streams with:
+ * it matches the request against the routing of the snapshot view
+ * (pool.view), lets the rule's strategy (dispatch.strategy) pick one of
+ * the proxies this worker owns, reserves its capacity, opens a tunnel
+ * through it (CONNECT or SOCKS5) and hands the socket over with a lease;
+ * each attempt's outcome goes to outcome.sink. The counts per proxy go to
+ * the controller in controlplane_client's runtime reports (pool.runtime).
+ *
+ * Files: pool_gen.c (the view's generations, the counts, pool.runtime),
+ * pool_attempt.c (one request), up_hs.c (the handshakes). The user guide
+ * is docs/user-guide/gateway.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/rand.h>
+
+#include "pool_int.h"
+
+const ph_api *pool_api;
+
+static const char *const result_names[] = {POOL_RESULT_NAMES, NULL};
+/* In ph_outcome_stage / ph_outcome_result order, from 1. */
+static const char *const stage_names[] = {"dial", "proxy_handshake",
+                                          "response_headers", "tunnel", NULL};
+static const char *const oresult_names[] = {"success", "failure", "timeout",
+                                            NULL};
+_Static_assert(sizeof(result_names) / sizeof(result_names[0]) == N_PR + 1,
+               "one name per result");
+
+static const ph_conf_key pool_keys[] = {
+    PH_CONF_KEY("view", PH_CONF_STRING, "controlplane_client", 1, 97,
+                PH_CONF_RESTART, NULL,
+                "the pool.view provider: the controlplane_client instance "
+                "whose snapshots this pool dispatches from",
+                NULL),
+    PH_CONF_KEY("outcome_sink", PH_CONF_STRING, "", 0, 97, PH_CONF_RESTART, NULL,
+                "the outcome.sink provider (outcome_reporter); empty: the "
+                "only one loaded",
+                NULL),
+    PH_CONF_KEY("upstream_connector", PH_CONF_STRING, "direct", 1, 97,
+                PH_CONF_RESTART, NULL,
+                "the connector instance that dials the upstream proxies "
+                "(a direct instance whose policy allows their addresses)",
+                NULL),
+    PH_CONF_KEY("direct_connector", PH_CONF_STRING, "direct", 1, 97,
+                PH_CONF_RESTART, NULL,
+                "the connector instance for rules with on_unavailable "
+                "DIRECT (its target policy applies, CP-1-25)",
+                NULL),
+    PH_CONF_KEY("strategies", PH_CONF_LIST,
+                "round_robin, weighted, least_active, random, sticky", 1,
+                POOL_STRATS_MAX, PH_CONF_RESTART, NULL,
+                "the dispatch.strategy providers rules may name (module "
+                "instances that must be loaded)",
+                NULL),
+    PH_CONF_KEY("max_opens", PH_CONF_INT, "4096", 1, 1000000,
+                PH_CONF_RESTART, NULL,
+                "requests being matched, waiting, dialed or handshaking at "
+                "once; one more is answered queue_full at once",
+                NULL),
+    PH_CONF_KEY("max_waiters", PH_CONF_INT, "1024", 0, 100000,
+                PH_CONF_RESTART, NULL,
+                "requests of WAIT rules waiting for capacity (CP-1-24); a "
+                "full queue answers queue_full at once",
+                NULL),
+    PH_CONF_KEY("max_attempts", PH_CONF_INT, "3", 1, PH_STRATEGY_TRIED_MAX,
+                PH_CONF_RESTART, NULL,
+                "proxies tried for one request when a dial or handshake "
+                "fails (nothing was sent to the target yet)",
+                NULL),
+    PH_CONF_KEY("handshake_timeout", PH_CONF_DURATION, "5s", 100, 60000,
+                PH_CONF_RESTART, NULL,
+                "the longest CONNECT or SOCKS5 handshake with a proxy "
+                "(outcome PROXY_HANDSHAKE TIMEOUT, then the next "
+                "candidate)",
+                NULL),
+    PH_CONF_END};
+
+/* ---- configuration ------------------------------------------------------- */
+
+static int pool_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                      char *why, size_t whylen) {
+  const char *self = a->module_name(ctx);
+  static const char *const conn_keys[] = {"upstream_connector",
+                                          "direct_connector"};
+  for (size_t i = 0; i < 2; i++) {
+    const char *v = a->conf_str(ctx, conn_keys[i]);
+    if (!v || !*v || strcmp(v, self) == 0 ||
+        !a->service_provider_loaded(ctx, PH_CONNECTOR_SERVICE, v)) {
+      *key = conn_keys[i];
+      snprintf(why, whylen,
+               "must name a loaded connector instance other than the pool "
+               "itself (a direct instance)");
+      return PH_EINVAL;
+    }
+  }
+  const char *v = a->conf_str(ctx, "view");
+  if (!v || !*v || !a->service_provider_loaded(ctx, PH_POOL_VIEW_SERVICE, v)) {
+    *key = "view";
+    snprintf(why, whylen,
+             "must name a loaded controlplane_client instance (pool.view)");
+    return PH_EINVAL;
+  }
+  size_t n = a->conf_list_len(ctx, "strategies");
+  for (size_t i = 0; i < n; i++) {
+    const char *s = a->conf_list_at(ctx, "strategies", i);
+    if (!a->service_provider_loaded(ctx, PH_STRATEGY_SERVICE, s)) {
+      *key = "strategies";
+      snprintf(why, whylen,
+               "\"%.64s\" is not a loaded dispatch.strategy module (load it "
+               "in [proxyhost] modules)",
+               s);
+      return PH_EINVAL;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(s, a->conf_list_at(ctx, "strategies", j)) == 0) {
+        *key = "strategies";
+        snprintf(why, whylen, "\"%.64s\" is listed twice", s);
+        return PH_EINVAL;
+      }
+  }
+  return PH_OK;
+}
+
+/* ---- metrics --------------------------------------------------------------- */
+
+static int register_metrics(pool *p) {
+  ph_label_def rl[] = {{"result", result_names}};
+  ph_metric_def d_res = {"proxyhost_pool_opens_total",
+                         "requests the pool answered, by how they ended",
+                         PH_METRIC_COUNTER, rl, 1, NULL, 0};
+  ph_metric_def d_retry = {"proxyhost_pool_retries_total",
+                           "another candidate tried after a failed dial or "
+                           "handshake",
+                           PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def d_full = {"proxyhost_pool_outcomes_dropped_total",
+                          "outcomes the full outcome queue dropped "
+                          "(CP-5-10)",
+                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def d_wait = {"proxyhost_pool_waiting",
+                          "requests waiting for capacity (WAIT)",
+                          PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def d_resv = {"proxyhost_pool_reserved",
+                          "reservations: proxies being dialed or shaken "
+                          "hands with",
+                          PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def d_act = {"proxyhost_pool_active",
+                         "streams up through an upstream proxy",
+                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_label_def ol[] = {{"stage", stage_names}, {"result", oresult_names}};
+  ph_metric_def d_out = {"proxyhost_pool_outcomes_total",
+                         "attempts through an upstream proxy, by the stage "
+                         "they ended at and how (CP-5-2..5)",
+                         PH_METRIC_COUNTER, ol, 2, NULL, 0};
+  ph_metric *mo = pool_api->metric(p->ctx, &d_out);
+  ph_metric *mr = pool_api->metric(p->ctx, &d_res);
+  ph_metric *mt = pool_api->metric(p->ctx, &d_retry);
+  ph_metric *mf = pool_api->metric(p->ctx, &d_full);
+  ph_metric *mw = pool_api->metric(p->ctx, &d_wait);
+  ph_metric *ms = pool_api->metric(p->ctx, &d_resv);
+  ph_metric *ma = pool_api->metric(p->ctx, &d_act);
+  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo)
+    return PH_EINVAL;
+  for (int st = 0; st < 4; st++)
+    for (int r = 0; r < 3; r++) {
+      const char *v[] = {stage_names[st], oresult_names[r]};
+      p->m_outcome[st][r] = pool_api->series(mo, v);
+    }
+  for (int i = 0; i < N_PR; i++) {
+    const char *v[] = {result_names[i]};
+    p->m_result[i] = pool_api->series(mr, v);
+  }
+  p->m_retries = pool_api->series(mt, NULL);
+  p->m_outcome_full = pool_api->series(mf, NULL);
+  p->m_waiting = pool_api->series(mw, NULL);
+  p->m_reserved = pool_api->series(ms, NULL);
+  p->m_active = pool_api->series(ma, NULL);
+  return PH_OK;
+}
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  pool_api = a;
+  pool *p = calloc(1, sizeof(*p));
+  if (!p)
+    return PH_ENOMEM;
+  *state = p;
+  p->ctx = ctx;
+  p->conf.max_opens = (uint32_t)a->conf_int(ctx, "max_opens");
+  p->conf.max_waiters = (uint32_t)a->conf_int(ctx, "max_waiters");
+  p->conf.max_attempts = (uint32_t)a->conf_int(ctx, "max_attempts");
+  p->conf.handshake_timeout_ms =
+      (uint32_t)a->conf_int(ctx, "handshake_timeout");
+  uint32_t nb = 64;
+  while (nb < p->conf.max_opens && nb < (1u << 20))
+    nb <<= 1;
+  p->n_buckets = nb;
+  p->buckets = calloc(nb, sizeof(*p->buckets));
+  p->deliver_timer = a->timer_new(ctx, pool_on_deliver, p);
+  if (!p->buckets || !p->deliver_timer)
+    return PH_ENOMEM;
+  if (RAND_bytes((unsigned char *)&p->rng, sizeof(p->rng)) != 1 || !p->rng)
+    p->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)a->now_ms(ctx);
+  if (register_metrics(p) != PH_OK)
+    return PH_EINVAL;
+  int rc = a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                               PH_CONNECTOR_MINOR, &pool_connector_service,
+                               p);
+  if (rc == PH_OK)
+    rc = a->service_register(ctx, POOL_RUNTIME_SERVICE, POOL_RUNTIME_MAJOR,
+                             POOL_RUNTIME_MINOR, &pool_runtime_service, p);
+  return rc;
+}
+
+static int missing(pool *p, const char *what, const char *name) {
+  PH_LOG(pool_api, p->ctx, PH_LOG_ERROR,
+         "pool: a service it needs is not there (check [pool] and "
+         "[proxyhost] modules)",
+         PH_STR("service", what), PH_STR("provider", name ? name : ""));
+  return PH_ENOENT;
+}
+
+static int pool_start(void *state) {
+  pool *p = state;
+  ph_ctx *ctx = p->ctx;
+  const char *vn = pool_api->conf_str(ctx, "view");
+  p->view = pool_api->service_get_named(ctx, PH_POOL_VIEW_SERVICE, vn,
+                                        PH_POOL_VIEW_MAJOR, 0, &p->view_self);
+  if (!p->view)
+    return missing(p, PH_POOL_VIEW_SERVICE, vn);
+  const char *sn = pool_api->conf_str(ctx, "outcome_sink");
+  p->sink = pool_api->service_get_named(ctx, PH_OUTCOME_SINK_SERVICE, sn,
+                                        PH_OUTCOME_SINK_MAJOR, 0,
+                                        &p->sink_self);
+  if (!p->sink)
+    return missing(p, PH_OUTCOME_SINK_SERVICE, sn);
+  const char *un = pool_api->conf_str(ctx, "upstream_connector");
+  p->up = pool_api->service_get_named(ctx, PH_CONNECTOR_SERVICE, un,
+                                      PH_CONNECTOR_MAJOR, 0, &p->up_self);
+  if (!p->up)
+    return missing(p, PH_CONNECTOR_SERVICE, un);
+  const char *dn = pool_api->conf_str(ctx, "direct_connector");
+  p->direct = pool_api->service_get_named(ctx, PH_CONNECTOR_SERVICE, dn,
+                                          PH_CONNECTOR_MAJOR, 0,
+                                          &p->direct_self);
+  if (!p->direct)
+    return missing(p, PH_CONNECTOR_SERVICE, dn);
+  size_t n = pool_api->conf_list_len(ctx, "strategies");
+  for (size_t i = 0; i < n && i < POOL_STRATS_MAX; i++) {
+    pool_strat *s = &p->strats[p->n_strats];
+    s->name = pool_api->conf_list_at(ctx, "strategies", i);
+    s->vt = pool_api->service_get_named(ctx, PH_STRATEGY_SERVICE, s->name,
+                                        PH_STRATEGY_MAJOR, 0, &s->self);
+    if (!s->vt)
+      return missing(p, PH_STRATEGY_SERVICE, s->name);
+    p->n_strats++;
+  }
+  return PH_OK;
+}
+
+static int pool_stop(void *state) {
+  pool *p = state;
+  p->stopping = 1; /* new opens: queue_full; the rest run to their end */
+  return PH_OK;
+}
+
+static void pool_destroy(void *state) {
+  pool *p = state;
+  if (!p)
+    return;
+  if (p->buckets)
+    pool_attempts_abort(p);
+  pool_gen_clear(p);
+  if (p->deliver_timer)
+    pool_api->timer_free(p->deliver_timer);
+  free(p->buckets);
+  free(p);
+}
+
+static const char *const provides[] = {PH_CONNECTOR_SERVICE,
+                                       POOL_RUNTIME_SERVICE, NULL};
+static const char *const requires[] = {PH_POOL_VIEW_SERVICE,
+                                       PH_OUTCOME_SINK_SERVICE,
+                                       PH_STRATEGY_SERVICE,
+                                       PH_CONNECTOR_SERVICE, NULL};
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("pool", "1.0.0"),
+    .description = "gateway: dispatch through the proxy pool's snapshot view",
+    .provides = provides,
+    .requires = requires,
+    .config = pool_keys,
+    .init = pool_init,
+    .start = pool_start,
+    .stop = pool_stop,
+    .destroy = pool_destroy,
+    .check = pool_check,
+};

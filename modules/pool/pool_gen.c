@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Generations: what the pool keeps beside each installed view (CP-1-20,
+ * CP-3-17). The view is immutable and read with one atomic load; the load
+ * (active and reserved per proxy) is the worker's own state (CP-2-14,
+ * CP-4-3) and must survive a swap: it lives in pool_px records keyed by
+ * proxy_id, mirrored into the arrays the strategies read. A view is
+ * installed lazily, by the first open (or runtime report) that sees
+ * pool.view publish a new one, and the install walks both views once
+ * (cp_view_remap: they are sorted by proxy_id). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cp_view.h"
+#include "pool_int.h"
+
+int64_t pool_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t pool_mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* xorshift64*: strategies get 64 bits per pick; not for secrets. */
+uint64_t pool_random(pool *p) {
+  uint64_t x = p->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  p->rng = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* ---- proxy records ----------------------------------------------------- */
+
+static void left_unlink(pool *p, pool_px *px) {
+  if (px->lprev)
+    px->lprev->lnext = px->lnext;
+  else
+    p->left = px->lnext;
+  if (px->lnext)
+    px->lnext->lprev = px->lprev;
+  px->lprev = px->lnext = NULL;
+}
+
+static void left_push(pool *p, pool_px *px) {
+  px->lprev = NULL;
+  px->lnext = p->left;
+  if (p->left)
+    p->left->lprev = px;
+  p->left = px;
+}
+
+void pool_px_add(pool *p, pool_px *px, int d_active, int d_reserved) {
+  px->active = (uint32_t)((int64_t)px->active + d_active);
+  px->reserved = (uint32_t)((int64_t)px->reserved + d_reserved);
+  if (px->idx != PH_POOL_VIEW_NONE) {
+    p->cur->active[px->idx] = px->active;
+    p->cur->reserved[px->idx] = px->reserved;
+  } else if (!px->active && !px->reserved) {
+    /* It left the view and now carries nothing: its drain is over. */
+    left_unlink(p, px);
+    free(px);
+  }
+}
+
+/* ---- generations --------------------------------------------------------- */
+
+void pool_gen_hold(pool_gen *g) { g->refs++; }
+
+static void gen_free(pool_gen *g) {
+  pool *p = g->p;
+  for (uint32_t s = 0; s < p->n_strats; s++)
+    if (g->sstate[s])
+      p->strats[s].vt->detach(p->strats[s].self, g->sstate[s]);
+  if (g->view)
+    p->view->release(p->view_self, g->view);
+  free(g->active);
+  free(g->reserved);
+  free(g->revoked);
+  free(g->px);
+  free(g->rule_strat);
+  free(g);
+}
+
+void pool_gen_release(pool_gen *g) {
+  if (g && --g->refs == 0)
+    gen_free(g);
+}
+
+static int cmp_px(const void *a, const void *b) {
+  return strcmp((*(pool_px *const *)a)->id, (*(pool_px *const *)b)->id);
+}
+
+/* The records of proxies that left an earlier view and still drain,
+ * sorted by id, so a proxy that comes back finds its counts. */
+static pool_px **left_sorted(pool *p, size_t *n) {
+  size_t k = 0;
+  for (pool_px *x = p->left; x; x = x->lnext)
+    k++;
+  *n = k;
+  if (!k)
+    return NULL;
+  pool_px **a = malloc(k * sizeof(*a));
+  if (!a)
+    return NULL;
+  k = 0;
+  for (pool_px *x = p->left; x; x = x->lnext)
+    a[k++] = x;
+  qsort(a, k, sizeof(*a), cmp_px);
+  return a;
+}
+
+static pool_px *left_find(pool_px **a, size_t n, const char *id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(a[mid]->id, id);
+    if (!c)
+      return a[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+static int strat_index(pool *p, const char *name) {
+  for (uint32_t s = 0; s < p->n_strats; s++)
+    if (strcmp(p->strats[s].name, name) == 0)
+      return (int)s;
+  return -1;
+}
+
+/* Builds the generation of v (holding vref) after old (may be NULL). */
+static pool_gen *gen_build(pool *p, const ph_pool_view *v, pool_gen *old) {
+  pool_gen *g = calloc(1, sizeof(*g));
+  if (!g)
+    return NULL;
+  g->p = p;
+  g->n = v->n_proxies;
+  size_t n = g->n ? g->n : 1;
+  g->active = calloc(n, sizeof(*g->active));
+  g->reserved = calloc(n, sizeof(*g->reserved));
+  g->revoked = calloc(n, 1);
+  g->px = calloc(n, sizeof(*g->px));
+  g->rule_strat = calloc(v->n_rules ? v->n_rules : 1, 1);
+  uint32_t *map = old && old->n ? malloc(old->n * sizeof(*map)) : NULL;
+  if (!g->active || !g->reserved || !g->revoked || !g->px ||
+      !g->rule_strat || (old && old->n && !map))
+    goto fail;
+  if (map)
+    cp_view_remap(old->view, v, map);
+  /* Records: those of the old view that stay, then those that come back
+   * from the left list, then new ones. */
+  if (old)
+    for (uint32_t i = 0; i < old->n; i++)
+      if (map[i] != PH_POOL_VIEW_NONE)
+        g->px[map[i]] = old->px[i];
+  size_t n_left = 0;
+  pool_px **left = left_sorted(p, &n_left);
+  if (n_left && !left)
+    goto fail;
+  for (uint32_t j = 0; j < g->n; j++) {
+    if (g->px[j])
+      continue;
+    pool_px *x = n_left ? left_find(left, n_left, v->proxies[j].proxy_id) : NULL;
+    if (!x) {
+      x = calloc(1, sizeof(*x));
+      if (!x) {
+        free(left);
+        goto fail_records;
+      }
+      memcpy(x->id, v->proxies[j].proxy_id,
+             strnlen(v->proxies[j].proxy_id, PH_POOL_ID_MAX));
+      x->idx = PH_POOL_VIEW_NONE; /* new: not on the left list */
+    }
+    g->px[j] = x;
+  }
+  free(left);
+  /* Strategies: one state per strategy the rules name (CP-1-22). */
+  int used[POOL_STRATS_MAX] = {0};
+  for (uint32_t r = 0; r < v->n_rules; r++) {
+    int s = strat_index(p, v->rules[r].strategy);
+    g->rule_strat[r] = (int8_t)s;
+    if (s >= 0)
+      used[s] = 1;
+    else
+      PH_LOG_RL(pool_api, p->ctx, PH_LOG_WARN,
+                "a rule names a strategy the pool does not load: it has no "
+                "candidates (add it to [pool] strategies)",
+                PH_STR("rule_id", v->rules[r].rule_id),
+                PH_STR("strategy", v->rules[r].strategy));
+  }
+  g->load.active = g->active;
+  g->load.reserved = g->reserved;
+  g->load.revoked = g->revoked;
+  g->view = v;
+  for (uint32_t s = 0; s < p->n_strats; s++) {
+    if (!used[s])
+      continue;
+    const void *prev = old ? old->sstate[s] : NULL;
+    g->sstate[s] = p->strats[s].vt->attach(p->strats[s].self, v, prev,
+                                           prev ? old->view : NULL,
+                                           prev ? map : NULL);
+    if (!g->sstate[s]) {
+      PH_LOG_RL(pool_api, p->ctx, PH_LOG_ERROR,
+                "a strategy could not attach to the new view (memory): its "
+                "rules have no candidates",
+                PH_STR("strategy", p->strats[s].name));
+      for (uint32_t r = 0; r < v->n_rules; r++)
+        if (g->rule_strat[r] == (int8_t)s)
+          g->rule_strat[r] = -1;
+    }
+  }
+  free(map);
+  return g;
+fail_records:
+  /* Records made for this view only (not the old view's, not left ones). */
+  for (uint32_t j = 0; j < g->n; j++)
+    if (g->px[j] && g->px[j]->idx == PH_POOL_VIEW_NONE && !g->px[j]->active &&
+        !g->px[j]->reserved && !g->px[j]->lprev && p->left != g->px[j])
+      free(g->px[j]);
+fail:
+  free(map);
+  g->view = NULL;
+  gen_free(g);
+  return NULL;
+}
+
+/* Makes g current: indexes and counts follow the records; what left the
+ * view drains on the left list (CP-4-2); the old generation lives on while
+ * attempts hold it. */
+static void gen_switch(pool *p, pool_gen *g) {
+  pool_gen *old = p->cur;
+  if (old)
+    for (uint32_t i = 0; i < old->n; i++)
+      old->px[i]->idx = PH_POOL_VIEW_NONE;
+  for (uint32_t j = 0; j < g->n; j++) {
+    pool_px *x = g->px[j];
+    if (x->lprev || p->left == x)
+      left_unlink(p, x); /* came back */
+    x->idx = j;
+    g->active[j] = x->active;
+    g->reserved[j] = x->reserved;
+  }
+  if (old)
+    for (uint32_t i = 0; i < old->n; i++) {
+      pool_px *x = old->px[i];
+      if (x->idx != PH_POOL_VIEW_NONE)
+        continue;
+      if (x->active || x->reserved)
+        left_push(p, x);
+      else
+        free(x);
+    }
+  g->refs = 1;
+  p->cur = g;
+  pool_gen_release(old);
+}
+
+pool_gen *pool_gen_current(pool *p) {
+  if (!p->view)
+    return NULL;
+  const ph_pool_view *v = p->view->current(p->view_self);
+  if (!v || (p->cur && p->cur->view == v))
+    return p->cur;
+  const ph_pool_view *held = p->view->acquire(p->view_self);
+  if (held != v) { /* cannot happen on the loop thread; fail closed */
+    p->view->release(p->view_self, held);
+    return p->cur;
+  }
+  pool_gen *g = gen_build(p, v, p->cur);
+  if (!g) {
+    p->view->release(p->view_self, v);
+    PH_LOG_RL(pool_api, p->ctx, PH_LOG_ERROR,
+              "could not install the new view (memory): the previous one "
+              "stays in use until its valid_until");
+    return p->cur;
+  }
+  gen_switch(p, g);
+  pool_wake(p, PH_POOL_VIEW_NONE); /* new capacity for the waiters */
+  return p->cur;
+}
+
+void pool_gen_clear(pool *p) {
+  pool_gen *g = p->cur;
+  p->cur = NULL;
+  if (g) {
+    for (uint32_t i = 0; i < g->n; i++)
+      if (g->px[i]) {
+        g->px[i]->idx = PH_POOL_VIEW_NONE;
+        if (g->px[i]->active || g->px[i]->reserved)
+          left_push(p, g->px[i]);
+        else
+          free(g->px[i]);
+      }
+    pool_gen_release(g);
+  }
+  while (p->left) {
+    pool_px *x = p->left;
+    left_unlink(p, x);
+    free(x);
+  }
+}
+
+/* ---- "pool.runtime" ------------------------------------------------------ */
+
+static uint32_t rt_counters(void *self, pool_runtime_counter *out,
+                            uint32_t max, int *worker_draining) {
+  pool *p = self;
+  pool_gen *g = pool_gen_current(p);
+  uint32_t k = 0;
+  if (worker_draining)
+    *worker_draining = p->stopping;
+  if (g)
+    for (uint32_t j = 0; j < g->n; j++) {
+      int draining = g->view->proxies[j].draining || g->revoked[j];
+      if (!g->active[j] && !g->reserved[j] && !draining)
+        continue;
+      if (k < max) {
+        out[k].proxy_id = g->view->proxies[j].proxy_id;
+        out[k].active = g->active[j];
+        out[k].reserved = g->reserved[j];
+        out[k].draining = draining;
+      }
+      k++;
+    }
+  for (pool_px *x = p->left; x; x = x->lnext) {
+    if (k < max) {
+      out[k].proxy_id = x->id;
+      out[k].active = x->active;
+      out[k].reserved = x->reserved;
+      out[k].draining = 1;
+    }
+    k++;
+  }
+  return k;
+}
+
+static void rt_revoke(void *self, const char *const *ids, size_t n) {
+  pool *p = self;
+  pool_gen *g = pool_gen_current(p);
+  if (!g)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t j = p->view->find(g->view, ids[i]);
+    if (j != PH_POOL_VIEW_NONE)
+      g->revoked[j] = 1;
+  }
+}
+
+const pool_runtime_v1 pool_runtime_service = {rt_counters, rt_revoke};

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The pool module's private types (issue 13): the gateway's dispatch.
+ *
+ *   pool      the module: its configuration, the services it uses, the
+ *             current generation, the waiters, the answers due.
+ *   pool_gen  one installed view with what the pool keeps beside it: the
+ *             per-proxy load arrays the strategies read, the strategies'
+ *             state, the rule -> strategy table. Held by reference: the
+ *             current one, and every attempt that picked from it.
+ *   pool_px   one proxy's counts (active, reserved), by proxy_id, across
+ *             views: the truth the runtime report carries. A generation
+ *             mirrors them in its arrays for the proxies it has; a proxy
+ *             that left the view stays on the "left" list, draining,
+ *             until its counts reach zero (CP-4-2, CP-4-3).
+ *   pool_attempt  one open(): match, pick, reserve, dial the proxy,
+ *             handshake, hand over the socket with a lease, and the
+ *             outcome of every attempt (pool_attempt.c).
+ */
+#ifndef PH_POOL_INT_H
+#define PH_POOL_INT_H
+
+#include <stdint.h>
+
+#include <proxyhost/connector.h>
+#include <proxyhost/stream.h>
+#include <proxyhost/module.h>
+#include <proxyhost/outcome_sink.h>
+#include <proxyhost/pool_view.h>
+#include <proxyhost/strategy.h>
+
+#include "pool_runtime.h"
+#include "up_hs.h"
+
+#define POOL_STRATS_MAX 16
+#define POOL_HOST_MAX 255
+#define POOL_KEY_MAX 256 /* a sticky key (a user name, a header value) */
+
+typedef struct pool pool;
+typedef struct pool_gen pool_gen;
+typedef struct pool_px pool_px;
+typedef struct pool_attempt pool_attempt;
+
+struct pool_px {
+  char id[PH_POOL_ID_MAX + 1];
+  uint32_t active, reserved;
+  uint32_t idx;  /* its index in the current generation, or
+                    PH_POOL_VIEW_NONE once it left (then on p->left) */
+  pool_px *lprev, *lnext;
+};
+
+typedef struct pool_strat {
+  const char *name; /* the provider (instance) name, conf-owned copy */
+  const ph_strategy_v1 *vt;
+  void *self;
+} pool_strat;
+
+struct pool_gen {
+  pool *p;
+  const ph_pool_view *view; /* a reference (pool.view acquire) */
+  uint32_t refs;            /* +1 while current, +1 per attempt */
+  uint32_t n;               /* view->n_proxies */
+  uint32_t *active, *reserved;
+  uint8_t *revoked;         /* revoke_proxy_ids, and draining proxies */
+  pool_px **px;             /* n */
+  void *sstate[POOL_STRATS_MAX]; /* per p->strats, NULL when unused */
+  int8_t *rule_strat;       /* per rule: index in p->strats, -1: none */
+  ph_pool_load load;
+};
+
+enum attempt_state {
+  AT_NEW = 0,
+  AT_WAITING,   /* in p's wait queue (WAIT), with its deadline */
+  AT_DIALING,   /* the upstream connector dials the proxy */
+  AT_HANDSHAKE, /* CONNECT or SOCKS5 with the proxy */
+  AT_DIRECT,    /* DIRECT: the direct connector dials the target */
+  AT_DONE,      /* answered or about to be (on p's done list) */
+  AT_LEASED     /* the caller holds the socket and the lease */
+};
+
+struct pool_attempt {
+  ph_open_lease lease; /* first: the lease the caller gets */
+  pool *p;
+  int64_t id;
+  pool_attempt *hnext;          /* id table chain */
+  pool_attempt *qprev, *qnext;  /* the wait queue or the done list */
+  int state;
+  ph_open_cb cb;
+  void *arg;
+  /* The request, copied. */
+  char host[POOL_HOST_MAX + 1];
+  uint16_t port;
+  char principal[PH_POOL_NAME_MAX + 1];
+  int has_principal;
+  char listener[PH_POOL_NAME_MAX + 1];
+  int has_listener;
+  char key[POOL_KEY_MAX];
+  uint32_t key_len;
+  int has_key;
+  uintptr_t flags;
+  /* The selection. */
+  pool_gen *gen;    /* a reference, from the first match on */
+  uint32_t rule;    /* in gen->view->rules */
+  char rule_id[PH_POOL_ID_MAX + 1];
+  uint32_t tried[PH_STRATEGY_TRIED_MAX];
+  uint32_t n_tried;
+  uint32_t attempts;
+  pool_px *px;      /* the proxy reserved or active (a reference) */
+  uint32_t pidx;    /* its index in gen when picked */
+  int64_t wait_deadline_ms; /* monotonic; 0 before it first waits */
+  int64_t hs_deadline_ms;   /* monotonic: the handshake's deadline */
+  ph_timer *timer;  /* the WAIT deadline, the handshake's */
+  /* The connection to the proxy. */
+  int64_t sub;      /* the upstream or direct connector's open id */
+  int fd;
+  ph_io *io;
+  up_hs hs;
+  uint32_t peek_delay_ms; /* a partial head: re-peek after this */
+  int64_t stage_us; /* monotonic µs when the current stage began */
+  int first_byte;   /* the lease saw the target's first byte */
+  /* The answer. */
+  ph_open_result res;
+  int fail_stage, fail_code; /* the last upstream failure, for the
+                                answer when no candidate is left */
+};
+
+typedef struct pool_conf {
+  uint32_t max_opens;     /* attempts in progress (not leased) */
+  uint32_t max_waiters;   /* WAIT queue */
+  uint32_t max_attempts;  /* candidates tried per request */
+  uint32_t handshake_timeout_ms;
+  const char *view_provider, *sink_provider, *upstream_connector,
+      *direct_connector;
+} pool_conf;
+
+/* How an open ended: the result label of proxyhost_pool_opens_total. */
+enum pool_result {
+  PR_OK = 0,       /* through an upstream proxy */
+  PR_DIRECT,       /* DIRECT, opened by the direct connector */
+  PR_NO_VIEW,      /* no live view: no candidates (CP-3-9, CP-3-18) */
+  PR_NO_RULE,      /* no rule matched */
+  PR_NO_STRATEGY,  /* the rule's strategy is not loaded */
+  PR_NO_CAPACITY,  /* no candidate takes it, on_unavailable REJECT */
+  PR_WAIT_FULL,    /* WAIT, and the wait queue is full */
+  PR_WAIT_TIMEOUT, /* WAIT, and wait_timeout passed */
+  PR_UPSTREAM,     /* every proxy tried failed */
+  PR_DIRECT_FAILED,/* DIRECT, and the direct connector failed */
+  PR_REFUSED,      /* the caller takes no lease, or the pool stops */
+  N_PR
+};
+#define POOL_RESULT_NAMES                                                  \
+  "ok", "direct", "no_view", "no_rule", "no_strategy", "no_capacity",      \
+      "wait_full", "wait_timeout", "upstream_failed", "direct_failed",     \
+      "refused"
+
+struct pool {
+  ph_ctx *ctx;
+  pool_conf conf;
+  int stopping;
+  const ph_pool_view_v1 *view;
+  void *view_self;
+  const ph_outcome_sink_v1 *sink;
+  void *sink_self;
+  const ph_connector_v1 *up;
+  void *up_self;
+  const ph_connector_v1 *direct;
+  void *direct_self;
+  pool_strat strats[POOL_STRATS_MAX];
+  uint32_t n_strats;
+  pool_gen *cur;
+  pool_px *left; /* proxies no longer in the view that still carry counts */
+  /* Attempts by id (cancel), the wait queue, the answers due. */
+  pool_attempt **buckets;
+  uint32_t n_buckets;
+  uint32_t n_open;  /* attempts not yet leased */
+  int64_t next_id;
+  pool_attempt *wq_first, *wq_last;
+  uint32_t n_waiting;
+  pool_attempt *dq_first, *dq_last;
+  ph_timer *deliver_timer;
+  int entered; /* open/cancel/lease calls on the stack: answer later */
+  int waking, wake_again; /* pool_wake on the stack; one more round due */
+  uint64_t rng;
+  /* runtime() output, reused */
+  pool_runtime_counter *rt;
+  uint32_t rt_cap;
+  /* metrics */
+  ph_series *m_result[N_PR], *m_retries, *m_waiting, *m_reserved,
+      *m_active, *m_outcome_full;
+  ph_series *m_outcome[4][3]; /* [stage - 1][result - 1] */
+};
+
+/* The one API table (set by init). */
+extern const ph_api *pool_api;
+
+/* ---- pool_gen.c ------------------------------------------------------- */
+
+/* The current generation, installing the view that pool.view publishes
+ * now when it is not the current one's (the first call after a swap).
+ * NULL while there is no view. Loop thread. */
+pool_gen *pool_gen_current(pool *p);
+void pool_gen_hold(pool_gen *g);
+void pool_gen_release(pool_gen *g);
+/* Count changes on px, mirrored in the current generation. A record that
+ * left the view is freed when both reach zero: px is then dead. */
+void pool_px_add(pool *p, pool_px *px, int d_active, int d_reserved);
+/* Drops the current generation and every proxy record (stop/destroy). */
+void pool_gen_clear(pool *p);
+/* "pool.runtime". */
+extern const pool_runtime_v1 pool_runtime_service;
+/* Wall clock, Unix ms (the view's times). */
+int64_t pool_wall_ms(void);
+int64_t pool_mono_us(void);
+uint64_t pool_random(pool *p);
+
+/* ---- pool_attempt.c --------------------------------------------------- */
+
+extern const ph_connector_v1 pool_connector_service;
+/* Capacity of proxy idx (in the current generation) was freed, or, with
+ * PH_POOL_VIEW_NONE, a new view came: waiters may go on, in order. */
+void pool_wake(pool *p, uint32_t idx);
+/* Answers every attempt in progress (stop): stage queue, queue_full. */
+void pool_attempts_abort(pool *p);
+void pool_on_deliver(ph_timer *t, void *arg);
+
+#endif

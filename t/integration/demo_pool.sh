@@ -1,0 +1,52 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# scripts/demo-pool.sh, the README's pool demo (issue 13): run it as the
+# README does (its ports moved by DEMO_PORT_BASE, its directory by
+# DEMO_DIR), wait for its "ready" line, curl through each gateway that
+# owns proxies to a loopback target (client -> gateway -> upstream proxy
+# -> target), check that the controller's pool has both proxies owned,
+# stop it with SIGTERM and check that nothing it started is left running.
+# conf/controller.ini and conf/gateway.ini are what it runs.
+. "$top_srcdir/t/lib/testlib.sh"
+require_modules store_sqlite admin_api redis_ownership controlplane_server \
+  controlplane_client outcome_reporter pool round_robin weighted least_active \
+  random sticky direct http_proxy socks5 auth_local
+
+grep -q 'scripts/demo-pool.sh' "$top_srcdir/README.md"; ok $? "the README names scripts/demo-pool.sh"
+start_file_server "$T/www" "through the pool demo"; ok $? "a loopback target"
+# 24 ports from a random base; the demo uses base..base+23.
+DEMO_PORT_BASE=$(python3 -c 'import random; print(random.randrange(20000, 60000, 100))')
+DEMO_DIR=$T/demo
+DEMO_BUILDDIR=$top_builddir
+export DEMO_PORT_BASE DEMO_DIR DEMO_BUILDDIR
+sh "$top_srcdir/scripts/demo-pool.sh" >"$T/demo.out" 2>&1 &
+DEMO=$!
+PIDS="$PIDS $DEMO"
+said_ready() { grep -q '^demo: ready' "$T/demo.out"; }
+i=0
+while ! said_ready && [ $i -lt 900 ] && running "$DEMO"; do sleep 0.1; i=$((i + 1)); done
+said_ready; ok $? "the demo says ready" || sed 's/^/#   /' "$T/demo.out" "$T/demo/"*.log 2>/dev/null | grep -v debug | tail -30
+owns() { curl -s -m 5 "http://127.0.0.1:$1/v1/cp/view" | grep -c '"proxy_id"'; }
+g1=$(owns $((DEMO_PORT_BASE + 13))) g2=$(owns $((DEMO_PORT_BASE + 14)))
+is "$((g1 + g2))" 2 "CP-4-1 the two proxies are owned, each by one gateway (g1 $g1, g2 $g2)"
+url="http://127.0.0.1:$FILE_SERVER_PORT/hello.txt"
+n=0
+for g in 0 2; do
+  own=$g1; [ "$g" = 2 ] && own=$g2
+  [ "$own" -gt 0 ] || continue
+  body=$(curl -s -m 10 -x "http://127.0.0.1:$((DEMO_PORT_BASE + g))" "$url")
+  is "$body" "through the pool demo" "curl -x through gateway on port base+$g reaches the target"
+  body=$(curl -s -m 10 --proxy "socks5h://127.0.0.1:$((DEMO_PORT_BASE + g + 1))" "$url")
+  is "$body" "through the pool demo" "... and through its SOCKS5 listener"
+  n=$((n + 1))
+done
+[ "$n" -ge 1 ]; ok $? "at least one gateway served"
+grep -q "demo:" "$T/demo/secrets/demo-upstream"; ok $? "the upstream's credential file was made (0600)"
+unlike "$(cat "$T/demo/"*.log)" "$(cut -d: -f2 "$T/demo/secrets/demo-upstream")" "CP-8-5 the upstream password is in no log"
+kill -TERM "$DEMO"
+wait_exit "$DEMO" 20
+is "$EXIT" 0 "SIGTERM stops the demo"
+left=0
+for p in 0 2 10 11 12 13 14 20 21; do port_open $((DEMO_PORT_BASE + p)) 2>/dev/null && left=$((left + 1)); done
+is "$left" 0 "nothing it started still listens"
+done_testing

@@ -1,0 +1,314 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The gateway's data path end to end (issue 13), every part real: a
+# private redis-server and PostgreSQL cluster, a controller proxyhost
+# (store_pg, redis_ownership, controlplane_server, admin_api), two gateway
+# proxyhosts (controlplane_client, outcome_reporter, the five strategy
+# modules, pool, http_proxy and socks5 with connector = pool), and
+# upstream proxies of three kinds: proxyhost `local` instances (HTTP
+# CONNECT with a password, SOCKS5), Debian's microsocks (SOCKS5 with a
+# password) and tinyproxy (HTTP CONNECT); plus upstreams that fail on
+# purpose (t/lib/bad_upstream.py) for each outcome stage. curl goes through
+# the gateways, and what they report arrives at the controller: runtime
+# counts in Redis, outcomes accepted.
+. "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/redis.sh"
+. "$top_srcdir/t/lib/pg.sh"
+require_modules controlplane_server redis_ownership store_pg admin_api \
+  controlplane_client outcome_reporter pool round_robin weighted \
+  least_active random sticky http_proxy socks5 direct auth_local
+
+PY=/usr/bin/python3
+CTL="$top_builddir/tools/proxyhostctl"
+PW_A=pw-A-Gateway-Never-Logged-31c9
+PW_B=pw-B-Gateway-Never-Logged-8e07
+for b in microsocks tinyproxy; do
+  command -v "$b" >/dev/null 2>&1
+  ok $? "$b is installed (scripts/install-deps.sh)"
+done
+TAP_ON_FAIL='for f in ctl g1 g2; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -6; done'
+
+# ---- targets and upstreams ----------------------------------------------------
+"$PY" "$top_srcdir/t/lib/http_target.py" serve --port-file "$T/target.port" \
+  --lifetime 300 >"$T/target.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/target.port"; TGT=$(cat "$T/target.port")
+ok $? "an HTTP target on 127.0.0.1:$TGT"
+
+local_upstream() { # NAME FRONTEND PORT [HASH]: a proxyhost local instance
+  {
+    printf '[proxyhost]\nmodules = %sdirect, %s\nmodule_path = %s\n' \
+      "${4:+auth_local, }" "$2" "$top_builddir/modules"
+    printf '[admin]\nlisten = 127.0.0.1:%s\n' "$(free_port)"
+    printf '[%s]\nlisten = 127.0.0.1:%s\n' "$2" "$3"
+    [ -n "${4:-}" ] && printf 'auth = password\n[auth_local]\nusers = alice:%s\n' "$4"
+    printf '[log]\nlevel = info\n'
+  } >"$T/$1.ini"
+  "$PROXYHOST" -c "$T/$1.ini" >>"$T/$1.log" 2>&1 &
+  PIDS="$PIDS $!"
+}
+U1=$(free_port) U2=$(free_port) U3=$(free_port) U4=$(free_port)
+local_upstream u1 http_proxy "$U1" "$(password_hash "$PW_A")"
+local_upstream u2 socks5 "$U2"
+microsocks -i 127.0.0.1 -p "$U3" -u bob -P "$PW_B" >"$T/microsocks.log" 2>&1 &
+PIDS="$PIDS $!"
+cat >"$T/tinyproxy.conf" <<EOF
+Port $U4
+Listen 127.0.0.1
+Timeout 60
+MaxClients 50
+LogLevel Info
+LogFile "$T/tinyproxy.log"
+PidFile "$T/tinyproxy.pid"
+Allow 127.0.0.1
+EOF
+tinyproxy -d -c "$T/tinyproxy.conf" >"$T/tinyproxy.out" 2>&1 &
+PIDS="$PIDS $!"
+for p in "$U1" "$U2" "$U3" "$U4"; do wait_for port_open "$p" || echo "# port $p not open"; done
+port_open "$U4"; ok $? "four upstreams listen: proxyhost http_proxy (password), proxyhost socks5, microsocks (password), tinyproxy"
+for m in garbage reset_early reset_late hold; do
+  "$PY" "$top_srcdir/t/lib/bad_upstream.py" "$m" --port-file "$T/bad-$m.port" >"$T/bad-$m.log" 2>&1 &
+  PIDS="$PIDS $!"
+done
+for m in garbage reset_early reset_late hold; do wait_file "$T/bad-$m.port"; done
+BAD_G=$(cat "$T/bad-garbage.port") BAD_E=$(cat "$T/bad-reset_early.port")
+BAD_L=$(cat "$T/bad-reset_late.port") HOLD=$(cat "$T/bad-hold.port")
+REFUSED=$(free_port) # nothing listens there
+
+# direct.test resolves to loopback, which the DIRECT connector refuses.
+start_dnsd direct.test=127.0.0.1; ok $? "a DNS server for the test on loopback"
+
+# ---- the controller -------------------------------------------------------------
+start_redis "$T/redis"; ok $? "redis-server starts"
+PG_LISTEN=127.0.0.1
+start_pg "$T/pg"; ok $? "PostgreSQL starts"
+pg_psql postgres -c 'CREATE DATABASE pool' >/dev/null
+mkdir -p "$T/secrets"
+( umask 077
+  printf 'alice:%s\n' "$PW_A" >"$T/secrets/cred-a"
+  printf 'bob:%s\n' "$PW_B" >"$T/secrets/cred-b"
+  printf 'alice:wrong-%s\n' "$PW_B" >"$T/secrets/cred-wrong"
+  head -c 32 /dev/urandom >"$T/ref.key" )
+"$CTL" admin-token new "$T/admin.token" >/dev/null
+admin=$(free_port) cpp=$(free_port)
+cat >"$T/ctl.ini" <<EOF
+[proxyhost]
+modules = store_pg, admin_api, redis_ownership, controlplane_server
+module_path = $top_builddir/modules
+drain_timeout = 2s
+[log]
+level = debug
+[admin]
+listen = 127.0.0.1:$admin
+[store_pg]
+dsn = host=127.0.0.1 port=$PG_PORT user=postgres dbname=pool
+migrate = auto
+revision_poll = 100ms
+[admin_api]
+store = store_pg
+token_file = $T/admin.token
+[redis_ownership]
+hold_fresh_state = false
+address = 127.0.0.1:$REDIS_PORT
+cluster_id = c1
+session_ttl = 3s
+runtime_ttl = 2s
+ownership_lease = 8s
+command_timeout = 300ms
+reconnect.max = 300ms
+[controlplane_server]
+store = store_pg
+listen = 127.0.0.1:$cpp
+tls.mode = disabled
+cluster_id = c1
+secrets_dir = $T/secrets
+reference_key_file = $T/ref.key
+session_ttl = 3s
+runtime_interval = 300ms
+snapshot_validity = 20s
+allocation_safety_margin = 1s
+refresh_before = 5s
+assign_interval = 200ms
+watch_poll_interval = 100ms
+min_snapshot_interval = 0s
+EOF
+"$PROXYHOST" -c "$T/ctl.ini" >>"$T/ctl.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_long healthy "$admin"; ok $? "the controller starts (store_pg, Redis)"
+ctl() { "$CTL" --admin "127.0.0.1:$admin" --token-file "$T/admin.token" "$@" >/dev/null; }
+for c in cred-a cred-b cred-wrong; do ctl credential add "$c" || echo "# credential $c"; done
+# Group "web": the four good upstreams, one per worker zone-free. Group
+# "stages": the failing ones, one per rule. Group "one": a capacity-1 proxy.
+ctl proxy add u1 --protocol http_connect --host 127.0.0.1 --port "$U1" --groups web --capacity 50 --secret-ref cred-a &&
+ctl proxy add u2 --protocol socks5 --host 127.0.0.1 --port "$U2" --groups web --capacity 50 &&
+ctl proxy add u3 --protocol socks5 --host 127.0.0.1 --port "$U3" --groups web --capacity 50 --secret-ref cred-b &&
+ctl proxy add u4 --protocol http_connect --host 127.0.0.1 --port "$U4" --groups web --capacity 50
+ok $? "proxyhostctl proxy add: u1 (proxyhost, password), u2 (proxyhost socks5), u3 (microsocks, password), u4 (tinyproxy)"
+ctl proxy add x-dial --protocol http_connect --host 127.0.0.1 --port "$REFUSED" --groups s-dial --capacity 5 &&
+ctl proxy add x-hs --protocol socks5 --host 127.0.0.1 --port "$BAD_G" --groups s-hs --capacity 5 &&
+ctl proxy add x-407 --protocol http_connect --host 127.0.0.1 --port "$U1" --groups s-407 --capacity 5 --secret-ref cred-wrong &&
+ctl proxy add x-early --protocol http_connect --host 127.0.0.1 --port "$BAD_E" --groups s-early --capacity 5 &&
+ctl proxy add x-late --protocol http_connect --host 127.0.0.1 --port "$BAD_L" --groups s-late --capacity 5 &&
+ctl proxy add x-hold --protocol http_connect --host 127.0.0.1 --port "$HOLD" --groups one --capacity 1
+ok $? "proxyhostctl proxy add: the failing upstreams and a capacity-1 one"
+# Rules by target host name (the gateways resolve nothing for the pool:
+# the upstream does), first match wins.
+ctl route add dial --position 10 --host dial.test --group s-dial --strategy round_robin &&
+ctl route add hs --position 20 --host hs.test --group s-hs --strategy round_robin &&
+ctl route add r407 --position 30 --host auth.test --group s-407 --strategy round_robin &&
+ctl route add early --position 40 --host early.test --group s-early --strategy round_robin &&
+ctl route add late --position 50 --host late.test --group s-late --strategy round_robin &&
+ctl route add wait --position 60 --host wait.test --group one --strategy least_active --on-unavailable wait --wait-timeout-ms 1500 &&
+ctl route add reject --position 70 --host reject.test --group one --strategy random --on-unavailable reject &&
+ctl route add direct --position 80 --host direct.test --group nothing --strategy round_robin --on-unavailable direct &&
+ctl route add web --position 100 --host 127.0.0.1 --group web --strategy round_robin
+ok $? "proxyhostctl route add: one rule per case, then web"
+
+# ---- two gateways -------------------------------------------------------------
+gateway_ini() { # NAME ADMIN HTTP SOCKS
+  cat <<EOF
+[proxyhost]
+modules = controlplane_client, outcome_reporter, direct, direct.out, round_robin, weighted, least_active, random, sticky, pool, http_proxy, socks5
+module_path = $top_builddir/modules
+drain_timeout = 2s
+[log]
+level = debug
+[admin]
+listen = 127.0.0.1:$2
+[controlplane_client]
+tls.mode = disabled
+runtime_interval.min = 200ms
+backoff.min = 200ms
+backoff.max = 1s
+rpc_timeout = 2s
+[outcome_reporter]
+flush_interval = 200ms
+[direct]
+resolver_servers = 127.0.0.1:$dns_port
+[direct.out]
+; DIRECT rules dial with this one: no loopback targets (CP-1-25)
+deny_cidrs = 127.0.0.0/8
+resolver_servers = 127.0.0.1:$dns_port
+[pool]
+direct_connector = direct.out
+handshake_timeout = 2s
+[http_proxy]
+listen = 127.0.0.1:$3
+connector = pool
+[socks5]
+listen = 127.0.0.1:$4
+connector = pool
+EOF
+}
+a1=$(free_port) h1=$(free_port) s1=$(free_port)
+a2=$(free_port) h2=$(free_port) s2=$(free_port)
+gateway_ini g1 "$a1" "$h1" "$s1" >"$T/g1.ini"
+gateway_ini g2 "$a2" "$h2" "$s2" >"$T/g2.ini"
+start_gw() { # NAME: sets GW_PID
+  "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+    -worker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
+  GW_PID=$!
+  PIDS="$PIDS $GW_PID"
+}
+out=$("$PROXYHOST" -c "$T/g1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+  -worker-id g1 -instance-id g1-a -zone z1 --check-config 2>&1)
+ok $? "the gateway's configuration passes --check-config" || echo "# $out"
+ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
+view_ids() {
+  curl -s -m 5 "http://127.0.0.1:$1/v1/cp/view" |
+    "$PY" -c 'import json,sys; print(",".join(p["proxy_id"] for p in json.load(sys.stdin)["proxies"]))' 2>/dev/null
+}
+start_gw g1; G1=$GW_PID
+wait_long ready "$a1"; ok $? "CP-1-26 gateway g1 is ready"
+all_in_g1() { [ "$(view_ids "$a1")" = "u1,u2,u3,u4,x-407,x-dial,x-early,x-hold,x-hs,x-late" ]; }
+wait_long all_in_g1; ok $? "CP-1-16 g1 owns every proxy (the only worker)"
+[ -n "$(view_ids "$a1")" ] || echo "# view: $(curl -s "http://127.0.0.1:$a1/v1/cp/view" | head -c 400)"
+
+# ---- through the gateway ------------------------------------------------------------
+via_http() { "$CURL" -s -m 10 -x "http://127.0.0.1:$1" -o "$T/body" -w '%{http_code}' "$2" 2>/dev/null; }
+via_socks() { "$CURL" -s -m 10 --proxy "socks5h://127.0.0.1:$1" -o "$T/body" -w '%{http_code}' "$2" 2>/dev/null; }
+is "$(via_http "$h1" "http://127.0.0.1:$TGT/hello")" 200 "CP-1-22 curl -x http://gateway: 200 through the pool"
+is "$(cat "$T/body")" "hello through http_proxy" "... the target's body"
+is "$(via_socks "$s1" "http://127.0.0.1:$TGT/hello")" 200 "curl --proxy socks5h://gateway: 200 through the pool"
+# Round robin over u1..u4: 8 requests, each upstream carries two.
+for i in 1 2 3 4 5 6 7 8; do via_http "$h1" "http://127.0.0.1:$TGT/hello" >/dev/null; done
+pm() { http_get "http://127.0.0.1:$1/metrics" | grep -v '^#' | grep -F "$2 " | awk '{print $2}' | head -1; }
+ten_ok() { [ "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="tunnel",result="success"}')" = 10 ]; }
+wait_for ten_ok; ok $? "CP-5-5 the ten streams ended TUNNEL SUCCESS (their leases ended)"
+is "$(pm "$a1" 'proxyhost_pool_opens_total{result="ok"}')" 10 "ten opens through an upstream"
+tp=$(grep -c 'CONNECT' "$T/tinyproxy.log" 2>/dev/null)
+[ "${tp:-0}" -ge 2 ]; ok $? "CP-1-22 round robin reached tinyproxy (u4): ${tp:-0} CONNECTs"
+
+# ---- each outcome stage from a real failing upstream (CP-5-2..5) -------------------
+is "$(via_http "$h1" "http://dial.test/")" 502 "CP-5-2 a refused proxy port: 502"
+is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="dial",result="failure"}')" 1 "... one DIAL FAILURE"
+is "$(via_http "$h1" "http://hs.test/")" 502 "CP-5-3 a proxy that does not speak SOCKS5: 502"
+is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')" 1 "... one PROXY_HANDSHAKE FAILURE"
+is "$(via_http "$h1" "http://auth.test/")" 502 "CP-5-3 upstream 407 (wrong password): 502"
+is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')" 2 "... a second PROXY_HANDSHAKE FAILURE"
+code=$(via_http "$h1" "http://early.test/")
+[ "$code" = 502 ] || [ "$code" = 000 ]; ok $? "CP-5-4 a tunnel reset before any target byte fails the request ($code)"
+wait_for test "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="response_headers",result="failure"}')" = 1
+ok $? "... one RESPONSE_HEADERS FAILURE"
+via_http "$h1" "http://late.test/" >/dev/null
+wait_for test "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="tunnel",result="failure"}')" = 1
+ok $? "CP-5-5 a tunnel reset after the response began: one TUNNEL FAILURE"
+
+# ---- WAIT, REJECT, DIRECT (CP-1-24, CP-1-25) ---------------------------------------
+# x-hold (capacity 1) keeps the first request until released.
+( via_http "$h1" "http://wait.test/" >"$T/held.code"; cp "$T/body" "$T/held.body" ) &
+HELD=$!
+held_active() { [ "$(pm "$a1" proxyhost_pool_active)" = 1 ]; }
+wait_for held_active; ok $? "the capacity-1 proxy carries one stream"
+in_redis() { case $(redis_cli "$T/redis" HGET 'ph:cp:{c1}:w:g1:counts' p:x-hold) in 1:0:*) return 0 ;; esac; return 1; }
+wait_long in_redis; ok $? "CP-2-4 CP-2-14 the runtime report carries x-hold active=1 (Redis counts)"
+is "$(via_http "$h1" "http://reject.test/")" 503 "REJECT with no free capacity: 503 at once"
+t0=$(date +%s%3N)
+is "$(via_http "$h1" "http://wait.test/")" 504 "CP-1-24 WAIT times out after wait_timeout: 504"
+t1=$(date +%s%3N)
+[ $((t1 - t0)) -ge 1400 ]; ok $? "... after waiting $((t1 - t0)) ms (wait_timeout 1500 ms)"
+( via_http "$h1" "http://wait.test/" >"$T/waiter.code" ) &
+WAITER=$!
+waiting() { [ "$(pm "$a1" proxyhost_pool_waiting)" = 1 ]; }
+wait_for waiting; ok $? "a second WAIT request waits"
+: >"$T/bad-hold.port.release"
+wait "$HELD"; wait "$WAITER"
+is "$(cat "$T/held.code")" 200 "the held request completes when released"
+is "$(cat "$T/waiter.code")" 200 "CP-1-24 ... and the waiter gets the freed capacity: 200"
+is "$(via_http "$h1" "http://direct.test/")" 403 "CP-1-25 DIRECT to a target the policy refuses: 403"
+is "$(via_http "$h1" "http://nomatch.test/")" 403 "no matching rule: 403"
+
+# ---- outcomes and runtime at the controller ------------------------------------------
+acked() { [ "$(pm "$a1" proxyhost_outcome_reporter_batches_acknowledged_total)" -ge 1 ]; }
+wait_long acked; ok $? "CP-5-1 the controller acknowledged outcome batches"
+rec=$(pm "$a1" proxyhost_outcome_reporter_recorded_total)
+[ "${rec:-0}" -ge 15 ]; ok $? "every attempt became an outcome (${rec:-0} recorded)"
+
+# ---- drain (CP-4-2, CP-4-3) ----------------------------------------------------------
+ctl proxy drain u4; ok $? "proxyhostctl proxy drain u4"
+gone() { case ",$(view_ids "$a1")," in *,u4,*) return 1 ;; esac; return 0; }
+wait_long gone; ok $? "CP-4-4 u4 leaves g1's view once it carries nothing"
+for i in 1 2 3 4; do via_http "$h1" "http://127.0.0.1:$TGT/hello" >/dev/null; done
+tp2=$(grep -c 'CONNECT' "$T/tinyproxy.log" 2>/dev/null)
+sleep 0.3
+is "$(grep -c 'CONNECT' "$T/tinyproxy.log" 2>/dev/null)" "$tp2" "CP-4-2 no new stream reaches the drained u4"
+
+# ---- a second gateway, and the expiry of a view ------------------------------------
+start_gw g2; G2=$GW_PID
+wait_long ready "$a2"; ok $? "gateway g2 is ready"
+is "$(via_socks "$s2" "http://127.0.0.1:$TGT/hello")" 000 "g2 owns nothing yet (the proxies stay with g1): no candidates"
+kill -9 "$G1"; wait "$G1" 2>/dev/null
+moved() { [ -n "$(view_ids "$a2")" ]; }
+wait_long moved; ok $? "CP-4-6 g1 killed: its proxies move to g2 after the lease"
+is "$(via_socks "$s2" "http://127.0.0.1:$TGT/hello")" 200 "g2 serves through the proxies it took over"
+
+# ---- no secret anywhere ------------------------------------------------------------------
+for f in ctl g1 g2; do
+  grep -q -e "$PW_A" -e "$PW_B" "$T/$f.log"; [ $? -ne 0 ]
+  ok $? "CP-8-5 no upstream password in the $f log (debug level)"
+done
+m=$(http_get "http://127.0.0.1:$a2/metrics")
+unlike "$m" "$PW_A" "CP-8-5 no password in g2's /metrics"
+r=$(for k in $(redis_cli "$T/redis" KEYS '*'); do echo "$k"; redis_cli "$T/redis" DUMP "$k"; done)
+unlike "$r" "$PW_A" "CP-8-5 no password in Redis"
+done_testing

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Upstream proxies that fail on purpose, for the gateway's outcome stages
+(issue 13, CP-5-3..5); standard library only.
+
+    python3 bad_upstream.py MODE --port-file F [--lifetime S]
+
+listens on 127.0.0.1 (port written to F) and, per connection, by MODE:
+  garbage        answers a SOCKS5 greeting (or anything) with bytes that
+                 are not SOCKS5: a PROXY_HANDSHAKE failure
+  reset_early    answers an HTTP CONNECT with 200, then resets the
+                 connection (SO_LINGER 0) when the client sends its first
+                 bytes, before any byte of the target's: RESPONSE_HEADERS
+  reset_late     answers CONNECT with 200, then on the client's first
+                 bytes sends the start of a response and resets: TUNNEL
+  hold           answers CONNECT with 200 and then serves the target
+                 bytes "HTTP/1.1 200 OK ... held" only after the file
+                 F.release exists (for counts held while a stream is open)
+Each accepted connection is appended as a line "conn" to F.log.
+"""
+
+import argparse
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+
+def rst(c):
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+
+
+def read_head(c):
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < 8192:
+        b = c.recv(4096)
+        if not b:
+            return None
+        data += b
+    return data
+
+
+def serve(c, mode, port_file):
+    with open(port_file + ".log", "a") as f:
+        f.write("conn\n")
+    try:
+        if mode == "garbage":
+            c.recv(512)
+            c.sendall(b"HTTP/1.0 400 not socks\r\n\r\n")
+            time.sleep(0.2)
+            c.close()
+            return
+        if read_head(c) is None:
+            c.close()
+            return
+        c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        first = c.recv(4096)
+        if mode == "reset_early" or not first:
+            rst(c)
+            return
+        if mode == "reset_late":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial")
+            time.sleep(0.1)
+            rst(c)
+            return
+        if mode == "hold":
+            deadline = time.time() + 60
+            while not os.path.exists(port_file + ".release") and time.time() < deadline:
+                time.sleep(0.05)
+            body = b"held\n"
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                      b"Connection: close\r\n\r\n%s" % (len(body), body))
+            time.sleep(0.1)
+            c.close()
+    except OSError:
+        pass
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["garbage", "reset_early", "reset_late", "hold"])
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--lifetime", type=float, default=300)
+    a = ap.parse_args()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(s.getsockname()[1]))
+    os.rename(tmp, a.port_file)
+    s.settimeout(0.5)
+    end = time.time() + a.lifetime
+    parent = os.getppid()
+    while time.time() < end and os.getppid() == parent:
+        try:
+            c, _ = s.accept()
+        except socket.timeout:
+            continue
+        threading.Thread(target=serve, args=(c, a.mode, a.port_file),
+                         daemon=True).start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The pool connector (modules/pool) through the mock host, with fakes for
+ * everything around it: a pool.view whose views the test compiles and
+ * publishes (t/unit/cp_view_fixture.h), an outcome.sink that records, a
+ * strategy "first" (the first candidate that takes it), and a connector
+ * "fakes" whose dials the test answers with one end of a socketpair, the
+ * other end playing the upstream HTTP CONNECT proxy. It checks the
+ * reservation and capacity rules (CP-1-23), WAIT in order and its timeout
+ * (CP-1-24), REJECT, DIRECT, a retry on another candidate after a failed
+ * dial (nothing reached the target), the outcome of each stage (CP-5-2..5),
+ * the counts a runtime report carries across a view swap, with a removed
+ * proxy draining until its stream ends (CP-4-2, CP-4-3, CP-2-14),
+ * revoke_proxy_ids (CP-4-7), an expired view (CP-3-9) and cancel. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <proxyhost/connector.h>
+#include <proxyhost/mock.h>
+#include <proxyhost/module.h>
+#include <proxyhost/outcome_sink.h>
+#include <proxyhost/strategy.h>
+
+#include "cp_view_fixture.h"
+#include "pool_runtime.h"
+#include "tap.h"
+
+extern const ph_module proxyhost_module; /* the pool */
+
+static int64_t wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- fakes: pool.view, outcome.sink, connector ------------------------- */
+
+static cp_view_slot slot;
+#define MAXO 64
+static ph_outcome outs[MAXO];
+static char out_ids[MAXO][PH_OUTCOME_ID_MAX + 1];
+static int n_outs;
+
+static int sink_record(void *self, const ph_outcome *o) {
+  (void)self;
+  if (n_outs >= MAXO)
+    return PH_EFULL;
+  outs[n_outs] = *o;
+  snprintf(out_ids[n_outs], sizeof out_ids[0], "%s", o->proxy_id);
+  n_outs++;
+  return PH_OK;
+}
+static const ph_outcome_sink_v1 sink_service = {sink_record};
+
+typedef struct dial {
+  int64_t id;
+  char host[256];
+  uint16_t port;
+  ph_open_cb cb;
+  void *arg;
+  int answered, cancelled;
+} dial;
+#define MAXD 32
+static dial dials[MAXD];
+static int n_dials;
+
+static int64_t fc_open(void *self, const ph_open_request *req, ph_open_cb cb,
+                       void *arg) {
+  (void)self;
+  if (n_dials >= MAXD)
+    return PH_ENOMEM;
+  dial *d = &dials[n_dials++];
+  d->id = n_dials;
+  snprintf(d->host, sizeof d->host, "%s", req->host);
+  d->port = req->port;
+  d->cb = cb;
+  d->arg = arg;
+  return d->id;
+}
+static int fc_cancel(void *self, int64_t id) {
+  (void)self;
+  if (id < 1 || id > n_dials || dials[id - 1].answered)
+    return PH_ENOENT;
+  dials[id - 1].cancelled = 1;
+  return PH_OK;
+}
+static const ph_connector_v1 fc_service = {fc_open, fc_cancel};
+
+static const ph_api *fapi;
+static ph_ctx *fctx;
+static const ph_connector_v1 *pool_c;
+static void *pool_self;
+static const pool_runtime_v1 *rt;
+static void *rt_self;
+
+static int fakes_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  fapi = api;
+  fctx = ctx;
+  *state = NULL;
+  if (api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
+                            PH_POOL_VIEW_MINOR, &cp_view_service, &slot) ||
+      api->service_register(ctx, PH_OUTCOME_SINK_SERVICE,
+                            PH_OUTCOME_SINK_MAJOR, PH_OUTCOME_SINK_MINOR,
+                            &sink_service, NULL) ||
+      api->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                            PH_CONNECTOR_MINOR, &fc_service, NULL))
+    return PH_EINVAL;
+  return PH_OK;
+}
+static const char *const fakes_provides[] = {
+    PH_POOL_VIEW_SERVICE, PH_OUTCOME_SINK_SERVICE, PH_CONNECTOR_SERVICE, NULL};
+static const ph_module fakes = {
+    PH_MODULE_HEADER("fakes", "1.0.0"),
+    .provides = fakes_provides,
+    .init = fakes_init,
+};
+
+/* The strategy "first". */
+static int attaches, detaches;
+static void *first_attach(void *self, const ph_pool_view *v, const void *prev,
+                          const ph_pool_view *pv, const uint32_t *map) {
+  (void)self;
+  (void)v;
+  (void)prev;
+  (void)pv;
+  (void)map;
+  attaches++;
+  return &attaches; /* no state of its own */
+}
+static void first_detach(void *self, void *st) {
+  (void)self;
+  (void)st;
+  detaches++;
+}
+static uint32_t first_pick(void *self, void *st, const ph_strategy_pick *in) {
+  (void)self;
+  (void)st;
+  for (uint32_t i = 0; i < in->rule->n_candidates; i++)
+    if (ph_strategy_takes(in, in->rule->candidates[i]))
+      return in->rule->candidates[i];
+  return PH_POOL_VIEW_NONE;
+}
+static const ph_strategy_v1 first_service = {first_attach, first_detach,
+                                             first_pick};
+static int first_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  *state = NULL;
+  return api->service_register(ctx, PH_STRATEGY_SERVICE, PH_STRATEGY_MAJOR,
+                               PH_STRATEGY_MINOR, &first_service, NULL);
+}
+static const char *const first_provides[] = {PH_STRATEGY_SERVICE, NULL};
+static const ph_module first = {
+    PH_MODULE_HEADER("first", "1.0.0"),
+    .provides = first_provides,
+    .init = first_init,
+};
+
+/* A user of the pool: gets the connector and pool.runtime at start. */
+static int user_start(void *state) {
+  (void)state;
+  pool_c = fapi->service_get_named(fctx, PH_CONNECTOR_SERVICE, "pool",
+                                   PH_CONNECTOR_MAJOR, 3, &pool_self);
+  rt = fapi->service_get_named(fctx, POOL_RUNTIME_SERVICE, "pool",
+                               POOL_RUNTIME_MAJOR, 0, &rt_self);
+  return pool_c && rt ? PH_OK : PH_ENOENT;
+}
+static int user_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  (void)ctx;
+  (void)api;
+  *state = NULL;
+  return PH_OK;
+}
+static const char *const user_requires[] = {POOL_RUNTIME_SERVICE, NULL};
+static const ph_module user = {
+    PH_MODULE_HEADER("user", "1.0.0"),
+    .requires = user_requires,
+    .init = user_init,
+    .start = user_start,
+};
+
+/* ---- the requests ------------------------------------------------------ */
+
+typedef struct req {
+  int done;
+  ph_open_result res;
+  int64_t id;
+} req;
+#define MAXR 16
+static req reqs[MAXR];
+
+static void on_open(void *arg, const ph_open_result *r) {
+  req *q = arg;
+  q->done++;
+  q->res = *r;
+}
+
+static ph_mock *mk;
+
+static req *open_req(int i, const char *host, int lease) {
+  req *q = &reqs[i];
+  memset(q, 0, sizeof(*q));
+  q->res.fd = -1;
+  ph_open_request r = {.size = sizeof(r),
+                       .protocol = PH_PROTO_TCP,
+                       .port = 80,
+                       .host = host,
+                       .flags = lease ? PH_OPEN_F_LEASE : 0,
+                       .listener = "http_proxy"};
+  q->id = pool_c->open(pool_self, &r, on_open, q);
+  return q;
+}
+
+/* Answers dial d with a socketpair; returns the proxy's end. */
+static int dial_ok(int d) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+    return -1;
+  fcntl(sv[0], F_SETFL, O_NONBLOCK);
+  ph_open_result r = {.size = sizeof(r), .fd = sv[0]};
+  dials[d].answered = 1;
+  dials[d].cb(dials[d].arg, &r);
+  return sv[1];
+}
+
+static void dial_fail(int d, int code) {
+  ph_open_result r = {.size = sizeof(r), .stage = PH_STAGE_CONNECT,
+                      .code = code, .fd = -1};
+  dials[d].answered = 1;
+  dials[d].cb(dials[d].arg, &r);
+}
+
+/* The upstream's side: reads the CONNECT, answers 200. 1 when the
+ * request was for host:80. */
+static int proxy_accept(int fd, const char *host) {
+  char buf[1024];
+  ph_mock_run_for(mk, 5);
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return 0;
+  buf[n] = 0;
+  char want[300];
+  snprintf(want, sizeof want, "CONNECT %s:80 HTTP/1.1\r\n", host);
+  int good = strncmp(buf, want, strlen(want)) == 0;
+  const char *ans = "HTTP/1.1 200 Connection established\r\n\r\n";
+  if (write(fd, ans, strlen(ans)) < 0)
+    return 0;
+  ph_mock_run_for(mk, 5);
+  return good;
+}
+
+typedef struct counts {
+  uint32_t active, reserved;
+  int draining, found;
+} counts;
+
+static counts count_of(const char *id, uint32_t *total) {
+  pool_runtime_counter c[16];
+  counts k = {0};
+  int wd = 0;
+  uint32_t n = rt->counters(rt_self, c, 16, &wd);
+  if (total)
+    *total = n;
+  for (uint32_t i = 0; i < n && i < 16; i++)
+    if (strcmp(c[i].proxy_id, id) == 0) {
+      k.active = c[i].active;
+      k.reserved = c[i].reserved;
+      k.draining = c[i].draining;
+      k.found = 1;
+    }
+  return k;
+}
+
+static int last_outcome(const char *id, int stage, int result) {
+  return n_outs > 0 && strcmp(out_ids[n_outs - 1], id) == 0 &&
+         outs[n_outs - 1].stage == stage && outs[n_outs - 1].result == result;
+}
+
+/* The view: a and b (capacity 1 each) in group g; rules by host. */
+static void view(int with_b, int64_t valid_ms) {
+  fixture f;
+  fx_init(&f);
+  T0 = wall_now();
+  ts_set(&f.gen, T0);
+  ts_set(&f.vu, T0 + valid_ms);
+  static const char *hosts[] = {"wait.test", "rej.test", "direct.test",
+                                "*"};
+  static const char *ids[] = {"w", "r", "d", "any"};
+  static const int how[] = {
+      CONTROLPLANE__V1__ON_UNAVAILABLE__ON_UNAVAILABLE_WAIT,
+      CONTROLPLANE__V1__ON_UNAVAILABLE__ON_UNAVAILABLE_REJECT,
+      CONTROLPLANE__V1__ON_UNAVAILABLE__ON_UNAVAILABLE_DIRECT,
+      CONTROLPLANE__V1__ON_UNAVAILABLE__ON_UNAVAILABLE_REJECT};
+  for (int i = 0; i < 4; i++) {
+    Controlplane__V1__RoutingRule *r =
+        fx_rule(&f, ids[i], hosts[i], 0, 0, NULL, NULL, i == 2 ? "none" : "g");
+    r->strategy = "first";
+    r->on_unavailable = how[i];
+    if (i == 0) {
+      f.wait[0].seconds = 0;
+      f.wait[0].nanos = 300 * 1000000;
+      r->wait_timeout = &f.wait[0];
+    }
+  }
+  const char *names[] = {"a", "b"};
+  for (int i = 0; i < (with_b ? 2 : 1); i++) {
+    Controlplane__V1__OwnedProxy *p = fx_proxy(&f, names[i], "g", NULL, NULL);
+    p->protocol =
+        CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_HTTP_CONNECT;
+    p->capacity = 1;
+    ts_set(&f.uu[i], T0 + valid_ms);
+    ts_set(&f.exp[i], T0 + valid_ms + 1000);
+  }
+  ph_pool_view *v = compile(&f, T0, 600000);
+  if (!v)
+    printf("# the view did not compile\n");
+  cp_view_publish(&slot, v);
+}
+
+int main(void) {
+  plan_lazy();
+  signal(SIGPIPE, SIG_IGN);
+  char err[1024];
+  mk = ph_mock_new("[pool]\nview = fakes\nupstream_connector = fakes\n"
+                   "direct_connector = fakes\nstrategies = first\n"
+                   "max_waiters = 2\nmax_attempts = 2\n",
+                   err, sizeof err);
+  if (!mk || ph_mock_add(mk, &fakes, err, sizeof err) < 0 ||
+      ph_mock_add(mk, &first, err, sizeof err) < 0 ||
+      ph_mock_add(mk, &proxyhost_module, err, sizeof err) < 0 ||
+      ph_mock_add(mk, &user, err, sizeof err) < 0 ||
+      ph_mock_init(mk, err, sizeof err) < 0 ||
+      ph_mock_start(mk, err, sizeof err) < 0) {
+    printf("Bail out! %s\n", err);
+    return 1;
+  }
+
+  /* No view: no candidates (CP-3-9). */
+  req *q = open_req(0, "x.test", 1);
+  ok(q->id > 0, "open is accepted");
+  is_int(q->done, 0, "the answer never comes inside open()");
+  ph_mock_run_for(mk, 5);
+  ok(q->done == 1 && q->res.stage == PH_STAGE_SELECTION &&
+         q->res.code == PH_OPEN_AGENT_OFFLINE,
+     "CP-3-9 no view: selection / agent_offline (no candidates)");
+
+  view(1, 60000);
+  q = open_req(0, "x.test", 0);
+  ph_mock_run_for(mk, 5);
+  ok(q->done && q->res.code == PH_OPEN_UNSUPPORTED_CAPABILITY,
+     "a caller without PH_OPEN_F_LEASE: unsupported_capability");
+
+  /* r0 takes a, r1 takes b (capacity 1 each). */
+  int n0 = n_dials;
+  req *r0 = open_req(0, "wait.test", 1);
+  is_int(n_dials, n0 + 1, "the pick dials the proxy through the upstream connector");
+  is_int(dials[n0].port, 1080, "... proxy a's address");
+  ok(count_of("a", NULL).reserved == 1, "CP-2-14 a: one reservation while it dials");
+  int pa = dial_ok(n0);
+  ok(proxy_accept(pa, "wait.test"), "CP-5-3 the handshake asks proxy a for CONNECT wait.test:80");
+  ok(r0->done && r0->res.code == PH_OPEN_OK && r0->res.fd >= 0 && r0->res.lease,
+     "the request gets the socket and a lease");
+  counts ka = count_of("a", NULL);
+  ok(ka.active == 1 && ka.reserved == 0, "a: the reservation became active");
+  is_int(n_outs, 0, "no outcome before the stream ends");
+  req *r1 = open_req(1, "wait.test", 1);
+  int pb = dial_ok(n_dials - 1);
+  ok(proxy_accept(pb, "wait.test") && r1->done && r1->res.code == PH_OPEN_OK,
+     "CP-1-23 a full: the next request goes to b");
+
+  /* Both full: WAIT queues in order; the third waiter is refused. */
+  req *r2 = open_req(2, "wait.test", 1);
+  req *r3 = open_req(3, "wait.test", 1);
+  req *r4 = open_req(4, "wait.test", 1);
+  ph_mock_run_for(mk, 5);
+  ok(!r2->done && !r3->done, "CP-1-24 both full: two requests wait");
+  ok(r4->done && r4->res.code == PH_OPEN_QUEUE_FULL,
+     "a full wait queue answers queue_full at once");
+  req *rj = open_req(5, "rej.test", 1);
+  ph_mock_run_for(mk, 5);
+  ok(rj->done && rj->res.stage == PH_STAGE_SELECTION &&
+         rj->res.code == PH_OPEN_QUEUE_FULL,
+     "REJECT with no free capacity: queue_full");
+  req *rd = open_req(6, "direct.test", 1);
+  ok(n_dials > 0 && strcmp(dials[n_dials - 1].host, "direct.test") == 0,
+     "CP-1-25 DIRECT: the direct connector dials the target itself");
+  int pd = dial_ok(n_dials - 1);
+  ph_mock_run_for(mk, 5);
+  ok(rd->done && rd->res.code == PH_OPEN_OK && !rd->res.lease,
+     "... its answer is passed on (no lease)");
+  close(rd->res.fd);
+  close(pd);
+
+  /* The first stream ends: the first waiter gets a. */
+  int nd = n_dials;
+  ph_open_lease_first_byte(r0->res.lease);
+  close(r0->res.fd);
+  ph_open_lease_end(r0->res.lease, PH_LEASE_END_CLOSED);
+  ok(last_outcome("a", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS),
+     "CP-5-5 the stream's end: TUNNEL SUCCESS for a");
+  ok(n_dials == nd + 1 && !r3->done, "CP-1-24 the freed capacity goes to the first waiter, in order");
+  close(pa);
+  pa = dial_ok(n_dials - 1);
+  ok(proxy_accept(pa, "wait.test") && r2->done && r2->res.code == PH_OPEN_OK,
+     "... which gets a");
+
+  /* A new view without b while b carries r1: b drains (CP-4-2, CP-4-3). */
+  view(0, 60000);
+  ph_mock_run_for(mk, 5);
+  uint32_t total = 0;
+  counts kb = count_of("b", &total);
+  ok(kb.found && kb.active == 1 && kb.draining,
+     "CP-4-3 b left the view: still reported, active 1, draining");
+  ok(count_of("a", NULL).active == 1, "CP-2-14 a's count followed the swap");
+  ok(attaches >= 2, "the strategy attached to the new view");
+  close(r1->res.fd);
+  ph_open_lease_end(r1->res.lease, PH_LEASE_END_TARGET_ERROR);
+  ok(last_outcome("b", PH_OUTCOME_STAGE_RESPONSE_HEADERS, PH_OUTCOME_FAILURE),
+     "CP-5-4 an error before the target's first byte: RESPONSE_HEADERS FAILURE");
+  ok(!count_of("b", NULL).found, "CP-4-4 b's drain is over: no longer reported");
+  ph_mock_run_for(mk, 400);
+  ok(r3->done && r3->res.stage == PH_STAGE_QUEUE && r3->res.code == PH_OPEN_TIMEOUT,
+     "CP-1-24 the waiter b's end could not serve times out: queue / timeout");
+
+  /* A failed dial: the next candidate (nothing reached the target). */
+  view(1, 60000);
+  close(r2->res.fd);
+  ph_open_lease_end(r2->res.lease, PH_LEASE_END_CLIENT_ERROR);
+  ok(last_outcome("a", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS),
+     "a client that went away says nothing against the proxy");
+  close(pa);
+  close(pb);
+  nd = n_dials;
+  req *r5 = open_req(7, "any.test", 1);
+  dial_fail(nd, PH_OPEN_CONNECTION_REFUSED);
+  ok(last_outcome("a", PH_OUTCOME_STAGE_DIAL, PH_OUTCOME_FAILURE),
+     "CP-5-2 a refused dial: DIAL FAILURE");
+  ok(n_dials == nd + 2 && dials[nd + 1].port == 1081,
+     "CP-1-23 ... and the request tries b");
+  dial_fail(nd + 1, PH_OPEN_TIMEOUT);
+  ph_mock_run_for(mk, 5);
+  ok(last_outcome("b", PH_OUTCOME_STAGE_DIAL, PH_OUTCOME_TIMEOUT),
+     "a dial timeout: DIAL TIMEOUT");
+  ok(r5->done && r5->res.stage == PH_STAGE_RELAY && r5->res.code == PH_OPEN_TIMEOUT,
+     "every candidate failed: the last failure, stage relay");
+  ok(!count_of("a", NULL).found && !count_of("b", NULL).found,
+     "no reservation left behind");
+
+  /* A handshake refused by the proxy: PROXY_HANDSHAKE, then b. */
+  nd = n_dials;
+  req *r6 = open_req(8, "any.test", 1);
+  pa = dial_ok(nd);
+  ph_mock_run_for(mk, 5);
+  char buf[512];
+  ok(read(pa, buf, sizeof buf) > 0, "the CONNECT reached a");
+  const char *no = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+  ok(write(pa, no, strlen(no)) > 0, "a answers 403");
+  ph_mock_run_for(mk, 10);
+  ok(last_outcome("a", PH_OUTCOME_STAGE_PROXY_HANDSHAKE, PH_OUTCOME_FAILURE),
+     "CP-5-3 a refused CONNECT: PROXY_HANDSHAKE FAILURE");
+  ok(n_dials == nd + 2, "... and b is tried");
+  /* Cancel while b dials: the reservation goes. */
+  ok(pool_c->cancel(pool_self, r6->id) == PH_OK, "cancel while dialing");
+  ok(dials[nd + 1].cancelled, "... cancels the upstream dial");
+  ok(!count_of("b", NULL).found, "... and frees b's reservation");
+  ph_mock_run_for(mk, 5);
+  is_int(r6->done, 0, "no answer after cancel");
+  close(pa);
+
+  /* revoke_proxy_ids (CP-4-7): no new reservation on a. */
+  const char *ids[] = {"a"};
+  rt->revoke(rt_self, ids, 1);
+  counts kr = count_of("a", NULL);
+  ok(kr.found && kr.draining, "CP-4-3 a revoked: reported draining");
+  nd = n_dials;
+  open_req(9, "any.test", 1);
+  ok(n_dials == nd + 1 && dials[nd].port == 1081, "CP-4-7 a revoked: the pick takes b");
+  pb = dial_ok(nd);
+  ok(proxy_accept(pb, "any.test") && reqs[9].done && reqs[9].res.code == PH_OPEN_OK,
+     "... through b");
+  close(reqs[9].res.fd);
+  ph_open_lease_end(reqs[9].res.lease, PH_LEASE_END_TIMEOUT);
+  ok(last_outcome("b", PH_OUTCOME_STAGE_RESPONSE_HEADERS, PH_OUTCOME_TIMEOUT),
+     "an idle timeout before any target byte: RESPONSE_HEADERS TIMEOUT");
+  close(pb);
+
+  /* A view past its valid_until: no candidates, nothing dialed (CP-3-9). */
+  view(1, 30);
+  ph_mock_run_for(mk, 60);
+  nd = n_dials;
+  req *r7 = open_req(10, "any.test", 1);
+  ph_mock_run_for(mk, 5);
+  ok(r7->done && r7->res.code == PH_OPEN_AGENT_OFFLINE && n_dials == nd,
+     "CP-3-9 an expired view: no candidates, no dial");
+
+  ph_mock_stop(mk);
+  ph_mock_free(mk);
+  cp_view_publish(&slot, NULL);
+  ok(detaches == attaches, "every strategy state was detached");
+  return done_testing();
+}
