@@ -35,9 +35,25 @@ static size_t quota(size_t m, uint32_t n, uint32_t i) {
   return m / n + (i < m % n ? 1 : 0);
 }
 
+/* The slots left without an owner (NONE), remembered while there are few
+ * (the usual carry-over: one proxy of thousands gone), so that filling
+ * them does not scan the whole table again. */
+typedef struct holes {
+  uint32_t *at;
+  size_t n, cap;
+  int overflow; /* more than cap: find them by a scan */
+} holes;
+
+static void hole_add(holes *h, size_t s) {
+  if (h->n < h->cap)
+    h->at[h->n++] = (uint32_t)s;
+  else
+    h->overflow = 1;
+}
+
 /* Slots candidate i would give up to come down to max(level, its
  * quota). */
-static size_t excess(const size_t *count, size_t m, uint32_t n, uint32_t i,
+static size_t excess(const uint32_t *count, size_t m, uint32_t n, uint32_t i,
                      size_t level) {
   size_t keep = quota(m, n, i);
   if (level > keep)
@@ -45,7 +61,7 @@ static size_t excess(const size_t *count, size_t m, uint32_t n, uint32_t i,
   return count[i] > keep ? count[i] - keep : 0;
 }
 
-static size_t excess_sum(const size_t *count, size_t m, uint32_t n,
+static size_t excess_sum(const uint32_t *count, size_t m, uint32_t n,
                          size_t level) {
   size_t sum = 0;
   for (uint32_t i = 0; i < n; i++)
@@ -56,9 +72,10 @@ static size_t excess_sum(const size_t *count, size_t m, uint32_t n,
 /* Frees `need` slots (need <= the total excess over the quotas) from the
  * most-filled candidates: the highest level L that still frees enough,
  * each candidate down to L + 1, then one more from as many at L + 1 as
- * it takes. Lowers count; marks the freed slots NONE. */
-static void release(uint32_t *slot, size_t m, uint32_t n, size_t *count,
-                    size_t *take, size_t need) {
+ * it takes. Lowers count; marks the freed slots NONE. take: n entries
+ * of scratch, left zero. */
+static void release(uint32_t *slot, size_t m, uint32_t n, uint32_t *count,
+                    uint32_t *take, size_t need, holes *h) {
   size_t lo = 0, hi = m; /* excess_sum(lo) >= need */
   while (lo < hi) {
     size_t mid = lo + (hi - lo + 1) / 2;
@@ -69,7 +86,7 @@ static void release(uint32_t *slot, size_t m, uint32_t n, size_t *count,
   }
   size_t got = 0;
   for (uint32_t i = 0; i < n; i++) {
-    take[i] = excess(count, m, n, i, lo + 1);
+    take[i] = (uint32_t)excess(count, m, n, i, lo + 1);
     got += take[i];
   }
   for (uint32_t i = 0; i < n && got < need; i++)
@@ -77,12 +94,14 @@ static void release(uint32_t *slot, size_t m, uint32_t n, size_t *count,
       take[i]++;
       got++;
     }
-  for (size_t s = 0; s < m; s++) {
+  for (size_t s = 0; s < m && got; s++) {
     uint32_t o = slot[s];
     if (o != NONE && take[o]) {
       take[o]--;
       count[o]--;
       slot[s] = NONE;
+      hole_add(h, s);
+      got--;
     }
   }
 }
@@ -90,7 +109,7 @@ static void release(uint32_t *slot, size_t m, uint32_t n, size_t *count,
 /* The candidates still owed slots, served one slot each in turn. */
 typedef struct owed {
   uint32_t *list;
-  size_t *need;
+  uint32_t *need;
   uint32_t len, cur;
 } owed;
 
@@ -103,6 +122,27 @@ static uint32_t owed_next(owed *o) {
   if (o->cur >= o->len)
     o->cur = 0;
   return i;
+}
+
+/* Gives slot s its owner: the new candidates first, until each has its
+ * quota; then the candidates that stayed, below their quota (the removed
+ * proxies' slots go to them). */
+static void give(uint32_t *slot, size_t s, size_t m, uint32_t n,
+                 uint32_t *count, owed *o, int *survivors) {
+  if (o->len == 0 && !*survivors) {
+    *survivors = 1;
+    o->len = o->cur = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      size_t q = quota(m, n, i);
+      if (count[i] < q) {
+        o->need[i] = (uint32_t)(q - count[i]);
+        o->list[o->len++] = i;
+      }
+    }
+  }
+  uint32_t i = o->len ? owed_next(o) : (uint32_t)(s % n);
+  slot[s] = i;
+  count[i]++;
 }
 
 int sk_slots_fill(uint32_t *slot, uint32_t bits, uint32_t n,
@@ -120,27 +160,35 @@ int sk_slots_fill(uint32_t *slot, uint32_t bits, uint32_t n,
     }
     return 0;
   }
-  size_t *count = calloc(n, sizeof(*count));
-  size_t *need = calloc(n, sizeof(*need));
+  uint32_t *count = calloc(n, sizeof(*count));
+  uint32_t *need = calloc(n, sizeof(*need));
   uint32_t *list = malloc(n * sizeof(*list));
-  if (!count || !need || !list) {
+  holes h = {NULL, 0, m / 16 + 1, 0};
+  h.at = malloc(h.cap * sizeof(*h.at));
+  if (!count || !need || !list || !h.at) {
     free(count);
     free(need);
     free(list);
+    free(h.at);
     return -1;
   }
-  size_t orphans = 0;
+  /* Every slot keeps the owner of the old slot covering it (a table
+   * twice as large splits each old slot in two; half as large takes the
+   * first of each pair), translated to its new position. */
+  unsigned up = bits > old_bits ? bits - old_bits : 0;
+  unsigned down = old_bits > bits ? old_bits - bits : 0;
   for (size_t s = 0; s < m; s++) {
-    size_t src = bits >= old_bits ? s >> (bits - old_bits)
-                                  : s << (old_bits - bits);
-    uint32_t j = old[src];
+    uint32_t j = old[(s >> up) << down];
     uint32_t o = j < n_old && trans[j] < n ? trans[j] : NONE;
     slot[s] = o;
     if (o == NONE)
-      orphans++;
+      hole_add(&h, s);
     else
       count[o]++;
   }
+  size_t orphans = m;
+  for (uint32_t i = 0; i < n; i++)
+    orphans -= count[i];
   /* The new candidates (no slot yet) are owed their whole quota. */
   size_t owed_new = 0;
   uint32_t n_new = 0;
@@ -151,36 +199,26 @@ int sk_slots_fill(uint32_t *slot, uint32_t bits, uint32_t n,
     }
   if (owed_new > orphans) {
     /* need[] doubles as release()'s per-candidate count to free. */
-    release(slot, m, n, count, need, owed_new - orphans);
+    release(slot, m, n, count, need, owed_new - orphans, &h);
     orphans = owed_new;
   }
   owed o = {list, need, n_new, 0};
   for (uint32_t k = 0; k < n_new; k++)
-    need[list[k]] = quota(m, n, list[k]);
-  int survivors = 0; /* 1 once the new ones are served */
-  for (size_t s = 0; s < m && orphans; s++) {
-    if (slot[s] != NONE)
-      continue;
-    if (o.len == 0 && !survivors) {
-      /* The candidates that stayed, below their quota: the removed
-       * proxies' slots go to them. */
-      survivors = 1;
-      o.len = o.cur = 0;
-      for (uint32_t i = 0; i < n; i++) {
-        size_t q = quota(m, n, i);
-        if (count[i] < q) {
-          need[i] = q - count[i];
-          list[o.len++] = i;
-        }
+    need[list[k]] = (uint32_t)quota(m, n, list[k]);
+  int survivors = 0;
+  if (!h.overflow) {
+    for (size_t k = 0; k < h.n; k++)
+      give(slot, h.at[k], m, n, count, &o, &survivors);
+  } else {
+    for (size_t s = 0; s < m && orphans; s++)
+      if (slot[s] == NONE) {
+        give(slot, s, m, n, count, &o, &survivors);
+        orphans--;
       }
-    }
-    uint32_t i = o.len ? owed_next(&o) : (uint32_t)(s % n);
-    slot[s] = i;
-    count[i]++;
-    orphans--;
   }
   free(count);
   free(need);
   free(list);
+  free(h.at);
   return 0;
 }

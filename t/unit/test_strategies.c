@@ -857,6 +857,36 @@ static void test_sticky_table(void) {
     bal &= c2[i] == 170 || c2[i] == 171; /* 1024 = 6 * 170 + 4 */
   ok(kept && bal, "sticky table: removed one's slots spread, the others' untouched, 170-171 each");
 
+  /* 40 candidates on 4096 slots losing 1 (few orphans: remembered) and
+   * losing 20 (many: found by a scan): the same result either way. */
+  for (uint32_t gone = 1; gone <= 20; gone += 19) {
+    uint32_t *t40 = malloc(4096 * 4), *t2 = malloc(4096 * 4), tr[40];
+    sk_slots_fill(t40, 12, 40, NULL, 0, NULL, 0);
+    uint32_t next = 0;
+    for (uint32_t j = 0; j < 40; j++)
+      tr[j] = j % 2 == 1 && j / 2 < gone ? NONE : next++;
+    int rc = sk_slots_fill(t2, 12, next, t40, 12, tr, 40);
+    uint32_t cnt[40] = {0};
+    int keep = rc == 0, fair = 1;
+    for (int i = 0; i < 4096; i++) {
+      if (tr[t40[i]] != NONE && t2[i] != tr[t40[i]])
+        keep = 0;
+      if (t2[i] >= next)
+        keep = 0;
+      else
+        cnt[t2[i]]++;
+    }
+    for (uint32_t i = 0; i < next; i++)
+      fair &= cnt[i] == 4096 / next || cnt[i] == 4096 / next + 1;
+    char name[128];
+    snprintf(name, sizeof(name),
+             "sticky table: 40 candidates, %u removed: the others keep every slot, all end at their quota",
+             gone);
+    ok(keep && fair, name);
+    free(t40);
+    free(t2);
+  }
+
   /* SipHash-2-4, the paper's vectors: key 00..0f, messages 00..(n-1). */
   uint8_t msg[64];
   for (int i = 0; i < 64; i++)
