@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* SipHash-2-4 (strat_hash.h): four 64-bit lanes, two compression rounds a
  * message word, four finalisation rounds. */
+#include <string.h>
+
 #include "strat_hash.h"
 
 static inline uint64_t rotl(uint64_t x, unsigned b) {
   return (x << b) | (x >> (64 - b));
 }
 
+/* Eight bytes as a little-endian word (one load where the host is
+ * little-endian). */
 static inline uint64_t load_le64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t x;
+  memcpy(&x, p, sizeof(x));
+  return x;
+#else
   uint64_t x = 0;
   for (int i = 7; i >= 0; i--)
     x = (x << 8) | p[i];
   return x;
+#endif
 }
 
 typedef struct sip {
