@@ -13,10 +13,11 @@
 uint64_t strat_siphash24(uint64_t k0, uint64_t k1, const void *data,
                          size_t len);
 
-/* The sticky key's hash: SipHash-2-4 under this module's fixed key. A
- * fixed key keeps a key on its proxy across restarts of the table's
- * owner; choosing keys that land together only steers one's own
- * sessions, and capacity bounds what any proxy takes. */
+/* The sticky key's hash: SipHash-2-4 under this module's fixed key, so
+ * that placements are reproducible (a fresh table over the same
+ * candidates puts every key where it was). Choosing keys that land
+ * together only steers one's own sessions, and capacity bounds what any
+ * proxy takes. */
 uint64_t strat_key_hash(const char *key, size_t len);
 
 #endif

@@ -19,8 +19,8 @@
  * translated through map, and sk_slots_fill keeps every slot whose proxy
  * is still a candidate. So a proxy removed from the view moves exactly
  * the keys that were on it, and a proxy added takes about 1/n of the
- * keys, all from the most-filled. A key of no rule (NULL, or key_len 0):
- * uniform, as random does.
+ * keys, all from the most-filled. A request without a key (NULL, or
+ * key_len 0): uniform, as random does.
  *
  * Bounds: one table has at most 2^SK_BITS_MAX slots (8 MiB) and the
  * tables of one view at most SK_TOTAL_SLOTS together; over that, the
