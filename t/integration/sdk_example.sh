@@ -3,7 +3,8 @@
 # Installs proxyhost into a staging directory, builds the SDK example out of
 # tree against the *installed* SDK with pkg-config, runs its unit test
 # against the *installed* mock host library, and loads it into the
-# *installed* host.
+# *installed* host; then the stream connector example and the dispatch
+# strategy example (sdk/examples/strategy_first) the same way.
 . "$top_srcdir/t/lib/testlib.sh"
 
 dest="$T/dest"
@@ -141,5 +142,56 @@ if have_module socks5; then
 else
   skip "socks5 not built: the stream connector example is not run"
 fi
+
+# The sixth dispatch strategy (issue 13, strategy.h), built out of tree
+# against the installed SDK and loaded by the installed host. The test
+# module strategy_probe (t/modules, from the build tree) stands in for the
+# gateway's pool: it looks "first_usable" up by name as the pool does
+# (service_get_named "dispatch.strategy") and picks through it on a
+# canned view of four proxies a b c d whose first `full` are full.
+mkdir -p "$T/first"
+cp "$top_srcdir/sdk/examples/strategy_first/first_usable.c" \
+  "$top_srcdir/sdk/examples/strategy_first/Makefile" \
+  "$top_srcdir/sdk/examples/strategy_first/first_usable.ini" "$T/first/"
+PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+  ${MAKE:-make} -C "$T/first" >"$T/first.log" 2>&1
+ok $? "the strategy example builds against the installed SDK"
+sed 's/^/# /' "$T/first.log" | tail -5
+syms=$(nm -D --defined-only "$T/first/first_usable.so" 2>/dev/null | awk '{print $3}' | grep -v '^_' | tr '\n' ' ')
+is "$syms" "proxyhost_module " "the strategy example exports only its descriptor"
+listed=$("$PROXYHOST" -c "$T/first/first_usable.ini" \
+  --set proxyhost.module_path="$T/first,$dest$moduledir" --list-modules 2>&1)
+like "$listed" "first_usable         1.0.0" "the installed host lists it (--list-modules)"
+"$PROXYHOST" -c "$T/first/first_usable.ini" \
+  --set proxyhost.module_path="$T/first,$dest$moduledir" --check-config >"$T/fcheck.log" 2>&1
+is $? 0 "its sample configuration passes --check-config"
+probe_dir="$top_builddir/t/modules/.libs"
+first_conf() { # STRATEGY PORT
+  printf '[proxyhost]\nmodules = first_usable, strategy_probe\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[strategy_probe]\nstrategy = %s\n' \
+    "$T/first,$probe_dir,$dest$moduledir" "$2" "$1" >"$T/first_run.ini"
+}
+port=$(free_port)
+first_conf first_usable "$port"
+: >"$T/ph.log"
+start_proxyhost "$T/first_run.ini"
+wait_for healthy "$port"; ok $? "the installed host runs it beside a consumer that found it by name"
+like "$(cat "$T/ph.log")" 'msg="strategy found" strategy=first_usable' \
+  "it provides dispatch.strategy as first_usable"
+is "$(http_get "http://127.0.0.1:$port/readyz" | head -1)" 200 "ready with it loaded"
+is "$(http_get "http://127.0.0.1:$port/v1/test/strategy?full=0" | tail -1)" "pick=a" \
+  "CP-1-22 first_usable: the first candidate"
+is "$(http_get "http://127.0.0.1:$port/v1/test/strategy?full=2" | tail -1)" "pick=c" \
+  "CP-1-23 first_usable: a and b full, the first that takes (c)"
+is "$(http_get "http://127.0.0.1:$port/v1/test/strategy?full=4" | tail -1)" "pick=none" \
+  "CP-1-23 first_usable: all four full, none"
+kill -TERM "$PH_PID"
+wait_exit "$PH_PID" 10; is "$EXIT" 0 "and stops cleanly"
+# The probe is a real check: a name no module provides fails the start.
+port=$(free_port)
+first_conf no_such_strategy "$port"
+: >"$T/ph.log"
+start_proxyhost "$T/first_run.ini"
+wait_exit "$PH_PID" 10; is "$EXIT" 4 "a strategy name nobody provides: the consumer's start fails (exit 4)"
+like "$(cat "$T/ph.log")" 'msg="no such strategy" strategy=no_such_strategy' "and says which"
 
 done_testing

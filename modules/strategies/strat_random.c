@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * random, pure: uniform over the candidates that take the request. Up to
+ * STRAT_PROBES uniform draws (the first that takes is exactly uniform
+ * among those that take), then a scan forward from a random position,
+ * which is uniform only when the ones that do not take are spread evenly
+ * (it runs only when nearly none takes). No state.
+ */
+#include "strat.h"
+
+static void *rnd_attach(void *self, const ph_pool_view *v, const void *prev,
+                        const ph_pool_view *prev_view, const uint32_t *map) {
+  (void)self;
+  (void)v;
+  (void)prev;
+  (void)prev_view;
+  (void)map;
+  return (void *)&strat_no_state;
+}
+
+static void rnd_detach(void *self, void *state) {
+  (void)self;
+  (void)state;
+}
+
+static uint32_t rnd_pick(void *self, void *state, const ph_strategy_pick *in) {
+  (void)self;
+  (void)state;
+  if (!strat_pick_sane(in))
+    return PH_POOL_VIEW_NONE;
+  strat_rng r = {in->random};
+  return strat_uniform(in, &r, STRAT_PROBES);
+}
+
+const ph_strategy_v1 strat_random_v1 = {rnd_attach, rnd_detach, rnd_pick};
