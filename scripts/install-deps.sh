@@ -29,10 +29,13 @@ PACKAGE="debhelper dh-autoreconf dpkg-dev fakeroot lintian mmdebstrap"
 # write, calling the controller (CP-1-1) from stubs generated at test time.
 # chromium: the headless browser of t/integration/tunnel_browser.sh (TunnelMesh
 # through a real browser; a missing browser fails that test).
+# microsocks and tinyproxy: the upstream proxies of
+# t/integration/upstream_hs.sh (the pool's SOCKS5 and CONNECT handshakes);
+# the test runs its own instances, so tinyproxy's service is stopped below.
 TEST="curl openssl python3 python3-yaml python3-grpcio python3-grpc-tools
-  prometheus sqlite3 chromium"
-SERVERS="redis-server postgresql"
-SERVICES="redis-server postgresql"
+  prometheus sqlite3 chromium microsocks"
+SERVERS="redis-server postgresql tinyproxy"
+SERVICES="redis-server postgresql tinyproxy"
 POLICY=/usr/sbin/policy-rc.d
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -75,7 +78,7 @@ for svc in $SERVICES; do
     fi
   fi
 done
-for bin in redis-server postgres; do
+for bin in redis-server postgres tinyproxy; do
   if pids=$(pidof "$bin" 2>/dev/null); then
     echo "install-deps.sh: warning: $bin still running (pid $pids)" >&2
   fi
