@@ -25,7 +25,8 @@ void frontend_server_init(frontend_server *srv, const ph_api *api,
                           ph_ctx *ctx, const frontend_session_ops *ops,
                           stream_metrics *sm, ph_series *clients) {
   *srv = (frontend_server){.api = api, .ctx = ctx, .ops = ops, .sm = sm,
-                           .clients = clients};
+                           .clients = clients,
+                           .name = api->module_name(ctx)};
   ph_metric *m = api->metric(ctx, &denied_def);
   const char *reason = "not_allowed";
   srv->denied = m ? api->series(m, &reason) : NULL;

@@ -6,6 +6,7 @@
 
 #include "frontend_server.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,15 @@ static int64_t now_us(void) {
 
 static double seconds_since(int64_t t0_us) {
   return (double)(now_us() - t0_us) / 1e6;
+}
+
+/* ---- the lease of the relay's target ---------------------------------- */
+
+/* Once: the pointer is dead after end. */
+static void end_lease(frontend_session *s, int how) {
+  ph_open_lease *l = s->lease;
+  s->lease = NULL;
+  ph_open_lease_end(l, how);
 }
 
 /* ---- entries -------------------------------------------------------- */
@@ -111,6 +121,8 @@ void frontend_session_close(frontend_session *s, int how) {
     s->relay = NULL;
     s->fd = -1;
   }
+  end_lease(s, PH_LEASE_END_CLIENT_ERROR); /* cut by us: says nothing
+                                               about the target */
   api->io_free(s->io);
   api->timer_free(s->timer);
   s->io = NULL;
@@ -186,6 +198,15 @@ void frontend_session_cancel_auth(frontend_session *s) {
 
 /* ---- the open -------------------------------------------------------- */
 
+/* A success's lease (minor 3): only when the connector's result has
+ * the field; a failure's is never taken (connector.h: none there). */
+static ph_open_lease *result_lease(const ph_open_result *res) {
+  if (res->code != PH_OPEN_OK ||
+      res->size < offsetof(ph_open_result, lease) + sizeof(res->lease))
+    return NULL;
+  return res->lease;
+}
+
 static void open_answer(void *arg, const ph_open_result *res) {
   frontend_session *s = arg;
   frontend_server *srv = s->srv;
@@ -194,11 +215,18 @@ static void open_answer(void *arg, const ph_open_result *res) {
   if (s->in_call)
     s->answered = 1;
   stream_end target;
+  ph_open_lease *lease = result_lease(res);
   int code = relay_take_open(res, &target);
+  if (code != PH_OPEN_OK && lease) {
+    /* A success without a socket or a stream (a connector's bug): there
+     * is nothing to hold, so its lease ends now. */
+    ph_open_lease_end(lease, PH_LEASE_END_CLIENT_ERROR);
+    lease = NULL;
+  }
   stream_metrics_stage(srv->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(s->t_open_us));
   stream_metrics_open(srv->sm, code, stream_metrics_mode_of(res));
-  srv->ops->open_done(s->owner, code, res->stage, target);
+  srv->ops->open_done(s->owner, code, res->stage, target, lease);
   frontend_session_leave(s);
 }
 
@@ -207,13 +235,16 @@ int frontend_session_open(frontend_session *s, const char *host,
   frontend_server *srv = s->srv;
   if (guard_dead(&s->g) || !srv->connector || s->open_id > 0)
     return PH_ESTATE;
-  /* The upstream may be a socket or a stream (stream.h). */
+  /* The upstream may be a socket or a stream (stream.h); a lease is
+   * honoured (connector.h minor 3). */
   ph_open_request rq = {.size = sizeof(rq),
                         .protocol = PH_PROTO_TCP,
                         .port = port,
                         .host = host,
                         .principal = principal,
-                        .flags = PH_OPEN_F_STREAM};
+                        .flags = PH_OPEN_F_STREAM | PH_OPEN_F_LEASE,
+                        .listener = srv->name,
+                        .headers = s->headers};
   s->t_open_us = now_us();
   s->in_call = 1;
   s->answered = 0;
@@ -243,7 +274,7 @@ static void open_refused(frontend_session *s, int code, int stage) {
   frontend_server *srv = s->srv;
   stream_end none = {-1, NULL};
   stream_metrics_open(srv->sm, code, SM_STRICT);
-  srv->ops->open_done(s->owner, code, stage, none);
+  srv->ops->open_done(s->owner, code, stage, none, NULL);
 }
 
 static void validation_over(frontend_session *s, int verdict) {
@@ -315,6 +346,7 @@ static void relay_first_down(void *arg) {
   frontend_session_enter(s);
   stream_metrics_stage(s->srv->sm, SM_TTFB, SM_SUCCESS,
                        seconds_since(s->t_relay_us));
+  ph_open_lease_first_byte(s->lease); /* the relay calls this once */
   frontend_session_leave(s);
 }
 
@@ -324,6 +356,7 @@ static void relay_finished(void *arg, const relay_stats *st, int end) {
   frontend_session_enter(s);
   s->relay = NULL; /* ended: it closed both ends */
   s->fd = -1;
+  end_lease(s, relay_lease_end(end, st->error_side));
   srv->api->inc(srv->sm->bytes[SM_UP], st->up);
   srv->api->inc(srv->sm->bytes[SM_DOWN], st->down);
   srv->ops->relay_done(s->owner, st, end);
@@ -331,8 +364,8 @@ static void relay_finished(void *arg, const relay_stats *st, int end) {
 }
 
 int frontend_session_relay(frontend_session *s, stream_end target,
-                           const void *pre, size_t pre_len,
-                           const frontend_relay_opts *o) {
+                           ph_open_lease *lease, const void *pre,
+                           size_t pre_len, const frontend_relay_opts *o) {
   frontend_server *srv = s->srv;
   relay_opts ro = {.idle_timeout_ms = o->idle_timeout_ms,
                    .buffer_size = o->buffer_size,
@@ -349,7 +382,12 @@ int frontend_session_relay(frontend_session *s, stream_end target,
   s->probing = 0;
   arm_timer(s);
   s->t_relay_us = now_us();
+  s->lease = lease; /* the relay's callbacks end it (relay_finished) */
   s->relay = relay_start(srv->api, srv->ctx, client, target, pre, pre_len,
                          &ro);
-  return s->relay ? PH_OK : PH_ENOMEM;
+  if (!s->relay) {
+    end_lease(s, PH_LEASE_END_CLIENT_ERROR); /* closed by relay_start */
+    return PH_ENOMEM;
+  }
+  return PH_OK;
 }

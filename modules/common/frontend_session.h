@@ -46,6 +46,16 @@
  * walking the list), at once. Code that runs after a callee may have
  * closed the session checks frontend_session_dead.
  *
+ * Leases (connector.h, minor 3): every open says PH_OPEN_F_LEASE and
+ * names the listener (the frontend instance, api->module_name), with the
+ * request headers the frontend set in s->headers. A success's lease (may
+ * be NULL) goes to ops->open_done with the target; from then on its
+ * holder ends it exactly once: the frontend while it holds the target,
+ * the skeleton once frontend_session_relay took both. The skeleton tells
+ * first_byte at the relay's first byte down and ends the lease with the
+ * relay (relay_lease_end), or with CLIENT_ERROR when the relay could not
+ * start or the session closed while relaying (a stop, a destroy).
+ *
  * No allocation and no system call per session beyond what the two
  * frontends made before: one watcher and one timer, made at start.
  *
@@ -93,10 +103,14 @@ typedef struct frontend_session_ops {
   void (*auth_done)(void *owner, int verdict);
   /* The connector's answer to frontend_session_open, taken with
    * relay_take_open: code is a ph_open_code (PH_OPEN_OK: target holds
-   * the socket or the stream, now the owner's), stage the result's
-   * ph_open_stage. The open's stage duration and counter are recorded
-   * already. Mandatory for a frontend that calls it. */
-  void (*open_done)(void *owner, int code, int stage, stream_end target);
+   * the socket or the stream, now the owner's, and lease the connector's
+   * lease for it, or NULL), stage the result's ph_open_stage. The owner
+   * ends the lease (ph_open_lease_end) exactly once, when it closes the
+   * target, unless it hands both to frontend_session_relay. The open's
+   * stage duration and counter are recorded already. Mandatory for a
+   * frontend that calls it. */
+  void (*open_done)(void *owner, int code, int stage, stream_end target,
+                    ph_open_lease *lease);
   /* The relay of frontend_session_relay ended (relay_end), after it
    * closed both ends; the byte counters are counted already.
    * Mandatory for a frontend that calls frontend_session_relay. */
@@ -135,6 +149,9 @@ typedef struct frontend_server {
   void *authorizer_self;
   const ph_validation_v1 *validation; /* NULL: no validation step */
   void *validation_self;
+  /* The instance's name (api->module_name, host-owned): the listener of
+   * every open (ph_open_request.listener). Set by frontend_server_init. */
+  const char *name;
   /* From the configuration (init, frontend_server_reload): */
   client_acl acl; /* allow_clients: checked at accept */
   int log_target; /* log_target: the target in access and debug lines */
@@ -167,6 +184,13 @@ struct frontend_session {
   int64_t t_val_us;
   int64_t t_open_us, t_relay_us; /* CLOCK_MONOTONIC, for the stages */
   ph_relay *relay;
+  ph_open_lease *lease; /* the relay's target's, ended with the relay */
+  /* Set by the frontend (NULL: none): the request headers the next open
+   * offers the connector (ph_open_request.headers). get is called only
+   * inside the connector's open(), which may come later than
+   * frontend_session_open (after a validation step): it must answer from
+   * what the session holds then. */
+  const ph_open_headers *headers;
   uint64_t id; /* the stream id of the access line and the debug lines */
   struct sockaddr_storage peer; /* the client's address (family 0: none) */
   unsigned probing : 1;   /* not read while a check or an open runs */
@@ -224,9 +248,10 @@ int frontend_session_auth(frontend_session *s, const char *user,
 /* Abandons the check in flight, if any: no callback afterwards. */
 void frontend_session_cancel_auth(frontend_session *s);
 /* Asks srv->connector for a TCP stream to host:port for principal (NULL:
- * none), taking a socket or a stream (PH_OPEN_F_STREAM). PH_OK: the
- * answer comes through ops->open_done (as above, possibly inside). A
- * negative ph_status: refused at once, no callback. */
+ * none), taking a socket or a stream (PH_OPEN_F_STREAM) and honouring a
+ * lease (PH_OPEN_F_LEASE), from listener srv->name with s->headers.
+ * PH_OK: the answer comes through ops->open_done (as above, possibly
+ * inside). A negative ph_status: refused at once, no callback. */
 int frontend_session_open(frontend_session *s, const char *host,
                           uint16_t port, const char *principal);
 /* The open with the validation step before it (validation.h), for a
@@ -263,15 +288,17 @@ typedef struct frontend_relay_opts {
   int use_splice;
 } frontend_relay_opts;
 
-/* Hands the client's socket and watcher, and target, over to the relay,
- * with pre (bytes the client sent past its head) going first; stops the
- * deadline. The relay records the time to the first byte down
- * (SM_TTFB) and the bytes both ways; ops->relay_done tells its end.
- * PH_OK, or PH_ENOMEM: the relay could not start and closed both ends;
- * the caller closes the session. */
+/* Hands the client's socket and watcher, and target with its lease (or
+ * NULL), over to the relay, with pre (bytes the client sent past its
+ * head) going first; stops the deadline. The relay records the time to
+ * the first byte down (SM_TTFB, and the lease's first_byte) and the
+ * bytes both ways; ops->relay_done tells its end, after the lease was
+ * ended (relay_lease_end). PH_OK, or PH_ENOMEM: the relay could not
+ * start and closed both ends, the lease ended with CLIENT_ERROR; the
+ * caller closes the session. */
 int frontend_session_relay(frontend_session *s, stream_end target,
-                           const void *pre, size_t pre_len,
-                           const frontend_relay_opts *o);
+                           ph_open_lease *lease, const void *pre,
+                           size_t pre_len, const frontend_relay_opts *o);
 static inline int frontend_session_relaying(const frontend_session *s) {
   return s->relay != NULL;
 }

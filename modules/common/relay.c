@@ -114,10 +114,19 @@ struct ph_relay {
   int64_t idle_ms;
   relay_opts o;
   guard g;
+  int error_side; /* enum relay_side: the first end that failed */
   unsigned first_down_sent : 1;
 };
 
 enum { STEP_OK = 0, STEP_ERROR = -1 };
+
+/* A step failed on end e (its read or its write): remembered for
+ * relay_stats.error_side, the first failure only. Returns STEP_ERROR. */
+static int fail_on(rside *e) {
+  if (e->r->error_side == RELAY_SIDE_NONE)
+    e->r->error_side = e->client ? RELAY_SIDE_CLIENT : RELAY_SIDE_TARGET;
+  return STEP_ERROR;
+}
 
 /* Copy buffers are taken when bytes arrive and given back when they are
  * written (unless bulk data keeps flowing), so an idle stream holds none.
@@ -318,7 +327,7 @@ static int flush(rdir *d, size_t *n) {
   while (d->len > 0) {
     ssize_t w = put_out(d, d->buf + d->off, d->len);
     if (w < 0)
-      return STEP_ERROR;
+      return fail_on(d->out);
     if (w == 0)
       return STEP_OK;
     d->off += (size_t)w;
@@ -338,20 +347,21 @@ static int flush(rdir *d, size_t *n) {
     if (w < 0) {
       if (errno == EINTR)
         continue;
-      return errno == EAGAIN ? STEP_OK : STEP_ERROR;
+      return errno == EAGAIN ? STEP_OK : fail_on(d->out);
     }
     if (w == 0)
-      return STEP_ERROR; /* cannot happen with bytes in the pipe */
+      return fail_on(d->out); /* cannot happen with bytes in the pipe */
     d->in_pipe -= (size_t)w;
     *n += (size_t)w;
   }
   return STEP_OK;
 }
 
-enum { FILL_DATA, FILL_FULL, FILL_AGAIN, FILL_EOF, FILL_ERROR };
+enum { FILL_DATA, FILL_FULL, FILL_AGAIN, FILL_EOF, FILL_ERROR, FILL_NOMEM };
 
 /* Reads once from the source into the empty direction. FILL_FULL: the
- * read filled the whole space (more is probably waiting). */
+ * read filled the whole space (more is probably waiting); FILL_ERROR:
+ * the source failed; FILL_NOMEM: no buffer (the relay's own failure). */
 static int fill(rdir *d) {
   if (d->pipe_r >= 0) {
     for (;;) {
@@ -372,7 +382,7 @@ static int fill(rdir *d) {
   if (!d->buf) {
     d->buf = buf_take(d->cap);
     if (!d->buf)
-      return FILL_ERROR;
+      return FILL_NOMEM;
     d->buf_cap = d->cap;
   }
   for (;;) {
@@ -421,7 +431,7 @@ static int pump_stream(rdir *d, size_t *n) {
   d->blocked = 0;
   if (d->len > 0) { /* pre bytes go first */
     if (flush(d, n) != STEP_OK)
-      return STEP_ERROR;
+      return STEP_ERROR; /* its side is noted */
     if (d->len > 0)
       return STEP_OK;
   }
@@ -437,10 +447,10 @@ static int pump_stream(rdir *d, size_t *n) {
       return STEP_OK;
     }
     if (k < 0)
-      return STEP_ERROR; /* reset */
+      return fail_on(d->in); /* reset */
     ssize_t w = put_out(d, p, (size_t)k);
     if (w < 0)
-      return STEP_ERROR;
+      return fail_on(d->out);
     ph_stream_consume(d->in->st, (size_t)w);
     *n += (size_t)w;
     if (w < k) {
@@ -477,7 +487,9 @@ static int pump(rdir *d, size_t *n) {
     case FILL_AGAIN:
       return STEP_OK;
     case FILL_ERROR:
-      return STEP_ERROR;
+      return fail_on(d->in);
+    case FILL_NOMEM:
+      return STEP_ERROR; /* neither end's fault */
     case FILL_FULL:
       /* Bulk data between TCP sockets: splice from the next read on
        * (what this read brought is written from the buffer first). */
@@ -547,7 +559,8 @@ static void close_abortively(rside *e) {
 static void finish(ph_relay *r, int end) {
   void (*done)(void *, const relay_stats *, int) = r->o.done;
   void *arg = r->o.arg;
-  relay_stats st = {r->up.moved, r->down.moved};
+  relay_stats st = {r->up.moved, r->down.moved,
+                    end == RELAY_END_ERROR ? r->error_side : RELAY_SIDE_NONE};
   if (end == RELAY_END_ERROR) {
     close_abortively(&r->cs);
     close_abortively(&r->ts);
@@ -771,10 +784,25 @@ int relay_take_open(const ph_open_result *res, stream_end *end) {
 }
 
 relay_stats relay_get_stats(const ph_relay *r) {
-  relay_stats st = {0, 0};
+  relay_stats st = {0, 0, RELAY_SIDE_NONE};
   if (r) {
     st.up = r->up.moved;
     st.down = r->down.moved;
+    st.error_side = r->error_side;
   }
   return st;
+}
+
+int relay_lease_end(int end, int error_side) {
+  switch (end) {
+  case RELAY_END_CLOSED:
+    return PH_LEASE_END_CLOSED;
+  case RELAY_END_IDLE:
+    return PH_LEASE_END_TIMEOUT;
+  case RELAY_END_ERROR:
+    return error_side == RELAY_SIDE_TARGET ? PH_LEASE_END_TARGET_ERROR
+                                           : PH_LEASE_END_CLIENT_ERROR;
+  default: /* aborted by its owner, or unknown: nothing about the target */
+    return PH_LEASE_END_CLIENT_ERROR;
+  }
 }

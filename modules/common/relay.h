@@ -34,13 +34,26 @@ typedef struct ph_relay ph_relay;
 enum relay_end {
   RELAY_END_CLOSED = 0,  /* both directions finished (EOF both ways) */
   RELAY_END_IDLE,        /* idle timeout */
-  RELAY_END_ERROR,       /* a read/write/splice error on either side */
+  RELAY_END_ERROR,       /* a read/write/splice error on either side:
+                            relay_stats.error_side says which */
   RELAY_END_ABORTED      /* relay_abort */
 };
 
+/* Which end failed when a relay ends with RELAY_END_ERROR. */
+enum relay_side {
+  RELAY_SIDE_NONE = 0, /* no error; or one of the relay's own (no memory
+                          for a buffer): neither end is to blame */
+  RELAY_SIDE_CLIENT,   /* reading or writing the client's end failed (a
+                          reset, a client gone) */
+  RELAY_SIDE_TARGET    /* reading or writing the target's end failed (a
+                          reset socket, a reset stream) */
+};
+
 typedef struct relay_stats {
-  uint64_t up;   /* bytes client -> target */
-  uint64_t down; /* bytes target -> client */
+  uint64_t up;    /* bytes client -> target */
+  uint64_t down;  /* bytes target -> client */
+  int error_side; /* enum relay_side: the first end that failed, with
+                     RELAY_END_ERROR; RELAY_SIDE_NONE otherwise */
 } relay_stats;
 
 /* first_down: optional, called once when the first target byte reaches
@@ -101,8 +114,16 @@ void relay_client_io(ph_relay *r, int revents);
  * releases everything at once; done is not called. Outside any entry the
  * relay is freed at once; inside one (from first_down) when it returns. */
 void relay_abort(ph_relay *r);
-/* Bytes so far. */
+/* Bytes so far (and the failed side, once one failed). */
 relay_stats relay_get_stats(const ph_relay *r);
+
+/* How a lease of the target's end (connector.h, enum ph_lease_end) ends
+ * when its relay ended with end (enum relay_end) and error_side
+ * (relay_stats): RELAY_END_CLOSED is CLOSED, RELAY_END_IDLE is TIMEOUT,
+ * an error of the target's end TARGET_ERROR, and everything that says
+ * nothing about the target (an error of the client's end or of the
+ * relay itself, relay_abort: the owner cut it) CLIENT_ERROR. Pure. */
+int relay_lease_end(int end, int error_side);
 
 /* Empty splice pipes kept for reuse while any relay lives, 2 fds each
  * (their size counts against the user's pipe-user-pages limits); the

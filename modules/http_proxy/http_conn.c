@@ -27,8 +27,11 @@ static void update_io(conn *c) {
   case S_AUTH:
   case S_OPEN:
     /* Watch for the client going away; keep what it sends (bounded).
-     * With a full buffer the skeleton probes for its hangup instead. */
-    if (hp_pending(&c->cin) < max)
+     * With a full buffer the skeleton probes for its hangup instead; so
+     * too once a read would compact cin: that would move the request
+     * head, which the connector's open may still read (its headers). */
+    if (hp_pending(&c->cin) < max &&
+        !(c->cin.len == c->cin.cap && c->cin.off > 0))
       ce = PH_READ;
     break;
   case S_EXCHANGE:
@@ -188,7 +191,7 @@ static int idle_check(conn *c) {
     return HP_WAIT;
   }
   if (c->state == S_EXCHANGE || c->state == S_OPEN || c->state == S_AUTH)
-    return hp_fail_exchange(c, 504);
+    return hp_fail_exchange(c, 504, PH_LEASE_END_TIMEOUT);
   return HP_CLOSE;
 }
 
@@ -227,10 +230,11 @@ static void on_auth_done(void *owner, int verdict) {
   hp_conn_run(c, hp_auth_result(c, verdict));
 }
 
-static void on_open_done(void *owner, int code, int stage, stream_end up) {
+static void on_open_done(void *owner, int code, int stage, stream_end up,
+                         ph_open_lease *lease) {
   conn *c = owner;
   (void)stage;
-  hp_conn_run(c, hp_open_result(c, code, up));
+  hp_conn_run(c, hp_open_result(c, code, up, lease));
 }
 
 static void on_relay_done(void *owner, const relay_stats *st, int end) {
@@ -255,7 +259,7 @@ static void hp_conn_end(void *owner, int how) {
   conn *c = owner;
   if (how == FRONTEND_END_LOG)
     hp_access_log(c);
-  hp_close_upstream(c);
+  hp_close_upstream(c, c->up_how); /* the reason the phase gave */
   hp_buf_free(&c->cin);
   hp_buf_free(&c->cout);
   hp_buf_free(&c->x.uin);
@@ -309,12 +313,16 @@ void hp_conn_accept(hp *h, int fd, const struct sockaddr *peer,
   }
   c->hp = h;
   c->up.fd = -1;
+  c->up_how = PH_LEASE_END_CLIENT_ERROR;
   c->first = 1;
+  c->open_headers.get = hp_request_header;
+  c->open_headers.arg = c;
   if (frontend_session_start(&h->fs, &c->fs, c, fd, peer, peerlen) !=
       PH_OK) {
     frontend_session_close(&c->fs, FRONTEND_END_QUIET);
     return;
   }
+  c->fs.headers = &c->open_headers; /* every open offers the head's */
   frontend_session_enter(&c->fs);
   int next = hp_request_begin(c);
   if (next == HP_WAIT) {

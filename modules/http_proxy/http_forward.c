@@ -17,11 +17,12 @@
 static int decode_response_body(conn *c);
 
 /* What the origin sent cannot be read one way only: 502, or closing once
- * the client has part of the response. The reason is static text. */
+ * the client has part of the response (the target's fault, for the
+ * lease). The reason is static text. */
 static int bad_response(conn *c, const char *why) {
   PH_LOG(hp_api, c->hp->ctx, PH_LOG_DEBUG, "http response refused",
          PH_UINT("stream", c->fs.id), PH_STR("reason", why));
-  return hp_fail_exchange(c, 502);
+  return hp_fail_exchange(c, 502, PH_LEASE_END_TARGET_ERROR);
 }
 
 /* Framing bytes of an encoder not written yet. */
@@ -87,7 +88,7 @@ int hp_forward_request_body(conn *c) {
   if (hp_buf_decode(&c->cin, &c->x.cdec, &c->x.req_body) == HB_ERROR) {
     PH_LOG(hp_api, c->hp->ctx, PH_LOG_DEBUG, "http request refused",
            PH_STR("reason", "malformed chunked body"));
-    return hp_fail_exchange(c, 400);
+    return hp_fail_exchange(c, 400, PH_LEASE_END_CLIENT_ERROR);
   }
   pump_up(c);
   return HP_WAIT;
@@ -100,13 +101,16 @@ static int finish_exchange(conn *c) {
   int keep_up = !x->up_dirty && x->up_state == U_DONE &&
                 hp_head_keep_alive(&x->resp) && hp_pending(&x->uin) == 0 &&
                 !stopping;
+  /* The response is complete: whatever closes the upstream now ends its
+   * lease cleanly. */
+  c->up_how = PH_LEASE_END_CLOSED;
   if (keep_up) {
     c->up.idle = 1;
     snprintf(c->up.host, sizeof(c->up.host), "%s", c->target.host);
     c->up.port = c->target.port;
     c->up.generation = h->generation;
   } else {
-    hp_close_upstream(c);
+    hp_close_upstream(c, PH_LEASE_END_CLOSED);
   }
   if (x->close_after || stopping)
     return HP_CLOSE;
@@ -123,6 +127,7 @@ static int flush_response_body(conn *c) {
     return -1;
   if (w > 0) {
     x->resp_started = 1;
+    hp_up_first_byte(c); /* after a head, so told already: a no-op */
     c->bytes_down += (uint64_t)w;
     c->last_ms = hp_api->now_ms(c->hp->ctx);
     hp_api->inc(c->hp->sm.bytes[SM_DOWN], (uint64_t)w);
@@ -264,7 +269,9 @@ int hp_forward_response(conn *c) {
   }
   if (x->up_state == U_DONE)
     return finish_exchange(c);
-  return HP_CLOSE; /* the response came before the request ended */
+  /* The response came, complete, before the request ended. */
+  c->up_how = PH_LEASE_END_CLOSED;
+  return HP_CLOSE;
 }
 
 /* The upstream closed (or failed) while this exchange ran. */
@@ -277,17 +284,20 @@ static int upstream_eof(conn *c, int error) {
     if (x->reused && !x->retried && !x->resp_seen && x->body_sent == 0 &&
         x->interim == 0) {
       x->retried = 1;
-      hp_close_upstream(c);
+      /* Its responses so far were complete: a keep-alive ending. */
+      hp_close_upstream(c, PH_LEASE_END_CLOSED);
       x->uin.off = x->uin.len = x->udec = 0;
       return HP_OPEN;
     }
-    return hp_fail_exchange(c, 502);
+    return hp_fail_exchange(c, 502, PH_LEASE_END_TARGET_ERROR);
   }
   /* A body framed by the close ends here; any other is cut short, and
    * only closing tells the client. */
-  if (error || hp_body_decode_eof(&x->resp_body) != HB_DONE)
+  if (error || hp_body_decode_eof(&x->resp_body) != HB_DONE) {
+    c->up_how = PH_LEASE_END_TARGET_ERROR;
     return HP_CLOSE;
-  hp_close_upstream(c);
+  }
+  hp_close_upstream(c, PH_LEASE_END_CLOSED);
   return HP_PUMP;
 }
 
@@ -303,7 +313,7 @@ static int exchange_upstream_readable(conn *c) {
   if (r == RD_AGAIN || (r == RD_FULL && x->down_state != D_HEAD))
     return HP_WAIT;
   if (r == RD_FULL) /* cannot happen: hp_head_parse fails before */
-    return hp_fail_exchange(c, 502);
+    return hp_fail_exchange(c, 502, PH_LEASE_END_TARGET_ERROR);
   if (r == RD_EOF || r == RD_ERROR)
     return upstream_eof(c, r == RD_ERROR);
   x->resp_seen = 1;
@@ -317,6 +327,7 @@ int hp_forward_start(conn *c) {
   hp *h = c->hp;
   hp_exchange *x = &c->x;
   c->up.idle = 0;
+  c->up_how = PH_LEASE_END_CLIENT_ERROR; /* until the phases say more */
   x->up_dirty = 0;
   x->close_after = 0;
   c->state = S_EXCHANGE;
@@ -332,8 +343,9 @@ int hp_forward_start(conn *c) {
 
 static int upstream_readable(conn *c) {
   if (c->up.idle) {
-    /* A kept upstream said something (EOF, or bytes nobody asked for). */
-    hp_close_upstream(c);
+    /* A kept upstream said something (EOF, or bytes nobody asked for):
+     * its keep-alive ended, after complete responses. */
+    hp_close_upstream(c, PH_LEASE_END_CLOSED);
     return HP_WAIT;
   }
   if (c->state != S_EXCHANGE)

@@ -188,8 +188,9 @@ int hp_flush_client(conn *c) {
       return 0;
     c->cout.off += (size_t)w;
     c->last_ms = hp_api->now_ms(c->hp->ctx);
-    if (c->state == S_EXCHANGE) {
+    if (c->state == S_EXCHANGE) { /* a response head from the upstream */
       c->x.resp_started = 1;
+      hp_up_first_byte(c);
       c->bytes_down += (uint64_t)w;
       hp_api->inc(c->hp->sm.bytes[SM_DOWN], (uint64_t)w);
     }

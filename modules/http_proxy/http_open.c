@@ -22,7 +22,7 @@ int hp_open_proceed(conn *c) {
     c->x.reused = 1;
     return HP_EXCHANGE;
   }
-  hp_close_upstream(c);
+  hp_close_upstream(c, PH_LEASE_END_CLOSED); /* a kept one, not needed */
   return HP_OPEN;
 }
 
@@ -60,11 +60,14 @@ int hp_open_start(conn *c) {
   return HP_WAIT;
 }
 
-int hp_open_result(conn *c, int code, stream_end up) {
+int hp_open_result(conn *c, int code, stream_end up, ph_open_lease *lease) {
   if (code != PH_OPEN_OK)
     return hp_want_reply(c, open_map_http_status(code), AFTER_CLOSE);
   c->up.fd = up.fd;
   c->up.st = up.stream;
+  c->up.lease = lease;
+  c->up.told_first = 0;
+  c->up_how = PH_LEASE_END_CLIENT_ERROR; /* closed before it served */
   c->up.active = 1;
   hp_api->gauge_add(c->hp->sm.active, 1);
   return HP_ATTACH;

@@ -28,6 +28,18 @@
  * dispatcher's loop stops at a dead conn, so a callee's close never
  * frees a conn under its caller.
  *
+ * Leases (connector.h): a connector's lease comes with the upstream and
+ * lives in hp_upstream beside it. Its first_byte is told once, when the
+ * first byte of a response head written to the client came from that
+ * upstream (hp_up_first_byte); it ends exactly once, when the upstream
+ * is closed (hp_close_upstream, with how), not per request: CLOSED for a
+ * connection closed after complete responses (an idle kept one whatever
+ * closed it), else conn.up_how, which the phases set when they decide to
+ * close (TARGET_ERROR for a response cut short or unreadable, TIMEOUT
+ * for the idle timeout in an exchange, CLIENT_ERROR otherwise: our side
+ * failed or went away). A CONNECT hands it to the relay with the
+ * upstream (frontend_session_relay).
+ *
  * Bodies (http_body.h): the proxy never forwards framing it received.
  * A request or response body is decoded in its buffer, in place (the
  * payload moves down over the framing), and framed again for the peer:
@@ -162,8 +174,10 @@ typedef struct hp_upstream {
   char host[256]; /* kept: for whom */
   uint16_t port;
   uint64_t generation;
+  ph_open_lease *lease; /* the connector's, or NULL: ended with it */
   unsigned idle : 1;   /* a kept upstream between requests */
   unsigned active : 1; /* counts in proxyhost_stream_active */
+  unsigned told_first : 1; /* the lease heard first_byte */
 } hp_upstream;
 
 /* One forwarded exchange (http_forward.c's): the request up, the
@@ -229,6 +243,11 @@ struct conn {
   unsigned target_ok : 1; /* target parsed, for the access line */
   char log_path[128]; /* with log_target: the path (no query), cut */
   hp_upstream up;
+  /* How the upstream's lease ends if the connection closes now (enum
+   * ph_lease_end): CLIENT_ERROR while an exchange runs, unless a phase
+   * that returns HP_CLOSE or a reply says otherwise. */
+  int up_how;
+  ph_open_headers open_headers; /* the request's, for the open */
   hp_exchange x;
   hp_credentials cred;
 };
@@ -282,8 +301,10 @@ static inline int hp_want_reply(conn *c, int status, int after) {
 }
 
 /* An error in an exchange: a status while no response byte reached the
- * client, else closing. */
-static inline int hp_fail_exchange(conn *c, int status) {
+ * client, else closing; how (enum ph_lease_end) is how the upstream's
+ * lease ends for it. */
+static inline int hp_fail_exchange(conn *c, int status, int how) {
+  c->up_how = how;
   return c->x.resp_started ? HP_CLOSE : hp_want_reply(c, status, AFTER_CLOSE);
 }
 
@@ -332,8 +353,13 @@ int hp_flush_client(conn *c);
 /* Sets the connection's timer: kind, due in ms (idle_timeout counts from
  * now: last_ms). */
 void hp_arm_timer(conn *c, int kind, int64_t ms);
-/* Closes the upstream (kept or in use), if any. */
-void hp_close_upstream(conn *c);
+/* Closes the upstream (kept or in use), if any, and ends its lease with
+ * how (enum ph_lease_end; CLOSED whatever how says for an idle kept
+ * one: it was between complete responses). */
+void hp_close_upstream(conn *c, int how);
+/* A byte of a response head reached the client: the upstream's lease
+ * hears first_byte, once per upstream. */
+void hp_up_first_byte(conn *c);
 /* Wipes and frees a secret. */
 void hp_wipe_free(char **p, size_t *len);
 /* Records the status the client got, and counts it once per request. */
@@ -353,6 +379,11 @@ int hp_request_parse(conn *c);
 int hp_request_read(conn *c);
 /* Sets the method class of a head that could not be parsed. */
 void hp_request_guess_class(conn *c);
+/* ph_open_headers.get over the request head (arg: the conn): the first
+ * field called name (case-insensitive), without surrounding whitespace,
+ * or NULL; never Proxy-Authorization (the proxy's own credentials). Only
+ * while the open runs (S_OPEN: the head stays where it was parsed). */
+const char *hp_request_header(void *arg, const char *name, size_t *len);
 
 /* ---- http_auth.c (phase) ------------------------------------------------- */
 
@@ -368,8 +399,9 @@ int hp_auth_result(conn *c, int verdict);
 int hp_open_proceed(conn *c);
 /* Asks the connector for the request's target: HP_WAIT, or a reply. */
 int hp_open_start(conn *c);
-/* The connector's answer: HP_ATTACH with the upstream taken, or a reply. */
-int hp_open_result(conn *c, int code, stream_end up);
+/* The connector's answer: HP_ATTACH with the upstream (and its lease, or
+ * NULL) taken, or a reply. */
+int hp_open_result(conn *c, int code, stream_end up, ph_open_lease *lease);
 /* The upstream is watched: CONNECT's 200, or HP_EXCHANGE. */
 int hp_open_attached(conn *c);
 

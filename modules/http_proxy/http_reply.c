@@ -46,7 +46,7 @@ int hp_reply_start(conn *c) {
     hp_wipe_free(&c->cred.pending_token, &c->cred.pending_len);
   }
   if (c->state == S_EXCHANGE && after != AFTER_TUNNEL)
-    hp_close_upstream(c);
+    hp_close_upstream(c, c->up_how); /* hp_fail_exchange's reason */
   c->state = S_REPLY;
   hp_arm_timer(c, T_IDLE, h->conf.idle_timeout_ms);
   return HP_PUMP;
@@ -62,7 +62,7 @@ int hp_reply_done(conn *c) {
    * still sends for a while, so that closing does not reset the
    * connection before the client read the reply. */
   c->counted = 0; /* logged */
-  hp_close_upstream(c);
+  hp_close_upstream(c, c->up_how);
   shutdown(c->fs.fd, SHUT_WR);
   c->state = S_LINGER;
   int64_t ms = c->hp->conf.header_timeout_ms;

@@ -6,6 +6,7 @@
  * Proxy-Authorization for the auth phase. Returns what comes next. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "access_log.h"
 #include "http_proxy_int.h"
@@ -91,6 +92,23 @@ static int on_request_head(conn *c) {
   c->cin.off = c->req.head_len;
   c->x.cdec = c->cin.off;
   return HP_AUTHORIZE;
+}
+
+const char *hp_request_header(void *arg, const char *name, size_t *len) {
+  conn *c = arg;
+  hp_head_span v;
+  if (len)
+    *len = 0;
+  /* Only for the open of a parsed head, whose bytes are still in cin
+   * where the parser saw them (update_io does not compact cin in
+   * S_AUTH and S_OPEN). */
+  if (!name || !len || c->state != S_OPEN || !c->req.done || c->req.failed ||
+      !c->cin.data || strcasecmp(name, "proxy-authorization") == 0 ||
+      !hp_head_find(&c->req, c->cin.data, name, &v) ||
+      (size_t)v.off + v.len > c->cin.len)
+    return NULL;
+  *len = v.len;
+  return c->cin.data + v.off;
 }
 
 void hp_request_guess_class(conn *c) {

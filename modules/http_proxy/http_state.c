@@ -29,8 +29,9 @@ void hp_arm_timer(conn *c, int kind, int64_t ms) {
   frontend_session_deadline(&c->fs, ms > 0 ? ms : 1);
 }
 
-void hp_close_upstream(conn *c) {
+void hp_close_upstream(conn *c, int how) {
   hp_upstream *u = &c->up;
+  int kept = u->idle;
   if (u->io) {
     hp_api->io_free(u->io);
     u->io = NULL;
@@ -49,8 +50,23 @@ void hp_close_upstream(conn *c) {
     hp_api->gauge_add(c->hp->sm.active, -1);
     u->active = 0;
   }
+  /* After the socket or stream closed (connector.h): once, as the
+   * pointer dies with it. */
+  ph_open_lease *l = u->lease;
+  u->lease = NULL;
+  if (l)
+    ph_open_lease_end(l, kept ? PH_LEASE_END_CLOSED : how);
+  u->told_first = 0;
   u->idle = 0;
   u->host[0] = '\0';
+}
+
+void hp_up_first_byte(conn *c) {
+  hp_upstream *u = &c->up;
+  if (!u->told_first && u->lease) {
+    u->told_first = 1;
+    ph_open_lease_first_byte(u->lease);
+  }
 }
 
 void hp_wipe_free(char **p, size_t *len) {

@@ -15,11 +15,13 @@ int hp_tunnel_start(conn *c) {
   c->up.ev = 0;
   c->timer_kind = T_NONE;
   stream_end up = hp_up_end(c);
-  c->up.fd = -1; /* the relay owns it, or closed it */
+  ph_open_lease *lease = c->up.lease;
+  c->up.fd = -1; /* the relay owns them, or closed them */
   c->up.st = NULL;
+  c->up.lease = NULL;
   c->state = S_TUNNEL;
   /* Bytes the client sent after the head go to the target first. */
-  int r = frontend_session_relay(&c->fs, up, c->cin.data + c->cin.off,
+  int r = frontend_session_relay(&c->fs, up, lease, c->cin.data + c->cin.off,
                                  hp_pending(&c->cin), &o);
   hp_buf_free(&c->cin);
   hp_buf_free(&c->cout);

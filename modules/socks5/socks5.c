@@ -21,6 +21,11 @@
  * hangup probe, the check and the open with their cancellation, the
  * relay, the one end of a connection and the drain. This file is the
  * SOCKS5 part: the messages, the replies and the access log line.
+ *
+ * A connector's lease (connector.h) comes with the target: this file
+ * holds it with the target while the success reply goes out, and ends it
+ * (CLIENT_ERROR) if the connection closes then; the relay's hand-over
+ * passes it to the skeleton, which tells its first byte and its end.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -84,6 +89,7 @@ typedef struct s5_conn {
   s5_server *s;
   int target_fd;
   ph_stream *target_st; /* the open's stream, when it answered with one */
+  ph_open_lease *lease; /* the target's, until the relay takes it */
   int state;
   char *user; /* the principal being checked, then authenticated */
   /* With a validation step (the "validation" key) only: the password,
@@ -210,6 +216,11 @@ static void s5_end(void *owner, int how) {
   if (c->target_st)
     ph_stream_close(c->target_st);
   c->target_st = NULL;
+  /* Closed before the relay took it (the reply could not be written, its
+   * deadline, a destroy): our side went away, not the target. */
+  ph_open_lease *l = c->lease;
+  c->lease = NULL;
+  ph_open_lease_end(l, PH_LEASE_END_CLIENT_ERROR);
 }
 
 /* ops->free: once no entry runs. */
@@ -324,10 +335,13 @@ static void start_relay(s5_conn *c) {
                            .buffer_size = s->buffer_size,
                            .use_splice = s->use_splice};
   stream_end target = {c->target_fd, c->target_st};
-  c->target_fd = -1; /* the relay owns it, even on failure */
+  ph_open_lease *lease = c->lease;
+  c->target_fd = -1; /* the relay owns them, even on failure */
   c->target_st = NULL;
+  c->lease = NULL;
   api->gauge_add(s->sm.active, 1);
-  if (frontend_session_relay(&c->fs, target, c->in, c->len, &o) != PH_OK) {
+  if (frontend_session_relay(&c->fs, target, lease, c->in, c->len, &o) !=
+      PH_OK) {
     api->gauge_add(s->sm.active, -1);
     PH_LOG_RL(api, s->ctx, PH_LOG_WARN, "socks5 relay could not start");
     c->result = R_FAILURE;
@@ -361,9 +375,11 @@ static void s5_auth_done(void *owner, int verdict) {
 /* The stream is open on a socket or a stream: the success reply (with
  * the socket's local address; 0.0.0.0:0 for a stream, which has none),
  * then the relay. */
-static void reply_success(s5_conn *c, stream_end target) {
+static void reply_success(s5_conn *c, stream_end target,
+                          ph_open_lease *lease) {
   c->target_fd = target.fd;
   c->target_st = target.stream;
+  c->lease = lease;
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
   memset(&ss, 0, sizeof(ss));
@@ -383,13 +399,13 @@ static void reply_success(s5_conn *c, stream_end target) {
 
 /* ops->open_done: the open's stage and counter are recorded already. */
 static void s5_open_done(void *owner, int code, int stage,
-                         stream_end target) {
+                         stream_end target, ph_open_lease *lease) {
   s5_conn *c = owner;
   c->answered = 1;
   c->stage = code == PH_OPEN_OK ? PH_STAGE_NONE : stage;
   c->code = code;
   if (code == PH_OPEN_OK) {
-    reply_success(c, target);
+    reply_success(c, target, lease);
   } else {
     c->reply = open_map_socks5(code);
     fail_reply(c, c->reply, R_FAILURE, "open failed");

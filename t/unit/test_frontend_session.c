@@ -9,13 +9,21 @@
  * cancel when the client leaves), answers inside the
  * call leave no stale id, and the guard rule under reentrancy: a callback
  * that closes the session from inside another callback frees nothing
- * before the outermost entry leaves (run under ASan to see it). */
+ * before the outermost entry leaves (run under ASan to see it). And the
+ * connector's lease (connector.h minor 3; issue 13, for CP-5-4/CP-5-5):
+ * every open says PH_OPEN_F_LEASE with the listener's name and the
+ * session's headers; a relay's lease hears first_byte once and ends
+ * once, CLOSED, TARGET_ERROR, CLIENT_ERROR or TIMEOUT as the relay
+ * ended, CLIENT_ERROR when the session is closed while relaying; a
+ * success without a socket ends its lease at once; a failure's is never
+ * touched. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,17 +56,57 @@ static struct fake {
   ph_auth_cb auth_cb;
   void *auth_arg;
   int target_peer; /* the test's end of an OK open's socketpair */
+  /* Leases: give one with each OK open (give_lease), or with a success
+   * that carries no socket (bad_success). */
+  int give_lease, bad_success;
+  uintptr_t last_flags;
+  char last_listener[64];
+  char last_header[64]; /* X-Session through the request's headers */
+  int header_calls;
 } F;
+
+/* The one lease the fake gives at a time: what its caller told it. */
+static struct flease {
+  ph_open_lease base;
+  int first_bytes, ends, how;
+  int first_after_end; /* first_byte after end: a broken contract */
+} L;
+
+static void fl_first_byte(ph_open_lease *l) {
+  struct flease *f = (struct flease *)l;
+  f->first_bytes++;
+  if (f->ends)
+    f->first_after_end++;
+}
+
+static void fl_end(ph_open_lease *l, int how) {
+  struct flease *f = (struct flease *)l;
+  f->ends++;
+  f->how = how;
+}
+
+static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
+                                         .first_byte = fl_first_byte,
+                                         .end = fl_end};
+
+static ph_open_lease *new_lease(void) {
+  memset(&L, 0, sizeof(L));
+  L.base.ops = &fl_ops;
+  L.how = -1;
+  return &L.base;
+}
 
 static void open_answer_now(void) {
   ph_open_result r = {.size = sizeof(r), .fd = -1, .code = F.open_code};
   r.stage = F.open_code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
-  if (F.open_code == PH_OPEN_OK) {
+  if (F.open_code == PH_OPEN_OK && !F.bad_success) {
     int sv[2];
     socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv);
     r.fd = sv[0];
     F.target_peer = sv[1];
   }
+  if (F.give_lease)
+    r.lease = new_lease(); /* also on a failure: must not be touched */
   F.open_id = 0;
   F.open_cb(F.open_arg, &r);
 }
@@ -69,6 +117,17 @@ static int64_t fake_open(void *self, const ph_open_request *rq, ph_open_cb cb,
   if (!rq || !rq->host || !(rq->flags & PH_OPEN_F_STREAM))
     return PH_EINVAL;
   F.opens++;
+  F.last_flags = rq->flags;
+  snprintf(F.last_listener, sizeof(F.last_listener), "%s",
+           rq->listener ? rq->listener : "(none)");
+  snprintf(F.last_header, sizeof(F.last_header), "(none)");
+  if (rq->headers) {
+    size_t n = 0;
+    const char *v = rq->headers->get(rq->headers->arg, "X-Session", &n);
+    F.header_calls++;
+    if (v)
+      snprintf(F.last_header, sizeof(F.last_header), "%.*s", (int)n, v);
+  }
   F.open_cb = cb;
   F.open_arg = arg;
   int64_t id = ++F.next_id;
@@ -133,6 +192,7 @@ typedef struct tconn {
   int phase;
   int peer; /* the test's end of the client socketpair */
   int close_in_auth_done, close_in_open_done, relay_in_open_done;
+  int64_t relay_idle_ms; /* 0: 60 s */
   int marker;
 } tconn;
 
@@ -141,6 +201,7 @@ static struct seen {
   int client_io, deadlines, hangups, auth_done, open_done, relay_done;
   int ends, ends_logged, frees, stops;
   int last_verdict, last_code;
+  ph_open_lease *last_lease; /* what open_done got */
   int closes_in_end; /* close called again from inside end */
 } S;
 
@@ -177,25 +238,31 @@ static void t_auth_done(void *owner, int verdict) {
     t_close(c);
 }
 
-static void t_open_done(void *owner, int code, int stage, stream_end target) {
+static void t_open_done(void *owner, int code, int stage, stream_end target,
+                        ph_open_lease *lease) {
   tconn *c = owner;
   (void)stage;
   S.open_done++;
   S.last_code = code;
+  S.last_lease = lease;
   if (code != PH_OPEN_OK || c->close_in_open_done) {
-    if (code == PH_OPEN_OK)
+    if (code == PH_OPEN_OK) {
       close(target.fd);
+      ph_open_lease_end(lease, PH_LEASE_END_CLIENT_ERROR); /* ours now */
+    }
     t_close(c);
     return;
   }
   if (c->relay_in_open_done) {
-    frontend_relay_opts o = {60000, 16384, 0};
+    frontend_relay_opts o = {c->relay_idle_ms ? c->relay_idle_ms : 60000,
+                             16384, 0};
     c->phase = P_RELAY;
-    if (frontend_session_relay(&c->fs, target, NULL, 0, &o) != PH_OK)
+    if (frontend_session_relay(&c->fs, target, lease, NULL, 0, &o) != PH_OK)
       t_close(c);
     return;
   }
   close(target.fd);
+  ph_open_lease_end(lease, PH_LEASE_END_CLOSED);
 }
 
 static void t_relay_done(void *owner, const relay_stats *st, int end) {
@@ -731,6 +798,145 @@ static void test_drain(ph_mock *m) {
     close(F.target_peer);
 }
 
+/* A header lookup over fixed fields, as http_proxy's is over its head. */
+static const char *hdr_get(void *arg, const char *name, size_t *len) {
+  (void)arg;
+  if (strcasecmp(name, "x-session") != 0)
+    return NULL;
+  *len = 3;
+  return "abc";
+}
+static const ph_open_headers test_headers = {hdr_get, NULL};
+
+/* A session relaying a lease's target (F.target_peer). */
+static tconn *lease_relay(ph_mock *m, int64_t idle_ms) {
+  reset_seen();
+  F.give_lease = 1;
+  tconn *c = new_conn();
+  c->relay_in_open_done = 1;
+  c->relay_idle_ms = idle_ms;
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  ph_mock_run_for(m, 1);
+  frontend_session_enter(&c->fs);
+  open_answer_now();
+  frontend_session_leave(&c->fs);
+  return c;
+}
+
+static int relay_over(void *arg) {
+  (void)arg;
+  return S.relay_done > 0;
+}
+
+static void run_until(ph_mock *m, int (*cond)(void *), int max_ms) {
+  for (int t = 0; t < max_ms && !cond(NULL); t += 5)
+    ph_mock_run_for(m, 5);
+}
+
+static void test_lease(ph_mock *m) {
+  /* The request: the lease flag, the listener, the headers. */
+  reset_seen();
+  tconn *c = new_conn();
+  c->fs.headers = &test_headers;
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  ok((F.last_flags & PH_OPEN_F_LEASE) && (F.last_flags & PH_OPEN_F_STREAM),
+     "lease: every open says PH_OPEN_F_LEASE (and takes streams)");
+  is_str(F.last_listener, "fs_host",
+         "lease: the listener is the instance's name (module_name)");
+  is_str(F.last_header, "abc",
+         "lease: the connector reads the session's headers in open()");
+  t_close(c);
+  c = new_conn();
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  ok(F.header_calls == 1 && strcmp(F.last_header, "(none)") == 0,
+     "lease: a session without headers offers none");
+  t_close(c);
+
+  /* A clean relay: first_byte once (at the first byte down), CLOSED. */
+  c = lease_relay(m, 0);
+  ok(S.last_lease == &L.base && frontend_session_relaying(&c->fs),
+     "lease: open_done gets the success's lease; the relay takes it");
+  (void)send(c->peer, "up", 2, 0);
+  ph_mock_run_for(m, 20);
+  is_int(L.first_bytes, 0, "lease: no first_byte before a byte came down");
+  (void)send(F.target_peer, "down", 4, 0);
+  ph_mock_run_for(m, 20);
+  (void)send(F.target_peer, "more", 4, 0);
+  ph_mock_run_for(m, 20);
+  is_int(L.first_bytes, 1, "lease: first_byte once, at the first byte down");
+  is_int(L.ends, 0, "lease: not ended while relaying");
+  shutdown(c->peer, SHUT_WR);
+  shutdown(F.target_peer, SHUT_WR);
+  run_until(m, relay_over, 1000);
+  ok(L.ends == 1 && L.how == PH_LEASE_END_CLOSED && S.relay_done == 1,
+     "lease: EOF both ways ends it once, CLOSED");
+  close(F.target_peer);
+
+  /* The target's end fails: TARGET_ERROR. */
+  c = lease_relay(m, 0);
+  close(F.target_peer); /* EOF down, then EPIPE writing up */
+  ph_mock_run_for(m, 10);
+  (void)send(c->peer, "x", 1, 0);
+  run_until(m, relay_over, 1000);
+  ok(L.ends == 1 && L.how == PH_LEASE_END_TARGET_ERROR,
+     "lease: a write to a gone target ends it TARGET_ERROR");
+  is_int(L.first_bytes, 0, "lease: no first_byte when nothing came down");
+
+  /* The client's end fails: CLIENT_ERROR. */
+  c = lease_relay(m, 0);
+  close(c->peer); /* EOF up, then EPIPE writing down */
+  c->peer = -1;
+  ph_mock_run_for(m, 10);
+  (void)send(F.target_peer, "y", 1, 0);
+  run_until(m, relay_over, 1000);
+  ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
+     "lease: a write to a gone client ends it CLIENT_ERROR");
+  close(F.target_peer);
+
+  /* The idle timeout: TIMEOUT. */
+  c = lease_relay(m, 40);
+  run_until(m, relay_over, 2000);
+  ok(L.ends == 1 && L.how == PH_LEASE_END_TIMEOUT,
+     "lease: the relay's idle timeout ends it TIMEOUT");
+  close(F.target_peer);
+
+  /* Closed while relaying (a stop, a destroy): CLIENT_ERROR, once. */
+  c = lease_relay(m, 0);
+  (void)send(F.target_peer, "z", 1, 0);
+  ph_mock_run_for(m, 20);
+  t_close(c);
+  ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR && L.first_bytes == 1,
+     "lease: the session closed while relaying ends it CLIENT_ERROR");
+  ph_mock_run_for(m, 20);
+  ok(L.ends == 1 && L.first_after_end == 0, "lease: and never again");
+  close(F.target_peer);
+
+  /* A success without a socket (a connector's bug): ended at once. */
+  reset_seen();
+  F.give_lease = 1;
+  F.bad_success = 1;
+  c = new_conn();
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  frontend_session_enter(&c->fs);
+  open_answer_now();
+  frontend_session_leave(&c->fs);
+  ok(S.last_code == PH_OPEN_INTERNAL_ERROR && S.last_lease == NULL &&
+         L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
+     "lease: a success without a socket or stream ends its lease at once");
+
+  /* A failure's lease (none should be there) is the connector's. */
+  reset_seen();
+  F.give_lease = 1;
+  F.open_code = PH_OPEN_CONNECTION_REFUSED;
+  c = new_conn();
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  frontend_session_enter(&c->fs);
+  open_answer_now();
+  frontend_session_leave(&c->fs);
+  ok(S.last_lease == NULL && L.ends == 0,
+     "lease: a failure's lease is neither passed on nor ended");
+}
+
 static void test_destroy(void) {
   /* Sessions left at destroy end quietly, without stop_done. */
   ph_mock *m = mock_up();
@@ -796,6 +1002,7 @@ int main(void) {
   test_inside_answers(m);
   test_reentrancy(m);
   test_once(m);
+  test_lease(m);
   test_drain(m);
   ph_mock_free(m);
   test_destroy();

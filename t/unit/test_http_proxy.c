@@ -7,7 +7,16 @@
  * the hostile-peer cases of issue 7 (an origin's malformed interim and
  * final heads, framing that could be read two ways, a reload that must
  * reach kept connections, a client leaving while it is not read, a stop
- * with half a head).
+ * with half a head). And the connector's leases (connector.h minor 3;
+ * issue 13, the pool's outcomes CP-5-4/CP-5-5): the request names the
+ * listener and offers its head's fields (the first of a name, trimmed;
+ * never Proxy-Authorization), one lease per upstream connection (not
+ * per request) with first_byte once, ended once: CLOSED after complete
+ * responses (the client leaving, a kept connection the origin dropped
+ * and the retry's), TARGET_ERROR for a response that cannot be read,
+ * CLIENT_ERROR for a request body that cannot, and at destroy
+ * CLIENT_ERROR for an exchange or a tunnel in progress, CLOSED for a
+ * kept idle upstream.
  *
  * Requirements: TM-SEC-1 (bounded heads and buffers), TM-SEC-2 (no raw
  * error text to clients), TM-SEC-7 (after a close no dial or timer
@@ -53,8 +62,61 @@ typedef struct pend {
   int64_t id;
   ph_open_cb cb;
   void *arg;
-  int code, fd, live, hang;
+  int code, fd, live, hang, lease;
 } pend;
+
+/* Leases the fake connector gives (one per OK open that asked for one):
+ * never freed, so a second end or a late first_byte is seen. */
+#define FL_MAX 512
+typedef struct flease {
+  ph_open_lease base;
+  int first, ended, how;
+} flease;
+static struct {
+  flease l[FL_MAX];
+  int n;
+  int first_bytes, ends[PH_LEASE_END_CLIENT_ERROR + 1];
+  int broken; /* a call the contract forbids */
+} fl;
+
+static void fl_first_byte(ph_open_lease *l) {
+  flease *f = (flease *)l;
+  if (f->first || f->ended)
+    fl.broken++;
+  f->first = 1;
+  fl.first_bytes++;
+}
+
+static void fl_end(ph_open_lease *l, int how) {
+  flease *f = (flease *)l;
+  if (f->ended || how < 0 || how > PH_LEASE_END_CLIENT_ERROR) {
+    fl.broken++;
+    return;
+  }
+  f->ended = 1;
+  f->how = how;
+  fl.ends[how]++;
+}
+
+static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
+                                         .first_byte = fl_first_byte,
+                                         .end = fl_end};
+
+static ph_open_lease *fl_new(void) {
+  if (fl.n == FL_MAX)
+    return NULL;
+  flease *f = &fl.l[fl.n++];
+  memset(f, 0, sizeof(*f));
+  f->base.ops = &fl_ops;
+  return &f->base;
+}
+
+static int fl_live(void) {
+  int n = 0;
+  for (int i = 0; i < fl.n; i++)
+    n += !fl.l[i].ended;
+  return n;
+}
 
 static struct {
   ph_ctx *ctx;
@@ -63,6 +125,8 @@ static struct {
   int64_t next_id;
   int opens, cancels, proxy_port;
   char host[256], principal[256];
+  char listener[64], session[64]; /* the last request's */
+  int saw_authz; /* its headers showed Proxy-Authorization */
 } fc;
 
 static void fc_fire(ph_timer *t, void *arg) {
@@ -77,6 +141,8 @@ static void fc_fire(ph_timer *t, void *arg) {
                           .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
                           .code = q->code,
                           .fd = q->fd};
+    if (!q->code && q->lease)
+      res.lease = fl_new();
     q->cb(q->arg, &res);
   }
 }
@@ -113,6 +179,19 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
   snprintf(fc.host, sizeof(fc.host), "%s", rq->host);
   snprintf(fc.principal, sizeof(fc.principal), "%s",
            rq->principal ? rq->principal : "");
+  q->lease = (rq->flags & PH_OPEN_F_LEASE) != 0;
+  snprintf(fc.listener, sizeof(fc.listener), "%s",
+           rq->listener ? rq->listener : "(none)");
+  snprintf(fc.session, sizeof(fc.session), "(none)");
+  fc.saw_authz = 0;
+  if (rq->headers) {
+    size_t n = 0;
+    const char *v = rq->headers->get(rq->headers->arg, "x-session", &n);
+    if (v)
+      snprintf(fc.session, sizeof(fc.session), "[%.*s]", (int)n, v);
+    fc.saw_authz = rq->headers->get(rq->headers->arg, "Proxy-Authorization",
+                                    &n) != NULL;
+  }
   if (strcmp(rq->host, "refused.test") == 0)
     q->code = PH_OPEN_CONNECTION_REFUSED;
   else if (strcmp(rq->host, "deny.test") == 0)
@@ -134,6 +213,8 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
                           .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
                           .code = q->code,
                           .fd = q->fd};
+    if (!q->code && q->lease)
+      res.lease = fl_new();
     cb(arg, &res);
     return id;
   }
@@ -1343,6 +1424,138 @@ static void test_inside_answers(void) {
   free(t);
 }
 
+/* Leases (connector.h minor 3). */
+static void test_leases(void) {
+  memset(&fl, 0, sizeof(fl));
+  ph_mock *m = start_proxy("", 0, 0);
+  ok(m != NULL, "lease: starts");
+  if (!m)
+    return;
+  uint16_t tport;
+  int lfd = target_listen(&tport);
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  char req[512];
+  const char *ok2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+  /* The request: the listener, the head's fields. */
+  int c = proxy_conn(), s = -1;
+  snprintf(req, sizeof(req),
+           "GET http://127.0.0.1:%u/a HTTP/1.1\r\nX-Session:   abc  \r\n"
+           "x-session: second\r\n"
+           "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n\r\n",
+           tport);
+  answer_with(m, c, lfd, &s, req, ok2, b, t);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: served");
+  is_str(fc.listener, "http_proxy", "lease: the listener is http_proxy");
+  is_str(fc.session, "[abc]",
+         "lease: the first X-Session field, without its whitespace");
+  is_int(fc.saw_authz, 0, "lease: Proxy-Authorization is never offered");
+  is_int(fl.n, 1, "lease: the open gave one");
+  is_int(fl.first_bytes, 1, "lease: first_byte once the response head went");
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/b HTTP/1.1\r\n\r\n",
+           tport);
+  answer_with(m, c, lfd, &s, req, ok2, b, t);
+  ok(fl.n == 1 && fl.first_bytes == 1 && fl_live() == 1,
+     "lease: a second request on the kept upstream: the same lease, no "
+     "second first_byte");
+  close(c);
+  ok(closed_by_peer(m, s, 1000), "lease: the client left: upstream closed");
+  ok(fl.ends[PH_LEASE_END_CLOSED] == 1 && fl_live() == 0,
+     "lease: one end for both requests, CLOSED");
+  close(s);
+
+  /* A kept upstream the origin drops as it is reused: it ends CLOSED,
+   * the retry gets a lease of its own. */
+  c = proxy_conn();
+  s = -1;
+  answer_with(m, c, lfd, &s, req, ok2, b, t);
+  send_str(c, req);
+  wait_message(m, s, t, 0, 1000);
+  close(s);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, ok2);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: the retry served");
+  ok(fl.n == 3 && fl.ends[PH_LEASE_END_CLOSED] == 2 && fl_live() == 1,
+     "lease: the dropped kept upstream ended CLOSED, the retry has its own");
+  is_int(fl.first_bytes, 3, "lease: first_byte once per upstream");
+  close(c);
+  closed_by_peer(m, s, 1000);
+  close(s);
+
+  /* A response that cannot be read one way only: 502, TARGET_ERROR. */
+  c = proxy_conn();
+  s = -1;
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+              "Content-Length: 2\r\n\r\nok",
+              b, t);
+  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, "lease: ambiguous: 502");
+  ok(closed_by_peer(m, s, 1000) && fl.ends[PH_LEASE_END_TARGET_ERROR] == 1,
+     "lease: an unreadable response ends it TARGET_ERROR");
+  is_int(fl.first_bytes, 3, "lease: no first_byte: nothing of it reached "
+                            "the client");
+  close(c);
+  close(s);
+
+  /* A request body that cannot be read: 400, CLIENT_ERROR. */
+  c = proxy_conn();
+  snprintf(req, sizeof(req),
+           "POST http://127.0.0.1:%u/p HTTP/1.1\r\n"
+           "Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+           tport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, c, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "lease: bad chunked: 400");
+  ok(closed_by_peer(m, s, 1000) && fl.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
+     "lease: a malformed request body ends it CLIENT_ERROR");
+  close(c);
+  close(s);
+
+  /* At destroy: an exchange in progress, a CONNECT tunnel and a kept
+   * idle upstream. */
+  int ends_before = fl.ends[PH_LEASE_END_CLIENT_ERROR];
+  int busy = proxy_conn(), sb;
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/w HTTP/1.1\r\n\r\n",
+           tport);
+  send_str(busy, req);
+  sb = target_accept(m, lfd, 1000);
+  wait_message(m, sb, t, 0, 1000); /* read, never answered */
+  int tun = proxy_conn(), st;
+  snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", tport);
+  send_str(tun, req);
+  st = target_accept(m, lfd, 1000);
+  wait_message(m, tun, b, 1, 1000);
+  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: CONNECT: 200");
+  send_str(st, "down");
+  wait_message(m, tun, b, 0, 300);
+  int idle = proxy_conn(), si = -1;
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/i HTTP/1.1\r\n\r\n",
+           tport);
+  answer_with(m, idle, lfd, &si, req, ok2, b, t);
+  int given = fl.n, closed_before = fl.ends[PH_LEASE_END_CLOSED];
+  is_int(fl_live(), 3, "lease: three live before the destroy");
+  is_int(fl.first_bytes, 5, "lease: the tunnel's first byte down told it");
+  mock_free(m);
+  ok(fl.ends[PH_LEASE_END_CLIENT_ERROR] == ends_before + 2 &&
+         fl.ends[PH_LEASE_END_CLOSED] == closed_before + 1,
+     "lease: destroy ends the exchange and the tunnel CLIENT_ERROR, the "
+     "kept one CLOSED");
+  ok(fl_live() == 0 && fl.n == given, "lease: none left, none new");
+  is_int(fl.broken, 0, "lease: never a second end or a late first_byte");
+  close(busy);
+  close(sb);
+  close(tun);
+  close(st);
+  close(idle);
+  close(si);
+  close(lfd);
+  free(b);
+  free(t);
+}
+
 int main(void) {
   plan_lazy();
   char so[512];
@@ -1361,6 +1574,7 @@ int main(void) {
   test_auth();
   test_hostile_peers();
   test_inside_answers();
+  test_leases();
   unlink(logpath);
   buf_free(&err);
   return done_testing();

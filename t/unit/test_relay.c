@@ -6,9 +6,13 @@
  * bounded set of spare pipes, every fd closed afterwards, and the guard
  * rule (modules/common/guard.h):
  * an owner may end the relay, and free its own object, inside first_down
- * or done (run under ASan to see a use-after-free). Covers TM-PROTO-6 (a
- * transparent byte stream), TM-P0-10 (a target socket error ends only its
- * stream) and TM-SEC-7 (nothing left after close). */
+ * or done (run under ASan to see a use-after-free). An error ends the
+ * relay saying which end failed (relay_stats.error_side: the client's or
+ * the target's, in copy and splice modes), and relay_lease_end turns the
+ * end into a lease's (connector.h; issue 13, the pool's outcomes of
+ * CP-5-4/CP-5-5). Covers TM-PROTO-6 (a transparent byte stream),
+ * TM-P0-10 (a target socket error ends only its stream) and TM-SEC-7
+ * (nothing left after close). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -211,6 +215,8 @@ static void test_both_ways_and_half_close(ph_mock *m, int tcp, int splice) {
   is_int(n, 0, name);
   snprintf(name, sizeof(name), "%s: done once, both directions closed", kind);
   ok(o.done_calls == 1 && o.end == RELAY_END_CLOSED, name);
+  snprintf(name, sizeof(name), "%s: a clean end blames no side", kind);
+  is_int(o.st.error_side, RELAY_SIDE_NONE, name);
   snprintf(name, sizeof(name), "%s: stats count both ways", kind);
   ok(o.st.up == 9 && o.st.down == 14, name);
   snprintf(name, sizeof(name), "%s: the relay closed its fds", kind);
@@ -470,6 +476,7 @@ static void test_idle(ph_mock *m) {
   run_until(m, is_done, &o, 5000);
   ok(o.done_calls == 1 && o.end == RELAY_END_IDLE,
      "no bytes for idle_timeout: the relay ends idle");
+  is_int(o.st.error_side, RELAY_SIDE_NONE, "an idle end blames no side");
   ok(!fd_open(g.rc) && !fd_open(g.rt), "and closed both sockets");
   char b[4];
   is_int(read_now(g.app_c, b, sizeof(b)), 0, "the client sees the close");
@@ -478,15 +485,18 @@ static void test_idle(ph_mock *m) {
   is_int(count_fds(NULL), base, "fds back to the baseline after idle");
 }
 
-/* The client resets while the target sends: an error ends it. */
-static void test_error(ph_mock *m) {
+/* The client resets while the target sends: an error ends it, on the
+ * client's side. */
+static void test_error(ph_mock *m, int splice) {
+  char name[128];
+  const char *kind = splice ? "splice" : "copy";
   rig g;
   if (make_rig(&g, 1) < 0) {
     ok(0, "rig");
     return;
   }
   outcome o = {0};
-  relay_opts ro = opts(&o, 0, 5000);
+  relay_opts ro = opts(&o, splice, 5000);
   relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   struct linger lg = {1, 0};
   setsockopt(g.app_c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -498,10 +508,78 @@ static void test_error(ph_mock *m) {
     write(g.app_t, data, sizeof(data));
     mock_run_for(m, 5);
   }
-  ok(o.done_calls == 1 && o.end == RELAY_END_ERROR,
-     "a reset client ends the relay with an error");
+  snprintf(name, sizeof(name), "%s: a reset client ends the relay with an "
+           "error", kind);
+  ok(o.done_calls == 1 && o.end == RELAY_END_ERROR, name);
+  snprintf(name, sizeof(name), "%s: the client's side failed", kind);
+  is_int(o.st.error_side, RELAY_SIDE_CLIENT, name);
   ok(!fd_open(g.rc) && !fd_open(g.rt), "both sockets closed");
   close(g.app_t);
+}
+
+/* The target resets, in the middle of what it sends or while the client
+ * sends: an error on the target's side (the client keeps reading, so
+ * only the target can be blamed). */
+static void test_target_error(ph_mock *m, int splice, int client_sends) {
+  char name[160];
+  const char *kind = splice ? "splice" : "copy";
+  const char *what = client_sends ? "while the client sends"
+                                  : "in the middle of a response";
+  rig g;
+  if (make_rig(&g, 1) < 0) {
+    ok(0, "rig");
+    return;
+  }
+  outcome o = {0};
+  relay_opts ro = opts(&o, splice, 5000);
+  relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
+  static char data[65536];
+  nonblock(g.app_c);
+  nonblock(g.app_t);
+  if (!client_sends)
+    (void)write(g.app_t, data, sizeof(data)); /* bulk: splices */
+  mock_run_for(m, 10);
+  struct linger lg = {1, 0};
+  setsockopt(g.app_t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+  close(g.app_t); /* RST */
+  char sink[65536];
+  for (int i = 0; i < 100 && !o.done_calls; i++) {
+    if (client_sends)
+      (void)write(g.app_c, data, sizeof(data));
+    while (read_now(g.app_c, sink, sizeof(sink)) > 0)
+      ;
+    mock_run_for(m, 5);
+  }
+  snprintf(name, sizeof(name), "%s: a target reset %s ends with an error",
+           kind, what);
+  ok(o.done_calls == 1 && o.end == RELAY_END_ERROR, name);
+  snprintf(name, sizeof(name), "%s: the target's side failed (%s)", kind,
+           what);
+  is_int(o.st.error_side, RELAY_SIDE_TARGET, name);
+  ok(!fd_open(g.rc) && !fd_open(g.rt), "both sockets closed");
+  close(g.app_c);
+}
+
+/* relay_lease_end: the relay's end as a lease's (connector.h). */
+static void test_lease_end_map(void) {
+  is_int(relay_lease_end(RELAY_END_CLOSED, RELAY_SIDE_NONE),
+         PH_LEASE_END_CLOSED, "lease: EOF both ways is CLOSED");
+  is_int(relay_lease_end(RELAY_END_IDLE, RELAY_SIDE_NONE),
+         PH_LEASE_END_TIMEOUT, "lease: the idle timeout is TIMEOUT");
+  is_int(relay_lease_end(RELAY_END_ERROR, RELAY_SIDE_TARGET),
+         PH_LEASE_END_TARGET_ERROR,
+         "lease: an error of the target's end is TARGET_ERROR");
+  is_int(relay_lease_end(RELAY_END_ERROR, RELAY_SIDE_CLIENT),
+         PH_LEASE_END_CLIENT_ERROR,
+         "lease: an error of the client's end is CLIENT_ERROR");
+  is_int(relay_lease_end(RELAY_END_ERROR, RELAY_SIDE_NONE),
+         PH_LEASE_END_CLIENT_ERROR,
+         "lease: the relay's own failure says nothing about the target");
+  is_int(relay_lease_end(RELAY_END_ABORTED, RELAY_SIDE_NONE),
+         PH_LEASE_END_CLIENT_ERROR,
+         "lease: an abort by the owner says nothing about the target");
+  is_int(relay_lease_end(99, RELAY_SIDE_TARGET), PH_LEASE_END_CLIENT_ERROR,
+         "lease: an unknown end blames nobody");
 }
 
 static void test_abort(ph_mock *m) {
@@ -813,7 +891,13 @@ int main(void) {
   test_backpressure(m, 0);
   test_eof_after_full_reads(m);
   test_idle(m);
-  test_error(m);
+  test_error(m, 0);
+  test_error(m, 1);
+  test_target_error(m, 0, 0);
+  test_target_error(m, 1, 0);
+  test_target_error(m, 0, 1);
+  test_target_error(m, 1, 1);
+  test_lease_end_map();
   test_abort(m);
   test_owner_ends_inside(m);
   test_many(m);

@@ -11,7 +11,11 @@
  * (a client that leaves while it is not read frees everything) with the
  * guard rule (modules/common/guard.h): a service answering inside the
  * call that started it may end the connection without a use-after-free
- * (run under ASan to see it). */
+ * (run under ASan to see it). And the connector's leases (connector.h
+ * minor 3; issue 13): every open names the listener and asks for one;
+ * the relay tells first_byte once and ends it once (CLOSED for EOF both
+ * ways), the drain's cut ends it CLIENT_ERROR, and after the module is
+ * gone no lease is left or was ended twice. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,11 +46,52 @@ typedef struct pending {
   int code;     /* answer with this code, or -1: never (hang) */
   int delay_ms; /* answer after */
   int held;     /* answers only when the test says so (release_held) */
+  int lease;    /* the request asked for one */
   uint16_t port;
   ph_open_cb cb;
   void *arg;
   ph_timer *t;
 } pending;
+
+/* Leases the fake gives with each success that asks for one: never
+ * freed, so a second end or a late first_byte is seen. */
+#define FL_MAX 256
+typedef struct flease {
+  ph_open_lease base;
+  int first, ended;
+} flease;
+static struct {
+  flease l[FL_MAX];
+  int n, first_bytes, ends[PH_LEASE_END_CLIENT_ERROR + 1], broken;
+} fl;
+
+static void fl_first_byte(ph_open_lease *l) {
+  flease *f = (flease *)l;
+  fl.broken += f->first || f->ended;
+  f->first = 1;
+  fl.first_bytes++;
+}
+
+static void fl_end(ph_open_lease *l, int how) {
+  flease *f = (flease *)l;
+  if (f->ended || how < 0 || how > PH_LEASE_END_CLIENT_ERROR) {
+    fl.broken++;
+    return;
+  }
+  f->ended = 1;
+  fl.ends[how]++;
+}
+
+static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
+                                         .first_byte = fl_first_byte,
+                                         .end = fl_end};
+
+static int fl_live(void) {
+  int n = 0;
+  for (int i = 0; i < fl.n; i++)
+    n += !fl.l[i].ended;
+  return n;
+}
 
 static struct fake {
   const ph_api *api;
@@ -56,6 +101,8 @@ static struct fake {
   int opens, cancels, answered;
   char last_host[256];
   char last_principal[64];
+  char last_listener[64];
+  int leases_asked; /* opens with PH_OPEN_F_LEASE */
   /* Listener announcements seen. */
   int announced, unannounced;
   uint16_t port;
@@ -79,6 +126,12 @@ static void answer(pending *p) {
       r.code = PH_OPEN_CONNECTION_REFUSED;
     } else {
       fcntl(r.fd, F_SETFL, O_NONBLOCK);
+      if (p->lease && fl.n < FL_MAX) {
+        flease *f = &fl.l[fl.n++];
+        memset(f, 0, sizeof(*f));
+        f->base.ops = &fl_ops;
+        r.lease = &f->base;
+      }
     }
   }
   p->id = 0;
@@ -113,6 +166,10 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
   snprintf(F.last_host, sizeof(F.last_host), "%s", req->host);
   snprintf(F.last_principal, sizeof(F.last_principal), "%s",
            req->principal ? req->principal : "(none)");
+  snprintf(F.last_listener, sizeof(F.last_listener), "%s",
+           req->listener ? req->listener : "(none)");
+  p->lease = (req->flags & PH_OPEN_F_LEASE) != 0;
+  F.leases_asked += p->lease;
   p->id = ++F.next_id;
   p->cb = cb;
   p->arg = arg;
@@ -580,6 +637,11 @@ static void test_connect_and_relay(void) {
       "bytes down counted at close");
   ok(strstr(mock_metrics_text(M), "ok.fake") == NULL,
      "no target host in the metrics");
+  is_str(F.last_listener, "socks5", "lease: the listener is socks5");
+  ok(F.leases_asked == 1 && fl.n == 1, "lease: asked for and given");
+  ok(fl.first_bytes == 1 && fl.ends[PH_LEASE_END_CLOSED] == 1 &&
+         fl_live() == 0,
+     "lease: first_byte once (pong), ended CLOSED (EOF both ways)");
 }
 
 static void test_strict_open(void) {
@@ -965,8 +1027,14 @@ static void test_drain(void) {
   run(10);
   /* The stop drains: the stream is still open, so it waits until the
    * drain deadline (1s) and reports the cut. */
+  int cut = fl.ends[PH_LEASE_END_CLIENT_ERROR];
   is_int(mock_stop(M), -1, "an open stream holds the drain");
   ok(closed_within(idle, 100), "clients still in their handshake are closed");
+  is_int(fl_live(), 1, "lease: the drained stream's is still live");
+  mock_free(M); /* the destroy cuts it */
+  M = NULL;
+  is_int(fl.ends[PH_LEASE_END_CLIENT_ERROR], cut + 1,
+         "lease: the stream cut at destroy ends CLIENT_ERROR");
   ok(F.unannounced == 1, "the listener announced its close");
   close(fd);
   close(idle);
@@ -1016,7 +1084,8 @@ int main(void) {
   test_max_clients();
   test_emfile();
   test_drain();
-  mock_free(M);
+  ok(fl.n > 1 && fl_live() == 0 && fl.broken == 0,
+     "lease: every lease given ended once, none told first_byte twice");
 
   test_allow_clients();
 
