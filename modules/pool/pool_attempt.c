@@ -581,10 +581,19 @@ static int match(pool_attempt *a, const ph_open_request *req) {
   }
   if (a->gen == g)
     return 1;
+  /* The proxies already tried stay tried in the new view (by id): a
+   * snapshot swap must not give a request a second go at one. */
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < a->n_tried; i++) {
+    uint32_t j = p->view->find(
+        g->view, a->gen->view->proxies[a->tried[i]].proxy_id);
+    if (j != PH_POOL_VIEW_NONE)
+      a->tried[k++] = j;
+  }
+  a->n_tried = k;
   pool_gen_release(a->gen);
   pool_gen_hold(g);
   a->gen = g;
-  a->n_tried = 0; /* indexes of another view */
   uint32_t r = p->view->match(g->view, a->host, a->port,
                               a->has_principal ? a->principal : NULL,
                               a->has_listener ? a->listener : NULL);

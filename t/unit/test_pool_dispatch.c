@@ -448,6 +448,16 @@ int main(void) {
   ok(!count_of("a", NULL).found && !count_of("b", NULL).found,
      "no reservation left behind");
 
+  /* A new view between the failed dial and the retry: a stays tried. */
+  nd = n_dials;
+  req *rs = open_req(11, "any.test", 1);
+  view(1, 60000);
+  dial_fail(nd, PH_OPEN_CONNECTION_REFUSED);
+  ok(n_dials == nd + 2 && dials[nd + 1].port == 1081,
+     "a view swap before the retry: the tried proxy a stays tried, b is dialed");
+  ok(pool_c->cancel(pool_self, rs->id) == PH_OK && !count_of("b", NULL).found,
+     "(cancelled, nothing reserved)");
+
   /* A handshake refused by the proxy: PROXY_HANDSHAKE, then b. */
   nd = n_dials;
   req *r6 = open_req(8, "any.test", 1);
