@@ -59,9 +59,15 @@ run() { # run NAME ARGS...: in the background, log in DIR/NAME.log
   "$@" >>"$DIR/$_n.log" 2>&1 &
   PIDS="$PIDS $!"
 }
+alive() { # every part started so far still runs
+  for p in $PIDS; do
+    kill -0 "$p" 2>/dev/null || die "a part of the demo exited (a port in use?); see the logs in $DIR"
+  done
+}
 up() { # up URL WHAT: until URL answers 200 (at most 30 s)
   i=0
   until [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ]; do
+    alive
     i=$((i + 1))
     [ $i -lt 300 ] || die "$2 not ready after 30 s; see the logs in $DIR"
     sleep 0.1
@@ -160,6 +166,7 @@ owned() {
 }
 i=0
 until owned; do
+  alive
   i=$((i + 1))
   [ $i -lt 300 ] || die "no gateway received the pool; see the logs in $DIR"
   sleep 0.1

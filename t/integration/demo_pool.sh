@@ -14,8 +14,23 @@ require_modules store_sqlite admin_api redis_ownership controlplane_server \
 
 grep -q 'scripts/demo-pool.sh' "$top_srcdir/README.md"; ok $? "the README names scripts/demo-pool.sh"
 start_file_server "$T/www" "through the pool demo"; ok $? "a loopback target"
-# 24 ports from a random base; the demo uses base..base+23.
-DEMO_PORT_BASE=$(python3 -c 'import random; print(random.randrange(20000, 60000, 100))')
+# 24 ports from a random base below the ephemeral range (32768..), where
+# free_port and outgoing connections never land; the demo uses
+# base..base+23, all free when it starts.
+free_base() {
+  for _try in 1 2 3 4 5 6 7 8 9 10; do
+    b=$(python3 -c 'import random; print(random.randrange(20000, 32000, 100))')
+    python3 -c "
+import socket, sys
+for p in range($b, $b + 24):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try: s.bind(('127.0.0.1', p))
+    except OSError: sys.exit(1)
+    finally: s.close()" && { echo "$b"; return 0; }
+  done
+  return 1
+}
+DEMO_PORT_BASE=$(free_base); ok $? "24 free ports from $DEMO_PORT_BASE"
 DEMO_DIR=$T/demo
 DEMO_BUILDDIR=$top_builddir
 export DEMO_PORT_BASE DEMO_DIR DEMO_BUILDDIR

@@ -43,8 +43,10 @@ fi
 # ---- a frontend without a connector -------------------------------------------
 printf '[proxyhost]\nmodules = socks5\nmodule_path = %s\n[admin]\nlisten =\n[socks5]\nlisten = 127.0.0.1:0\n' \
   "$MODS" >"$T/noconn.ini"
-# The connectors built here: direct, and tunnel_client when configured in.
+# The connectors built here: direct, and pool and tunnel_client when
+# configured in.
 providers=direct
+have_module pool && providers="$providers, pool"
 have_module tunnel_client && providers="$providers, tunnel_client"
 want="proxyhost: $T/noconn.ini:2: proxyhost.modules: socks5 requires the \"connector\" service, which no loaded module provides; add one to [proxyhost] modules: $providers"
 err=$("$PROXYHOST" -c "$T/noconn.ini" --check-config 2>&1); rc=$?
@@ -58,7 +60,8 @@ printf '[proxyhost]\nmodules = http_proxy\nmodule_path = %s/nonexistent, %s\n[ad
 err=$("$PROXYHOST" -c "$T/noconn2.ini" --set "proxyhost.module_path=$TMOD,$MODS" --check-config 2>&1); rc=$?
 is "$rc" 2 "no connector, several directories: exit 2"
 like "$err" "http_proxy requires the \"connector\" service" "no connector: the frontend named"
-like "$err" "add one to [proxyhost] modules: memconn, direct" "no connector: every directory of the module path is searched"
+# The test modules' directory first (leasecon, memconn), then the modules'.
+like "$err" "memconn, direct" "no connector: every directory of the module path is searched"
 
 # ---- a port in use ---------------------------------------------------------
 # A listening socket held by a helper process for the test's length.
