@@ -74,6 +74,17 @@ for m in garbage reset_early reset_late hold; do wait_file "$T/bad-$m.port"; don
 BAD_G=$(cat "$T/bad-garbage.port") BAD_E=$(cat "$T/bad-reset_early.port")
 BAD_L=$(cat "$T/bad-reset_late.port") HOLD=$(cat "$T/bad-hold.port")
 REFUSED=$(free_port) # nothing listens there
+# A second target, routed by port to a strategy built outside this tree.
+"$PY" "$top_srcdir/t/lib/http_target.py" serve --port-file "$T/target2.port" \
+  --lifetime 300 >"$T/target2.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/target2.port"; TGT2=$(cat "$T/target2.port")
+# The sixth strategy (sdk/examples/strategy_first, `first_usable`): built
+# on its own against the SDK's headers, loaded by path, selected by name.
+${CC:-cc} -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+  -I"$top_srcdir/sdk" -o "$T/first_usable.so" \
+  "$top_srcdir/sdk/examples/strategy_first/first_usable.c" 2>"$T/cc.err"
+ok $? "the example strategy first_usable builds outside the tree" || sed 's/^/#   /' "$T/cc.err"
 
 # direct.test resolves to loopback, which the DIRECT connector refuses.
 start_dnsd direct.test=127.0.0.1; ok $? "a DNS server for the test on loopback"
@@ -161,6 +172,7 @@ ctl route add late --position 50 --host late.test --group s-late --strategy roun
 ctl route add wait --position 60 --host wait.test --group one --strategy least_active --on-unavailable wait --wait-timeout-ms 1500 &&
 ctl route add reject --position 70 --host reject.test --group one --strategy random --on-unavailable reject &&
 ctl route add direct --position 80 --host direct.test --group nothing --strategy round_robin --on-unavailable direct &&
+ctl route add first --position 95 --host 127.0.0.1 --ports "$TGT2" --group web --strategy first_usable &&
 ctl route add web --position 100 --host 127.0.0.1 --group web --strategy round_robin
 ok $? "proxyhostctl route add: one rule per case, then web"
 
@@ -168,7 +180,7 @@ ok $? "proxyhostctl route add: one rule per case, then web"
 gateway_ini() { # NAME ADMIN HTTP SOCKS
   cat <<EOF
 [proxyhost]
-modules = controlplane_client, outcome_reporter, direct, direct.out, round_robin, weighted, least_active, random, sticky, pool, http_proxy, socks5
+modules = controlplane_client, outcome_reporter, direct, direct.out, round_robin, weighted, least_active, random, sticky, $T/first_usable.so, pool, http_proxy, socks5
 module_path = $top_builddir/modules
 drain_timeout = 2s
 [log]
@@ -190,6 +202,7 @@ resolver_servers = 127.0.0.1:$dns_port
 deny_cidrs = 127.0.0.0/8
 resolver_servers = 127.0.0.1:$dns_port
 [pool]
+strategies = round_robin, weighted, least_active, random, sticky, first_usable
 direct_connector = direct.out
 handshake_timeout = 2s
 [http_proxy]
@@ -236,8 +249,20 @@ pm() { http_get "http://127.0.0.1:$1/metrics" | grep -v '^#' | grep -F "$2 " | a
 ten_ok() { [ "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="tunnel",result="success"}')" = 10 ]; }
 wait_for ten_ok; ok $? "CP-5-5 the ten streams ended TUNNEL SUCCESS (their leases ended)"
 is "$(pm "$a1" 'proxyhost_pool_opens_total{result="ok"}')" 10 "ten opens through an upstream"
+# (the first_usable requests below come after these counts)
 tp=$(grep -c 'CONNECT' "$T/tinyproxy.log" 2>/dev/null)
 [ "${tp:-0}" -ge 2 ]; ok $? "CP-1-22 round robin reached tinyproxy (u4): ${tp:-0} CONNECTs"
+
+# The sixth strategy, selected by the rule's name: the first candidate in
+# the view's order (u1) takes every request while it has capacity.
+u1_before=$(grep -c 'msg=access' "$T/u1.log")
+tp_before=$(grep -c 'CONNECT' "$T/tinyproxy.log")
+for i in 1 2 3; do
+  is "$(via_http "$h1" "http://127.0.0.1:$TGT2/hello")" 200 "a rule naming first_usable (built out of tree) serves ($i)"
+done
+wait_for test "$(grep -c 'msg=access' "$T/u1.log")" -ge $((u1_before + 3))
+ok $? "CP-1-22 ... all three through u1, the first candidate"
+is "$(grep -c 'CONNECT' "$T/tinyproxy.log")" "$tp_before" "... and none through u4"
 
 # ---- each outcome stage from a real failing upstream (CP-5-2..5) -------------------
 is "$(via_http "$h1" "http://dial.test/")" 502 "CP-5-2 a refused proxy port: 502"
