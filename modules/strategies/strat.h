@@ -147,5 +147,12 @@ static inline uint32_t strat_rules_find(const strat_rules *r,
 /* The state attach() returns for a strategy that keeps none (a non-NULL
  * address detach() recognises). */
 extern const char strat_no_state;
+/* attach and detach of a strategy that keeps no state of its own (it
+ * reads only the view and the pool's load): attach answers
+ * &strat_no_state, detach does nothing. */
+void *strat_stateless_attach(void *self, const ph_pool_view *v,
+                             const void *prev, const ph_pool_view *prev_view,
+                             const uint32_t *map);
+void strat_stateless_detach(void *self, void *state);
 
 #endif

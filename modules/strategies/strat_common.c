@@ -8,6 +8,22 @@
 
 const char strat_no_state = 0;
 
+void *strat_stateless_attach(void *self, const ph_pool_view *v,
+                             const void *prev, const ph_pool_view *prev_view,
+                             const uint32_t *map) {
+  (void)self;
+  (void)v;
+  (void)prev;
+  (void)prev_view;
+  (void)map;
+  return (void *)&strat_no_state;
+}
+
+void strat_stateless_detach(void *self, void *state) {
+  (void)self;
+  (void)state;
+}
+
 uint32_t strat_scan(const ph_strategy_pick *in, uint32_t start) {
   uint32_t n = in->rule->n_candidates;
   uint32_t pos = start < n ? start : start % n;

@@ -11,21 +11,6 @@
  */
 #include "strat.h"
 
-static void *la_attach(void *self, const ph_pool_view *v, const void *prev,
-                       const ph_pool_view *prev_view, const uint32_t *map) {
-  (void)self;
-  (void)v;
-  (void)prev;
-  (void)prev_view;
-  (void)map;
-  return (void *)&strat_no_state;
-}
-
-static void la_detach(void *self, void *state) {
-  (void)self;
-  (void)state;
-}
-
 /* 1 when proxy a carries a strictly smaller share of its capacity than b
  * (both take: load < capacity <= 2^32, so the products fit). */
 static int la_lighter(const ph_strategy_pick *in, uint32_t a, uint32_t b) {
@@ -75,4 +60,5 @@ static uint32_t la_pick(void *self, void *state, const ph_strategy_pick *in) {
   return la_scan(in, strat_below((uint32_t)strat_next(&r), n));
 }
 
-const ph_strategy_v1 strat_least_active_v1 = {la_attach, la_detach, la_pick};
+const ph_strategy_v1 strat_least_active_v1 = {
+    strat_stateless_attach, strat_stateless_detach, la_pick};

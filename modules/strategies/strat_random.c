@@ -8,21 +8,6 @@
  */
 #include "strat.h"
 
-static void *rnd_attach(void *self, const ph_pool_view *v, const void *prev,
-                        const ph_pool_view *prev_view, const uint32_t *map) {
-  (void)self;
-  (void)v;
-  (void)prev;
-  (void)prev_view;
-  (void)map;
-  return (void *)&strat_no_state;
-}
-
-static void rnd_detach(void *self, void *state) {
-  (void)self;
-  (void)state;
-}
-
 static uint32_t rnd_pick(void *self, void *state, const ph_strategy_pick *in) {
   (void)self;
   (void)state;
@@ -32,4 +17,5 @@ static uint32_t rnd_pick(void *self, void *state, const ph_strategy_pick *in) {
   return strat_uniform(in, &r, STRAT_PROBES);
 }
 
-const ph_strategy_v1 strat_random_v1 = {rnd_attach, rnd_detach, rnd_pick};
+const ph_strategy_v1 strat_random_v1 = {strat_stateless_attach,
+                                         strat_stateless_detach, rnd_pick};
