@@ -207,6 +207,28 @@ static ph_open_lease *result_lease(const ph_open_result *res) {
   return res->lease;
 }
 
+/* A success's flags (minor 2) and, with PH_OPEN_R_HTTP_PROXY, its
+ * http_forward (minor 3, ABI 1.4) when the result and the struct are
+ * long enough to carry them; else 0 and NULL. */
+static void result_extras(frontend_session *s, const ph_open_result *res,
+                          int code) {
+  s->open_rflags = 0;
+  s->open_http_forward = NULL;
+  if (code != PH_OPEN_OK ||
+      res->size < offsetof(ph_open_result, flags) + sizeof(res->flags))
+    return;
+  s->open_rflags = res->flags;
+  const ph_open_http_forward *f =
+      res->size >= offsetof(ph_open_result, http_forward) +
+                       sizeof(res->http_forward)
+          ? res->http_forward
+          : NULL;
+  if ((res->flags & PH_OPEN_R_HTTP_PROXY) && f &&
+      f->size >= offsetof(ph_open_http_forward, proxy_authorization) +
+                     sizeof(f->proxy_authorization))
+    s->open_http_forward = f;
+}
+
 static void open_answer(void *arg, const ph_open_result *res) {
   frontend_session *s = arg;
   frontend_server *srv = s->srv;
@@ -226,6 +248,7 @@ static void open_answer(void *arg, const ph_open_result *res) {
   stream_metrics_stage(srv->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(s->t_open_us));
   stream_metrics_open(srv->sm, code, stream_metrics_mode_of(res));
+  result_extras(s, res, code);
   srv->ops->open_done(s->owner, code, res->stage, target, lease);
   frontend_session_leave(s);
 }
@@ -242,7 +265,8 @@ int frontend_session_open(frontend_session *s, const char *host,
                         .port = port,
                         .host = host,
                         .principal = principal,
-                        .flags = PH_OPEN_F_STREAM | PH_OPEN_F_LEASE,
+                        .flags = PH_OPEN_F_STREAM | PH_OPEN_F_LEASE |
+                                 s->open_flags,
                         .listener = srv->name,
                         .headers = s->headers};
   s->t_open_us = now_us();
@@ -273,6 +297,8 @@ void frontend_session_cancel_open(frontend_session *s) {
 static void open_refused(frontend_session *s, int code, int stage) {
   frontend_server *srv = s->srv;
   stream_end none = {-1, NULL};
+  s->open_rflags = 0;
+  s->open_http_forward = NULL;
   stream_metrics_open(srv->sm, code, SM_STRICT);
   srv->ops->open_done(s->owner, code, stage, none, NULL);
 }

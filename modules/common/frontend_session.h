@@ -48,7 +48,11 @@
  *
  * Leases (connector.h, minor 3): every open says PH_OPEN_F_LEASE and
  * names the listener (the frontend instance, api->module_name), with the
- * request headers the frontend set in s->headers. A success's lease (may
+ * request headers the frontend set in s->headers and the flags in
+ * s->open_flags (PH_OPEN_F_HTTP_FORWARD); what the result says about a
+ * success beyond the target and the lease (PH_OPEN_R_HTTP_PROXY and its
+ * http_forward) is in s->open_rflags and s->open_http_forward during
+ * ops->open_done. A success's lease (may
  * be NULL) goes to ops->open_done with the target; from then on its
  * holder ends it exactly once: the frontend while it holds the target,
  * the skeleton once frontend_session_relay took both. The skeleton tells
@@ -191,6 +195,17 @@ struct frontend_session {
    * frontend_session_open (after a validation step): it must answer from
    * what the session holds then. */
   const ph_open_headers *headers;
+  /* Set by the frontend: more ph_open_flags the next open asks with,
+   * beside PH_OPEN_F_STREAM and PH_OPEN_F_LEASE (http_proxy:
+   * PH_OPEN_F_HTTP_FORWARD for a request it forwards). 0: none. */
+  uintptr_t open_flags;
+  /* Set by the skeleton just before ops->open_done, from a success's
+   * result (0 and NULL for a failure, or a result too short to have
+   * them): its ph_open_result_flags, and with PH_OPEN_R_HTTP_PROXY its
+   * http_forward (the connector's, valid until the lease ends; a
+   * credential: never logged). Read them in open_done. */
+  uintptr_t open_rflags;
+  const ph_open_http_forward *open_http_forward;
   uint64_t id; /* the stream id of the access line and the debug lines */
   struct sockaddr_storage peer; /* the client's address (family 0: none) */
   unsigned probing : 1;   /* not read while a check or an open runs */

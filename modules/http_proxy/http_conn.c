@@ -264,6 +264,7 @@ static void hp_conn_end(void *owner, int how) {
   hp_buf_free(&c->cout);
   hp_buf_free(&c->x.uin);
   hp_buf_free(&c->x.uout);
+  hp_buf_wipe(&c->x.upx);
   hp_head_free(&c->req);
   hp_head_free(&c->x.resp);
   hp_wipe_free(&c->cred.token, &c->cred.token_len);

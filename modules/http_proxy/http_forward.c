@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* http_proxy, phase: absolute-form forwarding. The request goes to the
  * origin in origin-form with a correct Host and without hop-by-hop
- * headers; request and response bodies are decoded as they arrive and
+ * headers (to an upstream HTTP proxy: in absolute form, with the
+ * Proxy-Authorization its connector gave, and a 407 from it is not the
+ * client's); request and response bodies are decoded as they arrive and
  * framed again (http_body.h), through bounded buffers. The upstream
  * connection is kept for the next request when both sides allow it.
  * Returns what comes next; HP_WAIT (0) inside this file also means "go
@@ -48,17 +50,20 @@ int hp_forward_response_ready(const conn *c) {
 static void pump_up(conn *c) {
   hp_exchange *x = &c->x;
   if (x->up_state == U_HEAD) {
-    while (hp_pending(&x->uout)) {
-      ssize_t w = hp_send_some(hp_up_end(c), x->uout.data + x->uout.off,
-                               hp_pending(&x->uout));
+    iobuf *head = x->via_proxy ? &x->upx : &x->uout;
+    while (hp_pending(head)) {
+      ssize_t w = hp_send_some(hp_up_end(c), head->data + head->off,
+                               hp_pending(head));
       if (w < 0)
         goto upstream_gone;
       if (w == 0)
         return;
-      x->uout.off += (size_t)w;
+      head->off += (size_t)w;
       c->bytes_up += (uint64_t)w;
       hp_api->inc(c->hp->sm.bytes[SM_UP], (uint64_t)w);
     }
+    if (x->via_proxy)
+      hp_buf_wipe(&x->upx); /* sent: its credential is not kept */
     x->up_state = U_BODY;
   }
   if (x->up_state == U_BODY) {
@@ -193,6 +198,10 @@ static int on_response_head(conn *c) {
   if (status < 100 || status > 599 || status == 101)
     return bad_response(c, status == 101 ? "101 without an Upgrade asked"
                                          : "status out of range");
+  /* An upstream HTTP proxy refusing the connector's credentials (the
+   * client's were never forwarded): not the client's to answer. */
+  if (status == 407 && c->up.http_proxy)
+    return bad_response(c, "upstream proxy refused its credentials");
   if (status / 100 == 1)
     return on_interim(c);
   int kind, has_length;
@@ -323,9 +332,37 @@ static int exchange_upstream_readable(conn *c) {
   return decode_response_body(c);
 }
 
+/* The head for an upstream HTTP proxy, from the origin-form one: 0, or
+ * -1 out of memory (or a head that is not ours: cannot happen). */
+static int build_proxy_head(conn *c) {
+  hp_exchange *x = &c->x;
+  hp_upstream *u = &c->up;
+  size_t max = x->uout.len + HP_HEAD_ABSOLUTE_EXTRA + u->proxy_auth_len;
+  hp_buf_wipe(&x->upx);
+  if (!(x->upx.data = malloc(max)))
+    return -1;
+  x->upx.cap = max;
+  ssize_t n = hp_head_write_absolute(x->uout.data, x->uout.len, &c->target,
+                                     u->proxy_auth, u->proxy_auth_len,
+                                     x->upx.data, x->upx.cap);
+  if (n < 0) {
+    hp_buf_wipe(&x->upx);
+    return -1;
+  }
+  x->upx.len = (size_t)n;
+  return 0;
+}
+
 int hp_forward_start(conn *c) {
   hp *h = c->hp;
   hp_exchange *x = &c->x;
+  x->via_proxy = c->up.http_proxy;
+  if (x->via_proxy && build_proxy_head(c) < 0) {
+    PH_LOG(hp_api, h->ctx, PH_LOG_DEBUG, "http request refused",
+           PH_UINT("stream", c->fs.id),
+           PH_STR("reason", "no memory for the proxy's head"));
+    return hp_fail_exchange(c, 503, PH_LEASE_END_CLIENT_ERROR);
+  }
   c->up.idle = 0;
   c->up_how = PH_LEASE_END_CLIENT_ERROR; /* until the phases say more */
   x->up_dirty = 0;

@@ -645,6 +645,20 @@ static ssize_t finish(const writer *w) {
   return w->over ? -1 : (ssize_t)w->len;
 }
 
+/* The target's authority: the host (an IPv6 literal in brackets) and
+ * ":port" unless it is 80. */
+static void put_authority(writer *w, const hp_head_target *t) {
+  if (t->ipv6)
+    put(w, "[", 1);
+  puts_(w, t->host);
+  if (t->ipv6)
+    put(w, "]", 1);
+  if (t->port != 80) {
+    put(w, ":", 1);
+    put_port(w, t->port);
+  }
+}
+
 ssize_t hp_head_write_request(const http_head *h, const char *buf,
                               const hp_head_target *t, const hp_head_frame *fr,
                               char *out, size_t cap) {
@@ -662,15 +676,7 @@ ssize_t hp_head_write_request(const http_head *h, const char *buf,
     put(&w, buf + t->query.off, t->query.len);
   }
   puts_(&w, " HTTP/1.1\r\nHost: ");
-  if (t->ipv6)
-    put(&w, "[", 1);
-  puts_(&w, t->host);
-  if (t->ipv6)
-    put(&w, "]", 1);
-  if (t->port != 80) {
-    put(&w, ":", 1);
-    put_port(&w, t->port);
-  }
+  put_authority(&w, t);
   put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 1);
   put_frame(&w, fr);
@@ -678,6 +684,50 @@ ssize_t hp_head_write_request(const http_head *h, const char *buf,
         hp_head_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
   put(&w, "\r\n", 2);
   return finish(&w);
+}
+
+ssize_t hp_head_write_absolute(const char *head, size_t len,
+                               const hp_head_target *t, const char *proxy_auth,
+                               size_t auth_len, char *out, size_t cap) {
+  static const char ver[] = " HTTP/1.1\r\n";
+  const size_t vl = sizeof(ver) - 1;
+  const char *sp = head ? memchr(head, ' ', len) : NULL;
+  const char *eol = sp ? memmem(sp, len - (size_t)(sp - head), "\r\n", 2)
+                       : NULL;
+  /* What hp_head_write_request wrote, or nothing: fail closed. */
+  if (!eol || (size_t)(eol + 2 - sp) < vl + 2 ||
+      memcmp(eol + 2 - vl, ver, vl) != 0 || len < 4 ||
+      memcmp(head + len - 4, "\r\n\r\n", 4) != 0 ||
+      !hp_head_value_ok(proxy_auth, proxy_auth ? auth_len : 0))
+    return -1;
+  const char *tgt = sp + 1, *tend = eol + 2 - vl;
+  writer w = {out, 0, cap, 0};
+  put(&w, head, (size_t)(tgt - head)); /* "METHOD " */
+  puts_(&w, "http://");
+  put_authority(&w, t);
+  /* "OPTIONS *" came from an absolute-form target without a path: it
+   * goes on as the authority alone (RFC 9112 section 3.2.4). */
+  if (!(tend - tgt == 1 && *tgt == '*'))
+    put(&w, tgt, (size_t)(tend - tgt));
+  put(&w, tend, (size_t)(head + len - 2 - tend)); /* version, fields */
+  if (proxy_auth && auth_len) {
+    puts_(&w, "Proxy-Authorization: ");
+    put(&w, proxy_auth, auth_len);
+    put(&w, "\r\n", 2);
+  }
+  put(&w, "\r\n", 2);
+  return finish(&w);
+}
+
+int hp_head_value_ok(const char *v, size_t len) {
+  if (len && !v)
+    return 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)v[i];
+    if ((c < 0x20 && c != '\t') || c == 0x7f)
+      return 0;
+  }
+  return 1;
 }
 
 ssize_t hp_head_write_response(const http_head *h, const char *buf,

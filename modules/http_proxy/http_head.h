@@ -13,7 +13,9 @@
  * - Body framing from the header fields, strictly (hp_head_framing).
  * - Rewriting: a request to origin-form with a correct Host header and a
  *   response for the client, both without hop-by-hop headers and with
- *   the framing header the proxy chose instead of the peer's.
+ *   the framing header the proxy chose instead of the peer's; and that
+ *   request in absolute form, with the upstream proxy's own
+ *   Proxy-Authorization, for an upstream that is an HTTP proxy.
  * - Proxy-Authorization: Basic decoding.
  *
  * Every offset (hp_head_span) is relative to the start of the head's buffer.
@@ -167,6 +169,27 @@ size_t hp_head_write_max(const http_head *h);
 ssize_t hp_head_write_request(const http_head *h, const char *buf,
                               const hp_head_target *t, const hp_head_frame *fr,
                               char *out, size_t cap);
+/* The same request for an upstream that is an HTTP forward proxy
+ * (connector.h, PH_OPEN_R_HTTP_PROXY): head[0..len) is a whole head
+ * hp_head_write_request wrote for target t; written to out is that head
+ * with its request-target in absolute form, "http://" and t's authority
+ * (as the Host field has it: the host the client sent, ":port" unless
+ * 80) before the origin-form target ("OPTIONS *" becomes the authority
+ * alone, RFC 9112 section 3.2.4), and, when proxy_auth is not NULL, one
+ * "Proxy-Authorization: <proxy_auth>" field (auth_len bytes, refused
+ * with a control byte) before the empty line. At most
+ * len + HP_HEAD_ABSOLUTE_EXTRA + auth_len bytes. Returns the length, or
+ * -1 when cap is too small or the input is not such a head. The output
+ * holds a credential: the caller wipes it once it is sent. */
+#define HP_HEAD_ABSOLUTE_EXTRA                                                \
+  (sizeof("http://[]:65535") - 1 + 255 +                                      \
+   sizeof("Proxy-Authorization: \r\n") - 1)
+ssize_t hp_head_write_absolute(const char *head, size_t len,
+                               const hp_head_target *t, const char *proxy_auth,
+                               size_t auth_len, char *out, size_t cap);
+/* Whether v[0..len) may be a field value: no control byte but HTAB (no
+ * CR, no LF: nothing that could end the line). */
+int hp_head_value_ok(const char *v, size_t len);
 /* The response for the client: "HTTP/1.1", the code and reason the parser
  * read, the headers without the hop-by-hop and framing ones, the framing
  * header of fr, "Via", then "Connection: close" when close_client, or

@@ -20,6 +20,12 @@ void hp_buf_free(iobuf *b) {
   memset(b, 0, sizeof(*b));
 }
 
+void hp_buf_wipe(iobuf *b) {
+  if (b->data)
+    explicit_bzero(b->data, b->cap);
+  hp_buf_free(b);
+}
+
 void hp_buf_compact(iobuf *b, size_t *scan) {
   if (b->off == 0)
     return;

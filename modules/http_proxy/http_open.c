@@ -5,17 +5,27 @@
  * connector's policy may deny that target now); otherwise the connector
  * opens a stream (through the session skeleton, which cancels it if the
  * client leaves), and the request goes on as a tunnel (CONNECT) or an
- * exchange (forwarding). Returns what comes next. */
+ * exchange (forwarding). A forwarded request's open says the request
+ * can go in absolute form (PH_OPEN_F_HTTP_FORWARD): a connector may then
+ * answer with a socket to an HTTP forward proxy (PH_OPEN_R_HTTP_PROXY),
+ * which the upstream remembers with the Proxy-Authorization to add.
+ * Returns what comes next. */
 #include <string.h>
 #include <strings.h>
 
 #include "http_proxy_int.h"
 #include "open_map.h"
 
+/* The longest Proxy-Authorization value a connector may give (the
+ * pool's is at most 690 bytes). */
+#define HP_PROXY_AUTH_MAX 4096u
+
 int hp_open_proceed(conn *c) {
   hp_upstream *u = &c->up;
   /* With a validation step every request is validated before its open,
-   * so a kept upstream is not reused past it. */
+   * so a kept upstream is not reused past it. A kept connection to an
+   * HTTP proxy, too, serves only the target it was opened for: the
+   * connector chose that proxy for that host:port. */
   if (c->method_class == MC_FORWARD && u->idle && !c->hp->fs.validation &&
       u->generation == c->hp->generation && u->port == c->target.port &&
       strcasecmp(u->host, c->target.host) == 0) {
@@ -33,6 +43,8 @@ int hp_open_start(conn *c) {
   /* The answer comes to the dispatcher (hp_open_result); a connector that
    * answers inside the call has run it already. */
   const char *principal = c->cred.principal[0] ? c->cred.principal : NULL;
+  c->fs.open_flags =
+      c->method_class == MC_FORWARD ? PH_OPEN_F_HTTP_FORWARD : 0;
   int r;
   if (!h->fs.validation) {
     r = frontend_session_open(&c->fs, c->target.host, c->target.port,
@@ -60,6 +72,30 @@ int hp_open_start(conn *c) {
   return HP_WAIT;
 }
 
+/* What the open's result says of an HTTP proxy upstream, into c->up:
+ * 0, or -1 for what no connector may answer (the flag to a CONNECT, a
+ * value that could end its header line or is too long). */
+static int take_http_proxy(conn *c) {
+  hp_upstream *u = &c->up;
+  const ph_open_http_forward *f = c->fs.open_http_forward;
+  u->http_proxy = (c->fs.open_rflags & PH_OPEN_R_HTTP_PROXY) != 0;
+  u->proxy_auth = NULL;
+  u->proxy_auth_len = 0;
+  if (!u->http_proxy)
+    return 0;
+  if (c->method_class != MC_FORWARD)
+    return -1; /* it was not asked for: a tunnel must not reach a proxy */
+  if (f && f->proxy_authorization) {
+    if (f->proxy_authorization_len > HP_PROXY_AUTH_MAX ||
+        !hp_head_value_ok(f->proxy_authorization,
+                          f->proxy_authorization_len))
+      return -1;
+    u->proxy_auth = f->proxy_authorization;
+    u->proxy_auth_len = f->proxy_authorization_len;
+  }
+  return 0;
+}
+
 int hp_open_result(conn *c, int code, stream_end up, ph_open_lease *lease) {
   if (code != PH_OPEN_OK)
     return hp_want_reply(c, open_map_http_status(code), AFTER_CLOSE);
@@ -70,6 +106,13 @@ int hp_open_result(conn *c, int code, stream_end up, ph_open_lease *lease) {
   c->up_how = PH_LEASE_END_CLIENT_ERROR; /* closed before it served */
   c->up.active = 1;
   hp_api->gauge_add(c->hp->sm.active, 1);
+  if (take_http_proxy(c) < 0) {
+    PH_LOG(hp_api, c->hp->ctx, PH_LOG_WARN,
+           "connector answered an HTTP proxy upstream it may not",
+           PH_UINT("stream", c->fs.id));
+    hp_close_upstream(c, PH_LEASE_END_CLIENT_ERROR);
+    return hp_want_reply(c, 502, AFTER_CLOSE);
+  }
   return HP_ATTACH;
 }
 

@@ -40,6 +40,15 @@
  * failed or went away). A CONNECT hands it to the relay with the
  * upstream (frontend_session_relay).
  *
+ * An upstream HTTP proxy (connector.h: PH_OPEN_F_HTTP_FORWARD is asked
+ * for every forwarded request, never for CONNECT; the pool's `http`
+ * upstreams answer PH_OPEN_R_HTTP_PROXY): the request head goes in
+ * absolute form with the Proxy-Authorization the connector gave (made
+ * from the origin-form head per attempt, hp_head_write_absolute), a kept
+ * connection is reused per target host:port as always, and a 407 from
+ * it is about the connector's credentials, never the client's: the
+ * client gets 502 and the lease ends TARGET_ERROR.
+ *
  * Bodies (http_body.h): the proxy never forwards framing it received.
  * A request or response body is decoded in its buffer, in place (the
  * payload moves down over the framing), and framed again for the peer:
@@ -175,6 +184,13 @@ typedef struct hp_upstream {
   uint16_t port;
   uint64_t generation;
   ph_open_lease *lease; /* the connector's, or NULL: ended with it */
+  /* An HTTP forward proxy (the open's result said PH_OPEN_R_HTTP_PROXY):
+   * requests go to it in absolute form, with this Proxy-Authorization
+   * value (the connector's bytes, valid until the lease ends; a
+   * credential, never logged), or none when NULL. */
+  const char *proxy_auth;
+  size_t proxy_auth_len;
+  unsigned http_proxy : 1;
   unsigned idle : 1;   /* a kept upstream between requests */
   unsigned active : 1; /* counts in proxyhost_stream_active */
   unsigned told_first : 1; /* the lease heard first_byte */
@@ -185,7 +201,12 @@ typedef struct hp_upstream {
 typedef struct hp_exchange {
   int up_state, down_state;
   iobuf uin;  /* from upstream: response head, then body */
-  iobuf uout; /* to upstream: the rewritten request head */
+  iobuf uout; /* to upstream: the rewritten request head (origin-form) */
+  /* To an upstream HTTP proxy instead (via_proxy): uout in absolute form
+   * with the proxy's Proxy-Authorization, made per attempt (a retry may
+   * reach another kind of upstream); a credential, wiped once sent and
+   * when the upstream or the request ends. */
+  iobuf upx;
   /* While a body is read: cin [off, cdec) is decoded request payload,
    * [cdec, len) bytes not decoded yet (the next request, once the body
    * ended); uin and udec likewise for the response. */
@@ -196,6 +217,7 @@ typedef struct hp_exchange {
   int interim;
   uint64_t body_sent;
   unsigned reused : 1;       /* this exchange runs on a kept upstream */
+  unsigned via_proxy : 1;    /* its head goes in absolute form (upx) */
   unsigned retried : 1;
   unsigned resp_seen : 1;    /* upstream sent a byte of this response */
   unsigned resp_started : 1; /* a response byte went to the client */
@@ -324,6 +346,8 @@ static inline stream_end hp_up_end(const conn *c) {
 void hp_buf_free(iobuf *b);
 /* Moves the pending bytes to the front; *scan (if not NULL) follows them. */
 void hp_buf_compact(iobuf *b, size_t *scan);
+/* Wipes (explicit_bzero) and frees: a buffer that held a credential. */
+void hp_buf_wipe(iobuf *b);
 /* Replaces the contents with s[0..n); 0 or -1 (out of memory). */
 int hp_buf_set(iobuf *b, const char *s, size_t n);
 

@@ -157,6 +157,7 @@ int hp_request_begin(conn *c) {
   hp_head_init(&x->resp, HTTP_RESPONSE, &h->conf.lim);
   hp_buf_free(&c->cout);
   hp_buf_free(&x->uout);
+  hp_buf_wipe(&x->upx);
   if (!c->up.idle)
     hp_buf_free(&x->uin);
   else
@@ -169,7 +170,7 @@ int hp_request_begin(conn *c) {
   c->status = 0;
   c->method_class = MC_FORWARD;
   c->counted = x->reused = x->retried = 0;
-  x->resp_seen = x->resp_started = x->close_after = 0;
+  x->resp_seen = x->resp_started = x->close_after = x->via_proxy = 0;
   x->up_dirty = 0;
   c->bytes_up = c->bytes_down = x->body_sent = 0;
   c->t_req_us = 0;

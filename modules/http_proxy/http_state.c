@@ -50,6 +50,12 @@ void hp_close_upstream(conn *c, int how) {
     hp_api->gauge_add(c->hp->sm.active, -1);
     u->active = 0;
   }
+  /* The proxy's credential dies with the lease: the pointer, and the
+   * head that carried a copy of it. */
+  u->proxy_auth = NULL;
+  u->proxy_auth_len = 0;
+  u->http_proxy = 0;
+  hp_buf_wipe(&c->x.upx);
   /* After the socket or stream closed (connector.h): once, as the
    * pointer dies with it. */
   ph_open_lease *l = u->lease;

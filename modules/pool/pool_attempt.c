@@ -10,6 +10,13 @@
  *   dial    the upstream connector (a `direct` instance) dials the proxy
  *           (outcome stage DIAL);
  *   shake   CONNECT or SOCKS5 with the proxy (up_hs.h; PROXY_HANDSHAKE);
+ *           none for a request the caller forwards in absolute form
+ *           (PH_OPEN_F_HTTP_FORWARD) through an `http` upstream, an
+ *           ordinary forward proxy: the caller gets the socket at once
+ *           with PH_OPEN_R_HTTP_PROXY and the Proxy-Authorization value
+ *           to add (made here, in the attempt, from the view's
+ *           credentials; without the flag an `http` upstream gets
+ *           CONNECT like an `http_connect` one);
  *   lease   the caller gets the socket and a lease; the reservation
  *           becomes active, and the lease's end gives the outcome of the
  *           stages after it (RESPONSE_HEADERS, TUNNEL) and frees it.
@@ -33,6 +40,8 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "pool_int.h"
 
@@ -163,6 +172,7 @@ static void close_upstream(pool_attempt *a) {
 }
 
 static void attempt_free(pool_attempt *a) {
+  OPENSSL_cleanse(a->fwd_auth, sizeof(a->fwd_auth)); /* a credential */
   if (a->timer)
     pool_api->timer_free(a->timer);
   pool_gen_release(a->gen);
@@ -320,12 +330,11 @@ static void hs_failed(pool_attempt *a, up_hs_state st, int timed_out) {
   try_again(a);
 }
 
-static void hs_done(pool_attempt *a) {
+/* The stream is up (a tunnel, or a socket to a forward proxy): the
+ * reservation becomes active and the caller gets the socket, the lease,
+ * and rflags (ph_open_result_flags). */
+static void lease_out(pool_attempt *a, uintptr_t rflags) {
   pool *p = a->p;
-  pool_api->io_free(a->io);
-  a->io = NULL;
-  pool_api->timer_set(a->timer, 0, 0);
-  up_hs_wipe(&a->hs);
   pool_px_add(p, a->px, +1, -1);
   pool_api->gauge_add(p->m_reserved, -1);
   pool_api->gauge_add(p->m_active, 1);
@@ -337,6 +346,8 @@ static void hs_done(pool_attempt *a) {
   a->res.code = PH_OPEN_OK;
   a->res.fd = a->fd;
   a->res.lease = &a->lease;
+  a->res.flags = rflags;
+  a->res.http_forward = rflags & PH_OPEN_R_HTTP_PROXY ? &a->fwd : NULL;
   a->fd = -1;
   if (p->entered) {
     answer_later(a);
@@ -344,6 +355,46 @@ static void hs_done(pool_attempt *a) {
     a->state = AT_DONE;
     deliver(a);
   }
+}
+
+static void hs_done(pool_attempt *a) {
+  pool_api->io_free(a->io);
+  a->io = NULL;
+  pool_api->timer_set(a->timer, 0, 0);
+  up_hs_wipe(&a->hs);
+  lease_out(a, 0);
+}
+
+/* ---- absolute-form forwarding ------------------------------------------- */
+
+/* The caller forwards HTTP requests in absolute form and the proxy is an
+ * ordinary forward proxy: no tunnel is asked for. */
+static int forwards(const pool_attempt *a, const ph_pool_view_proxy *x) {
+  return x->protocol == PH_POOL_UPSTREAM_HTTP &&
+         (a->flags & PH_OPEN_F_HTTP_FORWARD);
+}
+
+/* What the caller adds to each request (a->fwd): "Basic " and the token
+ * of the view's credentials (up_hs_basic), or nothing without them.
+ * PH_OK, or PH_EINVAL for credentials Basic cannot carry (a ':' in the
+ * user name: the CONNECT would refuse them too). */
+static int forward_prepare(pool_attempt *a, const ph_pool_view_credential *c) {
+  static const char scheme[] = "Basic ";
+  const size_t sl = sizeof(scheme) - 1;
+  memset(&a->fwd, 0, sizeof(a->fwd));
+  a->fwd.size = sizeof(a->fwd);
+  if (!c || !c->username)
+    return PH_OK;
+  memcpy(a->fwd_auth, scheme, sl);
+  size_t n = up_hs_basic(c->username, c->username_len, c->password,
+                         c->password_len, a->fwd_auth + sl,
+                         sizeof(a->fwd_auth) - sl - 1);
+  if (!n)
+    return PH_EINVAL;
+  a->fwd_auth[sl + n] = '\0';
+  a->fwd.proxy_authorization = a->fwd_auth;
+  a->fwd.proxy_authorization_len = (uint32_t)(sl + n);
+  return PH_OK;
 }
 
 /* Arms a's timer for its deadline (WAIT's or the handshake's), or sooner:
@@ -481,6 +532,17 @@ static void dialed(void *arg, const ph_open_result *res) {
   a->fd = res->fd;
   const ph_pool_view_proxy *x = &a->gen->view->proxies[a->pidx];
   const ph_pool_view_credential *c = x->credential;
+  if (forwards(a, x)) {
+    /* Nothing to say before the caller's first request: the outcome's
+     * next stage is RESPONSE_HEADERS, at the lease's end. */
+    if (forward_prepare(a, c) == PH_OK) {
+      lease_out(a, PH_OPEN_R_HTTP_PROXY);
+      return;
+    }
+    a->hs.status = -1; /* no answer: none was asked for */
+    hs_failed(a, UP_HS_MALFORMED, 0);
+    return;
+  }
   int rc = up_hs_init(&a->hs, x->protocol, a->host, a->port,
                       c ? c->username : NULL, c ? c->username_len : 0,
                       c ? c->password : NULL, c ? c->password_len : 0);

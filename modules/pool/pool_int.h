@@ -13,8 +13,9 @@
  *             that left the view stays on the "left" list, draining,
  *             until its counts reach zero (CP-4-2, CP-4-3).
  *   pool_attempt  one open(): match, pick, reserve, dial the proxy,
- *             handshake, hand over the socket with a lease, and the
- *             outcome of every attempt (pool_attempt.c).
+ *             handshake (or, for a request forwarded in absolute form to
+ *             an `http` upstream, none), hand over the socket with a
+ *             lease, and the outcome of every attempt (pool_attempt.c).
  */
 #ifndef PH_POOL_INT_H
 #define PH_POOL_INT_H
@@ -117,6 +118,14 @@ struct pool_attempt {
   uint32_t peek_delay_ms; /* a partial head: re-peek after this */
   int64_t stage_us; /* monotonic µs when the current stage began */
   int first_byte;   /* the lease saw the target's first byte */
+  /* Absolute-form forwarding through an `http` upstream (the request's
+   * PH_OPEN_F_HTTP_FORWARD): what res.http_forward points to, with the
+   * Proxy-Authorization value "Basic <token>" made from the view's
+   * credentials here, in the attempt's own memory and nowhere else;
+   * wiped (OPENSSL_cleanse) when the attempt is freed: at the lease's
+   * end, or when a success is never delivered. */
+  ph_open_http_forward fwd;
+  char fwd_auth[sizeof("Basic ") + UP_HS_BASIC_MAX];
   /* The answer. */
   ph_open_result res;
   int fail_stage, fail_code; /* the last upstream failure, for the

@@ -18,6 +18,8 @@
    1 + 4 * ((511 + 2) / 3) + 2 + 2)
 _Static_assert(UP_CONNECT_WORST <= UP_HS_OUT_MAX,
                "UP_HS_OUT_MAX holds the longest CONNECT request");
+_Static_assert(UP_HS_BASIC_MAX == 4 * ((2 * UP_HS_FIELD_MAX + 1 + 2) / 3),
+               "UP_HS_BASIC_MAX is the longest Basic token");
 
 /* A bounded writer into h->out; a write that does not fit marks it. */
 typedef struct out_w {
@@ -63,30 +65,55 @@ static void put_authority(out_w *w, const up_hs *h) {
 }
 
 /* Byte k of user ':' pass, read where it lies: the credentials are never
- * joined in a buffer of their own, only encoded into h->out. */
-static uint8_t cred_byte(const up_hs *h, size_t k) {
-  if (k < h->user_len)
-    return (uint8_t)h->user[k];
-  if (k == h->user_len)
+ * joined in a buffer of their own, only encoded where they go. */
+static uint8_t cred_byte(const char *user, size_t user_len, const char *pass,
+                         size_t k) {
+  if (k < user_len)
+    return (uint8_t)user[k];
+  if (k == user_len)
     return ':';
-  return (uint8_t)h->pass[k - h->user_len - 1];
+  return (uint8_t)pass[k - user_len - 1];
 }
 
-static void put_basic(out_w *w, const up_hs *h) {
+size_t up_hs_basic(const char *user, uint32_t user_len, const char *pass,
+                   uint32_t pass_len, char *out, size_t cap) {
   static const char b64[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  size_t n = (size_t)h->user_len + 1 + h->pass_len;
+  if (!out || user_len > UP_HS_FIELD_MAX || pass_len > UP_HS_FIELD_MAX ||
+      (user_len && !user) || (pass_len && !pass) ||
+      (user_len && memchr(user, ':', user_len))) /* RFC 7617 */
+    return 0;
+  size_t n = (size_t)user_len + 1 + pass_len;
+  size_t len = 4 * ((n + 2) / 3);
+  if (len > cap)
+    return 0;
+  char *o = out;
   for (size_t k = 0; k < n; k += 3) {
-    uint32_t v = (uint32_t)cred_byte(h, k) << 16;
+    uint32_t v = (uint32_t)cred_byte(user, user_len, pass, k) << 16;
     if (k + 1 < n)
-      v |= (uint32_t)cred_byte(h, k + 1) << 8;
+      v |= (uint32_t)cred_byte(user, user_len, pass, k + 1) << 8;
     if (k + 2 < n)
-      v |= cred_byte(h, k + 2);
-    char q[4] = {b64[(v >> 18) & 63], b64[(v >> 12) & 63],
-                 k + 1 < n ? b64[(v >> 6) & 63] : '=',
-                 k + 2 < n ? b64[v & 63] : '='};
-    put(w, q, 4);
+      v |= cred_byte(user, user_len, pass, k + 2);
+    *o++ = b64[(v >> 18) & 63];
+    *o++ = b64[(v >> 12) & 63];
+    *o++ = k + 1 < n ? b64[(v >> 6) & 63] : '=';
+    *o++ = k + 2 < n ? b64[v & 63] : '=';
   }
+  return len;
+}
+
+/* The token, encoded straight into h->out. */
+static void put_basic(out_w *w) {
+  up_hs *h = w->h;
+  size_t n = w->overflow ? 0
+                         : up_hs_basic(h->user, h->user_len, h->pass,
+                                       h->pass_len, (char *)h->out + h->out_len,
+                                       UP_HS_OUT_MAX - h->out_len);
+  if (!n) {
+    w->overflow = 1;
+    return;
+  }
+  h->out_len += n;
 }
 
 int up_connect_request(up_hs *h) {
@@ -99,7 +126,7 @@ int up_connect_request(up_hs *h) {
   put_str(&w, "\r\n");
   if (h->with_auth && h->user) {
     put_str(&w, "Proxy-Authorization: Basic ");
-    put_basic(&w, h);
+    put_basic(&w);
     put_str(&w, "\r\n");
   }
   put_str(&w, "\r\n");

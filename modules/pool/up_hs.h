@@ -81,7 +81,9 @@ typedef enum up_hs_state {
 } up_hs_state;
 
 /* Protocols: the values of ph_pool_upstream_protocol (pool_store.h);
- * PH_POOL_UPSTREAM_HTTP uses CONNECT too when it carries a tunnel. */
+ * PH_POOL_UPSTREAM_HTTP uses CONNECT too when it carries a tunnel (a
+ * request the caller forwards in absolute form needs no handshake: the
+ * pool hands it the socket with the Basic token of up_hs_basic()). */
 
 /* Private: what the reader keeps of a partial answer between feeds. */
 typedef struct up_hs_http_rx {
@@ -172,6 +174,19 @@ up_hs_state up_hs_feed(up_hs *h, const uint8_t *in, size_t n, int eof,
  * timeout, a cancel, a write error), it also ends the handshake: nothing
  * more to send or read, and feed() says UP_HS_MALFORMED. */
 void up_hs_wipe(up_hs *h);
+
+/* The Basic credentials token (RFC 7617): base64 of user ':' pass,
+ * reading the three parts where they lie (they are never joined in a
+ * buffer of their own), written to out (cap bytes; no NUL). user and
+ * pass are user_len and pass_len bytes, each at most UP_HS_FIELD_MAX
+ * (NULL only with length 0); a user name with ':' is refused (RFC 7617).
+ * Returns the token's length (at most UP_HS_BASIC_MAX), or 0 when
+ * refused or cap is too small. The CONNECT request's Proxy-Authorization
+ * and the pool's absolute-form forwarding (pool_attempt.c) both use it.
+ * Pure; the caller wipes out when done with it. */
+#define UP_HS_BASIC_MAX 684u /* 4 * ceil((255 + 1 + 255) / 3) */
+size_t up_hs_basic(const char *user, uint32_t user_len, const char *pass,
+                   uint32_t pass_len, char *out, size_t cap);
 
 /* Stable names (logs, metrics): "more", "done", "refused", "auth",
  * "malformed". */

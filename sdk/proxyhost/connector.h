@@ -77,7 +77,16 @@ enum ph_open_flags {
    * when the stream ended. A connector that must know (the pool: an
    * upstream proxy's capacity and outcome) refuses a caller without it
    * with unsupported_capability. */
-  PH_OPEN_F_LEASE = 2
+  PH_OPEN_F_LEASE = 2,
+  /* Minor 3 (ABI 1.4): the caller will send HTTP/1.1 requests for
+   * host:port over this stream (absolute-form forwarding: http_proxy
+   * sets it for a forwarded request, never for CONNECT; socks5 never),
+   * and can send each in absolute form with one more Proxy-Authorization
+   * field when the result says so (PH_OPEN_R_HTTP_PROXY). A connector
+   * that does not know it ignores it: nothing changes for its caller.
+   * The pool answers it for an upstream of protocol `http` (an ordinary
+   * forward proxy) with a socket to that proxy and no CONNECT. */
+  PH_OPEN_F_HTTP_FORWARD = 4
 };
 
 /* Minor 3: request headers a connector may read during open() only (the
@@ -150,6 +159,8 @@ typedef struct ph_open_request {
   void *reserved[1];     /* zero */
 } ph_open_request;
 
+typedef struct ph_open_http_forward ph_open_http_forward; /* below */
+
 typedef struct ph_open_result {
   uint32_t size;           /* sizeof(ph_open_result) of the connector */
   int stage;               /* ph_open_stage; PH_STAGE_NONE on success */
@@ -175,8 +186,30 @@ typedef struct ph_open_result {
    * NULL when the connector needs none (direct). Ownership passes with
    * the socket or stream. */
   ph_open_lease *lease;
-  void *reserved[1];
+  /* Minor 3 (ABI 1.4), was reserved[0]: with PH_OPEN_R_HTTP_PROXY, what
+   * to add to every request sent over this socket or stream (see
+   * ph_open_http_forward); NULL otherwise, and from an older connector
+   * (read it only when size covers it). */
+  const ph_open_http_forward *http_forward;
 } ph_open_result;
+
+/* Minor 3 (ABI 1.4): what a caller that asked PH_OPEN_F_HTTP_FORWARD
+ * adds to each request when the result has PH_OPEN_R_HTTP_PROXY. The
+ * connector owns the struct and its bytes; they stay valid until the
+ * lease ends (a connector that sets the flag gives a lease with it).
+ * The value is a credential: the caller writes it only into the request
+ * heads it sends over this socket or stream, wipes its copies once they
+ * are sent, and never logs it, counts it or shows it in an error. */
+struct ph_open_http_forward {
+  uint32_t size; /* sizeof(ph_open_http_forward) of the connector */
+  /* The value of one Proxy-Authorization field to add ("Basic
+   * dXNlcjpwdw=="): visible ASCII and spaces only, NUL-terminated,
+   * proxy_authorization_len bytes without the NUL. NULL (and 0): the
+   * upstream takes no credentials; add nothing. */
+  uint32_t proxy_authorization_len;
+  const char *proxy_authorization;
+  void *reserved[2]; /* zero */
+};
 
 /* ph_open_result.flags (minor 2). */
 enum ph_open_result_flags {
@@ -184,7 +217,16 @@ enum ph_open_result_flags {
    * TunnelMesh legacy open: TM-PROTO-39); the caller counts and logs it
    * with open_mode=legacy. Without it an open is strict: its success
    * means the target answered. */
-  PH_OPEN_R_LEGACY = 1
+  PH_OPEN_R_LEGACY = 1,
+  /* Minor 3 (ABI 1.4), only to a request with PH_OPEN_F_HTTP_FORWARD:
+   * the socket or stream goes to an HTTP forward proxy, not to the
+   * target: send each request in absolute form ("GET http://host:port/p
+   * HTTP/1.1", the scheme, host and port the client asked for), with
+   * the Proxy-Authorization of http_forward, and reuse the connection
+   * only for requests to the same host:port. Its responses are the
+   * target's, but for a 407: that one is about the connector's
+   * credentials (answer the client 502 and end the lease TARGET_ERROR). */
+  PH_OPEN_R_HTTP_PROXY = 2
 };
 
 /* Called exactly once per accepted open, on the loop thread, never from

@@ -7,8 +7,11 @@
 # modules, pool, http_proxy and socks5 with connector = pool), and
 # upstream proxies of three kinds: proxyhost `local` instances (HTTP
 # CONNECT with a password, SOCKS5), Debian's microsocks (SOCKS5 with a
-# password) and tinyproxy (HTTP CONNECT); plus upstreams that fail on
-# purpose (t/lib/bad_upstream.py) for each outcome stage. curl goes through
+# password) and tinyproxy (HTTP CONNECT), and a second tinyproxy with
+# BasicAuth as an `http` upstream, an ordinary forward proxy that the
+# HTTP frontend's requests reach in absolute form (issue 13); plus
+# upstreams that fail on purpose (t/lib/bad_upstream.py) for each outcome
+# stage. curl goes through
 # the gateways, and what they report arrives at the controller: runtime
 # counts in Redis, outcomes accepted.
 . "$top_srcdir/t/lib/testlib.sh"
@@ -22,6 +25,7 @@ PY=/usr/bin/python3
 CTL="$top_builddir/tools/proxyhostctl"
 PW_A=pw-A-Gateway-Never-Logged-31c9
 PW_B=pw-B-Gateway-Never-Logged-8e07
+PW_F=pw-F-Forward-Never-Logged-5d21
 for b in microsocks tinyproxy; do
   command -v "$b" >/dev/null 2>&1
   ok $? "$b is installed (scripts/install-deps.sh)"
@@ -47,7 +51,13 @@ local_upstream() { # NAME FRONTEND PORT [HASH]: a proxyhost local instance
   "$PROXYHOST" -c "$T/$1.ini" >>"$T/$1.log" 2>&1 &
   PIDS="$PIDS $!"
 }
-U1=$(free_port) U2=$(free_port) U3=$(free_port) U4=$(free_port)
+# Five ports that differ: free_port only says one was free a moment ago,
+# and two upstreams on one port would pass for each other.
+U1=$(free_port) U2=$(free_port) U3=$(free_port) U4=$(free_port) U5=$(free_port)
+for i in 1 2 3 4 5 6 7 8; do
+  [ "$(printf '%s\n' "$U1" "$U2" "$U3" "$U4" "$U5" | sort -u | wc -l)" -eq 5 ] && break
+  U2=$(free_port) U3=$(free_port) U4=$(free_port) U5=$(free_port)
+done
 local_upstream u1 http_proxy "$U1" "$(password_hash "$PW_A")"
 local_upstream u2 socks5 "$U2"
 microsocks -i 127.0.0.1 -p "$U3" -u bob -P "$PW_B" >"$T/microsocks.log" 2>&1 &
@@ -64,8 +74,23 @@ Allow 127.0.0.1
 EOF
 tinyproxy -d -c "$T/tinyproxy.conf" >"$T/tinyproxy.out" 2>&1 &
 PIDS="$PIDS $!"
-for p in "$U1" "$U2" "$U3" "$U4"; do wait_for port_open "$p" || echo "# port $p not open"; done
-port_open "$U4"; ok $? "four upstreams listen: proxyhost http_proxy (password), proxyhost socks5, microsocks (password), tinyproxy"
+# The `http` upstream: a forward proxy with a password of its own.
+cat >"$T/tinyproxy-fwd.conf" <<EOF
+Port $U5
+Listen 127.0.0.1
+Timeout 60
+MaxClients 50
+LogLevel Info
+LogFile "$T/tinyproxy-fwd.log"
+PidFile "$T/tinyproxy-fwd.pid"
+Allow 127.0.0.1
+BasicAuth fwduser $PW_F
+EOF
+tinyproxy -d -c "$T/tinyproxy-fwd.conf" >"$T/tinyproxy-fwd.out" 2>&1 &
+PIDS="$PIDS $!"
+for p in "$U1" "$U2" "$U3" "$U4" "$U5"; do wait_for port_open "$p" || echo "# port $p not open"; done
+port_open "$U4" && port_open "$U5"
+ok $? "five upstreams listen: proxyhost http_proxy (password), proxyhost socks5, microsocks (password), tinyproxy, tinyproxy (BasicAuth)"
 for m in garbage reset_early reset_late hold; do
   "$PY" "$top_srcdir/t/lib/bad_upstream.py" "$m" --port-file "$T/bad-$m.port" >"$T/bad-$m.log" 2>&1 &
   PIDS="$PIDS $!"
@@ -99,6 +124,7 @@ mkdir -p "$T/secrets"
   printf 'alice:%s\n' "$PW_A" >"$T/secrets/cred-a"
   printf 'bob:%s\n' "$PW_B" >"$T/secrets/cred-b"
   printf 'alice:wrong-%s\n' "$PW_B" >"$T/secrets/cred-wrong"
+  printf 'fwduser:%s\n' "$PW_F" >"$T/secrets/cred-f"
   head -c 32 /dev/urandom >"$T/ref.key" )
 "$CTL" admin-token new "$T/admin.token" >/dev/null
 admin=$(free_port) cpp=$(free_port)
@@ -147,7 +173,7 @@ EOF
 PIDS="$PIDS $!"
 wait_long healthy "$admin"; ok $? "the controller starts (store_pg, Redis)"
 ctl() { "$CTL" --admin "127.0.0.1:$admin" --token-file "$T/admin.token" "$@" >/dev/null; }
-for c in cred-a cred-b cred-wrong; do ctl credential add "$c" || echo "# credential $c"; done
+for c in cred-a cred-b cred-wrong cred-f; do ctl credential add "$c" || echo "# credential $c"; done
 # Group "web": the four good upstreams, one per worker zone-free. Group
 # "stages": the failing ones, one per rule. Group "one": a capacity-1 proxy.
 ctl proxy add u1 --protocol http_connect --host 127.0.0.1 --port "$U1" --groups web --capacity 50 --secret-ref cred-a &&
@@ -155,11 +181,15 @@ ctl proxy add u2 --protocol socks5 --host 127.0.0.1 --port "$U2" --groups web --
 ctl proxy add u3 --protocol socks5 --host 127.0.0.1 --port "$U3" --groups web --capacity 50 --secret-ref cred-b &&
 ctl proxy add u4 --protocol http_connect --host 127.0.0.1 --port "$U4" --groups web --capacity 50
 ok $? "proxyhostctl proxy add: u1 (proxyhost, password), u2 (proxyhost socks5), u3 (microsocks, password), u4 (tinyproxy)"
+# Group "fwd": an `http` upstream (tinyproxy with BasicAuth).
+ctl proxy add u5 --protocol http --host 127.0.0.1 --port "$U5" --groups fwd --capacity 50 --secret-ref cred-f
+ok $? "proxyhostctl proxy add: u5, protocol http (tinyproxy, BasicAuth)"
 ctl proxy add x-dial --protocol http_connect --host 127.0.0.1 --port "$REFUSED" --groups s-dial --capacity 5 &&
 ctl proxy add x-hs --protocol socks5 --host 127.0.0.1 --port "$BAD_G" --groups s-hs --capacity 5 &&
 ctl proxy add x-407 --protocol http_connect --host 127.0.0.1 --port "$U1" --groups s-407 --capacity 5 --secret-ref cred-wrong &&
 ctl proxy add x-early --protocol http_connect --host 127.0.0.1 --port "$BAD_E" --groups s-early --capacity 5 &&
 ctl proxy add x-late --protocol http_connect --host 127.0.0.1 --port "$BAD_L" --groups s-late --capacity 5 &&
+ctl proxy add x-f407 --protocol http --host 127.0.0.1 --port "$U1" --groups s-f407 --capacity 5 --secret-ref cred-wrong &&
 ctl proxy add x-hold --protocol http_connect --host 127.0.0.1 --port "$HOLD" --groups one --capacity 1
 ok $? "proxyhostctl proxy add: the failing upstreams and a capacity-1 one"
 # Rules by target host name (the gateways resolve nothing for the pool:
@@ -167,12 +197,14 @@ ok $? "proxyhostctl proxy add: the failing upstreams and a capacity-1 one"
 ctl route add dial --position 10 --host dial.test --group s-dial --strategy round_robin &&
 ctl route add hs --position 20 --host hs.test --group s-hs --strategy round_robin &&
 ctl route add r407 --position 30 --host auth.test --group s-407 --strategy round_robin &&
+ctl route add f407 --position 35 --host fwd-auth.test --group s-f407 --strategy round_robin &&
 ctl route add early --position 40 --host early.test --group s-early --strategy round_robin &&
 ctl route add late --position 50 --host late.test --group s-late --strategy round_robin &&
 ctl route add wait --position 60 --host wait.test --group one --strategy least_active --on-unavailable wait --wait-timeout-ms 1500 &&
 ctl route add reject --position 70 --host reject.test --group one --strategy random --on-unavailable reject &&
 ctl route add direct --position 80 --host direct.test --group nothing --strategy round_robin --on-unavailable direct &&
 ctl route add first --position 95 --host 127.0.0.1 --ports "$TGT2" --group web --strategy first_usable &&
+ctl route add fwd --position 90 --host localhost --group fwd --strategy round_robin &&
 ctl route add web --position 100 --host 127.0.0.1 --group web --strategy round_robin
 ok $? "proxyhostctl route add: one rule per case, then web"
 
@@ -233,7 +265,7 @@ view_ids() {
 }
 start_gw g1; G1=$GW_PID
 wait_long ready "$a1"; ok $? "CP-1-26 gateway g1 is ready"
-all_in_g1() { [ "$(view_ids "$a1")" = "u1,u2,u3,u4,x-407,x-dial,x-early,x-hold,x-hs,x-late" ]; }
+all_in_g1() { [ "$(view_ids "$a1")" = "u1,u2,u3,u4,u5,x-407,x-dial,x-early,x-f407,x-hold,x-hs,x-late" ]; }
 wait_long all_in_g1; ok $? "CP-1-16 g1 owns every proxy (the only worker)"
 [ -n "$(view_ids "$a1")" ] || echo "# view: $(curl -s "http://127.0.0.1:$a1/v1/cp/view" | head -c 400)"
 
@@ -278,6 +310,32 @@ ok $? "... one RESPONSE_HEADERS FAILURE"
 via_http "$h1" "http://late.test/" >/dev/null
 wait_for test "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="tunnel",result="failure"}')" = 1
 ok $? "CP-5-5 a tunnel reset after the response began: one TUNNEL FAILURE"
+
+# ---- absolute-form forwarding through an `http` upstream (issue 13) ---------------
+# The HTTP frontend sends a plain-HTTP request on to an `http` upstream in
+# absolute form with the upstream's own Proxy-Authorization: no CONNECT.
+hs_before=$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')
+ts_before=$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="tunnel",result="success"}')
+is "$(via_http "$h1" "http://localhost:$TGT/hello")" 200 "CP-1-22 curl -x gateway through an http upstream (tinyproxy, BasicAuth): 200"
+is "$(cat "$T/body")" "hello through http_proxy" "... the target's body"
+grep -q "Request (file descriptor [0-9]*): GET http://localhost:$TGT/hello HTTP/1.1" "$T/tinyproxy-fwd.log"
+ok $? "... tinyproxy read a GET in absolute form"
+grep -q 'Request (file descriptor [0-9]*): CONNECT' "$T/tinyproxy-fwd.log"; [ $? -ne 0 ]
+ok $? "... and no CONNECT"
+fwd_ok() { [ "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="tunnel",result="success"}')" = $((${ts_before:-0} + 1)) ]; }
+wait_for fwd_ok; ok $? "CP-5-5 ... its stream ended TUNNEL SUCCESS"
+is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')" "$hs_before" "... with no handshake stage"
+# SOCKS5 has no HTTP to forward: the same upstream gets CONNECT.
+is "$(via_socks "$s1" "http://localhost:$TGT/hello")" 200 "curl --proxy socks5h://gateway through the http upstream: 200"
+grep -q "Request (file descriptor [0-9]*): CONNECT localhost:$TGT HTTP/1.1" "$T/tinyproxy-fwd.log"
+ok $? "... as a CONNECT tunnel"
+# A wrong password: the upstream's 407 is about the gateway's credentials,
+# so the client gets 502 (u1, proxyhost's http_proxy, answers 407).
+rh_before=$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="response_headers",result="failure"}')
+is "$(via_http "$h1" "http://fwd-auth.test/")" 502 "CP-5-4 an http upstream answers 407 (wrong password): the client gets 502"
+rh_one() { [ "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="response_headers",result="failure"}')" = $((${rh_before:-0} + 1)) ]; }
+wait_for rh_one; ok $? "... one RESPONSE_HEADERS FAILURE (a response, not a handshake)"
+is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')" "$hs_before" "... and no PROXY_HANDSHAKE one"
 
 # ---- WAIT, REJECT, DIRECT (CP-1-24, CP-1-25) ---------------------------------------
 # x-hold (capacity 1) keeps the first request until released.
@@ -328,12 +386,17 @@ wait_long moved; ok $? "CP-4-6 g1 killed: its proxies move to g2 after the lease
 is "$(via_socks "$s2" "http://127.0.0.1:$TGT/hello")" 200 "g2 serves through the proxies it took over"
 
 # ---- no secret anywhere ------------------------------------------------------------------
+# The Basic token the gateway sends the http upstream is as secret as
+# the password it encodes.
+TOK_F=$(printf 'fwduser:%s' "$PW_F" | base64 -w0)
 for f in ctl g1 g2; do
-  grep -q -e "$PW_A" -e "$PW_B" "$T/$f.log"; [ $? -ne 0 ]
-  ok $? "CP-8-5 no upstream password in the $f log (debug level)"
+  grep -q -e "$PW_A" -e "$PW_B" -e "$PW_F" -e "$TOK_F" "$T/$f.log"; [ $? -ne 0 ]
+  ok $? "CP-8-5 no upstream password (nor the Basic token) in the $f log (debug level)"
 done
 m=$(http_get "http://127.0.0.1:$a2/metrics")
 unlike "$m" "$PW_A" "CP-8-5 no password in g2's /metrics"
+unlike "$m" "$PW_F" "CP-8-5 no http upstream password in g2's /metrics"
 r=$(for k in $(redis_cli "$T/redis" KEYS '*'); do echo "$k"; redis_cli "$T/redis" DUMP "$k"; done)
 unlike "$r" "$PW_A" "CP-8-5 no password in Redis"
+unlike "$r" "$PW_F" "CP-8-5 no http upstream password in Redis"
 done_testing

@@ -16,10 +16,14 @@
  * once, CLOSED, TARGET_ERROR, CLIENT_ERROR or TIMEOUT as the relay
  * ended, CLIENT_ERROR when the session is closed while relaying; a
  * success without a socket ends its lease at once; a failure's is never
- * touched. */
+ * touched. And the forwarding flags (issue 13): the session's open_flags
+ * go with the open, and open_done sees a success's PH_OPEN_R_HTTP_PROXY
+ * and http_forward (open_rflags, open_http_forward), never a failure's,
+ * a flagless pointer or a struct too short to hold the value. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +63,9 @@ static struct fake {
   /* Leases: give one with each OK open (give_lease), or with a success
    * that carries no socket (bad_success). */
   int give_lease, bad_success;
+  /* The result's flags and http_forward (http_fwd: its size, 0: NULL). */
+  uintptr_t rflags;
+  uint32_t http_fwd;
   uintptr_t last_flags;
   char last_listener[64];
   char last_header[64]; /* X-Session through the request's headers */
@@ -107,6 +114,13 @@ static void open_answer_now(void) {
   }
   if (F.give_lease)
     r.lease = new_lease(); /* also on a failure: must not be touched */
+  static ph_open_http_forward fwd;
+  memset(&fwd, 0, sizeof(fwd));
+  fwd.size = F.http_fwd;
+  fwd.proxy_authorization = "Basic dTpw";
+  fwd.proxy_authorization_len = 10;
+  r.flags = F.rflags;
+  r.http_forward = F.http_fwd ? &fwd : NULL;
   F.open_id = 0;
   F.open_cb(F.open_arg, &r);
 }
@@ -202,6 +216,8 @@ static struct seen {
   int ends, ends_logged, frees, stops;
   int last_verdict, last_code;
   ph_open_lease *last_lease; /* what open_done got */
+  uintptr_t last_rflags;      /* ... and the session's open_rflags */
+  const ph_open_http_forward *last_fwd; /* open_http_forward */
   int closes_in_end; /* close called again from inside end */
 } S;
 
@@ -245,6 +261,8 @@ static void t_open_done(void *owner, int code, int stage, stream_end target,
   S.open_done++;
   S.last_code = code;
   S.last_lease = lease;
+  S.last_rflags = c->fs.open_rflags;
+  S.last_fwd = c->fs.open_http_forward;
   if (code != PH_OPEN_OK || c->close_in_open_done) {
     if (code == PH_OPEN_OK) {
       close(target.fd);
@@ -937,6 +955,55 @@ static void test_lease(ph_mock *m) {
      "lease: a failure's lease is neither passed on nor ended");
 }
 
+/* One open answered with the fake's rflags and http_fwd: what open_done
+ * saw. */
+static void forward_open(uint32_t fwd_size, uintptr_t rflags, int code) {
+  reset_seen();
+  F.give_lease = 1;
+  F.rflags = rflags;
+  F.http_fwd = fwd_size;
+  F.open_code = code;
+  tconn *c = new_conn();
+  c->fs.open_flags = PH_OPEN_F_HTTP_FORWARD;
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  frontend_session_enter(&c->fs);
+  open_answer_now();
+  frontend_session_leave(&c->fs);
+  if (code == PH_OPEN_OK) /* a failure closed (and freed) it already */
+    t_close(c);
+  if (F.target_peer >= 0)
+    close(F.target_peer);
+}
+
+static void test_forward_flags(void) {
+  forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
+               PH_OPEN_OK);
+  ok((F.last_flags & PH_OPEN_F_HTTP_FORWARD) &&
+         (F.last_flags & PH_OPEN_F_LEASE) && (F.last_flags & PH_OPEN_F_STREAM),
+     "forward: the session's open_flags go with the open, beside its own");
+  ok(S.last_code == PH_OPEN_OK && S.last_rflags == PH_OPEN_R_HTTP_PROXY &&
+         S.last_fwd && S.last_fwd->proxy_authorization_len == 10,
+     "forward: open_done sees PH_OPEN_R_HTTP_PROXY and http_forward");
+  forward_open(sizeof(ph_open_http_forward), 0, PH_OPEN_OK);
+  ok(S.last_rflags == 0 && S.last_fwd == NULL,
+     "forward: http_forward without the flag is not passed on");
+  forward_open(offsetof(ph_open_http_forward, proxy_authorization),
+               PH_OPEN_R_HTTP_PROXY, PH_OPEN_OK);
+  ok(S.last_rflags == PH_OPEN_R_HTTP_PROXY && S.last_fwd == NULL,
+     "forward: a struct too short for the value: NULL (nothing to add)");
+  forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
+               PH_OPEN_CONNECTION_REFUSED);
+  ok(S.last_code == PH_OPEN_CONNECTION_REFUSED && S.last_rflags == 0 &&
+         S.last_fwd == NULL,
+     "forward: a failure's flags and http_forward are never passed on");
+  reset_seen();
+  tconn *c = new_conn();
+  frontend_session_open(&c->fs, "ok.fake", 80, NULL);
+  ok(!(F.last_flags & PH_OPEN_F_HTTP_FORWARD),
+     "forward: a session that sets no open_flags asks nothing more");
+  t_close(c);
+}
+
 static void test_destroy(void) {
   /* Sessions left at destroy end quietly, without stop_done. */
   ph_mock *m = mock_up();
@@ -1003,6 +1070,7 @@ int main(void) {
   test_reentrancy(m);
   test_once(m);
   test_lease(m);
+  test_forward_flags();
   test_drain(m);
   ph_mock_free(m);
   test_destroy();

@@ -3,7 +3,8 @@
  * parser limits, request-target forms, hop-by-hop removal (including the
  * headers a Connection header names), rewriting to origin-form, body
  * framing read from the fields (hp_head_framing: strict, conflicts refused),
- * Basic credentials, hostile inputs. The module itself is
+ * Basic credentials, hostile inputs, and the absolute form for an
+ * upstream HTTP proxy (hp_head_write_absolute, issue 13). The module itself is
  * t/unit/test_http_proxy.c; body decoding t/unit/test_http_body.c.
  *
  * Requirements: TM-SEC-1 (bounded heads). */
@@ -707,6 +708,104 @@ static void test_hostile(void) {
   ok(same, "3000 mutated heads: same verdict byte by byte and at once");
 }
 
+/* The origin-form rewrite of text, then its absolute form with auth
+ * (NULL: none) into out (cap bytes, NUL-terminated on success); the
+ * length, or -1. *origin_len: the origin-form head's length. */
+static ssize_t absolute(const char *text, const char *auth, char *out,
+                        size_t cap, size_t *origin_len) {
+  char origin[4096];
+  if (rewrite(text, 4096, origin, sizeof(origin)) != 0)
+    return -2;
+  http_head h;
+  fed f = {0};
+  hp_head_target t;
+  hp_head_init(&h, HTTP_REQUEST, &std_lim);
+  feed(&h, &f, text, strlen(text), 4096);
+  hp_head_target_parse(&h, f.buf, &t);
+  size_t ol = strlen(origin);
+  if (origin_len)
+    *origin_len = ol;
+  ssize_t n = hp_head_write_absolute(origin, ol, &t, auth,
+                                     auth ? strlen(auth) : 0, out, cap);
+  if (n >= 0 && (size_t)n < cap)
+    out[n] = '\0';
+  hp_head_free(&h);
+  free(f.buf);
+  return n;
+}
+
+static void test_absolute(void) {
+  char out[4096];
+  static const struct {
+    const char *in, *auth, *want, *name;
+  } cases[] = {
+      {"GET http://Example.test:8080/a/b?x=1 HTTP/1.1\r\nHost: other\r\n"
+       "Connection: X-Hop\r\nX-Hop: 1\r\nUser-Agent: u\r\n\r\n",
+       "Basic QTpC",
+       "GET http://Example.test:8080/a/b?x=1 HTTP/1.1\r\n"
+       "Host: Example.test:8080\r\nUser-Agent: u\r\nVia: 1.1 proxyhost\r\n"
+       "Proxy-Authorization: Basic QTpC\r\n\r\n",
+       "absolute: scheme, host and port as sent, the fields of the "
+       "origin-form rewrite, the value last"},
+      {"OPTIONS http://a:81 HTTP/1.1\r\n\r\n", NULL,
+       "OPTIONS http://a:81 HTTP/1.1\r\nHost: a:81\r\n"
+       "Via: 1.1 proxyhost\r\n\r\n",
+       "absolute: OPTIONS without a path is the authority alone (RFC 9112 "
+       "3.2.4); no value: no field"},
+      {"OPTIONS http://a:81?q HTTP/1.1\r\n\r\n", NULL,
+       "OPTIONS http://a:81/?q HTTP/1.1\r\nHost: a:81\r\n"
+       "Via: 1.1 proxyhost\r\n\r\n",
+       "absolute: OPTIONS with a query keeps it"},
+      {"GET http://[::1]:80 HTTP/1.0\r\n\r\n", "Basic Og==",
+       "GET http://[::1]/ HTTP/1.1\r\nHost: [::1]\r\n"
+       "Via: 1.0 proxyhost\r\nProxy-Authorization: Basic Og==\r\n\r\n",
+       "absolute: IPv6 in brackets, port 80 left out, an empty path is /, "
+       "the proxy's own HTTP/1.1"},
+      {"POST http://a/p HTTP/1.1\r\nContent-Length: 3\r\n\r\n", "\tx y",
+       "POST http://a/p HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+       "Via: 1.1 proxyhost\r\nProxy-Authorization: \tx y\r\n\r\n",
+       "absolute: framing as the rewrite chose it; HTAB and SP are value "
+       "bytes"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    ssize_t n = absolute(cases[i].in, cases[i].auth, out, sizeof(out), NULL);
+    ok(n > 0 && strcmp(out, cases[i].want) == 0, cases[i].name);
+    if (n <= 0 || strcmp(out, cases[i].want) != 0)
+      printf("# got %zd: %s\n", n, n > 0 ? out : "");
+  }
+  const char *get = "GET http://a/ HTTP/1.1\r\n\r\n";
+  is_int(absolute(get, "Basic x\r\nX-Evil: 1", out, sizeof(out), NULL), -1,
+         "absolute: a value with CR LF is refused");
+  is_int(absolute(get, "Basic \x01", out, sizeof(out), NULL), -1,
+         "absolute: a value with another control byte is refused");
+  size_t ol = 0;
+  ssize_t full = absolute(get, "Basic QTpC", out, sizeof(out), &ol);
+  ok(full > 0 && absolute(get, "Basic QTpC", out, (size_t)full, NULL) == full,
+     "absolute: fits exactly");
+  is_int(absolute(get, "Basic QTpC", out, (size_t)full - 1, NULL), -1,
+         "absolute: one byte short: -1");
+  /* The bound, with the longest host and port. */
+  char longest[512];
+  char *host = repeat('h', 255);
+  snprintf(longest, sizeof(longest), "GET http://%s:65535/ HTTP/1.1\r\n\r\n",
+           host);
+  free(host);
+  ssize_t ln = absolute(longest, "Basic QTpC", out, sizeof(out), &ol);
+  ok(ln > 0 && (size_t)ln <= ol + HP_HEAD_ABSOLUTE_EXTRA + strlen("Basic QTpC"),
+     "absolute: within len + HP_HEAD_ABSOLUTE_EXTRA + the value");
+  /* Only a head hp_head_write_request made is read. */
+  static const char *not_ours[] = {
+      "garbage", "GET / HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\r\n",
+      "GET  HTTP/1.1\r\n\r\n", "GET/HTTP/1.1\r\n\r\n", ""};
+  hp_head_target t = {.form = HH_FORM_ABSOLUTE, .host = "a", .port = 80};
+  int refused = 0;
+  for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++)
+    refused += hp_head_write_absolute(not_ours[i], strlen(not_ours[i]), &t,
+                                      NULL, 0, out, sizeof(out)) == -1;
+  is_int(refused, (int)(sizeof(not_ours) / sizeof(not_ours[0])),
+         "absolute: anything but a rewritten head is refused");
+}
+
 /* A bare CR anywhere in a head: the lenient parser would end a line there
  * where the peer reading our rewrite, or the sender, might not. */
 static void test_bare_cr(void) {
@@ -742,5 +841,6 @@ int main(void) {
   test_framing();
   test_hostile();
   test_bare_cr();
+  test_absolute();
   return done_testing();
 }

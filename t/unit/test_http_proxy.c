@@ -16,7 +16,17 @@
  * and the retry's), TARGET_ERROR for a response that cannot be read,
  * CLIENT_ERROR for a request body that cannot, and at destroy
  * CLIENT_ERROR for an exchange or a tunnel in progress, CLOSED for a
- * kept idle upstream.
+ * kept idle upstream. And an upstream that is an HTTP forward proxy
+ * (issue 13: the pool's `http` upstreams, PH_OPEN_F_HTTP_FORWARD /
+ * PH_OPEN_R_HTTP_PROXY): the forwarded request asks for it and CONNECT
+ * never does; the head goes in absolute form (scheme, host, port as the
+ * client sent them, OPTIONS without a path, IPv6, port 80) with the
+ * connector's Proxy-Authorization and never the client's, everything
+ * else as to an origin (hop-by-hop removal, bodies framed again,
+ * keep-alive per target host:port); the proxy's 407 is a 502 for the
+ * client with the lease ended TARGET_ERROR; what no connector may
+ * answer (a value with CR LF, the flag to a CONNECT) is a 502; and the
+ * credential never reaches the log.
  *
  * Requirements: TM-SEC-1 (bounded heads and buffers), TM-SEC-2 (no raw
  * error text to clients), TM-SEC-7 (after a close no dial or timer
@@ -63,6 +73,7 @@ typedef struct pend {
   ph_open_cb cb;
   void *arg;
   int code, fd, live, hang, lease;
+  int as_proxy; /* answered as an HTTP forward proxy (fc.as_proxy) */
 } pend;
 
 /* Leases the fake connector gives (one per OK open that asked for one):
@@ -127,7 +138,38 @@ static struct {
   char host[256], principal[256];
   char listener[64], session[64]; /* the last request's */
   int saw_authz; /* its headers showed Proxy-Authorization */
+  /* As the pool with an `http` upstream: with as_proxy set, an open that
+   * asks PH_OPEN_F_HTTP_FORWARD dials upstream_port (the test plays the
+   * forward proxy there) and answers PH_OPEN_R_HTTP_PROXY with
+   * proxy_auth as the value to add (NULL: none); with flag_always, even
+   * an open that did not ask (a connector's bug). forward: the last open
+   * asked it. */
+  int as_proxy, flag_always, forward;
+  uint16_t upstream_port;
+  const char *proxy_auth;
 } fc;
+
+static ph_open_http_forward fc_fwd;
+
+/* The result of a pending open q. */
+static ph_open_result fc_result(pend *q) {
+  ph_open_result res = {.size = sizeof(res),
+                        .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
+                        .code = q->code,
+                        .fd = q->fd};
+  if (!q->code && q->lease)
+    res.lease = fl_new();
+  if (!q->code && q->as_proxy) {
+    memset(&fc_fwd, 0, sizeof(fc_fwd));
+    fc_fwd.size = sizeof(fc_fwd);
+    fc_fwd.proxy_authorization = fc.proxy_auth;
+    fc_fwd.proxy_authorization_len =
+        fc.proxy_auth ? (uint32_t)strlen(fc.proxy_auth) : 0;
+    res.flags = PH_OPEN_R_HTTP_PROXY;
+    res.http_forward = &fc_fwd;
+  }
+  return res;
+}
 
 static void fc_fire(ph_timer *t, void *arg) {
   (void)t;
@@ -137,12 +179,7 @@ static void fc_fire(ph_timer *t, void *arg) {
     if (!q->live || q->hang)
       continue;
     q->live = 0;
-    ph_open_result res = {.size = sizeof(res),
-                          .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
-                          .code = q->code,
-                          .fd = q->fd};
-    if (!q->code && q->lease)
-      res.lease = fl_new();
+    ph_open_result res = fc_result(q);
     q->cb(q->arg, &res);
   }
 }
@@ -180,6 +217,8 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
   snprintf(fc.principal, sizeof(fc.principal), "%s",
            rq->principal ? rq->principal : "");
   q->lease = (rq->flags & PH_OPEN_F_LEASE) != 0;
+  fc.forward = (rq->flags & PH_OPEN_F_HTTP_FORWARD) != 0;
+  q->as_proxy = fc.as_proxy && (fc.forward || fc.flag_always);
   snprintf(fc.listener, sizeof(fc.listener), "%s",
            rq->listener ? rq->listener : "(none)");
   snprintf(fc.session, sizeof(fc.session), "(none)");
@@ -204,17 +243,12 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
     q->hang = 1;
   else if (strcmp(rq->host, "inside-refused.test") == 0)
     q->code = PH_OPEN_CONNECTION_REFUSED;
-  else if ((q->fd = dial(rq->port)) < 0)
+  else if ((q->fd = dial(q->as_proxy ? fc.upstream_port : rq->port)) < 0)
     q->code = PH_OPEN_CONNECTION_REFUSED;
   if (strncmp(rq->host, "inside-", 7) == 0) {
     int64_t id = q->id;
     q->live = 0;
-    ph_open_result res = {.size = sizeof(res),
-                          .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
-                          .code = q->code,
-                          .fd = q->fd};
-    if (!q->code && q->lease)
-      res.lease = fl_new();
+    ph_open_result res = fc_result(q);
     cb(arg, &res);
     return id;
   }
@@ -1556,6 +1590,213 @@ static void test_leases(void) {
   free(t);
 }
 
+/* ---- an upstream HTTP forward proxy (issue 13) ------------------------- */
+
+static int starts(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+#define UP_AUTH "Basic dXA6dXAtU2VjcmV0LTQy" /* the connector's value */
+
+static void test_via_proxy(void) {
+  memset(&fl, 0, sizeof(fl));
+  ph_mock *m = start_proxy("", 0, 0);
+  ok(m != NULL, "via proxy: starts");
+  if (!m)
+    return;
+  uint16_t pport;
+  int lfd = target_listen(&pport); /* the test plays the forward proxy */
+  fc.as_proxy = 1;
+  fc.upstream_port = pport;
+  fc.proxy_auth = UP_AUTH;
+  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
+  const char *ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+  int c = proxy_conn(), s = -1;
+  answer_with(m, c, lfd, &s,
+              "GET http://www.example.test:8080/a/b?x=1 HTTP/1.1\r\n"
+              "Host: wrong\r\nProxy-Authorization: Basic Y2xpZW50OnB3\r\n"
+              "Connection: X-Trace\r\nX-Trace: 1\r\nUser-Agent: unit\r\n\r\n",
+              ok5, b, t);
+  ok(fc.forward, "via proxy: a forwarded request's open asks "
+                 "PH_OPEN_F_HTTP_FORWARD");
+  ok(starts(t->data, "GET http://www.example.test:8080/a/b?x=1 HTTP/1.1\r\n"
+                     "Host: www.example.test:8080\r\n"),
+     "via proxy: the request line in absolute form, the Host from the "
+     "target");
+  like(t->data, "\r\nProxy-Authorization: " UP_AUTH "\r\n\r\n",
+       "via proxy: the connector's Proxy-Authorization, last");
+  is_int(count_of(t->data, "Proxy-Authorization"), 1,
+         "via proxy: one Proxy-Authorization field");
+  unlike(t->data, "Y2xpZW50OnB3", "via proxy: never the client's own");
+  unlike(t->data, "wrong", "via proxy: the client's Host is dropped");
+  unlike(t->data, "X-Trace", "via proxy: a Connection-listed header removed");
+  like(t->data, "User-Agent: unit\r\n", "via proxy: end-to-end headers kept");
+  like(t->data, "Via: 1.1 proxyhost\r\n", "via proxy: Via as always");
+  ok(starts(b->data, "HTTP/1.1 200 OK\r\n") && strstr(b->data, "\r\n\r\nhello"),
+     "via proxy: the client gets the response");
+  is_int(fl.first_bytes, 1, "via proxy: the lease heard first_byte");
+
+  /* The same target: the kept connection, absolute form again, a body
+   * framed again. */
+  int opens = fc.opens;
+  answer_with(m, c, lfd, &s,
+              "POST http://www.example.test:8080/up HTTP/1.1\r\n"
+              "Transfer-Encoding: chunked\r\n\r\n"
+              "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
+              ok5, b, t);
+  is_int(fc.opens, opens, "via proxy: keep-alive reuses the connection for "
+                          "the same host:port");
+  ok(starts(t->data, "POST http://www.example.test:8080/up HTTP/1.1\r\n") &&
+         strstr(t->data, "\r\nProxy-Authorization: " UP_AUTH "\r\n"),
+     "via proxy: the kept connection's request in absolute form, with the "
+     "value");
+  like(t->data, "\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
+       "via proxy: the body framed again");
+  ok(starts(b->data, "HTTP/1.1 200 "), "via proxy: answered");
+
+  /* OPTIONS without a path: the authority alone (RFC 9112 3.2.4). */
+  answer_with(m, c, lfd, &s,
+              "OPTIONS http://www.example.test:8080 HTTP/1.1\r\n\r\n", ok5,
+              b, t);
+  ok(starts(t->data, "OPTIONS http://www.example.test:8080 HTTP/1.1\r\n"),
+     "via proxy: OPTIONS without a path stays without one (not '*')");
+
+  /* Another target (an IPv6 literal, port 80): a new open; the kept
+   * connection, not its target's, is closed. */
+  answer_with(m, c, lfd, &s, "GET http://[::1]/v6 HTTP/1.1\r\n\r\n", ok5, b,
+              t);
+  ok(t->len == 0, "via proxy: another target does not reuse the kept "
+                  "connection");
+  ok(closed_by_peer(m, s, 1000), "via proxy: ... which is closed");
+  close(s);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, s, t, 0, 1000);
+  send_str(s, ok5);
+  wait_message(m, c, b, 1, 1000);
+  is_int(fc.opens, opens + 1, "via proxy: a new open for [::1]:80");
+  ok(starts(t->data, "GET http://[::1]/v6 HTTP/1.1\r\nHost: [::1]\r\n"),
+     "via proxy: an IPv6 literal in brackets, port 80 left out");
+  ok(starts(b->data, "HTTP/1.1 200 "), "via proxy: answered");
+  ok(fl.ends[PH_LEASE_END_CLOSED] == 1, "via proxy: the first lease ended "
+                                        "CLOSED");
+  close(c);
+  closed_by_peer(m, s, 1000);
+  close(s);
+
+  /* The proxy refuses the connector's credentials: a 502 for the client,
+   * not the 407 (nor its challenge), and the lease ends TARGET_ERROR with
+   * no first_byte. */
+  int first = fl.first_bytes, terr = fl.ends[PH_LEASE_END_TARGET_ERROR];
+  c = proxy_conn();
+  s = -1;
+  answer_with(m, c, lfd, &s, "GET http://www.example.test/ HTTP/1.1\r\n\r\n",
+              "HTTP/1.1 407 Proxy Authentication Required\r\n"
+              "Proxy-Authenticate: Basic realm=\"up\"\r\n"
+              "Content-Length: 0\r\n\r\n",
+              b, t);
+  ok(starts(b->data, "HTTP/1.1 502 "), "via proxy: the proxy's 407: 502");
+  unlike(b->data, "Proxy-Authenticate", "via proxy: ... without its challenge");
+  ok(closed_by_peer(m, s, 1000) &&
+         fl.ends[PH_LEASE_END_TARGET_ERROR] == terr + 1,
+     "via proxy: ... the upstream closed, the lease ended TARGET_ERROR");
+  is_int(fl.first_bytes, first, "via proxy: ... and no first_byte");
+  close(c);
+  close(s);
+
+  /* A 407 from an origin behind a tunnel (no flag) is the client's. */
+  fc.as_proxy = 0;
+  c = proxy_conn();
+  s = -1;
+  char req[256];
+  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/o HTTP/1.1\r\n\r\n",
+           pport);
+  answer_with(m, c, lfd, &s, req,
+              "HTTP/1.1 407 Proxy Authentication Required\r\n"
+              "Content-Length: 0\r\n\r\n",
+              b, t);
+  ok(starts(b->data, "HTTP/1.1 407 ") && starts(t->data, "GET /o HTTP/1.1\r\n"),
+     "not via a proxy: origin-form, and a 407 is passed on");
+  close(c);
+  closed_by_peer(m, s, 1000);
+  close(s);
+  fc.as_proxy = 1;
+
+  /* An HTTP proxy that takes no credentials: no field at all. */
+  fc.proxy_auth = NULL;
+  c = proxy_conn();
+  s = -1;
+  answer_with(m, c, lfd, &s, "GET http://www.example.test/n HTTP/1.1\r\n\r\n",
+              ok5, b, t);
+  ok(starts(t->data, "GET http://www.example.test/n HTTP/1.1\r\n") &&
+         !strstr(t->data, "Proxy-Authorization"),
+     "via proxy: no value given: absolute form without Proxy-Authorization");
+  close(c);
+  closed_by_peer(m, s, 1000);
+  close(s);
+
+  /* A value that could end its line: refused, nothing sent. */
+  fc.proxy_auth = "Basic x\r\nX-Evil: 1";
+  int cerr = fl.ends[PH_LEASE_END_CLIENT_ERROR];
+  c = proxy_conn();
+  send_str(c, "GET http://www.example.test/e HTTP/1.1\r\n\r\n");
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, c, b, 1, 1000);
+  ok(starts(b->data, "HTTP/1.1 502 "), "via proxy: a value with CR LF: 502");
+  wait_message(m, s, t, 0, 300);
+  ok(t->len == 0 && t->eof && fl.ends[PH_LEASE_END_CLIENT_ERROR] == cerr + 1,
+     "via proxy: ... nothing sent, the upstream closed and its lease ended");
+  close(c);
+  close(s);
+  fc.proxy_auth = UP_AUTH;
+
+  /* CONNECT never asks; a connector that says "HTTP proxy" to it anyway
+   * gets no tunnel through that socket. */
+  c = proxy_conn();
+  snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", pport);
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, c, b, 1, 1000);
+  ok(!fc.forward && starts(b->data, "HTTP/1.1 200 "),
+     "via proxy: CONNECT does not ask PH_OPEN_F_HTTP_FORWARD: a tunnel");
+  close(c);
+  closed_by_peer(m, s, 1000);
+  close(s);
+  fc.flag_always = 1;
+  c = proxy_conn();
+  send_str(c, req);
+  s = target_accept(m, lfd, 1000);
+  wait_message(m, c, b, 1, 1000);
+  ok(starts(b->data, "HTTP/1.1 502 "),
+     "via proxy: PH_OPEN_R_HTTP_PROXY to a CONNECT (a connector's bug): 502");
+  ok(closed_by_peer(m, s, 1000), "via proxy: ... that socket closed");
+  close(c);
+  close(s);
+  fc.flag_always = 0;
+
+  mock_free(m);
+  fc.as_proxy = 0;
+  fc.proxy_auth = NULL;
+  ok(fl_live() == 0 && fl.broken == 0,
+     "via proxy: every lease ended once, none used after");
+  char *log = file_test_slurp(logpath);
+  like(log, "upstream proxy refused its credentials",
+       "via proxy: the debug log says why the 407 became a 502");
+  unlike(log, "dXA6dXAtU2VjcmV0LTQy",
+         "via proxy: the connector's credential is never logged");
+  free(log);
+  close(lfd);
+  free(b);
+  free(t);
+}
+
 int main(void) {
   plan_lazy();
   char so[512];
@@ -1575,6 +1816,7 @@ int main(void) {
   test_hostile_peers();
   test_inside_answers();
   test_leases();
+  test_via_proxy();
   unlink(logpath);
   buf_free(&err);
   return done_testing();

@@ -10,7 +10,13 @@
  * dial (nothing reached the target), the outcome of each stage (CP-5-2..5),
  * the counts a runtime report carries across a view swap, with a removed
  * proxy draining until its stream ends (CP-4-2, CP-4-3, CP-2-14),
- * revoke_proxy_ids (CP-4-7), an expired view (CP-3-9) and cancel. */
+ * revoke_proxy_ids (CP-4-7), an expired view (CP-3-9) and cancel. And
+ * absolute-form forwarding through an `http` upstream (issue 13): a
+ * request with PH_OPEN_F_HTTP_FORWARD gets the socket with no handshake,
+ * PH_OPEN_R_HTTP_PROXY and the Basic value to add, which a fake forward
+ * proxy reads in the absolute-form request; its outcomes skip
+ * PROXY_HANDSHAKE (CP-5-2, CP-5-4, CP-5-5); without the flag, or to an
+ * `http_connect` upstream, CONNECT as before. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -199,7 +205,7 @@ static void on_open(void *arg, const ph_open_result *r) {
 
 static ph_mock *mk;
 
-static req *open_req(int i, const char *host, int lease) {
+static req *open_flags(int i, const char *host, uintptr_t flags) {
   req *q = &reqs[i];
   memset(q, 0, sizeof(*q));
   q->res.fd = -1;
@@ -207,10 +213,14 @@ static req *open_req(int i, const char *host, int lease) {
                        .protocol = PH_PROTO_TCP,
                        .port = 80,
                        .host = host,
-                       .flags = lease ? PH_OPEN_F_LEASE : 0,
+                       .flags = flags,
                        .listener = "http_proxy"};
   q->id = pool_c->open(pool_self, &r, on_open, q);
   return q;
+}
+
+static req *open_req(int i, const char *host, int lease) {
+  return open_flags(i, host, lease ? PH_OPEN_F_LEASE : 0);
 }
 
 /* Answers dial d with a socketpair; returns the proxy's end. */
@@ -317,6 +327,222 @@ static void view(int with_b, int64_t valid_ms) {
   if (!v)
     printf("# the view did not compile\n");
   cp_view_publish(&slot, v);
+}
+
+/* ---- absolute-form forwarding through an `http` upstream -------------- */
+
+#define FWD (PH_OPEN_F_LEASE | PH_OPEN_F_HTTP_FORWARD)
+/* base64("fwd-user:fwd-Pass-9"), computed outside the code under test. */
+#define FWD_BASIC "Basic ZndkLXVzZXI6ZndkLVBhc3MtOQ=="
+
+/* Proxies h (http, credentials), n (http, none), c (http_connect,
+ * credentials) and k (http, a user name Basic cannot carry), capacity 2,
+ * each the only candidate of its rule. */
+static void view_forward(void) {
+  fixture f;
+  fx_init(&f);
+  T0 = wall_now();
+  ts_set(&f.gen, T0);
+  ts_set(&f.vu, T0 + 60000);
+  static const char *hosts[] = {"fwd.test", "nocred.test", "conn.test",
+                                "colon.test"};
+  static const char *ids[] = {"h", "n", "c", "k"};
+  static const char *refs[] = {"cred-h", NULL, "cred-c", "cred-k"};
+  static const int protos[] = {
+      CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_HTTP,
+      CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_HTTP,
+      CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_HTTP_CONNECT,
+      CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_HTTP};
+  for (int i = 0; i < 4; i++) {
+    Controlplane__V1__RoutingRule *r =
+        fx_rule(&f, ids[i], hosts[i], 0, 0, NULL, NULL, ids[i]);
+    r->strategy = "first";
+    Controlplane__V1__OwnedProxy *p = fx_proxy(&f, ids[i], ids[i], NULL,
+                                               refs[i]);
+    p->protocol = protos[i];
+    p->capacity = 2;
+    ts_set(&f.uu[i], T0 + 60000);
+    ts_set(&f.exp[i], T0 + 61000);
+  }
+  fx_cred(&f, "cred-h", 1, "fwd-user", "fwd-Pass-9");
+  fx_cred(&f, "cred-c", 1, "cc", "cc-pw");
+  fx_cred(&f, "cred-k", 1, "a:b", "pw");
+  ph_pool_view *v = compile(&f, T0, 600000);
+  if (!v)
+    printf("# the forwarding view did not compile\n");
+  cp_view_publish(&slot, v);
+}
+
+/* Whether fd has nothing to read now (the proxy was sent nothing). */
+static int nothing_sent(int fd) {
+  char c;
+  ph_mock_run_for(mk, 5);
+  return recv(fd, &c, 1, MSG_DONTWAIT) < 0;
+}
+
+/* Reads what the caller sent into buf (NUL-terminated). */
+static ssize_t proxy_read(int fd, char *buf, size_t cap) {
+  ph_mock_run_for(mk, 5);
+  ssize_t n = recv(fd, buf, cap - 1, MSG_DONTWAIT);
+  buf[n > 0 ? n : 0] = '\0';
+  return n;
+}
+
+static int starts(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The pool closed its end without sending a byte: EOF at once. */
+static int closed_by_us(int fd) {
+  char c;
+  return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+static int any_outcome(const char *id, int stage) {
+  for (int i = 0; i < n_outs; i++)
+    if (strcmp(out_ids[i], id) == 0 && outs[i].stage == stage)
+      return 1;
+  return 0;
+}
+
+static int header_is(const ph_open_result *r, const char *want) {
+  const ph_open_http_forward *f = r->http_forward;
+  if (!f || f->size != sizeof(*f))
+    return 0;
+  if (!want)
+    return !f->proxy_authorization && f->proxy_authorization_len == 0;
+  return f->proxy_authorization &&
+         f->proxy_authorization_len == strlen(want) &&
+         strcmp(f->proxy_authorization, want) == 0;
+}
+
+static void test_forward(void) {
+  view_forward();
+  ph_mock_run_for(mk, 5);
+  char buf[2048];
+
+  /* h (http) and a forwarding caller: dial, no handshake. */
+  int nd = n_dials, no = n_outs;
+  req *q = open_flags(12, "fwd.test", FWD);
+  ok(n_dials == nd + 1 && dials[nd].port == 1080,
+     "forward: the pick dials the http upstream h");
+  int ph = dial_ok(nd);
+  ok(q->done == 1 && q->res.code == PH_OPEN_OK && q->res.fd >= 0 &&
+         q->res.lease,
+     "forward: the socket and a lease as soon as the dial succeeded");
+  ok(q->res.flags & PH_OPEN_R_HTTP_PROXY,
+     "forward: the result says the socket goes to an HTTP proxy");
+  ok(header_is(&q->res, FWD_BASIC),
+     "forward: the Proxy-Authorization to add is Basic of the view's "
+     "credentials");
+  ok(nothing_sent(ph), "forward: nothing was sent to the proxy (no CONNECT)");
+  ok(n_outs == no, "forward: no outcome yet (no PROXY_HANDSHAKE stage)");
+  counts kh = count_of("h", NULL);
+  ok(kh.active == 1 && kh.reserved == 0, "forward: h counts one active stream");
+  /* The caller's request, as http_proxy sends it. */
+  snprintf(buf, sizeof buf,
+           "GET http://fwd.test/x HTTP/1.1\r\nHost: fwd.test\r\n"
+           "Proxy-Authorization: %s\r\n\r\n",
+           q->res.http_forward->proxy_authorization);
+  ok(write(q->res.fd, buf, strlen(buf)) == (ssize_t)strlen(buf),
+     "forward: the caller writes its request");
+  proxy_read(ph, buf, sizeof buf);
+  ok(starts(buf, "GET http://fwd.test/x HTTP/1.1\r\n"),
+     "forward: the fake proxy reads the request in absolute form");
+  ok(strstr(buf, "\r\nProxy-Authorization: " FWD_BASIC "\r\n") != NULL,
+     "forward: ... with Basic base64(fwd-user:fwd-Pass-9)");
+  const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  ok(write(ph, resp, strlen(resp)) > 0, "forward: the proxy answers");
+  ph_mock_run_for(mk, 5);
+  ok(read(q->res.fd, buf, sizeof buf) > 0, "forward: the caller reads it");
+  ph_open_lease_first_byte(q->res.lease);
+  close(q->res.fd);
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLOSED);
+  ok(last_outcome("h", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS),
+     "CP-5-5 forward: the stream's end: TUNNEL SUCCESS for h");
+  ok(!any_outcome("h", PH_OUTCOME_STAGE_PROXY_HANDSHAKE),
+     "forward: never a PROXY_HANDSHAKE outcome");
+  ok(!count_of("h", NULL).found, "forward: h's capacity is free again");
+  close(ph);
+
+  /* The proxy answers 407 to a forwarded request: the caller (http_proxy)
+   * ends the lease TARGET_ERROR with no byte to the client. */
+  nd = n_dials;
+  q = open_flags(12, "fwd.test", FWD);
+  ph = dial_ok(nd);
+  ok(q->done && q->res.code == PH_OPEN_OK, "forward: a second stream");
+  close(q->res.fd);
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_TARGET_ERROR);
+  ok(last_outcome("h", PH_OUTCOME_STAGE_RESPONSE_HEADERS, PH_OUTCOME_FAILURE),
+     "CP-5-4 forward: ended before the first response byte (a 407): "
+     "RESPONSE_HEADERS FAILURE");
+  close(ph);
+
+  /* h without the flag (socks5, CONNECT): a CONNECT tunnel as before. */
+  nd = n_dials;
+  q = open_flags(12, "fwd.test", PH_OPEN_F_LEASE);
+  ph = dial_ok(nd);
+  proxy_read(ph, buf, sizeof buf);
+  ok(starts(buf, "CONNECT fwd.test:80 HTTP/1.1\r\n") &&
+         strstr(buf, "Proxy-Authorization: " FWD_BASIC "\r\n"),
+     "CP-5-3 an http upstream without PH_OPEN_F_HTTP_FORWARD: CONNECT with "
+     "Basic");
+  const char *est = "HTTP/1.1 200 Connection established\r\n\r\n";
+  ok(write(ph, est, strlen(est)) > 0, "(the proxy says 200)");
+  ph_mock_run_for(mk, 5);
+  ok(q->done && q->res.code == PH_OPEN_OK &&
+         !(q->res.flags & PH_OPEN_R_HTTP_PROXY) && !q->res.http_forward,
+     "... a tunnel: no PH_OPEN_R_HTTP_PROXY, no header");
+  close(q->res.fd);
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLIENT_ERROR);
+  close(ph);
+
+  /* An http_connect upstream and a forwarding caller: CONNECT. */
+  nd = n_dials;
+  q = open_flags(12, "conn.test", FWD);
+  ph = dial_ok(nd);
+  proxy_read(ph, buf, sizeof buf);
+  ok(starts(buf, "CONNECT conn.test:80 HTTP/1.1\r\n") &&
+         strstr(buf, "Proxy-Authorization: Basic Y2M6Y2MtcHc=\r\n"),
+     "an http_connect upstream, a forwarding caller: CONNECT all the same");
+  ok(write(ph, est, strlen(est)) > 0, "(the proxy says 200)");
+  ph_mock_run_for(mk, 5);
+  ok(q->done && q->res.code == PH_OPEN_OK &&
+         !(q->res.flags & PH_OPEN_R_HTTP_PROXY) && !q->res.http_forward,
+     "... the caller gets a tunnel (origin-form requests)");
+  close(q->res.fd);
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLOSED);
+  close(ph);
+
+  /* An http upstream without credentials: the flag, no header. */
+  nd = n_dials;
+  q = open_flags(12, "nocred.test", FWD);
+  ph = dial_ok(nd);
+  ok(q->done && q->res.code == PH_OPEN_OK &&
+         (q->res.flags & PH_OPEN_R_HTTP_PROXY) && header_is(&q->res, NULL),
+     "forward: an http upstream without credentials: no Proxy-Authorization");
+  ok(nothing_sent(ph), "... and nothing sent");
+  close(q->res.fd);
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLOSED);
+  close(ph);
+
+  /* Credentials Basic cannot carry (RFC 7617: no ':' in the user name):
+   * refused before anything is sent, as the CONNECT would be. */
+  nd = n_dials;
+  no = n_outs;
+  q = open_flags(12, "colon.test", FWD);
+  ph = dial_ok(nd);
+  ph_mock_run_for(mk, 5);
+  ok(n_outs == no + 1 &&
+         last_outcome("k", PH_OUTCOME_STAGE_PROXY_HANDSHAKE,
+                      PH_OUTCOME_FAILURE),
+     "forward: a user name with ':': one PROXY_HANDSHAKE FAILURE");
+  ok(q->done && q->res.code == PH_OPEN_INTERNAL_ERROR &&
+         q->res.stage == PH_STAGE_RELAY,
+     "... the only candidate: the request fails (ours to fix)");
+  ok(closed_by_us(ph), "... the proxy was sent nothing and hung up on");
+  ok(!count_of("k", NULL).found, "... no reservation left behind");
+  close(ph);
 }
 
 int main(void) {
@@ -504,6 +730,8 @@ int main(void) {
   ph_mock_run_for(mk, 5);
   ok(r7->done && r7->res.code == PH_OPEN_AGENT_OFFLINE && n_dials == nd,
      "CP-3-9 an expired view: no candidates, no dial");
+
+  test_forward();
 
   ph_mock_stop(mk);
   ph_mock_free(mk);

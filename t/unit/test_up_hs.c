@@ -836,6 +836,32 @@ static void test_names(void) {
   is_str(up_hs_state_name((up_hs_state)42), "unknown", "an unknown state");
 }
 
+/* up_hs_basic alone (the pool's absolute-form forwarding uses it too):
+ * the token, its bound, and what it refuses. */
+static void test_basic_token(void) {
+  char out[UP_HS_BASIC_MAX + 8];
+  size_t n = up_hs_basic("alice", 5, "s3cr3t-pw", 9, out, sizeof(out));
+  ok(n == 20 && memcmp(out, "YWxpY2U6czNjcjN0LXB3", 20) == 0,
+     "basic: base64(alice:s3cr3t-pw)");
+  n = up_hs_basic("", 0, NULL, 0, out, sizeof(out));
+  ok(n == 4 && memcmp(out, "Og==", 4) == 0, "basic: empty user and password");
+  char u[UP_HS_FIELD_MAX + 1], pw[UP_HS_FIELD_MAX + 1];
+  memset(u, 'u', sizeof(u));
+  memset(pw, 'p', sizeof(pw));
+  n = up_hs_basic(u, UP_HS_FIELD_MAX, pw, UP_HS_FIELD_MAX, out, sizeof(out));
+  is_int((int)n, (int)UP_HS_BASIC_MAX, "basic: the longest token is "
+                                       "UP_HS_BASIC_MAX");
+  is_int((int)up_hs_basic(u, UP_HS_FIELD_MAX, pw, UP_HS_FIELD_MAX, out,
+                          UP_HS_BASIC_MAX - 1),
+         0, "basic: one byte short of room: refused");
+  is_int((int)up_hs_basic(u, UP_HS_FIELD_MAX + 1, pw, 1, out, sizeof(out)), 0,
+         "basic: a user name over 255 bytes: refused");
+  is_int((int)up_hs_basic("a:b", 3, "pw", 2, out, sizeof(out)), 0,
+         "basic: a user name with ':' (RFC 7617): refused");
+  is_int((int)up_hs_basic("a", 1, NULL, 2, out, sizeof(out)), 0,
+         "basic: a password length without bytes: refused");
+}
+
 int main(void) {
   plan_lazy();
   test_connect_answers();
@@ -847,5 +873,6 @@ int main(void) {
   test_credentials();
   test_bounds();
   test_names();
+  test_basic_token();
   return done_testing();
 }
