@@ -75,7 +75,7 @@ say() { echo "# $*" >&2; }
 die() { echo "gateway.sh: $*" >&2; exit 2; }
 
 case $NUP in '' | *[!0-9]*) die "GW_UPSTREAMS must be 1..64" ;; esac
-[ "$NUP" -ge 1 ] && [ "$NUP" -le 64 ] || die "GW_UPSTREAMS must be 1..64"
+if [ "$NUP" -lt 1 ] || [ "$NUP" -gt 64 ]; then die "GW_UPSTREAMS must be 1..64"; fi
 for f in "$PHLOAD" "$PHTARGET" "$PROXYHOST" "$CTL"; do
   [ -x "$f" ] || die "$f is missing: make && make t/bench/phload t/bench/phtarget"
 done
@@ -307,6 +307,7 @@ start_haproxy() {
 start_squid() {
   p=$(free_port)
   # at most this shell's hard limit (squid cannot raise it, and says so)
+  # shellcheck disable=SC3045
   SQUID_FDS=$(ulimit -Hn)
   case $SQUID_FDS in '' | *[!0-9]*) SQUID_FDS=65536 ;; esac
   [ "$SQUID_FDS" -le 65536 ] || SQUID_FDS=65536
@@ -494,11 +495,12 @@ for s in $PERF_SYSTEMS; do
         grep -v '^#' | grep -v '^$' | head -12
       echo '```'
       echo
-      echo "Time in each system call, its kernel work included (\`perf report --children --sort sym\`, the \`__x64_sys_*\` entries):"
+      echo "Time in each system call, its kernel work included (\`perf report --children --sort sym\`: the \`__x64_sys_*\` entries, and \`__sys_sendmsg\`/\`__sys_recvmsg\`, where the x64 entry is inlined):"
       echo
       echo '```'
       perf report -i "$T/$s.perf" --children --sort sym --stdio -g none 2>/dev/null |
-        grep -E '\[k\] (__x64_sys_|__do_sys_)' | head -16
+        grep -E '\[k\] (__x64_sys_[a-z0-9_]+|__sys_sendmsg|__sys_recvmsg) *$' |
+        awk '$1 + 0 >= 0.1' | head -20
       echo '```'
       echo
       echo "Top symbols (\`perf report --no-children --sort dso,sym\`):"
