@@ -11,8 +11,8 @@
 # BasicAuth as an `http` upstream, an ordinary forward proxy that the
 # HTTP frontend's requests reach in absolute form (issue 13); plus
 # upstreams that fail on purpose (t/lib/bad_upstream.py) for each outcome
-# stage. curl goes through
-# the gateways, and what they report arrives at the controller: runtime
+# stage. curl and the load generator (t/bench/phload) go through the
+# gateways, and what they report arrives at the controller: runtime
 # counts in Redis, outcomes accepted.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
@@ -360,6 +360,30 @@ is "$(cat "$T/held.code")" 200 "the held request completes when released"
 is "$(cat "$T/waiter.code")" 200 "CP-1-24 ... and the waiter gets the freed capacity: 200"
 is "$(via_http "$h1" "http://direct.test/")" 403 "CP-1-25 DIRECT to a target the policy refuses: 403"
 is "$(via_http "$h1" "http://nomatch.test/")" 403 "no matching rule: 403"
+
+# ---- the load generator through both gateways' listeners --------------------------
+# t/bench/phload keeps 8 streams in flight for a second through g1's HTTP
+# CONNECT and SOCKS5 listeners to phtarget: every one checked, none lost.
+"$top_builddir/t/bench/phtarget" --listen 127.0.0.1:0 >"$T/phtarget.out" 2>&1 &
+PIDS="$PIDS $!"
+wait_for grep -q '^port=' "$T/phtarget.out"; PHT=$(sed -n 's/^port=//p' "$T/phtarget.out")
+field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+before=$(pm "$a1" 'proxyhost_pool_opens_total{result="ok"}')
+for mode in http-connect socks5; do
+  port=$h1; [ "$mode" = socks5 ] && port=$s1
+  out=$("$top_builddir/t/bench/phload" --mode "$mode" --proxy "127.0.0.1:$port" \
+    --target "127.0.0.1:$PHT" --concurrency 8 --duration 1 --warmup 0 --timeout 10)
+  ok $? "phload $mode through the gateway exits 0"
+  ops=$(field "$out" ops)
+  [ "${ops:-0}" -gt 0 ]; ok $? "... $ops streams through the pool"
+  is "$(field "$out" errors)" 0 "... none failed"
+done
+after=$(pm "$a1" 'proxyhost_pool_opens_total{result="ok"}')
+[ "$((after - before))" -ge "$ops" ]; ok $? "every stream went through an upstream ($((after - before)) opens)"
+idle() { [ "$(pm "$a1" proxyhost_pool_active)" = 0 ] && [ "$(pm "$a1" proxyhost_pool_reserved)" = 0 ]; }
+wait_for idle; ok $? "CP-2-14 afterwards nothing is active or reserved"
+no_counts() { [ "$(redis_cli "$T/redis" HLEN 'ph:cp:{c1}:w:g1:counts')" -le 4 ]; }
+wait_long no_counts; ok $? "CP-2-14 ... and the controller's counts for g1 went back to the session's own fields"
 
 # ---- outcomes and runtime at the controller ------------------------------------------
 acked() { [ "$(pm "$a1" proxyhost_outcome_reporter_batches_acknowledged_total)" -ge 1 ]; }
