@@ -60,18 +60,85 @@ static inline uint32_t strat_try(const ph_strategy_pick *in, uint32_t pos) {
   return ph_strategy_takes(in, p) ? p : PH_POOL_VIEW_NONE;
 }
 
+/* ---- the compact candidate test ----------------------------------------- */
+
+/* What ph_strategy_takes() reads of one candidate's proxy record, 16
+ * bytes, built by attach() per candidate set (strat_rules_build): with
+ * 10,000 proxies the records (about 100 bytes each) do not fit a core's
+ * L2 and a random candidate is a cache miss there; the compact array
+ * (160 KB) and the pool's load arrays (90 KB) do. */
+typedef struct strat_cand {
+  /* The earlier of usable_until_ms and expires_at_ms; STRAT_CAND_NEVER
+   * when the proxy is draining, has capacity 0 or is not in the view
+   * (index >= n_proxies). INT64_MIN rather than 0, so that "now_ms <
+   * until_ms" is false for every now_ms. */
+  int64_t until_ms;
+  uint32_t capacity;
+  uint32_t proxy; /* the candidate: an index into view->proxies */
+} strat_cand;
+
+#define STRAT_CAND_NEVER INT64_MIN
+
+/* The compact entry of candidate p of view v. */
+static inline strat_cand strat_cand_of(const ph_pool_view *v, uint32_t p) {
+  strat_cand c = {STRAT_CAND_NEVER, 0, p};
+  if (p >= v->n_proxies)
+    return c;
+  const ph_pool_view_proxy *x = &v->proxies[p];
+  c.capacity = x->capacity;
+  if (!x->draining && x->capacity > 0)
+    c.until_ms = x->usable_until_ms < x->expires_at_ms ? x->usable_until_ms
+                                                       : x->expires_at_ms;
+  return c;
+}
+
+/* ph_strategy_takes(in, c->proxy) from the compact entry, exactly, for a
+ * view that is live at in->now_ms: the view-wide check
+ * (ph_pool_view_live) is strat_pick_sane's, once per pick. Reads the
+ * entry, the pool's load arrays and the tried list, never the proxy
+ * record (t/unit/test_strategies compares the two). */
+static inline int strat_cand_takes(const ph_strategy_pick *in,
+                                   const strat_cand *c) {
+  if (!(in->now_ms < c->until_ms))
+    return 0;
+  uint32_t p = c->proxy;
+  if (in->load->revoked[p] ||
+      (uint64_t)in->load->active[p] + in->load->reserved[p] >= c->capacity)
+    return 0;
+  for (uint32_t i = 0; i < in->n_tried; i++)
+    if (in->tried[i] == p)
+      return 0;
+  return 1;
+}
+
+/* The proxy at position pos of the rule's candidates when it takes this
+ * request, else PH_POOL_VIEW_NONE: from cc, the rule's compact entries
+ * (strat_rules_cands), or from the view when cc is NULL (a rule the
+ * state does not know). */
+static inline uint32_t strat_try_at(const ph_strategy_pick *in,
+                                    const strat_cand *cc, uint32_t pos) {
+  if (!cc)
+    return strat_try(in, pos);
+  return strat_cand_takes(in, &cc[pos]) ? cc[pos].proxy : PH_POOL_VIEW_NONE;
+}
+
+/* The capacity of the candidate at position pos (proxy p). */
+static inline uint64_t strat_cap_at(const ph_strategy_pick *in,
+                                    const strat_cand *cc, uint32_t pos,
+                                    uint32_t p) {
+  return cc ? cc[pos].capacity : in->view->proxies[p].capacity;
+}
+
 /* Requests on proxy p (active + reserved). */
 static inline uint64_t strat_load(const ph_strategy_pick *in, uint32_t p) {
   return (uint64_t)in->load->active[p] + in->load->reserved[p];
 }
 
-/* 1 when proxy a has a strictly larger share of its capacity free than
- * b. Both must take the request (load < capacity <= 2^32, so the
- * products stay below 2^64). */
+/* 1 when proxy a (capacity ca) has a strictly larger share of its
+ * capacity free than b (capacity cb). Both must take the request
+ * (load < capacity <= 2^32, so the products stay below 2^64). */
 static inline int strat_freer(const ph_strategy_pick *in, uint32_t a,
-                              uint32_t b) {
-  uint64_t ca = in->view->proxies[a].capacity;
-  uint64_t cb = in->view->proxies[b].capacity;
+                              uint64_t ca, uint32_t b, uint64_t cb) {
   return (ca - strat_load(in, a)) * cb > (cb - strat_load(in, b)) * ca;
 }
 
@@ -100,13 +167,15 @@ static inline uint32_t strat_below(uint32_t x, uint32_t n) {
 
 /* The first candidate that takes, from position start forward (wrapping):
  * O(n), for when draws found nothing. */
-uint32_t strat_scan(const ph_strategy_pick *in, uint32_t start);
+uint32_t strat_scan(const ph_strategy_pick *in, const strat_cand *cc,
+                    uint32_t start);
 
 /* Uniform over the candidates that take: up to `draws` uniform draws
  * (the first that takes is uniform among those that take), then
- * strat_scan from a random position. */
-uint32_t strat_uniform(const ph_strategy_pick *in, strat_rng *r,
-                       uint32_t draws);
+ * strat_scan from a random position. cc: the rule's compact entries, or
+ * NULL (read the view). */
+uint32_t strat_uniform(const ph_strategy_pick *in, const strat_cand *cc,
+                       strat_rng *r, uint32_t draws);
 
 /* ---- per-rule state: rules and their candidate sets (strat_common.c) ----- */
 
@@ -114,9 +183,11 @@ typedef struct strat_set {
   const uint32_t *candidates; /* the view's array (borrowed) */
   uint32_t n;
   const char *group; /* target_group of its first rule ("" for none) */
+  strat_cand *cand;  /* n compact entries, in the order of candidates */
 } strat_set;
 
 typedef struct strat_rules {
+  const ph_pool_view *view; /* the view it was built for */
   uint32_t n_rules;   /* the view's */
   uint32_t *rule_set; /* per rule: its set, or PH_POOL_VIEW_NONE */
   strat_set *sets;    /* distinct (candidates, n), n > 0 */
@@ -124,18 +195,20 @@ typedef struct strat_rules {
 } strat_rules;
 
 /* Finds the rules of v that self names and their distinct candidate sets
- * (linear in the rules: one hash on the array's address). 0, or -1 out of
+ * (linear in the rules: one hash on the array's address), and builds each
+ * set's compact entries (linear in its candidates). 0, or -1 out of
  * memory (r then owns nothing). */
 int strat_rules_build(strat_rules *r, const strat_self *self,
                       const ph_pool_view *v);
 void strat_rules_free(strat_rules *r);
 
-/* The index of rule's set in r, or PH_POOL_VIEW_NONE when r does not know
- * the rule (not named, no candidates, or another view's rule: its array
- * differs). */
+/* The index of in->rule's set in r, or PH_POOL_VIEW_NONE when r does not
+ * know the rule (not named, no candidates, another view's rule: its array
+ * differs) or was built for another view than in->view. */
 static inline uint32_t strat_rules_find(const strat_rules *r,
-                                        const ph_pool_view_rule *rule) {
-  if (rule->index >= r->n_rules)
+                                        const ph_strategy_pick *in) {
+  const ph_pool_view_rule *rule = in->rule;
+  if (in->view != r->view || rule->index >= r->n_rules)
     return PH_POOL_VIEW_NONE;
   uint32_t s = r->rule_set[rule->index];
   if (s == PH_POOL_VIEW_NONE || r->sets[s].candidates != rule->candidates ||
@@ -144,15 +217,18 @@ static inline uint32_t strat_rules_find(const strat_rules *r,
   return s;
 }
 
-/* The state attach() returns for a strategy that keeps none (a non-NULL
- * address detach() recognises). */
-extern const char strat_no_state;
-/* attach and detach of a strategy that keeps no state of its own (it
- * reads only the view and the pool's load): attach answers
- * &strat_no_state, detach does nothing. */
-void *strat_stateless_attach(void *self, const ph_pool_view *v,
-                             const void *prev, const ph_pool_view *prev_view,
-                             const uint32_t *map);
-void strat_stateless_detach(void *self, void *state);
+/* The compact entries of in->rule's candidates, or NULL when r (NULL: no
+ * state) does not know the rule. */
+static inline const strat_cand *strat_rules_cands(const strat_rules *r,
+                                                  const ph_strategy_pick *in) {
+  uint32_t s = r ? strat_rules_find(r, in) : PH_POOL_VIEW_NONE;
+  return s == PH_POOL_VIEW_NONE ? NULL : r->sets[s].cand;
+}
+
+/* attach and detach of a strategy whose only state is a strat_rules (the
+ * compact entries): random and least_active. */
+void *strat_rules_attach(void *self, const ph_pool_view *v, const void *prev,
+                         const ph_pool_view *prev_view, const uint32_t *map);
+void strat_rules_detach(void *self, void *state);
 
 #endif

@@ -57,15 +57,17 @@ static uint32_t rr_pick(void *self, void *state, const ph_strategy_pick *in) {
   if (!strat_pick_sane(in))
     return PH_POOL_VIEW_NONE;
   rr_state *st = state;
-  if (!st || strat_rules_find(&st->rules, in->rule) == PH_POOL_VIEW_NONE) {
+  uint32_t s = st ? strat_rules_find(&st->rules, in) : PH_POOL_VIEW_NONE;
+  if (s == PH_POOL_VIEW_NONE) {
     strat_rng r = {in->random};
-    return strat_uniform(in, &r, STRAT_PROBES);
+    return strat_uniform(in, NULL, &r, STRAT_PROBES);
   }
+  const strat_cand *cc = st->rules.sets[s].cand;
   uint32_t n = in->rule->n_candidates;
   uint32_t *cur = &st->cursor[in->rule->index];
   uint32_t pos = *cur < n ? *cur : *cur % n;
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t p = strat_try(in, pos);
+    uint32_t p = strat_try_at(in, cc, pos);
     if (++pos == n)
       pos = 0;
     if (p != PH_POOL_VIEW_NONE) {

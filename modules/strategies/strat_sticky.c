@@ -214,26 +214,29 @@ static uint32_t sk_pick(void *self, void *state, const ph_strategy_pick *in) {
   if (!strat_pick_sane(in))
     return PH_POOL_VIEW_NONE;
   const sk_state *st = state;
-  uint32_t s = st ? strat_rules_find(&st->rules, in->rule) : PH_POOL_VIEW_NONE;
+  uint32_t s = st ? strat_rules_find(&st->rules, in) : PH_POOL_VIEW_NONE;
   if (s == PH_POOL_VIEW_NONE || !in->key || in->key_len == 0) {
     strat_rng r = {in->random};
-    return strat_uniform(in, &r, STRAT_PROBES);
+    return strat_uniform(in, s == PH_POOL_VIEW_NONE ? NULL
+                                                    : st->rules.sets[s].cand,
+                         &r, STRAT_PROBES);
   }
   const sk_table *t = &st->tables[s];
+  const strat_cand *cc = st->rules.sets[s].cand;
   uint64_t h = strat_key_hash(in->key, in->key_len);
-  uint32_t p = strat_try(in, t->slot[h >> (64 - t->bits)]);
+  uint32_t p = strat_try_at(in, cc, t->slot[h >> (64 - t->bits)]);
   if (p != PH_POOL_VIEW_NONE)
     return p;
   /* The key's own sequence of further slots: each a fresh mix of its
    * hash, so its alternatives do not follow the table's layout. */
   strat_rng r = {h};
   for (uint32_t k = 1; k < SK_PROBES; k++) {
-    p = strat_try(in, t->slot[strat_next(&r) >> (64 - t->bits)]);
+    p = strat_try_at(in, cc, t->slot[strat_next(&r) >> (64 - t->bits)]);
     if (p != PH_POOL_VIEW_NONE)
       return p;
   }
-  return strat_scan(in, strat_below((uint32_t)strat_next(&r),
-                                    in->rule->n_candidates));
+  return strat_scan(in, cc, strat_below((uint32_t)strat_next(&r),
+                                        in->rule->n_candidates));
 }
 
 const ph_strategy_v1 strat_sticky_v1 = {sk_attach, sk_detach, sk_pick};

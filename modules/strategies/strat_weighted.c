@@ -20,7 +20,9 @@
  * candidates that picks among those that take in proportion to weight
  * (a weighted reservoir): O(n), only when nearly none takes.
  *
- * Memory: 8 bytes a candidate per distinct candidate set.
+ * Memory: 8 bytes a candidate per distinct candidate set, and the 16 of
+ * its compact entry (strat.h), which the draws test instead of the proxy
+ * record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +169,13 @@ static uint32_t wt_draw(const wt_col *col, uint32_t n, uint64_t u) {
 /* The fall-back scan: among the candidates that take, one in proportion
  * to its weight (each replaces the choice with probability w / sum so
  * far). */
-static uint32_t wt_scan(const ph_strategy_pick *in, strat_rng *r) {
+static uint32_t wt_scan(const ph_strategy_pick *in, const strat_cand *cc,
+                        strat_rng *r) {
   uint32_t n = in->rule->n_candidates;
   uint64_t sum = 0;
   uint32_t chosen = PH_POOL_VIEW_NONE;
   for (uint32_t pos = 0; pos < n; pos++) {
-    uint32_t p = strat_try(in, pos);
+    uint32_t p = strat_try_at(in, cc, pos);
     if (p == PH_POOL_VIEW_NONE)
       continue;
     uint64_t w = wt_weight(in->view, p);
@@ -189,25 +192,28 @@ static uint32_t wt_pick(void *self, void *state, const ph_strategy_pick *in) {
     return PH_POOL_VIEW_NONE;
   strat_rng r = {in->random};
   const wt_state *st = state;
-  uint32_t s = st ? strat_rules_find(&st->rules, in->rule) : PH_POOL_VIEW_NONE;
+  uint32_t s = st ? strat_rules_find(&st->rules, in) : PH_POOL_VIEW_NONE;
   if (s == PH_POOL_VIEW_NONE)
-    return strat_uniform(in, &r, STRAT_PROBES);
+    return strat_uniform(in, NULL, &r, STRAT_PROBES);
   const wt_col *col = st->cols + st->first[s];
+  const strat_cand *cc = st->rules.sets[s].cand;
   uint32_t n = in->rule->n_candidates;
-  uint32_t a = strat_try(in, wt_draw(col, n, strat_next(&r)));
-  uint32_t b = strat_try(in, wt_draw(col, n, strat_next(&r)));
+  uint32_t i = wt_draw(col, n, strat_next(&r));
+  uint32_t j = wt_draw(col, n, strat_next(&r));
+  uint32_t a = strat_try_at(in, cc, i);
+  uint32_t b = strat_try_at(in, cc, j);
   if (a != PH_POOL_VIEW_NONE && b != PH_POOL_VIEW_NONE)
-    return strat_freer(in, b, a) ? b : a;
+    return strat_freer(in, b, cc[j].capacity, a, cc[i].capacity) ? b : a;
   if (a != PH_POOL_VIEW_NONE)
     return a;
   if (b != PH_POOL_VIEW_NONE)
     return b;
   for (uint32_t k = 0; k < STRAT_PROBES; k++) {
-    uint32_t p = strat_try(in, wt_draw(col, n, strat_next(&r)));
+    uint32_t p = strat_try_at(in, cc, wt_draw(col, n, strat_next(&r)));
     if (p != PH_POOL_VIEW_NONE)
       return p;
   }
-  return wt_scan(in, &r);
+  return wt_scan(in, cc, &r);
 }
 
 const ph_strategy_v1 strat_weighted_v1 = {wt_attach, wt_detach, wt_pick};

@@ -350,6 +350,8 @@ static void test_random(void) {
   /* Half of them draining: uniform over the other half. */
   for (int i = 0; i < 10; i += 2)
     f->px[i].draining = 1;
+  strat_random_v1.detach(NULL, st); /* a new view (see reattach) */
+  st = strat_random_v1.attach(NULL, &f->v, NULL, NULL, NULL);
   memset(count, 0, sizeof(count));
   for (uint32_t i = 0; i < 50000; i++)
     count[pick(&strat_random_v1, st, f, seed_next(&seed))]++;
@@ -365,6 +367,14 @@ static void test_random(void) {
 
 /* Picks `n` times for strategy c (keys vary for sticky); counts[p]++ for
  * each result (NONE in counts[n_proxies]). */
+/* A view never changes (pool_view.h): a test that edits a proxy record
+ * makes a new view, so the strategy attaches to it again (attach() keeps
+ * what a pick tests of each candidate, strat.h's compact entries). */
+static void reattach(const strat_case *c, void **st, const fx *f) {
+  c->vt->detach(NULL, *st);
+  *st = c->vt->attach(NULL, &f->v, NULL, NULL, NULL);
+}
+
 static void run(const strat_case *c, void *st, const fx *f, uint32_t n,
                 int64_t now, const uint32_t *tried, uint32_t n_tried,
                 uint32_t rule, uint32_t *counts, uint64_t *seed) {
@@ -407,6 +417,7 @@ static void test_corners(const strat_case *c) {
   /* Draining, revoked, tried: never. */
   f->px[1].draining = 1;
   f->revoked[2] = 1;
+  reattach(c, &st, f);
   uint32_t tried[2] = {3, 6};
   memset(counts, 0, sizeof(counts));
   run(c, st, f, 2000, 0, tried, 2, 0, counts, &seed);
@@ -418,11 +429,13 @@ static void test_corners(const strat_case *c) {
      name);
   f->px[1].draining = 0;
   f->revoked[2] = 0;
+  reattach(c, &st, f);
 
   /* Expiring mid-run (CP-3-6): usable until T means picked at T-1 at the
    * latest. Proxy 4 is the only one with room, so that "may" is "is". */
   int64_t T = NOW + 5000;
   f->px[4].usable_until_ms = T;
+  reattach(c, &st, f);
   for (uint32_t i = 0; i < np; i++)
     if (i != 4)
       f->active[i] = 100;
@@ -455,11 +468,13 @@ static void test_corners(const strat_case *c) {
   ok(!bad && before > 0, name);
   f->px[4].usable_until_ms = NOW + HOUR;
   f->px[4].expires_at_ms = T;
+  reattach(c, &st, f);
   memset(counts, 0, sizeof(counts));
   run(c, st, f, 400, T, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "%s: past expires_at never picked", c->name);
   ok(counts[4] == 0 && counts[np] == 0, name);
   f->px[4].expires_at_ms = NOW + 2 * HOUR;
+  reattach(c, &st, f);
 
   /* The view's own deadlines (CP-3-9, CP-3-18). */
   memset(counts, 0, sizeof(counts));
@@ -511,6 +526,7 @@ static void test_corners(const strat_case *c) {
    * NONE; no proxy is ever over its capacity. */
   for (uint32_t i = 0; i < np; i++)
     f->px[i].capacity = 3 + i % 2; /* 3 4 3 4 ...: 28 */
+  reattach(c, &st, f);
   int over = 0;
   uint32_t granted = 0;
   for (uint32_t i = 0; i < 40; i++) {
@@ -901,12 +917,103 @@ static void test_sticky_table(void) {
      "the key hash: deterministic, one byte changes it");
 }
 
+/* ---- the compact candidate test ------------------------------------------ */
+
+/* strat_cand_takes() on the compact entries attach() builds
+ * (strat_rules_build) says exactly what ph_strategy_takes() says, for
+ * every candidate of random views (deadlines a few ms either side of now,
+ * draining, capacity 0, full and one-below-full loads, revoked, tried,
+ * candidates out of the view's range) at every ms across the deadlines,
+ * while the view is live (CP-3-6, CP-4-2, CP-1-23). */
+static void test_compact_takes(void) {
+  uint64_t seed = 4242;
+  uint64_t checks = 0, takes = 0, mismatches = 0, edge_yes = 0, edge_no = 0;
+  int build_failed = 0;
+  for (uint32_t iter = 0; iter < 600; iter++) {
+    uint32_t n = 1 + (uint32_t)(seed_next(&seed) % 24);
+    fx *f = fx_new(n);
+    for (uint32_t i = 0; i < n; i++) {
+      ph_pool_view_proxy *x = &f->px[i];
+      static const uint32_t caps[] = {0, 1, 2, 3, 100, UINT32_MAX};
+      x->capacity = caps[seed_next(&seed) % 6];
+      x->draining = seed_next(&seed) % 6 == 0;
+      x->usable_until_ms = NOW + (int64_t)(seed_next(&seed) % 9) - 4;
+      x->expires_at_ms = NOW + (int64_t)(seed_next(&seed) % 9) - 4;
+      if (seed_next(&seed) % 5 == 0) /* far away: only the other counts */
+        x->expires_at_ms = NOW + HOUR;
+      uint64_t c = x->capacity;
+      uint64_t load = c == UINT32_MAX ? c - 1 + seed_next(&seed) % 2
+                                      : seed_next(&seed) % (c + 2);
+      f->active[i] = (uint32_t)(load / 2);
+      f->reserved[i] = (uint32_t)(load - load / 2);
+      f->revoked[i] = seed_next(&seed) % 7 == 0;
+    }
+    /* Candidates: the proxies in random order, and now and then an
+     * index past the view's proxies. */
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t j = (uint32_t)(seed_next(&seed) % (i + 1));
+      f->cand[0][i] = f->cand[0][j];
+      f->cand[0][j] = i;
+    }
+    if (seed_next(&seed) % 4 == 0)
+      f->cand[0][seed_next(&seed) % n] = n + (uint32_t)(seed_next(&seed) % 3);
+    strat_rules r;
+    if (strat_rules_build(&r, NULL, &f->v) < 0 || r.n_sets != 1) {
+      build_failed = 1;
+      fx_free(f);
+      break;
+    }
+    uint32_t tried[PH_STRATEGY_TRIED_MAX];
+    for (int64_t now = NOW - 5; now <= NOW + 5; now++) {
+      uint32_t n_tried = (uint32_t)(seed_next(&seed) % 4);
+      for (uint32_t k = 0; k < n_tried; k++)
+        tried[k] = (uint32_t)(seed_next(&seed) % (n + 1));
+      ph_strategy_pick in = {0};
+      in.size = sizeof(in);
+      in.view = &f->v;
+      in.rule = &f->rules[0];
+      in.load = &f->load;
+      in.now_ms = now;
+      in.tried = tried;
+      in.n_tried = n_tried;
+      for (uint32_t pos = 0; pos < n; pos++) {
+        uint32_t p = f->cand[0][pos];
+        int want = ph_strategy_takes(&in, p);
+        int got = strat_cand_takes(&in, &r.sets[0].cand[pos]) &&
+                  r.sets[0].cand[pos].proxy == p;
+        checks++;
+        takes += want;
+        mismatches += want != got;
+        if (p < n) { /* the usable_until boundary, to the ms */
+          const ph_pool_view_proxy *x = &f->px[p];
+          if (x->usable_until_ms < x->expires_at_ms) {
+            edge_yes += want && now == x->usable_until_ms - 1;
+            edge_no += !want && now == x->usable_until_ms &&
+                       !x->draining && !f->revoked[p] && x->capacity &&
+                       (uint64_t)f->active[p] + f->reserved[p] < x->capacity;
+          }
+        }
+      }
+    }
+    strat_rules_free(&r);
+    fx_free(f);
+  }
+  printf("# compact test: %" PRIu64 " checks, %" PRIu64 " take, %" PRIu64
+         " taken at usable_until - 1, %" PRIu64 " refused only for reaching it\n",
+         checks, takes, edge_yes, edge_no);
+  ok(!build_failed && checks > 50000 && takes > checks / 20 &&
+         takes < checks / 2 && edge_yes > 100 && edge_no > 100 &&
+         mismatches == 0,
+     "CP-3-6 CP-4-2 CP-1-23 the compact entries take exactly what ph_strategy_takes() takes");
+}
+
 int main(void) {
   plan_lazy();
   test_round_robin();
   test_weighted();
   test_least_active();
   test_random();
+  test_compact_takes();
   for (size_t i = 0; i < N_ALL; i++)
     test_corners(&all[i]);
   test_sticky_basics();
