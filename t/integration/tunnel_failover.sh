@@ -22,8 +22,8 @@ web=$FILE_SERVER_PORT
 URL="http://ok.test:$web"
 
 tn_server s; tn_creds s; tn_agent a s; tn_client c1 s; tn_client c2 s
-tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c1_admin" &&
-  wait_for tn_ready "$c2_admin"
+tn_wait_sessions "$a_admin" agent 1 && wait_long tn_ready "$c1_admin" &&
+  wait_long tn_ready "$c2_admin"
 ok $? "server, agent and two clients up and connected"
 
 # slow NAME SOCKS: a rate-limited download of big.bin in the background

@@ -91,8 +91,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# free_port: a loopback port free now, and never one this test got before
+# (two calls in a row may be handed the same free port by the kernel, and
+# two servers of one test on one port is a failure that looks like a bug).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  python3 -c '
+import socket, sys
+seen = set()
+try:
+    seen = set(open(sys.argv[1]).read().split())
+except OSError:
+    pass
+for _ in range(100):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = str(s.getsockname()[1]); s.close()
+    if p not in seen:
+        break
+open(sys.argv[1], "a").write(p + "\n")
+print(p)' "$T/.ports"
 }
 
 # http_get URL -> prints "STATUS" on the first line, then the body.
