@@ -119,7 +119,9 @@ EXTRA_DIST += t/fuzz/fuzz_tm_token.c
 # and the URL parser's fuzz target.
 if TUNNEL_ANY
 TM_WS_SOURCES = modules/tunnel_common/tm_ws.c \
-	modules/tunnel_common/tm_ws.h \
+	modules/tunnel_common/tm_ws.h modules/tunnel_common/tm_ws_int.h \
+	modules/tunnel_common/tm_ws_client.c \
+	modules/tunnel_common/tm_wsc.c modules/tunnel_common/tm_wsc.h \
 	modules/tunnel_common/tm_ws_url.c modules/tunnel_common/tm_ws_url.h
 modules_tunnel_common_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
 modules_tunnel_common_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
@@ -135,13 +137,25 @@ t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
 t_unit_test_tm_ws_LDADD = modules/tunnel_common/libtmproto.la \
 	modules/common/libphcommon.la host/libphmock.la $(LWS_LIBS) \
 	$(OPENSSL_LIBS)
+# The WebSocket client end (tm_wsc.c, pure): its unit test and fuzz target.
+UNIT_TESTS_LOCAL += t/unit/test_tm_wsc
+t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/tm_wsc.c
+t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_wsc_LDADD = $(UNIT_LDADD) $(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_tm_wsc
+t_fuzz_replay_tm_wsc_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_wsc.c \
+	modules/tunnel_common/tm_wsc.c
+t_fuzz_replay_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/tunnel_common
+t_fuzz_replay_tm_wsc_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_tm_url
 t_fuzz_replay_tm_url_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_url.c \
 	modules/tunnel_common/tm_ws_url.c
 t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common
 endif
-EXTRA_DIST += t/unit/tm_ws_certs.sh
+EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
 
 # tm-ws: one real tm_session on each end of a real tm_ws connection.
 if TUNNEL_ANY

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libwebsockets 4.1 on the host's libev loop (tm_ws.h). The only file
- * that includes <libwebsockets.h>.
+ * libwebsockets 4.1 on the host's libev loop (tm_ws.h): the context, the
+ * server end and the transport. With tm_ws_client.c (the client end) the
+ * only files that include <libwebsockets.h> (through tm_ws_int.h).
  *
  * One lws context per tm_ws, created with LWS_SERVER_OPTION_LIBEV and the
  * host's loop as its foreign loop, and explicit vhosts: "tm-server" (when
  * cfg->listen is set) and "tm-client" (always; no listener, the client
  * TLS context). Every WebSocket is a tm_ws_conn found through the wsi's
  * opaque user pointer; a conn is linked in its tm_ws until it ends with
- * exactly one of on_connect_error / on_closed (finish()).
+ * exactly one of on_connect_error / on_closed (tmws_finish()).
  *
  * Server handshake, in lws's order (lib/roles/http/server/server.c,
  * lib/roles/ws/server-ws.c): HTTP_CONFIRM_UPGRADE on the http protocol
@@ -29,98 +30,16 @@
  * runs between the two, synchronously, on the loop thread) and restored
  * in the next HTTP_CONFIRM_UPGRADE (which precedes every selection).
  */
-#include "tm_ws.h"
+#include "tm_ws_int.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#include <openssl/ssl.h>
-
-#include <libwebsockets.h>
-
-#include "tm_proto.h"
-#include "tm_ws_url.h"
-
-#define TM_WS_MAX_CONN_DEFAULT 4096u
-#define TM_WS_MAX_CONN_LIMIT 65536u
-#define TM_WS_HS_TIMEOUT_DEFAULT 10000u
-#define TM_WS_HS_TIMEOUT_MAX 300000u
-#define TM_WS_BEARER_MAX 4096u /* lws' header space is smaller anyway */
-#define TM_WS_CLOSE_GRACE_S 5  /* a close frame that cannot be written */
-#define TM_WS_RX_CHUNK 16384   /* lws' per-connection receive buffer */
-#define TM_WS_EVLIB_PLUGIN LWS_INSTALL_LIBDIR "/libwebsockets-evlib_ev.so"
-
-enum conn_state { CS_CONNECTING = 0, CS_HANDSHAKE, CS_OPEN };
-
-/* A host name being resolved for tm_ws_connect (see resolve_work). */
-struct tm_ws_resolve {
-  tm_ws_conn *c; /* NULL once the conn gave up (the job frees itself) */
-  char host[TM_WS_HOST_MAX + 1];
-  char addr[64];
-  int ok;
-};
-
-struct tm_ws_conn {
-  tm_ws *w;
-  struct lws *wsi; /* NULL once lws forgot it (then it is finishing) */
-  tm_session *s;   /* where messages go; NULL: dropped */
-  void *user;
-  int client;
-  int state;         /* conn_state */
-  int accept_paused; /* server: until tm_ws_conn_resume */
-  int user_paused;   /* the session's pause_read */
-  int close_pending; /* tm_ws_conn_close / the session's close */
-  int close_status;
-  char close_reason[32];
-  int deferred_error;            /* client: failed inside tm_ws_connect */
-  int in_connect;                /* inside lws_client_connect_via_info */
-  struct tm_ws_resolve *resolve; /* client: the name being resolved */
-  int64_t job;
-  int rx_text; /* the message being received is text */
-  uint8_t *rx; /* reassembly, up to w->cfg.max_message bytes */
-  size_t rx_len, rx_cap;
-  char *bearer; /* client: the token to send; server: captured */
-  size_t bearer_len;
-  const char *subproto; /* static (tm_proto.h names) or NULL */
-  char peer[64];
-  tm_ws_url url; /* client */
-  char offer[128];
-  char hosthdr[TM_WS_HOST_MAX + 16];
-  tm_ws_conn *prev, *next;
-};
-
-struct tm_ws {
-  const ph_api *api;
-  ph_ctx *ctx;
-  struct lws_context *lws;
-  struct lws_vhost *vh_server, *vh_client;
-  tm_ws_cfg cfg;
-  char *listen, *cert_file, *key_file, *ca_file, *path;
-  tm_ws_handlers h;
-  void *arg;
-  int port;
-  /* http + up to three ws protocols + terminator */
-  struct lws_protocols srv_protocols[5];
-  struct lws_protocols cli_protocols[2];
-  char legacy_names[3][48];
-  const char *legacy_orig[3];
-  int n_ws_protocols;
-  tm_ws_conn *conns;
-  uint32_t n_server_conns;
-  ph_timer *deferred;  /* reports on_connect_error from the loop */
-  SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
-  tm_ws *next_live;    /* lws' log sink (process-wide) */
-  int freeing;         /* tm_ws_free runs: no new connection */
-};
-
-static void wipe(void *p, size_t n) {
+void tmws_wipe(void *p, size_t n) {
   volatile unsigned char *v = p;
   while (n--)
     *v++ = 0;
@@ -151,8 +70,15 @@ static void lws_log_sink(int level, const char *line) {
 }
 
 static void live_add(tm_ws *w) {
+  /* lws formats every line it is allowed to log before our sink sees it,
+   * and its libev plugin logs a notice per watcher change (about 2 % of a
+   * bulk transfer's CPU): notices only when the host logs debug. */
   if (!live_list)
-    lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE, lws_log_sink);
+    lws_set_log_level(LLL_ERR | LLL_WARN |
+                          (w->api->log_enabled(w->ctx, PH_LOG_DEBUG)
+                               ? LLL_NOTICE
+                               : 0),
+                      lws_log_sink);
   w->next_live = live_list;
   live_list = w;
 }
@@ -167,7 +93,7 @@ static void live_remove(tm_ws *w) {
 
 /* ---- connections ------------------------------------------------------- */
 
-static tm_ws_conn *conn_new(tm_ws *w, int client) {
+tm_ws_conn *tmws_conn_new(tm_ws *w, int client) {
   tm_ws_conn *c = calloc(1, sizeof(*c));
   if (!c)
     return NULL;
@@ -182,16 +108,16 @@ static tm_ws_conn *conn_new(tm_ws *w, int client) {
   return c;
 }
 
-static void conn_drop_bearer(tm_ws_conn *c) {
+void tmws_conn_drop_bearer(tm_ws_conn *c) {
   if (c->bearer) {
-    wipe(c->bearer, c->bearer_len);
+    tmws_wipe(c->bearer, c->bearer_len);
     free(c->bearer);
   }
   c->bearer = NULL;
   c->bearer_len = 0;
 }
 
-static void conn_free(tm_ws_conn *c) {
+void tmws_conn_free(tm_ws_conn *c) {
   tm_ws *w = c->w;
   if (c->prev)
     c->prev->next = c->next;
@@ -201,14 +127,16 @@ static void conn_free(tm_ws_conn *c) {
     c->next->prev = c->prev;
   if (!c->client)
     w->n_server_conns--;
-  conn_drop_bearer(c);
+  tmws_conn_drop_bearer(c);
+  if (c->client)
+    tmws_cli_free(c);
   free(c->rx);
   free(c);
 }
 
 /* The conn ends: lws is done with its wsi (or is being told to be). The
  * session first (its streams reset), then the role. */
-static void finish(tm_ws_conn *c) {
+void tmws_finish(tm_ws_conn *c) {
   tm_ws *w = c->w;
   if (c->resolve) {
     /* Resolving: the job frees itself when it ends. */
@@ -231,12 +159,14 @@ static void finish(tm_ws_conn *c) {
     if (w->h.on_connect_error)
       w->h.on_connect_error(w->arg, c);
   }
-  conn_free(c);
+  tmws_conn_free(c);
 }
 
 static void apply_flow(tm_ws_conn *c) {
   if (c->wsi && c->state == CS_OPEN)
     lws_rx_flow_control(c->wsi, !(c->accept_paused || c->user_paused));
+  if (c->client && !c->user_paused)
+    tmws_cli_resumed(c);
 }
 
 static void deferred_cb(ph_timer *t, void *arg) {
@@ -246,7 +176,9 @@ static void deferred_cb(ph_timer *t, void *arg) {
   for (c = w->conns; c; c = next) {
     next = c->next;
     if (c->deferred_error)
-      finish(c);
+      tmws_finish(c);
+    else if (c->client)
+      tmws_cli_deferred(c);
   }
 }
 
@@ -260,7 +192,7 @@ static int close_now(tm_ws_conn *c) {
   return -1;
 }
 
-static void set_close(tm_ws_conn *c, int status, const char *reason) {
+void tmws_set_close(tm_ws_conn *c, int status, const char *reason) {
   size_t n = reason ? strlen(reason) : 0;
   if (n >= sizeof(c->close_reason))
     n = sizeof(c->close_reason) - 1;
@@ -271,28 +203,11 @@ static void set_close(tm_ws_conn *c, int status, const char *reason) {
   c->close_reason[n] = '\0';
 }
 
-static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
+int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len) {
   tm_ws *w = c->w;
-  if (lws_is_first_fragment(wsi)) {
-    c->rx_len = 0;
-    c->rx_text = !lws_frame_is_binary(wsi);
-  }
-  if (c->rx_text) {
-    /* The protocol is binary frames only (TM-PROTO-2). */
-    set_close(c, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary only");
-    return close_now(c);
-  }
   if (len > w->cfg.max_message - c->rx_len) {
-    set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
-    return close_now(c);
-  }
-  if (c->rx_len == 0 && lws_is_final_fragment(wsi) &&
-      !lws_remaining_packet_payload(wsi)) {
-    /* The whole message in one piece (the usual case up to lws'
-     * rx_buffer_size): delivered from lws' buffer, no copy. */
-    if (c->s)
-      tm_session_on_message(c->s, in, len);
-    return c->close_pending ? close_now(c) : 0;
+    tmws_set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
+    return -1;
   }
   if (c->rx_len + len > c->rx_cap) {
     /* Grow by doubling, bounded by max_message (checked above). */
@@ -303,8 +218,8 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
       cap = w->cfg.max_message;
     uint8_t *nb = realloc(c->rx, cap);
     if (!nb) {
-      set_close(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "no memory");
-      return close_now(c);
+      tmws_set_close(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "no memory");
+      return -1;
     }
     c->rx = nb;
     c->rx_cap = cap;
@@ -312,30 +227,62 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
   if (len)
     memcpy(c->rx + c->rx_len, in, len);
   c->rx_len += len;
-  if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi))
-    return 0;
-  size_t n = c->rx_len;
-  c->rx_len = 0;
+  return 0;
+}
+
+void tmws_deliver(tm_ws_conn *c, const uint8_t *msg, size_t len) {
+  int own = msg == c->rx;
+  if (own)
+    c->rx_len = 0;
   if (c->s)
-    tm_session_on_message(c->s, c->rx, n);
+    tm_session_on_message(c->s, msg, len);
   /* An idle connection holds no reassembly buffer above lws' own chunk
    * size: 4096 connections must not keep 64 KiB each. */
-  if (c->rx_cap > TM_WS_RX_CHUNK) {
+  if (own && c->rx_cap > TM_WS_RX_CHUNK && c->rx_len == 0) {
     free(c->rx);
     c->rx = NULL;
     c->rx_cap = 0;
   }
-  /* The session may have asked to close from inside. */
-  if (c->close_pending)
+}
+
+/* Server: lws' pieces of a message. */
+static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
+  if (lws_is_first_fragment(wsi)) {
+    c->rx_len = 0;
+    c->rx_text = !lws_frame_is_binary(wsi);
+  }
+  if (c->rx_text) {
+    /* The protocol is binary frames only (TM-PROTO-2). */
+    tmws_set_close(c, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary only");
     return close_now(c);
-  return 0;
+  }
+  int whole = lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi);
+  if (c->rx_len == 0 && whole) {
+    /* The whole message in one piece (the usual case up to lws'
+     * rx_buffer_size): delivered from lws' buffer, no copy. */
+    if (len > c->w->cfg.max_message) {
+      tmws_set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
+                     "message too large");
+      return close_now(c);
+    }
+    tmws_deliver(c, in, len);
+    return c->close_pending ? close_now(c) : 0;
+  }
+  if (tmws_rx_append(c, in, len) < 0)
+    return close_now(c);
+  if (whole)
+    tmws_deliver(c, c->rx, c->rx_len);
+  /* The session may have asked to close from inside. */
+  return c->close_pending ? close_now(c) : 0;
 }
 
 /* ---- transport --------------------------------------------------------- */
 
 static void tr_want_write(void *t) {
   tm_ws_conn *c = t;
-  if (c->wsi && c->state == CS_OPEN)
+  if (c->client)
+    tmws_cli_want_write(c);
+  else if (c->wsi && c->state == CS_OPEN)
     lws_callback_on_writable(c->wsi);
 }
 
@@ -343,6 +290,8 @@ static int tr_write(void *t, uint8_t *buf, size_t len) {
   tm_ws_conn *c = t;
   if (!c->wsi || c->state != CS_OPEN || c->close_pending || len > INT32_MAX)
     return -1;
+  if (c->client)
+    return tmws_cli_write(c, buf, len);
   /* lws keeps what the kernel did not take and reports the whole length;
    * anything less is an error. buf has LWS_PRE bytes before it. */
   int n = lws_write(c->wsi, buf, len, LWS_WRITE_BINARY);
@@ -386,14 +335,14 @@ void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason) {
     return;
   if (c->resolve) {
     /* Still resolving its name: a connect error, from the loop. */
-    set_close(c, status, reason);
+    tmws_set_close(c, status, reason);
     c->deferred_error = 1;
     c->w->api->timer_set(c->w->deferred, 1, 0);
     return;
   }
   if (!c->wsi)
     return;
-  set_close(c, status, reason);
+  tmws_set_close(c, status, reason);
   if (c->state == CS_OPEN) {
     /* The close frame goes out from the writable callback; if it never
      * comes (a peer that reads nothing), lws drops the socket. */
@@ -478,7 +427,7 @@ static void capture_bearer(tm_ws_conn *c, struct lws *wsi) {
       }
     }
   }
-  wipe(buf, (size_t)n + 1);
+  tmws_wipe(buf, (size_t)n + 1);
   free(buf);
 }
 
@@ -516,7 +465,7 @@ static int ws_common(tm_ws_conn *c, struct lws *wsi,
   case LWS_CALLBACK_CLOSED:
   case LWS_CALLBACK_CLIENT_CLOSED:
   case LWS_CALLBACK_WSI_DESTROY:
-    finish(c);
+    tmws_finish(c);
     return 0;
   default:
     return 0;
@@ -534,7 +483,7 @@ static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
   case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
     if (c)
       return -1;
-    c = conn_new(w, 0);
+    c = tmws_conn_new(w, 0);
     if (!c)
       return -1;
     c->wsi = wsi;
@@ -560,101 +509,19 @@ static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                  ? w->h.on_accept(w->arg, c, c->bearer, c->bearer_len,
                                   c->subproto, c->peer)
                  : -1;
-    conn_drop_bearer(c);
+    tmws_conn_drop_bearer(c);
     if (rc < 0) {
       /* Refused: the role forgets it now, so no on_closed later (and no
        * session, even if one was bound). */
       c->state = CS_HANDSHAKE;
       c->s = NULL;
-      set_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "refused");
+      tmws_set_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "refused");
       return close_now(c);
     }
     if (c->close_pending)
       return close_now(c);
     return 0;
   }
-  default:
-    break;
-  }
-  if (!c)
-    return 0;
-  return ws_common(c, wsi, reason, in, len);
-}
-
-/* ---- client callbacks -------------------------------------------------- */
-
-static int cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                  void *in, size_t len) {
-  tm_ws_conn *c = lws_get_opaque_user_data(wsi);
-  (void)user;
-  switch (reason) {
-  case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
-    if (!c)
-      return -1;
-    if (!c->bearer_len)
-      return 0;
-    unsigned char **p = (unsigned char **)in, *end = (*p) + len;
-    size_t n = 7 + c->bearer_len;
-    char *hv = malloc(n);
-    if (!hv)
-      return -1;
-    memcpy(hv, "Bearer ", 7);
-    memcpy(hv + 7, c->bearer, c->bearer_len);
-    int rc = lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_AUTHORIZATION,
-                                          (unsigned char *)hv, (int)n, p, end);
-    wipe(hv, n);
-    free(hv);
-    /* Sent: no copy stays (a reconnect is a new tm_ws_connect). */
-    conn_drop_bearer(c);
-    return rc ? -1 : 0;
-  }
-  case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
-    /* The server's choice: readable here only (STACK-NOTES). */
-    char name[64];
-    int n;
-    if (!c)
-      return -1;
-    n = lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL);
-    if (n <= 0) {
-      c->subproto = NULL; /* an old server: legacy (TM-PROTO-16) */
-      return 0;
-    }
-    if ((size_t)n >= sizeof(name) ||
-        lws_hdr_copy(wsi, name, sizeof(name), WSI_TOKEN_PROTOCOL) != n)
-      return -1;
-    int caps = tm_subproto_caps(name);
-    if (caps < 0 || ((unsigned)caps & ~c->w->cfg.caps)) {
-      /* A name we never offered: refuse (TM-PROTO-15). */
-      return -1;
-    }
-    c->subproto = !strcmp(name, TM_SUBPROTO_FULL)   ? TM_SUBPROTO_FULL
-                  : !strcmp(name, TM_SUBPROTO_OPEN) ? TM_SUBPROTO_OPEN
-                                                    : TM_SUBPROTO_BASE;
-    return 0;
-  }
-  case LWS_CALLBACK_CLIENT_ESTABLISHED:
-    if (!c)
-      return -1;
-    c->state = CS_OPEN;
-    lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
-    if (c->w->h.on_connected)
-      c->w->h.on_connected(c->w->arg, c, c->subproto);
-    if (c->close_pending)
-      return close_now(c);
-    return 0;
-  case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-    if (!c)
-      return 0;
-    if (c->in_connect) {
-      /* Inside tm_ws_connect: reported from the loop instead. */
-      lws_set_opaque_user_data(wsi, NULL);
-      c->wsi = NULL;
-      c->deferred_error = 1;
-      c->w->api->timer_set(c->w->deferred, 1, 0);
-      return 0;
-    }
-    finish(c);
-    return 0;
   default:
     break;
   }
@@ -819,7 +686,7 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   }
   w->cli_protocols[0] =
       (struct lws_protocols){.name = "tm-client",
-                             .callback = cli_cb,
+                             .callback = tmws_cli_cb,
                              .rx_buffer_size = TM_WS_RX_CHUNK};
 
   /* The client TLS context is ours, given to both vhosts: lws 4.1 finds
@@ -856,6 +723,8 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   info.timeout_secs_ah_idle = info.timeout_secs;
   info.keepalive_timeout = (int)info.timeout_secs;
   info.user = w;
+  /* What one read of a client's raw socket takes at most. */
+  info.pt_serv_buf_size = TM_WS_READ_CHUNK;
   w->lws = lws_create_context(&info);
   if (!w->lws) {
     *err = "libwebsockets did not start on the loop (is the package "
@@ -936,10 +805,12 @@ void tm_ws_free(tm_ws *w) {
   w->freeing = 1;
   while (w->conns) {
     tm_ws_conn *c = w->conns;
-    if (c->wsi && c->state == CS_OPEN)
+    if (c->wsi && c->state == CS_OPEN && c->client)
+      tmws_cli_goodbye(c);
+    else if (c->wsi && c->state == CS_OPEN)
       lws_close_reason(c->wsi, LWS_CLOSE_STATUS_GOINGAWAY,
                        (unsigned char *)"shutdown", 8);
-    finish(c);
+    tmws_finish(c);
   }
   lws_context_destroy(w->lws);
   live_remove(w);
@@ -949,162 +820,3 @@ void tm_ws_free(tm_ws *w) {
   free(w);
 }
 
-/* ---- client ------------------------------------------------------------ */
-
-/* Host names are resolved on a host helper thread (lws 4.1 as Debian
- * builds it has no asynchronous DNS: it would call getaddrinfo on the
- * loop); lws then connects to the address and still sends the name (SNI,
- * the certificate's name check, Host). */
-
-static void resolve_work(void *arg) {
-  struct tm_ws_resolve *r = arg;
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_ADDRCONFIG;
-  if (getaddrinfo(r->host, NULL, &hints, &res) == 0 && res) {
-    const void *a =
-        res->ai_family == AF_INET6
-            ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
-            : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
-    r->ok = inet_ntop(res->ai_family, a, r->addr, sizeof(r->addr)) != NULL;
-  }
-  if (res)
-    freeaddrinfo(res);
-}
-
-static int start_connect(tm_ws_conn *c, const char *address);
-
-static void resolve_done(void *arg, int status) {
-  struct tm_ws_resolve *r = arg;
-  tm_ws_conn *c = r->c;
-  if (c) {
-    c->resolve = NULL;
-    c->job = 0;
-    if (status != PH_OK || !r->ok || start_connect(c, r->addr) < 0)
-      finish(c); /* on_connect_error, from the loop */
-  }
-  free(r);
-}
-
-static void defer_error(tm_ws_conn *c) {
-  c->wsi = NULL;
-  c->deferred_error = 1;
-  c->w->api->timer_set(c->w->deferred, 1, 0);
-}
-
-/* Hands the conn to lws, connecting to address (an IP literal). A
- * failure inside lws_client_connect_via_info (with or without its
- * CONNECTION_ERROR callback) is reported from the loop. */
-static int start_connect(tm_ws_conn *c, const char *address) {
-  struct lws_client_connect_info ci;
-  tm_ws *w = c->w;
-  memset(&ci, 0, sizeof(ci));
-  ci.context = w->lws;
-  ci.vhost = w->vh_client;
-  ci.address = address;
-  ci.port = c->url.port;
-  ci.path = c->url.path;
-  /* The name the certificate is checked against and SNI: the URL's host
-   * (lws strips ":port"); for an IPv6 literal (plain ws only) the Host
-   * header needs the brackets. */
-  ci.host = c->url.ipv6 ? c->hosthdr : c->url.host;
-  ci.origin = c->url.host;
-  ci.protocol = c->offer;
-  ci.local_protocol_name = "tm-client";
-  ci.ietf_version_or_minus_one = -1;
-  ci.ssl_connection = c->url.tls ? LCCSCF_USE_SSL : 0;
-  ci.opaque_user_data = c;
-  ci.pwsi = &c->wsi;
-  c->in_connect = 1;
-  struct lws *wsi = lws_client_connect_via_info(&ci);
-  c->in_connect = 0;
-  if (!wsi && !c->deferred_error)
-    defer_error(c);
-  return 0;
-}
-
-tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
-                          const char **err) {
-  tm_ws_conn *c;
-  tm_ws_url u;
-  size_t bl = bearer ? strlen(bearer) : 0;
-  struct in_addr a4;
-  struct in6_addr a6;
-
-  if (!w || !url || w->freeing) {
-    *err = w && w->freeing ? "the context is closing" : "bad arguments";
-    return NULL;
-  }
-  if (tm_ws_url_parse(url, strlen(url), &u, err) < 0)
-    return NULL;
-  if (!u.tls && !w->cfg.allow_plain && !tm_ws_host_is_loopback(u.host)) {
-    *err = "plain ws to a host off loopback is refused (use wss, or "
-           "allow_plain)";
-    return NULL;
-  }
-  if (u.tls && u.ipv6) {
-    /* lws 4.1 cuts the name it checks at the first ':'. */
-    *err = "wss to an IPv6 literal is not supported (use a name)";
-    return NULL;
-  }
-  if (bl > TM_WS_BEARER_MAX) {
-    *err = "the bearer token is too long";
-    return NULL;
-  }
-  for (size_t i = 0; i < bl; i++)
-    if ((unsigned char)bearer[i] <= 0x20 || (unsigned char)bearer[i] >= 0x7f) {
-      *err = "the bearer token has a space or a control byte";
-      return NULL;
-    }
-  c = conn_new(w, 1);
-  if (!c) {
-    *err = "no memory";
-    return NULL;
-  }
-  c->url = u;
-  if (bl) {
-    c->bearer = malloc(bl);
-    if (!c->bearer) {
-      conn_free(c);
-      *err = "no memory";
-      return NULL;
-    }
-    memcpy(c->bearer, bearer, bl);
-    c->bearer_len = bl;
-  }
-  if (tm_subproto_offer(w->cfg.caps, c->offer, sizeof(c->offer)) < 0) {
-    conn_free(c);
-    *err = "the subprotocol offer does not fit";
-    return NULL;
-  }
-  if (u.ipv6)
-    snprintf(c->hosthdr, sizeof(c->hosthdr), "[%s]:%u", u.host,
-             (unsigned)u.port);
-  else
-    snprintf(c->hosthdr, sizeof(c->hosthdr), "%s:%u", u.host, (unsigned)u.port);
-  *err = NULL;
-  if (u.ipv6 || inet_pton(AF_INET, u.host, &a4) == 1 ||
-      inet_pton(AF_INET6, u.host, &a6) == 1) {
-    start_connect(c, c->url.host);
-    return c;
-  }
-  struct tm_ws_resolve *r = calloc(1, sizeof(*r));
-  if (!r) {
-    conn_free(c);
-    *err = "no memory";
-    return NULL;
-  }
-  r->c = c;
-  memcpy(r->host, u.host, strlen(u.host) + 1);
-  int64_t job = w->api->submit(w->ctx, resolve_work, resolve_done, r);
-  if (job <= 0) {
-    free(r);
-    defer_error(c); /* the job queue is full: a connect error */
-    return c;
-  }
-  c->resolve = r;
-  c->job = job;
-  return c;
-}

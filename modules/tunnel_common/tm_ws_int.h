@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What tm_ws.c (the context, the server end, the transport) and
+ * tm_ws_client.c (the client end) share. Private to those two files: the
+ * only ones that include <libwebsockets.h>.
+ */
+#ifndef TM_WS_INT_H
+#define TM_WS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include <libwebsockets.h>
+
+#include "tm_proto.h"
+#include "tm_ws.h"
+#include "tm_ws_url.h"
+#include "tm_wsc.h"
+
+#define TM_WS_MAX_CONN_DEFAULT 4096u
+#define TM_WS_MAX_CONN_LIMIT 65536u
+#define TM_WS_HS_TIMEOUT_DEFAULT 10000u
+#define TM_WS_HS_TIMEOUT_MAX 300000u
+#define TM_WS_BEARER_MAX 4096u /* lws' header space is smaller anyway */
+#define TM_WS_CLOSE_GRACE_S 5  /* a close frame that cannot be written */
+#define TM_WS_RX_CHUNK 16384   /* the server's per-connection receive buffer */
+/* lws' per-thread read buffer: what one read of a raw (client) socket
+ * takes at most. */
+#define TM_WS_READ_CHUNK 65536
+/* Client: the frames written together in one send, at most (then one
+ * more message may still go in). */
+#define TM_WS_BATCH_BYTES 131072u
+/* Client: bytes received while the session paused reading, kept until it
+ * resumes (lws may still hand over what it had read). */
+#define TM_WS_PENDING_MAX (1024u * 1024u)
+#define TM_WS_EVLIB_PLUGIN LWS_INSTALL_LIBDIR "/libwebsockets-evlib_ev.so"
+
+enum conn_state { CS_CONNECTING = 0, CS_HANDSHAKE, CS_OPEN };
+
+/* A host name being resolved for tm_ws_connect (see resolve_work). */
+struct tm_ws_resolve {
+  tm_ws_conn *c; /* NULL once the conn gave up (the job frees itself) */
+  char host[TM_WS_HOST_MAX + 1];
+  char addr[64];
+  int ok;
+};
+
+/* The client end of one connection (tm_ws_client.c): RFC 6455 over a raw
+ * libwebsockets connection. */
+struct tm_ws_client_end {
+  char *req; /* the upgrade request (LWS_PRE before it), wiped once sent */
+  size_t req_len;
+  uint8_t *ans; /* the answer's head so far, TM_WSC_RESP_MAX */
+  size_t ans_len;
+  char key[TM_WSC_KEY_LEN + 1];
+  tm_wsc_rx dec;
+  uint8_t *out; /* the batch (LWS_PRE before it) */
+  size_t out_len, out_cap;
+  int in_writable; /* inside our writable callback: writes are batched */
+  int want_write;  /* the session asked for another writable call */
+  uint8_t pong[TM_WSC_CONTROL_MAX];
+  size_t pong_len;
+  int pong_due;
+  uint8_t *pend; /* received while paused */
+  size_t pend_len, pend_cap;
+  uint16_t close_code; /* 0: we close first */
+  uint8_t masks[256];  /* masking keys, refilled from RAND_bytes */
+  size_t mask_at;
+  SSL *ssl;            /* wss: TLS over memory BIOs (tm_ws_client.c) */
+  BIO *rbio, *wbio;    /* owned by ssl */
+  uint8_t *plain;      /* wss: decrypted bytes, TM_WS_READ_CHUNK */
+};
+
+struct tm_ws_conn {
+  tm_ws *w;
+  struct lws *wsi; /* NULL once lws forgot it (then it is finishing) */
+  tm_session *s;   /* where messages go; NULL: dropped */
+  void *user;
+  int client;
+  int state;         /* conn_state */
+  int accept_paused; /* server: until tm_ws_conn_resume */
+  int user_paused;   /* the session's pause_read */
+  int close_pending; /* tm_ws_conn_close / the session's close */
+  int close_status;
+  char close_reason[32];
+  int deferred_error;            /* client: failed inside tm_ws_connect */
+  int in_connect;                /* inside lws_client_connect_via_info */
+  struct tm_ws_resolve *resolve; /* client: the name being resolved */
+  int64_t job;
+  int rx_text; /* the message being received is text */
+  uint8_t *rx; /* reassembly, up to w->cfg.max_message bytes */
+  size_t rx_len, rx_cap;
+  char *bearer; /* client: the token to send; server: captured */
+  size_t bearer_len;
+  const char *subproto; /* static (tm_proto.h names) or NULL */
+  char peer[64];
+  tm_ws_url url; /* client */
+  char offer[128];
+  char hosthdr[TM_WS_HOST_MAX + 16];
+  struct tm_ws_client_end ce; /* client */
+  tm_ws_conn *prev, *next;
+};
+
+struct tm_ws {
+  const ph_api *api;
+  ph_ctx *ctx;
+  struct lws_context *lws;
+  struct lws_vhost *vh_server, *vh_client;
+  tm_ws_cfg cfg;
+  char *listen, *cert_file, *key_file, *ca_file, *path;
+  tm_ws_handlers h;
+  void *arg;
+  int port;
+  /* http + up to three ws protocols + terminator */
+  struct lws_protocols srv_protocols[5];
+  struct lws_protocols cli_protocols[2];
+  char legacy_names[3][48];
+  const char *legacy_orig[3];
+  int n_ws_protocols;
+  tm_ws_conn *conns;
+  uint32_t n_server_conns;
+  ph_timer *deferred;  /* reports on_connect_error from the loop */
+  SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
+  tm_ws *next_live;    /* lws' log sink (process-wide) */
+  int freeing;         /* tm_ws_free runs: no new connection */
+};
+
+/* tm_ws.c */
+void tmws_wipe(void *p, size_t n);
+tm_ws_conn *tmws_conn_new(tm_ws *w, int client);
+void tmws_conn_free(tm_ws_conn *c);
+void tmws_conn_drop_bearer(tm_ws_conn *c);
+/* The conn ends (on_closed or on_connect_error), then it is freed. */
+void tmws_finish(tm_ws_conn *c);
+void tmws_set_close(tm_ws_conn *c, int status, const char *reason);
+/* Appends len bytes to the reassembly buffer (bounded by max_message);
+ * -1 with the close set when it would not fit or memory ran out. */
+int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len);
+/* Hands a whole message to the bound session, then drops a large
+ * reassembly buffer. */
+void tmws_deliver(tm_ws_conn *c, const uint8_t *msg, size_t len);
+
+/* tm_ws_client.c */
+int tmws_cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                void *in, size_t len);
+void tmws_cli_want_write(tm_ws_conn *c);
+int tmws_cli_write(tm_ws_conn *c, const uint8_t *buf, size_t len);
+/* The session resumed reading: what was kept is handed over from the
+ * loop (tmws_cli_deferred). */
+void tmws_cli_resumed(tm_ws_conn *c);
+void tmws_cli_deferred(tm_ws_conn *c);
+/* Best effort at tm_ws_free: a close frame written now. */
+void tmws_cli_goodbye(tm_ws_conn *c);
+void tmws_cli_free(tm_ws_conn *c);
+
+#endif

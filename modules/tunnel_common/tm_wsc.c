@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The client end of RFC 6455 as pure code (tm_wsc.h). */
+#include "tm_wsc.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+void tm_wsc_key(const uint8_t random16[16], char out[TM_WSC_KEY_LEN + 1]) {
+  EVP_EncodeBlock((unsigned char *)out, random16, 16);
+  out[TM_WSC_KEY_LEN] = '\0';
+}
+
+/* ---- the request ----------------------------------------------------- */
+
+static int field_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0')
+      return 0;
+  return 1;
+}
+
+static int put(char *buf, size_t cap, size_t *at, const char *s, size_t n) {
+  if (n > cap - *at)
+    return -1;
+  memcpy(buf + *at, s, n);
+  *at += n;
+  return 0;
+}
+
+#define PUTS(str) put(buf, cap, &at, (str), strlen(str))
+
+int tm_wsc_request(char *buf, size_t cap, const char *path, const char *host,
+                   const char *offer, const char *bearer, size_t bearer_len,
+                   const char *key) {
+  size_t at = 0;
+  if (!buf || !path || !host || !key || (bearer_len && !bearer))
+    return -1;
+  if (!field_ok(path, strlen(path)) || !field_ok(host, strlen(host)) ||
+      (offer && !field_ok(offer, strlen(offer))) ||
+      !field_ok(bearer ? bearer : "", bearer_len) ||
+      !field_ok(key, strlen(key)))
+    return -1;
+  if (PUTS("GET ") || PUTS(path) || PUTS(" HTTP/1.1\r\nHost: ") || PUTS(host) ||
+      PUTS("\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: ") ||
+      PUTS(key) || PUTS("\r\nSec-WebSocket-Version: 13\r\n"))
+    return -1;
+  if (offer && *offer &&
+      (PUTS("Sec-WebSocket-Protocol: ") || PUTS(offer) || PUTS("\r\n")))
+    return -1;
+  if (bearer_len && (PUTS("Authorization: Bearer ") ||
+                     put(buf, cap, &at, bearer, bearer_len) || PUTS("\r\n")))
+    return -1;
+  if (PUTS("\r\n") || at > (size_t)INT32_MAX)
+    return -1;
+  return (int)at;
+}
+
+/* ---- the 101 --------------------------------------------------------- */
+
+static int name_is(const char *p, size_t n, const char *name) {
+  return strlen(name) == n && strncasecmp(p, name, n) == 0;
+}
+
+/* value (trimmed) has token as one of its comma-separated elements. */
+static int has_token(const char *v, size_t n, const char *token) {
+  size_t tl = strlen(token), i = 0;
+  while (i < n) {
+    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+      i++;
+    size_t s = i;
+    while (i < n && v[i] != ',')
+      i++;
+    size_t e = i;
+    while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+      e--;
+    if (e - s == tl && strncasecmp(v + s, token, tl) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static void expected_accept(const char *key, char out[29]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  char in[TM_WSC_KEY_LEN + sizeof(WS_GUID)];
+  size_t kl = strlen(key);
+  if (kl > TM_WSC_KEY_LEN)
+    kl = TM_WSC_KEY_LEN;
+  memcpy(in, key, kl);
+  memcpy(in + kl, WS_GUID, sizeof(WS_GUID) - 1);
+  if (!EVP_Digest(in, kl + sizeof(WS_GUID) - 1, md, &mdlen, EVP_sha1(), NULL) ||
+      mdlen != 20) {
+    out[0] = '\0'; /* matches no header value */
+    return;
+  }
+  EVP_EncodeBlock((unsigned char *)out, md, 20);
+  out[28] = '\0';
+}
+
+static int bad(const char **why, const char *s) {
+  *why = s;
+  return TM_WSC_HS_BAD;
+}
+
+int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
+                    tm_wsc_answer *ans, const char **why) {
+  const char *buf = (const char *)ubuf;
+  size_t scan = len < TM_WSC_RESP_MAX ? len : TM_WSC_RESP_MAX, end = 0;
+  *why = NULL;
+  memset(ans, 0, sizeof(*ans));
+  for (size_t i = 3; i < scan; i++)
+    if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
+        buf[i - 3] == '\r') {
+      end = i + 1;
+      break;
+    }
+  if (!end)
+    return len >= TM_WSC_RESP_MAX ? bad(why, "the answer's head is too long")
+                                  : TM_WSC_HS_MORE;
+  /* Status line: HTTP/1.1 SP 3DIGIT SP reason CRLF */
+  if (end < 14 || memcmp(buf, "HTTP/1.1 ", 9) != 0 || buf[12] != ' ' ||
+      buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
+      buf[11] < '0' || buf[11] > '9')
+    return bad(why, "the answer is not HTTP/1.1");
+  ans->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+  size_t at = 13;
+  while (at + 1 < end && !(buf[at] == '\r' && buf[at + 1] == '\n')) {
+    if (buf[at] == '\n' || buf[at] == '\0')
+      return bad(why, "the answer's status line is malformed");
+    at++;
+  }
+  at += 2;
+  if (ans->status != 101) {
+    *why = "the server did not switch protocols";
+    return TM_WSC_HS_REFUSED;
+  }
+  char want[29];
+  expected_accept(key, want);
+  int upgrade = 0, connection = 0, accept = 0, protocols = 0;
+  while (at + 2 <= end && !(buf[at] == '\r' && buf[at + 1] == '\n')) {
+    size_t ls = at, le = at;
+    while (le + 1 < end && !(buf[le] == '\r' && buf[le + 1] == '\n')) {
+      if (buf[le] == '\n' || buf[le] == '\0')
+        return bad(why, "a header line is malformed");
+      le++;
+    }
+    at = le + 2;
+    const char *colon = memchr(buf + ls, ':', le - ls);
+    if (!colon || colon == buf + ls)
+      return bad(why, "a header line is malformed");
+    size_t nl = (size_t)(colon - (buf + ls));
+    for (size_t i = 0; i < nl; i++)
+      if (buf[ls + i] <= ' ' || buf[ls + i] >= 0x7f)
+        return bad(why, "a header name is malformed");
+    const char *v = colon + 1;
+    size_t vl = (size_t)(buf + le - v);
+    while (vl && (*v == ' ' || *v == '\t'))
+      v++, vl--;
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+      vl--;
+    const char *nm = buf + ls;
+    if (name_is(nm, nl, "Upgrade")) {
+      if (!(vl == 9 && strncasecmp(v, "websocket", 9) == 0))
+        return bad(why, "the answer upgrades to something else");
+      upgrade = 1;
+    } else if (name_is(nm, nl, "Connection")) {
+      if (has_token(v, vl, "upgrade"))
+        connection = 1;
+    } else if (name_is(nm, nl, "Sec-WebSocket-Accept")) {
+      if (accept || vl != 28 || memcmp(v, want, 28) != 0)
+        return bad(why, "Sec-WebSocket-Accept does not match the key");
+      accept = 1;
+    } else if (name_is(nm, nl, "Sec-WebSocket-Extensions")) {
+      return bad(why, "the server chose an extension that was not offered");
+    } else if (name_is(nm, nl, "Sec-WebSocket-Protocol")) {
+      if (protocols++ || vl == 0 || vl >= sizeof(ans->subproto))
+        return bad(why, "Sec-WebSocket-Protocol is malformed");
+      memcpy(ans->subproto, v, vl);
+      ans->subproto[vl] = '\0';
+    }
+  }
+  if (!upgrade || !connection)
+    return bad(why, "the answer lacks Upgrade or Connection");
+  if (!accept)
+    return bad(why, "the answer lacks Sec-WebSocket-Accept");
+  return (int)end;
+}
+
+/* ---- frames out ------------------------------------------------------ */
+
+size_t tm_wsc_frame_header(uint8_t *out, unsigned opcode, uint64_t len,
+                           const uint8_t mask[4]) {
+  size_t n = 2;
+  out[0] = (uint8_t)(0x80u | (opcode & 0x0fu));
+  if (len < 126) {
+    out[1] = (uint8_t)(0x80u | len);
+  } else if (len <= 0xffff) {
+    out[1] = 0x80u | 126u;
+    out[2] = (uint8_t)(len >> 8);
+    out[3] = (uint8_t)len;
+    n = 4;
+  } else {
+    out[1] = 0x80u | 127u;
+    for (int i = 0; i < 8; i++)
+      out[2 + i] = (uint8_t)(len >> (56 - 8 * i));
+    n = 10;
+  }
+  memcpy(out + n, mask, 4);
+  return n + 4;
+}
+
+void tm_wsc_mask(uint8_t *dst, const uint8_t *src, size_t n,
+                 const uint8_t mask[4], size_t off) {
+  uint8_t m[8];
+  for (int i = 0; i < 8; i++)
+    m[i] = mask[(off + (size_t)i) & 3];
+  uint64_t m64;
+  memcpy(&m64, m, 8);
+  size_t i = 0;
+  /* Eight bytes a step through memcpy: no alignment assumed, and the
+   * compiler turns it into wide loads and stores. */
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, src + i, 8);
+    w ^= m64;
+    memcpy(dst + i, &w, 8);
+  }
+  for (; i < n; i++)
+    dst[i] = src[i] ^ m[i & 7];
+}
+
+/* ---- frames in ------------------------------------------------------- */
+
+void tm_wsc_rx_init(tm_wsc_rx *rx) {
+  memset(rx, 0, sizeof(*rx));
+  rx->hdr_need = 2;
+}
+
+static enum tm_wsc_event rx_fail(tm_wsc_rx *rx, tm_wsc_ev *ev,
+                                 const char *why) {
+  rx->hdr_need = 0; /* stays in error */
+  ev->why = why;
+  return TM_WSC_EV_ERROR;
+}
+
+/* The header is whole: checks it and sets up the payload. */
+static const char *rx_header(tm_wsc_rx *rx) {
+  uint8_t b0 = rx->hdr[0], b1 = rx->hdr[1];
+  unsigned op = b0 & 0x0fu;
+  if (b0 & 0x70u)
+    return "a frame has a reserved bit set";
+  if (b1 & 0x80u)
+    return "the server sent a masked frame";
+  if (op != TM_WSC_OP_CONT && op != TM_WSC_OP_TEXT && op != TM_WSC_OP_BINARY &&
+      op != TM_WSC_OP_CLOSE && op != TM_WSC_OP_PING && op != TM_WSC_OP_PONG)
+    return "a frame has an unknown opcode";
+  uint64_t len = b1 & 0x7fu;
+  if (len == 126) {
+    len = ((uint64_t)rx->hdr[2] << 8) | rx->hdr[3];
+  } else if (len == 127) {
+    len = 0;
+    for (int i = 0; i < 8; i++)
+      len = (len << 8) | rx->hdr[2 + i];
+    if (len >> 63)
+      return "a frame's length has its top bit set";
+  }
+  rx->opcode = (uint8_t)op;
+  rx->fin = (b0 & 0x80u) ? 1 : 0;
+  rx->left = len;
+  if (op >= 0x8) {
+    if (!rx->fin || len > TM_WSC_CONTROL_MAX)
+      return "a control frame is fragmented or too long";
+    rx->ctl_len = 0;
+  } else if (op == TM_WSC_OP_CONT) {
+    if (!rx->msg_open)
+      return "a continuation frame outside a message";
+  } else {
+    if (rx->msg_open)
+      return "a new message inside a fragmented one";
+    rx->msg_open = 1;
+    rx->msg_text = op == TM_WSC_OP_TEXT;
+    rx->msg_started = 0;
+  }
+  return NULL;
+}
+
+enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
+                                 size_t *used, tm_wsc_ev *ev) {
+  size_t at = 0;
+  memset(ev, 0, sizeof(*ev));
+  *used = 0;
+  if (rx->hdr_need == 0)
+    return rx_fail(rx, ev, "the connection already failed");
+  for (;;) {
+    if (rx->hdr_have < rx->hdr_need) {
+      /* Gathering a header: byte by byte, at most ten bytes a frame. */
+      while (rx->hdr_have < rx->hdr_need && at < len) {
+        rx->hdr[rx->hdr_have++] = in[at++];
+        if (rx->hdr_have == 2) {
+          unsigned l7 = rx->hdr[1] & 0x7fu;
+          rx->hdr_need = l7 == 126 ? 4 : l7 == 127 ? 10 : 2;
+        }
+      }
+      if (rx->hdr_have < rx->hdr_need) {
+        *used = at;
+        return TM_WSC_EV_NEED;
+      }
+      const char *why = rx_header(rx);
+      if (why) {
+        *used = at;
+        return rx_fail(rx, ev, why);
+      }
+    }
+    /* The payload. */
+    if (rx->opcode >= 0x8) {
+      size_t take = len - at < rx->left ? len - at : (size_t)rx->left;
+      memcpy(rx->ctl + rx->ctl_len, in + at, take);
+      rx->ctl_len = (uint8_t)(rx->ctl_len + take);
+      at += take;
+      rx->left -= take;
+      *used = at;
+      if (rx->left)
+        return TM_WSC_EV_NEED;
+      rx->hdr_have = 0;
+      rx->hdr_need = 2;
+      ev->data = rx->ctl;
+      ev->len = rx->ctl_len;
+      ev->opcode = rx->opcode;
+      return TM_WSC_EV_CONTROL;
+    }
+    size_t take = len - at < rx->left ? len - at : (size_t)rx->left;
+    int frame_done = take == rx->left;
+    int last = frame_done && rx->fin;
+    if (take == 0 && !last) {
+      if (frame_done) {
+        /* An empty non-final fragment: nothing to report. */
+        rx->hdr_have = 0;
+        rx->hdr_need = 2;
+        continue;
+      }
+      *used = at;
+      return TM_WSC_EV_NEED;
+    }
+    ev->data = in + at;
+    ev->len = take;
+    ev->opcode = rx->msg_text ? TM_WSC_OP_TEXT : TM_WSC_OP_BINARY;
+    ev->first = !rx->msg_started;
+    ev->last = last;
+    rx->msg_started = 1;
+    rx->left -= take;
+    at += take;
+    if (frame_done) {
+      rx->hdr_have = 0;
+      rx->hdr_need = 2;
+      if (rx->fin)
+        rx->msg_open = 0;
+    }
+    *used = at;
+    return TM_WSC_EV_DATA;
+  }
+}

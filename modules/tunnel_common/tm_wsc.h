@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The client end of RFC 6455, as pure code (no I/O, no clock, no
+ * allocation): the opening handshake's request and the check of the
+ * server's 101, the masked frames a client sends, and a decoder for the
+ * frames a server sends. tm_ws.c moves the bytes over a libwebsockets raw
+ * connection (its connect, TLS and loop), because libwebsockets 4.1's own
+ * client role handles every received byte in a separate call of its
+ * parser and masks every sent byte in a byte loop: about 11 ns a byte
+ * received and 3 ns a byte sent, most of the tunnel's bulk cost
+ * (docs/benchmarks.md, issue 11). The server end stays libwebsockets'.
+ *
+ * Threads: none of its own; one tm_wsc_rx is used by one thread at a time.
+ */
+#ifndef TM_WSC_H
+#define TM_WSC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sec-WebSocket-Key: base64 of 16 random bytes, and its NUL. */
+#define TM_WSC_KEY_LEN 24
+/* The longest 101 response head read (status line and headers). */
+#define TM_WSC_RESP_MAX 4096
+/* The longest header of a frame a client sends (2 + 8 length + 4 mask). */
+#define TM_WSC_HDR_MAX 14
+/* Control frames carry at most 125 bytes (RFC 6455 section 5.5). */
+#define TM_WSC_CONTROL_MAX 125
+
+enum tm_wsc_opcode {
+  TM_WSC_OP_CONT = 0x0,
+  TM_WSC_OP_TEXT = 0x1,
+  TM_WSC_OP_BINARY = 0x2,
+  TM_WSC_OP_CLOSE = 0x8,
+  TM_WSC_OP_PING = 0x9,
+  TM_WSC_OP_PONG = 0xA,
+};
+
+/* The key for a request from 16 random bytes: out gets TM_WSC_KEY_LEN
+ * characters and a NUL. */
+void tm_wsc_key(const uint8_t random16[16], char out[TM_WSC_KEY_LEN + 1]);
+
+/* The upgrade request: GET path, Host, the key, version 13, the offer
+ * (Sec-WebSocket-Protocol, left out when offer is empty) and, when
+ * bearer_len > 0, "Authorization: Bearer <bearer>". The length written
+ * (no NUL), or -1 when it does not fit in cap or a field holds CR, LF or
+ * NUL. The caller wipes buf once sent: it holds the token. */
+int tm_wsc_request(char *buf, size_t cap, const char *path, const char *host,
+                   const char *offer, const char *bearer, size_t bearer_len,
+                   const char *key);
+
+/* The server's answer. */
+typedef struct tm_wsc_answer {
+  int status;          /* the status code read (0: none yet) */
+  char subproto[64];   /* Sec-WebSocket-Protocol; "" when absent */
+} tm_wsc_answer;
+
+enum {
+  TM_WSC_HS_MORE = 0,      /* no whole head yet: give more */
+  TM_WSC_HS_BAD = -1,      /* not a valid 101 for this key: *why says */
+  TM_WSC_HS_REFUSED = -2,  /* a whole head with another status */
+};
+
+/* Looks for the end of the response head in buf[0..len) (all bytes
+ * received so far). >0: the head is whole and valid, its length (the
+ * bytes after it are frames); TM_WSC_HS_MORE; or an error with *why a
+ * static sentence (never quoting the peer). Valid: "HTTP/1.1 101",
+ * Upgrade: websocket, Connection with the token upgrade,
+ * Sec-WebSocket-Accept for key, no Sec-WebSocket-Extensions (none was
+ * offered), at most one Sec-WebSocket-Protocol of at most 63 bytes (the
+ * caller checks it was offered). A head longer than TM_WSC_RESP_MAX is
+ * BAD. */
+int tm_wsc_response(const uint8_t *buf, size_t len, const char *key,
+                    tm_wsc_answer *ans, const char **why);
+
+/* Writes the header of one masked frame (FIN set) of len payload bytes
+ * into out (TM_WSC_HDR_MAX bytes of room); its length. */
+size_t tm_wsc_frame_header(uint8_t *out, unsigned opcode, uint64_t len,
+                           const uint8_t mask[4]);
+/* dst[i] = src[i] ^ mask[(off + i) & 3]; dst may be src. */
+void tm_wsc_mask(uint8_t *dst, const uint8_t *src, size_t n,
+                 const uint8_t mask[4], size_t off);
+
+/* ---- the decoder of the server's frames ---------------------------- */
+
+typedef struct tm_wsc_rx {
+  uint8_t hdr[10];      /* the current frame's header so far */
+  uint8_t hdr_have;
+  uint8_t hdr_need;     /* 2, then the whole header's length */
+  uint8_t opcode;       /* the current frame's */
+  uint8_t fin;
+  uint8_t msg_open;     /* a data message is in progress (fragmented) */
+  uint8_t msg_text;     /* ... and it is text */
+  uint8_t msg_started;  /* its first piece was reported */
+  uint64_t left;        /* payload bytes of the current frame still due */
+  uint8_t ctl[TM_WSC_CONTROL_MAX];
+  uint8_t ctl_len;
+} tm_wsc_rx;
+
+enum tm_wsc_event {
+  TM_WSC_EV_NEED = 0, /* every byte given was used: give more */
+  TM_WSC_EV_DATA,     /* a piece of a data message */
+  TM_WSC_EV_CONTROL,  /* a whole ping, pong or close */
+  TM_WSC_EV_ERROR,    /* a protocol error: close with 1002 */
+};
+
+typedef struct tm_wsc_ev {
+  const uint8_t *data; /* the piece (into the input) or the control's payload */
+  size_t len;
+  unsigned opcode;     /* DATA: TEXT or BINARY (the message's); CONTROL: its */
+  int first;           /* DATA: the message's first piece */
+  int last;            /* DATA: the message's last piece */
+  const char *why;     /* ERROR: a static sentence */
+} tm_wsc_ev;
+
+void tm_wsc_rx_init(tm_wsc_rx *rx);
+/* Reads from in[0..len) up to the next event; *used: the bytes it took
+ * (the caller gives the rest again, after handling the event). A data
+ * piece points into in and is valid until the caller reuses that memory;
+ * a control payload points into rx. After ERROR the decoder stays in
+ * error. Frames from a server must not be masked (RFC 6455 section 5.1),
+ * have no RSV bit (no extension was negotiated), a known opcode, control
+ * frames whole (FIN) and at most 125 bytes, continuation only inside a
+ * message and a new data frame only outside one, and a 64-bit length
+ * below 2^63. */
+enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
+                                 size_t *used, tm_wsc_ev *ev);
+
+#endif
