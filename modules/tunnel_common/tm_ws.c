@@ -280,9 +280,12 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
 
 static void tr_want_write(void *t) {
   tm_ws_conn *c = t;
-  if (c->client)
+  if (c->client) {
     tmws_cli_want_write(c);
-  else if (c->wsi && c->state == CS_OPEN)
+    return;
+  }
+  c->want_write = 1;
+  if (!c->in_writable && c->wsi && c->state == CS_OPEN)
     lws_callback_on_writable(c->wsi);
 }
 
@@ -295,6 +298,7 @@ static int tr_write(void *t, uint8_t *buf, size_t len) {
   /* lws keeps what the kernel did not take and reports the whole length;
    * anything less is an error. buf has LWS_PRE bytes before it. */
   int n = lws_write(c->wsi, buf, len, LWS_WRITE_BINARY);
+  c->turn_bytes += len;
   return n < (int)len ? -1 : 0;
 }
 
@@ -454,13 +458,28 @@ static int ws_common(tm_ws_conn *c, struct lws *wsi,
       return 0;
     return on_rx(c, wsi, in, len);
   case LWS_CALLBACK_SERVER_WRITEABLE:
-  case LWS_CALLBACK_CLIENT_WRITEABLE:
     if (c->close_pending)
       return close_now(c);
-    if (c->s && c->state == CS_OPEN)
+    if (!c->s || c->state != CS_OPEN)
+      return 0;
+    /* One lws_write per frame, as lws requires, but several frames per
+     * event while the kernel takes them whole (a frame lws had to keep
+     * in part ends the turn): one event per frame cost a loop turn and
+     * two epoll_ctl calls each, and made 32 opens at once wait on each
+     * other. */
+    c->in_writable = 1;
+    c->want_write = 1;
+    c->turn_bytes = 0;
+    while (c->want_write && c->s && !c->close_pending &&
+           c->turn_bytes <= TM_WS_BATCH_BYTES && !lws_partial_buffered(wsi)) {
+      c->want_write = 0;
       tm_session_on_writable(c->s);
+    }
+    c->in_writable = 0;
     if (c->close_pending)
       return close_now(c);
+    if (c->want_write && c->s)
+      lws_callback_on_writable(wsi);
     return 0;
   case LWS_CALLBACK_CLOSED:
   case LWS_CALLBACK_CLIENT_CLOSED:

@@ -159,15 +159,15 @@ static int close_now(tm_ws_conn *c) {
 }
 
 void tmws_cli_want_write(tm_ws_conn *c) {
-  c->ce.want_write = 1;
-  if (!c->ce.in_writable && c->wsi && c->state == CS_OPEN)
+  c->want_write = 1;
+  if (!c->in_writable && c->wsi && c->state == CS_OPEN)
     lws_callback_on_writable(c->wsi);
 }
 
 int tmws_cli_write(tm_ws_conn *c, const uint8_t *buf, size_t len) {
   /* The session writes only from its writable event, which runs only
    * inside ours. */
-  if (!c->ce.in_writable)
+  if (!c->in_writable)
     return -1;
   return out_frame(c, TM_WSC_OP_BINARY, buf, len);
 }
@@ -198,18 +198,18 @@ static int on_writable(tm_ws_conn *c) {
     if (out_frame(c, TM_WSC_OP_PONG, e->pong, e->pong_len) < 0)
       return -1;
   }
-  e->in_writable = 1;
-  while (e->want_write && c->s && !c->close_pending &&
+  c->in_writable = 1;
+  while (c->want_write && c->s && !c->close_pending &&
          e->out_len <= TM_WS_BATCH_BYTES) {
-    e->want_write = 0;
+    c->want_write = 0;
     tm_session_on_writable(c->s);
   }
-  e->in_writable = 0;
+  c->in_writable = 0;
   if (flush_out(c) < 0 || wire_flush(c) < 0)
     return -1;
   if (c->close_pending)
     return close_now(c);
-  if (e->want_write && c->s)
+  if (c->want_write && c->s)
     lws_callback_on_writable(c->wsi);
   return 0;
 }

@@ -29,8 +29,8 @@
 /* lws' per-thread read buffer: what one read of a raw (client) socket
  * takes at most. */
 #define TM_WS_READ_CHUNK 65536
-/* Client: the frames written together in one send, at most (then one
- * more message may still go in). */
+/* The bytes one writable event writes, at most (then one more message
+ * may still go); the client's go out in one send. */
 #define TM_WS_BATCH_BYTES 131072u
 /* Client: bytes received while the session paused reading, kept until it
  * resumes (lws may still hand over what it had read). */
@@ -58,8 +58,6 @@ struct tm_ws_client_end {
   tm_wsc_rx dec;
   uint8_t *out; /* the batch (LWS_PRE before it) */
   size_t out_len, out_cap;
-  int in_writable; /* inside our writable callback: writes are batched */
-  int want_write;  /* the session asked for another writable call */
   uint8_t pong[TM_WSC_CONTROL_MAX];
   size_t pong_len;
   int pong_due;
@@ -83,6 +81,12 @@ struct tm_ws_conn {
   int accept_paused; /* server: until tm_ws_conn_resume */
   int user_paused;   /* the session's pause_read */
   int close_pending; /* tm_ws_conn_close / the session's close */
+  /* Inside our writable callback, the session's writer runs again while
+   * it wants to (want_write) and there is room: several frames per
+   * event, in the writer's order (TM_WS_BATCH_BYTES a turn). */
+  int in_writable;
+  int want_write;
+  size_t turn_bytes; /* written in this turn */
   int close_status;
   char close_reason[32];
   int deferred_error;            /* client: failed inside tm_ws_connect */
