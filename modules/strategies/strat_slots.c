@@ -30,9 +30,13 @@ uint32_t sk_bits_for(uint32_t n, uint32_t old_bits) {
   return old_bits;
 }
 
-/* Candidate i's quota of m slots. */
+/* Candidate i's quota of m slots: the slots s with floor(s * n / m) == i,
+ * which is what a fresh table gives it (sk_slots_fill); m / n or one
+ * more. */
 static size_t quota(size_t m, uint32_t n, uint32_t i) {
-  return m / n + (i < m % n ? 1 : 0);
+  uint64_t lo = ((uint64_t)i * m + n - 1) / n;
+  uint64_t hi = ((uint64_t)(i + 1) * m + n - 1) / n;
+  return (size_t)(hi - lo);
 }
 
 /* The slots left without an owner (NONE), remembered while there are few
@@ -150,14 +154,11 @@ int sk_slots_fill(uint32_t *slot, uint32_t bits, uint32_t n,
                   const uint32_t *trans, uint32_t n_old) {
   size_t m = (size_t)1 << bits;
   if (!old) {
-    /* Candidate i owns the slots s = i mod n: exactly the quotas (the
-     * first m mod n one more), in one pass. */
-    uint32_t c = 0;
-    for (size_t s = 0; s < m; s++) {
-      slot[s] = c;
-      if (++c == n)
-        c = 0;
-    }
+    /* Candidate i owns the run of slots s with floor(s * n / m) == i:
+     * exactly the quotas, in one pass, and a layout a pick can compute
+     * (sk_base_of) instead of reading the slot. */
+    for (size_t s = 0; s < m; s++)
+      slot[s] = (uint32_t)(((uint64_t)s * n) >> bits);
     return 0;
   }
   uint32_t *count = calloc(n, sizeof(*count));
@@ -221,4 +222,25 @@ int sk_slots_fill(uint32_t *slot, uint32_t bits, uint32_t n,
   free(list);
   free(h.at);
   return 0;
+}
+
+void sk_base_dirty(uint8_t *dirty, const uint32_t *slot, uint32_t bits,
+                   const uint32_t *base, uint32_t n0, uint32_t bits0) {
+  memset(dirty, 0, sk_dirty_bytes(bits));
+  unsigned d = bits - bits0;
+  uint64_t m0 = (uint64_t)1 << bits0;
+  /* Base candidate j's run: the base slots [ceil(j m0 / n0),
+   * ceil((j + 1) m0 / n0)), each 2^d slots of this table. */
+  size_t lo = 0;
+  for (uint32_t j = 0; j < n0; j++) {
+    size_t hi = (size_t)((((uint64_t)(j + 1) * m0 + n0 - 1) / n0) << d);
+    uint32_t b = base[j], diff = b == NONE;
+    for (size_t s = lo; s < hi; s++) /* most runs are whole: one pass */
+      diff |= slot[s] ^ b;
+    for (size_t s = lo; diff && s < hi; s++)
+      if (b == NONE || slot[s] != b)
+        dirty[s >> (SK_BLOCK_BITS + 3)] |=
+            (uint8_t)(1u << ((s >> SK_BLOCK_BITS) & 7));
+    lo = hi;
+  }
 }

@@ -8,8 +8,9 @@
  * Maglev's prime): a set that grows past its table moves no key for the
  * growth itself.
  *
- * Each candidate owns its quota of slots (2^bits / n, the first
- * 2^bits mod n positions one more). When a table carries over to a new
+ * Each candidate owns its quota of slots (2^bits / n or one more: the
+ * slots s with floor(s * n / 2^bits) == its position, which is how a
+ * fresh table lays them out, one run each). When a table carries over to a new
  * view (sk_slots_fill with the old table), every slot keeps its owner if
  * that proxy is still a candidate; the slots of removed proxies are given
  * out round-robin to the candidates below their quota, new candidates
@@ -56,5 +57,44 @@ uint32_t sk_bits_for(uint32_t n, uint32_t old_bits);
 int sk_slots_fill(uint32_t *slot, uint32_t bits, uint32_t n,
                   const uint32_t *old, uint32_t old_bits,
                   const uint32_t *trans, uint32_t n_old);
+
+/* ---- the computed layout (sticky's fast path) ----------------------------
+ *
+ * A fresh table of n0 candidates at 2^bits0 slots is a formula: slot s
+ * holds floor(s * n0 / 2^bits0). A table keeps that "base" while it is
+ * carried over at the same or a larger size: base[j] is base candidate
+ * j's position now (UINT32_MAX: removed), and a bitmap marks the blocks
+ * of 2^SK_BLOCK_BITS slots where some slot is not base[its base
+ * candidate] (the slots a removed proxy left, the ones new candidates
+ * took). A pick whose slot's block is clean computes its candidate from
+ * the hash and reads no slot: the same answer as the slot, without a
+ * random read of a table of megabytes. */
+#define SK_BLOCK_BITS 3
+/* A base is kept only while it has this many slots a candidate or more
+ * (its per-candidate arrays stay small next to the table). */
+#define SK_BASE_MIN_SLOTS 8u
+
+/* Base candidate of slot s of a table of 2^bits slots, bits >= bits0. */
+static inline uint32_t sk_base_of(uint32_t s, uint32_t bits, uint32_t n0,
+                                  uint32_t bits0) {
+  return (uint32_t)(((uint64_t)(s >> (bits - bits0)) * n0) >> bits0);
+}
+
+/* Bytes of the bitmap of a table of 2^bits slots. */
+static inline size_t sk_dirty_bytes(uint32_t bits) {
+  size_t blocks = (size_t)1 << (bits > SK_BLOCK_BITS ? bits - SK_BLOCK_BITS : 0);
+  return (blocks + 7) / 8;
+}
+
+/* 1 when slot s's block is marked in dirty. */
+static inline int sk_is_dirty(const uint8_t *dirty, uint32_t s) {
+  return (dirty[s >> (SK_BLOCK_BITS + 3)] >> ((s >> SK_BLOCK_BITS) & 7)) & 1;
+}
+
+/* Marks (sk_dirty_bytes(bits) bytes at dirty) every block with a slot s
+ * where slot[s] != base[sk_base_of(s, ...)] or that is UINT32_MAX.
+ * bits >= bits0, n0 <= 2^bits0, base: n0 entries. O(2^bits). */
+void sk_base_dirty(uint8_t *dirty, const uint32_t *slot, uint32_t bits,
+                   const uint32_t *base, uint32_t n0, uint32_t bits0);
 
 #endif

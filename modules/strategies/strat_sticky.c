@@ -22,6 +22,17 @@
  * keys, all from the most-filled. A request without a key (NULL, or
  * key_len 0): uniform, as random does.
  *
+ * The fast path: a fresh table is laid out by a formula (one run of
+ * slots a candidate, strat_slots.h), so a pick computes its home
+ * candidate from the hash and tests that candidate's entry in the
+ * table's own compact copy (cc0), never reading the slot: at 10,000
+ * candidates the table is megabytes and a slot read is a cache miss.
+ * A bitmap, one bit per 8 slots, marks where carry-overs changed the
+ * table from that layout (a removed proxy's run, the slots new
+ * candidates took); keys there read the slot as before. Both give the
+ * same candidate for every key (sk_base_dirty). When the home does not
+ * take, the pick goes on exactly as below.
+ *
  * Bounds: one table has at most 2^SK_BITS_MAX slots (8 MiB) and the
  * tables of one view at most SK_TOTAL_SLOTS together; over that, the
  * largest tables are made smaller (down to one slot a candidate), which
@@ -43,6 +54,13 @@
 typedef struct sk_table {
   uint32_t bits;
   uint32_t *slot; /* 2^bits candidate positions */
+  /* The computed layout (strat_slots.h, "sticky's fast path"), or
+   * base NULL when the table has none (then every pick reads slot). */
+  uint32_t n0, bits0;
+  uint32_t *base;  /* n0: base candidate j's position, or NONE */
+  strat_cand *cc0; /* n0: base candidate j's compact entry (never takes
+                      for a removed one) */
+  uint8_t *dirty;  /* sk_dirty_bytes(bits) */
 } sk_table;
 
 typedef struct sk_state {
@@ -55,8 +73,12 @@ static void sk_detach(void *self, void *state) {
   sk_state *st = state;
   if (!st)
     return;
-  for (uint32_t s = 0; st->tables && s < st->rules.n_sets; s++)
+  for (uint32_t s = 0; st->tables && s < st->rules.n_sets; s++) {
     free(st->tables[s].slot);
+    free(st->tables[s].base);
+    free(st->tables[s].cc0);
+    free(st->tables[s].dirty);
+  }
   free(st->tables);
   strat_rules_free(&st->rules);
   free(st);
@@ -139,6 +161,40 @@ static uint32_t position(const uint32_t *cand, uint32_t n, uint32_t p) {
   return lo < n && cand[lo] == p ? lo : PH_POOL_VIEW_NONE;
 }
 
+/* Gives t (slot filled) its computed layout: the old table's base carried
+ * through trans (old position -> new, NULL without an old table), or a
+ * fresh one of the set's n candidates when there is no old base or the
+ * table became smaller than it. No base when it would have fewer than
+ * SK_BASE_MIN_SLOTS slots a candidate (picks then read the slot). */
+static int set_base(sk_table *t, const strat_set *set, const sk_table *old_t,
+                    const uint32_t *trans) {
+  int carry = old_t && old_t->base && t->bits >= old_t->bits0 && trans;
+  t->n0 = carry ? old_t->n0 : set->n;
+  t->bits0 = carry ? old_t->bits0 : t->bits;
+  if ((uint64_t)t->n0 * SK_BASE_MIN_SLOTS > ((uint64_t)1 << t->bits0))
+    return 0;
+  t->base = malloc(t->n0 * sizeof(*t->base));
+  t->cc0 = malloc(t->n0 * sizeof(*t->cc0));
+  t->dirty = malloc(sk_dirty_bytes(t->bits));
+  if (!t->base || !t->cc0 || !t->dirty)
+    return -1;
+  for (uint32_t j = 0; j < t->n0; j++) {
+    uint32_t b = j;
+    if (carry)
+      b = old_t->base[j] == PH_POOL_VIEW_NONE ? PH_POOL_VIEW_NONE
+                                              : trans[old_t->base[j]];
+    t->base[j] = b < set->n ? b : PH_POOL_VIEW_NONE;
+    if (t->base[j] == PH_POOL_VIEW_NONE) {
+      strat_cand never = {STRAT_CAND_NEVER, 0, 0};
+      t->cc0[j] = never;
+    } else {
+      t->cc0[j] = set->cand[b];
+    }
+  }
+  sk_base_dirty(t->dirty, t->slot, t->bits, t->base, t->n0, t->bits0);
+  return 0;
+}
+
 /* Fills new set s's table, from the old set's when there is one. */
 static int fill(sk_table *t, const strat_set *set, const sk_table *old_t,
                 const strat_set *old_set, const ph_pool_view *prev_view,
@@ -146,8 +202,11 @@ static int fill(sk_table *t, const strat_set *set, const sk_table *old_t,
   t->slot = malloc(((size_t)1 << t->bits) * sizeof(*t->slot));
   if (!t->slot)
     return -1;
-  if (!old_t)
-    return sk_slots_fill(t->slot, t->bits, set->n, NULL, 0, NULL, 0);
+  if (!old_t) {
+    if (sk_slots_fill(t->slot, t->bits, set->n, NULL, 0, NULL, 0) < 0)
+      return -1;
+    return set_base(t, set, NULL, NULL);
+  }
   uint32_t *trans = malloc(old_set->n * sizeof(*trans));
   if (!trans)
     return -1;
@@ -160,6 +219,8 @@ static int fill(sk_table *t, const strat_set *set, const sk_table *old_t,
   }
   int rc = sk_slots_fill(t->slot, t->bits, set->n, old_t->slot, old_t->bits,
                          trans, old_set->n);
+  if (rc == 0)
+    rc = set_base(t, set, old_t, trans);
   free(trans);
   return rc;
 }
@@ -224,7 +285,15 @@ static uint32_t sk_pick(void *self, void *state, const ph_strategy_pick *in) {
   const sk_table *t = &st->tables[s];
   const strat_cand *cc = st->rules.sets[s].cand;
   uint64_t h = strat_key_hash(in->key, in->key_len);
-  uint32_t p = strat_try_at(in, cc, t->slot[h >> (64 - t->bits)]);
+  uint32_t u = (uint32_t)(h >> (64 - t->bits));
+  if (t->base && !sk_is_dirty(t->dirty, u)) {
+    /* The slot is base[j] (sk_base_dirty): the same test as below,
+     * from the base's own entry, without reading the slot. */
+    const strat_cand *c = &t->cc0[sk_base_of(u, t->bits, t->n0, t->bits0)];
+    if (strat_cand_takes(in, c))
+      return c->proxy;
+  }
+  uint32_t p = strat_try_at(in, cc, t->slot[u]);
   if (p != PH_POOL_VIEW_NONE)
     return p;
   /* The key's own sequence of further slots: each a fresh mix of its

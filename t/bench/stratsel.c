@@ -8,7 +8,10 @@
  * wall ns over a ladder of sizes (10 .. 100,000); and what attach() costs (a fresh view, and sticky's carried
  * over from a previous view with one proxy more).
  *
- *   stratsel [--picks N] [--repeats R]
+ *   stratsel [--picks N] [--repeats R] [--only STRATEGY]
+ *
+ * --only measures one strategy (its two tables' rows; sticky's carry-over
+ * only when it is sticky), for comparing one change quickly.
  *
  * The pure strategies are linked in (no host): the figures are the
  * selection alone, with its random bits made by the same splitmix64 the
@@ -153,13 +156,17 @@ static double median(double *x, int n) {
 int main(int argc, char **argv) {
   uint64_t picks = 2000000;
   int repeats = 7;
+  const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--picks") == 0 && i + 1 < argc)
       picks = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
       repeats = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = argv[++i];
     else {
-      fprintf(stderr, "usage: stratsel [--picks N] [--repeats R]\n");
+      fprintf(stderr,
+              "usage: stratsel [--picks N] [--repeats R] [--only STRATEGY]\n");
       return 2;
     }
   }
@@ -180,6 +187,15 @@ int main(int argc, char **argv) {
            {"least_active", &strat_least_active_v1},
            {"random", &strat_random_v1},
            {"sticky", &strat_sticky_v1}};
+  enum { N_S = sizeof(s) / sizeof(s[0]) };
+  int known = only == NULL;
+  for (int i = 0; i < N_S && !known; i++)
+    known = strcmp(s[i].name, only) == 0;
+  if (!known) {
+    fprintf(stderr, "stratsel: --only: no strategy %s\n", only);
+    return 2;
+  }
+#define SKIP(i) (only && strcmp(s[i].name, only) != 0)
   const uint32_t sizes[2] = {10, 10000};
   bview *views[2] = {bview_new(sizes[0], UINT32_MAX),
                      bview_new(sizes[1], UINT32_MAX)};
@@ -189,7 +205,9 @@ int main(int argc, char **argv) {
   printf("| strategy | ns/pick, 10 | ns/pick, 10,000 | ratio | CPU ns/pick, 10 "
          "| CPU ns/pick, 10,000 | CPU ratio | attach, 10,000 |\n");
   printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+  for (int i = 0; i < N_S; i++) {
+    if (SKIP(i))
+      continue;
     void *st[2];
     double attach_ms = 0;
     for (int z = 0; z < 2; z++) {
@@ -222,12 +240,13 @@ int main(int argc, char **argv) {
    * where the work grows. */
   const uint32_t ladder[] = {10, 100, 1000, 10000, 100000};
   enum { N_LADDER = sizeof(ladder) / sizeof(ladder[0]) };
-  enum { N_S = sizeof(s) / sizeof(s[0]) };
   double m[N_S][N_LADDER];
   for (int z = 0; z < N_LADDER; z++) {
     /* One size at a time: only its view is in memory. */
     bview *lv = bview_new(ladder[z], UINT32_MAX);
     for (int i = 0; i < N_S; i++) {
+      if (SKIP(i))
+        continue;
       void *st = s[i].vt->attach(NULL, &lv->v, NULL, NULL, NULL);
       if (!st) {
         fprintf(stderr, "stratsel: attach failed\n");
@@ -246,6 +265,8 @@ int main(int argc, char **argv) {
   printf("| strategy | 10 | 100 | 1,000 | 10,000 | 100,000 |\n");
   printf("|---|---:|---:|---:|---:|---:|\n");
   for (int i = 0; i < N_S; i++) {
+    if (SKIP(i))
+      continue;
     printf("| %s", s[i].name);
     for (int z = 0; z < N_LADDER; z++)
       printf(" | %.1f", m[i][z]);
@@ -254,29 +275,31 @@ int main(int argc, char **argv) {
 
   /* sticky's carry-over: the table of a view of 10,001 proxies carried
    * into the 10,000 (the last one gone). */
-  bview *before = bview_new(10001, UINT32_MAX);
-  bview *after = views[1];
-  void *old = strat_sticky_v1.attach(NULL, &before->v, NULL, NULL, NULL);
-  uint32_t *map = malloc(before->v.n_proxies * sizeof(uint32_t));
-  for (uint32_t i = 0, j = 0; i < before->v.n_proxies; i++) {
-    while (j < after->v.n_proxies &&
-           strcmp(after->px[j].proxy_id, before->px[i].proxy_id) < 0)
-      j++;
-    map[i] = j < after->v.n_proxies &&
-                     strcmp(after->px[j].proxy_id, before->px[i].proxy_id) == 0
-                 ? j
-                 : PH_POOL_VIEW_NONE;
+  if (!only || strcmp(only, "sticky") == 0) {
+    bview *before = bview_new(10001, UINT32_MAX);
+    bview *after = views[1];
+    void *old = strat_sticky_v1.attach(NULL, &before->v, NULL, NULL, NULL);
+    uint32_t *map = malloc(before->v.n_proxies * sizeof(uint32_t));
+    for (uint32_t i = 0, j = 0; i < before->v.n_proxies; i++) {
+      while (j < after->v.n_proxies &&
+             strcmp(after->px[j].proxy_id, before->px[i].proxy_id) < 0)
+        j++;
+      map[i] = j < after->v.n_proxies &&
+                       strcmp(after->px[j].proxy_id, before->px[i].proxy_id) == 0
+                   ? j
+                   : PH_POOL_VIEW_NONE;
+    }
+    double t0 = ns_of(CLOCK_MONOTONIC);
+    void *carried =
+        strat_sticky_v1.attach(NULL, &after->v, old, &before->v, map);
+    double t1 = ns_of(CLOCK_MONOTONIC);
+    printf("\nsticky attach carried over (10,001 proxies, one gone): %.2f ms\n",
+           (t1 - t0) / 1e6);
+    strat_sticky_v1.detach(NULL, carried);
+    strat_sticky_v1.detach(NULL, old);
+    free(map);
+    bview_free(before);
   }
-  double t0 = ns_of(CLOCK_MONOTONIC);
-  void *carried =
-      strat_sticky_v1.attach(NULL, &after->v, old, &before->v, map);
-  double t1 = ns_of(CLOCK_MONOTONIC);
-  printf("\nsticky attach carried over (10,001 proxies, one gone): %.2f ms\n",
-         (t1 - t0) / 1e6);
-  strat_sticky_v1.detach(NULL, carried);
-  strat_sticky_v1.detach(NULL, old);
-  free(map);
-  bview_free(before);
   bview_free(views[0]);
   bview_free(views[1]);
   return 0;

@@ -903,6 +903,78 @@ static void test_sticky_table(void) {
     free(t2);
   }
 
+  /* The computed layout (sticky's fast path): a fresh table is the
+   * formula, so nothing is marked; after carry-overs, a block is clean
+   * exactly when every slot in it is base[sk_base_of(slot)] (the pick
+   * then computes the same candidate the slot holds). */
+  {
+    uint32_t *t = malloc(8192 * 4), *t2 = malloc(8192 * 4);
+    uint32_t base[40], tr[40];
+    uint8_t dirty[1024];
+    sk_slots_fill(t, 12, 40, NULL, 0, NULL, 0);
+    int formula = 1;
+    for (uint32_t i = 0; i < 4096; i++)
+      formula &= t[i] == (uint32_t)(((uint64_t)i * 40) >> 12);
+    ok(formula, "sticky table: a fresh table is one run a candidate, floor(s n / 2^bits)");
+    for (uint32_t j = 0; j < 40; j++)
+      base[j] = j;
+    sk_base_dirty(dirty, t, 12, base, 40, 12);
+    int none = 1;
+    for (size_t i = 0; i < sk_dirty_bytes(12); i++)
+      none &= dirty[i] == 0;
+    ok(none, "sticky table: a fresh table's computed layout: no block marked");
+
+    /* Remove candidate 7 of 40 (4096 slots), then grow to 44 on 8192
+     * slots (the table doubles, four new candidates take slots). */
+    uint32_t next = 0;
+    for (uint32_t j = 0; j < 40; j++)
+      tr[j] = j == 7 ? NONE : next++;
+    sk_slots_fill(t2, 12, 39, t, 12, tr, 40);
+    for (uint32_t j = 0; j < 40; j++)
+      base[j] = tr[j];
+    for (int step = 0; step < 2; step++) {
+      uint32_t bits = step == 0 ? 12 : 13, m = 1u << bits;
+      const uint32_t *cur = step == 0 ? t2 : t;
+      if (step == 1) {
+        /* 39 -> 44: positions 0..38 keep theirs, 39..43 are new. */
+        uint32_t id[39];
+        for (uint32_t j = 0; j < 39; j++)
+          id[j] = j;
+        sk_slots_fill(t, 13, 44, t2, 12, id, 39);
+      }
+      sk_base_dirty(dirty, cur, bits, base, 40, 12);
+      int exact = 1;
+      uint32_t marked = 0;
+      for (uint32_t blk = 0; blk < m >> SK_BLOCK_BITS; blk++) {
+        int differs = 0;
+        for (uint32_t k = 0; k < 1u << SK_BLOCK_BITS; k++) {
+          uint32_t sl = (blk << SK_BLOCK_BITS) + k;
+          uint32_t b = base[sk_base_of(sl, bits, 40, 12)];
+          differs |= b == NONE || cur[sl] != b;
+        }
+        exact &= sk_is_dirty(dirty, blk << SK_BLOCK_BITS) == differs;
+        marked += (uint32_t)differs;
+      }
+      char name[160];
+      snprintf(name, sizeof(name),
+               "sticky table: %s: a block is marked exactly when a slot in it is not its base candidate's",
+               step == 0 ? "one of 40 removed" : "then grown to 44 on twice the slots");
+      ok(exact, name);
+      /* Removing one marks its run (103 of 4096 slots: 13 or 14 blocks
+       * of 8, two shared with its neighbours); the four new ones take
+       * 4/44 of the slots, one or two from each old run. */
+      uint32_t bound = step == 0 ? 15 : 4 * (8192 / 44 + 1);
+      printf("# sticky table: %s: %u of %u blocks marked\n",
+             step == 0 ? "40 - 1" : "39 -> 44", marked, m >> SK_BLOCK_BITS);
+      snprintf(name, sizeof(name),
+               "sticky table: %s: at most %u blocks marked (only where slots changed)",
+               step == 0 ? "one removed" : "four added", bound);
+      ok(marked > 0 && marked <= bound, name);
+    }
+    free(t);
+    free(t2);
+  }
+
   /* SipHash-2-4, the paper's vectors: key 00..0f, messages 00..(n-1). */
   uint8_t msg[64];
   for (int i = 0; i < 64; i++)
