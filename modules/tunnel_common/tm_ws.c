@@ -130,7 +130,7 @@ void tmws_conn_free(tm_ws_conn *c) {
   tmws_conn_drop_bearer(c);
   if (c->client)
     tmws_cli_free(c);
-  free(c->rx);
+  free(c->rx.p);
   free(c);
 }
 
@@ -203,52 +203,57 @@ void tmws_set_close(tm_ws_conn *c, int status, const char *reason) {
   c->close_reason[n] = '\0';
 }
 
-int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len) {
-  tm_ws *w = c->w;
-  if (len > w->cfg.max_message - c->rx_len) {
-    tmws_set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
+int tmws_append(tm_ws_conn *c, struct tmws_buf *b, const void *in,
+                size_t len, size_t limit, int status, const char *reason) {
+  if (len > limit - b->len) {
+    tmws_set_close(c, status, reason);
     return -1;
   }
-  if (c->rx_len + len > c->rx_cap) {
-    /* Grow by doubling, bounded by max_message (checked above). */
-    size_t cap = c->rx_cap ? c->rx_cap : 4096;
-    while (cap < c->rx_len + len)
+  if (b->len + len > b->cap) {
+    /* Grow by doubling, bounded by limit (checked above). */
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + len)
       cap *= 2;
-    if (cap > w->cfg.max_message)
-      cap = w->cfg.max_message;
-    uint8_t *nb = realloc(c->rx, cap);
+    if (cap > limit)
+      cap = limit;
+    uint8_t *nb = realloc(b->p, cap);
     if (!nb) {
       tmws_set_close(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "no memory");
       return -1;
     }
-    c->rx = nb;
-    c->rx_cap = cap;
+    b->p = nb;
+    b->cap = cap;
   }
   if (len)
-    memcpy(c->rx + c->rx_len, in, len);
-  c->rx_len += len;
+    memcpy(b->p + b->len, in, len);
+  b->len += len;
   return 0;
 }
 
+int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len) {
+  return tmws_append(c, &c->rx, in, len, c->w->cfg.max_message,
+                     LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
+}
+
 void tmws_deliver(tm_ws_conn *c, const uint8_t *msg, size_t len) {
-  int own = msg == c->rx;
+  int own = msg == c->rx.p;
   if (own)
-    c->rx_len = 0;
+    c->rx.len = 0;
   if (c->s)
     tm_session_on_message(c->s, msg, len);
   /* An idle connection holds no reassembly buffer above lws' own chunk
    * size: 4096 connections must not keep 64 KiB each. */
-  if (own && c->rx_cap > TM_WS_RX_CHUNK && c->rx_len == 0) {
-    free(c->rx);
-    c->rx = NULL;
-    c->rx_cap = 0;
+  if (own && c->rx.cap > TM_WS_RX_CHUNK && c->rx.len == 0) {
+    free(c->rx.p);
+    c->rx.p = NULL;
+    c->rx.cap = 0;
   }
 }
 
 /* Server: lws' pieces of a message. */
 static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
   if (lws_is_first_fragment(wsi)) {
-    c->rx_len = 0;
+    c->rx.len = 0;
     c->rx_text = !lws_frame_is_binary(wsi);
   }
   if (c->rx_text) {
@@ -257,7 +262,7 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
     return close_now(c);
   }
   int whole = lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi);
-  if (c->rx_len == 0 && whole) {
+  if (c->rx.len == 0 && whole) {
     /* The whole message in one piece (the usual case up to lws'
      * rx_buffer_size): delivered from lws' buffer, no copy. */
     if (len > c->w->cfg.max_message) {
@@ -271,7 +276,7 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
   if (tmws_rx_append(c, in, len) < 0)
     return close_now(c);
   if (whole)
-    tmws_deliver(c, c->rx, c->rx_len);
+    tmws_deliver(c, c->rx.p, c->rx.len);
   /* The session may have asked to close from inside. */
   return c->close_pending ? close_now(c) : 0;
 }

@@ -217,24 +217,8 @@ static int on_writable(tm_ws_conn *c) {
 /* ---- reading ------------------------------------------------------------- */
 
 static int keep_pending(tm_ws_conn *c, const uint8_t *in, size_t len) {
-  struct tm_ws_client_end *e = &c->ce;
-  if (len > TM_WS_PENDING_MAX - e->pend_len) {
-    tmws_set_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too much unread");
-    return -1;
-  }
-  if (e->pend_len + len > e->pend_cap) {
-    size_t cap = e->pend_len + len;
-    uint8_t *nb = realloc(e->pend, cap);
-    if (!nb) {
-      tmws_set_close(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "no memory");
-      return -1;
-    }
-    e->pend = nb;
-    e->pend_cap = cap;
-  }
-  memcpy(e->pend + e->pend_len, in, len);
-  e->pend_len += len;
-  return 0;
+  return tmws_append(c, &c->ce.pend, in, len, TM_WS_PENDING_MAX,
+                     LWS_CLOSE_STATUS_POLICY_VIOLATION, "too much unread");
 }
 
 /* The server's frames. 0, or -1 with the close set (close now). */
@@ -278,7 +262,7 @@ static int rx_frames(tm_ws_conn *c, const uint8_t *in, size_t len) {
       return -1;
     }
     if (ev.first)
-      c->rx_len = 0;
+      c->rx.len = 0;
     if (ev.first && ev.last) {
       /* The whole message in this read: handed over in place. */
       if (ev.len > c->w->cfg.max_message) {
@@ -291,7 +275,7 @@ static int rx_frames(tm_ws_conn *c, const uint8_t *in, size_t len) {
       if (tmws_rx_append(c, ev.data, ev.len) < 0)
         return -1;
       if (ev.last)
-        tmws_deliver(c, c->rx, c->rx_len);
+        tmws_deliver(c, c->rx.p, c->rx.len);
     }
     if (c->close_pending)
       return -1;
@@ -300,19 +284,18 @@ static int rx_frames(tm_ws_conn *c, const uint8_t *in, size_t len) {
 }
 
 void tmws_cli_resumed(tm_ws_conn *c) {
-  if (c->ce.pend_len)
+  if (c->ce.pend.len)
     c->w->api->timer_set(c->w->deferred, 1, 0);
 }
 
 void tmws_cli_deferred(tm_ws_conn *c) {
   struct tm_ws_client_end *e = &c->ce;
-  if (!e->pend_len || c->user_paused || c->state != CS_OPEN || !c->wsi ||
+  if (!e->pend.len || c->user_paused || c->state != CS_OPEN || !c->wsi ||
       c->close_pending)
     return;
-  uint8_t *p = e->pend;
-  size_t n = e->pend_len;
-  e->pend = NULL;
-  e->pend_len = e->pend_cap = 0;
+  uint8_t *p = e->pend.p;
+  size_t n = e->pend.len;
+  memset(&e->pend, 0, sizeof(e->pend));
   int rc = rx_frames(c, p, n);
   free(p);
   if (rc < 0 && c->wsi) {
@@ -559,7 +542,7 @@ void tmws_cli_free(tm_ws_conn *c) {
   }
   free(e->ans);
   free(e->out);
-  free(e->pend);
+  free(e->pend.p);
   free(e->plain);
   if (e->ssl)
     SSL_free(e->ssl); /* and its BIOs */

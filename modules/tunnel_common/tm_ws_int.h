@@ -47,6 +47,12 @@ struct tm_ws_resolve {
   int ok;
 };
 
+/* A growable buffer (tmws_append). */
+struct tmws_buf {
+  uint8_t *p;
+  size_t len, cap;
+};
+
 /* The client end of one connection (tm_ws_client.c): RFC 6455 over a raw
  * libwebsockets connection. */
 struct tm_ws_client_end {
@@ -61,8 +67,7 @@ struct tm_ws_client_end {
   uint8_t pong[TM_WSC_CONTROL_MAX];
   size_t pong_len;
   int pong_due;
-  uint8_t *pend; /* received while paused */
-  size_t pend_len, pend_cap;
+  struct tmws_buf pend; /* received while paused */
   uint16_t close_code; /* 0: we close first */
   uint8_t masks[256];  /* masking keys, refilled from RAND_bytes */
   size_t mask_at;
@@ -94,8 +99,7 @@ struct tm_ws_conn {
   struct tm_ws_resolve *resolve; /* client: the name being resolved */
   int64_t job;
   int rx_text; /* the message being received is text */
-  uint8_t *rx; /* reassembly, up to w->cfg.max_message bytes */
-  size_t rx_len, rx_cap;
+  struct tmws_buf rx; /* reassembly, up to w->cfg.max_message bytes */
   char *bearer; /* client: the token to send; server: captured */
   size_t bearer_len;
   const char *subproto; /* static (tm_proto.h names) or NULL */
@@ -139,6 +143,10 @@ void tmws_conn_drop_bearer(tm_ws_conn *c);
 /* The conn ends (on_closed or on_connect_error), then it is freed. */
 void tmws_finish(tm_ws_conn *c);
 void tmws_set_close(tm_ws_conn *c, int status, const char *reason);
+/* Appends len bytes to b, growing it up to limit bytes; -1 with the close
+ * set (status and reason when over limit) when it does not fit. */
+int tmws_append(tm_ws_conn *c, struct tmws_buf *b, const void *in,
+                size_t len, size_t limit, int status, const char *reason);
 /* Appends len bytes to the reassembly buffer (bounded by max_message);
  * -1 with the close set when it would not fit or memory ran out. */
 int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len);

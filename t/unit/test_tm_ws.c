@@ -811,6 +811,20 @@ static void test_pause(void) {
   tm_ws_transport()->pause_read(r.srv_c, 0);
   ok(wait_for(&r.srv_s[0]->messages, 2) && r.srv_s[0]->last_len == 4,
      "pause_read(0) resumes it");
+  /* The client end pausing inside a read: what it had read waits, in
+   * order, and comes after resume (the client's own frame reader). */
+  r.cli_s[0]->pause_at = r.cli_s[0]->messages + 1;
+  int base = r.cli_s[0]->messages;
+  stub_session_send(r.srv_s[0], (const uint8_t *)"m1", 2);
+  stub_session_send(r.srv_s[0], (const uint8_t *)"m2", 2);
+  stub_session_send(r.srv_s[0], (const uint8_t *)"m3", 2);
+  wait_for(&r.cli_s[0]->messages, base + 1);
+  spin(0.2);
+  is_int(r.cli_s[0]->messages, base + 1, "the client end paused after one message");
+  r.cli_s[0]->pause_at = 0;
+  tm_ws_transport()->pause_read(r.cli_c, 0);
+  ok(wait_for(&r.cli_s[0]->messages, base + 3) && !memcmp(r.cli_s[0]->last, "m3", 2),
+     "after resume the other two arrive, in order");
   /* Closing from the role: a status and a reason. */
   tm_ws_conn_close(r.srv_c, 4401, "unauthorized");
   ok(wait_for(&r.cli_closed, 1) && wait_for(&r.srv_closed, 1),

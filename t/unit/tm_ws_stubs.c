@@ -42,6 +42,8 @@ void tm_session_on_message(tm_session *s, const uint8_t *msg, size_t len) {
   s->last_sum = stub_sum(msg, len);
   if (s->echo)
     stub_session_send(s, msg, len);
+  if (s->pause_at && s->messages == s->pause_at)
+    tm_ws_transport()->pause_read(s->c, 1); /* mid-read, perhaps */
 }
 
 void tm_session_on_writable(tm_session *s) {

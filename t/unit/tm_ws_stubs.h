@@ -27,6 +27,7 @@ struct tm_session {
   size_t qlen[STUB_QMAX];
   int qn;
   int *freed_flag; /* set to 1 when the stub is freed */
+  int pause_at;    /* > 0: pause reading when this many messages arrived */
 };
 
 tm_session *stub_session_new(tm_ws_conn *c, int echo);
