@@ -186,18 +186,68 @@ static int api_conf_is_set(ph_ctx *ctx, const char *key) {
   return v;
 }
 
-/* Another instance's number (ABI 1.4): a declared key of a loaded
- * module's section only; nothing is a misuse, so nothing is logged. */
-static int api_conf_peer_int(ph_ctx *ctx, const char *section,
-                             const char *key, int64_t *out) {
+/* ---- another instance's values (ABI 1.4) ------------------------------ */
+
+/* The one lookup of conf_peer_int and conf_peer_str: section.key declared
+ * by a loaded instance, of one of the types the caller reads. The value
+ * comes from the configuration conf_str would read (in check, the one
+ * being checked). Nothing here is a misuse, so nothing is logged. PH_OK
+ * with *conf and *decl set; PH_EINVAL for NULL arguments; PH_ESTATE on a
+ * thread that may not read; PH_ENOENT for no such instance or key, or a
+ * key of another type. */
+static int peer_key(ph_ctx *ctx, const char *fn, const char *section,
+                    const char *key, const void *out, const ph_conf **conf,
+                    const ph_conf_key **decl, int (*type_ok)(ph_conf_type)) {
   if (!ctx || !section || !key || !out)
     return PH_EINVAL;
-  const ph_conf *c = conf_of(ctx, "conf_peer_int");
+  const ph_conf *c = conf_of(ctx, fn);
   if (!c)
     return PH_ESTATE;
-  if (!conf_declared(c, section, key))
+  const ph_conf_key *d = conf_key_decl(c, section, key);
+  if (!d || !type_ok(d->type))
     return PH_ENOENT;
-  *out = conf_int(c, section, key);
+  *conf = c;
+  *decl = d;
+  return PH_OK;
+}
+
+static int peer_number(ph_conf_type t) {
+  return t == PH_CONF_INT || t == PH_CONF_DURATION || t == PH_CONF_SIZE ||
+         t == PH_CONF_BOOL;
+}
+
+static int peer_string(ph_conf_type t) {
+  return t == PH_CONF_STRING || t == PH_CONF_ENUM;
+}
+
+static int api_conf_peer_int(ph_ctx *ctx, const char *section,
+                             const char *key, int64_t *out) {
+  const ph_conf *c = NULL;
+  const ph_conf_key *d = NULL;
+  int rc = peer_key(ctx, "conf_peer_int", section, key, out, &c, &d,
+                    peer_number);
+  if (rc == PH_OK)
+    *out = conf_int(c, section, key);
+  return rc;
+}
+
+/* A string another module may see: never one its owner flagged sensitive,
+ * nor one named like a secret (the words log.h redacts), so that no
+ * module reads another's passwords or DSNs through this. */
+static int api_conf_peer_str(ph_ctx *ctx, const char *section,
+                             const char *key, const char **out) {
+  const ph_conf *c = NULL;
+  const ph_conf_key *d = NULL;
+  int rc = peer_key(ctx, "conf_peer_str", section, key, out, &c, &d,
+                    peer_string);
+  if (rc != PH_OK)
+    return rc;
+  if ((d->flags & PH_CONF_SENSITIVE) || log_key_is_secret(d->name))
+    return PH_EINVAL;
+  const char *v = conf_str(c, section, key);
+  if (!v)
+    return PH_ENOENT; /* declared but not finalized: no value to give */
+  *out = v;
   return PH_OK;
 }
 
@@ -644,4 +694,5 @@ const ph_api ph_host_api = {
     .route_register = api_route_register,
     .route_reply = api_route_reply,
     .conf_peer_int = api_conf_peer_int,
+    .conf_peer_str = api_conf_peer_str,
 };

@@ -89,6 +89,10 @@ const char *conf_list_at(const ph_conf *c, const char *section,
                          const char *key, size_t i);
 /* Whether section is declared and declares key (finalized or not). */
 int conf_declared(const ph_conf *c, const char *section, const char *key);
+/* The declaration of section.key (its type and flags), or NULL when
+ * conf_declared would say 0. Lives as long as c. */
+const ph_conf_key *conf_key_decl(const ph_conf *c, const char *section,
+                                 const char *key);
 /* Whether the value was set by a source (not the default). */
 int conf_is_set(const ph_conf *c, const char *section, const char *key);
 /* Appends where section.key's effective value came from, as the prefix of

@@ -182,11 +182,19 @@ const char *conf_list_at(const ph_conf *c, const char *section, const char *key,
   return v && i < v->n_items ? v->items[i] : NULL;
 }
 
-int conf_declared(const ph_conf *c, const char *section, const char *key) {
+const ph_conf_key *conf_key_decl(const ph_conf *c, const char *section,
+                                 const char *key) {
   if (!c || !section || !key)
-    return 0;
+    return NULL;
   int si = conf_find_section(c, section, strlen(section));
-  return si >= 0 && c->sects[si].keys && conf_find_key(&c->sects[si], key) >= 0;
+  if (si < 0 || !c->sects[si].keys)
+    return NULL;
+  int k = conf_find_key(&c->sects[si], key);
+  return k >= 0 ? &c->sects[si].keys[k] : NULL;
+}
+
+int conf_declared(const ph_conf *c, const char *section, const char *key) {
+  return conf_key_decl(c, section, key) != NULL;
 }
 
 int conf_is_set(const ph_conf *c, const char *section, const char *key) {

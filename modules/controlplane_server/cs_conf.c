@@ -115,10 +115,15 @@ static int seg_ok(const char *s) {
 
 /* The rules that span the controller and its authority (redis_ownership,
  * the only cp.authority provider in the tree: `authority` names its
- * section, empty is "redis_ownership"). Read with conf_peer_int (ABI
- * 1.4), so --check-config refuses them too; another provider, whose
- * section declares no session_ttl, is not judged. Each combination
- * refused cannot work:
+ * section, empty is "redis_ownership"). Read with conf_peer_str and
+ * conf_peer_int (ABI 1.4), so --check-config refuses them too; a rule
+ * whose key the section does not declare (another provider) is not
+ * judged, and a key no source sets is its default there (cluster_id:
+ * "default" on both sides). Each combination refused cannot work:
+ *  - a cluster_id other than the authority's: RegisterWorker is checked
+ *    against the controller's, while the authority keeps its state under
+ *    ph:cp:{its cluster_id}:, so the controller would hand out another
+ *    cluster's sessions and ownership;
  *  - a session_ttl told to workers that is not the TTL Redis gives
  *    sessions: workers pace heartbeats on the wrong one, and a Redis TTL
  *    below 2 x runtime_interval expires live sessions between reports;
@@ -127,11 +132,30 @@ static int seg_ok(const char *s) {
  *  - ownership_lease not above refresh_before: a snapshot's valid_until
  *    is bounded by the leases it carries, so every snapshot would be
  *    due for a refresh as soon as it is built (one each watch round). */
+static int authority_cluster(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
+                             const char *sec, const char **key, char *why,
+                             size_t whylen) {
+  if (a->size <= offsetof(ph_api, conf_peer_str) || !a->conf_peer_str)
+    return PH_OK; /* a host without conf_peer_str */
+  const char *theirs = NULL;
+  if (a->conf_peer_str(ctx, sec, "cluster_id", &theirs) != PH_OK)
+    return PH_OK;
+  if (strcmp(theirs, c->cluster_id) != 0)
+    FAIL("cluster_id",
+         "must equal [%.64s] cluster_id (\"%.64s\" here, \"%.64s\" there): "
+         "the authority keeps another cluster's sessions and ownership",
+         sec, c->cluster_id, theirs);
+  return PH_OK;
+}
+
 static int authority_rules(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
                            const char **key, char *why, size_t whylen) {
   if (a->size <= offsetof(ph_api, conf_peer_int) || !a->conf_peer_int)
     return PH_OK; /* a host older than 1.4 */
   const char *sec = c->authority[0] ? c->authority : "redis_ownership";
+  int rc = authority_cluster(ctx, a, c, sec, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   int64_t ttl = 0, rt_ttl = 0, lease = 0;
   if (a->conf_peer_int(ctx, sec, "session_ttl", &ttl) != PH_OK)
     return PH_OK;

@@ -473,11 +473,26 @@ typedef struct ph_api {
    * instance whose section is `section` ("redis_ownership",
    * "redis_ownership.eu"), into *out. Where and when conf_int may be
    * called (check included: the configuration being checked). Numbers
-   * only, so no module reads another's strings (passwords, DSNs). PH_OK;
+   * only: strings are conf_peer_str's, which keeps secrets out. PH_OK;
    * PH_ENOENT when no loaded instance has that section or it declares no
-   * such key (*out untouched); PH_EINVAL for NULL arguments. */
+   * such key, or the key is not one of those types (*out untouched);
+   * PH_EINVAL for NULL arguments. */
   int (*conf_peer_int)(ph_ctx *ctx, const char *section, const char *key,
                        int64_t *out);
+
+  /* ---- added in ABI 1.4: another module's identifiers ---------------- */
+  /* As conf_peer_int, for a STRING or ENUM key (the controller's
+   * cluster_id and its authority's): the effective value into *out,
+   * owned by the host and valid as conf_str's. Only a key no one may
+   * take for a secret: never one its module flagged PH_CONF_SENSITIVE,
+   * nor one whose name has a secret word (log.h's list), so no module
+   * reads another's passwords or DSNs. Where and when conf_str may be
+   * called (check included). PH_OK; PH_ENOENT when no loaded instance has
+   * that section or it declares no such key, or the key is not a STRING
+   * or ENUM (a LIST is not); PH_EINVAL for NULL arguments and for a
+   * sensitive or secret-named key (*out untouched on any error). */
+  int (*conf_peer_str)(ph_ctx *ctx, const char *section, const char *key,
+                       const char **out);
 } ph_api;
 
 #endif

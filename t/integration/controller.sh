@@ -233,6 +233,45 @@ done
 out=$("$PROXYHOST" -c "$T/ctl.ini" --set redis_ownership.session_ttl=30s \
   --set controlplane_server.session_ttl=30s --check-config 2>&1)
 ok $? "the same session_ttl in both sections passes" || echo "# $out"
+# cluster_id across the two (issue 12, conf_peer_str): the controller
+# checks RegisterWorker's cluster_id against its own and the authority
+# keeps its keys under ph:cp:{cluster_id}:, so a controller whose authority
+# serves another cluster would hand out that cluster's ownership.
+out=$("$PROXYHOST" -c "$T/ctl.ini" --check-config 2>&1)
+ok $? "the same cluster_id (c1) in both sections passes" || echo "# $out"
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set redis_ownership.cluster_id=c2 --check-config 2>&1)
+[ $? != 0 ]; ok $? "--check-config refuses an authority serving another cluster_id"
+like "$out" "controlplane_server.cluster_id: " "... naming the controller's cluster_id"
+like "$out" "must equal [redis_ownership] cluster_id" "... and the authority's section and key"
+like "$out" '("c1" here, "c2" there)' "... with both values"
+grep -v '^cluster_id = ' "$T/ctl.ini" >"$T/nocluster.ini"
+out=$("$PROXYHOST" -c "$T/nocluster.ini" --check-config 2>&1)
+ok $? "cluster_id unset in both sections (default and default) passes" || echo "# $out"
+out=$("$PROXYHOST" -c "$T/nocluster.ini" --set controlplane_server.cluster_id=c1 --check-config 2>&1)
+[ $? != 0 ]; ok $? "an unset authority cluster_id is its default, refused against c1"
+like "$out" '("c1" here, "default" there)' "... compared with the default"
+out=$("$PROXYHOST" -c "$T/nocluster.ini" --set redis_ownership.cluster_id=c1 --check-config 2>&1)
+[ $? != 0 ]; ok $? "an unset controller cluster_id is its default, refused against c1"
+like "$out" "controlplane_server.cluster_id: " "... naming the controller's key"
+: >"$T/ph.log"
+start_proxyhost "$T/ctl.ini" --set redis_ownership.cluster_id=c2
+wait_exit "$PH_PID" 10
+[ "$EXIT" != timeout ] && [ "$EXIT" != 0 ]; ok $? "start-up refuses it too (exit $EXIT)"
+like "$(cat "$T/ph.log")" "must equal [redis_ownership] cluster_id" "... with the same reason"
+# authority = NAME: that instance's section is the one compared, not the
+# default instance's (which says c1 here, as the controller does).
+sed 's/^modules = store_sqlite, redis_ownership, /&redis_ownership.eu, /' "$T/ctl.ini" >"$T/eu.ini"
+cat >>"$T/eu.ini" <<EOC
+authority = redis_ownership.eu
+[redis_ownership.eu]
+address = 127.0.0.1:$REDIS_PORT
+cluster_id = eu
+EOC
+out=$("$PROXYHOST" -c "$T/eu.ini" --check-config 2>&1)
+[ $? != 0 ]; ok $? "authority = redis_ownership.eu serving eu is refused for cluster_id c1"
+like "$out" "must equal [redis_ownership.eu] cluster_id" "... naming that instance's section"
+out=$("$PROXYHOST" -c "$T/eu.ini" --set controlplane_server.cluster_id=eu --check-config 2>&1)
+ok $? "... and the controller serving eu passes" || echo "# $out"
 sed 's/^tls.mode = disabled/tls.mode = mtls/' "$T/ctl.ini" >"$T/bad4.ini"
 out=$("$PROXYHOST" -c "$T/bad4.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "CP-8-1 mtls without its certificate files is refused"

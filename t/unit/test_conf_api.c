@@ -462,6 +462,121 @@ static void test_v11_key_table(void) {
   mock_free(m);
 }
 
+/* ---- another instance's values (ABI 1.4: conf_peer_int, conf_peer_str) - */
+
+/* The section another module reads: an identifier, a choice, numbers, a
+ * list, and two strings no peer may read (flagged sensitive; named like a
+ * secret without the flag). */
+static const ph_conf_key peer_keys[] = {
+    {.name = "cluster_id", .type = PH_CONF_STRING, .def = "default",
+     .min = 1, .max = 128},
+    {.name = "mode", .type = PH_CONF_ENUM, .def = "fast",
+     .choices = "fast|safe"},
+    {.name = "ttl", .type = PH_CONF_DURATION, .def = "30s", .max = 3600000},
+    {.name = "on", .type = PH_CONF_BOOL, .def = "true"},
+    {.name = "hosts", .type = PH_CONF_LIST, .def = "a, b", .max = 8},
+    {.name = "hidden", .type = PH_CONF_STRING, .def = "h1dden", .max = 64,
+     .flags = PH_CONF_SENSITIVE},
+    {.name = "api_token", .type = PH_CONF_STRING, .def = "t0ken", .max = 64},
+    PH_CONF_END};
+
+static int peer_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  (void)ctx;
+  (void)a;
+  *state = NULL;
+  return PH_OK;
+}
+
+static const ph_module peer_mod = {PH_MODULE_HEADER("peer_src", "1"),
+                                   .config = peer_keys, .init = peer_init};
+
+static ph_mock *peers_started(const char *text) {
+  buf_reset(&err);
+  ph_mock *m = mock_new(text, &err);
+  if (!m || mock_add(m, &gen_mod, &err) < 0 ||
+      mock_add(m, &peer_mod, &err) < 0 ||
+      mock_add_instance(m, &peer_mod, "eu", &err) < 0 ||
+      mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
+    printf("# setup failed: %s\n", err.data ? err.data : "?");
+    mock_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static void test_peer_values(void) {
+  ph_mock *m = peers_started("[peer_src.eu]\ncluster_id = eu-1\nmode = safe\n"
+                             "ttl = 5s\non = false\n");
+  ok(m != NULL, "peer: gen_mod beside peer_src and peer_src.eu");
+  if (!m)
+    return;
+  const char *s = "untouched";
+  int64_t n = -7;
+  is_int(api->conf_peer_str(gctx, "peer_src", "cluster_id", &s), PH_OK,
+         "peer_str: another instance's STRING");
+  is_str(s, "default", "peer_str: a key no source sets reads its default");
+  is_int(api->conf_peer_str(gctx, "peer_src.eu", "cluster_id", &s), PH_OK,
+         "peer_str: a named instance's section");
+  is_str(s, "eu-1", "peer_str: that instance's value, not the default one's");
+  is_int(api->conf_peer_str(gctx, "peer_src.eu", "mode", &s), PH_OK,
+         "peer_str: an ENUM");
+  is_str(s, "safe", "peer_str: the ENUM's value");
+
+  s = "untouched";
+  is_int(api->conf_peer_str(gctx, "peer_src", "hidden", &s), PH_EINVAL,
+         "peer_str: a PH_CONF_SENSITIVE key is refused");
+  is_int(api->conf_peer_str(gctx, "peer_src", "api_token", &s), PH_EINVAL,
+         "peer_str: a key named like a secret (log.h's words) is refused");
+  is_int(api->conf_peer_str(gctx, "peer_src", "ttl", &s), PH_ENOENT,
+         "peer_str: a number key is not a string");
+  is_int(api->conf_peer_str(gctx, "peer_src", "hosts", &s), PH_ENOENT,
+         "peer_str: nor is a LIST");
+  is_int(api->conf_peer_str(gctx, "peer_src", "nope", &s), PH_ENOENT,
+         "peer_str: an undeclared key");
+  is_int(api->conf_peer_str(gctx, "peer_src.us", "cluster_id", &s), PH_ENOENT,
+         "peer_str: a section no loaded instance has");
+  is_str(s, "untouched", "peer_str: *out untouched when refused");
+  is_int(api->conf_peer_str(gctx, NULL, "cluster_id", &s), PH_EINVAL,
+         "peer_str: NULL section");
+  is_int(api->conf_peer_str(gctx, "peer_src", NULL, &s), PH_EINVAL,
+         "peer_str: NULL key");
+  is_int(api->conf_peer_str(gctx, "peer_src", "cluster_id", NULL), PH_EINVAL,
+         "peer_str: NULL out");
+
+  /* conf_peer_int shares the lookup: numbers only, the same refusals. */
+  is_int(api->conf_peer_int(gctx, "peer_src.eu", "ttl", &n), PH_OK,
+         "peer_int: a DURATION");
+  is_int(n, 5000, "peer_int: in milliseconds, the instance's value");
+  is_int(api->conf_peer_int(gctx, "peer_src.eu", "on", &n), PH_OK,
+         "peer_int: a BOOL");
+  is_int(n, 0, "peer_int: false is 0");
+  n = -7;
+  is_int(api->conf_peer_int(gctx, "peer_src", "cluster_id", &n), PH_ENOENT,
+         "peer_int: a STRING key is not a number");
+  is_int(api->conf_peer_int(gctx, "peer_src", "nope", &n), PH_ENOENT,
+         "peer_int: an undeclared key");
+  is_int(n, -7, "peer_int: *out untouched when refused");
+  mock_stop(m);
+  mock_free(m);
+
+  /* A module built for 1.1 (its key table converted by the host): its
+   * sensitive flag holds for its peers too. */
+  buf_reset(&err);
+  m = mock_new("[proxyhost]\nmodules = " PH_TEST_MODDIR "/keys_v11.so\n"
+               "[keys_v11]\ngreeting = hi\nsecret = s3cr3t\n", &err);
+  int rc = m && mock_add(m, &gen_mod, &err) == 0 && mock_init(m, &err) == 0;
+  ok(rc, "peer: gen_mod beside a 1.1 module");
+  if (rc) {
+    s = "untouched";
+    is_int(api->conf_peer_str(gctx, "keys_v11", "greeting", &s), PH_OK,
+           "peer_str: a 1.1 module's STRING");
+    is_str(s, "hi", "peer_str: its value");
+    is_int(api->conf_peer_str(gctx, "keys_v11", "secret", &s), PH_EINVAL,
+           "peer_str: a 1.1 module's sensitive key is refused");
+  }
+  mock_free(m);
+}
+
 int main(void) {
   plan_lazy();
   buf_init(&err, 65536);
@@ -470,6 +585,7 @@ int main(void) {
   test_misuse_debug();
   test_misuse_release();
   test_v11_key_table();
+  test_peer_values();
   buf_free(&err);
   return done_testing();
 }
