@@ -77,7 +77,7 @@ static int resolve(void *ud, const char *ref, uint64_t ver,
                    ph_pool_credential *out) {
   (void)ud;
   resolver_calls++;
-  if (strncmp(ref, "missing", 7) == 0)
+  if (!ref || strncmp(ref, "missing", 7) == 0)
     return 0;
   snprintf(out->secret_ref, sizeof out->secret_ref, "%s", ref);
   out->credential_version = ver;
