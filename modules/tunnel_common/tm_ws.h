@@ -3,7 +3,9 @@
  * libwebsockets on the host's libev loop, for the three tunnel roles: one
  * lws context per module instance (a server vhost, client connections,
  * or both), whole binary messages in and out, TLS, the subprotocol offer
- * and choice, and the bearer token in a header. This is the only file
+ * and choice, and the bearer token in a header. Its implementation
+ * (tm_ws.c, the server end; tm_ws_client.c, the client end: our RFC 6455
+ * client, tm_wsc.h, on a libwebsockets raw connection) is the only code
  * that includes <libwebsockets.h>; a tm_ws_conn is a tm_transport for a
  * tm_session.
  *
@@ -19,7 +21,8 @@
  * connection (1009).
  *
  * Client: connects to a ws:// or wss:// URL (wss verifies the server's
- * certificate and name against ca_file, or the system store when empty;
+ * certificate and name, an IPv4 literal as an IP address, against
+ * ca_file, or the system store when empty;
  * ws:// to a non-loopback host is refused unless allow_plain), sending
  * the offer for its caps in Sec-WebSocket-Protocol and the token in
  * Authorization. on_connected reports the server's choice (NULL: none,
