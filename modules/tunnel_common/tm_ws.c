@@ -230,7 +230,18 @@ int tmws_append(tm_ws_conn *c, struct tmws_buf *b, const void *in,
   return 0;
 }
 
-int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len) {
+int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len,
+                   size_t frame_left) {
+  size_t max = c->w->cfg.max_message;
+  if (c->rx.len == 0 && len <= max && frame_left <= max - len &&
+      c->rx.cap < len + frame_left) {
+    size_t want = len + frame_left;
+    /* A message's first piece: room for its whole frame at once, not a
+     * chain of reallocations that copy it again and again. */
+    free(c->rx.p);
+    c->rx.p = malloc(want);
+    c->rx.cap = c->rx.p ? want : 0;
+  }
   return tmws_append(c, &c->rx, in, len, c->w->cfg.max_message,
                      LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
 }
@@ -273,7 +284,7 @@ static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
     tmws_deliver(c, in, len);
     return c->close_pending ? close_now(c) : 0;
   }
-  if (tmws_rx_append(c, in, len) < 0)
+  if (tmws_rx_append(c, in, len, lws_remaining_packet_payload(wsi)) < 0)
     return close_now(c);
   if (whole)
     tmws_deliver(c, c->rx.p, c->rx.len);

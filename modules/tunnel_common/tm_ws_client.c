@@ -272,7 +272,10 @@ static int rx_frames(tm_ws_conn *c, const uint8_t *in, size_t len) {
       }
       tmws_deliver(c, ev.data, ev.len);
     } else {
-      if (tmws_rx_append(c, ev.data, ev.len) < 0)
+      size_t left = ev.frame_left < c->w->cfg.max_message
+                        ? (size_t)ev.frame_left
+                        : c->w->cfg.max_message;
+      if (tmws_rx_append(c, ev.data, ev.len, left) < 0)
         return -1;
       if (ev.last)
         tmws_deliver(c, c->rx.p, c->rx.len);

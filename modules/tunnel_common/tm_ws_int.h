@@ -147,9 +147,12 @@ void tmws_set_close(tm_ws_conn *c, int status, const char *reason);
  * set (status and reason when over limit) when it does not fit. */
 int tmws_append(tm_ws_conn *c, struct tmws_buf *b, const void *in,
                 size_t len, size_t limit, int status, const char *reason);
-/* Appends len bytes to the reassembly buffer (bounded by max_message);
+/* Appends len bytes to the reassembly buffer (frame_left: the bytes of
+ * their frame still to come, so that a message's first piece reserves
+ * its frame whole) (bounded by max_message);
  * -1 with the close set when it would not fit or memory ran out. */
-int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len);
+int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len,
+                   size_t frame_left);
 /* Hands a whole message to the bound session, then drops a large
  * reassembly buffer. */
 void tmws_deliver(tm_ws_conn *c, const uint8_t *msg, size_t len);

@@ -353,6 +353,7 @@ enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
     ev->last = last;
     rx->msg_started = 1;
     rx->left -= take;
+    ev->frame_left = rx->left;
     at += take;
     if (frame_done) {
       rx->hdr_have = 0;

@@ -110,6 +110,7 @@ typedef struct tm_wsc_ev {
   unsigned opcode;     /* DATA: TEXT or BINARY (the message's); CONTROL: its */
   int first;           /* DATA: the message's first piece */
   int last;            /* DATA: the message's last piece */
+  uint64_t frame_left; /* DATA: bytes of this piece's frame still due */
   const char *why;     /* ERROR: a static sentence */
 } tm_wsc_ev;
 

@@ -82,6 +82,7 @@ static int frames(const uint8_t *in, size_t n, size_t step, uint8_t *out,
       }
       if (k == TM_WSC_EV_DATA) {
         CHECK(ev.data >= in + at && ev.data + ev.len <= in + at + piece);
+        CHECK(!ev.last || ev.frame_left == 0);
         memcpy(out + o, ev.data, ev.len);
         o += ev.len;
         if (ev.last)

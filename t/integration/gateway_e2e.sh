@@ -382,7 +382,12 @@ after=$(pm "$a1" 'proxyhost_pool_opens_total{result="ok"}')
 [ "$((after - before))" -ge "$ops" ]; ok $? "every stream went through an upstream ($((after - before)) opens)"
 idle() { [ "$(pm "$a1" proxyhost_pool_active)" = 0 ] && [ "$(pm "$a1" proxyhost_pool_reserved)" = 0 ]; }
 wait_for idle; ok $? "CP-2-14 afterwards nothing is active or reserved"
-no_counts() { [ "$(redis_cli "$T/redis" HLEN 'ph:cp:{c1}:w:g1:counts')" -le 4 ]; }
+# The hash must exist (a live report) and hold only the session's four
+# fields: no proxy with a count (an expired hash would not pass).
+no_counts() {
+  [ "$(redis_cli "$T/redis" HKEYS 'ph:cp:{c1}:w:g1:counts' | sort | tr '\n' ' ')" = \
+    "m:at m:epoch m:session m:version " ]
+}
 wait_long no_counts; ok $? "CP-2-14 ... and the controller's counts for g1 went back to the session's own fields"
 
 # ---- outcomes and runtime at the controller ------------------------------------------

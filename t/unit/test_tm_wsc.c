@@ -257,6 +257,15 @@ static void test_frames_in(void) {
   /* 64-bit length */
   uint8_t s3[10 + 5] = {0x82, 127, 0, 0, 0, 0, 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
   ok(all_splits(s3, sizeof(s3), "[hello]"), "a 64-bit length: at every split");
+  {
+    tm_wsc_rx rx;
+    tm_wsc_ev ev;
+    size_t used;
+    tm_wsc_rx_init(&rx);
+    tm_wsc_rx_next(&rx, s2, 4 + 100, &used, &ev);
+    ok(ev.len == 100 && ev.frame_left == 200,
+       "a piece says how much of its frame is still due (200 of 300)");
+  }
   const uint8_t close[] = {0x88, 2, 0x03, 0xe8};
   ok(all_splits(close, sizeof(close), "C8:\x03\xe8|"), "a close with its code");
   const uint8_t text[] = {0x81, 2, 'h', 'i'};
