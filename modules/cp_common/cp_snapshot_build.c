@@ -54,7 +54,7 @@ static int route_ptr_cmp(const void *a, const void *b) {
   return strcmp(x->rule_id, y->rule_id);
 }
 
-/* ---- one proxy row --------------------------------------------------------- */
+/* ---- one proxy row ------------------------------------------------------ */
 
 /* A row's string lengths, measured as row_ok checks them, for the copy. */
 typedef struct row_lens {
@@ -151,7 +151,7 @@ static Controlplane__V1__OwnedProxy *proxy_msg(cp_arena *a,
   return m;
 }
 
-/* ---- the distinct credentials ----------------------------------------------
+/* ---- the distinct credentials ---------------------------------------------
  * An open-addressing hash set keyed by (secret_ref, version): one hash per
  * delivered proxy instead of a sort of 10,000 references and a binary
  * search each (t/bench/cpsnap: 23% of a build). Sized once, a power of
@@ -242,7 +242,7 @@ static int resolve_key(const cp_build_input *in, cp_arena *a, cred_slot *k,
   return oom ? -1 : 0;
 }
 
-/* ---- routing ------------------------------------------------------------- */
+/* ---- routing ------------------------------------------------------------ */
 
 static Controlplane__V1__RoutingRule *route_msg(cp_arena *a,
                                                 const ph_pool_route_row *r,
@@ -511,8 +511,9 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
    * delivered proxy and every delivered proxy's present); the checksum,
    * computed just above. t/unit/test_cp_snapshot holds every built
    * snapshot to the full cp_snapshot_check. */
-  if (vu <= now || cp_snapshot_check_rules(m, NULL) !=
-                       CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
+  if (vu <= now ||
+      cp_snapshot_check_rules(m, NULL) !=
+          CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
     res = CP_BUILD_EINVAL;
     goto done;
   }

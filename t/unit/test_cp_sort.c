@@ -166,7 +166,9 @@ static int resolve_rec(void *ud, const char *ref, uint64_t ver,
 
 static void random_row(ph_pool_proxy_row *r, int i) {
   memset(r, 0, sizeof *r);
-  snprintf(r->proxy_id, sizeof r->proxy_id, "px-%04u", (unsigned)(i * 7919) % 10000);
+  /* 7919 is prime to 10,000: the ids are distinct, not in order. */
+  snprintf(r->proxy_id, sizeof r->proxy_id, "px-%04u",
+           (unsigned)(i * 7919) % 10000);
   r->protocol = 1 + (int)(rnd() % 3);
   snprintf(r->host, sizeof r->host, "h%u.example", rnd() % 100);
   r->port = (uint16_t)(1 + rnd() % 65535);
