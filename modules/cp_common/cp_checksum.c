@@ -29,8 +29,8 @@ static void flush(sink *k) {
   k->n = 0;
 }
 
-static void put(sink *k, const void *p, size_t n) {
-  const unsigned char *b = p;
+/* The general case: n bytes across as many flushes as they need. */
+static void put_slow(sink *k, const unsigned char *b, size_t n) {
   while (n) {
     if (k->n == sizeof k->buf)
       flush(k);
@@ -44,27 +44,39 @@ static void put(sink *k, const void *p, size_t n) {
   }
 }
 
-static void put_u64(sink *k, uint64_t v) {
+/* Inline, as the fast path: a snapshot's fields are a few bytes each,
+ * and the calls around them cost more than the digest (t/bench/cpsnap:
+ * the sink was 60% of a checksum, SHA-256 26%). */
+static inline void put(sink *k, const void *p, size_t n) {
+  if (n <= sizeof k->buf - k->n) {
+    memcpy(k->buf + k->n, p, n);
+    k->n += n;
+    return;
+  }
+  put_slow(k, p, n);
+}
+
+static inline void put_u64(sink *k, uint64_t v) {
   unsigned char b[8];
   for (int i = 7; i >= 0; i--, v >>= 8)
     b[i] = (unsigned char)(v & 0xff);
   put(k, b, 8);
 }
 
-static void put_u32(sink *k, uint32_t v) {
+static inline void put_u32(sink *k, uint32_t v) {
   unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
                         (unsigned char)(v >> 8), (unsigned char)v};
   put(k, b, 4);
 }
 
-static void put_u8(sink *k, unsigned v) {
+static inline void put_u8(sink *k, unsigned v) {
   unsigned char b = (unsigned char)v;
   put(k, &b, 1);
 }
 
 /* Two's complement, as the unsigned value of the same width. */
-static void put_i64(sink *k, int64_t v) { put_u64(k, (uint64_t)v); }
-static void put_i32(sink *k, int32_t v) { put_u32(k, (uint32_t)v); }
+static inline void put_i64(sink *k, int64_t v) { put_u64(k, (uint64_t)v); }
+static inline void put_i32(sink *k, int32_t v) { put_u32(k, (uint32_t)v); }
 
 static void put_str(sink *k, const char *s) {
   size_t n = s ? strlen(s) : 0;
@@ -73,7 +85,8 @@ static void put_str(sink *k, const char *s) {
   if (n > UINT32_MAX)
     n = UINT32_MAX;
   put_u32(k, (uint32_t)n);
-  put(k, s, n);
+  if (n) /* s may be NULL, and memcpy's source never */
+    put(k, s, n);
 }
 
 static void put_ts(sink *k, const Google__Protobuf__Timestamp *t) {

@@ -244,18 +244,22 @@ Controlplane__V1__Credential *cp_copy_credential(
   return d;
 }
 
-int cp_str_ok(const char *s, size_t min, size_t max) {
+size_t cp_str_len_ok(const char *s, size_t min, size_t max) {
   if (!s)
     s = "";
   size_t n = 0;
   for (; s[n]; n++) {
     if (n >= max)
-      return 0;
+      return CP_STR_BAD;
     unsigned char c = (unsigned char)s[n];
     if (c < 0x20 || c > 0x7e)
-      return 0;
+      return CP_STR_BAD;
   }
-  return n >= min;
+  return n >= min ? n : CP_STR_BAD;
+}
+
+int cp_str_ok(const char *s, size_t min, size_t max) {
+  return cp_str_len_ok(s, min, max) != CP_STR_BAD;
 }
 
 int cp_strategy_ok(const char *s) {

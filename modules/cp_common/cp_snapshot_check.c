@@ -133,18 +133,37 @@ static int rule_ptr_cmp(const void *a, const void *b) {
   return cp_id_cmp(x->rule_id, y->rule_id);
 }
 
+/* No two rules with one rule_id (a sorted copy; the message untouched). */
+static Controlplane__V1__RejectReason check_rule_ids(
+    const Controlplane__V1__WorkerSnapshot *m, const char **why) {
+  size_t nr = m->n_routing;
+  void **ru = malloc((nr ? nr : 1) * sizeof *ru);
+  if (!ru)
+    REJECT(R_TOO_LARGE, "no memory to check the snapshot");
+  if (nr)
+    memcpy(ru, m->routing, nr * sizeof *ru);
+  cp_sort(ru, nr, sizeof *ru, rule_ptr_cmp);
+  Controlplane__V1__RejectReason r = R_OK;
+  for (size_t i = 1; i < nr && r == R_OK; i++)
+    if (rule_ptr_cmp(&ru[i - 1], &ru[i]) == 0) {
+      *why = "duplicate rule_id";
+      r = R_MALFORMED;
+    }
+  free(ru);
+  return r;
+}
+
 /* The cross-field rules: unique ids, every named credential carried,
  * every carried credential named (a snapshot carries no material its
  * proxies do not need). The items were checked one by one before. */
 static Controlplane__V1__RejectReason check_references(
     const Controlplane__V1__WorkerSnapshot *m, const char **why) {
   Controlplane__V1__RejectReason r = R_OK;
-  size_t np = m->n_proxies, nc = m->n_credentials, nr = m->n_routing;
+  size_t np = m->n_proxies, nc = m->n_credentials;
   void **px = malloc((np ? np : 1) * sizeof *px);
-  void **ru = malloc((nr ? nr : 1) * sizeof *ru);
   Controlplane__V1__Credential **cr = malloc((nc ? nc : 1) * sizeof *cr);
   unsigned char *used = calloc(nc ? nc : 1, 1);
-  if (!px || !cr || !ru || !used) {
+  if (!px || !cr || !used) {
     *why = "no memory to check the snapshot";
     r = R_TOO_LARGE;
     goto out;
@@ -158,15 +177,8 @@ static Controlplane__V1__RejectReason check_references(
       r = R_MALFORMED;
       goto out;
     }
-  if (nr)
-    memcpy(ru, m->routing, nr * sizeof *ru);
-  cp_sort(ru, nr, sizeof *ru, rule_ptr_cmp);
-  for (size_t i = 1; i < nr; i++)
-    if (rule_ptr_cmp(&ru[i - 1], &ru[i]) == 0) {
-      *why = "duplicate rule_id";
-      r = R_MALFORMED;
-      goto out;
-    }
+  if ((r = check_rule_ids(m, why)) != R_OK)
+    goto out;
   if (nc)
     memcpy(cr, m->credentials, nc * sizeof *cr);
   cp_sort(cr, nc, sizeof *cr, cp_credential_ptr_cmp);
@@ -197,15 +209,13 @@ static Controlplane__V1__RejectReason check_references(
 out:
   free(px);
   free(cr);
-  free(ru);
   free(used);
   return r;
 }
 
-Controlplane__V1__RejectReason cp_snapshot_check_sum(
+Controlplane__V1__RejectReason cp_snapshot_check(
     const Controlplane__V1__WorkerSnapshot *m, const cp_expect *expect,
-    int64_t now_ms, const cp_snapshot_limits *limp, int verify_sum,
-    const char **whyp) {
+    int64_t now_ms, const cp_snapshot_limits *limp, const char **whyp) {
   const char *dummy;
   const char **why = whyp ? whyp : &dummy;
   *why = "ok";
@@ -260,10 +270,6 @@ Controlplane__V1__RejectReason cp_snapshot_check_sum(
   uint8_t sum[CP_CHECKSUM_LEN];
   if (m->checksum.len != CP_CHECKSUM_LEN)
     REJECT(R_CHECKSUM, "checksum is not 32 bytes");
-  if (!verify_sum) {
-    *why = "ok";
-    return R_OK;
-  }
   if (cp_checksum_snapshot(m, sum) != 0)
     REJECT(R_TOO_LARGE, "no memory to check the snapshot");
   if (!cp_checksum_equal(&m->checksum, sum))
@@ -272,8 +278,14 @@ Controlplane__V1__RejectReason cp_snapshot_check_sum(
   return R_OK;
 }
 
-Controlplane__V1__RejectReason cp_snapshot_check(
-    const Controlplane__V1__WorkerSnapshot *m, const cp_expect *expect,
-    int64_t now_ms, const cp_snapshot_limits *lim, const char **why) {
-  return cp_snapshot_check_sum(m, expect, now_ms, lim, 1, why);
+Controlplane__V1__RejectReason cp_snapshot_check_rules(
+    const Controlplane__V1__WorkerSnapshot *m, const char **whyp) {
+  const char *dummy;
+  const char **why = whyp ? whyp : &dummy;
+  *why = "ok";
+  Controlplane__V1__RejectReason r;
+  for (size_t i = 0; i < m->n_routing; i++)
+    if ((r = cp_check_rule(m->routing[i], why)) != R_OK)
+      return r;
+  return check_rule_ids(m, why);
 }

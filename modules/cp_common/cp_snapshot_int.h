@@ -43,6 +43,10 @@ char *cp_copy_str(cp_arena *a, const char *s, int *oom);
 /* 1 when s (NULL taken as "") has min..max bytes, all printable ASCII
  * (0x20..0x7e). */
 int cp_str_ok(const char *s, size_t min, size_t max);
+/* The same rule, returning s's length, or CP_STR_BAD when s breaks it
+ * (the builder measures each string once, as it checks it). */
+#define CP_STR_BAD SIZE_MAX
+size_t cp_str_len_ok(const char *s, size_t min, size_t max);
 /* 1 for a strategy module's name: 1..PH_POOL_NAME_MAX of [a-z0-9_]. */
 int cp_strategy_ok(const char *s);
 
@@ -61,12 +65,10 @@ cp_snapshot_limits cp_limits_or_max(const cp_snapshot_limits *lim);
 long cp_find_credential(Controlplane__V1__Credential *const *sorted, size_t n,
                         const char *ref, uint64_t version);
 
-/* cp_snapshot_check, with verify_sum 0 skipping only the checksum's
- * recomputation (the builder's own check of a message whose checksum it
- * has just computed from the same fields; it still requires 32 bytes). */
-Controlplane__V1__RejectReason cp_snapshot_check_sum(
-    const Controlplane__V1__WorkerSnapshot *m, const cp_expect *expect,
-    int64_t now_ms, const cp_snapshot_limits *lim, int verify_sum,
-    const char **why);
+/* The part of cp_snapshot_check that the builder's construction does not
+ * already guarantee: each routing rule's fields (copied unchecked from
+ * the store) and unique rule ids. UNSPECIFIED when they hold. */
+Controlplane__V1__RejectReason cp_snapshot_check_rules(
+    const Controlplane__V1__WorkerSnapshot *m, const char **why);
 
 #endif

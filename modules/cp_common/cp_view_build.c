@@ -99,6 +99,119 @@ static int cmp_membership(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* ---- memberships in (group, proxy) order -----------------------------
+ * What a sort by cmp_membership returns, without comparing group names
+ * pair by pair (t/bench/cpsnap: that sort was 45% of a compile): each
+ * distinct name gets an id from a hash table (open addressing, doubled at
+ * half full, so probes end), the distinct names (few) are sorted, and a
+ * stable counting sort by a name's rank keeps the proxy order in which
+ * the memberships were made (idx ascending). Ties, one proxy naming a
+ * group twice, are equal memberships and stay adjacent. */
+
+typedef struct group_ids {
+  uint32_t *slot;     /* 1 + an index into names; 0: empty */
+  size_t mask;        /* slots - 1 */
+  const char **names; /* the distinct names, room for every membership */
+  size_t n;
+} group_ids;
+
+static size_t name_hash(const char *s) {
+  uint64_t h = 14695981039346656037u; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    h = (h ^ *p) * 1099511628211u;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static void group_ids_put(group_ids *t, uint32_t id) {
+  size_t i = name_hash(t->names[id]) & t->mask;
+  while (t->slot[i])
+    i = (i + 1) & t->mask;
+  t->slot[i] = id + 1;
+}
+
+/* name's id, a new one for a new name; UINT32_MAX on no memory. */
+static uint32_t group_id(group_ids *t, const char *name) {
+  size_t i = name_hash(name) & t->mask;
+  for (; t->slot[i]; i = (i + 1) & t->mask)
+    if (strcmp(t->names[t->slot[i] - 1], name) == 0)
+      return t->slot[i] - 1;
+  uint32_t id = (uint32_t)t->n++;
+  t->names[id] = name;
+  if (2 * t->n <= t->mask + 1) {
+    t->slot[i] = id + 1;
+    return id;
+  }
+  size_t size = 2 * (t->mask + 1);
+  uint32_t *grown = calloc(size, sizeof *grown);
+  if (!grown)
+    return UINT32_MAX;
+  free(t->slot);
+  t->slot = grown;
+  t->mask = size - 1;
+  for (uint32_t k = 0; k <= id; k++)
+    group_ids_put(t, k);
+  return id;
+}
+
+typedef struct ranked_name {
+  const char *name;
+  uint32_t id;
+} ranked_name;
+
+static int cmp_ranked(const void *a, const void *b) {
+  return strcmp(((const ranked_name *)a)->name,
+                ((const ranked_name *)b)->name);
+}
+
+/* m[0..n) (n <= PH_POOL_PROXIES_MAX * PH_POOL_GROUPS_MAX) reordered by
+ * (group, idx), given that it was made in idx order. */
+static int order_members(membership *m, size_t n) {
+  if (n < 2)
+    return PH_OK;
+  group_ids t = {calloc(64, sizeof(uint32_t)), 63,
+                 malloc(n * sizeof(const char *)), 0};
+  uint32_t *gid = malloc(n * sizeof *gid);
+  membership *out = malloc(n * sizeof *out);
+  ranked_name *rn = NULL;
+  uint32_t *rank = NULL; /* per id: its name's place in strcmp order */
+  size_t *start = NULL;
+  int rc = PH_ENOMEM;
+  if (!t.slot || !t.names || !gid || !out)
+    goto done;
+  for (size_t i = 0; i < n; i++)
+    if ((gid[i] = group_id(&t, m[i].group)) == UINT32_MAX)
+      goto done;
+  rn = malloc(t.n * sizeof *rn);
+  rank = malloc(t.n * sizeof *rank);
+  start = calloc(t.n + 1, sizeof *start);
+  if (!rn || !rank || !start)
+    goto done;
+  for (uint32_t k = 0; k < t.n; k++) {
+    rn[k].name = t.names[k];
+    rn[k].id = k;
+  }
+  qsort(rn, t.n, sizeof *rn, cmp_ranked); /* distinct names: no ties */
+  for (uint32_t r = 0; r < t.n; r++)
+    rank[rn[r].id] = r;
+  for (size_t i = 0; i < n; i++)
+    start[rank[gid[i]] + 1]++;
+  for (size_t r = 0; r < t.n; r++)
+    start[r + 1] += start[r];
+  for (size_t i = 0; i < n; i++)
+    out[start[rank[gid[i]]]++] = m[i];
+  memcpy(m, out, n * sizeof *m);
+  rc = PH_OK;
+done:
+  free(t.slot);
+  free(t.names);
+  free(gid);
+  free(out);
+  free(rn);
+  free(rank);
+  free(start);
+  return rc;
+}
+
 /* The first membership of group in m[0..n), or n. */
 static size_t group_lower(const membership *m, size_t n, const char *group) {
   size_t lo = 0, hi = n;
@@ -261,7 +374,8 @@ static int plan_make(const Controlplane__V1__WorkerSnapshot *s, plan *p,
       p->members[p->n_members].idx = (uint32_t)i;
       p->n_members++;
     }
-  cp_sort(p->members, p->n_members, sizeof *p->members, cmp_membership);
+  if (order_members(p->members, p->n_members) != PH_OK)
+    return PH_ENOMEM;
   /* A proxy listing one group twice is one candidate. */
   size_t w = 0;
   for (size_t r = 0; r < p->n_members; r++)

@@ -5,7 +5,13 @@
  * same whatever the order of its proxies and credentials (the fast path
  * for the builder's order, the copy for any other: CP-3-4); the build's
  * merge walk finds every owned row whatever the order of the pool and of
- * the ownership index (CP-1-16). */
+ * the ownership index (CP-1-16); and what the single-pass build rests on
+ * (t/bench/cpsnap's second round): over random pools with broken rows,
+ * missing credentials and tight limits, every snapshot the builder returns
+ * passes the full cp_snapshot_check (the builder checks only what its
+ * construction does not guarantee), each (secret_ref, version) is
+ * resolved at most once, and the credentials are exactly the distinct
+ * ones the delivered proxies name, in order (CP-1-18). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,9 +133,166 @@ static void test_checksum_and_build(void) {
   cp_snapshot_free(s);
 }
 
+/* ---- random pools ------------------------------------------------------ */
+
+static uint64_t rng = 88172645463325252u;
+static uint32_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng >> 11);
+}
+
+#define RP_MAX 300     /* rows per pool */
+#define RP_ROUNDS 300
+
+/* Records each (ref, version) asked; refs "missing.*" have no material. */
+static char asked[RP_MAX][PH_POOL_SECRET_REF_MAX + 24];
+static int n_asked, asked_twice;
+static int resolve_rec(void *ud, const char *ref, uint64_t ver,
+                       ph_pool_credential *out) {
+  (void)ud;
+  char key[sizeof asked[0]];
+  snprintf(key, sizeof key, "%s#%llu", ref, (unsigned long long)ver);
+  for (int i = 0; i < n_asked; i++)
+    if (strcmp(asked[i], key) == 0)
+      asked_twice = 1;
+  if (n_asked < RP_MAX)
+    snprintf(asked[n_asked++], sizeof asked[0], "%s", key);
+  if (strncmp(ref, "missing", 7) == 0)
+    return 0;
+  return resolve(ud, ref, ver, out);
+}
+
+static void random_row(ph_pool_proxy_row *r, int i) {
+  memset(r, 0, sizeof *r);
+  /* 7919 is prime to 10,000: the ids are distinct, not in order. */
+  snprintf(r->proxy_id, sizeof r->proxy_id, "px-%04u",
+           (unsigned)(i * 7919) % 10000);
+  r->protocol = 1 + (int)(rnd() % 3);
+  snprintf(r->host, sizeof r->host, "h%u.example", rnd() % 100);
+  r->port = (uint16_t)(1 + rnd() % 65535);
+  r->n_groups = 1 + rnd() % 3;
+  for (uint32_t g = 0; g < r->n_groups; g++)
+    snprintf(r->groups[g], sizeof r->groups[g], "g%u", rnd() % 4);
+  if (rnd() % 2)
+    snprintf(r->zone, sizeof r->zone, "z%u", rnd() % 3);
+  r->capacity = 1 + rnd() % 100;
+  r->weight = 1 + rnd() % 1000;
+  r->expires_at_ms = rnd() % 3 ? 0 : NOW + (int64_t)(rnd() % 120000);
+  uint32_t k = rnd() % 8;
+  if (k < 6) {
+    snprintf(r->secret_ref, sizeof r->secret_ref, "%s.%u",
+             k == 0 ? "missing" : "vault", rnd() % 12);
+    r->credential_version = 1 + rnd() % 3;
+  }
+  uint32_t a = rnd() % 20;
+  r->admin_state = a == 0   ? PH_POOL_ADMIN_DISABLED
+                   : a == 1 ? PH_POOL_ADMIN_DRAINING
+                            : PH_POOL_ADMIN_ACTIVE;
+  if (rnd() % 6 == 0) /* one field out of its bounds */
+    switch (rnd() % 8) {
+    case 0: r->host[0] = '\t'; break;
+    case 1: r->port = 0; break;
+    case 2: r->protocol = 4; break;
+    case 3: r->n_groups = 0; break;
+    case 4: r->weight = 1001; break;
+    case 5: r->credential_version = r->secret_ref[0] ? 0 : 2; break;
+    case 6: r->groups[0][0] = '\0'; break;
+    default: r->zone[0] = (char)0x80; break;
+    }
+}
+
+static void test_random_pools(void) {
+  static ph_pool_proxy_row rows[RP_MAX];
+  static cp_owned owned[RP_MAX + 8];
+  int n_ok = 0, n_toobig = 0, bad_check = 0, bad_creds = 0, saw_invalid = 0,
+      saw_missing = 0;
+  asked_twice = 0;
+  for (int round = 0; round < RP_ROUNDS; round++) {
+    size_t np = 1 + rnd() % RP_MAX, no = np + rnd() % 8;
+    for (size_t i = 0; i < np; i++)
+      random_row(&rows[i], (int)i);
+    for (size_t i = 0; i < no; i++) {
+      size_t j = rnd() % (np + 1);
+      owned[i].proxy_id = j < np ? rows[j].proxy_id : "px-none";
+      owned[i].lease_expiry_ms =
+          NOW + (rnd() % 10 == 0 ? 1000 : 10000 + (int64_t)(rnd() % 90000));
+    }
+    cp_build_input in;
+    memset(&in, 0, sizeof in);
+    in.cluster_id = "c1";
+    in.worker_id = "w1";
+    in.session_id = "s1";
+    in.proxies = rows;
+    in.n_proxies = np;
+    in.owned = owned;
+    in.n_owned = no;
+    in.resolve = resolve_rec;
+    in.now_ms = NOW;
+    in.version = 1;
+    in.ownership_epoch = 1;
+    in.allocation_safety_margin_ms = 5000;
+    in.snapshot_validity_ms = 60000;
+    cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
+    if (round % 5 == 3)
+      lim.max_proxies = 1 + rnd() % (uint32_t)np;
+    if (round % 7 == 4)
+      lim.max_credentials = 1 + rnd() % 20;
+    in.limits = lim;
+    n_asked = 0;
+    cp_snapshot *s = NULL;
+    cp_build_stats st;
+    cp_build_result res = cp_snapshot_build(&in, &s, &st);
+    saw_invalid |= st.invalid > 0;
+    saw_missing |= st.credential_missing > 0;
+    n_toobig += res == CP_BUILD_ETOOBIG;
+    if (res != CP_BUILD_OK)
+      continue;
+    n_ok++;
+    const Controlplane__V1__WorkerSnapshot *m = cp_snapshot_msg(s);
+    cp_expect ex = {"c1", "w1", "s1"};
+    if (cp_snapshot_check(m, &ex, NOW, &lim, NULL) !=
+        CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED)
+      bad_check++;
+    /* The distinct keys the delivered proxies name, by brute force. */
+    size_t distinct = 0;
+    for (size_t i = 0; i < m->n_proxies; i++) {
+      const Controlplane__V1__OwnedProxy *p = m->proxies[i];
+      if (!p->secret_ref[0])
+        continue;
+      int seen = 0;
+      for (size_t j = 0; j < i && !seen; j++)
+        seen = m->proxies[j]->credential_version == p->credential_version &&
+               strcmp(m->proxies[j]->secret_ref, p->secret_ref) == 0;
+      distinct += !seen;
+    }
+    if (m->n_credentials != distinct ||
+        !cp_is_sorted(m->credentials, m->n_credentials,
+                      sizeof *m->credentials, cp_credential_ptr_cmp))
+      bad_creds++;
+    for (size_t i = 1; i < m->n_credentials; i++)
+      if (cp_credential_ptr_cmp(&m->credentials[i - 1], &m->credentials[i]) ==
+          0)
+        bad_creds++;
+    cp_snapshot_free(s);
+  }
+  ok(n_ok >= RP_ROUNDS / 2 && n_toobig > 0 && saw_invalid && saw_missing,
+     "random pools: builds that pass, fail on limits, skip broken rows and "
+     "missing credentials");
+  is_int(bad_check, 0,
+         "CP-3-7: every snapshot the builder returns passes the full check");
+  is_int(asked_twice, 0,
+         "CP-1-18: each (secret_ref, version) is resolved at most once");
+  is_int(bad_creds, 0,
+         "CP-1-18: the credentials are the distinct ones the proxies name, "
+         "in order");
+}
+
 int main(void) {
   plan_lazy();
   test_sort();
   test_checksum_and_build();
+  test_random_pools();
   return done_testing();
 }
