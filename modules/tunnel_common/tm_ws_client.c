@@ -249,6 +249,11 @@ static int rx_frames(tm_ws_conn *c, const uint8_t *in, size_t len) {
         e->close_code = ev.len >= 2
                             ? (uint16_t)((ev.data[0] << 8) | ev.data[1])
                             : LWS_CLOSE_STATUS_NORMAL;
+        /* The code says why (4401: the token was refused); the reason
+         * text is the peer's and is not logged. */
+        PH_LOG(c->w->api, c->w->ctx, PH_LOG_INFO,
+               "tunnel connection closed by the server",
+               PH_INT("code", e->close_code));
         tmws_set_close(c, e->close_code, "");
         return -1;
       }

@@ -53,4 +53,12 @@ like_re "$(tn_metrics "$s2_admin")" 'tunnelmesh_stream_open_total\{[^}]*error_cl
   "... counted forbidden at s2"
 unlike "$(cat "$T/s2.log" "$T/s1.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 no token secret in the servers' logs"
 
+# A second client with the revoked token: s2 accepts the upgrade, then
+# closes with 4401, and the client's own WebSocket end says so (its log
+# is at the default level, info).
+tn_client c2 s2
+closed() { grep -q 'tunnel connection closed by the server.*code=4401' "$T/c2.log"; }
+wait_for closed; ok $? "TM-SEC-5 a client with the revoked token is closed with 4401, and logs that code"
+unlike "$(cat "$T/c2.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 ... without the token in its log"
+
 done_testing
