@@ -60,6 +60,32 @@ static int resolve(void *ud, const char *ref, uint64_t ver,
 #define N 64
 #define NOW 1800000000000LL
 
+
+/* A build of the given rows and ownership index for worker w1 of c1 at
+ * NOW, with the default limits. */
+static cp_build_input build_input(const ph_pool_proxy_row *rows, size_t np,
+                                  const cp_owned *owned, size_t no,
+                                  cp_credential_resolver resolve_fn) {
+  cp_build_input in;
+  memset(&in, 0, sizeof in);
+  in.cluster_id = "c1";
+  in.worker_id = "w1";
+  in.session_id = "s1";
+  in.proxies = rows;
+  in.n_proxies = np;
+  in.owned = owned;
+  in.n_owned = no;
+  in.resolve = resolve_fn;
+  in.now_ms = NOW;
+  in.version = 1;
+  in.ownership_epoch = 1;
+  in.allocation_safety_margin_ms = 5000;
+  in.snapshot_validity_ms = 60000;
+  cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
+  in.limits = lim;
+  return in;
+}
+
 static void test_checksum_and_build(void) {
   static ph_pool_proxy_row rows[N];
   static cp_owned owned[N];
@@ -82,23 +108,7 @@ static void test_checksum_and_build(void) {
     owned[N - 1 - i].proxy_id = r->proxy_id;
     owned[N - 1 - i].lease_expiry_ms = NOW + 60000;
   }
-  cp_build_input in;
-  memset(&in, 0, sizeof in);
-  in.cluster_id = "c1";
-  in.worker_id = "w1";
-  in.session_id = "s1";
-  in.proxies = rows;
-  in.n_proxies = N;
-  in.owned = owned;
-  in.n_owned = N;
-  in.resolve = resolve;
-  in.now_ms = NOW;
-  in.version = 1;
-  in.ownership_epoch = 1;
-  in.allocation_safety_margin_ms = 5000;
-  in.snapshot_validity_ms = 60000;
-  cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
-  in.limits = lim;
+  cp_build_input in = build_input(rows, N, owned, N, resolve);
   cp_snapshot *s = NULL;
   cp_build_stats st;
   is_int(cp_snapshot_build(&in, &s, &st), CP_BUILD_OK,
@@ -219,21 +229,7 @@ static void test_random_pools(void) {
       owned[i].lease_expiry_ms =
           NOW + (rnd() % 10 == 0 ? 1000 : 10000 + (int64_t)(rnd() % 90000));
     }
-    cp_build_input in;
-    memset(&in, 0, sizeof in);
-    in.cluster_id = "c1";
-    in.worker_id = "w1";
-    in.session_id = "s1";
-    in.proxies = rows;
-    in.n_proxies = np;
-    in.owned = owned;
-    in.n_owned = no;
-    in.resolve = resolve_rec;
-    in.now_ms = NOW;
-    in.version = 1;
-    in.ownership_epoch = 1;
-    in.allocation_safety_margin_ms = 5000;
-    in.snapshot_validity_ms = 60000;
+    cp_build_input in = build_input(rows, np, owned, no, resolve_rec);
     cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
     if (round % 5 == 3)
       lim.max_proxies = 1 + rnd() % (uint32_t)np;
