@@ -140,9 +140,12 @@ static void verify_done(void *arg, int status) {
   unlink_check(&a->live, c);
   a->pending--;
   int verdict = status == PH_OK ? c->verdict : PH_AUTH_UNAVAILABLE;
+  /* Remembered even when its requester gave up: a client whose timeout is
+   * shorter than one verification would otherwise retry into a fresh one
+   * every time and never get in. */
+  if (verdict == PH_AUTH_ALLOW)
+    cache_put(a, c);
   if (!c->cancelled) {
-    if (verdict == PH_AUTH_ALLOW)
-      cache_put(a, c);
     count(a, verdict, 0);
     c->cb(c->arg, verdict);
   }
@@ -238,10 +241,10 @@ static int cancel_check(void *self, int64_t id) {
     }
   for (check *c = a->live; c; c = c->next)
     if (c->id == id && !c->cancelled) {
-      /* A queued job is dropped now (its done runs with ECANCELED); a
-       * running one finishes and is ignored. */
+      /* Its job still runs (and keeps its max_pending slot) so that a
+       * right password is remembered for the client's next try; only the
+       * answer is dropped. */
       c->cancelled = 1;
-      api->job_cancel(a->ctx, c->job);
       return PH_OK;
     }
   return PH_ENOENT;

@@ -66,7 +66,7 @@ steady() { # PORT: 10 rounds over the 20 keys; prints the verdicts seen
     r=$((r + 1))
   done | sort | uniq -c | tr -s ' ' | tr '\n' ';'
 }
-wait_for test "$(az_verdict "$b_port" "${toks##* }" a1 a.test 443)" = allow
+wait_cond '[ "$(az_verdict "$b_port" "${toks##* }" a1 a.test 443)" = allow ]'
 az_reset_queries
 seen=$(steady "$b_port")
 with=$(az_policy_queries)

@@ -72,7 +72,8 @@ have_auth_local() {
   have_module auth_local && [ -x "$top_builddir/tools/proxyhost-passwd" ]
 }
 # password_hash PW: the [auth_local] users hash of PW.
-password_hash() { printf '%s\n' "$1" | "$top_builddir/tools/proxyhost-passwd" 2>/dev/null; }
+# password_hash PASSWORD [ITERATIONS]: an [auth_local] hash (600000 by default)
+password_hash() { printf '%s\n' "$1" | "$top_builddir/tools/proxyhost-passwd" ${2:+-i "$2"} 2>/dev/null; }
 
 skip() { # skip REASON: a TAP skip, counted as skipped by .ci/run
   tap_n=$((tap_n + 1))
@@ -126,7 +127,9 @@ start_proxyhost() {
   PIDS="$PIDS $PH_PID"
 }
 
-# wait_for CMD...: retries a command up to 100 times, 50 ms apart.
+# wait_for CMD...: retries a command up to 100 times, 50 ms apart. Its
+# arguments are expanded once, at the call: a "$(...)" among them is read
+# once and never again (test_scripts.sh refuses that); wait_cond re-reads.
 wait_for() {
   i=0
   while [ $i -lt 100 ]; do
@@ -150,6 +153,9 @@ wait_long() {
   return 1
 }
 wait_file() { wait_for test -s "$1"; }
+# wait_cond 'CONDITION': wait_for on a shell condition given as one string,
+# evaluated afresh on every try, e.g. wait_cond '[ "$(count)" -ge 3 ]'.
+wait_cond() { wait_for eval "$1"; }
 # start_file_server DIR TEXT [NAME]: socks5_probe.py's HTTP file server on
 # a loopback port, serving DIR (created, with hello.txt holding TEXT), for
 # at most 300 s; its port file and log are $T/NAME.port and $T/NAME.log

@@ -219,6 +219,36 @@ static void test_reload_in_flight(void) {
   mock_free(m);
 }
 
+/* A client that gives up before its check finishes (its handshake timed
+ * out) still leaves a verified password in the cache: otherwise a client
+ * whose timeout is shorter than one verification (slow hardware, a high
+ * iteration count, a busy helper pool) retries into a fresh verification
+ * every time and never gets in. */
+static void test_cancelled_still_caches(void) {
+  const ph_authorizer_v1 *vt = NULL;
+  void *self;
+  ph_mock *m = start("", &vt, &self);
+  ok(m && vt, "started");
+  if (!m || !vt)
+    return;
+  answer gone = {0}, wrong = {0};
+  int64_t id = check(vt, self, "alice", "s3cret", &gone);
+  int64_t wid = check(vt, self, "alice", "not-it", &wrong);
+  is_int(vt->cancel(self, id), PH_OK, "a check with the right password, cancelled");
+  is_int(vt->cancel(self, wid), PH_OK, "a check with a wrong one, cancelled");
+  mock_run_for(m, 500);
+  is_int(gone.calls + wrong.calls, 0, "neither answers");
+  is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
+         "the next check with the right password is allowed");
+  like(mock_metrics_text(m),
+       "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
+       "... from the cache the cancelled verification filled");
+  is_int(verdict_of(m, vt, self, "alice", "not-it"), PH_AUTH_DENY,
+         "a cancelled wrong password is not remembered");
+  mock_stop(m);
+  mock_free(m);
+}
+
 static void test_max_cache_size(void) {
   const ph_authorizer_v1 *vt = NULL;
   void *self;
@@ -433,6 +463,7 @@ int main(void) {
   test_bad_entry();
   test_reload_forgets();
   test_reload_in_flight();
+  test_cancelled_still_caches();
   test_max_cache_size();
   test_steady_stream();
   buf_free(&err);
