@@ -293,6 +293,17 @@ static int cs_start(void *state) {
            PH_STR("key", "authority"));
     return PH_EINVAL;
   }
+  /* The provider itself says which cluster it serves: this also covers
+   * an authority the configuration check could not name (an empty
+   * `authority` resolved to a named instance, [redis_ownership.eu]). */
+  const char *theirs = m->auth->cluster_id(m->auth_self);
+  if (strcmp(theirs, m->conf.cluster_id) != 0) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR,
+           "the authority serves another cluster: refusing to start",
+           PH_STR("key", "cluster_id"), PH_STR("cluster_id", m->conf.cluster_id),
+           PH_STR("authority_cluster_id", theirs));
+    return PH_EINVAL;
+  }
   m->store = api->service_get_named(m->ctx, PH_POOL_STORE_SERVICE,
                                     m->conf.store, PH_POOL_STORE_MAJOR,
                                     PH_POOL_STORE_MINOR, &m->store_self);

@@ -44,7 +44,7 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 0
+#define CP_AUTHORITY_MINOR 1 /* 1: cluster_id */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -232,6 +232,14 @@ typedef struct cp_authority_v1 {
   /* Drops a pending call: its callback will not be called. PH_OK, or
    * PH_ENOENT when it is not pending (answered, cancelled, unknown). */
   int (*cancel)(void *self, int64_t call);
+
+  /* ---- minor 1 ----------------------------------------------------- */
+  /* Any time after init, loop thread: the cluster this instance serves
+   * (its cluster_id; its keys are under ph:cp:{cluster_id}:), owned by
+   * the module, valid until it is destroyed. Never NULL. The controller
+   * compares it with its own at start (--check-config cannot when the
+   * provider is an instance it does not name). */
+  const char *(*cluster_id)(void *self);
 } cp_authority_v1;
 
 #endif

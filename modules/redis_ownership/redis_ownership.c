@@ -382,6 +382,11 @@ static int cancel(void *self, int64_t call) {
   return PH_OK;
 }
 
+static const char *cluster_id(void *self) {
+  ro *m = self;
+  return m->conf.cluster_id;
+}
+
 static const cp_authority_v1 vtable = {
     .new_session_id = new_session_id,
     .register_worker = register_worker,
@@ -394,6 +399,7 @@ static const cp_authority_v1 vtable = {
     .owned = owned,
     .usable = usable,
     .cancel = cancel,
+    .cluster_id = cluster_id,
 };
 
 /* ---- lifecycle ---------------------------------------------------------- */

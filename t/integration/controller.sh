@@ -272,6 +272,26 @@ out=$("$PROXYHOST" -c "$T/eu.ini" --check-config 2>&1)
 like "$out" "must equal [redis_ownership.eu] cluster_id" "... naming that instance's section"
 out=$("$PROXYHOST" -c "$T/eu.ini" --set controlplane_server.cluster_id=eu --check-config 2>&1)
 ok $? "... and the controller serving eu passes" || echo "# $out"
+# An empty `authority` is the only provider, whatever its instance is
+# called: with [redis_ownership.eu] the only one loaded, no section of the
+# default name exists for --check-config to compare, so the controller asks
+# the provider itself at start (cp.authority minor 1) and refuses.
+sed -e 's/^modules = store_sqlite, redis_ownership, /modules = store_sqlite, redis_ownership.eu, /' \
+  -e 's/^\[redis_ownership\]$/[redis_ownership.eu]/' -e 's/^cluster_id = c1$/cluster_id = eu/' \
+  "$T/ctl.ini" | sed '/^\[controlplane_server\]$/,$ s/^cluster_id = eu$/cluster_id = c1/' >"$T/eu-only.ini"
+grep -q '^\[redis_ownership\]' "$T/eu-only.ini"
+[ $? != 0 ]; ok $? "a controller whose only authority is the named instance redis_ownership.eu (cluster eu)"
+: >"$T/ph.log"
+start_proxyhost "$T/eu-only.ini"
+wait_exit "$PH_PID" 10
+[ "$EXIT" != timeout ] && [ "$EXIT" != 0 ]; ok $? "start-up refuses it for cluster_id c1 (exit $EXIT)"
+like "$(cat "$T/ph.log")" 'the authority serves another cluster: refusing to start' "... saying why"
+like "$(cat "$T/ph.log")" 'cluster_id=c1 authority_cluster_id=eu' "... with both values"
+: >"$T/ph.log"
+sed '/^\[controlplane_server\]$/,$ s/^cluster_id = c1$/cluster_id = eu/' "$T/eu-only.ini" >"$T/eu-ok.ini"
+start_proxyhost "$T/eu-ok.ini"
+wait_for healthy "$admin"; ok $? "... and starts when the controller serves eu too"
+kill "$PH_PID" 2>/dev/null; wait_exit "$PH_PID" 10
 sed 's/^tls.mode = disabled/tls.mode = mtls/' "$T/ctl.ini" >"$T/bad4.ini"
 out=$("$PROXYHOST" -c "$T/bad4.ini" --check-config 2>&1)
 [ $? != 0 ]; ok $? "CP-8-1 mtls without its certificate files is refused"

@@ -164,7 +164,7 @@ static int start_mod(const char *cluster, const char *extra) {
   }
   static int user;
   A = services_get(mock_core(M)->services, &user, CP_AUTHORITY_SERVICE,
-                   CP_AUTHORITY_MAJOR, 0, &S);
+                   CP_AUTHORITY_MAJOR, CP_AUTHORITY_MINOR, &S);
   for (int i = 0; i < 200 && !mock_ready(M); i++)
     mock_run_for(M, 10);
   return A && mock_ready(M) ? 0 : -1;
@@ -335,6 +335,8 @@ static void test_sessions(void) {
     ok(0, "module starts against redis-server");
     return;
   }
+  is_str(A->cluster_id(S), "c-sess",
+         "cluster_id (minor 1): the cluster this instance serves");
   char sid[CP_AUTH_SESSION_HEX + 1], sid2[CP_AUTH_SESSION_HEX + 1];
   is_int(A->new_session_id(sid), PH_OK, "new_session_id");
   A->new_session_id(sid2);
