@@ -129,9 +129,11 @@ static int seg_ok(const char *s) {
  *    below 2 x runtime_interval expires live sessions between reports;
  *  - runtime_ttl not above runtime_interval: every report's counts
  *    expire before the next one, so proxies count as zero capacity;
- *  - ownership_lease not above refresh_before: a snapshot's valid_until
- *    is bounded by the leases it carries, so every snapshot would be
- *    due for a refresh as soon as it is built (one each watch round). */
+ *  - ownership_lease not above refresh_before + allocation_safety_margin:
+ *    a snapshot's proxies are usable until their lease minus the margin,
+ *    and the refresh comes refresh_before ahead of the earliest of them,
+ *    so every snapshot would be due for a refresh as soon as it is built
+ *    (one per renewal, and the worker reports after every ACK). */
 static int authority_cluster(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
                              const char *sec, const char **key, char *why,
                              size_t whylen) {
@@ -171,10 +173,11 @@ static int authority_rules(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
          "counts expire before the next one",
          sec, (long long)rt_ttl);
   if (a->conf_peer_int(ctx, sec, "ownership_lease", &lease) == PH_OK &&
-      lease <= c->refresh_before_ms)
+      lease <= c->refresh_before_ms + c->safety_margin_ms)
     FAIL("refresh_before",
-         "must be below [%.64s] ownership_lease (%lldms): a snapshot is "
-         "valid only while its leases run",
+         "plus allocation_safety_margin must be below [%.64s] "
+         "ownership_lease (%lldms): a snapshot's proxies are usable only "
+         "until their lease minus the margin",
          sec, (long long)lease);
   return PH_OK;
 }

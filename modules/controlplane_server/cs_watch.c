@@ -25,6 +25,7 @@
 
 #include "cp_secrets.h"
 #include "cp_snapshot.h"
+#include "cp_snapshot_time.h"
 #include "cp_watch_plan.h"
 #include "cs.h"
 
@@ -41,7 +42,7 @@ struct cs_watch {
   int64_t auth_call, job;
   int dead; /* the call is gone; free once the job is back */
   /* the round's inputs */
-  uint64_t epoch, owned_digest, version;
+  uint64_t epoch, owned_digest, lease_digest, version;
   cp_owned *owned;
   char (*owned_ids)[PH_POOL_ID_MAX + 1];
   size_t n_owned;
@@ -61,6 +62,8 @@ struct cs_watch {
   double build_seconds;
   uint8_t checksum[32];
   int64_t valid_until_ms;
+  int64_t refresh_bound_ms; /* min(valid_until, earliest usable_until) */
+  int lease_bound;          /* that bound came from the leases */
   uint8_t *out;
   size_t out_len;
 };
@@ -167,9 +170,12 @@ static void sent(void *arg, cp_grpc_call *call) {
   w->ws.sent = 1;
   w->ws.last_sent_ms = w->build_now_ms;
   w->ws.last_valid_until_ms = w->valid_until_ms;
-  w->ws.last_revision = w->pool ? w->pool->revision : 0;
-  w->ws.last_epoch = w->epoch;
-  w->ws.last_owned_digest = w->owned_digest;
+  w->ws.last_refresh_bound_ms = w->refresh_bound_ms;
+  w->ws.last_lease_bound = w->lease_bound;
+  w->ws.last.revision = w->pool ? w->pool->revision : 0;
+  w->ws.last.epoch = w->epoch;
+  w->ws.last.owned_digest = w->owned_digest;
+  w->ws.last.lease_digest = w->lease_digest;
   api->inc(w->m->m_sent, 1);
   if (w->is_delta)
     api->inc(w->m->m_deltas, 1);
@@ -216,6 +222,21 @@ static int resolve(void *ud, const char *ref, uint64_t version,
 }
 
 /* Host job thread: reads only what the round holds (immutable now). */
+/* Job thread, after a build: the snapshot's refresh bound (its
+ * valid_until, or the earliest usable_until it delivers when sooner) and
+ * whether leases set it, so that only a renewal can move it (the plan's
+ * refreshable). */
+static void refresh_bound(cs_watch *w, const Controlplane__V1__WorkerSnapshot *msg) {
+  int64_t bound = w->valid_until_ms;
+  for (size_t i = 0; i < msg->n_proxies; i++) {
+    int64_t u;
+    if (cp_ts_to_ms(msg->proxies[i]->usable_until, &u) && u < bound)
+      bound = u;
+  }
+  w->refresh_bound_ms = bound;
+  w->lease_bound = bound < w->build_now_ms + w->m->conf.snapshot_validity_ms;
+}
+
 static void build_work(void *arg) {
   cs_watch *w = arg;
   cs *m = w->m;
@@ -270,6 +291,7 @@ static void build_work(void *arg) {
       memcpy(w->checksum, msg->checksum.data, 32);
       w->valid_until_ms = (int64_t)msg->valid_until->seconds * 1000 +
                           msg->valid_until->nanos / 1000000;
+      refresh_bound(w, msg);
       w->build_ok = 1;
     }
     cp_delta_free(d);
@@ -342,8 +364,9 @@ static void got_pool(void *arg, cs_pool *p) {
   cp_watch_limits lim = {(uint32_t)w->m->conf.min_snapshot_interval_ms,
                          (uint32_t)w->m->conf.refresh_before_ms};
   int64_t at = -1;
-  cp_watch_step step = cp_watch_next(&w->ws, &lim, p->revision, w->epoch,
-                                     w->owned_digest, cs_unix_ms(), &at);
+  cp_watch_inputs in = {p->revision, w->epoch, w->owned_digest,
+                        w->lease_digest};
+  cp_watch_step step = cp_watch_next(&w->ws, &lim, &in, cs_unix_ms(), &at);
   if (step == CP_WATCH_END) {
     w_end(w, CP_GRPC_OK, NULL);
     return;
@@ -363,15 +386,16 @@ static void got_pool(void *arg, cs_pool *p) {
   w->auth_call = id;
 }
 
-/* FNV-1a over the owned ids and leases: "did the owned set change". */
-static uint64_t owned_hash(const cp_auth_reply *rep) {
+/* FNV-1a over the owned ids ("did the owned set change"), and with
+ * leases over the ids and their expiries ("were they renewed"). */
+static uint64_t owned_hash(const cp_auth_reply *rep, int with_leases) {
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < rep->n_owned; i++) {
     for (const char *p = rep->owned[i].proxy_id; *p; p++)
       h = (h ^ (uint8_t)*p) * 1099511628211ULL;
     h = (h ^ 0xff) * 1099511628211ULL;
-    uint64_t l = (uint64_t)rep->owned[i].lease_until_ms;
-    for (int k = 0; k < 8; k++)
+    uint64_t l = with_leases ? (uint64_t)rep->owned[i].lease_until_ms : 0;
+    for (int k = 0; with_leases && k < 8; k++)
       h = (h ^ ((l >> (8 * k)) & 0xff)) * 1099511628211ULL;
   }
   return h;
@@ -399,7 +423,8 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
   }
   w->n_owned = n;
   w->epoch = rep->epoch;
-  w->owned_digest = owned_hash(rep);
+  w->owned_digest = owned_hash(rep, 0);
+  w->lease_digest = owned_hash(rep, 1);
   if (cs_pool_get(w->m, got_pool, w) != 0)
     unavailable(w);
 }

@@ -222,7 +222,8 @@ done
 # Rules across the controller and redis_ownership (conf_peer_int).
 for bad in "redis_ownership.session_ttl=20s:controlplane_server.session_ttl:must equal [redis_ownership] session_ttl" \
     "redis_ownership.runtime_ttl=5s:controlplane_server.runtime_interval:runtime_ttl" \
-    "redis_ownership.ownership_lease=15s:controlplane_server.refresh_before:ownership_lease"; do
+    "redis_ownership.ownership_lease=15s:controlplane_server.refresh_before:ownership_lease" \
+    "redis_ownership.ownership_lease=24s:controlplane_server.refresh_before:plus allocation_safety_margin must be below [redis_ownership] ownership_lease (24000ms)"; do
   set_=${bad%%:*} rest=${bad#*:}
   key=${rest%%:*} text=${rest#*:}
   out=$("$PROXYHOST" -c "$T/ctl.ini" --set "$set_" --check-config 2>&1)

@@ -272,6 +272,15 @@ wait_long ready "$a1"; ok $? "CP-1-26 gateway g1 is ready"
 all_in_g1() { [ "$(view_ids "$a1")" = "u1,u2,u3,u4,u5,x-407,x-dial,x-early,x-f407,x-hold,x-hs,x-late" ]; }
 wait_long all_in_g1; ok $? "CP-1-16 g1 owns every proxy (the only worker)"
 [ -n "$(view_ids "$a1")" ] || echo "# view: $(curl -s "http://127.0.0.1:$a1/v1/cp/view" | head -c 400)"
+# Nothing changes now: g1's leases are renewed by each runtime report
+# (every 300 ms, and right after each ACK), which is no reason for a new
+# snapshot; the refresh comes 5 s (refresh_before) before the earliest
+# usable_until, about 2 s after each renewal here (8 s lease, 1 s margin).
+# Resending on renewals sent one every watch round (100 ms): 25-30 in 3 s.
+sent() { http_get "http://127.0.0.1:$admin/metrics" | grep '^proxyhost_cp_controller_snapshots_sent_total ' | awk '{print $2}'; }
+before=$(sent); sleep 3; after=$(sent)
+[ -n "$before" ] && [ $((after - before)) -le 4 ]
+ok $? "CP-3-10 a steady worker gets a refresh, not a snapshot per lease renewal ($((after - before)) in 3 s)"
 
 # ---- through the gateway ------------------------------------------------------------
 via_http() { "$CURL" -s -m 10 -x "http://127.0.0.1:$1" -o "$T/body" -w '%{http_code}' "$2" 2>/dev/null; }
