@@ -126,6 +126,13 @@ static void on_extract(void *arg, const cp_auth_reply *rep) {
 }
 
 static void ask_authority(api_extract_call *c) {
+  if (!c->auth->extract) {
+    /* A provider of cp.authority minor 2 that has no extract yet. */
+    reply_error(c, 501, "not_implemented",
+                "the [admin_api] authority does not implement exclusive "
+                "extraction yet");
+    return;
+  }
   int64_t id = c->auth->extract(c->auth_self, c->key,
                                 (cp_extract_op)api_extract_op(c->op),
                                 on_extract, c);
@@ -176,13 +183,6 @@ void api_extract_start(api_extract_call *c, size_t body_len) {
   }
   if (!api_extract_op(c->op)) {
     reply_error(c, 500, "internal", "not an extraction route");
-    return;
-  }
-  if (!c->auth->extract) {
-    /* A provider of cp.authority minor 2 that has no extract yet. */
-    reply_error(c, 501, "not_implemented",
-                "the [admin_api] authority does not implement exclusive "
-                "extraction yet");
     return;
   }
   /* The proxy must exist in the store before Redis is asked (CP-4-5:
