@@ -185,6 +185,13 @@ void api_extract_start(api_extract_call *c, size_t body_len) {
     reply_error(c, 500, "internal", "not an extraction route");
     return;
   }
+  /* A return needs no store: it also clears what a proxy deleted from
+   * the store while extracted left in Redis (or its id, created again,
+   * would start out extracted). */
+  if (api_extract_op(c->op) == CP_EXTRACT_RELEASE) {
+    ask_authority(c);
+    return;
+  }
   /* The proxy must exist in the store before Redis is asked (CP-4-5:
    * only a proxy of the pool is extracted). */
   ph_pool_list l;

@@ -95,71 +95,58 @@ is "$code" 400 "a POST with a body: 400"
 api GET '/v1/pool/proxies/p1/extraction?a=b'
 is "$code" 400 "a GET with a query: 400"
 
-# Is the Redis side there?
 api GET /v1/pool/proxies/p1/extraction
-redis_side=1
-if [ "$code" = 501 ] && ! grep -q '\.extract = ' "$top_srcdir/modules/redis_ownership/redis_ownership.c"; then
-  redis_side=0
-  like "$(field error.message)" "does not implement exclusive extraction" \
-    "cp.authority without extract (not landed yet): 501 saying so"
-fi
+is "$code:$(field state)" "200:available" "CP-1-5 GET of a proxy never extracted: 200 available"
+is "$(field owner):$(field extracted_at)" "-:-" "... no owner, no extracted_at"
+api POST /v1/pool/proxies/p1/extraction
+is "$code:$(field state)" "200:extracted" "CP-1-5 CP-4-5 POST of an unowned proxy: 200 extracted"
+at=$(field extracted_at)
+like_re "$at" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$' \
+  "... extracted_at is RFC 3339 with ms, UTC ($at)"
+is "$(field proxy_id)" p1 "... of p1"
+api POST /v1/pool/proxies/p1/extraction
+is "$code:$(field state):$(field extracted_at)" "200:extracted:$at" \
+  "CP-1-5 a second POST is idempotent: 200, the first extracted_at"
+api GET /v1/pool/proxies/p1/extraction
+is "$code:$(field state):$(field extracted_at)" "200:extracted:$at" "CP-1-5 GET: extracted"
+out=$(ctl proxy extraction p1); rc=$?
+is "$rc" 0 "proxyhostctl proxy extraction p1: exit 0"
+like "$out" "state        extracted" "... prints the state"
+out=$(ctl --json proxy extract p1); rc=$?
+is "$rc:$(field state)" "0:extracted" "proxyhostctl --json proxy extract p1: exit 0, the JSON"
 
-if [ "$redis_side" = 1 ]; then
-  is "$code:$(field state)" "200:available" "CP-1-5 GET of a proxy never extracted: 200 available"
-  is "$(field owner):$(field extracted_at)" "-:-" "... no owner, no extracted_at"
-  api POST /v1/pool/proxies/p1/extraction
-  is "$code:$(field state)" "200:extracted" "CP-1-5 CP-4-5 POST of an unowned proxy: 200 extracted"
-  at=$(field extracted_at)
-  like_re "$at" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$' \
-    "... extracted_at is RFC 3339 with ms, UTC ($at)"
-  is "$(field proxy_id)" p1 "... of p1"
-  api POST /v1/pool/proxies/p1/extraction
-  is "$code:$(field state):$(field extracted_at)" "200:extracted:$at" \
-    "CP-1-5 a second POST is idempotent: 200, the first extracted_at"
-  api GET /v1/pool/proxies/p1/extraction
-  is "$code:$(field state):$(field extracted_at)" "200:extracted:$at" "CP-1-5 GET: extracted"
-  out=$(ctl proxy extraction p1); rc=$?
-  is "$rc" 0 "proxyhostctl proxy extraction p1: exit 0"
-  like "$out" "state        extracted" "... prints the state"
-  out=$(ctl --json proxy extract p1); rc=$?
-  is "$rc:$(field state)" "0:extracted" "proxyhostctl --json proxy extract p1: exit 0, the JSON"
+# Kept in Redis, not in the process.
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10; is "$EXIT" 0 "proxyhost stops cleanly"
+start_proxyhost "$T/on.ini"
+wait_for ready "$port"; ok $? "proxyhost starts again (same Redis), ready"
+api GET /v1/pool/proxies/p1/extraction
+is "$code:$(field state):$(field extracted_at)" "200:extracted:$at" \
+  "CP-1-5 the extraction is in Redis: still extracted after a restart"
 
-  # Kept in Redis, not in the process.
-  kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10; is "$EXIT" 0 "proxyhost stops cleanly"
-  start_proxyhost "$T/on.ini"
-  wait_for ready "$port"; ok $? "proxyhost starts again (same Redis), ready"
-  api GET /v1/pool/proxies/p1/extraction
-  is "$code:$(field state):$(field extracted_at)" "200:extracted:$at" \
-    "CP-1-5 the extraction is in Redis: still extracted after a restart"
-
-  api DELETE /v1/pool/proxies/p1/extraction
-  is "$code:$(field state)" "200:available" "DELETE: 200 available"
-  api GET /v1/pool/proxies/p1/extraction
-  is "$code:$(field state)" "200:available" "... and GET says available"
-  out=$(ctl proxy extract p1); rc=$?
-  is "$rc" 0 "proxyhostctl proxy extract p1: exit 0"
-  like "$out" "state        extracted" "... extracted"
-  out=$(ctl proxy return p1); rc=$?
-  is "$rc" 0 "proxyhostctl proxy return p1: exit 0"
-  like "$out" "state        available" "... available"
-else
-  for t in "GET available" "POST extracted (CP-1-5, CP-4-5)" "second POST idempotent" \
-      "state kept in Redis across a restart" "DELETE available" "proxyhostctl extract|extraction|return"; do
-    skip "cp.authority has no extract yet (branch extract): $t"
-  done
-fi
+api DELETE /v1/pool/proxies/p1/extraction
+is "$code:$(field state)" "200:available" "DELETE: 200 available"
+api GET /v1/pool/proxies/p1/extraction
+is "$code:$(field state)" "200:available" "... and GET says available"
+out=$(ctl proxy extract p1); rc=$?
+is "$rc" 0 "proxyhostctl proxy extract p1: exit 0"
+like "$out" "state        extracted" "... extracted"
+out=$(ctl proxy return p1); rc=$?
+is "$rc" 0 "proxyhostctl proxy return p1: exit 0"
+like "$out" "state        available" "... available"
+# A proxy deleted from the store while extracted can still be returned.
+api POST /v1/pool/proxies/p1/extraction
+redis_cli "$T/redis" HSET 'ph:cp:{c1}:extracted' gone-px 1796156500158 >/dev/null
+api DELETE /v1/pool/proxies/gone-px/extraction
+is "$code:$(field state)" "200:available" "DELETE of an id the store no longer has: 200 available"
+is "$(redis_cli "$T/redis" HEXISTS 'ph:cp:{c1}:extracted' gone-px)" 0 "... and its Redis entry is gone"
 
 # Redis down: the store is still asked first; Redis fails closed.
 stop_redis "$T/redis"
 api POST /v1/pool/proxies/nosuch/extraction
 is "$code" 404 "CP-4-5 Redis down, an unknown proxy: still 404 (the store is asked first)"
-if [ "$redis_side" = 1 ]; then
-  api POST /v1/pool/proxies/p1/extraction
-  is "$code:$(field error.code)" "503:unavailable" "Redis down: POST 503 unavailable"
-  ctl proxy extraction p1 >/dev/null 2>&1; is "$?" 1 "... proxyhostctl exit 1"
-else
-  skip "cp.authority has no extract yet (branch extract): Redis down 503"
-fi
+api POST /v1/pool/proxies/p1/extraction
+is "$code:$(field error.code)" "503:unavailable" "Redis down: POST 503 unavailable"
+ctl proxy extraction p1 >/dev/null 2>&1; is "$?" 1 "... proxyhostctl exit 1"
 restart_redis "$T/redis"; ok $? "redis-server restarts"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10; is "$EXIT" 0 "proxyhost stops cleanly"
 

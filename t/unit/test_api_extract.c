@@ -168,6 +168,9 @@ int main(void) {
   run(OP_RETURN, CP_AUTH_OK, CP_EXTRACT_AVAILABLE, 0, "");
   is_int(ext_op, CP_EXTRACT_RELEASE, "DELETE asks CP_EXTRACT_RELEASE");
   is_int(last_http, 200, "... 200 available");
+  is_int(store_lists, 0,
+         "... without asking the store: a proxy deleted while extracted can "
+         "still be returned");
 
   /* The authority's failures. */
   run(OP_EXTRACT, CP_AUTH_LIMIT, CP_EXTRACT_AVAILABLE, 0, "");
