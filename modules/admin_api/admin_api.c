@@ -407,6 +407,24 @@ static void pool_reply(void *arg, int http, const char *body, size_t len) {
 
 /* An extraction request: api_extract.c answers through pool_reply,
  * exactly once. */
+/* A pool or extraction request taken on: linked into m->reqs and counted
+ * in in_flight until pool_reply. NULL (after answering 503) without
+ * memory. */
+static req *track_req(mod *m, int64_t id, const api_route *rt) {
+  req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    reply_error(m, id, 503, "unavailable", "out of memory");
+    return NULL;
+  }
+  r->m = m;
+  r->id = id;
+  r->route = rt;
+  r->next = m->reqs;
+  m->reqs = r;
+  m->in_flight++;
+  return r;
+}
+
 static void serve_extract(mod *m, int64_t id, const api_route *rt,
                           const char *key, const ph_http_request *hr) {
   if (!m->auth) {
@@ -423,17 +441,9 @@ static void serve_extract(mod *m, int64_t id, const api_route *rt,
     reply_error(m, id, 400, "invalid", "this call takes no query");
     return;
   }
-  req *r = calloc(1, sizeof(*r));
-  if (!r) {
-    reply_error(m, id, 503, "unavailable", "out of memory");
+  req *r = track_req(m, id, rt);
+  if (!r)
     return;
-  }
-  r->m = m;
-  r->id = id;
-  r->route = rt;
-  r->next = m->reqs;
-  m->reqs = r;
-  m->in_flight++;
   api_extract_call *c = &r->ext;
   c->st = m->pool;
   c->st_self = m->pool_self;
@@ -468,17 +478,9 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt,
                 "send the body as application/json");
     return;
   }
-  req *r = calloc(1, sizeof(*r));
-  if (!r) {
-    reply_error(m, id, 503, "unavailable", "out of memory");
+  req *r = track_req(m, id, rt);
+  if (!r)
     return;
-  }
-  r->m = m;
-  r->id = id;
-  r->route = rt;
-  r->next = m->reqs;
-  m->reqs = r;
-  m->in_flight++;
   api_pool_call *c = &r->pool;
   c->st = m->pool;
   c->self = m->pool_self;

@@ -38,7 +38,15 @@ api() { # api METHOD PATH [BODY] [-notoken]: out, code
   out=$(cat "$T/body")
 }
 ready() { [ "$(http_get "http://127.0.0.1:$port/readyz" | head -1)" = 200 ]; }
-field() { printf '%s' "$out" | jq -r ".$1 // \"-\""; }
+# field PATH: a field of the last answer ($out), "-" when absent (a.b: nested)
+field() {
+  printf '%s' "$out" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("-" if v is None else v)' "$1" 2>/dev/null || echo -
+}
 
 # write_ini FILE AUTHORITY-LINE
 write_ini() {
