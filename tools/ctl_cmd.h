@@ -25,7 +25,8 @@ typedef struct opts {
   int npos;
 } opts;
 
-typedef enum shape { SHAPE_RECORD, SHAPE_LIST, SHAPE_NONE } shape;
+/* SHAPE_EXTRACTION: an extraction state (ctl_print_extraction). */
+typedef enum shape { SHAPE_RECORD, SHAPE_LIST, SHAPE_NONE, SHAPE_EXTRACTION } shape;
 
 typedef struct ctl_body {
   char buf[BODY_MAX];

@@ -88,6 +88,16 @@ int ctl_cmd_proxy(const opts *o, const char *verb) {
     return one_call(o, "GET", coll, id, NULL, NULL, SHAPE_RECORD);
   if (strcmp(verb, "delete") == 0)
     return one_call(o, "DELETE", coll, id, NULL, NULL, SHAPE_NONE);
+  /* Exclusive extraction (CP-1-5): the state in Redis, through admin_api. */
+  if (strcmp(verb, "extract") == 0)
+    return one_call(o, "POST", coll, id, "/extraction", NULL,
+                    SHAPE_EXTRACTION);
+  if (strcmp(verb, "extraction") == 0)
+    return one_call(o, "GET", coll, id, "/extraction", NULL,
+                    SHAPE_EXTRACTION);
+  if (strcmp(verb, "return") == 0)
+    return one_call(o, "DELETE", coll, id, "/extraction", NULL,
+                    SHAPE_EXTRACTION);
   body_begin(&b);
   if (strcmp(verb, "drain") == 0 || strcmp(verb, "disable") == 0 ||
       strcmp(verb, "enable") == 0) {
@@ -112,7 +122,8 @@ int ctl_cmd_proxy(const opts *o, const char *verb) {
       return usage_error("a number is not an integer in its bounds");
     return send_body(o, "PATCH", coll, id, NULL, &b);
   }
-  return usage_error("proxy add|list|show|update|drain|disable|enable|delete");
+  return usage_error("proxy add|list|show|update|drain|disable|enable|delete|"
+                     "extract|extraction|return");
 }
 
 /* The route options given (not the id or position), into the body. */

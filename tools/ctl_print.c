@@ -166,6 +166,24 @@ int ctl_print_record(FILE *out, const char *body, size_t len) {
   return 0;
 }
 
+int ctl_print_extraction(FILE *out, const char *body, size_t len) {
+  doc x;
+  if (parse(&x, body, len) < 0 || json_type_of(&x.d, 0) != JSON_OBJECT) {
+    free(x.toks);
+    return -1;
+  }
+  char state[32], id[VALUE_MAX];
+  text_of(&x.d, json_get(&x.d, 0, "state"), "state", state, sizeof(state));
+  text_of(&x.d, json_get(&x.d, 0, "proxy_id"), "proxy_id", id, sizeof(id));
+  print_object(out, &x.d, 0);
+  if (strcmp(state, "reclaiming") == 0)
+    fprintf(out, "The owner drains it first; it is extracted once its "
+                 "streams are done: see proxyhostctl proxy extraction %s\n",
+            id);
+  free(x.toks);
+  return 0;
+}
+
 int ctl_print_list(FILE *out, const char *body, size_t len,
                    const char *const *columns) {
   doc x;

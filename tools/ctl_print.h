@@ -16,6 +16,11 @@ const char *const *ctl_columns(const char *collection);
  * record's fields, then the bearer and a line saying it will not be shown
  * again. 0, or -1 when body is not such JSON. */
 int ctl_print_record(FILE *out, const char *body, size_t len);
+/* An extraction state {"proxy_id", "state", "owner"?, "extracted_at"?}:
+ * its fields, then, when reclaiming, a line saying that the owner drains
+ * the proxy first and how to follow it. 0, or -1 when body is not such
+ * JSON. */
+int ctl_print_extraction(FILE *out, const char *body, size_t len);
 /* {"items": [...], "more", "next_after"}: a table of columns, then a line
  * telling how to see more. 0 or -1. */
 int ctl_print_list(FILE *out, const char *body, size_t len,

@@ -63,6 +63,10 @@ static const char usage_text[] =
     "  proxy list [--after ID] [--limit N]\n"
     "  proxy show|drain|disable|enable|delete ID\n"
     "  proxy update ID [any option of proxy add]\n"
+    "  proxy extract ID   take it out of the pool, exclusively (exit 0 also\n"
+    "                     when reclaiming: its owner drains it first)\n"
+    "  proxy extraction ID   its state: available, reclaiming, extracted\n"
+    "  proxy return ID    give an extracted proxy back to the pool\n"
     "  route add ID --position N --host PATTERN --group G --strategy NAME\n"
     "            [--ports N[-M]|any] [--client IDENTITY] [--listener NAME]\n"
     "            [--on-unavailable reject|wait|direct] [--wait-timeout-ms N]\n"
@@ -207,6 +211,9 @@ int call(const opts *o, const char *method, const char *path,
       fprintf(stdout, "%s\n", r.body);
   } else if (sh == SHAPE_LIST) {
     if (ctl_print_list(stdout, r.body, r.len, ctl_columns(collection)) < 0)
+      fprintf(stdout, "%s\n", r.body);
+  } else if (sh == SHAPE_EXTRACTION && r.len) {
+    if (ctl_print_extraction(stdout, r.body, r.len) < 0)
       fprintf(stdout, "%s\n", r.body);
   } else if (sh == SHAPE_RECORD && r.len) {
     if (ctl_print_record(stdout, r.body, r.len) < 0)

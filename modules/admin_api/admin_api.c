@@ -16,7 +16,13 @@
  *
  * Requests in flight: at most max_in_flight for the module (also each
  * route's bound at the host); the host's [admin] timeout cancels a
- * request whose store call did not answer, and the store call with it. */
+ * request whose store call did not answer, and the store call with it.
+ *
+ * Exclusive extraction (api_extract.c) asks the "cp.authority" provider
+ * [admin_api] authority names (redis_ownership); without one those
+ * routes answer 501. The provider should come before admin_api in
+ * [proxyhost] modules, so that it starts before and is destroyed after
+ * this module. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +34,7 @@
 
 #include "admin_token.h"
 #include "api_authorize.h"
+#include "api_extract.h"
 #include "api_json.h"
 #include "api_pool.h"
 #include "api_routes.h"
@@ -55,6 +62,11 @@ static const ph_conf_key api_keys[] = {
                 "the access provider GET /v1/authorize asks (auth_cache, "
                 "or a store); empty: the store named by store",
                 NULL),
+    PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, 97, 0, NULL,
+                "the cp.authority provider instance exclusive extraction "
+                "asks (redis_ownership, redis_ownership.eu); empty: "
+                "extraction is off (its routes answer 501)",
+                NULL),
     PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
                 NULL, "admin API requests waiting for the store at once",
                 NULL),
@@ -72,6 +84,7 @@ struct req {
   const api_route *route;
   char key[API_PATH_KEY_MAX + 1];
   api_pool_call pool; /* a /v1/pool/ request (api_pool.c) */
+  api_extract_call ext; /* an extraction request (api_extract.c) */
   api_body body;   /* a write's values */
   api_query q;     /* a list's */
   api_authorize az; /* an authorize's question */
@@ -88,6 +101,8 @@ struct mod {
   void *access_self;
   const ph_pool_store_v1 *pool; /* the store's pool.store, if it has one */
   void *pool_self;
+  const cp_authority_v1 *auth; /* [admin_api] authority's, if set */
+  void *auth_self;
   int64_t max_in_flight, in_flight;
   req *reqs;
 };
@@ -390,6 +405,57 @@ static void pool_reply(void *arg, int http, const char *body, size_t len) {
   req_unlink(r);
 }
 
+/* An extraction request: api_extract.c answers through pool_reply,
+ * exactly once. */
+/* A pool or extraction request taken on: linked into m->reqs and counted
+ * in in_flight until pool_reply. NULL (after answering 503) without
+ * memory. */
+static req *track_req(mod *m, int64_t id, const api_route *rt) {
+  req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    reply_error(m, id, 503, "unavailable", "out of memory");
+    return NULL;
+  }
+  r->m = m;
+  r->id = id;
+  r->route = rt;
+  r->next = m->reqs;
+  m->reqs = r;
+  m->in_flight++;
+  return r;
+}
+
+static void serve_extract(mod *m, int64_t id, const api_route *rt,
+                          const char *key, const ph_http_request *hr) {
+  if (!m->auth) {
+    reply_error(m, id, 501, "not_implemented",
+                "exclusive extraction is off: [admin_api] authority is not "
+                "set");
+    return;
+  }
+  if (m->in_flight >= m->max_in_flight) {
+    reply_error(m, id, 503, "busy", "too many admin requests in flight");
+    return;
+  }
+  if (hr->query && hr->query[0]) {
+    reply_error(m, id, 400, "invalid", "this call takes no query");
+    return;
+  }
+  req *r = track_req(m, id, rt);
+  if (!r)
+    return;
+  api_extract_call *c = &r->ext;
+  c->st = m->pool;
+  c->st_self = m->pool_self;
+  c->auth = m->auth;
+  c->auth_self = m->auth_self;
+  c->op = rt->op;
+  snprintf(c->key, sizeof(c->key), "%s", key);
+  c->reply = pool_reply;
+  c->arg = r;
+  api_extract_start(c, hr->body_len);
+}
+
 /* A /v1/pool/ request: api_pool.c reads it and answers through
  * pool_reply, exactly once. */
 static void serve_pool(mod *m, int64_t id, const api_route *rt,
@@ -397,6 +463,10 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt,
   if (!m->pool) {
     reply_error(m, id, 503, "unavailable",
                 "the store has no pool.store (a store of schema v10)");
+    return;
+  }
+  if (api_extract_op(rt->op)) {
+    serve_extract(m, id, rt, key, hr);
     return;
   }
   if (m->in_flight >= m->max_in_flight) {
@@ -408,17 +478,9 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt,
                 "send the body as application/json");
     return;
   }
-  req *r = calloc(1, sizeof(*r));
-  if (!r) {
-    reply_error(m, id, 503, "unavailable", "out of memory");
+  req *r = track_req(m, id, rt);
+  if (!r)
     return;
-  }
-  r->m = m;
-  r->id = id;
-  r->route = rt;
-  r->next = m->reqs;
-  m->reqs = r;
-  m->in_flight++;
   api_pool_call *c = &r->pool;
   c->st = m->pool;
   c->self = m->pool_self;
@@ -444,6 +506,9 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     if (path_known)
       reply_error(m, id, 405, "method_not_allowed",
                   "this path does not take this method");
+    else if (api_extraction_path(hr->path))
+      reply_error(m, id, 400, "invalid",
+                  "a proxy id is 1..128 bytes of [a-z0-9._-]");
     else
       reply_error(m, id, 404, "not_found", "no such route");
     return;
@@ -563,6 +628,7 @@ static void on_cancel(void *arg, int64_t id) {
       if (r->check > 0)
         m->access->cancel(m->access_self, r->check);
       api_pool_cancel(&r->pool);
+      api_extract_cancel(&r->ext);
       req_unlink(r);
       return;
     }
@@ -587,6 +653,13 @@ static int api_check(ph_ctx *ctx, const ph_api *a, const char **key,
   if (access && *access) {
     rc = check_named_provider(ctx, a, "access", PH_ACCESS_SERVICE, key, why,
                               whylen);
+    if (rc != PH_OK)
+      return rc;
+  }
+  const char *authority = a->conf_str(ctx, "authority");
+  if (authority && *authority) {
+    rc = check_named_provider(ctx, a, "authority", CP_AUTHORITY_SERVICE, key,
+                              why, whylen);
     if (rc != PH_OK)
       return rc;
   }
@@ -657,6 +730,25 @@ static int api_start(void *state) {
            PH_STR("access", access));
     return PH_ENOENT;
   }
+  /* Exclusive extraction: minor 2 has extract (cp_authority.h). */
+  const char *authority = api->conf_str(m->ctx, "authority");
+  if (authority && *authority) {
+    m->auth = api->service_get_named(m->ctx, CP_AUTHORITY_SERVICE, authority,
+                                     CP_AUTHORITY_MAJOR, 2, &m->auth_self);
+    if (!m->auth) {
+      PH_LOG(api, m->ctx, PH_LOG_ERROR,
+             "cp.authority 1.2 (exclusive extraction) not found: load "
+             "redis_ownership or empty [admin_api] authority",
+             PH_STR("authority", authority));
+      return PH_ENOENT;
+    }
+    if (!m->pool) {
+      PH_LOG(api, m->ctx, PH_LOG_ERROR,
+             "[admin_api] authority needs a store with pool.store",
+             PH_STR("store", store));
+      return PH_ENOENT;
+    }
+  }
   return PH_OK;
 }
 
@@ -688,6 +780,7 @@ static void api_destroy(void *state) {
     if (r->check > 0 && m->access)
       m->access->cancel(m->access_self, r->check);
     api_pool_cancel(&r->pool);
+    api_extract_cancel(&r->ext);
     req_unlink(r);
   }
   OPENSSL_cleanse(m, sizeof(*m));

@@ -591,6 +591,11 @@ static void start_list(api_pool_call *c, const char *key, const char *query) {
 
 void api_pool_start(api_pool_call *c, const char *query, const char *body,
                     size_t len) {
+  if (c->op >= OP_EXTRACTION) {
+    /* api_extract.c's: admin_api.c never sends them here. */
+    reply_error(c, 500, "internal", "not a pool.store route");
+    return;
+  }
   int is_read = c->op == OP_LIST || c->op == OP_GET;
   if (is_read && len > 0) {
     reply_error(c, 400, "invalid", "a GET takes no body");

@@ -40,6 +40,9 @@ const api_route api_routes[] = {
     {"GET", "/v1/pool/proxies/{proxy_id}", PX, OP_GET},
     {"PATCH", "/v1/pool/proxies/{proxy_id}", PX, OP_UPDATE},
     {"DELETE", "/v1/pool/proxies/{proxy_id}", PX, OP_DELETE},
+    {"GET", "/v1/pool/proxies/{proxy_id}/extraction", PX, OP_EXTRACTION},
+    {"POST", "/v1/pool/proxies/{proxy_id}/extraction", PX, OP_EXTRACT},
+    {"DELETE", "/v1/pool/proxies/{proxy_id}/extraction", PX, OP_RETURN},
     {"GET", "/v1/pool/routes", RT, OP_LIST},
     {"POST", "/v1/pool/routes", RT, OP_CREATE},
     {"GET", "/v1/pool/routes/{rule_id}", RT, OP_GET},
@@ -111,4 +114,13 @@ const api_route *api_match(const char *method, const char *path, char *key,
     }
   }
   return NULL;
+}
+
+int api_extraction_path(const char *path) {
+  static const char head[] = "/v1/pool/proxies/", tail[] = "/extraction";
+  size_t hn = sizeof(head) - 1;
+  if (strncmp(path, head, hn) != 0)
+    return 0;
+  const char *slash = strchr(path + hn, '/');
+  return slash && strcmp(slash, tail) == 0;
 }

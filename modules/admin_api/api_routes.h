@@ -21,7 +21,11 @@ typedef enum api_op {
   OP_REVOKE,    /* POST /v1/tokens/{id}/revoke */
   OP_ROUTES,    /* GET /v1/routes */
   OP_AUTHORIZE, /* GET /v1/authorize */
-  OP_MOVE       /* POST /v1/pool/routes/{rule_id}/move */
+  OP_MOVE,      /* POST /v1/pool/routes/{rule_id}/move */
+  /* Exclusive extraction (api_extract.c), not a pool.store call: */
+  OP_EXTRACTION, /* GET /v1/pool/proxies/{proxy_id}/extraction */
+  OP_EXTRACT,    /* POST ... : request it */
+  OP_RETURN      /* DELETE ... : return it to the pool */
 } api_op;
 
 /* The pool's kinds in api_route.kind: API_POOL_KIND + ph_pool_kind
@@ -64,5 +68,10 @@ extern const size_t api_n_collections;
  * slashes) does not match. */
 const api_route *api_match(const char *method, const char *path, char *key,
                            int *path_known);
+
+/* 1 when path has the shape /v1/pool/proxies/SEGMENT/extraction, whatever
+ * the segment holds (no '/'; possibly empty): with api_match finding
+ * nothing, the id is malformed (400, not "no such route"). */
+int api_extraction_path(const char *path);
 
 #endif

@@ -17,6 +17,10 @@ static void assigned(void *arg, const cp_auth_reply *rep) {
   m->assign_call = 0;
   cs_note_auth(m, rep->result);
   api->inc(m->m_assign[rep->result == CP_AUTH_OK ? 0 : 1], 1);
+  if (rep->result == CP_AUTH_OK && rep->extracted > 0)
+    PH_LOG(api, m->ctx, PH_LOG_INFO,
+           "reclaimed proxies extracted: their owners drained them",
+           PH_INT("count", rep->extracted));
 }
 
 static int present(const cs_pool *p, const char *id) {

@@ -386,14 +386,15 @@ static void got_pool(void *arg, cs_pool *p) {
   w->auth_call = id;
 }
 
-/* FNV-1a over the owned ids ("did the owned set change"), and with
- * leases over the ids and their expiries ("were they renewed"). */
+/* FNV-1a over the owned ids and their reclaim marks ("did the owned set
+ * change": a reclaim must reach the worker at once, CP-4-2), and with
+ * leases over those and their expiries ("were they renewed"). */
 static uint64_t owned_hash(const cp_auth_reply *rep, int with_leases) {
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < rep->n_owned; i++) {
     for (const char *p = rep->owned[i].proxy_id; *p; p++)
       h = (h ^ (uint8_t)*p) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL;
+    h = (h ^ (rep->owned[i].reclaim ? 0xfe : 0xff)) * 1099511628211ULL;
     uint64_t l = with_leases ? (uint64_t)rep->owned[i].lease_until_ms : 0;
     for (int k = 0; with_leases && k < 8; k++)
       h = (h ^ ((l >> (8 * k)) & 0xff)) * 1099511628211ULL;
@@ -420,6 +421,7 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
     strncpy(w->owned_ids[i], rep->owned[i].proxy_id, PH_POOL_ID_MAX);
     w->owned[i].proxy_id = w->owned_ids[i];
     w->owned[i].lease_expiry_ms = rep->owned[i].lease_until_ms;
+    w->owned[i].reclaim = rep->owned[i].reclaim;
   }
   w->n_owned = n;
   w->epoch = rep->epoch;

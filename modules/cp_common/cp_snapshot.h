@@ -70,6 +70,7 @@ cp_snapshot *cp_snapshot_unpack_response(
 typedef struct cp_owned {
   const char *proxy_id;
   int64_t lease_expiry_ms; /* Unix ms, Redis server time */
+  int reclaim; /* an extraction waits for it: delivered draining (CP-4-2) */
 } cp_owned;
 
 /* The credential resolver: fills *out for (secret_ref, version) and

@@ -4,7 +4,8 @@
  * docs/protocol/controlplane-snapshots.md ("Snapshot build") states them:
  *   - routing: the enabled rules in `position` order (ties by rule_id);
  *   - proxies: each id of the ownership index once, when the pool has it,
- *     it is ACTIVE or DRAINING (draining=true), its row and lease are in
+ *     it is ACTIVE or DRAINING (draining=true, as when an extraction
+ *     waits for it: cp_owned.reclaim, CP-4-2), its row and lease are in
  *     bounds, its credential resolves, and it is still usable:
  *     expires_at = min(own expiry, lease expiry) (CP-1-17),
  *     usable_until = expires_at - margin (CP-3-5) > now;
@@ -449,6 +450,8 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
     Controlplane__V1__OwnedProxy *p = proxy_msg(a, r, &lens, exp, usable);
     if (!p)
       goto nomem;
+    if (o->reclaim)
+      p->draining = 1;
     m->proxies[m->n_proxies++] = p;
     if (p->draining)
       st.draining++;

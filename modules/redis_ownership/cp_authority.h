@@ -44,7 +44,7 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 1 /* 1: cluster_id */
+#define CP_AUTHORITY_MINOR 2 /* 1: cluster_id; 2: extract */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -115,7 +115,24 @@ typedef struct cp_auth_proxy {
 typedef struct cp_auth_owned {
   const char *proxy_id;
   int64_t lease_until_ms; /* Redis server time, Unix ms */
+  int reclaim; /* minor 2: an extraction waits for this ownership to end:
+                  the worker's snapshots mark the proxy draining (CP-4-2) */
 } cp_auth_owned;
+
+/* Exclusive extraction (minor 2; CP-1-5, CP-4-2..5): what extract() does. */
+typedef enum cp_extract_op {
+  CP_EXTRACT_GET = 1, /* read the proxy's extraction state */
+  CP_EXTRACT_REQUEST, /* AVAILABLE -> EXTRACTED, now or once unowned */
+  CP_EXTRACT_RELEASE  /* EXTRACTED or RECLAIMING -> AVAILABLE */
+} cp_extract_op;
+
+/* A proxy's extraction state in Redis. */
+typedef enum cp_extract_state {
+  CP_EXTRACT_AVAILABLE = 0, /* not extracted: assign may give it out */
+  CP_EXTRACT_RECLAIMING,    /* requested while a worker owns it: that
+                               worker drains it, nobody else gets it */
+  CP_EXTRACT_EXTRACTED      /* taken out of the pool: no owner, none given */
+} cp_extract_state;
 
 /* usable(): one proxy's counts, in the order asked. valid is 1 only when
  * the owner's session, its report's TTL, the ownership lease and the
@@ -144,6 +161,12 @@ typedef struct cp_auth_reply {
   const cp_auth_usable *usable; /* usable */
   size_t n_usable;
   uint32_t assigned, released; /* assign: proxies given, ownerships ended */
+  /* minor 2, extract: the state after the call; when EXTRACTED, since
+   * when (Unix ms, Redis time); when RECLAIMING, the owning worker. */
+  cp_extract_state extract_state;
+  int64_t extracted_ms;
+  const char *extract_owner; /* "" unless RECLAIMING */
+  uint32_t extracted;        /* assign: reclaims completed (EXTRACTED) */
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);
@@ -240,6 +263,29 @@ typedef struct cp_authority_v1 {
    * compares it with its own at start (--check-config cannot when the
    * provider is an instance it does not name). */
   const char *(*cluster_id)(void *self);
+
+  /* ---- minor 2 ----------------------------------------------------- */
+  /* Exclusive extraction of one proxy (CP-1-5, CP-4-2..5), one atomic
+   * step in Redis; proxy_id as for the other calls (the caller checks
+   * that the store has it). The reply's extract_state is the state after
+   * the call:
+   *  - GET: EXTRACTED (extracted_ms), RECLAIMING (extract_owner) or
+   *    AVAILABLE;
+   *  - REQUEST: EXTRACTED at once when no worker owns the proxy (CP-4-5),
+   *    idempotent when already EXTRACTED (the first extracted_ms);
+   *    otherwise RECLAIMING: from then on the owner's snapshots mark the
+   *    proxy draining (owned(): reclaim, CP-4-2), assign treats it as
+   *    draining (the ownership ends once the owner's report on such a
+   *    snapshot shows active and reserved zero, CP-4-3, CP-4-4, or when
+   *    a crashed owner's session and lease lapsed, CP-4-6) and, in that
+   *    same step, makes it EXTRACTED; assign never gives a RECLAIMING or
+   *    EXTRACTED proxy to anyone. CP_AUTH_LIMIT when PH_POOL_PROXIES_MAX
+   *    proxies are already RECLAIMING or EXTRACTED;
+   *  - RELEASE: AVAILABLE (a pending reclaim is withdrawn); the next
+   *    assign may give the proxy out again.
+   * The control-plane protocol carries none of this (CP-1-4). */
+  int64_t (*extract)(void *self, const char *proxy_id, cp_extract_op op,
+                     cp_auth_cb cb, void *arg);
 } cp_authority_v1;
 
 #endif

@@ -15,7 +15,8 @@ RO_LUA_FILES = modules/redis_ownership/lua/prelude.lua \
 	modules/redis_ownership/lua/outcomes.lua \
 	modules/redis_ownership/lua/assign.lua \
 	modules/redis_ownership/lua/owned.lua \
-	modules/redis_ownership/lua/usable.lua
+	modules/redis_ownership/lua/usable.lua \
+	modules/redis_ownership/lua/extract.lua
 EXTRA_DIST += $(RO_LUA_FILES) modules/redis_ownership/redis_ownership.ini.sample
 
 modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
@@ -28,7 +29,8 @@ modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
 		$(srcdir)/modules/redis_ownership/lua/outcomes.lua \
 		$(srcdir)/modules/redis_ownership/lua/assign.lua \
 		$(srcdir)/modules/redis_ownership/lua/owned.lua \
-		$(srcdir)/modules/redis_ownership/lua/usable.lua
+		$(srcdir)/modules/redis_ownership/lua/usable.lua \
+		$(srcdir)/modules/redis_ownership/lua/extract.lua
 	$(AM_V_GEN)$(MKDIR_P) modules/redis_ownership && \
 	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ ro_lua.h \
 	  ro_lua_prelude=$(srcdir)/modules/redis_ownership/lua/prelude.lua \
@@ -40,7 +42,8 @@ modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
 	  ro_lua_outcomes=$(srcdir)/modules/redis_ownership/lua/outcomes.lua \
 	  ro_lua_assign=$(srcdir)/modules/redis_ownership/lua/assign.lua \
 	  ro_lua_owned=$(srcdir)/modules/redis_ownership/lua/owned.lua \
-	  ro_lua_usable=$(srcdir)/modules/redis_ownership/lua/usable.lua
+	  ro_lua_usable=$(srcdir)/modules/redis_ownership/lua/usable.lua \
+	  ro_lua_extract=$(srcdir)/modules/redis_ownership/lua/extract.lua
 CLEANFILES += modules/redis_ownership/ro_lua.c
 
 RO_SOURCES = modules/redis_ownership/cp_authority.h \

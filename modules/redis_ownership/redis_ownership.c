@@ -373,6 +373,19 @@ static int64_t usable(void *self, const char *const *ids, size_t n,
   return run(self, RO_S_USABLE, &a, copy, n, cb, arg);
 }
 
+static int64_t extract(void *self, const char *proxy_id, cp_extract_op op,
+                       cp_auth_cb cb, void *arg) {
+  static const char *const ops[] = {NULL, "get", "request", "release"};
+  if (!cb || op < CP_EXTRACT_GET || op > CP_EXTRACT_RELEASE ||
+      !ro_valid_id(proxy_id, PH_POOL_ID_MAX))
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, ops[op]);
+  ro_args_str(&a, proxy_id);
+  ro_args_u64(&a, PH_POOL_PROXIES_MAX);
+  return run(self, RO_S_EXTRACT, &a, NULL, 0, cb, arg);
+}
+
 static int cancel(void *self, int64_t call) {
   ro *m = self;
   void *arg = NULL;
@@ -400,6 +413,7 @@ static const cp_authority_v1 vtable = {
     .usable = usable,
     .cancel = cancel,
     .cluster_id = cluster_id,
+    .extract = extract,
 };
 
 /* ---- lifecycle ---------------------------------------------------------- */

@@ -15,5 +15,6 @@ extern const char ro_lua_outcomes[];
 extern const char ro_lua_assign[];
 extern const char ro_lua_owned[];
 extern const char ro_lua_usable[];
+extern const char ro_lua_extract[];
 
 #endif

@@ -123,26 +123,30 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
     break;
   case RO_S_ASSIGN:
     if (!ok || (a = int_at(r, 1)) < 1 || (b = int_at(r, 2)) < 0 ||
-        (c = int_at(r, 3)) < 0)
+        (c = int_at(r, 3)) < 0 || int_at(r, 4) < 0 || r->elements != 5)
       return fail(out, mem);
     out->epoch = (uint64_t)a;
     out->assigned = (uint32_t)b;
     out->released = (uint32_t)c;
+    out->extracted = (uint32_t)int_at(r, 4);
     break;
   case RO_S_OWNED:
     if (ok) {
-      if ((a = int_at(r, 1)) < 1 || !counts_ok(r, 2, 2))
+      if ((a = int_at(r, 1)) < 1 || !counts_ok(r, 2, 3))
         return fail(out, mem);
       out->epoch = (uint64_t)a;
-      size_t n = (r->elements - 2) / 2;
+      size_t n = (r->elements - 2) / 3;
       if (n) {
         mem->owned = calloc(n, sizeof(*mem->owned));
         if (!mem->owned)
           return fail(out, mem);
         for (size_t i = 0; i < n; i++) {
-          mem->owned[i].proxy_id = id_at(r, 2 + 2 * i);
-          mem->owned[i].lease_until_ms = int_at(r, 3 + 2 * i);
-          if (!mem->owned[i].proxy_id || mem->owned[i].lease_until_ms < 0)
+          int64_t reclaim = int_at(r, 4 + 3 * i);
+          mem->owned[i].proxy_id = id_at(r, 2 + 3 * i);
+          mem->owned[i].lease_until_ms = int_at(r, 3 + 3 * i);
+          mem->owned[i].reclaim = reclaim == 1;
+          if (!mem->owned[i].proxy_id || mem->owned[i].lease_until_ms < 0 ||
+              reclaim < 0 || reclaim > 1)
             return fail(out, mem);
         }
       }
@@ -179,6 +183,18 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
       out->usable = mem->usable;
       out->n_usable = n;
     }
+    break;
+  case RO_S_EXTRACT:
+    if (w == CP_AUTH_LIMIT && r->elements == 1)
+      break;
+    if (!ok || r->elements != 4 || (a = int_at(r, 1)) < 0 ||
+        a > CP_EXTRACT_EXTRACTED || (b = int_at(r, 2)) < 0 ||
+        !(out->extract_owner = id_at(r, 3)) ||
+        (a == CP_EXTRACT_EXTRACTED) != (b > 0) ||
+        (a != CP_EXTRACT_RECLAIMING && out->extract_owner[0]))
+      return fail(out, mem);
+    out->extract_state = (cp_extract_state)a;
+    out->extracted_ms = b;
     break;
   default:
     return fail(out, mem);

@@ -17,6 +17,7 @@ typedef enum ro_script {
   RO_S_ASSIGN,
   RO_S_OWNED,
   RO_S_USABLE,
+  RO_S_EXTRACT,
   RO_S_COUNT
 } ro_script;
 

@@ -9,9 +9,10 @@
  * a reason; an accepted write has an action and the kind asked for, an
  * update names at least one field, and every string it points to is
  * NUL-terminated inside the body struct within its bound; a query's
- * limit is within 1..PH_AZ_LIST_MAX. Input byte 0 picks the route (its
- * kind and op), byte 1 what the rest is (bit 0: a path, bit 1: a query,
- * else a body). */
+ * limit is within 1..PH_AZ_LIST_MAX; a path api_extraction_path takes
+ * (a malformed proxy id: 400) is /v1/pool/proxies/SEGMENT/extraction.
+ * Input byte 0 picks the route (its kind and op), byte 1 what the rest
+ * is (bit 0: a path, bit 1: a query, else a body). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,7 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (API_IS_POOL(m->kind) ? API_POOL_KEY_MAX : API_KEY_MAX));
       check(strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789._-") ==
             strlen(key));
+      /* An extraction route's path is one api_extraction_path knows. */
+      check(m->op < OP_EXTRACTION || api_extraction_path(p));
     }
+    /* The malformed-id shape is the extraction path's, whatever its id. */
+    if (api_extraction_path(p))
+      check(strncmp(p, "/v1/pool/proxies/", 17) == 0 &&
+            len >= 17 + 11 && strcmp(p + len - 11, "/extraction") == 0 &&
+            memchr(p + 17, '/', len - 17 - 11) == NULL);
   } else if (data[1] & 2) {
     api_query q;
     if (api_query_parse(&q, p, &msg) == 0) {

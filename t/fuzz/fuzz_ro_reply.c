@@ -7,7 +7,8 @@
  * carries nothing else; every array has the length it says, every id is
  * a NUL-terminated string of at most PH_POOL_ID_MAX bytes that lies
  * inside the reply; usable entries are valid 0/1 and zero when not
- * valid; and the verdict is deterministic. */
+ * valid; an extraction state is whole (its time, its owner); and the
+ * verdict is deterministic. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     if (s == RO_S_NEXT_VERSION && r == CP_AUTH_OK)
       CHECK(out.version >= 1);
+    /* extract: a state, its time exactly when EXTRACTED, an owner only
+     * when RECLAIMING; nothing for a refusal. */
+    if (s == RO_S_EXTRACT && r == CP_AUTH_OK) {
+      CHECK(out.extract_state <= CP_EXTRACT_EXTRACTED && out.extract_owner);
+      check_id(out.extract_owner);
+      CHECK((out.extract_state == CP_EXTRACT_EXTRACTED) == (out.extracted_ms > 0));
+      CHECK(out.extract_state == CP_EXTRACT_RECLAIMING || !out.extract_owner[0]);
+    } else {
+      CHECK(out.extract_state == CP_EXTRACT_AVAILABLE && out.extracted_ms == 0);
+    }
     CHECK(ro_reply_parse(s, reply, &again, &mem2) == r);
     CHECK(again.n_revoke == out.n_revoke && again.n_owned == out.n_owned &&
           again.n_usable == out.n_usable && again.epoch == out.epoch);

@@ -134,7 +134,7 @@ mkdir -p "$T/secrets"
 admin=$(free_port) cpp=$(free_port)
 cat >"$T/ctl.ini" <<EOF
 [proxyhost]
-modules = store_pg, admin_api, redis_ownership, controlplane_server
+modules = store_pg, redis_ownership, admin_api, controlplane_server
 module_path = $top_builddir/modules
 drain_timeout = 2s
 [log]
@@ -148,6 +148,7 @@ revision_poll = 100ms
 [admin_api]
 store = store_pg
 token_file = $T/admin.token
+authority = redis_ownership
 [redis_ownership]
 hold_fresh_state = false
 address = 127.0.0.1:$REDIS_PORT
@@ -422,6 +423,28 @@ for i in 1 2 3 4; do via_http "$h1" "http://127.0.0.1:$TGT/hello" >/dev/null; do
 tp2=$(grep -c 'CONNECT' "$T/tinyproxy.log" 2>/dev/null)
 sleep 0.3
 is "$(grep -c 'CONNECT' "$T/tinyproxy.log" 2>/dev/null)" "$tp2" "CP-4-2 no new stream reaches the drained u4"
+
+# ---- exclusive extraction through a real owner (CP-1-5, CP-4-2..5) ------------------
+# u3 belongs to g1: a request reclaims it (202, naming g1); g1's
+# snapshots deliver it draining, g1 reports it with zero counts, and the
+# next assign ends the ownership and extracts it in the same Redis step.
+api_x() { # METHOD ID: the HTTP status, the body in $T/x.json
+  "$CURL" -s -m 10 -o "$T/x.json" -w '%{http_code}' -X "$1" \
+    -H "Authorization: Bearer $(cat "$T/admin.token")" \
+    "http://127.0.0.1:$admin/v1/pool/proxies/$2/extraction"
+}
+xfield() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], "-"))' "$T/x.json" "$1"; }
+is "$(api_x POST u3):$(xfield state):$(xfield owner)" "202:reclaiming:g1" \
+  "CP-4-2 extracting u3, which g1 owns: 202 reclaiming, owner g1"
+extracted() { [ "$(api_x GET u3):$(xfield state)" = "200:extracted" ]; }
+wait_long extracted; ok $? "CP-4-4 CP-4-5 once g1 drained it, u3 is extracted"
+is "$(redis_cli "$T/redis" EXISTS 'ph:cp:{c1}:owner:u3')" 0 "CP-4-5 ... and has no owner in Redis"
+u3_gone() { case ",$(view_ids "$a1")," in *,u3,*) return 1 ;; esac; return 0; }
+wait_long u3_gone; ok $? "CP-1-5 u3 left g1's view"
+is "$(via_http "$h1" "http://127.0.0.1:$TGT/hello")" 200 "the pool still serves through the others"
+is "$(api_x DELETE u3):$(xfield state)" "200:available" "returning u3: available"
+u3_back() { case ",$(view_ids "$a1")," in *,u3,*) return 0 ;; esac; return 1; }
+wait_long u3_back; ok $? "... and the next assign gives it to g1 again"
 
 # ---- a second gateway, and the expiry of a view ------------------------------------
 start_gw g2; G2=$GW_PID

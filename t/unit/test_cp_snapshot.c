@@ -183,12 +183,12 @@ static void test_build_rules(void) {
   rows[9] = prow("bad-port", NULL, 0);
   rows[9].port = 0;
   cp_owned owned[] = {
-      {"ok", NOW + 60000},         {"drain", NOW + 60000},
-      {"disabled", NOW + 60000},   {"own-expiry", NOW + 60000},
-      {"lease-first", NOW + 30000}, {"edge-out", NOW + MARGIN},
-      {"edge-in", NOW + MARGIN + 1}, {"self-expired", NOW + 60000},
-      {"bad-port", NOW + 60000},   {"gone", NOW + 60000},
-      {"ok", NOW + 60000}};
+      {"ok", NOW + 60000, 0},         {"drain", NOW + 60000, 0},
+      {"disabled", NOW + 60000, 0},   {"own-expiry", NOW + 60000, 0},
+      {"lease-first", NOW + 30000, 0}, {"edge-out", NOW + MARGIN, 0},
+      {"edge-in", NOW + MARGIN + 1, 0}, {"self-expired", NOW + 60000, 0},
+      {"bad-port", NOW + 60000, 0},   {"gone", NOW + 60000, 0},
+      {"ok", NOW + 60000, 0}};
   cp_build_input in = base_input();
   in.proxies = rows;
   in.n_proxies = 10;
@@ -252,7 +252,7 @@ static void test_build_rules(void) {
 
 static void test_build_arithmetic(void) {
   ph_pool_proxy_row rows[1] = {prow("p", NULL, 0)};
-  cp_owned owned[] = {{"p", 1800000123457LL}};
+  cp_owned owned[] = {{"p", 1800000123457LL, 0}};
   cp_build_input in = base_input();
   in.proxies = rows;
   in.n_proxies = 1;
@@ -348,7 +348,7 @@ static void test_build_validity(void) {
   cp_snapshot_free(s);
 
   ph_pool_proxy_row rows[2] = {prow("p1", NULL, 0), prow("p2", NULL, 0)};
-  cp_owned owned[] = {{"p1", NOW + 40000}, {"p2", NOW + 50000}};
+  cp_owned owned[] = {{"p1", NOW + 40000, 0}, {"p2", NOW + 50000, 0}};
   in.proxies = rows;
   in.n_proxies = 2;
   in.owned = owned;
@@ -357,7 +357,19 @@ static void test_build_validity(void) {
   cp_snapshot_build(&in, &s, NULL);
   ok(s && ms(cp_snapshot_msg(s)->valid_until) == NOW + 50000,
      "CP-3-10: valid_until is clipped to the latest delivered lease");
+  ok(s && !cp_snapshot_msg(s)->proxies[0]->draining &&
+         !cp_snapshot_msg(s)->proxies[1]->draining,
+     "active rows, no reclaim: nothing draining");
   cp_snapshot_free(s);
+  owned[1].reclaim = 1;
+  s = NULL;
+  cp_snapshot_build(&in, &s, NULL);
+  ok(s && cp_snapshot_msg(s)->n_proxies == 2 &&
+         !cp_snapshot_msg(s)->proxies[0]->draining &&
+         cp_snapshot_msg(s)->proxies[1]->draining,
+     "CP-4-2: a proxy an extraction waits for is delivered draining");
+  cp_snapshot_free(s);
+  owned[1].reclaim = 0;
 
   owned[1].lease_expiry_ms = NOW + 999999;
   s = NULL;

@@ -193,7 +193,11 @@ typedef struct got {
   char owner[32][PH_POOL_ID_MAX + 1];
   int valid[32];
   uint32_t active[32], reserved[32];
-  uint32_t assigned, released;
+  uint32_t assigned, released, extracted;
+  int reclaim[32];
+  int xstate;
+  int64_t xms;
+  char xowner[PH_POOL_ID_MAX + 1];
 } got;
 
 static void on_reply(void *arg, const cp_auth_reply *r) {
@@ -207,6 +211,11 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
   g->expires = r->session_expires_ms;
   g->assigned = r->assigned;
   g->released = r->released;
+  g->extracted = r->extracted;
+  g->xstate = (int)r->extract_state;
+  g->xms = r->extracted_ms;
+  snprintf(g->xowner, sizeof(g->xowner), "%s",
+           r->extract_owner ? r->extract_owner : "");
   g->n_revoke = r->n_revoke < 32 ? r->n_revoke : 32;
   for (size_t i = 0; i < g->n_revoke; i++)
     snprintf(g->revoke[i], sizeof(g->revoke[i]), "%s", r->revoke[i]);
@@ -214,6 +223,7 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
   for (size_t i = 0; i < g->n_owned; i++) {
     snprintf(g->owned[i], sizeof(g->owned[i]), "%s", r->owned[i].proxy_id);
     g->lease[i] = r->owned[i].lease_until_ms;
+    g->reclaim[i] = r->owned[i].reclaim;
   }
   g->n_usable = r->n_usable < 32 ? r->n_usable : 32;
   for (size_t i = 0; i < g->n_usable; i++) {
@@ -319,6 +329,18 @@ static got owned(const char *w, const char *s) {
 
 static got usable(const char *const *ids, size_t n) {
   return CALL(A->usable(S, ids, n, on_reply, G));
+}
+
+static got extract(const char *id, cp_extract_op op) {
+  return CALL(A->extract(S, id, op, on_reply, G));
+}
+
+/* The reclaim mark owned() gives id, or -1 when id is not owned. */
+static int reclaim_of(const got *g, const char *id) {
+  for (size_t i = 0; i < g->n_owned; i++)
+    if (strcmp(g->owned[i], id) == 0)
+      return g->reclaim[i];
+  return -1;
 }
 
 static int has(const got *g, const char *id) {
@@ -820,6 +842,130 @@ static void test_draining(void) {
   stop_mod();
 }
 
+/* Exclusive extraction (CP-1-5, CP-4-2..5): an unowned proxy at once; an
+ * owned one reclaimed through the drain, extracted in the assign that
+ * ends its ownership; neither given out meanwhile; release. */
+static void test_extraction(void) {
+  if (start_mod("c-x", "") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v, ep;
+  acked("w1", "za", "s1", &v, &ep);
+  got x = extract("p9", CP_EXTRACT_GET);
+  ok(x.result == CP_AUTH_OK && x.xstate == CP_EXTRACT_AVAILABLE && x.xms == 0,
+     "a proxy never extracted is AVAILABLE");
+  long long t0 = redis_time_ms();
+  x = extract("p9", CP_EXTRACT_REQUEST);
+  ok(x.result == CP_AUTH_OK && x.xstate == CP_EXTRACT_EXTRACTED &&
+         x.xms >= t0 && x.xms <= redis_time_ms(),
+     "CP-1-5, CP-4-5: an unowned proxy is EXTRACTED at once, at Redis time");
+  int64_t first = x.xms;
+  x = extract("p9", CP_EXTRACT_REQUEST);
+  ok(x.xstate == CP_EXTRACT_EXTRACTED && x.xms == first,
+     "a second request is idempotent (the first extraction's time)");
+  cp_auth_proxy ps[] = {{"p1", 10, "za"}, {"p9", 10, "za"}};
+  got a = assign(ps, 2, NULL, 0);
+  got o = owned("w1", "s1");
+  ok(a.result == CP_AUTH_OK && has(&o, "p1") && !has(&o, "p9"),
+     "CP-4-5: assign gives out the available proxy, not the extracted one");
+  ep = a.epoch;
+  reack("w1", "s1", ep, &v);
+  is_int(reclaim_of(&o, "p1"), 0, "owned(): no reclaim mark before a request");
+
+  /* p1 is owned by w1 and busy: RECLAIMING until w1 drained it. */
+  x = extract("p1", CP_EXTRACT_REQUEST);
+  ok(x.result == CP_AUTH_OK && x.xstate == CP_EXTRACT_RECLAIMING &&
+         strcmp(x.xowner, "w1") == 0 && x.xms == 0,
+     "CP-4-2: an owned proxy is RECLAIMING, naming its owner");
+  x = extract("p1", CP_EXTRACT_GET);
+  ok(x.xstate == CP_EXTRACT_RECLAIMING && strcmp(x.xowner, "w1") == 0,
+     "GET says so too");
+  o = owned("w1", "s1");
+  is_int(reclaim_of(&o, "p1"), 1,
+         "CP-4-2: owned() marks it, so the owner's snapshots mark it draining");
+  uint64_t seq = 0;
+  cp_auth_counter busy[] = {{"p1", 1, 0, 1}};
+  report("w1", "s1", ++seq, 1, v, ep, busy, 1);
+  a = assign(ps, 1, NULL, 0);
+  o = owned("w1", "s1");
+  ok(a.extracted == 0 && has(&o, "p1") &&
+         extract("p1", CP_EXTRACT_GET).xstate == CP_EXTRACT_RECLAIMING,
+     "CP-4-3, CP-4-4: still owned and RECLAIMING while active is not zero");
+  /* The owner's zero counts count only on a snapshot built after the
+   * request (the drain mark). */
+  reack("w1", "s1", ep, &v);
+  report("w1", "s1", ++seq, 2, v, ep, NULL, 0);
+  long long t1 = redis_time_ms();
+  a = assign(ps, 1, NULL, 0);
+  o = owned("w1", "s1");
+  x = extract("p1", CP_EXTRACT_GET);
+  ok(a.result == CP_AUTH_OK && a.released == 1 && a.extracted == 1 &&
+         !has(&o, "p1") && x.xstate == CP_EXTRACT_EXTRACTED && x.xms >= t1,
+     "CP-4-4, CP-4-5: at zero the assign ends the ownership and extracts it "
+     "in the same step");
+  is_int(rint_("EXISTS %s", "ph:cp:{c-x}:owner:p1"), 0, "... and it has no owner");
+  a = assign(ps, 2, NULL, 0);
+  o = owned("w1", "s1");
+  ok(!has(&o, "p1") && !has(&o, "p9"), "CP-4-1: nobody gets an extracted proxy");
+
+  /* release: AVAILABLE, and assign gives it out again */
+  x = extract("p1", CP_EXTRACT_RELEASE);
+  ok(x.result == CP_AUTH_OK && x.xstate == CP_EXTRACT_AVAILABLE, "release: AVAILABLE");
+  is_int(extract("p1", CP_EXTRACT_GET).xstate, CP_EXTRACT_AVAILABLE, "GET agrees");
+  a = assign(ps, 2, NULL, 0);
+  o = owned("w1", "s1");
+  ok(has(&o, "p1") && !has(&o, "p9"), "a released proxy is given out again");
+
+  /* A withdrawn reclaim: the mark goes, the ownership stays. */
+  x = extract("p1", CP_EXTRACT_REQUEST);
+  is_int(x.xstate, CP_EXTRACT_RECLAIMING, "reclaimed again");
+  extract("p1", CP_EXTRACT_RELEASE);
+  a = assign(ps, 2, NULL, 0);
+  o = owned("w1", "s1");
+  ok(has(&o, "p1") && reclaim_of(&o, "p1") == 0 && a.extracted == 0,
+     "release withdraws a pending reclaim: still owned, no mark");
+
+  /* Refusals */
+  is_int(A->extract(S, "bad id", CP_EXTRACT_GET, on_reply, NULL), PH_EINVAL,
+         "a malformed id is refused");
+  is_int(A->extract(S, "p1", (cp_extract_op)9, on_reply, NULL), PH_EINVAL,
+         "an unknown op is refused");
+  is_int(A->extract(S, "p1", CP_EXTRACT_GET, NULL, NULL), PH_EINVAL,
+         "no callback is refused");
+  stop_mod();
+}
+
+/* A reclaimed proxy whose owner crashed: extracted once the session and
+ * the lease lapsed (CP-4-6), given to no live worker meanwhile. */
+static void test_extraction_crashed_owner(void) {
+  if (start_mod("c-xc", "session_ttl = 1s\nownership_lease = 1s\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v, ep;
+  acked("w1", "za", "s1", &v, &ep);
+  cp_auth_proxy ps[] = {{"p1", 10, "za"}};
+  assign(ps, 1, NULL, 0);
+  got x = extract("p1", CP_EXTRACT_REQUEST);
+  is_int(x.xstate, CP_EXTRACT_RECLAIMING, "w1 owns p1: RECLAIMING");
+  acked("w2", "za", "s2", &v, &ep); /* a live worker that could take it */
+  int extracted = 0, stolen = 0;
+  for (int i = 0; i < 100 && !extracted; i++) { /* at most ~5 s */
+    acked("w2", "za", "s2", &v, &ep);
+    assign(ps, 1, NULL, 0);
+    char w[64];
+    rhget("ph:cp:{c-xc}:owner:p1", "worker", w, sizeof(w));
+    if (strcmp(w, "w2") == 0)
+      stolen = 1;
+    extracted = extract("p1", CP_EXTRACT_GET).xstate == CP_EXTRACT_EXTRACTED;
+    mock_run_for(M, 50);
+  }
+  ok(extracted, "CP-4-6: extracted once the crashed owner's session and lease lapsed");
+  ok(!stolen, "CP-4-1: the live worker never got it meanwhile");
+  stop_mod();
+}
+
 static void test_usable(void) {
   if (start_mod("c-use", "session_ttl = 2s\nruntime_ttl = 1s\n") < 0) {
     ok(0, "module starts");
@@ -1088,6 +1234,8 @@ int main(void) {
   test_killed_worker();
   test_lease_first();
   test_draining();
+  test_extraction();
+  test_extraction_crashed_owner();
   test_usable();
   test_bounds();
   test_database();

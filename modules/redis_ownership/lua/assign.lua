@@ -14,13 +14,17 @@
 --     max_owned each (CP-1-16);
 --     but none while the fresh-state hold lasts (below);
 --  4. the epoch rises when anything changed.
+-- Extraction (extract.lua, CP-4-2..5): a RECLAIMING proxy (P..'reclaim')
+-- drains as in 2 and, once it has no owner (2, or a crashed owner's
+-- lapse in 1), becomes EXTRACTED in this same step; neither a RECLAIMING
+-- nor an EXTRACTED proxy is given to anyone in 3.
 -- The fresh-state hold (CP-4-1): Redis without P..'assign_from' has lost
 -- the cluster's state or never had it. A gateway may still use an
 -- ownership it forgot, at most until that lease ends: at most one lease
 -- from now. So assign_from is set to now + hold_ms (one lease, or 0 when
 -- the operator says Redis cannot lose writes) and no proxy is given
 -- before it; ownerships Redis still knows are kept and released as usual.
--- Returns {'ok', epoch, assigned, released}.
+-- Returns {'ok', epoch, assigned, released, extracted}.
 local now = now_ms()
 local lease, max_owned = tonumber(ARGV[2]), tonumber(ARGV[3])
 local from = redis.call('GET', P .. 'assign_from')
@@ -67,9 +71,27 @@ for k = 1, #old, 2 do
 end
 redis.call('DEL', dkey)
 local version = redis.call('GET', P .. 'version') or '0'
+local xkey, rkey = P .. 'extracted', P .. 'reclaim'
+local reclaim, taken = redis.call('SMEMBERS', rkey), {}
+for _, p in ipairs(reclaim) do
+  taken[p] = true
+end
+for _, p in ipairs(redis.call('HKEYS', xkey)) do
+  taken[p] = true
+end
+-- The store's draining ids, then the reclaimed ones not among them.
+local drain, listed = {}, {}
 for _ = 1, m do
-  local p = ARGV[i]
+  drain[#drain + 1] = ARGV[i]
+  listed[ARGV[i]] = true
   i = i + 1
+end
+for _, p in ipairs(reclaim) do
+  if not listed[p] then
+    drain[#drain + 1] = p
+  end
+end
+for _, p in ipairs(drain) do
   local mark = marks[p] or version
   redis.call('HSET', dkey, p, mark)
   local w = redis.call('HGET', P .. 'owner:' .. p, 'worker')
@@ -106,6 +128,16 @@ for _, w in ipairs(names) do
     end
   end
 end
+-- Reclaimed proxies without an owner now leave the pool (CP-4-5).
+local extracted = 0
+for _, p in ipairs(reclaim) do
+  if redis.call('EXISTS', P .. 'owner:' .. p) == 0 then
+    redis.call('HSET', xkey, p, tostring(now))
+    redis.call('SREM', rkey, p)
+    redis.call('HDEL', dkey, p)
+    extracted = extracted + 1
+  end
+end
 -- 3. unowned usable proxies to live workers.
 local order = {}
 for _, w in ipairs(names) do
@@ -128,7 +160,8 @@ local function pick(zone, same_zone)
 end
 local lease_until = now + lease
 for _, u in ipairs(usable) do
-  if not held and redis.call('EXISTS', P .. 'owner:' .. u.id) == 0 then
+  if not held and not taken[u.id] and
+      redis.call('EXISTS', P .. 'owner:' .. u.id) == 0 then
     local w = (u.zone ~= '' and pick(u.zone, true)) or pick(u.zone, false)
     if w then
       redis.call('HSET', P .. 'owner:' .. u.id, 'worker', w,
@@ -144,4 +177,4 @@ local epoch = epoch_now()
 if assigned + released > 0 then
   epoch = tostring(redis.call('INCR', KEYS[1]))
 end
-return {'ok', tonumber(epoch), assigned, released}
+return {'ok', tonumber(epoch), assigned, released, extracted}

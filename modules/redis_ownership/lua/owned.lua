@@ -1,7 +1,9 @@
 -- SPDX-License-Identifier: BSD-2-Clause
 -- owned: ARGV worker, session. The worker's ownership index with each
 -- lease's expiry (CP-1-16); an entry whose proxy another worker owns now
--- is left out. Returns {'ok', epoch, proxy, until, ...} or {'stale'}.
+-- is left out. reclaim is 1 when an extraction waits for the proxy
+-- (extract.lua): the worker's snapshots mark it draining (CP-4-2).
+-- Returns {'ok', epoch, proxy, until, reclaim, ...} or {'stale'}.
 local w = ARGV[2]
 if not current(w, ARGV[3]) then
   return {'stale'}
@@ -12,6 +14,7 @@ for i = 1, #idx, 2 do
   if redis.call('HGET', P .. 'owner:' .. idx[i], 'worker') == w then
     res[#res + 1] = idx[i]
     res[#res + 1] = tonumber(idx[i + 1])
+    res[#res + 1] = redis.call('SISMEMBER', P .. 'reclaim', idx[i])
   end
 end
 return res
