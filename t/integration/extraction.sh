@@ -9,15 +9,11 @@
 # GET/POST/DELETE /v1/pool/proxies/{id}/extraction and proxyhostctl proxy
 # extraction|extract|return; an idempotent second POST; the state kept in
 # Redis (it survives a restart of proxyhost); the proxy asked of the store
-# before Redis (404 while Redis is down); a malformed id 400, no token
+# before Redis for GET and POST (404 while Redis is down), not for a
+# return (an id the store no longer has); a malformed id 400, no token
 # 401, a body or a query 400, Redis down 503; admin_api without authority
 # 501, naming the key; an authority that is not loaded refused by
-# --check-config.
-#
-# Until the Redis side lands (cp.authority's extract is NULL), the
-# authority's answer is 501 "does not implement": the Redis-backed checks
-# are then skipped, by name, and only while modules/redis_ownership has
-# no .extract in its vtable (after that, a 501 is a failure).
+# --check-config. The reclaim from a live owner: gateway_e2e.sh.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 require_modules store_sqlite redis_ownership admin_api
