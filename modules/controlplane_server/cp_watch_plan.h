@@ -9,7 +9,8 @@
  * ownership epoch, the worker's owned set), but not more often than
  * min_interval, and before the last one runs out: once less than
  * refresh_before is left of its validity or of the earliest usable_until
- * it delivered (the refresh bound).
+ * it delivered that a lease sets (the refresh bound; a proxy whose own
+ * expires_at sets it just expires, no renewal moves it).
  *
  * A lease renewal alone is not a change: every accepted runtime report
  * renews the leases, and the worker reports right after each ACK, so

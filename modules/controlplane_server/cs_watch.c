@@ -25,7 +25,6 @@
 
 #include "cp_secrets.h"
 #include "cp_snapshot.h"
-#include "cp_snapshot_time.h"
 #include "cp_watch_plan.h"
 #include "cs.h"
 
@@ -223,16 +222,14 @@ static int resolve(void *ud, const char *ref, uint64_t version,
 
 /* Host job thread: reads only what the round holds (immutable now). */
 /* Job thread, after a build: the snapshot's refresh bound (its
- * valid_until, or the earliest usable_until it delivers when sooner) and
- * whether leases set it, so that only a renewal can move it (the plan's
+ * valid_until, or the earliest usable_until a renewal can move, when
+ * sooner; a proxy whose own expires_at sets it just expires) and whether
+ * leases set it, so that only a renewal can move it (the plan's
  * refreshable). */
-static void refresh_bound(cs_watch *w, const Controlplane__V1__WorkerSnapshot *msg) {
+static void refresh_bound(cs_watch *w, const cp_build_stats *st) {
   int64_t bound = w->valid_until_ms;
-  for (size_t i = 0; i < msg->n_proxies; i++) {
-    int64_t u;
-    if (cp_ts_to_ms(msg->proxies[i]->usable_until, &u) && u < bound)
-      bound = u;
-  }
+  if (st->renewable_until_ms > 0 && st->renewable_until_ms < bound)
+    bound = st->renewable_until_ms;
   w->refresh_bound_ms = bound;
   w->lease_bound = bound < w->build_now_ms + w->m->conf.snapshot_validity_ms;
 }
@@ -264,7 +261,8 @@ static void build_work(void *arg) {
   cp_snapshot *s = NULL;
   w->build_ok = 0;
   w->is_delta = 0;
-  if (cp_snapshot_build(&in, &s, NULL) == CP_BUILD_OK) {
+  cp_build_stats st;
+  if (cp_snapshot_build(&in, &s, &st) == CP_BUILD_OK) {
     const Controlplane__V1__WorkerSnapshot *msg = cp_snapshot_msg(s);
     Controlplane__V1__WatchSnapshotsResponse r =
         CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__INIT;
@@ -291,7 +289,7 @@ static void build_work(void *arg) {
       memcpy(w->checksum, msg->checksum.data, 32);
       w->valid_until_ms = (int64_t)msg->valid_until->seconds * 1000 +
                           msg->valid_until->nanos / 1000000;
-      refresh_bound(w, msg);
+      refresh_bound(w, &st);
       w->build_ok = 1;
     }
     cp_delta_free(d);

@@ -114,6 +114,10 @@ typedef struct cp_build_stats {
   uint32_t duplicate_owned;     /* the same id twice in the index */
   uint32_t routes;              /* enabled rules delivered */
   uint32_t credentials;         /* distinct credentials delivered */
+  /* The earliest usable_until (Unix ms) among the delivered proxies whose
+   * lease, not their own expires_at, sets it: what a lease renewal can
+   * move (the controller's refresh point, cp_watch_plan.h); 0 when none. */
+  int64_t renewable_until_ms;
 } cp_build_stats;
 
 typedef enum cp_build_result {

@@ -457,6 +457,9 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
       st.draining++;
     if (o->lease_expiry_ms > latest_lease)
       latest_lease = o->lease_expiry_ms;
+    if (exp == o->lease_expiry_ms &&
+        (st.renewable_until_ms == 0 || usable < st.renewable_until_ms))
+      st.renewable_until_ms = usable;
   }
   if (full)
     goto done;

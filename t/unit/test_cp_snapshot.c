@@ -371,6 +371,27 @@ static void test_build_validity(void) {
   cp_snapshot_free(s);
   owned[1].reclaim = 0;
 
+  /* The refresh point's bound: the earliest usable_until a renewal can
+   * move. p1's own expires_at comes before its lease: it just expires. */
+  cp_build_stats st;
+  s = NULL;
+  cp_snapshot_build(&in, &s, &st);
+  is_int(st.renewable_until_ms, NOW + 40000 - MARGIN,
+         "renewable_until: the earliest lease-bound usable_until (p1's)");
+  cp_snapshot_free(s);
+  rows[0].expires_at_ms = NOW + 20000;
+  s = NULL;
+  cp_snapshot_build(&in, &s, &st);
+  is_int(st.renewable_until_ms, NOW + 50000 - MARGIN,
+         "a proxy its own expires_at bounds is left out (p2's lease counts)");
+  cp_snapshot_free(s);
+  rows[1].expires_at_ms = NOW + 30000;
+  s = NULL;
+  cp_snapshot_build(&in, &s, &st);
+  is_int(st.renewable_until_ms, 0, "none lease-bound: 0");
+  cp_snapshot_free(s);
+  rows[0].expires_at_ms = rows[1].expires_at_ms = 0;
+
   owned[1].lease_expiry_ms = NOW + 999999;
   s = NULL;
   cp_snapshot_build(&in, &s, NULL);
