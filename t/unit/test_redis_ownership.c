@@ -920,7 +920,14 @@ static void test_extraction(void) {
   /* A withdrawn reclaim: the mark goes, the ownership stays. */
   x = extract("p1", CP_EXTRACT_REQUEST);
   is_int(x.xstate, CP_EXTRACT_RECLAIMING, "reclaimed again");
+  reack("w1", "s1", a.epoch, &v);
+  got rr = report("w1", "s1", ++seq, 3, v, a.epoch, NULL, 0);
+  ok(rr.result == CP_AUTH_OK && rr.n_revoke == 1 && strcmp(rr.revoke[0], "p1") == 0,
+     "CP-4-7: while reclaiming, the owner's runtime answer names it to revoke");
   extract("p1", CP_EXTRACT_RELEASE);
+  rr = report("w1", "s1", ++seq, 4, v, a.epoch, NULL, 0);
+  ok(rr.result == CP_AUTH_OK && rr.n_revoke == 0,
+     "once withdrawn, no runtime answer names it any more");
   a = assign(ps, 2, NULL, 0);
   o = owned("w1", "s1");
   ok(has(&o, "p1") && reclaim_of(&o, "p1") == 0 && a.extracted == 0,

@@ -9,7 +9,10 @@
 --  request: EXTRACTED at once without an owner; otherwise RECLAIMING, and
 --           the drain mark is set now (assign ends the ownership only on a
 --           report made on a snapshot built after it, CP-4-4);
---  release: AVAILABLE again (a pending reclaim is withdrawn).
+--  release: AVAILABLE again (a pending reclaim is withdrawn, and its
+--           drain mark with it, so no runtime answer names the proxy in
+--           revoke_proxy_ids any more; a drain the store asks for gets a
+--           mark again at the next assign).
 -- At most limit proxies are RECLAIMING or EXTRACTED.
 -- Returns {'ok', state, extracted_ms, owner} (state 0 AVAILABLE,
 -- 1 RECLAIMING, 2 EXTRACTED; owner '' unless RECLAIMING) or {'limit'}.
@@ -17,7 +20,9 @@ local op, p, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local xkey, rkey = P .. 'extracted', P .. 'reclaim'
 if op == 'release' then
   redis.call('HDEL', xkey, p)
-  redis.call('SREM', rkey, p)
+  if redis.call('SREM', rkey, p) == 1 then
+    redis.call('HDEL', P .. 'draining', p)
+  end
   return {'ok', 0, 0, ''}
 end
 local at = redis.call('HGET', xkey, p)
