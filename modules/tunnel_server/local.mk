@@ -5,7 +5,7 @@ module_LTLIBRARIES += modules/tunnel_server/tunnel_server.la
 modules_tunnel_server_tunnel_server_la_SOURCES = \
 	modules/tunnel_server/tunnel_server.c modules/tunnel_server/ts_int.h \
 	modules/tunnel_server/ts_conf.c \
-	modules/tunnel_server/ts_conn.c \
+	modules/tunnel_server/ts_conn.c modules/tunnel_server/ts_cred.c \
 	modules/tunnel_server/ts_bearer.c modules/tunnel_server/ts_bearer.h \
 	modules/tunnel_server/ts_open.c \
 	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \

@@ -71,6 +71,21 @@ const ph_conf_key ts_keys[] = {
     PH_CONF_KEY("agent.max_connections", PH_CONF_INT, "8", 1,
                 TS_AGENT_CONNS_MAX, 0, NULL,
                 "connections one agent may hold (its connections.max)", NULL),
+    PH_CONF_KEY("client.max_connections_per_token", PH_CONF_INT, "32", 1,
+                65536, 0, NULL,
+                "client connections one stream token may hold; beyond: "
+                "closed with 1008",
+                NULL),
+    PH_CONF_KEY("client.max_connections_per_user", PH_CONF_INT, "128", 1,
+                65536, 0, NULL,
+                "client connections all the stream tokens of one user may "
+                "hold; beyond: closed with 1008",
+                NULL),
+    PH_CONF_KEY("credential_check_interval", PH_CONF_DURATION, "250ms", 50,
+                60000, 0, NULL,
+                "how often sessions are re-checked against the "
+                "authorization revision and their token's expiry",
+                NULL),
     PH_CONF_KEY("drain_timeout", PH_CONF_DURATION, "5s", 0, 600000, 0, NULL,
                 "after GOAWAY at stop, how long streams may finish", NULL),
     PH_CONF_END};
@@ -143,6 +158,10 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   rc = tm_conf_check(ctx, a, "stream.", ts_keys, key, why, whylen);
   if (rc != PH_OK)
     return rc;
+  if (a->conf_int(ctx, "client.max_connections_per_token") >
+      a->conf_int(ctx, "client.max_connections_per_user"))
+    return bad(key, "client.max_connections_per_token", why, whylen,
+               "must not exceed client.max_connections_per_user");
   if (a->conf_int(ctx, "stream.max_opens_per_session") >
       a->conf_int(ctx, "stream.max_concurrent_opens"))
     return bad(key, "stream.max_opens_per_session", why, whylen,
@@ -172,6 +191,9 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *a, ts_conf *c) {
   c->max_per_token = I("stream.max_per_token");
   c->max_per_agent = I("stream.max_per_agent");
   c->agent_max_connections = I("agent.max_connections");
+  c->max_conns_per_token = I("client.max_connections_per_token");
+  c->max_conns_per_user = I("client.max_connections_per_user");
+  c->cred_check_ms = I("credential_check_interval");
   c->open_timeout_ms = I("stream.open_timeout");
   c->idle_timeout_ms = a->conf_int(ctx, "stream.idle_timeout");
   tm_conf_session(ctx, a, "stream.", &c->session);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tm_token.h"
 #include "ts_bearer.h"
 #include "ts_int.h"
 
@@ -103,6 +104,45 @@ void ts_token_release(ts_mod *m, ts_token *t) {
   free(t);
 }
 
+static ts_user *user_get(ts_mod *m, const char *name) {
+  for (ts_user *u = m->users; u; u = u->next)
+    if (strcmp(u->name, name) == 0)
+      return u;
+  ts_user *u = calloc(1, sizeof(*u));
+  if (!u)
+    return NULL;
+  snprintf(u->name, sizeof(u->name), "%s", name);
+  u->next = m->users;
+  m->users = u;
+  return u;
+}
+
+static void user_release(ts_mod *m, ts_user *u) {
+  if (!u || u->conns)
+    return;
+  for (ts_user **pp = &m->users; *pp; pp = &(*pp)->next)
+    if (*pp == u) {
+      *pp = u->next;
+      break;
+    }
+  free(u);
+}
+
+/* What a client session holds in the registries, given back (its close,
+ * or a session that could not be made). */
+static void client_release(ts_mod *m, ts_conn *c) {
+  if (c->token) {
+    c->token->conns--;
+    ts_token_release(m, c->token);
+    c->token = NULL;
+  }
+  if (c->user) {
+    c->user->conns--;
+    user_release(m, c->user);
+    c->user = NULL;
+  }
+}
+
 /* ---- sessions ----------------------------------------------------------- */
 
 static void sess_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
@@ -171,11 +211,7 @@ static void sess_on_close(void *arg, int reason) {
     agent_del_conn(m, c);
   } else if (c->kind == TS_CONN_CLIENT) {
     ts_open_conn_gone(c);
-    if (c->token) {
-      c->token->conns--;
-      ts_token_release(m, c->token);
-      c->token = NULL;
-    }
+    client_release(m, c);
   }
 }
 
@@ -193,6 +229,15 @@ static const tm_session_ops agent_ops = {
 
 /* ---- authentication ----------------------------------------------------- */
 
+static void forget_bearer(ts_conn *c) {
+  if (c->bearer) {
+    tm_token_wipe(c->bearer, c->bearer_len);
+    free(c->bearer);
+  }
+  c->bearer = NULL;
+  c->bearer_len = 0;
+}
+
 static void refuse(ts_conn *c, const char *why) {
   PH_LOG(ts_api, c->m->ctx, PH_LOG_INFO, "tunnel connection refused",
          PH_STR("principal", c->token_id), PH_STR("reason", why),
@@ -200,9 +245,24 @@ static void refuse(ts_conn *c, const char *why) {
   c->lo->close(c->link, WS_UNAUTHORIZED, "unauthorized");
 }
 
-static void on_auth(void *arg, const ph_az_auth_result *res) {
+/* A limit reached after authentication: logged (rate-limited), counted,
+ * closed with 1008 and a fixed reason. */
+static void refuse_limit(ts_conn *c, int refusal, const char *what) {
+  PH_LOG_RL(ts_api, c->m->ctx, PH_LOG_WARN,
+            "tunnel connection refused: connection limit",
+            PH_STR("principal", c->token_id), PH_STR("limit", what),
+            PH_STR("peer", c->peer));
+  ts_count_refusal(c->m, refusal);
+  c->lo->close(c->link, WS_POLICY, "too many connections");
+}
+
+void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
   ts_conn *c = arg;
   ts_mod *m = c->m;
+  if (c->check_rev) {
+    ts_cred_on_recheck(c, res);
+    return;
+  }
   c->auth_call = 0;
   m->auth_in_flight--;
   int verdict = res && res->size >= offsetof(ph_az_auth_result, ttl_ms)
@@ -224,15 +284,16 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
     refuse(c, "scope");
     return;
   }
+  c->expires_at = tk->expires_at;
+  c->auth_rev = res->size >= offsetof(ph_az_auth_result, reserved)
+                    ? res->revision
+                    : 0;
   tm_session_cfg cfg;
   ts_session_cfg(&m->c, agent, c->caps, m->metrics, &cfg);
   if (agent) {
     ts_agent *a = ts_agent_find(m, tk->agent);
     if (a && a->nconns >= m->c.agent_max_connections) {
-      PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
-             "agent holds agent.max_connections already; refused",
-             PH_STR("principal", c->token_id));
-      c->lo->close(c->link, WS_POLICY, "too many connections");
+      refuse_limit(c, TS_REF_AGENT, "agent.max_connections");
       return;
     }
     if (!a && !(a = agent_get(m, tk->agent))) {
@@ -248,26 +309,40 @@ static void on_auth(void *arg, const ph_az_auth_result *res) {
                           &agent_ops, c);
   } else {
     ts_token *t = token_get(m, c->token_id);
-    if (!t) {
-      c->lo->close(c->link, WS_INTERNAL, "internal error");
+    ts_user *u = t ? user_get(m, tk->user ? tk->user : "") : NULL;
+    int limit = -1;
+    if (t && u) {
+      if (t->conns >= m->c.max_conns_per_token)
+        limit = TS_REF_TOKEN;
+      else if (u->conns >= m->c.max_conns_per_user)
+        limit = TS_REF_USER;
+    }
+    if (!t || !u || limit >= 0) {
+      user_release(m, u);
+      ts_token_release(m, t);
+      if (limit >= 0)
+        refuse_limit(c, limit, limit == TS_REF_TOKEN
+                                   ? "client.max_connections_per_token"
+                                   : "client.max_connections_per_user");
+      else
+        c->lo->close(c->link, WS_INTERNAL, "internal error");
       return;
     }
     c->kind = TS_CONN_CLIENT;
     c->token = t;
+    c->user = u;
     t->conns++;
+    u->conns++;
     oexec_group_init(&c->group);
     c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
                           &client_ops, c);
   }
   if (!c->s) {
     /* What on_close would have undone. */
-    if (c->kind == TS_CONN_AGENT) {
+    if (c->kind == TS_CONN_AGENT)
       agent_del_conn(m, c);
-    } else {
-      c->token->conns--;
-      ts_token_release(m, c->token);
-      c->token = NULL;
-    }
+    else
+      client_release(m, c);
     c->kind = TS_CONN_AUTH;
     c->lo->close(c->link, WS_INTERNAL, "internal error");
     return;
@@ -311,8 +386,21 @@ ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
     bearer = "";
     len = 0;
   }
-  int64_t id = m->store->authenticate(m->store_self, bearer, len, on_auth, c);
+  /* Kept for the re-checks of ts_cred.c (an empty one is never
+   * re-checked: it is refused now). */
+  if (len) {
+    c->bearer = malloc(len);
+    if (!c->bearer) {
+      free(c);
+      return NULL;
+    }
+    memcpy(c->bearer, bearer, len);
+    c->bearer_len = len;
+  }
+  int64_t id =
+      m->store->authenticate(m->store_self, bearer, len, ts_conn_on_auth, c);
   if (id <= 0) {
+    forget_bearer(c);
     free(c);
     return NULL;
   }
@@ -331,7 +419,11 @@ void ts_conn_closed(ts_conn *c) {
   if (c->auth_call > 0) {
     m->store->cancel(m->store_self, c->auth_call);
     c->auth_call = 0;
-    m->auth_in_flight--;
+    if (c->check_rev)
+      m->rechecks--;
+    else
+      m->auth_in_flight--;
+    c->check_rev = 0;
   }
   /* The session learns it here (its on_close runs inside and undoes the
    * registries); after a session close it is already gone. */
@@ -344,6 +436,7 @@ void ts_conn_closed(ts_conn *c) {
   if (c->next)
     c->next->prev = c->prev;
   m->nconns--;
+  forget_bearer(c);
   free(c);
   ts_stop_check(m);
 }

@@ -4,7 +4,10 @@
  *   tunnel_server.c  the module: lifecycle, services, the listener, stop
  *   ts_conf.c        the keys, their check and the values read from them
  *   ts_conn.c        one WebSocket: authentication by bearer token, its
- *                    session, agent metadata, the agent registry
+ *                    session, agent metadata, the registries (agents,
+ *                    tokens, users) and the connection limits
+ *   ts_cred.c        sessions bound to their credentials: re-checked when
+ *                    the authorization revision moves, ended at expiry
  *   ts_open.c        one client stream: the open executor, authorization,
  *                    selection, the agent's open, the relay, its log line
  * (TM-P0-23: the WebSocket side knows frame boundaries and connection
@@ -35,6 +38,7 @@ typedef struct ts_mod ts_mod;
 typedef struct ts_conn ts_conn;
 typedef struct ts_agent ts_agent;
 typedef struct ts_token ts_token;
+typedef struct ts_user ts_user;
 typedef struct ts_open ts_open;
 
 /* The values read from the section (ts_conf.c). */
@@ -48,6 +52,8 @@ typedef struct ts_conf {
   uint32_t max_concurrent_opens, max_pending_opens, max_opens_per_session;
   uint32_t max_per_connection, max_per_token, max_per_agent;
   uint32_t agent_max_connections;
+  uint32_t max_conns_per_token, max_conns_per_user; /* client.* */
+  uint32_t cred_check_ms; /* credential_check_interval */
   uint32_t open_timeout_ms;
   /* the session's limits, heartbeat and local_caps (fair_writer), read by
    * tm_conf_session; ts_session_cfg adds the rest per connection */
@@ -74,6 +80,14 @@ struct ts_token {
   uint32_t streams; /* client streams alive under this token */
   uint32_t conns;   /* connections holding it */
   ts_token *next;
+};
+
+/* A client principal: the user its stream tokens belong to (the tenant
+ * that per-user limits count). */
+struct ts_user {
+  char name[PH_AZ_NAME_MAX + 1];
+  uint32_t conns; /* client connections of its tokens */
+  ts_user *next;
 };
 
 struct ts_agent {
@@ -104,10 +118,19 @@ struct ts_conn {
   tm_session *s;
   int kind;          /* ts_conn_kind */
   unsigned caps;     /* negotiated by subprotocol */
-  int64_t auth_call; /* > 0 while the store authenticates */
+  int64_t auth_call; /* > 0 while the store authenticates (at the
+                        accept, or a re-check of a session) */
   char token_id[PH_AZ_ID_LEN + 1]; /* for logs: never the secret */
+  /* The bearer the session was opened with, kept to re-check it (wiped
+   * at free; never logged), and what its last check said. */
+  char *bearer;
+  size_t bearer_len;
+  uint64_t auth_rev;  /* the revision its last check ran under */
+  uint64_t check_rev; /* a re-check in flight: the revision it started at */
+  int64_t expires_at; /* the token's, unix seconds; 0: never */
   char peer[64];
   ts_token *token;   /* client */
+  ts_user *user;     /* client */
   ts_agent *agent;   /* agent */
   int ready;         /* agent: metadata arrived and is consistent */
   unsigned meta_caps;
@@ -131,6 +154,13 @@ struct ts_mod {
   ts_conn *conns;
   ts_agent *agents;
   ts_token *tokens;
+  ts_user *users;
+  ph_timer *cred_timer; /* ts_cred.c */
+  uint32_t rechecks;    /* re-checks in flight */
+  /* proxyhost_tunnel_server_connections_refused_total{reason} and
+   * proxyhost_tunnel_server_credential_ends_total{role,reason} (ts_cred.c) */
+  ph_series *m_refused[3];
+  ph_series *m_cred_ended[2][3];
   ts_open *opens;   /* every client stream, opening or relaying */
   uint32_t nopens;
   int stopping;     /* 1: draining, 2: stopped */
@@ -171,6 +201,26 @@ void ts_conn_closed(ts_conn *c);
 void ts_conn_goaway_all(ts_mod *m);
 /* Close every connection now (the end of the drain, destroy). */
 void ts_conn_close_all(ts_mod *m);
+
+/* Why a connection was refused after authentication (the
+ * tunnelmesh_server_connections_refused_total label). */
+enum ts_refusal { TS_REF_TOKEN = 0, TS_REF_USER, TS_REF_AGENT };
+void ts_count_refusal(ts_mod *m, int refusal);
+/* The store's answer to authenticate: the accept's, or a re-check's. */
+void ts_conn_on_auth(void *arg, const ph_az_auth_result *res);
+
+/* ts_cred.c */
+/* Start: the credential watch's timer and metric (init). PH_OK or
+ * PH_ENOMEM. */
+int ts_cred_init(ts_mod *m);
+/* Start and reload: (re)arms the tick at credential_check_interval. */
+void ts_cred_start(ts_mod *m);
+void ts_cred_free(ts_mod *m);
+/* The store's answer to a running session's re-check. */
+void ts_cred_on_recheck(ts_conn *c, const ph_az_auth_result *res);
+/* Ends a running session whose credentials are no longer valid: audited,
+ * counted, closed with 4403 (its streams reset, its slots freed). */
+void ts_cred_end(ts_conn *c, const char *why);
 
 /* ts_open.c */
 /* The client session's on_open / on_abandon. */

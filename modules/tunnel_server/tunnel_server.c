@@ -44,6 +44,13 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   }
   oexec_init(&m->exec, m->c.max_concurrent_opens, m->c.max_pending_opens,
              m->c.max_opens_per_session);
+  int rc = ts_cred_init(m);
+  if (rc != PH_OK) {
+    ts_cred_free(m);
+    tm_metrics_free(m->metrics);
+    free(m);
+    return rc;
+  }
   *state = m;
   ts_last_mod = m;
   return PH_OK;
@@ -87,6 +94,7 @@ static int ts_start(void *state) {
            PH_STR("reason", err ? err : "unknown"));
     return PH_EINVAL;
   }
+  ts_cred_start(m);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel server listening",
          PH_STR("listen", m->c.listen), PH_INT("port", tm_ws_port(m->ws)),
          PH_STR("scheme", m->c.cert[0] ? "wss" : "ws"),
@@ -108,6 +116,12 @@ static int ts_reload(void *state) {
   m->c.max_per_token = n.max_per_token;
   m->c.max_per_agent = n.max_per_agent;
   m->c.agent_max_connections = n.agent_max_connections;
+  m->c.max_conns_per_token = n.max_conns_per_token;
+  m->c.max_conns_per_user = n.max_conns_per_user;
+  if (m->c.cred_check_ms != n.cred_check_ms) {
+    m->c.cred_check_ms = n.cred_check_ms;
+    ts_cred_start(m);
+  }
   m->c.open_timeout_ms = n.open_timeout_ms;
   m->c.idle_timeout_ms = n.idle_timeout_ms;
   m->c.drain_ms = n.drain_ms;
@@ -170,6 +184,7 @@ static void ts_destroy(void *state) {
     return;
   if (m->drain_timer)
     ts_api->timer_free(m->drain_timer);
+  ts_cred_free(m);
   m->stopping = 2;
   ts_open_abort_all(m);
   if (m->ws)
@@ -178,6 +193,11 @@ static void ts_destroy(void *state) {
     ts_agent *a = m->agents;
     m->agents = a->next;
     free(a);
+  }
+  while (m->users) {
+    ts_user *u = m->users;
+    m->users = u->next;
+    free(u);
   }
   while (m->tokens) {
     ts_token *t = m->tokens;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <proxyhost/mock.h>
 
@@ -40,7 +41,12 @@ static struct {
   held *q;        /* answered on the next loop turn (or held) */
   int hold_access;
   int64_t next_id, checks, cancels;
-} fk;
+  /* Issue 22 item 1: the store changing under running sessions. */
+  uint64_t rev;        /* the revision revision() and answers report */
+  char denied[64];     /* a bearer the store now refuses */
+  int unavailable;     /* every authentication answers UNAVAILABLE */
+  int64_t expires_at;  /* of the "client3" token */
+} fk = {.rev = 1};
 
 static void fk_deliver(ph_timer *t, void *arg);
 
@@ -64,7 +70,18 @@ static void answer(held *h) {
     ph_az_auth_result r;
     memset(&r, 0, sizeof(r));
     r.size = sizeof(r);
-    if (strcmp(h->what, "client") == 0 || strcmp(h->what, "client2") == 0) {
+    r.revision = fk.rev;
+    if (fk.unavailable) {
+      r.verdict = PH_AZ_AUTH_UNAVAILABLE;
+    } else if (strcmp(h->what, fk.denied) == 0) {
+      r.verdict = PH_AZ_AUTH_DENY;
+    } else if (strcmp(h->what, "client3") == 0) {
+      r.verdict = PH_AZ_AUTH_OK;
+      r.token.id = "tok_00000000000000c3";
+      r.token.scopes = PH_AZ_SCOPE_STREAM;
+      r.token.expires_at = fk.expires_at;
+    } else if (strcmp(h->what, "client") == 0 ||
+               strcmp(h->what, "client2") == 0) {
       r.verdict = PH_AZ_AUTH_OK;
       r.token.id = strcmp(h->what, "client") == 0 ? "tok_00000000000000c1"
                                                    : "tok_00000000000000c2";
@@ -171,7 +188,7 @@ static int64_t fk_check(void *self, const ph_access_request *req,
 
 static int fk_revision(void *self, uint64_t *rev) {
   (void)self;
-  *rev = 1;
+  *rev = fk.rev;
   return PH_OK;
 }
 
@@ -231,7 +248,7 @@ typedef struct peer {
   int nout;
 } peer;
 
-#define NPEERS 8
+#define NPEERS 9
 static peer peers[NPEERS];
 static ph_mock *mk;
 
@@ -657,6 +674,108 @@ static void test_metadata_mismatch(void) {
                 "subprotocol chose closes it (never guessed around)");
 }
 
+/* The value of one series in the scrape (0 when absent). */
+static long metric_value(const char *series) {
+  const char *mt = ph_mock_metrics_text(mk);
+  const char *at = mt ? strstr(mt, series) : NULL;
+  return at ? strtol(at + strlen(series), NULL, 10) : 0;
+}
+
+#define ENDED(role, why)                                                   \
+  "proxyhost_tunnel_server_credential_ends_total{role=\"" role            \
+  "\",reason=\"" why "\"} "
+#define REFUSED(why)                                                       \
+  "proxyhost_tunnel_server_connections_refused_total{reason=\"" why "\"} "
+
+/* Issue 22 item 1: a session ends when its credentials stop being valid
+ * (and only then); item 2: connections per token and per user. */
+static void test_credentials(void) {
+  char err[1024];
+  peer *c = connect_peer(7, "client3", TM_SUBPROTO_FULL);
+  ok(c->s && !c->closed, "a client session (token c3)");
+  fk.unavailable = 1;
+  fk.rev = 2;
+  ph_mock_run_for(mk, 700);
+  ok(c->s && !c->closed,
+     "the revision moves while the store is unavailable: the session "
+     "stays (unknown is no verdict; new streams are refused by access)");
+  fk.unavailable = 0;
+  ph_mock_run_for(mk, 700);
+  ok(c->s && !c->closed, "re-checked once it answers again: still valid");
+  snprintf(fk.denied, sizeof(fk.denied), "client3");
+  ph_mock_run_for(mk, 700);
+  ok(c->s && !c->closed,
+     "revoked without a revision step: nothing to re-check yet");
+  fk.rev = 3;
+  ph_mock_run_for(mk, 700);
+  is_int(c->status, 4403,
+         "revoked, the revision moved: the client session is closed with "
+         "4403 within the credential check");
+  is_int((int)metric_value(ENDED("client", "denied")), 1,
+         "counted credential_ends{role=client,reason=denied}");
+
+  /* An agent: its slot is freed for the real agent's new token. */
+  fk.denied[0] = 0;
+  is_int(ph_mock_reload(mk, INI "agent.max_connections = 1\n", err,
+                        sizeof(err)),
+         PH_OK, "a reload to agent.max_connections = 1");
+  peer *a = connect_peer(6, "agent:edge7", TM_SUBPROTO_FULL);
+  ok(a->s && !a->closed, "an agent session for edge7");
+  peer *a2 = connect_peer(5, "agent:edge7", TM_SUBPROTO_FULL);
+  is_int(a2->status, 1008, "a second one is refused (its one slot)");
+  is_int((int)metric_value(REFUSED("agent_limit")), 2,
+         "counted connections_refused{reason=agent_limit}");
+  snprintf(fk.denied, sizeof(fk.denied), "agent:edge7");
+  fk.rev = 4;
+  ph_mock_run_for(mk, 700);
+  is_int(a->status, 4403, "its token revoked: the agent session is closed "
+                          "with 4403");
+  is_int((int)metric_value(ENDED("agent", "denied")), 1, "counted");
+  fk.denied[0] = 0;
+  a2 = connect_peer(5, "agent:edge7", TM_SUBPROTO_FULL);
+  ok(a2->s && !a2->closed,
+     "the agent's slot was freed at once: a new session is accepted");
+
+  /* The expiry needs no revision step. */
+  fk.expires_at = (int64_t)time(NULL) + 1;
+  c = connect_peer(7, "client3", TM_SUBPROTO_FULL);
+  ok(c->s && !c->closed, "a client whose token expires in a second");
+  for (int i = 0; i < 30 && !c->closed; i++)
+    ph_mock_run_for(mk, 100);
+  pump(); /* the link ends */
+  is_int(c->status, 4403, "is closed with 4403 once it expired");
+  is_int((int)metric_value(ENDED("client", "expired")), 1, "counted expired");
+  fk.expires_at = 0;
+
+  /* Item 2: the clients' connection limits (peers 0 and 3 hold c1 and
+   * c2, both of the user the fake store names ""). */
+  is_int(ph_mock_reload(mk,
+                        INI "client.max_connections_per_token = 1\n"
+                            "client.max_connections_per_user = 3\n",
+                        err, sizeof(err)),
+         PH_OK, "a reload to 1 connection per token, 3 per user");
+  c = connect_peer(7, "client3", TM_SUBPROTO_FULL);
+  ok(c->s && !c->closed, "the user's third connection is accepted");
+  peer *c4 = connect_peer(8, "client3", TM_SUBPROTO_FULL);
+  is_int(c4->status, 1008, "a token's second connection is refused (1008)");
+  is_int((int)metric_value(REFUSED("token_limit")), 1, "counted token_limit");
+  is_int(ph_mock_reload(mk,
+                        INI "client.max_connections_per_token = 2\n"
+                            "client.max_connections_per_user = 3\n",
+                        err, sizeof(err)),
+         PH_OK, "2 per token");
+  c4 = connect_peer(8, "client3", TM_SUBPROTO_FULL);
+  is_int(c4->status, 1008, "the user's fourth connection is refused");
+  is_int((int)metric_value(REFUSED("user_limit")), 1, "counted user_limit");
+  ok(c->s && !c->closed && peers[0].s && !peers[0].closed,
+     "the user's other sessions are untouched");
+  is_int(ph_mock_reload(mk,
+                        INI "client.max_connections_per_token = 4\n"
+                            "client.max_connections_per_user = 3\n",
+                        err, sizeof(err)),
+         PH_EINVAL, "per token above per user is refused by the check");
+}
+
 int main(void) {
   plan_lazy();
   char err[2048];
@@ -681,6 +800,7 @@ int main(void) {
   test_legacy_agent();
   test_limits();
   test_metadata_mismatch();
+  test_credentials();
   /* Stop: GOAWAY to every session; the idle ones close at once, the ones
    * with streams at drain_timeout (TM-UPG-13). */
   int alive[NPEERS];
