@@ -4,59 +4,75 @@
 
 #include "open_exec.h"
 
+#define CONTAINER(ptr, type, member)                                       \
+  ((type *)((char *)(ptr) - offsetof(type, member)))
+
 static uint32_t at_least_1(uint32_t v) { return v ? v : 1; }
 
-void oexec_set_limits(oexec *x, uint32_t max_running, uint32_t max_pending,
-                      uint32_t per_group) {
-  x->max_running = at_least_1(max_running);
-  x->max_pending = at_least_1(max_pending);
-  x->per_group = at_least_1(per_group);
+void oexec_set_limits(oexec *x, const oexec_limits *lim) {
+  x->lim.max_running = at_least_1(lim->max_running);
+  x->lim.max_pending = at_least_1(lim->max_pending);
+  x->lim.per_principal = at_least_1(lim->per_principal);
+  x->lim.pending_per_principal = at_least_1(lim->pending_per_principal);
+  x->lim.per_group = at_least_1(lim->per_group);
+  x->lim.pending_per_group = at_least_1(lim->pending_per_group);
 }
 
-void oexec_init(oexec *x, uint32_t max_running, uint32_t max_pending,
-                uint32_t per_group) {
+void oexec_init(oexec *x, const oexec_limits *lim) {
   x->running = x->pending = 0;
-  x->ring = NULL;
-  oexec_set_limits(x, max_running, max_pending, per_group);
+  x->principals = NULL;
+  oexec_set_limits(x, lim);
 }
 
-void oexec_group_init(oexec_group *g) {
+static void ring_node_init(oexec_ring *n) {
+  n->next = n->prev = NULL;
+  n->in = 0;
+}
+
+void oexec_principal_init(oexec_principal *p) {
+  ring_node_init(&p->node);
+  p->groups = NULL;
+  p->running = p->pending = 0;
+}
+
+void oexec_group_init(oexec_group *g, oexec_principal *p) {
+  ring_node_init(&g->node);
+  g->principal = p;
   g->head = g->tail = NULL;
   g->running = g->pending = 0;
-  g->rnext = g->rprev = NULL;
-  g->in_ring = 0;
 }
 
-static void ring_add(oexec *x, oexec_group *g) {
-  if (g->in_ring)
+/* Adds n to the ring whose turn is *cur, behind the cursor: the newest
+ * member gets its turn last. */
+static void ring_add(oexec_ring **cur, oexec_ring *n) {
+  if (n->in)
     return;
-  g->in_ring = 1;
-  if (!x->ring) {
-    g->rnext = g->rprev = g;
-    x->ring = g;
+  n->in = 1;
+  if (!*cur) {
+    n->next = n->prev = n;
+    *cur = n;
     return;
   }
-  /* Behind the cursor: the newest group gets its turn last. */
-  oexec_group *c = x->ring;
-  g->rnext = c;
-  g->rprev = c->rprev;
-  c->rprev->rnext = g;
-  c->rprev = g;
+  oexec_ring *c = *cur;
+  n->next = c;
+  n->prev = c->prev;
+  c->prev->next = n;
+  c->prev = n;
 }
 
-static void ring_del(oexec *x, oexec_group *g) {
-  if (!g->in_ring)
+static void ring_del(oexec_ring **cur, oexec_ring *n) {
+  if (!n->in)
     return;
-  g->in_ring = 0;
-  if (g->rnext == g) {
-    x->ring = NULL;
+  n->in = 0;
+  if (n->next == n) {
+    *cur = NULL;
   } else {
-    g->rprev->rnext = g->rnext;
-    g->rnext->rprev = g->rprev;
-    if (x->ring == g)
-      x->ring = g->rnext;
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+    if (*cur == n)
+      *cur = n->next;
   }
-  g->rnext = g->rprev = NULL;
+  n->next = n->prev = NULL;
 }
 
 static void list_del(oexec_group *g, oexec_job *j) {
@@ -71,25 +87,47 @@ static void list_del(oexec_group *g, oexec_job *j) {
   j->next = j->prev = NULL;
 }
 
+/* One waiting job fewer in g (its list already updated). */
+static void unqueued(oexec *x, oexec_group *g) {
+  oexec_principal *p = g->principal;
+  g->pending--;
+  p->pending--;
+  x->pending--;
+  if (!g->head)
+    ring_del(&p->groups, &g->node);
+  if (!p->groups)
+    ring_del(&x->principals, &p->node);
+}
+
+static void running(oexec *x, oexec_group *g, oexec_job *j) {
+  j->state = OEXEC_RUNNING;
+  g->running++;
+  g->principal->running++;
+  x->running++;
+}
+
 int oexec_submit(oexec *x, oexec_group *g, oexec_job *j) {
+  oexec_principal *p = g->principal;
   j->group = g;
   j->next = j->prev = NULL;
-  /* Run at once when the group is below its cap, a global slot is free
-   * and none of the group's older jobs waits (no overtaking within a
-   * group). Other groups' waiting jobs are at their own cap then: a free
-   * slot with a runnable waiting job does not last, next() gives it out
-   * as soon as the slot frees. */
-  if (g->running < x->per_group && x->running < x->max_running &&
-      g->pending == 0) {
-    j->state = OEXEC_RUNNING;
-    g->running++;
-    x->running++;
+  /* Run at once when every cap allows it and none of the session's older
+   * jobs waits (no overtaking within a session). Other waiting jobs are
+   * then held by their own caps: a free slot with a runnable waiting job
+   * does not last, next() gives it out as soon as the slot frees. */
+  if (g->running < x->lim.per_group && p->running < x->lim.per_principal &&
+      x->running < x->lim.max_running && g->pending == 0) {
+    running(x, g, j);
     return OEXEC_RUN;
   }
-  if (x->pending >= x->max_pending) {
+  int full = x->pending >= x->lim.max_pending ? OEXEC_FULL
+             : p->pending >= x->lim.pending_per_principal
+                 ? OEXEC_FULL_PRINCIPAL
+             : g->pending >= x->lim.pending_per_group ? OEXEC_FULL_GROUP
+                                                      : 0;
+  if (full) {
     j->group = NULL;
     j->state = OEXEC_IDLE;
-    return OEXEC_FULL;
+    return full;
   }
   j->state = OEXEC_PENDING;
   j->prev = g->tail;
@@ -99,8 +137,10 @@ int oexec_submit(oexec *x, oexec_group *g, oexec_job *j) {
     g->head = j;
   g->tail = j;
   g->pending++;
+  p->pending++;
   x->pending++;
-  ring_add(x, g);
+  ring_add(&p->groups, &g->node);
+  ring_add(&x->principals, &p->node);
   return OEXEC_QUEUED;
 }
 
@@ -110,38 +150,49 @@ void oexec_remove(oexec *x, oexec_job *j) {
     return;
   if (j->state == OEXEC_RUNNING) {
     g->running--;
+    g->principal->running--;
     x->running--;
   } else {
     list_del(g, j);
-    g->pending--;
-    x->pending--;
-    if (!g->head)
-      ring_del(x, g);
+    unqueued(x, g);
   }
   j->state = OEXEC_IDLE;
   j->group = NULL;
 }
 
-oexec_job *oexec_next(oexec *x) {
-  if (x->running >= x->max_running || !x->ring)
+/* The group of p whose turn it is and whose head may run, or NULL. */
+static oexec_group *runnable_group(const oexec *x, oexec_principal *p) {
+  if (p->running >= x->lim.per_principal || !p->groups)
     return NULL;
-  oexec_group *start = x->ring, *g = start;
+  oexec_ring *start = p->groups, *n = start;
   do {
-    if (g->running < x->per_group) {
+    oexec_group *g = CONTAINER(n, oexec_group, node);
+    if (g->running < x->lim.per_group)
+      return g;
+    n = n->next;
+  } while (n != start);
+  return NULL;
+}
+
+oexec_job *oexec_next(oexec *x) {
+  if (x->running >= x->lim.max_running || !x->principals)
+    return NULL;
+  oexec_ring *start = x->principals, *n = start;
+  do {
+    oexec_principal *p = CONTAINER(n, oexec_principal, node);
+    oexec_group *g = runnable_group(x, p);
+    if (g) {
       oexec_job *j = g->head;
+      /* The turns pass to the next session of p and the next principal
+       * (before unqueued may take g or p out of their rings). */
+      p->groups = g->node.next;
+      x->principals = p->node.next;
       list_del(g, j);
-      g->pending--;
-      x->pending--;
-      g->running++;
-      x->running++;
-      j->state = OEXEC_RUNNING;
-      /* The turn passes to the group after this one. */
-      x->ring = g->rnext;
-      if (!g->head)
-        ring_del(x, g);
+      unqueued(x, g);
+      running(x, g, j);
       return j;
     }
-    g = g->rnext;
-  } while (g != start);
+    n = n->next;
+  } while (n != start);
   return NULL;
 }

@@ -55,6 +55,17 @@ const ph_conf_key ts_keys[] = {
                 0, NULL, "opens waiting for a slot; beyond: queue_full", NULL),
     PH_CONF_KEY("stream.max_opens_per_session", PH_CONF_INT, "64", 1, 65536,
                 0, NULL, "opens of one client session running at once", NULL),
+    PH_CONF_KEY("stream.max_opens_per_principal", PH_CONF_INT, "128", 1,
+                65536, 0, NULL,
+                "opens of one user (all its sessions) running at once", NULL),
+    PH_CONF_KEY("stream.max_pending_per_principal", PH_CONF_INT, "256", 1,
+                1048576, 0, NULL,
+                "opens of one user waiting for a slot; beyond: queue_full",
+                NULL),
+    PH_CONF_KEY("stream.max_pending_per_session", PH_CONF_INT, "128", 1,
+                1048576, 0, NULL,
+                "opens of one client session waiting; beyond: queue_full",
+                NULL),
     PH_CONF_KEY("stream.max_per_connection", PH_CONF_INT, "1024", 1, 65536,
                 0, NULL, "streams open at once on one connection", NULL),
     PH_CONF_KEY("stream.max_per_token", PH_CONF_INT, "4096", 1, 1048576, 0,
@@ -184,9 +195,12 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *a, ts_conf *c) {
   c->legacy_no_subprotocol = (int)a->conf_int(ctx, "legacy_no_subprotocol");
   c->max_connections = I("max_connections");
   c->caps = tm_conf_caps(ctx, a);
-  c->max_concurrent_opens = I("stream.max_concurrent_opens");
-  c->max_pending_opens = I("stream.max_pending_opens");
-  c->max_opens_per_session = I("stream.max_opens_per_session");
+  c->opens.max_running = I("stream.max_concurrent_opens");
+  c->opens.max_pending = I("stream.max_pending_opens");
+  c->opens.per_principal = I("stream.max_opens_per_principal");
+  c->opens.pending_per_principal = I("stream.max_pending_per_principal");
+  c->opens.per_group = I("stream.max_opens_per_session");
+  c->opens.pending_per_group = I("stream.max_pending_per_session");
   c->max_per_connection = I("stream.max_per_connection");
   c->max_per_token = I("stream.max_per_token");
   c->max_per_agent = I("stream.max_per_agent");

@@ -80,23 +80,24 @@ static void agent_del_conn(ts_mod *m, ts_conn *c) {
   free(a);
 }
 
-static ts_token *token_get(ts_mod *m, const char *id) {
-  for (ts_token *t = m->tokens; t; t = t->next)
-    if (strcmp(t->id, id) == 0)
+static ts_tally *tally_get(ts_tally **list, const char *key) {
+  for (ts_tally *t = *list; t; t = t->next)
+    if (strcmp(t->key, key) == 0)
       return t;
-  ts_token *t = calloc(1, sizeof(*t));
+  ts_tally *t = calloc(1, sizeof(*t));
   if (!t)
     return NULL;
-  snprintf(t->id, sizeof(t->id), "%s", id);
-  t->next = m->tokens;
-  m->tokens = t;
+  snprintf(t->key, sizeof(t->key), "%s", key);
+  oexec_principal_init(&t->opens);
+  t->next = *list;
+  *list = t;
   return t;
 }
 
-void ts_token_release(ts_mod *m, ts_token *t) {
+void ts_tally_release(ts_tally **list, ts_tally *t) {
   if (!t || t->conns || t->streams)
     return;
-  for (ts_token **pp = &m->tokens; *pp; pp = &(*pp)->next)
+  for (ts_tally **pp = list; *pp; pp = &(*pp)->next)
     if (*pp == t) {
       *pp = t->next;
       break;
@@ -104,41 +105,17 @@ void ts_token_release(ts_mod *m, ts_token *t) {
   free(t);
 }
 
-static ts_user *user_get(ts_mod *m, const char *name) {
-  for (ts_user *u = m->users; u; u = u->next)
-    if (strcmp(u->name, name) == 0)
-      return u;
-  ts_user *u = calloc(1, sizeof(*u));
-  if (!u)
-    return NULL;
-  snprintf(u->name, sizeof(u->name), "%s", name);
-  u->next = m->users;
-  m->users = u;
-  return u;
-}
-
-static void user_release(ts_mod *m, ts_user *u) {
-  if (!u || u->conns)
-    return;
-  for (ts_user **pp = &m->users; *pp; pp = &(*pp)->next)
-    if (*pp == u) {
-      *pp = u->next;
-      break;
-    }
-  free(u);
-}
-
 /* What a client session holds in the registries, given back (its close,
  * or a session that could not be made). */
 static void client_release(ts_mod *m, ts_conn *c) {
   if (c->token) {
     c->token->conns--;
-    ts_token_release(m, c->token);
+    ts_tally_release(&m->tokens, c->token);
     c->token = NULL;
   }
   if (c->user) {
     c->user->conns--;
-    user_release(m, c->user);
+    ts_tally_release(&m->users, c->user);
     c->user = NULL;
   }
 }
@@ -308,8 +285,8 @@ void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
     c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
                           &agent_ops, c);
   } else {
-    ts_token *t = token_get(m, c->token_id);
-    ts_user *u = t ? user_get(m, tk->user ? tk->user : "") : NULL;
+    ts_tally *t = tally_get(&m->tokens, c->token_id);
+    ts_tally *u = t ? tally_get(&m->users, tk->user ? tk->user : "") : NULL;
     int limit = -1;
     if (t && u) {
       if (t->conns >= m->c.max_conns_per_token)
@@ -318,8 +295,8 @@ void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
         limit = TS_REF_USER;
     }
     if (!t || !u || limit >= 0) {
-      user_release(m, u);
-      ts_token_release(m, t);
+      ts_tally_release(&m->users, u);
+      ts_tally_release(&m->tokens, t);
       if (limit >= 0)
         refuse_limit(c, limit, limit == TS_REF_TOKEN
                                    ? "client.max_connections_per_token"
@@ -333,7 +310,7 @@ void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
     c->user = u;
     t->conns++;
     u->conns++;
-    oexec_group_init(&c->group);
+    oexec_group_init(&c->group, &u->opens);
     c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
                           &client_ops, c);
   }

@@ -102,7 +102,7 @@ static int same_identity(const ts_conn *c, const ph_az_token *tk) {
     return (tk->scopes & PH_AZ_SCOPE_AGENT) && tk->agent && c->agent &&
            strcmp(tk->agent, c->agent->name) == 0;
   return (tk->scopes & PH_AZ_SCOPE_STREAM) && !(tk->agent && *tk->agent) &&
-         c->user && strcmp(tk->user ? tk->user : "", c->user->name) == 0;
+         c->user && strcmp(tk->user ? tk->user : "", c->user->key) == 0;
 }
 
 void ts_cred_on_recheck(ts_conn *c, const ph_az_auth_result *res) {

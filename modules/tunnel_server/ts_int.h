@@ -37,8 +37,7 @@
 typedef struct ts_mod ts_mod;
 typedef struct ts_conn ts_conn;
 typedef struct ts_agent ts_agent;
-typedef struct ts_token ts_token;
-typedef struct ts_user ts_user;
+typedef struct ts_tally ts_tally;
 typedef struct ts_open ts_open;
 
 /* The values read from the section (ts_conf.c). */
@@ -49,7 +48,8 @@ typedef struct ts_conf {
   uint32_t max_connections;
   uint32_t max_auth_in_flight;
   unsigned caps;       /* open_result | flow_control from the switches */
-  uint32_t max_concurrent_opens, max_pending_opens, max_opens_per_session;
+  oexec_limits opens; /* the open executor's: stream.max_concurrent_opens,
+                         max_pending_opens, and per principal and session */
   uint32_t max_per_connection, max_per_token, max_per_agent;
   uint32_t agent_max_connections;
   uint32_t max_conns_per_token, max_conns_per_user; /* client.* */
@@ -75,19 +75,15 @@ void ts_session_cfg(const ts_conf *c, int opener, unsigned caps,
 
 enum ts_conn_kind { TS_CONN_AUTH = 0, TS_CONN_CLIENT, TS_CONN_AGENT };
 
-struct ts_token {
-  char id[PH_AZ_ID_LEN + 1];
-  uint32_t streams; /* client streams alive under this token */
+/* What the server counts per stream token (keyed by its id) and per user
+ * (by name, the tenant): connections and client streams, and for a user
+ * the open executor's principal, so caps and turns are per tenant. */
+struct ts_tally {
+  char key[PH_AZ_NAME_MAX + 1];
+  uint32_t streams; /* client streams alive under it */
   uint32_t conns;   /* connections holding it */
-  ts_token *next;
-};
-
-/* A client principal: the user its stream tokens belong to (the tenant
- * that per-user limits count). */
-struct ts_user {
-  char name[PH_AZ_NAME_MAX + 1];
-  uint32_t conns; /* client connections of its tokens */
-  ts_user *next;
+  oexec_principal opens;
+  ts_tally *next;
 };
 
 struct ts_agent {
@@ -129,8 +125,8 @@ struct ts_conn {
   uint64_t check_rev; /* a re-check in flight: the revision it started at */
   int64_t expires_at; /* the token's, unix seconds; 0: never */
   char peer[64];
-  ts_token *token;   /* client */
-  ts_user *user;     /* client */
+  ts_tally *token;   /* client: its token's */
+  ts_tally *user;    /* client: its user's */
   ts_agent *agent;   /* agent */
   int ready;         /* agent: metadata arrived and is consistent */
   unsigned meta_caps;
@@ -153,8 +149,7 @@ struct ts_mod {
   uint32_t nconns, auth_in_flight;
   ts_conn *conns;
   ts_agent *agents;
-  ts_token *tokens;
-  ts_user *users;
+  ts_tally *tokens, *users;
   ph_timer *cred_timer; /* ts_cred.c */
   uint32_t rechecks;    /* re-checks in flight */
   /* proxyhost_tunnel_server_connections_refused_total{reason} and
@@ -184,8 +179,9 @@ void ts_stop_check(ts_mod *m);
 /* ts_conn.c */
 /* The agent's name as logs show it: a stable hash, never the name. */
 void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]);
-/* Frees t once no connection and no stream holds it. */
-void ts_token_release(ts_mod *m, ts_token *t);
+/* Takes t out of list and frees it once no connection and no stream
+ * holds it (NULL: nothing). */
+void ts_tally_release(ts_tally **list, ts_tally *t);
 extern const tm_ws_handlers ts_ws_handlers;
 /* The agent of that name, if any connection of it is registered. */
 ts_agent *ts_agent_find(ts_mod *m, const char *name);

@@ -52,7 +52,7 @@ struct ts_open {
   ts_conn *cc;    /* the client connection; NULL once it is gone */
   tm_stream *cst; /* the client stream until answered */
   tm_stream *ast; /* the agent stream while its open runs */
-  ts_token *token;
+  ts_tally *token;
   ph_relay *relay;
   int phase;
   int64_t check; /* the access check while it runs */
@@ -131,7 +131,7 @@ static void finish(ts_open *op) {
   m->nopens--;
   if (op->token) {
     op->token->streams--;
-    ts_token_release(m, op->token);
+    ts_tally_release(&m->tokens, op->token);
   }
   free(op);
   ts_open_pump(m);
@@ -382,16 +382,27 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
     fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
     return;
   }
-  switch (oexec_submit(&m->exec, &cc->group, &op->job)) {
+  int v = oexec_submit(&m->exec, &cc->group, &op->job);
+  switch (v) {
   case OEXEC_RUN:
     run(op);
     break;
   case OEXEC_QUEUED:
     op->phase = OP_QUEUED;
     break;
-  default:
+  default: {
     /* TM-FAIL-2: full now is queue_full now; nothing waits unbounded. */
+    static const char *const bound[] = {
+        "stream.max_pending_opens", "stream.max_pending_per_principal",
+        "stream.max_pending_per_session"};
+    PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
+              "tunnel open refused: the open queue is full",
+              PH_STR("principal", op->token_id),
+              PH_STR("limit", bound[v >= OEXEC_FULL && v <= OEXEC_FULL_GROUP
+                                        ? v - OEXEC_FULL
+                                        : 0]));
     fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
+  }
   }
 }
 

@@ -42,8 +42,7 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
     free(m);
     return PH_EINVAL;
   }
-  oexec_init(&m->exec, m->c.max_concurrent_opens, m->c.max_pending_opens,
-             m->c.max_opens_per_session);
+  oexec_init(&m->exec, &m->c.opens);
   int rc = ts_cred_init(m);
   if (rc != PH_OK) {
     ts_cred_free(m);
@@ -109,9 +108,7 @@ static int ts_reload(void *state) {
   /* The keys without PH_CONF_RESTART; sessions keep what they started
    * with. */
   m->c.max_connections = n.max_connections;
-  m->c.max_concurrent_opens = n.max_concurrent_opens;
-  m->c.max_pending_opens = n.max_pending_opens;
-  m->c.max_opens_per_session = n.max_opens_per_session;
+  m->c.opens = n.opens;
   m->c.max_per_connection = n.max_per_connection;
   m->c.max_per_token = n.max_per_token;
   m->c.max_per_agent = n.max_per_agent;
@@ -126,8 +123,7 @@ static int ts_reload(void *state) {
   m->c.idle_timeout_ms = n.idle_timeout_ms;
   m->c.drain_ms = n.drain_ms;
   memcpy(m->c.node_id, n.node_id, sizeof(m->c.node_id));
-  oexec_set_limits(&m->exec, n.max_concurrent_opens, n.max_pending_opens,
-                   n.max_opens_per_session);
+  oexec_set_limits(&m->exec, &n.opens);
   ts_open_pump(m);
   return PH_OK;
 }
@@ -194,16 +190,13 @@ static void ts_destroy(void *state) {
     m->agents = a->next;
     free(a);
   }
-  while (m->users) {
-    ts_user *u = m->users;
-    m->users = u->next;
-    free(u);
-  }
-  while (m->tokens) {
-    ts_token *t = m->tokens;
-    m->tokens = t->next;
-    free(t);
-  }
+  ts_tally *lists[] = {m->users, m->tokens};
+  for (size_t i = 0; i < 2; i++)
+    while (lists[i]) {
+      ts_tally *t = lists[i];
+      lists[i] = t->next;
+      free(t);
+    }
   tm_metrics_free(m->metrics);
   if (ts_last_mod == m)
     ts_last_mod = NULL;

@@ -13,12 +13,13 @@ EXTRA_DIST += t/lib/tm_peer.py t/lib/tunnel.sh
 INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 	t/integration/tunnel_modes.sh t/integration/tunnel_one_process.sh \
 	t/integration/tunnel_failover.sh t/integration/tunnel_browser.sh \
-	t/integration/demo.sh t/integration/tunnel_credentials.sh
+	t/integration/demo.sh t/integration/tunnel_credentials.sh \
+	t/integration/tunnel_tenants.sh
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh
 endif
 EXTRA_DIST += t/lib/tunnel_load.py t/integration/tunnel_revoke.sh \
-	t/integration/tunnel_credentials.sh \
+	t/integration/tunnel_credentials.sh t/integration/tunnel_tenants.sh \
 	conf/demo.ini scripts/demo.sh
 
 # The documents that span the three roles (installed with the others,

@@ -2,7 +2,10 @@
 /* The tunnel server's open executor (modules/tunnel_server/open_exec.h):
  * global and per-session bounds, the per-session cap applied first,
  * round-robin fairness among sessions, queue_full at once, cancel of a
- * waiting or running open (TM-P0-16, TM-SEC-6, TM-FAIL-2). */
+ * waiting or running open (TM-P0-16, TM-SEC-6, TM-FAIL-2); and per
+ * principal (a tenant with several sessions, issue 22 item 3): its
+ * running and waiting caps, the session's waiting cap, and turns that go
+ * round the principals before their sessions. */
 #include <string.h>
 
 #include "open_exec.h"
@@ -17,13 +20,41 @@ static int count_running(oexec_job *j, int n) {
   return r;
 }
 
+/* Limits with one session per principal: the principal's caps are the
+ * server's, its waiting cap per session too. */
+static oexec_limits lim(uint32_t running, uint32_t pending,
+                        uint32_t per_group) {
+  oexec_limits l = {running, pending, running, pending, per_group, pending};
+  return l;
+}
+
+static void init(oexec *x, uint32_t running, uint32_t pending,
+                 uint32_t per_group) {
+  oexec_limits l = lim(running, pending, per_group);
+  oexec_init(x, &l);
+}
+
+static void relimit(oexec *x, uint32_t running, uint32_t pending,
+                    uint32_t per_group) {
+  oexec_limits l = lim(running, pending, per_group);
+  oexec_set_limits(x, &l);
+}
+
+/* A principal per group: the cases before issue 22 item 3. */
+static oexec_principal solo[8];
+static int nsolo;
+static void group_init(oexec_group *g) {
+  oexec_principal_init(&solo[nsolo % 8]);
+  oexec_group_init(g, &solo[nsolo++ % 8]);
+}
+
 static void test_bounds(void) {
   oexec x;
   oexec_group a;
   oexec_job j[NJ];
   memset(j, 0, sizeof(j));
-  oexec_init(&x, 4, 3, 64);
-  oexec_group_init(&a);
+  init(&x, 4, 3, 64);
+  group_init(&a);
   int run = 0, q = 0, full = 0;
   for (int i = 0; i < 10; i++) {
     int v = oexec_submit(&x, &a, &j[i]);
@@ -53,9 +84,9 @@ static void test_per_session_cap(void) {
   oexec_job ja[NJ], jb[NJ];
   memset(ja, 0, sizeof(ja));
   memset(jb, 0, sizeof(jb));
-  oexec_init(&x, 8, 64, 3);
-  oexec_group_init(&a);
-  oexec_group_init(&b);
+  init(&x, 8, 64, 3);
+  group_init(&a);
+  group_init(&b);
   for (int i = 0; i < 20; i++)
     oexec_submit(&x, &a, &ja[i]);
   is_int(count_running(ja, 20), 3,
@@ -75,9 +106,9 @@ static void test_round_robin(void) {
   oexec_group g[3];
   oexec_job j[3][10];
   memset(j, 0, sizeof(j));
-  oexec_init(&x, 1, 64, 64);
+  init(&x, 1, 64, 64);
   for (int k = 0; k < 3; k++)
-    oexec_group_init(&g[k]);
+    group_init(&g[k]);
   /* Session 0 takes the one slot and queues 9 more; 1 and 2 queue after. */
   for (int i = 0; i < 10; i++)
     oexec_submit(&x, &g[0], &j[0][i]);
@@ -107,9 +138,9 @@ static void test_cancel(void) {
   oexec_group a, b;
   oexec_job j[8];
   memset(j, 0, sizeof(j));
-  oexec_init(&x, 1, 8, 8);
-  oexec_group_init(&a);
-  oexec_group_init(&b);
+  init(&x, 1, 8, 8);
+  group_init(&a);
+  group_init(&b);
   oexec_submit(&x, &a, &j[0]);
   oexec_submit(&x, &a, &j[1]);
   oexec_submit(&x, &b, &j[2]);
@@ -125,7 +156,7 @@ static void test_cancel(void) {
   ok(oexec_next(&x) == NULL, "nothing is left");
   oexec_remove(&x, &j[2]);
   is_int((int)x.running, 0, "removing twice changes nothing");
-  ok(x.ring == NULL, "no session is left in the ring");
+  ok(x.principals == NULL, "no session is left in the ring");
 }
 
 static void test_limits_change(void) {
@@ -133,21 +164,107 @@ static void test_limits_change(void) {
   oexec_group a;
   oexec_job j[8];
   memset(j, 0, sizeof(j));
-  oexec_init(&x, 0, 0, 0);
-  is_int((int)x.max_running, 1, "a zero limit reads as one");
-  oexec_group_init(&a);
+  init(&x, 0, 0, 0);
+  is_int((int)x.lim.max_running, 1, "a zero limit reads as one");
+  group_init(&a);
   oexec_submit(&x, &a, &j[0]);
   oexec_submit(&x, &a, &j[1]);
   is_int(oexec_submit(&x, &a, &j[2]), OEXEC_FULL, "bounds of one hold");
-  oexec_set_limits(&x, 4, 4, 4);
+  relimit(&x, 4, 4, 4);
   ok(oexec_next(&x) == &j[1], "a raised limit lets waiting opens run");
-  oexec_set_limits(&x, 1, 1, 1);
+  relimit(&x, 1, 1, 1);
   is_int(oexec_submit(&x, &a, &j[3]), OEXEC_QUEUED,
          "a lowered limit keeps what runs and queues new opens");
   oexec_remove(&x, &j[0]);
   ok(oexec_next(&x) == NULL, "lowered: no slot frees until below the limit");
   oexec_remove(&x, &j[1]);
   ok(oexec_next(&x) == &j[3], "then the waiting open runs");
+}
+
+/* Issue 22 item 3: principal A holds four sessions and a silent agent,
+ * principal B one session. */
+static void test_per_principal(void) {
+  oexec x;
+  oexec_principal pa, pb;
+  oexec_group a[4], b;
+  static oexec_job ja[4][20], jb[20];
+  memset(ja, 0, sizeof(ja));
+  memset(jb, 0, sizeof(jb));
+  oexec_limits l = {.max_running = 8, .max_pending = 64,
+                    .per_principal = 4, .pending_per_principal = 10,
+                    .per_group = 2, .pending_per_group = 3};
+  oexec_init(&x, &l);
+  oexec_principal_init(&pa);
+  oexec_principal_init(&pb);
+  for (int k = 0; k < 4; k++)
+    oexec_group_init(&a[k], &pa);
+  oexec_group_init(&b, &pb);
+  int run = 0, q = 0, full_p = 0, full_g = 0;
+  for (int i = 0; i < 5; i++)
+    for (int k = 0; k < 4; k++) {
+      int v = oexec_submit(&x, &a[k], &ja[k][i]);
+      run += v == OEXEC_RUN;
+      q += v == OEXEC_QUEUED;
+      full_p += v == OEXEC_FULL_PRINCIPAL;
+      full_g += v == OEXEC_FULL_GROUP;
+    }
+  is_int(run, 4, "item 3: a principal runs at most max_opens_per_principal "
+                 "opens, however many sessions it has");
+  is_int((int)pa.running, 4, "counted on the principal");
+  is_int(q, 10, "item 3: and at most max_pending_per_principal wait");
+  is_int(full_p, 6, "the rest is refused by the principal's bound");
+  is_int(full_g, 0, "(no session reached its own waiting bound first)");
+  is_int(oexec_submit(&x, &b, &jb[0]), OEXEC_RUN,
+         "item 3: another principal's open runs at once");
+  is_int((int)x.pending, 10, "the server's waiting places are not all "
+                             "taken by the first tenant");
+  for (int i = 1; i < 6; i++)
+    oexec_submit(&x, &b, &jb[i]);
+  is_int((int)b.running, 2, "the session cap still comes first (TM-SEC-6)");
+  is_int((int)b.pending, 3, "item 3: a session waits for at most "
+                            "max_pending_per_session places");
+  is_int(jb[5].state, OEXEC_IDLE, "the next one of that session is refused");
+  oexec_job k0 = {0};
+  is_int(oexec_submit(&x, &b, &k0), OEXEC_FULL_GROUP,
+         "refused by the session's waiting bound, said so");
+}
+
+/* Turns go round the principals first: a tenant with four sessions gets
+ * one turn per round like a tenant with one. */
+static void test_principal_turns(void) {
+  oexec x;
+  oexec_principal pa, pb;
+  oexec_group a[4], b;
+  static oexec_job ja[4][4], jb[8];
+  memset(ja, 0, sizeof(ja));
+  memset(jb, 0, sizeof(jb));
+  oexec_limits l = lim(1, 64, 1);
+  oexec_init(&x, &l);
+  oexec_principal_init(&pa);
+  oexec_principal_init(&pb);
+  for (int k = 0; k < 4; k++)
+    oexec_group_init(&a[k], &pa);
+  oexec_group_init(&b, &pb);
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 4; k++)
+      oexec_submit(&x, &a[k], &ja[k][i]);
+  for (int i = 0; i < 6; i++)
+    oexec_submit(&x, &b, &jb[i]);
+  oexec_job *cur = &ja[0][0];
+  int turns_b = 0, alternating = 1, last_b = -1;
+  for (int n = 0; n < 10; n++) {
+    oexec_remove(&x, cur);
+    cur = oexec_next(&x);
+    if (!cur)
+      break;
+    int is_b = cur->group == &b;
+    turns_b += is_b;
+    if (last_b == is_b)
+      alternating = 0;
+    last_b = is_b;
+  }
+  is_int(turns_b, 5, "item 3: of 10 turns the one-session tenant gets 5");
+  ok(alternating, "item 3: the turns alternate between the two tenants");
 }
 
 int main(void) {
@@ -157,5 +274,7 @@ int main(void) {
   test_round_robin();
   test_cancel();
   test_limits_change();
+  test_per_principal();
+  test_principal_turns();
   return done_testing();
 }
