@@ -73,6 +73,15 @@ const ph_conf_key ts_keys[] = {
     PH_CONF_KEY("stream.max_per_agent", PH_CONF_INT, "4096", 1, 1048576, 0,
                 NULL, "streams at once through one agent (all connections)",
                 NULL),
+    PH_CONF_KEY("stream.memory_per_session", PH_CONF_SIZE, "256MiB",
+                1048576, 68719476736LL, 0, NULL,
+                "bytes the streams of one client session may hold buffered "
+                "at the server (each reserves its worst case at open); "
+                "beyond: queue_full",
+                NULL),
+    PH_CONF_KEY("stream.memory_per_principal", PH_CONF_SIZE, "512MiB",
+                1048576, 68719476736LL, 0, NULL,
+                "the same for all the sessions of one user", NULL),
     PH_CONF_KEY("stream.open_timeout", PH_CONF_DURATION, "8s", 100, 300000, 0,
                 NULL, "how long the agent may take to answer an open", NULL),
     PH_CONF_KEY("stream.idle_timeout", PH_CONF_DURATION, "5m", 1000,
@@ -208,6 +217,9 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *a, ts_conf *c) {
   c->max_conns_per_token = I("client.max_connections_per_token");
   c->max_conns_per_user = I("client.max_connections_per_user");
   c->cred_check_ms = I("credential_check_interval");
+  c->mem_per_session = (uint64_t)a->conf_int(ctx, "stream.memory_per_session");
+  c->mem_per_principal =
+      (uint64_t)a->conf_int(ctx, "stream.memory_per_principal");
   c->open_timeout_ms = I("stream.open_timeout");
   c->idle_timeout_ms = a->conf_int(ctx, "stream.idle_timeout");
   tm_conf_session(ctx, a, "stream.", &c->session);

@@ -54,6 +54,7 @@ typedef struct ts_conf {
   uint32_t agent_max_connections;
   uint32_t max_conns_per_token, max_conns_per_user; /* client.* */
   uint32_t cred_check_ms; /* credential_check_interval */
+  uint64_t mem_per_session, mem_per_principal; /* stream.memory_per_* */
   uint32_t open_timeout_ms;
   /* the session's limits, heartbeat and local_caps (fair_writer), read by
    * tm_conf_session; ts_session_cfg adds the rest per connection */
@@ -82,6 +83,7 @@ struct ts_tally {
   char key[PH_AZ_NAME_MAX + 1];
   uint32_t streams; /* client streams alive under it */
   uint32_t conns;   /* connections holding it */
+  uint64_t mem;     /* bytes its streams reserved (ts_open.c) */
   oexec_principal opens;
   ts_tally *next;
 };
@@ -131,6 +133,7 @@ struct ts_conn {
   int ready;         /* agent: metadata arrived and is consistent */
   unsigned meta_caps;
   oexec_group group; /* client: its opens in the executor */
+  uint64_t mem;      /* client: bytes its streams reserved (ts_open.c) */
   ts_conn *next, *prev;  /* all connections */
   ts_conn *agent_next;   /* the agent's connections */
 };
@@ -156,6 +159,11 @@ struct ts_mod {
    * proxyhost_tunnel_server_credential_ends_total{role,reason} (ts_cred.c) */
   ph_series *m_refused[3];
   ph_series *m_cred_ended[2][3];
+  /* proxyhost_tunnel_server_stream_memory_refused_total{bound} and
+   * proxyhost_tunnel_server_stream_memory_reserved_bytes (ts_open.c) */
+  ph_series *m_mem_refused[2];
+  ph_series *m_mem_reserved;
+  uint64_t mem_reserved;
   ts_open *opens;   /* every client stream, opening or relaying */
   uint32_t nopens;
   int stopping;     /* 1: draining, 2: stopped */
@@ -219,6 +227,8 @@ void ts_cred_on_recheck(ts_conn *c, const ph_az_auth_result *res);
 void ts_cred_end(ts_conn *c, const char *why);
 
 /* ts_open.c */
+/* Init: the memory budget's metrics. PH_OK or PH_EINVAL. */
+int ts_open_metrics_init(ts_mod *m);
 /* The client session's on_open / on_abandon. */
 void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req);
 void ts_open_on_abandon(ts_conn *cc, tm_stream *st);

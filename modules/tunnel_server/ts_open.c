@@ -31,6 +31,16 @@
  * ending, while the open runs cancels the step in progress (the access
  * check, the agent's open) and frees the executor slot.
  *
+ * Memory (issue 22 item 4): a relayed stream holds at most, at the
+ * server, its two inbound queues and its two outbound queues (the windows
+ * bound what a peer may send, the queue bounds what the relay may
+ * write), so each open reserves 2 × (inbound_buffer_bytes +
+ * outbound_buffer_bytes) from its client session's and its user's budget
+ * (stream.memory_per_session, stream.memory_per_principal) until the
+ * stream ends. An open that does not fit is refused with queue/queue_full
+ * before it reaches the agent: a client that never reads holds at most
+ * its budget, however many streams it opens.
+ *
  * Every stream ends with one info log line (TM-OBS-19): the redacted
  * agent id, node, stage, stable code, open_mode and µs timings; the
  * target only at debug (TM-SEC-9).
@@ -52,7 +62,8 @@ struct ts_open {
   ts_conn *cc;    /* the client connection; NULL once it is gone */
   tm_stream *cst; /* the client stream until answered */
   tm_stream *ast; /* the agent stream while its open runs */
-  ts_tally *token;
+  ts_tally *token, *user; /* their streams count it */
+  uint64_t mem;            /* reserved from the session's and the user's */
   ph_relay *relay;
   int phase;
   int64_t check; /* the access check while it runs */
@@ -133,6 +144,16 @@ static void finish(ts_open *op) {
     op->token->streams--;
     ts_tally_release(&m->tokens, op->token);
   }
+  if (op->cc)
+    op->cc->mem -= op->mem;
+  if (op->user) {
+    op->user->mem -= op->mem;
+    op->user->streams--;
+    ts_tally_release(&m->users, op->user);
+  }
+  m->mem_reserved -= op->mem;
+  if (op->mem && m->m_mem_reserved)
+    ts_api->gauge_set(m->m_mem_reserved, (double)m->mem_reserved);
   free(op);
   ts_open_pump(m);
 }
@@ -334,6 +355,75 @@ void ts_open_pump(ts_mod *m) {
   m->pumping = 0;
 }
 
+/* ---- the memory budget --------------------------------------------------- */
+
+static const char *const mem_bounds[] = {"session", "principal", NULL};
+static const ph_label_def mem_labels[] = {{"bound", mem_bounds}};
+static const ph_metric_def mem_refused_def = {
+    "proxyhost_tunnel_server_stream_memory_refused_total",
+    "Opens refused because the session's or the user's stream memory "
+    "budget was spent",
+    PH_METRIC_COUNTER, mem_labels, 1, NULL, 0};
+static const ph_metric_def mem_reserved_def = {
+    "proxyhost_tunnel_server_stream_memory_reserved_bytes",
+    "Bytes reserved by the streams alive (their worst case at the server)",
+    PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+
+int ts_open_metrics_init(ts_mod *m) {
+  ph_metric *r = ts_api->metric(m->ctx, &mem_refused_def);
+  ph_metric *g = ts_api->metric(m->ctx, &mem_reserved_def);
+  if (!r || !g)
+    return PH_EINVAL;
+  for (int i = 0; i < 2; i++)
+    m->m_mem_refused[i] =
+        ts_api->series(r, (const char *const[]){mem_bounds[i]});
+  m->m_mem_reserved = ts_api->series(g, NULL);
+  return PH_OK;
+}
+
+/* What one relayed stream may hold at the server: both directions'
+ * inbound and outbound queues. */
+static uint64_t stream_cost(const ts_conf *c) {
+  return 2 * ((uint64_t)c->session.inbound_buffer_bytes +
+              c->session.outbound_buffer_bytes);
+}
+
+/* Reserves op's worst case from its session's and its user's budget; 0
+ * (logged, counted) when it does not fit. */
+static int reserve(ts_open *op) {
+  ts_mod *m = op->m;
+  ts_conn *cc = op->cc;
+  uint64_t cost = stream_cost(&m->c);
+  int bound = cc->mem + cost > m->c.mem_per_session ? 0
+              : op->user && op->user->mem + cost > m->c.mem_per_principal
+                  ? 1
+                  : -1;
+  if (bound >= 0) {
+    /* One call site per bound: each has its own rate limit. */
+    if (bound)
+      PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
+                "tunnel open refused: stream memory budget spent",
+                PH_STR("principal", op->token_id),
+                PH_STR("limit", "stream.memory_per_principal"));
+    else
+      PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
+                "tunnel open refused: stream memory budget spent",
+                PH_STR("principal", op->token_id),
+                PH_STR("limit", "stream.memory_per_session"));
+    if (m->m_mem_refused[bound])
+      ts_api->inc(m->m_mem_refused[bound], 1);
+    return 0;
+  }
+  op->mem = cost;
+  cc->mem += cost;
+  if (op->user)
+    op->user->mem += cost;
+  m->mem_reserved += cost;
+  if (m->m_mem_reserved)
+    ts_api->gauge_set(m->m_mem_reserved, (double)m->mem_reserved);
+  return 1;
+}
+
 /* ---- the client session's side ------------------------------------------ */
 
 void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
@@ -356,6 +446,9 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->token = cc->token;
   if (op->token)
     op->token->streams++;
+  op->user = cc->user;
+  if (op->user)
+    op->user->streams++;
   op->next = m->opens;
   if (m->opens)
     m->opens->prev = op;
@@ -379,6 +472,10 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
    * counts already). */
   if (tm_session_streams(cc->s) > m->c.max_per_connection ||
       (op->token && op->token->streams > m->c.max_per_token)) {
+    fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
+    return;
+  }
+  if (!reserve(op)) {
     fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
     return;
   }

@@ -44,6 +44,8 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   }
   oexec_init(&m->exec, &m->c.opens);
   int rc = ts_cred_init(m);
+  if (rc == PH_OK)
+    rc = ts_open_metrics_init(m);
   if (rc != PH_OK) {
     ts_cred_free(m);
     tm_metrics_free(m->metrics);
@@ -115,6 +117,8 @@ static int ts_reload(void *state) {
   m->c.agent_max_connections = n.agent_max_connections;
   m->c.max_conns_per_token = n.max_conns_per_token;
   m->c.max_conns_per_user = n.max_conns_per_user;
+  m->c.mem_per_session = n.mem_per_session;
+  m->c.mem_per_principal = n.mem_per_principal;
   if (m->c.cred_check_ms != n.cred_check_ms) {
     m->c.cred_check_ms = n.cred_check_ms;
     ts_cred_start(m);
