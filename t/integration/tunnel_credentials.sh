@@ -12,9 +12,9 @@
 #     agent's new token is accepted (its slot was freed);
 #   - the client's token revoked, its user disabled, its expiry passed:
 #     the client's session is closed with 4403;
-#   - client.max_connections_per_token and _per_user: a connection
-#     beyond them is closed with 1008, counted and logged; another
-#     tenant still connects and opens streams.
+#   - client.max_connections_per_token and _per_user (a user of its
+#     own): a connection beyond them is closed with 1008, counted and
+#     logged; another tenant still connects.
 . "$top_srcdir/t/lib/testlib.sh"
 require_modules tunnel_server tunnel_agent tunnel_client store_sqlite \
   auth_cache admin_api direct socks5
@@ -105,59 +105,62 @@ wait_cond '[ "$(closes "$T/c.log" 4403)" -gt '"$n"' ]'
 ok $? "item 1: the session of a disabled user's token is closed with 4403"
 tn_ctl "$s_admin" user enable alice >/dev/null; ok $? "user alice enabled again"
 
+old=$(sed -n 's/\..*//p' "$T/client.token")
 exp=$(($(date +%s) + 3))
 out=$(tn_ctl "$s_admin" token create --user alice --expires-at "$exp") &&
   b=$(tn_bearer "$out") && (umask 077 && printf '%s\n' "$b" >"$T/client.token")
 ok $? "a client token that expires in 3 s"
-wait_for tn_get_ok; ok $? "the client uses it"
-n=$(closes "$T/c.log" 4403)
-wait_cond '[ "$(closes "$T/c.log" 4403)" -gt '"$n"' ]'
-ok $? "item 1: at its expiry the session is closed with 4403, with no revision step"
-is "$(ended client expired)" 1 "counted credential_ends{role=client,reason=expired}"
+tn_ctl "$s_admin" token revoke "$old" >/dev/null
+ok $? "the one the client holds revoked, so it reconnects with the new one"
+wait_cond 'grep -q "tunnel connection authenticated.*principal=${b%%.*}" "$T/s.log"'
+ok $? "the client connects with the token that expires"
+wait_cond '[ "$(ended client expired)" -ge 1 ]'
+ok $? "item 1: at its expiry the session is closed (counted reason=expired), with no revision step"
+like_re "$(cat "$T/s.log")" "tunnel session ended: its credentials are no longer valid.*principal=${b%%.*} role=client.*reason=expired" \
+  "audited with the token id and reason=expired"
 
 # ---- connections per token and per user (item 2) ----------------------------
-out=$(tn_ctl "$s_admin" token create --user alice) && b=$(tn_bearer "$out") &&
-  (umask 077 && printf '%s\n' "$b" >"$T/client.token")
-ok $? "the client gets a token that does not expire"
-wait_for tn_ready "$c_admin"; ok $? "and is ready"
-printf '%s\n' "$b" >"$T/hostile.token"
-peer_hold() { # NAME: a client connection held open with hostile.token
+# A user of its own, eve, so the real client's connections do not count.
+tn_ctl "$s_admin" user create eve >/dev/null &&
+  out=$(tn_ctl "$s_admin" token create --user eve) && tn_bearer "$out" >"$T/eve1.token" &&
+  out=$(tn_ctl "$s_admin" token create --user eve) && tn_bearer "$out" >"$T/eve2.token"
+ok $? "user eve with two stream tokens"
+peer_hold() { # NAME TOKEN-FILE: a client connection held open
   tm_peer --as client --url "ws://127.0.0.1:$s_port/tunnel" \
-    --token-file "$T/hostile.token" --script '[{"op":"expect_close","timeout_ms":60000}]' \
+    --token-file "$2" --script '[{"op":"expect_close","timeout_ms":60000}]' \
     --lifetime 60 >"$T/$1.out" 2>&1 &
   PIDS="$PIDS $!"
 }
-peer_hold h1
-wait_cond '[ "$(tn_sessions "$s_admin" server)" -ge 3 ]'
-ok $? "a hostile peer holds the token's second connection"
-peer_hold h2
-wait_cond 'grep -q ws_close "$T/h2.out"'
-like "$(cat "$T/h2.out")" '"code": 1008' \
+handshakes() { cat "$T"/h?.out 2>/dev/null | grep -c '"handshake"'; }
+peer_hold h1 "$T/eve1.token"
+peer_hold h2 "$T/eve1.token"
+wait_cond '[ "$(handshakes)" -ge 2 ]' && sleep 0.3
+peer_hold h3 "$T/eve1.token"
+wait_cond 'grep -q ws_close "$T/h3.out"'
+like "$(cat "$T/h3.out")" '"code": 1008' \
   "item 2: a third connection of one token is closed with 1008"
+! grep -q ws_close "$T/h1.out" "$T/h2.out"; ok $? "the token's first two stay"
 like_re "$(cat "$T/s.log")" 'connection limit.*limit=client.max_connections_per_token' \
   "logged with the limit's key"
 is "$(tn_sum "$s_admin" '^proxyhost_tunnel_server_connections_refused_total\{reason="token_limit"')" 1 \
   "counted connections_refused{reason=token_limit}"
-out=$(tn_ctl "$s_admin" token create --user alice) && b=$(tn_bearer "$out") &&
-  printf '%s\n' "$b" >"$T/hostile.token"
-peer_hold h3
-wait_cond '[ "$(tn_sessions "$s_admin" server)" -ge 4 ]'
-ok $? "a second token of alice holds her third connection"
-peer_hold h4
-wait_cond 'grep -q ws_close "$T/h4.out"'
-like "$(cat "$T/h4.out")" '"code": 1008' \
-  "item 2: alice's fourth connection (another token) is closed with 1008"
+peer_hold h4 "$T/eve2.token"
+wait_cond '[ "$(handshakes)" -ge 4 ]' && sleep 0.3
+! grep -q ws_close "$T/h4.out"; ok $? "eve's second token holds her third connection"
+peer_hold h5 "$T/eve2.token"
+wait_cond 'grep -q ws_close "$T/h5.out"'
+like "$(cat "$T/h5.out")" '"code": 1008' \
+  "item 2: eve's fourth connection (another token) is closed with 1008"
 is "$(tn_sum "$s_admin" '^proxyhost_tunnel_server_connections_refused_total\{reason="user_limit"')" 1 \
   "counted connections_refused{reason=user_limit}"
 tn_ctl "$s_admin" user create bob >/dev/null &&
-  out=$(tn_ctl "$s_admin" token create --user bob) && b=$(tn_bearer "$out") &&
-  printf '%s\n' "$b" >"$T/hostile.token"
+  out=$(tn_ctl "$s_admin" token create --user bob) && tn_bearer "$out" >"$T/bob.token"
 ok $? "another tenant, bob"
-tm_peer --as client --url "ws://127.0.0.1:$s_port/tunnel" --token-file "$T/hostile.token" \
+tm_peer --as client --url "ws://127.0.0.1:$s_port/tunnel" --token-file "$T/bob.token" \
   --script '[{"op":"open","host":"ok.test","port":'"$web"',"agent":"'"$TN_AGENT"'"},
              {"op":"expect_result","sid":1,"accepted":false,"code":"forbidden"}]' \
   >"$T/bob.out" 2>&1
-ok $? "bob still connects while alice is at her limits (his open is judged by policy: forbidden)"
+ok $? "bob still connects while eve is at her limits (his open is judged by policy: forbidden)"
 unlike "$(cat "$T/s.log" "$T/a.log" "$T/c.log")" "${TN_CLIENT_BEARER#*.}" \
   "TM-SEC-9 no token secret in any log"
 
