@@ -222,8 +222,9 @@ void pool_drain_on_cut(pool_attempt *a, void (*cut)(void *), void *arg) {
   pool *p = a->p;
   a->cut = cut;
   a->cut_arg = arg;
-  /* Leased after its proxy's cut time (a handshake that was under way):
-   * cut at the next turn of the loop. */
-  if (cut && a->px && a->px->cut_at_ms && a->px->cut_at_ms <= mono_ms(p))
-    pool_api->timer_set(p->drain_timer, 1, 0);
+  /* Leased through a proxy that already drains (a handshake that was
+   * under way when it left the view): the timer may not be armed for it
+   * (it carried nothing then), or its cut time passed: arm it again. */
+  if (cut && a->px && a->px->cut_at_ms)
+    pool_drain_scan(p);
 }

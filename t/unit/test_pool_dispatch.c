@@ -636,6 +636,27 @@ static void test_drain(void) {
   ph_open_lease_end(reqs[13].res.lease, PH_LEASE_END_CLOSED);
   close(pb);
 
+  /* A handshake under way when a is revoked: the stream it becomes is
+   * cut after the drain too. */
+  close(reqs[12].res.fd);
+  ph_open_lease_end(reqs[12].res.lease, PH_LEASE_END_CLOSED);
+  close(pa);
+  view(1, 60000);
+  cuts = 0;
+  int nd = n_dials;
+  req *q = open_req(14, "any.test", 1);
+  pa = n_dials == nd + 1 ? dial_ok(nd) : -1;
+  rt->revoke(rt_self, ids, 1); /* a carries no stream yet */
+  ok(pa >= 0 && proxy_accept(pa, "any.test") && q->done && q->res.lease &&
+         ph_open_lease_on_cut(q->res.lease, test_cut, q),
+     "drain: a handshake under way when a is revoked still leases");
+  run_until(cut_seen, 3000);
+  ok(cuts == 1 && q->res.lease == NULL,
+     "... and that stream is cut after the drain");
+  close(pa);
+  cuts = 0;
+  pa = leased(12, 1);
+
   /* The view goes stale (its valid_until here, CP-3-9, CP-3-18): a's
    * stream is cut after the drain. */
   view(1, 150);
