@@ -47,7 +47,8 @@ names a file the test creates to make the controller act:
   drain_revoke  once the trigger exists, every ReportRuntime answer names
                 pA in revoke_proxy_ids (CP-4-7); the view stays
   drain_remove  once the trigger exists, a v2 without pA (CP-4-2: pA was
-                extracted, it leaves the view)
+                extracted, it leaves the view; its rule stays, with no
+                candidate)
   drain_stale   max_stale_age 4 s, a new full snapshot every second while
                 the controller lives (the test kills it: CP-3-18)
 The snapshots' checksum is t/lib/cp_checksum.py's (written from the
