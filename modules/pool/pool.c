@@ -86,7 +86,8 @@ static const ph_conf_key pool_keys[] = {
                 "how long the streams through a proxy the gateway may no "
                 "longer use (it left the view: removed, draining, revoked, "
                 "expired; or the view passed valid_until or max_stale_age) "
-                "may go on before they are cut (issue 22 item 14)",
+                "may go on before they are cut, never past the proxy's "
+                "expires_at (issue 22 item 14)",
                 NULL),
     PH_CONF_END};
 

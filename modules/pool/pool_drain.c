@@ -15,7 +15,10 @@
  * lease), and every proxy of a view past its valid_until or its stale
  * deadline (the controller gone, CP-3-9, CP-3-18). A proxy back in good
  * standing before its cut (a reclaim withdrawn, a fresh view) keeps its
- * streams.
+ * streams. No drain runs past the proxy's expires_at as the last view
+ * that had it says: from then on the controller may give it to another
+ * worker (CP-4-6), and usable_until, a safety margin before it, stopped
+ * new streams already (CP-3-5): a proxy past it is cut at once.
  *
  * One timer for the pool, at the earliest of: the next cut of a proxy
  * that carries streams, the next instant a deadline of the view or of a
@@ -78,18 +81,22 @@ static int reason_in_view(const pool_gen *g, uint32_t j, int64_t wall,
   return -1;
 }
 
-/* Gives x its cut time (reason >= 0, once: the first reason stays) or
- * takes it away (-1: in good standing again). */
-static void mark(pool *p, pool_px *x, int reason, int64_t now) {
+/* Gives x its cut time (reason >= 0: now + drain_timeout the first time,
+ * the first reason stays; never later than its expires_at) or takes it
+ * away (-1: in good standing again). */
+static void mark(pool *p, pool_px *x, int reason, int64_t now,
+                 int64_t wall) {
   if (reason < 0) {
     x->cut_at_ms = 0;
     return;
   }
-  if (x->cut_at_ms)
+  int first = !x->cut_at_ms;
+  int64_t at = first ? now + (int64_t)p->conf.drain_timeout_ms : x->cut_at_ms;
+  if (x->expires_at_ms > 0 && now + (x->expires_at_ms - wall) < at)
+    at = now + (x->expires_at_ms - wall);
+  x->cut_at_ms = at > 0 ? at : 1;
+  if (!first)
     return;
-  x->cut_at_ms = now + (int64_t)p->conf.drain_timeout_ms;
-  if (x->cut_at_ms <= 0)
-    x->cut_at_ms = 1;
   x->cut_reason = reason;
   if (x->streams)
     PH_LOG_RL(pool_api, p->ctx, PH_LOG_INFO,
@@ -145,12 +152,15 @@ void pool_drain_scan(pool *p) {
       earlier(&next_wall, g->view->valid_until_ms);
       earlier(&next_wall, g->view->stale_deadline_ms);
     }
-    for (uint32_t j = 0; j < g->n; j++)
+    for (uint32_t j = 0; j < g->n; j++) {
+      g->px[j]->expires_at_ms = g->view->proxies[j].expires_at_ms;
       mark(p, g->px[j],
-           live ? reason_in_view(g, j, wall, &next_wall) : PC_STALE, now);
+           live ? reason_in_view(g, j, wall, &next_wall) : PC_STALE, now,
+           wall);
+    }
   }
   for (pool_px *x = p->left; x; x = x->lnext)
-    mark(p, x, PC_REMOVED, now);
+    mark(p, x, PC_REMOVED, now, wall);
   arm(p, now, next_wall);
 }
 

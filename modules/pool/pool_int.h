@@ -52,10 +52,12 @@ struct pool_px {
                     PH_POOL_VIEW_NONE once it left (then on p->left) */
   pool_px *lprev, *lnext;
   /* The drain (pool_drain.c): the leased streams through it, and when
-   * they are cut (api now_ms; 0: it may carry streams) and why. */
+   * they are cut (api now_ms; 0: it may carry streams) and why; its
+   * expires_at in the last view that had it (wall ms; 0: none yet). */
   pool_attempt *streams;
   int64_t cut_at_ms;
   int cut_reason; /* enum pool_cut_reason */
+  int64_t expires_at_ms;
 };
 
 typedef struct pool_strat {

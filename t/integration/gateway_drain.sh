@@ -16,7 +16,11 @@
 #  (c) ... while the tunnel through pB, still in the view, is untouched;
 #  (b) the controller goes away: once the view passes max_stale_age (4 s
 #      here, CP-3-18) both tunnels end after the drain (CP-4-6: the
-#      controller may give the proxies to another gateway by then).
+#      controller may give the proxies to another gateway by then);
+#  (d) no drain outlives the proxies' expires_at (the end of this
+#      gateway's ownership lease, 6 s after a snapshot never refreshed):
+#      with drain_timeout = 1h both tunnels end at expires_at (the margin
+#      before it, usable_until, was their drain: CP-3-5, CP-4-6).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/cp_fake.sh"
 
@@ -53,9 +57,11 @@ pm() { http_get "http://127.0.0.1:$admin/metrics" | grep -v '^#' | grep -F "$1 "
 ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
 not_ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 503 ]; }
 
-# start SCENARIO: a fake controller and a gateway on it.
+# start SCENARIO [ARGS...]: a fake controller and a gateway on it (ARGS:
+# more for the gateway, --set ...).
 start() {
   scen=$1
+  shift
   D="$T/$scen"
   mkdir -p "$D"
   EV="$D/events"
@@ -84,7 +90,7 @@ listen = 127.0.0.1:$hport
 connector = pool
 EOF
   "$PROXYHOST" -c "$D/gw.ini" -control-plane "127.0.0.1:$(cat "$D/port")" \
-    -cluster-id c1 -worker-id w1 -instance-id i1 -zone z1 >"$D/gw.log" 2>&1 &
+    -cluster-id c1 -worker-id w1 -instance-id i1 -zone z1 "$@" >"$D/gw.log" 2>&1 &
   GW=$!
   PIDS="$PIDS $GW"
   wait_long ready
@@ -163,5 +169,19 @@ is "$(pm 'proxyhost_pool_streams_cut_total{reason="stale"}')" 2 "both cut stream
 is "$(pm proxyhost_pool_active)" 0 "nothing active is left"
 stop
 is "$EXIT" 0 "the gateway stops cleanly"
+
+# ---- (d) the ownership lease ends first: expires_at --------------------------------
+start drain_expire --set pool.drain_timeout=1h
+tunnel a "$TA"
+tunnel b "$TB"
+wait_long both_open
+ok $? "two long-lived CONNECT tunnels (expires_at 6 s away, drain_timeout 1h)"
+wait_long has a eof
+ok $? "CP-4-6 the proxies' expires_at passes: the tunnel through pA ends then, not after the 1 h drain (issue 22 item 14)"
+wait_long has b eof
+ok $? "... and the one through pB"
+is "$(pm 'proxyhost_pool_streams_cut_total{reason="expired"}')" 2 "both cut streams counted, reason expired"
+is "$(new_open "$TA")" 503 "CP-3-6 new opens through pA stopped (past usable_until: no candidate)"
+stop
 
 done_testing

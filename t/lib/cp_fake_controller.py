@@ -51,6 +51,8 @@ names a file the test creates to make the controller act:
                 candidate)
   drain_stale   max_stale_age 4 s, a new full snapshot every second while
                 the controller lives (the test kills it: CP-3-18)
+  drain_expire  the proxies' expires_at 6 s after the one snapshot
+                (usable_until 5 s), never refreshed (CP-3-5, CP-4-6)
 The snapshots' checksum is t/lib/cp_checksum.py's (written from the
 protocol document, not from the C code)."""
 import hashlib
@@ -155,8 +157,9 @@ def pool_snapshot(worker, session, version, valid_s, without=()):
                           host="127.0.0.1", port=int(uport),
                           groups=["g" + pid], zone="z1", capacity=10,
                           weight=1)
-        p.expires_at.seconds = now + 3600
-        p.usable_until.seconds = now + 3500
+        life = 6 if SCENARIO == "drain_expire" else 3600
+        p.expires_at.seconds = now + life
+        p.usable_until.seconds = now + life - 1
     m.checksum = bytes.fromhex(cp_checksum.checksum(as_dict(m)))
     return m
 
