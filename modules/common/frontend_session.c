@@ -198,6 +198,18 @@ void frontend_session_cancel_auth(frontend_session *s) {
 
 /* ---- the open -------------------------------------------------------- */
 
+/* The connector cuts the stream (connector.h on_cut; the pool, when the
+ * upstream proxy left the gateway's view and the drain is over: issue 22
+ * item 14): the whole client connection closes, which ends the lease,
+ * whoever holds it (the relay, or the frontend between two requests),
+ * with CLIENT_ERROR: nothing against the target. */
+static void session_cut(void *arg) {
+  frontend_session *s = arg;
+  frontend_session_enter(s);
+  frontend_session_close(s, FRONTEND_END_LOG);
+  frontend_session_leave(s);
+}
+
 /* A success's lease (minor 3): only when the connector's result has
  * the field; a failure's is never taken (connector.h: none there). */
 static ph_open_lease *result_lease(const ph_open_result *res) {
@@ -245,6 +257,7 @@ static void open_answer(void *arg, const ph_open_result *res) {
     ph_open_lease_end(lease, PH_LEASE_END_CLIENT_ERROR);
     lease = NULL;
   }
+  ph_open_lease_on_cut(lease, session_cut, s); /* lives as long as s */
   stream_metrics_stage(srv->sm, SM_OPEN, stream_metrics_result(code),
                        seconds_since(s->t_open_us));
   stream_metrics_open(srv->sm, code, stream_metrics_mode_of(res));

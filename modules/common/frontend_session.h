@@ -58,7 +58,9 @@
  * the skeleton once frontend_session_relay took both. The skeleton tells
  * first_byte at the relay's first byte down and ends the lease with the
  * relay (relay_lease_end), or with CLIENT_ERROR when the relay could not
- * start or the session closed while relaying (a stop, a destroy).
+ * start or the session closed while relaying (a stop, a destroy). It
+ * gives every lease the connector's cut (ph_open_lease_on_cut): a cut
+ * closes the session (FRONTEND_END_LOG), which ends the lease.
  *
  * No allocation and no system call per session beyond what the two
  * frontends made before: one watcher and one timer, made at start.

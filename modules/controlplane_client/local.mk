@@ -7,7 +7,8 @@
 EXTRA_DIST += modules/controlplane_client/local.mk \
 	modules/controlplane_client/controlplane_client.ini.sample \
 	conf/gateway.ini t/integration/cp_gateway_conf.sh \
-	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py
+	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py \
+	t/lib/cp_fake.sh
 
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \

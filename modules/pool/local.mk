@@ -8,7 +8,8 @@
 EXTRA_DIST += modules/pool/local.mk modules/pool/pool.ini.sample
 
 POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
-	modules/pool/pool_attempt.c modules/pool/pool_int.h \
+	modules/pool/pool_attempt.c modules/pool/pool_drain.c \
+	modules/pool/pool_int.h \
 	modules/pool/pool_runtime.h $(UP_HS_SOURCES)
 POOL_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
 	-I$(top_srcdir)/modules/pool -I$(top_srcdir)/modules/common \
@@ -31,6 +32,14 @@ endif
 EXTRA_DIST += t/integration/gateway_e2e.sh t/lib/bad_upstream.py
 if MODULE_POOL
 TESTS += t/integration/gateway_e2e.sh
+endif
+
+# Streams through a proxy that leaves the view end after a bounded drain
+# (issue 22 item 14, CP-3-18, CP-4-2, CP-4-6, CP-4-7): a gateway on the
+# fake controller, real upstreams and long-lived CONNECT tunnels.
+EXTRA_DIST += t/integration/gateway_drain.sh
+if MODULE_POOL
+TESTS += t/integration/gateway_drain.sh
 endif
 
 # The pool through the mock host, with fake view, sink, strategy and

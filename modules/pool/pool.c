@@ -10,7 +10,9 @@
  * the controller in controlplane_client's runtime reports (pool.runtime).
  *
  * Files: pool_gen.c (the view's generations, the counts, pool.runtime),
- * pool_attempt.c (one request), up_hs.c (the handshakes). The user guide
+ * pool_attempt.c (one request), pool_drain.c (the streams of a proxy
+ * the gateway may no longer use: drained, then cut), up_hs.c (the
+ * handshakes). The user guide
  * is docs/user-guide/gateway.md. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 const ph_api *pool_api;
 
 static const char *const result_names[] = {POOL_RESULT_NAMES, NULL};
+static const char *const cut_names[] = {POOL_CUT_NAMES, NULL};
 /* In ph_outcome_stage / ph_outcome_result order, from 1. */
 static const char *const stage_names[] = {"dial", "proxy_handshake",
                                           "response_headers", "tunnel", NULL};
@@ -77,6 +80,14 @@ static const ph_conf_key pool_keys[] = {
                 "the longest CONNECT or SOCKS5 handshake with a proxy "
                 "(outcome PROXY_HANDSHAKE TIMEOUT, then the next "
                 "candidate)",
+                NULL),
+    PH_CONF_KEY("drain_timeout", PH_CONF_DURATION, "30s", 0, 3600000,
+                PH_CONF_RESTART, NULL,
+                "how long the streams through a proxy the gateway may no "
+                "longer use (it left the view: removed, draining, revoked, "
+                "expired; or the view passed valid_until or max_stale_age) "
+                "may go on before they are cut, never past the proxy's "
+                "expires_at (issue 22 item 14)",
                 NULL),
     PH_CONF_END};
 
@@ -156,6 +167,13 @@ static int register_metrics(pool *p) {
                          "attempts through an upstream proxy, by the stage "
                          "they ended at and how (CP-5-2..5)",
                          PH_METRIC_COUNTER, ol, 2, NULL, 0};
+  ph_label_def cl[] = {{"reason", cut_names}};
+  ph_metric_def d_cut = {"proxyhost_pool_streams_cut_total",
+                         "streams cut after their drain: their proxy left "
+                         "the view, or the view went stale (CP-3-18, "
+                         "CP-4-2)",
+                         PH_METRIC_COUNTER, cl, 1, NULL, 0};
+  ph_metric *mc = pool_api->metric(p->ctx, &d_cut);
   ph_metric *mo = pool_api->metric(p->ctx, &d_out);
   ph_metric *mr = pool_api->metric(p->ctx, &d_res);
   ph_metric *mt = pool_api->metric(p->ctx, &d_retry);
@@ -163,8 +181,12 @@ static int register_metrics(pool *p) {
   ph_metric *mw = pool_api->metric(p->ctx, &d_wait);
   ph_metric *ms = pool_api->metric(p->ctx, &d_resv);
   ph_metric *ma = pool_api->metric(p->ctx, &d_act);
-  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo)
+  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo || !mc)
     return PH_EINVAL;
+  for (int i = 0; i < N_PC; i++) {
+    const char *v[] = {cut_names[i]};
+    p->m_cut[i] = pool_api->series(mc, v);
+  }
   for (int st = 0; st < 4; st++)
     for (int r = 0; r < 3; r++) {
       const char *v[] = {stage_names[st], oresult_names[r]};
@@ -196,13 +218,15 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
   p->conf.max_attempts = (uint32_t)a->conf_int(ctx, "max_attempts");
   p->conf.handshake_timeout_ms =
       (uint32_t)a->conf_int(ctx, "handshake_timeout");
+  p->conf.drain_timeout_ms = (uint32_t)a->conf_int(ctx, "drain_timeout");
   uint32_t nb = 64;
   while (nb < p->conf.max_opens && nb < (1u << 20))
     nb <<= 1;
   p->n_buckets = nb;
   p->buckets = calloc(nb, sizeof(*p->buckets));
   p->deliver_timer = a->timer_new(ctx, pool_on_deliver, p);
-  if (!p->buckets || !p->deliver_timer)
+  p->drain_timer = a->timer_new(ctx, pool_on_drain_timer, p);
+  if (!p->buckets || !p->deliver_timer || !p->drain_timer)
     return PH_ENOMEM;
   if (RAND_bytes((unsigned char *)&p->rng, sizeof(p->rng)) != 1 || !p->rng)
     p->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)a->now_ms(ctx);
@@ -278,6 +302,8 @@ static void pool_destroy(void *state) {
   pool_gen_clear(p);
   if (p->deliver_timer)
     pool_api->timer_free(p->deliver_timer);
+  if (p->drain_timer)
+    pool_api->timer_free(p->drain_timer);
   free(p->buckets);
   free(p);
 }

@@ -260,6 +260,7 @@ static void lease_end(ph_open_lease *l, int how) {
            (how == PH_LEASE_END_CLOSED && !a->first_byte))
     result = PH_OUTCOME_FAILURE;
   outcome(a, stage, result);
+  pool_drain_remove(a);
   if (a->px) {
     uint32_t idx = a->px->idx;
     pool_px_add(p, a->px, -1, 0);
@@ -272,10 +273,16 @@ static void lease_end(ph_open_lease *l, int how) {
   p->entered--;
 }
 
+/* The caller's cut: the drain (pool_drain.c) ends the stream with it. */
+static void lease_on_cut(ph_open_lease *l, void (*cut)(void *), void *arg) {
+  pool_drain_on_cut((pool_attempt *)l, cut, arg);
+}
+
 static const ph_open_lease_ops lease_ops = {
     .size = sizeof(ph_open_lease_ops),
     .first_byte = lease_first_byte,
     .end = lease_end,
+    .on_cut = lease_on_cut,
 };
 
 /* ---- the handshake ----------------------------------------------------- */
@@ -336,6 +343,7 @@ static void hs_failed(pool_attempt *a, up_hs_state st, int timed_out) {
 static void lease_out(pool_attempt *a, uintptr_t rflags) {
   pool *p = a->p;
   pool_px_add(p, a->px, +1, -1);
+  pool_drain_add(a);
   pool_api->gauge_add(p->m_reserved, -1);
   pool_api->gauge_add(p->m_active, 1);
   pool_api->inc(p->m_result[PR_OK], 1);
@@ -886,6 +894,7 @@ static void drop(pool_attempt *a) {
       ph_stream_close(a->res.stream);
     if (a->res.lease && a->px) { /* a success never delivered */
       uint32_t idx = a->px->idx;
+      pool_drain_remove(a);
       pool_px_add(p, a->px, -1, 0);
       pool_api->gauge_add(p->m_active, -1);
       a->px = NULL;

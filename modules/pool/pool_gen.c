@@ -285,6 +285,7 @@ pool_gen *pool_gen_current(pool *p) {
     return p->cur;
   }
   gen_switch(p, g);
+  pool_drain_scan(p); /* who left, who is back (issue 22 item 14) */
   pool_wake(p, PH_POOL_VIEW_NONE); /* new capacity for the waiters */
   return p->cur;
 }
@@ -354,6 +355,7 @@ static void rt_revoke(void *self, const char *const *ids, size_t n) {
     if (j != PH_POOL_VIEW_NONE)
       g->revoked[j] = 1;
   }
+  pool_drain_scan(p); /* revoked: their streams drain (CP-4-7) */
 }
 
 const pool_runtime_v1 pool_runtime_service = {rt_counters, rt_revoke};

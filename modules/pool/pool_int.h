@@ -16,6 +16,10 @@
  *             handshake (or, for a request forwarded in absolute form to
  *             an `http` upstream, none), hand over the socket with a
  *             lease, and the outcome of every attempt (pool_attempt.c).
+ *   the drain (pool_drain.c): a proxy that leaves the view (removed,
+ *             marked draining, revoked, past its expires_at) or a view
+ *             past its valid_until or max_stale_age: its leased streams
+ *             are cut after drain_timeout (issue 22 item 14).
  */
 #ifndef PH_POOL_INT_H
 #define PH_POOL_INT_H
@@ -47,6 +51,13 @@ struct pool_px {
   uint32_t idx;  /* its index in the current generation, or
                     PH_POOL_VIEW_NONE once it left (then on p->left) */
   pool_px *lprev, *lnext;
+  /* The drain (pool_drain.c): the leased streams through it, and when
+   * they are cut (api now_ms; 0: it may carry streams) and why; its
+   * expires_at in the last view that had it (wall ms; 0: none yet). */
+  pool_attempt *streams;
+  int64_t cut_at_ms;
+  int cut_reason; /* enum pool_cut_reason */
+  int64_t expires_at_ms;
 };
 
 typedef struct pool_strat {
@@ -118,6 +129,12 @@ struct pool_attempt {
   uint32_t peek_delay_ms; /* a partial head: re-peek after this */
   int64_t stage_us; /* monotonic µs when the current stage began */
   int first_byte;   /* the lease saw the target's first byte */
+  /* Leased: its place on px->streams or p->cutq (*slist; NULL: on
+   * neither), and the caller's cut (ph_open_lease_on_cut). */
+  pool_attempt **slist;
+  pool_attempt *sprev, *snext;
+  void (*cut)(void *arg);
+  void *cut_arg;
   /* Absolute-form forwarding through an `http` upstream (the request's
    * PH_OPEN_F_HTTP_FORWARD): what res.http_forward points to, with the
    * Proxy-Authorization value "Basic <token>" made from the view's
@@ -137,6 +154,7 @@ typedef struct pool_conf {
   uint32_t max_waiters;   /* WAIT queue */
   uint32_t max_attempts;  /* candidates tried per request */
   uint32_t handshake_timeout_ms;
+  uint32_t drain_timeout_ms; /* a leaving proxy's streams, then cut */
   const char *view_provider, *sink_provider, *upstream_connector,
       *direct_connector;
 } pool_conf;
@@ -156,6 +174,19 @@ enum pool_result {
   PR_REFUSED,      /* the caller takes no lease, or the pool stops */
   N_PR
 };
+/* Why a proxy's streams were cut: the reason label of
+ * proxyhost_pool_streams_cut_total. */
+enum pool_cut_reason {
+  PC_REMOVED = 0, /* a snapshot no longer has it (extracted, deleted) */
+  PC_DRAINING,    /* a snapshot marks it draining (CP-4-2) */
+  PC_REVOKED,     /* revoke_proxy_ids named it (CP-4-7) */
+  PC_EXPIRED,     /* its expires_at passed (the ownership's lease) */
+  PC_STALE,       /* the view passed valid_until or max_stale_age
+                     (CP-3-9, CP-3-18) */
+  N_PC
+};
+#define POOL_CUT_NAMES "removed", "draining", "revoked", "expired", "stale"
+
 #define POOL_RESULT_NAMES                                                  \
   "ok", "direct", "no_view", "no_rule", "no_strategy", "no_capacity",      \
       "wait_full", "wait_timeout", "upstream_failed", "direct_failed",     \
@@ -186,6 +217,8 @@ struct pool {
   uint32_t n_waiting;
   pool_attempt *dq_first, *dq_last;
   ph_timer *deliver_timer;
+  ph_timer *drain_timer; /* the next cut, or the next view deadline */
+  pool_attempt *cutq;    /* streams being cut now (pool_drain.c) */
   int entered; /* open/cancel/lease calls on the stack: answer later */
   int waking, wake_again; /* pool_wake on the stack; one more round due */
   uint64_t rng;
@@ -196,6 +229,7 @@ struct pool {
   ph_series *m_result[N_PR], *m_retries, *m_waiting, *m_reserved,
       *m_active, *m_outcome_full;
   ph_series *m_outcome[4][3]; /* [stage - 1][result - 1] */
+  ph_series *m_cut[N_PC];
 };
 
 /* The one API table (set by init). */
@@ -230,5 +264,21 @@ void pool_wake(pool *p, uint32_t idx);
 /* Answers every attempt in progress (stop): stage queue, queue_full. */
 void pool_attempts_abort(pool *p);
 void pool_on_deliver(ph_timer *t, void *arg);
+
+/* ---- pool_drain.c ----------------------------------------------------- */
+
+/* Looks at every proxy of the current view and every one that left it:
+ * one that may no longer carry streams gets its cut time (now +
+ * drain_timeout), one back in good standing loses it; arms the drain
+ * timer for the next cut or view deadline. Called after a view is
+ * installed and after revoke_proxy_ids. Loop thread. */
+void pool_drain_scan(pool *p);
+/* a's stream is leased out through a->px / is over (its lease ended, or
+ * a success never delivered). */
+void pool_drain_add(pool_attempt *a);
+void pool_drain_remove(pool_attempt *a);
+/* The caller's cut for a's lease (NULL: none). */
+void pool_drain_on_cut(pool_attempt *a, void (*cut)(void *), void *arg);
+void pool_on_drain_timer(ph_timer *t, void *arg);
 
 #endif

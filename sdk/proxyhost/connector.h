@@ -105,7 +105,17 @@ typedef struct ph_open_headers {
  *    client (the response began);
  *  - end(l, how), exactly once, when the stream is over (after or as the
  *    caller closes its socket or stream), also when it never relayed a
- *    byte. end frees the lease; the pointer is dead afterwards. */
+ *    byte. end frees the lease; the pointer is dead afterwards.
+ * And, where the connector offers it (on_cut set; issue 22): on_cut(l,
+ * cut, arg) once the caller holds the stream, naming how the connector
+ * may end it early: it calls cut(arg) at most once, on the loop thread,
+ * never from inside a call into it (open, cancel, a lease call), when
+ * the stream must not go on (the pool: its upstream proxy left the
+ * gateway's view, or the view is stale, and the drain is over). The
+ * caller then closes the stream and its client's connection at once and
+ * ends the lease (CLIENT_ERROR: it says nothing about the target),
+ * inside cut or soon after. A later on_cut replaces the earlier; cut
+ * NULL withdraws it. */
 typedef struct ph_open_lease ph_open_lease;
 
 enum ph_lease_end {
@@ -122,7 +132,9 @@ typedef struct ph_open_lease_ops {
   uint32_t size; /* sizeof(ph_open_lease_ops) of the connector */
   void (*first_byte)(ph_open_lease *l);
   void (*end)(ph_open_lease *l, int how); /* enum ph_lease_end */
-  void *reserved[4];
+  /* Was reserved[0] (issue 22); NULL: the connector never cuts. */
+  void (*on_cut)(ph_open_lease *l, void (*cut)(void *arg), void *arg);
+  void *reserved[3];
 } ph_open_lease_ops;
 
 struct ph_open_lease {
@@ -138,6 +150,18 @@ static inline void ph_open_lease_first_byte(ph_open_lease *l) {
 static inline void ph_open_lease_end(ph_open_lease *l, int how) {
   if (l)
     l->ops->end(l, how);
+}
+
+/* Tells the connector how to cut the stream (see on_cut above). 1 when
+ * it took it, 0 when it never cuts (no hook, an older connector, NULL). */
+static inline int ph_open_lease_on_cut(ph_open_lease *l,
+                                       void (*cut)(void *arg), void *arg) {
+  if (!l || l->ops->size < offsetof(ph_open_lease_ops, on_cut) +
+                               sizeof(l->ops->on_cut) ||
+      !l->ops->on_cut)
+    return 0;
+  l->ops->on_cut(l, cut, arg);
+  return 1;
 }
 
 typedef struct ph_open_request {

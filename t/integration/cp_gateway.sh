@@ -16,18 +16,13 @@
 # gateway's certificate passing the controller's SPIFFE worker check, and
 # failing it for another worker id, against t/lib/cp_echo_server (CP-9-8).
 . "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/cp_fake.sh"
 
 PY=/usr/bin/python3
 MODS="$top_builddir/modules"
 require_modules controlplane_client
 
-"$PY" -c 'import grpc, grpc_tools' 2>"$T/py.err"
-ok $? "python3-grpcio and python3-grpc-tools are installed"
-mkdir -p "$T/gen"
-"$PY" -m grpc_tools.protoc -I "$top_srcdir/proto" -I/usr/include \
-  --python_out="$T/gen" --grpc_python_out="$T/gen" \
-  controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
-ok $? "stubs generated from controlplane.proto"
+cp_stubs
 
 ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
 not_ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 503 ]; }

@@ -17,6 +17,7 @@
 # only once the session runs (CP-2-4); the real controller acknowledges
 # the sequences and keeps no raw outcome in Redis (CP-1-30, CP-1-32).
 . "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/cp_fake.sh"
 
 . "$top_srcdir/t/lib/redis.sh"
 
@@ -25,13 +26,7 @@ MODS="$top_builddir/modules"
 PROBE="$top_builddir/t/modules/.libs/outcome_probe.so"
 require_modules controlplane_client outcome_reporter
 
-"$PY" -c 'import grpc, grpc_tools' 2>"$T/py.err"
-ok $? "python3-grpcio and python3-grpc-tools are installed"
-mkdir -p "$T/gen"
-"$PY" -m grpc_tools.protoc -I "$top_srcdir/proto" -I/usr/include \
-  --python_out="$T/gen" --grpc_python_out="$T/gen" \
-  controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
-ok $? "stubs generated from controlplane.proto"
+cp_stubs
 
 # ---- the configuration ------------------------------------------------------
 IDS="-control-plane 127.0.0.1:7443 -cluster-id c1 -worker-id w1 -instance-id i1 -zone z1"

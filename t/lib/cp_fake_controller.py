@@ -38,6 +38,21 @@ For t/integration/cp_outcomes.sh (ReportOutcomes; max_runtime_counters
                 acknowledged (retried in the same session)
   oc_failed_precondition  the first call fails FAILED_PRECONDITION (a
                 replaced session), the later ones are acknowledged
+For t/integration/gateway_drain.sh (issue 22 item 14: the streams
+through a proxy that leaves the view end after a bounded drain), with a
+pool: CP_FAKE_POOL="pA:UPORT:TPORT pB:..." gives each proxy (an
+http_connect upstream on 127.0.0.1:UPORT, group g<id>) and a rule r<id>
+sending 127.0.0.1:TPORT to it (round_robin, REJECT); CP_FAKE_TRIGGER
+names a file the test creates to make the controller act:
+  drain_revoke  once the trigger exists, every ReportRuntime answer names
+                pA in revoke_proxy_ids (CP-4-7); the view stays
+  drain_remove  once the trigger exists, a v2 without pA (CP-4-2: pA was
+                extracted, it leaves the view; its rule stays, with no
+                candidate)
+  drain_stale   max_stale_age 4 s, a new full snapshot every second while
+                the controller lives (the test kills it: CP-3-18)
+  drain_expire  the proxies' expires_at 6 s after the one snapshot
+                (usable_until 5 s), never refreshed (CP-3-5, CP-4-6)
 The snapshots' checksum is t/lib/cp_checksum.py's (written from the
 protocol document, not from the C code)."""
 import hashlib
@@ -57,6 +72,8 @@ from controlplane.v1 import controlplane_pb2_grpc as pbg  # noqa: E402
 PORT_FILE, EVENTS, SCENARIO = sys.argv[2], sys.argv[3], sys.argv[4]
 CERTS = sys.argv[5] if len(sys.argv) > 5 else None
 CLUSTER = "c1"
+POOL = [x.split(":") for x in os.environ.get("CP_FAKE_POOL", "").split()]
+TRIGGER = os.environ.get("CP_FAKE_TRIGGER", "")
 SESSION_N = [0]
 OC_CALLS = [0]
 ev_lock = threading.Condition()
@@ -95,19 +112,62 @@ def as_dict(m):
                 "secret_ref": p.secret_ref,
                 "credential_version": p.credential_version,
                 "draining": p.draining}
+    def rule(r):
+        return {"rule_id": r.rule_id, "host_pattern": r.host_pattern,
+                "port_min": r.port_min, "port_max": r.port_max,
+                "client_identity": r.client_identity,
+                "listener": r.listener, "target_group": r.target_group,
+                "strategy": r.strategy, "on_unavailable": r.on_unavailable,
+                "wait_timeout": None, "sticky_key": r.sticky_key}
     return {"version": m.version, "ownership_epoch": m.ownership_epoch,
             "valid_until": (m.valid_until.seconds, m.valid_until.nanos),
-            "routing": [], "proxies": [proxy(p) for p in m.proxies],
+            "routing": [rule(r) for r in m.routing],
+            "proxies": [proxy(p) for p in m.proxies],
             "credentials": []}
 
 
-def snapshot(worker, session, version, valid_s, capacity=1):
+def triggered():
+    return bool(TRIGGER) and os.path.exists(TRIGGER)
+
+
+def new_snapshot(worker, session, version, valid_s):
+    """An empty snapshot generated now, valid valid_s seconds, and now."""
     now = int(time.time())
     m = pb.WorkerSnapshot(version=version, ownership_epoch=1,
                           cluster_id=CLUSTER, worker_id=worker,
                           session_id=session)
     m.generated_at.seconds = now
     m.valid_until.seconds = now + valid_s
+    return m, now
+
+
+def pool_snapshot(worker, session, version, valid_s, without=()):
+    """The CP_FAKE_POOL proxies, but those in without, and their rules."""
+    m, now = new_snapshot(worker, session, version, valid_s)
+    for pid, uport, tport in POOL:
+        # The rule stays: without its proxy it has no candidate.
+        m.routing.add(rule_id="r" + pid, host_pattern="127.0.0.1",
+                      port_min=int(tport), port_max=int(tport),
+                      target_group="g" + pid, strategy="round_robin",
+                      on_unavailable=pb.ON_UNAVAILABLE_REJECT)
+        if pid in without:
+            continue
+        p = m.proxies.add(proxy_id=pid,
+                          protocol=pb.UPSTREAM_PROTOCOL_HTTP_CONNECT,
+                          host="127.0.0.1", port=int(uport),
+                          groups=["g" + pid], zone="z1", capacity=10,
+                          weight=1)
+        life = 6 if SCENARIO == "drain_expire" else 3600
+        p.expires_at.seconds = now + life
+        p.usable_until.seconds = now + life - 1
+    m.checksum = bytes.fromhex(cp_checksum.checksum(as_dict(m)))
+    return m
+
+
+def snapshot(worker, session, version, valid_s, capacity=1):
+    if POOL:
+        return pool_snapshot(worker, session, version, valid_s)
+    m, now = new_snapshot(worker, session, version, valid_s)
     p = m.proxies.add(proxy_id="p1", protocol=pb.UPSTREAM_PROTOCOL_HTTP_CONNECT,
                       host="192.0.2.10", port=3128, groups=["g"], zone="z1",
                       capacity=capacity, weight=1)
@@ -133,7 +193,7 @@ class Controller(pbg.WorkerControlPlaneServicer):
                                       max_runtime_counters=(
                                           50 if SCENARIO.startswith("oc_")
                                           else 100))
-        r.max_stale_age.seconds = 600
+        r.max_stale_age.seconds = 4 if SCENARIO == "drain_stale" else 600
         r.session_ttl.seconds = 30
         r.runtime_interval.nanos = 200 * 1000 * 1000
         return r
@@ -172,6 +232,26 @@ class Controller(pbg.WorkerControlPlaneServicer):
         elif SCENARIO == "delta":
             # The reopened stream: a full snapshot first (CP-2-2).
             yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 3, 60))
+        elif SCENARIO in ("drain_remove", "drain_stale"):
+            yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 60))
+            v, end = 1, time.time() + 120
+            while ctx.is_active() and time.time() < end:
+                if not wait_acks(base + v, ctx):
+                    return
+                if SCENARIO == "drain_stale":
+                    time.sleep(1.0)
+                    v += 1
+                    yield pb.WatchSnapshotsResponse(
+                        snapshot=snapshot(w, s, v, 60))
+                elif triggered():
+                    v += 1
+                    event("REMOVED pA v%d" % v)
+                    yield pb.WatchSnapshotsResponse(
+                        snapshot=pool_snapshot(w, s, v, 60,
+                                               without=("pA",)))
+                    break
+                else:
+                    time.sleep(0.1)
         elif SCENARIO == "short":
             yield pb.WatchSnapshotsResponse(snapshot=snapshot(w, s, 1, 3))
         else:
@@ -196,6 +276,8 @@ class Controller(pbg.WorkerControlPlaneServicer):
                                        req.ownership_epoch, len(req.counters)))
         r = pb.ReportRuntimeResponse()
         r.session_expires_at.seconds = int(time.time()) + 30
+        if SCENARIO == "drain_revoke" and triggered():
+            r.revoke_proxy_ids.append("pA")
         return r
 
     def ReportOutcomes(self, it, ctx):

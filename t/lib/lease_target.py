@@ -26,8 +26,10 @@ connects to the proxy on 127.0.0.1:P, asks it for 127.0.0.1:T (a SOCKS5
 CONNECT, an HTTP CONNECT, or an absolute-form GET), sends GET PATH, reads
 until N bytes of the answer came (or EOF, or 10 s), then with --hold
 keeps the connection S seconds more (reading, to see the proxy close
-it), and closes it: with --rst abortively (a reset). It prints
-"got N" and "eof" when the proxy closed the connection first.
+it; with --until FILE only until FILE exists), and closes it: with --rst
+abortively (a reset). It prints "got N" and "eof" when the proxy closed
+the connection first; with --until also "open" once the stream is up
+(flushed, for a test that waits on it).
 """
 
 import argparse
@@ -190,6 +192,8 @@ def client(args):
         print("failed: %s" % e)
         return 1
     got, eof = 0, False
+    if args.until:
+        print("open", flush=True)
     s.settimeout(0.2)
     deadline = time.time() + 10
     while got < args.read and time.time() < deadline:
@@ -206,6 +210,8 @@ def client(args):
         got += len(chunk)
     hold_end = time.time() + args.hold
     while not eof and time.time() < hold_end:
+        if args.until and os.path.exists(args.until):
+            break
         try:
             chunk = s.recv(65536)
         except socket.timeout:
@@ -242,6 +248,7 @@ def main():
     cl.add_argument("--read", type=int, default=1)
     cl.add_argument("--hold", type=float, default=0.0)
     cl.add_argument("--rst", action="store_true")
+    cl.add_argument("--until", default="")
     args = ap.parse_args()
     if args.cmd == "serve":
         serve(args)

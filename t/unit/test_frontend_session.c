@@ -77,6 +77,8 @@ static struct flease {
   ph_open_lease base;
   int first_bytes, ends, how;
   int first_after_end; /* first_byte after end: a broken contract */
+  void (*cut)(void *); /* the caller's cut (on_cut), and its arg */
+  void *cut_arg;
 } L;
 
 static void fl_first_byte(ph_open_lease *l) {
@@ -92,9 +94,16 @@ static void fl_end(ph_open_lease *l, int how) {
   f->how = how;
 }
 
+static void fl_on_cut(ph_open_lease *l, void (*cut)(void *), void *arg) {
+  struct flease *f = (struct flease *)l;
+  f->cut = cut;
+  f->cut_arg = arg;
+}
+
 static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
                                          .first_byte = fl_first_byte,
-                                         .end = fl_end};
+                                         .end = fl_end,
+                                         .on_cut = fl_on_cut};
 
 static ph_open_lease *new_lease(void) {
   memset(&L, 0, sizeof(L));
@@ -927,6 +936,26 @@ static void test_lease(ph_mock *m) {
      "lease: the session closed while relaying ends it CLIENT_ERROR");
   ph_mock_run_for(m, 20);
   ok(L.ends == 1 && L.first_after_end == 0, "lease: and never again");
+  close(F.target_peer);
+
+  /* The connector cuts the stream (on_cut; the pool's drain, issue 22
+   * item 14): the session closes, the client and the target see their
+   * connections closed, the lease ends once, CLIENT_ERROR. */
+  c = lease_relay(m, 0);
+  ok(L.cut != NULL && L.cut_arg != NULL,
+     "lease: the skeleton gives every lease a cut (on_cut)");
+  (void)send(F.target_peer, "w", 1, 0);
+  ph_mock_run_for(m, 20);
+  if (L.cut) /* from outside any entry, as a connector's timer */
+    L.cut(L.cut_arg);
+  ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
+     "lease: a cut ends it once, CLIENT_ERROR (nothing against the target)");
+  ok(S.ends_logged == 1 && S.frees == 1,
+     "lease: ... by closing the session (its end line, then freed)");
+  char eb[8];
+  ph_mock_run_for(m, 5);
+  is_int((int)recv(F.target_peer, eb, sizeof eb, MSG_DONTWAIT), 0,
+         "lease: ... the target's connection closed");
   close(F.target_peer);
 
   /* A success without a socket (a connector's bug): ended at once. */

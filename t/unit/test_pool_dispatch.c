@@ -16,7 +16,11 @@
  * PH_OPEN_R_HTTP_PROXY and the Basic value to add, which a fake forward
  * proxy reads in the absolute-form request; its outcomes skip
  * PROXY_HANDSHAKE (CP-5-2, CP-5-4, CP-5-5); without the flag, or to an
- * `http_connect` upstream, CONNECT as before. */
+ * `http_connect` upstream, CONNECT as before. And the drain (issue 22
+ * item 14): a leased stream through a revoked or removed proxy, or on a
+ * view gone stale, is cut through the caller's cut (connector.h on_cut)
+ * once drain_timeout passed, not at once; one whose proxy is back first
+ * is not, nor one whose caller gave no cut. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -545,13 +549,132 @@ static void test_forward(void) {
   close(ph);
 }
 
+/* ---- the drain (issue 22 item 14) --------------------------------------- */
+
+static int cuts;
+
+/* What a frontend does when the pool cuts its stream: closes it and ends
+ * the lease (CLIENT_ERROR). */
+static void test_cut(void *arg) {
+  req *q = arg;
+  cuts++;
+  close(q->res.fd);
+  q->res.fd = -1;
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLIENT_ERROR);
+  q->res.lease = NULL;
+}
+
+/* Request i through the first free proxy, leased; with cut, the caller
+ * gives its cut. Returns the proxy's end of the socket, or -1. */
+static int leased(int i, int cut) {
+  int nd = n_dials;
+  req *q = open_req(i, "any.test", 1);
+  if (n_dials != nd + 1)
+    return -1;
+  int pfd = dial_ok(nd);
+  if (!proxy_accept(pfd, "any.test") || !q->done || !q->res.lease)
+    return -1;
+  if (cut && !ph_open_lease_on_cut(q->res.lease, test_cut, q))
+    return -1;
+  return pfd;
+}
+
+static int cut_seen(void *arg) {
+  (void)arg;
+  return cuts > 0;
+}
+
+static void run_until(int (*cond)(void *), int max_ms) {
+  for (int t = 0; t < max_ms && !cond(NULL); t += 5)
+    ph_mock_run_for(mk, 5);
+}
+
+static void test_drain(void) {
+  const char *ids[] = {"a"};
+  view(1, 60000);
+  int pa = leased(12, 1);
+  ok(pa >= 0 && dials[n_dials - 1].port == 1080,
+     "drain: a stream through a, the caller gives its cut");
+  rt->revoke(rt_self, ids, 1);
+  ph_mock_run_for(mk, 5);
+  is_int(cuts, 0, "CP-4-7 a revoked: its stream is not cut at once (the drain)");
+  run_until(cut_seen, 3000);
+  ok(cuts == 1 && reqs[12].res.lease == NULL,
+     "issue 22 item 14: after drain_timeout the pool cuts it, once");
+  ok(last_outcome("a", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS),
+     "... an outcome that says nothing against the proxy");
+  counts k = count_of("a", NULL);
+  ok(k.active == 0 && k.reserved == 0, "CP-4-4 ... a carries nothing now");
+  close(pa);
+
+  /* b leaves the view and comes back before its cut: not cut. */
+  cuts = 0;
+  view(1, 60000);
+  pa = leased(12, 1);
+  int pb = leased(13, 1);
+  ok(pa >= 0 && pb >= 0 && dials[n_dials - 1].port == 1081,
+     "drain: streams through a and b");
+  view(0, 60000);
+  ok(count_of("b", NULL).draining, "b left the view: it drains");
+  view(1, 60000);
+  ok(!count_of("b", NULL).draining, "... and is back before its cut");
+  ph_mock_run_for(mk, 500);
+  is_int(cuts, 0, "... so its stream is not cut, nor a's");
+
+  /* A caller that gave no cut: its stream stays (nothing to cut with). */
+  close(reqs[13].res.fd);
+  ph_open_lease_end(reqs[13].res.lease, PH_LEASE_END_CLOSED);
+  close(pb);
+  pb = leased(13, 0);
+  ok(pb >= 0, "drain: a stream through b whose caller gave no cut");
+  view(0, 60000);
+  count_of("b", NULL); /* installs the view */
+  ph_mock_run_for(mk, 500);
+  is_int(cuts, 0, "... b removed: that one is not cut, nor a's");
+  ok(count_of("b", NULL).active == 1, "... b still carries it");
+  close(reqs[13].res.fd);
+  ph_open_lease_end(reqs[13].res.lease, PH_LEASE_END_CLOSED);
+  close(pb);
+
+  /* A handshake under way when a is revoked: the stream it becomes is
+   * cut after the drain too. */
+  close(reqs[12].res.fd);
+  ph_open_lease_end(reqs[12].res.lease, PH_LEASE_END_CLOSED);
+  close(pa);
+  view(1, 60000);
+  cuts = 0;
+  int nd = n_dials;
+  req *q = open_req(14, "any.test", 1);
+  pa = n_dials == nd + 1 ? dial_ok(nd) : -1;
+  rt->revoke(rt_self, ids, 1); /* a carries no stream yet */
+  ok(pa >= 0 && proxy_accept(pa, "any.test") && q->done && q->res.lease &&
+         ph_open_lease_on_cut(q->res.lease, test_cut, q),
+     "drain: a handshake under way when a is revoked still leases");
+  run_until(cut_seen, 3000);
+  ok(cuts == 1 && q->res.lease == NULL,
+     "... and that stream is cut after the drain");
+  close(pa);
+  cuts = 0;
+  pa = leased(12, 1);
+
+  /* The view goes stale (its valid_until here, CP-3-9, CP-3-18): a's
+   * stream is cut after the drain. */
+  view(1, 150);
+  count_of("a", NULL);
+  run_until(cut_seen, 3000);
+  ok(cuts == 1 && reqs[12].res.lease == NULL,
+     "CP-3-18 the view past its validity: a's stream is cut after the drain");
+  close(pa);
+}
+
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN);
   char err[1024];
   mk = ph_mock_new("[pool]\nview = fakes\nupstream_connector = fakes\n"
                    "direct_connector = fakes\nstrategies = first\n"
-                   "max_waiters = 2\nmax_attempts = 2\n",
+                   "max_waiters = 2\nmax_attempts = 2\n"
+                   "drain_timeout = 200ms\n",
                    err, sizeof err);
   if (!mk || ph_mock_add(mk, &fakes, err, sizeof err) < 0 ||
       ph_mock_add(mk, &first, err, sizeof err) < 0 ||
@@ -721,6 +844,8 @@ int main(void) {
   ok(last_outcome("b", PH_OUTCOME_STAGE_RESPONSE_HEADERS, PH_OUTCOME_TIMEOUT),
      "an idle timeout before any target byte: RESPONSE_HEADERS TIMEOUT");
   close(pb);
+
+  test_drain();
 
   /* A view past its valid_until: no candidates, nothing dialed (CP-3-9). */
   view(1, 30);
