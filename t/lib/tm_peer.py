@@ -48,7 +48,7 @@ The script (--script JSON or --script-file F) is a list of steps run in
 order on connection "conn" (default 0); each wait is bounded by its
 "timeout_ms" (default --timeout). Steps:
   open {sid?, host, port, agent?, window?}     OPEN_STREAM (sid: next id)
-  expect_result {sid, accepted?, stage?, code?}
+  expect_result {sid, accepted?, stage?, code?, stage_not?, code_not?}
   expect_no_result {sid, ms}                   nothing within ms
   send {sid, data|hex|size, fin?, ignore_window?}
   expect_data {sid, data|contains|size, fin?}  bytes received on sid
@@ -918,6 +918,10 @@ def run_step(i, step, conns, args):
         for k in ("accepted", "stage", "code"):
             if k in step and r.get(k) != step[k]:
                 return False, "%s: got %r want %r" % (k, r.get(k), step[k])
+            # "stage_not"/"code_not": any answer but that one (a dial that
+            # was tried, whatever the network made of it)
+            if k + "_not" in step and r.get(k) == step[k + "_not"]:
+                return False, "%s: got %r" % (k, r.get(k))
         return st.result is not None, "no OPEN_RESULT (reset %s)" % st.reset_in
     if op == "expect_no_result":
         got = c.wait(lambda: st is not None and st.result is not None,
