@@ -69,9 +69,7 @@ start_peer strict --script "$SCRIPT"; ok $? "hostile server peer listening"
 write_conf "$T/a.ini"
 start_proxyhost "$T/a.ini"
 wait_for healthy "$admin"; ok $? "proxyhost with direct and tunnel_agent runs"
-peer_done strict
-ok $? "issue 22 item 5: 127.0.0.1, ::1, 0.0.0.0, 169.254.169.254, a name resolving to 127.0.0.1, ::ffff:127.0.0.1 are policy/forbidden by default"
-show_fail strict
+peer_passed strict "issue 22 item 5: 127.0.0.1, ::1, 0.0.0.0, 169.254.169.254, a name resolving to 127.0.0.1, ::ffff:127.0.0.1 are policy/forbidden by default"
 [ -n "$own" ] || skip "this host has no non-loopback IPv4 address to try"
 is "$(handshakes strict)" 1 "each refusal is that stream's only: the connection stayed up"
 m=$(metrics_of)
@@ -98,9 +96,7 @@ $END"
 start_peer opened --script "$SCRIPT"; ok $? "server peer for the opened agent"
 write_conf "$T/o.ini" "targets.allow_host_local = 127.0.0.0/8, ::1, 0.0.0.0, 169.254.169.254${own:+, $own}"
 start_proxyhost "$T/o.ini"
-peer_done opened
-ok $? "issue 22 item 5: targets.allow_host_local opens exactly what it lists"
-show_fail opened
+peer_passed opened "issue 22 item 5: targets.allow_host_local opens exactly what it lists"
 m=$(metrics_of)
 like "$m" "proxyhost_tunnel_agent_host_local_refused_total 0" "nothing refused"
 stop_agent "opened"
@@ -115,9 +111,7 @@ $END"
 start_peer partial --script "$SCRIPT"; ok $? "server peer for a partial opening"
 write_conf "$T/p.ini" "targets.allow_host_local = 127.0.0.1"
 start_proxyhost "$T/p.ini"
-peer_done partial
-ok $? "issue 22 item 5: allowing 127.0.0.1 leaves 169.254.169.254 and 0.0.0.0 refused"
-show_fail partial
+peer_passed partial "issue 22 item 5: allowing 127.0.0.1 leaves 169.254.169.254 and 0.0.0.0 refused"
 stop_agent "partial"
 stop_peer
 

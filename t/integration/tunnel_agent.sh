@@ -145,6 +145,34 @@ is "$(handshakes queue)" 1 "and the connection stayed up"
 stop_agent "queue"
 stop_peer
 
+# ---- a burst of opens beyond every queue (issue 22 item 7) ----------------
+# 3000 OPEN_STREAMs at once: more than the dial slots and queue (32 + 128),
+# streams.max_streams (1024) and the control queue (1024 frames) together.
+# Each stream is answered on its own (OPEN_RESULT or RESET with its code)
+# and the connection stays up: the session stops reading while its control
+# queue could not take the answers, instead of closing as control_full.
+SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
+ {"op":"open_burst","first_sid":1,"n":3000,"host":"127.0.0.1","port":'$closed'},
+ {"op":"expect_burst_answers","first_sid":1,"n":3000,"timeout_ms":60000},
+ {"op":"open","sid":7001,"host":"127.0.0.1","port":'$web'},
+ {"op":"expect_result","sid":7001,"accepted":true},
+ {"op":"send","sid":7001,"data":"GET /hello.txt HTTP/1.0\r\n\r\n"},
+ {"op":"expect_data","sid":7001,"contains":"agent-served"}]'
+start_peer burst --script "$SCRIPT"; ok $? "server peer for a burst of opens"
+write_conf "$T/b.ini"
+start_proxyhost "$T/b.ini"
+peer_passed burst "issue 22 item 7: 3000 opens at once are answered one by one, the connection stays up and serves the next open"
+grep '"ev": "burst_answers"' "$T/peer-burst.log" | sed 's/^/# /'
+is "$(handshakes burst)" 1 "issue 22 item 7: no reconnect (no control_full)"
+grep -q 'reading paused' "$T/ph.log"; ok $? "issue 22 item 7: the pause is logged"
+m=$(metrics_of)
+like_re "$m" 'tunnelmesh_stream_backpressure_total\{component="agent",reason="read_paused"\} [1-9]' \
+  "issue 22 item 7: the pauses are counted (backpressure reason read_paused)"
+like "$m" 'tunnelmesh_stream_backpressure_total{component="agent",reason="control_full"} 0' \
+  "and control_full never happened"
+stop_agent "burst"
+stop_peer
+
 # ---- a legacy server: no subprotocol, ACK without capabilities -----------
 SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
  {"op":"open","sid":1,"host":"127.0.0.1","port":'$web'},

@@ -274,6 +274,13 @@ peer_done() {
   grep '"ev": "done"' "$T/peer-$1.log" | grep -q '"ok": true'
 }
 show_fail() { grep '"ev": *"fail"' "$T/peer-$1.log" | sed 's/^/#   /' | head -5; }
+# peer_passed NAME TEST-NAME: one TAP line for the peer's script, its
+# failures shown under it.
+peer_passed() {
+  peer_done "$1"
+  ok $? "$2"
+  show_fail "$1"
+}
 handshakes() { grep '"ev": "handshake"' "$T/peer-$1.log" | grep -c '"ok": true'; }
 stop_agent() { # and every stop is clean (exit 0; under ASan: no leak)
   kill -TERM "$PH_PID" 2>/dev/null
