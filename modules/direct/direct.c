@@ -63,6 +63,7 @@ struct dreq {
   char host[256];
   char name[POLICY_MAX_NAME + 1];
   struct sockaddr_storage literal;
+  const ph_open_addr_filter *filter; /* the caller's, NULL: none */
   int64_t deadline_ms;     /* open_timeout */
   int64_t dns_deadline_ms; /* dns_timeout */
   double t_admit, t_stage; /* monotonic seconds, for the histograms */
@@ -344,14 +345,21 @@ static void begin_connect(dreq *r, const struct sockaddr_storage *addrs,
     arm_deadline(r);
 }
 
+/* Whether r may connect to sa: the target policy, then the caller's own
+ * filter (the agent's host-local guard), both on the address itself. */
+static int addr_allowed(const dreq *r, const struct sockaddr_storage *sa) {
+  const struct sockaddr *a = (const struct sockaddr *)sa;
+  return policy_check_addr(r->d->pol, a, r->verdict) &&
+         (!r->filter || r->filter->allow(r->filter->arg, a));
+}
+
 /* Keeps the addresses the policy allows; none left is policy/forbidden. */
 static void connect_allowed(dreq *r, const struct sockaddr_storage *addrs,
                             size_t n) {
   struct sockaddr_storage ok[RESOLVER_MAX_ADDRS];
   size_t k = 0;
   for (size_t i = 0; i < n && k < RESOLVER_MAX_ADDRS; i++)
-    if (policy_check_addr(r->d->pol, (const struct sockaddr *)&addrs[i],
-                          r->verdict))
+    if (addr_allowed(r, &addrs[i]))
       ok[k++] = addrs[i];
   if (k == 0) {
     finish(r, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, -1, 0);
@@ -530,9 +538,7 @@ static void admit(direct *d, dreq *r) {
   int literal = r->kind == POLICY_HOST_LITERAL;
   r->verdict = policy_check_name(d->pol, literal ? NULL : r->name, r->port);
   if (r->verdict == POLICY_DENIED ||
-      (literal &&
-       !policy_check_addr(d->pol, (const struct sockaddr *)&r->literal,
-                          r->verdict))) {
+      (literal && !addr_allowed(r, &r->literal))) {
     finish(r, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, -1, 0);
     return;
   }
@@ -581,6 +587,10 @@ static int64_t direct_open(void *self, const ph_open_request *req,
   r->cb = cb;
   r->arg = arg;
   r->port = req->port;
+  if (req->size >= offsetof(ph_open_request, addr_filter) +
+                       sizeof(req->addr_filter) &&
+      req->addr_filter && req->addr_filter->allow)
+    r->filter = req->addr_filter;
   r->res.size = sizeof(r->res);
   r->res.fd = -1;
   memcpy(r->host, req->host, strnlen(req->host, 255));

@@ -846,7 +846,7 @@ static int64_t pool_open(void *self, const ph_open_request *req,
     snprintf(a->principal, sizeof(a->principal), "%s", req->principal);
     a->has_principal = 1;
   }
-  int v13 = req->size >= offsetof(ph_open_request, reserved);
+  int v13 = req->size >= offsetof(ph_open_request, addr_filter);
   if (v13 && req->listener &&
       strlen(req->listener) < sizeof(a->listener)) {
     snprintf(a->listener, sizeof(a->listener), "%s", req->listener);

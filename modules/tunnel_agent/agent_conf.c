@@ -44,6 +44,13 @@ const ph_conf_key agent_conf_keys[] = {
                 "name the target in the per-stream debug line; off: never "
                 "logged",
                 NULL),
+    /* the host-local guard (issue 22 item 5, target_guard.h) */
+    PH_CONF_KEY("targets.allow_host_local", PH_CONF_LIST, "", 0,
+                GUARD_MAX_ALLOW, R, NULL,
+                "host-local destinations the agent may dial anyway "
+                "(addresses or CIDRs; empty: loopback, link-local, "
+                "unspecified and this host's addresses are all refused)",
+                NULL),
     /* the connection pool (TM-P2-23..28) */
     PH_CONF_KEY("connections.min", PH_CONF_INT, "1", 1, 64, R, NULL,
                 "WebSocket connections kept to the server", NULL),
@@ -146,6 +153,27 @@ static int bad(const char **key, const char *k, char *why, size_t whylen,
   return PH_EINVAL;
 }
 
+target_guard *agent_guard_build(const ph_api *api, ph_ctx *ctx,
+                                const char **key, char *why, size_t whylen) {
+  target_guard *g = guard_new();
+  if (!g) {
+    bad(key, "targets.allow_host_local", why, whylen, "out of memory");
+    return NULL;
+  }
+  size_t n = api->conf_list_len(ctx, "targets.allow_host_local");
+  for (size_t i = 0; i < n; i++) {
+    const char *item = api->conf_list_at(ctx, "targets.allow_host_local", i);
+    if (guard_allow(g, item) == 0)
+      continue;
+    *key = "targets.allow_host_local";
+    snprintf(why, whylen, "\"%s\" is not an IP address or address/prefix",
+             item ? item : "");
+    guard_free(g);
+    return NULL;
+  }
+  return g;
+}
+
 int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
                     char *why, size_t whylen) {
   const char *url = api->conf_str(ctx, "server_url");
@@ -185,6 +213,10 @@ int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
       api->conf_int(ctx, "streams.open_timeout"))
     return bad(key, "streams.connect_timeout", why, whylen,
                "must not exceed streams.open_timeout");
+  target_guard *g = agent_guard_build(api, ctx, key, why, whylen);
+  if (!g)
+    return PH_EINVAL;
+  guard_free(g);
   return tm_conf_check(ctx, api, "streams.", agent_conf_keys, key, why,
                        whylen);
 }

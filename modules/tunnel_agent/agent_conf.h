@@ -11,6 +11,7 @@
 
 #include "dial_exec.h"
 #include "pool_policy.h"
+#include "target_guard.h"
 #include "tm_session.h"
 
 #define AGENT_URL_MAX 2048
@@ -38,6 +39,10 @@ typedef struct agent_cfg {
 /* Reads the section into c (loop thread, after the host validated every
  * key). The token is not copied here: tunnel_agent reads it per attempt. */
 void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c);
+/* The guard targets.allow_host_local describes: the one parser of the
+ * key, for check and init. NULL with the key and a reason. */
+target_guard *agent_guard_build(const ph_api *api, ph_ctx *ctx,
+                                const char **key, char *why, size_t whylen);
 /* The module's check: values only the module can judge. */
 int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
                     char *why, size_t whylen);

@@ -71,6 +71,8 @@ struct agent {
   tm_metrics *m;
   const ph_connector_v1 *conn;
   void *cself;
+  target_guard *guard;        /* host-local destinations (issue 22) */
+  ph_series *c_host_local;    /* opens the guard refused */
   tm_ws *ws;
   agent_conn *conns;
   uint32_t n_connecting, n_up, n_draining;

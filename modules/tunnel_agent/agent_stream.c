@@ -121,6 +121,16 @@ static void on_dial_done(void *arg, const ph_open_result *res,
                t->dial_us || res->code == PH_OPEN_OK ? TM_R_SUCCESS
                                                       : result_of(res->code),
                t->queue_us);
+  if (t->addr_refused && res->code == PH_OPEN_FORBIDDEN) {
+    /* The guard's refusal (issue 22 item 5): counted and said once in a
+     * while, the target only in the stream's debug line (log_target). */
+    a->api->inc(a->c_host_local, 1);
+    PH_LOG_RL(a->api, a->ctx, PH_LOG_WARN,
+              "open refused: the target is this host (host-local; "
+              "targets.allow_host_local opens it)",
+              PH_UINT("stream", tm_stream_id(as->st)),
+              PH_UINT("addresses", t->addr_refused));
+  }
   stream_end target;
   int code = relay_take_open(res, &target);
   if (code != PH_OPEN_OK) {

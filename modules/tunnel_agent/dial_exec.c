@@ -4,7 +4,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 /* retry_after_ms hints on the failures the executor makes itself. */
 #define RETRY_QUEUE_FULL_MS 100
@@ -23,6 +25,8 @@ struct dial_task {
   uint64_t open_deadline;        /* µs */
   dial_done_fn done;
   void *arg;
+  ph_open_addr_filter filter; /* cfg.addr_ok with this task as its arg */
+  uint32_t addr_refused;
   uint16_t port;
   char host[256];
 };
@@ -106,6 +110,16 @@ static void fail_result(ph_open_result *r, int stage, int code) {
 static void on_conn_result(void *arg, const ph_open_result *res);
 static void on_timer(ph_timer *tm, void *arg);
 
+/* The connector asks about an address of t's dial: cfg.addr_ok decides,
+ * the task remembers a refusal for its owner (counted, logged). */
+static int task_addr_ok(void *arg, const struct sockaddr *sa) {
+  dial_task *t = arg;
+  if (t->x->cfg.addr_ok(t->x->cfg.addr_arg, sa))
+    return 1;
+  t->addr_refused++;
+  return 0;
+}
+
 /* Hands the connector every task a free slot allows, in FIFO order. */
 static void pump(dial_exec *x) {
   while (x->running.n < x->cfg.max_concurrent && x->pending.first) {
@@ -122,6 +136,11 @@ static void pump(dial_exec *x) {
     req.host = t->host;
     req.principal = NULL;
     req.flags = 0; /* the agent relays a socket: no PH_OPEN_F_STREAM */
+    if (x->cfg.addr_ok) {
+      t->filter.allow = task_addr_ok;
+      t->filter.arg = t;
+      req.addr_filter = &t->filter;
+    }
     int64_t id = x->conn->open(x->cself, &req, on_conn_result, t);
     if (id <= 0) {
       /* The connector refused the request itself (malformed, no memory):
@@ -157,6 +176,7 @@ static void finish(dial_task *t, const ph_open_result *res) {
     tm.queue_us = now - t->t_submit;
     tm.dial_us = 0;
   }
+  tm.addr_refused = t->addr_refused;
   dial_done_fn done = t->done;
   void *arg = t->arg;
   task_free(t);
@@ -164,8 +184,36 @@ static void finish(dial_task *t, const ph_open_result *res) {
   done(arg, res, &tm);
 }
 
+/* The socket's peer must pass cfg.addr_ok too: a connector that does not
+ * know ph_open_addr_filter (an older one) connected wherever DNS said.
+ * Only an IP peer is judged: a socketpair from an in-process connector
+ * has no address, and what it reaches is that connector's business. */
+static int peer_refused(dial_task *t, const ph_open_result *res) {
+  dial_exec *x = t->x;
+  if (!x->cfg.addr_ok || res->code != PH_OPEN_OK || res->fd < 0)
+    return 0;
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  memset(&ss, 0, sizeof(ss));
+  int ok = getpeername(res->fd, (struct sockaddr *)&ss, &len) == 0 &&
+           ((ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
+            x->cfg.addr_ok(x->cfg.addr_arg, (const struct sockaddr *)&ss));
+  if (ok)
+    return 0;
+  t->addr_refused++;
+  return 1;
+}
+
 static void on_conn_result(void *arg, const ph_open_result *res) {
-  finish((dial_task *)arg, res);
+  dial_task *t = arg;
+  if (peer_refused(t, res)) {
+    ph_open_result r;
+    close(res->fd);
+    fail_result(&r, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN);
+    finish(t, &r);
+    return;
+  }
+  finish(t, res);
 }
 
 static void on_timer(ph_timer *tm, void *arg) {

@@ -25,6 +25,7 @@
 #define TM_DIAL_EXEC_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <proxyhost/connector.h>
 #include <proxyhost/host.h>
@@ -32,17 +33,28 @@
 typedef struct dial_exec dial_exec;
 typedef struct dial_task dial_task;
 
+/* Whether a dial may reach address sa: 1 yes, 0 no (target_guard.h). */
+typedef int (*dial_addr_fn)(void *arg, const struct sockaddr *sa);
+
 typedef struct dial_exec_cfg {
   uint32_t max_concurrent;     /* streams.max_concurrent_dials, >= 1 */
   uint32_t max_pending;        /* streams.max_pending_dials, >= 0 */
   uint32_t open_timeout_ms;    /* streams.open_timeout: submit to answer */
   uint32_t connect_timeout_ms; /* streams.connect_timeout: one dial */
+  /* NULL: the connector decides alone. Otherwise asked by the connector
+   * about every address before it connects (ph_open_addr_filter), and
+   * again by the executor about the peer of the socket it got (a
+   * connector that ignores the filter): a refused peer is closed and the
+   * open fails policy/forbidden. */
+  dial_addr_fn addr_ok;
+  void *addr_arg;
 } dial_exec_cfg;
 
 /* What a task took, for the metrics and the stream's log line. */
 typedef struct dial_times {
   uint64_t queue_us; /* submit to the connector's open (or to the end) */
   uint64_t dial_us;  /* the connector's open to its answer (0: never ran) */
+  uint32_t addr_refused; /* addresses cfg.addr_ok refused for this open */
 } dial_times;
 
 /* The answer, exactly once per accepted task unless cancelled first:

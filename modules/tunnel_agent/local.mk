@@ -9,7 +9,8 @@ modules_tunnel_agent_tunnel_agent_la_SOURCES = \
 	modules/tunnel_agent/agent_pool.c modules/tunnel_agent/agent_stream.c \
 	modules/tunnel_agent/agent_ack.c \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h \
-	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
+	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h \
+	modules/tunnel_agent/target_guard.c modules/tunnel_agent/target_guard.h
 # The token file reader is tunnel_common's tm_token.c (in libtmsession.la,
 # one set of rules for both roles; its fuzz target is fuzz_tm_token).
 modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
@@ -35,7 +36,7 @@ t_unit_test_tm_dial_exec_LDADD = host/libphmock.la
 # The stream path with the real session on an in-memory transport.
 t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/agent_stream.c modules/tunnel_agent/agent_conf.c \
-	modules/tunnel_agent/agent_ack.c \
+	modules/tunnel_agent/agent_ack.c modules/tunnel_agent/target_guard.c \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
 t_unit_test_tm_agent_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_agent \
@@ -52,9 +53,10 @@ endif
 # The agent role's integration test (against t/lib/tm_peer.py) and its
 # ready configuration.
 if MODULE_TUNNEL_AGENT
-INTEGRATION_TESTS += t/integration/tunnel_agent.sh
+INTEGRATION_TESTS += t/integration/tunnel_agent.sh \
+	t/integration/agent_targets.sh
 endif
-EXTRA_DIST += t/integration/tunnel_agent.sh
+EXTRA_DIST += t/integration/tunnel_agent.sh t/integration/agent_targets.sh
 dist_proxyhostconf_DATA += conf/agent.ini
 # The agent's documents (installed with the others, nobase_dist_doc_DATA
 # as in Makefile.am).

@@ -30,6 +30,14 @@ void agent_check_stop_done(agent *a) {
   }
 }
 
+/* dial_exec_cfg.addr_ok: the guard, with the interfaces re-read when
+ * stale (an address added since start is this host's too). */
+static int agent_addr_ok(void *arg, const struct sockaddr *sa) {
+  agent *a = arg;
+  guard_refresh(a->guard, api->now_ms(a->ctx));
+  return guard_check(a->guard, sa);
+}
+
 static int agent_check(ph_ctx *ctx, const ph_api *capi, const char **key,
                        char *why, size_t whylen) {
   return agent_cfg_check(ctx, capi, key, why, whylen);
@@ -48,6 +56,25 @@ static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
     free(a);
     return PH_EINVAL;
   }
+  *state = a; /* destroy frees what follows */
+  const char *key = NULL;
+  char why[160];
+  a->guard = agent_guard_build(api, ctx, &key, why, sizeof(why));
+  if (!a->guard) {
+    PH_LOG(api, ctx, PH_LOG_ERROR, "invalid key", PH_STR("key", key),
+           PH_STR("reason", why));
+    return PH_EINVAL;
+  }
+  a->cfg.dial.addr_ok = agent_addr_ok;
+  a->cfg.dial.addr_arg = a;
+  ph_metric_def def = {"proxyhost_tunnel_agent_host_local_refused_total",
+                       "Opens refused because the target is this host "
+                       "(targets.allow_host_local)",
+                       PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric *m = api->metric(ctx, &def);
+  a->c_host_local = m ? api->series(m, NULL) : NULL;
+  if (!a->c_host_local)
+    return PH_EINVAL;
   /* Not ready until a connection to the server is up. */
   api->set_ready(ctx, 0);
   *state = a;
@@ -94,6 +121,7 @@ static void agent_destroy(void *state) {
   if (a->conn)
     api->service_release(a->ctx, PH_CONNECTOR_SERVICE);
   tm_metrics_free(a->m);
+  guard_free(a->guard);
   free(a);
 }
 

@@ -50,8 +50,8 @@
               "bytes per stream per round of the fair writer", NULL),         \
   PH_CONF_KEY(p "control_queue_frames", PH_CONF_INT, "1024", 16, 65536,       \
               PH_CONF_RESTART, NULL,                                          \
-              "control frames queued per connection; beyond it the "          \
-              "connection closes",                                            \
+              "control frames queued per connection; reading pauses "         \
+              "before the answers owed could overflow it",                    \
               NULL),                                                          \
   PH_CONF_KEY(p "control_queue_bytes", PH_CONF_SIZE, "262144", 4096,          \
               64 * TM_CONF_MIB, PH_CONF_RESTART, NULL,                        \

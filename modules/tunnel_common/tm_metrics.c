@@ -26,7 +26,7 @@ struct tm_metrics {
   const ph_api *api;
   stream_metrics sm;
   ph_series *stall;
-  ph_series *bp[TM_BP_WINDOW_VIOLATION + 1];
+  ph_series *bp[TM_BP_READ_PAUSED + 1];
   ph_series *writer_wait;
   ph_series *sessions;
   ph_series *closed[TM_CLOSE_GOAWAY_DONE + 1];
@@ -35,7 +35,7 @@ struct tm_metrics {
 static const char *const components[] = {"client", "server", "agent", NULL};
 static const char *const bp_reasons[] = {
     "window_stall", "inbound_full", "legacy_backpressure", "control_full",
-    "window_violation", NULL};
+    "window_violation", "read_paused", NULL};
 
 /* Seconds, 10 µs (an uncontended writer) to 10 s (a stalled window). */
 static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001,
@@ -171,7 +171,7 @@ void tm_obs_window_stall(tm_metrics *m, uint64_t us) {
 }
 
 void tm_obs_backpressure(tm_metrics *m, int reason) {
-  if (m && reason >= 0 && reason <= TM_BP_WINDOW_VIOLATION)
+  if (m && reason >= 0 && reason <= TM_BP_READ_PAUSED)
     m->api->inc(m->bp[reason], 1);
 }
 

@@ -14,7 +14,7 @@
  *   tunnelmesh_stream_window_stall_seconds{component}   histogram
  *   tunnelmesh_stream_backpressure_total{component,reason}
  *       reason in window_stall|inbound_full|legacy_backpressure|
- *       control_full|window_violation
+ *       control_full|window_violation|read_paused
  *   proxyhost_stream_writer_wait_seconds{component}     histogram
  *   proxyhost_stream_tunnel_sessions{component}         gauge
  *   proxyhost_stream_tunnel_sessions_closed_total{component,reason}
@@ -48,7 +48,8 @@ enum tm_bp_reason {
   TM_BP_INBOUND_FULL,
   TM_BP_LEGACY,
   TM_BP_CONTROL_FULL,
-  TM_BP_WINDOW_VIOLATION
+  TM_BP_WINDOW_VIOLATION,
+  TM_BP_READ_PAUSED /* the control queue could not take more answers */
 };
 enum tm_result { TM_R_SUCCESS = 0, TM_R_FAILURE, TM_R_TIMEOUT, TM_R_REJECTED };
 enum tm_obs_stage {

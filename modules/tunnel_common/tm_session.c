@@ -251,6 +251,22 @@ const char *tm_close_reason_name(int reason) {
              : "unknown";
 }
 
+/* The largest answer to an open this side queues: an OPEN_RESULT with
+ * every field at its widest, or a RESET. */
+static uint32_t answer_frame_max(void) {
+  tm_open_result fail = {.accepted = 0, .stage = PH_STAGE_COUNT_ - 1,
+                         .code = PH_OPEN_CODE_COUNT_ - 1, .code_known = 1,
+                         .retryable = 1, .retry_after_ms = 3600000};
+  tm_open_result ok = {.accepted = 1, .stage = PH_STAGE_CONNECT,
+                       .code = PH_OPEN_OK, .code_known = 1,
+                       .window = TM_WINDOW_MAX};
+  uint8_t buf[TM_OPEN_RESULT_MAX];
+  int a = tm_open_result_encode(&fail, buf, sizeof(buf));
+  int b = tm_open_result_encode(&ok, buf, sizeof(buf));
+  int n = a > b ? a : b;
+  return TM_HEADER_LEN + (uint32_t)(n > 1 ? n : 1);
+}
+
 tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
                            const tm_session_cfg *cfg,
                            const tm_transport *t, void *targ,
@@ -277,6 +293,7 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
   /* chunks hold at least half of TM_CHUNK_MIN on average (tm_stream.c's
    * append), so this bound is never what an honest peer reaches first */
   s->in_entries_max = cfg->inbound_buffer_bytes / (TM_CHUNK_MIN / 2) + 4;
+  s->owed_frame_bytes = answer_frame_max();
   s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
   s->scratch = malloc(t->headroom + TM_HEADER_LEN + cfg->max_frame_payload);
   tm_drr_init(&s->drr, (cfg->local_caps & TM_CAP_FAIR_WRITER)
@@ -382,6 +399,8 @@ static void on_open_stream(tm_session *s, const tm_frame *f) {
   st->strict = strict;
   st->fc = fc;
   st->peer_window = req.window;
+  st->owes = 1; /* until the role answers (st_settle) */
+  s->owed++;
   int ns = tm_open_next(TM_ST_IDLE,
                         strict ? TM_EV_OPEN_RCVD : TM_EV_LEGACY_OPEN);
   st->state = ns >= 0 ? ns : (strict ? TM_ST_OPENING : TM_ST_OPEN);
@@ -465,6 +484,7 @@ void tm_session_on_message(tm_session *s, const uint8_t *msg, size_t len) {
   } else {
     on_stream_frame(s, &f);
   }
+  cq_pressure(s);
   sess_leave(s);
 }
 

@@ -52,6 +52,7 @@ struct tm_stream {
   int state; /* tm_state */
   unsigned strict : 1, fc : 1;
   unsigned local : 1;        /* we opened it */
+  unsigned owes : 1;         /* the peer's open, counted in s->owed */
   unsigned answered : 1;     /* the open was decided (cb ran / accepted) */
   unsigned owned : 1;        /* a user holds the ph_stream */
   unsigned user_closed : 1;  /* ph_stream_close was called */
@@ -97,6 +98,12 @@ struct tm_session {
   tm_fbuf *cq_head, *cq_tail;
   uint32_t cq_frames;
   size_t cq_bytes;
+  /* Answers owed: the peer's opens not answered yet, each of which will
+   * put one frame (OPEN_RESULT or RESET) of at most owed_frame_bytes in
+   * the control queue; the reader pauses while the queue could not take
+   * them all and a margin (issue 22 item 7). */
+  uint32_t owed;
+  uint32_t owed_frame_bytes;
   tm_drr drr;
   uint8_t *scratch; /* headroom + header + max_frame_payload */
   /* event delivery from the loop */
@@ -115,6 +122,7 @@ struct tm_session {
   unsigned closed : 1;         /* torn down: a husk for orphan streams */
   unsigned transport_gone : 1; /* never call t again */
   unsigned write_wanted : 1;
+  unsigned read_paused : 1; /* pause_read(1) is in force */
   unsigned goaway_sent : 1, goaway_rcvd : 1;
   unsigned kick_armed : 1;
   unsigned dead_streams : 1; /* some stream waits for the outer leave */
@@ -167,6 +175,12 @@ void cq_free_all(tm_session *s);
 void cq_must(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
              size_t len);
 void wr_need(tm_session *s); /* asks the transport for on_writable */
+/* Pauses or resumes reading by what the control queue can still take
+ * (the frames queued, the answers owed, a margin): after a message is
+ * handled, a control frame sent or an answer settled. */
+void cq_pressure(tm_session *s);
+/* tm_stream.c: st's answer is queued (or no longer owed). */
+void st_settle(tm_stream *st);
 void wr_one(tm_session *s);  /* one frame */
 
 #endif

@@ -102,8 +102,20 @@ static void kick_unlink(tm_session *s, tm_stream *st) {
   st->kicked = 0;
 }
 
+void st_settle(tm_stream *st) {
+  if (!st->owes)
+    return;
+  st->owes = 0;
+  st->s->owed--;
+  cq_pressure(st->s);
+}
+
 void st_free_mem(tm_stream *st) {
   tm_session *s = st->s;
+  if (st->owes) { /* never answered: nothing is owed any more */
+    st->owes = 0;
+    s->owed--;
+  }
   if (st->prev)
     st->prev->next = st->next;
   else
@@ -167,6 +179,7 @@ void st_reset(tm_stream *st, int code, int send, int bp_reason) {
     st_release(st);
   } else if (!st->local && !st->answered) {
     st->answered = 1;
+    st_settle(st); /* the RESET above, if any, was its answer */
     if (s->ops.on_abandon)
       s->ops.on_abandon(s->arg, st);
     st_release(st);
@@ -598,6 +611,7 @@ void tm_stream_accept(tm_stream *st) {
     st->answered = 1;
     st->owned = 1;
   }
+  st_settle(st);
   sess_kick(s, st);
 }
 
@@ -621,6 +635,7 @@ void tm_stream_reject(tm_stream *st, int stage, int code, int retryable,
   } else {
     st_reset(st, code, 1, -1); /* legacy: a RESET is the refusal */
   }
+  st_settle(st);
 }
 
 /* ---- accessors -------------------------------------------------------- */

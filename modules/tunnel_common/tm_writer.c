@@ -47,6 +47,43 @@ int cq_push(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
   return 0;
 }
 
+/* Whether the control queue lacks room for what it holds, the answers
+ * owed and a margin of `sixteenths` of its size. */
+static int short_of_room(const tm_session *s, uint32_t sixteenths) {
+  uint64_t mf = (uint64_t)s->cfg.control_queue_frames * sixteenths / 16;
+  uint64_t mb = (uint64_t)s->cfg.control_queue_bytes * sixteenths / 16;
+  if (mf < 2)
+    mf = 2;
+  if (mb < 2u * s->owed_frame_bytes)
+    mb = 2u * s->owed_frame_bytes;
+  uint64_t f = (uint64_t)s->cq_frames + s->owed + mf;
+  uint64_t b = (uint64_t)s->cq_bytes + (uint64_t)s->owed * s->owed_frame_bytes +
+               mb;
+  return f > s->cfg.control_queue_frames || b > s->cfg.control_queue_bytes;
+}
+
+void cq_pressure(tm_session *s) {
+  if (s->closed || s->close_reason || s->transport_gone || !s->t.pause_read)
+    return;
+  /* Paused with a margin of 1/8 of the queue, resumed at 1/4: a burst of
+   * opens waits in the socket (the peer's TCP window) instead of
+   * overflowing the queue, and every open gets its own answer
+   * (issue 22 item 7). */
+  int want = s->read_paused ? short_of_room(s, 4) : short_of_room(s, 2);
+  if (want == (int)s->read_paused)
+    return;
+  s->read_paused = want ? 1 : 0;
+  if (want) {
+    tm_obs_backpressure(s->m, TM_BP_READ_PAUSED);
+    PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
+              "reading paused: the control queue could not take the "
+              "answers owed (streams.control_queue_frames/_bytes)",
+              PH_UINT("queued_frames", s->cq_frames),
+              PH_UINT("answers_owed", s->owed));
+  }
+  s->t.pause_read(s->targ, want);
+}
+
 void cq_must(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
              size_t len) {
   if (cq_push(s, type, id, p, len) < 0) {
@@ -136,11 +173,14 @@ void wr_one(tm_session *s) {
   s->write_wanted = 0;
   if (s->closed || s->close_reason || s->transport_gone)
     return;
-  int rc = s->cq_head ? send_control(s) : send_data(s);
+  int control = s->cq_head != NULL;
+  int rc = control ? send_control(s) : send_data(s);
   if (rc < 0) {
     sess_fail(s, TM_CLOSE_TRANSPORT);
     return;
   }
+  if (control)
+    cq_pressure(s);
   wr_need(s);
   sess_drain_check(s);
 }

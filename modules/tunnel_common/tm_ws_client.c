@@ -445,6 +445,15 @@ static int rx_plain(tm_ws_conn *c, const uint8_t *in, size_t len) {
   }
   if (c->state != CS_OPEN || c->close_pending)
     return 0;
+  if (c->ce.pend.len) {
+    /* Older bytes, kept while reading was paused, wait for the deferred
+     * pass (reading resumed before it ran): these go behind them, or the
+     * session would see frames out of order (issue 22 item 7). */
+    if (keep_pending(c, in, len) < 0)
+      return -1;
+    tmws_cli_resumed(c);
+    return 0;
+  }
   return rx_frames(c, in, len);
 }
 

@@ -163,6 +163,21 @@ static inline int ph_open_lease_on_cut(ph_open_lease *l,
   l->ops->on_cut(l, cut, arg);
   return 1;
 }
+/* Minor 3 (ABI 1.4): the caller's own say on where a connection may go,
+ * asked at connect time about every address the connector is about to
+ * connect to (a literal, or each address DNS gave: what a name resolves
+ * to is judged, not the name). allow returns 1 to let the connector try
+ * that address, 0 to skip it; none left is policy/forbidden. Called on
+ * the loop thread, from open or later, never after the result was
+ * delivered or the open cancelled; the struct must live that long. A
+ * connector that does not know the field (an older one) ignores it: a
+ * caller that depends on it checks the socket it gets (getpeername). The
+ * agent uses it to keep its dials off its own host (issue 22). */
+struct sockaddr;
+typedef struct ph_open_addr_filter {
+  int (*allow)(void *arg, const struct sockaddr *sa);
+  void *arg;
+} ph_open_addr_filter;
 
 typedef struct ph_open_request {
   uint32_t size;         /* sizeof(ph_open_request) of the caller */
@@ -180,7 +195,10 @@ typedef struct ph_open_request {
    * ph_open_headers; NULL when the request has none. */
   const char *listener;
   const ph_open_headers *headers;
-  void *reserved[1];     /* zero */
+  /* Minor 3 (ABI 1.4), was reserved[0]: see ph_open_addr_filter; NULL:
+   * the connector's own policy only. The struct has no reserved slot
+   * left; size still grows it. */
+  const ph_open_addr_filter *addr_filter;
 } ph_open_request;
 
 typedef struct ph_open_http_forward ph_open_http_forward; /* below */

@@ -32,65 +32,12 @@ web=$FILE_SERVER_PORT
 closed=$(free_port) # nothing listens there: connection refused
 
 write_conf() { # write_conf FILE [EXTRA-LINES-FOR-tunnel_agent]
-  cat >"$1" <<EOC
-[proxyhost]
-modules = direct, tunnel_agent
-module_path = $MODS
-drain_timeout = 2s
-[admin]
-listen = 127.0.0.1:$admin
-[log]
-level = info
-[direct]
-component = agent
-resolver_servers = 127.0.0.1:$dns_port
-dns_timeout = 20s
-open_timeout = 30s
-deny_own_listeners = false
-[tunnel_agent]
-server_url = ws://127.0.0.1:$pport/tunnel
-token_file = $T/token
-agent_id = lab-1
-reconnect.min = 20ms
-reconnect.max = 200ms
-streams.open_timeout = 20s
+  agent_peer_conf "$1" "dns_timeout = 20s
+open_timeout = 30s" "streams.open_timeout = 20s
 streams.connect_timeout = 20s
-${2:-}
-EOC
-}
-
-PEER_PID=
-start_peer() { # start_peer NAME ARGS...: the server peer on a new $pport
-  _name=$1
-  shift
-  pport=$(free_port)
-  tm_peer --as server --listen "127.0.0.1:$pport" --stay --print-bearer \
-    --lifetime 120 "$@" >"$T/peer-$_name.log" 2>&1 &
-  PEER_PID=$!
-  PIDS="$PIDS $PEER_PID"
-  wait_for grep -q '"ev": *"listening"' "$T/peer-$_name.log"
-}
-stop_peer() {
-  [ -n "$PEER_PID" ] && kill "$PEER_PID" 2>/dev/null
-  [ -n "$PEER_PID" ] && wait "$PEER_PID" 2>/dev/null
-  PEER_PID=
-}
-# peer_done NAME: the peer's script ended (its "done" event); 0 when it
-# passed. Bounded: 600 x 50 ms.
-peer_done() {
-  i=0
-  while [ $i -lt 600 ] && ! grep -q '"ev": "done"' "$T/peer-$1.log" 2>/dev/null; do
-    i=$((i + 1))
-    sleep 0.05
-  done
-  grep '"ev": "done"' "$T/peer-$1.log" | grep -q '"ok": true'
-}
-show_fail() { grep '"ev": *"fail"' "$T/peer-$1.log" | sed 's/^/#   /' | head -5; }
-handshakes() { grep '"ev": "handshake"' "$T/peer-$1.log" | grep -c '"ok": true'; }
-stop_agent() { # and every stop is clean (exit 0; under ASan: no leak)
-  kill -TERM "$PH_PID" 2>/dev/null
-  wait_exit "$PH_PID" 10
-  is "$EXIT" 0 "the agent stops cleanly${1:+ ($1)}"
+; the targets are on loopback: opened explicitly (issue 22 item 5)
+targets.allow_host_local = 127.0.0.0/8
+${2:-}"
 }
 
 # ---- configuration checks ------------------------------------------------
@@ -196,6 +143,34 @@ peer_done queue; ok $? "TM-FAIL-1, TM-TEST-11, TM-P0-3: queue full refuses only 
 show_fail queue
 is "$(handshakes queue)" 1 "and the connection stayed up"
 stop_agent "queue"
+stop_peer
+
+# ---- a burst of opens beyond every queue (issue 22 item 7) ----------------
+# 3000 OPEN_STREAMs at once: more than the dial slots and queue (32 + 128),
+# streams.max_streams (1024) and the control queue (1024 frames) together.
+# Each stream is answered on its own (OPEN_RESULT or RESET with its code)
+# and the connection stays up: the session stops reading while its control
+# queue could not take the answers, instead of closing as control_full.
+SCRIPT='[{"op":"wait_conn","n":1},{"op":"expect_metadata","ack":false},
+ {"op":"open_burst","first_sid":1,"n":3000,"host":"127.0.0.1","port":'$closed'},
+ {"op":"expect_burst_answers","first_sid":1,"n":3000,"timeout_ms":60000},
+ {"op":"open","sid":7001,"host":"127.0.0.1","port":'$web'},
+ {"op":"expect_result","sid":7001,"accepted":true},
+ {"op":"send","sid":7001,"data":"GET /hello.txt HTTP/1.0\r\n\r\n"},
+ {"op":"expect_data","sid":7001,"contains":"agent-served"}]'
+start_peer burst --script "$SCRIPT"; ok $? "server peer for a burst of opens"
+write_conf "$T/b.ini"
+start_proxyhost "$T/b.ini"
+peer_passed burst "issue 22 item 7: 3000 opens at once are answered one by one, the connection stays up and serves the next open"
+grep '"ev": "burst_answers"' "$T/peer-burst.log" | sed 's/^/# /'
+is "$(handshakes burst)" 1 "issue 22 item 7: no reconnect (no control_full)"
+grep -q 'reading paused' "$T/ph.log"; ok $? "issue 22 item 7: the pause is logged"
+m=$(metrics_of)
+like_re "$m" 'tunnelmesh_stream_backpressure_total\{component="agent",reason="read_paused"\} [1-9]' \
+  "issue 22 item 7: the pauses are counted (backpressure reason read_paused)"
+like "$m" 'tunnelmesh_stream_backpressure_total{component="agent",reason="control_full"} 0' \
+  "and control_full never happened"
+stop_agent "burst"
 stop_peer
 
 # ---- a legacy server: no subprotocol, ACK without capabilities -----------

@@ -48,8 +48,10 @@ The script (--script JSON or --script-file F) is a list of steps run in
 order on connection "conn" (default 0); each wait is bounded by its
 "timeout_ms" (default --timeout). Steps:
   open {sid?, host, port, agent?, window?}     OPEN_STREAM (sid: next id)
-  expect_result {sid, accepted?, stage?, code?}
+  expect_result {sid, accepted?, stage?, code?, stage_not?, code_not?}
   expect_no_result {sid, ms}                   nothing within ms
+  open_burst {n, host, port, first_sid?}       n OPEN_STREAMs at once
+  expect_burst_answers {first_sid, n}          each answered, conn up
   send {sid, data|hex|size, fin?, ignore_window?}
   expect_data {sid, data|contains|size, fin?}  bytes received on sid
   expect_reset {sid}   expect_open {count?}   expect_close {}
@@ -906,6 +908,46 @@ def run_step(i, step, conns, args):
             win, step["host"], int(step["port"]), step.get("agent", args.open_agent)))
         emit(ev="opened", conn=ci, sid=sid, host=step["host"], port=step["port"])
         return True, ""
+    if op == "open_burst":
+        # n OPEN_STREAMs back to back, sids first, first+2, ... (one
+        # "burst" event, not one per open)
+        n, first = int(step["n"]), int(step.get("first_sid", c.next_sid))
+        win = int(step.get("window", args.window)) if c.flow() else 0
+        payload = encode_open_stream(win, step["host"], int(step["port"]),
+                                     step.get("agent", args.open_agent))
+        with c.cv:
+            for k in range(n):
+                sid = first + 2 * k
+                st = Stream(sid, True)
+                if not c.strict():
+                    st.state = "open"
+                if c.flow():
+                    st.recv_left = win
+                c.streams[sid] = st
+            c.next_sid = max(c.next_sid, first + 2 * n)
+        for k in range(n):
+            c.frame(TYPES["OPEN_STREAM"], first + 2 * k, payload)
+        emit(ev="burst", conn=ci, first_sid=first, n=n)
+        return True, ""
+    if op == "expect_burst_answers":
+        # every stream of the burst answered on its own (an OPEN_RESULT or
+        # a RESET) with the connection up; the answers by code in one event
+        n, first = int(step["n"]), int(step["first_sid"])
+        sts = [c.streams.get(first + 2 * k) for k in range(n)]
+        if any(x is None for x in sts):
+            return False, "not a burst's streams"
+        c.wait(lambda: c.closed or all(
+            x.result is not None or x.reset_in is not None for x in sts), tmo)
+        codes = {}
+        for x in sts:
+            k = ("result:%s" % (x.result or {}).get("code")
+                 if x.result is not None else
+                 "reset:%s" % x.reset_in if x.reset_in is not None else "none")
+            codes[k] = codes.get(k, 0) + 1
+        emit(ev="burst_answers", conn=ci, codes=codes, closed=c.closed)
+        if c.closed:
+            return False, "the connection closed: %r" % codes
+        return codes.get("none", 0) == 0, "unanswered: %r" % codes
     if op in ("send", "expect_result", "expect_no_result", "expect_data",
               "expect_reset", "answer", "window_update", "reset") and sid is None:
         return False, "step needs a sid"
@@ -918,6 +960,10 @@ def run_step(i, step, conns, args):
         for k in ("accepted", "stage", "code"):
             if k in step and r.get(k) != step[k]:
                 return False, "%s: got %r want %r" % (k, r.get(k), step[k])
+            # "stage_not"/"code_not": any answer but that one (a dial that
+            # was tried, whatever the network made of it)
+            if k + "_not" in step and r.get(k) == step[k + "_not"]:
+                return False, "%s: got %r" % (k, r.get(k))
         return st.result is not None, "no OPEN_RESULT (reset %s)" % st.reset_in
     if op == "expect_no_result":
         got = c.wait(lambda: st is not None and st.result is not None,

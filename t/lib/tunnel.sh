@@ -77,6 +77,9 @@ token_file = $T/agent.token
 connector = $3
 reconnect.min = 50ms
 reconnect.max = 1s
+; the targets (file server, refused ports) are on loopback: opened
+; explicitly, the agent refuses its own host by default (issue 22 item 5)
+targets.allow_host_local = 127.0.0.0/8, ::1
 EOC
 }
 tn_client_sections() { # NAME SERVER-WSPORT SOCKS-PORT CONNECTOR-NAME
@@ -210,3 +213,77 @@ tn_ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
 # tn_get SOCKS-PORT URL: curl through the tunnel (remote DNS: socks5h);
 # prints the body.
 tn_get() { "$CURL" -s -m "${TN_CURL_MAX:-10}" --proxy "socks5h://127.0.0.1:$1" "$2"; }
+
+# ---- the server peer for the agent's tests (tunnel_agent.sh,
+# agent_targets.sh): a scriptable tm_peer.py server on a new $pport, its
+# events in $T/peer-NAME.log; the agent under test is $PH_PID. A script
+# that sources this and needs another peer defines its own after it
+# (tunnel_client.sh).
+#
+# agent_peer_conf FILE DIRECT-LINES AGENT-LINES: direct + tunnel_agent
+# towards that peer ($pport), admin on $admin, DNS at dnsd ($dns_port),
+# the token in $T/token; the extra lines end [direct] and [tunnel_agent].
+agent_peer_conf() {
+  cat >"$1" <<EOC
+[proxyhost]
+modules = direct, tunnel_agent
+module_path = $top_builddir/modules
+drain_timeout = 2s
+[admin]
+listen = 127.0.0.1:$admin
+[log]
+level = info
+[direct]
+component = agent
+resolver_servers = 127.0.0.1:$dns_port
+deny_own_listeners = false
+$2
+[tunnel_agent]
+server_url = ws://127.0.0.1:$pport/tunnel
+token_file = $T/token
+agent_id = lab-1
+reconnect.min = 20ms
+reconnect.max = 200ms
+$3
+EOC
+}
+PEER_PID=
+start_peer() { # start_peer NAME ARGS...: the server peer on a new $pport
+  _name=$1
+  shift
+  pport=$(free_port)
+  tm_peer --as server --listen "127.0.0.1:$pport" --stay --print-bearer \
+    --lifetime 120 "$@" >"$T/peer-$_name.log" 2>&1 &
+  PEER_PID=$!
+  PIDS="$PIDS $PEER_PID"
+  wait_for grep -q '"ev": *"listening"' "$T/peer-$_name.log"
+}
+stop_peer() {
+  [ -n "$PEER_PID" ] && kill "$PEER_PID" 2>/dev/null
+  [ -n "$PEER_PID" ] && wait "$PEER_PID" 2>/dev/null
+  PEER_PID=
+}
+# peer_done NAME: the peer's script ended (its "done" event); 0 when it
+# passed. Bounded: 600 x 50 ms.
+peer_done() {
+  i=0
+  while [ $i -lt 600 ] && ! grep -q '"ev": "done"' "$T/peer-$1.log" 2>/dev/null; do
+    i=$((i + 1))
+    sleep 0.05
+  done
+  grep '"ev": "done"' "$T/peer-$1.log" | grep -q '"ok": true'
+}
+show_fail() { grep '"ev": *"fail"' "$T/peer-$1.log" | sed 's/^/#   /' | head -5; }
+# peer_passed NAME TEST-NAME: one TAP line for the peer's script, its
+# failures shown under it.
+peer_passed() {
+  peer_done "$1"
+  ok $? "$2"
+  show_fail "$1"
+}
+handshakes() { grep '"ev": "handshake"' "$T/peer-$1.log" | grep -c '"ok": true'; }
+stop_agent() { # and every stop is clean (exit 0; under ASan: no leak)
+  kill -TERM "$PH_PID" 2>/dev/null
+  wait_exit "$PH_PID" 10
+  is "$EXIT" 0 "the agent stops cleanly${1:+ ($1)}"
+}

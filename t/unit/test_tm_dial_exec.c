@@ -47,6 +47,13 @@ static void on_done(void *arg, const ph_open_result *res, const dial_times *t) {
 
 static ph_mock *m;
 
+/* A guard that refuses every IP address and counts the questions. */
+static int refuse_ip(void *arg, const struct sockaddr *sa) {
+  (void)sa;
+  ++*(int *)arg;
+  return 0;
+}
+
 static void setup(void) {
   char e[1024];
   m = ph_mock_new("[log]\nlevel = warn\n", e, sizeof(e));
@@ -60,7 +67,7 @@ static void setup(void) {
 
 static dial_exec *new_exec(uint32_t conc, uint32_t pend, uint32_t open_ms,
                            uint32_t conn_ms) {
-  dial_exec_cfg c = {conc, pend, open_ms, conn_ms};
+  dial_exec_cfg c = {conc, pend, open_ms, conn_ms, NULL, NULL};
   return dial_exec_new(dapi, dctx, dconn, dcself, &c);
 }
 
@@ -227,7 +234,7 @@ int main(void) {
     /* Behind one slot: every queued task ends by its own open timeout,
      * in the queue or in the dial it got at the last moment (equal
      * timeouts expire in FIFO order, so which one is not asserted). */
-    dial_exec_cfg qc = {1, 4, 100, 10000};
+    dial_exec_cfg qc = {1, 4, 100, 10000, NULL, NULL};
     dial_exec *y = dial_exec_new(dapi, dctx, dconn, dcself, &qc);
     outcome q[4];
     memset(q, 0, sizeof(q));
@@ -263,6 +270,38 @@ int main(void) {
     ok(wait_for(&b.done, 1, 5000), "the second dial ran after the first");
     ok(b.t.queue_us > 0 && a.t.dial_us > 0, "queue wait and dial time are "
                                             "recorded");
+    dial_exec_free(x);
+  }
+
+  /* Issue 22 item 5: the agent's guard (cfg.addr_ok) reaches the
+   * connector as the request's addr_filter, and the executor checks the
+   * peer of the socket it gets from a connector that ignored it. */
+  {
+    int asked = 0;
+    dial_exec_cfg gc = {4, 4, 60000, 60000, refuse_ip, &asked};
+    dial_exec *x = dial_exec_new(dapi, dctx, dconn, dcself, &gc);
+    outcome tcp = {0}, pair = {0};
+    submit(x, "tcp.test", &tcp, NULL);
+    ok(f_last_filter && f_last_filter->allow,
+       "issue 22 item 5: the request carries the agent's address filter");
+    ok(wait_for(&tcp.done, 1, 5000), "the dial to 127.0.0.1 answers");
+    ok(tcp.stage == PH_STAGE_POLICY && tcp.code == PH_OPEN_FORBIDDEN &&
+           tcp.fd < 0,
+       "issue 22 item 5: a socket whose peer the guard refuses is closed "
+       "and the open is policy/forbidden");
+    is_int(tcp.t.addr_refused, 1, "... and the refusal is reported");
+    is_int(asked, 1, "the guard judged the socket's peer");
+    submit(x, "ready.test", &pair, NULL);
+    ok(wait_for(&pair.done, 1, 5000) && pair.code == PH_OPEN_OK &&
+           pair.t.addr_refused == 0,
+       "a socketpair from an in-process connector has no address to judge");
+    dial_exec_free(x);
+    outcome plain = {0};
+    x = new_exec(4, 4, 60000, 60000);
+    submit(x, "tcp.test", &plain, NULL);
+    ok(!f_last_filter, "without a guard, no filter is passed");
+    ok(wait_for(&plain.done, 1, 5000) && plain.code == PH_OPEN_OK,
+       "and the same socket is the caller's");
     dial_exec_free(x);
   }
 

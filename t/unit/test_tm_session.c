@@ -793,6 +793,50 @@ static void test_never_reads(void) {
   pair_end(&p);
 }
 
+/* Issue 22 item 7: a burst of opens beyond what the control queue holds
+ * pauses the reader instead of closing the session as control_full, and
+ * every open gets its own answer once the peer reads again. b refuses
+ * each open at once (one OPEN_RESULT each) and cannot write; a's end
+ * holds what b sends (the ids are not a's streams). */
+static void test_open_burst(void) {
+  const unsigned caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  tm_session_cfg ca = cfg_default(1, caps), cb = cfg_default(0, caps);
+  cb.control_queue_frames = 16;
+  pair p;
+  pair_new(&p, &ca, &cb);
+  p.b.policy = P_REJECT;
+  tm_memlink_hold(p.l, 0, 1);
+  tm_memlink_block_writes(p.l, 1, 1);
+  uint8_t f[128], pl[64];
+  tm_open_stream req = {.protocol = 1, .port = 80, .window = 65536};
+  strcpy(req.host, "burst.test");
+  int n = tm_open_stream_encode(&req, pl, sizeof(pl));
+  enum { BURST = 100 };
+  for (uint32_t i = 0; i < BURST; i++)
+    tm_memlink_queue(p.l, 1, f, frame(f, TM_OPEN_STREAM, 0, 2 * i + 1, pl,
+                                      (uint32_t)n));
+  run(20);
+  ok(!p.b.closed, "issue 22 item 7: a burst beyond the control queue does "
+                  "not close the session (no control_full)");
+  ok(p.b.opens < BURST && tm_memlink_pending(p.l, 1) > 0,
+     "issue 22 item 7: the reader paused with the rest of the burst unread");
+  tm_memlink_block_writes(p.l, 1, 0); /* the peer reads again */
+  run_until(tm_memlink_sent(p.l, 1, TM_OPEN_RESULT) == BURST, 5000);
+  is_int(p.b.opens, BURST, "every open reached the role");
+  is_int(tm_memlink_sent(p.l, 1, TM_OPEN_RESULT), BURST,
+         "issue 22 item 7: every open got its own OPEN_RESULT, in order");
+  uint32_t id = 0, len = 0, next = 1;
+  int ordered = 1;
+  for (uint64_t i = 0; i < tm_memlink_sent(p.l, 1, 0); i++)
+    if (tm_memlink_log(p.l, 1, i, &id, &len) == TM_OPEN_RESULT) {
+      ordered &= id == next;
+      next += 2;
+    }
+  ok(ordered, "answered in the order the opens came");
+  ok(!p.b.closed, "and the session is still up");
+  pair_end(&p);
+}
+
 static void test_heartbeat(void) {
   pair p;
   tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
@@ -1480,6 +1524,7 @@ int main(void) {
   control_first(1);
   control_first(0);
   test_never_reads();
+  test_open_burst();
   test_heartbeat();
   test_goaway();
   test_close_resets_all();

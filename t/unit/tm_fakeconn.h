@@ -3,16 +3,21 @@
  * test_tm_dial_exec.c and test_tm_agent.c (static: one copy per test):
  * it answers by the target's name: hang* never (until cancelled), late*
  * after 300 ms, refused* connect/connection_refused, nxdomain*
- * dns/host_unreachable, anything else open with a socketpair whose other
+ * dns/host_unreachable, tcp* open with a TCP socket connected to a
+ * listener of its own on 127.0.0.1 (a connector that ignores the
+ * request's addr_filter), anything else open with a socketpair whose other
  * end the test keeps (fake_peer_fd of the request). It counts opens,
- * cancels and dials in flight. A driver module gets the api, a ctx and
- * the connector service for the code under test. */
+ * cancels and dials in flight, and keeps the last request's addr_filter.
+ * A driver module gets the api, a ctx and the connector service for the
+ * code under test. */
 #ifndef TM_FAKECONN_H
 #define TM_FAKECONN_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,6 +44,31 @@ static int64_t fnext = 1;
 static int f_opened, f_cancelled, f_in_flight, f_max_in_flight, f_answered;
 static int f_refuse_next; /* open() returns PH_ENOMEM once */
 static int f_last_peer_fd = -1; /* the target side of the last success */
+static const ph_open_addr_filter *f_last_filter; /* of the last open */
+
+/* A socket connected to 127.0.0.1 (tcp*): a listener made once, the
+ * accepted side left in its backlog. -1 on failure. */
+static int fake_tcp_socket(void) {
+  static int lfd = -1;
+  static struct sockaddr_in la;
+  if (lfd < 0) {
+    socklen_t len = sizeof(la);
+    memset(&la, 0, sizeof(la));
+    la.sin_family = AF_INET;
+    la.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof(la)) < 0 ||
+        listen(lfd, 16) < 0 ||
+        getsockname(lfd, (struct sockaddr *)&la, &len) < 0)
+      return -1;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&la, sizeof(la)) < 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
 
 static void fake_answer(ph_timer *t, void *arg) {
   (void)t;
@@ -53,6 +83,12 @@ static void fake_answer(ph_timer *t, void *arg) {
   } else if (strncmp(r->host, "nxdomain", 8) == 0) {
     res.stage = PH_STAGE_DNS;
     res.code = PH_OPEN_HOST_UNREACHABLE;
+  } else if (strncmp(r->host, "tcp", 3) == 0) {
+    res.fd = fake_tcp_socket();
+    if (res.fd < 0) {
+      res.stage = PH_STAGE_CONNECT;
+      res.code = PH_OPEN_INTERNAL_ERROR;
+    }
   } else {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0) {
@@ -90,6 +126,7 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
       r->cb = cb;
       r->arg = arg;
       snprintf(r->host, sizeof(r->host), "%s", req->host);
+      f_last_filter = req->addr_filter;
       r->timer = fapi->timer_new(fctx, fake_answer, r);
       f_opened++;
       if (++f_in_flight > f_max_in_flight)

@@ -91,6 +91,26 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   }
 }
 
+/* A message for end d, delivered in a later round (unless d pauses). */
+static int enqueue(end *d, const void *buf, size_t len) {
+  if (d->pending >= MAX_PENDING)
+    abort();
+  msg *m = malloc(sizeof(*m) + len);
+  if (!m)
+    return -1;
+  m->next = NULL;
+  m->len = len;
+  memcpy(m->data, buf, len);
+  if (d->tail)
+    d->tail->next = m;
+  else
+    d->head = m;
+  d->tail = m;
+  d->pending++;
+  arm(d->l);
+  return 0;
+}
+
 static void t_want_write(void *t) {
   end *d = t;
   d->want = 1;
@@ -114,23 +134,7 @@ static int t_write(void *t, uint8_t *buf, size_t len) {
     }
     d->nlog++;
   }
-  end *peer = &l->ends[!d->e];
-  if (peer->pending >= MAX_PENDING)
-    abort();
-  msg *m = malloc(sizeof(*m) + len);
-  if (!m)
-    return -1;
-  m->next = NULL;
-  m->len = len;
-  memcpy(m->data, buf, len);
-  if (peer->tail)
-    peer->tail->next = m;
-  else
-    peer->head = m;
-  peer->tail = m;
-  peer->pending++;
-  arm(l);
-  return 0;
+  return enqueue(&l->ends[!d->e], buf, len);
 }
 
 static void t_pause(void *t, int paused) {
@@ -192,6 +196,11 @@ void tm_memlink_hold(tm_memlink *l, int e, int on) {
 void tm_memlink_block_writes(tm_memlink *l, int e, int on) {
   l->ends[e].block = on;
   arm(l);
+}
+
+void tm_memlink_queue(tm_memlink *l, int e, const void *m, size_t len) {
+  if (enqueue(&l->ends[e], m, len) < 0)
+    abort(); /* a test without memory */
 }
 
 void tm_memlink_inject(tm_memlink *l, int e, const void *m, size_t len) {

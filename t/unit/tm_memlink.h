@@ -43,6 +43,9 @@ void tm_memlink_hold(tm_memlink *l, int e, int on);
 void tm_memlink_block_writes(tm_memlink *l, int e, int on);
 /* Calls end e's on_message now with len bytes (a test, not a callback). */
 void tm_memlink_inject(tm_memlink *l, int e, const void *msg, size_t len);
+/* Queues len bytes for end e as if its peer sent them: delivered from
+ * the loop, in order, and held while e paused reading. */
+void tm_memlink_queue(tm_memlink *l, int e, const void *msg, size_t len);
 /* Frames end e sent so far: of one type (0: every type), their payload
  * bytes for DATA. */
 uint64_t tm_memlink_sent(const tm_memlink *l, int e, int type);
