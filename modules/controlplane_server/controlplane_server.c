@@ -134,12 +134,7 @@ void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
   c->cluster_id = m->conf.cluster_id;
   if ((*st = cs_peer(m, call, peer, why)))
     return NULL;
-  ProtobufCMessage *q = protobuf_c_message_unpack(d, NULL, len, msg);
-  if (!q) {
-    *st = CP_GRPC_INVALID_ARGUMENT;
-    *why = "malformed request";
-  }
-  return q;
+  return cp_request_unpack(d, msg, len, st, why);
 }
 
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,

@@ -489,5 +489,35 @@ def replace():
     it.cancel()
 
 
+def nul():
+    """Issue 22 item 12: an id with a NUL byte inside is refused, never
+    read as the part before the NUL (protobuf-c's C strings stop there)."""
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, _ = register(stub, worker="w1\x00w2", instance="i-nul")
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 worker_id w1<NUL>w2 is refused, not registered as w1 (%s)" % code)
+    code, _ = register(stub, worker="w1", instance="i-nul", cluster="c1\x00other")
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 cluster_id c1<NUL>other is refused, not taken as c1 (%s)" % code)
+    code, reg = register(stub, worker="w8", instance="i8")
+    result(code == SC.OK, "a worker without NUL bytes registers (%s)" % code)
+    if code != SC.OK:
+        return
+    s = reg.session_id
+    code, _, it = first_snapshot(stub, "w8", s + "\x00junk", timeout=5)
+    it.cancel()
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 WatchSnapshots with session_id <session><NUL>junk is refused (%s)" % code)
+    code, _ = code_of(lambda: stub.ReportRuntime(pb.ReportRuntimeRequest(
+        worker_id="w8", session_id=s, report_sequence=1,
+        counters=[pb.ProxyCounter(proxy_id="p1\x00p2", active=1)]),
+        timeout=TIMEOUT))
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 a nested string (a counter's proxy_id p1<NUL>p2) is refused (%s)" % code)
+    code, _ = outcomes(stub, [batch("w8", s, 1, proxy="p1\x00p2")])
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 an outcome's proxy_id p1<NUL>p2 is refused (%s)" % code)
+
+
 {"hold": hold, "flow": flow, "delta": delta, "register": call_register,
- "once": unavailable, "replace": replace}[SCENARIO]()
+ "once": unavailable, "replace": replace, "nul": nul}[SCENARIO]()
