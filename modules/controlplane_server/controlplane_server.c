@@ -52,6 +52,10 @@ static int register_metrics(cs *m) {
   ph_metric_def streams = {"proxyhost_cp_controller_streams_open",
                            "WatchSnapshots streams open", PH_METRIC_GAUGE,
                            NULL, 0, NULL, 0};
+  ph_metric_def replaced = {"proxyhost_cp_controller_streams_replaced_total",
+                            "WatchSnapshots streams ended ABORTED by a newer "
+                            "stream of the same session",
+                            PH_METRIC_COUNTER, NULL, 0, NULL, 0};
   ph_metric_def sent = {"proxyhost_cp_controller_snapshots_sent_total",
                         "snapshots sent, full or as a delta",
                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
@@ -71,8 +75,9 @@ static int register_metrics(cs *m) {
   ph_metric *a = api->metric(m->ctx, &rpcs), *b = api->metric(m->ctx, &lat),
             *c = api->metric(m->ctx, &streams), *d = api->metric(m->ctx, &sent),
             *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
-            *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas);
-  if (!a || !b || !c || !d || !e || !f || !g || !h)
+            *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas),
+            *r = api->metric(m->ctx, &replaced);
+  if (!a || !b || !c || !d || !e || !f || !g || !h || !r)
     return PH_EINVAL;
   for (int i = 0; i < CS_M_COUNT; i++) {
     for (int k = 0; k < 17; k++) {
@@ -85,6 +90,7 @@ static int register_metrics(cs *m) {
   m->m_streams = api->series(c, NULL);
   m->m_sent = api->series(d, NULL);
   m->m_deltas = api->series(h, NULL);
+  m->m_replaced = api->series(r, NULL);
   m->m_build = api->series(e, NULL);
   m->m_build_fail = api->series(f, NULL);
   for (int i = 0; i < 2; i++) {

@@ -7,6 +7,8 @@
 # played by Debian's python3-grpcio (t/lib/cp_client.py).
 #  - item 12: ids with a NUL byte inside are refused INVALID_ARGUMENT, at
 #    the top level and nested (CP-8-2);
+#  - item 11: a session's newer WatchSnapshots stream ends the older one
+#    ABORTED, so 42 streams of one session cost Redis what one does;
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -30,6 +32,16 @@ done
 
 # ---- item 12: NUL bytes inside ids ----------------------------------------
 run_py nul "$cpp" nul "$T"
+
+# ---- item 11: one WatchSnapshots stream per session -----------------------
+# Redis's commands a second with one stream, then with 41 more opened:
+# each stream polling (watch_poll_interval = 100ms) would multiply them,
+# one left makes about as many (at most twice: the bound).
+run_py watch_once "$cpp" watch_once "$T" "$REDIS_PORT" 40 2
+r=$(mval proxyhost_cp_controller_streams_replaced_total)
+[ "${r:-0}" -ge 41 ]; ok $? "issue 22 item 11 metrics: streams replaced ($r)"
+grep -q 'a newer WatchSnapshots stream of the worker.s session replaced one' "$T/ph.log"
+ok $? "issue 22 item 11 ... and logged (rate-limited)"
 
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the controller stops cleanly"

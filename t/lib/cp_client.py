@@ -13,6 +13,7 @@ import os
 import struct
 import sys
 import threading
+import time
 
 GEN, PORT, SCENARIO, DIR = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 ARGS = sys.argv[5:]
@@ -519,5 +520,91 @@ def nul():
            "issue 22 item 12 an outcome's proxy_id p1<NUL>p2 is refused (%s)" % code)
 
 
+class Stream:
+    """A WatchSnapshots stream drained by a thread: msgs, then its end
+    (a StatusCode) in `end` once `ended` is set."""
+
+    def __init__(self, stub, worker, session):
+        self.msgs, self.end = [], None
+        self.first, self.ended = threading.Event(), threading.Event()
+        self.it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+            worker_id=worker, session_id=session), timeout=120)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        try:
+            for m in self.it:
+                self.msgs.append(m)
+                self.first.set()
+            self.end = SC.OK
+        except grpc.RpcError as e:
+            self.end = e.code()
+        self.first.set()
+        self.ended.set()
+
+
+def redis_commands(port):
+    import subprocess
+    out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", port, "INFO", "stats"],
+                         capture_output=True, text=True, timeout=TIMEOUT).stdout
+    for line in out.splitlines():
+        if line.startswith("total_commands_processed:"):
+            return int(line.split(":")[1])
+    return -1
+
+
+def redis_rate(port, seconds=2.0):
+    """Redis's commands a second over a window."""
+    c0, t0 = redis_commands(port), time.monotonic()
+    threading.Event().wait(seconds)
+    c1 = redis_commands(port)
+    return (c1 - c0) / (time.monotonic() - t0) if c0 >= 0 and c1 >= 0 else -1
+
+
+def watch_once():
+    """Issue 22 item 11: one WatchSnapshots stream per session, a new one
+    replaces the old, so many streams cost Redis what one does.
+    ARGS: the Redis port, the number of extra streams, how many times the
+    Redis commands a second with one stream they may cost."""
+    rport, extra, bound = ARGS[0], int(ARGS[1]), float(ARGS[2])
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="w6", instance="i6")
+    if code != SC.OK:
+        result(False, "watch_once: RegisterWorker (%s)" % code)
+        return
+    s = reg.session_id
+    a = Stream(stub, "w6", s)
+    a.first.wait(TIMEOUT)
+    result(bool(a.msgs), "the first stream gets its snapshot")
+    b = Stream(stub, "w6", s)
+    b.first.wait(TIMEOUT)
+    a.ended.wait(TIMEOUT)
+    result(a.ended.is_set() and a.end == SC.ABORTED,
+           "issue 22 item 11 a second WatchSnapshots of the session ends the first ABORTED (%s)" % a.end)
+    result(bool(b.msgs) and not b.ended.is_set(),
+           "issue 22 item 11 ... and the second carries on with its snapshot")
+    one = redis_rate(rport)
+    more = [b] + [Stream(stub, "w6", s) for _ in range(extra)]
+    for _ in range(TIMEOUT * 10):  # until all but one ended: bounded
+        if sum(1 for x in more if x.ended.is_set()) >= extra:
+            break
+        threading.Event().wait(0.1)
+    live = [x for x in more if not x.ended.is_set()]
+    aborted = sum(1 for x in more if x.end == SC.ABORTED)
+    result(len(live) == 1 and aborted == extra,
+           "issue 22 item 11 %d more streams of the session: one stays, %d end ABORTED (%d did)" %
+           (extra, extra, aborted))
+    if live:
+        live[0].first.wait(TIMEOUT)
+    result(len(live) == 1 and bool(live[0].msgs), "the stream that stays has its snapshot")
+    many = redis_rate(rport)
+    result(one > 0 and many < one * bound,
+           "issue 22 item 11 Redis commands a second with %d streams opened: %.0f, "
+           "with one: %.0f (under %.1f times)" % (extra + 2, many, one, bound))
+    for x in more:
+        x.it.cancel()
+
+
 {"hold": hold, "flow": flow, "delta": delta, "register": call_register,
- "once": unavailable, "replace": replace, "nul": nul}[SCENARIO]()
+ "once": unavailable, "replace": replace, "nul": nul,
+ "watch_once": watch_once}[SCENARIO]()
