@@ -9,6 +9,8 @@
 #    the top level and nested (CP-8-2);
 #  - item 11: a session's newer WatchSnapshots stream ends the older one
 #    ABORTED, so 42 streams of one session cost Redis what one does;
+#  - item 13: a worker registering again every second without ever
+#    ACKing loses its proxies when its lease ends, to one that reports;
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -45,4 +47,24 @@ ok $? "issue 22 item 11 ... and logged (rate-limited)"
 
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the controller stops cleanly"
+
+# ---- item 13: ownership ends with the lease -------------------------------
+# A cluster of its own in Redis (no worker of the sections above), leases
+# of 4 s renewed by reports every second.
+: >"$T/ph.log"
+start_proxyhost "$T/ctl.ini" --set controlplane_server.cluster_id=c13 \
+  --set redis_ownership.cluster_id=c13 --set redis_ownership.ownership_lease=4s \
+  --set controlplane_server.refresh_before=1s \
+  --set controlplane_server.allocation_safety_margin=1s \
+  --set controlplane_server.runtime_interval=1s
+wait_for ready; ok $? "a controller with 4 s leases is ready"
+run_py lease_move "$cpp" lease_move "$T" c13
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "... and stops cleanly"
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set redis_ownership.ownership_lease=8s \
+  --set controlplane_server.refresh_before=1s --set controlplane_server.runtime_interval=4s \
+  --check-config 2>&1)
+[ $? != 0 ]; ok $? "issue 22 item 13 --check-config refuses runtime_interval not below ownership_lease / 2"
+like "$out" "controlplane_server.runtime_interval: must be below [redis_ownership] ownership_lease / 2" \
+  "... naming the key and the rule"
 done_testing

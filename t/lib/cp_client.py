@@ -605,6 +605,55 @@ def watch_once():
         x.it.cancel()
 
 
+def lease_move():
+    """Issue 22 item 13: worker wa owns the pool, then only registers again
+    every second and never ACKs or reports; wb ACKs and reports. Once
+    wa's lease ends its proxies go to wb, and wa's snapshot drops them.
+    ARGS: the cluster id."""
+    cluster = ARGS[0]
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="wa", instance="ia", cluster=cluster)
+    if code != SC.OK:
+        result(False, "lease_move: RegisterWorker (%s)" % code)
+        return
+    code, snap = wait_owned(stub, "wa", reg.session_id, 2)
+    result(code == SC.OK and snap is not None and len(snap.proxies) == 2,
+           "wa, alone, owns both proxies (no ACK)")
+    code, regb = register(stub, worker="wb", instance="ib", cluster=cluster)
+    sb = regb.session_id
+    wb = Stream(stub, "wb", sb)
+    acked, seen, seq, got = None, 0, 0, None
+    last_reg = time.monotonic()
+    for _ in range(600):  # bounded: 600 x 0.1 s
+        if time.monotonic() - last_reg >= 1.0:
+            code, reg = register(stub, worker="wa", instance="ia", cluster=cluster)
+            last_reg = time.monotonic()
+        while seen < len(wb.msgs):
+            m = wb.msgs[seen]
+            seen += 1
+            held = apply_delta(acked, m.delta) if m.HasField("delta") else m.snapshot
+            if ack(stub, "wb", sb, held)[0] == SC.OK:
+                acked = held
+        if acked is not None:
+            seq += 1
+            runtime(stub, "wb", sb, seq, acked)
+            if sorted(p.proxy_id for p in acked.proxies) == ["p1", "p2"]:
+                got = acked
+                break
+        if wb.ended.is_set():
+            break
+        threading.Event().wait(0.1)
+    result(got is not None,
+           "issue 22 item 13 the proxies of wa (registering again every second, "
+           "never ACKing) went to wb once wa's lease ended")
+    code, snap, it = first_snapshot(stub, "wa", reg.session_id)
+    it.cancel()
+    result(code == SC.OK and snap is not None and len(snap.proxies) == 0,
+           "issue 22 item 13 ... and wa's snapshot no longer carries them (%s, %s)" %
+           (code, None if snap is None else len(snap.proxies)))
+    wb.it.cancel()
+
+
 {"hold": hold, "flow": flow, "delta": delta, "register": call_register,
  "once": unavailable, "replace": replace, "nul": nul,
- "watch_once": watch_once}[SCENARIO]()
+ "watch_once": watch_once, "lease_move": lease_move}[SCENARIO]()
