@@ -112,6 +112,9 @@ typedef struct cp_grpc_server_cfg {
   int64_t min_ping_interval_ms; /* faster client pings: GOAWAY too_many_pings */
   int64_t max_connection_age_ms; /* then GOAWAY: bounds a stream's life */
   int64_t max_connection_age_grace_ms; /* then the streams are cut */
+  /* A connection's TLS handshake and the client's HTTP/2 settings within
+   * this, else gRPC closes it (0: gRPC's default, 120 s). */
+  int64_t handshake_timeout_ms;
 } cp_grpc_server_cfg;
 
 typedef struct cp_grpc_client_cfg {

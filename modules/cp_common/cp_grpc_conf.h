@@ -78,7 +78,12 @@
               NULL),                                                          \
   PH_CONF_KEY("grpc.max_connection_age_grace", PH_CONF_DURATION, "30s", 0,    \
               3600000, PH_CONF_RESTART, NULL,                                 \
-              "after that GOAWAY, calls still open are cut", NULL)
+              "after that GOAWAY, calls still open are cut", NULL),           \
+  PH_CONF_KEY("grpc.handshake_timeout", PH_CONF_DURATION, "10s", 1000,        \
+              120000, PH_CONF_RESTART, NULL,                                  \
+              "a new connection's TLS handshake and HTTP/2 settings within "  \
+              "this, else it is closed",                                      \
+              NULL)
 
 #define CP_GRPC_CLIENT_KEYS                                                   \
   CP_GRPC_COMMON_KEYS,                                                        \

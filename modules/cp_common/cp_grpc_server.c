@@ -585,6 +585,12 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
        {.integer = clamp_int(cfg->max_connection_age_ms)}},
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
        {.integer = clamp_int(cfg->max_connection_age_grace_ms)}},
+      /* Before any authentication a connection costs memory and a slot:
+       * bound the time it may take to become one (issue 22 item 10). */
+      {GRPC_ARG_INTEGER, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+       {.integer = cfg->handshake_timeout_ms > 0
+                       ? clamp_int(cfg->handshake_timeout_ms)
+                       : 120000}},
       /* gRPC sets SO_REUSEPORT by default: a second controller on the
        * same port must fail to bind, not share it. */
       {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},

@@ -5,6 +5,8 @@
 # controlplane_server over redis_ownership (a private redis-server) and
 # store_sqlite, the setup of controller.sh (t/lib/controller.sh), workers
 # played by Debian's python3-grpcio (t/lib/cp_client.py).
+#  - item 10: a TCP connection that never sends a byte is closed after
+#    grpc.handshake_timeout;
 #  - item 12: ids with a NUL byte inside are refused INVALID_ARGUMENT, at
 #    the top level and nested (CP-8-2);
 #  - item 11: a session's newer WatchSnapshots stream ends the older one
@@ -61,6 +63,22 @@ wait_for ready; ok $? "a controller with 4 s leases is ready"
 run_py lease_move "$cpp" lease_move "$T" c13
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "... and stops cleanly"
+# ---- item 10: connections that never authenticate -------------------------
+# mTLS as in production, grpc.handshake_timeout = 1s (gRPC's default is
+# 120 s): a TCP connection that never sends its ClientHello is closed.
+sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
+: >"$T/ph.log"
+start_proxyhost "$T/ctl.ini" --set controlplane_server.tls.mode=mtls \
+  --set "controlplane_server.tls.cert_file=$T/server.pem" \
+  --set "controlplane_server.tls.key_file=$T/server.key" \
+  --set "controlplane_server.tls.ca_file=$T/ca.pem" \
+  --set controlplane_server.trust_domain=example.org \
+  --set controlplane_server.grpc.handshake_timeout=1s
+wait_for ready; ok $? "an mTLS controller with grpc.handshake_timeout = 1s is ready"
+run_py idle_conn "$cpp" idle_conn "$T" 20
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "... and stops cleanly"
+
 out=$("$PROXYHOST" -c "$T/ctl.ini" --set redis_ownership.ownership_lease=8s \
   --set controlplane_server.refresh_before=1s --set controlplane_server.runtime_interval=4s \
   --check-config 2>&1)

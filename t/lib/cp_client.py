@@ -654,6 +654,40 @@ def lease_move():
     wb.it.cancel()
 
 
+def raw_conns(n):
+    """n raw TCP connections to the controller that never send a byte."""
+    import socket
+    out = []
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", int(PORT)), timeout=TIMEOUT)
+        out.append(c)
+    return out
+
+
+def closed_by_peer(c, wait):
+    """Whether the peer closes c within wait seconds (EOF or reset)."""
+    import socket
+    c.settimeout(wait)
+    try:
+        return c.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def idle_conn():
+    """Issue 22 item 10: a TCP connection that never sends a ClientHello
+    (nor anything else) is closed once grpc.handshake_timeout passed.
+    ARGS: how long to wait for it at most (seconds; the bound plus slack,
+    well below gRPC's default of 120 s)."""
+    c = raw_conns(1)[0]
+    result(closed_by_peer(c, float(ARGS[0])),
+           "issue 22 item 10 a connection that never sends a byte is closed after "
+           "grpc.handshake_timeout (waited at most %s s)" % ARGS[0])
+    c.close()
+
+
 {"hold": hold, "flow": flow, "delta": delta, "register": call_register,
  "once": unavailable, "replace": replace, "nul": nul,
- "watch_once": watch_once, "lease_move": lease_move}[SCENARIO]()
+ "watch_once": watch_once, "lease_move": lease_move, "idle_conn": idle_conn}[SCENARIO]()
