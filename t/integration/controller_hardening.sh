@@ -6,7 +6,8 @@
 # store_sqlite, the setup of controller.sh (t/lib/controller.sh), workers
 # played by Debian's python3-grpcio (t/lib/cp_client.py).
 #  - item 10: a TCP connection that never sends a byte is closed after
-#    grpc.handshake_timeout;
+#    grpc.handshake_timeout; at most grpc.max_unauthenticated_connections
+#    of them, one more closed at once, a worker's connection not counted;
 #  - item 12: ids with a NUL byte inside are refused INVALID_ARGUMENT, at
 #    the top level and nested (CP-8-2);
 #  - item 11: a session's newer WatchSnapshots stream ends the older one
@@ -64,8 +65,9 @@ run_py lease_move "$cpp" lease_move "$T" c13
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "... and stops cleanly"
 # ---- item 10: connections that never authenticate -------------------------
-# mTLS as in production, grpc.handshake_timeout = 1s (gRPC's default is
-# 120 s): a TCP connection that never sends its ClientHello is closed.
+# mTLS as in production, grpc.handshake_timeout = 2s (gRPC's default is
+# 120 s): a TCP connection that never sends its ClientHello is closed; at
+# most 4 connections that carried no call yet.
 sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
 : >"$T/ph.log"
 start_proxyhost "$T/ctl.ini" --set controlplane_server.tls.mode=mtls \
@@ -73,9 +75,19 @@ start_proxyhost "$T/ctl.ini" --set controlplane_server.tls.mode=mtls \
   --set "controlplane_server.tls.key_file=$T/server.key" \
   --set "controlplane_server.tls.ca_file=$T/ca.pem" \
   --set controlplane_server.trust_domain=example.org \
-  --set controlplane_server.grpc.handshake_timeout=1s
-wait_for ready; ok $? "an mTLS controller with grpc.handshake_timeout = 1s is ready"
+  --set controlplane_server.grpc.handshake_timeout=2s \
+  --set controlplane_server.grpc.max_unauthenticated_connections=4
+wait_for ready; ok $? "an mTLS controller with grpc.handshake_timeout = 2s is ready"
 run_py idle_conn "$cpp" idle_conn "$T" 20
+run_py conn_cap "$cpp" conn_cap "$T" "$T/worker.pem" "$T/worker.key" "$T/ca.pem" 4 20
+n=$(mval 'proxyhost_cp_controller_connections_dropped_total{reason="limit"}')
+[ "${n:-0}" -ge 1 ]; ok $? "issue 22 item 10 metrics: connections over the limit ($n)"
+n=$(mval 'proxyhost_cp_controller_connections_dropped_total{reason="handshake_timeout"}')
+is "${n:-x}" 5 "issue 22 item 10 metrics: connections without a call in time: the idle one and the 4 (a worker's never)"
+n=$(mval 'proxyhost_cp_controller_connections_unauthenticated')
+is "${n:-x}" 0 "issue 22 item 10 metrics: no unauthenticated connection left"
+grep -q 'too many unauthenticated connections: one more closed' "$T/ph.log"
+ok $? "issue 22 item 10 ... logged (rate-limited)"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "... and stops cleanly"
 

@@ -676,6 +676,19 @@ def closed_by_peer(c, wait):
         return False
 
 
+def still_open(c):
+    """c not closed by the peer yet (nothing read, no EOF): no waiting."""
+    import socket
+    c.settimeout(0.0)  # a socket with a timeout would poll for it first
+    try:
+        c.recv(1, socket.MSG_PEEK)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
 def idle_conn():
     """Issue 22 item 10: a TCP connection that never sends a ClientHello
     (nor anything else) is closed once grpc.handshake_timeout passed.
@@ -688,6 +701,34 @@ def idle_conn():
     c.close()
 
 
+def conn_cap():
+    """Issue 22 item 10: at most CAP connections without a call yet; one
+    more is closed at once; a worker's connection that carried a call is
+    not counted. ARGS: cert, key, CA of worker w1, CAP, the longest wait
+    (seconds)."""
+    cert, key, ca, cap, wait = ARGS[0], ARGS[1], ARGS[2], int(ARGS[3]), float(ARGS[4])
+    stub = rpc.WorkerControlPlaneStub(channel(cert, key, ca))
+    code, _ = register(stub)
+    result(code == SC.OK, "worker w1 registers over mTLS (%s)" % code)
+    raws = raw_conns(cap)
+    extra = raw_conns(1)[0]
+    closed = closed_by_peer(extra, wait)
+    result(closed and all(still_open(c) for c in raws),
+           "issue 22 item 10 with %d connections that sent nothing, one more is closed "
+           "while those are still open" % cap)
+    code, _ = register(stub)
+    result(code == SC.OK,
+           "issue 22 item 10 ... while w1's authenticated connection carries on (%s)" % code)
+    result(all(closed_by_peer(c, wait) for c in raws),
+           "issue 22 item 10 the %d are closed after grpc.handshake_timeout" % cap)
+    stub2 = rpc.WorkerControlPlaneStub(channel(cert, key, ca))
+    code, _ = register(stub2, instance="i2")
+    result(code == SC.OK, "then a new connection of w1 registers (%s)" % code)
+    for c in raws + [extra]:
+        c.close()
+
+
 {"hold": hold, "flow": flow, "delta": delta, "register": call_register,
  "once": unavailable, "replace": replace, "nul": nul,
- "watch_once": watch_once, "lease_move": lease_move, "idle_conn": idle_conn}[SCENARIO]()
+ "watch_once": watch_once, "lease_move": lease_move, "idle_conn": idle_conn,
+ "conn_cap": conn_cap}[SCENARIO]()
