@@ -132,6 +132,9 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
     free(c);
     close(fd);
     listener_release(f->l);
+    PH_LOG_RL(f->api, f->ctx, PH_LOG_ERROR,
+              "cannot relay a connection to gRPC's listener: closed",
+              PH_INT("inner_port", f->cfg.inner_port));
     return;
   }
   c->f = f;
@@ -190,7 +193,7 @@ void cp_front_call_seen(cp_front *f, const char *peer) {
     return;
   int port = atoi(colon + 1);
   for (conn *c = f->conns; c; c = c->next)
-    if (c->inner_port == port) {
+    if (c->timer && c->inner_port == port) {
       pending_done(c);
       return;
     }
