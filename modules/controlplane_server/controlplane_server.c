@@ -36,6 +36,7 @@ static const char *const code_names[] = {
     "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
     "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED", NULL};
 static const char *const assign_results[] = {"ok", "failed", NULL};
+static const char *const drop_reasons[] = {"limit", "handshake_timeout", NULL};
 static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                               0.1,   0.25,   0.5,   1,    2.5,   5};
 #define NSECS (sizeof(secs) / sizeof(secs[0]))
@@ -52,6 +53,21 @@ static int register_metrics(cs *m) {
   ph_metric_def streams = {"proxyhost_cp_controller_streams_open",
                            "WatchSnapshots streams open", PH_METRIC_GAUGE,
                            NULL, 0, NULL, 0};
+  ph_metric_def replaced = {"proxyhost_cp_controller_streams_replaced_total",
+                            "WatchSnapshots streams ended ABORTED by a newer "
+                            "stream of the same session",
+                            PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def unauth = {
+      "proxyhost_cp_controller_connections_unauthenticated",
+      "connections that carried no call yet (grpc.max_unauthenticated_"
+      "connections bounds them)",
+      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_label_def dl[] = {{"reason", drop_reasons}};
+  ph_metric_def dropped = {
+      "proxyhost_cp_controller_connections_dropped_total",
+      "unauthenticated connections closed: one over the limit, or no call "
+      "within grpc.handshake_timeout",
+      PH_METRIC_COUNTER, dl, 1, NULL, 0};
   ph_metric_def sent = {"proxyhost_cp_controller_snapshots_sent_total",
                         "snapshots sent, full or as a delta",
                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
@@ -71,8 +87,10 @@ static int register_metrics(cs *m) {
   ph_metric *a = api->metric(m->ctx, &rpcs), *b = api->metric(m->ctx, &lat),
             *c = api->metric(m->ctx, &streams), *d = api->metric(m->ctx, &sent),
             *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
-            *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas);
-  if (!a || !b || !c || !d || !e || !f || !g || !h)
+            *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas),
+            *r = api->metric(m->ctx, &replaced),
+            *u = api->metric(m->ctx, &unauth), *x = api->metric(m->ctx, &dropped);
+  if (!a || !b || !c || !d || !e || !f || !g || !h || !r || !u || !x)
     return PH_EINVAL;
   for (int i = 0; i < CS_M_COUNT; i++) {
     for (int k = 0; k < 17; k++) {
@@ -85,6 +103,12 @@ static int register_metrics(cs *m) {
   m->m_streams = api->series(c, NULL);
   m->m_sent = api->series(d, NULL);
   m->m_deltas = api->series(h, NULL);
+  m->m_replaced = api->series(r, NULL);
+  m->m_unauth = api->series(u, NULL);
+  for (int i = 0; i < 2; i++) {
+    const char *v[1] = {drop_reasons[i]};
+    m->m_dropped[i] = api->series(x, v);
+  }
   m->m_build = api->series(e, NULL);
   m->m_build_fail = api->series(f, NULL);
   for (int i = 0; i < 2; i++) {
@@ -134,12 +158,7 @@ void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
   c->cluster_id = m->conf.cluster_id;
   if ((*st = cs_peer(m, call, peer, why)))
     return NULL;
-  ProtobufCMessage *q = protobuf_c_message_unpack(d, NULL, len, msg);
-  if (!q) {
-    *st = CP_GRPC_INVALID_ARGUMENT;
-    *why = "malformed request";
-  }
-  return q;
+  return cp_request_unpack(d, msg, len, st, why);
 }
 
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
@@ -321,6 +340,9 @@ static int cs_start(void *state) {
   }
   cp_grpc_server_cfg cfg;
   cp_grpc_conf_server(m->ctx, api, "listen", &cfg);
+  cfg.m_unauthenticated = m->m_unauth;
+  cfg.m_dropped_limit = m->m_dropped[0];
+  cfg.m_dropped_timeout = m->m_dropped[1];
   size_t n;
   const cp_grpc_method *t = methods(m, &n);
   char e[256] = "";

@@ -21,6 +21,84 @@ int cp_id_ok(const char *s) {
   return 1;
 }
 
+/* Nesting of the requests: ReportOutcomesRequest > Outcome > Timestamp. */
+#define WIRE_DEPTH_MAX 8
+
+static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  uint64_t x = 0;
+  for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+    uint8_t b = *(*p)++;
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The wire of one message of descriptor d: 0 fine, 1 a string field holds
+ * a NUL, -1 malformed (protobuf-c would refuse it too). Fields this build
+ * does not know are skipped, as protobuf-c keeps them unread. */
+static int wire_strings(const ProtobufCMessageDescriptor *d, const uint8_t *p,
+                        size_t len, int depth) {
+  const uint8_t *end = p + len;
+  while (p < end) {
+    uint64_t tag, n;
+    if (varint(&p, end, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+      return -1;
+    switch (tag & 7) {
+    case 0: /* varint */
+      if (varint(&p, end, &n))
+        return -1;
+      break;
+    case 1: /* 64-bit */
+      if (end - p < 8)
+        return -1;
+      p += 8;
+      break;
+    case 5: /* 32-bit */
+      if (end - p < 4)
+        return -1;
+      p += 4;
+      break;
+    case 2: { /* length-delimited: string, bytes, message, packed */
+      if (varint(&p, end, &n) || n > (uint64_t)(end - p))
+        return -1;
+      const ProtobufCFieldDescriptor *f =
+          protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3));
+      if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, n))
+        return 1;
+      if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+        if (depth >= WIRE_DEPTH_MAX)
+          return -1;
+        int rc = wire_strings(f->descriptor, p, n, depth + 1);
+        if (rc)
+          return rc;
+      }
+      p += n;
+      break;
+    }
+    default: /* groups: not proto3 */
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void *cp_request_unpack(const ProtobufCMessageDescriptor *d,
+                        const uint8_t *msg, size_t len, int *st,
+                        const char **why) {
+  int rc = wire_strings(d, msg ? msg : (const uint8_t *)"", len, 0);
+  ProtobufCMessage *q =
+      rc == 0 ? protobuf_c_message_unpack(d, NULL, len, msg) : NULL;
+  *st = q ? 0 : CP_GRPC_INVALID_ARGUMENT;
+  *why = q ? NULL
+           : rc == 1 ? "a string field holds a NUL byte"
+                     : "malformed request";
+  return q;
+}
+
 /* Fails the check: a status and its static message. */
 #define REFUSE(code, text)                                                     \
   do {                                                                         \

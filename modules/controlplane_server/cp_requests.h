@@ -31,6 +31,17 @@
 /* An identifier: 1..128 bytes of printable ASCII without spaces. */
 int cp_id_ok(const char *s);
 
+/* The request in msg/len unpacked by its descriptor d, or NULL with *st
+ * INVALID_ARGUMENT and *why. Before unpacking, the wire is walked: a
+ * string field (of d or of a message nested in it) whose bytes hold a NUL
+ * is refused, since protobuf-c hands it over as a C string cut at the NUL
+ * and every check after this one would see another value than the peer
+ * sent ("w1\0w2" as "w1"; issue 22 item 12). The caller frees the result
+ * with protobuf_c_message_free_unpacked. */
+void *cp_request_unpack(const ProtobufCMessageDescriptor *d,
+                        const uint8_t *msg, size_t len, int *st,
+                        const char **why);
+
 /* The caller: peer_id is the worker id its certificate names (NULL in
  * plaintext mode, where nothing is compared); cluster_id the controller's
  * own. */

@@ -88,6 +88,8 @@ typedef struct cs {
   ph_series *m_rpcs[CS_M_COUNT][17];
   ph_series *m_seconds[CS_M_COUNT];
   ph_series *m_streams, *m_sent, *m_deltas, *m_build, *m_build_fail, *m_assign[2];
+  ph_series *m_replaced; /* streams ended by a newer one of their session */
+  ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
 } cs;
 
 extern const ph_api *cs_api;
@@ -100,7 +102,8 @@ void cs_link_del(cs_link *l);
 int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
             const char **why);
 /* The first steps of every request message: the peer's identity
- * (cs_peer) and the message unpacked by its descriptor, returned (the
+ * (cs_peer) and the message unpacked by its descriptor
+ * (cp_request_unpack: no NUL inside a string field), returned (the
  * caller frees it with its __free_unpacked), with *c the caller the
  * cp_check_* rules compare it with (peer_id the certificate's worker id
  * under mtls, else NULL). *st 0, or a gRPC status with *why (NULL

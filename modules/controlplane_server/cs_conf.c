@@ -133,7 +133,10 @@ static int seg_ok(const char *s) {
  *    a snapshot's proxies are usable until their lease minus the margin,
  *    and the refresh comes refresh_before ahead of the earliest of them,
  *    so every snapshot would be due for a refresh as soon as it is built
- *    (one per renewal, and the worker reports after every ACK). */
+ *    (one per renewal, and the worker reports after every ACK);
+ *  - runtime_interval not below ownership_lease / 2: reports renew the
+ *    leases and an ownership ends with its lease (issue 22 item 13), so
+ *    one late report would move a live worker's proxies. */
 static int authority_cluster(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
                              const char *sec, const char **key, char *why,
                              size_t whylen) {
@@ -172,12 +175,19 @@ static int authority_rules(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
          "must be below [%.64s] runtime_ttl (%lldms), or every report's "
          "counts expire before the next one",
          sec, (long long)rt_ttl);
-  if (a->conf_peer_int(ctx, sec, "ownership_lease", &lease) == PH_OK &&
-      lease <= c->refresh_before_ms + c->safety_margin_ms)
+  if (a->conf_peer_int(ctx, sec, "ownership_lease", &lease) != PH_OK)
+    return PH_OK;
+  if (lease <= c->refresh_before_ms + c->safety_margin_ms)
     FAIL("refresh_before",
          "plus allocation_safety_margin must be below [%.64s] "
          "ownership_lease (%lldms): a snapshot's proxies are usable only "
          "until their lease minus the margin",
+         sec, (long long)lease);
+  if (c->runtime_interval_ms * 2 >= lease)
+    FAIL("runtime_interval",
+         "must be below [%.64s] ownership_lease / 2 (%lldms): a worker's "
+         "accepted reports renew its leases, and an ownership ends with "
+         "its lease",
          sec, (long long)lease);
   return PH_OK;
 }

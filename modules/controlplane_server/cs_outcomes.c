@@ -105,11 +105,9 @@ static void oc_recv(void *arg, cp_grpc_call *call, const uint8_t *msg,
     why = "more than 16 batches in one call";
   }
   Controlplane__V1__ReportOutcomesRequest *q = NULL;
-  if (!st &&
-      !(q = controlplane__v1__report_outcomes_request__unpack(NULL, len, msg))) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "malformed request";
-  }
+  if (!st)
+    q = cp_request_unpack(&controlplane__v1__report_outcomes_request__descriptor,
+                          msg, len, &st, &why);
   if (!st) {
     cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
     st = cp_check_outcomes(q, o->first, &c, m->conf.max_runtime_counters,

@@ -7,7 +7,9 @@
  * job (credentials from secrets_dir through cp_secret_read, wiped after),
  * issue(HMAC(reference_key, checksum)) and only then the send. Rounds
  * repeat every watch_poll_interval; the stream ends OK when its last
- * snapshot's valid_until arrives without a newer one.
+ * snapshot's valid_until arrives without a newer one. A worker's session
+ * has one stream: once Redis confirms a new stream's session, the older
+ * streams of that session end ABORTED (issue 22 item 11).
  *
  * Deltas (CP-1-2, CP-3-15): the stream keeps the last snapshot it sent;
  * once the worker acknowledged exactly that one as accepted
@@ -40,6 +42,7 @@ struct cs_watch {
   ph_timer *timer;
   int64_t auth_call, job;
   int dead; /* the call is gone; free once the job is back */
+  int claimed; /* Redis said its session is current: the worker's stream */
   /* the round's inputs */
   uint64_t epoch, owned_digest, lease_digest, version;
   cp_owned *owned;
@@ -400,6 +403,38 @@ static uint64_t owned_hash(const cp_auth_reply *rep, int with_leases) {
   return h;
 }
 
+/* Ends worker's streams other than keep: those of its session keep
+ * ABORTED (replaced by a newer stream), those of another session
+ * FAILED_PRECONDITION (replaced by a registration, CP-2-8). */
+static void end_others(cs *m, const char *worker, const cs_watch *keep,
+                       const char *session) {
+  cs_watch *w = m->watches, *next;
+  for (; w; w = next) {
+    next = w->next;
+    if (w == keep || w->dead || !w->call || strcmp(w->worker, worker) != 0)
+      continue;
+    int same = strcmp(w->session, session) == 0;
+    if (same && !keep)
+      continue;
+    if (same) {
+      api->inc(m->m_replaced, 1);
+      PH_LOG_RL(api, m->ctx, PH_LOG_WARN,
+                "a newer WatchSnapshots stream of the worker's session "
+                "replaced one",
+                PH_STR("worker_id", worker));
+    }
+    /* finish waits for a send in flight; no callback of the call after
+     * it, and w_abandon drops the authority call, the pool wait and the
+     * job (freeing w now or when the job is back) */
+    cs_finish(m, w->call, CS_M_WATCH, w->start_ms,
+              same ? CP_GRPC_ABORTED : CP_GRPC_FAILED_PRECONDITION,
+              same ? "a newer stream of this session replaced this one"
+                   : "the session was replaced",
+              NULL, 0);
+    w_abandon(w);
+  }
+}
+
 static void got_owned(void *arg, const cp_auth_reply *rep) {
   cs_watch *w = arg;
   if (stale(w, rep))
@@ -407,6 +442,14 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
   if (rep->result != CP_AUTH_OK) {
     unavailable(w);
     return;
+  }
+  /* One stream per session (issue 22 item 11): each polls Redis every
+   * watch_poll_interval, so a certificate holding many would multiply
+   * the load. The newest stream whose session Redis confirmed wins; one
+   * with a wrong session never gets here and ends no other. */
+  if (!w->claimed) {
+    w->claimed = 1;
+    end_others(w->m, w->worker, w, w->session);
   }
   size_t n = rep->n_owned;
   w->owned = calloc(n ? n : 1, sizeof(*w->owned));
@@ -499,19 +542,7 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
  * (watch_poll_interval later). A replacement through another controller
  * is seen by that round's owned() call. */
 void cs_watch_replaced(cs *m, const char *worker, const char *session) {
-  cs_watch *w = m->watches, *next;
-  for (; w; w = next) {
-    next = w->next;
-    if (w->dead || !w->call || strcmp(w->worker, worker) != 0 ||
-        strcmp(w->session, session) == 0)
-      continue;
-    /* finish waits for a send in flight; no callback of the call after
-     * it, and w_abandon drops the authority call, the pool wait and the
-     * job (freeing w now or when the job is back) */
-    cs_finish(m, w->call, CS_M_WATCH, w->start_ms, CP_GRPC_FAILED_PRECONDITION,
-              "the session was replaced", NULL, 0);
-    w_abandon(w);
-  }
+  end_others(m, worker, NULL, session);
 }
 
 void cs_watch_acked(cs *m, const char *worker, const char *session,

@@ -101,7 +101,13 @@ EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \
 if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/controller.sh
 endif
-EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py
+EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py t/lib/controller.sh
+
+# The controller against hostile or broken workers (issue 22 items 10-13).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/controller_hardening.sh
+endif
+EXTRA_DIST += t/integration/controller_hardening.sh
 
 # The control plane end to end with every part real: Redis, PostgreSQL,
 # the controller and two gateways over mTLS, views sampled by

@@ -112,6 +112,15 @@ typedef struct cp_grpc_server_cfg {
   int64_t min_ping_interval_ms; /* faster client pings: GOAWAY too_many_pings */
   int64_t max_connection_age_ms; /* then GOAWAY: bounds a stream's life */
   int64_t max_connection_age_grace_ms; /* then the streams are cut */
+  /* A connection's TLS handshake and the client's HTTP/2 settings within
+   * this, else gRPC closes it (0: gRPC's default, 120 s). */
+  int64_t handshake_timeout_ms;
+  /* > 0: the server's address is a front (cp_grpc_front.h) that keeps at
+   * most this many connections that carried no call yet, each for at
+   * most handshake_timeout_ms; 0: gRPC listens on it itself. */
+  int64_t max_unauthenticated;
+  ph_series *m_unauthenticated;                   /* gauge, or NULL */
+  ph_series *m_dropped_limit, *m_dropped_timeout; /* counters, or NULL */
 } cp_grpc_server_cfg;
 
 typedef struct cp_grpc_client_cfg {
@@ -149,8 +158,9 @@ typedef struct cp_grpc_method {
  * mtls requires and verifies a client certificate chaining to ca_file
  * (GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY; TLS 1.2 is
  * the minimum gRPC 1.51's C API allows, docs/operations/
- * control-plane-transport.md). NULL with err (never a key or file
- * content) on failure. */
+ * control-plane-transport.md). With cfg->max_unauthenticated > 0,
+ * cfg->listen is a front (cp_grpc_front.h) relaying to gRPC on 127.0.0.1.
+ * NULL with err (never a key or file content) on failure. */
 cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *cq,
                                    const cp_grpc_server_cfg *cfg,
                                    const cp_grpc_method *methods, size_t n,

@@ -114,6 +114,9 @@ void cp_grpc_conf_server(ph_ctx *ctx, const ph_api *a, const char *addr_key,
   c->max_connection_age_ms = a->conf_int(ctx, "grpc.max_connection_age");
   c->max_connection_age_grace_ms =
       a->conf_int(ctx, "grpc.max_connection_age_grace");
+  c->handshake_timeout_ms = a->conf_int(ctx, "grpc.handshake_timeout");
+  c->max_unauthenticated =
+      a->conf_int(ctx, "grpc.max_unauthenticated_connections");
 }
 
 void cp_grpc_conf_client(ph_ctx *ctx, const ph_api *a, const char *addr_key,

@@ -78,7 +78,18 @@
               NULL),                                                          \
   PH_CONF_KEY("grpc.max_connection_age_grace", PH_CONF_DURATION, "30s", 0,    \
               3600000, PH_CONF_RESTART, NULL,                                 \
-              "after that GOAWAY, calls still open are cut", NULL)
+              "after that GOAWAY, calls still open are cut", NULL),           \
+  PH_CONF_KEY("grpc.handshake_timeout", PH_CONF_DURATION, "10s", 1000,        \
+              120000, PH_CONF_RESTART, NULL,                                  \
+              "a new connection's TLS handshake and first call within this, " \
+              "else it is closed",                                            \
+              NULL),                                                          \
+  PH_CONF_KEY("grpc.max_unauthenticated_connections", PH_CONF_INT, "256", 1,  \
+              65536, PH_CONF_RESTART, NULL,                                   \
+              "connections that carried no call yet (no handshake done); "    \
+              "one more is closed at once, and each is closed after "        \
+              "grpc.handshake_timeout",                                       \
+              NULL)
 
 #define CP_GRPC_CLIENT_KEYS                                                   \
   CP_GRPC_COMMON_KEYS,                                                        \

@@ -10,6 +10,7 @@
  * until cp_grpc_call_finish or the cancel callback; the call is freed
  * when it has ended and no tag is in flight.
  */
+#include "cp_grpc_front.h"
 #include "cp_grpc_int.h"
 
 #include <limits.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
 typedef struct method {
@@ -30,6 +32,7 @@ typedef struct method {
 struct cp_grpc_server {
   cp_grpc_cq *q;
   grpc_server *srv;
+  cp_front *front; /* the public listener, or NULL (gRPC listens itself) */
   cp_grpc_server *next; /* q->servers */
   method *methods;
   size_t n_methods;
@@ -313,6 +316,11 @@ static void on_req(cp_tag *t, int ok) {
     c->counted = 1;
     s->active++;
     c->peer_id = peer_spiffe_id(c->call);
+    if (s->front) { /* its connection is authenticated now */
+      char *peer = grpc_call_get_peer(c->call);
+      cp_front_call_seen(s->front, peer);
+      gpr_free(peer);
+    }
     if (c->m->kind == CP_RPC_CLIENT_STREAM) {
       c->state = ST_USER;
       c->m->fn(c->m->arg, c, NULL, 0);
@@ -498,6 +506,8 @@ static void start_shutdown(cp_grpc_server *s) {
   if (s->shutting)
     return;
   s->shutting = 1;
+  cp_front_free(s->front); /* no new connection; the open ones end */
+  s->front = NULL;
   s->shutdown_tag.fn = on_shutdown;
   grpc_server_shutdown_and_notify(s->srv, s->q->cq, &s->shutdown_tag);
   grpc_server_cancel_all_calls(s->srv);
@@ -585,6 +595,12 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
        {.integer = clamp_int(cfg->max_connection_age_ms)}},
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
        {.integer = clamp_int(cfg->max_connection_age_grace_ms)}},
+      /* Before any authentication a connection costs memory and a slot:
+       * bound the time it may take to become one (issue 22 item 10). */
+      {GRPC_ARG_INTEGER, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+       {.integer = cfg->handshake_timeout_ms > 0
+                       ? clamp_int(cfg->handshake_timeout_ms)
+                       : 120000}},
       /* gRPC sets SO_REUSEPORT by default: a second controller on the
        * same port must fail to bind, not share it. */
       {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},
@@ -596,11 +612,27 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
   s->max_calls = cfg->max_calls > 0 ? cfg->max_calls : LONG_MAX;
   s->srv = grpc_server_create(&ca, NULL);
   grpc_server_register_completion_queue(s->srv, q->cq, NULL);
-  s->port = grpc_server_add_http2_port(s->srv, cfg->listen, creds);
+  /* With a front (cp_grpc_front.h) gRPC listens on loopback only. */
+  int fronted = cfg->max_unauthenticated > 0;
+  s->port = grpc_server_add_http2_port(
+      s->srv, fronted ? "127.0.0.1:0" : cfg->listen, creds);
   grpc_server_credentials_release(creds);
+  if (s->port > 0 && fronted) {
+    cp_front_cfg fc = {cfg->listen,
+                       s->port,
+                       clamp_int(cfg->max_unauthenticated),
+                       cfg->handshake_timeout_ms > 0 ? cfg->handshake_timeout_ms
+                                                     : 120000,
+                       cfg->m_unauthenticated,
+                       cfg->m_dropped_limit,
+                       cfg->m_dropped_timeout};
+    s->front = cp_front_new(q->ctx, q->api, &fc, err, errlen);
+    s->port = s->front ? cp_front_port(s->front) : -1;
+  }
   if (s->port <= 0) {
-    snprintf(err, errlen, "cannot listen on the address (in use, or not "
-                          "an address of this host)");
+    if (!fronted)
+      snprintf(err, errlen, "cannot listen on the address (in use, or not "
+                            "an address of this host)");
     grpc_server_destroy(s->srv);
     free(ms);
     free(s);

@@ -1,6 +1,8 @@
 # modules/cp_common/grpc.mk: the gRPC core layer of the control plane
 # (issue 12): cp_grpc.{h,c} and its parts, the one place the project calls
 # gRPC core's C API, as libcpgrpc.la; its transport keys (cp_grpc_conf);
+# the server's front (cp_grpc_front: a cap and a deadline on connections
+# that carried no call yet, issue 22 item 10);
 # the pure loopback and SPIFFE checks (cp_ident.c). Whatever links
 # libcpgrpc.la links modules/common/libphcommon.la too (cidr.c), as with
 # libtmproto.la. Tests: test_cp_ident (pure), test_cp_grpc (server and
@@ -15,6 +17,7 @@ CP_GRPC_SOURCES = modules/cp_common/cp_grpc.h \
 	modules/cp_common/cp_grpc_cq.c modules/cp_common/cp_grpc_creds.c \
 	modules/cp_common/cp_grpc_server.c modules/cp_common/cp_grpc_client.c \
 	modules/cp_common/cp_grpc_conf.c modules/cp_common/cp_grpc_conf.h \
+	modules/cp_common/cp_grpc_front.c modules/cp_common/cp_grpc_front.h \
 	modules/cp_common/cp_ident.c
 noinst_LTLIBRARIES += modules/cp_common/libcpgrpc.la
 modules_cp_common_libcpgrpc_la_SOURCES = $(CP_GRPC_SOURCES)

@@ -234,9 +234,11 @@ typedef struct cp_authority_v1 {
    * PH_POOL_PROXIES_MAX); draining: the ids the store marks draining or
    * removed. A usable proxy without an owner goes to a live worker
    * (one in its zone first, then any; the least owned capacity first;
-   * at most max_owned_per_worker each). An ownership ends when its
-   * worker's session AND its lease (ownership_lease, renewed by accepted
-   * runtime reports) both expired, or, for a draining proxy, when its
+   * at most max_owned_per_worker each; a proxy whose lease just ended
+   * to another worker than its owner when one can take it). An
+   * ownership ends when its lease (ownership_lease, renewed by accepted
+   * runtime reports) expired, whatever the worker's session does, or,
+   * for a draining proxy, when its
    * owner's current report, made on a snapshot built after the proxy
    * began draining, shows active and reserved zero. The epoch rises when
    * anything changed. Reply: epoch, assigned, released. */

@@ -6,7 +6,8 @@
  * codes with a non-empty, printable, static message; a pass means every
  * id is well formed and the certificate's worker is the message's; the
  * verdict is deterministic; the runtime digest does not depend on the
- * ids. Input byte 0 picks the RPC (0 register, 1 watch, 2 ack, 3 runtime,
+ * ids; messages are decoded as the controller does (cp_request_unpack:
+ * a NUL inside a string field is refused). Input byte 0 picks the RPC (0 register, 1 watch, 2 ack, 3 runtime,
  * 4 outcomes), byte 1 bit 0 the caller (certificate "w1" or plaintext)
  * and its other bits max_runtime_counters; the rest is the message. */
 #include <stdio.h>
@@ -42,6 +43,22 @@ static void check_worker(const char *worker_id, const cp_caller *c) {
     CHECK(strcmp(worker_id, c->peer_id) == 0);
 }
 
+/* The controller's decoding: a refusal is INVALID_ARGUMENT with a static
+ * message, and whatever it accepts protobuf-c accepts too. */
+static void *unpack(const ProtobufCMessageDescriptor *d, const uint8_t *msg,
+                    size_t n) {
+  const char *why = NULL;
+  int st = -1;
+  void *q = cp_request_unpack(d, msg, n, &st, &why);
+  if (!q) {
+    CHECK(st == CP_GRPC_INVALID_ARGUMENT);
+    check_verdict(st, why);
+  } else {
+    CHECK(st == 0);
+  }
+  return q;
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (size < 2)
     return 0;
@@ -55,7 +72,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   switch (rpc) {
   case 0: {
     Controlplane__V1__RegisterWorkerRequest *r =
-        controlplane__v1__register_worker_request__unpack(NULL, n, msg);
+        unpack(&controlplane__v1__register_worker_request__descriptor, msg, n);
     if (!r)
       return 0;
     rc = cp_check_register(r, &c, &why);
@@ -73,7 +90,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   }
   case 1: {
     Controlplane__V1__WatchSnapshotsRequest *r =
-        controlplane__v1__watch_snapshots_request__unpack(NULL, n, msg);
+        unpack(&controlplane__v1__watch_snapshots_request__descriptor, msg, n);
     if (!r)
       return 0;
     rc = cp_check_watch(r, &c, &why);
@@ -88,7 +105,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   }
   case 2: {
     Controlplane__V1__AcknowledgeSnapshotRequest *r =
-        controlplane__v1__acknowledge_snapshot_request__unpack(NULL, n, msg);
+        unpack(&controlplane__v1__acknowledge_snapshot_request__descriptor, msg, n);
     if (!r)
       return 0;
     rc = cp_check_ack(r, &c, &why);
@@ -104,7 +121,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   }
   case 3: {
     Controlplane__V1__ReportRuntimeRequest *r =
-        controlplane__v1__report_runtime_request__unpack(NULL, n, msg);
+        unpack(&controlplane__v1__report_runtime_request__descriptor, msg, n);
     if (!r)
       return 0;
     rc = cp_check_runtime(r, &c, max_counters, &why);
@@ -127,7 +144,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   }
   default: {
     Controlplane__V1__ReportOutcomesRequest *r =
-        controlplane__v1__report_outcomes_request__unpack(NULL, n, msg);
+        unpack(&controlplane__v1__report_outcomes_request__descriptor, msg, n);
     if (!r)
       return 0;
     uint32_t nth = (uint32_t)(data[1] % 20) + 1;

@@ -12,54 +12,18 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/cp_fake.sh"
 . "$top_srcdir/t/lib/redis.sh"
+. "$top_srcdir/t/lib/controller.sh"
 require_modules controlplane_server redis_ownership store_sqlite admin_api
 
-PY=/usr/bin/python3
 CTL="$top_builddir/tools/proxyhostctl"
 PASSWORD=pw-Upstream-Never-Logged-93c1
 cp_stubs
 start_redis "$T/redis"; ok $? "redis-server starts"
 
-mkdir -p "$T/secrets"
-umask 077
-printf 'alice:%s\n' "$PASSWORD" >"$T/secrets/upstream-a"
-head -c 32 /dev/urandom >"$T/ref.key"
-umask 022
-REFKEY_HEX=$(od -An -tx1 "$T/ref.key" | tr -d ' \n')
-"$CTL" admin-token new "$T/admin.token" >/dev/null
-
 admin=$(free_port) cpp=$(free_port)
-cat >"$T/ctl.ini" <<EOC
-[proxyhost]
-modules = store_sqlite, redis_ownership, controlplane_server, admin_api
-module_path = $top_builddir/modules
-[log]
-level = debug
-[admin]
-listen = 127.0.0.1:$admin
-[store_sqlite]
-path = $T/pool.db
-revision_recheck = 100ms
-[admin_api]
-store = store_sqlite
-token_file = $T/admin.token
-[redis_ownership]
-# a new Redis for this test: no gateway can hold an ownership it forgot
-hold_fresh_state = false
-address = 127.0.0.1:$REDIS_PORT
-cluster_id = c1
-command_timeout = 300ms
-reconnect.max = 300ms
-[controlplane_server]
-listen = 127.0.0.1:$cpp
-tls.mode = disabled
-cluster_id = c1
-secrets_dir = $T/secrets
-reference_key_file = $T/ref.key
-assign_interval = 200ms
-watch_poll_interval = 100ms
-min_snapshot_interval = 0s
-EOC
+controller_ini "$T/ctl.ini" "$admin" "$cpp"
+(umask 077 && printf 'alice:%s\n' "$PASSWORD" >"$T/secrets/upstream-a")
+REFKEY_HEX=$(od -An -tx1 "$T/ref.key" | tr -d ' \n')
 out=$("$PROXYHOST" -c "$T/ctl.ini" --check-config 2>&1)
 ok $? "the test's controller configuration passes --check-config"
 start_proxyhost "$T/ctl.ini"
@@ -77,16 +41,6 @@ ok $? "proxyhostctl route add r1"
 ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
 wait_for ready; ok $? "CP-1-1 ready: the authority, the store and the server"
 
-run_py() { # run_py NAME ARGS...: the client, its RESULT lines as TAP
-  _n=$1; shift
-  "$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$@" >"$T/py-$_n.out" 2>"$T/py-$_n.err"
-  ok $? "the Python worker ran to the end ($_n)"
-  while read -r tag st name; do
-    [ "$tag" = RESULT ] && ok "$st" "$name"
-  done <"$T/py-$_n.out"
-  [ -s "$T/py-$_n.err" ] && sed 's/^/#   /' "$T/py-$_n.err" | head -20
-  return 0
-}
 run_py flow "$cpp" flow "$T" "$PASSWORD"
 n=$(grep -c '^RESULT' "$T/py-flow.out")
 CHECKSUM=$(sed -n 's/^VALUE checksum //p' "$T/py-flow.out")

@@ -13,6 +13,7 @@ import os
 import struct
 import sys
 import threading
+import time
 
 GEN, PORT, SCENARIO, DIR = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 ARGS = sys.argv[5:]
@@ -489,5 +490,245 @@ def replace():
     it.cancel()
 
 
+def nul():
+    """Issue 22 item 12: an id with a NUL byte inside is refused, never
+    read as the part before the NUL (protobuf-c's C strings stop there)."""
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, _ = register(stub, worker="w1\x00w2", instance="i-nul")
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 worker_id w1<NUL>w2 is refused, not registered as w1 (%s)" % code)
+    code, _ = register(stub, worker="w1", instance="i-nul", cluster="c1\x00other")
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 cluster_id c1<NUL>other is refused, not taken as c1 (%s)" % code)
+    code, reg = register(stub, worker="w8", instance="i8")
+    result(code == SC.OK, "a worker without NUL bytes registers (%s)" % code)
+    if code != SC.OK:
+        return
+    s = reg.session_id
+    code, _, it = first_snapshot(stub, "w8", s + "\x00junk", timeout=5)
+    it.cancel()
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 WatchSnapshots with session_id <session><NUL>junk is refused (%s)" % code)
+    code, _ = code_of(lambda: stub.ReportRuntime(pb.ReportRuntimeRequest(
+        worker_id="w8", session_id=s, report_sequence=1,
+        counters=[pb.ProxyCounter(proxy_id="p1\x00p2", active=1)]),
+        timeout=TIMEOUT))
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 a nested string (a counter's proxy_id p1<NUL>p2) is refused (%s)" % code)
+    code, _ = outcomes(stub, [batch("w8", s, 1, proxy="p1\x00p2")])
+    result(code == SC.INVALID_ARGUMENT,
+           "issue 22 item 12 an outcome's proxy_id p1<NUL>p2 is refused (%s)" % code)
+
+
+class Stream:
+    """A WatchSnapshots stream drained by a thread: msgs, then its end
+    (a StatusCode) in `end` once `ended` is set."""
+
+    def __init__(self, stub, worker, session):
+        self.msgs, self.end = [], None
+        self.first, self.ended = threading.Event(), threading.Event()
+        self.it = stub.WatchSnapshots(pb.WatchSnapshotsRequest(
+            worker_id=worker, session_id=session), timeout=120)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        try:
+            for m in self.it:
+                self.msgs.append(m)
+                self.first.set()
+            self.end = SC.OK
+        except grpc.RpcError as e:
+            self.end = e.code()
+        self.first.set()
+        self.ended.set()
+
+
+def redis_commands(port):
+    import subprocess
+    out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", port, "INFO", "stats"],
+                         capture_output=True, text=True, timeout=TIMEOUT).stdout
+    for line in out.splitlines():
+        if line.startswith("total_commands_processed:"):
+            return int(line.split(":")[1])
+    return -1
+
+
+def redis_rate(port, seconds=2.0):
+    """Redis's commands a second over a window."""
+    c0, t0 = redis_commands(port), time.monotonic()
+    threading.Event().wait(seconds)
+    c1 = redis_commands(port)
+    return (c1 - c0) / (time.monotonic() - t0) if c0 >= 0 and c1 >= 0 else -1
+
+
+def watch_once():
+    """Issue 22 item 11: one WatchSnapshots stream per session, a new one
+    replaces the old, so many streams cost Redis what one does.
+    ARGS: the Redis port, the number of extra streams, how many times the
+    Redis commands a second with one stream they may cost."""
+    rport, extra, bound = ARGS[0], int(ARGS[1]), float(ARGS[2])
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="w6", instance="i6")
+    if code != SC.OK:
+        result(False, "watch_once: RegisterWorker (%s)" % code)
+        return
+    s = reg.session_id
+    a = Stream(stub, "w6", s)
+    a.first.wait(TIMEOUT)
+    result(bool(a.msgs), "the first stream gets its snapshot")
+    b = Stream(stub, "w6", s)
+    b.first.wait(TIMEOUT)
+    a.ended.wait(TIMEOUT)
+    result(a.ended.is_set() and a.end == SC.ABORTED,
+           "issue 22 item 11 a second WatchSnapshots of the session ends the first ABORTED (%s)" % a.end)
+    result(bool(b.msgs) and not b.ended.is_set(),
+           "issue 22 item 11 ... and the second carries on with its snapshot")
+    one = redis_rate(rport)
+    more = [b] + [Stream(stub, "w6", s) for _ in range(extra)]
+    for _ in range(TIMEOUT * 10):  # until all but one ended: bounded
+        if sum(1 for x in more if x.ended.is_set()) >= extra:
+            break
+        threading.Event().wait(0.1)
+    live = [x for x in more if not x.ended.is_set()]
+    aborted = sum(1 for x in more if x.end == SC.ABORTED)
+    result(len(live) == 1 and aborted == extra,
+           "issue 22 item 11 %d more streams of the session: one stays, %d end ABORTED (%d did)" %
+           (extra, extra, aborted))
+    if live:
+        live[0].first.wait(TIMEOUT)
+    result(len(live) == 1 and bool(live[0].msgs), "the stream that stays has its snapshot")
+    many = redis_rate(rport)
+    result(one > 0 and many < one * bound,
+           "issue 22 item 11 Redis commands a second with %d streams opened: %.0f, "
+           "with one: %.0f (under %.1f times)" % (extra + 2, many, one, bound))
+    for x in more:
+        x.it.cancel()
+
+
+def lease_move():
+    """Issue 22 item 13: worker wa owns the pool, then only registers again
+    every second and never ACKs or reports; wb ACKs and reports. Once
+    wa's lease ends its proxies go to wb, and wa's snapshot drops them.
+    ARGS: the cluster id."""
+    cluster = ARGS[0]
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub, worker="wa", instance="ia", cluster=cluster)
+    if code != SC.OK:
+        result(False, "lease_move: RegisterWorker (%s)" % code)
+        return
+    code, snap = wait_owned(stub, "wa", reg.session_id, 2)
+    result(code == SC.OK and snap is not None and len(snap.proxies) == 2,
+           "wa, alone, owns both proxies (no ACK)")
+    code, regb = register(stub, worker="wb", instance="ib", cluster=cluster)
+    sb = regb.session_id
+    wb = Stream(stub, "wb", sb)
+    acked, seen, seq, got = None, 0, 0, None
+    last_reg = time.monotonic()
+    for _ in range(600):  # bounded: 600 x 0.1 s
+        if time.monotonic() - last_reg >= 1.0:
+            code, reg = register(stub, worker="wa", instance="ia", cluster=cluster)
+            last_reg = time.monotonic()
+        while seen < len(wb.msgs):
+            m = wb.msgs[seen]
+            seen += 1
+            held = apply_delta(acked, m.delta) if m.HasField("delta") else m.snapshot
+            if ack(stub, "wb", sb, held)[0] == SC.OK:
+                acked = held
+        if acked is not None:
+            seq += 1
+            runtime(stub, "wb", sb, seq, acked)
+            if sorted(p.proxy_id for p in acked.proxies) == ["p1", "p2"]:
+                got = acked
+                break
+        if wb.ended.is_set():
+            break
+        threading.Event().wait(0.1)
+    result(got is not None,
+           "issue 22 item 13 the proxies of wa (registering again every second, "
+           "never ACKing) went to wb once wa's lease ended")
+    code, snap, it = first_snapshot(stub, "wa", reg.session_id)
+    it.cancel()
+    result(code == SC.OK and snap is not None and len(snap.proxies) == 0,
+           "issue 22 item 13 ... and wa's snapshot no longer carries them (%s, %s)" %
+           (code, None if snap is None else len(snap.proxies)))
+    wb.it.cancel()
+
+
+def raw_conns(n):
+    """n raw TCP connections to the controller that never send a byte."""
+    import socket
+    out = []
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", int(PORT)), timeout=TIMEOUT)
+        out.append(c)
+    return out
+
+
+def closed_by_peer(c, wait):
+    """Whether the peer closes c within wait seconds (EOF or reset)."""
+    import socket
+    c.settimeout(wait)
+    try:
+        return c.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def still_open(c):
+    """c not closed by the peer yet (nothing read, no EOF): no waiting."""
+    import socket
+    c.settimeout(0.0)  # a socket with a timeout would poll for it first
+    try:
+        c.recv(1, socket.MSG_PEEK)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def idle_conn():
+    """Issue 22 item 10: a TCP connection that never sends a ClientHello
+    (nor anything else) is closed once grpc.handshake_timeout passed.
+    ARGS: how long to wait for it at most (seconds; the bound plus slack,
+    well below gRPC's default of 120 s)."""
+    c = raw_conns(1)[0]
+    result(closed_by_peer(c, float(ARGS[0])),
+           "issue 22 item 10 a connection that never sends a byte is closed after "
+           "grpc.handshake_timeout (waited at most %s s)" % ARGS[0])
+    c.close()
+
+
+def conn_cap():
+    """Issue 22 item 10: at most CAP connections without a call yet; one
+    more is closed at once; a worker's connection that carried a call is
+    not counted. ARGS: cert, key, CA of worker w1, CAP, the longest wait
+    (seconds)."""
+    cert, key, ca, cap, wait = ARGS[0], ARGS[1], ARGS[2], int(ARGS[3]), float(ARGS[4])
+    stub = rpc.WorkerControlPlaneStub(channel(cert, key, ca))
+    code, _ = register(stub)
+    result(code == SC.OK, "worker w1 registers over mTLS (%s)" % code)
+    raws = raw_conns(cap)
+    extra = raw_conns(1)[0]
+    closed = closed_by_peer(extra, wait)
+    result(closed and all(still_open(c) for c in raws),
+           "issue 22 item 10 with %d connections that sent nothing, one more is closed "
+           "while those are still open" % cap)
+    code, _ = register(stub)
+    result(code == SC.OK,
+           "issue 22 item 10 ... while w1's authenticated connection carries on (%s)" % code)
+    result(all(closed_by_peer(c, wait) for c in raws),
+           "issue 22 item 10 the %d are closed after grpc.handshake_timeout" % cap)
+    stub2 = rpc.WorkerControlPlaneStub(channel(cert, key, ca))
+    code, _ = register(stub2, instance="i2")
+    result(code == SC.OK, "then a new connection of w1 registers (%s)" % code)
+    for c in raws + [extra]:
+        c.close()
+
+
 {"hold": hold, "flow": flow, "delta": delta, "register": call_register,
- "once": unavailable, "replace": replace}[SCENARIO]()
+ "once": unavailable, "replace": replace, "nul": nul,
+ "watch_once": watch_once, "lease_move": lease_move, "idle_conn": idle_conn,
+ "conn_cap": conn_cap}[SCENARIO]()

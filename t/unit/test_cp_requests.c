@@ -208,6 +208,69 @@ static void test_outcomes(void) {
          CP_GRPC_PERMISSION_DENIED, "CP-8-2: outcomes of another worker");
 }
 
+/* Issue 22 item 12: a string field is checked on the wire, where its
+ * length is, not as the C string protobuf-c makes of it. */
+static void test_wire_strings(void) {
+  const ProtobufCMessageDescriptor *reg =
+      &controlplane__v1__register_worker_request__descriptor;
+  const ProtobufCMessageDescriptor *rt =
+      &controlplane__v1__report_runtime_request__descriptor;
+  const char *why = NULL;
+  int st = -1;
+  /* worker_id (field 2) = "w1\0w2": protobuf-c alone reads "w1" */
+  static const uint8_t nul[] = {0x12, 5, 'w', '1', 0, 'w', '2'};
+  Controlplane__V1__RegisterWorkerRequest *q =
+      controlplane__v1__register_worker_request__unpack(NULL, sizeof nul, nul);
+  ok(q && strcmp(q->worker_id, "w1") == 0,
+     "(protobuf-c alone hands w1<NUL>w2 over as \"w1\")");
+  if (q)
+    controlplane__v1__register_worker_request__free_unpacked(q, NULL);
+  ok(!cp_request_unpack(reg, nul, sizeof nul, &st, &why) &&
+         st == CP_GRPC_INVALID_ARGUMENT,
+     "issue 22 item 12: worker_id w1<NUL>w2 is refused INVALID_ARGUMENT");
+  like(why, "NUL", "... saying a string holds a NUL byte");
+  /* cluster_id (field 1) = "c1\0other", after a good worker_id */
+  static const uint8_t nul2[] = {0x12, 2,   'w', '1', 0x0a, 8,  'c',
+                                 '1',  0,   'o', 't', 'h',  'e', 'r'};
+  ok(!cp_request_unpack(reg, nul2, sizeof nul2, &st, &why),
+     "issue 22 item 12: cluster_id c1<NUL>other is refused");
+  /* ReportRuntimeRequest.counters (7) > ProxyCounter.proxy_id (1) */
+  static const uint8_t nested[] = {0x0a, 2, 'w', '1', 0x3a, 7, 0x0a,
+                                   3,    'p', '1', 0,   0x10, 1};
+  ok(!cp_request_unpack(rt, nested, sizeof nested, &st, &why) &&
+         st == CP_GRPC_INVALID_ARGUMENT,
+     "issue 22 item 12: a nested string (a counter's proxy_id p1<NUL>) is "
+     "refused");
+  static const uint8_t good[] = {0x0a, 2, 'w', '1', 0x3a, 6, 0x0a,
+                                 2,    'p', '1', 0x10, 1};
+  Controlplane__V1__ReportRuntimeRequest *r =
+      cp_request_unpack(rt, good, sizeof good, &st, &why);
+  ok(r && st == 0 && r->n_counters == 1 &&
+         strcmp(r->counters[0]->proxy_id, "p1") == 0,
+     "the same request without the NUL unpacks");
+  if (r)
+    controlplane__v1__report_runtime_request__free_unpacked(r, NULL);
+  /* a bytes field (WatchSnapshotsRequest.last_checksum, 4) may hold NULs,
+   * and so may a field this build does not know (99, length-delimited) */
+  static const uint8_t bytes[] = {0x0a, 1, 'w', 0x22, 2, 0, 0,
+                                  0x9a, 6, 2, 0,    'x'};
+  void *w = cp_request_unpack(
+      &controlplane__v1__watch_snapshots_request__descriptor, bytes,
+      sizeof bytes, &st, &why);
+  ok(w && st == 0, "NUL bytes in a bytes field and in an unknown field pass");
+  if (w)
+    protobuf_c_message_free_unpacked(w, NULL);
+  static const uint8_t cut[] = {0x12, 9, 'w', '1'};
+  ok(!cp_request_unpack(reg, cut, sizeof cut, &st, &why) &&
+         st == CP_GRPC_INVALID_ARGUMENT,
+     "a length beyond the message: malformed, INVALID_ARGUMENT");
+  like(why, "malformed", "... saying malformed");
+  q = cp_request_unpack(reg, NULL, 0, &st, &why);
+  ok(q && st == 0, "an empty message unpacks (its checks refuse it later)");
+  if (q)
+    controlplane__v1__register_worker_request__free_unpacked(q, NULL);
+}
+
 int main(void) {
   plan_lazy();
   test_ids();
@@ -215,5 +278,6 @@ int main(void) {
   test_ack();
   test_runtime();
   test_outcomes();
+  test_wire_strings();
   return done_testing();
 }

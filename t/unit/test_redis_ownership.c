@@ -4,7 +4,9 @@
  * every fence rule of the cp.authority service as its own test, named by
  * its CP requirement; the races (a re-registration while the old session
  * still issues, a delayed report after a negative ACK, a killed worker
- * whose proxies move only after its session and its lease); draining;
+ * whose proxies move only after its session and its lease, a lease that
+ * ends before the session or with a worker registering again without
+ * ACKing: the proxies move when the lease ends); draining;
  * usable counts; Redis flushing its scripts, stopped, frozen and
  * restarted; and, after it all, a dump of every key and value, which must
  * hold no secret. Every wait is a bounded loop on a condition. */
@@ -742,8 +744,9 @@ static void test_killed_worker(void) {
 }
 
 /* The other order: the lease lapses first while the session lives on.
- * The proxy stays with w2 until its session expired too (CP-4-6), and its
- * counts stop counting as soon as the lease lapsed (CP-2-15). */
+ * Ownership ends with the lease whatever the session does (issue 22 item
+ * 13, CP-4-6: the lease is the ownership's validity), and the counts stop
+ * counting as soon as the lease lapsed (CP-2-15). */
 static void test_lease_first(void) {
   if (start_mod("c-lease", "session_ttl = 3s\nownership_lease = 1s\n"
                            "runtime_ttl = 3s\n") < 0) {
@@ -762,10 +765,9 @@ static void test_lease_first(void) {
   got rep = report("w2", "s2", 1, 1, v2, ep, c, 1);
   is_int(rep.result, CP_AUTH_OK, "w2 reports once, then stops reporting");
   const char *ids[] = {"pb"};
-  int lapsed = 0, stayed = 1, moved = 0;
+  int lapsed = 0, counted = 0, moved = 0, early = 0, session = 0;
   for (int round = 0; round < 100 && !moved; round++) {
     report("w1", "s1", (uint64_t)round + 1, round, v1, ep, NULL, 0);
-    int session = rint_("EXISTS %s", "ph:cp:{c-lease}:w:w2:session") == 1;
     char until[64];
     long long lease = atoll(rhget("ph:cp:{c-lease}:owner:pb", "until", until,
                                   sizeof(until)));
@@ -774,25 +776,78 @@ static void test_lease_first(void) {
      * after, a slow machine would see a lapse that happened after. */
     long long before = redis_time_ms();
     got u = usable(ids, 1);
-    if (session && lease > 0 && before > lease) {
+    if (lease > 0 && before > lease) {
       lapsed = 1;
       if (u.valid[0])
-        stayed = 0; /* counts of a lapsed lease must not count */
+        counted = 1; /* counts of a lapsed lease must not count */
     }
     assign(ps, 1, NULL, 0);
     char w[64];
     rhget("ph:cp:{c-lease}:owner:pb", "worker", w, sizeof(w));
     if (strcmp(w, "w1") == 0) {
       moved = 1;
-      if (rint_("EXISTS %s", "ph:cp:{c-lease}:w:w2:session") == 1)
-        stayed = 0;
+      early = redis_time_ms() < lease;
+      session = rint_("EXISTS %s", "ph:cp:{c-lease}:w:w2:session") == 1;
     }
     mock_run_for(M, 50);
   }
-  ok(lapsed, "w2's lease lapsed while its session lived");
-  ok(stayed, "CP-4-6: the proxy did not move while w2's session lived; "
-             "CP-2-15: its counts were not used once the lease lapsed");
-  ok(moved, "CP-4-6: it moved once the session expired too");
+  ok(lapsed && !counted, "CP-2-15: w2's counts were not used once its lease lapsed");
+  ok(moved && session,
+     "issue 22 item 13: the proxy moved once w2's lease lapsed, its session "
+     "still alive");
+  ok(!early, "CP-4-6: ... not before the lease's end (Redis time)");
+  stop_mod();
+}
+
+/* Issue 22 item 13: a worker that registers again and again (two
+ * processes sharing its id, a gateway NACKing every snapshot) and never
+ * ACKs or reports keeps a live session, never a lease: its proxies go to
+ * a worker that reports once the lease ended, never before, and never
+ * back to it while that worker can take them. */
+static void test_reregister_without_ack(void) {
+  if (start_mod("c-rereg", "session_ttl = 30s\nownership_lease = 1s\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v2, ep2;
+  acked("w2", "zb", "s2-0", &v2, &ep2);
+  cp_auth_proxy ps[] = {{"pa", 10, "zb"}, {"pb", 10, "zb"}};
+  got a = assign(ps, 2, NULL, 0);
+  ok(a.assigned == 2, "w2, alone, owns both proxies");
+  char until[64];
+  long long lease = atoll(rhget("ph:cp:{c-rereg}:owner:pa", "until", until,
+                                sizeof(until)));
+  uint64_t v1, ep1;
+  acked("w1", "za", "s1", &v1, &ep1);
+  int moved = 0, early = 0, two = 0, session = 1;
+  uint64_t seq = 0;
+  for (int round = 0; round < 100 && !moved; round++) {
+    char sid[32];
+    snprintf(sid, sizeof(sid), "s2-%d", round + 1);
+    reg("w2", "zb", sid); /* again, never an ACK */
+    got cur = usable(NULL, 0);
+    if (cur.epoch != ep1) { /* w1 follows the epoch, as a gateway would */
+      ep1 = cur.epoch;
+      reack("w1", "s1", ep1, &v1);
+    }
+    seq++;
+    report("w1", "s1", seq, (int)seq, v1, ep1, NULL, 0);
+    assign(ps, 2, NULL, 0);
+    got o1 = owned("w1", "s1");
+    got o2 = owned("w2", sid);
+    if (has(&o1, "pa") && has(&o1, "pb")) {
+      moved = 1;
+      early = redis_time_ms() < lease;
+      session = o2.result == CP_AUTH_OK;
+    }
+    if ((has(&o1, "pa") && has(&o2, "pa")) || (has(&o1, "pb") && has(&o2, "pb")))
+      two = 1;
+    mock_run_for(M, 100);
+  }
+  ok(moved, "issue 22 item 13: w1 got both proxies of the re-registering w2");
+  ok(session, "... while w2's session lived");
+  ok(!early, "CP-4-6: ... not before w2's lease ended (Redis time)");
+  ok(!two, "CP-4-1: at no instant did a proxy have two owners");
   stop_mod();
 }
 
@@ -1240,6 +1295,7 @@ int main(void) {
   test_fresh_hold();
   test_killed_worker();
   test_lease_first();
+  test_reregister_without_ack();
   test_draining();
   test_extraction();
   test_extraction_crashed_owner();

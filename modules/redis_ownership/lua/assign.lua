@@ -4,8 +4,11 @@
 -- One proxy, one owner (CP-4-1): P..'owner:<proxy>' is a hash {worker,
 -- until}; each worker's index P..'w:<worker>:owned' (a sorted set scored
 -- by lease expiry) mirrors it and is written in the same step.
---  1. an ownership ends when its worker's session AND its lease both
---     expired (CP-4-6);
+--  1. an ownership ends when its lease expired, whatever its worker's
+--     session does (CP-4-6; issue 22 item 13): accepted runtime reports
+--     renew the lease, and a worker that registers again and again without
+--     ACKing or reporting keeps a live session but no lease; a proxy so
+--     lapsed goes to another worker in 3 when one can take it;
 --  2. a draining proxy's ownership ends when its owner's current report,
 --     made on a snapshot version above the one current when the proxy
 --     began draining, shows active and reserved zero (CP-4-4);
@@ -46,6 +49,7 @@ for _, w in ipairs(redis.call('ZRANGE', workers_key, 0, -1)) do
   names[#names + 1] = w
 end
 local assigned, released = 0, 0
+local lapsed = {} -- proxy -> the worker whose lease on it ended now
 local function release(p, w)
   redis.call('DEL', P .. 'owner:' .. p)
   redis.call('ZREM', wkey(w, 'owned'), p)
@@ -121,8 +125,9 @@ for _, w in ipairs(names) do
       if live[w] then
         live[w].n = live[w].n - 1
       end
-    elseif not live[w] and tonumber(o[2]) <= now then
+    elseif tonumber(o[2]) <= now then
       release(p, w)
+      lapsed[p] = w
     elseif live[w] then
       live[w].cap = live[w].cap + (cap_of[p] or 0)
     end
@@ -145,11 +150,11 @@ for _, w in ipairs(names) do
     order[#order + 1] = w
   end
 end
-local function pick(zone, same_zone)
+local function pick(zone, same_zone, not_w)
   local best
   for _, w in ipairs(order) do
     local l = live[w]
-    if l.n < max_owned and (not same_zone or l.zone == zone) then
+    if w ~= not_w and l.n < max_owned and (not same_zone or l.zone == zone) then
       if not best or l.cap < live[best].cap or
           (l.cap == live[best].cap and l.n < live[best].n) then
         best = w
@@ -162,7 +167,11 @@ local lease_until = now + lease
 for _, u in ipairs(usable) do
   if not held and not taken[u.id] and
       redis.call('EXISTS', P .. 'owner:' .. u.id) == 0 then
-    local w = (u.zone ~= '' and pick(u.zone, true)) or pick(u.zone, false)
+    local x = lapsed[u.id]
+    local w = (u.zone ~= '' and pick(u.zone, true, x)) or pick(u.zone, false, x)
+    if not w and x then
+      w = (u.zone ~= '' and pick(u.zone, true)) or pick(u.zone, false)
+    end
     if w then
       redis.call('HSET', P .. 'owner:' .. u.id, 'worker', w,
         'until', tostring(lease_until))
