@@ -13,7 +13,7 @@ EXTRA_DIST += t/lib/tm_peer.py t/lib/tunnel.sh
 INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 	t/integration/tunnel_modes.sh t/integration/tunnel_one_process.sh \
 	t/integration/tunnel_failover.sh t/integration/tunnel_browser.sh \
-	t/integration/demo.sh
+	t/integration/demo.sh t/integration/tunnel_reset_codes.sh
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh
 endif
