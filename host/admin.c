@@ -28,16 +28,19 @@
  * a newcomer: when all max_connections slots are taken, the new
  * connection replaces the one least worth keeping, in this order: one in
  * DRAIN (its response is already sent), one that has sent nothing, one
- * with a partial request (READ or BODY); the oldest first within each.
- * Idle connections thus cannot lock out /readyz, /metrics or an
- * authenticated API call, however fast they are re-opened: the listener
- * has TCP_DEFER_ACCEPT (a connection is handed to accept only once its
- * first bytes have come, or after header_timeout), and a new connection
- * is read at once when accepted, so a prompt client's request is served
- * before any later newcomer could take its slot. Only when every slot is a request being served
- * (WAIT, WRITE) is the newcomer closed at once, without a response: that
- * costs nothing and cannot block (a 503 would need a write that might not
- * complete). Each such close is counted and logged (rate-limited).
+ * with a partial request (READ or BODY), and last one whose response the
+ * client does not read (WRITE: a small response goes out at once, so only
+ * a large one to a client that does not read stays there); the oldest
+ * first within each. Idle connections thus cannot lock out /readyz,
+ * /metrics or an authenticated API call, however fast they are re-opened:
+ * the listener has TCP_DEFER_ACCEPT (a connection is handed to accept
+ * only once its first bytes have come, or after header_timeout), and a
+ * new connection is read at once when accepted, so a prompt client's
+ * request is served before any later newcomer could take its slot. Only
+ * when every slot is a request a module is working on (WAIT) is the
+ * newcomer closed at once, without a response: that costs nothing and
+ * cannot block (a 503 would need a write that might not complete). Each
+ * such close is counted and logged (rate-limited).
  *
  * DRAIN is a lingering close: after the response, we shut down our side
  * and read and discard until the client closes. Closing a socket with
@@ -79,7 +82,7 @@
 enum admin_close_reason {
   ADMIN_CLOSE_HEADER_TIMEOUT, /* no whole request within header_timeout */
   ADMIN_CLOSE_EVICTED,        /* its slot went to a new connection */
-  ADMIN_CLOSE_FULL,           /* new, and every slot was serving a request */
+  ADMIN_CLOSE_FULL,           /* new, every slot a module's request */
   ADMIN_CLOSE_REASONS
 };
 static const char *const close_reasons[] = {"header_timeout", "evicted",
@@ -625,8 +628,9 @@ static int conn_rank(const admin_conn *c) {
     return c->in_len == 0 ? 1 : 2;
   case CONN_BODY:
     return 2;
-  case CONN_WAIT:
   case CONN_WRITE:
+    return 3;
+  case CONN_WAIT:
     break;
   }
   return -1;
@@ -636,7 +640,7 @@ static int conn_rank(const admin_conn *c) {
  * first, so "<=" leaves the oldest of the best rank. */
 static admin_conn *pick_victim(ph_admin *a) {
   admin_conn *victim = NULL;
-  int best = 3;
+  int best = 4;
   for (admin_conn *c = a->conns; c; c = c->next) {
     int r = conn_rank(c);
     if (r >= 0 && r <= best) {
@@ -793,7 +797,7 @@ static void register_metrics(ph_admin *a) {
   ph_metric_def d = {"proxyhost_admin_connections_closed_total",
                      "Admin connections the listener closed on its own: no "
                      "whole request within header_timeout, slot given to a "
-                     "new connection, or every slot serving a request",
+                     "new connection, or every slot a module's request",
                      PH_METRIC_COUNTER, reason_label, 1, NULL, 0};
   ph_buf err;
   buf_init(&err, 0);

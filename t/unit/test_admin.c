@@ -614,6 +614,33 @@ static void test_max_connections(void) {
   free(r.raw);
 }
 
+/* Issue 22 item 9: a client that asks for a large response and does not
+ * read it holds its slot in WRITE; a newcomer still gets one (the bulk
+ * listener: 2 slots, about 6 MB of /metrics). */
+static void test_write_eviction(void) {
+  static const char get[] = "GET /metrics HTTP/1.1\r\n\r\n";
+  int slow[2];
+  for (int i = 0; i < 2; i++) {
+    slow[i] = client_connect_to(bulk_port, 4096);
+    send_all(slow[i], get, sizeof(get) - 1);
+  }
+  /* Both are being written to once their first bytes are here. */
+  int writing = 0;
+  for (int tries = 0; tries < 200 && writing < 2; tries++) {
+    char c;
+    writing = 0;
+    for (int i = 0; i < 2; i++)
+      writing += recv(slow[i], &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+    if (writing < 2)
+      usleep(10000);
+  }
+  is_int(writing, 2, "two clients that do not read a large /metrics");
+  reply r = request_to(bulk_port, "GET /healthz HTTP/1.1\r\n\r\n", 25, 0, 0);
+  is_int(r.status, 200, "... do not keep a newcomer out");
+  free(r.raw);
+  close_all(slow, 2);
+}
+
 static void *client_main(void *arg) {
   int *idle = arg;
   test_routes();
@@ -623,6 +650,7 @@ static void *client_main(void *arg) {
   test_large_head();
   test_deadline();
   test_max_connections();
+  test_write_eviction();
   /* Left open for admin_stop to clean up; the request after it makes sure
    * the server has accepted it (accepts are in arrival order). */
   *idle = client_connect(0);
