@@ -10,7 +10,8 @@
 #  - the real agent tells a target reset mid-stream as connection_refused
 #    and its idle timeout as timeout;
 #  - the real client's own open timeout is RESET timeout, which the
-#    server passes on to the agent's open.
+#    server passes on to the agent's open; the real client logs the code
+#    of the RESET that ended a stream.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
 require_modules store_sqlite auth_cache admin_api tunnel_server \
@@ -46,7 +47,7 @@ client() {
     --token-file "$T/client.token" --timeout 10 --lifetime 60 "$@" \
     --script "$script"
 }
-peer_agent edge-reset --serve reset:1000:host_unreachable
+peer_agent edge-reset --serve reset:0:host_unreachable
 peer_agent edge-full --serve reset:200000:connection_refused
 peer_agent edge-never --answer never
 tn_wait_sessions "$s1_admin" server 3; ok $? "three peer agents connected"
@@ -81,6 +82,13 @@ reset_timeout() { grep '"ev": "reset"' "$T/edge-never.ev" | grep -q '"code": "ti
 wait_for reset_timeout
 ok $? "the client's open timeout reaches the agent as RESET timeout (client, then server)"
 unlike "$(grep '"ev": "reset"' "$T/edge-never.ev")" '"code": "ok"' "... never as code 0"
+TN_AGENT=edge-reset tn_client c2 s1
+ok $? "a tunnel_client for edge-reset"
+wait_for tn_ready "$c2_admin"; ok $? "... ready"
+TN_CURL_MAX=5 tn_get "$c2_socks" "http://ok.test:80/" >/dev/null 2>&1
+client_line() { grep -q 'msg="stream end".*code=host_unreachable.*end=reset' "$T/c2.log"; }
+wait_for client_line
+ok $? "the client's stream line names the code of the RESET that ended it"
 
 # ---- the real agent: a target failing mid-stream ----------------------
 python3 "$top_srcdir/t/lib/bad_upstream.py" reset_late --port-file "$T/rst.port" \
