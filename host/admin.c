@@ -787,9 +787,9 @@ static int check_opts(const ph_admin_opts *o, ph_buf *err) {
   return 0;
 }
 
-/* A registry may already hold the metric (a listener started again on
- * reload registers the same definition): registering it again is allowed
- * and gives the same series. */
+/* proxyhost_admin_connections_closed_total{reason}. Two listeners on one
+ * registry share it: the same definition registered again gives the same
+ * series. */
 static void register_metrics(ph_admin *a) {
   if (!a->registry)
     return;

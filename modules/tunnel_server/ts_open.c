@@ -172,20 +172,20 @@ static void relay_done(void *arg, const relay_stats *st, int end) {
 }
 
 /* Issue 22 item 8: the two streams are linked (tm_stream_link), so a
- * RESET from one side goes on to the other with its code; the idle
- * timeout is told to both as timeout. */
+ * RESET from one side goes on to the other with its code; the relay's own
+ * ends (idle: timeout, no memory: internal_error) are told to both. */
 static void relay_ending(void *arg, int end, int error_side, int err) {
   ts_open *op = arg;
   (void)err;
-  op->end_code = relay_reset_code(end, 0);
-  if (end == RELAY_END_IDLE) {
-    tm_stream_set_close_code(op->relayed[0], op->end_code);
-    tm_stream_set_close_code(op->relayed[1], op->end_code);
-  } else if (end == RELAY_END_ERROR && error_side != RELAY_SIDE_NONE) {
+  if (end == RELAY_END_ERROR && error_side != RELAY_SIDE_NONE) {
     int code = tm_stream_reset_code(
         op->relayed[error_side == RELAY_SIDE_CLIENT ? 0 : 1]);
     op->end_code = code >= 0 ? code : PH_OPEN_INTERNAL_ERROR;
+    return;
   }
+  op->end_code = relay_reset_code(end, 0);
+  tm_stream_set_close_code(op->relayed[0], op->end_code);
+  tm_stream_set_close_code(op->relayed[1], op->end_code);
 }
 
 /* ---- the agent's answer ------------------------------------------------- */
