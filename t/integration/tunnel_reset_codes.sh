@@ -8,7 +8,8 @@
 #  - also while the client's window is closed (the server's relay has
 #    stopped reading the agent's stream): at once, not at the idle timeout;
 #  - the real agent tells a target reset mid-stream as connection_refused
-#    and its idle timeout as timeout;
+#    and its idle timeout as timeout, the server its own as timeout to
+#    both sides;
 #  - the real client's own open timeout is RESET timeout, which the
 #    server passes on to the agent's open; the real client logs the code
 #    of the RESET that ended a stream.
@@ -39,11 +40,12 @@ peer_agent() {
     "$@" >"$T/$name.ev" 2>&1 &
   PIDS="$PIDS $!"
 }
-# client NAME SCRIPT [ARGS...]: a tm_peer client; exit status in RC.
+# client NAME SCRIPT [ARGS...]: a tm_peer client of s1 (of the server on
+# $peer_port when set); exit status in RC.
 client() {
   name=$1 script=$2
   shift 2
-  tn_peer_run "$name" --as client --url "ws://127.0.0.1:$s1_port/tunnel" \
+  tn_peer_run "$name" --as client --url "ws://127.0.0.1:${peer_port:-$s1_port}/tunnel" \
     --token-file "$T/client.token" --timeout 10 --lifetime 60 "$@" \
     --script "$script"
 }
@@ -119,4 +121,25 @@ client target_idle '[
 is "$RC" 0 "the agent's idle timeout reaches the client as timeout"
 like "$(cat "$T/a1.log")" 'code=connection_refused end=error' "the agent's stream line names the code"
 like "$(cat "$T/a1.log")" 'code=timeout end=idle_timeout' "... and the idle one"
+
+# ---- the server's own idle timeout: RESET timeout to both sides --------
+# (last: a second server with its own store; tn_creds rewrites the token
+# files the processes above read)
+TN_DB=$T/s2.db tn_server s2 "[tunnel_server]
+stream.idle_timeout = 1s"
+ok $? "a second tunnel_server with stream.idle_timeout = 1s"
+tn_creds s2; ok $? "... and its credentials"
+tm_peer --as agent --url "ws://127.0.0.1:$s2_port/tunnel" \
+  --token-file "$T/agent.token" --agent-id edge-1 --stay --lifetime 120 \
+  --serve hold >"$T/held.ev" 2>&1 &
+PIDS="$PIDS $!"
+tn_wait_sessions "$s2_admin" server 1; ok $? "a peer agent that never sends"
+peer_port=$s2_port
+client server_idle '[
+ {"op":"open","sid":1,"host":"ok.test","port":80,"agent":"edge-1"},
+ {"op":"expect_result","sid":1,"accepted":true},
+ {"op":"expect_reset","sid":1,"code":"timeout"}]'
+is "$RC" 0 "the server's idle timeout reaches the client as timeout"
+agent_timeout() { grep '"ev": "reset"' "$T/held.ev" | grep -q '"code": "timeout"'; }
+wait_for agent_timeout; ok $? "... and the agent as timeout"
 done_testing
