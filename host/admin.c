@@ -16,11 +16,31 @@
  * too and answers 504.
  *
  * A single deadline (timeout_ms from accept) covers all three states; on
- * expiry the connection is closed wherever it is.
+ * expiry the connection is closed wherever it is. A shorter one,
+ * header_timeout_ms from accept, covers READ and BODY: a client that has
+ * not sent its whole request by then is closed (issue 22 item 9: idle
+ * connections are closed quickly).
  *
- * Over max_connections, a new connection is accepted and closed at once,
- * without a response: that costs nothing per excess client and cannot
- * block (a 503 would need a write that might not complete).
+ * Slots (issue 22 item 9). The listener cannot tell, before a request has
+ * arrived, whether it will be a health check or carry a valid token (the
+ * token is checked by the module), so it keeps no fixed reserve. Instead
+ * a slot held by a client that is not being served is always given up to
+ * a newcomer: when all max_connections slots are taken, the new
+ * connection replaces the one least worth keeping, in this order: one in
+ * DRAIN (its response is already sent), one that has sent nothing, one
+ * with a partial request (READ or BODY), and last one whose response the
+ * client does not read (WRITE: a small response goes out at once, so only
+ * a large one to a client that does not read stays there); the oldest
+ * first within each. Idle connections thus cannot lock out /readyz,
+ * /metrics or an authenticated API call, however fast they are re-opened:
+ * the listener has TCP_DEFER_ACCEPT (a connection is handed to accept
+ * only once its first bytes have come, or after header_timeout), and a
+ * new connection is read at once when accepted, so a prompt client's
+ * request is served before any later newcomer could take its slot. Only
+ * when every slot is a request a module is working on (WAIT) is the
+ * newcomer closed at once, without a response: that costs nothing and
+ * cannot block (a 503 would need a write that might not complete). Each
+ * such close is counted and logged (rate-limited).
  *
  * DRAIN is a lingering close: after the response, we shut down our side
  * and read and discard until the client closes. Closing a socket with
@@ -36,6 +56,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +65,7 @@
 
 #include "addr.h"
 #include "admin_parse.h"
+#include "log.h"
 #include "routes.h"
 
 #define ADMIN_HEAD_MAX 8192
@@ -55,6 +77,16 @@
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* Why the listener closed a connection on its own (metric label). */
+enum admin_close_reason {
+  ADMIN_CLOSE_HEADER_TIMEOUT, /* no whole request within header_timeout */
+  ADMIN_CLOSE_EVICTED,        /* its slot went to a new connection */
+  ADMIN_CLOSE_FULL,           /* new, every slot a module's request */
+  ADMIN_CLOSE_REASONS
+};
+static const char *const close_reasons[] = {"header_timeout", "evicted",
+                                            "full", NULL};
 
 typedef enum conn_state {
   CONN_READ,
@@ -81,6 +113,7 @@ typedef struct admin_conn {
   size_t body_len, body_want;
   int64_t route_id;
   int dispatching, replied;
+  ev_tstamp opened; /* accepted at (loop time) */
   struct admin_conn *prev, *next;
   size_t in_len;
   char in[ADMIN_HEAD_MAX];
@@ -94,6 +127,10 @@ struct ph_admin {
   ev_timer accept_pause;
   int max_connections;
   double timeout;
+  double header_timeout;
+  /* proxyhost_admin_connections_closed_total by reason; NULL: none. */
+  ph_series *m_closed[ADMIN_CLOSE_REASONS];
+  ph_ratelimit closed_rl;
   size_t max_body;
   ph_routes *routes;
   ph_registry *registry;
@@ -104,6 +141,17 @@ struct ph_admin {
 };
 
 /* ---- connections ------------------------------------------------------ */
+
+/* Counts and logs (rate-limited) a connection the listener closed on its
+ * own. Nothing from the request is logged: it may hold a token. */
+static void count_close(ph_admin *a, enum admin_close_reason why) {
+  if (a->m_closed[why])
+    metrics_inc(a->m_closed[why], 1);
+  ph_log_field f[] = {PH_STR("reason", close_reasons[why]),
+                      PH_INT("max_connections", a->max_connections)};
+  log_write_rl(NULL, &a->closed_rl, PH_LOG_WARN, "admin connection closed",
+               f, 2);
+}
 
 static void conn_close(admin_conn *c) {
   ph_admin *a = c->a;
@@ -515,6 +563,21 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents) {
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   admin_conn *c = w->data;
+  ph_admin *a = c->a;
+  if (c->state == CONN_READ || c->state == CONN_BODY) {
+    if (a->header_timeout < a->timeout)
+      count_close(a, ADMIN_CLOSE_HEADER_TIMEOUT);
+    conn_close(c);
+    return;
+  }
+  /* The timer first fires at header_timeout: a request that came whole
+   * before it has the rest of the whole-request deadline. */
+  double left = a->timeout - (ev_now(loop) - c->opened);
+  if (left > 0.001) {
+    ev_timer_set(&c->deadline, left, 0.);
+    ev_timer_start(loop, &c->deadline);
+    return;
+  }
   if (c->state == CONN_WAIT && c->route_id > 0) {
     int64_t id = c->route_id;
     c->route_id = 0;
@@ -539,7 +602,11 @@ static void conn_open(ph_admin *a, int fd) {
   buf_init(&c->out, 0);
   ev_io_init(&c->io, on_conn_io, fd, EV_READ);
   c->io.data = c;
-  ev_timer_init(&c->deadline, on_deadline, a->timeout, 0.);
+  c->opened = ev_now(a->loop);
+  ev_timer_init(&c->deadline, on_deadline,
+                a->header_timeout < a->timeout ? a->header_timeout
+                                               : a->timeout,
+                0.);
   c->deadline.data = c;
   c->next = a->conns;
   if (a->conns)
@@ -548,6 +615,40 @@ static void conn_open(ph_admin *a, int fd) {
   a->n_conns++;
   ev_io_start(a->loop, &c->io);
   ev_timer_start(a->loop, &c->deadline);
+  conn_read(c); /* a prompt client's request is often there already */
+}
+
+/* How readily a connection gives its slot to a new one (lower first);
+ * -1: a request being served, kept. See the top of the file. */
+static int conn_rank(const admin_conn *c) {
+  switch (c->state) {
+  case CONN_DRAIN:
+    return 0;
+  case CONN_READ:
+    return c->in_len == 0 ? 1 : 2;
+  case CONN_BODY:
+    return 2;
+  case CONN_WRITE:
+    return 3;
+  case CONN_WAIT:
+    break;
+  }
+  return -1;
+}
+
+/* The connection to close for a newcomer, or NULL. The list is newest
+ * first, so "<=" leaves the oldest of the best rank. */
+static admin_conn *pick_victim(ph_admin *a) {
+  admin_conn *victim = NULL;
+  int best = 4;
+  for (admin_conn *c = a->conns; c; c = c->next) {
+    int r = conn_rank(c);
+    if (r >= 0 && r <= best) {
+      victim = c;
+      best = r;
+    }
+  }
+  return victim;
 }
 
 /* ---- listener --------------------------------------------------------- */
@@ -580,10 +681,17 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
         pause_accept(a);
       return;
     }
-    if (a->n_conns >= a->max_connections)
-      close(fd);
-    else
-      conn_open(a, fd);
+    if (a->n_conns >= a->max_connections) {
+      admin_conn *victim = pick_victim(a);
+      if (!victim) {
+        count_close(a, ADMIN_CLOSE_FULL);
+        close(fd);
+        continue;
+      }
+      count_close(a, ADMIN_CLOSE_EVICTED);
+      conn_close(victim);
+    }
+    conn_open(a, fd);
   }
 }
 
@@ -648,6 +756,14 @@ fail:;
   return -1;
 }
 
+/* Connections that have sent nothing wait in the kernel, not in a slot,
+ * for up to header_timeout (whole seconds, at least 1). Best effort: a
+ * system without it only loses that head start. */
+static void defer_accept(int fd, double header_timeout) {
+  int secs = (int)header_timeout + 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+}
+
 static int check_opts(const ph_admin_opts *o, ph_buf *err) {
   if (!o || !o->listen || !o->listen[0]) {
     buf_puts(err, "admin listen: no address");
@@ -663,7 +779,34 @@ static int check_opts(const ph_admin_opts *o, ph_buf *err) {
                o->timeout_ms);
     return -1;
   }
+  if (o->header_timeout_ms < 0) {
+    buf_printf(err, "admin: header_timeout_ms must not be negative, got %d",
+               o->header_timeout_ms);
+    return -1;
+  }
   return 0;
+}
+
+/* proxyhost_admin_connections_closed_total{reason}. Two listeners on one
+ * registry share it: the same definition registered again gives the same
+ * series. */
+static void register_metrics(ph_admin *a) {
+  if (!a->registry)
+    return;
+  static const ph_label_def reason_label[] = {{"reason", close_reasons}};
+  ph_metric_def d = {"proxyhost_admin_connections_closed_total",
+                     "Admin connections the listener closed on its own: no "
+                     "whole request within header_timeout, slot given to a "
+                     "new connection, or every slot a module's request",
+                     PH_METRIC_COUNTER, reason_label, 1, NULL, 0};
+  ph_buf err;
+  buf_init(&err, 0);
+  ph_metric *m = metrics_register(a->registry, &d, &err);
+  buf_free(&err);
+  for (int i = 0; m && i < ADMIN_CLOSE_REASONS; i++) {
+    const char *v[] = {close_reasons[i]};
+    a->m_closed[i] = metrics_series(m, v);
+  }
 }
 
 ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
@@ -684,11 +827,16 @@ ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
   a->port = bound_port(fd);
   a->max_connections = o->max_connections;
   a->timeout = o->timeout_ms / 1000.0;
+  /* 0: only the whole-request deadline. */
+  a->header_timeout = o->header_timeout_ms > 0 ? o->header_timeout_ms / 1000.0
+                                               : a->timeout;
   a->max_body = o->max_body;
   a->routes = o->routes;
   a->registry = o->registry;
   a->ready = o->ready;
   a->ready_arg = o->ready_arg;
+  defer_accept(fd, a->header_timeout);
+  register_metrics(a);
   ev_io_init(&a->accept_io, on_accept, fd, EV_READ);
   a->accept_io.data = a;
   ev_timer_init(&a->accept_pause, on_accept_pause, ADMIN_ACCEPT_PAUSE, 0.);

@@ -3,7 +3,8 @@
  * modules' routes under /v1/ (ABI 1.3: GET, POST, PATCH, DELETE, bodies
  * with Content-Length up to max_body). HTTP/1.0 and 1.1, one request per
  * connection, bounded request head and body, bounded connections, one
- * deadline per request. */
+ * deadline per request and a shorter one to receive it; a slot held by a
+ * client that is not being served goes to a new connection. */
 #ifndef PH_ADMIN_H
 #define PH_ADMIN_H
 
@@ -23,6 +24,8 @@ typedef struct ph_admin_opts {
   const char *listen;        /* "127.0.0.1:9470", "[::1]:9470" */
   int max_connections;       /* concurrent clients; more are closed */
   int timeout_ms;            /* whole-request deadline */
+  int header_timeout_ms;     /* whole request (head, body) received within;
+                                0: timeout_ms only */
   size_t max_body;           /* a route request's body, bytes */
   ph_routes *routes;         /* modules' routes; NULL: none */
   ph_registry *registry;

@@ -66,6 +66,11 @@ const ph_conf_key ph_admin_keys[] = {
                 NULL, "concurrent admin clients", NULL),
     PH_CONF_KEY("timeout", PH_CONF_DURATION, "5s", 100, 60000, PH_CONF_RESTART,
                 NULL, "deadline for one admin request", NULL),
+    PH_CONF_KEY("header_timeout", PH_CONF_DURATION, "2s", 100, 60000,
+                PH_CONF_RESTART, NULL,
+                "a connection that has not sent its whole request (head and "
+                "body) by then is closed (at most timeout)",
+                NULL),
     PH_CONF_KEY("max_body", PH_CONF_SIZE, "64KiB", 1024, 1048576,
                 PH_CONF_RESTART, NULL,
                 "largest request body for a module's route under /v1/",
@@ -685,6 +690,8 @@ int core_start_admin(ph_core *c, ph_buf *err) {
       .listen = listen,
       .max_connections = (int)conf_int(c->conf, "admin", "max_connections"),
       .timeout_ms = (int)conf_int(c->conf, "admin", "timeout"),
+      .header_timeout_ms =
+          (int)conf_int(c->conf, "admin", "header_timeout"),
       .max_body = (size_t)conf_int(c->conf, "admin", "max_body"),
       .routes = c->routes,
       .registry = c->metrics,

@@ -115,6 +115,7 @@ struct ph_relay {
   relay_opts o;
   guard g;
   int error_side; /* enum relay_side: the first end that failed */
+  int error_errno; /* its failed call's errno when it is a socket, else 0 */
   unsigned first_down_sent : 1;
 };
 
@@ -123,8 +124,10 @@ enum { STEP_OK = 0, STEP_ERROR = -1 };
 /* A step failed on end e (its read or its write): remembered for
  * relay_stats.error_side, the first failure only. Returns STEP_ERROR. */
 static int fail_on(rside *e) {
-  if (e->r->error_side == RELAY_SIDE_NONE)
+  if (e->r->error_side == RELAY_SIDE_NONE) {
     e->r->error_side = e->client ? RELAY_SIDE_CLIENT : RELAY_SIDE_TARGET;
+    e->r->error_errno = e->st ? 0 : errno;
+  }
   return STEP_ERROR;
 }
 
@@ -565,6 +568,9 @@ static void finish(ph_relay *r, int end) {
     close_abortively(&r->cs);
     close_abortively(&r->ts);
   }
+  if (r->o.ending)
+    r->o.ending(arg, end, st.error_side,
+                end == RELAY_END_ERROR ? r->error_errno : 0);
   end_relay(r);
   if (done)
     done(arg, &st, end);
@@ -804,5 +810,28 @@ int relay_lease_end(int end, int error_side) {
                                            : PH_LEASE_END_CLIENT_ERROR;
   default: /* aborted by its owner, or unknown: nothing about the target */
     return PH_LEASE_END_CLIENT_ERROR;
+  }
+}
+
+int relay_reset_code(int end, int err) {
+  if (end == RELAY_END_IDLE)
+    return PH_OPEN_TIMEOUT;
+  if (end != RELAY_END_ERROR)
+    return PH_OPEN_OK;
+  switch (err) {
+  case ECONNRESET:
+  case EPIPE:
+  case ECONNREFUSED:
+    return PH_OPEN_CONNECTION_REFUSED;
+  case ETIMEDOUT:
+    return PH_OPEN_TIMEOUT;
+  case EHOSTUNREACH:
+  case EHOSTDOWN:
+    return PH_OPEN_HOST_UNREACHABLE;
+  case ENETUNREACH:
+  case ENETDOWN:
+    return PH_OPEN_NETWORK_UNREACHABLE;
+  default:
+    return PH_OPEN_INTERNAL_ERROR;
   }
 }

@@ -69,6 +69,14 @@ typedef struct relay_opts {
   int use_splice;          /* 1: splice when both fds are TCP sockets */
   void (*first_down)(void *arg);
   void (*done)(void *arg, const relay_stats *st, int end);
+  /* Optional: called once when the relay ended by itself (not by
+   * relay_abort), just before it closes its ends: how it ended (enum
+   * relay_end), the side that failed (enum relay_side, with
+   * RELAY_END_ERROR) and, when that side is a socket, the errno of its
+   * failed call (else 0). The owner may set what closing a stream end
+   * sends (the reset code, see relay_reset_code); it must not call the
+   * relay or free arg there. */
+  void (*ending)(void *arg, int end, int error_side, int err);
   void *arg;
   /* Optional (NULL: the relay makes its own watcher): the caller's
    * watcher on the client's socket. The relay takes it over from relay_start on,
@@ -124,6 +132,17 @@ relay_stats relay_get_stats(const ph_relay *r);
  * nothing about the target (an error of the client's end or of the
  * relay itself, relay_abort: the owner cut it) CLIENT_ERROR. Pure. */
 int relay_lease_end(int end, int error_side);
+
+/* The reset code (ph_open_code) that tells the peer of a stream end why
+ * the relay ended (issue 22 item 8): RELAY_END_IDLE is timeout; an error
+ * by the errno of the socket that failed (err, as given to ending):
+ * ECONNRESET, EPIPE and ECONNREFUSED (the target's TCP reset)
+ * connection_refused, ETIMEDOUT timeout, EHOSTUNREACH/EHOSTDOWN
+ * host_unreachable, ENETUNREACH/ENETDOWN network_unreachable, anything
+ * else (a stream's own reset, no memory) internal_error;
+ * RELAY_END_CLOSED and RELAY_END_ABORTED are PH_OPEN_OK (code 0: nothing
+ * failed). Pure. */
+int relay_reset_code(int end, int err);
 
 /* Empty splice pipes kept for reuse while any relay lives, 2 fds each
  * (their size counts against the user's pipe-user-pages limits); the

@@ -43,6 +43,8 @@ struct agent_stream {
   tm_stream *st;      /* the session's stream (until the relay owns it) */
   dial_task *task;    /* while dialing */
   ph_relay *relay;    /* while relaying */
+  tm_stream *relayed; /* the stream the relay owns: only in relay_ending */
+  int end_code;       /* why the relay ended, as the stream's reset says */
   int strict;
   uint64_t t_open_us; /* on_open, monotonic */
   uint64_t open_us;   /* on_open to the answer */

@@ -91,8 +91,23 @@ static void relay_done(void *arg, const relay_stats *st, int end) {
                                            : "aborted";
   /* A target read/write failure is the stream's error only (TM-P0-10):
    * the relay reset the stream, nothing else happens. */
-  log_end(as, PH_STAGE_RELAY, PH_OPEN_OK, e, st);
+  log_end(as, PH_STAGE_RELAY, as->end_code, e, st);
   stream_free(as);
+}
+
+/* Before the relay closes the stream: a failure of the target (a reset,
+ * an unreachable host) or the idle timeout reaches the server as the
+ * RESET code it is, not as code 0, "cancelled" (issue 22 item 8); a
+ * reset that came from the server is logged with its own code. */
+static void relay_ending(void *arg, int end, int error_side, int err) {
+  agent_stream *as = arg;
+  if (error_side == RELAY_SIDE_CLIENT) {
+    int code = tm_stream_reset_code(as->relayed);
+    as->end_code = code >= 0 ? code : PH_OPEN_INTERNAL_ERROR;
+    return;
+  }
+  as->end_code = relay_reset_code(end, err);
+  tm_stream_set_close_code(as->relayed, as->end_code);
 }
 
 static void answer_failure(agent_stream *as, int stage, int code,
@@ -150,8 +165,10 @@ static void on_dial_done(void *arg, const ph_open_result *res,
                    .buffer_size = a->cfg.buffer_size,
                    .use_splice = 0,
                    .done = relay_done,
+                   .ending = relay_ending,
                    .arg = as};
   stream_end client = {-1, tm_stream_ph(st)};
+  as->relayed = st;
   c->n_relaying++;
   as->relay = relay_start(a->api, a->ctx, client, target, NULL, 0, &ro);
   if (!as->relay) {

@@ -184,8 +184,8 @@ static void on_open_timeout(ph_timer *t, void *arg) {
   tm_stream *st = r->st;
   r->st = NULL;
   table_del(tc, r);
-  if (st)
-    tm_stream_cancel(st); /* RESET; its callback never runs */
+  if (st) /* RESET timeout (issue 22 item 8); its callback never runs */
+    tm_stream_abort(st, PH_OPEN_TIMEOUT);
   r->res.stage = PH_STAGE_CONNECT;
   r->res.code = PH_OPEN_TIMEOUT;
   r->res.retryable = 1;

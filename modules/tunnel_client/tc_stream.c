@@ -18,6 +18,7 @@
 typedef struct tc_stream {
   ph_stream base; /* first: the ph_stream we hand over */
   ph_stream *inner;
+  tm_stream *st; /* the same stream, for its reset code */
   tc_client *tc;
   ph_stream_fn fn;
   void *arg;
@@ -82,15 +83,19 @@ static void w_close(ph_stream *s) {
   const ph_api *api = tc->api;
   int64_t us = tc_now_us() - w->t_open_us;
   const char *mode = w->strict ? "strict" : "legacy";
-  const char *end = w->was_reset ? "reset" : "closed";
+  /* The code of the RESET that ended it, as the server sent it (issue 22
+   * item 8): "ok" only when nothing failed. */
+  int rc = tm_stream_reset_code(w->st);
+  const char *code = rc > 0 ? ph_open_code_name(rc) : "ok";
+  const char *end = w->was_reset || rc >= 0 ? "reset" : "closed";
   if (tc->cfg.log_target && api->log_enabled(tc->ctx, PH_LOG_DEBUG))
     PH_LOG(api, tc->ctx, PH_LOG_DEBUG, "stream end", PH_STR("stage", "none"),
-           PH_STR("code", "ok"), PH_INT("us", us), PH_STR("open_mode", mode),
+           PH_STR("code", code), PH_INT("us", us), PH_STR("open_mode", mode),
            PH_STR("end", end), PH_UINT("up", w->up), PH_UINT("down", w->down),
            PH_STR("host", w->host), PH_UINT("port", w->port));
   else
     PH_LOG_RL(api, tc->ctx, PH_LOG_INFO, "stream end",
-              PH_STR("stage", "none"), PH_STR("code", "ok"), PH_INT("us", us),
+              PH_STR("stage", "none"), PH_STR("code", code), PH_INT("us", us),
               PH_STR("open_mode", mode), PH_STR("end", end),
               PH_UINT("up", w->up), PH_UINT("down", w->down));
   ph_stream_close(w->inner);
@@ -115,6 +120,7 @@ ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
     return NULL;
   w->base.ops = &tc_stream_ops;
   w->inner = tm_stream_ph(st);
+  w->st = st;
   w->tc = tc;
   w->strict = strict;
   w->t_open_us = t_open_us;

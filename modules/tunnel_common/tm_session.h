@@ -207,8 +207,12 @@ typedef void (*tm_open_cb)(void *arg, tm_stream *st,
 tm_stream *tm_stream_open(tm_session *s, const tm_open_stream *req,
                           uint32_t timeout_ms, tm_open_cb cb, void *arg);
 /* Abandons an open whose cb has not run: the stream is reset towards the
- * peer; cb never runs. */
+ * peer with code 0 ("cancelled": the user went away); cb never runs. */
 void tm_stream_cancel(tm_stream *st);
+/* The same with the RESET code that says why (ph_open_code; out of range:
+ * internal_error), e.g. timeout for the opener's own open timeout (issue
+ * 22 item 8). */
+void tm_stream_abort(tm_stream *st, int code);
 
 /* ---- acceptor ---------------------------------------------------------- */
 
@@ -230,6 +234,19 @@ tm_session *tm_stream_session(const tm_stream *st);
 /* The role's own pointer on a stream (placement, accounting). */
 void tm_stream_set_user(tm_stream *st, void *user);
 void *tm_stream_user(const tm_stream *st);
+/* Reset codes on every hop (issue 22 item 8). The code st was reset with,
+ * sent or received (ph_open_code), or -1 while it was not reset. */
+int tm_stream_reset_code(const tm_stream *st);
+/* The code the owner's ph_stream_close sends when that close resets the
+ * stream (a close before both directions finished): code 0, "cancelled",
+ * unless set here, e.g. by a relay's owner that knows why its other end
+ * failed. Out of range: internal_error. No effect once st was reset. */
+void tm_stream_set_close_code(tm_stream *st, int code);
+/* Joins two streams one relay carries (a server's client and agent
+ * streams): when either is reset, whatever the reason, its code becomes
+ * the other's close code, so the relay's close passes it on. The link
+ * ends when either stream is freed. */
+void tm_stream_link(tm_stream *a, tm_stream *b);
 /* Whether the stream runs with strict open (for open_mode labels). */
 int tm_stream_strict(const tm_stream *st);
 

@@ -76,6 +76,12 @@ struct tm_stream {
   void *cb_arg;
   ph_timer *open_timer;
   void *user;
+  /* Reset codes (issue 22 item 8): the one this stream was reset with
+   * (sent or received; -1 while it was not), and the one the owner's
+   * close sends when that close resets it (TM_RESET_CANCEL unless the
+   * owner or a linked stream said otherwise). */
+  int reset_code, close_code;
+  tm_stream *link; /* tm_stream_link: its reset code becomes our close's */
 };
 
 struct tm_session {

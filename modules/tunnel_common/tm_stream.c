@@ -76,6 +76,8 @@ tm_stream *st_new(tm_session *s, uint32_t id, int local) {
   st->id = id;
   st->local = local ? 1 : 0;
   st->state = TM_ST_IDLE;
+  st->reset_code = -1;
+  st->close_code = TM_RESET_CANCEL;
   st->prev = s->last;
   if (s->last)
     s->last->next = st;
@@ -134,6 +136,10 @@ void st_release(tm_stream *st) {
   if (!s->closed && !tm_open_terminal(st->state) && st->answered &&
       st->user_closed)
     return; /* finished from the user's side: the FIN is on its way */
+  if (st->link) {
+    st->link->link = NULL;
+    st->link = NULL;
+  }
   sess_map_del(s, st);
   drop_outbound(st);
   drop_inbound(st);
@@ -167,6 +173,11 @@ void st_reset(tm_stream *st, int code, int send, int bp_reason) {
     uint8_t c = (uint8_t)code;
     cq_must(s, TM_RESET, st->id, &c, 1);
   }
+  st->reset_code = code;
+  /* The linked stream's owner (a relay) closes it because this one
+   * failed: its RESET says why this one did (issue 22 item 8). */
+  if (st->link && !st->link->reset)
+    st->link->close_code = code;
   if (bp_reason >= 0)
     tm_obs_backpressure(s->m, bp_reason);
   st->state = TM_ST_RESET;
@@ -351,6 +362,11 @@ void st_fin_sent(tm_stream *st) {
 
 static int events_now(const tm_stream *st) {
   int ev = 0;
+  /* A reset is told even to an owner that wants nothing now (a relay
+   * whose other end cannot take bytes): like poll's POLLERR, so that it
+   * learns at once that the stream is gone (issue 22 item 8). */
+  if (st->reset && st->fn)
+    return st->want ? st->want : PH_READ;
   if ((st->want & PH_READ) && readable(st))
     ev |= PH_READ;
   if ((st->want & PH_WRITE) && (st->reset || st_writable(st)))
@@ -508,8 +524,9 @@ static void t_close(ph_stream *p) {
     st_release(st);
   } else {
     /* stream.h: a close before both directions finished (the peer's
-     * FIN not read, or bytes left unread) resets the stream */
-    st_reset(st, TM_RESET_CANCEL, 1, -1);
+     * FIN not read, or bytes left unread) resets the stream; with
+     * TM_RESET_CANCEL unless the owner or a linked stream gave a code */
+    st_reset(st, st->close_code, 1, -1);
   }
 }
 
@@ -576,12 +593,16 @@ tm_stream *tm_stream_open(tm_session *s, const tm_open_stream *req,
   return st;
 }
 
-void tm_stream_cancel(tm_stream *st) {
+void tm_stream_cancel(tm_stream *st) { tm_stream_abort(st, TM_RESET_CANCEL); }
+
+void tm_stream_abort(tm_stream *st, int code) {
   if (!st || st->dead || !st->local || st->answered)
     return;
+  if (code < 0 || code >= PH_OPEN_CODE_COUNT_)
+    code = PH_OPEN_INTERNAL_ERROR;
   st->answered = 1; /* cb never runs */
   st->legacy_cb = 0;
-  st_reset(st, TM_RESET_CANCEL, 1, -1);
+  st_reset(st, code, 1, -1);
 }
 
 /* ---- acceptor --------------------------------------------------------- */
@@ -644,5 +665,20 @@ ph_stream *tm_stream_ph(tm_stream *st) { return &st->base; }
 uint32_t tm_stream_id(const tm_stream *st) { return st->id; }
 tm_session *tm_stream_session(const tm_stream *st) { return st->s; }
 void tm_stream_set_user(tm_stream *st, void *user) { st->user = user; }
+int tm_stream_reset_code(const tm_stream *st) { return st->reset_code; }
+
+void tm_stream_set_close_code(tm_stream *st, int code) {
+  if (code < 0 || code >= PH_OPEN_CODE_COUNT_)
+    code = PH_OPEN_INTERNAL_ERROR;
+  if (!st->dead && !st->reset)
+    st->close_code = code;
+}
+
+void tm_stream_link(tm_stream *a, tm_stream *b) {
+  if (a->dead || b->dead || a == b)
+    return;
+  a->link = b;
+  b->link = a;
+}
 void *tm_stream_user(const tm_stream *st) { return st->user; }
 int tm_stream_strict(const tm_stream *st) { return st->strict; }

@@ -65,6 +65,8 @@ struct ts_open {
   ts_tally *token, *user; /* their streams count it */
   uint64_t mem;            /* reserved from the session's and the user's */
   ph_relay *relay;
+  tm_stream *relayed[2]; /* the relay's two streams: only in relay_ending */
+  int end_code;          /* a relay's end as the streams' resets say it */
   int phase;
   int64_t check; /* the access check while it runs */
   int strict_client, strict_agent, agent_known;
@@ -185,8 +187,26 @@ static void relay_done(void *arg, const relay_stats *st, int end) {
   ts_open *op = arg;
   static const char *const ends[] = {"closed", "idle", "error", "aborted"};
   op->relay = NULL;
-  log_end(op, "none", "ok", end >= 0 && end <= 3 ? ends[end] : "error", st);
+  log_end(op, "none", ph_open_code_name(op->end_code),
+          end >= 0 && end <= 3 ? ends[end] : "error", st);
   finish(op);
+}
+
+/* Issue 22 item 8: the two streams are linked (tm_stream_link), so a
+ * RESET from one side goes on to the other with its code; the relay's own
+ * ends (idle: timeout, no memory: internal_error) are told to both. */
+static void relay_ending(void *arg, int end, int error_side, int err) {
+  ts_open *op = arg;
+  (void)err;
+  if (end == RELAY_END_ERROR && error_side != RELAY_SIDE_NONE) {
+    int code = tm_stream_reset_code(
+        op->relayed[error_side == RELAY_SIDE_CLIENT ? 0 : 1]);
+    op->end_code = code >= 0 ? code : PH_OPEN_INTERNAL_ERROR;
+    return;
+  }
+  op->end_code = relay_reset_code(end, 0);
+  tm_stream_set_close_code(op->relayed[0], op->end_code);
+  tm_stream_set_close_code(op->relayed[1], op->end_code);
 }
 
 /* ---- the agent's answer ------------------------------------------------- */
@@ -221,9 +241,13 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
       .use_splice = 0,
       .first_down = relay_first_down,
       .done = relay_done,
+      .ending = relay_ending,
       .arg = op,
   };
   stream_end ce = {-1, tm_stream_ph(cst)}, ae = {-1, tm_stream_ph(ast)};
+  tm_stream_link(cst, ast);
+  op->relayed[0] = cst;
+  op->relayed[1] = ast;
   op->phase = OP_RELAY;
   op->relay = relay_start(ts_api, m->ctx, ce, ae, NULL, 0, &o);
   if (!op->relay) {
@@ -503,15 +527,16 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   }
 }
 
-/* Drops the step in progress of an open whose client stream is gone. */
-static void abandon(ts_open *op) {
+/* Drops the step in progress of an open whose client stream is gone;
+ * code: the client's RESET code, passed on to the agent's open. */
+static void abandon(ts_open *op, int code) {
   ts_mod *m = op->m;
   op->cst = NULL;
   if (op->phase == OP_AUTH && op->check > 0) {
     m->access->cancel(m->access_self, op->check);
     op->check = 0;
   } else if (op->phase == OP_OPENING && op->ast) {
-    tm_stream_cancel(op->ast);
+    tm_stream_abort(op->ast, code >= 0 ? code : PH_OPEN_OK);
     op->ast = NULL;
   }
   log_end(op, phase_stage(op->phase), "canceled", "client_reset", NULL);
@@ -522,7 +547,7 @@ void ts_open_on_abandon(ts_conn *cc, tm_stream *st) {
   (void)cc;
   ts_open *op = tm_stream_user(st);
   if (op && op->cst == st && op->phase != OP_RELAY)
-    abandon(op);
+    abandon(op, tm_stream_reset_code(st));
 }
 
 void ts_open_conn_gone(ts_conn *cc) {
@@ -536,7 +561,7 @@ void ts_open_conn_gone(ts_conn *cc) {
        * it closes; one still unanswered here would point into a freed
        * session and its executor group. */
       if (op->phase != OP_RELAY && op->cst)
-        abandon(op);
+        abandon(op, PH_OPEN_OK);
     }
     op = next;
   }

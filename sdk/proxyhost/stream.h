@@ -24,7 +24,11 @@
  * callback on the loop thread, from the loop (never from inside a call
  * the user made), when it is readable (bytes, EOF, or a reset to read)
  * or writable. Level-triggered: the callback is called again while the
- * condition holds and the event is wanted.
+ * condition holds and the event is wanted. A provider may report a reset
+ * even while nothing is wanted (as PH_READ), as poll(2) reports an error
+ * on any descriptor: an owner that paused reading, because the other
+ * side of its relay cannot take bytes, still learns at once that the
+ * stream is gone.
  *
  * Ownership: whoever got the stream (from a ph_open_result) owns it and
  * closes it exactly once with ph_stream_close, also after EOF, a reset or

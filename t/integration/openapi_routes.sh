@@ -16,16 +16,7 @@ fi
 
 port=$(free_port)
 "$top_builddir/tools/proxyhostctl" admin-token new "$T/admin.token" >/dev/null
-cat >"$T/run.ini" <<EOC
-[proxyhost]
-modules = fakeaz, admin_api
-module_path = $TMOD, $top_builddir/modules
-[admin]
-listen = 127.0.0.1:$port
-[admin_api]
-store = fakeaz
-token_file = $T/admin.token
-EOC
+admin_api_conf "$T/run.ini" "$port"
 start_proxyhost "$T/run.ini"
 wait_for healthy "$port"; ok $? "proxyhost with admin_api starts"
 url="http://127.0.0.1:$port"

@@ -123,13 +123,9 @@ client() {
   name=$1 script=$2 p=${3:-$tport}
   shift 2
   [ $# -gt 0 ] && shift
-  tm_peer --as client --url "ws://127.0.0.1:$p/tunnel" \
+  tn_peer_run "$name" --as client --url "ws://127.0.0.1:$p/tunnel" \
     --token-file "$T/client.tok" --timeout 10 --lifetime 60 "$@" \
-    --script "$script" >"$T/$name.ev" 2>&1
-  RC=$?
-  # What failed, for the log of a failing run.
-  [ "$RC" = 0 ] || grep -E '"ev": "(fail|reset|closed|ws_close)"' "$T/$name.ev" |
-    head -5 | sed 's/^/#   /'
+    --script "$script"
 }
 
 # ---- strict open, relay --------------------------------------------------

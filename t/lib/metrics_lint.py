@@ -38,6 +38,7 @@ HOST = {
     "proxyhost_reloads_total", "proxyhost_bus_deliveries_total",
     "proxyhost_bus_dropped_total", "proxyhost_mailbox_full_total",
     "proxyhost_thread_queue_full_total",
+    "proxyhost_admin_connections_closed_total",
 }
 RESULT_OF = {"ok": "success", "forbidden": "rejected", "timeout": "timeout"}
 STAGE_RESULTS = {"ttfb": {"success"}, "authorization": {"success", "rejected"},

@@ -202,6 +202,24 @@ start_tls_target() {
   wait_for port_open "$tls_port"
 }
 
+# admin_api_conf FILE PORT [ADMIN-LINES]: writes FILE, a configuration
+# running admin_api over the in-memory test store fakeaz, the admin token
+# in $T/admin.token, the admin listener on 127.0.0.1:PORT with
+# ADMIN-LINES added to its section.
+admin_api_conf() {
+  cat >"$1" <<EOC
+[proxyhost]
+modules = fakeaz, admin_api
+module_path = $TMOD, $top_builddir/modules
+[admin]
+listen = 127.0.0.1:$2
+${3:-}
+[admin_api]
+store = fakeaz
+token_file = $T/admin.token
+EOC
+}
+
 # password_config FRONTEND PORT ADMIN [HASH]: prints the configuration of
 # a proxyhost whose FRONTEND (socks5 or http_proxy) listens on
 # 127.0.0.1:PORT with auth = password, over direct resolving through the

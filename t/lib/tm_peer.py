@@ -40,9 +40,10 @@ after MS milliseconds), manual (the script's "answer" op). Modifiers:
 --dup-result (OPEN_RESULT twice), --oversized-result (an OPEN_RESULT past
 1 KiB), --result-json TEXT (this payload instead), --data-before-result
 (one DATA frame before the OPEN_RESULT). An accepted stream is then served
-(--serve): echo, sink, bytes:N (N bytes then FIN), hold (nothing), or
-dial (connect to host:port over TCP and relay; the failure maps to
-stage/code as an agent's would).
+(--serve): echo, sink, bytes:N (N bytes then FIN), reset:N:CODE (N
+bytes, then, once they all left, RESET with CODE: a target failing
+mid-stream), hold (nothing), or dial (connect to host:port over TCP and
+relay; the failure maps to stage/code as an agent's would).
 
 The script (--script JSON or --script-file F) is a list of steps run in
 order on connection "conn" (default 0); each wait is bounded by its
@@ -630,8 +631,28 @@ class Conn:
         mode = self.args.serve
         if mode.startswith("bytes:"):
             self.queue_data(st, b"x" * int(mode[6:]), fin=True)
+        elif mode.startswith("reset:"):
+            _, n, code = mode.split(":", 2)
+            self.queue_data(st, b"x" * int(n), fin=False)
+            threading.Thread(target=self.reset_when_sent, args=(st, code),
+                             daemon=True).start()
         elif mode == "dial" and st.target:
             threading.Thread(target=self.pump_target, args=(st,), daemon=True).start()
+
+    def reset_when_sent(self, st, code):
+        """--serve reset: RESET with code once the queued bytes left (a
+        bounded wait: the peer's lifetime)."""
+        with self.cv:
+            while st.outq and not self.closed and st.state == "open":
+                self.cv.wait(0.2)
+            if self.closed or st.state != "open":
+                return
+            st.state = "reset"
+        try:
+            self.frame(TYPES["RESET"], st.sid, bytes([CODES.index(code)]))
+        except Closed:
+            return
+        self.note(ev="reset_sent", sid=st.sid, code=code)
 
     def pump_target(self, st):
         try:

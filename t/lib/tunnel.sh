@@ -6,6 +6,18 @@
 # tm_peer ARGS...: t/lib/tm_peer.py (standard library only).
 tm_peer() { "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/t/lib/tm_peer.py" "$@"; }
 
+# tn_peer_run NAME ARGS...: tm_peer ARGS in the foreground, its events in
+# $T/NAME.ev, its exit status in RC; when it failed, the events that say
+# why as TAP comments (for the log of a failing run).
+tn_peer_run() {
+  _name=$1
+  shift
+  tm_peer "$@" >"$T/$_name.ev" 2>&1
+  RC=$?
+  [ "$RC" = 0 ] || grep -E '"ev": "(fail|reset|closed|ws_close)"' "$T/$_name.ev" |
+    head -5 | sed 's/^/#   /'
+}
+
 # The three roles as real proxyhost processes (or one process holding
 # all three as named instances), on loopback, with a SQLite store:
 #

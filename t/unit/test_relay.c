@@ -51,7 +51,18 @@ typedef struct outcome {
   int end;
   relay_stats st;
   int first_down_calls;
+  /* the ending hook: calls (before done), and what it was told */
+  int ending_calls, ending_before_done, ending_end, ending_side, ending_err;
 } outcome;
+
+static void on_ending(void *arg, int end, int error_side, int err) {
+  outcome *o = arg;
+  o->ending_calls++;
+  o->ending_before_done = o->done_calls == 0;
+  o->ending_end = end;
+  o->ending_side = error_side;
+  o->ending_err = err;
+}
 
 static void on_done(void *arg, const relay_stats *st, int end) {
   outcome *o = arg;
@@ -68,6 +79,7 @@ static relay_opts opts(outcome *o, int use_splice, int64_t idle_ms) {
                   .use_splice = use_splice,
                   .first_down = on_first_down,
                   .done = on_done,
+                  .ending = on_ending,
                   .arg = o};
   return r;
 }
@@ -477,6 +489,9 @@ static void test_idle(ph_mock *m) {
   ok(o.done_calls == 1 && o.end == RELAY_END_IDLE,
      "no bytes for idle_timeout: the relay ends idle");
   is_int(o.st.error_side, RELAY_SIDE_NONE, "an idle end blames no side");
+  ok(o.ending_calls == 1 && o.ending_before_done &&
+         o.ending_end == RELAY_END_IDLE,
+     "issue 22 item 8: ending told the owner first (RESET timeout)");
   ok(!fd_open(g.rc) && !fd_open(g.rt), "and closed both sockets");
   char b[4];
   is_int(read_now(g.app_c, b, sizeof(b)), 0, "the client sees the close");
@@ -557,7 +572,37 @@ static void test_target_error(ph_mock *m, int splice, int client_sends) {
            what);
   is_int(o.st.error_side, RELAY_SIDE_TARGET, name);
   ok(!fd_open(g.rc) && !fd_open(g.rt), "both sockets closed");
+  /* Issue 22 item 8: the owner hears why before the ends are closed, and
+   * the target's reset is told to a stream end as connection_refused. */
+  snprintf(name, sizeof(name),
+           "%s: ending ran once, before done, with the target's errno (%s)",
+           kind, what);
+  ok(o.ending_calls == 1 && o.ending_before_done &&
+         o.ending_end == RELAY_END_ERROR &&
+         o.ending_side == RELAY_SIDE_TARGET &&
+         (o.ending_err == ECONNRESET || o.ending_err == EPIPE),
+     name);
+  is_int(relay_reset_code(o.ending_end, o.ending_err),
+         PH_OPEN_CONNECTION_REFUSED, "... which is RESET connection_refused");
   close(g.app_c);
+}
+
+/* relay_reset_code: why a relay ended, as a stream's RESET code. */
+static void test_reset_code_map(void) {
+  is_int(relay_reset_code(RELAY_END_CLOSED, 0), PH_OPEN_OK,
+         "reset code: closed is 0 (nothing failed)");
+  is_int(relay_reset_code(RELAY_END_ABORTED, 0), PH_OPEN_OK,
+         "reset code: aborted is 0");
+  is_int(relay_reset_code(RELAY_END_IDLE, 0), PH_OPEN_TIMEOUT,
+         "reset code: idle is timeout");
+  is_int(relay_reset_code(RELAY_END_ERROR, ETIMEDOUT), PH_OPEN_TIMEOUT,
+         "reset code: ETIMEDOUT is timeout");
+  is_int(relay_reset_code(RELAY_END_ERROR, EHOSTUNREACH),
+         PH_OPEN_HOST_UNREACHABLE, "reset code: EHOSTUNREACH");
+  is_int(relay_reset_code(RELAY_END_ERROR, ENETUNREACH),
+         PH_OPEN_NETWORK_UNREACHABLE, "reset code: ENETUNREACH");
+  is_int(relay_reset_code(RELAY_END_ERROR, 0), PH_OPEN_INTERNAL_ERROR,
+         "reset code: a stream's reset or no memory is internal_error");
 }
 
 /* relay_lease_end: the relay's end as a lease's (connector.h). */
@@ -898,6 +943,7 @@ int main(void) {
   test_target_error(m, 0, 1);
   test_target_error(m, 1, 1);
   test_lease_end_map();
+  test_reset_code_map();
   test_abort(m);
   test_owner_ends_inside(m);
   test_many(m);

@@ -56,6 +56,7 @@ typedef struct side {
   tm_session *s;
   int policy;
   int opens, abandons, closed, reason, goaways;
+  int abandon_code; /* the last abandoned stream's reset code */
   uint32_t goaway_last;
   tm_open_stream last_req;
   tm_stream *accepted[16];
@@ -82,6 +83,7 @@ static void on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
 static void on_abandon(void *arg, tm_stream *st) {
   side *d = arg;
   d->abandons++;
+  d->abandon_code = tm_stream_reset_code(st);
   for (int i = 0; i < d->nheld; i++)
     if (d->held[i] == st)
       d->held[i] = NULL;
@@ -468,6 +470,57 @@ static void test_open_timeout(void) {
   ok(p.a.s && p.b.s, "the session stays up");
   close_user(&ua);
   close_user(&ub);
+  pair_end(&p);
+}
+
+/* Issue 22 item 8: reset codes on every hop, and a reset told to an
+ * owner that wants no event (a relay that stopped reading). */
+static void test_reset_codes(void) {
+  pair p;
+  pair_std(&p, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  user *ua, *ub;
+  ok(open_accepted(&p, "one.test", &ua, &ub) == 0, "a stream opens");
+  tm_stream *bst = p.b.accepted[p.b.naccepted - 1];
+  ph_stream_watch(ub->ps, 0, user_cb, ub); /* paused, callback kept */
+  tm_stream_set_close_code((tm_stream *)ua->ps, PH_OPEN_HOST_UNREACHABLE);
+  close_user(&ua); /* before the FIN: a reset, with that code */
+  run_until(ub->reset, 2000);
+  ok(ub->reset, "a reset reaches an owner that wants no event");
+  is_int(tm_stream_reset_code(bst), PH_OPEN_HOST_UNREACHABLE,
+         "... with the code the closer set");
+  close_user(&ub);
+
+  /* A relay at b joins b1 and b2: a1's reset goes out on b2 with a1's
+   * code when the relay closes b2. */
+  user *a1, *b1, *a2, *b2;
+  ok(open_accepted(&p, "one.test", &a1, &b1) == 0 &&
+         open_accepted(&p, "two.test", &a2, &b2) == 0,
+     "two more streams");
+  tm_stream *sb1 = p.b.accepted[p.b.naccepted - 2];
+  tm_stream *sb2 = p.b.accepted[p.b.naccepted - 1];
+  tm_stream *sa2 = (tm_stream *)a2->ps;
+  tm_stream_link(sb1, sb2);
+  tm_stream_set_close_code((tm_stream *)a1->ps, PH_OPEN_CONNECTION_REFUSED);
+  close_user(&a1);
+  run_until(b1->reset, 2000);
+  close_user(&b2); /* the relay's close, after b1 failed */
+  run_until(a2->reset, 2000);
+  ok(a2->reset, "the linked stream is reset");
+  is_int(tm_stream_reset_code(sa2), PH_OPEN_CONNECTION_REFUSED,
+         "... with the code of the stream it is linked to");
+  close_user(&b1);
+  close_user(&a2);
+
+  /* An open abandoned with a code: the acceptor reads it. */
+  p.b.policy = P_HOLD;
+  opening o;
+  tm_stream *st = open_to(&p, &o, "slow.test", 0);
+  run_until(p.b.nheld == 1, 2000);
+  tm_stream_abort(st, PH_OPEN_TIMEOUT);
+  run_until(p.b.abandons == 1, 2000);
+  is_int(p.b.abandon_code, PH_OPEN_TIMEOUT,
+         "tm_stream_abort: the acceptor reads the RESET's code (timeout)");
+  is_int(o.done, 0, "... and the opener's callback never runs");
   pair_end(&p);
 }
 
@@ -1515,6 +1568,7 @@ int main(void) {
   test_legacy();
   test_narrow_caps();
   test_open_timeout();
+  test_reset_codes();
   test_data_while_opening();
   test_duplicate_result();
   test_window_violations();
