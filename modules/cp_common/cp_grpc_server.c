@@ -79,6 +79,9 @@ static void arm(cp_grpc_server *s);
 static void on_send(cp_tag *t, int ok);
 static void server_maybe_done(cp_grpc_server *s);
 
+/* gRPC's own handshake bound behind a front: the front's, plus this. */
+#define FRONT_BACKSTOP_MS 5000
+
 #define OWNER(t, field) \
   ((cp_grpc_call *)((char *)(t)-offsetof(cp_grpc_call, field)))
 
@@ -596,10 +599,16 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
        {.integer = clamp_int(cfg->max_connection_age_grace_ms)}},
       /* Before any authentication a connection costs memory and a slot:
-       * bound the time it may take to become one (issue 22 item 10). */
+       * bound the time it may take to become one (issue 22 item 10).
+       * With a front, the front's timer is the bound (it counts and logs
+       * the close) and gRPC's, started at the same accept, a backstop a
+       * little later: equal, either could fire first. */
       {GRPC_ARG_INTEGER, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
        {.integer = cfg->handshake_timeout_ms > 0
-                       ? clamp_int(cfg->handshake_timeout_ms)
+                       ? clamp_int(cfg->handshake_timeout_ms +
+                                   (cfg->max_unauthenticated > 0
+                                        ? FRONT_BACKSTOP_MS
+                                        : 0))
                        : 120000}},
       /* gRPC sets SO_REUSEPORT by default: a second controller on the
        * same port must fail to bind, not share it. */
