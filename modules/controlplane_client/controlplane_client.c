@@ -105,7 +105,7 @@ typedef struct cpc {
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_accepted, *m_rejected[N_REJECT], *m_version, *m_valid,
-      *m_reconnects, *m_ready;
+      *m_reconnects, *m_ready, *m_epoch_waits;
 } cpc;
 
 static const ph_api *api;
@@ -154,6 +154,11 @@ static int register_metrics(cpc *m) {
   ph_metric_def d_rdy = {"proxyhost_cp_gateway_ready",
                          "1 while the view may be used (CP-1-28)",
                          PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric_def d_ew = {"proxyhost_cp_gateway_epoch_waits_total",
+                        "ACKs and runtime reports refused only for a stale "
+                        "ownership epoch: the session waited for its next "
+                        "snapshot instead of ending",
+                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
   ph_metric_def d_cut = {"proxyhost_cp_gateway_runtime_truncated_total",
                          "runtime reports cut at max_runtime_counters",
                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
@@ -166,8 +171,10 @@ static int register_metrics(cpc *m) {
   ph_metric *ml = api->metric(m->ctx, &d_val);
   ph_metric *mc = api->metric(m->ctx, &d_rec);
   ph_metric *my = api->metric(m->ctx, &d_rdy);
-  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my || !mt)
+  ph_metric *me = api->metric(m->ctx, &d_ew);
+  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my || !mt || !me)
     return PH_EINVAL;
+  m->m_epoch_waits = api->series(me, NULL);
   m->m_rt_truncated = api->series(mt, NULL);
   for (int i = 0; i < N_STATE; i++) {
     const char *v[1] = {state_names[i]};
@@ -194,6 +201,21 @@ static void count_rpc(cpc *m, int rpc, int status) {
   if (status < 0 || status >= N_STATUS)
     status = CP_GRPC_UNKNOWN;
   api->inc(m->m_rpc[rpc][status], 1);
+}
+
+/* An ACK's or a report's status for the supervisor: the stale-epoch
+ * refusal is told apart from a lost session by its message (CP-2-6,
+ * issue 23 item 2), counted and logged. */
+static int session_status(cpc *m, const char *rpc, int status,
+                          const char *msg) {
+  if (!cp_status_stale_epoch(status, msg))
+    return status;
+  api->inc(m->m_epoch_waits, 1);
+  PH_LOG_RL(api, m->ctx, PH_LOG_INFO,
+            "the ownership epoch moved on: waiting for the controller's "
+            "next snapshot, the session goes on",
+            PH_STR("rpc", rpc));
+  return CP_SUP_STALE_EPOCH;
 }
 
 static void count_reject(cpc *m, int reason) {
@@ -589,11 +611,11 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
                      const char *msg) {
   unary *u = arg;
   cpc *m = u->m;
-  (void)msg;
   if (call == m->c_ack && !m->stopping) {
     m->c_ack = NULL;
     count_rpc(m, RPC_ACK, status);
-    cp_sup_action act = cp_sup_acked(&m->sup, status, wall_ms());
+    cp_sup_action act = cp_sup_acked(
+        &m->sup, session_status(m, "ack", status, msg), wall_ms());
     if (m->sup.state == CP_SUP_RUNNING)
       m->sess_acked = 1; /* outcomes may flow from now on (CP-2-4) */
     perform(m, act);
@@ -662,7 +684,6 @@ static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
                          const char *msg) {
   unary *u = arg;
   cpc *m = u->m;
-  (void)msg;
   if (call == m->c_rt && !m->stopping) {
     m->c_rt = NULL;
     count_rpc(m, RPC_RUNTIME, status);
@@ -670,7 +691,9 @@ static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
      * new reservation on them; the snapshot stays the authority. */
     if (status == CP_GRPC_OK && m->rt && u->resp)
       (void)cpc_read_revokes(u->resp, u->len, revoke_cb, m);
-    perform(m, cp_sup_runtime_done(&m->sup, status, wall_ms()));
+    perform(m, cp_sup_runtime_done(
+                   &m->sup, session_status(m, "runtime", status, msg),
+                   wall_ms()));
   }
   free(u->resp);
   free(u);

@@ -120,8 +120,10 @@ cp_sup_action cp_sup_swapped(cp_sup *s, int64_t now_ms,
 }
 
 static cp_sup_action next_report(cp_sup *s, int64_t now_ms) {
-  if (!s->resend)
+  if (!s->resend) {
     s->report_sequence++;
+    s->report_epoch = s->base_epoch;
+  }
   s->runtime_in_flight = 1;
   s->next_runtime_ms = now_ms + (int64_t)s->runtime_interval_ms;
   return CP_ACT_RUNTIME;
@@ -130,6 +132,13 @@ static cp_sup_action next_report(cp_sup *s, int64_t now_ms) {
 cp_sup_action cp_sup_acked(cp_sup *s, int code, int64_t now_ms) {
   if (s->state != CP_SUP_ACKING && s->state != CP_SUP_NACKING)
     return CP_ACT_NONE;
+  if (code == CP_SUP_STALE_EPOCH) {
+    /* The controller sends a snapshot of the new epoch on this stream
+     * (its watch sees every epoch change); the one refused stays in use
+     * meanwhile. Its baseline, if any, is the controller's too. */
+    s->state = CP_SUP_WATCHING;
+    return CP_ACT_NONE;
+  }
   if (code != CP_GRPC_OK)
     return fail(s, CP_CALL_ACK, code, now_ms);
   if (s->state == CP_SUP_NACKING) {
@@ -167,6 +176,14 @@ cp_sup_action cp_sup_runtime_done(cp_sup *s, int code, int64_t now_ms) {
   s->runtime_in_flight = 0;
   if (code == CP_GRPC_OK) {
     s->resend = 0;
+    return CP_ACT_NONE;
+  }
+  if (code == CP_SUP_STALE_EPOCH) {
+    /* Not applied, nothing to resend: the next report is a new one, on
+     * the baseline of the snapshot the controller sends next. */
+    s->resend = 0;
+    if (s->state == CP_SUP_RUNNING && s->report_epoch == s->base_epoch)
+      s->state = CP_SUP_WATCHING;
     return CP_ACT_NONE;
   }
   /* A transport error leaves the report's fate unknown: resend the same

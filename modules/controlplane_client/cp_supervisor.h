@@ -12,6 +12,11 @@
  *   ACKING --ok--> RUNNING (runtime heartbeats every interval; later
  *   snapshots on the same stream go through swap + ACK again)
  *
+ * An ACK or a report refused only because the ownership epoch moved on
+ * (CP_SUP_STALE_EPOCH, CP-2-6) is not a failure: the session waits in
+ * WATCHING, without reports, for the snapshot the controller sends on
+ * every epoch change, and ACKs it (issue 23 item 2).
+ *
  * Any recoverable failure, and the end of the stream, cancel the
  * session's calls and go to BACKOFF (jittered, bounded exponential, reset
  * after a session that reached RUNNING). Argument, authentication,
@@ -37,6 +42,12 @@ typedef enum cp_call {
   CP_CALL_RUNTIME,
   CP_CALL_OUTCOMES
 } cp_call;
+
+/* Not a gRPC code: a FAILED_PRECONDITION from AcknowledgeSnapshot or
+ * ReportRuntime whose message says only that the ownership epoch moved on
+ * (cp_status_stale_epoch, CP-2-6). The driver passes it to cp_sup_acked
+ * and cp_sup_runtime_done in place of the status (issue 23 item 2). */
+#define CP_SUP_STALE_EPOCH 100
 
 /* What a status means for the session. */
 typedef enum cp_status_class {
@@ -115,6 +126,9 @@ typedef struct cp_sup {
   uint64_t report_sequence;     /* CP_ACT_RUNTIME: the sequence to send */
   int resend;                   /* CP_ACT_RUNTIME: same content again */
   int runtime_in_flight;
+  uint64_t report_epoch;        /* the baseline epoch the last report
+                                   carries (a stale answer to an older
+                                   one changes nothing) */
   /* The view in use: its validity, and the max-stale deadline measured
    * from the last valid snapshot (CP-3-18). 0 = no view. */
   int64_t view_valid_until_ms;
@@ -166,7 +180,9 @@ cp_sup_action cp_sup_swapped(cp_sup *s, int64_t now_ms,
  * (CP-1-15): CP_ACT_RUNTIME with the next sequence. A negative one
  * accepted leaves the session WATCHING without heartbeats (the
  * controller's runtime fence is closed until a positive ACK, CP-1-10):
- * CP_ACT_NONE. A failure: as cp_sup_failed. */
+ * CP_ACT_NONE. CP_SUP_STALE_EPOCH: the epoch moved on while the ACK
+ * travelled; the view stays, the session waits in WATCHING for the next
+ * snapshot (CP_ACT_NONE). A failure: as cp_sup_failed. */
 cp_sup_action cp_sup_acked(cp_sup *s, int code, int64_t now_ms);
 
 /* The driver's timer: in BACKOFF it starts a new session
@@ -176,8 +192,10 @@ cp_sup_action cp_sup_timer(cp_sup *s, int64_t now_ms);
 
 /* ReportRuntime answered. OK: the sequence is spent, CP_ACT_NONE. A
  * transient error: the same sequence and content are resent at the next
- * timer (CP_ACT_NONE now). Anything that says the session is gone:
- * CP_ACT_BACKOFF. */
+ * timer (CP_ACT_NONE now). CP_SUP_STALE_EPOCH: reports stop until the
+ * next snapshot is ACKed (RUNNING -> WATCHING; nothing when a newer
+ * baseline was ACKed since the report left), CP_ACT_NONE. Anything that
+ * says the session is gone: CP_ACT_BACKOFF. */
 cp_sup_action cp_sup_runtime_done(cp_sup *s, int code, int64_t now_ms);
 
 /* The stream ended (OK when the controller closed it at valid_until,

@@ -60,7 +60,11 @@ t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
 # The gateway's configuration: conf/gateway.ini passes --check-config, the
 # flags and PROXY_POOL_* names reach the keys.
 TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
+# Two gateways through 50 ownership changes: no session lost to a stale
+# epoch (issue 23 item 2).
+TESTS += t/integration/cp_epoch_churn.sh
 endif
+EXTRA_DIST += t/integration/cp_epoch_churn.sh
 
 # The register answer's reader, replayed over t/fuzz/seeds/cpc_registered
 # by t/integration/fuzz_replay.sh.

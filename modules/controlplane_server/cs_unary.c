@@ -78,7 +78,7 @@ const char *cs_auth_why(cp_auth_result r) {
   case CP_AUTH_BASELINE_MISMATCH:
     return "version or epoch is not the acknowledged baseline";
   case CP_AUTH_STALE_EPOCH:
-    return "ownership epoch below the current one";
+    return CP_STATUS_MSG_STALE_EPOCH; /* the gateway reads it: cp_status.h */
   case CP_AUTH_NOT_ISSUED:
     return "no such snapshot was issued to this session";
   case CP_AUTH_SEQ_SMALLER:

@@ -5,6 +5,8 @@
 #ifndef PH_CP_STATUS_H
 #define PH_CP_STATUS_H
 
+#include <string.h>
+
 enum {
   CP_GRPC_OK = 0,
   CP_GRPC_CANCELLED = 1,
@@ -24,5 +26,20 @@ enum {
   CP_GRPC_DATA_LOSS = 15,
   CP_GRPC_UNAUTHENTICATED = 16
 };
+
+/* The status message of the one FAILED_PRECONDITION that leaves a session
+ * intact: an ACK or a runtime report whose ownership epoch is below the
+ * current one (CP-2-6). Every ownership change raises the cluster's
+ * epoch, so any worker may meet it until it has ACKed the snapshot the
+ * controller sends it next; it waits for that snapshot instead of
+ * registering again (issue 23 item 2). The controller sends exactly this
+ * sentence; the gateway compares it whole. */
+#define CP_STATUS_MSG_STALE_EPOCH "ownership epoch below the current one"
+
+/* 1 when (code, msg) is that stale-epoch refusal. */
+static inline int cp_status_stale_epoch(int code, const char *msg) {
+  return code == CP_GRPC_FAILED_PRECONDITION && msg &&
+         strcmp(msg, CP_STATUS_MSG_STALE_EPOCH) == 0;
+}
 
 #endif

@@ -196,9 +196,9 @@ typedef struct cp_authority_v1 {
                    uint64_t version, uint64_t epoch,
                    const uint8_t checksum[CP_AUTH_DIGEST_LEN], cp_auth_cb cb,
                    void *arg);
-  /* AcknowledgeSnapshot. positive: accepted only for an issued triple
-   * (CP-1-8, else NOT_ISSUED), with the current epoch (CP-2-6, else
-   * STALE_EPOCH) and a version not below the baseline (else
+  /* AcknowledgeSnapshot, either kind only for a triple issued to the
+   * session (CP-1-8, else NOT_ISSUED). positive: with the current epoch
+   * (CP-2-6, else STALE_EPOCH) and a version not below the baseline (else
    * BASELINE_MISMATCH); sets the ACK baseline and opens the runtime
    * fence. Negative: closes the runtime fence (CP-1-10). Reply: epoch. */
   int64_t (*ack)(void *self, const char *worker_id, const char *session_id,

@@ -250,6 +250,14 @@ def flow():
     code, _ = outcomes(stub, [batch("w1", s, 40), batch("w2", s, 41)])
     result(code in (SC.FAILED_PRECONDITION, SC.INVALID_ARGUMENT),
            "CP-1-29 the identity changed inside the stream: refused (%s)" % code)
+    # issue 23 item 7: a negative ACK is an ACK too (CP-1-8): one of a
+    # triple never issued is refused and leaves the runtime fence open
+    code, _ = ack(stub, "w1", s, snap, accepted=False, checksum=b"\x02" * 32)
+    result(code == SC.FAILED_PRECONDITION,
+           "CP-1-8 a negative ACK of a triple never issued: FAILED_PRECONDITION "
+           "(issue 23 item 7) (%s)" % code)
+    code, _ = runtime(stub, "w1", s, 4, snap)
+    result(code == SC.OK, "CP-1-8 ... and the runtime fence stays open (%s)" % code)
     # negative ACK closes the runtime fence
     code, _ = ack(stub, "w1", s, snap, accepted=False)
     result(code == SC.OK, "CP-1-10 a negative ACK is accepted (%s)" % code)

@@ -259,6 +259,53 @@ static void test_runtime_retry(void) {
          "CP-2-10: a sequence the controller calls old ends the session");
 }
 
+/* Issue 23 item 2 (CP-2-6): every ownership change raises the cluster's
+ * one epoch, so a report or an ACK of another worker's snapshot is
+ * refused as stale while that worker's next snapshot is on its way. The
+ * data is rejected, the session is not lost: no new registration, no
+ * backoff; reports stop until the snapshot it is owed is ACKed. */
+static void test_stale_epoch(void) {
+  uint32_t r = 0;
+  cp_sup_limits l = limits(&r);
+  cp_sup s;
+  to_running(&s, &l);
+  is_int(cp_sup_runtime_done(&s, CP_SUP_STALE_EPOCH, 1100), CP_ACT_NONE,
+         "CP-2-6 (issue 23 item 2): a report refused for a stale epoch does "
+         "not end the session");
+  is_int(s.state, CP_SUP_WATCHING, "... it waits for the snapshot it is owed");
+  ok(cp_sup_ready(&s, 1100), "... and keeps its view (still ready)");
+  is_int(cp_sup_timer(&s, 5000), CP_ACT_NONE,
+         "... no report on a baseline the controller refuses");
+  is_int(cp_sup_snapshot(&s, 0, 43, 8, SUM), CP_ACT_BUILD,
+         "the owed snapshot (epoch 8) is built");
+  cp_sup_swapped(&s, 5000, 65000);
+  is_int(cp_sup_acked(&s, CP_SUP_STALE_EPOCH, 5000), CP_ACT_NONE,
+         "CP-2-6 (issue 23 item 2): an ACK refused for a stale epoch (the "
+         "epoch moved on again) does not end the session");
+  is_int(s.state, CP_SUP_WATCHING, "... it waits for the next snapshot");
+  is_int(cp_sup_timer(&s, 9000), CP_ACT_NONE, "... without reports");
+  cp_sup_snapshot(&s, 0, 44, 9, SUM);
+  cp_sup_swapped(&s, 9000, 69000);
+  is_int(cp_sup_acked(&s, CP_GRPC_OK, 9000), CP_ACT_RUNTIME,
+         "its ACK accepted: reports resume at once");
+  ok(s.base_version == 44 && s.base_epoch == 9 && s.report_sequence == 2,
+     "CP-2-9 CP-2-13: on the new baseline, the sequence still rising");
+  /* A report sent on the old baseline and answered after the new ACK. */
+  cp_sup_runtime_done(&s, CP_GRPC_OK, 9100);
+  is_int(cp_sup_timer(&s, 10000), CP_ACT_RUNTIME, "report 3 (epoch 9)");
+  cp_sup_snapshot(&s, 0, 45, 10, SUM);
+  cp_sup_swapped(&s, 10000, 70000);
+  cp_sup_acked(&s, CP_GRPC_OK, 10000);
+  is_int(cp_sup_runtime_done(&s, CP_SUP_STALE_EPOCH, 10100), CP_ACT_NONE,
+         "a stale answer to a report older than the baseline");
+  is_int(s.state, CP_SUP_RUNNING, "... changes nothing: already on epoch 10");
+  is_int(cp_sup_timer(&s, 11000), CP_ACT_RUNTIME, "... reports go on");
+  is_int(s.attempt, 0, "no failure was counted");
+  is_int(cp_sup_runtime_done(&s, CP_GRPC_FAILED_PRECONDITION, 11100),
+         CP_ACT_BACKOFF,
+         "CP-2-5: any other FAILED_PRECONDITION still ends the session");
+}
+
 static void test_clipping(void) {
   uint32_t r = 0;
   cp_sup_limits l = limits(&r);
@@ -290,7 +337,8 @@ static void test_random(void) {
                      .max_stale_max_ms = 5000, .rnd = next_rand};
   static const int codes[] = {CP_GRPC_OK, CP_GRPC_OK, CP_GRPC_OK,
                               CP_GRPC_UNAVAILABLE, CP_GRPC_FAILED_PRECONDITION,
-                              CP_GRPC_DEADLINE_EXCEEDED, CP_GRPC_ABORTED};
+                              CP_GRPC_DEADLINE_EXCEEDED, CP_GRPC_ABORTED,
+                              CP_SUP_STALE_EPOCH};
   int bad_ack = 0, bad_runtime = 0, bad_seq = 0, running = 0, runs = 0;
   cp_sup s;
   for (int run = 0; run < 200; run++) {
@@ -300,7 +348,7 @@ static void test_random(void) {
     uint64_t last_seq = 0;
     for (int step = 0; step < 500 && s.state != CP_SUP_FATAL; step++) {
       now += next_rand(NULL) % 300;
-      int code = codes[next_rand(NULL) % 7];
+      int code = codes[next_rand(NULL) % 8];
       int a = CP_ACT_NONE;
       /* Mostly the event the state waits for, sometimes any other. */
       int ev = (int)(next_rand(NULL) % 7);
@@ -370,6 +418,7 @@ int main(void) {
   test_fatal();
   test_backoff();
   test_runtime_retry();
+  test_stale_epoch();
   test_clipping();
   test_random();
   return done_testing();

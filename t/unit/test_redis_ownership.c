@@ -470,6 +470,22 @@ static void test_sessions(void) {
   pttl = rint_("PTTL %s", "ph:cp:{c-sess}:w:w1:counts");
   ok(pttl > 0, "the counters expire server-side (runtime_ttl)");
 
+  /* Issue 23 item 7: a negative ACK is an ACK too; only a triple the
+   * controller issued may close the fence (CP-1-8). */
+  a = CALL(A->ack(S, "w1", sid, base, ep, other, 0, on_reply, G));
+  is_int(a.result, CP_AUTH_NOT_ISSUED,
+         "CP-1-8 (issue 23 item 7): a negative ACK of a checksum never "
+         "issued is rejected");
+  a = CALL(A->ack(S, "w1", sid, base + 1000, ep, ck, 0, on_reply, G));
+  is_int(a.result, CP_AUTH_NOT_ISSUED,
+         "CP-1-8 (issue 23 item 7): ... of a version never issued");
+  a = CALL(A->ack(S, "w1", sid, base, ep + 1, ck, 0, on_reply, G));
+  is_int(a.result, CP_AUTH_NOT_ISSUED,
+         "CP-1-8 (issue 23 item 7): ... of an epoch never issued");
+  rt = report("w1", sid, 8, 8, base, ep, NULL, 0);
+  is_int(rt.result, CP_AUTH_OK,
+         "CP-1-8 (issue 23 item 7): ... and the fence stays open");
+
   /* Negative ACK closes the fence; a delayed old report never reopens it. */
   a = CALL(A->ack(S, "w1", sid, base, ep, ck, 0, on_reply, G));
   is_int(a.result, CP_AUTH_OK, "CP-1-10: a negative ACK is taken");
