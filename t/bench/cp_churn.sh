@@ -7,8 +7,8 @@
 # proxyhost_cp_controller_snapshots_sent_total over WINDOW seconds (60) in
 # which nothing changes. With CHANGE_EVERY=N (seconds) an operator changes
 # the pool every N seconds during the window instead (issue 23: u1 drained
-# and enabled again, u2 disabled and enabled again, u2's weight changed,
-# in turn), and the line also
+# and enabled again, u2's weight changed, a proxy added, in turn: each
+# addition is an ownership change, a new epoch), and the line also
 # counts the RegisterWorker calls the controller answered (a session lost
 # and made again) and extrapolates them to an hour. On demand only; no
 # threshold.
@@ -37,12 +37,13 @@ ctl() {
 churn() {
   _end=$(($(date +%s) + $1)) _n=0
   while [ "$(date +%s)" -lt "$_end" ]; do
-    case $((_n % 5)) in
+    case $((_n % 4)) in
     0) ctl proxy drain u1 ;;
     1) ctl proxy enable u1 ;;
-    2) ctl proxy disable u2 ;; # its ownership ends: a new epoch
-    3) ctl proxy enable u2 ;;  # assigned again: another
-    4) ctl proxy update u2 --weight $((_n % 7 + 1)) ;;
+    2) ctl proxy update u2 --weight $((_n % 7 + 1)) ;;
+    3) # a new proxy: assigned to a gateway, a new ownership epoch
+      ctl proxy add "c$_n" --protocol socks5 --host 127.0.0.1 \
+        --port $((BASE + 21)) --groups demo --capacity 10 ;;
     esac
     _n=$((_n + 1))
     sleep "$CHANGE_EVERY"
