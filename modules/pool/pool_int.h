@@ -61,7 +61,7 @@ struct pool_px {
 };
 
 typedef struct pool_strat {
-  const char *name; /* the provider (instance) name, conf-owned copy */
+  const char *name; /* the provider (instance) name, our own copy */
   const ph_strategy_v1 *vt;
   void *self;
 } pool_strat;
@@ -69,6 +69,9 @@ typedef struct pool_strat {
 struct pool_gen {
   pool *p;
   const ph_pool_view *view; /* a reference (pool.view acquire) */
+  const ph_pool_view *base; /* the view it was prepared after (no
+                               reference: compared only) */
+  uint32_t *map;            /* base's proxies -> ours (NULL: no base) */
   uint32_t refs;            /* +1 while current, +1 per attempt */
   uint32_t n;               /* view->n_proxies */
   uint32_t *active, *reserved;
@@ -196,6 +199,7 @@ struct pool {
   ph_ctx *ctx;
   pool_conf conf;
   int stopping;
+  int subscribed; /* to pool.view (pool_view_install) */
   const ph_pool_view_v1 *view;
   void *view_self;
   const ph_outcome_sink_v1 *sink;
@@ -237,10 +241,14 @@ extern const ph_api *pool_api;
 
 /* ---- pool_gen.c ------------------------------------------------------- */
 
-/* The current generation, installing the view that pool.view publishes
- * now when it is not the current one's (the first call after a swap).
- * NULL while there is no view. Loop thread. */
+/* The current generation, installed with the view's swap; built here only
+ * when that failed (memory). NULL while there is no view. Loop thread. */
 pool_gen *pool_gen_current(pool *p);
+/* The pool's ph_pool_view_sub (CP-3-17, issue 23 item 13): prepare (any
+ * thread) and install (the loop, right after the swap); arg is the pool. */
+void *pool_view_prepare(void *arg, const ph_pool_view *v,
+                        const ph_pool_view *base);
+void pool_view_install(void *arg, const ph_pool_view *v, void *prepared);
 void pool_gen_hold(pool_gen *g);
 void pool_gen_release(pool_gen *g);
 /* Count changes on px, mirrored in the current generation. A record that
