@@ -173,6 +173,12 @@ static int register_metrics(pool *p) {
                          "the view, or the view went stale (CP-3-18, "
                          "CP-4-2)",
                          PH_METRIC_COUNTER, cl, 1, NULL, 0};
+  ph_metric_def d_acc = {"proxyhost_pool_accepting",
+                         "1 while the frontends in front of the pool take "
+                         "new connections, 0 while its view is past "
+                         "valid_until or max_stale_age (CP-3-18)",
+                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric *mg = pool_api->metric(p->ctx, &d_acc);
   ph_metric *mc = pool_api->metric(p->ctx, &d_cut);
   ph_metric *mo = pool_api->metric(p->ctx, &d_out);
   ph_metric *mr = pool_api->metric(p->ctx, &d_res);
@@ -181,8 +187,10 @@ static int register_metrics(pool *p) {
   ph_metric *mw = pool_api->metric(p->ctx, &d_wait);
   ph_metric *ms = pool_api->metric(p->ctx, &d_resv);
   ph_metric *ma = pool_api->metric(p->ctx, &d_act);
-  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo || !mc)
+  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo || !mc || !mg)
     return PH_EINVAL;
+  p->m_accepting = pool_api->series(mg, NULL);
+  pool_api->gauge_set(p->m_accepting, 1);
   for (int i = 0; i < N_PC; i++) {
     const char *v[] = {cut_names[i]};
     p->m_cut[i] = pool_api->series(mc, v);
@@ -238,6 +246,9 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
   if (rc == PH_OK)
     rc = a->service_register(ctx, POOL_RUNTIME_SERVICE, POOL_RUNTIME_MAJOR,
                              POOL_RUNTIME_MINOR, &pool_runtime_service, p);
+  if (rc == PH_OK)
+    rc = a->service_register(ctx, TRAFFIC_GATE_SERVICE, TRAFFIC_GATE_MAJOR,
+                             TRAFFIC_GATE_MINOR, &pool_gate_service, p);
   return rc;
 }
 
@@ -336,7 +347,8 @@ static void pool_destroy(void *state) {
 }
 
 static const char *const provides[] = {PH_CONNECTOR_SERVICE,
-                                       POOL_RUNTIME_SERVICE, NULL};
+                                       POOL_RUNTIME_SERVICE,
+                                       TRAFFIC_GATE_SERVICE, NULL};
 static const char *const requires[] = {PH_POOL_VIEW_SERVICE,
                                        PH_OUTCOME_SINK_SERVICE,
                                        PH_STRATEGY_SERVICE,

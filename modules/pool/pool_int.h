@@ -34,6 +34,7 @@
 #include <proxyhost/strategy.h>
 
 #include "pool_runtime.h"
+#include "traffic_gate.h"
 #include "up_hs.h"
 
 #define POOL_STRATS_MAX 16
@@ -200,6 +201,9 @@ struct pool {
   pool_conf conf;
   int stopping;
   int subscribed; /* to pool.view (pool_view_install) */
+  /* traffic.gate (pool_gate.c): closed while the view is stale. */
+  int gate_closed;
+  traffic_gate_watch *gate_watchers;
   const ph_pool_view_v1 *view;
   void *view_self;
   const ph_outcome_sink_v1 *sink;
@@ -234,6 +238,7 @@ struct pool {
       *m_active, *m_outcome_full;
   ph_series *m_outcome[4][3]; /* [stage - 1][result - 1] */
   ph_series *m_cut[N_PC];
+  ph_series *m_accepting; /* the gate: 1 open, 0 closed */
 };
 
 /* The one API table (set by init). */
@@ -272,6 +277,13 @@ void pool_wake(pool *p, uint32_t idx);
 /* Answers every attempt in progress (stop): stage queue, queue_full. */
 void pool_attempts_abort(pool *p);
 void pool_on_deliver(ph_timer *t, void *arg);
+
+/* ---- pool_gate.c ------------------------------------------------------ */
+
+extern const traffic_gate_v1 pool_gate_service;
+/* Opens or closes the gate; on a change: the gauge, one log line, every
+ * watcher. Loop thread. */
+void pool_gate_set(pool *p, int open);
 
 /* ---- pool_drain.c ----------------------------------------------------- */
 

@@ -40,6 +40,7 @@
 
 #include "cp_view_fixture.h"
 #include "pool_runtime.h"
+#include "traffic_gate.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* the pool */
@@ -109,6 +110,15 @@ static const ph_connector_v1 *pool_c;
 static void *pool_self;
 static const pool_runtime_v1 *rt;
 static void *rt_self;
+static const traffic_gate_v1 *gate;
+static void *gate_self;
+static traffic_gate_watch gate_w;
+static int gate_calls, gate_last = -1;
+static void on_gate(void *arg, int open) {
+  (void)arg;
+  gate_calls++;
+  gate_last = open;
+}
 
 static int fakes_init(ph_ctx *ctx, const ph_api *api, void **state) {
   fapi = api;
@@ -178,6 +188,12 @@ static int user_start(void *state) {
                                    PH_CONNECTOR_MAJOR, 3, &pool_self);
   rt = fapi->service_get_named(fctx, POOL_RUNTIME_SERVICE, "pool",
                                POOL_RUNTIME_MAJOR, 0, &rt_self);
+  gate = fapi->service_get_named(fctx, TRAFFIC_GATE_SERVICE, "pool",
+                                 TRAFFIC_GATE_MAJOR, 0, &gate_self);
+  if (gate) {
+    gate_w.changed = on_gate;
+    gate->watch(gate_self, &gate_w);
+  }
   return pool_c && rt ? PH_OK : PH_ENOENT;
 }
 static int user_init(ph_ctx *ctx, const ph_api *api, void **state) {
@@ -916,6 +932,9 @@ int main(void) {
   test_built_with_view();
 
   /* A view past its valid_until: no candidates, nothing dialed (CP-3-9). */
+  ok(gate && gate->is_open(gate_self),
+     "issue 23 item 9 the pool's traffic.gate: open with a live view");
+  int gc = gate_calls;
   view(1, 30);
   ph_mock_run_for(mk, 60);
   nd = n_dials;
@@ -923,8 +942,15 @@ int main(void) {
   ph_mock_run_for(mk, 5);
   ok(r7->done && r7->res.code == PH_OPEN_AGENT_OFFLINE && n_dials == nd,
      "CP-3-9 an expired view: no candidates, no dial");
+  ok(gate && !gate->is_open(gate_self) && gate_calls == gc + 1 && gate_last == 0,
+     "CP-3-18 issue 23 item 9 ... and the gate closes at the view's deadline: "
+     "the frontends stop accepting");
 
   test_forward();
+  ok(gate && gate->is_open(gate_self) && gate_calls == gc + 2 && gate_last == 1,
+     "issue 23 item 9 a live view again: the gate opens");
+  if (gate)
+    gate->unwatch(gate_self, &gate_w);
 
   ph_mock_stop(mk);
   ph_mock_free(mk);
