@@ -460,8 +460,10 @@ static void build_work(void *arg) {
 static void build_done(void *arg, int status) {
   build *b = arg;
   cpc *m = b->m;
-  cp_view_release(b->base);
+  /* base is held until the swap: the pool compares it by address with
+   * the view it holds, so it must not be freed and reused before. */
   if (status == PH_ECANCELED || b->gen != m->gen || m->stopping) {
+    cp_view_release(b->base);
     free(b->prepared);
     cp_view_release(b->view);
     cp_snapshot_free(b->snap);
@@ -479,6 +481,7 @@ static void build_done(void *arg, int status) {
         b->rc == PH_ENOMEM
             ? CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_TOO_LARGE
             : CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED;
+    cp_view_release(b->base);
     count_reject(m, REJ_COMPILE);
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot view not built",
               PH_STR("reason", b->why ? b->why : "no memory"));
@@ -492,6 +495,7 @@ static void build_done(void *arg, int status) {
   cp_ts_to_ms(s->valid_until, &valid_until);
   /* One atomic swap (CP-3-17), then the pool installs what it prepared. */
   cp_view_publish_prepared(&m->slot, b->view, b->prepared);
+  cp_view_release(b->base);
   cp_snapshot_free(m->held);
   m->held = b->snap;
   api->gauge_set(m->m_version, (double)s->version);
