@@ -137,7 +137,7 @@ static int strat_index(pool *p, const char *name) {
  * configuration (CP-3-17, issue 23 item 13): one zeroed block with every
  * array, the map from base's proxies to v's (cp_view_remap) and the rule
  * -> strategy table. Pure: any thread (the provider's build job through
- * pool_prepare, or the loop as a fall-back); it reads p->strats, which
+ * pool_view_prepare, or the loop as a fall-back); it reads p->strats, which
  * does not change after start. NULL: no memory. */
 static pool_gen *gen_alloc(pool *p, const ph_pool_view *v,
                            const ph_pool_view *base) {
