@@ -67,6 +67,13 @@ static const ph_conf_key api_keys[] = {
                 "asks (redis_ownership, redis_ownership.eu); empty: "
                 "extraction is off (its routes answer 501)",
                 NULL),
+    PH_CONF_KEY("credentials", PH_CONF_STRING, "controlplane_server", 0, 97,
+                0, NULL,
+                "the cp.credentials provider (a controlplane_server "
+                "instance) that says which proxies' credentials cannot be "
+                "read (usable, unusable_reason); none loaded by that name, "
+                "or empty: only disabled proxies are shown unusable",
+                NULL),
     PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
                 NULL, "admin API requests waiting for the store at once",
                 NULL),
@@ -103,6 +110,8 @@ struct mod {
   void *pool_self;
   const cp_authority_v1 *auth; /* [admin_api] authority's, if set */
   void *auth_self;
+  const cp_credcheck_v1 *cred; /* [admin_api] credentials', if loaded */
+  void *cred_self;
   int64_t max_in_flight, in_flight;
   req *reqs;
 };
@@ -484,6 +493,8 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt,
   api_pool_call *c = &r->pool;
   c->st = m->pool;
   c->self = m->pool_self;
+  c->cred = m->cred;
+  c->cred_self = m->cred_self;
   c->kind = rt->kind - API_POOL_KIND;
   c->op = rt->op;
   snprintf(c->key, sizeof(c->key), "%s", key);
@@ -730,6 +741,13 @@ static int api_start(void *state) {
            PH_STR("access", access));
     return PH_ENOENT;
   }
+  /* Credentials the controller cannot read (issue 23 item 6): asked only
+   * where that controller runs in this process. */
+  const char *credentials = api->conf_str(m->ctx, "credentials");
+  if (credentials && *credentials &&
+      api->service_provider_loaded(m->ctx, CP_CREDCHECK_SERVICE, credentials))
+    m->cred = api->service_get_named(m->ctx, CP_CREDCHECK_SERVICE, credentials,
+                                     CP_CREDCHECK_MAJOR, 0, &m->cred_self);
   /* Exclusive extraction: minor 2 has extract (cp_authority.h). */
   const char *authority = api->conf_str(m->ctx, "authority");
   if (authority && *authority) {

@@ -86,7 +86,26 @@ static void store_error(api_pool_call *c, int status, const char *detail) {
   reply_error(c, 500, "internal", "the store failed");
 }
 
-static void write_proxy(json_w *w, const ph_pool_proxy_row *p) {
+/* Whether a proxy can be delivered as far as the controller can tell
+ * here (issue 23 item 6): not when disabled, nor when its credential
+ * cannot be read (cp.credentials, when [admin_api] credentials names a
+ * loaded controller). "usable" and "unusable_reason" (null when usable). */
+static void write_usable(json_w *w, const api_pool_call *c,
+                         const ph_pool_proxy_row *p) {
+  const char *why = NULL;
+  if (p->admin_state == PH_POOL_ADMIN_DISABLED)
+    why = "disabled";
+  else if (c->cred && p->secret_ref[0])
+    why = c->cred->problem(c->cred_self, p->secret_ref,
+                           p->credential_version);
+  json_w_key(w, "usable");
+  json_w_bool(w, why == NULL);
+  json_w_key(w, "unusable_reason");
+  json_w_str(w, why);
+}
+
+static void write_proxy(json_w *w, const api_pool_call *c,
+                        const ph_pool_proxy_row *p) {
   json_w_obj(w);
   json_w_key(w, "proxy_id");
   json_w_str(w, p->proxy_id);
@@ -118,6 +137,7 @@ static void write_proxy(json_w *w, const ph_pool_proxy_row *p) {
   json_w_str(w, p->admin_state >= 1 && p->admin_state <= 3
                     ? states[p->admin_state]
                     : NULL);
+  write_usable(w, c, p);
   json_w_obj_end(w);
 }
 
@@ -163,9 +183,10 @@ static void write_cred(json_w *w, const ph_pool_credential_ref *c) {
   json_w_obj_end(w);
 }
 
-static void write_row(json_w *w, int kind, const void *row) {
+static void write_row(json_w *w, const api_pool_call *c, int kind,
+                      const void *row) {
   if (kind == PH_POOL_KIND_PROXY)
-    write_proxy(w, row);
+    write_proxy(w, c, row);
   else if (kind == PH_POOL_KIND_ROUTE)
     write_route(w, row);
   else
@@ -390,7 +411,7 @@ static void on_write(void *arg, const ph_pool_write_result *res) {
   json_w_init(&w, buf, sizeof(buf));
   json_w_obj(&w);
   json_w_key(&w, "item");
-  write_row(&w, res->kind, &res->u);
+  write_row(&w, c, res->kind, &res->u);
   json_w_key(&w, "revision");
   json_w_uint(&w, res->revision);
   json_w_obj_end(&w);
@@ -467,12 +488,12 @@ static void on_list(void *arg, const ph_pool_list_result *res) {
   json_w_obj(&w);
   if (c->op == OP_GET) {
     json_w_key(&w, "item");
-    write_row(&w, res->kind, rows);
+    write_row(&w, c, res->kind, rows);
   } else {
     json_w_key(&w, "items");
     json_w_arr(&w);
     for (size_t i = 0; i < res->n; i++)
-      write_row(&w, res->kind, (const char *)rows + i * size);
+      write_row(&w, c, res->kind, (const char *)rows + i * size);
     json_w_arr_end(&w);
     json_w_key(&w, "more");
     json_w_bool(&w, res->more);

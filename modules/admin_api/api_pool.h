@@ -21,6 +21,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "api_routes.h"
+#include "cp_credcheck.h"
 
 /* Answers one request: an HTTP status and a JSON body (NULL for 204). */
 typedef void (*api_pool_reply_fn)(void *arg, int http, const char *body,
@@ -29,6 +30,8 @@ typedef void (*api_pool_reply_fn)(void *arg, int http, const char *body,
 typedef struct api_pool_call {
   const ph_pool_store_v1 *st;
   void *self;
+  const cp_credcheck_v1 *cred; /* NULL: credentials not checked */
+  void *cred_self;
   int kind; /* ph_pool_kind */
   api_op op;
   char key[API_POOL_KEY_MAX + 1]; /* an id or a secret_ref, whole */

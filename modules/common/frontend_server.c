@@ -2,6 +2,7 @@
 /* The per-listener part of the session skeleton (frontend_server.h):
  * the sessions' list and count, the stop and the drain, destroy. */
 #include "frontend_server.h"
+#include "frontend_gate.h"
 
 #include <netinet/in.h>
 #include <string.h>
@@ -98,6 +99,7 @@ void frontend_server_unlink(frontend_server *srv, frontend_session *s) {
 
 int frontend_server_stop(frontend_server *srv) {
   srv->stopping = 1;
+  frontend_gate_detach(srv);
   listener_close(srv->listener); /* announces bound = 0 */
   srv->listener = NULL;
   for (frontend_session *s = srv->sessions, *next; s; s = next) {
@@ -116,6 +118,7 @@ int frontend_server_stop(frontend_server *srv) {
 
 void frontend_server_destroy(frontend_server *srv) {
   srv->stop_pending = 0; /* the host is past waiting */
+  frontend_gate_detach(srv);
   while (srv->sessions)
     frontend_session_close(srv->sessions, FRONTEND_END_QUIET);
   listener_close(srv->listener);

@@ -81,6 +81,7 @@
 #include "guard.h"
 #include "listener.h"
 #include "relay.h"
+#include "traffic_gate.h"
 #include "stream_metrics.h"
 
 /* How a session ends, as ops->end sees it. */
@@ -155,6 +156,10 @@ typedef struct frontend_server {
   void *authorizer_self;
   const ph_validation_v1 *validation; /* NULL: no validation step */
   void *validation_self;
+  /* The connector's traffic.gate, when it has one (frontend_gate.c). */
+  const traffic_gate_v1 *gate;
+  void *gate_self;
+  traffic_gate_watch gate_watch;
   /* The instance's name (api->module_name, host-owned): the listener of
    * every open (ph_open_request.listener). Set by frontend_server_init. */
   const char *name;

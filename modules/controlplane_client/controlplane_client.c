@@ -462,6 +462,11 @@ typedef struct build {
   cp_snapshot *snap;
   int64_t obtained_at_ms, max_stale_ms;
   ph_pool_view *view;
+  /* The view current when the build started (a reference) and what the
+   * subscriber (the pool) built beside the new one against it, here off
+   * the loop (CP-3-17, issue 23 item 13). */
+  const ph_pool_view *base;
+  void *prepared;
   int rc;
   const char *why;
 } build;
@@ -470,12 +475,18 @@ static void build_work(void *arg) {
   build *b = arg;
   cp_view_opts o = {b->obtained_at_ms, b->max_stale_ms};
   b->rc = cp_view_compile(cp_snapshot_msg(b->snap), &o, &b->view, &b->why);
+  if (b->rc == PH_OK)
+    b->prepared = cp_view_prepare(&b->m->slot, b->view, b->base);
 }
 
 static void build_done(void *arg, int status) {
   build *b = arg;
   cpc *m = b->m;
+  /* base is held until the swap: the pool compares it by address with
+   * the view it holds, so it must not be freed and reused before. */
   if (status == PH_ECANCELED || b->gen != m->gen || m->stopping) {
+    cp_view_release(b->base);
+    free(b->prepared);
     cp_view_release(b->view);
     cp_snapshot_free(b->snap);
     free(b);
@@ -492,6 +503,7 @@ static void build_done(void *arg, int status) {
         b->rc == PH_ENOMEM
             ? CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_TOO_LARGE
             : CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_MALFORMED;
+    cp_view_release(b->base);
     count_reject(m, REJ_COMPILE);
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot view not built",
               PH_STR("reason", b->why ? b->why : "no memory"));
@@ -503,7 +515,9 @@ static void build_done(void *arg, int status) {
   const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(b->snap);
   int64_t valid_until = 0;
   cp_ts_to_ms(s->valid_until, &valid_until);
-  cp_view_publish(&m->slot, b->view); /* one atomic swap (CP-3-17) */
+  /* One atomic swap (CP-3-17), then the pool installs what it prepared. */
+  cp_view_publish_prepared(&m->slot, b->view, b->prepared);
+  cp_view_release(b->base);
   cp_snapshot_free(m->held);
   m->held = b->snap;
   api->gauge_set(m->m_version, (double)s->version);
@@ -530,8 +544,10 @@ static void start_build(cpc *m, cp_snapshot *snap) {
   b->snap = snap;
   b->obtained_at_ms = wall_ms();
   b->max_stale_ms = m->sup.max_stale_ms;
+  b->base = cp_view_acquire(&m->slot);
   int64_t id = api->submit(m->ctx, build_work, build_done, b);
   if (id < 0) {
+    cp_view_release(b->base);
     cp_snapshot_free(snap);
     free(b);
     perform(m, cp_sup_failed(&m->sup, CP_CALL_WATCH,
@@ -832,6 +848,8 @@ static int cpc_check(ph_ctx *ctx, const ph_api *a, const char **key,
 static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
   cpc *m = calloc(1, sizeof(*m));
+  if (m)
+    cp_view_slot_init(&m->slot);
   if (!m)
     return PH_ENOMEM;
   *state = m;
@@ -919,6 +937,7 @@ static void cpc_destroy(void *state) {
   if (m->timer)
     api->timer_free(m->timer);
   cp_view_publish(&m->slot, NULL); /* the readers were destroyed first */
+  cp_view_slot_destroy(&m->slot);
   cp_snapshot_free(m->held);
   cpc_buf_free(&m->last_rt);
   free(m->rt_buf);

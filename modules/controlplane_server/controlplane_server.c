@@ -37,6 +37,7 @@ static const char *const code_names[] = {
     "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED", NULL};
 static const char *const assign_results[] = {"ok", "failed", NULL};
 static const char *const drop_reasons[] = {"limit", "handshake_timeout", NULL};
+static const char *const withheld_reasons[] = {"credential", NULL};
 static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                               0.1,   0.25,   0.5,   1,    2.5,   5};
 #define NSECS (sizeof(secs) / sizeof(secs[0]))
@@ -80,6 +81,12 @@ static int register_metrics(cs *m) {
   ph_metric_def bfail = {"proxyhost_cp_controller_build_failures_total",
                          "snapshot builds that failed", PH_METRIC_COUNTER,
                          NULL, 0, NULL, 0};
+  ph_label_def wl[] = {{"reason", withheld_reasons}};
+  ph_metric_def withheld = {
+      "proxyhost_cp_controller_proxies_withheld_total",
+      "owned proxies a snapshot build left out, at each build: credential "
+      "(its secrets_dir/<secret_ref> file missing or unusable)",
+      PH_METRIC_COUNTER, wl, 1, NULL, 0};
   ph_label_def al[] = {{"result", assign_results}};
   ph_metric_def asg = {"proxyhost_cp_controller_assign_total",
                        "periodic ownership assignments by result",
@@ -89,9 +96,12 @@ static int register_metrics(cs *m) {
             *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
             *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas),
             *r = api->metric(m->ctx, &replaced),
-            *u = api->metric(m->ctx, &unauth), *x = api->metric(m->ctx, &dropped);
-  if (!a || !b || !c || !d || !e || !f || !g || !h || !r || !u || !x)
+            *u = api->metric(m->ctx, &unauth), *x = api->metric(m->ctx, &dropped),
+            *wh = api->metric(m->ctx, &withheld);
+  if (!a || !b || !c || !d || !e || !f || !g || !h || !r || !u || !x || !wh)
     return PH_EINVAL;
+  const char *wv[1] = {"credential"};
+  m->m_withheld = api->series(wh, wv);
   for (int i = 0; i < CS_M_COUNT; i++) {
     for (int k = 0; k < 17; k++) {
       const char *v[2] = {method_names[i], code_names[k]};
@@ -280,7 +290,10 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
   }
   if (register_metrics(m) != PH_OK)
     return PH_EINVAL;
-  return PH_OK;
+  /* For the admin API: a proxy whose credential cannot be read is shown
+   * unusable with its reason (issue 23 item 6). */
+  return api->service_register(ctx, CP_CREDCHECK_SERVICE, CP_CREDCHECK_MAJOR,
+                               CP_CREDCHECK_MINOR, &cs_credcheck_service, m);
 }
 
 static const cp_grpc_method *methods(cs *m, size_t *n) {
@@ -400,12 +413,14 @@ static void cs_destroy(void *state) {
 
 static const char *const requires[] = {CP_AUTHORITY_SERVICE,
                                    PH_POOL_STORE_SERVICE, NULL};
+static const char *const provides[] = {CP_CREDCHECK_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("controlplane_server", "1.0.0"),
     .description = "control-plane controller: the WorkerControlPlane gRPC "
                    "server",
     .requires = requires,
+    .provides = provides,
     .config = cs_conf_keys,
     .init = cs_init,
     .start = cs_start,

@@ -14,6 +14,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "cp_authority.h"
+#include "cp_credcheck.h"
 #include "cp_grpc.h"
 #include "cp_requests.h"
 #include "cs_conf.h"
@@ -89,10 +90,14 @@ typedef struct cs {
   ph_series *m_seconds[CS_M_COUNT];
   ph_series *m_streams, *m_sent, *m_deltas, *m_build, *m_build_fail, *m_assign[2];
   ph_series *m_replaced; /* streams ended by a newer one of their session */
+  ph_series *m_withheld; /* owned proxies a build left out: no credential */
   ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
 } cs;
 
 extern const ph_api *cs_api;
+
+/* "cp.credentials" over secrets_dir (cs_credcheck.c, issue 23 item 6). */
+extern const cp_credcheck_v1 cs_credcheck_service;
 
 void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *));
 void cs_link_del(cs_link *l);

@@ -20,6 +20,7 @@
  * version the worker holds; a worker that still cannot apply it reopens
  * the stream for a full one (CP-3-16).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,14 @@ struct cs_watch {
   int64_t build_now_ms;
   int build_ok;
   double build_seconds;
+  /* What the build withheld for a credential it could not read (issue 23
+   * item 6): the proxies (stats.withheld) and why, per secret_ref. */
+  cp_build_stats stats;
+  struct {
+    char ref[PH_POOL_SECRET_REF_MAX + 1];
+    const char *why; /* cp_secret_read's static reason */
+  } unread[CP_BUILD_WITHHELD_LIST];
+  uint32_t n_unread;
   uint8_t checksum[32];
   int64_t valid_until_ms;
   int64_t refresh_bound_ms; /* min(valid_until, earliest usable_until) */
@@ -219,8 +228,44 @@ static void issued(void *arg, const cp_auth_reply *rep) {
 
 static int resolve(void *ud, const char *ref, uint64_t version,
                    ph_pool_credential *out) {
-  const char *why;
-  return cp_secret_read(ud, ref, version, out, &why) == CP_SECRET_OK;
+  cs_watch *w = ud;
+  const char *why = NULL;
+  if (cp_secret_read(w->m->conf.secrets_dir, ref, version, out, &why) ==
+      CP_SECRET_OK)
+    return 1;
+  if (w->n_unread < CP_BUILD_WITHHELD_LIST) { /* for the log (build_done) */
+    snprintf(w->unread[w->n_unread].ref, sizeof(w->unread[0].ref), "%s", ref);
+    w->unread[w->n_unread++].why = why;
+  }
+  return 0;
+}
+
+/* Loop: says which proxies the build withheld for a credential it could
+ * not read (issue 23 item 6): one line each (rate-limited) naming the
+ * proxy, its secret_ref and why (never the file's content), and the
+ * count. The admin API shows them unusable (cs_credcheck.c). */
+static void report_withheld(cs_watch *w) {
+  cs *m = w->m;
+  const cp_build_stats *st = &w->stats;
+  if (!st->credential_missing)
+    return;
+  api->inc(m->m_withheld, st->credential_missing);
+  for (uint32_t i = 0; i < st->n_withheld; i++) {
+    const char *why = "the credential cannot be read";
+    for (uint32_t k = 0; k < w->n_unread; k++)
+      if (strcmp(w->unread[k].ref, st->withheld[i].secret_ref) == 0 &&
+          w->unread[k].why)
+        why = w->unread[k].why;
+    /* "file": its secret_ref, the file's name in secrets_dir (a key
+     * named like "secret" would be redacted by the host's logger). */
+    PH_LOG_RL(api, m->ctx, PH_LOG_WARN,
+              "proxy withheld from a snapshot: its secret file cannot be read "
+              "(secrets_dir/<file>: one username:password line, mode 0600)",
+              PH_STR("worker_id", w->worker),
+              PH_STR("proxy_id", st->withheld[i].proxy_id),
+              PH_STR("file", st->withheld[i].secret_ref),
+              PH_STR("reason", why));
+  }
 }
 
 /* Host job thread: reads only what the round holds (immutable now). */
@@ -253,7 +298,8 @@ static void build_work(void *arg) {
   in.owned = w->owned;
   in.n_owned = w->n_owned;
   in.resolve = resolve;
-  in.resolve_ud = m->conf.secrets_dir;
+  in.resolve_ud = w;
+  w->n_unread = 0;
   in.now_ms = w->build_now_ms;
   in.version = w->version;
   in.ownership_epoch = w->epoch;
@@ -265,7 +311,10 @@ static void build_work(void *arg) {
   w->build_ok = 0;
   w->is_delta = 0;
   cp_build_stats st;
-  if (cp_snapshot_build(&in, &s, &st) == CP_BUILD_OK) {
+  memset(&st, 0, sizeof(st));
+  int built = cp_snapshot_build(&in, &s, &st);
+  w->stats = st;
+  if (built == CP_BUILD_OK) {
     const Controlplane__V1__WorkerSnapshot *msg = cp_snapshot_msg(s);
     Controlplane__V1__WatchSnapshotsResponse r =
         CONTROLPLANE__V1__WATCH_SNAPSHOTS_RESPONSE__INIT;
@@ -313,6 +362,8 @@ static void build_done(void *arg, int status) {
     return;
   }
   api->observe(m->m_build, w->build_seconds);
+  if (status == PH_OK)
+    report_withheld(w);
   if (status != PH_OK || !w->build_ok) {
     api->inc(m->m_build_fail, 1);
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "snapshot build failed",

@@ -74,6 +74,8 @@ CS_SOURCES = modules/controlplane_server/cs.h \
 	modules/controlplane_server/cs_runtime.c \
 	modules/controlplane_server/cs_outcomes.c \
 	modules/controlplane_server/cs_watch.c \
+	modules/controlplane_server/cs_credcheck.c \
+	modules/cp_common/cp_credcheck.h \
 	modules/controlplane_server/cs_pool.c \
 	modules/controlplane_server/cs_assign.c \
 	modules/controlplane_server/cp_requests.c \
@@ -102,6 +104,13 @@ if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/controller.sh
 endif
 EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py t/lib/controller.sh
+
+# A missing secret file is logged, counted and shown by the admin API
+# (issue 23 item 6).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_secret_missing.sh
+endif
+EXTRA_DIST += t/integration/cp_secret_missing.sh
 
 # The controller against hostile or broken workers (issue 22 items 10-13).
 if MODULE_CONTROLPLANE_SERVER

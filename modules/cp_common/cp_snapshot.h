@@ -102,6 +102,14 @@ typedef struct cp_build_input {
 #define CP_MARGIN_MAX_MS 3600000        /* one hour */
 #define CP_VALIDITY_MAX_MS 86400000     /* one day */
 
+/* A proxy left out because its credential could not be resolved (issue
+ * 23 item 6): the controller logs each one it lists. */
+#define CP_BUILD_WITHHELD_LIST 8
+typedef struct cp_build_withheld {
+  char proxy_id[PH_POOL_ID_MAX + 1];
+  char secret_ref[PH_POOL_SECRET_REF_MAX + 1];
+} cp_build_withheld;
+
 /* What the build left out, and why (for the controller's metrics). */
 typedef struct cp_build_stats {
   uint32_t delivered;           /* proxies in the snapshot */
@@ -110,6 +118,10 @@ typedef struct cp_build_stats {
   uint32_t disabled;            /* admin state DISABLED (or unknown) */
   uint32_t unusable;            /* usable_until <= now (CP-3-5) */
   uint32_t credential_missing;  /* the resolver had nothing (CP-1-18) */
+  /* The first CP_BUILD_WITHHELD_LIST of them (credential_missing counts
+   * them all). */
+  cp_build_withheld withheld[CP_BUILD_WITHHELD_LIST];
+  uint32_t n_withheld;
   uint32_t invalid;             /* a row or lease out of its bounds */
   uint32_t duplicate_owned;     /* the same id twice in the index */
   uint32_t routes;              /* enabled rules delivered */

@@ -21,6 +21,7 @@
  * message built while the row is still in the cache (a row is about
  * 1.2 KB: 10,000 of them do not stay there between passes). */
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -438,6 +439,11 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
       if (fresh && k->present)
         ncred++;
       if (!k->present) {
+        if (st.n_withheld < CP_BUILD_WITHHELD_LIST) {
+          cp_build_withheld *h = &st.withheld[st.n_withheld++];
+          snprintf(h->proxy_id, sizeof(h->proxy_id), "%s", r->proxy_id);
+          snprintf(h->secret_ref, sizeof(h->secret_ref), "%s", r->secret_ref);
+        }
         st.credential_missing++;
         continue;
       }

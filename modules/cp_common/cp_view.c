@@ -2,7 +2,7 @@
 /* A view's life (publish, acquire, release, the wipe at the end) and the
  * questions dispatch asks it (cp_view.h). Everything here runs in
  * constant time or a bounded scan of the view, allocates nothing and
- * takes no lock. */
+ * takes no lock. Publishing and the subscriber: cp_view_sub.c. */
 #include "cp_view.h"
 
 #include <stdlib.h>
@@ -38,14 +38,6 @@ uint32_t cp_view_refs(const ph_pool_view *v) {
   return v ? atomic_load_explicit(&cp_view_block_of(v)->refs,
                                   memory_order_relaxed)
            : 0;
-}
-
-void cp_view_publish(cp_view_slot *slot, ph_pool_view *v) {
-  /* release: the view's contents, written by the job that compiled it,
-   * are visible to whoever loads the pointer with acquire. */
-  ph_pool_view *old =
-      atomic_exchange_explicit(&slot->cur, v, memory_order_acq_rel);
-  cp_view_release(old);
 }
 
 const ph_pool_view *cp_view_current(cp_view_slot *slot) {
@@ -188,7 +180,11 @@ static void vt_release(void *self, const ph_pool_view *v) {
   cp_view_release(v);
 }
 
+static int vt_subscribe(void *self, const ph_pool_view_sub *sub, void *arg) {
+  return cp_view_subscribe(self, sub, arg);
+}
+
 const ph_pool_view_v1 cp_view_service = {
-    vt_current, vt_acquire, vt_release, cp_view_match,
-    cp_view_usable, cp_view_live, cp_view_find,
+    vt_current,     vt_acquire,    vt_release,  cp_view_match,
+    cp_view_usable, cp_view_live,  cp_view_find, vt_subscribe,
 };

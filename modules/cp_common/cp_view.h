@@ -14,6 +14,7 @@
 #ifndef PH_CP_VIEW_H
 #define PH_CP_VIEW_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,14 +46,34 @@ void cp_view_release(const ph_pool_view *v);
 uint32_t cp_view_refs(const ph_pool_view *v);
 
 /* Where the current view is published: one atomic pointer holding one
- * reference. Zero-initialised is empty. */
+ * reference, and the one subscriber that keeps state beside each view
+ * (ph_pool_view_sub: the pool). cp_view_slot_init before any use. */
 typedef struct cp_view_slot {
   _Atomic(ph_pool_view *) cur;
+  pthread_mutex_t mu; /* sub and arg, held while a prepare() runs */
+  const ph_pool_view_sub *sub;
+  void *sub_arg;
 } cp_view_slot;
 
-/* Publishes v (taking over the caller's reference) with one atomic swap
- * and releases the previous view's slot reference. v NULL empties the
- * slot. Loop thread. */
+void cp_view_slot_init(cp_view_slot *slot);
+/* After the slot was emptied (cp_view_publish NULL). */
+void cp_view_slot_destroy(cp_view_slot *slot);
+/* ph_pool_view_v1.subscribe (pool_view.h). */
+int cp_view_subscribe(cp_view_slot *slot, const ph_pool_view_sub *sub,
+                      void *arg);
+/* The subscriber's state for v, to be published after base (the view
+ * current when the build started): its prepare(), or NULL when there is
+ * no subscriber. Any thread: the job that compiled v (CP-3-17). */
+void *cp_view_prepare(cp_view_slot *slot, const ph_pool_view *v,
+                      const ph_pool_view *base);
+/* Publishes v (taking over the caller's reference) with one atomic swap,
+ * releases the previous view's slot reference, then gives the subscriber
+ * v with prepared (cp_view_prepare's; NULL: none, it builds its state
+ * now). Without a subscriber prepared is freed. v NULL empties the slot.
+ * Loop thread. */
+void cp_view_publish_prepared(cp_view_slot *slot, ph_pool_view *v,
+                              void *prepared);
+/* cp_view_publish_prepared with nothing prepared. */
 void cp_view_publish(cp_view_slot *slot, ph_pool_view *v);
 /* One atomic load: the current view, borrowed for this loop callback. */
 const ph_pool_view *cp_view_current(cp_view_slot *slot);

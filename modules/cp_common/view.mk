@@ -14,10 +14,12 @@ if CP_ANY
 noinst_LTLIBRARIES += modules/cp_common/libcpview.la
 modules_cp_common_libcpview_la_SOURCES = \
 	modules/cp_common/cp_view.c modules/cp_common/cp_view.h \
+	modules/cp_common/cp_view_sub.c \
 	modules/cp_common/cp_view_int.h modules/cp_common/cp_view_build.c \
 	modules/cp_common/cp_outcomes.c modules/cp_common/cp_outcomes.h
 # The generated headers must exist before these compile.
 modules/cp_common/libcpview_la-cp_view.lo \
+modules/cp_common/libcpview_la-cp_view_sub.lo \
 modules/cp_common/libcpview_la-cp_view_build.lo \
 modules/cp_common/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
 modules_cp_common_libcpview_la_CPPFLAGS = $(MODULE_CPPFLAGS) \

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "frontend_check.h"
+#include "frontend_gate.h"
 #include "frontend_services.h"
 #include "frontend_keys.h"
 #include "http_proxy_int.h"
@@ -152,6 +153,7 @@ static int hp_start(void *state) {
     return PH_EINVAL;
   }
   listener_resume(h->fs.listener);
+  frontend_gate_attach(&h->fs); /* paused while the pool is stale */
   PH_LOG(hp_api, h->ctx, PH_LOG_INFO, "http proxy listening",
          PH_STR("listen", o.address),
          PH_INT("port", listener_port(h->fs.listener)),

@@ -173,6 +173,12 @@ static int register_metrics(pool *p) {
                          "the view, or the view went stale (CP-3-18, "
                          "CP-4-2)",
                          PH_METRIC_COUNTER, cl, 1, NULL, 0};
+  ph_metric_def d_acc = {"proxyhost_pool_accepting",
+                         "1 while the frontends in front of the pool take "
+                         "new connections, 0 while its view is past "
+                         "valid_until or max_stale_age (CP-3-18)",
+                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
+  ph_metric *mg = pool_api->metric(p->ctx, &d_acc);
   ph_metric *mc = pool_api->metric(p->ctx, &d_cut);
   ph_metric *mo = pool_api->metric(p->ctx, &d_out);
   ph_metric *mr = pool_api->metric(p->ctx, &d_res);
@@ -181,8 +187,10 @@ static int register_metrics(pool *p) {
   ph_metric *mw = pool_api->metric(p->ctx, &d_wait);
   ph_metric *ms = pool_api->metric(p->ctx, &d_resv);
   ph_metric *ma = pool_api->metric(p->ctx, &d_act);
-  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo || !mc)
+  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo || !mc || !mg)
     return PH_EINVAL;
+  p->m_accepting = pool_api->series(mg, NULL);
+  pool_api->gauge_set(p->m_accepting, 1);
   for (int i = 0; i < N_PC; i++) {
     const char *v[] = {cut_names[i]};
     p->m_cut[i] = pool_api->series(mc, v);
@@ -238,6 +246,9 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
   if (rc == PH_OK)
     rc = a->service_register(ctx, POOL_RUNTIME_SERVICE, POOL_RUNTIME_MAJOR,
                              POOL_RUNTIME_MINOR, &pool_runtime_service, p);
+  if (rc == PH_OK)
+    rc = a->service_register(ctx, TRAFFIC_GATE_SERVICE, TRAFFIC_GATE_MAJOR,
+                             TRAFFIC_GATE_MINOR, &pool_gate_service, p);
   return rc;
 }
 
@@ -254,7 +265,7 @@ static int pool_start(void *state) {
   ph_ctx *ctx = p->ctx;
   const char *vn = pool_api->conf_str(ctx, "view");
   p->view = pool_api->service_get_named(ctx, PH_POOL_VIEW_SERVICE, vn,
-                                        PH_POOL_VIEW_MAJOR, 0, &p->view_self);
+                                        PH_POOL_VIEW_MAJOR, 1, &p->view_self);
   if (!p->view)
     return missing(p, PH_POOL_VIEW_SERVICE, vn);
   const char *sn = pool_api->conf_str(ctx, "outcome_sink");
@@ -277,19 +288,43 @@ static int pool_start(void *state) {
   size_t n = pool_api->conf_list_len(ctx, "strategies");
   for (size_t i = 0; i < n && i < POOL_STRATS_MAX; i++) {
     pool_strat *s = &p->strats[p->n_strats];
-    s->name = pool_api->conf_list_at(ctx, "strategies", i);
-    s->vt = pool_api->service_get_named(ctx, PH_STRATEGY_SERVICE, s->name,
+    const char *name = pool_api->conf_list_at(ctx, "strategies", i);
+    s->vt = pool_api->service_get_named(ctx, PH_STRATEGY_SERVICE, name,
                                         PH_STRATEGY_MAJOR, 0, &s->self);
     if (!s->vt)
-      return missing(p, PH_STRATEGY_SERVICE, s->name);
+      return missing(p, PH_STRATEGY_SERVICE, name);
+    /* Our own copy: the provider's build job reads it (pool_view_prepare)
+     * and a reload frees the configuration's strings. */
+    s->name = strdup(name);
+    if (!s->name)
+      return PH_ENOMEM;
     p->n_strats++;
   }
+  /* Each view's generation is then built with the view, not by the
+   * first request after its swap (CP-3-17, issue 23 item 13). */
+  static const ph_pool_view_sub sub = {pool_view_prepare, pool_view_install};
+  int rc = p->view->subscribe(p->view_self, &sub, p);
+  if (rc != PH_OK) {
+    PH_LOG(pool_api, ctx, PH_LOG_ERROR,
+           "pool: another pool already uses this pool.view provider (one "
+           "pool per controlplane_client instance)",
+           PH_STR("provider", vn));
+    return rc;
+  }
+  p->subscribed = 1;
   return PH_OK;
+}
+
+static void unsubscribe(pool *p) {
+  if (p->subscribed)
+    p->view->subscribe(p->view_self, NULL, NULL); /* waits for a prepare */
+  p->subscribed = 0;
 }
 
 static int pool_stop(void *state) {
   pool *p = state;
   p->stopping = 1; /* new opens: queue_full; the rest run to their end */
+  unsubscribe(p);
   return PH_OK;
 }
 
@@ -299,7 +334,10 @@ static void pool_destroy(void *state) {
     return;
   if (p->buckets)
     pool_attempts_abort(p);
+  unsubscribe(p);
   pool_gen_clear(p);
+  for (uint32_t s = 0; s < p->n_strats; s++)
+    free((char *)p->strats[s].name);
   if (p->deliver_timer)
     pool_api->timer_free(p->deliver_timer);
   if (p->drain_timer)
@@ -309,7 +347,8 @@ static void pool_destroy(void *state) {
 }
 
 static const char *const provides[] = {PH_CONNECTOR_SERVICE,
-                                       POOL_RUNTIME_SERVICE, NULL};
+                                       POOL_RUNTIME_SERVICE,
+                                       TRAFFIC_GATE_SERVICE, NULL};
 static const char *const requires[] = {PH_POOL_VIEW_SERVICE,
                                        PH_OUTCOME_SINK_SERVICE,
                                        PH_STRATEGY_SERVICE,

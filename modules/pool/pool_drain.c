@@ -162,6 +162,8 @@ void pool_drain_scan(pool *p) {
   for (pool_px *x = p->left; x; x = x->lnext)
     mark(p, x, PC_REMOVED, now, wall);
   arm(p, now, next_wall);
+  /* A stale view: no new connections either (issue 23 item 9). */
+  pool_gate_set(p, !g || p->view->live(g->view, wall));
 }
 
 /* ---- the cut ---------------------------------------------------------------- */

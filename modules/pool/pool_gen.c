@@ -80,12 +80,7 @@ static void gen_free(pool_gen *g) {
       p->strats[s].vt->detach(p->strats[s].self, g->sstate[s]);
   if (g->view)
     p->view->release(p->view_self, g->view);
-  free(g->active);
-  free(g->reserved);
-  free(g->revoked);
-  free(g->px);
-  free(g->rule_strat);
-  free(g);
+  free(g); /* one block with its arrays (gen_alloc) */
 }
 
 void pool_gen_release(pool_gen *g) {
@@ -138,31 +133,53 @@ static int strat_index(pool *p, const char *name) {
   return -1;
 }
 
-/* Builds the generation of v (holding vref) after old (may be NULL). */
-static pool_gen *gen_build(pool *p, const ph_pool_view *v, pool_gen *old) {
-  pool_gen *g = calloc(1, sizeof(*g));
+/* The half of a generation that needs nothing but v, base and the pool's
+ * configuration (CP-3-17, issue 23 item 13): one zeroed block with every
+ * array, the map from base's proxies to v's (cp_view_remap) and the rule
+ * -> strategy table. Pure: any thread (the provider's build job through
+ * pool_view_prepare, or the loop as a fall-back); it reads p->strats, which
+ * does not change after start. NULL: no memory. */
+static pool_gen *gen_alloc(pool *p, const ph_pool_view *v,
+                           const ph_pool_view *base) {
+  size_t n = v->n_proxies, nb = base ? base->n_proxies : 0;
+  size_t off_px = sizeof(pool_gen);
+  size_t off_u32 = off_px + n * sizeof(pool_px *);
+  size_t off_u8 = off_u32 + (2 * n + nb) * sizeof(uint32_t);
+  pool_gen *g = calloc(1, off_u8 + n + v->n_rules);
   if (!g)
     return NULL;
+  char *blk = (char *)g;
   g->p = p;
-  g->n = v->n_proxies;
-  size_t n = g->n ? g->n : 1;
-  g->active = calloc(n, sizeof(*g->active));
-  g->reserved = calloc(n, sizeof(*g->reserved));
-  g->revoked = calloc(n, 1);
-  g->px = calloc(n, sizeof(*g->px));
-  g->rule_strat = calloc(v->n_rules ? v->n_rules : 1, 1);
-  uint32_t *map = old && old->n ? malloc(old->n * sizeof(*map)) : NULL;
-  if (!g->active || !g->reserved || !g->revoked || !g->px ||
-      !g->rule_strat || (old && old->n && !map))
-    goto fail;
-  if (map)
-    cp_view_remap(old->view, v, map);
+  g->base = base;
+  g->n = (uint32_t)n;
+  g->px = (pool_px **)(blk + off_px);
+  g->active = (uint32_t *)(blk + off_u32);
+  g->reserved = g->active + n;
+  g->map = nb ? g->reserved + n : NULL;
+  g->revoked = (uint8_t *)(blk + off_u8);
+  g->rule_strat = (int8_t *)(g->revoked + n);
+  if (g->map)
+    cp_view_remap(base, v, g->map);
+  for (uint32_t r = 0; r < v->n_rules; r++)
+    g->rule_strat[r] = (int8_t)strat_index(p, v->rules[r].strategy);
+  g->load.active = g->active;
+  g->load.reserved = g->reserved;
+  g->load.revoked = g->revoked;
+  return g;
+}
+
+/* The loop half: g (gen_alloc'd against old's view) takes the proxy
+ * records and the strategies' states, and v (holding a reference). 0, or
+ * -1 for no memory (g freed, the reference with it). */
+static int gen_link(pool *p, pool_gen *g, const ph_pool_view *v,
+                    pool_gen *old) {
+  g->view = v;
   /* Records: those of the old view that stay, then those that come back
    * from the left list, then new ones. */
-  if (old)
+  if (old && g->map)
     for (uint32_t i = 0; i < old->n; i++)
-      if (map[i] != PH_POOL_VIEW_NONE)
-        g->px[map[i]] = old->px[i];
+      if (g->map[i] != PH_POOL_VIEW_NONE)
+        g->px[g->map[i]] = old->px[i];
   size_t n_left = 0;
   pool_px **left = left_sorted(p, &n_left);
   if (n_left && !left)
@@ -184,11 +201,11 @@ static pool_gen *gen_build(pool *p, const ph_pool_view *v, pool_gen *old) {
     g->px[j] = x;
   }
   free(left);
-  /* Strategies: one state per strategy the rules name (CP-1-22). */
+  /* Strategies: one state per strategy the rules name (CP-1-22); attach
+   * is the loop's (strategy.h), done here, at the swap, not in a request. */
   int used[POOL_STRATS_MAX] = {0};
   for (uint32_t r = 0; r < v->n_rules; r++) {
-    int s = strat_index(p, v->rules[r].strategy);
-    g->rule_strat[r] = (int8_t)s;
+    int s = g->rule_strat[r];
     if (s >= 0)
       used[s] = 1;
     else
@@ -198,17 +215,13 @@ static pool_gen *gen_build(pool *p, const ph_pool_view *v, pool_gen *old) {
                 PH_STR("rule_id", v->rules[r].rule_id),
                 PH_STR("strategy", v->rules[r].strategy));
   }
-  g->load.active = g->active;
-  g->load.reserved = g->reserved;
-  g->load.revoked = g->revoked;
-  g->view = v;
   for (uint32_t s = 0; s < p->n_strats; s++) {
     if (!used[s])
       continue;
     const void *prev = old ? old->sstate[s] : NULL;
     g->sstate[s] = p->strats[s].vt->attach(p->strats[s].self, v, prev,
                                            prev ? old->view : NULL,
-                                           prev ? map : NULL);
+                                           prev ? g->map : NULL);
     if (!g->sstate[s]) {
       PH_LOG_RL(pool_api, p->ctx, PH_LOG_ERROR,
                 "a strategy could not attach to the new view (memory): its "
@@ -219,8 +232,7 @@ static pool_gen *gen_build(pool *p, const ph_pool_view *v, pool_gen *old) {
           g->rule_strat[r] = -1;
     }
   }
-  free(map);
-  return g;
+  return 0;
 fail_records:
   /* Records made for this view only (not the old view's, not left ones). */
   for (uint32_t j = 0; j < g->n; j++)
@@ -228,10 +240,8 @@ fail_records:
         !g->px[j]->reserved && !g->px[j]->lprev && p->left != g->px[j])
       free(g->px[j]);
 fail:
-  free(map);
-  g->view = NULL;
   gen_free(g);
-  return NULL;
+  return -1;
 }
 
 /* Makes g current: indexes and counts follow the records; what left the
@@ -265,28 +275,63 @@ static void gen_switch(pool *p, pool_gen *g) {
   pool_gen_release(old);
 }
 
-pool_gen *pool_gen_current(pool *p) {
-  if (!p->view)
-    return NULL;
-  const ph_pool_view *v = p->view->current(p->view_self);
-  if (!v || (p->cur && p->cur->view == v))
-    return p->cur;
+/* Installs v, the view pool.view publishes now, with g (prepared against
+ * some base, or NULL): the generation becomes current, the drain looks at
+ * who left, the waiters at the new capacity. Loop thread. */
+static void install(pool *p, const ph_pool_view *v, pool_gen *g) {
+  const ph_pool_view *cur_v = p->cur ? p->cur->view : NULL;
+  if (g && (g->p != p || g->base != cur_v || g->n != v->n_proxies)) {
+    free(g); /* prepared against another view: build it again */
+    g = NULL;
+  }
   const ph_pool_view *held = p->view->acquire(p->view_self);
   if (held != v) { /* cannot happen on the loop thread; fail closed */
     p->view->release(p->view_self, held);
-    return p->cur;
+    free(g);
+    return;
   }
-  pool_gen *g = gen_build(p, v, p->cur);
-  if (!g) {
-    p->view->release(p->view_self, v);
+  if (!g)
+    g = gen_alloc(p, v, cur_v);
+  if (!g || gen_link(p, g, v, p->cur) != 0) {
+    if (!g)
+      p->view->release(p->view_self, v);
     PH_LOG_RL(pool_api, p->ctx, PH_LOG_ERROR,
               "could not install the new view (memory): the previous one "
               "stays in use until its valid_until");
-    return p->cur;
+    return;
   }
   gen_switch(p, g);
   pool_drain_scan(p); /* who left, who is back (issue 22 item 14) */
   pool_wake(p, PH_POOL_VIEW_NONE); /* new capacity for the waiters */
+}
+
+void *pool_view_prepare(void *arg, const ph_pool_view *v,
+                        const ph_pool_view *base) {
+  return gen_alloc(arg, v, base);
+}
+
+void pool_view_install(void *arg, const ph_pool_view *v, void *prepared) {
+  pool *p = arg;
+  if (!v || p->stopping) { /* emptied (the provider stops): keep cur */
+    free(prepared);
+    return;
+  }
+  p->entered++; /* answers the new capacity gives wait for the deliver
+                   timer, as when a request installed the view */
+  install(p, v, prepared);
+  p->entered--;
+}
+
+pool_gen *pool_gen_current(pool *p) {
+  if (!p->view)
+    return NULL;
+  /* The hot path: one atomic load; the generation was installed with the
+   * swap (pool_view_install). Built here only when that install failed
+   * (memory), so that the next request tries again. */
+  const ph_pool_view *v = p->view->current(p->view_self);
+  if (!v || (p->cur && p->cur->view == v))
+    return p->cur;
+  install(p, v, NULL);
   return p->cur;
 }
 

@@ -34,6 +34,7 @@
 #include <proxyhost/strategy.h>
 
 #include "pool_runtime.h"
+#include "traffic_gate.h"
 #include "up_hs.h"
 
 #define POOL_STRATS_MAX 16
@@ -61,7 +62,7 @@ struct pool_px {
 };
 
 typedef struct pool_strat {
-  const char *name; /* the provider (instance) name, conf-owned copy */
+  const char *name; /* the provider (instance) name, our own copy */
   const ph_strategy_v1 *vt;
   void *self;
 } pool_strat;
@@ -69,6 +70,9 @@ typedef struct pool_strat {
 struct pool_gen {
   pool *p;
   const ph_pool_view *view; /* a reference (pool.view acquire) */
+  const ph_pool_view *base; /* the view it was prepared after (no
+                               reference: compared only) */
+  uint32_t *map;            /* base's proxies -> ours (NULL: no base) */
   uint32_t refs;            /* +1 while current, +1 per attempt */
   uint32_t n;               /* view->n_proxies */
   uint32_t *active, *reserved;
@@ -196,6 +200,10 @@ struct pool {
   ph_ctx *ctx;
   pool_conf conf;
   int stopping;
+  int subscribed; /* to pool.view (pool_view_install) */
+  /* traffic.gate (pool_gate.c): closed while the view is stale. */
+  int gate_closed;
+  traffic_gate_watch *gate_watchers;
   const ph_pool_view_v1 *view;
   void *view_self;
   const ph_outcome_sink_v1 *sink;
@@ -230,6 +238,7 @@ struct pool {
       *m_active, *m_outcome_full;
   ph_series *m_outcome[4][3]; /* [stage - 1][result - 1] */
   ph_series *m_cut[N_PC];
+  ph_series *m_accepting; /* the gate: 1 open, 0 closed */
 };
 
 /* The one API table (set by init). */
@@ -237,10 +246,14 @@ extern const ph_api *pool_api;
 
 /* ---- pool_gen.c ------------------------------------------------------- */
 
-/* The current generation, installing the view that pool.view publishes
- * now when it is not the current one's (the first call after a swap).
- * NULL while there is no view. Loop thread. */
+/* The current generation, installed with the view's swap; built here only
+ * when that failed (memory). NULL while there is no view. Loop thread. */
 pool_gen *pool_gen_current(pool *p);
+/* The pool's ph_pool_view_sub (CP-3-17, issue 23 item 13): prepare (any
+ * thread) and install (the loop, right after the swap); arg is the pool. */
+void *pool_view_prepare(void *arg, const ph_pool_view *v,
+                        const ph_pool_view *base);
+void pool_view_install(void *arg, const ph_pool_view *v, void *prepared);
 void pool_gen_hold(pool_gen *g);
 void pool_gen_release(pool_gen *g);
 /* Count changes on px, mirrored in the current generation. A record that
@@ -264,6 +277,13 @@ void pool_wake(pool *p, uint32_t idx);
 /* Answers every attempt in progress (stop): stage queue, queue_full. */
 void pool_attempts_abort(pool *p);
 void pool_on_deliver(ph_timer *t, void *arg);
+
+/* ---- pool_gate.c ------------------------------------------------------ */
+
+extern const traffic_gate_v1 pool_gate_service;
+/* Opens or closes the gate; on a change: the gauge, one log line, every
+ * watcher. Loop thread. */
+void pool_gate_set(pool *p, int open);
 
 /* ---- pool_drain.c ----------------------------------------------------- */
 

@@ -43,6 +43,7 @@
 
 #include "access_log.h"
 #include "frontend_check.h"
+#include "frontend_gate.h"
 #include "frontend_keys.h"
 #include "frontend_server.h"
 #include "frontend_services.h"
@@ -805,6 +806,7 @@ static int s5_start(void *state) {
     return PH_EINVAL;
   }
   listener_resume(s->fs.listener);
+  frontend_gate_attach(&s->fs); /* paused while the pool is stale */
   PH_LOG(api, s->ctx, PH_LOG_INFO, "socks5 listening", PH_STR("listen", listen),
          PH_INT("port", listener_port(s->fs.listener)),
          PH_STR("auth", s->password ? "password" : "none"));

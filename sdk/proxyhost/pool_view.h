@@ -28,6 +28,14 @@
  * publishes); release() from any thread. Both return NULL while no view
  * was ever accepted: no candidates.
  *
+ * State beside a view (minor 1, CP-3-17, issue 23 item 13): a reader that
+ * keeps per-view state of its own (the pool's counter arrays and remap)
+ * subscribes once; the provider then calls its prepare() where it
+ * compiles the view, off the loop, and its install() on the loop right
+ * after the swap that publishes the view, before any other callback. So
+ * no request ever builds that state: the hot path loads one pointer and
+ * finds the state already there.
+ *
  * Time (CP-3-6, CP-3-9, CP-3-18): all times are Unix milliseconds (UTC).
  * usable(v, proxy, now_ms) is the one question a strategy asks before it
  * picks a proxy: false at or after the proxy's usable_until (the last
@@ -62,7 +70,7 @@
 
 #define PH_POOL_VIEW_SERVICE "pool.view"
 #define PH_POOL_VIEW_MAJOR 1
-#define PH_POOL_VIEW_MINOR 0
+#define PH_POOL_VIEW_MINOR 1
 
 /* "No rule" from match(), "no proxy" from find(). */
 #define PH_POOL_VIEW_NONE UINT32_MAX
@@ -159,6 +167,21 @@ static inline int ph_pool_view_proxy_usable(const ph_pool_view *v,
          now_ms < p->usable_until_ms && now_ms < p->expires_at_ms;
 }
 
+/* A subscriber (subscribe() below). */
+typedef struct ph_pool_view_sub {
+  /* Builds what arg keeps beside v, v to be published after base (the
+   * view current when the build started, NULL for none): any thread (the
+   * provider's build job), so it may read v, base and arg's immutable
+   * configuration only. Returns ONE malloc'd block (the provider free()s
+   * it if it is never installed) or NULL (install then gets NULL). */
+  void *(*prepare)(void *arg, const ph_pool_view *v,
+                   const ph_pool_view *base);
+  /* v was just published: takes over prepared (NULL when prepare failed
+   * or ran for another base: build on the loop then). Loop thread. v NULL:
+   * the slot was emptied (prepared NULL). */
+  void (*install)(void *arg, const ph_pool_view *v, void *prepared);
+} ph_pool_view_sub;
+
 typedef struct ph_pool_view_v1 {
   /* The current view, borrowed (see above), or NULL. One atomic load.
    * Loop thread. */
@@ -188,6 +211,11 @@ typedef struct ph_pool_view_v1 {
   /* The index of proxy_id in v->proxies (binary search), or
    * PH_POOL_VIEW_NONE. */
   uint32_t (*find)(const ph_pool_view *v, const char *proxy_id);
+  /* Minor 1. Makes sub (with arg) the one subscriber, replacing any;
+   * NULL unsubscribes, and returns only once no prepare() of it runs.
+   * PH_OK, PH_EBUSY (another subscriber already). Loop thread, start and
+   * stop. */
+  int (*subscribe)(void *self, const ph_pool_view_sub *sub, void *arg);
 } ph_pool_view_v1;
 
 #endif

@@ -17,12 +17,7 @@ require_modules controlplane_server redis_ownership store_sqlite admin_api
 
 CTL="$top_builddir/tools/proxyhostctl"
 PASSWORD=pw-Upstream-Never-Logged-93c1
-cp_stubs
-start_redis "$T/redis"; ok $? "redis-server starts"
-
-admin=$(free_port) cpp=$(free_port)
-controller_ini "$T/ctl.ini" "$admin" "$cpp"
-(umask 077 && printf 'alice:%s\n' "$PASSWORD" >"$T/secrets/upstream-a")
+controller_up "$PASSWORD"
 REFKEY_HEX=$(od -An -tx1 "$T/ref.key" | tr -d ' \n')
 out=$("$PROXYHOST" -c "$T/ctl.ini" --check-config 2>&1)
 ok $? "the test's controller configuration passes --check-config"

@@ -16,7 +16,9 @@
 #  (c) ... while the tunnel through pB, still in the view, is untouched;
 #  (b) the controller goes away: once the view passes max_stale_age (4 s
 #      here, CP-3-18) both tunnels end after the drain (CP-4-6: the
-#      controller may give the proxies to another gateway by then);
+#      controller may give the proxies to another gateway by then), the
+#      pool's gate closes and http_proxy stops accepting: a new
+#      connection waits in the listen queue (issue 23 item 9);
 #  (d) no drain outlives the proxies' expires_at (the end of this
 #      gateway's ownership lease, 6 s after a snapshot never refreshed):
 #      with drain_timeout = 1h both tunnels end at expires_at (the margin
@@ -167,6 +169,21 @@ not_ready
 ok $? "CP-3-18 ... the gateway is not ready"
 is "$(pm 'proxyhost_pool_streams_cut_total{reason="stale"}')" 2 "both cut streams counted, reason stale"
 is "$(pm proxyhost_pool_active)" 0 "nothing active is left"
+# No new traffic either (issue 23 item 9, CP-3-18): http_proxy's listener
+# is paused, so a new connection waits in the kernel's accept queue
+# (Recv-Q of the listening socket) instead of being taken and answered.
+is "$(pm proxyhost_pool_accepting)" 0 "CP-3-18 issue 23 item 9 the pool's gate is closed"
+grep -q 'module=http_proxy msg="not accepting new connections' "$D/gw.log"
+ok $? "... http_proxy says it stops accepting"
+"$PY" -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+time.sleep(30)' "$hport" &
+held=$!
+PIDS="$PIDS $held"
+queued() { [ "$(ss -ltnH "sport = :$hport" | awk '{print $2}' | head -1)" -ge 1 ] 2>/dev/null; }
+wait_long queued
+ok $? "CP-3-18 issue 23 item 9 a new connection is not accepted (it waits in the listen queue)"
+kill "$held" 2>/dev/null
 stop
 is "$EXIT" 0 "the gateway stops cleanly"
 

@@ -7,6 +7,10 @@
 #                                 # ($T/pool.db) and redis_ownership
 #                                 # ($REDIS_PORT), admin_api on ADMIN, gRPC on CP;
 #                                 # makes $T/secrets, $T/ref.key, $T/admin.token
+#   controller_up PASSWORD        # cp_stubs, a private Redis, controller_ini
+#                                 # on fresh ports ($admin, $cpp) in $T/ctl.ini,
+#                                 # secrets_dir/upstream-a = alice:PASSWORD
+#                                 # (3 TAP lines; start it with start_proxyhost)
 #   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py, its
 #                                 # RESULT lines as TAP ($T/py-NAME.out)
 #
@@ -60,6 +64,14 @@ assign_interval = 200ms
 watch_poll_interval = 100ms
 min_snapshot_interval = 0s
 EOC
+}
+
+controller_up() {
+  cp_stubs
+  start_redis "$T/redis"; ok $? "redis-server starts"
+  admin=$(free_port) cpp=$(free_port)
+  controller_ini "$T/ctl.ini" "$admin" "$cpp"
+  (umask 077 && printf 'alice:%s\n' "$1" >"$T/secrets/upstream-a")
 }
 
 run_py() {

@@ -736,7 +736,23 @@ def conn_cap():
         c.close()
 
 
-{"hold": hold, "flow": flow, "delta": delta, "register": call_register,
+def withheld():
+    """Issue 23 item 6: p1 and p3 owned by w1, p3's secret file missing:
+    the snapshot carries p1 only (p3 is withheld, never delivered without
+    its credentials)."""
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub)
+    result(code == SC.OK, "withheld: RegisterWorker (%s)" % code)
+    if code != SC.OK:
+        return
+    code, snap = wait_owned(stub, "w1", reg.session_id, 1)
+    ids = sorted(p.proxy_id for p in snap.proxies) if snap else []
+    result(code == SC.OK and ids == ["p1"],
+           "CP-1-18 a proxy whose secret file is missing is not delivered (%s)" % ids)
+    value("proxies", ",".join(ids))
+
+
+{"hold": hold, "flow": flow, "withheld": withheld, "delta": delta, "register": call_register,
  "once": unavailable, "replace": replace, "nul": nul,
  "watch_once": watch_once, "lease_move": lease_move, "idle_conn": idle_conn,
  "conn_cap": conn_cap}[SCENARIO]()

@@ -322,6 +322,15 @@ static void test_build_credentials(void) {
   ok(!find(m, "m1") && !find(m, "b1") && st.credential_missing == 2,
      "CP-1-18: a proxy whose credential is missing or unusable is left "
      "out, counted");
+  int m1 = 0, b1 = 0;
+  for (uint32_t i = 0; i < st.n_withheld; i++) {
+    m1 |= strcmp(st.withheld[i].proxy_id, "m1") == 0 &&
+          strcmp(st.withheld[i].secret_ref, "missing/x") == 0;
+    b1 |= strcmp(st.withheld[i].proxy_id, "b1") == 0 &&
+          strcmp(st.withheld[i].secret_ref, "bad/y") == 0;
+  }
+  ok(st.n_withheld == 2 && m1 && b1,
+     "issue 23 item 6: ... and listed with its secret_ref, for the log");
   ok(find(m, "a1") && find(m, "a2") && find(m, "a3") && find(m, "n1"),
      "the others are delivered");
   is_int(cp_snapshot_check(m, &EXPECT, NOW, NULL, NULL), R_OK,

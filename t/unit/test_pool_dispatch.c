@@ -20,8 +20,11 @@
  * item 14): a leased stream through a revoked or removed proxy, or on a
  * view gone stale, is cut through the caller's cut (connector.h on_cut)
  * once drain_timeout passed, not at once; one whose proxy is back first
- * is not, nor one whose caller gave no cut. */
+ * is not, nor one whose caller gave no cut. And the generation is built
+ * with its view (CP-3-17, issue 23 item 13): prepared off the loop,
+ * installed at the swap, never by the first request after it. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,7 @@
 
 #include "cp_view_fixture.h"
 #include "pool_runtime.h"
+#include "traffic_gate.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* the pool */
@@ -106,6 +110,15 @@ static const ph_connector_v1 *pool_c;
 static void *pool_self;
 static const pool_runtime_v1 *rt;
 static void *rt_self;
+static const traffic_gate_v1 *gate;
+static void *gate_self;
+static traffic_gate_watch gate_w;
+static int gate_calls, gate_last = -1;
+static void on_gate(void *arg, int open) {
+  (void)arg;
+  gate_calls++;
+  gate_last = open;
+}
 
 static int fakes_init(ph_ctx *ctx, const ph_api *api, void **state) {
   fapi = api;
@@ -175,6 +188,12 @@ static int user_start(void *state) {
                                    PH_CONNECTOR_MAJOR, 3, &pool_self);
   rt = fapi->service_get_named(fctx, POOL_RUNTIME_SERVICE, "pool",
                                POOL_RUNTIME_MAJOR, 0, &rt_self);
+  gate = fapi->service_get_named(fctx, TRAFFIC_GATE_SERVICE, "pool",
+                                 TRAFFIC_GATE_MAJOR, 0, &gate_self);
+  if (gate) {
+    gate_w.changed = on_gate;
+    gate->watch(gate_self, &gate_w);
+  }
   return pool_c && rt ? PH_OK : PH_ENOENT;
 }
 static int user_init(ph_ctx *ctx, const ph_api *api, void **state) {
@@ -293,7 +312,7 @@ static int last_outcome(const char *id, int stage, int result) {
 }
 
 /* The view: a and b (capacity 1 each) in group g; rules by host. */
-static void view(int with_b, int64_t valid_ms) {
+static ph_pool_view *view_make(int with_b, int64_t valid_ms) {
   fixture f;
   fx_init(&f);
   T0 = wall_now();
@@ -330,7 +349,69 @@ static void view(int with_b, int64_t valid_ms) {
   ph_pool_view *v = compile(&f, T0, 600000);
   if (!v)
     printf("# the view did not compile\n");
-  cp_view_publish(&slot, v);
+  return v;
+}
+
+static void view(int with_b, int64_t valid_ms) {
+  cp_view_publish(&slot, view_make(with_b, valid_ms));
+}
+
+/* ---- the generation is built with its view (CP-3-17, issue 23 item 13) */
+
+typedef struct prep {
+  const ph_pool_view *v, *base;
+  void *prepared;
+} prep;
+
+static void *prep_thread(void *arg) {
+  prep *pr = arg;
+  pr->prepared = cp_view_prepare(&slot, pr->v, pr->base);
+  return NULL;
+}
+
+/* As controlplane_client does: compile, let the pool prepare in another
+ * thread (its build job) against the current view, publish on the loop.
+ * The strategy's state is there right after the swap, and the first
+ * request after it builds nothing (no attach in the request). */
+static void test_built_with_view(void) {
+  prep pr = {view_make(1, 60000), cp_view_acquire(&slot), NULL};
+  pthread_t th;
+  ok(pr.v && pthread_create(&th, NULL, prep_thread, &pr) == 0 &&
+         pthread_join(th, NULL) == 0 && pr.prepared,
+     "CP-3-17 issue 23 item 13: the pool prepares the view's generation "
+     "off the loop (another thread)");
+  int a0 = attaches;
+  cp_view_publish_prepared(&slot, (ph_pool_view *)pr.v, pr.prepared);
+  cp_view_release(pr.base);
+  is_int(attaches, a0 + 1,
+         "CP-3-17 ... installed with the swap, before any request");
+  req *q = open_req(0, "rej.test", 1);
+  is_int(attaches, a0 + 1,
+         "CP-3-17 ... the first request after the swap builds nothing");
+  ok(q->id > 0 && dials[n_dials - 1].port == 1080,
+     "... and picks from the new view");
+  for (int k = 0; k < 4 && !q->done; k++) { /* a, then b (max_attempts) */
+    if (!dials[n_dials - 1].answered)
+      dial_fail(n_dials - 1, PH_OPEN_CONNECTION_REFUSED);
+    ph_mock_run_for(mk, 5);
+  }
+  ok(q->done, "... and is answered");
+  /* A view published with nothing prepared (no build job): installed at
+   * the swap too, on the loop. */
+  a0 = attaches;
+  view(1, 60000);
+  is_int(attaches, a0 + 1,
+         "CP-3-17 a view published with nothing prepared: installed at the "
+         "swap");
+  /* Prepared against a view that is no longer current: not used, built
+   * again at the swap against the right one. */
+  prep stale = {view_make(1, 60000), NULL, NULL};
+  stale.prepared = cp_view_prepare(&slot, stale.v, NULL);
+  a0 = attaches;
+  cp_view_publish_prepared(&slot, (ph_pool_view *)stale.v, stale.prepared);
+  is_int(attaches, a0 + 1, "... and one prepared against another base");
+  ok(count_of("a", NULL).found == 0 && count_of("b", NULL).found == 0,
+     "... with the counts carried (none left over)");
 }
 
 /* ---- absolute-form forwarding through an `http` upstream -------------- */
@@ -671,6 +752,7 @@ int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN);
   char err[1024];
+  cp_view_slot_init(&slot);
   mk = ph_mock_new("[pool]\nview = fakes\nupstream_connector = fakes\n"
                    "direct_connector = fakes\nstrategies = first\n"
                    "max_waiters = 2\nmax_attempts = 2\n"
@@ -847,7 +929,12 @@ int main(void) {
 
   test_drain();
 
+  test_built_with_view();
+
   /* A view past its valid_until: no candidates, nothing dialed (CP-3-9). */
+  ok(gate && gate->is_open(gate_self),
+     "issue 23 item 9 the pool's traffic.gate: open with a live view");
+  int gc = gate_calls;
   view(1, 30);
   ph_mock_run_for(mk, 60);
   nd = n_dials;
@@ -855,8 +942,15 @@ int main(void) {
   ph_mock_run_for(mk, 5);
   ok(r7->done && r7->res.code == PH_OPEN_AGENT_OFFLINE && n_dials == nd,
      "CP-3-9 an expired view: no candidates, no dial");
+  ok(gate && !gate->is_open(gate_self) && gate_calls == gc + 1 && gate_last == 0,
+     "CP-3-18 issue 23 item 9 ... and the gate closes at the view's deadline: "
+     "the frontends stop accepting");
 
   test_forward();
+  ok(gate && gate->is_open(gate_self) && gate_calls == gc + 2 && gate_last == 1,
+     "issue 23 item 9 a live view again: the gate opens");
+  if (gate)
+    gate->unwatch(gate_self, &gate_w);
 
   ph_mock_stop(mk);
   ph_mock_free(mk);
