@@ -652,11 +652,12 @@ void tm_stream_reject(tm_stream *st, int stage, int code, int retryable,
     int len = tm_open_result_encode(&r, buf, sizeof(buf));
     if (len >= 0)
       cq_must(s, TM_OPEN_RESULT, st->id, buf, (size_t)len);
+    st_settle(st); /* before the reset, which may free st */
     st_reset(st, code, 0, -1);
   } else {
+    st_settle(st);
     st_reset(st, code, 1, -1); /* legacy: a RESET is the refusal */
   }
-  st_settle(st);
 }
 
 /* ---- accessors -------------------------------------------------------- */
