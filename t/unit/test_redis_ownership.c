@@ -897,6 +897,40 @@ static void test_draining(void) {
   stop_mod();
 }
 
+/* Issue 23 item 11 (CP-2-15, CP-2-16): the drain release, the one
+ * production consumer of runtime counts, uses them only while the report's
+ * epoch is the current one; a report from before an epoch change is
+ * unknown counts, never idle. */
+static void test_drain_epoch(void) {
+  if (start_mod("c-dep", "") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v, ep;
+  acked("w1", "za", "s1", &v, &ep);
+  cp_auth_proxy ps[] = {{"p1", 10, "za"}, {"p2", 10, "za"}};
+  got a = assign(ps, 2, NULL, 0);
+  ep = a.epoch;
+  const char *dr[] = {"p1"};
+  got d = assign(ps + 1, 1, dr, 1); /* the drain mark: this version */
+  reack("w1", "s1", ep, &v);        /* a snapshot built after it */
+  got r = report("w1", "s1", 1, 1, v, ep, NULL, 0);
+  is_int(r.result, CP_AUTH_OK, "an idle report on a snapshot after the mark");
+  rint_("INCR %s", "ph:cp:{c-dep}:epoch"); /* another worker's change */
+  d = assign(ps + 1, 1, dr, 1);
+  got o = owned("w1", "s1");
+  ok(d.released == 0 && has(&o, "p1"),
+     "issue 23 item 11, CP-2-15: idle counts of an older epoch do not end a "
+     "draining ownership");
+  reack("w1", "s1", ep + 1, &v);
+  r = report("w1", "s1", 2, 2, v, ep + 1, NULL, 0);
+  d = assign(ps + 1, 1, dr, 1);
+  o = owned("w1", "s1");
+  ok(r.result == CP_AUTH_OK && d.released == 1 && !has(&o, "p1"),
+     "CP-4-4: ... ended once a report on the current epoch shows it idle");
+  stop_mod();
+}
+
 /* Exclusive extraction (CP-1-5, CP-4-2..5): an unowned proxy at once; an
  * owned one reclaimed through the drain, extracted in the assign that
  * ends its ownership; neither given out meanwhile; release. */
@@ -1297,6 +1331,7 @@ int main(void) {
   test_lease_first();
   test_reregister_without_ack();
   test_draining();
+  test_drain_epoch();
   test_extraction();
   test_extraction_crashed_owner();
   test_usable();

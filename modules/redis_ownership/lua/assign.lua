@@ -11,7 +11,8 @@
 --     lapsed goes to another worker in 3 when one can take it;
 --  2. a draining proxy's ownership ends when its owner's current report,
 --     made on a snapshot version above the one current when the proxy
---     began draining, shows active and reserved zero (CP-4-4);
+--     began draining and on the current epoch (CP-2-15: valid_counts),
+--     shows active and reserved zero (CP-4-4);
 --  3. a usable proxy without an owner goes to a live worker: one in its
 --     zone first, then any; the least owned capacity first; at most
 --     max_owned each (CP-1-16);
@@ -100,12 +101,11 @@ for _, p in ipairs(drain) do
   redis.call('HSET', dkey, p, mark)
   local w = redis.call('HGET', P .. 'owner:' .. p, 'worker')
   if w and live[w] then
-    local c = redis.call('HMGET', wkey(w, 'counts'), 'm:session', 'm:version',
-      'p:' .. p)
-    if c[1] == live[w].session and tonumber(c[2]) > tonumber(mark) then
+    local c = valid_counts(w, 'm:version', 'p:' .. p)
+    if c and tonumber(c[3]) > tonumber(mark) then
       local idle = true
-      if c[3] then
-        local a, r = string.match(c[3], '^(%d+):(%d+):')
+      if c[4] then
+        local a, r = string.match(c[4], '^(%d+):(%d+):')
         idle = tonumber(a) == 0 and tonumber(r) == 0
       end
       if idle then
