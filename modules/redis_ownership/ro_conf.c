@@ -44,8 +44,10 @@ const ph_conf_key ro_conf_keys[] = {
                 "after finding Redis without the cluster's state (a first "
                 "start, or its data lost), assign no proxy for one "
                 "ownership_lease, so that no ownership a gateway may still "
-                "use goes to another (CP-4-1); false only where Redis "
-                "cannot lose acknowledged writes",
+                "use goes to another (CP-4-1); false gives every proxy "
+                "afresh at once, and for up to one ownership_lease two "
+                "gateways then use the same proxy: only where Redis cannot "
+                "lose acknowledged writes",
                 NULL),
     PH_CONF_KEY("rebalance_max", PH_CONF_INT, "8", 0, PH_POOL_PROXIES_MAX,
                 PH_CONF_RESTART, NULL,
