@@ -6,13 +6,14 @@
 # admin_api; t/lib/controller.sh), two gateway proxyhosts
 # (controlplane_client, pool, http_proxy) on plaintext loopback, one
 # upstream proxy (a proxyhost `local` http_proxy) that four pool proxies
-# p1..p4 name, and a drip target (t/lib/lease_target.py) for a long
-# stream. t/lib/cp_views.py samples both gateways' views and /readyz.
+# p1..p4 name, and a drip target (t/lib/lease_target.py) for the
+# streams. t/lib/cp_views.py samples both gateways' views and /readyz.
 #  - a gateway whose view has no usable proxy is not ready (/readyz 503),
 #    and ready once the pool gives it one;
 #  - a gateway that joins gets its share (two of four) through the drain,
-#    within a bounded time, while a stream through the first gateway runs
-#    on: no proxy usable by two gateways in any sample, no stream cut;
+#    within a bounded time, while four streams through the first gateway
+#    (shorter than [pool] drain_timeout) run until their clients close
+#    them: no proxy usable by two gateways in any sample, no stream cut;
 #  - a gateway partitioned (SIGSTOP) past its lease loses its proxies to
 #    the other (CP-4-6), and once back gets its share again the same way.
 . "$top_srcdir/t/lib/testlib.sh"
