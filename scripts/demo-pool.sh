@@ -64,12 +64,12 @@ alive() { # every part started so far still runs
     kill -0 "$p" 2>/dev/null || die "a part of the demo exited (a port in use?); see the logs in $DIR"
   done
 }
-up() { # up URL WHAT: until URL answers 200 (at most 30 s)
+up() { # up URL WHAT [SECONDS]: until URL answers 200 (at most 30 s)
   i=0
   until [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ]; do
     alive
     i=$((i + 1))
-    [ $i -lt 300 ] || die "$2 not ready after 30 s; see the logs in $DIR"
+    [ $i -lt $((${3:-30} * 10)) ] || die "$2 not ready after ${3:-30} s; see the logs in $DIR"
     sleep 0.1
   done
 }
@@ -86,7 +86,14 @@ if [ ! -s "$DIR/secrets/demo-upstream" ]; then
    head -c 32 /dev/urandom >"$DIR/ref.key")
 fi
 
-# Redis, private to the demo (no persistence).
+# Redis, private to the demo (no persistence: each start finds it empty).
+# The controller keeps [redis_ownership] hold_fresh_state at its default,
+# true: a Redis without the cluster's state gives no proxy for one
+# ownership_lease (30 s), the longest a gateway may still use an
+# ownership Redis forgot. false would give the proxies out at once, and
+# after a Redis that lost its data two gateways could use the same proxy
+# for up to one lease (docs/user-guide/controller.md, "A Redis that
+# loses its data"): never a setting to copy from a demo.
 run redis redis-server --bind 127.0.0.1 --port "$REDIS" --dir "$DIR/redis" \
   --save '' --appendonly no
 # The two upstream proxies: proxyhost local instances.
@@ -122,7 +129,6 @@ run controller "$PROXYHOST" -c "$SRC/conf/controller.ini" \
   --set "store_sqlite.path=$DIR/controller.db" \
   --set "admin_api.token_file=$DIR/admin.token" \
   --set "redis_ownership.address=127.0.0.1:$REDIS" --set "redis_ownership.cluster_id=demo" \
-  --set "redis_ownership.hold_fresh_state=false" \
   --set "controlplane_server.cluster_id=demo" \
   --set "controlplane_server.listen=127.0.0.1:$CP" \
   --set "controlplane_server.secrets_dir=$DIR/secrets" \
@@ -142,8 +148,10 @@ gateway() { # NAME HTTP SOCKS ADMIN
 }
 gateway g1 "$G1_HTTP" "$G1_SOCKS" "$G1_ADMIN"
 gateway g2 "$G2_HTTP" "$G2_SOCKS" "$G2_ADMIN"
-up "http://127.0.0.1:$G1_ADMIN/readyz" "gateway g1"
-up "http://127.0.0.1:$G2_ADMIN/readyz" "gateway g2"
+# Running (/healthz): a gateway is ready (/readyz) only once it owns a
+# usable proxy.
+up "http://127.0.0.1:$G1_ADMIN/healthz" "gateway g1"
+up "http://127.0.0.1:$G2_ADMIN/healthz" "gateway g2"
 # The pool, once: the credential, the two proxies, one rule for all.
 ctl() { "$CTL" --admin "127.0.0.1:$CTL_ADMIN" --token-file "$DIR/admin.token" "$@"; }
 if ! ctl proxy show u1 >/dev/null 2>&1; then
@@ -157,8 +165,11 @@ if ! ctl proxy show u1 >/dev/null 2>&1; then
   say "pool created: proxies u1 (HTTP CONNECT, password) and u2 (SOCKS5), route all"
 fi
 
-# Both registered before the pool was made: the controller spreads the
-# proxies over them (one each); one takes the other's over if it stops.
+# The controller spreads the proxies over both gateways (one each) once
+# the fresh-state hold is over (one ownership_lease after the first
+# assign); one takes the other's over if it stops, and gives them back
+# (through the drain) when it returns.
+say "waiting for the fresh-state hold (one ownership_lease, 30 s) before the pool is spread"
 owned() {
   v=$(curl -s "http://127.0.0.1:$G1_ADMIN/v1/cp/view"; curl -s "http://127.0.0.1:$G2_ADMIN/v1/cp/view")
   case $v in *'"u1"'*) case $v in *'"u2"'*) return 0 ;; esac ;; esac
@@ -168,7 +179,7 @@ i=0
 until owned; do
   alive
   i=$((i + 1))
-  [ $i -lt 300 ] || die "no gateway received the pool; see the logs in $DIR"
+  [ $i -lt 900 ] || die "no gateway received the pool within 90 s; see the logs in $DIR"
   sleep 0.1
 done
 say "ready: gateways g1 (HTTP 127.0.0.1:$G1_HTTP, SOCKS5 $G1_SOCKS) and g2 (HTTP $G2_HTTP, SOCKS5 $G2_SOCKS)"

@@ -102,6 +102,10 @@ typedef struct cpc {
   cp_view_slot slot;
   cpc_view_route view_route; /* GET /v1/cp/view */
   uint64_t registrations;
+  /* The last instant a proxy of the view in use can take a new stream
+   * (0: none can): readiness means the gateway can serve (issue 23 item
+   * 4), not only that its view is valid. */
+  int64_t serving_until_ms;
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_accepted, *m_rejected[N_REJECT], *m_version, *m_valid,
@@ -226,15 +230,31 @@ static void count_reject(cpc *m, int reason) {
 
 /* ---- the timer, readiness ------------------------------------------------ */
 
+/* The last instant a proxy of v is usable (not draining, capacity above
+ * zero, before its usable_until and expires_at: usable() without the
+ * view-wide half, which the supervisor checks), 0 when none is. */
+static int64_t serving_until(const ph_pool_view *v) {
+  int64_t last = 0;
+  for (uint32_t i = 0; v && i < v->n_proxies; i++) {
+    const ph_pool_view_proxy *p = &v->proxies[i];
+    int64_t until = p->usable_until_ms < p->expires_at_ms ? p->usable_until_ms
+                                                          : p->expires_at_ms;
+    if (!p->draining && p->capacity > 0 && until > last)
+      last = until;
+  }
+  return last;
+}
+
 /* After every event: the state gauge, readiness, and the timer at the
- * supervisor's next deadline. */
+ * supervisor's next deadline (or the view's last usable proxy's). */
 static void settle(cpc *m) {
   if (m->stopping)
     return;
   int64_t now = wall_ms();
   for (int i = 0; i < N_STATE; i++)
     api->gauge_set(m->m_state[i], (int)m->sup.state == i ? 1 : 0);
-  int ready = cp_sup_ready(&m->sup, now);
+  int live = cp_sup_ready(&m->sup, now);
+  int ready = live && now < m->serving_until_ms;
   api->set_ready(m->ctx, ready);
   api->gauge_set(m->m_ready, ready);
   int64_t until = m->sup.view_valid_until_ms < m->sup.view_stale_at_ms
@@ -242,6 +262,8 @@ static void settle(cpc *m) {
                       : m->sup.view_stale_at_ms;
   api->gauge_set(m->m_valid, until > 0 ? (double)(until - now) / 1000.0 : 0);
   int64_t t = cp_sup_next_timer_ms(&m->sup, now);
+  if (ready && (t < 0 || m->serving_until_ms < t))
+    t = m->serving_until_ms;
   if (t < 0)
     api->timer_set(m->timer, 0, 0);
   else
@@ -515,6 +537,12 @@ static void build_done(void *arg, int status) {
   const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(b->snap);
   int64_t valid_until = 0;
   cp_ts_to_ms(s->valid_until, &valid_until);
+  m->serving_until_ms = serving_until(b->view);
+  if (m->serving_until_ms <= now)
+    PH_LOG_RL(api, m->ctx, PH_LOG_WARN,
+              "the snapshot gives this gateway no usable proxy: not ready "
+              "until one does",
+              PH_INT("version", (int64_t)cp_snapshot_msg(b->snap)->version));
   /* One atomic swap (CP-3-17), then the pool installs what it prepared. */
   cp_view_publish_prepared(&m->slot, b->view, b->prepared);
   cp_view_release(b->base);

@@ -38,6 +38,7 @@ static const char *const code_names[] = {
 static const char *const assign_results[] = {"ok", "failed", NULL};
 static const char *const drop_reasons[] = {"limit", "handshake_timeout", NULL};
 static const char *const withheld_reasons[] = {"credential", NULL};
+static const char *const rebalance_what[] = {"moved", "limited", NULL};
 static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                               0.1,   0.25,   0.5,   1,    2.5,   5};
 #define NSECS (sizeof(secs) / sizeof(secs[0]))
@@ -91,14 +92,23 @@ static int register_metrics(cs *m) {
   ph_metric_def asg = {"proxyhost_cp_controller_assign_total",
                        "periodic ownership assignments by result",
                        PH_METRIC_COUNTER, al, 1, NULL, 0};
+  ph_label_def bl[] = {{"what", rebalance_what}};
+  ph_metric_def reb = {"proxyhost_cp_controller_rebalance_total",
+                       "rebalancing (issue 23 item 4): proxies set moving to "
+                       "another worker through the drain (moved), and "
+                       "assignments where [redis_ownership] rebalance_max "
+                       "held a move back (limited)",
+                       PH_METRIC_COUNTER, bl, 1, NULL, 0};
   ph_metric *a = api->metric(m->ctx, &rpcs), *b = api->metric(m->ctx, &lat),
             *c = api->metric(m->ctx, &streams), *d = api->metric(m->ctx, &sent),
             *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
             *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas),
             *r = api->metric(m->ctx, &replaced),
             *u = api->metric(m->ctx, &unauth), *x = api->metric(m->ctx, &dropped),
-            *wh = api->metric(m->ctx, &withheld);
-  if (!a || !b || !c || !d || !e || !f || !g || !h || !r || !u || !x || !wh)
+            *wh = api->metric(m->ctx, &withheld),
+            *y = api->metric(m->ctx, &reb);
+  if (!a || !b || !c || !d || !e || !f || !g || !h || !r || !u || !x || !wh ||
+      !y)
     return PH_EINVAL;
   const char *wv[1] = {"credential"};
   m->m_withheld = api->series(wh, wv);
@@ -124,6 +134,8 @@ static int register_metrics(cs *m) {
   for (int i = 0; i < 2; i++) {
     const char *v[1] = {assign_results[i]};
     m->m_assign[i] = api->series(g, v);
+    const char *w[1] = {rebalance_what[i]};
+    m->m_rebalance[i] = api->series(y, w);
   }
   return PH_OK;
 }

@@ -91,6 +91,7 @@ typedef struct cs {
   ph_series *m_streams, *m_sent, *m_deltas, *m_build, *m_build_fail, *m_assign[2];
   ph_series *m_replaced; /* streams ended by a newer one of their session */
   ph_series *m_withheld; /* owned proxies a build left out: no credential */
+  ph_series *m_rebalance[2]; /* proxies set moving; moves held back */
   ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
 } cs;
 

@@ -21,6 +21,23 @@ static void assigned(void *arg, const cp_auth_reply *rep) {
     PH_LOG(api, m->ctx, PH_LOG_INFO,
            "reclaimed proxies extracted: their owners drained them",
            PH_INT("count", rep->extracted));
+  if (rep->result != CP_AUTH_OK)
+    return;
+  /* Rebalancing (issue 23 item 4): the moves go through the drain, so a
+   * worker's share comes back over a few rounds; rebalance_max bounds how
+   * many are under way at once. */
+  api->inc(m->m_rebalance[0], rep->moving);
+  if (rep->moving > 0)
+    PH_LOG_RL(api, m->ctx, PH_LOG_INFO,
+              "rebalancing: proxies drain on their owner for a worker that "
+              "owns less",
+              PH_INT("count", rep->moving));
+  if (rep->rebalance_limited) {
+    api->inc(m->m_rebalance[1], 1);
+    PH_LOG_RL(api, m->ctx, PH_LOG_INFO,
+              "rebalancing held back: [redis_ownership] rebalance_max "
+              "proxies are already moving");
+  }
 }
 
 static int present(const cs_pool *p, const char *id) {

@@ -124,4 +124,12 @@ EXTRA_DIST += t/integration/controller_hardening.sh
 if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/cp_e2e.sh
 endif
-EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py
+EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py t/lib/cp_views.sh
+
+# Readiness and rebalancing (issue 23 item 4): two real gateways, one
+# joining, then one partitioned (SIGSTOP) past its lease and back; each
+# gets its share through the drain, never usable by two.
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_rebalance.sh
+endif
+EXTRA_DIST += t/integration/cp_rebalance.sh

@@ -44,7 +44,7 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 2 /* 1: cluster_id; 2: extract */
+#define CP_AUTHORITY_MINOR 3 /* 1: cluster_id; 2: extract; 3: rebalance */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -115,8 +115,10 @@ typedef struct cp_auth_proxy {
 typedef struct cp_auth_owned {
   const char *proxy_id;
   int64_t lease_until_ms; /* Redis server time, Unix ms */
-  int reclaim; /* minor 2: an extraction waits for this ownership to end:
-                  the worker's snapshots mark the proxy draining (CP-4-2) */
+  int reclaim; /* minor 2: an extraction waits for this ownership to end
+                  (minor 3: or a rebalance moves the proxy to another
+                  worker): the worker's snapshots mark the proxy draining
+                  (CP-4-2) */
 } cp_auth_owned;
 
 /* Exclusive extraction (minor 2; CP-1-5, CP-4-2..5): what extract() does. */
@@ -167,6 +169,11 @@ typedef struct cp_auth_reply {
   int64_t extracted_ms;
   const char *extract_owner; /* "" unless RECLAIMING */
   uint32_t extracted;        /* assign: reclaims completed (EXTRACTED) */
+  /* minor 3, assign: proxies newly set moving to another worker
+   * (rebalancing, through the drain); rebalance_limited 1 when
+   * [redis_ownership] rebalance_max held a move back. */
+  uint32_t moving;
+  int rebalance_limited;
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);
@@ -240,8 +247,15 @@ typedef struct cp_authority_v1 {
    * runtime reports) expired, whatever the worker's session does, or,
    * for a draining proxy, when its
    * owner's current report, made on a snapshot built after the proxy
-   * began draining, shows active and reserved zero. The epoch rises when
-   * anything changed. Reply: epoch, assigned, released. */
+   * began draining and on the current epoch (CP-2-15), shows active and
+   * reserved zero. Minor 3: rebalancing (issue 23 item 4): an owned
+   * proxy that a worker reporting on the current epoch could take while
+   * still owning less capacity than its owner would keep is marked
+   * moving (its owner's snapshots mark it draining, owned(): reclaim);
+   * its ownership ends as a draining one's, and the same step gives it
+   * to that worker; at most rebalance_max move at once. The epoch rises
+   * when anything changed. Reply: epoch, assigned, released, extracted,
+   * moving, rebalance_limited. */
   int64_t (*assign)(void *self, const cp_auth_proxy *usable, size_t n_usable,
                     const char *const *draining, size_t n_draining,
                     cp_auth_cb cb, void *arg);

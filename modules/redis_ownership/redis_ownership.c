@@ -331,6 +331,7 @@ static int64_t assign(void *self, const cp_auth_proxy *usable, size_t n,
   ro_args_u64(&a, (uint64_t)m->conf.lease_ms);
   ro_args_u64(&a, (uint64_t)m->conf.max_owned);
   ro_args_u64(&a, m->conf.hold_fresh ? (uint64_t)m->conf.lease_ms : 0);
+  ro_args_u64(&a, (uint64_t)m->conf.rebalance_max);
   ro_args_u64(&a, n);
   for (size_t i = 0; i < n; i++) {
     ro_args_str(&a, usable[i].proxy_id);

@@ -44,8 +44,17 @@ const ph_conf_key ro_conf_keys[] = {
                 "after finding Redis without the cluster's state (a first "
                 "start, or its data lost), assign no proxy for one "
                 "ownership_lease, so that no ownership a gateway may still "
-                "use goes to another (CP-4-1); false only where Redis "
-                "cannot lose acknowledged writes",
+                "use goes to another (CP-4-1); false gives every proxy "
+                "afresh at once, and for up to one ownership_lease two "
+                "gateways then use the same proxy: only where Redis cannot "
+                "lose acknowledged writes",
+                NULL),
+    PH_CONF_KEY("rebalance_max", PH_CONF_INT, "8", 0, PH_POOL_PROXIES_MAX,
+                PH_CONF_RESTART, NULL,
+                "proxies moved at once from the worker owning the most "
+                "capacity to one owning less (a joining or returning "
+                "worker's share), each through the drain; 0: no "
+                "rebalancing",
                 NULL),
     PH_CONF_KEY("max_owned_per_worker", PH_CONF_INT, "1024", 1, 100000,
                 PH_CONF_RESTART, NULL,
@@ -145,6 +154,7 @@ int ro_conf_read(ph_ctx *ctx, const ph_api *api, ro_conf *c,
   c->lease_ms = api->conf_int(ctx, "ownership_lease");
   c->hold_fresh = (int)api->conf_int(ctx, "hold_fresh_state");
   c->max_owned = api->conf_int(ctx, "max_owned_per_worker");
+  c->rebalance_max = api->conf_int(ctx, "rebalance_max");
   c->max_refs = api->conf_int(ctx, "max_issued_refs");
   c->max_workers = api->conf_int(ctx, "max_workers");
   *key = NULL;

@@ -16,6 +16,7 @@ typedef struct ro_conf {
   int64_t session_ttl_ms, runtime_ttl_ms, lease_ms;
   int hold_fresh; /* hold_fresh_state: assign waits one lease on a fresh Redis */
   int64_t max_owned, max_refs, max_workers;
+  int64_t rebalance_max; /* proxies moving to another worker at once */
 } ro_conf;
 
 extern const ph_conf_key ro_conf_keys[];

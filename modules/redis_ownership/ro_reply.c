@@ -123,12 +123,15 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
     break;
   case RO_S_ASSIGN:
     if (!ok || (a = int_at(r, 1)) < 1 || (b = int_at(r, 2)) < 0 ||
-        (c = int_at(r, 3)) < 0 || int_at(r, 4) < 0 || r->elements != 5)
+        (c = int_at(r, 3)) < 0 || int_at(r, 4) < 0 || int_at(r, 5) < 0 ||
+        int_at(r, 6) < 0 || r->elements != 7)
       return fail(out, mem);
     out->epoch = (uint64_t)a;
     out->assigned = (uint32_t)b;
     out->released = (uint32_t)c;
     out->extracted = (uint32_t)int_at(r, 4);
+    out->moving = (uint32_t)int_at(r, 5);
+    out->rebalance_limited = (int)int_at(r, 6);
     break;
   case RO_S_OWNED:
     if (ok) {

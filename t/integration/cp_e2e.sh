@@ -8,10 +8,12 @@
 # proxyhosts (controlplane_client, workers w1 in zone z1 and w2 in z2).
 # Their views are read through GET /v1/cp/view by t/lib/cp_views.py,
 # sampled every ~50 ms, with Redis's ownership beside them:
+#  - not ready without a usable proxy (issue 23 item 4); then
 #  - both ready, every proxy owned by exactly one of them, spread by zone
 #    and capacity as assign.lua documents (CP-4-1, CP-1-16);
 #  - w1 killed -9: its proxies reach w2 only after w1's session and lease
 #    expired, never two owners (CP-4-6);
+#  - w1 back: it gets its share again through the drain (issue 23 item 4);
 #  - the controller restarted: new sessions, both ready throughout (CP-1-28);
 #  - Redis stopped: the controller UNAVAILABLE and not ready, the gateways
 #    keep their view until valid_until, then are not ready (CP-3-9);
@@ -22,12 +24,12 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/pg.sh"
+. "$top_srcdir/t/lib/cp_views.sh"
 require_modules controlplane_server redis_ownership store_pg store_sqlite \
   admin_api controlplane_client
 
 PY=/usr/bin/python3
 CTL="$top_builddir/tools/proxyhostctl"
-VIEWS="$top_srcdir/t/lib/cp_views.py"
 PW_A=pw-A-Never-Logged-5d21e0
 PW_B=pw-B-Never-Logged-77f0aa
 
@@ -44,36 +46,6 @@ view_field() { # view_field ADMIN FIELD
     "$PY" -c "import json,sys; print(json.load(sys.stdin)['$2'])" 2>/dev/null
 }
 has_ids() { [ "$(view_ids "$1")" = "$2" ]; }
-# checks NAME ARGS...: cp_views.py check, its RESULT lines as TAP.
-checks() {
-  _n=$1
-  shift
-  "$PY" "$VIEWS" check "$@" >"$T/check-$_n.out" 2>"$T/check-$_n.err"
-  ok $? "the samples were read ($_n)"
-  while read -r tag st name; do
-    case $tag in
-      RESULT) ok "$st" "$name" ;;
-      VALUE) echo "#   $st $name" ;;
-    esac
-  done <"$T/check-$_n.out"
-  [ -s "$T/check-$_n.err" ] && sed 's/^/#   /' "$T/check-$_n.err" | head -10
-  return 0
-}
-# sampling NAME ARGS...: cp_views.py sample in the background into
-# $T/NAME.jsonl until unsample (at most 60 s).
-sampling() {
-  _sn=$1
-  shift
-  rm -f "$T/$_sn.stop"
-  "$PY" "$VIEWS" sample "$T/$_sn.jsonl" 60 "$T/$_sn.stop" "$@" 2>"$T/$_sn.err" &
-  SAMPLER=$!
-  PIDS="$PIDS $SAMPLER"
-  wait_for test -s "$T/$_sn.jsonl"
-}
-unsample() {
-  : >"$T/$1.stop"
-  wait_exit "$SAMPLER" 10
-}
 TAP_ON_FAIL='for f in ctl w1 w2; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -6; done'
 
 # ---- the parts --------------------------------------------------------------
@@ -217,9 +189,12 @@ out=$("$PROXYHOST" -c "$T/w1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1
 ok $? "a gateway's configuration passes --check-config" || echo "# $out"
 start_gw w1 z1 w1-a; W1=$GW_PID
 start_gw w2 z2 w2-a; W2=$GW_PID
-wait_long ready "$gw1"; ok $? "CP-1-28 w1 ready (/readyz 200) on its first snapshot"
-wait_long ready "$gw2"; ok $? "CP-1-28 w2 ready"
+held() { [ "$(view_field "$1" held)" = True ]; }
+wait_long held "$gw1"; ok $? "CP-1-28 w1 has its first snapshot"
+wait_long held "$gw2"; ok $? "... and w2"
 is "$(view_ids "$gw1")" "" "w1's view: no proxies yet"
+not_ready "$gw1"
+ok $? "issue 23 item 4: without a usable proxy it is not ready (/readyz 503)"
 
 # ---- the pool, the assignment (CP-4-1, CP-1-16) ----------------------------
 # assign.lua: a proxy goes to a live worker in its zone first, then to any,
@@ -238,10 +213,12 @@ add_pool() {
   ctl proxy add p5 --protocol socks5 --host 192.0.2.5 --port 1080 \
     --groups residential --capacity 5
 }
-sampling steady w1="$gw1" w2="$gw2"
 add_pool; ok $? "proxyhostctl proxy add p1..p5 (two credentials, zones z1, z2, none)"
 wait_long has_ids "$gw1" p1,p2,p5; ok $? "CP-1-16 w1 (z1) holds p1 p2 (zone z1) and p5 (least capacity)"
 wait_long has_ids "$gw2" p3,p4; ok $? "CP-1-16 w2 (z2) holds p3 (zone z2) and p4"
+wait_long ready "$gw1" && wait_long ready "$gw2"
+ok $? "CP-1-28 both ready (/readyz 200) with their proxies"
+sampling steady w1="$gw1" w2="$gw2"
 sleep 1
 unsample steady
 checks steady "$T/steady.jsonl" disjoint
@@ -276,11 +253,18 @@ unsample kill
 checks kill "$T/kill.jsonl" moved w1 w2 "$T/leases.json"
 checks kill-ready "$T/kill.jsonl" ready w2
 
-# w1 back as a new instance: it registers, owns nothing (a live owner keeps
-# its proxies), and is ready.
+# w1 back as a new instance: it registers and gets its share back through
+# the drain (issue 23 item 4): w2's snapshots mark p1 p2 p5 draining, and
+# each moves once w2 reported it idle; never usable by both.
+sampling rejoin w1="$gw1" w2="$gw2"
 start_gw w1 z1 w1-b; W1=$GW_PID
-wait_long ready "$gw1"; ok $? "w1 restarted (instance w1-b) is ready"
-is "$(view_ids "$gw1")" "" "CP-4-1 w1 owns nothing: no proxy leaves a live owner"
+wait_long has_ids "$gw1" p1,p2,p5
+ok $? "issue 23 item 4: w1 restarted (instance w1-b) gets p1 p2 p5 back"
+wait_long has_ids "$gw2" p3,p4; ok $? "... and w2 keeps p3 p4"
+wait_long ready "$gw1"; ok $? "w1 is ready"
+unsample rejoin
+checks rejoin "$T/rejoin.jsonl" disjoint-usable
+checks rejoin-ready "$T/rejoin.jsonl" ready w2
 
 # ---- the controller restarted (CP-1-28) ------------------------------------
 metric_of() { http_get "http://127.0.0.1:$1/metrics" | grep -v '^#' | grep -F "$2 " | awk '{print $2}' | head -1; }
@@ -299,7 +283,7 @@ unsample restart
 checks restart "$T/restart.jsonl" ready w1 w2
 checks restart-disjoint "$T/restart.jsonl" disjoint
 checks restart-usable "$T/restart.jsonl" disjoint-usable
-is "$(view_ids "$gw2")" p1,p2,p3,p4,p5 "the ownership survived the restart (Redis keeps it)"
+is "$(view_ids "$gw1"):$(view_ids "$gw2")" p1,p2,p5:p3,p4 "the ownership survived the restart (Redis keeps it)"
 
 # ---- Redis stopped (CP-3-9, CP-1-28), then back ----------------------------
 stop_redis "$T/redis"
@@ -314,10 +298,10 @@ wait_long not_ready "$admin"; ok $? "Redis stopped: the controller is not ready"
 # From here no snapshot can be built (a send in flight at the stop has
 # landed): each view must stay as it is until it expires.
 sampling redis w1="$gw1" w2="$gw2"
-wait_long not_ready "$gw1"; ok $? "CP-3-9 w1 is not ready once its view expired"
+wait_long not_ready "$gw1"; ok $? "CP-3-9 w1 is not ready once its view expired (or its proxies' usable_until passed)"
 wait_long not_ready "$gw2"; ok $? "CP-3-9 w2 is not ready once its view expired"
 held_not_live() { [ "$(view_field "$1" held)" = True ] && [ "$(view_field "$1" live)" = False ]; }
-held_not_live "$gw2"; ok $? "w2 still holds its view, without candidates (CP-3-9)"
+wait_long held_not_live "$gw2"; ok $? "w2 still holds its view, without candidates once it expired (CP-3-9)"
 unsample redis
 checks redis "$T/redis.jsonl" expiry w1 w2
 t_restart=$(date +%s%3N)

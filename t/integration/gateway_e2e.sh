@@ -448,11 +448,17 @@ wait_long u3_back; ok $? "... and the next assign gives it to g1 again"
 
 # ---- a second gateway, and the expiry of a view ------------------------------------
 start_gw g2; G2=$GW_PID
-wait_long ready "$a2"; ok $? "gateway g2 is ready"
-is "$(via_socks "$s2" "http://127.0.0.1:$TGT/hello")" 000 "g2 owns nothing yet (the proxies stay with g1): no candidates"
+# Issue 23 item 4: g2 is ready only with a usable proxy, which it gets
+# from g1 through the drain (rebalancing).
+wait_long ready "$a2"; ok $? "issue 23 item 4: gateway g2 gets a share from g1 and is ready"
 kill -9 "$G1"; wait "$G1" 2>/dev/null
-moved() { [ -n "$(view_ids "$a2")" ]; }
-wait_long moved; ok $? "CP-4-6 g1 killed: its proxies move to g2 after the lease"
+moved() { for p in u1 u2 u3; do case ",$(view_ids "$a2")," in *,$p,*) ;; *) return 1 ;; esac; done; }
+wait_long moved; ok $? "CP-4-6 g1 killed: its proxies move to g2 after the lease" || {
+  echo "# g2's view: $(curl -s -m 5 "http://127.0.0.1:$a2/v1/cp/view")"
+  for p in u1 u2 u3; do echo "# $p: $(redis_cli "$T/redis" HGETALL "ph:cp:{c1}:owner:$p" | tr '\n' ' ')"; done
+  echo "# rebalance: $(redis_cli "$T/redis" HGETALL 'ph:cp:{c1}:rebalance' | tr '\n' ' ')"
+  grep -v level=debug "$T/g2.log" | tail -15 | sed 's/^/#   g2: /'
+}
 is "$(via_socks "$s2" "http://127.0.0.1:$TGT/hello")" 200 "g2 serves through the proxies it took over"
 
 # ---- no secret anywhere ------------------------------------------------------------------

@@ -13,13 +13,20 @@ gateway's session key exists and the owner of every proxy a view holds.
     cp_views.py check OUT CHECK [ARGS...]
 
 prints "RESULT <0|1> <name>" lines (0: passed) and "VALUE <name> <v>":
-  disjoint            no proxy in two gateways' views in any sample
+  disjoint            no proxy in two gateways' views in any sample, but
+                      as draining: a proxy moving through the drain
+                      (rebalancing, issue 23 item 4) is in its old
+                      owner's view, draining, until that one's next
+                      snapshot
   disjoint-usable     no proxy usable by two gateways in any sample (a
-                      live view, before the proxy's usable_until)
+                      live view, before the proxy's usable_until, not
+                      draining)
   ready NAME...       every sample of these gateways is /readyz 200
   expiry NAME...      a gateway is not ready only once its view's
-                      valid_until (or stale deadline) passed, and it kept
-                      its view (the same version) meanwhile
+                      valid_until (or stale deadline) passed, or the last
+                      usable_until of its proxies that are not draining
+                      (it can serve no more: issue 23 item 4), and it
+                      kept its view (the same version) meanwhile
   moved FROM TO LEASES  every proxy of FROM's last view (LEASES: a JSON
                       file {proxy: lease_until_ms} read from Redis after
                       FROM died) shows up in TO's view only once FROM's
@@ -121,24 +128,33 @@ def ids(view):
     return {p["proxy_id"] for p in view["proxies"]} if view else set()
 
 
+def serving_until(view):
+    """The last instant a proxy of view can take a stream (0: none)."""
+    return max([min(p["usable_until_ms"], p["expires_at_ms"])
+                for p in view["proxies"] if not p.get("draining")] or [0])
+
+
 def check(argv):
     samples = [json.loads(line) for line in open(argv[0]) if line.strip()]
     what, args = argv[1], argv[2:]
     value("samples", len(samples))
     if what in ("disjoint", "disjoint-usable"):
-        # disjoint: every proxy a view lists; disjoint-usable: only those
+        # disjoint: every proxy a view lists but draining ones;
+        # disjoint-usable: only those
         # a gateway may choose at that sample (a live view, before the
-        # proxy's usable_until, on the view's own clock).
+        # proxy's usable_until, on the view's own clock, not draining).
         bad = None
         for s in samples:
             seen = {}
             for name, g in s["gw"].items():
                 v = g["view"]
                 if what == "disjoint":
-                    mine = ids(v)
+                    mine = {p["proxy_id"] for p in v["proxies"]
+                            if not p.get("draining")} if v else set()
                 elif v and v["live"]:
                     mine = {p["proxy_id"] for p in v["proxies"]
-                            if v["now_ms"] < p["usable_until_ms"]}
+                            if v["now_ms"] < p["usable_until_ms"]
+                            and not p.get("draining")}
                 else:
                     mine = set()
                 for p in mine:
@@ -170,7 +186,8 @@ def check(argv):
                     saw_ready += 1
                     continue
                 saw_not += 1
-                until = min(v["valid_until_ms"], v["stale_deadline_ms"]) if v else 0
+                until = min(v["valid_until_ms"], v["stale_deadline_ms"],
+                            serving_until(v)) if v else 0
                 # The view's own clock, read in the same request.
                 if v and v["held"] and v["now_ms"] < until:
                     early.append(s["t"])

@@ -345,6 +345,14 @@ static int reclaim_of(const got *g, const char *id) {
   return -1;
 }
 
+/* How many of g's owned proxies are marked draining (reclaim). */
+static int n_marked(const got *g) {
+  int n = 0;
+  for (size_t i = 0; i < g->n_owned; i++)
+    n += g->reclaim[i];
+  return n;
+}
+
 static int has(const got *g, const char *id) {
   for (size_t i = 0; i < g->n_owned; i++)
     if (strcmp(g->owned[i], id) == 0)
@@ -913,6 +921,122 @@ static void test_draining(void) {
   stop_mod();
 }
 
+/* Issue 23 item 11 (CP-2-15, CP-2-16): the drain release, the one
+ * production consumer of runtime counts, uses them only while the report's
+ * epoch is the current one; a report from before an epoch change is
+ * unknown counts, never idle. */
+static void test_drain_epoch(void) {
+  if (start_mod("c-dep", "") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v, ep;
+  acked("w1", "za", "s1", &v, &ep);
+  cp_auth_proxy ps[] = {{"p1", 10, "za"}, {"p2", 10, "za"}};
+  got a = assign(ps, 2, NULL, 0);
+  ep = a.epoch;
+  const char *dr[] = {"p1"};
+  got d = assign(ps + 1, 1, dr, 1); /* the drain mark: this version */
+  reack("w1", "s1", ep, &v);        /* a snapshot built after it */
+  got r = report("w1", "s1", 1, 1, v, ep, NULL, 0);
+  is_int(r.result, CP_AUTH_OK, "an idle report on a snapshot after the mark");
+  rint_("INCR %s", "ph:cp:{c-dep}:epoch"); /* another worker's change */
+  d = assign(ps + 1, 1, dr, 1);
+  got o = owned("w1", "s1");
+  ok(d.released == 0 && has(&o, "p1"),
+     "issue 23 item 11, CP-2-15: idle counts of an older epoch do not end a "
+     "draining ownership");
+  reack("w1", "s1", ep + 1, &v);
+  r = report("w1", "s1", 2, 2, v, ep + 1, NULL, 0);
+  d = assign(ps + 1, 1, dr, 1);
+  o = owned("w1", "s1");
+  ok(r.result == CP_AUTH_OK && d.released == 1 && !has(&o, "p1"),
+     "CP-4-4: ... ended once a report on the current epoch shows it idle");
+  stop_mod();
+}
+
+/* Issue 23 item 4 (CP-4-1, CP-4-4): a worker that joins (or returns)
+ * gets its share through the drain: the owner's snapshots mark the moved
+ * proxies draining, and the assign after the owner reported them idle
+ * ends the ownership and gives them to the newcomer in the same step. */
+static void test_rebalance(void) {
+  if (start_mod("c-reb", "rebalance_max = 2\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v1, v2, ep;
+  acked("w1", "za", "s1", &v1, &ep);
+  cp_auth_proxy ps[] = {{"p1", 10, "za"}, {"p2", 10, "za"}, {"p3", 10, "za"},
+                        {"p4", 10, "za"}, {"p5", 10, "za"}, {"p6", 10, "za"}};
+  got a = assign(ps, 6, NULL, 0);
+  ep = a.epoch;
+  reack("w1", "s1", ep, &v1);
+  report("w1", "s1", 1, 1, v1, ep, NULL, 0);
+  got o1 = owned("w1", "s1");
+  is_int((long long)o1.n_owned, 6, "one live worker owns all six");
+  /* w2 joins: registered, ACKed, reporting. */
+  acked("w2", "za", "s2", &v2, &ep);
+  report("w2", "s2", 1, 1, v2, ep, NULL, 0);
+  a = assign(ps, 6, NULL, 0);
+  o1 = owned("w1", "s1");
+  got o2 = owned("w2", "s2");
+  int marked = n_marked(&o1);
+  ok(o1.n_owned == 6 && o2.n_owned == 0 && marked == 2,
+     "issue 23 item 4: a joining worker's share is drained from the owner "
+     "first (rebalance_max = 2 at once), nobody owns it twice");
+  /* w1 drains with one of them busy. */
+  const char *busy_id = NULL;
+  for (size_t i = 0; i < o1.n_owned && !busy_id; i++)
+    if (o1.reclaim[i])
+      busy_id = o1.owned[i];
+  cp_auth_counter busy[] = {{busy_id, 1, 0, 1}};
+  reack("w1", "s1", ep, &v1);
+  report("w1", "s1", 2, 2, v1, ep, busy, 1);
+  a = assign(ps, 6, NULL, 0);
+  o1 = owned("w1", "s1");
+  o2 = owned("w2", "s2");
+  ok(a.released == 1 && a.assigned == 1 && o1.n_owned == 5 &&
+         o2.n_owned == 1 && has(&o1, busy_id) && !has(&o2, busy_id),
+     "CP-4-4: the idle one moves in one step; the busy one stays with its "
+     "stream");
+  ok(reclaim_of(&o2, o2.owned[0]) == 0,
+     "... and is not draining at its new owner");
+  /* Until balanced: bounded rounds of (snapshot, idle report, assign). */
+  uint64_t s1 = 2, s2 = 1;
+  for (int i = 0; i < 10 && o2.n_owned < 3; i++) {
+    ep = a.epoch;
+    reack("w1", "s1", ep, &v1);
+    reack("w2", "s2", ep, &v2);
+    s1++;
+    s2++;
+    report("w1", "s1", s1, (int)s1, v1, ep, NULL, 0);
+    report("w2", "s2", s2, (int)s2, v2, ep, NULL, 0);
+    a = assign(ps, 6, NULL, 0);
+    o1 = owned("w1", "s1");
+    o2 = owned("w2", "s2");
+    int dup = 0;
+    for (size_t k = 0; k < o1.n_owned; k++)
+      dup |= has(&o2, o1.owned[k]);
+    if (dup)
+      break;
+  }
+  ok(o1.n_owned == 3 && o2.n_owned == 3,
+     "issue 23 item 4: balanced within bounded rounds (3 and 3)");
+  a = assign(ps, 6, NULL, 0);
+  o1 = owned("w1", "s1");
+  marked = n_marked(&o1);
+  ok(a.assigned == 0 && a.released == 0 && marked == 0,
+     "... and then nothing moves");
+  /* A worker without a current report (stopped) gets nothing moved to it. */
+  acked("w3", "za", "s3", &v2, &ep);
+  a = assign(ps, 6, NULL, 0);
+  o1 = owned("w1", "s1");
+  marked = n_marked(&o1);
+  is_int(marked, 0, "issue 23 item 4: nothing drains towards a worker that "
+                    "has not reported on the current epoch");
+  stop_mod();
+}
+
 /* Exclusive extraction (CP-1-5, CP-4-2..5): an unowned proxy at once; an
  * owned one reclaimed through the drain, extracted in the assign that
  * ends its ownership; neither given out meanwhile; release. */
@@ -1313,6 +1437,8 @@ int main(void) {
   test_lease_first();
   test_reregister_without_ack();
   test_draining();
+  test_drain_epoch();
+  test_rebalance();
   test_extraction();
   test_extraction_crashed_owner();
   test_usable();

@@ -2,7 +2,8 @@
 -- owned: ARGV worker, session. The worker's ownership index with each
 -- lease's expiry (CP-1-16); an entry whose proxy another worker owns now
 -- is left out. reclaim is 1 when an extraction waits for the proxy
--- (extract.lua): the worker's snapshots mark it draining (CP-4-2).
+-- (extract.lua), or a rebalance moves it to another worker (assign.lua,
+-- issue 23 item 4): the worker's snapshots mark it draining (CP-4-2).
 -- Returns {'ok', epoch, proxy, until, reclaim, ...} or {'stale'}.
 local w = ARGV[2]
 if not current(w, ARGV[3]) then
@@ -14,7 +15,11 @@ for i = 1, #idx, 2 do
   if redis.call('HGET', P .. 'owner:' .. idx[i], 'worker') == w then
     res[#res + 1] = idx[i]
     res[#res + 1] = tonumber(idx[i + 1])
-    res[#res + 1] = redis.call('SISMEMBER', P .. 'reclaim', idx[i])
+    local r = redis.call('SISMEMBER', P .. 'reclaim', idx[i])
+    if r == 0 then
+      r = redis.call('HEXISTS', P .. 'rebalance', idx[i])
+    end
+    res[#res + 1] = r
   end
 end
 return res

@@ -28,3 +28,19 @@ local function epoch_now()
   end
   return e
 end
+-- Fields of worker w's runtime counts (HMGET of its counts hash, the
+-- names given) only while they count (CP-2-15): the report of w's
+-- current session, not expired (runtime_ttl: the hash exists), made on
+-- the current epoch; nil otherwise, which a caller must read as unknown,
+-- never as idle (CP-2-16). The ownership's lease is the caller's check.
+local function valid_counts(w, ...)
+  local sess = redis.call('HGET', wkey(w, 'session'), 'session')
+  if not sess then
+    return nil
+  end
+  local c = redis.call('HMGET', wkey(w, 'counts'), 'm:session', 'm:epoch', ...)
+  if c[1] ~= sess or c[2] ~= epoch_now() then
+    return nil
+  end
+  return c
+end

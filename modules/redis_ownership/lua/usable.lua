@@ -12,18 +12,12 @@ for i = 3, n + 2 do
   local p = ARGV[i]
   local o = redis.call('HMGET', P .. 'owner:' .. p, 'worker', 'until')
   local owner, valid, a, r = o[1] or '', 0, 0, 0
-  if o[1] and tonumber(o[2]) > now then
-    local sess = redis.call('HGET', wkey(o[1], 'session'), 'session')
-    if sess then
-      local c = redis.call('HMGET', wkey(o[1], 'counts'), 'm:session',
-        'm:epoch', 'p:' .. p)
-      if c[1] == sess and c[2] == epoch then
-        valid = 1
-        if c[3] then
-          local sa, sr = string.match(c[3], '^(%d+):(%d+):')
-          a, r = tonumber(sa), tonumber(sr)
-        end
-      end
+  local c = o[1] and tonumber(o[2]) > now and valid_counts(o[1], 'p:' .. p)
+  if c then
+    valid = 1
+    if c[3] then
+      local sa, sr = string.match(c[3], '^(%d+):(%d+):')
+      a, r = tonumber(sa), tonumber(sr)
     end
   end
   res[#res + 1] = owner
