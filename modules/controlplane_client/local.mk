@@ -8,7 +8,7 @@ EXTRA_DIST += modules/controlplane_client/local.mk \
 	modules/controlplane_client/controlplane_client.ini.sample \
 	conf/gateway.ini t/integration/cp_gateway_conf.sh \
 	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py \
-	t/lib/cp_fake.sh
+	t/lib/cp_fake.sh t/integration/cp_reload.sh
 
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
@@ -60,6 +60,12 @@ t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
 # The gateway's configuration: conf/gateway.ini passes --check-config, the
 # flags and PROXY_POOL_* names reach the keys.
 TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
+endif
+# Every control-plane role reloaded under traffic (issue 23 item 1).
+if MODULE_CONTROLPLANE_SERVER
+if MODULE_CONTROLPLANE_CLIENT
+TESTS += t/integration/cp_reload.sh
+endif
 endif
 
 # The register answer's reader, replayed over t/fuzz/seeds/cpc_registered
