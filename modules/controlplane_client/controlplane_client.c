@@ -856,6 +856,10 @@ static int cpc_start(void *state) {
   }
   cp_grpc_client_cfg cfg;
   cp_grpc_conf_client(m->ctx, api, "address", &cfg);
+  /* Connection attempts as often as sessions: within backoff.max of the
+   * controller's return (issue 23 item 3). */
+  cfg.reconnect_min_ms = m->conf.sup.backoff_min_ms;
+  cfg.reconnect_max_ms = m->conf.sup.backoff_max_ms;
   m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
   if (!m->ch) {
     PH_LOG(api, m->ctx, PH_LOG_ERROR, "control-plane channel not made",

@@ -333,7 +333,7 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
     free(ch);
     return NULL;
   }
-  grpc_arg args[8];
+  grpc_arg args[11];
   size_t n = 0;
   args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
                          GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
@@ -354,6 +354,20 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
    * between channels with equal arguments (its global subchannel pool). */
   args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
                          GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
+  if (cfg->reconnect_max_ms > 0) {
+    int lo = clamp_int(cfg->reconnect_min_ms > 0 ? cfg->reconnect_min_ms
+                                                 : cfg->reconnect_max_ms);
+    int hi = clamp_int(cfg->reconnect_max_ms);
+    if (lo > hi)
+      lo = hi;
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
+                           GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                           {.integer = lo}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                           {.integer = lo}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                           {.integer = hi}};
+  }
   if (cfg->tls.mode == CP_TLS_MTLS && cfg->tls.server_name &&
       *cfg->tls.server_name)
     args[n++] = (grpc_arg){GRPC_ARG_STRING, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
