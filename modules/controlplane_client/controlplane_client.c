@@ -40,6 +40,7 @@
 #include "cp_view.h"
 #include "cpc_conf.h"
 #include "cpc_outcalls.h"
+#include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
 
@@ -82,6 +83,8 @@ typedef struct cpc {
   cp_snapshot *held;  /* the snapshot of the view in use (deltas' base) */
   int building;       /* a build job is in flight */
   int64_t job;
+  int64_t probe_job;  /* a TLS probe after a register (cpc_tls_probe.h) */
+  int mtls;           /* tls.mode = mtls */
   uint8_t *pending;   /* one stream message that came while building */
   size_t pending_len;
   cpc_buf last_rt;    /* the last runtime report, resent byte for byte */
@@ -267,8 +270,11 @@ static void cancel_all(cpc *m) {
   cpc_outcalls_end_session(&m->outc);
   if (m->building && m->job > 0)
     api->job_cancel(m->ctx, m->job); /* PH_EBUSY: its done sees gen */
+  if (m->probe_job > 0)
+    api->job_cancel(m->ctx, m->probe_job);
   m->building = 0;
   m->job = 0;
+  m->probe_job = 0;
   m->gen++;
 }
 
@@ -297,6 +303,75 @@ static void start_failed(cpc *m, cp_call call) {
                            wall_ms()));
 }
 
+static void register_failed(cpc *m, int status, const char *msg) {
+  count_rpc(m, RPC_REGISTER, status);
+  PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "register failed",
+            PH_STR("status", status_names[status >= 0 && status < N_STATUS
+                                              ? status
+                                              : CP_GRPC_UNKNOWN]),
+            PH_STR("message", msg ? msg : ""));
+  perform(m, cp_sup_registered(&m->sup, status, 0, 0, 0, wall_ms()));
+}
+
+/* An UNAVAILABLE RegisterWorker over mTLS may be the controller refusing
+ * this gateway's certificate (gRPC says only "Socket closed"): a handshake
+ * of our own in a job tells (cpc_tls_probe.h), and an authentication
+ * refusal is fatal (CP-3-13, issue 23 item 8). The register's outcome
+ * waits for it; a session cancelled meanwhile drops it (gen). */
+typedef struct probe {
+  cpc *m;
+  uint64_t gen;
+  int status;
+  char msg[CP_GRPC_STATUS_MSG_MAX + 1]; /* gRPC's own message */
+  char why[256];
+} probe;
+
+static void probe_work(void *arg) {
+  probe *p = arg;
+  cp_grpc_client_cfg cfg; /* conf_str in a job: the submit's configuration */
+  cp_grpc_conf_client(p->m->ctx, api, "address", &cfg);
+  int64_t t = p->m->conf.rpc_timeout_ms;
+  int ms = (int)(t < 5000 ? t : 5000);
+  /* Twice: a refusal is fatal, so one controller restarting at that very
+   * moment must not pass for one. */
+  p->status = cpc_tls_probe(cfg.address, &cfg.tls, ms, p->why,
+                            sizeof(p->why));
+  if (p->status == CP_GRPC_UNAUTHENTICATED)
+    p->status = cpc_tls_probe(cfg.address, &cfg.tls, ms, p->why,
+                              sizeof(p->why));
+}
+
+static void probe_done(void *arg, int status) {
+  probe *p = arg;
+  cpc *m = p->m;
+  if (status != PH_ECANCELED && p->gen == m->gen && !m->stopping) {
+    m->probe_job = 0;
+    if (p->status == CP_GRPC_UNAUTHENTICATED)
+      register_failed(m, CP_GRPC_UNAUTHENTICATED, p->why);
+    else
+      register_failed(m, CP_GRPC_UNAVAILABLE, p->msg);
+  }
+  free(p);
+}
+
+static int start_probe(cpc *m, const char *msg) {
+  if (!m->mtls)
+    return 0;
+  probe *p = calloc(1, sizeof(*p));
+  if (!p)
+    return 0;
+  p->m = m;
+  p->gen = m->gen;
+  snprintf(p->msg, sizeof(p->msg), "%s", msg ? msg : "");
+  int64_t id = api->submit(m->ctx, probe_work, probe_done, p);
+  if (id < 0) {
+    free(p);
+    return 0;
+  }
+  m->probe_job = id;
+  return 1;
+}
+
 static void register_done(void *arg, cp_grpc_ccall *call, int status,
                           const char *msg) {
   unary *u = arg;
@@ -304,37 +379,33 @@ static void register_done(void *arg, cp_grpc_ccall *call, int status,
   if (call != m->c_reg || m->stopping)
     goto out;
   m->c_reg = NULL;
+  if (status != CP_GRPC_OK) {
+    if (status != CP_GRPC_UNAVAILABLE || !start_probe(m, msg))
+      register_failed(m, status, msg);
+    goto out;
+  }
   count_rpc(m, RPC_REGISTER, status);
   int64_t now = wall_ms();
   cpc_registered r;
   const char *why = NULL;
-  if (status == CP_GRPC_OK &&
-      cpc_read_registered(u->resp, u->len, &r, &why) != PH_OK) {
+  if (cpc_read_registered(u->resp, u->len, &r, &why) != PH_OK) {
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "unusable register answer",
               PH_STR("reason", why));
     /* Another protocol version is the controller's refusal in other
      * words (CP-7-4): as fatal as FAILED_PRECONDITION. */
     status = strstr(why, "protocol") ? CP_GRPC_FAILED_PRECONDITION
                                      : CP_GRPC_INTERNAL;
-  } else if (status != CP_GRPC_OK) {
-    PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "register failed",
-              PH_STR("status", status_names[status >= 0 && status < N_STATUS
-                                                ? status
-                                                : CP_GRPC_UNKNOWN]),
-              PH_STR("message", msg ? msg : ""));
-  }
-  if (status == CP_GRPC_OK) {
-    memcpy(m->session, r.session_id, sizeof(m->session));
-    m->sess_gen++;
-    m->sess_live = 1;
-    m->sess_acked = 0;
-    m->max_counters = r.max_runtime_counters;
-    m->outc.live_gen = m->sess_gen;
-    perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
-                                 r.runtime_interval_ms, r.max_stale_ms, now));
-  } else {
     perform(m, cp_sup_registered(&m->sup, status, 0, 0, 0, now));
+    goto out;
   }
+  memcpy(m->session, r.session_id, sizeof(m->session));
+  m->sess_gen++;
+  m->sess_live = 1;
+  m->sess_acked = 0;
+  m->max_counters = r.max_runtime_counters;
+  m->outc.live_gen = m->sess_gen;
+  perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
+                               r.runtime_interval_ms, r.max_stale_ms, now));
 out:
   free(u->resp);
   free(u);
@@ -860,6 +931,7 @@ static int cpc_start(void *state) {
    * controller's return (issue 23 item 3). */
   cfg.reconnect_min_ms = m->conf.sup.backoff_min_ms;
   cfg.reconnect_max_ms = m->conf.sup.backoff_max_ms;
+  m->mtls = cfg.tls.mode == CP_TLS_MTLS;
   m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
   if (!m->ch) {
     PH_LOG(api, m->ctx, PH_LOG_ERROR, "control-plane channel not made",

@@ -19,6 +19,8 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_wire.h \
 	modules/controlplane_client/cpc_outcalls.c \
 	modules/controlplane_client/cpc_outcalls.h \
+	modules/controlplane_client/cpc_tls_probe.c \
+	modules/controlplane_client/cpc_tls_probe.h \
 	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
@@ -43,7 +45,8 @@ modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
 modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
 modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo \
-modules/controlplane_client/controlplane_client_la-cpc_view_route.lo: \
+modules/controlplane_client/controlplane_client_la-cpc_view_route.lo \
+modules/controlplane_client/controlplane_client_la-cpc_tls_probe.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor

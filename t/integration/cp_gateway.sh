@@ -11,7 +11,9 @@
 # the gateway reopen the stream for a full snapshot (CP-3-15, CP-3-16);
 # the stream's end -> backoff and a new session, no tight loop (CP-3-12);
 # INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION at Register
-# fatal: one clear log line, no retry (CP-3-13, CP-7-4); the view expiring
+# fatal: one clear log line, no retry (CP-3-13, CP-7-4); a client
+# certificate the controller refuses in the TLS handshake: unauthenticated
+# and fatal, not UNAVAILABLE for ever (issue 23 item 8); the view expiring
 # while the controller is gone -> not ready (CP-1-28, CP-3-9); the
 # controller back on its port after a 17 s outage -> a session within
 # backoff.max, not gRPC's grown reconnect backoff (issue 23 item 3); the
@@ -191,6 +193,40 @@ ok $? "CP-9-7 a certificate of another CA: no session"
 is "$(count '^REGISTER')" 0 "... the controller never sees a call"
 not_ready
 ok $? "... not ready"
+# The controller refused the certificate in the TLS handshake: an
+# authentication error, returned directly (CP-3-13, issue 23 item 8), not
+# UNAVAILABLE retried for ever.
+auth_failed() {
+  r=$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unauthenticated"}')
+  [ "${r:-0}" -ge 1 ]
+}
+wait_long auth_failed
+ok $? "CP-3-13 issue 23 item 8 the handshake refusal counts as register unauthenticated"
+fatal_now() { [ "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" = 1 ]; }
+wait_long fatal_now
+ok $? "CP-3-13 issue 23 item 8 ... and the gateway stops retrying (fatal)"
+is "$(grep -c 'not retrying' "$D/ph.log")" 1 "issue 23 item 8 ... logged once"
+is "$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unavailable"}')" 0 \
+  "issue 23 item 8 ... never as unavailable"
+grep -q "register failed.*status=unauthenticated.*certificate in the TLS handshake" "$D/ph.log"
+ok $? "issue 23 item 8 ... the log line says the certificate was refused in the handshake"
+stop
+# ... while a controller that is gone is no authentication error: the
+# gateway with the right certificate keeps retrying (UNAVAILABLE).
+start ok --set controlplane_client.tls.mode=mtls \
+  --set "controlplane_client.tls.cert_file=$T/worker.pem" \
+  --set "controlplane_client.tls.key_file=$T/worker.key" \
+  --set "controlplane_client.tls.ca_file=$T/ca.pem"
+wait_long has "^RUNTIME 1 "
+kill -9 "$FAKE"
+wait "$FAKE" 2>/dev/null
+reg_unavailable() {
+  r=$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unavailable"}')
+  [ "${r:-0}" -ge 2 ]
+}
+wait_long reg_unavailable
+ok $? "issue 23 item 8 the controller gone over mTLS: register unavailable, retried"
+is "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" 0 "issue 23 item 8 ... never fatal"
 stop
 FAKE_CERTS=
 
