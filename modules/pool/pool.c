@@ -277,11 +277,13 @@ static int pool_start(void *state) {
   size_t n = pool_api->conf_list_len(ctx, "strategies");
   for (size_t i = 0; i < n && i < POOL_STRATS_MAX; i++) {
     pool_strat *s = &p->strats[p->n_strats];
-    s->name = pool_api->conf_list_at(ctx, "strategies", i);
-    s->vt = pool_api->service_get_named(ctx, PH_STRATEGY_SERVICE, s->name,
+    const char *name = pool_api->conf_list_at(ctx, "strategies", i);
+    s->vt = pool_api->service_get_named(ctx, PH_STRATEGY_SERVICE, name,
                                         PH_STRATEGY_MAJOR, 0, &s->self);
     if (!s->vt)
-      return missing(p, PH_STRATEGY_SERVICE, s->name);
+      return missing(p, PH_STRATEGY_SERVICE, name);
+    if (strlen(name) < sizeof(s->name))
+      memcpy(s->name, name, strlen(name) + 1);
     p->n_strats++;
   }
   return PH_OK;

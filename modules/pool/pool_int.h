@@ -61,7 +61,10 @@ struct pool_px {
 };
 
 typedef struct pool_strat {
-  const char *name; /* the provider (instance) name, conf-owned copy */
+  /* The provider (instance) name, copied: conf_list_at()'s string is
+   * freed by the next reload (issue 23 item 1). "" when longer than a
+   * rule's strategy can be (PH_POOL_NAME_MAX): it matches no rule. */
+  char name[PH_POOL_NAME_MAX + 1];
   const ph_strategy_v1 *vt;
   void *self;
 } pool_strat;

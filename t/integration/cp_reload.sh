@@ -109,9 +109,9 @@ ready "$admin"; ok $? "the controller is ready"
 for f in ctl gw; do
   grep -E 'malformed|not retrying|permission_denied' "$T/$f.log" >"$T/$f.bad"
   is "$(wc -l <"$T/$f.bad")" 0 "issue 23 item 1: no identity error, no fatal session ($f)"
-  grep -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$f.log" >"$T/$f.san"
+  grep -E -A14 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$f.log" >"$T/$f.san"
   is "$(wc -l <"$T/$f.san")" 0 "issue 23 item 1: no sanitizer report ($f)"
-  cat "$T/$f.bad" "$T/$f.san" | head -3 | sed "s/^/#   /"
+  cat "$T/$f.bad" "$T/$f.san" | head -16 | sed "s/^/#   /"
 done
 
 for p in "$GW_PID" "$CTL_PID"; do
