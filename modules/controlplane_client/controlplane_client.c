@@ -39,6 +39,7 @@
 #include "cp_supervisor.h"
 #include "cp_view.h"
 #include "cpc_conf.h"
+#include "cpc_material.h"
 #include "cpc_outcalls.h"
 #include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
@@ -255,6 +256,16 @@ static void unary_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
     memcpy(u->resp, msg, len);
 }
 
+/* The one stream message that waited: a raw snapshot, credentials and
+ * all, wiped before it is freed (issue 23 item 10). */
+static void drop_pending(cpc *m) {
+  if (m->pending)
+    OPENSSL_cleanse(m->pending, m->pending_len);
+  free(m->pending);
+  m->pending = NULL;
+  m->pending_len = 0;
+}
+
 static void cancel_all(cpc *m) {
   cp_grpc_ccall **calls[] = {&m->c_reg, &m->c_watch, &m->c_ack, &m->c_rt};
   for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
@@ -263,9 +274,7 @@ static void cancel_all(cpc *m) {
       *calls[i] = NULL;
       cp_grpc_ccall_cancel(c);
     }
-  free(m->pending);
-  m->pending = NULL;
-  m->pending_len = 0;
+  drop_pending(m);
   m->sess_live = m->sess_acked = 0;
   cpc_outcalls_end_session(&m->outc);
   if (m->building && m->job > 0)
@@ -482,9 +491,7 @@ static void do_watch(cpc *m) {
     m->c_watch = NULL;
     cp_grpc_ccall_cancel(c);
   }
-  free(m->pending);
-  m->pending = NULL;
-  m->pending_len = 0;
+  drop_pending(m);
   cpc_buf b = {0};
   const Controlplane__V1__WorkerSnapshot *h =
       m->held ? cp_snapshot_msg(m->held) : NULL;
@@ -555,6 +562,10 @@ static void build_done(void *arg, int status) {
   cp_view_publish(&m->slot, b->view); /* one atomic swap (CP-3-17) */
   cp_snapshot_free(m->held);
   m->held = b->snap;
+  /* The deltas' base keeps the credentials' identity, not their material:
+   * the view holds the only copy (CP-1-18, issue 23 item 10). */
+  cp_view_wipe_message((Controlplane__V1__WorkerSnapshot *)cp_snapshot_msg(
+      m->held));
   api->gauge_set(m->m_version, (double)s->version);
   api->inc(m->m_accepted, 1);
   PH_LOG(api, m->ctx, PH_LOG_INFO, "snapshot view in use",
@@ -610,10 +621,16 @@ static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
     return;
   }
   if (delta) {
-    cp_delta_result d =
-        m->held ? cp_snapshot_apply_delta(cp_snapshot_msg(m->held), delta,
-                                          &ex, now, &m->limits, &snap, &why)
-                : CP_DELTA_NEED_FULL;
+    /* The held snapshot has no credential material: the view in use has
+     * it (CP-1-18, issue 23 item 10). */
+    cpc_material mi;
+    cp_delta_result d = CP_DELTA_NEED_FULL;
+    if (m->held && cpc_material_index(&mi, cp_view_current(&m->slot)) == PH_OK) {
+      d = cp_snapshot_apply_delta_from(cp_snapshot_msg(m->held), delta, &ex,
+                                       now, &m->limits, cpc_material_find,
+                                       &mi, &snap, &why);
+      cpc_material_free(&mi);
+    }
     cp_snapshot_free(in);
     if (d != CP_DELTA_OK) {
       /* Discard it and ask for a full snapshot on a new stream
@@ -676,6 +693,7 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
       m->pending = NULL;
       m->pending_len = 0;
       handle_message(m, p, n);
+      OPENSSL_cleanse(p, n);
       free(p);
     }
   }
@@ -975,7 +993,7 @@ static void cpc_destroy(void *state) {
   cp_snapshot_free(m->held);
   cpc_buf_free(&m->last_rt);
   free(m->rt_buf);
-  free(m->pending);
+  drop_pending(m);
   free(m);
 }
 

@@ -8,7 +8,7 @@ EXTRA_DIST += modules/controlplane_client/local.mk \
 	modules/controlplane_client/controlplane_client.ini.sample \
 	conf/gateway.ini t/integration/cp_gateway_conf.sh \
 	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py \
-	t/lib/cp_fake.sh t/integration/cp_reload.sh
+	t/lib/cp_fake.sh t/integration/cp_reload.sh t/lib/mem_count.py
 
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
@@ -21,6 +21,8 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_outcalls.h \
 	modules/controlplane_client/cpc_tls_probe.c \
 	modules/controlplane_client/cpc_tls_probe.h \
+	modules/controlplane_client/cpc_material.c \
+	modules/controlplane_client/cpc_material.h \
 	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
