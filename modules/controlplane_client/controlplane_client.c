@@ -39,7 +39,9 @@
 #include "cp_supervisor.h"
 #include "cp_view.h"
 #include "cpc_conf.h"
+#include "cpc_material.h"
 #include "cpc_outcalls.h"
+#include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
 
@@ -82,6 +84,8 @@ typedef struct cpc {
   cp_snapshot *held;  /* the snapshot of the view in use (deltas' base) */
   int building;       /* a build job is in flight */
   int64_t job;
+  int64_t probe_job;  /* a TLS probe after a register (cpc_tls_probe.h) */
+  int mtls;           /* tls.mode = mtls */
   uint8_t *pending;   /* one stream message that came while building */
   size_t pending_len;
   cpc_buf last_rt;    /* the last runtime report, resent byte for byte */
@@ -296,6 +300,16 @@ static void unary_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
     memcpy(u->resp, msg, len);
 }
 
+/* The one stream message that waited: a raw snapshot, credentials and
+ * all, wiped before it is freed (issue 23 item 10). */
+static void drop_pending(cpc *m) {
+  if (m->pending)
+    OPENSSL_cleanse(m->pending, m->pending_len);
+  free(m->pending);
+  m->pending = NULL;
+  m->pending_len = 0;
+}
+
 static void cancel_all(cpc *m) {
   cp_grpc_ccall **calls[] = {&m->c_reg, &m->c_watch, &m->c_ack, &m->c_rt};
   for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
@@ -304,15 +318,16 @@ static void cancel_all(cpc *m) {
       *calls[i] = NULL;
       cp_grpc_ccall_cancel(c);
     }
-  free(m->pending);
-  m->pending = NULL;
-  m->pending_len = 0;
+  drop_pending(m);
   m->sess_live = m->sess_acked = 0;
   cpc_outcalls_end_session(&m->outc);
   if (m->building && m->job > 0)
     api->job_cancel(m->ctx, m->job); /* PH_EBUSY: its done sees gen */
+  if (m->probe_job > 0)
+    api->job_cancel(m->ctx, m->probe_job);
   m->building = 0;
   m->job = 0;
+  m->probe_job = 0;
   m->gen++;
 }
 
@@ -341,6 +356,75 @@ static void start_failed(cpc *m, cp_call call) {
                            wall_ms()));
 }
 
+static void register_failed(cpc *m, int status, const char *msg) {
+  count_rpc(m, RPC_REGISTER, status);
+  PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "register failed",
+            PH_STR("status", status_names[status >= 0 && status < N_STATUS
+                                              ? status
+                                              : CP_GRPC_UNKNOWN]),
+            PH_STR("message", msg ? msg : ""));
+  perform(m, cp_sup_registered(&m->sup, status, 0, 0, 0, wall_ms()));
+}
+
+/* An UNAVAILABLE RegisterWorker over mTLS may be the controller refusing
+ * this gateway's certificate (gRPC says only "Socket closed"): a handshake
+ * of our own in a job tells (cpc_tls_probe.h), and an authentication
+ * refusal is fatal (CP-3-13, issue 23 item 8). The register's outcome
+ * waits for it; a session cancelled meanwhile drops it (gen). */
+typedef struct probe {
+  cpc *m;
+  uint64_t gen;
+  int status;
+  char msg[CP_GRPC_STATUS_MSG_MAX + 1]; /* gRPC's own message */
+  char why[256];
+} probe;
+
+static void probe_work(void *arg) {
+  probe *p = arg;
+  cp_grpc_client_cfg cfg; /* conf_str in a job: the submit's configuration */
+  cp_grpc_conf_client(p->m->ctx, api, "address", &cfg);
+  int64_t t = p->m->conf.rpc_timeout_ms;
+  int ms = (int)(t < 5000 ? t : 5000);
+  /* Twice: a refusal is fatal, so one controller restarting at that very
+   * moment must not pass for one. */
+  p->status = cpc_tls_probe(cfg.address, &cfg.tls, ms, p->why,
+                            sizeof(p->why));
+  if (p->status == CP_GRPC_UNAUTHENTICATED)
+    p->status = cpc_tls_probe(cfg.address, &cfg.tls, ms, p->why,
+                              sizeof(p->why));
+}
+
+static void probe_done(void *arg, int status) {
+  probe *p = arg;
+  cpc *m = p->m;
+  if (status != PH_ECANCELED && p->gen == m->gen && !m->stopping) {
+    m->probe_job = 0;
+    if (p->status == CP_GRPC_UNAUTHENTICATED)
+      register_failed(m, CP_GRPC_UNAUTHENTICATED, p->why);
+    else
+      register_failed(m, CP_GRPC_UNAVAILABLE, p->msg);
+  }
+  free(p);
+}
+
+static int start_probe(cpc *m, const char *msg) {
+  if (!m->mtls)
+    return 0;
+  probe *p = calloc(1, sizeof(*p));
+  if (!p)
+    return 0;
+  p->m = m;
+  p->gen = m->gen;
+  snprintf(p->msg, sizeof(p->msg), "%s", msg ? msg : "");
+  int64_t id = api->submit(m->ctx, probe_work, probe_done, p);
+  if (id < 0) {
+    free(p);
+    return 0;
+  }
+  m->probe_job = id;
+  return 1;
+}
+
 static void register_done(void *arg, cp_grpc_ccall *call, int status,
                           const char *msg) {
   unary *u = arg;
@@ -348,37 +432,33 @@ static void register_done(void *arg, cp_grpc_ccall *call, int status,
   if (call != m->c_reg || m->stopping)
     goto out;
   m->c_reg = NULL;
+  if (status != CP_GRPC_OK) {
+    if (status != CP_GRPC_UNAVAILABLE || !start_probe(m, msg))
+      register_failed(m, status, msg);
+    goto out;
+  }
   count_rpc(m, RPC_REGISTER, status);
   int64_t now = wall_ms();
   cpc_registered r;
   const char *why = NULL;
-  if (status == CP_GRPC_OK &&
-      cpc_read_registered(u->resp, u->len, &r, &why) != PH_OK) {
+  if (cpc_read_registered(u->resp, u->len, &r, &why) != PH_OK) {
     PH_LOG_RL(api, m->ctx, PH_LOG_ERROR, "unusable register answer",
               PH_STR("reason", why));
     /* Another protocol version is the controller's refusal in other
      * words (CP-7-4): as fatal as FAILED_PRECONDITION. */
     status = strstr(why, "protocol") ? CP_GRPC_FAILED_PRECONDITION
                                      : CP_GRPC_INTERNAL;
-  } else if (status != CP_GRPC_OK) {
-    PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "register failed",
-              PH_STR("status", status_names[status >= 0 && status < N_STATUS
-                                                ? status
-                                                : CP_GRPC_UNKNOWN]),
-              PH_STR("message", msg ? msg : ""));
-  }
-  if (status == CP_GRPC_OK) {
-    memcpy(m->session, r.session_id, sizeof(m->session));
-    m->sess_gen++;
-    m->sess_live = 1;
-    m->sess_acked = 0;
-    m->max_counters = r.max_runtime_counters;
-    m->outc.live_gen = m->sess_gen;
-    perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
-                                 r.runtime_interval_ms, r.max_stale_ms, now));
-  } else {
     perform(m, cp_sup_registered(&m->sup, status, 0, 0, 0, now));
+    goto out;
   }
+  memcpy(m->session, r.session_id, sizeof(m->session));
+  m->sess_gen++;
+  m->sess_live = 1;
+  m->sess_acked = 0;
+  m->max_counters = r.max_runtime_counters;
+  m->outc.live_gen = m->sess_gen;
+  perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
+                               r.runtime_interval_ms, r.max_stale_ms, now));
 out:
   free(u->resp);
   free(u);
@@ -455,9 +535,7 @@ static void do_watch(cpc *m) {
     m->c_watch = NULL;
     cp_grpc_ccall_cancel(c);
   }
-  free(m->pending);
-  m->pending = NULL;
-  m->pending_len = 0;
+  drop_pending(m);
   cpc_buf b = {0};
   const Controlplane__V1__WorkerSnapshot *h =
       m->held ? cp_snapshot_msg(m->held) : NULL;
@@ -548,6 +626,10 @@ static void build_done(void *arg, int status) {
   cp_view_release(b->base);
   cp_snapshot_free(m->held);
   m->held = b->snap;
+  /* The deltas' base keeps the credentials' identity, not their material:
+   * the view holds the only copy (CP-1-18, issue 23 item 10). */
+  cp_view_wipe_message((Controlplane__V1__WorkerSnapshot *)cp_snapshot_msg(
+      m->held));
   api->gauge_set(m->m_version, (double)s->version);
   api->inc(m->m_accepted, 1);
   PH_LOG(api, m->ctx, PH_LOG_INFO, "snapshot view in use",
@@ -605,10 +687,16 @@ static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
     return;
   }
   if (delta) {
-    cp_delta_result d =
-        m->held ? cp_snapshot_apply_delta(cp_snapshot_msg(m->held), delta,
-                                          &ex, now, &m->limits, &snap, &why)
-                : CP_DELTA_NEED_FULL;
+    /* The held snapshot has no credential material: the view in use has
+     * it (CP-1-18, issue 23 item 10). */
+    cpc_material mi;
+    cp_delta_result d = CP_DELTA_NEED_FULL;
+    if (m->held && cpc_material_index(&mi, cp_view_current(&m->slot)) == PH_OK) {
+      d = cp_snapshot_apply_delta_from(cp_snapshot_msg(m->held), delta, &ex,
+                                       now, &m->limits, cpc_material_find,
+                                       &mi, &snap, &why);
+      cpc_material_free(&mi);
+    }
     cp_snapshot_free(in);
     if (d != CP_DELTA_OK) {
       /* Discard it and ask for a full snapshot on a new stream
@@ -671,6 +759,7 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
       m->pending = NULL;
       m->pending_len = 0;
       handle_message(m, p, n);
+      OPENSSL_cleanse(p, n);
       free(p);
     }
   }
@@ -925,6 +1014,11 @@ static int cpc_start(void *state) {
   }
   cp_grpc_client_cfg cfg;
   cp_grpc_conf_client(m->ctx, api, "address", &cfg);
+  /* Connection attempts as often as sessions: within backoff.max of the
+   * controller's return (issue 23 item 3). */
+  cfg.reconnect_min_ms = m->conf.sup.backoff_min_ms;
+  cfg.reconnect_max_ms = m->conf.sup.backoff_max_ms;
+  m->mtls = cfg.tls.mode == CP_TLS_MTLS;
   m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
   if (!m->ch) {
     PH_LOG(api, m->ctx, PH_LOG_ERROR, "control-plane channel not made",
@@ -969,7 +1063,7 @@ static void cpc_destroy(void *state) {
   cp_snapshot_free(m->held);
   cpc_buf_free(&m->last_rt);
   free(m->rt_buf);
-  free(m->pending);
+  drop_pending(m);
   free(m);
 }
 

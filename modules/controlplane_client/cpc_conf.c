@@ -12,7 +12,8 @@
                    PH_CONF_REQUIRED | PH_CONF_RESTART, env, help, NULL)
 
 const ph_conf_key cpc_conf_keys[] = {
-    PH_CONF_KEY_FLAG("control-plane", "address", PH_CONF_STRING, NULL, 1, 261,
+    PH_CONF_KEY_FLAG("control-plane", "address", PH_CONF_STRING, NULL, 1,
+                     CPC_ADDRESS_MAX,
                      PH_CONF_REQUIRED | PH_CONF_RESTART,
                      "PROXY_POOL_CONTROL_PLANE_ADDRESS",
                      "host:port of the controller (its dialable address, "
@@ -63,19 +64,21 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
                   const char **key, char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
   *key = NULL;
-  c->address = a->conf_str(ctx, "address");
-  c->cluster_id = a->conf_str(ctx, "cluster_id");
-  c->worker_id = a->conf_str(ctx, "worker_id");
-  c->instance_id = a->conf_str(ctx, "instance_id");
-  c->zone = a->conf_str(ctx, "zone");
   static const char *const req[] = {"address", "cluster_id", "worker_id",
                                     "instance_id", "zone", NULL};
-  const char *vals[] = {c->address, c->cluster_id, c->worker_id,
-                        c->instance_id, c->zone};
-  for (size_t i = 0; req[i]; i++)
-    if (!vals[i] || !vals[i][0])
+  char *const dst[] = {c->address, c->cluster_id, c->worker_id,
+                       c->instance_id, c->zone};
+  const size_t cap[] = {sizeof(c->address), sizeof(c->cluster_id),
+                        sizeof(c->worker_id), sizeof(c->instance_id),
+                        sizeof(c->zone)};
+  for (size_t i = 0; req[i]; i++) {
+    const char *v = a->conf_str(ctx, req[i]);
+    if (!v || !v[0])
       return ph_conf_fail(key, req[i], why, whylen,
                           "required (its flag or environment name)");
+    if (ph_conf_copy(dst[i], cap[i], v))
+      return ph_conf_fail(key, req[i], why, whylen, "too long");
+  }
   c->sup.backoff_min_ms = (uint32_t)a->conf_int(ctx, "backoff.min");
   c->sup.backoff_max_ms = (uint32_t)a->conf_int(ctx, "backoff.max");
   c->sup.runtime_min_ms = (uint32_t)a->conf_int(ctx, "runtime_interval.min");

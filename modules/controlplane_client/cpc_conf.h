@@ -16,14 +16,22 @@
 
 extern const ph_conf_key cpc_conf_keys[];
 
+/* The address key's bound (host:port, a bracketed IPv6 literal). */
+#define CPC_ADDRESS_MAX 261
+
 typedef struct cpc_conf {
-  const char *address, *cluster_id, *worker_id, *instance_id, *zone;
+  /* Copies, not conf_str() pointers: those are the host's and freed by
+   * the next reload (docs/sdk.md), while the session sends these in every
+   * call for as long as it lives (issue 23 item 1). */
+  char address[CPC_ADDRESS_MAX + 1];
+  char cluster_id[PH_POOL_ID_MAX + 1], worker_id[PH_POOL_ID_MAX + 1],
+      instance_id[PH_POOL_ID_MAX + 1], zone[PH_POOL_ID_MAX + 1];
   cp_sup_limits sup;           /* backoff, runtime-interval, max-stale */
   int64_t rpc_timeout_ms;      /* each unary call's deadline */
   cp_snapshot_limits limits;   /* the receiver's counts (CP-8-3) */
 } cpc_conf;
 
-/* Reads the keys (strings are the host's, valid until the next reload).
+/* Reads the keys (the strings copied: they outlive reloads).
  * PH_OK, or PH_EINVAL with *key and why (cross-key rules: backoff and
  * runtime bounds in order, the transport's check). */
 int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,

@@ -8,7 +8,7 @@ EXTRA_DIST += modules/controlplane_client/local.mk \
 	modules/controlplane_client/controlplane_client.ini.sample \
 	conf/gateway.ini t/integration/cp_gateway_conf.sh \
 	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py \
-	t/lib/cp_fake.sh
+	t/lib/cp_fake.sh t/integration/cp_reload.sh t/lib/mem_count.py
 
 CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_conf.c \
@@ -19,6 +19,10 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_wire.h \
 	modules/controlplane_client/cpc_outcalls.c \
 	modules/controlplane_client/cpc_outcalls.h \
+	modules/controlplane_client/cpc_tls_probe.c \
+	modules/controlplane_client/cpc_tls_probe.h \
+	modules/controlplane_client/cpc_material.c \
+	modules/controlplane_client/cpc_material.h \
 	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
@@ -43,7 +47,8 @@ modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
 modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
 modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo \
-modules/controlplane_client/controlplane_client_la-cpc_view_route.lo: \
+modules/controlplane_client/controlplane_client_la-cpc_view_route.lo \
+modules/controlplane_client/controlplane_client_la-cpc_tls_probe.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor
@@ -65,6 +70,12 @@ TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
 TESTS += t/integration/cp_epoch_churn.sh
 endif
 EXTRA_DIST += t/integration/cp_epoch_churn.sh
+# Every control-plane role reloaded under traffic (issue 23 item 1).
+if MODULE_CONTROLPLANE_SERVER
+if MODULE_CONTROLPLANE_CLIENT
+TESTS += t/integration/cp_reload.sh
+endif
+endif
 
 # The register answer's reader, replayed over t/fuzz/seeds/cpc_registered
 # by t/integration/fuzz_replay.sh.

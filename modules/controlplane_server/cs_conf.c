@@ -243,6 +243,21 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
     FAIL("assign_interval", "must be below session_ttl");
   if (c->watch_poll_ms > c->refresh_before_ms)
     FAIL("watch_poll_interval", "must not exceed refresh_before");
+  /* A healthy stream refreshes a snapshot when less than refresh_before
+   * of its validity is left, seen at its next watch round: up to this long
+   * after the last one. A gateway stops routing max_stale_age after it
+   * obtained its snapshot (CP-3-18), so a shorter one leaves every gateway
+   * behind a healthy controller unready between refreshes (issue 23 item
+   * 15: with 4 s, 10-13 % of requests refused). */
+  int64_t refresh_ms =
+      c->snapshot_validity_ms - c->refresh_before_ms + c->watch_poll_ms;
+  if (c->max_stale_age_ms <= refresh_ms)
+    FAIL("max_stale_age",
+         "must be above snapshot_validity - refresh_before + "
+         "watch_poll_interval (%lldms), the longest time between two "
+         "snapshots on a healthy stream: gateways stop routing "
+         "max_stale_age after their last one",
+         (long long)refresh_ms);
   if (a->service_provider_loaded && c->authority[0] &&
       !a->service_provider_loaded(ctx, "cp.authority", c->authority))
     FAIL("authority", "no such cp.authority provider loaded");

@@ -130,6 +130,12 @@ typedef struct cp_grpc_client_cfg {
   int64_t max_send_bytes;
   int64_t keepalive_time_ms; /* >= the server's min_ping_interval */
   int64_t keepalive_timeout_ms;
+  /* The channel's own reconnect backoff between connection attempts
+   * (GRPC_ARG_{INITIAL,MIN,MAX}_RECONNECT_BACKOFF_MS); 0: gRPC's (1 s
+   * x 1.6 up to 120 s). Set to the caller's session backoff, or a
+   * controller that is back waits for gRPC's next attempt (issue 23
+   * item 3). */
+  int64_t reconnect_min_ms, reconnect_max_ms;
 } cp_grpc_client_cfg;
 
 /* ---- server --------------------------------------------------------- */

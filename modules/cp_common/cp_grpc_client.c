@@ -12,6 +12,8 @@
  * every message is delivered before it; the call is freed when on_done
  * ran (or the user is gone) and no tag is in flight.
  */
+#include <openssl/crypto.h>
+
 #include "cp_grpc_int.h"
 
 #include <limits.h>
@@ -143,14 +145,23 @@ static void on_recv(cp_tag *t, int ok) {
   c->recv_bb = NULL;
   if (ok && bb) {
     grpc_slice sl = cp_bb_read(bb);
-    grpc_byte_buffer_destroy(bb);
     int first = !c->got_message;
     c->got_message = 1;
     if (!quiet(c) && !c->user_cancelled && c->cbs.on_message &&
         (first || c->kind == CP_RPC_SERVER_STREAM))
       c->cbs.on_message(c->arg, c, GRPC_SLICE_START_PTR(sl),
                         GRPC_SLICE_LENGTH(sl));
+    /* A snapshot carries credentials: the message's bytes, flat and as
+     * received, are wiped before gRPC frees them (CP-1-18, issue 23 item
+     * 10); nobody reads them after on_message. */
+    OPENSSL_cleanse(GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl));
     grpc_slice_unref(sl);
+    if (bb->type == GRPC_BB_RAW)
+      for (size_t i = 0; i < bb->data.raw.slice_buffer.count; i++) {
+        grpc_slice *x = &bb->data.raw.slice_buffer.slices[i];
+        OPENSSL_cleanse(GRPC_SLICE_START_PTR(*x), GRPC_SLICE_LENGTH(*x));
+      }
+    grpc_byte_buffer_destroy(bb);
     /* The next message only now: one at a time. */
     if (!quiet(c) && !c->user_cancelled)
       start_recv(c);
@@ -333,7 +344,7 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
     free(ch);
     return NULL;
   }
-  grpc_arg args[8];
+  grpc_arg args[11];
   size_t n = 0;
   args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
                          GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
@@ -354,6 +365,20 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
    * between channels with equal arguments (its global subchannel pool). */
   args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
                          GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
+  if (cfg->reconnect_max_ms > 0) {
+    int lo = clamp_int(cfg->reconnect_min_ms > 0 ? cfg->reconnect_min_ms
+                                                 : cfg->reconnect_max_ms);
+    int hi = clamp_int(cfg->reconnect_max_ms);
+    if (lo > hi)
+      lo = hi;
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
+                           GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                           {.integer = lo}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                           {.integer = lo}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                           {.integer = hi}};
+  }
   if (cfg->tls.mode == CP_TLS_MTLS && cfg->tls.server_name &&
       *cfg->tls.server_name)
     args[n++] = (grpc_arg){GRPC_ARG_STRING, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,

@@ -185,6 +185,22 @@ cp_delta_result cp_snapshot_apply_delta(
     int64_t now_ms, const cp_snapshot_limits *lim, cp_snapshot **out,
     const char **why);
 
+/* Where a delta's result takes the credential material the held snapshot
+ * no longer carries (CP-1-18, issue 23 item 10: the gateway keeps it only
+ * in its view): sets *user and *pass for (secret_ref, version) and
+ * returns 0, or -1 when it has none (the delta then NEED_FULL). */
+typedef int (*cp_material_fn)(void *arg, const char *secret_ref,
+                              uint64_t version, const char **user,
+                              const char **pass);
+
+/* cp_snapshot_apply_delta with the held credentials' material from
+ * material(arg, ...) instead of held's own strings (NULL: held's). */
+cp_delta_result cp_snapshot_apply_delta_from(
+    const Controlplane__V1__WorkerSnapshot *held,
+    const Controlplane__V1__SnapshotDelta *delta, const cp_expect *expect,
+    int64_t now_ms, const cp_snapshot_limits *lim, cp_material_fn material,
+    void *material_arg, cp_snapshot **out, const char **why);
+
 /* Controller: the delta from `old` (what the worker acknowledged) to
  * `new_` (a full snapshot built for it). NEED_FULL when a delta cannot say
  * it: another identity, a version not above old's, an epoch below old's,

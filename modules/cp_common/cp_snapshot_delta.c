@@ -71,6 +71,15 @@ cp_delta_result cp_snapshot_apply_delta(
     const Controlplane__V1__SnapshotDelta *d, const cp_expect *expect,
     int64_t now_ms, const cp_snapshot_limits *limp, cp_snapshot **out,
     const char **whyp) {
+  return cp_snapshot_apply_delta_from(held, d, expect, now_ms, limp, NULL,
+                                      NULL, out, whyp);
+}
+
+cp_delta_result cp_snapshot_apply_delta_from(
+    const Controlplane__V1__WorkerSnapshot *held,
+    const Controlplane__V1__SnapshotDelta *d, const cp_expect *expect,
+    int64_t now_ms, const cp_snapshot_limits *limp, cp_material_fn material,
+    void *material_arg, cp_snapshot **out, const char **whyp) {
   const char *dummy;
   const char **why = whyp ? whyp : &dummy;
   cp_delta_result res = CP_DELTA_OK;
@@ -177,9 +186,23 @@ cp_delta_result cp_snapshot_apply_delta(
       used[k] = 1;
     }
   }
-  for (size_t k = 0; k < held->n_credentials; k++)
-    if (used[k])
-      m->credentials[m->n_credentials++] = cp_copy_credential(a, hc[k], &oom);
+  for (size_t k = 0; k < held->n_credentials; k++) {
+    if (!used[k])
+      continue;
+    const Controlplane__V1__Credential *c = hc[k];
+    Controlplane__V1__Credential with; /* held's identity, the material */
+    if (material) {
+      const char *u = NULL, *pw = NULL;
+      if (material(material_arg, c->secret_ref, c->credential_version, &u,
+                   &pw) != 0)
+        NEED_FULL("a proxy names a credential whose material is not held");
+      with = *c;
+      with.username = (char *)u;
+      with.password = (char *)pw;
+      c = &with;
+    }
+    m->credentials[m->n_credentials++] = cp_copy_credential(a, c, &oom);
+  }
   Controlplane__V1__RoutingRule *const *src =
       d->routing_replaced ? d->routing : held->routing;
   for (size_t k = 0; k < nrules; k++) {

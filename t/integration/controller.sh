@@ -137,7 +137,8 @@ start_proxyhost "$T/ctl.ini" --set "store_sqlite.path=$T/pool3.db" \
   --set controlplane_server.watch_poll_interval=60s \
   --set redis_ownership.ownership_lease=90s \
   --set controlplane_server.refresh_before=60s \
-  --set controlplane_server.snapshot_validity=120s
+  --set controlplane_server.snapshot_validity=120s \
+  --set controlplane_server.max_stale_age=3m
 wait_for healthy "$admin"; wait_for ready; ok $? "a controller with 60 s watch rounds is ready"
 "$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" replace "$T" 10 >"$T/replace.out" 2>"$T/replace.err"
 is "$(sed -n 's/^VALUE first //p' "$T/replace.out")" snapshot "the first snapshot came on w4's stream"
@@ -163,6 +164,18 @@ for bad in "refresh_before = 60s:refresh_before" "trust_domain = a/b:trust_domai
   [ $? != 0 ]; ok $? "--check-config refuses $line"
   like "$out" "$key" "... naming $key"
 done
+# A max_stale_age the refresh cannot keep up with (issue 23 item 15): a
+# healthy stream sends a fresh snapshot snapshot_validity - refresh_before
+# (+ one watch_poll_interval) after the last one (here 60s - 20s + 100ms),
+# and a gateway stops routing max_stale_age after it obtained that one.
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set controlplane_server.max_stale_age=4s --check-config 2>&1)
+[ $? != 0 ]; ok $? "issue 23 item 15 --check-config refuses max_stale_age 4s (below the 40.1 s refresh interval)"
+like "$out" "controlplane_server.max_stale_age: " "... naming max_stale_age"
+like "$out" "snapshot_validity - refresh_before + watch_poll_interval (40100ms)" "... and the keys of the rule, with its value"
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set controlplane_server.max_stale_age=40100ms --check-config 2>&1)
+[ $? != 0 ]; ok $? "issue 23 item 15 ... also max_stale_age equal to the interval"
+out=$("$PROXYHOST" -c "$T/ctl.ini" --set controlplane_server.max_stale_age=41s --check-config 2>&1)
+ok $? "issue 23 item 15 max_stale_age 41s (above the interval) passes" || echo "# $out"
 # Rules across the controller and redis_ownership (conf_peer_int).
 for bad in "redis_ownership.session_ttl=20s:controlplane_server.session_ttl:must equal [redis_ownership] session_ttl" \
     "redis_ownership.runtime_ttl=5s:controlplane_server.runtime_interval:runtime_ttl" \

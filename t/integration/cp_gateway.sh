@@ -11,8 +11,12 @@
 # the gateway reopen the stream for a full snapshot (CP-3-15, CP-3-16);
 # the stream's end -> backoff and a new session, no tight loop (CP-3-12);
 # INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION at Register
-# fatal: one clear log line, no retry (CP-3-13, CP-7-4); the view expiring
+# fatal: one clear log line, no retry (CP-3-13, CP-7-4); a client
+# certificate the controller refuses in the TLS handshake: unauthenticated
+# and fatal, not UNAVAILABLE for ever (issue 23 item 8); the view expiring
 # while the controller is gone -> not ready (CP-1-28, CP-3-9); the
+# controller back on its port after a 17 s outage -> a session within
+# backoff.max, not gRPC's grown reconnect backoff (issue 23 item 3); the
 # gateway's certificate passing the controller's SPIFFE worker check, and
 # failing it for another worker id, against t/lib/cp_echo_server (CP-9-8).
 . "$top_srcdir/t/lib/testlib.sh"
@@ -189,6 +193,40 @@ ok $? "CP-9-7 a certificate of another CA: no session"
 is "$(count '^REGISTER')" 0 "... the controller never sees a call"
 not_ready
 ok $? "... not ready"
+# The controller refused the certificate in the TLS handshake: an
+# authentication error, returned directly (CP-3-13, issue 23 item 8), not
+# UNAVAILABLE retried for ever.
+auth_failed() {
+  r=$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unauthenticated"}')
+  [ "${r:-0}" -ge 1 ]
+}
+wait_long auth_failed
+ok $? "CP-3-13 issue 23 item 8 the handshake refusal counts as register unauthenticated"
+fatal_now() { [ "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" = 1 ]; }
+wait_long fatal_now
+ok $? "CP-3-13 issue 23 item 8 ... and the gateway stops retrying (fatal)"
+is "$(grep -c 'not retrying' "$D/ph.log")" 1 "issue 23 item 8 ... logged once"
+is "$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unavailable"}')" 0 \
+  "issue 23 item 8 ... never as unavailable"
+grep -q "register failed.*status=unauthenticated.*certificate in the TLS handshake" "$D/ph.log"
+ok $? "issue 23 item 8 ... the log line says the certificate was refused in the handshake"
+stop
+# ... while a controller that is gone is no authentication error: the
+# gateway with the right certificate keeps retrying (UNAVAILABLE).
+start ok --set controlplane_client.tls.mode=mtls \
+  --set "controlplane_client.tls.cert_file=$T/worker.pem" \
+  --set "controlplane_client.tls.key_file=$T/worker.key" \
+  --set "controlplane_client.tls.ca_file=$T/ca.pem"
+wait_long has "^RUNTIME 1 "
+kill -9 "$FAKE"
+wait "$FAKE" 2>/dev/null
+reg_unavailable() {
+  r=$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unavailable"}')
+  [ "${r:-0}" -ge 2 ]
+}
+wait_long reg_unavailable
+ok $? "issue 23 item 8 the controller gone over mTLS: register unavailable, retried"
+is "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" 0 "issue 23 item 8 ... never fatal"
 stop
 FAKE_CERTS=
 
@@ -235,6 +273,38 @@ ok $? "CP-9-8 the same certificate for worker w2 fails that check: PERMISSION_DE
 fatal_state() { [ "$(metric 'proxyhost_cp_gateway_session_state{state="fatal"}')" = 1 ]; }
 wait_long fatal_state
 ok $? "... and the gateway stops retrying (fatal, CP-3-13)"
+stop
+
+# ---- the controller back after an outage (issue 23 item 3) ----------------
+# gRPC's own reconnect backoff (1 s x 1.6 up to 120 s) had grown to about
+# 10 s between connection attempts after a 17 s outage; the gateway must
+# follow [controlplane_client] backoff.max (1 s here) instead: a session
+# again within backoff.max and its jitter (twice: the channel's attempt,
+# then the session's) of the controller's return, bounded here by 60
+# polls 50 ms apart.
+start ok
+wait_long ready
+ok $? "issue 23 item 3 ready before the outage"
+port=$(cat "$D/port")
+kill -9 "$FAKE"
+wait "$FAKE" 2>/dev/null
+i=0
+while [ $i -lt 17 ]; do sleep 1; i=$((i + 1)); done
+rm -f "$D/port"
+EV="$D/events-back"
+: >"$EV"
+CP_FAKE_PORT=$port "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" "$T/gen" "$D/port" "$EV" ok \
+  >>"$D/fake.log" 2>&1 &
+FAKE=$!
+PIDS="$PIDS $FAKE"
+wait_long test -s "$D/port"
+ok $? "the controller is back on its port ($port)"
+# The view is still valid: the new session shows in the controller's
+# events (its snapshot acknowledged), not in /readyz.
+i=0
+while [ $i -lt 60 ] && ! has "^ACK 1 ACCEPTED"; do sleep 0.05; i=$((i + 1)); done
+has "^ACK 1 ACCEPTED"
+ok $? "issue 23 item 3 a new session (its snapshot ACKed) within backoff.max (+ jitter) of the controller's return ($i polls)"
 stop
 
 # ---- the view expires while the controller is gone (CP-3-9, CP-1-28) -----

@@ -54,7 +54,9 @@ names a file the test creates to make the controller act:
   drain_expire  the proxies' expires_at 6 s after the one snapshot
                 (usable_until 5 s), never refreshed (CP-3-5, CP-4-6)
 The snapshots' checksum is t/lib/cp_checksum.py's (written from the
-protocol document, not from the C code)."""
+protocol document, not from the C code).
+CP_FAKE_PORT=N: listen on port N (a controller back on its port after an
+outage, t/integration/cp_gateway.sh), not one the kernel picks."""
 import hashlib
 import os
 import sys
@@ -74,6 +76,9 @@ CERTS = sys.argv[5] if len(sys.argv) > 5 else None
 CLUSTER = "c1"
 POOL = [x.split(":") for x in os.environ.get("CP_FAKE_POOL", "").split()]
 TRIGGER = os.environ.get("CP_FAKE_TRIGGER", "")
+# CP_FAKE_PORT: listen there (a controller back on its port after an
+# outage), not on a port the kernel picks.
+FIXED_PORT = int(os.environ.get("CP_FAKE_PORT", "0"))
 SESSION_N = [0]
 OC_CALLS = [0]
 ev_lock = threading.Condition()
@@ -316,9 +321,9 @@ def main():
         creds = grpc.ssl_server_credentials(
             [(read("server.key"), read("server.pem"))],
             root_certificates=read("ca.pem"), require_client_auth=True)
-        port = server.add_secure_port("127.0.0.1:0", creds)
+        port = server.add_secure_port("127.0.0.1:%s" % FIXED_PORT, creds)
     else:
-        port = server.add_insecure_port("127.0.0.1:0")
+        port = server.add_insecure_port("127.0.0.1:%s" % FIXED_PORT)
     server.start()
     with open(PORT_FILE + ".tmp", "w", encoding="ascii") as f:
         f.write("%d\n" % port)
