@@ -278,9 +278,42 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
            "process; acknowledgements fail across controllers and restarts "
            "and workers register again");
   }
-  if (register_metrics(m) != PH_OK)
+  if (register_metrics(m) != PH_OK ||
+      ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
+                         "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;
   return PH_OK;
+}
+
+/* The certificate, key and CA re-read from the paths of start: gRPC's
+ * next handshake takes them, connections made keep theirs. */
+static void cs_tls_reload(void *arg, const char *trigger) {
+  cs *m = arg;
+  if (!m->srv || m->tls_paths.mode != CP_TLS_MTLS)
+    return;
+  cp_grpc_tls t;
+  char e[256] = "";
+  cp_grpc_tls_paths_get(&m->tls_paths, &t);
+  int rc = cp_grpc_server_reload_tls(m->srv, &t, e, sizeof(e));
+  ph_tls_reload_done(&m->tls, rc, trigger, e);
+}
+
+static int cs_tls_watch(cs *m) {
+  const char *files[PH_TLS_WATCH_FILES] = {m->tls_paths.cert,
+                                           m->tls_paths.key, m->tls_paths.ca};
+  uint64_t ms = m->tls_paths.mode == CP_TLS_MTLS
+                    ? (uint64_t)api->conf_int(m->ctx,
+                                              "tls.reload_check_interval")
+                    : 0;
+  return ph_tls_watch(&m->tls, ms, files, cs_tls_reload, m);
+}
+
+static int cs_reload(void *state) {
+  cs *m = state;
+  if (m->stopping)
+    return PH_OK;
+  cs_tls_reload(m, "sighup");
+  return cs_tls_watch(m);
 }
 
 static const cp_grpc_method *methods(cs *m, size_t *n) {
@@ -352,6 +385,9 @@ static int cs_start(void *state) {
            PH_STR("listen", cfg.listen), PH_STR("reason", e));
     return PH_EINVAL;
   }
+  cp_grpc_tls_paths_keep(&m->tls_paths, &cfg.tls);
+  if (cs_tls_watch(m) != PH_OK)
+    return PH_ENOMEM;
   PH_LOG(api, m->ctx, PH_LOG_INFO, "controller listening",
          PH_STR("listen", cfg.listen),
          PH_INT("port", cp_grpc_server_port(m->srv)),
@@ -382,6 +418,7 @@ static int cs_stop(void *state) {
     l->abandon(l);
   }
   cs_pool_stop(m);
+  ph_tls_reload_free(&m->tls);
   /* Ends every call without another callback of ours. */
   cp_grpc_cq_free(m->cq);
   m->cq = NULL;
@@ -394,6 +431,7 @@ static void cs_destroy(void *state) {
   if (!m)
     return;
   OPENSSL_cleanse(m->ref_key, sizeof(m->ref_key));
+  ph_tls_reload_free(&m->tls);
   free(m->prev_ids);
   free(m);
 }
@@ -409,6 +447,7 @@ PROXYHOST_MODULE = {
     .config = cs_conf_keys,
     .init = cs_init,
     .start = cs_start,
+    .reload = cs_reload,
     .stop = cs_stop,
     .destroy = cs_destroy,
     .check = cs_check,

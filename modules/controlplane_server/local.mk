@@ -109,6 +109,13 @@ TESTS += t/integration/controller_hardening.sh
 endif
 EXTRA_DIST += t/integration/controller_hardening.sh
 
+# The controller's and the gateway's mTLS files re-read under traffic
+# (issue 23 item 14).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_tls_reload.sh
+endif
+EXTRA_DIST += t/integration/cp_tls_reload.sh
+
 # The control plane end to end with every part real: Redis, PostgreSQL,
 # the controller and two gateways over mTLS, views sampled by
 # t/lib/cp_views.py (it skips itself when a module was not built).

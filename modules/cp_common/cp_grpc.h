@@ -166,6 +166,15 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *cq,
                                    const cp_grpc_method *methods, size_t n,
                                    char *err, size_t errlen);
 
+/* Loop thread. Re-reads tls's files (the same keys as at
+ * cp_grpc_server_new; issue 23 item 14): checked here (they parse, the
+ * key matches the certificate), then taken by gRPC at the next
+ * connection's handshake; connections already made keep theirs. PH_OK
+ * (plaintext: nothing to do), or PH_EINVAL with err (naming the key,
+ * never a file's content) and the files in use stay. */
+int cp_grpc_server_reload_tls(cp_grpc_server *s, const cp_grpc_tls *tls,
+                              char *err, size_t errlen);
+
 /* The port bound (the one picked when listen asked for 0). */
 int cp_grpc_server_port(const cp_grpc_server *s);
 

@@ -22,9 +22,9 @@ CP_GRPC_SOURCES = modules/cp_common/cp_grpc.h \
 noinst_LTLIBRARIES += modules/cp_common/libcpgrpc.la
 modules_cp_common_libcpgrpc_la_SOURCES = $(CP_GRPC_SOURCES)
 modules_cp_common_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	-I$(top_srcdir)/modules/cp_common
+	-I$(top_srcdir)/modules/cp_common $(OPENSSL_CFLAGS)
 modules_cp_common_libcpgrpc_la_CFLAGS = $(AM_CFLAGS) -pthread
-modules_cp_common_libcpgrpc_la_LIBADD = $(GRPC_LIBS) -lpthread
+modules_cp_common_libcpgrpc_la_LIBADD = $(GRPC_LIBS) $(OPENSSL_LIBS) -lpthread
 
 CP_GRPC_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/modules/cp_common
 CP_GRPC_LDADD = modules/cp_common/libcpgrpc.la modules/common/libphcommon.la
