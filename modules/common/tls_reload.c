@@ -3,6 +3,7 @@
  * (tls_reload.h). */
 #include "tls_reload.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,11 @@ int ph_tls_reload_init(ph_tls_reload *r, const ph_api *api, ph_ctx *ctx,
   r->api = api;
   r->ctx = ctx;
   r->what = what;
-  ph_metric *m = api->metric(ctx, &def);
+  /* Only this module's two series: a process shows the roles it runs. */
+  const char *const combos[] = {module, NULL};
+  ph_metric *m = api->size > offsetof(ph_api, metric_only) && api->metric_only
+                     ? api->metric_only(ctx, &def, combos, 1)
+                     : api->metric(ctx, &def);
   if (!m)
     return PH_EINVAL;
   r->ok = api->series(m, (const char *const[]){module, "ok"});

@@ -19,6 +19,8 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_wire.h \
 	modules/controlplane_client/cpc_outcalls.c \
 	modules/controlplane_client/cpc_outcalls.h \
+	modules/controlplane_client/cpc_tls.c \
+	modules/controlplane_client/cpc_tls.h \
 	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h

@@ -246,6 +246,13 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *cq,
 /* Loop thread. Cancels every call of ch without another callback and
  * closes the channel. NULL is ignored. */
 void cp_grpc_channel_free(cp_grpc_channel *ch);
+/* Loop thread. No new call on ch (cp_grpc_ccall_start: NULL); the calls
+ * it carries go on, with their callbacks, and ch is closed once the last
+ * one ended (at once when it has none). For a channel replaced by one
+ * with renewed credentials (issue 23 item 14): the stream open on the
+ * old connection stays. ch is invalid for the caller afterwards; NULL
+ * is ignored; cp_grpc_cq_free still ends it as any channel. */
+void cp_grpc_channel_retire(cp_grpc_channel *ch);
 
 typedef struct cp_grpc_ccall_cbs {
   /* A response message (msg valid during the call): the only one of a

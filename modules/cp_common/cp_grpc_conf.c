@@ -145,3 +145,14 @@ void cp_grpc_tls_paths_get(const cp_grpc_tls_paths *p, cp_grpc_tls *t) {
   t->key_file = p->key;
   t->ca_file = p->ca;
 }
+
+void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c) {
+  k->cfg = *c;
+  cp_grpc_tls_paths_keep(&k->tls, &c->tls);
+  cp_grpc_tls_paths_get(&k->tls, &k->cfg.tls);
+  snprintf(k->address, sizeof(k->address), "%s", c->address ? c->address : "");
+  snprintf(k->server_name, sizeof(k->server_name), "%s",
+           c->tls.server_name ? c->tls.server_name : "");
+  k->cfg.address = k->address;
+  k->cfg.tls.server_name = k->server_name;
+}

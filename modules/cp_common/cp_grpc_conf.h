@@ -141,4 +141,16 @@ void cp_grpc_tls_paths_keep(cp_grpc_tls_paths *p, const cp_grpc_tls *t);
 /* t's paths point into p (server_name NULL). */
 void cp_grpc_tls_paths_get(const cp_grpc_tls_paths *p, cp_grpc_tls *t);
 
+/* A client configuration as read at start, its strings copied: a channel
+ * made again at a reload (renewed files) has the same address, name and
+ * limits. cfg's strings point into the struct (do not copy it by value
+ * and use the copy's cfg). */
+typedef struct cp_grpc_client_kept {
+  cp_grpc_client_cfg cfg;
+  cp_grpc_tls_paths tls;
+  char address[CP_GRPC_PATH_LEN];
+  char server_name[256];
+} cp_grpc_client_kept;
+void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c);
+
 #endif

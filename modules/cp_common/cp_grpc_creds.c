@@ -90,9 +90,10 @@ static void free_all(pems *p) {
 }
 
 /* The files parse as PEM and belong together: the chain's first
- * certificate with the key, and at least one CA certificate. OpenSSL's
- * error queue is left empty (gRPC's handshakes share the thread). */
-static int pems_match(const pems *p) {
+ * certificate with the key, and at least one CA certificate; 0 with err
+ * set otherwise. OpenSSL's error queue is left empty (gRPC's handshakes
+ * share the thread). */
+static int pems_match(const pems *p, char *err, size_t errlen) {
   BIO *cb = BIO_new_mem_buf(p->cert, -1), *kb = BIO_new_mem_buf(p->key, -1),
       *ab = BIO_new_mem_buf(p->ca, -1);
   X509 *cert = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
@@ -106,6 +107,10 @@ static int pems_match(const pems *p) {
   BIO_free(kb);
   BIO_free(ab);
   ERR_clear_error();
+  if (!ok)
+    snprintf(err, errlen,
+             "tls: the certificate, key or CA does not parse, or the key "
+             "does not match the certificate");
   return ok;
 }
 
@@ -136,11 +141,7 @@ int cp_cert_source_load(cp_cert_source *src, const cp_grpc_tls *t, char *err,
   if (read_all(t, &p, err, errlen) < 0)
     return PH_EINVAL;
   grpc_ssl_server_certificate_config *c = NULL;
-  if (!pems_match(&p)) {
-    snprintf(err, errlen,
-             "tls: the certificate, key or CA does not parse, or the key "
-             "does not match the certificate");
-  } else {
+  if (pems_match(&p, err, errlen)) {
     grpc_ssl_pem_key_cert_pair pair = {p.key, p.cert};
     c = grpc_ssl_server_certificate_config_create(p.ca, &pair, 1);
     if (!c)
@@ -218,6 +219,11 @@ grpc_channel_credentials *cp_creds_client(const cp_grpc_tls *t, char *err,
   pems p;
   if (read_all(t, &p, err, errlen) < 0)
     return NULL;
+  if (!pems_match(&p, err, errlen)) {
+    /* gRPC would take them and fail each handshake later. */
+    free_all(&p);
+    return NULL;
+  }
   grpc_ssl_pem_key_cert_pair pair = {p.key, p.cert};
   grpc_channel_credentials *c =
       grpc_ssl_credentials_create_ex(p.ca, &pair, NULL, NULL);

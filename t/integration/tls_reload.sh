@@ -12,7 +12,7 @@
 #     use stays; the reloads are counted.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
-TAP_ON_FAIL='tail -5 "$T/s.log" "$T/a.log" "$T/c.log"'
+TAP_ON_FAIL='tail -n 5 "$T/s.log" "$T/a.log" "$T/c.log"'
 
 require_modules tunnel_server tunnel_agent tunnel_client store_sqlite \
   auth_cache admin_api direct socks5
