@@ -124,6 +124,16 @@ int ph_tls_watch(ph_tls_reload *r, uint64_t interval_ms,
   return PH_OK;
 }
 
+int ph_tls_watch_key(ph_tls_reload *r,
+                     const char *const files[PH_TLS_WATCH_FILES],
+                     ph_tls_reload_fn fn, void *arg) {
+  int any = 0;
+  for (int i = 0; i < PH_TLS_WATCH_FILES; i++)
+    any |= files[i] && *files[i];
+  int64_t ms = any ? r->api->conf_int(r->ctx, "tls.reload_check_interval") : 0;
+  return ph_tls_watch(r, ms > 0 ? (uint64_t)ms : 0, files, fn, arg);
+}
+
 void ph_tls_watch_rebase(ph_tls_reload *r) {
   if (r->interval_ms)
     (void)scan(r);

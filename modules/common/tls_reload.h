@@ -76,6 +76,11 @@ void ph_tls_reload_done(const ph_tls_reload *r, int rc, const char *trigger,
 int ph_tls_watch(ph_tls_reload *r, uint64_t interval_ms,
                  const char *const files[PH_TLS_WATCH_FILES],
                  ph_tls_reload_fn fn, void *arg);
+/* ph_tls_watch at the module's tls.reload_check_interval (PH_TLS_RELOAD_KEY
+ * in its table) as it is now; off when no file is given. */
+int ph_tls_watch_key(ph_tls_reload *r,
+                     const char *const files[PH_TLS_WATCH_FILES],
+                     ph_tls_reload_fn fn, void *arg);
 /* Takes the files' state now as the baseline (after a SIGHUP reload, so
  * that the poll does not reload the same files again). */
 void ph_tls_watch_rebase(ph_tls_reload *r);

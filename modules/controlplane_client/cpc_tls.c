@@ -19,13 +19,11 @@ static void reload(void *arg, const char *trigger) {
 /* The poll, at tls.reload_check_interval as it is now (the files' state
  * now is its baseline). */
 static int watch(cpc_tls *t) {
-  const char *files[PH_TLS_WATCH_FILES] = {t->kept.tls.cert, t->kept.tls.key,
-                                           t->kept.tls.ca};
-  uint64_t ms = t->kept.cfg.tls.mode == CP_TLS_MTLS
-                    ? (uint64_t)t->api->conf_int(t->ctx,
-                                                 "tls.reload_check_interval")
-                    : 0;
-  return ph_tls_watch(&t->r, ms, files, reload, t);
+  int mtls = t->kept.cfg.tls.mode == CP_TLS_MTLS;
+  const char *files[PH_TLS_WATCH_FILES] = {mtls ? t->kept.tls.cert : NULL,
+                                           mtls ? t->kept.tls.key : NULL,
+                                           mtls ? t->kept.tls.ca : NULL};
+  return ph_tls_watch_key(&t->r, files, reload, t);
 }
 
 static void on_host_reload(const ph_topic *topic, const void *payload,

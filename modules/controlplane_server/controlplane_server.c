@@ -299,13 +299,11 @@ static void cs_tls_reload(void *arg, const char *trigger) {
 }
 
 static int cs_tls_watch(cs *m) {
-  const char *files[PH_TLS_WATCH_FILES] = {m->tls_paths.cert,
-                                           m->tls_paths.key, m->tls_paths.ca};
-  uint64_t ms = m->tls_paths.mode == CP_TLS_MTLS
-                    ? (uint64_t)api->conf_int(m->ctx,
-                                              "tls.reload_check_interval")
-                    : 0;
-  return ph_tls_watch(&m->tls, ms, files, cs_tls_reload, m);
+  int mtls = m->tls_paths.mode == CP_TLS_MTLS;
+  const char *files[PH_TLS_WATCH_FILES] = {
+      mtls ? m->tls_paths.cert : NULL, mtls ? m->tls_paths.key : NULL,
+      mtls ? m->tls_paths.ca : NULL};
+  return ph_tls_watch_key(&m->tls, files, cs_tls_reload, m);
 }
 
 static int cs_reload(void *state) {

@@ -74,10 +74,7 @@ static void tls_reload(void *arg, const char *trigger) {
 
 static int tls_watch(ts_mod *m) {
   const char *files[PH_TLS_WATCH_FILES] = {m->c.cert, m->c.key, NULL};
-  uint64_t ms = m->c.cert[0] ? (uint64_t)ts_api->conf_int(
-                                   m->ctx, "tls.reload_check_interval")
-                             : 0;
-  return ph_tls_watch(&m->tls, ms, files, tls_reload, m);
+  return ph_tls_watch_key(&m->tls, files, tls_reload, m);
 }
 
 static int ts_start(void *state) {

@@ -9,7 +9,9 @@
 #     the new certificate, the sessions established before keep working
 #     (a download through them, no session closed, no reconnect); a
 #     mismatched pair is refused with a log line and the certificate in
-#     use stays; the reloads are counted.
+#     use stays; the reloads are counted;
+#   - tunnel_agent and tunnel_client with a tls.ca_file that trusts
+#     another CA: refused; the file replaced and SIGHUP: they connect.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
 TAP_ON_FAIL='tail -n 5 "$T/s.log" "$T/a.log" "$T/c.log"'
@@ -61,7 +63,7 @@ wss_role() { # NAME MODULES SECTIONS... (NAME_admin set)
   {
     printf '[proxyhost]\nmodules = %s\nmodule_path = %s\n' "$_mods" "$top_builddir/modules"
     printf '[admin]\nlisten = 127.0.0.1:%s\n' "$(eval echo "\$${_n}_admin")"
-    "$@" | sed "s|^server_url = ws://|tls.ca_file = $T/certs/ca.pem\\
+    "$@" | sed "s|^server_url = ws://|tls.ca_file = ${WSS_CA:-$T/certs/ca.pem}\\
 server_url = wss://|"
   } >"$T/$_n.ini"
   tn_start "$_n" "$T/$_n.ini"
@@ -108,5 +110,30 @@ wait_for tn_ready "$s_admin"; ok $? "the server is still ready"
 is "$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")" "hello over wss" \
   "and streams still work"
 unlike "$(cat "$T/s.log")" "PRIVATE KEY" "no key material in the log"
+
+# ---- the client's and the agent's CA file --------------------------------------
+# A second agent and client whose CA file trusts another CA at first (the
+# server's renewal came from a new CA): they cannot connect until the
+# file holds the right CA and they get SIGHUP.
+cp "$T/certs/other-ca.pem" "$T/live-ca.pem"
+WSS_CA=$T/live-ca.pem
+a2_admin=$(free_port) c2_admin=$(free_port) c2_socks=$(free_port)
+wss_role a2 "direct, tunnel_agent" tn_agent_sections tunnel_agent "$s_port" direct
+ok $? "an agent trusting another CA"
+wss_role c2 "tunnel_client, socks5" tn_client_sections tunnel_client "$s_port" "$c2_socks" tunnel_client
+ok $? "a client trusting another CA"
+wait_cond 'grep -q "tunnel TLS handshake failed" "$T/a2.log" && grep -q "tunnel TLS handshake failed" "$T/c2.log"'
+ok $? "both refuse the server's certificate"
+cp "$T/certs/ca.pem" "$T/live-ca.pem"
+kill -HUP "$a2_pid" "$c2_pid"
+tn_wait_sessions "$a2_admin" agent 1
+ok $? "issue 23 item 14: after SIGHUP the agent verifies with the new CA file and connects"
+wait_for tn_ready "$c2_admin"
+ok $? "issue 23 item 14: so does the client"
+like "$(cat "$T/a2.log")" "tunnel agent TLS CA reloaded" "the agent's reload is logged"
+is "$(tn_sum "$c2_admin" '^proxyhost_tls_reloads_total\{.*module="tunnel_client".*result="ok"')" 1 \
+  "the client's is counted"
+is "$(tn_get "$c2_socks" "http://ok.test:$web/hello.txt")" "hello over wss" \
+  "a download through the new client"
 
 done_testing
