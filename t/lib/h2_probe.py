@@ -27,6 +27,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tls_forward import pump as forward  # noqa: E402 (the relay's loop)
+
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 T_HEADERS, T_SETTINGS, T_PING, T_GOAWAY = 0x1, 0x4, 0x6, 0x7
 F_ACK, F_END_HEADERS = 0x1, 0x4
@@ -78,25 +81,15 @@ def relay(args):
 
     def pump(src, dst, direction, preface):
         fr = Frames(preface)
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                for ftype, flags, _, payload in fr.feed(data):
-                    if ftype == T_PING and not flags & F_ACK:
-                        log("ping " + direction)
-                    elif ftype == T_GOAWAY:
-                        code, dbg = goaway_text(payload)
-                        log("goaway %s %d %s" % (direction, code, dbg or "-"))
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+
+        def tap(data):
+            for ftype, flags, _, payload in fr.feed(data):
+                if ftype == T_PING and not flags & F_ACK:
+                    log("ping " + direction)
+                elif ftype == T_GOAWAY:
+                    code, dbg = goaway_text(payload)
+                    log("goaway %s %d %s" % (direction, code, dbg or "-"))
+        forward(src, dst, tap)
 
     def serve(c):
         try:
