@@ -41,6 +41,7 @@
 #include "cpc_conf.h"
 #include "cpc_material.h"
 #include "cpc_outcalls.h"
+#include "cpc_tls.h"
 #include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
@@ -76,6 +77,7 @@ typedef struct cpc {
   cp_snapshot_limits limits;
   cp_grpc_cq *cq;
   cp_grpc_channel *ch;
+  cpc_tls tls; /* the mTLS files re-read: a new ch (issue 23 item 14) */
   cp_sup sup;
   ph_timer *timer;
   uint64_t gen; /* bumped whenever the session's calls are cancelled */
@@ -985,6 +987,8 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->timer = api->timer_new(ctx, on_timer, m);
   if (!m->timer)
     return PH_ENOMEM;
+  if (cpc_tls_init(&m->tls, ctx, api) != PH_OK)
+    return PH_EINVAL;
   m->outc.count = count_outcome_call;
   m->outc.count_arg = m;
   int rc = cpc_view_route_register(&m->view_route, ctx, api, &m->slot);
@@ -1025,6 +1029,8 @@ static int cpc_start(void *state) {
            PH_STR("reason", why));
     return PH_EINVAL;
   }
+  if (cpc_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
+    return PH_ENOMEM;
   /* The pool, when one is loaded, registered pool.runtime at its init. */
   if (api->service_provided(m->ctx, POOL_RUNTIME_SERVICE))
     m->rt = api->service_get(m->ctx, POOL_RUNTIME_SERVICE, POOL_RUNTIME_MAJOR,
@@ -1042,6 +1048,7 @@ static int cpc_stop(void *state) {
   api->timer_set(m->timer, 0, 0);
   api->set_ready(m->ctx, 0);
   cpc_outcalls_stop(&m->outc); /* before the channel: it calls back no more */
+  cpc_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   m->ch = NULL;
   cp_grpc_cq_free(m->cq);
@@ -1054,6 +1061,7 @@ static void cpc_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
+  cpc_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   cp_grpc_cq_free(m->cq);
   if (m->timer)

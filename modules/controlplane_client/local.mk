@@ -23,6 +23,8 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_tls_probe.h \
 	modules/controlplane_client/cpc_material.c \
 	modules/controlplane_client/cpc_material.h \
+	modules/controlplane_client/cpc_tls.c \
+	modules/controlplane_client/cpc_tls.h \
 	modules/controlplane_client/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h

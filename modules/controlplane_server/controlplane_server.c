@@ -300,12 +300,43 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
            "process; acknowledgements fail across controllers and restarts "
            "and workers register again");
   }
-  if (register_metrics(m) != PH_OK)
+  if (register_metrics(m) != PH_OK ||
+      ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
+                         "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;
   /* For the admin API: a proxy whose credential cannot be read is shown
    * unusable with its reason (issue 23 item 6). */
   return api->service_register(ctx, CP_CREDCHECK_SERVICE, CP_CREDCHECK_MAJOR,
                                CP_CREDCHECK_MINOR, &cs_credcheck_service, m);
+}
+
+/* The certificate, key and CA re-read from the paths of start: gRPC's
+ * next handshake takes them, connections made keep theirs. */
+static void cs_tls_reload(void *arg, const char *trigger) {
+  cs *m = arg;
+  if (!m->srv || m->tls_paths.mode != CP_TLS_MTLS)
+    return;
+  cp_grpc_tls t;
+  char e[256] = "";
+  cp_grpc_tls_paths_get(&m->tls_paths, &t);
+  int rc = cp_grpc_server_reload_tls(m->srv, &t, e, sizeof(e));
+  ph_tls_reload_done(&m->tls, rc, trigger, e);
+}
+
+static int cs_tls_watch(cs *m) {
+  int mtls = m->tls_paths.mode == CP_TLS_MTLS;
+  const char *files[PH_TLS_WATCH_FILES] = {
+      mtls ? m->tls_paths.cert : NULL, mtls ? m->tls_paths.key : NULL,
+      mtls ? m->tls_paths.ca : NULL};
+  return ph_tls_watch_key(&m->tls, files, cs_tls_reload, m);
+}
+
+static int cs_reload(void *state) {
+  cs *m = state;
+  if (m->stopping)
+    return PH_OK;
+  cs_tls_reload(m, "sighup");
+  return cs_tls_watch(m);
 }
 
 static const cp_grpc_method *methods(cs *m, size_t *n) {
@@ -377,6 +408,9 @@ static int cs_start(void *state) {
            PH_STR("listen", cfg.listen), PH_STR("reason", e));
     return PH_EINVAL;
   }
+  cp_grpc_tls_paths_keep(&m->tls_paths, &cfg.tls);
+  if (cs_tls_watch(m) != PH_OK)
+    return PH_ENOMEM;
   PH_LOG(api, m->ctx, PH_LOG_INFO, "controller listening",
          PH_STR("listen", cfg.listen),
          PH_INT("port", cp_grpc_server_port(m->srv)),
@@ -407,6 +441,7 @@ static int cs_stop(void *state) {
     l->abandon(l);
   }
   cs_pool_stop(m);
+  ph_tls_reload_free(&m->tls);
   /* Ends every call without another callback of ours. */
   cp_grpc_cq_free(m->cq);
   m->cq = NULL;
@@ -419,6 +454,7 @@ static void cs_destroy(void *state) {
   if (!m)
     return;
   OPENSSL_cleanse(m->ref_key, sizeof(m->ref_key));
+  ph_tls_reload_free(&m->tls);
   free(m->prev_ids);
   free(m);
 }
@@ -436,6 +472,7 @@ PROXYHOST_MODULE = {
     .config = cs_conf_keys,
     .init = cs_init,
     .start = cs_start,
+    .reload = cs_reload,
     .stop = cs_stop,
     .destroy = cs_destroy,
     .check = cs_check,

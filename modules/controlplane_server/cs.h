@@ -16,6 +16,7 @@
 #include "cp_authority.h"
 #include "cp_credcheck.h"
 #include "cp_grpc.h"
+#include "cp_grpc_conf.h"
 #include "cp_requests.h"
 #include "cs_conf.h"
 
@@ -71,6 +72,9 @@ typedef struct cs {
   void *store_self;
   cp_grpc_cq *cq;
   cp_grpc_server *srv;
+  /* tls.* re-read on SIGHUP or a change (issue 23 item 14) */
+  ph_tls_reload tls;
+  cp_grpc_tls_paths tls_paths;
   uint8_t ref_key[CS_KEY_LEN];
   ph_timer *assign_timer;
   int stopping;

@@ -118,6 +118,19 @@ TESTS += t/integration/controller_hardening.sh
 endif
 EXTRA_DIST += t/integration/controller_hardening.sh
 
+# The controller's and the gateway's mTLS files re-read under traffic
+# (issue 23 item 14).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_tls_reload.sh
+endif
+EXTRA_DIST += t/integration/cp_tls_reload.sh
+
+# The keepalive settings seen on the wire (issue 23 item 12, CP-1-13).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_keepalive.sh
+endif
+EXTRA_DIST += t/integration/cp_keepalive.sh t/lib/h2_probe.py
+
 # The control plane end to end with every part real: Redis, PostgreSQL,
 # the controller and two gateways over mTLS, views sampled by
 # t/lib/cp_views.py (it skips itself when a module was not built).

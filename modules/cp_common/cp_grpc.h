@@ -172,6 +172,15 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *cq,
                                    const cp_grpc_method *methods, size_t n,
                                    char *err, size_t errlen);
 
+/* Loop thread. Re-reads tls's files (the same keys as at
+ * cp_grpc_server_new; issue 23 item 14): checked here (they parse, the
+ * key matches the certificate), then taken by gRPC at the next
+ * connection's handshake; connections already made keep theirs. PH_OK
+ * (plaintext: nothing to do), or PH_EINVAL with err (naming the key,
+ * never a file's content) and the files in use stay. */
+int cp_grpc_server_reload_tls(cp_grpc_server *s, const cp_grpc_tls *tls,
+                              char *err, size_t errlen);
+
 /* The port bound (the one picked when listen asked for 0). */
 int cp_grpc_server_port(const cp_grpc_server *s);
 
@@ -243,6 +252,13 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *cq,
 /* Loop thread. Cancels every call of ch without another callback and
  * closes the channel. NULL is ignored. */
 void cp_grpc_channel_free(cp_grpc_channel *ch);
+/* Loop thread. No new call on ch (cp_grpc_ccall_start: NULL); the calls
+ * it carries go on, with their callbacks, and ch is closed once the last
+ * one ended (at once when it has none). For a channel replaced by one
+ * with renewed credentials (issue 23 item 14): the stream open on the
+ * old connection stays. ch is invalid for the caller afterwards; NULL
+ * is ignored; cp_grpc_cq_free still ends it as any channel. */
+void cp_grpc_channel_retire(cp_grpc_channel *ch);
 
 typedef struct cp_grpc_ccall_cbs {
   /* A response message (msg valid during the call): the only one of a

@@ -28,6 +28,8 @@ struct cp_grpc_channel {
   cp_grpc_cq *q;
   grpc_channel *ch;
   cp_grpc_channel *next; /* q->channels */
+  long calls;  /* calls started on it and not yet freed */
+  int retired; /* cp_grpc_channel_retire: freed with its last call */
 };
 
 struct cp_grpc_ccall {
@@ -55,8 +57,11 @@ static int quiet(const cp_grpc_ccall *c) {
   return c->user_gone || c->q->closing;
 }
 
+static void channel_destroy(cp_grpc_channel *ch);
+
 static void ccall_free(cp_grpc_ccall *c) {
   cp_grpc_cq *q = c->q;
+  cp_grpc_channel *ch = c->ch;
   for (cp_grpc_ccall **pp = &q->ccalls; *pp; pp = &(*pp)->next)
     if (*pp == c) {
       *pp = c->next;
@@ -74,6 +79,8 @@ static void ccall_free(cp_grpc_ccall *c) {
     grpc_byte_buffer_destroy(c->send_bb);
   free(c);
   q->live--;
+  if (ch && --ch->calls == 0 && ch->retired)
+    channel_destroy(ch); /* its last call ended: nothing is cancelled */
 }
 
 /* After each tag: on_done once the status came and no receive is in
@@ -193,7 +200,7 @@ cp_grpc_ccall *cp_grpc_ccall_start(cp_grpc_channel *ch, const char *path,
                                    const cp_grpc_ccall_cbs *cbs, void *arg) {
   if (!ch || !path || path[0] != '/' || strlen(path) > CP_GRPC_PATH_MAX ||
       !cbs || kind < CP_RPC_UNARY || kind > CP_RPC_CLIENT_STREAM ||
-      ch->q->closing)
+      ch->q->closing || ch->retired)
     return NULL;
   int with_req = kind != CP_RPC_CLIENT_STREAM;
   if (with_req && !req && len)
@@ -244,6 +251,7 @@ cp_grpc_ccall *cp_grpc_ccall_start(cp_grpc_channel *ch, const char *path,
   c->next = ch->q->ccalls;
   ch->q->ccalls = c;
   ch->q->live++;
+  ch->calls++;
   if (cp_batch(c->call, ops, n, &c->t_start) == GRPC_CALL_OK)
     c->pending++;
   grpc_op st;
@@ -397,6 +405,17 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
   return ch;
 }
 
+static void channel_destroy(cp_grpc_channel *ch) {
+  cp_grpc_cq *q = ch->q;
+  for (cp_grpc_channel **pp = &q->channels; *pp; pp = &(*pp)->next)
+    if (*pp == ch) {
+      *pp = ch->next;
+      break;
+    }
+  grpc_channel_destroy(ch->ch);
+  free(ch);
+}
+
 void cp_grpc_channel_free(cp_grpc_channel *ch) {
   if (!ch)
     return;
@@ -407,13 +426,15 @@ void cp_grpc_channel_free(cp_grpc_channel *ch) {
       c->user_gone = 1;
       grpc_call_cancel(c->call, NULL);
     }
-  for (cp_grpc_channel **pp = &q->channels; *pp; pp = &(*pp)->next)
-    if (*pp == ch) {
-      *pp = ch->next;
-      break;
-    }
-  grpc_channel_destroy(ch->ch);
-  free(ch);
+  channel_destroy(ch);
+}
+
+void cp_grpc_channel_retire(cp_grpc_channel *ch) {
+  if (!ch)
+    return;
+  ch->retired = 1;
+  if (ch->calls == 0)
+    channel_destroy(ch);
 }
 
 void cp_client_close_all(cp_grpc_cq *q) {

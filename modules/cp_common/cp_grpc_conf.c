@@ -130,3 +130,29 @@ void cp_grpc_conf_client(ph_ctx *ctx, const ph_api *a, const char *addr_key,
   c->keepalive_time_ms = a->conf_int(ctx, "grpc.keepalive_time");
   c->keepalive_timeout_ms = a->conf_int(ctx, "grpc.keepalive_timeout");
 }
+
+void cp_grpc_tls_paths_keep(cp_grpc_tls_paths *p, const cp_grpc_tls *t) {
+  p->mode = t->mode;
+  snprintf(p->cert, sizeof(p->cert), "%s", t->cert_file ? t->cert_file : "");
+  snprintf(p->key, sizeof(p->key), "%s", t->key_file ? t->key_file : "");
+  snprintf(p->ca, sizeof(p->ca), "%s", t->ca_file ? t->ca_file : "");
+}
+
+void cp_grpc_tls_paths_get(const cp_grpc_tls_paths *p, cp_grpc_tls *t) {
+  memset(t, 0, sizeof(*t));
+  t->mode = p->mode;
+  t->cert_file = p->cert;
+  t->key_file = p->key;
+  t->ca_file = p->ca;
+}
+
+void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c) {
+  k->cfg = *c;
+  cp_grpc_tls_paths_keep(&k->tls, &c->tls);
+  cp_grpc_tls_paths_get(&k->tls, &k->cfg.tls);
+  snprintf(k->address, sizeof(k->address), "%s", c->address ? c->address : "");
+  snprintf(k->server_name, sizeof(k->server_name), "%s",
+           c->tls.server_name ? c->tls.server_name : "");
+  k->cfg.address = k->address;
+  k->cfg.tls.server_name = k->server_name;
+}

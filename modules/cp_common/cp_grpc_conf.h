@@ -11,8 +11,10 @@
  * (or CP_GRPC_CLIENT_KEYS with its "address" key), calls
  * cp_grpc_conf_check_* from its check and cp_grpc_conf_* from init or
  * start. Every key is restart-only: a listener's or channel's limits are
- * fixed when it is made. docs/operations/control-plane-transport.md lists
- * them for operators.
+ * fixed when it is made; the TLS files' contents are re-read on SIGHUP
+ * (and on a change, with tls.reload_check_interval: issue 23 item 14)
+ * from the paths read at start (cp_grpc_tls_paths).
+ * docs/operations/control-plane-transport.md lists them for operators.
  */
 #ifndef CP_GRPC_CONF_H
 #define CP_GRPC_CONF_H
@@ -22,6 +24,7 @@
 #include <proxyhost/module.h>
 
 #include "cp_grpc.h"
+#include "tls_reload.h"
 
 #define CP_GRPC_MIB (1024 * 1024)
 
@@ -39,7 +42,8 @@
               NULL),                                                          \
   PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, NULL, 0, 4096, PH_CONF_RESTART,  \
               NULL, "PEM CA the peer's certificate must chain to (mtls)",     \
-              NULL)
+              NULL),                                                          \
+  PH_TLS_RELOAD_KEY
 
 /* Both sides: message sizes and keepalive. */
 #define CP_GRPC_COMMON_KEYS                                                   \
@@ -124,5 +128,29 @@ void cp_grpc_conf_server(ph_ctx *ctx, const ph_api *a, const char *addr_key,
                          cp_grpc_server_cfg *cfg);
 void cp_grpc_conf_client(ph_ctx *ctx, const ph_api *a, const char *addr_key,
                          cp_grpc_client_cfg *cfg);
+
+/* The TLS keys' values as read at start: they are restart-only (the
+ * host's conf_str shows a reload's new value), so a reload re-reads the
+ * files at these paths. */
+#define CP_GRPC_PATH_LEN 4097
+typedef struct cp_grpc_tls_paths {
+  cp_tls_mode mode;
+  char cert[CP_GRPC_PATH_LEN], key[CP_GRPC_PATH_LEN], ca[CP_GRPC_PATH_LEN];
+} cp_grpc_tls_paths;
+void cp_grpc_tls_paths_keep(cp_grpc_tls_paths *p, const cp_grpc_tls *t);
+/* t's paths point into p (server_name NULL). */
+void cp_grpc_tls_paths_get(const cp_grpc_tls_paths *p, cp_grpc_tls *t);
+
+/* A client configuration as read at start, its strings copied: a channel
+ * made again at a reload (renewed files) has the same address, name and
+ * limits. cfg's strings point into the struct (do not copy it by value
+ * and use the copy's cfg). */
+typedef struct cp_grpc_client_kept {
+  cp_grpc_client_cfg cfg;
+  cp_grpc_tls_paths tls;
+  char address[CP_GRPC_PATH_LEN];
+  char server_name[256];
+} cp_grpc_client_kept;
+void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c);
 
 #endif

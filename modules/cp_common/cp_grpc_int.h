@@ -57,9 +57,20 @@ grpc_call_error cp_batch(grpc_call *call, const grpc_op *ops, size_t n,
 grpc_byte_buffer *cp_bb_new(const uint8_t *p, size_t n);
 grpc_slice cp_bb_read(grpc_byte_buffer *bb);
 
-/* Credentials from PEM files (cp_grpc_creds.c). NULL with err. */
-grpc_server_credentials *cp_creds_server(const cp_grpc_tls *t, char *err,
+/* Credentials from PEM files (cp_grpc_creds.c). NULL with err. A
+ * server's mtls credentials come with *src, where cp_cert_source_load
+ * puts renewed files for gRPC's next handshake (NULL for plaintext); it
+ * must outlive the grpc_server (cp_cert_source_free after
+ * grpc_server_destroy). */
+typedef struct cp_cert_source cp_cert_source;
+grpc_server_credentials *cp_creds_server(const cp_grpc_tls *t,
+                                         cp_cert_source **src, char *err,
                                          size_t errlen);
+/* Loop thread: reads and checks t's files, then hands them to the next
+ * handshake. PH_OK, or PH_EINVAL with err (the files in use stay). */
+int cp_cert_source_load(cp_cert_source *src, const cp_grpc_tls *t, char *err,
+                        size_t errlen);
+void cp_cert_source_free(cp_cert_source *src);
 grpc_channel_credentials *cp_creds_client(const cp_grpc_tls *t, char *err,
                                           size_t errlen);
 

@@ -33,6 +33,7 @@ struct cp_grpc_server {
   cp_grpc_cq *q;
   grpc_server *srv;
   cp_front *front; /* the public listener, or NULL (gRPC listens itself) */
+  cp_cert_source *certs; /* mtls: gRPC's fetcher reads it (reload_tls) */
   cp_grpc_server *next; /* q->servers */
   method *methods;
   size_t n_methods;
@@ -483,6 +484,7 @@ static void server_free(cp_grpc_server *s) {
       break;
     }
   grpc_server_destroy(s->srv);
+  cp_cert_source_free(s->certs); /* no handshake asks for it any more */
   free(s->methods);
   void (*done)(void *) = s->done;
   void *arg = s->done_arg;
@@ -533,6 +535,15 @@ void cp_server_close_all(cp_grpc_cq *q) {
       start_shutdown(s);
 }
 
+int cp_grpc_server_reload_tls(cp_grpc_server *s, const cp_grpc_tls *tls,
+                              char *err, size_t errlen) {
+  if (!s || !tls)
+    return PH_EINVAL;
+  if (!s->certs)
+    return PH_OK; /* plaintext: nothing to re-read */
+  return cp_cert_source_load(s->certs, tls, err, errlen);
+}
+
 int cp_grpc_server_port(const cp_grpc_server *s) { return s->port; }
 
 cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
@@ -571,7 +582,8 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
     ms[i].fn = methods[i].fn;
     ms[i].arg = methods[i].arg;
   }
-  grpc_server_credentials *creds = cp_creds_server(&cfg->tls, err, errlen);
+  grpc_server_credentials *creds =
+      cp_creds_server(&cfg->tls, &s->certs, err, errlen);
   if (!creds) {
     free(s);
     free(ms);
@@ -643,6 +655,7 @@ cp_grpc_server *cp_grpc_server_new(cp_grpc_cq *q,
       snprintf(err, errlen, "cannot listen on the address (in use, or not "
                             "an address of this host)");
     grpc_server_destroy(s->srv);
+    cp_cert_source_free(s->certs);
     free(ms);
     free(s);
     return NULL;

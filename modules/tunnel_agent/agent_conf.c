@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tunnel_agent's keys and their checks (agent_conf.h). */
 #include "agent_conf.h"
+#include "tls_reload.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -32,8 +33,9 @@ const ph_conf_key agent_conf_keys[] = {
                 NULL),
     PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
                 "CA certificates that verify a wss:// server; empty: the "
-                "system store",
+                "system store; re-read on SIGHUP",
                 NULL),
+    PH_TLS_RELOAD_KEY,
     PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, R, NULL,
                 "allow ws:// (no TLS) to a non-loopback server", NULL),
     PH_CONF_KEY("connector", PH_CONF_STRING, "direct", 1, 128, R, NULL,

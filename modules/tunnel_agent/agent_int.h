@@ -25,6 +25,7 @@
 #include "dial_exec.h"
 #include "pool_policy.h"
 #include "relay.h"
+#include "tls_reload.h"
 #include "tm_metrics.h"
 #include "tm_session.h"
 #include "tm_ws.h"
@@ -74,6 +75,7 @@ struct agent {
   const ph_connector_v1 *conn;
   void *cself;
   target_guard *guard;        /* host-local destinations (issue 22) */
+  ph_tls_reload tls;          /* tls.ca_file re-read (issue 23 item 14) */
   ph_series *c_host_local;    /* opens the guard refused */
   tm_ws *ws;
   agent_conn *conns;

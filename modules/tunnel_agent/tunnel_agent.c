@@ -65,6 +65,9 @@ static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
            PH_STR("reason", why));
     return PH_EINVAL;
   }
+  if (ph_tls_reload_init(&a->tls, api, ctx, "tunnel_agent",
+                         "tunnel agent TLS CA") != PH_OK)
+    return PH_EINVAL;
   a->cfg.dial.addr_ok = agent_addr_ok;
   a->cfg.dial.addr_arg = a;
   ph_metric_def def = {"proxyhost_tunnel_agent_host_local_refused_total",
@@ -79,6 +82,31 @@ static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
   api->set_ready(ctx, 0);
   *state = a;
   return PH_OK;
+}
+
+/* tls.ca_file re-read (SIGHUP, or the poll saw a change): the next
+ * connections verify the server with it, those up stay. */
+static void tls_reload(void *arg, const char *trigger) {
+  agent *a = arg;
+  const char *err = NULL;
+  if (!a->cfg.ca_file[0] || !a->ws)
+    return;
+  int rc = tm_ws_reload_tls(a->ws, &err);
+  ph_tls_reload_done(&a->tls, rc, trigger, err);
+}
+
+static int tls_watch(agent *a) {
+  const char *files[PH_TLS_WATCH_FILES] = {a->cfg.ca_file, NULL, NULL};
+  return ph_tls_watch_key(&a->tls, files, tls_reload, a);
+}
+
+/* The agent's keys are restart-only but for the TLS files' contents. */
+static int agent_reload(void *state) {
+  agent *a = state;
+  if (!a->started)
+    return PH_OK;
+  tls_reload(a, "sighup");
+  return tls_watch(a);
 }
 
 static int agent_start(void *state) {
@@ -98,13 +126,14 @@ static int agent_start(void *state) {
     return rc;
   a->started = 1;
   agent_update_ready(a);
-  return PH_OK;
+  return tls_watch(a);
 }
 
 static int agent_stop(void *state) {
   agent *a = state;
   api->set_ready(a->ctx, 0);
   a->started = 0;
+  ph_tls_reload_free(&a->tls);
   agent_pool_stop(a);
   if (agent_pool_idle(a))
     return PH_OK;
@@ -117,6 +146,7 @@ static void agent_destroy(void *state) {
   if (!a)
     return;
   a->stop_pending = 0;
+  ph_tls_reload_free(&a->tls);
   agent_pool_free(a);
   if (a->conn)
     api->service_release(a->ctx, PH_CONNECTOR_SERVICE);
@@ -133,6 +163,7 @@ PROXYHOST_MODULE = {
     .config = agent_conf_keys,
     .init = agent_init,
     .start = agent_start,
+    .reload = agent_reload,
     .stop = agent_stop,
     .destroy = agent_destroy,
     .check = agent_check,

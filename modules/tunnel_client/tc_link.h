@@ -41,6 +41,10 @@ typedef struct tc_link_ops {
   /* Closes an attempt or a link that is up; its failed or closed event
    * follows from the loop. */
   void (*close)(void *link, int status, const char *reason);
+  /* Re-reads the CA file given to env_new (issue 23 item 14): later
+   * connections verify with it. 0, or -1 with *err (the old CAs stay).
+   * NULL: the links hold no TLS files. */
+  int (*reload_tls)(void *env, const char **err);
 } tc_link_ops;
 
 /* The links an instance uses, read at init: tc_link_ws.c's over

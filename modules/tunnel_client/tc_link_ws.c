@@ -65,6 +65,10 @@ static void ws_close(void *link, int status, const char *reason) {
   tm_ws_conn_close(link, status, reason);
 }
 
+static int ws_reload_tls(void *env, const char **err) {
+  return tm_ws_reload_tls(env, err);
+}
+
 static const tc_link_ops tc_link_ws = {
     .env_new = ws_env_new,
     .env_free = ws_env_free,
@@ -72,6 +76,7 @@ static const tc_link_ops tc_link_ws = {
     .transport = tm_ws_transport,
     .bind = ws_bind,
     .close = ws_close,
+    .reload_tls = ws_reload_tls,
 };
 
 const tc_link_ops *tc_link_active(void) { return &tc_link_ws; }

@@ -43,8 +43,9 @@ static const ph_conf_key tc_keys[] = {
     PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
                 NULL,
                 "CA certificates that verify a wss server; empty: the "
-                "system's",
+                "system's; re-read on SIGHUP",
                 NULL),
+    PH_TLS_RELOAD_KEY,
     PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
                 NULL, "allow ws:// (no TLS) to a host that is not loopback",
                 NULL),
@@ -186,8 +187,12 @@ static int tc_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return rc;
   tc->lops = tc_link_active();
   const char *ca = a->conf_str(ctx, "tls.ca_file");
+  snprintf(tc->ca_file, sizeof(tc->ca_file), "%s", ca ? ca : "");
+  if ((rc = ph_tls_reload_init(&tc->tls, a, ctx, "tunnel_client",
+                               "tunnel client TLS CA")) != PH_OK)
+    return rc;
   tc_link_cfg lc = {
-      .ca_file = ca && *ca ? ca : NULL,
+      .ca_file = tc->ca_file[0] ? tc->ca_file : NULL,
       .allow_plain = (int)a->conf_int(ctx, "allow_plain"),
       .caps = tc->cfg.caps,
       .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
@@ -203,10 +208,28 @@ static int tc_init(ph_ctx *ctx, const ph_api *a, void **state) {
                              PH_CONNECTOR_MINOR, &tc_connector, tc);
 }
 
+/* tls.ca_file re-read (SIGHUP, or the poll saw a change): the next
+ * connections verify the server with it, the sessions up stay. */
+static void tls_reload(void *arg, const char *trigger) {
+  tc_client *tc = arg;
+  const char *err = NULL;
+  if (!tc->ca_file[0] || !tc->lenv || !tc->lops->reload_tls)
+    return;
+  int rc = tc->lops->reload_tls(tc->lenv, &err);
+  ph_tls_reload_done(&tc->tls, rc, trigger, err);
+}
+
+static int tls_watch(tc_client *tc) {
+  const char *files[PH_TLS_WATCH_FILES] = {tc->ca_file, NULL, NULL};
+  return ph_tls_watch_key(&tc->tls, files, tls_reload, tc);
+}
+
 static int tc_start(void *state) {
   tc_client *tc = state;
   tc->api->set_ready(tc->ctx, 0); /* until a connection is up */
   tc->started = 1;
+  if (tls_watch(tc) != PH_OK)
+    return PH_ENOMEM;
   PH_LOG(tc->api, tc->ctx, PH_LOG_INFO, "tunnel client starting",
          PH_UINT("connections", tc->cfg.connections),
          PH_STR("agent", tc->cfg.agent),
@@ -228,7 +251,8 @@ static int tc_reload(void *state) {
   tc->cfg.reconnect_max_ms = u32(a, tc->ctx, "reconnect.max");
   tc->cfg.open_timeout_ms = u32(a, tc->ctx, "stream.open_timeout");
   tc->cfg.log_target = (int)a->conf_int(tc->ctx, "log_target");
-  return PH_OK;
+  tls_reload(tc, "sighup");
+  return tls_watch(tc);
 }
 
 static int tc_stop(void *state) {
@@ -241,6 +265,7 @@ static void tc_destroy(void *state) {
   if (!tc)
     return;
   tc_opens_destroy(tc); /* first: cancels the opens on live sessions */
+  ph_tls_reload_free(&tc->tls);
   tc_conns_destroy(tc);
   tm_metrics_free(tc->metrics);
   free(tc->cfg.url);

@@ -16,6 +16,7 @@
 #include <proxyhost/stream.h>
 
 #include "tc_link.h"
+#include "tls_reload.h"
 #include "tm_token.h"
 #include "tm_metrics.h"
 #include "tm_proto.h"
@@ -74,6 +75,8 @@ struct tc_client {
   tm_metrics *metrics;
   const tc_link_ops *lops;
   void *lenv;
+  ph_tls_reload tls; /* tls.ca_file re-read (issue 23 item 14) */
+  char ca_file[1025]; /* as read at init (restart-only) */
   tc_conn conns[TC_MAX_CONNECTIONS];
   tc_sess *all;  /* every live tc_sess */
   int started, stopping, stop_pending, ready;

@@ -392,6 +392,14 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason,
     if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL))
       return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
+  case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS: {
+    /* The vhost's SSL_CTX (user), as lws made it: kept so that
+     * tm_ws_reload_tls can load a renewed certificate into it. */
+    tm_ws *vw = in ? lws_vhost_user((struct lws_vhost *)in) : w;
+    if (vw && user)
+      vw->srv_tls = user;
+    return 0;
+  }
   case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
     /* A client offering this protocol's own name: lws would bind the
      * WebSocket here, outside our conns and limits. */

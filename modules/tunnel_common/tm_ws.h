@@ -92,6 +92,17 @@ int tm_ws_port(const tm_ws *w);
 /* Closes every connection (their on_closed run) and the context. */
 void tm_ws_free(tm_ws *w);
 
+/* Re-reads the TLS files given to tm_ws_new (issue 23 item 14): the
+ * server's certificate chain and key when it serves wss, the client's
+ * CA file when one was given. Later handshakes use them; established
+ * connections keep what they negotiated. A pair that does not load or
+ * match, or a CA file that does not load: -1 with *err (a static
+ * sentence naming the key, never a file's content), and what was in use
+ * stays. 0 otherwise (also when there is nothing to re-read). */
+int tm_ws_reload_tls(tm_ws *w, const char **err);
+/* 1 when tm_ws_reload_tls has files to re-read. */
+int tm_ws_has_tls_files(const tm_ws *w);
+
 /* Client: starts a connection to url with the bearer token (copied, then
  * wiped). NULL: a malformed URL or plain ws refused (*err says which).
  * Every other failure comes later, from the loop, as on_connect_error

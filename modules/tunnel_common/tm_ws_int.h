@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What tm_ws.c (the context, the server end, the transport) and
- * tm_ws_client.c (the client end) share. Private to those two files: the
- * only ones that include <libwebsockets.h>.
+ * What tm_ws.c (the context, the server end, the transport),
+ * tm_ws_client.c (the client end) and tm_ws_tls.c (re-reading the TLS
+ * files) share. Private to those three files: the only ones that include
+ * <libwebsockets.h>.
  */
 #ifndef TM_WS_INT_H
 #define TM_WS_INT_H
@@ -131,6 +132,7 @@ struct tm_ws {
   uint32_t n_server_conns;
   ph_timer *deferred;  /* reports on_connect_error from the loop */
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
+  SSL_CTX *srv_tls;    /* the server vhost's (lws owns it): tm_ws_tls.c */
   tm_ws *next_live;    /* lws' log sink (process-wide) */
   int freeing;         /* tm_ws_free runs: no new connection */
 };

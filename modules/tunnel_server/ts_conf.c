@@ -13,6 +13,7 @@
 #include <proxyhost/access.h>
 
 #include "provider_check.h"
+#include "tls_reload.h"
 #include "tm_conf.h"
 #include "ts_int.h"
 
@@ -24,10 +25,13 @@ const ph_conf_key ts_keys[] = {
     PH_CONF_KEY("path", PH_CONF_STRING, "/tunnel", 1, 128, PH_CONF_RESTART,
                 NULL, "the upgrade path clients and agents connect to", NULL),
     PH_CONF_KEY("tls.cert", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
-                NULL, "PEM certificate chain (empty: plain ws)", NULL),
+                NULL,
+                "PEM certificate chain (empty: plain ws); re-read on SIGHUP",
+                NULL),
     PH_CONF_KEY("tls.key", PH_CONF_STRING, "", 0, 1024,
                 PH_CONF_RESTART, NULL,
-                "PEM private key of tls.cert", NULL),
+                "PEM private key of tls.cert; re-read on SIGHUP", NULL),
+    PH_TLS_RELOAD_KEY,
     PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
                 NULL, "allow plain ws on a non-loopback address", NULL),
     PH_CONF_KEY("max_connections", PH_CONF_INT, "1024", 1, 65536, 0, NULL,

@@ -25,6 +25,7 @@
 
 #include "open_exec.h"
 #include "relay.h"
+#include "tls_reload.h"
 #include "tm_metrics.h"
 #include "tm_session.h"
 #include "tm_ws.h"
@@ -143,6 +144,7 @@ struct ts_mod {
   ts_conf c;
   tm_metrics *metrics;
   tm_ws *ws;
+  ph_tls_reload tls; /* tls.cert and tls.key re-read (issue 23 item 14) */
   const ph_az_store_v1 *store;
   void *store_self;
   const ph_access_v1 *access;

@@ -43,11 +43,15 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
     return PH_EINVAL;
   }
   oexec_init(&m->exec, &m->c.opens);
-  int rc = ts_cred_init(m);
+  int rc = ph_tls_reload_init(&m->tls, api, ctx, "tunnel_server",
+                              "tunnel TLS certificate");
+  if (rc == PH_OK)
+    rc = ts_cred_init(m);
   if (rc == PH_OK)
     rc = ts_open_metrics_init(m);
   if (rc != PH_OK) {
     ts_cred_free(m);
+    ph_tls_reload_free(&m->tls);
     tm_metrics_free(m->metrics);
     free(m);
     return rc;
@@ -55,6 +59,22 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   *state = m;
   ts_last_mod = m;
   return PH_OK;
+}
+
+/* tls.cert and tls.key re-read, on SIGHUP or when the poll saw a change:
+ * new handshakes get the new pair, sessions keep their connections. */
+static void tls_reload(void *arg, const char *trigger) {
+  ts_mod *m = arg;
+  const char *err = NULL;
+  if (!m->ws || !tm_ws_has_tls_files(m->ws))
+    return;
+  int rc = tm_ws_reload_tls(m->ws, &err);
+  ph_tls_reload_done(&m->tls, rc, trigger, err);
+}
+
+static int tls_watch(ts_mod *m) {
+  const char *files[PH_TLS_WATCH_FILES] = {m->c.cert, m->c.key, NULL};
+  return ph_tls_watch_key(&m->tls, files, tls_reload, m);
 }
 
 static int ts_start(void *state) {
@@ -96,6 +116,8 @@ static int ts_start(void *state) {
     return PH_EINVAL;
   }
   ts_cred_start(m);
+  if (tls_watch(m) != PH_OK)
+    return PH_ENOMEM;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel server listening",
          PH_STR("listen", m->c.listen), PH_INT("port", tm_ws_port(m->ws)),
          PH_STR("scheme", m->c.cert[0] ? "wss" : "ws"),
@@ -129,7 +151,9 @@ static int ts_reload(void *state) {
   memcpy(m->c.node_id, n.node_id, sizeof(m->c.node_id));
   oexec_set_limits(&m->exec, &n.opens);
   ts_open_pump(m);
-  return PH_OK;
+  /* The same paths (restart-only keys), their contents anew. */
+  tls_reload(m, "sighup");
+  return tls_watch(m);
 }
 
 static void drain_end(ph_timer *t, void *arg) {
@@ -185,6 +209,7 @@ static void ts_destroy(void *state) {
   if (m->drain_timer)
     ts_api->timer_free(m->drain_timer);
   ts_cred_free(m);
+  ph_tls_reload_free(&m->tls);
   m->stopping = 2;
   ts_open_abort_all(m);
   if (m->ws)

@@ -9,7 +9,8 @@ metrics_lint.py METRICS.txt MAX_LINES MODULE...
 - every family name is a seed name (tunnelmesh_*, the list below), one of
   the host's own proxyhost_* names, proxyhost_stream_* (the stream metrics
   shared by frontends and connectors), proxyhost_frontend_* (shared by
-  the frontends), proxyhost_<module>_* for a MODULE
+  the frontends), proxyhost_tls_* (shared by the roles that re-read TLS
+  files, modules/common/tls_reload.c), proxyhost_<module>_* for a MODULE
   given, or process_* (the standard process metrics, process_metrics);
 - no component other than "client" (a local proxy is the client);
 - tunnelmesh_stream_open_total: one result per error_class (ok: success,
@@ -49,7 +50,8 @@ NOT_LOCAL = {"remote_validation", "selection", "relay"}
 def in_scheme(name, modules):
     if name in SEED or name in HOST or name.startswith("process_"):
         return True
-    if name.startswith(("proxyhost_stream_", "proxyhost_frontend_")):
+    if name.startswith(("proxyhost_stream_", "proxyhost_frontend_",
+                        "proxyhost_tls_")):
         return True
     return any(name.startswith("proxyhost_%s_" % m) for m in modules)
 

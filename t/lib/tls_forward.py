@@ -19,12 +19,16 @@ import threading
 import time
 
 
-def pump(a, b):
+def pump(a, b, tap=None):
+    """a's bytes to b until either end closes; tap(bytes) sees each read
+    first (t/lib/h2_probe.py reads the frames going through)."""
     try:
         while True:
             d = a.recv(65536)
             if not d:
                 break
+            if tap:
+                tap(d)
             b.sendall(d)
     except OSError:
         pass

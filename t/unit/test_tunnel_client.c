@@ -356,7 +356,8 @@ static void m_lclose(void *link, int status, const char *reason) {
 }
 
 static const tc_link_ops mem_ops = {m_env_new, m_env_free, m_connect,
-                                    m_get_transport, m_bind, m_lclose};
+                                    m_get_transport, m_bind, m_lclose,
+                                    NULL /* no TLS files */};
 
 const tc_link_ops *tc_link_active(void) { return &mem_ops; }
 

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The gateway's mTLS files re-read into a new channel (cpc_tls.h). */
+#include "cpc_tls.h"
+
+static void reload(void *arg, const char *trigger) {
+  cpc_tls *t = arg;
+  char why[256] = "";
+  if (!t->cq || !t->ch || !*t->ch || t->kept.cfg.tls.mode != CP_TLS_MTLS)
+    return;
+  cp_grpc_channel *n = cp_grpc_channel_new(t->cq, &t->kept.cfg, why,
+                                           sizeof(why));
+  if (n) {
+    cp_grpc_channel_retire(*t->ch);
+    *t->ch = n;
+  }
+  ph_tls_reload_done(&t->r, n ? 0 : -1, trigger, why);
+}
+
+/* The poll, at tls.reload_check_interval as it is now (the files' state
+ * now is its baseline). */
+static int watch(cpc_tls *t) {
+  int mtls = t->kept.cfg.tls.mode == CP_TLS_MTLS;
+  const char *files[PH_TLS_WATCH_FILES] = {mtls ? t->kept.tls.cert : NULL,
+                                           mtls ? t->kept.tls.key : NULL,
+                                           mtls ? t->kept.tls.ca : NULL};
+  return ph_tls_watch_key(&t->r, files, reload, t);
+}
+
+static void on_host_reload(const ph_topic *topic, const void *payload,
+                           void *arg) {
+  cpc_tls *t = arg;
+  (void)topic;
+  (void)payload;
+  if (!t->cq)
+    return;
+  reload(t, "sighup");
+  if (watch(t) != PH_OK)
+    PH_LOG(t->api, t->ctx, PH_LOG_WARN,
+           "tls.reload_check_interval not applied", PH_STR("reason", "no memory"));
+}
+
+int cpc_tls_init(cpc_tls *t, ph_ctx *ctx, const ph_api *api) {
+  t->api = api;
+  t->ctx = ctx;
+  int rc = ph_tls_reload_init(&t->r, api, ctx, "controlplane_client",
+                              "control-plane client TLS certificate");
+  if (rc != PH_OK)
+    return rc;
+  ph_topic *top = api->topic(ctx, "host.reload", "ph.reload/1");
+  if (!top || api->subscribe(ctx, top, on_host_reload, t) <= 0)
+    return PH_EINVAL;
+  return PH_OK;
+}
+
+int cpc_tls_start(cpc_tls *t, cp_grpc_cq *cq, cp_grpc_channel **ch,
+                  const cp_grpc_client_cfg *cfg) {
+  cp_grpc_client_keep(&t->kept, cfg);
+  t->cq = cq;
+  t->ch = ch;
+  return watch(t);
+}
+
+void cpc_tls_stop(cpc_tls *t) {
+  t->cq = NULL;
+  t->ch = NULL;
+  ph_tls_reload_free(&t->r);
+}

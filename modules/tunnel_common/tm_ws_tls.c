@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Re-reading a tm_ws's TLS files (tm_ws_reload_tls, issue 23 item 14),
+ * the third file that includes <libwebsockets.h> (through tm_ws_int.h).
+ *
+ * Server: lws 4.1 has no call that replaces a vhost's certificate from
+ * its file paths (lws_tls_cert_updated matches only vhosts made by its
+ * ACME plugin), so tm_ws.c keeps the vhost's SSL_CTX (lws hands it to
+ * protocol 0's LOAD_EXTRA_SERVER_VERIFY_CERTS callback when the vhost is
+ * made) and the new pair is loaded into it. OpenSSL copies the context's
+ * certificate and key into each SSL at SSL_new, so connections accepted
+ * earlier keep theirs and every later handshake uses the new pair. The
+ * pair is first loaded into a scratch context and checked (the chain
+ * parses, the key parses and matches): a bad pair never reaches the
+ * vhost. All of it runs on the loop thread, where the handshakes run,
+ * so no handshake sees a certificate without its key.
+ *
+ * Client: the CA file is loaded into a new X509_STORE that replaces the
+ * old one in our client SSL_CTX; a handshake consults the context's
+ * store when it verifies (inside one SSL_do_handshake on the loop), so
+ * established connections are untouched and the next verification uses
+ * the new CAs.
+ */
+#include "tm_ws_int.h"
+
+#include <openssl/err.h>
+#include <openssl/x509.h>
+
+/* The chain and key into ctx, matching: 0, or -1 (nothing is half-set
+ * in a scratch context; the vhost's is loaded only after a scratch load
+ * passed). */
+static int load_pair(SSL_CTX *ctx, const char *cert, const char *key) {
+  ERR_clear_error();
+  int ok = SSL_CTX_use_certificate_chain_file(ctx, cert) == 1 &&
+           SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 &&
+           SSL_CTX_check_private_key(ctx) == 1;
+  ERR_clear_error();
+  return ok ? 0 : -1;
+}
+
+static int reload_server(tm_ws *w, const char **err) {
+  if (!w->srv_tls) {
+    *err = "the server's TLS context was not found";
+    return -1;
+  }
+  SSL_CTX *scratch = SSL_CTX_new(TLS_server_method());
+  if (!scratch) {
+    *err = "no memory";
+    return -1;
+  }
+  int rc = load_pair(scratch, w->cert_file, w->key_file);
+  SSL_CTX_free(scratch);
+  if (rc < 0) {
+    *err = "tls.cert or tls.key does not load, or the key does not match "
+           "the certificate";
+    return -1;
+  }
+  if (load_pair(w->srv_tls, w->cert_file, w->key_file) < 0) {
+    /* Read between the two loads and changed again: try once more at the
+     * next reload (the scratch check makes this rare). */
+    *err = "the certificate changed while it was being read";
+    return -1;
+  }
+  return 0;
+}
+
+static int reload_ca(tm_ws *w, const char **err) {
+  X509_STORE *st = X509_STORE_new();
+  ERR_clear_error();
+  if (!st || X509_STORE_load_file(st, w->ca_file) != 1) {
+    ERR_clear_error();
+    X509_STORE_free(st);
+    *err = "tls.ca_file does not load";
+    return -1;
+  }
+  SSL_CTX_set_cert_store(w->client_tls, st); /* frees the old store */
+  return 0;
+}
+
+int tm_ws_reload_tls(tm_ws *w, const char **err) {
+  *err = NULL;
+  if (!w)
+    return 0;
+  if (w->vh_server && w->cert_file && reload_server(w, err) < 0)
+    return -1;
+  if (w->ca_file && reload_ca(w, err) < 0)
+    return -1;
+  return 0;
+}
+
+int tm_ws_has_tls_files(const tm_ws *w) {
+  return w && ((w->vh_server && w->cert_file) || w->ca_file);
+}
