@@ -65,8 +65,8 @@ for w in w1 w2; do
     -worker-id "$w" -instance-id "$w-a" -zone "z${w#w}" >>"$T/$w.log" 2>&1 &
   PIDS="$PIDS $!"
 done
-wait_long ready "$gw1"; ok $? "w1 ready"
-wait_long ready "$gw2"; ok $? "w2 ready"
+wait_long gw_has_view "$gw1"; ok $? "w1 has its session and view"
+wait_long gw_has_view "$gw2"; ok $? "w2 has its session and view"
 
 # pm ADMIN NAME: a metric's value (0 when absent).
 pm() {

@@ -58,7 +58,7 @@ wait_file "$T/relay.port"; ok $? "the HTTP/2 relay is up"
 "$PROXYHOST" -c "$T/gw.ini" -control-plane "127.0.0.1:$(cat "$T/relay.port")" \
   -cluster-id c1 -worker-id w1 -instance-id w1-a -zone z1 >>"$T/gw.log" 2>&1 &
 PIDS="$PIDS $!"
-wait_long ready "$gw"; ok $? "a gateway through the relay is ready"
+wait_long gw_has_view "$gw"; ok $? "a gateway through the relay has its session and view (it owns no proxy: not ready)"
 
 starts() { grep -c "Start keepalive ping" "$T/ph.log"; }
 wait_long eval '[ "$(starts)" -ge 3 ]'
@@ -72,6 +72,6 @@ wait_cond '[ "$(grep -c " ping s2c\$" "$T/wire")" -ge "$(starts)" ]'
 ok $? "each is on the wire (PING frames from the controller, seen by the relay)"
 grep -q "goaway" "$T/wire"
 ok $(( ! $? )) "the gateway's pings (keepalive_time 10s >= min_ping_interval) are never too many: no GOAWAY"
-ready "$gw"; ok $? "the gateway is still ready"
+gw_has_view "$gw"; ok $? "the gateway still has its session and view"
 
 done_testing

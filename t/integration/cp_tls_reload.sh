@@ -93,7 +93,7 @@ gw_use v1
   -worker-id w1 -instance-id w1-a -zone z1 >>"$T/gw.log" 2>&1 &
 GW_PID=$!
 PIDS="$PIDS $GW_PID"
-wait_long ready "$gw"; ok $? "a gateway over mTLS is ready"
+wait_long gw_has_view "$gw"; ok $? "a gateway over mTLS has its session and view"
 
 # served_cn: the subject CN a new mTLS connection to the controller gets.
 served_cn() {
@@ -118,7 +118,7 @@ ok $? "the reload is logged"
 is "$(mval "$admin" 'proxyhost_tls_reloads_total{module="controlplane_server",result="ok"}')" 1 \
   "and counted"
 sleep 1 # a runtime report or two on the established session
-ready "$gw"; ok $? "the gateway is still ready"
+gw_has_view "$gw"; ok $? "the gateway still has its session and view"
 is "$(regs)" "$r0" "no second RegisterWorker: the session stayed"
 is "$(reconnects)" "$c0" "the gateway did not reconnect"
 
@@ -143,7 +143,7 @@ wait_cond 'grep -q "control-plane client TLS certificate reloaded.*trigger=file_
 ok $? "issue 23 item 14: the gateway re-reads its certificate when the files change (logged)"
 is "$(gw_reloads ok)" 1 "and counts it"
 sleep 1 # runtime reports, now on the new channel
-ready "$gw"; ok $? "the gateway is still ready"
+gw_has_view "$gw"; ok $? "the gateway still has its session and view"
 is "$(regs)" "$r0" "no second RegisterWorker: its session stayed"
 is "$(reconnects)" "$c0" "the gateway did not reconnect"
 gw_use v3
@@ -161,7 +161,7 @@ kill -TERM "$CTL_PID"; wait_exit "$CTL_PID" 10
 start_ctl; ok $? "the controller restarted, trusting only the new CA"
 wait_long eval '[ "$(regs)" -ge 1 ]'
 ok $? "the gateway registered with its renewed certificate (new CA)"
-wait_long ready "$gw"; ok $? "the gateway is ready on its new session"
+wait_long gw_has_view "$gw"; ok $? "the gateway has its view on its new session"
 if grep -q "PRIVATE KEY" "$T/ph.log" "$T/gw.log"; then ok 1 "no key material in the logs"; else ok 0 "no key material in the logs"; fi
 
 done_testing

@@ -13,6 +13,9 @@
 #                                 # (3 TAP lines; start it with start_proxyhost)
 #   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py, its
 #                                 # RESULT lines as TAP ($T/py-NAME.out)
+#   gw_has_view ADMIN             # the gateway on ADMIN holds a running
+#                                 # session with an accepted view (ready
+#                                 # needs a usable proxy too: issue 23 item 4)
 #
 # Its callers change single lines of FILE with sed or --set.
 
@@ -83,4 +86,10 @@ run_py() {
   done <"$T/py-$_n.out"
   [ -s "$T/py-$_n.err" ] && sed 's/^/#   /' "$T/py-$_n.err" | head -20
   return 0
+}
+
+gw_has_view() {
+  _m=$(http_get "http://127.0.0.1:$1/metrics")
+  [ "$(metric "$_m" proxyhost_cp_gateway_snapshots_accepted_total)" -ge 1 ] 2>/dev/null &&
+    [ "$(metric "$_m" 'proxyhost_cp_gateway_session_state{state="running"}')" = 1 ]
 }
