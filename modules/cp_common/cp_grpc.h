@@ -136,6 +136,15 @@ typedef struct cp_grpc_client_cfg {
    * controller that is back waits for gRPC's next attempt (issue 23
    * item 3). */
   int64_t reconnect_min_ms, reconnect_max_ms;
+  /* NULL, or called on the loop thread each time the channel's
+   * connectivity state becomes READY (its first connection included):
+   * a caller waiting out its own backoff can retry at once instead of
+   * adding a second backoff to the channel's (issue 23 item 3). Never
+   * after cp_grpc_channel_free or cp_grpc_channel_retire, nor while the
+   * cq closes. The watch (grpc_channel_watch_connectivity_state on the
+   * cq) asks for no connection itself: the channel connects for calls. */
+  void (*on_ready)(void *arg);
+  void *on_ready_arg;
 } cp_grpc_client_cfg;
 
 /* ---- server --------------------------------------------------------- */

@@ -30,6 +30,13 @@ struct cp_grpc_channel {
   cp_grpc_channel *next; /* q->channels */
   long calls;  /* calls started on it and not yet freed */
   int retired; /* cp_grpc_channel_retire: freed with its last call */
+  /* The connectivity watch (cfg.on_ready): t_watch is in flight while
+   * watching; a channel destroyed meanwhile (gone) is freed by it. */
+  void (*on_ready)(void *arg);
+  void *on_ready_arg;
+  cp_tag t_watch;
+  grpc_connectivity_state last;
+  int watching, gone;
 };
 
 struct cp_grpc_ccall {
@@ -326,6 +333,36 @@ void cp_grpc_ccall_cancel(cp_grpc_ccall *c) {
 
 /* ---- channels ------------------------------------------------------ */
 
+/* Watches for the next change from the state the channel is in now. */
+static void watch_arm(cp_grpc_channel *ch) {
+  ch->last = grpc_channel_check_connectivity_state(ch->ch, 0);
+  grpc_channel_watch_connectivity_state(ch->ch, ch->last,
+                                        gpr_inf_future(GPR_CLOCK_REALTIME),
+                                        ch->q->cq, &ch->t_watch);
+  ch->watching = 1;
+  ch->q->live++;
+}
+
+/* The state changed (ok), or the channel is going (destroyed: gRPC ends
+ * every watch with the channel's shutdown). */
+static void on_watch(cp_tag *t, int ok) {
+  cp_grpc_channel *ch =
+      (cp_grpc_channel *)((char *)t - offsetof(cp_grpc_channel, t_watch));
+  ch->watching = 0;
+  ch->q->live--;
+  if (ch->gone) {
+    free(ch);
+    return;
+  }
+  if (ch->q->closing || ch->retired || !ch->on_ready)
+    return;
+  grpc_connectivity_state was = ch->last;
+  /* Armed again before the callback, which may free the channel. */
+  watch_arm(ch);
+  if (ok && was != GRPC_CHANNEL_READY && ch->last == GRPC_CHANNEL_READY)
+    ch->on_ready(ch->on_ready_arg);
+}
+
 static int clamp_int(int64_t v) {
   return v < 0 ? 0 : v > INT_MAX ? INT_MAX : (int)v;
 }
@@ -402,6 +439,11 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
   ch->q = q;
   ch->next = q->channels;
   q->channels = ch;
+  ch->on_ready = cfg->on_ready;
+  ch->on_ready_arg = cfg->on_ready_arg;
+  ch->t_watch.fn = on_watch;
+  if (ch->on_ready)
+    watch_arm(ch);
   return ch;
 }
 
@@ -413,7 +455,10 @@ static void channel_destroy(cp_grpc_channel *ch) {
       break;
     }
   grpc_channel_destroy(ch->ch);
-  free(ch);
+  if (ch->watching)
+    ch->gone = 1; /* on_watch frees it */
+  else
+    free(ch);
 }
 
 void cp_grpc_channel_free(cp_grpc_channel *ch) {
@@ -433,6 +478,7 @@ void cp_grpc_channel_retire(cp_grpc_channel *ch) {
   if (!ch)
     return;
   ch->retired = 1;
+  ch->on_ready = NULL; /* its replacement says when it is ready */
   if (ch->calls == 0)
     channel_destroy(ch);
 }
