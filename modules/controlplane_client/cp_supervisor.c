@@ -170,6 +170,13 @@ cp_sup_action cp_sup_timer(cp_sup *s, int64_t now_ms) {
   return CP_ACT_NONE;
 }
 
+cp_sup_action cp_sup_channel_ready(cp_sup *s) {
+  if (s->state != CP_SUP_BACKOFF)
+    return CP_ACT_NONE;
+  s->state = CP_SUP_REGISTERING;
+  return CP_ACT_REGISTER;
+}
+
 cp_sup_action cp_sup_runtime_done(cp_sup *s, int code, int64_t now_ms) {
   if (!s->runtime_in_flight)
     return CP_ACT_NONE;

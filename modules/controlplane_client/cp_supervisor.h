@@ -7,7 +7,7 @@
  * feeds it events with the time and performs the one action each event
  * returns.
  *
- *   BACKOFF --timer--> REGISTERING --ok--> WATCHING --valid snapshot-->
+ *   BACKOFF --timer or channel ready--> REGISTERING --ok--> WATCHING --valid snapshot-->
  *   (driver builds the view off the loop and swaps it) --swapped-->
  *   ACKING --ok--> RUNNING (runtime heartbeats every interval; later
  *   snapshots on the same stream go through swap + ACK again)
@@ -189,6 +189,15 @@ cp_sup_action cp_sup_acked(cp_sup *s, int code, int64_t now_ms);
  * (CP_ACT_REGISTER); in RUNNING it returns CP_ACT_RUNTIME when a report
  * is due and none is in flight. */
 cp_sup_action cp_sup_timer(cp_sup *s, int64_t now_ms);
+
+/* The channel's connection became READY (cp_grpc_client_cfg.on_ready).
+ * In BACKOFF the new session starts at once (CP_ACT_REGISTER): the
+ * channel reconnects within backoff.max of the controller's return, and
+ * waiting for the timer as well would make that up to two backoff.max
+ * (issue 23 item 3). Not a tight loop: a connection that then drops
+ * leaves the channel idle until the next call, which only the timer
+ * makes. In any other state: CP_ACT_NONE. */
+cp_sup_action cp_sup_channel_ready(cp_sup *s);
 
 /* ReportRuntime answered. OK: the sequence is spent, CP_ACT_NONE. A
  * transient error: the same sequence and content are resent at the next

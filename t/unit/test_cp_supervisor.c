@@ -237,6 +237,43 @@ static void test_backoff(void) {
          "CP-5-17: an outcome session-fence error rebuilds the session");
 }
 
+/* Issue 23 item 3: the channel's connection back (READY) ends the wait
+ * at once, so a session comes within the channel's backoff.max of the
+ * controller's return, not after the timer's next try as well; in any
+ * other state it changes nothing. */
+static void test_channel_ready(void) {
+  uint32_t r = UINT32_MAX; /* the top of every jitter span */
+  cp_sup_limits l = limits(&r);
+  cp_sup s;
+  is_int(cp_sup_start(&s, &l), CP_ACT_REGISTER, "start registers");
+  is_int(cp_sup_channel_ready(&s), CP_ACT_NONE,
+         "issue 23 item 3: a ready channel while registering: nothing more");
+  int64_t now = 0;
+  for (int i = 0; i < 9; i++) {
+    cp_sup_registered(&s, CP_GRPC_UNAVAILABLE, 0, 0, 0, now);
+    cp_sup_timer(&s, now += s.wait_ms);
+  }
+  cp_sup_registered(&s, CP_GRPC_UNAVAILABLE, 0, 0, 0, now);
+  ok(s.state == CP_SUP_BACKOFF && s.wait_ms >= 5000 && s.wait_ms <= 10000,
+     "an unreachable controller: the timer waits up to backoff.max");
+  is_int(cp_sup_timer(&s, now + 1), CP_ACT_NONE, "... not over yet");
+  is_int(cp_sup_channel_ready(&s), CP_ACT_REGISTER,
+         "issue 23 item 3: the channel ready again: register now, not at "
+         "the timer");
+  is_int(s.state, CP_SUP_REGISTERING, "... the session is registering");
+  is_int(cp_sup_next_timer_ms(&s, now + 1), -1, "... the timer is off");
+  is_int(cp_sup_channel_ready(&s), CP_ACT_NONE,
+         "a second ready while registering: one call only");
+  to_running(&s, &l);
+  is_int(cp_sup_channel_ready(&s), CP_ACT_NONE,
+         "RUNNING: a ready channel changes nothing");
+  ok(s.state == CP_SUP_RUNNING, "... still running");
+  cp_sup_registered(&s, CP_GRPC_OK, 0, 0, 0, 0); /* ignored: not registering */
+  s.state = CP_SUP_FATAL;
+  is_int(cp_sup_channel_ready(&s), CP_ACT_NONE,
+         "CP-3-13: FATAL is never retried, ready channel or not");
+}
+
 static void test_runtime_retry(void) {
   uint32_t r = 0;
   cp_sup_limits l = limits(&r);
@@ -351,7 +388,7 @@ static void test_random(void) {
       int code = codes[next_rand(NULL) % 8];
       int a = CP_ACT_NONE;
       /* Mostly the event the state waits for, sometimes any other. */
-      int ev = (int)(next_rand(NULL) % 7);
+      int ev = (int)(next_rand(NULL) % 8);
       if (next_rand(NULL) % 10 < 7) {
         static const int expected[] = {
             [CP_SUP_REGISTERING] = 0, [CP_SUP_WATCHING] = 1,
@@ -380,6 +417,7 @@ static void test_random(void) {
       case 3: a = cp_sup_acked(&s, code, now); break;
       case 4: a = cp_sup_timer(&s, now); break;
       case 5: a = cp_sup_runtime_done(&s, code, now); break;
+      case 7: a = cp_sup_channel_ready(&s); break;
       default: a = cp_sup_failed(&s, CP_CALL_WATCH, code, now); break;
       }
       if (a == CP_ACT_ACK && !swapped)
@@ -417,6 +455,7 @@ int main(void) {
   test_build_failed();
   test_fatal();
   test_backoff();
+  test_channel_ready();
   test_runtime_retry();
   test_stale_epoch();
   test_clipping();
