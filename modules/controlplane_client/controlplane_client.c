@@ -115,7 +115,7 @@ typedef struct cpc {
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_accepted, *m_rejected[N_REJECT], *m_version, *m_valid,
-      *m_reconnects, *m_ready, *m_epoch_waits;
+      *m_reconnects, *m_ready, *m_epoch_waits, *m_ready_retries;
 } cpc;
 
 static const ph_api *api;
@@ -169,6 +169,11 @@ static int register_metrics(cpc *m) {
                         "ownership epoch: the session waited for its next "
                         "snapshot instead of ending",
                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
+  ph_metric_def d_rr = {"proxyhost_cp_gateway_ready_retries_total",
+                        "sessions started before the backoff timer, when "
+                        "the channel's connection became ready (issue 23 "
+                        "item 3)",
+                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
   ph_metric_def d_cut = {"proxyhost_cp_gateway_runtime_truncated_total",
                          "runtime reports cut at max_runtime_counters",
                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
@@ -182,8 +187,11 @@ static int register_metrics(cpc *m) {
   ph_metric *mc = api->metric(m->ctx, &d_rec);
   ph_metric *my = api->metric(m->ctx, &d_rdy);
   ph_metric *me = api->metric(m->ctx, &d_ew);
-  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my || !mt || !me)
+  ph_metric *mq = api->metric(m->ctx, &d_rr);
+  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my || !mt || !me ||
+      !mq)
     return PH_EINVAL;
+  m->m_ready_retries = api->series(mq, NULL);
   m->m_epoch_waits = api->series(me, NULL);
   m->m_rt_truncated = api->series(mt, NULL);
   for (int i = 0; i < N_STATE; i++) {
@@ -280,6 +288,24 @@ static void on_timer(ph_timer *t, void *arg) {
   (void)t;
   cpc *m = arg;
   perform(m, cp_sup_timer(&m->sup, wall_ms()));
+}
+
+/* The channel's connection is READY (cp_grpc_client_cfg.on_ready): a
+ * session waiting out its backoff starts now, so that it comes within
+ * backoff.max of the controller's return, the channel's bound, not after
+ * the timer's next try as well (issue 23 item 3). RegisterWorker still
+ * goes without wait_for_ready: a TLS refusal must fail it (cpc_tls_probe.h,
+ * issue 23 item 8). */
+static void on_channel_ready(void *arg) {
+  cpc *m = arg;
+  if (m->stopping || m->sup.state != CP_SUP_BACKOFF)
+    return;
+  api->inc(m->m_ready_retries, 1);
+  PH_LOG_RL(api, m->ctx, PH_LOG_DEBUG,
+            "control-plane connection ready: new session before the backoff "
+            "ends",
+            PH_UINT("failed_attempts", m->sup.attempt));
+  perform(m, cp_sup_channel_ready(&m->sup));
 }
 
 /* ---- calls ---------------------------------------------------------------- */
@@ -1022,6 +1048,9 @@ static int cpc_start(void *state) {
    * controller's return (issue 23 item 3). */
   cfg.reconnect_min_ms = m->conf.sup.backoff_min_ms;
   cfg.reconnect_max_ms = m->conf.sup.backoff_max_ms;
+  /* Kept with cfg: a channel made again at a TLS reload is watched too. */
+  cfg.on_ready = on_channel_ready;
+  cfg.on_ready_arg = m;
   m->mtls = cfg.tls.mode == CP_TLS_MTLS;
   m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
   if (!m->ch) {

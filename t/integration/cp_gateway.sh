@@ -276,35 +276,69 @@ ok $? "... and the gateway stops retrying (fatal, CP-3-13)"
 stop
 
 # ---- the controller back after an outage (issue 23 item 3) ----------------
+# outage [--set ...]: a gateway ready on a fake controller, which is then
+# killed (its port kept in $port).
+outage() {
+  start ok "$@"
+  wait_long ready
+  ok $? "issue 23 item 3 ready before the outage $*"
+  port=$(cat "$D/port")
+  kill -9 "$FAKE"
+  wait "$FAKE" 2>/dev/null
+}
+# back NAME POLLS: the controller again on $port (its events in
+# $D/events-NAME); then up to POLLS polls 50 ms apart for the new session.
+# The view is still valid: the session shows in the controller's events
+# (its snapshot acknowledged), not in /readyz. $i: the polls taken.
+back() {
+  rm -f "$D/port"
+  EV="$D/events-$1"
+  : >"$EV"
+  CP_FAKE_PORT=$port "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" "$T/gen" "$D/port" "$EV" ok \
+    >>"$D/fake.log" 2>&1 &
+  FAKE=$!
+  PIDS="$PIDS $FAKE"
+  wait_long test -s "$D/port"
+  ok $? "the controller is back on its port ($port, $1)"
+  i=0
+  while [ $i -lt "$2" ] && ! has "^ACK 1 ACCEPTED"; do sleep 0.05; i=$((i + 1)); done
+  has "^ACK 1 ACCEPTED"
+}
+
 # gRPC's own reconnect backoff (1 s x 1.6 up to 120 s) had grown to about
 # 10 s between connection attempts after a 17 s outage; the gateway must
 # follow [controlplane_client] backoff.max (1 s here) instead: a session
-# again within backoff.max and its jitter (twice: the channel's attempt,
-# then the session's) of the controller's return, bounded here by 60
-# polls 50 ms apart.
-start ok
-wait_long ready
-ok $? "issue 23 item 3 ready before the outage"
-port=$(cat "$D/port")
-kill -9 "$FAKE"
-wait "$FAKE" 2>/dev/null
+# again within backoff.max and its jitter of the controller's return,
+# bounded here by 60 polls 50 ms apart.
+outage
 i=0
 while [ $i -lt 17 ]; do sleep 1; i=$((i + 1)); done
-rm -f "$D/port"
-EV="$D/events-back"
-: >"$EV"
-CP_FAKE_PORT=$port "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" "$T/gen" "$D/port" "$EV" ok \
-  >>"$D/fake.log" 2>&1 &
-FAKE=$!
-PIDS="$PIDS $FAKE"
-wait_long test -s "$D/port"
-ok $? "the controller is back on its port ($port)"
-# The view is still valid: the new session shows in the controller's
-# events (its snapshot acknowledged), not in /readyz.
-i=0
-while [ $i -lt 60 ] && ! has "^ACK 1 ACCEPTED"; do sleep 0.05; i=$((i + 1)); done
-has "^ACK 1 ACCEPTED"
+back after17s 60
 ok $? "issue 23 item 3 a new session (its snapshot ACKed) within backoff.max (+ jitter) of the controller's return ($i polls)"
+stop
+
+# The session's own timer must not add a second backoff.max (issue 23
+# item 3): with backoff.min = backoff.max = 8 s the supervisor waits 4..8 s
+# after each failed RegisterWorker, and one made while the channel is in
+# TRANSIENT_FAILURE fails fast on the cached "Connection refused" even with
+# the controller back. The controller returns just after a failed
+# attempt; the channel reconnects within backoff.max and gRPC's 20 %
+# jitter (9.6 s), and the session must come then, not at the timer's next
+# try: within 210 polls 50 ms apart (10.5 s), the retry counted as one the
+# channel's return started (proxyhost_cp_gateway_ready_retries_total).
+# Before the fix: up to two backoff.max (16 s).
+outage --set controlplane_client.backoff.min=8s --set controlplane_client.backoff.max=8s
+reg_failed() {
+  r=$(metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unavailable"}')
+  [ "${r:-0}" -ge 1 ]
+}
+wait_long reg_failed
+ok $? "issue 23 item 3 a RegisterWorker failed while the controller is gone"
+back after-failed-attempt 210
+ok $? "issue 23 item 3 a new session within backoff.max (8 s) + the channel's jitter of the controller's return, not the session timer's next try ($i polls)"
+r=$(metric 'proxyhost_cp_gateway_ready_retries_total ')
+[ "${r:-0}" -ge 1 ]
+ok $? "issue 23 item 3 ... started by the channel's connection becoming ready (ready_retries ${r:-none})"
 stop
 
 # ---- the view expires while the controller is gone (CP-3-9, CP-1-28) -----
