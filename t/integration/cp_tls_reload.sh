@@ -16,7 +16,10 @@
 #     session it holds stays (no reconnect, no second RegisterWorker); a
 #     mismatched pair is refused once, logged and counted; then with the
 #     old CA retired at the controller and the controller restarted, the
-#     gateway registers again with the renewed certificate.
+#     gateway registers again with the renewed certificate, and a gateway
+#     still holding the old CA's certificate is refused in the handshake:
+#     unauthenticated and fatal (issue 23 item 8, against the real
+#     controller).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -162,6 +165,26 @@ start_ctl; ok $? "the controller restarted, trusting only the new CA"
 wait_long eval '[ "$(regs)" -ge 1 ]'
 ok $? "the gateway registered with its renewed certificate (new CA)"
 wait_long gw_has_view "$gw"; ok $? "the gateway has its view on its new session"
+
+# Issue 23 item 8 against the real controller (behind its front, which
+# relays the handshake to gRPC): a second gateway still holding the old
+# CA's certificate, which the controller no longer trusts, is refused in
+# the TLS handshake: an authentication error, fatal, not UNAVAILABLE for
+# ever (cp_gateway.sh has the same against the Python controller).
+gw_b=$(free_port)
+sed -e "s|^listen = 127.0.0.1:$gw\$|listen = 127.0.0.1:$gw_b|" \
+  -e "s|$T/cur/gw.pem|$T/v1/gw.pem|" -e "s|$T/cur/gw.key|$T/v1/gw.key|" \
+  "$T/gw.ini" >"$T/gwb.ini"
+"$PROXYHOST" -c "$T/gwb.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+  -worker-id w2 -instance-id w2-a -zone z1 >>"$T/gwb.log" 2>&1 &
+PIDS="$PIDS $!"
+gwb_metric() { metric "$(http_get "http://127.0.0.1:$gw_b/metrics")" "$1"; }
+wait_long eval '[ "$(gwb_metric "proxyhost_cp_gateway_session_state{state=\"fatal\"}")" = 1 ]'
+ok $? "issue 23 item 8: a certificate the real controller no longer trusts: the gateway is fatal"
+r=$(gwb_metric 'proxyhost_cp_gateway_rpcs_total{rpc="register",status="unauthenticated"}')
+[ "${r:-0}" -ge 1 ]; ok $? "... counted register unauthenticated ($r)"
+grep -q "register failed.*status=unauthenticated.*certificate in the TLS handshake" "$T/gwb.log"
+ok $? "... and the log line says the certificate was refused in the handshake"
 if grep -q "PRIVATE KEY" "$T/ph.log" "$T/gw.log"; then ok 1 "no key material in the logs"; else ok 0 "no key material in the logs"; fi
 
 done_testing
