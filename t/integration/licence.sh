@@ -12,10 +12,12 @@ ok $? "LICENSE is the BSD 2-Clause licence"
 
 tag='SPDX-License-Identifier: BSD-2-Clause'
 # Build directories (_b*, _ci), tool caches and generated or third-party
-# build files are not ours; fuzz seeds are data.
+# build files are not ours (gen: protoc-c's output, which an in-tree
+# build writes next to the sources); fuzz seeds are data.
 find "$top_srcdir" \
   \( -name '_*' -o -name 'autom4te.cache' -o -name 'build-aux' -o -name m4 \
-     -o -name seeds -o -name .git -o -name .deps -o -name .libs \) -prune -o \
+     -o -name seeds -o -name .git -o -name .deps -o -name .libs \
+     -o -path '*/modules/cp_common/gen' \) -prune -o \
   -type f \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o -name '*.py' -o -name '*.lua' \
      -o -name Makefile.am -o -name configure.ac -o -name '*.pc.in' \
      -o -path '*/man/*' -o -path '*/.ci/*' -o -path '*/debian/rules' \
