@@ -805,6 +805,13 @@ static void test_lease_first(void) {
       if (u.valid[0])
         counted = 1; /* counts of a lapsed lease must not count */
     }
+    /* Only once a lapse was seen: an assign in a round whose time read
+     * came just before the lapse could move the proxy with no round
+     * having seen the lapsed counts (seen under load in distcheck). */
+    if (!lapsed) {
+      mock_run_for(M, 50);
+      continue;
+    }
     assign(ps, 1, NULL, 0);
     char w[64];
     rhget("ph:cp:{c-lease}:owner:pb", "worker", w, sizeof(w));
