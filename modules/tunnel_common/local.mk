@@ -121,6 +121,7 @@ if TUNNEL_ANY
 TM_WS_SOURCES = modules/tunnel_common/tm_ws.c \
 	modules/tunnel_common/tm_ws.h modules/tunnel_common/tm_ws_int.h \
 	modules/tunnel_common/tm_ws_client.c modules/tunnel_common/tm_ws_tls.c \
+	modules/tunnel_common/tm_ws_end.c modules/tunnel_common/tm_ws_server.c \
 	modules/tunnel_common/tm_wsc.c modules/tunnel_common/tm_wsc.h \
 	modules/tunnel_common/tm_ws_url.c modules/tunnel_common/tm_ws_url.h
 modules_tunnel_common_libtmsession_la_SOURCES += $(TM_WS_SOURCES)

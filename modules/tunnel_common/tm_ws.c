@@ -1,34 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libwebsockets 4.1 on the host's libev loop (tm_ws.h): the context, the
- * server end and the transport. With tm_ws_client.c (the client end) the
- * only files that include <libwebsockets.h> (through tm_ws_int.h).
+ * libwebsockets 4.1 on the host's libev loop (tm_ws.h): the context and
+ * the transport. With tm_ws_end.c, tm_ws_client.c, tm_ws_server.c and
+ * tm_ws_tls.c the only files that include <libwebsockets.h> (through
+ * tm_ws_int.h).
  *
  * One lws context per tm_ws, created with LWS_SERVER_OPTION_LIBEV and the
  * host's loop as its foreign loop, and explicit vhosts: "tm-server" (when
- * cfg->listen is set) and "tm-client" (always; no listener, the client
- * TLS context). Every WebSocket is a tm_ws_conn found through the wsi's
- * opaque user pointer; a conn is linked in its tm_ws until it ends with
- * exactly one of on_connect_error / on_closed (tmws_finish()).
- *
- * Server handshake, in lws's order (lib/roles/http/server/server.c,
- * lib/roles/ws/server-ws.c): HTTP_CONFIRM_UPGRADE on the http protocol
- * (path check: anything but cfg->path is 404; the connection cap: 503),
- * then lws picks the first protocol the client offered among the vhost's
- * (exactly the names cfg->caps allows), then FILTER_PROTOCOL_CONNECTION
- * (we capture Authorization and the chosen name there, while the header
- * table exists), then the 101 is written, then ESTABLISHED (on_accept,
- * reading paused until tm_ws_conn_resume).
- *
- * legacy_no_subprotocol: lws 4.1 answers a Sec-WebSocket-Protocol header
- * whenever the client sent one and the bound protocol's name is not
- * empty, and it binds only a protocol whose name the client offered (the
- * vhost's "default" protocol is used only when the client offers none).
- * So an old server's behaviour needs the name to match at selection and
- * be empty when the answer is written: the legacy vhost's protocol names
- * are buffers of this tm_ws, emptied in FILTER_PROTOCOL_CONNECTION (which
- * runs between the two, synchronously, on the loop thread) and restored
- * in the next HTTP_CONFIRM_UPGRADE (which precedes every selection).
+ * cfg->listen is set: a raw listener, tm_ws_server.c) and "tm-client"
+ * (always; no listener). Both ends are our RFC 6455 (tm_wsc.h) on raw
+ * connections, TLS ours too (tm_ws_end.c): lws' ws role is not used
+ * (issue 11: its cost per byte; issue 22 item 6: as a server it accepts
+ * unmasked client frames). Every connection is a tm_ws_conn found through
+ * the wsi's opaque user pointer; a conn is linked in its tm_ws until it
+ * ends with exactly one of on_connect_error / on_closed (tmws_finish()).
  */
 #include "tm_ws_int.h"
 
@@ -103,8 +88,6 @@ tm_ws_conn *tmws_conn_new(tm_ws *w, int client) {
   if (w->conns)
     w->conns->prev = c;
   w->conns = c;
-  if (!client)
-    w->n_server_conns++;
   return c;
 }
 
@@ -125,11 +108,10 @@ void tmws_conn_free(tm_ws_conn *c) {
     w->conns = c->next;
   if (c->next)
     c->next->prev = c->prev;
-  if (!c->client)
+  if (c->counted)
     w->n_server_conns--;
   tmws_conn_drop_bearer(c);
-  if (c->client)
-    tmws_cli_free(c);
+  tmws_end_free(c);
   free(c->rx.p);
   free(c);
 }
@@ -165,8 +147,7 @@ void tmws_finish(tm_ws_conn *c) {
 static void apply_flow(tm_ws_conn *c) {
   if (c->wsi && c->state == CS_OPEN)
     lws_rx_flow_control(c->wsi, !(c->accept_paused || c->user_paused));
-  if (c->client && !c->user_paused)
-    tmws_cli_resumed(c);
+  tmws_end_resumed(c);
 }
 
 static void deferred_cb(ph_timer *t, void *arg) {
@@ -177,20 +158,12 @@ static void deferred_cb(ph_timer *t, void *arg) {
     next = c->next;
     if (c->deferred_error)
       tmws_finish(c);
-    else if (c->client)
-      tmws_cli_deferred(c);
+    else
+      tmws_end_deferred(c);
   }
 }
 
 /* ---- messages ---------------------------------------------------------- */
-
-/* Inside a callback of c's wsi: a pending close is done by returning -1
- * after lws_close_reason. */
-static int close_now(tm_ws_conn *c) {
-  lws_close_reason(c->wsi, (enum lws_close_status)c->close_status,
-                   (unsigned char *)c->close_reason, strlen(c->close_reason));
-  return -1;
-}
 
 void tmws_set_close(tm_ws_conn *c, int status, const char *reason) {
   size_t n = reason ? strlen(reason) : 0;
@@ -261,61 +234,15 @@ void tmws_deliver(tm_ws_conn *c, const uint8_t *msg, size_t len) {
   }
 }
 
-/* Server: lws' pieces of a message. */
-static int on_rx(tm_ws_conn *c, struct lws *wsi, const void *in, size_t len) {
-  if (lws_is_first_fragment(wsi)) {
-    c->rx.len = 0;
-    c->rx_text = !lws_frame_is_binary(wsi);
-  }
-  if (c->rx_text) {
-    /* The protocol is binary frames only (TM-PROTO-2). */
-    tmws_set_close(c, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary only");
-    return close_now(c);
-  }
-  int whole = lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi);
-  if (c->rx.len == 0 && whole) {
-    /* The whole message in one piece (the usual case up to lws'
-     * rx_buffer_size): delivered from lws' buffer, no copy. */
-    if (len > c->w->cfg.max_message) {
-      tmws_set_close(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
-                     "message too large");
-      return close_now(c);
-    }
-    tmws_deliver(c, in, len);
-    return c->close_pending ? close_now(c) : 0;
-  }
-  if (tmws_rx_append(c, in, len, lws_remaining_packet_payload(wsi)) < 0)
-    return close_now(c);
-  if (whole)
-    tmws_deliver(c, c->rx.p, c->rx.len);
-  /* The session may have asked to close from inside. */
-  return c->close_pending ? close_now(c) : 0;
-}
-
 /* ---- transport --------------------------------------------------------- */
 
-static void tr_want_write(void *t) {
-  tm_ws_conn *c = t;
-  if (c->client) {
-    tmws_cli_want_write(c);
-    return;
-  }
-  c->want_write = 1;
-  if (!c->in_writable && c->wsi && c->state == CS_OPEN)
-    lws_callback_on_writable(c->wsi);
-}
+static void tr_want_write(void *t) { tmws_end_want_write(t); }
 
 static int tr_write(void *t, uint8_t *buf, size_t len) {
   tm_ws_conn *c = t;
   if (!c->wsi || c->state != CS_OPEN || c->close_pending || len > INT32_MAX)
     return -1;
-  if (c->client)
-    return tmws_cli_write(c, buf, len);
-  /* lws keeps what the kernel did not take and reports the whole length;
-   * anything less is an error. buf has LWS_PRE bytes before it. */
-  int n = lws_write(c->wsi, buf, len, LWS_WRITE_BINARY);
-  c->turn_bytes += len;
-  return n < (int)len ? -1 : 0;
+  return tmws_end_write(c, buf, len);
 }
 
 static void tr_pause_read(void *t, int paused) {
@@ -371,206 +298,6 @@ void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason) {
   } else {
     lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
   }
-}
-
-/* ---- server callbacks -------------------------------------------------- */
-
-static int path_matches(struct lws *wsi, const char *path) {
-  char uri[TM_WS_PATH_MAX];
-  int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
-  return n > 0 && !strcmp(uri, path);
-}
-
-static int http_cb(struct lws *wsi, enum lws_callback_reasons reason,
-                   void *user, void *in, size_t len) {
-  tm_ws *w = lws_vhost_user(lws_get_vhost(wsi));
-  (void)user;
-  (void)len;
-  switch (reason) {
-  case LWS_CALLBACK_HTTP:
-    /* Plain HTTP: nothing is served here. */
-    if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL))
-      return -1;
-    return lws_http_transaction_completed(wsi) ? -1 : 0;
-  case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS: {
-    /* The vhost's SSL_CTX (user), as lws made it: kept so that
-     * tm_ws_reload_tls can load a renewed certificate into it. */
-    tm_ws *vw = in ? lws_vhost_user((struct lws_vhost *)in) : w;
-    if (vw && user)
-      vw->srv_tls = user;
-    return 0;
-  }
-  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-    /* A client offering this protocol's own name: lws would bind the
-     * WebSocket here, outside our conns and limits. */
-    return -1;
-  case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
-    if (!w)
-      return -1;
-    if (w->cfg.legacy_no_subprotocol)
-      for (int i = 0; i < w->n_ws_protocols; i++)
-        snprintf(w->legacy_names[i], sizeof(w->legacy_names[i]), "%s",
-                 w->legacy_orig[i]);
-    if (!in || strcmp((const char *)in, "websocket") ||
-        !path_matches(wsi, w->path)) {
-      lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
-      return 1;
-    }
-    /* Without an offer lws would bind the vhost's default protocol (our
-     * http one): a TunnelMesh client always offers (TM-PROTO-14). */
-    if (lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) <= 0) {
-      lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, NULL);
-      return 1;
-    }
-    if (w->n_server_conns >= w->cfg.max_connections) {
-      lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL);
-      return 1;
-    }
-    return 0;
-  default:
-    break;
-  }
-  return lws_callback_http_dummy(wsi, reason, user, in, len);
-}
-
-/* Authorization: Bearer <token>, the token's bytes (none: len 0). */
-static void capture_bearer(tm_ws_conn *c, struct lws *wsi) {
-  int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
-  if (n <= 0 || (unsigned)n > TM_WS_BEARER_MAX)
-    return;
-  char *buf = malloc((size_t)n + 1);
-  if (!buf)
-    return;
-  int got = lws_hdr_copy(wsi, buf, n + 1, WSI_TOKEN_HTTP_AUTHORIZATION);
-  if (got > 7 && !strncasecmp(buf, "Bearer ", 7)) {
-    size_t off = 7;
-    while (off < (size_t)got && buf[off] == ' ')
-      off++;
-    size_t tl = (size_t)got - off;
-    if (tl) {
-      c->bearer = malloc(tl);
-      if (c->bearer) {
-        memcpy(c->bearer, buf + off, tl);
-        c->bearer_len = tl;
-      }
-    }
-  }
-  tmws_wipe(buf, (size_t)n + 1);
-  free(buf);
-}
-
-static const char *chosen_name(tm_ws *w, struct lws *wsi) {
-  const struct lws_protocols *p = lws_get_protocol(wsi);
-  if (w->cfg.legacy_no_subprotocol || !p || !p->name)
-    return NULL;
-  /* The static spelling from tm_proto.h. */
-  if (!strcmp(p->name, TM_SUBPROTO_FULL))
-    return TM_SUBPROTO_FULL;
-  if (!strcmp(p->name, TM_SUBPROTO_OPEN))
-    return TM_SUBPROTO_OPEN;
-  if (!strcmp(p->name, TM_SUBPROTO_BASE))
-    return TM_SUBPROTO_BASE;
-  return NULL;
-}
-
-static int ws_common(tm_ws_conn *c, struct lws *wsi,
-                     enum lws_callback_reasons reason, void *in, size_t len) {
-  switch (reason) {
-  case LWS_CALLBACK_RECEIVE:
-  case LWS_CALLBACK_CLIENT_RECEIVE:
-    if (c->state != CS_OPEN)
-      return 0;
-    return on_rx(c, wsi, in, len);
-  case LWS_CALLBACK_SERVER_WRITEABLE:
-    if (c->close_pending)
-      return close_now(c);
-    if (!c->s || c->state != CS_OPEN)
-      return 0;
-    /* One lws_write per frame, as lws requires, but several frames per
-     * event while the kernel takes them whole (a frame lws had to keep
-     * in part ends the turn): one event per frame cost a loop turn and
-     * two epoll_ctl calls each, and made 32 opens at once wait on each
-     * other. */
-    c->in_writable = 1;
-    c->want_write = 1;
-    c->turn_bytes = 0;
-    while (c->want_write && c->s && !c->close_pending &&
-           c->turn_bytes <= TM_WS_BATCH_BYTES && !lws_partial_buffered(wsi)) {
-      c->want_write = 0;
-      tm_session_on_writable(c->s);
-    }
-    c->in_writable = 0;
-    if (c->close_pending)
-      return close_now(c);
-    if (c->want_write && c->s)
-      lws_callback_on_writable(wsi);
-    return 0;
-  case LWS_CALLBACK_CLOSED:
-  case LWS_CALLBACK_CLIENT_CLOSED:
-  case LWS_CALLBACK_WSI_DESTROY:
-    tmws_finish(c);
-    return 0;
-  default:
-    return 0;
-  }
-}
-
-static int srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                  void *in, size_t len) {
-  tm_ws *w = lws_vhost_user(lws_get_vhost(wsi));
-  tm_ws_conn *c = lws_get_opaque_user_data(wsi);
-  (void)user;
-  if (!w)
-    return 0;
-  switch (reason) {
-  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-    if (c)
-      return -1;
-    c = tmws_conn_new(w, 0);
-    if (!c)
-      return -1;
-    c->wsi = wsi;
-    c->state = CS_HANDSHAKE;
-    lws_set_opaque_user_data(wsi, c);
-    capture_bearer(c, wsi);
-    c->subproto = chosen_name(w, wsi);
-    if (w->cfg.legacy_no_subprotocol) {
-      /* The 101 is written next: no Sec-WebSocket-Protocol in it. */
-      const struct lws_protocols *p = lws_get_protocol(wsi);
-      if (p && p->name)
-        ((char *)(uintptr_t)p->name)[0] = '\0';
-    }
-    return 0;
-  case LWS_CALLBACK_ESTABLISHED: {
-    if (!c)
-      return -1;
-    c->state = CS_OPEN;
-    c->accept_paused = 1;
-    lws_rx_flow_control(wsi, 0);
-    lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
-    int rc = w->h.on_accept
-                 ? w->h.on_accept(w->arg, c, c->bearer, c->bearer_len,
-                                  c->subproto, c->peer)
-                 : -1;
-    tmws_conn_drop_bearer(c);
-    if (rc < 0) {
-      /* Refused: the role forgets it now, so no on_closed later (and no
-       * session, even if one was bound). */
-      c->state = CS_HANDSHAKE;
-      c->s = NULL;
-      tmws_set_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "refused");
-      return close_now(c);
-    }
-    if (c->close_pending)
-      return close_now(c);
-    return 0;
-  }
-  default:
-    break;
-  }
-  if (!c)
-    return 0;
-  return ws_common(c, wsi, reason, in, len);
 }
 
 /* ---- context ----------------------------------------------------------- */
@@ -702,31 +429,21 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     goto fail;
   }
 
-  /* The protocols: [0] http (404s, the upgrade checks), then exactly the
-   * names caps allows; legacy names live in our buffers (see the top). */
-  w->srv_protocols[0] = (struct lws_protocols){
-      .name = "tm-http", .callback = http_cb, .rx_buffer_size = 0};
+  /* The server's names: exactly those caps allows, in the offer's
+   * priority order (tm_wsc_upgrade_parse picks the client's first). */
   {
     const char *names[3] = {TM_SUBPROTO_FULL, TM_SUBPROTO_OPEN,
                             TM_SUBPROTO_BASE};
     unsigned need[3] = {TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL,
                         TM_CAP_OPEN_RESULT, 0};
-    int k = 1;
-    for (int i = 0; i < 3; i++) {
-      if ((cfg->caps & need[i]) != need[i])
-        continue;
-      const char *nm = names[i];
-      if (cfg->legacy_no_subprotocol) {
-        snprintf(w->legacy_names[k - 1], sizeof(w->legacy_names[0]), "%s",
-                 names[i]);
-        w->legacy_orig[k - 1] = names[i];
-        nm = w->legacy_names[k - 1];
-      }
-      w->srv_protocols[k++] = (struct lws_protocols){
-          .name = nm, .callback = srv_cb, .rx_buffer_size = TM_WS_RX_CHUNK};
-    }
-    w->n_ws_protocols = k - 1;
+    int k = 0;
+    for (int i = 0; i < 3; i++)
+      if ((cfg->caps & need[i]) == need[i])
+        w->srv_names[k++] = names[i];
+    w->srv_names[k] = NULL;
   }
+  w->srv_protocols[0] = (struct lws_protocols){
+      .name = "tm-server", .callback = tmws_srv_cb, .rx_buffer_size = 0};
   w->cli_protocols[0] =
       (struct lws_protocols){.name = "tm-client",
                              .callback = tmws_cli_cb,
@@ -775,6 +492,11 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     goto fail;
   }
 
+  if (w->listen && w->cert_file) {
+    w->srv_tls = tmws_srv_tls_new(w, err);
+    if (!w->srv_tls)
+      goto fail;
+  }
   if (w->listen) {
     struct lws_context_creation_info vi;
     memset(&vi, 0, sizeof(vi));
@@ -783,23 +505,16 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     vi.iface = host;
     vi.protocols = w->srv_protocols;
     vi.user = w;
-    vi.timeout_secs = info.timeout_secs;
-    vi.timeout_secs_ah_idle = info.timeout_secs;
-    vi.keepalive_timeout = info.keepalive_timeout;
-    vi.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    /* Raw: lws accepts the sockets and moves bytes; the WebSocket, and
+     * TLS, are ours (tm_ws_server.c). */
+    vi.options = LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
+    vi.listen_accept_role = "raw-skt";
+    vi.listen_accept_protocol = "tm-server";
     vi.provided_client_ssl_ctx = w->client_tls;
-    if (w->cert_file) {
-      vi.ssl_cert_filepath = w->cert_file;
-      vi.ssl_private_key_filepath = w->key_file;
-      /* TLS 1.2 and later only. */
-      vi.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
-    }
     w->vh_server = lws_create_vhost(w->lws, &vi);
     if (!w->vh_server) {
-      *err = w->cert_file ? "the server vhost did not start (the address "
-                            "is taken, or the certificate or key do not load)"
-                          : "the server vhost did not start (the address "
-                            "is taken or not local)";
+      *err = "the server vhost did not start (the address is taken or not "
+             "local)";
       goto fail;
     }
     w->port = lws_get_vhost_listen_port(w->vh_server);
@@ -831,6 +546,8 @@ fail:
   live_remove(w);
   if (w->client_tls)
     SSL_CTX_free(w->client_tls);
+  if (w->srv_tls)
+    SSL_CTX_free(w->srv_tls);
   if (w->deferred)
     api->timer_free(w->deferred);
   free_strings(w);
@@ -848,16 +565,14 @@ void tm_ws_free(tm_ws *w) {
   w->freeing = 1;
   while (w->conns) {
     tm_ws_conn *c = w->conns;
-    if (c->wsi && c->state == CS_OPEN && c->client)
-      tmws_cli_goodbye(c);
-    else if (c->wsi && c->state == CS_OPEN)
-      lws_close_reason(c->wsi, LWS_CLOSE_STATUS_GOINGAWAY,
-                       (unsigned char *)"shutdown", 8);
+    if (c->wsi && c->state == CS_OPEN)
+      tmws_end_goodbye(c);
     tmws_finish(c);
   }
   lws_context_destroy(w->lws);
   live_remove(w);
   SSL_CTX_free(w->client_tls);
+  SSL_CTX_free(w->srv_tls);
   w->api->timer_free(w->deferred);
   free_strings(w);
   free(w);

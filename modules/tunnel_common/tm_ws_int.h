@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What tm_ws.c (the context, the server end, the transport),
- * tm_ws_client.c (the client end) and tm_ws_tls.c (re-reading the TLS
- * files) share. Private to those three files: the only ones that include
- * <libwebsockets.h>.
+ * What tm_ws.c (the context and the transport), tm_ws_end.c (what both
+ * ends do once connected: TLS through memory BIOs, frames in and out,
+ * closing), tm_ws_client.c (the client end), tm_ws_server.c (the server
+ * end) and tm_ws_tls.c (re-reading the TLS files) share. Private to those
+ * files: the only ones that include <libwebsockets.h>.
  */
 #ifndef TM_WS_INT_H
 #define TM_WS_INT_H
@@ -26,15 +27,16 @@
 #define TM_WS_HS_TIMEOUT_MAX 300000u
 #define TM_WS_BEARER_MAX 4096u /* lws' header space is smaller anyway */
 #define TM_WS_CLOSE_GRACE_S 5  /* a close frame that cannot be written */
-#define TM_WS_RX_CHUNK 16384   /* the server's per-connection receive buffer */
-/* lws' per-thread read buffer: what one read of a raw (client) socket
- * takes at most. */
+#define TM_WS_RX_CHUNK 16384   /* a reassembly buffer kept while idle */
+/* lws' per-thread read buffer: what one read of a raw socket takes at
+ * most. */
 #define TM_WS_READ_CHUNK 65536
 /* The bytes one writable event writes, at most (then one more message
- * may still go); the client's go out in one send. */
+ * may still go); they go out in one send. */
 #define TM_WS_BATCH_BYTES 131072u
-/* Client: bytes received while the session paused reading, kept until it
- * resumes (lws may still hand over what it had read). */
+/* Bytes received while reading is paused (the session's pause, or a
+ * server's until tm_ws_conn_resume), kept until it resumes (lws may still
+ * hand over what it had read, TLS what it had decrypted). */
 #define TM_WS_PENDING_MAX (1024u * 1024u)
 #define TM_WS_EVLIB_PLUGIN LWS_INSTALL_LIBDIR "/libwebsockets-evlib_ev.so"
 
@@ -54,12 +56,15 @@ struct tmws_buf {
   size_t len, cap;
 };
 
-/* The client end of one connection (tm_ws_client.c): RFC 6455 over a raw
+/* One end of a connection (tm_ws_end.c): RFC 6455 over a raw
  * libwebsockets connection. */
-struct tm_ws_client_end {
-  char *req; /* the upgrade request (LWS_PRE before it), wiped once sent */
+struct tm_ws_end {
+  char *req; /* client: the upgrade request (LWS_PRE before it), wiped
+              * once sent */
   size_t req_len;
-  uint8_t *ans; /* the answer's head so far, TM_WSC_RESP_MAX */
+  uint8_t *ans; /* the peer's head so far: the client's 101
+                 * (TM_WSC_RESP_MAX), the server's request
+                 * (TM_WSC_REQ_MAX); wiped (it may hold a token) */
   size_t ans_len;
   char key[TM_WSC_KEY_LEN + 1];
   tm_wsc_rx dec;
@@ -70,9 +75,9 @@ struct tm_ws_client_end {
   int pong_due;
   struct tmws_buf pend; /* received while paused */
   uint16_t close_code; /* 0: we close first */
-  uint8_t masks[256];  /* masking keys, refilled from RAND_bytes */
+  uint8_t masks[256];  /* client: masking keys, refilled from RAND_bytes */
   size_t mask_at;
-  SSL *ssl;            /* wss: TLS over memory BIOs (tm_ws_client.c) */
+  SSL *ssl;            /* wss: TLS over memory BIOs (tm_ws_end.c) */
   BIO *rbio, *wbio;    /* owned by ssl */
   uint8_t *plain;      /* wss: decrypted bytes, TM_WS_READ_CHUNK */
 };
@@ -84,6 +89,7 @@ struct tm_ws_conn {
   void *user;
   int client;
   int state;         /* conn_state */
+  int counted;       /* server: upgraded, counted in n_server_conns */
   int accept_paused; /* server: until tm_ws_conn_resume */
   int user_paused;   /* the session's pause_read */
   int close_pending; /* tm_ws_conn_close / the session's close */
@@ -108,7 +114,7 @@ struct tm_ws_conn {
   tm_ws_url url; /* client */
   char offer[128];
   char hosthdr[TM_WS_HOST_MAX + 16];
-  struct tm_ws_client_end ce; /* client */
+  struct tm_ws_end ce;
   tm_ws_conn *prev, *next;
 };
 
@@ -122,17 +128,15 @@ struct tm_ws {
   tm_ws_handlers h;
   void *arg;
   int port;
-  /* http + up to three ws protocols + terminator */
-  struct lws_protocols srv_protocols[5];
+  struct lws_protocols srv_protocols[2];
   struct lws_protocols cli_protocols[2];
-  char legacy_names[3][48];
-  const char *legacy_orig[3];
-  int n_ws_protocols;
+  /* server: the names its caps allow (tm_proto.h), NULL-terminated */
+  const char *srv_names[4];
   tm_ws_conn *conns;
   uint32_t n_server_conns;
   ph_timer *deferred;  /* reports on_connect_error from the loop */
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
-  SSL_CTX *srv_tls;    /* the server vhost's (lws owns it): tm_ws_tls.c */
+  SSL_CTX *srv_tls;    /* the server's (ours; tm_ws_tls.c reloads it) */
   tm_ws *next_live;    /* lws' log sink (process-wide) */
   int freeing;         /* tm_ws_free runs: no new connection */
 };
@@ -159,17 +163,46 @@ int tmws_rx_append(tm_ws_conn *c, const void *in, size_t len,
  * reassembly buffer. */
 void tmws_deliver(tm_ws_conn *c, const uint8_t *msg, size_t len);
 
+/* tm_ws_end.c: both ends once the socket is up. */
+/* Sends n plaintext bytes (through TLS when the end has it). */
+int tmws_wire_send(tm_ws_conn *c, uint8_t *p, size_t n);
+/* What TLS has to send, sent. */
+int tmws_wire_flush(tm_ws_conn *c);
+/* What lws read: decrypted when TLS (its handshake first: on_secure runs
+ * once it completes), then given to plain (0, or -1: close now). */
+int tmws_wire_rx(tm_ws_conn *c, uint8_t *in, size_t len,
+                 int (*on_secure)(tm_ws_conn *c),
+                 int (*plain)(tm_ws_conn *c, uint8_t *in, size_t len));
+/* TLS over memory BIOs with ctx: 0, or -1. */
+int tmws_tls_start(tm_ws_conn *c, SSL_CTX *ctx, int server);
+/* The writable event (CS_OPEN): the session's frames, batched. */
+int tmws_end_writable(tm_ws_conn *c);
+/* Received bytes once open: frames to the session, or kept while paused.
+ * 0, or -1 with the close set (close now). */
+int tmws_end_rx(tm_ws_conn *c, uint8_t *in, size_t len);
+/* Keeps bytes for later (read while paused). */
+int tmws_end_keep(tm_ws_conn *c, const uint8_t *in, size_t len);
+/* Inside a callback of c's wsi: the close frame (ours, or the echo of the
+ * peer's) when open, then -1 so that lws closes the socket. */
+int tmws_end_close_now(tm_ws_conn *c);
+void tmws_end_want_write(tm_ws_conn *c);
+int tmws_end_write(tm_ws_conn *c, const uint8_t *buf, size_t len);
+/* Reading resumed: what was kept is handed over from the loop
+ * (tmws_end_deferred). */
+void tmws_end_resumed(tm_ws_conn *c);
+void tmws_end_deferred(tm_ws_conn *c);
+/* Best effort at tm_ws_free: a close frame written now. */
+void tmws_end_goodbye(tm_ws_conn *c);
+void tmws_end_free(tm_ws_conn *c);
+
 /* tm_ws_client.c */
 int tmws_cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                 void *in, size_t len);
-void tmws_cli_want_write(tm_ws_conn *c);
-int tmws_cli_write(tm_ws_conn *c, const uint8_t *buf, size_t len);
-/* The session resumed reading: what was kept is handed over from the
- * loop (tmws_cli_deferred). */
-void tmws_cli_resumed(tm_ws_conn *c);
-void tmws_cli_deferred(tm_ws_conn *c);
-/* Best effort at tm_ws_free: a close frame written now. */
-void tmws_cli_goodbye(tm_ws_conn *c);
-void tmws_cli_free(tm_ws_conn *c);
+
+/* tm_ws_server.c */
+int tmws_srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                void *in, size_t len);
+/* The server's TLS context from the files (TLS 1.2+): NULL with *err. */
+SSL_CTX *tmws_srv_tls_new(tm_ws *w, const char **err);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The client end of RFC 6455 as pure code (tm_wsc.h). */
+/* RFC 6455 for both ends as pure code (tm_wsc.h). */
 #include "tm_wsc.h"
 
 #include <string.h>
@@ -107,18 +107,78 @@ static int bad(const char **why, const char *s) {
   return TM_WSC_HS_BAD;
 }
 
+/* ---- heads: one strict scanner for the 101 and the request ------------ */
+
+/* The length of the head in buf[0..len) through its CRLF CRLF, looked
+ * for within max bytes; 0 when not there (yet). */
+static size_t head_end(const char *buf, size_t len, size_t max) {
+  size_t scan = len < max ? len : max;
+  for (size_t i = 3; i < scan; i++)
+    if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
+        buf[i - 3] == '\r')
+      return i + 1;
+  return 0;
+}
+
+/* The line at *at (before end): its length without CRLF, *at moved past
+ * it; -1 when it holds a CR or LF that is not its end, or a NUL. */
+static long next_line(const char *buf, size_t end, size_t *at) {
+  size_t s = *at, e = s;
+  while (e + 1 < end && !(buf[e] == '\r' && buf[e + 1] == '\n')) {
+    if (buf[e] == '\n' || buf[e] == '\r' || buf[e] == '\0')
+      return -1;
+    e++;
+  }
+  if (e + 1 >= end)
+    return -1;
+  *at = e + 2;
+  return (long)(e - s);
+}
+
+typedef struct head_field {
+  const char *name, *value;
+  size_t name_len, value_len;
+} head_field;
+
+/* The header field at *at: 1 with *f (the value trimmed), 0 at the blank
+ * line that ends the head, -1 malformed (no colon, an empty name or one
+ * with a space or control byte: no folding either). */
+static int next_field(const char *buf, size_t end, size_t *at, head_field *f) {
+  size_t ls = *at;
+  long n = next_line(buf, end, at);
+  if (n < 0)
+    return -1;
+  if (n == 0)
+    return 0;
+  const char *colon = memchr(buf + ls, ':', (size_t)n);
+  if (!colon || colon == buf + ls)
+    return -1;
+  f->name = buf + ls;
+  f->name_len = (size_t)(colon - f->name);
+  for (size_t i = 0; i < f->name_len; i++)
+    if ((unsigned char)f->name[i] <= ' ' || (unsigned char)f->name[i] >= 0x7f)
+      return -1;
+  const char *v = colon + 1;
+  size_t vl = (size_t)(buf + ls + n - v);
+  for (size_t i = 0; i < vl; i++)
+    if ((unsigned char)v[i] < ' ' && v[i] != '\t')
+      return -1;
+  while (vl && (*v == ' ' || *v == '\t'))
+    v++, vl--;
+  while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+    vl--;
+  f->value = v;
+  f->value_len = vl;
+  return 1;
+}
+
 int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
                     tm_wsc_answer *ans, const char **why) {
   const char *buf = (const char *)ubuf;
-  size_t scan = len < TM_WSC_RESP_MAX ? len : TM_WSC_RESP_MAX, end = 0;
+  size_t end;
   *why = NULL;
   memset(ans, 0, sizeof(*ans));
-  for (size_t i = 3; i < scan; i++)
-    if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
-        buf[i - 3] == '\r') {
-      end = i + 1;
-      break;
-    }
+  end = head_end(buf, len, TM_WSC_RESP_MAX);
   if (!end)
     return len >= TM_WSC_RESP_MAX ? bad(why, "the answer's head is too long")
                                   : TM_WSC_HS_MORE;
@@ -128,42 +188,20 @@ int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
       buf[11] < '0' || buf[11] > '9')
     return bad(why, "the answer is not HTTP/1.1");
   ans->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-  size_t at = 13;
-  while (at + 1 < end && !(buf[at] == '\r' && buf[at + 1] == '\n')) {
-    if (buf[at] == '\n' || buf[at] == '\0')
-      return bad(why, "the answer's status line is malformed");
-    at++;
-  }
-  at += 2;
+  size_t at = 0;
+  if (next_line(buf, end, &at) < 0)
+    return bad(why, "the answer's status line is malformed");
   if (ans->status != 101) {
     *why = "the server did not switch protocols";
     return TM_WSC_HS_REFUSED;
   }
   char want[29];
   expected_accept(key, want);
-  int upgrade = 0, connection = 0, accept = 0, protocols = 0;
-  while (at + 2 <= end && !(buf[at] == '\r' && buf[at + 1] == '\n')) {
-    size_t ls = at, le = at;
-    while (le + 1 < end && !(buf[le] == '\r' && buf[le + 1] == '\n')) {
-      if (buf[le] == '\n' || buf[le] == '\0')
-        return bad(why, "a header line is malformed");
-      le++;
-    }
-    at = le + 2;
-    const char *colon = memchr(buf + ls, ':', le - ls);
-    if (!colon || colon == buf + ls)
-      return bad(why, "a header line is malformed");
-    size_t nl = (size_t)(colon - (buf + ls));
-    for (size_t i = 0; i < nl; i++)
-      if (buf[ls + i] <= ' ' || buf[ls + i] >= 0x7f)
-        return bad(why, "a header name is malformed");
-    const char *v = colon + 1;
-    size_t vl = (size_t)(buf + le - v);
-    while (vl && (*v == ' ' || *v == '\t'))
-      v++, vl--;
-    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-      vl--;
-    const char *nm = buf + ls;
+  int upgrade = 0, connection = 0, accept = 0, protocols = 0, r;
+  head_field f;
+  while ((r = next_field(buf, end, &at, &f)) > 0) {
+    const char *nm = f.name, *v = f.value;
+    size_t nl = f.name_len, vl = f.value_len;
     if (name_is(nm, nl, "Upgrade")) {
       if (!(vl == 9 && strncasecmp(v, "websocket", 9) == 0))
         return bad(why, "the answer upgrades to something else");
@@ -184,6 +222,8 @@ int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
       ans->subproto[vl] = '\0';
     }
   }
+  if (r < 0)
+    return bad(why, "a header line is malformed");
   if (!upgrade || !connection)
     return bad(why, "the answer lacks Upgrade or Connection");
   if (!accept)
@@ -191,25 +231,202 @@ int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
   return (int)end;
 }
 
+/* ---- the server's side of the handshake -------------------------------- */
+
+/* A key is base64 of 16 bytes: 22 characters, the last of them carrying
+ * only two bits, then "==". */
+static int key_ok(const char *v, size_t n) {
+  static const char b64[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (n != TM_WSC_KEY_LEN || v[22] != '=' || v[23] != '=' ||
+      !memchr("AQgw", v[21], 4))
+    return 0;
+  for (size_t i = 0; i < 22; i++)
+    if (!v[i] || !memchr(b64, v[i], 64))
+      return 0;
+  return 1;
+}
+
+/* The first name of the offer v[0..n) (a comma list) that names has, as
+ * its index into names; -1 when none. */
+static int offer_pick(const char *v, size_t n, const char *const *names) {
+  size_t i = 0;
+  while (i < n) {
+    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+      i++;
+    size_t s = i;
+    while (i < n && v[i] != ',' && v[i] != ' ' && v[i] != '\t')
+      i++;
+    for (int k = 0; names && names[k] && i > s; k++)
+      if (strlen(names[k]) == i - s && !memcmp(v + s, names[k], i - s))
+        return k;
+  }
+  return -1;
+}
+
+static int refuse_up(tm_wsc_upgrade *up, int status, const char **why,
+                     const char *s, size_t end) {
+  up->status = status;
+  *why = s;
+  return (int)end;
+}
+
+int tm_wsc_upgrade_parse(const uint8_t *ubuf, size_t len, const char *path,
+                         const char *const *names, tm_wsc_upgrade *up,
+                         const char **why) {
+  const char *buf = (const char *)ubuf;
+  size_t end = head_end(buf, len, TM_WSC_REQ_MAX), at = 0;
+  *why = NULL;
+  memset(up, 0, sizeof(*up));
+  up->chosen = -1;
+  if (!end) {
+    if (len < TM_WSC_REQ_MAX)
+      return TM_WSC_HS_MORE;
+    up->status = 431;
+    return bad(why, "the request's head is too long");
+  }
+  /* Request line: method SP request-target SP HTTP/1.x */
+  long ll = next_line(buf, end, &at);
+  const char *sp1 = ll > 0 ? memchr(buf, ' ', (size_t)ll) : NULL;
+  const char *sp2 =
+      sp1 ? memchr(sp1 + 1, ' ', (size_t)(buf + ll - (sp1 + 1))) : NULL;
+  if (!sp1 || !sp2 || sp2 == sp1 + 1 || buf + ll - (sp2 + 1) != 8 ||
+      memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
+    up->status = 400;
+    return bad(why, "the request line is malformed");
+  }
+  for (const char *p = buf; p < sp2; p++)
+    if ((unsigned char)*p <= ' ' && p != sp1)
+      return (up->status = 400), bad(why, "the request line is malformed");
+  int get = sp1 - buf == 3 && !memcmp(buf, "GET", 3);
+  int http11 = sp2[8] == '1';
+  const char *target = sp1 + 1;
+  size_t tl = (size_t)(sp2 - target);
+  const char *q = memchr(target, '?', tl);
+  size_t pl = q ? (size_t)(q - target) : tl;
+  int path_ok = path && strlen(path) == pl && !memcmp(target, path, pl);
+
+  int r, host = 0, upgrade = 0, other_upgrade = 0, connection = 0, keys = 0,
+         auths = 0, version = 0, offered = 0;
+  head_field f;
+  while ((r = next_field(buf, end, &at, &f)) > 0) {
+    const char *nm = f.name, *v = f.value;
+    size_t nl = f.name_len, vl = f.value_len;
+    if (name_is(nm, nl, "Host")) {
+      host++;
+    } else if (name_is(nm, nl, "Upgrade")) {
+      if (has_token(v, vl, "websocket"))
+        upgrade = 1;
+      else
+        other_upgrade = 1;
+    } else if (name_is(nm, nl, "Connection")) {
+      if (has_token(v, vl, "upgrade"))
+        connection = 1;
+    } else if (name_is(nm, nl, "Sec-WebSocket-Key")) {
+      if (keys++ == 0 && key_ok(v, vl)) {
+        memcpy(up->key, v, TM_WSC_KEY_LEN);
+        up->key[TM_WSC_KEY_LEN] = '\0';
+      }
+    } else if (name_is(nm, nl, "Sec-WebSocket-Version")) {
+      version = vl == 2 && !memcmp(v, "13", 2) && version != -1 ? 13 : -1;
+    } else if (name_is(nm, nl, "Sec-WebSocket-Protocol")) {
+      offered = 1;
+      if (up->chosen < 0)
+        up->chosen = offer_pick(v, vl, names);
+    } else if (name_is(nm, nl, "Authorization")) {
+      auths++;
+      up->auth_off = (size_t)(v - buf);
+      up->auth_len = vl;
+    }
+  }
+  if (r < 0) {
+    up->status = 400;
+    return bad(why, "a header line is malformed");
+  }
+  if (!upgrade)
+    return refuse_up(up, 404, why,
+                     other_upgrade ? "an upgrade to something else"
+                                   : "not a WebSocket upgrade",
+                     end);
+  if (!path_ok)
+    return refuse_up(up, 404, why, "an upgrade on another path", end);
+  if (!get || !http11 || host != 1 || !connection)
+    return refuse_up(up, 400, why, "not a GET over HTTP/1.1 with one Host and "
+                              "Connection: upgrade", end);
+  if (keys != 1 || !up->key[0])
+    return refuse_up(up, 400, why, "Sec-WebSocket-Key is missing or malformed",
+                     end);
+  if (version != 13)
+    return refuse_up(up, 426, why, "Sec-WebSocket-Version is not 13", end);
+  if (auths > 1)
+    return refuse_up(up, 400, why, "more than one Authorization header", end);
+  if (!offered)
+    return refuse_up(up, 400, why, "no subprotocol was offered", end);
+  if (up->chosen < 0)
+    return refuse_up(up, 400, why, "no subprotocol offered is supported", end);
+  if (!auths)
+    up->auth_off = 0;
+  return (int)end;
+}
+
+int tm_wsc_accept(char *buf, size_t cap, const char *key,
+                  const char *subproto) {
+  char acc[29];
+  size_t at = 0;
+  expected_accept(key, acc);
+  if (!acc[0] || (subproto && !field_ok(subproto, strlen(subproto))))
+    return -1;
+  if (PUTS("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+           "Connection: Upgrade\r\nSec-WebSocket-Accept: ") ||
+      PUTS(acc) || PUTS("\r\n"))
+    return -1;
+  if (subproto &&
+      (PUTS("Sec-WebSocket-Protocol: ") || PUTS(subproto) || PUTS("\r\n")))
+    return -1;
+  if (PUTS("\r\n"))
+    return -1;
+  return (int)at;
+}
+
+int tm_wsc_refusal(char *buf, size_t cap, int status) {
+  const char *line;
+  size_t at = 0;
+  switch (status) {
+  case 404: line = "404 Not Found"; break;
+  case 426: line = "426 Upgrade Required"; break;
+  case 431: line = "431 Request Header Fields Too Large"; break;
+  case 503: line = "503 Service Unavailable"; break;
+  default: line = "400 Bad Request"; break;
+  }
+  if (PUTS("HTTP/1.1 ") || PUTS(line) ||
+      (status == 426 && PUTS("\r\nSec-WebSocket-Version: 13")) ||
+      PUTS("\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+    return -1;
+  return (int)at;
+}
+
 /* ---- frames out ------------------------------------------------------ */
 
 size_t tm_wsc_frame_header(uint8_t *out, unsigned opcode, uint64_t len,
-                           const uint8_t mask[4]) {
+                           const uint8_t *mask) {
   size_t n = 2;
+  uint8_t mbit = mask ? 0x80u : 0;
   out[0] = (uint8_t)(0x80u | (opcode & 0x0fu));
   if (len < 126) {
-    out[1] = (uint8_t)(0x80u | len);
+    out[1] = (uint8_t)(mbit | len);
   } else if (len <= 0xffff) {
-    out[1] = 0x80u | 126u;
+    out[1] = mbit | 126u;
     out[2] = (uint8_t)(len >> 8);
     out[3] = (uint8_t)len;
     n = 4;
   } else {
-    out[1] = 0x80u | 127u;
+    out[1] = mbit | 127u;
     for (int i = 0; i < 8; i++)
       out[2 + i] = (uint8_t)(len >> (56 - 8 * i));
     n = 10;
   }
+  if (!mask)
+    return n;
   memcpy(out + n, mask, 4);
   return n + 4;
 }
@@ -236,8 +453,9 @@ void tm_wsc_mask(uint8_t *dst, const uint8_t *src, size_t n,
 
 /* ---- frames in ------------------------------------------------------- */
 
-void tm_wsc_rx_init(tm_wsc_rx *rx) {
+void tm_wsc_rx_init(tm_wsc_rx *rx, int role) {
   memset(rx, 0, sizeof(*rx));
+  rx->role = role == TM_WSC_SERVER ? TM_WSC_SERVER : TM_WSC_CLIENT;
   rx->hdr_need = 2;
 }
 
@@ -254,8 +472,10 @@ static const char *rx_header(tm_wsc_rx *rx) {
   unsigned op = b0 & 0x0fu;
   if (b0 & 0x70u)
     return "a frame has a reserved bit set";
-  if (b1 & 0x80u)
+  if (rx->role == TM_WSC_CLIENT && (b1 & 0x80u))
     return "the server sent a masked frame";
+  if (rx->role == TM_WSC_SERVER && !(b1 & 0x80u))
+    return "the client sent an unmasked frame";
   if (op != TM_WSC_OP_CONT && op != TM_WSC_OP_TEXT && op != TM_WSC_OP_BINARY &&
       op != TM_WSC_OP_CLOSE && op != TM_WSC_OP_PING && op != TM_WSC_OP_PONG)
     return "a frame has an unknown opcode";
@@ -272,6 +492,9 @@ static const char *rx_header(tm_wsc_rx *rx) {
   rx->opcode = (uint8_t)op;
   rx->fin = (b0 & 0x80u) ? 1 : 0;
   rx->left = len;
+  if (rx->role == TM_WSC_SERVER)
+    memcpy(rx->mask, rx->hdr + rx->hdr_need - 4, 4);
+  rx->moff = 0;
   if (op >= 0x8) {
     if (!rx->fin || len > TM_WSC_CONTROL_MAX)
       return "a control frame is fragmented or too long";
@@ -289,7 +512,15 @@ static const char *rx_header(tm_wsc_rx *rx) {
   return NULL;
 }
 
-enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
+/* Server role: unmasks n payload bytes of the current frame in place. */
+static void rx_unmask(tm_wsc_rx *rx, uint8_t *p, size_t n) {
+  if (rx->role != TM_WSC_SERVER || !n)
+    return;
+  tm_wsc_mask(p, p, n, rx->mask, (size_t)(rx->moff & 3));
+  rx->moff += n;
+}
+
+enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, uint8_t *in, size_t len,
                                  size_t *used, tm_wsc_ev *ev) {
   size_t at = 0;
   memset(ev, 0, sizeof(*ev));
@@ -298,12 +529,15 @@ enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
     return rx_fail(rx, ev, "the connection already failed");
   for (;;) {
     if (rx->hdr_have < rx->hdr_need) {
-      /* Gathering a header: byte by byte, at most ten bytes a frame. */
+      /* Gathering a header: byte by byte, at most fourteen bytes a
+       * frame. */
       while (rx->hdr_have < rx->hdr_need && at < len) {
         rx->hdr[rx->hdr_have++] = in[at++];
         if (rx->hdr_have == 2) {
           unsigned l7 = rx->hdr[1] & 0x7fu;
           rx->hdr_need = l7 == 126 ? 4 : l7 == 127 ? 10 : 2;
+          if (rx->hdr[1] & 0x80u)
+            rx->hdr_need += 4; /* the masking key (checked below) */
         }
       }
       if (rx->hdr_have < rx->hdr_need) {
@@ -320,6 +554,7 @@ enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
     if (rx->opcode >= 0x8) {
       size_t take = len - at < rx->left ? len - at : (size_t)rx->left;
       memcpy(rx->ctl + rx->ctl_len, in + at, take);
+      rx_unmask(rx, rx->ctl + rx->ctl_len, take);
       rx->ctl_len = (uint8_t)(rx->ctl_len + take);
       at += take;
       rx->left -= take;
@@ -346,6 +581,7 @@ enum tm_wsc_event tm_wsc_rx_next(tm_wsc_rx *rx, const uint8_t *in, size_t len,
       *used = at;
       return TM_WSC_EV_NEED;
     }
+    rx_unmask(rx, in + at, take);
     ev->data = in + at;
     ev->len = take;
     ev->opcode = rx->msg_text ? TM_WSC_OP_TEXT : TM_WSC_OP_BINARY;
