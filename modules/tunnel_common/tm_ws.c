@@ -573,6 +573,8 @@ void tm_ws_free(tm_ws *w) {
   live_remove(w);
   SSL_CTX_free(w->client_tls);
   SSL_CTX_free(w->srv_tls);
+  free(w->out);
+  free(w->plain);
   w->api->timer_free(w->deferred);
   free_strings(w);
   free(w);

@@ -31,6 +31,8 @@
 #include <openssl/x509.h>
 
 /* The close frame's reason is short and fixed (tm_ws_conn_close). */
+/* A memory BIO that held more than this is replaced once empty. */
+#define TM_WS_BIO_KEEP 16384
 #define CLOSE_FRAME_MAX (TM_WSC_HDR_MAX + 2 + 32)
 
 /* ---- masking keys (client) ----------------------------------------------- */
@@ -62,6 +64,23 @@ static int frame_header(tm_ws_conn *c, uint8_t *out, unsigned op, size_t n,
 /* What lws reads goes into rbio, what TLS writes comes out of wbio into
  * lws_write. */
 
+/* A memory BIO keeps the largest buffer it ever held: once a large read
+ * or write passed and it is empty again, a fresh one replaces it (one
+ * allocation per large transfer; idle connections stay small). */
+static void fresh_bio(tm_ws_conn *c, int wbio) {
+  struct tm_ws_end *e = &c->ce;
+  BIO *b = BIO_new(BIO_s_mem());
+  if (!b)
+    return; /* the old one stays */
+  if (wbio) {
+    SSL_set0_wbio(e->ssl, b); /* frees the old one */
+    e->wbio = b;
+  } else {
+    SSL_set0_rbio(e->ssl, b);
+    e->rbio = b;
+  }
+}
+
 int tmws_wire_flush(tm_ws_conn *c) {
   struct tm_ws_end *e = &c->ce;
   char *p;
@@ -74,6 +93,8 @@ int tmws_wire_flush(tm_ws_conn *c) {
   /* lws keeps what the kernel did not take and reports the whole length. */
   int rc = lws_write(c->wsi, (uint8_t *)p, (size_t)n, LWS_WRITE_RAW);
   (void)BIO_reset(e->wbio);
+  if (n > TM_WS_BIO_KEEP)
+    fresh_bio(c, 1);
   return rc < n ? -1 : 0;
 }
 
@@ -147,39 +168,42 @@ int tmws_wire_rx(tm_ws_conn *c, uint8_t *in, size_t len,
     if (on_secure(c) < 0)
       return -1;
   }
-  if (!e->plain) {
-    e->plain = malloc(TM_WS_READ_CHUNK);
-    if (!e->plain)
+  tm_ws *w = c->w;
+  if (!w->plain) {
+    w->plain = malloc(TM_WS_READ_CHUNK);
+    if (!w->plain)
       return -1;
   }
   for (;;) {
     ERR_clear_error();
-    int n = SSL_read(e->ssl, e->plain, TM_WS_READ_CHUNK);
+    int n = SSL_read(e->ssl, w->plain, TM_WS_READ_CHUNK);
     if (n <= 0) {
       int err = SSL_get_error(e->ssl, n);
       if (err == SSL_ERROR_WANT_READ)
         break;
       return -1; /* a TLS error, or the peer's close_notify */
     }
-    if (plain(c, e->plain, (size_t)n) < 0)
+    if (plain(c, w->plain, (size_t)n) < 0)
       return -1;
     if (!c->wsi || c->close_pending)
       break;
   }
   if (BIO_ctrl_pending(e->wbio))
     lws_callback_on_writable(c->wsi);
+  if (len > TM_WS_BIO_KEEP && c->wsi && BIO_ctrl_pending(e->rbio) == 0)
+    fresh_bio(c, 0);
   return 0;
 }
 
 /* ---- writing ------------------------------------------------------------- */
 
 static int out_room(tm_ws_conn *c) {
-  struct tm_ws_end *e = &c->ce;
-  if (!e->out) {
-    e->out_cap = TM_WS_BATCH_BYTES + c->w->cfg.max_message + TM_WSC_HDR_MAX +
+  tm_ws *w = c->w;
+  if (!w->out) {
+    w->out_cap = TM_WS_BATCH_BYTES + w->cfg.max_message + TM_WSC_HDR_MAX +
                  TM_WSC_HDR_MAX + TM_WSC_CONTROL_MAX;
-    e->out = malloc(LWS_PRE + e->out_cap);
-    if (!e->out)
+    w->out = malloc(LWS_PRE + w->out_cap);
+    if (!w->out)
       return -1;
   }
   return 0;
@@ -190,9 +214,9 @@ static int out_frame(tm_ws_conn *c, unsigned op, const uint8_t *p, size_t n) {
   struct tm_ws_end *e = &c->ce;
   uint8_t mask[4];
   size_t h;
-  if (e->out_len + TM_WSC_HDR_MAX + n > e->out_cap)
+  if (!c->w->out || e->out_len + TM_WSC_HDR_MAX + n > c->w->out_cap)
     return -1;
-  uint8_t *at = e->out + LWS_PRE + e->out_len;
+  uint8_t *at = c->w->out + LWS_PRE + e->out_len;
   if (frame_header(c, at, op, n, mask, &h) < 0)
     return -1;
   if (c->client)
@@ -209,7 +233,7 @@ static int flush_out(tm_ws_conn *c) {
     return 0;
   size_t n = e->out_len;
   e->out_len = 0;
-  return tmws_wire_send(c, e->out + LWS_PRE, n);
+  return tmws_wire_send(c, c->w->out + LWS_PRE, n);
 }
 
 int tmws_end_close_now(tm_ws_conn *c) {
@@ -426,9 +450,7 @@ void tmws_end_free(tm_ws_conn *c) {
     tmws_wipe(e->ans, e->ans_len);
     free(e->ans);
   }
-  free(e->out);
   free(e->pend.p);
-  free(e->plain);
   if (e->ssl)
     SSL_free(e->ssl); /* and its BIOs */
   memset(e, 0, sizeof(*e));

@@ -68,8 +68,7 @@ struct tm_ws_end {
   size_t ans_len;
   char key[TM_WSC_KEY_LEN + 1];
   tm_wsc_rx dec;
-  uint8_t *out; /* the batch (LWS_PRE before it) */
-  size_t out_len, out_cap;
+  size_t out_len; /* the batch's bytes in w->out (0 between events) */
   uint8_t pong[TM_WSC_CONTROL_MAX];
   size_t pong_len;
   int pong_due;
@@ -79,7 +78,6 @@ struct tm_ws_end {
   size_t mask_at;
   SSL *ssl;            /* wss: TLS over memory BIOs (tm_ws_end.c) */
   BIO *rbio, *wbio;    /* owned by ssl */
-  uint8_t *plain;      /* wss: decrypted bytes, TM_WS_READ_CHUNK */
 };
 
 struct tm_ws_conn {
@@ -138,6 +136,14 @@ struct tm_ws {
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
   SSL_CTX *srv_tls;    /* the server's (ours; tm_ws_tls.c reloads it) */
   tm_ws *next_live;    /* lws' log sink (process-wide) */
+  /* Shared by every conn (tm_ws_end.c), since each is used only within
+   * one callback (the loop runs one at a time): the batch of frames a
+   * writable event sends (LWS_PRE before it), and the plaintext TLS
+   * gives a read. A server's 4096 connections must not hold 200 KiB
+   * each. */
+  uint8_t *out;
+  size_t out_cap;
+  uint8_t *plain; /* TM_WS_READ_CHUNK */
   int freeing;         /* tm_ws_free runs: no new connection */
 };
 
