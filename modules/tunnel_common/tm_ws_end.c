@@ -315,12 +315,14 @@ static int paused(const tm_ws_conn *c) {
 }
 
 /* A decoder error: 1002, logged with the decoder's sentence (static, never
- * the peer's bytes). */
+ * the peer's bytes); the session ends as a protocol error. */
 static int protocol_error(tm_ws_conn *c, const char *why) {
   PH_LOG(c->w->api, c->w->ctx, PH_LOG_INFO, "tunnel WebSocket protocol error",
          PH_STR("end", c->client ? "client" : "server"), PH_STR("why", why),
          PH_STR("peer", c->peer));
   tmws_set_close(c, LWS_CLOSE_STATUS_PROTOCOL_ERR, "protocol error");
+  if (c->s)
+    tm_session_on_transport_error(c->s);
   return -1;
 }
 

@@ -17,6 +17,7 @@
 #include <libwebsockets.h>
 
 #include "tm_proto.h"
+#include "tm_session_ws.h"
 #include "tm_ws.h"
 #include "tm_ws_url.h"
 #include "tm_wsc.h"

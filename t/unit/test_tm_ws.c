@@ -683,6 +683,8 @@ static void unmasked_frame(int port, rec *r, const char *good, size_t len) {
   is_int(read_close_code(fd), 1002, name);
   ok(wait_for(&r->srv_closed, 2) && r->srv_s[1]->messages == 0,
      "the unmasked message was never delivered; on_closed ran");
+  is_int(r->srv_s[1]->proto_errors, 1,
+         "the bound session was told it is a protocol error (1002)");
   close(fd);
 }
 

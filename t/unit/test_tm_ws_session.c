@@ -6,10 +6,19 @@
  * the WINDOW_UPDATEs travel over lws too), half-close reaches both ends,
  * and closing one session ends the WebSocket and the peer's session.
  * The same against an old server (no subprotocol): legacy, no
- * OPEN_RESULT, no windows (TM-PROTO-16). */
+ * OPEN_RESULT, no windows (TM-PROTO-16). A raw client's unmasked frame
+ * closes with 1002 and ends the server's session as TM_CLOSE_PROTOCOL
+ * (issue 22 item 6), counted and reported as the session's own protocol
+ * errors are. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <ev.h>
 
@@ -347,6 +356,73 @@ static void run_case(int legacy) {
   tm_ws_free(sw);
 }
 
+/* Reads from fd while running the loop until want bytes arrived (or EOF,
+ * or the bound); the count. */
+static size_t raw_read(int fd, uint8_t *buf, size_t cap, size_t want) {
+  size_t got = 0;
+  for (int i = 0; i < 1000 && got < want && got < cap; i++) {
+    ev_run(loop, EVRUN_NOWAIT);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 10) <= 0)
+      continue;
+    ssize_t n = read(fd, buf + got, cap - got);
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+  }
+  return got;
+}
+
+static int cond_srv_closed(void *a) {
+  (void)a;
+  return W.srv.closed && W.srv.transport_closed;
+}
+
+static void run_unmasked(void) {
+  const char *err = NULL;
+  memset(&W, 0, sizeof(W));
+  tm_ws_cfg sc = {.listen = "127.0.0.1:0",
+                  .caps = TM_CAP_ALL,
+                  .max_message = TM_MAX_FRAME,
+                  .path = "/tunnel"};
+  tm_ws *sw = tm_ws_new(api, hctx, &sc, &handlers, &W, &err);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons(sw ? tm_ws_port(sw) : 1)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  static const char req[] =
+      "GET /tunnel HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: " TM_SUBPROTO_BASE
+      "\r\n\r\n";
+  uint8_t ans[2048];
+  size_t n = 0;
+  if (sw && fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+      write(fd, req, sizeof(req) - 1) == (ssize_t)sizeof(req) - 1) {
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    n = raw_read(fd, ans, sizeof(ans) - 1, 129); /* the 101's length */
+  }
+  ans[n] = '\0';
+  ok(n > 0 && strstr((char *)ans, " 101 ") && W.srv.s,
+     "a raw client upgrades and the server binds a session");
+  /* A whole, valid TunnelMesh-sized binary frame, but unmasked. */
+  static const uint8_t unmasked[] = {0x82, 0x03, 1, 2, 3};
+  ok(fd >= 0 && write(fd, unmasked, sizeof(unmasked)) == sizeof(unmasked),
+     "the raw client sends an unmasked binary frame");
+  uint8_t fr[64];
+  size_t got = fd >= 0 ? raw_read(fd, fr, sizeof(fr), 4) : 0;
+  ok(got >= 4 && fr[0] == 0x88 && ((fr[2] << 8) | fr[3]) == 1002,
+     "issue 22 item 6: the server closes with 1002");
+  ok(run_until(loop, cond_srv_closed, NULL, 10.0),
+     "the server's session and connection end");
+  is_int(W.srv.reason, TM_CLOSE_PROTOCOL,
+         "the server session ends with TM_CLOSE_PROTOCOL (counted as "
+         "reason=\"protocol\")");
+  if (fd >= 0)
+    close(fd);
+  tm_ws_free(sw);
+}
+
 int main(void) {
   char err[512];
   plan_lazy();
@@ -360,6 +436,7 @@ int main(void) {
   loop = api->loop(hctx);
   run_case(0);
   run_case(1);
+  run_unmasked();
   ph_mock_stop(m);
   ph_mock_free(m);
   return done_testing();

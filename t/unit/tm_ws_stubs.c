@@ -2,6 +2,8 @@
 /* test_tm_ws's echo session (tm_ws_stubs.h). */
 #include "tm_ws_stubs.h"
 
+#include "tm_session_ws.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +71,8 @@ void tm_session_on_transport_closed(tm_session *s) {
   s->closed++;
   s->c = NULL;
 }
+
+void tm_session_on_transport_error(tm_session *s) { s->proto_errors++; }
 
 #ifndef TM_HAVE_PROTO
 /* Until tm-proto's tm_proto.c is merged: the offer and the caps of a

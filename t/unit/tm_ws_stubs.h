@@ -22,6 +22,7 @@ struct tm_session {
   uint32_t last_sum; /* a checksum of the whole last message */
   int writable;      /* on_writable calls */
   int closed;        /* on_transport_closed calls */
+  int proto_errors;  /* on_transport_error calls (1002) */
   int write_errors;
   uint8_t *q[STUB_QMAX]; /* queued messages, each with LWS headroom */
   size_t qlen[STUB_QMAX];
