@@ -4,21 +4,24 @@
  * lws context per module instance (a server vhost, client connections,
  * or both), whole binary messages in and out, TLS, the subprotocol offer
  * and choice, and the bearer token in a header. Its implementation
- * (tm_ws.c, the server end; tm_ws_client.c, the client end: our RFC 6455
- * client, tm_wsc.h, on a libwebsockets raw connection) is the only code
- * that includes <libwebsockets.h>; a tm_ws_conn is a tm_transport for a
- * tm_session.
+ * (tm_ws.c; tm_ws_server.c and tm_ws_client.c, each end's handshake;
+ * tm_ws_end.c, both ends once connected: our RFC 6455, tm_wsc.h, on
+ * libwebsockets raw connections, TLS through OpenSSL memory BIOs) is the
+ * only code that includes <libwebsockets.h>; a tm_ws_conn is a
+ * tm_transport for a tm_session.
  *
  * Server: listens on cfg->listen; with cert and key it speaks wss (TLS
  * 1.2+), without them plain ws, refused at tm_ws_new unless the address
- * is loopback or allow_plain is set. It offers exactly the subprotocol
- * names its caps allow (tm_proto.h), so libwebsockets picks the first the
- * client offered among them (TM-PROTO-15); legacy_no_subprotocol makes it
+ * is loopback or allow_plain is set. It has exactly the subprotocol
+ * names its caps allow (tm_proto.h) and picks the first the client
+ * offered among them (TM-PROTO-15); legacy_no_subprotocol makes it
  * answer with none at all, as an old server does. The Authorization
  * header (Bearer <token>) is captured at the handshake and handed to
  * on_accept with the chosen name; the token never appears in a URL, a log
  * line or an error sent back. Messages above max_message close the
- * connection (1009).
+ * connection (1009); a client's unmasked frame closes it with 1002 (RFC
+ * 6455 section 5.1, issue 22 item 6) and ends its session as a protocol
+ * error.
  *
  * Client: connects to a ws:// or wss:// URL (wss verifies the server's
  * certificate and name, an IPv4 literal as an IP address, against

@@ -26,7 +26,7 @@
 #define TM_WS_MAX_CONN_LIMIT 65536u
 #define TM_WS_HS_TIMEOUT_DEFAULT 10000u
 #define TM_WS_HS_TIMEOUT_MAX 300000u
-#define TM_WS_BEARER_MAX 4096u /* lws' header space is smaller anyway */
+#define TM_WS_BEARER_MAX 4096u /* within a request head's TM_WSC_REQ_MAX */
 #define TM_WS_CLOSE_GRACE_S 5  /* a close frame that cannot be written */
 #define TM_WS_RX_CHUNK 16384   /* a reassembly buffer kept while idle */
 /* lws' per-thread read buffer: what one read of a raw socket takes at
