@@ -7,9 +7,9 @@
  *
  * One lws context per tm_ws, created with LWS_SERVER_OPTION_LIBEV and the
  * host's loop as its foreign loop, and explicit vhosts: "tm-server" (when
- * cfg->listen is set: a raw listener, tm_ws_server.c) and "tm-client"
- * (always; no listener). Both ends are our RFC 6455 (tm_wsc.h) on raw
- * connections, TLS ours too (tm_ws_end.c): lws' ws role is not used
+ * cfg->listen is set: a raw listener with lws' TLS, tm_ws_server.c) and
+ * "tm-client" (always; no listener; TLS ours, tm_ws_end.c). Both ends
+ * are our RFC 6455 (tm_wsc.h) on raw connections: lws' ws role is not used
  * (issue 11: its cost per byte; issue 22 item 6: as a server it accepts
  * unmasked client frames). Every connection is a tm_ws_conn found through
  * the wsi's opaque user pointer; a conn is linked in its tm_ws until it
@@ -492,11 +492,6 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     goto fail;
   }
 
-  if (w->listen && w->cert_file) {
-    w->srv_tls = tmws_srv_tls_new(w, err);
-    if (!w->srv_tls)
-      goto fail;
-  }
   if (w->listen) {
     struct lws_context_creation_info vi;
     memset(&vi, 0, sizeof(vi));
@@ -505,16 +500,30 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     vi.iface = host;
     vi.protocols = w->srv_protocols;
     vi.user = w;
-    /* Raw: lws accepts the sockets and moves bytes; the WebSocket, and
-     * TLS, are ours (tm_ws_server.c). */
-    vi.options = LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
+    /* Raw: lws accepts the sockets, runs TLS on them (lws 4.1 can on a
+     * raw server socket, unlike a raw client one) and moves the
+     * plaintext; the WebSocket is ours (tm_ws_server.c). The deadline of
+     * lws' TLS accept is the handshake's too. */
+    vi.options = LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG |
+                 LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
     vi.listen_accept_role = "raw-skt";
     vi.listen_accept_protocol = "tm-server";
+    vi.timeout_secs = info.timeout_secs;
     vi.provided_client_ssl_ctx = w->client_tls;
+    if (w->cert_file) {
+      vi.ssl_cert_filepath = w->cert_file;
+      vi.ssl_private_key_filepath = w->key_file;
+      /* TLS 1.2 and later only. */
+      vi.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+      /* Never h2 (lws' default offer): the upgrade is HTTP/1.1. */
+      vi.alpn = "http/1.1";
+    }
     w->vh_server = lws_create_vhost(w->lws, &vi);
     if (!w->vh_server) {
-      *err = "the server vhost did not start (the address is taken or not "
-             "local)";
+      *err = w->cert_file ? "the server vhost did not start (the address "
+                            "is taken, or the certificate or key do not load)"
+                          : "the server vhost did not start (the address "
+                            "is taken or not local)";
       goto fail;
     }
     w->port = lws_get_vhost_listen_port(w->vh_server);
@@ -546,8 +555,6 @@ fail:
   live_remove(w);
   if (w->client_tls)
     SSL_CTX_free(w->client_tls);
-  if (w->srv_tls)
-    SSL_CTX_free(w->srv_tls);
   if (w->deferred)
     api->timer_free(w->deferred);
   free_strings(w);
@@ -572,7 +579,6 @@ void tm_ws_free(tm_ws *w) {
   lws_context_destroy(w->lws);
   live_remove(w);
   SSL_CTX_free(w->client_tls);
-  SSL_CTX_free(w->srv_tls);
   free(w->out);
   free(w->plain);
   w->api->timer_free(w->deferred);

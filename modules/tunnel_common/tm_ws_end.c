@@ -4,9 +4,10 @@
  * here from tm_ws_client.c when the server end left lws' ws role, issue
  * 22 item 6): RFC 6455 (tm_wsc.h) over a libwebsockets raw connection.
  * lws moves the bytes, calls us from the loop and keeps what the kernel
- * did not take of a write; TLS, when the end has it, is OpenSSL over
- * memory BIOs (lws 4.1 sets TLS up on a raw client connection before the
- * socket exists, and we keep one code path for both ends).
+ * did not take of a write. The client's TLS is OpenSSL over memory BIOs
+ * here (lws 4.1 sets TLS up on a raw client connection before the socket
+ * exists); the server's is lws' own (it runs on a raw server socket), so
+ * a server end sees plaintext.
  *
  * Writes are batched: the transport's writable event runs the session's
  * writer again and again while the batch has room for one more message
@@ -133,12 +134,6 @@ int tmws_tls_start(tm_ws_conn *c, SSL_CTX *ctx, int server) {
 
 static void tls_log_failure(tm_ws_conn *c) {
   long vr = SSL_get_verify_result(c->ce.ssl);
-  if (!c->client) {
-    /* A peer's failure (a scanner, a client with a wrong CA): debug. */
-    PH_LOG(c->w->api, c->w->ctx, PH_LOG_DEBUG,
-           "tunnel TLS handshake failed (server)", PH_STR("peer", c->peer));
-    return;
-  }
   PH_LOG(c->w->api, c->w->ctx, PH_LOG_WARN, "tunnel TLS handshake failed",
          PH_STR("why", vr != X509_V_OK ? X509_verify_cert_error_string(vr)
                                        : "the TLS handshake did not complete"));

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What tm_ws.c (the context and the transport), tm_ws_end.c (what both
- * ends do once connected: TLS through memory BIOs, frames in and out,
- * closing), tm_ws_client.c (the client end), tm_ws_server.c (the server
+ * ends do once connected: frames in and out, closing; the client's TLS
+ * through memory BIOs), tm_ws_client.c (the client end), tm_ws_server.c (the server
  * end) and tm_ws_tls.c (re-reading the TLS files) share. Private to those
  * files: the only ones that include <libwebsockets.h>.
  */
@@ -77,7 +77,7 @@ struct tm_ws_end {
   uint16_t close_code; /* 0: we close first */
   uint8_t masks[256];  /* client: masking keys, refilled from RAND_bytes */
   size_t mask_at;
-  SSL *ssl;            /* wss: TLS over memory BIOs (tm_ws_end.c) */
+  SSL *ssl;            /* client, wss: TLS over memory BIOs (tm_ws_end.c) */
   BIO *rbio, *wbio;    /* owned by ssl */
 };
 
@@ -135,7 +135,7 @@ struct tm_ws {
   uint32_t n_server_conns;
   ph_timer *deferred;  /* reports on_connect_error from the loop */
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */
-  SSL_CTX *srv_tls;    /* the server's (ours; tm_ws_tls.c reloads it) */
+  SSL_CTX *srv_tls;    /* the server vhost's (lws owns it): tm_ws_tls.c */
   tm_ws *next_live;    /* lws' log sink (process-wide) */
   /* Shared by every conn (tm_ws_end.c), since each is used only within
    * one callback (the loop runs one at a time): the batch of frames a
@@ -180,7 +180,7 @@ int tmws_wire_flush(tm_ws_conn *c);
 int tmws_wire_rx(tm_ws_conn *c, uint8_t *in, size_t len,
                  int (*on_secure)(tm_ws_conn *c),
                  int (*plain)(tm_ws_conn *c, uint8_t *in, size_t len));
-/* TLS over memory BIOs with ctx: 0, or -1. */
+/* TLS over memory BIOs with ctx (the client end): 0, or -1. */
 int tmws_tls_start(tm_ws_conn *c, SSL_CTX *ctx, int server);
 /* The writable event (CS_OPEN): the session's frames, batched. */
 int tmws_end_writable(tm_ws_conn *c);
@@ -209,7 +209,6 @@ int tmws_cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 /* tm_ws_server.c */
 int tmws_srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                 void *in, size_t len);
-/* The server's TLS context from the files (TLS 1.2+): NULL with *err. */
-SSL_CTX *tmws_srv_tls_new(tm_ws *w, const char **err);
+
 
 #endif

@@ -8,12 +8,13 @@
  * accepts the sockets (a vhost with LWS_SERVER_OPTION_ONLY_RAW), runs the
  * loop and keeps what the kernel did not take of a write, and we read
  * the upgrade request, answer it, and frame and parse the messages
- * (tm_ws_end.c, shared with the client end). wss is OpenSSL over memory
- * BIOs with our own SSL_CTX (tm_ws_tls.c reloads it), as the client does.
+ * (tm_ws_end.c, shared with the client end). wss is lws' own TLS on the
+ * raw socket (lws 4.1 runs it on a raw server connection, unlike on a
+ * raw client one): we see plaintext; the vhost's SSL_CTX is kept for
+ * tm_ws_reload_tls.
  *
- * Lifecycle: a socket accepted is a conn in CS_CONNECTING (wss: the TLS
- * handshake) or CS_HANDSHAKE (the request awaited), both within
- * handshake_timeout_ms; the request is checked (tm_wsc_upgrade_parse:
+ * Lifecycle: a socket accepted is a conn in CS_HANDSHAKE (TLS, then the
+ * request awaited, within handshake_timeout_ms); the request is checked (tm_wsc_upgrade_parse:
  * anything but an upgrade on cfg->path is 404, no offer or none of ours
  * 400, a version other than 13 426), then the connection cap (503), then
  * the 101 with the first name the client offered among those cfg->caps
@@ -30,53 +31,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/err.h>
-
 /* A refusal's answer (tm_wsc_refusal) fits. */
 #define REFUSAL_MAX 160
 /* The 101 (tm_wsc_accept) fits. */
 #define ACCEPT_MAX 320
-
-/* ---- TLS ------------------------------------------------------------------- */
-
-/* ALPN: a client that offers http/1.1 gets it (a browser's WebSocket
- * does); one that offers nothing we speak gets no ALPN at all. */
-static int alpn_select(SSL *ssl, const unsigned char **out,
-                       unsigned char *outlen, const unsigned char *in,
-                       unsigned int inlen, void *arg) {
-  static const unsigned char h11[] = "\x08http/1.1";
-  (void)ssl;
-  (void)arg;
-  if (SSL_select_next_proto((unsigned char **)(uintptr_t)out, outlen, h11,
-                            sizeof(h11) - 1, in,
-                            inlen) != OPENSSL_NPN_NEGOTIATED)
-    return SSL_TLSEXT_ERR_NOACK;
-  return SSL_TLSEXT_ERR_OK;
-}
-
-SSL_CTX *tmws_srv_tls_new(tm_ws *w, const char **err) {
-  SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-  ERR_clear_error();
-  if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)) {
-    SSL_CTX_free(ctx);
-    *err = "the server TLS context did not start";
-    return NULL;
-  }
-  if (SSL_CTX_use_certificate_chain_file(ctx, w->cert_file) != 1 ||
-      SSL_CTX_use_PrivateKey_file(ctx, w->key_file, SSL_FILETYPE_PEM) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
-    ERR_clear_error();
-    SSL_CTX_free(ctx);
-    *err = "the TLS certificate or key does not load, or the key does not "
-           "match the certificate";
-    return NULL;
-  }
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
-                               SSL_OP_NO_RENEGOTIATION |
-                               SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
-  return ctx;
-}
 
 /* ---- the handshake --------------------------------------------------------- */
 
@@ -191,9 +149,10 @@ static int rx_plain(tm_ws_conn *c, uint8_t *in, size_t len) {
   return rc;
 }
 
+/* Never called: a server conn has no TLS of ours (lws runs it). */
 static int on_secure(tm_ws_conn *c) {
-  c->state = CS_HANDSHAKE;
-  return 0;
+  (void)c;
+  return -1;
 }
 
 /* A socket accepted on the listener. */
@@ -206,17 +165,12 @@ static int on_adopt(tm_ws *w, struct lws *wsi) {
   c->wsi = wsi;
   lws_set_opaque_user_data(wsi, c);
   lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
-  c->state = w->srv_tls ? CS_CONNECTING : CS_HANDSHAKE;
-  /* Whole seconds (tm_ws.h: the deadline is at least 1 s): TLS and the
-   * request together. */
+  c->state = CS_HANDSHAKE;
+  /* Whole seconds (tm_ws.h: the deadline is at least 1 s). With wss, lws
+   * accepts TLS after this and arms its own deadline for it (the vhost's
+   * timeout_secs: the same), which then bounds the request too. */
   lws_set_timeout(wsi, PENDING_TIMEOUT_AWAITING_CLIENT_HS_SEND,
                   (int)((w->cfg.handshake_timeout_ms + 999) / 1000));
-  if (w->srv_tls && tmws_tls_start(c, w->srv_tls, 1) < 0) {
-    lws_set_opaque_user_data(wsi, NULL);
-    c->wsi = NULL;
-    tmws_conn_free(c);
-    return -1;
-  }
   return 0;
 }
 
@@ -224,8 +178,15 @@ int tmws_srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                 void *in, size_t len) {
   tm_ws *w = lws_vhost_user(lws_get_vhost(wsi));
   tm_ws_conn *c = lws_get_opaque_user_data(wsi);
-  (void)user;
   switch (reason) {
+  case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS: {
+    /* The vhost's SSL_CTX (user), as lws made it: kept so that
+     * tm_ws_reload_tls can load a renewed certificate into it. */
+    tm_ws *vw = in ? lws_vhost_user((struct lws_vhost *)in) : w;
+    if (vw && user)
+      vw->srv_tls = user;
+    return 0;
+  }
   case LWS_CALLBACK_RAW_ADOPT:
     if (!w || c)
       return -1;

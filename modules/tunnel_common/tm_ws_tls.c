@@ -3,8 +3,11 @@
  * Re-reading a tm_ws's TLS files (tm_ws_reload_tls, issue 23 item 14),
  * one of the files that include <libwebsockets.h> (through tm_ws_int.h).
  *
- * Server: the SSL_CTX is ours (tm_ws_server.c runs TLS over memory BIOs
- * on lws' raw connections), and the new pair is loaded into it. OpenSSL copies the context's
+ * Server: lws 4.1 has no call that replaces a vhost's certificate from
+ * its file paths (lws_tls_cert_updated matches only vhosts made by its
+ * ACME plugin), so tm_ws_server.c keeps the vhost's SSL_CTX (lws hands it
+ * to protocol 0's LOAD_EXTRA_SERVER_VERIFY_CERTS callback when the vhost
+ * is made) and the new pair is loaded into it. OpenSSL copies the context's
  * certificate and key into each SSL at SSL_new, so connections accepted
  * earlier keep theirs and every later handshake uses the new pair. The
  * pair is first loaded into a scratch context and checked (the chain

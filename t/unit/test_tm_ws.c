@@ -28,6 +28,7 @@
 #include <lws_config.h> /* LWS_LIBRARY_VERSION_MAJOR */
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <openssl/ssl.h>
 
 #include "backoff.h"
 #include "loop_test.h"
@@ -943,6 +944,49 @@ static void test_cycles_and_free(void) {
   rec_reset(&r);
 }
 
+/* A TLS client that completes its handshake (non-blocking, the loop
+ * running) and then sends nothing: 1 when the server closes it within
+ * the bound, 0 when it did not. */
+static int tls_idle_closed(int port, const char *ca) {
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0), done = 0, closed = 0;
+  if (!ctx || fd < 0 || !SSL_CTX_load_verify_locations(ctx, ca, NULL) ||
+      connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+    if (fd >= 0)
+      close(fd);
+    SSL_CTX_free(ctx);
+    return 0;
+  }
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  SSL *ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+  for (int i = 0; i < 1500 && !closed; i++) {
+    ev_run(loop, EVRUN_NOWAIT);
+    if (!done) {
+      int r = SSL_connect(ssl);
+      if (r == 1)
+        done = 1;
+      else if (SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ &&
+               SSL_get_error(ssl, r) != SSL_ERROR_WANT_WRITE)
+        break;
+    } else {
+      char b[64];
+      int r = SSL_read(ssl, b, sizeof(b));
+      if (r <= 0 && SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ)
+        closed = 1;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    poll(&p, 1, 10);
+  }
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  close(fd);
+  return done && closed;
+}
+
 static void test_tls(void) {
   char dir[] = "/tmp/tm_ws_tls_XXXXXX", cmd[512], ca[300], other[300],
        cert[300], key[300], wcert[300], wkey[300];
@@ -951,7 +995,7 @@ static void test_tls(void) {
   snprintf(cmd, sizeof(cmd), "sh %s/t/unit/tm_ws_certs.sh %s", TM_TEST_SRCDIR,
            dir);
   if (system(cmd) != 0) {
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
       ok(1, "# SKIP the openssl command could not make certificates");
     return;
   }
@@ -1007,6 +1051,17 @@ static void test_tls(void) {
      "wss with the system store fails (never self-signed by default)");
   tm_ws_free(cw);
   tm_ws_free(sw);
+
+  /* The handshake deadline covers TLS and the request: a client that
+   * completes TLS and sends nothing is closed (the loop runs until then;
+   * 15 s is only the guard). */
+  cfg.handshake_timeout_ms = 1000;
+  sw = tm_ws_new(api, hctx, &cfg, &handlers, &r, &err);
+  ok(sw && tls_idle_closed(tm_ws_port(sw), ca) && r.accepts == 1,
+     "wss: a client idle after its TLS handshake is closed at the "
+     "handshake deadline");
+  tm_ws_free(sw);
+  cfg.handshake_timeout_ms = 0;
 
   cfg.cert_file = wcert;
   cfg.key_file = wkey;
