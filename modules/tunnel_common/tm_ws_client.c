@@ -31,7 +31,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
-/* ---- writing the request --------------------------------------------------- */
+/* ---- writing the request ------------------------------------------------ */
 
 static int on_writable(tm_ws_conn *c) {
   struct tm_ws_end *e = &c->ce;

@@ -60,7 +60,7 @@ static int frame_header(tm_ws_conn *c, uint8_t *out, unsigned op, size_t n,
   return 0;
 }
 
-/* ---- the wire: plain, or TLS through memory BIOs --------------------------- */
+/* ---- the wire: plain, or TLS through memory BIOs ------------------------ */
 
 /* What lws reads goes into rbio, what TLS writes comes out of wbio into
  * lws_write. */

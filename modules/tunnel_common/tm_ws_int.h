@@ -2,9 +2,9 @@
 /*
  * What tm_ws.c (the context and the transport), tm_ws_end.c (what both
  * ends do once connected: frames in and out, closing; the client's TLS
- * through memory BIOs), tm_ws_client.c (the client end), tm_ws_server.c (the server
- * end) and tm_ws_tls.c (re-reading the TLS files) share. Private to those
- * files: the only ones that include <libwebsockets.h>.
+ * through memory BIOs), tm_ws_client.c (the client end), tm_ws_server.c
+ * (the server end) and tm_ws_tls.c (re-reading the TLS files) share.
+ * Private to those files: the only ones that include <libwebsockets.h>.
  */
 #ifndef TM_WS_INT_H
 #define TM_WS_INT_H

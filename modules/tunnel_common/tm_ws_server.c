@@ -3,10 +3,11 @@
  * The server end of a tm_ws (tm_ws.h): our RFC 6455 server (tm_wsc.h) on
  * a libwebsockets raw listener (issue 22 item 6). libwebsockets 4.1's ws
  * role accepts a client's unmasked frames and cannot report them (RFC
- * 6455 section 5.1: the server must close with 1002), and costs about
- * 11 ns per byte received; so, as the client end already did, lws only
- * accepts the sockets (a vhost with LWS_SERVER_OPTION_ONLY_RAW), runs the
- * loop and keeps what the kernel did not take of a write, and we read
+ * 6455 section 5.1: the server must close with 1002), and unmasks four
+ * bytes a step in its own parser; so, as the client end already did, lws
+ * only accepts the sockets (a raw listener:
+ * LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG, alias ONLY_RAW),
+ * runs the loop and keeps what the kernel did not take of a write, and we read
  * the upgrade request, answer it, and frame and parse the messages
  * (tm_ws_end.c, shared with the client end). wss is lws' own TLS on the
  * raw socket (lws 4.1 runs it on a raw server connection, unlike on a
@@ -14,8 +15,9 @@
  * tm_ws_reload_tls.
  *
  * Lifecycle: a socket accepted is a conn in CS_HANDSHAKE (TLS, then the
- * request awaited, within handshake_timeout_ms); the request is checked (tm_wsc_upgrade_parse:
- * anything but an upgrade on cfg->path is 404, no offer or none of ours
+ * request awaited, within handshake_timeout_ms); the request is checked
+ * (tm_wsc_upgrade_parse: anything but an upgrade on cfg->path is 404, no
+ * offer or none of ours
  * 400, a version other than 13 426), then the connection cap (503), then
  * the 101 with the first name the client offered among those cfg->caps
  * allows (none at all with legacy_no_subprotocol), then CS_OPEN and
@@ -36,7 +38,7 @@
 /* The 101 (tm_wsc_accept) fits. */
 #define ACCEPT_MAX 320
 
-/* ---- the handshake --------------------------------------------------------- */
+/* ---- the handshake ------------------------------------------------------ */
 
 /* Answers status and closes (the caller returns -1 to lws, which sends
  * what it kept before it closes). */

@@ -9,11 +9,12 @@
  * server's frames, never masked; TM_WSC_SERVER: a client's, always
  * masked, RFC 6455 section 5.1, unmasked in place). tm_ws_end.c moves the
  * bytes over a libwebsockets raw connection (its sockets and loop; TLS
- * is ours), because libwebsockets 4.1's ws role handles every received
- * byte in a separate call of its parser, masks every sent byte in a byte
- * loop (about 11 ns a byte received and 3 ns a byte sent, most of the
- * tunnel's bulk cost: docs/benchmarks.md, issue 11), and as a server
- * accepts unmasked client frames without a way to tell (issue 22 item 6).
+ * is the client's own), because libwebsockets 4.1's client role handles
+ * every received byte in a separate call of its parser and masks every
+ * sent byte in a byte loop (about 11 ns a byte received and 3 ns a byte
+ * sent, most of the tunnel's bulk cost: docs/benchmarks.md, issue 11),
+ * and its server role accepts unmasked client frames without a way to
+ * tell (issue 22 item 6).
  *
  * Threads: none of its own; one tm_wsc_rx is used by one thread at a time.
  */
