@@ -139,6 +139,13 @@ TESTS += t/integration/cp_e2e.sh
 endif
 EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py t/lib/cp_views.sh
 
+# The shipped conf/controller.ini and conf/gateway.ini run together over
+# mTLS, changed only where a deployment must (issue 24).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_conf_pair.sh
+endif
+EXTRA_DIST += t/integration/cp_conf_pair.sh
+
 # Readiness and rebalancing (issue 23 item 4): two real gateways, one
 # joining, then one partitioned (SIGSTOP) past its lease and back; each
 # gets its share through the drain, never usable by two.
