@@ -156,6 +156,9 @@ def serve(sock, zone, slow_ms, deadline):
 
 def main():
     ap = argparse.ArgumentParser(description="test DNS server")
+    ap.add_argument("--addr", default="127.0.0.1",
+                    help="the IPv4 address to answer on (guides.sh: 10.20.0.2 "
+                    "in its own network namespace)")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--zone", action="append", default=[],
@@ -168,7 +171,7 @@ def main():
     zone = parse_zone(args.zone)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.addr, args.port))
     if args.port_file:
         write_port_file(args.port_file, sock.getsockname()[1])
     serve(sock, zone, args.slow_ms, time.monotonic() + args.lifetime)

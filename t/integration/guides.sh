@@ -1,0 +1,236 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The user guides' deployment, followed in order as the guides give it
+# (issue 24): docs/user-guide/server.md, agent.md and client.md, a
+# server, an agent and a client on one machine, ending with the guide's
+# curl through client -> server -> agent to a target. What runs is what
+# the guides mark:
+#
+#   <!-- guide: ROLE -->                      a block of commands ("$ "
+#                                             lines; "\" continues one;
+#                                             the other lines are the
+#                                             output it must print)
+#   <!-- guide: ROLE file PATH -->            PATH holds the block
+#   <!-- guide: ROLE file PATH from SRC -->   PATH is SRC (in the source
+#                                             tree) with the block's keys set
+#
+# Commands run in one shell, in the guides' order, in a working directory
+# of their own with host/ and tools/ of the build in PATH. "proxyhost -c
+# FILE" starts that role in the background, and the lines shown after it
+# must appear in its log; a command shown with its output is retried
+# until it prints it (a readiness check), within 30 s. Every other
+# command must succeed at once.
+#
+# The whole test runs in network and mount namespaces of its own (unshare
+# -mn; as root, or with -r in a user namespace): the guides' own ports
+# (8443, 9470..9472, 1080, 443) and addresses are private to it, nothing
+# listens on the machine's network. The substitutions, all of them:
+#   S1 /etc/proxyhost, /var/lib/proxyhost, /home/alice (and HOME) -> $T/root/...
+#   S2 server.ini's [store_pg] dsn -> a database of the test's PostgreSQL
+#      (t/lib/pg.sh; the guide's DSN names db.internal)
+#   S3 the agent's private network: 10.20.0.2 (its resolver, t/lib/dnsd.py)
+#      and 10.20.0.80 (intranet.office.internal, openssl s_server on 443,
+#      its CA in CURL_CA_BUNDLE) on the namespace's loopback, and
+#      targets.allow_host_local = 10.20.0.80/32 added to agent.ini (the
+#      target is on the agent's own host here)
+#   S4 tunnel.example.org -> 127.0.0.1 in the namespace's /etc/hosts
+#   S5 the bearers the server's "token create" printed: 'tok_…' (agent.md)
+#      and $TOKEN (client.md)
+if [ -z "${GUIDES_NS:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then u=; else u=-r; fi
+  if unshare $u -m -n true 2>/dev/null; then
+    GUIDES_NS=1 exec unshare $u -m -n sh "$0" "$@"
+  fi
+  echo "not ok 1 - guides.sh needs network and mount namespaces (unshare $u -mn): run it as root or allow user namespaces"
+  echo "1..1"
+  exit 1
+fi
+. "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/pg.sh"
+require_modules store_pg auth_cache admin_api tunnel_server process_metrics \
+  direct tunnel_agent tunnel_client socks5
+
+R=$T/root
+W=$T/work
+guides="docs/user-guide/server.md docs/user-guide/agent.md docs/user-guide/client.md"
+TAP_ON_FAIL='for f in "$T"/log-*; do echo "$f:"; grep -v level=debug "$f" | tail -5; done'
+
+# ---- the namespace: loopback, the agent's network, the server's name ----------
+ip link set lo up && ip addr add 10.20.0.2/32 dev lo && ip addr add 10.20.0.80/32 dev lo
+ok $? "a private network: 127.0.0.1, and 10.20.0.2 and 10.20.0.80 (S3) on loopback"
+{ cat /etc/hosts; echo "127.0.0.1 tunnel.example.org"; } >"$T/hosts"
+mount --bind "$T/hosts" /etc/hosts
+[ "$(getent hosts tunnel.example.org | awk '{ print $1 }')" = 127.0.0.1 ]
+ok $? "tunnel.example.org is 127.0.0.1 in this namespace (S4)"
+
+# ---- what the guides' deployment needs around it ----------------------------
+start_pg "$T/pg"; ok $? "PostgreSQL starts (S2)"
+DSN=$(pg_new_db proxyhost); ok $? "a database for the server's store_pg"
+python3 "$top_srcdir/t/lib/dnsd.py" --addr 10.20.0.2 --port 53 \
+  --zone intranet.office.internal=10.20.0.80 --lifetime 300 >"$T/dns.log" 2>&1 &
+PIDS="$PIDS $!"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/target.key" -out "$T/target.pem" \
+  -days 1 -subj /CN=intranet.office.internal \
+  -addext subjectAltName=DNS:intranet.office.internal >"$T/openssl.log" 2>&1 &&
+  openssl s_server -quiet -www -accept 10.20.0.80:443 -cert "$T/target.pem" \
+    -key "$T/target.key" </dev/null >"$T/target.log" 2>&1 &
+PIDS="$PIDS $!"
+target_up() { python3 -c "import socket; socket.create_connection(('10.20.0.80', 443), 1).close()"; }
+wait_for target_up; ok $? "https://intranet.office.internal/ (S3: 10.20.0.80:443, resolved by 10.20.0.2)"
+export CURL_CA_BUNDLE="$T/target.pem"
+
+# ---- the marked blocks, in order ----------------------------------------------
+mkdir -p "$T/g" "$R/home/alice" "$W"
+n=0
+for f in $guides; do
+  awk -v out="$T/g" -v file="$f" -v start="$(ls "$T/g" | grep -c '\.meta$')" '
+    BEGIN { seq = start }
+    function flush() { if (inb) { close(body) } inb = 0 }
+    /^ *<!-- guide: [a-z]+( file [^ ]+( from [^ ]+)?)? -->$/ {
+      line = $0; sub(/^ *<!-- guide: /, "", line); sub(/ -->$/, "", line)
+      marked = NR; meta = line; next
+    }
+    /^ *```/ {
+      if (inb) { flush(); next }
+      if (marked == NR - 1) {
+        match($0, /^ */); indent = RLENGTH
+        seq++; name = sprintf("%s/%03d", out, seq)
+        body = name ".body"; printf "" > body
+        print file ":" NR " " meta > (name ".meta"); close(name ".meta")
+        inb = 1
+      }
+      next
+    }
+    inb { print substr($0, indent + 1) > body }
+  ' "$top_srcdir/$f"
+done
+n=$(ls "$T/g" | grep -c '\.meta$')
+[ "$n" -ge 10 ]; ok $? "the three guides mark their deployment ($n blocks)"
+
+# S1: the roots under $T/root.
+roots() {
+  sed -e "s|/etc/proxyhost|$R/etc/proxyhost|g" -e "s|/var/lib/proxyhost|$R/var/lib/proxyhost|g" \
+    -e "s|/home/alice|$R/home/alice|g" -e "s|~/|$R/home/alice/|g"
+}
+# set_keys BLOCK FILE: FILE with the [section] key = value lines of BLOCK set.
+set_keys() {
+  awk '
+    FNR == 1 && FNR != NR { sec = "" }
+    FNR == NR {
+      if ($0 ~ /^\[.*\]$/) { sec = $0; next }
+      if ($0 ~ /^[a-z_.]+ *=/) {
+        k = $0; sub(/ *=.*/, "", k); want[sec SUBSEP k] = $0; order[++nw] = sec SUBSEP k
+      }
+      next
+    }
+    function rest() {
+      for (i = 1; i <= nw; i++) {
+        split(order[i], p, SUBSEP)
+        if (p[1] == sec && !(order[i] in done)) { print want[order[i]]; done[order[i]] = 1 }
+      }
+    }
+    /^\[.*\]$/ { rest(); sec = $0; print; next }
+    /^[a-z_.]+ *=/ {
+      k = $0; sub(/ *=.*/, "", k)
+      if ((sec SUBSEP k) in want) { print want[sec SUBSEP k]; done[sec SUBSEP k] = 1; next }
+    }
+    { print }
+    END { rest() }
+  ' "$1" "$2"
+}
+
+cd "$W" || exit 1
+PATH="$top_builddir/host:$top_builddir/tools:$PATH"
+HOME=$R/home/alice
+export PATH HOME
+AGENT_BEARER= TOKEN=
+export TOKEN
+failed=
+nd=0
+for meta in "$T"/g/*.meta; do
+  [ -z "$failed" ] || break
+  b=${meta%.meta}
+  # shellcheck disable=SC2046 # the meta line is split on purpose
+  set -- $(cat "$meta")
+  where=$1 role=$2
+  if [ "${3:-}" = file ]; then
+    path=$(printf '%s\n' "$4" | roots)
+    mkdir -p "$(dirname "$path")"
+    roots <"$b.body" >"$b.ini"
+    if [ "${5:-}" = from ]; then
+      set_keys "$b.ini" "$top_srcdir/$6" >"$path"
+    else
+      cp "$b.ini" "$path"
+    fi
+    case $path in
+    */server.ini) # S2
+      sed -i "s|^dsn = .*|dsn = $DSN|" "$path" ;;
+    */agent.ini) # S3
+      [ "$(grep '^\[' "$path" | tail -1)" = "[tunnel_agent]" ] &&
+        echo "targets.allow_host_local = 10.20.0.80/32" >>"$path" ;;
+    esac
+    ok $? "$where: $role's $4 written"
+    continue
+  fi
+  # A block of commands: "$ " lines (a "\" at the end continues one), each
+  # followed by the output it shows.
+  awk -v pre="$b" '
+    function out() { close(c); close(w) }
+    cont { print > c; cont = /\\$/; next }
+    /^\$ / { if (k) out(); k++; c = sprintf("%s-%02d.cmd", pre, k); w = sprintf("%s-%02d.want", pre, k)
+             printf "" > w; print substr($0, 3) > c; cont = /\\$/; next }
+    k && NF { print > w }
+  ' "$b.body"
+  for c in "$b"-*.cmd; do
+    cmd=$(roots <"$c")
+    cmd=$(printf '%s\n' "$cmd" | sed "s|tok_…|$AGENT_BEARER|g") # S5
+    want=${c%.cmd}.want
+    nd=$((nd + 1))
+    name="$where: $(head -1 "$c" | tr -d '\\' | cut -c1-60)"
+    case $cmd in
+    "proxyhost -c "*" --"*) ;;
+    "proxyhost -c "*)
+      # its own process (a subshell of this one would run the EXIT trap)
+      sh -c "exec $cmd" >>"$T/log-$role" 2>&1 &
+      pid=$!
+      PIDS="$PIDS $pid"
+      rc=0
+      while read -r line; do
+        line=${line#... }
+        wait_long grep -qF -- "$line" "$T/log-$role" || { rc=1; echo "#   not logged: $line"; }
+      done <"$want"
+      running "$pid" || rc=1
+      ok $rc "$name (started; its log shows what the guide shows)" || failed=1
+      continue ;;
+    esac
+    tries=1
+    [ -s "$want" ] && tries=300
+    i=0
+    while [ $i -lt $tries ]; do
+      i=$((i + 1))
+      eval "$cmd" >"$c.out" 2>&1; rc=$?
+      missing=
+      while read -r line; do
+        grep -qxF -- "$line" "$c.out" || missing="$missing $line"
+      done <"$want"
+      [ $rc = 0 ] && [ -z "$missing" ] && break
+      sleep 0.1
+    done
+    is "$rc${missing:+ missing:$missing}" 0 "$name" || { sed 's/^/#   | /' "$c.out" | tail -10; failed=1; }
+    case $cmd in
+    *"token create"*--agent*) AGENT_BEARER=$(sed -n 's/^bearer  *//p' "$c.out") ;; # S5
+    *"token create"*) TOKEN=$(sed -n 's/^bearer  *//p' "$c.out") ;;
+    esac
+    last=$c.out
+  done
+done
+[ -z "$failed" ]; ok $? "every marked command of the three guides ran ($nd)"
+
+# ---- the stream: the last command, the guide's curl through the client -------
+like "$(cat "$last" 2>/dev/null)" "s_server" \
+  "client.md's curl reached https://intranet.office.internal/ through client, server and agent"
+like "$(cat "$T/log-server")" 'msg="tunnel stream end"' "the server relayed the stream"
+like_re "$(cat "$T/log-agent")" 'msg="stream ended".* code=ok' "the agent dialled the target for it"
+like_re "$(cat "$T/log-client")" 'code=ok' "the client's stream ended ok"
+
+done_testing
