@@ -3,8 +3,12 @@
 # The user guides' deployment, followed in order as the guides give it
 # (issue 24): docs/user-guide/server.md, agent.md and client.md, a
 # server, an agent and a client on one machine, ending with the guide's
-# curl through client -> server -> agent to a target. What runs is what
-# the guides mark:
+# curl through client -> server -> agent to a target; then, those three
+# stopped, controller.md's and gateway.md's production layout: the
+# certificates, a controller on PostgreSQL and Redis, its pool made with
+# proxyhostctl, gateway w1 ready, and curl through the gateway and one of
+# the pool's upstream proxies to the target. What runs is what the
+# guides mark:
 #
 #   <!-- guide: ROLE -->                      a block of commands ("$ "
 #                                             lines; "\" continues one;
@@ -14,6 +18,7 @@
 #   <!-- guide: ROLE file PATH from SRC -->   PATH is SRC (in the source
 #                                             tree) with the block's keys set
 #
+# A line ending in "&&" or "|" continues a command too.
 # Commands run in one shell, in the guides' order, in a working directory
 # of their own with host/ and tools/ of the build in PATH. "proxyhost -c
 # FILE" starts that role in the background, and the lines shown after it
@@ -36,6 +41,13 @@
 #   S4 tunnel.example.org -> 127.0.0.1 in the namespace's /etc/hosts
 #   S5 the bearers the server's "token create" printed: 'tok_…' (agent.md)
 #      and $TOKEN (client.md)
+#   S6 controller.md: the DSN 'host=db.internal ...' -> a database of the
+#      test's PostgreSQL; its Redis (10.0.0.5:6379) and the pool's
+#      upstream proxies (192.0.2.1..5: tinyproxy with BasicAuth and
+#      microsocks, with the guide's secrets) run on the namespace's
+#      loopback; cp.example.org -> 127.0.0.1 in its /etc/hosts; the
+#      controller's files under $T/root2, its commands in their own
+#      working directory
 if [ -z "${GUIDES_NS:-}" ]; then
   if [ "$(id -u)" = 0 ]; then u=; else u=-r; fi
   if unshare $u -m -n true 2>/dev/null; then
@@ -48,20 +60,45 @@ fi
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
 require_modules store_pg auth_cache admin_api tunnel_server process_metrics \
-  direct tunnel_agent tunnel_client socks5
+  direct tunnel_agent tunnel_client socks5 controlplane_server redis_ownership \
+  controlplane_client outcome_reporter pool round_robin weighted least_active \
+  random sticky http_proxy
+for b in redis-server tinyproxy microsocks; do
+  command -v "$b" >/dev/null 2>&1
+  ok $? "$b is installed (scripts/install-deps.sh)"
+done
 
 R=$T/root
 W=$T/work
-guides="docs/user-guide/server.md docs/user-guide/agent.md docs/user-guide/client.md"
+guides="docs/user-guide/server.md docs/user-guide/agent.md docs/user-guide/client.md
+  docs/user-guide/controller.md docs/user-guide/gateway.md"
 TAP_ON_FAIL='for f in "$T"/log-*; do echo "$f:"; grep -v level=debug "$f" | tail -5; done'
 
 # ---- the namespace: loopback, the agent's network, the server's name ----------
-ip link set lo up && ip addr add 10.20.0.2/32 dev lo && ip addr add 10.20.0.80/32 dev lo
-ok $? "a private network: 127.0.0.1, and 10.20.0.2 and 10.20.0.80 (S3) on loopback"
-{ cat /etc/hosts; echo "127.0.0.1 tunnel.example.org"; } >"$T/hosts"
+ip link set lo up && for a in 10.20.0.2 10.20.0.80 10.0.0.5 10.0.0.9; do
+  ip addr add "$a/32" dev lo || break
+done
+ok $? "a private network: 127.0.0.1, 10.20.0.2 and 10.20.0.80 (S3), 10.0.0.5 (S6), 10.0.0.9 (a gateway client) on loopback"
+# The pool's upstream proxies are other hosts: a network namespace of
+# their own behind a veth pair (192.0.2.1..5 there, 192.0.2.254 here), so
+# that their port 1080 is not the gateway's.
+unshare -n sleep 600 &
+UPNS=$!
+PIDS="$PIDS $UPNS"
+upns() { nsenter -t "$UPNS" -n "$@"; }
+wait_cond '[ "$(readlink /proc/$UPNS/ns/net)" != "$(readlink /proc/$$/ns/net)" ]' &&
+  ip link add up0 type veth peer name up1 netns "$UPNS" &&
+  ip addr add 192.0.2.254/24 dev up0 && ip link set up0 up &&
+  upns ip link set lo up && upns ip link set up1 up &&
+  upns ip addr add 192.0.2.1/32 dev up1 && upns ip addr add 192.0.2.2/32 dev up1 &&
+  upns ip addr add 192.0.2.3/32 dev up1 && upns ip addr add 192.0.2.4/32 dev up1 &&
+  upns ip addr add 192.0.2.5/32 dev up1 && upns ip route add default dev up1
+ok $? "the upstreams' network: 192.0.2.1..5 behind a veth pair (S6)"
+{ cat /etc/hosts; echo "127.0.0.1 tunnel.example.org cp.example.org"
+  echo "10.20.0.80 intranet.office.internal"; } >"$T/hosts"
 mount --bind "$T/hosts" /etc/hosts
 [ "$(getent hosts tunnel.example.org | awk '{ print $1 }')" = 127.0.0.1 ]
-ok $? "tunnel.example.org is 127.0.0.1 in this namespace (S4)"
+ok $? "tunnel.example.org and cp.example.org are 127.0.0.1 in this namespace (S4, S6)"
 
 # ---- what the guides' deployment needs around it ----------------------------
 start_pg "$T/pg"; ok $? "PostgreSQL starts (S2)"
@@ -71,13 +108,38 @@ python3 "$top_srcdir/t/lib/dnsd.py" --addr 10.20.0.2 --port 53 \
 PIDS="$PIDS $!"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/target.key" -out "$T/target.pem" \
   -days 1 -subj /CN=intranet.office.internal \
-  -addext subjectAltName=DNS:intranet.office.internal >"$T/openssl.log" 2>&1 &&
-  openssl s_server -quiet -www -accept 10.20.0.80:443 -cert "$T/target.pem" \
-    -key "$T/target.key" </dev/null >"$T/target.log" 2>&1 &
+  -addext subjectAltName=DNS:intranet.office.internal >"$T/openssl.log" 2>&1
+openssl s_server -quiet -www -accept 10.20.0.80:443 -cert "$T/target.pem" \
+  -key "$T/target.key" </dev/null >"$T/target.log" 2>&1 &
 PIDS="$PIDS $!"
 target_up() { python3 -c "import socket; socket.create_connection(('10.20.0.80', 443), 1).close()"; }
 wait_for target_up; ok $? "https://intranet.office.internal/ (S3: 10.20.0.80:443, resolved by 10.20.0.2)"
 export CURL_CA_BUNDLE="$T/target.pem"
+DSN2=$(pg_new_db pool); ok $? "a database for the controller's store_pg (S6)"
+mkdir -p "$T/redis"
+redis-server --bind 10.0.0.5 --port 6379 --save '' --appendonly no --protected-mode no --dir "$T/redis" \
+  >"$T/redis.log" 2>&1 &
+PIDS="$PIDS $!"
+# The pool's upstreams, with the credentials controller.md writes.
+tiny() { # ADDRESS USER PASSWORD
+  printf 'Port 3128\nListen %s\nTimeout 60\nMaxClients 20\nLogLevel Info\nLogFile "%s"\nPidFile "%s"\nBasicAuth %s %s\n' \
+    "$1" "$T/tiny-$1.log" "$T/tiny-$1.pid" "$2" "$3" >"$T/tiny-$1.conf"
+  # nsenter itself in the background: a function would fork a subshell,
+  # whose pid is not the proxy's and which runs the EXIT trap at its end
+  nsenter -t "$UPNS" -n tinyproxy -d -c "$T/tiny-$1.conf" >"$T/tiny-$1.out" 2>&1 &
+  PIDS="$PIDS $!"
+}
+tiny 192.0.2.1 alice s3cret
+tiny 192.0.2.2 bob s3cret-b
+tiny 192.0.2.4 bob s3cret-b
+nsenter -t "$UPNS" -n microsocks -i 192.0.2.3 -p 1080 -u alice -P s3cret >"$T/ms3.log" 2>&1 &
+PIDS="$PIDS $!"
+nsenter -t "$UPNS" -n microsocks -i 192.0.2.5 -p 1080 >"$T/ms5.log" 2>&1 &
+PIDS="$PIDS $!"
+up() { python3 -c "import socket; socket.create_connection(('$1', $2), 1).close()"; }
+wait_for up 10.0.0.5 6379 && wait_for up 192.0.2.1 3128 && wait_for up 192.0.2.2 3128 &&
+  wait_for up 192.0.2.3 1080 && wait_for up 192.0.2.4 3128 && wait_for up 192.0.2.5 1080
+ok $? "Redis on 10.0.0.5:6379 and the upstream proxies p1..p5 listen (S6)"
 
 # ---- the marked blocks, in order ----------------------------------------------
 mkdir -p "$T/g" "$R/home/alice" "$W"
@@ -147,12 +209,25 @@ AGENT_BEARER= TOKEN=
 export TOKEN
 failed=
 nd=0
+DAEMONS=
 for meta in "$T"/g/*.meta; do
   [ -z "$failed" ] || break
   b=${meta%.meta}
   # shellcheck disable=SC2046 # the meta line is split on purpose
   set -- $(cat "$meta")
   where=$1 role=$2
+  case $where in docs/user-guide/controller.md:*)
+    if [ "$R" = "$T/root" ]; then
+      # The tunnel roles end here: the control plane's use the same
+      # ports (9470, 1080) on this one machine. S6: its own root and
+      # working directory.
+      last_tunnel=$last
+      for p in $DAEMONS; do kill "$p"; wait_exit "$p" 15; done
+      DAEMONS=
+      R=$T/root2 W=$T/work2
+      mkdir -p "$W" && cd "$W" || exit 1
+    fi ;;
+  esac
   if [ "${3:-}" = file ]; then
     path=$(printf '%s\n' "$4" | roots)
     mkdir -p "$(dirname "$path")"
@@ -176,14 +251,15 @@ for meta in "$T"/g/*.meta; do
   # followed by the output it shows.
   awk -v pre="$b" '
     function out() { close(c); close(w) }
-    cont { print > c; cont = /\\$/; next }
+    cont { print > c; cont = /(\\|&&|\|)$/; next }
     /^\$ / { if (k) out(); k++; c = sprintf("%s-%02d.cmd", pre, k); w = sprintf("%s-%02d.want", pre, k)
-             printf "" > w; print substr($0, 3) > c; cont = /\\$/; next }
+             printf "" > w; print substr($0, 3) > c; cont = /(\\|&&|\|)$/; next }
     k && NF { print > w }
   ' "$b.body"
   for c in "$b"-*.cmd; do
     cmd=$(roots <"$c")
-    cmd=$(printf '%s\n' "$cmd" | sed "s|tok_…|$AGENT_BEARER|g") # S5
+    cmd=$(printf '%s\n' "$cmd" | sed -e "s|tok_…|$AGENT_BEARER|g" \
+      -e "s#host=db.internal dbname=proxyhost user=proxyhost password=…#$DSN2#") # S5, S6
     want=${c%.cmd}.want
     nd=$((nd + 1))
     name="$where: $(head -1 "$c" | tr -d '\\' | cut -c1-60)"
@@ -193,7 +269,7 @@ for meta in "$T"/g/*.meta; do
       # its own process (a subshell of this one would run the EXIT trap)
       sh -c "exec $cmd" >>"$T/log-$role" 2>&1 &
       pid=$!
-      PIDS="$PIDS $pid"
+      PIDS="$PIDS $pid" DAEMONS="$DAEMONS $pid"
       rc=0
       while read -r line; do
         line=${line#... }
@@ -204,7 +280,9 @@ for meta in "$T"/g/*.meta; do
       continue ;;
     esac
     tries=1
-    [ -s "$want" ] && tries=300
+    # a readiness check: up to 90 s (a gateway waits one ownership_lease,
+    # 30 s, for its first proxy on a new Redis)
+    [ -s "$want" ] && tries=900
     i=0
     while [ $i -lt $tries ]; do
       i=$((i + 1))
@@ -224,13 +302,24 @@ for meta in "$T"/g/*.meta; do
     last=$c.out
   done
 done
-[ -z "$failed" ]; ok $? "every marked command of the three guides ran ($nd)"
+[ -z "$failed" ]; ok $? "every marked command of the five guides ran ($nd)"
 
-# ---- the stream: the last command, the guide's curl through the client -------
-like "$(cat "$last" 2>/dev/null)" "s_server" \
+# ---- the tunnel's stream: client.md's last command, its curl -----------------
+: "${last_tunnel:=$last}"
+like "$(cat "$last_tunnel" 2>/dev/null)" "s_server" \
   "client.md's curl reached https://intranet.office.internal/ through client, server and agent"
 like "$(cat "$T/log-server")" 'msg="tunnel stream end"' "the server relayed the stream"
 like_re "$(cat "$T/log-agent")" 'msg="stream ended".* code=ok' "the agent dialled the target for it"
 like_re "$(cat "$T/log-client")" 'code=ok' "the client's stream ended ok"
+
+# ---- the gateway: curl through it from a client in 10.0.0.0/8 ----------------
+for i in 1 2 3 4 5; do
+  got=$("$CURL" -s -m 10 --interface 10.0.0.9 -x http://10.0.0.9:8080 https://intranet.office.internal/)
+  like "$got" "s_server" "curl through gateway w1's HTTP proxy ($i, round robin over p1..p5)"
+done
+got=$("$CURL" -s -m 10 --interface 10.0.0.9 --proxy socks5h://10.0.0.9:1080 https://intranet.office.internal/)
+like "$got" "s_server" "... and through its SOCKS5 listener"
+m=$(http_get "http://127.0.0.1:9481/metrics")
+is "$(metric "$m" 'proxyhost_pool_opens_total{result="ok"}')" 6 "the gateway's pool opened all six through upstream proxies"
 
 done_testing
