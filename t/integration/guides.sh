@@ -27,7 +27,7 @@
 # command must succeed at once.
 #
 # The whole test runs in network and mount namespaces of its own (unshare
-# -mn; as root, or with -r in a user namespace): the guides' own ports
+# -mn, as root; skipped for other users): the guides' own ports
 # (8443, 9470..9472, 1080, 443) and addresses are private to it, nothing
 # listens on the machine's network. The substitutions, all of them:
 #   S1 /etc/proxyhost, /var/lib/proxyhost, /home/alice (and HOME) -> $T/root/...
@@ -49,11 +49,16 @@
 #      controller's files under $T/root2, its commands in their own
 #      working directory
 if [ -z "${GUIDES_NS:-}" ]; then
-  if [ "$(id -u)" = 0 ]; then u=; else u=-r; fi
-  if unshare $u -m -n true 2>/dev/null; then
-    GUIDES_NS=1 exec unshare $u -m -n sh "$0" "$@"
+  if [ "$(id -u)" != 0 ]; then
+    # In a user namespace the test would be its root, and PostgreSQL
+    # refuses to run as root.
+    echo "1..0 # SKIP needs root (network and mount namespaces of its own)"
+    exit 0
   fi
-  echo "not ok 1 - guides.sh needs network and mount namespaces (unshare $u -mn): run it as root or allow user namespaces"
+  if unshare -m -n true 2>/dev/null; then
+    GUIDES_NS=1 exec unshare -m -n sh "$0" "$@"
+  fi
+  echo "not ok 1 - guides.sh needs network and mount namespaces (unshare -mn)"
   echo "1..1"
   exit 1
 fi
