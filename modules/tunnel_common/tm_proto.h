@@ -47,6 +47,11 @@
 #define TM_PING_LEN 8u
 /* Windows: a receive window is at most this (and at least 1 frame). */
 #define TM_WINDOW_MAX (16u * 1024 * 1024)
+/* The protocol's initial window (the seed's initial_window): what an
+ * accepted OPEN_RESULT of a flow-controlled stream that carries no
+ * "window" gives the opener (issue 24 item 5: the seed's result has five
+ * fields, window is ours and optional). */
+#define TM_WINDOW_DEFAULT 262144u
 
 enum tm_frame_type {
   TM_OPEN_STREAM = 0x01,
@@ -108,7 +113,8 @@ int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o);
 /* ---- OPEN_RESULT: bounded JSON (TM-PROTO-23..28) ------------------------
  * {"accepted":true,"stage":"connect","code":"ok","retryable":false,
  *  "retry_after_ms":0}, plus "window": the acceptor's initial receive
- * window, on an accepted result of a flow-controlled stream only.
+ * window, on an accepted result of a flow-controlled stream only (optional:
+ * absent, the opener takes TM_WINDOW_DEFAULT; issue 24 item 5).
  * Unknown fields are ignored; a missing or mistyped known field, a stage
  * outside the stable set, accepted=true with a code other than ok, or
  * more than TM_OPEN_RESULT_MAX bytes are TM_EPROTO. An unknown code

@@ -328,9 +328,11 @@ void st_on_result(tm_stream *st, const tm_frame *f) {
     st_release(st);
     return;
   }
-  if (st->fc && (r.window == 0 ||
-                 tm_win_init(&st->win, r.window, s->cfg.initial_window,
-                             s->cfg.window_update_threshold) != TM_OK)) {
+  /* No "window": the seed's five fields only; the protocol's initial
+   * window (docs/protocol/tunnel.md, OPEN_RESULT). */
+  if (st->fc && tm_win_init(&st->win, r.window ? r.window : TM_WINDOW_DEFAULT,
+                            s->cfg.initial_window,
+                            s->cfg.window_update_threshold) != TM_OK) {
     violation(st, TM_BP_WINDOW_VIOLATION);
     return;
   }
