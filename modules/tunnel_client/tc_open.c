@@ -8,7 +8,9 @@
  * from the server's OPEN_RESULT or from stream.open_timeout, which resets
  * that stream alone (TM-PROTO-37/38); stage and code pass through
  * unchanged (an unknown code was decoded as internal_error, TM-PROTO-29)
- * and the frontend maps them (socks5: TM-PROTO-30..36). Legacy: success
+ * and the frontend maps them (socks5: TM-PROTO-30..36). A success whose
+ * OPEN_RESULT says "open_mode":"legacy" (the server reached a legacy
+ * agent, issue 24 item 3) is a legacy stream here too. Legacy: success
  * at once, the session says so from the loop (TM-PROTO-39), counted and
  * logged with open_mode=legacy. Success hands the stream over as the
  * result's ph_stream (PH_OPEN_F_STREAM); a caller that takes no stream
@@ -198,11 +200,14 @@ static void on_opened(void *arg, tm_stream *st, const tm_open_result *res,
   tc_req *r = arg;
   tc_client *tc = r->tc;
   r->st = NULL;
-  r->strict = strict;
+  /* A strict connection's stream the server opened towards a legacy
+   * agent says so in its OPEN_RESULT (issue 24 item 3): counted and
+   * logged legacy, like a legacy connection's. */
+  r->strict = strict && !(res->accepted && res->legacy);
   table_del(tc, r);
   if (res->accepted) {
     ph_stream *ps =
-        tc_stream_wrap(tc, st, strict, r->t0_us, r->host, r->port);
+        tc_stream_wrap(tc, st, r->strict, r->t0_us, r->host, r->port);
     if (!ps) {
       ph_stream_close(tm_stream_ph(st)); /* resets it towards the peer */
       r->res.stage = PH_STAGE_PROTOCOL;

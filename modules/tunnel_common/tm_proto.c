@@ -14,7 +14,7 @@
 #include "proxyhost/connector.h"
 
 /* A payload JSON holds at most this many values (keys count) and nests
- * at most this deep: OPEN_RESULT needs 11 and depth 1, metadata a few
+ * at most this deep: OPEN_RESULT needs 15 and depth 1, metadata a few
  * more; the rest is room for fields a newer peer adds (ignored). */
 #define TM_JSON_TOKS 256
 #define TM_JSON_DEPTH 8
@@ -209,7 +209,7 @@ int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap) {
       r->code >= PH_OPEN_CODE_COUNT_ ||
       (r->accepted != 0) != (r->code == PH_OPEN_OK) ||
       r->retry_after_ms > TM_RETRY_AFTER_MAX || r->window > TM_WINDOW_MAX ||
-      (!r->accepted && r->window != 0))
+      (!r->accepted && (r->window != 0 || r->legacy)))
     return TM_EPROTO;
   /* The longest result is about 150 bytes, far below the bound: build it
    * in a local buffer so that a short caller buffer is TM_ESPACE, not a
@@ -231,6 +231,10 @@ int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap) {
   if (r->window != 0) {
     json_w_key(&w, "window");
     json_w_uint(&w, r->window);
+  }
+  if (r->legacy) {
+    json_w_key(&w, "open_mode");
+    json_w_str(&w, "legacy");
   }
   /* No "message" or any free text, ever (TM-PROTO-26). */
   json_w_obj_end(&w);
@@ -268,6 +272,7 @@ int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r) {
   tm_open_result x = {0};
   long si = json_get(&d, 0, "stage"), ci = json_get(&d, 0, "code");
   long ri = json_get(&d, 0, "retry_after_ms"), wi = json_get(&d, 0, "window");
+  long mi = json_get(&d, 0, "open_mode");
   if (get_bool(&d, "accepted", &x.accepted) != 0 ||
       get_bool(&d, "retryable", &x.retryable) != 0 || si < 0 || ci < 0 ||
       ri < 0 || json_type_of(&d, (size_t)si) != JSON_STRING ||
@@ -291,6 +296,14 @@ int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r) {
     if (!x.accepted || get_uint(&d, wi, TM_WINDOW_MAX, &x.window) != 0 ||
         x.window == 0)
       return TM_EPROTO;
+  }
+  if (mi >= 0) {
+    /* A string; on an acceptance anything but "strict" is legacy (a
+     * newer mode is not a confirmed connect either); ignored on a
+     * refusal. */
+    if (json_type_of(&d, (size_t)mi) != JSON_STRING)
+      return TM_EPROTO;
+    x.legacy = x.accepted && !json_str_eq(&d, (size_t)mi, "strict");
   }
   *r = x;
   return TM_OK;

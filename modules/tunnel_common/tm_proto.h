@@ -128,6 +128,11 @@ typedef struct tm_open_result {
   int retryable;
   uint32_t retry_after_ms; /* 0 .. 3600000 */
   uint32_t window;         /* 0: absent */
+  int legacy; /* "open_mode":"legacy" on an acceptance (issue 24 item 3):
+                 the acceptor opened the stream towards a legacy hop (an
+                 agent without open results), so the agent's connect is
+                 not confirmed; absent or "strict": 0. Any other string
+                 decodes as legacy (never read as a confirmation). */
 } tm_open_result;
 int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap);
 int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r);

@@ -25,9 +25,11 @@
  *
  * A strict client whose agent connection is legacy gets OPEN_RESULT(ok)
  * when the stream was opened towards the agent, which is all the server
- * knows then; it is counted as open_mode="legacy" (TM-PROTO-21) and
- * never reported as a strict success (TM-PROTO-22): the agent's later
- * failure reaches the client as a RESET. A client RESET, or its session
+ * knows then; that result says so (stage "relay", "open_mode":"legacy":
+ * tm_stream_accept_legacy, issue 24 item 3), so the client counts and
+ * logs it legacy too, and it is counted as open_mode="legacy" here
+ * (TM-PROTO-21): never reported as the agent's success (TM-PROTO-22);
+ * the agent's later failure reaches the client as a RESET. A client RESET, or its session
  * ending, while the open runs cancels the step in progress (the access
  * check, the agent's open) and frees the executor slot.
  *
@@ -234,7 +236,10 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
   /* TM-P0-18: accept installs the client stream as open, then queues
    * OPEN_RESULT(ok); the relay is joined before the loop runs again, so
    * the client's first DATA finds it. */
-  tm_stream_accept(cst);
+  if (op->strict_client && !strict)
+    tm_stream_accept_legacy(cst); /* issue 24 item 3: never "connected" */
+  else
+    tm_stream_accept(cst);
   relay_opts o = {
       .idle_timeout_ms = m->c.idle_timeout_ms,
       .buffer_size = 16384,

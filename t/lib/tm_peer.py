@@ -49,7 +49,8 @@ The script (--script JSON or --script-file F) is a list of steps run in
 order on connection "conn" (default 0); each wait is bounded by its
 "timeout_ms" (default --timeout). Steps:
   open {sid?, host, port, agent?, window?}     OPEN_STREAM (sid: next id)
-  expect_result {sid, accepted?, stage?, code?, stage_not?, code_not?}
+  expect_result {sid, accepted?, stage?, code?, stage_not?, code_not?,
+                 open_mode? (absent in the result: "strict")}
   expect_no_result {sid, ms}                   nothing within ms
   open_burst {n, host, port, first_sid?}       n OPEN_STREAMs at once
   expect_burst_answers {first_sid, n}          each answered, conn up
@@ -692,7 +693,8 @@ class Conn:
             return
         self.note(ev="open_result", sid=sid, accepted=r.get("accepted"),
                   stage=r.get("stage"), code=r.get("code"),
-                  retryable=r.get("retryable"), window=r.get("window", 0))
+                  retryable=r.get("retryable"), window=r.get("window", 0),
+                  open_mode=r.get("open_mode", "strict"))
 
     def on_data(self, sid, flags, p):
         st = self.streams.get(sid)
@@ -978,6 +980,9 @@ def run_step(i, step, conns, args):
         if not c.wait(lambda: st.result is not None or c.closed or st.reset_in, tmo):
             return False, "no OPEN_RESULT"
         r = st.result or {}
+        if "open_mode" in step and r.get("open_mode", "strict") != step["open_mode"]:
+            return False, "open_mode: got %r want %r" % (
+                r.get("open_mode", "strict"), step["open_mode"])
         for k in ("accepted", "stage", "code"):
             if k in step and r.get(k) != step[k]:
                 return False, "%s: got %r want %r" % (k, r.get(k), step[k])

@@ -368,7 +368,7 @@ static void test_open_result_seed(void) {
       "{\"accepted\":false,\"stage\":\"dns\",\"code\":\"host_unreachable\","
       "\"retryable\":true,\"retry_after_ms\":1000}";
   uint8_t b[TM_OPEN_RESULT_MAX];
-  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0};
+  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0, 0};
   int n = tm_open_result_encode(&r, b, sizeof b);
   ok(n == (int)strlen(ok_s) && memcmp(b, ok_s, (size_t)n) == 0,
      "TM-PROTO-24 the success example, byte for byte");
@@ -377,7 +377,7 @@ static void test_open_result_seed(void) {
   ok(n == (int)strlen(ok_s) && memcmp(b, ok_s, (size_t)n) == 0,
      "TM-PROTO-24 a success with stage none is written as connect");
   tm_open_result f = {0, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 0, 1, 1000,
-                      0};
+                      0, 0};
   n = tm_open_result_encode(&f, b, sizeof b);
   ok(n == (int)strlen(fail_s) && memcmp(b, fail_s, (size_t)n) == 0,
      "TM-PROTO-24 the failure example, byte for byte");
@@ -393,6 +393,41 @@ static void test_open_result_seed(void) {
      "TM-PROTO-23 the failure example decodes");
   is_int(tm_open_result_encode(&f, b, (size_t)n - 1), TM_ESPACE,
          "encode into a buffer one byte short: TM_ESPACE");
+}
+
+/* Issue 24 item 3: an acceptance towards a legacy hop says so. */
+static void test_open_result_legacy(void) {
+  const char *want = "{\"accepted\":true,\"stage\":\"relay\",\"code\":"
+                     "\"ok\",\"retryable\":false,\"retry_after_ms\":0,"
+                     "\"window\":262144,\"open_mode\":\"legacy\"}";
+  tm_open_result r = {.accepted = 1, .stage = PH_STAGE_RELAY,
+                      .code = PH_OPEN_OK, .window = 262144, .legacy = 1};
+  uint8_t b[TM_OPEN_RESULT_MAX];
+  int n = tm_open_result_encode(&r, b, sizeof b);
+  ok(n == (int)strlen(want) && memcmp(b, want, (size_t)n) == 0,
+     "issue 24 item 3: a legacy acceptance is written with "
+     "\"open_mode\":\"legacy\" last");
+  tm_open_result d;
+  ok(or_dec(want, &d) == TM_OK && d.accepted && d.legacy &&
+         d.stage == PH_STAGE_RELAY,
+     "... and read back as legacy");
+  ok(or_dec("{\"accepted\":true,\"stage\":\"connect\",\"code\":\"ok\","
+            "\"retryable\":false,\"retry_after_ms\":0,"
+            "\"open_mode\":\"strict\"}", &d) == TM_OK && !d.legacy,
+     "\"open_mode\":\"strict\" is strict");
+  ok(or_dec("{\"accepted\":true,\"stage\":\"connect\",\"code\":\"ok\","
+            "\"retryable\":false,\"retry_after_ms\":0,"
+            "\"open_mode\":\"optimistic\"}", &d) == TM_OK && d.legacy,
+     "an unknown open_mode is never a confirmed connect: legacy");
+  is_int(or_dec("{\"accepted\":true,\"stage\":\"connect\",\"code\":\"ok\","
+                "\"retryable\":false,\"retry_after_ms\":0,"
+                "\"open_mode\":1}", &d),
+         TM_EPROTO, "a mistyped open_mode is refused");
+  r.accepted = 0;
+  r.code = PH_OPEN_TIMEOUT;
+  r.window = 0;
+  is_int(tm_open_result_encode(&r, b, sizeof b), TM_EPROTO,
+         "a refusal never carries open_mode");
 }
 
 /* {"accepted":false,...,"pad":"xxx"} of exactly total bytes. */
@@ -423,7 +458,7 @@ static void test_open_result_bounds(void) {
   int good = 0;
   for (int s = PH_STAGE_AUTHORIZATION; s < PH_STAGE_COUNT_; s++) {
     for (int c = PH_OPEN_FORBIDDEN; c < PH_OPEN_CODE_COUNT_; c++) {
-      tm_open_result r = {0, s, c, 0, c % 2, (uint32_t)c * 100, 0};
+      tm_open_result r = {0, s, c, 0, c % 2, (uint32_t)c * 100, 0, 0};
       uint8_t b[TM_OPEN_RESULT_MAX];
       int len = tm_open_result_encode(&r, b, sizeof b);
       char text[TM_OPEN_RESULT_MAX + 1];
@@ -622,7 +657,7 @@ static void test_open_result_strict(void) {
 
   /* The optional window. */
   uint8_t b[TM_OPEN_RESULT_MAX];
-  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 262144};
+  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 262144, 0};
   int len = tm_open_result_encode(&r, b, sizeof b);
   const char *want = "{\"accepted\":true,\"stage\":\"connect\",\"code\":"
                      "\"ok\",\"retryable\":false,\"retry_after_ms\":0,"
@@ -639,29 +674,29 @@ static void test_open_result_strict(void) {
   r.window = TM_WINDOW_MAX + 1;
   is_int(tm_open_result_encode(&r, b, sizeof b), TM_EPROTO,
          "encode: window above TM_WINDOW_MAX refused");
-  tm_open_result rf = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 0, 0, 4096};
+  tm_open_result rf = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 0, 0, 4096, 0};
   is_int(tm_open_result_encode(&rf, b, sizeof b), TM_EPROTO,
          "encode: a window on a refusal refused");
   /* The encoder refuses what the decoder would. */
-  tm_open_result e1 = {1, PH_STAGE_CONNECT, PH_OPEN_TIMEOUT, 0, 0, 0, 0};
+  tm_open_result e1 = {1, PH_STAGE_CONNECT, PH_OPEN_TIMEOUT, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e1, b, sizeof b), TM_EPROTO,
          "encode: accepted with a non-ok code refused");
-  tm_open_result e2 = {0, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0};
+  tm_open_result e2 = {0, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e2, b, sizeof b), TM_EPROTO,
          "encode: refused with code ok refused");
-  tm_open_result e3 = {0, PH_STAGE_NONE, PH_OPEN_TIMEOUT, 0, 0, 0, 0};
+  tm_open_result e3 = {0, PH_STAGE_NONE, PH_OPEN_TIMEOUT, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e3, b, sizeof b), TM_EPROTO,
          "encode: a refusal with stage none refused");
-  tm_open_result e4 = {0, PH_STAGE_COUNT_, PH_OPEN_TIMEOUT, 0, 0, 0, 0};
+  tm_open_result e4 = {0, PH_STAGE_COUNT_, PH_OPEN_TIMEOUT, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e4, b, sizeof b), TM_EPROTO,
          "encode: an out-of-range stage refused");
-  tm_open_result e5 = {0, PH_STAGE_DNS, PH_OPEN_CODE_COUNT_, 0, 0, 0, 0};
+  tm_open_result e5 = {0, PH_STAGE_DNS, PH_OPEN_CODE_COUNT_, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e5, b, sizeof b), TM_EPROTO,
          "encode: an out-of-range code refused");
-  tm_open_result e6 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 1, 3600001, 0};
+  tm_open_result e6 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 1, 3600001, 0, 0};
   is_int(tm_open_result_encode(&e6, b, sizeof b), TM_EPROTO,
          "encode: retry_after_ms above 3600000 refused");
-  tm_open_result e7 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 7, 3600000, 0};
+  tm_open_result e7 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 7, 3600000, 0, 0};
   len = tm_open_result_encode(&e7, b, sizeof b);
   ok(len > 0 && tm_open_result_decode(b, (size_t)len, &d) == TM_OK &&
          d.retryable == 1 && d.retry_after_ms == 3600000,
@@ -981,6 +1016,7 @@ int main(void) {
   test_frame_unknown();
   test_open_stream();
   test_open_result_seed();
+  test_open_result_legacy();
   test_open_result_bounds();
   test_open_result_strict();
   test_caps();
