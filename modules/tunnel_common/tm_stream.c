@@ -562,7 +562,7 @@ tm_stream *tm_stream_open(tm_session *s, const tm_open_stream *req,
   int fc = strict && (s->cfg.caps & TM_CAP_FLOW_CONTROL);
   tm_open_stream o = *req;
   o.window = fc ? s->cfg.initial_window : 0;
-  uint8_t buf[4 + 1 + 2 + 1 + TM_HOST_MAX + 1 + TM_AGENT_MAX];
+  uint8_t buf[TM_OPEN_STREAM_MAX];
   int len = tm_open_stream_encode(&o, buf, sizeof(buf));
   if (len < 0 || !cq_room(s, (size_t)len))
     return NULL;

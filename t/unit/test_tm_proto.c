@@ -196,7 +196,7 @@ static tm_open_stream os_base(void) {
 static int os_eq(const tm_open_stream *a, const tm_open_stream *b) {
   return a->window == b->window && a->protocol == b->protocol &&
          a->port == b->port && strcmp(a->host, b->host) == 0 &&
-         strcmp(a->agent, b->agent) == 0;
+         strcmp(a->agent, b->agent) == 0 && strcmp(a->trace, b->trace) == 0;
 }
 
 static int os_rt(const tm_open_stream *o) {
@@ -348,6 +348,64 @@ static void test_open_stream(void) {
          "encode into a buffer one byte short: TM_ESPACE");
   is_int(tm_open_stream_encode(&o, b, (size_t)n), n,
          "encode into a buffer of exactly its size");
+}
+
+/* Issue 24 item 10: the trace field after the agent. */
+static void test_open_stream_trace(void) {
+  static const char *const tr = "4bf92f3577b34da6a3ce929d0e0e4736";
+  tm_open_stream o = os_base(), d;
+  uint8_t b[TM_OPEN_STREAM_MAX], c[TM_OPEN_STREAM_MAX + 80];
+  int n0 = tm_open_stream_encode(&o, b, sizeof b);
+  strcpy(o.trace, tr);
+  int n = tm_open_stream_encode(&o, b, sizeof b);
+  is_int(n, n0 + 1 + 32, "issue 24 item 10: a trace adds its length byte "
+                         "and 32 bytes after the agent");
+  ok(os_rt(&o), "... and round trips");
+  ok(tm_open_stream_decode(b, (size_t)n0, &d) == TM_OK && d.trace[0] == 0 &&
+         !d.trace_bad,
+     "an OPEN_STREAM without the field decodes with no trace");
+  static const char *const bad[] = {
+      "4BF92F3577B34DA6A3CE929D0E0E4736", "00000000000000000000000000000000",
+      "4bf92f3577b34da6a3ce929d0e0e473",  "4bf92f3577b34da6a3ce929d0e0e47366",
+      "4bf92f3577b34da6-3ce929d0e0e4736", "4bf92f3577b34da6 3ce929d0e0e4736"};
+  int replaced = 0, refused_enc = 0;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    size_t tl = strlen(bad[i]);
+    memcpy(c, b, (size_t)n0);
+    c[n0] = (uint8_t)tl;
+    memcpy(c + n0 + 1, bad[i], tl);
+    memset(&d, 0x55, sizeof d);
+    replaced += tm_open_stream_decode(c, (size_t)n0 + 1 + tl, &d) == TM_OK &&
+                d.trace[0] == 0 && d.trace_bad && strcmp(d.host, o.host) == 0;
+    tm_open_stream e = os_base();
+    snprintf(e.trace, sizeof e.trace, "%s", bad[i]);
+    refused_enc += tm_open_stream_encode(&e, b, sizeof b) == TM_EPROTO ||
+                   strlen(bad[i]) > TM_TRACE_LEN;
+  }
+  is_int(replaced, 6,
+         "a well-framed trace that is not 32 lowercase hex digits (or is all "
+         "zero) decodes as none, trace_bad set: the receiver replaces it");
+  is_int(refused_enc, 6, "... and is never written");
+  /* framing: length 0, above 64, short, long: the OPEN_STREAM is malformed */
+  memcpy(c, b, (size_t)n0);
+  c[n0] = 0;
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 1, &d), TM_EPROTO,
+         "a trace length of 0 refused");
+  c[n0] = 65;
+  memset(c + n0 + 1, 'a', 65);
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 66, &d), TM_EPROTO,
+         "a trace length above 64 refused");
+  c[n0] = 64;
+  memset(c + n0 + 1, 'a', 64);
+  ok(tm_open_stream_decode(c, (size_t)n0 + 65, &d) == TM_OK && d.trace_bad,
+     "a 64-byte trace field is framed: replaced, not refused");
+  c[n0] = 32;
+  memcpy(c + n0 + 1, tr, 32);
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 32, &d), TM_EPROTO,
+         "a trace length past the payload refused");
+  c[n0 + 33] = 'x';
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 34, &d), TM_EPROTO,
+         "a byte after the trace refused");
 }
 
 /* ---- OPEN_RESULT ------------------------------------------------------- */
@@ -1015,6 +1073,7 @@ int main(void) {
   test_frame_malformed();
   test_frame_unknown();
   test_open_stream();
+  test_open_stream_trace();
   test_open_result_seed();
   test_open_result_legacy();
   test_open_result_bounds();
