@@ -196,7 +196,7 @@ int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o) {
     if (tl < 1 || tl > TM_TRACE_WIRE_MAX || rest != 1 + tl)
       return TM_EPROTO;
   }
-  const char *trace = (const char *)p + 10 + hl + al;
+  const char *trace = tl ? (const char *)p + 10 + hl + al : NULL;
   int trace_ok = tl && tm_trace_valid(trace, tl);
   o->window = window;
   o->protocol = proto;

@@ -704,7 +704,8 @@ class Conn:
                 st.result = r
                 st.state = "open" if r.get("accepted") else "failed"
                 if r.get("accepted") and self.flow():
-                    st.send_win = int(r.get("window", 0))
+                    # absent: the protocol's initial window (issue 24 item 5)
+                    st.send_win = int(r.get("window", 262144))
             self.cv.notify_all()
         if dup:
             self.note(ev="violation", what="duplicate_open_result", sid=sid)

@@ -406,6 +406,19 @@ static void test_open_stream_trace(void) {
   c[n0 + 33] = 'x';
   is_int(tm_open_stream_decode(c, (size_t)n0 + 34, &d), TM_EPROTO,
          "a byte after the trace refused");
+  /* docs/protocol/tunnel.md's worked example, byte for byte */
+  static const uint8_t worked[] = {
+      0x00, 0x04, 0x00, 0x00, 0x01, 0x01, 0xbb, 0x0b, 'e', 'x', 'a', 'm',
+      'p',  'l',  'e',  '.',  'c',  'o',  'm',  0x07, 'a', 'g', 'e', 'n',
+      't',  '-',  '1',  0x20, '4',  'b',  'f',  '9',  '2', 'f', '3', '5',
+      '7',  '7',  'b',  '3',  '4',  'd',  'a',  '6',  'a', '3', 'c', 'e',
+      '9',  '2',  '9',  'd',  '0',  'e',  '0',  'e',  '4', '7', '3', '6'};
+  o = os_base();
+  strcpy(o.trace, tr);
+  n = tm_open_stream_encode(&o, b, sizeof b);
+  ok(n == (int)sizeof worked && memcmp(b, worked, sizeof worked) == 0,
+     "the specification's worked OPEN_STREAM (with its trace), byte for "
+     "byte");
 }
 
 /* ---- OPEN_RESULT ------------------------------------------------------- */
