@@ -8,7 +8,9 @@
  * from the server's OPEN_RESULT or from stream.open_timeout, which resets
  * that stream alone (TM-PROTO-37/38); stage and code pass through
  * unchanged (an unknown code was decoded as internal_error, TM-PROTO-29)
- * and the frontend maps them (socks5: TM-PROTO-30..36). Legacy: success
+ * and the frontend maps them (socks5: TM-PROTO-30..36). A success whose
+ * OPEN_RESULT says "open_mode":"legacy" (the server reached a legacy
+ * agent, issue 24 item 3) is a legacy stream here too. Legacy: success
  * at once, the session says so from the loop (TM-PROTO-39), counted and
  * logged with open_mode=legacy. Success hands the stream over as the
  * result's ph_stream (PH_OPEN_F_STREAM); a caller that takes no stream
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tm_trace.h"
 #include "tunnel_client_int.h"
 
 struct tc_req {
@@ -38,6 +41,7 @@ struct tc_req {
   int64_t t0_us;
   uint16_t port;
   char host[TM_HOST_MAX + 1];
+  char trace[TM_TRACE_LEN + 1]; /* sent in OPEN_STREAM, in every line */
   ph_open_result res;
 };
 
@@ -97,12 +101,14 @@ static void log_failed(tc_client *tc, const tc_req *r, int64_t us) {
            PH_STR("stage", ph_open_stage_name(r->res.stage)),
            PH_STR("code", ph_open_code_name(r->res.code)),
            PH_INT("us", us), PH_STR("open_mode", mode),
-           PH_STR("host", r->host), PH_UINT("port", r->port));
+           PH_STR("trace_id", r->trace), PH_STR("host", r->host),
+           PH_UINT("port", r->port));
   else
     PH_LOG_RL(api, tc->ctx, PH_LOG_INFO, "stream end",
               PH_STR("stage", ph_open_stage_name(r->res.stage)),
               PH_STR("code", ph_open_code_name(r->res.code)),
-              PH_INT("us", us), PH_STR("open_mode", mode));
+              PH_INT("us", us), PH_STR("open_mode", mode),
+              PH_STR("trace_id", r->trace));
 }
 
 static void req_free(tc_req *r) {
@@ -198,11 +204,15 @@ static void on_opened(void *arg, tm_stream *st, const tm_open_result *res,
   tc_req *r = arg;
   tc_client *tc = r->tc;
   r->st = NULL;
-  r->strict = strict;
+  /* A strict connection's stream the server opened towards a legacy
+   * agent says so in its OPEN_RESULT (issue 24 item 3): counted and
+   * logged legacy, like a legacy connection's. */
+  r->strict = strict && !(res->accepted && res->legacy);
   table_del(tc, r);
   if (res->accepted) {
     ph_stream *ps =
-        tc_stream_wrap(tc, st, strict, r->t0_us, r->host, r->port);
+        tc_stream_wrap(tc, st, r->strict, r->t0_us, r->host, r->port,
+                       r->trace);
     if (!ps) {
       ph_stream_close(tm_stream_ph(st)); /* resets it towards the peer */
       r->res.stage = PH_STAGE_PROTOCOL;
@@ -263,6 +273,7 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   r->t0_us = tc_now_us();
   r->port = req->port;
   memcpy(r->host, req->host, hl);
+  tm_trace_new(r->trace); /* issue 24 item 10: joins the three roles' lines */
   r->strict = (tc->cfg.caps & TM_CAP_OPEN_RESULT) != 0;
   r->res.size = sizeof(r->res);
   r->res.fd = -1;
@@ -298,6 +309,7 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   os.port = req->port;
   memcpy(os.host, r->host, hl);
   memcpy(os.agent, tc->cfg.agent, strlen(tc->cfg.agent));
+  memcpy(os.trace, r->trace, sizeof(os.trace));
   r->strict = (tm_session_caps(s) & TM_CAP_OPEN_RESULT) != 0;
   if (r->strict &&
       !(r->timer = tc->api->timer_new(tc->ctx, on_open_timeout, r))) {

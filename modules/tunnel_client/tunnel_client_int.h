@@ -114,10 +114,10 @@ void tc_opens_destroy(tc_client *tc);
 
 /* tc_stream.c: st (open, the caller's) wrapped for the frontend; NULL
  * without memory (st is then untouched). t_open_us: when open() was
- * called, for the end's log line. */
+ * called, for the end's log line, as trace (the stream's trace id). */
 ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
                           int64_t t_open_us, const char *host,
-                          uint16_t port);
+                          uint16_t port, const char *trace);
 
 /* Monotonic microseconds. */
 int64_t tc_now_us(void);

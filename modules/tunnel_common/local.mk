@@ -63,7 +63,8 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 	modules/tunnel_common/tm_stream.c modules/tunnel_common/tm_writer.c \
 	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h \
 	modules/tunnel_common/tm_conf.c modules/tunnel_common/tm_conf.h \
-	modules/tunnel_common/tm_token.c modules/tunnel_common/tm_token.h
+	modules/tunnel_common/tm_token.c modules/tunnel_common/tm_token.h \
+	modules/tunnel_common/tm_trace.c modules/tunnel_common/tm_trace.h
 # (merge of tm-session and tm-ws, done in tm-agent: one definition, with
 # tm-ws's flags and libraries; tm-ws's block below adds its sources.)
 modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \

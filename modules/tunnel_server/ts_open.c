@@ -25,9 +25,11 @@
  *
  * A strict client whose agent connection is legacy gets OPEN_RESULT(ok)
  * when the stream was opened towards the agent, which is all the server
- * knows then; it is counted as open_mode="legacy" (TM-PROTO-21) and
- * never reported as a strict success (TM-PROTO-22): the agent's later
- * failure reaches the client as a RESET. A client RESET, or its session
+ * knows then; that result says so (stage "relay", "open_mode":"legacy":
+ * tm_stream_accept_legacy, issue 24 item 3), so the client counts and
+ * logs it legacy too, and it is counted as open_mode="legacy" here
+ * (TM-PROTO-21): never reported as the agent's success (TM-PROTO-22);
+ * the agent's later failure reaches the client as a RESET. A client RESET, or its session
  * ending, while the open runs cancels the step in progress (the access
  * check, the agent's open) and frees the executor slot.
  *
@@ -42,8 +44,11 @@
  * its budget, however many streams it opens.
  *
  * Every stream ends with one info log line (TM-OBS-19): the redacted
- * agent id, node, stage, stable code, open_mode and µs timings; the
- * target only at debug (TM-SEC-9).
+ * agent id, node, trace id, stage, stable code, open_mode and µs
+ * timings; the target only at debug (TM-SEC-9). The trace id is the one
+ * the client's OPEN_STREAM carried, or a new one when it carried none or
+ * a malformed one (replaced, with a rate-limited warning); the agent's
+ * OPEN_STREAM carries it on (issue 24 item 10).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +57,7 @@
 
 #include "agent_select.h"
 #include "host_norm.h"
+#include "tm_trace.h"
 #include "ts_int.h"
 
 enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };
@@ -75,6 +81,7 @@ struct ts_open {
   char host[HOST_NORM_MAX + 1];
   char agent[TM_AGENT_MAX + 1];
   char token_id[PH_AZ_ID_LEN + 1];
+  char trace[TM_TRACE_LEN + 1]; /* the client's, or ours (issue 24 item 10) */
   uint64_t seq;
   uint64_t t0, t_step;
   uint64_t queue_us, auth_us, select_us, open_us, ttfb_us;
@@ -117,6 +124,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel stream end",
          PH_UINT("stream", op->seq), PH_STR("node", m->c.node_id),
          PH_STR("agent", red), PH_STR("principal", op->token_id),
+         PH_STR("trace_id", op->trace),
          PH_STR("open_mode", open_mode_strict(op) ? "strict" : "legacy"),
          PH_STR("stage", stage), PH_STR("code", code), PH_STR("end", end),
          PH_UINT("queue_us", op->queue_us), PH_UINT("auth_us", op->auth_us),
@@ -234,7 +242,10 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
   /* TM-P0-18: accept installs the client stream as open, then queues
    * OPEN_RESULT(ok); the relay is joined before the loop runs again, so
    * the client's first DATA finds it. */
-  tm_stream_accept(cst);
+  if (op->strict_client && !strict)
+    tm_stream_accept_legacy(cst); /* issue 24 item 3: never "connected" */
+  else
+    tm_stream_accept(cst);
   relay_opts o = {
       .idle_timeout_ms = m->c.idle_timeout_ms,
       .buffer_size = 16384,
@@ -300,6 +311,7 @@ static void select_and_open(ts_open *op) {
   areq.protocol = op->protocol;
   areq.port = op->port;
   memcpy(areq.host, op->host, sizeof(areq.host));
+  memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
   op->t_step = ts_now_us();
   op->phase = OP_OPENING;
   op->ast = tm_stream_open(ac->s, &areq, m->c.open_timeout_ms, on_agent_open,
@@ -467,6 +479,13 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->strict_client = tm_stream_strict(st);
   memcpy(op->agent, req->agent, sizeof(op->agent));
   memcpy(op->token_id, cc->token_id, sizeof(op->token_id));
+  int replaced;
+  tm_trace_take(req, op->trace, &replaced);
+  if (replaced) /* the peer's bytes are never logged */
+    PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
+              "tunnel open: malformed trace id replaced",
+              PH_STR("principal", op->token_id),
+              PH_STR("trace_id", op->trace));
   op->token = cc->token;
   if (op->token)
     op->token->streams++;

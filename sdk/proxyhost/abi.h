@@ -2,7 +2,7 @@
 /*
  * proxyhost SDK: ABI version, magic and status codes.
  *
- * Rules (see sdk/ABI.md for the full text and the dated changelog):
+ * Rules (sdk/ABI.md has the full text and each change in detail):
  *  - Adding to the SDK (a new function at the end of ph_api, a new constant,
  *    a new optional module callback taken from a reserved slot) bumps
  *    PH_ABI_MINOR.
@@ -10,18 +10,43 @@
  *  - The host loads a module only when the module's major equals the host's
  *    and the module's minor is not greater than the host's.
  *  - The ABI never depends on configure switches or build options.
- *  - 1.1 added ph_module.check (taken from reserved[0]).
- *  - 1.2 added streams (stream.h), PH_EAGAIN and PH_ERESET, module
- *    threads, reserved[4] in ph_conf_key (the host reads a module's key
- *    table with the layout of its abi_minor), one thread rule for the
- *    conf_* getters, and appended functions to ph_api (sdk/ABI.md lists
- *    it all).
- *  - 1.3 appended route_register and route_reply to ph_api (modules
- *    serve routes under /v1/ on the admin listener).
- *  - 1.4 named ph_conf_key's reserved[0] .flag (a key's command-line
- *    name) added service contracts for the control plane (sdk/ABI.md), among them
- *    "pool.store" (pool_store.h); ph_api and ph_module's layout are as in
- *    1.3.
+ *  - A service contract (connector.h, access.h, ...) has its own version,
+ *    the numbers given to service_register and service_get, under the same
+ *    rules; changing one does not change the ABI's.
+ *  - Every layout is recorded in t/unit/abi_layout.inc (sdk/abi-layout.py
+ *    writes it and refuses a changed layout under the same version), and
+ *    test_abi_layout compares it with the compiler's: a change is on
+ *    purpose, versioned and listed below, or the build's tests fail.
+ *
+ * Changelog, newest first: the version, the day it was released, then one
+ * line per change.
+ *
+ * 1.4 (2026-12-06)
+ *   ph_api.conf_peer_int, ph_api.conf_peer_str appended: another loaded
+ *     module's numeric and (never secret) string keys
+ *   ph_conf_key.flag (was reserved[0]) and PH_CONF_KEY_FLAG: a key's
+ *     command-line name
+ *   services: connector 1.3 (lease, listener, headers, HTTP forwarding),
+ *     connector 1.4 (on_cut, addr_filter), pool.view 1.1, pool.store 1.0,
+ *     outcome.sink 1.0, dispatch.strategy 1.0 (their headers)
+ * 1.3 (2026-12-01)
+ *   ph_api.route_register, ph_api.route_reply appended, ph_http_request:
+ *     module routes under /v1/ on the admin listener
+ *   services: validation 1.0, authz.store 1.0, connector 1.2 (result
+ *     flags: strict or legacy open)
+ * 1.2 (2026-12-01)
+ *   stream.h (ph_stream, ph_stream_ops), PH_EAGAIN, PH_ERESET
+ *   module threads (thread_start and its family), several providers of a
+ *     service (service_get_named), instances (NAME.INSTANCE)
+ *   ph_conf_key.reserved[4] appended (the key table is read with the
+ *     layout of the module's minor), one thread rule for the conf getters
+ *   services: access 1.0, connector 1.1 (request flags: streams),
+ *     listener_event.h (the net.listener topic)
+ * 1.1 (2026-11-30)
+ *   ph_module.check (was reserved[0]), ph_api.counter_set,
+ *     ph_api.parse_listen_addr, ph_api.service_provided
+ * 1.0 (2026-11-30)
+ *   first ABI; services: connector 1.0, authorizer 1.0
  *
  * configure reads PH_ABI_MAJOR and PH_ABI_MINOR from the #define lines
  * below: keep them plain numbers with nothing after them.

@@ -9,7 +9,7 @@
  * to host:port, through an agent when one is named. The verdict is made to
  * be cached (the TunnelMesh authorization cache): it says how
  * long it may be kept and under which policy revision it was computed, so
- * a cache drops it when the revision moves (TM-SEC-4). An allow is not a
+ * a cache drops it when the revision moves. An allow is not a
  * dial: the connector's own target policy still applies afterwards.
  *
  * Service name "access", major 1 (PH_ACCESS_MAJOR). Get it at start:
@@ -54,9 +54,9 @@ typedef enum ph_access_verdict {
  *
  * Everything the verdict may depend on is in here and nothing else is: a
  * cache keyed by (principal, agent, protocol, host, port, revision), the
- * TunnelMesh cache's key (TM-P1-3), is exact. That is why there is no client address.
+ * TunnelMesh cache's key, is exact. That is why there is no client address.
  * Never put a secret (a password, a bearer token) in any field: the fields
- * become cache keys (TM-SEC-3).
+ * become cache keys.
  *
  * Growth: later minors add fields at the end or give a reserved field a
  * meaning, and such a field's zero is its old behaviour. A provider reads
@@ -72,7 +72,7 @@ typedef struct ph_access_request {
   uint8_t protocol;      /* ph_protocol (PH_PROTO_TCP) */
   uint16_t port;         /* target port, 1..65535 */
   const char *host;      /* target, NUL-terminated, 1..255 bytes, in the
-                            normal form of TM-P1-4: a name in lower case
+                            normal form: a name in lower case
                             without a trailing dot, or an address in its
                             standard text form (IPv6 without brackets) */
   const char *principal; /* who asks, as authenticated (a user name, a
@@ -149,8 +149,8 @@ typedef struct ph_access_v1 {
    * 0 means the provider keeps no revision, and its verdicts are bounded by
    * ttl_ms alone). PH_ESTATE when the provider cannot vouch for its
    * revision now (its store is unreachable beyond its staleness bound, or
-   * its revision went backwards, is missing or overflowed: TM-P1-30/31):
-   * then a cache must not serve an allow it holds (TM-SEC-4) and asks
+   * its revision went backwards, is missing or overflowed):
+   * then a cache must not serve an allow it holds and asks
    * check_open again. PH_EINVAL when revision is NULL. A cache keeps a
    * fresh verdict only when its revision equals the current one: a verdict
    * computed before the revision moved is already stale when it arrives. */

@@ -8,7 +8,7 @@
  * A store module provides two services:
  *  - "access" (access.h): the per-stream question AuthorizeStream(token,
  *    agent, protocol, host, port), with the principal a token's id, and
- *    revision(): the current authorization revision (TM-P1-20), read by
+ *    revision(): the current authorization revision, read by
  *    the store's own poll, answered without I/O. An auth_cache in front of
  *    it is the TunnelMesh CachingStreamAuthorizer.
  *  - "authz.store" (this header): authenticating a bearer token, and
@@ -31,12 +31,12 @@
  * Requests still unanswered when the provider is destroyed are dropped
  * without a call (the host destroys a service's users first).
  *
- * The revision (TM-P1-16..19, TM-P1-21): every write below that changes
+ * The revision: every write below that changes
  * what an authorization may answer raises authorization_revision by
  * exactly one, in the same database transaction as the change, inside
  * the store. A write that fails changes neither the data nor the
  * revision. After a write committed, the store's access revision()
- * reports the new revision before the write's callback runs (TM-P1-29),
+ * reports the new revision before the write's callback runs,
  * so a cache in the same process drops what it holds at once.
  *
  * Secrets: a token's secret is made by the store (at least 128 random

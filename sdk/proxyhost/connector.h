@@ -35,7 +35,7 @@
 
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
-#define PH_CONNECTOR_MINOR 3
+#define PH_CONNECTOR_MINOR 4
 
 /* Where an open failed. Stable: these names go on the wire and into
  * metric labels. */
@@ -106,7 +106,7 @@ typedef struct ph_open_headers {
  *  - end(l, how), exactly once, when the stream is over (after or as the
  *    caller closes its socket or stream), also when it never relayed a
  *    byte. end frees the lease; the pointer is dead afterwards.
- * And, where the connector offers it (on_cut set; issue 22): on_cut(l,
+ * And, since minor 4, where the connector offers it (on_cut set): on_cut(l,
  * cut, arg) once the caller holds the stream, naming how the connector
  * may end it early: it calls cut(arg) at most once, on the loop thread,
  * never from inside a call into it (open, cancel, a lease call), when
@@ -132,7 +132,7 @@ typedef struct ph_open_lease_ops {
   uint32_t size; /* sizeof(ph_open_lease_ops) of the connector */
   void (*first_byte)(ph_open_lease *l);
   void (*end)(ph_open_lease *l, int how); /* enum ph_lease_end */
-  /* Was reserved[0] (issue 22); NULL: the connector never cuts. */
+  /* Minor 4, was reserved[0]; NULL: the connector never cuts. */
   void (*on_cut)(ph_open_lease *l, void (*cut)(void *arg), void *arg);
   void *reserved[3];
 } ph_open_lease_ops;
@@ -163,7 +163,7 @@ static inline int ph_open_lease_on_cut(ph_open_lease *l,
   l->ops->on_cut(l, cut, arg);
   return 1;
 }
-/* Minor 3 (ABI 1.4): the caller's own say on where a connection may go,
+/* Minor 4: the caller's own say on where a connection may go,
  * asked at connect time about every address the connector is about to
  * connect to (a literal, or each address DNS gave: what a name resolves
  * to is judged, not the name). allow returns 1 to let the connector try
@@ -172,7 +172,7 @@ static inline int ph_open_lease_on_cut(ph_open_lease *l,
  * delivered or the open cancelled; the struct must live that long. A
  * connector that does not know the field (an older one) ignores it: a
  * caller that depends on it checks the socket it gets (getpeername). The
- * agent uses it to keep its dials off its own host (issue 22). */
+ * agent uses it to keep its dials off its own host. */
 struct sockaddr;
 typedef struct ph_open_addr_filter {
   int (*allow)(void *arg, const struct sockaddr *sa);
@@ -195,7 +195,7 @@ typedef struct ph_open_request {
    * ph_open_headers; NULL when the request has none. */
   const char *listener;
   const ph_open_headers *headers;
-  /* Minor 3 (ABI 1.4), was reserved[0]: see ph_open_addr_filter; NULL:
+  /* Minor 4, was reserved[0]: see ph_open_addr_filter; NULL:
    * the connector's own policy only. The struct has no reserved slot
    * left; size still grows it. */
   const ph_open_addr_filter *addr_filter;
@@ -256,7 +256,7 @@ struct ph_open_http_forward {
 /* ph_open_result.flags (minor 2). */
 enum ph_open_result_flags {
   /* The stream was opened without the far end confirming its dial (a
-   * TunnelMesh legacy open: TM-PROTO-39); the caller counts and logs it
+   * TunnelMesh legacy open); the caller counts and logs it
    * with open_mode=legacy. Without it an open is strict: its success
    * means the target answered. */
   PH_OPEN_R_LEGACY = 1,

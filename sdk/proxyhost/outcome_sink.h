@@ -2,9 +2,9 @@
 /*
  * proxyhost SDK: the "outcome.sink" service (ABI 1.4): where the gateway's
  * data path hands one outcome, the result of one attempt through one
- * upstream proxy at one stage (CP-5-1..6), to be reported to the
+ * upstream proxy at one stage, to be reported to the
  * controller. The `outcome_reporter` module provides it: a bounded queue
- * (CP-5-7) cut into batches and sent with ReportOutcomes; issue 13's
+ * cut into batches and sent with ReportOutcomes; the pool's
  * dispatch calls it.
  *
  * Service name "outcome.sink", major 1 (PH_OUTCOME_SINK_MAJOR). Get it at
@@ -20,11 +20,11 @@
  *
  * The hot path's guarantee: record() never blocks, never allocates and
  * never performs I/O; it takes constant time. A full queue drops the new
- * outcome and counts it (CP-5-10): an outcome is an observation (CP-5-6),
+ * outcome and counts it: an outcome is an observation,
  * and losing some under overload is preferred to slowing traffic.
  *
  * What a record is not: a per-request log. Outcomes feed the controller's
- * health counters; the controller keeps no raw outcome (CP-1-31, CP-1-32).
+ * health counters; the controller keeps no raw outcome.
  * Put no client data (host names, paths, credentials) in rule_id or
  * proxy_id: they are the snapshot's identifiers.
  */
@@ -40,11 +40,11 @@
 /* The stage an attempt reached (numbered as controlplane.v1.OutcomeStage;
  * 0 is not a stage and is refused). */
 typedef enum ph_outcome_stage {
-  PH_OUTCOME_STAGE_DIAL = 1,             /* connecting to the proxy (CP-5-2) */
-  PH_OUTCOME_STAGE_PROXY_HANDSHAKE = 2,  /* CONNECT or SOCKS (CP-5-3) */
-  PH_OUTCOME_STAGE_RESPONSE_HEADERS = 3, /* before the target's headers
-                                            (CP-5-4) */
-  PH_OUTCOME_STAGE_TUNNEL = 4            /* after the tunnel was up (CP-5-5) */
+  PH_OUTCOME_STAGE_DIAL = 1,             /* connecting to the proxy */
+  PH_OUTCOME_STAGE_PROXY_HANDSHAKE = 2,  /* CONNECT or SOCKS */
+  PH_OUTCOME_STAGE_RESPONSE_HEADERS = 3, /* before the target's
+                                            headers */
+  PH_OUTCOME_STAGE_TUNNEL = 4            /* after the tunnel was up */
 } ph_outcome_stage;
 
 /* How it ended (numbered as controlplane.v1.OutcomeResult; 0 refused). */

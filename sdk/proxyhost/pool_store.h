@@ -93,7 +93,7 @@ typedef struct ph_pool_route_row {
   char sticky_key[PH_POOL_STICKY_MAX + 1];
 } ph_pool_route_row;
 
-/* Credential material, resolved in memory only (CP-8-5). */
+/* Credential material, resolved in memory only. */
 typedef struct ph_pool_credential {
   char secret_ref[PH_POOL_SECRET_REF_MAX + 1];
   uint64_t credential_version;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proxyhost SDK: the "pool.view" service (ABI 1.4): the gateway's
- * immutable view of one accepted control-plane snapshot (CP-1-20, CP-3-8):
+ * immutable view of one accepted control-plane snapshot:
  * its routing compiled for first-match, and the proxies this worker owns
  * with their capacity, deadlines and in-memory credentials. The gateway's
  * dispatch (the `pool` connector and the strategy modules) reads it; the
@@ -12,7 +12,7 @@
  * PH_POOL_VIEW_MAJOR, 0, &self), provider being the controlplane_client
  * instance the operator named.
  *
- * Life of a view (CP-3-17): the provider compiles a view from one
+ * Life of a view: the provider compiles a view from one
  * validated WorkerSnapshot off the loop (a host job), then publishes it on
  * the loop thread with one atomic pointer swap. Nothing in a published
  * view ever changes. Readers:
@@ -28,7 +28,7 @@
  * publishes); release() from any thread. Both return NULL while no view
  * was ever accepted: no candidates.
  *
- * State beside a view (minor 1, CP-3-17, issue 23 item 13): a reader that
+ * State beside a view (minor 1): a reader that
  * keeps per-view state of its own (the pool's counter arrays and remap)
  * subscribes once; the provider then calls its prepare() where it
  * compiles the view, off the loop, and its install() on the loop right
@@ -36,26 +36,26 @@
  * no request ever builds that state: the hot path loads one pointer and
  * finds the state already there.
  *
- * Time (CP-3-6, CP-3-9, CP-3-18): all times are Unix milliseconds (UTC).
+ * Time: all times are Unix milliseconds (UTC).
  * usable(v, proxy, now_ms) is the one question a strategy asks before it
  * picks a proxy: false at or after the proxy's usable_until (the last
- * allocatable instant, CP-3-6) or its expires_at, while it drains
- * (CP-4-2) or has capacity 0, and for EVERY proxy once now reaches the view's valid_until
- * (CP-3-9) or its stale deadline (obtained_at + max_stale_age, CP-3-18):
+ * allocatable instant) or its expires_at, while it drains
+ * or has capacity 0, and for EVERY proxy once now reaches the view's valid_until
+ * or its stale deadline (obtained_at + max_stale_age):
  * an expired view has no candidates, and nothing asks Redis or SQL
- * instead (CP-3-19). A deadline the snapshot did not carry is 0: never
+ * instead. A deadline the snapshot did not carry is 0: never
  * usable (fail closed). live(v, now_ms) is the view-wide half of it.
  *
  * Mutable state is not here: per-proxy active and reserved counts, WAIT
  * queues and revocations (ReportRuntimeResponse.revoke_proxy_ids) belong
- * to the gateway (issue 13). Each proxy has a stable small index,
+ * to the gateway. Each proxy has a stable small index,
  * 0..n_proxies-1, its position in proxies[] (sorted by proxy_id), so that
  * such state can live in an array beside the view. Indexes are per view:
  * across a swap, state follows the proxy_id (find(), or cp_view_remap in
  * modules/cp_common/cp_view.h), never the index; docs/user-guide/gateway.md
  * "The snapshot view" says how a counter array survives a swap.
  *
- * Credentials (CP-1-18, CP-8-5): username and password live only in the
+ * Credentials: username and password live only in the
  * view's own memory, are wiped (OPENSSL_cleanse) when the view is freed,
  * and are never logged, counted or written anywhere. Copy them only onto
  * the wire of the upstream handshake.
@@ -87,7 +87,7 @@ typedef enum ph_pool_view_host_kind {
 } ph_pool_view_host_kind;
 
 /* Credential material of one (secret_ref, credential_version), shared by
- * every proxy that names it (deduplicated, CP-1-18). */
+ * every proxy that names it (deduplicated). */
 typedef struct ph_pool_view_credential {
   const char *secret_ref;
   uint64_t credential_version;
@@ -107,7 +107,7 @@ typedef struct ph_pool_view_proxy {
   uint32_t weight;       /* 1..1000 */
   int64_t usable_until_ms; /* the last allocatable instant is before it */
   int64_t expires_at_ms;   /* the lease's hard expiry */
-  int draining;            /* 1: no new reservation (CP-4-2) */
+  int draining;            /* 1: no new reservation */
   const char *zone;
   const ph_pool_view_credential *credential; /* NULL: none */
 } ph_pool_view_proxy;
@@ -136,16 +136,16 @@ typedef struct ph_pool_view_rule {
 
 typedef struct ph_pool_view {
   uint32_t size;               /* sizeof(ph_pool_view) of the provider */
-  uint64_t version;            /* the snapshot's version (CP-1-20) */
+  uint64_t version;            /* the snapshot's version */
   uint64_t epoch;              /* its ownership_epoch */
   int64_t generated_at_ms;
-  int64_t valid_until_ms;      /* CP-3-9 */
+  int64_t valid_until_ms;      /* no proxy usable from then on */
   int64_t obtained_at_ms;      /* when this worker accepted it */
-  int64_t stale_deadline_ms;   /* obtained_at + max_stale_age (CP-3-18) */
+  int64_t stale_deadline_ms;   /* obtained_at + max_stale_age */
   uint8_t checksum[32];        /* the snapshot's checksum (raw SHA-256) */
   const char *cluster_id;
   const char *worker_id;
-  const ph_pool_view_rule *rules;   /* in configured order (CP-1-19) */
+  const ph_pool_view_rule *rules;   /* in configured order */
   uint32_t n_rules;
   const ph_pool_view_proxy *proxies; /* sorted by proxy_id */
   uint32_t n_proxies;
@@ -153,7 +153,7 @@ typedef struct ph_pool_view {
 } ph_pool_view;
 
 /* The view-wide half of usable(): 1 while now_ms is before both the
- * view's valid_until and its stale deadline (CP-3-9, CP-3-18). Inline, so
+ * view's valid_until and its stale deadline. Inline, so
  * that a strategy asks it with no call (strategy.h). */
 static inline int ph_pool_view_live(const ph_pool_view *v, int64_t now_ms) {
   return v && now_ms < v->valid_until_ms && now_ms < v->stale_deadline_ms;
@@ -206,7 +206,7 @@ typedef struct ph_pool_view_v1 {
    * an index out of range). Pure; no allocation. */
   int (*usable)(const ph_pool_view *v, uint32_t proxy, int64_t now_ms);
   /* 1 while now_ms is before both the view's valid_until and its stale
-   * deadline, else 0: not ready, no new traffic (CP-3-18). */
+   * deadline, else 0: not ready, no new traffic. */
   int (*live)(const ph_pool_view *v, int64_t now_ms);
   /* The index of proxy_id in v->proxies (binary search), or
    * PH_POOL_VIEW_NONE. */

@@ -2,8 +2,8 @@
 /*
  * proxyhost SDK: the "dispatch.strategy" service (ABI 1.4): how the
  * gateway's dispatch (the `pool` connector) picks one upstream proxy for a
- * request among the candidates of the routing rule that matched it
- * (CP-1-22). The five in-tree strategies (round_robin, weighted,
+ * request among the candidates of the routing rule that matched it.
+ * The five in-tree strategies (round_robin, weighted,
  * least_active, random, sticky) are modules against this header; a third
  * party writes a sixth the same way, against the installed SDK.
  *
@@ -29,7 +29,7 @@
  * while most of them can take a request (an O(n) scan is acceptable only
  * when nearly all are full or unusable). It may change only its own state.
  *
- * What a strategy must never pick (CP-1-23, CP-3-6, CP-3-9, CP-4-2): a
+ * What a strategy must never pick: a
  * proxy for which ph_strategy_takes() is 0: past its usable_until or
  * expires_at, in a view past its valid_until or stale deadline, draining,
  * revoked, already tried by this request, or without free capacity
@@ -61,7 +61,7 @@
 typedef struct ph_pool_load {
   const uint32_t *active;   /* requests whose upstream is up */
   const uint32_t *reserved; /* reservations still dialing or handshaking */
-  const uint8_t *revoked;   /* 1: named in revoke_proxy_ids (CP-4-7) or
+  const uint8_t *revoked;   /* 1: named in revoke_proxy_ids or
                                draining locally: no new reservation */
 } ph_pool_load;
 

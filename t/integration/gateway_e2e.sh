@@ -30,7 +30,13 @@ for b in microsocks tinyproxy; do
   command -v "$b" >/dev/null 2>&1
   ok $? "$b is installed (scripts/install-deps.sh)"
 done
-TAP_ON_FAIL='for f in ctl g1 g2; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -6; done'
+# On a failure: each log's last lines, every view g1 used, and the
+# session's RPC results on both sides (a stalled lease renewal shows as
+# runtime reports refused or missing, and a view that lost a proxy).
+TAP_ON_FAIL='for f in ctl g1 g2; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -4; done
+  echo "g1 views:"; grep -h "snapshot view in use\|proxy cut\|epoch moved" "$T/g1.log" 2>/dev/null | cut -c12-23,60-160 | tail -12
+  for a in $admin $a1; do echo "metrics $a:"; curl -s -m 2 "http://127.0.0.1:$a/metrics" 2>/dev/null |
+    grep -E "^proxyhost_cp_(controller_rpcs_total|controller_proxies_withheld_total|controller_assign_total|gateway_rpcs_total|gateway_epoch_waits_total|gateway_reconnects_total)" | grep -v " 0$"; done'
 
 # ---- targets and upstreams ----------------------------------------------------
 "$PY" "$top_srcdir/t/lib/http_target.py" serve --port-file "$T/target.port" \
@@ -317,11 +323,16 @@ is "$(grep -c 'CONNECT' "$T/tinyproxy.log")" "$tp_before" "... and none through 
 
 # ---- each outcome stage from a real failing upstream (CP-5-2..5) -------------------
 is "$(via_http "$h1" "http://dial.test/")" 502 "CP-5-2 a refused proxy port: 502"
-is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="dial",result="failure"}')" 1 "... one DIAL FAILURE"
+# An outcome is counted when the lease ends, which may come just after
+# the reply: wait for it.
+wait_cond '[ "$(pm "$a1" "proxyhost_pool_outcomes_total{stage=\"dial\",result=\"failure\"}")" = 1 ]'
+ok $? "... one DIAL FAILURE"
 is "$(via_http "$h1" "http://hs.test/")" 502 "CP-5-3 a proxy that does not speak SOCKS5: 502"
-is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')" 1 "... one PROXY_HANDSHAKE FAILURE"
+wait_cond '[ "$(pm "$a1" "proxyhost_pool_outcomes_total{stage=\"proxy_handshake\",result=\"failure\"}")" = 1 ]'
+ok $? "... one PROXY_HANDSHAKE FAILURE"
 is "$(via_http "$h1" "http://auth.test/")" 502 "CP-5-3 upstream 407 (wrong password): 502"
-is "$(pm "$a1" 'proxyhost_pool_outcomes_total{stage="proxy_handshake",result="failure"}')" 2 "... a second PROXY_HANDSHAKE FAILURE"
+wait_cond '[ "$(pm "$a1" "proxyhost_pool_outcomes_total{stage=\"proxy_handshake\",result=\"failure\"}")" = 2 ]'
+ok $? "... a second PROXY_HANDSHAKE FAILURE"
 code=$(via_http "$h1" "http://early.test/")
 [ "$code" = 502 ] || [ "$code" = 000 ]; ok $? "CP-5-4 a tunnel reset before any target byte fails the request ($code)"
 wait_cond '[ "$(pm "$a1" "proxyhost_pool_outcomes_total{stage=\"response_headers\",result=\"failure\"}")" = 1 ]'

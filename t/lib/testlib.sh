@@ -31,7 +31,7 @@ ok() { # ok STATUS NAME
 }
 tap_in_is=
 tap_on_fail() {
-  [ -z "$TAP_ON_FAIL" ] || eval "$TAP_ON_FAIL" 2>&1 | head -40 | sed 's/^/#   > /'
+  [ -z "$TAP_ON_FAIL" ] || eval "$TAP_ON_FAIL" 2>&1 | head -60 | sed 's/^/#   > /'
 }
 is() { # is GOT WANT NAME
   if [ "$1" = "$2" ]; then ok 0 "$3"; else
@@ -84,11 +84,13 @@ done_testing() {
   [ "$tap_failed" -eq 0 ]
 }
 
+# $T: the test's own directory, removed at the end unless PH_TEST_KEEP is
+# set (for a look at the logs after a failure: its path goes to stderr).
 T=$(mktemp -d "${TMPDIR:-/tmp}/proxyhost-test.XXXXXX")
 PIDS=""
 cleanup() {
   for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$T"
+  [ -n "${PH_TEST_KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
 }
 trap cleanup EXIT
 

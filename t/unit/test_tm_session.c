@@ -598,6 +598,42 @@ static void test_duplicate_result(void) {
   pair_end(&p);
 }
 
+/* Issue 24 item 5: a peer that answers with the seed's five fields only
+ * (no "window") on a flow-controlled stream: the stream opens and the
+ * opener may send the protocol's initial window (262144), not its own
+ * configured one. */
+static void test_result_without_window(void) {
+  pair p;
+  tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  tm_session_cfg cb = cfg_default(0, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  ca.initial_window = 65536; /* ours: not what the peer may take */
+  ca.window_update_threshold = 32768;
+  ca.outbound_buffer_bytes = 1048576;
+  pair_new(&p, &ca, &cb);
+  p.b.policy = P_HOLD;
+  opening o;
+  tm_stream *st = open_to(&p, &o, "five.test", 5000);
+  run_until(p.b.nheld == 1, 2000);
+  static const char five[] = "{\"accepted\":true,\"stage\":\"connect\","
+                             "\"code\":\"ok\",\"retryable\":false,"
+                             "\"retry_after_ms\":0}";
+  uint8_t f[TM_HEADER_LEN + sizeof(five)];
+  tm_memlink_inject(p.l, 0, f,
+                    frame(f, TM_OPEN_RESULT, 0, tm_stream_id(st), five,
+                          (uint32_t)strlen(five)));
+  run_until(o.done, 2000);
+  ok(o.done && o.accepted && o.st,
+     "issue 24 item 5: an accepted OPEN_RESULT without window opens the "
+     "stream");
+  if (o.st) {
+    user *u = user_new(o.st, 1);
+    is_int((int)write_bulk(u->ps, 600000), (int)TM_WINDOW_DEFAULT,
+           "... with the protocol's initial window as the send window");
+    close_user(&u);
+  }
+  pair_end(&p);
+}
+
 static void test_window_violations(void) {
   pair p;
   tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
@@ -1571,6 +1607,7 @@ int main(void) {
   test_reset_codes();
   test_data_while_opening();
   test_duplicate_result();
+  test_result_without_window();
   test_window_violations();
   test_violation_limit();
   test_legacy_backpressure();
