@@ -40,10 +40,7 @@ printf 'hello dashboard\n' >"$T/www/hello.txt"
 head -c 33554432 /dev/zero >"$T/www/big.bin"
 start_file_server "$T/www" "hello dashboard"; ok $? "file server up"
 web=$FILE_SERVER_PORT
-$PROBE blackhole --port-file "$T/bh.port" --seconds 120 >/dev/null 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/bh.port"
-bh=$(cat "$T/bh.port")
+tn_blackhole; ok $? "a port whose connects hang"
 
 # A repeated modules key adds to the list (tunnel.sh wrote the roles').
 PM='[proxyhost]
