@@ -202,6 +202,14 @@ grep -E '^(problem|zero-ok)' "$T/dash.out" | sed 's/^/# /'
 like_re "$(cat "$T/s.prom")" \
   'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="relay",result="success",scope="local"\} [1-9]' \
   "TM-OBS-15 the server's relay stage (the agent's leg) is recorded, scope=\"local\""
+$PY "$top_srcdir/t/lib/metrics_lint.py" --seed-labels "$T/s.prom" "$T/a.prom" \
+  "$T/c.prom" >"$T/labels.out" 2>&1
+ok $? "TM-TEST-18 TM-OBS-10..17 the three roles' tunnelmesh_* series carry only the seed's labels and values"
+sed 's/^/# /' "$T/labels.out" | head -10
+{ cat "$T/s.prom"; echo 'tunnelmesh_stream_backpressure_total{component="server",reason="window_stall"} 1'; } >"$T/old.prom"
+$PY "$top_srcdir/t/lib/metrics_lint.py" --seed-labels "$T/old.prom" >"$T/labels.out" 2>&1
+[ $? -eq 1 ] && grep -q "label 'reason' not allowed" "$T/labels.out"
+ok $? "... and refuses the old backpressure series (reason is not a seed label)"
 unlike "$(cat "$T/s.prom" "$T/a.prom" "$T/c.prom")" 'scope="remote"' \
   "TM-OBS-15 no remote series while one server is the whole mesh"
 
