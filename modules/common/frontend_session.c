@@ -396,8 +396,8 @@ static void relay_finished(void *arg, const relay_stats *st, int end) {
   s->relay = NULL; /* ended: it closed both ends */
   s->fd = -1;
   end_lease(s, relay_lease_end(end, st->error_side));
-  srv->api->inc(srv->sm->bytes[SM_UP], st->up);
-  srv->api->inc(srv->sm->bytes[SM_DOWN], st->down);
+  srv->api->inc(srv->sm->bytes[SM_TCP][SM_UP], st->up);
+  srv->api->inc(srv->sm->bytes[SM_TCP][SM_DOWN], st->down);
   srv->ops->relay_done(s->owner, st, end);
   frontend_session_leave(s);
 }

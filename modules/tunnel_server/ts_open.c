@@ -227,14 +227,20 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
   op->open_us = since(op->t_step);
   /* The slot frees now: what follows is no more an open. */
   oexec_remove(&m->exec, &op->job);
+  /* TM-OBS-15, -27: the relay stage is the agent's leg, from the
+   * OPEN_STREAM sent on the selected session to its answer; the session
+   * is this server's own (scope="local", stream_metrics.h). */
+  uint64_t relay_us =
+      op->open_us > op->select_us ? op->open_us - op->select_us : 0;
   if (!res->accepted) {
-    tm_obs_stage(m->metrics, TM_OS_OPEN,
-                 res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE,
-                 op->open_us);
+    int r = res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE;
+    tm_obs_stage(m->metrics, TM_OS_RELAY, r, relay_us);
+    tm_obs_stage(m->metrics, TM_OS_OPEN, r, op->open_us);
     fail(op, res->stage, res->code, res->retryable, res->retry_after_ms);
     return;
   }
   op->strict_agent = strict;
+  tm_obs_stage(m->metrics, TM_OS_RELAY, TM_R_SUCCESS, relay_us);
   tm_obs_stage(m->metrics, TM_OS_OPEN, TM_R_SUCCESS, op->open_us);
   tm_obs_open(m->metrics, open_mode_strict(op), PH_OPEN_OK);
   tm_stream *cst = op->cst;

@@ -123,9 +123,9 @@ v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure
 is "$v" 1 "the refused open counted with error_class=connection_refused"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"}')
 is "$v" 3 "policy denials (port, own listener, admin) counted as rejected/forbidden"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success",scope="local"}' \
   "socks5_handshake stage histogram exported"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success",scope="local"}' \
   "ttfb stage histogram exported (TM-OBS-21)"
 like "$m" 'proxyhost_stream_active{component="client"} 0' \
   "no active stream left"

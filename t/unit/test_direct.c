@@ -872,15 +872,20 @@ static void test_metrics(void) {
   const char *h = "tunnelmesh_stream_stage_duration_seconds_count{"
                   "component=\"agent\",stage=";
   char key[256];
-  snprintf(key, sizeof(key), "%s\"dns\",result=\"success\"}", h);
+  snprintf(key, sizeof(key), "%s\"dns\",result=\"success\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "DNS success observed");
-  snprintf(key, sizeof(key), "%s\"dns\",result=\"failure\"}", h);
+  snprintf(key, sizeof(key), "%s\"dns\",result=\"failure\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "DNS failure observed");
-  snprintf(key, sizeof(key), "%s\"connect\",result=\"success\"}", h);
+  snprintf(key, sizeof(key), "%s\"connect\",result=\"success\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "connect success observed");
-  snprintf(key, sizeof(key), "%s\"connect\",result=\"failure\"}", h);
+  snprintf(key, sizeof(key), "%s\"connect\",result=\"failure\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "connect failure observed");
-  snprintf(key, sizeof(key), "%s\"queue\",result=\"success\"}", h);
+  snprintf(key, sizeof(key), "%s\"queue\",result=\"success\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 3, "queue stage observed per start");
   like(t, "proxyhost_direct_dials_active 0", "active gauge");
   like(t, "proxyhost_direct_dials_pending 0", "pending gauge");
