@@ -293,7 +293,7 @@ mkdir -p "$T/gen"
   controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
 code=$("$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" register "$T" \
   "$T/worker.pem" "$T/worker.key" "$T/ca.pem" w1 2>"$T/py.err" | sed -n 's/^VALUE code //p')
-is "$code" UNAVAILABLE "CP-2-12 Redis stopped: RegisterWorker answers UNAVAILABLE"
+is "$code" UNAVAILABLE "Redis stopped: RegisterWorker answers UNAVAILABLE"
 wait_long not_ready "$admin"; ok $? "Redis stopped: the controller is not ready"
 # From here no snapshot can be built (a send in flight at the stop has
 # landed): each view must stay as it is until it expires.
