@@ -139,10 +139,13 @@ static void too_long(loader *ld, const char *line, size_t max) {
     p += 3;
   while (isspace((unsigned char)*p))
     p++;
-  if (INI_ALLOW_MULTILINE && ld->prev && p > line && ld->last >= 0) {
-    const conf_entry *e = &c->ents[ld->last];
-    conf_ld_err(ld, "%s.%s: continuation line too long (max %zu bytes)",
-                c->sects[e->sect].name, e->key, max);
+  if (INI_ALLOW_MULTILINE && ld->prev && p > line) {
+    const conf_entry *e = ld->last >= 0 ? &c->ents[ld->last] : NULL;
+    if (e)
+      conf_ld_err(ld, "%s.%s: continuation line too long (max %zu bytes)",
+                  c->sects[e->sect].name, e->key, max);
+    else
+      conf_ld_err(ld, "continuation line too long (max %zu bytes)", max);
     return;
   }
   const char *end = conf_find_chars_or_comment(p, "=:");

@@ -444,6 +444,15 @@ static void test_long_lines_never_truncated(void) {
   is_str(conf_str(c, "socks5", "peers"), "x",
          "nothing of the long continuation line was appended");
   conf_free(c);
+  /* ... of an include line: no key to name. */
+  buf_reset(&err);
+  line_of(b, BIG, "  more", 'p', MAXL + 50);
+  snprintf(text, BIG, "[proxyhost]\ninclude = nosuch*.ini\n%s\n", b);
+  c = load_text("i.ini", text, &err, &lrc, &frc);
+  snprintf(want, sizeof(want),
+           "i.ini:3: continuation line too long (max %d bytes)", MAXL);
+  like(err.data, want, "a too-long continuation of an include line");
+  conf_free(c);
 
   /* The last line without a newline, and CR LF at the limit. */
   buf_reset(&err);
