@@ -15,7 +15,7 @@ INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 	t/integration/tunnel_failover.sh t/integration/tunnel_browser.sh \
 	t/integration/demo.sh t/integration/tunnel_credentials.sh \
 	t/integration/tunnel_tenants.sh t/integration/tunnel_reset_codes.sh \
-	t/integration/tls_reload.sh
+	t/integration/tls_reload.sh t/integration/tunnel_validation.sh
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh
 endif
