@@ -165,6 +165,10 @@ static void drain_end(ph_timer *t, void *arg) {
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO,
          "tunnel drain deadline: closing what is left",
          PH_UINT("connections", m->nconns), PH_UINT("streams", m->nopens));
+  /* The host's last line says the stop was cut short (issue 24 item 12). */
+  if (m->nopens && ts_api->size > offsetof(ph_api, drain_cut) &&
+      ts_api->drain_cut)
+    ts_api->drain_cut(m->ctx, m->nopens);
   ts_open_abort_all(m);
   ts_conn_close_all(m);
 }
