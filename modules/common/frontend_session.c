@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontend_services.h"
 #include "hangup.h"
 
 static int64_t now_us(void) {
@@ -353,7 +354,8 @@ int frontend_session_open_validated(frontend_session *s, const char *host,
                               .protocol = PH_PROTO_TCP,
                               .port = port,
                               .host = host,
-                              .agent = NULL, /* the tunnel's, later */
+                              .agent = frontend_connector_agent(
+                                  srv->ctx, srv->api),
                               .username = user ? user : "",
                               .username_len = user ? user_len : 0,
                               .password = pass ? pass : "",

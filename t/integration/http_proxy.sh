@@ -186,9 +186,9 @@ ok $? "promtool accepts the exposition"
 
 # The access log: a line per request, no target host at info level.
 log=$(cat "$T/ph.log")
-like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-' \
+like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx status_code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-' \
   "an access log line per request"
-like "$log" 'method=CONNECT status=2xx code=200' "and per tunnel"
+like "$log" 'method=CONNECT status=2xx status_code=200' "and per tunnel"
 like "$log" "duration_us=" "with the duration in microseconds (TM-OBS-19)"
 unlike "$log" "ok.test" "no target host in the info log"
 unlike "$log" "tls.test" "nor the tunnel's"

@@ -136,9 +136,9 @@ ok $? "promtool accepts the exposition"
 
 # The access log: one line per stream, no target host at info level.
 log=$(cat "$T/ph.log")
-like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed' \
+like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded status_code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed' \
   "an access log line per stream: stream, client, user, command, reply, bytes, duration"
-like "$log" "status=connection_refused code=5 result=failure" "failures too"
+like "$log" "status=connection_refused status_code=5 result=failure" "failures too"
 like "$log" "duration_us=" "duration in microseconds (TM-OBS-19)"
 unlike "$log" "ok.test" "no target host in the info log"
 unlike "$log" "nx.test" "not even for failures"

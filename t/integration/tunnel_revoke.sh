@@ -66,7 +66,7 @@ unlike "$(cat "$T/s2.log" "$T/s1.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 no to
 
 # Issue 22 item 1: the client's running session on s2, opened with that
 # token, is closed by s2 once its revision poll saw the step.
-s2_closed() { grep -q 'tunnel connection closed by the server.*code=4403' "$T/c.log"; }
+s2_closed() { grep -q 'tunnel connection closed by the server.* close_code=4403 close=credentials_ended' "$T/c.log"; }
 wait_for s2_closed
 ok $? "item 1: the session opened with the revoked token is closed by s2 with 4403 (its revision poll, another node's write)"
 like_re "$(cat "$T/s2.log")" 'tunnel session ended: its credentials are no longer valid.*role=client.*reason=denied' \
@@ -76,7 +76,7 @@ like_re "$(cat "$T/s2.log")" 'tunnel session ended: its credentials are no longe
 # closes with 4401, and the client's own WebSocket end says so (its log
 # is at the default level, info).
 tn_client c2 s2
-closed() { grep -q 'tunnel connection closed by the server.*code=4401' "$T/c2.log"; }
+closed() { grep -q 'tunnel connection closed by the server.* close_code=4401 close=unauthorized' "$T/c2.log"; }
 wait_for closed; ok $? "TM-SEC-5 a client with the revoked token is closed with 4401, and logs that code"
 unlike "$(cat "$T/c2.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 ... without the token in its log"
 

@@ -360,6 +360,19 @@ static void test_success(void) {
   wait_one(&e, &s, 5000);
   expect_open(&s, port, AF_INET, "a name in another case, trailing dot");
 
+  /* TM-PROTO-8 (issue 24 item 7): no DNS cache of the connector's own,
+   * c-ares's included (on by default from 1.23). dnsd answers a name
+   * under once.test once, with an hour's TTL, and NXDOMAIN afterwards:
+   * the second open must see the changed answer. */
+  open_to(&e, "gone.once.test", port, &s);
+  wait_one(&e, &s, 5000);
+  expect_open(&s, port, AF_INET, "TM-PROTO-8: a name with an hour's TTL");
+  open_to(&e, "gone.once.test", port, &s);
+  wait_one(&e, &s, 5000);
+  expect_fail(&s, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE,
+              "TM-PROTO-8: asked again after its answer changed, the new "
+              "answer (NXDOMAIN), not a cached one");
+
   if (have_v6) {
     int p6 = 0, l6 = tcp_listen(AF_INET6, "::1", 0, 64, &p6);
     open_to(&e, "::1", p6, &s);

@@ -836,7 +836,7 @@ static void test_forwarding(void) {
   mock_free(m);
   char *log = file_test_slurp(logpath);
   like(log, "module=http_proxy msg=access stream=", "access log lines");
-  like(log, "method=GET status=2xx code=200 result=success",
+  like(log, "method=GET status=2xx status_code=200 result=success",
        "with the method, the status and the result");
   like(log, "duration_us=", "with durations in microseconds");
   unlike(log, ".test", "no target at any level without log_target");

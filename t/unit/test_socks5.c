@@ -529,7 +529,7 @@ static void test_allow_clients(void) {
        "the refused client is logged with its address");
   like(log, "level=info module=socks5 msg=access stream=1 client=127.0.0.1:",
        "one access line with the stream id and the client");
-  like(log, "user=- method=CONNECT status=succeeded code=0 result=success "
+  like(log, "user=- method=CONNECT status=succeeded status_code=0 result=success "
             "bytes_up=4 bytes_down=0 duration_us=",
        "user, command, reply, result, bytes, duration");
   like(log, "msg=\"socks5 request\" stream=1\n",
