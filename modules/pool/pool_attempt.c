@@ -329,7 +329,7 @@ static void hs_failed(pool_attempt *a, up_hs_state st, int timed_out) {
   PH_LOG_RL(pool_api, a->p->ctx, PH_LOG_DEBUG, "upstream handshake failed",
             PH_STR("proxy_id", a->px ? a->px->id : ""),
             PH_STR("state", timed_out ? "timeout" : up_hs_state_name(st)),
-            PH_INT("status", a->hs.status));
+            PH_INT("upstream_status", a->hs.status));
   close_upstream(a);
   if (a->timer)
     pool_api->timer_set(a->timer, 0, 0);

@@ -18,8 +18,8 @@
  *
  * Answers that need no server (no connection up: relay/agent_offline;
  * every connection full: queue/queue_full; a bad target; the capability)
- * wait on the done list and are delivered from a zero timer, so a
- * callback never runs inside open(). */
+ * are delivered on the loop's next turn (next_turn.h), so a callback
+ * never runs inside open(). */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +29,13 @@
 
 struct tc_req {
   tc_req *hnext; /* id table */
-  tc_req *dnext; /* done list */
+  nt_item done;  /* answered locally, waiting for the next turn */
   tc_client *tc;
   int64_t id;
   ph_open_cb cb;
   void *arg;
   tm_stream *st; /* opening on a session; NULL when answered locally */
   int strict;    /* the connection's mode (or the local one, no session) */
-  int on_done;
   ph_timer *timer; /* strict: stream.open_timeout */
   int64_t t0_us;
   uint16_t port;
@@ -69,22 +68,6 @@ static void table_del(tc_client *tc, tc_req *r) {
        p = &(*p)->hnext)
     if (*p == r) {
       *p = r->hnext;
-      return;
-    }
-}
-
-static void done_unlink(tc_client *tc, tc_req *r) {
-  tc_req *prev = NULL;
-  for (tc_req *x = tc->done_first; x; prev = x, x = x->dnext)
-    if (x == r) {
-      if (prev)
-        prev->dnext = r->dnext;
-      else
-        tc->done_first = r->dnext;
-      if (tc->done_last == r)
-        tc->done_last = prev;
-      r->dnext = NULL;
-      r->on_done = 0;
       return;
     }
 }
@@ -137,27 +120,10 @@ static void answer(tc_req *r) {
 
 /* ---- local answers -------------------------------------------------------- */
 
-static void on_deliver(ph_timer *t, void *arg) {
-  tc_client *tc = arg;
-  tc->api->timer_set(t, 0, 0);
-  /* Only what is due now: answers queued by the callbacks wait for the
-   * next iteration. */
-  tc_req *last = tc->done_last;
-  while (tc->done_first) {
-    tc_req *r = tc->done_first;
-    tc->done_first = r->dnext;
-    if (!tc->done_first)
-      tc->done_last = NULL;
-    r->dnext = NULL;
-    r->on_done = 0;
-    table_del(tc, r);
-    int was_last = r == last;
-    answer(r);
-    if (was_last)
-      break;
-  }
-  if (tc->done_first)
-    tc->api->timer_set(t, 0, 1);
+static void on_deliver(nt_item *it) {
+  tc_req *r = (tc_req *)((char *)it - offsetof(tc_req, done));
+  table_del(r->tc, r);
+  answer(r);
 }
 
 static void finish_local(tc_req *r, int stage, int code, uint32_t retry_ms) {
@@ -166,14 +132,7 @@ static void finish_local(tc_req *r, int stage, int code, uint32_t retry_ms) {
   r->res.code = code;
   r->res.retryable = retry_ms > 0;
   r->res.retry_after_ms = retry_ms;
-  r->on_done = 1;
-  if (tc->done_last)
-    tc->done_last->dnext = r;
-  else
-    tc->done_first = r;
-  tc->done_last = r;
-  /* after 0 with a repeat: the next loop iteration (0/0 would stop it). */
-  tc->api->timer_set(tc->deliver_timer, 0, 1);
+  next_turn_post(&tc->deliver, &r->done, on_deliver);
 }
 
 /* ---- the session's answer ---------------------------------------------- */
@@ -331,8 +290,7 @@ static int tc_cancel(void *self, int64_t id) {
   if (!r)
     return PH_ENOENT;
   table_del(tc, r);
-  if (r->on_done)
-    done_unlink(tc, r);
+  next_turn_cancel(&tc->deliver, &r->done);
   if (r->st) /* resets it towards the server; on_opened never runs */
     tm_stream_cancel(r->st);
   req_free(r);
@@ -352,14 +310,15 @@ int tc_opens_init(tc_client *tc) {
   while (tc->n_buckets < want && tc->n_buckets < 65536)
     tc->n_buckets *= 2;
   tc->buckets = calloc(tc->n_buckets, sizeof(*tc->buckets));
-  tc->deliver_timer = tc->api->timer_new(tc->ctx, on_deliver, tc);
-  return tc->buckets && tc->deliver_timer ? PH_OK : PH_ENOMEM;
+  int rc = next_turn_init(&tc->deliver, tc->api, tc->ctx);
+  return tc->buckets && rc == PH_OK ? PH_OK : PH_ENOMEM;
 }
 
 void tc_opens_destroy(tc_client *tc) {
   /* Before the sessions go (tc_conns_destroy): their callers (the
    * frontends, destroyed before their provider) must hear nothing more,
    * so every open still in flight is cancelled, not failed. */
+  next_turn_fini(&tc->deliver); /* first: its items are freed below */
   if (tc->buckets)
     for (size_t b = 0; b < tc->n_buckets; b++)
       while (tc->buckets[b]) {
@@ -371,8 +330,4 @@ void tc_opens_destroy(tc_client *tc) {
       }
   free(tc->buckets);
   tc->buckets = NULL;
-  tc->done_first = tc->done_last = NULL;
-  if (tc->deliver_timer)
-    tc->api->timer_free(tc->deliver_timer);
-  tc->deliver_timer = NULL;
 }

@@ -15,6 +15,7 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
+#include "next_turn.h"
 #include "tc_link.h"
 #include "tls_reload.h"
 #include "tm_token.h"
@@ -86,8 +87,7 @@ struct tc_client {
   tc_req **buckets;
   size_t n_buckets;
   int64_t next_id;
-  tc_req *done_first, *done_last; /* answered, delivered from the loop */
-  ph_timer *deliver_timer;
+  next_turn deliver; /* local answers, delivered on the next loop turn */
 };
 
 /* tc_conn.c */

@@ -42,8 +42,8 @@
  * at once on both ends, no OPEN_RESULT is sent, an acceptor's failure is
  * a RESET; without flow_control no window is sent or enforced, and the
  * bounded inbound queue is the only protection: a full one resets that
- * stream and counts backpressure{reason="legacy_backpressure"} (TM-P2-6,
- * TM-P2-15).
+ * stream and counts the legacy backpressure, backpressure_total
+ * {open_mode="legacy",result="rejected"} (TM-P2-6, TM-P2-15).
  *
  * Threads: loop thread only, for every function and every callback.
  * Callbacks run from the loop (a transport event or a timer), never from

@@ -179,7 +179,7 @@ void st_reset(tm_stream *st, int code, int send, int bp_reason) {
   if (st->link && !st->link->reset)
     st->link->close_code = code;
   if (bp_reason >= 0)
-    tm_obs_backpressure(s->m, bp_reason);
+    tm_obs_backpressure(s->m, st->strict, bp_reason);
   st->state = TM_ST_RESET;
   sess_map_del(s, st);
   drop_outbound(st);
@@ -475,7 +475,7 @@ static ssize_t t_write(ph_stream *p, const void *data, size_t len) {
     if (n < want && !st->stalled) {
       st->stalled = 1; /* only this stream's producer pauses */
       st->stall_since_us = tm_now_us();
-      tm_obs_backpressure(s->m, TM_BP_WINDOW_STALL);
+      tm_obs_backpressure(s->m, st->strict, TM_BP_WINDOW_STALL);
     }
   }
   if (n == 0)

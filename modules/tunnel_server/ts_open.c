@@ -3,8 +3,11 @@
  * One client stream through the server (seed 001 "P0 Server"): the
  * client session's on_open does no I/O (TM-P0-14, TM-P2-1); it only
  * checks the request and hands the open to the bounded open executor
- * (open_exec.h), which refuses at once when full (TM-FAIL-2). A running
- * open then goes:
+ * (open_exec.h), which refuses at once when full (TM-FAIL-2). An open
+ * given a slot, there or when another ends, starts on the loop's next
+ * turn (next_turn.h, issue 24 item 4), in the order the slots were
+ * given: the authorization call (a PostgreSQL query behind a cache miss)
+ * never runs on the reader's stack. A running open then goes:
  *
  *   authorization  the access provider (the auth_cache in front of the
  *                  store), principal = the client's token id, agent =
@@ -64,6 +67,7 @@ enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };
 
 struct ts_open {
   oexec_job job;
+  nt_item start; /* given a slot, waiting for the next turn */
   ts_mod *m;
   ts_conn *cc;    /* the client connection; NULL once it is gone */
   tm_stream *cst; /* the client stream until answered */
@@ -142,6 +146,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
 /* Frees op: out of the executor, the lists and the token's count. */
 static void finish(ts_open *op) {
   ts_mod *m = op->m;
+  next_turn_cancel(&m->turn, &op->start);
   oexec_remove(&m->exec, &op->job);
   if (op->prev)
     op->prev->next = op->next;
@@ -227,14 +232,20 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
   op->open_us = since(op->t_step);
   /* The slot frees now: what follows is no more an open. */
   oexec_remove(&m->exec, &op->job);
+  /* TM-OBS-15, -27: the relay stage is the agent's leg, from the
+   * OPEN_STREAM sent on the selected session to its answer; the session
+   * is this server's own (scope="local", stream_metrics.h). */
+  uint64_t relay_us =
+      op->open_us > op->select_us ? op->open_us - op->select_us : 0;
   if (!res->accepted) {
-    tm_obs_stage(m->metrics, TM_OS_OPEN,
-                 res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE,
-                 op->open_us);
+    int r = res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE;
+    tm_obs_stage(m->metrics, TM_OS_RELAY, r, relay_us);
+    tm_obs_stage(m->metrics, TM_OS_OPEN, r, op->open_us);
     fail(op, res->stage, res->code, res->retryable, res->retry_after_ms);
     return;
   }
   op->strict_agent = strict;
+  tm_obs_stage(m->metrics, TM_OS_RELAY, TM_R_SUCCESS, relay_us);
   tm_obs_stage(m->metrics, TM_OS_OPEN, TM_R_SUCCESS, op->open_us);
   tm_obs_open(m->metrics, open_mode_strict(op), PH_OPEN_OK);
   tm_stream *cst = op->cst;
@@ -381,13 +392,24 @@ static void run(ts_open *op) {
   op->check = id;
 }
 
+static void on_start(nt_item *it) {
+  run((ts_open *)((char *)it - offsetof(ts_open, start)));
+}
+
+/* op holds a slot: it starts on the loop's next turn, never on the
+ * caller's stack (the reader's, or an ending open's). */
+static void start_later(ts_open *op) {
+  op->phase = OP_QUEUED;
+  next_turn_post(&op->m->turn, &op->start, on_start);
+}
+
 void ts_open_pump(ts_mod *m) {
   if (m->pumping)
     return;
   m->pumping = 1;
   oexec_job *j;
   while ((j = oexec_next(&m->exec)))
-    run(job_open(j));
+    start_later(job_open(j));
   m->pumping = 0;
 }
 
@@ -525,7 +547,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   int v = oexec_submit(&m->exec, &cc->group, &op->job);
   switch (v) {
   case OEXEC_RUN:
-    run(op);
+    start_later(op);
     break;
   case OEXEC_QUEUED:
     op->phase = OP_QUEUED;

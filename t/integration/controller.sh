@@ -60,7 +60,7 @@ ok $? "metrics: in the prefix scheme"
 # ---- Redis stopped, then back ---------------------------------------------
 stop_redis "$T/redis"
 code=$("$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" once "$T" | sed -n 's/^VALUE code //p')
-is "$code" UNAVAILABLE "CP-2-12 Redis stopped: RegisterWorker UNAVAILABLE"
+is "$code" UNAVAILABLE "Redis stopped: RegisterWorker UNAVAILABLE"
 notready() { ! ready; }
 wait_for notready; ok $? "Redis stopped: not ready"
 restart_redis "$T/redis"; ok $? "redis-server restarts on its port"

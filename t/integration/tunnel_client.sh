@@ -185,7 +185,7 @@ like "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",err
   "open_total counts the forbidden open once (the frontend's count)"
 like_re "$m" 'tunnelmesh_stream_open_total\{component="client",result="success",error_class="ok",open_mode="strict"\} [1-9]' \
   "the strict opens by open_mode"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success",scope="local"}' \
   "the open stage is timed"
 
 # ---- legacy: a server that selects no subprotocol (TM-TEST-2) -------------

@@ -335,7 +335,7 @@ like_re "$log" 'agent=agent-[0-9a-f]{8}' "the agent redacted"
 unlike "$log" 'agent=edge-1' "never its name"
 unlike "$log" 'www.ok.test' "TM-SEC-9 no target at info level"
 m=$(http_get "http://127.0.0.1:$aport/metrics")
-like_re "$m" 'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success",scope="local"\} [1-9]' \
   "TM-OBS-20 the server TTFB is measured"
 like_re "$m" 'tunnelmesh_stream_queue_wait_seconds_count\{component="server"\} [1-9]' \
   "the open executor's queue wait is measured"

@@ -137,9 +137,13 @@ static void test_minor1_module(void) {
      "1.4 appends conf_peer_int (another module's numbers), set");
   ok(offsetof(ph_api, conf_peer_str) ==
              offsetof(ph_api, conf_peer_int) + sizeof(void *) &&
-         sizeof(ph_api) == offsetof(ph_api, conf_peer_str) + sizeof(void *) &&
          ph_host_api.conf_peer_str != NULL,
-     "1.4 then conf_peer_str (another module's identifiers) last, set");
+     "1.4 then conf_peer_str (another module's identifiers), set");
+  ok(offsetof(ph_api, drain_cut) ==
+             offsetof(ph_api, conf_peer_str) + sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, drain_cut) + sizeof(void *) &&
+         ph_host_api.drain_cut != NULL,
+     "1.4 then drain_cut (a module's drain cut short, issue 24) last, set");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR,
          "the host's table says the headers' minor");
   /* 1.4 (issue 12): ph_conf_key.flag, pool_view.h, pool_store.h and two

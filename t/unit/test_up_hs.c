@@ -723,7 +723,7 @@ static void test_credentials(void) {
   ok(!holds_none(&h, secrets), "the RFC 1929 request is built");
   up_hs_wipe(&h);
   ok(out_is_clear(&h) && holds_none(&h, secrets),
-     "CP-8-5 up_hs_wipe() clears an unsent RFC 1929 request");
+     "up_hs_wipe() clears an unsent RFC 1929 request");
   is_int(up_hs_pending_out(&h, &d), 0, "nothing to send after a wipe");
   is_int(up_hs_want(&h), 0, "nothing to read after a wipe");
   is_int(up_hs_feed(&h, (const uint8_t *)"\x01\x00", 2, 0, &c), UP_HS_MALFORMED,
