@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The upstream handshakes (modules/pool/up_hs.h, issue 13), CP-5-3: the
+/* The upstream handshakes (modules/upstream/up_hs.h, issue 13), CP-5-3: the
  * HTTP CONNECT or SOCKS5 handshake with the proxy, and what each failure
  * of it is (UP_HS_REFUSED, UP_HS_AUTH, UP_HS_MALFORMED).
  *
