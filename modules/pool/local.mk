@@ -8,7 +8,9 @@
 EXTRA_DIST += modules/pool/local.mk modules/pool/pool.ini.sample
 
 POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
-	modules/pool/pool_attempt.c modules/pool/pool_drain.c \
+	modules/pool/pool_attempt.c modules/pool/pool_match.c \
+	modules/pool/pool_wait.c modules/pool/pool_dial.c \
+	modules/pool/pool_lease.c modules/pool/pool_drain.c \
 	modules/pool/pool_gate.c modules/common/traffic_gate.h \
 	modules/pool/pool_int.h \
 	modules/pool/pool_runtime.h
