@@ -105,25 +105,21 @@ static int forwards(const pool_attempt *a, const ph_pool_view_proxy *x) {
 }
 
 /* What the caller adds to each request (a->fwd): "Basic " and the token
- * of the view's credentials (up_hs_basic), or nothing without them.
+ * of the view's credentials (up_hs_proxy_auth), or nothing without them.
  * PH_OK, or PH_EINVAL for credentials Basic cannot carry (a ':' in the
  * user name: the CONNECT would refuse them too). */
 static int forward_prepare(pool_attempt *a, const ph_pool_view_credential *c) {
-  static const char scheme[] = "Basic ";
-  const size_t sl = sizeof(scheme) - 1;
   memset(&a->fwd, 0, sizeof(a->fwd));
   a->fwd.size = sizeof(a->fwd);
   if (!c || !c->username)
     return PH_OK;
-  memcpy(a->fwd_auth, scheme, sl);
-  size_t n = up_hs_basic(c->username, c->username_len, c->password,
-                         c->password_len, a->fwd_auth + sl,
-                         sizeof(a->fwd_auth) - sl - 1);
+  size_t n = up_hs_proxy_auth(c->username, c->username_len, c->password,
+                              c->password_len, a->fwd_auth,
+                              sizeof(a->fwd_auth));
   if (!n)
     return PH_EINVAL;
-  a->fwd_auth[sl + n] = '\0';
   a->fwd.proxy_authorization = a->fwd_auth;
-  a->fwd.proxy_authorization_len = (uint32_t)(sl + n);
+  a->fwd.proxy_authorization_len = (uint32_t)n;
   return PH_OK;
 }
 

@@ -148,7 +148,7 @@ struct pool_attempt {
    * wiped (OPENSSL_cleanse) when the attempt is freed: at the lease's
    * end, or when a success is never delivered. */
   ph_open_http_forward fwd;
-  char fwd_auth[sizeof("Basic ") + UP_HS_BASIC_MAX];
+  char fwd_auth[UP_HS_PROXY_AUTH_MAX + 1];
   /* The answer. */
   ph_open_result res;
   int fail_stage, fail_code; /* the last upstream failure, for the
