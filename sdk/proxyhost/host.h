@@ -494,7 +494,7 @@ typedef struct ph_api {
   int (*conf_peer_str)(ph_ctx *ctx, const char *section, const char *key,
                        const char **out);
 
-  /* ---- added in ABI 1.4: a drain the module cut short ----------------- */
+  /* ---- added in ABI 1.5: a drain the module cut short ----------------- */
   /* Loop thread, while the host stops (after the module's stop was
    * called): the module's own drain deadline (tunnel_server's
    * drain_timeout, say) closed `left` streams or connections that had not
@@ -503,7 +503,7 @@ typedef struct ph_api {
    * cut short" names the module, and "proxyhost stopped" carries
    * drain_cut_short=true. Not a failure: the exit status stays 0. PH_OK;
    * PH_ESTATE outside a stop or off the loop thread (nothing recorded).
-   * A module that may run on an older 1.4 host checks
+   * A module that may run on a 1.4 host checks
    * api->size > offsetof(ph_api, drain_cut). */
   int (*drain_cut)(ph_ctx *ctx, uint64_t left);
 } ph_api;
