@@ -83,6 +83,18 @@ static void api_stop_done(ph_ctx *ctx) {
     ev_break(c->loop, EVBREAK_ALL);
 }
 
+static int api_drain_cut(ph_ctx *ctx, uint64_t left) {
+  if (!on_loop(ctx, LOOP_ONLY("drain_cut")))
+    return PH_ESTATE;
+  ph_core *c = ctx->core;
+  if (c->phase < PH_PHASE_STOP)
+    return PH_ESTATE;
+  if (!c->drain_cut_by)
+    c->drain_cut_by = ctx->name;
+  c->drain_cut_left += left;
+  return PH_OK;
+}
+
 static int api_stopping(ph_ctx *ctx) {
   if (!on_loop(ctx, LOOP_ONLY("stopping")))
     return PH_ESTATE;
@@ -695,4 +707,5 @@ const ph_api ph_host_api = {
     .route_reply = api_route_reply,
     .conf_peer_int = api_conf_peer_int,
     .conf_peer_str = api_conf_peer_str,
+    .drain_cut = api_drain_cut,
 };

@@ -20,7 +20,12 @@
 
 #include "conf.h"
 
-#define CONF_MAX_LINE 199     /* bytes, line terminator excluded */
+/* Bytes, line terminator excluded: a module_path or a certificate path
+ * (PATH_MAX 4096) with its key, or a modules list of 64 instances, fit on
+ * one line. Debian's libinih sizes its line buffer from ini_max_line,
+ * which conf_inih_pin sets to this; a libinih built with a fixed buffer
+ * keeps its own (199 bytes) and conf_read_line refuses longer lines. */
+#define CONF_MAX_LINE 8191
 #define CONF_MAX_SECTIONS 80  /* PH_MAX_MODULES plus the host's own sections */
 #define CONF_MAX_ENTRIES 4096 /* key lines plus continuation lines */
 #define CONF_MAX_DEPTH 8      /* include nesting */

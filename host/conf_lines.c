@@ -3,7 +3,9 @@
  *
  * inih does the INI splitting; this reader hands it one line at a time.
  * It counts lines (Debian's inih passes no line numbers), rejects lines
- * inih would silently truncate, and tracks the state inih keeps to itself
+ * inih would silently truncate (longer than CONF_MAX_LINE, or than the
+ * buffer of a libinih without runtime options), naming the key, and
+ * tracks the state inih keeps to itself
  * (current section, continuation lines), so that the handler in
  * conf_read.c knows what inih will do with each line. */
 #include "conf_int.h"
@@ -16,13 +18,18 @@
 /* Debian's libinih (r55, built with INI_RUNTIME_OPTIONS) reads its
  * options from process-wide variables, not from the macros its header
  * shows: anything in the process (a module linking inih itself) may change
- * them. This reader mirrors one set, inih's defaults: pin it before every
- * parse. It matters: with ini_allow_realloc on (and the stack buffer off),
- * inih asks the reader for the rest of any line that filled its buffer
- * without a '\n', which this reader never returns, so it would glue the
- * next line onto a 199-byte one; a smaller ini_max_line would reject
- * lines the documentation allows; ini_stop_on_first_error would drop
- * every error after the first. Only the loop thread parses. */
+ * them. This reader mirrors one set, inih's defaults but for the line
+ * length: pin it before every parse. With ini_use_stack, inih's line
+ * buffer is a stack array of ini_max_line bytes (8 KiB here, on the loop
+ * thread's stack, once per nested include), so lines of CONF_MAX_LINE
+ * bytes reach this reader whole (issue 24 item 2: the macro default, 200,
+ * refused a module_path under a deep build directory). It matters: with
+ * ini_allow_realloc on (and the stack buffer off), inih asks the reader
+ * for the rest of any line that filled its buffer without a '\n', which
+ * this reader never returns, so it would glue the next line onto a full
+ * one; a smaller ini_max_line would reject lines the documentation
+ * allows; ini_stop_on_first_error would drop every error after the first.
+ * Only the loop thread parses. */
 void conf_inih_pin(void) {
 #if defined(HAVE_DECL_INI_MAX_LINE) && HAVE_DECL_INI_MAX_LINE
   static char start_prefixes[] = INI_START_COMMENT_PREFIXES;
@@ -121,6 +128,41 @@ static int src_getc(loader *ld) {
   return (unsigned char)*ld->s++;
 }
 
+/* Reports a line longer than max (line: its first max bytes), naming
+ * the key it sets or continues when there is one, so that the reader
+ * knows which value to shorten or move. */
+static void too_long(loader *ld, const char *line, size_t max) {
+  const ph_conf *c = ld->lc->c;
+  const char *p = line;
+  if (ld->line == 1 && (unsigned char)p[0] == 0xEF &&
+      (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+    p += 3;
+  while (isspace((unsigned char)*p))
+    p++;
+  if (INI_ALLOW_MULTILINE && ld->prev && p > line) {
+    const conf_entry *e = ld->last >= 0 ? &c->ents[ld->last] : NULL;
+    if (e)
+      conf_ld_err(ld, "%s.%s: continuation line too long (max %zu bytes)",
+                  c->sects[e->sect].name, e->key, max);
+    else
+      conf_ld_err(ld, "continuation line too long (max %zu bytes)", max);
+    return;
+  }
+  const char *end = conf_find_chars_or_comment(p, "=:");
+  size_t n = (size_t)(end - p);
+  while (n > 0 && isspace((unsigned char)p[n - 1]))
+    n--;
+  if (ld->sect >= 0 && (*end == '=' || *end == ':') && n > 0 && *p != '[' &&
+      !strchr(INI_START_COMMENT_PREFIXES, *p)) {
+    conf_ld_err(ld, "%s.%.*s: line too long (max %zu bytes)",
+                c->sects[ld->sect].name, (int)(n > ECHO_MAX ? ECHO_MAX : n), p,
+                max);
+    ld->last = LAST_NONE; /* its continuation lines extend nothing */
+    return;
+  }
+  conf_ld_err(ld, "line too long (max %zu bytes)", max);
+}
+
 /* Stores b when it fits and counts it either way, so that an over-long
  * line is measured to its end. */
 static void put_byte(char *out, size_t max, size_t *len, int *nul, int b) {
@@ -160,7 +202,8 @@ char *conf_read_line(char *out, int num, void *stream) {
   ld->line++;
   ld->cont = 0;
   if (len > max) {
-    conf_ld_err(ld, "line too long (max %zu bytes)", max);
+    out[max] = '\0';
+    too_long(ld, out, max);
     out[0] = '\0';
   } else if (nul) {
     conf_ld_err(ld, "line contains a NUL byte");

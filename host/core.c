@@ -831,7 +831,7 @@ int core_reload(ph_core *c) {
       continue;
     int r = ctx->mod->reload(ctx->state);
     if (r != PH_OK) {
-      ph_log_field f[] = {PH_STR("name", ctx->name), PH_INT("status", r)};
+      ph_log_field f[] = {PH_STR("name", ctx->name), PH_INT("rc", r)};
       log_write(NULL, PH_LOG_ERROR, "module reload failed", f, 2);
       failed = 1;
     }

@@ -106,6 +106,10 @@ struct ph_core {
   int phase;
   size_t stop_pending;
   int drain_expired;
+  /* api->drain_cut: the first module whose own drain cut streams short
+   * (its name, host-owned) and how many it closed, all modules summed. */
+  const char *drain_cut_by;
+  uint64_t drain_cut_left;
   int exit_code;
   ev_signal sig_term, sig_int, sig_hup, sig_usr1;
   ev_timer drain_timer;

@@ -295,11 +295,22 @@ int main(int argc, char **argv) {
    * (A module thread that does not return exits 5 from threads.c.) */
   code = c->exit_code;
   {
+    /* Cut short by the host's drain_timeout (or a second signal), or by
+     * a module's own drain deadline (api->drain_cut). */
+    int cut = c->drain_expired || c->drain_cut_by;
     ph_log_field f[] = {PH_INT("exit_code", code),
-                        PH_STR("drain_cut_short", c->drain_expired ? "true" : "false")};
-    if (c->drain_expired)
+                        PH_STR("drain_cut_short", cut ? "true" : "false")};
+    if (c->drain_expired) {
       log_write(NULL, PH_LOG_WARN,
                 "drain cut short: clients were still connected", NULL, 0);
+    } else if (c->drain_cut_by) {
+      ph_log_field w[] = {PH_STR("by", c->drain_cut_by),
+                          PH_UINT("closed", c->drain_cut_left)};
+      log_write(NULL, PH_LOG_WARN,
+                "drain cut short: a module's own drain deadline closed "
+                "what was still open",
+                w, 2);
+    }
     log_write(NULL, PH_LOG_INFO, "proxyhost stopped", f, 2);
   }
 out:

@@ -130,7 +130,7 @@ run controller "$PROXYHOST" -c "$SRC/conf/controller.ini" \
   --set "admin_api.token_file=$DIR/admin.token" \
   --set "redis_ownership.address=127.0.0.1:$REDIS" --set "redis_ownership.cluster_id=demo" \
   --set "controlplane_server.cluster_id=demo" \
-  --set "controlplane_server.listen=127.0.0.1:$CP" \
+  --set "controlplane_server.listen=127.0.0.1:$CP" --set "controlplane_server.tls.mode=disabled" \
   --set "controlplane_server.secrets_dir=$DIR/secrets" \
   --set "controlplane_server.reference_key_file=$DIR/ref.key"
 up "http://127.0.0.1:$CTL_ADMIN/readyz" "the controller"

@@ -5,6 +5,7 @@
  * validating the modules' keys: only the one key is read. */
 #include "migrate_target.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,55 @@
 #include "conf.h"
 
 extern char **environ;
+
+/* As store_pg reads its DSN (store_pg.c: read_dsn): at most 4096 bytes. */
+#define DSN_FILE_MAX 4096
+
+/* A store_pg section's DSN: its dsn, or the first line of its dsn_file
+ * (trailing blanks cut), exactly one of them. The value is not checked
+ * here: libpq refuses a malformed one without quoting it. *key names the
+ * key it came from. A new string, or NULL with why. */
+static char *pg_section_dsn(ph_conf *c, const char *section, const char **key,
+                            char *why, size_t whylen) {
+  const char *dsn = conf_raw(c, section, "dsn", environ);
+  const char *file = conf_raw(c, section, "dsn_file", environ);
+  int has_dsn = dsn && *dsn, has_file = file && *file;
+  *key = has_file && !has_dsn ? "dsn_file" : "dsn";
+  if (has_dsn && has_file) {
+    snprintf(why, whylen, "[%s]: set exactly one of dsn and dsn_file",
+             section);
+    return NULL;
+  }
+  if (has_dsn)
+    return strdup(dsn);
+  if (!has_file)
+    return NULL;
+  FILE *f = fopen(file, "re");
+  if (!f) {
+    snprintf(why, whylen, "[%s] dsn_file %s: %s", section, file,
+             strerror(errno));
+    return NULL;
+  }
+  char *text = calloc(1, DSN_FILE_MAX + 2);
+  size_t n = text ? fread(text, 1, DSN_FILE_MAX + 1, f) : 0;
+  fclose(f);
+  if (!text) {
+    snprintf(why, whylen, "out of memory");
+    return NULL;
+  }
+  text[strcspn(text, "\r\n")] = '\0'; /* the first line */
+  size_t l = strlen(text);
+  while (l > 0 && (text[l - 1] == ' ' || text[l - 1] == '\t'))
+    text[--l] = '\0';
+  if (n > DSN_FILE_MAX || !*text) {
+    snprintf(why, whylen, "[%s] dsn_file %s: %s", section, file,
+             *text ? "longer than 4096 bytes" : "empty first line");
+    explicit_bzero(text, DSN_FILE_MAX + 2);
+    free(text);
+    return NULL;
+  }
+  return text;
+}
 
 /* The engine a store section is for: "store_sqlite" or
  * "store_sqlite.INSTANCE" and the same for store_pg; 0 otherwise. */
@@ -60,34 +110,52 @@ int migrate_target_from_config(const char *file, const char *store,
       return -1;
     }
     section = store;
-    value = conf_raw(c, section, key, environ);
-    if (!value || !*value) {
-      snprintf(why, whylen, "%s: [%s] %s is not set", file, section, key);
+    why[0] = '\0';
+    if (section_engine(section, &key) == AZ_ENGINE_POSTGRES) {
+      t->location = pg_section_dsn(c, section, &key, why, whylen);
+    } else {
+      value = conf_raw(c, section, key, environ);
+      t->location = value && *value ? strdup(value) : NULL;
+    }
+    if (!t->location) {
+      if (!why[0])
+        snprintf(why, whylen, "%s: [%s] %s is not set", file, section, key);
       conf_free(c);
       return -1;
     }
   } else {
     const char *path = conf_raw(c, "store_sqlite", "path", environ);
-    const char *dsn = conf_raw(c, "store_pg", "dsn", environ);
-    if (path && *path && dsn && *dsn) {
+    const char *pkey;
+    why[0] = '\0';
+    char *dsn = pg_section_dsn(c, "store_pg", &pkey, why, whylen);
+    if (!dsn && why[0]) {
+      conf_free(c);
+      return -1;
+    }
+    if (path && *path && dsn) {
+      explicit_bzero(dsn, strlen(dsn));
+      free(dsn);
       snprintf(why, whylen, "%s sets both [store_sqlite] path and "
-               "[store_pg] dsn: choose one with --store", file);
+               "[store_pg] %s: choose one with --store", file, pkey);
       conf_free(c);
       return -1;
     }
     if (path && *path) {
-      section = "store_sqlite", key = "path", value = path;
-    } else if (dsn && *dsn) {
-      section = "store_pg", key = "dsn", value = dsn;
+      section = "store_sqlite", key = "path";
+      t->location = strdup(path);
+    } else if (dsn) {
+      section = "store_pg", key = pkey;
+      t->location = dsn;
     } else {
       snprintf(why, whylen, "%s sets neither [store_sqlite] path nor "
-               "[store_pg] dsn (a named instance needs --store NAME)", file);
+               "[store_pg] dsn or dsn_file (a named instance needs --store "
+               "NAME)", file);
       conf_free(c);
       return -1;
     }
   }
-  t->engine = section_engine(section, &key);
-  t->location = strdup(value);
+  const char *k;
+  t->engine = section_engine(section, &k);
   snprintf(t->from, sizeof(t->from), "%s: [%s] %s", file, section, key);
   conf_free(c);
   if (!t->location) {

@@ -23,7 +23,8 @@ typedef struct migrate_target {
 
 /* Reads FILE as proxyhost reads it (includes, conf.d drop-ins, and the
  * environment's PROXYHOST_<SECTION>_<KEY> over the files) and takes
- * [store_sqlite] path or [store_pg] dsn. store names the section (a
+ * [store_sqlite] path or [store_pg] dsn (or the first line of its
+ * dsn_file, as store_pg reads it). store names the section (a
  * named instance: "store_pg.main"); without it, exactly one of the two
  * must be set. 0, or -1 with why. */
 int migrate_target_from_config(const char *file, const char *store,

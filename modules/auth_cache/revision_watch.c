@@ -99,12 +99,28 @@ void rw_free_all(acache *s) {
   s->cur = NULL;
 }
 
+/* Why revision() failed, in words (never a raw status in the log). */
+static const char *revision_state(int rc) {
+  return rc == PH_ESTATE ? "unvouched" : "error";
+}
+
 static void bad_read(acache *s, int rc) {
-  if (s->healthy || !s->suspect)
+  if (!s->have_rev && rc == PH_ESTATE) {
+    /* At start the store has read no revision yet: expected, not a
+     * fault (issue 24 item 12). Said once; "ready" follows. */
+    if (!s->suspect)
+      PH_LOG(s->api, s->ctx, PH_LOG_INFO,
+             "auth_cache: waiting for the store's first revision; not ready "
+             "and no cached allow until it is read",
+             PH_STR("state", "no_revision_yet"));
+  } else if (s->healthy || !s->suspect) {
     PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
-              "auth_cache: the store cannot vouch for its revision; no "
-              "cached allow is served until it can",
-              PH_INT("status", rc));
+              "auth_cache: the store cannot vouch for its revision (no "
+              "successful poll within its staleness bound, or the revision "
+              "is missing, went backwards or overflowed); no cached allow "
+              "is served until it can",
+              PH_STR("state", revision_state(rc)));
+  }
   /* A check from now on does not join a store check started while the
    * revision was good: it gets an answer computed now. */
   if (s->healthy)
@@ -129,6 +145,13 @@ void rw_refresh(acache *s) {
     s->suspect = 1;
   } else if (!s->have_rev || s->suspect || !s->cur ||
              rev > cache_gen_revision(s->cur)) {
+    if (s->suspect)
+      PH_LOG(s->api, s->ctx, PH_LOG_INFO,
+             s->have_rev ? "auth_cache: the store vouches for its revision "
+                           "again; cache on"
+                         : "auth_cache: the store's first revision is read; "
+                           "cache on",
+             PH_UINT("revision", rev));
     rw_new_generation(s, rev);
     s->have_rev = 1;
     s->healthy = 1;

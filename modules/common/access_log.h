@@ -4,7 +4,7 @@
  * frontend (docs/user-guide/local.md, "Logs"):
  *
  *   msg=access stream=7 client=127.0.0.1:40112 user=- method=CONNECT
- *   status=succeeded code=0 result=success bytes_up=518 bytes_down=3012
+ *   status=succeeded status_code=0 result=success bytes_up=518 bytes_down=3012
  *   duration_us=5123 end=closed [target=example.com:443]
  *   [url=http://example.com/path]
  *

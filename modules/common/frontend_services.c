@@ -64,6 +64,18 @@ int frontend_uses_validation(ph_ctx *ctx, const ph_api *api) {
   return named(ctx, api, "validation") != NULL;
 }
 
+const char *frontend_connector_agent(ph_ctx *ctx, const ph_api *api) {
+  if (api->size <= offsetof(ph_api, conf_peer_str) || !api->conf_peer_str)
+    return NULL;
+  const char *sec = named(ctx, api, "connector");
+  const char *agent = NULL;
+  if (api->conf_peer_str(ctx, sec ? sec : "tunnel_client", "agent",
+                         &agent) != PH_OK ||
+      !agent || !*agent)
+    return NULL;
+  return agent;
+}
+
 int frontend_validation_get(ph_ctx *ctx, const ph_api *api,
                             const ph_validation_v1 **vt, void **vself) {
   *vt = NULL;

@@ -39,4 +39,14 @@ int frontend_uses_validation(ph_ctx *ctx, const ph_api *api);
 int frontend_validation_get(ph_ctx *ctx, const ph_api *api,
                             const ph_validation_v1 **vt, void **vself);
 
+/* The agent the frontend's connector sends its streams through, for the
+ * validation request (TM-P1-37: the agent is part of the question and of
+ * the cache key): the "agent" key of the connector's instance (the
+ * "connector" key's provider, or "tunnel_client" when that key is empty),
+ * read with api->conf_peer_str. NULL when that instance has no such key
+ * (direct, pool: no agent), is not loaded, or the host predates
+ * conf_peer_str. Host-owned, valid as conf_str's (until the next reload):
+ * read it where it is used. Loop thread. */
+const char *frontend_connector_agent(ph_ctx *ctx, const ph_api *api);
+
 #endif

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontend_services.h"
 #include "hangup.h"
 
 static int64_t now_us(void) {
@@ -353,7 +354,8 @@ int frontend_session_open_validated(frontend_session *s, const char *host,
                               .protocol = PH_PROTO_TCP,
                               .port = port,
                               .host = host,
-                              .agent = NULL, /* the tunnel's, later */
+                              .agent = frontend_connector_agent(
+                                  srv->ctx, srv->api),
                               .username = user ? user : "",
                               .username_len = user ? user_len : 0,
                               .password = pass ? pass : "",
@@ -396,8 +398,8 @@ static void relay_finished(void *arg, const relay_stats *st, int end) {
   s->relay = NULL; /* ended: it closed both ends */
   s->fd = -1;
   end_lease(s, relay_lease_end(end, st->error_side));
-  srv->api->inc(srv->sm->bytes[SM_UP], st->up);
-  srv->api->inc(srv->sm->bytes[SM_DOWN], st->down);
+  srv->api->inc(srv->sm->bytes[SM_TCP][SM_UP], st->up);
+  srv->api->inc(srv->sm->bytes[SM_TCP][SM_DOWN], st->down);
   srv->ops->relay_done(s->owner, st, end);
   frontend_session_leave(s);
 }

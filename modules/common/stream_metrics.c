@@ -14,6 +14,11 @@ static const char *const results[] = {"success", "failure", "timeout",
 static const char *const codes[] = {PH_OPEN_CODE_NAMES, NULL};
 static const char *const directions[] = {"up", "down", NULL};
 static const char *const modes[] = {"strict", "legacy", NULL};
+/* The seed's sets (TM-OBS-14, -15); only the values a module produces
+ * are declared (stream_metrics.h). */
+static const char *const protocols[] = {"tcp", "udp", "http", "websocket",
+                                        NULL};
+static const char *const scopes[] = {"local", "remote", NULL};
 
 /* Seconds: from 100 µs (a loopback connect) to 30 s (a stuck open). */
 static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -22,22 +27,26 @@ static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                  10,     30};
 #define N_BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
-static const ph_label_def stage_labels[] = {
-    {"component", components}, {"stage", stages}, {"result", results}};
+static const ph_label_def stage_labels[] = {{"component", components},
+                                            {"stage", stages},
+                                            {"result", results},
+                                            {"scope", scopes}};
 static const ph_label_def open_labels[] = {{"component", components},
                                            {"result", results},
                                            {"error_class", codes},
                                            {"open_mode", modes}};
 static const ph_label_def component_label[] = {{"component", components}};
 static const ph_label_def bytes_labels[] = {{"component", components},
-                                            {"direction", directions}};
+                                            {"direction", directions},
+                                            {"protocol", protocols}};
 
 static const ph_metric_def stage_def = {
     "tunnelmesh_stream_stage_duration_seconds",
-    "Duration of each stream open stage",
+    "Duration of each stream open stage; scope: the stream stayed on "
+    "this server (local) or was relayed to another (remote)",
     PH_METRIC_HISTOGRAM,
     stage_labels,
-    3,
+    4,
     buckets,
     N_BUCKETS};
 static const ph_metric_def open_def = {
@@ -57,10 +66,11 @@ static const ph_metric_def active_def = {
     component_label, 1, NULL, 0};
 static const ph_metric_def bytes_def = {
     "proxyhost_stream_bytes_total",
-    "Bytes relayed: up is client to target, down is target to client",
+    "Bytes relayed: up is client to target, down is target to client; "
+    "protocol: what the client's stream carries",
     PH_METRIC_COUNTER,
     bytes_labels,
-    2,
+    3,
     NULL,
     0};
 
@@ -77,15 +87,16 @@ int stream_metrics_component(const char *name) {
  * rejects, the dialer's
  * queue/dns/connect end in success, failure (queue_full, the resolver's
  * or connect's errors) or timeout, the open in its code's result, and the
- * first byte only arrives. The stages no module records locally
- * (selection, relay) keep every result. */
+ * first byte only arrives. The server's selection succeeds, fails (no
+ * agent session) or rejects (the agent's stream limit); its relay (the
+ * agent's leg) succeeds, fails or times out (ts_open.c). */
 static const unsigned char stage_results[SM_STAGES] = {
     [SM_SOCKS5_HANDSHAKE] = 0xF,
     [SM_REMOTE_VALIDATION] = 1u << SM_SUCCESS | 1u << SM_FAILURE |
                              1u << SM_REJECTED,
     [SM_AUTHORIZATION] = 1u << SM_SUCCESS | 1u << SM_REJECTED,
-    [SM_SELECTION] = 0xF,
-    [SM_RELAY] = 0xF,
+    [SM_SELECTION] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_REJECTED,
+    [SM_RELAY] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
     [SM_QUEUE] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
     [SM_DNS] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
     [SM_CONNECT] = 1u << SM_SUCCESS | 1u << SM_FAILURE | 1u << SM_TIMEOUT,
@@ -108,16 +119,22 @@ static ph_metric *register_only(const ph_api *api, ph_ctx *ctx,
   return api->metric(ctx, def);
 }
 
+/* Every stage series is scope="local": one server is the whole mesh, so
+ * no stream is relayed to another server's agent. scope="remote" is
+ * declared and recorded when cross-server relay exists (the server's
+ * relay stage and TTFB of a relayed stream); until then it has no series
+ * (docs/operations/tunnel-session.md, "Labels"). */
 static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
                        unsigned uses) {
-  const char *t[SM_STAGES * SM_RESULTS * 3];
+  const char *t[SM_STAGES * SM_RESULTS * 4];
   size_t n = 0;
   for (int s = 0; s < SM_STAGES; s++)
     for (int r = 0; r < SM_RESULTS; r++)
       if ((uses & SM_STAGE_BIT(s)) && stream_metrics_stage_has(s, r)) {
-        t[3 * n] = comp;
-        t[3 * n + 1] = stages[s];
-        t[3 * n + 2] = results[r];
+        t[4 * n] = comp;
+        t[4 * n + 1] = stages[s];
+        t[4 * n + 2] = results[r];
+        t[4 * n + 3] = scopes[SM_LOCAL];
         n++;
       }
   if (n == 0)
@@ -127,7 +144,7 @@ static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
     return PH_EINVAL;
   for (int s = 0; s < SM_STAGES; s++)
     for (int r = 0; r < SM_RESULTS; r++) {
-      const char *v[] = {comp, stages[s], results[r]};
+      const char *v[] = {comp, stages[s], results[r], scopes[SM_LOCAL]};
       m->stage[s][r] = m->api->series(stage, v);
     }
   return PH_OK;
@@ -154,18 +171,24 @@ static int init_opens(stream_metrics *m, ph_ctx *ctx, const char *comp) {
   return PH_OK;
 }
 
-static int init_streams(stream_metrics *m, ph_ctx *ctx, const char *comp) {
+/* Bytes by protocol: every frontend relays TCP streams (SOCKS5 CONNECT,
+ * HTTP CONNECT); SM_USES_HTTP adds the HTTP forward proxy's requests. */
+static int init_streams(stream_metrics *m, ph_ctx *ctx, const char *comp,
+                        unsigned uses) {
   const char *one[] = {comp};
-  const char *two[] = {comp, NULL};
+  const char *bt[] = {comp, NULL, protocols[SM_TCP],
+                      comp, NULL, protocols[SM_HTTP]};
   ph_metric *active = register_only(m->api, ctx, &active_def, one, 1);
-  ph_metric *bytes = register_only(m->api, ctx, &bytes_def, two, 1);
+  ph_metric *bytes = register_only(m->api, ctx, &bytes_def, bt,
+                                   (uses & SM_USES_HTTP) ? 2 : 1);
   if (!active || !bytes)
     return PH_EINVAL;
   m->active = m->api->series(active, one);
-  for (int d = 0; d < SM_DIRECTIONS; d++) {
-    const char *v[] = {comp, directions[d]};
-    m->bytes[d] = m->api->series(bytes, v);
-  }
+  for (int p = 0; p < SM_PROTOCOLS; p++)
+    for (int d = 0; d < SM_DIRECTIONS; d++) {
+      const char *v[] = {comp, directions[d], protocols[p]};
+      m->bytes[p][d] = m->api->series(bytes, v);
+    }
   return PH_OK;
 }
 
@@ -187,7 +210,7 @@ int stream_metrics_init(stream_metrics *m, const ph_api *api, ph_ctx *ctx,
       return PH_EINVAL;
     m->queue_wait = api->series(queue, cv);
   }
-  if ((uses & SM_USES_STREAMS) && init_streams(m, ctx, comp) != PH_OK)
+  if ((uses & SM_USES_STREAMS) && init_streams(m, ctx, comp, uses) != PH_OK)
     return PH_EINVAL;
   return PH_OK;
 }

@@ -30,13 +30,22 @@ enum sm_stage {
 enum sm_result { SM_SUCCESS = 0, SM_FAILURE, SM_TIMEOUT, SM_REJECTED,
                  SM_RESULTS };
 enum sm_direction { SM_UP = 0, SM_DOWN, SM_DIRECTIONS };
+/* protocol (TM-OBS-14): tcp|udp|http|websocket, in the label's order.
+ * Only TCP streams and HTTP forward requests exist (no UDP ASSOCIATE,
+ * Upgrade is not forwarded), so only these two have series (the others'
+ * are NULL). */
+enum sm_protocol { SM_TCP = 0, SM_UDP, SM_HTTP, SM_WEBSOCKET, SM_PROTOCOLS };
+/* scope (TM-OBS-15): local|remote. Only local has series (one server is
+ * the whole mesh; remote comes with cross-server relay). */
+enum sm_scope { SM_LOCAL = 0 };
 /* open_mode (TM-OBS-17): strict, or a TunnelMesh legacy open. */
 enum sm_open_mode { SM_STRICT = 0, SM_LEGACY, SM_OPEN_MODES };
 
 /* One component's series, resolved at init. */
 typedef struct stream_metrics {
   const ph_api *api;
-  /* tunnelmesh_stream_stage_duration_seconds{component,stage,result} */
+  /* tunnelmesh_stream_stage_duration_seconds{component,stage,result,scope}
+   * (scope="local") */
   ph_series *stage[SM_STAGES][SM_RESULTS];
   /* tunnelmesh_stream_open_total{component,result,error_class,open_mode},
    * by open mode and code (the result follows from the code:
@@ -46,8 +55,9 @@ typedef struct stream_metrics {
   ph_series *queue_wait;
   /* proxyhost_stream_active{component} */
   ph_series *active;
-  /* proxyhost_stream_bytes_total{component,direction} */
-  ph_series *bytes[SM_DIRECTIONS];
+  /* proxyhost_stream_bytes_total{component,direction,protocol}; the HTTP
+   * series only with SM_USES_HTTP (else NULL) */
+  ph_series *bytes[SM_PROTOCOLS][SM_DIRECTIONS];
 } stream_metrics;
 
 /* What a module records, for stream_metrics_init: the stages it times
@@ -56,6 +66,7 @@ typedef struct stream_metrics {
 #define SM_USES_OPENS (1u << 16)      /* tunnelmesh_stream_open_total */
 #define SM_USES_QUEUE_WAIT (1u << 17) /* tunnelmesh_stream_queue_wait_seconds */
 #define SM_USES_STREAMS (1u << 18)    /* proxyhost_stream_active, _bytes_total */
+#define SM_USES_HTTP (1u << 19) /* _bytes_total{protocol="http"} too */
 /* A frontend through frontend_session: it times the open and the first
  * byte, counts opens, streams and bytes. */
 #define SM_FRONTEND                                                        \

@@ -648,7 +648,7 @@ static void build_done(void *arg, int status) {
     PH_LOG_RL(api, m->ctx, PH_LOG_WARN,
               "the snapshot gives this gateway no usable proxy: not ready "
               "until one does",
-              PH_INT("version", (int64_t)cp_snapshot_msg(b->snap)->version));
+              PH_INT("snapshot_version", (int64_t)cp_snapshot_msg(b->snap)->version));
   /* One atomic swap (CP-3-17), then the pool installs what it prepared. */
   cp_view_publish_prepared(&m->slot, b->view, b->prepared);
   cp_view_release(b->base);
@@ -661,7 +661,7 @@ static void build_done(void *arg, int status) {
   api->gauge_set(m->m_version, (double)s->version);
   api->inc(m->m_accepted, 1);
   PH_LOG(api, m->ctx, PH_LOG_INFO, "snapshot view in use",
-         PH_INT("version", (int64_t)s->version),
+         PH_INT("snapshot_version", (int64_t)s->version),
          PH_INT("proxies", (int64_t)s->n_proxies),
          PH_INT("valid_for_ms", valid_until - now));
   free(b);
@@ -748,7 +748,7 @@ static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
     count_reject(m, reason);
     PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "snapshot rejected",
               PH_STR("reason", why ? why : ""),
-              PH_INT("version", (int64_t)s->version));
+              PH_INT("snapshot_version", (int64_t)s->version));
     uint64_t v = s->version, e = s->ownership_epoch;
     cp_snapshot_free(snap);
     perform(m, cp_sup_snapshot(&m->sup, reason, v, e, sum));

@@ -64,7 +64,7 @@ static void on_snapshot(void *arg, const ph_pool_snapshot *res) {
     }
   } else {
     PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "pool store read failed",
-              PH_INT("status", res->status));
+              PH_INT("rc", res->status));
   }
   m->store_up = p != NULL;
   if (p) {

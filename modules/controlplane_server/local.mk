@@ -105,6 +105,13 @@ TESTS += t/integration/controller.sh
 endif
 EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py t/lib/controller.sh
 
+# Runtime TTLs on Redis server time, not the controller's clock
+# (CP-2-12): the controller's wall clock shifted by t/modules/clockshift.
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_redis_time.sh
+endif
+EXTRA_DIST += t/integration/cp_redis_time.sh
+
 # A missing secret file is logged, counted and shown by the admin API
 # (issue 23 item 6).
 if MODULE_CONTROLPLANE_SERVER
@@ -138,6 +145,13 @@ if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/cp_e2e.sh
 endif
 EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py t/lib/cp_views.sh
+
+# The shipped conf/controller.ini and conf/gateway.ini run together over
+# mTLS, changed only where a deployment must (issue 24).
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/cp_conf_pair.sh
+endif
+EXTRA_DIST += t/integration/cp_conf_pair.sh
 
 # Readiness and rebalancing (issue 23 item 4): two real gateways, one
 # joining, then one partitioned (SIGSTOP) past its lease and back; each

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "resolver_qcache.h"
+
 /* One socket c-ares asked us to watch. */
 typedef struct rsock {
   int fd;
@@ -233,6 +235,7 @@ resolver *resolver_new(const ph_api *api, ph_ctx *ctx, const resolver_opts *o,
   opt.sock_state_cb_data = r;
   opt.timeout = o->timeout_ms;
   opt.tries = o->tries;
+  resolver_no_qcache(&opt, &mask); /* TM-PROTO-8 */
   if (o->n_servers > 0) {
     /* Listed servers are used as they are: no search domains. */
     mask |= ARES_OPT_DOMAINS | ARES_OPT_FLAGS;

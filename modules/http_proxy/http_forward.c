@@ -60,7 +60,7 @@ static void pump_up(conn *c) {
         return;
       head->off += (size_t)w;
       c->bytes_up += (uint64_t)w;
-      hp_api->inc(c->hp->sm.bytes[SM_UP], (uint64_t)w);
+      hp_api->inc(c->hp->sm.bytes[SM_HTTP][SM_UP], (uint64_t)w);
     }
     if (x->via_proxy)
       hp_buf_wipe(&x->upx); /* sent: its credential is not kept */
@@ -75,7 +75,7 @@ static void pump_up(conn *c) {
       c->bytes_up += (uint64_t)w;
       x->body_sent += (uint64_t)w;
       c->last_ms = hp_api->now_ms(c->hp->ctx);
-      hp_api->inc(c->hp->sm.bytes[SM_UP], (uint64_t)w);
+      hp_api->inc(c->hp->sm.bytes[SM_HTTP][SM_UP], (uint64_t)w);
     }
     if (hp_body_encode_finished(&x->req_out))
       x->up_state = U_DONE;
@@ -135,7 +135,7 @@ static int flush_response_body(conn *c) {
     hp_up_first_byte(c); /* after a head, so told already: a no-op */
     c->bytes_down += (uint64_t)w;
     c->last_ms = hp_api->now_ms(c->hp->ctx);
-    hp_api->inc(c->hp->sm.bytes[SM_DOWN], (uint64_t)w);
+    hp_api->inc(c->hp->sm.bytes[SM_HTTP][SM_DOWN], (uint64_t)w);
   }
   if (x->uin.off == x->uin.len)
     x->uin.off = x->uin.len = x->udec = 0;

@@ -198,7 +198,7 @@ int hp_flush_client(conn *c) {
       c->x.resp_started = 1;
       hp_up_first_byte(c);
       c->bytes_down += (uint64_t)w;
-      hp_api->inc(c->hp->sm.bytes[SM_DOWN], (uint64_t)w);
+      hp_api->inc(c->hp->sm.bytes[SM_HTTP][SM_DOWN], (uint64_t)w);
     }
   }
   c->cout.off = c->cout.len = 0;

@@ -90,7 +90,7 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
   read_conf(h);
   if (stream_metrics_init(
           &h->sm, hp_api, ctx, SM_CLIENT,
-          SM_FRONTEND |
+          SM_FRONTEND | SM_USES_HTTP |
               (h->conf.auth == AUTH_PASSWORD ? SM_STAGE_BIT(SM_AUTHORIZATION)
                                              : 0) |
               (frontend_uses_validation(ctx, hp_api)

@@ -2,17 +2,20 @@
 # CP-3-6, CP-3-9, CP-4-2..3, CP-5-2..7): matches a request against the
 # snapshot view's routing (pool.view), lets the rule's strategy module
 # (dispatch.strategy) pick an upstream proxy, reserves its capacity, opens
-# a tunnel through it (up_hs: CONNECT or SOCKS5) and hands the socket over
-# with a lease; outcomes go to outcome.sink, counts to controlplane_client
-# (pool_runtime.h). UP_HS_SOURCES come from modules/pool/up_hs.mk.
+# a tunnel through it (the upstream kit, modules/upstream: CONNECT or
+# SOCKS5) and hands the socket over with a lease; outcomes go to
+# outcome.sink, counts to controlplane_client (pool_runtime.h).
 EXTRA_DIST += modules/pool/local.mk modules/pool/pool.ini.sample
 
 POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
-	modules/pool/pool_attempt.c modules/pool/pool_drain.c \
+	modules/pool/pool_attempt.c modules/pool/pool_match.c \
+	modules/pool/pool_wait.c modules/pool/pool_dial.c \
+	modules/pool/pool_lease.c modules/pool/pool_drain.c \
 	modules/pool/pool_gate.c modules/common/traffic_gate.h \
 	modules/pool/pool_int.h \
-	modules/pool/pool_runtime.h $(UP_HS_SOURCES)
+	modules/pool/pool_runtime.h
 POOL_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	$(UPSTREAM_CPPFLAGS) \
 	-I$(top_srcdir)/modules/pool -I$(top_srcdir)/modules/common \
 	-I$(top_srcdir)/modules/cp_common
 
@@ -21,7 +24,8 @@ module_LTLIBRARIES += modules/pool/pool.la
 modules_pool_pool_la_SOURCES = $(POOL_SOURCES)
 modules_pool_pool_la_CPPFLAGS = $(POOL_CPPFLAGS)
 modules_pool_pool_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_pool_pool_la_LIBADD = $(CP_VIEW_LDADD)
+modules_pool_pool_la_LIBADD = modules/upstream/libphupstream.la \
+	$(CP_VIEW_LDADD)
 samples_DATA += modules/pool/pool.ini.sample
 # cp_view.h includes the generated protobuf-c header.
 modules/pool/pool_la-pool_gen.lo: $(CP_GEN)/proto.stamp
@@ -51,7 +55,8 @@ TESTS += t/unit/test_pool_dispatch
 t_unit_test_pool_dispatch_SOURCES = t/unit/test_pool_dispatch.c \
 	t/unit/cp_view_fixture.h $(POOL_SOURCES)
 t_unit_test_pool_dispatch_CPPFLAGS = $(TEST_CPPFLAGS) $(POOL_CPPFLAGS)
-t_unit_test_pool_dispatch_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
+t_unit_test_pool_dispatch_LDADD = host/libphmock.la \
+	modules/upstream/libphupstream.la $(CP_VIEW_LDADD)
 t/unit/test_pool_dispatch-test_pool_dispatch.$(OBJEXT) \
 t/unit/test_pool_dispatch-pool_gen.$(OBJEXT): $(CP_GEN)/proto.stamp
 endif

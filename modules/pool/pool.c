@@ -10,10 +10,13 @@
  * the controller in controlplane_client's runtime reports (pool.runtime).
  *
  * Files: pool_gen.c (the view's generations, the counts, pool.runtime),
- * pool_attempt.c (one request), pool_drain.c (the streams of a proxy
- * the gateway may no longer use: drained, then cut), up_hs.c (the
- * handshakes). The user guide
- * is docs/user-guide/gateway.md. */
+ * one request: pool_attempt.c (open, cancel, answers, outcomes),
+ * pool_match.c (rule and candidate), pool_wait.c (on_unavailable, the
+ * wait queue), pool_dial.c (the proxy's connection and handshake, or
+ * DIRECT), pool_lease.c (the lease); pool_drain.c (the streams of a
+ * proxy the gateway may no longer use: drained, then cut); pool_gate.c
+ * (traffic.gate). The handshakes are the upstream kit's
+ * (modules/upstream). The user guide is docs/user-guide/gateway.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

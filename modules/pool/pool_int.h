@@ -12,10 +12,12 @@
  *             mirrors them in its arrays for the proxies it has; a proxy
  *             that left the view stays on the "left" list, draining,
  *             until its counts reach zero (CP-4-2, CP-4-3).
- *   pool_attempt  one open(): match, pick, reserve, dial the proxy,
- *             handshake (or, for a request forwarded in absolute form to
- *             an `http` upstream, none), hand over the socket with a
- *             lease, and the outcome of every attempt (pool_attempt.c).
+ *   pool_attempt  one open(): match, pick, reserve (pool_match.c), or
+ *             wait (pool_wait.c); dial the proxy, handshake (or, for a
+ *             request forwarded in absolute form to an `http` upstream,
+ *             none) (pool_dial.c); hand over the socket with a lease
+ *             (pool_lease.c); the attempts by id, their answers and the
+ *             outcome of every attempt (pool_attempt.c).
  *   the drain (pool_drain.c): a proxy that leaves the view (removed,
  *             marked draining, revoked, past its expires_at) or a view
  *             past its valid_until or max_stale_age: its leased streams
@@ -146,7 +148,7 @@ struct pool_attempt {
    * wiped (OPENSSL_cleanse) when the attempt is freed: at the lease's
    * end, or when a success is never delivered. */
   ph_open_http_forward fwd;
-  char fwd_auth[sizeof("Basic ") + UP_HS_BASIC_MAX];
+  char fwd_auth[UP_HS_PROXY_AUTH_MAX + 1];
   /* The answer. */
   ph_open_result res;
   int fail_stage, fail_code; /* the last upstream failure, for the
@@ -268,15 +270,86 @@ int64_t pool_wall_ms(void);
 int64_t pool_mono_us(void);
 uint64_t pool_random(pool *p);
 
-/* ---- pool_attempt.c --------------------------------------------------- */
+/* ---- pool_attempt.c: open(), cancel(), what the steps share ------------- */
+/* Every function of the attempt's files runs on the loop thread. */
 
 extern const ph_connector_v1 pool_connector_service;
-/* Capacity of proxy idx (in the current generation) was freed, or, with
- * PH_POOL_VIEW_NONE, a new view came: waiters may go on, in order. */
-void pool_wake(pool *p, uint32_t idx);
 /* Answers every attempt in progress (stop): stage queue, queue_full. */
 void pool_attempts_abort(pool *p);
 void pool_on_deliver(ph_timer *t, void *arg);
+/* The loop's monotonic clock, ms (pool_api->now_ms). */
+int64_t pool_mono_ms(pool *p);
+/* The wait queue and the done list share a's qprev/qnext links. */
+void pool_q_push(pool_attempt **first, pool_attempt **last, pool_attempt *a);
+void pool_q_unlink(pool_attempt **first, pool_attempt **last,
+                   pool_attempt *a);
+/* Hands the outcome of a stage of the attempt through a->px to
+ * outcome.sink (nothing without a proxy); result: PH_OUTCOME_*. */
+void pool_outcome(pool_attempt *a, int stage, int result);
+/* Gives up a's reservation (nothing reached the target), waking waiters
+ * for its proxy. No-op without one. */
+void pool_unreserve(pool_attempt *a);
+/* Frees a (its forwarding credential wiped, its timer, its generation). */
+void pool_attempt_free(pool_attempt *a);
+/* Ends a with a failure: result (enum pool_result) counted, answered
+ * from the deliver timer. */
+void pool_fail(pool_attempt *a, int result, int stage, int code,
+               int retryable);
+/* Answers a with a->res: at once, or from the deliver timer while an
+ * open/cancel/lease call is on the stack (p->entered). */
+void pool_answer(pool_attempt *a);
+/* a's one timer (WAIT's deadline, the handshake's): created on first use.
+ * 1, or 0 when out of memory. */
+int pool_attempt_timer(pool_attempt *a);
+/* Arms a's timer for deadline_ms (monotonic), or sooner: at_most_ms (a
+ * re-peek) when not 0. */
+void pool_arm_deadline(pool_attempt *a, int64_t deadline_ms,
+                       uint32_t at_most_ms);
+
+/* ---- pool_match.c: the rule, the candidate, its reservation ------------- */
+
+/* 1 when proxy idx is a candidate of rule r (candidates are ascending). */
+int pool_rule_has(const ph_pool_view_rule *r, uint32_t idx);
+/* Matches a (again, after a view swap), picks the next candidate,
+ * reserves and dials it (pool_dial), or applies on_unavailable; a may be
+ * answered on return. req: the request while open() runs (its headers
+ * give the session key), NULL after. a holds no reservation. */
+void pool_select(pool_attempt *a, const ph_open_request *req);
+
+/* ---- pool_wait.c: no candidate now ------------------------------------- */
+
+/* The rule's on_unavailable: WAIT (enqueue, or keep a's place), DIRECT,
+ * or REJECT (answered). */
+void pool_unavailable(pool_attempt *a, const ph_pool_view_rule *rule);
+/* Takes a out of the wait queue (no-op when not waiting). */
+void pool_wait_leave(pool_attempt *a);
+/* Capacity of proxy idx (in the current generation) was freed, or, with
+ * PH_POOL_VIEW_NONE, a new view came: waiters may go on, in order. */
+void pool_wake(pool *p, uint32_t idx);
+/* a's timer while AT_WAITING: its wait_timeout passed, or not yet. */
+void pool_wait_on_timer(pool_attempt *a);
+
+/* ---- pool_dial.c: the connection to the proxy, or DIRECT --------------- */
+
+/* Dials a's reserved proxy (a->pidx in a->gen); the handshake, a lease
+ * or another candidate follow. */
+void pool_dial(pool_attempt *a);
+/* a's timer while AT_HANDSHAKE: the deadline, or a re-peek. */
+void pool_dial_on_timer(pool_attempt *a);
+/* Closes a's connection to the proxy, wiping the handshake. */
+void pool_dial_close(pool_attempt *a);
+/* DIRECT: the direct connector opens a's target; its answer is a's. */
+void pool_go_direct(pool_attempt *a);
+
+/* ---- pool_lease.c: the caller's socket and lease ----------------------- */
+
+/* The stream is up: the reservation becomes active and the caller gets
+ * the socket, the lease and rflags (ph_open_result_flags). */
+void pool_lease_out(pool_attempt *a, uintptr_t rflags);
+/* The leased stream is over (its lease ended, or a success never
+ * delivered): off the drain's lists, its proxy's active count down,
+ * waiters woken. */
+void pool_lease_release(pool_attempt *a);
 
 /* ---- pool_gate.c ------------------------------------------------------ */
 

@@ -118,7 +118,7 @@ static void check_done(rv_http *h) {
       PH_LOG_RL(h->api, h->ctx, PH_LOG_DEBUG,
                 "remote validation request failed",
                 PH_INT("curl_code", (int64_t)m->data.result),
-                PH_INT("status", (int64_t)status));
+                PH_INT("http_status", (int64_t)status));
     req_unlink(h, r);
     rv_http_done_fn done = r->done;
     void *arg = r->arg;

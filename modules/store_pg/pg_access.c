@@ -194,7 +194,7 @@ static void a_done(void *arg, int status) {
       decide(a);
   } else {
     PH_LOG_RL(s->api, s->ctx, PH_LOG_DEBUG, "store_pg: access check failed",
-              PH_INT("status", status));
+              PH_INT("rc", status));
     unavailable(a, status == PG_ETIMEOUT ? PH_OPEN_TIMEOUT
                                          : PH_OPEN_INTERNAL_ERROR,
                 (uint32_t)s->reconnect_min_ms);

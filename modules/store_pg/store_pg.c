@@ -247,7 +247,7 @@ static int schema_at_start(spg *s) {
     PH_LOG(s->api, s->ctx, PH_LOG_ERROR,
            "store_pg: the database schema is not current: run "
            "proxyhost-migrate apply (or set migrate = auto)",
-           PH_INT("version", version), PH_INT("needed", AZ_SCHEMA_VERSION),
+           PH_INT("schema_version", version), PH_INT("needed", AZ_SCHEMA_VERSION),
            PH_STR("pending", plan));
     return PH_EINVAL;
   }

@@ -28,8 +28,9 @@ const ph_conf_key agent_conf_keys[] = {
                 "the agent's bearer token itself, when token_file is empty",
                 NULL),
     PH_CONF_KEY("agent_id", PH_CONF_STRING, "", 0, TM_AGENT_MAX, R, NULL,
-                "name sent in the agent metadata (informational: the server "
-                "trusts the token's agent)",
+                "name sent in the agent metadata: empty, or the name of the "
+                "agent its token was made for (the server closes a "
+                "connection that names another)",
                 NULL),
     PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
                 "CA certificates that verify a wss:// server; empty: the "

@@ -51,6 +51,7 @@ struct agent_stream {
   uint64_t open_us;   /* on_open to the answer */
   uint16_t port;
   char host[TM_HOST_MAX + 1]; /* for the debug line with log_target only */
+  char trace[TM_TRACE_LEN + 1]; /* the stream's trace id (issue 24 item 10) */
 };
 
 struct agent_conn {

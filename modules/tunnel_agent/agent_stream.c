@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "agent_int.h"
+#include "tm_trace.h"
 
 #define RETRY_QUEUE_FULL_MS 100
 
@@ -51,7 +52,8 @@ static void unlink_stream(agent_stream *as) {
   c->n_streams--;
 }
 
-/* The one line per stream (TM-OBS: stage, stable code, µs; code < 0:
+/* The one line per stream (TM-OBS: stage, stable code, µs, the trace id
+ * the server's OPEN_STREAM carried (or ours); code < 0:
  * none, the stream was abandoned before an answer); the target
  * only at debug level and only with log_target (TM-SEC-9). */
 static void log_end(agent_stream *as, int stage, int code, const char *end,
@@ -66,6 +68,7 @@ static void log_end(agent_stream *as, int stage, int code, const char *end,
          PH_STR("code", code < 0 ? "none" : ph_open_code_name(code)),
          PH_STR("end", end),
          PH_STR("open_mode", as->strict ? "strict" : "legacy"),
+         PH_STR("trace_id", as->trace),
          PH_UINT("open_us", as->open_us), PH_UINT("us", total),
          PH_UINT("bytes_up", up), PH_UINT("bytes_down", down));
   if (a->cfg.log_target)
@@ -211,6 +214,12 @@ void agent_on_open(void *arg, tm_stream *st, const tm_open_stream *req) {
   as->port = req->port;
   memcpy(as->host, req->host, sizeof(as->host));
   as->host[sizeof(as->host) - 1] = '\0';
+  int replaced;
+  tm_trace_take(req, as->trace, &replaced); /* issue 24 item 10 */
+  if (replaced) /* the peer's bytes are never logged */
+    PH_LOG_RL(a->api, a->ctx, PH_LOG_WARN,
+              "open: malformed trace id replaced",
+              PH_STR("trace_id", as->trace));
   link_stream(c, as);
   /* The reader's one non-blocking enqueue (TM-P0-2); full → this stream
    * is refused at once and nothing else changes (TM-P0-3, TM-FAIL-1). */

@@ -2,6 +2,9 @@
 /* The agent's bounded dial executor (dial_exec.h). */
 #include "dial_exec.h"
 
+#include "next_turn.h"
+
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -43,6 +46,8 @@ struct dial_exec {
   void *cself;
   dial_exec_cfg cfg;
   tlist pending, running;
+  next_turn turn; /* the dispatch runs on the loop's next turn */
+  nt_item pump_item;
 };
 
 static uint64_t mono_us(void) {
@@ -162,8 +167,20 @@ static void pump(dial_exec *x) {
   }
 }
 
-/* Ends a task: out of its list, the next ones dispatched, then its owner
- * told (last: done may free the executor). */
+static void on_pump(nt_item *it) {
+  pump((dial_exec *)((char *)it - offsetof(dial_exec, pump_item)));
+}
+
+/* The dispatch (the connector's open: its policy check, /etc/hosts, DNS
+ * and connect) never runs on the caller's stack: submit, cancel and an
+ * answer only ask for it, and it runs on the loop's next turn (TM-P0-2). */
+static void kick(dial_exec *x) {
+  if (x->pending.first && x->running.n < x->cfg.max_concurrent)
+    next_turn_post(&x->turn, &x->pump_item, on_pump);
+}
+
+/* Ends a task: out of its list, the next ones' dispatch asked for, then
+ * its owner told (last: done may free the executor). */
 static void finish(dial_task *t, const ph_open_result *res) {
   dial_exec *x = t->x;
   unlink_from(list_of(x, t), t);
@@ -180,7 +197,7 @@ static void finish(dial_task *t, const ph_open_result *res) {
   dial_done_fn done = t->done;
   void *arg = t->arg;
   task_free(t);
-  pump(x);
+  kick(x);
   done(arg, res, &tm);
 }
 
@@ -247,6 +264,10 @@ dial_exec *dial_exec_new(const ph_api *api, ph_ctx *ctx,
   x->cfg = *cfg;
   if (x->cfg.max_concurrent < 1)
     x->cfg.max_concurrent = 1;
+  if (next_turn_init(&x->turn, api, ctx) != PH_OK) {
+    free(x);
+    return NULL;
+  }
   return x;
 }
 
@@ -263,6 +284,7 @@ static void drop_all(dial_exec *x, tlist *l) {
 void dial_exec_free(dial_exec *x) {
   if (!x)
     return;
+  next_turn_fini(&x->turn);
   drop_all(x, &x->pending);
   drop_all(x, &x->running);
   free(x);
@@ -275,9 +297,11 @@ dial_task *dial_exec_submit(dial_exec *x, const char *host, uint16_t port,
     *code = PH_OPEN_INTERNAL_ERROR; /* the session validated: not reached */
     return NULL;
   }
-  /* Full: the running slots and the pending queue both (TM-P0-3/4). */
-  if (x->running.n >= x->cfg.max_concurrent &&
-      x->pending.n >= x->cfg.max_pending) {
+  /* Full: the running slots and the pending queue both (TM-P0-3/4). A
+   * task whose dispatch waits for the next turn counts as pending, so
+   * the bound is the two together. */
+  if ((uint64_t)x->running.n + x->pending.n >=
+      (uint64_t)x->cfg.max_concurrent + x->cfg.max_pending) {
     *code = PH_OPEN_QUEUE_FULL;
     return NULL;
   }
@@ -302,9 +326,8 @@ dial_task *dial_exec_submit(dial_exec *x, const char *host, uint16_t port,
   t->state = T_PENDING;
   push(&x->pending, t);
   x->api->timer_set(t->timer, x->cfg.open_timeout_ms, 0);
-  /* A free slot takes it now: connector->open never answers inside
-   * itself, so done still comes from the loop. */
-  pump(x);
+  /* Only queued here: a free slot takes it on the loop's next turn. */
+  kick(x);
   return t;
 }
 
@@ -316,7 +339,7 @@ void dial_task_cancel(dial_task *t) {
     x->conn->cancel(x->cself, t->conn_id);
   unlink_from(list_of(x, t), t);
   task_free(t);
-  pump(x);
+  kick(x);
 }
 
 uint32_t dial_exec_running(const dial_exec *x) { return x->running.n; }

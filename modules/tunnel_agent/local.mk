@@ -31,8 +31,9 @@ TESTS += $(UNIT_TESTS_TM_AGENT)
 t_unit_test_tm_dial_exec_SOURCES = t/unit/test_tm_dial_exec.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h
 t_unit_test_tm_dial_exec_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_agent
-t_unit_test_tm_dial_exec_LDADD = host/libphmock.la
+	-I$(top_srcdir)/modules/tunnel_agent -I$(top_srcdir)/modules/common
+t_unit_test_tm_dial_exec_LDADD = modules/common/libphcommon.la \
+	host/libphmock.la
 # The stream path with the real session on an in-memory transport.
 t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/agent_stream.c modules/tunnel_agent/agent_conf.c \

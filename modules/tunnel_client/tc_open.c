@@ -8,7 +8,9 @@
  * from the server's OPEN_RESULT or from stream.open_timeout, which resets
  * that stream alone (TM-PROTO-37/38); stage and code pass through
  * unchanged (an unknown code was decoded as internal_error, TM-PROTO-29)
- * and the frontend maps them (socks5: TM-PROTO-30..36). Legacy: success
+ * and the frontend maps them (socks5: TM-PROTO-30..36). A success whose
+ * OPEN_RESULT says "open_mode":"legacy" (the server reached a legacy
+ * agent, issue 24 item 3) is a legacy stream here too. Legacy: success
  * at once, the session says so from the loop (TM-PROTO-39), counted and
  * logged with open_mode=legacy. Success hands the stream over as the
  * result's ph_stream (PH_OPEN_F_STREAM); a caller that takes no stream
@@ -16,28 +18,29 @@
  *
  * Answers that need no server (no connection up: relay/agent_offline;
  * every connection full: queue/queue_full; a bad target; the capability)
- * wait on the done list and are delivered from a zero timer, so a
- * callback never runs inside open(). */
+ * are delivered on the loop's next turn (next_turn.h), so a callback
+ * never runs inside open(). */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tm_trace.h"
 #include "tunnel_client_int.h"
 
 struct tc_req {
   tc_req *hnext; /* id table */
-  tc_req *dnext; /* done list */
+  nt_item done;  /* answered locally, waiting for the next turn */
   tc_client *tc;
   int64_t id;
   ph_open_cb cb;
   void *arg;
   tm_stream *st; /* opening on a session; NULL when answered locally */
   int strict;    /* the connection's mode (or the local one, no session) */
-  int on_done;
   ph_timer *timer; /* strict: stream.open_timeout */
   int64_t t0_us;
   uint16_t port;
   char host[TM_HOST_MAX + 1];
+  char trace[TM_TRACE_LEN + 1]; /* sent in OPEN_STREAM, in every line */
   ph_open_result res;
 };
 
@@ -69,22 +72,6 @@ static void table_del(tc_client *tc, tc_req *r) {
     }
 }
 
-static void done_unlink(tc_client *tc, tc_req *r) {
-  tc_req *prev = NULL;
-  for (tc_req *x = tc->done_first; x; prev = x, x = x->dnext)
-    if (x == r) {
-      if (prev)
-        prev->dnext = r->dnext;
-      else
-        tc->done_first = r->dnext;
-      if (tc->done_last == r)
-        tc->done_last = prev;
-      r->dnext = NULL;
-      r->on_done = 0;
-      return;
-    }
-}
-
 /* ---- metrics and the log line ------------------------------------------ */
 
 /* A failed open is a stream that ended: one line with its stage, code,
@@ -97,12 +84,14 @@ static void log_failed(tc_client *tc, const tc_req *r, int64_t us) {
            PH_STR("stage", ph_open_stage_name(r->res.stage)),
            PH_STR("code", ph_open_code_name(r->res.code)),
            PH_INT("us", us), PH_STR("open_mode", mode),
-           PH_STR("host", r->host), PH_UINT("port", r->port));
+           PH_STR("trace_id", r->trace), PH_STR("host", r->host),
+           PH_UINT("port", r->port));
   else
     PH_LOG_RL(api, tc->ctx, PH_LOG_INFO, "stream end",
               PH_STR("stage", ph_open_stage_name(r->res.stage)),
               PH_STR("code", ph_open_code_name(r->res.code)),
-              PH_INT("us", us), PH_STR("open_mode", mode));
+              PH_INT("us", us), PH_STR("open_mode", mode),
+              PH_STR("trace_id", r->trace));
 }
 
 static void req_free(tc_req *r) {
@@ -131,27 +120,10 @@ static void answer(tc_req *r) {
 
 /* ---- local answers -------------------------------------------------------- */
 
-static void on_deliver(ph_timer *t, void *arg) {
-  tc_client *tc = arg;
-  tc->api->timer_set(t, 0, 0);
-  /* Only what is due now: answers queued by the callbacks wait for the
-   * next iteration. */
-  tc_req *last = tc->done_last;
-  while (tc->done_first) {
-    tc_req *r = tc->done_first;
-    tc->done_first = r->dnext;
-    if (!tc->done_first)
-      tc->done_last = NULL;
-    r->dnext = NULL;
-    r->on_done = 0;
-    table_del(tc, r);
-    int was_last = r == last;
-    answer(r);
-    if (was_last)
-      break;
-  }
-  if (tc->done_first)
-    tc->api->timer_set(t, 0, 1);
+static void on_deliver(nt_item *it) {
+  tc_req *r = (tc_req *)((char *)it - offsetof(tc_req, done));
+  table_del(r->tc, r);
+  answer(r);
 }
 
 static void finish_local(tc_req *r, int stage, int code, uint32_t retry_ms) {
@@ -160,14 +132,7 @@ static void finish_local(tc_req *r, int stage, int code, uint32_t retry_ms) {
   r->res.code = code;
   r->res.retryable = retry_ms > 0;
   r->res.retry_after_ms = retry_ms;
-  r->on_done = 1;
-  if (tc->done_last)
-    tc->done_last->dnext = r;
-  else
-    tc->done_first = r;
-  tc->done_last = r;
-  /* after 0 with a repeat: the next loop iteration (0/0 would stop it). */
-  tc->api->timer_set(tc->deliver_timer, 0, 1);
+  next_turn_post(&tc->deliver, &r->done, on_deliver);
 }
 
 /* ---- the session's answer ---------------------------------------------- */
@@ -198,11 +163,15 @@ static void on_opened(void *arg, tm_stream *st, const tm_open_result *res,
   tc_req *r = arg;
   tc_client *tc = r->tc;
   r->st = NULL;
-  r->strict = strict;
+  /* A strict connection's stream the server opened towards a legacy
+   * agent says so in its OPEN_RESULT (issue 24 item 3): counted and
+   * logged legacy, like a legacy connection's. */
+  r->strict = strict && !(res->accepted && res->legacy);
   table_del(tc, r);
   if (res->accepted) {
     ph_stream *ps =
-        tc_stream_wrap(tc, st, strict, r->t0_us, r->host, r->port);
+        tc_stream_wrap(tc, st, r->strict, r->t0_us, r->host, r->port,
+                       r->trace);
     if (!ps) {
       ph_stream_close(tm_stream_ph(st)); /* resets it towards the peer */
       r->res.stage = PH_STAGE_PROTOCOL;
@@ -263,6 +232,7 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   r->t0_us = tc_now_us();
   r->port = req->port;
   memcpy(r->host, req->host, hl);
+  tm_trace_new(r->trace); /* issue 24 item 10: joins the three roles' lines */
   r->strict = (tc->cfg.caps & TM_CAP_OPEN_RESULT) != 0;
   r->res.size = sizeof(r->res);
   r->res.fd = -1;
@@ -298,6 +268,7 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   os.port = req->port;
   memcpy(os.host, r->host, hl);
   memcpy(os.agent, tc->cfg.agent, strlen(tc->cfg.agent));
+  memcpy(os.trace, r->trace, sizeof(os.trace));
   r->strict = (tm_session_caps(s) & TM_CAP_OPEN_RESULT) != 0;
   if (r->strict &&
       !(r->timer = tc->api->timer_new(tc->ctx, on_open_timeout, r))) {
@@ -319,8 +290,7 @@ static int tc_cancel(void *self, int64_t id) {
   if (!r)
     return PH_ENOENT;
   table_del(tc, r);
-  if (r->on_done)
-    done_unlink(tc, r);
+  next_turn_cancel(&tc->deliver, &r->done);
   if (r->st) /* resets it towards the server; on_opened never runs */
     tm_stream_cancel(r->st);
   req_free(r);
@@ -340,14 +310,15 @@ int tc_opens_init(tc_client *tc) {
   while (tc->n_buckets < want && tc->n_buckets < 65536)
     tc->n_buckets *= 2;
   tc->buckets = calloc(tc->n_buckets, sizeof(*tc->buckets));
-  tc->deliver_timer = tc->api->timer_new(tc->ctx, on_deliver, tc);
-  return tc->buckets && tc->deliver_timer ? PH_OK : PH_ENOMEM;
+  int rc = next_turn_init(&tc->deliver, tc->api, tc->ctx);
+  return tc->buckets && rc == PH_OK ? PH_OK : PH_ENOMEM;
 }
 
 void tc_opens_destroy(tc_client *tc) {
   /* Before the sessions go (tc_conns_destroy): their callers (the
    * frontends, destroyed before their provider) must hear nothing more,
    * so every open still in flight is cancelled, not failed. */
+  next_turn_fini(&tc->deliver); /* first: its items are freed below */
   if (tc->buckets)
     for (size_t b = 0; b < tc->n_buckets; b++)
       while (tc->buckets[b]) {
@@ -359,8 +330,4 @@ void tc_opens_destroy(tc_client *tc) {
       }
   free(tc->buckets);
   tc->buckets = NULL;
-  tc->done_first = tc->done_last = NULL;
-  if (tc->deliver_timer)
-    tc->api->timer_free(tc->deliver_timer);
-  tc->deliver_timer = NULL;
 }

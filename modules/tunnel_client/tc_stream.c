@@ -4,7 +4,8 @@
  * peek and consume go straight to the session's inbound queue, so the
  * window still reopens only by what the frontend delivered). It adds the
  * one thing only the client knows: a log line when the frontend closes
- * it, with its stage, code, lifetime, bytes, open_mode and whether it
+ * it, with its stage, code, lifetime, bytes, open_mode, trace id (the
+ * one its OPEN_STREAM carried, issue 24 item 10) and whether it
  * ended by a reset (the target only at debug with log_target). The
  * SOCKS5 local TTFB (TM-OBS-21) is the frontend's own stage="ttfb" of
  * component "client": its relay times it from the success it sends to
@@ -27,6 +28,7 @@ typedef struct tc_stream {
   int strict, was_reset;
   uint16_t port;
   char host[TM_HOST_MAX + 1];
+  char trace[TM_TRACE_LEN + 1];
 } tc_stream;
 
 static tc_stream *of(ph_stream *s) { return (tc_stream *)s; }
@@ -92,12 +94,14 @@ static void w_close(ph_stream *s) {
     PH_LOG(api, tc->ctx, PH_LOG_DEBUG, "stream end", PH_STR("stage", "none"),
            PH_STR("code", code), PH_INT("us", us), PH_STR("open_mode", mode),
            PH_STR("end", end), PH_UINT("up", w->up), PH_UINT("down", w->down),
-           PH_STR("host", w->host), PH_UINT("port", w->port));
+           PH_STR("trace_id", w->trace), PH_STR("host", w->host),
+           PH_UINT("port", w->port));
   else
     PH_LOG_RL(api, tc->ctx, PH_LOG_INFO, "stream end",
               PH_STR("stage", "none"), PH_STR("code", code), PH_INT("us", us),
               PH_STR("open_mode", mode), PH_STR("end", end),
-              PH_UINT("up", w->up), PH_UINT("down", w->down));
+              PH_UINT("up", w->up), PH_UINT("down", w->down),
+              PH_STR("trace_id", w->trace));
   ph_stream_close(w->inner);
   free(w);
 }
@@ -114,7 +118,7 @@ static const ph_stream_ops tc_stream_ops = {
 
 ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
                           int64_t t_open_us, const char *host,
-                          uint16_t port) {
+                          uint16_t port, const char *trace) {
   tc_stream *w = calloc(1, sizeof(*w));
   if (!w)
     return NULL;
@@ -126,5 +130,6 @@ ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
   w->t_open_us = t_open_us;
   w->port = port;
   snprintf(w->host, sizeof(w->host), "%s", host);
+  snprintf(w->trace, sizeof(w->trace), "%s", trace);
   return &w->base;
 }

@@ -15,6 +15,7 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
+#include "next_turn.h"
 #include "tc_link.h"
 #include "tls_reload.h"
 #include "tm_token.h"
@@ -86,8 +87,7 @@ struct tc_client {
   tc_req **buckets;
   size_t n_buckets;
   int64_t next_id;
-  tc_req *done_first, *done_last; /* answered, delivered from the loop */
-  ph_timer *deliver_timer;
+  next_turn deliver; /* local answers, delivered on the next loop turn */
 };
 
 /* tc_conn.c */
@@ -114,10 +114,10 @@ void tc_opens_destroy(tc_client *tc);
 
 /* tc_stream.c: st (open, the caller's) wrapped for the frontend; NULL
  * without memory (st is then untouched). t_open_us: when open() was
- * called, for the end's log line. */
+ * called, for the end's log line, as trace (the stream's trace id). */
 ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
                           int64_t t_open_us, const char *host,
-                          uint16_t port);
+                          uint16_t port, const char *trace);
 
 /* Monotonic microseconds. */
 int64_t tc_now_us(void);

@@ -64,6 +64,7 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 	modules/tunnel_common/tm_metrics.c modules/tunnel_common/tm_metrics.h \
 	modules/tunnel_common/tm_conf.c modules/tunnel_common/tm_conf.h \
 	modules/tunnel_common/tm_token.c modules/tunnel_common/tm_token.h \
+	modules/tunnel_common/tm_trace.c modules/tunnel_common/tm_trace.h \
 	modules/tunnel_common/tm_session_ws.c \
 	modules/tunnel_common/tm_session_ws.h
 # (merge of tm-session and tm-ws, done in tm-agent: one definition, with

@@ -13,6 +13,8 @@
  * client: TM-OBS-21, recorded apart: TM-OBS-22). The writer's queue wait
  * is proxyhost_stream_writer_wait_seconds{component}, apart from the dial
  * and open queues' tunnelmesh_stream_queue_wait_seconds{component}.
+ * Backpressure is counted with the seed's labels only (TM-OBS-5, -10,
+ * -12, -17): by open mode and result (bp_result).
  * Every label value comes from a fixed list (TM-SEC-8, TM-OBS-18). */
 #include "tm_metrics.h"
 
@@ -26,16 +28,16 @@ struct tm_metrics {
   const ph_api *api;
   stream_metrics sm;
   ph_series *stall;
-  ph_series *bp[TM_BP_READ_PAUSED + 1];
+  ph_series *bp[2][TM_R_REJECTED + 1]; /* [legacy][result] */
   ph_series *writer_wait;
   ph_series *sessions;
   ph_series *closed[TM_CLOSE_GOAWAY_DONE + 1];
 };
 
 static const char *const components[] = {"client", "server", "agent", NULL};
-static const char *const bp_reasons[] = {
-    "window_stall", "inbound_full", "legacy_backpressure", "control_full",
-    "window_violation", "read_paused", NULL};
+static const char *const modes[] = {"strict", "legacy", NULL};
+static const char *const results[] = {"success", "failure", "timeout",
+                                      "rejected", NULL};
 
 /* Seconds, 10 µs (an uncontended writer) to 10 s (a stalled window). */
 static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001,
@@ -47,7 +49,8 @@ static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001,
 
 static const ph_label_def comp_label[] = {{"component", components}};
 static const ph_label_def bp_labels[] = {{"component", components},
-                                         {"reason", bp_reasons}};
+                                         {"open_mode", modes},
+                                         {"result", results}};
 static const ph_label_def closed_labels[] = {{"component", components},
                                              {"reason", tm_close_reason_names}};
 
@@ -57,8 +60,10 @@ static const ph_metric_def stall_def = {
     PH_METRIC_HISTOGRAM, comp_label, 1, buckets, N_BUCKETS};
 static const ph_metric_def bp_def = {
     "tunnelmesh_stream_backpressure_total",
-    "Backpressure events by reason", PH_METRIC_COUNTER, bp_labels, 2, NULL,
-    0};
+    "Backpressure events by open mode and what became of the stream: "
+    "success (it waited and went on), rejected (it was reset), failure "
+    "(its session closed)",
+    PH_METRIC_COUNTER, bp_labels, 3, NULL, 0};
 static const ph_metric_def writer_def = {
     "proxyhost_stream_writer_wait_seconds",
     "Time a frame waited in a tunnel connection's writer",
@@ -104,11 +109,14 @@ tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
   const char *c = components[component];
   const char *one[] = {c};
   const char *with_any[] = {c, NULL};
+  /* The results a backpressure event can have (bp_result), either mode. */
+  const char *bp_combos[] = {c, NULL, "success", c, NULL, "rejected",
+                             c, NULL, "failure"};
   if (stream_metrics_init(&m->sm, api, ctx, component, uses_of(component)) !=
       PH_OK)
     goto fail;
   ph_metric *stall = reg(api, ctx, &stall_def, one, 1);
-  ph_metric *bp = reg(api, ctx, &bp_def, with_any, 1);
+  ph_metric *bp = reg(api, ctx, &bp_def, bp_combos, 3);
   ph_metric *writer = reg(api, ctx, &writer_def, one, 1);
   ph_metric *sessions = reg(api, ctx, &sessions_def, one, 1);
   ph_metric *closed = reg(api, ctx, &closed_def, with_any, 1);
@@ -117,10 +125,11 @@ tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
   m->stall = api->series(stall, one);
   m->writer_wait = api->series(writer, one);
   m->sessions = api->series(sessions, one);
-  for (int i = 0; bp_reasons[i]; i++) {
-    const char *v[] = {c, bp_reasons[i]};
-    m->bp[i] = api->series(bp, v);
-  }
+  for (int i = 0; modes[i]; i++)
+    for (int r = 0; results[r]; r++) {
+      const char *v[] = {c, modes[i], results[r]};
+      m->bp[i][r] = api->series(bp, v); /* NULL for timeout: not declared */
+    }
   for (int i = 0; tm_close_reason_names[i]; i++) {
     const char *v[] = {c, tm_close_reason_names[i]};
     m->closed[i + 1] = api->series(closed, v); /* reasons start at 1 */
@@ -170,9 +179,26 @@ void tm_obs_window_stall(tm_metrics *m, uint64_t us) {
     m->api->observe(m->stall, (double)us / 1e6);
 }
 
-void tm_obs_backpressure(tm_metrics *m, int reason) {
+/* What a backpressure event did to its stream (TM-OBS-5, with the seed's
+ * labels only): the writer or the reader waited and the stream went on,
+ * the stream was reset (its queue overflowed, or the peer broke the
+ * window: under legacy this is the seed's legacy_backpressure), or the
+ * whole session closed (control queue full). */
+static int bp_result(int reason) {
+  switch (reason) {
+  case TM_BP_WINDOW_STALL:
+  case TM_BP_READ_PAUSED:
+    return TM_R_SUCCESS;
+  case TM_BP_CONTROL_FULL:
+    return TM_R_FAILURE;
+  default:
+    return TM_R_REJECTED;
+  }
+}
+
+void tm_obs_backpressure(tm_metrics *m, int strict, int reason) {
   if (m && reason >= 0 && reason <= TM_BP_READ_PAUSED)
-    m->api->inc(m->bp[reason], 1);
+    m->api->inc(m->bp[!strict][bp_result(reason)], 1);
 }
 
 void tm_obs_ttfb(tm_metrics *m, int kind, uint64_t us) {

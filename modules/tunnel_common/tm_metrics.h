@@ -2,19 +2,23 @@
 /*
  * The seed's stream metrics (TM-OBS-1..5, 10..18), registered once per
  * role module at init and shared by its sessions. Labels are only the
- * seed's bounded sets: component, stage, result, error_class (= the
- * OPEN_RESULT code enum), open_mode, scope, reason; never a host, port,
- * token, stream or connection id (TM-SEC-8).
+ * seed's bounded sets (TM-OBS-10..17): component, stage, result,
+ * error_class (= the OPEN_RESULT code enum), open_mode, scope; never a
+ * host, port, token, stream or connection id (TM-SEC-8). (The session
+ * families, proxyhost_stream_*, are ours and add their reason.)
  *
- *   tunnelmesh_stream_stage_duration_seconds{component,stage,result}
+ *   tunnelmesh_stream_stage_duration_seconds{component,stage,result,scope}
  *       histogram; stage in socks5_handshake|remote_validation|
- *       authorization|selection|relay|queue|dns|connect|open|ttfb
+ *       authorization|selection|relay|queue|dns|connect|open|ttfb;
+ *       scope local (stream_metrics.h: remote is for cross-server relay)
  *   tunnelmesh_stream_open_total{component,result,error_class,open_mode}
  *   tunnelmesh_stream_queue_wait_seconds{component}   (dial, open queues)
  *   tunnelmesh_stream_window_stall_seconds{component}   histogram
- *   tunnelmesh_stream_backpressure_total{component,reason}
- *       reason in window_stall|inbound_full|legacy_backpressure|
- *       control_full|window_violation|read_paused
+ *   tunnelmesh_stream_backpressure_total{component,open_mode,result}
+ *       result success (window stall, reader paused: the stream waited),
+ *       rejected (inbound queue full, legacy backpressure, window
+ *       violation: the stream was reset), failure (control queue full:
+ *       the session closed)
  *   proxyhost_stream_writer_wait_seconds{component}     histogram
  *   proxyhost_stream_tunnel_sessions{component}         gauge
  *   proxyhost_stream_tunnel_sessions_closed_total{component,reason}
@@ -43,6 +47,8 @@
 typedef struct tm_metrics tm_metrics;
 
 enum tm_queue { TM_Q_DIAL = 0, TM_Q_OPEN, TM_Q_WRITER };
+/* Why backpressure was counted; tm_obs_backpressure turns it into the
+ * result label (the reason itself is not a seed label: TM-OBS-5). */
 enum tm_bp_reason {
   TM_BP_WINDOW_STALL = 0,
   TM_BP_INBOUND_FULL,
@@ -74,7 +80,9 @@ void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us);
 void tm_obs_open(tm_metrics *m, int strict, int code);
 void tm_obs_queue_wait(tm_metrics *m, int queue, uint64_t us);
 void tm_obs_window_stall(tm_metrics *m, uint64_t us);
-void tm_obs_backpressure(tm_metrics *m, int reason);
+/* strict: the stream's open mode (a session-wide event: the session's,
+ * TM_CAP_OPEN_RESULT negotiated). */
+void tm_obs_backpressure(tm_metrics *m, int strict, int reason);
 void tm_obs_ttfb(tm_metrics *m, int kind, uint64_t us);
 void tm_obs_session(tm_metrics *m, int delta);
 void tm_obs_session_closed(tm_metrics *m, int reason);

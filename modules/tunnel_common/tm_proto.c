@@ -14,7 +14,7 @@
 #include "proxyhost/connector.h"
 
 /* A payload JSON holds at most this many values (keys count) and nests
- * at most this deep: OPEN_RESULT needs 11 and depth 1, metadata a few
+ * at most this deep: OPEN_RESULT needs 15 and depth 1, metadata a few
  * more; the rest is room for fields a newer peer adds (ignored). */
 #define TM_JSON_TOKS 256
 #define TM_JSON_DEPTH 8
@@ -129,6 +129,19 @@ static int agent_ok(const uint8_t *a, size_t n) {
 
 #define OPEN_FIXED 9 /* window 4, protocol 1, port 2, host_len 1, agent_len 1 */
 
+int tm_trace_valid(const char *s, size_t n) {
+  int nonzero = 0;
+  if (s == NULL || n != TM_TRACE_LEN)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return 0;
+    nonzero |= c != '0';
+  }
+  return nonzero;
+}
+
 int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap) {
   if (o == NULL)
     return TM_EPROTO;
@@ -139,7 +152,10 @@ int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap) {
       !host_ok((const uint8_t *)o->host, hl) ||
       !agent_ok((const uint8_t *)o->agent, al))
     return TM_EPROTO;
-  size_t n = OPEN_FIXED + hl + al;
+  size_t tl = strnlen(o->trace, sizeof o->trace);
+  if (tl && !tm_trace_valid(o->trace, tl))
+    return TM_EPROTO;
+  size_t n = OPEN_FIXED + hl + al + (tl ? 1 + tl : 0);
   if (out == NULL || cap < n)
     return TM_ESPACE;
   put_u32(out, o->window);
@@ -150,6 +166,10 @@ int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap) {
   memcpy(out + 8, o->host, hl);
   out[8 + hl] = (uint8_t)al;
   memcpy(out + 9 + hl, o->agent, al);
+  if (tl) {
+    out[9 + hl + al] = (uint8_t)tl;
+    memcpy(out + 10 + hl + al, o->trace, tl);
+  }
   return (int)n;
 }
 
@@ -164,10 +184,20 @@ int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o) {
       len < OPEN_FIXED + hl)
     return TM_EPROTO;
   size_t al = p[8 + hl];
-  /* The payload is exactly its fields: trailing bytes are malformed. */
-  if (len != OPEN_FIXED + hl + al || !host_ok(p + 8, hl) ||
+  if (len < OPEN_FIXED + hl + al || !host_ok(p + 8, hl) ||
       !agent_ok(p + 9 + hl, al))
     return TM_EPROTO;
+  /* The payload is exactly its fields: after the agent, nothing or one
+   * trace field (length 1..TM_TRACE_WIRE_MAX, ending the payload); any
+   * other trailing byte is malformed. */
+  size_t rest = len - (OPEN_FIXED + hl + al), tl = 0;
+  if (rest) {
+    tl = p[9 + hl + al];
+    if (tl < 1 || tl > TM_TRACE_WIRE_MAX || rest != 1 + tl)
+      return TM_EPROTO;
+  }
+  const char *trace = tl ? (const char *)p + 10 + hl + al : NULL;
+  int trace_ok = tl && tm_trace_valid(trace, tl);
   o->window = window;
   o->protocol = proto;
   o->port = port;
@@ -175,6 +205,12 @@ int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o) {
   o->host[hl] = '\0';
   memcpy(o->agent, p + 9 + hl, al);
   o->agent[al] = '\0';
+  o->trace[0] = '\0';
+  if (trace_ok) {
+    memcpy(o->trace, trace, tl);
+    o->trace[tl] = '\0';
+  }
+  o->trace_bad = tl && !trace_ok;
   return TM_OK;
 }
 
@@ -209,7 +245,7 @@ int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap) {
       r->code >= PH_OPEN_CODE_COUNT_ ||
       (r->accepted != 0) != (r->code == PH_OPEN_OK) ||
       r->retry_after_ms > TM_RETRY_AFTER_MAX || r->window > TM_WINDOW_MAX ||
-      (!r->accepted && r->window != 0))
+      (!r->accepted && (r->window != 0 || r->legacy)))
     return TM_EPROTO;
   /* The longest result is about 150 bytes, far below the bound: build it
    * in a local buffer so that a short caller buffer is TM_ESPACE, not a
@@ -231,6 +267,10 @@ int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap) {
   if (r->window != 0) {
     json_w_key(&w, "window");
     json_w_uint(&w, r->window);
+  }
+  if (r->legacy) {
+    json_w_key(&w, "open_mode");
+    json_w_str(&w, "legacy");
   }
   /* No "message" or any free text, ever (TM-PROTO-26). */
   json_w_obj_end(&w);
@@ -268,6 +308,7 @@ int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r) {
   tm_open_result x = {0};
   long si = json_get(&d, 0, "stage"), ci = json_get(&d, 0, "code");
   long ri = json_get(&d, 0, "retry_after_ms"), wi = json_get(&d, 0, "window");
+  long mi = json_get(&d, 0, "open_mode");
   if (get_bool(&d, "accepted", &x.accepted) != 0 ||
       get_bool(&d, "retryable", &x.retryable) != 0 || si < 0 || ci < 0 ||
       ri < 0 || json_type_of(&d, (size_t)si) != JSON_STRING ||
@@ -291,6 +332,14 @@ int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r) {
     if (!x.accepted || get_uint(&d, wi, TM_WINDOW_MAX, &x.window) != 0 ||
         x.window == 0)
       return TM_EPROTO;
+  }
+  if (mi >= 0) {
+    /* A string; on an acceptance anything but "strict" is legacy (a
+     * newer mode is not a confirmed connect either); ignored on a
+     * refusal. */
+    if (json_type_of(&d, (size_t)mi) != JSON_STRING)
+      return TM_EPROTO;
+    x.legacy = x.accepted && !json_str_eq(&d, (size_t)mi, "strict");
   }
   *r = x;
   return TM_OK;

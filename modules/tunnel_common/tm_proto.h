@@ -47,6 +47,11 @@
 #define TM_PING_LEN 8u
 /* Windows: a receive window is at most this (and at least 1 frame). */
 #define TM_WINDOW_MAX (16u * 1024 * 1024)
+/* The protocol's initial window (the seed's initial_window): what an
+ * accepted OPEN_RESULT of a flow-controlled stream that carries no
+ * "window" gives the opener (issue 24 item 5: the seed's result has five
+ * fields, window is ours and optional). */
+#define TM_WINDOW_DEFAULT 262144u
 
 enum tm_frame_type {
   TM_OPEN_STREAM = 0x01,
@@ -90,7 +95,20 @@ int tm_frame_is_connection(uint8_t type);
 const char *tm_frame_name(uint8_t type); /* "OPEN_STREAM", ..., "UNKNOWN" */
 
 /* ---- OPEN_STREAM: window u32, protocol u8 (1 = tcp), port u16,
- *      host_len u8 (1..255), host, agent_len u8 (0..64), agent ----------- */
+ *      host_len u8 (1..255), host, agent_len u8 (0..64), agent,
+ *      then optionally trace_len u8 (1..64), trace ------------------------
+ * The trace (issue 24 item 10) is the stream's trace id for the logs of
+ * client, server and agent (TM-OBS-19): made by the client, passed on by
+ * the server, TM_TRACE_LEN lowercase hex digits, not all zero (the form
+ * of a W3C trace-context trace-id), random but no secret. A trace field
+ * whose length byte is 0 or above TM_TRACE_WIRE_MAX, or does not end the
+ * payload, makes the OPEN_STREAM malformed (refused); one well framed but
+ * not of that form decodes with trace empty and trace_bad set: the
+ * receiver replaces it with one of its own. */
+#define TM_TRACE_LEN 32u
+#define TM_TRACE_WIRE_MAX 64u
+#define TM_OPEN_STREAM_MAX \
+  (9u + TM_HOST_MAX + TM_AGENT_MAX + 1u + TM_TRACE_WIRE_MAX)
 typedef struct tm_open_stream {
   uint32_t window;   /* the opener's initial receive window for this
                         stream (flow control negotiated), else 0 */
@@ -99,16 +117,22 @@ typedef struct tm_open_stream {
   char host[TM_HOST_MAX + 1];   /* printable ASCII, NUL-terminated */
   char agent[TM_AGENT_MAX + 1]; /* client→server: the agent wanted; empty
                                    on server→agent */
+  char trace[TM_TRACE_LEN + 1]; /* a trace id, or empty: none (encode: not
+                                   written; decode: none sent, or bad) */
+  int trace_bad; /* decode only: a trace field that is not a trace id */
 } tm_open_stream;
+/* Whether s[0..n) is a trace id (TM_TRACE_LEN lowercase hex, not all 0). */
+int tm_trace_valid(const char *s, size_t n);
 /* Returns the payload length written, or TM_ESPACE / TM_EPROTO (a field
- * out of bounds). */
+ * out of bounds, a trace that is not a trace id). */
 int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap);
 int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o);
 
 /* ---- OPEN_RESULT: bounded JSON (TM-PROTO-23..28) ------------------------
  * {"accepted":true,"stage":"connect","code":"ok","retryable":false,
  *  "retry_after_ms":0}, plus "window": the acceptor's initial receive
- * window, on an accepted result of a flow-controlled stream only.
+ * window, on an accepted result of a flow-controlled stream only (optional:
+ * absent, the opener takes TM_WINDOW_DEFAULT; issue 24 item 5).
  * Unknown fields are ignored; a missing or mistyped known field, a stage
  * outside the stable set, accepted=true with a code other than ok, or
  * more than TM_OPEN_RESULT_MAX bytes are TM_EPROTO. An unknown code
@@ -122,6 +146,11 @@ typedef struct tm_open_result {
   int retryable;
   uint32_t retry_after_ms; /* 0 .. 3600000 */
   uint32_t window;         /* 0: absent */
+  int legacy; /* "open_mode":"legacy" on an acceptance (issue 24 item 3):
+                 the acceptor opened the stream towards a legacy hop (an
+                 agent without open results), so the agent's connect is
+                 not confirmed; absent or "strict": 0. Any other string
+                 decodes as legacy (never read as a confirmation). */
 } tm_open_result;
 int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap);
 int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r);

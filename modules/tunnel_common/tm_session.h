@@ -42,8 +42,8 @@
  * at once on both ends, no OPEN_RESULT is sent, an acceptor's failure is
  * a RESET; without flow_control no window is sent or enforced, and the
  * bounded inbound queue is the only protection: a full one resets that
- * stream and counts backpressure{reason="legacy_backpressure"} (TM-P2-6,
- * TM-P2-15).
+ * stream and counts the legacy backpressure, backpressure_total
+ * {open_mode="legacy",result="rejected"} (TM-P2-6, TM-P2-15).
  *
  * Threads: loop thread only, for every function and every callback.
  * Callbacks run from the loop (a transport event or a timer), never from
@@ -220,6 +220,12 @@ void tm_stream_abort(tm_stream *st, int code);
  * local receive window when flow control is on), in that order
  * (TM-P0-7/18). From now on st is the caller's ph_stream to close. */
 void tm_stream_accept(tm_stream *st);
+/* The same for a stream the acceptor opened towards a legacy hop (a
+ * server whose agent connection has no open results): a strict peer gets
+ * OPEN_RESULT(ok) with stage "relay" and "open_mode":"legacy", so it
+ * knows and counts the stream legacy and never reads it as the agent's
+ * connect (TM-PROTO-20..22, issue 24 item 3). Legacy st: as accept. */
+void tm_stream_accept_legacy(tm_stream *st);
 /* Refuses st: OPEN_RESULT(failure) when strict, RESET when legacy; st is
  * gone when this returns. */
 void tm_stream_reject(tm_stream *st, int stage, int code, int retryable,

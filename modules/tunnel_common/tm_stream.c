@@ -179,7 +179,7 @@ void st_reset(tm_stream *st, int code, int send, int bp_reason) {
   if (st->link && !st->link->reset)
     st->link->close_code = code;
   if (bp_reason >= 0)
-    tm_obs_backpressure(s->m, bp_reason);
+    tm_obs_backpressure(s->m, st->strict, bp_reason);
   st->state = TM_ST_RESET;
   sess_map_del(s, st);
   drop_outbound(st);
@@ -328,9 +328,11 @@ void st_on_result(tm_stream *st, const tm_frame *f) {
     st_release(st);
     return;
   }
-  if (st->fc && (r.window == 0 ||
-                 tm_win_init(&st->win, r.window, s->cfg.initial_window,
-                             s->cfg.window_update_threshold) != TM_OK)) {
+  /* No "window": the seed's five fields only; the protocol's initial
+   * window (docs/protocol/tunnel.md, OPEN_RESULT). */
+  if (st->fc && tm_win_init(&st->win, r.window ? r.window : TM_WINDOW_DEFAULT,
+                            s->cfg.initial_window,
+                            s->cfg.window_update_threshold) != TM_OK) {
     violation(st, TM_BP_WINDOW_VIOLATION);
     return;
   }
@@ -473,7 +475,7 @@ static ssize_t t_write(ph_stream *p, const void *data, size_t len) {
     if (n < want && !st->stalled) {
       st->stalled = 1; /* only this stream's producer pauses */
       st->stall_since_us = tm_now_us();
-      tm_obs_backpressure(s->m, TM_BP_WINDOW_STALL);
+      tm_obs_backpressure(s->m, st->strict, TM_BP_WINDOW_STALL);
     }
   }
   if (n == 0)
@@ -560,7 +562,7 @@ tm_stream *tm_stream_open(tm_session *s, const tm_open_stream *req,
   int fc = strict && (s->cfg.caps & TM_CAP_FLOW_CONTROL);
   tm_open_stream o = *req;
   o.window = fc ? s->cfg.initial_window : 0;
-  uint8_t buf[4 + 1 + 2 + 1 + TM_HOST_MAX + 1 + TM_AGENT_MAX];
+  uint8_t buf[TM_OPEN_STREAM_MAX];
   int len = tm_open_stream_encode(&o, buf, sizeof(buf));
   if (len < 0 || !cq_room(s, (size_t)len))
     return NULL;
@@ -607,7 +609,7 @@ void tm_stream_abort(tm_stream *st, int code) {
 
 /* ---- acceptor --------------------------------------------------------- */
 
-void tm_stream_accept(tm_stream *st) {
+static void accept_as(tm_stream *st, int legacy_hop) {
   tm_session *s = st->s;
   if (st->dead || st->local || st->answered)
     return;
@@ -621,9 +623,11 @@ void tm_stream_accept(tm_stream *st) {
     apply(st, TM_EV_RESULT_OK_SENT); /* open first (TM-P0-7/18) ... */
     st->answered = 1;
     st->owned = 1;
-    tm_open_result r = {.accepted = 1, .stage = PH_STAGE_CONNECT,
+    tm_open_result r = {.accepted = 1,
+                        .stage = legacy_hop ? PH_STAGE_RELAY : PH_STAGE_CONNECT,
                         .code = PH_OPEN_OK, .code_known = 1,
-                        .window = st->fc ? s->cfg.initial_window : 0};
+                        .window = st->fc ? s->cfg.initial_window : 0,
+                        .legacy = legacy_hop ? 1 : 0};
     uint8_t buf[TM_OPEN_RESULT_MAX];
     int len = tm_open_result_encode(&r, buf, sizeof(buf));
     if (len >= 0)
@@ -635,6 +639,9 @@ void tm_stream_accept(tm_stream *st) {
   st_settle(st);
   sess_kick(s, st);
 }
+
+void tm_stream_accept(tm_stream *st) { accept_as(st, 0); }
+void tm_stream_accept_legacy(tm_stream *st) { accept_as(st, 1); }
 
 void tm_stream_reject(tm_stream *st, int stage, int code, int retryable,
                       uint32_t retry_after_ms) {

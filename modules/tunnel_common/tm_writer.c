@@ -74,7 +74,8 @@ void cq_pressure(tm_session *s) {
     return;
   s->read_paused = want ? 1 : 0;
   if (want) {
-    tm_obs_backpressure(s->m, TM_BP_READ_PAUSED);
+    tm_obs_backpressure(s->m, tm_session_caps(s) & TM_CAP_OPEN_RESULT,
+                        TM_BP_READ_PAUSED);
     PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
               "reading paused: the control queue could not take the "
               "answers owed (streams.control_queue_frames/_bytes)",
@@ -87,7 +88,8 @@ void cq_pressure(tm_session *s) {
 void cq_must(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
              size_t len) {
   if (cq_push(s, type, id, p, len) < 0) {
-    tm_obs_backpressure(s->m, TM_BP_CONTROL_FULL);
+    tm_obs_backpressure(s->m, tm_session_caps(s) & TM_CAP_OPEN_RESULT,
+                        TM_BP_CONTROL_FULL);
     sess_fail(s, TM_CLOSE_CONTROL_FULL); /* TM-P2-22, TM-FAIL-8 */
   }
 }

@@ -129,4 +129,27 @@ void tm_ws_conn_resume(tm_ws_conn *c);
  * unauthorized) and a short fixed reason. */
 void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason);
 
+/* A close status in words, for the log ("unauthorized" for 4401,
+ * "credentials_ended" for 4403, RFC 6455's names for 1000..1015; "other"
+ * for the rest). Static strings. */
+static inline const char *tm_ws_close_name(int code) {
+  switch (code) {
+  case 1000: return "normal";
+  case 1001: return "going_away";
+  case 1002: return "protocol_error";
+  case 1003: return "unsupported_data";
+  case 1005: return "no_status";
+  case 1006: return "abnormal";
+  case 1007: return "invalid_data";
+  case 1008: return "policy_violation";
+  case 1009: return "message_too_big";
+  case 1011: return "internal_error";
+  case 1012: return "service_restart";
+  case 1013: return "try_again_later";
+  case 4401: return "unauthorized";
+  case 4403: return "credentials_ended";
+  }
+  return "other";
+}
+
 #endif

@@ -72,7 +72,7 @@ static int rx_answer(tm_ws_conn *c, uint8_t *in, size_t len) {
     return 0;
   if (n < 0) {
     PH_LOG(w->api, w->ctx, PH_LOG_INFO, "tunnel handshake refused",
-           PH_INT("status", ans.status), PH_STR("why", why));
+           PH_INT("http_status", ans.status), PH_STR("why", why));
     return -1;
   }
   const char *sub = NULL;

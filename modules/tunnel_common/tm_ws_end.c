@@ -348,16 +348,19 @@ static int rx_frames(tm_ws_conn *c, uint8_t *in, size_t len) {
         e->close_code = ev.len >= 2
                             ? (uint16_t)((ev.data[0] << 8) | ev.data[1])
                             : LWS_CLOSE_STATUS_NORMAL;
-        /* The code says why (4401: the token was refused); the reason
-         * text is the peer's and is not logged. */
+        /* The code says why (4401: the token was refused), in words
+         * too; the reason text is the peer's and is not logged. */
         if (c->client)
-          PH_LOG(c->w->api, c->w->ctx, PH_LOG_INFO,
+          PH_LOG(c->w->api, c->w->ctx,
+                 e->close_code >= 4000 ? PH_LOG_WARN : PH_LOG_INFO,
                  "tunnel connection closed by the server",
-                 PH_INT("code", e->close_code));
+                 PH_UINT("close_code", e->close_code),
+                 PH_STR("close", tm_ws_close_name(e->close_code)));
         else /* the server's role logs its sessions' ends */
           PH_LOG(c->w->api, c->w->ctx, PH_LOG_DEBUG,
                  "tunnel connection closed by the client",
-                 PH_INT("code", e->close_code));
+                 PH_UINT("close_code", e->close_code),
+                 PH_STR("close", tm_ws_close_name(e->close_code)));
         tmws_set_close(c, e->close_code, "");
         return -1;
       }

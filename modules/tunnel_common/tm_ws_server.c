@@ -46,7 +46,7 @@ static int refuse(tm_ws_conn *c, int status, const char *why) {
   char buf[LWS_PRE + REFUSAL_MAX];
   int n = tm_wsc_refusal(buf + LWS_PRE, REFUSAL_MAX, status);
   PH_LOG(c->w->api, c->w->ctx, PH_LOG_DEBUG, "tunnel upgrade refused",
-         PH_INT("status", status), PH_STR("why", why ? why : ""),
+         PH_INT("http_status", status), PH_STR("why", why ? why : ""),
          PH_STR("peer", c->peer));
   if (n > 0)
     (void)tmws_wire_send(c, (uint8_t *)buf + LWS_PRE, (size_t)n);

@@ -172,6 +172,42 @@ static int next_field(const char *buf, size_t end, size_t *at, head_field *f) {
   return 1;
 }
 
+/* What a status other than 101 means for a tunnel connection, in words
+ * an operator can act on (issue 24 item 12: a 404 is a wrong path, not
+ * "not HTTP/1.1"). Static strings. */
+static const char *status_meaning(int st) {
+  switch (st) {
+  case 101:
+    return "a 101 over HTTP/1.0: WebSocket needs HTTP/1.1";
+  case 400:
+    return "400 Bad Request: the server did not take the upgrade request";
+  case 401:
+    return "401 Unauthorized: the server refused the token";
+  case 403:
+    return "403 Forbidden: the token may not open this connection";
+  case 404:
+    return "404 Not Found: nothing serves the URL's path (server_url must "
+           "end in the server's path, /tunnel by default)";
+  case 426:
+    return "426 Upgrade Required: the server wants another protocol version";
+  case 429:
+    return "429 Too Many Requests: the server limits connections; retried "
+           "with backoff";
+  case 502:
+  case 503:
+  case 504:
+    return "the server, or a proxy in front of it, is unavailable (5xx)";
+  }
+  if (st >= 500)
+    return "a server error (5xx)";
+  if (st >= 400)
+    return "the request was refused (4xx): not a tunnel server at this URL?";
+  if (st >= 300)
+    return "a redirect (3xx): the URL points elsewhere and redirects are "
+           "not followed";
+  return "the server did not switch protocols";
+}
+
 int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
                     tm_wsc_answer *ans, const char **why) {
   const char *buf = (const char *)ubuf;
@@ -182,17 +218,24 @@ int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
   if (!end)
     return len >= TM_WSC_RESP_MAX ? bad(why, "the answer's head is too long")
                                   : TM_WSC_HS_MORE;
-  /* Status line: HTTP/1.1 SP 3DIGIT SP reason CRLF */
-  if (end < 14 || memcmp(buf, "HTTP/1.1 ", 9) != 0 || buf[12] != ' ' ||
+  /* Status line: HTTP/1.x SP 3DIGIT SP reason CRLF. An HTTP/1.0 answer
+   * (a plain web server's 404, say) is read for its status, which says
+   * what went wrong; only HTTP/1.1 can switch to WebSocket. */
+  if (end < 14 || memcmp(buf, "HTTP/1.", 7) != 0 ||
+      (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ' || buf[12] != ' ' ||
       buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
       buf[11] < '0' || buf[11] > '9')
-    return bad(why, "the answer is not HTTP/1.1");
+    return bad(why, "the answer is not HTTP: not a web server at this "
+                    "address?");
   ans->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+  int http10 = buf[7] == '0';
   size_t at = 0;
   if (next_line(buf, end, &at) < 0)
     return bad(why, "the answer's status line is malformed");
+  if (http10 && ans->status == 101)
+    return bad(why, status_meaning(101));
   if (ans->status != 101) {
-    *why = "the server did not switch protocols";
+    *why = status_meaning(ans->status);
     return TM_WSC_HS_REFUSED;
   }
   char want[29];

@@ -3,8 +3,11 @@
  * One client stream through the server (seed 001 "P0 Server"): the
  * client session's on_open does no I/O (TM-P0-14, TM-P2-1); it only
  * checks the request and hands the open to the bounded open executor
- * (open_exec.h), which refuses at once when full (TM-FAIL-2). A running
- * open then goes:
+ * (open_exec.h), which refuses at once when full (TM-FAIL-2). An open
+ * given a slot, there or when another ends, starts on the loop's next
+ * turn (next_turn.h, issue 24 item 4), in the order the slots were
+ * given: the authorization call (a PostgreSQL query behind a cache miss)
+ * never runs on the reader's stack. A running open then goes:
  *
  *   authorization  the access provider (the auth_cache in front of the
  *                  store), principal = the client's token id, agent =
@@ -25,9 +28,11 @@
  *
  * A strict client whose agent connection is legacy gets OPEN_RESULT(ok)
  * when the stream was opened towards the agent, which is all the server
- * knows then; it is counted as open_mode="legacy" (TM-PROTO-21) and
- * never reported as a strict success (TM-PROTO-22): the agent's later
- * failure reaches the client as a RESET. A client RESET, or its session
+ * knows then; that result says so (stage "relay", "open_mode":"legacy":
+ * tm_stream_accept_legacy, issue 24 item 3), so the client counts and
+ * logs it legacy too, and it is counted as open_mode="legacy" here
+ * (TM-PROTO-21): never reported as the agent's success (TM-PROTO-22);
+ * the agent's later failure reaches the client as a RESET. A client RESET, or its session
  * ending, while the open runs cancels the step in progress (the access
  * check, the agent's open) and frees the executor slot.
  *
@@ -42,8 +47,11 @@
  * its budget, however many streams it opens.
  *
  * Every stream ends with one info log line (TM-OBS-19): the redacted
- * agent id, node, stage, stable code, open_mode and µs timings; the
- * target only at debug (TM-SEC-9).
+ * agent id, node, trace id, stage, stable code, open_mode and µs
+ * timings; the target only at debug (TM-SEC-9). The trace id is the one
+ * the client's OPEN_STREAM carried, or a new one when it carried none or
+ * a malformed one (replaced, with a rate-limited warning); the agent's
+ * OPEN_STREAM carries it on (issue 24 item 10).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +60,14 @@
 
 #include "agent_select.h"
 #include "host_norm.h"
+#include "tm_trace.h"
 #include "ts_int.h"
 
 enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };
 
 struct ts_open {
   oexec_job job;
+  nt_item start; /* given a slot, waiting for the next turn */
   ts_mod *m;
   ts_conn *cc;    /* the client connection; NULL once it is gone */
   tm_stream *cst; /* the client stream until answered */
@@ -75,6 +85,7 @@ struct ts_open {
   char host[HOST_NORM_MAX + 1];
   char agent[TM_AGENT_MAX + 1];
   char token_id[PH_AZ_ID_LEN + 1];
+  char trace[TM_TRACE_LEN + 1]; /* the client's, or ours (issue 24 item 10) */
   uint64_t seq;
   uint64_t t0, t_step;
   uint64_t queue_us, auth_us, select_us, open_us, ttfb_us;
@@ -117,6 +128,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel stream end",
          PH_UINT("stream", op->seq), PH_STR("node", m->c.node_id),
          PH_STR("agent", red), PH_STR("principal", op->token_id),
+         PH_STR("trace_id", op->trace),
          PH_STR("open_mode", open_mode_strict(op) ? "strict" : "legacy"),
          PH_STR("stage", stage), PH_STR("code", code), PH_STR("end", end),
          PH_UINT("queue_us", op->queue_us), PH_UINT("auth_us", op->auth_us),
@@ -134,6 +146,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
 /* Frees op: out of the executor, the lists and the token's count. */
 static void finish(ts_open *op) {
   ts_mod *m = op->m;
+  next_turn_cancel(&m->turn, &op->start);
   oexec_remove(&m->exec, &op->job);
   if (op->prev)
     op->prev->next = op->next;
@@ -219,14 +232,20 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
   op->open_us = since(op->t_step);
   /* The slot frees now: what follows is no more an open. */
   oexec_remove(&m->exec, &op->job);
+  /* TM-OBS-15, -27: the relay stage is the agent's leg, from the
+   * OPEN_STREAM sent on the selected session to its answer; the session
+   * is this server's own (scope="local", stream_metrics.h). */
+  uint64_t relay_us =
+      op->open_us > op->select_us ? op->open_us - op->select_us : 0;
   if (!res->accepted) {
-    tm_obs_stage(m->metrics, TM_OS_OPEN,
-                 res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE,
-                 op->open_us);
+    int r = res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE;
+    tm_obs_stage(m->metrics, TM_OS_RELAY, r, relay_us);
+    tm_obs_stage(m->metrics, TM_OS_OPEN, r, op->open_us);
     fail(op, res->stage, res->code, res->retryable, res->retry_after_ms);
     return;
   }
   op->strict_agent = strict;
+  tm_obs_stage(m->metrics, TM_OS_RELAY, TM_R_SUCCESS, relay_us);
   tm_obs_stage(m->metrics, TM_OS_OPEN, TM_R_SUCCESS, op->open_us);
   tm_obs_open(m->metrics, open_mode_strict(op), PH_OPEN_OK);
   tm_stream *cst = op->cst;
@@ -234,7 +253,10 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
   /* TM-P0-18: accept installs the client stream as open, then queues
    * OPEN_RESULT(ok); the relay is joined before the loop runs again, so
    * the client's first DATA finds it. */
-  tm_stream_accept(cst);
+  if (op->strict_client && !strict)
+    tm_stream_accept_legacy(cst); /* issue 24 item 3: never "connected" */
+  else
+    tm_stream_accept(cst);
   relay_opts o = {
       .idle_timeout_ms = m->c.idle_timeout_ms,
       .buffer_size = 16384,
@@ -300,6 +322,7 @@ static void select_and_open(ts_open *op) {
   areq.protocol = op->protocol;
   areq.port = op->port;
   memcpy(areq.host, op->host, sizeof(areq.host));
+  memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
   op->t_step = ts_now_us();
   op->phase = OP_OPENING;
   op->ast = tm_stream_open(ac->s, &areq, m->c.open_timeout_ms, on_agent_open,
@@ -369,13 +392,24 @@ static void run(ts_open *op) {
   op->check = id;
 }
 
+static void on_start(nt_item *it) {
+  run((ts_open *)((char *)it - offsetof(ts_open, start)));
+}
+
+/* op holds a slot: it starts on the loop's next turn, never on the
+ * caller's stack (the reader's, or an ending open's). */
+static void start_later(ts_open *op) {
+  op->phase = OP_QUEUED;
+  next_turn_post(&op->m->turn, &op->start, on_start);
+}
+
 void ts_open_pump(ts_mod *m) {
   if (m->pumping)
     return;
   m->pumping = 1;
   oexec_job *j;
   while ((j = oexec_next(&m->exec)))
-    run(job_open(j));
+    start_later(job_open(j));
   m->pumping = 0;
 }
 
@@ -467,6 +501,13 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->strict_client = tm_stream_strict(st);
   memcpy(op->agent, req->agent, sizeof(op->agent));
   memcpy(op->token_id, cc->token_id, sizeof(op->token_id));
+  int replaced;
+  tm_trace_take(req, op->trace, &replaced);
+  if (replaced) /* the peer's bytes are never logged */
+    PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
+              "tunnel open: malformed trace id replaced",
+              PH_STR("principal", op->token_id),
+              PH_STR("trace_id", op->trace));
   op->token = cc->token;
   if (op->token)
     op->token->streams++;
@@ -506,7 +547,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   int v = oexec_submit(&m->exec, &cc->group, &op->job);
   switch (v) {
   case OEXEC_RUN:
-    run(op);
+    start_later(op);
     break;
   case OEXEC_QUEUED:
     op->phase = OP_QUEUED;

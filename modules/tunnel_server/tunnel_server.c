@@ -43,7 +43,9 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
     return PH_EINVAL;
   }
   oexec_init(&m->exec, &m->c.opens);
-  int rc = ph_tls_reload_init(&m->tls, api, ctx, "tunnel_server",
+  int rc = next_turn_init(&m->turn, api, ctx);
+  if (rc == PH_OK)
+    rc = ph_tls_reload_init(&m->tls, api, ctx, "tunnel_server",
                               "tunnel TLS certificate");
   if (rc == PH_OK)
     rc = ts_cred_init(m);
@@ -52,6 +54,7 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   if (rc != PH_OK) {
     ts_cred_free(m);
     ph_tls_reload_free(&m->tls);
+    next_turn_fini(&m->turn);
     tm_metrics_free(m->metrics);
     free(m);
     return rc;
@@ -162,6 +165,10 @@ static void drain_end(ph_timer *t, void *arg) {
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO,
          "tunnel drain deadline: closing what is left",
          PH_UINT("connections", m->nconns), PH_UINT("streams", m->nopens));
+  /* The host's last line says the stop was cut short (issue 24 item 12). */
+  if (m->nopens && ts_api->size > offsetof(ph_api, drain_cut) &&
+      ts_api->drain_cut)
+    ts_api->drain_cut(m->ctx, m->nopens);
   ts_open_abort_all(m);
   ts_conn_close_all(m);
 }
@@ -214,6 +221,7 @@ static void ts_destroy(void *state) {
   ts_open_abort_all(m);
   if (m->ws)
     tm_ws_free(m->ws); /* every connection's on_closed runs */
+  next_turn_fini(&m->turn);
   while (m->agents) {
     ts_agent *a = m->agents;
     m->agents = a->next;

@@ -493,6 +493,19 @@ typedef struct ph_api {
    * sensitive or secret-named key (*out untouched on any error). */
   int (*conf_peer_str)(ph_ctx *ctx, const char *section, const char *key,
                        const char **out);
+
+  /* ---- added in ABI 1.5: a drain the module cut short ----------------- */
+  /* Loop thread, while the host stops (after the module's stop was
+   * called): the module's own drain deadline (tunnel_server's
+   * drain_timeout, say) closed `left` streams or connections that had not
+   * finished. The host then reports the stop as cut short, as it does
+   * when its own [proxyhost] drain_timeout expires: the warning "drain
+   * cut short" names the module, and "proxyhost stopped" carries
+   * drain_cut_short=true. Not a failure: the exit status stays 0. PH_OK;
+   * PH_ESTATE outside a stop or off the loop thread (nothing recorded).
+   * A module that may run on a 1.4 host checks
+   * api->size > offsetof(ph_api, drain_cut). */
+  int (*drain_cut)(ph_ctx *ctx, uint64_t left);
 } ph_api;
 
 #endif

@@ -37,9 +37,14 @@ static void open_stream(const tm_frame *f) {
   check(o.protocol == 1 && o.port > 0 && o.window <= TM_WINDOW_MAX);
   check(printable(o.host, TM_HOST_MAX, 1));
   check(strnlen(o.agent, TM_AGENT_MAX + 1) <= TM_AGENT_MAX);
-  uint8_t out[TM_HOST_MAX + TM_AGENT_MAX + 16];
+  check(o.trace[0] == '\0' || tm_trace_valid(o.trace, strlen(o.trace)));
+  uint8_t out[TM_OPEN_STREAM_MAX];
   int n = tm_open_stream_encode(&o, out, sizeof out);
-  check(n == (int)f->length && memcmp(out, f->payload, f->length) == 0);
+  /* A bad trace decodes as none (replaced by the receiver). */
+  check(o.trace_bad ? n > 0 && (uint32_t)n < f->length &&
+                          memcmp(out, f->payload, (size_t)n) == 0
+                    : n == (int)f->length &&
+                          memcmp(out, f->payload, f->length) == 0);
 }
 
 static void open_result(const tm_frame *f) {

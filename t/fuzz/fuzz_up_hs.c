@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the upstream proxy handshakes
- * (modules/pool/up_hs.c, up_connect.c, up_socks5.c): arbitrary bytes as
+ * (modules/upstream/up_hs.c, up_connect.c, up_socks5.c): arbitrary bytes as
  * the upstream proxy's answers to an HTTP CONNECT or a SOCKS5 handshake,
  * with and without credentials.
  *
  * Build (from the top of the source tree):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Isdk -Imodules/pool -Imodules/common modules/pool/up_hs.c \
- *       modules/pool/up_connect.c modules/pool/up_socks5.c \
+ *       -Isdk -Imodules/upstream -Imodules/common modules/upstream/up_hs.c \
+ *       modules/upstream/up_connect.c modules/upstream/up_socks5.c \
  *       modules/common/host_norm.c t/fuzz/fuzz_up_hs.c -lcrypto \
  *       -o "$F/fuzz_up_hs"
  *   rm -rf "$F/corpus_up_hs" && cp -R t/fuzz/seeds/up_hs "$F/corpus_up_hs"

@@ -70,13 +70,13 @@ is "$(metric "$m" 'proxyhost_frontend_clients_denied_total{reason="not_allowed"}
 log=$(cat "$T/ph.log")
 like_re "$log" 'level=warn module=socks5 msg="client refused: not in allow_clients" client=127.0.0.2:[0-9]+' \
   "a refused client is logged at warn with its address"
-like_re "$log" 'module=socks5 msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed$' \
+like_re "$log" 'module=socks5 msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded status_code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed$' \
   "socks5: one access line, no target"
 like_re "$log" 'module=socks5 msg="socks5 request" stream=[0-9]+$' \
   "the socks5 debug line carries the stream id, no target"
-like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-$' \
+like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx status_code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-$' \
   "http forward: one access line, no target"
-like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=2xx code=200 result=success' \
+like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=2xx status_code=200 result=success' \
   "http CONNECT: one access line per tunnel"
 like_re "$log" 'module=http_proxy msg="http request target" stream=[0-9]+ method_class=connect$' \
   "the http debug line carries the stream id, no target"
@@ -212,7 +212,7 @@ EOC
   like "$log" '"msg":"access"' "access lines in JSON"
   like "$log" '"user":"alice","method":"CONNECT","status":"succeeded"' \
     "the socks5 line names the authenticated user"
-  like "$log" '"user":"alice","method":"GET","status":"2xx","code":200' \
+  like "$log" '"user":"alice","method":"GET","status":"2xx","status_code":200' \
     "the http line too"
   unlike "$log" "k9-Very-Secret" "the password is in no line, at debug level (TM-SEC-9)"
   unlike "$log" "wrong-Secret" "nor a wrong one"

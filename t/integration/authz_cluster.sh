@@ -5,7 +5,8 @@
 # store_pg, observed through GET /v1/authorize (proxyhostctl access
 # check), which asks the cache what a stream open would be answered:
 #  - a token revoked through node a is refused by node b once b's
-#    revision poll saw the change (TM-P1-27, TM-P1-34, TM-TEST-35); the
+#    revision poll saw the change (TM-P1-27, TM-P1-34; the 3-s bound on
+#    new streams, TM-TEST-35, is tunnel_revoke.sh's); the
 #    time it took is printed, not checked (t/bench/authz.sh measures the
 #    distribution);
 #  - the 5-minute allow TTL does not delay it (TM-P1-7, TM-P1-34);
@@ -42,12 +43,12 @@ is "$(az_verdict "$b_port" "$tok" a2 example.org 443)" deny \
 is "$(az_verdict "$b_port" tok_0000000000000000 a1 example.org 443)" deny \
   "... nor an unknown token"
 
-# TM-TEST-35: revoke through a, refused by b.
+# Revoke through a, refused by b (TM-TEST-35's streams: tunnel_revoke.sh).
 az_ctl "$a_port" token revoke "$tok" >/dev/null; ok $? "token revoked through node a"
 is "$(az_verdict "$a_port" "$tok" a1 example.org 443)" deny \
   "node a refuses it at once (its own write moved its revision, TM-P1-29)"
 ms=$(az_wait_verdict "$b_port" deny "$tok" a1 example.org 443 750)
-ok $? "TM-TEST-35: node b refuses the revoked token (after its revision poll)"
+ok $? "TM-P1-27: node b refuses the revoked token (after its revision poll)"
 echo "# node b refused the revoked token after ${ms:-?} ms (revision_poll 2s)"
 
 # Steady state: 4 tokens x 5 targets, 10 rounds, on b and on nocache.

@@ -273,6 +273,17 @@ r2=$(metric_of "$gw2" proxyhost_cp_gateway_reconnects_total)
 sampling restart w1="$gw1" w2="$gw2"
 kill -TERM "$CTL_PID"; wait_exit "$CTL_PID" 10
 is "$EXIT" 0 "the controller stops (SIGTERM) with both streams open"
+# CP-3-19 (issue 24 item 13), while the control plane is down: the
+# gateways cannot compensate by asking the databases. Neither holds a
+# PostgreSQL or Redis client library in its process, and with the
+# controller gone neither server has a client but this test's own query.
+no_db_client_lib() { ! grep -qE 'libpq\.so|libhiredis' "/proc/$1/maps"; }
+no_db_client_lib "$W1" && no_db_client_lib "$W2"
+ok $? "CP-3-19 control plane down: no PostgreSQL or Redis client library in either gateway"
+is "$(redis_cli "$T/redis" CLIENT LIST | grep -vc 'cmd=client')" 0 \
+  "CP-3-19 control plane down: Redis has no client (no gateway asks it)"
+is "$(pg_psql postgres -Atc "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")" 0 \
+  "CP-3-19 control plane down: PostgreSQL has no client (no gateway asks it)"
 start_ctl "$T/controller.ini"
 wait_long ready "$admin"; ok $? "the controller is ready again"
 reconnected() { [ "$(metric_of "$1" proxyhost_cp_gateway_reconnects_total)" -gt "$2" ]; }
@@ -293,7 +304,7 @@ mkdir -p "$T/gen"
   controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
 code=$("$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$cpp" register "$T" \
   "$T/worker.pem" "$T/worker.key" "$T/ca.pem" w1 2>"$T/py.err" | sed -n 's/^VALUE code //p')
-is "$code" UNAVAILABLE "CP-2-12 Redis stopped: RegisterWorker answers UNAVAILABLE"
+is "$code" UNAVAILABLE "Redis stopped: RegisterWorker answers UNAVAILABLE"
 wait_long not_ready "$admin"; ok $? "Redis stopped: the controller is not ready"
 # From here no snapshot can be built (a send in flight at the stop has
 # landed): each view must stay as it is until it expires.

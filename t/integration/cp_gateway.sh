@@ -349,7 +349,7 @@ kill -9 "$FAKE"
 wait "$FAKE" 2>/dev/null
 wait_long not_ready
 ok $? "CP-3-9 not ready (/readyz 503) once valid_until passed, controller unreachable"
-is "$(metric 'proxyhost_cp_gateway_ready ')" 0 "CP-3-19 the ready gauge says no candidates"
+is "$(metric 'proxyhost_cp_gateway_ready ')" 0 "CP-3-9 the ready gauge says no candidates"
 stop
 
 done_testing

@@ -66,35 +66,54 @@ unlike "$err" "init failed" "start-up: no init ran"
 err=$(printf 'stray = 1\n[proxyhost]\n' >"$T/stray.ini"; "$PROXYHOST" -c "$T/stray.ini" --check-config 2>&1); rc=$?
 is "$rc" 2 "a key before any section exits 2"
 like "$err" "stray.ini:1:" "and names the line"
+# A value longer than inih's default buffer (199 bytes) is read whole,
+# and its own bound then names the key (issue 24 item 2).
 long=$(python3 -c 'print("x" * 300)')
-printf '[probe]\ngreeting = %s\n' "$long" >"$T/long.ini"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ngreeting = %s\n' "$TMOD" "$long" >"$T/long.ini"
 err=$("$PROXYHOST" -c "$T/long.ini" --check-config 2>&1); rc=$?
-is "$rc" 2 "an over-long line is refused, not truncated"
-like "$err" "long.ini:2:" "and its line is named"
-# The limit is 199 bytes, line terminator excluded (Debian's inih reads
-# 200 with the NUL, and would cut a longer line and read its tail as the
-# next line). tags: 8 items of 23/24 bytes, joined with ',' to 192 bytes.
-tags=$(python3 -c 'print(",".join(["t" * 23] * 7 + ["u" * 24]))')
+is "$rc" 2 "a 300-byte greeting (max 64) is refused"
+like "$err" "long.ini:7: probe.greeting: value is too long (300 bytes, max 64)" \
+  "by the key's own bound, naming file:line, the key and the bound"
+# The line limit is 8191 bytes, line terminator excluded (Debian's inih
+# reads lines into a buffer of ini_max_line bytes, which the host sets;
+# a longer line is refused, never cut and its tail read as the next
+# line). tags: 8 items joined with ',' to 8184 bytes.
+tags=$(python3 -c 'print(",".join(["t" * 1023] * 7 + ["u" * 1016]))')
 printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ntags = %s\n' "$TMOD" "$tags" >"$T/limit.ini"
-is "$(sed -n 7p "$T/limit.ini" | tr -d '\n' | wc -c)" 199 "fixture: a 199-byte line"
+is "$(sed -n 7p "$T/limit.ini" | tr -d '\n' | wc -c)" 8191 "fixture: an 8191-byte line"
 out=$("$PROXYHOST" -c "$T/limit.ini" --print-config 2>&1); rc=$?
-is "$rc" 0 "a 199-byte line is accepted"
+is "$rc" 0 "an 8191-byte line is accepted"
 like "$out" "tags = $tags  ; from $T/limit.ini:7" "and read whole"
 printf '[proxyhost]\nmodules = probe\nmodule_path = %s\n[admin]\nlisten =\n[probe]\ntags = %sv\ncount = 7\n' "$TMOD" "$tags" >"$T/limit.ini"
 err=$("$PROXYHOST" -c "$T/limit.ini" --check-config 2>&1); rc=$?
-is "$rc" 2 "a 200-byte line is a configuration error (exit 2)"
-is "$err" "proxyhost: $T/limit.ini:7: line too long (max 199 bytes)" \
-  "200 bytes: file:line and the limit, one line"
+is "$rc" 2 "an 8192-byte line is a configuration error (exit 2)"
+is "$err" "proxyhost: $T/limit.ini:7: probe.tags: line too long (max 8191 bytes)" \
+  "8192 bytes: file:line, the key and the limit, one line"
 err=$("$PROXYHOST" -c "$T/limit.ini" 2>&1); rc=$?
-is "$rc" 2 "200 bytes: start-up refuses it the same way"
-like "$err" "$T/limit.ini:7: line too long" "start-up: file:line"
+is "$rc" 2 "8192 bytes: start-up refuses it the same way"
+like "$err" "$T/limit.ini:7: probe.tags: line too long" "start-up: file:line"
+# Issue 24 item 2: a module_path and a modules entry under a deep
+# directory (a build tree under a long path), longer than inih's default
+# 199-byte line, one line each: loaded from there.
+deep=$T; i=0
+while [ $i -lt 12 ]; do deep="$deep/$(printf '%060d' 0)"; i=$((i + 1)); done
+mkdir -p "$deep" && ln -s "$TMOD" "$deep/mods"
+printf '[proxyhost]\nmodules = probe\nmodule_path = %s/mods\n[admin]\nlisten =\n[probe]\ncount = 7\n' "$deep" >"$T/deep.ini"
+[ "$(sed -n 3p "$T/deep.ini" | wc -c)" -gt 750 ]; ok $? "fixture: a module_path line of over 750 bytes"
+out=$("$PROXYHOST" -c "$T/deep.ini" --print-config 2>&1); rc=$?
+is "$rc" 0 "a 750-byte module_path line is accepted"
+like "$out" "module_path = $deep/mods  ; from $T/deep.ini:3" "and read whole"
+like "$out" "count = 7  ; from $T/deep.ini:7" "and the module is loaded from there"
+printf '[proxyhost]\nmodules = %s/mods/probe.so\n[admin]\nlisten =\n[probe]\ncount = 7\n' "$deep" >"$T/deep2.ini"
+out=$("$PROXYHOST" -c "$T/deep2.ini" --check-config 2>&1); rc=$?
+is "$rc" 0 "a 750-byte modules entry (a path) loads the module"
 mkdir -p "$T/longinc/conf.d"
 printf '[proxyhost]\nmodules = probe\nmodule_path = %s\ninclude = conf.d/*.ini\n[admin]\nlisten =\n' "$TMOD" >"$T/longinc/main.ini"
-semis=$(python3 -c 'print(";" * 199, end="")')
+semis=$(python3 -c 'print(";" * 8191, end="")')
 printf '[probe]\n%scount = 7\n' "$semis" >"$T/longinc/conf.d/probe.ini"
 err=$("$PROXYHOST" -c "$T/longinc/main.ini" --check-config 2>&1); rc=$?
 is "$rc" 2 "a long comment line in an included file exits 2"
-like "$err" "$T/longinc/conf.d/probe.ini:2: line too long (max 199 bytes)" \
+like "$err" "$T/longinc/conf.d/probe.ini:2: line too long (max 8191 bytes)" \
   "and names the included file and its line"
 unlike "$err" "probe.count" "the comment's tail was not read as a key"
 err=$("$PROXYHOST" -c "$T/good.ini" --set probe.count --check-config 2>&1); rc=$?

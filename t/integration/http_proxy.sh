@@ -170,12 +170,14 @@ v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure
 is "$v" 3 "refused opens by error_class (TM-OBS-2, TM-OBS-13)"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"}')
 is "$v" 3 "policy denials counted as rejected/forbidden"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success",scope="local"}' \
   "open stage histogram"
-v=$(metric "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success"}')
+v=$(metric "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success",scope="local"}')
 is "$v" 1 "TTFB of the CONNECT tunnel"
-v=$(metric "$m" 'proxyhost_stream_bytes_total{component="client",direction="up"}')
-[ "${v:-0}" -ge 3000000 ]; ok $? "bytes up counted ($v)"
+v=$(metric "$m" 'proxyhost_stream_bytes_total{component="client",direction="up",protocol="http"}')
+[ "${v:-0}" -ge 3000000 ]; ok $? "TM-OBS-14 the forwarded 3 MB body counted up, protocol=\"http\" ($v)"
+v=$(metric "$m" 'proxyhost_stream_bytes_total{component="client",direction="down",protocol="tcp"}')
+[ "${v:-0}" -gt 0 ]; ok $? "TM-OBS-14 the CONNECT tunnel's bytes counted, protocol=\"tcp\" ($v)"
 unlike "$m" "ok.test" "no target host in any label (TM-SEC-8, TM-OBS-18)"
 unlike "$m" "tls.test" "not even the tunnel's"
 printf '%s\n' "$m" | sed 1d >"$T/metrics.txt"
@@ -184,9 +186,9 @@ ok $? "promtool accepts the exposition"
 
 # The access log: a line per request, no target host at info level.
 log=$(cat "$T/ph.log")
-like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-' \
+like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx status_code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-' \
   "an access log line per request"
-like "$log" 'method=CONNECT status=2xx code=200' "and per tunnel"
+like "$log" 'method=CONNECT status=2xx status_code=200' "and per tunnel"
 like "$log" "duration_us=" "with the duration in microseconds (TM-OBS-19)"
 unlike "$log" "ok.test" "no target host in the info log"
 unlike "$log" "tls.test" "nor the tunnel's"
@@ -223,7 +225,7 @@ if have_auth_local; then
   hdrs=$(hcurl -U alice:s3cret-pw "$O/headers")
   unlike "$hdrs" "Proxy-Authorization" "credentials are not forwarded"
   m=$(metrics_of "$admin")
-  like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="authorization",result="success"}' \
+  like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="authorization",result="success",scope="local"}' \
     "authorization stage measured"
   unlike "$m" "alice" "no user name in metrics"
   unlike "$(cat "$T/ph.log")" "s3cret-pw" "the password never reaches the log"

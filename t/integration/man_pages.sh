@@ -12,8 +12,8 @@ for m in $(sed -n 's/^PH_MODULE(\[\([a-z0-9_]*\)\].*/\1/p' "$top_srcdir/configur
   [ "$m" = auth_cache ] && ! have_module auth_local && continue
   have_module "$m" && mods="$mods${mods:+,}$m"
 done
-# One module per line (continuation lines): the list outgrew the line
-# limit of 199 bytes.
+# One module per line (continuation lines), as docs/configuration.md
+# shows for long lists.
 cat >"$T/all.ini" <<EOC
 [proxyhost]
 modules = $(printf '%s' "$mods" | sed 's/,/\n  /g')

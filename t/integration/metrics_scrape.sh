@@ -53,7 +53,7 @@ unlike "$(cat "$T/idle.txt")" 'result="success",error_class="forbidden"' \
 like "$(cat "$T/idle.txt")" \
   'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"} 0' \
   "idle: the possible pairs are there at 0"
-like "$(cat "$T/idle.txt")" 'stage="socks5_handshake",result="success",le="+Inf"} 0' \
+like "$(cat "$T/idle.txt")" 'stage="socks5_handshake",result="success",scope="local",le="+Inf"} 0' \
   "idle: the stages socks5 records are there"
 unlike "$(cat "$T/idle.txt")" 'stage="authorization"' \
   "idle: no authorization stage with auth = none"
@@ -140,7 +140,7 @@ EOC
     auth_local direct socks5 http_proxy >"$T/lint.out" 2>&1
   ok $? "with auth_local: bounded, only producible series, names in the scheme"
   sed 's/^/# /' "$T/lint.out"
-  like "$(cat "$T/auth.txt")" 'stage="authorization",result="rejected",le="+Inf"} 0' \
+  like "$(cat "$T/auth.txt")" 'stage="authorization",result="rejected",scope="local",le="+Inf"} 0' \
     "with auth = password: the authorization stage is there"
   like "$(cat "$T/auth.txt")" '# TYPE proxyhost_auth_local_checks_total counter' \
     "auth_local's checks counter is proxyhost_auth_local_*"

@@ -167,8 +167,8 @@ like "$listed" "first_usable         1.0.0" "the installed host lists it (--list
 is $? 0 "its sample configuration passes --check-config"
 probe_dir="$top_builddir/t/modules/.libs"
 first_conf() { # STRATEGY PORT
-  # One directory per (continuation) line: a distcheck's paths are long,
-  # and a line has at most 199 bytes.
+  # One directory per (continuation) line, as docs/configuration.md
+  # shows for long lists.
   printf '[proxyhost]\nmodules = first_usable, strategy_probe\nmodule_path = %s\n  %s\n  %s\n[admin]\nlisten = 127.0.0.1:%s\n[strategy_probe]\nstrategy = %s\n' \
     "$T/first" "$probe_dir" "$dest$moduledir" "$2" "$1" >"$T/first_run.ini"
 }

@@ -123,9 +123,9 @@ v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure
 is "$v" 1 "the refused open counted with error_class=connection_refused"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"}')
 is "$v" 3 "policy denials (port, own listener, admin) counted as rejected/forbidden"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="socks5_handshake",result="success",scope="local"}' \
   "socks5_handshake stage histogram exported"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success",scope="local"}' \
   "ttfb stage histogram exported (TM-OBS-21)"
 like "$m" 'proxyhost_stream_active{component="client"} 0' \
   "no active stream left"
@@ -136,9 +136,9 @@ ok $? "promtool accepts the exposition"
 
 # The access log: one line per stream, no target host at info level.
 log=$(cat "$T/ph.log")
-like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed' \
+like_re "$log" 'msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded status_code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed' \
   "an access log line per stream: stream, client, user, command, reply, bytes, duration"
-like "$log" "status=connection_refused code=5 result=failure" "failures too"
+like "$log" "status=connection_refused status_code=5 result=failure" "failures too"
 like "$log" "duration_us=" "duration in microseconds (TM-OBS-19)"
 unlike "$log" "ok.test" "no target host in the info log"
 unlike "$log" "nx.test" "not even for failures"

@@ -5,7 +5,7 @@ EXTRA_DIST += t/integration/tunnel.mk
 # The scriptable TunnelMesh peer (t/lib/tm_peer.py) checked against
 # itself; it needs no module, so it always runs.
 INTEGRATION_TESTS += t/integration/tm_peer_selftest.sh
-EXTRA_DIST += t/lib/tm_peer.py t/lib/tunnel.sh
+EXTRA_DIST += t/lib/tm_peer.py t/lib/tunnel.sh t/lib/log_fields.py
 
 # The end-to-end suite: real tunnel_server, tunnel_agent and tunnel_client
 # processes (helpers in t/lib/tunnel.sh); each test skips itself when a
@@ -15,10 +15,19 @@ INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 	t/integration/tunnel_failover.sh t/integration/tunnel_browser.sh \
 	t/integration/demo.sh t/integration/tunnel_credentials.sh \
 	t/integration/tunnel_tenants.sh t/integration/tunnel_reset_codes.sh \
-	t/integration/tls_reload.sh
+	t/integration/tls_reload.sh t/integration/tunnel_trace.sh \
+	t/integration/tunnel_dashboard.sh t/integration/tunnel_validation.sh \
+	t/integration/tunnel_logs.sh
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh
 endif
+# The user guides' deployment (server.md, agent.md, client.md), run as the
+# guides give it from their marked blocks (issue 24); the server's guide
+# uses PostgreSQL.
+if MODULE_STORE_PG
+INTEGRATION_TESTS += t/integration/guides.sh
+endif
+EXTRA_DIST += t/integration/guides.sh
 EXTRA_DIST += t/lib/tunnel_load.py t/integration/tunnel_revoke.sh \
 	t/integration/tunnel_credentials.sh t/integration/tunnel_tenants.sh \
 	conf/demo.ini scripts/demo.sh

@@ -166,10 +166,12 @@ grep '"ev": "burst_answers"' "$T/peer-burst.log" | sed 's/^/# /'
 is "$(handshakes burst)" 1 "issue 22 item 7: no reconnect (no control_full)"
 grep -q 'reading paused' "$T/ph.log"; ok $? "issue 22 item 7: the pause is logged"
 m=$(metrics_of)
-like_re "$m" 'tunnelmesh_stream_backpressure_total\{component="agent",reason="read_paused"\} [1-9]' \
-  "issue 22 item 7: the pauses are counted (backpressure reason read_paused)"
-like "$m" 'tunnelmesh_stream_backpressure_total{component="agent",reason="control_full"} 0' \
-  "and control_full never happened"
+# The pause is backpressure the stream waits out: result="success"; a
+# full control queue would close the session: result="failure" (TM-OBS-5).
+like_re "$m" 'tunnelmesh_stream_backpressure_total\{component="agent",open_mode="[a-z]+",result="success"\} [1-9]' \
+  "issue 22 item 7: the pauses are counted (backpressure result=success)"
+is "$(printf '%s\n' "$m" | grep -c '^tunnelmesh_stream_backpressure_total{component="agent",open_mode="[a-z]*",result="failure"} 0$')" 2 \
+  "and control_full never happened (result=failure 0 in both open modes)"
 stop_agent "burst"
 stop_peer
 

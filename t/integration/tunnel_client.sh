@@ -167,13 +167,25 @@ start_peer unknown --answer ok \
 wait_for ready
 is "$(reply target.example:443)" 0x01 "an unknown code is a general failure (TM-PROTO-29)"
 stop_peer
+# Issue 24 item 5: the seed's OPEN_RESULT has five fields; a server that
+# sends no "window" on a flow-controlled stream: the stream opens with the
+# protocol's initial window and carries data both ways.
+start_peer fivefields --answer ok --serve echo \
+  --result-json '{"accepted":true,"stage":"connect","code":"ok","retryable":false,"retry_after_ms":0}'
+wait_for ready
+is "$($PROBE burst --proxy "127.0.0.1:$sport" --n 2 --concurrency 1)" \
+  "done=2 failed=0" \
+  "issue 24 item 5: an OPEN_RESULT without window: the stream carries data"
+unlike "$(grep '"ev": *"reset"' "$T/peer-fivefields.log")" '"ev"' \
+  "... and no stream is reset"
+stop_peer
 
 m=$(metrics_of)
 like "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"} 1' \
   "open_total counts the forbidden open once (the frontend's count)"
 like_re "$m" 'tunnelmesh_stream_open_total\{component="client",result="success",error_class="ok",open_mode="strict"\} [1-9]' \
   "the strict opens by open_mode"
-like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success"}' \
+like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success",scope="local"}' \
   "the open stage is timed"
 
 # ---- legacy: a server that selects no subprotocol (TM-TEST-2) -------------

@@ -37,7 +37,7 @@ is "$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")" "through the tunnel" \
 
 # closed_with LOG CODE N: the log has at least N closes by the server with
 # that code.
-closes() { grep -c "tunnel connection closed by the server.*code=$2" "$1"; }
+closes() { grep -c "tunnel connection closed by the server.* close_code=$2" "$1"; }
 ended() { tn_sum "$s_admin" "^proxyhost_tunnel_server_credential_ends_total\\{role=\"$1\",reason=\"$2\""; }
 agent_id=${TN_AGENT_BEARER%%.*}
 

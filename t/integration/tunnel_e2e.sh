@@ -41,10 +41,7 @@ while [ $i -lt 32 ]; do printf 'small %s\n' $i >"$T/www/s$i.txt"; i=$((i + 1)); 
 head -c 67108864 /dev/zero >"$T/www/big.bin"
 start_file_server "$T/www" "hello through the tunnel"; ok $? "file server up"
 web=$FILE_SERVER_PORT
-$PROBE blackhole --port-file "$T/bh.port" --seconds 120 >/dev/null 2>&1 &
-PIDS="$PIDS $!"
-wait_file "$T/bh.port"
-bh=$(cat "$T/bh.port")
+tn_blackhole; ok $? "a port whose connects hang"
 
 tn_server s "$DEBUG"; ok $? "TM-TEST-31 server process healthy"
 tn_creds s; ok $? "credentials: user, agent, client and agent tokens, policy (proxyhostctl)"

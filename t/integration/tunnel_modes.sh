@@ -65,10 +65,17 @@ is "$(opens "$CM" strict)" 0 "... never strict"
 run agentlegacy "" "$OFF" ""
 # The server knows the agent link is legacy: it answers the strict client
 # OPEN_RESULT(ok) once the stream is opened towards the agent (all it
-# knows then) and counts the stream legacy (modules/tunnel_server/ts_open.c).
+# knows then), saying so (stage relay, "open_mode":"legacy"), and counts
+# the stream legacy (modules/tunnel_server/ts_open.c); the client, told,
+# counts and logs it legacy too (issue 24 item 3).
 [ "$(opens "$SM" legacy)" -ge 1 ]
 ok $? "TM-PROTO-20/21 a legacy agent: the server counts the stream legacy"
 is "$(opens "$SM" strict)" 0 "TM-PROTO-22 ... and never as a strict success"
-echo "# the client counted: strict $(opens "$CM" strict), legacy $(opens "$CM" legacy)"
+[ "$(opens "$CM" legacy)" -ge 1 ]
+ok $? "TM-PROTO-21 issue 24 item 3: the strict client counts it legacy too"
+is "$(opens "$CM" strict)" 0 "TM-PROTO-22 ... never as a strict open"
+end=$(grep 'msg="stream end"' "$T/cagentlegacy.log" | head -1)
+like "$end" "open_mode=legacy" \
+  "issue 24 item 3: the client's stream end line says open_mode=legacy"
 
 done_testing

@@ -202,10 +202,10 @@ like "$(cat "$T/opening.ev")" '"ev": "reset"' \
 # ---- a legacy agent: strict client, legacy towards the agent -------------
 client old '[
  {"op":"open","sid":1,"host":"www.ok.test","port":80,"agent":"edge-old"},
- {"op":"expect_result","sid":1,"accepted":true},
+ {"op":"expect_result","sid":1,"accepted":true,"stage":"relay","open_mode":"legacy"},
  {"op":"send","sid":1,"data":"old agent"},
  {"op":"expect_data","sid":1,"data":"old agent"}]'
-is "$RC" 0 "TM-PROTO-20 a legacy agent: the stream opens legacy towards it and relays"
+is "$RC" 0 "TM-PROTO-20/22 a legacy agent: the stream opens legacy towards it and relays; the strict client's OPEN_RESULT says relay and open_mode legacy, never connect (issue 24 item 3)"
 grep -q '"type": "OPEN_RESULT"' "$T/edge-old.ev"; is $? 1 \
   "no OPEN_RESULT is asked of the legacy agent"
 m=$(http_get "http://127.0.0.1:$aport/metrics")
@@ -335,7 +335,7 @@ like_re "$log" 'agent=agent-[0-9a-f]{8}' "the agent redacted"
 unlike "$log" 'agent=edge-1' "never its name"
 unlike "$log" 'www.ok.test' "TM-SEC-9 no target at info level"
 m=$(http_get "http://127.0.0.1:$aport/metrics")
-like_re "$m" 'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success"\} [1-9]' \
+like_re "$m" 'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success",scope="local"\} [1-9]' \
   "TM-OBS-20 the server TTFB is measured"
 like_re "$m" 'tunnelmesh_stream_queue_wait_seconds_count\{component="server"\} [1-9]' \
   "the open executor's queue wait is measured"

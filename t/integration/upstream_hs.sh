@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# The upstream handshakes (modules/pool/up_hs.h, issue 13) against real
+# The upstream handshakes (modules/upstream/up_hs.h, issue 13) against real
 # proxies this project did not write, CP-5-3: Debian's microsocks (SOCKS5,
 # with and without -u/-P) and tinyproxy (HTTP CONNECT, with and without
 # BasicAuth), each started here with its own configuration on a free

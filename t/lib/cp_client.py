@@ -752,7 +752,39 @@ def withheld():
     value("proxies", ",".join(ids))
 
 
-{"hold": hold, "flow": flow, "withheld": withheld, "delta": delta, "register": call_register,
+def clock():
+    """CP-2-12 (t/integration/cp_redis_time.sh): one worker's session, its
+    snapshot once it carries a proxy, the ACK and a runtime report; prints
+    the times the shell compares with Redis's TIME, in Unix ms: the
+    report's session_expires_at and the session TTL, the first proxy's
+    expires_at (its ownership lease) and the snapshot's valid_until."""
+    stub = rpc.WorkerControlPlaneStub(channel())
+    code, reg = register(stub)
+    result(code == SC.OK, "clock: RegisterWorker (%s)" % code)
+    if code != SC.OK:
+        return
+    s = reg.session_id
+    code, snap = wait_owned(stub, "w1", s, 1)
+    n = len(snap.proxies) if snap is not None else 0
+    result(code == SC.OK and n >= 1,
+           "clock: the snapshot carries the owned proxy (%s, %d)" % (code, n))
+    if snap is None:
+        return
+    code, _ = ack(stub, "w1", s, snap)
+    result(code == SC.OK, "clock: the snapshot acknowledged (%s)" % code)
+    code, r = runtime(stub, "w1", s, 1, snap, [("p1", 1, 0)] if n else [])
+    result(code == SC.OK and r.HasField("session_expires_at"),
+           "clock: ReportRuntime answers a session expiry (%s)" % code)
+    if code != SC.OK:
+        return
+    value("session_ttl_ms", reg.session_ttl.ToMilliseconds())
+    value("session_expires_ms", r.session_expires_at.ToMilliseconds())
+    value("valid_until_ms", snap.valid_until.ToMilliseconds())
+    if n:
+        value("lease_expires_ms", snap.proxies[0].expires_at.ToMilliseconds())
+
+
+{"hold": hold, "flow": flow, "clock": clock, "withheld": withheld, "delta": delta, "register": call_register,
  "once": unavailable, "replace": replace, "nul": nul,
  "watch_once": watch_once, "lease_move": lease_move, "idle_conn": idle_conn,
  "conn_cap": conn_cap}[SCENARIO]()

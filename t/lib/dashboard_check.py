@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Checks a Grafana dashboard against a live /metrics scrape.
 
-dashboard_check.py [--absent-ok REGEX] DASHBOARD.json METRICS.txt [METRICS.txt...]
+dashboard_check.py [--absent-ok REGEX] [--moved [--zero-ok REGEX]]
+                   DASHBOARD.json METRICS.txt [METRICS.txt...]
 
 The dashboard must be a Grafana JSON model (schemaVersion, unique panel
 ids, a Prometheus datasource variable that every panel and target uses),
@@ -12,6 +13,12 @@ never bare (it has no samples), X_sum/X_count of a histogram or summary. Several
 union: the TunnelMesh roles run in several processes). --absent-ok REGEX:
 names it matches may be missing from the scrapes (the panels of roles a
 scrape does not run); they are still checked when present.
+--moved (scrapes taken after traffic): every selector of every panel,
+with its label matchers (a Grafana variable matches anything), must
+match a series that moved from zero (a counter or a histogram's count
+above 0, a gauge not 0), so a panel whose series cannot move fails, not
+only one whose name is missing; --zero-ok REGEX: names it matches are
+exempt (say why where it is given).
 Prints each name it checked and each problem; exits 1 on a problem."""
 import json
 import re
@@ -36,6 +43,16 @@ TOKEN = re.compile(
 def metric_names(expr):
     """The metric names of one expression: identifiers outside {...},
     [...] and grouping lists, not called as functions, not keywords."""
+    return [n for n, _ in selectors(expr)]
+
+
+MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*'
+                     r'"((?:\\.|[^"\\])*)"')
+
+
+def selectors(expr):
+    """The vector selectors of one expression: (name, matchers), matchers
+    a list of (label, op, value) from the name's {...}."""
     toks = TOKEN.findall(expr)
     names, depth_brace, depth_bracket, i = [], 0, 0, 0
     group_paren = 0  # inside by (...), without (...), on (...) ...
@@ -66,19 +83,31 @@ def metric_names(expr):
             elif nxt == "(" or low in KEYWORDS:
                 pass  # a function, an aggregation or a keyword
             else:
-                names.append(t)
+                inside = []
+                if nxt == "{":
+                    j = i + 2
+                    while j < len(toks) and toks[j] != "}":
+                        inside.append(toks[j])
+                        j += 1
+                names.append((t, MATCHER.findall("".join(inside))))
         i += 1
     return names
 
 
-def scrape(paths):
+def scrape(paths, values=None):
+    """The sample names and family types of the scrapes; with values (a
+    list), every sample as (name, labels, value) appended to it."""
     samples, types = set(), {}
     for path in paths:
-        scrape_one(path, samples, types)
+        scrape_one(path, samples, types, values)
     return samples, types
 
 
-def scrape_one(path, samples, types):
+SAMPLE = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)')
+LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:\\.|[^"\\])*)"')
+
+
+def scrape_one(path, samples, types, values=None):
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
@@ -86,8 +115,55 @@ def scrape_one(path, samples, types):
                 _, _, name, kind = line.split(None, 3)
                 types[name] = kind
             elif line and not line.startswith("#"):
-                samples.add(re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line)
-                            .group(0))
+                m = SAMPLE.match(line)
+                samples.add(m.group(1))
+                if values is not None:
+                    values.append((m.group(1),
+                                   dict(LABEL.findall(m.group(2) or "")),
+                                   float(m.group(3))))
+
+
+def matches(labels, matchers):
+    """Whether a sample's labels satisfy a selector's matchers; a Grafana
+    variable ($component) matches anything."""
+    for label, op, want in matchers:
+        have = labels.get(label, "")
+        if "$" in want:
+            continue
+        if op == "=" and have != want or op == "!=" and have == want:
+            return False
+        if op in ("=~", "!~"):
+            hit = re.fullmatch(want, have) is not None
+            if hit != (op == "=~"):
+                return False
+    return True
+
+
+def moved(name, matchers, values):
+    """The selector's series in the scrapes and whether one moved from
+    zero: a counter above 0, a gauge not 0, a histogram's _bucket/_count
+    above 0 (its _sum by its _count: a sum of zero durations is no
+    sign)."""
+    if name.endswith("_sum"):
+        name = name[:-4] + "_count"
+    series = [v for n, lab, v in values if n == name and matches(lab, matchers)]
+    return len(series), any(v != 0 for v in series)
+
+
+def check_moved(d, values, zero_ok, problems):
+    """Every selector of every panel has a series that moved (--moved)."""
+    for p in panels_of(d.get("panels", [])):
+        for t in p.get("targets", []):
+            for name, matchers in selectors(t.get("expr", "")):
+                if zero_ok and zero_ok.search(name):
+                    print("zero-ok", name)
+                    continue
+                n, ok = moved(name, matchers, values)
+                if not ok:
+                    sel = name + ("{%s}" % ",".join(
+                        '%s%s"%s"' % m for m in matchers) if matchers else "")
+                    problems.append("panel %r: %s never moved from zero "
+                                    "(%d series)" % (p.get("title"), sel, n))
 
 
 def panels_of(items):
@@ -147,19 +223,30 @@ def check_name(name, samples, types, problems, where, absent_ok=None):
 
 
 def main(argv):
-    absent_ok = None
-    if len(argv) > 2 and argv[1] == "--absent-ok":
-        absent_ok = re.compile(argv[2])
-        argv = argv[:1] + argv[3:]
+    absent_ok, zero_ok, values = None, None, None
+    while len(argv) > 1 and argv[1].startswith("--"):
+        if argv[1] == "--moved":
+            values = []
+            argv = argv[:1] + argv[2:]
+        elif argv[1] in ("--absent-ok", "--zero-ok") and len(argv) > 2:
+            if argv[1] == "--absent-ok":
+                absent_ok = re.compile(argv[2])
+            else:
+                zero_ok = re.compile(argv[2])
+            argv = argv[:1] + argv[3:]
+        else:
+            break
     if len(argv) < 3:
-        print("usage: dashboard_check.py [--absent-ok REGEX] DASHBOARD.json "
-              "METRICS.txt [METRICS.txt...]")
+        print("usage: dashboard_check.py [--absent-ok REGEX] [--moved "
+              "[--zero-ok REGEX]] DASHBOARD.json METRICS.txt [METRICS.txt...]")
         return 2
     with open(argv[1], encoding="utf-8") as f:
         d = json.load(f)
-    samples, types = scrape(argv[2:])
+    samples, types = scrape(argv[2:], values)
     problems, checked = [], set()
     check_model(d, problems)
+    if values is not None:
+        check_moved(d, values, zero_ok, problems)
     for p in panels_of(d.get("panels", [])):
         for t in p.get("targets", []):
             expr = t.get("expr", "")

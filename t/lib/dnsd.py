@@ -12,6 +12,9 @@ Answers, for a question of type A or AAAA (class IN):
   - a name under hang.test: nothing at all (the query hangs);
   - a name under slow.test: as above (zone or NXDOMAIN), but only after
     --slow-ms milliseconds;
+  - a name under once.test: 127.0.0.1 (A; AAAA empty) with a TTL of an
+    hour to the first question of each type, NXDOMAIN to every later one:
+    an answer that changed, which a resolver with a cache would not see;
   - any other name: NXDOMAIN.
 Names compare case-insensitively, a trailing dot ignored. Binds 127.0.0.1
 only. With --port 0 the kernel picks the port; --port-file receives it
@@ -38,6 +41,8 @@ RCODE_SERVFAIL = 2
 RCODE_NXDOMAIN = 3
 RCODE_REFUSED = 5
 TTL = 5
+ONCE_TTL = 3600
+ONCE_SEEN = set()  # (name, qtype) already answered under once.test
 
 
 def under(name, domain):
@@ -99,6 +104,11 @@ def answer(msg, zone):
         rcode = RCODE_REFUSED
     elif under(name, "servfail.test"):
         rcode = RCODE_SERVFAIL
+    elif under(name, "once.test") and (name, qtype) not in ONCE_SEEN:
+        ONCE_SEEN.add((name, qtype))
+        rcode = RCODE_NOERROR
+        if qtype == QTYPE_A:
+            records = [(QTYPE_A, ipaddress.ip_address("127.0.0.1").packed)]
     elif name in zone:
         rcode = RCODE_NOERROR
         v4, v6 = zone[name]
@@ -113,7 +123,8 @@ def answer(msg, zone):
                       1, len(records), 0, 0) + question
     for rtype, data in records:
         # A pointer to the question's name (offset 12).
-        out += struct.pack("!HHHIH", 0xC00C, rtype, 1, TTL, len(data)) + data
+        ttl = ONCE_TTL if under(name, "once.test") else TTL
+        out += struct.pack("!HHHIH", 0xC00C, rtype, 1, ttl, len(data)) + data
     return out
 
 
@@ -156,6 +167,9 @@ def serve(sock, zone, slow_ms, deadline):
 
 def main():
     ap = argparse.ArgumentParser(description="test DNS server")
+    ap.add_argument("--addr", default="127.0.0.1",
+                    help="the IPv4 address to answer on (guides.sh: 10.20.0.2 "
+                    "in its own network namespace)")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--zone", action="append", default=[],
@@ -168,7 +182,7 @@ def main():
     zone = parse_zone(args.zone)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.addr, args.port))
     if args.port_file:
         write_port_file(args.port_file, sock.getsockname()[1])
     serve(sock, zone, args.slow_ms, time.monotonic() + args.lifetime)

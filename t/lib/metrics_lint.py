@@ -4,6 +4,8 @@
 and for names outside the prefix scheme of docs/operations.md.
 
 metrics_lint.py METRICS.txt MAX_LINES MODULE...
+metrics_lint.py --seed-labels METRICS.txt...   (any role's scrape: only the
+                                                seed-label rule below)
 
 - at most MAX_LINES lines;
 - every family name is a seed name (tunnelmesh_*, the list below), one of
@@ -13,6 +15,10 @@ metrics_lint.py METRICS.txt MAX_LINES MODULE...
   files, modules/common/tls_reload.c), proxyhost_<module>_* for a MODULE
   given, or process_* (the standard process metrics, process_metrics);
 - no component other than "client" (a local proxy is the client);
+- the seed's families (tunnelmesh_*) carry only the seed's labels
+  (TM-OBS-10..17, TM-TEST-18: component, stage, result, error_class,
+  protocol, scope, cache, open_mode, and a histogram's le), protocol and
+  scope only the seed's values;
 - tunnelmesh_stream_open_total: one result per error_class (ok: success,
   forbidden: rejected, timeout: timeout, the others: failure);
 - tunnelmesh_stream_stage_duration_seconds: no stage a local proxy does
@@ -45,6 +51,36 @@ RESULT_OF = {"ok": "success", "forbidden": "rejected", "timeout": "timeout"}
 STAGE_RESULTS = {"ttfb": {"success"}, "authorization": {"success", "rejected"},
                  "remote_validation": {"success", "failure", "rejected"}}
 NOT_LOCAL = {"remote_validation", "selection", "relay"}
+SEED_LABELS = {"component", "stage", "result", "error_class", "protocol",
+               "scope", "cache", "open_mode", "le"}
+SEED_VALUES = {"protocol": {"tcp", "udp", "http", "websocket"},
+               "scope": {"local", "remote"}}
+
+
+def seed_label_problems(line, labels):
+    """A tunnelmesh_* sample's labels outside the seed's sets."""
+    if not line.startswith("tunnelmesh_"):
+        return []
+    out = ["label %r not allowed: %s" % (k, line) for k in labels
+           if k not in SEED_LABELS]
+    out += ["%s=%r not allowed: %s" % (k, v, line)
+            for k, v in labels.items()
+            if k in SEED_VALUES and v not in SEED_VALUES[k]]
+    return out
+
+
+def seed_labels_only(paths):
+    problems = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for line in f.read().splitlines():
+                if line and not line.startswith("#"):
+                    labels = dict(re.findall(
+                        r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', line))
+                    problems += seed_label_problems(line, labels)
+    for p in problems[:50]:
+        print("problem:", p)
+    return 1 if problems else 0
 
 
 def in_scheme(name, modules):
@@ -57,6 +93,8 @@ def in_scheme(name, modules):
 
 
 def main(argv):
+    if len(argv) > 2 and argv[1] == "--seed-labels":
+        return seed_labels_only(argv[2:])
     path, max_lines, modules = argv[1], int(argv[2]), argv[3:]
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
@@ -71,6 +109,7 @@ def main(argv):
         if line.startswith("#") or not line:
             continue
         labels = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', line))
+        problems += seed_label_problems(line, labels)
         comp = labels.get("component")
         if comp is not None and comp != "client":
             problems.append("component %r: %s" % (comp, line))

@@ -48,8 +48,12 @@ relay; the failure maps to stage/code as an agent's would).
 The script (--script JSON or --script-file F) is a list of steps run in
 order on connection "conn" (default 0); each wait is bounded by its
 "timeout_ms" (default --timeout). Steps:
-  open {sid?, host, port, agent?, window?}     OPEN_STREAM (sid: next id)
-  expect_result {sid, accepted?, stage?, code?, stage_not?, code_not?}
+  open {sid?, host, port, agent?, window?, trace?, trace_len?}
+                                               OPEN_STREAM (sid: next id;
+                                               trace: the trace field's text,
+                                               trace_len: a lying length)
+  expect_result {sid, accepted?, stage?, code?, stage_not?, code_not?,
+                 open_mode? (absent in the result: "strict")}
   expect_no_result {sid, ms}                   nothing within ms
   open_burst {n, host, port, first_sid?}       n OPEN_STREAMs at once
   expect_burst_answers {first_sid, n}          each answered, conn up
@@ -187,10 +191,17 @@ def open_result_json(accepted, stage, code, retryable=False, retry_ms=0,
     return json.dumps(r, separators=(",", ":")).encode()
 
 
-def encode_open_stream(window, host, port, agent, protocol=1):
+def encode_open_stream(window, host, port, agent, protocol=1, trace=None,
+                       trace_len=None):
+    """trace: the optional trace field's bytes (text) after the agent;
+    trace_len: its length byte when it must lie (a framing test)."""
     h, a = host.encode(), agent.encode()
-    return (struct.pack(">IBHB", window, protocol, port, len(h)) + h +
-            struct.pack(">B", len(a)) + a)
+    p = (struct.pack(">IBHB", window, protocol, port, len(h)) + h +
+         struct.pack(">B", len(a)) + a)
+    if trace is not None:
+        t = trace.encode()
+        p += struct.pack(">B", len(t) if trace_len is None else trace_len) + t
+    return p
 
 
 def decode_open_stream(p):
@@ -201,11 +212,19 @@ def decode_open_stream(p):
         return None
     host = p[8:8 + hl]
     al = p[8 + hl]
-    if len(p) != 9 + hl + al or al > 64:
+    end = 9 + hl + al
+    if len(p) < end or al > 64:
         return None
+    trace = ""
+    if len(p) > end:  # the optional trace field (issue 24 item 10)
+        tl = p[end]
+        if tl < 1 or tl > 64 or len(p) != end + 1 + tl:
+            return None
+        trace = p[end + 1:].decode("ascii", "replace")
     return {"window": window, "protocol": proto, "port": port,
             "host": host.decode("ascii", "replace"),
-            "agent": p[9 + hl:].decode("ascii", "replace")}
+            "agent": p[9 + hl:end].decode("ascii", "replace"),
+            "trace": trace}
 
 
 class Closed(Exception):
@@ -685,14 +704,16 @@ class Conn:
                 st.result = r
                 st.state = "open" if r.get("accepted") else "failed"
                 if r.get("accepted") and self.flow():
-                    st.send_win = int(r.get("window", 0))
+                    # absent: the protocol's initial window (issue 24 item 5)
+                    st.send_win = int(r.get("window", 262144))
             self.cv.notify_all()
         if dup:
             self.note(ev="violation", what="duplicate_open_result", sid=sid)
             return
         self.note(ev="open_result", sid=sid, accepted=r.get("accepted"),
                   stage=r.get("stage"), code=r.get("code"),
-                  retryable=r.get("retryable"), window=r.get("window", 0))
+                  retryable=r.get("retryable"), window=r.get("window", 0),
+                  open_mode=r.get("open_mode", "strict"))
 
     def on_data(self, sid, flags, p):
         st = self.streams.get(sid)
@@ -926,7 +947,8 @@ def run_step(i, step, conns, args):
                 st.recv_left = int(step.get("window", args.window))
         win = int(step.get("window", args.window)) if c.flow() else 0
         c.frame(TYPES["OPEN_STREAM"], sid, encode_open_stream(
-            win, step["host"], int(step["port"]), step.get("agent", args.open_agent)))
+            win, step["host"], int(step["port"]), step.get("agent", args.open_agent),
+            trace=step.get("trace"), trace_len=step.get("trace_len")))
         emit(ev="opened", conn=ci, sid=sid, host=step["host"], port=step["port"])
         return True, ""
     if op == "open_burst":
@@ -978,6 +1000,9 @@ def run_step(i, step, conns, args):
         if not c.wait(lambda: st.result is not None or c.closed or st.reset_in, tmo):
             return False, "no OPEN_RESULT"
         r = st.result or {}
+        if "open_mode" in step and r.get("open_mode", "strict") != step["open_mode"]:
+            return False, "open_mode: got %r want %r" % (
+                r.get("open_mode", "strict"), step["open_mode"])
         for k in ("accepted", "stage", "code"):
             if k in step and r.get(k) != step[k]:
                 return False, "%s: got %r want %r" % (k, r.get(k), step[k])

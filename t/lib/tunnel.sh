@@ -204,6 +204,15 @@ tn_trio() {
   wait_for tn_ready "$(eval echo "\$c$1_admin")"
 }
 
+# tn_blackhole: a loopback port whose connects never complete
+# (socks5_probe.py blackhole, for 120 s) in bh: a dial that hangs.
+tn_blackhole() {
+  "${PYTHON3:-python3}" "$top_srcdir/t/lib/socks5_probe.py" blackhole \
+    --port-file "$T/bh.port" --seconds 120 >/dev/null 2>&1 &
+  PIDS="$PIDS $!"
+  wait_file "$T/bh.port" && bh=$(cat "$T/bh.port")
+}
+
 # tn_metrics ADMIN-PORT: the scrape.
 tn_metrics() { "$CURL" -s -m 5 "http://127.0.0.1:$1/metrics"; }
 # tn_sum ADMIN-PORT REGEX: the sum of the samples whose line matches.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A test driver for the upstream handshakes (modules/pool/up_hs.h) over
+/* A test driver for the upstream handshakes (modules/upstream/up_hs.h) over
  * blocking sockets, for t/integration/upstream_hs.sh: it connects to a
  * real proxy, asks it for a tunnel to a target following the codec's I/O
  * rule (peek at most want(), consume what feed() says), and then checks

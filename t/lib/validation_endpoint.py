@@ -17,7 +17,9 @@ GET /stats   one line: "requests=N connections=M open=K bad=B auth=VALUE",
              bad counts bodies that were not the
              wire format, and auth is the last Authorization header seen
              ("-" when none)
-GET /reset-stats  zeroes the counters
+GET /agents  one line: the "agent" of every request, in order, comma-
+             separated, "-" for null (which agent reached the endpoint)
+GET /reset-stats  zeroes the counters (and the agents)
 
 HTTP/1.1 with keep-alive, one thread per connection; https with
 --tls-cert and --tls-key (a handshake that fails, for a client that does
@@ -37,6 +39,7 @@ import time
 
 LOCK = threading.Lock()
 STATS = {"requests": 0, "connections": 0, "open": 0, "bad": 0, "auth": "-"}
+AGENTS = []  # the agent of every request, None for null
 KEYS = {"protocol", "agent", "host", "port", "username", "password"}
 
 
@@ -91,9 +94,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     STATS["requests"], STATS["connections"], STATS["open"],
                     STATS["bad"], STATS["auth"])
             self.reply(200, line.encode())
+        elif self.path == "/agents":
+            with LOCK:
+                line = ",".join(a if isinstance(a, str) else "-"
+                                for a in AGENTS) + "\n"
+            self.reply(200, line.encode())
         elif self.path == "/reset-stats":
             with LOCK:
                 STATS.update(requests=0, connections=0, bad=0, auth="-")
+                del AGENTS[:]
             self.reply(200, b"ok\n")
         else:
             self.reply(404)
@@ -112,6 +121,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 STATS["connections"] += 1
                 STATS["open"] += 1
             STATS["auth"] = self.headers.get("Authorization", "-")
+            AGENTS.append(d.get("agent") if isinstance(d, dict) else None)
             if not valid_body(d):
                 STATS["bad"] += 1
         user = d.get("username", "") if isinstance(d, dict) else ""

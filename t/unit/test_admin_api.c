@@ -25,8 +25,11 @@
 static char dir[64], token_file[128];
 static ph_mock *m;
 
+/* The build path may be long: the texts are sized from it. */
+#define PATHS (sizeof(FAKEAZ) + sizeof(ADMIN_API) + sizeof(token_file))
+
 static ph_mock *start_with(const char *extra, ph_buf *err) {
-  char text[1024];
+  char text[PATHS + 1024];
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodules = %s, %s\n[admin_api]\nstore = fakeaz\n"
            "token_file = %s\n%s",
@@ -102,7 +105,7 @@ static void test_token_file(void) {
   like(err.data, "No such file or directory", "... with the reason");
   mock_free(x);
   write_token(TOKEN "\n", 0600);
-  char text[512];
+  char text[PATHS + 512];
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodules = %s, %s\n[admin_api]\nstore = nope\n"
            "token_file = %s\n",

@@ -242,57 +242,15 @@ static void test_basic(void) {
   buf_free(&err);
 }
 
-static void test_crlf_and_line_limit(void) {
-  ph_buf err;
-  buf_init(&err, 0);
-  int rc;
-  /* "listen = " (9 bytes) + 190 = 199 bytes: the longest line allowed. */
-  char ok_line[256], long_line[256], text[1024];
-  char v190[191], v191[192];
-  memset(v190, 'x', 190);
-  v190[190] = '\0';
-  memset(v191, 'y', 191);
-  v191[191] = '\0';
-  snprintf(ok_line, sizeof(ok_line), "listen = %s", v190);
-  snprintf(long_line, sizeof(long_line), "listen = %s", v191);
-  is_int(strlen(ok_line), 199, "fixture: 199-byte line");
-  is_int(strlen(long_line), 200, "fixture: 200-byte line");
-
-  static const ph_conf_key long_keys[] = {
-      {.name = "listen", .type = PH_CONF_STRING}, PH_CONF_END};
-  snprintf(text, sizeof(text), "[wide]\r\n%s\r\n", ok_line);
-  ph_conf *c = conf_new();
-  is_int(conf_load_string(c, "w.ini", text, &err), 0,
-         "199-byte line with CRLF loads");
-  conf_declare(c, "wide", long_keys);
-  is_int(conf_finalize(c, NULL, &err), 0, "and validates");
-  is_str(conf_str(c, "wide", "listen"), v190, "value is not truncated");
-  conf_free(c);
-
-  buf_reset(&err);
-  snprintf(text, sizeof(text), "[wide]\n%s\nlisten = short\n", long_line);
-  c = conf_new();
-  is_int(conf_load_string(c, "w.ini", text, &err), -1,
-         "200-byte line is refused");
-  is_str(err.data, "w.ini:2: line too long (max 199 bytes)\n",
-         "too-long line error names file:line");
-  conf_declare(c, "wide", long_keys);
-  is_int(conf_finalize(c, NULL, &err), 0,
-         "the rest of the line is not read as a new line");
-  is_str(conf_str(c, "wide", "listen"), "short",
-         "line after the long one keeps its number and value");
-  conf_free(c);
-
-  buf_reset(&err);
-  c = setup("[socks5]\nmax_clients = 5\n\n\n\nmax_clients = 6\n", NULL, NULL,
-            &err, &rc);
-  like(err.data,
-       "t.ini:6: socks5.max_clients: duplicate key, first set at "
-       "t.ini:2",
-       "lines are counted across blank lines");
-  conf_free(c);
-  buf_free(&err);
-}
+/* The line limit (docs/configuration.md, "Line limit"). Debian's libinih
+ * sizes its line buffer from a process-wide variable, which the reader
+ * sets to the documented limit; a libinih built with a fixed buffer keeps
+ * its own (199 bytes by default) and the reader refuses longer lines. */
+#if defined(HAVE_DECL_INI_MAX_LINE) && HAVE_DECL_INI_MAX_LINE
+#define MAXL 8191
+#else
+#define MAXL (INI_MAX_LINE - 1)
+#endif
 
 /* Loads text (as name) into a fresh store with the standard sections and
  * finalizes it; the errors of both steps end up in err. */
@@ -313,60 +271,215 @@ static void line_of(char *out, size_t n, const char *key, char fill,
   out[len] = '\0';
 }
 
+/* A line or a text of up to MAXL + 2 lines' worth: one allocation each. */
+#define BIG (3 * (MAXL + 64))
+
+static void test_crlf_and_line_limit(void) {
+  ph_buf err;
+  buf_init(&err, 0);
+  int rc;
+  /* "listen = " + filler: the longest line allowed, and one byte more. */
+  char *ok_line = malloc(BIG), *long_line = malloc(BIG), *text = malloc(BIG);
+  line_of(ok_line, BIG, "listen", 'x', MAXL);
+  line_of(long_line, BIG, "listen", 'y', MAXL + 1);
+  static const ph_conf_key long_keys[] = {
+      {.name = "listen", .type = PH_CONF_STRING}, PH_CONF_END};
+  snprintf(text, BIG, "[wide]\r\n%s\r\n", ok_line);
+  ph_conf *c = conf_new();
+  is_int(conf_load_string(c, "w.ini", text, &err), 0,
+         "a line of the limit's length with CRLF loads");
+  conf_declare(c, "wide", long_keys);
+  is_int(conf_finalize(c, NULL, &err), 0, "and validates");
+  is_str(conf_str(c, "wide", "listen"), ok_line + 9, "value is not truncated");
+  conf_free(c);
+
+  buf_reset(&err);
+  snprintf(text, BIG, "[wide]\n%s\nlisten = short\n", long_line);
+  c = conf_new();
+  is_int(conf_load_string(c, "w.ini", text, &err), -1,
+         "a line one byte over the limit is refused");
+  char want[160];
+  snprintf(want, sizeof(want),
+           "w.ini:2: wide.listen: line too long (max %d bytes)\n", MAXL);
+  is_str(err.data, want, "too-long line error names file:line, key, limit");
+  conf_declare(c, "wide", long_keys);
+  is_int(conf_finalize(c, NULL, &err), 0,
+         "the rest of the line is not read as a new line");
+  is_str(conf_str(c, "wide", "listen"), "short",
+         "line after the long one keeps its number and value");
+  conf_free(c);
+
+  buf_reset(&err);
+  c = setup("[socks5]\nmax_clients = 5\n\n\n\nmax_clients = 6\n", NULL, NULL,
+            &err, &rc);
+  like(err.data,
+       "t.ini:6: socks5.max_clients: duplicate key, first set at "
+       "t.ini:2",
+       "lines are counted across blank lines");
+  conf_free(c);
+  free(ok_line);
+  free(long_line);
+  free(text);
+  buf_free(&err);
+}
+
+/* Issue 24 item 2: values longer than inih's default 199-byte buffer (a
+ * module_path under a deep build directory, a long modules list, a
+ * certificate path) are read whole, and every kind of line follows the
+ * same rules as a short one. */
+static void test_long_values(void) {
+  if (MAXL < 1000) {
+    printf("ok %d # SKIP this libinih has a fixed %d-byte line buffer\n",
+           ++tap_n_, MAXL + 1);
+    return;
+  }
+  ph_buf err;
+  buf_init(&err, 0);
+
+  char *text = malloc(BIG), *v = malloc(BIG), *cont = malloc(BIG);
+  char *com = malloc(BIG), *sect = malloc(BIG);
+  static const ph_conf_key long_keys[] = {
+      {.name = "path", .type = PH_CONF_STRING},
+      {.name = "dirs", .type = PH_CONF_LIST},
+      PH_CONF_END};
+  memset(v, 'p', 900);
+  v[0] = '/';
+  v[900] = '\0';
+  memset(cont, 'c', 700);
+  cont[700] = '\0';
+  /* A long comment whose tail, cut at 199 bytes, would be a key line. */
+  memset(com, ';', 500);
+  snprintf(com + 500, BIG - 500, "path = /tail");
+  memset(sect, 's', 300);
+  sect[300] = '\0';
+  snprintf(text, BIG,
+           "[wide]\n"
+           "path = %s   ; a comment after a long value\n" /* 2 */
+           "%s\n"                                          /* 3 */
+           "dirs : %s/a, %s/b\n"                           /* 4 */
+           "    %s ; a long continuation line\n",          /* 5 */
+           v, com, v, v, cont);
+  ph_conf *c = conf_new();
+  is_int(conf_load_string(c, "long.ini", text, &err), 0,
+         "issue 24 item 2: lines of 1-2 KiB load");
+  conf_declare(c, "wide", long_keys);
+  conf_finalize(c, NULL, &err);
+  is_str(conf_str(c, "wide", "path"), v,
+         "a 907-byte value is read whole, its inline comment dropped");
+  is_int(conf_list_len(c, "wide", "dirs"), 3,
+         "a long list line and its long continuation line: 3 items");
+  snprintf(text, BIG, "%s/b", v);
+  is_str(conf_list_at(c, "wide", "dirs", 1), text, "the second item whole");
+  is_str(conf_list_at(c, "wide", "dirs", 2), cont,
+         "the continuation line whole, without its comment");
+  ok(!err.data || !*err.data, "no error");
+  conf_free(c);
+
+  /* A long section header is a header: the key after it is not wide's. */
+  buf_reset(&err);
+  snprintf(text, BIG, "[wide]\npath = here\n[%s]\npath = elsewhere\n", sect);
+  c = conf_new();
+  is_int(conf_load_string(c, "s.ini", text, &err), 0,
+         "a 302-byte section header loads");
+  conf_declare(c, "wide", long_keys);
+  conf_finalize(c, NULL, &err);
+  unlike(err.data, "duplicate", "the key after it is in its section");
+  snprintf(text, BIG, "s.ini:3: %s: unknown section", sect);
+  like(err.data, text, "which is named in full (and unknown here)");
+  conf_free(c);
+
+  /* An empty key on a long line: inih keeps no key to continue. */
+  buf_reset(&err);
+  snprintf(text, BIG, "[wide]\n = %s\n  more\n", v);
+  c = conf_new();
+  conf_load_string(c, "e.ini", text, &err);
+  conf_declare(c, "wide", long_keys);
+  conf_finalize(c, NULL, &err);
+  like(err.data, "e.ini:2: missing key name before '='",
+       "a long line without a key name is refused");
+  conf_free(c);
+  free(text);
+  free(v);
+  free(cont);
+  free(com);
+  free(sect);
+  buf_free(&err);
+}
+
 /* inih cuts a long line and reads the rest as a new line: never here. */
 static void test_long_lines_never_truncated(void) {
   ph_buf err;
   buf_init(&err, 0);
   int lrc, frc;
-  char a[512], b[512], text[2048];
+  char *a = malloc(BIG), *b = malloc(BIG), *text = malloc(BIG);
+  char want[200];
 
-  /* A long comment whose tail, cut at 199 bytes, would be a key line. */
-  memset(a, ';', 199);
-  snprintf(a + 199, sizeof(a) - 199, "max_clients = 7");
-  snprintf(text, sizeof(text), "[socks5]\n%s\n", a);
+  /* A too-long comment whose tail, cut at the limit, would be a key. */
+  memset(a, ';', MAXL);
+  snprintf(a + MAXL, BIG - MAXL, "max_clients = 7");
+  snprintf(text, BIG, "[socks5]\n%s\n", a);
   ph_conf *c = load_text("c.ini", text, &err, &lrc, &frc);
-  is_int(lrc, -1, "a long comment line is refused too");
-  is_str(err.data, "c.ini:2: line too long (max 199 bytes)\n",
-         "long comment: file:line, nothing else");
+  is_int(lrc, -1, "a too-long comment line is refused too");
+  snprintf(want, sizeof(want), "c.ini:2: line too long (max %d bytes)\n",
+           MAXL);
+  is_str(err.data, want, "long comment: file:line, nothing else");
   is_int(conf_int(c, "socks5", "max_clients"), 100,
          "long comment: its tail did not become a key");
   conf_free(c);
 
   /* Section headers and continuation lines are lines like the others. */
   buf_reset(&err);
-  memset(a, 's', 300);
-  a[300] = '\0';
-  line_of(b, sizeof(b), "  more", 'p', 250);
-  snprintf(text, sizeof(text), "[%s]\n[socks5]\npeers = x\n%s\n", a, b);
+  memset(a, 's', MAXL + 10);
+  a[MAXL + 10] = '\0';
+  line_of(b, BIG, "  more", 'p', MAXL + 50);
+  snprintf(text, BIG, "[%s]\n[socks5]\npeers = x\n%s\n", a, b);
   c = load_text("h.ini", text, &err, &lrc, &frc);
-  like(err.data, "h.ini:1: line too long (max 199 bytes)",
-       "a long section header is refused with file:line");
-  like(err.data, "h.ini:4: line too long (max 199 bytes)",
-       "a long continuation line is refused with file:line");
+  snprintf(want, sizeof(want), "h.ini:1: line too long (max %d bytes)", MAXL);
+  like(err.data, want, "a too-long section header is refused with file:line");
+  snprintf(want, sizeof(want),
+           "h.ini:4: socks5.peers: continuation line too long (max %d bytes)",
+           MAXL);
+  like(err.data, want,
+       "a too-long continuation line is refused with file:line and its key");
   is_str(conf_str(c, "socks5", "peers"), "x",
          "nothing of the long continuation line was appended");
+  conf_free(c);
+  /* ... of an include line: no key to name. */
+  buf_reset(&err);
+  line_of(b, BIG, "  more", 'p', MAXL + 50);
+  snprintf(text, BIG, "[proxyhost]\ninclude = nosuch*.ini\n%s\n", b);
+  c = load_text("i.ini", text, &err, &lrc, &frc);
+  snprintf(want, sizeof(want),
+           "i.ini:3: continuation line too long (max %d bytes)", MAXL);
+  like(err.data, want, "a too-long continuation of an include line");
   conf_free(c);
 
   /* The last line without a newline, and CR LF at the limit. */
   buf_reset(&err);
-  line_of(a, sizeof(a), "listen", 'z', 200);
-  snprintf(text, sizeof(text), "[socks5]\nmax_clients = 9\n%s", a);
+  line_of(a, BIG, "listen", 'z', MAXL + 1);
+  snprintf(text, BIG, "[socks5]\nmax_clients = 9\n%s", a);
   c = load_text("eof.ini", text, &err, &lrc, &frc);
-  is_str(err.data, "eof.ini:3: line too long (max 199 bytes)\n",
-         "a long last line without a newline is refused");
+  snprintf(want, sizeof(want),
+           "eof.ini:3: socks5.listen: line too long (max %d bytes)\n", MAXL);
+  is_str(err.data, want, "a long last line without a newline is refused");
   is_str(conf_str(c, "socks5", "listen"), "127.0.0.1:1080",
          "long last line: the key keeps its default");
   conf_free(c);
   buf_reset(&err);
-  line_of(a, sizeof(a), "peers", 'q', 199);
-  line_of(b, sizeof(b), "offset", '1', 200);
-  snprintf(text, sizeof(text), "[socks5]\r\n%s\r\n%s\r\n", a, b);
+  line_of(a, BIG, "peers", 'q', MAXL);
+  line_of(b, BIG, "offset", '1', MAXL + 1);
+  snprintf(text, BIG, "[socks5]\r\n%s\r\n%s\r\n", a, b);
   c = load_text("crlf.ini", text, &err, &lrc, &frc);
-  is_str(err.data, "crlf.ini:3: line too long (max 199 bytes)\n",
-         "CR LF: the terminator does not count, 200 bytes are refused");
-  is_int(strlen(conf_str(c, "socks5", "peers")), 199 - 8,
-         "CR LF: the 199-byte line is read whole");
+  snprintf(want, sizeof(want),
+           "crlf.ini:3: socks5.offset: line too long (max %d bytes)\n", MAXL);
+  is_str(err.data, want,
+         "CR LF: the terminator does not count, limit + 1 bytes are refused");
+  is_int(strlen(conf_str(c, "socks5", "peers")), MAXL - 8,
+         "CR LF: the line of the limit's length is read whole");
   conf_free(c);
+  free(a);
+  free(b);
+  free(text);
   buf_free(&err);
 }
 
@@ -377,10 +490,11 @@ static void test_inih_options_pinned(void) {
   ph_buf err;
   buf_init(&err, 0);
   int lrc, frc;
-  char a[512], b[512], text[2048];
-  line_of(a, sizeof(a), "peers", 'q', 199);
-  line_of(b, sizeof(b), "listen", 'y', 200);
-  snprintf(text, sizeof(text),
+  char *a = malloc(BIG), *b = malloc(BIG), *text = malloc(BIG);
+  char want[200];
+  line_of(a, BIG, "peers", 'q', MAXL);
+  line_of(b, BIG, "listen", 'y', MAXL + 1);
+  snprintf(text, BIG,
            "[socks5]\n%s\n  more ; a comment\nmax_clients = 3\n%s\n"
            "no equals sign\nmode = safe\n",
            a, b);
@@ -395,18 +509,21 @@ static void test_inih_options_pinned(void) {
   ini_allow_inline_comments = false;
   ini_start_comment_prefixes = odd_prefixes;
   ph_conf *c = load_text("pin.ini", text, &err, &lrc, &frc);
-  is_int(ini_max_line, 200, "pinned: inih reads lines of up to 199 bytes");
+  is_int(ini_max_line, MAXL + 1, "pinned: inih reads lines of the limit");
   ok(!ini_allow_realloc && ini_use_stack && !ini_stop_on_first_error,
      "pinned: no realloc continuation reads, every error reported");
-  is_str(err.data,
-         "pin.ini:5: line too long (max 199 bytes)\n"
-         "pin.ini:6: syntax error: expected key = value\n",
+  snprintf(want, sizeof(want),
+           "pin.ini:5: socks5.listen: line too long (max %d bytes)\n"
+           "pin.ini:6: syntax error: expected key = value\n",
+           MAXL);
+  is_str(err.data, want,
          "pinned: the long line is refused with file:line, and the error "
          "after it is reported too");
   is_int(conf_list_len(c, "socks5", "peers"), 2,
-         "pinned: a 199-byte line is read whole, then its continuation");
-  is_int(strlen(conf_list_at(c, "socks5", "peers", 0)), 199 - 8,
-         "pinned: the 199-byte value is not glued to the next line");
+         "pinned: a line of the limit's length is read whole, then its "
+         "continuation");
+  is_int(strlen(conf_list_at(c, "socks5", "peers", 0)), MAXL - 8,
+         "pinned: the value is not glued to the next line");
   is_str(conf_list_at(c, "socks5", "peers", 1), "more",
          "pinned: inline comments as documented");
   is_int(conf_int(c, "socks5", "max_clients"), 3,
@@ -414,10 +531,12 @@ static void test_inih_options_pinned(void) {
   is_str(conf_str(c, "socks5", "mode"), "safe",
          "pinned: comment prefixes and continuation rules as documented");
   conf_free(c);
+  free(a);
+  free(b);
+  free(text);
   buf_free(&err);
 }
 #endif
-
 static void test_errors(void) {
   ph_buf err;
   buf_init(&err, 0);
@@ -1186,6 +1305,7 @@ int main(void) {
   test_parsers();
   test_basic();
   test_crlf_and_line_limit();
+  test_long_values();
   test_long_lines_never_truncated();
 #if defined(HAVE_DECL_INI_MAX_LINE) && HAVE_DECL_INI_MAX_LINE
   test_inih_options_pinned();

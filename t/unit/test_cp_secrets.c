@@ -58,12 +58,12 @@ static void test_files(void) {
   const char *why = NULL;
   put("px-a", "alice:pw-a\n", 0600);
   is_int(cp_secret_read(dir, "px-a", 3, &c, &why), CP_SECRET_OK,
-         "CP-1-18: a 0600 file is read");
+         "a 0600 file is read");
   ok(strcmp(c.username, "alice") == 0 && strcmp(c.password, "pw-a") == 0 &&
          strcmp(c.secret_ref, "px-a") == 0 && c.credential_version == 3,
      "with its ref and the store's version");
   cp_secret_wipe(&c);
-  ok(c.password[0] == 0 && c.username[0] == 0, "CP-8-5: wipe clears it");
+  ok(c.password[0] == 0 && c.username[0] == 0, "cp_secret_wipe() clears it");
   put("px-ro", "u:p\n", 0400);
   is_int(cp_secret_read(dir, "px-ro", 1, &c, &why), CP_SECRET_OK,
          "a 0400 file is read");

@@ -360,6 +360,19 @@ static void test_success(void) {
   wait_one(&e, &s, 5000);
   expect_open(&s, port, AF_INET, "a name in another case, trailing dot");
 
+  /* TM-PROTO-8 (issue 24 item 7): no DNS cache of the connector's own,
+   * c-ares's included (on by default from 1.23). dnsd answers a name
+   * under once.test once, with an hour's TTL, and NXDOMAIN afterwards:
+   * the second open must see the changed answer. */
+  open_to(&e, "gone.once.test", port, &s);
+  wait_one(&e, &s, 5000);
+  expect_open(&s, port, AF_INET, "TM-PROTO-8: a name with an hour's TTL");
+  open_to(&e, "gone.once.test", port, &s);
+  wait_one(&e, &s, 5000);
+  expect_fail(&s, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE,
+              "TM-PROTO-8: asked again after its answer changed, the new "
+              "answer (NXDOMAIN), not a cached one");
+
   if (have_v6) {
     int p6 = 0, l6 = tcp_listen(AF_INET6, "::1", 0, 64, &p6);
     open_to(&e, "::1", p6, &s);
@@ -872,15 +885,20 @@ static void test_metrics(void) {
   const char *h = "tunnelmesh_stream_stage_duration_seconds_count{"
                   "component=\"agent\",stage=";
   char key[256];
-  snprintf(key, sizeof(key), "%s\"dns\",result=\"success\"}", h);
+  snprintf(key, sizeof(key), "%s\"dns\",result=\"success\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "DNS success observed");
-  snprintf(key, sizeof(key), "%s\"dns\",result=\"failure\"}", h);
+  snprintf(key, sizeof(key), "%s\"dns\",result=\"failure\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "DNS failure observed");
-  snprintf(key, sizeof(key), "%s\"connect\",result=\"success\"}", h);
+  snprintf(key, sizeof(key), "%s\"connect\",result=\"success\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "connect success observed");
-  snprintf(key, sizeof(key), "%s\"connect\",result=\"failure\"}", h);
+  snprintf(key, sizeof(key), "%s\"connect\",result=\"failure\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 1, "connect failure observed");
-  snprintf(key, sizeof(key), "%s\"queue\",result=\"success\"}", h);
+  snprintf(key, sizeof(key), "%s\"queue\",result=\"success\",scope=\"local\"}",
+           h);
   is_int((int)metric_value(t, key), 3, "queue stage observed per start");
   like(t, "proxyhost_direct_dials_active 0", "active gauge");
   like(t, "proxyhost_direct_dials_pending 0", "pending gauge");

@@ -734,7 +734,8 @@ static void test_reentrancy(ph_mock *m) {
   is_int(S.ends, 1, "relay: one end");
   is_int(S.frees, 1, "relay: freed");
   like(ph_mock_metrics_text(m),
-       "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\"} 4",
+       "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\","
+       "protocol=\"tcp\"} 4",
        "relay: bytes counted by the skeleton");
   close(F.target_peer);
 }
@@ -1056,9 +1057,9 @@ static void test_declared_series(ph_mock *m) {
   const char *t = ph_mock_metrics_text(m);
   unlike(t, "component=\"agent\"", "declared: no agent series");
   unlike(t, "component=\"server\"", "declared: no server series");
-  like(t, "stage=\"open\",result=\"rejected\",le=\"+Inf\"}",
+  like(t, "stage=\"open\",result=\"rejected\",scope=\"local\",le=\"+Inf\"}",
        "declared: the open stage with every result");
-  like(t, "stage=\"ttfb\",result=\"success\",le=\"+Inf\"}",
+  like(t, "stage=\"ttfb\",result=\"success\",scope=\"local\",le=\"+Inf\"}",
        "declared: ttfb with success");
   unlike(t, "stage=\"ttfb\",result=\"failure\"",
          "declared: but not ttfb with failure");

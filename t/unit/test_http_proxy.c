@@ -811,18 +811,23 @@ static void test_forwarding(void) {
            "result=\"rejected\",error_class=\"forbidden\",open_mode=\"strict\"} 2",
        "policy refusals are 'rejected'");
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"open\",result=\"success\"} 12",
+           "\"client\",stage=\"open\",result=\"success\",scope=\"local\"} 12",
        "open stage durations");
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"ttfb\",result=\"success\"} 1",
+           "\"client\",stage=\"ttfb\",result=\"success\",scope=\"local\"} 1",
        "CONNECT TTFB");
   like(mt, "proxyhost_stream_active{component=\"client\"} 0",
        "no stream left open");
   ok(strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
-                "direction=\"up\"} ") &&
+                "direction=\"up\",protocol=\"http\"} ") &&
          !strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
-                     "direction=\"up\"} 0\n"),
-     "bytes relayed counted");
+                     "direction=\"up\",protocol=\"http\"} 0\n"),
+     "TM-OBS-14: the forwarded requests' bytes counted protocol=\"http\"");
+  ok(strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
+                "direction=\"down\",protocol=\"tcp\"} ") &&
+         !strstr(mt, "proxyhost_stream_bytes_total{component=\"client\","
+                     "direction=\"down\",protocol=\"tcp\"} 0\n"),
+     "TM-OBS-14: the CONNECT tunnel's bytes counted protocol=\"tcp\"");
   unlike(mt, "127.0.0.1", "no address in any label");
   unlike(mt, ".test", "no target host in any label");
 
@@ -831,7 +836,7 @@ static void test_forwarding(void) {
   mock_free(m);
   char *log = file_test_slurp(logpath);
   like(log, "module=http_proxy msg=access stream=", "access log lines");
-  like(log, "method=GET status=2xx code=200 result=success",
+  like(log, "method=GET status=2xx status_code=200 result=success",
        "with the method, the status and the result");
   like(log, "duration_us=", "with durations in microseconds");
   unlike(log, ".test", "no target at any level without log_target");
@@ -1069,7 +1074,7 @@ static void test_auth(void) {
 
   const char *mt = mock_metrics_text(m);
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"authorization\",result=\"rejected\"} 2",
+           "\"client\",stage=\"authorization\",result=\"rejected\",scope=\"local\"} 2",
        "authorization stage measured");
   unlike(mt, "alice", "no user name in metrics");
   close(lfd);

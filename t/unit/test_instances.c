@@ -332,7 +332,8 @@ static void test_entries(void) {
        "one module name from two files"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    char text[512];
+    /* two module paths and module_path: sized from the build path */
+    char text[sizeof(V11) + 2 * sizeof(PH_TEST_MODDIR) + 512];
     snprintf(text, sizeof(text), V11 "modules = %s\n", bad[i].modules);
     buf_reset(&err);
     ph_mock *m = mock_new(text, &err);

@@ -137,14 +137,18 @@ static void test_minor1_module(void) {
      "1.4 appends conf_peer_int (another module's numbers), set");
   ok(offsetof(ph_api, conf_peer_str) ==
              offsetof(ph_api, conf_peer_int) + sizeof(void *) &&
-         sizeof(ph_api) == offsetof(ph_api, conf_peer_str) + sizeof(void *) &&
          ph_host_api.conf_peer_str != NULL,
-     "1.4 then conf_peer_str (another module's identifiers) last, set");
+     "1.4 then conf_peer_str (another module's identifiers), set");
+  ok(offsetof(ph_api, drain_cut) ==
+             offsetof(ph_api, conf_peer_str) + sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, drain_cut) + sizeof(void *) &&
+         ph_host_api.drain_cut != NULL,
+     "1.5 appends drain_cut (a module's drain cut short) last, set");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR,
          "the host's table says the headers' minor");
   /* 1.4 (issue 12): ph_conf_key.flag, pool_view.h, pool_store.h and two
-   * ph_api slots, conf_peer_int and conf_peer_str. */
-  is_int(PH_ABI_MINOR, 4, "the headers are 1.4");
+   * ph_api slots, conf_peer_int and conf_peer_str; 1.5: drain_cut. */
+  is_int(PH_ABI_MINOR, 5, "the headers are 1.5");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
   if (!m)

@@ -529,14 +529,14 @@ static void test_allow_clients(void) {
        "the refused client is logged with its address");
   like(log, "level=info module=socks5 msg=access stream=1 client=127.0.0.1:",
        "one access line with the stream id and the client");
-  like(log, "user=- method=CONNECT status=succeeded code=0 result=success "
+  like(log, "user=- method=CONNECT status=succeeded status_code=0 result=success "
             "bytes_up=4 bytes_down=0 duration_us=",
        "user, command, reply, result, bytes, duration");
   like(log, "msg=\"socks5 request\" stream=1\n",
        "the debug line carries the same stream id, nothing else");
   unlike(log, "ok.fake", "no target in any line, debug included");
   free(log);
-  char conf[512];
+  char conf[sizeof(SOCKS5_SO) + 512]; /* the build path may be long */
   snprintf(conf, sizeof(conf),
            "[proxyhost]\nmodules = " SOCKS5_SO "\n[socks5]\n"
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8\n"
@@ -619,21 +619,23 @@ static void test_connect_and_relay(void) {
       "the open is counted with its class");
   has_metric(
       "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
-      "stage=\"socks5_handshake\",result=\"success\"} 1",
+      "stage=\"socks5_handshake\",result=\"success\",scope=\"local\"} 1",
       "handshake stage recorded");
   has_metric(
       "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
-      "stage=\"open\",result=\"success\"} 1",
+      "stage=\"open\",result=\"success\",scope=\"local\"} 1",
       "open stage recorded");
   has_metric(
       "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
-      "stage=\"ttfb\",result=\"success\"} 1",
+      "stage=\"ttfb\",result=\"success\",scope=\"local\"} 1",
       "ttfb recorded");
   has_metric(
-      "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\"} 5",
+      "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\","
+      "protocol=\"tcp\"} 5",
       "bytes up counted at close");
   has_metric(
-      "proxyhost_stream_bytes_total{component=\"client\",direction=\"down\"} 4",
+      "proxyhost_stream_bytes_total{component=\"client\",direction=\"down\","
+      "protocol=\"tcp\"} 4",
       "bytes down counted at close");
   ok(strstr(mock_metrics_text(M), "ok.fake") == NULL,
      "no target host in the metrics");
@@ -868,7 +870,7 @@ static void test_hostile(void) {
   run(20);
   has_metric(
       "tunnelmesh_stream_stage_duration_seconds_count{component=\"client\","
-      "stage=\"socks5_handshake\",result=\"timeout\"} 1",
+      "stage=\"socks5_handshake\",result=\"timeout\",scope=\"local\"} 1",
       "the deadline counts as a handshake timeout");
 }
 

@@ -272,8 +272,13 @@ int main(void) {
   session_up(strict, 32, 128, 60000);
   open_stream(1, "hang1.test", 80);
   open_stream(3, "hang2.test", 80);
-  is_int(f_opened, 2, "TM-P0-2: the reader's enqueue started both dials "
+  is_int(f_opened, 0, "TM-P0-2, TM-P0-6 (issue 24 item 4): the reader's "
+                      "enqueue returned without calling the connector");
+  ph_mock_run_for(m, 0);
+  is_int(f_opened, 2, "TM-P0-2: the next loop turn started both dials "
                       "without waiting for them");
+  is_str(f_order, "hang1.test,hang2.test,", "TM-P0-2: in the order of the "
+                                            "OPEN_STREAMs");
   open_stream(5, "ready.test", 80);
   ok(wait_frame(TM_OPEN_RESULT, 5, 5000),
      "TM-TEST-6: the third stream is answered while two dials hang");

@@ -94,6 +94,50 @@ int main(void) {
   plan_lazy();
   setup();
 
+  /* TM-P0-2, TM-P0-6 (issue 24 item 4): submit only enqueues. The
+   * connector's open (the policy check, /etc/hosts, DNS, connect) runs on
+   * the loop's next turn, never on the reader's stack, in submit order;
+   * a cancel does not dispatch on its caller's stack either. */
+  {
+    reset_counts();
+    dial_exec *x = new_exec(8, 8, 60000, 60000);
+    outcome o[4];
+    memset(o, 0, sizeof(o));
+    dial_task *t[4];
+    t[0] = submit(x, "hang-a.test", &o[0], NULL);
+    t[1] = submit(x, "hang-b.test", &o[1], NULL);
+    t[2] = submit(x, "hang-c.test", &o[2], NULL);
+    ok(t[0] && t[1] && t[2], "TM-P0-2: three submits taken");
+    is_int(f_opened, 0, "TM-P0-2: submit returned without calling the "
+                        "connector (no policy, hosts, DNS or connect on the "
+                        "reader's stack)");
+    is_int((int)dial_exec_pending(x), 3, "they wait in the queue");
+    ph_mock_run_for(m, 0);
+    is_int(f_opened, 3, "TM-P0-2: the next loop turn hands them to the "
+                        "connector");
+    is_str(f_order, "hang-a.test,hang-b.test,hang-c.test,",
+           "TM-P0-2: in submit order");
+    dial_exec_free(x);
+
+    /* A freed slot: the waiting task reaches the connector on the next
+     * turn, not inside dial_task_cancel (the reader's RESET). */
+    reset_counts();
+    x = new_exec(1, 4, 60000, 60000);
+    t[0] = submit(x, "hang-1.test", &o[0], NULL);
+    t[1] = submit(x, "hang-2.test", &o[1], NULL);
+    t[2] = submit(x, "hang-3.test", &o[2], NULL);
+    ph_mock_run_for(m, 0);
+    is_int(f_opened, 1, "one slot: one dial");
+    dial_task_cancel(t[0]);
+    is_int(f_opened, 1, "TM-P0-2: the cancel returned without dispatching "
+                        "the next one");
+    ph_mock_run_for(m, 0);
+    is_str(f_order, "hang-1.test,hang-2.test,",
+           "the next loop turn dispatches the oldest waiting one");
+    dial_exec_free(x);
+    is_int(f_in_flight, 0, "nothing left in the connector");
+  }
+
   /* TM-TEST-6: two blocked dials do not block a third, ready stream. */
   {
     reset_counts();
@@ -131,6 +175,7 @@ int main(void) {
     }
     ok(t[0] && t[1] && t[2] && t[3] && t[4],
        "TM-TEST-7: 2 running + 3 pending are taken");
+    ph_mock_run_for(m, 0); /* the dispatch's turn */
     is_int((int)dial_exec_running(x), 2, "TM-TEST-7: exactly 2 running");
     is_int((int)dial_exec_pending(x), 3, "TM-TEST-7: exactly 3 pending");
     is_int(f_in_flight, 2, "TM-P0-4: the connector sees 2 dials");
@@ -144,6 +189,7 @@ int main(void) {
     dial_task_cancel(t[0]);
     is_int(f_cancelled, 1, "TM-TEST-8: a reset cancels the running dial in "
                            "the connector");
+    ph_mock_run_for(m, 0); /* the dispatch's turn */
     is_int((int)dial_exec_running(x), 2, "TM-TEST-7: a pending one took the "
                                          "freed slot");
     is_int((int)dial_exec_pending(x), 2, "TM-TEST-7: 2 left pending");
@@ -282,6 +328,7 @@ int main(void) {
     dial_exec *x = dial_exec_new(dapi, dctx, dconn, dcself, &gc);
     outcome tcp = {0}, pair = {0};
     submit(x, "tcp.test", &tcp, NULL);
+    ph_mock_run_for(m, 0); /* the dispatch's turn */
     ok(f_last_filter && f_last_filter->allow,
        "issue 22 item 5: the request carries the agent's address filter");
     ok(wait_for(&tcp.done, 1, 5000), "the dial to 127.0.0.1 answers");
@@ -299,6 +346,7 @@ int main(void) {
     outcome plain = {0};
     x = new_exec(4, 4, 60000, 60000);
     submit(x, "tcp.test", &plain, NULL);
+    ph_mock_run_for(m, 0); /* the dispatch's turn */
     ok(!f_last_filter, "without a guard, no filter is passed");
     ok(wait_for(&plain.done, 1, 5000) && plain.code == PH_OPEN_OK,
        "and the same socket is the caller's");

@@ -196,7 +196,7 @@ static tm_open_stream os_base(void) {
 static int os_eq(const tm_open_stream *a, const tm_open_stream *b) {
   return a->window == b->window && a->protocol == b->protocol &&
          a->port == b->port && strcmp(a->host, b->host) == 0 &&
-         strcmp(a->agent, b->agent) == 0;
+         strcmp(a->agent, b->agent) == 0 && strcmp(a->trace, b->trace) == 0;
 }
 
 static int os_rt(const tm_open_stream *o) {
@@ -350,6 +350,77 @@ static void test_open_stream(void) {
          "encode into a buffer of exactly its size");
 }
 
+/* Issue 24 item 10: the trace field after the agent. */
+static void test_open_stream_trace(void) {
+  static const char *const tr = "4bf92f3577b34da6a3ce929d0e0e4736";
+  tm_open_stream o = os_base(), d;
+  uint8_t b[TM_OPEN_STREAM_MAX], c[TM_OPEN_STREAM_MAX + 80];
+  int n0 = tm_open_stream_encode(&o, b, sizeof b);
+  strcpy(o.trace, tr);
+  int n = tm_open_stream_encode(&o, b, sizeof b);
+  is_int(n, n0 + 1 + 32, "issue 24 item 10: a trace adds its length byte "
+                         "and 32 bytes after the agent");
+  ok(os_rt(&o), "... and round trips");
+  ok(tm_open_stream_decode(b, (size_t)n0, &d) == TM_OK && d.trace[0] == 0 &&
+         !d.trace_bad,
+     "an OPEN_STREAM without the field decodes with no trace");
+  static const char *const bad[] = {
+      "4BF92F3577B34DA6A3CE929D0E0E4736", "00000000000000000000000000000000",
+      "4bf92f3577b34da6a3ce929d0e0e473",  "4bf92f3577b34da6a3ce929d0e0e47366",
+      "4bf92f3577b34da6-3ce929d0e0e4736", "4bf92f3577b34da6 3ce929d0e0e4736"};
+  int replaced = 0, refused_enc = 0;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    size_t tl = strlen(bad[i]);
+    memcpy(c, b, (size_t)n0);
+    c[n0] = (uint8_t)tl;
+    memcpy(c + n0 + 1, bad[i], tl);
+    memset(&d, 0x55, sizeof d);
+    replaced += tm_open_stream_decode(c, (size_t)n0 + 1 + tl, &d) == TM_OK &&
+                d.trace[0] == 0 && d.trace_bad && strcmp(d.host, o.host) == 0;
+    tm_open_stream e = os_base();
+    snprintf(e.trace, sizeof e.trace, "%s", bad[i]);
+    refused_enc += tm_open_stream_encode(&e, b, sizeof b) == TM_EPROTO ||
+                   strlen(bad[i]) > TM_TRACE_LEN;
+  }
+  is_int(replaced, 6,
+         "a well-framed trace that is not 32 lowercase hex digits (or is all "
+         "zero) decodes as none, trace_bad set: the receiver replaces it");
+  is_int(refused_enc, 6, "... and is never written");
+  /* framing: length 0, above 64, short, long: the OPEN_STREAM is malformed */
+  memcpy(c, b, (size_t)n0);
+  c[n0] = 0;
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 1, &d), TM_EPROTO,
+         "a trace length of 0 refused");
+  c[n0] = 65;
+  memset(c + n0 + 1, 'a', 65);
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 66, &d), TM_EPROTO,
+         "a trace length above 64 refused");
+  c[n0] = 64;
+  memset(c + n0 + 1, 'a', 64);
+  ok(tm_open_stream_decode(c, (size_t)n0 + 65, &d) == TM_OK && d.trace_bad,
+     "a 64-byte trace field is framed: replaced, not refused");
+  c[n0] = 32;
+  memcpy(c + n0 + 1, tr, 32);
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 32, &d), TM_EPROTO,
+         "a trace length past the payload refused");
+  c[n0 + 33] = 'x';
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 34, &d), TM_EPROTO,
+         "a byte after the trace refused");
+  /* docs/protocol/tunnel.md's worked example, byte for byte */
+  static const uint8_t worked[] = {
+      0x00, 0x04, 0x00, 0x00, 0x01, 0x01, 0xbb, 0x0b, 'e', 'x', 'a', 'm',
+      'p',  'l',  'e',  '.',  'c',  'o',  'm',  0x07, 'a', 'g', 'e', 'n',
+      't',  '-',  '1',  0x20, '4',  'b',  'f',  '9',  '2', 'f', '3', '5',
+      '7',  '7',  'b',  '3',  '4',  'd',  'a',  '6',  'a', '3', 'c', 'e',
+      '9',  '2',  '9',  'd',  '0',  'e',  '0',  'e',  '4', '7', '3', '6'};
+  o = os_base();
+  strcpy(o.trace, tr);
+  n = tm_open_stream_encode(&o, b, sizeof b);
+  ok(n == (int)sizeof worked && memcmp(b, worked, sizeof worked) == 0,
+     "the specification's worked OPEN_STREAM (with its trace), byte for "
+     "byte");
+}
+
 /* ---- OPEN_RESULT ------------------------------------------------------- */
 
 static int or_dec(const char *s, tm_open_result *r) {
@@ -368,7 +439,7 @@ static void test_open_result_seed(void) {
       "{\"accepted\":false,\"stage\":\"dns\",\"code\":\"host_unreachable\","
       "\"retryable\":true,\"retry_after_ms\":1000}";
   uint8_t b[TM_OPEN_RESULT_MAX];
-  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0};
+  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0, 0};
   int n = tm_open_result_encode(&r, b, sizeof b);
   ok(n == (int)strlen(ok_s) && memcmp(b, ok_s, (size_t)n) == 0,
      "TM-PROTO-24 the success example, byte for byte");
@@ -377,7 +448,7 @@ static void test_open_result_seed(void) {
   ok(n == (int)strlen(ok_s) && memcmp(b, ok_s, (size_t)n) == 0,
      "TM-PROTO-24 a success with stage none is written as connect");
   tm_open_result f = {0, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 0, 1, 1000,
-                      0};
+                      0, 0};
   n = tm_open_result_encode(&f, b, sizeof b);
   ok(n == (int)strlen(fail_s) && memcmp(b, fail_s, (size_t)n) == 0,
      "TM-PROTO-24 the failure example, byte for byte");
@@ -393,6 +464,41 @@ static void test_open_result_seed(void) {
      "TM-PROTO-23 the failure example decodes");
   is_int(tm_open_result_encode(&f, b, (size_t)n - 1), TM_ESPACE,
          "encode into a buffer one byte short: TM_ESPACE");
+}
+
+/* Issue 24 item 3: an acceptance towards a legacy hop says so. */
+static void test_open_result_legacy(void) {
+  const char *want = "{\"accepted\":true,\"stage\":\"relay\",\"code\":"
+                     "\"ok\",\"retryable\":false,\"retry_after_ms\":0,"
+                     "\"window\":262144,\"open_mode\":\"legacy\"}";
+  tm_open_result r = {.accepted = 1, .stage = PH_STAGE_RELAY,
+                      .code = PH_OPEN_OK, .window = 262144, .legacy = 1};
+  uint8_t b[TM_OPEN_RESULT_MAX];
+  int n = tm_open_result_encode(&r, b, sizeof b);
+  ok(n == (int)strlen(want) && memcmp(b, want, (size_t)n) == 0,
+     "issue 24 item 3: a legacy acceptance is written with "
+     "\"open_mode\":\"legacy\" last");
+  tm_open_result d;
+  ok(or_dec(want, &d) == TM_OK && d.accepted && d.legacy &&
+         d.stage == PH_STAGE_RELAY,
+     "... and read back as legacy");
+  ok(or_dec("{\"accepted\":true,\"stage\":\"connect\",\"code\":\"ok\","
+            "\"retryable\":false,\"retry_after_ms\":0,"
+            "\"open_mode\":\"strict\"}", &d) == TM_OK && !d.legacy,
+     "\"open_mode\":\"strict\" is strict");
+  ok(or_dec("{\"accepted\":true,\"stage\":\"connect\",\"code\":\"ok\","
+            "\"retryable\":false,\"retry_after_ms\":0,"
+            "\"open_mode\":\"optimistic\"}", &d) == TM_OK && d.legacy,
+     "an unknown open_mode is never a confirmed connect: legacy");
+  is_int(or_dec("{\"accepted\":true,\"stage\":\"connect\",\"code\":\"ok\","
+                "\"retryable\":false,\"retry_after_ms\":0,"
+                "\"open_mode\":1}", &d),
+         TM_EPROTO, "a mistyped open_mode is refused");
+  r.accepted = 0;
+  r.code = PH_OPEN_TIMEOUT;
+  r.window = 0;
+  is_int(tm_open_result_encode(&r, b, sizeof b), TM_EPROTO,
+         "a refusal never carries open_mode");
 }
 
 /* {"accepted":false,...,"pad":"xxx"} of exactly total bytes. */
@@ -423,7 +529,7 @@ static void test_open_result_bounds(void) {
   int good = 0;
   for (int s = PH_STAGE_AUTHORIZATION; s < PH_STAGE_COUNT_; s++) {
     for (int c = PH_OPEN_FORBIDDEN; c < PH_OPEN_CODE_COUNT_; c++) {
-      tm_open_result r = {0, s, c, 0, c % 2, (uint32_t)c * 100, 0};
+      tm_open_result r = {0, s, c, 0, c % 2, (uint32_t)c * 100, 0, 0};
       uint8_t b[TM_OPEN_RESULT_MAX];
       int len = tm_open_result_encode(&r, b, sizeof b);
       char text[TM_OPEN_RESULT_MAX + 1];
@@ -622,7 +728,7 @@ static void test_open_result_strict(void) {
 
   /* The optional window. */
   uint8_t b[TM_OPEN_RESULT_MAX];
-  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 262144};
+  tm_open_result r = {1, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 262144, 0};
   int len = tm_open_result_encode(&r, b, sizeof b);
   const char *want = "{\"accepted\":true,\"stage\":\"connect\",\"code\":"
                      "\"ok\",\"retryable\":false,\"retry_after_ms\":0,"
@@ -639,29 +745,29 @@ static void test_open_result_strict(void) {
   r.window = TM_WINDOW_MAX + 1;
   is_int(tm_open_result_encode(&r, b, sizeof b), TM_EPROTO,
          "encode: window above TM_WINDOW_MAX refused");
-  tm_open_result rf = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 0, 0, 4096};
+  tm_open_result rf = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 0, 0, 4096, 0};
   is_int(tm_open_result_encode(&rf, b, sizeof b), TM_EPROTO,
          "encode: a window on a refusal refused");
   /* The encoder refuses what the decoder would. */
-  tm_open_result e1 = {1, PH_STAGE_CONNECT, PH_OPEN_TIMEOUT, 0, 0, 0, 0};
+  tm_open_result e1 = {1, PH_STAGE_CONNECT, PH_OPEN_TIMEOUT, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e1, b, sizeof b), TM_EPROTO,
          "encode: accepted with a non-ok code refused");
-  tm_open_result e2 = {0, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0};
+  tm_open_result e2 = {0, PH_STAGE_CONNECT, PH_OPEN_OK, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e2, b, sizeof b), TM_EPROTO,
          "encode: refused with code ok refused");
-  tm_open_result e3 = {0, PH_STAGE_NONE, PH_OPEN_TIMEOUT, 0, 0, 0, 0};
+  tm_open_result e3 = {0, PH_STAGE_NONE, PH_OPEN_TIMEOUT, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e3, b, sizeof b), TM_EPROTO,
          "encode: a refusal with stage none refused");
-  tm_open_result e4 = {0, PH_STAGE_COUNT_, PH_OPEN_TIMEOUT, 0, 0, 0, 0};
+  tm_open_result e4 = {0, PH_STAGE_COUNT_, PH_OPEN_TIMEOUT, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e4, b, sizeof b), TM_EPROTO,
          "encode: an out-of-range stage refused");
-  tm_open_result e5 = {0, PH_STAGE_DNS, PH_OPEN_CODE_COUNT_, 0, 0, 0, 0};
+  tm_open_result e5 = {0, PH_STAGE_DNS, PH_OPEN_CODE_COUNT_, 0, 0, 0, 0, 0};
   is_int(tm_open_result_encode(&e5, b, sizeof b), TM_EPROTO,
          "encode: an out-of-range code refused");
-  tm_open_result e6 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 1, 3600001, 0};
+  tm_open_result e6 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 1, 3600001, 0, 0};
   is_int(tm_open_result_encode(&e6, b, sizeof b), TM_EPROTO,
          "encode: retry_after_ms above 3600000 refused");
-  tm_open_result e7 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 7, 3600000, 0};
+  tm_open_result e7 = {0, PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, 7, 3600000, 0, 0};
   len = tm_open_result_encode(&e7, b, sizeof b);
   ok(len > 0 && tm_open_result_decode(b, (size_t)len, &d) == TM_OK &&
          d.retryable == 1 && d.retry_after_ms == 3600000,
@@ -980,7 +1086,9 @@ int main(void) {
   test_frame_malformed();
   test_frame_unknown();
   test_open_stream();
+  test_open_stream_trace();
   test_open_result_seed();
+  test_open_result_legacy();
   test_open_result_bounds();
   test_open_result_strict();
   test_caps();

@@ -598,6 +598,42 @@ static void test_duplicate_result(void) {
   pair_end(&p);
 }
 
+/* Issue 24 item 5: a peer that answers with the seed's five fields only
+ * (no "window") on a flow-controlled stream: the stream opens and the
+ * opener may send the protocol's initial window (262144), not its own
+ * configured one. */
+static void test_result_without_window(void) {
+  pair p;
+  tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  tm_session_cfg cb = cfg_default(0, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
+  ca.initial_window = 65536; /* ours: not what the peer may take */
+  ca.window_update_threshold = 32768;
+  ca.outbound_buffer_bytes = 1048576;
+  pair_new(&p, &ca, &cb);
+  p.b.policy = P_HOLD;
+  opening o;
+  tm_stream *st = open_to(&p, &o, "five.test", 5000);
+  run_until(p.b.nheld == 1, 2000);
+  static const char five[] = "{\"accepted\":true,\"stage\":\"connect\","
+                             "\"code\":\"ok\",\"retryable\":false,"
+                             "\"retry_after_ms\":0}";
+  uint8_t f[TM_HEADER_LEN + sizeof(five)];
+  tm_memlink_inject(p.l, 0, f,
+                    frame(f, TM_OPEN_RESULT, 0, tm_stream_id(st), five,
+                          (uint32_t)strlen(five)));
+  run_until(o.done, 2000);
+  ok(o.done && o.accepted && o.st,
+     "issue 24 item 5: an accepted OPEN_RESULT without window opens the "
+     "stream");
+  if (o.st) {
+    user *u = user_new(o.st, 1);
+    is_int((int)write_bulk(u->ps, 600000), (int)TM_WINDOW_DEFAULT,
+           "... with the protocol's initial window as the send window");
+    close_user(&u);
+  }
+  pair_end(&p);
+}
+
 static void test_window_violations(void) {
   pair p;
   tm_session_cfg ca = cfg_default(1, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
@@ -609,8 +645,8 @@ static void test_window_violations(void) {
   for (int i = 0; i < 4; i++)
     open_accepted(&p, "w.test", &ua[i], &ub[i]);
   double before = metric(
-      "tunnelmesh_stream_backpressure_total{component=\"server\",reason="
-      "\"window_violation\"} ");
+      "tunnelmesh_stream_backpressure_total{component=\"server\",open_mode="
+      "\"strict\",result=\"rejected\"} ");
   static uint8_t big[TM_HEADER_LEN + 16385], pl[16385];
   memset(pl, 'o', sizeof(pl));
   tm_memlink_inject(p.l, 1, big, frame(big, TM_DATA, 0, 1, pl, 16385));
@@ -631,9 +667,10 @@ static void test_window_violations(void) {
   ok(ub[3]->n == 5 && ua[3]->n == 5 && p.a.s && p.b.s,
      "TM-P2-5: the other stream keeps flowing, the session stays");
   double after = metric(
-      "tunnelmesh_stream_backpressure_total{component=\"server\",reason="
-      "\"window_violation\"} ");
-  ok(after - before >= 3, "each counts backpressure{window_violation}");
+      "tunnelmesh_stream_backpressure_total{component=\"server\",open_mode="
+      "\"strict\",result=\"rejected\"} ");
+  ok(after - before >= 3,
+     "TM-OBS-5: each counts backpressure{open_mode=strict,result=rejected}");
   /* an honest sender never overruns: the window stops it */
   size_t took = write_bulk(ua[3]->ps, 100000);
   is_int(took, 16384 - 5, "TM-P2-10: a writer takes only its send window");
@@ -690,7 +727,8 @@ static void test_legacy_backpressure(void) {
   open_accepted(&p, "two.test", &u2a, &u2b);
   ph_stream_watch(u1b->ps, 0, NULL, NULL); /* its reader stops */
   double before = metric("tunnelmesh_stream_backpressure_total{component="
-                         "\"server\",reason=\"legacy_backpressure\"} ");
+                         "\"server\",open_mode=\"legacy\",result="
+                         "\"rejected\"} ");
   is_int(write_bulk(u1a->ps, 8192), 8192, "the sender fills the queue");
   run_until(tm_memlink_data_bytes(p.l, 0) >= 8192 &&
                 tm_memlink_pending(p.l, 1) == 0,
@@ -704,8 +742,9 @@ static void test_legacy_backpressure(void) {
   ok(u1a->reset && peek_reset(u1b->ps),
      "TM-P2-6: legacy: a full inbound queue resets the stream");
   is_int(metric("tunnelmesh_stream_backpressure_total{component=\"server\","
-                "reason=\"legacy_backpressure\"} ") - before,
-         1, "TM-P2-6: and records legacy_backpressure");
+                "open_mode=\"legacy\",result=\"rejected\"} ") - before,
+         1, "TM-P2-6, TM-OBS-5: and records the legacy backpressure "
+            "(open_mode=legacy, result=rejected)");
   write_str(u2a->ps, "other");
   run_until(u2b->n == 5, 2000);
   ok(u2b->n == 5 && p.b.s, "without blocking the other streams");
@@ -1491,13 +1530,44 @@ static void test_config_bounds(void) {
   tm_memlink_free(l);
 }
 
+/* The seed's allowed label names and values (TM-OBS-10..17); `le` is the
+ * histogram bucket's own. The seed's families (tunnelmesh_*) carry only
+ * these; the session layer's own families (proxyhost_stream_*) carry
+ * these and the one label each documents (label_ok). */
+static const char *const seed_labels[] = {
+    "component", "stage", "result", "error_class", "protocol",
+    "scope",     "cache", "open_mode", "le",     NULL};
+static const char *const protocol_values[] = {"tcp", "udp", "http",
+                                              "websocket", NULL};
+static const char *const scope_values[] = {"local", "remote", NULL};
+
+static int in_list(const char *const *list, const char *s, size_t n) {
+  for (int i = 0; list[i]; i++)
+    if (strlen(list[i]) == n && strncmp(list[i], s, n) == 0)
+      return 1;
+  return 0;
+}
+
+/* Whether the label name (n bytes at p) may be on line's family, and its
+ * value (vn bytes at v) in the seed's set for protocol and scope. */
+static int label_ok(const char *line, const char *p, size_t n, const char *v,
+                    size_t vn) {
+  if (n == 8 && strncmp(p, "protocol", 8) == 0)
+    return in_list(protocol_values, v, vn);
+  if (n == 5 && strncmp(p, "scope", 5) == 0)
+    return in_list(scope_values, v, vn);
+  if (in_list(seed_labels, p, n))
+    return 1;
+  static const char closed[] = "proxyhost_stream_tunnel_sessions_closed_total{";
+  if (strncmp(line, closed, sizeof(closed) - 1) == 0)
+    return n == 6 && strncmp(p, "reason", 6) == 0;
+  return 0;
+}
+
 /* TM-TEST-18, TM-SEC-8, TM-OBS-18: only the allowed labels, no target,
  * no id. */
 static void test_metric_labels(void) {
   const char *t = ph_mock_metrics_text(mk);
-  static const char *const allowed[] = {"component", "stage", "result",
-                                        "error_class", "open_mode", "reason",
-                                        "le", "direction", NULL};
   int lines = 0, bad = 0;
   for (const char *line = t; line && *line;) {
     const char *nl = strchr(line, '\n');
@@ -1510,20 +1580,16 @@ static void test_metric_labels(void) {
       while (p && p < line + len && *p != '}') {
         p++;
         const char *eq = memchr(p, '=', (size_t)(line + len - p));
-        if (!eq)
+        if (!eq || eq[1] != '"')
           break;
-        int okname = 0;
-        for (int i = 0; allowed[i]; i++)
-          if ((size_t)(eq - p) == strlen(allowed[i]) &&
-              strncmp(p, allowed[i], (size_t)(eq - p)) == 0)
-            okname = 1;
-        if (!okname) {
+        const char *v = eq + 2, *q = memchr(v, '"', (size_t)(line + len - v));
+        if (!q)
+          break;
+        if (!label_ok(line, p, (size_t)(eq - p), v, (size_t)(q - v))) {
           bad++;
           printf("# label not allowed: %.*s\n", (int)len, line);
         }
-        p = strchr(eq + 2, '"');
-        if (p)
-          p++;
+        p = q + 1;
       }
       if (memmem(line, len, ".test", 5)) {
         bad++;
@@ -1533,10 +1599,15 @@ static void test_metric_labels(void) {
     line = nl ? nl + 1 : NULL;
   }
   ok(lines > 0, "the tunnel metric series exist");
-  is_int(bad, 0, "TM-TEST-18, TM-SEC-8: only the allowed labels");
+  is_int(bad, 0, "TM-TEST-18, TM-SEC-8, TM-OBS-10..17: only the seed's "
+                 "labels and values");
   like(t, "tunnelmesh_stream_backpressure_total{component=\"server\","
-          "reason=\"control_full\"} 1",
-       "TM-OBS-5: backpressure by reason");
+          "open_mode=\"strict\",result=\"failure\"} 1",
+       "TM-OBS-5: a full control queue closing the session is counted "
+       "result=failure");
+  like(t, "scope=\"local\"", "TM-OBS-15: the stage durations have scope");
+  unlike(t, "scope=\"remote\"",
+         "TM-OBS-15: no remote series: one server is the whole mesh");
   like(t, "proxyhost_stream_writer_wait_seconds_count{component=\"client\"}",
        "TM-OBS-3: the writer's queue wait");
   like(t, "tunnelmesh_stream_window_stall_seconds_count{component=\"client\"}",
@@ -1571,6 +1642,7 @@ int main(void) {
   test_reset_codes();
   test_data_while_opening();
   test_duplicate_result();
+  test_result_without_window();
   test_window_violations();
   test_violation_limit();
   test_legacy_backpressure();

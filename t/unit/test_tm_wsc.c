@@ -97,7 +97,20 @@ static void test_answer(void) {
          TM_WSC_HS_REFUSED, "a 401 is refused");
   is_int(a.status, 401, "... with its status");
   is_int(answer("HTTP/1.1 503 Busy\r\n\r\n", &a, &why), TM_WSC_HS_REFUSED, "a 503 is refused");
-  is_int(answer("HTTP/1.0 101 X\r\n\r\n", &a, &why), TM_WSC_HS_BAD, "HTTP/1.0 is bad");
+  is_int(answer("HTTP/1.0 101 X\r\n\r\n", &a, &why), TM_WSC_HS_BAD,
+         "a 101 over HTTP/1.0 is bad");
+  like(why ? why : "", "HTTP/1.1", "... saying WebSocket needs HTTP/1.1");
+  /* Issue 24 item 12: a plain web server's HTTP/1.0 404 is a wrong path,
+   * not "not HTTP/1.1". */
+  is_int(answer("HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n", &a,
+                &why),
+         TM_WSC_HS_REFUSED, "issue 24 item 12: an HTTP/1.0 404 is a refusal");
+  is_int(a.status, 404, "... with its status read");
+  like(why ? why : "", "Not Found: nothing serves the URL's path",
+       "... saying what a 404 means (the path)");
+  unlike(why ? why : "", "not HTTP/1.1", "... not \"not HTTP/1.1\"");
+  answer("HTTP/1.1 401 Unauthorized\r\n\r\n", &a, &why);
+  like(why ? why : "", "refused the token", "a 401 says the token was refused");
   is_int(answer("SSH-2.0-x\r\n\r\n", &a, &why), TM_WSC_HS_BAD, "not HTTP is bad");
   is_int(answer("HTTP/1.1 101 S\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 "Sec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n", &a, &why),

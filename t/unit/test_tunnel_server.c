@@ -179,10 +179,15 @@ static int64_t fk_list(void *s, const ph_az_list *l, ph_az_list_cb cb,
   return PH_EINVAL;
 }
 
+static char fk_order[256]; /* the hosts of the access checks, "a,b," */
+
 static int64_t fk_check(void *self, const ph_access_request *req,
                         ph_access_cb cb, void *arg) {
   (void)self;
   fk.checks++;
+  size_t ol = strlen(fk_order);
+  if (ol + strlen(req->host) + 2 < sizeof(fk_order))
+    snprintf(fk_order + ol, sizeof(fk_order) - ol, "%s,", req->host);
   return fk_queue(1, req->host, (void *)cb, arg);
 }
 
@@ -549,6 +554,46 @@ static void test_strict_and_selection(void) {
      "TM-TEST-16 failed streams close neither session");
 }
 
+/* TM-P2-1, TM-P2-2, TM-P0-14 (issue 24 item 4): the client session's
+ * reader only enqueues. The authorization call (with store_pg behind a
+ * cache miss, a query) starts on the loop's next turn, not on the
+ * reader's stack, in the order of the OPEN_STREAMs. */
+static void test_reader_enqueue(void) {
+  peer *c = &peers[0]; /* stream ids between the cases' before and after */
+  fk.hold_access = 1;
+  int64_t checks0 = fk.checks, cancels0 = fk.cancels;
+  fk_order[0] = '\0';
+  open_stream(c, 81, "first.test", "edge");
+  open_stream(c, 83, "second.test", "edge");
+  open_stream(c, 85, "third.test", "edge");
+  is_int((int)(fk.checks - checks0), 0,
+         "TM-P2-1 issue 24 item 4: the reader's enqueue returned without "
+         "calling the authorizer");
+  ph_mock_run_for(mk, 0);
+  is_int((int)(fk.checks - checks0), 3,
+         "TM-P2-2: the next loop turn starts the three authorizations");
+  is_str(fk_order, "first.test,second.test,third.test,",
+         "in the order of the OPEN_STREAMs");
+  reset_stream(c, 81);
+  reset_stream(c, 83);
+  reset_stream(c, 85);
+  pump();
+  is_int((int)(fk.cancels - cancels0), 3, "RESETs cancel the checks");
+  fk.hold_access = 0;
+  int stage = -1, code = -1;
+  ok(result(c, 81, &stage, &code) < 0, "no answer to a reset stream");
+
+  /* A RESET before the turn: the open never reaches the authorizer. */
+  checks0 = fk.checks;
+  fk.hold_access = 1;
+  open_stream(c, 87, "fourth.test", "edge");
+  reset_stream(c, 87);
+  pump();
+  is_int((int)(fk.checks - checks0), 0,
+         "an open reset before its turn never reaches the authorizer");
+  fk.hold_access = 0;
+}
+
 static void test_executor(void) {
   /* Limits of this test's configuration: 2 at once, 2 waiting, 1 per
    * session. */
@@ -796,6 +841,7 @@ int main(void) {
   ok(ts_last_mod != NULL, "the module's state");
   test_auth();
   test_strict_and_selection();
+  test_reader_enqueue();
   test_executor();
   test_legacy_agent();
   test_limits();

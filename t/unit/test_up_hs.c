@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The upstream handshakes (modules/pool/up_hs.h, issue 13), CP-5-3: the
+/* The upstream handshakes (modules/upstream/up_hs.h, issue 13), CP-5-3: the
  * HTTP CONNECT or SOCKS5 handshake with the proxy, and what each failure
  * of it is (UP_HS_REFUSED, UP_HS_AUTH, UP_HS_MALFORMED).
  *
@@ -723,7 +723,7 @@ static void test_credentials(void) {
   ok(!holds_none(&h, secrets), "the RFC 1929 request is built");
   up_hs_wipe(&h);
   ok(out_is_clear(&h) && holds_none(&h, secrets),
-     "CP-8-5 up_hs_wipe() clears an unsent RFC 1929 request");
+     "up_hs_wipe() clears an unsent RFC 1929 request");
   is_int(up_hs_pending_out(&h, &d), 0, "nothing to send after a wipe");
   is_int(up_hs_want(&h), 0, "nothing to read after a wipe");
   is_int(up_hs_feed(&h, (const uint8_t *)"\x01\x00", 2, 0, &c), UP_HS_MALFORMED,
@@ -862,6 +862,33 @@ static void test_basic_token(void) {
          "basic: a password length without bytes: refused");
 }
 
+/* up_hs_proxy_auth: the whole Proxy-Authorization value an `http`
+ * upstream gets with requests forwarded in absolute form (the pool's
+ * PH_OPEN_F_HTTP_FORWARD, the checker's), NUL-terminated, in the
+ * caller's buffer; the same refusals as the token. */
+static void test_proxy_auth(void) {
+  char out[UP_HS_PROXY_AUTH_MAX + 1];
+  size_t n = up_hs_proxy_auth("alice", 5, "s3cr3t-pw", 9, out, sizeof(out));
+  is_int((int)n, 26, "proxy auth: \"Basic \" and the token");
+  is_str(out, "Basic YWxpY2U6czNjcjN0LXB3",
+         "proxy auth: the value, NUL-terminated");
+  char u[UP_HS_FIELD_MAX], pw[UP_HS_FIELD_MAX];
+  memset(u, 'u', sizeof(u));
+  memset(pw, 'p', sizeof(pw));
+  n = up_hs_proxy_auth(u, UP_HS_FIELD_MAX, pw, UP_HS_FIELD_MAX, out,
+                       sizeof(out));
+  is_int((int)n, (int)UP_HS_PROXY_AUTH_MAX,
+         "proxy auth: the longest value is UP_HS_PROXY_AUTH_MAX");
+  ok(out[n] == '\0', "proxy auth: the longest value is NUL-terminated");
+  is_int((int)up_hs_proxy_auth(u, UP_HS_FIELD_MAX, pw, UP_HS_FIELD_MAX, out,
+                               UP_HS_PROXY_AUTH_MAX),
+         0, "proxy auth: no room for the NUL: refused");
+  is_int((int)up_hs_proxy_auth("a:b", 3, "pw", 2, out, sizeof(out)), 0,
+         "proxy auth: a user name with ':' (RFC 7617): refused");
+  is_int((int)up_hs_proxy_auth("alice", 5, "pw", 2, out, 4), 0,
+         "proxy auth: no room for the scheme: refused");
+}
+
 int main(void) {
   plan_lazy();
   test_connect_answers();
@@ -874,5 +901,6 @@ int main(void) {
   test_bounds();
   test_names();
   test_basic_token();
+  test_proxy_auth();
   return done_testing();
 }

@@ -7,7 +7,8 @@
  * listener of its own on 127.0.0.1 (a connector that ignores the
  * request's addr_filter), anything else open with a socketpair whose other
  * end the test keeps (fake_peer_fd of the request). It counts opens,
- * cancels and dials in flight, and keeps the last request's addr_filter.
+ * cancels and dials in flight, keeps the last request's addr_filter and
+ * the order of the hosts it was asked to open (f_order).
  * A driver module gets the api, a ctx and the connector service for the
  * code under test. */
 #ifndef TM_FAKECONN_H
@@ -45,6 +46,7 @@ static int f_opened, f_cancelled, f_in_flight, f_max_in_flight, f_answered;
 static int f_refuse_next; /* open() returns PH_ENOMEM once */
 static int f_last_peer_fd = -1; /* the target side of the last success */
 static const ph_open_addr_filter *f_last_filter; /* of the last open */
+static char f_order[1024]; /* the hosts opened, in order, "a,b," */
 
 /* A socket connected to 127.0.0.1 (tcp*): a listener made once, the
  * accepted side left in its backlog. -1 on failure. */
@@ -127,6 +129,9 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
       r->arg = arg;
       snprintf(r->host, sizeof(r->host), "%s", req->host);
       f_last_filter = req->addr_filter;
+      size_t ol = strlen(f_order);
+      if (ol + strlen(req->host) + 2 < sizeof(f_order))
+        snprintf(f_order + ol, sizeof(f_order) - ol, "%s,", req->host);
       r->timer = fapi->timer_new(fctx, fake_answer, r);
       f_opened++;
       if (++f_in_flight > f_max_in_flight)
@@ -142,6 +147,7 @@ static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
 
 static void reset_counts(void) {
   f_opened = f_cancelled = f_max_in_flight = f_answered = 0;
+  f_order[0] = '\0';
 }
 
 static int fake_cancel(void *self, int64_t id) {

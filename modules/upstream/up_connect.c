@@ -102,6 +102,21 @@ size_t up_hs_basic(const char *user, uint32_t user_len, const char *pass,
   return len;
 }
 
+size_t up_hs_proxy_auth(const char *user, uint32_t user_len, const char *pass,
+                        uint32_t pass_len, char *out, size_t cap) {
+  static const char scheme[] = "Basic ";
+  const size_t sl = sizeof(scheme) - 1;
+  if (!out || cap < sl + 1)
+    return 0;
+  memcpy(out, scheme, sl);
+  size_t n = up_hs_basic(user, user_len, pass, pass_len, out + sl,
+                         cap - sl - 1);
+  if (!n)
+    return 0;
+  out[sl + n] = '\0';
+  return sl + n;
+}
+
 /* The token, encoded straight into h->out. */
 static void put_basic(out_w *w) {
   up_hs *h = w->h;

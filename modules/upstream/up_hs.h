@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The client side of the handshake with one upstream proxy (issue 13,
- * CP-5-3): HTTP CONNECT (with Basic Proxy-Authorization) or SOCKS5 (RFC
- * 1928, with RFC 1929 username/password), asking it for a tunnel to
- * host:port. Pure: no I/O, no clock, no allocation; the pool's attempt
- * (pool_attempt.c) moves the bytes and keeps the time. One handshake is
- * used by one thread at a time.
+/* The upstream kit (modules/upstream, issue 25 item 1): the client side
+ * of the handshake with one upstream proxy (issue 13, CP-5-3): HTTP
+ * CONNECT (with Basic Proxy-Authorization) or SOCKS5 (RFC 1928, with RFC
+ * 1929 username/password), asking it for a tunnel to host:port; and the
+ * Proxy-Authorization value an `http` upstream gets with requests
+ * forwarded to it in absolute form (up_hs_proxy_auth). A kit: it uses no module; the gateway's
+ * pool (modules/pool/pool_dial.c) and the coming checker use it.
+ *
+ * Pure: no I/O, no clock, no allocation, no logging; the caller moves
+ * the bytes and keeps the time (the handshake's deadline is the
+ * caller's). Ownership: the caller owns the up_hs (embedded in its own
+ * state, no destructor: up_hs_wipe() when it gives up); the handshake
+ * borrows the credentials until it copied them (see "Credentials").
+ * Threads: no shared state; one handshake is used by one thread at a
+ * time (the pool: the loop thread), different ones by any threads.
+ * Return values: up_hs_init PH_OK or PH_EINVAL; up_hs_feed an
+ * up_hs_state; up_hs_basic and up_hs_proxy_auth a length, 0 when
+ * refused; the rest below.
  *
  * The I/O rule that keeps every byte of the target's for the client: the
  * caller never reads past the handshake. It writes what pending_out()
@@ -182,11 +194,22 @@ void up_hs_wipe(up_hs *h);
  * (NULL only with length 0); a user name with ':' is refused (RFC 7617).
  * Returns the token's length (at most UP_HS_BASIC_MAX), or 0 when
  * refused or cap is too small. The CONNECT request's Proxy-Authorization
- * and the pool's absolute-form forwarding (pool_attempt.c) both use it.
+ * and the pool's absolute-form forwarding (pool_dial.c) both use it.
  * Pure; the caller wipes out when done with it. */
 #define UP_HS_BASIC_MAX 684u /* 4 * ceil((255 + 1 + 255) / 3) */
 size_t up_hs_basic(const char *user, uint32_t user_len, const char *pass,
                    uint32_t pass_len, char *out, size_t cap);
+
+/* The Proxy-Authorization value an `http` upstream gets with each request
+ * forwarded to it in absolute form: "Basic " and up_hs_basic()'s token,
+ * NUL-terminated, written to out (cap bytes, the NUL included). Returns
+ * its length without the NUL (at most UP_HS_PROXY_AUTH_MAX), or 0 when
+ * up_hs_basic() refuses the credentials or cap is too small. Pure; the
+ * caller wipes out when done with it. (No credentials, no header: the
+ * caller's decision.) */
+#define UP_HS_PROXY_AUTH_MAX (6u + UP_HS_BASIC_MAX) /* "Basic " + token */
+size_t up_hs_proxy_auth(const char *user, uint32_t user_len, const char *pass,
+                        uint32_t pass_len, char *out, size_t cap);
 
 /* Stable names (logs, metrics): "more", "done", "refused", "auth",
  * "malformed". */

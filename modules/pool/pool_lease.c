@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The pool's lease (CP-5-4, CP-5-5): a stream that is up (a tunnel, or a
+ * socket to a forward proxy) goes to the caller with a lease; the
+ * proxy's reservation becomes active, and the lease's end gives the
+ * outcome of the stages after it (RESPONSE_HEADERS, TUNNEL), frees the
+ * capacity (waking waiters) and the attempt. The drain (pool_drain.c)
+ * cuts leased streams through the caller's cut. Loop thread. */
+#include "pool_int.h"
+
+void pool_lease_release(pool_attempt *a) {
+  pool *p = a->p;
+  pool_drain_remove(a);
+  if (a->px) {
+    uint32_t idx = a->px->idx;
+    pool_px_add(p, a->px, -1, 0);
+    pool_api->gauge_add(p->m_active, -1);
+    a->px = NULL;
+    if (idx != PH_POOL_VIEW_NONE)
+      pool_wake(p, idx);
+  }
+}
+
+static void lease_first_byte(ph_open_lease *l) {
+  pool_attempt *a = (pool_attempt *)l;
+  if (a->first_byte)
+    return;
+  a->first_byte = 1;
+  a->stage_us = pool_mono_us(); /* the tunnel's stage from here */
+}
+
+/* The stage and result an ended stream reports (docs/user-guide/
+ * gateway.md "Outcomes"): before the target's first byte it is about the
+ * response (CP-5-4), after it about the tunnel (CP-5-5); a client that
+ * went away says nothing against the proxy. */
+static void lease_end(ph_open_lease *l, int how) {
+  pool_attempt *a = (pool_attempt *)l;
+  pool *p = a->p;
+  p->entered++;
+  int stage = a->first_byte || how == PH_LEASE_END_CLIENT_ERROR
+                  ? PH_OUTCOME_STAGE_TUNNEL
+                  : PH_OUTCOME_STAGE_RESPONSE_HEADERS;
+  int result = PH_OUTCOME_SUCCESS;
+  if (how == PH_LEASE_END_TIMEOUT)
+    result = PH_OUTCOME_TIMEOUT;
+  else if (how == PH_LEASE_END_TARGET_ERROR ||
+           (how == PH_LEASE_END_CLOSED && !a->first_byte))
+    result = PH_OUTCOME_FAILURE;
+  pool_outcome(a, stage, result);
+  pool_lease_release(a);
+  pool_attempt_free(a);
+  p->entered--;
+}
+
+/* The caller's cut: the drain (pool_drain.c) ends the stream with it. */
+static void lease_on_cut(ph_open_lease *l, void (*cut)(void *), void *arg) {
+  pool_drain_on_cut((pool_attempt *)l, cut, arg);
+}
+
+static const ph_open_lease_ops lease_ops = {
+    .size = sizeof(ph_open_lease_ops),
+    .first_byte = lease_first_byte,
+    .end = lease_end,
+    .on_cut = lease_on_cut,
+};
+
+/* The stream is up (a tunnel, or a socket to a forward proxy): the
+ * reservation becomes active and the caller gets the socket, the lease,
+ * and rflags (ph_open_result_flags). */
+void pool_lease_out(pool_attempt *a, uintptr_t rflags) {
+  pool *p = a->p;
+  pool_px_add(p, a->px, +1, -1);
+  pool_drain_add(a);
+  pool_api->gauge_add(p->m_reserved, -1);
+  pool_api->gauge_add(p->m_active, 1);
+  pool_api->inc(p->m_result[PR_OK], 1);
+  a->stage_us = pool_mono_us();
+  a->lease.ops = &lease_ops;
+  a->res.size = sizeof(a->res);
+  a->res.stage = PH_STAGE_NONE;
+  a->res.code = PH_OPEN_OK;
+  a->res.fd = a->fd;
+  a->res.lease = &a->lease;
+  a->res.flags = rflags;
+  a->res.http_forward = rflags & PH_OPEN_R_HTTP_PROXY ? &a->fwd : NULL;
+  a->fd = -1;
+  pool_answer(a);
+}

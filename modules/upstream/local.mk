@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# modules/upstream: the upstream kit (issue 25 item 1): the handshakes a
+# gateway, and the coming checker, speak to an upstream proxy (issue 13,
+# CP-5-3): HTTP CONNECT and SOCKS5 as a pure codec, and the Basic token
+# an `http` upstream gets with requests forwarded in absolute form
+# (up_hs.h). A kit, not a module: it uses no module, and the pool links
+# it (modules/pool/local.mk).
+#
+# libphupstream.la uses modules/common/host_norm.c but does not carry it:
+# whatever links libphupstream.la links modules/common/libphcommon.la too
+# (the pool does, through CP_VIEW_LDADD), so host_norm.o is never in one
+# link twice; and $(OPENSSL_LIBS) (OPENSSL_cleanse). Its users compile
+# with UPSTREAM_CPPFLAGS (up_hs.h).
+#
+# Also here: its unit test, a probe that runs it over blocking sockets
+# against real proxies (t/integration/upstream_hs.sh: Debian's microsocks
+# and tinyproxy) and its fuzz target, replayed over t/fuzz/seeds/up_hs by
+# t/integration/fuzz_replay.sh.
+EXTRA_DIST += modules/upstream/local.mk t/integration/upstream_hs.sh \
+	t/unit/test_up_hs.c t/lib/up_hs_probe.c t/fuzz/fuzz_up_hs.c
+
+UPSTREAM_CPPFLAGS = $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/upstream
+UPSTREAM_LDADD = modules/upstream/libphupstream.la \
+	modules/common/libphcommon.la $(OPENSSL_LIBS)
+
+# Built with the pool, its only user so far (configure checks OpenSSL for
+# the control plane's modules, the pool among them).
+if MODULE_POOL
+noinst_LTLIBRARIES += modules/upstream/libphupstream.la
+modules_upstream_libphupstream_la_SOURCES = \
+	modules/upstream/up_hs.c modules/upstream/up_hs.h \
+	modules/upstream/up_connect.c modules/upstream/up_socks5.c
+modules_upstream_libphupstream_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(UPSTREAM_CPPFLAGS)
+
+check_PROGRAMS += t/unit/test_up_hs t/lib/up_hs_probe t/fuzz/replay_up_hs
+TESTS += t/unit/test_up_hs t/integration/upstream_hs.sh
+
+t_unit_test_up_hs_SOURCES = t/unit/test_up_hs.c
+t_unit_test_up_hs_CPPFLAGS = $(TEST_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
+t_unit_test_up_hs_LDADD = $(UPSTREAM_LDADD)
+
+t_lib_up_hs_probe_SOURCES = t/lib/up_hs_probe.c
+t_lib_up_hs_probe_CPPFLAGS = $(AM_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
+t_lib_up_hs_probe_LDADD = $(UPSTREAM_LDADD)
+
+t_fuzz_replay_up_hs_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_up_hs.c
+t_fuzz_replay_up_hs_CPPFLAGS = $(AM_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
+t_fuzz_replay_up_hs_LDADD = $(UPSTREAM_LDADD)
+endif
