@@ -15,6 +15,7 @@
 #include "addr.h"
 #include "core.h"
 #include "debug.h"
+#include "defer.h"
 #include "log.h"
 #include "routes.h"
 #include "threads.h"
@@ -371,6 +372,39 @@ static void api_timer_free(ph_timer *t) {
   free(t);
 }
 
+/* ---- calls on the loop's next turn (ABI 1.6; defer.c) ---------------- */
+
+static ph_defer *api_defer_new(ph_ctx *ctx, ph_defer_fn fn, void *arg) {
+  if (!on_loop(ctx, LOOP_ONLY("defer_new")))
+    return NULL;
+  if (!fn || in_check(ctx) || !ctx->core->defers)
+    return NULL;
+  return defer_new(ctx->core->defers, ctx, fn, arg);
+}
+
+static int api_defer_post(ph_defer *d) {
+  if (!d)
+    return PH_EINVAL;
+  if (!on_loop(d->ctx, LOOP_ONLY("defer_post")))
+    return PH_ESTATE;
+  defer_post(d);
+  return PH_OK;
+}
+
+static int api_defer_cancel(ph_defer *d) {
+  if (!d)
+    return PH_EINVAL;
+  if (!on_loop(d->ctx, LOOP_ONLY("defer_cancel")))
+    return PH_ESTATE;
+  return defer_cancel(d);
+}
+
+static void api_defer_free(ph_defer *d) {
+  if (!d || !on_loop(d->ctx, LOOP_ONLY("defer_free")))
+    return;
+  defer_free(d);
+}
+
 /* ---- cross-thread work ----------------------------------------------- */
 
 static int api_post(ph_ctx *ctx, ph_call_fn fn, void *arg,
@@ -708,4 +742,8 @@ const ph_api ph_host_api = {
     .conf_peer_int = api_conf_peer_int,
     .conf_peer_str = api_conf_peer_str,
     .drain_cut = api_drain_cut,
+    .defer_new = api_defer_new,
+    .defer_post = api_defer_post,
+    .defer_cancel = api_defer_cancel,
+    .defer_free = api_defer_free,
 };

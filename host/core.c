@@ -13,6 +13,7 @@
 #include <proxyhost/listener_event.h>
 
 #include "core.h"
+#include "defer.h"
 #include "log.h"
 #include "notify.h"
 #include "threads.h"
@@ -565,10 +566,11 @@ int core_setup(ph_core *c, ph_buf *err) {
                      (unsigned)conf_int(c->conf, "proxyhost", "threads"),
                      (size_t)conf_int(c->conf, "proxyhost", "job_queue"));
   c->services = services_new();
+  c->defers = defers_new(c->loop);
   c->bus = c->mailbox ? bus_new(c->mailbox, c->m_bus_dropped,
                                 c->m_bus_delivered)
                       : NULL;
-  if (!c->mailbox || !c->pool || !c->services || !c->bus) {
+  if (!c->mailbox || !c->pool || !c->services || !c->defers || !c->bus) {
     buf_puts(err, "cannot start host services (out of memory or threads)\n");
     return -1;
   }
@@ -970,6 +972,8 @@ void core_free(ph_core *c) {
     ctx_free(c->mods[i]);
   if (c->metrics)
     metrics_free(c->metrics);
+  /* After the modules' destroy, which freed their handles. */
+  defers_free(c->defers);
   if (c->loop)
     ev_loop_destroy(c->loop);
   free(c->config_path);

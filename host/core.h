@@ -94,6 +94,7 @@ struct ph_core {
   ph_services *services;
   ph_admin *admin;
   ph_routes *routes; /* modules' admin routes (ABI 1.3) */
+  struct ph_defers *defers; /* api->defer_* (ABI 1.6), defer.c */
   ph_topic *reload_topic;
 
   ph_ctx *mods[PH_MAX_MODULES];

@@ -134,10 +134,10 @@ static int cache_init(ph_ctx *ctx, const ph_api *host, void **state) {
            "hash");
     return PH_EINVAL;
   }
-  s->deliver_t = api->timer_new(ctx, sf_deliver, s);
+  s->deliver = api->defer_new(ctx, sf_deliver, s);
   s->tick_t = api->timer_new(ctx, rw_tick, s);
   s->reap_t = api->timer_new(ctx, rw_reap, s);
-  if (!s->deliver_t || !s->tick_t || !s->reap_t || sf_init(s) != PH_OK)
+  if (!s->deliver || !s->tick_t || !s->reap_t || sf_init(s) != PH_OK)
     return PH_ENOMEM;
   int rc = declare_metrics(s);
   if (rc != PH_OK)
@@ -192,8 +192,7 @@ static void cache_destroy(void *state) {
   if (!s)
     return;
   sf_free_all(s);
-  if (s->deliver_t)
-    api->timer_free(s->deliver_t);
+  api->defer_free(s->deliver);
   if (s->tick_t)
     api->timer_free(s->tick_t);
   if (s->reap_t)

@@ -100,11 +100,11 @@ struct acache {
   int64_t next_id;
   wlist queue, batch; /* answers for the next loop turn, and those being
                          handed out now */
-  int armed;
   int in_check;     /* inside check_open: answers must wait for a later turn */
   flight *starting; /* the flight whose store check_open runs now */
 
-  ph_timer *deliver_t, *tick_t, *reap_t;
+  ph_defer *deliver; /* hands out queue on the next loop turn */
+  ph_timer *tick_t, *reap_t;
   ph_series *m_req[AC_N_REQ];
   ph_series *m_entries, *m_evictions, *m_generations;
 };
@@ -141,7 +141,7 @@ int64_t sf_answer_later(acache *s, const ph_access_result *res, int slot,
 int sf_cancel(acache *s, int64_t id);
 /* Drops everything without calling anyone; cancels the store's checks. */
 void sf_free_all(acache *s);
-void sf_deliver(ph_timer *t, void *arg);
+void sf_deliver(ph_defer *d, void *arg);
 
 /* access_cache.c */
 extern const ph_access_v1 access_cache_vt;

@@ -15,10 +15,11 @@
  * denial that is never cached.
  *
  * Answers that are known when check_open is called (hits, bounds) go
- * into a FIFO queue that a one-shot timer hands out on a later loop turn
- * (the contract: never from inside check_open), as auth_local's access
- * service does: armed only when the queue goes from empty to not empty,
- * the whole queue taken as one batch. */
+ * into a FIFO queue that a deferred call (api->defer_post) hands out on
+ * the loop's next turn (the contract: never from inside check_open), as
+ * auth_local's access service does: no clock tick in between (issue 25:
+ * a cached allow waited for a 1 ms timer), the whole queue taken as one
+ * batch. */
 #include "auth_cache_int.h"
 
 #include <stdlib.h>
@@ -127,12 +128,11 @@ static waiter *waiter_new(acache *s, ph_access_cb cb, void *arg, int slot) {
   return w;
 }
 
-/* ---- answers on a later loop turn -------------------------------------- */
+/* ---- answers on the next loop turn -------------------------------------- */
 
-void sf_deliver(ph_timer *t, void *arg) {
-  (void)t;
+void sf_deliver(ph_defer *d, void *arg) {
+  (void)d;
   acache *s = arg;
-  s->armed = 0;
   s->batch = s->queue; /* later answers wait for the next turn */
   for (waiter *w = s->batch.head; w; w = w->next)
     w->on = &s->batch;
@@ -153,10 +153,7 @@ static void queue_answer(acache *s, waiter *w, const ph_access_result *res) {
   w->res = *res;
   w->f = NULL;
   list_push(&s->queue, w);
-  if (!s->armed) {
-    s->armed = 1;
-    s->api->timer_set(s->deliver_t, 1, 0);
-  }
+  s->api->defer_post(s->deliver); /* nothing when already pending */
 }
 
 int64_t sf_answer_later(acache *s, const ph_access_result *res, int slot,

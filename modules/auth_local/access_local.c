@@ -2,13 +2,12 @@
 /* auth_local's "access" service (see access_local.h).
  *
  * A check is decided when it starts (a lookup in memory) and waits in a
- * FIFO queue for a one-shot timer, so the callback never runs inside
- * check_open. The timer is armed only when the queue goes from empty to
- * not empty: re-arming it on every check would push the deadline back on
- * each loop iteration that brings a new check, and under a steady stream
- * of checks no answer would ever be delivered. The timer takes the whole
- * queue as one batch, so a check started from inside a callback is
- * answered on a later iteration, not in the same loop over the batch. */
+ * FIFO queue for the loop's next turn (api->defer_post, no clock tick),
+ * so the callback never runs inside check_open. Posting while the call is
+ * pending changes nothing, so a steady stream of checks pushes no answer
+ * back. The call takes the whole queue as one batch, so a check started
+ * from inside a callback is answered on a later turn, not in the same
+ * loop over the batch. */
 #include "access_local.h"
 
 #include <stdlib.h>
@@ -37,10 +36,9 @@ struct auth_local_access {
   uint32_t ttl_ms;
   int64_t max_pending, slots; /* slots: checks holding one now */
   int64_t next_id;
-  pending *queue, **tail; /* waiting for the timer, oldest first */
-  pending *batch;         /* being delivered by the timer now */
-  int armed;
-  ph_timer *timer;
+  pending *queue, **tail; /* waiting for the next turn, oldest first */
+  pending *batch;         /* being delivered now */
+  ph_defer *turn;         /* delivers queue on the next loop turn */
   ph_series *m_checks[3]; /* by verdict - 1 */
 };
 
@@ -93,10 +91,9 @@ static void release(auth_local_access *s, pending *p) {
     s->slots--;
 }
 
-static void deliver(ph_timer *t, void *arg) {
+static void deliver(ph_defer *t, void *arg) {
   (void)t;
   auth_local_access *s = arg;
-  s->armed = 0;
   s->batch = s->queue;
   s->queue = NULL;
   s->tail = &s->queue;
@@ -113,10 +110,7 @@ static void deliver(ph_timer *t, void *arg) {
 static void enqueue(auth_local_access *s, pending *p) {
   *s->tail = p;
   s->tail = &p->next;
-  if (!s->armed) {
-    s->armed = 1;
-    s->api->timer_set(s->timer, 1, 0); /* a later loop iteration */
-  }
+  s->api->defer_post(s->turn); /* nothing when already pending */
 }
 
 static int64_t check_open(void *self, const ph_access_request *req,
@@ -209,8 +203,8 @@ auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
   s->revision = 1; /* 0 would say "no revision" */
   s->max_pending = 1;
   s->tail = &s->queue;
-  s->timer = api->timer_new(ctx, deliver, s);
-  if (!s->timer || declare_metric(s) != PH_OK) {
+  s->turn = api->defer_new(ctx, deliver, s);
+  if (!s->turn || declare_metric(s) != PH_OK) {
     auth_local_access_free(s);
     return NULL;
   }
@@ -225,7 +219,7 @@ void auth_local_access_free(auth_local_access *s) {
     s->queue = p->next;
     free(p);
   }
-  s->api->timer_free(s->timer);
+  s->api->defer_free(s->turn);
   free(s);
 }
 

@@ -62,9 +62,8 @@ struct auth {
   int64_t max_pending, pending;
   int64_t next_id;
   check *live;     /* outstanding checks */
-  check *deferred; /* answered from the cache, delivered by the timer */
-  ph_timer *defer_timer;
-  int defer_armed; /* the timer will fire: do not push it back */
+  check *deferred; /* answered from the cache, for the next loop turn */
+  ph_defer *turn;   /* delivers deferred */
   auth_local_access *access;
   ph_series *m_checks[3][2]; /* verdict x cache hit/miss */
 };
@@ -152,10 +151,9 @@ static void verify_done(void *arg, int status) {
   free_check(c);
 }
 
-static void deliver_deferred(ph_timer *t, void *arg) {
+static void deliver_deferred(ph_defer *t, void *arg) {
   (void)t;
   auth *a = arg;
-  a->defer_armed = 0;
   while (a->deferred) {
     check *c = a->deferred;
     a->deferred = c->next;
@@ -169,13 +167,9 @@ static void defer(auth *a, check *c, int verdict, int hit) {
   c->next = a->deferred;
   a->deferred = c;
   count(a, verdict, hit);
-  /* Armed once: re-arming on every check would move the deadline on each
-   * loop iteration that brings one, and a steady stream of checks would
-   * starve every deferred answer. */
-  if (!a->defer_armed) {
-    a->defer_armed = 1;
-    api->timer_set(a->defer_timer, 1, 0); /* a later loop iteration */
-  }
+  /* The next loop turn, no clock tick; posting again while pending
+   * changes nothing, so a steady stream of checks starves no answer. */
+  api->defer_post(a->turn);
 }
 
 static const user *find_user(const auth *a, const char *name, size_t len) {
@@ -399,8 +393,8 @@ static int auth_init(ph_ctx *ctx, const ph_api *host, void **state) {
       const char *lv[] = {verdicts[v], caches[h]};
       a->m_checks[v][h] = api->series(m, lv);
     }
-  a->defer_timer = api->timer_new(ctx, deliver_deferred, a);
-  if (!a->defer_timer)
+  a->turn = api->defer_new(ctx, deliver_deferred, a);
+  if (!a->turn)
     return PH_ENOMEM;
   a->access = auth_local_access_new(ctx, api, user_known, a);
   if (!a->access)
@@ -429,7 +423,7 @@ static void auth_destroy(void *state) {
     a->deferred = c->next;
     free_check(c);
   }
-  api->timer_free(a->defer_timer);
+  api->defer_free(a->turn);
   auth_local_access_free(a->access);
   free(a->users);
   auth_cache_free(a->cache);

@@ -93,7 +93,7 @@ struct direct {
   int64_t next_id;
   int pumping;
   int entered; /* open/cancel/pump on the stack: deliver later */
-  ph_timer *deliver_timer;
+  ph_defer *deliver; /* hands done results over on the next loop turn */
   int64_t local_at_ms; /* last refresh of local addresses, 0 never */
 };
 
@@ -247,8 +247,7 @@ static void log_failure(direct *d, const dreq *r) {
 static void pump(direct *d);
 
 static void arm_delivery(direct *d) {
-  /* after 0 with a repeat: the next loop iteration (0/0 would stop it). */
-  api->timer_set(d->deliver_timer, 0, 1);
+  api->defer_post(d->deliver); /* the next loop turn, no clock tick */
 }
 
 /* Stops whatever the request is doing (DNS, dial, deadline). */
@@ -319,7 +318,7 @@ static void on_dialed(void *arg, int fd, int code, int err) {
     list_unlink(r);
     deliver(r);
     if (!d->done.first)
-      api->timer_set(d->deliver_timer, 0, 0);
+      api->defer_cancel(d->deliver);
   }
 }
 
@@ -488,9 +487,9 @@ static void deliver(dreq *r) {
   free_req(r);
 }
 
-static void on_deliver(ph_timer *t, void *arg) {
+static void on_deliver(ph_defer *t, void *arg) {
+  (void)t;
   direct *d = arg;
-  api->timer_set(t, 0, 0);
   /* Only what is due now: results produced by callbacks (an open()
    * refused at once) wait for the next iteration. */
   size_t n = d->done.n;
@@ -804,9 +803,9 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
   while (d->n_buckets < want && d->n_buckets < 65536)
     d->n_buckets *= 2;
   d->buckets = calloc(d->n_buckets, sizeof(*d->buckets));
-  d->deliver_timer = api->timer_new(ctx, on_deliver, d);
+  d->deliver = api->defer_new(ctx, on_deliver, d);
   d->pol = load_policy(d);
-  if (!d->buckets || !d->deliver_timer || !d->pol)
+  if (!d->buckets || !d->deliver || !d->pol)
     return d->pol ? PH_ENOMEM : PH_EINVAL;
   d->res = build_resolver(d);
   if (!d->res)
@@ -865,7 +864,7 @@ static void direct_destroy(void *state) {
   free_list(&d->done);
   resolver_free(d->res); /* drops the late answers of abandoned lookups */
   policy_free(d->pol);
-  api->timer_free(d->deliver_timer);
+  api->defer_free(d->deliver);
   free(d->buckets);
   free(d);
 }

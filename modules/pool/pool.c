@@ -235,9 +235,9 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
     nb <<= 1;
   p->n_buckets = nb;
   p->buckets = calloc(nb, sizeof(*p->buckets));
-  p->deliver_timer = a->timer_new(ctx, pool_on_deliver, p);
+  p->deliver = a->defer_new(ctx, pool_on_deliver, p);
   p->drain_timer = a->timer_new(ctx, pool_on_drain_timer, p);
-  if (!p->buckets || !p->deliver_timer || !p->drain_timer)
+  if (!p->buckets || !p->deliver || !p->drain_timer)
     return PH_ENOMEM;
   if (RAND_bytes((unsigned char *)&p->rng, sizeof(p->rng)) != 1 || !p->rng)
     p->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)a->now_ms(ctx);
@@ -341,8 +341,7 @@ static void pool_destroy(void *state) {
   pool_gen_clear(p);
   for (uint32_t s = 0; s < p->n_strats; s++)
     free((char *)p->strats[s].name);
-  if (p->deliver_timer)
-    pool_api->timer_free(p->deliver_timer);
+  pool_api->defer_free(p->deliver);
   if (p->drain_timer)
     pool_api->timer_free(p->drain_timer);
   free(p->buckets);

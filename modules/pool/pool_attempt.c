@@ -151,12 +151,11 @@ static void answer_later(pool_attempt *a) {
   pool *p = a->p;
   a->state = AT_DONE;
   pool_q_push(&p->dq_first, &p->dq_last, a);
-  pool_api->timer_set(p->deliver_timer, 0, 1);
+  pool_api->defer_post(p->deliver); /* the next loop turn */
 }
 
-void pool_on_deliver(ph_timer *t, void *arg) {
+void pool_on_deliver(ph_defer *t, void *arg) {
   pool *p = arg;
-  pool_api->timer_set(t, 0, 0);
   /* Only what is due now; answers made meanwhile wait one iteration. */
   pool_attempt *end = p->dq_last;
   while (p->dq_first) {
@@ -167,7 +166,7 @@ void pool_on_deliver(ph_timer *t, void *arg) {
       break;
   }
   if (p->dq_first)
-    pool_api->timer_set(t, 0, 1);
+    pool_api->defer_post(t);
 }
 
 void pool_answer(pool_attempt *a) {

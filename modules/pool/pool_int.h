@@ -226,7 +226,7 @@ struct pool {
   pool_attempt *wq_first, *wq_last;
   uint32_t n_waiting;
   pool_attempt *dq_first, *dq_last;
-  ph_timer *deliver_timer;
+  ph_defer *deliver; /* answers made inside a call, on the next turn */
   ph_timer *drain_timer; /* the next cut, or the next view deadline */
   pool_attempt *cutq;    /* streams being cut now (pool_drain.c) */
   int entered; /* open/cancel/lease calls on the stack: answer later */
@@ -276,7 +276,7 @@ uint64_t pool_random(pool *p);
 extern const ph_connector_v1 pool_connector_service;
 /* Answers every attempt in progress (stop): stage queue, queue_full. */
 void pool_attempts_abort(pool *p);
-void pool_on_deliver(ph_timer *t, void *arg);
+void pool_on_deliver(ph_defer *t, void *arg);
 /* The loop's monotonic clock, ms (pool_api->now_ms). */
 int64_t pool_mono_ms(pool *p);
 /* The wait queue and the done list share a's qprev/qnext links. */

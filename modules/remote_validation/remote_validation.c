@@ -135,7 +135,7 @@ struct rv {
   call *ids[RV_ID_BUCKETS];
   call *deferred;   /* answered on the next loop iteration */
   call *delivering; /* being answered now */
-  ph_timer *defer_timer;
+  ph_defer *turn; /* delivers deferred on the next loop turn */
   /* HTTP clients retired by a reload, until their last request ended */
   struct old_http {
     rv_http *h;
@@ -330,7 +330,7 @@ static void answer(rv *r, call *c, int verdict) {
   cb(arg, verdict);
 }
 
-static void deliver_deferred(ph_timer *t, void *arg) {
+static void deliver_deferred(ph_defer *t, void *arg) {
   (void)t;
   rv *r = arg;
   /* Those the callbacks add wait for the next round; those they cancel
@@ -352,7 +352,7 @@ static void defer(rv *r, call *c, int verdict) {
   c->verdict = verdict;
   c->f = NULL;
   list_push(&r->deferred, c);
-  api->timer_set(r->defer_timer, 1, 0); /* a later loop iteration */
+  api->defer_post(r->turn); /* the next loop turn, no clock tick */
 }
 
 /* ---- flights --------------------------------------------------------- */
@@ -805,8 +805,8 @@ static int rv_init(ph_ctx *ctx, const ph_api *a, void **state) {
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     return PH_EINVAL;
   r->curl_inited = 1;
-  r->defer_timer = api->timer_new(ctx, deliver_deferred, r);
-  if (!r->defer_timer)
+  r->turn = api->defer_new(ctx, deliver_deferred, r);
+  if (!r->turn)
     return PH_ENOMEM;
   int rc = init_metrics(r);
   if (rc == PH_OK)
@@ -849,8 +849,7 @@ static void rv_destroy(void *state) {
     free(o);
   }
   rv_cache_free(r->cache);
-  if (r->defer_timer)
-    api->timer_free(r->defer_timer);
+  api->defer_free(r->turn);
   rv_keyer_wipe(&r->keyer);
   free(r->endpoint);
   free(r->ca_file);

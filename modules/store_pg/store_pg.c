@@ -380,8 +380,7 @@ static void spg_destroy(void *state) {
     return;
   pg_pool_free(s->pool); /* no task is called back */
   req_drop_all(s);
-  if (s->ltimer)
-    s->api->timer_free(s->ltimer);
+  s->api->defer_free(s->lturn);
   if (s->poll_timer)
     s->api->timer_free(s->poll_timer);
   if (s->stale_timer)

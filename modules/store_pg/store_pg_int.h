@@ -53,9 +53,8 @@ struct spg {
   int64_t next_id;
   int n_tasks; /* calls holding a pool task: at most max_pending */
   sreq *live;
-  sreq *lhead, **ltail; /* answers waiting for the timer */
-  int larmed;
-  ph_timer *ltimer;
+  sreq *lhead, **ltail; /* answers waiting for the next turn */
+  ph_defer *lturn; /* answers later: on the next loop turn */
   /* the revision poll */
   ph_timer *poll_timer;
   ph_timer *stale_timer; /* the end of the stale window (pg_poll.c) */

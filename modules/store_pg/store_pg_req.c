@@ -48,10 +48,9 @@ void req_finish(sreq *r) {
   spg_maybe_stopped(s);
 }
 
-static void on_answers(ph_timer *t, void *arg) {
+static void on_answers(ph_defer *t, void *arg) {
   (void)t;
   spg *s = arg;
-  s->larmed = 0;
   sreq *batch = s->lhead;
   s->lhead = NULL;
   s->ltail = &s->lhead;
@@ -69,16 +68,13 @@ void req_later(sreq *r) {
   r->lnext = NULL;
   *s->ltail = r;
   s->ltail = &r->lnext;
-  if (!s->larmed) {
-    s->larmed = 1;
-    s->api->timer_set(s->ltimer, 1, 0);
-  }
+  s->api->defer_post(s->lturn); /* the next loop turn, no clock tick */
 }
 
 int req_timer_init(spg *s) {
   s->ltail = &s->lhead;
-  s->ltimer = s->api->timer_new(s->ctx, on_answers, s);
-  return s->ltimer ? PH_OK : PH_ENOMEM;
+  s->lturn = s->api->defer_new(s->ctx, on_answers, s);
+  return s->lturn ? PH_OK : PH_ENOMEM;
 }
 
 /* The store's bound: max_pending calls in flight (running or waiting

@@ -101,10 +101,9 @@ int sq_call_submit(sq *s, sq_call *c) {
   return 0;
 }
 
-void sq_ready_tick(ph_timer *t, void *arg) {
+void sq_ready_tick(ph_defer *t, void *arg) {
   (void)t;
   sq *s = arg;
-  s->ready_armed = 0;
   s->batch = s->ready;
   s->ready = NULL;
   while (s->batch) {
@@ -124,12 +123,9 @@ void sq_call_answer_later(sq *s, sq_call *c) {
     p = &(*p)->next;
   c->next = NULL;
   *p = c;
-  if (!s->ready_armed) {
-    /* Armed once: re-arming on every call would push the answer back on
-     * each iteration that brings one (auth_local does the same). */
-    s->ready_armed = 1;
-    s->api->timer_set(s->ready_timer, 1, 0);
-  }
+  /* The next loop turn, no clock tick; posting while pending changes
+   * nothing, so no answer is pushed back by the ones after it. */
+  s->api->defer_post(s->ready_turn);
 }
 
 void sq_call_start(sq *s, sq_call *c, int *status, const char **detail) {

@@ -216,9 +216,9 @@ static int sq_init(ph_ctx *ctx, const ph_api *host, void **state) {
   s->pool = sq_pool_new(api->conf_str(ctx, "path"),
                         (int)api->conf_int(ctx, "connections"),
                         (int)api->conf_int(ctx, "busy_timeout"));
-  s->ready_timer = api->timer_new(ctx, sq_ready_tick, s);
+  s->ready_turn = api->defer_new(ctx, sq_ready_tick, s);
   s->poll_timer = api->timer_new(ctx, poll_tick, s);
-  if (!s->pool || !s->ready_timer || !s->poll_timer)
+  if (!s->pool || !s->ready_turn || !s->poll_timer)
     return PH_ENOMEM;
   int rc = declare_metrics(s);
   if (rc != PH_OK)
@@ -316,8 +316,7 @@ static void sq_destroy(void *state) {
     return;
   sq *s = &st->s;
   sq_call_drop_all(s);
-  if (s->ready_timer)
-    api->timer_free(s->ready_timer);
+  api->defer_free(s->ready_turn);
   if (s->poll_timer)
     api->timer_free(s->poll_timer);
   sq_pool_free(s->pool);

@@ -76,10 +76,9 @@ struct sq {
   int64_t next_id;
   int started, stopping;
   sq_call *live;  /* submitted to a helper thread */
-  sq_call *ready; /* answered without the database, for the timer */
-  sq_call *batch; /* being delivered by the timer now */
-  int ready_armed;
-  ph_timer *ready_timer;
+  sq_call *ready; /* answered without the database, for the next turn */
+  sq_call *batch; /* being delivered now */
+  ph_defer *ready_turn; /* hands ready out on the next loop turn */
   ph_timer *poll_timer;
   int poll_in_flight;
   ph_series *m_calls[SQ_CALL_KINDS]; /* sq_call_kind */
@@ -99,8 +98,8 @@ int sq_call_take_slot(sq *s, sq_call *c);
 /* Sends c to a helper thread. 0, or -1 when the host's job queue is full
  * (the caller then answers c with sq_call_answer_later). */
 int sq_call_submit(sq *s, sq_call *c);
-/* The timer that delivers what sq_call_answer_later queued. */
-void sq_ready_tick(ph_timer *t, void *arg);
+/* The deferred call that delivers what sq_call_answer_later queued. */
+void sq_ready_tick(ph_defer *t, void *arg);
 /* Queues c to be delivered on a later loop iteration, without work. */
 void sq_call_answer_later(sq *s, sq_call *c);
 /* The cancel of both services. PH_OK or PH_ENOENT. */

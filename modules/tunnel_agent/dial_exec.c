@@ -2,7 +2,6 @@
 /* The agent's bounded dial executor (dial_exec.h). */
 #include "dial_exec.h"
 
-#include "next_turn.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -46,8 +45,7 @@ struct dial_exec {
   void *cself;
   dial_exec_cfg cfg;
   tlist pending, running;
-  next_turn turn; /* the dispatch runs on the loop's next turn */
-  nt_item pump_item;
+  ph_defer *turn; /* the dispatch runs on the loop's next turn */
 };
 
 static uint64_t mono_us(void) {
@@ -167,8 +165,9 @@ static void pump(dial_exec *x) {
   }
 }
 
-static void on_pump(nt_item *it) {
-  pump((dial_exec *)((char *)it - offsetof(dial_exec, pump_item)));
+static void on_pump(ph_defer *d, void *arg) {
+  (void)d;
+  pump(arg);
 }
 
 /* The dispatch (the connector's open: its policy check, /etc/hosts, DNS
@@ -176,7 +175,7 @@ static void on_pump(nt_item *it) {
  * answer only ask for it, and it runs on the loop's next turn (TM-P0-2). */
 static void kick(dial_exec *x) {
   if (x->pending.first && x->running.n < x->cfg.max_concurrent)
-    next_turn_post(&x->turn, &x->pump_item, on_pump);
+    x->api->defer_post(x->turn);
 }
 
 /* Ends a task: out of its list, the next ones' dispatch asked for, then
@@ -264,7 +263,8 @@ dial_exec *dial_exec_new(const ph_api *api, ph_ctx *ctx,
   x->cfg = *cfg;
   if (x->cfg.max_concurrent < 1)
     x->cfg.max_concurrent = 1;
-  if (next_turn_init(&x->turn, api, ctx) != PH_OK) {
+  x->turn = api->defer_new(ctx, on_pump, x);
+  if (!x->turn) {
     free(x);
     return NULL;
   }
@@ -284,7 +284,7 @@ static void drop_all(dial_exec *x, tlist *l) {
 void dial_exec_free(dial_exec *x) {
   if (!x)
     return;
-  next_turn_fini(&x->turn);
+  x->api->defer_free(x->turn);
   drop_all(x, &x->pending);
   drop_all(x, &x->running);
   free(x);

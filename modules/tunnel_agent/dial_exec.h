@@ -14,7 +14,7 @@
  * inside submit) or refuses it at once because the queue is full
  * (TM-P0-3). Taking it only queues it: the connector's open (the target
  * policy, the /etc/hosts lookup, DNS, connect) starts on a later loop
- * turn (next_turn.h), never on submit's stack (the reader's) nor on
+ * turn (api->defer_post), never on submit's stack (the reader's) nor on
  * dial_task_cancel's, and tasks reach the connector in submit order. Each task has its own cancellation (TM-P0-5): dial_task_cancel
  * (the server's RESET, the session closing), the open deadline
  * (open_timeout from submit) and the dial deadline (connect_timeout from

@@ -18,7 +18,7 @@
  *
  * Answers that need no server (no connection up: relay/agent_offline;
  * every connection full: queue/queue_full; a bad target; the capability)
- * are delivered on the loop's next turn (next_turn.h), so a callback
+ * are delivered on the loop's next turn (api->defer_post), so a callback
  * never runs inside open(). */
 #include <stddef.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@
 
 struct tc_req {
   tc_req *hnext; /* id table */
-  nt_item done;  /* answered locally, waiting for the next turn */
+  ph_defer *done; /* answered locally: made then, for the next turn */
   tc_client *tc;
   int64_t id;
   ph_open_cb cb;
@@ -97,6 +97,7 @@ static void log_failed(tc_client *tc, const tc_req *r, int64_t us) {
 static void req_free(tc_req *r) {
   if (r->timer)
     r->tc->api->timer_free(r->timer);
+  r->tc->api->defer_free(r->done); /* a pending answer is dropped */
   free(r);
 }
 
@@ -120,19 +121,29 @@ static void answer(tc_req *r) {
 
 /* ---- local answers -------------------------------------------------------- */
 
-static void on_deliver(nt_item *it) {
-  tc_req *r = (tc_req *)((char *)it - offsetof(tc_req, done));
+static void on_deliver(ph_defer *d, void *arg) {
+  (void)d;
+  tc_req *r = arg;
   table_del(r->tc, r);
-  answer(r);
+  answer(r); /* frees r and d */
 }
 
-static void finish_local(tc_req *r, int stage, int code, uint32_t retry_ms) {
+/* Answers r on the loop's next turn: r->id, or PH_ENOMEM (no handle for
+ * the deferred call; r is gone and nobody is called). */
+static int64_t finish_local(tc_req *r, int stage, int code,
+                            uint32_t retry_ms) {
   tc_client *tc = r->tc;
   r->res.stage = stage;
   r->res.code = code;
   r->res.retryable = retry_ms > 0;
   r->res.retry_after_ms = retry_ms;
-  next_turn_post(&tc->deliver, &r->done, on_deliver);
+  if (!r->done && !(r->done = tc->api->defer_new(tc->ctx, on_deliver, r))) {
+    table_del(tc, r);
+    req_free(r);
+    return PH_ENOMEM;
+  }
+  tc->api->defer_post(r->done);
+  return r->id;
 }
 
 /* ---- the session's answer ---------------------------------------------- */
@@ -239,28 +250,26 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   table_add(tc, r);
   if (!(flags & PH_OPEN_F_STREAM)) {
     /* This connector has streams only, no socket to give. */
-    finish_local(r, PH_STAGE_PROTOCOL, PH_OPEN_UNSUPPORTED_CAPABILITY, 0);
-    return r->id;
+    return finish_local(r, PH_STAGE_PROTOCOL, PH_OPEN_UNSUPPORTED_CAPABILITY,
+                        0);
   }
   if (!printable_host(r->host, hl)) {
     /* OPEN_STREAM carries printable ASCII only: no agent could resolve
      * it either. */
-    finish_local(r, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 0);
-    return r->id;
+    return finish_local(r, PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 0);
   }
   if (tc->stopping) {
-    finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, TC_RETRY_OFFLINE_MS);
-    return r->id;
+    return finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL,
+                        TC_RETRY_OFFLINE_MS);
   }
   tm_session *s = tc_conns_pick(tc);
   if (!s) {
     /* No connection up, or none accepts a stream now. */
     if (tc_conns_up(tc))
-      finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, TC_RETRY_FULL_MS);
-    else
-      finish_local(r, PH_STAGE_RELAY, PH_OPEN_AGENT_OFFLINE,
-                   TC_RETRY_OFFLINE_MS);
-    return r->id;
+      return finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL,
+                          TC_RETRY_FULL_MS);
+    return finish_local(r, PH_STAGE_RELAY, PH_OPEN_AGENT_OFFLINE,
+                        TC_RETRY_OFFLINE_MS);
   }
   tm_open_stream os;
   memset(&os, 0, sizeof(os));
@@ -278,8 +287,9 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   }
   r->st = tm_stream_open(s, &os, 0, on_opened, r);
   if (!r->st) /* at max_streams, draining, or its control queue full */
-    finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, TC_RETRY_FULL_MS);
-  else if (r->timer)
+    return finish_local(r, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL,
+                        TC_RETRY_FULL_MS);
+  if (r->timer)
     tc->api->timer_set(r->timer, tc->cfg.open_timeout_ms, 0);
   return r->id;
 }
@@ -290,7 +300,6 @@ static int tc_cancel(void *self, int64_t id) {
   if (!r)
     return PH_ENOENT;
   table_del(tc, r);
-  next_turn_cancel(&tc->deliver, &r->done);
   if (r->st) /* resets it towards the server; on_opened never runs */
     tm_stream_cancel(r->st);
   req_free(r);
@@ -310,15 +319,13 @@ int tc_opens_init(tc_client *tc) {
   while (tc->n_buckets < want && tc->n_buckets < 65536)
     tc->n_buckets *= 2;
   tc->buckets = calloc(tc->n_buckets, sizeof(*tc->buckets));
-  int rc = next_turn_init(&tc->deliver, tc->api, tc->ctx);
-  return tc->buckets && rc == PH_OK ? PH_OK : PH_ENOMEM;
+  return tc->buckets ? PH_OK : PH_ENOMEM;
 }
 
 void tc_opens_destroy(tc_client *tc) {
   /* Before the sessions go (tc_conns_destroy): their callers (the
    * frontends, destroyed before their provider) must hear nothing more,
    * so every open still in flight is cancelled, not failed. */
-  next_turn_fini(&tc->deliver); /* first: its items are freed below */
   if (tc->buckets)
     for (size_t b = 0; b < tc->n_buckets; b++)
       while (tc->buckets[b]) {

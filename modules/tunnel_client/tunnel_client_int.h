@@ -15,7 +15,6 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
-#include "next_turn.h"
 #include "tc_link.h"
 #include "tls_reload.h"
 #include "tm_token.h"
@@ -87,7 +86,6 @@ struct tc_client {
   tc_req **buckets;
   size_t n_buckets;
   int64_t next_id;
-  next_turn deliver; /* local answers, delivered on the next loop turn */
 };
 
 /* tc_conn.c */

@@ -23,7 +23,6 @@
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
 
-#include "next_turn.h"
 #include "open_exec.h"
 #include "relay.h"
 #include "tls_reload.h"
@@ -151,7 +150,6 @@ struct ts_mod {
   const ph_access_v1 *access;
   void *access_self;
   oexec exec;
-  next_turn turn; /* opens given a slot start on the next loop turn */
   int pumping;    /* inside ts_open_pump: no recursion */
   uint32_t nconns, auth_in_flight;
   ts_conn *conns;

@@ -5,7 +5,7 @@
  * checks the request and hands the open to the bounded open executor
  * (open_exec.h), which refuses at once when full (TM-FAIL-2). An open
  * given a slot, there or when another ends, starts on the loop's next
- * turn (next_turn.h, issue 24 item 4), in the order the slots were
+ * turn (api->defer_post, issue 24 item 4), in the order the slots were
  * given: the authorization call (a PostgreSQL query behind a cache miss)
  * never runs on the reader's stack. A running open then goes:
  *
@@ -67,7 +67,7 @@ enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };
 
 struct ts_open {
   oexec_job job;
-  nt_item start; /* given a slot, waiting for the next turn */
+  ph_defer *start; /* given a slot, waiting for the next turn */
   ts_mod *m;
   ts_conn *cc;    /* the client connection; NULL once it is gone */
   tm_stream *cst; /* the client stream until answered */
@@ -146,7 +146,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
 /* Frees op: out of the executor, the lists and the token's count. */
 static void finish(ts_open *op) {
   ts_mod *m = op->m;
-  next_turn_cancel(&m->turn, &op->start);
+  ts_api->defer_free(op->start); /* a pending start never runs */
   oexec_remove(&m->exec, &op->job);
   if (op->prev)
     op->prev->next = op->next;
@@ -392,15 +392,16 @@ static void run(ts_open *op) {
   op->check = id;
 }
 
-static void on_start(nt_item *it) {
-  run((ts_open *)((char *)it - offsetof(ts_open, start)));
+static void on_start(ph_defer *d, void *arg) {
+  (void)d;
+  run(arg); /* may finish the open: frees d (allowed from its call) */
 }
 
 /* op holds a slot: it starts on the loop's next turn, never on the
  * caller's stack (the reader's, or an ending open's). */
 static void start_later(ts_open *op) {
   op->phase = OP_QUEUED;
-  next_turn_post(&op->m->turn, &op->start, on_start);
+  ts_api->defer_post(op->start);
 }
 
 void ts_open_pump(ts_mod *m) {
@@ -487,6 +488,10 @@ static int reserve(ts_open *op) {
 void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   ts_mod *m = cc->m;
   ts_open *op = calloc(1, sizeof(*op));
+  if (op && !(op->start = ts_api->defer_new(m->ctx, on_start, op))) {
+    free(op);
+    op = NULL;
+  }
   if (!op) {
     tm_stream_reject(st, PH_STAGE_QUEUE, PH_OPEN_INTERNAL_ERROR, 1, 1000);
     return;

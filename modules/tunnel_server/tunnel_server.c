@@ -43,9 +43,7 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
     return PH_EINVAL;
   }
   oexec_init(&m->exec, &m->c.opens);
-  int rc = next_turn_init(&m->turn, api, ctx);
-  if (rc == PH_OK)
-    rc = ph_tls_reload_init(&m->tls, api, ctx, "tunnel_server",
+  int rc = ph_tls_reload_init(&m->tls, api, ctx, "tunnel_server",
                               "tunnel TLS certificate");
   if (rc == PH_OK)
     rc = ts_cred_init(m);
@@ -54,7 +52,6 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   if (rc != PH_OK) {
     ts_cred_free(m);
     ph_tls_reload_free(&m->tls);
-    next_turn_fini(&m->turn);
     tm_metrics_free(m->metrics);
     free(m);
     return rc;
@@ -221,7 +218,6 @@ static void ts_destroy(void *state) {
   ts_open_abort_all(m);
   if (m->ws)
     tm_ws_free(m->ws); /* every connection's on_closed runs */
-  next_turn_fini(&m->turn);
   while (m->agents) {
     ts_agent *a = m->agents;
     m->agents = a->next;

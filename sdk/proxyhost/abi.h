@@ -21,6 +21,9 @@
  * Changelog, newest first: the version, the day it was released, then one
  * line per change.
  *
+ * 1.6 (2026-12-06)
+ *   ph_api.defer_new, defer_post, defer_cancel, defer_free appended,
+ *     ph_defer, ph_defer_fn: a cancellable call on the loop's next turn
  * 1.5 (2026-12-06)
  *   ph_api.drain_cut appended: a module's own drain deadline closed
  *     streams, and the host's stop says it was cut short
@@ -63,10 +66,10 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 5
+#define PH_ABI_MINOR 6
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
-/* "major.minor", e.g. "1.5" */
+/* "major.minor", e.g. "1.6" */
 #define PH_ABI_STRING PH_ABI_STR_(PH_ABI_MAJOR) "." PH_ABI_STR_(PH_ABI_MINOR)
 
 /* Status codes returned by host API functions and module callbacks.

@@ -42,6 +42,7 @@ typedef struct ph_io ph_io;       /* fd watcher */
 typedef struct ph_timer ph_timer; /* timer */
 typedef struct ph_topic ph_topic; /* bus topic */
 typedef struct ph_thread ph_thread; /* module thread (ABI 1.2), host-owned */
+typedef struct ph_defer ph_defer;   /* call for the next loop turn (1.6) */
 
 /* Admin routes (ABI 1.3): a prefix is "/v1/" followed by 1..
  * PH_ROUTE_PREFIX_MAX - 4 bytes of [a-z0-9_-/], not ending in '/'; a
@@ -87,6 +88,8 @@ enum ph_io_events { PH_READ = 1, PH_WRITE = 2 };
 typedef void (*ph_free_fn)(void *p);
 typedef void (*ph_io_fn)(ph_io *io, int fd, int revents, void *arg);
 typedef void (*ph_timer_fn)(ph_timer *t, void *arg);
+/* A deferred call (ABI 1.6): loop thread, once per defer_post. */
+typedef void (*ph_defer_fn)(ph_defer *d, void *arg);
 typedef void (*ph_call_fn)(void *arg);
 /* Runs on a helper thread: may block; must not call the host API except
  * functions marked "any thread" and the conf_* getters, which read the
@@ -506,6 +509,39 @@ typedef struct ph_api {
    * A module that may run on a 1.4 host checks
    * api->size > offsetof(ph_api, drain_cut). */
   int (*drain_cut)(ph_ctx *ctx, uint64_t left);
+
+  /* ---- added in ABI 1.6: a call on the loop's next turn --------------- */
+  /* "Answer later, but not a tick later": fn(d, arg) runs from the loop
+   * after the callback that posted it has returned, never inside it, and
+   * without waiting for a timer: at the end of the current loop iteration
+   * (after its other callbacks), or, posted outside a callback or by a
+   * deferred call, on the next iteration, which then does not block. The
+   * calls run in the order they were posted (all of the host's modules in
+   * one queue); a turn runs only what was posted before it began, so a
+   * call that posts again runs after the loop has polled its I/O once
+   * more and cannot starve it. Loop thread only, every one of them.
+   *
+   * defer_new: a handle, created idle; the caller owns it until
+   * defer_free. NULL when fn is NULL, inside a check, off the loop
+   * thread or out of memory. Make one per object that needs it (a
+   * request, a stream) when the object is made: posting then never
+   * allocates or fails. */
+  ph_defer *(*defer_new)(ph_ctx *ctx, ph_defer_fn fn, void *arg);
+  /* Queues one call of fn. Idempotent while pending: posting a handle
+   * already queued changes nothing (it keeps its place, fn runs once).
+   * After fn started the handle is idle again and may be posted anew
+   * (from inside fn too). PH_OK; PH_EINVAL for NULL; PH_ESTATE off the
+   * loop thread (nothing queued). */
+  int (*defer_post)(ph_defer *d);
+  /* Takes back a pending call: fn does not run. PH_OK when it was
+   * pending, PH_ENOENT when it was not (idle, or fn already started);
+   * PH_EINVAL for NULL; PH_ESTATE off the loop thread. */
+  int (*defer_cancel)(ph_defer *d);
+  /* Cancels a pending call and frees the handle. NULL is ignored; may be
+   * called from inside the handle's own fn. A module frees its handles
+   * before its destroy returns. A module that may run on a 1.5 host
+   * checks api->size > offsetof(ph_api, defer_free). */
+  void (*defer_free)(ph_defer *d);
 } ph_api;
 
 #endif

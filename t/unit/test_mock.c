@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
 
 #include "mock.h"
 #include "tap.h"
@@ -141,14 +144,27 @@ static void test_minor1_module(void) {
      "1.4 then conf_peer_str (another module's identifiers), set");
   ok(offsetof(ph_api, drain_cut) ==
              offsetof(ph_api, conf_peer_str) + sizeof(void *) &&
-         sizeof(ph_api) == offsetof(ph_api, drain_cut) + sizeof(void *) &&
          ph_host_api.drain_cut != NULL,
-     "1.5 appends drain_cut (a module's drain cut short) last, set");
+     "1.5 appends drain_cut (a module's drain cut short), set");
+  ok(offsetof(ph_api, defer_new) ==
+             offsetof(ph_api, drain_cut) + sizeof(void *) &&
+         offsetof(ph_api, defer_post) ==
+             offsetof(ph_api, defer_new) + sizeof(void *) &&
+         offsetof(ph_api, defer_cancel) ==
+             offsetof(ph_api, defer_post) + sizeof(void *) &&
+         offsetof(ph_api, defer_free) ==
+             offsetof(ph_api, defer_cancel) + sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, defer_free) + sizeof(void *) &&
+         ph_host_api.defer_new && ph_host_api.defer_post &&
+         ph_host_api.defer_cancel && ph_host_api.defer_free,
+     "1.6 appends defer_new, defer_post, defer_cancel, defer_free last, "
+     "set");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR,
          "the host's table says the headers' minor");
   /* 1.4 (issue 12): ph_conf_key.flag, pool_view.h, pool_store.h and two
-   * ph_api slots, conf_peer_int and conf_peer_str; 1.5: drain_cut. */
-  is_int(PH_ABI_MINOR, 5, "the headers are 1.5");
+   * ph_api slots, conf_peer_int and conf_peer_str; 1.5: drain_cut; 1.6:
+   * the defer_* calls. */
+  is_int(PH_ABI_MINOR, 6, "the headers are 1.6");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
   if (!m)
@@ -200,6 +216,167 @@ static void test_failures(void) {
   m = mock_new(PROBE "[probe]\ncolour = red\n", &err);
   is_int(mock_init(m, &err), -1, "unknown key refused before init");
   like(err.data, "probe.colour", "unknown key named");
+  mock_free(m);
+}
+
+/* ---- api->defer_* (ABI 1.6): calls on the loop's next turn ------------- */
+
+/* A module linked into the test program that only keeps the API. */
+static const ph_api *D_api;
+static ph_ctx *D_ctx;
+
+static int dmod_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  D_api = api;
+  D_ctx = ctx;
+  *state = NULL;
+  return PH_OK;
+}
+
+static const ph_module dmod = {
+    PH_MODULE_HEADER("dmod", "1.0"),
+    .init = dmod_init,
+};
+
+static char d_log[64];
+static size_t d_n;
+static ph_defer *d_handles[4];
+static int d_repost; /* 'a' posts itself and 'c' again, once */
+
+static void d_fn(ph_defer *d, void *arg) {
+  char c = (char)(intptr_t)arg;
+  if (d_n + 1 < sizeof(d_log))
+    d_log[d_n++] = c;
+  d_log[d_n] = '\0';
+  if (c == 'a' && d_repost) {
+    d_repost = 0;
+    D_api->defer_post(d);
+    D_api->defer_post(d_handles[2]);
+  }
+  if (c == 'b') /* cancels the turn's last call */
+    D_api->defer_cancel(d_handles[3]);
+}
+
+static void d_self_free(ph_defer *d, void *arg) {
+  (*(int *)arg)++;
+  D_api->defer_free(d);
+}
+
+static int d_io_calls;
+static void d_io(ph_io *io, int fd, int revents, void *arg) {
+  (void)io;
+  (void)fd;
+  (void)revents;
+  (void)arg;
+  d_io_calls++;
+}
+
+static int d_spins;
+static void d_spin(ph_defer *d, void *arg) {
+  (void)arg;
+  d_spins++;
+  D_api->defer_post(d); /* forever: must not keep the loop from its I/O */
+}
+
+static void d_guard(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  *(int *)w->data = 1;
+}
+
+static void test_defer(void) {
+  buf_reset(&err);
+  ph_mock *m = mock_new("", &err);
+  if (!ok(m && mock_add(m, &dmod, &err) == 0 && mock_init(m, &err) == 0 &&
+              mock_start(m, &err) == 0,
+          "a module for the defer calls starts")) {
+    mock_free(m);
+    return;
+  }
+  struct ev_loop *loop = D_api->loop(D_ctx);
+  ok(D_api->defer_new(D_ctx, NULL, NULL) == NULL, "defer_new: no fn, NULL");
+  is_int(D_api->defer_post(NULL), PH_EINVAL, "defer_post(NULL): EINVAL");
+  is_int(D_api->defer_cancel(NULL), PH_EINVAL, "defer_cancel(NULL): EINVAL");
+  D_api->defer_free(NULL); /* ignored */
+  const char names[] = "abcd";
+  for (int i = 0; i < 4; i++)
+    d_handles[i] = D_api->defer_new(D_ctx, d_fn, (void *)(intptr_t)names[i]);
+  ok(d_handles[0] && d_handles[1] && d_handles[2] && d_handles[3],
+     "four handles");
+
+  /* Posting order, idempotence, one turn per iteration that does not
+   * block: counted in loop iterations, never in time. */
+  d_n = 0;
+  d_log[0] = '\0';
+  is_int(D_api->defer_post(d_handles[1]), PH_OK, "post b");
+  D_api->defer_post(d_handles[0]);
+  D_api->defer_post(d_handles[1]); /* pending: keeps its place */
+  is_str(d_log, "", "nothing runs inside the call that posted");
+  ev_run(loop, EVRUN_NOWAIT);
+  is_str(d_log, "ba", "one iteration runs them in posting order, once each");
+  ev_run(loop, EVRUN_NOWAIT);
+  is_str(d_log, "ba", "and nothing more");
+
+  /* What a call posts waits for the next turn; a call may cancel one
+   * queued after it (here the turn's last). */
+  d_n = 0;
+  d_repost = 1;
+  D_api->defer_post(d_handles[0]);
+  D_api->defer_post(d_handles[1]);
+  D_api->defer_post(d_handles[3]);
+  ev_run(loop, EVRUN_NOWAIT);
+  is_str(d_log, "ab", "a turn runs what was queued when it began; b's "
+                      "cancel took d back");
+  ev_run(loop, EVRUN_NOWAIT);
+  is_str(d_log, "abac", "what a's call posted ran on the next turn, in order");
+
+  /* Cancel. */
+  D_api->defer_post(d_handles[2]);
+  is_int(D_api->defer_cancel(d_handles[2]), PH_OK, "cancel a pending call");
+  is_int(D_api->defer_cancel(d_handles[2]), PH_ENOENT,
+         "cancel it again: ENOENT");
+  ev_run(loop, EVRUN_NOWAIT);
+  is_str(d_log, "abac", "a cancelled call does not run");
+
+  /* A handle freed from its own call (ASan checks the rest). */
+  int self_runs = 0;
+  ph_defer *e = D_api->defer_new(D_ctx, d_self_free, &self_runs);
+  D_api->defer_post(e);
+  ev_run(loop, EVRUN_NOWAIT);
+  is_int(self_runs, 1, "defer_free inside its own call");
+
+  /* Posted outside any callback, the call does not wait for I/O or a
+   * timer: a blocking iteration (EVRUN_ONCE) returns with it done, long
+   * before a 30 s guard timer. */
+  int fired = 0;
+  ev_timer guard;
+  ev_timer_init(&guard, d_guard, 30., 0.);
+  guard.data = &fired;
+  ev_timer_start(loop, &guard);
+  d_n = 0;
+  D_api->defer_post(d_handles[1]);
+  ev_run(loop, EVRUN_ONCE);
+  ok(d_n == 1 && !fired, "a pending call keeps the loop from blocking");
+
+  /* A call that posts itself on every turn starves no I/O. */
+  int p[2];
+  if (ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
+    ph_io *io = D_api->io_new(D_ctx, p[0], PH_READ, d_io, NULL);
+    ph_defer *spin = D_api->defer_new(D_ctx, d_spin, NULL);
+    D_api->defer_post(spin);
+    d_io_calls = d_spins = 0;
+    for (int i = 0; i < 10; i++)
+      ev_run(loop, EVRUN_NOWAIT);
+    is_int(d_spins, 10, "a call posting itself runs once per iteration");
+    is_int(d_io_calls, 10, "and the readable fd is served on every one");
+    D_api->defer_free(spin);
+    D_api->io_free(io);
+    close(p[0]);
+    close(p[1]);
+  }
+  ev_timer_stop(loop, &guard);
+  for (int i = 0; i < 4; i++)
+    D_api->defer_free(d_handles[i]);
+  mock_stop(m);
   mock_free(m);
 }
 
@@ -458,6 +635,7 @@ int main(void) {
   test_minor1_module();
   test_readiness_and_drain();
   test_failures();
+  test_defer();
   test_public_order();
   test_public_failures();
   test_public_request();
