@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "file_test.h"
 #include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
@@ -346,17 +347,6 @@ static void test_misuse_debug(void) {
          "a declared key's NULL (item out of range) is not a misuse");
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  static char text[65536];
-  size_t n = fread(text, 1, sizeof(text) - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
-
 /* Release builds: logged and refused, the documented NULL / 0. */
 static void test_misuse_release(void) {
   char logpath[512];
@@ -384,13 +374,14 @@ static void test_misuse_release(void) {
   debug_checks = 1;
   mock_stop(m);
   mock_free(m);
-  const char *log = slurp(logpath);
+  char *log = file_test_slurp(logpath);
   like(log, "API misuse by a module", "release: the misuse is logged");
   like(log, "is not declared", "release: the log says the key is undeclared");
   like(log, "nope", "release: and names it");
   like(log, "neither the loop thread nor a helper thread",
        "release: a read from another thread is logged with the rule");
   like(log, "module=gen_mod", "release: the log names the module");
+  free(log);
   unlink(logpath);
 }
 

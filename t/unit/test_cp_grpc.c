@@ -37,12 +37,6 @@
 #endif
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
-#define diag(...)                                                              \
-  do {                                                                         \
-    printf("# ");                                                              \
-    printf(__VA_ARGS__);                                                       \
-    printf("\n");                                                              \
-  } while (0)
 
 static cp_grpc_cq *cq_srv, *cq_cli;
 
@@ -1038,14 +1032,7 @@ int main(void) {
   }
   test_conf();
 
-  char err[1024];
-  ph_mock *m = ph_mock_new("[log]\nlevel = warn\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(m, err, sizeof(err)) < 0 ||
-      ph_mock_start(m, err, sizeof(err)) < 0) {
-    printf("Bail out! mock host: %s\n", err);
-    return 1;
-  }
+  ph_mock *m = host_test_start(&host_mod, "[log]\nlevel = warn\n");
   test_plain();
   test_limits();
   test_age();

@@ -397,17 +397,8 @@ static const ph_module host_mod = {
 };
 
 static ph_mock *mock_up(void) {
-  char err[1024];
-  ph_mock *m = ph_mock_new("[proxyhost]\ndrain_timeout = 3s\n"
-                           "[log]\nlevel = error\n",
-                           err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) != PH_OK ||
-      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
-      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
-    printf("# mock: %s\n", err);
-    exit(1);
-  }
-  return m;
+  return host_test_start(&host_mod, "[proxyhost]\ndrain_timeout = 3s\n"
+                                    "[log]\nlevel = error\n");
 }
 
 /* ---- the tests ---------------------------------------------------------- */

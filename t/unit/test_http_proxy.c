@@ -47,9 +47,10 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "file_test.h"
+#include "listener_test.h"
 #include "mock.h"
 #include "tap.h"
-#include "file_test.h"
 
 static char *repeat(char c, size_t n) {
   char *s = malloc(n + 1);
@@ -271,23 +272,13 @@ static int fc_cancel(void *self, int64_t id) {
 
 static const ph_connector_v1 fc_vt = {fc_open, fc_cancel};
 
-static void fc_listener(const ph_topic *t, const void *payload, void *arg) {
-  (void)t;
-  (void)arg;
-  const ph_listener_event *ev = payload;
-  const struct sockaddr_in *a = (const void *)ev->addr;
-  if (ev->bound && a->sin_family == AF_INET)
-    fc.proxy_port = ntohs(a->sin_port);
-}
-
 static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   fapi = a;
   memset(&fc, 0, sizeof(fc));
   fc.ctx = ctx;
   *state = &fc;
   fc.timer = a->timer_new(ctx, fc_fire, NULL);
-  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!fc.timer || !t || a->subscribe(ctx, t, fc_listener, NULL) <= 0)
+  if (!fc.timer || listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
     return PH_EINVAL;
   return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
                              PH_CONNECTOR_MINOR, &fc_vt, &fc);

@@ -8,7 +8,7 @@
  * Run by t/integration/store_pg.sh, which starts the cluster and passes
  * PH_TEST_PG_DSN, and PH_TEST_PG_STOP / PH_TEST_PG_START (shell commands
  * that stop and start it). Without them this fails: a missing PostgreSQL
- * is never a skip. Every wait is a bounded number of loop slices. */
+ * is never a skip. Every wait is bounded (wait_until, loop_test.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,14 +161,7 @@ int main(void) {
     return done_testing();
   }
   prepare_table(dsn);
-  char err[1024];
-  m = ph_mock_new("[log]\nlevel = error\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) != PH_OK ||
-      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
-      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
-    printf("# mock: %s\n", err);
-    return 1;
-  }
+  m = host_test_start(&host_mod, "[log]\nlevel = error\n");
 
   /* Bad configuration is refused with a reason, never the DSN. */
   {

@@ -902,14 +902,7 @@ static void test_spare_pipes(ph_mock *m) {
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN); /* as the host does */
-  ph_buf err;
-  buf_init(&err, 65536);
-  ph_mock *m = mock_new("[proxyhost]\n", &err);
-  if (!m || mock_add(m, &host_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("Bail out! mock host: %s\n", err.data ? err.data : "?");
-    return 1;
-  }
+  ph_mock *m = host_test_start(&host_mod, "[proxyhost]\n");
   test_both_ways_and_half_close(m, 0, 0);
   test_both_ways_and_half_close(m, 1, 0);
   test_both_ways_and_half_close(m, 1, 1);
@@ -933,6 +926,5 @@ int main(void) {
   test_spare_pipes(m);
   mock_stop(m);
   mock_free(m);
-  buf_free(&err);
   return done_testing();
 }

@@ -23,6 +23,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "listener_test.h"
 #include "mock.h"
 #include "tap.h"
 
@@ -30,20 +31,9 @@
 
 static int proxy_port;
 
-static void on_listener(const ph_topic *t, const void *payload, void *arg) {
-  (void)t;
-  (void)arg;
-  const ph_listener_event *ev = payload;
-  const struct sockaddr_in *a = (const void *)ev->addr;
-  if (ev->bound && a->sin_family == AF_INET)
-    proxy_port = ntohs(a->sin_port);
-}
-
 static int watcher_init(ph_ctx *ctx, const ph_api *a, void **state) {
   *state = NULL;
-  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  return t && a->subscribe(ctx, t, on_listener, NULL) > 0 ? PH_OK
-                                                          : PH_EINVAL;
+  return listener_test_watch(ctx, a, &proxy_port);
 }
 
 static const ph_module watcher = {

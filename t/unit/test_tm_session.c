@@ -23,6 +23,7 @@
 #include "tm_metrics.h"
 #include "tm_proto.h"
 #include "tm_session.h"
+#include "tm_session_test.h"
 
 static ph_mock *mk;
 static tm_metrics *m_client, *m_server;
@@ -97,24 +98,8 @@ static const tm_session_ops ops = {.on_open = on_open,
                                    .on_close = on_close};
 
 static tm_session_cfg cfg_default(int opener, unsigned caps) {
-  tm_session_cfg c = {
-      .component = opener ? TM_COMPONENT_CLIENT : TM_COMPONENT_SERVER,
-      .opener = opener,
-      .caps = caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL),
-      .local_caps = TM_CAP_FAIR_WRITER,
-      .initial_window = 262144,
-      .window_update_threshold = 131072,
-      .max_frame_payload = 32768,
-      .inbound_buffer_bytes = 262144,
-      .outbound_buffer_bytes = 262144,
-      .max_streams = 64,
-      .control_queue_frames = 1024,
-      .control_queue_bytes = 262144,
-      .quantum = 32768,
-      .violation_limit = 16,
-      .violation_window_ms = 60000,
-      .metrics = opener ? m_client : m_server};
-  return c;
+  return tm_test_cfg(opener, caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL),
+                     opener ? m_client : m_server);
 }
 
 /* A connection: end 0 opens (side a), end 1 accepts (side b). */
@@ -1618,16 +1603,9 @@ int main(void) {
     return done_testing();
   }
   snprintf(logpath, sizeof(logpath), "%s/log", dir);
-  char ini[512], err[1024];
+  char ini[512];
   snprintf(ini, sizeof(ini), "[log]\nlevel = info\nfile = %s\n", logpath);
-  mk = ph_mock_new(ini, err, sizeof(err));
-  if (!mk || ph_mock_add(mk, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(mk, err, sizeof(err)) < 0 ||
-      ph_mock_start(mk, err, sizeof(err)) < 0) {
-    printf("# %s\n", err);
-    ok(0, "the mock host starts");
-    return done_testing();
-  }
+  mk = host_test_start(&host_mod, ini);
   test_strict_basics();
   test_reject();
   test_legacy();

@@ -43,12 +43,6 @@
 #define TM_TEST_SRCDIR "."
 #endif
 
-#define diag(...)                                                              \
-  do {                                                                         \
-    printf("# ");                                                              \
-    printf(__VA_ARGS__);                                                       \
-    printf("\n");                                                              \
-  } while (0)
 #define BAIL_OUT(msg)                                                          \
   do {                                                                         \
     printf("Bail out! %s\n", (msg));                                           \
@@ -1123,13 +1117,8 @@ static void test_backoff(void) {
 }
 
 int main(void) {
-  char err[512];
   plan_lazy();
-  ph_mock *m = ph_mock_new("[proxyhost]\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(m, err, sizeof(err)) < 0 ||
-      ph_mock_start(m, err, sizeof(err)) < 0)
-    BAIL_OUT(err);
+  ph_mock *m = host_test_start(&host_mod, "[proxyhost]\n");
 
   test_url();
   test_backoff();

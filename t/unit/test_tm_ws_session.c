@@ -27,6 +27,7 @@
 #include "mock.h"
 #include "tap.h"
 #include "tm_session.h"
+#include "tm_session_test.h"
 #include "tm_ws.h"
 
 HOST_TEST_MODULE("tm_ws_session_host");
@@ -71,26 +72,6 @@ static uint32_t mix(uint32_t h, const uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     h = (h ^ p[i]) * 16777619u;
   return h;
-}
-
-static tm_session_cfg scfg(int opener, unsigned caps) {
-  tm_session_cfg c = {.component =
-                          opener ? TM_COMPONENT_CLIENT : TM_COMPONENT_SERVER,
-                      .opener = opener,
-                      .caps = caps,
-                      .local_caps = TM_CAP_FAIR_WRITER,
-                      .initial_window = 262144,
-                      .window_update_threshold = 131072,
-                      .max_frame_payload = 32768,
-                      .inbound_buffer_bytes = 262144,
-                      .outbound_buffer_bytes = 262144,
-                      .max_streams = 64,
-                      .control_queue_frames = 1024,
-                      .control_queue_bytes = 262144,
-                      .quantum = 32768,
-                      .violation_limit = 16,
-                      .violation_window_ms = 60000};
-  return c;
 }
 
 /* ---- server: accept every stream and echo it ------------------------- */
@@ -167,7 +148,7 @@ static int on_accept(void *arg, tm_ws_conn *c, const char *bearer, size_t len,
   w->accepts++;
   if (caps < 0)
     return -1;
-  tm_session_cfg cfg = scfg(0, (unsigned)caps);
+  tm_session_cfg cfg = tm_test_cfg(0, (unsigned)caps, NULL);
   w->srv.caps = (unsigned)caps;
   w->srv.c = c;
   w->srv.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &srv_ops, w);
@@ -183,7 +164,7 @@ static void on_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   int caps = tm_subproto_caps(subproto);
   w->connected++;
   w->subproto = subproto;
-  tm_session_cfg cfg = scfg(1, caps < 0 ? 0 : (unsigned)caps);
+  tm_session_cfg cfg = tm_test_cfg(1, caps < 0 ? 0 : (unsigned)caps, NULL);
   w->cli.caps = cfg.caps;
   w->cli.c = c;
   w->cli.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &cli_ops, w);
@@ -411,15 +392,8 @@ static void run_unmasked(void) {
 }
 
 int main(void) {
-  char err[512];
   plan_lazy();
-  ph_mock *m = ph_mock_new("[proxyhost]\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(m, err, sizeof(err)) < 0 ||
-      ph_mock_start(m, err, sizeof(err)) < 0) {
-    printf("Bail out! %s\n", err);
-    return 1;
-  }
+  ph_mock *m = host_test_start(&host_mod, "[proxyhost]\n");
   run_case(0);
   run_case(1);
   run_unmasked();
