@@ -30,6 +30,7 @@
 #include "loop_test.h"
 #include "mock.h"
 #include "relay.h"
+#include "sock_test.h"
 #include "tap.h"
 
 HOST_TEST_MODULE("relay_host");
@@ -101,27 +102,6 @@ static int count_fds(int *pipes) {
 
 static int fd_open(int fd) { return fcntl(fd, F_GETFD) >= 0; }
 
-static void nonblock(int fd) {
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-/* Two connected TCP sockets on loopback. */
-static int tcp_pair(int sv[2]) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof(a);
-  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&a, &len) < 0)
-    return -1;
-  sv[0] = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(sv[0], (struct sockaddr *)&a, sizeof(a)) < 0)
-    return -1;
-  sv[1] = accept(l, NULL, NULL);
-  close(l);
-  return sv[1] < 0 ? -1 : 0;
-}
-
 /* Client app <-> relay <-> target app. app_c and app_t are the test's
  * ends; the relay gets the other two. */
 typedef struct rig {
@@ -131,7 +111,7 @@ typedef struct rig {
 
 static int make_rig(rig *g, int tcp) {
   int a[2], b[2];
-  if (tcp ? tcp_pair(a) < 0 || tcp_pair(b) < 0
+  if (tcp ? sock_test_tcp_pair(a) < 0 || sock_test_tcp_pair(b) < 0
           : socketpair(AF_UNIX, SOCK_STREAM, 0, a) < 0 ||
                 socketpair(AF_UNIX, SOCK_STREAM, 0, b) < 0)
     return -1;
@@ -146,7 +126,7 @@ static int is_done(void *arg) { return ((outcome *)arg)->done_calls > 0; }
 
 /* Reads what is available now (non-blocking) into buf. */
 static ssize_t read_now(int fd, char *buf, size_t cap) {
-  nonblock(fd);
+  sock_test_nonblock(fd);
   ssize_t n = read(fd, buf, cap);
   return n < 0 && errno == EAGAIN ? -2 : n;
 }
@@ -345,7 +325,7 @@ static void test_backpressure(ph_mock *m, int splice) {
   outcome o = {0};
   relay_opts ro = opts(&o, splice, 5000);
   relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
-  nonblock(g.app_t);
+  sock_test_nonblock(g.app_t);
   static uint8_t chunk[65536];
   size_t sent = 0;
   int blocked = 0;
@@ -501,7 +481,7 @@ static void test_error(ph_mock *m, int splice) {
   close(g.app_c); /* RST */
   mock_run_for(m, 10);
   static char data[65536];
-  nonblock(g.app_t);
+  sock_test_nonblock(g.app_t);
   for (int i = 0; i < 50 && !o.done_calls; i++) {
     write(g.app_t, data, sizeof(data));
     mock_run_for(m, 5);
@@ -532,8 +512,8 @@ static void test_target_error(ph_mock *m, int splice, int client_sends) {
   relay_opts ro = opts(&o, splice, 5000);
   relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   static char data[65536];
-  nonblock(g.app_c);
-  nonblock(g.app_t);
+  sock_test_nonblock(g.app_c);
+  sock_test_nonblock(g.app_t);
   if (!client_sends)
     (void)write(g.app_t, data, sizeof(data)); /* bulk: splices */
   mock_run_for(m, 10);

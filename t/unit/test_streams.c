@@ -25,6 +25,7 @@
 
 #include "listener_test.h"
 #include "mock.h"
+#include "sock_test.h"
 #include "tap.h"
 
 /* ---- a module that learns the frontend's port ------------------------ */
@@ -99,19 +100,7 @@ static ph_mock *start(const char *frontend, const char *extra) {
   return start_with(frontend, "memconn", extra);
 }
 
-static int dial(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons((uint16_t)proxy_port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
+static int dial(void) { return sock_test_dial(proxy_port, 1); }
 
 /* Sends what the socket takes, running the loop between tries, for at
  * most ms; the bytes sent. */

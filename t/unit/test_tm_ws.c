@@ -34,6 +34,7 @@
 #include "host_test.h"
 #include "loop_test.h"
 #include "mock.h"
+#include "sock_test.h"
 #include "tap.h"
 #include "tm_ws.h"
 #include "tm_ws_stubs.h"
@@ -203,15 +204,10 @@ static int count_fds(void) {
  * passes. The answer into out (NUL-terminated); returns its length. */
 static int raw_exchange(int port, const void *req, size_t len, char *out,
                         size_t cap, size_t extra, int *fd_keep) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int fd = sock_test_dial(port, 0);
   size_t got = 0;
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-    if (fd >= 0)
-      close(fd);
+  if (fd < 0)
     return -1;
-  }
   if (write(fd, req, len) != (ssize_t)len) {
     close(fd);
     return -1;
@@ -393,17 +389,12 @@ static void test_bearer(void) {
   rec_reset(&r);
 
   /* What goes on the wire: a raw listener reads the client's request. */
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  socklen_t al = sizeof(a);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+  int lport;
+  int ls = sock_test_listen(&lport, 4, 1);
+  if (ls < 0)
     BAIL_OUT("raw listener");
-  fcntl(ls, F_SETFL, O_NONBLOCK);
   cw = client_new(&r, TM_CAP_ALL, NULL);
-  ok(connect_to(cw, "ws", "127.0.0.1", ntohs(a.sin_port), "/tunnel?x=1", tok) !=
-         NULL,
+  ok(connect_to(cw, "ws", "127.0.0.1", lport, "/tunnel?x=1", tok) != NULL,
      "a client towards a raw listener");
   char req[4096];
   size_t got = 0;
@@ -525,15 +516,10 @@ static int raw_server_answer(int port_fd, const char *proto_line, rec *r,
 }
 
 static void test_client_answers(void) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  socklen_t al = sizeof(a);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+  int port;
+  int ls = sock_test_listen(&port, 4, 1);
+  if (ls < 0)
     BAIL_OUT("raw listener");
-  fcntl(ls, F_SETFL, O_NONBLOCK);
-  int port = ntohs(a.sin_port);
   static const struct {
     unsigned caps;
     const char *line;
@@ -731,12 +717,9 @@ static void test_handshake_timeout(void) {
   ok(sw != NULL, "a server with a 1 s handshake timeout");
   if (!sw)
     return;
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons(tm_ws_port(sw))};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = socket(AF_INET, SOCK_STREAM, 0), eof = 0;
+  int fd = sock_test_dial(tm_ws_port(sw), 0), eof = 0;
   static const char half[] = "GET /tunnel HTTP/1.1\r\nHost: x\r\n";
-  if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+  if (fd >= 0 &&
       write(fd, half, sizeof(half) - 1) == (ssize_t)sizeof(half) - 1) {
     fcntl(fd, F_SETFL, O_NONBLOCK);
     for (int i = 0; i < 1500 && !eof; i++) {
@@ -919,11 +902,8 @@ static void test_cycles_and_free(void) {
  * the bound, 0 when it did not. */
 static int tls_idle_closed(int port, const char *ca) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = socket(AF_INET, SOCK_STREAM, 0), done = 0, closed = 0;
-  if (!ctx || fd < 0 || !SSL_CTX_load_verify_locations(ctx, ca, NULL) ||
-      connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+  int fd = sock_test_dial(port, 0), done = 0, closed = 0;
+  if (!ctx || fd < 0 || !SSL_CTX_load_verify_locations(ctx, ca, NULL)) {
     if (fd >= 0)
       close(fd);
     SSL_CTX_free(ctx);
