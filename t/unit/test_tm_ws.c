@@ -199,6 +199,29 @@ static int count_fds(void) {
 
 /* ---- a raw TCP peer, served by the loop -------------------------------- */
 
+/* One step of a raw peer served beside the loop: runs the loop once,
+ * accepts from ls while *fd < 0 (pausing 5 ms when nothing came), then
+ * reads what arrived within 10 ms into req (NUL-terminated, cap bytes with
+ * the NUL, *got so far). 0 to go on; -1 once the peer closed or failed. */
+static int raw_step(int ls, int *fd, char *req, size_t cap, size_t *got) {
+  ev_run(loop, EVRUN_NOWAIT);
+  if (*fd < 0)
+    *fd = accept(ls, NULL, NULL);
+  if (*fd < 0) {
+    poll(NULL, 0, 5);
+    return 0;
+  }
+  struct pollfd p = {.fd = *fd, .events = POLLIN};
+  if (poll(&p, 1, 10) > 0) {
+    ssize_t n = read(*fd, req + *got, cap - 1 - *got);
+    if (n <= 0)
+      return -1;
+    *got += (size_t)n;
+    req[*got] = '\0';
+  }
+  return 0;
+}
+
 /* Connects to 127.0.0.1:port, writes req (len bytes), then reads until
  * "\r\n\r\n" plus extra bytes, the peer closes, or the safety bound
  * passes. The answer into out (NUL-terminated); returns its length. */
@@ -396,27 +419,12 @@ static void test_bearer(void) {
   cw = client_new(&r, TM_CAP_ALL, NULL);
   ok(connect_to(cw, "ws", "127.0.0.1", lport, "/tunnel?x=1", tok) != NULL,
      "a client towards a raw listener");
-  char req[4096];
+  char req[4096] = "";
   size_t got = 0;
   int fd = -1;
-  for (int i = 0; i < 1000 && !strstr(req, "\r\n\r\n"); i++) {
-    req[got] = '\0';
-    ev_run(loop, EVRUN_NOWAIT);
-    if (fd < 0)
-      fd = accept(ls, NULL, NULL);
-    if (fd < 0) {
-      poll(NULL, 0, 5);
-      continue;
-    }
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 10) > 0) {
-      ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
-      if (n <= 0)
-        break;
-      got += (size_t)n;
-      req[got] = '\0';
-    }
-  }
+  for (int i = 0; i < 1000 && !strstr(req, "\r\n\r\n"); i++)
+    if (raw_step(ls, &fd, req, sizeof(req), &got) < 0)
+      break;
   char *eol = strstr(req, "\r\n");
   ok(eol && !strncmp(req, "GET /tunnel?x=1 HTTP/1.1\r\n", 26),
      "the request line is the path only");
@@ -469,21 +477,8 @@ static int raw_server_answer(int port_fd, const char *proto_line, rec *r,
   int fd = -1, answered = 0;
   req[0] = '\0';
   for (int i = 0; i < 1000 && !answered; i++) {
-    ev_run(loop, EVRUN_NOWAIT);
-    if (fd < 0)
-      fd = accept(port_fd, NULL, NULL);
-    if (fd < 0) {
-      poll(NULL, 0, 5);
-      continue;
-    }
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 10) > 0) {
-      ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
-      if (n <= 0)
-        break;
-      got += (size_t)n;
-      req[got] = '\0';
-    }
+    if (raw_step(port_fd, &fd, req, sizeof(req), &got) < 0)
+      break;
     if (!strstr(req, "\r\n\r\n"))
       continue;
     const char *k = strcasestr(req, "\r\nSec-WebSocket-Key: ");
