@@ -7,18 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The first MiB of path, NUL-terminated, as a malloc'd string the caller
- * frees; "" (malloc'd) when the file cannot be read. */
+/* The whole of path, NUL-terminated, as a malloc'd string the caller
+ * frees; "" (malloc'd) when the file cannot be read. NULL only when out
+ * of memory. */
 static inline char *file_test_slurp(const char *path) {
-  static char text[1 << 20];
-  size_t n = 0;
+  size_t n = 0, cap = 1 << 16;
+  char *text = malloc(cap);
   FILE *f = fopen(path, "r");
-  if (f) {
-    n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
+  while (text && f) {
+    n += fread(text + n, 1, cap - 1 - n, f);
+    if (n < cap - 1)
+      break;
+    char *more = realloc(text, cap * 2);
+    if (!more)
+      free(text);
+    text = more;
+    cap *= 2;
   }
-  text[n] = '\0';
-  return strdup(text);
+  if (f)
+    fclose(f);
+  if (text)
+    text[n] = '\0';
+  return text;
 }
 
 #endif

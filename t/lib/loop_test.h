@@ -1,30 +1,94 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Bounded libev loop runs for unit tests of the host's loop-side parts
- * (bus, mailbox, pool): every run stops by itself. */
+/* The one bounded wait of the C unit tests: run a libev loop until a
+ * condition holds or a bound passes. The same loop serves both kinds of
+ * test: the real host parts' loop (bus, mailbox, pool: the loop the test
+ * made) and the mock host's (api->loop(hctx) from host_test.h, or
+ * mock_core(m)->loop); mock_run_for is nothing but a bounded run of it.
+ *
+ *   wait_until(loop, o.done, 2000);           a timeout is a TAP failure
+ *   ok(poll_until(loop, o.done, 2000), "x");  the caller asserts it
+ *   spin_for(loop, 50);                       a pause, nothing awaited
+ *
+ * What they wait for: cond, any C expression, is evaluated before each
+ * loop iteration (ev_run EVRUN_ONCE) and once after the last; the wait
+ * ends as soon as it holds.
+ * The bound: ms milliseconds of loop time, enforced by a one-shot timer
+ * on the same loop (a safety bound, never what a test asserts), so every
+ * wait stops by itself however the code under test misbehaves.
+ * A timeout: wait_until prints a TAP failure naming the condition and
+ * where it was awaited ("not ok N - wait_until(o.done) within 2000 ms"
+ * then "#   failed at t/unit/x.c:123"); poll_until reports nothing, for
+ * waits whose outcome the caller checks or for which a timeout is an
+ * outcome. Both yield whether cond held. */
 #ifndef PH_LOOP_TEST_H
 #define PH_LOOP_TEST_H
 
 #include <ev.h>
+#include <stdio.h>
 
-static inline void loop_test_safety_cb(struct ev_loop *loop, ev_timer *w,
-                                       int revents) {
+#include "tap.h"
+
+typedef struct loop_wait_ {
+  struct ev_loop *loop;
+  ev_timer safety;
+  int fired;
+} loop_wait_;
+
+static inline void loop_wait_fired_(struct ev_loop *lp, ev_timer *w,
+                                    int revents) {
   (void)revents;
   *(int *)w->data = 1;
-  ev_break(loop, EVBREAK_ALL);
+  ev_break(lp, EVBREAK_ALL);
 }
 
-/* Runs the loop until done(arg) or secs pass. Returns done(arg). */
-static inline int run_until(struct ev_loop *loop, int (*done)(void *),
-                            void *arg, double secs) {
-  int fired = 0;
-  ev_timer safety;
-  ev_timer_init(&safety, loop_test_safety_cb, secs, 0.);
-  safety.data = &fired;
-  ev_timer_start(loop, &safety);
-  while (!done(arg) && !fired)
-    ev_run(loop, EVRUN_ONCE);
-  ev_timer_stop(loop, &safety);
-  return done(arg);
+static inline void loop_wait_begin_(loop_wait_ *w, struct ev_loop *lp, int ms) {
+  w->loop = lp;
+  w->fired = 0;
+  ev_now_update(lp);
+  ev_timer_init(&w->safety, loop_wait_fired_, ms / 1000.0, 0.);
+  w->safety.data = &w->fired;
+  ev_timer_start(lp, &w->safety);
+}
+
+/* One loop iteration; 0 once the bound has passed. */
+static inline int loop_wait_step_(loop_wait_ *w) {
+  if (w->fired)
+    return 0;
+  ev_run(w->loop, EVRUN_ONCE);
+  return 1;
+}
+
+static inline int loop_wait_end_(loop_wait_ *w, int held, int report,
+                                 const char *what, int ms, const char *file,
+                                 int line) {
+  ev_timer_stop(w->loop, &w->safety);
+  if (!held && report) {
+    char name[256];
+    snprintf(name, sizeof(name), "wait_until(%s) within %d ms", what, ms);
+    tap_ok_(0, name, file, line);
+  }
+  return held;
+}
+
+#define loop_wait_(loop, cond, ms, report)                                     \
+  __extension__({                                                              \
+    loop_wait_ lw_;                                                            \
+    loop_wait_begin_(&lw_, (loop), (ms));                                      \
+    while (!(cond) && loop_wait_step_(&lw_))                                   \
+      ;                                                                        \
+    loop_wait_end_(&lw_, !!(cond), (report), #cond, (ms), __FILE__, __LINE__); \
+  })
+
+#define wait_until(loop, cond, ms) loop_wait_((loop), cond, (ms), 1)
+#define poll_until(loop, cond, ms) loop_wait_((loop), cond, (ms), 0)
+
+/* Runs the loop for ms milliseconds of loop time. */
+static inline void spin_for(struct ev_loop *lp, int ms) {
+  loop_wait_ w;
+  loop_wait_begin_(&w, lp, ms);
+  while (loop_wait_step_(&w))
+    ;
+  ev_timer_stop(lp, &w.safety);
 }
 
 #endif

@@ -4,6 +4,7 @@
  *   plan_lazy();                     // "1..N" printed by done_testing()
  *   ok(cond, "what it checks");
  *   is_int(got, want, "name");  is_str(got, want, "name");
+ *   diag("fmt", ...);              // a "# ..." comment line
  *   return done_testing();
  */
 #ifndef PH_TAP_H
@@ -53,6 +54,14 @@ static inline int tap_ok_(int cond, const char *name, const char *file,
     const char *h_ = (hay), *n_ = (needle);                               \
     if (!ok(h_ && n_ && strstr(h_, n_) == NULL, name))                    \
       printf("#   '%s' contains '%s'\n", h_ ? h_ : "(null)", n_);         \
+  } while (0)
+
+/* A diagnostic: one "# ..." comment line, printf's format and arguments. */
+#define diag(...)                                                              \
+  do {                                                                         \
+    printf("# ");                                                              \
+    printf(__VA_ARGS__);                                                       \
+    printf("\n");                                                              \
   } while (0)
 
 /* A check that cannot run here, counted as skipped ("# SKIP why"). */

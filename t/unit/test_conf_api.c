@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "file_test.h"
+#include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
 
@@ -168,11 +170,6 @@ static int64_t submit_job(void) {
   return id;
 }
 
-static void run_until_done(ph_mock *m, int total) {
-  for (int t = 0; t < 4000 && done_ok + done_cancelled < total; t++)
-    mock_run_for(m, 2);
-}
-
 static void test_reloads_during_jobs(void) {
   enum { ROUNDS = 60, PER_ROUND = 8 };
   size_t before = conf_alive();
@@ -199,7 +196,7 @@ static void test_reloads_during_jobs(void) {
          "the loop thread reads the configuration in force");
   ok(most_alive > 2, "replaced generations stay alive while jobs hold them");
   printf("# at most %zu generations alive at once\n", most_alive);
-  run_until_done(m, submitted);
+  wait_until(mock_core(m)->loop, done_ok + done_cancelled >= submitted, 8000);
   is_int(done_ok, submitted, "every job's done ran");
   is_int(done_bad, 0,
          "every job read its submission's values, consistent across reads, "
@@ -254,7 +251,7 @@ static void test_cancel_releases(void) {
   is_int(done_cancelled, 5, "cancel: their done ran with PH_ECANCELED");
   is_int(conf_alive() - before, 2, "cancel: the running job still holds it");
   atomic_store(&blocker_go, 1);
-  run_until_done(m, 6);
+  wait_until(mock_core(m)->loop, done_ok + done_cancelled >= 6, 8000);
   is_int(conf_alive() - before, 1,
          "cancel: released when the last job holding it is done");
   mock_stop(m);
@@ -350,17 +347,6 @@ static void test_misuse_debug(void) {
          "a declared key's NULL (item out of range) is not a misuse");
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  static char text[65536];
-  size_t n = fread(text, 1, sizeof(text) - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
-
 /* Release builds: logged and refused, the documented NULL / 0. */
 static void test_misuse_release(void) {
   char logpath[512];
@@ -388,13 +374,14 @@ static void test_misuse_release(void) {
   debug_checks = 1;
   mock_stop(m);
   mock_free(m);
-  const char *log = slurp(logpath);
+  char *log = file_test_slurp(logpath);
   like(log, "API misuse by a module", "release: the misuse is logged");
   like(log, "is not declared", "release: the log says the key is undeclared");
   like(log, "nope", "release: and names it");
   like(log, "neither the loop thread nor a helper thread",
        "release: a read from another thread is logged with the rule");
   like(log, "module=gen_mod", "release: the log names the module");
+  free(log);
   unlink(logpath);
 }
 

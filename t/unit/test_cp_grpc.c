@@ -26,6 +26,8 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_grpc.h"
 #include "cp_grpc_conf.h"
+#define HOST_TEST_SETUP setup
+#include "host_test.h"
 #include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
@@ -35,53 +37,18 @@
 #endif
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
-#define diag(...)                                                              \
-  do {                                                                         \
-    printf("# ");                                                              \
-    printf(__VA_ARGS__);                                                       \
-    printf("\n");                                                              \
-  } while (0)
 
-static const ph_api *api;
-static ph_ctx *hctx;
-static struct ev_loop *loop;
 static cp_grpc_cq *cq_srv, *cq_cli;
 
-static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  api = a;
-  hctx = ctx;
-  *state = NULL;
+static int setup(void) {
   const char *err = NULL;
   /* Two queues, two threads: the controller's and the gateway's. */
-  cq_srv = cp_grpc_cq_new(ctx, a, "srv", &err);
-  cq_cli = cp_grpc_cq_new(ctx, a, "cli", &err);
+  cq_srv = cp_grpc_cq_new(hctx, api, "srv", &err);
+  cq_cli = cp_grpc_cq_new(hctx, api, "cli", &err);
   return cq_srv && cq_cli ? PH_OK : PH_EINVAL;
 }
 
-static const ph_module host_mod = {
-    PH_MODULE_HEADER("cp_grpc_host", "1.0.0"),
-    .init = host_init,
-};
-
-/* ---- bounded waits ------------------------------------------------- */
-
-static int int_reached(void *arg) {
-  int **p = arg;
-  return *p[0] >= *p[1];
-}
-
-/* Runs the loop until *p >= want (at most 10 s: a safety bound, never
- * what a test asserts). */
-static int wait_for(const int *p, int want) {
-  const int *pp[2] = {p, &want};
-  return run_until(loop, int_reached, pp, 10.0);
-}
-
-static int never(void *arg) {
-  (void)arg;
-  return 0;
-}
-static void spin(double secs) { run_until(loop, never, NULL, secs); }
+HOST_TEST_MODULE("cp_grpc_host");
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -611,7 +578,7 @@ static void test_plain(void) {
   int64_t t0 = now_ms();
   ok(register_call(ch, &r, "w1", 5000) != NULL, "a unary call starts");
   is_int(r.done, 0, "nothing is called back from inside the start");
-  wait_for(&r.done, 1);
+  poll_until(loop, r.done >= 1, 10000);
   is_int(r.status, CP_GRPC_OK, "CP-1-2 RegisterWorker (unary) is OK");
   is_int(r.nmsg, 1, "one response message");
   Controlplane__V1__RegisterWorkerResponse *resp =
@@ -631,7 +598,7 @@ static void test_plain(void) {
   /* Server streaming: two messages in order, paced by the send callback. */
   cres w = {0};
   ok(watch_call(ch, &w) != NULL, "a server-streaming call starts");
-  wait_for(&w.done, 1);
+  poll_until(loop, w.done >= 1, 10000);
   is_int(w.status, CP_GRPC_OK, "CP-1-14 WatchSnapshots (server stream) is OK");
   is_int(w.nmsg, 2, "two messages");
   Controlplane__V1__WatchSnapshotsResponse *m1 =
@@ -666,7 +633,7 @@ static void test_plain(void) {
   is_int(cp_grpc_ccall_send(oc, buf, n), PH_OK, "the first batch is sent");
   is_int(cp_grpc_ccall_send(oc, buf, n), PH_EBUSY,
          "a second send in flight is refused (PH_EBUSY)");
-  wait_for(&o.done, 1);
+  poll_until(loop, o.done >= 1, 10000);
   is_int(o.status, CP_GRPC_OK, "CP-1-29 ReportOutcomes (client stream) is OK");
   is_int(o.sent, 3, "on_sent ran per batch");
   is_int(S.batches, 3, "the handler received three batches, then the close");
@@ -683,7 +650,7 @@ static void test_plain(void) {
   int before = S.reg + S.watch + S.outcomes;
   cp_grpc_ccall_start(ch, SVC "NoSuchMethod", CP_RPC_UNARY, 5000,
                       (const uint8_t *)"", 0, &cbs, &u);
-  wait_for(&u.done, 1);
+  poll_until(loop, u.done >= 1, 10000);
   is_int(u.status, CP_GRPC_UNIMPLEMENTED, "an unknown path is UNIMPLEMENTED");
   is_int(S.reg + S.watch + S.outcomes, before, "no handler saw it");
 
@@ -692,10 +659,10 @@ static void test_plain(void) {
   S.cancels = 0;
   cres d = {0};
   register_call(ch, &d, "w1", 300);
-  wait_for(&d.done, 1);
+  poll_until(loop, d.done >= 1, 10000);
   is_int(d.status, CP_GRPC_DEADLINE_EXCEEDED,
          "a call past its deadline ends DEADLINE_EXCEEDED");
-  wait_for(&S.cancels, 1);
+  poll_until(loop, S.cancels >= 1, 10000);
   is_int(S.cancels, 1, "the server's cancel callback ran (deadline)");
   is_int(S.n_held, 0, "the held call was released by its cancel callback");
   S.hold_unary = 0;
@@ -705,20 +672,20 @@ static void test_plain(void) {
   S.cancels = 0;
   cres c1 = {0};
   cp_grpc_ccall *wc = watch_call(ch, &c1);
-  wait_for(&c1.nmsg, 2);
+  poll_until(loop, c1.nmsg >= 2, 10000);
   is_int(c1.nmsg, 2, "the held stream delivered its two messages");
   cp_grpc_ccall_cancel(wc);
   is_int(c1.done, 0, "cancel calls nothing back from inside");
-  wait_for(&c1.done, 1);
+  poll_until(loop, c1.done >= 1, 10000);
   is_int(c1.status, CP_GRPC_CANCELLED, "a client cancel ends CANCELLED");
-  wait_for(&S.cancels, 1);
+  poll_until(loop, S.cancels >= 1, 10000);
   is_int(S.cancels, 1, "the server's handler learns of the client's cancel");
 
   /* An end from the server: a held stream finished with a fence status. */
   S.cancels = 0;
   cres c2 = {0};
   watch_call(ch, &c2);
-  wait_for(&c2.nmsg, 2);
+  poll_until(loop, c2.nmsg >= 2, 10000);
   ok(S.n_held == 1, "the server holds the stream");
   if (S.n_held == 1) {
     cp_grpc_call *h = S.held[0];
@@ -729,11 +696,11 @@ static void test_plain(void) {
     is_int(cp_grpc_call_finish(h, CP_GRPC_OK, NULL, NULL, 0), PH_ESTATE,
            "a second finish is refused (PH_ESTATE)");
   }
-  wait_for(&c2.done, 1);
+  poll_until(loop, c2.done >= 1, 10000);
   is_int(c2.status, CP_GRPC_FAILED_PRECONDITION,
          "the client gets the server's status");
   is_str(c2.msg, "session replaced", "and its message");
-  spin(0.05);
+  spin_for(loop, 50);
   is_int(S.cancels, 0, "no cancel callback after finish");
   S.hold_watch = 0;
 
@@ -741,7 +708,7 @@ static void test_plain(void) {
   cres big = {.pad = 2 * 1024 * 1024};
   before = S.reg;
   register_call(ch, &big, "w1", 5000);
-  wait_for(&big.done, 1);
+  poll_until(loop, big.done >= 1, 10000);
   is_int(big.status, CP_GRPC_RESOURCE_EXHAUSTED,
          "CP-1-13 CP-8-3 a request over the client's max send size is "
          "RESOURCE_EXHAUSTED");
@@ -753,7 +720,7 @@ static void test_plain(void) {
   ch = cp_grpc_channel_new(cq_cli, &cbig, err, sizeof(err));
   cres big2 = {.pad = 2 * 1024 * 1024};
   register_call(ch, &big2, "w1", 5000);
-  wait_for(&big2.done, 1);
+  poll_until(loop, big2.done >= 1, 10000);
   is_int(big2.status, CP_GRPC_RESOURCE_EXHAUSTED,
          "CP-1-13 CP-8-3 a request over the server's max receive size is "
          "RESOURCE_EXHAUSTED");
@@ -761,7 +728,7 @@ static void test_plain(void) {
   S.big_reply = 1;
   cres big3 = {0};
   register_call(ch, &big3, "w1", 5000);
-  wait_for(&big3.done, 1);
+  poll_until(loop, big3.done >= 1, 10000);
   is_int(big3.status, CP_GRPC_RESOURCE_EXHAUSTED,
          "a response over the client's max receive size is "
          "RESOURCE_EXHAUSTED");
@@ -777,27 +744,27 @@ static void test_plain(void) {
   int reg0 = S.reg;
   register_call(ch, &h1, "w1", 10000);
   watch_call(ch, &h2);
-  wait_for(&h2.nmsg, 2);
-  wait_for(&S.reg, reg0 + 1);
+  poll_until(loop, h2.nmsg >= 2, 10000);
+  poll_until(loop, S.reg >= (reg0 + 1), 10000);
   is_int(S.n_held, 2, "two calls in flight on the server");
   sd_done = 0;
   cp_grpc_server_shutdown(srv, on_sd, NULL);
-  wait_for(&S.cancels, 2);
+  poll_until(loop, S.cancels >= 2, 10000);
   is_int(S.cancels, 2, "shutdown cancels the calls in flight (their cancel "
                        "callbacks ran)");
-  wait_for(&h1.done, 1);
-  wait_for(&h2.done, 1);
+  poll_until(loop, h1.done >= 1, 10000);
+  poll_until(loop, h2.done >= 1, 10000);
   ok(h1.done == 1 && h1.status != CP_GRPC_OK,
      "the client's unary call ends, not OK");
   ok(h2.done == 1 && h2.status != CP_GRPC_OK,
      "the client's stream ends, not OK");
   diag("after shutdown: unary %d, stream %d", h1.status, h2.status);
-  wait_for(&sd_done, 1);
+  poll_until(loop, sd_done >= 1, 10000);
   is_int(sd_done, 1, "the shut-down server's done ran");
   S.hold_unary = 0;
   S.hold_watch = 0;
   cp_grpc_channel_free(ch);
-  spin(0.1);
+  spin_for(loop, 100);
 }
 
 /* ---- limits on streams and calls ----------------------------------- */
@@ -817,11 +784,11 @@ static void test_limits(void) {
   cres a = {0}, b = {0}, c = {0};
   cp_grpc_ccall *ca = watch_call(ch, &a);
   cp_grpc_ccall *cb = watch_call(ch, &b);
-  wait_for(&a.nmsg, 2);
-  wait_for(&b.nmsg, 2);
+  poll_until(loop, a.nmsg >= 2, 10000);
+  poll_until(loop, b.nmsg >= 2, 10000);
   is_int(S.watch - w0, 2, "two streams open");
   register_call(ch, &c, "w1", 500);
-  wait_for(&c.done, 1);
+  poll_until(loop, c.done >= 1, 10000);
   is_int(c.status, CP_GRPC_DEADLINE_EXCEEDED,
          "CP-8-3 a third stream over max_concurrent_streams = 2 on one "
          "connection waits for a slot (HTTP/2): its deadline passes");
@@ -829,28 +796,28 @@ static void test_limits(void) {
   cres c2 = {0};
   cp_grpc_channel *ch2 = cp_grpc_channel_new(cq_cli, &cc, err, sizeof(err));
   register_call(ch2, &c2, "w1", 5000);
-  wait_for(&c2.done, 1);
+  poll_until(loop, c2.done >= 1, 10000);
   is_int(c2.status, CP_GRPC_OK, "another connection has streams of its own");
   cp_grpc_channel_free(ch2);
   cp_grpc_ccall_cancel(ca);
-  wait_for(&a.done, 1);
-  wait_for(&S.cancels, 1);
+  poll_until(loop, a.done >= 1, 10000);
+  poll_until(loop, S.cancels >= 1, 10000);
   cres c3 = {0};
   register_call(ch, &c3, "w1", 5000);
-  wait_for(&c3.done, 1);
+  poll_until(loop, c3.done >= 1, 10000);
   is_int(c3.status, CP_GRPC_OK, "once one stream ended, a call gets through");
   cp_grpc_ccall_cancel(cb);
-  wait_for(&b.done, 1);
-  wait_for(&S.cancels, 2);
+  poll_until(loop, b.done >= 1, 10000);
+  poll_until(loop, S.cancels >= 2, 10000);
   cres d = {0};
   register_call(ch, &d, "w1", 5000);
-  wait_for(&d.done, 1);
+  poll_until(loop, d.done >= 1, 10000);
   is_int(d.status, CP_GRPC_OK, "once the streams end, a call gets through");
   cp_grpc_channel_free(ch);
   sd_done = 0;
   cp_grpc_server_shutdown(srv, on_sd, NULL);
   is_int(sd_done, 0, "shutdown's done is not called from inside");
-  wait_for(&sd_done, 1);
+  poll_until(loop, sd_done >= 1, 10000);
   is_int(sd_done, 1, "shutdown's done runs on the loop");
 
   /* max_calls: one call at a time in the whole server. */
@@ -863,20 +830,20 @@ static void test_limits(void) {
   S.cancels = 0;
   cres e = {0}, f = {0};
   cp_grpc_ccall *ce = watch_call(ch, &e);
-  wait_for(&e.nmsg, 2);
+  poll_until(loop, e.nmsg >= 2, 10000);
   register_call(ch, &f, "w1", 5000);
-  wait_for(&f.done, 1);
+  poll_until(loop, f.done >= 1, 10000);
   is_int(f.status, CP_GRPC_RESOURCE_EXHAUSTED,
          "CP-8-3 a call over grpc.max_calls is RESOURCE_EXHAUSTED");
   is_str(f.msg, "too many calls", "with a short message");
   cp_grpc_ccall_cancel(ce);
-  wait_for(&e.done, 1);
-  wait_for(&S.cancels, 1);
+  poll_until(loop, e.done >= 1, 10000);
+  poll_until(loop, S.cancels >= 1, 10000);
   S.hold_watch = 0;
   cp_grpc_channel_free(ch);
   sd_done = 0;
   cp_grpc_server_shutdown(srv, on_sd, NULL);
-  wait_for(&sd_done, 1);
+  poll_until(loop, sd_done >= 1, 10000);
 }
 
 /* A stream's life is bounded by max_connection_age + grace (CP-8-3). */
@@ -894,24 +861,24 @@ static void test_age(void) {
   S.cancels = 0;
   cres a = {0};
   watch_call(ch, &a); /* its own deadline is 10 s */
-  wait_for(&a.nmsg, 2);
-  wait_for(&a.done, 1);
+  poll_until(loop, a.nmsg >= 2, 10000);
+  poll_until(loop, a.done >= 1, 10000);
   ok(a.done == 1 && a.status != CP_GRPC_OK &&
          a.status != CP_GRPC_DEADLINE_EXCEEDED,
      "CP-8-3 a held stream is cut by max_connection_age + grace, before "
      "its deadline");
   diag("cut with status %d (%s)", a.status, a.msg);
-  wait_for(&S.cancels, 1);
+  poll_until(loop, S.cancels >= 1, 10000);
   is_int(S.cancels, 1, "the server's handler is told (cancel callback)");
   S.hold_watch = 0;
   cres b = {0};
   register_call(ch, &b, "w1", 5000);
-  wait_for(&b.done, 1);
+  poll_until(loop, b.done >= 1, 10000);
   is_int(b.status, CP_GRPC_OK, "the channel reconnects by itself");
   cp_grpc_channel_free(ch);
   sd_done = 0;
   cp_grpc_server_shutdown(srv, on_sd, NULL);
-  wait_for(&sd_done, 1);
+  poll_until(loop, sd_done >= 1, 10000);
 }
 
 /* ---- mTLS ---------------------------------------------------------- */
@@ -936,7 +903,7 @@ static void test_mtls(void) {
   cres r = {0};
   int r0 = S.reg;
   register_call(ch, &r, "w1", 5000);
-  wait_for(&r.done, 1);
+  poll_until(loop, r.done >= 1, 10000);
   is_int(r.status, CP_GRPC_OK, "CP-8-1 the worker's call over mTLS is OK");
   is_str(S.peer, "spiffe://example.org/prod/worker/w1",
          "CP-8-2 the certificate's SPIFFE id reaches the handler");
@@ -952,7 +919,7 @@ static void test_mtls(void) {
   ch = cp_grpc_channel_new(cq_cli, &cc, err, sizeof(err));
   cres r2 = {0};
   register_call(ch, &r2, "w1", 5000);
-  wait_for(&r2.done, 1);
+  poll_until(loop, r2.done >= 1, 10000);
   is_str(S.peer, "spiffe://example.org/prod/worker/w2",
          "CP-8-2 another worker's certificate shows its own id");
   cp_grpc_channel_free(ch);
@@ -963,7 +930,7 @@ static void test_mtls(void) {
   cres n = {0};
   int before = S.reg;
   register_call(ch, &n, "w1", 5000);
-  wait_for(&n.done, 1);
+  poll_until(loop, n.done >= 1, 10000);
   is_int(n.status, CP_GRPC_UNAVAILABLE,
          "CP-8-1 no client certificate: refused (UNAVAILABLE)");
   is_int(S.reg, before, "the handler never saw it");
@@ -973,7 +940,7 @@ static void test_mtls(void) {
   ch = cp_grpc_channel_new(cq_cli, &cc, err, sizeof(err));
   cres o = {0};
   register_call(ch, &o, "w1", 5000);
-  wait_for(&o.done, 1);
+  poll_until(loop, o.done >= 1, 10000);
   is_int(o.status, CP_GRPC_UNAVAILABLE,
          "CP-8-1 a client certificate from another CA: refused");
   is_int(S.reg, before, "the handler never saw it");
@@ -984,7 +951,7 @@ static void test_mtls(void) {
   ch = cp_grpc_channel_new(cq_cli, &cc, err, sizeof(err));
   cres s = {0};
   register_call(ch, &s, "w1", 5000);
-  wait_for(&s.done, 1);
+  poll_until(loop, s.done >= 1, 10000);
   is_int(s.status, CP_GRPC_UNAVAILABLE,
          "a server certificate from another CA: refused by the client");
   is_int(S.reg, before, "nothing reached the handler");
@@ -999,7 +966,7 @@ static void test_mtls(void) {
   (void)r0;
   sd_done = 0;
   cp_grpc_server_shutdown(srv, on_sd, NULL);
-  wait_for(&sd_done, 1);
+  poll_until(loop, sd_done >= 1, 10000);
 }
 
 /* ---- cq_free with calls in flight, and a third cq ------------------ */
@@ -1023,15 +990,15 @@ static void test_free_in_flight(void) {
   int r0 = S.reg;
   watch_call(ch, &a);
   register_call(ch, &b, "w1", 10000);
-  wait_for(&a.nmsg, 2);
-  wait_for(&S.reg, r0 + 1);
+  poll_until(loop, a.nmsg >= 2, 10000);
+  poll_until(loop, S.reg >= (r0 + 1), 10000);
   is_int(S.n_held, 2, "two calls held when the queues are freed");
   cp_grpc_cq_free(cq_srv);
   cq_srv = NULL;
   is_int(S.cancels, 0, "cq_free calls no handler back");
   S.n_held = 0;
-  wait_for(&a.done, 1);
-  wait_for(&b.done, 1);
+  poll_until(loop, a.done >= 1, 10000);
+  poll_until(loop, b.done >= 1, 10000);
   ok(a.done == 1 && a.status != CP_GRPC_OK,
      "the client's stream ends when the server's queue is freed (the "
      "client's queue still runs: gRPC counts grpc_init per queue)");
@@ -1065,15 +1032,7 @@ int main(void) {
   }
   test_conf();
 
-  char err[1024];
-  ph_mock *m = ph_mock_new("[log]\nlevel = warn\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(m, err, sizeof(err)) < 0 ||
-      ph_mock_start(m, err, sizeof(err)) < 0) {
-    printf("Bail out! mock host: %s\n", err);
-    return 1;
-  }
-  loop = api->loop(hctx);
+  ph_mock *m = host_test_start(&host_mod, "[log]\nlevel = warn\n");
   test_plain();
   test_limits();
   test_age();

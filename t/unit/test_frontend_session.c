@@ -36,10 +36,11 @@
 #include "frontend_server.h"
 #include "hangup.h"
 #include "mock.h"
+#define HOST_TEST_SETUP setup
+#include "host_test.h"
+#include "loop_test.h"
 #include "tap.h"
 
-static const ph_api *api;
-static ph_ctx *hctx;
 static stream_metrics sm;
 static frontend_server srv;
 
@@ -363,13 +364,10 @@ static void reset_seen(void) {
 
 /* ---- the host module ----------------------------------------------------- */
 
-static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  api = a;
-  hctx = ctx;
-  *state = NULL;
-  if (stream_metrics_init(&sm, a, ctx, SM_CLIENT, SM_FRONTEND) != PH_OK)
+static int setup(void) {
+  if (stream_metrics_init(&sm, api, hctx, SM_CLIENT, SM_FRONTEND) != PH_OK)
     return PH_EINVAL;
-  frontend_server_init(&srv, a, ctx, &ops, &sm, NULL);
+  frontend_server_init(&srv, api, hctx, &ops, &sm, NULL);
   srv.connector = &connector;
   srv.authorizer = &authorizer;
   return PH_OK;
@@ -399,17 +397,8 @@ static const ph_module host_mod = {
 };
 
 static ph_mock *mock_up(void) {
-  char err[1024];
-  ph_mock *m = ph_mock_new("[proxyhost]\ndrain_timeout = 3s\n"
-                           "[log]\nlevel = error\n",
-                           err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) != PH_OK ||
-      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
-      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
-    printf("# mock: %s\n", err);
-    exit(1);
-  }
-  return m;
+  return host_test_start(&host_mod, "[proxyhost]\ndrain_timeout = 3s\n"
+                                    "[log]\nlevel = error\n");
 }
 
 /* ---- the tests ---------------------------------------------------------- */
@@ -856,11 +845,6 @@ static int relay_over(void *arg) {
   return S.relay_done > 0;
 }
 
-static void run_until(ph_mock *m, int (*cond)(void *), int max_ms) {
-  for (int t = 0; t < max_ms && !cond(NULL); t += 5)
-    ph_mock_run_for(m, 5);
-}
-
 static void test_lease(ph_mock *m) {
   /* The request: the lease flag, the listener, the headers. */
   reset_seen();
@@ -895,7 +879,7 @@ static void test_lease(ph_mock *m) {
   is_int(L.ends, 0, "lease: not ended while relaying");
   shutdown(c->peer, SHUT_WR);
   shutdown(F.target_peer, SHUT_WR);
-  run_until(m, relay_over, 1000);
+  wait_until(loop, relay_over(NULL), 1000);
   ok(L.ends == 1 && L.how == PH_LEASE_END_CLOSED && S.relay_done == 1,
      "lease: EOF both ways ends it once, CLOSED");
   close(F.target_peer);
@@ -905,7 +889,7 @@ static void test_lease(ph_mock *m) {
   close(F.target_peer); /* EOF down, then EPIPE writing up */
   ph_mock_run_for(m, 10);
   (void)send(c->peer, "x", 1, 0);
-  run_until(m, relay_over, 1000);
+  wait_until(loop, relay_over(NULL), 1000);
   ok(L.ends == 1 && L.how == PH_LEASE_END_TARGET_ERROR,
      "lease: a write to a gone target ends it TARGET_ERROR");
   is_int(L.first_bytes, 0, "lease: no first_byte when nothing came down");
@@ -916,14 +900,14 @@ static void test_lease(ph_mock *m) {
   c->peer = -1;
   ph_mock_run_for(m, 10);
   (void)send(F.target_peer, "y", 1, 0);
-  run_until(m, relay_over, 1000);
+  wait_until(loop, relay_over(NULL), 1000);
   ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
      "lease: a write to a gone client ends it CLIENT_ERROR");
   close(F.target_peer);
 
   /* The idle timeout: TIMEOUT. */
   c = lease_relay(m, 40);
-  run_until(m, relay_over, 2000);
+  wait_until(loop, relay_over(NULL), 2000);
   ok(L.ends == 1 && L.how == PH_LEASE_END_TIMEOUT,
      "lease: the relay's idle timeout ends it TIMEOUT");
   close(F.target_peer);

@@ -47,9 +47,11 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
-#include "mock.h"
-#include "tap.h"
 #include "file_test.h"
+#include "listener_test.h"
+#include "mock.h"
+#include "sock_test.h"
+#include "tap.h"
 
 static char *repeat(char c, size_t n) {
   char *s = malloc(n + 1);
@@ -184,18 +186,7 @@ static void fc_fire(ph_timer *t, void *arg) {
   }
 }
 
-static int dial(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
+static int dial(uint16_t port) { return sock_test_dial(port, 1); }
 
 static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
                        void *arg) {
@@ -271,23 +262,13 @@ static int fc_cancel(void *self, int64_t id) {
 
 static const ph_connector_v1 fc_vt = {fc_open, fc_cancel};
 
-static void fc_listener(const ph_topic *t, const void *payload, void *arg) {
-  (void)t;
-  (void)arg;
-  const ph_listener_event *ev = payload;
-  const struct sockaddr_in *a = (const void *)ev->addr;
-  if (ev->bound && a->sin_family == AF_INET)
-    fc.proxy_port = ntohs(a->sin_port);
-}
-
 static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   fapi = a;
   memset(&fc, 0, sizeof(fc));
   fc.ctx = ctx;
   *state = &fc;
   fc.timer = a->timer_new(ctx, fc_fire, NULL);
-  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!fc.timer || !t || a->subscribe(ctx, t, fc_listener, NULL) <= 0)
+  if (!fc.timer || listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
     return PH_EINVAL;
   return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
                              PH_CONNECTOR_MINOR, &fc_vt, &fc);
@@ -464,14 +445,8 @@ static void send_str(int fd, const char *s) {
 }
 
 static int target_listen(uint16_t *port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t al = sizeof(a);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(fd, 16) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
-    return -1;
-  *port = ntohs(a.sin_port);
+  int p = 0, fd = sock_test_listen(&p, 16, 1);
+  *port = (uint16_t)p;
   return fd;
 }
 

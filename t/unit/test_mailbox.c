@@ -46,7 +46,7 @@ static void test_fifo(struct ev_loop *loop) {
            "post accepted");
   is_int(mailbox_pending(mb), 5, "five pending");
   int want = 5;
-  ok(run_until(loop, order_done, &want, 5.0), "loop ran the calls");
+  ok(poll_until(loop, order_done(&want), 5000), "loop ran the calls");
   int in_order = 1;
   for (int i = 0; i < 5; i++)
     in_order &= order_log[i] == i + 1;
@@ -136,7 +136,7 @@ static void test_bounded_drain(struct ev_loop *loop) {
   mailbox_drain(mb);
   is_int(r.runs, 1, "a call posted while draining waits for the next drain");
   is_int(mailbox_pending(mb), 1, "the re-posted call is pending");
-  ok(run_until(loop, repost_done, &r, 5.0),
+  ok(poll_until(loop, repost_done(&r), 5000),
      "the drain re-signalled the loop for what was left");
   r.runs = 1000; /* stop re-posting */
   mailbox_free(mb);
@@ -222,7 +222,7 @@ static void test_threads(struct ev_loop *loop) {
     ps[i].id = i;
     pthread_create(&ps[i].tid, NULL, producer_main, &ps[i]);
   }
-  ok(run_until(loop, all_received, NULL, 60.0),
+  ok(poll_until(loop, all_received(NULL), 60000),
      "all cross-thread posts delivered before the timeout");
   for (int i = 0; i < N_THREADS; i++)
     pthread_join(ps[i].tid, NULL);

@@ -8,7 +8,7 @@
  * Run by t/integration/store_pg.sh, which starts the cluster and passes
  * PH_TEST_PG_DSN, and PH_TEST_PG_STOP / PH_TEST_PG_START (shell commands
  * that stop and start it). Without them this fails: a missing PostgreSQL
- * is never a skip. Every wait is a bounded number of loop slices. */
+ * is never a skip. Every wait is bounded (wait_until, loop_test.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,24 +16,17 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#define HOST_TEST_SETUP setup
+#include "host_test.h"
+#include "loop_test.h"
 #include "pg_pool.h"
 #include "tap.h"
 
-static const ph_api *api;
-static ph_ctx *hctx;
 static pg_pool_metrics metrics;
 
-static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  hctx = ctx;
-  api = a;
-  *state = NULL;
-  return pg_pool_metrics_init(ctx, a, &metrics);
-}
+static int setup(void) { return pg_pool_metrics_init(hctx, api, &metrics); }
 
-static const ph_module host_mod = {
-    PH_MODULE_HEADER("pgt", "1.0.0"),
-    .init = host_init,
-};
+HOST_TEST_MODULE("pgt");
 
 enum { S_ADD1, S_SLEEP, S_DIV, S_INS, S_COUNT };
 static const pg_stmt stmts[] = {
@@ -108,11 +101,6 @@ static void job_one(job *j, int stmt, const char *arg) {
 
 static ph_mock *m;
 
-static void run_until(int (*cond)(void *), void *arg, int slices) {
-  for (int i = 0; i < slices && !cond(arg); i++)
-    ph_mock_run_for(m, 20);
-}
-
 static pg_pool *pool;
 static int all_up(void *arg) {
   return pg_pool_up(pool) == *(int *)arg;
@@ -173,14 +161,7 @@ int main(void) {
     return done_testing();
   }
   prepare_table(dsn);
-  char err[1024];
-  m = ph_mock_new("[log]\nlevel = error\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) != PH_OK ||
-      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
-      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
-    printf("# mock: %s\n", err);
-    return 1;
-  }
+  m = host_test_start(&host_mod, "[log]\nlevel = error\n");
 
   /* Bad configuration is refused with a reason, never the DSN. */
   {
@@ -201,7 +182,7 @@ int main(void) {
          "submit before start: PG_ELOST (nothing can answer)");
   pg_pool_start(pool);
   int two = 2;
-  run_until(all_up, &two, 250);
+  wait_until(loop, all_up(&two), 5000);
   is_int(pg_pool_up(pool), 2, "start: both connections up and prepared");
   like(ph_mock_metrics_text(m), "proxyhost_store_pg_connections{state=\"up\"} 2",
        "metrics: two connections up");
@@ -209,7 +190,7 @@ int main(void) {
   /* One statement, one round. */
   job_one(&j, S_ADD1, "41");
   ok(pg_pool_submit(pool, &job_ops, &j) > 0, "submit: accepted");
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   is_int(j.status, PH_OK, "task: done PH_OK");
   is_str(j.val[0], "42", "task: the prepared statement's result");
   is_int(j.done, 1, "task: done exactly once");
@@ -222,7 +203,7 @@ int main(void) {
   j.rounds[0][2] = S_ADD1;
   j.args[0][2] = "2";
   ok(pg_pool_submit(pool, &job_ops, &j) > 0, "pipeline: submitted");
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   is_int(j.n_results, 3, "pipeline: one result per statement");
   ok(j.st[0] == PGRES_TUPLES_OK && j.st[1] == PGRES_FATAL_ERROR &&
          j.st[2] == PGRES_PIPELINE_ABORTED,
@@ -230,7 +211,7 @@ int main(void) {
   is_int(j.status, PH_OK, "pipeline: the task itself ends PH_OK");
   job_one(&j, S_ADD1, "5");
   pg_pool_submit(pool, &job_ops, &j);
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   is_str(j.val[0], "6", "pipeline: the connection is usable after an error");
 
   /* A transaction over two rounds: BEGIN + INSERT, then COMMIT; and one
@@ -242,7 +223,7 @@ int main(void) {
   j.rounds[1][0] = -2;
   j.sql[1][0] = "COMMIT";
   pg_pool_submit(pool, &job_ops, &j);
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   ok(j.status == PH_OK && j.n_results == 3 && j.st[2] == PGRES_COMMAND_OK,
      "transaction: BEGIN, INSERT, then COMMIT in a second round");
   job_one(&j, -2, NULL);
@@ -252,10 +233,10 @@ int main(void) {
   j.rounds[1][0] = -2;
   j.sql[1][0] = "ROLLBACK";
   pg_pool_submit(pool, &job_ops, &j);
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   job_one(&j, S_COUNT, NULL);
   pg_pool_submit(pool, &job_ops, &j);
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   is_str(j.val[0], "1", "transaction: the rolled back row is not there");
 
   /* The queue: ten tasks on two connections all complete; a bound of
@@ -280,7 +261,7 @@ int main(void) {
     like(ph_mock_metrics_text(m),
          "proxyhost_store_pg_errors_total{class=\"queue_full\"} 5",
          "metrics: queue_full counted");
-    run_until(jobs_done, js, 250);
+    wait_until(loop, jobs_done(js), 5000);
     int okc = 0;
     for (int i = 0; i < 10; i++)
       okc += js[i].status == PH_OK && js[i].done == 1;
@@ -299,8 +280,8 @@ int main(void) {
     is_int(pg_pool_cancel(pool, ic), PH_OK, "cancel: a waiting task");
     is_int(pg_pool_cancel(pool, ia), PH_EBUSY, "cancel: a running one");
     is_int(pg_pool_cancel(pool, ic), PH_ENOENT, "cancel: twice");
-    run_until(job_done, &b, 250);
-    run_until(job_done, &a, 250);
+    wait_until(loop, job_done(&b), 5000);
+    wait_until(loop, job_done(&a), 5000);
     ph_mock_run_for(m, 50);
     is_int(c.done, 0, "cancel: no done for the cancelled task");
     ok(a.done == 1 && a.status == PH_OK, "cancel: the running task ends");
@@ -313,21 +294,21 @@ int main(void) {
   pool = make_pool(dsn, 1, 4, 300);
   pg_pool_start(pool);
   int one = 1;
-  run_until(all_up, &one, 250);
+  wait_until(loop, all_up(&one), 5000);
   {
     job a, b;
     job_one(&a, S_SLEEP, "30");
     job_one(&b, S_ADD1, "1");
     pg_pool_submit(pool, &job_ops, &a);
     pg_pool_submit(pool, &job_ops, &b);
-    run_until(job_done, &a, 250);
-    run_until(job_done, &b, 250);
+    wait_until(loop, job_done(&a), 5000);
+    wait_until(loop, job_done(&b), 5000);
     is_int(a.status, PG_ETIMEOUT, "deadline: a running task times out");
     is_int(b.status, PG_ETIMEOUT, "deadline: a waiting task times out");
-    run_until(all_up, &one, 250);
+    wait_until(loop, all_up(&one), 5000);
     job_one(&a, S_ADD1, "9");
     pg_pool_submit(pool, &job_ops, &a);
-    run_until(job_done, &a, 250);
+    wait_until(loop, job_done(&a), 5000);
     is_str(a.val[0], "10", "deadline: a fresh connection serves next");
     like(ph_mock_metrics_text(m),
          "proxyhost_store_pg_errors_total{class=\"timeout\"} 2",
@@ -339,22 +320,22 @@ int main(void) {
    * reconnects with backoff by itself and prepares its statements again. */
   pool = make_pool(dsn, 2, 4, 1000);
   pg_pool_start(pool);
-  run_until(all_up, &two, 250);
+  wait_until(loop, all_up(&two), 5000);
   shell("restart: server stopped", stop);
-  run_until(none_up, NULL, 250);
+  wait_until(loop, none_up(NULL), 5000);
   is_int(pg_pool_up(pool), 0, "restart: the pool sees every connection go");
   job_one(&j, S_ADD1, "1");
   int64_t id = pg_pool_submit(pool, &job_ops, &j);
   if (id > 0)
-    run_until(job_done, &j, 250);
+    wait_until(loop, job_done(&j), 5000);
   ok(id == PG_ELOST || (j.done == 1 && j.status != PH_OK),
      "restart: a task while the server is down fails");
   shell("restart: server started", start);
-  run_until(all_up, &two, 500);
+  wait_until(loop, all_up(&two), 10000);
   is_int(pg_pool_up(pool), 2, "restart: both connections back by themselves");
   job_one(&j, S_ADD1, "99");
   pg_pool_submit(pool, &job_ops, &j);
-  run_until(job_done, &j, 250);
+  wait_until(loop, job_done(&j), 5000);
   is_str(j.val[0], "100", "restart: statements prepared again");
   like(ph_mock_metrics_text(m), "proxyhost_store_pg_errors_total{class=\"lost\"} 2",
        "metrics: two connections lost");

@@ -126,7 +126,7 @@ static void test_delivery(struct ev_loop *loop) {
     ids_ok &= id == i + 1;
   }
   ok(ids_ok, "job ids are 1, 2, 3...");
-  ok(run_until(loop, pool_idle, p, 10.0), "all jobs delivered in time");
+  ok(poll_until(loop, pool_idle(p), 10000), "all jobs delivered in time");
   int once = 1, status_ok = 1, on_loop = 1, on_worker = 1, blocked = 1;
   for (int i = 0; i < N_JOBS; i++) {
     once &= recs[i].done_calls == 1 && atomic_load(&recs[i].worked) == 1;
@@ -178,7 +178,7 @@ static void test_full_and_cancel(struct ev_loop *loop) {
      "room in the queue again after the cancel");
 
   gate_open();
-  ok(run_until(loop, pool_idle, p, 10.0), "remaining jobs delivered");
+  ok(poll_until(loop, pool_idle(p), 10000), "remaining jobs delivered");
   is_int(atomic_load(&a.worked), 0, "the cancelled job never worked");
   is_int(a.done_calls, 1, "the cancelled job got one done only");
   ok(blocker.done_calls == 1 && blocker.status == PH_OK, "blocker done OK");
@@ -232,7 +232,7 @@ static void test_cancel_in_done(struct ev_loop *loop) {
   ph_pool *p = pool_new(loop, 1, 4);
   self_cancel sc = {.p = p, .rc = 1};
   sc.id = pool_submit(p, NULL, job_work, self_cancel_done, &sc);
-  ok(run_until(loop, pool_idle, p, 10.0), "job delivered");
+  ok(poll_until(loop, pool_idle(p), 10000), "job delivered");
   is_int(sc.rc, PH_EBUSY, "cancel from its own done is PH_EBUSY");
   is_int(sc.r.done_calls, 1, "and does not call done again");
   pool_free(p);

@@ -26,24 +26,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "host_test.h"
+#include "loop_test.h"
 #include "mock.h"
 #include "relay.h"
+#include "sock_test.h"
 #include "tap.h"
 
-static const ph_api *api;
-static ph_ctx *hctx;
-
-static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  api = a;
-  hctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
-
-static const ph_module host_mod = {
-    PH_MODULE_HEADER("relay_host", "1.0.0"),
-    .init = host_init,
-};
+HOST_TEST_MODULE("relay_host");
 
 /* What the done callback saw. */
 typedef struct outcome {
@@ -112,27 +102,6 @@ static int count_fds(int *pipes) {
 
 static int fd_open(int fd) { return fcntl(fd, F_GETFD) >= 0; }
 
-static void nonblock(int fd) {
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-/* Two connected TCP sockets on loopback. */
-static int tcp_pair(int sv[2]) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof(a);
-  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&a, &len) < 0)
-    return -1;
-  sv[0] = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(sv[0], (struct sockaddr *)&a, sizeof(a)) < 0)
-    return -1;
-  sv[1] = accept(l, NULL, NULL);
-  close(l);
-  return sv[1] < 0 ? -1 : 0;
-}
-
 /* Client app <-> relay <-> target app. app_c and app_t are the test's
  * ends; the relay gets the other two. */
 typedef struct rig {
@@ -142,7 +111,7 @@ typedef struct rig {
 
 static int make_rig(rig *g, int tcp) {
   int a[2], b[2];
-  if (tcp ? tcp_pair(a) < 0 || tcp_pair(b) < 0
+  if (tcp ? sock_test_tcp_pair(a) < 0 || sock_test_tcp_pair(b) < 0
           : socketpair(AF_UNIX, SOCK_STREAM, 0, a) < 0 ||
                 socketpair(AF_UNIX, SOCK_STREAM, 0, b) < 0)
     return -1;
@@ -153,17 +122,11 @@ static int make_rig(rig *g, int tcp) {
   return 0;
 }
 
-/* Runs the loop in small steps until cond() or about max_ms. */
-static void run_until(ph_mock *m, int (*cond)(void *), void *arg, int max_ms) {
-  for (int t = 0; t < max_ms && !cond(arg); t += 2)
-    mock_run_for(m, 2);
-}
-
 static int is_done(void *arg) { return ((outcome *)arg)->done_calls > 0; }
 
 /* Reads what is available now (non-blocking) into buf. */
 static ssize_t read_now(int fd, char *buf, size_t cap) {
-  nonblock(fd);
+  sock_test_nonblock(fd);
   ssize_t n = read(fd, buf, cap);
   return n < 0 && errno == EAGAIN ? -2 : n;
 }
@@ -221,7 +184,7 @@ static void test_both_ways_and_half_close(ph_mock *m, int tcp, int splice) {
   is_int(o.done_calls, 0, name);
 
   shutdown(g.app_t, SHUT_WR);
-  run_until(m, is_done, &o, 1000);
+  wait_until(loop, is_done(&o), 1000);
   n = read_now(g.app_c, buf, sizeof(buf));
   snprintf(name, sizeof(name), "%s: target EOF reaches the client", kind);
   is_int(n, 0, name);
@@ -323,11 +286,11 @@ static void test_bulk(ph_mock *m, int splice) {
   pthread_create(&tw, NULL, bulk_writer, &wr);
   pthread_create(&tr, NULL, bulk_reader, &rd);
   bulk_watch w = {&rd, 0};
-  run_until(m, bulk_done, &w, 20000);
+  wait_until(loop, bulk_done(&w), 20000);
   pthread_join(tw, NULL);
   /* The target answers EOF too, so the relay can end. */
   shutdown(g.app_t, SHUT_WR);
-  run_until(m, is_done, &o, 2000);
+  wait_until(loop, is_done(&o), 2000);
   pthread_join(tr, NULL);
   snprintf(name, sizeof(name), "%s: 32 MiB arrive intact, in order", kind);
   ok(rd.got == wr.total && rd.sum == 0, name);
@@ -362,7 +325,7 @@ static void test_backpressure(ph_mock *m, int splice) {
   outcome o = {0};
   relay_opts ro = opts(&o, splice, 5000);
   relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
-  nonblock(g.app_t);
+  sock_test_nonblock(g.app_t);
   static uint8_t chunk[65536];
   size_t sent = 0;
   int blocked = 0;
@@ -412,7 +375,7 @@ static void test_backpressure(ph_mock *m, int splice) {
     printf("#   got %zu of %zu bytes, intact %d\n", got, sent, intact);
   shutdown(g.app_t, SHUT_WR);
   shutdown(g.app_c, SHUT_WR);
-  run_until(m, is_done, &o, 1000);
+  wait_until(loop, is_done(&o), 1000);
   ok(o.done_calls == 1 && o.end == RELAY_END_CLOSED, "then it ends cleanly");
   close(g.app_c);
   close(g.app_t);
@@ -457,11 +420,11 @@ static void test_eof_after_full_reads(ph_mock *m) {
              eof);
       close(g.app_c);
       close(g.app_t);
-      run_until(m, is_done, &o, 100);
+      poll_until(loop, is_done(&o), 100);
       return;
     }
     shutdown(g.app_t, SHUT_WR);
-    run_until(m, is_done, &o, 1000);
+    wait_until(loop, is_done(&o), 1000);
     close(g.app_c);
     close(g.app_t);
   }
@@ -485,7 +448,7 @@ static void test_idle(ph_mock *m) {
   write(g.app_c, "x", 1); /* activity pushes the deadline back */
   mock_run_for(m, 300);
   is_int(o.done_calls, 0, "activity keeps an idle relay alive");
-  run_until(m, is_done, &o, 5000);
+  wait_until(loop, is_done(&o), 5000);
   ok(o.done_calls == 1 && o.end == RELAY_END_IDLE,
      "no bytes for idle_timeout: the relay ends idle");
   is_int(o.st.error_side, RELAY_SIDE_NONE, "an idle end blames no side");
@@ -518,7 +481,7 @@ static void test_error(ph_mock *m, int splice) {
   close(g.app_c); /* RST */
   mock_run_for(m, 10);
   static char data[65536];
-  nonblock(g.app_t);
+  sock_test_nonblock(g.app_t);
   for (int i = 0; i < 50 && !o.done_calls; i++) {
     write(g.app_t, data, sizeof(data));
     mock_run_for(m, 5);
@@ -549,8 +512,8 @@ static void test_target_error(ph_mock *m, int splice, int client_sends) {
   relay_opts ro = opts(&o, splice, 5000);
   relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
   static char data[65536];
-  nonblock(g.app_c);
-  nonblock(g.app_t);
+  sock_test_nonblock(g.app_c);
+  sock_test_nonblock(g.app_t);
   if (!client_sends)
     (void)write(g.app_t, data, sizeof(data)); /* bulk: splices */
   mock_run_for(m, 10);
@@ -704,7 +667,7 @@ static void test_owner_ends_inside(ph_mock *m) {
   w->abort_in_first_down = 1;
   ok(owner_start(&g, w) != NULL, "a relay whose owner is on the heap");
   write(g.app_t, "hi", 2);
-  run_until(m, owner_gone, &freed, 1000);
+  wait_until(loop, owner_gone(&freed), 1000);
   ok(owner_freed == freed + 1 && owner_done_calls == done,
      "relay_abort inside first_down, the owner freed there too: no "
      "use-after-free, done not called");
@@ -728,7 +691,7 @@ static void test_owner_ends_inside(ph_mock *m) {
   owner_start(&g, w);
   shutdown(g.app_c, SHUT_WR);
   shutdown(g.app_t, SHUT_WR);
-  run_until(m, owner_gone, &freed, 1000);
+  wait_until(loop, owner_gone(&freed), 1000);
   ok(owner_done_calls == done + 1 && owner_freed == freed + 1,
      "the owner freed its object inside done, after relay_abort on the "
      "ended relay: no use-after-free, done once");
@@ -847,7 +810,7 @@ static size_t pool_end(ph_mock *m, pool_relay *p, int from, int to) {
     shutdown(p[i].g.app_c, SHUT_WR);
     shutdown(p[i].g.app_t, SHUT_WR);
   }
-  run_until(m, pool_done, p, 5000);
+  wait_until(loop, pool_done(p), 5000);
   for (int i = from; i < to; i++) {
     close(p[i].g.app_c);
     close(p[i].g.app_t);
@@ -874,7 +837,7 @@ static void test_spare_pipes(ph_mock *m) {
     ok(0, "spare pipes: relays start");
     return;
   }
-  run_until(m, pool_moved, p, 5000);
+  wait_until(loop, pool_moved(p), 5000);
   int held = 0;
   count_fds(&held);
   is_int(held - base_pipes, 2 * POOL_RELAYS,
@@ -909,7 +872,7 @@ static void test_spare_pipes(ph_mock *m) {
   /* The last relay to end closes them. */
   close(k.app_c);
   close(k.app_t);
-  run_until(m, is_done, &ko, 2000);
+  wait_until(loop, is_done(&ko), 2000);
   int after = 0;
   is_int(count_fds(&after), base, "spare pipes: fds back to the baseline");
   ok(after == base_pipes && relay_spare_pipes() == 0,
@@ -919,14 +882,7 @@ static void test_spare_pipes(ph_mock *m) {
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN); /* as the host does */
-  ph_buf err;
-  buf_init(&err, 65536);
-  ph_mock *m = mock_new("[proxyhost]\n", &err);
-  if (!m || mock_add(m, &host_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("Bail out! mock host: %s\n", err.data ? err.data : "?");
-    return 1;
-  }
+  ph_mock *m = host_test_start(&host_mod, "[proxyhost]\n");
   test_both_ways_and_half_close(m, 0, 0);
   test_both_ways_and_half_close(m, 1, 0);
   test_both_ways_and_half_close(m, 1, 1);
@@ -950,6 +906,5 @@ int main(void) {
   test_spare_pipes(m);
   mock_stop(m);
   mock_free(m);
-  buf_free(&err);
   return done_testing();
 }

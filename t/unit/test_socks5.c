@@ -31,9 +31,10 @@
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
 
-#include "mock.h"
-#include "tap.h"
 #include "file_test.h"
+#include "mock.h"
+#include "sock_test.h"
+#include "tap.h"
 
 #define SOCKS5_SO PH_BUILD_MODULES "/socks5/.libs/socks5.so"
 
@@ -1045,16 +1046,10 @@ static void test_drain(void) {
 }
 
 static int open_target_listener(void) {
-  target_l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof(a);
-  if (bind(target_l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(target_l, 64) < 0 ||
-      getsockname(target_l, (struct sockaddr *)&a, &len) < 0)
-    return -1;
-  target_port = ntohs(a.sin_port);
-  return 0;
+  int port = 0;
+  target_l = sock_test_listen(&port, 64, 1);
+  target_port = (uint16_t)port;
+  return target_l < 0 ? -1 : 0;
 }
 
 int main(void) {

@@ -44,6 +44,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "file_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/store_pg/.libs/store_pg.so"
@@ -748,17 +749,6 @@ static void test_cache_cluster(void) {
   down(a);
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  static char buf[4 << 20];
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
-
 static void test_secrets(void) {
   const char *metrics = ph_mock_metrics_text(A->m);
   like(metrics, "tunnelmesh_authorization_revision ",
@@ -767,7 +757,7 @@ static void test_secrets(void) {
        "metrics: polls by result");
   like(metrics, "proxyhost_store_pg_connections{state=\"up\"}",
        "metrics: the pool's connections");
-  char *log = slurp(log_path);
+  char *log = file_test_slurp(log_path);
   ok(log && strstr(log, "store_pg"), "the debug log has store_pg's lines");
   const char *secret = strchr(bearer, '.');
   ok(secret && strlen(secret) > 40, "a bearer secret to look for");
@@ -785,6 +775,7 @@ static void test_secrets(void) {
   PQclear(r);
   PQfinish(pc);
   is_int(leaked, 0, "TM-SEC: no secret hash in the log");
+  free(log);
 }
 
 int main(void) {

@@ -23,27 +23,18 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "listener_test.h"
 #include "mock.h"
+#include "sock_test.h"
 #include "tap.h"
 
 /* ---- a module that learns the frontend's port ------------------------ */
 
 static int proxy_port;
 
-static void on_listener(const ph_topic *t, const void *payload, void *arg) {
-  (void)t;
-  (void)arg;
-  const ph_listener_event *ev = payload;
-  const struct sockaddr_in *a = (const void *)ev->addr;
-  if (ev->bound && a->sin_family == AF_INET)
-    proxy_port = ntohs(a->sin_port);
-}
-
 static int watcher_init(ph_ctx *ctx, const ph_api *a, void **state) {
   *state = NULL;
-  ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  return t && a->subscribe(ctx, t, on_listener, NULL) > 0 ? PH_OK
-                                                          : PH_EINVAL;
+  return listener_test_watch(ctx, a, &proxy_port);
 }
 
 static const ph_module watcher = {
@@ -109,19 +100,7 @@ static ph_mock *start(const char *frontend, const char *extra) {
   return start_with(frontend, "memconn", extra);
 }
 
-static int dial(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons((uint16_t)proxy_port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
+static int dial(void) { return sock_test_dial(proxy_port, 1); }
 
 /* Sends what the socket takes, running the loop between tries, for at
  * most ms; the bytes sent. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
 
@@ -339,13 +340,6 @@ static int wait_atomic(_Atomic int *p, int want) {
   return atomic_load(p) >= want;
 }
 
-/* Runs the loop until *p >= want, at most about 5 s. */
-static int run_until_count(ph_mock *m, int *p, int want) {
-  for (int i = 0; i < 500 && *p < want; i++)
-    mock_run_for(m, 10);
-  return *p >= want;
-}
-
 /* How many of this process's threads have comm equal to name. */
 static int threads_named(const char *name) {
   DIR *d = opendir("/proc/self/task");
@@ -461,7 +455,8 @@ static void test_post_order(void) {
   ok(m != NULL, "a thread posting 5000 calls through a 64-call queue");
   if (!m)
     return;
-  ok(run_until_count(m, &tms[0].delivered, 5000), "every call delivered");
+  ok(poll_until(mock_core(m)->loop, tms[0].delivered >= 5000, 5000),
+     "every call delivered");
   is_int(tms[0].order_errors, 0, "in posting order");
   is_int(tms[0].off_loop, 0, "on the loop thread");
   is_int(atomic_load(&tms[0].frees), 5000, "free_arg after each call");
@@ -494,7 +489,8 @@ static void test_full_queue(void) {
        "proxyhost_thread_queue_full_total{module} counts them");
   unlike(mock_metrics_text(m), "proxyhost_mailbox_full_total 1",
          "the shared mailbox is not involved");
-  ok(run_until_count(m, &tms[0].delivered, 4), "the accepted 4 run");
+  ok(poll_until(mock_core(m)->loop, tms[0].delivered >= 4, 5000),
+     "the accepted 4 run");
   is_int(tms[0].order_errors, 0, "in order");
   is_int(atomic_load(&tms[0].frees), 4,
          "the refused ones stayed the poster's (freed by it)");
@@ -533,8 +529,10 @@ static void test_isolation(void) {
   like(mock_metrics_text(m),
        "proxyhost_thread_queue_full_total{module=\"tmod_b\"} 0",
        "tmod_b counts no refusal");
-  ok(run_until_count(m, &tms[1].delivered, 5), "tmod_b's calls run");
-  ok(run_until_count(m, &tms[0].delivered, 2), "and tmod's accepted two");
+  ok(poll_until(mock_core(m)->loop, tms[1].delivered >= 5, 5000),
+     "tmod_b's calls run");
+  ok(poll_until(mock_core(m)->loop, tms[0].delivered >= 2, 5000),
+     "and tmod's accepted two");
   is_int(shared_runs, 1, "and the shared mailbox's call");
   mock_stop(m);
   mock_free(m);
@@ -959,7 +957,8 @@ static void test_foreign_ids(void) {
   is_int(ph_host_api.job_cancel(a, queued), PH_OK, "tmod can");
   is_int(done_status[1], PH_ECANCELED, "its done ran with PH_ECANCELED");
   atomic_store(&gate, 1);
-  ok(run_until_count(m, &done_calls[0], 1), "the running job finishes");
+  ok(poll_until(mock_core(m)->loop, done_calls[0] >= 1, 5000),
+     "the running job finishes");
   is_int(done_status[0], PH_OK, "normally");
 
   is_int(ph_host_api.unsubscribe(b, tms[0].sub_id), PH_ENOENT,

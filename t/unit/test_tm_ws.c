@@ -31,8 +31,10 @@
 #include <openssl/ssl.h>
 
 #include "backoff.h"
+#include "host_test.h"
 #include "loop_test.h"
 #include "mock.h"
+#include "sock_test.h"
 #include "tap.h"
 #include "tm_ws.h"
 #include "tm_ws_stubs.h"
@@ -42,33 +44,13 @@
 #define TM_TEST_SRCDIR "."
 #endif
 
-#define diag(...)                                                              \
-  do {                                                                         \
-    printf("# ");                                                              \
-    printf(__VA_ARGS__);                                                       \
-    printf("\n");                                                              \
-  } while (0)
 #define BAIL_OUT(msg)                                                          \
   do {                                                                         \
     printf("Bail out! %s\n", (msg));                                           \
     exit(1);                                                                   \
   } while (0)
 
-static const ph_api *api;
-static ph_ctx *hctx;
-static struct ev_loop *loop;
-
-static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  api = a;
-  hctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
-
-static const ph_module host_mod = {
-    PH_MODULE_HEADER("tm_ws_host", "1.0.0"),
-    .init = host_init,
-};
+HOST_TEST_MODULE("tm_ws_host");
 
 /* ---- what the handlers saw --------------------------------------------- */
 
@@ -162,33 +144,6 @@ static void rec_reset(rec *r) {
   memset(r, 0, sizeof(*r));
 }
 
-/* ---- bounded waits ------------------------------------------------------ */
-
-typedef struct wait_int {
-  const int *p;
-  int want;
-} wait_int;
-
-static int int_reached(void *arg) {
-  wait_int *w = arg;
-  return *w->p >= w->want;
-}
-
-/* Runs the loop until *p >= want (at most 10 s: a safety bound, never
- * what a test asserts). */
-static int wait_for(const int *p, int want) {
-  wait_int w = {p, want};
-  return run_until(loop, int_reached, &w, 10.0);
-}
-
-static int never(void *arg) {
-  (void)arg;
-  return 0;
-}
-
-/* Runs the loop for a while (a pause that must not deliver anything). */
-static void spin(double secs) { run_until(loop, never, NULL, secs); }
-
 static tm_ws_cfg base_cfg(const char *listen, unsigned caps) {
   tm_ws_cfg c = {.listen = listen,
                  .caps = caps,
@@ -244,20 +199,38 @@ static int count_fds(void) {
 
 /* ---- a raw TCP peer, served by the loop -------------------------------- */
 
+/* One step of a raw peer served beside the loop: runs the loop once,
+ * accepts from ls while *fd < 0 (pausing 5 ms when nothing came), then
+ * reads what arrived within 10 ms into req (NUL-terminated, cap bytes with
+ * the NUL, *got so far). 0 to go on; -1 once the peer closed or failed. */
+static int raw_step(int ls, int *fd, char *req, size_t cap, size_t *got) {
+  ev_run(loop, EVRUN_NOWAIT);
+  if (*fd < 0)
+    *fd = accept(ls, NULL, NULL);
+  if (*fd < 0) {
+    poll(NULL, 0, 5);
+    return 0;
+  }
+  struct pollfd p = {.fd = *fd, .events = POLLIN};
+  if (poll(&p, 1, 10) > 0) {
+    ssize_t n = read(*fd, req + *got, cap - 1 - *got);
+    if (n <= 0)
+      return -1;
+    *got += (size_t)n;
+    req[*got] = '\0';
+  }
+  return 0;
+}
+
 /* Connects to 127.0.0.1:port, writes req (len bytes), then reads until
  * "\r\n\r\n" plus extra bytes, the peer closes, or the safety bound
  * passes. The answer into out (NUL-terminated); returns its length. */
 static int raw_exchange(int port, const void *req, size_t len, char *out,
                         size_t cap, size_t extra, int *fd_keep) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int fd = sock_test_dial(port, 0);
   size_t got = 0;
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-    if (fd >= 0)
-      close(fd);
+  if (fd < 0)
     return -1;
-  }
   if (write(fd, req, len) != (ssize_t)len) {
     close(fd);
     return -1;
@@ -303,7 +276,7 @@ static void test_messages(void) {
   ok(port > 0 && port < 65536, "listen port 0 picks a port (tm_ws_port)");
   tm_ws_conn *c = connect_to(cw, "ws", "127.0.0.1", port, "/tunnel", "tok-1");
   ok(c != NULL, "tm_ws_connect starts a connection");
-  ok(wait_for(&r.connected, 1) && r.accepts == 1,
+  ok(poll_until(loop, r.connected >= 1, 10000) && r.accepts == 1,
      "the client connects and the server accepts it");
   like(r.peer, "127.0.0.1", "on_accept gets the peer address");
 
@@ -313,10 +286,12 @@ static void test_messages(void) {
     big[i] = (uint8_t)(i * 7 + 3);
   tm_session *cs = r.cli_s[0], *ss = r.srv_s[0];
   stub_session_send(cs, (const uint8_t *)"x", 1);
-  ok(wait_for(&cs->messages, 1) && cs->last_len == 1 && cs->last[0] == 'x',
+  ok(poll_until(loop, cs->messages >= 1, 10000) && cs->last_len == 1 &&
+         cs->last[0] == 'x',
      "a 1-byte message goes to the server and is echoed back whole");
   stub_session_send(cs, big, TM_MAX_FRAME);
-  ok(wait_for(&cs->messages, 2) && ss->last_len == TM_MAX_FRAME &&
+  ok(poll_until(loop, cs->messages >= 2, 10000) &&
+         ss->last_len == TM_MAX_FRAME &&
          ss->last_sum == stub_sum(big, TM_MAX_FRAME),
      "a 64 KiB + 10 message arrives whole at the server (TM-PROTO-1)");
   ok(cs->last_len == TM_MAX_FRAME &&
@@ -324,14 +299,15 @@ static void test_messages(void) {
      "and whole back at the client");
   for (int i = 0; i < 3; i++)
     stub_session_send(cs, big + i, 100 + (size_t)i);
-  ok(wait_for(&cs->messages, 5) && cs->last_len == 102 &&
+  ok(poll_until(loop, cs->messages >= 5, 10000) && cs->last_len == 102 &&
          cs->last_sum == stub_sum(big + 2, 102),
      "three messages in a row arrive in order, one per writable event");
   ok(ss->write_errors == 0 && cs->write_errors == 0, "no write failed");
 
   /* max_message + 1: the server closes with 1009 */
   stub_session_send(cs, big, TM_MAX_FRAME + 1);
-  ok(wait_for(&r.cli_closed, 1) && wait_for(&r.srv_closed, 1),
+  ok(poll_until(loop, r.cli_closed >= 1, 10000) &&
+         poll_until(loop, r.srv_closed >= 1, 10000),
      "a message of max_message + 1 bytes closes the connection (1009)");
   is_int(ss->messages, 5, "the oversized message was not delivered");
   ok(ss->closed == 1 && cs->closed == 1,
@@ -363,7 +339,7 @@ static void test_subprotocols(void) {
       tm_ws *cw = client_new(&r, set[j], NULL);
       if (sw && cw &&
           connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t") &&
-          wait_for(&r.connected, 1)) {
+          poll_until(loop, r.connected >= 1, 10000)) {
         const char *want = expected_name(set[i], set[j]);
         if (r.cli_sub && !strcmp(r.cli_sub, want))
           good++;
@@ -390,8 +366,8 @@ static void test_subprotocols(void) {
     int before = r.connected;
     ok(sw && cw &&
            connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t") &&
-           wait_for(&r.connected, before + 1) && r.cli_sub == NULL &&
-           r.srv_sub == NULL,
+           poll_until(loop, r.connected >= (before + 1), 10000) &&
+           r.cli_sub == NULL && r.srv_sub == NULL,
        k == 0 ? "TM-PROTO-16, TM-TEST-2: legacy_no_subprotocol answers none; "
                 "the client sees NULL (legacy)"
               : "and again on a second connection (the names are restored)");
@@ -418,15 +394,15 @@ static void test_bearer(void) {
   tm_ws *cw = client_new(&r, TM_CAP_ALL, NULL);
   const char *tok = "tm_abcDEF012.secret-part_xyz";
   ok(connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", tok) &&
-         wait_for(&r.accepts, 1),
+         poll_until(loop, r.accepts >= 1, 10000),
      "a connection with a bearer token");
   ok(r.bearer_len == strlen(tok) && !strcmp(r.bearer, tok),
      "on_accept gets exactly the token from Authorization: Bearer");
   ok(connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", NULL) &&
-         wait_for(&r.accepts, 2) && r.bearer_len == 0,
+         poll_until(loop, r.accepts >= 2, 10000) && r.bearer_len == 0,
      "no token: on_accept gets length 0");
   ok(connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "") &&
-         wait_for(&r.accepts, 3) && r.bearer_len == 0,
+         poll_until(loop, r.accepts >= 3, 10000) && r.bearer_len == 0,
      "a blank token: no header, length 0");
   const char *err = NULL;
   ok(!tm_ws_connect(cw, "ws://127.0.0.1:1/tunnel", "a b", &err) && err,
@@ -436,39 +412,19 @@ static void test_bearer(void) {
   rec_reset(&r);
 
   /* What goes on the wire: a raw listener reads the client's request. */
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  socklen_t al = sizeof(a);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+  int lport;
+  int ls = sock_test_listen(&lport, 4, 1);
+  if (ls < 0)
     BAIL_OUT("raw listener");
-  fcntl(ls, F_SETFL, O_NONBLOCK);
   cw = client_new(&r, TM_CAP_ALL, NULL);
-  ok(connect_to(cw, "ws", "127.0.0.1", ntohs(a.sin_port), "/tunnel?x=1", tok) !=
-         NULL,
+  ok(connect_to(cw, "ws", "127.0.0.1", lport, "/tunnel?x=1", tok) != NULL,
      "a client towards a raw listener");
-  char req[4096];
+  char req[4096] = "";
   size_t got = 0;
   int fd = -1;
-  for (int i = 0; i < 1000 && !strstr(req, "\r\n\r\n"); i++) {
-    req[got] = '\0';
-    ev_run(loop, EVRUN_NOWAIT);
-    if (fd < 0)
-      fd = accept(ls, NULL, NULL);
-    if (fd < 0) {
-      poll(NULL, 0, 5);
-      continue;
-    }
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 10) > 0) {
-      ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
-      if (n <= 0)
-        break;
-      got += (size_t)n;
-      req[got] = '\0';
-    }
-  }
+  for (int i = 0; i < 1000 && !strstr(req, "\r\n\r\n"); i++)
+    if (raw_step(ls, &fd, req, sizeof(req), &got) < 0)
+      break;
   char *eol = strstr(req, "\r\n");
   ok(eol && !strncmp(req, "GET /tunnel?x=1 HTTP/1.1\r\n", 26),
      "the request line is the path only");
@@ -503,8 +459,9 @@ static void test_bearer(void) {
      "TM-PROTO-14: the offer in priority order, tunnelmesh.v1 last");
   if (fd >= 0)
     close(fd);
-  ok(wait_for(&r.connect_errors, 1), "the refused handshake is a connect "
-                                     "error, from the loop");
+  ok(poll_until(loop, r.connect_errors >= 1, 10000),
+     "the refused handshake is a connect "
+     "error, from the loop");
   close(ls);
   tm_ws_free(cw);
   rec_reset(&r);
@@ -520,21 +477,8 @@ static int raw_server_answer(int port_fd, const char *proto_line, rec *r,
   int fd = -1, answered = 0;
   req[0] = '\0';
   for (int i = 0; i < 1000 && !answered; i++) {
-    ev_run(loop, EVRUN_NOWAIT);
-    if (fd < 0)
-      fd = accept(port_fd, NULL, NULL);
-    if (fd < 0) {
-      poll(NULL, 0, 5);
-      continue;
-    }
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 10) > 0) {
-      ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
-      if (n <= 0)
-        break;
-      got += (size_t)n;
-      req[got] = '\0';
-    }
+    if (raw_step(port_fd, &fd, req, sizeof(req), &got) < 0)
+      break;
     if (!strstr(req, "\r\n\r\n"))
       continue;
     const char *k = strcasestr(req, "\r\nSec-WebSocket-Key: ");
@@ -559,23 +503,18 @@ static int raw_server_answer(int port_fd, const char *proto_line, rec *r,
                  (const char *)acc, proto_line);
     answered = write(fd, ans, (size_t)n) == n;
   }
-  int okc = want_connected ? wait_for(&r->connected, 1)
-                           : wait_for(&r->connect_errors, 1);
+  int okc = want_connected ? poll_until(loop, r->connected >= 1, 10000)
+                           : poll_until(loop, r->connect_errors >= 1, 10000);
   if (fd >= 0)
     close(fd);
   return answered && okc;
 }
 
 static void test_client_answers(void) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  socklen_t al = sizeof(a);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-      listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+  int port;
+  int ls = sock_test_listen(&port, 4, 1);
+  if (ls < 0)
     BAIL_OUT("raw listener");
-  fcntl(ls, F_SETFL, O_NONBLOCK);
-  int port = ntohs(a.sin_port);
   static const struct {
     unsigned caps;
     const char *line;
@@ -624,7 +563,7 @@ static void test_refusals(void) {
      "a URL that is not ws:// or wss:// is refused");
   ok(!tm_ws_connect(cw, "wss://[::1]:443/tunnel", "t", &err),
      "wss to an IPv6 literal is refused (lws 4.1 cannot check its name)");
-  spin(0.05);
+  spin_for(loop, 50);
   is_int(r.connect_errors, 0, "a refused URL reports no connect error");
   tm_ws_free(cw);
 
@@ -677,12 +616,12 @@ static void unmasked_frame(int port, rec *r, const char *good, size_t len) {
   ok(raw_exchange(port, good, len, out, sizeof(out), 0, &fd) > 0 &&
          strstr(out, " 101 "),
      "another raw client upgrades");
-  ok(wait_for(&r->accepts, 2), "and is accepted");
+  ok(poll_until(loop, r->accepts >= 2, 10000), "and is accepted");
   static const uint8_t unmasked[] = {0x82, 0x02, 'h', 'i'};
   ok(write(fd, unmasked, sizeof(unmasked)) == (ssize_t)sizeof(unmasked),
      "sent an unmasked binary frame");
   is_int(read_close_code(fd), 1002, name);
-  ok(wait_for(&r->srv_closed, 2) && r->srv_s[1]->messages == 0,
+  ok(poll_until(loop, r->srv_closed >= 2, 10000) && r->srv_s[1]->messages == 0,
      "the unmasked message was never delivered; on_closed ran");
   is_int(r->srv_s[1]->proto_errors, 1,
          "the bound session was told it is a protocol error (1002)");
@@ -727,14 +666,14 @@ static void test_raw_peers(void) {
          strstr(out, " 101 ") &&
          strstr(out, "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n"),
      "a raw client offering open-result gets 101 with that name");
-  ok(wait_for(&r.accepts, 1), "and is accepted");
+  ok(poll_until(loop, r.accepts >= 1, 10000), "and is accepted");
   /* A masked text frame "hi": the protocol is binary only -> 1003. */
   static const uint8_t text[] = {0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2};
   ok(write(fd, text, sizeof(text)) == (ssize_t)sizeof(text),
      "sent a text frame");
   is_int(read_close_code(fd), 1003,
          "a text message closes the connection with 1003");
-  ok(wait_for(&r.srv_closed, 1) && r.srv_s[0]->messages == 0,
+  ok(poll_until(loop, r.srv_closed >= 1, 10000) && r.srv_s[0]->messages == 0,
      "the text message was never delivered; on_closed ran");
   close(fd);
 
@@ -751,7 +690,8 @@ static void test_raw_peers(void) {
   tm_ws *cw = client_new(&r, TM_CAP_ALL, NULL);
   port = tm_ws_port(sw);
   connect_to(cw, "ws", "127.0.0.1", port, "/tunnel", "t");
-  ok(wait_for(&r.connected, 1), "max_connections 1: the first connects");
+  ok(poll_until(loop, r.connected >= 1, 10000),
+     "max_connections 1: the first connects");
   ok(raw_exchange(port, good, sizeof(good) - 1, out, sizeof(out), 0, NULL) >
              0 &&
          strstr(out, " 503"),
@@ -772,12 +712,9 @@ static void test_handshake_timeout(void) {
   ok(sw != NULL, "a server with a 1 s handshake timeout");
   if (!sw)
     return;
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons(tm_ws_port(sw))};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = socket(AF_INET, SOCK_STREAM, 0), eof = 0;
+  int fd = sock_test_dial(tm_ws_port(sw), 0), eof = 0;
   static const char half[] = "GET /tunnel HTTP/1.1\r\nHost: x\r\n";
-  if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+  if (fd >= 0 &&
       write(fd, half, sizeof(half) - 1) == (ssize_t)sizeof(half) - 1) {
     fcntl(fd, F_SETFL, O_NONBLOCK);
     for (int i = 0; i < 1500 && !eof; i++) {
@@ -818,7 +755,8 @@ static void test_ipv6(void) {
   ok(tm_ws_port(sw) > 0, "a plain ws server on [::1] (loopback) starts");
   tm_ws *cw = client_new(&r, TM_CAP_ALL, NULL);
   connect_to(cw, "ws", "[::1]", tm_ws_port(sw), "/tunnel", "t6");
-  ok(wait_for(&r.connected, 1) && r.bearer_len == 2 && !strcmp(r.bearer, "t6"),
+  ok(poll_until(loop, r.connected >= 1, 10000) && r.bearer_len == 2 &&
+         !strcmp(r.bearer, "t6"),
      "ws://[::1]:port connects (Host with brackets) with its token");
   tm_ws_free(cw);
   tm_ws_free(sw);
@@ -831,21 +769,25 @@ static void test_pause(void) {
   tm_ws *sw = server_new(&r, TM_CAP_ALL, 0);
   tm_ws *cw = client_new(&r, TM_CAP_ALL, NULL);
   connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t");
-  ok(wait_for(&r.connected, 1) && wait_for(&r.accepts, 1),
+  ok(poll_until(loop, r.connected >= 1, 10000) &&
+         poll_until(loop, r.accepts >= 1, 10000),
      "a connection the server does not resume");
   stub_session_send(r.cli_s[0], (const uint8_t *)"abc", 3);
-  spin(0.2);
+  spin_for(loop, 200);
   is_int(r.srv_s[0]->messages, 0, "nothing is read before tm_ws_conn_resume");
   tm_ws_conn_resume(r.srv_c);
-  ok(wait_for(&r.srv_s[0]->messages, 1) && r.srv_s[0]->last_len == 3,
+  ok(poll_until(loop, r.srv_s[0]->messages >= 1, 10000) &&
+         r.srv_s[0]->last_len == 3,
      "after resume the message arrives");
-  ok(wait_for(&r.cli_s[0]->messages, 1), "and its echo comes back");
+  ok(poll_until(loop, r.cli_s[0]->messages >= 1, 10000),
+     "and its echo comes back");
   tm_ws_transport()->pause_read(r.srv_c, 1);
   stub_session_send(r.cli_s[0], (const uint8_t *)"defg", 4);
-  spin(0.2);
+  spin_for(loop, 200);
   is_int(r.srv_s[0]->messages, 1, "pause_read(1) stops reading");
   tm_ws_transport()->pause_read(r.srv_c, 0);
-  ok(wait_for(&r.srv_s[0]->messages, 2) && r.srv_s[0]->last_len == 4,
+  ok(poll_until(loop, r.srv_s[0]->messages >= 2, 10000) &&
+         r.srv_s[0]->last_len == 4,
      "pause_read(0) resumes it");
   /* The client end pausing inside a read: what it had read waits, in
    * order, and comes after resume (the client's own frame reader). */
@@ -854,22 +796,24 @@ static void test_pause(void) {
   stub_session_send(r.srv_s[0], (const uint8_t *)"m1", 2);
   stub_session_send(r.srv_s[0], (const uint8_t *)"m2", 2);
   stub_session_send(r.srv_s[0], (const uint8_t *)"m3", 2);
-  wait_for(&r.cli_s[0]->messages, base + 1);
-  spin(0.2);
+  poll_until(loop, r.cli_s[0]->messages >= (base + 1), 10000);
+  spin_for(loop, 200);
   is_int(r.cli_s[0]->messages, base + 1, "the client end paused after one message");
   /* m4 waits in the socket while paused; on resume it is readable at once,
    * before the pass over m2 and m3 (issue 22 item 7: it must not overtake
    * them, the session would see stream ids out of order). */
   stub_session_send(r.srv_s[0], (const uint8_t *)"m4", 2);
-  spin(0.2);
+  spin_for(loop, 200);
   is_int(r.cli_s[0]->messages, base + 1, "nothing more is read while paused");
   r.cli_s[0]->pause_at = 0;
   tm_ws_transport()->pause_read(r.cli_c, 0);
-  ok(wait_for(&r.cli_s[0]->messages, base + 4) && !memcmp(r.cli_s[0]->last, "m4", 2),
+  ok(poll_until(loop, r.cli_s[0]->messages >= (base + 4), 10000) &&
+         !memcmp(r.cli_s[0]->last, "m4", 2),
      "after resume the other three arrive, in order (m4 last)");
   /* Closing from the role: a status and a reason. */
   tm_ws_conn_close(r.srv_c, 4401, "unauthorized");
-  ok(wait_for(&r.cli_closed, 1) && wait_for(&r.srv_closed, 1),
+  ok(poll_until(loop, r.cli_closed >= 1, 10000) &&
+         poll_until(loop, r.srv_closed >= 1, 10000),
      "tm_ws_conn_close(4401) ends it on both sides");
   tm_ws_free(cw);
   tm_ws_free(sw);
@@ -880,7 +824,8 @@ static void test_pause(void) {
   sw = server_new(&r, TM_CAP_ALL, 0);
   cw = client_new(&r, TM_CAP_ALL, NULL);
   connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t");
-  ok(wait_for(&r.accepts, 1) && wait_for(&r.cli_closed, 1),
+  ok(poll_until(loop, r.accepts >= 1, 10000) &&
+         poll_until(loop, r.cli_closed >= 1, 10000),
      "on_accept returning -1 closes the connection");
   is_int(r.srv_closed, 0, "a refused connection gets no on_closed");
   tm_ws_free(cw);
@@ -895,18 +840,19 @@ static void test_cycles_and_free(void) {
   int port = tm_ws_port(sw);
   /* One cycle first, so lazily made things (TLS, buffers) exist. */
   connect_to(cw, "ws", "127.0.0.1", port, "/tunnel", "t");
-  wait_for(&r.connected, 1);
+  poll_until(loop, r.connected >= 1, 10000);
   tm_ws_conn_close(r.cli_c, 1000, "bye");
-  wait_for(&r.srv_closed, 1);
-  wait_for(&r.cli_closed, 1);
+  poll_until(loop, r.srv_closed >= 1, 10000);
+  poll_until(loop, r.cli_closed >= 1, 10000);
   int base = count_fds(), okc = 0;
   for (int i = 0; i < 100; i++) {
     int want = r.connected + 1;
     if (!connect_to(cw, "ws", "127.0.0.1", port, "/tunnel", "t") ||
-        !wait_for(&r.connected, want))
+        !poll_until(loop, r.connected >= want, 10000))
       break;
     tm_ws_conn_close(r.cli_c, 1000, "bye");
-    if (wait_for(&r.srv_closed, want) && wait_for(&r.cli_closed, want))
+    if (poll_until(loop, r.srv_closed >= want, 10000) &&
+        poll_until(loop, r.cli_closed >= want, 10000))
       okc++;
     if (r.n_cli_s > 100) {
       /* keep the stub arrays bounded */
@@ -928,7 +874,8 @@ static void test_cycles_and_free(void) {
   cw = client_new(&r, TM_CAP_ALL, NULL);
   for (int i = 0; i < 3; i++)
     connect_to(cw, "ws", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t");
-  ok(wait_for(&r.connected, 3) && wait_for(&r.accepts, 3),
+  ok(poll_until(loop, r.connected >= 3, 10000) &&
+         poll_until(loop, r.accepts >= 3, 10000),
      "three live connections");
   tm_ws_free(sw);
   is_int(r.srv_closed, 3, "tm_ws_free calls on_closed for each connection");
@@ -936,7 +883,8 @@ static void test_cycles_and_free(void) {
   for (int i = 0; i < 3; i++)
     all = all && r.srv_s[i]->closed == 1;
   ok(all, "and each bound session sees on_transport_closed");
-  ok(wait_for(&r.cli_closed, 3), "the clients see their connections end");
+  ok(poll_until(loop, r.cli_closed >= 3, 10000),
+     "the clients see their connections end");
   connect_to(cw, "ws", "127.0.0.1", 1, "/tunnel", "t");
   tm_ws_free(cw);
   is_int(r.connect_errors, 1,
@@ -949,11 +897,8 @@ static void test_cycles_and_free(void) {
  * the bound, 0 when it did not. */
 static int tls_idle_closed(int port, const char *ca) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = socket(AF_INET, SOCK_STREAM, 0), done = 0, closed = 0;
-  if (!ctx || fd < 0 || !SSL_CTX_load_verify_locations(ctx, ca, NULL) ||
-      connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+  int fd = sock_test_dial(port, 0), done = 0, closed = 0;
+  if (!ctx || fd < 0 || !SSL_CTX_load_verify_locations(ctx, ca, NULL)) {
     if (fd >= 0)
       close(fd);
     SSL_CTX_free(ctx);
@@ -1020,21 +965,22 @@ static void test_tls(void) {
   int port = tm_ws_port(sw);
   tm_ws *cw = client_new(&r, TM_CAP_ALL, ca);
   connect_to(cw, "wss", "127.0.0.1", port, "/tunnel", "tok-tls");
-  ok(wait_for(&r.connected, 1) && r.bearer_len == 7,
+  ok(poll_until(loop, r.connected >= 1, 10000) && r.bearer_len == 7,
      "wss with the right CA connects (chain and name verified)");
   stub_session_send(r.cli_s[0], (const uint8_t *)"hello", 5);
-  ok(wait_for(&r.cli_s[0]->messages, 1) && r.cli_s[0]->last_len == 5,
+  ok(poll_until(loop, r.cli_s[0]->messages >= 1, 10000) &&
+         r.cli_s[0]->last_len == 5,
      "a message over wss is echoed");
   /* A name: resolved off the loop (here from /etc/hosts: no DNS query),
    * then checked against the certificate (DNS:localhost). */
   connect_to(cw, "wss", "localhost", port, "/tunnel", "tok-tls");
-  ok(wait_for(&r.connected, 2) && r.accepts == 2,
+  ok(poll_until(loop, r.connected >= 2, 10000) && r.accepts == 2,
      "wss://localhost: the name is resolved on a helper thread and matches "
      "the certificate");
   tm_ws_conn *pending =
       connect_to(cw, "wss", "localhost", port, "/tunnel", "t");
   tm_ws_conn_close(pending, 1000, "never mind");
-  ok(wait_for(&r.connect_errors, 1) && r.connected == 2,
+  ok(poll_until(loop, r.connect_errors >= 1, 10000) && r.connected == 2,
      "closing a connection while its name resolves is a connect error");
   r.connected = 1;
   r.connect_errors = 0;
@@ -1042,12 +988,12 @@ static void test_tls(void) {
   tm_ws_free(cw);
   cw = client_new(&r, TM_CAP_ALL, other);
   connect_to(cw, "wss", "127.0.0.1", port, "/tunnel", "t");
-  ok(wait_for(&r.connect_errors, 1) && r.connected == 1,
+  ok(poll_until(loop, r.connect_errors >= 1, 10000) && r.connected == 1,
      "wss with another CA fails");
   tm_ws_free(cw);
   cw = client_new(&r, TM_CAP_ALL, NULL);
   connect_to(cw, "wss", "127.0.0.1", port, "/tunnel", "t");
-  ok(wait_for(&r.connect_errors, 2) && r.connected == 1,
+  ok(poll_until(loop, r.connect_errors >= 2, 10000) && r.connected == 1,
      "wss with the system store fails (never self-signed by default)");
   tm_ws_free(cw);
   tm_ws_free(sw);
@@ -1068,7 +1014,7 @@ static void test_tls(void) {
   sw = tm_ws_new(api, hctx, &cfg, &handlers, &r, &err);
   cw = client_new(&r, TM_CAP_ALL, ca);
   ok(sw && connect_to(cw, "wss", "127.0.0.1", tm_ws_port(sw), "/tunnel", "t") &&
-         wait_for(&r.connect_errors, 3) && r.connected == 1,
+         poll_until(loop, r.connect_errors >= 3, 10000) && r.connected == 1,
      "wss to a certificate for another name fails (host name checked)");
   tm_ws_free(cw);
   tm_ws_free(sw);
@@ -1146,14 +1092,8 @@ static void test_backoff(void) {
 }
 
 int main(void) {
-  char err[512];
   plan_lazy();
-  ph_mock *m = ph_mock_new("[proxyhost]\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(m, err, sizeof(err)) < 0 ||
-      ph_mock_start(m, err, sizeof(err)) < 0)
-    BAIL_OUT(err);
-  loop = api->loop(hctx);
+  ph_mock *m = host_test_start(&host_mod, "[proxyhost]\n");
 
   test_url();
   test_backoff();

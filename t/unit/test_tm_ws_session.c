@@ -22,27 +22,15 @@
 
 #include <ev.h>
 
+#include "host_test.h"
 #include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
 #include "tm_session.h"
+#include "tm_session_test.h"
 #include "tm_ws.h"
 
-static const ph_api *api;
-static ph_ctx *hctx;
-static struct ev_loop *loop;
-
-static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  api = a;
-  hctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
-
-static const ph_module host_mod = {
-    PH_MODULE_HEADER("tm_ws_session_host", "1.0.0"),
-    .init = host_init,
-};
+HOST_TEST_MODULE("tm_ws_session_host");
 
 #define TOTAL (1024u * 1024u)
 
@@ -84,26 +72,6 @@ static uint32_t mix(uint32_t h, const uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     h = (h ^ p[i]) * 16777619u;
   return h;
-}
-
-static tm_session_cfg scfg(int opener, unsigned caps) {
-  tm_session_cfg c = {.component =
-                          opener ? TM_COMPONENT_CLIENT : TM_COMPONENT_SERVER,
-                      .opener = opener,
-                      .caps = caps,
-                      .local_caps = TM_CAP_FAIR_WRITER,
-                      .initial_window = 262144,
-                      .window_update_threshold = 131072,
-                      .max_frame_payload = 32768,
-                      .inbound_buffer_bytes = 262144,
-                      .outbound_buffer_bytes = 262144,
-                      .max_streams = 64,
-                      .control_queue_frames = 1024,
-                      .control_queue_bytes = 262144,
-                      .quantum = 32768,
-                      .violation_limit = 16,
-                      .violation_window_ms = 60000};
-  return c;
 }
 
 /* ---- server: accept every stream and echo it ------------------------- */
@@ -180,7 +148,7 @@ static int on_accept(void *arg, tm_ws_conn *c, const char *bearer, size_t len,
   w->accepts++;
   if (caps < 0)
     return -1;
-  tm_session_cfg cfg = scfg(0, (unsigned)caps);
+  tm_session_cfg cfg = tm_test_cfg(0, (unsigned)caps, NULL);
   w->srv.caps = (unsigned)caps;
   w->srv.c = c;
   w->srv.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &srv_ops, w);
@@ -196,7 +164,7 @@ static void on_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   int caps = tm_subproto_caps(subproto);
   w->connected++;
   w->subproto = subproto;
-  tm_session_cfg cfg = scfg(1, caps < 0 ? 0 : (unsigned)caps);
+  tm_session_cfg cfg = tm_test_cfg(1, caps < 0 ? 0 : (unsigned)caps, NULL);
   w->cli.caps = cfg.caps;
   w->cli.c = c;
   w->cli.s = tm_session_new(api, hctx, &cfg, tm_ws_transport(), c, &cli_ops, w);
@@ -317,7 +285,7 @@ static void run_case(int legacy) {
   char url[64];
   snprintf(url, sizeof(url), "ws://127.0.0.1:%d/tunnel", tm_ws_port(sw));
   tm_ws_connect(cw, url, "tok", &err);
-  ok(run_until(loop, cond_connected, NULL, 10.0),
+  ok(poll_until(loop, cond_connected(NULL), 10000),
      legacy ? "legacy: a session on each end of a real WebSocket"
             : "a session on each end of a real WebSocket");
   if (legacy)
@@ -336,11 +304,11 @@ static void run_case(int legacy) {
   snprintf(req.host, sizeof(req.host), "echo.test");
   ok(tm_stream_open(W.cli.s, &req, 5000, open_cb, &W.u) != NULL,
      "the client opens a stream");
-  ok(run_until(loop, cond_open, NULL, 10.0) && W.u.accepted &&
+  ok(poll_until(loop, cond_open(NULL), 10000) && W.u.accepted &&
          W.u.strict == !legacy,
      legacy ? "legacy: open at once (no OPEN_RESULT)"
             : "strict: the server's OPEN_RESULT accepted it");
-  ok(run_until(loop, cond_echoed, NULL, 30.0) && !W.u.reset,
+  ok(poll_until(loop, cond_echoed(NULL), 30000) && !W.u.reset,
      "1 MiB written, echoed and read back, then EOF");
   ok(W.u.got == TOTAL && W.u.sum_got == W.u.sum_sent && W.e.bytes == TOTAL,
      "every byte came back in order");
@@ -348,7 +316,7 @@ static void run_case(int legacy) {
   ph_stream_close(W.u.ps);
   ph_stream_close(W.e.ps);
   tm_session_close(W.cli.s);
-  ok(run_until(loop, cond_closed, NULL, 10.0),
+  ok(poll_until(loop, cond_closed(NULL), 10000),
      "closing the client session ends the WebSocket and the server session");
   is_int(W.srv.reason, TM_CLOSE_TRANSPORT,
          "the server session ends with TM_CLOSE_TRANSPORT");
@@ -413,7 +381,7 @@ static void run_unmasked(void) {
   size_t got = fd >= 0 ? raw_read(fd, fr, sizeof(fr), 4) : 0;
   ok(got >= 4 && fr[0] == 0x88 && ((fr[2] << 8) | fr[3]) == 1002,
      "issue 22 item 6: the server closes with 1002");
-  ok(run_until(loop, cond_srv_closed, NULL, 10.0),
+  ok(poll_until(loop, cond_srv_closed(NULL), 10000),
      "the server's session and connection end");
   is_int(W.srv.reason, TM_CLOSE_PROTOCOL,
          "the server session ends with TM_CLOSE_PROTOCOL (counted as "
@@ -424,16 +392,8 @@ static void run_unmasked(void) {
 }
 
 int main(void) {
-  char err[512];
   plan_lazy();
-  ph_mock *m = ph_mock_new("[proxyhost]\n", err, sizeof(err));
-  if (!m || ph_mock_add(m, &host_mod, err, sizeof(err)) < 0 ||
-      ph_mock_init(m, err, sizeof(err)) < 0 ||
-      ph_mock_start(m, err, sizeof(err)) < 0) {
-    printf("Bail out! %s\n", err);
-    return 1;
-  }
-  loop = api->loop(hctx);
+  ph_mock *m = host_test_start(&host_mod, "[proxyhost]\n");
   run_case(0);
   run_case(1);
   run_unmasked();
