@@ -16,6 +16,8 @@
 #include "http_head.h"
 #include "http_body.h"
 
+#include "bw.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,37 +582,9 @@ int hp_head_target_parse(const http_head *h, const char *buf,
 
 /* ---- rewriting ------------------------------------------------------------ */
 
-typedef struct writer {
-  char *p;
-  size_t len, cap;
-  int over;
-} writer;
-
-static void put(writer *w, const char *s, size_t n) {
-  if (w->over || n > w->cap - w->len) {
-    w->over = 1;
-    return;
-  }
-  memcpy(w->p + w->len, s, n);
-  w->len += n;
-}
-
-static void puts_(writer *w, const char *s) { put(w, s, strlen(s)); }
-
-static void put_port(writer *w, unsigned port) {
-  char d[8];
-  int n = 0;
-  do {
-    d[n++] = (char)('0' + port % 10);
-    port /= 10;
-  } while (port && n < 7);
-  while (n > 0)
-    put(w, &d[--n], 1);
-}
-
 /* The fields to forward: neither hop-by-hop nor framing (the proxy
  * writes its own framing header). */
-static void put_fields(writer *w, const http_head *h, const char *buf,
+static void put_fields(ph_bw *w, const http_head *h, const char *buf,
                        int drop_host) {
   for (size_t i = 0; i < h->n_fields; i++) {
     const hp_head_field *f = &h->fields[i];
@@ -618,10 +592,10 @@ static void put_fields(writer *w, const http_head *h, const char *buf,
       continue;
     if (drop_host && eq_ci(span_ptr(buf, f->name), f->name.len, "host"))
       continue;
-    put(w, span_ptr(buf, f->name), f->name.len);
-    put(w, ": ", 2);
-    put(w, span_ptr(buf, f->value), f->value.len);
-    put(w, "\r\n", 2);
+    ph_bw_put(w, span_ptr(buf, f->name), f->name.len);
+    ph_bw_put(w, ": ", 2);
+    ph_bw_put(w, span_ptr(buf, f->value), f->value.len);
+    ph_bw_put(w, "\r\n", 2);
   }
 }
 
@@ -630,59 +604,58 @@ size_t hp_head_write_max(const http_head *h) {
   return h->head_len + 3 * (h->n_fields + 1) + HH_WRITE_EXTRA;
 }
 
-static void put_frame(writer *w, const hp_head_frame *fr) {
+static void put_frame(ph_bw *w, const hp_head_frame *fr) {
   if (fr->kind == HB_CHUNKED) {
-    puts_(w, "Transfer-Encoding: chunked\r\n");
+    ph_bw_puts(w, "Transfer-Encoding: chunked\r\n");
   } else if (fr->kind == HB_LENGTH) {
-    char line[48];
-    int n = snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
-                     (unsigned long long)fr->length);
-    put(w, line, (size_t)n);
+    ph_bw_printf(w, "Content-Length: %llu\r\n",
+                 (unsigned long long)fr->length);
   }
 }
 
-static ssize_t finish(const writer *w) {
-  return w->over ? -1 : (ssize_t)w->len;
+static ssize_t finish(const ph_bw *w) {
+  return ph_bw_over(w) ? -1 : (ssize_t)ph_bw_len(w);
 }
 
 /* The target's authority: the host (an IPv6 literal in brackets) and
  * ":port" unless it is 80. */
-static void put_authority(writer *w, const hp_head_target *t) {
+static void put_authority(ph_bw *w, const hp_head_target *t) {
   if (t->ipv6)
-    put(w, "[", 1);
-  puts_(w, t->host);
+    ph_bw_put(w, "[", 1);
+  ph_bw_puts(w, t->host);
   if (t->ipv6)
-    put(w, "]", 1);
+    ph_bw_put(w, "]", 1);
   if (t->port != 80) {
-    put(w, ":", 1);
-    put_port(w, t->port);
+    ph_bw_put(w, ":", 1);
+    ph_bw_printf(w, "%u", t->port);
   }
 }
 
 ssize_t hp_head_write_request(const http_head *h, const char *buf,
                               const hp_head_target *t, const hp_head_frame *fr,
                               char *out, size_t cap) {
-  writer w = {out, 0, cap, 0};
-  puts_(&w, http_method_str((enum http_method)h->parser.method));
-  put(&w, " ", 1);
+  ph_bw w;
+  ph_bw_init(&w, out, cap, PH_BW_BYTES);
+  ph_bw_puts(&w, http_method_str((enum http_method)h->parser.method));
+  ph_bw_put(&w, " ", 1);
   if (t->path.len > 0)
-    put(&w, buf + t->path.off, t->path.len);
+    ph_bw_put(&w, buf + t->path.off, t->path.len);
   else if (h->parser.method == HTTP_OPTIONS && !t->has_query)
-    put(&w, "*", 1); /* RFC 9112 section 3.2.4 */
+    ph_bw_put(&w, "*", 1); /* RFC 9112 section 3.2.4 */
   else
-    put(&w, "/", 1);
+    ph_bw_put(&w, "/", 1);
   if (t->has_query) {
-    put(&w, "?", 1);
-    put(&w, buf + t->query.off, t->query.len);
+    ph_bw_put(&w, "?", 1);
+    ph_bw_put(&w, buf + t->query.off, t->query.len);
   }
-  puts_(&w, " HTTP/1.1\r\nHost: ");
+  ph_bw_puts(&w, " HTTP/1.1\r\nHost: ");
   put_authority(&w, t);
-  put(&w, "\r\n", 2);
+  ph_bw_put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 1);
   put_frame(&w, fr);
-  puts_(&w,
+  ph_bw_puts(&w,
         hp_head_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
-  put(&w, "\r\n", 2);
+  ph_bw_put(&w, "\r\n", 2);
   return finish(&w);
 }
 
@@ -701,21 +674,22 @@ ssize_t hp_head_write_absolute(const char *head, size_t len,
       !hp_head_value_ok(proxy_auth, proxy_auth ? auth_len : 0))
     return -1;
   const char *tgt = sp + 1, *tend = eol + 2 - vl;
-  writer w = {out, 0, cap, 0};
-  put(&w, head, (size_t)(tgt - head)); /* "METHOD " */
-  puts_(&w, "http://");
+  ph_bw w;
+  ph_bw_init(&w, out, cap, PH_BW_BYTES);
+  ph_bw_put(&w, head, (size_t)(tgt - head)); /* "METHOD " */
+  ph_bw_puts(&w, "http://");
   put_authority(&w, t);
   /* "OPTIONS *" came from an absolute-form target without a path: it
    * goes on as the authority alone (RFC 9112 section 3.2.4). */
   if (!(tend - tgt == 1 && *tgt == '*'))
-    put(&w, tgt, (size_t)(tend - tgt));
-  put(&w, tend, (size_t)(head + len - 2 - tend)); /* version, fields */
+    ph_bw_put(&w, tgt, (size_t)(tend - tgt));
+  ph_bw_put(&w, tend, (size_t)(head + len - 2 - tend)); /* version, fields */
   if (proxy_auth && auth_len) {
-    puts_(&w, "Proxy-Authorization: ");
-    put(&w, proxy_auth, auth_len);
-    put(&w, "\r\n", 2);
+    ph_bw_puts(&w, "Proxy-Authorization: ");
+    ph_bw_put(&w, proxy_auth, auth_len);
+    ph_bw_put(&w, "\r\n", 2);
   }
-  put(&w, "\r\n", 2);
+  ph_bw_put(&w, "\r\n", 2);
   return finish(&w);
 }
 
@@ -733,24 +707,23 @@ int hp_head_value_ok(const char *v, size_t len) {
 ssize_t hp_head_write_response(const http_head *h, const char *buf,
                                const hp_head_frame *fr, int close_client,
                                int client_minor, char *out, size_t cap) {
-  writer w = {out, 0, cap, 0};
+  ph_bw w;
+  ph_bw_init(&w, out, cap, PH_BW_BYTES);
   /* Rebuilt from what the parser understood, not copied: the lenient
    * parser accepts first lines that other readers would split
    * differently. */
-  char line[32];
-  int n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", hp_head_status(h));
-  put(&w, line, (size_t)n);
-  put(&w, buf + h->reason.off, h->reason.len);
-  put(&w, "\r\n", 2);
+  ph_bw_printf(&w, "HTTP/1.1 %03d ", hp_head_status(h));
+  ph_bw_put(&w, buf + h->reason.off, h->reason.len);
+  ph_bw_put(&w, "\r\n", 2);
   put_fields(&w, h, buf, 0);
   put_frame(&w, fr);
-  puts_(&w,
+  ph_bw_puts(&w,
         hp_head_minor(h) ? "Via: 1.1 proxyhost\r\n" : "Via: 1.0 proxyhost\r\n");
   if (close_client)
-    puts_(&w, "Connection: close\r\n");
+    ph_bw_puts(&w, "Connection: close\r\n");
   else if (client_minor == 0)
-    puts_(&w, "Connection: keep-alive\r\n");
-  put(&w, "\r\n", 2);
+    ph_bw_puts(&w, "Connection: keep-alive\r\n");
+  ph_bw_put(&w, "\r\n", 2);
   return finish(&w);
 }
 

@@ -2,6 +2,8 @@
 /* RFC 6455 for both ends as pure code (tm_wsc.h). */
 #include "tm_wsc.h"
 
+#include "bw.h"
+
 #include <string.h>
 #include <strings.h>
 
@@ -23,20 +25,16 @@ static int field_ok(const char *s, size_t n) {
   return 1;
 }
 
-static int put(char *buf, size_t cap, size_t *at, const char *s, size_t n) {
-  if (n > cap - *at)
-    return -1;
-  memcpy(buf + *at, s, n);
-  *at += n;
-  return 0;
+/* The finished head's length, or -1 when it did not fit. */
+static int bw_result(const ph_bw *w) {
+  return ph_bw_over(w) || ph_bw_len(w) > (size_t)INT32_MAX
+             ? -1
+             : (int)ph_bw_len(w);
 }
-
-#define PUTS(str) put(buf, cap, &at, (str), strlen(str))
 
 int tm_wsc_request(char *buf, size_t cap, const char *path, const char *host,
                    const char *offer, const char *bearer, size_t bearer_len,
                    const char *key) {
-  size_t at = 0;
   if (!buf || !path || !host || !key || (bearer_len && !bearer))
     return -1;
   if (!field_ok(path, strlen(path)) || !field_ok(host, strlen(host)) ||
@@ -44,20 +42,28 @@ int tm_wsc_request(char *buf, size_t cap, const char *path, const char *host,
       !field_ok(bearer ? bearer : "", bearer_len) ||
       !field_ok(key, strlen(key)))
     return -1;
-  if (PUTS("GET ") || PUTS(path) || PUTS(" HTTP/1.1\r\nHost: ") || PUTS(host) ||
-      PUTS("\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Key: ") ||
-      PUTS(key) || PUTS("\r\nSec-WebSocket-Version: 13\r\n"))
-    return -1;
-  if (offer && *offer &&
-      (PUTS("Sec-WebSocket-Protocol: ") || PUTS(offer) || PUTS("\r\n")))
-    return -1;
-  if (bearer_len && (PUTS("Authorization: Bearer ") ||
-                     put(buf, cap, &at, bearer, bearer_len) || PUTS("\r\n")))
-    return -1;
-  if (PUTS("\r\n") || at > (size_t)INT32_MAX)
-    return -1;
-  return (int)at;
+  ph_bw w;
+  ph_bw_init(&w, buf, cap, PH_BW_BYTES);
+  ph_bw_puts(&w, "GET ");
+  ph_bw_puts(&w, path);
+  ph_bw_puts(&w, " HTTP/1.1\r\nHost: ");
+  ph_bw_puts(&w, host);
+  ph_bw_puts(&w, "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: ");
+  ph_bw_puts(&w, key);
+  ph_bw_puts(&w, "\r\nSec-WebSocket-Version: 13\r\n");
+  if (offer && *offer) {
+    ph_bw_puts(&w, "Sec-WebSocket-Protocol: ");
+    ph_bw_puts(&w, offer);
+    ph_bw_puts(&w, "\r\n");
+  }
+  if (bearer_len) {
+    ph_bw_puts(&w, "Authorization: Bearer ");
+    ph_bw_put(&w, bearer, bearer_len);
+    ph_bw_puts(&w, "\r\n");
+  }
+  ph_bw_puts(&w, "\r\n");
+  return bw_result(&w);
 }
 
 /* ---- the 101 --------------------------------------------------------- */
@@ -415,25 +421,26 @@ int tm_wsc_upgrade_parse(const uint8_t *ubuf, size_t len, const char *path,
 int tm_wsc_accept(char *buf, size_t cap, const char *key,
                   const char *subproto) {
   char acc[29];
-  size_t at = 0;
   expected_accept(key, acc);
   if (!acc[0] || (subproto && !field_ok(subproto, strlen(subproto))))
     return -1;
-  if (PUTS("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-           "Connection: Upgrade\r\nSec-WebSocket-Accept: ") ||
-      PUTS(acc) || PUTS("\r\n"))
-    return -1;
-  if (subproto &&
-      (PUTS("Sec-WebSocket-Protocol: ") || PUTS(subproto) || PUTS("\r\n")))
-    return -1;
-  if (PUTS("\r\n"))
-    return -1;
-  return (int)at;
+  ph_bw w;
+  ph_bw_init(&w, buf, cap, PH_BW_BYTES);
+  ph_bw_puts(&w, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                 "Connection: Upgrade\r\nSec-WebSocket-Accept: ");
+  ph_bw_puts(&w, acc);
+  ph_bw_puts(&w, "\r\n");
+  if (subproto) {
+    ph_bw_puts(&w, "Sec-WebSocket-Protocol: ");
+    ph_bw_puts(&w, subproto);
+    ph_bw_puts(&w, "\r\n");
+  }
+  ph_bw_puts(&w, "\r\n");
+  return bw_result(&w);
 }
 
 int tm_wsc_refusal(char *buf, size_t cap, int status) {
   const char *line;
-  size_t at = 0;
   switch (status) {
   case 404: line = "404 Not Found"; break;
   case 426: line = "426 Upgrade Required"; break;
@@ -441,11 +448,14 @@ int tm_wsc_refusal(char *buf, size_t cap, int status) {
   case 503: line = "503 Service Unavailable"; break;
   default: line = "400 Bad Request"; break;
   }
-  if (PUTS("HTTP/1.1 ") || PUTS(line) ||
-      (status == 426 && PUTS("\r\nSec-WebSocket-Version: 13")) ||
-      PUTS("\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
-    return -1;
-  return (int)at;
+  ph_bw w;
+  ph_bw_init(&w, buf, cap, PH_BW_BYTES);
+  ph_bw_puts(&w, "HTTP/1.1 ");
+  ph_bw_puts(&w, line);
+  if (status == 426)
+    ph_bw_puts(&w, "\r\nSec-WebSocket-Version: 13");
+  ph_bw_puts(&w, "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  return bw_result(&w);
 }
 
 /* ---- frames out ------------------------------------------------------ */
