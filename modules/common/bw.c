@@ -28,6 +28,17 @@ int ph_bw_put(ph_bw *w, const void *p, size_t n) {
   return 0;
 }
 
+int ph_bw_wrote(ph_bw *w, size_t n) {
+  if (w->over || n > ph_bw_room(w)) {
+    w->over = 1;
+    return -1;
+  }
+  w->len += n;
+  if (w->text)
+    w->p[w->len] = '\0';
+  return 0;
+}
+
 int ph_bw_puts(ph_bw *w, const char *s) { return ph_bw_put(w, s, strlen(s)); }
 
 int ph_bw_putc(ph_bw *w, int c) {

@@ -67,4 +67,12 @@ static inline size_t ph_bw_room(const ph_bw *w) {
   return w->over || w->cap - w->len < keep ? 0 : w->cap - w->len - keep;
 }
 
+/* For an encoder that writes in place: ph_bw_tail is where the next byte
+ * goes (ph_bw_room bytes there are free), ph_bw_wrote then counts the n
+ * bytes written there (-1 and the flag when n is more than the room), and
+ * ph_bw_fail sets the flag (an encoder that found no room). */
+static inline char *ph_bw_tail(const ph_bw *w) { return w->p + w->len; }
+int ph_bw_wrote(ph_bw *w, size_t n);
+static inline void ph_bw_fail(ph_bw *w) { w->over = 1; }
+
 #endif

@@ -6,6 +6,8 @@
  * line. */
 #include "up_hs.h"
 
+#include "bw.h"
+
 #include <string.h>
 
 #include <proxyhost/abi.h>
@@ -21,47 +23,11 @@ _Static_assert(UP_CONNECT_WORST <= UP_HS_OUT_MAX,
 _Static_assert(UP_HS_BASIC_MAX == 4 * ((2 * UP_HS_FIELD_MAX + 1 + 2) / 3),
                "UP_HS_BASIC_MAX is the longest Basic token");
 
-/* A bounded writer into h->out; a write that does not fit marks it. */
-typedef struct out_w {
-  up_hs *h;
-  int overflow;
-} out_w;
-
-static void put(out_w *w, const void *p, size_t n) {
-  up_hs *h = w->h;
-  if (w->overflow || n > UP_HS_OUT_MAX - h->out_len) {
-    w->overflow = 1;
-    return;
-  }
-  const uint8_t *b = p;
-  for (size_t i = 0; i < n; i++)
-    h->out[h->out_len + i] = b[i];
-  h->out_len += n;
-}
-
-static void put_str(out_w *w, const char *s) {
-  size_t n = 0;
-  while (s[n])
-    n++;
-  put(w, s, n);
-}
-
 /* host:port, an IPv6 literal in brackets (RFC 9112 section 3.2.3). */
-static void put_authority(out_w *w, const up_hs *h) {
-  char port[6];
-  int i = (int)sizeof(port);
-  unsigned v = h->port;
-  do {
-    port[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v && i > 0);
-  if (h->host_kind == UP_HS_HOST_IPV6)
-    put(w, "[", 1);
-  put_str(w, h->host);
-  if (h->host_kind == UP_HS_HOST_IPV6)
-    put(w, "]", 1);
-  put(w, ":", 1);
-  put(w, port + i, sizeof(port) - (size_t)i);
+static void put_authority(ph_bw *w, const up_hs *h) {
+  int v6 = h->host_kind == UP_HS_HOST_IPV6;
+  ph_bw_printf(w, "%s%s%s:%u", v6 ? "[" : "", h->host, v6 ? "]" : "",
+               (unsigned)h->port);
 }
 
 /* Byte k of user ':' pass, read where it lies: the credentials are never
@@ -118,37 +84,35 @@ size_t up_hs_proxy_auth(const char *user, uint32_t user_len, const char *pass,
 }
 
 /* The token, encoded straight into h->out. */
-static void put_basic(out_w *w) {
-  up_hs *h = w->h;
-  size_t n = w->overflow ? 0
-                         : up_hs_basic(h->user, h->user_len, h->pass,
-                                       h->pass_len, (char *)h->out + h->out_len,
-                                       UP_HS_OUT_MAX - h->out_len);
-  if (!n) {
-    w->overflow = 1;
-    return;
-  }
-  h->out_len += n;
+static void put_basic(ph_bw *w, const up_hs *h) {
+  size_t n = up_hs_basic(h->user, h->user_len, h->pass, h->pass_len,
+                         ph_bw_tail(w), ph_bw_room(w));
+  if (!n)
+    ph_bw_fail(w);
+  else
+    ph_bw_wrote(w, n);
 }
 
 int up_connect_request(up_hs *h) {
-  out_w w = {h, 0};
-  h->out_len = h->out_off = 0;
-  put_str(&w, "CONNECT ");
+  ph_bw w;
+  ph_bw_init(&w, h->out, UP_HS_OUT_MAX, PH_BW_BYTES);
+  h->out_off = 0;
+  ph_bw_puts(&w, "CONNECT ");
   put_authority(&w, h);
-  put_str(&w, " HTTP/1.1\r\nHost: ");
+  ph_bw_puts(&w, " HTTP/1.1\r\nHost: ");
   put_authority(&w, h);
-  put_str(&w, "\r\n");
+  ph_bw_puts(&w, "\r\n");
   if (h->with_auth && h->user) {
-    put_str(&w, "Proxy-Authorization: Basic ");
-    put_basic(&w);
-    put_str(&w, "\r\n");
+    ph_bw_puts(&w, "Proxy-Authorization: Basic ");
+    put_basic(&w, h);
+    ph_bw_puts(&w, "\r\n");
   }
-  put_str(&w, "\r\n");
+  ph_bw_puts(&w, "\r\n");
+  h->out_len = ph_bw_len(&w);
   /* Copied: the borrowed pointers are not needed any more. */
   h->user = h->pass = NULL;
   h->user_len = h->pass_len = 0;
-  return w.overflow ? PH_EINVAL : PH_OK;
+  return ph_bw_over(&w) ? PH_EINVAL : PH_OK;
 }
 
 /* ---- The answer's head ------------------------------------------------ */

@@ -84,10 +84,29 @@ static void test_bytes(void) {
   is_int(ph_bw_putc(&w, 'a'), -1, "text: but no text");
 }
 
+static void test_in_place(void) {
+  char b[5];
+  ph_bw w;
+  ph_bw_init(&w, b, sizeof(b), PH_BW_TEXT);
+  ph_bw_puts(&w, "a");
+  is_int((int)ph_bw_room(&w), 3, "in place: room for 3 before the NUL");
+  memcpy(ph_bw_tail(&w), "bcd", 3);
+  is_int(ph_bw_wrote(&w, 3), 0, "in place: 3 bytes counted");
+  is_str(b, "abcd", "in place: terminated after them");
+  ph_bw_init(&w, b, sizeof(b), PH_BW_BYTES);
+  is_int(ph_bw_wrote(&w, 6), -1, "in place: more than the room fails");
+  ok(ph_bw_over(&w) && ph_bw_len(&w) == 0, "in place: flag set, len kept");
+  ph_bw_init(&w, b, sizeof(b), PH_BW_BYTES);
+  ph_bw_fail(&w);
+  is_int(ph_bw_putc(&w, 'a'), -1, "fail: sets the sticky flag");
+  is_int((int)ph_bw_room(&w), 0, "fail: no room once over");
+}
+
 int main(void) {
   plan_lazy();
   test_text();
   test_printf();
   test_bytes();
+  test_in_place();
   return done_testing();
 }
