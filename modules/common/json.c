@@ -469,24 +469,13 @@ int json_bool(const json_doc *doc, size_t i, int *out) {
 
 void json_w_init(json_w *w, char *buf, size_t cap) {
   memset(w, 0, sizeof(*w));
-  w->buf = buf;
-  w->cap = cap;
-  if (!buf || cap == 0)
-    w->failed = 1;
-  else
-    buf[0] = '\0';
+  ph_bw_init(&w->out, buf, cap, PH_BW_TEXT);
+  w->failed = ph_bw_over(&w->out); /* no buffer, or no room for the NUL */
 }
 
 static void put(json_w *w, const char *s, size_t n) {
-  if (w->failed)
-    return;
-  if (w->cap - w->len <= n) { /* room for the NUL too */
+  if (!w->failed && ph_bw_put(&w->out, s, n) < 0)
     w->failed = 1;
-    return;
-  }
-  memcpy(w->buf + w->len, s, n);
-  w->len += n;
-  w->buf[w->len] = '\0';
 }
 
 /* Before a value: a comma between an array's elements or an object's
@@ -500,7 +489,7 @@ static void before_value(json_w *w) {
     w->failed = 1; /* a value in an object without a key */
     return;
   }
-  if (w->depth == 0 && w->len > 0) {
+  if (w->depth == 0 && ph_bw_len(&w->out) > 0) {
     w->failed = 1; /* a second top-level value */
     return;
   }
@@ -627,7 +616,7 @@ void json_w_null(json_w *w) {
 }
 
 long json_w_finish(json_w *w) {
-  if (w->failed || w->depth != 0 || w->after_key || w->len == 0)
+  if (w->failed || w->depth != 0 || w->after_key || ph_bw_len(&w->out) == 0)
     return -1;
-  return (long)w->len;
+  return (long)ph_bw_len(&w->out);
 }

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bw.h"
+
 /* Hard bounds whatever the caller asks for. */
 #define JSON_MAX_INPUT (16u << 20)
 #define JSON_MAX_DEPTH 64
@@ -91,8 +93,7 @@ int json_bool(const json_doc *doc, size_t i, int *out);
 /* ---- writer --------------------------------------------------------- */
 
 typedef struct json_w {
-  char *buf;
-  size_t cap, len;
+  ph_bw out;  /* the caller's buffer, kept NUL-terminated */
   int failed; /* overflow, invalid UTF-8, misnesting */
   int depth;
   int need_comma[JSON_W_MAX_DEPTH + 1];
