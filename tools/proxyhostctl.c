@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bw.h"
 #include "ctl_cmd.h"
 #include "ctl_http.h"
 #include "ctl_print.h"
@@ -237,7 +238,9 @@ int key_ok(const char *s) {
 int list_call(const opts *o, const char *collection,
                      const char *user_filter, const char *agent_filter) {
   char path[512];
-  int n = snprintf(path, sizeof(path), "/v1/%s", collection);
+  ph_bw w;
+  ph_bw_init(&w, path, sizeof(path), PH_BW_TEXT);
+  ph_bw_printf(&w, "/v1/%s", collection);
   char sep = '?';
   const char *names[] = {"after", "limit", "user", "agent"};
   const char *vals[] = {o->after, o->limit, user_filter, agent_filter};
@@ -246,10 +249,11 @@ int list_call(const opts *o, const char *collection,
       continue;
     if (!key_ok(vals[i]))
       return usage_error("a filter value is not a name, an id or a number");
-    n += snprintf(path + n, sizeof(path) - (size_t)n, "%c%s=%s", sep,
-                  names[i], vals[i]);
+    ph_bw_printf(&w, "%c%s=%s", sep, names[i], vals[i]);
     sep = '&';
   }
+  if (ph_bw_over(&w)) /* never: four filters of key_ok's length fit */
+    return usage_error("the filters make too long a path");
   return call(o, "GET", path, NULL, SHAPE_LIST, collection);
 }
 

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "bw.h"
 #include "json.h"
 #include "proxyhost/connector.h"
 
@@ -391,20 +392,16 @@ static const struct {
 #define SUB_N (sizeof sub_tab / sizeof sub_tab[0])
 
 int tm_subproto_offer(unsigned caps, char *out, size_t cap) {
-  size_t n = 0;
+  ph_bw w;
+  ph_bw_init(&w, out, cap, PH_BW_TEXT);
   for (size_t i = 0; i < SUB_N; i++) {
     if ((sub_tab[i].caps & ~caps) != 0)
       continue;
-    size_t l = strlen(sub_tab[i].name);
-    if (n + (n ? 1 : 0) + l + 1 > cap || out == NULL)
-      return TM_ESPACE;
-    if (n)
-      out[n++] = ',';
-    memcpy(out + n, sub_tab[i].name, l);
-    n += l;
+    if (ph_bw_len(&w))
+      ph_bw_putc(&w, ',');
+    ph_bw_puts(&w, sub_tab[i].name);
   }
-  out[n] = '\0';
-  return (int)n;
+  return ph_bw_over(&w) ? TM_ESPACE : (int)ph_bw_len(&w);
 }
 
 static int sub_index(const char *s, size_t len) {
