@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bw.h"
 #include "pool_validate.h"
 #include "store_pg_int.h"
 
@@ -522,11 +523,11 @@ static void plan(pwreq *x, int64_t now_ms) {
                          pnum(x, p->admin_state),
                          now};
       add(x, a == PH_POOL_CREATE ? Q_PROXY_INS : Q_PROXY_UPD, 11, v)->main = 1;
-      size_t used = 0;
-      x->groups[0] = '\0';
+      /* Fits: sized for PH_POOL_GROUPS_MAX names and their commas. */
+      ph_bw g;
+      ph_bw_init(&g, x->groups, sizeof(x->groups), PH_BW_TEXT);
       for (uint32_t i = 0; i < p->n_groups; i++)
-        used += (size_t)snprintf(x->groups + used, sizeof(x->groups) - used,
-                                 "%s%s", i ? "," : "", p->groups[i]);
+        ph_bw_printf(&g, "%s%s", i ? "," : "", p->groups[i]);
       add(x, Q_GROUPS_DEL, 1, id);
       const char *gv[] = {p->proxy_id, x->groups};
       add(x, Q_GROUPS_INS, 2, gv);
