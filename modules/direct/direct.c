@@ -25,6 +25,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "clocks.h"
 #include "dialer.h"
 #include "policy.h"
 #include "resolver.h"
@@ -66,7 +67,7 @@ struct dreq {
   const ph_open_addr_filter *filter; /* the caller's, NULL: none */
   int64_t deadline_ms;     /* open_timeout */
   int64_t dns_deadline_ms; /* dns_timeout */
-  double t_admit, t_stage; /* monotonic seconds, for the histograms */
+  int64_t t_admit, t_stage; /* mono_us(), for the histograms */
   ph_timer *timer;
   resolver_query *q;
   dialer *dl;
@@ -150,12 +151,6 @@ static const ph_conf_key direct_keys[] = {
                 NULL),
     PH_CONF_END};
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- lists and the id table ------------------------------------------ */
 
 static void list_push(rlist *l, dreq *r) {
@@ -219,16 +214,16 @@ static void update_gauges(direct *d) {
   api->gauge_set(d->g_pending, (double)d->queue.n);
 }
 
-static void record_stage(direct *d, int sm_stage, int code, double since) {
+static void record_stage(direct *d, int sm_stage, int code, int64_t since) {
   stream_metrics_stage(&d->sm, sm_stage, stream_metrics_result(code),
-                       mono_s() - since);
+                       mono_seconds_since(since));
 }
 
 static void log_failure(direct *d, const dreq *r) {
   /* The target only with log_target (TM-SEC-9), and at debug level only;
    * stage and code are the stable names, the errno is for operators,
    * never for clients. */
-  int64_t us = (int64_t)((mono_s() - r->t_admit) * 1e6);
+  int64_t us = mono_us() - r->t_admit;
   if (d->log_target)
     PH_LOG(api, d->ctx, PH_LOG_DEBUG, "open failed",
            PH_STR("stage", ph_open_stage_name(r->res.stage)),
@@ -327,7 +322,7 @@ static void begin_connect(dreq *r, const struct sockaddr_storage *addrs,
   direct *d = r->d;
   dialer_opts o = {d->connect_timeout_ms, d->he_delay_ms};
   r->state = RQ_CONNECT;
-  r->t_stage = mono_s();
+  r->t_stage = mono_us();
   r->dl = dialer_new(api, d->ctx, addrs, n, &o, on_dialed, r);
   if (!r->dl) {
     finish(r, PH_STAGE_CONNECT, PH_OPEN_INTERNAL_ERROR, -1, RETRY_TRANSIENT_MS);
@@ -404,14 +399,14 @@ static void start(dreq *r) {
   direct *d = r->d;
   list_unlink(r);
   record_stage(d, SM_QUEUE, PH_OPEN_OK, r->t_admit);
-  api->observe(d->sm.queue_wait, mono_s() - r->t_admit);
+  api->observe(d->sm.queue_wait, mono_seconds_since(r->t_admit));
   list_push(&d->running, r);
   if (r->kind == POLICY_HOST_LITERAL) {
     begin_connect(r, &r->literal, 1);
     return;
   }
   r->state = RQ_DNS;
-  r->t_stage = mono_s();
+  r->t_stage = mono_us();
   int64_t dns_end = api->now_ms(d->ctx) + d->dns_timeout_ms;
   r->dns_deadline_ms = dns_end < r->deadline_ms ? dns_end : r->deadline_ms;
   if (resolver_lookup(d->res, r->name, r->port, on_resolved, r, &r->q) < 0) {
@@ -465,7 +460,7 @@ static void on_deadline(ph_timer *t, void *arg) {
     return;
   }
   if (r->state == RQ_QUEUED)
-    api->observe(r->d->sm.queue_wait, mono_s() - r->t_admit);
+    api->observe(r->d->sm.queue_wait, mono_seconds_since(r->t_admit));
   record_stage(r->d, sm_of[r->state], PH_OPEN_TIMEOUT,
                r->state == RQ_QUEUED ? r->t_admit : r->t_stage);
   finish(r, stage_of[r->state], PH_OPEN_TIMEOUT, -1, RETRY_TRANSIENT_MS);
@@ -593,7 +588,7 @@ static int64_t direct_open(void *self, const ph_open_request *req,
   r->res.size = sizeof(r->res);
   r->res.fd = -1;
   memcpy(r->host, req->host, strnlen(req->host, 255));
-  r->t_admit = mono_s();
+  r->t_admit = mono_us();
   r->deadline_ms = api->now_ms(d->ctx) + d->open_timeout_ms;
   table_add(d, r);
   d->entered++;

@@ -98,7 +98,7 @@ void pool_outcome(pool_attempt *a, int stage, int result) {
     return;
   if (stage >= 1 && stage <= 4 && result >= 1 && result <= 3)
     pool_api->inc(p->m_outcome[stage - 1][result - 1], 1);
-  int64_t lat = pool_mono_us() - a->stage_us;
+  int64_t lat = mono_us() - a->stage_us;
   ph_outcome o = {
       .proxy_index = a->pidx,
       .proxy_id = a->px->id,
@@ -106,7 +106,7 @@ void pool_outcome(pool_attempt *a, int stage, int result) {
       .stage = stage,
       .result = result,
       .latency_us = lat > 0 ? lat : 0,
-      .observed_at_ms = pool_wall_ms(),
+      .observed_at_ms = wall_ms(),
   };
   if (p->sink->record(p->sink_self, &o) == PH_EFULL)
     pool_api->inc(p->m_outcome_full, 1);

@@ -59,8 +59,6 @@ static void s_push(pool_attempt **head, pool_attempt *a) {
 
 /* ---- when ---------------------------------------------------------------- */
 
-static int64_t mono_ms(pool *p) { return pool_api->now_ms(p->ctx); }
-
 static void earlier(int64_t *t, int64_t at) {
   if (at > 0 && (*t == 0 || at < *t))
     *t = at;
@@ -133,7 +131,7 @@ static void arm(pool *p, int64_t now, int64_t next_wall) {
   if (at)
     after = at > now ? (uint64_t)(at - now) : 1;
   if (next_wall) {
-    int64_t w = next_wall - pool_wall_ms();
+    int64_t w = next_wall - wall_ms();
     uint64_t wa = w > 0 ? (uint64_t)w + 1 : 1;
     if (!after || wa < after)
       after = wa;
@@ -144,7 +142,7 @@ static void arm(pool *p, int64_t now, int64_t next_wall) {
 void pool_drain_scan(pool *p) {
   if (!p->drain_timer)
     return;
-  int64_t now = mono_ms(p), wall = pool_wall_ms(), next_wall = 0;
+  int64_t now = pool_mono_ms(p), wall = wall_ms(), next_wall = 0;
   pool_gen *g = p->cur;
   if (g) {
     int live = p->view->live(g->view, wall);
@@ -199,7 +197,7 @@ void pool_on_drain_timer(ph_timer *t, void *arg) {
   p->entered++; /* answers that a cut frees wait for the deliver timer */
   pool_gen_current(p); /* a newer view first: it may take a proxy back */
   pool_drain_scan(p);
-  int64_t now = mono_ms(p);
+  int64_t now = pool_mono_ms(p);
   pool_gen *g = p->cur;
   if (g)
     for (uint32_t j = 0; j < g->n; j++)

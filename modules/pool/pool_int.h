@@ -35,6 +35,7 @@
 #include <proxyhost/pool_view.h>
 #include <proxyhost/strategy.h>
 
+#include "clocks.h"
 #include "pool_runtime.h"
 #include "traffic_gate.h"
 #include "up_hs.h"
@@ -265,9 +266,6 @@ void pool_px_add(pool *p, pool_px *px, int d_active, int d_reserved);
 void pool_gen_clear(pool *p);
 /* "pool.runtime". */
 extern const pool_runtime_v1 pool_runtime_service;
-/* Wall clock, Unix ms (the view's times). */
-int64_t pool_wall_ms(void);
-int64_t pool_mono_us(void);
 uint64_t pool_random(pool *p);
 
 /* ---- pool_attempt.c: open(), cancel(), what the steps share ------------- */

@@ -7,15 +7,10 @@
 #include <time.h>
 
 #include "agent_int.h"
+#include "clocks.h"
 #include "tm_trace.h"
 
 #define RETRY_QUEUE_FULL_MS 100
-
-static uint64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* tm_metrics' result label for an open code. */
 static int result_of(int code) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The agent's bounded dial executor (dial_exec.h). */
+#include "clocks.h"
 #include "dial_exec.h"
 
 
@@ -47,12 +48,6 @@ struct dial_exec {
   tlist pending, running;
   ph_defer *turn; /* the dispatch runs on the loop's next turn */
 };
-
-static uint64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void push(tlist *l, dial_task *t) {
   t->next = NULL;

@@ -108,7 +108,7 @@ static void req_free(tc_req *r) {
  * byte it relays), so the client counts nothing itself. */
 static void answer(tc_req *r) {
   tc_client *tc = r->tc;
-  int64_t us = tc_now_us() - r->t0_us;
+  int64_t us = mono_us() - r->t0_us;
   if (!r->strict)
     r->res.flags |= PH_OPEN_R_LEGACY;
   if (r->res.code != PH_OPEN_OK)
@@ -240,7 +240,7 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   r->id = ++tc->next_id;
   r->cb = cb;
   r->arg = arg;
-  r->t0_us = tc_now_us();
+  r->t0_us = mono_us();
   r->port = req->port;
   memcpy(r->host, req->host, hl);
   tm_trace_new(r->trace); /* issue 24 item 10: joins the three roles' lines */

@@ -21,6 +21,7 @@
 #include "tm_metrics.h"
 #include "tm_proto.h"
 #include "tm_session.h"
+#include "clocks.h"
 
 #define TC_MAX_CONNECTIONS 8
 /* retry_after_ms hints. */
@@ -116,8 +117,5 @@ void tc_opens_destroy(tc_client *tc);
 ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
                           int64_t t_open_us, const char *host,
                           uint16_t port, const char *trace);
-
-/* Monotonic microseconds. */
-int64_t tc_now_us(void);
 
 #endif

@@ -9,13 +9,8 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/log.h>
 
+#include "clocks.h"
 #include "tm_session_int.h"
-
-int64_t tm_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- the id map: chained, buckets a power of two near max_streams ----- */
 
@@ -200,7 +195,7 @@ static void ping_cb(ph_timer *t, void *arg) {
   uint64_t seq = ++s->ping_seq;
   for (int i = 0; i < 8; i++)
     p[i] = (uint8_t)(seq >> (56 - 8 * i));
-  s->ping_sent_us = tm_now_us();
+  s->ping_sent_us = mono_us();
   s->ping_out = 1;
   cq_must(s, TM_PING, 0, p, sizeof(p));
   s->api->timer_set(s->pong_timer, s->cfg.ping_timeout_ms, 0);
@@ -216,7 +211,7 @@ static void on_pong(tm_session *s, const tm_frame *f) {
   if (seq != s->ping_seq)
     return; /* not the one outstanding */
   s->ping_out = 0;
-  s->rtt_us = (uint64_t)(tm_now_us() - s->ping_sent_us);
+  s->rtt_us = (uint64_t)(mono_us() - s->ping_sent_us);
   if (s->rtt_us == 0)
     s->rtt_us = 1;
   s->api->timer_set(s->pong_timer, 0, 0);

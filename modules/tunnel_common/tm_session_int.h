@@ -18,6 +18,7 @@
 
 #include <proxyhost/connector.h>
 
+#include "clocks.h"
 #include "tm_drr.h"
 #include "tm_metrics.h"
 #include "tm_open.h"
@@ -135,7 +136,6 @@ struct tm_session {
 };
 
 /* tm_session.c */
-int64_t tm_now_us(void);
 void sess_enter(tm_session *s);
 void sess_leave(tm_session *s); /* may free s */
 void sess_maybe_free(tm_session *s); /* a husk with no stream left */

@@ -299,7 +299,7 @@ void st_on_window_update(tm_stream *st, const tm_frame *f) {
   if (st->stalled && st->win.send > 0) {
     st->stalled = 0;
     tm_obs_window_stall(st->s->m,
-                        (uint64_t)(tm_now_us() - st->stall_since_us));
+                        (uint64_t)(mono_us() - st->stall_since_us));
   }
   sess_kick(st->s, st);
 }
@@ -474,7 +474,7 @@ static ssize_t t_write(ph_stream *p, const void *data, size_t len) {
     n = tm_win_take(&st->win, want); /* TM-P2-10 */
     if (n < want && !st->stalled) {
       st->stalled = 1; /* only this stream's producer pauses */
-      st->stall_since_us = tm_now_us();
+      st->stall_since_us = mono_us();
       tm_obs_backpressure(s->m, st->strict, TM_BP_WINDOW_STALL);
     }
   }
@@ -485,7 +485,7 @@ static ssize_t t_write(ph_stream *p, const void *data, size_t len) {
   memcpy(st->out + tail, data, first);
   memcpy(st->out, (const uint8_t *)data + first, n - first);
   if (st->out_len == 0)
-    st->out_since_us = tm_now_us();
+    st->out_since_us = mono_us();
   st->out_len += n;
   tm_drr_activate(&s->drr, &st->drr);
   wr_need(s);

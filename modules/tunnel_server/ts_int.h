@@ -23,6 +23,7 @@
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
 
+#include "clocks.h"
 #include "open_exec.h"
 #include "relay.h"
 #include "tls_reload.h"
@@ -178,9 +179,6 @@ extern const ph_api *ts_api;
 /* The state of the instance initialised last (for the unit test, which
  * links the module's sources; the .so exports only proxyhost_module). */
 extern ts_mod *ts_last_mod;
-
-/* Microseconds on the monotonic clock. */
-uint64_t ts_now_us(void);
 
 /* tunnel_server.c: a connection ended; the stop finishes once none is
  * left. */

@@ -97,7 +97,7 @@ static ts_open *job_open(oexec_job *j) {
 }
 
 static uint64_t since(uint64_t t) {
-  uint64_t n = ts_now_us();
+  uint64_t n = mono_us();
   return n > t ? n - t : 0;
 }
 
@@ -285,7 +285,7 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
 
 static void select_and_open(ts_open *op) {
   ts_mod *m = op->m;
-  op->t_step = ts_now_us();
+  op->t_step = mono_us();
   ts_agent *a = ts_agent_find(m, op->agent);
   sel_cand cand[TS_AGENT_CONNS_MAX];
   ts_conn *conn[TS_AGENT_CONNS_MAX];
@@ -323,7 +323,7 @@ static void select_and_open(ts_open *op) {
   areq.port = op->port;
   memcpy(areq.host, op->host, sizeof(areq.host));
   memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
-  op->t_step = ts_now_us();
+  op->t_step = mono_us();
   op->phase = OP_OPENING;
   op->ast = tm_stream_open(ac->s, &areq, m->c.open_timeout_ms, on_agent_open,
                            op);
@@ -374,7 +374,7 @@ static void run(ts_open *op) {
   op->queue_us = since(op->t0);
   tm_obs_queue_wait(m->metrics, TM_Q_OPEN, op->queue_us);
   op->phase = OP_AUTH;
-  op->t_step = ts_now_us();
+  op->t_step = mono_us();
   ph_access_request rq = {
       .size = sizeof(rq),
       .protocol = op->protocol,
@@ -499,7 +499,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->m = m;
   op->cc = cc;
   op->cst = st;
-  op->t0 = ts_now_us();
+  op->t0 = mono_us();
   op->seq = ++m->stream_seq;
   op->protocol = req->protocol;
   op->port = req->port;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "ts_int.h"
 
 const ph_api *ts_api;
@@ -23,12 +24,6 @@ ts_mod *ts_last_mod;
 
 static const char *const ts_requires[] = {PH_AZ_STORE_SERVICE,
                                           PH_ACCESS_SERVICE, NULL};
-
-uint64_t ts_now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
 
 static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   ts_api = api;
