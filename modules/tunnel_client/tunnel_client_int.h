@@ -15,13 +15,14 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
+#include "clocks.h"
+#include "idtab.h"
 #include "tc_link.h"
 #include "tls_reload.h"
 #include "tm_token.h"
 #include "tm_metrics.h"
 #include "tm_proto.h"
 #include "tm_session.h"
-#include "clocks.h"
 
 #define TC_MAX_CONNECTIONS 8
 /* retry_after_ms hints. */
@@ -84,8 +85,7 @@ struct tc_client {
   int token_state; /* tm_token_state of the last read, for the warnings */
   uint64_t rng;
   /* opens */
-  tc_req **buckets;
-  size_t n_buckets;
+  idtab ids; /* tc_req by id */
   int64_t next_id;
 };
 
