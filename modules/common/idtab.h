@@ -6,8 +6,8 @@
  * Limits: the bucket count is fixed at idtab_init time to the power of two
  * at or above the expected number of live entries, clamped to
  * [IDTAB_MIN_BUCKETS, IDTAB_MAX_BUCKETS]; the table never rehashes, so its
- * memory is bounded by that one array (at most 64 Ki pointers, 512 KiB)
- * plus nothing per entry. Beyond the expected count lookups get slower
+ * memory is bounded by that one array (at most 1 Mi pointers, 8 MiB, for
+ * a million expected entries) plus nothing per entry. Beyond the expected count lookups get slower
  * (chains longer), never fail: insertion cannot fail. Ids must be unique
  * among the live entries (the caller's counter gives them); the table
  * does not check. A multiplicative hash spreads sequential ids.
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 
 #define IDTAB_MIN_BUCKETS 16u
-#define IDTAB_MAX_BUCKETS 65536u
+#define IDTAB_MAX_BUCKETS (1u << 20)
 
 typedef struct idtab_node {
   int64_t id;

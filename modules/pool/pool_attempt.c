@@ -34,34 +34,9 @@ int64_t pool_mono_ms(pool *p) { return pool_api->now_ms(p->ctx); }
 
 /* ---- the id table --------------------------------------------------------- */
 
-static uint32_t bucket(pool *p, int64_t id) {
-  return (uint32_t)((uint64_t)id * 0x9E3779B97F4A7C15ULL >> 32) &
-         (p->n_buckets - 1);
-}
-
-static void tab_put(pool_attempt *a) {
-  pool *p = a->p;
-  uint32_t b = bucket(p, a->id);
-  a->hnext = p->buckets[b];
-  p->buckets[b] = a;
-}
-
-static void tab_del(pool_attempt *a) {
-  pool *p = a->p;
-  for (pool_attempt **pp = &p->buckets[bucket(p, a->id)]; *pp;
-       pp = &(*pp)->hnext)
-    if (*pp == a) {
-      *pp = a->hnext;
-      a->hnext = NULL;
-      return;
-    }
-}
-
 static pool_attempt *tab_find(pool *p, int64_t id) {
-  for (pool_attempt *a = p->buckets[bucket(p, id)]; a; a = a->hnext)
-    if (a->id == id)
-      return a;
-  return NULL;
+  idtab_node *n = idtab_find(&p->ids, id);
+  return n ? IDTAB_ENTRY(n, pool_attempt, hn) : NULL;
 }
 
 /* ---- queues (the wait queue and the done list share the links) ---------- */
@@ -137,7 +112,7 @@ void pool_attempt_free(pool_attempt *a) {
 
 static void deliver(pool_attempt *a) {
   pool *p = a->p;
-  tab_del(a);
+  idtab_del(&a->p->ids, &a->hn);
   p->n_open--;
   int leased = a->res.code == PH_OPEN_OK && a->res.lease;
   if (leased)
@@ -255,7 +230,7 @@ static int64_t pool_open(void *self, const ph_open_request *req,
     a->has_listener = 1;
   }
   a->flags = req->flags;
-  tab_put(a);
+  idtab_put(&a->p->ids, &a->hn, a->id);
   p->n_open++;
   if (!(a->flags & PH_OPEN_F_LEASE))
     /* Without a lease the pool could not free the proxy's capacity. */
@@ -301,7 +276,7 @@ static void drop(pool_attempt *a) {
   default:
     break;
   }
-  tab_del(a);
+  idtab_del(&a->p->ids, &a->hn);
   p->n_open--;
   pool_attempt_free(a);
 }
@@ -318,9 +293,9 @@ static int pool_cancel(void *self, int64_t id) {
 }
 
 void pool_attempts_abort(pool *p) {
-  for (uint32_t b = 0; b < p->n_buckets; b++)
-    while (p->buckets[b])
-      drop(p->buckets[b]);
+  idtab_node *n;
+  while ((n = idtab_any(&p->ids)))
+    drop(IDTAB_ENTRY(n, pool_attempt, hn));
 }
 
 const ph_connector_v1 pool_connector_service = {pool_open, pool_cancel};

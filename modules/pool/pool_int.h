@@ -36,6 +36,7 @@
 #include <proxyhost/strategy.h>
 
 #include "clocks.h"
+#include "idtab.h"
 #include "pool_runtime.h"
 #include "traffic_gate.h"
 #include "up_hs.h"
@@ -100,7 +101,7 @@ struct pool_attempt {
   ph_open_lease lease; /* first: the lease the caller gets */
   pool *p;
   int64_t id;
-  pool_attempt *hnext;          /* id table chain */
+  idtab_node hn;                /* in pool.ids */
   pool_attempt *qprev, *qnext;  /* the wait queue or the done list */
   int state;
   ph_open_cb cb;
@@ -220,8 +221,7 @@ struct pool {
   pool_gen *cur;
   pool_px *left; /* proxies no longer in the view that still carry counts */
   /* Attempts by id (cancel), the wait queue, the answers due. */
-  pool_attempt **buckets;
-  uint32_t n_buckets;
+  idtab ids; /* pool_attempt by id */
   uint32_t n_open;  /* attempts not yet leased */
   int64_t next_id;
   pool_attempt *wq_first, *wq_last;
