@@ -224,6 +224,9 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = p;
   p->ctx = ctx;
+  ilist_init(&p->wq);
+  ilist_init(&p->dq);
+  ilist_init(&p->cutq);
   p->conf.max_opens = (uint32_t)a->conf_int(ctx, "max_opens");
   p->conf.max_waiters = (uint32_t)a->conf_int(ctx, "max_waiters");
   p->conf.max_attempts = (uint32_t)a->conf_int(ctx, "max_attempts");

@@ -39,32 +39,6 @@ static pool_attempt *tab_find(pool *p, int64_t id) {
   return n ? IDTAB_ENTRY(n, pool_attempt, hn) : NULL;
 }
 
-/* ---- queues (the wait queue and the done list share the links) ---------- */
-
-void pool_q_push(pool_attempt **first, pool_attempt **last,
-                 pool_attempt *a) {
-  a->qnext = NULL;
-  a->qprev = *last;
-  if (*last)
-    (*last)->qnext = a;
-  else
-    *first = a;
-  *last = a;
-}
-
-void pool_q_unlink(pool_attempt **first, pool_attempt **last,
-                   pool_attempt *a) {
-  if (a->qprev)
-    a->qprev->qnext = a->qnext;
-  else
-    *first = a->qnext;
-  if (a->qnext)
-    a->qnext->qprev = a->qprev;
-  else
-    *last = a->qprev;
-  a->qprev = a->qnext = NULL;
-}
-
 /* ---- outcomes and counts -------------------------------------------------- */
 
 void pool_outcome(pool_attempt *a, int stage, int result) {
@@ -125,22 +99,21 @@ static void deliver(pool_attempt *a) {
 static void answer_later(pool_attempt *a) {
   pool *p = a->p;
   a->state = AT_DONE;
-  pool_q_push(&p->dq_first, &p->dq_last, a);
+  ilist_push(&p->dq, &a->qlink);
   pool_api->defer_post(p->deliver); /* the next loop turn */
 }
 
 void pool_on_deliver(ph_defer *t, void *arg) {
   pool *p = arg;
   /* Only what is due now; answers made meanwhile wait one iteration. */
-  pool_attempt *end = p->dq_last;
-  while (p->dq_first) {
-    pool_attempt *a = p->dq_first;
-    pool_q_unlink(&p->dq_first, &p->dq_last, a);
-    deliver(a);
-    if (a == end)
+  ilist_node *end = ilist_last(&p->dq), *n;
+  while ((n = ilist_pop(&p->dq))) {
+    int last = n == end;
+    deliver(ILIST_ENTRY(n, pool_attempt, qlink));
+    if (last)
       break;
   }
-  if (p->dq_first)
+  if (!ilist_empty(&p->dq))
     pool_api->defer_post(t);
 }
 
@@ -265,7 +238,7 @@ static void drop(pool_attempt *a) {
       p->direct->cancel(p->direct_self, a->sub);
     break;
   case AT_DONE:
-    pool_q_unlink(&p->dq_first, &p->dq_last, a);
+    ilist_remove(&a->qlink);
     if (a->res.fd >= 0)
       close(a->res.fd);
     if (a->res.stream)

@@ -186,6 +186,7 @@ static int gen_link(pool *p, pool_gen *g, const ph_pool_view *v,
       memcpy(x->id, v->proxies[j].proxy_id,
              strnlen(v->proxies[j].proxy_id, PH_POOL_ID_MAX));
       x->idx = PH_POOL_VIEW_NONE; /* new: not on the left list */
+      ilist_init(&x->streams);
     }
     g->px[j] = x;
   }
