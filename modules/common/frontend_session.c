@@ -2,16 +2,15 @@
 /* The frontend session skeleton (frontend_session.h): a session's entries
  * under the guard, its watcher, deadline and hangup probe, its check and
  * open with cancellation, its relay, its one end. */
-#include "clocks.h"
 #include "frontend_session.h"
 
 #include "frontend_server.h"
 
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "frontend_services.h"
 #include "hangup.h"
 
