@@ -12,37 +12,22 @@
 #include "clocks.h"
 #include "tm_session_int.h"
 
-/* ---- the id map: chained, buckets a power of two near max_streams ----- */
-
-static uint32_t bucket(const tm_session *s, uint32_t id) {
-  return (id * 2654435761u) & (s->nbuckets - 1);
-}
+/* ---- the id map (idtab.h), sized by max_streams ----------------------- */
 
 tm_stream *sess_lookup(tm_session *s, uint32_t id) {
-  for (tm_stream *st = s->buckets[bucket(s, id)]; st; st = st->hnext)
-    if (st->id == id)
-      return st;
-  return NULL;
+  idtab_node *n = idtab_find(&s->ids, id);
+  return n ? IDTAB_ENTRY(n, tm_stream, hn) : NULL;
 }
 
 void sess_map_add(tm_session *s, tm_stream *st) {
-  uint32_t b = bucket(s, st->id);
-  st->hnext = s->buckets[b];
-  s->buckets[b] = st;
-  st->in_map = 1;
+  idtab_put(&s->ids, &st->hn, st->id);
   s->live++;
 }
 
 void sess_map_del(tm_session *s, tm_stream *st) {
-  if (!st->in_map)
+  if (!st->hn.linked)
     return;
-  for (tm_stream **pp = &s->buckets[bucket(s, st->id)]; *pp;
-       pp = &(*pp)->hnext)
-    if (*pp == st) {
-      *pp = st->hnext;
-      break;
-    }
-  st->in_map = 0;
+  idtab_del(&s->ids, &st->hn);
   s->live--;
   sess_drain_check(s); /* GOAWAY: was it the last one? */
 }
@@ -51,7 +36,7 @@ void sess_map_del(tm_session *s, tm_stream *st) {
 
 static void sess_free(tm_session *s) {
   ev_timer_stop(s->loop, &s->kick);
-  free(s->buckets);
+  idtab_free(&s->ids);
   free(s->scratch);
   free(s);
 }
@@ -282,14 +267,11 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
   s->arg = arg;
   s->m = cfg->metrics;
   s->next_id = 1;
-  s->nbuckets = 16;
-  while (s->nbuckets < cfg->max_streams && s->nbuckets < (1u << 16))
-    s->nbuckets <<= 1;
   /* chunks hold at least half of TM_CHUNK_MIN on average (tm_stream.c's
    * append), so this bound is never what an honest peer reaches first */
   s->in_entries_max = cfg->inbound_buffer_bytes / (TM_CHUNK_MIN / 2) + 4;
   s->owed_frame_bytes = answer_frame_max();
-  s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+  int ids_rc = idtab_init(&s->ids, cfg->max_streams);
   s->scratch = malloc(t->headroom + TM_HEADER_LEN + cfg->max_frame_payload);
   tm_drr_init(&s->drr, (cfg->local_caps & TM_CAP_FAIR_WRITER)
                            ? cfg->quantum
@@ -299,7 +281,7 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
     s->ping_timer = api->timer_new(ctx, ping_cb, s);
     s->pong_timer = api->timer_new(ctx, pong_timeout_cb, s);
   }
-  if (!s->buckets || !s->scratch ||
+  if (ids_rc < 0 || !s->scratch ||
       (cfg->ping_interval_ms && (!s->ping_timer || !s->pong_timer))) {
     if (s->ping_timer)
       api->timer_free(s->ping_timer);

@@ -19,6 +19,7 @@
 #include <proxyhost/connector.h>
 
 #include "clocks.h"
+#include "idtab.h"
 #include "tm_drr.h"
 #include "tm_metrics.h"
 #include "tm_open.h"
@@ -45,7 +46,7 @@ typedef struct tm_chunk {
 struct tm_stream {
   ph_stream base; /* first: ph_stream * casts to tm_stream * */
   tm_session *s;
-  tm_stream *hnext;       /* the id map's chain */
+  idtab_node hn;          /* in the session's id map */
   tm_stream *prev, *next; /* the session's list of every stream */
   tm_stream *knext;       /* the kick list */
   tm_drr_node drr;        /* the writer's ring (outbound bytes or a FIN) */
@@ -60,7 +61,7 @@ struct tm_stream {
   unsigned shut : 1;         /* ph_stream_shutdown was called */
   unsigned fin_sent : 1, fin_rcvd : 1;
   unsigned reset : 1;        /* the user reads PH_ERESET */
-  unsigned in_map : 1, kicked : 1, dead : 1;
+  unsigned kicked : 1, dead : 1;
   unsigned legacy_cb : 1;    /* the legacy open's cb is still to run */
   unsigned stalled : 1;      /* a write found no send window */
   uint32_t peer_window;      /* acceptor: the opener's window, until accept */
@@ -96,8 +97,8 @@ struct tm_session {
   void *arg;
   tm_metrics *m;
   /* streams */
-  tm_stream **buckets;
-  uint32_t nbuckets, live; /* live: in the map (not finished) */
+  idtab ids;    /* the streams by id (not finished) */
+  uint32_t live; /* in the map */
   tm_stream *first, *last; /* every stream object, dead ones included */
   uint32_t next_id, peer_max_id;
   uint32_t in_entries_max;
