@@ -3,14 +3,15 @@
  * element (like ilist.h), for the requests a module tracks by the id it
  * handed out (opens, dials, attempts, streams).
  *
- * Limits: the bucket count is fixed at idtab_init time to the power of two
- * at or above the expected number of live entries, clamped to
- * [IDTAB_MIN_BUCKETS, IDTAB_MAX_BUCKETS]; the table never rehashes, so its
- * memory is bounded by that one array (at most 1 Mi pointers, 8 MiB, for
- * a million expected entries) plus nothing per entry. Beyond the expected count lookups get slower
- * (chains longer), never fail: insertion cannot fail. Ids must be unique
- * among the live entries (the caller's counter gives them); the table
- * does not check. A multiplicative hash spreads sequential ids.
+ * Limits: the bucket count is fixed at idtab_init time to the power of
+ * two at or above the expected number of live entries, clamped to
+ * [IDTAB_MIN_BUCKETS, IDTAB_MAX_BUCKETS]; the table never rehashes, so
+ * its memory is that one array (at most 1 Mi pointers, 8 MiB, for a
+ * million expected entries) and nothing per entry. Beyond the expected
+ * count lookups get slower (longer chains), never fail: insertion cannot
+ * fail. Ids must be unique among the live entries (the caller's counter
+ * gives them); the table does not check. A multiplicative hash spreads
+ * sequential ids.
  *
  * Loop thread only: no locking. */
 #ifndef PH_IDTAB_H

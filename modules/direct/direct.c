@@ -146,7 +146,7 @@ static const ph_conf_key direct_keys[] = {
                 NULL),
     PH_CONF_END};
 
-/* ---- the lists and the id table (ilist.h, idtab.h) ------------------------------------------ */
+/* ---- the lists and the id table (ilist.h, idtab.h) -------------------- */
 
 static dreq *first(const ilist *l) {
   ilist_node *n = ilist_first(l);
