@@ -44,7 +44,7 @@ static void sess_free(tm_session *s) {
 void sess_enter(tm_session *s) { s->depth++; }
 
 void sess_maybe_free(tm_session *s) {
-  if (s->depth == 0 && s->closed && !s->first)
+  if (s->depth == 0 && s->closed && ilist_empty(&s->streams))
     sess_free(s);
 }
 
@@ -53,8 +53,8 @@ void sess_leave(tm_session *s) {
     return;
   if (s->dead_streams) {
     s->dead_streams = 0;
-    for (tm_stream *st = s->first, *next; st; st = next) {
-      next = st->next;
+    ILIST_FOREACH_SAFE(&s->streams, n, nx) {
+      tm_stream *st = ILIST_ENTRY(n, tm_stream, slink);
       if (st->dead)
         st_free_mem(st);
     }
@@ -74,8 +74,8 @@ static void teardown(tm_session *s) {
   cq_free_all(s);
   /* every stream: cb, on_abandon or PH_ERESET (st_session_closed); those
    * created meanwhile cannot exist (closed refuses opens) */
-  for (tm_stream *st = s->first; st; st = st->next)
-    st_session_closed(st);
+  for (ilist_node *n = ilist_first(&s->streams); n; n = ilist_next(n))
+    st_session_closed(ILIST_ENTRY(n, tm_stream, slink));
   tm_obs_session(s->m, -1);
   tm_obs_session_closed(s->m, reason);
   if (s->ops.on_close)
@@ -97,13 +97,14 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   if (s->close_reason && !s->closed)
     teardown(s);
   /* this round's list; what it kicks again runs in the next round */
-  tm_stream *list = s->kick_head;
-  s->kick_head = s->kick_tail = NULL;
-  while (list) {
-    tm_stream *st = list;
-    list = st->knext;
+  ilist round;
+  ilist_init(&round);
+  ilist_node *n;
+  while ((n = ilist_first(&s->kicks)))
+    ilist_push(&round, n); /* moves it */
+  while ((n = ilist_pop(&round))) {
+    tm_stream *st = ILIST_ENTRY(n, tm_stream, klink);
     st->kicked = 0;
-    st->knext = NULL;
     st_deliver(st);
   }
   sess_leave(s);
@@ -121,12 +122,7 @@ void sess_kick(tm_session *s, tm_stream *st) {
   if (st->kicked || st->dead)
     return;
   st->kicked = 1;
-  st->knext = NULL;
-  if (s->kick_tail)
-    s->kick_tail->knext = st;
-  else
-    s->kick_head = st;
-  s->kick_tail = st;
+  ilist_push(&s->kicks, &st->klink);
   arm_kick(s);
 }
 
@@ -256,6 +252,8 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
   tm_session *s = calloc(1, sizeof(*s));
   if (!s)
     return NULL;
+  ilist_init(&s->streams);
+  ilist_init(&s->kicks);
   s->api = api;
   s->ctx = ctx;
   s->loop = api->loop(ctx);

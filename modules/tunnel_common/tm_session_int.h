@@ -20,6 +20,7 @@
 
 #include "clocks.h"
 #include "idtab.h"
+#include "ilist.h"
 #include "tm_drr.h"
 #include "tm_metrics.h"
 #include "tm_open.h"
@@ -47,8 +48,8 @@ struct tm_stream {
   ph_stream base; /* first: ph_stream * casts to tm_stream * */
   tm_session *s;
   idtab_node hn;          /* in the session's id map */
-  tm_stream *prev, *next; /* the session's list of every stream */
-  tm_stream *knext;       /* the kick list */
+  ilist_node slink;       /* on s->streams */
+  ilist_node klink;       /* on the kick list while kicked */
   tm_drr_node drr;        /* the writer's ring (outbound bytes or a FIN) */
   uint32_t id;
   int state; /* tm_state */
@@ -99,7 +100,7 @@ struct tm_session {
   /* streams */
   idtab ids;    /* the streams by id (not finished) */
   uint32_t live; /* in the map */
-  tm_stream *first, *last; /* every stream object, dead ones included */
+  ilist streams; /* every stream object, dead ones included */
   uint32_t next_id, peer_max_id;
   uint32_t in_entries_max;
   /* the writer */
@@ -116,7 +117,7 @@ struct tm_session {
   uint8_t *scratch; /* headroom + header + max_frame_payload */
   /* event delivery from the loop */
   ev_timer kick;
-  tm_stream *kick_head, *kick_tail;
+  ilist kicks;
   /* heartbeat */
   ph_timer *ping_timer, *pong_timer;
   uint64_t ping_seq, rtt_us;
