@@ -24,6 +24,7 @@
 #include <proxyhost/module.h>
 
 #include "clocks.h"
+#include "ilist.h"
 #include "open_exec.h"
 #include "relay.h"
 #include "tls_reload.h"
@@ -167,8 +168,7 @@ struct ts_mod {
   ph_series *m_mem_refused[2];
   ph_series *m_mem_reserved;
   uint64_t mem_reserved;
-  ts_open *opens;   /* every client stream, opening or relaying */
-  uint32_t nopens;
+  ilist opens; /* every client stream, opening or relaying */
   int stopping;     /* 1: draining, 2: stopped */
   int stop_pending; /* stop returned PH_STOP_PENDING */
   ph_timer *drain_timer;

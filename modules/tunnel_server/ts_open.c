@@ -89,7 +89,7 @@ struct ts_open {
   uint64_t seq;
   uint64_t t0, t_step;
   uint64_t queue_us, auth_us, select_us, open_us, ttfb_us;
-  ts_open *next, *prev;
+  ilist_node link; /* on m->opens */
 };
 
 static ts_open *job_open(oexec_job *j) {
@@ -148,13 +148,7 @@ static void finish(ts_open *op) {
   ts_mod *m = op->m;
   ts_api->defer_free(op->start); /* a pending start never runs */
   oexec_remove(&m->exec, &op->job);
-  if (op->prev)
-    op->prev->next = op->next;
-  else
-    m->opens = op->next;
-  if (op->next)
-    op->next->prev = op->prev;
-  m->nopens--;
+  ilist_remove(&op->link);
   if (op->token) {
     op->token->streams--;
     ts_tally_release(&m->tokens, op->token);
@@ -519,11 +513,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->user = cc->user;
   if (op->user)
     op->user->streams++;
-  op->next = m->opens;
-  if (m->opens)
-    m->opens->prev = op;
-  m->opens = op;
-  m->nopens++;
+  ilist_push_front(&m->opens, &op->link);
   tm_stream_set_user(st, op);
 
   if (req->protocol != PH_PROTO_TCP) {
@@ -598,9 +588,8 @@ void ts_open_on_abandon(ts_conn *cc, tm_stream *st) {
 
 void ts_open_conn_gone(ts_conn *cc) {
   ts_mod *m = cc->m;
-  ts_open *op = m->opens;
-  while (op) {
-    ts_open *next = op->next;
+  ILIST_FOREACH_SAFE(&m->opens, n, nx) {
+    ts_open *op = ILIST_ENTRY(n, ts_open, link);
     if (op->cc == cc) {
       op->cc = NULL;
       /* The session resets its unanswered streams (on_abandon) before
@@ -609,14 +598,14 @@ void ts_open_conn_gone(ts_conn *cc) {
       if (op->phase != OP_RELAY && op->cst)
         abandon(op, PH_OPEN_OK);
     }
-    op = next;
   }
 }
 
 void ts_open_abort_all(ts_mod *m) {
-  ts_open *op = m->opens;
-  while (op) {
-    ts_open *next = op->next;
+  ilist_node *n = ilist_first(&m->opens);
+  while (n) {
+    ilist_node *next = ilist_next(n);
+    ts_open *op = ILIST_ENTRY(n, ts_open, link);
     if (op->phase == OP_RELAY && op->relay) {
       relay_stats rs = relay_get_stats(op->relay);
       relay_abort(op->relay);
@@ -624,10 +613,12 @@ void ts_open_abort_all(ts_mod *m) {
       log_end(op, "none", "ok", "aborted", &rs);
       finish(op);
       /* finish may have freed others through the pump: restart. */
-      next = m->opens;
+      next = ilist_first(&m->opens);
     }
-    op = next;
+    n = next;
   }
 }
 
-uint32_t ts_open_relays(const ts_mod *m) { return m->nopens; }
+uint32_t ts_open_relays(const ts_mod *m) {
+  return (uint32_t)ilist_len(&m->opens);
+}

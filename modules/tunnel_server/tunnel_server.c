@@ -31,6 +31,7 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   if (!m)
     return PH_ENOMEM;
   m->ctx = ctx;
+  ilist_init(&m->opens);
   ts_conf_read(ctx, api, &m->c);
   m->metrics = tm_metrics_register(api, ctx, TM_COMPONENT_SERVER);
   if (!m->metrics) {
@@ -156,11 +157,12 @@ static void drain_end(ph_timer *t, void *arg) {
   (void)t;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO,
          "tunnel drain deadline: closing what is left",
-         PH_UINT("connections", m->nconns), PH_UINT("streams", m->nopens));
+         PH_UINT("connections", m->nconns),
+         PH_UINT("streams", ts_open_relays(m)));
   /* The host's last line says the stop was cut short (issue 24 item 12). */
-  if (m->nopens && ts_api->size > offsetof(ph_api, drain_cut) &&
+  if (ts_open_relays(m) && ts_api->size > offsetof(ph_api, drain_cut) &&
       ts_api->drain_cut)
-    ts_api->drain_cut(m->ctx, m->nopens);
+    ts_api->drain_cut(m->ctx, ts_open_relays(m));
   ts_open_abort_all(m);
   ts_conn_close_all(m);
 }
