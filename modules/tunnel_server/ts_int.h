@@ -137,7 +137,7 @@ struct ts_conn {
   unsigned meta_caps;
   oexec_group group; /* client: its opens in the executor */
   uint64_t mem;      /* client: bytes its streams reserved (ts_open.c) */
-  ts_conn *next, *prev;  /* all connections */
+  ilist_node mlink;      /* on m->conns */
   ts_conn *agent_next;   /* the agent's connections */
 };
 
@@ -154,7 +154,7 @@ struct ts_mod {
   oexec exec;
   int pumping;    /* inside ts_open_pump: no recursion */
   uint32_t nconns, auth_in_flight;
-  ts_conn *conns;
+  ilist conns;
   ts_agent *agents;
   ts_tally *tokens, *users;
   ph_timer *cred_timer; /* ts_cred.c */

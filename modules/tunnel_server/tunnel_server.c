@@ -32,6 +32,7 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
     return PH_ENOMEM;
   m->ctx = ctx;
   ilist_init(&m->opens);
+  ilist_init(&m->conns);
   ts_conf_read(ctx, api, &m->c);
   m->metrics = tm_metrics_register(api, ctx, TM_COMPONENT_SERVER);
   if (!m->metrics) {
