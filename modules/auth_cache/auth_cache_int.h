@@ -18,14 +18,13 @@
 
 #include "cache_gen.h"
 #include "cache_key.h"
+#include "idtab.h"
+#include "ilist.h"
 
 typedef struct acache acache;
 typedef struct waiter waiter;
 typedef struct flight flight;
 
-typedef struct wlist {
-  waiter *head, *tail;
-} wlist;
 
 /* One accepted check of a caller: waiting on a flight, or holding its
  * answer in the delivery queue. */
@@ -34,9 +33,8 @@ struct waiter {
   ph_access_cb cb;
   void *arg;
   flight *f; /* the flight it waits on; NULL once queued */
-  wlist *on; /* the list it is in */
-  waiter *prev, *next;
-  waiter *id_next;      /* chain in the id map */
+  ilist_node link;      /* on a flight's waiters, the queue or the batch */
+  idtab_node hn;        /* in the id map */
   ph_access_result res; /* a queued answer */
   int slot;             /* counts against max_waiters */
 };
@@ -52,7 +50,7 @@ struct flight {
   int mapped;       /* in the flight map (a bypassed check is not) */
   int bypass;       /* the cache is off: never shared, never stored */
   int delivering;   /* its answer is being handed out */
-  wlist waiters;
+  ilist waiters;
   size_t len;
   unsigned char key[];
 };
@@ -94,11 +92,10 @@ struct acache {
   flight **fbuckets;
   size_t fmask;
   int64_t n_flights;
-  waiter **wbuckets;
-  size_t wmask;
+  idtab wids; /* the waiters by id */
   int64_t n_slots; /* waiters holding a max_waiters slot */
   int64_t next_id;
-  wlist queue, batch; /* answers for the next loop turn, and those being
+  ilist queue, batch; /* answers for the next loop turn, and those being
                          handed out now */
   int in_check;     /* inside check_open: answers must wait for a later turn */
   flight *starting; /* the flight whose store check_open runs now */

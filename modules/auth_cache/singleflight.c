@@ -34,58 +34,28 @@ static size_t pow2_at_least(int64_t n) {
 
 int sf_init(acache *s) {
   size_t nf = pow2_at_least(s->max_pending);
-  size_t nw = pow2_at_least(s->max_waiters / 4);
   s->fbuckets = calloc(nf, sizeof(*s->fbuckets));
-  s->wbuckets = calloc(nw, sizeof(*s->wbuckets));
-  if (!s->fbuckets || !s->wbuckets)
+  ilist_init(&s->queue);
+  ilist_init(&s->batch);
+  if (!s->fbuckets || idtab_init(&s->wids, (size_t)s->max_waiters / 4) < 0)
     return PH_ENOMEM;
   s->fmask = nf - 1;
-  s->wmask = nw - 1;
   return PH_OK;
 }
 
 /* ---- lists and maps --------------------------------------------------- */
 
-static void list_push(wlist *l, waiter *w) {
-  w->on = l;
-  w->prev = l->tail;
-  w->next = NULL;
-  if (l->tail)
-    l->tail->next = w;
-  else
-    l->head = w;
-  l->tail = w;
-}
-
-static void list_unlink(waiter *w) {
-  wlist *l = w->on;
-  if (w->prev)
-    w->prev->next = w->next;
-  else
-    l->head = w->next;
-  if (w->next)
-    w->next->prev = w->prev;
-  else
-    l->tail = w->prev;
-  w->on = NULL;
-  w->prev = w->next = NULL;
-}
-
-static void id_add(acache *s, waiter *w) {
-  waiter **b = &s->wbuckets[(uint64_t)w->id & s->wmask];
-  w->id_next = *b;
-  *b = w;
+static waiter *first(const ilist *l) {
+  ilist_node *n = ilist_first(l);
+  return n ? ILIST_ENTRY(n, waiter, link) : NULL;
 }
 
 static waiter *id_take(acache *s, int64_t id) {
-  for (waiter **pp = &s->wbuckets[(uint64_t)id & s->wmask]; *pp;
-       pp = &(*pp)->id_next)
-    if ((*pp)->id == id) {
-      waiter *w = *pp;
-      *pp = w->id_next;
-      return w;
-    }
-  return NULL;
+  idtab_node *n = idtab_find(&s->wids, id);
+  if (!n)
+    return NULL;
+  idtab_del(&s->wids, n);
+  return IDTAB_ENTRY(n, waiter, hn);
 }
 
 static flight *flight_find(acache *s, const unsigned char *key, size_t len,
@@ -124,7 +94,7 @@ static waiter *waiter_new(acache *s, ph_access_cb cb, void *arg, int slot) {
   w->slot = slot;
   if (slot)
     s->n_slots++;
-  id_add(s, w);
+  idtab_put(&s->wids, &w->hn, w->id);
   return w;
 }
 
@@ -133,13 +103,11 @@ static waiter *waiter_new(acache *s, ph_access_cb cb, void *arg, int slot) {
 void sf_deliver(ph_defer *d, void *arg) {
   (void)d;
   acache *s = arg;
-  s->batch = s->queue; /* later answers wait for the next turn */
-  for (waiter *w = s->batch.head; w; w = w->next)
-    w->on = &s->batch;
-  s->queue.head = s->queue.tail = NULL;
-  while (s->batch.head) {
-    waiter *w = s->batch.head;
-    list_unlink(w); /* before the callback: it may cancel others */
+  waiter *w;
+  while ((w = first(&s->queue))) /* later answers wait for the next turn */
+    ilist_push(&s->batch, &w->link); /* moves it */
+  while ((w = first(&s->batch))) {
+    ilist_remove(&w->link); /* before the callback: it may cancel others */
     id_take(s, w->id);
     ph_access_cb cb = w->cb;
     void *cb_arg = w->arg;
@@ -152,7 +120,7 @@ void sf_deliver(ph_defer *d, void *arg) {
 static void queue_answer(acache *s, waiter *w, const ph_access_result *res) {
   w->res = *res;
   w->f = NULL;
-  list_push(&s->queue, w);
+  ilist_push(&s->queue, &w->link);
   s->api->defer_post(s->deliver); /* nothing when already pending */
 }
 
@@ -224,9 +192,9 @@ static void maybe_store(acache *s, const flight *f,
  * skipped) or start checks (a new flight: this one is out of the map). */
 static void deliver_flight(acache *s, flight *f, const ph_access_result *res) {
   f->delivering = 1;
-  while (f->waiters.head) {
-    waiter *w = f->waiters.head;
-    list_unlink(w);
+  waiter *w;
+  while ((w = first(&f->waiters))) {
+    ilist_remove(&w->link);
     if (s->in_check) {
       /* A store that answered inside its check_open, called from ours:
        * the answer waits for a later turn, as the contract says. */
@@ -264,7 +232,7 @@ static int64_t join(acache *s, flight *f, ph_access_cb cb, void *arg) {
   if (!w)
     return PH_ENOMEM;
   w->f = f;
-  list_push(&f->waiters, w);
+  ilist_push(&f->waiters, &w->link);
   return w->id;
 }
 
@@ -291,6 +259,7 @@ int64_t sf_check(acache *s, const ph_access_request *r,
   if (!f)
     return PH_ENOMEM;
   f->s = s;
+  ilist_init(&f->waiters);
   f->hash = hash;
   f->gen_id = s->gen_id;
   f->bypass = bypass;
@@ -316,7 +285,7 @@ int64_t sf_check(acache *s, const ph_access_request *r,
     /* The store refused what we accepted: its status, and no callback,
      * as for a malformed request. */
     waiter *w = id_take(s, id);
-    list_unlink(w);
+    ilist_remove(&w->link);
     waiter_free(s, w);
     flight_unmap(s, f);
     s->n_flights--;
@@ -332,9 +301,9 @@ int sf_cancel(acache *s, int64_t id) {
   if (!w)
     return PH_ENOENT;
   flight *f = w->f; /* NULL for a queued answer */
-  list_unlink(w);
+  ilist_remove(&w->link);
   waiter_free(s, w);
-  if (f && !f->waiters.head && !f->delivering) {
+  if (f && ilist_empty(&f->waiters) && !f->delivering) {
     /* The last waiter went: nobody wants the store's answer. */
     flight_unmap(s, f);
     if (f->store_id > 0)
@@ -348,13 +317,10 @@ int sf_cancel(acache *s, int64_t id) {
 void sf_free_all(acache *s) {
   /* Flights are reached through their waiters' ids: every waiter is in
    * the id map, every live flight has at least one waiter. */
-  for (size_t b = 0; s->wbuckets && b <= s->wmask; b++)
-    while (s->wbuckets[b]) {
-      waiter *w = s->wbuckets[b];
-      sf_cancel(s, w->id);
-    }
+  idtab_node *n;
+  while ((n = idtab_any(&s->wids)))
+    sf_cancel(s, n->id);
   free(s->fbuckets);
-  free(s->wbuckets);
   s->fbuckets = NULL;
-  s->wbuckets = NULL;
+  idtab_free(&s->wids);
 }

@@ -28,6 +28,7 @@ void frontend_server_init(frontend_server *srv, const ph_api *api,
   *srv = (frontend_server){.api = api, .ctx = ctx, .ops = ops, .sm = sm,
                            .clients = clients,
                            .name = api->module_name(ctx)};
+  ilist_init(&srv->sessions);
   ph_metric *m = api->metric(ctx, &denied_def);
   const char *reason = "not_allowed";
   srv->denied = m ? api->series(m, &reason) : NULL;
@@ -70,23 +71,14 @@ void frontend_server_refuse(frontend_server *srv, int fd) {
 }
 
 void frontend_server_link(frontend_server *srv, frontend_session *s) {
-  s->next = srv->sessions;
-  if (srv->sessions)
-    srv->sessions->prev = s;
-  srv->sessions = s;
+  ilist_push_front(&srv->sessions, &s->link);
   srv->n_sessions++;
   if (srv->clients)
     srv->api->gauge_add(srv->clients, 1);
 }
 
 void frontend_server_unlink(frontend_server *srv, frontend_session *s) {
-  if (s->prev)
-    s->prev->next = s->next;
-  else
-    srv->sessions = s->next;
-  if (s->next)
-    s->next->prev = s->prev;
-  s->prev = s->next = NULL;
+  ilist_remove(&s->link);
   srv->n_sessions--;
   if (srv->clients)
     srv->api->gauge_add(srv->clients, -1);
@@ -102,8 +94,8 @@ int frontend_server_stop(frontend_server *srv) {
   frontend_gate_detach(srv);
   listener_close(srv->listener); /* announces bound = 0 */
   srv->listener = NULL;
-  for (frontend_session *s = srv->sessions, *next; s; s = next) {
-    next = s->next;
+  ILIST_FOREACH_SAFE(&srv->sessions, n, nx) {
+    frontend_session *s = ILIST_ENTRY(n, frontend_session, link);
     if (!srv->ops->stop)
       continue;
     frontend_session_enter(s);
@@ -119,8 +111,10 @@ int frontend_server_stop(frontend_server *srv) {
 void frontend_server_destroy(frontend_server *srv) {
   srv->stop_pending = 0; /* the host is past waiting */
   frontend_gate_detach(srv);
-  while (srv->sessions)
-    frontend_session_close(srv->sessions, FRONTEND_END_QUIET);
+  ilist_node *n;
+  while ((n = ilist_first(&srv->sessions)))
+    frontend_session_close(ILIST_ENTRY(n, frontend_session, link),
+                           FRONTEND_END_QUIET);
   listener_close(srv->listener);
   srv->listener = NULL;
 }

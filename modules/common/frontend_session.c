@@ -8,21 +8,11 @@
 
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "frontend_services.h"
 #include "hangup.h"
-
-static int64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static double seconds_since(int64_t t0_us) {
-  return (double)(now_us() - t0_us) / 1e6;
-}
 
 /* ---- the lease of the relay's target ---------------------------------- */
 
@@ -260,7 +250,7 @@ static void open_answer(void *arg, const ph_open_result *res) {
   }
   ph_open_lease_on_cut(lease, session_cut, s); /* lives as long as s */
   stream_metrics_stage(srv->sm, SM_OPEN, stream_metrics_result(code),
-                       seconds_since(s->t_open_us));
+                       mono_seconds_since(s->t_open_us));
   stream_metrics_open(srv->sm, code, stream_metrics_mode_of(res));
   result_extras(s, res, code);
   srv->ops->open_done(s->owner, code, res->stage, target, lease);
@@ -283,7 +273,7 @@ int frontend_session_open(frontend_session *s, const char *host,
                                  s->open_flags,
                         .listener = srv->name,
                         .headers = s->headers};
-  s->t_open_us = now_us();
+  s->t_open_us = mono_us();
   s->in_call = 1;
   s->answered = 0;
   int64_t id = srv->connector->open(srv->connector_self, &rq, open_answer, s);
@@ -324,7 +314,7 @@ static void validation_over(frontend_session *s, int verdict) {
                        allow                                   ? SM_SUCCESS
                        : verdict == PH_VALIDATION_DENY         ? SM_REJECTED
                                                                : SM_FAILURE,
-                       seconds_since(s->t_val_us));
+                       mono_seconds_since(s->t_val_us));
   if (!allow)
     open_refused(s, PH_OPEN_FORBIDDEN, PH_STAGE_AUTHORIZATION);
   else if (frontend_session_open(s, s->v_host, s->v_port, s->v_principal) !=
@@ -363,7 +353,7 @@ int frontend_session_open_validated(frontend_session *s, const char *host,
   s->v_host = host;
   s->v_port = port;
   s->v_principal = principal;
-  s->t_val_us = now_us();
+  s->t_val_us = mono_us();
   int64_t id = srv->validation->validate(srv->validation_self, &rq,
                                          validation_answer, s);
   if (id == PH_VALIDATION_BYPASS)
@@ -386,7 +376,7 @@ static void relay_first_down(void *arg) {
   frontend_session *s = arg;
   frontend_session_enter(s);
   stream_metrics_stage(s->srv->sm, SM_TTFB, SM_SUCCESS,
-                       seconds_since(s->t_relay_us));
+                       mono_seconds_since(s->t_relay_us));
   ph_open_lease_first_byte(s->lease); /* the relay calls this once */
   frontend_session_leave(s);
 }
@@ -422,7 +412,7 @@ int frontend_session_relay(frontend_session *s, stream_end target,
   s->deadline_ms = 0;
   s->probing = 0;
   arm_timer(s);
-  s->t_relay_us = now_us();
+  s->t_relay_us = mono_us();
   s->lease = lease; /* the relay's callbacks end it (relay_finished) */
   s->relay = relay_start(srv->api, srv->ctx, client, target, pre, pre_len,
                          &ro);

@@ -79,6 +79,7 @@
 
 #include "client_acl.h"
 #include "guard.h"
+#include "ilist.h"
 #include "listener.h"
 #include "relay.h"
 #include "traffic_gate.h"
@@ -169,8 +170,8 @@ typedef struct frontend_server {
   ph_series *denied; /* proxyhost_frontend_clients_denied_total{reason=...} */
   uint64_t last_id;  /* the last stream id given (frontend_session_new_id) */
   /* The sessions. */
-  frontend_session *sessions;
-  size_t n_sessions;
+  ilist sessions;
+  size_t n_sessions; /* ilist_len(&sessions) */
   unsigned stopping : 1;     /* frontend_server_stop ran */
   unsigned stop_pending : 1; /* stop_done is owed when the last ends */
 } frontend_server;
@@ -181,7 +182,7 @@ struct frontend_session {
   guard g;
   frontend_server *srv;
   void *owner;
-  frontend_session *prev, *next;
+  ilist_node link; /* on srv->sessions */
   int fd;        /* the client's socket; -1 once closed or relayed */
   ph_io *io;     /* its watcher; NULL once handed to the relay */
   int events;    /* asked of io */

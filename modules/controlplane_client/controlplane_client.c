@@ -30,6 +30,7 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_view.h>
 
+#include "clocks.h"
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_grpc.h"
 #include "cp_grpc_conf.h"
@@ -120,15 +121,10 @@ typedef struct cpc {
 
 static const ph_api *api;
 
-/* The session's clock: Unix ms (CLOCK_REALTIME), because the snapshots'
- * deadlines are wall-clock instants (the controller's Redis TIME) and
- * pool.view's readers ask usable(v, p, now) with the same clock. The
- * host's now_ms is monotonic and would never reach them. */
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The session's clock is wall_ms() (clocks.h): the snapshots' deadlines are
+ * wall-clock instants (the controller's Redis TIME) and pool.view's readers
+ * ask usable(v, p, now) with the same clock; the host's monotonic now_ms
+ * would never reach them. */
 
 static void perform(cpc *m, cp_sup_action act);
 static void handle_message(cpc *m, const uint8_t *msg, size_t len);

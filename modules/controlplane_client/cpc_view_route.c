@@ -10,6 +10,7 @@
 #include <proxyhost/pool_store.h>
 #include <proxyhost/pool_view.h>
 
+#include "clocks.h"
 #include "cpc_view_route.h"
 #include "json.h"
 
@@ -19,12 +20,6 @@
 #define HEAD_MAX 1024
 
 typedef cpc_view_route route;
-
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void reply(route *r, int64_t req, int status, const char *body,
                   size_t len) {

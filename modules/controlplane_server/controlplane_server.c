@@ -21,6 +21,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "clocks.h"
 #include "cp_grpc_conf.h"
 #include "cs.h"
 
@@ -138,12 +139,6 @@ static int register_metrics(cs *m) {
     m->m_rebalance[i] = api->series(y, w);
   }
   return PH_OK;
-}
-
-int64_t cs_unix_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,

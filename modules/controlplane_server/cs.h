@@ -13,6 +13,7 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
+#include "clocks.h"
 #include "cp_authority.h"
 #include "cp_credcheck.h"
 #include "cp_grpc.h"
@@ -128,8 +129,6 @@ void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
 /* HMAC-SHA256(ref_key, checksum): what Redis holds instead. */
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
                   uint8_t out[32]);
-/* Wall-clock Unix ms (snapshots' times are Unix ms). */
-int64_t cs_unix_ms(void);
 void cs_note_auth(cs *m, cp_auth_result r);
 void cs_update_ready(cs *m);
 

@@ -61,7 +61,7 @@ static void got_pool(void *arg, cs_pool *p) {
     api->inc(m->m_assign[1], 1);
     return;
   }
-  int64_t now = cs_unix_ms();
+  int64_t now = wall_ms();
   size_t n = p->n_proxies;
   cp_auth_proxy *u = calloc(n ? n : 1, sizeof(*u));
   const char **d = calloc(n + m->n_prev_ids + 1, sizeof(*d));

@@ -146,7 +146,7 @@ static void w_cancel(void *arg, cp_grpc_call *call) {
 }
 
 static void schedule(cs_watch *w, int64_t at_ms) {
-  int64_t now = cs_unix_ms();
+  int64_t now = wall_ms();
   int64_t after = w->m->conf.watch_poll_ms;
   if (at_ms >= 0 && at_ms - now < after)
     after = at_ms > now ? at_ms - now : 0;
@@ -162,7 +162,7 @@ static void unavailable(cs_watch *w) {
     w_end(w, CP_GRPC_UNAVAILABLE, "the authority or the store did not answer");
     return;
   }
-  if (cs_unix_ms() >= w->ws.last_valid_until_ms) {
+  if (wall_ms() >= w->ws.last_valid_until_ms) {
     w_end(w, CP_GRPC_OK, NULL);
     return;
   }
@@ -394,7 +394,7 @@ static void got_version(void *arg, const cp_auth_reply *rep) {
     return;
   }
   w->version = rep->version;
-  w->build_now_ms = cs_unix_ms();
+  w->build_now_ms = wall_ms();
   w->delta_base = w->last && w->last_acked ? cp_snapshot_msg(w->last) : NULL;
   int64_t job = api->submit(w->m->ctx, build_work, build_done, w);
   if (job < 0) {
@@ -418,7 +418,7 @@ static void got_pool(void *arg, cs_pool *p) {
   int64_t at = -1;
   cp_watch_inputs in = {p->revision, w->epoch, w->owned_digest,
                         w->lease_digest};
-  cp_watch_step step = cp_watch_next(&w->ws, &lim, &in, cs_unix_ms(), &at);
+  cp_watch_step step = cp_watch_next(&w->ws, &lim, &in, wall_ms(), &at);
   if (step == CP_WATCH_END) {
     w_end(w, CP_GRPC_OK, NULL);
     return;

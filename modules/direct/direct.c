@@ -25,6 +25,9 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "clocks.h"
+#include "idtab.h"
+#include "ilist.h"
 #include "dialer.h"
 #include "policy.h"
 #include "resolver.h"
@@ -43,15 +46,9 @@ enum rq_state { RQ_NEW = 0, RQ_QUEUED, RQ_DNS, RQ_CONNECT, RQ_DONE };
 typedef struct direct direct;
 typedef struct dreq dreq;
 
-typedef struct rlist {
-  dreq *first, *last;
-  size_t n;
-} rlist;
-
 struct dreq {
-  dreq *prev, *next; /* in exactly one rlist once admitted */
-  rlist *list;
-  dreq *hnext; /* id hash chain */
+  ilist_node link; /* in exactly one list once admitted */
+  idtab_node hn;   /* in the id table while the caller may cancel */
   direct *d;
   int64_t id;
   ph_open_cb cb;
@@ -66,7 +63,7 @@ struct dreq {
   const ph_open_addr_filter *filter; /* the caller's, NULL: none */
   int64_t deadline_ms;     /* open_timeout */
   int64_t dns_deadline_ms; /* dns_timeout */
-  double t_admit, t_stage; /* monotonic seconds, for the histograms */
+  int64_t t_admit, t_stage; /* mono_us(), for the histograms */
   ph_timer *timer;
   resolver_query *q;
   dialer *dl;
@@ -87,9 +84,8 @@ struct direct {
   stream_metrics sm;
   ph_series *g_active, *g_pending, *c_queue_full;
   /* requests */
-  rlist queue, running, done;
-  dreq **buckets;
-  size_t n_buckets;
+  ilist queue, running, done;
+  idtab ids;
   int64_t next_id;
   int pumping;
   int entered; /* open/cancel/pump on the stack: deliver later */
@@ -150,85 +146,35 @@ static const ph_conf_key direct_keys[] = {
                 NULL),
     PH_CONF_END};
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+/* ---- the lists and the id table (ilist.h, idtab.h) -------------------- */
 
-/* ---- lists and the id table ------------------------------------------ */
-
-static void list_push(rlist *l, dreq *r) {
-  r->list = l;
-  r->next = NULL;
-  r->prev = l->last;
-  if (l->last)
-    l->last->next = r;
-  else
-    l->first = r;
-  l->last = r;
-  l->n++;
-}
-
-static void list_unlink(dreq *r) {
-  rlist *l = r->list;
-  if (!l)
-    return;
-  if (r->prev)
-    r->prev->next = r->next;
-  else
-    l->first = r->next;
-  if (r->next)
-    r->next->prev = r->prev;
-  else
-    l->last = r->prev;
-  l->n--;
-  r->list = NULL;
-  r->prev = r->next = NULL;
-}
-
-static size_t bucket_of(const direct *d, int64_t id) {
-  return (size_t)((uint64_t)id & (d->n_buckets - 1));
-}
-
-static void table_add(direct *d, dreq *r) {
-  size_t b = bucket_of(d, r->id);
-  r->hnext = d->buckets[b];
-  d->buckets[b] = r;
+static dreq *first(const ilist *l) {
+  ilist_node *n = ilist_first(l);
+  return n ? ILIST_ENTRY(n, dreq, link) : NULL;
 }
 
 static dreq *table_find(const direct *d, int64_t id) {
-  for (dreq *r = d->buckets[bucket_of(d, id)]; r; r = r->hnext)
-    if (r->id == id)
-      return r;
-  return NULL;
-}
-
-static void table_del(direct *d, dreq *r) {
-  for (dreq **p = &d->buckets[bucket_of(d, r->id)]; *p; p = &(*p)->hnext)
-    if (*p == r) {
-      *p = r->hnext;
-      return;
-    }
+  idtab_node *n = idtab_find(&d->ids, id);
+  return n ? IDTAB_ENTRY(n, dreq, hn) : NULL;
 }
 
 /* ---- metrics and logs ------------------------------------------------ */
 
 static void update_gauges(direct *d) {
-  api->gauge_set(d->g_active, (double)d->running.n);
-  api->gauge_set(d->g_pending, (double)d->queue.n);
+  api->gauge_set(d->g_active, (double)ilist_len(&d->running));
+  api->gauge_set(d->g_pending, (double)ilist_len(&d->queue));
 }
 
-static void record_stage(direct *d, int sm_stage, int code, double since) {
+static void record_stage(direct *d, int sm_stage, int code, int64_t since) {
   stream_metrics_stage(&d->sm, sm_stage, stream_metrics_result(code),
-                       mono_s() - since);
+                       mono_seconds_since(since));
 }
 
 static void log_failure(direct *d, const dreq *r) {
   /* The target only with log_target (TM-SEC-9), and at debug level only;
    * stage and code are the stable names, the errno is for operators,
    * never for clients. */
-  int64_t us = (int64_t)((mono_s() - r->t_admit) * 1e6);
+  int64_t us = mono_us() - r->t_admit;
   if (d->log_target)
     PH_LOG(api, d->ctx, PH_LOG_DEBUG, "open failed",
            PH_STR("stage", ph_open_stage_name(r->res.stage)),
@@ -270,14 +216,14 @@ static void finish(dreq *r, int stage, int code, int fd, uint32_t retry_ms) {
   direct *d = r->d;
   int was_running = r->state == RQ_DNS || r->state == RQ_CONNECT;
   stop_work(r);
-  list_unlink(r);
+  ilist_remove(&r->link);
   r->state = RQ_DONE;
   r->res.stage = code == PH_OPEN_OK ? PH_STAGE_NONE : stage;
   r->res.code = code;
   r->res.fd = fd;
   r->res.retryable = retry_ms > 0;
   r->res.retry_after_ms = retry_ms;
-  list_push(&d->done, r);
+  ilist_push(&d->done, &r->link);
   arm_delivery(d);
   if (code != PH_OPEN_OK)
     log_failure(d, r);
@@ -315,9 +261,9 @@ static void on_dialed(void *arg, int fd, int code, int err) {
              ? 0
              : RETRY_TRANSIENT_MS);
   if (d->entered == 0 && r->state == RQ_DONE) {
-    list_unlink(r);
+    ilist_remove(&r->link);
     deliver(r);
-    if (!d->done.first)
+    if (!first(&d->done))
       api->defer_cancel(d->deliver);
   }
 }
@@ -327,7 +273,7 @@ static void begin_connect(dreq *r, const struct sockaddr_storage *addrs,
   direct *d = r->d;
   dialer_opts o = {d->connect_timeout_ms, d->he_delay_ms};
   r->state = RQ_CONNECT;
-  r->t_stage = mono_s();
+  r->t_stage = mono_us();
   r->dl = dialer_new(api, d->ctx, addrs, n, &o, on_dialed, r);
   if (!r->dl) {
     finish(r, PH_STAGE_CONNECT, PH_OPEN_INTERNAL_ERROR, -1, RETRY_TRANSIENT_MS);
@@ -402,16 +348,16 @@ static void on_resolved(void *arg, int status,
 /* Takes a dial slot: DNS for names, a connect for literals. */
 static void start(dreq *r) {
   direct *d = r->d;
-  list_unlink(r);
+  ilist_remove(&r->link);
   record_stage(d, SM_QUEUE, PH_OPEN_OK, r->t_admit);
-  api->observe(d->sm.queue_wait, mono_s() - r->t_admit);
-  list_push(&d->running, r);
+  api->observe(d->sm.queue_wait, mono_seconds_since(r->t_admit));
+  ilist_push(&d->running, &r->link);
   if (r->kind == POLICY_HOST_LITERAL) {
     begin_connect(r, &r->literal, 1);
     return;
   }
   r->state = RQ_DNS;
-  r->t_stage = mono_s();
+  r->t_stage = mono_us();
   int64_t dns_end = api->now_ms(d->ctx) + d->dns_timeout_ms;
   r->dns_deadline_ms = dns_end < r->deadline_ms ? dns_end : r->deadline_ms;
   if (resolver_lookup(d->res, r->name, r->port, on_resolved, r, &r->q) < 0) {
@@ -431,8 +377,8 @@ static void start(dreq *r) {
  * when a late answer (or c-ares' own timeout) ends an abandoned query. */
 static int can_start(const direct *d) {
   size_t max = (size_t)d->max_concurrent;
-  return d->running.n < max &&
-         d->running.n + resolver_abandoned(d->res) < 2 * max;
+  return ilist_len(&d->running) < max &&
+         ilist_len(&d->running) + resolver_abandoned(d->res) < 2 * max;
 }
 
 static void pump(direct *d) {
@@ -440,8 +386,8 @@ static void pump(direct *d) {
     return; /* the outer call keeps going */
   d->pumping = 1;
   d->entered++;
-  while (d->queue.first && can_start(d))
-    start(d->queue.first);
+  while (first(&d->queue) && can_start(d))
+    start(first(&d->queue));
   d->entered--;
   d->pumping = 0;
   update_gauges(d);
@@ -465,7 +411,7 @@ static void on_deadline(ph_timer *t, void *arg) {
     return;
   }
   if (r->state == RQ_QUEUED)
-    api->observe(r->d->sm.queue_wait, mono_s() - r->t_admit);
+    api->observe(r->d->sm.queue_wait, mono_seconds_since(r->t_admit));
   record_stage(r->d, sm_of[r->state], PH_OPEN_TIMEOUT,
                r->state == RQ_QUEUED ? r->t_admit : r->t_stage);
   finish(r, stage_of[r->state], PH_OPEN_TIMEOUT, -1, RETRY_TRANSIENT_MS);
@@ -481,7 +427,7 @@ static void free_req(dreq *r) {
 
 /* Hands an unlinked done request's result over and frees it. */
 static void deliver(dreq *r) {
-  table_del(r->d, r);
+  idtab_del(&r->d->ids, &r->hn);
   r->cb(r->arg, &r->res);
   r->res.fd = -1; /* the callee owns it now */
   free_req(r);
@@ -492,13 +438,13 @@ static void on_deliver(ph_defer *t, void *arg) {
   direct *d = arg;
   /* Only what is due now: results produced by callbacks (an open()
    * refused at once) wait for the next iteration. */
-  size_t n = d->done.n;
-  while (n-- > 0 && d->done.first) {
-    dreq *r = d->done.first;
-    list_unlink(r);
+  size_t n = ilist_len(&d->done);
+  while (n-- > 0 && first(&d->done)) {
+    dreq *r = first(&d->done);
+    ilist_remove(&r->link);
     deliver(r);
   }
-  if (d->done.first)
+  if (first(&d->done))
     arm_delivery(d);
 }
 
@@ -541,12 +487,12 @@ static void admit(direct *d, dreq *r) {
     finish(r, PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, -1, 0);
     return;
   }
-  if (!d->queue.first && can_start(d)) {
+  if (!first(&d->queue) && can_start(d)) {
     start(r);
     update_gauges(d);
-  } else if (d->queue.n < (size_t)d->max_pending) {
+  } else if (ilist_len(&d->queue) < (size_t)d->max_pending) {
     r->state = RQ_QUEUED;
-    list_push(&d->queue, r);
+    ilist_push(&d->queue, &r->link);
     arm_deadline(r);
     update_gauges(d);
   } else {
@@ -593,9 +539,9 @@ static int64_t direct_open(void *self, const ph_open_request *req,
   r->res.size = sizeof(r->res);
   r->res.fd = -1;
   memcpy(r->host, req->host, strnlen(req->host, 255));
-  r->t_admit = mono_s();
+  r->t_admit = mono_us();
   r->deadline_ms = api->now_ms(d->ctx) + d->open_timeout_ms;
-  table_add(d, r);
+  idtab_put(&d->ids, &r->hn, r->id);
   d->entered++;
   admit(d, r);
   d->entered--;
@@ -608,8 +554,8 @@ static int direct_cancel(void *self, int64_t id) {
   if (!r)
     return PH_ENOENT;
   int was_running = r->state == RQ_DNS || r->state == RQ_CONNECT;
-  table_del(d, r);
-  list_unlink(r);
+  idtab_del(&d->ids, &r->hn);
+  ilist_remove(&r->link);
   d->entered++;
   free_req(r); /* abandons the lookup, closes the dial or the result fd */
   d->entered--;
@@ -782,6 +728,9 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = d;
   d->ctx = ctx;
+  ilist_init(&d->queue);
+  ilist_init(&d->running);
+  ilist_init(&d->done);
   read_limits(d);
   int comp = stream_metrics_component(api->conf_str(ctx, "component"));
   if (stream_metrics_init(&d->sm, api, ctx, comp, SM_DIALER) != PH_OK)
@@ -799,13 +748,10 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
   /* Slots and queue places bound the live requests; the table only needs
    * to keep chains short. */
   size_t want = (size_t)d->max_concurrent + (size_t)d->max_pending;
-  d->n_buckets = 64;
-  while (d->n_buckets < want && d->n_buckets < 65536)
-    d->n_buckets *= 2;
-  d->buckets = calloc(d->n_buckets, sizeof(*d->buckets));
+  int ids_rc = idtab_init(&d->ids, want);
   d->deliver = api->defer_new(ctx, on_deliver, d);
   d->pol = load_policy(d);
-  if (!d->buckets || !d->deliver || !d->pol)
+  if (ids_rc < 0 || !d->deliver || !d->pol)
     return d->pol ? PH_ENOMEM : PH_EINVAL;
   d->res = build_resolver(d);
   if (!d->res)
@@ -847,12 +793,10 @@ static int direct_stop(void *state) {
   return PH_OK;
 }
 
-static void free_list(rlist *l) {
-  while (l->first) {
-    dreq *r = l->first;
-    list_unlink(r);
-    free_req(r);
-  }
+static void free_list(ilist *l) {
+  ilist_node *n;
+  while ((n = ilist_pop(l)))
+    free_req(ILIST_ENTRY(n, dreq, link));
 }
 
 static void direct_destroy(void *state) {
@@ -865,7 +809,7 @@ static void direct_destroy(void *state) {
   resolver_free(d->res); /* drops the late answers of abandoned lookups */
   policy_free(d->pol);
   api->defer_free(d->deliver);
-  free(d->buckets);
+  idtab_free(&d->ids);
   free(d);
 }
 

@@ -25,7 +25,7 @@ int hp_auth_result(conn *c, int verdict) {
   int allow = verdict == PH_AUTH_ALLOW;
   stream_metrics_stage(&h->sm, SM_AUTHORIZATION,
                        allow ? SM_SUCCESS : SM_REJECTED,
-                       hp_seconds_since(cr->t_check_us));
+                       mono_seconds_since(cr->t_check_us));
   if (!allow) {
     hp_wipe_free(&cr->pending_token, &cr->pending_len);
     return deny(c, verdict == PH_AUTH_UNAVAILABLE ? 503 : 407);
@@ -74,7 +74,7 @@ int hp_auth_check(conn *c) {
   memcpy(cr->pending_token, value, len);
   cr->pending_len = len;
   c->state = S_AUTH;
-  cr->t_check_us = hp_now_us();
+  cr->t_check_us = mono_us();
   cr->check_generation = h->generation;
   hp_arm_timer(c, T_IDLE, h->conf.idle_timeout_ms);
   /* The verdict comes to the dispatcher (hp_auth_result); an authorizer

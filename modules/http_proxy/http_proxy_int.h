@@ -89,6 +89,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "clocks.h"
 #include "frontend_server.h"
 #include "http_body.h"
 #include "http_head.h"
@@ -282,16 +283,6 @@ extern const ph_api *hp_api;
 extern const char *const hp_method_classes[];
 
 /* ---- small helpers ------------------------------------------------------- */
-
-static inline uint64_t hp_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static inline double hp_seconds_since(uint64_t t0) {
-  return (double)(hp_now_us() - t0) / 1e6;
-}
 
 /* The most a request or response head may take. */
 static inline size_t hp_head_cap(const hp *h) {

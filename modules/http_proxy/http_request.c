@@ -44,7 +44,7 @@ static int prepare_upstream(conn *c, int kind, uint64_t length) {
 
 static int on_request_head(conn *c) {
   hp *h = c->hp;
-  c->t_req_us = hp_now_us();
+  c->t_req_us = mono_us();
   c->method_class =
       hp_head_method(&c->req) == HTTP_CONNECT ? MC_CONNECT : MC_FORWARD;
   int st = hp_head_target_parse(&c->req, c->cin.data, &c->target);

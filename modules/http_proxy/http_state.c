@@ -118,7 +118,7 @@ void hp_access_log(conn *c) {
                                          : "failure",
       .bytes_up = c->bytes_up,
       .bytes_down = c->bytes_down,
-      .duration_us = c->t_req_us ? (int64_t)(hp_now_us() - c->t_req_us) : 0,
+      .duration_us = c->t_req_us ? (int64_t)(mono_us() - c->t_req_us) : 0,
       .host = has_target ? c->target.host : NULL,
       .port = c->target.port,
   };

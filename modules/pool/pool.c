@@ -224,20 +224,19 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = p;
   p->ctx = ctx;
+  ilist_init(&p->wq);
+  ilist_init(&p->dq);
+  ilist_init(&p->cutq);
   p->conf.max_opens = (uint32_t)a->conf_int(ctx, "max_opens");
   p->conf.max_waiters = (uint32_t)a->conf_int(ctx, "max_waiters");
   p->conf.max_attempts = (uint32_t)a->conf_int(ctx, "max_attempts");
   p->conf.handshake_timeout_ms =
       (uint32_t)a->conf_int(ctx, "handshake_timeout");
   p->conf.drain_timeout_ms = (uint32_t)a->conf_int(ctx, "drain_timeout");
-  uint32_t nb = 64;
-  while (nb < p->conf.max_opens && nb < (1u << 20))
-    nb <<= 1;
-  p->n_buckets = nb;
-  p->buckets = calloc(nb, sizeof(*p->buckets));
+  int ids_rc = idtab_init(&p->ids, p->conf.max_opens);
   p->deliver = a->defer_new(ctx, pool_on_deliver, p);
   p->drain_timer = a->timer_new(ctx, pool_on_drain_timer, p);
-  if (!p->buckets || !p->deliver || !p->drain_timer)
+  if (ids_rc < 0 || !p->deliver || !p->drain_timer)
     return PH_ENOMEM;
   if (RAND_bytes((unsigned char *)&p->rng, sizeof(p->rng)) != 1 || !p->rng)
     p->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)a->now_ms(ctx);
@@ -335,8 +334,7 @@ static void pool_destroy(void *state) {
   pool *p = state;
   if (!p)
     return;
-  if (p->buckets)
-    pool_attempts_abort(p);
+  pool_attempts_abort(p);
   unsubscribe(p);
   pool_gen_clear(p);
   for (uint32_t s = 0; s < p->n_strats; s++)
@@ -344,7 +342,7 @@ static void pool_destroy(void *state) {
   pool_api->defer_free(p->deliver);
   if (p->drain_timer)
     pool_api->timer_free(p->drain_timer);
-  free(p->buckets);
+  idtab_free(&p->ids);
   free(p);
 }
 

@@ -34,60 +34,9 @@ int64_t pool_mono_ms(pool *p) { return pool_api->now_ms(p->ctx); }
 
 /* ---- the id table --------------------------------------------------------- */
 
-static uint32_t bucket(pool *p, int64_t id) {
-  return (uint32_t)((uint64_t)id * 0x9E3779B97F4A7C15ULL >> 32) &
-         (p->n_buckets - 1);
-}
-
-static void tab_put(pool_attempt *a) {
-  pool *p = a->p;
-  uint32_t b = bucket(p, a->id);
-  a->hnext = p->buckets[b];
-  p->buckets[b] = a;
-}
-
-static void tab_del(pool_attempt *a) {
-  pool *p = a->p;
-  for (pool_attempt **pp = &p->buckets[bucket(p, a->id)]; *pp;
-       pp = &(*pp)->hnext)
-    if (*pp == a) {
-      *pp = a->hnext;
-      a->hnext = NULL;
-      return;
-    }
-}
-
 static pool_attempt *tab_find(pool *p, int64_t id) {
-  for (pool_attempt *a = p->buckets[bucket(p, id)]; a; a = a->hnext)
-    if (a->id == id)
-      return a;
-  return NULL;
-}
-
-/* ---- queues (the wait queue and the done list share the links) ---------- */
-
-void pool_q_push(pool_attempt **first, pool_attempt **last,
-                 pool_attempt *a) {
-  a->qnext = NULL;
-  a->qprev = *last;
-  if (*last)
-    (*last)->qnext = a;
-  else
-    *first = a;
-  *last = a;
-}
-
-void pool_q_unlink(pool_attempt **first, pool_attempt **last,
-                   pool_attempt *a) {
-  if (a->qprev)
-    a->qprev->qnext = a->qnext;
-  else
-    *first = a->qnext;
-  if (a->qnext)
-    a->qnext->qprev = a->qprev;
-  else
-    *last = a->qprev;
-  a->qprev = a->qnext = NULL;
+  idtab_node *n = idtab_find(&p->ids, id);
+  return n ? IDTAB_ENTRY(n, pool_attempt, hn) : NULL;
 }
 
 /* ---- outcomes and counts -------------------------------------------------- */
@@ -98,7 +47,7 @@ void pool_outcome(pool_attempt *a, int stage, int result) {
     return;
   if (stage >= 1 && stage <= 4 && result >= 1 && result <= 3)
     pool_api->inc(p->m_outcome[stage - 1][result - 1], 1);
-  int64_t lat = pool_mono_us() - a->stage_us;
+  int64_t lat = mono_us() - a->stage_us;
   ph_outcome o = {
       .proxy_index = a->pidx,
       .proxy_id = a->px->id,
@@ -106,7 +55,7 @@ void pool_outcome(pool_attempt *a, int stage, int result) {
       .stage = stage,
       .result = result,
       .latency_us = lat > 0 ? lat : 0,
-      .observed_at_ms = pool_wall_ms(),
+      .observed_at_ms = wall_ms(),
   };
   if (p->sink->record(p->sink_self, &o) == PH_EFULL)
     pool_api->inc(p->m_outcome_full, 1);
@@ -137,7 +86,7 @@ void pool_attempt_free(pool_attempt *a) {
 
 static void deliver(pool_attempt *a) {
   pool *p = a->p;
-  tab_del(a);
+  idtab_del(&a->p->ids, &a->hn);
   p->n_open--;
   int leased = a->res.code == PH_OPEN_OK && a->res.lease;
   if (leased)
@@ -150,22 +99,21 @@ static void deliver(pool_attempt *a) {
 static void answer_later(pool_attempt *a) {
   pool *p = a->p;
   a->state = AT_DONE;
-  pool_q_push(&p->dq_first, &p->dq_last, a);
+  ilist_push(&p->dq, &a->qlink);
   pool_api->defer_post(p->deliver); /* the next loop turn */
 }
 
 void pool_on_deliver(ph_defer *t, void *arg) {
   pool *p = arg;
   /* Only what is due now; answers made meanwhile wait one iteration. */
-  pool_attempt *end = p->dq_last;
-  while (p->dq_first) {
-    pool_attempt *a = p->dq_first;
-    pool_q_unlink(&p->dq_first, &p->dq_last, a);
-    deliver(a);
-    if (a == end)
+  ilist_node *end = ilist_last(&p->dq), *n;
+  while ((n = ilist_pop(&p->dq))) {
+    int last = n == end;
+    deliver(ILIST_ENTRY(n, pool_attempt, qlink));
+    if (last)
       break;
   }
-  if (p->dq_first)
+  if (!ilist_empty(&p->dq))
     pool_api->defer_post(t);
 }
 
@@ -255,7 +203,7 @@ static int64_t pool_open(void *self, const ph_open_request *req,
     a->has_listener = 1;
   }
   a->flags = req->flags;
-  tab_put(a);
+  idtab_put(&a->p->ids, &a->hn, a->id);
   p->n_open++;
   if (!(a->flags & PH_OPEN_F_LEASE))
     /* Without a lease the pool could not free the proxy's capacity. */
@@ -290,7 +238,7 @@ static void drop(pool_attempt *a) {
       p->direct->cancel(p->direct_self, a->sub);
     break;
   case AT_DONE:
-    pool_q_unlink(&p->dq_first, &p->dq_last, a);
+    ilist_remove(&a->qlink);
     if (a->res.fd >= 0)
       close(a->res.fd);
     if (a->res.stream)
@@ -301,7 +249,7 @@ static void drop(pool_attempt *a) {
   default:
     break;
   }
-  tab_del(a);
+  idtab_del(&a->p->ids, &a->hn);
   p->n_open--;
   pool_attempt_free(a);
 }
@@ -318,9 +266,9 @@ static int pool_cancel(void *self, int64_t id) {
 }
 
 void pool_attempts_abort(pool *p) {
-  for (uint32_t b = 0; b < p->n_buckets; b++)
-    while (p->buckets[b])
-      drop(p->buckets[b]);
+  idtab_node *n;
+  while ((n = idtab_any(&p->ids)))
+    drop(IDTAB_ENTRY(n, pool_attempt, hn));
 }
 
 const ph_connector_v1 pool_connector_service = {pool_open, pool_cancel};

@@ -223,7 +223,7 @@ static void dialed(void *arg, const ph_open_result *res) {
     try_again(a);
     return;
   }
-  a->stage_us = pool_mono_us();
+  a->stage_us = mono_us();
   a->fd = res->fd;
   const ph_pool_view_proxy *x = &a->gen->view->proxies[a->pidx];
   const ph_pool_view_credential *c = x->credential;
@@ -261,7 +261,7 @@ void pool_dial(pool_attempt *a) {
                         .port = x->port,
                         .host = x->host};
   a->state = AT_DIALING;
-  a->stage_us = pool_mono_us();
+  a->stage_us = mono_us();
   a->sub = p->up->open(p->up_self, &rq, dialed, a);
   if (a->sub < 0) {
     a->sub = 0;

@@ -33,33 +33,7 @@ static const char *const cut_names[] = {POOL_CUT_NAMES};
 _Static_assert(sizeof(cut_names) / sizeof(cut_names[0]) == N_PC,
                "one name per cut reason");
 
-/* ---- the lists: a proxy's streams, the streams being cut ---------------- */
-
-static void s_unlink(pool_attempt *a) {
-  if (!a->slist)
-    return;
-  if (a->sprev)
-    a->sprev->snext = a->snext;
-  else
-    *a->slist = a->snext;
-  if (a->snext)
-    a->snext->sprev = a->sprev;
-  a->sprev = a->snext = NULL;
-  a->slist = NULL;
-}
-
-static void s_push(pool_attempt **head, pool_attempt *a) {
-  a->sprev = NULL;
-  a->snext = *head;
-  if (*head)
-    (*head)->sprev = a;
-  *head = a;
-  a->slist = head;
-}
-
 /* ---- when ---------------------------------------------------------------- */
-
-static int64_t mono_ms(pool *p) { return pool_api->now_ms(p->ctx); }
 
 static void earlier(int64_t *t, int64_t at) {
   if (at > 0 && (*t == 0 || at < *t))
@@ -98,7 +72,7 @@ static void mark(pool *p, pool_px *x, int reason, int64_t now,
   if (!first)
     return;
   x->cut_reason = reason;
-  if (x->streams)
+  if (!ilist_empty(&x->streams))
     PH_LOG_RL(pool_api, p->ctx, PH_LOG_INFO,
               "a proxy may carry no more streams: they drain, then are cut",
               PH_STR("proxy_id", x->id), PH_STR("reason", cut_names[reason]),
@@ -109,13 +83,14 @@ static void mark(pool *p, pool_px *x, int reason, int64_t now,
  * but once that passed only while one of them can be cut (a stream whose
  * caller gave no cut must not make the timer spin). 0: none. */
 static int64_t due(const pool_px *x, int64_t now) {
-  if (!x->cut_at_ms || !x->streams)
+  if (!x->cut_at_ms || ilist_empty(&x->streams))
     return 0;
   if (x->cut_at_ms > now)
     return x->cut_at_ms;
-  for (const pool_attempt *a = x->streams; a; a = a->snext)
-    if (a->cut)
+  ILIST_FOREACH_SAFE(&x->streams, n, nx) {
+    if (ILIST_ENTRY(n, pool_attempt, slink)->cut)
       return x->cut_at_ms;
+  }
   return 0;
 }
 
@@ -133,7 +108,7 @@ static void arm(pool *p, int64_t now, int64_t next_wall) {
   if (at)
     after = at > now ? (uint64_t)(at - now) : 1;
   if (next_wall) {
-    int64_t w = next_wall - pool_wall_ms();
+    int64_t w = next_wall - wall_ms();
     uint64_t wa = w > 0 ? (uint64_t)w + 1 : 1;
     if (!after || wa < after)
       after = wa;
@@ -144,7 +119,7 @@ static void arm(pool *p, int64_t now, int64_t next_wall) {
 void pool_drain_scan(pool *p) {
   if (!p->drain_timer)
     return;
-  int64_t now = mono_ms(p), wall = pool_wall_ms(), next_wall = 0;
+  int64_t now = pool_mono_ms(p), wall = wall_ms(), next_wall = 0;
   pool_gen *g = p->cur;
   if (g) {
     int live = p->view->live(g->view, wall);
@@ -171,17 +146,13 @@ void pool_drain_scan(pool *p) {
 /* Moves x's streams that can be cut to p->cutq, counted and logged. */
 static void take_streams(pool *p, pool_px *x) {
   uint64_t n = 0, uncut = 0;
-  pool_attempt *a = x->streams;
-  while (a) {
-    pool_attempt *next = a->snext;
-    if (a->cut) {
-      s_unlink(a);
-      s_push(&p->cutq, a);
+  ILIST_FOREACH_SAFE(&x->streams, it, nx) {
+    if (ILIST_ENTRY(it, pool_attempt, slink)->cut) {
+      ilist_push_front(&p->cutq, it); /* moves it */
       n++;
     } else {
       uncut++; /* a caller that gave no cut (not yet, or never) */
     }
-    a = next;
   }
   if (!n)
     return;
@@ -199,7 +170,7 @@ void pool_on_drain_timer(ph_timer *t, void *arg) {
   p->entered++; /* answers that a cut frees wait for the deliver timer */
   pool_gen_current(p); /* a newer view first: it may take a proxy back */
   pool_drain_scan(p);
-  int64_t now = mono_ms(p);
+  int64_t now = pool_mono_ms(p);
   pool_gen *g = p->cur;
   if (g)
     for (uint32_t j = 0; j < g->n; j++)
@@ -210,9 +181,9 @@ void pool_on_drain_timer(ph_timer *t, void *arg) {
       take_streams(p, x);
   /* Each cut may end its lease inside (and free the proxy's record once
    * it carries nothing): take one at a time from the queue. */
-  while (p->cutq) {
-    pool_attempt *a = p->cutq;
-    s_unlink(a);
+  ilist_node *c;
+  while ((c = ilist_pop(&p->cutq))) {
+    pool_attempt *a = ILIST_ENTRY(c, pool_attempt, slink);
     void (*cut)(void *) = a->cut;
     a->cut = NULL; /* once */
     cut(a->cut_arg);
@@ -223,10 +194,12 @@ void pool_on_drain_timer(ph_timer *t, void *arg) {
 
 /* ---- the leases ------------------------------------------------------------- */
 
-void pool_drain_add(pool_attempt *a) { s_push(&a->px->streams, a); }
+void pool_drain_add(pool_attempt *a) {
+  ilist_push_front(&a->px->streams, &a->slink);
+}
 
 void pool_drain_remove(pool_attempt *a) {
-  s_unlink(a);
+  ilist_remove(&a->slink);
   a->cut = NULL;
 }
 

@@ -11,20 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "cp_view.h"
 #include "pool_int.h"
-
-int64_t pool_wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t pool_mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* xorshift64*: strategies get 64 bits per pick; not for secrets. */
 uint64_t pool_random(pool *p) {
@@ -197,6 +186,7 @@ static int gen_link(pool *p, pool_gen *g, const ph_pool_view *v,
       memcpy(x->id, v->proxies[j].proxy_id,
              strnlen(v->proxies[j].proxy_id, PH_POOL_ID_MAX));
       x->idx = PH_POOL_VIEW_NONE; /* new: not on the left list */
+      ilist_init(&x->streams);
     }
     g->px[j] = x;
   }

@@ -35,6 +35,9 @@
 #include <proxyhost/pool_view.h>
 #include <proxyhost/strategy.h>
 
+#include "clocks.h"
+#include "idtab.h"
+#include "ilist.h"
 #include "pool_runtime.h"
 #include "traffic_gate.h"
 #include "up_hs.h"
@@ -57,7 +60,7 @@ struct pool_px {
   /* The drain (pool_drain.c): the leased streams through it, and when
    * they are cut (api now_ms; 0: it may carry streams) and why; its
    * expires_at in the last view that had it (wall ms; 0: none yet). */
-  pool_attempt *streams;
+  ilist streams;
   int64_t cut_at_ms;
   int cut_reason; /* enum pool_cut_reason */
   int64_t expires_at_ms;
@@ -99,8 +102,8 @@ struct pool_attempt {
   ph_open_lease lease; /* first: the lease the caller gets */
   pool *p;
   int64_t id;
-  pool_attempt *hnext;          /* id table chain */
-  pool_attempt *qprev, *qnext;  /* the wait queue or the done list */
+  idtab_node hn;                /* in pool.ids */
+  ilist_node qlink;             /* the wait queue or the done list */
   int state;
   ph_open_cb cb;
   void *arg;
@@ -135,10 +138,9 @@ struct pool_attempt {
   uint32_t peek_delay_ms; /* a partial head: re-peek after this */
   int64_t stage_us; /* monotonic µs when the current stage began */
   int first_byte;   /* the lease saw the target's first byte */
-  /* Leased: its place on px->streams or p->cutq (*slist; NULL: on
-   * neither), and the caller's cut (ph_open_lease_on_cut). */
-  pool_attempt **slist;
-  pool_attempt *sprev, *snext;
+  /* Leased: its place on px->streams or p->cutq (or on neither), and
+   * the caller's cut (ph_open_lease_on_cut). */
+  ilist_node slink;
   void (*cut)(void *arg);
   void *cut_arg;
   /* Absolute-form forwarding through an `http` upstream (the request's
@@ -219,16 +221,15 @@ struct pool {
   pool_gen *cur;
   pool_px *left; /* proxies no longer in the view that still carry counts */
   /* Attempts by id (cancel), the wait queue, the answers due. */
-  pool_attempt **buckets;
-  uint32_t n_buckets;
+  idtab ids; /* pool_attempt by id */
   uint32_t n_open;  /* attempts not yet leased */
   int64_t next_id;
-  pool_attempt *wq_first, *wq_last;
+  ilist wq;
   uint32_t n_waiting;
-  pool_attempt *dq_first, *dq_last;
+  ilist dq;
   ph_defer *deliver; /* answers made inside a call, on the next turn */
   ph_timer *drain_timer; /* the next cut, or the next view deadline */
-  pool_attempt *cutq;    /* streams being cut now (pool_drain.c) */
+  ilist cutq;            /* streams being cut now (pool_drain.c) */
   int entered; /* open/cancel/lease calls on the stack: answer later */
   int waking, wake_again; /* pool_wake on the stack; one more round due */
   uint64_t rng;
@@ -265,9 +266,6 @@ void pool_px_add(pool *p, pool_px *px, int d_active, int d_reserved);
 void pool_gen_clear(pool *p);
 /* "pool.runtime". */
 extern const pool_runtime_v1 pool_runtime_service;
-/* Wall clock, Unix ms (the view's times). */
-int64_t pool_wall_ms(void);
-int64_t pool_mono_us(void);
 uint64_t pool_random(pool *p);
 
 /* ---- pool_attempt.c: open(), cancel(), what the steps share ------------- */
@@ -279,10 +277,6 @@ void pool_attempts_abort(pool *p);
 void pool_on_deliver(ph_defer *t, void *arg);
 /* The loop's monotonic clock, ms (pool_api->now_ms). */
 int64_t pool_mono_ms(pool *p);
-/* The wait queue and the done list share a's qprev/qnext links. */
-void pool_q_push(pool_attempt **first, pool_attempt **last, pool_attempt *a);
-void pool_q_unlink(pool_attempt **first, pool_attempt **last,
-                   pool_attempt *a);
 /* Hands the outcome of a stage of the attempt through a->px to
  * outcome.sink (nothing without a proxy); result: PH_OUTCOME_*. */
 void pool_outcome(pool_attempt *a, int stage, int result);

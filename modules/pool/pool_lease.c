@@ -25,7 +25,7 @@ static void lease_first_byte(ph_open_lease *l) {
   if (a->first_byte)
     return;
   a->first_byte = 1;
-  a->stage_us = pool_mono_us(); /* the tunnel's stage from here */
+  a->stage_us = mono_us(); /* the tunnel's stage from here */
 }
 
 /* The stage and result an ended stream reports (docs/user-guide/
@@ -73,7 +73,7 @@ void pool_lease_out(pool_attempt *a, uintptr_t rflags) {
   pool_api->gauge_add(p->m_reserved, -1);
   pool_api->gauge_add(p->m_active, 1);
   pool_api->inc(p->m_result[PR_OK], 1);
-  a->stage_us = pool_mono_us();
+  a->stage_us = mono_us();
   a->lease.ops = &lease_ops;
   a->res.size = sizeof(a->res);
   a->res.stage = PH_STAGE_NONE;

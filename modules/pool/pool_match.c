@@ -56,7 +56,7 @@ static void take_key(pool_attempt *a, const ph_pool_view_rule *r,
 static int match(pool_attempt *a, const ph_open_request *req) {
   pool *p = a->p;
   pool_gen *g = pool_gen_current(p);
-  if (!g || !p->view->live(g->view, pool_wall_ms())) {
+  if (!g || !p->view->live(g->view, wall_ms())) {
     pool_fail(a, PR_NO_VIEW, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1);
     return 0;
   }
@@ -114,7 +114,7 @@ void pool_select(pool_attempt *a, const ph_open_request *req) {
       .view = g->view,
       .rule = rule,
       .load = &g->load,
-      .now_ms = pool_wall_ms(),
+      .now_ms = wall_ms(),
       .key = a->has_key ? a->key : NULL,
       .key_len = a->key_len,
       .tried = a->tried,

@@ -11,7 +11,7 @@ void pool_wait_leave(pool_attempt *a) {
   pool *p = a->p;
   if (a->state != AT_WAITING)
     return;
-  pool_q_unlink(&p->wq_first, &p->wq_last, a);
+  ilist_remove(&a->qlink);
   p->n_waiting--;
   pool_api->gauge_add(p->m_waiting, -1);
   if (a->timer)
@@ -41,7 +41,7 @@ static void enqueue(pool_attempt *a, const ph_pool_view_rule *rule) {
     return;
   }
   a->state = AT_WAITING;
-  pool_q_push(&p->wq_first, &p->wq_last, a);
+  ilist_push(&p->wq, &a->qlink);
   p->n_waiting++;
   pool_api->gauge_add(p->m_waiting, 1);
   pool_arm_deadline(a, a->wait_deadline_ms, 0);
@@ -80,9 +80,10 @@ void pool_wake(pool *p, uint32_t idx) {
   p->waking = 1;
   p->entered++; /* answers from here wait for the deliver timer */
   for (;;) {
-    pool_attempt *w = p->wq_first;
-    while (w) {
-      pool_attempt *next = w->qnext;
+    ilist_node *n = ilist_first(&p->wq);
+    while (n) {
+      ilist_node *next = ilist_next(n);
+      pool_attempt *w = ILIST_ENTRY(n, pool_attempt, qlink);
       int eligible = idx == PH_POOL_VIEW_NONE || w->gen != p->cur ||
                      pool_rule_has(&w->gen->view->rules[w->rule], idx);
       if (eligible) {
@@ -92,7 +93,7 @@ void pool_wake(pool *p, uint32_t idx) {
       }
       /* pool_select(w) changes only w's place in the queue: next is
        * still in it (a recursive wake only sets wake_again). */
-      w = next;
+      n = next;
     }
     if (!p->wake_again)
       break;

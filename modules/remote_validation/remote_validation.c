@@ -34,6 +34,8 @@
 #include <proxyhost/module.h>
 #include <proxyhost/validation.h>
 
+#include "idtab.h"
+#include "ilist.h"
 #include "rv_cache.h"
 #include "rv_http.h"
 #include "rv_key.h"
@@ -97,10 +99,8 @@ typedef struct call {
   void *arg;
   int verdict;          /* deferred: the verdict to deliver */
   flight *f;            /* the flight waited for; NULL: deferred */
-  struct call **head;   /* the list it is on: f->waiters, rv->deferred or
-                           rv->delivering */
-  struct call *prev, *next;
-  struct call *hnext;   /* id bucket */
+  ilist_node link;      /* on f->waiters, rv->deferred or rv->delivering */
+  idtab_node hn;        /* in rv->ids */
 } call;
 
 /* One request to the endpoint, and everyone waiting for its answer. */
@@ -110,8 +110,8 @@ struct flight {
   uint64_t generation; /* cached only while it is the current one */
   char *body;          /* the JSON, with the password: wiped at the end */
   size_t body_len, body_cap;
-  call *waiters;
-  flight *prev, *next; /* rv->flights */
+  ilist waiters;
+  ilist_node link; /* on rv->flights */
 };
 
 enum { C_HIT = 0, C_MISS, C_SHARED, C_BYPASS, C_N };
@@ -132,9 +132,9 @@ struct rv {
   /* calls */
   int64_t last_id;
   size_t n_calls;
-  call *ids[RV_ID_BUCKETS];
-  call *deferred;   /* answered on the next loop iteration */
-  call *delivering; /* being answered now */
+  idtab ids; /* the calls by id */
+  ilist deferred;   /* answered on the next loop iteration */
+  ilist delivering; /* being answered now */
   ph_defer *turn; /* delivers deferred on the next loop turn */
   /* HTTP clients retired by a reload, until their last request ended */
   struct old_http {
@@ -142,7 +142,7 @@ struct rv {
     struct old_http *next;
   } *old;
   int curl_inited;
-  flight *flights;
+  ilist flights;
   size_t n_flights;
   /* metrics */
   ph_series *m_cache[C_N];
@@ -272,37 +272,9 @@ static int rv_check(ph_ctx *ctx, const ph_api *a, const char **key,
 
 /* ---- delivering ------------------------------------------------------ */
 
-static call **id_slot(rv *r, int64_t id) {
-  call **pp = &r->ids[(uint64_t)id % RV_ID_BUCKETS];
-  while (*pp && (*pp)->id != id)
-    pp = &(*pp)->hnext;
-  return pp;
-}
-
-static void id_remove(rv *r, call *c) {
-  call **pp = id_slot(r, c->id);
-  if (*pp == c)
-    *pp = c->hnext;
-}
-
-static void list_unlink(call *c) {
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    *c->head = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  c->prev = c->next = NULL;
-  c->head = NULL;
-}
-
-static void list_push(call **head, call *c) {
-  c->head = head;
-  c->prev = NULL;
-  c->next = *head;
-  if (*head)
-    (*head)->prev = c;
-  *head = c;
+static call *first_call(const ilist *l) {
+  ilist_node *n = ilist_first(l);
+  return n ? ILIST_ENTRY(n, call, link) : NULL;
 }
 
 static call *call_new(rv *r, ph_validation_cb cb, void *arg) {
@@ -312,9 +284,7 @@ static call *call_new(rv *r, ph_validation_cb cb, void *arg) {
   c->id = ++r->last_id;
   c->cb = cb;
   c->arg = arg;
-  call **slot = &r->ids[(uint64_t)c->id % RV_ID_BUCKETS];
-  c->hnext = *slot;
-  *slot = c;
+  idtab_put(&r->ids, &c->hn, c->id);
   r->n_calls++;
   return c;
 }
@@ -322,7 +292,7 @@ static call *call_new(rv *r, ph_validation_cb cb, void *arg) {
 /* Takes c out of everything and answers it. The callback may call
  * validate and cancel. */
 static void answer(rv *r, call *c, int verdict) {
-  id_remove(r, c);
+  idtab_del(&r->ids, &c->hn);
   r->n_calls--;
   ph_validation_cb cb = c->cb;
   void *arg = c->arg;
@@ -335,14 +305,11 @@ static void deliver_deferred(ph_defer *t, void *arg) {
   rv *r = arg;
   /* Those the callbacks add wait for the next round; those they cancel
    * leave r->delivering. */
-  while (r->deferred) {
-    call *c = r->deferred;
-    list_unlink(c);
-    list_push(&r->delivering, c);
-  }
   call *c;
-  while ((c = r->delivering)) {
-    list_unlink(c);
+  while ((c = first_call(&r->deferred)))
+    ilist_push_front(&r->delivering, &c->link); /* moves it */
+  while ((c = first_call(&r->delivering))) {
+    ilist_remove(&c->link);
     answer(r, c, c->verdict);
   }
 }
@@ -351,7 +318,7 @@ static void deliver_deferred(ph_defer *t, void *arg) {
 static void defer(rv *r, call *c, int verdict) {
   c->verdict = verdict;
   c->f = NULL;
-  list_push(&r->deferred, c);
+  ilist_push_front(&r->deferred, &c->link);
   api->defer_post(r->turn); /* the next loop turn, no clock tick */
 }
 
@@ -366,22 +333,18 @@ static void flight_free(flight *f) {
 }
 
 static void flight_unlink(rv *r, flight *f) {
-  if (f->prev)
-    f->prev->next = f->next;
-  else
-    r->flights = f->next;
-  if (f->next)
-    f->next->prev = f->prev;
-  f->prev = f->next = NULL;
+  ilist_remove(&f->link);
   r->n_flights--;
   api->gauge_set(r->m_inflight, (double)r->n_flights);
 }
 
 static flight *flight_find(rv *r, const unsigned char *key) {
-  for (flight *f = r->flights; f; f = f->next)
+  ILIST_FOREACH_SAFE(&r->flights, n, nx) {
+    flight *f = ILIST_ENTRY(n, flight, link);
     if (f->generation == r->generation &&
         memcmp(f->key, key, RV_KEY_LEN) == 0)
       return f;
+  }
   return NULL;
 }
 
@@ -399,9 +362,7 @@ static void flight_done(void *arg, int outcome) {
   static const char *const names[Q_N] = {"allow", "deny", "error"};
   /* Only the outcome and the count: never who, what or where. */
   if (api->log_enabled(r->ctx, PH_LOG_DEBUG)) {
-    size_t waiting = 0;
-    for (call *c = f->waiters; c; c = c->next)
-      waiting++;
+    size_t waiting = ilist_len(&f->waiters);
     PH_LOG(api, r->ctx, PH_LOG_DEBUG, "remote validation answer",
            PH_STR("result", names[outcome]), PH_UINT("callers", waiting),
            PH_STR("current", f->generation == r->generation ? "yes" : "no"));
@@ -420,8 +381,8 @@ static void flight_done(void *arg, int outcome) {
   /* A callback may cancel a waiter still on the list (it unlinks it from
    * f->waiters) or start new validations (other flights). */
   call *c;
-  while ((c = f->waiters)) {
-    list_unlink(c);
+  while ((c = first_call(&f->waiters))) {
+    ilist_remove(&c->link);
     answer(r, c, verdict_of[outcome]);
   }
   flight_free(f);
@@ -531,7 +492,7 @@ static int64_t rv_validate(void *self, const ph_validation_request *q,
   if (f) {
     api->inc(r->m_cache[C_SHARED], 1);
     c->f = f;
-    list_push(&f->waiters, c);
+    ilist_push_front(&f->waiters, &c->link);
     return id;
   }
   api->inc(r->m_cache[C_MISS], 1);
@@ -543,6 +504,8 @@ static int64_t rv_validate(void *self, const ph_validation_request *q,
     return id;
   }
   f = calloc(1, sizeof(*f));
+  if (f)
+    ilist_init(&f->waiters);
   if (!f || build_body(f, q) < 0) {
     if (f)
       flight_free(f);
@@ -559,14 +522,11 @@ static int64_t rv_validate(void *self, const ph_validation_request *q,
     defer(r, c, PH_VALIDATION_UNAVAILABLE);
     return id;
   }
-  f->next = r->flights;
-  if (r->flights)
-    r->flights->prev = f;
-  r->flights = f;
+  ilist_push_front(&r->flights, &f->link);
   r->n_flights++;
   api->gauge_set(r->m_inflight, (double)r->n_flights);
   c->f = f;
-  list_push(&f->waiters, c);
+  ilist_push_front(&f->waiters, &c->link);
   return id;
 }
 
@@ -574,14 +534,14 @@ static int rv_cancel(void *self, int64_t id) {
   rv *r = self;
   if (id <= 0)
     return PH_ENOENT;
-  call **pp = id_slot(r, id);
-  call *c = *pp;
-  if (!c)
+  idtab_node *n = idtab_find(&r->ids, id);
+  if (!n)
     return PH_ENOENT;
-  *pp = c->hnext;
+  call *c = IDTAB_ENTRY(n, call, hn);
+  idtab_del(&r->ids, n);
   r->n_calls--;
   /* A flight without waiters goes on: its answer is cached for others. */
-  list_unlink(c);
+  ilist_remove(&c->link);
   free(c);
   return PH_OK;
 }
@@ -797,6 +757,11 @@ static int rv_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = r;
   r->ctx = ctx;
+  ilist_init(&r->deferred);
+  ilist_init(&r->delivering);
+  ilist_init(&r->flights);
+  if (idtab_init(&r->ids, RV_ID_BUCKETS) < 0)
+    return PH_ENOMEM;
   if (rv_keyer_init(&r->keyer) != PH_OK) {
     PH_LOG(api, ctx, PH_LOG_ERROR,
            "remote validation: no random bytes for the cache key");
@@ -827,19 +792,20 @@ static void rv_destroy(void *state) {
    * (TM-P1-44); unanswered calls are dropped without a call. */
   rv_http_free(r->http);
   r->http = NULL;
-  while (r->flights) {
-    flight *f = r->flights;
+  ilist_node *n;
+  while ((n = ilist_first(&r->flights))) {
+    flight *f = ILIST_ENTRY(n, flight, link);
     flight_unlink(r, f);
-    while (f->waiters) {
-      call *c = f->waiters;
-      list_unlink(c);
+    call *c;
+    while ((c = first_call(&f->waiters))) {
+      ilist_remove(&c->link);
       free(c);
     }
     flight_free(f);
   }
-  while (r->deferred) {
-    call *c = r->deferred;
-    list_unlink(c);
+  call *c;
+  while ((c = first_call(&r->deferred))) {
+    ilist_remove(&c->link);
     free(c);
   }
   while (r->old) {
@@ -856,6 +822,7 @@ static void rv_destroy(void *state) {
   free(r->token_file);
   if (r->curl_inited)
     curl_global_cleanup();
+  idtab_free(&r->ids);
   free(r);
 }
 

@@ -9,20 +9,27 @@
 
 #include <proxyhost/abi.h>
 
+#include "ilist.h"
+
 typedef struct entry {
   unsigned char key[RV_KEY_LEN];
   int verdict;
   int64_t expires_ms;
   struct entry *hnext;        /* bucket chain */
-  struct entry *older, *newer; /* insertion order */
+  ilist_node age;             /* on c->age */
 } entry;
 
 struct rv_cache {
   entry **buckets;
   size_t mask; /* buckets - 1, a power of two */
-  size_t n, max;
-  entry *oldest, *newest;
+  size_t max;
+  ilist age; /* insertion order, oldest first */
 };
+
+static entry *oldest(const rv_cache *c) {
+  ilist_node *n = ilist_first(&c->age);
+  return n ? ILIST_ENTRY(n, entry, age) : NULL;
+}
 
 static size_t bucket_of(const rv_cache *c, const unsigned char *key) {
   size_t h;
@@ -46,6 +53,7 @@ rv_cache *rv_cache_new(size_t max_entries) {
   }
   c->mask = nb - 1;
   c->max = max_entries;
+  ilist_init(&c->age);
   return c;
 }
 
@@ -54,23 +62,16 @@ static void unlink_entry(rv_cache *c, entry *e) {
   while (*pp != e)
     pp = &(*pp)->hnext;
   *pp = e->hnext;
-  if (e->older)
-    e->older->newer = e->newer;
-  else
-    c->oldest = e->newer;
-  if (e->newer)
-    e->newer->older = e->older;
-  else
-    c->newest = e->older;
-  c->n--;
+  ilist_remove(&e->age);
   free(e);
 }
 
 void rv_cache_free(rv_cache *c) {
   if (!c)
     return;
-  while (c->oldest)
-    unlink_entry(c, c->oldest);
+  entry *e;
+  while ((e = oldest(c)))
+    unlink_entry(c, e);
   free(c->buckets);
   free(c);
 }
@@ -97,15 +98,17 @@ int rv_cache_get(rv_cache *c, const unsigned char key[RV_KEY_LEN],
 /* Room for one more: the expired among the 64 oldest first (expiries
  * are roughly in insertion order), then the oldest. */
 static void make_room(rv_cache *c, int64_t now_ms) {
-  entry *e = c->oldest;
-  for (int i = 0; i < 64 && e && c->n >= c->max; i++) {
-    entry *next = e->newer;
+  int i = 0;
+  ILIST_FOREACH_SAFE(&c->age, n, nx) {
+    if (i++ >= 64 || ilist_len(&c->age) < c->max)
+      break;
+    entry *e = ILIST_ENTRY(n, entry, age);
     if (e->expires_ms <= now_ms)
       unlink_entry(c, e);
-    e = next;
   }
-  while (c->n >= c->max && c->oldest)
-    unlink_entry(c, c->oldest);
+  entry *e;
+  while (ilist_len(&c->age) >= c->max && (e = oldest(c)))
+    unlink_entry(c, e);
 }
 
 int rv_cache_put(rv_cache *c, const unsigned char key[RV_KEY_LEN],
@@ -125,14 +128,8 @@ int rv_cache_put(rv_cache *c, const unsigned char key[RV_KEY_LEN],
   size_t b = bucket_of(c, key);
   e->hnext = c->buckets[b];
   c->buckets[b] = e;
-  e->older = c->newest;
-  if (c->newest)
-    c->newest->newer = e;
-  else
-    c->oldest = e;
-  c->newest = e;
-  c->n++;
+  ilist_push(&c->age, &e->age);
   return PH_OK;
 }
 
-size_t rv_cache_size(const rv_cache *c) { return c->n; }
+size_t rv_cache_size(const rv_cache *c) { return ilist_len(&c->age); }

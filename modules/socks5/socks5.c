@@ -42,6 +42,7 @@
 #include <proxyhost/module.h>
 
 #include "access_log.h"
+#include "clocks.h"
 #include "frontend_check.h"
 #include "frontend_gate.h"
 #include "frontend_keys.h"
@@ -148,16 +149,6 @@ static const ph_conf_key s5_keys[] = {
 
 static const char *const s5_requires[] = {PH_CONNECTOR_SERVICE, NULL};
 
-static int64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static double seconds_since(int64_t t0_us) {
-  return (double)(now_us() - t0_us) / 1e6;
-}
-
 /* ---- ending a connection ---------------------------------------------
  *
  * The guard rule (guard.h) is the skeleton's: every entry (the client's
@@ -178,7 +169,7 @@ static void handshake_over(s5_conn *c, int result) {
           : result == R_REJECTED ? SM_REJECTED
                                  : SM_FAILURE;
   stream_metrics_stage(&c->s->sm, SM_SOCKS5_HANDSHAKE, r,
-                       seconds_since(c->t_accept));
+                       mono_seconds_since(c->t_accept));
   if (result != R_SUCCESS)
     api->inc(c->s->m_handshake_fail, 1);
 }
@@ -196,7 +187,7 @@ static void access_log(s5_conn *c, uint64_t up, uint64_t down) {
       .end = c->end ? c->end : c->why,
       .bytes_up = up,
       .bytes_down = down,
-      .duration_us = now_us() - c->t_accept,
+      .duration_us = mono_us() - c->t_accept,
       .host = c->opened ? c->host : NULL,
       .port = c->port,
   };
@@ -711,7 +702,7 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
   c->target_fd = -1;
   c->reply = -1;
   c->state = ST_GREETING;
-  c->t_accept = now_us();
+  c->t_accept = mono_us();
   int r = frontend_session_start(&s->fs, &c->fs, c, fd, peer, peerlen);
   frontend_session_enter(&c->fs);
   if (r != PH_OK) {

@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bw.h"
+#include "clocks.h"
 #include "pool_validate.h"
 #include "store_pg_int.h"
 
@@ -727,9 +727,7 @@ int64_t spg_pool_write(void *self, const ph_pool_write *w,
     req_later(&x->base);
     return x->base.id;
   }
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  plan(x, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+  plan(x, wall_ms());
   int rc = req_submit(&x->base, &pwrite_ops);
   if (rc != PH_OK) {
     x->out.size = sizeof(x->out);

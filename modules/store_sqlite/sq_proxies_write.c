@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "pool_validate.h"
 #include "store_sqlite.h"
 
@@ -324,9 +325,7 @@ static int read_back(pwrite_call *x, sqlite3 *db) {
 
 static void pwrite_work(sq_call *c, sqlite3 *db) {
   pwrite_call *x = (pwrite_call *)c;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  x->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  x->now_ms = wall_ms();
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) {
     c->db_broken |= sq_rc_broken(rc);

@@ -23,6 +23,7 @@
 
 #include "agent_conf.h"
 #include "dial_exec.h"
+#include "ilist.h"
 #include "pool_policy.h"
 #include "relay.h"
 #include "tls_reload.h"
@@ -39,7 +40,7 @@ typedef struct agent_stream agent_stream;
 enum conn_state { CONN_CONNECTING = 1, CONN_UP, CONN_DRAINING, CONN_GONE };
 
 struct agent_stream {
-  agent_stream *prev, *next; /* in conn->streams */
+  ilist_node link; /* on conn->streams */
   agent_conn *conn;
   tm_stream *st;      /* the session's stream (until the relay owns it) */
   dial_task *task;    /* while dialing */
@@ -55,7 +56,7 @@ struct agent_stream {
 };
 
 struct agent_conn {
-  agent_conn *prev, *next; /* in agent->conns */
+  ilist_node link; /* on agent->conns */
   agent *a;
   int state;
   tm_ws_conn *ws;  /* NULL once the WebSocket is gone */
@@ -64,8 +65,8 @@ struct agent_conn {
   unsigned caps;   /* negotiated (subprotocol, checked against the ACK) */
   int acked;       /* AGENT_METADATA_ACK arrived */
   int64_t up_at_ms; /* the handshake */
-  agent_stream *streams;
-  uint32_t n_streams, n_relaying;
+  ilist streams;
+  uint32_t n_relaying;
 };
 
 struct agent {
@@ -79,7 +80,7 @@ struct agent {
   ph_tls_reload tls;          /* tls.ca_file re-read (issue 23 item 14) */
   ph_series *c_host_local;    /* opens the guard refused */
   tm_ws *ws;
-  agent_conn *conns;
+  ilist conns;
   uint32_t n_connecting, n_up, n_draining;
   uint32_t target;  /* connections wanted: connections.min .. max */
   uint32_t attempt; /* failed attempts since the last handshake */

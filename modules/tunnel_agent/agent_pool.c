@@ -26,21 +26,8 @@ static uint32_t next_rand(agent *a) {
   return x;
 }
 
-static void link_conn(agent *a, agent_conn *c) {
-  c->prev = NULL;
-  c->next = a->conns;
-  if (a->conns)
-    a->conns->prev = c;
-  a->conns = c;
-}
-
-static void unlink_conn(agent *a, agent_conn *c) {
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    a->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
+static agent_conn *conn_of(ilist_node *n) {
+  return n ? ILIST_ENTRY(n, agent_conn, link) : NULL;
 }
 
 /* Leaves its state's count. */
@@ -82,16 +69,16 @@ uint64_t agent_conn_load(const agent_conn *c) {
   return l;
 }
 
-int agent_pool_idle(const agent *a) { return a->conns == NULL; }
+int agent_pool_idle(const agent *a) { return ilist_empty(&a->conns); }
 
 static void ensure_conns(agent *a);
 
 void agent_conn_maybe_free(agent_conn *c) {
-  if (c->ws || c->s || c->streams)
+  if (c->ws || c->s || !ilist_empty(&c->streams))
     return;
   agent *a = c->a;
   set_state(c, CONN_GONE);
-  unlink_conn(a, c);
+  ilist_remove(&c->link);
   dial_exec_free(c->dx);
   free(c);
   agent_check_stop_done(a);
@@ -154,6 +141,7 @@ static void connect_one(agent *a) {
     failed_attempt(a);
     return;
   }
+  ilist_init(&c->streams);
   c->a = a;
   const char *err = NULL;
   c->ws = tm_ws_connect(a->ws, a->cfg.server_url, tok, &err);
@@ -166,7 +154,7 @@ static void connect_one(agent *a) {
     return;
   }
   tm_ws_conn_set_user(c->ws, c);
-  link_conn(a, c);
+  ilist_push_front(&a->conns, &c->link);
   c->state = 0;
   set_state(c, CONN_CONNECTING);
 }
@@ -350,7 +338,8 @@ static void on_pool_tick(ph_timer *t, void *arg) {
     return;
   uint64_t load = 0;
   agent_conn *least = NULL;
-  for (agent_conn *c = a->conns; c; c = c->next) {
+  ILIST_FOREACH_SAFE(&a->conns, n, nx) {
+    agent_conn *c = conn_of(n);
     if (c->state != CONN_UP)
       continue;
     uint64_t l = agent_conn_load(c);
@@ -415,30 +404,28 @@ void agent_pool_stop(agent *a) {
   a->retry_armed = 0;
   if (a->pool_timer)
     a->api->timer_set(a->pool_timer, 0, 0);
-  agent_conn *c = a->conns;
-  while (c) {
-    agent_conn *next = c->next;
+  ILIST_FOREACH_SAFE(&a->conns, n, nx) {
+    agent_conn *c = conn_of(n);
     if (c->s && c->state == CONN_UP) {
       set_state(c, CONN_DRAINING);
       tm_session_goaway(c->s); /* ends by itself once its streams did */
     } else if (c->ws && !c->s) {
       tm_ws_conn_close(c->ws, 1001, "going away");
     }
-    c = next;
   }
 }
 
 void agent_pool_free(agent *a) {
   a->stopping = 1;
-  for (agent_conn *c = a->conns; c; c = c->next)
-    agent_streams_abort(c);
+  for (ilist_node *n = ilist_first(&a->conns); n; n = ilist_next(n))
+    agent_streams_abort(conn_of(n));
   if (a->ws) {
     /* Closes every connection: their on_closed run, freeing them. */
     tm_ws_free(a->ws);
     a->ws = NULL;
   }
-  while (a->conns) { /* whatever the context did not report */
-    agent_conn *c = a->conns;
+  agent_conn *c;
+  while ((c = conn_of(ilist_first(&a->conns)))) { /* what was not reported */
     if (c->s) {
       tm_session *s = c->s;
       tm_session_on_transport_closed(s);

@@ -7,15 +7,10 @@
 #include <time.h>
 
 #include "agent_int.h"
+#include "clocks.h"
 #include "tm_trace.h"
 
 #define RETRY_QUEUE_FULL_MS 100
-
-static uint64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* tm_metrics' result label for an open code. */
 static int result_of(int code) {
@@ -33,24 +28,10 @@ static int result_of(int code) {
 }
 
 static void link_stream(agent_conn *c, agent_stream *as) {
-  as->prev = NULL;
-  as->next = c->streams;
-  if (c->streams)
-    c->streams->prev = as;
-  c->streams = as;
-  c->n_streams++;
+  ilist_push_front(&c->streams, &as->link);
 }
 
-static void unlink_stream(agent_stream *as) {
-  agent_conn *c = as->conn;
-  if (as->prev)
-    as->prev->next = as->next;
-  else
-    c->streams = as->next;
-  if (as->next)
-    as->next->prev = as->prev;
-  c->n_streams--;
-}
+static void unlink_stream(agent_stream *as) { ilist_remove(&as->link); }
 
 /* The one line per stream (TM-OBS: stage, stable code, µs, the trace id
  * the server's OPEN_STREAM carried (or ours); code < 0:
@@ -250,9 +231,8 @@ void agent_on_abandon(void *arg, tm_stream *st) {
 }
 
 void agent_streams_session_gone(agent_conn *c) {
-  agent_stream *as = c->streams;
-  while (as) {
-    agent_stream *next = as->next;
+  ILIST_FOREACH_SAFE(&c->streams, n, nx) {
+    agent_stream *as = ILIST_ENTRY(n, agent_stream, link);
     if (as->task) { /* never answered and not abandoned: drop it */
       dial_task_cancel(as->task);
       as->task = NULL;
@@ -262,13 +242,13 @@ void agent_streams_session_gone(agent_conn *c) {
       unlink_stream(as);
       free(as);
     }
-    as = next;
   }
 }
 
 void agent_streams_abort(agent_conn *c) {
-  while (c->streams) {
-    agent_stream *as = c->streams;
+  ilist_node *n;
+  while ((n = ilist_first(&c->streams))) {
+    agent_stream *as = ILIST_ENTRY(n, agent_stream, link);
     if (as->task)
       dial_task_cancel(as->task);
     if (as->relay) {

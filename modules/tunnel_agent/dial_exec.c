@@ -2,13 +2,14 @@
 /* The agent's bounded dial executor (dial_exec.h). */
 #include "dial_exec.h"
 
-
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clocks.h"
+#include "ilist.h"
 
 /* retry_after_ms hints on the failures the executor makes itself. */
 #define RETRY_QUEUE_FULL_MS 100
@@ -17,7 +18,7 @@
 enum task_state { T_PENDING = 1, T_RUNNING, T_FAILING };
 
 struct dial_task {
-  dial_task *prev, *next; /* in x->pending or x->running */
+  ilist_node link; /* in x->pending or x->running */
   dial_exec *x;
   int state;
   int64_t conn_id;   /* the connector's open, while running */
@@ -33,55 +34,21 @@ struct dial_task {
   char host[256];
 };
 
-typedef struct tlist {
-  dial_task *first, *last;
-  uint32_t n;
-} tlist;
-
 struct dial_exec {
   const ph_api *api;
   ph_ctx *ctx;
   const ph_connector_v1 *conn;
   void *cself;
   dial_exec_cfg cfg;
-  tlist pending, running;
+  /* A failing task stays in running: it holds its slot until its failure
+   * is delivered (a dispatch the connector refused). */
+  ilist pending, running;
   ph_defer *turn; /* the dispatch runs on the loop's next turn */
 };
 
-static uint64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void push(tlist *l, dial_task *t) {
-  t->next = NULL;
-  t->prev = l->last;
-  if (l->last)
-    l->last->next = t;
-  else
-    l->first = t;
-  l->last = t;
-  l->n++;
-}
-
-static void unlink_from(tlist *l, dial_task *t) {
-  if (t->prev)
-    t->prev->next = t->next;
-  else
-    l->first = t->next;
-  if (t->next)
-    t->next->prev = t->prev;
-  else
-    l->last = t->prev;
-  t->prev = t->next = NULL;
-  l->n--;
-}
-
-static tlist *list_of(dial_exec *x, dial_task *t) {
-  /* A failing task stays in running: it holds its slot until its failure
-   * is delivered (a dispatch the connector refused). */
-  return t->state == T_PENDING ? &x->pending : &x->running;
+static dial_task *first(const ilist *l) {
+  ilist_node *n = ilist_first(l);
+  return n ? ILIST_ENTRY(n, dial_task, link) : NULL;
 }
 
 static void task_free(dial_task *t) {
@@ -125,11 +92,11 @@ static int task_addr_ok(void *arg, const struct sockaddr *sa) {
 
 /* Hands the connector every task a free slot allows, in FIFO order. */
 static void pump(dial_exec *x) {
-  while (x->running.n < x->cfg.max_concurrent && x->pending.first) {
-    dial_task *t = x->pending.first;
-    unlink_from(&x->pending, t);
+  while (ilist_len(&x->running) < x->cfg.max_concurrent &&
+         !ilist_empty(&x->pending)) {
+    dial_task *t = first(&x->pending);
     t->state = T_RUNNING;
-    push(&x->running, t);
+    ilist_push(&x->running, &t->link); /* moves it */
     t->t_dispatch = mono_us();
     ph_open_request req;
     memset(&req, 0, sizeof(req));
@@ -174,7 +141,8 @@ static void on_pump(ph_defer *d, void *arg) {
  * and connect) never runs on the caller's stack: submit, cancel and an
  * answer only ask for it, and it runs on the loop's next turn (TM-P0-2). */
 static void kick(dial_exec *x) {
-  if (x->pending.first && x->running.n < x->cfg.max_concurrent)
+  if (!ilist_empty(&x->pending) &&
+      ilist_len(&x->running) < x->cfg.max_concurrent)
     x->api->defer_post(x->turn);
 }
 
@@ -182,7 +150,7 @@ static void kick(dial_exec *x) {
  * its owner told (last: done may free the executor). */
 static void finish(dial_task *t, const ph_open_result *res) {
   dial_exec *x = t->x;
-  unlink_from(list_of(x, t), t);
+  ilist_remove(&t->link);
   uint64_t now = mono_us();
   dial_times tm;
   if (t->t_dispatch) {
@@ -256,6 +224,8 @@ dial_exec *dial_exec_new(const ph_api *api, ph_ctx *ctx,
   dial_exec *x = calloc(1, sizeof(*x));
   if (!x)
     return NULL;
+  ilist_init(&x->pending);
+  ilist_init(&x->running);
   x->api = api;
   x->ctx = ctx;
   x->conn = c;
@@ -271,12 +241,12 @@ dial_exec *dial_exec_new(const ph_api *api, ph_ctx *ctx,
   return x;
 }
 
-static void drop_all(dial_exec *x, tlist *l) {
-  while (l->first) {
-    dial_task *t = l->first;
+static void drop_all(dial_exec *x, ilist *l) {
+  dial_task *t;
+  while ((t = first(l))) {
     if (t->state == T_RUNNING)
       x->conn->cancel(x->cself, t->conn_id);
-    unlink_from(l, t);
+    ilist_remove(&t->link);
     task_free(t);
   }
 }
@@ -300,7 +270,7 @@ dial_task *dial_exec_submit(dial_exec *x, const char *host, uint16_t port,
   /* Full: the running slots and the pending queue both (TM-P0-3/4). A
    * task whose dispatch waits for the next turn counts as pending, so
    * the bound is the two together. */
-  if ((uint64_t)x->running.n + x->pending.n >=
+  if ((uint64_t)ilist_len(&x->running) + ilist_len(&x->pending) >=
       (uint64_t)x->cfg.max_concurrent + x->cfg.max_pending) {
     *code = PH_OPEN_QUEUE_FULL;
     return NULL;
@@ -324,7 +294,7 @@ dial_task *dial_exec_submit(dial_exec *x, const char *host, uint16_t port,
   t->t_submit = mono_us();
   t->open_deadline = t->t_submit + (uint64_t)x->cfg.open_timeout_ms * 1000u;
   t->state = T_PENDING;
-  push(&x->pending, t);
+  ilist_push(&x->pending, &t->link);
   x->api->timer_set(t->timer, x->cfg.open_timeout_ms, 0);
   /* Only queued here: a free slot takes it on the loop's next turn. */
   kick(x);
@@ -337,10 +307,14 @@ void dial_task_cancel(dial_task *t) {
   dial_exec *x = t->x;
   if (t->state == T_RUNNING)
     x->conn->cancel(x->cself, t->conn_id);
-  unlink_from(list_of(x, t), t);
+  ilist_remove(&t->link);
   task_free(t);
   kick(x);
 }
 
-uint32_t dial_exec_running(const dial_exec *x) { return x->running.n; }
-uint32_t dial_exec_pending(const dial_exec *x) { return x->pending.n; }
+uint32_t dial_exec_running(const dial_exec *x) {
+  return (uint32_t)ilist_len(&x->running);
+}
+uint32_t dial_exec_pending(const dial_exec *x) {
+  return (uint32_t)ilist_len(&x->pending);
+}

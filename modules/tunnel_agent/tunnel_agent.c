@@ -48,6 +48,7 @@ static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
   agent *a = calloc(1, sizeof(*a));
   if (!a)
     return PH_ENOMEM;
+  ilist_init(&a->conns);
   a->api = api;
   a->ctx = ctx;
   agent_cfg_read(api, ctx, &a->cfg);

@@ -13,14 +13,9 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "clocks.h"
 #include "tm_ws.h"
 #include "tunnel_client_int.h"
-
-int64_t tc_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static uint32_t rnd32(tc_client *tc) {
   /* xorshift64*: jitter only, not a secret. */
@@ -292,7 +287,7 @@ void tc_link_closed(tc_sess *ts) {
 /* ---- lifecycle -------------------------------------------------------- */
 
 int tc_conns_start(tc_client *tc) {
-  tc->rng = (uint64_t)tc_now_us() ^ ((uint64_t)getpid() << 32) ^
+  tc->rng = (uint64_t)mono_us() ^ ((uint64_t)getpid() << 32) ^
             (uint64_t)(uintptr_t)tc;
   if (!tc->rng)
     tc->rng = 1;

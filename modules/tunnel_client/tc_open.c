@@ -28,7 +28,7 @@
 #include "tunnel_client_int.h"
 
 struct tc_req {
-  tc_req *hnext; /* id table */
+  idtab_node hn; /* in tc->ids */
   ph_defer *done; /* answered locally: made then, for the next turn */
   tc_client *tc;
   int64_t id;
@@ -46,30 +46,9 @@ struct tc_req {
 
 /* ---- the id table ------------------------------------------------------ */
 
-static size_t bucket_of(const tc_client *tc, int64_t id) {
-  return (size_t)((uint64_t)id & (tc->n_buckets - 1));
-}
-
-static void table_add(tc_client *tc, tc_req *r) {
-  size_t b = bucket_of(tc, r->id);
-  r->hnext = tc->buckets[b];
-  tc->buckets[b] = r;
-}
-
 static tc_req *table_find(const tc_client *tc, int64_t id) {
-  for (tc_req *r = tc->buckets[bucket_of(tc, id)]; r; r = r->hnext)
-    if (r->id == id)
-      return r;
-  return NULL;
-}
-
-static void table_del(tc_client *tc, tc_req *r) {
-  for (tc_req **p = &tc->buckets[bucket_of(tc, r->id)]; *p;
-       p = &(*p)->hnext)
-    if (*p == r) {
-      *p = r->hnext;
-      return;
-    }
+  idtab_node *n = idtab_find(&tc->ids, id);
+  return n ? IDTAB_ENTRY(n, tc_req, hn) : NULL;
 }
 
 /* ---- metrics and the log line ------------------------------------------ */
@@ -108,7 +87,7 @@ static void req_free(tc_req *r) {
  * byte it relays), so the client counts nothing itself. */
 static void answer(tc_req *r) {
   tc_client *tc = r->tc;
-  int64_t us = tc_now_us() - r->t0_us;
+  int64_t us = mono_us() - r->t0_us;
   if (!r->strict)
     r->res.flags |= PH_OPEN_R_LEGACY;
   if (r->res.code != PH_OPEN_OK)
@@ -124,7 +103,7 @@ static void answer(tc_req *r) {
 static void on_deliver(ph_defer *d, void *arg) {
   (void)d;
   tc_req *r = arg;
-  table_del(r->tc, r);
+  idtab_del(&r->tc->ids, &r->hn);
   answer(r); /* frees r and d */
 }
 
@@ -138,7 +117,7 @@ static int64_t finish_local(tc_req *r, int stage, int code,
   r->res.retryable = retry_ms > 0;
   r->res.retry_after_ms = retry_ms;
   if (!r->done && !(r->done = tc->api->defer_new(tc->ctx, on_deliver, r))) {
-    table_del(tc, r);
+    idtab_del(&tc->ids, &r->hn);
     req_free(r);
     return PH_ENOMEM;
   }
@@ -159,7 +138,7 @@ static void on_open_timeout(ph_timer *t, void *arg) {
   tc_client *tc = r->tc;
   tm_stream *st = r->st;
   r->st = NULL;
-  table_del(tc, r);
+  idtab_del(&tc->ids, &r->hn);
   if (st) /* RESET timeout (issue 22 item 8); its callback never runs */
     tm_stream_abort(st, PH_OPEN_TIMEOUT);
   r->res.stage = PH_STAGE_CONNECT;
@@ -178,7 +157,7 @@ static void on_opened(void *arg, tm_stream *st, const tm_open_result *res,
    * agent says so in its OPEN_RESULT (issue 24 item 3): counted and
    * logged legacy, like a legacy connection's. */
   r->strict = strict && !(res->accepted && res->legacy);
-  table_del(tc, r);
+  idtab_del(&tc->ids, &r->hn);
   if (res->accepted) {
     ph_stream *ps =
         tc_stream_wrap(tc, st, r->strict, r->t0_us, r->host, r->port,
@@ -240,14 +219,14 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   r->id = ++tc->next_id;
   r->cb = cb;
   r->arg = arg;
-  r->t0_us = tc_now_us();
+  r->t0_us = mono_us();
   r->port = req->port;
   memcpy(r->host, req->host, hl);
   tm_trace_new(r->trace); /* issue 24 item 10: joins the three roles' lines */
   r->strict = (tc->cfg.caps & TM_CAP_OPEN_RESULT) != 0;
   r->res.size = sizeof(r->res);
   r->res.fd = -1;
-  table_add(tc, r);
+  idtab_put(&tc->ids, &r->hn, r->id);
   if (!(flags & PH_OPEN_F_STREAM)) {
     /* This connector has streams only, no socket to give. */
     return finish_local(r, PH_STAGE_PROTOCOL, PH_OPEN_UNSUPPORTED_CAPABILITY,
@@ -281,7 +260,7 @@ static int64_t tc_open(void *self, const ph_open_request *req, ph_open_cb cb,
   r->strict = (tm_session_caps(s) & TM_CAP_OPEN_RESULT) != 0;
   if (r->strict &&
       !(r->timer = tc->api->timer_new(tc->ctx, on_open_timeout, r))) {
-    table_del(tc, r);
+    idtab_del(&tc->ids, &r->hn);
     free(r);
     return PH_ENOMEM;
   }
@@ -299,7 +278,7 @@ static int tc_cancel(void *self, int64_t id) {
   tc_req *r = id > 0 ? table_find(tc, id) : NULL;
   if (!r)
     return PH_ENOENT;
-  table_del(tc, r);
+  idtab_del(&tc->ids, &r->hn);
   if (r->st) /* resets it towards the server; on_opened never runs */
     tm_stream_cancel(r->st);
   req_free(r);
@@ -315,26 +294,20 @@ int tc_opens_init(tc_client *tc) {
    * ones) and by what the frontends ask in one loop turn (local answers);
    * the table only keeps chains short. */
   size_t want = (size_t)tc->cfg.connections * tc->cfg.scfg.max_streams;
-  tc->n_buckets = 64;
-  while (tc->n_buckets < want && tc->n_buckets < 65536)
-    tc->n_buckets *= 2;
-  tc->buckets = calloc(tc->n_buckets, sizeof(*tc->buckets));
-  return tc->buckets ? PH_OK : PH_ENOMEM;
+  return idtab_init(&tc->ids, want) == 0 ? PH_OK : PH_ENOMEM;
 }
 
 void tc_opens_destroy(tc_client *tc) {
   /* Before the sessions go (tc_conns_destroy): their callers (the
    * frontends, destroyed before their provider) must hear nothing more,
    * so every open still in flight is cancelled, not failed. */
-  if (tc->buckets)
-    for (size_t b = 0; b < tc->n_buckets; b++)
-      while (tc->buckets[b]) {
-        tc_req *r = tc->buckets[b];
-        tc->buckets[b] = r->hnext;
-        if (r->st)
-          tm_stream_cancel(r->st);
-        req_free(r);
-      }
-  free(tc->buckets);
-  tc->buckets = NULL;
+  idtab_node *n;
+  while ((n = idtab_any(&tc->ids))) {
+    tc_req *r = IDTAB_ENTRY(n, tc_req, hn);
+    idtab_del(&tc->ids, n);
+    if (r->st)
+      tm_stream_cancel(r->st);
+    req_free(r);
+  }
+  idtab_free(&tc->ids);
 }

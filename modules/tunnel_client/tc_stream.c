@@ -83,7 +83,7 @@ static void w_close(ph_stream *s) {
   tc_stream *w = of(s);
   tc_client *tc = w->tc;
   const ph_api *api = tc->api;
-  int64_t us = tc_now_us() - w->t_open_us;
+  int64_t us = mono_us() - w->t_open_us;
   const char *mode = w->strict ? "strict" : "legacy";
   /* The code of the RESET that ended it, as the server sent it (issue 22
    * item 8): "ok" only when nothing failed. */

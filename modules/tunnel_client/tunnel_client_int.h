@@ -15,6 +15,8 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
+#include "clocks.h"
+#include "idtab.h"
 #include "tc_link.h"
 #include "tls_reload.h"
 #include "tm_token.h"
@@ -83,8 +85,7 @@ struct tc_client {
   int token_state; /* tm_token_state of the last read, for the warnings */
   uint64_t rng;
   /* opens */
-  tc_req **buckets;
-  size_t n_buckets;
+  idtab ids; /* tc_req by id */
   int64_t next_id;
 };
 
@@ -116,8 +117,5 @@ void tc_opens_destroy(tc_client *tc);
 ph_stream *tc_stream_wrap(tc_client *tc, tm_stream *st, int strict,
                           int64_t t_open_us, const char *host,
                           uint16_t port, const char *trace);
-
-/* Monotonic microseconds. */
-int64_t tc_now_us(void);
 
 #endif

@@ -9,45 +9,25 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/log.h>
 
+#include "clocks.h"
 #include "tm_session_int.h"
 
-int64_t tm_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* ---- the id map: chained, buckets a power of two near max_streams ----- */
-
-static uint32_t bucket(const tm_session *s, uint32_t id) {
-  return (id * 2654435761u) & (s->nbuckets - 1);
-}
+/* ---- the id map (idtab.h), sized by max_streams ----------------------- */
 
 tm_stream *sess_lookup(tm_session *s, uint32_t id) {
-  for (tm_stream *st = s->buckets[bucket(s, id)]; st; st = st->hnext)
-    if (st->id == id)
-      return st;
-  return NULL;
+  idtab_node *n = idtab_find(&s->ids, id);
+  return n ? IDTAB_ENTRY(n, tm_stream, hn) : NULL;
 }
 
 void sess_map_add(tm_session *s, tm_stream *st) {
-  uint32_t b = bucket(s, st->id);
-  st->hnext = s->buckets[b];
-  s->buckets[b] = st;
-  st->in_map = 1;
+  idtab_put(&s->ids, &st->hn, st->id);
   s->live++;
 }
 
 void sess_map_del(tm_session *s, tm_stream *st) {
-  if (!st->in_map)
+  if (!st->hn.linked)
     return;
-  for (tm_stream **pp = &s->buckets[bucket(s, st->id)]; *pp;
-       pp = &(*pp)->hnext)
-    if (*pp == st) {
-      *pp = st->hnext;
-      break;
-    }
-  st->in_map = 0;
+  idtab_del(&s->ids, &st->hn);
   s->live--;
   sess_drain_check(s); /* GOAWAY: was it the last one? */
 }
@@ -56,7 +36,7 @@ void sess_map_del(tm_session *s, tm_stream *st) {
 
 static void sess_free(tm_session *s) {
   ev_timer_stop(s->loop, &s->kick);
-  free(s->buckets);
+  idtab_free(&s->ids);
   free(s->scratch);
   free(s);
 }
@@ -64,7 +44,7 @@ static void sess_free(tm_session *s) {
 void sess_enter(tm_session *s) { s->depth++; }
 
 void sess_maybe_free(tm_session *s) {
-  if (s->depth == 0 && s->closed && !s->first)
+  if (s->depth == 0 && s->closed && ilist_empty(&s->streams))
     sess_free(s);
 }
 
@@ -73,8 +53,8 @@ void sess_leave(tm_session *s) {
     return;
   if (s->dead_streams) {
     s->dead_streams = 0;
-    for (tm_stream *st = s->first, *next; st; st = next) {
-      next = st->next;
+    ILIST_FOREACH_SAFE(&s->streams, n, nx) {
+      tm_stream *st = ILIST_ENTRY(n, tm_stream, slink);
       if (st->dead)
         st_free_mem(st);
     }
@@ -94,8 +74,8 @@ static void teardown(tm_session *s) {
   cq_free_all(s);
   /* every stream: cb, on_abandon or PH_ERESET (st_session_closed); those
    * created meanwhile cannot exist (closed refuses opens) */
-  for (tm_stream *st = s->first; st; st = st->next)
-    st_session_closed(st);
+  for (ilist_node *n = ilist_first(&s->streams); n; n = ilist_next(n))
+    st_session_closed(ILIST_ENTRY(n, tm_stream, slink));
   tm_obs_session(s->m, -1);
   tm_obs_session_closed(s->m, reason);
   if (s->ops.on_close)
@@ -117,13 +97,14 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   if (s->close_reason && !s->closed)
     teardown(s);
   /* this round's list; what it kicks again runs in the next round */
-  tm_stream *list = s->kick_head;
-  s->kick_head = s->kick_tail = NULL;
-  while (list) {
-    tm_stream *st = list;
-    list = st->knext;
+  ilist round;
+  ilist_init(&round);
+  ilist_node *n;
+  while ((n = ilist_first(&s->kicks)))
+    ilist_push(&round, n); /* moves it */
+  while ((n = ilist_pop(&round))) {
+    tm_stream *st = ILIST_ENTRY(n, tm_stream, klink);
     st->kicked = 0;
-    st->knext = NULL;
     st_deliver(st);
   }
   sess_leave(s);
@@ -141,12 +122,7 @@ void sess_kick(tm_session *s, tm_stream *st) {
   if (st->kicked || st->dead)
     return;
   st->kicked = 1;
-  st->knext = NULL;
-  if (s->kick_tail)
-    s->kick_tail->knext = st;
-  else
-    s->kick_head = st;
-  s->kick_tail = st;
+  ilist_push(&s->kicks, &st->klink);
   arm_kick(s);
 }
 
@@ -200,7 +176,7 @@ static void ping_cb(ph_timer *t, void *arg) {
   uint64_t seq = ++s->ping_seq;
   for (int i = 0; i < 8; i++)
     p[i] = (uint8_t)(seq >> (56 - 8 * i));
-  s->ping_sent_us = tm_now_us();
+  s->ping_sent_us = mono_us();
   s->ping_out = 1;
   cq_must(s, TM_PING, 0, p, sizeof(p));
   s->api->timer_set(s->pong_timer, s->cfg.ping_timeout_ms, 0);
@@ -216,7 +192,7 @@ static void on_pong(tm_session *s, const tm_frame *f) {
   if (seq != s->ping_seq)
     return; /* not the one outstanding */
   s->ping_out = 0;
-  s->rtt_us = (uint64_t)(tm_now_us() - s->ping_sent_us);
+  s->rtt_us = (uint64_t)(mono_us() - s->ping_sent_us);
   if (s->rtt_us == 0)
     s->rtt_us = 1;
   s->api->timer_set(s->pong_timer, 0, 0);
@@ -276,6 +252,8 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
   tm_session *s = calloc(1, sizeof(*s));
   if (!s)
     return NULL;
+  ilist_init(&s->streams);
+  ilist_init(&s->kicks);
   s->api = api;
   s->ctx = ctx;
   s->loop = api->loop(ctx);
@@ -287,14 +265,11 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
   s->arg = arg;
   s->m = cfg->metrics;
   s->next_id = 1;
-  s->nbuckets = 16;
-  while (s->nbuckets < cfg->max_streams && s->nbuckets < (1u << 16))
-    s->nbuckets <<= 1;
   /* chunks hold at least half of TM_CHUNK_MIN on average (tm_stream.c's
    * append), so this bound is never what an honest peer reaches first */
   s->in_entries_max = cfg->inbound_buffer_bytes / (TM_CHUNK_MIN / 2) + 4;
   s->owed_frame_bytes = answer_frame_max();
-  s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+  int ids_rc = idtab_init(&s->ids, cfg->max_streams);
   s->scratch = malloc(t->headroom + TM_HEADER_LEN + cfg->max_frame_payload);
   tm_drr_init(&s->drr, (cfg->local_caps & TM_CAP_FAIR_WRITER)
                            ? cfg->quantum
@@ -304,7 +279,7 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
     s->ping_timer = api->timer_new(ctx, ping_cb, s);
     s->pong_timer = api->timer_new(ctx, pong_timeout_cb, s);
   }
-  if (!s->buckets || !s->scratch ||
+  if (ids_rc < 0 || !s->scratch ||
       (cfg->ping_interval_ms && (!s->ping_timer || !s->pong_timer))) {
     if (s->ping_timer)
       api->timer_free(s->ping_timer);

@@ -18,6 +18,9 @@
 
 #include <proxyhost/connector.h>
 
+#include "clocks.h"
+#include "idtab.h"
+#include "ilist.h"
 #include "tm_drr.h"
 #include "tm_metrics.h"
 #include "tm_open.h"
@@ -44,9 +47,9 @@ typedef struct tm_chunk {
 struct tm_stream {
   ph_stream base; /* first: ph_stream * casts to tm_stream * */
   tm_session *s;
-  tm_stream *hnext;       /* the id map's chain */
-  tm_stream *prev, *next; /* the session's list of every stream */
-  tm_stream *knext;       /* the kick list */
+  idtab_node hn;          /* in the session's id map */
+  ilist_node slink;       /* on s->streams */
+  ilist_node klink;       /* on the kick list while kicked */
   tm_drr_node drr;        /* the writer's ring (outbound bytes or a FIN) */
   uint32_t id;
   int state; /* tm_state */
@@ -59,7 +62,7 @@ struct tm_stream {
   unsigned shut : 1;         /* ph_stream_shutdown was called */
   unsigned fin_sent : 1, fin_rcvd : 1;
   unsigned reset : 1;        /* the user reads PH_ERESET */
-  unsigned in_map : 1, kicked : 1, dead : 1;
+  unsigned kicked : 1, dead : 1;
   unsigned legacy_cb : 1;    /* the legacy open's cb is still to run */
   unsigned stalled : 1;      /* a write found no send window */
   uint32_t peer_window;      /* acceptor: the opener's window, until accept */
@@ -95,9 +98,9 @@ struct tm_session {
   void *arg;
   tm_metrics *m;
   /* streams */
-  tm_stream **buckets;
-  uint32_t nbuckets, live; /* live: in the map (not finished) */
-  tm_stream *first, *last; /* every stream object, dead ones included */
+  idtab ids;    /* the streams by id (not finished) */
+  uint32_t live; /* in the map */
+  ilist streams; /* every stream object, dead ones included */
   uint32_t next_id, peer_max_id;
   uint32_t in_entries_max;
   /* the writer */
@@ -114,7 +117,7 @@ struct tm_session {
   uint8_t *scratch; /* headroom + header + max_frame_payload */
   /* event delivery from the loop */
   ev_timer kick;
-  tm_stream *kick_head, *kick_tail;
+  ilist kicks;
   /* heartbeat */
   ph_timer *ping_timer, *pong_timer;
   uint64_t ping_seq, rtt_us;
@@ -135,7 +138,6 @@ struct tm_session {
 };
 
 /* tm_session.c */
-int64_t tm_now_us(void);
 void sess_enter(tm_session *s);
 void sess_leave(tm_session *s); /* may free s */
 void sess_maybe_free(tm_session *s); /* a husk with no stream left */

@@ -78,29 +78,14 @@ tm_stream *st_new(tm_session *s, uint32_t id, int local) {
   st->state = TM_ST_IDLE;
   st->reset_code = -1;
   st->close_code = TM_RESET_CANCEL;
-  st->prev = s->last;
-  if (s->last)
-    s->last->next = st;
-  else
-    s->first = st;
-  s->last = st;
+  ilist_push(&s->streams, &st->slink);
   return st;
 }
 
-static void kick_unlink(tm_session *s, tm_stream *st) {
+static void kick_unlink(tm_stream *st) {
   if (!st->kicked)
     return;
-  tm_stream **pp = &s->kick_head;
-  tm_stream *prev = NULL;
-  while (*pp && *pp != st) {
-    prev = *pp;
-    pp = &(*pp)->knext;
-  }
-  if (*pp) {
-    *pp = st->knext;
-    if (s->kick_tail == st)
-      s->kick_tail = prev;
-  }
+  ilist_remove(&st->klink); /* from s->kicks or kick_cb's round */
   st->kicked = 0;
 }
 
@@ -118,14 +103,7 @@ void st_free_mem(tm_stream *st) {
     st->owes = 0;
     s->owed--;
   }
-  if (st->prev)
-    st->prev->next = st->next;
-  else
-    s->first = st->next;
-  if (st->next)
-    st->next->prev = st->prev;
-  else
-    s->last = st->prev;
+  ilist_remove(&st->slink);
   free(st);
 }
 
@@ -144,7 +122,7 @@ void st_release(tm_stream *st) {
   drop_outbound(st);
   drop_inbound(st);
   stop_open_timer(st);
-  kick_unlink(s, st);
+  kick_unlink(st);
   st->dead = 1;
   st->fn = NULL;
   if (s->depth == 0) {
@@ -299,7 +277,7 @@ void st_on_window_update(tm_stream *st, const tm_frame *f) {
   if (st->stalled && st->win.send > 0) {
     st->stalled = 0;
     tm_obs_window_stall(st->s->m,
-                        (uint64_t)(tm_now_us() - st->stall_since_us));
+                        (uint64_t)(mono_us() - st->stall_since_us));
   }
   sess_kick(st->s, st);
 }
@@ -474,7 +452,7 @@ static ssize_t t_write(ph_stream *p, const void *data, size_t len) {
     n = tm_win_take(&st->win, want); /* TM-P2-10 */
     if (n < want && !st->stalled) {
       st->stalled = 1; /* only this stream's producer pauses */
-      st->stall_since_us = tm_now_us();
+      st->stall_since_us = mono_us();
       tm_obs_backpressure(s->m, st->strict, TM_BP_WINDOW_STALL);
     }
   }
@@ -485,7 +463,7 @@ static ssize_t t_write(ph_stream *p, const void *data, size_t len) {
   memcpy(st->out + tail, data, first);
   memcpy(st->out, (const uint8_t *)data + first, n - first);
   if (st->out_len == 0)
-    st->out_since_us = tm_now_us();
+    st->out_since_us = mono_us();
   st->out_len += n;
   tm_drr_activate(&s->drr, &st->drr);
   wr_need(s);

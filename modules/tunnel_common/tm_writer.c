@@ -32,7 +32,7 @@ int cq_push(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
     return -1;
   b->next = NULL;
   b->len = TM_HEADER_LEN + len;
-  b->t_us = tm_now_us();
+  b->t_us = mono_us();
   tm_frame_header(b->data + hr, type, 0, id, (uint32_t)len);
   if (len)
     memcpy(b->data + hr + TM_HEADER_LEN, p, len);
@@ -121,7 +121,7 @@ static int send_control(tm_session *s) {
     s->cq_tail = NULL;
   s->cq_frames--;
   s->cq_bytes -= b->len;
-  tm_obs_queue_wait(s->m, TM_Q_WRITER, (uint64_t)(tm_now_us() - b->t_us));
+  tm_obs_queue_wait(s->m, TM_Q_WRITER, (uint64_t)(mono_us() - b->t_us));
   int rc = s->t.write(s->targ, b->data + s->t.headroom, b->len);
   free(b);
   return rc;
@@ -158,7 +158,7 @@ static int send_data(tm_session *s) {
   if (n)
     ring_take(st, hdr + TM_HEADER_LEN, n);
   tm_frame_header(hdr, TM_DATA, fin ? TM_FLAG_FIN : 0, st->id, n);
-  int64_t now = tm_now_us();
+  int64_t now = mono_us();
   tm_obs_queue_wait(s->m, TM_Q_WRITER, (uint64_t)(now - st->out_since_us));
   st->out_since_us = now;
   int more = st->out_len > 0 || (st->shut && !st->fin_sent && !fin);

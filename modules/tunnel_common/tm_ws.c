@@ -84,10 +84,7 @@ tm_ws_conn *tmws_conn_new(tm_ws *w, int client) {
     return NULL;
   c->w = w;
   c->client = client;
-  c->next = w->conns;
-  if (w->conns)
-    w->conns->prev = c;
-  w->conns = c;
+  ilist_push_front(&w->conns, &c->link);
   return c;
 }
 
@@ -102,12 +99,7 @@ void tmws_conn_drop_bearer(tm_ws_conn *c) {
 
 void tmws_conn_free(tm_ws_conn *c) {
   tm_ws *w = c->w;
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    w->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
+  ilist_remove(&c->link);
   if (c->counted)
     w->n_server_conns--;
   tmws_conn_drop_bearer(c);
@@ -152,10 +144,9 @@ static void apply_flow(tm_ws_conn *c) {
 
 static void deferred_cb(ph_timer *t, void *arg) {
   tm_ws *w = arg;
-  tm_ws_conn *c, *next;
   (void)t;
-  for (c = w->conns; c; c = next) {
-    next = c->next;
+  ILIST_FOREACH_SAFE(&w->conns, n, nx) {
+    tm_ws_conn *c = ILIST_ENTRY(n, tm_ws_conn, link);
     if (c->deferred_error)
       tmws_finish(c);
     else
@@ -404,6 +395,7 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
     *err = "no memory";
     return NULL;
   }
+  ilist_init(&w->conns);
   w->api = api;
   w->ctx = ctx;
   w->cfg = *cfg;
@@ -570,8 +562,9 @@ void tm_ws_free(tm_ws *w) {
   /* Every conn ends here, with its callbacks, before lws tears the wsis
    * down (their callbacks then find no conn). */
   w->freeing = 1;
-  while (w->conns) {
-    tm_ws_conn *c = w->conns;
+  ilist_node *n;
+  while ((n = ilist_first(&w->conns))) {
+    tm_ws_conn *c = ILIST_ENTRY(n, tm_ws_conn, link);
     if (c->wsi && c->state == CS_OPEN)
       tmws_end_goodbye(c);
     tmws_finish(c);

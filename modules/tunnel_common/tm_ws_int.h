@@ -16,6 +16,7 @@
 
 #include <libwebsockets.h>
 
+#include "ilist.h"
 #include "tm_proto.h"
 #include "tm_session_ws.h"
 #include "tm_ws.h"
@@ -114,7 +115,7 @@ struct tm_ws_conn {
   char offer[128];
   char hosthdr[TM_WS_HOST_MAX + 16];
   struct tm_ws_end ce;
-  tm_ws_conn *prev, *next;
+  ilist_node link; /* on w->conns */
 };
 
 struct tm_ws {
@@ -131,7 +132,7 @@ struct tm_ws {
   struct lws_protocols cli_protocols[2];
   /* server: the names its caps allow (tm_proto.h), NULL-terminated */
   const char *srv_names[4];
-  tm_ws_conn *conns;
+  ilist conns;
   uint32_t n_server_conns;
   ph_timer *deferred;  /* reports on_connect_error from the loop */
   SSL_CTX *client_tls; /* ours: lws 4.1 leaks the ones it makes */

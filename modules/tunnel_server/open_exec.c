@@ -4,9 +4,6 @@
 
 #include "open_exec.h"
 
-#define CONTAINER(ptr, type, member)                                       \
-  ((type *)((char *)(ptr) - offsetof(type, member)))
-
 static uint32_t at_least_1(uint32_t v) { return v ? v : 1; }
 
 void oexec_set_limits(oexec *x, const oexec_limits *lim) {
@@ -38,7 +35,7 @@ void oexec_principal_init(oexec_principal *p) {
 void oexec_group_init(oexec_group *g, oexec_principal *p) {
   ring_node_init(&g->node);
   g->principal = p;
-  g->head = g->tail = NULL;
+  ilist_init(&g->waiting);
   g->running = g->pending = 0;
 }
 
@@ -75,25 +72,13 @@ static void ring_del(oexec_ring **cur, oexec_ring *n) {
   n->next = n->prev = NULL;
 }
 
-static void list_del(oexec_group *g, oexec_job *j) {
-  if (j->prev)
-    j->prev->next = j->next;
-  else
-    g->head = j->next;
-  if (j->next)
-    j->next->prev = j->prev;
-  else
-    g->tail = j->prev;
-  j->next = j->prev = NULL;
-}
-
 /* One waiting job fewer in g (its list already updated). */
 static void unqueued(oexec *x, oexec_group *g) {
   oexec_principal *p = g->principal;
   g->pending--;
   p->pending--;
   x->pending--;
-  if (!g->head)
+  if (ilist_empty(&g->waiting))
     ring_del(&p->groups, &g->node);
   if (!p->groups)
     ring_del(&x->principals, &p->node);
@@ -109,7 +94,7 @@ static void running(oexec *x, oexec_group *g, oexec_job *j) {
 int oexec_submit(oexec *x, oexec_group *g, oexec_job *j) {
   oexec_principal *p = g->principal;
   j->group = g;
-  j->next = j->prev = NULL;
+  ilist_node_init(&j->link);
   /* Run at once when every cap allows it and none of the session's older
    * jobs waits (no overtaking within a session). Other waiting jobs are
    * then held by their own caps: a free slot with a runnable waiting job
@@ -130,12 +115,7 @@ int oexec_submit(oexec *x, oexec_group *g, oexec_job *j) {
     return full;
   }
   j->state = OEXEC_PENDING;
-  j->prev = g->tail;
-  if (g->tail)
-    g->tail->next = j;
-  else
-    g->head = j;
-  g->tail = j;
+  ilist_push(&g->waiting, &j->link);
   g->pending++;
   p->pending++;
   x->pending++;
@@ -153,7 +133,7 @@ void oexec_remove(oexec *x, oexec_job *j) {
     g->principal->running--;
     x->running--;
   } else {
-    list_del(g, j);
+    ilist_remove(&j->link);
     unqueued(x, g);
   }
   j->state = OEXEC_IDLE;
@@ -166,7 +146,7 @@ static oexec_group *runnable_group(const oexec *x, oexec_principal *p) {
     return NULL;
   oexec_ring *start = p->groups, *n = start;
   do {
-    oexec_group *g = CONTAINER(n, oexec_group, node);
+    oexec_group *g = ILIST_ENTRY(n, oexec_group, node);
     if (g->running < x->lim.per_group)
       return g;
     n = n->next;
@@ -179,15 +159,15 @@ oexec_job *oexec_next(oexec *x) {
     return NULL;
   oexec_ring *start = x->principals, *n = start;
   do {
-    oexec_principal *p = CONTAINER(n, oexec_principal, node);
+    oexec_principal *p = ILIST_ENTRY(n, oexec_principal, node);
     oexec_group *g = runnable_group(x, p);
     if (g) {
-      oexec_job *j = g->head;
+      oexec_job *j = ILIST_ENTRY(ilist_first(&g->waiting), oexec_job, link);
       /* The turns pass to the next session of p and the next principal
        * (before unqueued may take g or p out of their rings). */
       p->groups = g->node.next;
       x->principals = p->node.next;
-      list_del(g, j);
+      ilist_remove(&j->link);
       unqueued(x, g);
       running(x, g, j);
       return j;

@@ -34,13 +34,15 @@
 
 #include <stdint.h>
 
+#include "ilist.h"
+
 typedef struct oexec_group oexec_group;
 typedef struct oexec_principal oexec_principal;
 
 enum oexec_state { OEXEC_IDLE = 0, OEXEC_PENDING, OEXEC_RUNNING };
 
 typedef struct oexec_job {
-  struct oexec_job *next, *prev; /* the group's waiting list */
+  ilist_node link; /* the group's waiting list */
   oexec_group *group;
   int state; /* oexec_state */
 } oexec_job;
@@ -61,7 +63,7 @@ struct oexec_principal {
 struct oexec_group {
   oexec_ring node; /* in its principal's ring */
   oexec_principal *principal;
-  oexec_job *head, *tail; /* waiting, oldest first */
+  ilist waiting; /* oldest first */
   uint32_t running, pending;
 };
 

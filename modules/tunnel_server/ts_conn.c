@@ -383,10 +383,7 @@ ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
   }
   c->auth_call = id;
   m->auth_in_flight++;
-  c->next = m->conns;
-  if (m->conns)
-    m->conns->prev = c;
-  m->conns = c;
+  ilist_push_front(&m->conns, &c->mlink);
   m->nconns++;
   return c;
 }
@@ -406,12 +403,7 @@ void ts_conn_closed(ts_conn *c) {
    * registries); after a session close it is already gone. */
   if (c->s)
     tm_session_on_transport_closed(c->s);
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    m->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
+  ilist_remove(&c->mlink);
   m->nconns--;
   forget_bearer(c);
   free(c);
@@ -456,8 +448,8 @@ const tm_ws_handlers ts_ws_handlers = {
 };
 
 void ts_conn_goaway_all(ts_mod *m) {
-  for (ts_conn *c = m->conns, *n; c; c = n) {
-    n = c->next;
+  ILIST_FOREACH_SAFE(&m->conns, n, nx) {
+    ts_conn *c = ILIST_ENTRY(n, ts_conn, mlink);
     if (c->s)
       tm_session_goaway(c->s);
   }
@@ -465,8 +457,8 @@ void ts_conn_goaway_all(ts_mod *m) {
 
 void ts_conn_close_all(ts_mod *m) {
   /* A link may end (ts_conn_closed) inside close: the next one first. */
-  for (ts_conn *c = m->conns, *n; c; c = n) {
-    n = c->next;
+  ILIST_FOREACH_SAFE(&m->conns, n, nx) {
+    ts_conn *c = ILIST_ENTRY(n, ts_conn, mlink);
     if (c->s)
       tm_session_close(c->s);
     else

@@ -162,8 +162,9 @@ static void tick(ph_timer *t, void *arg) {
   int64_t now_s = (int64_t)time(NULL);
   uint64_t rev = 0;
   int have_rev = m->access->revision(m->access_self, &rev) == PH_OK && rev;
-  for (ts_conn *c = m->conns, *n; c; c = n) {
-    n = c->next; /* ts_cred_end may free c from inside */
+  /* ts_cred_end may free c from inside */
+  ILIST_FOREACH_SAFE(&m->conns, n, nx) {
+    ts_conn *c = ILIST_ENTRY(n, ts_conn, mlink);
     if (c->kind == TS_CONN_AUTH || !c->s)
       continue;
     if (c->expires_at && now_s >= c->expires_at) {

@@ -23,6 +23,8 @@
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
 
+#include "clocks.h"
+#include "ilist.h"
 #include "open_exec.h"
 #include "relay.h"
 #include "tls_reload.h"
@@ -135,7 +137,7 @@ struct ts_conn {
   unsigned meta_caps;
   oexec_group group; /* client: its opens in the executor */
   uint64_t mem;      /* client: bytes its streams reserved (ts_open.c) */
-  ts_conn *next, *prev;  /* all connections */
+  ilist_node mlink;      /* on m->conns */
   ts_conn *agent_next;   /* the agent's connections */
 };
 
@@ -152,7 +154,7 @@ struct ts_mod {
   oexec exec;
   int pumping;    /* inside ts_open_pump: no recursion */
   uint32_t nconns, auth_in_flight;
-  ts_conn *conns;
+  ilist conns;
   ts_agent *agents;
   ts_tally *tokens, *users;
   ph_timer *cred_timer; /* ts_cred.c */
@@ -166,8 +168,7 @@ struct ts_mod {
   ph_series *m_mem_refused[2];
   ph_series *m_mem_reserved;
   uint64_t mem_reserved;
-  ts_open *opens;   /* every client stream, opening or relaying */
-  uint32_t nopens;
+  ilist opens; /* every client stream, opening or relaying */
   int stopping;     /* 1: draining, 2: stopped */
   int stop_pending; /* stop returned PH_STOP_PENDING */
   ph_timer *drain_timer;
@@ -178,9 +179,6 @@ extern const ph_api *ts_api;
 /* The state of the instance initialised last (for the unit test, which
  * links the module's sources; the .so exports only proxyhost_module). */
 extern ts_mod *ts_last_mod;
-
-/* Microseconds on the monotonic clock. */
-uint64_t ts_now_us(void);
 
 /* tunnel_server.c: a connection ended; the stop finishes once none is
  * left. */

@@ -89,7 +89,7 @@ struct ts_open {
   uint64_t seq;
   uint64_t t0, t_step;
   uint64_t queue_us, auth_us, select_us, open_us, ttfb_us;
-  ts_open *next, *prev;
+  ilist_node link; /* on m->opens */
 };
 
 static ts_open *job_open(oexec_job *j) {
@@ -97,7 +97,7 @@ static ts_open *job_open(oexec_job *j) {
 }
 
 static uint64_t since(uint64_t t) {
-  uint64_t n = ts_now_us();
+  uint64_t n = mono_us();
   return n > t ? n - t : 0;
 }
 
@@ -148,13 +148,7 @@ static void finish(ts_open *op) {
   ts_mod *m = op->m;
   ts_api->defer_free(op->start); /* a pending start never runs */
   oexec_remove(&m->exec, &op->job);
-  if (op->prev)
-    op->prev->next = op->next;
-  else
-    m->opens = op->next;
-  if (op->next)
-    op->next->prev = op->prev;
-  m->nopens--;
+  ilist_remove(&op->link);
   if (op->token) {
     op->token->streams--;
     ts_tally_release(&m->tokens, op->token);
@@ -285,7 +279,7 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
 
 static void select_and_open(ts_open *op) {
   ts_mod *m = op->m;
-  op->t_step = ts_now_us();
+  op->t_step = mono_us();
   ts_agent *a = ts_agent_find(m, op->agent);
   sel_cand cand[TS_AGENT_CONNS_MAX];
   ts_conn *conn[TS_AGENT_CONNS_MAX];
@@ -323,7 +317,7 @@ static void select_and_open(ts_open *op) {
   areq.port = op->port;
   memcpy(areq.host, op->host, sizeof(areq.host));
   memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
-  op->t_step = ts_now_us();
+  op->t_step = mono_us();
   op->phase = OP_OPENING;
   op->ast = tm_stream_open(ac->s, &areq, m->c.open_timeout_ms, on_agent_open,
                            op);
@@ -374,7 +368,7 @@ static void run(ts_open *op) {
   op->queue_us = since(op->t0);
   tm_obs_queue_wait(m->metrics, TM_Q_OPEN, op->queue_us);
   op->phase = OP_AUTH;
-  op->t_step = ts_now_us();
+  op->t_step = mono_us();
   ph_access_request rq = {
       .size = sizeof(rq),
       .protocol = op->protocol,
@@ -499,7 +493,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->m = m;
   op->cc = cc;
   op->cst = st;
-  op->t0 = ts_now_us();
+  op->t0 = mono_us();
   op->seq = ++m->stream_seq;
   op->protocol = req->protocol;
   op->port = req->port;
@@ -519,11 +513,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->user = cc->user;
   if (op->user)
     op->user->streams++;
-  op->next = m->opens;
-  if (m->opens)
-    m->opens->prev = op;
-  m->opens = op;
-  m->nopens++;
+  ilist_push_front(&m->opens, &op->link);
   tm_stream_set_user(st, op);
 
   if (req->protocol != PH_PROTO_TCP) {
@@ -598,9 +588,8 @@ void ts_open_on_abandon(ts_conn *cc, tm_stream *st) {
 
 void ts_open_conn_gone(ts_conn *cc) {
   ts_mod *m = cc->m;
-  ts_open *op = m->opens;
-  while (op) {
-    ts_open *next = op->next;
+  ILIST_FOREACH_SAFE(&m->opens, n, nx) {
+    ts_open *op = ILIST_ENTRY(n, ts_open, link);
     if (op->cc == cc) {
       op->cc = NULL;
       /* The session resets its unanswered streams (on_abandon) before
@@ -609,14 +598,14 @@ void ts_open_conn_gone(ts_conn *cc) {
       if (op->phase != OP_RELAY && op->cst)
         abandon(op, PH_OPEN_OK);
     }
-    op = next;
   }
 }
 
 void ts_open_abort_all(ts_mod *m) {
-  ts_open *op = m->opens;
-  while (op) {
-    ts_open *next = op->next;
+  ilist_node *n = ilist_first(&m->opens);
+  while (n) {
+    ilist_node *next = ilist_next(n);
+    ts_open *op = ILIST_ENTRY(n, ts_open, link);
     if (op->phase == OP_RELAY && op->relay) {
       relay_stats rs = relay_get_stats(op->relay);
       relay_abort(op->relay);
@@ -624,10 +613,12 @@ void ts_open_abort_all(ts_mod *m) {
       log_end(op, "none", "ok", "aborted", &rs);
       finish(op);
       /* finish may have freed others through the pump: restart. */
-      next = m->opens;
+      next = ilist_first(&m->opens);
     }
-    op = next;
+    n = next;
   }
 }
 
-uint32_t ts_open_relays(const ts_mod *m) { return m->nopens; }
+uint32_t ts_open_relays(const ts_mod *m) {
+  return (uint32_t)ilist_len(&m->opens);
+}

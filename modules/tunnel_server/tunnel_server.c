@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "ts_int.h"
 
 const ph_api *ts_api;
@@ -24,18 +25,14 @@ ts_mod *ts_last_mod;
 static const char *const ts_requires[] = {PH_AZ_STORE_SERVICE,
                                           PH_ACCESS_SERVICE, NULL};
 
-uint64_t ts_now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
 static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   ts_api = api;
   ts_mod *m = calloc(1, sizeof(*m));
   if (!m)
     return PH_ENOMEM;
   m->ctx = ctx;
+  ilist_init(&m->opens);
+  ilist_init(&m->conns);
   ts_conf_read(ctx, api, &m->c);
   m->metrics = tm_metrics_register(api, ctx, TM_COMPONENT_SERVER);
   if (!m->metrics) {
@@ -161,11 +158,12 @@ static void drain_end(ph_timer *t, void *arg) {
   (void)t;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO,
          "tunnel drain deadline: closing what is left",
-         PH_UINT("connections", m->nconns), PH_UINT("streams", m->nopens));
+         PH_UINT("connections", m->nconns),
+         PH_UINT("streams", ts_open_relays(m)));
   /* The host's last line says the stop was cut short (issue 24 item 12). */
-  if (m->nopens && ts_api->size > offsetof(ph_api, drain_cut) &&
+  if (ts_open_relays(m) && ts_api->size > offsetof(ph_api, drain_cut) &&
       ts_api->drain_cut)
-    ts_api->drain_cut(m->ctx, m->nopens);
+    ts_api->drain_cut(m->ctx, ts_open_relays(m));
   ts_open_abort_all(m);
   ts_conn_close_all(m);
 }

@@ -181,7 +181,8 @@ static void invariants(world *w) {
   check(s->cq_frames <= s->cfg.control_queue_frames);
   check(s->cq_bytes <= s->cfg.control_queue_bytes);
   check(s->live <= s->cfg.max_streams);
-  for (tm_stream *st = s->first; st; st = st->next) {
+  for (ilist_node *n = ilist_first(&s->streams); n; n = ilist_next(n)) {
+    const tm_stream *st = ILIST_ENTRY(n, tm_stream, slink);
     if (st->dead)
       continue;
     check(st->in_bytes <= s->cfg.inbound_buffer_bytes);

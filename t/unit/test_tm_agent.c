@@ -175,6 +175,7 @@ static void session_up(unsigned caps, uint32_t conc, uint32_t pend,
                        uint32_t open_ms) {
   memset(&mt, 0, sizeof(mt));
   memset(&conn, 0, sizeof(conn));
+  ilist_init(&conn.streams);
   session_closed = -1;
   ag.cfg.dial.max_concurrent = conc;
   ag.cfg.dial.max_pending = pend;
