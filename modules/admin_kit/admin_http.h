@@ -38,10 +38,10 @@ typedef struct api_route {
 
 /* Matches method and path against the n routes of tbl. Returns the route,
  * with the path parameter (if any) copied into key (max + 1 bytes); NULL
- * (max at most API_KEY_LIMIT) when nothing matches, with *path_known set when the path matched under
- * another method (405) rather than not at all (404). A parameter must be
- * 1..max bytes of [a-z0-9._-]; anything else (percent escapes, slashes)
- * does not match. */
+ * (max at most API_KEY_LIMIT) when nothing matches, with *path_known set when
+ * the path matched under another method (405) rather than not at all (404). A
+ * parameter must be 1..max bytes of [a-z0-9._-]; anything else (percent
+ * escapes, slashes) does not match. */
 const api_route *api_route_match(const api_route *tbl, size_t n,
                                  const char *method, const char *path,
                                  char *key, size_t max, int *path_known);

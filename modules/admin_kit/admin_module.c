@@ -9,8 +9,7 @@
 int admin_token_conf_check(ph_ctx *ctx, const ph_api *a, const char **key,
                            char *why, size_t whylen) {
   admin_token t;
-  if (admin_token_load(a->conf_str(ctx, "token_file"), &t, why, whylen) <
-      0) {
+  if (admin_token_load(a->conf_str(ctx, "token_file"), &t, why, whylen) < 0) {
     *key = "token_file";
     return PH_EINVAL;
   }
@@ -22,8 +21,8 @@ int admin_token_conf_load(ph_ctx *ctx, const ph_api *a, admin_token *t,
                           const char *msg) {
   char why[512];
   admin_token n;
-  if (admin_token_load(a->conf_str(ctx, "token_file"), &n, why,
-                       sizeof(why)) < 0) {
+  if (admin_token_load(a->conf_str(ctx, "token_file"), &n, why, sizeof(why)) <
+      0) {
     PH_LOG(a, ctx, PH_LOG_ERROR, msg, PH_STR("reason", why));
     return PH_EINVAL;
   }

@@ -50,16 +50,15 @@ static const ph_conf_key pool_api_keys[] = {
                 "asks (redis_ownership, redis_ownership.eu); empty: "
                 "extraction is off (its routes answer 501)",
                 NULL),
-    PH_CONF_KEY("credentials", PH_CONF_STRING, "controlplane_server", 0, 97,
-                0, NULL,
+    PH_CONF_KEY("credentials", PH_CONF_STRING, "controlplane_server", 0, 97, 0,
+                NULL,
                 "the cp.credentials provider (a controlplane_server "
                 "instance) that says which proxies' credentials cannot be "
                 "read (usable, unusable_reason); none loaded by that name, "
                 "or empty: only disabled proxies are shown unusable",
                 NULL),
     PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
-                NULL, "pool API requests waiting for the store at once",
-                NULL),
+                NULL, "pool API requests waiting for the store at once", NULL),
     PH_CONF_END};
 
 static const char *const pool_api_requires[] = {PH_POOL_STORE_SERVICE, NULL};
@@ -69,9 +68,9 @@ typedef struct mod mod;
 
 struct req {
   mod *m;
-  int64_t id;            /* the host's request id */
-  api_pool_call pool;    /* a pool.store request (api_pool.c) */
-  api_extract_call ext;  /* an extraction request (api_extract.c) */
+  int64_t id;           /* the host's request id */
+  api_pool_call pool;   /* a pool.store request (api_pool.c) */
+  api_extract_call ext; /* an extraction request (api_extract.c) */
   req *next;
 };
 
@@ -90,16 +89,6 @@ struct mod {
 
 /* ---- answers ----------------------------------------------------------- */
 
-static void reply_json(mod *m, int64_t id, int status, const char *body,
-                       size_t len) {
-  admin_reply_json(m->ctx, api, id, status, body, len);
-}
-
-static void reply_error(mod *m, int64_t id, int status, const char *code,
-                        const char *message) {
-  admin_reply_error(m->ctx, api, id, status, code, message);
-}
-
 static void req_unlink(req *r) {
   mod *m = r->m;
   for (req **pp = &m->reqs; *pp; pp = &(*pp)->next)
@@ -117,7 +106,7 @@ static void req_unlink(req *r) {
 static void pool_reply(void *arg, int http, const char *body, size_t len) {
   req *r = arg;
   if (body)
-    reply_json(r->m, r->id, http, body, len);
+    admin_reply_json(r->m->ctx, api, r->id, http, body, len);
   else
     api->route_reply(r->m->ctx, r->id, http, NULL, NULL, 0);
   req_unlink(r);
@@ -128,12 +117,13 @@ static void pool_reply(void *arg, int http, const char *body, size_t len) {
  * without memory. */
 static req *track_req(mod *m, int64_t id) {
   if (m->in_flight >= m->max_in_flight) {
-    reply_error(m, id, 503, "busy", "too many admin requests in flight");
+    admin_reply_error(m->ctx, api, id, 503, "busy",
+                      "too many admin requests in flight");
     return NULL;
   }
   req *r = calloc(1, sizeof(*r));
   if (!r) {
-    reply_error(m, id, 503, "unavailable", "out of memory");
+    admin_reply_error(m->ctx, api, id, 503, "unavailable", "out of memory");
     return NULL;
   }
   r->m = m;
@@ -150,9 +140,10 @@ static void serve_routes(mod *m, int64_t id) {
   char buf[4096];
   long n = api_write_routes(pool_routes, pool_n_routes, buf, sizeof(buf));
   if (n < 0)
-    reply_error(m, id, 500, "internal", "route table too large");
+    admin_reply_error(m->ctx, api, id, 500, "internal",
+                      "route table too large");
   else
-    reply_json(m, id, 200, buf, (size_t)n);
+    admin_reply_json(m->ctx, api, id, 200, buf, (size_t)n);
 }
 
 /* An extraction request: api_extract.c answers through pool_reply,
@@ -160,13 +151,15 @@ static void serve_routes(mod *m, int64_t id) {
 static void serve_extract(mod *m, int64_t id, const api_route *rt,
                           const char *key, const ph_http_request *hr) {
   if (!m->auth) {
-    reply_error(m, id, 501, "not_implemented",
-                "exclusive extraction is off: [pool_api] authority is not "
-                "set");
+    admin_reply_error(
+        m->ctx, api, id, 501, "not_implemented",
+        "exclusive extraction is off: [pool_api] authority is not "
+        "set");
     return;
   }
   if (hr->query && hr->query[0]) {
-    reply_error(m, id, 400, "invalid", "this call takes no query");
+    admin_reply_error(m->ctx, api, id, 400, "invalid",
+                      "this call takes no query");
     return;
   }
   req *r = track_req(m, id);
@@ -186,11 +179,11 @@ static void serve_extract(mod *m, int64_t id, const api_route *rt,
 
 /* A pool.store request: api_pool.c reads it and answers through
  * pool_reply, exactly once. */
-static void serve_pool(mod *m, int64_t id, const api_route *rt,
-                       const char *key, const ph_http_request *hr) {
+static void serve_pool(mod *m, int64_t id, const api_route *rt, const char *key,
+                       const ph_http_request *hr) {
   if (hr->body_len > 0 && !api_is_json_type(hr->content_type)) {
-    reply_error(m, id, 415, "unsupported_media_type",
-                "send the body as application/json");
+    admin_reply_error(m->ctx, api, id, 415, "unsupported_media_type",
+                      "send the body as application/json");
     return;
   }
   req *r = track_req(m, id);
@@ -212,8 +205,8 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt,
 static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   mod *m = arg;
   if (!admin_token_check(&m->token, hr->authorization)) {
-    reply_error(m, id, 401, "unauthorized",
-                "send Authorization: Bearer with the admin token");
+    admin_reply_error(m->ctx, api, id, 401, "unauthorized",
+                      "send Authorization: Bearer with the admin token");
     return;
   }
   char key[API_POOL_KEY_MAX + 1];
@@ -221,13 +214,13 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   const api_route *rt = pool_match(hr->method, hr->path, key, &path_known);
   if (!rt) {
     if (path_known)
-      reply_error(m, id, 405, "method_not_allowed",
-                  "this path does not take this method");
+      admin_reply_error(m->ctx, api, id, 405, "method_not_allowed",
+                        "this path does not take this method");
     else if (pool_extraction_path(hr->path))
-      reply_error(m, id, 400, "invalid",
-                  "a proxy id is 1..128 bytes of [a-z0-9._-]");
+      admin_reply_error(m->ctx, api, id, 400, "invalid",
+                        "a proxy id is 1..128 bytes of [a-z0-9._-]");
     else
-      reply_error(m, id, 404, "not_found", "no such route");
+      admin_reply_error(m->ctx, api, id, 404, "not_found", "no such route");
     return;
   }
   if (rt->op == OP_ROUTES) {
@@ -235,7 +228,8 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     return;
   }
   if (!m->pool) {
-    reply_error(m, id, 503, "unavailable", "the store is not started");
+    admin_reply_error(m->ctx, api, id, 503, "unavailable",
+                      "the store is not started");
     return;
   }
   if (api_extract_op(rt->op))
@@ -263,8 +257,9 @@ static int pool_api_check(ph_ctx *ctx, const ph_api *a, const char **key,
   const char *store = a->conf_str(ctx, "store");
   if (!store || !*store) {
     *key = "store";
-    snprintf(why, whylen, "required: the pool.store provider instance "
-                          "(store_sqlite or store_pg)");
+    snprintf(why, whylen,
+             "required: the pool.store provider instance "
+             "(store_sqlite or store_pg)");
     return PH_EINVAL;
   }
   int rc = check_named_provider(ctx, a, "store", PH_POOL_STORE_SERVICE, key,

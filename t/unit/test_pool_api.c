@@ -75,8 +75,9 @@ static void test_keys(void) {
   mock_free(x);
   x = start_with("store = fakeaz\n", &err);
   ok(x == NULL, "a store without pool.store (fakeaz): refused");
-  like(err.data, "pool_api.store: \"fakeaz\" is not a loaded module instance "
-                 "that provides the \"pool.store\" service",
+  like(err.data,
+       "pool_api.store: \"fakeaz\" is not a loaded module instance "
+       "that provides the \"pool.store\" service",
        "... naming it and the service");
   mock_free(x);
   x = start_with("store = store_sqlite\nauthority = redis_ownership\n", &err);
@@ -103,7 +104,8 @@ static void test_routes(void) {
   like(reply(), "{\"method\":\"GET\",\"path\":\"/v1/pool/proxies\"}",
        "... lists the proxies");
   like(reply(),
-       "{\"method\":\"POST\",\"path\":\"/v1/pool/proxies/{proxy_id}/extraction\"}",
+       "{\"method\":\"POST\",\"path\":\"/v1/pool/proxies/{proxy_id}/"
+       "extraction\"}",
        "... and extraction");
   unlike(reply(), "/v1/users", "... and none of admin_api's");
   ok(req("GET", "/v1/users", AUTH, NULL, NULL) == 404 &&
@@ -125,8 +127,8 @@ static void test_routes(void) {
   like(reply(), "[pool_api] authority is not set", "... naming the key");
   is_int(req("GET", "/v1/pool/proxies/P%31/extraction", AUTH, NULL, NULL), 400,
          "a malformed proxy id: 400");
-  is_int(req("PUT", "/v1/pool/proxies/p1", AUTH, "application/json", "{}"),
-         405, "PUT: 405");
+  is_int(req("PUT", "/v1/pool/proxies/p1", AUTH, "application/json", "{}"), 405,
+         "PUT: 405");
   is_int(req("POST", "/v1/pool/routes", AUTH, "text/plain", "{}"), 415,
          "a body that is not application/json: 415");
   is_int(req("GET", "/v1/pool/nothing", AUTH, NULL, NULL), 404,
