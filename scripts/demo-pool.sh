@@ -36,7 +36,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 [ -x "$PROXYHOST" ] || die "no $PROXYHOST: build first (./autogen.sh && ./configure && make)"
 command -v redis-server >/dev/null || die "no redis-server: run scripts/install-deps.sh"
-for m in store_sqlite admin_api redis_ownership controlplane_server controlplane_client \
+for m in store_sqlite admin_api pool_api redis_ownership controlplane_server controlplane_client \
   outcome_reporter pool round_robin weighted least_active random sticky direct \
   http_proxy socks5 auth_local; do
   [ -f "$BUILD/modules/$m/.libs/$m.so" ] || die "module $m was not built (see ./configure's summary)"
@@ -128,6 +128,7 @@ run controller "$PROXYHOST" -c "$SRC/conf/controller.ini" \
   --set "admin.listen=127.0.0.1:$CTL_ADMIN" \
   --set "store_sqlite.path=$DIR/controller.db" \
   --set "admin_api.token_file=$DIR/admin.token" \
+  --set "pool_api.token_file=$DIR/admin.token" \
   --set "redis_ownership.address=127.0.0.1:$REDIS" --set "redis_ownership.cluster_id=demo" \
   --set "controlplane_server.cluster_id=demo" \
   --set "controlplane_server.listen=127.0.0.1:$CP" --set "controlplane_server.tls.mode=disabled" \

@@ -247,7 +247,7 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
   return 0;
 }
 
-void ctl_print_error(FILE *err, int status, const char *body, size_t len) {
+int ctl_print_error(FILE *err, int status, const char *body, size_t len) {
   doc x;
   if (parse(&x, body, len) == 0) {
     long e = json_get(&x.d, 0, "error");
@@ -258,9 +258,10 @@ void ctl_print_error(FILE *err, int status, const char *body, size_t len) {
         json_str(&x.d, (size_t)m, msg, sizeof(msg)) >= 0) {
       fprintf(err, "error: %d %s: %s\n", status, code, msg);
       free(x.toks);
-      return;
+      return 1;
     }
     free(x.toks);
   }
   fprintf(err, "error: the server answered %d\n", status);
+  return 0;
 }

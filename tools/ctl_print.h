@@ -27,6 +27,8 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
                    const char *const *columns);
 /* {"error": {"code", "message"}} as "error: STATUS CODE: MESSAGE", or the
  * status alone when the body is not that. */
-void ctl_print_error(FILE *err, int status, const char *body, size_t len);
+/* Returns 1 when body was a module's {"error": ...}, 0 otherwise (the
+ * host's own answer, such as its 404 for a prefix no module serves). */
+int ctl_print_error(FILE *err, int status, const char *body, size_t len);
 
 #endif

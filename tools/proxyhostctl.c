@@ -205,7 +205,13 @@ int call(const opts *o, const char *method, const char *path,
   if (r.status >= 400) {
     if (o->json)
       fprintf(stdout, "%s\n", r.body);
-    ctl_print_error(stderr, r.status, r.body, r.len);
+    if (!ctl_print_error(stderr, r.status, r.body, r.len) && r.status == 404)
+      /* The host's 404: no module serves the prefix (issue 25 item 6). */
+      fprintf(stderr,
+              "hint: no module on %s serves %s: /v1/pool/... is the "
+              "pool_api module's, the rest admin_api's; load it in "
+              "[proxyhost] modules\n",
+              o->admin, path);
     ex = EXIT_SERVER;
   } else if (o->json) {
     if (r.len)

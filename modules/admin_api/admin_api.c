@@ -18,11 +18,10 @@
  * route's bound at the host); the host's [admin] timeout cancels a
  * request whose store call did not answer, and the store call with it.
  *
- * Exclusive extraction (api_extract.c) asks the "cp.authority" provider
- * [admin_api] authority names (redis_ownership); without one those
- * routes answer 501. The provider should come before admin_api in
- * [proxyhost] modules, so that it starts before and is destroyed after
- * this module. */
+ * The proxy pool's routes (/v1/pool/...) are pool_api's. [admin_api]
+ * authority and credentials, which served them before, are kept only to
+ * say where they went: set, the check refuses them and names
+ * [pool_api]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +31,15 @@
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
 
-#include "admin_token.h"
+#include "admin_http.h"
+#include "admin_module.h"
 #include "api_authorize.h"
-#include "api_extract.h"
 #include "api_json.h"
-#include "api_pool.h"
 #include "api_routes.h"
 #include "json.h"
 #include "provider_check.h"
 
 #define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
-#define JSON_TYPE "application/json"
 /* The bytes one record takes at most in a list's answer (names 64, a
  * pattern 255, escapes at most 6 bytes each, field names). */
 #define RECORD_JSON_MAX 2400
@@ -63,16 +60,12 @@ static const ph_conf_key api_keys[] = {
                 "or a store); empty: the store named by store",
                 NULL),
     PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "the cp.authority provider instance exclusive extraction "
-                "asks (redis_ownership, redis_ownership.eu); empty: "
-                "extraction is off (its routes answer 501)",
+                "moved to [pool_api] authority (the pool's routes are "
+                "pool_api's); must be empty",
                 NULL),
-    PH_CONF_KEY("credentials", PH_CONF_STRING, "controlplane_server", 0, 97,
-                0, NULL,
-                "the cp.credentials provider (a controlplane_server "
-                "instance) that says which proxies' credentials cannot be "
-                "read (usable, unusable_reason); none loaded by that name, "
-                "or empty: only disabled proxies are shown unusable",
+    PH_CONF_KEY("credentials", PH_CONF_STRING, "", 0, 97, 0, NULL,
+                "moved to [pool_api] credentials (the pool's routes are "
+                "pool_api's); must be empty",
                 NULL),
     PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
                 NULL, "admin API requests waiting for the store at once",
@@ -90,8 +83,6 @@ struct req {
   int64_t call;    /* the store call, > 0 while outstanding */
   const api_route *route;
   char key[API_PATH_KEY_MAX + 1];
-  api_pool_call pool; /* a /v1/pool/ request (api_pool.c) */
-  api_extract_call ext; /* an extraction request (api_extract.c) */
   api_body body;   /* a write's values */
   api_query q;     /* a list's */
   api_authorize az; /* an authorize's question */
@@ -106,12 +97,6 @@ struct mod {
   void *store_self;
   const ph_access_v1 *access;
   void *access_self;
-  const ph_pool_store_v1 *pool; /* the store's pool.store, if it has one */
-  void *pool_self;
-  const cp_authority_v1 *auth; /* [admin_api] authority's, if set */
-  void *auth_self;
-  const cp_credcheck_v1 *cred; /* [admin_api] credentials', if loaded */
-  void *cred_self;
   int64_t max_in_flight, in_flight;
   req *reqs;
 };
@@ -120,14 +105,12 @@ struct mod {
 
 static void reply_json(mod *m, int64_t id, int status, const char *body,
                        size_t len) {
-  api->route_reply(m->ctx, id, status, JSON_TYPE, body, len);
+  admin_reply_json(m->ctx, api, id, status, body, len);
 }
 
 static void reply_error(mod *m, int64_t id, int status, const char *code,
                         const char *message) {
-  char buf[512];
-  size_t n = api_write_error(buf, sizeof(buf), code, message);
-  reply_json(m, id, status, buf, n);
+  admin_reply_error(m->ctx, api, id, status, code, message);
 }
 
 static void req_unlink(req *r) {
@@ -138,7 +121,6 @@ static void req_unlink(req *r) {
       break;
     }
   m->in_flight--;
-  api_pool_free(&r->pool);
   OPENSSL_cleanse(r, sizeof(*r));
   free(r);
 }
@@ -373,134 +355,13 @@ static void key_before(int kind, const char *key, char *out, size_t cap) {
   out[end] = '\0';
 }
 
-static int is_json_type(const char *t) {
-  if (!t)
-    return 0;
-  size_t n = strlen(JSON_TYPE);
-  return strncasecmp(t, JSON_TYPE, n) == 0 &&
-         (t[n] == '\0' || t[n] == ';' || t[n] == ' ');
-}
-
 static void serve_routes(mod *m, int64_t id) {
   char buf[4096];
-  json_w w;
-  json_w_init(&w, buf, sizeof(buf));
-  json_w_obj(&w);
-  json_w_key(&w, "routes");
-  json_w_arr(&w);
-  for (size_t i = 0; i < api_n_routes; i++) {
-    json_w_obj(&w);
-    json_w_key(&w, "method");
-    json_w_str(&w, api_routes[i].method);
-    json_w_key(&w, "path");
-    json_w_str(&w, api_routes[i].path);
-    json_w_obj_end(&w);
-  }
-  json_w_arr_end(&w);
-  json_w_obj_end(&w);
-  long n = json_w_finish(&w);
+  long n = api_write_routes(api_routes, api_n_routes, buf, sizeof(buf));
   if (n < 0)
     reply_error(m, id, 500, "internal", "route table too large");
   else
     reply_json(m, id, 200, buf, (size_t)n);
-}
-
-static void pool_reply(void *arg, int http, const char *body, size_t len) {
-  req *r = arg;
-  if (body)
-    reply_json(r->m, r->id, http, body, len);
-  else
-    api->route_reply(r->m->ctx, r->id, http, NULL, NULL, 0);
-  req_unlink(r);
-}
-
-/* An extraction request: api_extract.c answers through pool_reply,
- * exactly once. */
-/* A pool or extraction request taken on: linked into m->reqs and counted
- * in in_flight until pool_reply. NULL (after answering 503) without
- * memory. */
-static req *track_req(mod *m, int64_t id, const api_route *rt) {
-  req *r = calloc(1, sizeof(*r));
-  if (!r) {
-    reply_error(m, id, 503, "unavailable", "out of memory");
-    return NULL;
-  }
-  r->m = m;
-  r->id = id;
-  r->route = rt;
-  r->next = m->reqs;
-  m->reqs = r;
-  m->in_flight++;
-  return r;
-}
-
-static void serve_extract(mod *m, int64_t id, const api_route *rt,
-                          const char *key, const ph_http_request *hr) {
-  if (!m->auth) {
-    reply_error(m, id, 501, "not_implemented",
-                "exclusive extraction is off: [admin_api] authority is not "
-                "set");
-    return;
-  }
-  if (m->in_flight >= m->max_in_flight) {
-    reply_error(m, id, 503, "busy", "too many admin requests in flight");
-    return;
-  }
-  if (hr->query && hr->query[0]) {
-    reply_error(m, id, 400, "invalid", "this call takes no query");
-    return;
-  }
-  req *r = track_req(m, id, rt);
-  if (!r)
-    return;
-  api_extract_call *c = &r->ext;
-  c->st = m->pool;
-  c->st_self = m->pool_self;
-  c->auth = m->auth;
-  c->auth_self = m->auth_self;
-  c->op = rt->op;
-  snprintf(c->key, sizeof(c->key), "%s", key);
-  c->reply = pool_reply;
-  c->arg = r;
-  api_extract_start(c, hr->body_len);
-}
-
-/* A /v1/pool/ request: api_pool.c reads it and answers through
- * pool_reply, exactly once. */
-static void serve_pool(mod *m, int64_t id, const api_route *rt,
-                       const char *key, const ph_http_request *hr) {
-  if (!m->pool) {
-    reply_error(m, id, 503, "unavailable",
-                "the store has no pool.store (a store of schema v10)");
-    return;
-  }
-  if (api_extract_op(rt->op)) {
-    serve_extract(m, id, rt, key, hr);
-    return;
-  }
-  if (m->in_flight >= m->max_in_flight) {
-    reply_error(m, id, 503, "busy", "too many admin requests in flight");
-    return;
-  }
-  if (hr->body_len > 0 && !is_json_type(hr->content_type)) {
-    reply_error(m, id, 415, "unsupported_media_type",
-                "send the body as application/json");
-    return;
-  }
-  req *r = track_req(m, id, rt);
-  if (!r)
-    return;
-  api_pool_call *c = &r->pool;
-  c->st = m->pool;
-  c->self = m->pool_self;
-  c->cred = m->cred;
-  c->cred_self = m->cred_self;
-  c->kind = rt->kind - API_POOL_KIND;
-  c->op = rt->op;
-  snprintf(c->key, sizeof(c->key), "%s", key);
-  c->reply = pool_reply;
-  c->arg = r;
-  api_pool_start(c, hr->query, hr->body, hr->body_len);
 }
 
 static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
@@ -517,19 +378,12 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     if (path_known)
       reply_error(m, id, 405, "method_not_allowed",
                   "this path does not take this method");
-    else if (api_extraction_path(hr->path))
-      reply_error(m, id, 400, "invalid",
-                  "a proxy id is 1..128 bytes of [a-z0-9._-]");
     else
       reply_error(m, id, 404, "not_found", "no such route");
     return;
   }
   if (rt->op == OP_ROUTES) {
     serve_routes(m, id);
-    return;
-  }
-  if (API_IS_POOL(rt->kind)) {
-    serve_pool(m, id, rt, key, hr);
     return;
   }
   if (!m->store) {
@@ -547,7 +401,7 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     reply_error(m, id, 400, "invalid", "a GET takes no body");
     return;
   }
-  if (!is_list && hr->body_len > 0 && !is_json_type(hr->content_type)) {
+  if (!is_list && hr->body_len > 0 && !api_is_json_type(hr->content_type)) {
     reply_error(m, id, 415, "unsupported_media_type",
                 "send the body as application/json");
     return;
@@ -638,8 +492,6 @@ static void on_cancel(void *arg, int64_t id) {
         m->store->cancel(m->store_self, r->call);
       if (r->check > 0)
         m->access->cancel(m->access_self, r->check);
-      api_pool_cancel(&r->pool);
-      api_extract_cancel(&r->ext);
       req_unlink(r);
       return;
     }
@@ -667,21 +519,20 @@ static int api_check(ph_ctx *ctx, const ph_api *a, const char **key,
     if (rc != PH_OK)
       return rc;
   }
-  const char *authority = a->conf_str(ctx, "authority");
-  if (authority && *authority) {
-    rc = check_named_provider(ctx, a, "authority", CP_AUTHORITY_SERVICE, key,
-                              why, whylen);
-    if (rc != PH_OK)
-      return rc;
+  /* The keys that served the pool's routes before pool_api (issue 25). */
+  static const char *const moved[] = {"authority", "credentials"};
+  for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+    const char *v = a->conf_str(ctx, moved[i]);
+    if (v && *v) {
+      *key = moved[i];
+      snprintf(why, whylen,
+               "moved to [pool_api] %s: the pool's routes (/v1/pool/*) are "
+               "the pool_api module's; load pool_api and set it there",
+               moved[i]);
+      return PH_EINVAL;
+    }
   }
-  admin_token t;
-  if (admin_token_load(a->conf_str(ctx, "token_file"), &t, why, whylen) <
-      0) {
-    *key = "token_file";
-    return PH_EINVAL;
-  }
-  OPENSSL_cleanse(&t, sizeof(t));
-  return PH_OK;
+  return admin_token_conf_check(ctx, a, key, why, whylen);
 }
 
 static int api_init(ph_ctx *ctx, const ph_api *a, void **state) {
@@ -693,11 +544,8 @@ static int api_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   m->ctx = ctx;
   m->max_in_flight = a->conf_int(ctx, "max_in_flight");
-  char why[512];
-  if (admin_token_load(a->conf_str(ctx, "token_file"), &m->token, why,
-                       sizeof(why)) < 0) {
-    PH_LOG(a, ctx, PH_LOG_ERROR, "admin token not loaded",
-           PH_STR("reason", why));
+  if (admin_token_conf_load(ctx, a, &m->token, "admin token not loaded") !=
+      PH_OK) {
     free(m);
     return PH_EINVAL;
   }
@@ -732,40 +580,10 @@ static int api_start(void *state) {
     m->access = api->service_get_named(m->ctx, PH_ACCESS_SERVICE,
                                        named ? access : store,
                                        PH_ACCESS_MAJOR, 0, &m->access_self);
-  /* The pool's routes answer 503 with a store that has no pool.store. */
-  if (api->service_provider_loaded(m->ctx, PH_POOL_STORE_SERVICE, store))
-    m->pool = api->service_get_named(m->ctx, PH_POOL_STORE_SERVICE, store,
-                                     PH_POOL_STORE_MAJOR, 0, &m->pool_self);
   if (named && !m->access) {
     PH_LOG(api, m->ctx, PH_LOG_ERROR, "access provider not found",
            PH_STR("access", access));
     return PH_ENOENT;
-  }
-  /* Credentials the controller cannot read (issue 23 item 6): asked only
-   * where that controller runs in this process. */
-  const char *credentials = api->conf_str(m->ctx, "credentials");
-  if (credentials && *credentials &&
-      api->service_provider_loaded(m->ctx, CP_CREDCHECK_SERVICE, credentials))
-    m->cred = api->service_get_named(m->ctx, CP_CREDCHECK_SERVICE, credentials,
-                                     CP_CREDCHECK_MAJOR, 0, &m->cred_self);
-  /* Exclusive extraction: minor 2 has extract (cp_authority.h). */
-  const char *authority = api->conf_str(m->ctx, "authority");
-  if (authority && *authority) {
-    m->auth = api->service_get_named(m->ctx, CP_AUTHORITY_SERVICE, authority,
-                                     CP_AUTHORITY_MAJOR, 2, &m->auth_self);
-    if (!m->auth) {
-      PH_LOG(api, m->ctx, PH_LOG_ERROR,
-             "cp.authority 1.2 (exclusive extraction) not found: load "
-             "redis_ownership or empty [admin_api] authority",
-             PH_STR("authority", authority));
-      return PH_ENOENT;
-    }
-    if (!m->pool) {
-      PH_LOG(api, m->ctx, PH_LOG_ERROR,
-             "[admin_api] authority needs a store with pool.store",
-             PH_STR("store", store));
-      return PH_ENOENT;
-    }
   }
   return PH_OK;
 }
@@ -773,16 +591,9 @@ static int api_start(void *state) {
 /* A new token file takes effect on SIGHUP (check has read it already). */
 static int api_reload(void *state) {
   mod *m = state;
-  char why[512];
-  admin_token t;
-  if (admin_token_load(api->conf_str(m->ctx, "token_file"), &t, why,
-                       sizeof(why)) < 0) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "admin token not reloaded",
-           PH_STR("reason", why));
+  if (admin_token_conf_load(m->ctx, api, &m->token,
+                            "admin token not reloaded") != PH_OK)
     return PH_EINVAL;
-  }
-  m->token = t;
-  OPENSSL_cleanse(&t, sizeof(t));
   m->max_in_flight = api->conf_int(m->ctx, "max_in_flight");
   return PH_OK;
 }
@@ -797,8 +608,6 @@ static void api_destroy(void *state) {
       m->store->cancel(m->store_self, r->call);
     if (r->check > 0 && m->access)
       m->access->cancel(m->access_self, r->check);
-    api_pool_cancel(&r->pool);
-    api_extract_cancel(&r->ext);
     req_unlink(r);
   }
   OPENSSL_cleanse(m, sizeof(*m));
@@ -808,8 +617,8 @@ static void api_destroy(void *state) {
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("admin_api", "1.0"),
     .description = "JSON admin API for users, tokens, agents and policies "
-                   "(authz.store) and the proxy pool (pool.store) on the "
-                   "admin listener",
+                   "(authz.store) and GET /v1/authorize on the admin "
+                   "listener",
     .requires = api_requires,
     .config = api_keys,
     .check = api_check,

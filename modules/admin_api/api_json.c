@@ -436,26 +436,6 @@ void api_write_record(json_w *w, const ph_az_record *rec) {
   json_w_obj_end(w);
 }
 
-size_t api_write_error(char *buf, size_t cap, const char *code,
-                       const char *message) {
-  json_w w;
-  json_w_init(&w, buf, cap);
-  json_w_obj(&w);
-  json_w_key(&w, "error");
-  json_w_obj(&w);
-  json_w_key(&w, "code");
-  json_w_str(&w, code);
-  json_w_key(&w, "message");
-  json_w_str(&w, message);
-  json_w_obj_end(&w);
-  json_w_obj_end(&w);
-  long n = json_w_finish(&w);
-  if (n < 0)
-    n = snprintf(buf, cap, "{\"error\":{\"code\":\"%s\",\"message\":\"\"}}",
-                 code);
-  return (size_t)n < cap ? (size_t)n : cap - 1;
-}
-
 /* ---- list queries ------------------------------------------------- */
 
 static int query_value(const char *v, size_t n, char *out, size_t cap) {

@@ -52,11 +52,6 @@ int api_query_parse(api_query *q, const char *query, const char **msg);
 /* One record as a JSON object. */
 void api_write_record(json_w *w, const ph_az_record *rec);
 
-/* {"error": {"code": code, "message": message}} into buf: its length
- * (always fits for the module's own messages; cut otherwise). */
-size_t api_write_error(char *buf, size_t cap, const char *code,
-                       const char *message);
-
 /* Scope names, for bodies and output: "stream", "agent". */
 uint32_t api_scope_bit(const char *name);
 

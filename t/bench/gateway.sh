@@ -12,8 +12,9 @@
 #   - phtarget, the target; phload --mode http-connect, the client;
 #   - N upstream proxies: proxyhost `local` instances (direct + http_proxy,
 #     CONNECT, no auth), shared by the three systems below;
-#   - gateway: a controller (store_sqlite, admin_api, redis_ownership on a
-#     private redis-server, controlplane_server, plaintext on loopback)
+#   - gateway: a controller (store_sqlite, admin_api, pool_api,
+#     redis_ownership on a private redis-server, controlplane_server,
+#     plaintext on loopback)
 #     and one gateway proxyhost (conf/gateway.ini's modules without socks5:
 #     controlplane_client, outcome_reporter, direct, direct.out, the five
 #     strategies, pool, http_proxy with connector = pool), the upstreams
@@ -79,7 +80,7 @@ if [ "$NUP" -lt 1 ] || [ "$NUP" -gt 64 ]; then die "GW_UPSTREAMS must be 1..64";
 for f in "$PHLOAD" "$PHTARGET" "$PROXYHOST" "$CTL"; do
   [ -x "$f" ] || die "$f is missing: make && make t/bench/phload t/bench/phtarget"
 done
-for m in store_sqlite admin_api redis_ownership controlplane_server \
+for m in store_sqlite admin_api pool_api redis_ownership controlplane_server \
   controlplane_client outcome_reporter direct round_robin weighted \
   least_active random sticky pool http_proxy; do
   have_module "$m" || die "module $m is not built"
@@ -207,7 +208,7 @@ start_gateway() {
 ; written by t/bench/gateway.sh: the controller (conf/controller.ini's
 ; modules), plaintext on loopback, every other key at its default
 [proxyhost]
-modules = store_sqlite, admin_api, redis_ownership, controlplane_server
+modules = store_sqlite, admin_api, pool_api, redis_ownership, controlplane_server
 module_path = $B/modules
 drain_timeout = 1s
 [log]
@@ -218,6 +219,9 @@ listen = 127.0.0.1:$ca
 path = $T/controller.db
 migrate = auto
 [admin_api]
+store = store_sqlite
+token_file = $T/admin.token
+[pool_api]
 store = store_sqlite
 token_file = $T/admin.token
 [redis_ownership]

@@ -9,8 +9,8 @@
  * a reason; an accepted write has an action and the kind asked for, an
  * update names at least one field, and every string it points to is
  * NUL-terminated inside the body struct within its bound; a query's
- * limit is within 1..PH_AZ_LIST_MAX; a path api_extraction_path takes
- * (a malformed proxy id: 400) is /v1/pool/proxies/SEGMENT/extraction.
+ * limit is within 1..PH_AZ_LIST_MAX. (The pool's routes are pool_api's:
+ * fuzz_admin_pool.c.)
  * Input byte 0 picks the route (its kind and op), byte 1 what the rest
  * is (bit 0: a path, bit 1: a query, else a body). */
 #include <stddef.h>
@@ -53,18 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const api_route *m = api_match(rt->method, p, key, &known);
     if (m) {
       check(m >= api_routes && m < api_routes + api_n_routes && known);
-      check(strlen(key) <=
-            (API_IS_POOL(m->kind) ? API_POOL_KEY_MAX : API_KEY_MAX));
+      check(strlen(key) <= API_KEY_MAX);
       check(strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789._-") ==
             strlen(key));
-      /* An extraction route's path is one api_extraction_path knows. */
-      check(m->op < OP_EXTRACTION || api_extraction_path(p));
     }
-    /* The malformed-id shape is the extraction path's, whatever its id. */
-    if (api_extraction_path(p))
-      check(strncmp(p, "/v1/pool/proxies/", 17) == 0 &&
-            len >= 17 + 11 && strcmp(p + len - 11, "/extraction") == 0 &&
-            memchr(p + 17, '/', len - 17 - 11) == NULL);
   } else if (data[1] & 2) {
     api_query q;
     if (api_query_parse(&q, p, &msg) == 0) {
@@ -76,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check(msg != NULL);
     }
   } else if (rt->op != OP_LIST && rt->op != OP_GET && rt->op != OP_ROUTES &&
-             !API_IS_POOL(rt->kind)) { /* the pool's: fuzz_admin_pool */
+             rt->op != OP_AUTHORIZE) {
     api_body *b = malloc(sizeof(*b));
     if (b) {
       int rc = api_body_parse(b, rt->kind, rt->op, "k", p, len, &msg);

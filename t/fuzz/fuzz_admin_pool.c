@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for what admin_api reads from a /v1/pool/ request
- * (modules/admin_api/api_pool.c): list queries and JSON bodies read into
+ * (modules/pool_api/api_pool.c): list queries and JSON bodies read into
  * pool.store lists and writes, through a fake store, and a PATCH's body
  * applied onto a stored row. It checks that exactly one answer comes for
  * every request (an error with a message, or a store call), that a write
@@ -19,7 +19,7 @@
 #include <proxyhost/abi.h>
 
 #include "api_pool.h"
-#include "api_routes.h"
+#include "pool_routes.h"
 
 static void check(int cond) {
   if (!cond)
@@ -107,12 +107,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1 || size > 8192)
     return 0;
-  size_t pool_routes[64], n = 0;
-  for (size_t i = 0; i < api_n_routes && n < 64; i++)
-    if (API_IS_POOL(api_routes[i].kind))
-      pool_routes[n++] = i;
+  size_t store_routes[64], n = 0;
+  for (size_t i = 0; i < pool_n_routes && n < 64; i++)
+    if (pool_routes[i].kind != 0)
+      store_routes[n++] = i;
   check(n > 0);
-  const api_route *rt = &api_routes[pool_routes[data[0] % n]];
+  const api_route *rt = &pool_routes[store_routes[data[0] % n]];
   size_t len = size - 1;
   char *p = malloc(len + 1);
   if (!p)
@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   api_pool_call c;
   memset(&c, 0, sizeof(c));
   c.st = &fake;
-  c.kind = rt->kind - API_POOL_KIND;
+  c.kind = rt->kind;
   c.op = rt->op;
   snprintf(c.key, sizeof(c.key), "%s", "k1");
   c.reply = reply;

@@ -13,7 +13,7 @@
 . "$top_srcdir/t/lib/cp_fake.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api
 
 CTL="$top_builddir/tools/proxyhostctl"
 PASSWORD=pw-Upstream-Never-Logged-93c1

@@ -17,7 +17,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api
 
 cp_stubs
 start_redis "$T/redis"; ok $? "redis-server starts"

@@ -22,7 +22,7 @@
 # target through that proxy.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api \
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api \
   controlplane_client outcome_reporter pool round_robin weighted least_active \
   random sticky http_proxy socks5 direct
 
@@ -84,7 +84,7 @@ sed -e "/^[^;]/s|/etc/proxyhost|$R/etc/proxyhost|g" \
   "$top_srcdir/conf/gateway.ini" >"$T/gateway.ini"
 # Exactly the listed lines differ from the shipped files.
 n=$(diff "$top_srcdir/conf/controller.ini" "$T/controller.ini" | grep -c '^>')
-is "$n" 9 "controller.ini: 9 lines changed (2 listeners, Redis, 6 paths)"
+is "$n" 10 "controller.ini: 10 lines changed (2 listeners, Redis, 7 paths: admin_api and pool_api share the admin token)"
 n=$(diff "$top_srcdir/conf/gateway.ini" "$T/gateway.ini" | grep -c '^>')
 is "$n" 6 "gateway.ini: 6 lines changed (3 listeners, 3 paths)"
 grep -q '^tls.mode = mtls$' "$T/controller.ini" && grep -q '^tls.mode = mtls$' "$T/gateway.ini"

@@ -26,7 +26,7 @@
 . "$top_srcdir/t/lib/pg.sh"
 . "$top_srcdir/t/lib/cp_views.sh"
 require_modules controlplane_server redis_ownership store_pg store_sqlite \
-  admin_api controlplane_client
+  admin_api pool_api controlplane_client
 
 PY=/usr/bin/python3
 CTL="$top_builddir/tools/proxyhostctl"
@@ -95,7 +95,7 @@ admin=$(free_port) cpp=$(free_port) gw1=$(free_port) gw2=$(free_port)
 # with short TTLs): store_pg over TCP on 127.0.0.1, mTLS.
 cat >"$T/controller.ini" <<EOF
 [proxyhost]
-modules = store_pg, admin_api, redis_ownership, controlplane_server
+modules = store_pg, admin_api, pool_api, redis_ownership, controlplane_server
 module_path = $top_builddir/modules
 drain_timeout = 2s
 [log]
@@ -107,6 +107,9 @@ dsn = host=127.0.0.1 port=$PG_PORT user=postgres dbname=pool
 migrate = auto
 revision_poll = 100ms
 [admin_api]
+store = store_pg
+token_file = $T/admin.token
+[pool_api]
 store = store_pg
 token_file = $T/admin.token
 [redis_ownership]

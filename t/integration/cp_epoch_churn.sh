@@ -25,7 +25,7 @@
 . "$top_srcdir/t/lib/cp_fake.sh" # cp_client_ini
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api \
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api \
   controlplane_client
 
 CTL="$top_builddir/tools/proxyhostctl"

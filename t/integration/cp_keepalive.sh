@@ -19,7 +19,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api \
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api \
   controlplane_client
 PROBE="/usr/bin/python3 $top_srcdir/t/lib/h2_probe.py"
 TAP_ON_FAIL='cat "$T/wire"; tail -n 5 "$T/ph.log" "$T/gw.log"'

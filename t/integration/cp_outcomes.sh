@@ -203,7 +203,8 @@ stop
 
 # ---- the real controller (CP-1-30, CP-1-32) --------------------------------
 if ! have_module controlplane_server || ! have_module redis_ownership ||
-  ! have_module store_sqlite || ! have_module admin_api; then
+  ! have_module store_sqlite || ! have_module admin_api ||
+  ! have_module pool_api; then
   skip "the controller's modules are not built"
   done_testing
   exit
@@ -219,7 +220,7 @@ umask 022
 cadmin=$(free_port) cpp=$(free_port)
 cat >"$T/ctl.ini" <<EOC
 [proxyhost]
-modules = store_sqlite, redis_ownership, controlplane_server, admin_api
+modules = store_sqlite, redis_ownership, controlplane_server, admin_api, pool_api
 module_path = $MODS
 [admin]
 listen = 127.0.0.1:$cadmin
@@ -227,6 +228,9 @@ listen = 127.0.0.1:$cadmin
 path = $T/pool.db
 revision_recheck = 100ms
 [admin_api]
+store = store_sqlite
+token_file = $T/admin.token
+[pool_api]
 store = store_sqlite
 token_file = $T/admin.token
 [redis_ownership]

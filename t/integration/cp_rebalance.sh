@@ -20,7 +20,7 @@
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
 . "$top_srcdir/t/lib/cp_views.sh"
-require_modules store_sqlite redis_ownership controlplane_server admin_api \
+require_modules store_sqlite redis_ownership controlplane_server admin_api pool_api \
   controlplane_client outcome_reporter direct round_robin pool http_proxy
 
 MODS="$top_builddir/modules"

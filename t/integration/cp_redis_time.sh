@@ -16,7 +16,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api
 
 SHIFT=-7200000
 TOL=600000

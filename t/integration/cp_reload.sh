@@ -18,7 +18,7 @@
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
 . "$top_srcdir/t/lib/cp_fake.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api \
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api \
   controlplane_client outcome_reporter pool round_robin http_proxy direct
 
 CTL="$top_builddir/tools/proxyhostctl"

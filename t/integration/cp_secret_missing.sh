@@ -12,7 +12,7 @@
 . "$top_srcdir/t/lib/cp_fake.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api
 
 PASSWORD=pw-Upstream-Never-Logged-5e21
 controller_up "$PASSWORD"

@@ -23,7 +23,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
-require_modules controlplane_server redis_ownership store_sqlite admin_api \
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api \
   controlplane_client
 TAP_ON_FAIL='tail -n 8 "$T/ph.log" "$T/gw.log"'
 

@@ -4,8 +4,8 @@
 # guides literally on a fresh machine found each of these wrong). Each
 # case is one class of error, checked by t/lib/docs_lint.py against the
 # tree and the built programs: the ABI the build reports, admin_api's
-# routes, proxyhostctl's commands (its own help), the docs index, every
-# anchor and quoted section reference, tables, one tunnel host, agent
+# and pool_api's routes, proxyhostctl's commands (its own help), the docs
+# index, every anchor and quoted section reference, tables, one tunnel host, agent
 # name and port across the server, agent and client guides, directories
 # and the system user made before use, the installed programs and pages,
 # configure's options, the package description, proxyhost(8)'s SEE ALSO,
@@ -24,7 +24,7 @@ check() { # DESCRIPTION CHECK [ARG...]
 abi=$("$PROXYHOST" --version | sed -n 's/.*module SDK ABI \([0-9]*\.[0-9]*\)).*/\1/p')
 like_re "$abi" '^[0-9]+\.[0-9]+$' "the build reports its ABI ($abi)"
 check "every ABI the docs show as the build's is $abi" abi "$abi"
-check "operations.md lists every admin_api route collection" routes
+check "operations.md lists every admin_api and pool_api route collection" routes
 ctl="$top_builddir/tools/proxyhostctl"
 if [ -x "$ctl" ]; then
   "$ctl" help >"$T/help" 2>&1
@@ -48,7 +48,7 @@ else
   skip "no debian/ (a release tarball): the package's lists not checked"
 fi
 check "proxyhost(8) SEE ALSO names every other page" seealso
-check "admin_api with redis_ownership: authority loaded first and named; one CA file per page" ini
+check "pool_api with redis_ownership: authority loaded first and named in [pool_api]; no [admin_api] authority; one CA file per page" ini
 check "the upgrade runbook writes out the seed's eight steps and the v8 writer (seed 001)" runbook
 check "no shipped part is called planned or to come" stale
 
@@ -56,7 +56,7 @@ check "no shipped part is called planned or to come" stale
 # each of a few classes planted.
 mkdir -p "$T/src"
 (cd "$top_srcdir" && tar cf - README.md NEWS.md docs sdk/ABI.md conf man \
-  modules/admin_api/api_routes.c modules/tunnel_client/tunnel_client.ini.sample \
+  modules/admin_api/api_routes.c modules/pool_api/pool_routes.c modules/tunnel_client/tunnel_client.ini.sample \
   modules/tunnel_agent/tunnel_agent.ini.sample configure.ac \
   deploy/systemd) | (cd "$T/src" && tar xf -)
 printf '\nSee [x](operations.md#no-such-heading) and `proxyhostctl user frob`.\n' >>"$T/src/docs/sdk.md"

@@ -16,7 +16,7 @@
 # --check-config. The reclaim from a live owner: gateway_e2e.sh.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
-require_modules store_sqlite redis_ownership admin_api
+require_modules store_sqlite redis_ownership admin_api pool_api
 
 CTL="$top_builddir/tools/proxyhostctl"
 "$CTL" admin-token new "$T/admin.token" >/dev/null
@@ -48,7 +48,7 @@ print("-" if v is None else v)' "$1" 2>/dev/null || echo -
 write_ini() {
   cat >"$1" <<EOC
 [proxyhost]
-modules = store_sqlite, redis_ownership, admin_api
+modules = store_sqlite, redis_ownership, admin_api, pool_api
 module_path = $top_builddir/modules
 [admin]
 listen = 127.0.0.1:$port
@@ -63,6 +63,9 @@ reconnect.max = 300ms
 [admin_api]
 store = store_sqlite
 token_file = $T/admin.token
+[pool_api]
+store = store_sqlite
+token_file = $T/admin.token
 $2
 EOC
 }
@@ -70,9 +73,9 @@ EOC
 port=$(free_port)
 write_ini "$T/on.ini" "authority = redis_ownership"
 out=$("$PROXYHOST" -c "$T/on.ini" --check-config 2>&1)
-ok $? "a configuration with [admin_api] authority = redis_ownership passes --check-config"
+ok $? "a configuration with [pool_api] authority = redis_ownership passes --check-config"
 start_proxyhost "$T/on.ini"
-wait_for ready "$port"; ok $? "proxyhost with store_sqlite, redis_ownership, admin_api starts (ready: Redis connected)"
+wait_for ready "$port"; ok $? "proxyhost with store_sqlite, redis_ownership, admin_api, pool_api starts (ready: Redis connected)"
 ctl proxy add p1 --protocol http_connect --host 192.0.2.1 --port 3128 \
   --groups residential --capacity 10 >/dev/null
 ok $? "proxyhostctl proxy add p1"
@@ -158,10 +161,10 @@ kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10; is "$EXIT" 0 "proxyhost stops clea
 write_ini "$T/off.ini" ""
 : >"$T/ph.log"
 start_proxyhost "$T/off.ini"
-wait_for healthy "$port"; ok $? "admin_api without authority starts"
+wait_for healthy "$port"; ok $? "pool_api without authority starts"
 api POST /v1/pool/proxies/p1/extraction
-is "$code:$(field error.code)" "501:not_implemented" "without [admin_api] authority: 501 not_implemented"
-like "$(field error.message)" "[admin_api] authority is not set" "... naming the key"
+is "$code:$(field error.code)" "501:not_implemented" "without [pool_api] authority: 501 not_implemented"
+like "$(field error.message)" "[pool_api] authority is not set" "... naming the key"
 ctl proxy extraction p1 >/dev/null 2>"$T/err"; rc=$?
 is "$rc" 1 "proxyhostctl proxy extraction: exit 1"
 like "$(cat "$T/err")" "501 not_implemented" "... printing the error"
@@ -173,5 +176,23 @@ write_ini "$T/bad.ini" "authority = redis_ownership.eu"
 out=$("$PROXYHOST" -c "$T/bad.ini" --check-config 2>&1); rc=$?
 [ "$rc" -ne 0 ]; ok $? "authority naming an instance that is not loaded fails --check-config"
 like "$out" "authority" "... naming the key"
+
+# An upgraded controller configuration (issue 25 item 6): the pool's routes
+# were admin_api's, with [admin_api] authority; the new admin_api refuses
+# the key and says where it went, rather than start without them.
+sed -e 's/^modules = .*/modules = store_sqlite, redis_ownership, admin_api/' \
+  -e '/^\[pool_api\]/,$d' "$T/on.ini" >"$T/old.ini"
+printf 'authority = redis_ownership\n' >>"$T/old.ini"
+out=$("$PROXYHOST" -c "$T/old.ini" --check-config 2>&1); rc=$?
+[ "$rc" -ne 0 ]; ok $? "an old [admin_api] authority fails --check-config"
+like "$out" "admin_api.authority: moved to [pool_api] authority" "... saying where it went"
+like "$out" "load pool_api" "... and which module to load"
+# A [pool_api] section with pool_api not loaded.
+sed -e 's/^modules = .*/modules = store_sqlite, redis_ownership, admin_api/' \
+  "$T/on.ini" >"$T/noload.ini"
+out=$("$PROXYHOST" -c "$T/noload.ini" --check-config 2>&1); rc=$?
+[ "$rc" -ne 0 ]; ok $? "a [pool_api] section without pool_api loaded fails --check-config"
+like "$out" "pool_api" "... naming the section"
+printf '%s\n' "$out" | sed 's/^/# /' | head -3
 stop_redis "$T/redis"
 done_testing

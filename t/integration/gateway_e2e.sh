@@ -17,7 +17,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/pg.sh"
-require_modules controlplane_server redis_ownership store_pg admin_api \
+require_modules controlplane_server redis_ownership store_pg admin_api pool_api \
   controlplane_client outcome_reporter pool round_robin weighted \
   least_active random sticky http_proxy socks5 direct auth_local
 
@@ -140,7 +140,7 @@ mkdir -p "$T/secrets"
 admin=$(free_port) cpp=$(free_port)
 cat >"$T/ctl.ini" <<EOF
 [proxyhost]
-modules = store_pg, redis_ownership, admin_api, controlplane_server
+modules = store_pg, redis_ownership, admin_api, pool_api, controlplane_server
 module_path = $top_builddir/modules
 drain_timeout = 2s
 [log]
@@ -152,6 +152,9 @@ dsn = host=127.0.0.1 port=$PG_PORT user=postgres dbname=pool
 migrate = auto
 revision_poll = 100ms
 [admin_api]
+store = store_pg
+token_file = $T/admin.token
+[pool_api]
 store = store_pg
 token_file = $T/admin.token
 authority = redis_ownership

@@ -12,7 +12,7 @@
 # answers or the log.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
-require_modules admin_api
+require_modules admin_api pool_api
 
 CTL="$top_builddir/tools/proxyhostctl"
 SECRET=pw-Never-Stored-5b81
@@ -36,11 +36,14 @@ port=$(free_port)
 : >"$T/ph.log"
 cat >"$T/run.ini" <<EOC
 [proxyhost]
-modules = $STORE, admin_api
+modules = $STORE, admin_api, pool_api
 module_path = $top_builddir/modules
 [admin]
 listen = 127.0.0.1:$port
 [admin_api]
+store = $STORE
+token_file = $T/admin.token
+[pool_api]
 store = $STORE
 token_file = $T/admin.token
 $2

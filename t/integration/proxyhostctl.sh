@@ -152,6 +152,14 @@ printf 'wrong-token-wrong-token-wrong-token-x\n' >"$T/wrong.token"; chmod 600 "$
 "$CTL" --admin "127.0.0.1:$port" --token-file "$T/wrong.token" user list >/dev/null 2>"$T/err"; rc=$?
 is "$rc" 1 "a wrong admin token: exit 1"
 like "$(cat "$T/err")" "401 unauthorized" "... 401"
+# This host loads admin_api alone: the pool's routes are pool_api's (issue
+# 25 item 6). proxyhostctl gets the host's 404 and says what to load.
+ctl proxy list >/dev/null 2>"$T/err"; rc=$?
+is "$rc" 1 "proxy list without pool_api: exit 1"
+like "$(cat "$T/err")" "error: the server answered 404" "... the host's 404"
+like "$(cat "$T/err")" "/v1/pool/... is the pool_api module's" "... and a hint naming pool_api"
+ctl user show nobody >/dev/null 2>"$T/err"
+unlike "$(cat "$T/err")" "hint:" "a module's own 404 gives no hint"
 chmod 644 "$T/wrong.token"
 "$CTL" --admin "127.0.0.1:$port" --token-file "$T/wrong.token" user list >/dev/null 2>"$T/err"; rc=$?
 is "$rc" 2 "a world-readable token file: exit 2"

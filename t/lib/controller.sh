@@ -38,7 +38,7 @@ controller_ini() {
     "$top_builddir/tools/proxyhostctl" admin-token new "$T/admin.token" >/dev/null
   cat >"$1" <<EOC
 [proxyhost]
-modules = store_sqlite, redis_ownership, controlplane_server, admin_api
+modules = store_sqlite, redis_ownership, controlplane_server, admin_api, pool_api
 module_path = $top_builddir/modules
 [log]
 level = debug
@@ -48,6 +48,9 @@ listen = 127.0.0.1:$2
 path = $T/pool.db
 revision_recheck = 100ms
 [admin_api]
+store = store_sqlite
+token_file = $T/admin.token
+[pool_api]
 store = store_sqlite
 token_file = $T/admin.token
 [redis_ownership]

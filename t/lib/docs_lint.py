@@ -10,8 +10,9 @@ following the guides literally (issue 24):
   abi VERSION        every place that shows the running build's ABI
                      (--version, proxyhost_build_info, host ABI in a load
                      error, proxyhost-sdk.pc) says VERSION
-  routes             every admin route collection of admin_api is listed
-                     in operations.md's admin listener table
+  routes             every admin route collection of admin_api and of
+                     pool_api is listed in operations.md's admin listener
+                     table, which says what each module serves
   ctl HELPFILE       every proxyhostctl command the docs show is one
                      `proxyhostctl help` (in HELPFILE) lists; no made-up
                      command (`ctl ...`); a page that runs one first says
@@ -36,10 +37,11 @@ following the guides literally (issue 24):
                      of the package, TunnelMesh, the controller and the
                      gateway
   seealso            proxyhost(8) SEE ALSO names every other page
-  ini                every ini block and role loading admin_api with
+  ini                every ini block and role loading pool_api with
                      redis_ownership loads the authority first and names
-                     it in [admin_api] authority; a page names one CA
-                     file per role
+                     it in [pool_api] authority; none sets [admin_api]
+                     authority or credentials (moved to [pool_api]); a
+                     page names one CA file per role
   runbook            the upgrade runbook writes out the seed's 8 steps
   stale              no page calls a part that ships planned or to come
 """
@@ -154,24 +156,32 @@ def check_abi(version):
 
 # ---- routes ----------------------------------------------------------------
 
+# Each admin module's route table, and the collections it serves.
+ROUTE_TABLES = (("admin_api", "modules/admin_api/api_routes.c"),
+                ("pool_api", "modules/pool_api/pool_routes.c"))
+
+
 def check_routes():
-    code = read("modules/admin_api/api_routes.c")
-    cols = set()
-    for path in re.findall(r'\{"[A-Z]+", "(/v1/[^"]*)"', code):
-        segs = path.split("/")[2:]
-        n = 2 if segs[0] == "pool" else 1
-        cols.add("/v1/" + "/".join(segs[:n]))
-    if not cols:
-        yield "no route found in modules/admin_api/api_routes.c"
     ops = read("docs/operations.md")
     row = [ln for ln in ops.split("\n") if ln.startswith("|") and
            "`admin_api` serves" in ln]
     if len(row) != 1:
         yield "operations.md: no admin listener row saying what `admin_api` serves"
         return
-    for c in sorted(cols):
-        if not re.search(r"`" + re.escape(c) + r"(/[^`]*)?`", row[0]):
-            yield f"operations.md: the admin listener table omits {c}"
+    for mod, src in ROUTE_TABLES:
+        code = read(src)
+        cols = set()
+        for path in re.findall(r'\{"[A-Z]+", "(/v1/[^"]*)"', code):
+            segs = path.split("/")[2:]
+            n = 2 if segs[0] == "pool" else 1
+            cols.add("/v1/" + "/".join(segs[:n]))
+        if not cols:
+            yield f"no route found in {src}"
+        if f"`{mod}` serves" not in row[0]:
+            yield f"operations.md: the admin listener row does not say what `{mod}` serves"
+        for c in sorted(cols):
+            if not re.search(r"`" + re.escape(c) + r"(/[^`]*)?`", row[0]):
+                yield f"operations.md: the admin listener table omits {c} ({mod})"
 
 
 # ---- ctl -------------------------------------------------------------------
@@ -564,18 +574,25 @@ def check_ini():
             if m:
                 mods = [x.strip() for x in m.group(1).split(",")]
         base = [x.split(".")[0] for x in mods]
-        if "admin_api" in base and "redis_ownership" in base:
-            if base.index("redis_ownership") > base.index("admin_api"):
-                yield f"{where}: redis_ownership is loaded after admin_api"
+        sect = None
+        for ln in ls:
+            m = re.match(r"^\[([a-z_.]+)\]", ln)
+            if m:
+                sect = m.group(1)
+            elif sect == "admin_api" and re.match(r"^(authority|credentials) *=", ln):
+                yield f"{where}: [admin_api] {ln.split('=')[0].strip()} moved to [pool_api]"
+        if "pool_api" in base and "redis_ownership" in base:
+            if base.index("redis_ownership") > base.index("pool_api"):
+                yield f"{where}: redis_ownership is loaded after pool_api"
             sect, auth = None, False
             for ln in ls:
                 m = re.match(r"^\[([a-z_.]+)\]", ln)
                 if m:
                     sect = m.group(1)
-                elif sect == "admin_api" and re.match(r"^authority *=", ln):
+                elif sect == "pool_api" and re.match(r"^authority *=", ln):
                     auth = True
             if not auth:
-                yield f"{where}: [admin_api] has no authority (extraction answers 501)"
+                yield f"{where}: [pool_api] has no authority (extraction answers 501)"
     for f in md_files():
         cas = set(re.findall(r"/etc/proxyhost/(?:[\w.-]+/)*[\w.-]*ca[\w.-]*\.pem", read(f)))
         if len(cas) > 1:

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Checks docs/api/openapi.yaml against the routes admin_api serves.
+"""Checks docs/api/openapi.yaml against the routes admin_api and pool_api
+serve.
 
-openapi_check.py OPENAPI.yaml ROUTES.json
+openapi_check.py OPENAPI.yaml ROUTES.json...
 
-ROUTES.json is the answer of GET /v1/routes (the module's own route
-table). Prints one TAP line per check (numbered from --first, default 1)
+Each ROUTES.json is a module's own route table: admin_api's GET
+/v1/routes, pool_api's GET /v1/pool; the served routes are their union. Prints one TAP line per check (numbered from --first, default 1)
 and the number of checks last, on a line "# checks N"; exits 0.
 - the (method, path) pairs of the document equal the served ones, both
   ways;
@@ -23,7 +24,7 @@ METHODS = ("get", "post", "patch", "delete", "put", "head", "options")
 
 def main():
     doc = yaml.safe_load(open(sys.argv[1]))
-    served = json.load(open(sys.argv[2]))["routes"]
+    served = [r for f in sys.argv[2:] for r in json.load(open(f))["routes"]]
     n = 0
 
     def ok(cond, name, detail=""):

@@ -117,6 +117,21 @@ static void test_token_file(void) {
                  "that provides the \"authz.store\" service",
        "... naming it");
   mock_free(x);
+  /* The keys that served the pool's routes moved to pool_api (issue 25
+   * item 6): an upgraded configuration still setting them is refused with
+   * where they went, not started without its pool routes. */
+  x = start_with("authority = redis_ownership\n", &err);
+  ok(x == NULL, "[admin_api] authority (moved) is refused");
+  like(err.data, "admin_api.authority: moved to [pool_api] authority: the "
+                 "pool's routes (/v1/pool/*) are the pool_api module's; "
+                 "load pool_api and set it there",
+       "... naming [pool_api] and the module to load");
+  mock_free(x);
+  x = start_with("credentials = controlplane_server\n", &err);
+  ok(x == NULL, "[admin_api] credentials (moved) is refused");
+  like(err.data, "admin_api.credentials: moved to [pool_api] credentials",
+       "... naming [pool_api]");
+  mock_free(x);
   buf_free(&err);
 }
 
@@ -360,6 +375,9 @@ static void test_routes_and_failures(void) {
   is_int(req("GET", "/v1/routes", AUTH, NULL), 200, "GET /v1/routes");
   like(reply(), "{\"method\":\"POST\",\"path\":\"/v1/tokens/{id}/rotate\"}",
        "... lists the rotate route");
+  unlike(reply(), "/v1/pool", "... and none of the pool's (pool_api's)");
+  is_int(req("GET", "/v1/pool/proxies", AUTH, NULL), 404,
+         "GET /v1/pool/proxies: not admin_api's (the host's 404)");
   mock_stop(m);
   mock_free(m);
 

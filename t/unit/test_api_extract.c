@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* admin_api's exclusive extraction (modules/admin_api/api_extract.c)
+/* pool_api's exclusive extraction (modules/pool_api/api_extract.c)
  * against a fake pool.store and a fake cp.authority (cp_authority.h,
  * minor 2): the store is asked before the authority (a missing proxy is
  * 404 and the authority never hears of it), each op reaches extract with

@@ -8,7 +8,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "api_json.h"
+#include "admin_http.h"
 #include "json.h"
 
 static void reply_error(api_extract_call *c, int http, const char *code,
@@ -129,7 +129,7 @@ static void ask_authority(api_extract_call *c) {
   if (!c->auth->extract) {
     /* A provider of cp.authority minor 2 that has no extract yet. */
     reply_error(c, 501, "not_implemented",
-                "the [admin_api] authority does not implement exclusive "
+                "the [pool_api] authority does not implement exclusive "
                 "extraction yet");
     return;
   }

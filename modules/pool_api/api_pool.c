@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin_http.h"
 #include "json.h"
 #include "pool_validate.h"
 
@@ -33,19 +34,8 @@ static int name_index(const char *const *names, int n, const char *s) {
 static void reply_error(api_pool_call *c, int http, const char *code,
                         const char *message) {
   char buf[600];
-  json_w w;
-  json_w_init(&w, buf, sizeof(buf));
-  json_w_obj(&w);
-  json_w_key(&w, "error");
-  json_w_obj(&w);
-  json_w_key(&w, "code");
-  json_w_str(&w, code);
-  json_w_key(&w, "message");
-  json_w_str(&w, message);
-  json_w_obj_end(&w);
-  json_w_obj_end(&w);
-  long n = json_w_finish(&w);
-  c->reply(c->arg, http, buf, n > 0 ? (size_t)n : 0);
+  size_t n = api_write_error(buf, sizeof(buf), code, message);
+  c->reply(c->arg, http, buf, n);
 }
 
 static void store_error(api_pool_call *c, int status, const char *detail) {
@@ -88,7 +78,7 @@ static void store_error(api_pool_call *c, int status, const char *detail) {
 
 /* Whether a proxy can be delivered as far as the controller can tell
  * here (issue 23 item 6): not when disabled, nor when its credential
- * cannot be read (cp.credentials, when [admin_api] credentials names a
+ * cannot be read (cp.credentials, when [pool_api] credentials names a
  * loaded controller). "usable" and "unusable_reason" (null when usable). */
 static void write_usable(json_w *w, const api_pool_call *c,
                          const ph_pool_proxy_row *p) {
@@ -613,7 +603,7 @@ static void start_list(api_pool_call *c, const char *key, const char *query) {
 void api_pool_start(api_pool_call *c, const char *query, const char *body,
                     size_t len) {
   if (c->op >= OP_EXTRACTION) {
-    /* api_extract.c's: admin_api.c never sends them here. */
+    /* api_extract.c's: pool_api.c never sends them here. */
     reply_error(c, 500, "internal", "not a pool.store route");
     return;
   }

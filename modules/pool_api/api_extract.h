@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The admin API's exclusive extraction of one proxy (CP-1-5, CP-4-2..5):
+/* pool_api's exclusive extraction of one proxy (CP-1-5, CP-4-2..5):
  * GET, POST and DELETE /v1/pool/proxies/{proxy_id}/extraction
  * (docs/api/openapi.yaml). The state lives in Redis, behind the
  * "cp.authority" service (modules/redis_ownership/cp_authority.h, minor 2)
- * that [admin_api] authority names; this file checks that the store has
+ * that [pool_api] authority names; this file checks that the store has
  * the proxy, then asks the authority, and writes the JSON answer:
  *
  *   {"proxy_id": ID, "state": "available"|"reclaiming"|"extracted",
@@ -15,10 +15,10 @@
  * 404 no such proxy (asked of the store before Redis); 409 "limit" when
  * Redis holds PH_POOL_PROXIES_MAX reclaiming or extracted proxies; 501
  * when the authority has no extract yet; 503 when Redis or the store is
- * unavailable or busy. admin_api.c answers 501 itself when no authority
+ * unavailable or busy. pool_api.c answers 501 itself when no authority
  * is configured, and 400 for a malformed id. */
-#ifndef PH_ADMIN_API_EXTRACT_H
-#define PH_ADMIN_API_EXTRACT_H
+#ifndef PH_POOL_API_EXTRACT_H
+#define PH_POOL_API_EXTRACT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "api_pool.h" /* api_pool_reply_fn */
-#include "api_routes.h"
+#include "pool_routes.h"
 #include "cp_authority.h"
 
 typedef struct api_extract_call {
@@ -35,7 +35,7 @@ typedef struct api_extract_call {
   const cp_authority_v1 *auth;
   void *auth_self;
   api_op op; /* OP_EXTRACTION, OP_EXTRACT or OP_RETURN */
-  char key[API_POOL_KEY_MAX + 1]; /* the proxy id, checked by api_match */
+  char key[API_POOL_KEY_MAX + 1]; /* the proxy id, checked by pool_match */
   int64_t store_call; /* > 0 while the store's read is outstanding */
   int64_t auth_call;  /* > 0 while the authority's call is */
   api_pool_reply_fn reply;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The admin API's /v1/pool/ routes over "pool.store"
+/* pool_api's /v1/pool/ routes over "pool.store"
  * (sdk/proxyhost/pool_store.h): proxies, routes and credential
  * references, listed, read, created, changed, moved, drained, rotated and
- * deleted (docs/api/openapi.yaml). admin_api.c matches the route and
+ * deleted (docs/api/openapi.yaml). pool_api.c matches the route and
  * hands the request here; this file reads the query and the JSON body,
  * makes the store calls and writes the JSON answer.
  *
@@ -12,15 +12,16 @@
  * A PATCH reads the record, applies the fields it names and writes it back
  * with expect_revision: a concurrent change makes it a 409, never a lost
  * update. */
-#ifndef PH_ADMIN_API_POOL_H
-#define PH_ADMIN_API_POOL_H
+#ifndef PH_POOL_API_POOL_H
+#define PH_POOL_API_POOL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include <proxyhost/authz_store.h> /* PH_AZ_E* statuses pool.store shares */
 #include <proxyhost/pool_store.h>
 
-#include "api_routes.h"
+#include "pool_routes.h"
 #include "cp_credcheck.h"
 
 /* Answers one request: an HTTP status and a JSON body (NULL for 204). */

@@ -1,0 +1,28 @@
+# modules/admin_kit: what the admin listener's JSON modules share
+# (admin_api, pool_api; issue 25 item 6): the admin token file and its
+# check (admin_token.c), the route table match, the {"error": ...} and
+# {"routes": [...]} bodies and the JSON content type (admin_http.c), the
+# token_file key's check, load and reload and the answers through the
+# host (admin_module.c). A
+# static convenience library built position-independent, linked into
+# each module (not copied).
+EXTRA_DIST += modules/admin_kit/local.mk
+
+ADMIN_KIT_SOURCES = modules/admin_kit/admin_token.c \
+	modules/admin_kit/admin_token.h \
+	modules/admin_kit/admin_http.c modules/admin_kit/admin_http.h \
+	modules/admin_kit/admin_module.c modules/admin_kit/admin_module.h
+ADMIN_KIT_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS) \
+	-I$(top_srcdir)/modules/admin_kit
+ADMIN_KIT_LIBADD = modules/admin_kit/libphadminkit.la \
+	modules/common/libphcommon.la $(OPENSSL_LIBS)
+
+if MODULE_ADMIN_API
+noinst_LTLIBRARIES += modules/admin_kit/libphadminkit.la
+else
+if MODULE_POOL_API
+noinst_LTLIBRARIES += modules/admin_kit/libphadminkit.la
+endif
+endif
+modules_admin_kit_libphadminkit_la_SOURCES = $(ADMIN_KIT_SOURCES)
+modules_admin_kit_libphadminkit_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* pool_api: the JSON API of the proxy pool over the "pool.store" service,
+ * served on the host's admin listener (ABI 1.3 routes) under /v1/pool:
+ * proxies, routes and credential references (api_pool.c) and exclusive
+ * extraction (api_extract.c); GET /v1/pool lists the module's routes.
+ * docs/api/openapi.yaml describes every route; proxyhostctl is its
+ * client. The authorization routes are admin_api's.
+ *
+ * Every request needs "Authorization: Bearer <admin token>", the token
+ * read from token_file (modules/admin_kit/admin_token.c); a missing or
+ * wrong one is a 401 that does not say which. Requests in flight: at most
+ * max_in_flight; the host's [admin] timeout cancels a request whose store
+ * call did not answer, and the store call with it.
+ *
+ * Exclusive extraction asks the "cp.authority" provider [pool_api]
+ * authority names (redis_ownership); without one those routes answer
+ * 501. The provider should come before pool_api in [proxyhost] modules,
+ * so that it starts before and is destroyed after this module. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
+
+#include "admin_http.h"
+#include "admin_module.h"
+#include "api_extract.h"
+#include "api_pool.h"
+#include "pool_routes.h"
+#include "provider_check.h"
+
+#define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
+
+static const ph_api *api;
+
+static const ph_conf_key pool_api_keys[] = {
+    PH_CONF_KEY("store", PH_CONF_STRING, "", 0, 97, 0, NULL,
+                "the pool.store provider instance (store_sqlite, store_pg "
+                "of schema v10); required",
+                NULL),
+    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
+                "file holding the admin token, readable only by its owner "
+                "(proxyhostctl admin-token new FILE); required",
+                NULL),
+    PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, 97, 0, NULL,
+                "the cp.authority provider instance exclusive extraction "
+                "asks (redis_ownership, redis_ownership.eu); empty: "
+                "extraction is off (its routes answer 501)",
+                NULL),
+    PH_CONF_KEY("credentials", PH_CONF_STRING, "controlplane_server", 0, 97, 0,
+                NULL,
+                "the cp.credentials provider (a controlplane_server "
+                "instance) that says which proxies' credentials cannot be "
+                "read (usable, unusable_reason); none loaded by that name, "
+                "or empty: only disabled proxies are shown unusable",
+                NULL),
+    PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
+                NULL, "pool API requests waiting for the store at once", NULL),
+    PH_CONF_END};
+
+static const char *const pool_api_requires[] = {PH_POOL_STORE_SERVICE, NULL};
+
+typedef struct req req;
+typedef struct mod mod;
+
+struct req {
+  mod *m;
+  int64_t id;           /* the host's request id */
+  api_pool_call pool;   /* a pool.store request (api_pool.c) */
+  api_extract_call ext; /* an extraction request (api_extract.c) */
+  req *next;
+};
+
+struct mod {
+  ph_ctx *ctx;
+  admin_token token;
+  const ph_pool_store_v1 *pool;
+  void *pool_self;
+  const cp_authority_v1 *auth; /* [pool_api] authority's, if set */
+  void *auth_self;
+  const cp_credcheck_v1 *cred; /* [pool_api] credentials', if loaded */
+  void *cred_self;
+  int64_t max_in_flight, in_flight;
+  req *reqs;
+};
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void req_unlink(req *r) {
+  mod *m = r->m;
+  for (req **pp = &m->reqs; *pp; pp = &(*pp)->next)
+    if (*pp == r) {
+      *pp = r->next;
+      break;
+    }
+  m->in_flight--;
+  api_pool_free(&r->pool);
+  OPENSSL_cleanse(r, sizeof(*r));
+  free(r);
+}
+
+/* api_pool.c's and api_extract.c's one answer to a request. */
+static void pool_reply(void *arg, int http, const char *body, size_t len) {
+  req *r = arg;
+  if (body)
+    admin_reply_json(r->m->ctx, api, r->id, http, body, len);
+  else
+    api->route_reply(r->m->ctx, r->id, http, NULL, NULL, 0);
+  req_unlink(r);
+}
+
+/* A request taken on: linked into m->reqs and counted in in_flight until
+ * pool_reply. NULL (after answering 503) when too many are in flight or
+ * without memory. */
+static req *track_req(mod *m, int64_t id) {
+  if (m->in_flight >= m->max_in_flight) {
+    admin_reply_error(m->ctx, api, id, 503, "busy",
+                      "too many admin requests in flight");
+    return NULL;
+  }
+  req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    admin_reply_error(m->ctx, api, id, 503, "unavailable", "out of memory");
+    return NULL;
+  }
+  r->m = m;
+  r->id = id;
+  r->next = m->reqs;
+  m->reqs = r;
+  m->in_flight++;
+  return r;
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void serve_routes(mod *m, int64_t id) {
+  char buf[4096];
+  long n = api_write_routes(pool_routes, pool_n_routes, buf, sizeof(buf));
+  if (n < 0)
+    admin_reply_error(m->ctx, api, id, 500, "internal",
+                      "route table too large");
+  else
+    admin_reply_json(m->ctx, api, id, 200, buf, (size_t)n);
+}
+
+/* An extraction request: api_extract.c answers through pool_reply,
+ * exactly once. */
+static void serve_extract(mod *m, int64_t id, const api_route *rt,
+                          const char *key, const ph_http_request *hr) {
+  if (!m->auth) {
+    admin_reply_error(
+        m->ctx, api, id, 501, "not_implemented",
+        "exclusive extraction is off: [pool_api] authority is not "
+        "set");
+    return;
+  }
+  if (hr->query && hr->query[0]) {
+    admin_reply_error(m->ctx, api, id, 400, "invalid",
+                      "this call takes no query");
+    return;
+  }
+  req *r = track_req(m, id);
+  if (!r)
+    return;
+  api_extract_call *c = &r->ext;
+  c->st = m->pool;
+  c->st_self = m->pool_self;
+  c->auth = m->auth;
+  c->auth_self = m->auth_self;
+  c->op = rt->op;
+  snprintf(c->key, sizeof(c->key), "%s", key);
+  c->reply = pool_reply;
+  c->arg = r;
+  api_extract_start(c, hr->body_len);
+}
+
+/* A pool.store request: api_pool.c reads it and answers through
+ * pool_reply, exactly once. */
+static void serve_pool(mod *m, int64_t id, const api_route *rt, const char *key,
+                       const ph_http_request *hr) {
+  if (hr->body_len > 0 && !api_is_json_type(hr->content_type)) {
+    admin_reply_error(m->ctx, api, id, 415, "unsupported_media_type",
+                      "send the body as application/json");
+    return;
+  }
+  req *r = track_req(m, id);
+  if (!r)
+    return;
+  api_pool_call *c = &r->pool;
+  c->st = m->pool;
+  c->self = m->pool_self;
+  c->cred = m->cred;
+  c->cred_self = m->cred_self;
+  c->kind = rt->kind;
+  c->op = rt->op;
+  snprintf(c->key, sizeof(c->key), "%s", key);
+  c->reply = pool_reply;
+  c->arg = r;
+  api_pool_start(c, hr->query, hr->body, hr->body_len);
+}
+
+static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
+  mod *m = arg;
+  if (!admin_token_check(&m->token, hr->authorization)) {
+    admin_reply_error(m->ctx, api, id, 401, "unauthorized",
+                      "send Authorization: Bearer with the admin token");
+    return;
+  }
+  char key[API_POOL_KEY_MAX + 1];
+  int path_known;
+  const api_route *rt = pool_match(hr->method, hr->path, key, &path_known);
+  if (!rt) {
+    if (path_known)
+      admin_reply_error(m->ctx, api, id, 405, "method_not_allowed",
+                        "this path does not take this method");
+    else if (pool_extraction_path(hr->path))
+      admin_reply_error(m->ctx, api, id, 400, "invalid",
+                        "a proxy id is 1..128 bytes of [a-z0-9._-]");
+    else
+      admin_reply_error(m->ctx, api, id, 404, "not_found", "no such route");
+    return;
+  }
+  if (rt->op == OP_ROUTES) {
+    serve_routes(m, id);
+    return;
+  }
+  if (!m->pool) {
+    admin_reply_error(m->ctx, api, id, 503, "unavailable",
+                      "the store is not started");
+    return;
+  }
+  if (api_extract_op(rt->op))
+    serve_extract(m, id, rt, key, hr);
+  else
+    serve_pool(m, id, rt, key, hr);
+}
+
+/* The client left or the deadline passed: drop the store call. */
+static void on_cancel(void *arg, int64_t id) {
+  mod *m = arg;
+  for (req *r = m->reqs; r; r = r->next)
+    if (r->id == id) {
+      api_pool_cancel(&r->pool);
+      api_extract_cancel(&r->ext);
+      req_unlink(r);
+      return;
+    }
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+static int pool_api_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                          char *why, size_t whylen) {
+  const char *store = a->conf_str(ctx, "store");
+  if (!store || !*store) {
+    *key = "store";
+    snprintf(why, whylen,
+             "required: the pool.store provider instance "
+             "(store_sqlite or store_pg)");
+    return PH_EINVAL;
+  }
+  int rc = check_named_provider(ctx, a, "store", PH_POOL_STORE_SERVICE, key,
+                                why, whylen);
+  if (rc != PH_OK)
+    return rc;
+  const char *authority = a->conf_str(ctx, "authority");
+  if (authority && *authority) {
+    rc = check_named_provider(ctx, a, "authority", CP_AUTHORITY_SERVICE, key,
+                              why, whylen);
+    if (rc != PH_OK)
+      return rc;
+  }
+  return admin_token_conf_check(ctx, a, key, why, whylen);
+}
+
+static int pool_api_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  api = a;
+  if (a->size <= offsetof(ph_api, route_reply))
+    return PH_ESTATE; /* a host before ABI 1.3 has no routes */
+  mod *m = calloc(1, sizeof(*m));
+  if (!m)
+    return PH_ENOMEM;
+  m->ctx = ctx;
+  m->max_in_flight = a->conf_int(ctx, "max_in_flight");
+  if (admin_token_conf_load(ctx, a, &m->token, "admin token not loaded") !=
+      PH_OK) {
+    free(m);
+    return PH_EINVAL;
+  }
+  int rc = a->route_register(ctx, POOL_API_PREFIX, on_request, on_cancel, m,
+                             (uint32_t)m->max_in_flight);
+  if (rc != PH_OK) {
+    OPENSSL_cleanse(m, sizeof(*m));
+    free(m);
+    return rc;
+  }
+  *state = m;
+  return PH_OK;
+}
+
+static int pool_api_start(void *state) {
+  mod *m = state;
+  const char *store = api->conf_str(m->ctx, "store");
+  m->pool = api->service_get_named(m->ctx, PH_POOL_STORE_SERVICE, store,
+                                   PH_POOL_STORE_MAJOR, 0, &m->pool_self);
+  if (!m->pool) {
+    PH_LOG(api, m->ctx, PH_LOG_ERROR,
+           "pool.store not found (a store of schema v10)",
+           PH_STR("store", store));
+    return PH_ENOENT;
+  }
+  /* Credentials the controller cannot read (issue 23 item 6): asked only
+   * where that controller runs in this process. */
+  const char *credentials = api->conf_str(m->ctx, "credentials");
+  if (credentials && *credentials &&
+      api->service_provider_loaded(m->ctx, CP_CREDCHECK_SERVICE, credentials))
+    m->cred = api->service_get_named(m->ctx, CP_CREDCHECK_SERVICE, credentials,
+                                     CP_CREDCHECK_MAJOR, 0, &m->cred_self);
+  /* Exclusive extraction: minor 2 has extract (cp_authority.h). */
+  const char *authority = api->conf_str(m->ctx, "authority");
+  if (authority && *authority) {
+    m->auth = api->service_get_named(m->ctx, CP_AUTHORITY_SERVICE, authority,
+                                     CP_AUTHORITY_MAJOR, 2, &m->auth_self);
+    if (!m->auth) {
+      PH_LOG(api, m->ctx, PH_LOG_ERROR,
+             "cp.authority 1.2 (exclusive extraction) not found: load "
+             "redis_ownership or empty [pool_api] authority",
+             PH_STR("authority", authority));
+      return PH_ENOENT;
+    }
+  }
+  return PH_OK;
+}
+
+/* A new token file takes effect on SIGHUP (check has read it already). */
+static int pool_api_reload(void *state) {
+  mod *m = state;
+  if (admin_token_conf_load(m->ctx, api, &m->token,
+                            "admin token not reloaded") != PH_OK)
+    return PH_EINVAL;
+  m->max_in_flight = api->conf_int(m->ctx, "max_in_flight");
+  return PH_OK;
+}
+
+static void pool_api_destroy(void *state) {
+  mod *m = state;
+  if (!m)
+    return;
+  while (m->reqs) {
+    req *r = m->reqs;
+    api_pool_cancel(&r->pool);
+    api_extract_cancel(&r->ext);
+    req_unlink(r);
+  }
+  OPENSSL_cleanse(m, sizeof(*m));
+  free(m);
+}
+
+PROXYHOST_MODULE = {
+    PH_MODULE_HEADER("pool_api", "1.0"),
+    .description = "JSON API of the proxy pool (pool.store): proxies, "
+                   "routes, credential references and exclusive extraction "
+                   "under /v1/pool on the admin listener",
+    .requires = pool_api_requires,
+    .config = pool_api_keys,
+    .check = pool_api_check,
+    .init = pool_api_init,
+    .start = pool_api_start,
+    .reload = pool_api_reload,
+    .destroy = pool_api_destroy,
+};
