@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "auth_cache_int.h"
+#include "metric_table.h"
 #include "provider_check.h"
 
 static const ph_api *api;
@@ -81,40 +82,32 @@ static void read_config(acache *s) {
   s->interval = api->conf_int(s->ctx, "revision_interval");
 }
 
-static int declare_metrics(acache *s) {
-  static const char *const caches[] = {"hit", "miss", "shared", "bypass", NULL};
-  static const ph_label_def labels[] = {{"cache", caches}};
-  ph_metric_def d = {
-      .name = "tunnelmesh_authorization_cache_requests_total",
-      .help = "Authorization cache lookups: hit, miss (a store check), "
+static const char *const caches[] = {"hit", "miss", "shared", "bypass", NULL};
+static const ph_label_def cache_label[] = {{"cache", caches}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table ac_metrics[] = {
+    PH_METRIC("tunnelmesh_authorization_cache_requests_total",
+              PH_METRIC_COUNTER,
+              "Authorization cache lookups: hit, miss (a store check), "
               "shared (joined one in flight), bypass (cache off)",
-      .type = PH_METRIC_COUNTER,
-      .labels = labels,
-      .n_labels = 1};
-  ph_metric *m = api->metric(s->ctx, &d);
-  ph_metric_def de = {.name = "proxyhost_auth_cache_entries",
-                      .help = "Verdicts in the current generation",
-                      .type = PH_METRIC_GAUGE};
-  ph_metric_def dv = {.name = "proxyhost_auth_cache_evictions_total",
-                      .help = "Verdicts evicted to make room (max_entries)",
-                      .type = PH_METRIC_COUNTER};
-  ph_metric_def dg = {.name = "proxyhost_auth_cache_generations_total",
-                      .help = "Generations started (a revision rise, a "
-                              "recovery, a reload)",
-                      .type = PH_METRIC_COUNTER};
-  ph_metric *me = api->metric(s->ctx, &de);
-  ph_metric *mv = api->metric(s->ctx, &dv);
-  ph_metric *mg = api->metric(s->ctx, &dg);
-  if (!m || !me || !mv || !mg)
-    return PH_EINVAL;
-  for (int i = 0; i < AC_N_REQ; i++) {
-    const char *lv[] = {caches[i]};
-    s->m_req[i] = api->series(m, lv);
-  }
-  s->m_entries = api->series(me, NULL);
-  s->m_evictions = api->series(mv, NULL);
-  s->m_generations = api->series(mg, NULL);
-  return PH_OK;
+              PH_METRIC_LABELS(cache_label), PH_METRIC_NO_BUCKETS, acache,
+              m_req),
+    PH_METRIC("proxyhost_auth_cache_entries", PH_METRIC_GAUGE,
+              "Verdicts in the current generation", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, acache, m_entries),
+    PH_METRIC("proxyhost_auth_cache_evictions_total", PH_METRIC_COUNTER,
+              "Verdicts evicted to make room (max_entries)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, acache, m_evictions),
+    PH_METRIC("proxyhost_auth_cache_generations_total", PH_METRIC_COUNTER,
+              "Generations started (a revision rise, a "
+              "recovery, a reload)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, acache,
+              m_generations),
+    PH_METRIC_END};
+
+static int declare_metrics(acache *s) {
+  return ph_metric_table_register(api, s->ctx, ac_metrics, s);
 }
 
 static int cache_init(ph_ctx *ctx, const ph_api *host, void **state) {

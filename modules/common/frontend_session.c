@@ -257,11 +257,18 @@ static void open_answer(void *arg, const ph_open_result *res) {
   frontend_session_leave(s);
 }
 
+/* An open that failed in the call (the connector's refusal, a misuse):
+ * counted here, as an answered open is, for every frontend. */
+static int open_failed(frontend_server *srv, int rc) {
+  stream_metrics_open(srv->sm, PH_OPEN_INTERNAL_ERROR, SM_STRICT);
+  return rc;
+}
+
 int frontend_session_open(frontend_session *s, const char *host,
                           uint16_t port, const char *principal) {
   frontend_server *srv = s->srv;
   if (guard_dead(&s->g) || !srv->connector || s->open_id > 0)
-    return PH_ESTATE;
+    return open_failed(srv, PH_ESTATE);
   /* The upstream may be a socket or a stream (stream.h); a lease is
    * honoured (connector.h minor 3). */
   ph_open_request rq = {.size = sizeof(rq),
@@ -279,7 +286,7 @@ int frontend_session_open(frontend_session *s, const char *host,
   int64_t id = srv->connector->open(srv->connector_self, &rq, open_answer, s);
   s->in_call = 0;
   if (id <= 0)
-    return id < 0 ? (int)id : PH_EINVAL;
+    return open_failed(srv, id < 0 ? (int)id : PH_EINVAL);
   if (!s->answered)
     s->open_id = id;
   return PH_OK;
@@ -339,7 +346,7 @@ int frontend_session_open_validated(frontend_session *s, const char *host,
   if (!srv->validation) /* the one test on the path without validation */
     return frontend_session_open(s, host, port, principal);
   if (guard_dead(&s->g) || s->open_id > 0 || s->val_id > 0)
-    return PH_ESTATE;
+    return open_failed(srv, PH_ESTATE);
   ph_validation_request rq = {.size = sizeof(rq),
                               .protocol = PH_PROTO_TCP,
                               .port = port,

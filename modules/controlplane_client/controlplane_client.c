@@ -46,6 +46,7 @@
 #include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
+#include "metric_table.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
 
@@ -131,84 +132,59 @@ static void handle_message(cpc *m, const uint8_t *msg, size_t len);
 
 /* ---- metrics ------------------------------------------------------------ */
 
+static const ph_label_def state_label[] = {{"state", state_names}};
+static const ph_label_def rpc_labels[] = {{"rpc", rpc_names},
+                                          {"status", status_names}};
+static const ph_label_def reject_label[] = {{"reason", reject_names}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table cpc_metrics[] = {
+    PH_METRIC("proxyhost_cp_gateway_runtime_truncated_total",
+              PH_METRIC_COUNTER, "runtime reports cut at max_runtime_counters",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_rt_truncated),
+    PH_METRIC("proxyhost_cp_gateway_session_state", PH_METRIC_GAUGE,
+              "1 for the session's current state",
+              PH_METRIC_LABELS(state_label), PH_METRIC_NO_BUCKETS, cpc,
+              m_state),
+    PH_METRIC("proxyhost_cp_gateway_rpcs_total", PH_METRIC_COUNTER,
+              "control-plane calls by rpc and final gRPC status",
+              PH_METRIC_LABELS(rpc_labels), PH_METRIC_NO_BUCKETS, cpc, m_rpc),
+    PH_METRIC("proxyhost_cp_gateway_snapshots_accepted_total",
+              PH_METRIC_COUNTER,
+              "snapshots validated, swapped in and acknowledged",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_accepted),
+    PH_METRIC("proxyhost_cp_gateway_snapshots_rejected_total",
+              PH_METRIC_COUNTER, "snapshots or deltas refused, by reason",
+              PH_METRIC_LABELS(reject_label), PH_METRIC_NO_BUCKETS, cpc,
+              m_rejected),
+    PH_METRIC("proxyhost_cp_gateway_view_version", PH_METRIC_GAUGE,
+              "snapshot version of the view in use (0: none)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_version),
+    PH_METRIC("proxyhost_cp_gateway_view_valid_seconds", PH_METRIC_GAUGE,
+              "seconds until the view's valid_until or stale "
+              "deadline, at the last session event (<= 0: none)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_valid),
+    PH_METRIC("proxyhost_cp_gateway_reconnects_total", PH_METRIC_COUNTER,
+              "sessions started after the first", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, cpc, m_reconnects),
+    PH_METRIC("proxyhost_cp_gateway_ready", PH_METRIC_GAUGE,
+              "1 while the view may be used (CP-1-28)", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, cpc, m_ready),
+    PH_METRIC("proxyhost_cp_gateway_epoch_waits_total", PH_METRIC_COUNTER,
+              "ACKs and runtime reports refused only for a stale "
+              "ownership epoch: the session waited for its next "
+              "snapshot instead of ending",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_epoch_waits),
+    PH_METRIC("proxyhost_cp_gateway_ready_retries_total", PH_METRIC_COUNTER,
+              "sessions started before the backoff timer, when "
+              "the channel's connection became ready (issue 23 "
+              "item 3)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc,
+              m_ready_retries),
+    PH_METRIC_END};
+
 static int register_metrics(cpc *m) {
-  ph_label_def st[] = {{"state", state_names}};
-  ph_metric_def d_state = {"proxyhost_cp_gateway_session_state",
-                           "1 for the session's current state",
-                           PH_METRIC_GAUGE, st, 1, NULL, 0};
-  ph_label_def rl[] = {{"rpc", rpc_names}, {"status", status_names}};
-  ph_metric_def d_rpc = {"proxyhost_cp_gateway_rpcs_total",
-                         "control-plane calls by rpc and final gRPC status",
-                         PH_METRIC_COUNTER, rl, 2, NULL, 0};
-  ph_metric_def d_acc = {"proxyhost_cp_gateway_snapshots_accepted_total",
-                         "snapshots validated, swapped in and acknowledged",
-                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_label_def rr[] = {{"reason", reject_names}};
-  ph_metric_def d_rej = {"proxyhost_cp_gateway_snapshots_rejected_total",
-                         "snapshots or deltas refused, by reason",
-                         PH_METRIC_COUNTER, rr, 1, NULL, 0};
-  ph_metric_def d_ver = {"proxyhost_cp_gateway_view_version",
-                         "snapshot version of the view in use (0: none)",
-                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def d_val = {"proxyhost_cp_gateway_view_valid_seconds",
-                         "seconds until the view's valid_until or stale "
-                         "deadline, at the last session event (<= 0: none)",
-                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def d_rec = {"proxyhost_cp_gateway_reconnects_total",
-                         "sessions started after the first",
-                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def d_rdy = {"proxyhost_cp_gateway_ready",
-                         "1 while the view may be used (CP-1-28)",
-                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def d_ew = {"proxyhost_cp_gateway_epoch_waits_total",
-                        "ACKs and runtime reports refused only for a stale "
-                        "ownership epoch: the session waited for its next "
-                        "snapshot instead of ending",
-                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def d_rr = {"proxyhost_cp_gateway_ready_retries_total",
-                        "sessions started before the backoff timer, when "
-                        "the channel's connection became ready (issue 23 "
-                        "item 3)",
-                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def d_cut = {"proxyhost_cp_gateway_runtime_truncated_total",
-                         "runtime reports cut at max_runtime_counters",
-                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric *mt = api->metric(m->ctx, &d_cut);
-  ph_metric *ms = api->metric(m->ctx, &d_state);
-  ph_metric *mr = api->metric(m->ctx, &d_rpc);
-  ph_metric *ma = api->metric(m->ctx, &d_acc);
-  ph_metric *mj = api->metric(m->ctx, &d_rej);
-  ph_metric *mv = api->metric(m->ctx, &d_ver);
-  ph_metric *ml = api->metric(m->ctx, &d_val);
-  ph_metric *mc = api->metric(m->ctx, &d_rec);
-  ph_metric *my = api->metric(m->ctx, &d_rdy);
-  ph_metric *me = api->metric(m->ctx, &d_ew);
-  ph_metric *mq = api->metric(m->ctx, &d_rr);
-  if (!ms || !mr || !ma || !mj || !mv || !ml || !mc || !my || !mt || !me ||
-      !mq)
-    return PH_EINVAL;
-  m->m_ready_retries = api->series(mq, NULL);
-  m->m_epoch_waits = api->series(me, NULL);
-  m->m_rt_truncated = api->series(mt, NULL);
-  for (int i = 0; i < N_STATE; i++) {
-    const char *v[1] = {state_names[i]};
-    m->m_state[i] = api->series(ms, v);
-  }
-  for (int r = 0; r < RPC_COUNT; r++)
-    for (int s = 0; s < N_STATUS; s++) {
-      const char *v[2] = {rpc_names[r], status_names[s]};
-      m->m_rpc[r][s] = api->series(mr, v);
-    }
-  for (int i = 0; i < N_REJECT; i++) {
-    const char *v[1] = {reject_names[i]};
-    m->m_rejected[i] = api->series(mj, v);
-  }
-  m->m_accepted = api->series(ma, NULL);
-  m->m_version = api->series(mv, NULL);
-  m->m_valid = api->series(ml, NULL);
-  m->m_reconnects = api->series(mc, NULL);
-  m->m_ready = api->series(my, NULL);
-  return PH_OK;
+  return ph_metric_table_register(api, m->ctx, cpc_metrics, m);
 }
 
 static void count_rpc(cpc *m, int rpc, int status) {

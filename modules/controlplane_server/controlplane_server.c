@@ -24,6 +24,7 @@
 #include "clocks.h"
 #include "cp_grpc_conf.h"
 #include "cs.h"
+#include "metric_table.h"
 
 const ph_api *cs_api;
 #define api cs_api
@@ -42,103 +43,77 @@ static const char *const withheld_reasons[] = {"credential", NULL};
 static const char *const rebalance_what[] = {"moved", "limited", NULL};
 static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                               0.1,   0.25,   0.5,   1,    2.5,   5};
-#define NSECS (sizeof(secs) / sizeof(secs[0]))
+
+static const ph_label_def rpc_labels[] = {{"method", method_names},
+                                          {"code", code_names}};
+static const ph_label_def method_label[] = {{"method", method_names}};
+static const ph_label_def drop_label[] = {{"reason", drop_reasons}};
+static const ph_label_def withheld_label[] = {{"reason", withheld_reasons}};
+static const ph_label_def assign_label[] = {{"result", assign_results}};
+static const ph_label_def rebalance_label[] = {{"what", rebalance_what}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table cs_metrics[] = {
+    PH_METRIC("proxyhost_cp_controller_rpcs_total", PH_METRIC_COUNTER,
+              "finished RPCs by method and gRPC status code",
+              PH_METRIC_LABELS(rpc_labels), PH_METRIC_NO_BUCKETS, cs, m_rpcs),
+    PH_METRIC("proxyhost_cp_controller_rpc_seconds", PH_METRIC_HISTOGRAM,
+              "RPC latency, from the call to its status",
+              PH_METRIC_LABELS(method_label), PH_METRIC_BUCKETS(secs), cs,
+              m_seconds),
+    PH_METRIC("proxyhost_cp_controller_streams_open", PH_METRIC_GAUGE,
+              "WatchSnapshots streams open", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, cs, m_streams),
+    PH_METRIC("proxyhost_cp_controller_snapshots_sent_total",
+              PH_METRIC_COUNTER, "snapshots sent, full or as a delta",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cs, m_sent),
+    PH_METRIC("proxyhost_cp_controller_build_seconds", PH_METRIC_HISTOGRAM,
+              "snapshot build time (the host job)", PH_METRIC_NO_LABELS,
+              PH_METRIC_BUCKETS(secs), cs, m_build),
+    PH_METRIC("proxyhost_cp_controller_build_failures_total",
+              PH_METRIC_COUNTER, "snapshot builds that failed",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cs, m_build_fail),
+    PH_METRIC("proxyhost_cp_controller_assign_total", PH_METRIC_COUNTER,
+              "periodic ownership assignments by result",
+              PH_METRIC_LABELS(assign_label), PH_METRIC_NO_BUCKETS, cs,
+              m_assign),
+    PH_METRIC("proxyhost_cp_controller_deltas_sent_total", PH_METRIC_COUNTER,
+              "snapshots sent as a delta on the acknowledged one",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cs, m_deltas),
+    PH_METRIC("proxyhost_cp_controller_streams_replaced_total",
+              PH_METRIC_COUNTER,
+              "WatchSnapshots streams ended ABORTED by a newer "
+              "stream of the same session",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cs, m_replaced),
+    PH_METRIC("proxyhost_cp_controller_connections_unauthenticated",
+              PH_METRIC_GAUGE,
+              "connections that carried no call yet (grpc.max_unauthenticated_"
+              "connections bounds them)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cs, m_unauth),
+    PH_METRIC("proxyhost_cp_controller_connections_dropped_total",
+              PH_METRIC_COUNTER,
+              "unauthenticated connections closed: one over the limit, or no "
+              "call within grpc.handshake_timeout",
+              PH_METRIC_LABELS(drop_label), PH_METRIC_NO_BUCKETS, cs,
+              m_dropped),
+    PH_METRIC("proxyhost_cp_controller_proxies_withheld_total",
+              PH_METRIC_COUNTER,
+              "owned proxies a snapshot build left out, at each build: "
+              "credential (its secrets_dir/<secret_ref> file missing or "
+              "unusable)",
+              PH_METRIC_LABELS(withheld_label), PH_METRIC_NO_BUCKETS, cs,
+              m_withheld),
+    PH_METRIC("proxyhost_cp_controller_rebalance_total", PH_METRIC_COUNTER,
+              "rebalancing (issue 23 item 4): proxies set moving to "
+              "another worker through the drain (moved), and "
+              "assignments where [redis_ownership] rebalance_max "
+              "held a move back (limited)",
+              PH_METRIC_LABELS(rebalance_label), PH_METRIC_NO_BUCKETS, cs,
+              m_rebalance),
+    PH_METRIC_END};
 
 static int register_metrics(cs *m) {
-  ph_label_def rl[] = {{"method", method_names}, {"code", code_names}};
-  ph_metric_def rpcs = {"proxyhost_cp_controller_rpcs_total",
-                        "finished RPCs by method and gRPC status code",
-                        PH_METRIC_COUNTER, rl, 2, NULL, 0};
-  ph_label_def ml[] = {{"method", method_names}};
-  ph_metric_def lat = {"proxyhost_cp_controller_rpc_seconds",
-                       "RPC latency, from the call to its status",
-                       PH_METRIC_HISTOGRAM, ml, 1, secs, NSECS};
-  ph_metric_def streams = {"proxyhost_cp_controller_streams_open",
-                           "WatchSnapshots streams open", PH_METRIC_GAUGE,
-                           NULL, 0, NULL, 0};
-  ph_metric_def replaced = {"proxyhost_cp_controller_streams_replaced_total",
-                            "WatchSnapshots streams ended ABORTED by a newer "
-                            "stream of the same session",
-                            PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def unauth = {
-      "proxyhost_cp_controller_connections_unauthenticated",
-      "connections that carried no call yet (grpc.max_unauthenticated_"
-      "connections bounds them)",
-      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_label_def dl[] = {{"reason", drop_reasons}};
-  ph_metric_def dropped = {
-      "proxyhost_cp_controller_connections_dropped_total",
-      "unauthenticated connections closed: one over the limit, or no call "
-      "within grpc.handshake_timeout",
-      PH_METRIC_COUNTER, dl, 1, NULL, 0};
-  ph_metric_def sent = {"proxyhost_cp_controller_snapshots_sent_total",
-                        "snapshots sent, full or as a delta",
-                        PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def deltas = {"proxyhost_cp_controller_deltas_sent_total",
-                          "snapshots sent as a delta on the acknowledged one",
-                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def build = {"proxyhost_cp_controller_build_seconds",
-                         "snapshot build time (the host job)",
-                         PH_METRIC_HISTOGRAM, NULL, 0, secs, NSECS};
-  ph_metric_def bfail = {"proxyhost_cp_controller_build_failures_total",
-                         "snapshot builds that failed", PH_METRIC_COUNTER,
-                         NULL, 0, NULL, 0};
-  ph_label_def wl[] = {{"reason", withheld_reasons}};
-  ph_metric_def withheld = {
-      "proxyhost_cp_controller_proxies_withheld_total",
-      "owned proxies a snapshot build left out, at each build: credential "
-      "(its secrets_dir/<secret_ref> file missing or unusable)",
-      PH_METRIC_COUNTER, wl, 1, NULL, 0};
-  ph_label_def al[] = {{"result", assign_results}};
-  ph_metric_def asg = {"proxyhost_cp_controller_assign_total",
-                       "periodic ownership assignments by result",
-                       PH_METRIC_COUNTER, al, 1, NULL, 0};
-  ph_label_def bl[] = {{"what", rebalance_what}};
-  ph_metric_def reb = {"proxyhost_cp_controller_rebalance_total",
-                       "rebalancing (issue 23 item 4): proxies set moving to "
-                       "another worker through the drain (moved), and "
-                       "assignments where [redis_ownership] rebalance_max "
-                       "held a move back (limited)",
-                       PH_METRIC_COUNTER, bl, 1, NULL, 0};
-  ph_metric *a = api->metric(m->ctx, &rpcs), *b = api->metric(m->ctx, &lat),
-            *c = api->metric(m->ctx, &streams), *d = api->metric(m->ctx, &sent),
-            *e = api->metric(m->ctx, &build), *f = api->metric(m->ctx, &bfail),
-            *g = api->metric(m->ctx, &asg), *h = api->metric(m->ctx, &deltas),
-            *r = api->metric(m->ctx, &replaced),
-            *u = api->metric(m->ctx, &unauth), *x = api->metric(m->ctx, &dropped),
-            *wh = api->metric(m->ctx, &withheld),
-            *y = api->metric(m->ctx, &reb);
-  if (!a || !b || !c || !d || !e || !f || !g || !h || !r || !u || !x || !wh ||
-      !y)
-    return PH_EINVAL;
-  const char *wv[1] = {"credential"};
-  m->m_withheld = api->series(wh, wv);
-  for (int i = 0; i < CS_M_COUNT; i++) {
-    for (int k = 0; k < 17; k++) {
-      const char *v[2] = {method_names[i], code_names[k]};
-      m->m_rpcs[i][k] = api->series(a, v);
-    }
-    const char *v[1] = {method_names[i]};
-    m->m_seconds[i] = api->series(b, v);
-  }
-  m->m_streams = api->series(c, NULL);
-  m->m_sent = api->series(d, NULL);
-  m->m_deltas = api->series(h, NULL);
-  m->m_replaced = api->series(r, NULL);
-  m->m_unauth = api->series(u, NULL);
-  for (int i = 0; i < 2; i++) {
-    const char *v[1] = {drop_reasons[i]};
-    m->m_dropped[i] = api->series(x, v);
-  }
-  m->m_build = api->series(e, NULL);
-  m->m_build_fail = api->series(f, NULL);
-  for (int i = 0; i < 2; i++) {
-    const char *v[1] = {assign_results[i]};
-    m->m_assign[i] = api->series(g, v);
-    const char *w[1] = {rebalance_what[i]};
-    m->m_rebalance[i] = api->series(y, w);
-  }
-  return PH_OK;
+  return ph_metric_table_register(api, m->ctx, cs_metrics, m);
 }
 
 void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,

@@ -29,6 +29,7 @@
 #include "cp_outcomes.h"
 #include "cp_session.h"
 #include "cp_status.h"
+#include "metric_table.h"
 #include "or_status.h"
 
 _Static_assert((int)PH_OUTCOME_STAGE_TUNNEL ==
@@ -110,57 +111,42 @@ static const ph_conf_key or_keys[] = {
 
 /* ---- metrics ------------------------------------------------------------ */
 
+static const ph_label_def drop_label[] = {{"reason", drop_names}};
+static const ph_label_def status_label[] = {{"status", status_names}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table or_metrics[] = {
+    PH_METRIC("proxyhost_outcome_reporter_recorded_total", PH_METRIC_COUNTER,
+              "outcomes taken into the queue", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, orep, m_recorded),
+    PH_METRIC("proxyhost_outcome_reporter_dropped_total", PH_METRIC_COUNTER,
+              "outcomes dropped: queue full, sent in a session "
+              "that ended unacknowledged, malformed",
+              PH_METRIC_LABELS(drop_label), PH_METRIC_NO_BUCKETS, orep,
+              m_dropped),
+    PH_METRIC("proxyhost_outcome_reporter_batches_sent_total",
+              PH_METRIC_COUNTER,
+              "batches handed to a ReportOutcomes call, resends "
+              "included",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, orep, m_sent),
+    PH_METRIC("proxyhost_outcome_reporter_batches_acknowledged_total",
+              PH_METRIC_COUNTER, "batches the controller acknowledged (freed)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, orep, m_acked),
+    PH_METRIC("proxyhost_outcome_reporter_batches_resent_total",
+              PH_METRIC_COUNTER, "batches sent again, the same bytes (CP-5-15)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, orep, m_resent),
+    PH_METRIC("proxyhost_outcome_reporter_calls_total", PH_METRIC_COUNTER,
+              "ReportOutcomes calls by final gRPC status",
+              PH_METRIC_LABELS(status_label), PH_METRIC_NO_BUCKETS, orep,
+              m_calls),
+    PH_METRIC("proxyhost_outcome_reporter_queue_depth", PH_METRIC_GAUGE,
+              "outcomes held: queued or in unacknowledged "
+              "batches",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, orep, m_depth),
+    PH_METRIC_END};
+
 static int register_metrics(orep *m) {
-  ph_metric_def d_rec = {"proxyhost_outcome_reporter_recorded_total",
-                         "outcomes taken into the queue",
-                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_label_def dl[] = {{"reason", drop_names}};
-  ph_metric_def d_drop = {"proxyhost_outcome_reporter_dropped_total",
-                          "outcomes dropped: queue full, sent in a session "
-                          "that ended unacknowledged, malformed",
-                          PH_METRIC_COUNTER, dl, 1, NULL, 0};
-  ph_metric_def d_sent = {"proxyhost_outcome_reporter_batches_sent_total",
-                          "batches handed to a ReportOutcomes call, resends "
-                          "included",
-                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def d_ack = {
-      "proxyhost_outcome_reporter_batches_acknowledged_total",
-      "batches the controller acknowledged (freed)", PH_METRIC_COUNTER, NULL,
-      0, NULL, 0};
-  ph_metric_def d_res = {"proxyhost_outcome_reporter_batches_resent_total",
-                         "batches sent again, the same bytes (CP-5-15)",
-                         PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_label_def sl[] = {{"status", status_names}};
-  ph_metric_def d_calls = {"proxyhost_outcome_reporter_calls_total",
-                           "ReportOutcomes calls by final gRPC status",
-                           PH_METRIC_COUNTER, sl, 1, NULL, 0};
-  ph_metric_def d_depth = {"proxyhost_outcome_reporter_queue_depth",
-                           "outcomes held: queued or in unacknowledged "
-                           "batches",
-                           PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric *mr = api->metric(m->ctx, &d_rec);
-  ph_metric *md = api->metric(m->ctx, &d_drop);
-  ph_metric *ms = api->metric(m->ctx, &d_sent);
-  ph_metric *ma = api->metric(m->ctx, &d_ack);
-  ph_metric *mx = api->metric(m->ctx, &d_res);
-  ph_metric *mc = api->metric(m->ctx, &d_calls);
-  ph_metric *mq = api->metric(m->ctx, &d_depth);
-  if (!mr || !md || !ms || !ma || !mx || !mc || !mq)
-    return PH_EINVAL;
-  m->m_recorded = api->series(mr, NULL);
-  for (int i = 0; i < N_DROP; i++) {
-    const char *v[1] = {drop_names[i]};
-    m->m_dropped[i] = api->series(md, v);
-  }
-  m->m_sent = api->series(ms, NULL);
-  m->m_acked = api->series(ma, NULL);
-  m->m_resent = api->series(mx, NULL);
-  for (int i = 0; i < N_STATUS; i++) {
-    const char *v[1] = {status_names[i]};
-    m->m_calls[i] = api->series(mc, v);
-  }
-  m->m_depth = api->series(mq, NULL);
-  return PH_OK;
+  return ph_metric_table_register(api, m->ctx, or_metrics, m);
 }
 
 static void update_depth(orep *m) {

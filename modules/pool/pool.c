@@ -23,6 +23,7 @@
 
 #include <openssl/rand.h>
 
+#include "metric_table.h"
 #include "pool_int.h"
 
 const ph_api *pool_api;
@@ -142,76 +143,56 @@ static int pool_check(ph_ctx *ctx, const ph_api *a, const char **key,
 
 /* ---- metrics --------------------------------------------------------------- */
 
+static const ph_label_def result_label[] = {{"result", result_names}};
+static const ph_label_def outcome_labels[] = {{"stage", stage_names},
+                                              {"result", oresult_names}};
+static const ph_label_def cut_label[] = {{"reason", cut_names}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table pool_metrics[] = {
+    PH_METRIC("proxyhost_pool_accepting", PH_METRIC_GAUGE,
+              "1 while the frontends in front of the pool take "
+              "new connections, 0 while its view is past "
+              "valid_until or max_stale_age (CP-3-18)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pool, m_accepting),
+    PH_METRIC("proxyhost_pool_streams_cut_total", PH_METRIC_COUNTER,
+              "streams cut after their drain: their proxy left "
+              "the view, or the view went stale (CP-3-18, "
+              "CP-4-2)",
+              PH_METRIC_LABELS(cut_label), PH_METRIC_NO_BUCKETS, pool, m_cut),
+    PH_METRIC("proxyhost_pool_outcomes_total", PH_METRIC_COUNTER,
+              "attempts through an upstream proxy, by the stage "
+              "they ended at and how (CP-5-2..5)",
+              PH_METRIC_LABELS(outcome_labels), PH_METRIC_NO_BUCKETS, pool,
+              m_outcome),
+    PH_METRIC("proxyhost_pool_opens_total", PH_METRIC_COUNTER,
+              "requests the pool answered, by how they ended",
+              PH_METRIC_LABELS(result_label), PH_METRIC_NO_BUCKETS, pool,
+              m_result),
+    PH_METRIC("proxyhost_pool_retries_total", PH_METRIC_COUNTER,
+              "another candidate tried after a failed dial or "
+              "handshake",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pool, m_retries),
+    PH_METRIC("proxyhost_pool_outcomes_dropped_total", PH_METRIC_COUNTER,
+              "outcomes the full outcome queue dropped "
+              "(CP-5-10)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pool, m_outcome_full),
+    PH_METRIC("proxyhost_pool_waiting", PH_METRIC_GAUGE,
+              "requests waiting for capacity (WAIT)", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, pool, m_waiting),
+    PH_METRIC("proxyhost_pool_reserved", PH_METRIC_GAUGE,
+              "reservations: proxies being dialed or shaken "
+              "hands with",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pool, m_reserved),
+    PH_METRIC("proxyhost_pool_active", PH_METRIC_GAUGE,
+              "streams up through an upstream proxy", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, pool, m_active),
+    PH_METRIC_END};
+
 static int register_metrics(pool *p) {
-  ph_label_def rl[] = {{"result", result_names}};
-  ph_metric_def d_res = {"proxyhost_pool_opens_total",
-                         "requests the pool answered, by how they ended",
-                         PH_METRIC_COUNTER, rl, 1, NULL, 0};
-  ph_metric_def d_retry = {"proxyhost_pool_retries_total",
-                           "another candidate tried after a failed dial or "
-                           "handshake",
-                           PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def d_full = {"proxyhost_pool_outcomes_dropped_total",
-                          "outcomes the full outcome queue dropped "
-                          "(CP-5-10)",
-                          PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric_def d_wait = {"proxyhost_pool_waiting",
-                          "requests waiting for capacity (WAIT)",
-                          PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def d_resv = {"proxyhost_pool_reserved",
-                          "reservations: proxies being dialed or shaken "
-                          "hands with",
-                          PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def d_act = {"proxyhost_pool_active",
-                         "streams up through an upstream proxy",
-                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_label_def ol[] = {{"stage", stage_names}, {"result", oresult_names}};
-  ph_metric_def d_out = {"proxyhost_pool_outcomes_total",
-                         "attempts through an upstream proxy, by the stage "
-                         "they ended at and how (CP-5-2..5)",
-                         PH_METRIC_COUNTER, ol, 2, NULL, 0};
-  ph_label_def cl[] = {{"reason", cut_names}};
-  ph_metric_def d_cut = {"proxyhost_pool_streams_cut_total",
-                         "streams cut after their drain: their proxy left "
-                         "the view, or the view went stale (CP-3-18, "
-                         "CP-4-2)",
-                         PH_METRIC_COUNTER, cl, 1, NULL, 0};
-  ph_metric_def d_acc = {"proxyhost_pool_accepting",
-                         "1 while the frontends in front of the pool take "
-                         "new connections, 0 while its view is past "
-                         "valid_until or max_stale_age (CP-3-18)",
-                         PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric *mg = pool_api->metric(p->ctx, &d_acc);
-  ph_metric *mc = pool_api->metric(p->ctx, &d_cut);
-  ph_metric *mo = pool_api->metric(p->ctx, &d_out);
-  ph_metric *mr = pool_api->metric(p->ctx, &d_res);
-  ph_metric *mt = pool_api->metric(p->ctx, &d_retry);
-  ph_metric *mf = pool_api->metric(p->ctx, &d_full);
-  ph_metric *mw = pool_api->metric(p->ctx, &d_wait);
-  ph_metric *ms = pool_api->metric(p->ctx, &d_resv);
-  ph_metric *ma = pool_api->metric(p->ctx, &d_act);
-  if (!mr || !mt || !mf || !mw || !ms || !ma || !mo || !mc || !mg)
+  if (ph_metric_table_register(pool_api, p->ctx, pool_metrics, p) != PH_OK)
     return PH_EINVAL;
-  p->m_accepting = pool_api->series(mg, NULL);
   pool_api->gauge_set(p->m_accepting, 1);
-  for (int i = 0; i < N_PC; i++) {
-    const char *v[] = {cut_names[i]};
-    p->m_cut[i] = pool_api->series(mc, v);
-  }
-  for (int st = 0; st < 4; st++)
-    for (int r = 0; r < 3; r++) {
-      const char *v[] = {stage_names[st], oresult_names[r]};
-      p->m_outcome[st][r] = pool_api->series(mo, v);
-    }
-  for (int i = 0; i < N_PR; i++) {
-    const char *v[] = {result_names[i]};
-    p->m_result[i] = pool_api->series(mr, v);
-  }
-  p->m_retries = pool_api->series(mt, NULL);
-  p->m_outcome_full = pool_api->series(mf, NULL);
-  p->m_waiting = pool_api->series(mw, NULL);
-  p->m_reserved = pool_api->series(ms, NULL);
-  p->m_active = pool_api->series(ma, NULL);
   return PH_OK;
 }
 

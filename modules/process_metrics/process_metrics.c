@@ -12,6 +12,8 @@
 
 #include <proxyhost/module.h>
 
+#include "metric_table.h"
+
 typedef struct pm {
   ph_ctx *ctx;
   ph_timer *timer;
@@ -91,11 +93,27 @@ static void tick_cb(ph_timer *t, void *arg) {
   refresh(arg);
 }
 
-static ph_series *gauge(pm *p, const char *name, const char *help) {
-  ph_metric_def d = {name, help, PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric *m = api->metric(p->ctx, &d);
-  return m ? api->series(m, NULL) : NULL;
-}
+/* In registration order (the order /metrics shows them). The CPU
+ * counter's total is the kernel's: set, not incremented. */
+static const ph_metric_table pm_metrics[] = {
+    PH_METRIC("process_resident_memory_bytes", PH_METRIC_GAUGE,
+              "Resident memory size in bytes", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, pm, rss),
+    PH_METRIC("process_virtual_memory_bytes", PH_METRIC_GAUGE,
+              "Virtual memory size in bytes", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, pm, vsize),
+    PH_METRIC("process_open_fds", PH_METRIC_GAUGE, "Open file descriptors",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pm, fds),
+    PH_METRIC("process_max_fds", PH_METRIC_GAUGE,
+              "Maximum open file descriptors", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, pm, max_fds),
+    PH_METRIC("process_cpu_seconds_total", PH_METRIC_COUNTER,
+              "Total user and system CPU time spent in seconds",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pm, cpu),
+    PH_METRIC("process_start_time_seconds", PH_METRIC_GAUGE,
+              "Start time since the Unix epoch in seconds",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pm, start),
+    PH_METRIC_END};
 
 static int pm_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
@@ -104,21 +122,7 @@ static int pm_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = p;
   p->ctx = ctx;
-  p->rss = gauge(p, "process_resident_memory_bytes",
-                 "Resident memory size in bytes");
-  p->vsize = gauge(p, "process_virtual_memory_bytes",
-                   "Virtual memory size in bytes");
-  p->fds = gauge(p, "process_open_fds", "Open file descriptors");
-  p->max_fds = gauge(p, "process_max_fds", "Maximum open file descriptors");
-  /* A counter whose total the kernel keeps: set, not incremented. */
-  ph_metric_def cpu = {"process_cpu_seconds_total",
-                       "Total user and system CPU time spent in seconds",
-                       PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric *m = api->metric(ctx, &cpu);
-  p->cpu = m ? api->series(m, NULL) : NULL;
-  p->start = gauge(p, "process_start_time_seconds",
-                   "Start time since the Unix epoch in seconds");
-  if (!p->rss || !p->vsize || !p->fds || !p->max_fds || !p->cpu || !p->start)
+  if (ph_metric_table_register(api, ctx, pm_metrics, p) != PH_OK)
     return PH_EINVAL;
   p->timer = api->timer_new(ctx, tick_cb, p);
   return p->timer ? PH_OK : PH_ENOMEM;

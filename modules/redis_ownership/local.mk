@@ -54,7 +54,8 @@ RO_SOURCES = modules/redis_ownership/cp_authority.h \
 	modules/redis_ownership/ro_scripts.c modules/redis_ownership/ro_scripts.h \
 	modules/redis_ownership/ro_lua.h \
 	modules/common/backoff.c modules/common/backoff.h \
-	modules/common/conf_values.c modules/common/conf_values.h
+	modules/common/conf_values.c modules/common/conf_values.h \
+	modules/common/metric_table.c modules/common/metric_table.h
 # cp_authority.h includes modules/cp_common/cp_status.h: its users need
 # -I$(top_srcdir)/modules/cp_common too.
 RO_CPPFLAGS = $(MODULE_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS) \

@@ -14,6 +14,7 @@
 #include <proxyhost/module.h>
 
 #include "cp_authority.h"
+#include "metric_table.h"
 #include "ro_conf.h"
 #include "ro_conn.h"
 #include "ro_reply.h"
@@ -52,49 +53,34 @@ static const double seconds_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                          0.025,  0.05,  0.1,    0.25,  0.5,
                                          1,      2.5,   5};
 
+static const ph_label_def calls_labels[] = {{"script", ro_script_names},
+                                            {"result", ro_result_names}};
+static const ph_label_def script_label[] = {{"script", ro_script_names}};
+static const ph_label_def res_label[] = {{"result", connect_results}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table ro_metrics[] = {
+    PH_METRIC("proxyhost_cp_redis_calls_total", PH_METRIC_COUNTER,
+              "authority calls by script and result",
+              PH_METRIC_LABELS(calls_labels), PH_METRIC_NO_BUCKETS, ro,
+              m_calls),
+    PH_METRIC("proxyhost_cp_redis_call_seconds", PH_METRIC_HISTOGRAM,
+              "authority call latency, from the call to its answer",
+              PH_METRIC_LABELS(script_label),
+              PH_METRIC_BUCKETS(seconds_buckets), ro, m_seconds),
+    PH_METRIC("proxyhost_cp_redis_connected", PH_METRIC_GAUGE,
+              "1 while the Redis connection is up", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, ro, m_connected),
+    PH_METRIC("proxyhost_cp_redis_connects_total", PH_METRIC_COUNTER,
+              "connection attempts by result", PH_METRIC_LABELS(res_label),
+              PH_METRIC_NO_BUCKETS, ro, m_connects),
+    PH_METRIC("proxyhost_cp_redis_inflight", PH_METRIC_GAUGE,
+              "authority calls in flight", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, ro, m_inflight),
+    PH_METRIC_END};
+
 static int register_metrics(ro *m) {
-  ph_label_def calls_labels[] = {{"script", ro_script_names},
-                                 {"result", ro_result_names}};
-  ph_metric_def calls = {"proxyhost_cp_redis_calls_total",
-                         "authority calls by script and result",
-                         PH_METRIC_COUNTER, calls_labels, 2, NULL, 0};
-  ph_label_def script_label[] = {{"script", ro_script_names}};
-  ph_metric_def secs = {"proxyhost_cp_redis_call_seconds",
-                        "authority call latency, from the call to its answer",
-                        PH_METRIC_HISTOGRAM, script_label, 1, seconds_buckets,
-                        sizeof(seconds_buckets) / sizeof(seconds_buckets[0])};
-  ph_metric_def up = {"proxyhost_cp_redis_connected",
-                      "1 while the Redis connection is up",
-                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_label_def res_label[] = {{"result", connect_results}};
-  ph_metric_def conns = {"proxyhost_cp_redis_connects_total",
-                         "connection attempts by result", PH_METRIC_COUNTER,
-                         res_label, 1, NULL, 0};
-  ph_metric_def inflight = {"proxyhost_cp_redis_inflight",
-                            "authority calls in flight", PH_METRIC_GAUGE,
-                            NULL, 0, NULL, 0};
-  ph_metric *mc = api->metric(m->ctx, &calls);
-  ph_metric *ms = api->metric(m->ctx, &secs);
-  ph_metric *mu = api->metric(m->ctx, &up);
-  ph_metric *mn = api->metric(m->ctx, &conns);
-  ph_metric *mi = api->metric(m->ctx, &inflight);
-  if (!mc || !ms || !mu || !mn || !mi)
-    return PH_EINVAL;
-  for (int s = 0; s < RO_S_COUNT; s++) {
-    for (int r = 0; r < CP_AUTH_RESULT_COUNT; r++) {
-      const char *v[2] = {ro_script_names[s], ro_result_names[r]};
-      m->m_calls[s][r] = api->series(mc, v);
-    }
-    const char *v[1] = {ro_script_names[s]};
-    m->m_seconds[s] = api->series(ms, v);
-  }
-  m->m_connected = api->series(mu, NULL);
-  m->m_inflight = api->series(mi, NULL);
-  for (int i = 0; i < 2; i++) {
-    const char *v[1] = {connect_results[i]};
-    m->m_connects[i] = api->series(mn, v);
-  }
-  return PH_OK;
+  return ph_metric_table_register(api, m->ctx, ro_metrics, m);
 }
 
 /* ---- answers ------------------------------------------------------------ */

@@ -480,8 +480,7 @@ static void on_request(s5_conn *c, const s5_request *q) {
   if (r != PH_OK) {
     c->answered = 1;
     c->stage = PH_STAGE_PROTOCOL;
-    c->code = PH_OPEN_INTERNAL_ERROR;
-    stream_metrics_open(&s->sm, c->code, SM_STRICT);
+    c->code = PH_OPEN_INTERNAL_ERROR; /* counted by frontend_session */
     fail_reply(c, SOCKS5_GENERAL_FAILURE, R_FAILURE, "request refused");
   }
 }

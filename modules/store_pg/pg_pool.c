@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metric_table.h"
 #include "pg_pool_int.h"
 
 _Static_assert(ERRC_N == sizeof(((pg_pool_metrics *)0)->errors) /
@@ -202,33 +203,25 @@ int pg_pool_cancel(pg_pool *p, int64_t id) {
   return PH_ENOENT;
 }
 
+static const ph_label_def state_l[] = {{"state", conn_states}};
+static const ph_label_def class_l[] = {{"class", err_classes}};
+
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table pg_metrics[] = {
+    PH_METRIC("proxyhost_store_pg_connections", PH_METRIC_GAUGE,
+              "PostgreSQL connections of the pool by state",
+              PH_METRIC_LABELS(state_l), PH_METRIC_NO_BUCKETS,
+              pg_pool_metrics, conns),
+    PH_METRIC("proxyhost_store_pg_queue_waiting", PH_METRIC_GAUGE,
+              "Queries waiting for a free connection", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, pg_pool_metrics, queue),
+    PH_METRIC("proxyhost_store_pg_errors_total", PH_METRIC_COUNTER,
+              "PostgreSQL failures by class", PH_METRIC_LABELS(class_l),
+              PH_METRIC_NO_BUCKETS, pg_pool_metrics, errors),
+    PH_METRIC_END};
+
 int pg_pool_metrics_init(ph_ctx *ctx, const ph_api *api, pg_pool_metrics *m) {
-  static const ph_label_def state_l[] = {{"state", conn_states}};
-  static const ph_label_def class_l[] = {{"class", err_classes}};
-  ph_metric_def dc = {"proxyhost_store_pg_connections",
-                      "PostgreSQL connections of the pool by state",
-                      PH_METRIC_GAUGE, state_l, 1, NULL, 0};
-  ph_metric_def dq = {"proxyhost_store_pg_queue_waiting",
-                      "Queries waiting for a free connection",
-                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def de = {"proxyhost_store_pg_errors_total",
-                      "PostgreSQL failures by class", PH_METRIC_COUNTER,
-                      class_l, 1, NULL, 0};
-  ph_metric *mc = api->metric(ctx, &dc);
-  ph_metric *mq = api->metric(ctx, &dq);
-  ph_metric *me = api->metric(ctx, &de);
-  if (!mc || !mq || !me)
-    return PH_EINVAL;
-  for (int i = 0; i < 3; i++) {
-    const char *v[] = {conn_states[i]};
-    m->conns[i] = api->series(mc, v);
-  }
-  m->queue = api->series(mq, NULL);
-  for (int i = 0; i < ERRC_N; i++) {
-    const char *v[] = {err_classes[i]};
-    m->errors[i] = api->series(me, v);
-  }
-  return PH_OK;
+  return ph_metric_table_register(api, ctx, pg_metrics, m);
 }
 
 static int conf_ok(const pg_pool_conf *c, char *why, size_t whylen) {

@@ -51,6 +51,7 @@ enum { ANSWER_LATER = 0, ANSWER_INSIDE, ANSWER_NEVER };
 static struct fake {
   int open_mode, auth_mode;
   int open_code;   /* what an answered open says */
+  int refuse_open; /* the connector refuses the call (returns PH_EINVAL) */
   int verdict;     /* what an answered check says */
   int64_t next_id;
   int opens, open_cancels, checks, auth_cancels;
@@ -138,7 +139,7 @@ static void open_answer_now(void) {
 static int64_t fake_open(void *self, const ph_open_request *rq, ph_open_cb cb,
                          void *arg) {
   (void)self;
-  if (!rq || !rq->host || !(rq->flags & PH_OPEN_F_STREAM))
+  if (!rq || !rq->host || !(rq->flags & PH_OPEN_F_STREAM) || F.refuse_open)
     return PH_EINVAL;
   F.opens++;
   F.last_flags = rq->flags;
@@ -488,6 +489,19 @@ static void test_open_cancel(ph_mock *m) {
        "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
        "error_class=\"connection_refused\",open_mode=\"strict\"} 1",
        "open counted by error class");
+
+  /* Issue 25 item 3: an open the connector refuses in the call is
+   * counted here too, for every frontend (http_proxy counted none). */
+  c = new_conn();
+  F.refuse_open = 1;
+  ok(frontend_session_open(&c->fs, "refused.fake", 80, NULL) != PH_OK,
+     "a connector's refusal in the call fails the open");
+  F.refuse_open = 0;
+  like(ph_mock_metrics_text(m),
+       "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
+       "error_class=\"internal_error\",open_mode=\"strict\"} 1",
+       "the refusal in the call is counted by the skeleton");
+  frontend_session_close(&c->fs, FRONTEND_END_LOG);
 }
 
 /* ---- the validation step (frontend_session_open_validated) ------------- */

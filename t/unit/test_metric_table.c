@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* modules/common/metric_table: a PH_METRIC table registered by one call
+ * through the mock host (issue 25 item 3). Every type, labels, buckets,
+ * the handles filled in row-major order, and a refusal that names the
+ * metric and stops. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "file_test.h"
+#include "metric_table.h"
+#include "mock.h"
+#include "tap.h"
+
+typedef struct tstate {
+  ph_series *runs[2][3]; /* result x stage */
+  ph_series *seconds;
+  ph_series *open;
+  ph_series *depth[2];
+  ph_metric *family;
+  ph_series *bad[2]; /* the wrong size for a 3-value label */
+} tstate;
+
+static const char *const results[] = {"ok", "failed", NULL};
+static const char *const stages[] = {"dns", "connect", "tls", NULL};
+static const char *const sides[] = {"in", "out", NULL};
+static const ph_label_def run_labels[] = {{"result", results},
+                                          {"stage", stages}};
+static const ph_label_def side_label[] = {{"side", sides}};
+static const ph_label_def stage_label[] = {{"stage", stages}};
+static const double secs[] = {0.01, 0.1, 1};
+
+static const ph_metric_table good[] = {
+    PH_METRIC("proxyhost_tt_runs_total", PH_METRIC_COUNTER, "runs",
+              PH_METRIC_LABELS(run_labels), PH_METRIC_NO_BUCKETS, tstate,
+              runs),
+    PH_METRIC("proxyhost_tt_seconds", PH_METRIC_HISTOGRAM, "run time",
+              PH_METRIC_NO_LABELS, PH_METRIC_BUCKETS(secs), tstate, seconds),
+    PH_METRIC("proxyhost_tt_open", PH_METRIC_GAUGE, "open now",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, tstate, open),
+    PH_METRIC("proxyhost_tt_depth", PH_METRIC_GAUGE, "depth by side",
+              PH_METRIC_LABELS(side_label), PH_METRIC_NO_BUCKETS, tstate,
+              depth),
+    PH_METRIC_FAMILY("proxyhost_tt_family_total", PH_METRIC_COUNTER,
+                     "resolved by the module", PH_METRIC_LABELS(side_label),
+                     PH_METRIC_NO_BUCKETS, tstate, family),
+    PH_METRIC_END};
+
+static const double unsorted[] = {1, 0.5};
+static const ph_metric_table refused[] = {
+    PH_METRIC("proxyhost_tt_open", PH_METRIC_GAUGE, "open now",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, tstate, open),
+    PH_METRIC("proxyhost_tt_bad_seconds", PH_METRIC_HISTOGRAM, "bad buckets",
+              PH_METRIC_NO_LABELS, PH_METRIC_BUCKETS(unsorted), tstate,
+              seconds),
+    PH_METRIC("proxyhost_tt_after", PH_METRIC_GAUGE, "never reached",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, tstate, depth[0]),
+    PH_METRIC_END};
+
+static const ph_metric_table wrong_size[] = {
+    PH_METRIC("proxyhost_tt_stages_total", PH_METRIC_COUNTER, "by stage",
+              PH_METRIC_LABELS(stage_label), PH_METRIC_NO_BUCKETS, tstate,
+              bad),
+    PH_METRIC_END};
+
+static const ph_metric_table *which;
+static tstate st;
+
+static int tt_init(ph_ctx *ctx, const ph_api *api, void **state) {
+  *state = &st;
+  if (ph_metric_table_register(api, ctx, which, &st) != PH_OK)
+    return PH_EINVAL;
+  if (which != good)
+    return PH_OK;
+  /* Update through the handles the table filled. */
+  api->inc(st.runs[0][0], 1);
+  api->inc(st.runs[0][2], 3);
+  api->inc(st.runs[1][1], 5);
+  api->observe(st.seconds, 0.05);
+  api->gauge_set(st.open, 7);
+  api->gauge_set(st.depth[1], 9);
+  const char *v[1] = {"out"};
+  api->inc(api->series(st.family, v), 11);
+  return PH_OK;
+}
+
+static const ph_module tt = {
+    PH_MODULE_HEADER("tt", "1.0"),
+    .init = tt_init,
+};
+
+static ph_mock *start(const ph_metric_table *t, const char *logpath,
+                      int *rc) {
+  char conf[512], e[1024];
+  snprintf(conf, sizeof(conf), "[log]\nlevel = info\nfile = %s\n", logpath);
+  which = t;
+  memset(&st, 0, sizeof(st));
+  ph_mock *m = ph_mock_new(conf, e, sizeof(e));
+  if (!m || ph_mock_add(m, &tt, e, sizeof(e)) != PH_OK) {
+    printf("Bail out! %s\n", e);
+    exit(1);
+  }
+  *rc = ph_mock_init(m, e, sizeof(e));
+  return m;
+}
+
+static void test_good(const char *dir) {
+  char logpath[256];
+  snprintf(logpath, sizeof(logpath), "%s/good.log", dir);
+  int rc;
+  ph_mock *m = start(good, logpath, &rc);
+  is_int(rc, PH_OK, "a table of every type registers in one call");
+  const char *t = ph_mock_metrics_text(m);
+  like(t, "# HELP proxyhost_tt_runs_total runs\n"
+          "# TYPE proxyhost_tt_runs_total counter\n",
+       "counter: name, help and type");
+  /* runs[result][stage]: the first label the outer index */
+  like(t, "proxyhost_tt_runs_total{result=\"ok\",stage=\"dns\"} 1\n",
+       "handle [0][0] is ok,dns");
+  like(t, "proxyhost_tt_runs_total{result=\"ok\",stage=\"tls\"} 3\n",
+       "handle [0][2] is ok,tls");
+  like(t, "proxyhost_tt_runs_total{result=\"failed\",stage=\"connect\"} 5\n",
+       "handle [1][1] is failed,connect");
+  like(t, "proxyhost_tt_runs_total{result=\"failed\",stage=\"tls\"} 0\n",
+       "every combination exists");
+  like(t, "# TYPE proxyhost_tt_seconds histogram\n",
+       "histogram: type");
+  like(t, "proxyhost_tt_seconds_bucket{le=\"0.01\"} 0\n"
+          "proxyhost_tt_seconds_bucket{le=\"0.1\"} 1\n"
+          "proxyhost_tt_seconds_bucket{le=\"1\"} 1\n"
+          "proxyhost_tt_seconds_bucket{le=\"+Inf\"} 1\n",
+       "histogram: the declared buckets, the handle observed");
+  like(t, "# TYPE proxyhost_tt_open gauge\nproxyhost_tt_open 7\n",
+       "gauge without labels: its handle");
+  like(t, "proxyhost_tt_depth{side=\"out\"} 9\n",
+       "gauge with a label: the array handle");
+  like(t, "proxyhost_tt_family_total{side=\"out\"} 11\n",
+       "PH_METRIC_FAMILY: the ph_metric * handle, series resolved later");
+  ok(strstr(t, "proxyhost_tt_runs_total") < strstr(t, "proxyhost_tt_seconds")
+         && strstr(t, "proxyhost_tt_seconds") <
+                strstr(t, "proxyhost_tt_family_total"),
+     "families appear in table order");
+  ph_mock_free(m);
+}
+
+static void test_refused(const char *dir) {
+  char logpath[256];
+  snprintf(logpath, sizeof(logpath), "%s/refused.log", dir);
+  int rc;
+  ph_mock *m = start(refused, logpath, &rc);
+  ok(rc != PH_OK, "a refused entry fails init");
+  char *log = file_test_slurp(logpath);
+  like(log ? log : "", "metric table entry refused",
+       "the refusal is logged");
+  like(log ? log : "", "proxyhost_tt_bad_seconds",
+       "the log line names the refused metric");
+  like(ph_mock_metrics_text(m), "proxyhost_tt_open ",
+       "the entries before the refused one were registered");
+  unlike(ph_mock_metrics_text(m), "proxyhost_tt_after",
+         "nothing after the refused entry is registered");
+  free(log);
+  ph_mock_free(m);
+
+  snprintf(logpath, sizeof(logpath), "%s/size.log", dir);
+  m = start(wrong_size, logpath, &rc);
+  ok(rc != PH_OK, "a handle of the wrong size fails init");
+  log = file_test_slurp(logpath);
+  like(log ? log : "", "proxyhost_tt_stages_total",
+       "the log line names the metric");
+  like(log ? log : "", "one series per label combination",
+       "and says why");
+  free(log);
+  ph_mock_free(m);
+}
+
+int main(void) {
+  plan_lazy();
+  char dir[] = "/tmp/test_metric_table.XXXXXX";
+  if (!mkdtemp(dir)) {
+    printf("Bail out! mkdtemp\n");
+    return 1;
+  }
+  test_good(dir);
+  test_refused(dir);
+  if (!getenv("PH_TEST_KEEP")) {
+    const char *logs[] = {"good.log", "refused.log", "size.log"};
+    char p[256];
+    for (size_t i = 0; i < 3; i++) {
+      snprintf(p, sizeof(p), "%s/%s", dir, logs[i]);
+      unlink(p);
+    }
+    rmdir(dir);
+  } else {
+    printf("# kept %s\n", dir);
+  }
+  return done_testing();
+}
