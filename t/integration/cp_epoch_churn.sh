@@ -44,7 +44,12 @@ snapshot_validity = 10s
 allocation_safety_margin = 1s
 refresh_before = 5s
 EOF
-SETS="--set redis_ownership.session_ttl=3s --set redis_ownership.runtime_ttl=2s --set redis_ownership.ownership_lease=8s"
+# The controller's watch looks at Redis once a second (not every 100 ms):
+# after each change the gateways keep reporting on the old epoch for up
+# to a second, so the refusal this test is about is met on every run, not
+# only when a report happens to land in a 100 ms window (a faster loop
+# made that window too short: no refusal in one CI run).
+SETS="--set redis_ownership.session_ttl=3s --set redis_ownership.runtime_ttl=2s --set redis_ownership.ownership_lease=8s --set controlplane_server.watch_poll_interval=1s"
 # shellcheck disable=SC2086
 out=$("$PROXYHOST" -c "$T/ctl.ini" $SETS --check-config 2>&1)
 ok $? "the controller's configuration passes --check-config" || echo "# $out"

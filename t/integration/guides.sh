@@ -263,6 +263,10 @@ for meta in "$T"/g/*.meta; do
       # ports (9470, 1080) on this one machine. S6: its own root and
       # working directory.
       last_tunnel=$last
+      # client.md's curl has returned, but its stream ends a moment later
+      # (both directions closed through server and agent): stopping the
+      # roles before that resets it.
+      wait_long grep -q 'msg="stream end"' "$T/log-client"
       for p in $DAEMONS; do kill "$p"; wait_exit "$p" 15; done
       DAEMONS=
       R=$T/root2 W=$T/work2
