@@ -184,6 +184,13 @@ void st_reset(tm_stream *st, int code, int send, int bp_reason) {
 void st_session_closed(tm_stream *st) {
   if (st->dead)
     return;
+  if (st->state == TM_ST_CLOSED && st->owned && !st->user_closed) {
+    /* Both directions finished before the session closed (the last
+     * stream of a GOAWAY drain closes it): its user reads what is left
+     * and EOF, as it would have, not a reset the close made. */
+    sess_kick(st->s, st);
+    return;
+  }
   if (!st->answered || (st->owned && !st->user_closed)) {
     st_reset(st, PH_OPEN_AGENT_OFFLINE, 0, -1);
     return;

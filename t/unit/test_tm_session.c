@@ -951,9 +951,11 @@ static void test_goaway(void) {
   ok(ub->n == 5 && !p.a.closed, "open streams finish their work");
   ph_stream_shutdown(ua->ps);
   ph_stream_shutdown(ub->ps);
-  /* Not asserted: neither end reads EOF here today (the wait runs to its
-   * bound); the session's close below is what this test checks. */
-  poll_until(loop, ua->eof && ub->eof, 2000);
+  /* The last stream's both FINs end the drain and close the session at
+   * once; its users still read EOF, not a reset the close made. */
+  wait_until(loop, ua->eof && ub->eof, 2000);
+  ok(ua->eof && ub->eof && !ua->reset && !ub->reset,
+     "the drain's last stream ends with EOF at both users, not a reset");
   close_user(&ua);
   close_user(&ub);
   wait_until(loop, p.a.closed && p.b.closed, 2000);
