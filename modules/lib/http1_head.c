@@ -111,7 +111,7 @@ static uint8_t name_known(const h1_head *h) {
 
 static int cl_byte(h1_head *h, uint8_t c) {
   if (is_digit(c) && h->cl_state != CL_AFTER) {
-    if (++h->cl_digits > 19)
+    if (++h->cl_digits > H1_CONTENT_LENGTH_DIGITS)
       return -1;
     h->cl_state = CL_DIGITS;
     h->cl = h->cl * 10 + (uint64_t)(c - '0');

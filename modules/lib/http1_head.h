@@ -28,8 +28,8 @@
  * control byte or DEL in a value or reason, a name that is not a token,
  * white space between a name and its colon, obs-fold (a line starting
  * with SP or HTAB, also right after the start line), a status code not
- * 100..599, a Content-Length that is not 1*DIGIT (at most 19 digits,
- * below 2^62) or a second one with another value (the same value again
+ * 100..599, a Content-Length that is not 1*DIGIT (at most 18 digits,
+ * leading zeros included: it always fits) or a second one with another value (the same value again
  * is taken: RFC 9110 section 8.6), and any section over its limit.
  *
  * Threads: none; one h1_head is used by one thread at a time. */
@@ -98,7 +98,9 @@ enum h1_error {
   H1_E_TOO_MANY_FIELDS, /* more field lines than max_fields */
 };
 
-/* The largest Content-Length taken (exclusive). */
+/* The most digits a Content-Length may have (the admin listener's rule,
+ * the strictest: below 10^18, so below 2^62 too), and that bound. */
+#define H1_CONTENT_LENGTH_DIGITS 18
 #define H1_CONTENT_LENGTH_LIMIT (UINT64_C(1) << 62)
 
 typedef struct h1_head {

@@ -112,7 +112,7 @@ static void check_done(const uint8_t *d, const outcome *o,
     if (h1_name_is(h, (const char *)d, i, "content-length")) {
       cl_fields++;
       uint64_t v = 0;
-      CHECK(f->value.len > 0 && f->value.len <= 19);
+      CHECK(f->value.len > 0 && f->value.len <= H1_CONTENT_LENGTH_DIGITS);
       for (uint32_t k = 0; k < f->value.len; k++) {
         uint8_t c = d[f->value.off + k];
         CHECK(c >= '0' && c <= '9');
