@@ -109,6 +109,19 @@ static uint8_t name_known(const h1_head *h) {
   return 0;
 }
 
+/* One Content-Length number ended (at a comma or the line's end): it
+ * must be there and equal every other one. 0 or -1. */
+static int cl_element_end(h1_head *h) {
+  if (!h->cl_digits ||
+      (h->content_length >= 0 && (uint64_t)h->content_length != h->cl))
+    return -1;
+  h->content_length = (int64_t)h->cl;
+  h->cl = 0;
+  h->cl_digits = 0;
+  h->cl_state = CL_BEFORE;
+  return 0;
+}
+
 static int cl_byte(h1_head *h, uint8_t c) {
   if (is_digit(c) && h->cl_state != CL_AFTER) {
     if (++h->cl_digits > H1_CONTENT_LENGTH_DIGITS)
@@ -122,16 +135,16 @@ static int cl_byte(h1_head *h, uint8_t c) {
       h->cl_state = CL_AFTER;
     return 0;
   }
+  if (c == ',' && (h->opts & H1_CL_LIST))
+    return cl_element_end(h) < 0 ? -1 : 0;
   return -1;
 }
 
 /* A field line ended (its EOL consumed): checks and records it. */
 static int line_end(h1_head *h) {
   if (h->known == K_CL) {
-    if (!h->cl_digits || h->cl >= H1_CONTENT_LENGTH_LIMIT ||
-        (h->content_length >= 0 && (uint64_t)h->content_length != h->cl))
+    if (cl_element_end(h) < 0)
       return fail(h, H1_E_CONTENT_LENGTH);
-    h->content_length = (int64_t)h->cl;
     h->cl_fields++;
   } else if (h->known == K_TE) {
     h->te_fields++;

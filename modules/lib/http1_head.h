@@ -61,6 +61,9 @@ enum h1_opt {
                           the code, without its SP */
   H1_PAUSE_START = 8u, /* h1_feed returns H1_START once, right after the
                           start line */
+  H1_CL_LIST = 16u,    /* a Content-Length value may be a list of equal
+                          numbers ("5, 5": RFC 9110 section 8.6); the
+                          http_proxy frontend's rule */
 };
 
 /* Limits, each in bytes with the line ends (0: none of its own). A
