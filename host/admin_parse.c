@@ -1,119 +1,38 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* See admin_parse.h. Grammar (RFC 9110/9112, reduced to what the admin
- * endpoints need):
+/* See admin_parse.h. The head is scanned by the shared strict scanner
+ * (modules/lib/http1_head.c, compiled into the host too), with bare LF
+ * line ends allowed; this file keeps the admin listener's own rules on
+ * top: an origin-form target, HTTP/1.x only (505), and the fields the
+ * routes read (one Authorization, one Content-Type).
  *
- *   head         = request-line *( field-line ) empty-line
- *   request-line = method SP origin-form SP "HTTP/" DIGIT "." DIGIT EOL
- *   field-line   = token ":" *( SP / HTAB / VCHAR / obs-text ) EOL
- *   EOL          = CRLF / LF
- *
- * The whole head is parsed again on every call; it is at most a few KiB
+ * The whole head is scanned again on every call; it is at most a few KiB
  * and the caller's deadline bounds how often a slow client can make us. */
 #include "admin_parse.h"
 
 #include <string.h>
 
-static int is_tchar(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-      (c >= '0' && c <= '9'))
-    return 1;
-  return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
+#include "lib/http1_head.h"
 
-static int is_visible(unsigned char c) { return c >= 0x21 && c <= 0x7e; }
+/* At most this many field lines (more is TOO_LARGE). */
+#define ADMIN_FIELDS_MAX 100
 
-static int is_field_char(unsigned char c) {
-  return c == ' ' || c == '\t' || is_visible(c) || c >= 0x80;
-}
-
-static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-/* The end of the line starting at pos: the index of its '\n' within
- * [pos, n), or n when it has not arrived. *content_end excludes a CR
- * before the LF. */
-static size_t line_end(const char *p, size_t pos, size_t n,
-                       size_t *content_end) {
-  const char *nl = memchr(p + pos, '\n', n - pos);
-  if (!nl)
-    return n;
-  size_t e = (size_t)(nl - p);
-  *content_end = (e > pos && p[e - 1] == '\r') ? e - 1 : e;
-  return e;
-}
-
-/* A request line can only hold printable ASCII and spaces, so a partial
- * one holding anything else (TLS, binary junk) is refused at once
- * instead of waiting for a line end that may never come. A CR is
- * allowed as the very last byte so far: the LF may follow. */
-static int partial_line_ok(const char *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)p[i];
-    if (!(c == ' ' || is_visible(c) || (c == '\r' && i + 1 == n)))
-      return 0;
-  }
-  return 1;
-}
-
-static enum admin_parse_result parse_version(const char *v, size_t n,
-                                             admin_request *req) {
-  if (n != 8 || memcmp(v, "HTTP/", 5) != 0 || !is_digit((unsigned char)v[5]) ||
-      v[6] != '.' || !is_digit((unsigned char)v[7]))
+/* The request line is whole: the target and the version. */
+static enum admin_parse_result request_line(const char *p, const h1_head *h,
+                                            admin_request *req) {
+  req->method = p + h->method.off;
+  req->method_len = h->method.len;
+  req->minor = h->minor;
+  const char *t = p + h->target.off;
+  if (t[0] != '/')
     return ADMIN_PARSE_BAD;
-  req->minor = v[7] - '0';
-  return v[5] == '1' ? ADMIN_PARSE_DONE : ADMIN_PARSE_VERSION;
-}
-
-static enum admin_parse_result parse_request_line(const char *p, size_t n,
-                                                  admin_request *req) {
-  size_t i = 0;
-  while (i < n && is_tchar((unsigned char)p[i]))
-    i++;
-  if (i == 0 || i >= n || p[i] != ' ')
-    return ADMIN_PARSE_BAD;
-  req->method = p;
-  req->method_len = i;
-
-  size_t t = ++i;
-  while (i < n && is_visible((unsigned char)p[i]))
-    i++;
-  if (i == t || i >= n || p[i] != ' ' || p[t] != '/')
-    return ADMIN_PARSE_BAD;
-  const char *q = memchr(p + t, '?', i - t);
-  req->path = p + t;
-  req->path_len = q ? (size_t)(q - (p + t)) : i - t;
+  const char *q = memchr(t, '?', h->target.len);
+  req->path = t;
+  req->path_len = q ? (size_t)(q - t) : h->target.len;
   if (q) {
     req->query = q + 1;
-    req->query_len = (size_t)(p + i - (q + 1));
+    req->query_len = (size_t)(t + h->target.len - (q + 1));
   }
-
-  i++;
-  return parse_version(p + i, n - i, req);
-}
-
-static int name_is(const char *p, size_t n, const char *want) {
-  if (n != strlen(want))
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = p[i];
-    if (c >= 'A' && c <= 'Z')
-      c = (char)(c - 'A' + 'a');
-    if (c != want[i])
-      return 0;
-  }
-  return 1;
-}
-
-/* 1-18 digits (so that it fits a long long without overflow); -1. */
-static long long parse_length(const char *v, size_t n) {
-  if (n == 0 || n > 18)
-    return -1;
-  long long x = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!is_digit((unsigned char)v[i]))
-      return -1;
-    x = x * 10 + (v[i] - '0');
-  }
-  return x;
+  return h->major == 1 ? ADMIN_PARSE_DONE : ADMIN_PARSE_VERSION;
 }
 
 /* Stores a value once; a second one is ambiguous. 0 or -1. */
@@ -125,70 +44,62 @@ static int set_once(const char **at, size_t *len, const char *v, size_t n) {
   return 0;
 }
 
-/* Checks a field line and reads the fields the routes need. 1 or 0. */
-static int field_line(const char *p, size_t n, admin_request *req) {
-  size_t i = 0;
-  while (i < n && is_tchar((unsigned char)p[i]))
-    i++;
-  /* No name, or whitespace before the colon, or obs-fold: all refused. */
-  if (i == 0 || i >= n || p[i] != ':')
-    return 0;
-  size_t name_len = i;
-  for (i++; i < n; i++)
-    if (!is_field_char((unsigned char)p[i]))
-      return 0;
-  size_t v = name_len + 1, e = n;
-  while (v < e && (p[v] == ' ' || p[v] == '\t'))
-    v++;
-  while (e > v && (p[e - 1] == ' ' || p[e - 1] == '\t'))
-    e--;
-  if (name_is(p, name_len, "content-length")) {
-    long long len = parse_length(p + v, e - v);
-    if (len < 0 || (req->content_length >= 0 && req->content_length != len))
-      return 0;
-    req->content_length = len;
-  } else if (name_is(p, name_len, "transfer-encoding")) {
-    req->transfer_encoding = 1;
-  } else if (name_is(p, name_len, "authorization")) {
-    return set_once(&req->authorization, &req->authorization_len, p + v,
-                    e - v) == 0;
-  } else if (name_is(p, name_len, "content-type")) {
-    return set_once(&req->content_type, &req->content_type_len, p + v,
-                    e - v) == 0;
+static enum admin_parse_result fields(const char *p, const h1_head *h,
+                                      const h1_field *f, admin_request *req) {
+  for (uint32_t i = 0; i < h->n_fields; i++) {
+    const char *v = p + f[i].value.off;
+    size_t n = f[i].value.len;
+    if (h1_name_is(h, p, i, "authorization")) {
+      if (set_once(&req->authorization, &req->authorization_len, v, n) < 0)
+        return ADMIN_PARSE_BAD;
+    } else if (h1_name_is(h, p, i, "content-type")) {
+      if (set_once(&req->content_type, &req->content_type_len, v, n) < 0)
+        return ADMIN_PARSE_BAD;
+    }
   }
-  return 1;
+  req->content_length = h->content_length;
+  req->transfer_encoding = h->te_fields > 0;
+  req->head_len = h->head_len;
+  return ADMIN_PARSE_DONE;
+}
+
+static enum admin_parse_result scan_error(const h1_head *h) {
+  return h->error == H1_E_HEAD_TOO_LONG || h->error == H1_E_TOO_MANY_FIELDS
+             ? ADMIN_PARSE_TOO_LARGE
+             : ADMIN_PARSE_BAD;
 }
 
 enum admin_parse_result admin_parse_head(const char *p, size_t len,
                                          size_t max, admin_request *req) {
   memset(req, 0, sizeof(*req));
   req->content_length = -1;
-  size_t n = len < max ? len : max;
-  if (n == 0)
-    return len >= max ? ADMIN_PARSE_TOO_LARGE : ADMIN_PARSE_INCOMPLETE;
-  size_t ce = 0;
-  size_t e = line_end(p, 0, n, &ce);
-  if (e == n) {
-    if (!partial_line_ok(p, n))
-      return ADMIN_PARSE_BAD;
-    return len >= max ? ADMIN_PARSE_TOO_LARGE : ADMIN_PARSE_INCOMPLETE;
+  if (max == 0)
+    return ADMIN_PARSE_TOO_LARGE;
+  h1_head h;
+  h1_field f[ADMIN_FIELDS_MAX];
+  h1_limits lim = {0, 0, max > UINT32_MAX ? UINT32_MAX : (uint32_t)max,
+                   ADMIN_FIELDS_MAX};
+  h1_init(&h, H1_REQUEST, H1_LF | H1_PAUSE_START, &lim, f);
+  size_t used = 0;
+  int r = h1_feed(&h, p, len, &used);
+  if (r == H1_MORE)
+    return ADMIN_PARSE_INCOMPLETE;
+  if (r == H1_ERROR)
+    return scan_error(&h);
+  /* H1_START: a malformed or non-1.x request line is answered at once. */
+  enum admin_parse_result res = request_line(p, &h, req);
+  if (res != ADMIN_PARSE_DONE)
+    return res;
+  size_t more = 0;
+  r = h1_feed(&h, p + used, len - used, &more);
+  if (r == H1_MORE)
+    return ADMIN_PARSE_INCOMPLETE;
+  if (r == H1_ERROR) {
+    memset(req, 0, sizeof(*req));
+    req->content_length = -1;
+    return scan_error(&h);
   }
-  enum admin_parse_result r = parse_request_line(p, ce, req);
-  if (r != ADMIN_PARSE_DONE)
-    return r;
-
-  for (size_t pos = e + 1;;) {
-    e = line_end(p, pos, n, &ce);
-    if (e == n)
-      return len >= max ? ADMIN_PARSE_TOO_LARGE : ADMIN_PARSE_INCOMPLETE;
-    if (ce == pos) {
-      req->head_len = e + 1;
-      return ADMIN_PARSE_DONE;
-    }
-    if (!field_line(p + pos, ce - pos, req))
-      return ADMIN_PARSE_BAD;
-    pos = e + 1;
-  }
+  return fields(p, &h, f, req);
 }
 
 int admin_body_framing(const admin_request *req, size_t max_body) {

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The admin listener's HTTP/1.x request-head parser: pure (bytes in,
  * result out, no I/O, no allocation), so it can be fuzzed on its own.
+ * The bytes are scanned by the shared strict scanner
+ * (modules/lib/http1_head.h, compiled into the host); at most 100 field
+ * lines (more is TOO_LARGE), a Content-Length of at most 18 digits.
  *
  * Accepts CRLF or bare LF line ends (RFC 9112 2.2), an origin-form target
  * ("/path?query"), versions HTTP/1.0 and HTTP/1.1 (other HTTP/1.x minors

@@ -1,17 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* HTTP/1.x heads without I/O (http_head.h).
  *
- * libhttp-parser runs over the head's buffer as bytes arrive; its
- * callbacks record offsets (never pointers, so the buffer may move) and
- * enforce the field count, and the first line and header byte limits are
- * checked on the raw bytes before the parser sees them. The parser is
- * paused when the head is complete and never resumed: the body (or the
- * next message) is not its business. The lenient parser decides nothing
- * that is forwarded: the framing comes from the fields (hp_head_framing), the
- * heads are rewritten from what was recorded, and a bare CR, which the
- * parser would read as a line end, is refused.
- *
- * A paused on_headers_complete leaves the head's last LF unconsumed.
+ * The shared strict scanner (lib/http1_head.h) reads the head as bytes
+ * arrive and records offsets (never pointers, so the buffer may move);
+ * it enforces the first line, header byte and field count limits and
+ * stops at the head's end: the body (or the next message) is not its
+ * business. This file keeps the proxy's own rules on top: the method
+ * table, the versions, hop-by-hop fields, the framing, the rewrites.
  */
 #include "http_head.h"
 #include "http_body.h"
@@ -23,35 +18,11 @@
 #include <string.h>
 #include <strings.h>
 
-enum { CB_NONE = 0, CB_FIELD, CB_VALUE };
-
-/* The field array grows by doubling from this, up to max_headers. */
-#define HH_FIELDS_FIRST 16u
 /* hp_head_write_max's room for what the rewrite adds: request line target
  * form, Host, Via and Connection lines. */
 #define HH_WRITE_EXTRA 512u
 
-static int on_url(http_parser *p, const char *at, size_t len);
-static int on_status(http_parser *p, const char *at, size_t len);
-static int on_header_field(http_parser *p, const char *at, size_t len);
-static int on_header_value(http_parser *p, const char *at, size_t len);
-static int on_headers_complete(http_parser *p);
-
-static const http_parser_settings settings = {
-    .on_url = on_url,
-    .on_status = on_status,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-};
-
 /* ---- small helpers ------------------------------------------------------ */
-
-static int cb_fail(http_head *h, int status) {
-  if (!h->status)
-    h->status = status;
-  return -1;
-}
 
 static int fail(http_head *h, int status) {
   if (!h->status)
@@ -71,118 +42,26 @@ static const char *span_ptr(const char *buf, hp_head_span s) {
   return buf + s.off;
 }
 
-/* ---- parser callbacks ----------------------------------------------------- */
-
-static int on_url(http_parser *p, const char *at, size_t len) {
-  http_head *h = p->data;
-  if (h->done)
-    return 0;
-  uint32_t off = (uint32_t)(at - h->base);
-  if (h->url.len == 0)
-    h->url.off = off;
-  else if (off != h->url.off + h->url.len)
-    return cb_fail(h, 400);
-  h->url.len += (uint32_t)len;
-  return 0;
-}
-
-/* The reason phrase; rewritten into the client's status line, so it may
- * hold no control byte (the lenient parser takes any). */
-static int on_status(http_parser *p, const char *at, size_t len) {
-  http_head *h = p->data;
-  if (h->done)
-    return 0;
-  uint32_t off = (uint32_t)(at - h->base);
-  if (h->reason.len == 0)
-    h->reason.off = off;
-  else if (off != h->reason.off + h->reason.len)
-    return cb_fail(h, 400);
-  for (size_t i = 0; i < len; i++)
-    if (((unsigned char)at[i] < 0x20 && at[i] != '\t') || at[i] == 0x7f)
-      return cb_fail(h, 400);
-  h->reason.len += (uint32_t)len;
-  return 0;
-}
-
-static int grow_fields(http_head *h) {
-  if (h->n_fields < h->cap_fields)
-    return 0;
-  size_t cap = h->cap_fields ? h->cap_fields * 2 : HH_FIELDS_FIRST;
-  if (cap > h->lim.max_headers)
-    cap = h->lim.max_headers;
-  hp_head_field *f = realloc(h->fields, cap * sizeof(*f));
-  if (!f)
-    return -1;
-  h->fields = f;
-  h->cap_fields = cap;
-  return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len) {
-  http_head *h = p->data;
-  /* The lenient parser lets SP into names ("Transfer-Encoding : x"): a
-   * field the parser and the origin could read differently. RFC 9112
-   * section 5.1 asks for 400; trailers are refused alike. */
-  if (memchr(at, ' ', len))
-    return cb_fail(h, 400);
-  uint32_t off = (uint32_t)(at - h->base);
-  if (h->last_cb != CB_FIELD) {
-    if (h->n_fields >= h->lim.max_headers)
-      return cb_fail(h, 431);
-    if (grow_fields(h) < 0)
-      return cb_fail(h, 503);
-    hp_head_field *f = &h->fields[h->n_fields++];
-    memset(f, 0, sizeof(*f));
-    f->name.off = off;
-    f->name.len = (uint32_t)len;
-  } else {
-    hp_head_field *f = &h->fields[h->n_fields - 1];
-    if (off != f->name.off + f->name.len)
-      return cb_fail(h, 400);
-    f->name.len += (uint32_t)len;
-  }
-  h->last_cb = CB_FIELD;
-  return 0;
-}
-
-/* A value arriving in two pieces that do not touch, or starting on a
- * later line than its name, is an obsolete line folding (RFC 9112
- * section 5.2): rejected, as a proxy may do, rather than repaired. */
-static int on_header_value(http_parser *p, const char *at, size_t len) {
-  http_head *h = p->data;
-  if (h->n_fields == 0)
-    return cb_fail(h, 400);
-  hp_head_field *f = &h->fields[h->n_fields - 1];
-  uint32_t off = (uint32_t)(at - h->base);
-  if (h->last_cb != CB_VALUE) {
-    uint32_t from = f->name.off + f->name.len;
-    if (len == 0) {
-      off = from; /* empty value: the parser points at the next line */
-    } else if (off < from || memchr(h->base + from, '\n', off - from)) {
-      return cb_fail(h, 400);
-    }
-    f->value.off = off;
-    f->value.len = (uint32_t)len;
-  } else {
-    if (off != f->value.off + f->value.len)
-      return cb_fail(h, 400);
-    f->value.len += (uint32_t)len;
-  }
-  h->last_cb = CB_VALUE;
-  return 0;
-}
-
 static int no_body_status(int status) {
   return status / 100 == 1 || status == 204 || status == 304;
 }
 
-static int on_headers_complete(http_parser *p) {
-  http_head *h = p->data;
-  h->done = 1;
-  http_parser_pause(p, 1);
-  /* 1: the parser expects no body, so it does not refuse a head whose
-   * framing fields it would not read a body by (hp_head_framing judges). */
-  return 1;
+/* The methods libhttp-parser knows, by name (upper case, exactly). */
+static const struct {
+  const char *name;
+  uint8_t len;
+  uint8_t method;
+} methods[] = {
+#define HH_METHOD(num, name, string) {#string, sizeof(#string) - 1, num},
+    HTTP_METHOD_MAP(HH_METHOD)
+#undef HH_METHOD
+};
+
+static int method_of(const char *m, size_t len) {
+  for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+    if (methods[i].len == len && memcmp(methods[i].name, m, len) == 0)
+      return methods[i].method;
+  return -1;
 }
 
 /* ---- head parsing ------------------------------------------------------- */
@@ -190,55 +69,52 @@ static int on_headers_complete(http_parser *p) {
 void hp_head_init(http_head *h, enum http_parser_type kind,
                   const hp_head_limits *lim) {
   memset(h, 0, sizeof(*h));
-  http_parser_init(&h->parser, kind);
-  h->parser.data = h;
+  h->kind = kind == HTTP_RESPONSE ? HTTP_RESPONSE : HTTP_REQUEST;
   h->lim = *lim;
   if (h->lim.max_headers < 1)
     h->lim.max_headers = 1;
+  h->method = -1;
 }
 
 void hp_head_free(http_head *h) {
   free(h->fields);
   h->fields = NULL;
-  h->n_fields = h->cap_fields = 0;
+  h->flags = NULL;
+  h->n_fields = 0;
 }
 
 void hp_head_expect_no_body(http_head *h) { h->skip_body = 1; }
 
-/* Finds the end of the first line (leading blank lines count towards it,
- * as the parser skips them). 414 when it is or will be longer than
- * max_line; 400 for a CR that does not end it: the lenient parser ends
- * the line at "CR + any byte", and a status line copied to the client
- * must mean the same to every reader. */
-static int find_line(http_head *h, const char *buf, size_t len) {
-  while (h->scan < len && !h->line_len) {
-    char c = buf[h->scan];
-    if (!h->started) {
-      h->started = c != '\r' && c != '\n';
-    } else if (c == '\n') {
-      h->line_len = h->scan + 1;
-    } else if (c == '\r') {
-      if (h->scan + 1 == len)
-        break; /* look again when the next byte is here */
-      if (buf[h->scan + 1] != '\n')
-        return 400;
-    }
-    h->scan++;
-  }
-  if (h->line_len)
-    return h->line_len > h->lim.max_line ? 414 : 0;
-  return len >= h->lim.max_line ? 414 : 0;
+static uint32_t clamp32(size_t v) {
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-static int errno_status(enum http_errno e) {
-  return e == HPE_HEADER_OVERFLOW ? 431 : 400;
+/* The field arrays (one allocation) and the scanner, before the first
+ * byte. 0 or -1. */
+static int start(http_head *h) {
+  size_t n = h->lim.max_headers;
+  h->fields = malloc(n * (sizeof(*h->fields) + sizeof(*h->flags)));
+  if (!h->fields)
+    return -1;
+  h->flags = (uint8_t *)(h->fields + n);
+  h1_limits lim = {clamp32(h->lim.max_line), clamp32(h->lim.max_header_bytes),
+                   0, clamp32(n)};
+  unsigned opts = H1_LF | H1_CL_LIST |
+                  (h->kind == HTTP_REQUEST ? H1_SKIP_EMPTY : H1_CODE_ONLY);
+  h1_init(&h->scan, h->kind == HTTP_REQUEST ? H1_REQUEST : H1_RESPONSE, opts,
+          &lim, h->fields);
+  return 0;
 }
 
-static void trim_values(http_head *h, const char *buf) {
-  for (size_t i = 0; i < h->n_fields; i++) {
-    hp_head_span *v = &h->fields[i].value;
-    while (v->len > 0 && is_ows(buf[v->off + v->len - 1]))
-      v->len--;
+static int scan_status(int error) {
+  switch (error) {
+  case H1_E_START_TOO_LONG:
+    return 414;
+  case H1_E_FIELDS_TOO_LONG:
+  case H1_E_TOO_MANY_FIELDS:
+    return 431;
+  default:
+    return 400;
   }
 }
 
@@ -263,78 +139,80 @@ static int connection_field(const char *name, size_t len) {
          eq_ci(name, len, "proxy-connection");
 }
 
-/* Marks every field named by the token buf[t..t+tlen). */
+/* Marks every field named by the token tok[0..tlen). */
 static void mark_listed(http_head *h, const char *buf, const char *tok,
                         size_t tlen) {
   if (tlen == 0 || framing_field(tok, tlen))
     return;
   for (size_t k = 0; k < h->n_fields; k++) {
-    hp_head_field *f = &h->fields[k];
+    const hp_head_field *f = &h->fields[k];
     if (f->name.len == tlen &&
         strncasecmp(span_ptr(buf, f->name), tok, tlen) == 0)
-      f->hop = 1;
+      h->flags[k] |= HH_F_HOP;
+  }
+}
+
+/* The Connection list: the fields it names are hop-by-hop, and "close" or
+ * "keep-alive" decide whether the connection stays. */
+static void connection_list(http_head *h, const char *buf,
+                            const hp_head_field *f) {
+  const char *v = span_ptr(buf, f->value), *end = v + f->value.len;
+  while (v < end) {
+    const char *comma = memchr(v, ',', (size_t)(end - v));
+    const char *te = comma ? comma : end;
+    const char *ts = v;
+    while (ts < te && is_ows(*ts))
+      ts++;
+    const char *tz = te;
+    while (tz > ts && is_ows(tz[-1]))
+      tz--;
+    size_t tl = (size_t)(tz - ts);
+    if (eq_ci(ts, tl, "close"))
+      h->conn_close = 1;
+    else if (eq_ci(ts, tl, "keep-alive"))
+      h->conn_keep = 1;
+    mark_listed(h, buf, ts, tl);
+    v = comma ? comma + 1 : end;
   }
 }
 
 static void mark_hop(http_head *h, const char *buf) {
   for (size_t i = 0; i < h->n_fields; i++) {
-    hp_head_field *f = &h->fields[i];
-    if (fixed_hop(span_ptr(buf, f->name), f->name.len))
-      f->hop = 1;
-    if (eq_ci(span_ptr(buf, f->name), f->name.len, "transfer-encoding"))
-      f->te = 1;
-    if (eq_ci(span_ptr(buf, f->name), f->name.len, "content-length"))
-      f->cl = 1;
+    const hp_head_field *f = &h->fields[i];
+    const char *n = span_ptr(buf, f->name);
+    uint8_t fl = 0;
+    if (fixed_hop(n, f->name.len))
+      fl |= HH_F_HOP;
+    if (eq_ci(n, f->name.len, "transfer-encoding"))
+      fl |= HH_F_TE;
+    if (eq_ci(n, f->name.len, "content-length"))
+      fl |= HH_F_CL;
+    h->flags[i] = fl;
   }
-  for (size_t i = 0; i < h->n_fields; i++) {
-    hp_head_field *f = &h->fields[i];
-    if (!connection_field(span_ptr(buf, f->name), f->name.len))
-      continue;
-    const char *v = span_ptr(buf, f->value), *end = v + f->value.len;
-    while (v < end) {
-      const char *comma = memchr(v, ',', (size_t)(end - v));
-      const char *te = comma ? comma : end;
-      const char *ts = v;
-      while (ts < te && is_ows(*ts))
-        ts++;
-      const char *tz = te;
-      while (tz > ts && is_ows(tz[-1]))
-        tz--;
-      mark_listed(h, buf, ts, (size_t)(tz - ts));
-      v = comma ? comma + 1 : end;
-    }
-  }
+  for (size_t i = 0; i < h->n_fields; i++)
+    if (connection_field(span_ptr(buf, h->fields[i].name),
+                         h->fields[i].name.len))
+      connection_list(h, buf, &h->fields[i]);
 }
 
-/* A CR not followed by LF: the parser takes "CR + any byte" as a line end
- * where other readers do not (RFC 9112 section 2.2 lets a recipient
- * refuse it). */
-static int bare_cr(const char *buf, size_t len) {
-  for (const char *p = memchr(buf, '\r', len); p;
-       p = memchr(p + 1, '\r', len - (size_t)(p + 1 - buf)))
-    if ((size_t)(p + 1 - buf) == len || p[1] != '\n')
-      return 1;
-  return 0;
-}
-
-static int head_done(http_head *h, const char *buf, size_t len,
-                     size_t got) {
-  if (HTTP_PARSER_ERRNO(&h->parser) != HPE_PAUSED)
-    return fail(h, 400);
-  h->head_len = h->fed + got + 1; /* the unconsumed last LF */
-  if (h->head_len > len || buf[h->head_len - 1] != '\n' || !h->line_len)
-    return fail(h, 400);
-  h->fed = h->head_len;
-  if (h->head_len - h->line_len > h->lim.max_header_bytes)
-    return fail(h, 431);
-  if (h->parser.http_major != 1 || h->parser.http_minor > 1)
+static int head_done(http_head *h, const char *buf) {
+  const h1_head *s = &h->scan;
+  h->line_len = s->start_len;
+  h->head_len = s->head_len;
+  h->n_fields = s->n_fields;
+  if (s->major != 1 || s->minor > 1)
     return fail(h, 505);
-  if (bare_cr(buf, h->head_len))
-    return fail(h, 400);
-  if (h->parser.type == HTTP_REQUEST && h->url.len == 0)
-    return fail(h, 400);
-  trim_values(h, buf);
+  if (h->kind == HTTP_REQUEST) {
+    h->method = method_of(buf + s->method.off, s->method.len);
+    if (h->method < 0)
+      return fail(h, 400);
+    h->url = s->target;
+  } else {
+    h->code = s->status;
+    h->reason = s->reason;
+  }
   mark_hop(h, buf);
+  h->done = 1;
   return HH_DONE;
 }
 
@@ -345,35 +223,25 @@ int hp_head_parse(http_head *h, const char *buf, size_t len) {
     return HH_DONE;
   if (len <= h->fed)
     return HH_MORE;
-  int st = find_line(h, buf, len);
-  if (st)
-    return fail(h, st);
-  h->base = buf;
-  size_t got = http_parser_execute(&h->parser, &settings, buf + h->fed,
-                                   len - h->fed);
-  h->base = NULL;
-  if (h->status)
-    return fail(h, h->status);
-  if (h->done)
-    return head_done(h, buf, len, got);
-  enum http_errno e = HTTP_PARSER_ERRNO(&h->parser);
-  if (e != HPE_OK)
-    return fail(h, errno_status(e));
-  h->fed = len;
-  /* Not complete yet with every header byte used: it cannot fit. */
-  if (h->line_len && len - h->line_len >= h->lim.max_header_bytes)
-    return fail(h, 431);
+  if (!h->fields && start(h) < 0)
+    return fail(h, 503);
+  size_t used = 0;
+  int r = h1_feed(&h->scan, buf + h->fed, len - h->fed, &used);
+  h->fed += used;
+  if (r == H1_ERROR)
+    return fail(h, scan_status(h->scan.error));
+  if (r == H1_DONE)
+    return head_done(h, buf);
   return HH_MORE;
 }
 
-int hp_head_method(const http_head *h) { return (int)h->parser.method; }
-int hp_head_status(const http_head *h) { return (int)h->parser.status_code; }
-int hp_head_minor(const http_head *h) { return h->parser.http_minor > 0; }
+int hp_head_method(const http_head *h) { return h->method; }
+int hp_head_status(const http_head *h) { return h->code; }
+int hp_head_minor(const http_head *h) { return h->scan.minor > 0; }
 int hp_head_keep_alive(const http_head *h) {
-  const http_parser *p = &h->parser;
-  if (p->flags & F_CONNECTION_CLOSE)
+  if (h->conn_close)
     return 0;
-  return h->parser.http_minor > 0 || (p->flags & F_CONNECTION_KEEP_ALIVE);
+  return h->scan.minor > 0 || h->conn_keep;
 }
 
 /* ---- body framing ------------------------------------------------------ */
@@ -399,30 +267,6 @@ static int each_element(const char *v, size_t len,
   }
 }
 
-/* Content-Length values must all be the same number. */
-#define HH_MAX_LENGTH (UINT64_C(1) << 62)
-typedef struct length_acc {
-  uint64_t value;
-  int seen;
-} length_acc;
-
-static int length_element(const char *e, size_t n, void *arg) {
-  length_acc *a = arg;
-  if (n == 0 || n > 19)
-    return -1;
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (e[i] < '0' || e[i] > '9')
-      return -1;
-    v = v * 10 + (uint64_t)(e[i] - '0');
-  }
-  if (v >= HH_MAX_LENGTH || (a->seen && v != a->value))
-    return -1;
-  a->value = v;
-  a->seen = 1;
-  return 0;
-}
-
 /* Transfer-Encoding elements, in order across fields: counts them and
  * remembers whether the last non-empty one is "chunked". */
 typedef struct coding_acc {
@@ -440,17 +284,19 @@ static int coding_element(const char *e, size_t n, void *arg) {
 
 int hp_head_framing(const http_head *h, const char *buf, int *kind,
                     uint64_t *length, int *has_length) {
-  int request = h->parser.type == HTTP_REQUEST;
+  int request = h->kind == HTTP_REQUEST;
   int bad = request ? 400 : 502;
-  length_acc la = {0, 0};
+  /* Every Content-Length number was checked equal by the scanner. */
+  struct {
+    uint64_t value;
+    int seen;
+  } la = {h->scan.content_length >= 0 ? (uint64_t)h->scan.content_length : 0,
+          h->scan.content_length >= 0};
   coding_acc ca = {0, 0};
   int te_fields = 0;
   for (size_t i = 0; i < h->n_fields; i++) {
     const hp_head_field *f = &h->fields[i];
-    if (f->cl && each_element(span_ptr(buf, f->value), f->value.len,
-                              length_element, &la))
-      return bad;
-    if (f->te) {
+    if (h->flags[i] & HH_F_TE) {
       te_fields++;
       each_element(span_ptr(buf, f->value), f->value.len, coding_element,
                    &ca);
@@ -462,7 +308,7 @@ int hp_head_framing(const http_head *h, const char *buf, int *kind,
   if (te_fields) {
     /* RFC 9112 section 6.1: with Content-Length, or in HTTP/1.0, the
      * framing is faulty (a smuggling attempt, likely). */
-    if (la.seen || h->parser.http_minor == 0 || ca.codings == 0)
+    if (la.seen || h->scan.minor == 0 || ca.codings == 0)
       return bad;
     if (!ca.chunked_last)
       return bad; /* section 6.3: the length cannot be determined */
@@ -470,7 +316,7 @@ int hp_head_framing(const http_head *h, const char *buf, int *kind,
       return request ? 501 : 502; /* a coding we do not decode */
   }
   if (!request &&
-      (h->skip_body || no_body_status((int)h->parser.status_code)))
+      (h->skip_body || no_body_status(h->code)))
     return 0;
   if (te_fields)
     *kind = HB_CHUNKED;
@@ -493,7 +339,7 @@ int hp_head_find(const http_head *h, const char *buf, const char *name,
 }
 
 int hp_head_hop_by_hop(const http_head *h, size_t i) {
-  return i < h->n_fields && h->fields[i].hop;
+  return i < h->n_fields && (h->flags[i] & HH_F_HOP);
 }
 
 int hp_head_reframe(int kind, int client_minor) {
@@ -545,7 +391,7 @@ int hp_head_target_parse(const http_head *h, const char *buf,
   if (!h->done || h->url.len == 0)
     return 400;
   const char *u = buf + h->url.off;
-  int is_connect = h->parser.method == HTTP_CONNECT;
+  int is_connect = h->method == HTTP_CONNECT;
   struct http_parser_url pu;
   http_parser_url_init(&pu);
   if (http_parser_parse_url(u, h->url.len, is_connect, &pu) != 0)
@@ -588,7 +434,7 @@ static void put_fields(ph_bw *w, const http_head *h, const char *buf,
                        int drop_host) {
   for (size_t i = 0; i < h->n_fields; i++) {
     const hp_head_field *f = &h->fields[i];
-    if (f->hop || f->te || f->cl)
+    if (h->flags[i])
       continue;
     if (drop_host && eq_ci(span_ptr(buf, f->name), f->name.len, "host"))
       continue;
@@ -636,11 +482,11 @@ ssize_t hp_head_write_request(const http_head *h, const char *buf,
                               char *out, size_t cap) {
   ph_bw w;
   ph_bw_init(&w, out, cap, PH_BW_BYTES);
-  ph_bw_puts(&w, http_method_str((enum http_method)h->parser.method));
+  ph_bw_puts(&w, http_method_str((enum http_method)h->method));
   ph_bw_put(&w, " ", 1);
   if (t->path.len > 0)
     ph_bw_put(&w, buf + t->path.off, t->path.len);
-  else if (h->parser.method == HTTP_OPTIONS && !t->has_query)
+  else if (h->method == HTTP_OPTIONS && !t->has_query)
     ph_bw_put(&w, "*", 1); /* RFC 9112 section 3.2.4 */
   else
     ph_bw_put(&w, "/", 1);

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* HTTP/1.x message heads for the http_proxy module, without I/O.
  *
- * - Bounded, incremental parsing of a request or response head with
- *   Debian's libhttp-parser (the Node.js parser): the caller keeps the
- *   bytes in one buffer (which may move between calls) and calls
- *   hp_head_parse after each read; the head's first line, its header bytes and
- *   its header count are limited, a bare CR anywhere in it is refused,
- *   and the answer to a bad head is an HTTP status (400, 414, 431, 505).
- *   The parser reads heads only: bodies are framed by http_body.h.
+ * - Bounded, incremental parsing of a request or response head with the
+ *   shared strict scanner (lib/http1_head.h): the caller keeps the bytes
+ *   in one buffer (which may move between calls) and calls hp_head_parse
+ *   after each read; the head's first line, its header bytes and its
+ *   header count are limited, and the answer to a bad head is an HTTP
+ *   status (400, 414, 431, 505). On top of the scanner's rules: only the
+ *   methods libhttp-parser knows (upper case), HTTP/1.0 and 1.1, bare LF
+ *   line ends and empty lines before a request taken (RFC 9112 2.2), a
+ *   Content-Length list of equal numbers taken (RFC 9110 8.6). Bodies are
+ *   framed by http_body.h.
  * - The request-target: authority-form for CONNECT, absolute-form
  *   http://host[:port]/path otherwise (https:// is 501, anything else 400).
  * - Body framing from the header fields, strictly (hp_head_framing).
@@ -25,6 +28,8 @@
 
 #include <http_parser.h>
 #include <stddef.h>
+
+#include "lib/http1_head.h"
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -37,41 +42,42 @@ typedef struct hp_head_limits {
 
 enum hp_head_result { HH_ERROR = -1, HH_MORE = 0, HH_DONE = 1 };
 
-typedef struct hp_head_span {
-  uint32_t off, len;
-} hp_head_span;
+/* Offsets from the start of the head's buffer. */
+typedef h1_span hp_head_span;
+/* A field: its name and its value without surrounding whitespace. */
+typedef h1_field hp_head_field;
 
-typedef struct hp_head_field {
-  hp_head_span name, value; /* value without surrounding whitespace */
-  unsigned char hop;   /* hop-by-hop: not forwarded */
-  unsigned char te;    /* a Transfer-Encoding field */
-  unsigned char cl;    /* a Content-Length field */
-} hp_head_field;
+/* What a field is to the proxy (http_head.flags[i]). */
+#define HH_F_HOP 1u /* hop-by-hop: not forwarded */
+#define HH_F_TE 2u  /* a Transfer-Encoding field */
+#define HH_F_CL 4u  /* a Content-Length field */
 
 typedef struct http_head {
-  http_parser parser;
+  h1_head scan;
   hp_head_limits lim;
-  const char *base; /* the buffer, only while the parser runs */
-  size_t fed;       /* head bytes given to the parser */
-  size_t scan;      /* bytes examined for the first line's end */
-  size_t line_len;  /* first line with its LF; 0 until seen */
+  int kind;         /* HTTP_REQUEST or HTTP_RESPONSE */
+  size_t fed;       /* head bytes given to the scanner */
+  size_t line_len;  /* first line with its LF (and skipped empty lines) */
   size_t head_len;  /* the whole head with its blank line, once done */
   hp_head_span url; /* request-target (requests) */
   hp_head_span reason; /* reason phrase (responses) */
-  hp_head_field *fields;
-  size_t n_fields, cap_fields;
-  int last_cb;  /* which data callback ran last (field or value) */
+  hp_head_field *fields; /* max_headers of them, the scanner's */
+  uint8_t *flags;        /* HH_F_* of each field, once done */
+  size_t n_fields;
+  int method;   /* enum http_method (requests) */
   int status;   /* the answer to a bad head, when hp_head_parse said HH_ERROR */
-  unsigned started : 1;   /* a non-blank byte was seen */
+  int code;     /* the status code (responses) */
   unsigned done : 1;      /* head complete */
   unsigned skip_body : 1; /* a response to HEAD: no body whatever it says */
   unsigned failed : 1;
+  unsigned conn_close : 1; /* Connection (or Proxy-Connection): close */
+  unsigned conn_keep : 1;  /* ... keep-alive */
 } http_head;
 
 /* kind is HTTP_REQUEST or HTTP_RESPONSE. */
 void hp_head_init(http_head *h, enum http_parser_type kind,
                   const hp_head_limits *lim);
-/* Frees the field array; h can be initialised again afterwards. */
+/* Frees the field arrays; h can be initialised again afterwards. */
 void hp_head_free(http_head *h);
 /* A response to a HEAD request: the parser expects no body. Before the
  * first hp_head_parse. */

@@ -144,13 +144,14 @@ t_unit_test_tm_ws_LDADD = modules/tunnel_common/libtmproto.la \
 # The WebSocket client end (tm_wsc.c, pure): its unit test and fuzz target.
 UNIT_TESTS_LOCAL += t/unit/test_tm_wsc
 t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/tm_wsc.c \
-	modules/common/bw.c
+	modules/common/bw.c modules/lib/http1_head.c
 t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common
 t_unit_test_tm_wsc_LDADD = $(UNIT_LDADD) $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_tm_wsc
 t_fuzz_replay_tm_wsc_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_wsc.c \
-	modules/tunnel_common/tm_wsc.c modules/common/bw.c
+	modules/tunnel_common/tm_wsc.c modules/common/bw.c \
+	modules/lib/http1_head.c
 t_fuzz_replay_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
 	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
 t_fuzz_replay_tm_wsc_LDADD = $(OPENSSL_LIBS)

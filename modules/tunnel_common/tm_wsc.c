@@ -3,6 +3,7 @@
 #include "tm_wsc.h"
 
 #include "bw.h"
+#include "lib/http1_head.h"
 
 #include <string.h>
 #include <strings.h>
@@ -72,24 +73,6 @@ static int name_is(const char *p, size_t n, const char *name) {
   return strlen(name) == n && strncasecmp(p, name, n) == 0;
 }
 
-/* value (trimmed) has token as one of its comma-separated elements. */
-static int has_token(const char *v, size_t n, const char *token) {
-  size_t tl = strlen(token), i = 0;
-  while (i < n) {
-    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-      i++;
-    size_t s = i;
-    while (i < n && v[i] != ',')
-      i++;
-    size_t e = i;
-    while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-      e--;
-    if (e - s == tl && strncasecmp(v + s, token, tl) == 0)
-      return 1;
-  }
-  return 0;
-}
-
 static void expected_accept(const char *key, char out[29]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int mdlen = 0;
@@ -113,69 +96,25 @@ static int bad(const char **why, const char *s) {
   return TM_WSC_HS_BAD;
 }
 
-/* ---- heads: one strict scanner for the 101 and the request ------------ */
+/* ---- heads: the shared strict scanner (lib/http1_head.h) --------------- */
 
-/* The length of the head in buf[0..len) through its CRLF CRLF, looked
- * for within max bytes; 0 when not there (yet). */
-static size_t head_end(const char *buf, size_t len, size_t max) {
-  size_t scan = len < max ? len : max;
-  for (size_t i = 3; i < scan; i++)
-    if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
-        buf[i - 3] == '\r')
-      return i + 1;
-  return 0;
-}
+/* At most this many field lines in a head (a 101 or an upgrade request
+ * has about eight). */
+#define TM_WSC_FIELDS_MAX 100
 
-/* The line at *at (before end): its length without CRLF, *at moved past
- * it; -1 when it holds a CR or LF that is not its end, or a NUL. */
-static long next_line(const char *buf, size_t end, size_t *at) {
-  size_t s = *at, e = s;
-  while (e + 1 < end && !(buf[e] == '\r' && buf[e + 1] == '\n')) {
-    if (buf[e] == '\n' || buf[e] == '\r' || buf[e] == '\0')
-      return -1;
-    e++;
-  }
-  if (e + 1 >= end)
-    return -1;
-  *at = e + 2;
-  return (long)(e - s);
-}
+typedef struct head_scan {
+  h1_head h;
+  h1_field f[TM_WSC_FIELDS_MAX];
+} head_scan;
 
-typedef struct head_field {
-  const char *name, *value;
-  size_t name_len, value_len;
-} head_field;
-
-/* The header field at *at: 1 with *f (the value trimmed), 0 at the blank
- * line that ends the head, -1 malformed (no colon, an empty name or one
- * with a space or control byte: no folding either). */
-static int next_field(const char *buf, size_t end, size_t *at, head_field *f) {
-  size_t ls = *at;
-  long n = next_line(buf, end, at);
-  if (n < 0)
-    return -1;
-  if (n == 0)
-    return 0;
-  const char *colon = memchr(buf + ls, ':', (size_t)n);
-  if (!colon || colon == buf + ls)
-    return -1;
-  f->name = buf + ls;
-  f->name_len = (size_t)(colon - f->name);
-  for (size_t i = 0; i < f->name_len; i++)
-    if ((unsigned char)f->name[i] <= ' ' || (unsigned char)f->name[i] >= 0x7f)
-      return -1;
-  const char *v = colon + 1;
-  size_t vl = (size_t)(buf + ls + n - v);
-  for (size_t i = 0; i < vl; i++)
-    if ((unsigned char)v[i] < ' ' && v[i] != '\t')
-      return -1;
-  while (vl && (*v == ' ' || *v == '\t'))
-    v++, vl--;
-  while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-    vl--;
-  f->value = v;
-  f->value_len = vl;
-  return 1;
+/* Scans buf[0..len) (all bytes received so far) as one head of kind, at
+ * most max bytes, CRLF line ends only: h1_feed's result. */
+static int scan_head(head_scan *s, const char *buf, size_t len, int kind,
+                     uint32_t max) {
+  h1_limits lim = {0, 0, max, TM_WSC_FIELDS_MAX};
+  size_t used;
+  h1_init(&s->h, kind, 0, &lim, s->f);
+  return h1_feed(&s->h, buf, len, &used);
 }
 
 /* What a status other than 101 means for a tunnel connection, in words
@@ -217,46 +156,50 @@ static const char *status_meaning(int st) {
 int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
                     tm_wsc_answer *ans, const char **why) {
   const char *buf = (const char *)ubuf;
-  size_t end;
+  head_scan sc;
   *why = NULL;
   memset(ans, 0, sizeof(*ans));
-  end = head_end(buf, len, TM_WSC_RESP_MAX);
-  if (!end)
-    return len >= TM_WSC_RESP_MAX ? bad(why, "the answer's head is too long")
-                                  : TM_WSC_HS_MORE;
+  int r = scan_head(&sc, buf, len, H1_RESPONSE, TM_WSC_RESP_MAX);
+  const h1_head *h = &sc.h;
+  if (r == H1_MORE)
+    return TM_WSC_HS_MORE;
+  if (r == H1_ERROR && h->error == H1_E_HEAD_TOO_LONG)
+    return bad(why, "the answer's head is too long");
   /* Status line: HTTP/1.x SP 3DIGIT SP reason CRLF. An HTTP/1.0 answer
    * (a plain web server's 404, say) is read for its status, which says
    * what went wrong; only HTTP/1.1 can switch to WebSocket. */
-  if (end < 14 || memcmp(buf, "HTTP/1.", 7) != 0 ||
-      (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ' || buf[12] != ' ' ||
-      buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
-      buf[11] < '0' || buf[11] > '9')
+  if (r == H1_ERROR && !h->start_len)
+    return bad(why, h->seen <= 13 || h->error == H1_E_VERSION ||
+                            h->error == H1_E_STATUS
+                        ? "the answer is not HTTP: not a web server at this "
+                          "address?"
+                        : "the answer's status line is malformed");
+  if (h->major != 1 || h->minor > 1)
     return bad(why, "the answer is not HTTP: not a web server at this "
                     "address?");
-  ans->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-  int http10 = buf[7] == '0';
-  size_t at = 0;
-  if (next_line(buf, end, &at) < 0)
-    return bad(why, "the answer's status line is malformed");
-  if (http10 && ans->status == 101)
+  ans->status = h->status;
+  if (h->minor == 0 && ans->status == 101)
     return bad(why, status_meaning(101));
   if (ans->status != 101) {
+    /* Its fields are not read: the status says it all. */
     *why = status_meaning(ans->status);
     return TM_WSC_HS_REFUSED;
   }
+  if (r == H1_ERROR)
+    return bad(why, "a header line is malformed");
+  size_t end = h->head_len;
   char want[29];
   expected_accept(key, want);
-  int upgrade = 0, connection = 0, accept = 0, protocols = 0, r;
-  head_field f;
-  while ((r = next_field(buf, end, &at, &f)) > 0) {
-    const char *nm = f.name, *v = f.value;
-    size_t nl = f.name_len, vl = f.value_len;
+  int upgrade = 0, connection = 0, accept = 0, protocols = 0;
+  for (uint32_t i = 0; i < h->n_fields; i++) {
+    const char *nm = buf + sc.f[i].name.off, *v = buf + sc.f[i].value.off;
+    size_t nl = sc.f[i].name.len, vl = sc.f[i].value.len;
     if (name_is(nm, nl, "Upgrade")) {
       if (!(vl == 9 && strncasecmp(v, "websocket", 9) == 0))
         return bad(why, "the answer upgrades to something else");
       upgrade = 1;
     } else if (name_is(nm, nl, "Connection")) {
-      if (has_token(v, vl, "upgrade"))
+      if (h1_list_has(v, vl, "upgrade"))
         connection = 1;
     } else if (name_is(nm, nl, "Sec-WebSocket-Accept")) {
       if (accept || vl != 28 || memcmp(v, want, 28) != 0)
@@ -271,8 +214,6 @@ int tm_wsc_response(const uint8_t *ubuf, size_t len, const char *key,
       ans->subproto[vl] = '\0';
     }
   }
-  if (r < 0)
-    return bad(why, "a header line is malformed");
   if (!upgrade || !connection)
     return bad(why, "the answer lacks Upgrade or Connection");
   if (!accept)
@@ -324,52 +265,51 @@ int tm_wsc_upgrade_parse(const uint8_t *ubuf, size_t len, const char *path,
                          const char *const *names, tm_wsc_upgrade *up,
                          const char **why) {
   const char *buf = (const char *)ubuf;
-  size_t end = head_end(buf, len, TM_WSC_REQ_MAX), at = 0;
+  head_scan sc;
   *why = NULL;
   memset(up, 0, sizeof(*up));
   up->chosen = -1;
-  if (!end) {
-    if (len < TM_WSC_REQ_MAX)
-      return TM_WSC_HS_MORE;
-    up->status = 431;
-    return bad(why, "the request's head is too long");
+  int r = scan_head(&sc, buf, len, H1_REQUEST, TM_WSC_REQ_MAX);
+  const h1_head *h = &sc.h;
+  if (r == H1_MORE)
+    return TM_WSC_HS_MORE;
+  if (r == H1_ERROR) {
+    if (h->error == H1_E_HEAD_TOO_LONG || h->error == H1_E_TOO_MANY_FIELDS) {
+      up->status = 431;
+      return bad(why, "the request's head is too long");
+    }
+    up->status = 400;
+    return bad(why, h->start_len ? "a header line is malformed"
+                                 : "the request line is malformed");
   }
   /* Request line: method SP request-target SP HTTP/1.x */
-  long ll = next_line(buf, end, &at);
-  const char *sp1 = ll > 0 ? memchr(buf, ' ', (size_t)ll) : NULL;
-  const char *sp2 =
-      sp1 ? memchr(sp1 + 1, ' ', (size_t)(buf + ll - (sp1 + 1))) : NULL;
-  if (!sp1 || !sp2 || sp2 == sp1 + 1 || buf + ll - (sp2 + 1) != 8 ||
-      memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
+  if (h->major != 1 || h->minor > 1) {
     up->status = 400;
     return bad(why, "the request line is malformed");
   }
-  for (const char *p = buf; p < sp2; p++)
-    if ((unsigned char)*p <= ' ' && p != sp1)
-      return (up->status = 400), bad(why, "the request line is malformed");
-  int get = sp1 - buf == 3 && !memcmp(buf, "GET", 3);
-  int http11 = sp2[8] == '1';
-  const char *target = sp1 + 1;
-  size_t tl = (size_t)(sp2 - target);
+  size_t end = h->head_len;
+  int get = h->method.len == 3 && !memcmp(buf + h->method.off, "GET", 3);
+  int http11 = h->minor == 1;
+  const char *target = buf + h->target.off;
+  size_t tl = h->target.len;
   const char *q = memchr(target, '?', tl);
   size_t pl = q ? (size_t)(q - target) : tl;
   int path_ok = path && strlen(path) == pl && !memcmp(target, path, pl);
 
-  int r, host = 0, upgrade = 0, other_upgrade = 0, connection = 0, keys = 0,
-         auths = 0, version = 0, offered = 0;
-  head_field f;
-  while ((r = next_field(buf, end, &at, &f)) > 0) {
-    const char *nm = f.name, *v = f.value;
-    size_t nl = f.name_len, vl = f.value_len;
+  int host = 0, upgrade = 0, other_upgrade = 0, connection = 0, keys = 0,
+      auths = 0, version = 0, offered = 0;
+  for (uint32_t i = 0; i < h->n_fields; i++) {
+    const char *nm = buf + sc.f[i].name.off, *v = buf + sc.f[i].value.off;
+    size_t nl = sc.f[i].name.len, vl = sc.f[i].value.len;
     if (name_is(nm, nl, "Host")) {
       host++;
     } else if (name_is(nm, nl, "Upgrade")) {
-      if (has_token(v, vl, "websocket"))
+      if (h1_list_has(v, vl, "websocket"))
         upgrade = 1;
       else
         other_upgrade = 1;
     } else if (name_is(nm, nl, "Connection")) {
-      if (has_token(v, vl, "upgrade"))
+      if (h1_list_has(v, vl, "upgrade"))
         connection = 1;
     } else if (name_is(nm, nl, "Sec-WebSocket-Key")) {
       if (keys++ == 0 && key_ok(v, vl)) {
@@ -387,10 +327,6 @@ int tm_wsc_upgrade_parse(const uint8_t *ubuf, size_t len, const char *path,
       up->auth_off = (size_t)(v - buf);
       up->auth_len = vl;
     }
-  }
-  if (r < 0) {
-    up->status = 400;
-    return bad(why, "a header line is malformed");
   }
   if (!upgrade)
     return refuse_up(up, 404, why,

@@ -107,7 +107,8 @@ typedef struct tm_wsc_upgrade {
  * other than 13). The name chosen is the first the client offered (its
  * priority order, across its Sec-WebSocket-Protocol headers) that names
  * (NULL-terminated) has. The strict line rules of tm_wsc_response apply
- * (CRLF only, no control byte, no folding). */
+ * (the shared scanner, lib/http1_head.h: CRLF only, no control byte or
+ * DEL, token names, no folding, at most 100 field lines: more is 431). */
 int tm_wsc_upgrade_parse(const uint8_t *buf, size_t len, const char *path,
                          const char *const *names, tm_wsc_upgrade *up,
                          const char **why);

@@ -69,6 +69,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/http1_head.h"
+
 /* The longest upstream response head read for a CONNECT (status line and
  * headers, with the empty line that ends them); longer is
  * UP_HS_MALFORMED. */
@@ -97,20 +99,6 @@ typedef enum up_hs_state {
  * request the caller forwards in absolute form needs no handshake: the
  * pool hands it the socket with the Basic token of up_hs_basic()). */
 
-/* Private: what the reader keeps of a partial answer between feeds. */
-typedef struct up_hs_http_rx {
-  uint32_t seen;     /* bytes of the head consumed so far */
-  uint32_t name_len; /* of the header field name being read */
-  uint8_t where;     /* the scanner's position (up_connect.c) */
-  uint16_t code;     /* the status code's digits so far */
-  uint8_t pos;       /* in the status line's fixed part */
-  uint8_t names;     /* which framing field names still match */
-  uint8_t field;     /* the line's field: 0, or one of those names */
-  uint8_t cl_where;  /* Content-Length value: before, in, after digits */
-  uint8_t cl_digits, cl_nonzero, cl_bad; /* of this line's value */
-  uint8_t framed; /* 1: a framing header says there is content */
-} up_hs_http_rx;
-
 typedef struct up_hs_s5_rx {
   uint32_t have;  /* bytes of the current message consumed */
   uint32_t need;  /* its length, or a lower bound until known */
@@ -138,7 +126,7 @@ typedef struct up_hs {
                  REP byte; -1 before (and for SOCKS5 method or
                  authentication failures) */
   union {
-    up_hs_http_rx http;
+    h1_head http; /* the CONNECT answer's head, scanned as it arrives */
     up_hs_s5_rx s5;
   } rx; /* private */
 } up_hs;

@@ -244,7 +244,7 @@ static void client_reads(const proxy *p) {
     check(hp_head_framing(&h, buf + off, &kind, &length, &has) == 0);
     size_t te = 0;
     for (size_t i = 0; i < h.n_fields; i++)
-      te += h.fields[i].te;
+      te += (h.flags[i] & HH_F_TE) != 0;
     check(te <= 1 && (te == 0 || p->client_minor == 1));
     check(kind == (p->in_kind == HB_NONE ? HB_NONE : p->out_kind));
     off += h.head_len;
