@@ -2,9 +2,9 @@
 /* auth_local: the "authorizer" service from a user list in the module's
  * configuration section, with passwords stored as PBKDF2 hashes (made by
  * proxyhost-passwd). Hash checks run on the host's helper threads; recent
- * successful checks are remembered (cache.c, keyed by a SHA-256 of user
- * and password, for cache_ttl, in lib/kcache) so a browser opening many streams does not
- * pay the hash each time. Anything but a verified match is a denial.
+ * successful checks are remembered (lib/kcache, keyed by a SHA-256 of
+ * user and password, for cache_ttl) so a browser opening many streams
+ * does not pay the hash each time. Anything but a verified match is a denial.
  *
  * It also provides the "access" service (access_local.c): a user in the
  * list may open any target, anyone else may not; its revision moves when
