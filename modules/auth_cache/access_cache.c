@@ -51,10 +51,6 @@ void ac_unavailable(ph_access_result *res, int code) {
 static int64_t answer_hit(acache *s, const cache_verdict *v, int64_t now,
                           ph_access_cb cb, void *arg) {
   ph_access_result res;
-  if (s->n_slots >= s->max_waiters) {
-    ac_unavailable(&res, PH_OPEN_QUEUE_FULL);
-    return sf_answer_later(s, &res, 0, cb, arg);
-  }
   memset(&res, 0, sizeof(res));
   res.size = sizeof(res);
   res.verdict = v->verdict;
@@ -63,7 +59,12 @@ static int64_t answer_hit(acache *s, const cache_verdict *v, int64_t now,
   int64_t left = v->expires_ms - now;
   res.ttl_ms = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
   res.revision = cache_gen_revision(s->cur);
-  return sf_answer_later(s, &res, 1, cb, arg);
+  int64_t id = sc_answer_later(s, &res, 1, cb, arg);
+  if (id == PH_EFULL) { /* max_waiters */
+    ac_unavailable(&res, PH_OPEN_QUEUE_FULL);
+    id = sc_answer_later(s, &res, 0, cb, arg);
+  }
+  return id;
 }
 
 static int64_t lookup_or_fetch(acache *s, const ph_access_request *r,
@@ -72,7 +73,7 @@ static int64_t lookup_or_fetch(acache *s, const ph_access_request *r,
   size_t len = cache_key_encode(r, key);
   uint64_t hash = cache_key_hash(key, len);
   if (!s->enabled)
-    return sf_check(s, r, key, len, hash, 1, cb, arg);
+    return sc_check(s, r, key, len, hash, 1, cb, arg);
   rw_refresh(s); /* a rise switches generations before the lookup */
   if (s->cur) {
     int64_t now = s->api->now_ms(s->ctx);
@@ -84,7 +85,7 @@ static int64_t lookup_or_fetch(acache *s, const ph_access_request *r,
       return answer_hit(s, &v, now, cb, arg);
     }
   }
-  return sf_check(s, r, key, len, hash, 0, cb, arg);
+  return sc_check(s, r, key, len, hash, 0, cb, arg);
 }
 
 static int64_t check_open(void *self, const ph_access_request *req,
@@ -93,13 +94,13 @@ static int64_t check_open(void *self, const ph_access_request *req,
   ph_access_request r;
   if (!req || !cb || ac_read_request(req, &r) != PH_OK)
     return PH_EINVAL;
-  s->in_check++;
+  sf_hold(s->sf); /* answers wait for the next turn */
   int64_t id = lookup_or_fetch(s, &r, cb, arg);
-  s->in_check--;
+  sf_unhold(s->sf);
   return id;
 }
 
-static int cancel(void *self, int64_t id) { return sf_cancel(self, id); }
+static int cancel(void *self, int64_t id) { return sc_cancel(self, id); }
 
 /* The store's: the verdicts carry its revisions. */
 static int revision(void *self, uint64_t *rev) {

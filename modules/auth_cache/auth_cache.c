@@ -9,7 +9,7 @@
  * max_positive_ttl / max_negative_ttl, in generations of one revision
  * each; the store's revision decides which generation is current and
  * whether a cached allow may be served at all (revision_watch.c).
- * Concurrent misses share one store check (singleflight.c). Nothing of a
+ * Concurrent misses share one store check (store_check.c, lib/sflight). Nothing of a
  * request but its five key fields is kept, and the contract keeps secrets
  * out of them (TM-P1-5, TM-SEC-3). */
 #include <stdio.h>
@@ -127,10 +127,9 @@ static int cache_init(ph_ctx *ctx, const ph_api *host, void **state) {
            "hash");
     return PH_EINVAL;
   }
-  s->deliver = api->defer_new(ctx, sf_deliver, s);
   s->tick_t = api->timer_new(ctx, rw_tick, s);
   s->reap_t = api->timer_new(ctx, rw_reap, s);
-  if (!s->deliver || !s->tick_t || !s->reap_t || sf_init(s) != PH_OK)
+  if (!s->tick_t || !s->reap_t || sc_init(s) != PH_OK)
     return PH_ENOMEM;
   int rc = declare_metrics(s);
   if (rc != PH_OK)
@@ -184,8 +183,7 @@ static void cache_destroy(void *state) {
   acache *s = state;
   if (!s)
     return;
-  sf_free_all(s);
-  api->defer_free(s->deliver);
+  sc_free_all(s);
   if (s->tick_t)
     api->timer_free(s->tick_t);
   if (s->reap_t)

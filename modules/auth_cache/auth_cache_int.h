@@ -3,8 +3,9 @@
  *   auth_cache.c      the module: keys, check, lifecycle, metrics
  *   revision_watch.c  the store's revision: readiness, generations, the
  *                     chunked freeing of retired ones
- *   singleflight.c    checks waiting for the store, one store call per key
- *                     (TM-P1-8), and answers delivered on a later loop turn
+ *   store_check.c     checks waiting for the store, one store call per key
+ *                     (TM-P1-8), and answers delivered on the next loop
+ *                     turn: lib/sflight
  *   access_cache.c    the "access" vtable auth_cache provides
  * Loop thread only. */
 #ifndef PH_AUTH_CACHE_INT_H
@@ -18,42 +19,10 @@
 
 #include "cache_gen.h"
 #include "cache_key.h"
-#include "idtab.h"
-#include "ilist.h"
+#include "lib/sflight.h"
 
 typedef struct acache acache;
-typedef struct waiter waiter;
-typedef struct flight flight;
-
-
-/* One accepted check of a caller: waiting on a flight, or holding its
- * answer in the delivery queue. */
-struct waiter {
-  int64_t id;
-  ph_access_cb cb;
-  void *arg;
-  flight *f; /* the flight it waits on; NULL once queued */
-  ilist_node link;      /* on a flight's waiters, the queue or the batch */
-  idtab_node hn;        /* in the id map */
-  ph_access_result res; /* a queued answer */
-  int slot;             /* counts against max_waiters */
-};
-
-/* One store check, shared by every waiter of one key (or one bypassed
- * check when the cache is off). */
-struct flight {
-  acache *s;
-  flight *hnext; /* chain in the flight map */
-  uint64_t hash;
-  uint64_t gen_id;  /* the generation it was started for */
-  int64_t store_id; /* > 0 while the store's check runs */
-  int mapped;       /* in the flight map (a bypassed check is not) */
-  int bypass;       /* the cache is off: never shared, never stored */
-  int delivering;   /* its answer is being handed out */
-  ilist waiters;
-  size_t len;
-  unsigned char key[];
-};
+typedef struct acflight acflight; /* store_check.c */
 
 typedef struct retired retired;
 struct retired {
@@ -88,19 +57,10 @@ struct acache {
   retired *retired;
   int started;
 
-  /* flights and waiters (singleflight.c) */
-  flight **fbuckets;
-  size_t fmask;
-  int64_t n_flights;
-  idtab wids; /* the waiters by id */
-  int64_t n_slots; /* waiters holding a max_waiters slot */
-  int64_t next_id;
-  ilist queue, batch; /* answers for the next loop turn, and those being
-                         handed out now */
-  int in_check;     /* inside check_open: answers must wait for a later turn */
-  flight *starting; /* the flight whose store check_open runs now */
+  /* flights and waiters (store_check.c) */
+  sflight *sf;
+  acflight *starting; /* the flight whose store check_open runs now */
 
-  ph_defer *deliver; /* hands out queue on the next loop turn */
   ph_timer *tick_t, *reap_t;
   ph_series *m_req[AC_N_REQ];
   ph_series *m_entries, *m_evictions, *m_generations;
@@ -124,21 +84,21 @@ void rw_tick(ph_timer *t, void *arg);
 /* Readiness as the cache's state says. */
 void rw_update_ready(acache *s);
 
-/* singleflight.c */
-int sf_init(acache *s);
+/* store_check.c */
+int sc_init(acache *s);
 /* Starts or joins the flight for key (bypass: a flight of its own, not
  * shared, not stored). Returns the waiter's id, or a negative ph_status
  * (the store refused the request), and then no callback. */
-int64_t sf_check(acache *s, const ph_access_request *r,
+int64_t sc_check(acache *s, const ph_access_request *r,
                  const unsigned char *key, size_t len, uint64_t hash,
                  int bypass, ph_access_cb cb, void *arg);
-/* Queues an answer for a later loop turn; the id, or PH_ENOMEM. */
-int64_t sf_answer_later(acache *s, const ph_access_result *res, int slot,
+/* Queues an answer for the next loop turn (slot: holds one of
+ * max_waiters); the id, PH_EFULL (no slot) or PH_ENOMEM. */
+int64_t sc_answer_later(acache *s, const ph_access_result *res, int slot,
                         ph_access_cb cb, void *arg);
-int sf_cancel(acache *s, int64_t id);
+int sc_cancel(acache *s, int64_t id);
 /* Drops everything without calling anyone; cancels the store's checks. */
-void sf_free_all(acache *s);
-void sf_deliver(ph_defer *d, void *arg);
+void sc_free_all(acache *s);
 
 /* access_cache.c */
 extern const ph_access_v1 access_cache_vt;

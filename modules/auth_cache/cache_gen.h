@@ -1,25 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* One generation of the authorization cache: the verdicts computed under
- * one policy revision (TM-P1-28). A hash table of at most max_entries
- * entries with an approximate LRU (TM-P1-9): a CLOCK ring where a hit
- * sets the entry's reference bit and an insert into a full table gives
- * at most CACHE_GEN_CLOCK_STEPS entries their second chance before it
- * evicts one. Every operation is O(1): nothing scans the table on the
- * authorization path (TM-P1-10), and a retired generation is freed in
- * bounded chunks (cache_gen_free_some) from a timer, never in one go.
- *
- * The bucket array (next power of two >= max_entries / 2) and the ring
- * (max_entries pointers) are allocated when the generation is made and
- * never grow, so no insert rehashes; large allocations come from mmap as
- * zero pages, so a big max_entries costs address space, not a memset.
+ * one policy revision (TM-P1-28), in a lib/kcache map of at most
+ * max_entries entries with LRU eviction (TM-P1-9; the expired among the
+ * oldest go first). Every operation is O(1): nothing scans the table on
+ * the authorization path (TM-P1-10), and a retired generation is freed
+ * in bounded chunks (cache_gen_free_some) from a timer, never in one go.
  * Loop thread only. */
 #ifndef PH_AUTH_CACHE_GEN_H
 #define PH_AUTH_CACHE_GEN_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define CACHE_GEN_CLOCK_STEPS 8
 
 typedef struct cache_gen cache_gen;
 

@@ -1,31 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* auth_local's "access" service (see access_local.h).
  *
- * A check is decided when it starts (a lookup in memory) and waits in a
- * FIFO queue for the loop's next turn (api->defer_post, no clock tick),
- * so the callback never runs inside check_open. Posting while the call is
- * pending changes nothing, so a steady stream of checks pushes no answer
- * back. The call takes the whole queue as one batch, so a check started
- * from inside a callback is answered on a later turn, not in the same
- * loop over the batch. */
+ * A check is decided when it starts (a lookup in memory) and its answer
+ * waits for the loop's next turn in lib/sflight's queue (the host's
+ * defer, no clock tick), so the callback never runs inside check_open;
+ * one taken as a batch, so a check started from inside a callback is
+ * answered on a later turn. At most max_pending answers wait (a slot
+ * each); beyond, unavailable/queue_full. */
 #include "access_local.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "host_norm.h" /* the normal form of TM-P1-4, shared */
+#include "lib/sflight.h"  /* the answers on the next loop turn */
 
 #define NAME_MAX_LEN 255 /* host, principal and agent, as in RFC 1929 */
-
-typedef struct pending pending;
-struct pending {
-  int64_t id;
-  ph_access_cb cb;
-  void *arg;
-  ph_access_result res;
-  int slot; /* holds one of max_pending (not an over-the-bound answer) */
-  pending *next;
-};
 
 struct auth_local_access {
   ph_ctx *ctx;
@@ -34,11 +24,7 @@ struct auth_local_access {
   const void *owner;
   uint64_t revision;
   uint32_t ttl_ms;
-  int64_t max_pending, slots; /* slots: checks holding one now */
-  int64_t next_id;
-  pending *queue, **tail; /* waiting for the next turn, oldest first */
-  pending *batch;         /* being delivered now */
-  ph_defer *turn;         /* delivers queue on the next loop turn */
+  sflight *sf; /* answers for the next loop turn, max_pending of them */
   ph_series *m_checks[3]; /* by verdict - 1 */
 };
 
@@ -86,31 +72,12 @@ static void over_bound(ph_access_result *res) {
   res->code = PH_OPEN_QUEUE_FULL;
 }
 
-static void release(auth_local_access *s, pending *p) {
-  if (p->slot)
-    s->slots--;
-}
-
-static void deliver(ph_defer *t, void *arg) {
-  (void)t;
-  auth_local_access *s = arg;
-  s->batch = s->queue;
-  s->queue = NULL;
-  s->tail = &s->queue;
-  while (s->batch) {
-    pending *p = s->batch;
-    s->batch = p->next; /* before the callback: it may cancel others */
-    release(s, p);
-    s->api->inc(s->m_checks[p->res.verdict - 1], 1);
-    p->cb(p->arg, &p->res);
-    free(p);
-  }
-}
-
-static void enqueue(auth_local_access *s, pending *p) {
-  *s->tail = p;
-  s->tail = &p->next;
-  s->api->defer_post(s->turn); /* nothing when already pending */
+/* sflight's delivery: counted, then handed over. */
+static void call(void *owner, sf_fn cb, void *arg, const void *answer) {
+  auth_local_access *s = owner;
+  const ph_access_result *res = answer;
+  s->api->inc(s->m_checks[res->verdict - 1], 1);
+  ((ph_access_cb)cb)(arg, res);
 }
 
 static int64_t check_open(void *self, const ph_access_request *req,
@@ -119,48 +86,23 @@ static int64_t check_open(void *self, const ph_access_request *req,
   ph_access_request r;
   if (!req || !cb || read_request(req, &r) != PH_OK)
     return PH_EINVAL;
-  pending *p = calloc(1, sizeof(*p));
-  if (!p)
-    return PH_ENOMEM;
-  p->id = ++s->next_id;
-  p->cb = cb;
-  p->arg = arg;
-  p->res.size = sizeof(p->res);
-  if (s->slots >= s->max_pending) {
-    over_bound(&p->res);
-  } else {
-    decide(s, &r, &p->res);
-    p->slot = 1;
-    s->slots++;
+  ph_access_result res;
+  memset(&res, 0, sizeof(res));
+  res.size = sizeof(res);
+  decide(s, &r, &res);
+  int64_t id = sf_later(s->sf, &res, 1, (sf_fn)cb, arg);
+  if (id == PH_EFULL) {
+    memset(&res, 0, sizeof(res));
+    res.size = sizeof(res);
+    over_bound(&res);
+    id = sf_later(s->sf, &res, 0, (sf_fn)cb, arg);
   }
-  enqueue(s, p);
-  return p->id;
-}
-
-/* Takes the check with that id out of list; fixes *tail when given and the
- * last one went. Lists are short: a loop iteration's worth of checks. */
-static pending *take(pending **list, pending ***tail, int64_t id) {
-  for (pending **pp = list; *pp; pp = &(*pp)->next)
-    if ((*pp)->id == id) {
-      pending *p = *pp;
-      *pp = p->next;
-      if (tail && !*pp)
-        *tail = pp;
-      return p;
-    }
-  return NULL;
+  return id;
 }
 
 static int cancel(void *self, int64_t id) {
   auth_local_access *s = self;
-  pending *p = take(&s->batch, NULL, id);
-  if (!p)
-    p = take(&s->queue, &s->tail, id);
-  if (!p)
-    return PH_ENOENT;
-  release(s, p);
-  free(p);
-  return PH_OK;
+  return sf_cancel(s->sf, id);
 }
 
 /* In memory and always current: never PH_ESTATE. */
@@ -201,10 +143,14 @@ auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
   s->known = known;
   s->owner = owner;
   s->revision = 1; /* 0 would say "no revision" */
-  s->max_pending = 1;
-  s->tail = &s->queue;
-  s->turn = api->defer_new(ctx, deliver, s);
-  if (!s->turn || declare_metric(s) != PH_OK) {
+  sf_conf sc = {.answer_size = sizeof(ph_access_result),
+                .max_flights = 1, /* none: every answer is known at once */
+                .max_waiters = 1,
+                .max_per_key = 1,
+                .call = call,
+                .owner = s};
+  s->sf = sf_new(api, ctx, &sc);
+  if (!s->sf || declare_metric(s) != PH_OK) {
     auth_local_access_free(s);
     return NULL;
   }
@@ -214,18 +160,13 @@ auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
 void auth_local_access_free(auth_local_access *s) {
   if (!s)
     return;
-  while (s->queue) {
-    pending *p = s->queue;
-    s->queue = p->next;
-    free(p);
-  }
-  s->api->defer_free(s->turn);
+  sf_free(s->sf);
   free(s);
 }
 
 void auth_local_access_configure(auth_local_access *s, int64_t max_pending,
                                  uint32_t ttl_ms) {
-  s->max_pending = max_pending;
+  sf_set_limits(s->sf, 1, max_pending, 1);
   s->ttl_ms = ttl_ms;
 }
 

@@ -2,8 +2,8 @@
 /* auth_local's "access" service (<proxyhost/access.h>): any principal
  * auth_local knows may open any target; everyone else is denied with
  * "forbidden". The answer is computed when the check starts, under the
- * revision current then, and delivered from a timer on a later loop
- * iteration. The revision is a counter auth_local bumps when a reload
+ * revision current then, and delivered on the next loop turn (the
+ * host's defer, through lib/sflight). The revision is a counter auth_local bumps when a reload
  * changes its users. Loop thread only. */
 #ifndef PH_AUTH_LOCAL_ACCESS_H
 #define PH_AUTH_LOCAL_ACCESS_H
@@ -18,7 +18,7 @@ typedef struct auth_local_access auth_local_access;
 /* Whether name is a known principal; owner as given to _new. */
 typedef int (*auth_local_known_fn)(const void *owner, const char *name);
 
-/* Declares the metric and the timer; revision starts at 1. NULL on
+/* Declares the metric and the deferred call; revision starts at 1. NULL on
  * failure. */
 auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
                                          auth_local_known_fn known,

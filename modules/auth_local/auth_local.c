@@ -2,9 +2,9 @@
 /* auth_local: the "authorizer" service from a user list in the module's
  * configuration section, with passwords stored as PBKDF2 hashes (made by
  * proxyhost-passwd). Hash checks run on the host's helper threads; recent
- * successful checks are remembered (cache.c, keyed by a SHA-256 of user
- * and password, for cache_ttl) so a browser opening many streams does not
- * pay the hash each time. Anything but a verified match is a denial.
+ * successful checks are remembered (lib/kcache, keyed by a SHA-256 of
+ * user and password, for cache_ttl) so a browser opening many streams
+ * does not pay the hash each time. Anything but a verified match is a denial.
  *
  * It also provides the "access" service (access_local.c): a user in the
  * list may open any target, anyone else may not; its revision moves when
@@ -20,11 +20,14 @@
 #include <proxyhost/module.h>
 
 #include "access_local.h"
-#include "cache.h"
+#include "lib/kcache.h"
+#include "lib/sflight.h"
 #include "pwhash.h"
 
 #define MAX_USERS 1024
 #define CRED_MAX 255
+#define KEY_LEN 32          /* SHA-256(user NUL password) */
+#define CACHE_MAX 100000    /* the largest cache_size */
 
 typedef struct user {
   char name[CRED_MAX + 1];
@@ -34,21 +37,17 @@ typedef struct user {
 typedef struct check check;
 typedef struct auth auth;
 
+/* One hash job: the lookup of a flight (lib/sflight.h) whose waiter is
+ * the caller, or nobody once it cancelled: the job still runs and still
+ * fills the cache. */
 struct check {
   auth *a;
-  int64_t id;
-  int64_t job; /* > 0 while a helper job is outstanding */
-  int cancelled;
+  sf_flight *f;
   int verdict;
-  unsigned char key[AUTH_CACHE_KEY_LEN]; /* SHA-256(user NUL password) */
-  uint64_t cache_gen; /* the cache it may fill when verified */
-  pwhash hash;        /* copy: the user list may be reloaded meanwhile */
-  int known;          /* the user exists (else a dummy hash is checked) */
+  pwhash hash; /* copy: the user list may be reloaded meanwhile */
+  int known;   /* the user exists (else a dummy hash is checked) */
   char password[CRED_MAX + 1];
   size_t password_len;
-  ph_auth_cb cb;
-  void *arg;
-  check *next; /* in the deferred or live list */
 };
 
 struct auth {
@@ -56,14 +55,11 @@ struct auth {
   user *users;
   size_t n_users;
   pwhash dummy; /* checked for unknown users: same cost, no enumeration */
-  auth_cache *cache;
-  uint64_t cache_gen; /* bumped when a reload replaces the cache */
+  kcache *cache;       /* FIFO, KCACHE_SECRET: key -> nothing, expiry */
+  uint64_t cache_gen;  /* bumped when a reload replaces the cache */
   int64_t cache_ttl_ms;
-  int64_t max_pending, pending;
-  int64_t next_id;
-  check *live;     /* outstanding checks */
-  check *deferred; /* answered from the cache, for the next loop turn */
-  ph_defer *turn;   /* delivers deferred */
+  int64_t max_pending; /* hash jobs at once (flights) */
+  sflight *sf;         /* the jobs, and answers for the next loop turn */
   auth_local_access *access;
   ph_series *m_checks[3][2]; /* verdict x cache hit/miss */
 };
@@ -75,7 +71,7 @@ static const ph_conf_key auth_keys[] = {
      "NAME:HASH entries; HASH from proxyhost-passwd", NULL),
     PH_CONF_KEY("cache_ttl", PH_CONF_DURATION, "60s", 0, 3600000, 0, NULL,
      "how long a verified password is remembered (0: never)", NULL),
-    PH_CONF_KEY("cache_size", PH_CONF_INT, "1024", 0, AUTH_CACHE_MAX, 0, NULL,
+    PH_CONF_KEY("cache_size", PH_CONF_INT, "1024", 0, CACHE_MAX, 0, NULL,
      "remembered verifications", NULL),
     PH_CONF_KEY("max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
      "checks in flight (password and access, each); beyond it a check is "
@@ -100,29 +96,41 @@ static void cred_key(const char *u, size_t ul, const char *p, size_t pl,
   memset(out, 0xff, 32); /* cannot match a real entry's expiry check */
 }
 
+/* The key is a SHA-256 output, already uniform: its first bytes are the
+ * hash, and only verified credentials are put, so no client can aim
+ * entries at one bucket. */
+static uint64_t key_hash(const unsigned char *key) {
+  uint64_t h;
+  memcpy(&h, key, sizeof(h));
+  return h;
+}
+
 /* Remembers a verification, unless a reload replaced the cache since the
  * check started: it was verified against the old user list. */
 static void cache_put(auth *a, const check *c) {
-  if (a->cache_ttl_ms == 0 || c->cache_gen != a->cache_gen)
+  size_t len;
+  const unsigned char *key = sf_flight_key(c->f, &len);
+  if (a->cache_ttl_ms == 0 || sf_flight_gen(c->f) != a->cache_gen)
     return;
-  auth_cache_put(a->cache, c->key, api->now_ms(a->ctx) + a->cache_ttl_ms);
+  int64_t now = api->now_ms(a->ctx);
+  const char v = 1;
+  kcache_put(a->cache, key, len, key_hash(key), &v, now + a->cache_ttl_ms,
+             now);
 }
 
 static void count(auth *a, int verdict, int hit) {
   api->inc(a->m_checks[verdict][hit], 1);
 }
 
-static void unlink_check(check **list, check *c) {
-  for (check **p = list; *p; p = &(*p)->next)
-    if (*p == c) {
-      *p = c->next;
-      return;
-    }
-}
-
 static void free_check(check *c) {
   OPENSSL_cleanse(c->password, sizeof(c->password));
   free(c);
+}
+
+/* sflight's delivery. */
+static void call(void *owner, sf_fn cb, void *arg, const void *answer) {
+  (void)owner;
+  ((ph_auth_cb)cb)(arg, *(const int *)answer);
 }
 
 /* Helper thread: the slow part. Touches only the check itself. */
@@ -136,40 +144,25 @@ static void verify_work(void *arg) {
 static void verify_done(void *arg, int status) {
   check *c = arg;
   auth *a = c->a;
-  unlink_check(&a->live, c);
-  a->pending--;
   int verdict = status == PH_OK ? c->verdict : PH_AUTH_UNAVAILABLE;
   /* Remembered even when its requester gave up: a client whose timeout is
    * shorter than one verification would otherwise retry into a fresh one
    * every time and never get in. */
   if (verdict == PH_AUTH_ALLOW)
     cache_put(a, c);
-  if (!c->cancelled) {
+  for (size_t i = sf_flight_waiters(c->f); i > 0; i--)
     count(a, verdict, 0);
-    c->cb(c->arg, verdict);
-  }
+  sf_complete(a->sf, c->f, &verdict);
   free_check(c);
 }
 
-static void deliver_deferred(ph_defer *t, void *arg) {
-  (void)t;
-  auth *a = arg;
-  while (a->deferred) {
-    check *c = a->deferred;
-    a->deferred = c->next;
-    c->cb(c->arg, c->verdict);
-    free_check(c);
-  }
-}
-
-static void defer(auth *a, check *c, int verdict, int hit) {
-  c->verdict = verdict;
-  c->next = a->deferred;
-  a->deferred = c;
-  count(a, verdict, hit);
-  /* The next loop turn, no clock tick; posting again while pending
-   * changes nothing, so a steady stream of checks starves no answer. */
-  api->defer_post(a->turn);
+/* The answer on the next loop turn, no clock tick. */
+static int64_t later(auth *a, int verdict, int hit, ph_auth_cb cb,
+                     void *arg) {
+  int64_t id = sf_later(a->sf, &verdict, 0, (sf_fn)cb, arg);
+  if (id > 0)
+    count(a, verdict, hit);
+  return id;
 }
 
 static const user *find_user(const auth *a, const char *name, size_t len) {
@@ -185,63 +178,57 @@ static int user_known(const void *owner, const char *name) {
   return find_user(owner, name, strlen(name)) != NULL;
 }
 
+/* Not shared with a check of the same credentials in flight (shared =
+ * 0): each check is its own job, as the bound max_pending counts them. */
 static int64_t check_password(void *self, const char *u, size_t ul,
                               const char *p, size_t pl, ph_auth_cb cb,
                               void *arg) {
   auth *a = self;
   if (!u || !p || !cb || ul == 0 || ul > CRED_MAX || pl > CRED_MAX)
     return PH_EINVAL;
+  unsigned char key[KEY_LEN];
+  cred_key(u, ul, p, pl, key);
+  char v;
+  if (kcache_get(a->cache, key, KEY_LEN, key_hash(key), api->now_ms(a->ctx),
+                 &v, NULL)) {
+    OPENSSL_cleanse(key, sizeof(key));
+    return later(a, PH_AUTH_ALLOW, 1, cb, arg);
+  }
   check *c = calloc(1, sizeof(*c));
-  if (!c)
+  if (!c) {
+    OPENSSL_cleanse(key, sizeof(key));
     return PH_ENOMEM;
+  }
+  int64_t id = sf_start(a->sf, key, KEY_LEN, key_hash(key), a->cache_gen, 0,
+                        (sf_fn)cb, arg, &c->f);
+  OPENSSL_cleanse(key, sizeof(key));
+  if (id < 0) {
+    free_check(c);
+    return id == PH_EFULL ? later(a, PH_AUTH_UNAVAILABLE, 0, cb, arg) : id;
+  }
   c->a = a;
-  c->id = ++a->next_id;
-  c->cb = cb;
-  c->arg = arg;
-  cred_key(u, ul, p, pl, c->key);
-  c->cache_gen = a->cache_gen;
-  if (auth_cache_hit(a->cache, c->key, api->now_ms(a->ctx))) {
-    defer(a, c, PH_AUTH_ALLOW, 1);
-    return c->id;
-  }
-  if (a->pending >= a->max_pending) {
-    defer(a, c, PH_AUTH_UNAVAILABLE, 0);
-    return c->id;
-  }
   const user *usr = find_user(a, u, ul);
   c->known = usr != NULL;
   c->hash = usr ? usr->hash : a->dummy;
   memcpy(c->password, p, pl);
   c->password_len = pl;
-  c->job = api->submit(a->ctx, verify_work, verify_done, c);
-  if (c->job <= 0) {
-    OPENSSL_cleanse(c->password, sizeof(c->password));
-    defer(a, c, PH_AUTH_UNAVAILABLE, 0);
-    return c->id;
+  if (api->submit(a->ctx, verify_work, verify_done, c) <= 0) {
+    int verdict = PH_AUTH_UNAVAILABLE;
+    count(a, verdict, 0);
+    sf_hold(a->sf); /* the answer on the next turn, not now */
+    sf_complete(a->sf, c->f, &verdict);
+    sf_unhold(a->sf);
+    free_check(c);
   }
-  a->pending++;
-  c->next = a->live;
-  a->live = c;
-  return c->id;
+  return id;
 }
 
+/* A job still running keeps its max_pending slot and runs on, so that a
+ * right password is remembered for the client's next try; only the
+ * answer is dropped. */
 static int cancel_check(void *self, int64_t id) {
   auth *a = self;
-  for (check *c = a->deferred; c; c = c->next)
-    if (c->id == id) {
-      unlink_check(&a->deferred, c);
-      free_check(c);
-      return PH_OK;
-    }
-  for (check *c = a->live; c; c = c->next)
-    if (c->id == id && !c->cancelled) {
-      /* Its job still runs (and keeps its max_pending slot) so that a
-       * right password is remembered for the client's next try; only the
-       * answer is dropped. */
-      c->cancelled = 1;
-      return PH_OK;
-    }
-  return PH_ENOENT;
+  return sf_cancel(a->sf, id);
 }
 
 static const ph_authorizer_v1 authorizer_vt = {check_password, cancel_check};
@@ -346,22 +333,26 @@ static int load_users(auth *a) {
 
 /* The new cache is made first: new users never meet the old cache. */
 static int apply_config(auth *a) {
-  auth_cache *cache =
-      auth_cache_new((size_t)api->conf_int(a->ctx, "cache_size"));
+  kcache_conf kc = {.max_entries = (size_t)api->conf_int(a->ctx, "cache_size"),
+                    .value_size = 1,
+                    .policy = KCACHE_FIFO,
+                    .flags = KCACHE_SECRET};
+  kcache *cache = kcache_new(&kc);
   if (!cache)
     return PH_ENOMEM;
   int rc = load_users(a);
   if (rc != PH_OK) {
-    auth_cache_free(cache);
+    kcache_free(cache);
     return rc;
   }
   /* A reload forgets what was remembered, and what checks still in
    * flight would remember (verified against the old list). */
-  auth_cache_free(a->cache);
+  kcache_free(a->cache);
   a->cache = cache;
   a->cache_gen++;
   a->cache_ttl_ms = api->conf_int(a->ctx, "cache_ttl");
   a->max_pending = api->conf_int(a->ctx, "max_pending");
+  sf_set_limits(a->sf, a->max_pending, a->max_pending, 1);
   auth_local_access_configure(a->access, a->max_pending,
                               (uint32_t)api->conf_int(a->ctx, "access_ttl"));
   return PH_OK;
@@ -393,8 +384,15 @@ static int auth_init(ph_ctx *ctx, const ph_api *host, void **state) {
       const char *lv[] = {verdicts[v], caches[h]};
       a->m_checks[v][h] = api->series(m, lv);
     }
-  a->turn = api->defer_new(ctx, deliver_deferred, a);
-  if (!a->turn)
+  sf_conf sc = {.answer_size = sizeof(int),
+                .max_flights = api->conf_int(ctx, "max_pending"),
+                .max_waiters = api->conf_int(ctx, "max_pending"),
+                .max_per_key = 1,
+                .key_max = KEY_LEN,
+                .call = call, /* no orphan: a job outlives its caller */
+                .owner = a};
+  a->sf = sf_new(api, ctx, &sc);
+  if (!a->sf)
     return PH_ENOMEM;
   a->access = auth_local_access_new(ctx, api, user_known, a);
   if (!a->access)
@@ -417,16 +415,12 @@ static void auth_destroy(void *state) {
   auth *a = state;
   if (!a)
     return;
-  /* The host delivered every job's done before destroy: live is empty. */
-  while (a->deferred) {
-    check *c = a->deferred;
-    a->deferred = c->next;
-    free_check(c);
-  }
-  api->defer_free(a->turn);
+  /* The host delivered every job's done before destroy: no flight is
+   * left; undelivered answers go without a call. */
+  sf_free(a->sf);
   auth_local_access_free(a->access);
   free(a->users);
-  auth_cache_free(a->cache);
+  kcache_free(a->cache);
   free(a);
 }
 

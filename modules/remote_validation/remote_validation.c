@@ -13,7 +13,8 @@
  * The answer is cached by outcome: allow positive_ttl, deny negative_ttl,
  * error (any other status, a timeout, no connection) error_ttl, at most
  * 1 s (TM-P1-41). Keys are HMAC digests (rv_key.h); the verdict cache is
- * rv_cache.c. A reload that changes endpoint, auth_token_file or ca_file
+ * lib/kcache (insertion order, TM-P1-43: a component of its own), the
+ * flights and the next-turn answers lib/sflight. A reload that changes endpoint, auth_token_file or ca_file
  * clears the cache and retires the HTTP client, whose connections close
  * when its last request ended; requests still in flight then answer their
  * callers but are not cached (TM-P1-40). Destroy closes everything
@@ -34,15 +35,13 @@
 #include <proxyhost/module.h>
 #include <proxyhost/validation.h>
 
-#include "idtab.h"
-#include "ilist.h"
-#include "rv_cache.h"
+#include "lib/kcache.h"
+#include "lib/sflight.h"
 #include "rv_http.h"
 #include "rv_key.h"
 
 #define RV_TOKEN_MAX 4096
 #define RV_ENDPOINT_MAX 2048
-#define RV_ID_BUCKETS 1024
 #define RV_ERROR_TTL_MAX 1000 /* TM-P1-41: errors cached at most 1 s */
 
 static const ph_api *api;
@@ -90,29 +89,16 @@ static const ph_conf_key rv_keys[] = {
 /* ---- state ----------------------------------------------------------- */
 
 typedef struct rv rv;
-typedef struct flight flight;
 
-/* One caller waiting: on a flight's list, or on the deferred list. */
-typedef struct call {
-  int64_t id;
-  ph_validation_cb cb;
-  void *arg;
-  int verdict;          /* deferred: the verdict to deliver */
-  flight *f;            /* the flight waited for; NULL: deferred */
-  ilist_node link;      /* on f->waiters, rv->deferred or rv->delivering */
-  idtab_node hn;        /* in rv->ids */
-} call;
-
-/* One request to the endpoint, and everyone waiting for its answer. */
-struct flight {
+/* One request to the endpoint: the lookup of a lib/sflight flight (its
+ * key, its generation and the callers waiting for it are there). Cached
+ * only while its generation is the current one. */
+typedef struct flight {
   rv *r;
-  unsigned char key[RV_KEY_LEN];
-  uint64_t generation; /* cached only while it is the current one */
-  char *body;          /* the JSON, with the password: wiped at the end */
+  sf_flight *f;
+  char *body; /* the JSON, with the password: wiped at the end */
   size_t body_len, body_cap;
-  ilist waiters;
-  ilist_node link; /* on rv->flights */
-};
+} flight;
 
 enum { C_HIT = 0, C_MISS, C_SHARED, C_BYPASS, C_N };
 enum { Q_ALLOW = 0, Q_DENY, Q_ERROR, Q_N };
@@ -120,7 +106,7 @@ enum { Q_ALLOW = 0, Q_DENY, Q_ERROR, Q_N };
 struct rv {
   ph_ctx *ctx;
   rv_keyer keyer;
-  rv_cache *cache;
+  kcache *cache; /* digest -> verdict, insertion order */
   rv_http *http; /* NULL: endpoint empty */
   uint64_t generation;
   /* configuration */
@@ -129,21 +115,13 @@ struct rv {
   int64_t timeout_ms, max_entries, max_inflight, max_pending;
   char *endpoint, *ca_file, *token_file;
   unsigned char token_digest[RV_KEY_LEN]; /* of the token in use */
-  /* calls */
-  int64_t last_id;
-  size_t n_calls;
-  idtab ids; /* the calls by id */
-  ilist deferred;   /* answered on the next loop iteration */
-  ilist delivering; /* being answered now */
-  ph_defer *turn; /* delivers deferred on the next loop turn */
+  sflight *sf; /* the calls: on a flight, or answered on the next turn */
   /* HTTP clients retired by a reload, until their last request ended */
   struct old_http {
     rv_http *h;
     struct old_http *next;
   } *old;
   int curl_inited;
-  ilist flights;
-  size_t n_flights;
   /* metrics */
   ph_series *m_cache[C_N];
   ph_series *m_req[Q_N];
@@ -272,54 +250,15 @@ static int rv_check(ph_ctx *ctx, const ph_api *a, const char **key,
 
 /* ---- delivering ------------------------------------------------------ */
 
-static call *first_call(const ilist *l) {
-  ilist_node *n = ilist_first(l);
-  return n ? ILIST_ENTRY(n, call, link) : NULL;
+/* sflight's delivery. The callback may call validate and cancel. */
+static void call(void *owner, sf_fn cb, void *arg, const void *answer) {
+  (void)owner;
+  ((ph_validation_cb)cb)(arg, *(const int *)answer);
 }
 
-static call *call_new(rv *r, ph_validation_cb cb, void *arg) {
-  call *c = calloc(1, sizeof(*c));
-  if (!c)
-    return NULL;
-  c->id = ++r->last_id;
-  c->cb = cb;
-  c->arg = arg;
-  idtab_put(&r->ids, &c->hn, c->id);
-  r->n_calls++;
-  return c;
-}
-
-/* Takes c out of everything and answers it. The callback may call
- * validate and cancel. */
-static void answer(rv *r, call *c, int verdict) {
-  idtab_del(&r->ids, &c->hn);
-  r->n_calls--;
-  ph_validation_cb cb = c->cb;
-  void *arg = c->arg;
-  free(c);
-  cb(arg, verdict);
-}
-
-static void deliver_deferred(ph_defer *t, void *arg) {
-  (void)t;
-  rv *r = arg;
-  /* Those the callbacks add wait for the next round; those they cancel
-   * leave r->delivering. */
-  call *c;
-  while ((c = first_call(&r->deferred)))
-    ilist_push_front(&r->delivering, &c->link); /* moves it */
-  while ((c = first_call(&r->delivering))) {
-    ilist_remove(&c->link);
-    answer(r, c, c->verdict);
-  }
-}
-
-/* Later, never inside validate. */
-static void defer(rv *r, call *c, int verdict) {
-  c->verdict = verdict;
-  c->f = NULL;
-  ilist_push_front(&r->deferred, &c->link);
-  api->defer_post(r->turn); /* the next loop turn, no clock tick */
+/* Later, never inside validate: on the next loop turn, no clock tick. */
+static int64_t later(rv *r, int verdict, ph_validation_cb cb, void *arg) {
+  return sf_later(r->sf, &verdict, 1, (sf_fn)cb, arg);
 }
 
 /* ---- flights --------------------------------------------------------- */
@@ -332,20 +271,11 @@ static void flight_free(flight *f) {
   free(f);
 }
 
-static void flight_unlink(rv *r, flight *f) {
-  ilist_remove(&f->link);
-  r->n_flights--;
-  api->gauge_set(r->m_inflight, (double)r->n_flights);
-}
-
-static flight *flight_find(rv *r, const unsigned char *key) {
-  ILIST_FOREACH_SAFE(&r->flights, n, nx) {
-    flight *f = ILIST_ENTRY(n, flight, link);
-    if (f->generation == r->generation &&
-        memcmp(f->key, key, RV_KEY_LEN) == 0)
-      return f;
-  }
-  return NULL;
+/* The digests are uniformly random: their first bytes are the hash. */
+static uint64_t key_hash(const unsigned char *key) {
+  uint64_t h;
+  memcpy(&h, key, sizeof(h));
+  return h;
 }
 
 /* An error is no answer: a denial too, told apart for the stage metric. */
@@ -356,35 +286,35 @@ static const int verdict_of[Q_N] = {PH_VALIDATION_ALLOW, PH_VALIDATION_DENY,
 static void flight_done(void *arg, int outcome) {
   flight *f = arg;
   rv *r = f->r;
+  uint64_t gen = sf_flight_gen(f->f);
   if (outcome < 0 || outcome >= Q_N)
     outcome = Q_ERROR;
   api->inc(r->m_req[outcome], 1);
   static const char *const names[Q_N] = {"allow", "deny", "error"};
   /* Only the outcome and the count: never who, what or where. */
   if (api->log_enabled(r->ctx, PH_LOG_DEBUG)) {
-    size_t waiting = ilist_len(&f->waiters);
+    size_t waiting = sf_flight_waiters(f->f);
     PH_LOG(api, r->ctx, PH_LOG_DEBUG, "remote validation answer",
            PH_STR("result", names[outcome]), PH_UINT("callers", waiting),
-           PH_STR("current", f->generation == r->generation ? "yes" : "no"));
+           PH_STR("current", gen == r->generation ? "yes" : "no"));
   }
   if (outcome == Q_ERROR)
     PH_LOG_RL(api, r->ctx, PH_LOG_WARN,
               "remote validation: the endpoint gave no usable answer "
               "(a deny, cached briefly)");
-  flight_unlink(r, f);
+  api->gauge_set(r->m_inflight, (double)(sf_flights(r->sf) - 1));
   OPENSSL_cleanse(f->body, f->body_cap);
-  if (f->generation == r->generation && r->cache) {
-    rv_cache_put(r->cache, f->key, verdict_of[outcome], api->now_ms(r->ctx),
-                 r->ttl[outcome]);
-    api->gauge_set(r->m_entries, (double)rv_cache_size(r->cache));
+  if (gen == r->generation && r->cache) {
+    size_t len;
+    const unsigned char *key = sf_flight_key(f->f, &len);
+    int64_t now = api->now_ms(r->ctx);
+    kcache_put(r->cache, key, len, key_hash(key), &verdict_of[outcome],
+               now + r->ttl[outcome], now);
+    api->gauge_set(r->m_entries, (double)kcache_count(r->cache));
   }
-  /* A callback may cancel a waiter still on the list (it unlinks it from
-   * f->waiters) or start new validations (other flights). */
-  call *c;
-  while ((c = first_call(&f->waiters))) {
-    ilist_remove(&c->link);
-    answer(r, c, verdict_of[outcome]);
-  }
+  /* A callback may cancel a waiter still on the flight or start new
+   * validations (other flights). */
+  sf_complete(r->sf, f->f, &verdict_of[outcome]);
   flight_free(f);
 }
 
@@ -473,77 +403,62 @@ static int64_t rv_validate(void *self, const ph_validation_request *q,
   }
   if (!cb || !request_ok(q))
     return PH_EINVAL;
-  if (r->n_calls >= (size_t)r->max_pending)
+  if (sf_waiters(r->sf) >= r->max_pending)
     return PH_EFULL;
   unsigned char key[RV_KEY_LEN];
   if (rv_key_digest(&r->keyer, q, key) != PH_OK)
     return PH_EINVAL;
-  call *c = call_new(r, cb, arg);
-  if (!c)
-    return PH_ENOMEM;
-  int64_t id = c->id;
-  int v = rv_cache_get(r->cache, key, api->now_ms(r->ctx));
-  if (v) {
+  uint64_t hash = key_hash(key);
+  int v;
+  if (kcache_get(r->cache, key, RV_KEY_LEN, hash, api->now_ms(r->ctx), &v,
+                 NULL)) {
     api->inc(r->m_cache[C_HIT], 1);
-    defer(r, c, v);
-    return id;
+    return later(r, v, cb, arg);
   }
-  flight *f = flight_find(r, key);
-  if (f) {
+  sf_flight *sf = sf_find(r->sf, key, RV_KEY_LEN, hash, r->generation);
+  if (sf) {
     api->inc(r->m_cache[C_SHARED], 1);
-    c->f = f;
-    ilist_push_front(&f->waiters, &c->link);
-    return id;
+    return sf_join(r->sf, sf, (sf_fn)cb, arg);
   }
   api->inc(r->m_cache[C_MISS], 1);
-  if (r->n_flights >= (size_t)r->max_inflight || !r->http) {
+  if (sf_flights(r->sf) >= r->max_inflight || !r->http) {
     /* Never queued without bound: unavailable, and not cached, so the
      * next call asks again. */
     api->inc(r->m_overflow, 1);
-    defer(r, c, PH_VALIDATION_UNAVAILABLE);
-    return id;
+    return later(r, PH_VALIDATION_UNAVAILABLE, cb, arg);
   }
-  f = calloc(1, sizeof(*f));
-  if (f)
-    ilist_init(&f->waiters);
+  flight *f = calloc(1, sizeof(*f));
   if (!f || build_body(f, q) < 0) {
     if (f)
       flight_free(f);
-    defer(r, c, PH_VALIDATION_UNAVAILABLE);
-    return id;
+    return later(r, PH_VALIDATION_UNAVAILABLE, cb, arg);
   }
   f->r = r;
-  memcpy(f->key, key, RV_KEY_LEN);
-  f->generation = r->generation;
-  int rc = rv_http_post(r->http, f->body, f->body_len, flight_done, f);
-  if (rc != PH_OK) {
+  int64_t id = sf_start(r->sf, key, RV_KEY_LEN, hash, r->generation, 1,
+                        (sf_fn)cb, arg, &f->f);
+  if (id < 0) {
     flight_free(f);
-    api->inc(r->m_overflow, 1);
-    defer(r, c, PH_VALIDATION_UNAVAILABLE);
     return id;
   }
-  ilist_push_front(&r->flights, &f->link);
-  r->n_flights++;
-  api->gauge_set(r->m_inflight, (double)r->n_flights);
-  c->f = f;
-  ilist_push_front(&f->waiters, &c->link);
+  sf_flight_set_data(f->f, f);
+  int rc = rv_http_post(r->http, f->body, f->body_len, flight_done, f);
+  if (rc != PH_OK) {
+    api->inc(r->m_overflow, 1);
+    int verdict = PH_VALIDATION_UNAVAILABLE;
+    sf_hold(r->sf); /* on the next turn, never inside validate */
+    sf_complete(r->sf, f->f, &verdict);
+    sf_unhold(r->sf);
+    flight_free(f);
+    return id;
+  }
+  api->gauge_set(r->m_inflight, (double)sf_flights(r->sf));
   return id;
 }
 
+/* A flight without waiters goes on: its answer is cached for others. */
 static int rv_cancel(void *self, int64_t id) {
   rv *r = self;
-  if (id <= 0)
-    return PH_ENOENT;
-  idtab_node *n = idtab_find(&r->ids, id);
-  if (!n)
-    return PH_ENOENT;
-  call *c = IDTAB_ENTRY(n, call, hn);
-  idtab_del(&r->ids, n);
-  r->n_calls--;
-  /* A flight without waiters goes on: its answer is cached for others. */
-  ilist_remove(&c->link);
-  free(c);
-  return PH_OK;
+  return sf_cancel(r->sf, id);
 }
 
 static const ph_validation_v1 rv_vt = {
@@ -655,14 +570,17 @@ static int apply_config(rv *r, int first) {
                  max_inflight != r->max_inflight;
   int new_cache = changed || max_entries != r->max_entries;
   rv_http *h = NULL;
-  rv_cache *cache = NULL;
+  kcache *cache = NULL;
   int err = 0;
   if (new_http)
     h = make_http(r, token, &err);
   free_token(token);
   if (err)
     return err;
-  if (new_cache && !(cache = rv_cache_new((size_t)max_entries))) {
+  kcache_conf kc = {.max_entries = (size_t)max_entries,
+                    .value_size = sizeof(int),
+                    .policy = KCACHE_FIFO};
+  if (new_cache && !(cache = kcache_new(&kc))) {
     rv_http_free(h);
     return PH_ENOMEM;
   }
@@ -673,6 +591,7 @@ static int apply_config(rv *r, int first) {
   if (r->ttl[Q_ERROR] > RV_ERROR_TTL_MAX)
     r->ttl[Q_ERROR] = RV_ERROR_TTL_MAX;
   r->max_pending = api->conf_int(r->ctx, "max_pending");
+  sf_set_limits(r->sf, max_inflight, r->max_pending, r->max_pending);
   r->timeout_ms = timeout;
   r->max_inflight = max_inflight;
   r->max_entries = max_entries;
@@ -681,7 +600,7 @@ static int apply_config(rv *r, int first) {
     r->http = h;
   }
   if (new_cache) {
-    rv_cache_free(r->cache);
+    kcache_free(r->cache);
     r->cache = cache;
     api->gauge_set(r->m_entries, 0);
   }
@@ -757,11 +676,6 @@ static int rv_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = r;
   r->ctx = ctx;
-  ilist_init(&r->deferred);
-  ilist_init(&r->delivering);
-  ilist_init(&r->flights);
-  if (idtab_init(&r->ids, RV_ID_BUCKETS) < 0)
-    return PH_ENOMEM;
   if (rv_keyer_init(&r->keyer) != PH_OK) {
     PH_LOG(api, ctx, PH_LOG_ERROR,
            "remote validation: no random bytes for the cache key");
@@ -770,8 +684,15 @@ static int rv_init(ph_ctx *ctx, const ph_api *a, void **state) {
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     return PH_EINVAL;
   r->curl_inited = 1;
-  r->turn = api->defer_new(ctx, deliver_deferred, r);
-  if (!r->turn)
+  sf_conf sc = {.answer_size = sizeof(int),
+                .max_flights = api->conf_int(ctx, "max_inflight"),
+                .max_waiters = api->conf_int(ctx, "max_pending"),
+                .max_per_key = api->conf_int(ctx, "max_pending"),
+                .key_max = RV_KEY_LEN,
+                .call = call, /* no orphan: a request outlives its callers */
+                .owner = r};
+  r->sf = sf_new(api, ctx, &sc);
+  if (!r->sf)
     return PH_ENOMEM;
   int rc = init_metrics(r);
   if (rc == PH_OK)
@@ -792,37 +713,25 @@ static void rv_destroy(void *state) {
    * (TM-P1-44); unanswered calls are dropped without a call. */
   rv_http_free(r->http);
   r->http = NULL;
-  ilist_node *n;
-  while ((n = ilist_first(&r->flights))) {
-    flight *f = ILIST_ENTRY(n, flight, link);
-    flight_unlink(r, f);
-    call *c;
-    while ((c = first_call(&f->waiters))) {
-      ilist_remove(&c->link);
-      free(c);
-    }
-    flight_free(f);
+  sf_flight *sf;
+  while (r->sf && (sf = sf_first_flight(r->sf))) {
+    flight_free(sf_flight_data(sf));
+    sf_discard(r->sf, sf);
   }
-  call *c;
-  while ((c = first_call(&r->deferred))) {
-    ilist_remove(&c->link);
-    free(c);
-  }
+  sf_free(r->sf);
   while (r->old) {
     struct old_http *o = r->old;
     r->old = o->next;
     rv_http_free(o->h);
     free(o);
   }
-  rv_cache_free(r->cache);
-  api->defer_free(r->turn);
+  kcache_free(r->cache);
   rv_keyer_wipe(&r->keyer);
   free(r->endpoint);
   free(r->ca_file);
   free(r->token_file);
   if (r->curl_inited)
     curl_global_cleanup();
-  idtab_free(&r->ids);
   free(r);
 }
 
