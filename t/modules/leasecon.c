@@ -9,6 +9,11 @@
  * refused (stage policy, forbidden). A request without PH_OPEN_F_LEASE
  * is answered stage protocol, unsupported_capability, as the pool
  * answers it. Never inside open(): every answer comes from the loop.
+ * It is written against connector 1.4's fields (PH_OPEN_F_LEASE,
+ * ph_open_result.lease) on purpose, and stays so: the frontends ask by
+ * the extension since connector 1.5 (open_lease.h), and
+ * frontend_lease.sh proves that a connector built before it still gets
+ * their leases honoured.
  *
  * What a lease hears is counted:
  *   proxyhost_leasecon_leases            gauge, leases not ended yet
