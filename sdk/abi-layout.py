@@ -14,7 +14,8 @@ Needs gcc and gdb (developer tools, not build dependencies)."""
 import os, re, subprocess, sys, tempfile
 
 HEADERS = ["abi", "module", "host", "config", "log", "metrics", "stream",
-           "listener_event", "connector", "authorizer", "access",
+           "listener_event", "connector", "open_ext", "open_lease",
+           "open_http_forward", "authorizer", "access",
            "validation", "authz_store", "pool_view", "pool_store",
            "outcome_sink", "strategy"]
 top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,8 +39,12 @@ with tempfile.TemporaryDirectory() as d:
     out = subprocess.run(cmd + [exe], check=True, capture_output=True,
                          text=True).stdout
 # Each header's version: its service's PH_<X>_MAJOR/MINOR, or the module
-# ABI's for the host's own headers.
+# ABI's for the host's own headers. A contract's extension headers are
+# versioned with their contract.
+PART_OF = {"open_ext": "connector", "open_lease": "connector",
+           "open_http_forward": "connector"}
 def version(h):
+    h = PART_OF.get(h, h)
     text = open(os.path.join(top, "sdk", "proxyhost", h + ".h")).read()
     if h != "abi":
         m = re.search(r"^#define (PH_\w+)_MAJOR (\d+)$", text, re.M)

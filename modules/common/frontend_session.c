@@ -201,35 +201,22 @@ static void session_cut(void *arg) {
   frontend_session_leave(s);
 }
 
-/* A success's lease (minor 3): only when the connector's result has
- * the field; a failure's is never taken (connector.h: none there). */
+/* A success's lease (open_lease.h: the extension, or an older
+ * connector's field); a failure's is never taken (none there). */
 static ph_open_lease *result_lease(const ph_open_result *res) {
-  if (res->code != PH_OPEN_OK ||
-      res->size < offsetof(ph_open_result, lease) + sizeof(res->lease))
-    return NULL;
-  return res->lease;
+  return res->code == PH_OPEN_OK ? ph_open_result_lease(res) : NULL;
 }
 
-/* A success's flags (minor 2) and, with PH_OPEN_R_HTTP_PROXY, its
- * http_forward (minor 3, ABI 1.4) when the result and the struct are
- * long enough to carry them; else 0 and NULL. */
+/* Whether a success's stream goes to an HTTP forward proxy, and what to
+ * add (open_http_forward.h); 0 and NULL otherwise. */
 static void result_extras(frontend_session *s, const ph_open_result *res,
                           int code) {
-  s->open_rflags = 0;
-  s->open_http_forward = NULL;
-  if (code != PH_OPEN_OK ||
-      res->size < offsetof(ph_open_result, flags) + sizeof(res->flags))
-    return;
-  s->open_rflags = res->flags;
-  const ph_open_http_forward *f =
-      res->size >= offsetof(ph_open_result, http_forward) +
-                       sizeof(res->http_forward)
-          ? res->http_forward
-          : NULL;
-  if ((res->flags & PH_OPEN_R_HTTP_PROXY) && f &&
-      f->size >= offsetof(ph_open_http_forward, proxy_authorization) +
-                     sizeof(f->proxy_authorization))
-    s->open_http_forward = f;
+  s->open_http_proxy = 0;
+  s->open_proxy_auth = NULL;
+  s->open_proxy_auth_len = 0;
+  if (code == PH_OPEN_OK)
+    s->open_http_proxy = ph_open_result_http_proxy(
+        res, &s->open_proxy_auth, &s->open_proxy_auth_len);
 }
 
 static void open_answer(void *arg, const ph_open_result *res) {
@@ -270,16 +257,20 @@ int frontend_session_open(frontend_session *s, const char *host,
   if (guard_dead(&s->g) || !srv->connector || s->open_id > 0)
     return open_failed(srv, PH_ESTATE);
   /* The upstream may be a socket or a stream (stream.h); a lease is
-   * honoured (connector.h minor 3). */
+   * honoured (open_lease.h). */
   ph_open_request rq = {.size = sizeof(rq),
                         .protocol = PH_PROTO_TCP,
                         .port = port,
                         .host = host,
                         .principal = principal,
-                        .flags = PH_OPEN_F_STREAM | PH_OPEN_F_LEASE |
-                                 s->open_flags,
+                        .flags = PH_OPEN_F_STREAM,
                         .listener = srv->name,
                         .headers = s->headers};
+  ph_open_lease_ask lease_ask;
+  ph_open_http_forward_ask fwd_ask;
+  ph_open_lease_request(&rq, &lease_ask);
+  if (s->open_forward)
+    ph_open_http_forward_request(&rq, &fwd_ask);
   s->t_open_us = mono_us();
   s->in_call = 1;
   s->answered = 0;
@@ -308,8 +299,9 @@ void frontend_session_cancel_open(frontend_session *s) {
 static void open_refused(frontend_session *s, int code, int stage) {
   frontend_server *srv = s->srv;
   stream_end none = {-1, NULL};
-  s->open_rflags = 0;
-  s->open_http_forward = NULL;
+  s->open_http_proxy = 0;
+  s->open_proxy_auth = NULL;
+  s->open_proxy_auth_len = 0;
   stream_metrics_open(srv->sm, code, SM_STRICT);
   srv->ops->open_done(s->owner, code, stage, none, NULL);
 }

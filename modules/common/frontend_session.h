@@ -46,13 +46,15 @@
  * walking the list), at once. Code that runs after a callee may have
  * closed the session checks frontend_session_dead.
  *
- * Leases (connector.h, minor 3): every open says PH_OPEN_F_LEASE and
- * names the listener (the frontend instance, api->module_name), with the
- * request headers the frontend set in s->headers and the flags in
- * s->open_flags (PH_OPEN_F_HTTP_FORWARD); what the result says about a
- * success beyond the target and the lease (PH_OPEN_R_HTTP_PROXY and its
- * http_forward) is in s->open_rflags and s->open_http_forward during
- * ops->open_done. A success's lease (may
+ * Leases (open_lease.h): every open asks for a lease and names the
+ * listener (the frontend instance, api->module_name), with the request
+ * headers the frontend set in s->headers, and asks for absolute-form
+ * forwarding when s->open_forward is set (open_http_forward.h); whether
+ * a success's stream goes to an HTTP forward proxy, and what to add to
+ * its requests, is in s->open_http_proxy and s->open_proxy_auth during
+ * ops->open_done. Each extension is asked with its old flag as well and
+ * read from an older connector's old fields, so connectors built against
+ * SDK 1.6 and older serve the frontends unchanged. A success's lease (may
  * be NULL) goes to ops->open_done with the target; from then on its
  * holder ends it exactly once: the frontend while it holds the target,
  * the skeleton once frontend_session_relay took both. The skeleton tells
@@ -74,6 +76,8 @@
 
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
+#include <proxyhost/open_http_forward.h>
+#include <proxyhost/open_lease.h>
 #include <proxyhost/host.h>
 #include <proxyhost/validation.h>
 
@@ -203,17 +207,19 @@ struct frontend_session {
    * frontend_session_open (after a validation step): it must answer from
    * what the session holds then. */
   const ph_open_headers *headers;
-  /* Set by the frontend: more ph_open_flags the next open asks with,
-   * beside PH_OPEN_F_STREAM and PH_OPEN_F_LEASE (http_proxy:
-   * PH_OPEN_F_HTTP_FORWARD for a request it forwards). 0: none. */
-  uintptr_t open_flags;
+  /* Set by the frontend: 1 asks the next open for absolute-form
+   * forwarding (open_http_forward.h: http_proxy, for a request it
+   * forwards). 0: not. */
+  int open_forward;
   /* Set by the skeleton just before ops->open_done, from a success's
-   * result (0 and NULL for a failure, or a result too short to have
-   * them): its ph_open_result_flags, and with PH_OPEN_R_HTTP_PROXY its
-   * http_forward (the connector's, valid until the lease ends; a
-   * credential: never logged). Read them in open_done. */
-  uintptr_t open_rflags;
-  const ph_open_http_forward *open_http_forward;
+   * result (0 and NULL for a failure): open_http_proxy 1 when the stream
+   * goes to an HTTP forward proxy (ph_open_result_http_proxy), with the
+   * Proxy-Authorization value to add (open_proxy_auth_len bytes; NULL:
+   * none; the connector's, valid until the lease ends; a credential:
+   * never logged). Read them in open_done. */
+  int open_http_proxy;
+  const char *open_proxy_auth;
+  uint32_t open_proxy_auth_len;
   uint64_t id; /* the stream id of the access line and the debug lines */
   struct sockaddr_storage peer; /* the client's address (family 0: none) */
   unsigned probing : 1;   /* not read while a check or an open runs */
@@ -272,7 +278,7 @@ int frontend_session_auth(frontend_session *s, const char *user,
 void frontend_session_cancel_auth(frontend_session *s);
 /* Asks srv->connector for a TCP stream to host:port for principal (NULL:
  * none), taking a socket or a stream (PH_OPEN_F_STREAM) and honouring a
- * lease (PH_OPEN_F_LEASE), from listener srv->name with s->headers.
+ * lease (open_lease.h), from listener srv->name with s->headers.
  * PH_OK: the answer comes through ops->open_done (as above, possibly
  * inside). A negative ph_status: refused at once, no callback. */
 int frontend_session_open(frontend_session *s, const char *host,

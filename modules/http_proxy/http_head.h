@@ -176,7 +176,7 @@ ssize_t hp_head_write_request(const http_head *h, const char *buf,
                               const hp_head_target *t, const hp_head_frame *fr,
                               char *out, size_t cap);
 /* The same request for an upstream that is an HTTP forward proxy
- * (connector.h, PH_OPEN_R_HTTP_PROXY): head[0..len) is a whole head
+ * (open_http_forward.h): head[0..len) is a whole head
  * hp_head_write_request wrote for target t; written to out is that head
  * with its request-target in absolute form, "http://" and t's authority
  * (as the Host field has it: the host the client sent, ":port" unless

@@ -6,9 +6,9 @@
  * opens a stream (through the session skeleton, which cancels it if the
  * client leaves), and the request goes on as a tunnel (CONNECT) or an
  * exchange (forwarding). A forwarded request's open says the request
- * can go in absolute form (PH_OPEN_F_HTTP_FORWARD): a connector may then
- * answer with a socket to an HTTP forward proxy (PH_OPEN_R_HTTP_PROXY),
- * which the upstream remembers with the Proxy-Authorization to add.
+ * can go in absolute form (open_http_forward.h): a connector may then
+ * answer with a socket to an HTTP forward proxy, which the upstream
+ * remembers with the Proxy-Authorization to add.
  * Returns what comes next. */
 #include <string.h>
 #include <strings.h>
@@ -43,8 +43,7 @@ int hp_open_start(conn *c) {
   /* The answer comes to the dispatcher (hp_open_result); a connector that
    * answers inside the call has run it already. */
   const char *principal = c->cred.principal[0] ? c->cred.principal : NULL;
-  c->fs.open_flags =
-      c->method_class == MC_FORWARD ? PH_OPEN_F_HTTP_FORWARD : 0;
+  c->fs.open_forward = c->method_class == MC_FORWARD;
   int r;
   if (!h->fs.validation) {
     r = frontend_session_open(&c->fs, c->target.host, c->target.port,
@@ -77,21 +76,20 @@ int hp_open_start(conn *c) {
  * value that could end its header line or is too long). */
 static int take_http_proxy(conn *c) {
   hp_upstream *u = &c->up;
-  const ph_open_http_forward *f = c->fs.open_http_forward;
-  u->http_proxy = (c->fs.open_rflags & PH_OPEN_R_HTTP_PROXY) != 0;
+  u->http_proxy = c->fs.open_http_proxy;
   u->proxy_auth = NULL;
   u->proxy_auth_len = 0;
   if (!u->http_proxy)
     return 0;
   if (c->method_class != MC_FORWARD)
     return -1; /* it was not asked for: a tunnel must not reach a proxy */
-  if (f && f->proxy_authorization) {
-    if (f->proxy_authorization_len > HP_PROXY_AUTH_MAX ||
-        !hp_head_value_ok(f->proxy_authorization,
-                          f->proxy_authorization_len))
+  const char *auth = c->fs.open_proxy_auth;
+  uint32_t len = c->fs.open_proxy_auth_len;
+  if (auth) {
+    if (len > HP_PROXY_AUTH_MAX || !hp_head_value_ok(auth, len))
       return -1;
-    u->proxy_auth = f->proxy_authorization;
-    u->proxy_auth_len = f->proxy_authorization_len;
+    u->proxy_auth = auth;
+    u->proxy_auth_len = len;
   }
   return 0;
 }

@@ -40,9 +40,9 @@
  * failed or went away). A CONNECT hands it to the relay with the
  * upstream (frontend_session_relay).
  *
- * An upstream HTTP proxy (connector.h: PH_OPEN_F_HTTP_FORWARD is asked
- * for every forwarded request, never for CONNECT; the pool's `http`
- * upstreams answer PH_OPEN_R_HTTP_PROXY): the request head goes in
+ * An upstream HTTP proxy (open_http_forward.h: forwarding is asked for
+ * every forwarded request, never for CONNECT; the pool's `http`
+ * upstreams answer it): the request head goes in
  * absolute form with the Proxy-Authorization the connector gave (made
  * from the origin-form head per attempt, hp_head_write_absolute), a kept
  * connection is reused per target host:port as always, and a 407 from
@@ -185,7 +185,7 @@ typedef struct hp_upstream {
   uint16_t port;
   uint64_t generation;
   ph_open_lease *lease; /* the connector's, or NULL: ended with it */
-  /* An HTTP forward proxy (the open's result said PH_OPEN_R_HTTP_PROXY):
+  /* An HTTP forward proxy (the open's result said so, open_http_forward.h):
    * requests go to it in absolute form, with this Proxy-Authorization
    * value (the connector's bytes, valid until the lease ends; a
    * credential, never logged), or none when NULL. */

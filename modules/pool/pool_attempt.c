@@ -88,7 +88,7 @@ static void deliver(pool_attempt *a) {
   pool *p = a->p;
   idtab_del(&a->p->ids, &a->hn);
   p->n_open--;
-  int leased = a->res.code == PH_OPEN_OK && a->res.lease;
+  int leased = a->res.code == PH_OPEN_OK && a->leased;
   if (leased)
     a->state = AT_LEASED;
   a->cb(a->arg, &a->res);
@@ -202,10 +202,11 @@ static int64_t pool_open(void *self, const ph_open_request *req,
     snprintf(a->listener, sizeof(a->listener), "%s", req->listener);
     a->has_listener = 1;
   }
-  a->flags = req->flags;
+  a->lease_asked = ph_open_lease_asked(req);
+  a->fwd_asked = ph_open_http_forward_asked(req);
   idtab_put(&a->p->ids, &a->hn, a->id);
   p->n_open++;
-  if (!(a->flags & PH_OPEN_F_LEASE))
+  if (!a->lease_asked)
     /* Without a lease the pool could not free the proxy's capacity. */
     pool_fail(a, PR_REFUSED, PH_STAGE_PROTOCOL, PH_OPEN_UNSUPPORTED_CAPABILITY,
               0);
@@ -243,7 +244,7 @@ static void drop(pool_attempt *a) {
       close(a->res.fd);
     if (a->res.stream)
       ph_stream_close(a->res.stream);
-    if (a->res.lease && a->px) /* a success never delivered */
+    if (a->leased && a->px) /* a success never delivered */
       pool_lease_release(a);
     break;
   default:

@@ -4,11 +4,12 @@
  * (outcome stage DIAL), then the upstream kit's handshake (modules/
  * upstream/up_hs.h: CONNECT or SOCKS5, stage PROXY_HANDSHAKE) runs on the
  * socket under handshake_timeout; a request the caller forwards in
- * absolute form (PH_OPEN_F_HTTP_FORWARD) through an `http` upstream, an
- * ordinary forward proxy, gets no handshake: the caller gets the socket
- * at once with PH_OPEN_R_HTTP_PROXY and the Proxy-Authorization value to
- * add (made here, in the attempt, from the view's credentials; without
- * the flag an `http` upstream gets CONNECT like an `http_connect` one).
+ * absolute form (open_http_forward.h, asked by the extension or by the
+ * old flag) through an `http` upstream, an ordinary forward proxy, gets
+ * no handshake: the caller gets the socket at once, told it goes to an
+ * HTTP proxy, with the Proxy-Authorization value to add (made here, in
+ * the attempt, from the view's credentials; unasked, an `http` upstream
+ * gets CONNECT like an `http_connect` one).
  * Success leases the socket out (pool_lease.c). A failed dial or
  * handshake has sent nothing to the target: the request goes on with
  * another candidate of the same view (pool_match.c). And DIRECT: the
@@ -101,16 +102,15 @@ static void hs_done(pool_attempt *a) {
  * ordinary forward proxy: no tunnel is asked for. */
 static int forwards(const pool_attempt *a, const ph_pool_view_proxy *x) {
   return x->protocol == PH_POOL_UPSTREAM_HTTP &&
-         (a->flags & PH_OPEN_F_HTTP_FORWARD);
+         a->fwd_asked;
 }
 
-/* What the caller adds to each request (a->fwd): "Basic " and the token
+/* What the caller adds to each request (a->fwd_auth): "Basic " and the token
  * of the view's credentials (up_hs_proxy_auth), or nothing without them.
  * PH_OK, or PH_EINVAL for credentials Basic cannot carry (a ':' in the
  * user name: the CONNECT would refuse them too). */
 static int forward_prepare(pool_attempt *a, const ph_pool_view_credential *c) {
-  memset(&a->fwd, 0, sizeof(a->fwd));
-  a->fwd.size = sizeof(a->fwd);
+  a->fwd_auth_len = 0;
   if (!c || !c->username)
     return PH_OK;
   size_t n = up_hs_proxy_auth(c->username, c->username_len, c->password,
@@ -118,8 +118,7 @@ static int forward_prepare(pool_attempt *a, const ph_pool_view_credential *c) {
                               sizeof(a->fwd_auth));
   if (!n)
     return PH_EINVAL;
-  a->fwd.proxy_authorization = a->fwd_auth;
-  a->fwd.proxy_authorization_len = (uint32_t)n;
+  a->fwd_auth_len = (uint32_t)n;
   return PH_OK;
 }
 
@@ -231,7 +230,7 @@ static void dialed(void *arg, const ph_open_result *res) {
     /* Nothing to say before the caller's first request: the outcome's
      * next stage is RESPONSE_HEADERS, at the lease's end. */
     if (forward_prepare(a, c) == PH_OK) {
-      pool_lease_out(a, PH_OPEN_R_HTTP_PROXY);
+      pool_lease_out(a, 1);
       return;
     }
     a->hs.status = -1; /* no answer: none was asked for */
@@ -279,6 +278,8 @@ static void direct_done(void *arg, const ph_open_result *res) {
   a->res = *res;
   a->res.size = sizeof(a->res);
   a->res.lease = NULL;
+  a->res.http_forward = NULL;
+  a->res.ext = NULL; /* the direct connector's, dead after its callback */
   a->res.flags = 0;
   pool_api->inc(p->m_result[res->code == PH_OPEN_OK ? PR_DIRECT
                                                     : PR_DIRECT_FAILED],

@@ -29,6 +29,8 @@
 #include <stdint.h>
 
 #include <proxyhost/connector.h>
+#include <proxyhost/open_http_forward.h>
+#include <proxyhost/open_lease.h>
 #include <proxyhost/stream.h>
 #include <proxyhost/module.h>
 #include <proxyhost/outcome_sink.h>
@@ -117,7 +119,10 @@ struct pool_attempt {
   char key[POOL_KEY_MAX];
   uint32_t key_len;
   int has_key;
-  uintptr_t flags;
+  /* How the request asked for a lease and for HTTP forwarding (enum
+   * ph_open_asked bits; 0: it did not): the answer takes each form. */
+  int lease_asked, fwd_asked;
+  int leased; /* the answer is a success with the lease */
   /* The selection. */
   pool_gen *gen;    /* a reference, from the first match on */
   uint32_t rule;    /* in gen->view->rules */
@@ -143,14 +148,19 @@ struct pool_attempt {
   ilist_node slink;
   void (*cut)(void *arg);
   void *cut_arg;
-  /* Absolute-form forwarding through an `http` upstream (the request's
-   * PH_OPEN_F_HTTP_FORWARD): what res.http_forward points to, with the
-   * Proxy-Authorization value "Basic <token>" made from the view's
-   * credentials here, in the attempt's own memory and nowhere else;
-   * wiped (OPENSSL_cleanse) when the attempt is freed: at the lease's
-   * end, or when a success is never delivered. */
+  /* The lease's extension in the answer's chain (open_lease.h). */
+  ph_open_lease_res lease_x;
+  /* Absolute-form forwarding through an `http` upstream (the request
+   * asked, open_http_forward.h): what the answer says in each form asked
+   * (its chain's fwd_x, the old res.http_forward's fwd), with the
+   * Proxy-Authorization value "Basic <token>" (fwd_auth_len bytes; 0:
+   * none) made from the view's credentials here, in the attempt's own
+   * memory and nowhere else; wiped (OPENSSL_cleanse) when the attempt is
+   * freed: at the lease's end, or when a success is never delivered. */
+  ph_open_http_forward_res fwd_x;
   ph_open_http_forward fwd;
   char fwd_auth[UP_HS_PROXY_AUTH_MAX + 1];
+  uint32_t fwd_auth_len;
   /* The answer. */
   ph_open_result res;
   int fail_stage, fail_code; /* the last upstream failure, for the
@@ -338,8 +348,9 @@ void pool_go_direct(pool_attempt *a);
 /* ---- pool_lease.c: the caller's socket and lease ----------------------- */
 
 /* The stream is up: the reservation becomes active and the caller gets
- * the socket, the lease and rflags (ph_open_result_flags). */
-void pool_lease_out(pool_attempt *a, uintptr_t rflags);
+ * the socket and the lease (with http_proxy 1: the socket goes to an
+ * HTTP forward proxy). */
+void pool_lease_out(pool_attempt *a, int http_proxy);
 /* The leased stream is over (its lease ended, or a success never
  * delivered): off the drain's lists, its proxy's active count down,
  * waiters woken. */

@@ -63,10 +63,11 @@ static const ph_open_lease_ops lease_ops = {
     .on_cut = lease_on_cut,
 };
 
-/* The stream is up (a tunnel, or a socket to a forward proxy): the
- * reservation becomes active and the caller gets the socket, the lease,
- * and rflags (ph_open_result_flags). */
-void pool_lease_out(pool_attempt *a, uintptr_t rflags) {
+/* The stream is up (a tunnel, or a socket to a forward proxy: http_proxy
+ * 1): the reservation becomes active and the caller gets the socket and
+ * the lease, and with http_proxy what to add to its requests, each in
+ * the forms its request asked (open_lease.h, open_http_forward.h). */
+void pool_lease_out(pool_attempt *a, int http_proxy) {
   pool *p = a->p;
   pool_px_add(p, a->px, +1, -1);
   pool_drain_add(a);
@@ -79,9 +80,16 @@ void pool_lease_out(pool_attempt *a, uintptr_t rflags) {
   a->res.stage = PH_STAGE_NONE;
   a->res.code = PH_OPEN_OK;
   a->res.fd = a->fd;
-  a->res.lease = &a->lease;
-  a->res.flags = rflags;
-  a->res.http_forward = rflags & PH_OPEN_R_HTTP_PROXY ? &a->fwd : NULL;
+  a->res.flags = 0;
+  a->res.lease = NULL;
+  a->res.http_forward = NULL;
+  a->res.ext = NULL;
+  ph_open_lease_give(&a->res, &a->lease_x, &a->lease, a->lease_asked);
+  if (http_proxy)
+    ph_open_http_forward_give(&a->res, &a->fwd_x, &a->fwd, a->fwd_asked,
+                              a->fwd_auth_len ? a->fwd_auth : NULL,
+                              a->fwd_auth_len);
+  a->leased = 1;
   a->fd = -1;
   pool_answer(a);
 }

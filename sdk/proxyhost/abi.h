@@ -24,6 +24,9 @@
  * 1.6 (2026-12-06)
  *   ph_api.defer_new, defer_post, defer_cancel, defer_free appended,
  *     ph_defer, ph_defer_fn: a cancellable call on the loop's next turn
+ *   services: connector 1.5 (open_ext.h: size-tagged extension chains
+ *     on ph_open_request and ph_open_result; the lease and HTTP
+ *     forwarding as extensions, open_lease.h, open_http_forward.h)
  * 1.5 (2026-12-06)
  *   ph_api.drain_cut appended: a module's own drain deadline closed
  *     streams, and the host's stop says it was cut short

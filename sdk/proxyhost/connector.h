@@ -21,6 +21,14 @@
  * (PH_OPEN_F_STREAM); to an older caller it answers with a socket or
  * fails with unsupported_capability.
  *
+ * What only some callers and connectors share is not a field here but
+ * an extension (since minor 5): a struct of its own header linked into
+ * the request's or the result's `ext` chain (open_ext.h): the lease
+ * (open_lease.h) and absolute-form HTTP forwarding
+ * (open_http_forward.h). The lease and forwarding fields and flags of
+ * minors 3 and 4 stay, marked, for modules built against them (SDK 1.6
+ * and older); new code uses the extensions' helpers.
+ *
  * Threads: loop thread only, for open, cancel and the callback.
  */
 #ifndef PROXYHOST_CONNECTOR_H
@@ -32,10 +40,11 @@
 /* The net.listener announcements have their own header; included here
  * for the frontends and connectors written before it. */
 #include <proxyhost/listener_event.h>
+#include <proxyhost/open_ext.h>
 
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
-#define PH_CONNECTOR_MINOR 4
+#define PH_CONNECTOR_MINOR 5
 
 /* Where an open failed. Stable: these names go on the wire and into
  * metric labels. */
@@ -72,20 +81,13 @@ enum ph_protocol { PH_PROTO_TCP = 1 };
 /* ph_open_request.flags (minor 1). */
 enum ph_open_flags {
   PH_OPEN_F_STREAM = 1, /* the caller takes a stream as well as a socket */
-  /* Minor 3: the caller honours a lease (ph_open_lease below): it tells
-   * the connector when the target's first byte reached the client and
-   * when the stream ended. A connector that must know (the pool: an
-   * upstream proxy's capacity and outcome) refuses a caller without it
-   * with unsupported_capability. */
+  /* Minors 3 and 4 (SDK 1.6 and older; new code uses the extension,
+   * open_lease.h, whose helper sets this too): the caller honours a
+   * lease. */
   PH_OPEN_F_LEASE = 2,
-  /* Minor 3 (ABI 1.4): the caller will send HTTP/1.1 requests for
-   * host:port over this stream (absolute-form forwarding: http_proxy
-   * sets it for a forwarded request, never for CONNECT; socks5 never),
-   * and can send each in absolute form with one more Proxy-Authorization
-   * field when the result says so (PH_OPEN_R_HTTP_PROXY). A connector
-   * that does not know it ignores it: nothing changes for its caller.
-   * The pool answers it for an upstream of protocol `http` (an ordinary
-   * forward proxy) with a socket to that proxy and no CONNECT. */
+  /* Minors 3 and 4 (SDK 1.6 and older; new code uses the extension,
+   * open_http_forward.h, whose helper sets this too): the caller can
+   * forward HTTP requests in absolute form. */
   PH_OPEN_F_HTTP_FORWARD = 4
 };
 
@@ -98,71 +100,10 @@ typedef struct ph_open_headers {
   void *arg;
 } ph_open_headers;
 
-/* Minor 3: what a connector that keeps per-stream state needs to hear
- * from the caller after a success (PH_OPEN_F_LEASE). The caller owns the
- * lease with the stream and calls, on the loop thread:
- *  - first_byte(l), at most once: the target's first byte reached the
- *    client (the response began);
- *  - end(l, how), exactly once, when the stream is over (after or as the
- *    caller closes its socket or stream), also when it never relayed a
- *    byte. end frees the lease; the pointer is dead afterwards.
- * And, since minor 4, where the connector offers it (on_cut set): on_cut(l,
- * cut, arg) once the caller holds the stream, naming how the connector
- * may end it early: it calls cut(arg) at most once, on the loop thread,
- * never from inside a call into it (open, cancel, a lease call), when
- * the stream must not go on (the pool: its upstream proxy left the
- * gateway's view, or the view is stale, and the drain is over). The
- * caller then closes the stream and its client's connection at once and
- * ends the lease (CLIENT_ERROR: it says nothing about the target),
- * inside cut or soon after. A later on_cut replaces the earlier; cut
- * NULL withdraws it. */
+/* The lease (minor 3): defined in open_lease.h, which this header
+ * includes at its end for the code written before it. */
 typedef struct ph_open_lease ph_open_lease;
 
-enum ph_lease_end {
-  PH_LEASE_END_CLOSED = 0,    /* finished cleanly (EOF both ways, or the
-                                 caller was done with it) */
-  PH_LEASE_END_TARGET_ERROR,  /* reading or writing the target's side
-                                 failed (a reset, an error) */
-  PH_LEASE_END_TIMEOUT,       /* nothing moved for the idle timeout */
-  PH_LEASE_END_CLIENT_ERROR   /* the client's side failed or went away
-                                 early: says nothing about the target */
-};
-
-typedef struct ph_open_lease_ops {
-  uint32_t size; /* sizeof(ph_open_lease_ops) of the connector */
-  void (*first_byte)(ph_open_lease *l);
-  void (*end)(ph_open_lease *l, int how); /* enum ph_lease_end */
-  /* Minor 4, was reserved[0]; NULL: the connector never cuts. */
-  void (*on_cut)(ph_open_lease *l, void (*cut)(void *arg), void *arg);
-  void *reserved[3];
-} ph_open_lease_ops;
-
-struct ph_open_lease {
-  const ph_open_lease_ops *ops;
-};
-
-static inline void ph_open_lease_first_byte(ph_open_lease *l) {
-  if (l)
-    l->ops->first_byte(l);
-}
-
-/* NULL is a no-op. */
-static inline void ph_open_lease_end(ph_open_lease *l, int how) {
-  if (l)
-    l->ops->end(l, how);
-}
-
-/* Tells the connector how to cut the stream (see on_cut above). 1 when
- * it took it, 0 when it never cuts (no hook, an older connector, NULL). */
-static inline int ph_open_lease_on_cut(ph_open_lease *l,
-                                       void (*cut)(void *arg), void *arg) {
-  if (!l || l->ops->size < offsetof(ph_open_lease_ops, on_cut) +
-                               sizeof(l->ops->on_cut) ||
-      !l->ops->on_cut)
-    return 0;
-  l->ops->on_cut(l, cut, arg);
-  return 1;
-}
 /* Minor 4: the caller's own say on where a connection may go,
  * asked at connect time about every address the connector is about to
  * connect to (a literal, or each address DNS gave: what a name resolves
@@ -199,9 +140,14 @@ typedef struct ph_open_request {
    * the connector's own policy only. The struct has no reserved slot
    * left; size still grows it. */
   const ph_open_addr_filter *addr_filter;
+  /* Minor 5, appended: the request's extensions (open_ext.h), the
+   * caller's; NULL: none. A connector reads it only when size covers it
+   * (ph_open_request_ext). */
+  const ph_open_ext *ext;
 } ph_open_request;
 
-typedef struct ph_open_http_forward ph_open_http_forward; /* below */
+typedef struct ph_open_http_forward
+    ph_open_http_forward; /* open_http_forward.h */
 
 typedef struct ph_open_result {
   uint32_t size;           /* sizeof(ph_open_result) of the connector */
@@ -223,35 +169,51 @@ typedef struct ph_open_result {
    * older connector leaves it 0; a caller reads it only when size covers
    * it. */
   uintptr_t flags;
-  /* Minor 3, was reserved[0]: on success, when the request had
-   * PH_OPEN_F_LEASE, the lease the caller must end (see ph_open_lease);
-   * NULL when the connector needs none (direct). Ownership passes with
-   * the socket or stream. */
+  /* Minors 3 and 4, was reserved[0] (SDK 1.6 and older; new code uses
+   * the extension, open_lease.h): the lease, to a request with
+   * PH_OPEN_F_LEASE. */
   ph_open_lease *lease;
-  /* Minor 3 (ABI 1.4), was reserved[0]: with PH_OPEN_R_HTTP_PROXY, what
-   * to add to every request sent over this socket or stream (see
-   * ph_open_http_forward); NULL otherwise, and from an older connector
-   * (read it only when size covers it). */
+  /* Minors 3 and 4, was reserved[0] (SDK 1.6 and older; new code uses
+   * the extension, open_http_forward.h): with PH_OPEN_R_HTTP_PROXY, the
+   * Proxy-Authorization to add. */
   const ph_open_http_forward *http_forward;
+  /* Minor 5, appended: the result's extensions (open_ext.h), the
+   * connector's, read during the callback (an extension says what lives
+   * longer); NULL: none. A caller reads it only when size covers it
+   * (ph_open_result_ext). */
+  const ph_open_ext *ext;
 } ph_open_result;
 
-/* Minor 3 (ABI 1.4): what a caller that asked PH_OPEN_F_HTTP_FORWARD
- * adds to each request when the result has PH_OPEN_R_HTTP_PROXY. The
- * connector owns the struct and its bytes; they stay valid until the
- * lease ends (a connector that sets the flag gives a lease with it).
- * The value is a credential: the caller writes it only into the request
- * heads it sends over this socket or stream, wipes its copies once they
- * are sent, and never logs it, counts it or shows it in an error. */
-struct ph_open_http_forward {
-  uint32_t size; /* sizeof(ph_open_http_forward) of the connector */
-  /* The value of one Proxy-Authorization field to add ("Basic
-   * dXNlcjpwdw=="): visible ASCII and spaces only, NUL-terminated,
-   * proxy_authorization_len bytes without the NUL. NULL (and 0): the
-   * upstream takes no credentials; add nothing. */
-  uint32_t proxy_authorization_len;
-  const char *proxy_authorization;
-  void *reserved[2]; /* zero */
-};
+/* A request's and a result's extension chain, NULL when the writer was
+ * built before minor 5. */
+static inline const ph_open_ext *ph_open_request_ext(
+    const ph_open_request *req) {
+  return req->size >= offsetof(ph_open_request, ext) + sizeof(req->ext)
+             ? req->ext
+             : NULL;
+}
+
+static inline const ph_open_ext *ph_open_result_ext(
+    const ph_open_result *res) {
+  return res->size >= offsetof(ph_open_result, ext) + sizeof(res->ext)
+             ? res->ext
+             : NULL;
+}
+
+/* For a connector: how req asked for an extension (enum ph_open_asked
+ * bits, 0: not at all): its struct of type (at least min_size bytes) in
+ * the chain, and/or old_flag, the request flag of minors 3 and 4 (0:
+ * none). */
+static inline int ph_open_ext_asked(const ph_open_request *req,
+                                    uint32_t type, size_t min_size,
+                                    uintptr_t old_flag) {
+  int asked = 0;
+  if (ph_open_ext_find(ph_open_request_ext(req), type, min_size))
+    asked |= PH_OPEN_ASKED_EXT;
+  if (old_flag && (req->flags & old_flag))
+    asked |= PH_OPEN_ASKED_FLAG;
+  return asked;
+}
 
 /* ph_open_result.flags (minor 2). */
 enum ph_open_result_flags {
@@ -260,14 +222,9 @@ enum ph_open_result_flags {
    * with open_mode=legacy. Without it an open is strict: its success
    * means the target answered. */
   PH_OPEN_R_LEGACY = 1,
-  /* Minor 3 (ABI 1.4), only to a request with PH_OPEN_F_HTTP_FORWARD:
-   * the socket or stream goes to an HTTP forward proxy, not to the
-   * target: send each request in absolute form ("GET http://host:port/p
-   * HTTP/1.1", the scheme, host and port the client asked for), with
-   * the Proxy-Authorization of http_forward, and reuse the connection
-   * only for requests to the same host:port. Its responses are the
-   * target's, but for a 407: that one is about the connector's
-   * credentials (answer the client 502 and end the lease TARGET_ERROR). */
+  /* Minors 3 and 4, only to a request with PH_OPEN_F_HTTP_FORWARD (SDK
+   * 1.6 and older; new code uses the extension, open_http_forward.h):
+   * the socket or stream goes to an HTTP forward proxy. */
   PH_OPEN_R_HTTP_PROXY = 2
 };
 
@@ -308,5 +265,10 @@ static inline const char *ph_open_code_name(int c) {
   static const char *const n[] = {PH_OPEN_CODE_NAMES};
   return c >= 0 && c < PH_OPEN_CODE_COUNT_ ? n[c] : "internal_error";
 }
+
+/* The extensions of minor 3's and 4's fields, for the code written
+ * before them. */
+#include <proxyhost/open_http_forward.h>
+#include <proxyhost/open_lease.h>
 
 #endif

@@ -9,6 +9,11 @@
  * refused (stage policy, forbidden). A request without PH_OPEN_F_LEASE
  * is answered stage protocol, unsupported_capability, as the pool
  * answers it. Never inside open(): every answer comes from the loop.
+ * It is written against connector 1.4's fields (PH_OPEN_F_LEASE,
+ * ph_open_result.lease) on purpose, and stays so, its results of SDK
+ * 1.6's size: the frontends ask by the extension since connector 1.5
+ * (open_lease.h), and frontend_lease.sh proves that a connector built
+ * before it still gets their leases honoured.
  *
  * What a lease hears is counted:
  *   proxyhost_leasecon_leases            gauge, leases not ended yet
@@ -182,10 +187,14 @@ static void release(lc_open *o) {
   o->id = 0;
 }
 
-/* Answers o and frees its slot; the callback is the last use. */
+/* Answers o and frees its slot; the callback is the last use. The result
+ * has SDK 1.6's size (it ends before ext, connector 1.5), as a
+ * connector built against 1.6 answers; the bytes beyond it are garbage,
+ * which a caller must not read. */
 static void answer(leasecon *lc, lc_open *o, int stage, int code) {
-  ph_open_result res = {.size = sizeof(res), .stage = stage, .code = code,
-                        .fd = -1};
+  ph_open_result res = {.size = offsetof(ph_open_result, ext),
+                        .stage = stage, .code = code, .fd = -1,
+                        .ext = (const ph_open_ext *)(uintptr_t)1};
   if (code == PH_OPEN_OK) {
     lc_lease *e = o->want_lease ? new_lease(lc) : NULL;
     if (o->want_lease && !e) {

@@ -23,6 +23,9 @@
 #include <proxyhost/log.h>
 #include <proxyhost/metrics.h>
 #include <proxyhost/module.h>
+#include <proxyhost/open_ext.h>
+#include <proxyhost/open_http_forward.h>
+#include <proxyhost/open_lease.h>
 #include <proxyhost/outcome_sink.h>
 #include <proxyhost/pool_store.h>
 #include <proxyhost/pool_view.h>

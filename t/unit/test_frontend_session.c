@@ -10,15 +10,18 @@
  * call leave no stale id, and the guard rule under reentrancy: a callback
  * that closes the session from inside another callback frees nothing
  * before the outermost entry leaves (run under ASan to see it). And the
- * connector's lease (connector.h minor 3; issue 13, for CP-5-4/CP-5-5):
- * every open says PH_OPEN_F_LEASE with the listener's name and the
+ * connector's lease (open_lease.h; issue 13, for CP-5-4/CP-5-5):
+ * every open asks for it (the extension and, for an older connector,
+ * PH_OPEN_F_LEASE) with the listener's name and the
  * session's headers; a relay's lease hears first_byte once and ends
  * once, CLOSED, TARGET_ERROR, CLIENT_ERROR or TIMEOUT as the relay
  * ended, CLIENT_ERROR when the session is closed while relaying; a
  * success without a socket ends its lease at once; a failure's is never
- * touched. And the forwarding flags (issue 13): the session's open_flags
- * go with the open, and open_done sees a success's PH_OPEN_R_HTTP_PROXY
- * and http_forward (open_rflags, open_http_forward), never a failure's,
+ * touched. And forwarding (issue 13): the session's open_forward asks
+ * for it (the extension and the old flag), and open_done sees a
+ * success's HTTP proxy and value (open_http_proxy, open_proxy_auth), from
+ * the result's extensions (open_ext.h, issue 25) or an older connector's
+ * old fields (also a result of SDK 1.6's size), never a failure's,
  * a flagless pointer or a struct too short to hold the value. */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,14 +68,26 @@ static struct fake {
   /* Leases: give one with each OK open (give_lease), or with a success
    * that carries no socket (bad_success). */
   int give_lease, bad_success;
-  /* The result's flags and http_forward (http_fwd: its size, 0: NULL). */
+  /* The result's flags and http_forward (http_fwd: its size, 0: NULL),
+   * the old fields of SDK 1.6 and older. */
   uintptr_t rflags;
   uint32_t http_fwd;
   uintptr_t last_flags;
+  int last_ext_lease, last_ext_fwd; /* the request's chain asked them */
   char last_listener[64];
   char last_header[64]; /* X-Session through the request's headers */
   int header_calls;
 } F;
+
+/* Or the extensions (open_ext.h), kept across reset_seen: lease gives
+ * the lease in the result's chain instead of the old field; fwd (its
+ * size, 0: none) says HTTP proxy in the chain; junk puts a struct of an
+ * unknown type first. */
+static struct {
+  int lease, junk;
+  uint32_t fwd;
+  int v16; /* a result of SDK 1.6's size, garbage where ext is now */
+} X;
 
 /* The one lease the fake gives at a time: what its caller told it. */
 static struct flease {
@@ -123,8 +138,22 @@ static void open_answer_now(void) {
     r.fd = sv[0];
     F.target_peer = sv[1];
   }
-  if (F.give_lease)
+  static ph_open_lease_res lx;
+  static ph_open_http_forward_res fx;
+  static ph_open_ext junk;
+  if (F.give_lease && X.lease) {
+    lx.lease = new_lease(); /* also on a failure: must not be touched */
+    ph_open_ext_push(&r.ext, &lx.ext, PH_OPEN_EXT_LEASE, sizeof(lx));
+  } else if (F.give_lease) {
     r.lease = new_lease(); /* also on a failure: must not be touched */
+  }
+  if (X.fwd) {
+    fx.proxy_authorization = "Basic dTpx";
+    fx.proxy_authorization_len = 10;
+    ph_open_ext_push(&r.ext, &fx.ext, PH_OPEN_EXT_HTTP_FORWARD, X.fwd);
+  }
+  if (X.junk)
+    ph_open_ext_push(&r.ext, &junk, 999, sizeof(junk));
   static ph_open_http_forward fwd;
   memset(&fwd, 0, sizeof(fwd));
   fwd.size = F.http_fwd;
@@ -132,6 +161,10 @@ static void open_answer_now(void) {
   fwd.proxy_authorization_len = 10;
   r.flags = F.rflags;
   r.http_forward = F.http_fwd ? &fwd : NULL;
+  if (X.v16) {
+    r.size = offsetof(ph_open_result, ext);
+    r.ext = (const ph_open_ext *)(uintptr_t)1; /* never read */
+  }
   F.open_id = 0;
   F.open_cb(F.open_arg, &r);
 }
@@ -143,6 +176,12 @@ static int64_t fake_open(void *self, const ph_open_request *rq, ph_open_cb cb,
     return PH_EINVAL;
   F.opens++;
   F.last_flags = rq->flags;
+  F.last_ext_lease = ph_open_ext_find(ph_open_request_ext(rq),
+                                      PH_OPEN_EXT_LEASE_ASK,
+                                      sizeof(ph_open_lease_ask)) != NULL;
+  F.last_ext_fwd = ph_open_ext_find(ph_open_request_ext(rq),
+                                    PH_OPEN_EXT_HTTP_FORWARD_ASK,
+                                    sizeof(ph_open_http_forward_ask)) != NULL;
   snprintf(F.last_listener, sizeof(F.last_listener), "%s",
            rq->listener ? rq->listener : "(none)");
   snprintf(F.last_header, sizeof(F.last_header), "(none)");
@@ -227,8 +266,9 @@ static struct seen {
   int ends, ends_logged, frees, stops;
   int last_verdict, last_code;
   ph_open_lease *last_lease; /* what open_done got */
-  uintptr_t last_rflags;      /* ... and the session's open_rflags */
-  const ph_open_http_forward *last_fwd; /* open_http_forward */
+  int last_http_proxy;        /* ... and the session's open_http_proxy */
+  const char *last_auth;      /* open_proxy_auth */
+  uint32_t last_auth_len;
   int closes_in_end; /* close called again from inside end */
 } S;
 
@@ -272,8 +312,9 @@ static void t_open_done(void *owner, int code, int stage, stream_end target,
   S.open_done++;
   S.last_code = code;
   S.last_lease = lease;
-  S.last_rflags = c->fs.open_rflags;
-  S.last_fwd = c->fs.open_http_forward;
+  S.last_http_proxy = c->fs.open_http_proxy;
+  S.last_auth = c->fs.open_proxy_auth;
+  S.last_auth_len = c->fs.open_proxy_auth_len;
   if (code != PH_OPEN_OK || c->close_in_open_done) {
     if (code == PH_OPEN_OK) {
       close(target.fd);
@@ -865,8 +906,11 @@ static void test_lease(ph_mock *m) {
   tconn *c = new_conn();
   c->fs.headers = &test_headers;
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok((F.last_flags & PH_OPEN_F_LEASE) && (F.last_flags & PH_OPEN_F_STREAM),
-     "lease: every open says PH_OPEN_F_LEASE (and takes streams)");
+  ok(F.last_ext_lease && (F.last_flags & PH_OPEN_F_STREAM),
+     "lease: every open asks for a lease in its chain (and takes streams)");
+  ok(F.last_flags & PH_OPEN_F_LEASE,
+     "lease: ... and says PH_OPEN_F_LEASE for a connector built against "
+     "SDK 1.6 or older");
   is_str(F.last_listener, "fs_host",
          "lease: the listener is the instance's name (module_name)");
   is_str(F.last_header, "abc",
@@ -992,7 +1036,7 @@ static void forward_open(uint32_t fwd_size, uintptr_t rflags, int code) {
   F.http_fwd = fwd_size;
   F.open_code = code;
   tconn *c = new_conn();
-  c->fs.open_flags = PH_OPEN_F_HTTP_FORWARD;
+  c->fs.open_forward = 1;
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
   frontend_session_enter(&c->fs);
   open_answer_now();
@@ -1003,33 +1047,79 @@ static void forward_open(uint32_t fwd_size, uintptr_t rflags, int code) {
     close(F.target_peer);
 }
 
+static int auth_is(const char *want) {
+  return S.last_auth && S.last_auth_len == strlen(want) &&
+         memcmp(S.last_auth, want, S.last_auth_len) == 0;
+}
+
 static void test_forward_flags(void) {
+  /* A connector built against SDK 1.6 or older: the old flag and
+   * fields. */
   forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
                PH_OPEN_OK);
+  ok(F.last_ext_fwd && F.last_ext_lease && (F.last_flags & PH_OPEN_F_STREAM),
+     "forward: open_forward asks for forwarding in the chain, beside the "
+     "lease");
   ok((F.last_flags & PH_OPEN_F_HTTP_FORWARD) &&
-         (F.last_flags & PH_OPEN_F_LEASE) && (F.last_flags & PH_OPEN_F_STREAM),
-     "forward: the session's open_flags go with the open, beside its own");
-  ok(S.last_code == PH_OPEN_OK && S.last_rflags == PH_OPEN_R_HTTP_PROXY &&
-         S.last_fwd && S.last_fwd->proxy_authorization_len == 10,
-     "forward: open_done sees PH_OPEN_R_HTTP_PROXY and http_forward");
+         (F.last_flags & PH_OPEN_F_LEASE),
+     "forward: ... and with the old flags, for an older connector");
+  ok(S.last_code == PH_OPEN_OK && S.last_http_proxy && auth_is("Basic dTpw"),
+     "forward: open_done sees an older connector's PH_OPEN_R_HTTP_PROXY and "
+     "http_forward");
   forward_open(sizeof(ph_open_http_forward), 0, PH_OPEN_OK);
-  ok(S.last_rflags == 0 && S.last_fwd == NULL,
+  ok(!S.last_http_proxy && S.last_auth == NULL,
      "forward: http_forward without the flag is not passed on");
   forward_open(offsetof(ph_open_http_forward, proxy_authorization),
                PH_OPEN_R_HTTP_PROXY, PH_OPEN_OK);
-  ok(S.last_rflags == PH_OPEN_R_HTTP_PROXY && S.last_fwd == NULL,
+  ok(S.last_http_proxy && S.last_auth == NULL,
      "forward: a struct too short for the value: NULL (nothing to add)");
   forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
                PH_OPEN_CONNECTION_REFUSED);
-  ok(S.last_code == PH_OPEN_CONNECTION_REFUSED && S.last_rflags == 0 &&
-         S.last_fwd == NULL,
+  ok(S.last_code == PH_OPEN_CONNECTION_REFUSED && !S.last_http_proxy &&
+         S.last_auth == NULL,
      "forward: a failure's flags and http_forward are never passed on");
   reset_seen();
   tconn *c = new_conn();
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok(!(F.last_flags & PH_OPEN_F_HTTP_FORWARD),
-     "forward: a session that sets no open_flags asks nothing more");
+  ok(!(F.last_flags & PH_OPEN_F_HTTP_FORWARD) && !F.last_ext_fwd,
+     "forward: a session that sets no open_forward asks nothing more");
   t_close(c);
+
+  /* A connector built against SDK 1.6: its result is shorter, and what
+   * lies beyond it is not read. */
+  X.v16 = 1;
+  forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
+               PH_OPEN_OK);
+  X.v16 = 0;
+  ok(S.last_lease == &L.base && L.ends == 1 && S.last_http_proxy &&
+         auth_is("Basic dTpw"),
+     "forward: a 1.6 connector's shorter result: its lease, flag and "
+     "http_forward");
+
+  /* A connector of connector 1.5: the extensions in the result's chain
+   * (open_ext.h), an unknown type first, skipped. */
+  X.lease = 1;
+  X.junk = 1;
+  forward_open(0, 0, PH_OPEN_OK);
+  X.fwd = 0;
+  ok(S.last_code == PH_OPEN_OK && S.last_lease == &L.base && L.ends == 1 &&
+         !S.last_http_proxy,
+     "ext: the lease from the result's chain reaches open_done (an unknown "
+     "extension skipped)");
+  X.fwd = sizeof(ph_open_http_forward_res);
+  forward_open(0, 0, PH_OPEN_OK);
+  ok(S.last_lease == &L.base && S.last_http_proxy && auth_is("Basic dTpx"),
+     "ext: the forwarding extension: HTTP proxy and its value");
+  X.fwd = offsetof(ph_open_http_forward_res, proxy_authorization);
+  forward_open(0, 0, PH_OPEN_OK);
+  ok(!S.last_http_proxy && S.last_auth == NULL,
+     "ext: an extension shorter than its struct is absent");
+  X.fwd = sizeof(ph_open_http_forward_res);
+  forward_open(0, 0, PH_OPEN_CONNECTION_REFUSED);
+  ok(!S.last_http_proxy && S.last_lease == NULL && L.ends == 0,
+     "ext: a failure's extensions are never taken");
+  X.lease = X.junk = 0;
+  X.fwd = 0;
 }
 
 static void test_destroy(void) {

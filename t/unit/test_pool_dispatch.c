@@ -228,18 +228,21 @@ static void on_open(void *arg, const ph_open_result *r) {
 
 static ph_mock *mk;
 
-static req *open_flags(int i, const char *host, uintptr_t flags) {
+/* Request r of a caller at port 80, listener http_proxy, into reqs[i]. */
+static req *open_as(int i, ph_open_request *r) {
   req *q = &reqs[i];
   memset(q, 0, sizeof(*q));
   q->res.fd = -1;
-  ph_open_request r = {.size = sizeof(r),
-                       .protocol = PH_PROTO_TCP,
-                       .port = 80,
-                       .host = host,
-                       .flags = flags,
-                       .listener = "http_proxy"};
-  q->id = pool_c->open(pool_self, &r, on_open, q);
+  r->protocol = PH_PROTO_TCP;
+  r->port = 80;
+  r->listener = "http_proxy";
+  q->id = pool_c->open(pool_self, r, on_open, q);
   return q;
+}
+
+static req *open_flags(int i, const char *host, uintptr_t flags) {
+  ph_open_request r = {.size = sizeof(r), .host = host, .flags = flags};
+  return open_as(i, &r);
 }
 
 static req *open_req(int i, const char *host, int lease) {
@@ -630,6 +633,110 @@ static void test_forward(void) {
   close(ph);
 }
 
+/* ---- the same through the extensions (connector 1.5, open_ext.h) ------- */
+
+/* A request that asks by the extensions only (lease, and forwarding when
+ * fwd), with no old flag. */
+static req *open_ext(int i, const char *host, int fwd) {
+  ph_open_request r = {.size = sizeof(r), .host = host};
+  static ph_open_lease_ask la;
+  static ph_open_http_forward_ask fa;
+  ph_open_ext_push(&r.ext, &la.ext, PH_OPEN_EXT_LEASE_ASK, sizeof(la));
+  if (fwd)
+    ph_open_ext_push(&r.ext, &fa.ext, PH_OPEN_EXT_HTTP_FORWARD_ASK,
+                     sizeof(fa));
+  return open_as(i, &r);
+}
+
+static const ph_open_lease_res *res_lease_x(const ph_open_result *r) {
+  return (const ph_open_lease_res *)ph_open_ext_find(
+      ph_open_result_ext(r), PH_OPEN_EXT_LEASE, sizeof(ph_open_lease_res));
+}
+
+static const ph_open_http_forward_res *res_fwd_x(const ph_open_result *r) {
+  return (const ph_open_http_forward_res *)ph_open_ext_find(
+      ph_open_result_ext(r), PH_OPEN_EXT_HTTP_FORWARD,
+      sizeof(ph_open_http_forward_res));
+}
+
+static void test_forward_ext(void) {
+  char buf[2048];
+  /* h (http) and a caller that asks by the extensions: the socket, the
+   * lease and the value in the result's chain, none of the old fields. */
+  int nd = n_dials;
+  req *q = open_ext(12, "fwd.test", 1);
+  int ph = n_dials > nd ? dial_ok(nd) : -1;
+  const ph_open_lease_res *lx = res_lease_x(&q->res);
+  const ph_open_http_forward_res *fx = res_fwd_x(&q->res);
+  ok(q->done == 1 && q->res.code == PH_OPEN_OK && q->res.fd >= 0 && lx &&
+         lx->lease,
+     "ext: a caller asking by the extension gets its lease in the chain");
+  ok(fx && fx->proxy_authorization &&
+         fx->proxy_authorization_len == strlen(FWD_BASIC) &&
+         strcmp(fx->proxy_authorization, FWD_BASIC) == 0,
+     "ext: ... and the forwarding extension with Basic of the view's "
+     "credentials");
+  ok(!q->res.lease && !q->res.http_forward &&
+         !(q->res.flags & PH_OPEN_R_HTTP_PROXY),
+     "ext: ... and none of the old fields (it did not ask by the old flags)");
+  ok(ph >= 0 && nothing_sent(ph), "ext: nothing was sent to the proxy (no CONNECT)");
+  ph_open_lease *l = lx ? lx->lease : NULL;
+  ph_open_lease_first_byte(l);
+  if (q->res.fd >= 0)
+    close(q->res.fd);
+  ph_open_lease_end(l, PH_LEASE_END_CLOSED);
+  ok(last_outcome("h", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS) &&
+         !count_of("h", NULL).found,
+     "ext: its end: TUNNEL SUCCESS for h, the capacity free again");
+  if (ph >= 0)
+    close(ph);
+
+  /* The lease alone (socks5's ask): a CONNECT tunnel, the lease in the
+   * chain, no forwarding. */
+  nd = n_dials;
+  q = open_ext(12, "fwd.test", 0);
+  ph = n_dials > nd ? dial_ok(nd) : -1;
+  buf[0] = '\0';
+  if (ph >= 0)
+    proxy_read(ph, buf, sizeof buf);
+  const char *est = "HTTP/1.1 200 Connection established\r\n\r\n";
+  ok(starts(buf, "CONNECT fwd.test:80 HTTP/1.1\r\n") &&
+         write(ph, est, strlen(est)) > 0,
+     "ext: the lease alone: CONNECT");
+  ph_mock_run_for(mk, 5);
+  lx = res_lease_x(&q->res);
+  ok(q->done && q->res.code == PH_OPEN_OK && lx && lx->lease &&
+         !res_fwd_x(&q->res) && !q->res.lease,
+     "ext: ... a tunnel with the lease in the chain, no forwarding");
+  if (q->res.fd >= 0)
+    close(q->res.fd);
+  ph_open_lease_end(lx ? lx->lease : NULL, PH_LEASE_END_CLOSED);
+  if (ph >= 0)
+    close(ph);
+
+  /* A caller built against SDK 1.6 (its request ends before ext, which
+   * the pool must not read: here it is garbage) asking by the old flags:
+   * served by the old fields. */
+  nd = n_dials;
+  ph_open_request old = {.size = offsetof(ph_open_request, ext),
+                         .host = "fwd.test",
+                         .flags = FWD,
+                         .ext = (const ph_open_ext *)(uintptr_t)1};
+  q = open_as(12, &old);
+  ph = n_dials > nd ? dial_ok(nd) : -1;
+  ok(q->done && q->res.code == PH_OPEN_OK && q->res.lease &&
+         (q->res.flags & PH_OPEN_R_HTTP_PROXY) && header_is(&q->res, FWD_BASIC),
+     "ext: a 1.6 caller's request (shorter, old flags): the old lease, flag "
+     "and http_forward");
+  ok(!res_lease_x(&q->res) && !res_fwd_x(&q->res),
+     "ext: ... and no extension it would not read");
+  if (q->res.fd >= 0)
+    close(q->res.fd);
+  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLOSED);
+  if (ph >= 0)
+    close(ph);
+}
+
 /* ---- the drain (issue 22 item 14) --------------------------------------- */
 
 static int cuts;
@@ -947,6 +1054,7 @@ int main(void) {
      "the frontends stop accepting");
 
   test_forward();
+  test_forward_ext();
   ok(gate && gate->is_open(gate_self) && gate_calls == gc + 2 && gate_last == 1,
      "issue 23 item 9 a live view again: the gate opens");
   if (gate)
