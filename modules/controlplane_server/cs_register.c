@@ -74,49 +74,43 @@ static void reg_done(void *arg, const cp_auth_reply *rep) {
 
 void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                      size_t len) {
-  cs *m = arg;
-  int64_t start = api->now_ms(m->ctx);
-  char peer[CS_WORKER_ID_MAX + 1];
-  const char *why = NULL;
-  cp_caller c;
-  int st;
-  const ProtobufCMessageDescriptor *d =
-      &controlplane__v1__register_worker_request__descriptor;
-  Controlplane__V1__RegisterWorkerRequest *q =
-      cs_request(m, call, d, req, len, peer, &c, &st, &why);
-  if (!st)
-    st = cp_check_register(q, &c, &why);
+  cs_req f;
+  Controlplane__V1__RegisterWorkerRequest *q = cs_request(
+      &f, arg, call, &controlplane__v1__register_worker_request__descriptor,
+      req, len);
+  cs *m = f.m;
+  if (!f.st)
+    f.st = cp_check_register(q, &f.c, &f.why);
   reg *r = NULL;
-  if (!st && !(r = calloc(1, sizeof(*r)))) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "out of memory";
+  if (!f.st && !(r = calloc(1, sizeof(*r)))) {
+    f.st = CP_GRPC_RESOURCE_EXHAUSTED;
+    f.why = "out of memory";
   }
-  if (!st && m->auth->new_session_id(r->session) != PH_OK) {
-    st = CP_GRPC_UNAVAILABLE;
-    why = "no random session id";
+  if (!f.st && m->auth->new_session_id(r->session) != PH_OK) {
+    f.st = CP_GRPC_UNAVAILABLE;
+    f.why = "no random session id";
   }
-  if (!st) {
+  if (!f.st) {
     r->m = m;
     r->call = call;
-    r->start_ms = start;
+    r->start_ms = f.start;
     snprintf(r->worker, sizeof(r->worker), "%s", q->worker_id);
     r->auth_call = m->auth->register_worker(m->auth_self, q->worker_id,
                                             q->instance_id, q->zone,
                                             r->session, reg_done, r);
     if (r->auth_call < 0) {
-      st = r->auth_call == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT
-                                     : CP_GRPC_UNAVAILABLE;
-      why = st == CP_GRPC_INVALID_ARGUMENT ? "an identifier out of bounds"
-                                           : "the authority is busy";
+      f.st = r->auth_call == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT
+                                       : CP_GRPC_UNAVAILABLE;
+      f.why = f.st == CP_GRPC_INVALID_ARGUMENT ? "an identifier out of bounds"
+                                               : "the authority is busy";
     }
   }
-  if (q)
-    controlplane__v1__register_worker_request__free_unpacked(q, NULL);
-  if (st) {
+  if (f.st) {
     free(r);
-    cs_finish(m, call, CS_M_REGISTER, start, st, why, NULL, 0);
+    cs_request_fail(&f, CS_M_REGISTER, q);
     return;
   }
+  controlplane__v1__register_worker_request__free_unpacked(q, NULL);
   cp_grpc_call_on_cancel(call, reg_cancel, r);
   cs_link_add(m, &r->link, reg_abandon);
 }

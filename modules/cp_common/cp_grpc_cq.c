@@ -121,6 +121,8 @@ cp_grpc_cq *cp_grpc_cq_new(ph_ctx *ctx, const ph_api *api,
   }
   q->ctx = ctx;
   q->api = api;
+  ilist_init(&q->channels);
+  ilist_init(&q->ccalls);
   atomic_init(&q->stop, 0);
   pthread_mutex_init(&q->mu, NULL);
   grpc_init();

@@ -19,6 +19,7 @@
 #include <grpc/grpc.h>
 
 #include "cp_grpc.h"
+#include "ilist.h"
 
 typedef struct cp_tag cp_tag;
 struct cp_tag {
@@ -43,8 +44,8 @@ struct cp_grpc_cq {
   int closing;         /* cp_grpc_cq_free is running (loop thread) */
   long live;           /* objects with tags in flight (loop thread) */
   cp_grpc_server *servers;  /* loop thread */
-  cp_grpc_channel *channels;
-  cp_grpc_ccall *ccalls;
+  ilist channels; /* cp_grpc_channel, newest first */
+  ilist ccalls;   /* cp_grpc_ccall, newest first */
 };
 
 /* Runs fn's state machine: starts a batch with tag t, or returns the

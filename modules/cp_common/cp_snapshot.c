@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Snapshot handles, unpacking into an arena, deep copies and the shared
  * field rules (cp_snapshot_int.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cp_checksum.h"
@@ -277,21 +278,13 @@ int cp_strategy_ok(const char *s) {
 
 long cp_find_credential(Controlplane__V1__Credential *const *sorted, size_t n,
                         const char *ref, uint64_t version) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const Controlplane__V1__Credential *c = sorted[mid];
-    int d = cp_id_cmp(c->secret_ref, ref);
-    if (!d)
-      d = c->credential_version < version   ? -1
-          : c->credential_version > version ? 1
-                                            : 0;
-    if (!d)
-      return (long)mid;
-    if (d < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return -1;
+  /* The key as a credential, compared by the order sorted is in. */
+  Controlplane__V1__Credential key = CONTROLPLANE__V1__CREDENTIAL__INIT;
+  key.secret_ref = (char *)ref; /* read only */
+  key.credential_version = version;
+  const Controlplane__V1__Credential *kp = &key;
+  Controlplane__V1__Credential *const *hit =
+      n ? bsearch(&kp, sorted, n, sizeof *sorted, cp_credential_ptr_cmp)
+        : NULL;
+  return hit ? (long)(hit - sorted) : -1;
 }

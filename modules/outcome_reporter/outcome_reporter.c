@@ -40,14 +40,8 @@ _Static_assert((int)PH_OUTCOME_TIMEOUT ==
                "the SDK's results are the protocol's numbers");
 _Static_assert(PH_OUTCOME_ID_MAX == PH_POOL_ID_MAX, "one id bound");
 
-static const char *const status_names[] = {
-    "ok",          "cancelled",         "unknown",
-    "invalid_argument", "deadline_exceeded", "not_found",
-    "already_exists", "permission_denied", "resource_exhausted",
-    "failed_precondition", "aborted",   "out_of_range",
-    "unimplemented", "internal",        "unavailable",
-    "data_loss",   "unauthenticated",   NULL};
-#define N_STATUS 17
+static const char *const status_names[] = {CP_GRPC_STATUS_NAMES, NULL};
+#define N_STATUS CP_GRPC_STATUS_COUNT
 static const char *const drop_names[] = {"full", "session", "invalid", NULL};
 enum { DROP_FULL, DROP_SESSION, DROP_INVALID, N_DROP };
 
