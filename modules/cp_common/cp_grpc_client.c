@@ -115,11 +115,7 @@ static void settle(cp_grpc_ccall *c) {
 }
 
 static int start_recv(cp_grpc_ccall *c) {
-  grpc_op op;
-  memset(&op, 0, sizeof(op));
-  op.op = GRPC_OP_RECV_MESSAGE;
-  op.data.recv_message.recv_message = &c->recv_bb;
-  if (cp_batch(c->call, &op, 1, &c->t_recv) != GRPC_CALL_OK)
+  if (cp_batch_recv(c->call, &c->recv_bb, &c->t_recv) != GRPC_CALL_OK)
     return -1;
   c->pending++;
   c->recving = 1;

@@ -52,6 +52,9 @@ struct cp_grpc_cq {
  * status grpc_call_start_batch gave (GRPC_CALL_OK is 0). */
 grpc_call_error cp_batch(grpc_call *call, const grpc_op *ops, size_t n,
                          cp_tag *t);
+/* The same for one message received into *bb. */
+grpc_call_error cp_batch_recv(grpc_call *call, grpc_byte_buffer **bb,
+                              cp_tag *t);
 
 /* Bytes <-> byte buffers. cp_bb_read flattens bb into a slice (the caller
  * unrefs it). */

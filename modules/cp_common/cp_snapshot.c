@@ -125,6 +125,13 @@ void cp_delta_free(cp_delta *d) {
     cp_arena_free(d->arena);
 }
 
+void *cp_take(cp_arena *a, size_t n, int *oom) {
+  void *d = cp_arena_alloc(a, n);
+  if (!d)
+    *oom = 1;
+  return d;
+}
+
 char *cp_copy_str(cp_arena *a, const char *s, int *oom) {
   char *d = cp_arena_strdup(a, s);
   if (!d)
@@ -137,11 +144,9 @@ Google__Protobuf__Timestamp *cp_copy_ts(cp_arena *a,
                                         int *oom) {
   if (!t)
     return NULL;
-  Google__Protobuf__Timestamp *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Google__Protobuf__Timestamp *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   google__protobuf__timestamp__init(d);
   d->seconds = t->seconds;
   d->nanos = t->nanos;
@@ -149,11 +154,9 @@ Google__Protobuf__Timestamp *cp_copy_ts(cp_arena *a,
 }
 
 Google__Protobuf__Timestamp *cp_new_ts(cp_arena *a, int64_t ms, int *oom) {
-  Google__Protobuf__Timestamp *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Google__Protobuf__Timestamp *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   google__protobuf__timestamp__init(d);
   cp_ms_to_ts(ms, d);
   return d;
@@ -164,11 +167,9 @@ static Google__Protobuf__Duration *copy_dur(cp_arena *a,
                                             int *oom) {
   if (!t)
     return NULL;
-  Google__Protobuf__Duration *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Google__Protobuf__Duration *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   google__protobuf__duration__init(d);
   d->seconds = t->seconds;
   d->nanos = t->nanos;
@@ -177,11 +178,9 @@ static Google__Protobuf__Duration *copy_dur(cp_arena *a,
 
 Controlplane__V1__RoutingRule *cp_copy_rule(
     cp_arena *a, const Controlplane__V1__RoutingRule *r, int *oom) {
-  Controlplane__V1__RoutingRule *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Controlplane__V1__RoutingRule *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   controlplane__v1__routing_rule__init(d);
   d->rule_id = cp_copy_str(a, r->rule_id, oom);
   d->host_pattern = cp_copy_str(a, r->host_pattern, oom);
@@ -199,11 +198,9 @@ Controlplane__V1__RoutingRule *cp_copy_rule(
 
 Controlplane__V1__OwnedProxy *cp_copy_proxy(
     cp_arena *a, const Controlplane__V1__OwnedProxy *p, int *oom) {
-  Controlplane__V1__OwnedProxy *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Controlplane__V1__OwnedProxy *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   controlplane__v1__owned_proxy__init(d);
   d->proxy_id = cp_copy_str(a, p->proxy_id, oom);
   d->protocol = p->protocol;
@@ -232,11 +229,9 @@ Controlplane__V1__OwnedProxy *cp_copy_proxy(
 
 Controlplane__V1__Credential *cp_copy_credential(
     cp_arena *a, const Controlplane__V1__Credential *c, int *oom) {
-  Controlplane__V1__Credential *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Controlplane__V1__Credential *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   controlplane__v1__credential__init(d);
   d->secret_ref = cp_copy_str(a, c->secret_ref, oom);
   d->credential_version = c->credential_version;

@@ -226,18 +226,13 @@ static int resolve_key(const cp_build_input *in, cp_arena *a, cred_slot *k,
   if (got && cp_str_ok(pc.username, 0, 255) &&
       cp_str_ok(pc.password, 0, 255)) {
     k->present = 1;
-    if (keep) {
-      Controlplane__V1__Credential *m = cp_arena_alloc(a, sizeof *m);
-      if (m) {
-        controlplane__v1__credential__init(m);
-        m->secret_ref = cp_copy_str(a, k->ref, &oom);
-        m->credential_version = k->version;
-        m->username = cp_copy_str(a, pc.username, &oom);
-        m->password = cp_copy_str(a, pc.password, &oom);
-        k->msg = m;
-      } else {
-        oom = 1;
-      }
+    if (keep) { /* copied from a view over k and pc */
+      Controlplane__V1__Credential v = CONTROLPLANE__V1__CREDENTIAL__INIT;
+      v.secret_ref = (char *)k->ref; /* read only */
+      v.credential_version = k->version;
+      v.username = pc.username;
+      v.password = pc.password;
+      k->msg = cp_copy_credential(a, &v, &oom);
     }
   }
   OPENSSL_cleanse(&pc, sizeof pc);

@@ -26,6 +26,7 @@
 #include <proxyhost/outcome_sink.h>
 
 #include "backoff.h"
+#include "conf_values.h"
 #include "cp_outcomes.h"
 #include "cp_session.h"
 #include "cp_status.h"
@@ -357,12 +358,10 @@ static void on_timer(ph_timer *t, void *arg) {
 
 static int or_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
                     size_t whylen) {
-  if (a->conf_int(ctx, "backoff.min") > a->conf_int(ctx, "backoff.max")) {
-    *key = "backoff.min";
-    snprintf(why, whylen, "must not exceed backoff.max");
-    return PH_EINVAL;
-  }
-  return PH_OK;
+  static const ph_conf_order order = {"backoff.min", "backoff.max",
+                                      "backoff.min",
+                                      "must not exceed backoff.max"};
+  return ph_conf_orders(ctx, a, &order, 1, key, why, whylen);
 }
 
 static int or_init(ph_ctx *ctx, const ph_api *a, void **state) {
