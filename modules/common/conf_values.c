@@ -30,6 +30,14 @@ int ph_conf_copy(char *dst, size_t cap, const char *src) {
   return 0;
 }
 
+int ph_conf_orders(ph_ctx *ctx, const ph_api *api, const ph_conf_order *rules,
+                   size_t n, const char **key, char *why, size_t whylen) {
+  for (size_t i = 0; i < n; i++)
+    if (api->conf_int(ctx, rules[i].lo) > api->conf_int(ctx, rules[i].hi))
+      return ph_conf_fail(key, rules[i].key, why, whylen, "%s", rules[i].why);
+  return PH_OK;
+}
+
 int ph_conf_fail(const char **key, const char *k, char *why, size_t whylen,
                  const char *fmt, ...) {
   *key = k;

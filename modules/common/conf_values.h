@@ -2,12 +2,16 @@
 /* Checks of configuration values that several modules read the same way
  * (the control plane's controller, authority and gateway): identifiers
  * made into Redis keys, SPIFFE paths and file names, bounded copies into
- * fixed buffers, and the one refusal shape of a module's check (the key
- * at fault and why, PH_EINVAL). Pure; any thread. */
+ * fixed buffers, the one refusal shape of a module's check (the key at
+ * fault and why, PH_EINVAL), and the order between pairs of integer keys
+ * (a minimum and its maximum). Pure but for ph_conf_orders (api->conf_int:
+ * check and init); any thread. */
 #ifndef PH_CONF_VALUES_H
 #define PH_CONF_VALUES_H
 
 #include <stddef.h>
+
+#include <proxyhost/module.h>
 
 /* 1 when s is min..max bytes of [A-Za-z0-9._-] (NULL: 0 bytes), else 0.
  * What passes cannot escape a key prefix or a directory. */
@@ -22,5 +26,17 @@ int ph_conf_copy(char *dst, size_t cap, const char *src);
 int ph_conf_fail(const char **key, const char *k, char *why, size_t whylen,
                  const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* A rule between two integer keys (durations, counts) of one module: the
+ * value of lo must not exceed that of hi; when it does, key is at fault
+ * and why says so ("must be at least backoff.min"). */
+typedef struct ph_conf_order {
+  const char *lo, *hi, *key, *why;
+} ph_conf_order;
+
+/* Checks rules[0..n) in order with api->conf_int: PH_OK, or the first
+ * broken rule refused as by ph_conf_fail (PH_EINVAL). */
+int ph_conf_orders(ph_ctx *ctx, const ph_api *api, const ph_conf_order *rules,
+                   size_t n, const char **key, char *why, size_t whylen);
 
 #endif

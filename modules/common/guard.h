@@ -46,4 +46,8 @@ static inline int guard_end(guard *g) {
 
 static inline int guard_dead(const guard *g) { return g->dead; }
 
+/* 1 while an entry runs: for an owner that only counts re-entry (work
+ * started from inside a call waits until the outermost one returns). */
+static inline int guard_inside(const guard *g) { return g->depth != 0; }
+
 #endif

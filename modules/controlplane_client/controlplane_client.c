@@ -55,14 +55,8 @@ enum { RPC_REGISTER, RPC_WATCH, RPC_ACK, RPC_RUNTIME, RPC_OUTCOMES,
        RPC_COUNT };
 static const char *const rpc_names[] = {"register", "watch",    "ack",
                                         "runtime",  "outcomes", NULL};
-static const char *const status_names[] = {
-    "ok",          "cancelled",         "unknown",
-    "invalid_argument", "deadline_exceeded", "not_found",
-    "already_exists", "permission_denied", "resource_exhausted",
-    "failed_precondition", "aborted",   "out_of_range",
-    "unimplemented", "internal",        "unavailable",
-    "data_loss",   "unauthenticated",   NULL};
-#define N_STATUS 17
+static const char *const status_names[] = {CP_GRPC_STATUS_NAMES, NULL};
+#define N_STATUS CP_GRPC_STATUS_COUNT
 static const char *const state_names[] = {
     "idle",    "backoff", "registering", "watching", "swapping",
     "acking",  "nacking", "running",     "fatal",    NULL};
@@ -965,10 +959,10 @@ static int cpc_check(ph_ctx *ctx, const ph_api *a, const char **key,
 static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
   cpc *m = calloc(1, sizeof(*m));
-  if (m)
-    cp_view_slot_init(&m->slot);
   if (!m)
     return PH_ENOMEM;
+  cp_view_slot_init(&m->slot);
+  cpc_outcalls_init(&m->outc);
   *state = m;
   m->ctx = ctx;
   const char *key = NULL;

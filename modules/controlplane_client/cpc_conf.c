@@ -89,11 +89,13 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
   c->limits.max_routes = (uint32_t)a->conf_int(ctx, "snapshot.max_routes");
   c->limits.max_credentials =
       (uint32_t)a->conf_int(ctx, "snapshot.max_credentials");
-  if (c->sup.backoff_min_ms > c->sup.backoff_max_ms)
-    return ph_conf_fail(key, "backoff.max", why, whylen,
-                        "must be at least backoff.min");
-  if (c->sup.runtime_min_ms > c->sup.runtime_max_ms)
-    return ph_conf_fail(key, "runtime_interval.max", why, whylen,
-                        "must be at least runtime_interval.min");
+  static const ph_conf_order order[] = {
+      {"backoff.min", "backoff.max", "backoff.max",
+       "must be at least backoff.min"},
+      {"runtime_interval.min", "runtime_interval.max", "runtime_interval.max",
+       "must be at least runtime_interval.min"}};
+  int rc = ph_conf_orders(ctx, a, order, 2, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);
 }

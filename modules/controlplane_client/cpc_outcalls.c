@@ -9,7 +9,7 @@
 #define PATH "/controlplane.v1.WorkerControlPlane/ReportOutcomes"
 
 struct cpc_outcall {
-  cpc_outcall *next;
+  ilist_node node; /* in owner->calls */
   cpc_outcalls *owner;
   int64_t id;
   uint64_t gen;
@@ -23,15 +23,7 @@ struct cpc_outcall {
   void *arg;
 };
 
-static void unlink_call(cpc_outcall *c) {
-  cpc_outcalls *oc = c->owner;
-  for (cpc_outcall **p = &oc->head; *p; p = &(*p)->next)
-    if (*p == c) {
-      *p = c->next;
-      oc->n--;
-      break;
-    }
-}
+static void unlink_call(cpc_outcall *c) { ilist_remove(&c->node); }
 
 static void free_call(cpc_outcall *c) {
   free(c->buf);
@@ -93,7 +85,7 @@ int64_t cpc_outcalls_start(cpc_outcalls *oc, cp_grpc_channel *ch,
   if (!ch || !msgs || !lens || !done || n < 1 ||
       n > CP_SESSION_OUTCOME_MSGS_MAX)
     return PH_EINVAL;
-  if (oc->n >= CP_SESSION_OUTCOME_CALLS_MAX)
+  if (ilist_len(&oc->calls) >= CP_SESSION_OUTCOME_CALLS_MAX)
     return PH_EBUSY;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -126,34 +118,37 @@ int64_t cpc_outcalls_start(cpc_outcalls *oc, cp_grpc_channel *ch,
     return PH_ENOMEM;
   }
   c->id = ++oc->next_id;
-  c->next = oc->head;
-  oc->head = c;
-  oc->n++;
+  ilist_push_front(&oc->calls, &c->node);
   send_next(c);
   return c->id;
 }
 
+void cpc_outcalls_init(cpc_outcalls *oc) {
+  memset(oc, 0, sizeof(*oc));
+  ilist_init(&oc->calls);
+}
+
 void cpc_outcalls_cancel(cpc_outcalls *oc, int64_t id) {
-  for (cpc_outcall *c = oc->head; c; c = c->next)
+  ILIST_FOREACH_SAFE(&oc->calls, it, nx) {
+    cpc_outcall *c = ILIST_ENTRY(it, cpc_outcall, node);
     if (c->id == id) {
       c->done = NULL;
       cp_grpc_ccall_cancel(c->call);
       return;
     }
+  }
 }
 
 void cpc_outcalls_end_session(cpc_outcalls *oc) {
   oc->live_gen = 0;
-  for (cpc_outcall *c = oc->head; c; c = c->next)
-    cp_grpc_ccall_cancel(c->call);
+  ILIST_FOREACH_SAFE(&oc->calls, it, nx)
+    cp_grpc_ccall_cancel(ILIST_ENTRY(it, cpc_outcall, node)->call);
 }
 
 void cpc_outcalls_stop(cpc_outcalls *oc) {
   oc->live_gen = 0;
-  while (oc->head) {
-    cpc_outcall *c = oc->head;
-    oc->head = c->next;
-    oc->n--;
+  for (ilist_node *n; (n = ilist_pop(&oc->calls));) {
+    cpc_outcall *c = ILIST_ENTRY(n, cpc_outcall, node);
     cp_grpc_ccall_cancel(c->call);
     if (c->done)
       c->done(c->arg, CP_GRPC_CANCELLED, 0);

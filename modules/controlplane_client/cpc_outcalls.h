@@ -12,18 +12,22 @@
 
 #include "cp_grpc.h"
 #include "cp_session.h"
+#include "ilist.h"
 
 typedef struct cpc_outcall cpc_outcall;
 
 typedef struct cpc_outcalls {
-  cpc_outcall *head;
-  uint32_t n;
+  ilist calls; /* cpc_outcall, newest first; ilist_len the calls open */
   int64_t next_id;
   uint64_t live_gen; /* calls of another generation end CANCELLED */
   /* Called with each call's final status (the rpc metric). */
   void (*count)(void *arg, int status);
   void *count_arg;
 } cpc_outcalls;
+
+/* An empty set (before anything else; count and count_arg are the
+ * caller's to set). */
+void cpc_outcalls_init(cpc_outcalls *oc);
 
 /* Starts one call (cp_session_v1.report_outcomes' contract, the
  * generation check excepted: the caller did it and set live_gen). */

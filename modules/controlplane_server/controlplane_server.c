@@ -142,15 +142,25 @@ int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
   return 0;
 }
 
-void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
-                 const uint8_t *msg, size_t len,
-                 char peer[CS_WORKER_ID_MAX + 1], cp_caller *c, int *st,
-                 const char **why) {
-  c->peer_id = m->conf.mtls ? peer : NULL;
-  c->cluster_id = m->conf.cluster_id;
-  if ((*st = cs_peer(m, call, peer, why)))
+void *cs_request(cs_req *r, void *arg, cp_grpc_call *call,
+                 const ProtobufCMessageDescriptor *d, const uint8_t *msg,
+                 size_t len) {
+  cs *m = arg;
+  r->m = m;
+  r->call = call;
+  r->start = api->now_ms(m->ctx);
+  r->why = NULL;
+  r->c.peer_id = m->conf.mtls ? r->peer : NULL;
+  r->c.cluster_id = m->conf.cluster_id;
+  if ((r->st = cs_peer(m, call, r->peer, &r->why)))
     return NULL;
-  return cp_request_unpack(d, msg, len, st, why);
+  return cp_request_unpack(d, msg, len, &r->st, &r->why);
+}
+
+void cs_request_fail(cs_req *r, cs_method meth, void *q) {
+  if (q)
+    protobuf_c_message_free_unpacked(q, NULL);
+  cs_finish(r->m, r->call, meth, r->start, r->st, r->why, NULL, 0);
 }
 
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
@@ -171,22 +181,10 @@ void cs_update_ready(cs *m) {
 
 void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *)) {
   l->abandon = abandon;
-  l->next = m->pending;
-  if (l->next)
-    l->next->prevp = &l->next;
-  l->prevp = &m->pending;
-  m->pending = l;
+  ilist_push_front(&m->pending, &l->node);
 }
 
-void cs_link_del(cs_link *l) {
-  if (!l->prevp)
-    return;
-  *l->prevp = l->next;
-  if (l->next)
-    l->next->prevp = l->prevp;
-  l->prevp = NULL;
-  l->next = NULL;
-}
+void cs_link_del(cs_link *l) { ilist_remove(&l->node); }
 
 void cs_note_auth(cs *m, cp_auth_result r) {
   int up = r != CP_AUTH_UNAVAILABLE;
@@ -248,6 +246,9 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   *state = m;
   m->ctx = ctx;
+  ilist_init(&m->watches);
+  ilist_init(&m->pending);
+  ilist_init(&m->waiters);
   const char *key;
   char why[256];
   if (cs_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
@@ -405,9 +406,8 @@ static int cs_stop(void *state) {
     m->auth->cancel(m->auth_self, m->assign_call);
   m->assign_call = 0;
   cs_watch_stop_all(m);
-  while (m->pending) {
-    cs_link *l = m->pending;
-    cs_link_del(l);
+  for (ilist_node *n; (n = ilist_pop(&m->pending));) {
+    cs_link *l = ILIST_ENTRY(n, cs_link, node);
     l->abandon(l);
   }
   cs_pool_stop(m);

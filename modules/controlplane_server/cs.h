@@ -20,6 +20,7 @@
 #include "cp_grpc_conf.h"
 #include "cp_requests.h"
 #include "cs_conf.h"
+#include "ilist.h"
 
 #define CS_KEY_LEN 32
 #define CS_WORKER_ID_MAX PH_POOL_ID_MAX
@@ -48,7 +49,7 @@ typedef struct cs_pool {
 typedef void (*cs_pool_cb)(void *arg, cs_pool *pool); /* NULL: unavailable */
 
 typedef struct cs_pool_waiter {
-  struct cs_pool_waiter *next;
+  ilist_node node; /* in cs.waiters */
   cs_pool_cb cb;
   void *arg;
 } cs_pool_waiter;
@@ -59,7 +60,7 @@ typedef struct cs_watch cs_watch;
  * cs.pending so that stop can cancel its call (the authority answers
  * every pending call UNAVAILABLE once it stops, after us). */
 typedef struct cs_link {
-  struct cs_link *next, **prevp;
+  ilist_node node;                    /* in cs.pending */
   void (*abandon)(struct cs_link *l); /* cancel and free, no gRPC call */
 } cs_link;
 
@@ -84,12 +85,12 @@ typedef struct cs {
   /* pool cache */
   cs_pool *pool;
   int64_t pool_read; /* a store snapshot call in flight (id), 0 none */
-  cs_pool_waiter *waiters;
+  ilist waiters; /* cs_pool_waiter, newest first */
   char (*prev_ids)[PH_POOL_ID_MAX + 1]; /* proxies the last assign saw */
   size_t n_prev_ids;
   int64_t assign_call;
-  cs_watch *watches; /* open streams */
-  cs_link *pending;   /* unary and client-streaming RPCs in flight */
+  ilist watches; /* open streams (cs_watch) */
+  ilist pending; /* unary and client-streaming RPCs in flight (cs_link) */
   /* metrics */
   ph_series *m_rpcs[CS_M_COUNT][17];
   ph_series *m_seconds[CS_M_COUNT];
@@ -112,17 +113,30 @@ void cs_link_del(cs_link *l);
  * "" for plaintext. 0, or a gRPC status with *why. */
 int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
             const char **why);
-/* The first steps of every request message: the peer's identity
- * (cs_peer) and the message unpacked by its descriptor
- * (cp_request_unpack: no NUL inside a string field), returned (the
- * caller frees it with its __free_unpacked), with *c the caller the
- * cp_check_* rules compare it with (peer_id the certificate's worker id
- * under mtls, else NULL). *st 0, or a gRPC status with *why (NULL
- * returned). */
-void *cs_request(cs *m, cp_grpc_call *call, const ProtobufCMessageDescriptor *d,
-                 const uint8_t *msg, size_t len,
-                 char peer[CS_WORKER_ID_MAX + 1], cp_caller *c, int *st,
-                 const char **why);
+/* One request's fence, from its handler's first line to its answer: the
+ * caller's identity, the status so far and why. */
+typedef struct cs_req {
+  cs *m;
+  cp_grpc_call *call;
+  int64_t start;                   /* api->now_ms at arrival */
+  char peer[CS_WORKER_ID_MAX + 1]; /* the certificate's worker id (mtls) */
+  cp_caller c;                     /* what the cp_check_* rules compare */
+  int st;                          /* 0, or the gRPC status to answer */
+  const char *why;                 /* with st: the status message */
+} cs_req;
+/* The first steps of every request message: r filled for m (arg) and
+ * call, the peer's identity (cs_peer) and the message unpacked by its
+ * descriptor (cp_request_unpack: no NUL inside a string field), returned
+ * (freed by the caller with its __free_unpacked, or by cs_request_fail),
+ * with r->c the caller the cp_check_* rules compare it with (peer_id the
+ * certificate's worker id under mtls, else NULL). r->st 0, or a gRPC
+ * status with r->why (NULL returned). */
+void *cs_request(cs_req *r, void *arg, cp_grpc_call *call,
+                 const ProtobufCMessageDescriptor *d, const uint8_t *msg,
+                 size_t len);
+/* A refusal of r (r->st set): frees the message q (NULL: none) and ends
+ * the call with r->st and r->why, counted as meth. */
+void cs_request_fail(cs_req *r, cs_method meth, void *q);
 /* Ends a call and counts it. */
 void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
                int status, const char *msg, const uint8_t *resp, size_t len);

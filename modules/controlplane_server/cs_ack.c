@@ -33,28 +33,21 @@ static void ack_done(void *arg, const cp_auth_reply *rep) {
 
 void cs_ack_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                 size_t len) {
-  cs *m = arg;
-  int64_t start = api->now_ms(m->ctx);
-  char peer[CS_WORKER_ID_MAX + 1];
-  const char *why = NULL;
-  cp_caller c;
-  int st;
-  const ProtobufCMessageDescriptor *d =
-      &controlplane__v1__acknowledge_snapshot_request__descriptor;
-  Controlplane__V1__AcknowledgeSnapshotRequest *q =
-      cs_request(m, call, d, req, len, peer, &c, &st, &why);
-  if (!st)
-    st = cp_check_ack(q, &c, &why);
+  cs_req r;
+  Controlplane__V1__AcknowledgeSnapshotRequest *q = cs_request(
+      &r, arg, call, &controlplane__v1__acknowledge_snapshot_request__descriptor,
+      req, len);
+  cs *m = r.m;
+  if (!r.st)
+    r.st = cp_check_ack(q, &r.c, &r.why);
   ack_call *a = NULL;
-  if (!st && !(a = (ack_call *)cs_unary_new_size(m, call, CS_M_ACK, start,
-                                                 sizeof(*a)))) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "out of memory";
+  if (!r.st && !(a = (ack_call *)cs_unary_new_size(m, call, CS_M_ACK,
+                                                   r.start, sizeof(*a)))) {
+    r.st = CP_GRPC_RESOURCE_EXHAUSTED;
+    r.why = "out of memory";
   }
-  if (st) {
-    if (q)
-      controlplane__v1__acknowledge_snapshot_request__free_unpacked(q, NULL);
-    cs_finish(m, call, CS_M_ACK, start, st, why, NULL, 0);
+  if (r.st) {
+    cs_request_fail(&r, CS_M_ACK, q);
     return;
   }
   /* cp_check_ack bounded the ids */

@@ -23,13 +23,15 @@ void cs_pool_unref(cs_pool *p) {
 }
 
 static void answer_all(cs *m, cs_pool *p) {
-  cs_pool_waiter *w = m->waiters;
-  m->waiters = NULL;
-  while (w) {
-    cs_pool_waiter *next = w->next;
+  /* Those waiting now: a callback may add (or forget) others. */
+  ilist now;
+  ilist_init(&now);
+  for (ilist_node *n; (n = ilist_pop(&m->waiters));)
+    ilist_push(&now, n);
+  for (ilist_node *n; (n = ilist_pop(&now));) {
+    cs_pool_waiter *w = ILIST_ENTRY(n, cs_pool_waiter, node);
     w->cb(w->arg, p);
     free(w);
-    w = next;
   }
 }
 
@@ -97,20 +99,16 @@ int cs_pool_get(cs *m, cs_pool_cb cb, void *arg) {
     }
     m->pool_read = id;
   }
-  w->next = m->waiters;
-  m->waiters = w;
+  ilist_push_front(&m->waiters, &w->node);
   return 0;
 }
 
 void cs_pool_forget(cs *m, void *arg) {
-  cs_pool_waiter **pp = &m->waiters;
-  while (*pp) {
-    if ((*pp)->arg == arg) {
-      cs_pool_waiter *w = *pp;
-      *pp = w->next;
+  ILIST_FOREACH_SAFE(&m->waiters, it, nx) {
+    cs_pool_waiter *w = ILIST_ENTRY(it, cs_pool_waiter, node);
+    if (w->arg == arg) {
+      ilist_remove(&w->node);
       free(w);
-    } else {
-      pp = &(*pp)->next;
     }
   }
 }
@@ -119,11 +117,8 @@ void cs_pool_stop(cs *m) {
   if (m->pool_read > 0)
     m->store->cancel(m->store_self, m->pool_read);
   m->pool_read = 0;
-  while (m->waiters) {
-    cs_pool_waiter *w = m->waiters;
-    m->waiters = w->next;
-    free(w);
-  }
+  for (ilist_node *n; (n = ilist_pop(&m->waiters));)
+    free(ILIST_ENTRY(n, cs_pool_waiter, node));
   cs_pool_unref(m->pool);
   m->pool = NULL;
 }

@@ -33,45 +33,38 @@ static void rt_done(void *arg, const cp_auth_reply *rep) {
 
 void cs_runtime_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                     size_t len) {
-  cs *m = arg;
-  int64_t start = api->now_ms(m->ctx);
-  char peer[CS_WORKER_ID_MAX + 1];
-  const char *why = NULL;
-  cp_caller c;
-  int st;
-  const ProtobufCMessageDescriptor *d =
-      &controlplane__v1__report_runtime_request__descriptor;
-  Controlplane__V1__ReportRuntimeRequest *q =
-      cs_request(m, call, d, req, len, peer, &c, &st, &why);
-  if (!st)
-    st = cp_check_runtime(q, &c, m->conf.max_runtime_counters, &why);
+  cs_req r;
+  Controlplane__V1__ReportRuntimeRequest *q = cs_request(
+      &r, arg, call, &controlplane__v1__report_runtime_request__descriptor,
+      req, len);
+  cs *m = r.m;
+  if (!r.st)
+    r.st = cp_check_runtime(q, &r.c, m->conf.max_runtime_counters, &r.why);
   uint8_t digest[32];
   uint8_t *scratch = NULL;
-  if (!st) {
+  if (!r.st) {
     size_t cap = len + 64;
     scratch = malloc(cap);
     if (!scratch || cp_runtime_digest(q, scratch, cap, digest) != 0) {
-      st = CP_GRPC_RESOURCE_EXHAUSTED;
-      why = "report too large";
+      r.st = CP_GRPC_RESOURCE_EXHAUSTED;
+      r.why = "report too large";
     }
     free(scratch);
   }
   cp_auth_counter *cn = NULL;
-  if (!st && q->n_counters &&
+  if (!r.st && q->n_counters &&
       !(cn = calloc(q->n_counters, sizeof(*cn)))) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "out of memory";
+    r.st = CP_GRPC_RESOURCE_EXHAUSTED;
+    r.why = "out of memory";
   }
   cs_unary *u = NULL;
-  if (!st && !(u = cs_unary_new(m, call, CS_M_RUNTIME, start))) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "out of memory";
+  if (!r.st && !(u = cs_unary_new(m, call, CS_M_RUNTIME, r.start))) {
+    r.st = CP_GRPC_RESOURCE_EXHAUSTED;
+    r.why = "out of memory";
   }
-  if (st) {
+  if (r.st) {
     free(cn);
-    if (q)
-      controlplane__v1__report_runtime_request__free_unpacked(q, NULL);
-    cs_finish(m, call, CS_M_RUNTIME, start, st, why, NULL, 0);
+    cs_request_fail(&r, CS_M_RUNTIME, q);
     return;
   }
   for (size_t i = 0; i < q->n_counters; i++) {

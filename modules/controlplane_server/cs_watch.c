@@ -35,7 +35,7 @@
 
 struct cs_watch {
   cs *m;
-  cs_watch *next, **prevp; /* m->watches */
+  ilist_node node; /* in m->watches */
   cp_grpc_call *call;      /* NULL once ended or cancelled */
   int64_t start_ms;
   char worker[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
@@ -105,10 +105,8 @@ static void w_free(cs_watch *w) {
   cp_snapshot_free(w->last);
   if (w->timer)
     api->timer_free(w->timer);
-  if (w->prevp) {
-    *w->prevp = w->next;
-    if (w->next)
-      w->next->prevp = w->prevp;
+  if (ilist_of(&w->node)) {
+    ilist_remove(&w->node);
     api->gauge_add(w->m->m_streams, -1);
   }
   free(w);
@@ -459,9 +457,8 @@ static uint64_t owned_hash(const cp_auth_reply *rep, int with_leases) {
  * FAILED_PRECONDITION (replaced by a registration, CP-2-8). */
 static void end_others(cs *m, const char *worker, const cs_watch *keep,
                        const char *session) {
-  cs_watch *w = m->watches, *next;
-  for (; w; w = next) {
-    next = w->next;
+  ILIST_FOREACH_SAFE(&m->watches, it, nx) {
+    cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
     if (w == keep || w->dead || !w->call || strcmp(w->worker, worker) != 0)
       continue;
     int same = strcmp(w->session, session) == 0;
@@ -537,52 +534,41 @@ static void round_start(cs_watch *w) {
 
 void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                   size_t len) {
-  cs *m = arg;
-  int64_t start = api->now_ms(m->ctx);
-  char peer[CS_WORKER_ID_MAX + 1];
-  const char *why = NULL;
-  cp_caller c;
-  int st;
-  const ProtobufCMessageDescriptor *d =
-      &controlplane__v1__watch_snapshots_request__descriptor;
-  Controlplane__V1__WatchSnapshotsRequest *q =
-      cs_request(m, call, d, req, len, peer, &c, &st, &why);
-  if (!st)
-    st = cp_check_watch(q, &c, &why);
+  cs_req r;
+  Controlplane__V1__WatchSnapshotsRequest *q = cs_request(
+      &r, arg, call, &controlplane__v1__watch_snapshots_request__descriptor,
+      req, len);
+  cs *m = r.m;
+  if (!r.st)
+    r.st = cp_check_watch(q, &r.c, &r.why);
   cs_watch *w = NULL;
-  if (!st && (!(w = calloc(1, sizeof(*w))) ||
-              !(w->timer = api->timer_new(m->ctx, on_tick, w)))) {
+  if (!r.st && (!(w = calloc(1, sizeof(*w))) ||
+                !(w->timer = api->timer_new(m->ctx, on_tick, w)))) {
     free(w);
     w = NULL;
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "out of memory";
+    r.st = CP_GRPC_RESOURCE_EXHAUSTED;
+    r.why = "out of memory";
   }
-  if (!st && (strlen(q->worker_id) > PH_POOL_ID_MAX ||
-              strlen(q->session_id) > PH_POOL_ID_MAX)) {
-    st = CP_GRPC_INVALID_ARGUMENT;
-    why = "an identifier out of bounds";
+  if (!r.st && (strlen(q->worker_id) > PH_POOL_ID_MAX ||
+                strlen(q->session_id) > PH_POOL_ID_MAX)) {
+    r.st = CP_GRPC_INVALID_ARGUMENT;
+    r.why = "an identifier out of bounds";
   }
-  if (st) {
+  if (r.st) {
     if (w) {
       api->timer_free(w->timer);
       free(w);
     }
-    if (q)
-      controlplane__v1__watch_snapshots_request__free_unpacked(q, NULL);
-    cs_finish(m, call, CS_M_WATCH, start, st, why, NULL, 0);
+    cs_request_fail(&r, CS_M_WATCH, q);
     return;
   }
   w->m = m;
   w->call = call;
-  w->start_ms = start;
+  w->start_ms = r.start;
   strcpy(w->worker, q->worker_id);
   strcpy(w->session, q->session_id);
   controlplane__v1__watch_snapshots_request__free_unpacked(q, NULL);
-  w->next = m->watches;
-  if (w->next)
-    w->next->prevp = &w->next;
-  w->prevp = &m->watches;
-  m->watches = w;
+  ilist_push_front(&m->watches, &w->node);
   api->gauge_add(m->m_streams, 1);
   cp_grpc_call_on_cancel(call, w_cancel, w);
   round_start(w);
@@ -598,7 +584,8 @@ void cs_watch_replaced(cs *m, const char *worker, const char *session) {
 
 void cs_watch_acked(cs *m, const char *worker, const char *session,
                     uint64_t version, uint64_t epoch, int accepted) {
-  for (cs_watch *w = m->watches; w; w = w->next) {
+  ILIST_FOREACH_SAFE(&m->watches, it, nx) {
+    cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
     if (w->dead || !w->last || strcmp(w->worker, worker) != 0 ||
         strcmp(w->session, session) != 0)
       continue;
@@ -609,13 +596,9 @@ void cs_watch_acked(cs *m, const char *worker, const char *session,
 }
 
 void cs_watch_stop_all(cs *m) {
-  while (m->watches) {
-    cs_watch *w = m->watches;
-    /* unlink first: a job still running frees it alone later */
-    m->watches = w->next;
-    if (w->next)
-      w->next->prevp = &m->watches;
-    w->prevp = NULL;
+  for (ilist_node *n; (n = ilist_pop(&m->watches));) {
+    cs_watch *w = ILIST_ENTRY(n, cs_watch, node);
+    /* unlinked first: a job still running frees it alone later */
     api->gauge_add(m->m_streams, -1);
     w_abandon(w);
   }

@@ -27,7 +27,7 @@
 struct cp_grpc_channel {
   cp_grpc_cq *q;
   grpc_channel *ch;
-  cp_grpc_channel *next; /* q->channels */
+  ilist_node node; /* in q->channels */
   long calls;  /* calls started on it and not yet freed */
   int retired; /* cp_grpc_channel_retire: freed with its last call */
   /* The connectivity watch (cfg.on_ready): t_watch is in flight while
@@ -42,7 +42,7 @@ struct cp_grpc_channel {
 struct cp_grpc_ccall {
   cp_grpc_cq *q;
   cp_grpc_channel *ch; /* NULL once the channel is freed */
-  cp_grpc_ccall *next; /* q->ccalls */
+  ilist_node node;     /* in q->ccalls */
   grpc_call *call;
   cp_rpc_kind kind;
   cp_tag t_start, t_status, t_recv, t_send;
@@ -69,11 +69,7 @@ static void channel_destroy(cp_grpc_channel *ch);
 static void ccall_free(cp_grpc_ccall *c) {
   cp_grpc_cq *q = c->q;
   cp_grpc_channel *ch = c->ch;
-  for (cp_grpc_ccall **pp = &q->ccalls; *pp; pp = &(*pp)->next)
-    if (*pp == c) {
-      *pp = c->next;
-      break;
-    }
+  ilist_remove(&c->node);
   grpc_call_unref(c->call);
   grpc_metadata_array_destroy(&c->md_init);
   grpc_metadata_array_destroy(&c->md_trail);
@@ -119,11 +115,7 @@ static void settle(cp_grpc_ccall *c) {
 }
 
 static int start_recv(cp_grpc_ccall *c) {
-  grpc_op op;
-  memset(&op, 0, sizeof(op));
-  op.op = GRPC_OP_RECV_MESSAGE;
-  op.data.recv_message.recv_message = &c->recv_bb;
-  if (cp_batch(c->call, &op, 1, &c->t_recv) != GRPC_CALL_OK)
+  if (cp_batch_recv(c->call, &c->recv_bb, &c->t_recv) != GRPC_CALL_OK)
     return -1;
   c->pending++;
   c->recving = 1;
@@ -255,8 +247,7 @@ cp_grpc_ccall *cp_grpc_ccall_start(cp_grpc_channel *ch, const char *path,
     ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
     c->close_sent = 1;
   }
-  c->next = ch->q->ccalls;
-  ch->q->ccalls = c;
+  ilist_push_front(&ch->q->ccalls, &c->node);
   ch->q->live++;
   ch->calls++;
   if (cp_batch(c->call, ops, n, &c->t_start) == GRPC_CALL_OK)
@@ -283,13 +274,23 @@ cp_grpc_ccall *cp_grpc_ccall_start(cp_grpc_channel *ch, const char *path,
   return c;
 }
 
-int cp_grpc_ccall_send(cp_grpc_ccall *c, const uint8_t *msg, size_t len) {
-  if (!c || (!msg && len) || c->kind != CP_RPC_CLIENT_STREAM)
+/* Whether a send may start on c now: PH_OK; PH_EINVAL (not a client
+ * stream), PH_ESTATE (closed, ending or cancelled), PH_EBUSY (one in
+ * flight). */
+static int send_gate(const cp_grpc_ccall *c) {
+  if (!c || c->kind != CP_RPC_CLIENT_STREAM)
     return PH_EINVAL;
   if (c->close_sent || c->done_called || c->user_cancelled || quiet(c))
     return PH_ESTATE;
-  if (c->sending)
-    return PH_EBUSY;
+  return c->sending ? PH_EBUSY : PH_OK;
+}
+
+int cp_grpc_ccall_send(cp_grpc_ccall *c, const uint8_t *msg, size_t len) {
+  if (!msg && len)
+    return PH_EINVAL;
+  int rc = send_gate(c);
+  if (rc != PH_OK)
+    return rc;
   grpc_op op;
   memset(&op, 0, sizeof(op));
   c->send_bb = cp_bb_new(msg ? msg : (const uint8_t *)"", len);
@@ -306,12 +307,9 @@ int cp_grpc_ccall_send(cp_grpc_ccall *c, const uint8_t *msg, size_t len) {
 }
 
 int cp_grpc_ccall_close_send(cp_grpc_ccall *c) {
-  if (!c || c->kind != CP_RPC_CLIENT_STREAM)
-    return PH_EINVAL;
-  if (c->close_sent || c->done_called || c->user_cancelled || quiet(c))
-    return PH_ESTATE;
-  if (c->sending)
-    return PH_EBUSY;
+  int rc = send_gate(c);
+  if (rc != PH_OK)
+    return rc;
   grpc_op op;
   memset(&op, 0, sizeof(op));
   op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -437,8 +435,7 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
     return NULL;
   }
   ch->q = q;
-  ch->next = q->channels;
-  q->channels = ch;
+  ilist_push_front(&q->channels, &ch->node);
   ch->on_ready = cfg->on_ready;
   ch->on_ready_arg = cfg->on_ready_arg;
   ch->t_watch.fn = on_watch;
@@ -448,12 +445,7 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
 }
 
 static void channel_destroy(cp_grpc_channel *ch) {
-  cp_grpc_cq *q = ch->q;
-  for (cp_grpc_channel **pp = &q->channels; *pp; pp = &(*pp)->next)
-    if (*pp == ch) {
-      *pp = ch->next;
-      break;
-    }
+  ilist_remove(&ch->node);
   grpc_channel_destroy(ch->ch);
   if (ch->watching)
     ch->gone = 1; /* on_watch frees it */
@@ -461,16 +453,22 @@ static void channel_destroy(cp_grpc_channel *ch) {
     free(ch);
 }
 
+/* The user is gone from c: no callback of it any more, the call cut. */
+static void cancel_gone(cp_grpc_ccall *c) {
+  c->user_gone = 1;
+  grpc_call_cancel(c->call, NULL);
+}
+
 void cp_grpc_channel_free(cp_grpc_channel *ch) {
   if (!ch)
     return;
-  cp_grpc_cq *q = ch->q;
-  for (cp_grpc_ccall *c = q->ccalls; c; c = c->next)
+  ILIST_FOREACH_SAFE(&ch->q->ccalls, it, nx) {
+    cp_grpc_ccall *c = ILIST_ENTRY(it, cp_grpc_ccall, node);
     if (c->ch == ch) {
       c->ch = NULL;
-      c->user_gone = 1;
-      grpc_call_cancel(c->call, NULL);
+      cancel_gone(c);
     }
+  }
   channel_destroy(ch);
 }
 
@@ -484,10 +482,9 @@ void cp_grpc_channel_retire(cp_grpc_channel *ch) {
 }
 
 void cp_client_close_all(cp_grpc_cq *q) {
-  while (q->channels)
-    cp_grpc_channel_free(q->channels);
-  for (cp_grpc_ccall *c = q->ccalls; c; c = c->next) {
-    c->user_gone = 1;
-    grpc_call_cancel(c->call, NULL);
-  }
+  while (!ilist_empty(&q->channels))
+    cp_grpc_channel_free(
+        ILIST_ENTRY(ilist_first(&q->channels), cp_grpc_channel, node));
+  ILIST_FOREACH_SAFE(&q->ccalls, it, nx)
+    cancel_gone(ILIST_ENTRY(it, cp_grpc_ccall, node));
 }

@@ -24,6 +24,15 @@ grpc_call_error cp_batch(grpc_call *call, const grpc_op *ops, size_t n,
   return grpc_call_start_batch(call, ops, n, t, NULL);
 }
 
+grpc_call_error cp_batch_recv(grpc_call *call, grpc_byte_buffer **bb,
+                              cp_tag *t) {
+  grpc_op op;
+  memset(&op, 0, sizeof(op));
+  op.op = GRPC_OP_RECV_MESSAGE;
+  op.data.recv_message.recv_message = bb;
+  return cp_batch(call, &op, 1, t);
+}
+
 grpc_byte_buffer *cp_bb_new(const uint8_t *p, size_t n) {
   grpc_slice s = grpc_slice_from_copied_buffer((const char *)p, n);
   grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
@@ -121,6 +130,8 @@ cp_grpc_cq *cp_grpc_cq_new(ph_ctx *ctx, const ph_api *api,
   }
   q->ctx = ctx;
   q->api = api;
+  ilist_init(&q->channels);
+  ilist_init(&q->ccalls);
   atomic_init(&q->stop, 0);
   pthread_mutex_init(&q->mu, NULL);
   grpc_init();

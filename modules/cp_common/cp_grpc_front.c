@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cp_grpc_front.h"
+#include "ilist.h"
 #include "listener.h"
 #include "relay.h"
 
@@ -21,7 +22,7 @@
 typedef struct conn conn;
 struct conn {
   cp_front *f;
-  conn *next, **prevp; /* f->conns */
+  ilist_node node; /* in f->conns */
   ph_relay *relay;
   ph_timer *timer; /* pending_ms; NULL once a call came */
   int inner_port;  /* the relay's local port towards gRPC */
@@ -32,7 +33,7 @@ struct cp_front {
   const ph_api *api;
   cp_front_cfg cfg;
   ph_listener *l;
-  conn *conns;
+  ilist conns;
   int n_pending;
 };
 
@@ -50,9 +51,7 @@ static void pending_done(conn *c) {
 /* The relay is gone (ended or aborted): everything else goes. */
 static void conn_free(conn *c) {
   pending_done(c);
-  *c->prevp = c->next;
-  if (c->next)
-    c->next->prevp = c->prevp;
+  ilist_remove(&c->node);
   listener_release(c->f->l);
   free(c);
 }
@@ -138,11 +137,7 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
     return;
   }
   c->f = f;
-  c->next = f->conns;
-  if (c->next)
-    c->next->prevp = &c->next;
-  c->prevp = &f->conns;
-  f->conns = c;
+  ilist_push_front(&f->conns, &c->node);
   f->n_pending++;
   if (f->cfg.m_pending)
     f->api->gauge_add(f->cfg.m_pending, 1);
@@ -168,6 +163,7 @@ cp_front *cp_front_new(ph_ctx *ctx, const ph_api *api, const cp_front_cfg *cfg,
   }
   f->ctx = ctx;
   f->api = api;
+  ilist_init(&f->conns);
   f->cfg = *cfg;
   listener_opts lo;
   memset(&lo, 0, sizeof(lo));
@@ -192,18 +188,20 @@ void cp_front_call_seen(cp_front *f, const char *peer) {
   if (!f || !colon || strncmp(peer, "ipv4:127.0.0.1:", 15) != 0)
     return;
   int port = atoi(colon + 1);
-  for (conn *c = f->conns; c; c = c->next)
+  ILIST_FOREACH_SAFE(&f->conns, it, nx) {
+    conn *c = ILIST_ENTRY(it, conn, node);
     if (c->timer && c->inner_port == port) {
       pending_done(c);
       return;
     }
+  }
 }
 
 void cp_front_free(cp_front *f) {
   if (!f)
     return;
-  while (f->conns) {
-    conn *c = f->conns;
+  while (!ilist_empty(&f->conns)) {
+    conn *c = ILIST_ENTRY(ilist_first(&f->conns), conn, node);
     relay_abort(c->relay);
     conn_free(c);
   }

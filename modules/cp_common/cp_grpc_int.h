@@ -19,6 +19,7 @@
 #include <grpc/grpc.h>
 
 #include "cp_grpc.h"
+#include "ilist.h"
 
 typedef struct cp_tag cp_tag;
 struct cp_tag {
@@ -43,14 +44,17 @@ struct cp_grpc_cq {
   int closing;         /* cp_grpc_cq_free is running (loop thread) */
   long live;           /* objects with tags in flight (loop thread) */
   cp_grpc_server *servers;  /* loop thread */
-  cp_grpc_channel *channels;
-  cp_grpc_ccall *ccalls;
+  ilist channels; /* cp_grpc_channel, newest first */
+  ilist ccalls;   /* cp_grpc_ccall, newest first */
 };
 
 /* Runs fn's state machine: starts a batch with tag t, or returns the
  * status grpc_call_start_batch gave (GRPC_CALL_OK is 0). */
 grpc_call_error cp_batch(grpc_call *call, const grpc_op *ops, size_t n,
                          cp_tag *t);
+/* The same for one message received into *bb. */
+grpc_call_error cp_batch_recv(grpc_call *call, grpc_byte_buffer **bb,
+                              cp_tag *t);
 
 /* Bytes <-> byte buffers. cp_bb_read flattens bb into a slice (the caller
  * unrefs it). */

@@ -218,11 +218,7 @@ static void on_recv(cp_tag *t, int ok) {
 }
 
 static int start_recv(cp_grpc_call *c) {
-  grpc_op op;
-  memset(&op, 0, sizeof(op));
-  op.op = GRPC_OP_RECV_MESSAGE;
-  op.data.recv_message.recv_message = &c->recv_bb;
-  if (cp_batch(c->call, &op, 1, &c->t_recv) != GRPC_CALL_OK)
+  if (cp_batch_recv(c->call, &c->recv_bb, &c->t_recv) != GRPC_CALL_OK)
     return PH_ESTATE;
   c->pending++;
   c->recving = 1;

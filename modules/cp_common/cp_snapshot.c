@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Snapshot handles, unpacking into an arena, deep copies and the shared
  * field rules (cp_snapshot_int.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cp_checksum.h"
@@ -124,6 +125,13 @@ void cp_delta_free(cp_delta *d) {
     cp_arena_free(d->arena);
 }
 
+void *cp_take(cp_arena *a, size_t n, int *oom) {
+  void *d = cp_arena_alloc(a, n);
+  if (!d)
+    *oom = 1;
+  return d;
+}
+
 char *cp_copy_str(cp_arena *a, const char *s, int *oom) {
   char *d = cp_arena_strdup(a, s);
   if (!d)
@@ -136,11 +144,9 @@ Google__Protobuf__Timestamp *cp_copy_ts(cp_arena *a,
                                         int *oom) {
   if (!t)
     return NULL;
-  Google__Protobuf__Timestamp *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Google__Protobuf__Timestamp *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   google__protobuf__timestamp__init(d);
   d->seconds = t->seconds;
   d->nanos = t->nanos;
@@ -148,11 +154,9 @@ Google__Protobuf__Timestamp *cp_copy_ts(cp_arena *a,
 }
 
 Google__Protobuf__Timestamp *cp_new_ts(cp_arena *a, int64_t ms, int *oom) {
-  Google__Protobuf__Timestamp *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Google__Protobuf__Timestamp *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   google__protobuf__timestamp__init(d);
   cp_ms_to_ts(ms, d);
   return d;
@@ -163,11 +167,9 @@ static Google__Protobuf__Duration *copy_dur(cp_arena *a,
                                             int *oom) {
   if (!t)
     return NULL;
-  Google__Protobuf__Duration *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Google__Protobuf__Duration *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   google__protobuf__duration__init(d);
   d->seconds = t->seconds;
   d->nanos = t->nanos;
@@ -176,11 +178,9 @@ static Google__Protobuf__Duration *copy_dur(cp_arena *a,
 
 Controlplane__V1__RoutingRule *cp_copy_rule(
     cp_arena *a, const Controlplane__V1__RoutingRule *r, int *oom) {
-  Controlplane__V1__RoutingRule *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Controlplane__V1__RoutingRule *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   controlplane__v1__routing_rule__init(d);
   d->rule_id = cp_copy_str(a, r->rule_id, oom);
   d->host_pattern = cp_copy_str(a, r->host_pattern, oom);
@@ -198,11 +198,9 @@ Controlplane__V1__RoutingRule *cp_copy_rule(
 
 Controlplane__V1__OwnedProxy *cp_copy_proxy(
     cp_arena *a, const Controlplane__V1__OwnedProxy *p, int *oom) {
-  Controlplane__V1__OwnedProxy *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Controlplane__V1__OwnedProxy *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   controlplane__v1__owned_proxy__init(d);
   d->proxy_id = cp_copy_str(a, p->proxy_id, oom);
   d->protocol = p->protocol;
@@ -231,11 +229,9 @@ Controlplane__V1__OwnedProxy *cp_copy_proxy(
 
 Controlplane__V1__Credential *cp_copy_credential(
     cp_arena *a, const Controlplane__V1__Credential *c, int *oom) {
-  Controlplane__V1__Credential *d = cp_arena_alloc(a, sizeof *d);
-  if (!d) {
-    *oom = 1;
+  Controlplane__V1__Credential *d = cp_take(a, sizeof *d, oom);
+  if (!d)
     return NULL;
-  }
   controlplane__v1__credential__init(d);
   d->secret_ref = cp_copy_str(a, c->secret_ref, oom);
   d->credential_version = c->credential_version;
@@ -277,21 +273,13 @@ int cp_strategy_ok(const char *s) {
 
 long cp_find_credential(Controlplane__V1__Credential *const *sorted, size_t n,
                         const char *ref, uint64_t version) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const Controlplane__V1__Credential *c = sorted[mid];
-    int d = cp_id_cmp(c->secret_ref, ref);
-    if (!d)
-      d = c->credential_version < version   ? -1
-          : c->credential_version > version ? 1
-                                            : 0;
-    if (!d)
-      return (long)mid;
-    if (d < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return -1;
+  /* The key as a credential, compared by the order sorted is in. */
+  Controlplane__V1__Credential key = CONTROLPLANE__V1__CREDENTIAL__INIT;
+  key.secret_ref = (char *)ref; /* read only */
+  key.credential_version = version;
+  const Controlplane__V1__Credential *kp = &key;
+  Controlplane__V1__Credential *const *hit =
+      n ? bsearch(&kp, sorted, n, sizeof *sorted, cp_credential_ptr_cmp)
+        : NULL;
+  return hit ? (long)(hit - sorted) : -1;
 }

@@ -226,18 +226,13 @@ static int resolve_key(const cp_build_input *in, cp_arena *a, cred_slot *k,
   if (got && cp_str_ok(pc.username, 0, 255) &&
       cp_str_ok(pc.password, 0, 255)) {
     k->present = 1;
-    if (keep) {
-      Controlplane__V1__Credential *m = cp_arena_alloc(a, sizeof *m);
-      if (m) {
-        controlplane__v1__credential__init(m);
-        m->secret_ref = cp_copy_str(a, k->ref, &oom);
-        m->credential_version = k->version;
-        m->username = cp_copy_str(a, pc.username, &oom);
-        m->password = cp_copy_str(a, pc.password, &oom);
-        k->msg = m;
-      } else {
-        oom = 1;
-      }
+    if (keep) { /* copied from a view over k and pc */
+      Controlplane__V1__Credential v = CONTROLPLANE__V1__CREDENTIAL__INIT;
+      v.secret_ref = (char *)k->ref; /* read only */
+      v.credential_version = k->version;
+      v.username = pc.username;
+      v.password = pc.password;
+      k->msg = cp_copy_credential(a, &v, &oom);
     }
   }
   OPENSSL_cleanse(&pc, sizeof pc);
@@ -246,36 +241,29 @@ static int resolve_key(const cp_build_input *in, cp_arena *a, cred_slot *k,
 
 /* ---- routing ------------------------------------------------------------ */
 
+/* The row as a message over its own strings, copied into the arena by
+ * cp_copy_rule (the one place a rule is copied). */
 static Controlplane__V1__RoutingRule *route_msg(cp_arena *a,
                                                 const ph_pool_route_row *r,
                                                 int *oom) {
-  Controlplane__V1__RoutingRule *m = cp_arena_alloc(a, sizeof *m);
-  if (!m) {
-    *oom = 1;
-    return NULL;
-  }
-  controlplane__v1__routing_rule__init(m);
-  m->rule_id = cp_copy_str(a, r->rule_id, oom);
-  m->host_pattern = cp_copy_str(a, r->host_pattern, oom);
-  m->port_min = r->port_min;
-  m->port_max = r->port_max;
-  m->client_identity = cp_copy_str(a, r->client_identity, oom);
-  m->listener = cp_copy_str(a, r->listener, oom);
-  m->target_group = cp_copy_str(a, r->target_group, oom);
-  m->strategy = cp_copy_str(a, r->strategy, oom); /* passed through */
-  m->on_unavailable = (Controlplane__V1__OnUnavailable)r->on_unavailable;
+  ph_pool_route_row *w = (ph_pool_route_row *)r; /* read only */
+  Controlplane__V1__RoutingRule v = CONTROLPLANE__V1__ROUTING_RULE__INIT;
+  Google__Protobuf__Duration wait = GOOGLE__PROTOBUF__DURATION__INIT;
+  v.rule_id = w->rule_id;
+  v.host_pattern = w->host_pattern;
+  v.port_min = r->port_min;
+  v.port_max = r->port_max;
+  v.client_identity = w->client_identity;
+  v.listener = w->listener;
+  v.target_group = w->target_group;
+  v.strategy = w->strategy; /* passed through */
+  v.on_unavailable = (Controlplane__V1__OnUnavailable)r->on_unavailable;
   if (r->on_unavailable == PH_POOL_ON_UNAVAILABLE_WAIT) {
-    Google__Protobuf__Duration *d = cp_arena_alloc(a, sizeof *d);
-    if (!d) {
-      *oom = 1;
-      return m;
-    }
-    google__protobuf__duration__init(d);
-    cp_ms_to_dur(r->wait_timeout_ms, d);
-    m->wait_timeout = d;
+    cp_ms_to_dur(r->wait_timeout_ms, &wait);
+    v.wait_timeout = &wait;
   }
-  m->sticky_key = cp_copy_str(a, r->sticky_key, oom);
-  return m;
+  v.sticky_key = w->sticky_key;
+  return cp_copy_rule(a, &v, oom);
 }
 
 static int input_ok(const cp_build_input *in) {

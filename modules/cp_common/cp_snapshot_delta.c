@@ -45,20 +45,12 @@ static int has_dup(void **s, size_t n, int (*cmp)(const void *, const void *)) {
   return 0;
 }
 
-/* bsearch for an id among proxies sorted by id. */
-static long find_proxy(void **s, size_t n, const char *id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int d = cp_id_cmp(((Controlplane__V1__OwnedProxy *)s[mid])->proxy_id, id);
-    if (!d)
-      return (long)mid;
-    if (d < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return -1;
+/* 1 when a proxy of id is among proxies sorted by id. */
+static int has_proxy(void **s, size_t n, const char *id) {
+  Controlplane__V1__OwnedProxy key = CONTROLPLANE__V1__OWNED_PROXY__INIT;
+  key.proxy_id = (char *)id; /* read only */
+  const Controlplane__V1__OwnedProxy *kp = &key;
+  return n && bsearch(&kp, s, n, sizeof *s, cp_proxy_ptr_cmp) != NULL;
 }
 
 static int find_str(void **s, size_t n, const char *id) {
@@ -136,9 +128,9 @@ cp_delta_result cp_snapshot_apply_delta_from(
       has_dup(rm, d->n_removed_proxy_ids, str_ptr_cmp))
     NEED_FULL("a proxy id twice in the delta");
   for (size_t i = 0; i < d->n_removed_proxy_ids; i++) {
-    if (find_proxy(hp, held->n_proxies, rm[i]) < 0)
+    if (!has_proxy(hp, held->n_proxies, rm[i]))
       NEED_FULL("removes a proxy the held snapshot does not have");
-    if (find_proxy(up, d->n_upserted_proxies, rm[i]) >= 0)
+    if (has_proxy(up, d->n_upserted_proxies, rm[i]))
       NEED_FULL("removes and upserts the same proxy");
   }
 
@@ -148,7 +140,7 @@ cp_delta_result cp_snapshot_apply_delta_from(
   for (size_t i = 0; i < held->n_proxies; i++) {
     const char *id = ((Controlplane__V1__OwnedProxy *)hp[i])->proxy_id;
     if (!find_str(rm, d->n_removed_proxy_ids, id) &&
-        find_proxy(up, d->n_upserted_proxies, id) < 0)
+        !has_proxy(up, d->n_upserted_proxies, id))
       hp[kept++] = hp[i];
   }
   size_t np = kept + d->n_upserted_proxies;

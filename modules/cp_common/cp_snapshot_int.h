@@ -38,6 +38,8 @@ Controlplane__V1__OwnedProxy *cp_copy_proxy(
     cp_arena *a, const Controlplane__V1__OwnedProxy *p, int *oom);
 Controlplane__V1__Credential *cp_copy_credential(
     cp_arena *a, const Controlplane__V1__Credential *c, int *oom);
+/* n zeroed bytes of the arena, or NULL with *oom = 1. */
+void *cp_take(cp_arena *a, size_t n, int *oom);
 char *cp_copy_str(cp_arena *a, const char *s, int *oom);
 
 /* 1 when s (NULL taken as "") has min..max bytes, all printable ASCII

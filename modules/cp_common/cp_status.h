@@ -26,6 +26,17 @@ enum {
   CP_GRPC_DATA_LOSS = 15,
   CP_GRPC_UNAUTHENTICATED = 16
 };
+#define CP_GRPC_STATUS_COUNT 17
+
+/* The codes' names in code order, lower case (the "status" label of the
+ * control plane's metrics and the gRPC status of its log lines): for
+ * `static const char *const names[] = {CP_GRPC_STATUS_NAMES, NULL};`. */
+#define CP_GRPC_STATUS_NAMES                                                 \
+  "ok", "cancelled", "unknown", "invalid_argument", "deadline_exceeded",     \
+      "not_found", "already_exists", "permission_denied",                    \
+      "resource_exhausted", "failed_precondition", "aborted",                \
+      "out_of_range", "unimplemented", "internal", "unavailable",            \
+      "data_loss", "unauthenticated"
 
 /* The status message of the one FAILED_PRECONDITION that leaves a session
  * intact: an ACK or a runtime report whose ownership epoch is below the

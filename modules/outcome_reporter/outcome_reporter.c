@@ -26,6 +26,7 @@
 #include <proxyhost/outcome_sink.h>
 
 #include "backoff.h"
+#include "conf_values.h"
 #include "cp_outcomes.h"
 #include "cp_session.h"
 #include "cp_status.h"
@@ -40,14 +41,8 @@ _Static_assert((int)PH_OUTCOME_TIMEOUT ==
                "the SDK's results are the protocol's numbers");
 _Static_assert(PH_OUTCOME_ID_MAX == PH_POOL_ID_MAX, "one id bound");
 
-static const char *const status_names[] = {
-    "ok",          "cancelled",         "unknown",
-    "invalid_argument", "deadline_exceeded", "not_found",
-    "already_exists", "permission_denied", "resource_exhausted",
-    "failed_precondition", "aborted",   "out_of_range",
-    "unimplemented", "internal",        "unavailable",
-    "data_loss",   "unauthenticated",   NULL};
-#define N_STATUS 17
+static const char *const status_names[] = {CP_GRPC_STATUS_NAMES, NULL};
+#define N_STATUS CP_GRPC_STATUS_COUNT
 static const char *const drop_names[] = {"full", "session", "invalid", NULL};
 enum { DROP_FULL, DROP_SESSION, DROP_INVALID, N_DROP };
 
@@ -363,12 +358,10 @@ static void on_timer(ph_timer *t, void *arg) {
 
 static int or_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
                     size_t whylen) {
-  if (a->conf_int(ctx, "backoff.min") > a->conf_int(ctx, "backoff.max")) {
-    *key = "backoff.min";
-    snprintf(why, whylen, "must not exceed backoff.max");
-    return PH_EINVAL;
-  }
-  return PH_OK;
+  static const ph_conf_order order = {"backoff.min", "backoff.max",
+                                      "backoff.min",
+                                      "must not exceed backoff.max"};
+  return ph_conf_orders(ctx, a, &order, 1, key, why, whylen);
 }
 
 static int or_init(ph_ctx *ctx, const ph_api *a, void **state) {

@@ -118,7 +118,7 @@ void pool_on_deliver(ph_defer *t, void *arg) {
 }
 
 void pool_answer(pool_attempt *a) {
-  if (a->p->entered) {
+  if (guard_inside(&a->p->entered)) {
     answer_later(a);
   } else {
     a->state = AT_DONE;
@@ -184,7 +184,7 @@ static int64_t pool_open(void *self, const ph_open_request *req,
   pool_attempt *a = calloc(1, sizeof(*a));
   if (!a)
     return PH_ENOMEM;
-  p->entered++;
+  guard_enter(&p->entered);
   a->p = p;
   a->id = ++p->next_id;
   a->cb = cb;
@@ -215,7 +215,7 @@ static int64_t pool_open(void *self, const ph_open_request *req,
   else
     pool_select(a, v13 ? req : NULL);
   int64_t id = a->id;
-  p->entered--;
+  guard_leave(&p->entered);
   return id;
 }
 
@@ -260,9 +260,9 @@ static int pool_cancel(void *self, int64_t id) {
   pool_attempt *a = tab_find(p, id);
   if (!a)
     return PH_ENOENT;
-  p->entered++;
+  guard_enter(&p->entered);
   drop(a);
-  p->entered--;
+  guard_leave(&p->entered);
   return PH_OK;
 }
 

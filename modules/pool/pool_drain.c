@@ -167,7 +167,8 @@ static void take_streams(pool *p, pool_px *x) {
 void pool_on_drain_timer(ph_timer *t, void *arg) {
   pool *p = arg;
   pool_api->timer_set(t, 0, 0);
-  p->entered++; /* answers that a cut frees wait for the deliver timer */
+  /* answers that a cut frees wait for the deliver timer */
+  guard_enter(&p->entered);
   pool_gen_current(p); /* a newer view first: it may take a proxy back */
   pool_drain_scan(p);
   int64_t now = pool_mono_ms(p);
@@ -188,7 +189,7 @@ void pool_on_drain_timer(ph_timer *t, void *arg) {
     a->cut = NULL; /* once */
     cut(a->cut_arg);
   }
-  p->entered--;
+  guard_leave(&p->entered);
   pool_drain_scan(p); /* re-arm for what is left */
 }
 

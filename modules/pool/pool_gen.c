@@ -306,10 +306,11 @@ void pool_view_install(void *arg, const ph_pool_view *v, void *prepared) {
     free(prepared);
     return;
   }
-  p->entered++; /* answers the new capacity gives wait for the deliver
-                   timer, as when a request installed the view */
+  /* answers the new capacity gives wait for the deliver timer, as when a
+   * request installed the view */
+  guard_enter(&p->entered);
   install(p, v, prepared);
-  p->entered--;
+  guard_leave(&p->entered);
 }
 
 pool_gen *pool_gen_current(pool *p) {

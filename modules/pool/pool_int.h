@@ -38,6 +38,7 @@
 #include <proxyhost/strategy.h>
 
 #include "clocks.h"
+#include "guard.h"
 #include "idtab.h"
 #include "ilist.h"
 #include "pool_runtime.h"
@@ -240,7 +241,7 @@ struct pool {
   ph_defer *deliver; /* answers made inside a call, on the next turn */
   ph_timer *drain_timer; /* the next cut, or the next view deadline */
   ilist cutq;            /* streams being cut now (pool_drain.c) */
-  int entered; /* open/cancel/lease calls on the stack: answer later */
+  guard entered; /* open/cancel/lease calls on the stack: answer later */
   int waking, wake_again; /* pool_wake on the stack; one more round due */
   uint64_t rng;
   /* runtime() output, reused */
@@ -300,7 +301,7 @@ void pool_attempt_free(pool_attempt *a);
 void pool_fail(pool_attempt *a, int result, int stage, int code,
                int retryable);
 /* Answers a with a->res: at once, or from the deliver timer while an
- * open/cancel/lease call is on the stack (p->entered). */
+ * open/cancel/lease call is on the stack (guard_inside(&p->entered)). */
 void pool_answer(pool_attempt *a);
 /* a's one timer (WAIT's deadline, the handshake's): created on first use.
  * 1, or 0 when out of memory. */

@@ -35,7 +35,7 @@ static void lease_first_byte(ph_open_lease *l) {
 static void lease_end(ph_open_lease *l, int how) {
   pool_attempt *a = (pool_attempt *)l;
   pool *p = a->p;
-  p->entered++;
+  guard_enter(&p->entered);
   int stage = a->first_byte || how == PH_LEASE_END_CLIENT_ERROR
                   ? PH_OUTCOME_STAGE_TUNNEL
                   : PH_OUTCOME_STAGE_RESPONSE_HEADERS;
@@ -48,7 +48,7 @@ static void lease_end(ph_open_lease *l, int how) {
   pool_outcome(a, stage, result);
   pool_lease_release(a);
   pool_attempt_free(a);
-  p->entered--;
+  guard_leave(&p->entered);
 }
 
 /* The caller's cut: the drain (pool_drain.c) ends the stream with it. */

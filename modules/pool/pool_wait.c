@@ -78,7 +78,8 @@ void pool_wake(pool *p, uint32_t idx) {
     return;
   }
   p->waking = 1;
-  p->entered++; /* answers from here wait for the deliver timer */
+  /* answers from here wait for the deliver timer */
+  guard_enter(&p->entered);
   for (;;) {
     ilist_node *n = ilist_first(&p->wq);
     while (n) {
@@ -100,6 +101,6 @@ void pool_wake(pool *p, uint32_t idx) {
     p->wake_again = 0;
     idx = PH_POOL_VIEW_NONE;
   }
-  p->entered--;
+  guard_leave(&p->entered);
   p->waking = 0;
 }

@@ -207,18 +207,35 @@ static int64_t next_version(void *self, cp_auth_cb cb, void *arg) {
   return run(self, RO_S_NEXT_VERSION, &a, NULL, 0, cb, arg);
 }
 
-/* worker, session, version, epoch, checksum: issue's and ack's head. */
-static int ref_args(ro_args *a, const char *w, const char *s, uint64_t version,
-                    uint64_t epoch, const uint8_t *checksum) {
+/* worker, session, the numbers v[0..nv) (each at most CP_AUTH_SEQ_MAX), a
+ * digest: the head of issue and ack (version, epoch, checksum) and of
+ * both reports (sequence, digest). PH_EINVAL (nothing added) when one is
+ * out of bounds. */
+static int head_args(ro_args *a, const char *w, const char *s,
+                     const uint64_t *v, size_t nv, const uint8_t *digest) {
   if (!ro_valid_id(w, PH_POOL_ID_MAX) || !ro_valid_id(s, PH_POOL_ID_MAX) ||
-      !valid_seq(version) || !valid_seq(epoch) || !valid_digest(checksum))
+      !valid_digest(digest))
     return PH_EINVAL;
+  for (size_t i = 0; i < nv; i++)
+    if (!valid_seq(v[i]))
+      return PH_EINVAL;
   ro_args_str(a, w);
   ro_args_str(a, s);
-  ro_args_u64(a, version);
-  ro_args_u64(a, epoch);
-  ro_args_hex(a, checksum, CP_AUTH_DIGEST_LEN);
+  for (size_t i = 0; i < nv; i++)
+    ro_args_u64(a, v[i]);
+  ro_args_hex(a, digest, CP_AUTH_DIGEST_LEN);
   return PH_OK;
+}
+
+static int ref_args(ro_args *a, const char *w, const char *s, uint64_t version,
+                    uint64_t epoch, const uint8_t *checksum) {
+  const uint64_t v[] = {version, epoch};
+  return head_args(a, w, s, v, 2, checksum);
+}
+
+static int report_args(ro_args *a, const char *w, const char *s,
+                       uint64_t seq, const uint8_t *digest) {
+  return head_args(a, w, s, &seq, 1, digest);
 }
 
 static int64_t issue(void *self, const char *w, const char *s,
@@ -254,19 +271,15 @@ static int64_t report_runtime(void *self, const char *w, const char *s,
                               const cp_auth_counter *counters, size_t n,
                               cp_auth_cb cb, void *arg) {
   ro *m = self;
-  if (!cb || !ro_valid_id(w, PH_POOL_ID_MAX) ||
-      !ro_valid_id(s, PH_POOL_ID_MAX) || !valid_seq(seq) ||
-      !valid_seq(version) || !valid_seq(epoch) || !valid_digest(digest) ||
+  if (!cb || !valid_seq(version) || !valid_seq(epoch) ||
       n > (size_t)m->conf.max_owned || (n && !counters))
     return PH_EINVAL;
   for (size_t i = 0; i < n; i++)
     if (!ro_valid_id(counters[i].proxy_id, PH_POOL_ID_MAX))
       return PH_EINVAL;
   ro_args a = {0};
-  ro_args_str(&a, w);
-  ro_args_str(&a, s);
-  ro_args_u64(&a, seq);
-  ro_args_hex(&a, digest, CP_AUTH_DIGEST_LEN);
+  if (report_args(&a, w, s, seq, digest) != PH_OK)
+    return PH_EINVAL;
   ro_args_u64(&a, version);
   ro_args_u64(&a, epoch);
   ro_args_u64(&a, (uint64_t)m->conf.session_ttl_ms);
@@ -286,15 +299,9 @@ static int64_t report_outcomes(void *self, const char *w, const char *s,
                                uint64_t seq,
                                const uint8_t digest[CP_AUTH_DIGEST_LEN],
                                cp_auth_cb cb, void *arg) {
-  if (!cb || !ro_valid_id(w, PH_POOL_ID_MAX) ||
-      !ro_valid_id(s, PH_POOL_ID_MAX) || !valid_seq(seq) ||
-      !valid_digest(digest))
-    return PH_EINVAL;
   ro_args a = {0};
-  ro_args_str(&a, w);
-  ro_args_str(&a, s);
-  ro_args_u64(&a, seq);
-  ro_args_hex(&a, digest, CP_AUTH_DIGEST_LEN);
+  if (!cb || report_args(&a, w, s, seq, digest) != PH_OK)
+    return PH_EINVAL;
   return run(self, RO_S_OUTCOMES, &a, NULL, 0, cb, arg);
 }
 

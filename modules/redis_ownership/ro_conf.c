@@ -146,9 +146,11 @@ int ro_conf_read(ph_ctx *ctx, const ph_api *api, ro_conf *c,
   c->conn.max_inflight = api->conf_int(ctx, "max_inflight");
   c->conn.reconnect_min_ms = api->conf_int(ctx, "reconnect.min");
   c->conn.reconnect_max_ms = api->conf_int(ctx, "reconnect.max");
-  if (c->conn.reconnect_max_ms < c->conn.reconnect_min_ms)
-    return ph_conf_fail(key, "reconnect.max", why, whylen,
-                        "must be at least reconnect.min");
+  static const ph_conf_order order = {"reconnect.min", "reconnect.max",
+                                      "reconnect.max",
+                                      "must be at least reconnect.min"};
+  if (ph_conf_orders(ctx, api, &order, 1, key, why, whylen) != PH_OK)
+    return PH_EINVAL;
   c->session_ttl_ms = api->conf_int(ctx, "session_ttl");
   c->runtime_ttl_ms = api->conf_int(ctx, "runtime_ttl");
   c->lease_ms = api->conf_int(ctx, "ownership_lease");

@@ -10,6 +10,7 @@
 #include <openssl/rand.h>
 
 #include "backoff.h"
+#include "ilist.h"
 #include "ro_conn.h"
 
 enum conn_state { ST_IDLE, ST_BACKOFF, ST_CONNECTING, ST_UP, ST_STOPPED };
@@ -25,7 +26,7 @@ struct call {
   ph_timer *timer;
   int hrefs;        /* hiredis callbacks still to come for it */
   int answered, cancelled, retried;
-  call *prev, *next;
+  ilist_node node; /* in c->live until answered */
 };
 
 struct ro_conn {
@@ -39,21 +40,11 @@ struct ro_conn {
   int attempt;           /* backoff step since the last success */
   uint64_t attempts;
   ph_timer *retry_timer; /* backoff, then the connect deadline */
-  call *live;            /* unanswered calls */
+  ilist live;            /* unanswered calls, newest first */
   int64_t inflight, next_id;
 };
 
 static void drop(ro_conn *c, int event);
-
-static void unlink_call(ro_conn *c, call *k) {
-  if (k->prev)
-    k->prev->next = k->next;
-  else if (c->live == k)
-    c->live = k->next;
-  if (k->next)
-    k->next->prev = k->prev;
-  k->prev = k->next = NULL;
-}
 
 static void free_call(call *k) {
   if (k->timer)
@@ -69,7 +60,7 @@ static void answer(call *k, const redisReply *r) {
   if (k->answered)
     return;
   k->answered = 1;
-  unlink_call(c, k);
+  ilist_remove(&k->node);
   c->inflight--;
   c->api->timer_set(k->timer, 0, 0);
   if (!k->cancelled)
@@ -171,10 +162,7 @@ int64_t ro_conn_eval(ro_conn *c, ro_script s, ro_args *args, ro_reply_fn fn,
     return PH_ENOMEM;
   }
   k->id = ++c->next_id;
-  k->next = c->live;
-  if (c->live)
-    c->live->prev = k;
-  c->live = k;
+  ilist_push_front(&c->live, &k->node);
   c->inflight++;
   if (c->state == ST_UP && c->ac && send_eval(k) == 0)
     c->api->timer_set(k->timer, (uint64_t)c->conf.command_timeout_ms, 0);
@@ -184,12 +172,14 @@ int64_t ro_conn_eval(ro_conn *c, ro_script s, ro_args *args, ro_reply_fn fn,
 }
 
 int ro_conn_cancel(ro_conn *c, int64_t id, void **arg) {
-  for (call *k = c->live; k; k = k->next)
+  ILIST_FOREACH_SAFE(&c->live, it, nx) {
+    call *k = ILIST_ENTRY(it, call, node);
     if (k->id == id && !k->cancelled) {
       k->cancelled = 1;
       *arg = k->arg;
       return PH_OK;
     }
+  }
   return PH_ENOENT;
 }
 
@@ -340,6 +330,7 @@ ro_conn *ro_conn_new(ph_ctx *ctx, const ph_api *api, const ro_conn_conf *conf,
     return NULL;
   c->ctx = ctx;
   c->api = api;
+  ilist_init(&c->live);
   c->conf = *conf;
   c->state_fn = state;
   c->state_arg = state_arg;
@@ -367,8 +358,8 @@ void ro_conn_stop(ro_conn *c) {
     ac->data = NULL;
     redisAsyncFree(ac); /* sent calls answer NULL here */
   }
-  while (c->live)
-    answer(c->live, NULL);
+  while (!ilist_empty(&c->live))
+    answer(ILIST_ENTRY(ilist_first(&c->live), call, node), NULL);
 }
 
 void ro_conn_free(ro_conn *c) {
@@ -380,11 +371,15 @@ void ro_conn_free(ro_conn *c) {
 }
 
 void ro_conn_discard(ro_conn *c, void (*free_arg)(void *arg)) {
-  for (call *k = c ? c->live : NULL; k; k = k->next)
+  if (!c)
+    return;
+  ILIST_FOREACH_SAFE(&c->live, it, nx) {
+    call *k = ILIST_ENTRY(it, call, node);
     if (!k->cancelled) {
       k->cancelled = 1;
       free_arg(k->arg);
     }
+  }
 }
 
 int ro_conn_up(const ro_conn *c) { return c->state == ST_UP; }

@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "bw.h"
+
 #define S5_VERSION 0x05
 #define S5_AUTH_VERSION 0x01
 #define S5_METHOD_NONE 0x00
@@ -34,29 +36,34 @@ static void expect(up_hs *h, uint32_t need) {
   h->rx.s5.need = need;
 }
 
-static void put_u8(up_hs *h, uint8_t b) { h->out[h->out_len++] = b; }
-
-static void put_bytes(up_hs *h, const void *p, size_t n) {
-  if (n)
-    memcpy(h->out + h->out_len, p, n);
-  h->out_len += n;
+/* A request is written into h->out through a bounded writer; the static
+ * asserts above prove each fits; msg_end records its length. */
+static void msg_begin(up_hs *h, ph_bw *w) {
+  h->out_len = h->out_off = 0;
+  ph_bw_init(w, h->out, UP_HS_OUT_MAX, PH_BW_BYTES);
 }
 
+static void msg_end(up_hs *h, const ph_bw *w) { h->out_len = ph_bw_len(w); }
+
 void up_socks5_greeting(up_hs *h) {
-  h->out_len = h->out_off = 0;
-  put_u8(h, S5_VERSION);
-  put_u8(h, 1); /* one method offered: see up_hs.h */
-  put_u8(h, h->with_auth ? S5_METHOD_PASSWORD : S5_METHOD_NONE);
+  ph_bw w;
+  msg_begin(h, &w);
+  ph_bw_putc(&w, S5_VERSION);
+  ph_bw_putc(&w, 1); /* one method offered: see up_hs.h */
+  ph_bw_putc(&w, h->with_auth ? S5_METHOD_PASSWORD : S5_METHOD_NONE);
+  msg_end(h, &w);
   expect(h, 2);
 }
 
 static void auth_request(up_hs *h) {
-  h->out_len = h->out_off = 0;
-  put_u8(h, S5_AUTH_VERSION);
-  put_u8(h, (uint8_t)h->user_len);
-  put_bytes(h, h->user, h->user_len);
-  put_u8(h, (uint8_t)h->pass_len);
-  put_bytes(h, h->pass, h->pass_len);
+  ph_bw w;
+  msg_begin(h, &w);
+  ph_bw_putc(&w, S5_AUTH_VERSION);
+  ph_bw_putc(&w, (uint8_t)h->user_len);
+  ph_bw_put(&w, h->user, h->user_len);
+  ph_bw_putc(&w, (uint8_t)h->pass_len);
+  ph_bw_put(&w, h->pass, h->pass_len);
+  msg_end(h, &w);
   /* Copied: the borrowed pointers are not needed any more. */
   h->user = h->pass = NULL;
   h->user_len = h->pass_len = 0;
@@ -65,29 +72,31 @@ static void auth_request(up_hs *h) {
 }
 
 static void connect_request(up_hs *h) {
-  h->out_len = h->out_off = 0;
-  put_u8(h, S5_VERSION);
-  put_u8(h, S5_CMD_CONNECT);
-  put_u8(h, 0); /* RSV */
+  ph_bw w;
+  msg_begin(h, &w);
+  ph_bw_putc(&w, S5_VERSION);
+  ph_bw_putc(&w, S5_CMD_CONNECT);
+  ph_bw_putc(&w, 0); /* RSV */
   switch (h->host_kind) {
   case UP_HS_HOST_IPV4:
-    put_u8(h, S5_ATYP_IPV4);
-    put_bytes(h, h->addr, 4);
+    ph_bw_putc(&w, S5_ATYP_IPV4);
+    ph_bw_put(&w, h->addr, 4);
     break;
   case UP_HS_HOST_IPV6:
-    put_u8(h, S5_ATYP_IPV6);
-    put_bytes(h, h->addr, 16);
+    ph_bw_putc(&w, S5_ATYP_IPV6);
+    ph_bw_put(&w, h->addr, 16);
     break;
   default: {
     size_t len = strlen(h->host); /* 1..255: up_hs_init */
-    put_u8(h, S5_ATYP_DOMAIN);
-    put_u8(h, (uint8_t)len);
-    put_bytes(h, h->host, len);
+    ph_bw_putc(&w, S5_ATYP_DOMAIN);
+    ph_bw_putc(&w, (uint8_t)len);
+    ph_bw_put(&w, h->host, len);
     break;
   }
   }
-  put_u8(h, (uint8_t)(h->port >> 8));
-  put_u8(h, (uint8_t)(h->port & 0xFF));
+  ph_bw_putc(&w, (uint8_t)(h->port >> 8));
+  ph_bw_putc(&w, (uint8_t)(h->port & 0xFF));
+  msg_end(h, &w);
   h->phase = UP_HS_P_S5_SEND_CONNECT;
   expect(h, S5_REPLY_FIRST);
 }
