@@ -41,3 +41,12 @@ int ph_conf_fail(const char **key, const char *k, char *why, size_t whylen,
   }
   return PH_EINVAL;
 }
+
+int ph_conf_check_le(ph_ctx *ctx, const ph_api *a, const ph_conf_le *pairs,
+                     size_t n, const char **key, char *why, size_t whylen) {
+  for (size_t i = 0; i < n; i++)
+    if (a->conf_int(ctx, pairs[i].lesser) > a->conf_int(ctx, pairs[i].greater))
+      return ph_conf_fail(key, pairs[i].lesser, why, whylen,
+                          "must not exceed %s", pairs[i].greater);
+  return PH_OK;
+}

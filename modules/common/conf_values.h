@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include <proxyhost/module.h>
+
 /* 1 when s is min..max bytes of [A-Za-z0-9._-] (NULL: 0 bytes), else 0.
  * What passes cannot escape a key prefix or a directory. */
 int ph_conf_id_ok(const char *s, size_t min, size_t max);
@@ -22,5 +24,16 @@ int ph_conf_copy(char *dst, size_t cap, const char *src);
 int ph_conf_fail(const char **key, const char *k, char *why, size_t whylen,
                  const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Integer keys whose value must not exceed another's: a table of pairs
+ * a module checks in one call. */
+typedef struct ph_conf_le {
+  const char *lesser, *greater;
+} ph_conf_le;
+
+/* PH_OK when every pair holds; else the first that does not is a
+ * refusal (ph_conf_fail): its lesser key, "must not exceed <greater>". */
+int ph_conf_check_le(ph_ctx *ctx, const ph_api *a, const ph_conf_le *pairs,
+                     size_t n, const char **key, char *why, size_t whylen);
 
 #endif

@@ -6,14 +6,24 @@
 #include <netinet/in.h>
 #include <string.h>
 
-int s5_parse_greeting(const uint8_t *p, size_t n, s5_greeting *out) {
-  memset(out, 0, sizeof(*out));
+/* The two bytes every client message starts with: the version, then one
+ * the caller reads. 1 when both are there and the version is ver, else
+ * the verdict (S5_NEED_MORE, S5_ERR_VERSION). */
+static int head(const uint8_t *p, size_t n, uint8_t ver) {
   if (n < 1)
     return S5_NEED_MORE;
-  if (p[0] != S5_VERSION)
+  if (p[0] != ver)
     return S5_ERR_VERSION;
   if (n < 2)
     return S5_NEED_MORE;
+  return 1;
+}
+
+int s5_parse_greeting(const uint8_t *p, size_t n, s5_greeting *out) {
+  memset(out, 0, sizeof(*out));
+  int h = head(p, n, S5_VERSION);
+  if (h != 1)
+    return h;
   size_t nm = p[1];
   if (nm == 0)
     return S5_ERR_MALFORMED; /* RFC 1928: 1 to 255 methods */
@@ -30,12 +40,9 @@ int s5_parse_greeting(const uint8_t *p, size_t n, s5_greeting *out) {
 
 int s5_parse_auth(const uint8_t *p, size_t n, s5_auth *out) {
   memset(out, 0, sizeof(*out));
-  if (n < 1)
-    return S5_NEED_MORE;
-  if (p[0] != S5_AUTH_VERSION)
-    return S5_ERR_VERSION;
-  if (n < 2)
-    return S5_NEED_MORE;
+  int h = head(p, n, S5_AUTH_VERSION);
+  if (h != 1)
+    return h;
   size_t ulen = p[1];
   if (ulen == 0)
     return S5_ERR_MALFORMED;
@@ -92,12 +99,9 @@ static int parse_address(const uint8_t *p, size_t n, s5_request *out) {
 
 int s5_parse_request(const uint8_t *p, size_t n, s5_request *out) {
   memset(out, 0, sizeof(*out));
-  if (n < 1)
-    return S5_NEED_MORE;
-  if (p[0] != S5_VERSION)
-    return S5_ERR_VERSION;
-  if (n < 2)
-    return S5_NEED_MORE;
+  int h = head(p, n, S5_VERSION);
+  if (h != 1)
+    return h;
   out->cmd = p[1];
   if (p[1] != S5_CMD_CONNECT)
     return S5_ERR_COMMAND;

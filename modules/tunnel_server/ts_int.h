@@ -164,7 +164,8 @@ struct ts_mod {
   ph_series *m_refused[3];
   ph_series *m_cred_ended[2][3];
   /* proxyhost_tunnel_server_stream_memory_refused_total{bound} and
-   * proxyhost_tunnel_server_stream_memory_reserved_bytes (ts_open.c) */
+   * proxyhost_tunnel_server_stream_memory_reserved_bytes (ts_open.c;
+   * registered with the others by ts_cred.c's table) */
   ph_series *m_mem_refused[2];
   ph_series *m_mem_reserved;
   uint64_t mem_reserved;
@@ -214,8 +215,9 @@ void ts_count_refusal(ts_mod *m, int refusal);
 void ts_conn_on_auth(void *arg, const ph_az_auth_result *res);
 
 /* ts_cred.c */
-/* Start: the credential watch's timer and metric (init). PH_OK or
- * PH_ENOMEM. */
+/* Init: the module's metric table (the credential watch's and the
+ * memory budget's metrics) and the credential watch's timer. PH_OK,
+ * PH_EINVAL or PH_ENOMEM. */
 int ts_cred_init(ts_mod *m);
 /* Start and reload: (re)arms the tick at credential_check_interval. */
 void ts_cred_start(ts_mod *m);
@@ -227,8 +229,6 @@ void ts_cred_on_recheck(ts_conn *c, const ph_az_auth_result *res);
 void ts_cred_end(ts_conn *c, const char *why);
 
 /* ts_open.c */
-/* Init: the memory budget's metrics. PH_OK or PH_EINVAL. */
-int ts_open_metrics_init(ts_mod *m);
 /* The client session's on_open / on_abandon. */
 void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req);
 void ts_open_on_abandon(ts_conn *cc, tm_stream *st);

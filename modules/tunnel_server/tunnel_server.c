@@ -44,8 +44,6 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
                               "tunnel TLS certificate");
   if (rc == PH_OK)
     rc = ts_cred_init(m);
-  if (rc == PH_OK)
-    rc = ts_open_metrics_init(m);
   if (rc != PH_OK) {
     ts_cred_free(m);
     ph_tls_reload_free(&m->tls);
