@@ -133,7 +133,7 @@ static void poll_destroy(sq_call *c) {
  * with poll 0; the poll counter is taken here. */
 static void poll_count(sq_call *c) {
   sq *s = c->s;
-  int ok = !c->no_db && c->rev_what == AZ_REV_READ_OK && s->rev.healthy;
+  int ok = !c->no_db && c->rev_what == AZ_REV_READ_OK && s->rev.t.healthy;
   api->inc(ok ? s->rev.m_poll_ok : s->rev.m_poll_fail, 1);
 }
 

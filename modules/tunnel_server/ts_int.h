@@ -88,7 +88,7 @@ struct ts_tally {
   uint32_t conns;   /* connections holding it */
   uint64_t mem;     /* bytes its streams reserved (ts_open.c) */
   oexec_principal opens;
-  ts_tally *next;
+  ilist_node node; /* in ts_mod's tokens or users */
 };
 
 struct ts_agent {
@@ -156,7 +156,7 @@ struct ts_mod {
   uint32_t nconns, auth_in_flight;
   ilist conns;
   ts_agent *agents;
-  ts_tally *tokens, *users;
+  ilist tokens, users; /* ts_tally */
   ph_timer *cred_timer; /* ts_cred.c */
   uint32_t rechecks;    /* re-checks in flight */
   /* proxyhost_tunnel_server_connections_refused_total{reason} and
@@ -190,7 +190,7 @@ void ts_stop_check(ts_mod *m);
 void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]);
 /* Takes t out of list and frees it once no connection and no stream
  * holds it (NULL: nothing). */
-void ts_tally_release(ts_tally **list, ts_tally *t);
+void ts_tally_release(ilist *list, ts_tally *t);
 extern const tm_ws_handlers ts_ws_handlers;
 /* The agent of that name, if any connection of it is registered. */
 ts_agent *ts_agent_find(ts_mod *m, const char *name);
