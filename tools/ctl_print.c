@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bw.h"
 #include "json.h"
 
 #define VALUE_MAX 512
@@ -105,14 +106,14 @@ static void text_of(const json_doc *d, long v, const char *key, char *out,
     return;
   }
   case JSON_ARRAY: {
-    size_t k = (size_t)v + 1, used = 0;
+    size_t k = (size_t)v + 1;
+    ph_bw w;
+    ph_bw_init(&w, out, cap, PH_BW_TEXT);
     for (uint32_t i = 0; i < d->toks[v].size; i++, k = d->toks[k].next) {
       char item[VALUE_MAX];
       text_of(d, (long)k, "", item, sizeof(item));
-      int n = snprintf(out + used, cap - used, "%s%s", i ? "," : "", item);
-      if (n < 0 || (size_t)n >= cap - used)
-        break;
-      used += (size_t)n;
+      if (ph_bw_printf(&w, "%s%s", i ? "," : "", item) < 0)
+        break; /* the items that fit, whole */
     }
     if (d->toks[v].size == 0)
       snprintf(out, cap, "-");

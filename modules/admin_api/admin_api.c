@@ -78,8 +78,8 @@ typedef struct req req;
 typedef struct mod mod;
 
 struct req {
+  admin_req link;  /* first: the kit's (id, in flight) */
   mod *m;
-  int64_t id;      /* the host's request id */
   int64_t call;    /* the store call, > 0 while outstanding */
   const api_route *route;
   char key[API_PATH_KEY_MAX + 1];
@@ -87,40 +87,30 @@ struct req {
   api_query q;     /* a list's */
   api_authorize az; /* an authorize's question */
   int64_t check;   /* the access check, > 0 while outstanding */
-  req *next;
 };
 
 struct mod {
-  ph_ctx *ctx;
-  admin_token token;
+  admin_mod b; /* first: the kit's (ctx, token, requests in flight) */
   const ph_az_store_v1 *store;
   void *store_self;
   const ph_access_v1 *access;
   void *access_self;
-  int64_t max_in_flight, in_flight;
-  req *reqs;
 };
 
 /* ---- answers ----------------------------------------------------------- */
 
 static void reply_json(mod *m, int64_t id, int status, const char *body,
                        size_t len) {
-  admin_reply_json(m->ctx, api, id, status, body, len);
+  admin_reply_json(m->b.ctx, api, id, status, body, len);
 }
 
 static void reply_error(mod *m, int64_t id, int status, const char *code,
                         const char *message) {
-  admin_reply_error(m->ctx, api, id, status, code, message);
+  admin_reply_error(m->b.ctx, api, id, status, code, message);
 }
 
 static void req_unlink(req *r) {
-  mod *m = r->m;
-  for (req **pp = &m->reqs; *pp; pp = &(*pp)->next)
-    if (*pp == r) {
-      *pp = r->next;
-      break;
-    }
-  m->in_flight--;
+  admin_req_unlink(&r->link);
   OPENSSL_cleanse(r, sizeof(*r));
   free(r);
 }
@@ -165,7 +155,7 @@ static void store_error(req *r, int status, const char *detail) {
     http = 500, code = "internal";
     msg = "the store failed";
   }
-  reply_error(r->m, r->id, http, code, msg);
+  reply_error(r->m, r->link.id, http, code, msg);
 }
 
 /* ---- store answers ----------------------------------------------------- */
@@ -179,7 +169,7 @@ static void on_write(void *arg, const ph_az_write_result *res) {
     return;
   }
   if (r->route->op == OP_DELETE) {
-    api->route_reply(r->m->ctx, r->id, 204, NULL, NULL, 0);
+    api->route_reply(r->m->b.ctx, r->link.id, 204, NULL, NULL, 0);
     req_unlink(r);
     return;
   }
@@ -201,10 +191,10 @@ static void on_write(void *arg, const ph_az_write_result *res) {
   }
   long n = json_w_finish(&w);
   if (n < 0)
-    reply_error(r->m, r->id, 500, "internal",
+    reply_error(r->m, r->link.id, 500, "internal",
                 "the record could not be written as JSON; list to check");
   else
-    reply_json(r->m, r->id, r->route->op == OP_CREATE ? 201 : 200, buf,
+    reply_json(r->m, r->link.id, r->route->op == OP_CREATE ? 201 : 200, buf,
                (size_t)n);
   OPENSSL_cleanse(buf, sizeof(buf));
   req_unlink(r);
@@ -235,7 +225,7 @@ static void on_list(void *arg, const ph_az_list_result *res) {
   if (r->route->op == OP_GET) {
     const char *k = res->n == 1 ? record_key(&res->recs[0]) : NULL;
     if (!k || strcmp(k, r->key) != 0) {
-      reply_error(r->m, r->id, 404, "not_found", "no such record");
+      reply_error(r->m, r->link.id, 404, "not_found", "no such record");
       req_unlink(r);
       return;
     }
@@ -243,7 +233,7 @@ static void on_list(void *arg, const ph_az_list_result *res) {
   size_t cap = 256 + (res->n + 1) * RECORD_JSON_MAX;
   char *buf = malloc(cap);
   if (!buf) {
-    reply_error(r->m, r->id, 503, "unavailable", "out of memory");
+    reply_error(r->m, r->link.id, 503, "unavailable", "out of memory");
     req_unlink(r);
     return;
   }
@@ -269,10 +259,10 @@ static void on_list(void *arg, const ph_az_list_result *res) {
   }
   long n = json_w_finish(&w);
   if (n < 0)
-    reply_error(r->m, r->id, 500, "internal",
+    reply_error(r->m, r->link.id, 500, "internal",
                 "the records could not be written as JSON");
   else
-    reply_json(r->m, r->id, 200, buf, (size_t)n);
+    reply_json(r->m, r->link.id, 200, buf, (size_t)n);
   free(buf);
   req_unlink(r);
 }
@@ -286,9 +276,9 @@ static void on_access(void *arg, const ph_access_result *res) {
   api_authorize_write(&w, res);
   long n = json_w_finish(&w);
   if (n < 0)
-    reply_error(r->m, r->id, 500, "internal", "the verdict did not fit");
+    reply_error(r->m, r->link.id, 500, "internal", "the verdict did not fit");
   else
-    reply_json(r->m, r->id, 200, buf, (size_t)n);
+    reply_json(r->m, r->link.id, 200, buf, (size_t)n);
   req_unlink(r);
 }
 
@@ -355,45 +345,21 @@ static void key_before(int kind, const char *key, char *out, size_t cap) {
   out[end] = '\0';
 }
 
-static void serve_routes(mod *m, int64_t id) {
-  char buf[4096];
-  long n = api_write_routes(api_routes, api_n_routes, buf, sizeof(buf));
-  if (n < 0)
-    reply_error(m, id, 500, "internal", "route table too large");
-  else
-    reply_json(m, id, 200, buf, (size_t)n);
-}
-
 static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   mod *m = arg;
-  if (!admin_token_check(&m->token, hr->authorization)) {
-    reply_error(m, id, 401, "unauthorized",
-                "send Authorization: Bearer with the admin token");
+  if (!admin_mod_authorized(&m->b, id, hr))
     return;
-  }
   char key[API_PATH_KEY_MAX + 1];
   int path_known;
   const api_route *rt = api_match(hr->method, hr->path, key, &path_known);
-  if (!rt) {
-    if (path_known)
-      reply_error(m, id, 405, "method_not_allowed",
-                  "this path does not take this method");
-    else
-      reply_error(m, id, 404, "not_found", "no such route");
+  if (admin_mod_answered(&m->b, id, rt, path_known, api_routes, api_n_routes))
     return;
-  }
-  if (rt->op == OP_ROUTES) {
-    serve_routes(m, id);
-    return;
-  }
   if (!m->store) {
     reply_error(m, id, 503, "unavailable", "the store is not started");
     return;
   }
-  if (m->in_flight >= m->max_in_flight) {
-    reply_error(m, id, 503, "busy", "too many admin requests in flight");
+  if (admin_mod_full(&m->b, id))
     return;
-  }
   const char *msg = NULL;
   int is_list =
       rt->op == OP_LIST || rt->op == OP_GET || rt->op == OP_AUTHORIZE;
@@ -416,7 +382,6 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     return;
   }
   r->m = m;
-  r->id = id;
   r->route = rt;
   memcpy(r->key, key, sizeof(key));
   int rc = 0;
@@ -432,9 +397,7 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
       free(r);
       return;
     }
-    r->next = m->reqs;
-    m->reqs = r;
-    m->in_flight++;
+    admin_req_link(&m->b, &r->link, id);
     r->check = m->access->check_open(m->access_self, &r->az.req, on_access,
                                      r);
     if (r->check <= 0) {
@@ -470,9 +433,7 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
     free(r);
     return;
   }
-  r->next = m->reqs;
-  m->reqs = r;
-  m->in_flight++;
+  admin_req_link(&m->b, &r->link, id);
   r->call = is_list ? m->store->list(m->store_self, &r->q.list, on_list, r)
                     : m->store->write(m->store_self, &r->body.w, on_write, r);
   if (r->call <= 0) {
@@ -486,39 +447,29 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
 /* The client left or the deadline passed: drop the store call. */
 static void on_cancel(void *arg, int64_t id) {
   mod *m = arg;
-  for (req *r = m->reqs; r; r = r->next)
-    if (r->id == id) {
-      if (r->call > 0)
-        m->store->cancel(m->store_self, r->call);
-      if (r->check > 0)
-        m->access->cancel(m->access_self, r->check);
-      req_unlink(r);
-      return;
-    }
+  req *r = (req *)admin_req_find(&m->b, id);
+  if (!r)
+    return;
+  if (r->call > 0)
+    m->store->cancel(m->store_self, r->call);
+  if (r->check > 0)
+    m->access->cancel(m->access_self, r->check);
+  req_unlink(r);
 }
 
 /* ---- lifecycle --------------------------------------------------------- */
 
 static int api_check(ph_ctx *ctx, const ph_api *a, const char **key,
                      char *why, size_t whylen) {
-  const char *store = a->conf_str(ctx, "store");
-  if (!store || !*store) {
-    *key = "store";
-    snprintf(why, whylen, "required: the authz.store provider instance "
-                          "(store_sqlite or store_pg)");
-    return PH_EINVAL;
-  }
-  int rc = check_named_provider(ctx, a, "store", PH_AZ_STORE_SERVICE, key,
-                                why, whylen);
+  int rc = admin_conf_provider(ctx, a, "store", PH_AZ_STORE_SERVICE,
+                               "the authz.store provider instance "
+                               "(store_sqlite or store_pg)",
+                               key, why, whylen);
+  if (rc == PH_OK)
+    rc = admin_conf_provider(ctx, a, "access", PH_ACCESS_SERVICE, NULL, key,
+                             why, whylen);
   if (rc != PH_OK)
     return rc;
-  const char *access = a->conf_str(ctx, "access");
-  if (access && *access) {
-    rc = check_named_provider(ctx, a, "access", PH_ACCESS_SERVICE, key, why,
-                              whylen);
-    if (rc != PH_OK)
-      return rc;
-  }
   /* The keys that served the pool's routes before pool_api (issue 25). */
   static const char *const moved[] = {"authority", "credentials"};
   for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
@@ -537,24 +488,15 @@ static int api_check(ph_ctx *ctx, const ph_api *a, const char **key,
 
 static int api_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
-  if (a->size <= offsetof(ph_api, route_reply))
-    return PH_ESTATE; /* a host before ABI 1.3 has no routes */
-  mod *m = calloc(1, sizeof(*m));
-  if (!m)
-    return PH_ENOMEM;
-  m->ctx = ctx;
-  m->max_in_flight = a->conf_int(ctx, "max_in_flight");
-  if (admin_token_conf_load(ctx, a, &m->token, "admin token not loaded") !=
-      PH_OK) {
-    free(m);
-    return PH_EINVAL;
-  }
+  mod *m;
+  int rc = admin_mod_new(ctx, a, sizeof(*m), (void **)&m);
+  if (rc != PH_OK)
+    return rc;
   for (size_t i = 0; i < api_n_collections; i++) {
-    int rc = a->route_register(ctx, api_collections[i].prefix, on_request,
-                               on_cancel, m, (uint32_t)m->max_in_flight);
+    rc = admin_mod_register(&m->b, api_collections[i].prefix, on_request,
+                            on_cancel);
     if (rc != PH_OK) {
-      OPENSSL_cleanse(m, sizeof(*m));
-      free(m);
+      admin_mod_free(&m->b, sizeof(*m));
       return rc;
     }
   }
@@ -564,24 +506,24 @@ static int api_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int api_start(void *state) {
   mod *m = state;
-  const char *store = api->conf_str(m->ctx, "store");
-  m->store = api->service_get_named(m->ctx, PH_AZ_STORE_SERVICE, store,
+  const char *store = api->conf_str(m->b.ctx, "store");
+  m->store = api->service_get_named(m->b.ctx, PH_AZ_STORE_SERVICE, store,
                                     PH_AZ_STORE_MAJOR, 0, &m->store_self);
   if (!m->store) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "authz.store not found",
+    PH_LOG(api, m->b.ctx, PH_LOG_ERROR, "authz.store not found",
            PH_STR("store", store));
     return PH_ENOENT;
   }
   /* Empty: the store's own (a store provides "access" beside
    * "authz.store"), when it has one; authorize answers 503 otherwise. */
-  const char *access = api->conf_str(m->ctx, "access");
+  const char *access = api->conf_str(m->b.ctx, "access");
   int named = access && *access;
-  if (named || api->service_provider_loaded(m->ctx, PH_ACCESS_SERVICE, store))
-    m->access = api->service_get_named(m->ctx, PH_ACCESS_SERVICE,
+  if (named || api->service_provider_loaded(m->b.ctx, PH_ACCESS_SERVICE, store))
+    m->access = api->service_get_named(m->b.ctx, PH_ACCESS_SERVICE,
                                        named ? access : store,
                                        PH_ACCESS_MAJOR, 0, &m->access_self);
   if (named && !m->access) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "access provider not found",
+    PH_LOG(api, m->b.ctx, PH_LOG_ERROR, "access provider not found",
            PH_STR("access", access));
     return PH_ENOENT;
   }
@@ -589,29 +531,21 @@ static int api_start(void *state) {
 }
 
 /* A new token file takes effect on SIGHUP (check has read it already). */
-static int api_reload(void *state) {
-  mod *m = state;
-  if (admin_token_conf_load(m->ctx, api, &m->token,
-                            "admin token not reloaded") != PH_OK)
-    return PH_EINVAL;
-  m->max_in_flight = api->conf_int(m->ctx, "max_in_flight");
-  return PH_OK;
-}
+static int api_reload(void *state) { return admin_mod_reload(state); }
 
 static void api_destroy(void *state) {
   mod *m = state;
   if (!m)
     return;
-  while (m->reqs) {
-    req *r = m->reqs;
+  req *r;
+  while ((r = (req *)admin_req_first(&m->b))) {
     if (r->call > 0 && m->store)
       m->store->cancel(m->store_self, r->call);
     if (r->check > 0 && m->access)
       m->access->cancel(m->access_self, r->check);
     req_unlink(r);
   }
-  OPENSSL_cleanse(m, sizeof(*m));
-  free(m);
+  admin_mod_free(&m->b, sizeof(*m));
 }
 
 PROXYHOST_MODULE = {

@@ -7,6 +7,7 @@
 
 #include <proxyhost/connector.h>
 
+#include "admin_http.h"
 #include "host_norm.h"
 
 /* Copies a value of allowed characters; -1 when empty, too long, or with
@@ -29,24 +30,19 @@ int api_authorize_parse(api_authorize *a, const char *q, const char **msg) {
   memset(a, 0, sizeof(*a));
   int seen = 0;
   char port[8] = "";
-  while (*q) {
-    const char *amp = strchr(q, '&');
-    size_t n = amp ? (size_t)(amp - q) : strlen(q);
-    const char *eq = memchr(q, '=', n);
-    if (!eq) {
-      *msg = "a query parameter has no value";
-      return -1;
-    }
-    size_t kl = (size_t)(eq - q), vl = n - kl - 1;
-    const char *v = eq + 1;
+  api_qpair kv;
+  int more;
+  while ((more = api_query_next(&q, &kv)) > 0) {
     int bit, bad;
-    if (kl == 5 && memcmp(q, "token", 5) == 0)
+    const char *v = kv.v;
+    size_t vl = kv.vl;
+    if (api_qpair_is(&kv, "token"))
       bit = 1, bad = take(v, vl, a->token, sizeof(a->token), NAME_CHARS);
-    else if (kl == 5 && memcmp(q, "agent", 5) == 0)
+    else if (api_qpair_is(&kv, "agent"))
       bit = 2, bad = take(v, vl, a->agent, sizeof(a->agent), NAME_CHARS);
-    else if (kl == 4 && memcmp(q, "host", 4) == 0)
+    else if (api_qpair_is(&kv, "host"))
       bit = 4, bad = take(v, vl, a->host, sizeof(a->host), NAME_CHARS ":");
-    else if (kl == 4 && memcmp(q, "port", 4) == 0)
+    else if (api_qpair_is(&kv, "port"))
       bit = 8, bad = take(v, vl, port, sizeof(port), "0123456789");
     else {
       *msg = "unknown query parameter: authorize takes token, agent, host "
@@ -60,9 +56,10 @@ int api_authorize_parse(api_authorize *a, const char *q, const char **msg) {
       return -1;
     }
     seen |= bit;
-    q += n;
-    if (*q == '&')
-      q++;
+  }
+  if (more < 0) {
+    *msg = "a query parameter has no value";
+    return -1;
   }
   if (seen != 15) {
     *msg = "authorize needs token, agent, host and port";

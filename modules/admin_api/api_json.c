@@ -459,21 +459,16 @@ int api_query_parse(api_query *r, const char *q, const char **msg) {
   l->kind = 0;
   int seen = 0;
   l->limit = API_LIST_DEFAULT;
-  while (*q) {
-    const char *amp = strchr(q, '&');
-    size_t n = amp ? (size_t)(amp - q) : strlen(q);
-    const char *eq = memchr(q, '=', n);
-    if (!eq) {
-      *msg = "a query parameter has no value";
-      return -1;
-    }
-    size_t kl = (size_t)(eq - q), vl = n - kl - 1;
-    const char *v = eq + 1;
+  api_qpair kv;
+  int more;
+  while ((more = api_query_next(&q, &kv)) > 0) {
     int bit = 0, bad = 0;
-    if (kl == 5 && memcmp(q, "after", 5) == 0) {
+    const char *v = kv.v;
+    size_t vl = kv.vl;
+    if (api_qpair_is(&kv, "after")) {
       bit = 1, bad = query_value(v, vl, r->after, sizeof(r->after));
       l->after = r->after;
-    } else if (kl == 5 && memcmp(q, "limit", 5) == 0) {
+    } else if (api_qpair_is(&kv, "limit")) {
       char num[8];
       bit = 2, bad = query_value(v, vl, num, sizeof(num));
       char *end;
@@ -481,10 +476,10 @@ int api_query_parse(api_query *r, const char *q, const char **msg) {
       if (bad || *end || x < 1 || x > PH_AZ_LIST_MAX || num[0] == '0')
         bad = 1;
       l->limit = (uint32_t)x;
-    } else if (kl == 4 && memcmp(q, "user", 4) == 0) {
+    } else if (api_qpair_is(&kv, "user")) {
       bit = 4, bad = query_value(v, vl, r->user, sizeof(r->user));
       l->user = r->user;
-    } else if (kl == 5 && memcmp(q, "agent", 5) == 0) {
+    } else if (api_qpair_is(&kv, "agent")) {
       bit = 8, bad = query_value(v, vl, r->agent, sizeof(r->agent));
       l->agent = r->agent;
     } else {
@@ -498,7 +493,10 @@ int api_query_parse(api_query *r, const char *q, const char **msg) {
       return -1;
     }
     seen |= bit;
-    q += n + (amp ? 1 : 0);
+  }
+  if (more < 0) {
+    *msg = "a query parameter has no value";
+    return -1;
   }
   return 0;
 }

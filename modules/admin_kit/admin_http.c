@@ -105,3 +105,24 @@ int api_is_json_type(const char *t) {
   return strncasecmp(t, API_JSON_TYPE, n) == 0 &&
          (t[n] == '\0' || t[n] == ';' || t[n] == ' ');
 }
+
+int api_query_next(const char **q, api_qpair *kv) {
+  const char *p = *q;
+  if (!p || !*p)
+    return 0;
+  const char *amp = strchr(p, '&');
+  size_t n = amp ? (size_t)(amp - p) : strlen(p);
+  const char *eq = memchr(p, '=', n);
+  if (!eq)
+    return -1;
+  kv->k = p;
+  kv->kl = (size_t)(eq - p);
+  kv->v = eq + 1;
+  kv->vl = n - kv->kl - 1;
+  *q = amp ? amp + 1 : p + n;
+  return 1;
+}
+
+int api_qpair_is(const api_qpair *p, const char *name) {
+  return p->kl == strlen(name) && memcmp(p->k, name, p->kl) == 0;
+}

@@ -60,4 +60,17 @@ int api_is_json_type(const char *t);
 
 #define API_JSON_TYPE "application/json"
 
+/* One name=value pair of a query string (not NUL-terminated). */
+typedef struct api_qpair {
+  const char *k, *v;
+  size_t kl, vl;
+} api_qpair;
+
+/* The next pair of the query string at *q (NULL or empty: the end), *q
+ * then past it and its '&'. 1 with the pair in *p, 0 at the end, -1 when
+ * the pair has no '='. */
+int api_query_next(const char **q, api_qpair *p);
+/* 1 when the pair's name is name. */
+int api_qpair_is(const api_qpair *p, const char *name);
+
 #endif

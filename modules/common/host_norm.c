@@ -24,8 +24,7 @@ static int norm_literal(const char *in, size_t n, char *out) {
   return -1;
 }
 
-/* The rules of the direct connector's target policy for names. */
-static int norm_name(const char *in, size_t n, char *out) {
+int host_norm_name(const char *in, size_t n, char *out) {
   if (n > 0 && in[n - 1] == '.')
     n--;
   if (n == 0)
@@ -43,11 +42,13 @@ static int norm_name(const char *in, size_t n, char *out) {
     } else {
       return -1;
     }
-    out[i] = (char)tolower(ch);
+    if (out)
+      out[i] = (char)tolower(ch);
   }
   if (label == 0)
     return -1;
-  out[n] = '\0';
+  if (out)
+    out[n] = '\0';
   return 0;
 }
 
@@ -63,7 +64,7 @@ int host_norm(const char *in, char *out) {
     return 0;
   if (strchr(in, ':') || in[0] == '[')
     return -1;
-  return norm_name(in, n, out);
+  return host_norm_name(in, n, out);
 }
 
 int host_norm_ok(const char *h) {

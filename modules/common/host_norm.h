@@ -20,6 +20,12 @@
  * 0, or -1 when in is NULL, empty, too long or neither. */
 int host_norm(const char *in, char *out);
 
+/* The name rules (the direct connector's target policy uses them too):
+ * in[0..n) without one trailing dot is letters, digits, '-' and '_' in
+ * dot-separated labels of 1..63 bytes; written lower-case into out (n + 1
+ * bytes; NULL: only checked). 0, or -1 when it is not such a name. */
+int host_norm_name(const char *in, size_t n, char *out);
+
 /* 1 when h is already in normal form (host_norm(h) == h), else 0. */
 int host_norm_ok(const char *h);
 

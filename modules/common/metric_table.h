@@ -31,6 +31,14 @@
  *                   must be exactly that many pointers.
  *   PH_METRIC_FAMILY the ph_metric * only, for a module that resolves its
  *                   series itself (api->series).
+ *   PH_METRIC_ONLY  as PH_METRIC, for a family of which only some label
+ *                   combinations are ever recorded: registered with
+ *                   api->metric_only (ABI 1.2) and those combinations
+ *                   (PH_METRIC_COMBOS(arr, n): n rows of one value per
+ *                   label, NULL for any), so /metrics shows no zero
+ *                   series for the others; api->metric on an older host.
+ *                   The handle of a combination not declared is NULL
+ *                   (api->series has none for it).
  *
  * Families are registered in table order (the order /metrics shows).
  * The first refusal stops: the host logs its reason, this logs
@@ -40,8 +48,9 @@
  * stay registered (init fails, the host discards the module).
  *
  * Init only, loop thread (as api->metric). Lives in modules/common (not
- * the SDK) so that it costs no ABI change; it uses only ABI 1.0 calls
- * (metric, series), so a third-party module may copy these two files.
+ * the SDK) so that it costs no ABI change; it needs only ABI 1.0 calls
+ * (metric, series; metric_only where the host has it), so a third-party
+ * module may copy these two files.
  */
 #ifndef PH_METRIC_TABLE_H
 #define PH_METRIC_TABLE_H
@@ -55,6 +64,8 @@ typedef struct ph_metric_table {
   int has_series;      /* 1: series at series_off; 0: ph_metric * there */
   size_t off;          /* offset of the handle field in the state */
   size_t size;         /* sizeof the handle field */
+  const char *const *combos; /* PH_METRIC_ONLY: the combinations, or NULL */
+  size_t n_combos;
 } ph_metric_table;
 
 #define PH_METRIC_NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -64,6 +75,8 @@ typedef struct ph_metric_table {
 #define PH_METRIC_NO_LABELS NULL, 0
 #define PH_METRIC_BUCKETS(arr) (arr), PH_METRIC_NELEM(arr)
 #define PH_METRIC_NO_BUCKETS NULL, 0
+/* For PH_METRIC_ONLY: n combinations in arr (n * n_labels values). */
+#define PH_METRIC_COMBOS(arr, n) (arr), (n)
 
 /* The macros expand labels_ and buckets_ (two initialisers each) in
  * place, so they must not pass them on to another macro. */
@@ -71,15 +84,26 @@ typedef struct ph_metric_table {
   {{(name_), (help_), (type_), labels_, buckets_},                            \
    1,                                                                         \
    offsetof(type_t_, field_),                                                 \
-   sizeof(((type_t_ *)0)->field_)}
+   sizeof(((type_t_ *)0)->field_),                                            \
+   NULL,                                                                      \
+   0}
+#define PH_METRIC_ONLY(name_, type_, help_, labels_, buckets_, combos_,       \
+                       type_t_, field_)                                       \
+  {{(name_), (help_), (type_), labels_, buckets_},                            \
+   1,                                                                         \
+   offsetof(type_t_, field_),                                                 \
+   sizeof(((type_t_ *)0)->field_),                                            \
+   combos_}
 #define PH_METRIC_FAMILY(name_, type_, help_, labels_, buckets_, type_t_,     \
                          field_)                                              \
   {{(name_), (help_), (type_), labels_, buckets_},                            \
    0,                                                                         \
    offsetof(type_t_, field_),                                                 \
-   sizeof(((type_t_ *)0)->field_)}
+   sizeof(((type_t_ *)0)->field_),                                            \
+   NULL,                                                                      \
+   0}
 #define PH_METRIC_END                                                         \
-  {{NULL, NULL, (ph_metric_type)0, NULL, 0, NULL, 0}, 0, 0, 0}
+  {{NULL, NULL, (ph_metric_type)0, NULL, 0, NULL, 0}, 0, 0, 0, NULL, 0}
 
 /* Registers every family of table (up to PH_METRIC_END) and fills the
  * handles in state. PH_OK, or PH_EINVAL after the log line above. */

@@ -28,6 +28,7 @@
 #include "clocks.h"
 #include "idtab.h"
 #include "ilist.h"
+#include "metric_table.h"
 #include "dialer.h"
 #include "policy.h"
 #include "resolver.h"
@@ -714,12 +715,17 @@ static resolver *build_resolver(direct *d) {
 
 /* ---- lifecycle ------------------------------------------------------- */
 
-static ph_series *plain_metric(direct *d, const char *name, const char *help,
-                               ph_metric_type type) {
-  ph_metric_def def = {name, help, type, NULL, 0, NULL, 0};
-  ph_metric *m = api->metric(d->ctx, &def);
-  return m ? api->series(m, NULL) : NULL;
-}
+static const ph_metric_table direct_metrics[] = {
+    PH_METRIC("proxyhost_direct_dials_active", PH_METRIC_GAUGE,
+              "Dials resolving or connecting now", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, direct, g_active),
+    PH_METRIC("proxyhost_direct_dials_pending", PH_METRIC_GAUGE,
+              "Opens waiting for a dial slot", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, direct, g_pending),
+    PH_METRIC("proxyhost_direct_dial_queue_full_total", PH_METRIC_COUNTER,
+              "Opens answered queue_full", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, direct, c_queue_full),
+    PH_METRIC_END};
 
 static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
@@ -735,15 +741,7 @@ static int direct_init(ph_ctx *ctx, const ph_api *a, void **state) {
   int comp = stream_metrics_component(api->conf_str(ctx, "component"));
   if (stream_metrics_init(&d->sm, api, ctx, comp, SM_DIALER) != PH_OK)
     return PH_EINVAL;
-  d->g_active =
-      plain_metric(d, "proxyhost_direct_dials_active",
-                   "Dials resolving or connecting now", PH_METRIC_GAUGE);
-  d->g_pending = plain_metric(d, "proxyhost_direct_dials_pending",
-                              "Opens waiting for a dial slot", PH_METRIC_GAUGE);
-  d->c_queue_full =
-      plain_metric(d, "proxyhost_direct_dial_queue_full_total",
-                   "Opens answered queue_full", PH_METRIC_COUNTER);
-  if (!d->g_active || !d->g_pending || !d->c_queue_full)
+  if (ph_metric_table_register(api, ctx, direct_metrics, d) != PH_OK)
     return PH_EINVAL;
   /* Slots and queue places bound the live requests; the table only needs
    * to keep chains short. */

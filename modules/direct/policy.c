@@ -2,6 +2,7 @@
 #include "policy.h"
 
 #include "cidr.h"
+#include "host_norm.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -78,31 +79,9 @@ int policy_add_cidr(policy *p, int list, const char *text) {
  * dot. out may be NULL. */
 static int normalise_name(const char *in, char *out) {
   size_t n = strlen(in);
-  if (n > 0 && in[n - 1] == '.')
-    n--;
-  if (n == 0 || n > POLICY_MAX_NAME)
+  if (n - (n > 0 && in[n - 1] == '.') > POLICY_MAX_NAME)
     return -1;
-  size_t label = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)in[i];
-    if (ch == '.') {
-      if (label == 0)
-        return -1;
-      label = 0;
-    } else if (isalnum(ch) || ch == '-' || ch == '_') {
-      if (++label > 63)
-        return -1;
-    } else {
-      return -1;
-    }
-    if (out)
-      out[i] = (char)tolower(ch);
-  }
-  if (label == 0)
-    return -1;
-  if (out)
-    out[n] = '\0';
-  return 0;
+  return host_norm_name(in, n, out); /* the rules of host_norm's names */
 }
 
 int policy_add_host(policy *p, int list, const char *pattern) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bw.h"
 #include "resolver_qcache.h"
 
 /* One socket c-ares asked us to watch. */
@@ -182,21 +183,18 @@ static void on_sock_state(void *data, ares_socket_t fd, int readable,
 static int set_servers(resolver *r, const resolver_opts *o, char *err,
                        size_t errlen) {
   char csv[RESOLVER_MAX_SERVERS * 64];
-  size_t used = 0;
-  csv[0] = '\0';
+  ph_bw w;
+  ph_bw_init(&w, csv, sizeof(csv), PH_BW_TEXT);
   for (size_t i = 0; i < o->n_servers; i++) {
     char one[96], why[160];
     if (server_entry(o->servers[i], one, sizeof(one), why, sizeof(why)) < 0) {
       snprintf(err, errlen, "resolver_servers: %s", why);
       return -1;
     }
-    int len =
-        snprintf(csv + used, sizeof(csv) - used, "%s%s", i ? "," : "", one);
-    if (len < 0 || (size_t)len >= sizeof(csv) - used) {
+    if ((i && ph_bw_putc(&w, ',') < 0) || ph_bw_puts(&w, one) < 0) {
       snprintf(err, errlen, "resolver_servers: too long");
       return -1;
     }
-    used += (size_t)len;
   }
   if (ares_set_servers_ports_csv(r->channel, csv) != ARES_SUCCESS) {
     snprintf(err, errlen, "resolver_servers: refused by c-ares");

@@ -30,6 +30,7 @@
 #include "frontend_services.h"
 #include "frontend_keys.h"
 #include "http_proxy_int.h"
+#include "metric_table.h"
 
 const ph_api *hp_api;
 
@@ -52,14 +53,24 @@ const char *const hp_method_classes[] = {"connect", "forward", NULL};
 static const char *const status_classes[] = {"2xx", "3xx", "4xx", "5xx", NULL};
 static const ph_label_def request_labels[] = {
     {"method_class", hp_method_classes}, {"status_class", status_classes}};
-static const ph_metric_def request_def = {
-    "proxyhost_http_proxy_requests_total",
-    "HTTP proxy requests by method class and the status the client got",
-    PH_METRIC_COUNTER,
-    request_labels,
-    2,
-    NULL,
-    0};
+/* The proxy answers a CONNECT itself, never with a 3xx; a forwarded
+ * request gets the origin's status. */
+static const char *const produced[] = {"connect", "2xx", "connect", "4xx",
+                                       "connect", "5xx", "forward", NULL};
+static const ph_metric_table hp_metrics[] = {
+    PH_METRIC_ONLY("proxyhost_http_proxy_requests_total", PH_METRIC_COUNTER,
+                   "HTTP proxy requests by method class and the status the "
+                   "client got",
+                   PH_METRIC_LABELS(request_labels), PH_METRIC_NO_BUCKETS,
+                   PH_METRIC_COMBOS(produced, 4), hp, requests),
+    PH_METRIC("proxyhost_http_proxy_clients", PH_METRIC_GAUGE,
+              "HTTP proxy client connections open now", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, hp, m_clients),
+    PH_METRIC("proxyhost_http_proxy_clients_refused_total", PH_METRIC_COUNTER,
+              "HTTP proxy connections closed at once because max_clients was "
+              "reached",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, hp, m_refused),
+    PH_METRIC_END};
 
 static void on_accept(void *arg, int fd, const struct sockaddr *peer,
                       socklen_t peerlen) {
@@ -97,30 +108,8 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
                    ? SM_STAGE_BIT(SM_REMOTE_VALIDATION)
                    : 0)) != PH_OK)
     return PH_EINVAL;
-  /* The proxy answers a CONNECT itself, never with a 3xx; a forwarded
-   * request gets the origin's status. */
-  static const char *const produced[] = {"connect", "2xx", "connect", "4xx",
-                                         "connect", "5xx", "forward", NULL};
-  ph_metric *m = hp_api->metric_only(ctx, &request_def, produced, 4);
-  if (!m)
+  if (ph_metric_table_register(hp_api, ctx, hp_metrics, h) != PH_OK)
     return PH_EINVAL;
-  for (int mc = 0; mc < MC_COUNT; mc++)
-    for (int sc = 0; sc < SC_COUNT; sc++) {
-      const char *v[] = {hp_method_classes[mc], status_classes[sc]};
-      h->requests[mc][sc] = hp_api->series(m, v);
-    }
-  ph_metric_def cd = {"proxyhost_http_proxy_clients",
-                      "HTTP proxy client connections open now",
-                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def rd = {
-      "proxyhost_http_proxy_clients_refused_total",
-      "HTTP proxy connections closed at once because max_clients was reached",
-      PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric *cm = hp_api->metric(ctx, &cd), *rm = hp_api->metric(ctx, &rd);
-  if (!cm || !rm)
-    return PH_EINVAL;
-  h->m_clients = hp_api->series(cm, NULL);
-  h->m_refused = hp_api->series(rm, NULL);
   frontend_server_init(&h->fs, hp_api, ctx, &hp_conn_ops, &h->sm,
                        h->m_clients);
   h->announce = hp_api->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);

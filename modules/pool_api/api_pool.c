@@ -517,28 +517,22 @@ static int parse_query(api_pool_call *c, const char *q, ph_pool_list *l,
                        char *after, size_t cap, const char **msg) {
   int seen_after = 0, seen_limit = 0;
   l->limit = POOL_LIST_DEFAULT;
-  while (q && *q) {
-    const char *amp = strchr(q, '&');
-    size_t n = amp ? (size_t)(amp - q) : strlen(q);
-    const char *eq = memchr(q, '=', n);
-    if (!eq) {
-      *msg = "the query is name=value pairs: after, limit";
-      return -1;
-    }
-    size_t kn = (size_t)(eq - q), vn = n - kn - 1;
-    const char *v = eq + 1;
+  api_qpair kv;
+  int more;
+  while ((more = api_query_next(&q, &kv)) > 0) {
+    const char *v = kv.v;
+    size_t vn = kv.vl;
     for (size_t i = 0; i < vn; i++)
       if (!query_char(v[i])) {
         *msg = "a query value must be [a-z0-9._-]";
         return -1;
       }
-    if (kn == 5 && memcmp(q, "after", 5) == 0 && !seen_after && vn > 0 &&
-        vn < cap) {
+    if (api_qpair_is(&kv, "after") && !seen_after && vn > 0 && vn < cap) {
       seen_after = 1;
       memcpy(after, v, vn);
       after[vn] = '\0';
-    } else if (kn == 5 && memcmp(q, "limit", 5) == 0 && !seen_limit &&
-               vn > 0 && vn <= 4) {
+    } else if (api_qpair_is(&kv, "limit") && !seen_limit && vn > 0 &&
+               vn <= 4) {
       seen_limit = 1;
       char num[8];
       memcpy(num, v, vn);
@@ -554,7 +548,10 @@ static int parse_query(api_pool_call *c, const char *q, ph_pool_list *l,
       *msg = "the query takes after and limit, each once";
       return -1;
     }
-    q = amp ? amp + 1 : NULL;
+  }
+  if (more < 0) {
+    *msg = "the query is name=value pairs: after, limit";
+    return -1;
   }
   if (seen_after && c->kind == PH_POOL_KIND_ROUTE) {
     char *end;

@@ -67,36 +67,26 @@ typedef struct req req;
 typedef struct mod mod;
 
 struct req {
+  admin_req link;       /* first: the kit's (id, in flight) */
   mod *m;
-  int64_t id;           /* the host's request id */
   api_pool_call pool;   /* a pool.store request (api_pool.c) */
   api_extract_call ext; /* an extraction request (api_extract.c) */
-  req *next;
 };
 
 struct mod {
-  ph_ctx *ctx;
-  admin_token token;
+  admin_mod b; /* first: the kit's (ctx, token, requests in flight) */
   const ph_pool_store_v1 *pool;
   void *pool_self;
   const cp_authority_v1 *auth; /* [pool_api] authority's, if set */
   void *auth_self;
   const cp_credcheck_v1 *cred; /* [pool_api] credentials', if loaded */
   void *cred_self;
-  int64_t max_in_flight, in_flight;
-  req *reqs;
 };
 
 /* ---- answers ----------------------------------------------------------- */
 
 static void req_unlink(req *r) {
-  mod *m = r->m;
-  for (req **pp = &m->reqs; *pp; pp = &(*pp)->next)
-    if (*pp == r) {
-      *pp = r->next;
-      break;
-    }
-  m->in_flight--;
+  admin_req_unlink(&r->link);
   api_pool_free(&r->pool);
   OPENSSL_cleanse(r, sizeof(*r));
   free(r);
@@ -106,45 +96,28 @@ static void req_unlink(req *r) {
 static void pool_reply(void *arg, int http, const char *body, size_t len) {
   req *r = arg;
   if (body)
-    admin_reply_json(r->m->ctx, api, r->id, http, body, len);
+    admin_reply_json(r->m->b.ctx, api, r->link.id, http, body, len);
   else
-    api->route_reply(r->m->ctx, r->id, http, NULL, NULL, 0);
+    api->route_reply(r->m->b.ctx, r->link.id, http, NULL, NULL, 0);
   req_unlink(r);
 }
 
-/* A request taken on: linked into m->reqs and counted in in_flight until
- * pool_reply. NULL (after answering 503) when too many are in flight or
- * without memory. */
+/* A request taken on: in flight (admin_req_link) until pool_reply. NULL
+ * (after answering 503) when too many are in flight or without memory. */
 static req *track_req(mod *m, int64_t id) {
-  if (m->in_flight >= m->max_in_flight) {
-    admin_reply_error(m->ctx, api, id, 503, "busy",
-                      "too many admin requests in flight");
+  if (admin_mod_full(&m->b, id))
     return NULL;
-  }
   req *r = calloc(1, sizeof(*r));
   if (!r) {
-    admin_reply_error(m->ctx, api, id, 503, "unavailable", "out of memory");
+    admin_reply_error(m->b.ctx, api, id, 503, "unavailable", "out of memory");
     return NULL;
   }
   r->m = m;
-  r->id = id;
-  r->next = m->reqs;
-  m->reqs = r;
-  m->in_flight++;
+  admin_req_link(&m->b, &r->link, id);
   return r;
 }
 
 /* ---- requests ---------------------------------------------------------- */
-
-static void serve_routes(mod *m, int64_t id) {
-  char buf[4096];
-  long n = api_write_routes(pool_routes, pool_n_routes, buf, sizeof(buf));
-  if (n < 0)
-    admin_reply_error(m->ctx, api, id, 500, "internal",
-                      "route table too large");
-  else
-    admin_reply_json(m->ctx, api, id, 200, buf, (size_t)n);
-}
 
 /* An extraction request: api_extract.c answers through pool_reply,
  * exactly once. */
@@ -152,13 +125,13 @@ static void serve_extract(mod *m, int64_t id, const api_route *rt,
                           const char *key, const ph_http_request *hr) {
   if (!m->auth) {
     admin_reply_error(
-        m->ctx, api, id, 501, "not_implemented",
+        m->b.ctx, api, id, 501, "not_implemented",
         "exclusive extraction is off: [pool_api] authority is not "
         "set");
     return;
   }
   if (hr->query && hr->query[0]) {
-    admin_reply_error(m->ctx, api, id, 400, "invalid",
+    admin_reply_error(m->b.ctx, api, id, 400, "invalid",
                       "this call takes no query");
     return;
   }
@@ -182,7 +155,7 @@ static void serve_extract(mod *m, int64_t id, const api_route *rt,
 static void serve_pool(mod *m, int64_t id, const api_route *rt, const char *key,
                        const ph_http_request *hr) {
   if (hr->body_len > 0 && !api_is_json_type(hr->content_type)) {
-    admin_reply_error(m->ctx, api, id, 415, "unsupported_media_type",
+    admin_reply_error(m->b.ctx, api, id, 415, "unsupported_media_type",
                       "send the body as application/json");
     return;
   }
@@ -204,31 +177,21 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt, const char *key,
 
 static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
   mod *m = arg;
-  if (!admin_token_check(&m->token, hr->authorization)) {
-    admin_reply_error(m->ctx, api, id, 401, "unauthorized",
-                      "send Authorization: Bearer with the admin token");
+  if (!admin_mod_authorized(&m->b, id, hr))
     return;
-  }
   char key[API_POOL_KEY_MAX + 1];
   int path_known;
   const api_route *rt = pool_match(hr->method, hr->path, key, &path_known);
-  if (!rt) {
-    if (path_known)
-      admin_reply_error(m->ctx, api, id, 405, "method_not_allowed",
-                        "this path does not take this method");
-    else if (pool_extraction_path(hr->path))
-      admin_reply_error(m->ctx, api, id, 400, "invalid",
-                        "a proxy id is 1..128 bytes of [a-z0-9._-]");
-    else
-      admin_reply_error(m->ctx, api, id, 404, "not_found", "no such route");
+  if (!rt && !path_known && pool_extraction_path(hr->path)) {
+    admin_reply_error(m->b.ctx, api, id, 400, "invalid",
+                      "a proxy id is 1..128 bytes of [a-z0-9._-]");
     return;
   }
-  if (rt->op == OP_ROUTES) {
-    serve_routes(m, id);
+  if (admin_mod_answered(&m->b, id, rt, path_known, pool_routes,
+                         pool_n_routes))
     return;
-  }
   if (!m->pool) {
-    admin_reply_error(m->ctx, api, id, 503, "unavailable",
+    admin_reply_error(m->b.ctx, api, id, 503, "unavailable",
                       "the store is not started");
     return;
   }
@@ -241,60 +204,39 @@ static void on_request(void *arg, int64_t id, const ph_http_request *hr) {
 /* The client left or the deadline passed: drop the store call. */
 static void on_cancel(void *arg, int64_t id) {
   mod *m = arg;
-  for (req *r = m->reqs; r; r = r->next)
-    if (r->id == id) {
-      api_pool_cancel(&r->pool);
-      api_extract_cancel(&r->ext);
-      req_unlink(r);
-      return;
-    }
+  req *r = (req *)admin_req_find(&m->b, id);
+  if (!r)
+    return;
+  api_pool_cancel(&r->pool);
+  api_extract_cancel(&r->ext);
+  req_unlink(r);
 }
 
 /* ---- lifecycle --------------------------------------------------------- */
 
 static int pool_api_check(ph_ctx *ctx, const ph_api *a, const char **key,
                           char *why, size_t whylen) {
-  const char *store = a->conf_str(ctx, "store");
-  if (!store || !*store) {
-    *key = "store";
-    snprintf(why, whylen,
-             "required: the pool.store provider instance "
-             "(store_sqlite or store_pg)");
-    return PH_EINVAL;
-  }
-  int rc = check_named_provider(ctx, a, "store", PH_POOL_STORE_SERVICE, key,
-                                why, whylen);
+  int rc = admin_conf_provider(ctx, a, "store", PH_POOL_STORE_SERVICE,
+                               "the pool.store provider instance "
+                               "(store_sqlite or store_pg)",
+                               key, why, whylen);
+  if (rc == PH_OK)
+    rc = admin_conf_provider(ctx, a, "authority", CP_AUTHORITY_SERVICE, NULL,
+                             key, why, whylen);
   if (rc != PH_OK)
     return rc;
-  const char *authority = a->conf_str(ctx, "authority");
-  if (authority && *authority) {
-    rc = check_named_provider(ctx, a, "authority", CP_AUTHORITY_SERVICE, key,
-                              why, whylen);
-    if (rc != PH_OK)
-      return rc;
-  }
   return admin_token_conf_check(ctx, a, key, why, whylen);
 }
 
 static int pool_api_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
-  if (a->size <= offsetof(ph_api, route_reply))
-    return PH_ESTATE; /* a host before ABI 1.3 has no routes */
-  mod *m = calloc(1, sizeof(*m));
-  if (!m)
-    return PH_ENOMEM;
-  m->ctx = ctx;
-  m->max_in_flight = a->conf_int(ctx, "max_in_flight");
-  if (admin_token_conf_load(ctx, a, &m->token, "admin token not loaded") !=
-      PH_OK) {
-    free(m);
-    return PH_EINVAL;
-  }
-  int rc = a->route_register(ctx, POOL_API_PREFIX, on_request, on_cancel, m,
-                             (uint32_t)m->max_in_flight);
+  mod *m;
+  int rc = admin_mod_new(ctx, a, sizeof(*m), (void **)&m);
+  if (rc != PH_OK)
+    return rc;
+  rc = admin_mod_register(&m->b, POOL_API_PREFIX, on_request, on_cancel);
   if (rc != PH_OK) {
-    OPENSSL_cleanse(m, sizeof(*m));
-    free(m);
+    admin_mod_free(&m->b, sizeof(*m));
     return rc;
   }
   *state = m;
@@ -303,29 +245,29 @@ static int pool_api_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int pool_api_start(void *state) {
   mod *m = state;
-  const char *store = api->conf_str(m->ctx, "store");
-  m->pool = api->service_get_named(m->ctx, PH_POOL_STORE_SERVICE, store,
+  const char *store = api->conf_str(m->b.ctx, "store");
+  m->pool = api->service_get_named(m->b.ctx, PH_POOL_STORE_SERVICE, store,
                                    PH_POOL_STORE_MAJOR, 0, &m->pool_self);
   if (!m->pool) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR,
+    PH_LOG(api, m->b.ctx, PH_LOG_ERROR,
            "pool.store not found (a store of schema v10)",
            PH_STR("store", store));
     return PH_ENOENT;
   }
   /* Credentials the controller cannot read (issue 23 item 6): asked only
    * where that controller runs in this process. */
-  const char *credentials = api->conf_str(m->ctx, "credentials");
+  const char *credentials = api->conf_str(m->b.ctx, "credentials");
   if (credentials && *credentials &&
-      api->service_provider_loaded(m->ctx, CP_CREDCHECK_SERVICE, credentials))
-    m->cred = api->service_get_named(m->ctx, CP_CREDCHECK_SERVICE, credentials,
+      api->service_provider_loaded(m->b.ctx, CP_CREDCHECK_SERVICE, credentials))
+    m->cred = api->service_get_named(m->b.ctx, CP_CREDCHECK_SERVICE, credentials,
                                      CP_CREDCHECK_MAJOR, 0, &m->cred_self);
   /* Exclusive extraction: minor 2 has extract (cp_authority.h). */
-  const char *authority = api->conf_str(m->ctx, "authority");
+  const char *authority = api->conf_str(m->b.ctx, "authority");
   if (authority && *authority) {
-    m->auth = api->service_get_named(m->ctx, CP_AUTHORITY_SERVICE, authority,
+    m->auth = api->service_get_named(m->b.ctx, CP_AUTHORITY_SERVICE, authority,
                                      CP_AUTHORITY_MAJOR, 2, &m->auth_self);
     if (!m->auth) {
-      PH_LOG(api, m->ctx, PH_LOG_ERROR,
+      PH_LOG(api, m->b.ctx, PH_LOG_ERROR,
              "cp.authority 1.2 (exclusive extraction) not found: load "
              "redis_ownership or empty [pool_api] authority",
              PH_STR("authority", authority));
@@ -336,27 +278,19 @@ static int pool_api_start(void *state) {
 }
 
 /* A new token file takes effect on SIGHUP (check has read it already). */
-static int pool_api_reload(void *state) {
-  mod *m = state;
-  if (admin_token_conf_load(m->ctx, api, &m->token,
-                            "admin token not reloaded") != PH_OK)
-    return PH_EINVAL;
-  m->max_in_flight = api->conf_int(m->ctx, "max_in_flight");
-  return PH_OK;
-}
+static int pool_api_reload(void *state) { return admin_mod_reload(state); }
 
 static void pool_api_destroy(void *state) {
   mod *m = state;
   if (!m)
     return;
-  while (m->reqs) {
-    req *r = m->reqs;
+  req *r;
+  while ((r = (req *)admin_req_first(&m->b))) {
     api_pool_cancel(&r->pool);
     api_extract_cancel(&r->ext);
     req_unlink(r);
   }
-  OPENSSL_cleanse(m, sizeof(*m));
-  free(m);
+  admin_mod_free(&m->b, sizeof(*m));
 }
 
 PROXYHOST_MODULE = {

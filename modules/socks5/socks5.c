@@ -49,6 +49,7 @@
 #include "frontend_server.h"
 #include "frontend_services.h"
 #include "listener.h"
+#include "metric_table.h"
 #include "open_map.h"
 #include "relay.h"
 #include "socks5_proto.h"
@@ -720,12 +721,20 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
 
 /* ---- lifecycle -------------------------------------------------------- */
 
-static ph_series *plain_metric(s5_server *s, const char *name, const char *help,
-                               ph_metric_type type) {
-  ph_metric_def d = {name, help, type, NULL, 0, NULL, 0};
-  ph_metric *m = api->metric(s->ctx, &d);
-  return m ? api->series(m, NULL) : NULL;
-}
+static const ph_metric_table s5_metrics[] = {
+    PH_METRIC("proxyhost_socks5_clients", PH_METRIC_GAUGE,
+              "SOCKS5 client connections open now", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, s5_server, m_clients),
+    PH_METRIC("proxyhost_socks5_clients_refused_total", PH_METRIC_COUNTER,
+              "SOCKS5 connections closed at once because max_clients was "
+              "reached",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, s5_server,
+              m_refused),
+    PH_METRIC("proxyhost_socks5_handshake_failures_total", PH_METRIC_COUNTER,
+              "SOCKS5 connections that ended before a complete request",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, s5_server,
+              m_handshake_fail),
+    PH_METRIC_END};
 
 static void read_settings(s5_server *s) {
   s->handshake_ms = api->conf_int(s->ctx, "handshake_timeout");
@@ -750,18 +759,7 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
     uses |= SM_STAGE_BIT(SM_REMOTE_VALIDATION);
   if (!s->topic || stream_metrics_init(&s->sm, api, ctx, SM_CLIENT, uses) < 0)
     return PH_EINVAL;
-  s->m_clients =
-      plain_metric(s, "proxyhost_socks5_clients", "SOCKS5 client connections open now",
-                   PH_METRIC_GAUGE);
-  s->m_refused = plain_metric(
-      s, "proxyhost_socks5_clients_refused_total",
-      "SOCKS5 connections closed at once because max_clients was reached",
-      PH_METRIC_COUNTER);
-  s->m_handshake_fail =
-      plain_metric(s, "proxyhost_socks5_handshake_failures_total",
-                   "SOCKS5 connections that ended before a complete request",
-                   PH_METRIC_COUNTER);
-  if (!s->m_clients || !s->m_refused || !s->m_handshake_fail)
+  if (ph_metric_table_register(api, ctx, s5_metrics, s) != PH_OK)
     return PH_EINVAL;
   frontend_server_init(&s->fs, api, ctx, &s5_ops, &s->sm, s->m_clients);
   return PH_OK;

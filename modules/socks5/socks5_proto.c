@@ -6,19 +6,40 @@
 #include <netinet/in.h>
 #include <string.h>
 
-int s5_parse_greeting(const uint8_t *p, size_t n, s5_greeting *out) {
-  memset(out, 0, sizeof(*out));
+/* The two bytes every client message starts with: the version, then one
+ * the caller reads; *out (size bytes) zeroed first. 1 when both are there
+ * and the version is ver, else the verdict (S5_NEED_MORE,
+ * S5_ERR_VERSION). */
+static int head(const uint8_t *p, size_t n, uint8_t ver, void *out,
+                size_t size) {
+  memset(out, 0, size);
   if (n < 1)
     return S5_NEED_MORE;
-  if (p[0] != S5_VERSION)
+  if (p[0] != ver)
     return S5_ERR_VERSION;
   if (n < 2)
     return S5_NEED_MORE;
+  return 1;
+}
+
+/* A head whose second byte counts the bytes after it (1 to 255), then
+ * extra bytes more: 1 when they are all there, else the verdict. */
+static int counted(const uint8_t *p, size_t n, uint8_t ver, size_t extra,
+                   void *out, size_t size) {
+  int h = head(p, n, ver, out, size);
+  if (h != 1)
+    return h;
+  if (p[1] == 0)
+    return S5_ERR_MALFORMED;
+  return n < 2 + (size_t)p[1] + extra ? S5_NEED_MORE : 1;
+}
+
+int s5_parse_greeting(const uint8_t *p, size_t n, s5_greeting *out) {
+  /* RFC 1928: 1 to 255 methods */
+  int h = counted(p, n, S5_VERSION, 0, out, sizeof(*out));
+  if (h != 1)
+    return h;
   size_t nm = p[1];
-  if (nm == 0)
-    return S5_ERR_MALFORMED; /* RFC 1928: 1 to 255 methods */
-  if (n < 2 + nm)
-    return S5_NEED_MORE;
   for (size_t i = 0; i < nm; i++) {
     if (p[2 + i] == S5_METHOD_NONE)
       out->no_auth = 1;
@@ -29,18 +50,11 @@ int s5_parse_greeting(const uint8_t *p, size_t n, s5_greeting *out) {
 }
 
 int s5_parse_auth(const uint8_t *p, size_t n, s5_auth *out) {
-  memset(out, 0, sizeof(*out));
-  if (n < 1)
-    return S5_NEED_MORE;
-  if (p[0] != S5_AUTH_VERSION)
-    return S5_ERR_VERSION;
-  if (n < 2)
-    return S5_NEED_MORE;
+  /* RFC 1929: the user name (1 to 255 bytes), then the password's length */
+  int h = counted(p, n, S5_AUTH_VERSION, 1, out, sizeof(*out));
+  if (h != 1)
+    return h;
   size_t ulen = p[1];
-  if (ulen == 0)
-    return S5_ERR_MALFORMED;
-  if (n < 2 + ulen + 1)
-    return S5_NEED_MORE;
   size_t plen = p[2 + ulen];
   size_t total = 3 + ulen + plen;
   if (n < total)
@@ -91,13 +105,9 @@ static int parse_address(const uint8_t *p, size_t n, s5_request *out) {
 }
 
 int s5_parse_request(const uint8_t *p, size_t n, s5_request *out) {
-  memset(out, 0, sizeof(*out));
-  if (n < 1)
-    return S5_NEED_MORE;
-  if (p[0] != S5_VERSION)
-    return S5_ERR_VERSION;
-  if (n < 2)
-    return S5_NEED_MORE;
+  int h = head(p, n, S5_VERSION, out, sizeof(*out));
+  if (h != 1)
+    return h;
   out->cmd = p[1];
   if (p[1] != S5_CMD_CONNECT)
     return S5_ERR_COMMAND;

@@ -6,12 +6,56 @@
 
 static const char *const poll_results[] = {"success", "failure", NULL};
 
+void az_rev_track_init(az_rev_track *t, ph_ctx *ctx, const ph_api *api,
+                       int64_t stale_ms) {
+  memset(t, 0, sizeof(*t));
+  t->api = api;
+  t->ctx = ctx;
+  t->stale_ms = stale_ms;
+}
+
+int az_rev_track_vouched(const az_rev_track *t) {
+  if (!t->healthy)
+    return 0;
+  if (!t->failing)
+    return 1;
+  return t->api->now_ms(t->ctx) - t->last_ok_ms <= t->stale_ms;
+}
+
+int az_rev_track_observe(az_rev_track *t, az_rev_read what, int64_t value,
+                         uint64_t floor) {
+  if (what == AZ_REV_READ_FAILED) {
+    t->failing = 1;
+    return 0;
+  }
+  t->failing = 0;
+  if (what == AZ_REV_READ_OK && value > 0 && (uint64_t)value < t->value &&
+      (uint64_t)value >= floor)
+    return 0; /* stale, not wrong: read before a write whose answer came
+                 first */
+  if (what == AZ_REV_READ_OK && value > 0 && (uint64_t)value >= t->value) {
+    t->value = (uint64_t)value;
+    t->healthy = 1;
+    t->last_ok_ms = t->api->now_ms(t->ctx);
+    return 1;
+  }
+  t->healthy = 0; /* missing, not fitting, or lower than callers have seen */
+  return 0;
+}
+
+int az_rev_track_get(const az_rev_track *t, uint64_t *out) {
+  if (!out)
+    return PH_EINVAL;
+  if (!az_rev_track_vouched(t))
+    return PH_ESTATE;
+  *out = t->value;
+  return PH_OK;
+}
+
 int az_revision_init(az_revision *r, ph_ctx *ctx, const ph_api *api,
                      int64_t stale_ms) {
   memset(r, 0, sizeof(*r));
-  r->api = api;
-  r->ctx = ctx;
-  r->stale_ms = stale_ms;
+  az_rev_track_init(&r->t, ctx, api, stale_ms);
   /* Exactly these definitions in both stores: the host shares a metric
    * registered twice with the same definition. */
   ph_metric_def g = {"tunnelmesh_authorization_revision",
@@ -32,54 +76,25 @@ int az_revision_init(az_revision *r, ph_ctx *ctx, const ph_api *api,
   return r->m_rev && r->m_poll_ok && r->m_poll_fail ? PH_OK : PH_EINVAL;
 }
 
-static int vouched(const az_revision *r) {
-  if (!r->healthy)
-    return 0;
-  if (!r->failing)
-    return 1;
-  return r->api->now_ms(r->ctx) - r->last_ok_ms <= r->stale_ms;
-}
-
 int az_revision_observe(az_revision *r, az_rev_read what, int64_t value,
                         int poll) {
-  return az_revision_observe_at(r, what, value, r->value, poll);
+  return az_revision_observe_at(r, what, value, r->t.value, poll);
 }
 
 int az_revision_observe_at(az_revision *r, az_rev_read what, int64_t value,
                            uint64_t floor, int poll) {
-  int was = vouched(r);
-  if (what == AZ_REV_READ_FAILED) {
-    r->failing = 1;
-  } else {
-    r->failing = 0;
-    if (what == AZ_REV_READ_OK && value > 0 && (uint64_t)value < r->value &&
-        (uint64_t)value >= floor) {
-      /* Stale, not wrong: read before a write whose answer came first. */
-    } else if (what == AZ_REV_READ_OK && value > 0 &&
-               (uint64_t)value >= r->value) {
-      r->value = (uint64_t)value;
-      r->healthy = 1;
-      r->last_ok_ms = r->api->now_ms(r->ctx);
-      r->api->gauge_set(r->m_rev, (double)r->value);
-    } else {
-      /* Missing, not fitting, or lower than what callers have seen. */
-      r->healthy = 0;
-    }
-  }
+  az_rev_track *t = &r->t;
+  int was = az_rev_track_vouched(t);
+  if (az_rev_track_observe(t, what, value, floor))
+    t->api->gauge_set(r->m_rev, (double)t->value);
   if (poll)
-    r->api->inc(r->healthy && !r->failing ? r->m_poll_ok : r->m_poll_fail,
-                1);
-  int now = vouched(r);
+    t->api->inc(t->healthy && !t->failing ? r->m_poll_ok : r->m_poll_fail, 1);
+  int now = az_rev_track_vouched(t);
   if (now != was || !now)
-    r->api->set_ready(r->ctx, now);
+    t->api->set_ready(t->ctx, now);
   return now;
 }
 
 int az_revision_get(const az_revision *r, uint64_t *out) {
-  if (!out)
-    return PH_EINVAL;
-  if (!vouched(r))
-    return PH_ESTATE;
-  *out = r->value;
-  return PH_OK;
+  return az_rev_track_get(&r->t, out);
 }

@@ -25,7 +25,10 @@ typedef enum az_rev_read {
   AZ_REV_READ_FAILED = 3   /* the database did not answer */
 } az_rev_read;
 
-typedef struct az_revision {
+/* The rules both revisions keep (the authorization's here, the pool's in
+ * pool_revision.h, which is only this): the last good value, and whether
+ * it can be vouched for. Loop thread. */
+typedef struct az_rev_track {
   const ph_api *api;
   ph_ctx *ctx;
   uint64_t value;    /* the last good value, 0 before the first */
@@ -33,6 +36,21 @@ typedef struct az_revision {
   int failing;       /* the last read failed */
   int64_t last_ok_ms;/* api->now_ms of the last good read */
   int64_t stale_ms;  /* the bound after failed reads */
+} az_rev_track;
+
+void az_rev_track_init(az_rev_track *t, ph_ctx *ctx, const ph_api *api,
+                       int64_t stale_ms);
+/* One read's outcome (floor: as az_revision_observe_at's). 1 when value
+ * became the last good value. */
+int az_rev_track_observe(az_rev_track *t, az_rev_read what, int64_t value,
+                         uint64_t floor);
+/* Healthy, and no failed reads for longer than stale_ms. */
+int az_rev_track_vouched(const az_rev_track *t);
+/* PH_OK with *out, PH_ESTATE when not vouched for, PH_EINVAL (NULL). */
+int az_rev_track_get(const az_rev_track *t, uint64_t *out);
+
+typedef struct az_revision {
+  az_rev_track t;
   ph_series *m_rev, *m_poll_ok, *m_poll_fail;
 } az_revision;
 
@@ -44,7 +62,7 @@ int az_revision_init(az_revision *r, ph_ctx *ctx, const ph_api *api,
 /* Loop thread: the value to pass as floor to az_revision_observe, taken
  * when the read is sent (its submit). */
 static inline uint64_t az_revision_floor(const az_revision *r) {
-  return r->value;
+  return r->t.value;
 }
 
 /* Loop thread: the outcome of one read (a poll, or the revision a read

@@ -68,27 +68,12 @@ static int pg_version(void *handle, char *why, size_t whylen) {
                 "'authorization_revision')",
                 &ours, why, whylen) < 0)
       return -1;
-    if (ours == 0)
-      return 0;
-    snprintf(why, whylen, "the database has tables of the proxyhost schema "
-             "but no schema_meta: its version is unknown");
-    return -1;
+    return az_version_none(ours, why, whylen);
   }
   long long v = 0;
   int rc = one_int(conn, "SELECT version FROM schema_meta WHERE id = 1", &v,
                    why, whylen);
-  if (rc < 0)
-    return -1;
-  if (rc == 0) {
-    snprintf(why, whylen, "schema_meta has no row (id 1): the version is "
-             "unknown");
-    return -1;
-  }
-  if (v <= 0 || v > 1000000) {
-    snprintf(why, whylen, "schema_meta.version is not a valid version");
-    return -1;
-  }
-  return (int)v;
+  return az_version_row(rc, v, 1, why, whylen);
 }
 
 static int pg_exec(void *handle, const char *sql, char *why, size_t whylen) {
@@ -97,11 +82,9 @@ static int pg_exec(void *handle, const char *sql, char *why, size_t whylen) {
     snprintf(why, whylen, "postgres: the connection is not open");
     return -1;
   }
-  if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
-    snprintf(why, whylen, "a transaction is already open on the "
-             "connection");
+  if (az_exec_before(PQtransactionStatus(conn) != PQTRANS_IDLE, why,
+                     whylen) < 0)
     return -1;
-  }
   /* One simple-query message: the server stops at the first error and
    * leaves the script's transaction aborted, which is rolled back. */
   PGresult *res = PQexec(conn, sql);
@@ -113,13 +96,10 @@ static int pg_exec(void *handle, const char *sql, char *why, size_t whylen) {
     return -1;
   }
   PQclear(res);
-  if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
+  int open = PQtransactionStatus(conn) != PQTRANS_IDLE;
+  if (open)
     rollback(conn);
-    snprintf(why, whylen, "the script left its transaction open (it was "
-             "rolled back)");
-    return -1;
-  }
-  return 0;
+  return az_exec_after(open, why, whylen);
 }
 
 const az_engine_ops az_pg_ops = {

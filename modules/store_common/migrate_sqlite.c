@@ -54,38 +54,20 @@ static int sqlite_version(void *handle, char *why, size_t whylen) {
                 "AND name IN (" AZ_OUR_TABLES ")",
                 &n, NULL, why, whylen) < 0)
       return -1;
-    if (n == 0)
-      return 0;
-    snprintf(why, whylen, "the database has tables of the proxyhost schema "
-             "but no schema_meta: its version is unknown");
-    return -1;
+    return az_version_none(n, why, whylen);
   }
   long long v = 0;
   int is_int = 0;
   int rc = one_int(db, "SELECT version FROM schema_meta WHERE id = 1", &v,
                    &is_int, why, whylen);
-  if (rc < 0)
-    return -1;
-  if (rc == 0) {
-    snprintf(why, whylen, "schema_meta has no row (id 1): the version is "
-             "unknown");
-    return -1;
-  }
-  if (!is_int || v <= 0 || v > 1000000) {
-    snprintf(why, whylen, "schema_meta.version is not a valid version");
-    return -1;
-  }
-  return (int)v;
+  return az_version_row(rc, v, is_int, why, whylen);
 }
 
 static int sqlite_exec(void *handle, const char *sql, char *why,
                        size_t whylen) {
   sqlite3 *db = handle;
-  if (!sqlite3_get_autocommit(db)) {
-    snprintf(why, whylen, "a transaction is already open on the "
-             "connection");
+  if (az_exec_before(!sqlite3_get_autocommit(db), why, whylen) < 0)
     return -1;
-  }
   char *err = NULL;
   if (sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, &err) !=
       SQLITE_OK) {
@@ -102,13 +84,10 @@ static int sqlite_exec(void *handle, const char *sql, char *why,
       sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
   }
-  if (!sqlite3_get_autocommit(db)) {
+  int open = !sqlite3_get_autocommit(db);
+  if (open)
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    snprintf(why, whylen, "the script left its transaction open (it was "
-             "rolled back)");
-    return -1;
-  }
-  return 0;
+  return az_exec_after(open, why, whylen);
 }
 
 const az_engine_ops az_sqlite_ops = {

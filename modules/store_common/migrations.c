@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bw.h"
 #include "migrations_sql.h"
 
 /* The registry (TM-P1-22): one entry per directory of
@@ -62,23 +63,42 @@ static void say(char *buf, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Appends one line to plan (when there is a plan), cutting it short
- * rather than overflowing. */
-static void plan_line(char *plan, size_t planlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void plan_line(char *plan, size_t planlen, const char *fmt, ...) {
-  if (!plan || planlen == 0)
-    return;
-  size_t used = strnlen(plan, planlen - 1);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(plan + used, planlen - used, fmt, ap);
-  va_end(ap);
-  used = strnlen(plan, planlen - 1);
-  if (used + 1 < planlen) {
-    plan[used] = '\n';
-    plan[used + 1] = '\0';
+int az_version_none(long long ours, char *why, size_t whylen) {
+  if (ours == 0)
+    return 0;
+  say(why, whylen, "the database has tables of the proxyhost schema but no "
+                   "schema_meta: its version is unknown");
+  return -1;
+}
+
+int az_version_row(int rc, long long v, int valid, char *why,
+                   size_t whylen) {
+  if (rc < 0)
+    return -1;
+  if (rc == 0) {
+    say(why, whylen, "schema_meta has no row (id 1): the version is unknown");
+    return -1;
   }
+  if (!valid || v <= 0 || v > 1000000) {
+    say(why, whylen, "schema_meta.version is not a valid version");
+    return -1;
+  }
+  return (int)v;
+}
+
+int az_exec_before(int open, char *why, size_t whylen) {
+  if (!open)
+    return 0;
+  say(why, whylen, "a transaction is already open on the connection");
+  return -1;
+}
+
+int az_exec_after(int open, char *why, size_t whylen) {
+  if (!open)
+    return 0;
+  say(why, whylen, "the script left its transaction open (it was rolled "
+                   "back)");
+  return -1;
 }
 
 int az_registry_check(char *why, size_t whylen) {
@@ -185,8 +205,9 @@ int az_migrate(const az_engine_ops *ops, void *db, int apply, char *why,
                size_t whylen, char *plan, size_t planlen) {
   if (why && whylen)
     why[0] = '\0';
-  if (plan && planlen)
-    plan[0] = '\0';
+  /* The plan, one line a step; a line that does not fit is left out. */
+  ph_bw pw;
+  ph_bw_init(&pw, plan, plan ? planlen : 0, PH_BW_TEXT);
   if (!ops || !ops->version || !ops->exec ||
       (ops->engine != AZ_ENGINE_SQLITE && ops->engine != AZ_ENGINE_POSTGRES)) {
     say(why, whylen, "no database engine given to the migration driver");
@@ -207,8 +228,8 @@ int az_migrate(const az_engine_ops *ops, void *db, int apply, char *why,
   if (v == AZ_SCHEMA_VERSION)
     return v;
   if (v == 0) {
-    plan_line(plan, planlen, "new database -> v%d (migrations/ddl.sql)",
-              AZ_SCHEMA_VERSION);
+    ph_bw_printf(&pw, "new database -> v%d (migrations/ddl.sql)\n",
+                 AZ_SCHEMA_VERSION);
     if (!apply)
       return 0;
     return run(ops, db, az_sql_ddl(), "creating the schema (ddl.sql)", 0,
@@ -225,8 +246,8 @@ int az_migrate(const az_engine_ops *ops, void *db, int apply, char *why,
     return AZ_MIGRATE_REFUSED;
   }
   for (size_t i = first; i < first + count; i++)
-    plan_line(plan, planlen, "v%d -> v%d (migrations/incremental/%s/%s.sql)",
-              s[i].from, s[i].to, s[i].name, engine);
+    ph_bw_printf(&pw, "v%d -> v%d (migrations/incremental/%s/%s.sql)\n",
+                 s[i].from, s[i].to, s[i].name, engine);
   if (!apply)
     return v;
   for (size_t i = first; i < first + count; i++) {

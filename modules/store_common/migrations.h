@@ -59,6 +59,21 @@ typedef struct az_engine_ops {
   int (*exec)(void *db, const char *sql, char *why, size_t whylen);
 } az_engine_ops;
 
+/* The engines' shared steps (migrations.c). Their version step once
+ * schema_meta is known to be missing: 0 when none of our tables is
+ * there either (ours, their count), else -1 with why. */
+int az_version_none(long long ours, char *why, size_t whylen);
+/* Their version step after reading schema_meta's row: rc of the read
+ * (-1 failed, why set; 0 no row; 1 the value v, valid when it is an
+ * integer): the version, or -1 with why. */
+int az_version_row(int rc, long long v, int valid, char *why,
+                   size_t whylen);
+/* Their exec's check before a script (open: a transaction is open on
+ * the connection) and after it (open: the script left its own open,
+ * already rolled back): 0, or -1 with why. */
+int az_exec_before(int open, char *why, size_t whylen);
+int az_exec_after(int open, char *why, size_t whylen);
+
 /* az_migrate's results below zero. Any negative value is a failure; the
  * two tell a broken database or connection from one this build must not
  * touch (proxyhost-migrate exits 1 and 3 for them). */

@@ -17,15 +17,11 @@
 
 #include <proxyhost/host.h>
 
-#include "az_revision.h" /* az_rev_read */
+#include "az_revision.h" /* az_rev_read, az_rev_track */
 
-typedef struct pool_revision {
-  const ph_api *api;
-  ph_ctx *ctx;
-  uint64_t value;
-  int healthy, failing;
-  int64_t last_ok_ms, stale_ms;
-} pool_revision;
+/* The authorization revision's rules (az_rev_track) without its metrics
+ * and readiness. */
+typedef az_rev_track pool_revision;
 
 void pool_revision_init(pool_revision *r, ph_ctx *ctx, const ph_api *api,
                         int64_t stale_ms);

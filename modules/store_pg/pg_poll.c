@@ -60,11 +60,11 @@ static void p_round_done(void *arg, pg_send *snd) {
  * window runs from the last good one); stopped while it is unhealthy
  * (nothing is vouched for then anyway). */
 static void arm_stale(spg *s) {
-  if (!s->rev.healthy || !s->started) {
+  if (!s->rev.t.healthy || !s->started) {
     s->api->timer_set(s->stale_timer, 0, 0);
     return;
   }
-  int64_t left = s->rev.last_ok_ms + s->rev.stale_ms -
+  int64_t left = s->rev.t.last_ok_ms + s->rev.t.stale_ms -
                  s->api->now_ms(s->ctx) + 1;
   s->api->timer_set(s->stale_timer, (uint64_t)(left > 1 ? left : 1), 0);
 }
@@ -75,17 +75,17 @@ static void arm_stale(spg *s) {
 static void on_stale(ph_timer *t, void *arg) {
   (void)t;
   spg *s = arg;
-  if (!s->rev.healthy)
+  if (!s->rev.t.healthy)
     return;
-  if (s->api->now_ms(s->ctx) - s->rev.last_ok_ms <= s->rev.stale_ms) {
+  if (s->api->now_ms(s->ctx) - s->rev.t.last_ok_ms <= s->rev.t.stale_ms) {
     arm_stale(s);
     return;
   }
-  if (!s->rev.failing)
+  if (!s->rev.t.failing)
     PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
               "store_pg: no good read of the revision within stale_allow; "
               "not vouching for it until the next one",
-              PH_INT("revision", (int64_t)s->rev.value),
+              PH_INT("revision", (int64_t)s->rev.t.value),
               PH_INT("poll_running", s->poll_task > 0));
   az_revision_observe_at(&s->rev, AZ_REV_READ_FAILED, 0,
                          az_revision_floor(&s->rev), 0);
@@ -93,18 +93,18 @@ static void on_stale(ph_timer *t, void *arg) {
 
 static void observe(spg *s, az_rev_read what, int64_t value, uint64_t floor,
                     int poll) {
-  int was = s->rev.healthy;
+  int was = s->rev.t.healthy;
   az_revision_observe_at(&s->rev, what, value, floor, poll);
   if (what == AZ_REV_READ_MISSING || what == AZ_REV_READ_BAD ||
-      (what == AZ_REV_READ_OK && !s->rev.healthy))
+      (what == AZ_REV_READ_OK && !s->rev.t.healthy))
     PH_LOG_RL(s->api, s->ctx, PH_LOG_ERROR,
               "store_pg: authorization_revision is missing, lower than "
               "before or out of range; failing closed until a good read",
               PH_INT("read", what == AZ_REV_READ_OK ? value : -1),
-              PH_INT("last_good", (int64_t)s->rev.value));
-  else if (!was && s->rev.healthy)
+              PH_INT("last_good", (int64_t)s->rev.t.value));
+  else if (!was && s->rev.t.healthy)
     PH_LOG(s->api, s->ctx, PH_LOG_INFO, "store_pg: revision read",
-           PH_INT("revision", (int64_t)s->rev.value));
+           PH_INT("revision", (int64_t)s->rev.t.value));
   arm_stale(s);
 }
 

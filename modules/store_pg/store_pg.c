@@ -352,13 +352,13 @@ static int spg_reload(void *state) {
    * (connections, queue, poll interval) after a restart. */
   s->positive_ms = (uint32_t)s->api->conf_int(s->ctx, "positive_ttl");
   s->negative_ms = (uint32_t)s->api->conf_int(s->ctx, "negative_ttl");
-  s->rev.stale_ms = s->api->conf_int(s->ctx, "stale_allow");
+  s->rev.t.stale_ms = s->api->conf_int(s->ctx, "stale_allow");
   poll_stale_changed(s);
   return PH_OK;
 }
 
 void spg_maybe_stopped(spg *s) {
-  if (s->stopping && !s->live) {
+  if (s->stopping && ilist_empty(&s->live)) {
     s->stopping = 0;
     s->api->stop_done(s->ctx);
   }
@@ -368,7 +368,7 @@ static int spg_stop(void *state) {
   spg *s = state;
   s->started = 0; /* before poll_stop: nothing arms the stale timer again */
   poll_stop(s);
-  if (!s->live)
+  if (ilist_empty(&s->live))
     return PH_OK;
   s->stopping = 1; /* calls in flight end by their deadline at the latest */
   return PH_STOP_PENDING;

@@ -13,6 +13,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "az_revision.h"
+#include "ilist.h"
 #include "pool_revision.h"
 #include "pg_pool.h"
 #include "pg_sql.h"
@@ -27,8 +28,8 @@ struct sreq {
   int64_t task;  /* the pool task, > 0 once submitted */
   int cancelled; /* the caller cancelled while the task runs */
   int later;     /* in the answer queue (answered from the timer) */
-  sreq *prev, *next; /* the live list */
-  sreq *lnext;       /* the answer queue */
+  ilist_node live;   /* in s->live */
+  ilist_node lnode;  /* in s->later, the answer queue */
   /* Calls the caller's callback with what the request holds (not when
    * cancelled). Then the request is freed with free_fn. */
   void (*answer)(sreq *r);
@@ -52,8 +53,8 @@ struct spg {
   /* requests */
   int64_t next_id;
   int n_tasks; /* calls holding a pool task: at most max_pending */
-  sreq *live;
-  sreq *lhead, **ltail; /* answers waiting for the next turn */
+  ilist live;  /* every request in flight (req_add) */
+  ilist later; /* answers waiting for the next turn */
   ph_defer *lturn; /* answers later: on the next loop turn */
   /* the revision poll */
   ph_timer *poll_timer;

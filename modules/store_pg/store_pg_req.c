@@ -13,22 +13,12 @@
 void req_add(spg *s, sreq *r) {
   r->s = s;
   r->id = ++s->next_id;
-  r->prev = NULL;
-  r->next = s->live;
-  if (s->live)
-    s->live->prev = r;
-  s->live = r;
+  ilist_push_front(&s->live, &r->live);
 }
 
 static void unlink_live(sreq *r) {
-  spg *s = r->s;
-  if (r->prev)
-    r->prev->next = r->next;
-  else if (s->live == r)
-    s->live = r->next;
-  if (r->next)
-    r->next->prev = r->prev;
-  r->prev = r->next = NULL;
+  if (ilist_of(&r->live))
+    ilist_remove(&r->live);
 }
 
 static void release(sreq *r) {
@@ -51,12 +41,18 @@ void req_finish(sreq *r) {
 static void on_answers(ph_defer *t, void *arg) {
   (void)t;
   spg *s = arg;
-  sreq *batch = s->lhead;
-  s->lhead = NULL;
-  s->ltail = &s->lhead;
-  while (batch) {
-    sreq *r = batch;
-    batch = r->lnext;
+  /* The batch: what is queued now; an answer queued from a callback
+   * joins the next one. A request cancelled meanwhile leaves the batch. */
+  ilist batch;
+  ilist_init(&batch);
+  ilist_node *it;
+  while ((it = ilist_first(&s->later))) {
+    ilist_remove(it);
+    ilist_push(&batch, it);
+  }
+  while ((it = ilist_first(&batch))) {
+    sreq *r = ILIST_ENTRY(it, sreq, lnode);
+    ilist_remove(it);
     r->later = 0;
     req_finish(r);
   }
@@ -65,14 +61,13 @@ static void on_answers(ph_defer *t, void *arg) {
 void req_later(sreq *r) {
   spg *s = r->s;
   r->later = 1;
-  r->lnext = NULL;
-  *s->ltail = r;
-  s->ltail = &r->lnext;
+  ilist_push(&s->later, &r->lnode);
   s->api->defer_post(s->lturn); /* the next loop turn, no clock tick */
 }
 
 int req_timer_init(spg *s) {
-  s->ltail = &s->lhead;
+  ilist_init(&s->live);
+  ilist_init(&s->later);
   s->lturn = s->api->defer_new(s->ctx, on_answers, s);
   return s->lturn ? PH_OK : PH_ENOMEM;
 }
@@ -95,19 +90,18 @@ int req_submit(sreq *r, const pg_task_ops *ops) {
 }
 
 int req_cancel(spg *s, int64_t id) {
-  sreq *r = s->live;
-  while (r && r->id != id)
-    r = r->next;
+  sreq *r = NULL;
+  ILIST_FOREACH_SAFE(&s->live, it, nx) {
+    sreq *x = ILIST_ENTRY(it, sreq, live);
+    if (x->id == id) {
+      r = x;
+      break;
+    }
+  }
   if (!r || r->cancelled)
     return PH_ENOENT;
   if (r->later) {
-    for (sreq **pp = &s->lhead; *pp; pp = &(*pp)->lnext)
-      if (*pp == r) {
-        *pp = r->lnext;
-        if (!*pp)
-          s->ltail = pp;
-        break;
-      }
+    ilist_remove(&r->lnode);
     unlink_live(r);
     r->free_fn(r);
     return PH_OK;
@@ -124,11 +118,12 @@ int req_cancel(spg *s, int64_t id) {
 }
 
 void req_drop_all(spg *s) {
-  while (s->live) {
-    sreq *r = s->live;
+  ilist_node *it;
+  while ((it = ilist_first(&s->live))) {
+    sreq *r = ILIST_ENTRY(it, sreq, live);
     unlink_live(r);
+    if (ilist_of(&r->lnode))
+      ilist_remove(&r->lnode);
     r->free_fn(r);
   }
-  s->lhead = NULL;
-  s->ltail = &s->lhead;
 }

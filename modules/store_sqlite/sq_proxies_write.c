@@ -7,7 +7,6 @@
  * the data and the revision stay as they were. Fields were validated
  * (pool_validate.h) before the call was accepted; the schema's CHECKs are
  * the second fence. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,44 +17,29 @@
 #include "store_sqlite.h"
 
 typedef struct pwrite_call {
-  sq_call c;
+  sq_tx t; /* first: the call, status, detail, time (milliseconds) */
   ph_pool_write_cb cb;
   void *arg;
   ph_pool_write w; /* the request, copied (rows are plain values) */
-  int status;
-  const char *detail;
   uint64_t revision;
   ph_pool_write_result out; /* the record as stored */
-  int64_t now_ms;
 } pwrite_call;
 
 static int fail(pwrite_call *x, int status, const char *detail) {
-  x->status = status;
-  x->detail = detail;
-  return -1;
+  return sq_tx_fail(&x->t, status, detail);
 }
 
-static int fail_rc(pwrite_call *x, int rc) {
-  return sq_fail_rc(rc, "the id or the position is taken", &x->status,
-                    &x->detail);
-}
+static int fail_rc(pwrite_call *x, int rc) { return sq_tx_fail_rc(&x->t, rc); }
 
 /* Binds per fmt ('t' text, 'i' int64, 'n' the write's time) and runs a
- * statement without rows (sq_exec_fmt). 0, or -1 with the status set. */
-static int exec_args(pwrite_call *x, sqlite3 *db, const char *sql,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = sq_exec_fmt(&x->c, db, sql, x->now_ms, fmt, ap);
-  va_end(ap);
-  return rc == SQLITE_DONE ? 0 : fail_rc(x, rc);
-}
+ * statement without rows (sq_tx_exec). 0, or -1 with the status set. */
+#define exec_args(x, ...) sq_tx_exec(&(x)->t, __VA_ARGS__)
 
 /* One integer from a query with one text parameter and, optionally, an
  * integer second one; -1 with the status set on a failure. */
 static int64_t query_int(pwrite_call *x, sqlite3 *db, const char *sql,
                          const char *a, int64_t b) {
-  sqlite3_stmt *st = sq_prepare(&x->c, db, sql);
+  sqlite3_stmt *st = sq_prepare(&x->t.c, db, sql);
   if (!st)
     return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
   sq_bind_text(st, 1, a);
@@ -64,7 +48,7 @@ static int64_t query_int(pwrite_call *x, sqlite3 *db, const char *sql,
   int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-    x->c.db_broken |= sq_rc_broken(rc);
+    x->t.c.db_broken |= sq_rc_broken(rc);
     return fail_rc(x, rc);
   }
   return v;
@@ -136,23 +120,19 @@ static int proxy_write(pwrite_call *x, sqlite3 *db) {
     return -1;
   switch (action) {
   case PH_POOL_CREATE:
-    if (exec_args(x, db,
-                  "INSERT INTO pool_proxies (proxy_id, protocol, host, port, "
-                  "zone, capacity, weight, expires_at_ms, secret_ref, "
-                  "admin_state, created_at_ms, updated_at_ms) VALUES (?1, "
-                  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
-                  "tititiiitin", p->proxy_id, (int64_t)p->protocol, p->host,
-                  (int64_t)p->port, p->zone, (int64_t)p->capacity,
-                  (int64_t)p->weight, p->expires_at_ms, ref,
-                  (int64_t)p->admin_state) < 0)
-      return -1;
-    return proxy_groups(x, db, p);
   case PH_POOL_UPDATE:
+    /* The same parameters: ?11 is the time (created and updated). */
     if (exec_args(x, db,
-                  "UPDATE pool_proxies SET protocol = ?2, host = ?3, port = "
-                  "?4, zone = ?5, capacity = ?6, weight = ?7, expires_at_ms "
-                  "= ?8, secret_ref = ?9, admin_state = ?10, updated_at_ms = "
-                  "?11 WHERE proxy_id = ?1",
+                  action == PH_POOL_CREATE
+                      ? "INSERT INTO pool_proxies (proxy_id, protocol, host, "
+                        "port, zone, capacity, weight, expires_at_ms, "
+                        "secret_ref, admin_state, created_at_ms, "
+                        "updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                        "?8, ?9, ?10, ?11, ?11)"
+                      : "UPDATE pool_proxies SET protocol = ?2, host = ?3, "
+                        "port = ?4, zone = ?5, capacity = ?6, weight = ?7, "
+                        "expires_at_ms = ?8, secret_ref = ?9, admin_state = "
+                        "?10, updated_at_ms = ?11 WHERE proxy_id = ?1",
                   "tititiiitin", p->proxy_id, (int64_t)p->protocol, p->host,
                   (int64_t)p->port, p->zone, (int64_t)p->capacity,
                   (int64_t)p->weight, p->expires_at_ms, ref,
@@ -278,20 +258,6 @@ static int credential_write(pwrite_call *x, sqlite3 *db) {
 
 /* ---- the transaction ------------------------------------------------- */
 
-static int bump(pwrite_call *x, sqlite3 *db) {
-  int64_t before = x->c.pool_value;
-  if (exec_args(x, db,
-                "UPDATE pool_revision SET revision = revision + 1, "
-                "updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', ?1 / 1000, "
-                "'unixepoch') WHERE id = 1",
-                "n") < 0)
-    return -1;
-  if (sq_rev_bumped(&x->c, db, SQ_POOL_REV_SELECT, before, &x->c.pool_what,
-                    &x->c.pool_value, &x->detail) < 0)
-    return fail(x, PH_AZ_EUNAVAILABLE, x->detail);
-  return 0;
-}
-
 static int read_back(pwrite_call *x, sqlite3 *db) {
   if (x->w.action == PH_POOL_DELETE)
     return 0;
@@ -300,15 +266,15 @@ static int read_back(pwrite_call *x, sqlite3 *db) {
   void *rows = NULL;
   size_t size;
   if (x->w.kind == PH_POOL_KIND_PROXY) {
-    rc = sq_pool_proxies(&x->c, db, NULL, x->w.u.proxy.proxy_id, 1,
+    rc = sq_pool_proxies(&x->t.c, db, NULL, x->w.u.proxy.proxy_id, 1,
                          (ph_pool_proxy_row **)&rows, &n, &nomem);
     size = sizeof(ph_pool_proxy_row);
   } else if (x->w.kind == PH_POOL_KIND_ROUTE) {
-    rc = sq_pool_routes(&x->c, db, 0, x->w.u.route.rule_id, 1,
+    rc = sq_pool_routes(&x->t.c, db, 0, x->w.u.route.rule_id, 1,
                         (ph_pool_route_row **)&rows, &n, &nomem);
     size = sizeof(ph_pool_route_row);
   } else {
-    rc = sq_pool_credentials(&x->c, db, NULL, x->w.u.credential.secret_ref,
+    rc = sq_pool_credentials(&x->t.c, db, NULL, x->w.u.credential.secret_ref,
                              1, (ph_pool_credential_ref **)&rows, &n, &nomem);
     size = sizeof(ph_pool_credential_ref);
   }
@@ -323,57 +289,27 @@ static int read_back(pwrite_call *x, sqlite3 *db) {
   return 0;
 }
 
+/* Inside the transaction (sq_tx_run), the revision read. */
+static int pwrite_change(sq_tx *t, sqlite3 *db) {
+  pwrite_call *x = (pwrite_call *)t;
+  if (x->w.expect_revision &&
+      x->w.expect_revision != (uint64_t)t->c.pool_value)
+    return fail(x, PH_ESTATE, "the pool changed since it was read: read it "
+                              "again");
+  int (*change)(pwrite_call *, sqlite3 *) =
+      x->w.kind == PH_POOL_KIND_PROXY   ? proxy_write
+      : x->w.kind == PH_POOL_KIND_ROUTE ? route_write
+                                        : credential_write;
+  if (change(x, db) < 0 || sq_tx_bump(t, db) < 0)
+    return -1;
+  return read_back(x, db);
+}
+
 static void pwrite_work(sq_call *c, sqlite3 *db) {
   pwrite_call *x = (pwrite_call *)c;
-  x->now_ms = wall_ms();
-  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    c->db_broken |= sq_rc_broken(rc);
-    fail_rc(x, rc);
-    return;
-  }
-  x->status = PH_OK;
-  x->detail = NULL;
-  int ok = sq_read_pool_revision(c, db) == 0;
-  az_rev_read what0 = c->pool_what;
-  int64_t value0 = c->pool_value;
-  if (!ok)
-    fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
-  else if (c->pool_what != AZ_REV_READ_OK)
-    ok = fail(x, PH_AZ_EUNAVAILABLE,
-              c->pool_what == AZ_REV_READ_MISSING
-                  ? "the pool revision row is missing"
-                  : "the pool revision does not fit") == 0;
-  else if (x->w.expect_revision &&
-           x->w.expect_revision != (uint64_t)c->pool_value)
-    ok = fail(x, PH_ESTATE, "the pool changed since it was read: read it "
-                            "again") == 0;
-  if (ok) {
-    int (*change)(pwrite_call *, sqlite3 *) =
-        x->w.kind == PH_POOL_KIND_PROXY   ? proxy_write
-        : x->w.kind == PH_POOL_KIND_ROUTE ? route_write
-                                          : credential_write;
-    ok = change(x, db) == 0 && bump(x, db) == 0 && read_back(x, db) == 0;
-  }
-  if (ok) {
-    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-      c->db_broken |= sq_rc_broken(rc);
-      fail_rc(x, rc);
-      ok = 0;
-    }
-  }
-  if (!ok) {
-    if (!sqlite3_get_autocommit(db))
-      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    if (x->status == PH_OK)
-      fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  x->t.now = wall_ms();
+  if (sq_tx_run(&x->t, db, pwrite_change) < 0) {
     memset(&x->out, 0, sizeof(x->out));
-    /* Rolled back: the revision as it was, unless it was the fault. */
-    if (c->pool_what == AZ_REV_READ_OK) {
-      c->pool_what = what0;
-      c->pool_value = value0;
-    }
     return;
   }
   x->revision = (uint64_t)c->pool_value;
@@ -385,14 +321,14 @@ static void pwrite_deliver(sq_call *c) {
   if (c->no_db) {
     res.status = PH_AZ_EUNAVAILABLE;
     res.detail = "the database could not be opened";
-  } else if (x->status == PH_OK) {
+  } else if (x->t.status == PH_OK) {
     res = x->out;
     res.size = sizeof(res);
     res.status = PH_OK;
     res.revision = x->revision;
   } else {
-    res.status = x->status;
-    res.detail = x->detail;
+    res.status = x->t.status;
+    res.detail = x->t.detail;
   }
   c->s->api->inc(c->s->m_calls[SQ_CALL_POOL_WRITE], 1);
   x->cb(x->arg, &res);
@@ -409,6 +345,8 @@ int64_t sq_pool_write(void *self, const ph_pool_write *w,
       sq_call_new(s, sizeof(*x), pwrite_work, pwrite_deliver, pwrite_destroy);
   if (!x)
     return PH_ENOMEM;
+  x->t.taken = "the id or the position is taken";
+  x->t.pool = 1;
   x->cb = cb;
   x->arg = arg;
   x->w = *w;
@@ -416,11 +354,10 @@ int64_t sq_pool_write(void *self, const ph_pool_write *w,
   const char *detail = NULL;
   if (pool_validate_write(&x->w, &detail) != PH_OK) {
     /* Answered through the callback, so the operator gets the detail. */
-    x->status = PH_EINVAL;
-    x->detail = detail;
-    sq_call_answer_later(s, &x->c);
+    fail(x, PH_EINVAL, detail);
+    sq_call_answer_later(s, &x->t.c);
   } else {
-    sq_call_start(s, &x->c, &x->status, &x->detail);
+    sq_call_start(s, &x->t.c, &x->t.status, &x->t.detail);
   }
-  return x->c.id;
+  return x->t.c.id;
 }

@@ -194,3 +194,95 @@ void sq_arena_free(sq_arena **a) {
     *a = n;
   }
 }
+
+/* ---- a write's transaction ----------------------------------------- */
+
+int sq_tx_fail(sq_tx *x, int status, const char *detail) {
+  x->status = status;
+  x->detail = detail;
+  return -1;
+}
+
+int sq_tx_fail_rc(sq_tx *x, int rc) {
+  return sq_fail_rc(rc, x->taken, &x->status, &x->detail);
+}
+
+int sq_tx_exec(sq_tx *x, sqlite3 *db, const char *sql, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = sq_exec_fmt(&x->c, db, sql, x->now, fmt, ap);
+  va_end(ap);
+  return rc == SQLITE_DONE ? 0 : sq_tx_fail_rc(x, rc);
+}
+
+/* The revision step: one row changed, and the new value still an
+ * integer that fits (SQLite turns an overflowing sum into a REAL). */
+int sq_tx_bump(sq_tx *x, sqlite3 *db) {
+  az_rev_read *what = x->pool ? &x->c.pool_what : &x->c.rev_what;
+  int64_t *value = x->pool ? &x->c.pool_value : &x->c.rev_value;
+  int64_t before = *value;
+  /* The pool's times are milliseconds, the authorization's seconds. */
+  if (sq_tx_exec(x, db,
+                 x->pool ? "UPDATE pool_revision SET revision = revision + 1, "
+                           "updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', ?1 / "
+                           "1000, 'unixepoch') WHERE id = 1"
+                         : "UPDATE authorization_revision SET revision = "
+                           "revision + 1, updated_at = strftime('%Y-%m-%dT%H:"
+                           "%M:%SZ', ?1, 'unixepoch') WHERE id = 1",
+                 "n") < 0)
+    return -1;
+  if (sq_rev_bumped(&x->c, db, x->pool ? SQ_POOL_REV_SELECT : SQ_AZ_REV_SELECT,
+                    before, what, value, &x->detail) < 0)
+    return sq_tx_fail(x, PH_AZ_EUNAVAILABLE, x->detail);
+  return 0;
+}
+
+int sq_tx_run(sq_tx *x, sqlite3 *db, int (*change)(sq_tx *, sqlite3 *)) {
+  sq_call *c = &x->c;
+  az_rev_read *what = x->pool ? &c->pool_what : &c->rev_what;
+  int64_t *value = x->pool ? &c->pool_value : &c->rev_value;
+  sq_tx_fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    c->db_broken |= sq_rc_broken(rc);
+    return sq_tx_fail_rc(x, rc);
+  }
+  int ok = (x->pool ? sq_read_pool_revision(c, db) : sq_read_revision(c, db)) ==
+           0;
+  az_rev_read what0 = *what;
+  int64_t value0 = *value;
+  if (ok && *what != AZ_REV_READ_OK)
+    ok = sq_tx_fail(x, PH_AZ_EUNAVAILABLE,
+                    *what == AZ_REV_READ_MISSING
+                        ? (x->pool ? "the pool revision row is missing"
+                                   : "the revision row is missing")
+                        : (x->pool ? "the pool revision does not fit"
+                                   : "the revision does not fit")) == 0;
+  if (ok) {
+    x->status = PH_OK;
+    x->detail = NULL;
+    ok = change(x, db) == 0;
+  }
+  if (ok) {
+    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+      c->db_broken |= sq_rc_broken(rc);
+      sq_tx_fail_rc(x, rc);
+      ok = 0;
+    }
+  }
+  if (ok)
+    return 0;
+  if (!sqlite3_get_autocommit(db))
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if (x->status == PH_OK)
+    sq_tx_fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  /* Rolled back: the loop learns the revision as it was before, unless
+   * the revision itself was the fault (missing, not fitting). A value
+   * bumped and then rolled back must never be taken for current. */
+  if (*what == AZ_REV_READ_OK) {
+    *what = what0;
+    *value = value0;
+  }
+  return -1;
+}

@@ -6,7 +6,6 @@
  * and commits (TM-P1-16..19, 21). Any failure rolls back: the data and the
  * revision stay as they were. The revision step is inside the store and
  * never the caller's to make. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,38 +18,31 @@
 #define OWNER_DEPTH_MAX 64 /* owner chains are walked at most this far */
 
 typedef struct write_call {
-  sq_call c;
+  sq_tx t; /* first: the call, status, detail, time (seconds) */
   ph_az_write_cb cb;
   void *arg;
   ph_az_write w;   /* the caller's request, strings in arena */
   sq_arena *arena; /* request and result strings */
-  int status;
-  const char *detail;
   uint64_t revision;
   ph_az_record rec;
   char id[PH_AZ_ID_LEN + 1];
   char bearer[AZ_BEARER_LEN + 1]; /* wiped after the callback */
-  int64_t now;
 } write_call;
 
 /* ---- statements ----------------------------------------------------- */
 
 static int fail(write_call *x, int status, const char *detail) {
-  x->status = status;
-  x->detail = detail;
-  return -1;
+  return sq_tx_fail(&x->t, status, detail);
 }
 
 /* A failed statement as a status: what the caller can act on. */
-static int fail_rc(write_call *x, int rc) {
-  return sq_fail_rc(rc, "the name is taken", &x->status, &x->detail);
-}
+static int fail_rc(write_call *x, int rc) { return sq_tx_fail_rc(&x->t, rc); }
 
 /* 1 when the query (one text parameter) has a row, 0 when not, -1 with
  * the status set on a failure. */
 static int exists(write_call *x, sqlite3 *db, const char *sql,
                   const char *key) {
-  sqlite3_stmt *st = sq_prepare(&x->c, db, sql);
+  sqlite3_stmt *st = sq_prepare(&x->t.c, db, sql);
   if (!st)
     return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
   sq_bind_text(st, 1, key);
@@ -60,7 +52,7 @@ static int exists(write_call *x, sqlite3 *db, const char *sql,
     return 1;
   if (rc == SQLITE_DONE)
     return 0;
-  x->c.db_broken |= sq_rc_broken(rc);
+  x->t.c.db_broken |= sq_rc_broken(rc);
   return fail_rc(x, rc);
 }
 
@@ -79,15 +71,8 @@ static int need(write_call *x, sqlite3 *db, const char *sql, const char *key,
 }
 
 /* Binds the parameters given as a format: 't' text, 'i' int64, 'n' the
- * write's time, then runs (sq_exec_fmt). 0, or -1 with the status set. */
-static int exec_args(write_call *x, sqlite3 *db, const char *sql,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = sq_exec_fmt(&x->c, db, sql, x->now, fmt, ap);
-  va_end(ap);
-  return rc == SQLITE_DONE ? 0 : fail_rc(x, rc);
-}
+ * write's time, then runs (sq_tx_exec). 0, or -1 with the status set. */
+#define exec_args(x, ...) sq_tx_exec(&(x)->t, __VA_ARGS__)
 
 /* Whether making owner the owner of user would close a loop: walks up
  * from owner. 1 loop (or too deep), 0 fine, -1 failed. */
@@ -99,7 +84,7 @@ static int owner_loop(write_call *x, sqlite3 *db, const char *user,
     if (strcmp(cur, user) == 0)
       return 1;
     sqlite3_stmt *st =
-        sq_prepare(&x->c, db, "SELECT owner FROM users WHERE name = ?1");
+        sq_prepare(&x->t.c, db, "SELECT owner FROM users WHERE name = ?1");
     if (!st)
       return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
     sq_bind_text(st, 1, cur);
@@ -119,19 +104,27 @@ static int owner_loop(write_call *x, sqlite3 *db, const char *user,
 
 /* ---- the changes, one per kind and action ---------------------------- */
 
+/* A user or an agent (the same columns) made when its name is free:
+ * exists_sql finds the name, insert binds name, owner, enabled, now. */
+static int named_create(write_call *x, sqlite3 *db, const char *exists_sql,
+                        const char *insert_sql, const char *name,
+                        const char *owner, int enabled) {
+  int e = exists(x, db, exists_sql, name);
+  if (e != 0)
+    return e < 0 ? -1 : fail(x, PH_EEXIST, "the name is taken");
+  return exec_args(x, db, insert_sql, "ttinn", name, owner, (int64_t)enabled);
+}
+
 static int user_write(write_call *x, sqlite3 *db) {
   const ph_az_user *u = &x->w.rec.u.user;
   if (x->w.action == PH_AZ_CREATE) {
     if (u->owner && need(x, db, USER_EXISTS, u->owner,
                          "owner does not exist") < 0)
       return -1;
-    int e = exists(x, db, USER_EXISTS, u->name);
-    if (e != 0)
-      return e < 0 ? -1 : fail(x, PH_EEXIST, "the name is taken");
-    return exec_args(x, db,
-                     "INSERT INTO users (name, owner, enabled, created_at, "
-                     "updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                     "ttinn", u->name, u->owner, (int64_t)u->enabled);
+    return named_create(x, db, USER_EXISTS,
+                        "INSERT INTO users (name, owner, enabled, "
+                        "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        u->name, u->owner, u->enabled);
   }
   if (need(x, db, USER_EXISTS, u->name, "no such user") < 0)
     return -1;
@@ -278,13 +271,10 @@ static int agent_write(write_call *x, sqlite3 *db) {
   if (x->w.action == PH_AZ_CREATE) {
     if (need(x, db, USER_EXISTS, a->owner, "owner does not exist") < 0)
       return -1;
-    int e = exists(x, db, AGENT_EXISTS, a->name);
-    if (e != 0)
-      return e < 0 ? -1 : fail(x, PH_EEXIST, "the name is taken");
-    return exec_args(x, db,
-                     "INSERT INTO agents (name, owner, enabled, created_at, "
-                     "updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                     "ttinn", a->name, a->owner, (int64_t)a->enabled);
+    return named_create(x, db, AGENT_EXISTS,
+                        "INSERT INTO agents (name, owner, enabled, "
+                        "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        a->name, a->owner, a->enabled);
   }
   if (need(x, db, AGENT_EXISTS, a->name, "no such agent") < 0)
     return -1;
@@ -377,22 +367,6 @@ static int policy_write(write_call *x, sqlite3 *db) {
 
 /* ---- the transaction ------------------------------------------------- */
 
-/* The revision step: one row changed, and the new value still an
- * integer that fits (SQLite turns an overflowing sum into a REAL). */
-static int bump_revision(write_call *x, sqlite3 *db) {
-  int64_t before = x->c.rev_value;
-  if (exec_args(x, db,
-                "UPDATE authorization_revision SET revision = revision + 1, "
-                "updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', ?1, "
-                "'unixepoch') WHERE id = 1",
-                "n") < 0)
-    return -1;
-  if (sq_rev_bumped(&x->c, db, SQ_AZ_REV_SELECT, before, &x->c.rev_what,
-                    &x->c.rev_value, &x->detail) < 0)
-    return fail(x, PH_AZ_EUNAVAILABLE, x->detail);
-  return 0;
-}
-
 /* The record as stored, after the change. */
 static int read_back(write_call *x, sqlite3 *db) {
   int kind = x->w.rec.kind;
@@ -407,7 +381,7 @@ static int read_back(write_call *x, sqlite3 *db) {
       "SELECT " SQ_TOKEN_COLS " FROM service_tokens WHERE id = ?1",
       "SELECT " SQ_AGENT_COLS " FROM agents WHERE name = ?1",
       "SELECT " SQ_POLICY_COLS " FROM agent_policies WHERE id = ?1"};
-  sqlite3_stmt *st = sq_prepare(&x->c, db, sql[kind]);
+  sqlite3_stmt *st = sq_prepare(&x->t.c, db, sql[kind]);
   if (!st)
     return fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
   sq_bind_text(st, 1, key);
@@ -420,56 +394,23 @@ static int read_back(write_call *x, sqlite3 *db) {
   return 0;
 }
 
+/* Inside the transaction (sq_tx_run), the revision read. */
+static int write_change(sq_tx *t, sqlite3 *db) {
+  write_call *x = (write_call *)t;
+  int (*change[])(write_call *, sqlite3 *) = {NULL, user_write, token_write,
+                                              agent_write, policy_write};
+  if (change[x->w.rec.kind](x, db) < 0 || sq_tx_bump(t, db) < 0)
+    return -1;
+  return read_back(x, db);
+}
+
 /* Helper thread. */
 static void write_work(sq_call *c, sqlite3 *db) {
   write_call *x = (write_call *)c;
-  x->now = (int64_t)time(NULL);
-  x->status = PH_AZ_EUNAVAILABLE;
-  x->detail = "the database failed";
-  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    c->db_broken |= sq_rc_broken(rc);
-    fail_rc(x, rc);
-    return;
-  }
-  int ok = sq_read_revision(c, db) == 0;
-  az_rev_read what0 = c->rev_what;
-  int64_t value0 = c->rev_value;
-  if (ok && c->rev_what != AZ_REV_READ_OK)
-    ok = fail(x, PH_AZ_EUNAVAILABLE,
-              c->rev_what == AZ_REV_READ_MISSING
-                  ? "the revision row is missing"
-                  : "the revision does not fit") == 0;
-  if (ok) {
-    x->status = PH_OK;
-    x->detail = NULL;
-    int (*change[])(write_call *, sqlite3 *) = {NULL, user_write, token_write,
-                                                agent_write, policy_write};
-    ok = change[x->w.rec.kind](x, db) == 0 && bump_revision(x, db) == 0 &&
-         read_back(x, db) == 0;
-  }
-  if (ok) {
-    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-      c->db_broken |= sq_rc_broken(rc);
-      fail_rc(x, rc);
-      ok = 0;
-    }
-  }
-  if (!ok) {
-    if (!sqlite3_get_autocommit(db))
-      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    if (x->status == PH_OK)
-      fail(x, PH_AZ_EUNAVAILABLE, "the database failed");
+  x->t.now = (int64_t)time(NULL);
+  if (sq_tx_run(&x->t, db, write_change) < 0) {
     az_wipe(x->bearer, sizeof(x->bearer));
     memset(&x->rec, 0, sizeof(x->rec));
-    /* Rolled back: the loop learns the revision as it was before, unless
-     * the revision itself was the fault (missing, not fitting). A value
-     * bumped and then rolled back must never be taken for current. */
-    if (c->rev_what == AZ_REV_READ_OK) {
-      c->rev_what = what0;
-      c->rev_value = value0;
-    }
     return;
   }
   x->revision = (uint64_t)c->rev_value;
@@ -479,10 +420,10 @@ static void write_work(sq_call *c, sqlite3 *db) {
 static void write_deliver(sq_call *c) {
   write_call *x = (write_call *)c;
   ph_az_write_result res = {.size = sizeof(res),
-                            .status = x->status,
-                            .revision = x->status == PH_OK ? x->revision : 0,
-                            .detail = x->detail};
-  if (x->status == PH_OK) {
+                            .status = x->t.status,
+                            .revision = x->t.status == PH_OK ? x->revision : 0,
+                            .detail = x->t.detail};
+  if (x->t.status == PH_OK) {
     res.rec = x->rec;
     res.bearer = x->bearer[0] ? x->bearer : NULL;
   }
@@ -541,12 +482,13 @@ int64_t sq_write(void *self, const ph_az_write *w, ph_az_write_cb cb,
       sq_call_new(s, sizeof(*x), write_work, write_deliver, write_destroy);
   if (!x)
     return PH_ENOMEM;
+  x->t.taken = "the name is taken";
   x->cb = cb;
   x->arg = arg;
   if (copy_request(x, w) < 0) {
-    write_destroy(&x->c);
+    write_destroy(&x->t.c);
     return PH_ENOMEM;
   }
-  sq_call_start(s, &x->c, &x->status, &x->detail);
-  return x->c.id;
+  sq_call_start(s, &x->t.c, &x->t.status, &x->t.detail);
+  return x->t.c.id;
 }

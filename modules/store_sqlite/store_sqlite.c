@@ -24,6 +24,7 @@
 
 #include <proxyhost/module.h>
 
+#include "metric_table.h"
 #include "store_sqlite.h"
 
 #ifndef PH_LOCALSTATEDIR
@@ -133,7 +134,7 @@ static void poll_destroy(sq_call *c) {
  * with poll 0; the poll counter is taken here. */
 static void poll_count(sq_call *c) {
   sq *s = c->s;
-  int ok = !c->no_db && c->rev_what == AZ_REV_READ_OK && s->rev.healthy;
+  int ok = !c->no_db && c->rev_what == AZ_REV_READ_OK && s->rev.t.healthy;
   api->inc(ok ? s->rev.m_poll_ok : s->rev.m_poll_fail, 1);
 }
 
@@ -179,24 +180,23 @@ static void read_conf(sq *s) {
   s->max_pending = api->conf_int(s->ctx, "max_pending");
 }
 
+/* The values in sq_call_kind order. */
+static const char *const calls[] = {"access",        "authenticate",
+                                    "write",         "list",
+                                    "pool_snapshot", "pool_write",
+                                    "pool_list",     NULL};
+static const ph_label_def call_label[] = {{"call", calls}};
+static const ph_metric_table sq_metrics[] = {
+    PH_METRIC("proxyhost_store_sqlite_calls_total", PH_METRIC_COUNTER,
+              "Calls answered by the SQLite authorization store",
+              PH_METRIC_LABELS(call_label), PH_METRIC_NO_BUCKETS, sq,
+              m_calls),
+    PH_METRIC_END};
+
 static int declare_metrics(sq *s) {
-  static const char *const calls[] = {"access",        "authenticate",
-                                      "write",         "list",
-                                      "pool_snapshot", "pool_write",
-                                      "pool_list",     NULL};
-  static const ph_label_def labels[] = {{"call", calls}};
-  ph_metric_def d = {"proxyhost_store_sqlite_calls_total",
-                     "Calls answered by the SQLite authorization store",
-                     PH_METRIC_COUNTER, labels, 1, NULL, 0};
-  ph_metric *m = api->metric(s->ctx, &d);
-  if (!m)
+  if (ph_metric_table_register(api, s->ctx, sq_metrics, s) != PH_OK)
     return PH_EINVAL;
   pool_revision_init(&s->prev, s->ctx, api, STALE_MS);
-  for (int i = 0; i < SQ_CALL_KINDS; i++) {
-    const char *lv[] = {calls[i]};
-    if (!(s->m_calls[i] = api->series(m, lv)))
-      return PH_EINVAL;
-  }
   return az_revision_init(&s->rev, s->ctx, api, STALE_MS);
 }
 

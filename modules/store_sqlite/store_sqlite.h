@@ -154,6 +154,34 @@ int sq_exec_fmt(sq_call *c, sqlite3 *db, const char *sql, int64_t now,
                 const char *fmt, va_list ap);
 /* Runs one statement without results (BEGIN, COMMIT, ROLLBACK). */
 int sq_exec(sq_call *c, sqlite3 *db, const char *sql);
+/* ---- a write's transaction (sq_sql.c; sq_write.c, sq_proxies_write.c) */
+
+/* The start of a write call: the call, then what the transaction
+ * helpers read and set. */
+typedef struct sq_tx {
+  sq_call c;
+  int status;         /* PH_OK, or the failure */
+  const char *detail; /* a fixed text */
+  int64_t now;        /* the value of the 'n' parameters */
+  const char *taken;  /* the detail of a taken unique key (sq_fail_rc) */
+  int pool;           /* 1: pool_revision (c.pool_*); 0: authorization */
+} sq_tx;
+/* Sets status and detail; always -1. */
+int sq_tx_fail(sq_tx *x, int status, const char *detail);
+/* sq_fail_rc into x; always -1. */
+int sq_tx_fail_rc(sq_tx *x, int rc);
+/* sq_exec_fmt with x->now: 0, or -1 with the status set. */
+int sq_tx_exec(sq_tx *x, sqlite3 *db, const char *sql, const char *fmt, ...);
+/* Raises the revision by one (updated_at the write's time) and checks it
+ * (sq_rev_bumped): 0, or -1 with the status set. */
+int sq_tx_bump(sq_tx *x, sqlite3 *db);
+/* The whole write: BEGIN IMMEDIATE, the revision read (it must be
+ * there and fit), change(x, db) (the change, sq_tx_bump, the read back),
+ * COMMIT. 0; or -1 after a rollback, with the status set (the database
+ * failed when nothing said otherwise) and the revision as read before
+ * (unless the revision itself was the fault). Helper thread. */
+int sq_tx_run(sq_tx *x, sqlite3 *db, int (*change)(sq_tx *, sqlite3 *));
+
 /* A copy of a column's text into a (malloc) arena (sq_arena). */
 typedef struct sq_arena sq_arena;
 const char *sq_arena_col(sq_arena **a, sqlite3_stmt *st, int col);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf_values.h"
 #include "tm_conf.h"
 #include "tm_token.h"
 
@@ -151,9 +152,7 @@ void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c) {
 
 static int bad(const char **key, const char *k, char *why, size_t whylen,
                const char *msg) {
-  *key = k;
-  snprintf(why, whylen, "%s", msg);
-  return PH_EINVAL;
+  return ph_conf_fail(key, k, why, whylen, "%s", msg);
 }
 
 target_guard *agent_guard_build(const ph_api *api, ph_ctx *ctx,
@@ -209,13 +208,14 @@ int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
     return bad(key, p.min > p.max ? "connections.min"
                                   : "connections.low_watermark",
                why, whylen, pp);
-  if (api->conf_int(ctx, "reconnect.min") > api->conf_int(ctx, "reconnect.max"))
-    return bad(key, "reconnect.min", why, whylen,
-               "must not exceed reconnect.max");
-  if (api->conf_int(ctx, "streams.connect_timeout") >
-      api->conf_int(ctx, "streams.open_timeout"))
-    return bad(key, "streams.connect_timeout", why, whylen,
-               "must not exceed streams.open_timeout");
+  static const ph_conf_order order[] = {
+      {"reconnect.min", "reconnect.max", "reconnect.min",
+       "must not exceed reconnect.max"},
+      {"streams.connect_timeout", "streams.open_timeout",
+       "streams.connect_timeout", "must not exceed streams.open_timeout"}};
+  if (ph_conf_orders(ctx, api, order, sizeof(order) / sizeof(order[0]), key,
+                     why, whylen) != PH_OK)
+    return PH_EINVAL;
   target_guard *g = agent_guard_build(api, ctx, key, why, whylen);
   if (!g)
     return PH_EINVAL;

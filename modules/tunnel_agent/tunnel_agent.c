@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent_int.h"
+#include "metric_table.h"
 
 static const ph_api *api;
 
@@ -43,6 +44,14 @@ static int agent_check(ph_ctx *ctx, const ph_api *capi, const char **key,
   return agent_cfg_check(ctx, capi, key, why, whylen);
 }
 
+static const ph_metric_table agent_metrics[] = {
+    PH_METRIC("proxyhost_tunnel_agent_host_local_refused_total",
+              PH_METRIC_COUNTER,
+              "Opens refused because the target is this host "
+              "(targets.allow_host_local)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, agent, c_host_local),
+    PH_METRIC_END};
+
 static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
   api = a_api;
   agent *a = calloc(1, sizeof(*a));
@@ -71,13 +80,7 @@ static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
     return PH_EINVAL;
   a->cfg.dial.addr_ok = agent_addr_ok;
   a->cfg.dial.addr_arg = a;
-  ph_metric_def def = {"proxyhost_tunnel_agent_host_local_refused_total",
-                       "Opens refused because the target is this host "
-                       "(targets.allow_host_local)",
-                       PH_METRIC_COUNTER, NULL, 0, NULL, 0};
-  ph_metric *m = api->metric(ctx, &def);
-  a->c_host_local = m ? api->series(m, NULL) : NULL;
-  if (!a->c_host_local)
+  if (ph_metric_table_register(api, ctx, agent_metrics, a) != PH_OK)
     return PH_EINVAL;
   /* Not ready until a connection to the server is up. */
   api->set_ready(ctx, 0);

@@ -284,6 +284,19 @@ int tm_open_result_encode(const tm_open_result *r, uint8_t *out, size_t cap) {
   return (int)n;
 }
 
+/* p (len bytes, at most max) parsed into d over toks
+ * (TM_JSON_TOKS): 0 when it is a JSON object. */
+static int parse_object(json_doc *d, json_tok *toks, const uint8_t *p,
+                        size_t len, size_t max) {
+  if (p == NULL || len > max)
+    return -1;
+  if (json_parse(d, (const char *)p, len, toks, TM_JSON_TOKS, TM_JSON_DEPTH,
+                 NULL) != JSON_OK ||
+      json_type_of(d, 0) != JSON_OBJECT)
+    return -1;
+  return 0;
+}
+
 static int get_bool(const json_doc *d, const char *key, int *v) {
   long i = json_get(d, 0, key);
   return i < 0 ? -1 : json_bool(d, (size_t)i, v);
@@ -298,13 +311,9 @@ static int get_uint(const json_doc *d, long i, uint32_t max, uint32_t *v) {
 }
 
 int tm_open_result_decode(const uint8_t *p, size_t len, tm_open_result *r) {
-  if (p == NULL || r == NULL || len > TM_OPEN_RESULT_MAX)
-    return TM_EPROTO;
   json_tok toks[TM_JSON_TOKS];
   json_doc d;
-  if (json_parse(&d, (const char *)p, len, toks, TM_JSON_TOKS, TM_JSON_DEPTH,
-                 NULL) != JSON_OK ||
-      json_type_of(&d, 0) != JSON_OBJECT)
+  if (r == NULL || parse_object(&d, toks, p, len, TM_OPEN_RESULT_MAX) != 0)
     return TM_EPROTO;
   tm_open_result x = {0};
   long si = json_get(&d, 0, "stage"), ci = json_get(&d, 0, "code");
@@ -489,13 +498,9 @@ static int opt_str(const json_doc *d, const char *key, char *out,
 }
 
 int tm_metadata_decode(const uint8_t *p, size_t len, tm_metadata *m) {
-  if (p == NULL || m == NULL || len > TM_METADATA_MAX)
-    return TM_EPROTO;
   json_tok toks[TM_JSON_TOKS];
   json_doc d;
-  if (json_parse(&d, (const char *)p, len, toks, TM_JSON_TOKS, TM_JSON_DEPTH,
-                 NULL) != JSON_OK ||
-      json_type_of(&d, 0) != JSON_OBJECT)
+  if (m == NULL || parse_object(&d, toks, p, len, TM_METADATA_MAX) != 0)
     return TM_EPROTO;
   tm_metadata x;
   memset(&x, 0, sizeof x);

@@ -12,6 +12,7 @@
 
 #include <proxyhost/access.h>
 
+#include "conf_values.h"
 #include "provider_check.h"
 #include "tls_reload.h"
 #include "tm_conf.h"
@@ -130,9 +131,7 @@ static int loopback(const struct sockaddr_storage *ss) {
 
 static int bad(const char **key, const char *k, char *why, size_t whylen,
                const char *msg) {
-  *key = k;
-  snprintf(why, whylen, "%s", msg);
-  return PH_EINVAL;
+  return ph_conf_fail(key, k, why, whylen, "%s", msg);
 }
 
 int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
@@ -182,15 +181,15 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   rc = tm_conf_check(ctx, a, "stream.", ts_keys, key, why, whylen);
   if (rc != PH_OK)
     return rc;
-  if (a->conf_int(ctx, "client.max_connections_per_token") >
-      a->conf_int(ctx, "client.max_connections_per_user"))
-    return bad(key, "client.max_connections_per_token", why, whylen,
-               "must not exceed client.max_connections_per_user");
-  if (a->conf_int(ctx, "stream.max_opens_per_session") >
-      a->conf_int(ctx, "stream.max_concurrent_opens"))
-    return bad(key, "stream.max_opens_per_session", why, whylen,
-               "must not exceed stream.max_concurrent_opens");
-  return PH_OK;
+  static const ph_conf_order order[] = {
+      {"client.max_connections_per_token", "client.max_connections_per_user",
+       "client.max_connections_per_token",
+       "must not exceed client.max_connections_per_user"},
+      {"stream.max_opens_per_session", "stream.max_concurrent_opens",
+       "stream.max_opens_per_session",
+       "must not exceed stream.max_concurrent_opens"}};
+  return ph_conf_orders(ctx, a, order, sizeof(order) / sizeof(order[0]), key,
+                        why, whylen);
 }
 
 static void copy(char *dst, size_t cap, const char *src) {

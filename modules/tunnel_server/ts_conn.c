@@ -80,28 +80,26 @@ static void agent_del_conn(ts_mod *m, ts_conn *c) {
   free(a);
 }
 
-static ts_tally *tally_get(ts_tally **list, const char *key) {
-  for (ts_tally *t = *list; t; t = t->next)
+static ts_tally *tally_get(ilist *list, const char *key) {
+  ILIST_FOREACH_SAFE(list, it, nx) {
+    ts_tally *t = ILIST_ENTRY(it, ts_tally, node);
     if (strcmp(t->key, key) == 0)
       return t;
+  }
   ts_tally *t = calloc(1, sizeof(*t));
   if (!t)
     return NULL;
   snprintf(t->key, sizeof(t->key), "%s", key);
   oexec_principal_init(&t->opens);
-  t->next = *list;
-  *list = t;
+  ilist_push_front(list, &t->node);
   return t;
 }
 
-void ts_tally_release(ts_tally **list, ts_tally *t) {
+void ts_tally_release(ilist *list, ts_tally *t) {
   if (!t || t->conns || t->streams)
     return;
-  for (ts_tally **pp = list; *pp; pp = &(*pp)->next)
-    if (*pp == t) {
-      *pp = t->next;
-      break;
-    }
+  if (ilist_of(&t->node) == list)
+    ilist_remove(&t->node);
   free(t);
 }
 

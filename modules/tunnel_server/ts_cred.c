@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "metric_table.h"
 #include "ts_int.h"
 
 #define TS_RECHECKS_MAX 64
@@ -47,15 +48,36 @@ static const char *const refusals[] = {"token_limit", "user_limit",
 static const ph_label_def refused_labels[] = {{"reason", refusals}};
 static const ph_label_def ended_labels[] = {{"role", roles},
                                             {"reason", end_reasons}};
-static const ph_metric_def refused_def = {
-    "proxyhost_tunnel_server_connections_refused_total",
-    "Authenticated connections refused by a per-token, per-user or "
-    "per-agent connection limit",
-    PH_METRIC_COUNTER, refused_labels, 1, NULL, 0};
-static const ph_metric_def ended_def = {
-    "proxyhost_tunnel_server_credential_ends_total",
-    "Sessions ended because their credentials stopped being valid",
-    PH_METRIC_COUNTER, ended_labels, 2, NULL, 0};
+static const char *const mem_bounds[] = {"session", "principal", NULL};
+static const ph_label_def mem_labels[] = {{"bound", mem_bounds}};
+
+/* The module's own metrics (tm_metrics.c has the sessions'): the
+ * credential ones counted here, the memory budget's in ts_open.c. */
+static const ph_metric_table ts_metrics[] = {
+    PH_METRIC("proxyhost_tunnel_server_connections_refused_total",
+              PH_METRIC_COUNTER,
+              "Authenticated connections refused by a per-token, per-user "
+              "or per-agent connection limit",
+              PH_METRIC_LABELS(refused_labels), PH_METRIC_NO_BUCKETS, ts_mod,
+              m_refused),
+    PH_METRIC("proxyhost_tunnel_server_credential_ends_total",
+              PH_METRIC_COUNTER,
+              "Sessions ended because their credentials stopped being valid",
+              PH_METRIC_LABELS(ended_labels), PH_METRIC_NO_BUCKETS, ts_mod,
+              m_cred_ended),
+    PH_METRIC("proxyhost_tunnel_server_stream_memory_refused_total",
+              PH_METRIC_COUNTER,
+              "Opens refused because the session's or the user's stream "
+              "memory budget was spent",
+              PH_METRIC_LABELS(mem_labels), PH_METRIC_NO_BUCKETS, ts_mod,
+              m_mem_refused),
+    PH_METRIC("proxyhost_tunnel_server_stream_memory_reserved_bytes",
+              PH_METRIC_GAUGE,
+              "Bytes reserved by the streams alive (their worst case at the "
+              "server)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, ts_mod,
+              m_mem_reserved),
+    PH_METRIC_END};
 
 void ts_count_refusal(ts_mod *m, int refusal) {
   if (refusal >= 0 && refusal <= TS_REF_AGENT && m->m_refused[refusal])
@@ -178,16 +200,8 @@ static void tick(ph_timer *t, void *arg) {
 }
 
 int ts_cred_init(ts_mod *m) {
-  ph_metric *mr = ts_api->metric(m->ctx, &refused_def);
-  ph_metric *me = ts_api->metric(m->ctx, &ended_def);
-  if (!mr || !me)
+  if (ph_metric_table_register(ts_api, m->ctx, ts_metrics, m) != PH_OK)
     return PH_EINVAL;
-  for (int i = 0; refusals[i]; i++)
-    m->m_refused[i] = ts_api->series(mr, (const char *const[]){refusals[i]});
-  for (int r = 0; roles[r]; r++)
-    for (int i = 0; end_reasons[i]; i++)
-      m->m_cred_ended[r][i] =
-          ts_api->series(me, (const char *const[]){roles[r], end_reasons[i]});
   m->cred_timer = ts_api->timer_new(m->ctx, tick, m);
   if (!m->cred_timer)
     return PH_ENOMEM;

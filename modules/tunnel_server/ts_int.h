@@ -88,7 +88,7 @@ struct ts_tally {
   uint32_t conns;   /* connections holding it */
   uint64_t mem;     /* bytes its streams reserved (ts_open.c) */
   oexec_principal opens;
-  ts_tally *next;
+  ilist_node node; /* in ts_mod's tokens or users */
 };
 
 struct ts_agent {
@@ -156,7 +156,7 @@ struct ts_mod {
   uint32_t nconns, auth_in_flight;
   ilist conns;
   ts_agent *agents;
-  ts_tally *tokens, *users;
+  ilist tokens, users; /* ts_tally */
   ph_timer *cred_timer; /* ts_cred.c */
   uint32_t rechecks;    /* re-checks in flight */
   /* proxyhost_tunnel_server_connections_refused_total{reason} and
@@ -164,7 +164,8 @@ struct ts_mod {
   ph_series *m_refused[3];
   ph_series *m_cred_ended[2][3];
   /* proxyhost_tunnel_server_stream_memory_refused_total{bound} and
-   * proxyhost_tunnel_server_stream_memory_reserved_bytes (ts_open.c) */
+   * proxyhost_tunnel_server_stream_memory_reserved_bytes (ts_open.c;
+   * registered with the others by ts_cred.c's table) */
   ph_series *m_mem_refused[2];
   ph_series *m_mem_reserved;
   uint64_t mem_reserved;
@@ -189,7 +190,7 @@ void ts_stop_check(ts_mod *m);
 void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]);
 /* Takes t out of list and frees it once no connection and no stream
  * holds it (NULL: nothing). */
-void ts_tally_release(ts_tally **list, ts_tally *t);
+void ts_tally_release(ilist *list, ts_tally *t);
 extern const tm_ws_handlers ts_ws_handlers;
 /* The agent of that name, if any connection of it is registered. */
 ts_agent *ts_agent_find(ts_mod *m, const char *name);
@@ -214,8 +215,9 @@ void ts_count_refusal(ts_mod *m, int refusal);
 void ts_conn_on_auth(void *arg, const ph_az_auth_result *res);
 
 /* ts_cred.c */
-/* Start: the credential watch's timer and metric (init). PH_OK or
- * PH_ENOMEM. */
+/* Init: the module's metric table (the credential watch's and the
+ * memory budget's metrics) and the credential watch's timer. PH_OK,
+ * PH_EINVAL or PH_ENOMEM. */
 int ts_cred_init(ts_mod *m);
 /* Start and reload: (re)arms the tick at credential_check_interval. */
 void ts_cred_start(ts_mod *m);
@@ -227,8 +229,6 @@ void ts_cred_on_recheck(ts_conn *c, const ph_az_auth_result *res);
 void ts_cred_end(ts_conn *c, const char *why);
 
 /* ts_open.c */
-/* Init: the memory budget's metrics. PH_OK or PH_EINVAL. */
-int ts_open_metrics_init(ts_mod *m);
 /* The client session's on_open / on_abandon. */
 void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req);
 void ts_open_on_abandon(ts_conn *cc, tm_stream *st);

@@ -410,30 +410,6 @@ void ts_open_pump(ts_mod *m) {
 
 /* ---- the memory budget --------------------------------------------------- */
 
-static const char *const mem_bounds[] = {"session", "principal", NULL};
-static const ph_label_def mem_labels[] = {{"bound", mem_bounds}};
-static const ph_metric_def mem_refused_def = {
-    "proxyhost_tunnel_server_stream_memory_refused_total",
-    "Opens refused because the session's or the user's stream memory "
-    "budget was spent",
-    PH_METRIC_COUNTER, mem_labels, 1, NULL, 0};
-static const ph_metric_def mem_reserved_def = {
-    "proxyhost_tunnel_server_stream_memory_reserved_bytes",
-    "Bytes reserved by the streams alive (their worst case at the server)",
-    PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-
-int ts_open_metrics_init(ts_mod *m) {
-  ph_metric *r = ts_api->metric(m->ctx, &mem_refused_def);
-  ph_metric *g = ts_api->metric(m->ctx, &mem_reserved_def);
-  if (!r || !g)
-    return PH_EINVAL;
-  for (int i = 0; i < 2; i++)
-    m->m_mem_refused[i] =
-        ts_api->series(r, (const char *const[]){mem_bounds[i]});
-  m->m_mem_reserved = ts_api->series(g, NULL);
-  return PH_OK;
-}
-
 /* What one relayed stream may hold at the server: both directions'
  * inbound and outbound queues. */
 static uint64_t stream_cost(const ts_conf *c) {

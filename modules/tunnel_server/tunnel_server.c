@@ -33,6 +33,8 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   m->ctx = ctx;
   ilist_init(&m->opens);
   ilist_init(&m->conns);
+  ilist_init(&m->tokens);
+  ilist_init(&m->users);
   ts_conf_read(ctx, api, &m->c);
   m->metrics = tm_metrics_register(api, ctx, TM_COMPONENT_SERVER);
   if (!m->metrics) {
@@ -44,8 +46,6 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
                               "tunnel TLS certificate");
   if (rc == PH_OK)
     rc = ts_cred_init(m);
-  if (rc == PH_OK)
-    rc = ts_open_metrics_init(m);
   if (rc != PH_OK) {
     ts_cred_free(m);
     ph_tls_reload_free(&m->tls);
@@ -221,12 +221,11 @@ static void ts_destroy(void *state) {
     m->agents = a->next;
     free(a);
   }
-  ts_tally *lists[] = {m->users, m->tokens};
+  ilist *lists[] = {&m->users, &m->tokens};
   for (size_t i = 0; i < 2; i++)
-    while (lists[i]) {
-      ts_tally *t = lists[i];
-      lists[i] = t->next;
-      free(t);
+    ILIST_FOREACH_SAFE(lists[i], it, nx) {
+      ilist_remove(it);
+      free(ILIST_ENTRY(it, ts_tally, node));
     }
   tm_metrics_free(m->metrics);
   if (ts_last_mod == m)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* modules/common/metric_table: a PH_METRIC table registered by one call
  * through the mock host (issue 25 item 3). Every type, labels, buckets,
- * the handles filled in row-major order, and a refusal that names the
- * metric and stops. */
+ * the handles filled in row-major order, PH_METRIC_ONLY's declared
+ * combinations, and a refusal that names the metric and stops. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +65,15 @@ static const ph_metric_table wrong_size[] = {
               bad),
     PH_METRIC_END};
 
+/* ok at any stage, failed only at tls (NULL: any value of the label). */
+static const char *const produced[] = {"ok", NULL, "failed", "tls"};
+static const ph_metric_table only[] = {
+    PH_METRIC_ONLY("proxyhost_tt_only_total", PH_METRIC_COUNTER,
+                   "some combinations", PH_METRIC_LABELS(run_labels),
+                   PH_METRIC_NO_BUCKETS, PH_METRIC_COMBOS(produced, 2), tstate,
+                   runs),
+    PH_METRIC_END};
+
 static const ph_metric_table *which;
 static tstate st;
 
@@ -72,6 +81,10 @@ static int tt_init(ph_ctx *ctx, const ph_api *api, void **state) {
   *state = &st;
   if (ph_metric_table_register(api, ctx, which, &st) != PH_OK)
     return PH_EINVAL;
+  if (which == only) {
+    api->inc(st.runs[1][2], 2); /* failed,tls */
+    return PH_OK;
+  }
   if (which != good)
     return PH_OK;
   /* Update through the handles the table filled. */
@@ -145,6 +158,25 @@ static void test_good(const char *dir) {
   ph_mock_free(m);
 }
 
+static void test_only(const char *dir) {
+  char logpath[256];
+  snprintf(logpath, sizeof(logpath), "%s/only.log", dir);
+  int rc;
+  ph_mock *m = start(only, logpath, &rc);
+  is_int(rc, PH_OK, "PH_METRIC_ONLY: a table with declared combinations "
+                    "registers");
+  const char *t = ph_mock_metrics_text(m);
+  like(t, "proxyhost_tt_only_total{result=\"ok\",stage=\"dns\"} 0\n",
+       "a declared combination (a NULL value: any) shows at zero");
+  like(t, "proxyhost_tt_only_total{result=\"failed\",stage=\"tls\"} 2\n",
+       "the handle [1][2] is failed,tls");
+  unlike(t, "proxyhost_tt_only_total{result=\"failed\",stage=\"dns\"}",
+         "a combination not declared is not shown");
+  ok(st.runs[0][1] != NULL && st.runs[1][0] == NULL,
+     "a declared combination has its handle, one not declared NULL");
+  ph_mock_free(m);
+}
+
 static void test_refused(const char *dir) {
   char logpath[256];
   snprintf(logpath, sizeof(logpath), "%s/refused.log", dir);
@@ -183,11 +215,12 @@ int main(void) {
     return 1;
   }
   test_good(dir);
+  test_only(dir);
   test_refused(dir);
   if (!getenv("PH_TEST_KEEP")) {
-    const char *logs[] = {"good.log", "refused.log", "size.log"};
+    const char *logs[] = {"good.log", "only.log", "refused.log", "size.log"};
     char p[256];
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
       snprintf(p, sizeof(p), "%s/%s", dir, logs[i]);
       unlink(p);
     }
