@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "json.h"
+#include "lib/json.h"
 
 #define VALUE_MAX 512
 

@@ -7,7 +7,7 @@
 
 #include <proxyhost/connector.h>
 
-#include "host_norm.h"
+#include "lib/host_norm.h"
 
 /* Copies a value of allowed characters; -1 when empty, too long, or with
  * a character outside them. */

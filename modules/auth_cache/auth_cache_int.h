@@ -18,8 +18,8 @@
 
 #include "cache_gen.h"
 #include "cache_key.h"
-#include "idtab.h"
-#include "ilist.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
 
 typedef struct acache acache;
 typedef struct waiter waiter;

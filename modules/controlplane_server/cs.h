@@ -13,11 +13,11 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
-#include "clocks.h"
-#include "cp_authority.h"
-#include "cp_credcheck.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
+#include "lib/clocks.h"
+#include "contracts/cp_authority.h"
+#include "cp_common/cp_credcheck.h"
+#include "cp_common/cp_grpc.h"
+#include "cp_common/cp_grpc_conf.h"
 #include "cp_requests.h"
 #include "cs_conf.h"
 

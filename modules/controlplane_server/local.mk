@@ -12,7 +12,7 @@ t_unit_test_cp_requests_SOURCES = t/unit/test_cp_requests.c \
 	modules/controlplane_server/cp_requests.c \
 	modules/controlplane_server/cp_requests.h
 t_unit_test_cp_requests_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/controlplane_server
+	$(OPENSSL_CFLAGS)
 t_unit_test_cp_requests_LDADD = modules/cp_common/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
@@ -24,7 +24,7 @@ check_PROGRAMS += t/fuzz/replay_cp_requests
 t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
 	modules/controlplane_server/cp_requests.c
 t_fuzz_replay_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/controlplane_server
+	$(OPENSSL_CFLAGS)
 t_fuzz_replay_cp_requests_LDADD = modules/cp_common/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
@@ -38,15 +38,13 @@ check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
 TESTS += $(UNIT_TESTS_CP_SECRETS)
 t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
 	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_secrets.h modules/common/conf_values.c
-t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server -I$(top_srcdir)/modules/common
+	modules/controlplane_server/cp_secrets.h modules/lib/conf_values.c
+t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_cp_secret
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
-	modules/controlplane_server/cp_secrets.c modules/common/conf_values.c
-t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server -I$(top_srcdir)/modules/common
+	modules/controlplane_server/cp_secrets.c modules/lib/conf_values.c
+t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
@@ -59,8 +57,7 @@ TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
 t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.h
-t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server
+t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS)
 endif
 
 # The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in
@@ -85,14 +82,12 @@ module_LTLIBRARIES += modules/controlplane_server/controlplane_server.la
 modules_controlplane_server_controlplane_server_la_SOURCES = \
 	modules/controlplane_server/controlplane_server.c $(CS_SOURCES)
 modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
-	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server \
-	-I$(top_srcdir)/modules/cp_common -I$(top_srcdir)/modules/redis_ownership
+	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_server_controlplane_server_la_LIBADD = \
 	modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
 	modules/cp_common/libcpsnapshot.la \
-	modules/common/libphcommon.la $(OPENSSL_LIBS) $(EV_LIBS)
+	modules/frontend/libphfrontend.la $(OPENSSL_LIBS) $(EV_LIBS)
 samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
 endif
 EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \

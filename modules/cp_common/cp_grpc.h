@@ -35,7 +35,7 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_status.h"
+#include "contracts/cp_status.h"
 
 /* Status codes: CP_GRPC_OK ... CP_GRPC_UNAUTHENTICATED (cp_status.h, the
  * wire's numbers). */

@@ -3,7 +3,7 @@
  * (cp_grpc_conf.h). */
 #include "cp_grpc_conf.h"
 
-#include "conf_values.h"
+#include "lib/conf_values.h"
 
 #include <stdio.h>
 #include <string.h>

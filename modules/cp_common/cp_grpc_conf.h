@@ -24,7 +24,7 @@
 #include <proxyhost/module.h>
 
 #include "cp_grpc.h"
-#include "tls_reload.h"
+#include "lib/tls_reload.h"
 
 #define CP_GRPC_MIB (1024 * 1024)
 

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "cp_grpc_front.h"
-#include "listener.h"
-#include "relay.h"
+#include "frontend/listener.h"
+#include "frontend/relay.h"
 
 /* The listener's own cap on all connections: the pending ones are what
  * this file bounds; an authenticated one is a worker's. */

@@ -4,7 +4,7 @@
  * incoming connections (GRPC_ARG_MAX_ALLOWED_INCOMING_CONNECTIONS came
  * later) and cannot take an accepted TLS socket (grpc_server_add_channel_
  * from_fd is plaintext only). So the server's public address is this
- * listener (modules/common/listener.c), and each connection is relayed
+ * listener (modules/frontend/listener.c), and each connection is relayed
  * byte for byte (relay.c, splice) to gRPC's own listener on 127.0.0.1:
  * TLS stays end to end between the worker and gRPC.
  *

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cidr.h"
+#include "lib/cidr.h"
 
 /* The host of "host:port" or "[v6]:port" into out (NUL-terminated), the
  * port checked as 1..65535 digits (0 too: a listen address may ask for

@@ -14,7 +14,7 @@
 
 #include "cp_sort.h"
 #include "cp_view_int.h"
-#include "host_norm.h"
+#include "lib/host_norm.h"
 
 typedef Controlplane__V1__OwnedProxy owned_proxy;
 typedef Controlplane__V1__Credential credential;

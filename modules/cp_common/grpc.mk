@@ -4,7 +4,7 @@
 # the server's front (cp_grpc_front: a cap and a deadline on connections
 # that carried no call yet, issue 22 item 10);
 # the pure loopback and SPIFFE checks (cp_ident.c). Whatever links
-# libcpgrpc.la links modules/common/libphcommon.la too (cidr.c), as with
+# libcpgrpc.la links modules/frontend/libphfrontend.la too (cidr.c), as with
 # libtmproto.la. Tests: test_cp_ident (pure), test_cp_grpc (server and
 # client in one process through the mock host, plaintext and mTLS),
 # cp_grpc_interop.sh (Debian's python3-grpcio against t/lib/cp_echo_server),
@@ -21,20 +21,19 @@ CP_GRPC_SOURCES = modules/cp_common/cp_grpc.h \
 	modules/cp_common/cp_ident.c
 noinst_LTLIBRARIES += modules/cp_common/libcpgrpc.la
 modules_cp_common_libcpgrpc_la_SOURCES = $(CP_GRPC_SOURCES)
-modules_cp_common_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/cp_common
+modules_cp_common_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_cp_common_libcpgrpc_la_CFLAGS = $(AM_CFLAGS) -pthread
 modules_cp_common_libcpgrpc_la_LIBADD = $(GRPC_LIBS) $(OPENSSL_LIBS) -lpthread
 
-CP_GRPC_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/modules/cp_common
-CP_GRPC_LDADD = modules/cp_common/libcpgrpc.la modules/common/libphcommon.la
+CP_GRPC_TEST_CPPFLAGS = $(TEST_CPPFLAGS)
+CP_GRPC_LDADD = modules/cp_common/libcpgrpc.la modules/frontend/libphfrontend.la
 
 # The pure checks alone (no gRPC).
 UNIT_TESTS_CP_GRPC = t/unit/test_cp_ident t/unit/test_cp_grpc
 check_PROGRAMS += $(UNIT_TESTS_CP_GRPC)
 TESTS += $(UNIT_TESTS_CP_GRPC)
 t_unit_test_cp_ident_SOURCES = t/unit/test_cp_ident.c \
-	modules/cp_common/cp_ident.c modules/common/cidr.c
+	modules/cp_common/cp_ident.c modules/lib/cidr.c
 t_unit_test_cp_ident_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS)
 t_unit_test_cp_ident_LDADD = $(UNIT_LDADD)
 
@@ -58,9 +57,8 @@ TESTS += t/integration/cp_grpc_interop.sh
 # t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_cp_spiffe
 t_fuzz_replay_cp_spiffe_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_spiffe.c \
-	modules/cp_common/cp_ident.c modules/common/cidr.c
-t_fuzz_replay_cp_spiffe_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/cp_common -I$(top_srcdir)/modules/common
+	modules/cp_common/cp_ident.c modules/lib/cidr.c
+t_fuzz_replay_cp_spiffe_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 EXTRA_DIST += t/integration/cp_grpc_interop.sh t/lib/cp_grpc_interop.py \
 	t/unit/cp_grpc_certs.sh t/fuzz/fuzz_cp_spiffe.c

@@ -4,7 +4,7 @@
 # well-known types it imports, as libcpproto.la. Whatever links it links
 # $(PROTOBUF_C_LIBS) through it.
 EXTRA_DIST += modules/cp_common/proto.mk proto/controlplane/v1/controlplane.proto \
-	modules/cp_common/cp_status.h
+	modules/contracts/cp_status.h
 
 if CP_ANY
 CP_GEN = modules/cp_common/gen
@@ -13,8 +13,7 @@ CP_PROTO_GEN_C = $(CP_GEN)/controlplane/v1/controlplane.pb-c.c \
 	$(CP_GEN)/google/protobuf/duration.pb-c.c
 CP_PROTO_GEN_H = $(CP_PROTO_GEN_C:.c=.h)
 # Generated code: include it as "controlplane/v1/controlplane.pb-c.h".
-CP_PROTO_CPPFLAGS = -I$(top_builddir)/$(CP_GEN) $(PROTOBUF_C_CFLAGS) \
-	-I$(top_srcdir)/modules/cp_common
+CP_PROTO_CPPFLAGS = -I$(top_builddir)/$(CP_GEN) $(PROTOBUF_C_CFLAGS)
 
 # One stamp for the six generated files, so that a parallel make runs
 # protoc-c once. A file deleted under an existing stamp is made again.

@@ -4,7 +4,7 @@
 # (cp_view*, CP-1-20, CP-3-8/9/17/18) and the bounded outcome queue with
 # its batches and digest (cp_outcomes, CP-1-33, CP-5-1/7..10/15), as
 # libcpview.la. No I/O, no loop. Whatever links it links
-# modules/cp_common/libcpproto.la and modules/common/libphcommon.la too
+# modules/cp_common/libcpproto.la and modules/frontend/libphfrontend.la too
 # (host_norm.c), and $(OPENSSL_LIBS) (SHA-256, OPENSSL_cleanse).
 EXTRA_DIST += modules/cp_common/view.mk t/integration/cp_outcome_digest.sh
 # The gateway's guide starts here (its section "The snapshot view").
@@ -25,7 +25,7 @@ modules/cp_common/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
 modules_cp_common_libcpview_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
 	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 CP_VIEW_LDADD = modules/cp_common/libcpview.la \
-	modules/cp_common/libcpproto.la modules/common/libphcommon.la \
+	modules/cp_common/libcpproto.la modules/frontend/libphfrontend.la \
 	$(OPENSSL_LIBS)
 
 UNIT_TESTS_CP_VIEW = t/unit/test_cp_view t/unit/test_cp_outcomes
@@ -43,8 +43,7 @@ t_unit_test_cp_outcomes_LDADD = $(CP_VIEW_LDADD)
 # replayed over t/fuzz/seeds/cp_view by t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_cp_view
 t_fuzz_replay_cp_view_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_view.c
-t_fuzz_replay_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	-I$(top_srcdir)/modules/common
+t_fuzz_replay_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_fuzz_replay_cp_view_LDADD = $(CP_VIEW_LDADD)
 
 # The digest against Python's hashlib and protobuf (CP-5-12): the shell

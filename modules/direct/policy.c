@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "policy.h"
 
-#include "cidr.h"
+#include "lib/cidr.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

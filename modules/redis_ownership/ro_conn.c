@@ -9,7 +9,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/rand.h>
 
-#include "backoff.h"
+#include "lib/backoff.h"
 #include "ro_conn.h"
 
 enum conn_state { ST_IDLE, ST_BACKOFF, ST_CONNECTING, ST_UP, ST_STOPPED };

@@ -34,8 +34,8 @@
 #include <proxyhost/module.h>
 #include <proxyhost/validation.h>
 
-#include "idtab.h"
-#include "ilist.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
 #include "rv_cache.h"
 #include "rv_http.h"
 #include "rv_key.h"

@@ -9,7 +9,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "ilist.h"
+#include "lib/ilist.h"
 
 typedef struct entry {
   unsigned char key[RV_KEY_LEN];

@@ -12,8 +12,8 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
-#include "az_revision.h"
-#include "pool_revision.h"
+#include "store_common/az_revision.h"
+#include "store_common/pool_revision.h"
 #include "pg_pool.h"
 #include "pg_sql.h"
 

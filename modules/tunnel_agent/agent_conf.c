@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tunnel_agent's keys and their checks (agent_conf.h). */
 #include "agent_conf.h"
-#include "tls_reload.h"
+#include "lib/tls_reload.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "tm_conf.h"
-#include "tm_token.h"
+#include "tunnel_common/tm_conf.h"
+#include "tunnel_common/tm_token.h"
 
 /* Read once at start: every key is PH_CONF_RESTART (the token file's
  * contents are re-read at every connection attempt, its path is not). */

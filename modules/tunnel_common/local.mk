@@ -5,8 +5,8 @@
 EXTRA_DIST += modules/tunnel_common/local.mk
 
 # tm-proto: the pure protocol (no I/O, no logging, no allocation). It uses
-# modules/common/json.c but does not carry it: whatever links
-# libtmproto.la links modules/common/libphcommon.la too (the role modules
+# modules/lib/json.c but does not carry it: whatever links
+# libtmproto.la links modules/frontend/libphfrontend.la too (the role modules
 # do already, for relay.c), so json.o is never in one link twice.
 if TUNNEL_ANY
 noinst_LTLIBRARIES += modules/tunnel_common/libtmproto.la
@@ -16,9 +16,9 @@ modules_tunnel_common_libtmproto_la_SOURCES = \
 	modules/tunnel_common/tm_window.c modules/tunnel_common/tm_window.h \
 	modules/tunnel_common/tm_drr.c modules/tunnel_common/tm_drr.h
 modules_tunnel_common_libtmproto_la_CPPFLAGS = $(MODULE_CPPFLAGS)
-TM_PROTO_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/modules/tunnel_common
+TM_PROTO_TEST_CPPFLAGS = $(TEST_CPPFLAGS)
 TM_PROTO_LDADD = modules/tunnel_common/libtmproto.la \
-	modules/common/libphcommon.la
+	modules/frontend/libphfrontend.la
 
 UNIT_TESTS_TM_PROTO = t/unit/test_tm_proto t/unit/test_tm_open \
 	t/unit/test_tm_window t/unit/test_tm_drr
@@ -41,8 +41,7 @@ t_unit_test_tm_drr_LDADD = $(TM_PROTO_LDADD)
 # t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_tm_frame t/fuzz/replay_tm_payload
 t_fuzz_replay_tm_frame_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_frame.c
-t_fuzz_replay_tm_frame_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_frame_CPPFLAGS = $(AM_CPPFLAGS)
 t_fuzz_replay_tm_frame_LDADD = $(TM_PROTO_LDADD)
 t_fuzz_replay_tm_payload_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_payload.c
 t_fuzz_replay_tm_payload_CPPFLAGS = $(t_fuzz_replay_tm_frame_CPPFLAGS)
@@ -54,7 +53,7 @@ endif
 # seed's metrics. tm-ws adds tm_ws.c to the same library in its own block
 # after this one (automake wants the '=' before any '+=').
 # Whatever links libtmsession.la links libtmproto.la and
-# modules/common/libphcommon.la too (stream_metrics.c, json.c).
+# modules/frontend/libphfrontend.la too (stream_metrics.c, json.c).
 if TUNNEL_ANY
 noinst_LTLIBRARIES += modules/tunnel_common/libtmsession.la
 modules_tunnel_common_libtmsession_la_SOURCES = \
@@ -70,7 +69,7 @@ modules_tunnel_common_libtmsession_la_SOURCES = \
 # (merge of tm-session and tm-ws, done in tm-agent: one definition, with
 # tm-ws's flags and libraries; tm-ws's block below adds its sources.)
 modules_tunnel_common_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	$(LWS_CFLAGS) $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common
+	$(LWS_CFLAGS) $(OPENSSL_CFLAGS)
 modules_tunnel_common_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
 	$(OPENSSL_LIBS)
 
@@ -79,10 +78,9 @@ check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
 TESTS += $(UNIT_TESTS_TM_SESSION)
 t_unit_test_tm_session_SOURCES = t/unit/test_tm_session.c \
 	t/unit/tm_memlink.c t/unit/tm_memlink.h
-t_unit_test_tm_session_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_session_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(EV_LIBS)
 endif
 # tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
@@ -90,10 +88,9 @@ endif
 if TUNNEL_ANY
 check_PROGRAMS += t/fuzz/replay_tm_session
 t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
-t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS)
 t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
 	$(EV_LIBS)
 endif
 
@@ -106,14 +103,12 @@ check_PROGRAMS += $(UNIT_TESTS_TM_TOKEN)
 TESTS += $(UNIT_TESTS_TM_TOKEN)
 t_unit_test_tm_token_SOURCES = t/unit/test_tm_token.c \
 	modules/tunnel_common/tm_token.c
-t_unit_test_tm_token_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_token_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_tm_token_LDADD = $(UNIT_LDADD)
 check_PROGRAMS += t/fuzz/replay_tm_token
 t_fuzz_replay_tm_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_token.c \
 	modules/tunnel_common/tm_token.c
-t_fuzz_replay_tm_token_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common
+t_fuzz_replay_tm_token_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_tm_token.c
 
@@ -136,29 +131,26 @@ t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
 	t/unit/tm_ws_stubs.h \
 	$(TM_WS_SOURCES)
 t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
-	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/tunnel_common \
+	$(OPENSSL_CFLAGS) \
 	-DTM_TEST_SRCDIR='"$(abs_top_srcdir)"' -DTM_HAVE_PROTO
 t_unit_test_tm_ws_LDADD = modules/tunnel_common/libtmproto.la \
-	modules/common/libphcommon.la host/libphmock.la $(LWS_LIBS) \
+	modules/frontend/libphfrontend.la host/libphmock.la $(LWS_LIBS) \
 	$(OPENSSL_LIBS)
 # The WebSocket client end (tm_wsc.c, pure): its unit test and fuzz target.
 UNIT_TESTS_LOCAL += t/unit/test_tm_wsc
 t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/tm_wsc.c \
-	modules/common/bw.c
-t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common
+	modules/lib/bw.c
+t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_tm_wsc_LDADD = $(UNIT_LDADD) $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_tm_wsc
 t_fuzz_replay_tm_wsc_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_wsc.c \
-	modules/tunnel_common/tm_wsc.c modules/common/bw.c
-t_fuzz_replay_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common -I$(top_srcdir)/modules/common
+	modules/tunnel_common/tm_wsc.c modules/lib/bw.c
+t_fuzz_replay_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_fuzz_replay_tm_wsc_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_tm_url
 t_fuzz_replay_tm_url_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_url.c \
 	modules/tunnel_common/tm_ws_url.c
-t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common
+t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
 
@@ -166,10 +158,9 @@ EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
 if TUNNEL_ANY
 UNIT_TESTS_LOCAL += t/unit/test_tm_ws_session
 t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
-t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS)
 t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
 endif
 

@@ -2,7 +2,7 @@
 /* The seed's stream metrics for the tunnel roles (tm_metrics.h).
  *
  * The families the frontends and connectors already register
- * (modules/common/stream_metrics.c: stage durations, opens by code, the
+ * (modules/frontend/stream_metrics.c: stage durations, opens by code, the
  * queue wait) are the same metrics here, registered through the same
  * definitions: a process holding socks5 and tunnel_client, or
  * tunnel_agent and direct, shares them, and a second definition of one
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "stream_metrics.h"
+#include "frontend/stream_metrics.h"
 #include "tm_session.h"
 
 struct tm_metrics {

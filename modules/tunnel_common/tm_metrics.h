@@ -23,7 +23,7 @@
  *   proxyhost_stream_tunnel_sessions{component}         gauge
  *   proxyhost_stream_tunnel_sessions_closed_total{component,reason}
  *
- * The first three families are the ones modules/common/stream_metrics.c
+ * The first three families are the ones modules/frontend/stream_metrics.c
  * registers for the frontends and direct too (one name has one
  * definition in a process: socks5 + tunnel_client, direct +
  * tunnel_agent). The client's opens are counted by its frontend, which

@@ -2,7 +2,7 @@
 /*
  * The TunnelMesh wire codec (tm_proto.h; docs/protocol/tunnel.md). Pure:
  * caller buffers only, no I/O, no logging, no allocation (TM-PROTO-42).
- * The JSON payloads go through modules/common/json.c's strict, bounded
+ * The JSON payloads go through modules/lib/json.c's strict, bounded
  * reader and writer; the token arrays live on the stack and are bounded
  * below.
  */
@@ -10,8 +10,8 @@
 
 #include <string.h>
 
-#include "bw.h"
-#include "json.h"
+#include "lib/bw.h"
+#include "lib/json.h"
 #include "proxyhost/connector.h"
 
 /* A payload JSON holds at most this many values (keys count) and nests

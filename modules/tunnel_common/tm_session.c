@@ -9,7 +9,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/log.h>
 
-#include "clocks.h"
+#include "lib/clocks.h"
 #include "tm_session_int.h"
 
 /* ---- the id map (idtab.h), sized by max_streams ----------------------- */

@@ -4,7 +4,7 @@
  * queues, open/accept/reject) and tm_writer.c (the control queue and the
  * one writer). Not for the roles: they use tm_session.h.
  *
- * Lifetime rule (modules/common/guard.h's, per session): every entry
+ * Lifetime rule (modules/lib/guard.h's, per session): every entry
  * from outside (a transport event, a timer, the kick that delivers stream
  * events) runs between sess_enter and sess_leave; an object ended inside
  * is released at once and marked dead, and its memory is freed where the
@@ -18,9 +18,9 @@
 
 #include <proxyhost/connector.h>
 
-#include "clocks.h"
-#include "idtab.h"
-#include "ilist.h"
+#include "lib/clocks.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
 #include "tm_drr.h"
 #include "tm_metrics.h"
 #include "tm_open.h"

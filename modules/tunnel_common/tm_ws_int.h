@@ -16,7 +16,7 @@
 
 #include <libwebsockets.h>
 
-#include "ilist.h"
+#include "lib/ilist.h"
 #include "tm_proto.h"
 #include "tm_session_ws.h"
 #include "tm_ws.h"

@@ -2,7 +2,7 @@
 /* RFC 6455 for both ends as pure code (tm_wsc.h). */
 #include "tm_wsc.h"
 
-#include "bw.h"
+#include "lib/bw.h"
 
 #include <string.h>
 #include <strings.h>

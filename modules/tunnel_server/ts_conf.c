@@ -12,9 +12,9 @@
 
 #include <proxyhost/access.h>
 
-#include "provider_check.h"
-#include "tls_reload.h"
-#include "tm_conf.h"
+#include "frontend/provider_check.h"
+#include "lib/tls_reload.h"
+#include "tunnel_common/tm_conf.h"
 #include "ts_int.h"
 
 const ph_conf_key ts_keys[] = {

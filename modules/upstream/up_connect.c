@@ -6,7 +6,7 @@
  * line. */
 #include "up_hs.h"
 
-#include "bw.h"
+#include "lib/bw.h"
 
 #include <string.h>
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_grpc.h"
+#include "cp_common/cp_grpc.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

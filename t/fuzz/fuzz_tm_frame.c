@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proxyhost/connector.h"
-#include "tm_proto.h"
+#include "tunnel_common/tm_proto.h"
 
 static void check(int cond) {
   if (!cond)

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_session_int.h"
+#include "tunnel_common/tm_session_int.h"
 
 static void check(int cond) {
   if (!cond)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_token.h"
+#include "tunnel_common/tm_token.h"
 
 #define CHECK(c)                                                          \
   do {                                                                    \

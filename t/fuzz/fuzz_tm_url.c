@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_ws_url.h"
+#include "tunnel_common/tm_ws_url.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
+#include "cp_common/cp_grpc.h"
+#include "cp_common/cp_grpc_conf.h"
 #include "mock.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"

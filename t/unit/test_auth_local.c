@@ -12,9 +12,9 @@
 
 #include <proxyhost/authorizer.h>
 
-#include "cache.h"
+#include "auth_local/cache.h"
 #include "mock.h"
-#include "pwhash.h"
+#include "auth_local/pwhash.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"

@@ -24,8 +24,8 @@
 #include <ev.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
+#include "cp_common/cp_grpc.h"
+#include "cp_common/cp_grpc_conf.h"
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"

@@ -17,7 +17,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "cp_outcomes.h"
+#include "cp_common/cp_outcomes.h"
 #include "tap.h"
 
 static const int64_t T0 = 1800000000000;

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "file_test.h"
-#include "migrations.h"
+#include "store_common/migrations.h"
 #include "tap.h"
 #ifdef AZ_WITH_SQLITE
-#include "migrate_sqlite.h"
+#include "store_common/migrate_sqlite.h"
 #endif
 
 /* ---- a fake engine: a version and a log of the scripts it ran --------- */

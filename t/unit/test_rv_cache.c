@@ -5,7 +5,7 @@
  * list is an ilist. */
 #include <string.h>
 
-#include "rv_cache.h"
+#include "remote_validation/rv_cache.h"
 #include "tap.h"
 
 static void key_of(unsigned char k[RV_KEY_LEN], int i) {

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_drr.h"
-#include "tm_proto.h"
+#include "tunnel_common/tm_drr.h"
+#include "tunnel_common/tm_proto.h"
 
 #define Q 32768u /* TM-P2-19: the default quantum */
 

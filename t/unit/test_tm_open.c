@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_open.h"
+#include "tunnel_common/tm_open.h"
 
 /* expect[state] lists the next state per event, in enum order:
  *   open_sent open_rcvd legacy_open ok_sent ok_rcvd fail_sent fail_rcvd

@@ -12,7 +12,7 @@
 
 #include "proxyhost/connector.h"
 #include "tap.h"
-#include "tm_proto.h"
+#include "tunnel_common/tm_proto.h"
 
 static uint8_t msg[TM_MAX_FRAME + 16];
 

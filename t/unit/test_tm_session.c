@@ -17,12 +17,12 @@
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"
-#include "relay.h"
+#include "frontend/relay.h"
 #include "tap.h"
 #include "tm_memlink.h"
-#include "tm_metrics.h"
-#include "tm_proto.h"
-#include "tm_session.h"
+#include "tunnel_common/tm_metrics.h"
+#include "tunnel_common/tm_proto.h"
+#include "tunnel_common/tm_session.h"
 #include "tm_session_test.h"
 
 static ph_mock *mk;

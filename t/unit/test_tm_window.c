@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_proto.h"
-#include "tm_window.h"
+#include "tunnel_common/tm_proto.h"
+#include "tunnel_common/tm_window.h"
 
 static void test_init(void) {
   tm_window w;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cidr.h"
+#include "lib/cidr.h"
 #include "frontend_server.h"
 
 const char *access_peer_text(const struct sockaddr_storage *peer,

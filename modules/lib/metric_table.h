@@ -39,7 +39,7 @@
  * and the call returns PH_EINVAL; the families registered before it
  * stay registered (init fails, the host discards the module).
  *
- * Init only, loop thread (as api->metric). Lives in modules/common (not
+ * Init only, loop thread (as api->metric). Lives in modules/lib (not
  * the SDK) so that it costs no ABI change; it uses only ABI 1.0 calls
  * (metric, series), so a third-party module may copy these two files.
  */

@@ -78,8 +78,8 @@
 #include <proxyhost/validation.h>
 
 #include "client_acl.h"
-#include "guard.h"
-#include "ilist.h"
+#include "lib/guard.h"
+#include "lib/ilist.h"
 #include "listener.h"
 #include "relay.h"
 #include "traffic_gate.h"

@@ -14,7 +14,7 @@
 
 #include <proxyhost/host.h>
 
-#include "cidr.h"
+#include "lib/cidr.h"
 
 #define CLIENT_ACL_MAX 64
 #define CLIENT_ACL_KEY "allow_clients"

@@ -40,7 +40,7 @@
 
 #include <proxyhost/pool_store.h>
 
-#include "cp_status.h" /* modules/cp_common: gRPC codes by name */
+#include "cp_status.h" /* gRPC codes by name */
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clocks.h"
+#include "lib/clocks.h"
 #include "frontend_services.h"
 #include "hangup.h"
 

@@ -50,7 +50,7 @@
  */
 #include "relay.h"
 
-#include "guard.h"
+#include "lib/guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
