@@ -126,7 +126,8 @@ modules_tunnel_common_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
 modules_tunnel_common_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
 	$(OPENSSL_CFLAGS)
 modules_tunnel_common_libtmsession_la_LIBADD += $(LWS_LIBS) $(OPENSSL_LIBS)
-UNIT_TESTS_LOCAL += t/unit/test_tm_ws
+check_PROGRAMS += t/unit/test_tm_ws
+TESTS += t/unit/test_tm_ws
 t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
 	t/unit/tm_ws_stubs.h \
 	$(TM_WS_SOURCES)
@@ -137,7 +138,8 @@ t_unit_test_tm_ws_LDADD = modules/tunnel_common/libtmproto.la \
 	modules/frontend/libphfrontend.la host/libphmock.la $(LWS_LIBS) \
 	$(OPENSSL_LIBS)
 # The WebSocket client end (tm_wsc.c, pure): its unit test and fuzz target.
-UNIT_TESTS_LOCAL += t/unit/test_tm_wsc
+check_PROGRAMS += t/unit/test_tm_wsc
+TESTS += t/unit/test_tm_wsc
 t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/tm_wsc.c \
 	modules/lib/bw.c
 t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
@@ -156,7 +158,8 @@ EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
 
 # tm-ws: one real tm_session on each end of a real tm_ws connection.
 if TUNNEL_ANY
-UNIT_TESTS_LOCAL += t/unit/test_tm_ws_session
+check_PROGRAMS += t/unit/test_tm_ws_session
+TESTS += t/unit/test_tm_ws_session
 t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
 t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS)
 t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/libtmsession.la \
