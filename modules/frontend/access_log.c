@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "lib/cidr.h"
-#include "frontend_server.h"
 
 const char *access_peer_text(const struct sockaddr_storage *peer,
                              char out[ACCESS_PEER_TEXT]) {

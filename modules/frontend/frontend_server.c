@@ -70,25 +70,6 @@ void frontend_server_refuse(frontend_server *srv, int fd) {
   listener_release(srv->listener);
 }
 
-void frontend_server_link(frontend_server *srv, frontend_session *s) {
-  ilist_push_front(&srv->sessions, &s->link);
-  srv->n_sessions++;
-  if (srv->clients)
-    srv->api->gauge_add(srv->clients, 1);
-}
-
-void frontend_server_unlink(frontend_server *srv, frontend_session *s) {
-  ilist_remove(&s->link);
-  srv->n_sessions--;
-  if (srv->clients)
-    srv->api->gauge_add(srv->clients, -1);
-  listener_release(srv->listener);
-  if (srv->stop_pending && srv->n_sessions == 0) {
-    srv->stop_pending = 0;
-    srv->api->stop_done(srv->ctx);
-  }
-}
-
 int frontend_server_stop(frontend_server *srv) {
   srv->stopping = 1;
   frontend_gate_detach(srv);

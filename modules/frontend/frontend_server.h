@@ -45,10 +45,4 @@ void frontend_server_destroy(frontend_server *srv);
  * closes fd and gives the listener slot back. */
 void frontend_server_refuse(frontend_server *srv, int fd);
 
-/* For frontend_session.c: a started session joins the list (and the
- * gauge); an ended one leaves it, gives its listener slot back, and calls
- * stop_done when it was the last one during a drain. */
-void frontend_server_link(frontend_server *srv, frontend_session *s);
-void frontend_server_unlink(frontend_server *srv, frontend_session *s);
-
 #endif

@@ -4,7 +4,6 @@
  * open with cancellation, its relay, its one end. */
 #include "frontend_session.h"
 
-#include "frontend_server.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -79,6 +78,27 @@ static void session_io(ph_io *io, int fd, int revents, void *arg) {
   frontend_session_leave(s);
 }
 
+/* The session joins and leaves its server's list (and clients gauge);
+ * the last one out of a stopping server ends its drain. */
+static void server_link(frontend_server *srv, frontend_session *s) {
+  ilist_push_front(&srv->sessions, &s->link);
+  srv->n_sessions++;
+  if (srv->clients)
+    srv->api->gauge_add(srv->clients, 1);
+}
+
+static void server_unlink(frontend_server *srv, frontend_session *s) {
+  ilist_remove(&s->link);
+  srv->n_sessions--;
+  if (srv->clients)
+    srv->api->gauge_add(srv->clients, -1);
+  listener_release(srv->listener);
+  if (srv->stop_pending && srv->n_sessions == 0) {
+    srv->stop_pending = 0;
+    srv->api->stop_done(srv->ctx);
+  }
+}
+
 int frontend_session_start(frontend_server *srv, frontend_session *s,
                            void *owner, int fd, const struct sockaddr *peer,
                            socklen_t peerlen) {
@@ -87,7 +107,7 @@ int frontend_session_start(frontend_server *srv, frontend_session *s,
     memcpy(&s->peer, peer,
            peerlen < sizeof(s->peer) ? (size_t)peerlen : sizeof(s->peer));
   frontend_session_new_id(s);
-  frontend_server_link(srv, s);
+  server_link(srv, s);
   s->io = srv->api->io_new(srv->ctx, fd, 0, session_io, s);
   s->timer = srv->api->timer_new(srv->ctx, session_timer, s);
   return s->io && s->timer ? PH_OK : PH_ENOMEM;
@@ -121,7 +141,7 @@ void frontend_session_close(frontend_session *s, int how) {
   if (s->fd >= 0)
     close(s->fd);
   s->fd = -1;
-  frontend_server_unlink(srv, s);
+  server_unlink(srv, s);
   if (guard_end(&s->g))
     srv->ops->free(s->owner);
 }

@@ -22,7 +22,17 @@
 #include <stdlib.h>
 
 #include "frontend/stream_metrics.h"
-#include "tm_session.h"
+
+/* In enum order from TM_CLOSE_TRANSPORT (1). */
+const char *const tm_close_reason_names[] = {
+    "transport", "protocol", "abuse", "control_full", "heartbeat", "local",
+    "goaway_done", NULL};
+
+const char *tm_close_reason_name(int reason) {
+  return reason >= TM_CLOSE_TRANSPORT && reason <= TM_CLOSE_GOAWAY_DONE
+             ? tm_close_reason_names[reason - TM_CLOSE_TRANSPORT]
+             : "unknown";
+}
 
 struct tm_metrics {
   const ph_api *api;

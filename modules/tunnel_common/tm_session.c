@@ -216,17 +216,6 @@ static int cfg_valid(const tm_session_cfg *c) {
          (c->ping_interval_ms == 0 || c->ping_timeout_ms >= 1);
 }
 
-/* In enum order from TM_CLOSE_TRANSPORT (1). */
-const char *const tm_close_reason_names[] = {
-    "transport", "protocol", "abuse", "control_full", "heartbeat", "local",
-    "goaway_done", NULL};
-
-const char *tm_close_reason_name(int reason) {
-  return reason >= TM_CLOSE_TRANSPORT && reason <= TM_CLOSE_GOAWAY_DONE
-             ? tm_close_reason_names[reason - TM_CLOSE_TRANSPORT]
-             : "unknown";
-}
-
 /* The largest answer to an open this side queues: an OPEN_RESULT with
  * every field at its widest, or a RESET. */
 static uint32_t answer_frame_max(void) {

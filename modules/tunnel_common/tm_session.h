@@ -58,32 +58,16 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
+#include "tm_metrics.h" /* enum tm_close_reason */
 #include "tm_proto.h"
 
 typedef struct tm_session tm_session;
 typedef struct tm_stream tm_stream;
 struct tm_metrics; /* tm_metrics.h */
 
-enum tm_component { TM_COMPONENT_CLIENT = 0, TM_COMPONENT_SERVER,
-                    TM_COMPONENT_AGENT };
-
-/* Why a session ended (on_close); also the audit/log reason. */
-enum tm_close_reason {
-  TM_CLOSE_TRANSPORT = 1, /* the WebSocket failed or the peer closed it */
-  TM_CLOSE_PROTOCOL,      /* an undecodable or unattributable frame */
-  TM_CLOSE_ABUSE,         /* violation_limit passed */
-  TM_CLOSE_CONTROL_FULL,  /* the control queue overflowed (TM-FAIL-8) */
-  TM_CLOSE_HEARTBEAT,     /* no PONG within ping_timeout_ms */
-  TM_CLOSE_LOCAL,         /* tm_session_close */
-  TM_CLOSE_GOAWAY_DONE    /* drained after GOAWAY: no stream left */
-};
-
-/* The reason's name in logs and the sessions_closed metric's label
- * ("transport", "protocol", ...); "unknown" for any other value. */
-const char *tm_close_reason_name(int reason);
-/* The same names as a NULL-terminated list, [0] for TM_CLOSE_TRANSPORT
- * (a metric label's values). */
-extern const char *const tm_close_reason_names[];
+/* The role (enum tm_component) and why a session ended (enum
+ * tm_close_reason) are in tm_metrics.h, whose metrics are labelled by
+ * them. */
 
 /* The transport: one message-oriented connection. The session calls
  * these; the transport calls tm_session_on_message/on_writable/
