@@ -5,4 +5,5 @@
 # (included from Makefile.am; paths are from the top).
 EXTRA_DIST += modules/contracts/local.mk
 EXTRA_DIST += modules/contracts/cp_authority.h modules/contracts/cp_session.h \
-	modules/contracts/cp_status.h modules/contracts/pool_runtime.h
+	modules/contracts/cp_credcheck.h modules/contracts/cp_status.h \
+	modules/contracts/pool_runtime.h

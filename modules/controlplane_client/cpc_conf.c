@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "lib/conf_values.h"
-#include "cp_common/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cpc_conf.h"
 
 #define ID_KEY(flag, name, env, help)                                         \

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cp_common/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc.h"
 #include "contracts/cp_session.h"
 
 typedef struct cpc_outcall cpc_outcall;

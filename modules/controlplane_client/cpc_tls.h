@@ -18,8 +18,8 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_common/cp_grpc.h"
-#include "cp_common/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "lib/tls_reload.h"
 
 typedef struct cpc_tls {

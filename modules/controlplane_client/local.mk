@@ -30,8 +30,8 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cp_supervisor.h
 CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 # libcpsnapshot.la brings libcpproto.la (and protobuf-c).
-CPC_LIBS = modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
-	modules/cp_common/libcpsnapshot.la modules/frontend/libphfrontend.la \
+CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
+	modules/cp_common/snapshot/libcpsnapshot.la modules/frontend/libphfrontend.la \
 	$(OPENSSL_LIBS)
 
 if MODULE_CONTROLPLANE_CLIENT

@@ -22,7 +22,7 @@
 #include <openssl/rand.h>
 
 #include "lib/clocks.h"
-#include "cp_common/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
 #include "lib/metric_table.h"
 

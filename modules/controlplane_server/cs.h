@@ -15,9 +15,9 @@
 
 #include "lib/clocks.h"
 #include "contracts/cp_authority.h"
-#include "cp_common/cp_credcheck.h"
-#include "cp_common/cp_grpc.h"
-#include "cp_common/cp_grpc_conf.h"
+#include "contracts/cp_credcheck.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cp_requests.h"
 #include "cs_conf.h"
 

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "lib/conf_values.h"
-#include "cp_common/cp_grpc_conf.h"
-#include "cp_common/cp_snapshot.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/snapshot/cp_snapshot.h"
 #include "cs_conf.h"
 
 #define H 3600000

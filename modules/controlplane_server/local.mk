@@ -13,7 +13,7 @@ t_unit_test_cp_requests_SOURCES = t/unit/test_cp_requests.c \
 	modules/controlplane_server/cp_requests.h
 t_unit_test_cp_requests_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-t_unit_test_cp_requests_LDADD = modules/cp_common/libcpproto.la \
+t_unit_test_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
 
@@ -25,7 +25,7 @@ t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
 	modules/controlplane_server/cp_requests.c
 t_fuzz_replay_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-t_fuzz_replay_cp_requests_LDADD = modules/cp_common/libcpproto.la \
+t_fuzz_replay_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_requests.c
@@ -72,7 +72,7 @@ CS_SOURCES = modules/controlplane_server/cs.h \
 	modules/controlplane_server/cs_outcomes.c \
 	modules/controlplane_server/cs_watch.c \
 	modules/controlplane_server/cs_credcheck.c \
-	modules/cp_common/cp_credcheck.h \
+	modules/contracts/cp_credcheck.h \
 	modules/controlplane_server/cs_pool.c \
 	modules/controlplane_server/cs_assign.c \
 	modules/controlplane_server/cp_requests.c \
@@ -85,8 +85,8 @@ modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
 	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_server_controlplane_server_la_LIBADD = \
-	modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
-	modules/cp_common/libcpsnapshot.la \
+	modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
+	modules/cp_common/snapshot/libcpsnapshot.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS) $(EV_LIBS)
 samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
 endif

@@ -26,7 +26,7 @@
 #include <proxyhost/outcome_sink.h>
 
 #include "lib/backoff.h"
-#include "cp_common/cp_outcomes.h"
+#include "cp_common/view/cp_outcomes.h"
 #include "contracts/cp_session.h"
 #include "contracts/cp_status.h"
 #include "lib/metric_table.h"

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "lib/clocks.h"
-#include "cp_common/cp_view.h"
+#include "cp_common/view/cp_view.h"
 #include "pool_int.h"
 
 /* xorshift64*: strategies get 64 bits per pick; not for secrets. */

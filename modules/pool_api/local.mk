@@ -14,7 +14,7 @@ modules_pool_api_pool_api_la_SOURCES = modules/pool_api/pool_api.c \
 	modules/pool_api/pool_routes.c modules/pool_api/pool_routes.h \
 	modules/pool_api/api_pool.c modules/pool_api/api_pool.h \
 	modules/pool_api/api_extract.c modules/pool_api/api_extract.h \
-	modules/contracts/cp_authority.h modules/cp_common/cp_credcheck.h \
+	modules/contracts/cp_authority.h modules/contracts/cp_credcheck.h \
 	modules/store_common/pool_validate.c modules/store_common/pool_validate.h
 modules_pool_api_pool_api_la_CPPFLAGS = $(POOL_API_CPPFLAGS)
 modules_pool_api_pool_api_la_LDFLAGS = $(MODULE_LDFLAGS)

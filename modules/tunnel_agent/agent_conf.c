@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tunnel_common/tm_conf.h"
-#include "tunnel_common/tm_token.h"
+#include "tunnel_common/session/tm_conf.h"
+#include "tunnel_common/session/tm_token.h"
 
 /* Read once at start: every key is PH_CONF_RESTART (the token file's
  * contents are re-read at every connection attempt, its path is not). */

@@ -27,9 +27,9 @@
 #include "pool_policy.h"
 #include "frontend/relay.h"
 #include "lib/tls_reload.h"
-#include "tunnel_common/tm_metrics.h"
-#include "tunnel_common/tm_session.h"
-#include "tunnel_common/tm_ws.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/session/tm_session.h"
+#include "tunnel_common/session/tm_ws.h"
 
 #define TUNNEL_AGENT_VERSION "1.0.0"
 

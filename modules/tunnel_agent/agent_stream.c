@@ -8,7 +8,7 @@
 
 #include "agent_int.h"
 #include "lib/clocks.h"
-#include "tunnel_common/tm_trace.h"
+#include "tunnel_common/session/tm_trace.h"
 
 #define RETRY_QUEUE_FULL_MS 100
 

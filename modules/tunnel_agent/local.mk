@@ -17,8 +17,8 @@ modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LIBADD = \
-	modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
+	modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	$(LWS_LIBS) $(EV_LIBS)
 samples_DATA += modules/tunnel_agent/tunnel_agent.ini.sample
 
@@ -40,8 +40,8 @@ t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
 t_unit_test_tm_agent_CPPFLAGS = $(TEST_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_test_tm_agent_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
+t_unit_test_tm_agent_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(EV_LIBS)
 t_unit_test_tm_agent_pool_SOURCES = t/unit/test_tm_agent_pool.c \
 	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h

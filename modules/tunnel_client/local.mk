@@ -9,8 +9,8 @@ TC_SOURCES = modules/tunnel_client/tunnel_client.c \
 	modules/tunnel_client/tunnel_client_int.h \
 	modules/tunnel_client/tc_conn.c modules/tunnel_client/tc_open.c \
 	modules/tunnel_client/tc_stream.c modules/tunnel_client/tc_link.h
-TC_LIBS = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
+TC_LIBS = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	$(LWS_LIBS)
 if MODULE_TUNNEL_CLIENT
 module_LTLIBRARIES += modules/tunnel_client/tunnel_client.la

@@ -14,7 +14,7 @@
 
 #include "lib/backoff.h"
 #include "lib/clocks.h"
-#include "tunnel_common/tm_ws.h"
+#include "tunnel_common/session/tm_ws.h"
 #include "tunnel_client_int.h"
 
 static uint32_t rnd32(tc_client *tc) {

@@ -19,10 +19,10 @@
 #include "lib/idtab.h"
 #include "tc_link.h"
 #include "lib/tls_reload.h"
-#include "tunnel_common/tm_token.h"
-#include "tunnel_common/tm_metrics.h"
-#include "tunnel_common/tm_proto.h"
-#include "tunnel_common/tm_session.h"
+#include "tunnel_common/session/tm_token.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/proto/tm_proto.h"
+#include "tunnel_common/session/tm_session.h"
 
 #define TC_MAX_CONNECTIONS 8
 /* retry_after_ms hints. */

@@ -14,7 +14,7 @@ modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_server_tunnel_server_la_LIBADD = \
-	modules/tunnel_common/libtmsession.la modules/tunnel_common/libtmproto.la \
+	modules/tunnel_common/session/libtmsession.la modules/tunnel_common/proto/libtmproto.la \
 	modules/frontend/libphfrontend.la $(LWS_LIBS)
 samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
 
@@ -44,8 +44,8 @@ t_unit_test_tunnel_server_SOURCES = t/unit/test_tunnel_server.c \
 	$(modules_tunnel_server_tunnel_server_la_SOURCES)
 t_unit_test_tunnel_server_CPPFLAGS = $(TEST_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_test_tunnel_server_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/frontend/libphfrontend.la \
+t_unit_test_tunnel_server_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(LWS_LIBS) $(EV_LIBS)
 endif
 EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample

@@ -14,7 +14,7 @@
 
 #include "frontend/provider_check.h"
 #include "lib/tls_reload.h"
-#include "tunnel_common/tm_conf.h"
+#include "tunnel_common/session/tm_conf.h"
 #include "ts_int.h"
 
 const ph_conf_key ts_keys[] = {

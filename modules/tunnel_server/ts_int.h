@@ -28,9 +28,9 @@
 #include "open_exec.h"
 #include "frontend/relay.h"
 #include "lib/tls_reload.h"
-#include "tunnel_common/tm_metrics.h"
-#include "tunnel_common/tm_session.h"
-#include "tunnel_common/tm_ws.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/session/tm_session.h"
+#include "tunnel_common/session/tm_ws.h"
 
 /* Bounds of keys that size arrays here. */
 #define TS_AGENT_CONNS_MAX 64   /* agent.max_connections */

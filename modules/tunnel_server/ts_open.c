@@ -60,7 +60,7 @@
 
 #include "agent_select.h"
 #include "lib/host_norm.h"
-#include "tunnel_common/tm_trace.h"
+#include "tunnel_common/session/tm_trace.h"
 #include "ts_int.h"
 
 enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };

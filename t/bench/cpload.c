@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_common/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc.h"
 #include "mock.h"
 #include "redis_ownership/ro_scripts.h"
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_common/cp_checksum.h"
-#include "cp_common/cp_snapshot.h"
-#include "cp_common/cp_snapshot_time.h"
+#include "cp_common/snapshot/cp_checksum.h"
+#include "cp_common/snapshot/cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot_time.h"
 #include "tap.h"
 
 #define NOW 1800000000000LL /* Unix ms */

@@ -18,7 +18,7 @@
 
 #include "tunnel_agent/agent_int.h"
 #include "tap.h"
-#include "tunnel_common/tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 /* ---- the in-memory transport ------------------------------------------ */
 

@@ -36,9 +36,9 @@
 #include "mock.h"
 #include "sock_test.h"
 #include "tap.h"
-#include "tunnel_common/tm_ws.h"
+#include "tunnel_common/session/tm_ws.h"
 #include "tm_ws_stubs.h"
-#include "tunnel_common/tm_ws_url.h"
+#include "tunnel_common/session/tm_ws_url.h"
 
 #ifndef TM_TEST_SRCDIR
 #define TM_TEST_SRCDIR "."

@@ -19,7 +19,7 @@
 #include <proxyhost/mock.h>
 
 #include "tap.h"
-#include "tunnel_common/tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 #include "tunnel_server/ts_int.h"
 
 extern const ph_module proxyhost_module; /* tunnel_server */

@@ -21,11 +21,11 @@
 #include "lib/clocks.h"
 #include "lib/idtab.h"
 #include "lib/ilist.h"
-#include "tm_drr.h"
+#include "tunnel_common/proto/tm_drr.h"
 #include "tm_metrics.h"
-#include "tm_open.h"
+#include "tunnel_common/proto/tm_open.h"
 #include "tm_session.h"
-#include "tm_window.h"
+#include "tunnel_common/proto/tm_window.h"
 
 /* A queued control frame: headroom, then the 10-byte header and payload. */
 typedef struct tm_fbuf {

@@ -17,7 +17,7 @@
 #include <libwebsockets.h>
 
 #include "lib/ilist.h"
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 #include "tm_session_ws.h"
 #include "tm_ws.h"
 #include "tm_ws_url.h"

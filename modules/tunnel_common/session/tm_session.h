@@ -59,7 +59,7 @@
 #include <proxyhost/stream.h>
 
 #include "tm_metrics.h" /* enum tm_close_reason */
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 typedef struct tm_session tm_session;
 typedef struct tm_stream tm_stream;

@@ -8,7 +8,7 @@
 #ifndef TM_TRACE_H
 #define TM_TRACE_H
 
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 /* A new trace id into out (TM_TRACE_LEN digits and a NUL). */
 void tm_trace_new(char out[TM_TRACE_LEN + 1]);

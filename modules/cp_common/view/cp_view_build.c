@@ -12,7 +12,7 @@
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
-#include "cp_sort.h"
+#include "cp_common/snapshot/cp_sort.h"
 #include "cp_view_int.h"
 #include "lib/host_norm.h"
 

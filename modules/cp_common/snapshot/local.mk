@@ -1,31 +1,31 @@
-# modules/cp_common/snapshot.mk: the control plane's snapshots, pure code
+# modules/cp_common/snapshot/local.mk: the control plane's snapshots, pure code
 # (no I/O, no logging, no threads) as libcpsnapshot.la: the checksum
 # (cp_checksum), the controller's build, the gateway's validation, deltas
 # both ways (cp_snapshot*). Whatever links it links libcpproto.la and
 # $(OPENSSL_LIBS) through it. Its unit test, its Python vector test and
 # its two fuzz targets.
-EXTRA_DIST += modules/cp_common/snapshot.mk
+EXTRA_DIST += modules/cp_common/snapshot/local.mk
 
 if CP_ANY
-noinst_LTLIBRARIES += modules/cp_common/libcpsnapshot.la
-modules_cp_common_libcpsnapshot_la_SOURCES = \
-	modules/cp_common/cp_checksum.c modules/cp_common/cp_checksum.h \
-	modules/cp_common/cp_snapshot.c modules/cp_common/cp_snapshot.h \
-	modules/cp_common/cp_snapshot_int.h modules/cp_common/cp_sort.h \
-	modules/cp_common/cp_snapshot_arena.c \
-	modules/cp_common/cp_snapshot_arena.h \
-	modules/cp_common/cp_snapshot_time.c \
-	modules/cp_common/cp_snapshot_time.h \
-	modules/cp_common/cp_snapshot_build.c \
-	modules/cp_common/cp_snapshot_check.c \
-	modules/cp_common/cp_snapshot_delta.c
-modules_cp_common_libcpsnapshot_la_CPPFLAGS = $(AM_CPPFLAGS) \
+noinst_LTLIBRARIES += modules/cp_common/snapshot/libcpsnapshot.la
+modules_cp_common_snapshot_libcpsnapshot_la_SOURCES = \
+	modules/cp_common/snapshot/cp_checksum.c modules/cp_common/snapshot/cp_checksum.h \
+	modules/cp_common/snapshot/cp_snapshot.c modules/cp_common/snapshot/cp_snapshot.h \
+	modules/cp_common/snapshot/cp_snapshot_int.h modules/cp_common/snapshot/cp_sort.h \
+	modules/cp_common/snapshot/cp_snapshot_arena.c \
+	modules/cp_common/snapshot/cp_snapshot_arena.h \
+	modules/cp_common/snapshot/cp_snapshot_time.c \
+	modules/cp_common/snapshot/cp_snapshot_time.h \
+	modules/cp_common/snapshot/cp_snapshot_build.c \
+	modules/cp_common/snapshot/cp_snapshot_check.c \
+	modules/cp_common/snapshot/cp_snapshot_delta.c
+modules_cp_common_snapshot_libcpsnapshot_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
-modules_cp_common_libcpsnapshot_la_LIBADD = \
-	modules/cp_common/libcpproto.la $(OPENSSL_LIBS)
+modules_cp_common_snapshot_libcpsnapshot_la_LIBADD = \
+	modules/cp_common/proto/libcpproto.la $(OPENSSL_LIBS)
 CP_SNAPSHOT_TEST_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-CP_SNAPSHOT_LDADD = modules/cp_common/libcpsnapshot.la
+CP_SNAPSHOT_LDADD = modules/cp_common/snapshot/libcpsnapshot.la
 
 UNIT_TESTS_CP_SNAPSHOT = t/unit/test_cp_snapshot t/unit/test_cp_sort
 check_PROGRAMS += $(UNIT_TESTS_CP_SNAPSHOT) t/unit/cp_checksum_vector

@@ -22,7 +22,7 @@
 
 #include <proxyhost/module.h>
 
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 #include "tm_session.h"
 
 #define TM_CONF_MIB (1024 * 1024)

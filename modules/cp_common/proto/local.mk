@@ -1,13 +1,13 @@
-# modules/cp_common/proto.mk: the control plane's wire schema
+# modules/cp_common/proto/local.mk: the control plane's wire schema
 # (proto/controlplane/v1/controlplane.proto, CP-1-1), compiled by protoc-c
-# at build time into modules/cp_common/gen/ in the build tree, with the two
+# at build time into modules/cp_common/proto/gen/ in the build tree, with the two
 # well-known types it imports, as libcpproto.la. Whatever links it links
 # $(PROTOBUF_C_LIBS) through it.
-EXTRA_DIST += modules/cp_common/proto.mk proto/controlplane/v1/controlplane.proto \
+EXTRA_DIST += modules/cp_common/proto/local.mk proto/controlplane/v1/controlplane.proto \
 	modules/contracts/cp_status.h
 
 if CP_ANY
-CP_GEN = modules/cp_common/gen
+CP_GEN = modules/cp_common/proto/gen
 CP_PROTO_GEN_C = $(CP_GEN)/controlplane/v1/controlplane.pb-c.c \
 	$(CP_GEN)/google/protobuf/timestamp.pb-c.c \
 	$(CP_GEN)/google/protobuf/duration.pb-c.c
@@ -30,20 +30,20 @@ $(CP_PROTO_GEN_C) $(CP_PROTO_GEN_H): $(CP_GEN)/proto.stamp
 BUILT_SOURCES += $(CP_GEN)/proto.stamp
 CLEANFILES += $(CP_GEN)/proto.stamp $(CP_PROTO_GEN_C) $(CP_PROTO_GEN_H)
 
-noinst_LTLIBRARIES += modules/cp_common/libcpproto.la
-nodist_modules_cp_common_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
+noinst_LTLIBRARIES += modules/cp_common/proto/libcpproto.la
+nodist_modules_cp_common_proto_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
 	$(CP_PROTO_GEN_H)
 # protoc-c's output is not ours to fix: no -Werror-only warning flags
 # beyond what it passes cleanly (it does pass -Wall -Wextra).
-modules_cp_common_libcpproto_la_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
-modules_cp_common_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
+modules_cp_common_proto_libcpproto_la_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+modules_cp_common_proto_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
 UNIT_TESTS_CP_PROTO = t/unit/test_cp_proto
 check_PROGRAMS += $(UNIT_TESTS_CP_PROTO)
 TESTS += $(UNIT_TESTS_CP_PROTO)
 t_unit_test_cp_proto_SOURCES = t/unit/test_cp_proto.c
 t_unit_test_cp_proto_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
-t_unit_test_cp_proto_LDADD = modules/cp_common/libcpproto.la
+t_unit_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
 endif
 
 # The API's operator documentation (t/integration/docs_dist.sh).
