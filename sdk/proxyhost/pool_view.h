@@ -52,7 +52,7 @@
  * 0..n_proxies-1, its position in proxies[] (sorted by proxy_id), so that
  * such state can live in an array beside the view. Indexes are per view:
  * across a swap, state follows the proxy_id (find(), or cp_view_remap in
- * modules/cp_common/cp_view.h), never the index; docs/user-guide/gateway.md
+ * modules/cp_common/view/cp_view.h), never the index; docs/user-guide/gateway.md
  * "The snapshot view" says how a counter array survives a swap.
  *
  * Credentials: username and password live only in the
