@@ -93,65 +93,50 @@ endif
 EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \
 	conf/controller.ini
 
+# The controller's integration tests (each below with what it runs): run
+# when controlplane_server is built, always shipped (the list at the end).
+CS_INTEGRATION_TESTS =
+
 # The controller end to end: proxyhost with store_sqlite, redis_ownership
 # and admin_api, a Python worker (t/lib/cp_client.py on python3-grpcio).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/controller.sh
-endif
-EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py t/lib/controller.sh
+CS_INTEGRATION_TESTS += t/integration/controller.sh
+EXTRA_DIST += t/lib/cp_client.py t/lib/controller.sh
 
 # Runtime TTLs on Redis server time, not the controller's clock
 # (CP-2-12): the controller's wall clock shifted by t/modules/clockshift.
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_redis_time.sh
-endif
-EXTRA_DIST += t/integration/cp_redis_time.sh
+CS_INTEGRATION_TESTS += t/integration/cp_redis_time.sh
 
 # A missing secret file is logged, counted and shown by the admin API
 # (issue 23 item 6).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_secret_missing.sh
-endif
-EXTRA_DIST += t/integration/cp_secret_missing.sh
+CS_INTEGRATION_TESTS += t/integration/cp_secret_missing.sh
 
 # The controller against hostile or broken workers (issue 22 items 10-13).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/controller_hardening.sh
-endif
-EXTRA_DIST += t/integration/controller_hardening.sh
+CS_INTEGRATION_TESTS += t/integration/controller_hardening.sh
 
 # The controller's and the gateway's mTLS files re-read under traffic
 # (issue 23 item 14).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_tls_reload.sh
-endif
-EXTRA_DIST += t/integration/cp_tls_reload.sh
+CS_INTEGRATION_TESTS += t/integration/cp_tls_reload.sh
 
 # The keepalive settings seen on the wire (issue 23 item 12, CP-1-13).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_keepalive.sh
-endif
-EXTRA_DIST += t/integration/cp_keepalive.sh t/lib/h2_probe.py
+CS_INTEGRATION_TESTS += t/integration/cp_keepalive.sh
+EXTRA_DIST += t/lib/h2_probe.py
 
 # The control plane end to end with every part real: Redis, PostgreSQL,
 # the controller and two gateways over mTLS, views sampled by
 # t/lib/cp_views.py (it skips itself when a module was not built).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_e2e.sh
-endif
-EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py t/lib/cp_views.sh
+CS_INTEGRATION_TESTS += t/integration/cp_e2e.sh
+EXTRA_DIST += t/lib/cp_views.py t/lib/cp_views.sh
 
 # The shipped conf/controller.ini and conf/gateway.ini run together over
 # mTLS, changed only where a deployment must (issue 24).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_conf_pair.sh
-endif
-EXTRA_DIST += t/integration/cp_conf_pair.sh
+CS_INTEGRATION_TESTS += t/integration/cp_conf_pair.sh
 
 # Readiness and rebalancing (issue 23 item 4): two real gateways, one
 # joining, then one partitioned (SIGSTOP) past its lease and back; each
 # gets its share through the drain, never usable by two.
+CS_INTEGRATION_TESTS += t/integration/cp_rebalance.sh
+
 if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_rebalance.sh
+TESTS += $(CS_INTEGRATION_TESTS)
 endif
-EXTRA_DIST += t/integration/cp_rebalance.sh
+EXTRA_DIST += $(CS_INTEGRATION_TESTS)
