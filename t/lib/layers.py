@@ -151,7 +151,7 @@ def layers(top):
                 continue
             target = os.path.join(mods, inc)
             if not os.path.exists(target):
-                continue  # generated (cp_common/gen) or the SDK's
+                continue  # generated (cp_common/proto/gen) or the SDK's
             them = inc.split('/')[0]
             if them == me:
                 continue
