@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "core_types.h"
 #include "log.h"
 #include "mailbox.h"
 #include "metrics.h"

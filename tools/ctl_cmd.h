@@ -5,7 +5,7 @@
 #ifndef PH_CTL_CMD_H
 #define PH_CTL_CMD_H
 
-#include "json.h"
+#include "lib/json.h"
 
 #define BODY_MAX 4096
 #define MAX_POS 4

@@ -7,8 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "bw.h"
-#include "json.h"
+#include "lib/bw.h"
+#include "lib/json.h"
+#include "lib/json.h"
 
 #define VALUE_MAX 512
 

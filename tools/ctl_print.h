@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* proxyhostctl's readable output: a record as "field: value" lines, a list
  * as a table, an API error as one line on stderr. Reads the JSON of
- * docs/api/openapi.yaml with modules/common/json.h. */
+ * docs/api/openapi.yaml with modules/lib/json.h. */
 #ifndef PH_CTL_PRINT_H
 #define PH_CTL_PRINT_H
 

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "migrations.h"
+#include "store_common/migrations.h"
 
 /* The environment variable that carries a PostgreSQL DSN, so that a
  * password need not be on a command line (where ps shows it). */

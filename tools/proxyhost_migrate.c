@@ -19,12 +19,12 @@
 #include <sys/stat.h>
 
 #include "migrate_target.h"
-#include "migrations.h"
+#include "store_common/migrations.h"
 #ifdef AZ_WITH_SQLITE
-#include "migrate_sqlite.h"
+#include "store_common/migrate_sqlite.h"
 #endif
 #ifdef AZ_WITH_POSTGRES
-#include "migrate_pg.h"
+#include "store_common/migrate_pg.h"
 #endif
 
 #define EXIT_ERROR 1

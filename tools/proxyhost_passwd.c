@@ -14,7 +14,7 @@
 
 #include <openssl/crypto.h>
 
-#include "pwhash.h"
+#include "auth_local/pwhash.h"
 
 int main(int argc, char **argv) {
   unsigned long iter = PWHASH_DEFAULT_ITER;

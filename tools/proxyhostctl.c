@@ -22,11 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bw.h"
+#include "lib/bw.h"
 #include "ctl_cmd.h"
 #include "ctl_http.h"
 #include "ctl_print.h"
-#include "json.h"
+#include "lib/json.h"
 
 #define EXIT_SERVER 1
 #define EXIT_USAGE 2

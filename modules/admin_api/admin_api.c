@@ -31,13 +31,13 @@
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
 
-#include "admin_http.h"
-#include "admin_module.h"
+#include "admin_kit/admin_http.h"
+#include "admin_kit/admin_module.h"
 #include "api_authorize.h"
 #include "api_json.h"
 #include "api_routes.h"
-#include "json.h"
-#include "provider_check.h"
+#include "lib/json.h"
+#include "frontend/provider_check.h"
 
 #define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
 /* The bytes one record takes at most in a list's answer (names 64, a

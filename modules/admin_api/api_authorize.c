@@ -7,8 +7,8 @@
 
 #include <proxyhost/connector.h>
 
-#include "admin_http.h"
-#include "host_norm.h"
+#include "admin_kit/admin_http.h"
+#include "lib/host_norm.h"
 
 /* Copies a value of allowed characters; -1 when empty, too long, or with
  * a character outside them. */

@@ -11,7 +11,7 @@
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 
-#include "json.h"
+#include "lib/json.h"
 
 typedef struct api_authorize {
   ph_access_request req;

@@ -11,7 +11,7 @@
 #include <proxyhost/authz_store.h>
 
 #include "api_routes.h"
-#include "json.h"
+#include "lib/json.h"
 
 #define API_BODY_TOKENS 64 /* tokens in a request body */
 #define API_BODY_DEPTH 4

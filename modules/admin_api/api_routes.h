@@ -12,7 +12,7 @@
 
 #include <proxyhost/authz_store.h>
 
-#include "admin_http.h"
+#include "admin_kit/admin_http.h"
 
 /* The collections and the prefixes the module registers. */
 typedef struct api_collection {

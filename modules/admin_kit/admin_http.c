@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json.h"
+#include "lib/json.h"
 
 static int key_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||

@@ -8,7 +8,7 @@
 #include <openssl/crypto.h>
 
 #include "admin_http.h"
-#include "provider_check.h"
+#include "frontend/provider_check.h"
 
 int admin_token_conf_check(ph_ctx *ctx, const ph_api *a, const char **key,
                            char *why, size_t whylen) {

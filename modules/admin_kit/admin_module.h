@@ -14,7 +14,7 @@
 
 #include "admin_http.h"
 #include "admin_token.h"
-#include "ilist.h"
+#include "lib/ilist.h"
 
 /* The check's part: reads token_file (PH_OK), or sets *key to
  * "token_file" and why (PH_EINVAL). Nothing is kept. */

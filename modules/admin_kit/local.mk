@@ -12,10 +12,9 @@ ADMIN_KIT_SOURCES = modules/admin_kit/admin_token.c \
 	modules/admin_kit/admin_token.h \
 	modules/admin_kit/admin_http.c modules/admin_kit/admin_http.h \
 	modules/admin_kit/admin_module.c modules/admin_kit/admin_module.h
-ADMIN_KIT_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/admin_kit
+ADMIN_KIT_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
 ADMIN_KIT_LIBADD = modules/admin_kit/libphadminkit.la \
-	modules/common/libphcommon.la $(OPENSSL_LIBS)
+	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 
 if MODULE_ADMIN_API
 noinst_LTLIBRARIES += modules/admin_kit/libphadminkit.la

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "host_norm.h"
+#include "lib/host_norm.h"
 
 #define NAME_MAX_LEN 255 /* principal and agent: the contract's bound */
 

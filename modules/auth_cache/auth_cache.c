@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "auth_cache_int.h"
-#include "metric_table.h"
-#include "provider_check.h"
+#include "lib/metric_table.h"
+#include "frontend/provider_check.h"
 
 static const ph_api *api;
 

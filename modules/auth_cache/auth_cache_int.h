@@ -20,6 +20,8 @@
 #include "cache_gen.h"
 #include "cache_key.h"
 #include "lib/sflight.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
 
 typedef struct acache acache;
 typedef struct acflight acflight; /* store_check.c */

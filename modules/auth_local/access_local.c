@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_norm.h" /* the normal form of TM-P1-4, shared */
+#include "lib/host_norm.h" /* the normal form of TM-P1-4, shared */
 #include "lib/sflight.h"  /* the answers on the next loop turn */
 
 #define NAME_MAX_LEN 255 /* host, principal and agent, as in RFC 1929 */

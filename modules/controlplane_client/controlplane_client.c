@@ -30,15 +30,15 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_view.h>
 
-#include "clocks.h"
+#include "lib/clocks.h"
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
-#include "cp_session.h"
-#include "cp_snapshot.h"
-#include "cp_snapshot_time.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
+#include "contracts/cp_session.h"
+#include "cp_common/snapshot/cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot_time.h"
 #include "cp_supervisor.h"
-#include "cp_view.h"
+#include "cp_common/view/cp_view.h"
 #include "cpc_conf.h"
 #include "cpc_material.h"
 #include "cpc_outcalls.h"
@@ -46,7 +46,7 @@
 #include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
-#include "metric_table.h"
+#include "lib/metric_table.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
 

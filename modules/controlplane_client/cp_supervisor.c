@@ -2,7 +2,7 @@
 /* The gateway's session supervisor (cp_supervisor.h): pure. */
 #include <string.h>
 
-#include "backoff.h"
+#include "lib/backoff.h"
 #include "cp_supervisor.h"
 
 cp_status_class cp_status_classify(cp_call call, int code) {

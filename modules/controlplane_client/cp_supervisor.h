@@ -32,7 +32,7 @@
 
 #include <stdint.h>
 
-#include "cp_status.h"
+#include "contracts/cp_status.h"
 
 /* Which call a status came from: the same code means different things. */
 typedef enum cp_call {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conf_values.h"
-#include "cp_grpc_conf.h"
+#include "lib/conf_values.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cpc_conf.h"
 
 #define ID_KEY(flag, name, env, help)                                         \

@@ -11,7 +11,7 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_supervisor.h"
 
 extern const ph_conf_key cpc_conf_keys[];

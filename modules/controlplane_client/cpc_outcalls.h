@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cp_grpc.h"
-#include "cp_session.h"
-#include "ilist.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "contracts/cp_session.h"
+#include "lib/ilist.h"
 
 typedef struct cpc_outcall cpc_outcall;
 

@@ -18,9 +18,9 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
-#include "tls_reload.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
+#include "lib/tls_reload.h"
 
 typedef struct cpc_tls {
   const ph_api *api;

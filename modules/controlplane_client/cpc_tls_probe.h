@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "cp_grpc.h"
+#include "cp_common/grpc/cp_grpc.h"
 
 /* Connects to address ("host:port", "[v6]:port") within timeout_ms for
  * each step, makes a TLS handshake with tls's files, the controller's

@@ -10,9 +10,9 @@
 #include <proxyhost/pool_store.h>
 #include <proxyhost/pool_view.h>
 
-#include "clocks.h"
+#include "lib/clocks.h"
 #include "cpc_view_route.h"
-#include "json.h"
+#include "lib/json.h"
 
 /* One proxy's entry: two ids of at most PH_POOL_ID_MAX bytes (each may
  * grow sixfold when escaped: \u00XX), five numbers and the keys. */

@@ -10,7 +10,7 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_view.h"
+#include "cp_common/view/cp_view.h"
 
 #define CPC_VIEW_ROUTE "/v1/cp/view"
 

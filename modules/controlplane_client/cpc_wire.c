@@ -6,7 +6,7 @@
 #include <proxyhost/abi.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_snapshot_time.h"
+#include "cp_common/snapshot/cp_snapshot_time.h"
 #include "cpc_wire.h"
 
 void cpc_buf_free(cpc_buf *b) {

@@ -10,7 +10,7 @@
 
 #include <proxyhost/pool_store.h>
 
-#include "pool_runtime.h"
+#include "contracts/pool_runtime.h"
 
 /* A packed request: malloc'ed bytes (free with cpc_buf_free). */
 typedef struct cpc_buf {

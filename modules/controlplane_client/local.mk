@@ -25,16 +25,13 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/controlplane_client/cpc_material.h \
 	modules/controlplane_client/cpc_tls.c \
 	modules/controlplane_client/cpc_tls.h \
-	modules/controlplane_client/cp_session.h \
+	modules/contracts/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
-CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_client \
-	-I$(top_srcdir)/modules/pool \
-	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
+CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 # libcpsnapshot.la brings libcpproto.la (and protobuf-c).
-CPC_LIBS = modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
-	modules/cp_common/libcpsnapshot.la modules/common/libphcommon.la \
+CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
+	modules/cp_common/snapshot/libcpsnapshot.la modules/frontend/libphfrontend.la \
 	$(OPENSSL_LIBS)
 
 if MODULE_CONTROLPLANE_CLIENT
@@ -59,10 +56,8 @@ TESTS += $(UNIT_TESTS_CP_SUPERVISOR)
 t_unit_test_cp_supervisor_SOURCES = t/unit/test_cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
-t_unit_test_cp_supervisor_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_client \
-	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
-t_unit_test_cp_supervisor_LDADD = modules/common/libphcommon.la
+t_unit_test_cp_supervisor_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_cp_supervisor_LDADD = modules/frontend/libphfrontend.la
 
 # The gateway's configuration: conf/gateway.ini passes --check-config, the
 # flags and PROXY_POOL_* names reach the keys.
@@ -86,8 +81,7 @@ if MODULE_CONTROLPLANE_CLIENT
 check_PROGRAMS += t/fuzz/replay_cpc_registered
 t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
 	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
-t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_client -I$(top_srcdir)/modules/pool
+t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
 endif
 

@@ -21,10 +21,10 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include "clocks.h"
-#include "cp_grpc_conf.h"
+#include "lib/clocks.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
-#include "metric_table.h"
+#include "lib/metric_table.h"
 
 const ph_api *cs_api;
 #define api cs_api

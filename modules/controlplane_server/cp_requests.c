@@ -5,7 +5,7 @@
 #include <openssl/sha.h>
 
 #include "cp_requests.h"
-#include "cp_status.h"
+#include "contracts/cp_status.h"
 
 #define ID_MAX 128
 #define ZONE_MAX 64

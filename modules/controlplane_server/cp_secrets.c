@@ -9,7 +9,7 @@
 
 #include <openssl/crypto.h>
 
-#include "conf_values.h"
+#include "lib/conf_values.h"
 #include "cp_secrets.h"
 
 #define FIELD_MAX 255

@@ -13,14 +13,14 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
-#include "clocks.h"
-#include "cp_authority.h"
-#include "cp_credcheck.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
+#include "lib/clocks.h"
+#include "contracts/cp_authority.h"
+#include "contracts/cp_credcheck.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cp_requests.h"
 #include "cs_conf.h"
-#include "ilist.h"
+#include "lib/ilist.h"
 
 #define CS_KEY_LEN 32
 #define CS_WORKER_ID_MAX PH_POOL_ID_MAX

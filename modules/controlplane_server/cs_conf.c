@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conf_values.h"
-#include "cp_grpc_conf.h"
-#include "cp_snapshot.h"
+#include "lib/conf_values.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/snapshot/cp_snapshot.h"
 #include "cs_conf.h"
 
 #define H 3600000

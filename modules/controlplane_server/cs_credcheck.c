@@ -2,7 +2,7 @@
 /* The controller's "cp.credentials" (cp_credcheck.h, issue 23 item 6):
  * the snapshot build's own reader (cp_secret_read) over secrets_dir, so
  * that what the admin API says is what the next build will do. */
-#include "cp_credcheck.h"
+#include "contracts/cp_credcheck.h"
 #include "cp_secrets.h"
 #include "cs.h"
 

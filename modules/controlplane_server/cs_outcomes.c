@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_outcomes.h"
+#include "cp_common/view/cp_outcomes.h"
 #include "cs.h"
 #include "cs_unary.h"
 

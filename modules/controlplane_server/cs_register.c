@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_snapshot_time.h"
+#include "cp_common/snapshot/cp_snapshot_time.h"
 #include "cs.h"
 #include "cs_unary.h"
 

@@ -27,7 +27,7 @@
 #include <openssl/crypto.h>
 
 #include "cp_secrets.h"
-#include "cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_watch_plan.h"
 #include "cs.h"
 

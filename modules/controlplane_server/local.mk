@@ -12,8 +12,8 @@ t_unit_test_cp_requests_SOURCES = t/unit/test_cp_requests.c \
 	modules/controlplane_server/cp_requests.c \
 	modules/controlplane_server/cp_requests.h
 t_unit_test_cp_requests_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/controlplane_server
-t_unit_test_cp_requests_LDADD = modules/cp_common/libcpproto.la \
+	$(OPENSSL_CFLAGS)
+t_unit_test_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
 
@@ -24,8 +24,8 @@ check_PROGRAMS += t/fuzz/replay_cp_requests
 t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
 	modules/controlplane_server/cp_requests.c
 t_fuzz_replay_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/controlplane_server
-t_fuzz_replay_cp_requests_LDADD = modules/cp_common/libcpproto.la \
+	$(OPENSSL_CFLAGS)
+t_fuzz_replay_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_requests.c
@@ -38,15 +38,13 @@ check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
 TESTS += $(UNIT_TESTS_CP_SECRETS)
 t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
 	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_secrets.h modules/common/conf_values.c
-t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server -I$(top_srcdir)/modules/common
+	modules/controlplane_server/cp_secrets.h modules/lib/conf_values.c
+t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_cp_secret
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
-	modules/controlplane_server/cp_secrets.c modules/common/conf_values.c
-t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server -I$(top_srcdir)/modules/common
+	modules/controlplane_server/cp_secrets.c modules/lib/conf_values.c
+t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
 endif
 EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
@@ -59,8 +57,7 @@ TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
 t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.h
-t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server
+t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS)
 endif
 
 # The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in
@@ -75,7 +72,7 @@ CS_SOURCES = modules/controlplane_server/cs.h \
 	modules/controlplane_server/cs_outcomes.c \
 	modules/controlplane_server/cs_watch.c \
 	modules/controlplane_server/cs_credcheck.c \
-	modules/cp_common/cp_credcheck.h \
+	modules/contracts/cp_credcheck.h \
 	modules/controlplane_server/cs_pool.c \
 	modules/controlplane_server/cs_assign.c \
 	modules/controlplane_server/cp_requests.c \
@@ -85,78 +82,61 @@ module_LTLIBRARIES += modules/controlplane_server/controlplane_server.la
 modules_controlplane_server_controlplane_server_la_SOURCES = \
 	modules/controlplane_server/controlplane_server.c $(CS_SOURCES)
 modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
-	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/controlplane_server \
-	-I$(top_srcdir)/modules/cp_common -I$(top_srcdir)/modules/redis_ownership
+	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_server_controlplane_server_la_LIBADD = \
-	modules/cp_common/libcpgrpc.la modules/cp_common/libcpview.la \
-	modules/cp_common/libcpsnapshot.la \
-	modules/common/libphcommon.la $(OPENSSL_LIBS) $(EV_LIBS)
+	modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
+	modules/cp_common/snapshot/libcpsnapshot.la \
+	modules/frontend/libphfrontend.la $(OPENSSL_LIBS) $(EV_LIBS)
 samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
 endif
 EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \
 	conf/controller.ini
 
+# The controller's integration tests (each below with what it runs): run
+# when controlplane_server is built, always shipped (the list at the end).
+CS_INTEGRATION_TESTS =
+
 # The controller end to end: proxyhost with store_sqlite, redis_ownership
 # and admin_api, a Python worker (t/lib/cp_client.py on python3-grpcio).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/controller.sh
-endif
-EXTRA_DIST += t/integration/controller.sh t/lib/cp_client.py t/lib/controller.sh
+CS_INTEGRATION_TESTS += t/integration/controller.sh
+EXTRA_DIST += t/lib/cp_client.py t/lib/controller.sh
 
 # Runtime TTLs on Redis server time, not the controller's clock
 # (CP-2-12): the controller's wall clock shifted by t/modules/clockshift.
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_redis_time.sh
-endif
-EXTRA_DIST += t/integration/cp_redis_time.sh
+CS_INTEGRATION_TESTS += t/integration/cp_redis_time.sh
 
 # A missing secret file is logged, counted and shown by the admin API
 # (issue 23 item 6).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_secret_missing.sh
-endif
-EXTRA_DIST += t/integration/cp_secret_missing.sh
+CS_INTEGRATION_TESTS += t/integration/cp_secret_missing.sh
 
 # The controller against hostile or broken workers (issue 22 items 10-13).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/controller_hardening.sh
-endif
-EXTRA_DIST += t/integration/controller_hardening.sh
+CS_INTEGRATION_TESTS += t/integration/controller_hardening.sh
 
 # The controller's and the gateway's mTLS files re-read under traffic
 # (issue 23 item 14).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_tls_reload.sh
-endif
-EXTRA_DIST += t/integration/cp_tls_reload.sh
+CS_INTEGRATION_TESTS += t/integration/cp_tls_reload.sh
 
 # The keepalive settings seen on the wire (issue 23 item 12, CP-1-13).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_keepalive.sh
-endif
-EXTRA_DIST += t/integration/cp_keepalive.sh t/lib/h2_probe.py
+CS_INTEGRATION_TESTS += t/integration/cp_keepalive.sh
+EXTRA_DIST += t/lib/h2_probe.py
 
 # The control plane end to end with every part real: Redis, PostgreSQL,
 # the controller and two gateways over mTLS, views sampled by
 # t/lib/cp_views.py (it skips itself when a module was not built).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_e2e.sh
-endif
-EXTRA_DIST += t/integration/cp_e2e.sh t/lib/cp_views.py t/lib/cp_views.sh
+CS_INTEGRATION_TESTS += t/integration/cp_e2e.sh
+EXTRA_DIST += t/lib/cp_views.py t/lib/cp_views.sh
 
 # The shipped conf/controller.ini and conf/gateway.ini run together over
 # mTLS, changed only where a deployment must (issue 24).
-if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_conf_pair.sh
-endif
-EXTRA_DIST += t/integration/cp_conf_pair.sh
+CS_INTEGRATION_TESTS += t/integration/cp_conf_pair.sh
 
 # Readiness and rebalancing (issue 23 item 4): two real gateways, one
 # joining, then one partitioned (SIGSTOP) past its lease and back; each
 # gets its share through the drain, never usable by two.
+CS_INTEGRATION_TESTS += t/integration/cp_rebalance.sh
+
 if MODULE_CONTROLPLANE_SERVER
-TESTS += t/integration/cp_rebalance.sh
+TESTS += $(CS_INTEGRATION_TESTS)
 endif
-EXTRA_DIST += t/integration/cp_rebalance.sh
+EXTRA_DIST += $(CS_INTEGRATION_TESTS)

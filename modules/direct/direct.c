@@ -25,14 +25,14 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
-#include "clocks.h"
-#include "idtab.h"
-#include "ilist.h"
-#include "metric_table.h"
+#include "lib/clocks.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
+#include "lib/metric_table.h"
 #include "dialer.h"
 #include "policy.h"
 #include "resolver.h"
-#include "stream_metrics.h"
+#include "frontend/stream_metrics.h"
 
 /* retry_after_ms hints. */
 #define RETRY_QUEUE_FULL_MS 100

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "policy.h"
 
-#include "cidr.h"
-#include "host_norm.h"
+#include "lib/cidr.h"
+#include "lib/host_norm.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

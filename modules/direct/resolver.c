@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bw.h"
+#include "lib/bw.h"
 #include "resolver_qcache.h"
 
 /* One socket c-ares asked us to watch. */

@@ -11,7 +11,7 @@
 #include "http_head.h"
 #include "http_body.h"
 
-#include "bw.h"
+#include "lib/bw.h"
 
 #include <stdio.h>
 #include <stdlib.h>

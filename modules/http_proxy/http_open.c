@@ -14,7 +14,7 @@
 #include <strings.h>
 
 #include "http_proxy_int.h"
-#include "open_map.h"
+#include "frontend/open_map.h"
 
 /* The longest Proxy-Authorization value a connector may give (the
  * pool's is at most 690 bytes). */

@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend_check.h"
-#include "frontend_gate.h"
-#include "frontend_services.h"
-#include "frontend_keys.h"
+#include "frontend/frontend_check.h"
+#include "frontend/frontend_gate.h"
+#include "frontend/frontend_services.h"
+#include "frontend/frontend_keys.h"
 #include "http_proxy_int.h"
-#include "metric_table.h"
+#include "lib/metric_table.h"
 
 const ph_api *hp_api;
 

@@ -20,7 +20,7 @@
  * hp_want_reply(c, status, after); one that ends the request returns
  * HP_CLOSE. Nothing but the dispatcher closes a connection.
  *
- * Freeing (guard.h, through modules/common/frontend_session.h): every
+ * Freeing (guard.h, through modules/frontend/frontend_session.h): every
  * entry runs between frontend_session_enter and frontend_session_leave;
  * closing releases everything at once (hp_conn_end for what only
  * http_proxy holds: the upstream, the buffers, the credentials) and marks
@@ -89,13 +89,13 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
-#include "clocks.h"
-#include "frontend_server.h"
+#include "lib/clocks.h"
+#include "frontend/frontend_server.h"
 #include "http_body.h"
 #include "http_head.h"
-#include "listener.h"
-#include "relay.h"
-#include "stream_metrics.h"
+#include "frontend/listener.h"
+#include "frontend/relay.h"
+#include "frontend/stream_metrics.h"
 
 /* After an error reply: how long the rest of the client's request is read
  * and dropped (so closing does not reset the connection before the client

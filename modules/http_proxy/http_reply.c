@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 
 #include "http_proxy_int.h"
-#include "open_map.h"
+#include "frontend/open_map.h"
 
 /* Writes the head (and the short fixed body) of a reply of our own. The
  * body never says more than the status: no system or resolver detail. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "access_log.h"
+#include "frontend/access_log.h"
 #include "http_proxy_int.h"
 
 static int build_request(conn *c, const hp_head_frame *fr) {

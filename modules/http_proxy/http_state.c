@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "access_log.h"
+#include "frontend/access_log.h"
 #include "http_proxy_int.h"
 
 static int status_class(int status) {

@@ -3,7 +3,7 @@
  * with tight loops over the runs of ordinary bytes (names, targets,
  * reasons, values). Limits are enforced by never giving the machine more
  * bytes than the current section may still hold. */
-#include "lib/http1_head.h"
+#include "http1_head.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
 /* The bounded map (kcache.h): a chained hash table whose bucket array is
  * sized once (next power of two >= max_entries / 2, so no put rehashes)
  * and one intrusive list in eviction order, oldest first. */
-#include "lib/kcache.h"
+#include "kcache.h"
 
 #include <stdalign.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "common/ilist.h"
+#include "ilist.h"
 
 typedef struct kent kent;
 struct kent {

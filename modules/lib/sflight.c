@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Singleflight with answers on the next loop turn (sflight.h). */
-#include "lib/sflight.h"
+#include "sflight.h"
 
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/idtab.h"
-#include "common/ilist.h"
+#include "idtab.h"
+#include "ilist.h"
 
 typedef struct waiter waiter;
 struct waiter {

@@ -2,7 +2,7 @@
 # ReportOutcomes calls (issue 12, CP-1-29..33, CP-5-1..18): provides
 # "outcome.sink" (sdk/proxyhost/outcome_sink.h) over cp_outcomes.h's ring
 # and sends its batches through controlplane_client's "cp.session"
-# (modules/controlplane_client/cp_session.h). Its integration test runs it
+# (modules/contracts/cp_session.h). Its integration test runs it
 # against t/lib/cp_fake_controller.py and the real controller, with the
 # test module t/modules/outcome_probe.c recording outcomes on demand.
 EXTRA_DIST += modules/outcome_reporter/local.mk \
@@ -12,10 +12,7 @@ EXTRA_DIST += modules/outcome_reporter/local.mk \
 OR_SOURCES = modules/outcome_reporter/outcome_reporter.c \
 	modules/outcome_reporter/or_status.c \
 	modules/outcome_reporter/or_status.h
-OR_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/outcome_reporter \
-	-I$(top_srcdir)/modules/controlplane_client \
-	-I$(top_srcdir)/modules/common -I$(top_srcdir)/modules/cp_common
+OR_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_OUTCOME_REPORTER
 module_LTLIBRARIES += modules/outcome_reporter/outcome_reporter.la
@@ -34,8 +31,7 @@ check_PROGRAMS += t/unit/test_or_status
 TESTS += t/unit/test_or_status
 t_unit_test_or_status_SOURCES = t/unit/test_or_status.c \
 	modules/outcome_reporter/or_status.c modules/outcome_reporter/or_status.h
-t_unit_test_or_status_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/outcome_reporter -I$(top_srcdir)/modules/cp_common
+t_unit_test_or_status_CPPFLAGS = $(TEST_CPPFLAGS)
 
 # The module through the mock host with a fake cp.session (CP-2-4,
 # CP-5-1, CP-5-7..10, CP-5-15..18).
@@ -44,10 +40,7 @@ TESTS += t/unit/test_outcome_reporter
 t_unit_test_outcome_reporter_SOURCES = t/unit/test_outcome_reporter.c \
 	$(OR_SOURCES)
 t_unit_test_outcome_reporter_CPPFLAGS = $(TEST_CPPFLAGS) \
-	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/outcome_reporter \
-	-I$(top_srcdir)/modules/controlplane_client \
-	-I$(top_srcdir)/modules/cp_common
+	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
 t/unit/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \
 t/unit/test_outcome_reporter-outcome_reporter.$(OBJEXT): $(CP_GEN)/proto.stamp

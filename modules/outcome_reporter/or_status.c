@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* outcome_reporter's status classes (or_status.h). */
-#include "cp_status.h"
+#include "contracts/cp_status.h"
 #include "or_status.h"
 
 or_status_class or_status_classify(int code) {

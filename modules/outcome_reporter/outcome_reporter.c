@@ -25,12 +25,12 @@
 #include <proxyhost/module.h>
 #include <proxyhost/outcome_sink.h>
 
-#include "backoff.h"
-#include "conf_values.h"
-#include "cp_outcomes.h"
-#include "cp_session.h"
-#include "cp_status.h"
-#include "metric_table.h"
+#include "lib/backoff.h"
+#include "lib/conf_values.h"
+#include "cp_common/view/cp_outcomes.h"
+#include "contracts/cp_session.h"
+#include "contracts/cp_status.h"
+#include "lib/metric_table.h"
 #include "or_status.h"
 
 _Static_assert((int)PH_OUTCOME_STAGE_TUNNEL ==

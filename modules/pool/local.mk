@@ -11,13 +11,11 @@ POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
 	modules/pool/pool_attempt.c modules/pool/pool_match.c \
 	modules/pool/pool_wait.c modules/pool/pool_dial.c \
 	modules/pool/pool_lease.c modules/pool/pool_drain.c \
-	modules/pool/pool_gate.c modules/common/traffic_gate.h \
+	modules/pool/pool_gate.c modules/frontend/traffic_gate.h \
 	modules/pool/pool_int.h \
-	modules/pool/pool_runtime.h
+	modules/contracts/pool_runtime.h
 POOL_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
-	$(UPSTREAM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/pool -I$(top_srcdir)/modules/common \
-	-I$(top_srcdir)/modules/cp_common
+	$(UPSTREAM_CPPFLAGS)
 
 if MODULE_POOL
 module_LTLIBRARIES += modules/pool/pool.la

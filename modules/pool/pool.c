@@ -23,7 +23,7 @@
 
 #include <openssl/rand.h>
 
-#include "metric_table.h"
+#include "lib/metric_table.h"
 #include "pool_int.h"
 
 const ph_api *pool_api;

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "clocks.h"
-#include "cp_view.h"
+#include "lib/clocks.h"
+#include "cp_common/view/cp_view.h"
 #include "pool_int.h"
 
 /* xorshift64*: strategies get 64 bits per pick; not for secrets. */

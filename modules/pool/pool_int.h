@@ -37,13 +37,13 @@
 #include <proxyhost/pool_view.h>
 #include <proxyhost/strategy.h>
 
-#include "clocks.h"
-#include "guard.h"
-#include "idtab.h"
-#include "ilist.h"
-#include "pool_runtime.h"
-#include "traffic_gate.h"
-#include "up_hs.h"
+#include "lib/clocks.h"
+#include "lib/guard.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
+#include "contracts/pool_runtime.h"
+#include "frontend/traffic_gate.h"
+#include "upstream/up_hs.h"
 
 #define POOL_STRATS_MAX 16
 #define POOL_HOST_MAX 255

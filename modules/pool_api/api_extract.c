@@ -8,8 +8,8 @@
 
 #include <proxyhost/abi.h>
 
-#include "admin_http.h"
-#include "json.h"
+#include "admin_kit/admin_http.h"
+#include "lib/json.h"
 
 static void reply_error(api_extract_call *c, int http, const char *code,
                         const char *message) {

@@ -2,7 +2,7 @@
 /* pool_api's exclusive extraction of one proxy (CP-1-5, CP-4-2..5):
  * GET, POST and DELETE /v1/pool/proxies/{proxy_id}/extraction
  * (docs/api/openapi.yaml). The state lives in Redis, behind the
- * "cp.authority" service (modules/redis_ownership/cp_authority.h, minor 2)
+ * "cp.authority" service (modules/contracts/cp_authority.h, minor 2)
  * that [pool_api] authority names; this file checks that the store has
  * the proxy, then asks the authority, and writes the JSON answer:
  *
@@ -27,7 +27,7 @@
 
 #include "api_pool.h" /* api_pool_reply_fn */
 #include "pool_routes.h"
-#include "cp_authority.h"
+#include "contracts/cp_authority.h"
 
 typedef struct api_extract_call {
   const ph_pool_store_v1 *st;

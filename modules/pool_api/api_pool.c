@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin_http.h"
-#include "json.h"
-#include "pool_validate.h"
+#include "admin_kit/admin_http.h"
+#include "lib/json.h"
+#include "store_common/pool_validate.h"
 
 #define POOL_BODY_TOKENS 96
 #define POOL_BODY_DEPTH 3

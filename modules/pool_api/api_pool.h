@@ -22,7 +22,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "pool_routes.h"
-#include "cp_credcheck.h"
+#include "contracts/cp_credcheck.h"
 
 /* Answers one request: an HTTP status and a JSON body (NULL for 204). */
 typedef void (*api_pool_reply_fn)(void *arg, int http, const char *body,

@@ -2,13 +2,11 @@
 # (issue 25 item 6, split from admin_api): /v1/pool/* over pool.store
 # (api_pool.c) and exclusive extraction over cp.authority
 # (api_extract.c). Exclusive extraction includes cp_authority.h (header
-# only, with modules/cp_common/cp_status.h): pool_api builds without
+# only, with modules/contracts/cp_status.h): pool_api builds without
 # redis_ownership and needs it only when [pool_api] authority is set.
 EXTRA_DIST += modules/pool_api/local.mk modules/pool_api/pool_api.ini.sample
 
-POOL_API_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS) \
-	-I$(top_srcdir)/modules/pool_api -I$(top_srcdir)/modules/store_common \
-	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
+POOL_API_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
 
 if MODULE_POOL_API
 module_LTLIBRARIES += modules/pool_api/pool_api.la
@@ -16,7 +14,7 @@ modules_pool_api_pool_api_la_SOURCES = modules/pool_api/pool_api.c \
 	modules/pool_api/pool_routes.c modules/pool_api/pool_routes.h \
 	modules/pool_api/api_pool.c modules/pool_api/api_pool.h \
 	modules/pool_api/api_extract.c modules/pool_api/api_extract.h \
-	modules/redis_ownership/cp_authority.h modules/cp_common/cp_credcheck.h \
+	modules/contracts/cp_authority.h modules/contracts/cp_credcheck.h \
 	modules/store_common/pool_validate.c modules/store_common/pool_validate.h
 modules_pool_api_pool_api_la_CPPFLAGS = $(POOL_API_CPPFLAGS)
 modules_pool_api_pool_api_la_LDFLAGS = $(MODULE_LDFLAGS)
@@ -27,7 +25,7 @@ check_PROGRAMS += t/unit/test_api_extract
 TESTS += t/unit/test_api_extract
 t_unit_test_api_extract_SOURCES = t/unit/test_api_extract.c \
 	modules/pool_api/api_extract.c modules/admin_kit/admin_http.c \
-	modules/common/json.c modules/common/bw.c
+	modules/lib/json.c modules/lib/bw.c
 t_unit_test_api_extract_CPPFLAGS = $(TEST_CPPFLAGS) $(POOL_API_CPPFLAGS)
 
 if MODULE_STORE_SQLITE

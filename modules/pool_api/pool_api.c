@@ -25,12 +25,12 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
-#include "admin_http.h"
-#include "admin_module.h"
+#include "admin_kit/admin_http.h"
+#include "admin_kit/admin_module.h"
 #include "api_extract.h"
 #include "api_pool.h"
 #include "pool_routes.h"
-#include "provider_check.h"
+#include "frontend/provider_check.h"
 
 #define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
 

@@ -11,7 +11,7 @@
 
 #include <proxyhost/pool_store.h>
 
-#include "admin_http.h"
+#include "admin_kit/admin_http.h"
 
 /* The prefix the module registers. */
 #define POOL_API_PREFIX "/v1/pool"

@@ -12,7 +12,7 @@
 
 #include <proxyhost/module.h>
 
-#include "metric_table.h"
+#include "lib/metric_table.h"
 
 typedef struct pm {
   ph_ctx *ctx;

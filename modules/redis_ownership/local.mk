@@ -32,7 +32,7 @@ modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
 		$(srcdir)/modules/redis_ownership/lua/usable.lua \
 		$(srcdir)/modules/redis_ownership/lua/extract.lua
 	$(AM_V_GEN)$(MKDIR_P) modules/redis_ownership && \
-	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ ro_lua.h \
+	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ redis_ownership/ro_lua.h \
 	  ro_lua_prelude=$(srcdir)/modules/redis_ownership/lua/prelude.lua \
 	  ro_lua_register=$(srcdir)/modules/redis_ownership/lua/register.lua \
 	  ro_lua_next_version=$(srcdir)/modules/redis_ownership/lua/next_version.lua \
@@ -46,20 +46,17 @@ modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
 	  ro_lua_extract=$(srcdir)/modules/redis_ownership/lua/extract.lua
 CLEANFILES += modules/redis_ownership/ro_lua.c
 
-RO_SOURCES = modules/redis_ownership/cp_authority.h \
+RO_SOURCES = modules/contracts/cp_authority.h \
 	modules/redis_ownership/ro_args.c modules/redis_ownership/ro_args.h \
 	modules/redis_ownership/ro_conf.c modules/redis_ownership/ro_conf.h \
 	modules/redis_ownership/ro_conn.c modules/redis_ownership/ro_conn.h \
 	modules/redis_ownership/ro_reply.c modules/redis_ownership/ro_reply.h \
 	modules/redis_ownership/ro_scripts.c modules/redis_ownership/ro_scripts.h \
 	modules/redis_ownership/ro_lua.h \
-	modules/common/backoff.c modules/common/backoff.h \
-	modules/common/conf_values.c modules/common/conf_values.h \
-	modules/common/metric_table.c modules/common/metric_table.h
-# cp_authority.h includes modules/cp_common/cp_status.h: its users need
-# -I$(top_srcdir)/modules/cp_common too.
-RO_CPPFLAGS = $(MODULE_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
+	modules/lib/backoff.c modules/lib/backoff.h \
+	modules/lib/conf_values.c modules/lib/conf_values.h \
+	modules/lib/metric_table.c modules/lib/metric_table.h
+RO_CPPFLAGS = $(MODULE_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_REDIS_OWNERSHIP
 BUILT_SOURCES += modules/redis_ownership/ro_lua.c
@@ -80,8 +77,7 @@ check_PROGRAMS += t/unit/test_redis_ownership
 TESTS += t/unit/test_redis_ownership t/integration/redis_lua.sh \
 	t/integration/redis_ownership.sh
 t_unit_test_redis_ownership_SOURCES = t/unit/test_redis_ownership.c
-t_unit_test_redis_ownership_CPPFLAGS = $(TEST_CPPFLAGS) $(HIREDIS_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
+t_unit_test_redis_ownership_CPPFLAGS = $(TEST_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_unit_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
 	$(EV_LIBS)
 t_unit_test_redis_ownership_DEPENDENCIES = host/libphmock.la \
@@ -92,8 +88,7 @@ t_unit_test_redis_ownership_DEPENDENCIES = host/libphmock.la \
 check_PROGRAMS += t/fuzz/replay_ro_reply
 t_fuzz_replay_ro_reply_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ro_reply.c \
 	modules/redis_ownership/ro_reply.c
-t_fuzz_replay_ro_reply_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership -I$(top_srcdir)/modules/cp_common
+t_fuzz_replay_ro_reply_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_fuzz_replay_ro_reply_LDADD = $(HIREDIS_LIBS)
 endif
 EXTRA_DIST += t/lib/redis.sh t/integration/redis_lua.sh \

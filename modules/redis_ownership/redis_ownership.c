@@ -13,8 +13,8 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_authority.h"
-#include "metric_table.h"
+#include "contracts/cp_authority.h"
+#include "lib/metric_table.h"
 #include "ro_conf.h"
 #include "ro_conn.h"
 #include "ro_reply.h"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conf_values.h"
+#include "lib/conf_values.h"
 #include "ro_conf.h"
 
 #define H 3600000

@@ -9,8 +9,8 @@
 #include <hiredis/hiredis.h>
 #include <openssl/rand.h>
 
-#include "backoff.h"
-#include "ilist.h"
+#include "lib/backoff.h"
+#include "lib/ilist.h"
 #include "ro_conn.h"
 
 enum conn_state { ST_IDLE, ST_BACKOFF, ST_CONNECTING, ST_UP, ST_STOPPED };

@@ -7,7 +7,7 @@
  * up when PING answered, all within command_timeout (hiredis 0.14 has no
  * connect timeout: an ev timer of ours). Lost or never up: the next
  * attempt comes after a jittered, bounded backoff (ph_backoff_ms of
- * modules/common/backoff.h: reconnect_min doubling
+ * modules/lib/backoff.h: reconnect_min doubling
  * up to reconnect_max, each delay between half of it and all of it), so
  * a Redis that is down costs one attempt per backoff step, never a tight
  * loop.

@@ -8,7 +8,7 @@
 #ifndef PH_RO_REPLY_H
 #define PH_RO_REPLY_H
 
-#include "cp_authority.h"
+#include "contracts/cp_authority.h"
 #include "ro_scripts.h"
 
 struct redisReply;

@@ -37,6 +37,8 @@
 
 #include "lib/kcache.h"
 #include "lib/sflight.h"
+#include "lib/idtab.h"
+#include "lib/ilist.h"
 #include "rv_http.h"
 #include "rv_key.h"
 

@@ -16,7 +16,7 @@
  * it, which frees its dial slot at once; when its bytes filled the buffer,
  * so that it is not read, a hangup probe notices it.
  *
- * The session skeleton (modules/common/frontend_session.h) holds what
+ * The session skeleton (modules/frontend/frontend_session.h) holds what
  * every frontend repeats: the client's watcher, the deadline and the
  * hangup probe, the check and the open with their cancellation, the
  * relay, the one end of a connection and the drain. This file is the
@@ -41,19 +41,19 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
-#include "access_log.h"
-#include "clocks.h"
-#include "frontend_check.h"
-#include "frontend_gate.h"
-#include "frontend_keys.h"
-#include "frontend_server.h"
-#include "frontend_services.h"
-#include "listener.h"
-#include "metric_table.h"
-#include "open_map.h"
-#include "relay.h"
+#include "frontend/access_log.h"
+#include "lib/clocks.h"
+#include "frontend/frontend_check.h"
+#include "frontend/frontend_gate.h"
+#include "frontend/frontend_keys.h"
+#include "frontend/frontend_server.h"
+#include "frontend/frontend_services.h"
+#include "frontend/listener.h"
+#include "lib/metric_table.h"
+#include "frontend/open_map.h"
+#include "frontend/relay.h"
 #include "socks5_proto.h"
-#include "stream_metrics.h"
+#include "frontend/stream_metrics.h"
 
 #define S5_HANDSHAKE_BUF 600 /* > S5_MAX_MESSAGE */
 #define S5_LINGER_MS 1000    /* reading what is left before closing */

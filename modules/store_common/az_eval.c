@@ -8,7 +8,7 @@
 
 #include <proxyhost/authz_store.h>
 
-#include "cidr.h"
+#include "lib/cidr.h"
 
 #define HOST_MAX 255
 

@@ -8,8 +8,8 @@
 #include <proxyhost/connector.h>
 
 #include "az_token.h"
-#include "cidr.h"
-#include "host_norm.h" /* the normal form of TM-P1-4, shared */
+#include "lib/cidr.h"
+#include "lib/host_norm.h" /* the normal form of TM-P1-4, shared */
 
 #define LABEL_MAX 63
 #define DNS_NAME_MAX 253

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bw.h"
+#include "lib/bw.h"
 #include "migrations_sql.h"
 
 /* The registry (TM-P1-22): one entry per directory of

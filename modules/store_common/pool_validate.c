@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "host_norm.h"
+#include "lib/host_norm.h"
 
 static int bad(const char **detail, const char *why) {
   if (detail)

@@ -34,8 +34,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "az_eval.h"
-#include "az_validate.h"
+#include "store_common/az_eval.h"
+#include "store_common/az_validate.h"
 #include "store_pg_int.h"
 
 #define NAME_MAX_LEN 255

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "az_eval.h"
-#include "az_token.h"
+#include "store_common/az_eval.h"
+#include "store_common/az_token.h"
 #include "pg_record.h"
 #include "store_pg_int.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "metric_table.h"
+#include "lib/metric_table.h"
 #include "pg_pool_int.h"
 
 _Static_assert(ERRC_N == sizeof(((pg_pool_metrics *)0)->errors) /

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bw.h"
-#include "clocks.h"
-#include "pool_validate.h"
+#include "lib/bw.h"
+#include "lib/clocks.h"
+#include "store_common/pool_validate.h"
 #include "store_pg_int.h"
 
 /* ---- rows -------------------------------------------------------------- */

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "az_token.h"
-#include "az_validate.h"
+#include "store_common/az_token.h"
+#include "store_common/az_validate.h"
 #include "pg_record.h"
 #include "store_pg_int.h"
 

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "migrate_pg.h"
-#include "migrations.h"
+#include "store_common/migrate_pg.h"
+#include "store_common/migrations.h"
 #include "store_pg_int.h"
 
 #define DSN_MAX 4096

@@ -12,9 +12,9 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
-#include "az_revision.h"
-#include "ilist.h"
-#include "pool_revision.h"
+#include "store_common/az_revision.h"
+#include "lib/ilist.h"
+#include "store_common/pool_revision.h"
 #include "pg_pool.h"
 #include "pg_sql.h"
 

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "az_eval.h"
-#include "az_token.h"
-#include "az_validate.h"
+#include "store_common/az_eval.h"
+#include "store_common/az_token.h"
+#include "store_common/az_validate.h"
 #include "store_sqlite.h"
 
 #define STR_MAX 255

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "az_validate.h"
+#include "store_common/az_validate.h"
 #include "store_sqlite.h"
 
 typedef struct list_call {

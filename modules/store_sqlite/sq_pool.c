@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "migrate_sqlite.h"
-#include "migrations.h"
+#include "store_common/migrate_sqlite.h"
+#include "store_common/migrations.h"
 
 #define POOL_MAX 16
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool_validate.h"
+#include "store_common/pool_validate.h"
 #include "store_sqlite.h"
 
 int sq_read_pool_revision(sq_call *c, sqlite3 *db) {

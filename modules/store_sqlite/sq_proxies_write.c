@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "clocks.h"
-#include "pool_validate.h"
+#include "lib/clocks.h"
+#include "store_common/pool_validate.h"
 #include "store_sqlite.h"
 
 typedef struct pwrite_call {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "az_token.h"
-#include "az_validate.h"
+#include "store_common/az_token.h"
+#include "store_common/az_validate.h"
 #include "store_sqlite.h"
 
 #define OWNER_DEPTH_MAX 64 /* owner chains are walked at most this far */

@@ -24,7 +24,7 @@
 
 #include <proxyhost/module.h>
 
-#include "metric_table.h"
+#include "lib/metric_table.h"
 #include "store_sqlite.h"
 
 #ifndef PH_LOCALSTATEDIR

@@ -18,8 +18,8 @@
 #include <proxyhost/host.h>
 #include <proxyhost/pool_store.h>
 
-#include "az_revision.h"
-#include "pool_revision.h"
+#include "store_common/az_revision.h"
+#include "store_common/pool_revision.h"
 #include "sq_pool.h"
 
 typedef struct sq sq;

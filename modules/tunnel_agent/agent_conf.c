@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tunnel_agent's keys and their checks (agent_conf.h). */
 #include "agent_conf.h"
-#include "tls_reload.h"
+#include "lib/tls_reload.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "conf_values.h"
-#include "tm_conf.h"
-#include "tm_token.h"
+#include "lib/conf_values.h"
+#include "tunnel_common/session/tm_conf.h"
+#include "tunnel_common/session/tm_token.h"
 
 /* Read once at start: every key is PH_CONF_RESTART (the token file's
  * contents are re-read at every connection attempt, its path is not). */

@@ -12,7 +12,7 @@
 #include "dial_exec.h"
 #include "pool_policy.h"
 #include "target_guard.h"
-#include "tm_session.h"
+#include "tunnel_common/session/tm_session.h"
 
 #define AGENT_URL_MAX 2048
 #define AGENT_PATH_MAX 4096

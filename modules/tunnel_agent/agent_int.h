@@ -23,13 +23,13 @@
 
 #include "agent_conf.h"
 #include "dial_exec.h"
-#include "ilist.h"
+#include "lib/ilist.h"
 #include "pool_policy.h"
-#include "relay.h"
-#include "tls_reload.h"
-#include "tm_metrics.h"
-#include "tm_session.h"
-#include "tm_ws.h"
+#include "frontend/relay.h"
+#include "lib/tls_reload.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/session/tm_session.h"
+#include "tunnel_common/session/tm_ws.h"
 
 #define TUNNEL_AGENT_VERSION "1.0.0"
 

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "agent_int.h"
-#include "backoff.h"
+#include "lib/backoff.h"
 /* The token file reader is tunnel_common's (the same rules as the
  * client's). */
-#include "tm_token.h"
+#include "tunnel_common/session/tm_token.h"
 
 /* How often the pool controller looks at the load (it judges durations
  * of seconds: evaluation_interval, cooldown). */

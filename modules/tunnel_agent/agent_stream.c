@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include "agent_int.h"
-#include "clocks.h"
-#include "tm_trace.h"
+#include "lib/clocks.h"
+#include "tunnel_common/session/tm_trace.h"
 
 #define RETRY_QUEUE_FULL_MS 100
 

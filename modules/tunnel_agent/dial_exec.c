@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clocks.h"
-#include "ilist.h"
+#include "lib/clocks.h"
+#include "lib/ilist.h"
 
 /* retry_after_ms hints on the failures the executor makes itself. */
 #define RETRY_QUEUE_FULL_MS 100

@@ -14,11 +14,11 @@ modules_tunnel_agent_tunnel_agent_la_SOURCES = \
 # The token file reader is tunnel_common's tm_token.c (in libtmsession.la,
 # one set of rules for both roles; its fuzz target is fuzz_tm_token).
 modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+ $(LWS_CFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LIBADD = \
-	modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+	modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	$(LWS_LIBS) $(EV_LIBS)
 samples_DATA += modules/tunnel_agent/tunnel_agent.ini.sample
 
@@ -30,9 +30,8 @@ check_PROGRAMS += $(UNIT_TESTS_TM_AGENT)
 TESTS += $(UNIT_TESTS_TM_AGENT)
 t_unit_test_tm_dial_exec_SOURCES = t/unit/test_tm_dial_exec.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h
-t_unit_test_tm_dial_exec_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_agent -I$(top_srcdir)/modules/common
-t_unit_test_tm_dial_exec_LDADD = modules/common/libphcommon.la \
+t_unit_test_tm_dial_exec_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_tm_dial_exec_LDADD = modules/frontend/libphfrontend.la \
 	host/libphmock.la
 # The stream path with the real session on an in-memory transport.
 t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
@@ -40,15 +39,13 @@ t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
 	modules/tunnel_agent/agent_ack.c modules/tunnel_agent/target_guard.c \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
 t_unit_test_tm_agent_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_agent \
-	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
-t_unit_test_tm_agent_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+ $(LWS_CFLAGS)
+t_unit_test_tm_agent_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(EV_LIBS)
 t_unit_test_tm_agent_pool_SOURCES = t/unit/test_tm_agent_pool.c \
 	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
-t_unit_test_tm_agent_pool_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_agent
+t_unit_test_tm_agent_pool_CPPFLAGS = $(TEST_CPPFLAGS)
 endif
 
 # The agent role's integration test (against t/lib/tm_peer.py) and its

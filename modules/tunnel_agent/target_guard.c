@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cidr.h"
+#include "lib/cidr.h"
 
 #define N_FIXED 7
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "agent_int.h"
-#include "metric_table.h"
+#include "lib/metric_table.h"
 
 static const ph_api *api;
 

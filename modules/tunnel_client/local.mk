@@ -9,15 +9,15 @@ TC_SOURCES = modules/tunnel_client/tunnel_client.c \
 	modules/tunnel_client/tunnel_client_int.h \
 	modules/tunnel_client/tc_conn.c modules/tunnel_client/tc_open.c \
 	modules/tunnel_client/tc_stream.c modules/tunnel_client/tc_link.h
-TC_LIBS = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+TC_LIBS = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	$(LWS_LIBS)
 if MODULE_TUNNEL_CLIENT
 module_LTLIBRARIES += modules/tunnel_client/tunnel_client.la
 modules_tunnel_client_tunnel_client_la_SOURCES = $(TC_SOURCES) \
 	modules/tunnel_client/tc_link_ws.c
 modules_tunnel_client_tunnel_client_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+ $(LWS_CFLAGS)
 modules_tunnel_client_tunnel_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_client_tunnel_client_la_LIBADD = $(TC_LIBS)
 samples_DATA += modules/tunnel_client/tunnel_client.ini.sample
@@ -27,9 +27,7 @@ check_PROGRAMS += $(UNIT_TESTS_TC)
 TESTS += $(UNIT_TESTS_TC)
 t_unit_test_tunnel_client_SOURCES = t/unit/test_tunnel_client.c \
 	$(TC_SOURCES)
-t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_client \
-	-I$(top_srcdir)/modules/tunnel_common
+t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 endif
 EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backoff.h"
-#include "clocks.h"
-#include "tm_ws.h"
+#include "lib/backoff.h"
+#include "lib/clocks.h"
+#include "tunnel_common/session/tm_ws.h"
 #include "tunnel_client_int.h"
 
 static uint32_t rnd32(tc_client *tc) {

@@ -13,7 +13,7 @@
 
 #include <proxyhost/host.h>
 
-#include "tm_session.h"
+#include "tunnel_common/session/tm_session.h"
 
 typedef struct tc_sess tc_sess; /* tunnel_client_int.h: one attempt */
 

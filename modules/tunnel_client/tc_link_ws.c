@@ -4,7 +4,7 @@
  * Authorization header, never in the URL (tm_ws copies and wipes it). */
 #include <stddef.h>
 
-#include "tm_ws.h"
+#include "tunnel_common/session/tm_ws.h"
 #include "tunnel_client_int.h"
 
 

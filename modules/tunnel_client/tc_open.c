@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_trace.h"
+#include "tunnel_common/session/tm_trace.h"
 #include "tunnel_client_int.h"
 
 struct tc_req {

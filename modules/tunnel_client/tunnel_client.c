@@ -15,8 +15,8 @@
 
 #include <proxyhost/module.h>
 
-#include "tm_conf.h"
-#include "tm_ws_url.h"
+#include "tunnel_common/session/tm_conf.h"
+#include "tunnel_common/session/tm_ws_url.h"
 #include "tunnel_client_int.h"
 
 static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};

@@ -15,14 +15,14 @@
 #include <proxyhost/host.h>
 #include <proxyhost/stream.h>
 
-#include "clocks.h"
-#include "idtab.h"
+#include "lib/clocks.h"
+#include "lib/idtab.h"
 #include "tc_link.h"
-#include "tls_reload.h"
-#include "tm_token.h"
-#include "tm_metrics.h"
-#include "tm_proto.h"
-#include "tm_session.h"
+#include "lib/tls_reload.h"
+#include "tunnel_common/session/tm_token.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/proto/tm_proto.h"
+#include "tunnel_common/session/tm_session.h"
 
 #define TC_MAX_CONNECTIONS 8
 /* retry_after_ms hints. */

@@ -11,11 +11,11 @@ modules_tunnel_server_tunnel_server_la_SOURCES = \
 	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
 	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h
 modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
+ $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_server_tunnel_server_la_LIBADD = \
-	modules/tunnel_common/libtmsession.la modules/tunnel_common/libtmproto.la \
-	modules/common/libphcommon.la $(LWS_LIBS)
+	modules/tunnel_common/session/libtmsession.la modules/tunnel_common/proto/libtmproto.la \
+	modules/frontend/libphfrontend.la $(LWS_LIBS)
 samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
 
 # The pure parts on their own (no libwebsockets, no host).
@@ -25,20 +25,17 @@ check_PROGRAMS += $(TUNNEL_SERVER_UNIT)
 TESTS += $(TUNNEL_SERVER_UNIT)
 t_unit_test_tunnel_server_exec_SOURCES = t/unit/test_tunnel_server_exec.c \
 	modules/tunnel_server/open_exec.c
-t_unit_test_tunnel_server_exec_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_server
+t_unit_test_tunnel_server_exec_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_tunnel_server_select_SOURCES = t/unit/test_tunnel_server_select.c \
 	modules/tunnel_server/agent_select.c
-t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_server
+t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS)
 
 # The bearer's loggable id, fuzzed; replayed over t/fuzz/seeds/ts_bearer
 # by t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_ts_bearer
 t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
 	modules/tunnel_server/ts_bearer.c
-t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_server
+t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The module itself through the mock host, its connections in memory.
 check_PROGRAMS += t/unit/test_tunnel_server
@@ -46,10 +43,9 @@ TESTS += t/unit/test_tunnel_server
 t_unit_test_tunnel_server_SOURCES = t/unit/test_tunnel_server.c \
 	$(modules_tunnel_server_tunnel_server_la_SOURCES)
 t_unit_test_tunnel_server_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/modules/tunnel_server \
-	-I$(top_srcdir)/modules/tunnel_common $(LWS_CFLAGS)
-t_unit_test_tunnel_server_LDADD = modules/tunnel_common/libtmsession.la \
-	modules/tunnel_common/libtmproto.la modules/common/libphcommon.la \
+ $(LWS_CFLAGS)
+t_unit_test_tunnel_server_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(LWS_LIBS) $(EV_LIBS)
 endif
 EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample

@@ -34,7 +34,7 @@
 
 #include <stdint.h>
 
-#include "ilist.h"
+#include "lib/ilist.h"
 
 typedef struct oexec_group oexec_group;
 typedef struct oexec_principal oexec_principal;

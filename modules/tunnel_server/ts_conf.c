@@ -12,10 +12,10 @@
 
 #include <proxyhost/access.h>
 
-#include "conf_values.h"
-#include "provider_check.h"
-#include "tls_reload.h"
-#include "tm_conf.h"
+#include "lib/conf_values.h"
+#include "frontend/provider_check.h"
+#include "lib/tls_reload.h"
+#include "tunnel_common/session/tm_conf.h"
 #include "ts_int.h"
 
 const ph_conf_key ts_keys[] = {

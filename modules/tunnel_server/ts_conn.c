@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_token.h"
+#include "tunnel_common/session/tm_token.h"
 #include "ts_bearer.h"
 #include "ts_int.h"
 

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "metric_table.h"
+#include "lib/metric_table.h"
 #include "ts_int.h"
 
 #define TS_RECHECKS_MAX 64

@@ -23,14 +23,14 @@
 #include <proxyhost/authz_store.h>
 #include <proxyhost/module.h>
 
-#include "clocks.h"
-#include "ilist.h"
+#include "lib/clocks.h"
+#include "lib/ilist.h"
 #include "open_exec.h"
-#include "relay.h"
-#include "tls_reload.h"
-#include "tm_metrics.h"
-#include "tm_session.h"
-#include "tm_ws.h"
+#include "frontend/relay.h"
+#include "lib/tls_reload.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/session/tm_session.h"
+#include "tunnel_common/session/tm_ws.h"
 
 /* Bounds of keys that size arrays here. */
 #define TS_AGENT_CONNS_MAX 64   /* agent.max_connections */

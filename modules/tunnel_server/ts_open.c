@@ -59,8 +59,8 @@
 #include <proxyhost/connector.h>
 
 #include "agent_select.h"
-#include "host_norm.h"
-#include "tm_trace.h"
+#include "lib/host_norm.h"
+#include "tunnel_common/session/tm_trace.h"
 #include "ts_int.h"
 
 enum { OP_NEW = 0, OP_QUEUED, OP_AUTH, OP_OPENING, OP_RELAY };

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "clocks.h"
+#include "lib/clocks.h"
 #include "ts_int.h"
 
 const ph_api *ts_api;

@@ -6,8 +6,8 @@
 # (up_hs.h). A kit, not a module: it uses no module, and the pool links
 # it (modules/pool/local.mk).
 #
-# libphupstream.la uses modules/common/host_norm.c but does not carry it:
-# whatever links libphupstream.la links modules/common/libphcommon.la too
+# libphupstream.la uses modules/lib/host_norm.c but does not carry it:
+# whatever links libphupstream.la links modules/frontend/libphfrontend.la too
 # (the pool does, through CP_VIEW_LDADD), so host_norm.o is never in one
 # link twice; and $(OPENSSL_LIBS) (OPENSSL_cleanse). Its users compile
 # with UPSTREAM_CPPFLAGS (up_hs.h).
@@ -19,9 +19,9 @@
 EXTRA_DIST += modules/upstream/local.mk t/integration/upstream_hs.sh \
 	t/unit/test_up_hs.c t/lib/up_hs_probe.c t/fuzz/fuzz_up_hs.c
 
-UPSTREAM_CPPFLAGS = $(OPENSSL_CFLAGS) -I$(top_srcdir)/modules/upstream
+UPSTREAM_CPPFLAGS = $(OPENSSL_CFLAGS)
 UPSTREAM_LDADD = modules/upstream/libphupstream.la \
-	modules/common/libphcommon.la $(OPENSSL_LIBS)
+	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 
 # Built with the pool, its only user so far (configure checks OpenSSL for
 # the control plane's modules, the pool among them).

@@ -6,7 +6,7 @@
  * consumed as it arrives and ends exactly at its empty line. */
 #include "up_hs.h"
 
-#include "bw.h"
+#include "lib/bw.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
-#include "host_norm.h"
+#include "lib/host_norm.h"
 
 static int is_http(int protocol) {
   return protocol == PH_POOL_UPSTREAM_HTTP_CONNECT ||

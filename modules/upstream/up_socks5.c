@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "bw.h"
+#include "lib/bw.h"
 
 #define S5_VERSION 0x05
 #define S5_AUTH_VERSION 0x01

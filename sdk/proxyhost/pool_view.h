@@ -52,7 +52,7 @@
  * 0..n_proxies-1, its position in proxies[] (sorted by proxy_id), so that
  * such state can live in an array beside the view. Indexes are per view:
  * across a swap, state follows the proxy_id (find(), or cp_view_remap in
- * modules/cp_common/cp_view.h), never the index; docs/user-guide/gateway.md
+ * modules/cp_common/view/cp_view.h), never the index; docs/user-guide/gateway.md
  * "The snapshot view" says how a counter array survives a swap.
  *
  * Credentials: username and password live only in the
@@ -195,7 +195,7 @@ typedef struct ph_pool_view_v1 {
   /* The first rule (in order) that matches a request to host:port from
    * the client `identity` (NULL: none authenticated) on `listener` (its
    * name, NULL: none), as its index in v->rules, or PH_POOL_VIEW_NONE.
-   * host in the normal form of access.h (modules/common/host_norm.h):
+   * host in the normal form of access.h (modules/lib/host_norm.h):
    * lower case, no trailing dot, addresses as inet_ntop prints them; a
    * SUFFIX pattern never matches an address. Pure; any thread that holds
    * v; no allocation. Time plays no part: usable() says that. */

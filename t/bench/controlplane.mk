@@ -26,9 +26,8 @@ t_bench_cpload_SOURCES = t/bench/cpload.c \
 nodist_t_bench_cpload_SOURCES = modules/redis_ownership/ro_lua.c
 t_bench_cpload_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS) \
-	-I$(top_srcdir)/modules/redis_ownership \
 	-I$(top_builddir)/modules/redis_ownership
-t_bench_cpload_LDADD = $(CP_GRPC_LDADD) modules/cp_common/libcpproto.la \
+t_bench_cpload_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
 	host/libphmock.la $(HIREDIS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS) $(M_LIBS)
 endif
 

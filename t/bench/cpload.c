@@ -52,9 +52,9 @@
 #include <unistd.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_grpc.h"
+#include "cp_common/grpc/cp_grpc.h"
 #include "mock.h"
-#include "ro_scripts.h"
+#include "redis_ownership/ro_scripts.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
 #define CPL_WORKERS_MAX 4096

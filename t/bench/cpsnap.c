@@ -46,10 +46,10 @@
 
 #include <openssl/crypto.h>
 
-#include "cp_checksum.h"
-#include "cp_snapshot.h"
-#include "cp_snapshot_arena.h"
-#include "cp_view.h"
+#include "cp_common/snapshot/cp_checksum.h"
+#include "cp_common/snapshot/cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot_arena.h"
+#include "cp_common/view/cp_view.h"
 
 typedef struct fig {
   double ns, cpu; /* per operation, median run */

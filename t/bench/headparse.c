@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "http_body.h"
-#include "http_head.h"
+#include "http_proxy/http_body.h"
+#include "http_proxy/http_head.h"
 
 static const char req[] =
     "GET http://www.example.com/search/results?q=proxy+host&page=2 HTTP/1.1\r\n"

@@ -8,10 +8,9 @@ EXTRA_DIST += t/bench/headparse.mk
 if MODULE_HTTP_PROXY
 EXTRA_PROGRAMS += t/bench/headparse
 t_bench_headparse_SOURCES = t/bench/headparse.c \
-	modules/http_proxy/http_head.c modules/common/bw.c \
+	modules/http_proxy/http_head.c modules/lib/bw.c \
 	modules/lib/http1_head.c
-t_bench_headparse_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/modules/http_proxy -I$(top_srcdir)/modules/common
+t_bench_headparse_CPPFLAGS = $(AM_CPPFLAGS)
 t_bench_headparse_LDADD = $(HTTP_PARSER_LIBS)
 endif
 

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "strat.h"
+#include "strategies/strat.h"
 
 #define NOW INT64_C(1800000000000)
 #define N_KEYS 4096

@@ -8,7 +8,7 @@ EXTRA_DIST += t/bench/stratsel.mk
 if MODULE_STRATEGIES
 EXTRA_PROGRAMS += t/bench/stratsel
 t_bench_stratsel_SOURCES = t/bench/stratsel.c $(STRAT_PURE)
-t_bench_stratsel_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/modules/strategies
+t_bench_stratsel_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 
 bench-strategies: t/bench/stratsel$(EXEEXT)

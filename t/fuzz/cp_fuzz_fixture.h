@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot.h"
 
 #define CP_FUZZ_NOW 1800000000000LL
 

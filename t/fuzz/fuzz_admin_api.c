@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_json.h"
-#include "api_routes.h"
+#include "admin_api/api_json.h"
+#include "admin_api/api_routes.h"
 
 static void check(int cond) {
   if (!cond)

@@ -18,8 +18,8 @@
 
 #include <proxyhost/abi.h>
 
-#include "api_pool.h"
-#include "pool_routes.h"
+#include "pool_api/api_pool.h"
+#include "pool_api/pool_routes.h"
 
 static void check(int cond) {
   if (!cond)

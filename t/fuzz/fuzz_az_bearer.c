@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "az_eval.h"
-#include "az_token.h"
-#include "az_validate.h"
+#include "store_common/az_eval.h"
+#include "store_common/az_token.h"
+#include "store_common/az_validate.h"
 
 #define FIELD_MAX 300
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_requests.h"
-#include "cp_status.h"
+#include "controlplane_server/cp_requests.h"
+#include "contracts/cp_status.h"
 
 #define CHECK(c)                                                          \
   do {                                                                    \

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_secrets.h"
+#include "controlplane_server/cp_secrets.h"
 
 #define CHECK(c)                                                          \
   do {                                                                    \

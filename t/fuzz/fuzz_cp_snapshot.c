@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_checksum.h"
+#include "cp_common/snapshot/cp_checksum.h"
 #include "cp_fuzz_fixture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the control plane's peer identity check and loopback rule
- * (modules/cp_common/cp_ident.c, cp_grpc.h). Input byte 0, bit 0 picks
+ * (modules/cp_common/grpc/cp_ident.c, cp_grpc.h). Input byte 0, bit 0 picks
  * the role (worker or checker); then three lines give the expected
  * trust domain, environment and id; the rest, NUL bytes included, is the
  * URI SAN as a certificate would carry it. It checks that the verdict is
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_grpc.h"
+#include "cp_common/grpc/cp_grpc.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

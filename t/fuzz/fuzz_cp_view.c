@@ -26,7 +26,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "cp_view.h"
+#include "cp_common/view/cp_view.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "cpc_wire.h"
+#include "controlplane_client/cpc_wire.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

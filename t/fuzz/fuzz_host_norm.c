@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target: the normal form of a target host
- * (modules/common/host_norm.c), which the "access" providers and the
+ * (modules/lib/host_norm.c), which the "access" providers and the
  * authorization cache apply to the host every client sends.
  *
  * Input: the host's bytes (at most 300, NUL-terminated here; an embedded
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_norm.h"
+#include "lib/host_norm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

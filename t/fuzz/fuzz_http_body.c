@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_body.h"
+#include "http_proxy/http_body.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -25,8 +25,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http_body.h"
-#include "http_head.h"
+#include "http_proxy/http_body.h"
+#include "http_proxy/http_head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

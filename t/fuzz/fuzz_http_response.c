@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_body.h"
-#include "http_head.h"
+#include "http_proxy/http_body.h"
+#include "http_proxy/http_head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

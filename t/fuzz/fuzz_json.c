@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libFuzzer target for modules/common/json.c.
+/* libFuzzer target for modules/lib/json.c.
  *
  * Besides memory safety it checks the reader's contract: tokens lie
  * inside the input, a container's subtree ends where its next says,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "lib/json.h"
 
 static void check(int cond) {
   if (!cond)

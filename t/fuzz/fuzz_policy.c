@@ -24,7 +24,7 @@
 #include <proxyhost/abi.h>
 
 #include "addr.h"
-#include "policy.h"
+#include "direct/policy.h"
 
 #define LINE_MAX_LEN 300
 

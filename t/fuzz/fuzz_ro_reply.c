@@ -15,7 +15,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "ro_reply.h"
+#include "redis_ownership/ro_reply.h"
 
 #define CHECK(c)                                                          \
   do {                                                                    \

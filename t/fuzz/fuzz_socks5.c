@@ -4,7 +4,7 @@
  *
  * Build (from the top of the source tree):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Imodules/socks5 modules/socks5/socks5_proto.c t/fuzz/fuzz_socks5.c \
+ *       -Imodules modules/socks5/socks5_proto.c t/fuzz/fuzz_socks5.c \
  *       -o "$F/fuzz_socks5"
  *   mkdir -p "$F/corpus_socks5"
  *   printf '\004\005\001\000\005\001\000\003\007ok.test\000\120' \
@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "socks5_proto.h"
+#include "socks5/socks5_proto.h"
 
 #define BUF 600
 

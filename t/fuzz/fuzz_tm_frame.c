@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the TunnelMesh frame codec
- * (modules/tunnel_common/tm_proto.c), fed as the session feeds it: the
+ * (modules/tunnel_common/proto/tm_proto.c), fed as the session feeds it: the
  * whole input is one WebSocket message. It decodes the frame, then the
  * payload decoder its type calls for, and checks the contract: a decoded
  * frame's header encodes back to the input's first 10 bytes and its
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proxyhost/connector.h"
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 static void check(int cond) {
   if (!cond)

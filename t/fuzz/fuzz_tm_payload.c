@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the TunnelMesh payload decoders on raw bytes
- * (modules/tunnel_common/tm_proto.c). Input byte 0 picks the decoder:
+ * (modules/tunnel_common/proto/tm_proto.c). Input byte 0 picks the decoder:
  * 0 OPEN_RESULT, 1 agent metadata, 2 OPEN_STREAM, 3 the server's
  * subprotocol selection (byte 1 is then the server's capabilities; the
  * rest is the Sec-WebSocket-Protocol offer), 4 the client's reading of a
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proxyhost/connector.h"
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 static void check(int cond) {
   if (!cond)

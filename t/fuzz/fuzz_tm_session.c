@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer target for the TunnelMesh session layer's reader and writer
- * (modules/tunnel_common/tm_session.c, tm_stream.c, tm_writer.c): one
+ * (modules/tunnel_common/session/tm_session.c, tm_stream.c, tm_writer.c): one
  * session over a fake transport, driven by a script of peer messages,
  * writable events, loop turns and the user's and role's calls, with a
  * minimal host API (a private libev loop for the timers; no metrics).
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_session_int.h"
+#include "tunnel_common/session/tm_session_int.h"
 
 static void check(int cond) {
   if (!cond)

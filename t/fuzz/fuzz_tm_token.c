@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the bearer token as tunnel_client and tunnel_agent read
- * it from token_file (modules/tunnel_common/tm_token.c, tm_token_take: the file's bytes).
+ * it from token_file (modules/tunnel_common/session/tm_token.c, tm_token_take: the file's bytes).
  * It checks the contract of tm_token.h: an accepted token is
  * NUL-terminated, 1..TM_TOKEN_MAX bytes of visible ASCII (a header value
  * that cannot be split: no space, CR, LF or control byte), and a
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_token.h"
+#include "tunnel_common/session/tm_token.h"
 
 #define CHECK(c)                                                          \
   do {                                                                    \

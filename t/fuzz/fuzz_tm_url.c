@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the tunnel client's ws:// / wss:// URL parser
- * (modules/tunnel_common/tm_ws_url.c). It checks the contract of
+ * (modules/tunnel_common/session/tm_ws_url.c). It checks the contract of
  * tm_ws_url.h: an accepted URL has a NUL-terminated host of 1..253
  * printable bytes without brackets, '@', '/' or spaces, a port 1..65535,
  * a path that starts with '/' and has no space, control byte or '#';
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_ws_url.h"
+#include "tunnel_common/session/tm_ws_url.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_wsc.h"
+#include "tunnel_common/session/tm_wsc.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

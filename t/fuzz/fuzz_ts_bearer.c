@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts_bearer.h"
+#include "tunnel_server/ts_bearer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

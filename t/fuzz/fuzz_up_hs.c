@@ -6,9 +6,9 @@
  *
  * Build (from the top of the source tree):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Isdk -Imodules/upstream -Imodules/common modules/upstream/up_hs.c \
+ *       -Isdk -Imodules modules/upstream/up_hs.c \
  *       modules/upstream/up_connect.c modules/upstream/up_socks5.c \
- *       modules/common/host_norm.c t/fuzz/fuzz_up_hs.c -lcrypto \
+ *       modules/lib/host_norm.c t/fuzz/fuzz_up_hs.c -lcrypto \
  *       -o "$F/fuzz_up_hs"
  *   rm -rf "$F/corpus_up_hs" && cp -R t/fuzz/seeds/up_hs "$F/corpus_up_hs"
  *   "$F/fuzz_up_hs" -max_total_time=600 -max_len=9000 "$F/corpus_up_hs"
@@ -36,7 +36,7 @@
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
-#include "up_hs.h"
+#include "upstream/up_hs.h"
 
 #define SENT_MAX 4096
 #define STEPS_MAX 100000

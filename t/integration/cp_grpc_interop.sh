@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# Interop of the gRPC layer (modules/cp_common/cp_grpc.h) with a client
+# Interop of the gRPC layer (modules/cp_common/grpc/cp_grpc.h) with a client
 # this project did not write: Debian's python3-grpcio, from stubs
 # generated at test time from proto/controlplane/v1/controlplane.proto,
 # calls every WorkerControlPlane RPC of t/lib/cp_echo_server (built on the

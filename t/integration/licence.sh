@@ -17,7 +17,7 @@ tag='SPDX-License-Identifier: BSD-2-Clause'
 find "$top_srcdir" \
   \( -name '_*' -o -name 'autom4te.cache' -o -name 'build-aux' -o -name m4 \
      -o -name seeds -o -name .git -o -name .deps -o -name .libs \
-     -o -path '*/modules/cp_common/gen' \) -prune -o \
+     -o -path '*/modules/cp_common/proto/gen' \) -prune -o \
   -type f \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o -name '*.py' -o -name '*.lua' \
      -o -name Makefile.am -o -name configure.ac -o -name '*.pc.in' \
      -o -path '*/man/*' -o -path '*/.ci/*' -o -path '*/debian/rules' \

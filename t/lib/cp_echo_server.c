@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cp_echo_server CONFIG PORT_FILE: a WorkerControlPlane server built on
- * cp_grpc (modules/cp_common/cp_grpc.h) for t/integration/
+ * cp_grpc (modules/cp_common/grpc/cp_grpc.h) for t/integration/
  * cp_grpc_interop.sh, where a client this project did not write (Debian's
  * python3-grpcio) calls every RPC. CONFIG is an INI text with a
  * [cp_echo] section (listen, tls.*, grpc.*: cp_grpc_conf.h); the bound
@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "mock.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"

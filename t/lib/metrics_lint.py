@@ -12,7 +12,7 @@ metrics_lint.py --seed-labels METRICS.txt...   (any role's scrape: only the
   the host's own proxyhost_* names, proxyhost_stream_* (the stream metrics
   shared by frontends and connectors), proxyhost_frontend_* (shared by
   the frontends), proxyhost_tls_* (shared by the roles that re-read TLS
-  files, modules/common/tls_reload.c), proxyhost_<module>_* for a MODULE
+  files, modules/lib/tls_reload.c), proxyhost_<module>_* for a MODULE
   given, or process_* (the standard process metrics, process_metrics);
 - no component other than "client" (a local proxy is the client);
 - the seed's families (tunnelmesh_*) carry only the seed's labels

@@ -13,7 +13,7 @@
 
 It speaks raw WebSocket (RFC 6455: the handshake, masking from the client,
 binary messages, fragmented messages on read, ping/pong, close frames)
-and, in the binary messages, the frames of modules/tunnel_common/tm_proto.h
+and, in the binary messages, the frames of modules/tunnel_common/proto/tm_proto.h
 (the authority; docs/protocol/tunnel.md explains them): a 10-byte header
 type u8, flags u8, stream_id u32, length u32 (big-endian), then payload.
 

@@ -5,7 +5,7 @@
 #ifndef PH_TM_SESSION_TEST_H
 #define PH_TM_SESSION_TEST_H
 
-#include "tm_session.h"
+#include "tunnel_common/session/tm_session.h"
 
 /* opener: 1 for the end that opens streams (the client), 0 for the
  * acceptor; caps: the negotiated capabilities, as given; metrics: the

@@ -28,7 +28,7 @@
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
-#include "up_hs.h"
+#include "upstream/up_hs.h"
 
 #define STEPS_MAX 10000
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_checksum.h"
+#include "cp_common/snapshot/cp_checksum.h"
 
 typedef Controlplane__V1__WorkerSnapshot Snap;
 typedef Controlplane__V1__OwnedProxy Proxy;

@@ -11,7 +11,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "cp_view.h"
+#include "cp_common/view/cp_view.h"
 
 /* ---- a snapshot under construction ---------------------------------- */
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "lib/json.h"
 #include "mock.h"
 #include "tap.h"
 

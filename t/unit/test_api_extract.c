@@ -14,7 +14,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "api_extract.h"
+#include "pool_api/api_extract.h"
 #include "tap.h"
 
 /* ---- the fakes ----------------------------------------------------------- */

@@ -8,8 +8,8 @@
 
 #include <proxyhost/access.h>
 
-#include "cache_gen.h"
-#include "cache_key.h"
+#include "auth_cache/cache_gen.h"
+#include "auth_cache/cache_key.h"
 #include "tap.h"
 
 static size_t key_of(int i, unsigned char *k) {

@@ -15,7 +15,7 @@
 
 #include "lib/kcache.h"
 #include "mock.h"
-#include "pwhash.h"
+#include "auth_local/pwhash.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"

@@ -10,9 +10,9 @@
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 
-#include "az_eval.h"
-#include "az_token.h"
-#include "az_validate.h"
+#include "store_common/az_eval.h"
+#include "store_common/az_token.h"
+#include "store_common/az_validate.h"
 #include "tap.h"
 
 #define NOW 1700000000

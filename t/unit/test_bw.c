@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/common/bw.{c,h}: the bounded writer at every boundary (exactly
+/* modules/lib/bw.{c,h}: the bounded writer at every boundary (exactly
  * full, one byte over, printf truncation), the sticky flag, NUL
  * termination in text mode, and bytes mode using the whole array. */
 #include <string.h>
 
-#include "bw.h"
+#include "lib/bw.h"
 #include "tap.h"
 
 static void test_text(void) {

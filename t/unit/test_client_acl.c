@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "access_log.h"
-#include "client_acl.h"
+#include "frontend/access_log.h"
+#include "frontend/client_acl.h"
 #include "tap.h"
 
 static struct sockaddr_storage v4(const char *ip, int port) {

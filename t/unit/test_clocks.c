@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The clocks (modules/common/clocks.h): the monotonic readings never go
+/* The clocks (modules/lib/clocks.h): the monotonic readings never go
  * back and agree on their unit; the wall clock is Unix milliseconds. */
 #include <stdint.h>
 #include <time.h>
 
-#include "clocks.h"
+#include "lib/clocks.h"
 #include "tap.h"
 
 int main(void) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The gRPC core layer (modules/cp_common/cp_grpc.h) through the mock
+/* The gRPC core layer (modules/cp_common/grpc/cp_grpc.h) through the mock
  * host's real loop: a server and clients in one process over 127.0.0.1,
  * each on its own completion queue and host thread (as a controller and a
  * gateway module would be), with the proto's real messages. A test
@@ -24,8 +24,8 @@
 #include <ev.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_grpc.h"
-#include "cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"

@@ -4,7 +4,7 @@
  * exact SPIFFE id a peer certificate must carry (CP-8-2). */
 #include <string.h>
 
-#include "cp_grpc.h"
+#include "cp_common/grpc/cp_grpc.h"
 #include "tap.h"
 
 static int sp(const char *uri) {

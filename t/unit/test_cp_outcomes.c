@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The gateway's outcome queue (modules/cp_common/cp_outcomes.c): a full
+/* The gateway's outcome queue (modules/cp_common/view/cp_outcomes.c): a full
  * queue only counts drops; batches of min(512, max_runtime_counters);
  * at most 16 batches for one call; a batch resent packs to the same bytes
  * and digest; ack frees; a new session renumbers and drops what the old
@@ -17,7 +17,7 @@
 
 #include <proxyhost/abi.h>
 
-#include "cp_outcomes.h"
+#include "cp_common/view/cp_outcomes.h"
 #include "tap.h"
 
 static const int64_t T0 = 1800000000000;

@@ -7,8 +7,8 @@
  * that ignores the ids (CP-2-10). */
 #include <string.h>
 
-#include "cp_requests.h"
-#include "cp_status.h"
+#include "controlplane_server/cp_requests.h"
+#include "contracts/cp_status.h"
 #include "tap.h"
 
 static const cp_caller MTLS = {.peer_id = "w1", .cluster_id = "c1"};

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cp_secrets.h"
+#include "controlplane_server/cp_secrets.h"
 #include "tap.h"
 
 static char dir[64];

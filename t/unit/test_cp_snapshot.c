@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The control plane's snapshots (modules/cp_common/cp_snapshot*.c,
+/* The control plane's snapshots (modules/cp_common/snapshot/cp_snapshot*.c,
  * cp_checksum.c), pure code on real protobuf-c messages:
  *  - build: every inclusion and exclusion rule with its CP id, the
  *    usable_until arithmetic to the millisecond, credentials deduplicated
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_checksum.h"
-#include "cp_snapshot.h"
-#include "cp_snapshot_time.h"
+#include "cp_common/snapshot/cp_checksum.h"
+#include "cp_common/snapshot/cp_snapshot.h"
+#include "cp_common/snapshot/cp_snapshot_time.h"
 #include "tap.h"
 
 #define NOW 1800000000000LL /* Unix ms */

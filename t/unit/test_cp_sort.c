@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_checksum.h"
-#include "cp_snapshot.h"
-#include "cp_sort.h"
+#include "cp_common/snapshot/cp_checksum.h"
+#include "cp_common/snapshot/cp_snapshot.h"
+#include "cp_common/snapshot/cp_sort.h"
 #include "tap.h"
 
 static int calls;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_supervisor.h"
+#include "controlplane_client/cp_supervisor.h"
 #include "tap.h"
 
 static const uint8_t SUM[32] = {1, 2, 3};

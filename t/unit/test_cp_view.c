@@ -16,7 +16,7 @@
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
-#include "cp_view.h"
+#include "cp_common/view/cp_view.h"
 #include "tap.h"
 
 #include "cp_view_fixture.h"

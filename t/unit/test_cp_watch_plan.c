@@ -8,7 +8,7 @@
  * last sent snapshot's valid_until when nothing newer went out (CP-3-11),
  * even with a build under way (CP-3-10: what is built late is not sent
  * on an ended stream). */
-#include "cp_watch_plan.h"
+#include "controlplane_server/cp_watch_plan.h"
 #include "tap.h"
 
 static const cp_watch_limits L = {.min_interval_ms = 1000,

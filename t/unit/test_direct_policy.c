@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "direct/policy.h"
 #include "tap.h"
 
 /* A sockaddr for "ip" and port. */

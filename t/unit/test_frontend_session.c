@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The frontend session skeleton (modules/common/frontend_session.c)
+/* The frontend session skeleton (modules/frontend/frontend_session.c)
  * through the real host API of the mock host, with a fake connector and a
  * fake authorizer: the deadline fires once, a check and an open are
  * cancelled when the client closes (read or, not read, probed), the drain
@@ -35,9 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frontend_keys.h"
-#include "frontend_server.h"
-#include "hangup.h"
+#include "frontend/frontend_keys.h"
+#include "frontend/frontend_server.h"
+#include "frontend/hangup.h"
 #include "mock.h"
 #define HOST_TEST_SETUP setup
 #include "host_test.h"

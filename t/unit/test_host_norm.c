@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The normal form of a target host (modules/common/host_norm.h), the one
+/* The normal form of a target host (modules/lib/host_norm.h), the one
  * the "access" contract and the authorization cache's key use (TM-P1-4):
  * names lower-cased without the trailing dot, addresses in standard text
  * form, everything else refused. */
 #include <string.h>
 
-#include "host_norm.h"
+#include "lib/host_norm.h"
 #include "tap.h"
 
 static void norm_is(const char *in, const char *want, const char *name) {

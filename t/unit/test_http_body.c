@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "http_body.h"
+#include "http_proxy/http_body.h"
 #include "tap.h"
 
 static const hp_body_limits std_lim = {4096, 8192};

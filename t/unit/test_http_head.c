@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http_body.h"
-#include "http_head.h"
+#include "http_proxy/http_body.h"
+#include "http_proxy/http_head.h"
 #include "mock.h"
 #include "tap.h"
 

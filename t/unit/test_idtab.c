@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The id table (modules/common/idtab.h): put, find, del and any; the bucket
+/* The id table (modules/lib/idtab.h): put, find, del and any; the bucket
  * count at its bounds; ids that collide in one bucket; and many insert and
  * remove cycles leaving the table empty and consistent. Run under ASan, a
  * leak fails the test. */
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "idtab.h"
+#include "lib/idtab.h"
 #include "tap.h"
 
 typedef struct ent {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The intrusive list (modules/common/ilist.h): every operation, the count
+/* The intrusive list (modules/lib/ilist.h): every operation, the count
  * and membership a node keeps, and removing (and freeing) the current
  * element during ILIST_FOREACH_SAFE. Run under ASan, a leak or a touch of
  * freed memory fails the test. */
 #include <stdlib.h>
 
-#include "ilist.h"
+#include "lib/ilist.h"
 #include "tap.h"
 
 typedef struct item {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/common/json.{c,h}: the strict RFC 8259 reader (every grammar
+/* modules/lib/json.{c,h}: the strict RFC 8259 reader (every grammar
  * corner, UTF-8, escapes and surrogates, duplicate keys, the bounds) and
  * the writer (escaping, bounds, misuse), and round trips between them. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "lib/json.h"
 #include "tap.h"
 
 static json_tok toks[64];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/common/metric_table: a PH_METRIC table registered by one call
+/* modules/lib/metric_table: a PH_METRIC table registered by one call
  * through the mock host (issue 25 item 3). Every type, labels, buckets,
  * the handles filled in row-major order, PH_METRIC_ONLY's declared
  * combinations, and a refusal that names the metric and stops. */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "file_test.h"
-#include "metric_table.h"
+#include "lib/metric_table.h"
 #include "mock.h"
 #include "tap.h"
 

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "file_test.h"
-#include "migrations.h"
+#include "store_common/migrations.h"
 #include "tap.h"
 #ifdef AZ_WITH_SQLITE
-#include "migrate_sqlite.h"
+#include "store_common/migrate_sqlite.h"
 #endif
 
 /* ---- a fake engine: a version and a log of the scripts it ran --------- */
@@ -123,7 +123,7 @@ static void test_embedded(void) {
 
 /* TM-P1-24: what a new step must change in the same commit agrees: every
  * directory of migrations/incremental/ is registered, with both scripts
- * and in Makefile.am; ddl.sql and the last step set AZ_SCHEMA_VERSION;
+ * and in modules/store_common/local.mk; ddl.sql and the last step set AZ_SCHEMA_VERSION;
  * every script is one transaction. */
 static void test_in_step(void) {
   size_t n;
@@ -146,7 +146,8 @@ static void test_in_step(void) {
     closedir(d);
   ok(dirs == n && registered == n,
      "TM-P1-24: every step directory is registered, and only those");
-  snprintf(path, sizeof(path), "%s/Makefile.am", AZ_TEST_SRCDIR);
+  snprintf(path, sizeof(path), "%s/modules/store_common/local.mk",
+           AZ_TEST_SRCDIR);
   char *am = file_test_slurp(path);
   for (size_t i = 0; i < n; i++) {
     char name[200];
@@ -159,7 +160,8 @@ static void test_in_step(void) {
         both = 0;
     }
     snprintf(name, sizeof(name),
-             "TM-P1-24: Makefile.am installs and embeds both scripts of %s",
+             "TM-P1-24: store_common/local.mk installs and embeds both "
+             "scripts of %s",
              s[i].name);
     ok(both, name);
   }

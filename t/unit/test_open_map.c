@@ -3,7 +3,7 @@
  * and HTTP statuses, and the stable enum names. */
 #include <string.h>
 
-#include "open_map.h"
+#include "frontend/open_map.h"
 #include "tap.h"
 
 static void test_socks5(void) {

@@ -4,8 +4,8 @@
  * handed to the supervisor (CP-5-17). */
 #include <stdio.h>
 
-#include "cp_status.h"
-#include "or_status.h"
+#include "contracts/cp_status.h"
+#include "outcome_reporter/or_status.h"
 #include "tap.h"
 
 static char name_[128];

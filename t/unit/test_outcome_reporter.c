@@ -13,8 +13,8 @@
 #include <proxyhost/outcome_sink.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
-#include "cp_session.h"
-#include "cp_status.h"
+#include "contracts/cp_session.h"
+#include "contracts/cp_status.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* outcome_reporter */

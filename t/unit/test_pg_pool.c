@@ -19,7 +19,7 @@
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"
-#include "pg_pool.h"
+#include "store_pg/pg_pool.h"
 #include "tap.h"
 
 static pg_pool_metrics metrics;

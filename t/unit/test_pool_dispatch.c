@@ -39,8 +39,8 @@
 #include <proxyhost/strategy.h>
 
 #include "cp_view_fixture.h"
-#include "pool_runtime.h"
-#include "traffic_gate.h"
+#include "contracts/pool_runtime.h"
+#include "frontend/traffic_gate.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* the pool */

@@ -20,7 +20,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "cp_authority.h"
+#include "contracts/cp_authority.h"
 #include "mock.h"
 #include "tap.h"
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The relay (modules/common/relay.c) through the real host API of the
+/* The relay (modules/frontend/relay.c) through the real host API of the
  * mock host: data both ways, pre bytes first, half-close, idle timeout,
  * backpressure with a reader that stops, errors, abort, the splice path
  * (pipes appear for bulk TCP data) and the copy path (never a pipe), the
  * bounded set of spare pipes, every fd closed afterwards, and the guard
- * rule (modules/common/guard.h):
+ * rule (modules/lib/guard.h):
  * an owner may end the relay, and free its own object, inside first_down
  * or done (run under ASan to see a use-after-free). An error ends the
  * relay saying which end failed (relay_stats.error_side: the client's or
@@ -29,7 +29,7 @@
 #include "host_test.h"
 #include "loop_test.h"
 #include "mock.h"
-#include "relay.h"
+#include "frontend/relay.h"
 #include "sock_test.h"
 #include "tap.h"
 

@@ -17,7 +17,7 @@ struct ares_options {
   unsigned int qcache_max_ttl; /* 0: the query cache is off */
 };
 
-#include "resolver_qcache.h"
+#include "direct/resolver_qcache.h"
 
 int main(void) {
   plan_lazy();

@@ -9,7 +9,7 @@
  * is cancelled when the client goes away), TM-SEC-5 (max_clients),
  * TM-OBS-1/2/10..12 (metric names and labels), TM-OBS-18, and TM-SEC-7
  * (a client that leaves while it is not read frees everything) with the
- * guard rule (modules/common/guard.h): a service answering inside the
+ * guard rule (modules/lib/guard.h): a service answering inside the
  * call that started it may end the connection without a use-after-free
  * (run under ASan to see it). And the connector's leases (connector.h
  * minor 3; issue 13): every open names the listener and asks for one;

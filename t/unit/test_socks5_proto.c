@@ -10,8 +10,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "open_map.h"
-#include "socks5_proto.h"
+#include "frontend/open_map.h"
+#include "socks5/socks5_proto.h"
 #include "tap.h"
 
 /* Every strict prefix of a complete message is NEED_MORE. */

@@ -22,7 +22,7 @@
 
 #include <sqlite3.h>
 
-#include "migrations.h"
+#include "store_common/migrations.h"
 #include "mock.h"
 #include "tap.h"
 

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strat.h"
-#include "strat_hash.h"
-#include "strat_slots.h"
+#include "strategies/strat.h"
+#include "strategies/strat_hash.h"
+#include "strategies/strat_slots.h"
 #include "tap.h"
 
 #define NOW INT64_C(1800000000000) /* a fixed instant, Unix ms */

@@ -16,9 +16,9 @@
 
 #include <proxyhost/mock.h>
 
-#include "agent_int.h"
+#include "tunnel_agent/agent_int.h"
 #include "tap.h"
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 /* ---- the in-memory transport ------------------------------------------ */
 

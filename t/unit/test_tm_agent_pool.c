@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pool_policy.h"
+#include "tunnel_agent/pool_policy.h"
 #include "tap.h"
 
 static pool_policy lowlat(void) {

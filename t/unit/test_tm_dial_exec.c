@@ -16,7 +16,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
-#include "dial_exec.h"
+#include "tunnel_agent/dial_exec.h"
 #include "tap.h"
 
 #include "tm_fakeconn.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/tunnel_common/tm_drr.c: the fair writer's deficit round-robin
+/* modules/tunnel_common/proto/tm_drr.c: the fair writer's deficit round-robin
  * (TM-P2-18/19): one quantum per active stream per round, a bulk stream
  * beside small ones (the small ones finish within one round), activate
  * and remove while picked, removal of the head, the budget always
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_drr.h"
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_drr.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 #define Q 32768u /* TM-P2-19: the default quantum */
 

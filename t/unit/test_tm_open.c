@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/tunnel_common/tm_open.c: the stream open state machine
+/* modules/tunnel_common/proto/tm_open.c: the stream open state machine
  * (TM-PROTO-40/41, TM-P0-17, TM-TEST-4). The whole 7 x 14 table is
  * asserted against the matrix written out below, every illegal pair
  * included; then the seed's sequences: duplicate and out-of-order
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_open.h"
+#include "tunnel_common/proto/tm_open.h"
 
 /* expect[state] lists the next state per event, in enum order:
  *   open_sent open_rcvd legacy_open ok_sent ok_rcvd fail_sent fail_rcvd

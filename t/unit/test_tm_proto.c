@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/tunnel_common/tm_proto.c: the TunnelMesh wire codec. Frames
+/* modules/tunnel_common/proto/tm_proto.c: the TunnelMesh wire codec. Frames
  * (every type round trip, every malformed header, unknown types),
  * OPEN_STREAM bounds, OPEN_RESULT JSON (the seed's examples byte for byte,
  * TM-PROTO-23..29: the size bound, every stable stage and code, unknown
@@ -12,7 +12,7 @@
 
 #include "proxyhost/connector.h"
 #include "tap.h"
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 static uint8_t msg[TM_MAX_FRAME + 16];
 

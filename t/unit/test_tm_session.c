@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The TunnelMesh session layer (modules/tunnel_common/tm_session.h): two
+/* The TunnelMesh session layer (modules/tunnel_common/session/tm_session.h): two
  * sessions back to back over t/unit/tm_memlink (in memory, through the
  * mock host's real loop and timers), the opener as the client or server
  * is, the acceptor as the server or agent is. Raw frames injected where
@@ -17,12 +17,12 @@
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"
-#include "relay.h"
+#include "frontend/relay.h"
 #include "tap.h"
 #include "tm_memlink.h"
-#include "tm_metrics.h"
-#include "tm_proto.h"
-#include "tm_session.h"
+#include "tunnel_common/session/tm_metrics.h"
+#include "tunnel_common/proto/tm_proto.h"
+#include "tunnel_common/session/tm_session.h"
 #include "tm_session_test.h"
 
 static ph_mock *mk;

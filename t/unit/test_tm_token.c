@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "tm_token.h"
+#include "tunnel_common/session/tm_token.h"
 
 static void write_file(const char *path, const char *s, size_t n) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);

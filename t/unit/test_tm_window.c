@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* modules/tunnel_common/tm_window.c: per-stream flow-control windows
+/* modules/tunnel_common/proto/tm_window.c: per-stream flow-control windows
  * (TM-P2-8..13, TM-TEST-5): consumption, credit, overflow beyond
  * TM_WINDOW_MAX, the zero update, overrun, the update threshold (TM-P2-12:
  * never per frame), then a seeded random run of a sender and a receiver
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_proto.h"
-#include "tm_window.h"
+#include "tunnel_common/proto/tm_proto.h"
+#include "tunnel_common/proto/tm_window.h"
 
 static void test_init(void) {
   tm_window w;

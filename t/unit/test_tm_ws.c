@@ -30,15 +30,15 @@
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 
-#include "backoff.h"
+#include "lib/backoff.h"
 #include "host_test.h"
 #include "loop_test.h"
 #include "mock.h"
 #include "sock_test.h"
 #include "tap.h"
-#include "tm_ws.h"
+#include "tunnel_common/session/tm_ws.h"
 #include "tm_ws_stubs.h"
-#include "tm_ws_url.h"
+#include "tunnel_common/session/tm_ws_url.h"
 
 #ifndef TM_TEST_SRCDIR
 #define TM_TEST_SRCDIR "."

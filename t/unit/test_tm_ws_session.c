@@ -26,9 +26,9 @@
 #include "loop_test.h"
 #include "mock.h"
 #include "tap.h"
-#include "tm_session.h"
+#include "tunnel_common/session/tm_session.h"
 #include "tm_session_test.h"
-#include "tm_ws.h"
+#include "tunnel_common/session/tm_ws.h"
 
 HOST_TEST_MODULE("tm_ws_session_host");
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tm_proto.h"
-#include "tm_wsc.h"
+#include "tunnel_common/proto/tm_proto.h"
+#include "tunnel_common/session/tm_wsc.h"
 
 /* RFC 6455 section 1.3's example. */
 #define RFC_KEY "dGhlIHNhbXBsZSBub25jZQ=="

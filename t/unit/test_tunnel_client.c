@@ -24,7 +24,7 @@
 #include <proxyhost/module.h>
 
 #include "tap.h"
-#include "tunnel_client_int.h"
+#include "tunnel_client/tunnel_client_int.h"
 
 extern const ph_module proxyhost_module; /* tunnel_client.c */
 

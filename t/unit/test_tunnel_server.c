@@ -19,8 +19,8 @@
 #include <proxyhost/mock.h>
 
 #include "tap.h"
-#include "tm_proto.h"
-#include "ts_int.h"
+#include "tunnel_common/proto/tm_proto.h"
+#include "tunnel_server/ts_int.h"
 
 extern const ph_module proxyhost_module; /* tunnel_server */
 

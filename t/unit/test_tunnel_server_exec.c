@@ -8,7 +8,7 @@
  * round the principals before their sessions. */
 #include <string.h>
 
-#include "open_exec.h"
+#include "tunnel_server/open_exec.h"
 #include "tap.h"
 
 #define NJ 64

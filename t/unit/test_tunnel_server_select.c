@@ -4,7 +4,7 @@
  * open skipped, none left (agent_offline), ties spread. */
 #include <stdint.h>
 
-#include "agent_select.h"
+#include "tunnel_server/agent_select.h"
 #include "tap.h"
 
 int main(void) {

@@ -20,7 +20,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "tap.h"
-#include "up_hs.h"
+#include "upstream/up_hs.h"
 
 #define HTTP PH_POOL_UPSTREAM_HTTP_CONNECT
 #define SOCKS PH_POOL_UPSTREAM_SOCKS5

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tm_proto.h"
+#include "tunnel_common/proto/tm_proto.h"
 
 #define MAX_PENDING 200000 /* a runaway test aborts rather than eats RAM */
 

@@ -21,7 +21,7 @@
 
 #include <proxyhost/host.h>
 
-#include "tm_session.h"
+#include "tunnel_common/session/tm_session.h"
 
 typedef struct tm_memlink tm_memlink;
 

@@ -2,7 +2,7 @@
 /* test_tm_ws's echo session (tm_ws_stubs.h). */
 #include "tm_ws_stubs.h"
 
-#include "tm_session_ws.h"
+#include "tunnel_common/session/tm_session_ws.h"
 
 #include <stdlib.h>
 #include <string.h>

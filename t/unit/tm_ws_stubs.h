@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tm_ws.h"
+#include "tunnel_common/session/tm_ws.h"
 
 #define STUB_QMAX 8
 

@@ -1,0 +1,67 @@
+# modules/cp_common/grpc/local.mk: the gRPC core layer of the control plane
+# (issue 12): cp_grpc.{h,c} and its parts, the one place the project calls
+# gRPC core's C API, as libcpgrpc.la; its transport keys (cp_grpc_conf);
+# the server's front (cp_grpc_front: a cap and a deadline on connections
+# that carried no call yet, issue 22 item 10);
+# the pure loopback and SPIFFE checks (cp_ident.c). Whatever links
+# libcpgrpc.la links modules/frontend/libphfrontend.la too (cidr.c), as with
+# libtmproto.la. Tests: test_cp_ident (pure), test_cp_grpc (server and
+# client in one process through the mock host, plaintext and mTLS),
+# cp_grpc_interop.sh (Debian's python3-grpcio against t/lib/cp_echo_server),
+# the SPIFFE check's fuzz target.
+EXTRA_DIST += modules/cp_common/grpc/local.mk
+
+if CP_ANY
+CP_GRPC_SOURCES = modules/cp_common/grpc/cp_grpc.h \
+	modules/cp_common/grpc/cp_grpc_int.h \
+	modules/cp_common/grpc/cp_grpc_cq.c modules/cp_common/grpc/cp_grpc_creds.c \
+	modules/cp_common/grpc/cp_grpc_server.c modules/cp_common/grpc/cp_grpc_client.c \
+	modules/cp_common/grpc/cp_grpc_conf.c modules/cp_common/grpc/cp_grpc_conf.h \
+	modules/cp_common/grpc/cp_grpc_front.c modules/cp_common/grpc/cp_grpc_front.h \
+	modules/cp_common/grpc/cp_ident.c
+noinst_LTLIBRARIES += modules/cp_common/grpc/libcpgrpc.la
+modules_cp_common_grpc_libcpgrpc_la_SOURCES = $(CP_GRPC_SOURCES)
+modules_cp_common_grpc_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
+modules_cp_common_grpc_libcpgrpc_la_CFLAGS = $(AM_CFLAGS) -pthread
+modules_cp_common_grpc_libcpgrpc_la_LIBADD = $(GRPC_LIBS) $(OPENSSL_LIBS) -lpthread
+
+CP_GRPC_TEST_CPPFLAGS = $(TEST_CPPFLAGS)
+CP_GRPC_LDADD = modules/cp_common/grpc/libcpgrpc.la modules/frontend/libphfrontend.la
+
+# The pure checks alone (no gRPC).
+UNIT_TESTS_CP_GRPC = t/unit/test_cp_ident t/unit/test_cp_grpc
+check_PROGRAMS += $(UNIT_TESTS_CP_GRPC)
+TESTS += $(UNIT_TESTS_CP_GRPC)
+t_unit_test_cp_ident_SOURCES = t/unit/test_cp_ident.c \
+	modules/cp_common/grpc/cp_ident.c modules/lib/cidr.c
+t_unit_test_cp_ident_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS)
+t_unit_test_cp_ident_LDADD = $(UNIT_LDADD)
+
+# Server and client on the mock host's loop, with the proto's messages.
+t_unit_test_cp_grpc_SOURCES = t/unit/test_cp_grpc.c
+t_unit_test_cp_grpc_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	-DCP_TEST_SRCDIR='"$(abs_top_srcdir)"'
+t_unit_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
+	host/libphmock.la $(EV_LIBS)
+
+# The interop test's server: canned, valid answers to every
+# WorkerControlPlane RPC, on the layer and the mock host.
+check_PROGRAMS += t/lib/cp_echo_server
+t_lib_cp_echo_server_SOURCES = t/lib/cp_echo_server.c
+t_lib_cp_echo_server_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+t_lib_cp_echo_server_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
+	host/libphmock.la $(EV_LIBS)
+TESTS += t/integration/cp_grpc_interop.sh
+
+# The SPIFFE check's fuzz target, replayed over t/fuzz/seeds/cp_spiffe by
+# t/integration/fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_cp_spiffe
+t_fuzz_replay_cp_spiffe_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_spiffe.c \
+	modules/cp_common/grpc/cp_ident.c modules/lib/cidr.c
+t_fuzz_replay_cp_spiffe_CPPFLAGS = $(AM_CPPFLAGS)
+endif
+EXTRA_DIST += t/integration/cp_grpc_interop.sh t/lib/cp_grpc_interop.py \
+	t/unit/cp_grpc_certs.sh t/fuzz/fuzz_cp_spiffe.c
+
+# The transport's operations page (t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/control-plane-transport.md

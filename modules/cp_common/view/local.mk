@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# modules/cp_common/view/local.mk: the gateway's pure control-plane parts
+# (issue 12): the immutable snapshot view behind <proxyhost/pool_view.h>
+# (cp_view*, CP-1-20, CP-3-8/9/17/18) and the bounded outcome queue with
+# its batches and digest (cp_outcomes, CP-1-33, CP-5-1/7..10/15), as
+# libcpview.la. No I/O, no loop. Whatever links it links
+# modules/cp_common/proto/libcpproto.la and modules/frontend/libphfrontend.la too
+# (host_norm.c), and $(OPENSSL_LIBS) (SHA-256, OPENSSL_cleanse).
+EXTRA_DIST += modules/cp_common/view/local.mk t/integration/cp_outcome_digest.sh
+# The gateway's guide starts here (its section "The snapshot view").
+nobase_dist_doc_DATA += docs/user-guide/gateway.md
+
+if CP_ANY
+noinst_LTLIBRARIES += modules/cp_common/view/libcpview.la
+modules_cp_common_view_libcpview_la_SOURCES = \
+	modules/cp_common/view/cp_view.c modules/cp_common/view/cp_view.h \
+	modules/cp_common/view/cp_view_sub.c \
+	modules/cp_common/view/cp_view_int.h modules/cp_common/view/cp_view_build.c \
+	modules/cp_common/view/cp_outcomes.c modules/cp_common/view/cp_outcomes.h
+# The generated headers must exist before these compile.
+modules/cp_common/libcpview_la-cp_view.lo \
+modules/cp_common/libcpview_la-cp_view_sub.lo \
+modules/cp_common/libcpview_la-cp_view_build.lo \
+modules/cp_common/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
+modules_cp_common_view_libcpview_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+CP_VIEW_LDADD = modules/cp_common/view/libcpview.la \
+	modules/cp_common/proto/libcpproto.la modules/frontend/libphfrontend.la \
+	$(OPENSSL_LIBS)
+
+UNIT_TESTS_CP_VIEW = t/unit/test_cp_view t/unit/test_cp_outcomes
+check_PROGRAMS += $(UNIT_TESTS_CP_VIEW)
+TESTS += $(UNIT_TESTS_CP_VIEW)
+t_unit_test_cp_view_SOURCES = t/unit/test_cp_view.c t/unit/cp_view_fixture.h
+t_unit_test_cp_view_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+	$(OPENSSL_CFLAGS)
+t_unit_test_cp_view_LDADD = $(CP_VIEW_LDADD)
+t_unit_test_cp_outcomes_SOURCES = t/unit/test_cp_outcomes.c
+t_unit_test_cp_outcomes_CPPFLAGS = $(t_unit_test_cp_view_CPPFLAGS)
+t_unit_test_cp_outcomes_LDADD = $(CP_VIEW_LDADD)
+
+# A fuzz target: the view compiled from any snapshot protobuf-c accepts,
+# replayed over t/fuzz/seeds/cp_view by t/integration/fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_cp_view
+t_fuzz_replay_cp_view_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_view.c
+t_fuzz_replay_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+t_fuzz_replay_cp_view_LDADD = $(CP_VIEW_LDADD)
+
+# The digest against Python's hashlib and protobuf (CP-5-12): the shell
+# test runs test_cp_outcomes in its dump mode.
+TESTS += t/integration/cp_outcome_digest.sh
+endif

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# modules/lib/local.mk: general code every layer may use (libphlib.la)
+# (included from Makefile.am; paths are from the top).
+EXTRA_DIST += modules/lib/local.mk
+
+# The two shared layers under the modules (docs/sdk.md, "Layers"):
+# modules/lib/ (general code: lists, id tables, clocks, bounded writers,
+# JSON, metric tables, CIDR, host names, TLS reload) and modules/frontend/
+# (the frontend kit: listeners, sessions, relay, access log, client ACL,
+# the open map). Static convenience libraries built position-independent;
+# libphfrontend.la carries libphlib.la, so a module links one of them.
+noinst_LTLIBRARIES += modules/lib/libphlib.la
+modules_lib_libphlib_la_SOURCES = \
+	modules/lib/backoff.c modules/lib/backoff.h \
+	modules/lib/bw.c modules/lib/bw.h \
+	modules/lib/cidr.c modules/lib/cidr.h \
+	modules/lib/clocks.h modules/lib/guard.h \
+	modules/lib/conf_values.c modules/lib/conf_values.h \
+	modules/lib/host_norm.c modules/lib/host_norm.h \
+	modules/lib/http1_head.c modules/lib/http1_head.h \
+	modules/lib/kcache.c modules/lib/kcache.h \
+	modules/lib/sflight.c modules/lib/sflight.h \
+	modules/lib/idtab.h modules/lib/ilist.h \
+	modules/lib/json.c modules/lib/json.h \
+	modules/lib/metric_table.c modules/lib/metric_table.h \
+	modules/lib/tls_reload.c modules/lib/tls_reload.h
+
+# Its unit tests.
+LIB_TESTS = t/unit/test_json t/unit/test_bw t/unit/test_metric_table \
+	t/unit/test_host_norm t/unit/test_ilist t/unit/test_idtab \
+	t/unit/test_clocks t/unit/test_http1_head t/unit/test_cache_sf
+check_PROGRAMS += $(LIB_TESTS)
+TESTS += $(LIB_TESTS)
+t_unit_test_http1_head_SOURCES = t/unit/test_http1_head.c
+t_unit_test_http1_head_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_http1_head_LDADD = modules/lib/libphlib.la $(UNIT_LDADD)
+t_unit_test_cache_sf_SOURCES = t/unit/test_cache_sf.c
+t_unit_test_cache_sf_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
+t_unit_test_bw_SOURCES = t/unit/test_bw.c
+t_unit_test_bw_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_bw_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
+t_unit_test_json_SOURCES = t/unit/test_json.c
+t_unit_test_json_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_json_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
+t_unit_test_metric_table_SOURCES = t/unit/test_metric_table.c
+t_unit_test_metric_table_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
+	host/libphmock.la
+t_unit_test_host_norm_SOURCES = t/unit/test_host_norm.c
+t_unit_test_host_norm_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
+t_unit_test_ilist_SOURCES = t/unit/test_ilist.c
+t_unit_test_ilist_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_idtab_SOURCES = t/unit/test_idtab.c
+t_unit_test_idtab_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_clocks_SOURCES = t/unit/test_clocks.c
+t_unit_test_clocks_CPPFLAGS = $(TEST_CPPFLAGS)

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# modules/store_common/local.mk: the authorization schema, its migrations and the stores' shared library
+# (included from Makefile.am; paths are from the top).
+EXTRA_DIST += modules/store_common/local.mk
+
+# ---- the authorization schema and its migrations -----------------------
+# migrations/README.md says how the chain works. The SQL is installed for
+# operators under $(pkgdatadir)/migrations/ in the tree's layout, and
+# embedded at build time (scripts/embed-sql.sh) into the driver the
+# stores and proxyhost-migrate link, so no store reads it from disk.
+AZ_SQL_FILES = migrations/ddl.sql migrations/baseline/v0008.sql \
+	migrations/incremental/v0008_to_v0009/sqlite.sql \
+	migrations/incremental/v0008_to_v0009/postgres.sql \
+	migrations/incremental/v0009_to_v0010/sqlite.sql \
+	migrations/incremental/v0009_to_v0010/postgres.sql
+nobase_dist_pkgdata_DATA = $(AZ_SQL_FILES) migrations/README.md
+EXTRA_DIST += scripts/embed-sql.sh
+# One NAME=FILE per array of modules/store_common/migrations_sql.h.
+modules/store_common/migrations_sql.c: $(srcdir)/scripts/embed-sql.sh \
+		$(srcdir)/migrations/ddl.sql $(srcdir)/migrations/baseline/v0008.sql \
+		$(srcdir)/migrations/incremental/v0008_to_v0009/sqlite.sql \
+		$(srcdir)/migrations/incremental/v0008_to_v0009/postgres.sql \
+		$(srcdir)/migrations/incremental/v0009_to_v0010/sqlite.sql \
+		$(srcdir)/migrations/incremental/v0009_to_v0010/postgres.sql
+	$(AM_V_GEN)$(MKDIR_P) modules/store_common && \
+	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ store_common/migrations_sql.h \
+	  az_sql_ddl_text=$(srcdir)/migrations/ddl.sql \
+	  az_sql_baseline_v0008_text=$(srcdir)/migrations/baseline/v0008.sql \
+	  az_sql_v0008_to_v0009_sqlite=$(srcdir)/migrations/incremental/v0008_to_v0009/sqlite.sql \
+	  az_sql_v0008_to_v0009_postgres=$(srcdir)/migrations/incremental/v0008_to_v0009/postgres.sql \
+	  az_sql_v0009_to_v0010_sqlite=$(srcdir)/migrations/incremental/v0009_to_v0010/sqlite.sql \
+	  az_sql_v0009_to_v0010_postgres=$(srcdir)/migrations/incremental/v0009_to_v0010/postgres.sql
+CLEANFILES += modules/store_common/migrations_sql.c
+# For the store modules (headers by path: "store_common/migrations.h").
+STORE_CPPFLAGS = $(MODULE_CPPFLAGS)
+if STORE_ANY
+# The engine-neutral driver, the registry and the embedded SQL. A store
+# links it and its engine's library below (separate, so that store_sqlite
+# does not depend on libpq, nor store_pg on SQLite).
+BUILT_SOURCES += modules/store_common/migrations_sql.c
+noinst_LTLIBRARIES += modules/store_common/libphstore.la
+# With the stores' shared, engine-neutral code: token material, the
+# authorization decision, request validation, the revision's state and
+# metrics.
+modules_store_common_libphstore_la_SOURCES = \
+	modules/store_common/migrations.c modules/store_common/migrations.h \
+	modules/store_common/migrations_sql.h \
+	modules/store_common/az_token.c modules/store_common/az_token.h \
+	modules/store_common/az_eval.c modules/store_common/az_eval.h \
+	modules/store_common/az_validate.c modules/store_common/az_validate.h \
+	modules/store_common/az_revision.c modules/store_common/az_revision.h \
+	modules/lib/bw.c modules/lib/bw.h \
+	modules/lib/cidr.c modules/lib/cidr.h \
+	modules/lib/host_norm.c modules/lib/host_norm.h
+nodist_modules_store_common_libphstore_la_SOURCES = \
+	modules/store_common/migrations_sql.c
+modules_store_common_libphstore_la_CPPFLAGS = $(STORE_CPPFLAGS) \
+	$(OPENSSL_CFLAGS)
+modules_store_common_libphstore_la_LIBADD = $(OPENSSL_LIBS)
+# The command that shows and applies pending steps: a system program. It
+# reads --config with the host's configuration reader (host/libphcore.la).
+sbin_PROGRAMS += tools/proxyhost-migrate
+tools_proxyhost_migrate_SOURCES = tools/proxyhost_migrate.c \
+	tools/migrate_target.c tools/migrate_target.h
+tools_proxyhost_migrate_CPPFLAGS = $(STORE_CPPFLAGS)
+tools_proxyhost_migrate_LDADD = modules/store_common/libphstore.la \
+	host/libphcore.la
+if MODULE_STORE_SQLITE
+noinst_LTLIBRARIES += modules/store_common/libphstore_sqlite.la
+modules_store_common_libphstore_sqlite_la_SOURCES = \
+	modules/store_common/migrate_sqlite.c modules/store_common/migrate_sqlite.h
+modules_store_common_libphstore_sqlite_la_CPPFLAGS = $(STORE_CPPFLAGS) \
+	$(SQLITE3_CFLAGS)
+modules_store_common_libphstore_sqlite_la_LIBADD = $(SQLITE3_LIBS)
+tools_proxyhost_migrate_CPPFLAGS += -DAZ_WITH_SQLITE=1 $(SQLITE3_CFLAGS)
+tools_proxyhost_migrate_LDADD += modules/store_common/libphstore_sqlite.la
+endif
+if MODULE_STORE_PG
+noinst_LTLIBRARIES += modules/store_common/libphstore_pg.la
+modules_store_common_libphstore_pg_la_SOURCES = \
+	modules/store_common/migrate_pg.c modules/store_common/migrate_pg.h
+modules_store_common_libphstore_pg_la_CPPFLAGS = $(STORE_CPPFLAGS) \
+	$(LIBPQ_CFLAGS)
+modules_store_common_libphstore_pg_la_LIBADD = $(LIBPQ_LIBS)
+tools_proxyhost_migrate_CPPFLAGS += -DAZ_WITH_POSTGRES=1 $(LIBPQ_CFLAGS)
+tools_proxyhost_migrate_LDADD += modules/store_common/libphstore_pg.la
+endif
+check_PROGRAMS += t/unit/test_migrations
+TESTS += t/unit/test_migrations
+t_unit_test_migrations_SOURCES = t/unit/test_migrations.c
+t_unit_test_migrations_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-DAZ_TEST_SRCDIR='"$(abs_top_srcdir)"'
+t_unit_test_migrations_LDADD = modules/store_common/libphstore.la
+if MODULE_STORE_SQLITE
+t_unit_test_migrations_CPPFLAGS += -DAZ_WITH_SQLITE=1 $(SQLITE3_CFLAGS)
+t_unit_test_migrations_LDADD += modules/store_common/libphstore_sqlite.la
+endif
+endif
+
+# Its unit tests.
+if STORE_ANY
+check_PROGRAMS += t/unit/test_az_eval
+TESTS += t/unit/test_az_eval
+endif
+t_unit_test_az_eval_SOURCES = t/unit/test_az_eval.c
+t_unit_test_az_eval_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_az_eval_LDADD = modules/store_common/libphstore.la $(UNIT_LDADD)

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# modules/tunnel_common/session/local.mk: the session layer over
+# libwebsockets (tm_session, tm_ws, tm_metrics; libtmsession.la), linked
+# into each tunnel role module, with its unit tests and fuzz targets.
+EXTRA_DIST += modules/tunnel_common/session/local.mk
+
+# tm-session: the session layer (one connection's streams over an abstract
+# transport: the reader, the queues, the windows, the one writer) and the
+# seed's metrics. tm-ws adds tm_ws.c to the same library in its own block
+# after this one (automake wants the '=' before any '+=').
+# Whatever links libtmsession.la links libtmproto.la and
+# modules/frontend/libphfrontend.la too (stream_metrics.c, json.c).
+if TUNNEL_ANY
+noinst_LTLIBRARIES += modules/tunnel_common/session/libtmsession.la
+modules_tunnel_common_session_libtmsession_la_SOURCES = \
+	modules/tunnel_common/session/tm_session.c modules/tunnel_common/session/tm_session.h \
+	modules/tunnel_common/session/tm_session_int.h \
+	modules/tunnel_common/session/tm_stream.c modules/tunnel_common/session/tm_writer.c \
+	modules/tunnel_common/session/tm_metrics.c modules/tunnel_common/session/tm_metrics.h \
+	modules/tunnel_common/session/tm_conf.c modules/tunnel_common/session/tm_conf.h \
+	modules/tunnel_common/session/tm_token.c modules/tunnel_common/session/tm_token.h \
+	modules/tunnel_common/session/tm_trace.c modules/tunnel_common/session/tm_trace.h \
+	modules/tunnel_common/session/tm_session_ws.c \
+	modules/tunnel_common/session/tm_session_ws.h
+# (merge of tm-session and tm-ws, done in tm-agent: one definition, with
+# tm-ws's flags and libraries; tm-ws's block below adds its sources.)
+modules_tunnel_common_session_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	$(LWS_CFLAGS) $(OPENSSL_CFLAGS)
+modules_tunnel_common_session_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
+
+UNIT_TESTS_TM_SESSION = t/unit/test_tm_session
+check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
+TESTS += $(UNIT_TESTS_TM_SESSION)
+t_unit_test_tm_session_SOURCES = t/unit/test_tm_session.c \
+	t/unit/tm_memlink.c t/unit/tm_memlink.h
+t_unit_test_tm_session_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_tm_session_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
+	host/libphmock.la $(EV_LIBS)
+endif
+# tm-session: the session's fuzz target, replayed over t/fuzz/seeds/tm_session
+# by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+check_PROGRAMS += t/fuzz/replay_tm_session
+t_fuzz_replay_tm_session_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_session.c
+t_fuzz_replay_tm_session_CPPFLAGS = $(AM_CPPFLAGS)
+t_fuzz_replay_tm_session_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
+	$(EV_LIBS)
+endif
+
+# The bearer token file reader of tunnel_client and tunnel_agent
+# (tm_token.c, in libtmsession.la): its unit test and its fuzz target,
+# replayed over t/fuzz/seeds/tm_token by t/integration/fuzz_replay.sh.
+if TUNNEL_ANY
+UNIT_TESTS_TM_TOKEN = t/unit/test_tm_token
+check_PROGRAMS += $(UNIT_TESTS_TM_TOKEN)
+TESTS += $(UNIT_TESTS_TM_TOKEN)
+t_unit_test_tm_token_SOURCES = t/unit/test_tm_token.c \
+	modules/tunnel_common/session/tm_token.c
+t_unit_test_tm_token_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_tm_token_LDADD = $(UNIT_LDADD)
+check_PROGRAMS += t/fuzz/replay_tm_token
+t_fuzz_replay_tm_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_token.c \
+	modules/tunnel_common/session/tm_token.c
+t_fuzz_replay_tm_token_CPPFLAGS = $(AM_CPPFLAGS)
+endif
+EXTRA_DIST += t/fuzz/fuzz_tm_token.c
+
+# tm-ws: libwebsockets on the loop (tm_ws.c), the URL parser, the backoff;
+# test_tm_ws (client and server in one process through the mock host)
+# and the URL parser's fuzz target.
+if TUNNEL_ANY
+TM_WS_SOURCES = modules/tunnel_common/session/tm_ws.c \
+	modules/tunnel_common/session/tm_ws.h modules/tunnel_common/session/tm_ws_int.h \
+	modules/tunnel_common/session/tm_ws_client.c modules/tunnel_common/session/tm_ws_tls.c \
+	modules/tunnel_common/session/tm_ws_end.c modules/tunnel_common/session/tm_ws_server.c \
+	modules/tunnel_common/session/tm_wsc.c modules/tunnel_common/session/tm_wsc.h \
+	modules/tunnel_common/session/tm_ws_url.c modules/tunnel_common/session/tm_ws_url.h
+modules_tunnel_common_session_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
+modules_tunnel_common_session_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
+	$(OPENSSL_CFLAGS)
+modules_tunnel_common_session_libtmsession_la_LIBADD += $(LWS_LIBS) $(OPENSSL_LIBS)
+check_PROGRAMS += t/unit/test_tm_ws
+TESTS += t/unit/test_tm_ws
+t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
+	t/unit/tm_ws_stubs.h \
+	$(TM_WS_SOURCES)
+t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+	$(OPENSSL_CFLAGS) \
+	-DTM_TEST_SRCDIR='"$(abs_top_srcdir)"' -DTM_HAVE_PROTO
+t_unit_test_tm_ws_LDADD = modules/tunnel_common/proto/libtmproto.la \
+	modules/frontend/libphfrontend.la host/libphmock.la $(LWS_LIBS) \
+	$(OPENSSL_LIBS)
+# The WebSocket client end (tm_wsc.c, pure): its unit test and fuzz target.
+check_PROGRAMS += t/unit/test_tm_wsc
+TESTS += t/unit/test_tm_wsc
+t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/session/tm_wsc.c \
+	modules/lib/bw.c modules/lib/http1_head.c
+t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_test_tm_wsc_LDADD = $(UNIT_LDADD) $(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_tm_wsc
+t_fuzz_replay_tm_wsc_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_wsc.c \
+	modules/tunnel_common/session/tm_wsc.c modules/lib/bw.c \
+	modules/lib/http1_head.c
+t_fuzz_replay_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_fuzz_replay_tm_wsc_LDADD = $(OPENSSL_LIBS)
+check_PROGRAMS += t/fuzz/replay_tm_url
+t_fuzz_replay_tm_url_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_url.c \
+	modules/tunnel_common/session/tm_ws_url.c
+t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS)
+endif
+EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
+
+# tm-ws: one real tm_session on each end of a real tm_ws connection.
+if TUNNEL_ANY
+check_PROGRAMS += t/unit/test_tm_ws_session
+TESTS += t/unit/test_tm_ws_session
+t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
+t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS)
+t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/session/libtmsession.la \
+	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
+	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
+endif
+
+# tm-proto: the protocol's specification, installed with the other docs
+# (nobase_dist_doc_DATA as in Makefile.am; t/integration/docs_dist.sh
+# reads the fragments too).
+nobase_dist_doc_DATA += docs/protocol/tunnel.md docs/protocol/proxy-modules.md
+
+# tm-ws: the operations page of the WebSocket transport (installed with
+# the other documents; t/integration/docs_dist.sh).
+nobase_dist_doc_DATA += docs/operations/tunnel-transport.md

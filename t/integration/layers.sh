@@ -1,0 +1,35 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# Layers you can see (issue 25 item 1): modules/lib (general code) <-
+# modules/frontend (the frontend kit) <- the modules; private contracts
+# in modules/contracts, including only SDK headers; one
+# -I$(top_srcdir)/modules (AM_CPPFLAGS) and cross-folder includes by path;
+# no include cycle among the files of one folder under modules/ and host/.
+# t/lib/layers.py does the reading; each check names what breaks it.
+# Runs on whatever tree it is given (in distcheck, the tarball's).
+. "$top_srcdir/t/lib/testlib.sh"
+
+command -v python3 >/dev/null 2>&1 || { skip "no python3"; done_testing; exit $?; }
+check() { # CHECK DESCRIPTION
+  out=$(python3 "$top_srcdir/t/lib/layers.py" "$top_srcdir" "$1" 2>&1)
+  is "$out" "" "$2" || printf '%s\n' "$out" | head -40 | sed 's/^/# /'
+}
+
+for d in lib frontend contracts; do
+  [ -f "$top_srcdir/modules/$d/local.mk" ]
+  ok $? "modules/$d exists with its local.mk"
+done
+[ ! -d "$top_srcdir/modules/common" ]
+ok $? "modules/common is gone"
+: >"$T/nolocal"
+for d in "$top_srcdir"/modules/*/; do
+  n=$(basename "$d")
+  ls "$d"*.mk >/dev/null 2>&1 || ls "$d"*/local.mk >/dev/null 2>&1 ||
+    echo "$n" >>"$T/nolocal"
+done
+is "$(cat "$T/nolocal")" "" "every folder under modules/ has its local.mk"
+check cycles "no include cycle among the files of one folder (modules/*, host/)"
+check flags "one -I\$(top_srcdir)/modules, in AM_CPPFLAGS; no per-target -I into modules/"
+check layers "lib <- frontend <- modules; contracts include only SDK headers; cross-folder includes by path"
+
+done_testing
