@@ -53,7 +53,7 @@
 
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_grpc.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "ro_scripts.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"

@@ -22,7 +22,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_grpc.h"
 #include "cp_grpc_conf.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
 

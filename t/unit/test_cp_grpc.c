@@ -29,7 +29,7 @@
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 #ifndef CP_TEST_SRCDIR

@@ -35,7 +35,7 @@
 #include "frontend_keys.h"
 #include "frontend_server.h"
 #include "hangup.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"

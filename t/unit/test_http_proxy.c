@@ -49,7 +49,7 @@
 
 #include "file_test.h"
 #include "listener_test.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "sock_test.h"
 #include "tap.h"
 
@@ -414,7 +414,7 @@ static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
   b->len = 0;
   b->eof = 0;
   for (int waited = 0; waited < ms; waited += 5) {
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
     for (;;) {
       ssize_t n = recv(fd, b->data + b->len, sizeof(b->data) - 1 - b->len, 0);
       if (n > 0) {
@@ -455,7 +455,7 @@ static int target_accept(ph_mock *m, int lfd, int ms) {
     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
     if (fd >= 0)
       return fd;
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
   }
   return -1;
 }
@@ -464,7 +464,7 @@ static int target_accept(ph_mock *m, int lfd, int ms) {
 static int closed_by_peer(ph_mock *m, int fd, int ms) {
   char c[256];
   for (int waited = 0; waited < ms; waited += 5) {
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
     ssize_t n = recv(fd, c, sizeof(c), 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
       return 1;
@@ -472,7 +472,7 @@ static int closed_by_peer(ph_mock *m, int fd, int ms) {
   return 0;
 }
 
-static ph_buf err;
+static char err[8192];
 static char logpath[256];
 
 static ph_mock *start_proxy(const char *extra, int with_authorizer,
@@ -484,14 +484,14 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
            "[log]\nlevel = debug\nfile = %s\n"
            "[http_proxy]\nlisten = 127.0.0.1:0\n%s",
            PH_BUILD_MODULES, logpath, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(ini, &err);
-  if (!m || mock_add(m, &fake_connector, &err) < 0 ||
-      (with_authorizer && mock_add(m, &fake_authorizer, &err) < 0) ||
-      mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(ini, err, sizeof err);
+  if (!m || ph_mock_add(m, &fake_connector, err, sizeof err) < 0 ||
+      (with_authorizer && ph_mock_add(m, &fake_authorizer, err, sizeof err) < 0) ||
+      ph_mock_init(m, err, sizeof err) < 0 || ph_mock_start(m, err, sizeof err) < 0) {
     if (!expect_fail)
-      printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+      printf("# setup failed: %s\n", err);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -618,7 +618,7 @@ static void test_forwarding(void) {
   send_str(c, req);
   wait_message(m, s, t, 0, 1000);
   send_str(s, "HTTP/1.1 200 OK\r\n\r\nuntil-close");
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   close(s);
   wait_message(m, c, b, 1, 1000);
   like(b->data, "Transfer-Encoding: chunked\r\n",
@@ -652,7 +652,7 @@ static void test_forwarding(void) {
   s = target_accept(m, lfd, 1000);
   wait_message(m, s, t, 0, 1000);
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/after HTTP/1.1\r\n\r\n",
            tport);
   send_str(c, req);
@@ -764,12 +764,12 @@ static void test_forwarding(void) {
   int cancels = fc.cancels;
   c = proxy_conn();
   send_str(c, "CONNECT hang.test:443 HTTP/1.1\r\n\r\n");
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   close(c);
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   is_int(fc.cancels, cancels + 1, "client gone: the open is cancelled");
 
-  const char *mt = mock_metrics_text(m);
+  const char *mt = ph_mock_metrics_text(m);
   like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"2xx\"} 11",
        "forwarded requests counted by status class");
@@ -807,8 +807,8 @@ static void test_forwarding(void) {
   unlike(mt, ".test", "no target host in any label");
 
   close(lfd);
-  is_int(mock_stop(m), 0, "stops within the drain deadline");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stops within the drain deadline");
+  ph_mock_free(m);
   char *log = file_test_slurp(logpath);
   like(log, "module=http_proxy msg=access stream=", "access log lines");
   like(log, "method=GET status=2xx status_code=200 result=success",
@@ -908,7 +908,7 @@ static void test_limits_module(void) {
   /* A slow client's head under the limit still works when complete. */
   c = proxy_conn();
   send_str(c, "GET http://127.0.0.1:");
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   snprintf(req, sizeof(req), "%u/slow HTTP/1.1\r\n\r\n", tport);
   send_str(c, req);
   s = target_accept(m, lfd, 1000);
@@ -917,7 +917,7 @@ static void test_limits_module(void) {
   close(c);
   close(s);
 
-  const char *mt = mock_metrics_text(m);
+  const char *mt = ph_mock_metrics_text(m);
   like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"4xx\"} 6",
        "refused heads counted as 4xx");
@@ -925,8 +925,8 @@ static void test_limits_module(void) {
            "status_class=\"5xx\"} 1",
        "and the https:// refusal (501) as 5xx");
   close(lfd);
-  is_int(mock_stop(m), 0, "stops");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stops");
+  ph_mock_free(m);
   free(big);
   free(b);
   free(t);
@@ -935,7 +935,7 @@ static void test_limits_module(void) {
 static void test_auth(void) {
   ph_mock *m = start_proxy("auth = password\n", 0, 1);
   ok(m == NULL, "auth = password without an authorizer: refused");
-  like(err.data ? err.data : "",
+  like(err,
        "http_proxy.auth: password needs a module that provides the "
        "\"authorizer\" service",
        "by the module's check, naming the key, before any init");
@@ -995,7 +995,7 @@ static void test_auth(void) {
    * the same connection is checked again, and the kept upstream is not
    * reused without asking the connector. */
   int opens = fc.opens;
-  is_int(mock_reload(m, NULL), 0, "reload");
+  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
   send_str(c, req);
   int s2 = target_accept(m, lfd, 1000);
   is_int(fa.checks, 3, "after a reload a verified credential is checked again");
@@ -1020,7 +1020,7 @@ static void test_auth(void) {
   free(many);
   int n407 = 0;
   for (int waited = 0; waited < 3000 && n407 < 200; waited += 10) {
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
     ssize_t r;
     while ((r = recv(c, b->data, sizeof(b->data) - 1, 0)) > 0) {
       b->data[r] = '\0';
@@ -1047,14 +1047,14 @@ static void test_auth(void) {
   ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "not Basic: 407");
   close(c);
 
-  const char *mt = mock_metrics_text(m);
+  const char *mt = ph_mock_metrics_text(m);
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
            "\"client\",stage=\"authorization\",result=\"rejected\",scope=\"local\"} 2",
        "authorization stage measured");
   unlike(mt, "alice", "no user name in metrics");
   close(lfd);
-  is_int(mock_stop(m), 0, "stops");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stops");
+  ph_mock_free(m);
   char *log = file_test_slurp(logpath);
   unlike(log, "secret", "the password never reaches the log");
   unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
@@ -1290,7 +1290,7 @@ static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
   int opens = fc.opens;
   answer_with(m, c, lfd, &s, req, answer, b, t);
   is_int(fc.opens, opens, "D3: without a reload the upstream is reused");
-  is_int(mock_reload(m, NULL), 0, "reload");
+  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
   int s2 = -1;
   answer_with(m, c, lfd, &s2, req, answer, b, t);
   ok(s2 >= 0 && fc.opens == opens + 1,
@@ -1313,17 +1313,17 @@ static void test_leave_full(ph_mock *m) {
   char *body = repeat('b', 30000);
   send_str(c, body);
   free(body);
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   close(c);
   int waited = 0;
   while (fc.cancels == cancels && waited < 2000) {
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
     waited += 10;
   }
   ok(fc.cancels == cancels + 1,
      "D4: a client leaving with a full buffer during an open cancels it "
      "(TM-SEC-7)");
-  like(mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
+  like(ph_mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
        "and its slot is free");
 }
 
@@ -1346,11 +1346,11 @@ static void test_hostile_peers(void) {
   /* D5: half a request head does not hold the stop up. */
   int c = proxy_conn();
   send_str(c, "GET http://ok.te");
-  mock_run_for(m, 50);
-  is_int(mock_stop(m), 0, "D5: half a head does not delay the stop");
+  ph_mock_run_for(m, 50);
+  is_int(ph_mock_stop(m), 0, "D5: half a head does not delay the stop");
   ok(closed_by_peer(m, c, 500), "that client is closed");
   close(c);
-  mock_free(m);
+  ph_mock_free(m);
   close(lfd);
   free(b);
   free(t);
@@ -1388,7 +1388,7 @@ static void test_inside_answers(void) {
   like(b->data, "back", "inside: and the tunnel carries bytes down");
   close(s);
   close(c);
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
 
   /* A forward on a check and an open answered inside. */
   c = proxy_conn();
@@ -1428,11 +1428,11 @@ static void test_inside_answers(void) {
      "inside: a denial answered inside gets 407");
   like(b->data, "Connection: keep-alive", "inside: and the connection stays");
   close(c);
-  mock_run_for(m, 50);
-  like(mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
+  ph_mock_run_for(m, 50);
+  like(ph_mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
        "inside: every connection ended");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   close(lfd);
   free(b);
   free(t);
@@ -1552,7 +1552,7 @@ static void test_leases(void) {
   int given = fl.n, closed_before = fl.ends[PH_LEASE_END_CLOSED];
   is_int(fl_live(), 3, "lease: three live before the destroy");
   is_int(fl.first_bytes, 5, "lease: the tunnel's first byte down told it");
-  mock_free(m);
+  ph_mock_free(m);
   ok(fl.ends[PH_LEASE_END_CLIENT_ERROR] == ends_before + 2 &&
          fl.ends[PH_LEASE_END_CLOSED] == closed_before + 1,
      "lease: destroy ends the exchange and the tunnel CLIENT_ERROR, the "
@@ -1761,7 +1761,7 @@ static void test_via_proxy(void) {
   close(s);
   fc.flag_always = 0;
 
-  mock_free(m);
+  ph_mock_free(m);
   fc.as_proxy = 0;
   fc.proxy_auth = NULL;
   ok(fl_live() == 0 && fl.broken == 0,
@@ -1787,7 +1787,7 @@ int main(void) {
     printf("ok %d - # SKIP the http_proxy module was not built\n", ++tap_n_);
     return done_testing();
   }
-  buf_init(&err, 65536);
+  err[0] = '\0';
   snprintf(logpath, sizeof(logpath), "/tmp/test_http_proxy.%d.log",
            (int)getpid());
   test_forwarding();
@@ -1798,6 +1798,5 @@ int main(void) {
   test_leases();
   test_via_proxy();
   unlink(logpath);
-  buf_free(&err);
   return done_testing();
 }

@@ -11,7 +11,7 @@
 
 #include "file_test.h"
 #include "metric_table.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 typedef struct tstate {

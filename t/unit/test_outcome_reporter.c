@@ -178,11 +178,8 @@ static uint64_t seq_of(uint32_t i, size_t *n_outcomes) {
 }
 
 static double metric(const char *name) {
-  const char *t = ph_mock_metrics_text(mk);
-  char key[256];
-  snprintf(key, sizeof(key), "\n%s ", name);
-  const char *p = strstr(t, key);
-  return p ? strtod(p + strlen(key), NULL) : -1;
+  double v;
+  return ph_mock_metric(mk, name, NULL, &v) == PH_OK ? v : -1;
 }
 
 static void running(uint64_t gen, uint32_t maxc, const char *session) {

@@ -32,7 +32,7 @@
 #include <proxyhost/connector.h>
 
 #include "file_test.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "sock_test.h"
 #include "tap.h"
 
@@ -350,7 +350,7 @@ static const ph_module fake_mod = {
 /* ---- harness ----------------------------------------------------------- */
 
 static ph_mock *M;
-static ph_buf err;
+static char err[8192];
 static int target_l = -1; /* the fake targets' listening socket */
 static uint16_t target_port;
 
@@ -360,18 +360,18 @@ static ph_mock *boot(const char *extra) {
            "[proxyhost]\nmodules = %s\ndrain_timeout = 1s\n"
            "[socks5]\nlisten = 127.0.0.1:0\n%s",
            SOCKS5_SO, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &fake_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# boot failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  if (!m || ph_mock_add(m, &fake_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
+    printf("# boot failed: %s\n", err);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
 }
 
-static void run(int ms) { mock_run_for(M, ms); }
+static void run(int ms) { ph_mock_run_for(M, ms); }
 
 static int client(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -464,7 +464,7 @@ static int accept_target(int ms) {
 
 /* One exposition line, checked without printing the whole text. */
 static void has_metric(const char *line, const char *name) {
-  const char *t = mock_metrics_text(M);
+  const char *t = ph_mock_metrics_text(M);
   if (!ok(strstr(t, line) != NULL, name))
     printf("#   missing: %s\n", line);
 }
@@ -543,7 +543,7 @@ static void test_allow_clients(void) {
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8\n"
            "log_target = true\n[log]\nlevel = debug\nfile = %s\n",
            logpath);
-  is_int(mock_reload(M, conf), 0, "reload: allow_clients = 127.0.0.0/8");
+  is_int(ph_mock_reload(M, conf, NULL, 0), 0, "reload: allow_clients = 127.0.0.0/8");
   fd = client_from("127.0.0.2");
   ok(fd >= 0 && hello(fd), "127.0.0.2 is allowed after the reload");
   connect_domain(fd, "ok.fake", target_port);
@@ -566,12 +566,12 @@ static void test_allow_clients(void) {
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8, nope\n"
            "[log]\nlevel = debug\nfile = %s\n",
            logpath);
-  ok(mock_reload(M, conf) != 0, "a reload with a bad network is refused");
+  ok(ph_mock_reload(M, conf, NULL, 0) != 0, "a reload with a bad network is refused");
   fd = client_from("127.0.0.2");
   ok(fd >= 0 && hello(fd), "and the list in force stays");
   close(fd);
   run(20);
-  mock_free(M);
+  ph_mock_free(M);
   M = NULL;
   unlink(logpath);
 }
@@ -638,7 +638,7 @@ static void test_connect_and_relay(void) {
       "proxyhost_stream_bytes_total{component=\"client\",direction=\"down\","
       "protocol=\"tcp\"} 4",
       "bytes down counted at close");
-  ok(strstr(mock_metrics_text(M), "ok.fake") == NULL,
+  ok(strstr(ph_mock_metrics_text(M), "ok.fake") == NULL,
      "no target host in the metrics");
   is_str(F.last_listener, "socks5", "lease: the listener is socks5");
   ok(F.leases_asked == 1 && fl.n == 1, "lease: asked for and given");
@@ -1031,10 +1031,10 @@ static void test_drain(void) {
   /* The stop drains: the stream is still open, so it waits until the
    * drain deadline (1s) and reports the cut. */
   int cut = fl.ends[PH_LEASE_END_CLIENT_ERROR];
-  is_int(mock_stop(M), -1, "an open stream holds the drain");
+  is_int(ph_mock_stop(M), PH_ELIMIT, "an open stream holds the drain");
   ok(closed_within(idle, 100), "clients still in their handshake are closed");
   is_int(fl_live(), 1, "lease: the drained stream's is still live");
-  mock_free(M); /* the destroy cuts it */
+  ph_mock_free(M); /* the destroy cuts it */
   M = NULL;
   is_int(fl.ends[PH_LEASE_END_CLIENT_ERROR], cut + 1,
          "lease: the stream cut at destroy ends CLIENT_ERROR");
@@ -1058,7 +1058,7 @@ int main(void) {
     printf("1..0 # SKIP socks5 module not built\n");
     return 0;
   }
-  buf_init(&err, 65536);
+  err[0] = '\0';
   if (open_target_listener() < 0) {
     printf("Bail out! no target listener\n");
     return 1;
@@ -1090,9 +1090,9 @@ int main(void) {
   ok(M != NULL, "auth = password starts with an authorizer");
   if (M) {
     test_password();
-    is_int(mock_reload(M, "[proxyhost]\nmodules = " SOCKS5_SO "\n"
+    is_int(ph_mock_reload(M, "[proxyhost]\nmodules = " SOCKS5_SO "\n"
                           "[socks5]\nlisten = 127.0.0.1:1\nauth = password\n"
-                          "handshake_timeout = 200ms\n"),
+                          "handshake_timeout = 200ms\n", NULL, 0),
            0, "reload: new timeouts apply, the listener stays");
     int fd = client();
     uint8_t b[2];
@@ -1112,9 +1112,8 @@ int main(void) {
     ok(closed_within(fd, 1500) && F.auth_cancels == cancels + 1,
        "a full buffer during a slow check: the deadline still closes it");
     close(fd);
-    mock_free(M);
+    ph_mock_free(M);
   }
-  buf_free(&err);
   close(target_l);
   return done_testing();
 }

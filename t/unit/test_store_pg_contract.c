@@ -19,7 +19,7 @@
 
 #include <libpq-fe.h>
 
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 #include "store_contract.c"

@@ -33,7 +33,7 @@
 #include "backoff.h"
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "sock_test.h"
 #include "tap.h"
 #include "tm_ws.h"

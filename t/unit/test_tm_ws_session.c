@@ -24,7 +24,7 @@
 
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 #include "tm_session.h"
 #include "tm_session_test.h"
