@@ -12,6 +12,7 @@
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 
+#include "mock_test.h"
 #include "tap.h"
 
 #define ROUNDS 500 /* x 10 ms: every wait gives up after 5 s */
@@ -216,11 +217,9 @@ static ph_mock *boot_pending(int max_pending, int wait_ready) {
     return NULL;
   C.provider = E->provider;
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_add(m, &client_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, &client_mod, err, sizeof err);
+  if (!m) {
     printf("# %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   if (wait_ready && !wait_revision_rc(m, PH_OK)) {

@@ -16,6 +16,7 @@
 
 #include <proxyhost/mock.h>
 #include "pwhash.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -155,11 +156,9 @@ static ph_mock *start(const char *users, const char *extra) {
   char text[8192];
   conf_text(text, sizeof(text), users, extra);
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_add(m, &front_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, &front_mod, err, sizeof err);
+  if (!m) {
     printf("# %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   loop = ph_mock_loop(m);

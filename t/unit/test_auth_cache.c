@@ -18,6 +18,7 @@
 
 #include "fakestore.h"
 #include <proxyhost/mock.h>
+#include "mock_test.h"
 #include "tap.h"
 
 #define CACHE PH_BUILD_MODULES "/auth_cache/.libs/auth_cache.so"
@@ -144,11 +145,9 @@ static ph_mock *start_conf(const char *fake_extra, const char *extra) {
            "[auth_cache]\nstore = fakestore\n%s",
            FAKE, CACHE, fake_extra, extra);
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_add(m, &front_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, &front_mod, err, sizeof err);
+  if (!m) {
     printf("# %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   return m;

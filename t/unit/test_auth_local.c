@@ -15,6 +15,7 @@
 #include "cache.h"
 #include <proxyhost/mock.h>
 #include "pwhash.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -65,10 +66,9 @@ static ph_mock *start(const char *extra, const ph_authorizer_v1 **vt,
   if (conf_text(text, sizeof(text), "s3cret", extra) < 0)
     return NULL;
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_init(m, err, sizeof err) < 0 || ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, NULL, err, sizeof err);
+  if (!m) {
     printf("# %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   *vt = ph_mock_service(m, PH_AUTHORIZER_SERVICE, NULL,

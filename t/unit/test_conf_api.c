@@ -19,6 +19,7 @@
 #include "file_test.h"
 #include "loop_test.h"
 #include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 /* ---- a module linked into the test ---------------------------------- */
@@ -83,11 +84,9 @@ static char err[8192];
 
 static ph_mock *started(const char *text) {
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_add(m, &gen_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, &gen_mod, err, sizeof err);
+  if (!m) {
     printf("# setup failed: %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   return m;

@@ -14,6 +14,7 @@
 
 #include "mock_core.h"
 #include "loop_test.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define PROBE "[proxyhost]\nmodules = " PH_TEST_MODDIR "/probe.so\n"
@@ -22,10 +23,9 @@ static char err[8192];
 
 static ph_mock *started(const char *text) {
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_init(m, err, sizeof err) < 0 || ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, NULL, err, sizeof err);
+  if (!m) {
     printf("# setup failed: %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   return m;

@@ -22,6 +22,7 @@
 
 #include "cp_authority.h"
 #include <proxyhost/mock.h>
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/redis_ownership/.libs/redis_ownership.so"
@@ -157,10 +158,9 @@ static int start_mod(const char *cluster, const char *extra) {
            strstr(extra, "hold_fresh_state") ? "" : "hold_fresh_state = false\n",
            extra);
   err[0] = '\0';
-  M = ph_mock_new(text, err, sizeof err);
-  if (!M || ph_mock_init(M, err, sizeof err) < 0 || ph_mock_start(M, err, sizeof err) < 0) {
+  M = mock_test_boot(text, NULL, err, sizeof err);
+  if (!M) {
     printf("# %s", err[0] ? err : "(no reason)\n");
-    ph_mock_free(M);
     M = NULL;
     return -1;
   }

@@ -21,6 +21,7 @@
 #include <proxyhost/validation.h>
 
 #include <proxyhost/mock.h>
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/remote_validation/.libs/remote_validation.so"
@@ -273,11 +274,9 @@ static ph_mock *start(const char *path, const char *extra) {
   char text[4096];
   conf_text(text, sizeof(text), path, extra);
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_add(m, &front_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, &front_mod, err, sizeof err);
+  if (!m) {
     printf("# %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   return m;

@@ -36,6 +36,7 @@
 #include "fake_authorizer.h"
 #include "fake_connector.h"
 #include "sock_test.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define SOCKS5_SO PH_BUILD_MODULES "/socks5/.libs/socks5.so"
@@ -137,11 +138,9 @@ static ph_mock *boot(const char *extra) {
            "[socks5]\nlisten = 127.0.0.1:0\n%s",
            SOCKS5_SO, extra);
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (!m || ph_mock_add(m, &fake_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(text, &fake_mod, err, sizeof err);
+  if (!m) {
     printf("# boot failed: %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   return m;

@@ -13,6 +13,7 @@
 #include <proxyhost/strategy.h>
 
 #include <proxyhost/mock.h>
+#include "mock_test.h"
 #include "tap.h"
 
 static const char *const names[] = {"round_robin", "weighted", "least_active",
@@ -119,11 +120,9 @@ static uint32_t pick(size_t i, void *st, uint32_t rule, const char *key,
 
 static ph_mock *start(const char *text, char *err, size_t errlen) {
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, errlen);
-  if (!m || ph_mock_add(m, &pool_mod, err, errlen) < 0 || ph_mock_init(m, err, errlen) < 0 ||
-      ph_mock_start(m, err, errlen) < 0) {
+  ph_mock *m = mock_test_boot(text, &pool_mod, err, errlen);
+  if (!m) {
     printf("# %s\n", err);
-    ph_mock_free(m);
     return NULL;
   }
   return m;

@@ -26,6 +26,7 @@
 #include "listener_test.h"
 #include <proxyhost/mock.h>
 #include "sock_test.h"
+#include "mock_test.h"
 #include "tap.h"
 
 /* ---- a module that learns the frontend's port ------------------------ */
@@ -80,11 +81,9 @@ static ph_mock *start_with(const char *frontend, const char *connector,
   char err[8192] = "";
   err[0] = '\0';
   proxy_port = 0;
-  ph_mock *m = ph_mock_new(ini, err, sizeof err);
-  if (!m || ph_mock_add(m, &watcher, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
-      ph_mock_start(m, err, sizeof err) < 0) {
+  ph_mock *m = mock_test_boot(ini, &watcher, err, sizeof err);
+  if (!m) {
     printf("# setup failed: %s\n", err);
-    ph_mock_free(m);
     m = NULL;
   }
   for (int k = 0; m && k < 2; k++)
