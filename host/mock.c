@@ -43,7 +43,7 @@ struct ph_mock {
 
 static void mk_free(ph_mock *m);
 
-/* ---- the host core behind the API ---------------------------------------------------- */
+/* ---- the host core behind the API --------------------------------------- */
 
 /* Each mock host runs the host core on a libev loop of its own, so that
  * several live in one process (a test drives a client, a server and an
@@ -74,8 +74,8 @@ static int mk_add(ph_mock *m, const ph_module *mod, ph_buf *err) {
   return core_add_module(m->core, mod, err);
 }
 
-static int mk_add_instance(ph_mock *m, const ph_module *mod, const char *instance,
-                      ph_buf *err) {
+static int mk_add_instance(ph_mock *m, const ph_module *mod,
+                           const char *instance, ph_buf *err) {
   return core_add_instance(m->core, mod, instance, err);
 }
 
@@ -132,7 +132,7 @@ static int mk_ready(ph_mock *m) {
 }
 
 static int mk_publish(ph_mock *m, const char *topic, const char *type,
-                 void *payload, ph_free_fn free_fn) {
+                      void *payload, ph_free_fn free_fn) {
   ph_topic *t = bus_topic(m->core->bus, topic, type);
   if (!t) {
     if (free_fn)
@@ -161,8 +161,8 @@ static void reply_check(struct ev_loop *loop, ev_check *w, int revents) {
 }
 
 static int mk_request(ph_mock *m, const char *method, const char *target,
-                 const char *authorization, const char *content_type,
-                 const char *body, size_t body_len, int timeout_ms) {
+                      const char *authorization, const char *content_type,
+                      const char *body, size_t body_len, int timeout_ms) {
   m->reply_status = 0;
   m->reply_type[0] = '\0';
   buf_reset(&m->reply_body);
@@ -290,10 +290,10 @@ int ph_mock_add_instance(ph_mock *m, const ph_module *mod,
                   "the module is NULL");
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
-  int rc = mk_add_instance(m, mod, instance && *instance ? instance : NULL,
-                             &b) < 0
-               ? PH_EINVAL
-               : PH_OK;
+  int rc =
+      mk_add_instance(m, mod, instance && *instance ? instance : NULL, &b) < 0
+          ? PH_EINVAL
+          : PH_OK;
   put_buf(err, errlen, &b);
   buf_free(&b);
   return rc;
@@ -442,8 +442,8 @@ int ph_mock_request(ph_mock *m, const char *method, const char *target,
   if (!method || !target || target[0] != '/' || (!body && body_len) ||
       timeout_ms < 0 || timeout_ms > MOCK_RUN_MAX_MS)
     return PH_EINVAL;
-  int rc = mk_request(m, method, target, authorization, content_type,
-                        body, body_len, timeout_ms);
+  int rc = mk_request(m, method, target, authorization, content_type, body,
+                      body_len, timeout_ms);
   if (reply_type)
     *reply_type = mk_reply_type(m);
   if (reply_body)
@@ -471,9 +471,9 @@ static int provider_ok(const char *p) {
   return 1;
 }
 
-int ph_mock_service_provide(ph_mock *m, const char *name,
-                            const char *provider, uint16_t major,
-                            uint16_t minor, const void *vtable, void *self) {
+int ph_mock_service_provide(ph_mock *m, const char *name, const char *provider,
+                            uint16_t major, uint16_t minor, const void *vtable,
+                            void *self) {
   if (!m)
     return PH_EINVAL;
   if (m->phase != MOCK_INITED && m->phase != MOCK_STARTED)
@@ -485,9 +485,8 @@ int ph_mock_service_provide(ph_mock *m, const char *name,
                            minor, vtable, self);
 }
 
-const void *ph_mock_service(ph_mock *m, const char *name,
-                            const char *provider, uint16_t major,
-                            uint16_t min_minor, void **self) {
+const void *ph_mock_service(ph_mock *m, const char *name, const char *provider,
+                            uint16_t major, uint16_t min_minor, void **self) {
   if (self)
     *self = NULL;
   if (!loop_usable(m) || !name)
@@ -503,8 +502,8 @@ const void *ph_mock_service(ph_mock *m, const char *name,
 
 /* The value on the line "series value" of text, where series is name
  * followed by {labels}, or by nothing when labels is "". */
-static int find_series(const char *text, const char *name,
-                       const char *labels, double *value) {
+static int find_series(const char *text, const char *name, const char *labels,
+                       double *value) {
   size_t nl = strlen(name), ll = labels ? strlen(labels) : 0;
   for (const char *p = text; p && *p;) {
     const char *q = p;

@@ -51,9 +51,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_grpc.h"
-#include <proxyhost/mock.h>
 #include "ro_scripts.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"

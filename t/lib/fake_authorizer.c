@@ -61,8 +61,7 @@ static int64_t fa_check(void *self, const char *user, size_t ulen,
   q->arg = arg;
   if (r->when == FA_LATER) {
     q->t = fa->api->timer_new(fa->ctx, answer_cb, q);
-    fa->api->timer_set(q->t, (uint64_t)(r->delay_ms > 0 ? r->delay_ms : 1),
-                       0);
+    fa->api->timer_set(q->t, (uint64_t)(r->delay_ms > 0 ? r->delay_ms : 1), 0);
   }
   return id;
 }
@@ -83,8 +82,8 @@ static int fa_cancel(void *self, int64_t id) {
 
 const ph_authorizer_v1 fake_authorizer_vt = {fa_check, fa_cancel};
 
-void fake_authorizer_init(fake_authorizer *fa, const ph_api *api,
-                          ph_ctx *ctx, const fa_row *rows) {
+void fake_authorizer_init(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
+                          const fa_row *rows) {
   memset(fa, 0, sizeof(*fa));
   fa->api = api;
   fa->ctx = ctx;

@@ -6,8 +6,10 @@
  *   static const fa_row rows[] = {
  *       {.user = "alice", .pass = "secret", .verdict = PH_AUTH_ALLOW},
  *       {.user = "down", .pass = NULL, .verdict = PH_AUTH_UNAVAILABLE},
- *       {.user = "slow", .pass = NULL, .verdict = PH_AUTH_DENY, .delay_ms = 5000},
- *       {.user = "sync", .pass = NULL, .verdict = PH_AUTH_DENY, .when = FA_INSIDE},
+ *       {.user = "slow", .pass = NULL, .verdict = PH_AUTH_DENY, .delay_ms =
+ * 5000},
+ *       {.user = "sync", .pass = NULL, .verdict = PH_AUTH_DENY, .when =
+ * FA_INSIDE},
  *       {.user = NULL}};                        anyone else: PH_AUTH_DENY
  *   static fake_authorizer FA;
  *   fake_authorizer_init(&FA, api, ctx, rows);  in a test module's init
@@ -68,8 +70,8 @@ typedef struct fake_authorizer {
 
 extern const ph_authorizer_v1 fake_authorizer_vt;
 
-void fake_authorizer_init(fake_authorizer *fa, const ph_api *api,
-                          ph_ctx *ctx, const fa_row *rows);
+void fake_authorizer_init(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
+                          const fa_row *rows);
 /* Checks not answered nor cancelled yet. */
 int fake_authorizer_pending(const fake_authorizer *fa);
 /* Frees the timers of what is pending (no callback runs). */

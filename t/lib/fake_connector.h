@@ -9,7 +9,8 @@
  *       {.host = "refused.test", .code = PH_OPEN_CONNECTION_REFUSED},
  *       {.host = "hang.test", .when = FC_NEVER},
  *       {.host = "inside-*", .when = FC_INSIDE},     a '*' ends a prefix
- *       {.host = "code-*", .code_from_host = 1},     the code is the number after it
+ *       {.host = "code-*", .code_from_host = 1},     the code is the number
+ * after it
  *       {.host = NULL}};                             the rest: FC_DIAL the port
  *   static fake_connector FC;
  *   fake_connector_init(&FC, api, ctx, rows);   in the module's init

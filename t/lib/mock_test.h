@@ -10,8 +10,23 @@
 #define PH_MOCK_TEST_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <proxyhost/mock.h>
+#include <proxyhost/module.h>
+
+/* A module linked into the test, var, named name, version ver, with the
+ * given fields:
+ *
+ *   MOCK_TEST_MODULE(user_mod, "user", "1.0",
+ *                    .requires = MOCK_TEST_NAMES(PH_CONNECTOR_SERVICE),
+ *                    .init = user_init, .start = user_start);
+ */
+#define MOCK_TEST_MODULE(var, name, ver, ...)                                  \
+  static const ph_module var = {PH_MODULE_HEADER(name, ver), __VA_ARGS__}
+/* A NULL-terminated list of names (provides, requires) for it. */
+#define MOCK_TEST_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* A mock host under the configuration ini with mod added (NULL: only the
  * .so modules ini names), initialised and started; NULL, the mock freed,
@@ -26,6 +41,33 @@ static inline ph_mock *mock_test_boot(const char *ini, const ph_module *mod,
     m = NULL;
   }
   return m;
+}
+
+/* mock_test_boot that says why it failed: a "# mock host: <reasons>"
+ * diagnostic line on stdout, then NULL. */
+static inline ph_mock *mock_test_start(const char *ini, const ph_module *mod,
+                                       char *err, size_t errlen) {
+  ph_mock *m = mock_test_boot(ini, mod, err, errlen);
+  if (!m)
+    printf("# mock host: %s\n", err);
+  return m;
+}
+
+/* Whether sample (the text of a module's .ini.sample) sets every key mod
+ * declares, as a line "\nKEY =": a "# KEY is not in the sample" line for
+ * each it misses. mod NULL: 0. */
+static inline int mock_test_sample_has_keys(const ph_module *mod,
+                                            const char *sample) {
+  int documented = mod != NULL;
+  for (const ph_conf_key *k = mod ? mod->config : NULL; k && k->name; k++) {
+    char line[96];
+    snprintf(line, sizeof(line), "\n%s =", k->name);
+    if (!strstr(sample, line)) {
+      printf("# %s is not in the sample\n", k->name);
+      documented = 0;
+    }
+  }
+  return documented;
 }
 
 #endif

@@ -30,13 +30,9 @@ static int pclient_start(void *state) {
   return P.st ? PH_OK : PH_ENOENT;
 }
 
-static const char *const pclient_requires[] = {PH_POOL_STORE_SERVICE, NULL};
-static const ph_module pclient_mod = {
-    PH_MODULE_HEADER("pool_contract_client", "1.0"),
-    .requires = pclient_requires,
-    .init = pclient_init,
-    .start = pclient_start,
-};
+MOCK_TEST_MODULE(pclient_mod, "pool_contract_client", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_POOL_STORE_SERVICE),
+                 .init = pclient_init, .start = pclient_start);
 
 static const pool_contract_env *PE;
 

@@ -13,10 +13,10 @@
 #include <ev.h>
 
 #include <proxyhost/access.h>
-
 #include <proxyhost/mock.h>
-#include "pwhash.h"
+
 #include "mock_test.h"
+#include "pwhash.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -59,14 +59,10 @@ static void front_destroy(void *state) {
   F.stream_io = NULL;
 }
 
-static const char *const front_requires[] = {PH_ACCESS_SERVICE, NULL};
-static const ph_module front_mod = {
-    PH_MODULE_HEADER("front", "1.0"),
-    .requires = front_requires,
-    .init = front_init,
-    .start = front_start,
-    .destroy = front_destroy,
-};
+MOCK_TEST_MODULE(front_mod, "front", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_ACCESS_SERVICE),
+                 .init = front_init, .start = front_start,
+                 .destroy = front_destroy);
 
 /* ---- harness ----------------------------------------------------------- */
 
@@ -190,8 +186,7 @@ static void test_lookup(void) {
     return;
   ok(!F.newer_minor_found, "a minor above the provider's is not found");
   int declared = 0;
-  for (const char *const *p = ph_mock_module(m, NULL)->provides; p && *p;
-       p++)
+  for (const char *const *p = ph_mock_module(m, NULL)->provides; p && *p; p++)
     declared |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
   ok(declared, "auth_local's descriptor declares \"access\" in provides");
   ok(F.vt->check_open && F.vt->cancel && F.vt->revision,
@@ -452,7 +447,8 @@ static void test_revision(void) {
   char text[8192];
   conf_text(text, sizeof(text), "alice:a", "");
   strcat(text, "users = broken\n");
-  ok(ph_mock_reload(m, text, NULL, 0) != 0, "a reload with a bad entry is refused");
+  ok(ph_mock_reload(m, text, NULL, 0) != 0,
+     "a reload with a bad entry is refused");
   is_int(current_revision(), 4, "a refused reload does not move it");
   answer still = {0};
   check("bob", &still);
@@ -646,17 +642,10 @@ static void test_config(void) {
            PH_BUILD_MODULES, sample);
   err[0] = '\0';
   m = ph_mock_new(text, err, sizeof err);
-  ok(n > 0 && m && ph_mock_init(m, err, sizeof err) == 0, "the sample configuration loads");
-  int documented = m != NULL;
-  for (const ph_conf_key *k = m ? ph_mock_module(m, NULL)->config : NULL;
-       k && k->name; k++) {
-    char line[96];
-    snprintf(line, sizeof(line), "\n%s =", k->name);
-    if (!strstr(sample, line)) {
-      printf("# %s is not in the sample\n", k->name);
-      documented = 0;
-    }
-  }
+  ok(n > 0 && m && ph_mock_init(m, err, sizeof err) == 0,
+     "the sample configuration loads");
+  int documented =
+      mock_test_sample_has_keys(m ? ph_mock_module(m, NULL) : NULL, sample);
   ok(documented, "the sample sets every key, access_ttl included");
   like(sample, "\naccess_ttl = 5s\n", "with its default");
   ph_mock_free(m);

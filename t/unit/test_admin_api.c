@@ -13,8 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
 #include <proxyhost/mock.h>
+
+#include "json.h"
 #include "tap.h"
 
 #define ADMIN_API PH_BUILD_MODULES "/admin_api/.libs/admin_api.so"
@@ -36,7 +37,8 @@ static ph_mock *start_with(const char *extra, char *err, size_t errlen) {
            FAKEAZ, ADMIN_API, token_file, extra);
   err[0] = '\0';
   ph_mock *x = ph_mock_new(text, err, errlen);
-  if (x && (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
+  if (x &&
+      (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
     ph_mock_free(x);
     x = NULL;
   }
@@ -49,10 +51,9 @@ static size_t reply_len;
 
 static int req(const char *method, const char *target, const char *auth,
                const char *body) {
-  return ph_mock_request(m, method, target, auth,
-                         body ? "application/json" : NULL, body,
-                         body ? strlen(body) : 0, 2000, NULL, &reply_body,
-                         &reply_len);
+  return ph_mock_request(
+      m, method, target, auth, body ? "application/json" : NULL, body,
+      body ? strlen(body) : 0, 2000, NULL, &reply_body, &reply_len);
 }
 
 static const char *reply(void) { return reply_body; }
@@ -95,8 +96,9 @@ static void test_token_file(void) {
   ph_mock *x = start_with("", err, sizeof err);
   ok(x == NULL, "a group/world-readable token file is refused");
   like(err, "admin_api.token_file: token_file ", "... naming the key");
-  like(err, "readable or writable by group or others (mode 0644); "
-                 "make it the owner's only: chmod 600",
+  like(err,
+       "readable or writable by group or others (mode 0644); "
+       "make it the owner's only: chmod 600",
        "... with the mode and the fix");
   unlike(err, TOKEN, "... never the token");
   ph_mock_free(x);
@@ -118,9 +120,11 @@ static void test_token_file(void) {
            FAKEAZ, ADMIN_API, token_file);
   err[0] = '\0';
   x = ph_mock_new(text, err, sizeof err);
-  ok(x && ph_mock_init(x, err, sizeof err) < 0, "a store that is not loaded is refused");
-  like(err, "admin_api.store: \"nope\" is not a loaded module instance "
-                 "that provides the \"authz.store\" service",
+  ok(x && ph_mock_init(x, err, sizeof err) < 0,
+     "a store that is not loaded is refused");
+  like(err,
+       "admin_api.store: \"nope\" is not a loaded module instance "
+       "that provides the \"authz.store\" service",
        "... naming it");
   ph_mock_free(x);
   /* The keys that served the pool's routes moved to pool_api (issue 25
@@ -128,9 +132,10 @@ static void test_token_file(void) {
    * where they went, not started without its pool routes. */
   x = start_with("authority = redis_ownership\n", err, sizeof err);
   ok(x == NULL, "[admin_api] authority (moved) is refused");
-  like(err, "admin_api.authority: moved to [pool_api] authority: the "
-                 "pool's routes (/v1/pool/*) are the pool_api module's; "
-                 "load pool_api and set it there",
+  like(err,
+       "admin_api.authority: moved to [pool_api] authority: the "
+       "pool's routes (/v1/pool/*) are the pool_api module's; "
+       "load pool_api and set it there",
        "... naming [pool_api] and the module to load");
   ph_mock_free(x);
   x = start_with("credentials = controlplane_server\n", err, sizeof err);
@@ -421,8 +426,7 @@ static void test_routes_and_failures(void) {
   if (m) {
     is_int(ph_mock_request(m, "GET", "/v1/users", AUTH, NULL, NULL, 0, 100,
                            NULL, &reply_body, &reply_len),
-           504,
-           "no answer by the deadline: 504");
+           504, "no answer by the deadline: 504");
     ph_mock_stop(m);
     ph_mock_free(m);
   }

@@ -15,9 +15,9 @@
 
 #include <ev.h>
 #include <proxyhost/access.h>
+#include <proxyhost/mock.h>
 
 #include "fakestore.h"
-#include <proxyhost/mock.h>
 #include "mock_test.h"
 #include "tap.h"
 
@@ -145,12 +145,7 @@ static ph_mock *start_conf(const char *fake_extra, const char *extra) {
            "[auth_cache]\nstore = fakestore\n%s",
            FAKE, CACHE, fake_extra, extra);
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, &front_mod, err, sizeof err);
-  if (!m) {
-    printf("# %s\n", err);
-    return NULL;
-  }
-  return m;
+  return mock_test_start(text, &front_mod, err, sizeof err);
 }
 
 static ph_mock *start(const char *extra) { return start_conf("", extra); }
@@ -186,7 +181,7 @@ static void test_lookup(void) {
   for (const char *const *p = d ? d->provides : NULL; p && *p; p++)
     F.provides |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
   for (const char *const *p = d ? d->requires : NULL; p && *p; p++)
-    F.requires |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
+  F.requires |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
   ok(F.provides && F.requires,
      "TM-P1-1: the decorator provides and requires \"access\"");
   ok(ph_mock_ready(m), "TM-P1-26: ready once the store's revision was read");
@@ -214,8 +209,7 @@ static void test_check_config(void) {
   err[0] = '\0';
   m = ph_mock_new(text, err, sizeof err);
   rc = m ? ph_mock_init(m, err, sizeof err) : -1;
-  ok(rc < 0 && strstr(err, "auth_cache.store") &&
-         strstr(err, "nosuch"),
+  ok(rc < 0 && strstr(err, "auth_cache.store") && strstr(err, "nosuch"),
      "a store that is not a loaded provider of \"access\" is refused");
   ph_mock_free(m);
   snprintf(text, sizeof(text),
@@ -484,7 +478,7 @@ static void test_not_ready_at_start(void) {
     return;
   ph_mock_run_for(m, 30);
   ok(!ph_mock_ready(m), "TM-P1-26: not ready until the store's revision is "
-                     "read");
+                        "read");
   answer a;
   is_int(ask(m, "early.example", &a), 1,
          "TM-P1-26: a check goes to the "
@@ -494,7 +488,7 @@ static void test_not_ready_at_start(void) {
   F.fs->set_revision(F.fself, 7, PH_OK);
   ph_mock_run_for(m, 30);
   ok(ph_mock_ready(m), "TM-P1-26: ready after the first good read, without "
-                    "traffic");
+                       "traffic");
   ask(m, "early.example", &a);
   is_int(ask(m, "early.example", &a), 0, "and the cache is on");
   finish(m);
@@ -929,7 +923,8 @@ static void test_reload(void) {
            "[proxyhost]\nmodules = %s, %s\n[auth_cache]\nstore = fakestore\n"
            "max_positive_ttl = 1s\n",
            FAKE, CACHE);
-  is_int(ph_mock_reload(m, text, NULL, 0), 0, "a reload lowers max_positive_ttl");
+  is_int(ph_mock_reload(m, text, NULL, 0), 0,
+         "a reload lowers max_positive_ttl");
   is_int(ask(m, "rl.example", &a), 1,
          "TM-TEST-19: the allow kept under the old cap is dropped");
   is_int(a.res.ttl_ms, 1000, "the new verdict is cut to the new cap");

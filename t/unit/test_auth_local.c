@@ -11,11 +11,11 @@
 #include <ev.h>
 
 #include <proxyhost/authorizer.h>
+#include <proxyhost/mock.h>
 
 #include "cache.h"
-#include <proxyhost/mock.h>
-#include "pwhash.h"
 #include "mock_test.h"
+#include "pwhash.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -71,8 +71,8 @@ static ph_mock *start(const char *extra, const ph_authorizer_v1 **vt,
     printf("# %s\n", err);
     return NULL;
   }
-  *vt = ph_mock_service(m, PH_AUTHORIZER_SERVICE, NULL,
-                     PH_AUTHORIZER_MAJOR, 0, self);
+  *vt = ph_mock_service(m, PH_AUTHORIZER_SERVICE, NULL, PH_AUTHORIZER_MAJOR, 0,
+                        self);
   return m;
 }
 
@@ -145,10 +145,11 @@ static void test_bound(void) {
 static void test_bad_entry(void) {
   err[0] = '\0';
   ph_mock *m = ph_mock_new("[proxyhost]\nmodules = " MODULE
-                        "\n[auth_local]\nusers = bob:plaintext-pw\n",
-                        err, sizeof err);
+                           "\n[auth_local]\nusers = bob:plaintext-pw\n",
+                           err, sizeof err);
   ok(m != NULL, "loads");
-  is_int(ph_mock_init(m, err, sizeof err), -1, "an entry that is not NAME:HASH fails init");
+  is_int(ph_mock_init(m, err, sizeof err), -1,
+         "an entry that is not NAME:HASH fails init");
   ph_mock_free(m);
 }
 
@@ -265,8 +266,8 @@ static void test_max_cache_size(void) {
   ph_mock_free(m);
   err[0] = '\0';
   m = ph_mock_new("[proxyhost]\nmodules = " MODULE
-               "\n[auth_local]\ncache_size = 100001\n",
-               err, sizeof err);
+                  "\n[auth_local]\ncache_size = 100001\n",
+                  err, sizeof err);
   ok(m == NULL || ph_mock_init(m, err, sizeof err) < 0, "one more is refused");
   ph_mock_free(m);
 }

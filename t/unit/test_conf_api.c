@@ -84,12 +84,7 @@ static char err[8192];
 
 static ph_mock *started(const char *text) {
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, &gen_mod, err, sizeof err);
-  if (!m) {
-    printf("# setup failed: %s\n", err);
-    return NULL;
-  }
-  return m;
+  return mock_test_start(text, &gen_mod, err, sizeof err);
 }
 
 /* ---- jobs that read while the loop reloads ----------------------------- */
@@ -241,7 +236,8 @@ static void test_cancel_releases(void) {
   for (int t = 0; t < 2000 && !atomic_load(&blocker_running); t++)
     usleep(1000);
   is_int(api->job_cancel(gctx, b), PH_EBUSY, "cancel: the blocker runs");
-  is_int(ph_mock_reload(m, gen_text(1, 1), NULL, 0), 0, "cancel: reload while queued");
+  is_int(ph_mock_reload(m, gen_text(1, 1), NULL, 0), 0,
+         "cancel: reload while queued");
   is_int(conf_alive() - before, 2, "cancel: old generation held by the jobs");
   int cancelled = 0;
   for (int i = 0; i < 5; i++)
@@ -399,7 +395,8 @@ static void test_v11_key_table(void) {
                               "secret = s3cr3t\n[probe]\ncount = 9\n";
   err[0] = '\0';
   ph_mock *m = ph_mock_new(text, err, sizeof err);
-  int rc = m && ph_mock_init(m, err, sizeof err) == 0 && ph_mock_start(m, err, sizeof err) == 0;
+  int rc = m && ph_mock_init(m, err, sizeof err) == 0 &&
+           ph_mock_start(m, err, sizeof err) == 0;
   ok(rc, "a 1.1 module (1.1 key layout) loads and starts next to probe (1.2)");
   if (!rc) {
     printf("# %s\n", err);
@@ -432,15 +429,18 @@ static void test_v11_key_table(void) {
   like(out, "secret = [redacted]", "1.1 table: its sensitive flag holds");
   like(out, "timeout = 5s  ; from default", "1.1 table: defaults printed");
   free(out);
-  is_int(ph_mock_reload(m, V11_MODS "[keys_v11]\ntimeout = 2s\ncount = 8\n", NULL, 0), 0,
-         "1.1 table: a reload (changing a restart-only key) is accepted");
+  is_int(ph_mock_reload(m, V11_MODS "[keys_v11]\ntimeout = 2s\ncount = 8\n",
+                        NULL, 0),
+         0, "1.1 table: a reload (changing a restart-only key) is accepted");
   is_int(conf_int(c->conf, "keys_v11", "count"), 8, "and its values change");
   ph_mock_stop(m);
   ph_mock_free(m);
 
   err[0] = '\0';
-  m = ph_mock_new(V11_MODS "[keys_v11]\ncount = 101\ncolour = red\n", err, sizeof err);
-  ok(m && ph_mock_init(m, err, sizeof err) < 0, "1.1 table: its bounds are enforced");
+  m = ph_mock_new(V11_MODS "[keys_v11]\ncount = 101\ncolour = red\n", err,
+                  sizeof err);
+  ok(m && ph_mock_init(m, err, sizeof err) < 0,
+     "1.1 table: its bounds are enforced");
   like(err, "(config):4: keys_v11.count: 101 is above the maximum 100",
        "1.1 table: file:line: section.key: reason");
   like(err, "(config):5: keys_v11.colour: unknown key",
@@ -482,7 +482,8 @@ static ph_mock *peers_started(const char *text) {
   if (!m || ph_mock_add(m, &gen_mod, err, sizeof err) < 0 ||
       ph_mock_add(m, &peer_mod, err, sizeof err) < 0 ||
       ph_mock_add_instance(m, &peer_mod, "eu", err, sizeof err) < 0 ||
-      ph_mock_init(m, err, sizeof err) < 0 || ph_mock_start(m, err, sizeof err) < 0) {
+      ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
     printf("# setup failed: %s\n", err);
     ph_mock_free(m);
     return NULL;
@@ -549,8 +550,10 @@ static void test_peer_values(void) {
    * sensitive flag holds for its peers too. */
   err[0] = '\0';
   m = ph_mock_new("[proxyhost]\nmodules = " PH_TEST_MODDIR "/keys_v11.so\n"
-               "[keys_v11]\ngreeting = hi\nsecret = s3cr3t\n", err, sizeof err);
-  int rc = m && ph_mock_add(m, &gen_mod, err, sizeof err) == 0 && ph_mock_init(m, err, sizeof err) == 0;
+                  "[keys_v11]\ngreeting = hi\nsecret = s3cr3t\n",
+                  err, sizeof err);
+  int rc = m && ph_mock_add(m, &gen_mod, err, sizeof err) == 0 &&
+           ph_mock_init(m, err, sizeof err) == 0;
   ok(rc, "peer: gen_mod beside a 1.1 module");
   if (rc) {
     s = "untouched";

@@ -34,6 +34,7 @@
 #include <proxyhost/connector.h>
 
 #include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define DIRECT_SO PH_BUILD_MODULES "/direct/.libs/direct.so"
@@ -221,13 +222,15 @@ static int env_start(env *e, const char *extra) {
   memset(e, 0, sizeof(*e));
   err[0] = '\0';
   e->m = ph_mock_new(ini, err, sizeof err);
-  if (!e->m || ph_mock_init(e->m, err, sizeof err) < 0 || ph_mock_start(e->m, err, sizeof err) < 0) {
+  if (!e->m || ph_mock_init(e->m, err, sizeof err) < 0 ||
+      ph_mock_start(e->m, err, sizeof err) < 0) {
     printf("# setup failed: %s\n", err);
     ph_mock_free(e->m);
     e->m = NULL;
     return -1;
   }
-  e->c = ph_mock_service(e->m, PH_CONNECTOR_SERVICE, NULL, PH_CONNECTOR_MAJOR, 0, &e->self);
+  e->c = ph_mock_service(e->m, PH_CONNECTOR_SERVICE, NULL, PH_CONNECTOR_MAJOR,
+                         0, &e->self);
   return e->c ? 0 : -1;
 }
 
@@ -628,14 +631,17 @@ static void test_queue_full(void) {
      "the running and the queued request are untouched");
   is_int((int)metric_value(&e, "proxyhost_direct_dial_queue_full_total"), 1,
          "queue_full counted");
-  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 1, "one dial runs");
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 1,
+         "one dial runs");
   is_int((int)metric_value(&e, "proxyhost_direct_dials_pending"), 1,
          "one request waits");
   is_int(e.c->cancel(e.self, c), PH_ENOENT, "the answered id is gone");
   is_int(e.c->cancel(e.self, b), PH_OK, "cancel the queued one");
   is_int(e.c->cancel(e.self, a), PH_OK, "cancel the running one");
-  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 0, "no dial runs");
-  is_int((int)metric_value(&e, "proxyhost_direct_dials_pending"), 0, "nothing waits");
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 0,
+         "no dial runs");
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_pending"), 0,
+         "nothing waits");
   ph_mock_run_for(e.m, 50);
   ok(s[0].calls == 0 && s[1].calls == 0, "no callback after cancel");
   env_end(&e);
@@ -788,7 +794,8 @@ static void test_open_timeout(void) {
   char ini[4096];
   ini_text(ini, sizeof(ini),
            "max_concurrent_dials = 1\nopen_timeout = 200ms\n");
-  is_int(ph_mock_reload(e.m, ini, NULL, 0), 0, "reload with a shorter open_timeout");
+  is_int(ph_mock_reload(e.m, ini, NULL, 0), 0,
+         "reload with a shorter open_timeout");
   open_to(&e, "ok.test", 80, &b);
   wait_one(&e, &b, 10000);
   expect_fail(&b, PH_STAGE_QUEUE, PH_OPEN_TIMEOUT, "open_timeout in queue");
@@ -796,7 +803,7 @@ static void test_open_timeout(void) {
   is_int(a.calls, 0, "the slot holder is still resolving");
   is_int(e.c->cancel(e.self, ida), PH_OK, "cancel it");
   ok(metric_value(&e, "tunnelmesh_stream_queue_wait_seconds_count{component="
-                     "\"client\"}") >= 2,
+                      "\"client\"}") >= 2,
      "queue waits observed");
   env_end(&e);
 }
@@ -969,16 +976,8 @@ static void test_config(void) {
      "the sample configuration loads (system resolver, no query sent)");
   if (strlen(err))
     printf("# %s\n", err);
-  int documented = m != NULL;
-  for (const ph_conf_key *k = m ? ph_mock_module(m, NULL)->config : NULL;
-       k && k->name; k++) {
-    char line[96];
-    snprintf(line, sizeof(line), "\n%s =", k->name);
-    if (!strstr(sample, line)) {
-      printf("# %s is not in the sample\n", k->name);
-      documented = 0;
-    }
-  }
+  int documented =
+      mock_test_sample_has_keys(m ? ph_mock_module(m, NULL) : NULL, sample);
   ok(documented, "the sample sets every key");
   ph_mock_free(m);
   /* The built-in defaults are the seed's. */
@@ -1010,13 +1009,15 @@ static void test_debug_log(int log_target) {
   memset(&e, 0, sizeof(e));
   err[0] = '\0';
   e.m = ph_mock_new(ini, err, sizeof err);
-  if (!e.m || ph_mock_init(e.m, err, sizeof err) < 0 || ph_mock_start(e.m, err, sizeof err) < 0) {
+  if (!e.m || ph_mock_init(e.m, err, sizeof err) < 0 ||
+      ph_mock_start(e.m, err, sizeof err) < 0) {
     printf("# %s\n", err);
     ok(0, "direct starts with a debug log");
     ph_mock_free(e.m);
     return;
   }
-  e.c = ph_mock_service(e.m, PH_CONNECTOR_SERVICE, NULL, PH_CONNECTOR_MAJOR, 0, &e.self);
+  e.c = ph_mock_service(e.m, PH_CONNECTOR_SERVICE, NULL, PH_CONNECTOR_MAJOR, 0,
+                        &e.self);
   slot s;
   open_to(&e, "nope.test", 80, &s);
   wait_one(&e, &s, 5000);

@@ -32,10 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "frontend_keys.h"
 #include "frontend_server.h"
 #include "hangup.h"
-#include <proxyhost/mock.h>
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"

@@ -19,9 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "http_body.h"
 #include "http_head.h"
-#include <proxyhost/mock.h>
 #include "tap.h"
 
 static const hp_head_limits std_lim = {8192, 16384, 100};

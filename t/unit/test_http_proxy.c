@@ -45,13 +45,14 @@
 
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
+#include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
-#include "file_test.h"
-#include "listener_test.h"
-#include <proxyhost/mock.h>
 #include "fake_authorizer.h"
 #include "fake_connector.h"
+#include "file_test.h"
+#include "listener_test.h"
+#include "mock_test.h"
 #include "sock_test.h"
 #include "tap.h"
 
@@ -76,7 +77,8 @@ static const fc_row connector_rows[] = {
     {.host = "timeout.test", .code = PH_OPEN_TIMEOUT},
     {.host = "full.test", .code = PH_OPEN_QUEUE_FULL},
     {.host = "hang.test", .when = FC_NEVER},
-    {.host = "inside-refused.test", .code = PH_OPEN_CONNECTION_REFUSED,
+    {.host = "inside-refused.test",
+     .code = PH_OPEN_CONNECTION_REFUSED,
      .when = FC_INSIDE},
     {.host = "inside-*", .when = FC_INSIDE},
     {.host = NULL}};
@@ -134,13 +136,9 @@ static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static void fc_destroy(void *state) { fake_connector_free(state); }
 
-static const char *const fc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
-static const ph_module fc_mod = {
-    PH_MODULE_HEADER("fake_connector", "1.0"),
-    .provides = fc_provides,
-    .init = fc_init,
-    .destroy = fc_destroy,
-};
+MOCK_TEST_MODULE(fc_mod, "fake_connector", "1.0",
+                 .provides = MOCK_TEST_NAMES(PH_CONNECTOR_SERVICE),
+                 .init = fc_init, .destroy = fc_destroy);
 
 /* Fake authorizer: alice/secret is allowed, user "down" finds the store
  * unavailable, everything else is denied. User "now" is answered inside
@@ -150,7 +148,10 @@ static const ph_module fc_mod = {
 static const fa_row authorizer_rows[] = {
     {.user = "alice", .pass = "secret", .verdict = PH_AUTH_ALLOW},
     {.user = "down", .pass = NULL, .verdict = PH_AUTH_UNAVAILABLE},
-    {.user = "now", .pass = "secret", .verdict = PH_AUTH_ALLOW, .when = FA_INSIDE},
+    {.user = "now",
+     .pass = "secret",
+     .verdict = PH_AUTH_ALLOW,
+     .when = FA_INSIDE},
     {.user = "now", .pass = NULL, .verdict = PH_AUTH_DENY, .when = FA_INSIDE},
     {.user = NULL}};
 
@@ -166,13 +167,9 @@ static int fa_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static void fa_destroy(void *state) { fake_authorizer_free(state); }
 
-static const char *const fa_provides[] = {PH_AUTHORIZER_SERVICE, NULL};
-static const ph_module fa_mod = {
-    PH_MODULE_HEADER("fake_authorizer", "1.0"),
-    .provides = fa_provides,
-    .init = fa_init,
-    .destroy = fa_destroy,
-};
+MOCK_TEST_MODULE(fa_mod, "fake_authorizer", "1.0",
+                 .provides = MOCK_TEST_NAMES(PH_AUTHORIZER_SERVICE),
+                 .init = fa_init, .destroy = fa_destroy);
 
 /* ---- sockets on the test's side ------------------------------------------------ */
 
@@ -285,7 +282,8 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
   ph_mock *m = ph_mock_new(ini, err, sizeof err);
   if (!m || ph_mock_add(m, &fc_mod, err, sizeof err) < 0 ||
       (with_authorizer && ph_mock_add(m, &fa_mod, err, sizeof err) < 0) ||
-      ph_mock_init(m, err, sizeof err) < 0 || ph_mock_start(m, err, sizeof err) < 0) {
+      ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
     if (!expect_fail)
       printf("# setup failed: %s\n", err);
     ph_mock_free(m);
@@ -1260,13 +1258,16 @@ static void test_leases(void) {
   is_str(FC.last.listener, "http_proxy", "lease: the listener is http_proxy");
   is_str(FC.last.session, "[abc]",
          "lease: the first X-Session field, without its whitespace");
-  is_int(FC.last.saw_proxy_authz, 0, "lease: Proxy-Authorization is never offered");
+  is_int(FC.last.saw_proxy_authz, 0,
+         "lease: Proxy-Authorization is never offered");
   is_int(FC.lease.n, 1, "lease: the open gave one");
-  is_int(FC.lease.first_bytes, 1, "lease: first_byte once the response head went");
+  is_int(FC.lease.first_bytes, 1,
+         "lease: first_byte once the response head went");
   snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/b HTTP/1.1\r\n\r\n",
            tport);
   answer_with(m, c, lfd, &s, req, ok2, b, t);
-  ok(FC.lease.n == 1 && FC.lease.first_bytes == 1 && fake_lease_live(&FC.lease) == 1,
+  ok(FC.lease.n == 1 && FC.lease.first_bytes == 1 &&
+         fake_lease_live(&FC.lease) == 1,
      "lease: a second request on the kept upstream: the same lease, no "
      "second first_byte");
   close(c);
@@ -1288,7 +1289,8 @@ static void test_leases(void) {
   send_str(s, ok2);
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: the retry served");
-  ok(FC.lease.n == 3 && FC.lease.ends[PH_LEASE_END_CLOSED] == 2 && fake_lease_live(&FC.lease) == 1,
+  ok(FC.lease.n == 3 && FC.lease.ends[PH_LEASE_END_CLOSED] == 2 &&
+         fake_lease_live(&FC.lease) == 1,
      "lease: the dropped kept upstream ended CLOSED, the retry has its own");
   is_int(FC.lease.first_bytes, 3, "lease: first_byte once per upstream");
   close(c);
@@ -1303,10 +1305,12 @@ static void test_leases(void) {
               "Content-Length: 2\r\n\r\nok",
               b, t);
   ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, "lease: ambiguous: 502");
-  ok(closed_by_peer(m, s, 1000) && FC.lease.ends[PH_LEASE_END_TARGET_ERROR] == 1,
+  ok(closed_by_peer(m, s, 1000) &&
+         FC.lease.ends[PH_LEASE_END_TARGET_ERROR] == 1,
      "lease: an unreadable response ends it TARGET_ERROR");
-  is_int(FC.lease.first_bytes, 3, "lease: no first_byte: nothing of it reached "
-                            "the client");
+  is_int(FC.lease.first_bytes, 3,
+         "lease: no first_byte: nothing of it reached "
+         "the client");
   close(c);
   close(s);
 
@@ -1320,7 +1324,8 @@ static void test_leases(void) {
   s = target_accept(m, lfd, 1000);
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "lease: bad chunked: 400");
-  ok(closed_by_peer(m, s, 1000) && FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
+  ok(closed_by_peer(m, s, 1000) &&
+         FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
      "lease: a malformed request body ends it CLIENT_ERROR");
   close(c);
   close(s);
@@ -1348,13 +1353,15 @@ static void test_leases(void) {
   answer_with(m, idle, lfd, &si, req, ok2, b, t);
   int given = FC.lease.n, closed_before = FC.lease.ends[PH_LEASE_END_CLOSED];
   is_int(fake_lease_live(&FC.lease), 3, "lease: three live before the destroy");
-  is_int(FC.lease.first_bytes, 5, "lease: the tunnel's first byte down told it");
+  is_int(FC.lease.first_bytes, 5,
+         "lease: the tunnel's first byte down told it");
   ph_mock_free(m);
   ok(FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == ends_before + 2 &&
          FC.lease.ends[PH_LEASE_END_CLOSED] == closed_before + 1,
      "lease: destroy ends the exchange and the tunnel CLIENT_ERROR, the "
      "kept one CLOSED");
-  ok(fake_lease_live(&FC.lease) == 0 && FC.lease.n == given, "lease: none left, none new");
+  ok(fake_lease_live(&FC.lease) == 0 && FC.lease.n == given,
+     "lease: none left, none new");
   is_int(FC.lease.broken, 0, "lease: never a second end or a late first_byte");
   close(busy);
   close(sb);
@@ -1429,8 +1436,9 @@ static void test_via_proxy(void) {
               "Transfer-Encoding: chunked\r\n\r\n"
               "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
               ok5, b, t);
-  is_int(FC.opens, opens, "via proxy: keep-alive reuses the connection for "
-                          "the same host:port");
+  is_int(FC.opens, opens,
+         "via proxy: keep-alive reuses the connection for "
+         "the same host:port");
   ok(starts(t->data, "POST http://www.example.test:8080/up HTTP/1.1\r\n") &&
          strstr(t->data, "\r\nProxy-Authorization: " UP_AUTH "\r\n"),
      "via proxy: the kept connection's request in absolute form, with the "
@@ -1462,8 +1470,9 @@ static void test_via_proxy(void) {
   ok(starts(t->data, "GET http://[::1]/v6 HTTP/1.1\r\nHost: [::1]\r\n"),
      "via proxy: an IPv6 literal in brackets, port 80 left out");
   ok(starts(b->data, "HTTP/1.1 200 "), "via proxy: answered");
-  ok(FC.lease.ends[PH_LEASE_END_CLOSED] == 1, "via proxy: the first lease ended "
-                                        "CLOSED");
+  ok(FC.lease.ends[PH_LEASE_END_CLOSED] == 1,
+     "via proxy: the first lease ended "
+     "CLOSED");
   close(c);
   closed_by_peer(m, s, 1000);
   close(s);
@@ -1471,7 +1480,8 @@ static void test_via_proxy(void) {
   /* The proxy refuses the connector's credentials: a 502 for the client,
    * not the 407 (nor its challenge), and the lease ends TARGET_ERROR with
    * no first_byte. */
-  int first = FC.lease.first_bytes, terr = FC.lease.ends[PH_LEASE_END_TARGET_ERROR];
+  int first = FC.lease.first_bytes,
+      terr = FC.lease.ends[PH_LEASE_END_TARGET_ERROR];
   c = proxy_conn();
   s = -1;
   answer_with(m, c, lfd, &s, "GET http://www.example.test/ HTTP/1.1\r\n\r\n",
@@ -1528,7 +1538,8 @@ static void test_via_proxy(void) {
   wait_message(m, c, b, 1, 1000);
   ok(starts(b->data, "HTTP/1.1 502 "), "via proxy: a value with CR LF: 502");
   wait_message(m, s, t, 0, 300);
-  ok(t->len == 0 && t->eof && FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == cerr + 1,
+  ok(t->len == 0 && t->eof &&
+         FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == cerr + 1,
      "via proxy: ... nothing sent, the upstream closed and its lease ended");
   close(c);
   close(s);

@@ -176,7 +176,8 @@ static void test_two_providers(void) {
     ok(0, "setup");
     return;
   }
-  is_int(ph_mock_init(m, err, sizeof err), 0, "two instances of one module init");
+  is_int(ph_mock_init(m, err, sizeof err), 0,
+         "two instances of one module init");
   is_int(user_loaded_self, 0,
          "service_provider_loaded: 0 for an instance that does not provide");
   is_int(ph_mock_start(m, err, sizeof err), 0, "and start");
@@ -196,14 +197,16 @@ static void test_two_providers(void) {
   is_int(services_users(c->services, GREET, "greeter"), 0, "and only there");
   /* Reload: each instance reloads, reading its own section again. */
   events[0] = '\0';
-  is_int(ph_mock_reload(m, "[greeter]\nword = one\n[greeter.two]\nword = trois\n"
-                        "[user]\nprovider = greeter.two\n", NULL, 0),
+  is_int(ph_mock_reload(m,
+                        "[greeter]\nword = one\n[greeter.two]\nword = trois\n"
+                        "[user]\nprovider = greeter.two\n",
+                        NULL, 0),
          0, "reload");
   is_str(events, "reload:greeter reload:greeter.two ",
          "each instance's reload runs");
   is_str(u_two_word(c), "trois", "and reads its own new value");
-  is_int(ph_mock_reload(m, "[greeter.two]\nword = trois\nnope = 1\n", NULL, 0), -1,
-         "a bad key in an instance section refuses the reload");
+  is_int(ph_mock_reload(m, "[greeter.two]\nword = trois\nnope = 1\n", NULL, 0),
+         -1, "a bad key in an instance section refuses the reload");
   is_str(u_two_word(c), "trois", "the old configuration stays");
   const char *metrics = ph_mock_metrics_text(m);
   like(metrics, "proxyhost_module_threads{module=\"greeter.two\"} 0",
@@ -234,7 +237,8 @@ static void test_ambiguous_and_unknown(void) {
     ok(0, "setup");
     return;
   }
-  is_int(ph_mock_init(m, err, sizeof err), -1, "a named provider not loaded fails check");
+  is_int(ph_mock_init(m, err, sizeof err), -1,
+         "a named provider not loaded fails check");
   like(err, "(config):2: user.provider: no loaded instance greeter.three",
        "with file:line");
   ph_mock_free(m);
@@ -278,9 +282,9 @@ static void test_public_add_instance(void) {
 static void test_v11_two_instances(void) {
   err[0] = '\0';
   ph_mock *m = ph_mock_new(V11 "modules = keys_v11, keys_v11.b\n"
-                            "[keys_v11]\ncount = 7\n"
-                            "[keys_v11.b]\ncount = 9\ngreeting = yo\n",
-                        err, sizeof err);
+                               "[keys_v11]\ncount = 7\n"
+                               "[keys_v11.b]\ncount = 9\ngreeting = yo\n",
+                           err, sizeof err);
   ok(m != NULL, "a 1.1 module loads as two instances");
   if (!m) {
     printf("# %s\n", err);
@@ -346,8 +350,8 @@ static void test_entries(void) {
   }
   err[0] = '\0';
   ph_mock *m = ph_mock_new(V11 "modules = " PH_TEST_MODDIR "/keys_v11.so, "
-                            "keys_v11.b\n",
-                        err, sizeof err);
+                               "keys_v11.b\n",
+                           err, sizeof err);
   ok(m != NULL, "a path entry is the default instance; a name adds one");
   if (m) {
     ok(ph_mock_module(m, NULL) == mock_core(m)->mods[1]->mod &&
@@ -358,7 +362,7 @@ static void test_entries(void) {
   ph_mock_free(m);
   err[0] = '\0';
   m = ph_mock_new(V11 "modules = keys_v11.only\n[keys_v11.only]\ncount = 1\n",
-               err, sizeof err);
+                  err, sizeof err);
   ok(m != NULL && ph_mock_init(m, err, sizeof err) == 0,
      "an instance without the default one");
   ph_mock_free(m);

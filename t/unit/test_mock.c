@@ -12,8 +12,8 @@
 
 #include <ev.h>
 
-#include "mock_core.h"
 #include "loop_test.h"
+#include "mock_core.h"
 #include "mock_test.h"
 #include "tap.h"
 
@@ -23,12 +23,7 @@ static char err[8192];
 
 static ph_mock *started(const char *text) {
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, NULL, err, sizeof err);
-  if (!m) {
-    printf("# setup failed: %s\n", err);
-    return NULL;
-  }
-  return m;
+  return mock_test_start(text, NULL, err, sizeof err);
 }
 
 static void test_lifecycle(void) {
@@ -194,14 +189,16 @@ static void test_readiness_and_drain(void) {
   m = started(PROBE "drain_timeout = 100ms\n[probe]\nstop_delay = 5s\n");
   ok(m != NULL, "too-slow drainer starts");
   if (m) {
-    is_int(ph_mock_stop(m), PH_ELIMIT, "the drain deadline cuts a slow module off");
+    is_int(ph_mock_stop(m), PH_ELIMIT,
+           "the drain deadline cuts a slow module off");
     ph_mock_free(m);
   }
 }
 
 static void test_failures(void) {
   err[0] = '\0';
-  ph_mock *m = ph_mock_new(PROBE "[probe]\nfail_init = true\n", err, sizeof err);
+  ph_mock *m =
+      ph_mock_new(PROBE "[probe]\nfail_init = true\n", err, sizeof err);
   ok(m != NULL, "loads");
   is_int(ph_mock_init(m, err, sizeof err), -1, "init failure reported");
   like(err, "module probe: init failed", "failing module named");
@@ -216,7 +213,8 @@ static void test_failures(void) {
 
   err[0] = '\0';
   m = ph_mock_new(PROBE "[probe]\ncolour = red\n", err, sizeof err);
-  is_int(ph_mock_init(m, err, sizeof err), -1, "unknown key refused before init");
+  is_int(ph_mock_init(m, err, sizeof err), -1,
+         "unknown key refused before init");
   like(err, "probe.colour", "unknown key named");
   ph_mock_free(m);
 }
@@ -288,7 +286,8 @@ static void d_guard(struct ev_loop *loop, ev_timer *w, int revents) {
 static void test_defer(void) {
   err[0] = '\0';
   ph_mock *m = ph_mock_new("", err, sizeof err);
-  if (!ok(m && ph_mock_add(m, &dmod, err, sizeof err) == 0 && ph_mock_init(m, err, sizeof err) == 0 &&
+  if (!ok(m && ph_mock_add(m, &dmod, err, sizeof err) == 0 &&
+              ph_mock_init(m, err, sizeof err) == 0 &&
               ph_mock_start(m, err, sizeof err) == 0,
           "a module for the defer calls starts")) {
     ph_mock_free(m);
@@ -650,8 +649,8 @@ static void test_public_kit(void) {
      "ph_mock_service before init: NULL, *self NULL");
   is_int(ph_mock_metric(m, "probe_jobs_done_total", NULL, &v), PH_ESTATE,
          "ph_mock_metric before init: PH_ESTATE");
-  ok(ph_mock_module(m, NULL) && strcmp(ph_mock_module(m, NULL)->name,
-                                       "probe") == 0,
+  ok(ph_mock_module(m, NULL) &&
+         strcmp(ph_mock_module(m, NULL)->name, "probe") == 0,
      "ph_mock_module(NULL): the first module loaded, from its .so");
   ok(ph_mock_module(m, "probe") == ph_mock_module(m, NULL) &&
          ph_mock_module(m, "nosuch") == NULL &&

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <proxyhost/mock.h>
+
 #include "tap.h"
 
 #define POOL_API PH_BUILD_MODULES "/pool_api/.libs/pool_api.so"
@@ -40,7 +41,8 @@ static ph_mock *start_with(const char *pool_lines, char *err, size_t errlen) {
            FAKEAZ, STORE, POOL_API, db, token_file, pool_lines);
   err[0] = '\0';
   ph_mock *x = ph_mock_new(text, err, errlen);
-  if (x && (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
+  if (x &&
+      (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
     ph_mock_free(x);
     x = NULL;
   }
@@ -84,7 +86,8 @@ static void test_keys(void) {
        "that provides the \"pool.store\" service",
        "... naming it and the service");
   ph_mock_free(x);
-  x = start_with("store = store_sqlite\nauthority = redis_ownership\n", err, sizeof err);
+  x = start_with("store = store_sqlite\nauthority = redis_ownership\n", err,
+                 sizeof err);
   ok(x == NULL, "an authority that is not loaded: refused");
   like(err, "pool_api.authority: ", "... naming the key");
   ph_mock_free(x);

@@ -39,9 +39,10 @@
 #include <proxyhost/strategy.h>
 
 #include "cp_view_fixture.h"
+#include "mock_test.h"
 #include "pool_runtime.h"
-#include "traffic_gate.h"
 #include "tap.h"
+#include "traffic_gate.h"
 
 extern const ph_module proxyhost_module; /* the pool */
 
@@ -174,12 +175,9 @@ static int first_init(ph_ctx *ctx, const ph_api *api, void **state) {
   return api->service_register(ctx, PH_STRATEGY_SERVICE, PH_STRATEGY_MAJOR,
                                PH_STRATEGY_MINOR, &first_service, NULL);
 }
-static const char *const first_provides[] = {PH_STRATEGY_SERVICE, NULL};
-static const ph_module first = {
-    PH_MODULE_HEADER("first", "1.0.0"),
-    .provides = first_provides,
-    .init = first_init,
-};
+MOCK_TEST_MODULE(first, "first", "1.0.0",
+                 .provides = MOCK_TEST_NAMES(PH_STRATEGY_SERVICE),
+                 .init = first_init);
 
 /* A user of the pool: gets the connector and pool.runtime at start. */
 static int user_start(void *state) {
@@ -202,13 +200,9 @@ static int user_init(ph_ctx *ctx, const ph_api *api, void **state) {
   *state = NULL;
   return PH_OK;
 }
-static const char *const user_requires[] = {POOL_RUNTIME_SERVICE, NULL};
-static const ph_module user = {
-    PH_MODULE_HEADER("user", "1.0.0"),
-    .requires = user_requires,
-    .init = user_init,
-    .start = user_start,
-};
+MOCK_TEST_MODULE(user, "user", "1.0.0",
+                 .requires = MOCK_TEST_NAMES(POOL_RUNTIME_SERVICE),
+                 .init = user_init, .start = user_start);
 
 /* ---- the requests ------------------------------------------------------ */
 

@@ -20,8 +20,9 @@
 
 #include <hiredis/hiredis.h>
 
-#include "cp_authority.h"
 #include <proxyhost/mock.h>
+
+#include "cp_authority.h"
 #include "mock_test.h"
 #include "tap.h"
 
@@ -164,8 +165,8 @@ static int start_mod(const char *cluster, const char *extra) {
     M = NULL;
     return -1;
   }
-  A = ph_mock_service(M, CP_AUTHORITY_SERVICE, NULL,
-                   CP_AUTHORITY_MAJOR, CP_AUTHORITY_MINOR, &S);
+  A = ph_mock_service(M, CP_AUTHORITY_SERVICE, NULL, CP_AUTHORITY_MAJOR,
+                      CP_AUTHORITY_MINOR, &S);
   for (int i = 0; i < 200 && !ph_mock_ready(M); i++)
     ph_mock_run_for(M, 10);
   return A && ph_mock_ready(M) ? 0 : -1;
@@ -1348,11 +1349,13 @@ static void test_failures(void) {
   for (int i = 0; i < 50 && ph_mock_ready(M); i++)
     ph_mock_run_for(M, 10);
   ok(!ph_mock_ready(M), "Redis stopped: the module is not ready (/readyz)");
-  double failed0 = metric("proxyhost_cp_redis_connects_total{result=\"failed\"}");
+  double failed0 =
+      metric("proxyhost_cp_redis_connects_total{result=\"failed\"}");
   u = CALL(A->register_worker(S, "w1", "i", "", "s", on_reply, G));
   is_int(u.result, CP_AUTH_UNAVAILABLE, "every call answers UNAVAILABLE");
   ph_mock_run_for(M, 1500);
-  double failed1 = metric("proxyhost_cp_redis_connects_total{result=\"failed\"}");
+  double failed1 =
+      metric("proxyhost_cp_redis_connects_total{result=\"failed\"}");
   /* 1.5 s at reconnect.min 50 ms doubling to 400 ms: about 6 attempts; a
    * tight loop would make hundreds. */
   ok(failed1 > failed0 && failed1 - failed0 <= 15,

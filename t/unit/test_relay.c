@@ -26,9 +26,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "host_test.h"
 #include "loop_test.h"
-#include <proxyhost/mock.h>
 #include "relay.h"
 #include "sock_test.h"
 #include "tap.h"

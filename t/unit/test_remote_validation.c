@@ -18,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
 #include <proxyhost/validation.h>
 
-#include <proxyhost/mock.h>
 #include "mock_test.h"
 #include "tap.h"
 
@@ -52,13 +52,9 @@ static int front_start(void *state) {
   return F.vt ? PH_OK : PH_ENOENT;
 }
 
-static const char *const front_requires[] = {PH_VALIDATION_SERVICE, NULL};
-static const ph_module front_mod = {
-    PH_MODULE_HEADER("front", "1.0"),
-    .requires = front_requires,
-    .init = front_init,
-    .start = front_start,
-};
+MOCK_TEST_MODULE(front_mod, "front", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_VALIDATION_SERVICE),
+                 .init = front_init, .start = front_start);
 
 /* ---- the endpoint ------------------------------------------------------ */
 
@@ -274,12 +270,7 @@ static ph_mock *start(const char *path, const char *extra) {
   char text[4096];
   conf_text(text, sizeof(text), path, extra);
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, &front_mod, err, sizeof err);
-  if (!m) {
-    printf("# %s\n", err);
-    return NULL;
-  }
-  return m;
+  return mock_test_start(text, &front_mod, err, sizeof err);
 }
 
 static int reload(ph_mock *m, const char *path, const char *extra) {
@@ -588,7 +579,8 @@ static void test_failures(void) {
            MODULE, ntohs(sa.sin_port));
   err[0] = '\0';
   m = ph_mock_new(text, err, sizeof err);
-  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 && ph_mock_init(m, err, sizeof err) == 0 &&
+  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
+      ph_mock_init(m, err, sizeof err) == 0 &&
       ph_mock_start(m, err, sizeof err) == 0) {
     is_int(ask(m, "allow-c"), PH_VALIDATION_UNAVAILABLE,
            "a refused connection is UNAVAILABLE");
@@ -743,7 +735,8 @@ static void test_tls(void) {
            MODULE, port, extra);
   err[0] = '\0';
   ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 && ph_mock_init(m, err, sizeof err) == 0 &&
+  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
+      ph_mock_init(m, err, sizeof err) == 0 &&
       ph_mock_start(m, err, sizeof err) == 0) {
     is_int(ask(m, "allow-tls"), PH_VALIDATION_ALLOW,
            "https with ca_file: the certificate is checked and trusted");
@@ -761,7 +754,8 @@ static void test_tls(void) {
              MODULE, port, i == 0 ? "ca_file = " : "", i == 0 ? other : "");
     err[0] = '\0';
     m = ph_mock_new(text, err, sizeof err);
-    if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 && ph_mock_init(m, err, sizeof err) == 0 &&
+    if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
+        ph_mock_init(m, err, sizeof err) == 0 &&
         ph_mock_start(m, err, sizeof err) == 0)
       is_int(ask(m, "allow-tls"), PH_VALIDATION_UNAVAILABLE,
              i == 0 ? "a certificate of another CA: an error (a denial)"

@@ -30,13 +30,13 @@
 
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
-
-#include "file_test.h"
 #include <proxyhost/mock.h>
+
 #include "fake_authorizer.h"
 #include "fake_connector.h"
-#include "sock_test.h"
+#include "file_test.h"
 #include "mock_test.h"
+#include "sock_test.h"
 #include "tap.h"
 
 #define SOCKS5_SO PH_BUILD_MODULES "/socks5/.libs/socks5.so"
@@ -116,13 +116,9 @@ static void fake_destroy(void *state) {
   fake_authorizer_free(&FA);
 }
 
-static const char *const fake_provides[] = {"connector", "authorizer", NULL};
-static const ph_module fake_mod = {
-    PH_MODULE_HEADER("fake", "1.0.0"),
-    .provides = fake_provides,
-    .init = fake_init,
-    .destroy = fake_destroy,
-};
+MOCK_TEST_MODULE(fake_mod, "fake", "1.0.0",
+                 .provides = MOCK_TEST_NAMES("connector", "authorizer"),
+                 .init = fake_init, .destroy = fake_destroy);
 
 /* ---- harness ----------------------------------------------------------- */
 
@@ -138,12 +134,7 @@ static ph_mock *boot(const char *extra) {
            "[socks5]\nlisten = 127.0.0.1:0\n%s",
            SOCKS5_SO, extra);
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, &fake_mod, err, sizeof err);
-  if (!m) {
-    printf("# boot failed: %s\n", err);
-    return NULL;
-  }
-  return m;
+  return mock_test_start(text, &fake_mod, err, sizeof err);
 }
 
 static void run(int ms) { ph_mock_run_for(M, ms); }
@@ -318,7 +309,8 @@ static void test_allow_clients(void) {
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8\n"
            "log_target = true\n[log]\nlevel = debug\nfile = %s\n",
            logpath);
-  is_int(ph_mock_reload(M, conf, NULL, 0), 0, "reload: allow_clients = 127.0.0.0/8");
+  is_int(ph_mock_reload(M, conf, NULL, 0), 0,
+         "reload: allow_clients = 127.0.0.0/8");
   fd = client_from("127.0.0.2");
   ok(fd >= 0 && hello(fd), "127.0.0.2 is allowed after the reload");
   connect_domain(fd, "ok.fake", target_port);
@@ -341,7 +333,8 @@ static void test_allow_clients(void) {
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8, nope\n"
            "[log]\nlevel = debug\nfile = %s\n",
            logpath);
-  ok(ph_mock_reload(M, conf, NULL, 0) != 0, "a reload with a bad network is refused");
+  ok(ph_mock_reload(M, conf, NULL, 0) != 0,
+     "a reload with a bad network is refused");
   fd = client_from("127.0.0.2");
   ok(fd >= 0 && hello(fd), "and the list in force stays");
   close(fd);
@@ -808,7 +801,8 @@ static void test_drain(void) {
   int cut = FC.lease.ends[PH_LEASE_END_CLIENT_ERROR];
   is_int(ph_mock_stop(M), PH_ELIMIT, "an open stream holds the drain");
   ok(closed_within(idle, 100), "clients still in their handshake are closed");
-  is_int(fake_lease_live(&FC.lease), 1, "lease: the drained stream's is still live");
+  is_int(fake_lease_live(&FC.lease), 1,
+         "lease: the drained stream's is still live");
   ph_mock_free(M); /* the destroy cuts it */
   M = NULL;
   is_int(FC.lease.ends[PH_LEASE_END_CLIENT_ERROR], cut + 1,
@@ -865,9 +859,11 @@ int main(void) {
   ok(M != NULL, "auth = password starts with an authorizer");
   if (M) {
     test_password();
-    is_int(ph_mock_reload(M, "[proxyhost]\nmodules = " SOCKS5_SO "\n"
+    is_int(ph_mock_reload(M,
+                          "[proxyhost]\nmodules = " SOCKS5_SO "\n"
                           "[socks5]\nlisten = 127.0.0.1:1\nauth = password\n"
-                          "handshake_timeout = 200ms\n", NULL, 0),
+                          "handshake_timeout = 200ms\n",
+                          NULL, 0),
            0, "reload: new timeouts apply, the listener stays");
     int fd = client();
     uint8_t b[2];

@@ -20,6 +20,7 @@
 #include <libpq-fe.h>
 
 #include <proxyhost/mock.h>
+
 #include "tap.h"
 
 #include "store_contract.c"

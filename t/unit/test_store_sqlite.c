@@ -22,8 +22,9 @@
 
 #include <sqlite3.h>
 
-#include "migrations.h"
 #include <proxyhost/mock.h>
+
+#include "migrations.h"
 #include "tap.h"
 
 #include "store_contract.c"

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <proxyhost/mock.h>
 #include <proxyhost/strategy.h>
 
-#include <proxyhost/mock.h>
 #include "mock_test.h"
 #include "tap.h"
 
@@ -57,13 +57,9 @@ static int pool_start(void *state) {
   return PH_OK;
 }
 
-static const char *const pool_requires[] = {PH_STRATEGY_SERVICE, NULL};
-static const ph_module pool_mod = {
-    PH_MODULE_HEADER("fakepool", "1.0"),
-    .requires = pool_requires,
-    .init = pool_init,
-    .start = pool_start,
-};
+MOCK_TEST_MODULE(pool_mod, "fakepool", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_STRATEGY_SERVICE),
+                 .init = pool_init, .start = pool_start);
 
 /* ---- a view by hand -------------------------------------------------------- */
 
@@ -120,12 +116,7 @@ static uint32_t pick(size_t i, void *st, uint32_t rule, const char *key,
 
 static ph_mock *start(const char *text, char *err, size_t errlen) {
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, &pool_mod, err, errlen);
-  if (!m) {
-    printf("# %s\n", err);
-    return NULL;
-  }
-  return m;
+  return mock_test_start(text, &pool_mod, err, errlen);
 }
 
 int main(void) {

@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include <proxyhost/connector.h>
+#include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
 #include "listener_test.h"
-#include <proxyhost/mock.h>
-#include "sock_test.h"
 #include "mock_test.h"
+#include "sock_test.h"
 #include "tap.h"
 
 /* ---- a module that learns the frontend's port ------------------------ */

@@ -305,7 +305,8 @@ static ph_mock *setup_mock(int both, const char *extra, int init, int start) {
   ph_mock *m = ph_mock_new(text, err, sizeof err);
   if (!m || ph_mock_add(m, &mod_a, err, sizeof err) < 0 ||
       (both && ph_mock_add(m, &mod_b, err, sizeof err) < 0) ||
-      (init && ph_mock_init(m, err, sizeof err) < 0) || (start && ph_mock_start(m, err, sizeof err) < 0)) {
+      (init && ph_mock_init(m, err, sizeof err) < 0) ||
+      (start && ph_mock_start(m, err, sizeof err) < 0)) {
     printf("# setup failed: %s\n", err);
     ph_mock_free(m);
     return NULL;
@@ -863,7 +864,8 @@ static void test_release_refusals(void) {
   if (!m)
     return;
   debug_checks = 0; /* as in a release build (mock_new turned it on) */
-  if (ph_mock_init(m, err, sizeof err) < 0 || ph_mock_start(m, err, sizeof err) < 0) {
+  if (ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
     ok(0, "init and start");
     ph_mock_free(m);
     debug_checks = 1;
@@ -881,7 +883,8 @@ static void test_release_refusals(void) {
          "no watcher or timer was started by a refused call");
   ok(ph_mock_ready(m), "set_ready(0) was refused");
   is_int(tms[0].payload_frees, 1, "a refused publish still frees its payload");
-  is_int(ph_mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL), PH_OK, "publish");
+  is_int(ph_mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL), PH_OK,
+         "publish");
   is_int(tms[0].pings, 1,
          "the handler ran once: neither unsubscribed nor subscribed twice");
   ok(ph_host_api.service_provided(tms[0].ctx, "tm.svc") == 1,

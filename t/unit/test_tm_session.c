@@ -714,9 +714,11 @@ static void test_legacy_backpressure(void) {
   ok(u1a->reset && peek_reset(u1b->ps),
      "TM-P2-6: legacy: a full inbound queue resets the stream");
   is_int(metric("tunnelmesh_stream_backpressure_total{component=\"server\","
-                "open_mode=\"legacy\",result=\"rejected\"}") - before,
-         1, "TM-P2-6, TM-OBS-5: and records the legacy backpressure "
-            "(open_mode=legacy, result=rejected)");
+                "open_mode=\"legacy\",result=\"rejected\"}") -
+             before,
+         1,
+         "TM-P2-6, TM-OBS-5: and records the legacy backpressure "
+         "(open_mode=legacy, result=rejected)");
   write_str(u2a->ps, "other");
   wait_until(loop, u2b->n == 5, 2000);
   ok(u2b->n == 5 && p.b.s, "without blocking the other streams");
@@ -764,7 +766,9 @@ static void test_window_reopens(void) {
   is_int(write_bulk(ua->ps, 100000), 32768,
          "TM-P2-11: the window reopened by what was delivered");
   ok(metric("tunnelmesh_stream_window_stall_seconds_count{component="
-            "\"client\"}") - stalls >= 1,
+            "\"client\"}") -
+             stalls >=
+         1,
      "TM-OBS-4: the stall was measured");
   close_user(&ua);
   close_user(&ub);

@@ -30,10 +30,11 @@
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 
+#include <proxyhost/mock.h>
+
 #include "backoff.h"
 #include "host_test.h"
 #include "loop_test.h"
-#include <proxyhost/mock.h>
 #include "sock_test.h"
 #include "tap.h"
 #include "tm_ws.h"

@@ -722,10 +722,10 @@ static long metric_value(const char *series) {
   return ph_mock_metric(mk, series, NULL, &v) == PH_OK ? (long)v : 0;
 }
 
-#define ENDED(role, why)                                                   \
-  "proxyhost_tunnel_server_credential_ends_total{role=\"" role            \
+#define ENDED(role, why)                                                       \
+  "proxyhost_tunnel_server_credential_ends_total{role=\"" role                 \
   "\",reason=\"" why "\"}"
-#define REFUSED(why)                                                       \
+#define REFUSED(why)                                                           \
   "proxyhost_tunnel_server_connections_refused_total{reason=\"" why "\"}"
 
 /* Issue 22 item 1: a session ends when its credentials stop being valid
