@@ -83,8 +83,15 @@ static int dial(uint16_t port) {
 }
 
 /* Answers the open q and frees its slot. */
+static fc_request *logged(fake_connector *fc, int64_t id) {
+  return id >= 1 && id <= FC_LOG_MAX ? &fc->log[id - 1] : NULL;
+}
+
 static void answer(fc_pending *q) {
   fake_connector *fc = q->fc;
+  fc_request *lg = logged(fc, q->id);
+  if (lg)
+    lg->answered = 1;
   ph_open_result r = {.size = sizeof(r), .fd = -1};
   r.code = q->code;
   if (r.code == PH_OPEN_OK) {
@@ -133,8 +140,11 @@ static void answer_later(fc_pending *q, int ms) {
   q->fc->api->timer_set(q->t, (uint64_t)(ms > 0 ? ms : 1), 0);
 }
 
-static void record(fake_connector *fc, const ph_open_request *rq) {
+static void record(fake_connector *fc, int64_t id,
+                   const ph_open_request *rq) {
   fc_request *l = &fc->last;
+  memset(l, 0, sizeof(*l));
+  l->id = id;
   snprintf(l->host, sizeof(l->host), "%s", rq->host);
   l->port = rq->port;
   l->flags = rq->flags;
@@ -152,6 +162,10 @@ static void record(fake_connector *fc, const ph_open_request *rq) {
     l->saw_proxy_authz =
         rq->headers->get(rq->headers->arg, "Proxy-Authorization", &n) != NULL;
   }
+  fc_request *lg = logged(fc, id);
+  if (lg)
+    *lg = *l;
+  fc->n_log++;
 }
 
 static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
@@ -175,7 +189,7 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
   q->lease = (rq->flags & PH_OPEN_F_LEASE) != 0;
   fc->opens++;
   fc->leases_asked += q->lease;
-  record(fc, rq);
+  record(fc, q->id, rq);
   q->row = match(fc, rq->host);
   q->code = q->row->code;
   if (q->row->code_from_host)
@@ -206,6 +220,9 @@ static int fc_cancel(void *self, int64_t id) {
       if (fc->p[i].t)
         fc->api->timer_free(fc->p[i].t);
       fc->p[i].t = NULL;
+      fc_request *lg = logged(fc, id);
+      if (lg)
+        lg->cancelled = 1;
       fc->p[i].id = 0;
       fc->cancels++;
       return PH_OK;
@@ -233,6 +250,21 @@ int fake_connector_release(fake_connector *fc) {
       n++;
     }
   return n;
+}
+
+int fake_connector_answer(fake_connector *fc, int64_t id, int code) {
+  for (int i = 0; i < FC_MAX_PENDING; i++)
+    if (id > 0 && fc->p[i].id == id) {
+      fc_pending *q = &fc->p[i];
+      if (q->t)
+        fc->api->timer_free(q->t);
+      q->t = NULL;
+      q->held = 0;
+      q->code = code;
+      answer(q);
+      return PH_OK;
+    }
+  return PH_ENOENT;
 }
 
 int fake_connector_pending(const fake_connector *fc) {

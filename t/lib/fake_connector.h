@@ -18,6 +18,8 @@
  *                         &fake_connector_vt, &FC);
  *   ... FC.opens, FC.cancels, FC.last.host, fake_connector_pending(&FC)
  *   fake_connector_release(&FC);                answers FC_HELD opens
+ *   fake_connector_answer(&FC, id, code);       answers one now
+ *   FC.log[i], FC.n_log                         every open, in order
  *   fake_connector_free(&FC);                   in the module's destroy
  *
  * An OK answer carries a connected socket: by default one to
@@ -116,8 +118,9 @@ typedef struct fc_pending {
   int tag;        /* the test's, set by its prepare hook */
 } fc_pending;
 
-/* What the last open asked. */
+/* What an open asked (and, in the log, what became of it). */
 typedef struct fc_request {
+  int64_t id;
   char host[256];
   uint16_t port;
   uint32_t flags;
@@ -125,7 +128,10 @@ typedef struct fc_request {
   char listener[64];   /* "(none)" when NULL */
   char session[64];    /* "[x-session's value]" or "(none)" */
   int saw_proxy_authz; /* its headers showed Proxy-Authorization */
+  int answered, cancelled; /* in the log: what became of it */
 } fc_request;
+
+#define FC_LOG_MAX 64
 
 typedef struct fake_connector {
   const ph_api *api;
@@ -135,6 +141,10 @@ typedef struct fake_connector {
   int64_t next_id;
   int opens, cancels, answered, leases_asked;
   fc_request last;
+  /* Every open in order, the first FC_LOG_MAX of them (n_log counts
+   * them all): log[i] is the open whose id is i + 1. */
+  fc_request log[FC_LOG_MAX];
+  int n_log;
   fake_leases lease;
   int peer; /* FC_SOCKETPAIR: the test's end of the last pair, or -1 */
   /* The test's hooks (NULL: none), with hook_arg: prepare runs in open()
@@ -154,6 +164,10 @@ void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
 /* Answers (on a later turn) every open held by an FC_HELD row. Returns
  * how many. */
 int fake_connector_release(fake_connector *fc);
+/* Answers the pending open id now, from inside this call, as its row
+ * would (an OK code: the row's socket or socketpair end) but with code.
+ * PH_OK, or PH_ENOENT when id is not pending. */
+int fake_connector_answer(fake_connector *fc, int64_t id, int code);
 /* Opens not answered nor cancelled yet. */
 int fake_connector_pending(const fake_connector *fc);
 /* The test's end of the last FC_SOCKETPAIR answer, handed over: the test
