@@ -91,7 +91,6 @@ static void write_token(const char *content, mode_t mode) {
 
 static void test_token_file(void) {
   char err[8192] = "";
-  err[0] = '\0';
   write_token(TOKEN "\n", 0644);
   ph_mock *x = start_with("", err, sizeof err);
   ok(x == NULL, "a group/world-readable token file is refused");
@@ -402,7 +401,6 @@ static void test_routes_and_failures(void) {
       {"full", 503, "busy", "try again"},
   };
   char err[8192] = "";
-  err[0] = '\0';
   for (size_t i = 0; i < 3; i++) {
     char extra[64], name[128];
     snprintf(extra, sizeof(extra), "[fakeaz]\nfail = %s\n", fails[i].fail);
@@ -441,7 +439,6 @@ int main(void) {
   snprintf(token_file, sizeof(token_file), "%s/admin.token", dir);
   test_token_file();
   char err[8192] = "";
-  err[0] = '\0';
   m = start_with("", err, sizeof err);
   ok(m != NULL, "admin_api and fakeaz start");
   if (!m) {

@@ -72,7 +72,6 @@ static void write_token(mode_t mode) {
 
 static void test_keys(void) {
   char err[8192] = "";
-  err[0] = '\0';
   write_token(0600);
   ph_mock *x = start_with("", err, sizeof err);
   ok(x == NULL, "no [pool_api] store: refused");
@@ -151,7 +150,6 @@ int main(void) {
   snprintf(db, sizeof(db), "%s/pool.db", dir);
   test_keys();
   char err[8192] = "";
-  err[0] = '\0';
   m = start_with("store = store_sqlite\n", err, sizeof err);
   ok(m != NULL, "pool_api and store_sqlite start");
   if (!m) {

@@ -123,7 +123,6 @@ int main(void) {
   plan_lazy();
   view_init();
   char err[8192] = "";
-  err[0] = '\0';
 
   static char sample[4096];
   FILE *f = fopen(PH_TEST_LIBDIR

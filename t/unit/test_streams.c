@@ -79,7 +79,6 @@ static ph_mock *start_with(const char *frontend, const char *connector,
            "[proxyhost]\ndrain_timeout = 2s\nmodules = %s/%s/.libs/%s.so, %s",
            frontend, extra, PH_BUILD_MODULES, frontend, frontend, mods);
   char err[8192] = "";
-  err[0] = '\0';
   proxy_port = 0;
   ph_mock *m = mock_test_boot(ini, &watcher, err, sizeof err);
   if (!m) {
