@@ -19,13 +19,17 @@ static const fa_row *match(const fake_authorizer *fa, const char *user,
   return &deny;
 }
 
+static void answer(fa_pending *q) {
+  q->id = 0;
+  q->fa->answered++;
+  q->cb(q->arg, q->verdict);
+}
+
 static void answer_cb(ph_timer *t, void *arg) {
   fa_pending *q = arg;
   q->fa->api->timer_free(t);
   q->t = NULL;
-  q->id = 0;
-  q->fa->answered++;
-  q->cb(q->arg, q->verdict);
+  answer(q);
 }
 
 static int64_t fa_check(void *self, const char *user, size_t ulen,
@@ -88,6 +92,27 @@ void fake_authorizer_init(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
   fa->api = api;
   fa->ctx = ctx;
   fa->rows = rows;
+}
+
+int fake_authorizer_answer(fake_authorizer *fa, int64_t id, int verdict) {
+  for (int i = 0; i < FA_MAX_PENDING; i++)
+    if (id > 0 && fa->p[i].id == id) {
+      if (fa->p[i].t)
+        fa->api->timer_free(fa->p[i].t);
+      fa->p[i].t = NULL;
+      fa->p[i].verdict = verdict;
+      answer(&fa->p[i]);
+      return PH_OK;
+    }
+  return PH_ENOENT;
+}
+
+void fake_authorizer_clear(fake_authorizer *fa) {
+  fake_authorizer keep = *fa;
+  fake_authorizer_free(fa);
+  fake_authorizer_init(fa, keep.api, keep.ctx, keep.rows);
+  fa->next_id = keep.next_id;
+  fa->max_pending = keep.max_pending;
 }
 
 int fake_authorizer_pending(const fake_authorizer *fa) {

@@ -33,6 +33,7 @@
 typedef enum fa_when {
   FA_LATER = 0, /* a timer of delay_ms (1 if 0) */
   FA_INSIDE,    /* inside check_password, against authorizer.h's contract */
+  FA_HELD,      /* when the test calls fake_authorizer_answer() */
   FA_NEVER      /* never: only a cancel ends it */
 } fa_when;
 
@@ -72,6 +73,12 @@ extern const ph_authorizer_v1 fake_authorizer_vt;
 
 void fake_authorizer_init(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
                           const fa_row *rows);
+/* Answers the pending check id now, from inside this call, with
+ * verdict. PH_OK, or PH_ENOENT when id is not pending. */
+int fake_authorizer_answer(fake_authorizer *fa, int64_t id, int verdict);
+/* Between cases: forgets what is pending (no callback runs) and the
+ * counters; keeps the rows, the bound and the id sequence. */
+void fake_authorizer_clear(fake_authorizer *fa);
 /* Checks not answered nor cancelled yet. */
 int fake_authorizer_pending(const fake_authorizer *fa);
 /* Frees the timers of what is pending (no callback runs). */

@@ -99,6 +99,8 @@ static void answer(fc_pending *q) {
       int sv[2];
       if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
         fcntl(sv[0], F_SETFL, O_NONBLOCK);
+        if (q->row->peer_nonblock)
+          fcntl(sv[1], F_SETFL, O_NONBLOCK);
         if (fc->peer >= 0)
           close(fc->peer);
         fc->peer = sv[1];
@@ -173,6 +175,9 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
   fake_connector *fc = self;
   if (!rq || !rq->host || rq->port == 0)
     return PH_EINVAL;
+  int rc = fc->admit ? fc->admit(fc->hook_arg, rq) : PH_OK;
+  if (rc != PH_OK)
+    return rc;
   fc_pending *q = NULL;
   for (int i = 0; i < FC_MAX_PENDING && !q; i++)
     if (fc->p[i].id == 0)
@@ -239,6 +244,17 @@ void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
   fc->ctx = ctx;
   fc->rows = rows;
   fc->peer = -1;
+}
+
+void fake_connector_clear(fake_connector *fc) {
+  fake_connector keep = *fc;
+  fake_connector_free(fc);
+  fake_connector_init(fc, keep.api, keep.ctx, keep.rows);
+  fc->next_id = keep.next_id;
+  fc->admit = keep.admit;
+  fc->prepare = keep.prepare;
+  fc->decorate = keep.decorate;
+  fc->hook_arg = keep.hook_arg;
 }
 
 int fake_connector_release(fake_connector *fc) {

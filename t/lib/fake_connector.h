@@ -99,6 +99,7 @@ typedef struct fc_row {
   int delay_ms; /* FC_LATER: the delay; 0 is 1 ms */
   fc_give give;
   uint16_t port; /* FC_DIAL: this port instead of the request's */
+  int peer_nonblock; /* FC_SOCKETPAIR: the test's end non-blocking too */
 } fc_row;
 
 #define FC_MAX_PENDING 64
@@ -147,9 +148,12 @@ typedef struct fake_connector {
   int n_log;
   fake_leases lease;
   int peer; /* FC_SOCKETPAIR: the test's end of the last pair, or -1 */
-  /* The test's hooks (NULL: none), with hook_arg: prepare runs in open()
+  /* The test's hooks (NULL: none), with hook_arg: admit first in open()
+   * (a status other than PH_OK refuses the call with it, nothing counted
+   * or recorded); prepare runs in open()
    * once the row is chosen (it may change q->code, q->port, q->tag);
    * decorate on each result just before it is delivered. */
+  int (*admit)(void *arg, const ph_open_request *rq);
   void (*prepare)(void *arg, const ph_open_request *rq, fc_pending *q);
   void (*decorate)(void *arg, const fc_pending *q, ph_open_result *r);
   void *hook_arg;
@@ -161,6 +165,10 @@ extern const ph_connector_v1 fake_connector_vt;
 /* Resets fc (counters, leases, pending) to answer by rows. */
 void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
                          const fc_row *rows);
+/* Between cases: forgets what is pending (no callback runs), the
+ * counters, the log and the leases; keeps the rows, the hooks and the id
+ * sequence (an id is never given twice). */
+void fake_connector_clear(fake_connector *fc);
 /* Answers (on a later turn) every open held by an FC_HELD row. Returns
  * how many. */
 int fake_connector_release(fake_connector *fc);

@@ -38,6 +38,8 @@
 #include "frontend_server.h"
 #include "hangup.h"
 #define HOST_TEST_SETUP setup
+#include "fake_authorizer.h"
+#include "fake_connector.h"
 #include "host_test.h"
 #include "loop_test.h"
 #include "tap.h"
@@ -47,21 +49,22 @@ static frontend_server srv;
 
 /* ---- the fake connector and authorizer --------------------------------- */
 
-enum { ANSWER_LATER = 0, ANSWER_INSIDE, ANSWER_NEVER };
+/* The test kit's fakes (t/lib/fake_connector.h, fake_authorizer.h), one
+ * row each that the cases change: by default an open waits for the test
+ * (open_answer_now), then is answered with F.open_code and one end of a
+ * socketpair (F.target_peer the test's); a check waits too
+ * (auth_answer_now) and gets F.verdict. */
+static fc_row open_rows[] = {
+    {.host = "*", .when = FC_HELD, .give = FC_SOCKETPAIR, .peer_nonblock = 1},
+    {.host = NULL}};
+static fa_row auth_rows[] = {{.user = "*", .when = FA_HELD}, {.user = NULL}};
+static fake_connector FC;
+static fake_authorizer FA;
 
 static struct fake {
-  int open_mode, auth_mode;
   int open_code;   /* what an answered open says */
   int refuse_open; /* the connector refuses the call (returns PH_EINVAL) */
   int verdict;     /* what an answered check says */
-  int64_t next_id;
-  int opens, open_cancels, checks, auth_cancels;
-  /* The one open and the one check the fake holds (later mode). */
-  int64_t open_id, auth_id;
-  ph_open_cb open_cb;
-  void *open_arg;
-  ph_auth_cb auth_cb;
-  void *auth_arg;
   int target_peer; /* the test's end of an OK open's socketpair */
   /* Leases: give one with each OK open (give_lease), or with a success
    * that carries no socket (bad_success). */
@@ -69,10 +72,7 @@ static struct fake {
   /* The result's flags and http_forward (http_fwd: its size, 0: NULL). */
   uintptr_t rflags;
   uint32_t http_fwd;
-  uintptr_t last_flags;
-  char last_listener[64];
-  char last_header[64]; /* X-Session through the request's headers */
-  int header_calls;
+  int header_calls; /* opens whose request had headers */
 } F;
 
 /* The one lease the fake gives at a time: what its caller told it. */
@@ -115,99 +115,57 @@ static ph_open_lease *new_lease(void) {
   return &L.base;
 }
 
-static void open_answer_now(void) {
-  ph_open_result r = {.size = sizeof(r), .fd = -1, .code = F.open_code};
-  r.stage = F.open_code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
-  if (F.open_code == PH_OPEN_OK && !F.bad_success) {
-    int sv[2];
-    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv);
-    r.fd = sv[0];
-    F.target_peer = sv[1];
+/* The connector refuses a call that does not ask for a stream, or all of
+ * them while F.refuse_open is set. */
+static int fake_admit(void *arg, const ph_open_request *rq) {
+  (void)arg;
+  return !(rq->flags & PH_OPEN_F_STREAM) || F.refuse_open ? PH_EINVAL : PH_OK;
+}
+
+static void fake_prepare(void *arg, const ph_open_request *rq, fc_pending *q) {
+  (void)arg;
+  F.header_calls += rq->headers != NULL;
+  q->code = F.open_code;
+}
+
+static void fake_decorate(void *arg, const fc_pending *q, ph_open_result *r) {
+  (void)arg;
+  (void)q;
+  int peer = fake_connector_peer(&FC);
+  if (F.bad_success && r->fd >= 0) {
+    close(r->fd);
+    close(peer);
+    r->fd = -1;
+    peer = -1;
   }
-  if (F.give_lease)
-    r.lease = new_lease(); /* also on a failure: must not be touched */
+  if (peer >= 0)
+    F.target_peer = peer;
+  /* Also on a failure: must not be touched. */
+  r->lease = F.give_lease ? new_lease() : NULL;
   static ph_open_http_forward fwd;
   memset(&fwd, 0, sizeof(fwd));
   fwd.size = F.http_fwd;
   fwd.proxy_authorization = "Basic dTpw";
   fwd.proxy_authorization_len = 10;
-  r.flags = F.rflags;
-  r.http_forward = F.http_fwd ? &fwd : NULL;
-  F.open_id = 0;
-  F.open_cb(F.open_arg, &r);
+  r->flags = F.rflags;
+  r->http_forward = F.http_fwd ? &fwd : NULL;
 }
 
-static int64_t fake_open(void *self, const ph_open_request *rq, ph_open_cb cb,
-                         void *arg) {
-  (void)self;
-  if (!rq || !rq->host || !(rq->flags & PH_OPEN_F_STREAM) || F.refuse_open)
-    return PH_EINVAL;
-  F.opens++;
-  F.last_flags = rq->flags;
-  snprintf(F.last_listener, sizeof(F.last_listener), "%s",
-           rq->listener ? rq->listener : "(none)");
-  snprintf(F.last_header, sizeof(F.last_header), "(none)");
-  if (rq->headers) {
-    size_t n = 0;
-    const char *v = rq->headers->get(rq->headers->arg, "X-Session", &n);
-    F.header_calls++;
-    if (v)
-      snprintf(F.last_header, sizeof(F.last_header), "%.*s", (int)n, v);
-  }
-  F.open_cb = cb;
-  F.open_arg = arg;
-  int64_t id = ++F.next_id;
-  F.open_id = id;
-  if (F.open_mode == ANSWER_INSIDE)
-    open_answer_now();
-  return id;
+/* The pending open and check (0: none). */
+static int64_t open_id(void) {
+  return fake_connector_pending(&FC) ? FC.last.id : 0;
+}
+static int64_t auth_id(void) {
+  return fake_authorizer_pending(&FA) ? FA.next_id : 0;
 }
 
-static int fake_open_cancel(void *self, int64_t id) {
-  (void)self;
-  if (id != F.open_id)
-    return PH_ENOENT;
-  F.open_cancels++;
-  F.open_id = 0;
-  return PH_OK;
+static void open_answer_now(void) {
+  fake_connector_answer(&FC, FC.last.id, F.open_code);
 }
 
 static void auth_answer_now(void) {
-  F.auth_id = 0;
-  F.auth_cb(F.auth_arg, F.verdict);
+  fake_authorizer_answer(&FA, FA.next_id, F.verdict);
 }
-
-static int64_t fake_check(void *self, const char *user, size_t ulen,
-                          const char *pass, size_t plen, ph_auth_cb cb,
-                          void *arg) {
-  (void)self;
-  (void)user;
-  (void)ulen;
-  (void)pass;
-  (void)plen;
-  F.checks++;
-  F.auth_cb = cb;
-  F.auth_arg = arg;
-  int64_t id = ++F.next_id;
-  F.auth_id = id;
-  if (F.auth_mode == ANSWER_INSIDE)
-    auth_answer_now();
-  return id;
-}
-
-static int fake_auth_cancel(void *self, int64_t id) {
-  (void)self;
-  if (id != F.auth_id)
-    return PH_ENOENT;
-  F.auth_cancels++;
-  F.auth_id = 0;
-  return PH_OK;
-}
-
-static const ph_connector_v1 connector = {.open = fake_open,
-                                          .cancel = fake_open_cancel};
-static const ph_authorizer_v1 authorizer = {.check_password = fake_check,
-                                            .cancel = fake_auth_cancel};
 
 /* ---- the test frontend ------------------------------------------------- */
 
@@ -356,9 +314,12 @@ static tconn *new_conn(void) {
 
 static void reset_seen(void) {
   memset(&S, 0, sizeof(S));
-  int next = (int)F.next_id;
   memset(&F, 0, sizeof(F));
-  F.next_id = next;
+  fake_connector_clear(&FC);
+  fake_authorizer_clear(&FA);
+  open_rows[0].when = FC_HELD;
+  auth_rows[0].when = FA_HELD;
+  auth_rows[0].verdict = PH_AUTH_ALLOW;
   F.target_peer = -1;
   F.verdict = PH_AUTH_ALLOW;
   F.open_code = PH_OPEN_OK;
@@ -370,8 +331,15 @@ static int setup(void) {
   if (stream_metrics_init(&sm, api, hctx, SM_CLIENT, SM_FRONTEND) != PH_OK)
     return PH_EINVAL;
   frontend_server_init(&srv, api, hctx, &ops, &sm, NULL);
-  srv.connector = &connector;
-  srv.authorizer = &authorizer;
+  fake_connector_init(&FC, api, hctx, open_rows);
+  FC.admit = fake_admit;
+  FC.prepare = fake_prepare;
+  FC.decorate = fake_decorate;
+  fake_authorizer_init(&FA, api, hctx, auth_rows);
+  srv.connector = &fake_connector_vt;
+  srv.connector_self = &FC;
+  srv.authorizer = &fake_authorizer_vt;
+  srv.authorizer_self = &FA;
   return PH_OK;
 }
 
@@ -383,6 +351,8 @@ static int host_stop(void *state) {
 static void host_destroy(void *state) {
   (void)state;
   frontend_server_destroy(&srv);
+  fake_connector_free(&FC);
+  fake_authorizer_free(&FA);
 }
 
 /* The keys every frontend has: frontend_server_init reads allow_clients
@@ -439,7 +409,7 @@ static void test_auth_cancel(ph_mock *m) {
   c->peer = -1;
   ph_mock_run_for(m, 20);
   is_int(S.ends, 1, "client closed during the check: ended");
-  is_int(F.auth_cancels, 1, "the check was cancelled");
+  is_int(FA.cancels, 1, "the check was cancelled");
   is_int(S.auth_done, 0, "no verdict after the cancel");
   is_int(S.frees, 1, "freed");
 }
@@ -455,7 +425,7 @@ static void test_open_cancel(ph_mock *m) {
   c->peer = -1;
   ph_mock_run_for(m, 20);
   is_int(S.ends, 1, "client closed during the open: ended");
-  is_int(F.open_cancels, 1, "the open was cancelled");
+  is_int(FC.cancels, 1, "the open was cancelled");
   is_int(S.open_done, 0, "no answer after the cancel");
 
   /* Not read (PH_READ not asked): the hangup probe notices. */
@@ -471,7 +441,7 @@ static void test_open_cancel(ph_mock *m) {
   is_int(S.hangups, 0, "probe: not before its period");
   ph_mock_run_for(m, HANGUP_PROBE_MS + 100);
   is_int(S.hangups, 1, "probe: the hangup is seen");
-  is_int(F.open_cancels, 1, "probe: the open was cancelled");
+  is_int(FC.cancels, 1, "probe: the open was cancelled");
   is_int(S.frees, 1, "probe: freed");
 
   /* The metrics of an answered open are the skeleton's. */
@@ -565,7 +535,7 @@ static void test_validation(ph_mock *m) {
   is_int(frontend_session_open_validated(&c->fs, "ok.fake", 80, "alice",
                                          "alice", 5, "pw", 2),
          PH_OK, "no validation provider: the open starts");
-  is_int(F.opens, 1, "... at once");
+  is_int(FC.opens, 1, "... at once");
   is_int(V.calls, 0, "... and nothing is validated");
   t_close(c);
 
@@ -582,12 +552,12 @@ static void test_validation(ph_mock *m) {
          V.port == 443 && V.agent_null,
      "the credentials, the target and no agent reach the provider");
   ok(frontend_session_opening(&c->fs), "the validation counts as opening");
-  is_int(F.opens, 0, "no open before the verdict");
+  is_int(FC.opens, 0, "no open before the verdict");
   frontend_session_enter(&c->fs);
   validation_answer_now(PH_VALIDATION_DENY);
   frontend_session_leave(&c->fs);
   is_int(S.last_code, PH_OPEN_FORBIDDEN, "a deny is open_done FORBIDDEN");
-  is_int(F.opens, 0, "... and nothing was opened");
+  is_int(FC.opens, 0, "... and nothing was opened");
   like(ph_mock_metrics_text(m),
        "tunnelmesh_stream_open_total{component=\"client\",result=\"rejected\","
        "error_class=\"forbidden\",open_mode=\"strict\"} 1",
@@ -605,15 +575,15 @@ static void test_validation(ph_mock *m) {
   is_int(S.last_code, PH_OPEN_FORBIDDEN, "UNAVAILABLE is FORBIDDEN too");
   reset_seen();
   vreset(9);
-  F.open_mode = ANSWER_LATER;
+  open_rows[0].when = FC_HELD;
   c = new_conn();
   frontend_session_open_validated(&c->fs, "ok.fake", 443, "alice", "alice",
                                   5, "pw", 2);
   validation_answer_now(PH_VALIDATION_ALLOW);
-  is_int(F.opens, 1, "an allow starts the open");
+  is_int(FC.opens, 1, "an allow starts the open");
   ok(frontend_session_opening(&c->fs), "... which is in flight");
   t_close(c);
-  is_int(F.open_cancels, 1, "closing cancels that open");
+  is_int(FC.cancels, 1, "closing cancels that open");
 
   /* BYPASS: the open at once; a refusal: forbidden at once. */
   reset_seen();
@@ -621,7 +591,7 @@ static void test_validation(ph_mock *m) {
   c = new_conn();
   frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1, "p",
                                   1);
-  is_int(F.opens, 1, "BYPASS: opened at once");
+  is_int(FC.opens, 1, "BYPASS: opened at once");
   t_close(c);
   reset_seen();
   vreset(PH_EFULL);
@@ -631,7 +601,7 @@ static void test_validation(ph_mock *m) {
                                          "p", 1),
          PH_OK, "a refused validation: PH_OK ...");
   is_int(S.last_code, PH_OPEN_FORBIDDEN, "... answered FORBIDDEN inside");
-  is_int(F.opens, 0, "... nothing opened");
+  is_int(FC.opens, 0, "... nothing opened");
   frontend_session_leave(&c->fs);
 
   /* The client leaves during the validation: it is cancelled. */
@@ -655,8 +625,8 @@ static void test_inside_answers(ph_mock *m) {
   /* A check answered inside check_password that closes the session:
    * nothing is freed before the caller's entry leaves, and no stale id. */
   reset_seen();
-  F.auth_mode = ANSWER_INSIDE;
-  F.verdict = PH_AUTH_DENY;
+  auth_rows[0].when = FA_INSIDE;
+  auth_rows[0].verdict = F.verdict = PH_AUTH_DENY;
   tconn *c = new_conn();
   frontend_session_enter(&c->fs);
   is_int(frontend_session_auth(&c->fs, "u", 1, "p", 1), PH_OK,
@@ -667,12 +637,12 @@ static void test_inside_answers(ph_mock *m) {
   is_int((int)c->fs.auth_id, 0, "inside: no stale check id");
   frontend_session_leave(&c->fs);
   is_int(S.frees, 1, "inside: freed by the outermost leave");
-  is_int(F.auth_cancels, 0, "inside: nothing to cancel");
+  is_int(FA.cancels, 0, "inside: nothing to cancel");
 
   /* An open answered inside open() with a socket: no stale id either,
    * and closing later cancels nothing. */
   reset_seen();
-  F.open_mode = ANSWER_INSIDE;
+  open_rows[0].when = FC_INSIDE;
   c = new_conn();
   frontend_session_enter(&c->fs);
   is_int(frontend_session_open(&c->fs, "ok.fake", 80, NULL), PH_OK,
@@ -681,7 +651,7 @@ static void test_inside_answers(ph_mock *m) {
   ok(!frontend_session_opening(&c->fs), "inside: no stale open id");
   frontend_session_leave(&c->fs);
   t_close(c);
-  is_int(F.open_cancels, 0, "inside: nothing to cancel");
+  is_int(FC.cancels, 0, "inside: nothing to cancel");
   is_int(S.frees, 1, "inside: freed");
   close(F.target_peer);
 
@@ -699,7 +669,7 @@ static void test_reentrancy(ph_mock *m) {
    * whose open_done closes the session; then the io callback goes on and
    * touches its owner. */
   reset_seen();
-  F.open_mode = ANSWER_INSIDE;
+  open_rows[0].when = FC_INSIDE;
   F.open_code = PH_OPEN_TIMEOUT;
   tconn *c = new_conn();
   frontend_session_enter(&c->fs);
@@ -719,7 +689,7 @@ static void test_reentrancy(ph_mock *m) {
 
   /* A relay whose done closes the session from inside relay_client_io. */
   reset_seen();
-  F.open_mode = ANSWER_LATER;
+  open_rows[0].when = FC_HELD;
   c = new_conn();
   c->relay_in_open_done = 1;
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
@@ -763,13 +733,13 @@ static void test_once(ph_mock *m) {
 static void answer_auth_cb(ph_timer *t, void *arg) {
   (void)arg;
   api->timer_free(t);
-  if (F.auth_id)
+  if (auth_id())
     auth_answer_now();
 }
 static void answer_open_cb(ph_timer *t, void *arg) {
   (void)arg;
   api->timer_free(t);
-  if (F.open_id)
+  if (open_id())
     open_answer_now();
 }
 static void drain_answers_arm(void) {
@@ -820,8 +790,7 @@ static void test_drain(ph_mock *m) {
   is_int(S.ends, 4, "drain: four ends");
   is_int(S.frees, 4, "drain: four frees");
   is_int(srv.n_sessions, 0, "drain: none left");
-  is_int(F.auth_cancels + F.open_cancels, 0,
-         "drain: the check and the open finished");
+  is_int(FA.cancels + FC.cancels, 0, "drain: the check and the open finished");
   is_int(S.auth_done, 1, "drain: the check answered");
   is_int(S.open_done, 2, "drain: the open answered");
   ok(srv.listener == NULL, "drain: the listener is closed");
@@ -866,16 +835,16 @@ static void test_lease(ph_mock *m) {
   tconn *c = new_conn();
   c->fs.headers = &test_headers;
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok((F.last_flags & PH_OPEN_F_LEASE) && (F.last_flags & PH_OPEN_F_STREAM),
+  ok((FC.last.flags & PH_OPEN_F_LEASE) && (FC.last.flags & PH_OPEN_F_STREAM),
      "lease: every open says PH_OPEN_F_LEASE (and takes streams)");
-  is_str(F.last_listener, "fs_host",
+  is_str(FC.last.listener, "fs_host",
          "lease: the listener is the instance's name (module_name)");
-  is_str(F.last_header, "abc",
+  is_str(FC.last.session, "[abc]",
          "lease: the connector reads the session's headers in open()");
   t_close(c);
   c = new_conn();
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok(F.header_calls == 1 && strcmp(F.last_header, "(none)") == 0,
+  ok(F.header_calls == 1 && strcmp(FC.last.session, "(none)") == 0,
      "lease: a session without headers offers none");
   t_close(c);
 
@@ -1007,8 +976,9 @@ static void forward_open(uint32_t fwd_size, uintptr_t rflags, int code) {
 static void test_forward_flags(void) {
   forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
                PH_OPEN_OK);
-  ok((F.last_flags & PH_OPEN_F_HTTP_FORWARD) &&
-         (F.last_flags & PH_OPEN_F_LEASE) && (F.last_flags & PH_OPEN_F_STREAM),
+  ok((FC.last.flags & PH_OPEN_F_HTTP_FORWARD) &&
+         (FC.last.flags & PH_OPEN_F_LEASE) &&
+         (FC.last.flags & PH_OPEN_F_STREAM),
      "forward: the session's open_flags go with the open, beside its own");
   ok(S.last_code == PH_OPEN_OK && S.last_rflags == PH_OPEN_R_HTTP_PROXY &&
          S.last_fwd && S.last_fwd->proxy_authorization_len == 10,
@@ -1028,7 +998,7 @@ static void test_forward_flags(void) {
   reset_seen();
   tconn *c = new_conn();
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok(!(F.last_flags & PH_OPEN_F_HTTP_FORWARD),
+  ok(!(FC.last.flags & PH_OPEN_F_HTTP_FORWARD),
      "forward: a session that sets no open_flags asks nothing more");
   t_close(c);
 }
@@ -1046,7 +1016,7 @@ static void test_destroy(void) {
   is_int(S.ends, 2, "destroy: both ended");
   is_int(S.ends_logged, 1, "destroy: the one left ends quietly");
   is_int(S.frees, 2, "destroy: both freed");
-  is_int(F.open_cancels, 1, "destroy: the open was cancelled");
+  is_int(FC.cancels, 1, "destroy: the open was cancelled");
 }
 
 /* stream_metrics_init(..., SM_CLIENT, SM_FRONTEND) declares only what a
