@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The mock host: the host core driven by a test program instead of main.c.
- * Two faces over one implementation: mock_* (host/mock.h), which our unit
- * tests link, and ph_mock_* (<proxyhost/mock.h>), the only symbols that
- * libproxyhost-mock exports. The public face adds phase checks, so that a
- * misuse is an error code and not a crash inside the host, and copies the
- * errors into the caller's buffer. */
-#include "mock.h"
+ * One API, <proxyhost/mock.h>'s ph_mock_*, the only symbols that
+ * libproxyhost-mock exports; our own unit tests link the same code as
+ * host/libphmock.la. The ph_mock_* functions check the phase, so that a
+ * misuse is an error code and not a crash inside the host, and copy the
+ * errors into the caller's buffer; the static mk_* below do the work.
+ * mock_core (host/mock_core.h) is the one in-tree extra: white-box tests
+ * of the host's own loader and configuration read its ph_core. */
+#include "mock_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,14 +38,19 @@ struct ph_mock {
 #define MOCK_ERR_LIMIT 65536
 #define MOCK_RUN_MAX_MS 3600000
 
-/* ---- the in-tree face ---------------------------------------------------- */
+/* The identity of the mock as a service provider and user. */
+#define MOCK_PROVIDER "mock"
+
+static void mk_free(ph_mock *m);
+
+/* ---- the host core behind the API --------------------------------------- */
 
 /* Each mock host runs the host core on a libev loop of its own, so that
  * several live in one process (a test drives a client, a server and an
  * agent together, each run in turn by mock_run_for). They share the
  * process's logger: the [log] section of the last one initialised
  * applies. */
-ph_mock *mock_new(const char *ini_text, ph_buf *err) {
+static ph_mock *mk_new(const char *ini_text, ph_buf *err) {
   ph_mock *m = calloc(1, sizeof(*m));
   if (!m)
     return NULL;
@@ -57,22 +64,22 @@ ph_mock *mock_new(const char *ini_text, ph_buf *err) {
       core_read_config(m->core, NULL, ini_text ? ini_text : "", NULL, 0,
                        NULL, err) < 0 ||
       core_load_modules(m->core, err) < 0) {
-    mock_free(m);
+    mk_free(m);
     return NULL;
   }
   return m;
 }
 
-int mock_add(ph_mock *m, const ph_module *mod, ph_buf *err) {
+static int mk_add(ph_mock *m, const ph_module *mod, ph_buf *err) {
   return core_add_module(m->core, mod, err);
 }
 
-int mock_add_instance(ph_mock *m, const ph_module *mod, const char *instance,
-                      ph_buf *err) {
+static int mk_add_instance(ph_mock *m, const ph_module *mod,
+                           const char *instance, ph_buf *err) {
   return core_add_instance(m->core, mod, instance, err);
 }
 
-int mock_init(ph_mock *m, ph_buf *err) {
+static int mk_init(ph_mock *m, ph_buf *err) {
   if (core_validate(m->core, err) < 0 ||
       core_check_modules(m->core, m->core->conf, err) < 0 ||
       core_setup(m->core, err) < 0)
@@ -80,16 +87,8 @@ int mock_init(ph_mock *m, ph_buf *err) {
   return core_init_modules(m->core, err);
 }
 
-int mock_start(ph_mock *m, ph_buf *err) {
+static int mk_start(ph_mock *m, ph_buf *err) {
   return core_start_modules(m->core, err);
-}
-
-int mock_reload(ph_mock *m, const char *new_text) {
-  if (new_text) {
-    free(m->core->config_text);
-    m->core->config_text = strdup(new_text);
-  }
-  return core_reload(m->core);
 }
 
 static void run_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -98,7 +97,7 @@ static void run_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
   ev_break(loop, EVBREAK_ONE);
 }
 
-void mock_run_for(ph_mock *m, int ms) {
+static void mk_run_for(ph_mock *m, int ms) {
   ev_timer t;
   ev_timer_init(&t, run_timeout, ms / 1000.0, 0.);
   ev_timer_start(m->core->loop, &t);
@@ -106,7 +105,7 @@ void mock_run_for(ph_mock *m, int ms) {
   ev_timer_stop(m->core->loop, &t);
 }
 
-int mock_stop(ph_mock *m) {
+static int mk_stop(ph_mock *m) {
   ph_core *c = m->core;
   core_begin_stop(c);
   if (c->stop_pending) {
@@ -116,7 +115,7 @@ int mock_stop(ph_mock *m) {
   return c->drain_expired ? -1 : 0;
 }
 
-const char *mock_metrics_text(ph_mock *m) {
+static const char *mk_metrics_text(ph_mock *m) {
   if (!m->core->metrics)
     return ""; /* before init created the registry */
   buf_reset(&m->text);
@@ -124,7 +123,7 @@ const char *mock_metrics_text(ph_mock *m) {
   return m->text.data ? m->text.data : "";
 }
 
-int mock_ready(ph_mock *m) {
+static int mk_ready(ph_mock *m) {
   ph_buf why;
   buf_init(&why, 4096);
   int r = core_ready(m->core, &why);
@@ -132,8 +131,8 @@ int mock_ready(ph_mock *m) {
   return r;
 }
 
-int mock_publish(ph_mock *m, const char *topic, const char *type,
-                 void *payload, ph_free_fn free_fn) {
+static int mk_publish(ph_mock *m, const char *topic, const char *type,
+                      void *payload, ph_free_fn free_fn) {
   ph_topic *t = bus_topic(m->core->bus, topic, type);
   if (!t) {
     if (free_fn)
@@ -161,9 +160,9 @@ static void reply_check(struct ev_loop *loop, ev_check *w, int revents) {
     ev_break(loop, EVBREAK_ONE);
 }
 
-int mock_request(ph_mock *m, const char *method, const char *target,
-                 const char *authorization, const char *content_type,
-                 const char *body, size_t body_len, int timeout_ms) {
+static int mk_request(ph_mock *m, const char *method, const char *target,
+                      const char *authorization, const char *content_type,
+                      const char *body, size_t body_len, int timeout_ms) {
   m->reply_status = 0;
   m->reply_type[0] = '\0';
   buf_reset(&m->reply_body);
@@ -196,7 +195,7 @@ int mock_request(ph_mock *m, const char *method, const char *target,
     ev_check_init(&chk, reply_check);
     chk.data = m;
     ev_check_start(m->core->loop, &chk);
-    mock_run_for(m, timeout_ms);
+    mk_run_for(m, timeout_ms);
     ev_check_stop(m->core->loop, &chk);
   }
   if (!m->reply_status) {
@@ -206,17 +205,17 @@ int mock_request(ph_mock *m, const char *method, const char *target,
   return m->reply_status;
 }
 
-const char *mock_reply_body(ph_mock *m, size_t *len) {
+static const char *mk_reply_body(ph_mock *m, size_t *len) {
   if (len)
     *len = m->reply_body.len;
   return m->reply_body.data ? m->reply_body.data : "";
 }
 
-const char *mock_reply_type(ph_mock *m) { return m->reply_type; }
+static const char *mk_reply_type(ph_mock *m) { return m->reply_type; }
 
 ph_core *mock_core(ph_mock *m) { return m->core; }
 
-void mock_free(ph_mock *m) {
+static void mk_free(ph_mock *m) {
   if (!m)
     return;
   core_free(m->core);
@@ -255,7 +254,7 @@ static int loop_usable(const ph_mock *m) {
 ph_mock *ph_mock_new(const char *ini_text, char *err, size_t errlen) {
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
-  ph_mock *m = mock_new(ini_text, &b);
+  ph_mock *m = mk_new(ini_text, &b);
   if (!m && b.len == 0)
     buf_puts(&b, "out of memory\n");
   put_err(err, errlen, m ? "" : b.data);
@@ -273,7 +272,7 @@ int ph_mock_add(ph_mock *m, const ph_module *mod, char *err, size_t errlen) {
     return refuse(err, errlen, PH_EINVAL, "ph_mock_add", "the module is NULL");
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
-  int rc = mock_add(m, mod, &b) < 0 ? PH_EINVAL : PH_OK;
+  int rc = mk_add(m, mod, &b) < 0 ? PH_EINVAL : PH_OK;
   put_buf(err, errlen, &b);
   buf_free(&b);
   return rc;
@@ -291,10 +290,10 @@ int ph_mock_add_instance(ph_mock *m, const ph_module *mod,
                   "the module is NULL");
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
-  int rc = mock_add_instance(m, mod, instance && *instance ? instance : NULL,
-                             &b) < 0
-               ? PH_EINVAL
-               : PH_OK;
+  int rc =
+      mk_add_instance(m, mod, instance && *instance ? instance : NULL, &b) < 0
+          ? PH_EINVAL
+          : PH_OK;
   put_buf(err, errlen, &b);
   buf_free(&b);
   return rc;
@@ -308,7 +307,7 @@ int ph_mock_init(ph_mock *m, char *err, size_t errlen) {
                   "already called");
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
-  int rc = mock_init(m, &b) < 0 ? PH_EINVAL : PH_OK;
+  int rc = mk_init(m, &b) < 0 ? PH_EINVAL : PH_OK;
   m->phase = rc == PH_OK ? MOCK_INITED : MOCK_FAILED;
   put_buf(err, errlen, &b);
   buf_free(&b);
@@ -323,7 +322,7 @@ int ph_mock_start(ph_mock *m, char *err, size_t errlen) {
                   "allowed once, right after a successful ph_mock_init");
   ph_buf b;
   buf_init(&b, MOCK_ERR_LIMIT);
-  int rc = mock_start(m, &b) < 0 ? PH_EINVAL : PH_OK;
+  int rc = mk_start(m, &b) < 0 ? PH_EINVAL : PH_OK;
   m->phase = rc == PH_OK ? MOCK_STARTED : MOCK_FAILED;
   put_buf(err, errlen, &b);
   buf_free(&b);
@@ -396,7 +395,7 @@ int ph_mock_run_for(ph_mock *m, int ms) {
     return PH_ESTATE;
   if (ms < 0 || ms > MOCK_RUN_MAX_MS)
     return PH_EINVAL;
-  mock_run_for(m, ms);
+  mk_run_for(m, ms);
   return PH_OK;
 }
 
@@ -406,14 +405,14 @@ int ph_mock_stop(ph_mock *m) {
   if (m->phase != MOCK_STARTED)
     return PH_ESTATE;
   m->phase = MOCK_STOPPED;
-  return mock_stop(m) < 0 ? PH_ELIMIT : PH_OK;
+  return mk_stop(m) < 0 ? PH_ELIMIT : PH_OK;
 }
 
 const char *ph_mock_metrics_text(ph_mock *m) {
-  return m ? mock_metrics_text(m) : "";
+  return m ? mk_metrics_text(m) : "";
 }
 
-int ph_mock_ready(ph_mock *m) { return m ? mock_ready(m) : 0; }
+int ph_mock_ready(ph_mock *m) { return m ? mk_ready(m) : 0; }
 
 int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
                     void *payload, ph_free_fn free_payload) {
@@ -426,10 +425,10 @@ int ph_mock_publish(ph_mock *m, const char *topic, const char *type,
       free_payload(payload);
     return rc;
   }
-  return mock_publish(m, topic, type, payload, free_payload);
+  return mk_publish(m, topic, type, payload, free_payload);
 }
 
-void ph_mock_free(ph_mock *m) { mock_free(m); }
+void ph_mock_free(ph_mock *m) { mk_free(m); }
 
 int ph_mock_request(ph_mock *m, const char *method, const char *target,
                     const char *authorization, const char *content_type,
@@ -443,13 +442,118 @@ int ph_mock_request(ph_mock *m, const char *method, const char *target,
   if (!method || !target || target[0] != '/' || (!body && body_len) ||
       timeout_ms < 0 || timeout_ms > MOCK_RUN_MAX_MS)
     return PH_EINVAL;
-  int rc = mock_request(m, method, target, authorization, content_type,
-                        body, body_len, timeout_ms);
+  int rc = mk_request(m, method, target, authorization, content_type, body,
+                      body_len, timeout_ms);
   if (reply_type)
-    *reply_type = mock_reply_type(m);
+    *reply_type = mk_reply_type(m);
   if (reply_body)
-    *reply_body = mock_reply_body(m, reply_len);
+    *reply_body = mk_reply_body(m, reply_len);
   else if (reply_len)
-    mock_reply_body(m, reply_len);
+    mk_reply_body(m, reply_len);
   return rc;
+}
+
+/* ---- the test kit: loop, services, metrics, descriptors ------------------ */
+
+struct ev_loop *ph_mock_loop(ph_mock *m) {
+  return loop_usable(m) ? m->core->loop : NULL;
+}
+
+/* Whether name[0..n) is a valid provider name: [a-z0-9_.], 1..max. */
+static int provider_ok(const char *p) {
+  size_t n = strlen(p);
+  if (n == 0 || n > SERVICE_PROVIDER_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') ||
+          p[i] == '_' || p[i] == '.'))
+      return 0;
+  return 1;
+}
+
+int ph_mock_service_provide(ph_mock *m, const char *name, const char *provider,
+                            uint16_t major, uint16_t minor, const void *vtable,
+                            void *self) {
+  if (!m)
+    return PH_EINVAL;
+  if (m->phase != MOCK_INITED && m->phase != MOCK_STARTED)
+    return PH_ESTATE;
+  if (!name || !vtable || (provider && !provider_ok(provider)))
+    return PH_EINVAL;
+  return services_register(m->core->services, m,
+                           provider ? provider : MOCK_PROVIDER, name, major,
+                           minor, vtable, self);
+}
+
+const void *ph_mock_service(ph_mock *m, const char *name, const char *provider,
+                            uint16_t major, uint16_t min_minor, void **self) {
+  if (self)
+    *self = NULL;
+  if (!loop_usable(m) || !name)
+    return NULL;
+  void *s = NULL;
+  const void *vt = services_get_named(m->core->services, m, name,
+                                      provider && *provider ? provider : NULL,
+                                      major, min_minor, &s, NULL);
+  if (vt && self)
+    *self = s;
+  return vt;
+}
+
+/* The value on the line "series value" of text, where series is name
+ * followed by {labels}, or by nothing when labels is "". */
+static int find_series(const char *text, const char *name, const char *labels,
+                       double *value) {
+  size_t nl = strlen(name), ll = labels ? strlen(labels) : 0;
+  for (const char *p = text; p && *p;) {
+    const char *q = p;
+    if (strncmp(q, name, nl) == 0) {
+      q += nl;
+      int match;
+      if (!labels)
+        match = *q == ' ';
+      else if (ll == 0)
+        match = *q == ' ';
+      else
+        match = *q == '{' && strncmp(q + 1, labels, ll) == 0 &&
+                q[1 + ll] == '}' && q[2 + ll] == ' ';
+      if (match) {
+        q = strchr(q, ' ');
+        char *end;
+        double v = strtod(q + 1, &end);
+        if (end != q + 1) {
+          *value = v;
+          return PH_OK;
+        }
+      }
+    }
+    p = strchr(p, '\n');
+    if (p)
+      p++;
+  }
+  return PH_ENOENT;
+}
+
+int ph_mock_metric(ph_mock *m, const char *name, const char *labels,
+                   double *value) {
+  if (value)
+    *value = 0;
+  if (!m || !name || !*name || !value)
+    return PH_EINVAL;
+  if (!m->core->metrics)
+    return PH_ESTATE;
+  /* labels NULL: name is the whole series as rendered, with its labels
+   * if any ("x_total{result=\"ok\"}"). */
+  return find_series(mk_metrics_text(m), name, labels, value);
+}
+
+const ph_module *ph_mock_module(ph_mock *m, const char *instance) {
+  if (!m || m->core->n_mods == 0)
+    return NULL;
+  if (!instance || !*instance)
+    return m->core->mods[0]->mod;
+  for (size_t i = 0; i < m->core->n_mods; i++)
+    if (strcmp(m->core->mods[i]->name, instance) == 0)
+      return m->core->mods[i]->mod;
+  return NULL;
 }

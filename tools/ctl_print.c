@@ -9,7 +9,6 @@
 
 #include "lib/bw.h"
 #include "lib/json.h"
-#include "lib/json.h"
 
 #define VALUE_MAX 512
 

@@ -36,5 +36,5 @@ t_unit_test_relay_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_relay_LDADD = modules/frontend/libphfrontend.la host/libphmock.la
 t_unit_test_frontend_session_SOURCES = t/unit/test_frontend_session.c
 t_unit_test_frontend_session_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_frontend_session_LDADD = modules/frontend/libphfrontend.la \
+t_unit_test_frontend_session_LDADD = t/lib/libphfake.la modules/frontend/libphfrontend.la \
 	host/libphmock.la

@@ -37,7 +37,7 @@ t_unit_test_http_body_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_http_body_LDADD = host/libphmock.la
 t_unit_test_http_proxy_SOURCES = t/unit/test_http_proxy.c
 t_unit_test_http_proxy_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_http_proxy_LDADD = host/libphmock.la
+t_unit_test_http_proxy_LDADD = t/lib/libphfake.la host/libphmock.la
 if MODULE_HTTP_PROXY
 if MODULE_SOCKS5
 check_PROGRAMS += t/unit/test_streams

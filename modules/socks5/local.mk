@@ -25,4 +25,4 @@ t_unit_test_socks5_proto_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_socks5_proto_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
 t_unit_test_socks5_SOURCES = t/unit/test_socks5.c
 t_unit_test_socks5_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_socks5_LDADD = host/libphmock.la
+t_unit_test_socks5_LDADD = t/lib/libphfake.la host/libphmock.la

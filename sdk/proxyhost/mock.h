@@ -69,6 +69,7 @@
 #define PROXYHOST_MOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <proxyhost/module.h>
 
@@ -204,6 +205,73 @@ int ph_mock_request(ph_mock *m, const char *method, const char *target,
                     const char *body, size_t body_len, int timeout_ms,
                     const char **reply_type, const char **reply_body,
                     size_t *reply_len);
+
+/* ---- the test kit (libproxyhost-mock 3:0:3) ----------------------------
+ * What a module's test needs beside the lifecycle: the loop to wait on,
+ * fake providers of the services a module looks up, a metric's value, and
+ * the descriptors the mock loaded. Same thread rule as above. */
+
+/* The mock's libev loop, owned by the mock until ph_mock_free: run it
+ * with a bounded wait of your own (ev_run with a timer, as
+ * ph_mock_run_for does) to stop as soon as a condition holds instead of
+ * after a fixed time. NULL before a successful ph_mock_init or after a
+ * failed ph_mock_init or ph_mock_start. Since libproxyhost-mock 3:0:3. */
+struct ev_loop *ph_mock_loop(ph_mock *m);
+
+/* Registers a fake provider of service `name`, version major.minor, with
+ * state self, as the module instance `provider` would in its init
+ * (NULL: "mock"; [a-z0-9_.], 1-97 bytes). vtable and self are the
+ * caller's and must stay valid until ph_mock_free; the mock never calls
+ * through them. Modules find it with service_get / service_get_named
+ * from their start on, so call this between ph_mock_init and
+ * ph_mock_start (or later, for a lookup made later). A module whose
+ * `requires` names the service still needs a module providing it (the
+ * loader orders modules before any fake exists).
+ * Returns PH_OK; PH_EINVAL (m, name or vtable NULL, a bad name or
+ * provider); PH_EEXIST (that provider registered name already);
+ * PH_ELIMIT (the service table is full); PH_ESTATE (before a successful
+ * ph_mock_init, after ph_mock_stop, or after a failed ph_mock_init or
+ * ph_mock_start). Since libproxyhost-mock 3:0:3. */
+int ph_mock_service_provide(ph_mock *m, const char *name,
+                            const char *provider, uint16_t major,
+                            uint16_t minor, const void *vtable, void *self);
+
+/* Looks up service `name` as a module's service_get_named would: the
+ * provider instance called `provider` (NULL or "": the only provider),
+ * whose major equals `major` and whose minor is >= min_minor. Returns its
+ * vtable, owned by the provider (valid until ph_mock_free destroys it),
+ * and stores its state in *self (self may be NULL); NULL (and *self NULL)
+ * when there is none, the version does not fit, several providers exist
+ * and provider is NULL, or before a successful ph_mock_init. The mock is
+ * recorded as a user of that provider until ph_mock_free. Call the
+ * vtable from this thread only, between ph_mock_* calls, as a module's
+ * loop callback would. Since libproxyhost-mock 3:0:3. */
+const void *ph_mock_service(ph_mock *m, const char *name,
+                            const char *provider, uint16_t major,
+                            uint16_t min_minor, void **self);
+
+/* The current value of one series of the metrics text
+ * (ph_mock_metrics_text): the series `name{labels}`, where labels is the
+ * label set exactly as the text shows it, in the metric's declared order
+ * ("result=\"ok\",cache=\"hit\""), "" for a series without labels, or
+ * NULL when name already is the whole series as the text shows it
+ * ("x_total" or "x_total{result=\"ok\"}"). Histograms answer by their
+ * rendered series ("x_seconds_count", "x_seconds_bucket" with le last).
+ * *value is 0 unless found. Reading renders the text: the string an
+ * earlier ph_mock_metrics_text returned is no longer valid.
+ * Returns PH_OK; PH_ENOENT (no such series: a label combination never
+ * touched is not rendered); PH_EINVAL (m, name or value NULL, name
+ * empty); PH_ESTATE (before ph_mock_init created the registry). Since
+ * libproxyhost-mock 3:0:3. */
+int ph_mock_metric(ph_mock *m, const char *name, const char *labels,
+                   double *value);
+
+/* The descriptor of the module instance called `instance` ("direct",
+ * "socks5.public"), loaded from a .so or added; NULL or "": the first one
+ * loaded or added. Owned by the module (for a .so, valid until
+ * ph_mock_free unloads it). NULL when there is no such instance or m is
+ * NULL. Any phase. Since libproxyhost-mock 3:0:3. */
+const ph_module *ph_mock_module(ph_mock *m, const char *instance);
 
 /* Stops the modules if they are still running (without waiting for a
  * drain), joins their threads, destroys them in reverse dependency order,

@@ -51,9 +51,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
-#include "mock.h"
 #include "redis_ownership/ro_scripts.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"

@@ -19,10 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <proxyhost/mock.h>
+
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
-#include "mock.h"
 
 #define SVC "/controlplane.v1.WorkerControlPlane/"
 

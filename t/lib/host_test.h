@@ -18,6 +18,8 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "mock_test.h"
+
 static const ph_api *api;
 static ph_ctx *hctx;
 static struct ev_loop *loop;
@@ -48,10 +50,8 @@ static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
  * test exits 1. */
 static inline ph_mock *host_test_start(const ph_module *mod, const char *ini) {
   char err[1024] = "";
-  ph_mock *m = ph_mock_new(ini, err, sizeof(err));
-  if (!m || ph_mock_add(m, mod, err, sizeof(err)) != PH_OK ||
-      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
-      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
+  ph_mock *m = mock_test_boot(ini, mod, err, sizeof(err));
+  if (!m) {
     printf("Bail out! mock host: %s\n", err);
     exit(1);
   }

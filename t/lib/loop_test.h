@@ -3,7 +3,7 @@
  * condition holds or a bound passes. The same loop serves both kinds of
  * test: the real host parts' loop (bus, mailbox, pool: the loop the test
  * made) and the mock host's (api->loop(hctx) from host_test.h, or
- * mock_core(m)->loop); mock_run_for is nothing but a bounded run of it.
+ * ph_mock_loop(m)); ph_mock_run_for is nothing but a bounded run of it.
  *
  *   wait_until(loop, o.done, 2000);           a timeout is a TAP failure
  *   ok(poll_until(loop, o.done, 2000), "x");  the caller asserts it

@@ -30,13 +30,9 @@ static int pclient_start(void *state) {
   return P.st ? PH_OK : PH_ENOENT;
 }
 
-static const char *const pclient_requires[] = {PH_POOL_STORE_SERVICE, NULL};
-static const ph_module pclient_mod = {
-    PH_MODULE_HEADER("pool_contract_client", "1.0"),
-    .requires = pclient_requires,
-    .init = pclient_init,
-    .start = pclient_start,
-};
+MOCK_TEST_MODULE(pclient_mod, "pool_contract_client", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_POOL_STORE_SERVICE),
+                 .init = pclient_init, .start = pclient_start);
 
 static const pool_contract_env *PE;
 
@@ -169,24 +165,22 @@ static ph_mock *pboot(void) {
   if (!text)
     return NULL;
   P.provider = PE->base->provider;
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &pclient_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = mock_test_boot(text, &pclient_mod, err, sizeof err);
+  if (!m) {
+    printf("# %s\n", err);
     return NULL;
   }
   int rc = PH_ESTATE;
   for (int i = 0; i < ROUNDS && rc != PH_OK; i++) {
     prev_now(&rc);
     if (rc != PH_OK)
-      mock_run_for(m, 10);
+      ph_mock_run_for(m, 10);
   }
   if (rc != PH_OK) {
     printf("# the provider never read its pool revision\n");
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -195,8 +189,8 @@ static ph_mock *pboot(void) {
 static void pfinish(ph_mock *m) {
   if (!m)
     return;
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static int pw(ph_mock *m, const ph_pool_write *w, pwres *r) {
@@ -714,7 +708,7 @@ static void pcase_reads(void) {
   memset(&r, 0, sizeof(r));
   int64_t id = P.st->write(P.ss, &w, on_pwrite, &r);
   ok(id > 0 && P.st->cancel(P.ss, id) == PH_OK, "a write cancelled");
-  mock_run_for(m, 300);
+  ph_mock_run_for(m, 300);
   is_int(r.calls, 0, "a cancelled call gets no callback");
   ok(P.st->cancel(P.ss, id) == PH_ENOENT, "cancel twice: PH_ENOENT");
 
@@ -726,7 +720,7 @@ static void pcase_reads(void) {
        "another process raises the pool revision");
     int seen = 0;
     for (int i = 0; i < ROUNDS && !seen; i++) {
-      mock_run_for(m, 10);
+      ph_mock_run_for(m, 10);
       seen = prev_now(NULL) >= b + 5;
     }
     ok(seen, "revision() follows it by the store's own poll");
@@ -734,7 +728,7 @@ static void pcase_reads(void) {
        "the pool revision row is deleted");
     int rc2 = PH_OK;
     for (int i = 0; i < ROUNDS && rc2 == PH_OK; i++) {
-      mock_run_for(m, 10);
+      ph_mock_run_for(m, 10);
       prev_now(&rc2);
     }
     is_int(rc2, PH_ESTATE, "a missing pool revision row: revision() "

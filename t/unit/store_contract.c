@@ -12,6 +12,7 @@
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
 
+#include "mock_test.h"
 #include "tap.h"
 
 #define ROUNDS 500 /* x 10 ms: every wait gives up after 5 s */
@@ -190,11 +191,11 @@ static void on_list(void *arg, const ph_az_list_result *res) {
 /* ---- harness ---------------------------------------------------------- */
 
 static const store_contract_env *E;
-static ph_buf err;
+static char err[8192];
 
 static void wait_calls(ph_mock *m, const int *calls, int want) {
   for (int i = 0; i < ROUNDS && *calls < want; i++)
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
 }
 
 static int wait_revision_rc(ph_mock *m, int want_rc) {
@@ -203,7 +204,7 @@ static int wait_revision_rc(ph_mock *m, int want_rc) {
     rev_now(&rc);
     if (rc == want_rc)
       return 1;
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
   }
   return 0;
 }
@@ -215,17 +216,15 @@ static ph_mock *boot_pending(int max_pending, int wait_ready) {
   if (!text)
     return NULL;
   C.provider = E->provider;
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &client_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = mock_test_boot(text, &client_mod, err, sizeof err);
+  if (!m) {
+    printf("# %s\n", err);
     return NULL;
   }
   if (wait_ready && !wait_revision_rc(m, PH_OK)) {
     printf("# the provider never read its revision\n");
-    mock_free(m);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -236,8 +235,8 @@ static ph_mock *boot(void) { return boot_pending(64, 1); }
 static void finish(ph_mock *m) {
   if (!m)
     return;
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* One write, waited for. The call's own return when it refused. */
@@ -419,7 +418,7 @@ static void unchanged(ph_mock *m, int rc, int want, uint64_t before,
     printf("#   got %d\n", rc);
   size_t t1[5];
   totals(m, t1);
-  mock_run_for(m, 250); /* a re-read of the revision comes in between */
+  ph_mock_run_for(m, 250); /* a re-read of the revision comes in between */
   snprintf(name, sizeof(name),
            "TM-P1-21 TM-TEST-22 %s: data and revision unchanged", what);
   ok(same_totals(t0, t1) && rev_now(NULL) == before, name);
@@ -457,9 +456,9 @@ static void case_start(void) {
   rev_now(&rc);
   is_int(rc, PH_ESTATE, "TM-P1-26 revision() is PH_ESTATE before the first "
                         "read");
-  ok(!mock_ready(m), "TM-P1-26 not ready before the first revision read");
+  ok(!ph_mock_ready(m), "TM-P1-26 not ready before the first revision read");
   ok(wait_revision_rc(m, PH_OK), "TM-P1-20 revision() answers once read");
-  ok(mock_ready(m), "TM-P1-26 ready after the first revision read");
+  ok(ph_mock_ready(m), "TM-P1-26 ready after the first revision read");
   ok(rev_now(NULL) >= 1, "TM-P1-15 a fresh database starts at revision 1");
   uint64_t v;
   is_int(C.ac->revision(C.as, NULL), PH_EINVAL, "revision(NULL) is EINVAL");
@@ -983,7 +982,7 @@ static void case_cancel_and_bound(void) {
   is_int(C.ac->cancel(C.as, id0), PH_ENOENT, "a second cancel: PH_ENOENT");
   wait_calls(m, &a[2].calls, 1);
   wait_calls(m, &a[1].calls, 1);
-  mock_run_for(m, 100);
+  ph_mock_run_for(m, 100);
   is_int(a[0].calls, 0, "a cancelled check is never answered");
   ok(a[1].calls == 1 && a[1].res.verdict == PH_ACCESS_ALLOW,
      "the second check, within the bound, is answered");
@@ -1014,7 +1013,7 @@ static void case_cancel_and_bound(void) {
   int64_t lid = C.st->list(C.ss, &lq, on_list, &l);
   memset(&l, 0, sizeof(l));
   is_int(C.st->cancel(C.ss, lid), PH_OK, "cancel of a list");
-  mock_run_for(m, 200);
+  ph_mock_run_for(m, 200);
   is_int(l.calls, 0, "a cancelled list is never answered");
   is_int(C.st->cancel(C.ss, 999999), PH_ENOENT, "cancel of an unknown id");
   finish(m);
@@ -1065,7 +1064,7 @@ static void case_destroy_in_flight(void) {
    * finishes the helper jobs before it destroys anything (their answers
    * may still come, once each); what the provider holds itself at destroy
    * is dropped without a call. ASan's leak check sees the rest. */
-  mock_free(m);
+  ph_mock_free(m);
   ok(destroyed_calls <= 9 && answered_twice == 0,
      "a shutdown with calls in flight answers each at most once");
   is_int(no_db_answers, 0,
@@ -1108,15 +1107,15 @@ static void case_faults(void) {
       rev_now(&rc2);
       stale = rc2 == PH_ESTATE;
       if (!stale)
-        mock_run_for(m, 10);
+        ph_mock_run_for(m, 10);
     }
     ok(stale, "TM-P1-31 failed re-reads past 5 s: revision() PH_ESTATE");
     /* Readiness follows at the next failed re-read (200 ms at most). */
-    for (int i = 0; i < ROUNDS && mock_ready(m); i++)
-      mock_run_for(m, 10);
-    ok(!mock_ready(m), "TM-P1-31 and readiness fails");
+    for (int i = 0; i < ROUNDS && ph_mock_ready(m); i++)
+      ph_mock_run_for(m, 10);
+    ok(!ph_mock_ready(m), "TM-P1-31 and readiness fails");
     ok(E->repair_db(E->arg) == 0, "the database is repaired");
-    mock_run_for(m, 300);
+    ph_mock_run_for(m, 300);
     size_t t1[5];
     totals(m, t1);
     ok(same_totals(t0, t1) && wait_revision_rc(m, PH_OK) &&
@@ -1130,7 +1129,7 @@ static void case_faults(void) {
     ok(E->revision_bump(E->arg) == 0, "another process raises the revision");
     int seen = 0;
     for (int i = 0; i < ROUNDS && !seen; i++) {
-      mock_run_for(m, 10);
+      ph_mock_run_for(m, 10);
       seen = rev_now(NULL) == b + 1;
     }
     ok(seen, "TM-P1-6 the revision re-read sees the other process's write");
@@ -1139,20 +1138,20 @@ static void case_faults(void) {
   ok(E->revision_delete(E->arg) == 0, "the revision row is deleted");
   ok(wait_revision_rc(m, PH_ESTATE),
      "TM-P1-30 TM-TEST-24 a missing revision row: revision() PH_ESTATE");
-  ok(!mock_ready(m), "TM-P1-30 and readiness fails");
+  ok(!ph_mock_ready(m), "TM-P1-30 and readiness fails");
   is_int(check(m, f.token, "edge1", "www.example.com", 443, &c),
          PH_ACCESS_UNAVAILABLE, "TM-TEST-24 a check then fails closed");
   totals(m, t0);
   unchanged(m, mk_user(m, "zed", NULL, &r), PH_AZ_EUNAVAILABLE, 0, t0,
             "TM-P1-30 a write without the revision row");
   ok(E->revision_set(E->arg, (int64_t)b) == 0, "the row is back");
-  ok(wait_revision_rc(m, PH_OK) && mock_ready(m),
+  ok(wait_revision_rc(m, PH_OK) && ph_mock_ready(m),
      "healthy and ready again at the same revision");
   ok(E->revision_set(E->arg, (int64_t)b - 1) == 0,
      "the revision is set lower");
   ok(wait_revision_rc(m, PH_ESTATE),
      "TM-P1-30 TM-TEST-24 a revision that went backwards: PH_ESTATE");
-  ok(!mock_ready(m), "and readiness fails");
+  ok(!ph_mock_ready(m), "and readiness fails");
   ok(E->revision_set(E->arg, INT64_MAX) == 0 &&
          wait_revision_rc(m, PH_OK),
      "at INT64_MAX the revision is healthy");
@@ -1182,6 +1181,5 @@ int store_contract_run(const store_contract_env *env) {
   case_cancel_and_bound();
   case_destroy_in_flight();
   case_faults();
-  buf_free(&err);
   return tap_failed_ - before;
 }

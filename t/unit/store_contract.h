@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "mock.h"
+#include <proxyhost/mock.h>
 
 typedef struct store_contract_env {
   /* The provider's instance name ("store_sqlite", "store_pg"). */

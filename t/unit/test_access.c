@@ -13,9 +13,11 @@
 #include <ev.h>
 
 #include <proxyhost/access.h>
+#include <proxyhost/mock.h>
 
-#include "mock.h"
+#include "mock_core.h"
 #include "auth_local/pwhash.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -58,14 +60,10 @@ static void front_destroy(void *state) {
   F.stream_io = NULL;
 }
 
-static const char *const front_requires[] = {PH_ACCESS_SERVICE, NULL};
-static const ph_module front_mod = {
-    PH_MODULE_HEADER("front", "1.0"),
-    .requires = front_requires,
-    .init = front_init,
-    .start = front_start,
-    .destroy = front_destroy,
-};
+MOCK_TEST_MODULE(front_mod, "front", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_ACCESS_SERVICE),
+                 .init = front_init, .start = front_start,
+                 .destroy = front_destroy);
 
 /* ---- harness ----------------------------------------------------------- */
 
@@ -81,7 +79,7 @@ static struct ev_loop *loop; /* the running mock's */
 
 static int in_call; /* set while check_open runs */
 static int called_inside;
-static ph_buf err;
+static char err[8192];
 static char hash_a[PWHASH_TEXT_MAX], hash_b[PWHASH_TEXT_MAX];
 
 static void on_answer(void *arg, const ph_access_result *res) {
@@ -124,7 +122,7 @@ static void wait_answers(ph_mock *m, answer **as, int n) {
       done &= as[i]->calls > 0;
     if (done)
       return;
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
   }
 }
 
@@ -154,22 +152,20 @@ static void conf_text(char *text, size_t len, const char *users,
 static ph_mock *start(const char *users, const char *extra) {
   char text[8192];
   conf_text(text, sizeof(text), users, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &front_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = mock_test_boot(text, &front_mod, err, sizeof err);
+  if (!m) {
+    printf("# %s\n", err);
     return NULL;
   }
-  loop = mock_core(m)->loop;
+  loop = ph_mock_loop(m);
   return m;
 }
 
 static int reload(ph_mock *m, const char *users, const char *extra) {
   char text[8192];
   conf_text(text, sizeof(text), users, extra);
-  return mock_reload(m, text);
+  return ph_mock_reload(m, text, NULL, 0);
 }
 
 static uint64_t current_revision(void) {
@@ -178,8 +174,8 @@ static uint64_t current_revision(void) {
 }
 
 static void finish(ph_mock *m) {
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* ---- tests ------------------------------------------------------------- */
@@ -191,8 +187,7 @@ static void test_lookup(void) {
     return;
   ok(!F.newer_minor_found, "a minor above the provider's is not found");
   int declared = 0;
-  for (const char *const *p = mock_core(m)->mods[0]->mod->provides; p && *p;
-       p++)
+  for (const char *const *p = ph_mock_module(m, NULL)->provides; p && *p; p++)
     declared |= strcmp(*p, PH_ACCESS_SERVICE) == 0;
   ok(declared, "auth_local's descriptor declares \"access\" in provides");
   ok(F.vt->check_open && F.vt->cancel && F.vt->revision,
@@ -237,7 +232,7 @@ static void test_verdicts(void) {
   is_int(agent.res.verdict, PH_ACCESS_ALLOW,
          "a known user may open any target through any agent");
   is_int(current_revision(), 1, "revision() says 1");
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   is_int(known.calls + unknown.calls + anon.calls + agent.calls, 4,
          "no second answer");
   finish(m);
@@ -296,7 +291,7 @@ static void test_invalid(void) {
   r = req_for("alice", "2001:db8::1");
   answer v6 = {0};
   ok(check_req(&r, &v6) > 0, "an IPv6 address without brackets is fine");
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   is_int(a.calls, 0, "a refused request never gets a callback");
   is_int(v6.calls, 1, "the valid one got its answer");
   finish(m);
@@ -312,7 +307,7 @@ static void test_cancel(void) {
   check("alice", &kept);
   is_int(F.vt->cancel(F.self, id), PH_OK, "cancel before the answer: PH_OK");
   wait_one(m, &kept);
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   is_int(gone.calls, 0, "no callback after cancel");
   is_int(kept.calls, 1, "the other check was answered");
   is_int(F.vt->cancel(F.self, id), PH_ENOENT, "cancel again: PH_ENOENT");
@@ -332,7 +327,7 @@ static void test_cancel(void) {
   check("alice", &first);
   first.cancel_id = check("alice", &second);
   wait_one(m, &first);
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   is_int(first.cancel_rc, PH_OK,
          "a callback cancels a check answered in the same batch");
   is_int(second.calls, 0, "and that check is never called");
@@ -399,7 +394,7 @@ static void test_bound(void) {
   answer *two[] = {&f, &g};
   wait_answers(m, two, 2);
   is_int(g.res.verdict, PH_ACCESS_ALLOW, "a cancelled check frees its slot");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_access_checks_total{result=\"unavailable\"} 1",
        "the refusal is counted");
   finish(m);
@@ -453,7 +448,8 @@ static void test_revision(void) {
   char text[8192];
   conf_text(text, sizeof(text), "alice:a", "");
   strcat(text, "users = broken\n");
-  ok(mock_reload(m, text) != 0, "a reload with a bad entry is refused");
+  ok(ph_mock_reload(m, text, NULL, 0) != 0,
+     "a reload with a bad entry is refused");
   is_int(current_revision(), 4, "a refused reload does not move it");
   answer still = {0};
   check("bob", &still);
@@ -522,7 +518,7 @@ static void test_metrics(void) {
   ph_mock *m = start("alice:a", "");
   if (!ok(m && F.vt, "started"))
     return;
-  const char *metrics = mock_metrics_text(m);
+  const char *metrics = ph_mock_metrics_text(m);
   like(metrics, "proxyhost_auth_local_access_checks_total{result=\"allow\"} 0",
        "declared from the start, with zeroes");
   answer a = {0}, b = {0}, c = {0};
@@ -533,7 +529,7 @@ static void test_metrics(void) {
   check("alice", &c);
   answer *all[] = {&a, &b, &c};
   wait_answers(m, all, 3);
-  metrics = mock_metrics_text(m);
+  metrics = ph_mock_metrics_text(m);
   like(metrics, "proxyhost_auth_local_access_checks_total{result=\"allow\"} 2",
        "allows counted");
   like(metrics, "proxyhost_auth_local_access_checks_total{result=\"deny\"} 1",
@@ -590,8 +586,8 @@ static void test_steady_stream(void) {
   F.stream_io = F.api->io_new(F.ctx, p[0], PH_READ, stream_tick, NULL);
   ok(F.stream_io != NULL, "a watcher that fires on every iteration");
   for (int i = 0; i < 100 && stream_running; i++)
-    mock_run_for(m, 10);
-  mock_run_for(m, 20);
+    ph_mock_run_for(m, 10);
+  ph_mock_run_for(m, 20);
   ok(stream_checks > 0, "checks were started on every iteration");
   printf("# %d checks in 100 ms, %d answered while they kept coming\n",
          stream_checks, stream_answers_during);
@@ -625,12 +621,12 @@ static void test_config(void) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char text[8192], name[96];
     conf_text(text, sizeof(text), "alice:a", bad[i]);
-    buf_reset(&err);
-    m = mock_new(text, &err);
+    err[0] = '\0';
+    m = ph_mock_new(text, err, sizeof err);
     snprintf(name, sizeof(name), "refused: %.*s", (int)strlen(bad[i]) - 1,
              bad[i]);
-    ok(!m || mock_init(m, &err) < 0, name);
-    mock_free(m);
+    ok(!m || ph_mock_init(m, err, sizeof err) < 0, name);
+    ph_mock_free(m);
   }
 
   static char sample[8192];
@@ -645,27 +641,20 @@ static void test_config(void) {
   /* The sample adds its module itself (a drop-in). */
   snprintf(text, sizeof(text), "[proxyhost]\nmodule_path = %s\n%s",
            PH_BUILD_MODULES, sample);
-  buf_reset(&err);
-  m = mock_new(text, &err);
-  ok(n > 0 && m && mock_init(m, &err) == 0, "the sample configuration loads");
-  int documented = m != NULL;
-  for (const ph_conf_key *k = m ? mock_core(m)->mods[0]->mod->config : NULL;
-       k && k->name; k++) {
-    char line[96];
-    snprintf(line, sizeof(line), "\n%s =", k->name);
-    if (!strstr(sample, line)) {
-      printf("# %s is not in the sample\n", k->name);
-      documented = 0;
-    }
-  }
+  err[0] = '\0';
+  m = ph_mock_new(text, err, sizeof err);
+  ok(n > 0 && m && ph_mock_init(m, err, sizeof err) == 0,
+     "the sample configuration loads");
+  int documented =
+      mock_test_sample_has_keys(m ? ph_mock_module(m, NULL) : NULL, sample);
   ok(documented, "the sample sets every key, access_ttl included");
   like(sample, "\naccess_ttl = 5s\n", "with its default");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 int main(void) {
   plan_lazy();
-  buf_init(&err, 65536);
+  err[0] = '\0';
   if (pwhash_create("pw-a", 4, 1000, hash_a, sizeof(hash_a)) < 0 ||
       pwhash_create("pw-b", 4, 1000, hash_b, sizeof(hash_b)) < 0) {
     printf("Bail out! cannot make hashes\n");
@@ -682,6 +671,5 @@ int main(void) {
   test_metrics();
   test_steady_stream();
   test_config();
-  buf_free(&err);
   return done_testing();
 }

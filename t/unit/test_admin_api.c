@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "lib/json.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 #define ADMIN_API PH_BUILD_MODULES "/admin_api/.libs/admin_api.so"
@@ -28,31 +28,37 @@ static ph_mock *m;
 /* The build path may be long: the texts are sized from it. */
 #define PATHS (sizeof(FAKEAZ) + sizeof(ADMIN_API) + sizeof(token_file))
 
-static ph_mock *start_with(const char *extra, ph_buf *err) {
+static ph_mock *start_with(const char *extra, char *err, size_t errlen) {
   char text[PATHS + 1024];
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodules = %s, %s\n[admin_api]\nstore = fakeaz\n"
            "token_file = %s\n%s",
            FAKEAZ, ADMIN_API, token_file, extra);
-  buf_reset(err);
-  ph_mock *x = mock_new(text, err);
-  if (x && (mock_init(x, err) < 0 || mock_start(x, err) < 0)) {
-    mock_free(x);
+  err[0] = '\0';
+  ph_mock *x = ph_mock_new(text, err, errlen);
+  if (x &&
+      (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
+    ph_mock_free(x);
     x = NULL;
   }
   return x;
 }
 
+/* The last answer's body and length (ph_mock_request's, owned by m). */
+static const char *reply_body = "";
+static size_t reply_len;
+
 static int req(const char *method, const char *target, const char *auth,
                const char *body) {
-  return mock_request(m, method, target, auth, body ? "application/json" : NULL,
-                      body, body ? strlen(body) : 0, 2000);
+  return ph_mock_request(
+      m, method, target, auth, body ? "application/json" : NULL, body,
+      body ? strlen(body) : 0, 2000, NULL, &reply_body, &reply_len);
 }
 
-static const char *reply(void) { return mock_reply_body(m, NULL); }
+static const char *reply(void) { return reply_body; }
 
 static long writes(void) {
-  const char *t = mock_metrics_text(m);
+  const char *t = ph_mock_metrics_text(m);
   const char *p = strstr(t, "\nproxyhost_fakeaz_writes_total ");
   return p ? strtol(p + 31, NULL, 10) : -1;
 }
@@ -62,8 +68,8 @@ static const char *field(const char *key) {
   static char out[256];
   static json_tok toks[512];
   json_doc d;
-  size_t n;
-  const char *b = mock_reply_body(m, &n);
+  size_t n = reply_len;
+  const char *b = reply_body;
   out[0] = '\0';
   if (json_parse(&d, b, n, toks, 512, 8, NULL) != JSON_OK)
     return "(not json)";
@@ -83,56 +89,58 @@ static void write_token(const char *content, mode_t mode) {
 }
 
 static void test_token_file(void) {
-  ph_buf err;
-  buf_init(&err, 0);
+  char err[8192] = "";
   write_token(TOKEN "\n", 0644);
-  ph_mock *x = start_with("", &err);
+  ph_mock *x = start_with("", err, sizeof err);
   ok(x == NULL, "a group/world-readable token file is refused");
-  like(err.data, "admin_api.token_file: token_file ", "... naming the key");
-  like(err.data, "readable or writable by group or others (mode 0644); "
-                 "make it the owner's only: chmod 600",
+  like(err, "admin_api.token_file: token_file ", "... naming the key");
+  like(err,
+       "readable or writable by group or others (mode 0644); "
+       "make it the owner's only: chmod 600",
        "... with the mode and the fix");
-  unlike(err.data, TOKEN, "... never the token");
-  mock_free(x);
+  unlike(err, TOKEN, "... never the token");
+  ph_mock_free(x);
   write_token("short\n", 0600);
-  x = start_with("", &err);
+  x = start_with("", err, sizeof err);
   ok(x == NULL, "a token shorter than 32 characters is refused");
-  unlike(err.data, "short", "... without quoting it");
-  mock_free(x);
+  unlike(err, "short", "... without quoting it");
+  ph_mock_free(x);
   unlink(token_file);
-  x = start_with("", &err);
+  x = start_with("", err, sizeof err);
   ok(x == NULL, "a missing token file is refused");
-  like(err.data, "No such file or directory", "... with the reason");
-  mock_free(x);
+  like(err, "No such file or directory", "... with the reason");
+  ph_mock_free(x);
   write_token(TOKEN "\n", 0600);
   char text[PATHS + 512];
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodules = %s, %s\n[admin_api]\nstore = nope\n"
            "token_file = %s\n",
            FAKEAZ, ADMIN_API, token_file);
-  buf_reset(&err);
-  x = mock_new(text, &err);
-  ok(x && mock_init(x, &err) < 0, "a store that is not loaded is refused");
-  like(err.data, "admin_api.store: \"nope\" is not a loaded module instance "
-                 "that provides the \"authz.store\" service",
+  err[0] = '\0';
+  x = ph_mock_new(text, err, sizeof err);
+  ok(x && ph_mock_init(x, err, sizeof err) < 0,
+     "a store that is not loaded is refused");
+  like(err,
+       "admin_api.store: \"nope\" is not a loaded module instance "
+       "that provides the \"authz.store\" service",
        "... naming it");
-  mock_free(x);
+  ph_mock_free(x);
   /* The keys that served the pool's routes moved to pool_api (issue 25
    * item 6): an upgraded configuration still setting them is refused with
    * where they went, not started without its pool routes. */
-  x = start_with("authority = redis_ownership\n", &err);
+  x = start_with("authority = redis_ownership\n", err, sizeof err);
   ok(x == NULL, "[admin_api] authority (moved) is refused");
-  like(err.data, "admin_api.authority: moved to [pool_api] authority: the "
-                 "pool's routes (/v1/pool/*) are the pool_api module's; "
-                 "load pool_api and set it there",
+  like(err,
+       "admin_api.authority: moved to [pool_api] authority: the "
+       "pool's routes (/v1/pool/*) are the pool_api module's; "
+       "load pool_api and set it there",
        "... naming [pool_api] and the module to load");
-  mock_free(x);
-  x = start_with("credentials = controlplane_server\n", &err);
+  ph_mock_free(x);
+  x = start_with("credentials = controlplane_server\n", err, sizeof err);
   ok(x == NULL, "[admin_api] credentials (moved) is refused");
-  like(err.data, "admin_api.credentials: moved to [pool_api] credentials",
+  like(err, "admin_api.credentials: moved to [pool_api] credentials",
        "... naming [pool_api]");
-  mock_free(x);
-  buf_free(&err);
+  ph_mock_free(x);
 }
 
 static void test_auth(void) {
@@ -365,8 +373,9 @@ static void test_bad_input(void) {
        name);
   }
   is_int(writes(), before, "bad input changed nothing in the store");
-  is_int(mock_request(m, "POST", "/v1/users", AUTH, "text/plain",
-                      "{\"name\":\"zed\"}", 14, 2000),
+  is_int(ph_mock_request(m, "POST", "/v1/users", AUTH, "text/plain",
+                         "{\"name\":\"zed\"}", 14, 2000, NULL, &reply_body,
+                         &reply_len),
          415, "a body that is not application/json: 415");
   is_int(writes(), before, "... changed nothing");
 }
@@ -378,8 +387,8 @@ static void test_routes_and_failures(void) {
   unlike(reply(), "/v1/pool", "... and none of the pool's (pool_api's)");
   is_int(req("GET", "/v1/pool/proxies", AUTH, NULL), 404,
          "GET /v1/pool/proxies: not admin_api's (the host's 404)");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 
   struct {
     const char *fail;
@@ -390,12 +399,11 @@ static void test_routes_and_failures(void) {
       {"outcome", 500, "outcome_unknown", "list the records to check"},
       {"full", 503, "busy", "try again"},
   };
-  ph_buf err;
-  buf_init(&err, 0);
+  char err[8192] = "";
   for (size_t i = 0; i < 3; i++) {
     char extra[64], name[128];
     snprintf(extra, sizeof(extra), "[fakeaz]\nfail = %s\n", fails[i].fail);
-    m = start_with(extra, &err);
+    m = start_with(extra, err, sizeof err);
     ok(m != NULL, "started with a failing store");
     if (!m)
       continue;
@@ -407,19 +415,19 @@ static void test_routes_and_failures(void) {
              fails[i].code);
     like(reply(), fails[i].code, name);
     like(reply(), fails[i].msg, "... and what to do");
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
   }
-  m = start_with("[fakeaz]\nfail = hang\n", &err);
+  m = start_with("[fakeaz]\nfail = hang\n", err, sizeof err);
   ok(m != NULL, "started with a store that never answers");
   if (m) {
-    is_int(mock_request(m, "GET", "/v1/users", AUTH, NULL, NULL, 0, 100), 504,
-           "no answer by the deadline: 504");
-    mock_stop(m);
-    mock_free(m);
+    is_int(ph_mock_request(m, "GET", "/v1/users", AUTH, NULL, NULL, 0, 100,
+                           NULL, &reply_body, &reply_len),
+           504, "no answer by the deadline: 504");
+    ph_mock_stop(m);
+    ph_mock_free(m);
   }
   m = NULL;
-  buf_free(&err);
 }
 
 int main(void) {
@@ -429,12 +437,11 @@ int main(void) {
     return 1;
   snprintf(token_file, sizeof(token_file), "%s/admin.token", dir);
   test_token_file();
-  ph_buf err;
-  buf_init(&err, 0);
-  m = start_with("", &err);
+  char err[8192] = "";
+  m = start_with("", err, sizeof err);
   ok(m != NULL, "admin_api and fakeaz start");
   if (!m) {
-    printf("# %s\n", err.data);
+    printf("# %s\n", err);
     return done_testing();
   }
   test_auth();
@@ -442,7 +449,6 @@ int main(void) {
   test_tokens_policies();
   test_bad_input();
   test_routes_and_failures();
-  buf_free(&err);
   unlink(token_file);
   rmdir(dir);
   return done_testing();

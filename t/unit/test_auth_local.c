@@ -12,10 +12,12 @@
 #include <ev.h>
 
 #include <proxyhost/authorizer.h>
+#include <proxyhost/mock.h>
 
 #include "lib/kcache.h"
-#include "mock.h"
+#include "mock_core.h"
 #include "auth_local/pwhash.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -34,7 +36,7 @@ static void on_answer(void *arg, int verdict) {
   a->verdict = verdict;
 }
 
-static ph_buf err;
+static char err[8192];
 
 /* Runs the loop until every answer arrived, at most 20 s. */
 static void wait_answers(ph_mock *m, answer **as, int n) {
@@ -44,7 +46,7 @@ static void wait_answers(ph_mock *m, answer **as, int n) {
       done &= as[i]->calls > 0;
     if (done)
       return;
-    mock_run_for(m, 50);
+    ph_mock_run_for(m, 50);
   }
 }
 
@@ -65,16 +67,14 @@ static ph_mock *start(const char *extra, const ph_authorizer_v1 **vt,
   char text[4096];
   if (conf_text(text, sizeof(text), "s3cret", extra) < 0)
     return NULL;
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = mock_test_boot(text, NULL, err, sizeof err);
+  if (!m) {
+    printf("# %s\n", err);
     return NULL;
   }
-  static int user;
-  *vt = services_get(mock_core(m)->services, &user, PH_AUTHORIZER_SERVICE,
-                     PH_AUTHORIZER_MAJOR, 0, self);
+  *vt = ph_mock_service(m, PH_AUTHORIZER_SERVICE, NULL, PH_AUTHORIZER_MAJOR, 0,
+                        self);
   return m;
 }
 
@@ -109,7 +109,7 @@ static void test_verdicts(void) {
   answer *one[] = {&again};
   wait_answers(m, one, 1);
   is_int(again.verdict, PH_AUTH_ALLOW, "allowed again");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the second check came from the cache");
   is_int(vt->check_password(self, "", 0, "x", 1, on_answer, &again),
@@ -118,11 +118,11 @@ static void test_verdicts(void) {
   answer gone = {0};
   int64_t id = check(vt, self, "alice", "other", &gone);
   is_int(vt->cancel(self, id), PH_OK, "cancel accepted");
-  mock_run_for(m, 300);
+  ph_mock_run_for(m, 300);
   is_int(gone.calls, 0, "no answer after cancel");
   is_int(vt->cancel(self, id), PH_ENOENT, "cancelled id is gone");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static void test_bound(void) {
@@ -140,18 +140,19 @@ static void test_bound(void) {
   is_int(a.verdict, PH_AUTH_ALLOW, "first check runs");
   is_int(b.verdict, PH_AUTH_UNAVAILABLE,
          "a check beyond the bound is refused (fail closed)");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static void test_bad_entry(void) {
-  buf_reset(&err);
-  ph_mock *m = mock_new("[proxyhost]\nmodules = " MODULE
-                        "\n[auth_local]\nusers = bob:plaintext-pw\n",
-                        &err);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new("[proxyhost]\nmodules = " MODULE
+                           "\n[auth_local]\nusers = bob:plaintext-pw\n",
+                           err, sizeof err);
   ok(m != NULL, "loads");
-  is_int(mock_init(m, &err), -1, "an entry that is not NAME:HASH fails init");
-  mock_free(m);
+  is_int(ph_mock_init(m, err, sizeof err), -1,
+         "an entry that is not NAME:HASH fails init");
+  ph_mock_free(m);
 }
 
 /* Checks u/p and runs the loop until the answer came; the verdict. */
@@ -174,22 +175,22 @@ static void test_reload_forgets(void) {
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW, "verified");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "remembered");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the second check came from the cache");
   char text[4096];
   ok(conf_text(text, sizeof(text), "n3w-pw", "") == 0 &&
-         mock_reload(m, text) == 0,
+         ph_mock_reload(m, text, NULL, 0) == 0,
      "reload with a new password for alice");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_DENY,
          "the old password is not accepted from the cache after reload");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_checks_total{result=\"deny\",cache=\"miss\"} 1",
        "it was checked against the new hash");
   is_int(verdict_of(m, vt, self, "alice", "n3w-pw"), PH_AUTH_ALLOW,
          "the new password is accepted");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* A check submitted before a reload and finished after it answers as
@@ -206,18 +207,18 @@ static void test_reload_in_flight(void) {
   ok(check(vt, self, "alice", "s3cret", &before) > 0, "check submitted");
   char text[4096];
   ok(conf_text(text, sizeof(text), "n3w-pw", "") == 0 &&
-         mock_reload(m, text) == 0,
+         ph_mock_reload(m, text, NULL, 0) == 0,
      "reload while the check is in flight");
   wait_answers(m, one, 1);
   is_int(before.verdict, PH_AUTH_ALLOW,
          "the in-flight check answers against the password it started with");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_DENY,
          "its result was not remembered across the reload");
-  unlike(mock_metrics_text(m),
+  unlike(ph_mock_metrics_text(m),
          "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
          "no cache hit at all");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* A client that gives up before its check finishes (its handshake timed
@@ -237,17 +238,17 @@ static void test_cancelled_still_caches(void) {
   int64_t wid = check(vt, self, "alice", "not-it", &wrong);
   is_int(vt->cancel(self, id), PH_OK, "a check with the right password, cancelled");
   is_int(vt->cancel(self, wid), PH_OK, "a check with a wrong one, cancelled");
-  mock_run_for(m, 500);
+  ph_mock_run_for(m, 500);
   is_int(gone.calls + wrong.calls, 0, "neither answers");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "the next check with the right password is allowed");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "... from the cache the cancelled verification filled");
   is_int(verdict_of(m, vt, self, "alice", "not-it"), PH_AUTH_DENY,
          "a cancelled wrong password is not remembered");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static void test_max_cache_size(void) {
@@ -260,17 +261,17 @@ static void test_max_cache_size(void) {
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW, "verified");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "remembered");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the largest cache answers from memory");
-  mock_stop(m);
-  mock_free(m);
-  buf_reset(&err);
-  m = mock_new("[proxyhost]\nmodules = " MODULE
-               "\n[auth_local]\ncache_size = 100001\n",
-               &err);
-  ok(m == NULL || mock_init(m, &err) < 0, "one more is refused");
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
+  err[0] = '\0';
+  m = ph_mock_new("[proxyhost]\nmodules = " MODULE
+                  "\n[auth_local]\ncache_size = 100001\n",
+                  err, sizeof err);
+  ok(m == NULL || ph_mock_init(m, err, sizeof err) < 0, "one more is refused");
+  ph_mock_free(m);
 }
 
 /* A loop that never idles (a pipe that stays readable) and a check of
@@ -313,27 +314,27 @@ static void test_steady_stream(void) {
          "verified: later checks come from the cache");
   int p[2];
   if (!ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
     return;
   }
-  struct ev_loop *loop = mock_core(m)->loop;
+  struct ev_loop *loop = ph_mock_loop(m);
   ev_io w;
   ev_io_init(&w, stream_tick, p[0], EV_READ);
   S.running = 1;
   S.until = ev_now(loop) + 0.1;
   ev_io_start(loop, &w);
   for (int i = 0; i < 100 && S.running; i++)
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
   ev_io_stop(loop, &w);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   ok(S.checks > 0, "checks were made on every iteration");
   printf("# %d checks in 100 ms, %d answered while they kept coming\n",
          S.checks, S.answered_during);
   ok(S.answered_during > 0,
      "cached answers are delivered while checks keep coming");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   close(p[0]);
   close(p[1]);
 }
@@ -484,7 +485,7 @@ static void test_cache_max(void) {
 
 int main(void) {
   plan_lazy();
-  buf_init(&err, 65536);
+  err[0] = '\0';
   test_cache_hits();
   test_cache_eviction(0);
   test_cache_eviction(1);
@@ -497,6 +498,5 @@ int main(void) {
   test_cancelled_still_caches();
   test_max_cache_size();
   test_steady_stream();
-  buf_free(&err);
   return done_testing();
 }

@@ -14,7 +14,7 @@
 #include "core.h"
 #include "lib/kcache.h"
 #include "lib/sflight.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 /* ---- kcache ------------------------------------------------------------ */
@@ -393,21 +393,19 @@ int main(void) {
   test_lru();
   test_bytes();
   test_invalidate();
-  ph_buf err;
-  buf_init(&err, 4096);
-  ph_mock *m = mock_new("[proxyhost]\n", &err);
-  if (!m || mock_add(m, &t_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "?");
+  char err[8192] = "";
+  ph_mock *m = ph_mock_new("[proxyhost]\n", err, sizeof err);
+  if (!m || ph_mock_add(m, &t_mod, err, sizeof err) < 0 || ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
+    printf("# %s\n", err);
     return 1;
   }
   test_coalesce();
   test_bounds();
   test_cancel();
   test_complete_without_waiters();
-  test_next_turn(mock_core(m)->loop);
-  mock_stop(m);
-  mock_free(m);
-  buf_free(&err);
+  test_next_turn(ph_mock_loop(m));
+  ph_mock_stop(m);
+  ph_mock_free(m);
   return done_testing();
 }

@@ -18,7 +18,8 @@
 #include "debug.h"
 #include "file_test.h"
 #include "loop_test.h"
-#include "mock.h"
+#include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 /* ---- a module linked into the test ---------------------------------- */
@@ -79,18 +80,11 @@ static char *gen_text(long g, int threads) {
   return text;
 }
 
-static ph_buf err;
+static char err[8192];
 
 static ph_mock *started(const char *text) {
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &gen_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
-    return NULL;
-  }
-  return m;
+  err[0] = '\0';
+  return mock_test_start(text, &gen_mod, err, sizeof err);
 }
 
 /* ---- jobs that read while the loop reloads ----------------------------- */
@@ -184,11 +178,11 @@ static void test_reloads_during_jobs(void) {
     for (int k = 0; k < PER_ROUND; k++)
       submitted += submit_job() > 0;
     /* Jobs of g-1 are queued or running: replace their configuration. */
-    reloads_ok += mock_reload(m, gen_text(g, 4)) == 0;
+    reloads_ok += ph_mock_reload(m, gen_text(g, 4), NULL, 0) == 0;
     size_t alive = conf_alive() - before;
     if (alive > most_alive)
       most_alive = alive;
-    mock_run_for(m, 1);
+    ph_mock_run_for(m, 1);
   }
   is_int(reloads_ok, ROUNDS, "generations: every reload was accepted");
   is_int(submitted, ROUNDS * PER_ROUND, "generations: every job accepted");
@@ -196,15 +190,15 @@ static void test_reloads_during_jobs(void) {
          "the loop thread reads the configuration in force");
   ok(most_alive > 2, "replaced generations stay alive while jobs hold them");
   printf("# at most %zu generations alive at once\n", most_alive);
-  wait_until(mock_core(m)->loop, done_ok + done_cancelled >= submitted, 8000);
+  wait_until(ph_mock_loop(m), done_ok + done_cancelled >= submitted, 8000);
   is_int(done_ok, submitted, "every job's done ran");
   is_int(done_bad, 0,
          "every job read its submission's values, consistent across reads, "
          "and its pointers were still valid in done");
   is_int(conf_alive() - before, 1,
          "after the last done only the configuration in force is left");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   is_int(conf_alive(), before, "all generations freed with the host");
 }
 
@@ -242,7 +236,8 @@ static void test_cancel_releases(void) {
   for (int t = 0; t < 2000 && !atomic_load(&blocker_running); t++)
     usleep(1000);
   is_int(api->job_cancel(gctx, b), PH_EBUSY, "cancel: the blocker runs");
-  is_int(mock_reload(m, gen_text(1, 1)), 0, "cancel: reload while queued");
+  is_int(ph_mock_reload(m, gen_text(1, 1), NULL, 0), 0,
+         "cancel: reload while queued");
   is_int(conf_alive() - before, 2, "cancel: old generation held by the jobs");
   int cancelled = 0;
   for (int i = 0; i < 5; i++)
@@ -251,11 +246,11 @@ static void test_cancel_releases(void) {
   is_int(done_cancelled, 5, "cancel: their done ran with PH_ECANCELED");
   is_int(conf_alive() - before, 2, "cancel: the running job still holds it");
   atomic_store(&blocker_go, 1);
-  wait_until(mock_core(m)->loop, done_ok + done_cancelled >= 6, 8000);
+  wait_until(ph_mock_loop(m), done_ok + done_cancelled >= 6, 8000);
   is_int(conf_alive() - before, 1,
          "cancel: released when the last job holding it is done");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   is_int(conf_alive(), before, "cancel: nothing left");
 }
 
@@ -372,8 +367,8 @@ static void test_misuse_release(void) {
   is_int(api->conf_list_len(gctx, "nope"), 0, "release: undeclared list 0");
   is_int(api->conf_int(gctx, "gen"), 5, "release: declared keys still read");
   debug_checks = 1;
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   char *log = file_test_slurp(logpath);
   like(log, "API misuse by a module", "release: the misuse is logged");
   like(log, "is not declared", "release: the log says the key is undeclared");
@@ -398,16 +393,17 @@ static void test_v11_key_table(void) {
   const char *text = V11_MODS "[keys_v11]\ngreeting = hello\ncount = 7\n"
                               "tags = x, y\n  z\nmode = safe\n"
                               "secret = s3cr3t\n[probe]\ncount = 9\n";
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  int rc = m && mock_init(m, &err) == 0 && mock_start(m, &err) == 0;
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  int rc = m && ph_mock_init(m, err, sizeof err) == 0 &&
+           ph_mock_start(m, err, sizeof err) == 0;
   ok(rc, "a 1.1 module (1.1 key layout) loads and starts next to probe (1.2)");
   if (!rc) {
-    printf("# %s\n", err.data ? err.data : "?");
-    mock_free(m);
+    printf("# %s\n", err);
+    ph_mock_free(m);
     return;
   }
-  const char *metrics = mock_metrics_text(m);
+  const char *metrics = ph_mock_metrics_text(m);
   like(metrics, "keys_v11_count 7", "1.1 table: INT read back");
   like(metrics, "keys_v11_tags 3", "1.1 table: LIST with continuation line");
   like(metrics, "keys_v11_greeting_bytes 5", "1.1 table: STRING read back");
@@ -433,20 +429,23 @@ static void test_v11_key_table(void) {
   like(out, "secret = [redacted]", "1.1 table: its sensitive flag holds");
   like(out, "timeout = 5s  ; from default", "1.1 table: defaults printed");
   free(out);
-  is_int(mock_reload(m, V11_MODS "[keys_v11]\ntimeout = 2s\ncount = 8\n"), 0,
-         "1.1 table: a reload (changing a restart-only key) is accepted");
+  is_int(ph_mock_reload(m, V11_MODS "[keys_v11]\ntimeout = 2s\ncount = 8\n",
+                        NULL, 0),
+         0, "1.1 table: a reload (changing a restart-only key) is accepted");
   is_int(conf_int(c->conf, "keys_v11", "count"), 8, "and its values change");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 
-  buf_reset(&err);
-  m = mock_new(V11_MODS "[keys_v11]\ncount = 101\ncolour = red\n", &err);
-  ok(m && mock_init(m, &err) < 0, "1.1 table: its bounds are enforced");
-  like(err.data, "(config):4: keys_v11.count: 101 is above the maximum 100",
+  err[0] = '\0';
+  m = ph_mock_new(V11_MODS "[keys_v11]\ncount = 101\ncolour = red\n", err,
+                  sizeof err);
+  ok(m && ph_mock_init(m, err, sizeof err) < 0,
+     "1.1 table: its bounds are enforced");
+  like(err, "(config):4: keys_v11.count: 101 is above the maximum 100",
        "1.1 table: file:line: section.key: reason");
-  like(err.data, "(config):5: keys_v11.colour: unknown key",
+  like(err, "(config):5: keys_v11.colour: unknown key",
        "1.1 table: unknown keys refused");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 /* ---- another instance's values (ABI 1.4: conf_peer_int, conf_peer_str) - */
@@ -478,14 +477,15 @@ static const ph_module peer_mod = {PH_MODULE_HEADER("peer_src", "1"),
                                    .config = peer_keys, .init = peer_init};
 
 static ph_mock *peers_started(const char *text) {
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &gen_mod, &err) < 0 ||
-      mock_add(m, &peer_mod, &err) < 0 ||
-      mock_add_instance(m, &peer_mod, "eu", &err) < 0 ||
-      mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  if (!m || ph_mock_add(m, &gen_mod, err, sizeof err) < 0 ||
+      ph_mock_add(m, &peer_mod, err, sizeof err) < 0 ||
+      ph_mock_add_instance(m, &peer_mod, "eu", err, sizeof err) < 0 ||
+      ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
+    printf("# setup failed: %s\n", err);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -543,15 +543,17 @@ static void test_peer_values(void) {
   is_int(api->conf_peer_int(gctx, "peer_src", "nope", &n), PH_ENOENT,
          "peer_int: an undeclared key");
   is_int(n, -7, "peer_int: *out untouched when refused");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 
   /* A module built for 1.1 (its key table converted by the host): its
    * sensitive flag holds for its peers too. */
-  buf_reset(&err);
-  m = mock_new("[proxyhost]\nmodules = " PH_TEST_MODDIR "/keys_v11.so\n"
-               "[keys_v11]\ngreeting = hi\nsecret = s3cr3t\n", &err);
-  int rc = m && mock_add(m, &gen_mod, &err) == 0 && mock_init(m, &err) == 0;
+  err[0] = '\0';
+  m = ph_mock_new("[proxyhost]\nmodules = " PH_TEST_MODDIR "/keys_v11.so\n"
+                  "[keys_v11]\ngreeting = hi\nsecret = s3cr3t\n",
+                  err, sizeof err);
+  int rc = m && ph_mock_add(m, &gen_mod, err, sizeof err) == 0 &&
+           ph_mock_init(m, err, sizeof err) == 0;
   ok(rc, "peer: gen_mod beside a 1.1 module");
   if (rc) {
     s = "untouched";
@@ -561,18 +563,17 @@ static void test_peer_values(void) {
     is_int(api->conf_peer_str(gctx, "keys_v11", "secret", &s), PH_EINVAL,
            "peer_str: a 1.1 module's sensitive key is refused");
   }
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 int main(void) {
   plan_lazy();
-  buf_init(&err, 65536);
+  err[0] = '\0';
   test_reloads_during_jobs();
   test_cancel_releases();
   test_misuse_debug();
   test_misuse_release();
   test_v11_key_table();
   test_peer_values();
-  buf_free(&err);
   return done_testing();
 }

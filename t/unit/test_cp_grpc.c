@@ -23,13 +23,14 @@
 
 #include <ev.h>
 
+#include <proxyhost/mock.h>
+
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
 #include "tap.h"
 
 #ifndef CP_TEST_SRCDIR

@@ -33,18 +33,18 @@
 
 #include <proxyhost/connector.h>
 
-#include "mock.h"
+#include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define DIRECT_SO PH_BUILD_MODULES "/direct/.libs/direct.so"
 #define SLOW_MS 600 /* dnsd's delay for names under slow.test */
 
-static ph_buf err;
+static char err[8192];
 static int dns_port;
 static pid_t dns_pid = -1;
 static char tmpdir[] = "/tmp/test_direct.XXXXXX";
 static int have_v6;
-static int user_token; /* the test's identity as a service user */
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -220,21 +220,22 @@ static int env_start(env *e, const char *extra) {
   char ini[4096];
   ini_text(ini, sizeof(ini), extra);
   memset(e, 0, sizeof(*e));
-  buf_reset(&err);
-  e->m = mock_new(ini, &err);
-  if (!e->m || mock_init(e->m, &err) < 0 || mock_start(e->m, &err) < 0) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(e->m);
+  err[0] = '\0';
+  e->m = ph_mock_new(ini, err, sizeof err);
+  if (!e->m || ph_mock_init(e->m, err, sizeof err) < 0 ||
+      ph_mock_start(e->m, err, sizeof err) < 0) {
+    printf("# setup failed: %s\n", err);
+    ph_mock_free(e->m);
     e->m = NULL;
     return -1;
   }
-  e->c = services_get(mock_core(e->m)->services, &user_token,
-                      PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR, 0, &e->self);
+  e->c = ph_mock_service(e->m, PH_CONNECTOR_SERVICE, NULL, PH_CONNECTOR_MAJOR,
+                         0, &e->self);
   return e->c ? 0 : -1;
 }
 
 static void env_end(env *e) {
-  mock_free(e->m);
+  ph_mock_free(e->m);
   e->m = NULL;
 }
 
@@ -260,7 +261,7 @@ static int wait_k(env *e, slot *s, int n, int k, int max_ms) {
       done += s[i].calls > 0;
     if (done >= k || now_ms() >= end)
       return done;
-    mock_run_for(e->m, 5);
+    ph_mock_run_for(e->m, 5);
   }
 }
 
@@ -304,19 +305,12 @@ static void expect_open(slot *s, int port, int family, const char *what) {
   s->res.fd = -1;
 }
 
-static const char *metrics(env *e) { return mock_metrics_text(e->m); }
+static const char *metrics(env *e) { return ph_mock_metrics_text(e->m); }
 
 /* The value of the first sample line starting with prefix, or -1. */
-static double metric_value(const char *text, const char *prefix) {
-  size_t n = strlen(prefix);
-  for (const char *p = text; p && *p;) {
-    if (strncmp(p, prefix, n) == 0 && p[n] == ' ')
-      return strtod(p + n + 1, NULL);
-    p = strchr(p, '\n');
-    if (p)
-      p++;
-  }
-  return -1;
+static double metric_value(env *e, const char *series) {
+  double v;
+  return ph_mock_metric(e->m, series, NULL, &v) == PH_OK ? v : -1;
 }
 
 /* ---- tests ----------------------------------------------------------- */
@@ -347,7 +341,7 @@ static void test_success(void) {
          !s.res.retry_after_ms,
      "a success is not retryable");
   expect_open(&s, port, AF_INET, "IPv4 literal");
-  mock_run_for(e.m, 30);
+  ph_mock_run_for(e.m, 30);
   is_int(s.calls, 1, "exactly one callback");
   is_int(e.c->cancel(e.self, id), PH_ENOENT,
          "cancel after the answer: unknown id");
@@ -483,7 +477,7 @@ static void publish_listener(env *e, int family, const char *ip, int port,
     memcpy(ev->addr, &s6, sizeof(s6));
     ev->addrlen = sizeof(s6);
   }
-  is_int(mock_publish(e->m, PH_LISTENER_TOPIC, PH_LISTENER_TYPE, ev, free),
+  is_int(ph_mock_publish(e->m, PH_LISTENER_TOPIC, PH_LISTENER_TYPE, ev, free),
          PH_OK, "listener announcement published");
 }
 
@@ -548,7 +542,7 @@ static void test_policy(void) {
   ph_listener_event *bad = calloc(1, sizeof(*bad));
   bad->size = 4;
   bad->bound = 1;
-  mock_publish(e.m, PH_LISTENER_TOPIC, PH_LISTENER_TYPE, bad, free);
+  ph_mock_publish(e.m, PH_LISTENER_TOPIC, PH_LISTENER_TYPE, bad, free);
   open_to(&e, "127.0.0.1", port, &s);
   wait_one(&e, &s, 5000);
   expect_open(&s, port, AF_INET, "a short announcement is ignored");
@@ -607,7 +601,7 @@ static void test_invalid(void) {
   is_int(e.c->open(e.self, &req, on_result, &s), PH_EINVAL,
          "a request struct too small");
   is_int(e.c->open(e.self, NULL, on_result, &s), PH_EINVAL, "no request");
-  mock_run_for(e.m, 30);
+  ph_mock_run_for(e.m, 30);
   is_int(s.calls, 0, "no callback for refused requests");
   is_int(e.c->cancel(e.self, 0), PH_ENOENT, "cancel of id 0");
   is_int(e.c->cancel(e.self, 12345), PH_ENOENT, "cancel of an unknown id");
@@ -629,25 +623,26 @@ static void test_queue_full(void) {
   int64_t c = open_to(&e, "c.hang.test", 80, &s[2]);
   ok(a > 0 && b > 0 && c > 0, "three opens accepted");
   is_int(s[2].calls, 0, "queue_full is not answered inside open()");
-  mock_run_for(e.m, 20);
+  ph_mock_run_for(e.m, 20);
   expect_fail(&s[2], PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, "third open");
   ok(s[2].res.retryable && s[2].res.retry_after_ms > 0,
      "queue_full is retryable with a hint");
   ok(s[0].calls == 0 && s[1].calls == 0,
      "the running and the queued request are untouched");
-  const char *t = metrics(&e);
-  is_int((int)metric_value(t, "proxyhost_direct_dial_queue_full_total"), 1,
+  is_int((int)metric_value(&e, "proxyhost_direct_dial_queue_full_total"), 1,
          "queue_full counted");
-  is_int((int)metric_value(t, "proxyhost_direct_dials_active"), 1, "one dial runs");
-  is_int((int)metric_value(t, "proxyhost_direct_dials_pending"), 1,
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 1,
+         "one dial runs");
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_pending"), 1,
          "one request waits");
   is_int(e.c->cancel(e.self, c), PH_ENOENT, "the answered id is gone");
   is_int(e.c->cancel(e.self, b), PH_OK, "cancel the queued one");
   is_int(e.c->cancel(e.self, a), PH_OK, "cancel the running one");
-  t = metrics(&e);
-  is_int((int)metric_value(t, "proxyhost_direct_dials_active"), 0, "no dial runs");
-  is_int((int)metric_value(t, "proxyhost_direct_dials_pending"), 0, "nothing waits");
-  mock_run_for(e.m, 50);
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 0,
+         "no dial runs");
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_pending"), 0,
+         "nothing waits");
+  ph_mock_run_for(e.m, 50);
   ok(s[0].calls == 0 && s[1].calls == 0, "no callback after cancel");
   env_end(&e);
 }
@@ -696,7 +691,7 @@ static void test_cancel(void) {
   slot a, b;
   int64_t ida = open_to(&e, "a.hang.test", port, &a);
   open_to(&e, "ok.test", port, &b);
-  mock_run_for(e.m, 50);
+  ph_mock_run_for(e.m, 50);
   is_int(b.calls, 0, "the second request waits for the only slot");
   is_int(e.c->cancel(e.self, ida), PH_OK, "cancel the resolving request");
   wait_one(&e, &b, 10000);
@@ -707,9 +702,9 @@ static void test_cancel(void) {
   /* The answer to a cancelled lookup arrives later and is dropped. */
   slot l;
   int64_t idl = open_to(&e, "a.slow.test", port, &l);
-  mock_run_for(e.m, 20);
+  ph_mock_run_for(e.m, 20);
   is_int(e.c->cancel(e.self, idl), PH_OK, "cancel a slow lookup");
-  mock_run_for(e.m, SLOW_MS + 300);
+  ph_mock_run_for(e.m, SLOW_MS + 300);
   is_int(l.calls, 0, "its late answer calls nobody");
 
   /* Abandoned lookups have a budget (running plus abandoned stay under
@@ -717,12 +712,12 @@ static void test_cancel(void) {
    * more cancel the next request waits for that late answer. */
   slot c1, c3;
   int64_t id1 = open_to(&e, "b.slow.test", port, &c1);
-  mock_run_for(e.m, 20);
+  ph_mock_run_for(e.m, 20);
   is_int(e.c->cancel(e.self, id1), PH_OK, "cancel another slow lookup");
   open_to(&e, "ok.test", port, &c3);
-  mock_run_for(e.m, 50);
+  ph_mock_run_for(e.m, 50);
   is_int(c3.calls, 0, "budget spent: the next request waits");
-  is_int((int)metric_value(metrics(&e), "proxyhost_direct_dials_pending"), 1,
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_pending"), 1,
          "it is pending");
   wait_one(&e, &c3, 10000);
   expect_open(&c3, port, AF_INET, "it starts when the late answer arrives");
@@ -733,13 +728,13 @@ static void test_cancel(void) {
   int bh = blackhole(AF_INET, "127.0.0.1", 0, &bport, &filler);
   slot d;
   int64_t idd = open_to(&e, "127.0.0.1", bport, &d);
-  mock_run_for(e.m, 50);
+  ph_mock_run_for(e.m, 50);
   int fds = count_fds();
   is_int(e.c->cancel(e.self, idd), PH_OK, "cancel a connecting request");
   is_int(count_fds(), fds - 1, "its socket is closed");
-  mock_run_for(e.m, 100);
+  ph_mock_run_for(e.m, 100);
   is_int(d.calls, 0, "no callback after cancel");
-  is_int((int)metric_value(metrics(&e), "proxyhost_direct_dials_active"), 0,
+  is_int((int)metric_value(&e, "proxyhost_direct_dials_active"), 0,
          "the slot is free");
 
   /* Cancel an answer waiting for delivery. */
@@ -747,7 +742,7 @@ static void test_cancel(void) {
   int64_t idf = open_to(&e, "bad name!", 80, &f);
   is_int(e.c->cancel(e.self, idf), PH_OK,
          "cancel before the answer is delivered");
-  mock_run_for(e.m, 30);
+  ph_mock_run_for(e.m, 30);
   is_int(f.calls, 0, "the answer is not delivered");
   close(filler);
   close(bh);
@@ -774,7 +769,7 @@ static void test_open_timeout(void) {
   open_to(&e, "a.slow.test", 80, &s);
   wait_one(&e, &s, 10000);
   expect_fail(&s, PH_STAGE_DNS, PH_OPEN_TIMEOUT, "slow DNS answer");
-  mock_run_for(e.m, SLOW_MS + 200);
+  ph_mock_run_for(e.m, SLOW_MS + 200);
   is_int(s.calls, 1, "the late answer is ignored");
 
   int port = 0, filler = -1;
@@ -799,16 +794,16 @@ static void test_open_timeout(void) {
   char ini[4096];
   ini_text(ini, sizeof(ini),
            "max_concurrent_dials = 1\nopen_timeout = 200ms\n");
-  is_int(mock_reload(e.m, ini), 0, "reload with a shorter open_timeout");
+  is_int(ph_mock_reload(e.m, ini, NULL, 0), 0,
+         "reload with a shorter open_timeout");
   open_to(&e, "ok.test", 80, &b);
   wait_one(&e, &b, 10000);
   expect_fail(&b, PH_STAGE_QUEUE, PH_OPEN_TIMEOUT, "open_timeout in queue");
   ok(b.res.retryable, "a queue timeout is retryable");
   is_int(a.calls, 0, "the slot holder is still resolving");
   is_int(e.c->cancel(e.self, ida), PH_OK, "cancel it");
-  const char *t = metrics(&e);
-  ok(metric_value(t, "tunnelmesh_stream_queue_wait_seconds_count{component="
-                     "\"client\"}") >= 2,
+  ok(metric_value(&e, "tunnelmesh_stream_queue_wait_seconds_count{component="
+                      "\"client\"}") >= 2,
      "queue waits observed");
   env_end(&e);
 }
@@ -851,7 +846,7 @@ static void test_happy_eyeballs(void) {
     open_to(&e, "both.test", r, &s);
     wait_one(&e, &s, 10000);
     expect_open(&s, r, AF_INET, "IPv6 refused: IPv4 wins");
-    mock_run_for(e.m, 20);
+    ph_mock_run_for(e.m, 20);
     is_int(count_fds(), fds + 1, "the losing attempts are closed");
     close(lr);
   }
@@ -881,25 +876,25 @@ static void test_metrics(void) {
   wait_one(&e, &s, 5000);
   open_to(&e, "127.0.0.1", closed_port(), &s);
   wait_one(&e, &s, 5000);
-  const char *t = metrics(&e);
   const char *h = "tunnelmesh_stream_stage_duration_seconds_count{"
                   "component=\"agent\",stage=";
   char key[256];
   snprintf(key, sizeof(key), "%s\"dns\",result=\"success\",scope=\"local\"}",
            h);
-  is_int((int)metric_value(t, key), 1, "DNS success observed");
+  is_int((int)metric_value(&e, key), 1, "DNS success observed");
   snprintf(key, sizeof(key), "%s\"dns\",result=\"failure\",scope=\"local\"}",
            h);
-  is_int((int)metric_value(t, key), 1, "DNS failure observed");
+  is_int((int)metric_value(&e, key), 1, "DNS failure observed");
   snprintf(key, sizeof(key), "%s\"connect\",result=\"success\",scope=\"local\"}",
            h);
-  is_int((int)metric_value(t, key), 1, "connect success observed");
+  is_int((int)metric_value(&e, key), 1, "connect success observed");
   snprintf(key, sizeof(key), "%s\"connect\",result=\"failure\",scope=\"local\"}",
            h);
-  is_int((int)metric_value(t, key), 1, "connect failure observed");
+  is_int((int)metric_value(&e, key), 1, "connect failure observed");
   snprintf(key, sizeof(key), "%s\"queue\",result=\"success\",scope=\"local\"}",
            h);
-  is_int((int)metric_value(t, key), 3, "queue stage observed per start");
+  is_int((int)metric_value(&e, key), 3, "queue stage observed per start");
+  const char *t = metrics(&e);
   like(t, "proxyhost_direct_dials_active 0", "active gauge");
   like(t, "proxyhost_direct_dials_pending 0", "pending gauge");
   unlike(t, "ok.test", "no host name in metrics");
@@ -924,11 +919,11 @@ static void test_stop_and_destroy(void) {
   open_to(&e, "x.hang.test", 80, &s[0]);
   open_to(&e, "127.0.0.1", port, &s[1]);
   open_to(&e, "ok.test", 80, &s[2]); /* queued */
-  mock_run_for(e.m, 50);
-  is_int(mock_stop(e.m), 0, "stop returns at once");
+  ph_mock_run_for(e.m, 50);
+  is_int(ph_mock_stop(e.m), 0, "stop returns at once");
   slot late;
   open_to(&e, "ok.test", 80, &late);
-  mock_run_for(e.m, 20);
+  ph_mock_run_for(e.m, 20);
   expect_fail(&late, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, "open while stopping");
   ok(late.res.retryable && late.res.retry_after_ms > 0,
      "it may be retried elsewhere");
@@ -954,14 +949,14 @@ static void test_config(void) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char ini[4096];
     ini_text(ini, sizeof(ini), bad[i]);
-    buf_reset(&err);
-    ph_mock *m = mock_new(ini, &err);
-    int rc = m ? mock_init(m, &err) : -1;
+    err[0] = '\0';
+    ph_mock *m = ph_mock_new(ini, err, sizeof err);
+    int rc = m ? ph_mock_init(m, err, sizeof err) : -1;
     char name[128];
     snprintf(name, sizeof(name), "refused: %.*s", (int)strlen(bad[i]) - 1,
              bad[i]);
     is_int(rc, -1, name);
-    mock_free(m);
+    ph_mock_free(m);
   }
   /* The sample documents every key with its default. */
   static char sample[16384];
@@ -975,27 +970,19 @@ static void test_config(void) {
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodule_path = " PH_BUILD_MODULES "\n%s",
            sample);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  ok(n > 0 && m && mock_init(m, &err) == 0,
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  ok(n > 0 && m && ph_mock_init(m, err, sizeof err) == 0,
      "the sample configuration loads (system resolver, no query sent)");
-  if (err.len)
-    printf("# %s\n", err.data);
-  int documented = m != NULL;
-  for (const ph_conf_key *k = m ? mock_core(m)->mods[0]->mod->config : NULL;
-       k && k->name; k++) {
-    char line[96];
-    snprintf(line, sizeof(line), "\n%s =", k->name);
-    if (!strstr(sample, line)) {
-      printf("# %s is not in the sample\n", k->name);
-      documented = 0;
-    }
-  }
+  if (strlen(err))
+    printf("# %s\n", err);
+  int documented =
+      mock_test_sample_has_keys(m ? ph_mock_module(m, NULL) : NULL, sample);
   ok(documented, "the sample sets every key");
-  mock_free(m);
+  ph_mock_free(m);
   /* The built-in defaults are the seed's. */
-  m = mock_new("[proxyhost]\nmodules = " DIRECT_SO "\n", &err);
-  ok(m && mock_init(m, &err) == 0, "the defaults load");
+  m = ph_mock_new("[proxyhost]\nmodules = " DIRECT_SO "\n", err, sizeof err);
+  ok(m && ph_mock_init(m, err, sizeof err) == 0, "the defaults load");
   const char *want[] = {
       "max_concurrent_dials", "32",   "max_pending_dials", "128",
       "connect_timeout",      "5000", "open_timeout",      "8000"};
@@ -1005,7 +992,7 @@ static void test_config(void) {
     snprintf(name, sizeof(name), "default %s", want[i]);
     is_int(v, atoll(want[i + 1]), name);
   }
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 /* Failed opens are logged at debug level with stage and code; the target
@@ -1020,16 +1007,17 @@ static void test_debug_log(int log_target) {
            path, dns_port, log_target ? "true" : "false");
   env e;
   memset(&e, 0, sizeof(e));
-  buf_reset(&err);
-  e.m = mock_new(ini, &err);
-  if (!e.m || mock_init(e.m, &err) < 0 || mock_start(e.m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "");
+  err[0] = '\0';
+  e.m = ph_mock_new(ini, err, sizeof err);
+  if (!e.m || ph_mock_init(e.m, err, sizeof err) < 0 ||
+      ph_mock_start(e.m, err, sizeof err) < 0) {
+    printf("# %s\n", err);
     ok(0, "direct starts with a debug log");
-    mock_free(e.m);
+    ph_mock_free(e.m);
     return;
   }
-  e.c = services_get(mock_core(e.m)->services, &user_token,
-                     PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR, 0, &e.self);
+  e.c = ph_mock_service(e.m, PH_CONNECTOR_SERVICE, NULL, PH_CONNECTOR_MAJOR, 0,
+                        &e.self);
   slot s;
   open_to(&e, "nope.test", 80, &s);
   wait_one(&e, &s, 5000);
@@ -1053,10 +1041,9 @@ static void test_debug_log(int log_target) {
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN);
-  buf_init(&err, 65536);
+  err[0] = '\0';
   if (access(DIRECT_SO, R_OK) != 0) {
     skip("direct.so is not built (configure --disable-module-direct?)");
-    buf_free(&err);
     return done_testing();
   }
   int p = 0, l6 = tcp_listen(AF_INET6, "::1", 0, 1, &p);
@@ -1067,7 +1054,6 @@ int main(void) {
     /* A missing test server is a failure, never a silent skip. */
     ok(0, "the test DNS server (python3 t/lib/dnsd.py) starts");
     dnsd_stop();
-    buf_free(&err);
     return done_testing();
   }
   test_success();
@@ -1085,6 +1071,5 @@ int main(void) {
   test_debug_log(0);
   test_debug_log(1);
   dnsd_stop();
-  buf_free(&err);
   return done_testing();
 }

@@ -38,7 +38,7 @@
 #include "frontend/frontend_keys.h"
 #include "frontend/frontend_server.h"
 #include "frontend/hangup.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #define HOST_TEST_SETUP setup
 #include "host_test.h"
 #include "loop_test.h"

@@ -21,7 +21,7 @@
 
 #include "http_proxy/http_body.h"
 #include "http_proxy/http_head.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 static const hp_head_limits std_lim = {8192, 16384, 100};

@@ -45,11 +45,14 @@
 
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
+#include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "fake_authorizer.h"
+#include "fake_connector.h"
 #include "file_test.h"
 #include "listener_test.h"
-#include "mock.h"
+#include "mock_test.h"
 #include "sock_test.h"
 #include "tap.h"
 
@@ -62,90 +65,33 @@ static char *repeat(char c, size_t n) {
 
 /* ---- the module through the mock host --------------------------------------- */
 
-static const ph_api *fapi;
-
 /* Fake connector: "refused.test", "deny.test", "timeout.test" and
  * "full.test" fail with those codes, "hang.test" never answers (until
  * cancelled); anything else is a real connection to 127.0.0.1:port.
  * "inside-ok.test" and "inside-refused.test" answer inside open() itself,
  * against connector.h's contract, to drive the dispatcher's reentrant
  * path. */
-typedef struct pend {
-  int64_t id;
-  ph_open_cb cb;
-  void *arg;
-  int code, fd, live, hang, lease;
-  int as_proxy; /* answered as an HTTP forward proxy (fc.as_proxy) */
-} pend;
+static const fc_row connector_rows[] = {
+    {.host = "refused.test", .code = PH_OPEN_CONNECTION_REFUSED},
+    {.host = "deny.test", .code = PH_OPEN_FORBIDDEN},
+    {.host = "timeout.test", .code = PH_OPEN_TIMEOUT},
+    {.host = "full.test", .code = PH_OPEN_QUEUE_FULL},
+    {.host = "hang.test", .when = FC_NEVER},
+    {.host = "inside-refused.test",
+     .code = PH_OPEN_CONNECTION_REFUSED,
+     .when = FC_INSIDE},
+    {.host = "inside-*", .when = FC_INSIDE},
+    {.host = NULL}};
 
-/* Leases the fake connector gives (one per OK open that asked for one):
- * never freed, so a second end or a late first_byte is seen. */
-#define FL_MAX 512
-typedef struct flease {
-  ph_open_lease base;
-  int first, ended, how;
-} flease;
+static fake_connector FC;
+
+/* As the pool with an `http` upstream: with as_proxy set, an open that
+ * asks PH_OPEN_F_HTTP_FORWARD dials upstream_port (the test plays the
+ * forward proxy there) and answers PH_OPEN_R_HTTP_PROXY with proxy_auth
+ * as the value to add (NULL: none); with flag_always, even an open that
+ * did not ask (a connector's bug). forward: the last open asked it. */
 static struct {
-  flease l[FL_MAX];
-  int n;
-  int first_bytes, ends[PH_LEASE_END_CLIENT_ERROR + 1];
-  int broken; /* a call the contract forbids */
-} fl;
-
-static void fl_first_byte(ph_open_lease *l) {
-  flease *f = (flease *)l;
-  if (f->first || f->ended)
-    fl.broken++;
-  f->first = 1;
-  fl.first_bytes++;
-}
-
-static void fl_end(ph_open_lease *l, int how) {
-  flease *f = (flease *)l;
-  if (f->ended || how < 0 || how > PH_LEASE_END_CLIENT_ERROR) {
-    fl.broken++;
-    return;
-  }
-  f->ended = 1;
-  f->how = how;
-  fl.ends[how]++;
-}
-
-static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
-                                         .first_byte = fl_first_byte,
-                                         .end = fl_end};
-
-static ph_open_lease *fl_new(void) {
-  if (fl.n == FL_MAX)
-    return NULL;
-  flease *f = &fl.l[fl.n++];
-  memset(f, 0, sizeof(*f));
-  f->base.ops = &fl_ops;
-  return &f->base;
-}
-
-static int fl_live(void) {
-  int n = 0;
-  for (int i = 0; i < fl.n; i++)
-    n += !fl.l[i].ended;
-  return n;
-}
-
-static struct {
-  ph_ctx *ctx;
-  ph_timer *timer;
-  pend p[64];
-  int64_t next_id;
-  int opens, cancels, proxy_port;
-  char host[256], principal[256];
-  char listener[64], session[64]; /* the last request's */
-  int saw_authz; /* its headers showed Proxy-Authorization */
-  /* As the pool with an `http` upstream: with as_proxy set, an open that
-   * asks PH_OPEN_F_HTTP_FORWARD dials upstream_port (the test plays the
-   * forward proxy there) and answers PH_OPEN_R_HTTP_PROXY with
-   * proxy_auth as the value to add (NULL: none); with flag_always, even
-   * an open that did not ask (a connector's bug). forward: the last open
-   * asked it. */
+  int proxy_port; /* the listener's, as announced */
   int as_proxy, flag_always, forward;
   uint16_t upstream_port;
   const char *proxy_auth;
@@ -153,229 +99,77 @@ static struct {
 
 static ph_open_http_forward fc_fwd;
 
-/* The result of a pending open q. */
-static ph_open_result fc_result(pend *q) {
-  ph_open_result res = {.size = sizeof(res),
-                        .stage = q->code ? PH_STAGE_CONNECT : PH_STAGE_NONE,
-                        .code = q->code,
-                        .fd = q->fd};
-  if (!q->code && q->lease)
-    res.lease = fl_new();
-  if (!q->code && q->as_proxy) {
-    memset(&fc_fwd, 0, sizeof(fc_fwd));
-    fc_fwd.size = sizeof(fc_fwd);
-    fc_fwd.proxy_authorization = fc.proxy_auth;
-    fc_fwd.proxy_authorization_len =
-        fc.proxy_auth ? (uint32_t)strlen(fc.proxy_auth) : 0;
-    res.flags = PH_OPEN_R_HTTP_PROXY;
-    res.http_forward = &fc_fwd;
-  }
-  return res;
+static void fc_prepare(void *arg, const ph_open_request *rq, fc_pending *q) {
+  (void)arg;
+  fc.forward = (rq->flags & PH_OPEN_F_HTTP_FORWARD) != 0;
+  q->tag = fc.as_proxy && (fc.forward || fc.flag_always);
+  if (q->tag)
+    q->port = fc.upstream_port;
 }
 
-static void fc_fire(ph_timer *t, void *arg) {
-  (void)t;
+static void fc_decorate(void *arg, const fc_pending *q, ph_open_result *r) {
   (void)arg;
-  for (int i = 0; i < 64; i++) {
-    pend *q = &fc.p[i];
-    if (!q->live || q->hang)
-      continue;
-    q->live = 0;
-    ph_open_result res = fc_result(q);
-    q->cb(q->arg, &res);
-  }
+  if (r->code || !q->tag)
+    return;
+  memset(&fc_fwd, 0, sizeof(fc_fwd));
+  fc_fwd.size = sizeof(fc_fwd);
+  fc_fwd.proxy_authorization = fc.proxy_auth;
+  fc_fwd.proxy_authorization_len =
+      fc.proxy_auth ? (uint32_t)strlen(fc.proxy_auth) : 0;
+  r->flags = PH_OPEN_R_HTTP_PROXY;
+  r->http_forward = &fc_fwd;
 }
 
 static int dial(uint16_t port) { return sock_test_dial(port, 1); }
 
-static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
-                       void *arg) {
-  (void)self;
-  int i = 0;
-  while (i < 64 && fc.p[i].live)
-    i++;
-  if (i == 64)
-    return PH_EINVAL;
-  pend *q = &fc.p[i];
-  memset(q, 0, sizeof(*q));
-  q->id = ++fc.next_id;
-  q->cb = cb;
-  q->arg = arg;
-  q->live = 1;
-  q->fd = -1;
-  fc.opens++;
-  snprintf(fc.host, sizeof(fc.host), "%s", rq->host);
-  snprintf(fc.principal, sizeof(fc.principal), "%s",
-           rq->principal ? rq->principal : "");
-  q->lease = (rq->flags & PH_OPEN_F_LEASE) != 0;
-  fc.forward = (rq->flags & PH_OPEN_F_HTTP_FORWARD) != 0;
-  q->as_proxy = fc.as_proxy && (fc.forward || fc.flag_always);
-  snprintf(fc.listener, sizeof(fc.listener), "%s",
-           rq->listener ? rq->listener : "(none)");
-  snprintf(fc.session, sizeof(fc.session), "(none)");
-  fc.saw_authz = 0;
-  if (rq->headers) {
-    size_t n = 0;
-    const char *v = rq->headers->get(rq->headers->arg, "x-session", &n);
-    if (v)
-      snprintf(fc.session, sizeof(fc.session), "[%.*s]", (int)n, v);
-    fc.saw_authz = rq->headers->get(rq->headers->arg, "Proxy-Authorization",
-                                    &n) != NULL;
-  }
-  if (strcmp(rq->host, "refused.test") == 0)
-    q->code = PH_OPEN_CONNECTION_REFUSED;
-  else if (strcmp(rq->host, "deny.test") == 0)
-    q->code = PH_OPEN_FORBIDDEN;
-  else if (strcmp(rq->host, "timeout.test") == 0)
-    q->code = PH_OPEN_TIMEOUT;
-  else if (strcmp(rq->host, "full.test") == 0)
-    q->code = PH_OPEN_QUEUE_FULL;
-  else if (strcmp(rq->host, "hang.test") == 0)
-    q->hang = 1;
-  else if (strcmp(rq->host, "inside-refused.test") == 0)
-    q->code = PH_OPEN_CONNECTION_REFUSED;
-  else if ((q->fd = dial(q->as_proxy ? fc.upstream_port : rq->port)) < 0)
-    q->code = PH_OPEN_CONNECTION_REFUSED;
-  if (strncmp(rq->host, "inside-", 7) == 0) {
-    int64_t id = q->id;
-    q->live = 0;
-    ph_open_result res = fc_result(q);
-    cb(arg, &res);
-    return id;
-  }
-  fapi->timer_set(fc.timer, 1, 0);
-  return q->id;
-}
-
-static int fc_cancel(void *self, int64_t id) {
-  (void)self;
-  for (int i = 0; i < 64; i++)
-    if (fc.p[i].live && fc.p[i].id == id) {
-      if (fc.p[i].fd >= 0)
-        close(fc.p[i].fd);
-      fc.p[i].live = 0;
-      fc.cancels++;
-      return PH_OK;
-    }
-  return PH_ENOENT;
-}
-
-static const ph_connector_v1 fc_vt = {fc_open, fc_cancel};
-
 static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  fapi = a;
   memset(&fc, 0, sizeof(fc));
-  fc.ctx = ctx;
-  *state = &fc;
-  fc.timer = a->timer_new(ctx, fc_fire, NULL);
-  if (!fc.timer || listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
+  fake_connector_init(&FC, a, ctx, connector_rows);
+  FC.prepare = fc_prepare;
+  FC.decorate = fc_decorate;
+  *state = &FC;
+  if (listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
     return PH_EINVAL;
   return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
-                             PH_CONNECTOR_MINOR, &fc_vt, &fc);
+                             PH_CONNECTOR_MINOR, &fake_connector_vt, &FC);
 }
 
-static void fc_destroy(void *state) {
-  (void)state;
-  for (int i = 0; i < 64; i++)
-    if (fc.p[i].live && fc.p[i].fd >= 0)
-      close(fc.p[i].fd);
-  if (fc.timer)
-    fapi->timer_free(fc.timer);
-  fc.timer = NULL;
-}
+static void fc_destroy(void *state) { fake_connector_free(state); }
 
-static const char *const fc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
-static const ph_module fake_connector = {
-    PH_MODULE_HEADER("fake_connector", "1.0"),
-    .provides = fc_provides,
-    .init = fc_init,
-    .destroy = fc_destroy,
-};
+MOCK_TEST_MODULE(fc_mod, "fake_connector", "1.0",
+                 .provides = MOCK_TEST_NAMES(PH_CONNECTOR_SERVICE),
+                 .init = fc_init, .destroy = fc_destroy);
 
 /* Fake authorizer: alice/secret is allowed, user "down" finds the store
  * unavailable, everything else is denied. User "now" is answered inside
  * check_password itself (now/secret allowed), against authorizer.h's
- * contract, to drive the dispatcher's reentrant path. */
-static struct {
-  ph_timer *timer;
-  int64_t id;
-  ph_auth_cb cb;
-  void *arg;
-  int verdict, live, checks;
-} fa;
+ * contract, to drive the dispatcher's reentrant path. One check at a
+ * time is all this test needs. */
+static const fa_row authorizer_rows[] = {
+    {.user = "alice", .pass = "secret", .verdict = PH_AUTH_ALLOW},
+    {.user = "down", .pass = NULL, .verdict = PH_AUTH_UNAVAILABLE},
+    {.user = "now",
+     .pass = "secret",
+     .verdict = PH_AUTH_ALLOW,
+     .when = FA_INSIDE},
+    {.user = "now", .pass = NULL, .verdict = PH_AUTH_DENY, .when = FA_INSIDE},
+    {.user = NULL}};
 
-static void fa_fire(ph_timer *t, void *arg) {
-  (void)t;
-  (void)arg;
-  if (fa.live) {
-    fa.live = 0;
-    fa.cb(fa.arg, fa.verdict);
-  }
-}
-
-static int64_t fa_check(void *self, const char *user, size_t ul,
-                        const char *pass, size_t pl, ph_auth_cb cb,
-                        void *arg) {
-  (void)self;
-  if (fa.live)
-    return PH_EINVAL; /* one at a time is all this test needs */
-  fa.checks++;
-  fa.live = 1;
-  fa.cb = cb;
-  fa.arg = arg;
-  fa.verdict = PH_AUTH_DENY;
-  if (ul == 5 && memcmp(user, "alice", 5) == 0 && pl == 6 &&
-      memcmp(pass, "secret", 6) == 0)
-    fa.verdict = PH_AUTH_ALLOW;
-  if (ul == 4 && memcmp(user, "down", 4) == 0)
-    fa.verdict = PH_AUTH_UNAVAILABLE;
-  if (ul == 3 && memcmp(user, "now", 3) == 0) {
-    fa.verdict = pl == 6 && memcmp(pass, "secret", 6) == 0 ? PH_AUTH_ALLOW
-                                                            : PH_AUTH_DENY;
-    fa.live = 0;
-    cb(arg, fa.verdict);
-    return ++fa.id;
-  }
-  fapi->timer_set(fa.timer, 1, 0);
-  return ++fa.id;
-}
-
-static int fa_cancel(void *self, int64_t id) {
-  (void)self;
-  if (fa.live && id == fa.id) {
-    fa.live = 0;
-    return PH_OK;
-  }
-  return PH_ENOENT;
-}
-
-static const ph_authorizer_v1 fa_vt = {fa_check, fa_cancel};
+static fake_authorizer FA;
 
 static int fa_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  fapi = a;
-  memset(&fa, 0, sizeof(fa));
-  *state = &fa;
-  fa.timer = a->timer_new(ctx, fa_fire, NULL);
-  if (!fa.timer)
-    return PH_EINVAL;
+  fake_authorizer_init(&FA, a, ctx, authorizer_rows);
+  FA.max_pending = 1;
+  *state = &FA;
   return a->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
-                             PH_AUTHORIZER_MINOR, &fa_vt, &fa);
+                             PH_AUTHORIZER_MINOR, &fake_authorizer_vt, &FA);
 }
 
-static void fa_destroy(void *state) {
-  (void)state;
-  if (fa.timer)
-    fapi->timer_free(fa.timer);
-  fa.timer = NULL;
-}
+static void fa_destroy(void *state) { fake_authorizer_free(state); }
 
-static const char *const fa_provides[] = {PH_AUTHORIZER_SERVICE, NULL};
-static const ph_module fake_authorizer = {
-    PH_MODULE_HEADER("fake_authorizer", "1.0"),
-    .provides = fa_provides,
-    .init = fa_init,
-    .destroy = fa_destroy,
-};
+MOCK_TEST_MODULE(fa_mod, "fake_authorizer", "1.0",
+                 .provides = MOCK_TEST_NAMES(PH_AUTHORIZER_SERVICE),
+                 .init = fa_init, .destroy = fa_destroy);
 
 /* ---- sockets on the test's side ------------------------------------------------ */
 
@@ -414,7 +208,7 @@ static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
   b->len = 0;
   b->eof = 0;
   for (int waited = 0; waited < ms; waited += 5) {
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
     for (;;) {
       ssize_t n = recv(fd, b->data + b->len, sizeof(b->data) - 1 - b->len, 0);
       if (n > 0) {
@@ -455,7 +249,7 @@ static int target_accept(ph_mock *m, int lfd, int ms) {
     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
     if (fd >= 0)
       return fd;
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
   }
   return -1;
 }
@@ -464,7 +258,7 @@ static int target_accept(ph_mock *m, int lfd, int ms) {
 static int closed_by_peer(ph_mock *m, int fd, int ms) {
   char c[256];
   for (int waited = 0; waited < ms; waited += 5) {
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
     ssize_t n = recv(fd, c, sizeof(c), 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
       return 1;
@@ -472,7 +266,7 @@ static int closed_by_peer(ph_mock *m, int fd, int ms) {
   return 0;
 }
 
-static ph_buf err;
+static char err[8192];
 static char logpath[256];
 
 static ph_mock *start_proxy(const char *extra, int with_authorizer,
@@ -484,14 +278,15 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
            "[log]\nlevel = debug\nfile = %s\n"
            "[http_proxy]\nlisten = 127.0.0.1:0\n%s",
            PH_BUILD_MODULES, logpath, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(ini, &err);
-  if (!m || mock_add(m, &fake_connector, &err) < 0 ||
-      (with_authorizer && mock_add(m, &fake_authorizer, &err) < 0) ||
-      mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(ini, err, sizeof err);
+  if (!m || ph_mock_add(m, &fc_mod, err, sizeof err) < 0 ||
+      (with_authorizer && ph_mock_add(m, &fa_mod, err, sizeof err) < 0) ||
+      ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
     if (!expect_fail)
-      printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+      printf("# setup failed: %s\n", err);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -530,7 +325,7 @@ static void test_forwarding(void) {
   unlike(t->data, "Proxy-Connection", "Proxy-Connection removed");
   unlike(t->data, "X-Trace", "a Connection-listed header removed");
   like(t->data, "User-Agent: unit\r\n", "end-to-end headers kept");
-  is_str(fc.host, "127.0.0.1", "the connector got the target host");
+  is_str(FC.last.host, "127.0.0.1", "the connector got the target host");
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
               "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello");
   wait_message(m, c, b, 1, 1000);
@@ -547,7 +342,7 @@ static void test_forwarding(void) {
            tport);
   send_str(c, req);
   wait_message(m, s, t, 0, 1000);
-  is_int(fc.opens, 1, "keep-alive: the upstream connection is reused");
+  is_int(FC.opens, 1, "keep-alive: the upstream connection is reused");
   like(t->data, "Transfer-Encoding: chunked\r\n",
        "a chunked request stays chunked");
   like(t->data, "\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
@@ -577,7 +372,7 @@ static void test_forwarding(void) {
   if (!strstr(b->data, "p2"))
     wait_message(m, c, b, 1, 1000);
   ok(strstr(b->data, "p2") != NULL, "second answer");
-  is_int(fc.opens, 1, "on the same upstream connection");
+  is_int(FC.opens, 1, "on the same upstream connection");
 
   /* The origin closes a kept connection: the next request still works,
    * on a new one. */
@@ -591,7 +386,7 @@ static void test_forwarding(void) {
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain");
   wait_message(m, c, b, 1, 1000);
   like(b->data, "\r\n\r\nagain", "and answers");
-  is_int(fc.opens, 2, "through a second open");
+  is_int(FC.opens, 2, "through a second open");
 
   /* The origin drops a kept connection after reading a request, without
    * answering (its idle timer raced ours): a request without a body is
@@ -609,7 +404,7 @@ static void test_forwarding(void) {
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry");
   wait_message(m, c, b, 1, 1000);
   like(b->data, "\r\n\r\nretry", "and the client gets the answer");
-  is_int(fc.opens, 3, "after one more open");
+  is_int(FC.opens, 3, "after one more open");
 
   /* A response framed by close reaches an HTTP/1.1 client chunked: its
    * connection stays open. */
@@ -618,7 +413,7 @@ static void test_forwarding(void) {
   send_str(c, req);
   wait_message(m, s, t, 0, 1000);
   send_str(s, "HTTP/1.1 200 OK\r\n\r\nuntil-close");
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   close(s);
   wait_message(m, c, b, 1, 1000);
   like(b->data, "Transfer-Encoding: chunked\r\n",
@@ -652,7 +447,7 @@ static void test_forwarding(void) {
   s = target_accept(m, lfd, 1000);
   wait_message(m, s, t, 0, 1000);
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/after HTTP/1.1\r\n\r\n",
            tport);
   send_str(c, req);
@@ -761,15 +556,15 @@ static void test_forwarding(void) {
   }
 
   /* A client that goes away while its open is pending cancels it. */
-  int cancels = fc.cancels;
+  int cancels = FC.cancels;
   c = proxy_conn();
   send_str(c, "CONNECT hang.test:443 HTTP/1.1\r\n\r\n");
-  mock_run_for(m, 30);
+  ph_mock_run_for(m, 30);
   close(c);
-  mock_run_for(m, 30);
-  is_int(fc.cancels, cancels + 1, "client gone: the open is cancelled");
+  ph_mock_run_for(m, 30);
+  is_int(FC.cancels, cancels + 1, "client gone: the open is cancelled");
 
-  const char *mt = mock_metrics_text(m);
+  const char *mt = ph_mock_metrics_text(m);
   like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"2xx\"} 11",
        "forwarded requests counted by status class");
@@ -807,8 +602,8 @@ static void test_forwarding(void) {
   unlike(mt, ".test", "no target host in any label");
 
   close(lfd);
-  is_int(mock_stop(m), 0, "stops within the drain deadline");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stops within the drain deadline");
+  ph_mock_free(m);
   char *log = file_test_slurp(logpath);
   like(log, "module=http_proxy msg=access stream=", "access log lines");
   like(log, "method=GET status=2xx status_code=200 result=success",
@@ -908,7 +703,7 @@ static void test_limits_module(void) {
   /* A slow client's head under the limit still works when complete. */
   c = proxy_conn();
   send_str(c, "GET http://127.0.0.1:");
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   snprintf(req, sizeof(req), "%u/slow HTTP/1.1\r\n\r\n", tport);
   send_str(c, req);
   s = target_accept(m, lfd, 1000);
@@ -917,7 +712,7 @@ static void test_limits_module(void) {
   close(c);
   close(s);
 
-  const char *mt = mock_metrics_text(m);
+  const char *mt = ph_mock_metrics_text(m);
   like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
            "status_class=\"4xx\"} 6",
        "refused heads counted as 4xx");
@@ -925,8 +720,8 @@ static void test_limits_module(void) {
            "status_class=\"5xx\"} 1",
        "and the https:// refusal (501) as 5xx");
   close(lfd);
-  is_int(mock_stop(m), 0, "stops");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stops");
+  ph_mock_free(m);
   free(big);
   free(b);
   free(t);
@@ -935,7 +730,7 @@ static void test_limits_module(void) {
 static void test_auth(void) {
   ph_mock *m = start_proxy("auth = password\n", 0, 1);
   ok(m == NULL, "auth = password without an authorizer: refused");
-  like(err.data ? err.data : "",
+  like(err,
        "http_proxy.auth: password needs a module that provides the "
        "\"authorizer\" service",
        "by the module's check, naming the key, before any init");
@@ -958,7 +753,7 @@ static void test_auth(void) {
   like(b->data, "Proxy-Authenticate: Basic realm=\"proxyhost\"\r\n",
        "with the Basic challenge");
   like(b->data, "Connection: keep-alive", "and the connection stays open");
-  is_int(fc.opens, 0, "nothing was opened");
+  is_int(FC.opens, 0, "nothing was opened");
 
   /* Wrong password on the same connection. */
   snprintf(req, sizeof(req),
@@ -968,7 +763,7 @@ static void test_auth(void) {
   send_str(c, req);
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "bad credentials: 407");
-  is_int(fa.checks, 1, "checked by the authorizer");
+  is_int(FA.checks, 1, "checked by the authorizer");
 
   snprintf(req, sizeof(req),
            "GET http://127.0.0.1:%u/in HTTP/1.1\r\n"
@@ -979,7 +774,7 @@ static void test_auth(void) {
   ok(s >= 0, "good credentials: the request goes on");
   wait_message(m, s, t, 0, 1000);
   unlike(t->data, "Proxy-Authorization", "credentials never forwarded");
-  is_str(fc.principal, "alice", "the connector gets the principal");
+  is_str(FC.last.principal, "alice", "the connector gets the principal");
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and succeeds");
@@ -989,17 +784,17 @@ static void test_auth(void) {
   send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "a second request");
-  is_int(fa.checks, 2, "reuses the verification on the same connection");
+  is_int(FA.checks, 2, "reuses the verification on the same connection");
 
   /* Issue 7 D3: after a reload (the user may be gone) the same value on
    * the same connection is checked again, and the kept upstream is not
    * reused without asking the connector. */
-  int opens = fc.opens;
-  is_int(mock_reload(m, NULL), 0, "reload");
+  int opens = FC.opens;
+  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
   send_str(c, req);
   int s2 = target_accept(m, lfd, 1000);
-  is_int(fa.checks, 3, "after a reload a verified credential is checked again");
-  ok(s2 >= 0 && fc.opens == opens + 1,
+  is_int(FA.checks, 3, "after a reload a verified credential is checked again");
+  ok(s2 >= 0 && FC.opens == opens + 1,
      "and the connector is asked again (a new upstream)");
   wait_message(m, s2, t, 0, 1000);
   send_str(s2, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
@@ -1020,7 +815,7 @@ static void test_auth(void) {
   free(many);
   int n407 = 0;
   for (int waited = 0; waited < 3000 && n407 < 200; waited += 10) {
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
     ssize_t r;
     while ((r = recv(c, b->data, sizeof(b->data) - 1, 0)) > 0) {
       b->data[r] = '\0';
@@ -1047,14 +842,14 @@ static void test_auth(void) {
   ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "not Basic: 407");
   close(c);
 
-  const char *mt = mock_metrics_text(m);
+  const char *mt = ph_mock_metrics_text(m);
   like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
            "\"client\",stage=\"authorization\",result=\"rejected\",scope=\"local\"} 2",
        "authorization stage measured");
   unlike(mt, "alice", "no user name in metrics");
   close(lfd);
-  is_int(mock_stop(m), 0, "stops");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stops");
+  ph_mock_free(m);
   char *log = file_test_slurp(logpath);
   unlike(log, "secret", "the password never reaches the log");
   unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
@@ -1232,7 +1027,7 @@ static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
   close(s);
 
   /* Requests. */
-  int opens = fc.opens;
+  int opens = FC.opens;
   struct {
     const char *head_rest, *status, *name;
   } rq[] = {
@@ -1273,7 +1068,7 @@ static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
   ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0,
      "D2: HTTP/1.0 with Transfer-Encoding: 400 (RFC 9112 6.1)");
   close(c);
-  is_int(fc.opens, opens + 1,
+  is_int(FC.opens, opens + 1,
          "only the bare-LF body reached an open (refused before sending)");
 }
 
@@ -1287,13 +1082,13 @@ static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
   const char *answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nk1";
   int c = proxy_conn(), s = -1;
   answer_with(m, c, lfd, &s, req, answer, b, t);
-  int opens = fc.opens;
+  int opens = FC.opens;
   answer_with(m, c, lfd, &s, req, answer, b, t);
-  is_int(fc.opens, opens, "D3: without a reload the upstream is reused");
-  is_int(mock_reload(m, NULL), 0, "reload");
+  is_int(FC.opens, opens, "D3: without a reload the upstream is reused");
+  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
   int s2 = -1;
   answer_with(m, c, lfd, &s2, req, answer, b, t);
-  ok(s2 >= 0 && fc.opens == opens + 1,
+  ok(s2 >= 0 && FC.opens == opens + 1,
      "D3: after a reload the connector is asked again (its policy applies)");
   ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and the request is served");
   ok(closed_by_peer(m, s, 500), "the old upstream is closed");
@@ -1306,24 +1101,24 @@ static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
  * noticed though it is not read: the open is cancelled and its slot
  * freed (TM-SEC-7, TM-P0-5). */
 static void test_leave_full(ph_mock *m) {
-  int cancels = fc.cancels;
+  int cancels = FC.cancels;
   int c = proxy_conn();
   send_str(c, "POST http://hang.test/ HTTP/1.1\r\nContent-Length: 100000\r\n"
               "\r\n");
   char *body = repeat('b', 30000);
   send_str(c, body);
   free(body);
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   close(c);
   int waited = 0;
-  while (fc.cancels == cancels && waited < 2000) {
-    mock_run_for(m, 10);
+  while (FC.cancels == cancels && waited < 2000) {
+    ph_mock_run_for(m, 10);
     waited += 10;
   }
-  ok(fc.cancels == cancels + 1,
+  ok(FC.cancels == cancels + 1,
      "D4: a client leaving with a full buffer during an open cancels it "
      "(TM-SEC-7)");
-  like(mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
+  like(ph_mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
        "and its slot is free");
 }
 
@@ -1346,11 +1141,11 @@ static void test_hostile_peers(void) {
   /* D5: half a request head does not hold the stop up. */
   int c = proxy_conn();
   send_str(c, "GET http://ok.te");
-  mock_run_for(m, 50);
-  is_int(mock_stop(m), 0, "D5: half a head does not delay the stop");
+  ph_mock_run_for(m, 50);
+  is_int(ph_mock_stop(m), 0, "D5: half a head does not delay the stop");
   ok(closed_by_peer(m, c, 500), "that client is closed");
   close(c);
-  mock_free(m);
+  ph_mock_free(m);
   close(lfd);
   free(b);
   free(t);
@@ -1371,7 +1166,7 @@ static void test_inside_answers(void) {
   const char *now_ok = "Proxy-Authorization: Basic bm93OnNlY3JldA==\r\n";
 
   /* A check and an open both answered inside: CONNECT, then the tunnel. */
-  int cancels = fc.cancels;
+  int cancels = FC.cancels;
   int c = proxy_conn();
   snprintf(req, sizeof(req),
            "CONNECT inside-ok.test:%u HTTP/1.1\r\n%s\r\nhello", tport,
@@ -1388,7 +1183,7 @@ static void test_inside_answers(void) {
   like(b->data, "back", "inside: and the tunnel carries bytes down");
   close(s);
   close(c);
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
 
   /* A forward on a check and an open answered inside. */
   c = proxy_conn();
@@ -1417,7 +1212,7 @@ static void test_inside_answers(void) {
      "inside: a refused open answered inside gets 502");
   ok(closed_by_peer(m, c, 3000), "inside: and the connection closes");
   close(c);
-  is_int(fc.cancels, cancels, "inside: no stale open id was cancelled");
+  is_int(FC.cancels, cancels, "inside: no stale open id was cancelled");
 
   /* A denial answered inside check_password: 407, kept alive. */
   c = proxy_conn();
@@ -1428,11 +1223,11 @@ static void test_inside_answers(void) {
      "inside: a denial answered inside gets 407");
   like(b->data, "Connection: keep-alive", "inside: and the connection stays");
   close(c);
-  mock_run_for(m, 50);
-  like(mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
+  ph_mock_run_for(m, 50);
+  like(ph_mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
        "inside: every connection ended");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   close(lfd);
   free(b);
   free(t);
@@ -1440,7 +1235,7 @@ static void test_inside_answers(void) {
 
 /* Leases (connector.h minor 3). */
 static void test_leases(void) {
-  memset(&fl, 0, sizeof(fl));
+  memset(&FC.lease, 0, sizeof(FC.lease));
   ph_mock *m = start_proxy("", 0, 0);
   ok(m != NULL, "lease: starts");
   if (!m)
@@ -1460,21 +1255,24 @@ static void test_leases(void) {
            tport);
   answer_with(m, c, lfd, &s, req, ok2, b, t);
   ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: served");
-  is_str(fc.listener, "http_proxy", "lease: the listener is http_proxy");
-  is_str(fc.session, "[abc]",
+  is_str(FC.last.listener, "http_proxy", "lease: the listener is http_proxy");
+  is_str(FC.last.session, "[abc]",
          "lease: the first X-Session field, without its whitespace");
-  is_int(fc.saw_authz, 0, "lease: Proxy-Authorization is never offered");
-  is_int(fl.n, 1, "lease: the open gave one");
-  is_int(fl.first_bytes, 1, "lease: first_byte once the response head went");
+  is_int(FC.last.saw_proxy_authz, 0,
+         "lease: Proxy-Authorization is never offered");
+  is_int(FC.lease.n, 1, "lease: the open gave one");
+  is_int(FC.lease.first_bytes, 1,
+         "lease: first_byte once the response head went");
   snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/b HTTP/1.1\r\n\r\n",
            tport);
   answer_with(m, c, lfd, &s, req, ok2, b, t);
-  ok(fl.n == 1 && fl.first_bytes == 1 && fl_live() == 1,
+  ok(FC.lease.n == 1 && FC.lease.first_bytes == 1 &&
+         fake_lease_live(&FC.lease) == 1,
      "lease: a second request on the kept upstream: the same lease, no "
      "second first_byte");
   close(c);
   ok(closed_by_peer(m, s, 1000), "lease: the client left: upstream closed");
-  ok(fl.ends[PH_LEASE_END_CLOSED] == 1 && fl_live() == 0,
+  ok(FC.lease.ends[PH_LEASE_END_CLOSED] == 1 && fake_lease_live(&FC.lease) == 0,
      "lease: one end for both requests, CLOSED");
   close(s);
 
@@ -1491,9 +1289,10 @@ static void test_leases(void) {
   send_str(s, ok2);
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: the retry served");
-  ok(fl.n == 3 && fl.ends[PH_LEASE_END_CLOSED] == 2 && fl_live() == 1,
+  ok(FC.lease.n == 3 && FC.lease.ends[PH_LEASE_END_CLOSED] == 2 &&
+         fake_lease_live(&FC.lease) == 1,
      "lease: the dropped kept upstream ended CLOSED, the retry has its own");
-  is_int(fl.first_bytes, 3, "lease: first_byte once per upstream");
+  is_int(FC.lease.first_bytes, 3, "lease: first_byte once per upstream");
   close(c);
   closed_by_peer(m, s, 1000);
   close(s);
@@ -1506,10 +1305,12 @@ static void test_leases(void) {
               "Content-Length: 2\r\n\r\nok",
               b, t);
   ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, "lease: ambiguous: 502");
-  ok(closed_by_peer(m, s, 1000) && fl.ends[PH_LEASE_END_TARGET_ERROR] == 1,
+  ok(closed_by_peer(m, s, 1000) &&
+         FC.lease.ends[PH_LEASE_END_TARGET_ERROR] == 1,
      "lease: an unreadable response ends it TARGET_ERROR");
-  is_int(fl.first_bytes, 3, "lease: no first_byte: nothing of it reached "
-                            "the client");
+  is_int(FC.lease.first_bytes, 3,
+         "lease: no first_byte: nothing of it reached "
+         "the client");
   close(c);
   close(s);
 
@@ -1523,14 +1324,15 @@ static void test_leases(void) {
   s = target_accept(m, lfd, 1000);
   wait_message(m, c, b, 1, 1000);
   ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "lease: bad chunked: 400");
-  ok(closed_by_peer(m, s, 1000) && fl.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
+  ok(closed_by_peer(m, s, 1000) &&
+         FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
      "lease: a malformed request body ends it CLIENT_ERROR");
   close(c);
   close(s);
 
   /* At destroy: an exchange in progress, a CONNECT tunnel and a kept
    * idle upstream. */
-  int ends_before = fl.ends[PH_LEASE_END_CLIENT_ERROR];
+  int ends_before = FC.lease.ends[PH_LEASE_END_CLIENT_ERROR];
   int busy = proxy_conn(), sb;
   snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/w HTTP/1.1\r\n\r\n",
            tport);
@@ -1549,16 +1351,18 @@ static void test_leases(void) {
   snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/i HTTP/1.1\r\n\r\n",
            tport);
   answer_with(m, idle, lfd, &si, req, ok2, b, t);
-  int given = fl.n, closed_before = fl.ends[PH_LEASE_END_CLOSED];
-  is_int(fl_live(), 3, "lease: three live before the destroy");
-  is_int(fl.first_bytes, 5, "lease: the tunnel's first byte down told it");
-  mock_free(m);
-  ok(fl.ends[PH_LEASE_END_CLIENT_ERROR] == ends_before + 2 &&
-         fl.ends[PH_LEASE_END_CLOSED] == closed_before + 1,
+  int given = FC.lease.n, closed_before = FC.lease.ends[PH_LEASE_END_CLOSED];
+  is_int(fake_lease_live(&FC.lease), 3, "lease: three live before the destroy");
+  is_int(FC.lease.first_bytes, 5,
+         "lease: the tunnel's first byte down told it");
+  ph_mock_free(m);
+  ok(FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == ends_before + 2 &&
+         FC.lease.ends[PH_LEASE_END_CLOSED] == closed_before + 1,
      "lease: destroy ends the exchange and the tunnel CLIENT_ERROR, the "
      "kept one CLOSED");
-  ok(fl_live() == 0 && fl.n == given, "lease: none left, none new");
-  is_int(fl.broken, 0, "lease: never a second end or a late first_byte");
+  ok(fake_lease_live(&FC.lease) == 0 && FC.lease.n == given,
+     "lease: none left, none new");
+  is_int(FC.lease.broken, 0, "lease: never a second end or a late first_byte");
   close(busy);
   close(sb);
   close(tun);
@@ -1586,7 +1390,7 @@ static int count_of(const char *hay, const char *needle) {
 #define UP_AUTH "Basic dXA6dXAtU2VjcmV0LTQy" /* the connector's value */
 
 static void test_via_proxy(void) {
-  memset(&fl, 0, sizeof(fl));
+  memset(&FC.lease, 0, sizeof(FC.lease));
   ph_mock *m = start_proxy("", 0, 0);
   ok(m != NULL, "via proxy: starts");
   if (!m)
@@ -1622,18 +1426,19 @@ static void test_via_proxy(void) {
   like(t->data, "Via: 1.1 proxyhost\r\n", "via proxy: Via as always");
   ok(starts(b->data, "HTTP/1.1 200 OK\r\n") && strstr(b->data, "\r\n\r\nhello"),
      "via proxy: the client gets the response");
-  is_int(fl.first_bytes, 1, "via proxy: the lease heard first_byte");
+  is_int(FC.lease.first_bytes, 1, "via proxy: the lease heard first_byte");
 
   /* The same target: the kept connection, absolute form again, a body
    * framed again. */
-  int opens = fc.opens;
+  int opens = FC.opens;
   answer_with(m, c, lfd, &s,
               "POST http://www.example.test:8080/up HTTP/1.1\r\n"
               "Transfer-Encoding: chunked\r\n\r\n"
               "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
               ok5, b, t);
-  is_int(fc.opens, opens, "via proxy: keep-alive reuses the connection for "
-                          "the same host:port");
+  is_int(FC.opens, opens,
+         "via proxy: keep-alive reuses the connection for "
+         "the same host:port");
   ok(starts(t->data, "POST http://www.example.test:8080/up HTTP/1.1\r\n") &&
          strstr(t->data, "\r\nProxy-Authorization: " UP_AUTH "\r\n"),
      "via proxy: the kept connection's request in absolute form, with the "
@@ -1661,12 +1466,13 @@ static void test_via_proxy(void) {
   wait_message(m, s, t, 0, 1000);
   send_str(s, ok5);
   wait_message(m, c, b, 1, 1000);
-  is_int(fc.opens, opens + 1, "via proxy: a new open for [::1]:80");
+  is_int(FC.opens, opens + 1, "via proxy: a new open for [::1]:80");
   ok(starts(t->data, "GET http://[::1]/v6 HTTP/1.1\r\nHost: [::1]\r\n"),
      "via proxy: an IPv6 literal in brackets, port 80 left out");
   ok(starts(b->data, "HTTP/1.1 200 "), "via proxy: answered");
-  ok(fl.ends[PH_LEASE_END_CLOSED] == 1, "via proxy: the first lease ended "
-                                        "CLOSED");
+  ok(FC.lease.ends[PH_LEASE_END_CLOSED] == 1,
+     "via proxy: the first lease ended "
+     "CLOSED");
   close(c);
   closed_by_peer(m, s, 1000);
   close(s);
@@ -1674,7 +1480,8 @@ static void test_via_proxy(void) {
   /* The proxy refuses the connector's credentials: a 502 for the client,
    * not the 407 (nor its challenge), and the lease ends TARGET_ERROR with
    * no first_byte. */
-  int first = fl.first_bytes, terr = fl.ends[PH_LEASE_END_TARGET_ERROR];
+  int first = FC.lease.first_bytes,
+      terr = FC.lease.ends[PH_LEASE_END_TARGET_ERROR];
   c = proxy_conn();
   s = -1;
   answer_with(m, c, lfd, &s, "GET http://www.example.test/ HTTP/1.1\r\n\r\n",
@@ -1685,9 +1492,9 @@ static void test_via_proxy(void) {
   ok(starts(b->data, "HTTP/1.1 502 "), "via proxy: the proxy's 407: 502");
   unlike(b->data, "Proxy-Authenticate", "via proxy: ... without its challenge");
   ok(closed_by_peer(m, s, 1000) &&
-         fl.ends[PH_LEASE_END_TARGET_ERROR] == terr + 1,
+         FC.lease.ends[PH_LEASE_END_TARGET_ERROR] == terr + 1,
      "via proxy: ... the upstream closed, the lease ended TARGET_ERROR");
-  is_int(fl.first_bytes, first, "via proxy: ... and no first_byte");
+  is_int(FC.lease.first_bytes, first, "via proxy: ... and no first_byte");
   close(c);
   close(s);
 
@@ -1724,14 +1531,15 @@ static void test_via_proxy(void) {
 
   /* A value that could end its line: refused, nothing sent. */
   fc.proxy_auth = "Basic x\r\nX-Evil: 1";
-  int cerr = fl.ends[PH_LEASE_END_CLIENT_ERROR];
+  int cerr = FC.lease.ends[PH_LEASE_END_CLIENT_ERROR];
   c = proxy_conn();
   send_str(c, "GET http://www.example.test/e HTTP/1.1\r\n\r\n");
   s = target_accept(m, lfd, 1000);
   wait_message(m, c, b, 1, 1000);
   ok(starts(b->data, "HTTP/1.1 502 "), "via proxy: a value with CR LF: 502");
   wait_message(m, s, t, 0, 300);
-  ok(t->len == 0 && t->eof && fl.ends[PH_LEASE_END_CLIENT_ERROR] == cerr + 1,
+  ok(t->len == 0 && t->eof &&
+         FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == cerr + 1,
      "via proxy: ... nothing sent, the upstream closed and its lease ended");
   close(c);
   close(s);
@@ -1761,10 +1569,10 @@ static void test_via_proxy(void) {
   close(s);
   fc.flag_always = 0;
 
-  mock_free(m);
+  ph_mock_free(m);
   fc.as_proxy = 0;
   fc.proxy_auth = NULL;
-  ok(fl_live() == 0 && fl.broken == 0,
+  ok(fake_lease_live(&FC.lease) == 0 && FC.lease.broken == 0,
      "via proxy: every lease ended once, none used after");
   char *log = file_test_slurp(logpath);
   like(log, "upstream proxy refused its credentials",
@@ -1787,7 +1595,7 @@ int main(void) {
     printf("ok %d - # SKIP the http_proxy module was not built\n", ++tap_n_);
     return done_testing();
   }
-  buf_init(&err, 65536);
+  err[0] = '\0';
   snprintf(logpath, sizeof(logpath), "/tmp/test_http_proxy.%d.log",
            (int)getpid());
   test_forwarding();
@@ -1798,6 +1606,5 @@ int main(void) {
   test_leases();
   test_via_proxy();
   unlink(logpath);
-  buf_free(&err);
   return done_testing();
 }

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock.h"
+#include "mock_core.h"
 #include "tap.h"
 
-static ph_buf err;
+static char err[8192];
 
 /* ---- a provider with instances, and a user naming one ----------------- */
 
@@ -150,15 +150,15 @@ static const ph_module user_mod = {
 /* greeter, greeter.two and user (user first: the start order must put it
  * after both providers). */
 static ph_mock *three(const char *text) {
-  buf_reset(&err);
+  err[0] = '\0';
   events[0] = '\0';
   user_got = NULL;
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &user_mod, &err) < 0 ||
-      mock_add(m, &greeter_mod, &err) < 0 ||
-      mock_add_instance(m, &greeter_mod, "two", &err) < 0) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  if (!m || ph_mock_add(m, &user_mod, err, sizeof err) < 0 ||
+      ph_mock_add(m, &greeter_mod, err, sizeof err) < 0 ||
+      ph_mock_add_instance(m, &greeter_mod, "two", err, sizeof err) < 0) {
+    printf("# setup failed: %s\n", err);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -176,10 +176,11 @@ static void test_two_providers(void) {
     ok(0, "setup");
     return;
   }
-  is_int(mock_init(m, &err), 0, "two instances of one module init");
+  is_int(ph_mock_init(m, err, sizeof err), 0,
+         "two instances of one module init");
   is_int(user_loaded_self, 0,
          "service_provider_loaded: 0 for an instance that does not provide");
-  is_int(mock_start(m, &err), 0, "and start");
+  is_int(ph_mock_start(m, err, sizeof err), 0, "and start");
   is_str(events,
          "init:greeter init:greeter.two init:user start:greeter "
          "start:greeter.two start:user ",
@@ -196,22 +197,24 @@ static void test_two_providers(void) {
   is_int(services_users(c->services, GREET, "greeter"), 0, "and only there");
   /* Reload: each instance reloads, reading its own section again. */
   events[0] = '\0';
-  is_int(mock_reload(m, "[greeter]\nword = one\n[greeter.two]\nword = trois\n"
-                        "[user]\nprovider = greeter.two\n"),
+  is_int(ph_mock_reload(m,
+                        "[greeter]\nword = one\n[greeter.two]\nword = trois\n"
+                        "[user]\nprovider = greeter.two\n",
+                        NULL, 0),
          0, "reload");
   is_str(events, "reload:greeter reload:greeter.two ",
          "each instance's reload runs");
   is_str(u_two_word(c), "trois", "and reads its own new value");
-  is_int(mock_reload(m, "[greeter.two]\nword = trois\nnope = 1\n"), -1,
-         "a bad key in an instance section refuses the reload");
+  is_int(ph_mock_reload(m, "[greeter.two]\nword = trois\nnope = 1\n", NULL, 0),
+         -1, "a bad key in an instance section refuses the reload");
   is_str(u_two_word(c), "trois", "the old configuration stays");
-  const char *metrics = mock_metrics_text(m);
+  const char *metrics = ph_mock_metrics_text(m);
   like(metrics, "proxyhost_module_threads{module=\"greeter.two\"} 0",
        "host metrics are labelled by instance");
   like(metrics, "proxyhost_module_threads{module=\"greeter\"} 0",
        "and the default instance by its name");
-  is_int(mock_stop(m), 0, "stop");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stop");
+  ph_mock_free(m);
   like(events, "reload:greeter.two stop:greeter.two stop:greeter ",
        "stopped in reverse order, each instance");
   like(events, "destroy:greeter.two destroy:greeter ", "destroyed each");
@@ -223,28 +226,29 @@ static void test_ambiguous_and_unknown(void) {
     ok(0, "setup");
     return;
   }
-  is_int(mock_init(m, &err), 0, "init without a named provider");
-  is_int(mock_start(m, &err), -1,
+  is_int(ph_mock_init(m, err, sizeof err), 0, "init without a named provider");
+  is_int(ph_mock_start(m, err, sizeof err), -1,
          "the user fails at start: two providers, none named");
-  like(err.data, "module user: start failed", "the user is named");
-  mock_free(m);
+  like(err, "module user: start failed", "the user is named");
+  ph_mock_free(m);
 
   m = three("[user]\nprovider = greeter.three\n");
   if (!m) {
     ok(0, "setup");
     return;
   }
-  is_int(mock_init(m, &err), -1, "a named provider not loaded fails check");
-  like(err.data, "(config):2: user.provider: no loaded instance greeter.three",
+  is_int(ph_mock_init(m, err, sizeof err), -1,
+         "a named provider not loaded fails check");
+  like(err, "(config):2: user.provider: no loaded instance greeter.three",
        "with file:line");
-  mock_free(m);
+  ph_mock_free(m);
 
   m = three("[greeter.three]\nword = x\n");
-  is_int(m ? mock_init(m, &err) : 0, -1,
+  is_int(m ? ph_mock_init(m, err, sizeof err) : 0, -1,
          "a section for an instance not loaded fails");
-  like(err.data, "(config):1: greeter.three: unknown section",
+  like(err, "(config):1: greeter.three: unknown section",
        "as an unknown section");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 static void test_public_add_instance(void) {
@@ -276,18 +280,18 @@ static void test_public_add_instance(void) {
 #define V11 "[proxyhost]\nmodule_path = " PH_TEST_MODDIR "\n"
 
 static void test_v11_two_instances(void) {
-  buf_reset(&err);
-  ph_mock *m = mock_new(V11 "modules = keys_v11, keys_v11.b\n"
-                            "[keys_v11]\ncount = 7\n"
-                            "[keys_v11.b]\ncount = 9\ngreeting = yo\n",
-                        &err);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(V11 "modules = keys_v11, keys_v11.b\n"
+                               "[keys_v11]\ncount = 7\n"
+                               "[keys_v11.b]\ncount = 9\ngreeting = yo\n",
+                           err, sizeof err);
   ok(m != NULL, "a 1.1 module loads as two instances");
   if (!m) {
-    printf("# %s\n", err.data ? err.data : "");
+    printf("# %s\n", err);
     return;
   }
-  is_int(mock_init(m, &err), 0, "both check and init");
-  is_int(mock_start(m, &err), 0, "both start");
+  is_int(ph_mock_init(m, err, sizeof err), 0, "both check and init");
+  is_int(ph_mock_start(m, err, sizeof err), 0, "both start");
   ph_core *c = mock_core(m);
   is_int((int)c->n_mods, 2, "two instances");
   ok(c->mods[0]->mod == c->mods[1]->mod, "one descriptor");
@@ -303,10 +307,10 @@ static void test_v11_two_instances(void) {
   is_str(ph_host_api.conf_str(c->mods[1], "greeting"), "yo",
          "with its converted 1.1 key table");
   /* Same metric, same definition: shared, one series (the last set). */
-  like(mock_metrics_text(m), "\nkeys_v11_count 9\n",
+  like(ph_mock_metrics_text(m), "\nkeys_v11_count 9\n",
        "two instances registering one metric share it");
-  is_int(mock_stop(m), 0, "stop");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stop");
+  ph_mock_free(m);
 }
 
 static void test_entries(void) {
@@ -335,43 +339,42 @@ static void test_entries(void) {
     /* two module paths and module_path: sized from the build path */
     char text[sizeof(V11) + 2 * sizeof(PH_TEST_MODDIR) + 512];
     snprintf(text, sizeof(text), V11 "modules = %s\n", bad[i].modules);
-    buf_reset(&err);
-    ph_mock *m = mock_new(text, &err);
+    err[0] = '\0';
+    ph_mock *m = ph_mock_new(text, err, sizeof err);
     char name[128];
     snprintf(name, sizeof(name), "refused: %s", bad[i].what);
     ok(m == NULL, name);
     snprintf(name, sizeof(name), "with the reason: %s", bad[i].what);
-    like(err.data ? err.data : "", bad[i].want, name);
-    mock_free(m);
+    like(err, bad[i].want, name);
+    ph_mock_free(m);
   }
-  buf_reset(&err);
-  ph_mock *m = mock_new(V11 "modules = " PH_TEST_MODDIR "/keys_v11.so, "
-                            "keys_v11.b\n",
-                        &err);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(V11 "modules = " PH_TEST_MODDIR "/keys_v11.so, "
+                               "keys_v11.b\n",
+                           err, sizeof err);
   ok(m != NULL, "a path entry is the default instance; a name adds one");
   if (m) {
-    ok(mock_core(m)->mods[0]->mod == mock_core(m)->mods[1]->mod &&
+    ok(ph_mock_module(m, NULL) == mock_core(m)->mods[1]->mod &&
            mock_core(m)->mods[1]->dl == NULL,
        "from the same file, opened once");
     is_str(mock_core(m)->mods[0]->name, "keys_v11", "named by the module");
   }
-  mock_free(m);
-  buf_reset(&err);
-  m = mock_new(V11 "modules = keys_v11.only\n[keys_v11.only]\ncount = 1\n",
-               &err);
-  ok(m != NULL && mock_init(m, &err) == 0,
+  ph_mock_free(m);
+  err[0] = '\0';
+  m = ph_mock_new(V11 "modules = keys_v11.only\n[keys_v11.only]\ncount = 1\n",
+                  err, sizeof err);
+  ok(m != NULL && ph_mock_init(m, err, sizeof err) == 0,
      "an instance without the default one");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 int main(void) {
   plan_lazy();
-  buf_init(&err, 65536);
+  err[0] = '\0';
   test_two_providers();
   test_ambiguous_and_unknown();
   test_public_add_instance();
   test_v11_two_instances();
   test_entries();
-  buf_free(&err);
   return done_testing();
 }

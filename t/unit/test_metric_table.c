@@ -9,9 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "file_test.h"
 #include "lib/metric_table.h"
-#include "mock.h"
 #include "tap.h"
 
 typedef struct tstate {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The mock host drives the probe test module through the real host API:
- * lifecycle, readiness, jobs, bus, reload, drain and failures, through the
- * in-tree face (host/mock.h) and the public one (<proxyhost/mock.h>, the
- * ph_mock_* functions libproxyhost-mock exports). */
+ * lifecycle, readiness, jobs, bus, reload, drain and failures, through
+ * <proxyhost/mock.h> (the ph_mock_* functions libproxyhost-mock exports,
+ * the one mock API of the tree), and its test kit: the loop, fake and real
+ * service providers, a metric's value, the loaded descriptors. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,22 +12,18 @@
 
 #include <ev.h>
 
-#include "mock.h"
+#include "loop_test.h"
+#include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define PROBE "[proxyhost]\nmodules = " PH_TEST_MODDIR "/probe.so\n"
 
-static ph_buf err;
+static char err[8192];
 
 static ph_mock *started(const char *text) {
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
-    return NULL;
-  }
-  return m;
+  err[0] = '\0';
+  return mock_test_start(text, NULL, err, sizeof err);
 }
 
 static void test_lifecycle(void) {
@@ -34,32 +31,32 @@ static void test_lifecycle(void) {
   ok(m != NULL, "probe initialises and starts");
   if (!m)
     return;
-  ok(mock_ready(m), "ready after start");
-  mock_run_for(m, 200);
-  like(mock_metrics_text(m), "probe_jobs_done_total 5",
+  ok(ph_mock_ready(m), "ready after start");
+  ph_mock_run_for(m, 200);
+  like(ph_mock_metrics_text(m), "probe_jobs_done_total 5",
        "jobs ran on helper threads and finished on the loop");
 
   char *payload = strdup("hello");
-  is_int(mock_publish(m, "probe.ping", "probe.ping/1", payload, free), PH_OK,
+  is_int(ph_mock_publish(m, "probe.ping", "probe.ping/1", payload, free), PH_OK,
          "publish to the module's topic");
-  like(mock_metrics_text(m), "probe_pings_total 1",
+  like(ph_mock_metrics_text(m), "probe_pings_total 1",
        "the module's handler ran synchronously");
-  is_int(mock_publish(m, "probe.ping", "other/1", strdup("x"), free),
+  is_int(ph_mock_publish(m, "probe.ping", "other/1", strdup("x"), free),
          PH_EINVAL, "a topic's type is fixed");
 
-  is_int(mock_reload(m, PROBE "[probe]\ngreeting = again\n"), 0,
+  is_int(ph_mock_reload(m, PROBE "[probe]\ngreeting = again\n", NULL, 0), 0,
          "reload with a valid configuration");
-  like(mock_metrics_text(m), "probe_reloads_total 1", "module reload ran");
-  like(mock_metrics_text(m), "probe_reload_messages_total 1",
+  like(ph_mock_metrics_text(m), "probe_reloads_total 1", "module reload ran");
+  like(ph_mock_metrics_text(m), "probe_reload_messages_total 1",
        "host.reload published on the bus");
-  is_int(mock_reload(m, PROBE "[probe]\ncount = 1000\n"), -1,
+  is_int(ph_mock_reload(m, PROBE "[probe]\ncount = 1000\n", NULL, 0), -1,
          "reload with an invalid value is refused");
-  like(mock_metrics_text(m), "proxyhost_reloads_total{result=\"failed\"} 1",
+  like(ph_mock_metrics_text(m), "proxyhost_reloads_total{result=\"failed\"} 1",
        "failed reload counted");
-  like(mock_metrics_text(m), "probe_reloads_total 1",
+  like(ph_mock_metrics_text(m), "probe_reloads_total 1",
        "module not reloaded with the bad configuration");
-  is_int(mock_stop(m), 0, "stop without delay drains at once");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "stop without delay drains at once");
+  ph_mock_free(m);
 }
 
 /* ph_api.service_provided answers from the loaded descriptors. */
@@ -76,8 +73,8 @@ static void test_service_provided(void) {
   ok(ph_host_api.service_provided(ctx, NULL) == 0 &&
          ph_host_api.service_provided(NULL, "probe.echo") == 0,
      "service_provided: NULL arguments answer 0");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* probe's module threads (ABI 1.2): they post back and the host joins
@@ -88,20 +85,20 @@ static void test_probe_threads(void) {
   ok(m != NULL, "probe starts two threads");
   if (!m)
     return;
-  for (int i = 0; i < 500 && !strstr(mock_metrics_text(m),
+  for (int i = 0; i < 500 && !strstr(ph_mock_metrics_text(m),
                                      "probe_thread_calls_total 20\n");
        i++)
-    mock_run_for(m, 10);
-  like(mock_metrics_text(m), "probe_thread_calls_total 20",
+    ph_mock_run_for(m, 10);
+  like(ph_mock_metrics_text(m), "probe_thread_calls_total 20",
        "their posts ran on the loop (4-call queues, the threads waited)");
-  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 2",
+  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 2",
        "two threads running");
-  is_int(mock_stop(m), 0, "stop");
-  like(mock_metrics_text(m), "probe_thread_stops_total 2",
+  is_int(ph_mock_stop(m), 0, "stop");
+  like(ph_mock_metrics_text(m), "probe_thread_stops_total 2",
        "each thread's stop ran");
-  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 0",
+  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 0",
        "and both were joined at the module's stop");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 /* A module declaring ABI 1.1 loads and runs on this host: the 1.2 table
@@ -169,54 +166,57 @@ static void test_minor1_module(void) {
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
   if (!m)
     return;
-  is_int(mock_core(m)->mods[0]->mod->abi_minor, 1, "it declares minor 1");
-  mock_run_for(m, 50);
-  like(mock_metrics_text(m), "minor1_calls_total 1", "its post ran");
-  like(mock_metrics_text(m), "minor1_external_total 1.5",
+  is_int(ph_mock_module(m, NULL)->abi_minor, 1, "it declares minor 1");
+  ph_mock_run_for(m, 50);
+  like(ph_mock_metrics_text(m), "minor1_calls_total 1", "its post ran");
+  like(ph_mock_metrics_text(m), "minor1_external_total 1.5",
        "its 1.1 calls work (counter_set)");
-  is_int(mock_stop(m), 0, "it stops");
-  mock_free(m);
+  is_int(ph_mock_stop(m), 0, "it stops");
+  ph_mock_free(m);
 }
 
 static void test_readiness_and_drain(void) {
   ph_mock *m = started(PROBE "[probe]\nready = false\n");
-  ok(m && !mock_ready(m), "a module that is not ready keeps /readyz down");
-  mock_free(m);
+  ok(m && !ph_mock_ready(m), "a module that is not ready keeps /readyz down");
+  ph_mock_free(m);
 
   m = started(PROBE "drain_timeout = 2s\n[probe]\nstop_delay = 50ms\n");
   ok(m != NULL, "slow drainer starts");
   if (m) {
-    is_int(mock_stop(m), 0, "stop waits for an asynchronous drain");
-    mock_free(m);
+    is_int(ph_mock_stop(m), 0, "stop waits for an asynchronous drain");
+    ph_mock_free(m);
   }
   m = started(PROBE "drain_timeout = 100ms\n[probe]\nstop_delay = 5s\n");
   ok(m != NULL, "too-slow drainer starts");
   if (m) {
-    is_int(mock_stop(m), -1, "the drain deadline cuts a slow module off");
-    mock_free(m);
+    is_int(ph_mock_stop(m), PH_ELIMIT,
+           "the drain deadline cuts a slow module off");
+    ph_mock_free(m);
   }
 }
 
 static void test_failures(void) {
-  buf_reset(&err);
-  ph_mock *m = mock_new(PROBE "[probe]\nfail_init = true\n", &err);
+  err[0] = '\0';
+  ph_mock *m =
+      ph_mock_new(PROBE "[probe]\nfail_init = true\n", err, sizeof err);
   ok(m != NULL, "loads");
-  is_int(mock_init(m, &err), -1, "init failure reported");
-  like(err.data, "module probe: init failed", "failing module named");
-  mock_free(m);
+  is_int(ph_mock_init(m, err, sizeof err), -1, "init failure reported");
+  like(err, "module probe: init failed", "failing module named");
+  ph_mock_free(m);
 
-  buf_reset(&err);
-  m = mock_new(PROBE "[probe]\nfail_start = true\n", &err);
-  mock_init(m, &err);
-  is_int(mock_start(m, &err), -1, "start failure reported");
-  like(err.data, "module probe: start failed", "failing module named");
-  mock_free(m);
+  err[0] = '\0';
+  m = ph_mock_new(PROBE "[probe]\nfail_start = true\n", err, sizeof err);
+  ph_mock_init(m, err, sizeof err);
+  is_int(ph_mock_start(m, err, sizeof err), -1, "start failure reported");
+  like(err, "module probe: start failed", "failing module named");
+  ph_mock_free(m);
 
-  buf_reset(&err);
-  m = mock_new(PROBE "[probe]\ncolour = red\n", &err);
-  is_int(mock_init(m, &err), -1, "unknown key refused before init");
-  like(err.data, "probe.colour", "unknown key named");
-  mock_free(m);
+  err[0] = '\0';
+  m = ph_mock_new(PROBE "[probe]\ncolour = red\n", err, sizeof err);
+  is_int(ph_mock_init(m, err, sizeof err), -1,
+         "unknown key refused before init");
+  like(err, "probe.colour", "unknown key named");
+  ph_mock_free(m);
 }
 
 /* ---- api->defer_* (ABI 1.6): calls on the loop's next turn ------------- */
@@ -284,12 +284,13 @@ static void d_guard(struct ev_loop *loop, ev_timer *w, int revents) {
 }
 
 static void test_defer(void) {
-  buf_reset(&err);
-  ph_mock *m = mock_new("", &err);
-  if (!ok(m && mock_add(m, &dmod, &err) == 0 && mock_init(m, &err) == 0 &&
-              mock_start(m, &err) == 0,
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new("", err, sizeof err);
+  if (!ok(m && ph_mock_add(m, &dmod, err, sizeof err) == 0 &&
+              ph_mock_init(m, err, sizeof err) == 0 &&
+              ph_mock_start(m, err, sizeof err) == 0,
           "a module for the defer calls starts")) {
-    mock_free(m);
+    ph_mock_free(m);
     return;
   }
   struct ev_loop *loop = D_api->loop(D_ctx);
@@ -376,8 +377,8 @@ static void test_defer(void) {
   ev_timer_stop(loop, &guard);
   for (int i = 0; i < 4; i++)
     D_api->defer_free(d_handles[i]);
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* ---- the public face ---------------------------------------------------- */
@@ -626,9 +627,105 @@ static void test_public_request(void) {
   ph_mock_free(m);
 }
 
+/* The test kit of <proxyhost/mock.h>: ph_mock_loop, ph_mock_service,
+ * ph_mock_service_provide, ph_mock_metric, ph_mock_module. */
+typedef struct probe_echo_v1 {
+  int (*echo)(void *self, int x);
+} probe_echo_v1;
+
+static int fake_echo(void *self, int x) { return x * *(int *)self; }
+
+static void test_public_kit(void) {
+  char e[1024];
+  double v = -1;
+  ph_mock *m = ph_mock_new(PROBE "[probe]\njobs = 5\n", e, sizeof(e));
+  ok(m != NULL, "kit: probe loads");
+  if (!m)
+    return;
+  ok(ph_mock_loop(m) == NULL, "ph_mock_loop before init: NULL");
+  void *self = &v;
+  ok(ph_mock_service(m, "probe.echo", NULL, 1, 0, &self) == NULL &&
+         self == NULL,
+     "ph_mock_service before init: NULL, *self NULL");
+  is_int(ph_mock_metric(m, "probe_jobs_done_total", NULL, &v), PH_ESTATE,
+         "ph_mock_metric before init: PH_ESTATE");
+  ok(ph_mock_module(m, NULL) &&
+         strcmp(ph_mock_module(m, NULL)->name, "probe") == 0,
+     "ph_mock_module(NULL): the first module loaded, from its .so");
+  ok(ph_mock_module(m, "probe") == ph_mock_module(m, NULL) &&
+         ph_mock_module(m, "nosuch") == NULL &&
+         ph_mock_module(NULL, NULL) == NULL,
+     "ph_mock_module by instance name; NULL for none");
+  static const probe_echo_v1 fake_vt = {fake_echo};
+  int factor = 3;
+  is_int(ph_mock_service_provide(m, "kit.echo", NULL, 1, 2, &fake_vt, &factor),
+         PH_ESTATE, "ph_mock_service_provide before init: PH_ESTATE");
+  if (ph_mock_init(m, e, sizeof(e)) != PH_OK) {
+    ok(0, "kit: init");
+    ph_mock_free(m);
+    return;
+  }
+  ok(ph_mock_loop(m) != NULL, "ph_mock_loop after init: the loop");
+  is_int(ph_mock_service_provide(m, "kit.echo", NULL, 1, 2, &fake_vt, &factor),
+         PH_OK, "a fake provider registered between init and start");
+  is_int(ph_mock_service_provide(m, "kit.echo", NULL, 1, 2, &fake_vt, &factor),
+         PH_EEXIST, "... once per provider: PH_EEXIST");
+  is_int(ph_mock_service_provide(m, "kit.echo", "Bad name", 1, 2, &fake_vt,
+                                 &factor),
+         PH_EINVAL, "... a bad provider name: PH_EINVAL");
+  is_int(ph_mock_service_provide(m, "kit.echo", "two", 1, 2, NULL, &factor),
+         PH_EINVAL, "... a NULL vtable: PH_EINVAL");
+  ph_mock_start(m, e, sizeof(e));
+  const probe_echo_v1 *vt = ph_mock_service(m, "kit.echo", NULL, 1, 2, &self);
+  ok(vt == &fake_vt && self == &factor && vt->echo(self, 5) == 15,
+     "ph_mock_service finds the fake provider, with its state");
+  ok(ph_mock_service(m, "kit.echo", "mock", 1, 0, NULL) == &fake_vt,
+     "... by its provider name (\"mock\" by default)");
+  ok(ph_mock_service(m, "kit.echo", NULL, 1, 3, &self) == NULL &&
+         self == NULL &&
+         ph_mock_service(m, "kit.echo", NULL, 2, 0, NULL) == NULL,
+     "... not when the version does not fit");
+  vt = ph_mock_service(m, "probe.echo", "probe", 1, 0, &self);
+  ok(vt && vt->echo(self, 41) == 42,
+     "ph_mock_service finds a module's provider and calls it");
+  ok(poll_until(ph_mock_loop(m),
+                strstr(ph_mock_metrics_text(m), "\nprobe_jobs_done_total 5\n"),
+                5000),
+     "a bounded wait on ph_mock_loop ends once the jobs are done");
+  is_int(ph_mock_metric(m, "probe_jobs_done_total", NULL, &v), PH_OK,
+         "ph_mock_metric: an unlabelled series");
+  ok(v == 5, "... its value");
+  v = -1;
+  ok(ph_mock_metric(m, "probe_jobs_done_total", "", &v) == PH_OK && v == 5,
+     "... labels \"\": the same series");
+  ph_mock_reload(m, PROBE "[probe]\ncount = 1000\n", e, sizeof(e));
+  ok(ph_mock_metric(m, "proxyhost_reloads_total", "result=\"failed\"", &v) ==
+             PH_OK &&
+         v == 1,
+     "ph_mock_metric by name and labels");
+  ok(ph_mock_metric(m, "proxyhost_reloads_total{result=\"failed\"}", NULL,
+                    &v) == PH_OK &&
+         v == 1,
+     "... or by the whole series as the text shows it");
+  v = 7;
+  is_int(ph_mock_metric(m, "proxyhost_reloads_total", "result=\"nope\"", &v),
+         PH_ENOENT, "a series the text does not have: PH_ENOENT");
+  ok(v == 0, "... and the value 0");
+  is_int(ph_mock_metric(m, "probe_jobs_done", NULL, &v), PH_ENOENT,
+         "a name is matched whole, not as a prefix");
+  is_int(ph_mock_metric(m, "probe_jobs_done_total", NULL, NULL), PH_EINVAL,
+         "value NULL: PH_EINVAL");
+  ph_mock_stop(m);
+  ok(ph_mock_metric(m, "probe_jobs_done_total", NULL, &v) == PH_OK && v == 5,
+     "ph_mock_metric after stop");
+  is_int(ph_mock_service_provide(m, "kit.late", NULL, 1, 0, &fake_vt, NULL),
+         PH_ESTATE, "ph_mock_service_provide after stop: PH_ESTATE");
+  ph_mock_free(m);
+}
+
 int main(void) {
   plan_lazy();
-  buf_init(&err, 65536);
+  err[0] = '\0';
   test_lifecycle();
   test_service_provided();
   test_probe_threads();
@@ -639,6 +736,6 @@ int main(void) {
   test_public_order();
   test_public_failures();
   test_public_request();
-  buf_free(&err);
+  test_public_kit();
   return done_testing();
 }

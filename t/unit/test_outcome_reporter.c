@@ -15,6 +15,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "contracts/cp_session.h"
 #include "contracts/cp_status.h"
+#include "mock_test.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* outcome_reporter */
@@ -96,13 +97,10 @@ static int fs_init(ph_ctx *ctx, const ph_api *api, void **state) {
                                CP_SESSION_MINOR, &fs_service, NULL);
 }
 
-static const char *const fs_provides[] = {CP_SESSION_SERVICE, NULL};
-static const ph_module fake_session = {
-    PH_MODULE_HEADER("fake_session", "1"),
-    .description = "test: cp.session",
-    .provides = fs_provides,
-    .init = fs_init,
-};
+MOCK_TEST_MODULE(fake_session, "fake_session", "1",
+                 .description = "test: cp.session",
+                 .provides = MOCK_TEST_NAMES(CP_SESSION_SERVICE),
+                 .init = fs_init);
 
 /* ---- the fake user of outcome.sink ----------------------------------- */
 
@@ -125,14 +123,10 @@ static int u_start(void *state) {
   return sink ? PH_OK : PH_ENOENT;
 }
 
-static const char *const u_requires[] = {PH_OUTCOME_SINK_SERVICE, NULL};
-static const ph_module fake_user = {
-    PH_MODULE_HEADER("fake_user", "1"),
-    .description = "test: records outcomes",
-    .requires = u_requires,
-    .init = u_init,
-    .start = u_start,
-};
+MOCK_TEST_MODULE(fake_user, "fake_user", "1",
+                 .description = "test: records outcomes",
+                 .requires = MOCK_TEST_NAMES(PH_OUTCOME_SINK_SERVICE),
+                 .init = u_init, .start = u_start);
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -178,11 +172,8 @@ static uint64_t seq_of(uint32_t i, size_t *n_outcomes) {
 }
 
 static double metric(const char *name) {
-  const char *t = ph_mock_metrics_text(mk);
-  char key[256];
-  snprintf(key, sizeof(key), "\n%s ", name);
-  const char *p = strstr(t, key);
-  return p ? strtod(p + strlen(key), NULL) : -1;
+  double v;
+  return ph_mock_metric(mk, name, NULL, &v) == PH_OK ? v : -1;
 }
 
 static void running(uint64_t gen, uint32_t maxc, const char *session) {

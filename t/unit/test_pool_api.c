@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mock.h"
+#include <proxyhost/mock.h>
+
 #include "tap.h"
 
 #define POOL_API PH_BUILD_MODULES "/pool_api/.libs/pool_api.so"
@@ -31,29 +32,34 @@ static ph_mock *m;
 
 /* A host with store_sqlite and pool_api; pool_lines replace [pool_api]'s
  * store line. NULL (with err) when check, init or start fails. */
-static ph_mock *start_with(const char *pool_lines, ph_buf *err) {
+static ph_mock *start_with(const char *pool_lines, char *err, size_t errlen) {
   char text[PATHS + 1024];
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodules = %s, %s, %s\n"
            "[store_sqlite]\npath = %s\n"
            "[pool_api]\ntoken_file = %s\n%s",
            FAKEAZ, STORE, POOL_API, db, token_file, pool_lines);
-  buf_reset(err);
-  ph_mock *x = mock_new(text, err);
-  if (x && (mock_init(x, err) < 0 || mock_start(x, err) < 0)) {
-    mock_free(x);
+  err[0] = '\0';
+  ph_mock *x = ph_mock_new(text, err, errlen);
+  if (x &&
+      (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
+    ph_mock_free(x);
     x = NULL;
   }
   return x;
 }
 
+/* The last answer's body (ph_mock_request's, owned by m). */
+static const char *reply_body = "";
+
 static int req(const char *method, const char *target, const char *auth,
                const char *type, const char *body) {
-  return mock_request(m, method, target, auth, type, body,
-                      body ? strlen(body) : 0, 5000);
+  return ph_mock_request(m, method, target, auth, type, body,
+                         body ? strlen(body) : 0, 5000, NULL, &reply_body,
+                         NULL);
 }
 
-static const char *reply(void) { return mock_reply_body(m, NULL); }
+static const char *reply(void) { return reply_body; }
 
 static void write_token(mode_t mode) {
   unlink(token_file);
@@ -65,33 +71,32 @@ static void write_token(mode_t mode) {
 }
 
 static void test_keys(void) {
-  ph_buf err;
-  buf_init(&err, 0);
+  char err[8192] = "";
   write_token(0600);
-  ph_mock *x = start_with("", &err);
+  ph_mock *x = start_with("", err, sizeof err);
   ok(x == NULL, "no [pool_api] store: refused");
-  like(err.data, "pool_api.store: required: the pool.store provider",
+  like(err, "pool_api.store: required: the pool.store provider",
        "... naming the key and the service");
-  mock_free(x);
-  x = start_with("store = fakeaz\n", &err);
+  ph_mock_free(x);
+  x = start_with("store = fakeaz\n", err, sizeof err);
   ok(x == NULL, "a store without pool.store (fakeaz): refused");
-  like(err.data,
+  like(err,
        "pool_api.store: \"fakeaz\" is not a loaded module instance "
        "that provides the \"pool.store\" service",
        "... naming it and the service");
-  mock_free(x);
-  x = start_with("store = store_sqlite\nauthority = redis_ownership\n", &err);
+  ph_mock_free(x);
+  x = start_with("store = store_sqlite\nauthority = redis_ownership\n", err,
+                 sizeof err);
   ok(x == NULL, "an authority that is not loaded: refused");
-  like(err.data, "pool_api.authority: ", "... naming the key");
-  mock_free(x);
+  like(err, "pool_api.authority: ", "... naming the key");
+  ph_mock_free(x);
   write_token(0644);
-  x = start_with("store = store_sqlite\n", &err);
+  x = start_with("store = store_sqlite\n", err, sizeof err);
   ok(x == NULL, "a group/world-readable token file: refused");
-  like(err.data, "pool_api.token_file: ", "... naming the key");
-  unlike(err.data, TOKEN, "... never the token");
-  mock_free(x);
+  like(err, "pool_api.token_file: ", "... naming the key");
+  unlike(err, TOKEN, "... never the token");
+  ph_mock_free(x);
   write_token(0600);
-  buf_free(&err);
 }
 
 static void test_routes(void) {
@@ -144,18 +149,16 @@ int main(void) {
   snprintf(token_file, sizeof(token_file), "%s/admin.token", dir);
   snprintf(db, sizeof(db), "%s/pool.db", dir);
   test_keys();
-  ph_buf err;
-  buf_init(&err, 0);
-  m = start_with("store = store_sqlite\n", &err);
+  char err[8192] = "";
+  m = start_with("store = store_sqlite\n", err, sizeof err);
   ok(m != NULL, "pool_api and store_sqlite start");
   if (!m) {
-    printf("# %s\n", err.data);
+    printf("# %s\n", err);
     return done_testing();
   }
   test_routes();
-  mock_stop(m);
-  mock_free(m);
-  buf_free(&err);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   unlink(token_file);
   char p[160];
   const char *sfx[] = {"", "-wal", "-shm"};

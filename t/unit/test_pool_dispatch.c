@@ -41,6 +41,8 @@
 #include "cp_view_fixture.h"
 #include "contracts/pool_runtime.h"
 #include "frontend/traffic_gate.h"
+#include "mock_test.h"
+#include "fake_connector.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* the pool */
@@ -70,39 +72,11 @@ static int sink_record(void *self, const ph_outcome *o) {
 }
 static const ph_outcome_sink_v1 sink_service = {sink_record};
 
-typedef struct dial {
-  int64_t id;
-  char host[256];
-  uint16_t port;
-  ph_open_cb cb;
-  void *arg;
-  int answered, cancelled;
-} dial;
-#define MAXD 32
-static dial dials[MAXD];
-static int n_dials;
-
-static int64_t fc_open(void *self, const ph_open_request *req, ph_open_cb cb,
-                       void *arg) {
-  (void)self;
-  if (n_dials >= MAXD)
-    return PH_ENOMEM;
-  dial *d = &dials[n_dials++];
-  d->id = n_dials;
-  snprintf(d->host, sizeof d->host, "%s", req->host);
-  d->port = req->port;
-  d->cb = cb;
-  d->arg = arg;
-  return d->id;
-}
-static int fc_cancel(void *self, int64_t id) {
-  (void)self;
-  if (id < 1 || id > n_dials || dials[id - 1].answered)
-    return PH_ENOENT;
-  dials[id - 1].cancelled = 1;
-  return PH_OK;
-}
-static const ph_connector_v1 fc_service = {fc_open, fc_cancel};
+/* The upstream connector: every dial waits for the test, which answers
+ * it by its place in FC.log (dial_ok, dial_fail). */
+static const fc_row dial_rows[] = {
+    {.host = "*", .when = FC_NEVER, .give = FC_SOCKETPAIR}, {.host = NULL}};
+static fake_connector FC;
 
 static const ph_api *fapi;
 static ph_ctx *fctx;
@@ -124,13 +98,14 @@ static int fakes_init(ph_ctx *ctx, const ph_api *api, void **state) {
   fapi = api;
   fctx = ctx;
   *state = NULL;
+  fake_connector_init(&FC, api, ctx, dial_rows);
   if (api->service_register(ctx, PH_POOL_VIEW_SERVICE, PH_POOL_VIEW_MAJOR,
                             PH_POOL_VIEW_MINOR, &cp_view_service, &slot) ||
       api->service_register(ctx, PH_OUTCOME_SINK_SERVICE,
                             PH_OUTCOME_SINK_MAJOR, PH_OUTCOME_SINK_MINOR,
                             &sink_service, NULL) ||
       api->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
-                            PH_CONNECTOR_MINOR, &fc_service, NULL))
+                            PH_CONNECTOR_MINOR, &fake_connector_vt, &FC))
     return PH_EINVAL;
   return PH_OK;
 }
@@ -174,12 +149,9 @@ static int first_init(ph_ctx *ctx, const ph_api *api, void **state) {
   return api->service_register(ctx, PH_STRATEGY_SERVICE, PH_STRATEGY_MAJOR,
                                PH_STRATEGY_MINOR, &first_service, NULL);
 }
-static const char *const first_provides[] = {PH_STRATEGY_SERVICE, NULL};
-static const ph_module first = {
-    PH_MODULE_HEADER("first", "1.0.0"),
-    .provides = first_provides,
-    .init = first_init,
-};
+MOCK_TEST_MODULE(first, "first", "1.0.0",
+                 .provides = MOCK_TEST_NAMES(PH_STRATEGY_SERVICE),
+                 .init = first_init);
 
 /* A user of the pool: gets the connector and pool.runtime at start. */
 static int user_start(void *state) {
@@ -202,13 +174,9 @@ static int user_init(ph_ctx *ctx, const ph_api *api, void **state) {
   *state = NULL;
   return PH_OK;
 }
-static const char *const user_requires[] = {POOL_RUNTIME_SERVICE, NULL};
-static const ph_module user = {
-    PH_MODULE_HEADER("user", "1.0.0"),
-    .requires = user_requires,
-    .init = user_init,
-    .start = user_start,
-};
+MOCK_TEST_MODULE(user, "user", "1.0.0",
+                 .requires = MOCK_TEST_NAMES(POOL_RUNTIME_SERVICE),
+                 .init = user_init, .start = user_start);
 
 /* ---- the requests ------------------------------------------------------ */
 
@@ -251,21 +219,13 @@ static req *open_req(int i, const char *host, int lease) {
 
 /* Answers dial d with a socketpair; returns the proxy's end. */
 static int dial_ok(int d) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+  if (fake_connector_answer(&FC, d + 1, PH_OPEN_OK) != PH_OK)
     return -1;
-  fcntl(sv[0], F_SETFL, O_NONBLOCK);
-  ph_open_result r = {.size = sizeof(r), .fd = sv[0]};
-  dials[d].answered = 1;
-  dials[d].cb(dials[d].arg, &r);
-  return sv[1];
+  return fake_connector_peer(&FC);
 }
 
 static void dial_fail(int d, int code) {
-  ph_open_result r = {.size = sizeof(r), .stage = PH_STAGE_CONNECT,
-                      .code = code, .fd = -1};
-  dials[d].answered = 1;
-  dials[d].cb(dials[d].arg, &r);
+  fake_connector_answer(&FC, d + 1, code);
 }
 
 /* The upstream's side: reads the CONNECT, answers 200. 1 when the
@@ -391,11 +351,11 @@ static void test_built_with_view(void) {
   req *q = open_req(0, "rej.test", 1);
   is_int(attaches, a0 + 1,
          "CP-3-17 ... the first request after the swap builds nothing");
-  ok(q->id > 0 && dials[n_dials - 1].port == 1080,
+  ok(q->id > 0 && FC.log[FC.n_log - 1].port == 1080,
      "... and picks from the new view");
   for (int k = 0; k < 4 && !q->done; k++) { /* a, then b (max_attempts) */
-    if (!dials[n_dials - 1].answered)
-      dial_fail(n_dials - 1, PH_OPEN_CONNECTION_REFUSED);
+    if (!FC.log[FC.n_log - 1].answered)
+      dial_fail(FC.n_log - 1, PH_OPEN_CONNECTION_REFUSED);
     ph_mock_run_for(mk, 5);
   }
   ok(q->done, "... and is answered");
@@ -510,9 +470,9 @@ static void test_forward(void) {
   char buf[2048];
 
   /* h (http) and a forwarding caller: dial, no handshake. */
-  int nd = n_dials, no = n_outs;
+  int nd = FC.n_log, no = n_outs;
   req *q = open_flags(12, "fwd.test", FWD);
-  ok(n_dials == nd + 1 && dials[nd].port == 1080,
+  ok(FC.n_log == nd + 1 && FC.log[nd].port == 1080,
      "forward: the pick dials the http upstream h");
   int ph = dial_ok(nd);
   ok(q->done == 1 && q->res.code == PH_OPEN_OK && q->res.fd >= 0 &&
@@ -555,7 +515,7 @@ static void test_forward(void) {
 
   /* The proxy answers 407 to a forwarded request: the caller (http_proxy)
    * ends the lease TARGET_ERROR with no byte to the client. */
-  nd = n_dials;
+  nd = FC.n_log;
   q = open_flags(12, "fwd.test", FWD);
   ph = dial_ok(nd);
   ok(q->done && q->res.code == PH_OPEN_OK, "forward: a second stream");
@@ -567,7 +527,7 @@ static void test_forward(void) {
   close(ph);
 
   /* h without the flag (socks5, CONNECT): a CONNECT tunnel as before. */
-  nd = n_dials;
+  nd = FC.n_log;
   q = open_flags(12, "fwd.test", PH_OPEN_F_LEASE);
   ph = dial_ok(nd);
   proxy_read(ph, buf, sizeof buf);
@@ -586,7 +546,7 @@ static void test_forward(void) {
   close(ph);
 
   /* An http_connect upstream and a forwarding caller: CONNECT. */
-  nd = n_dials;
+  nd = FC.n_log;
   q = open_flags(12, "conn.test", FWD);
   ph = dial_ok(nd);
   proxy_read(ph, buf, sizeof buf);
@@ -603,7 +563,7 @@ static void test_forward(void) {
   close(ph);
 
   /* An http upstream without credentials: the flag, no header. */
-  nd = n_dials;
+  nd = FC.n_log;
   q = open_flags(12, "nocred.test", FWD);
   ph = dial_ok(nd);
   ok(q->done && q->res.code == PH_OPEN_OK &&
@@ -616,7 +576,7 @@ static void test_forward(void) {
 
   /* Credentials Basic cannot carry (RFC 7617: no ':' in the user name):
    * refused before anything is sent, as the CONNECT would be. */
-  nd = n_dials;
+  nd = FC.n_log;
   no = n_outs;
   q = open_flags(12, "colon.test", FWD);
   ph = dial_ok(nd);
@@ -663,9 +623,9 @@ static void test_forward_ext(void) {
   char buf[2048];
   /* h (http) and a caller that asks by the extensions: the socket, the
    * lease and the value in the result's chain, none of the old fields. */
-  int nd = n_dials;
+  int nd = FC.n_log;
   req *q = open_ext(12, "fwd.test", 1);
-  int ph = n_dials > nd ? dial_ok(nd) : -1;
+  int ph = FC.n_log > nd ? dial_ok(nd) : -1;
   const ph_open_lease_res *lx = res_lease_x(&q->res);
   const ph_open_http_forward_res *fx = res_fwd_x(&q->res);
   ok(q->done == 1 && q->res.code == PH_OPEN_OK && q->res.fd >= 0 && lx &&
@@ -693,9 +653,9 @@ static void test_forward_ext(void) {
 
   /* The lease alone (socks5's ask): a CONNECT tunnel, the lease in the
    * chain, no forwarding. */
-  nd = n_dials;
+  nd = FC.n_log;
   q = open_ext(12, "fwd.test", 0);
-  ph = n_dials > nd ? dial_ok(nd) : -1;
+  ph = FC.n_log > nd ? dial_ok(nd) : -1;
   buf[0] = '\0';
   if (ph >= 0)
     proxy_read(ph, buf, sizeof buf);
@@ -717,13 +677,13 @@ static void test_forward_ext(void) {
   /* A caller built against SDK 1.6 (its request ends before ext, which
    * the pool must not read: here it is garbage) asking by the old flags:
    * served by the old fields. */
-  nd = n_dials;
+  nd = FC.n_log;
   ph_open_request old = {.size = offsetof(ph_open_request, ext),
                          .host = "fwd.test",
                          .flags = FWD,
                          .ext = (const ph_open_ext *)(uintptr_t)1};
   q = open_as(12, &old);
-  ph = n_dials > nd ? dial_ok(nd) : -1;
+  ph = FC.n_log > nd ? dial_ok(nd) : -1;
   ok(q->done && q->res.code == PH_OPEN_OK && q->res.lease &&
          (q->res.flags & PH_OPEN_R_HTTP_PROXY) && header_is(&q->res, FWD_BASIC),
      "ext: a 1.6 caller's request (shorter, old flags): the old lease, flag "
@@ -755,9 +715,9 @@ static void test_cut(void *arg) {
 /* Request i through the first free proxy, leased; with cut, the caller
  * gives its cut. Returns the proxy's end of the socket, or -1. */
 static int leased(int i, int cut) {
-  int nd = n_dials;
+  int nd = FC.n_log;
   req *q = open_req(i, "any.test", 1);
-  if (n_dials != nd + 1)
+  if (FC.n_log != nd + 1)
     return -1;
   int pfd = dial_ok(nd);
   if (!proxy_accept(pfd, "any.test") || !q->done || !q->res.lease)
@@ -781,7 +741,7 @@ static void test_drain(void) {
   const char *ids[] = {"a"};
   view(1, 60000);
   int pa = leased(12, 1);
-  ok(pa >= 0 && dials[n_dials - 1].port == 1080,
+  ok(pa >= 0 && FC.log[FC.n_log - 1].port == 1080,
      "drain: a stream through a, the caller gives its cut");
   rt->revoke(rt_self, ids, 1);
   ph_mock_run_for(mk, 5);
@@ -800,7 +760,7 @@ static void test_drain(void) {
   view(1, 60000);
   pa = leased(12, 1);
   int pb = leased(13, 1);
-  ok(pa >= 0 && pb >= 0 && dials[n_dials - 1].port == 1081,
+  ok(pa >= 0 && pb >= 0 && FC.log[FC.n_log - 1].port == 1081,
      "drain: streams through a and b");
   view(0, 60000);
   ok(count_of("b", NULL).draining, "b left the view: it drains");
@@ -831,9 +791,9 @@ static void test_drain(void) {
   close(pa);
   view(1, 60000);
   cuts = 0;
-  int nd = n_dials;
+  int nd = FC.n_log;
   req *q = open_req(14, "any.test", 1);
-  pa = n_dials == nd + 1 ? dial_ok(nd) : -1;
+  pa = FC.n_log == nd + 1 ? dial_ok(nd) : -1;
   rt->revoke(rt_self, ids, 1); /* a carries no stream yet */
   ok(pa >= 0 && proxy_accept(pa, "any.test") && q->done && q->res.lease &&
          ph_open_lease_on_cut(q->res.lease, test_cut, q),
@@ -891,10 +851,10 @@ int main(void) {
      "a caller without PH_OPEN_F_LEASE: unsupported_capability");
 
   /* r0 takes a, r1 takes b (capacity 1 each). */
-  int n0 = n_dials;
+  int n0 = FC.n_log;
   req *r0 = open_req(0, "wait.test", 1);
-  is_int(n_dials, n0 + 1, "the pick dials the proxy through the upstream connector");
-  is_int(dials[n0].port, 1080, "... proxy a's address");
+  is_int(FC.n_log, n0 + 1, "the pick dials the proxy through the upstream connector");
+  is_int(FC.log[n0].port, 1080, "... proxy a's address");
   ok(count_of("a", NULL).reserved == 1, "CP-2-14 a: one reservation while it dials");
   int pa = dial_ok(n0);
   ok(proxy_accept(pa, "wait.test"), "CP-5-3 the handshake asks proxy a for CONNECT wait.test:80");
@@ -904,7 +864,7 @@ int main(void) {
   ok(ka.active == 1 && ka.reserved == 0, "a: the reservation became active");
   is_int(n_outs, 0, "no outcome before the stream ends");
   req *r1 = open_req(1, "wait.test", 1);
-  int pb = dial_ok(n_dials - 1);
+  int pb = dial_ok(FC.n_log - 1);
   ok(proxy_accept(pb, "wait.test") && r1->done && r1->res.code == PH_OPEN_OK,
      "CP-1-23 a full: the next request goes to b");
 
@@ -922,9 +882,9 @@ int main(void) {
          rj->res.code == PH_OPEN_QUEUE_FULL,
      "REJECT with no free capacity: queue_full");
   req *rd = open_req(6, "direct.test", 1);
-  ok(n_dials > 0 && strcmp(dials[n_dials - 1].host, "direct.test") == 0,
+  ok(FC.n_log > 0 && strcmp(FC.log[FC.n_log - 1].host, "direct.test") == 0,
      "CP-1-25 DIRECT: the direct connector dials the target itself");
-  int pd = dial_ok(n_dials - 1);
+  int pd = dial_ok(FC.n_log - 1);
   ph_mock_run_for(mk, 5);
   ok(rd->done && rd->res.code == PH_OPEN_OK && !rd->res.lease,
      "... its answer is passed on (no lease)");
@@ -932,15 +892,15 @@ int main(void) {
   close(pd);
 
   /* The first stream ends: the first waiter gets a. */
-  int nd = n_dials;
+  int nd = FC.n_log;
   ph_open_lease_first_byte(r0->res.lease);
   close(r0->res.fd);
   ph_open_lease_end(r0->res.lease, PH_LEASE_END_CLOSED);
   ok(last_outcome("a", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS),
      "CP-5-5 the stream's end: TUNNEL SUCCESS for a");
-  ok(n_dials == nd + 1 && !r3->done, "CP-1-24 the freed capacity goes to the first waiter, in order");
+  ok(FC.n_log == nd + 1 && !r3->done, "CP-1-24 the freed capacity goes to the first waiter, in order");
   close(pa);
-  pa = dial_ok(n_dials - 1);
+  pa = dial_ok(FC.n_log - 1);
   ok(proxy_accept(pa, "wait.test") && r2->done && r2->res.code == PH_OPEN_OK,
      "... which gets a");
 
@@ -970,12 +930,12 @@ int main(void) {
      "a client that went away says nothing against the proxy");
   close(pa);
   close(pb);
-  nd = n_dials;
+  nd = FC.n_log;
   req *r5 = open_req(7, "any.test", 1);
   dial_fail(nd, PH_OPEN_CONNECTION_REFUSED);
   ok(last_outcome("a", PH_OUTCOME_STAGE_DIAL, PH_OUTCOME_FAILURE),
      "CP-5-2 a refused dial: DIAL FAILURE");
-  ok(n_dials == nd + 2 && dials[nd + 1].port == 1081,
+  ok(FC.n_log == nd + 2 && FC.log[nd + 1].port == 1081,
      "CP-1-23 ... and the request tries b");
   dial_fail(nd + 1, PH_OPEN_TIMEOUT);
   ph_mock_run_for(mk, 5);
@@ -987,17 +947,17 @@ int main(void) {
      "no reservation left behind");
 
   /* A new view between the failed dial and the retry: a stays tried. */
-  nd = n_dials;
+  nd = FC.n_log;
   req *rs = open_req(11, "any.test", 1);
   view(1, 60000);
   dial_fail(nd, PH_OPEN_CONNECTION_REFUSED);
-  ok(n_dials == nd + 2 && dials[nd + 1].port == 1081,
+  ok(FC.n_log == nd + 2 && FC.log[nd + 1].port == 1081,
      "a view swap before the retry: the tried proxy a stays tried, b is dialed");
   ok(pool_c->cancel(pool_self, rs->id) == PH_OK && !count_of("b", NULL).found,
      "(cancelled, nothing reserved)");
 
   /* A handshake refused by the proxy: PROXY_HANDSHAKE, then b. */
-  nd = n_dials;
+  nd = FC.n_log;
   req *r6 = open_req(8, "any.test", 1);
   pa = dial_ok(nd);
   ph_mock_run_for(mk, 5);
@@ -1008,10 +968,10 @@ int main(void) {
   ph_mock_run_for(mk, 10);
   ok(last_outcome("a", PH_OUTCOME_STAGE_PROXY_HANDSHAKE, PH_OUTCOME_FAILURE),
      "CP-5-3 a refused CONNECT: PROXY_HANDSHAKE FAILURE");
-  ok(n_dials == nd + 2, "... and b is tried");
+  ok(FC.n_log == nd + 2, "... and b is tried");
   /* Cancel while b dials: the reservation goes. */
   ok(pool_c->cancel(pool_self, r6->id) == PH_OK, "cancel while dialing");
-  ok(dials[nd + 1].cancelled, "... cancels the upstream dial");
+  ok(FC.log[nd + 1].cancelled, "... cancels the upstream dial");
   ok(!count_of("b", NULL).found, "... and frees b's reservation");
   ph_mock_run_for(mk, 5);
   is_int(r6->done, 0, "no answer after cancel");
@@ -1022,9 +982,9 @@ int main(void) {
   rt->revoke(rt_self, ids, 1);
   counts kr = count_of("a", NULL);
   ok(kr.found && kr.draining, "CP-4-3 a revoked: reported draining");
-  nd = n_dials;
+  nd = FC.n_log;
   open_req(9, "any.test", 1);
-  ok(n_dials == nd + 1 && dials[nd].port == 1081, "CP-4-7 a revoked: the pick takes b");
+  ok(FC.n_log == nd + 1 && FC.log[nd].port == 1081, "CP-4-7 a revoked: the pick takes b");
   pb = dial_ok(nd);
   ok(proxy_accept(pb, "any.test") && reqs[9].done && reqs[9].res.code == PH_OPEN_OK,
      "... through b");
@@ -1044,10 +1004,10 @@ int main(void) {
   int gc = gate_calls;
   view(1, 30);
   ph_mock_run_for(mk, 60);
-  nd = n_dials;
+  nd = FC.n_log;
   req *r7 = open_req(10, "any.test", 1);
   ph_mock_run_for(mk, 5);
-  ok(r7->done && r7->res.code == PH_OPEN_AGENT_OFFLINE && n_dials == nd,
+  ok(r7->done && r7->res.code == PH_OPEN_AGENT_OFFLINE && FC.n_log == nd,
      "CP-3-9 an expired view: no candidates, no dial");
   ok(gate && !gate->is_open(gate_self) && gate_calls == gc + 1 && gate_last == 0,
      "CP-3-18 issue 23 item 9 ... and the gate closes at the view's deadline: "

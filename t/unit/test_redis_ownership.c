@@ -21,7 +21,8 @@
 #include <hiredis/hiredis.h>
 
 #include "contracts/cp_authority.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/redis_ownership/.libs/redis_ownership.so"
@@ -38,7 +39,7 @@ static redisContext *rc; /* the test's own view of Redis */
 static ph_mock *M;
 static const cp_authority_v1 *A;
 static void *S;
-static ph_buf err;
+static char err[8192];
 
 /* ---- redis-server and a direct connection -------------------------- */
 
@@ -156,26 +157,24 @@ static int start_mod(const char *cluster, const char *extra) {
            /* each test's cluster is fresh: no hold unless it tests it */
            strstr(extra, "hold_fresh_state") ? "" : "hold_fresh_state = false\n",
            extra);
-  buf_reset(&err);
-  M = mock_new(text, &err);
-  if (!M || mock_init(M, &err) < 0 || mock_start(M, &err) < 0) {
-    printf("# %s", err.len ? err.data : "(no reason)\n");
-    mock_free(M);
+  err[0] = '\0';
+  M = mock_test_boot(text, NULL, err, sizeof err);
+  if (!M) {
+    printf("# %s", err[0] ? err : "(no reason)\n");
     M = NULL;
     return -1;
   }
-  static int user;
-  A = services_get(mock_core(M)->services, &user, CP_AUTHORITY_SERVICE,
-                   CP_AUTHORITY_MAJOR, CP_AUTHORITY_MINOR, &S);
-  for (int i = 0; i < 200 && !mock_ready(M); i++)
-    mock_run_for(M, 10);
-  return A && mock_ready(M) ? 0 : -1;
+  A = ph_mock_service(M, CP_AUTHORITY_SERVICE, NULL, CP_AUTHORITY_MAJOR,
+                      CP_AUTHORITY_MINOR, &S);
+  for (int i = 0; i < 200 && !ph_mock_ready(M); i++)
+    ph_mock_run_for(M, 10);
+  return A && ph_mock_ready(M) ? 0 : -1;
 }
 
 static void stop_mod(void) {
   if (M) {
-    mock_stop(M);
-    mock_free(M);
+    ph_mock_stop(M);
+    ph_mock_free(M);
   }
   M = NULL;
   A = NULL;
@@ -246,7 +245,7 @@ static got wait_raw(int64_t id, got *g) {
     return *g;
   }
   for (int i = 0; i < 400 && g->calls == 0; i++)
-    mock_run_for(M, 10);
+    ph_mock_run_for(M, 10);
   if (g->calls != 1)
     g->result = -1;
   return *g;
@@ -690,7 +689,7 @@ static void test_fresh_hold(void) {
       if (now < f)
         early = 1;
     }
-    mock_run_for(M, 50);
+    ph_mock_run_for(M, 50);
   }
   ok(assigned && !early, "CP-4-1: assigned once the hold is over, not before");
   stop_mod();
@@ -755,7 +754,7 @@ static void test_killed_worker(void) {
     }
     if (has(&x1, "pb") && w2_has)
       two = 1;
-    mock_run_for(M, 50);
+    ph_mock_run_for(M, 50);
   }
   ok(session_gone_seen, "CP-1-7: the killed worker's session expired");
   ok(moved, "CP-4-6: the killed worker's proxy moved to the live worker");
@@ -809,7 +808,7 @@ static void test_lease_first(void) {
      * came just before the lapse could move the proxy with no round
      * having seen the lapsed counts (seen under load in distcheck). */
     if (!lapsed) {
-      mock_run_for(M, 50);
+      ph_mock_run_for(M, 50);
       continue;
     }
     assign(ps, 1, NULL, 0);
@@ -820,7 +819,7 @@ static void test_lease_first(void) {
       early = redis_time_ms() < lease;
       session = rint_("EXISTS %s", "ph:cp:{c-lease}:w:w2:session") == 1;
     }
-    mock_run_for(M, 50);
+    ph_mock_run_for(M, 50);
   }
   ok(lapsed && !counted, "CP-2-15: w2's counts were not used once its lease lapsed");
   ok(moved && session,
@@ -873,7 +872,7 @@ static void test_reregister_without_ack(void) {
     }
     if ((has(&o1, "pa") && has(&o2, "pa")) || (has(&o1, "pb") && has(&o2, "pb")))
       two = 1;
-    mock_run_for(M, 100);
+    ph_mock_run_for(M, 100);
   }
   ok(moved, "issue 22 item 13: w1 got both proxies of the re-registering w2");
   ok(session, "... while w2's session lived");
@@ -1168,7 +1167,7 @@ static void test_extraction_crashed_owner(void) {
     if (strcmp(w, "w2") == 0)
       stolen = 1;
     extracted = extract("p1", CP_EXTRACT_GET).xstate == CP_EXTRACT_EXTRACTED;
-    mock_run_for(M, 50);
+    ph_mock_run_for(M, 50);
   }
   ok(extracted, "CP-4-6: extracted once the crashed owner's session and lease lapsed");
   ok(!stolen, "CP-4-1: the live worker never got it meanwhile");
@@ -1229,7 +1228,7 @@ static void test_usable(void) {
   /* The report's TTL lapses (runtime_ttl) while the session lives. */
   int lapsed = 0;
   for (int i = 0; i < 60 && !lapsed; i++) {
-    mock_run_for(M, 50);
+    ph_mock_run_for(M, 50);
     u = usable(ids, 1);
     lapsed = !u.valid[0];
   }
@@ -1239,7 +1238,7 @@ static void test_usable(void) {
   r = report("w1", "s1", 3, 3, v, b.epoch, c, 1);
   int gone = 0;
   for (int i = 0; i < 80 && !gone; i++) {
-    mock_run_for(M, 50);
+    ph_mock_run_for(M, 50);
     gone = rint_("EXISTS %s", "ph:cp:{c-use}:w:w1:session") == 0;
   }
   u = usable(ids, 1);
@@ -1281,7 +1280,7 @@ static void test_bounds(void) {
   is_int(A->cancel(S, i2), PH_OK, "a pending call can be cancelled");
   wait_for(i1, &g1);
   for (int i = 0; i < 20; i++)
-    mock_run_for(M, 10);
+    ph_mock_run_for(M, 10);
   ok(g1.calls == 1 && g2.calls == 0,
      "a cancelled call's callback never runs; the other answers");
   is_int(A->cancel(S, i1), PH_ENOENT, "an answered call cannot be cancelled");
@@ -1322,11 +1321,8 @@ static void test_database(void) {
 
 /* The value of a series ("name{labels} "), from its own line. */
 static double metric(const char *series) {
-  char needle[256];
-  snprintf(needle, sizeof(needle), "\n%s", series);
-  const char *t = mock_metrics_text(M);
-  const char *p = strstr(t, needle);
-  return p ? atof(p + strlen(needle)) : -1;
+  double v;
+  return ph_mock_metric(M, series, NULL, &v) == PH_OK ? v : -1;
 }
 
 static void test_failures(void) {
@@ -1334,7 +1330,7 @@ static void test_failures(void) {
     ok(0, "module starts");
     return;
   }
-  ok(metric("proxyhost_cp_redis_connected ") == 1,
+  ok(metric("proxyhost_cp_redis_connected") == 1,
      "proxyhost_cp_redis_connected is 1 while up");
   got v = CALL(A->next_version(S, on_reply, G));
   is_int(v.result, CP_AUTH_OK, "a call while up");
@@ -1349,26 +1345,28 @@ static void test_failures(void) {
   got u = CALL(A->next_version(S, on_reply, G));
   is_int(u.result, CP_AUTH_UNAVAILABLE, "Redis stopped: UNAVAILABLE");
   is_int(cp_auth_grpc_status(u.result), 14, "... the gRPC status UNAVAILABLE");
-  for (int i = 0; i < 50 && mock_ready(M); i++)
-    mock_run_for(M, 10);
-  ok(!mock_ready(M), "Redis stopped: the module is not ready (/readyz)");
-  double failed0 = metric("proxyhost_cp_redis_connects_total{result=\"failed\"} ");
+  for (int i = 0; i < 50 && ph_mock_ready(M); i++)
+    ph_mock_run_for(M, 10);
+  ok(!ph_mock_ready(M), "Redis stopped: the module is not ready (/readyz)");
+  double failed0 =
+      metric("proxyhost_cp_redis_connects_total{result=\"failed\"}");
   u = CALL(A->register_worker(S, "w1", "i", "", "s", on_reply, G));
   is_int(u.result, CP_AUTH_UNAVAILABLE, "every call answers UNAVAILABLE");
-  mock_run_for(M, 1500);
-  double failed1 = metric("proxyhost_cp_redis_connects_total{result=\"failed\"} ");
+  ph_mock_run_for(M, 1500);
+  double failed1 =
+      metric("proxyhost_cp_redis_connects_total{result=\"failed\"}");
   /* 1.5 s at reconnect.min 50 ms doubling to 400 ms: about 6 attempts; a
    * tight loop would make hundreds. */
   ok(failed1 > failed0 && failed1 - failed0 <= 15,
      "no tight reconnect loop while Redis is down (bounded, backed off)");
   printf("# failed attempts in 1.5 s: %.0f\n", failed1 - failed0);
-  ok(metric("proxyhost_cp_redis_connected ") == 0, "connected gauge is 0");
+  ok(metric("proxyhost_cp_redis_connected") == 0, "connected gauge is 0");
 
   /* Restarted. */
   ok(redis_sh("restart") == 0 && direct_connect() == 0, "Redis restarted");
-  for (int i = 0; i < 300 && !mock_ready(M); i++)
-    mock_run_for(M, 10);
-  ok(mock_ready(M), "restarted: the module is ready again");
+  for (int i = 0; i < 300 && !ph_mock_ready(M); i++)
+    ph_mock_run_for(M, 10);
+  ok(ph_mock_ready(M), "restarted: the module is ready again");
   v = CALL(A->next_version(S, on_reply, G));
   is_int(v.result, CP_AUTH_OK, "restarted: calls work again (scripts reloaded)");
 
@@ -1378,13 +1376,13 @@ static void test_failures(void) {
   u = CALL(A->next_version(S, on_reply, G));
   is_int(u.result, CP_AUTH_UNAVAILABLE,
          "a frozen Redis: UNAVAILABLE within command_timeout");
-  ok(!mock_ready(M), "a frozen Redis: not ready");
+  ok(!ph_mock_ready(M), "a frozen Redis: not ready");
   kill(pid, SIGCONT);
-  for (int i = 0; i < 300 && !mock_ready(M); i++)
-    mock_run_for(M, 10);
+  for (int i = 0; i < 300 && !ph_mock_ready(M); i++)
+    ph_mock_run_for(M, 10);
   v = CALL(A->next_version(S, on_reply, G));
-  ok(mock_ready(M) && v.result == CP_AUTH_OK, "thawed: recovered");
-  const char *t = mock_metrics_text(M);
+  ok(ph_mock_ready(M) && v.result == CP_AUTH_OK, "thawed: recovered");
+  const char *t = ph_mock_metrics_text(M);
   like(t, "proxyhost_cp_redis_calls_total{script=\"next_version\",result=\"ok\"}",
        "calls counted by script and result");
   like(t, "proxyhost_cp_redis_calls_total{script=\"next_version\",result=\"unavailable\"}",
@@ -1429,7 +1427,7 @@ static void test_secrets(void) {
 int main(void) {
   plan_lazy();
   signal(SIGPIPE, SIG_IGN);
-  buf_init(&err, 65536);
+  err[0] = '\0';
   if (start_redis() < 0) {
     ok(0, "redis-server starts (install the Debian package redis-server)");
     stop_redis_all();
@@ -1457,6 +1455,5 @@ int main(void) {
   if (rc)
     redisFree(rc);
   stop_redis_all();
-  buf_free(&err);
   return done_testing();
 }

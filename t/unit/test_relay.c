@@ -26,9 +26,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
+
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
 #include "frontend/relay.h"
 #include "sock_test.h"
 #include "tap.h"
@@ -149,14 +150,14 @@ static void test_both_ways_and_half_close(ph_mock *m, int tcp, int splice) {
   ok(r != NULL, name);
 
   write(g.app_c, "hello", 5);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   char buf[64] = {0};
   ssize_t n = read_now(g.app_t, buf, sizeof(buf));
   snprintf(name, sizeof(name), "%s: pre bytes reach the target first", kind);
   ok(n == 9 && memcmp(buf, "PRE:hello", 9) == 0, name);
 
   write(g.app_t, "world", 5);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   memset(buf, 0, sizeof(buf));
   n = read_now(g.app_c, buf, sizeof(buf));
   snprintf(name, sizeof(name), "%s: the target's answer reaches the client",
@@ -164,18 +165,18 @@ static void test_both_ways_and_half_close(ph_mock *m, int tcp, int splice) {
   ok(n == 5 && memcmp(buf, "world", 5) == 0, name);
   snprintf(name, sizeof(name), "%s: first_down called once", kind);
   write(g.app_t, "again", 5);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   read_now(g.app_c, buf, sizeof(buf));
   is_int(o.first_down_calls, 1, name);
 
   /* The client half-closes: the target sees EOF and may still answer. */
   shutdown(g.app_c, SHUT_WR);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   n = read_now(g.app_t, buf, sizeof(buf));
   snprintf(name, sizeof(name), "%s: client EOF becomes target EOF", kind);
   is_int(n, 0, name);
   write(g.app_t, "late", 4);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   n = read_now(g.app_c, buf, sizeof(buf));
   snprintf(name, sizeof(name), "%s: the other direction still flows", kind);
   ok(n == 4 && memcmp(buf, "late", 4) == 0, name);
@@ -338,7 +339,7 @@ static void test_backpressure(ph_mock *m, int splice) {
         break;
       sent += (size_t)n;
     }
-    mock_run_for(m, 2);
+    ph_mock_run_for(m, 2);
     /* Blocked: even after the loop ran, the target cannot write. */
     chunk[0] = pattern(sent);
     ssize_t n = write(g.app_t, chunk, 1);
@@ -358,7 +359,7 @@ static void test_backpressure(ph_mock *m, int splice) {
   size_t got = 0;
   int intact = 1;
   for (int i = 0; i < 5000 && got < sent; i++) {
-    mock_run_for(m, 1);
+    ph_mock_run_for(m, 1);
     for (;;) {
       ssize_t n = read_now(g.app_c, (char *)chunk, sizeof(chunk));
       if (n <= 0)
@@ -399,7 +400,7 @@ static void test_eof_after_full_reads(ph_mock *m) {
       return;
     }
     shutdown(g.app_c, SHUT_WR);
-    mock_run_for(m, 5); /* let loopback deliver data and FIN */
+    ph_mock_run_for(m, 5); /* let loopback deliver data and FIN */
     outcome o = {0};
     relay_opts ro = opts(&o, 0, 5000);
     ro.buffer_size = 4096;
@@ -407,7 +408,7 @@ static void test_eof_after_full_reads(ph_mock *m) {
     size_t got = 0;
     int eof = 0;
     for (int i = 0; i < 500 && !eof; i++) {
-      mock_run_for(m, 1);
+      ph_mock_run_for(m, 1);
       char b[65536];
       ssize_t n;
       while ((n = read_now(g.app_t, b, sizeof(b))) > 0)
@@ -444,9 +445,9 @@ static void test_idle(ph_mock *m) {
    * wake-up must not look like idleness. */
   relay_opts ro = opts(&o, 1, 1000);
   relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), NULL, 0, &ro);
-  mock_run_for(m, 300);
+  ph_mock_run_for(m, 300);
   write(g.app_c, "x", 1); /* activity pushes the deadline back */
-  mock_run_for(m, 300);
+  ph_mock_run_for(m, 300);
   is_int(o.done_calls, 0, "activity keeps an idle relay alive");
   wait_until(loop, is_done(&o), 5000);
   ok(o.done_calls == 1 && o.end == RELAY_END_IDLE,
@@ -479,12 +480,12 @@ static void test_error(ph_mock *m, int splice) {
   struct linger lg = {1, 0};
   setsockopt(g.app_c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
   close(g.app_c); /* RST */
-  mock_run_for(m, 10);
+  ph_mock_run_for(m, 10);
   static char data[65536];
   sock_test_nonblock(g.app_t);
   for (int i = 0; i < 50 && !o.done_calls; i++) {
     write(g.app_t, data, sizeof(data));
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
   }
   snprintf(name, sizeof(name), "%s: a reset client ends the relay with an "
            "error", kind);
@@ -516,7 +517,7 @@ static void test_target_error(ph_mock *m, int splice, int client_sends) {
   sock_test_nonblock(g.app_t);
   if (!client_sends)
     (void)write(g.app_t, data, sizeof(data)); /* bulk: splices */
-  mock_run_for(m, 10);
+  ph_mock_run_for(m, 10);
   struct linger lg = {1, 0};
   setsockopt(g.app_t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
   close(g.app_t); /* RST */
@@ -526,7 +527,7 @@ static void test_target_error(ph_mock *m, int splice, int client_sends) {
       (void)write(g.app_c, data, sizeof(data));
     while (read_now(g.app_c, sink, sizeof(sink)) > 0)
       ;
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
   }
   snprintf(name, sizeof(name), "%s: a target reset %s ends with an error",
            kind, what);
@@ -600,11 +601,11 @@ static void test_abort(ph_mock *m) {
   outcome o = {0};
   relay_opts ro = opts(&o, 1, 5000);
   ph_relay *r = relay_start(api, hctx, end_fd(g.rc), end_fd(g.rt), "x", 1, &ro);
-  mock_run_for(m, 10);
+  ph_mock_run_for(m, 10);
   relay_stats st = relay_get_stats(r);
   is_int(st.up, 1, "relay_get_stats counts the pre byte");
   relay_abort(r);
-  mock_run_for(m, 10);
+  ph_mock_run_for(m, 10);
   is_int(o.done_calls, 0, "relay_abort does not call done");
   ok(!fd_open(g.rc) && !fd_open(g.rt), "relay_abort closes both sockets");
   close(g.app_c);
@@ -726,7 +727,7 @@ static void test_many(ph_mock *m) {
   memset(got, 0, sizeof(got));
   int delivered = 0;
   for (int round = 0; round < 500 && delivered < N; round++) {
-    mock_run_for(m, 20);
+    ph_mock_run_for(m, 20);
     for (int i = 0; i < N; i++) {
       char b[8];
       ssize_t n = got[i] < 4 ? read_now(g[i].app_t, b, sizeof(b)) : 0;
@@ -744,7 +745,7 @@ static void test_many(ph_mock *m) {
   }
   int all = 0;
   for (int t = 0; t < 500 && all < N; t += 5) {
-    mock_run_for(m, 5);
+    ph_mock_run_for(m, 5);
     all = 0;
     for (int i = 0; i < N; i++)
       all += o[i].done_calls;
@@ -857,7 +858,7 @@ static void test_spare_pipes(ph_mock *m) {
   }
   pool_relay *last = &p[POOL_RELAYS];
   for (int t = 0; t < 5000 && relay_get_stats(last->r).up < POOL_BYTES; t += 2)
-    mock_run_for(m, 2);
+    ph_mock_run_for(m, 2);
   int reused = 0;
   count_fds(&reused);
   ok(reused == kept && relay_spare_pipes() == RELAY_SPARE_PIPES - 1,
@@ -904,7 +905,7 @@ int main(void) {
   test_owner_ends_inside(m);
   test_many(m);
   test_spare_pipes(m);
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   return done_testing();
 }

@@ -18,9 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <proxyhost/mock.h>
 #include <proxyhost/validation.h>
 
-#include "mock.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/remote_validation/.libs/remote_validation.so"
@@ -51,13 +52,9 @@ static int front_start(void *state) {
   return F.vt ? PH_OK : PH_ENOENT;
 }
 
-static const char *const front_requires[] = {PH_VALIDATION_SERVICE, NULL};
-static const ph_module front_mod = {
-    PH_MODULE_HEADER("front", "1.0"),
-    .requires = front_requires,
-    .init = front_init,
-    .start = front_start,
-};
+MOCK_TEST_MODULE(front_mod, "front", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_VALIDATION_SERVICE),
+                 .init = front_init, .start = front_start);
 
 /* ---- the endpoint ------------------------------------------------------ */
 
@@ -191,7 +188,7 @@ typedef struct answer {
 } answer;
 
 static int in_call;
-static ph_buf err;
+static char err[8192];
 
 static void on_answer(void *arg, int verdict) {
   answer *a = arg;
@@ -231,7 +228,7 @@ static void wait_answers(ph_mock *m, answer *as, int n) {
       done &= as[i].calls > 0;
     if (done)
       return;
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
   }
 }
 
@@ -250,7 +247,7 @@ static int wait_open(ph_mock *m, int open) {
     if (stats().open == open)
       return 1;
     if (m)
-      mock_run_for(m, 50);
+      ph_mock_run_for(m, 50);
     else
       usleep(50000);
   }
@@ -272,40 +269,25 @@ static void conf_text(char *text, size_t len, const char *path,
 static ph_mock *start(const char *path, const char *extra) {
   char text[4096];
   conf_text(text, sizeof(text), path, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &front_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# %s\n", err.data ? err.data : "?");
-    mock_free(m);
-    return NULL;
-  }
-  return m;
+  err[0] = '\0';
+  return mock_test_start(text, &front_mod, err, sizeof err);
 }
 
 static int reload(ph_mock *m, const char *path, const char *extra) {
   char text[4096];
   conf_text(text, sizeof(text), path, extra);
-  return mock_reload(m, text);
+  return ph_mock_reload(m, text, NULL, 0);
 }
 
 static void finish(ph_mock *m) {
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* The value of one series in the scrape, -1 when absent. */
 static double metric(ph_mock *m, const char *series) {
-  const char *t = mock_metrics_text(m);
-  size_t n = strlen(series);
-  for (const char *p = t; p && *p;) {
-    if (strncmp(p, series, n) == 0 && p[n] == ' ')
-      return atof(p + n + 1);
-    p = strchr(p, '\n');
-    if (p)
-      p++;
-  }
-  return -1;
+  double v;
+  return ph_mock_metric(m, series, NULL, &v) == PH_OK ? v : -1;
 }
 
 #define CACHE(v) "tunnelmesh_remote_validation_cache_requests_total{cache=\"" v "\"}"
@@ -322,7 +304,7 @@ static void test_bypass(void) {
   int64_t id = validate("allow-bob", &a);
   is_int((int)id, PH_VALIDATION_BYPASS,
          "TM-P1-35: an empty endpoint answers BYPASS at once");
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   is_int(a.calls, 0, "TM-P1-35: ... and never calls back");
   ok(metric(m, CACHE("bypass")) == 1, "TM-OBS-16: counted cache=\"bypass\"");
   is_int(stats().requests, 0, "TM-P1-35: no request was made");
@@ -360,7 +342,7 @@ static void test_ttls(void) {
   is_int(ask(m, "err-erin"), PH_VALIDATION_UNAVAILABLE,
          "TM-TEST-26: hit: the error, within error_ttl");
   is_int(stats().requests, 4, "TM-TEST-26: hits made no request");
-  mock_run_for(m, 400); /* past error_ttl (300ms) */
+  ph_mock_run_for(m, 400); /* past error_ttl (300ms) */
   is_int(ask(m, "err-erin"), PH_VALIDATION_UNAVAILABLE,
          "TM-P1-41: the error again after error_ttl ...");
   is_int(stats().requests, 5, "TM-P1-41: ... from a new request");
@@ -376,7 +358,7 @@ static void test_ttls(void) {
          "TM-TEST-26: the allow survived a reload that kept the endpoint");
   is_int(ask(m, "deny-dora"), PH_VALIDATION_DENY, "a new deny");
   int before = stats().requests;
-  mock_run_for(m, 400);
+  ph_mock_run_for(m, 400);
   is_int(ask(m, "deny-dora"), PH_VALIDATION_DENY,
          "TM-TEST-26: the deny after negative_ttl ...");
   is_int(stats().requests, before + 1, "TM-TEST-26: ... asked again");
@@ -501,11 +483,11 @@ static void test_reload_in_flight(void) {
   }
   answer old, fresh;
   validate("slow-rita", &old);
-  mock_run_for(m, 100); /* the request reaches the endpoint */
+  ph_mock_run_for(m, 100); /* the request reaches the endpoint */
   ok(reload(m, "/v3", "") == 0, "reload to a new endpoint during a request");
   validate("slow-rita", &fresh);
   for (int i = 0; i < 1000 && (old.calls == 0 || fresh.calls == 0); i++)
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
   is_int(old.verdict, PH_VALIDATION_ALLOW,
          "TM-P1-40: the request in flight still answers its caller");
   is_int(fresh.verdict, PH_VALIDATION_ALLOW, "the new call is answered");
@@ -532,7 +514,7 @@ static void test_pending_bound(void) {
   ok(a > 0 && b > 0, "max_pending = 2: two calls wait");
   is_int((int)c, PH_EFULL, "the third is refused with PH_EFULL, no callback");
   wait_answers(m, as, 2);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   is_int(as[2].calls, 0, "... and never called back");
   finish(m);
 }
@@ -549,10 +531,10 @@ static void test_timeout(void) {
   is_int(ask(m, "slow-tim"), PH_VALIDATION_UNAVAILABLE,
          "TM-P1-41: ... kept for a while");
   is_int(stats().requests, 1, "TM-P1-41: (one request)");
-  mock_run_for(m, 1100);
+  ph_mock_run_for(m, 1100);
   answer a;
   validate("slow-tim", &a);
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   ok(stats().requests == 2, "TM-P1-41: asked again after at most 1s");
   wait_answers(m, &a, 1);
   finish(m);
@@ -595,10 +577,11 @@ static void test_failures(void) {
            "[proxyhost]\nmodules = %s\n[remote_validation]\n"
            "endpoint = http://127.0.0.1:%d/\n",
            MODULE, ntohs(sa.sin_port));
-  buf_reset(&err);
-  m = mock_new(text, &err);
-  if (m && mock_add(m, &front_mod, &err) == 0 && mock_init(m, &err) == 0 &&
-      mock_start(m, &err) == 0) {
+  err[0] = '\0';
+  m = ph_mock_new(text, err, sizeof err);
+  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
+      ph_mock_init(m, err, sizeof err) == 0 &&
+      ph_mock_start(m, err, sizeof err) == 0) {
     is_int(ask(m, "allow-c"), PH_VALIDATION_UNAVAILABLE,
            "a refused connection is UNAVAILABLE");
     ok(metric(m, REQS("error")) == 1, "counted as result=\"error\"");
@@ -653,14 +636,14 @@ static void test_cancel(void) {
   is_int(F.vt->cancel(F.self, ia), PH_OK, "cancel a waiting call: PH_OK");
   is_int(F.vt->cancel(F.self, ia), PH_ENOENT, "twice: PH_ENOENT");
   wait_answers(m, &b, 1);
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   is_int(a.calls, 0, "a cancelled call is never answered");
   is_int(b.verdict, PH_VALIDATION_ALLOW, "the other sharer still is");
   is_int(F.vt->cancel(F.self, ib), PH_ENOENT, "cancel after the answer");
   answer c;
   int64_t ic = validate("slow-c", &c); /* a hit now */
   is_int(F.vt->cancel(F.self, ic), PH_OK, "cancel a pending hit");
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   is_int(c.calls, 0, "... never answered");
   answer bad;
   ph_validation_request r = {.size = sizeof(r), .protocol = PH_PROTO_TCP,
@@ -690,7 +673,7 @@ static void test_token_and_privacy(void) {
   is_int(a.verdict, PH_VALIDATION_ALLOW, "allowed with a bearer token");
   is_str(stats().auth, "Bearer tok-123abc",
          "Authorization: Bearer <first line of auth_token_file>");
-  const char *t = mock_metrics_text(m);
+  const char *t = ph_mock_metrics_text(m);
   ok(t && !strstr(t, "secretuser") && !strstr(t, "pw-SECRET-42") &&
          !strstr(t, "private.target") && !strstr(t, "8443") &&
          !strstr(t, "tok-123abc"),
@@ -750,10 +733,11 @@ static void test_tls(void) {
            "[proxyhost]\nmodules = %s\n[remote_validation]\n"
            "endpoint = https://127.0.0.1:%d/\n%s",
            MODULE, port, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (m && mock_add(m, &front_mod, &err) == 0 && mock_init(m, &err) == 0 &&
-      mock_start(m, &err) == 0) {
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
+      ph_mock_init(m, err, sizeof err) == 0 &&
+      ph_mock_start(m, err, sizeof err) == 0) {
     is_int(ask(m, "allow-tls"), PH_VALIDATION_ALLOW,
            "https with ca_file: the certificate is checked and trusted");
     is_int(ask(m, "deny-tls"), PH_VALIDATION_DENY, "https: a deny");
@@ -768,10 +752,11 @@ static void test_tls(void) {
              "[proxyhost]\nmodules = %s\n[remote_validation]\n"
              "endpoint = https://127.0.0.1:%d/\n%s%s\n",
              MODULE, port, i == 0 ? "ca_file = " : "", i == 0 ? other : "");
-    buf_reset(&err);
-    m = mock_new(text, &err);
-    if (m && mock_add(m, &front_mod, &err) == 0 && mock_init(m, &err) == 0 &&
-        mock_start(m, &err) == 0)
+    err[0] = '\0';
+    m = ph_mock_new(text, err, sizeof err);
+    if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
+        ph_mock_init(m, err, sizeof err) == 0 &&
+        ph_mock_start(m, err, sizeof err) == 0)
       is_int(ask(m, "allow-tls"), PH_VALIDATION_UNAVAILABLE,
              i == 0 ? "a certificate of another CA: an error (a denial)"
                     : "a certificate the system's store does not know: an "
@@ -808,7 +793,6 @@ int main(void) {
   test_token_and_privacy();
   test_tls();
   endpoint_stop();
-  buf_free(&err);
   done_testing();
   return 0;
 }

@@ -30,9 +30,12 @@
 
 #include <proxyhost/authorizer.h>
 #include <proxyhost/connector.h>
+#include <proxyhost/mock.h>
 
+#include "fake_authorizer.h"
+#include "fake_connector.h"
 #include "file_test.h"
-#include "mock.h"
+#include "mock_test.h"
 #include "sock_test.h"
 #include "tap.h"
 
@@ -40,266 +43,42 @@
 
 /* ---- fake connector + authorizer ------------------------------------- */
 
-#define MAX_PENDING 64
+/* Host names pick the connector's answer: "ok.fake", "hang.fake"
+ * (never), "code-N" (that open code), "held.fake" (ok when the test calls
+ * fake_connector_release(), so no wall-clock time decides the order),
+ * "sync-N" (code N, answered inside open() itself, against connector.h's
+ * contract, to test the guard); any other name does not resolve
+ * (host_unreachable). Answers come after 1 ms. */
+static const fc_row connector_rows[] = {
+    {.host = "ok.fake"},
+    {.host = "hang.fake", .when = FC_NEVER},
+    {.host = "held.fake", .when = FC_HELD},
+    {.host = "code-*", .code_from_host = 1},
+    {.host = "sync-*", .code_from_host = 1, .when = FC_INSIDE},
+    {.host = "*", .code = PH_OPEN_HOST_UNREACHABLE},
+    {.host = NULL}};
 
-typedef struct pending {
-  int64_t id;
-  int code;     /* answer with this code, or -1: never (hang) */
-  int delay_ms; /* answer after */
-  int held;     /* answers only when the test says so (release_held) */
-  int lease;    /* the request asked for one */
-  uint16_t port;
-  ph_open_cb cb;
-  void *arg;
-  ph_timer *t;
-} pending;
+/* alice/secret is allowed, "down" finds the store unavailable, "slow"
+ * answers late (to test cancellation), "sync" is refused inside
+ * check_password itself (against authorizer.h's contract, to test the
+ * guard); anyone else is denied. */
+static const fa_row authorizer_rows[] = {
+    {.user = "alice", .pass = "secret", .verdict = PH_AUTH_ALLOW},
+    {.user = "down", .pass = NULL, .verdict = PH_AUTH_UNAVAILABLE},
+    {.user = "sync", .pass = NULL, .verdict = PH_AUTH_DENY, .when = FA_INSIDE},
+    {.user = "slow", .pass = NULL, .verdict = PH_AUTH_DENY, .delay_ms = 5000},
+    {.user = NULL}};
 
-/* Leases the fake gives with each success that asks for one: never
- * freed, so a second end or a late first_byte is seen. */
-#define FL_MAX 256
-typedef struct flease {
-  ph_open_lease base;
-  int first, ended;
-} flease;
-static struct {
-  flease l[FL_MAX];
-  int n, first_bytes, ends[PH_LEASE_END_CLIENT_ERROR + 1], broken;
-} fl;
-
-static void fl_first_byte(ph_open_lease *l) {
-  flease *f = (flease *)l;
-  fl.broken += f->first || f->ended;
-  f->first = 1;
-  fl.first_bytes++;
-}
-
-static void fl_end(ph_open_lease *l, int how) {
-  flease *f = (flease *)l;
-  if (f->ended || how < 0 || how > PH_LEASE_END_CLIENT_ERROR) {
-    fl.broken++;
-    return;
-  }
-  f->ended = 1;
-  fl.ends[how]++;
-}
-
-static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
-                                         .first_byte = fl_first_byte,
-                                         .end = fl_end};
-
-static int fl_live(void) {
-  int n = 0;
-  for (int i = 0; i < fl.n; i++)
-    n += !fl.l[i].ended;
-  return n;
-}
+static fake_connector FC;
+static fake_authorizer FA;
 
 static struct fake {
   const ph_api *api;
   ph_ctx *ctx;
-  pending p[MAX_PENDING];
-  int64_t next_id;
-  int opens, cancels, answered;
-  char last_host[256];
-  char last_principal[64];
-  char last_listener[64];
-  int leases_asked; /* opens with PH_OPEN_F_LEASE */
   /* Listener announcements seen. */
   int announced, unannounced;
   uint16_t port;
-  /* Authorizer. */
-  int checks, auth_cancels;
 } F;
-
-/* Answers the open p (and frees its slot). */
-static void answer(pending *p) {
-  ph_open_result r = {.size = sizeof(r), .fd = -1};
-  r.code = p->code;
-  r.stage = p->code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
-  if (p->code == PH_OPEN_OK) {
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons(p->port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    r.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connect(r.fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-      close(r.fd);
-      r.fd = -1;
-      r.code = PH_OPEN_CONNECTION_REFUSED;
-    } else {
-      fcntl(r.fd, F_SETFL, O_NONBLOCK);
-      if (p->lease && fl.n < FL_MAX) {
-        flease *f = &fl.l[fl.n++];
-        memset(f, 0, sizeof(*f));
-        f->base.ops = &fl_ops;
-        r.lease = &f->base;
-      }
-    }
-  }
-  p->id = 0;
-  F.answered++;
-  p->cb(p->arg, &r);
-}
-
-static void answer_cb(ph_timer *t, void *arg) {
-  pending *p = arg;
-  F.api->timer_free(t);
-  p->t = NULL;
-  answer(p);
-}
-
-/* Host names pick the behaviour: "ok.fake", "hang.fake", "code-N"
- * (that open code), "held.fake" (ok when the test calls release_held(),
- * so no wall-clock time decides the order), "sync-N" (code N,
- * answered inside open() itself, against connector.h's contract, to test
- * the guard); any other name does not resolve (host_unreachable). */
-static int64_t fake_open(void *self, const ph_open_request *req, ph_open_cb cb,
-                         void *arg) {
-  (void)self;
-  if (!req || !req->host || req->port == 0)
-    return PH_EINVAL;
-  pending *p = NULL;
-  for (int i = 0; i < MAX_PENDING && !p; i++)
-    if (F.p[i].id == 0)
-      p = &F.p[i];
-  if (!p)
-    return PH_EINVAL;
-  F.opens++;
-  snprintf(F.last_host, sizeof(F.last_host), "%s", req->host);
-  snprintf(F.last_principal, sizeof(F.last_principal), "%s",
-           req->principal ? req->principal : "(none)");
-  snprintf(F.last_listener, sizeof(F.last_listener), "%s",
-           req->listener ? req->listener : "(none)");
-  p->lease = (req->flags & PH_OPEN_F_LEASE) != 0;
-  F.leases_asked += p->lease;
-  p->id = ++F.next_id;
-  p->cb = cb;
-  p->arg = arg;
-  p->port = req->port;
-  p->delay_ms = 1;
-  p->held = 0;
-  if (strncmp(req->host, "sync-", 5) == 0) {
-    int64_t id = p->id;
-    p->code = atoi(req->host + 5);
-    answer(p);
-    return id;
-  }
-  if (strcmp(req->host, "hang.fake") == 0)
-    p->code = -1;
-  else if (strncmp(req->host, "code-", 5) == 0)
-    p->code = atoi(req->host + 5);
-  else if (strcmp(req->host, "held.fake") == 0) {
-    p->code = PH_OPEN_OK;
-    p->held = 1;
-  } else if (strcmp(req->host, "ok.fake") == 0)
-    p->code = PH_OPEN_OK;
-  else
-    p->code = PH_OPEN_HOST_UNREACHABLE;
-  if (p->code >= 0 && !p->held) {
-    p->t = F.api->timer_new(F.ctx, answer_cb, p);
-    F.api->timer_set(p->t, (uint64_t)p->delay_ms, 0);
-  }
-  return p->id;
-}
-
-static int fake_cancel(void *self, int64_t id) {
-  (void)self;
-  for (int i = 0; i < MAX_PENDING; i++)
-    if (F.p[i].id == id) {
-      F.api->timer_free(F.p[i].t);
-      F.p[i].t = NULL;
-      F.p[i].id = 0;
-      F.cancels++;
-      return PH_OK;
-    }
-  return PH_ENOENT;
-}
-
-/* Answers every held open (a timer of 1 ms, as the others). */
-static int release_held(void) {
-  int n = 0;
-  for (int i = 0; i < MAX_PENDING; i++)
-    if (F.p[i].id != 0 && F.p[i].held && !F.p[i].t) {
-      F.p[i].held = 0;
-      F.p[i].t = F.api->timer_new(F.ctx, answer_cb, &F.p[i]);
-      F.api->timer_set(F.p[i].t, 1, 0);
-      n++;
-    }
-  return n;
-}
-
-static int pending_opens(void) {
-  int n = 0;
-  for (int i = 0; i < MAX_PENDING; i++)
-    n += F.p[i].id != 0;
-  return n;
-}
-
-static const ph_connector_v1 fake_vt = {fake_open, fake_cancel};
-
-typedef struct auth_job {
-  int verdict;
-  ph_auth_cb cb;
-  void *arg;
-  ph_timer *t;
-  int64_t id;
-} auth_job;
-static auth_job jobs[16];
-
-static void auth_answer(ph_timer *t, void *arg) {
-  auth_job *j = arg;
-  F.api->timer_free(t);
-  j->t = NULL;
-  j->id = 0;
-  j->cb(j->arg, j->verdict);
-}
-
-static int64_t fake_check(void *self, const char *user, size_t ulen,
-                          const char *pass, size_t plen, ph_auth_cb cb,
-                          void *arg) {
-  (void)self;
-  auth_job *j = NULL;
-  for (int i = 0; i < 16 && !j; i++)
-    if (jobs[i].id == 0)
-      j = &jobs[i];
-  if (!j)
-    return PH_EINVAL;
-  F.checks++;
-  j->verdict = PH_AUTH_DENY;
-  if (ulen == 5 && memcmp(user, "alice", 5) == 0 && plen == 6 &&
-      memcmp(pass, "secret", 6) == 0)
-    j->verdict = PH_AUTH_ALLOW;
-  else if (ulen == 4 && memcmp(user, "down", 4) == 0)
-    j->verdict = PH_AUTH_UNAVAILABLE;
-  if (ulen == 4 && memcmp(user, "sync", 4) == 0) {
-    /* Refused inside check_password itself, against authorizer.h's
-     * contract, to test the guard. */
-    cb(arg, PH_AUTH_DENY);
-    return F.checks;
-  }
-  j->cb = cb;
-  j->arg = arg;
-  j->id = F.checks;
-  /* "slow" users answer late, to test cancellation. */
-  j->t = F.api->timer_new(F.ctx, auth_answer, j);
-  F.api->timer_set(j->t, ulen == 4 && memcmp(user, "slow", 4) == 0 ? 5000 : 1,
-                   0);
-  return j->id;
-}
-
-static int fake_auth_cancel(void *self, int64_t id) {
-  (void)self;
-  for (int i = 0; i < 16; i++)
-    if (jobs[i].id == id) {
-      F.api->timer_free(jobs[i].t);
-      jobs[i].t = NULL;
-      jobs[i].id = 0;
-      F.auth_cancels++;
-      return PH_OK;
-    }
-  return PH_ENOENT;
-}
-
-static const ph_authorizer_v1 fake_auth_vt = {fake_check, fake_auth_cancel};
 
 static void on_listener(const ph_topic *t, const void *payload, void *arg) {
   (void)t;
@@ -316,41 +95,35 @@ static void on_listener(const ph_topic *t, const void *payload, void *arg) {
 
 static int fake_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memset(&F, 0, sizeof(F));
-  memset(jobs, 0, sizeof(jobs));
   F.api = a;
   F.ctx = ctx;
+  fake_connector_init(&FC, a, ctx, connector_rows);
+  fake_authorizer_init(&FA, a, ctx, authorizer_rows);
   *state = NULL;
   ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
   if (!t || a->subscribe(ctx, t, on_listener, NULL) <= 0)
     return PH_EINVAL;
-  if (a->service_register(ctx, PH_CONNECTOR_SERVICE, 1, 0, &fake_vt, NULL) < 0)
+  if (a->service_register(ctx, PH_CONNECTOR_SERVICE, 1, 0, &fake_connector_vt,
+                          &FC) < 0)
     return PH_EINVAL;
-  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, 1, 0, &fake_auth_vt,
-                             NULL);
+  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, 1, 0,
+                             &fake_authorizer_vt, &FA);
 }
 
 static void fake_destroy(void *state) {
   (void)state;
-  for (int i = 0; i < MAX_PENDING; i++)
-    if (F.p[i].t)
-      F.api->timer_free(F.p[i].t);
-  for (int i = 0; i < 16; i++)
-    if (jobs[i].t)
-      F.api->timer_free(jobs[i].t);
+  fake_connector_free(&FC);
+  fake_authorizer_free(&FA);
 }
 
-static const char *const fake_provides[] = {"connector", "authorizer", NULL};
-static const ph_module fake_mod = {
-    PH_MODULE_HEADER("fake", "1.0.0"),
-    .provides = fake_provides,
-    .init = fake_init,
-    .destroy = fake_destroy,
-};
+MOCK_TEST_MODULE(fake_mod, "fake", "1.0.0",
+                 .provides = MOCK_TEST_NAMES("connector", "authorizer"),
+                 .init = fake_init, .destroy = fake_destroy);
 
 /* ---- harness ----------------------------------------------------------- */
 
 static ph_mock *M;
-static ph_buf err;
+static char err[8192];
 static int target_l = -1; /* the fake targets' listening socket */
 static uint16_t target_port;
 
@@ -360,18 +133,11 @@ static ph_mock *boot(const char *extra) {
            "[proxyhost]\nmodules = %s\ndrain_timeout = 1s\n"
            "[socks5]\nlisten = 127.0.0.1:0\n%s",
            SOCKS5_SO, extra);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &fake_mod, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# boot failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
-    return NULL;
-  }
-  return m;
+  err[0] = '\0';
+  return mock_test_start(text, &fake_mod, err, sizeof err);
 }
 
-static void run(int ms) { mock_run_for(M, ms); }
+static void run(int ms) { ph_mock_run_for(M, ms); }
 
 static int client(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -464,7 +230,7 @@ static int accept_target(int ms) {
 
 /* One exposition line, checked without printing the whole text. */
 static void has_metric(const char *line, const char *name) {
-  const char *t = mock_metrics_text(M);
+  const char *t = ph_mock_metrics_text(M);
   if (!ok(strstr(t, line) != NULL, name))
     printf("#   missing: %s\n", line);
 }
@@ -543,7 +309,8 @@ static void test_allow_clients(void) {
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8\n"
            "log_target = true\n[log]\nlevel = debug\nfile = %s\n",
            logpath);
-  is_int(mock_reload(M, conf), 0, "reload: allow_clients = 127.0.0.0/8");
+  is_int(ph_mock_reload(M, conf, NULL, 0), 0,
+         "reload: allow_clients = 127.0.0.0/8");
   fd = client_from("127.0.0.2");
   ok(fd >= 0 && hello(fd), "127.0.0.2 is allowed after the reload");
   connect_domain(fd, "ok.fake", target_port);
@@ -566,12 +333,13 @@ static void test_allow_clients(void) {
            "listen = 127.0.0.1:1\nallow_clients = 127.0.0.0/8, nope\n"
            "[log]\nlevel = debug\nfile = %s\n",
            logpath);
-  ok(mock_reload(M, conf) != 0, "a reload with a bad network is refused");
+  ok(ph_mock_reload(M, conf, NULL, 0) != 0,
+     "a reload with a bad network is refused");
   fd = client_from("127.0.0.2");
   ok(fd >= 0 && hello(fd), "and the list in force stays");
   close(fd);
   run(20);
-  mock_free(M);
+  ph_mock_free(M);
   M = NULL;
   unlink(logpath);
 }
@@ -590,7 +358,7 @@ static void test_connect_and_relay(void) {
   uint8_t r[10];
   is_int(expect(fd, r, 10, 1000, NULL), 10, "a 10-byte IPv4 reply");
   ok(r[0] == 5 && r[1] == 0 && r[3] == 1, "success, ATYP IPv4");
-  is_str(F.last_host, "ok.fake", "the name reached the connector as sent");
+  is_str(FC.last.host, "ok.fake", "the name reached the connector as sent");
   struct sockaddr_in bnd;
   memcpy(&bnd.sin_addr, r + 4, 4);
   ok(bnd.sin_addr.s_addr == htonl(INADDR_LOOPBACK) && (r[8] || r[9]),
@@ -638,12 +406,12 @@ static void test_connect_and_relay(void) {
       "proxyhost_stream_bytes_total{component=\"client\",direction=\"down\","
       "protocol=\"tcp\"} 4",
       "bytes down counted at close");
-  ok(strstr(mock_metrics_text(M), "ok.fake") == NULL,
+  ok(strstr(ph_mock_metrics_text(M), "ok.fake") == NULL,
      "no target host in the metrics");
-  is_str(F.last_listener, "socks5", "lease: the listener is socks5");
-  ok(F.leases_asked == 1 && fl.n == 1, "lease: asked for and given");
-  ok(fl.first_bytes == 1 && fl.ends[PH_LEASE_END_CLOSED] == 1 &&
-         fl_live() == 0,
+  is_str(FC.last.listener, "socks5", "lease: the listener is socks5");
+  ok(FC.leases_asked == 1 && FC.lease.n == 1, "lease: asked for and given");
+  ok(FC.lease.first_bytes == 1 && FC.lease.ends[PH_LEASE_END_CLOSED] == 1 &&
+         fake_lease_live(&FC.lease) == 0,
      "lease: first_byte once (pong), ended CLOSED (EOF both ways)");
 }
 
@@ -654,7 +422,7 @@ static void test_strict_open(void) {
   uint8_t r[10];
   is_int(expect(fd, r, 10, 60, NULL), 0,
          "TM-PROTO-37: no reply while the connector has not answered");
-  is_int(release_held(), 1, "the connector answers now");
+  is_int(fake_connector_release(&FC), 1, "the connector answers now");
   is_int(reply_code(fd, 1000), 0, "success once it said open");
   int t = accept_target(1000);
   close(fd);
@@ -700,17 +468,17 @@ static void test_reply_codes(void) {
 }
 
 static void test_cancel(void) {
-  int cancels = F.cancels;
+  int cancels = FC.cancels;
   int fd = client();
   hello(fd);
   connect_domain(fd, "hang.fake", 80);
   run(20);
-  is_int(pending_opens(), 1, "the open hangs in the connector");
+  is_int(fake_connector_pending(&FC), 1, "the open hangs in the connector");
   close(fd);
   run(20);
-  is_int(F.cancels, cancels + 1,
+  is_int(FC.cancels, cancels + 1,
          "TM-P0-5: the client leaving cancels the open");
-  is_int(pending_opens(), 0, "nothing left pending");
+  is_int(fake_connector_pending(&FC), 0, "nothing left pending");
 }
 
 static double now_s(void) {
@@ -738,19 +506,19 @@ static void connect_pipelined(int fd, const char *host, uint16_t port,
  * read it while the open hangs; it still notices the client leave (a
  * hangup probe every 200 ms) and cancels the open. */
 static void test_full_buffer_hangup(void) {
-  int cancels = F.cancels;
+  int cancels = FC.cancels;
   int fd = client();
   hello(fd);
   connect_pipelined(fd, "hang.fake", 80, 1500);
   run(50);
-  is_int(pending_opens(), 1, "a full buffer during a hanging open");
+  is_int(fake_connector_pending(&FC), 1, "a full buffer during a hanging open");
   has_metric("proxyhost_socks5_clients 1", "one client");
   close(fd);
   double t0 = now_s();
-  for (int t = 0; t < 1500 && pending_opens() > 0; t += 5)
+  for (int t = 0; t < 1500 && fake_connector_pending(&FC) > 0; t += 5)
     run(5);
   double waited = now_s() - t0;
-  ok(pending_opens() == 0 && F.cancels == cancels + 1,
+  ok(fake_connector_pending(&FC) == 0 && FC.cancels == cancels + 1,
      "TM-SEC-7: a client that filled its buffer and left during a hanging "
      "open cancels it: after close no dial, writer or timer remains");
   printf("# noticed after %.3f s\n", waited);
@@ -908,7 +676,7 @@ static void test_password(void) {
      "right credentials accepted");
   connect_domain(fd, "code-7", 80);
   is_int(reply_code(fd, 1000), 0x05, "then CONNECT goes on");
-  is_str(F.last_principal, "alice", "the principal reaches the connector");
+  is_str(FC.last.principal, "alice", "the principal reaches the connector");
   close(fd);
 
   fd = client();
@@ -928,7 +696,7 @@ static void test_password(void) {
      "no-auth only offered with auth=password -> 0xFF");
   close(fd);
 
-  int cancels = F.auth_cancels;
+  int cancels = FA.cancels;
   fd = client();
   SEND_LIT(fd, "\x05\x01\x02\x01\x04"
                "slow"
@@ -937,12 +705,12 @@ static void test_password(void) {
   run(30);
   close(fd);
   run(20);
-  is_int(F.auth_cancels, cancels + 1,
+  is_int(FA.cancels, cancels + 1,
          "a client leaving during the check cancels it");
 
   /* The same with the buffer full (a pipelined request and more): the
    * client is not read during the check, a hangup probe notices it. */
-  cancels = F.auth_cancels;
+  cancels = FA.cancels;
   fd = client();
   SEND_LIT(fd, "\x05\x01\x02\x01\x04"
                "slow"
@@ -951,9 +719,9 @@ static void test_password(void) {
   connect_pipelined(fd, "ok.fake", 80, 1500);
   run(50);
   close(fd);
-  for (int t = 0; t < 1500 && F.auth_cancels == cancels; t += 5)
+  for (int t = 0; t < 1500 && FA.cancels == cancels; t += 5)
     run(5);
-  is_int(F.auth_cancels, cancels + 1,
+  is_int(FA.cancels, cancels + 1,
          "TM-SEC-7: a client that filled its buffer and left during the "
          "check cancels it within the probe interval");
 
@@ -1030,13 +798,14 @@ static void test_drain(void) {
   run(10);
   /* The stop drains: the stream is still open, so it waits until the
    * drain deadline (1s) and reports the cut. */
-  int cut = fl.ends[PH_LEASE_END_CLIENT_ERROR];
-  is_int(mock_stop(M), -1, "an open stream holds the drain");
+  int cut = FC.lease.ends[PH_LEASE_END_CLIENT_ERROR];
+  is_int(ph_mock_stop(M), PH_ELIMIT, "an open stream holds the drain");
   ok(closed_within(idle, 100), "clients still in their handshake are closed");
-  is_int(fl_live(), 1, "lease: the drained stream's is still live");
-  mock_free(M); /* the destroy cuts it */
+  is_int(fake_lease_live(&FC.lease), 1,
+         "lease: the drained stream's is still live");
+  ph_mock_free(M); /* the destroy cuts it */
   M = NULL;
-  is_int(fl.ends[PH_LEASE_END_CLIENT_ERROR], cut + 1,
+  is_int(FC.lease.ends[PH_LEASE_END_CLIENT_ERROR], cut + 1,
          "lease: the stream cut at destroy ends CLIENT_ERROR");
   ok(F.unannounced == 1, "the listener announced its close");
   close(fd);
@@ -1058,7 +827,7 @@ int main(void) {
     printf("1..0 # SKIP socks5 module not built\n");
     return 0;
   }
-  buf_init(&err, 65536);
+  err[0] = '\0';
   if (open_target_listener() < 0) {
     printf("Bail out! no target listener\n");
     return 1;
@@ -1081,7 +850,7 @@ int main(void) {
   test_max_clients();
   test_emfile();
   test_drain();
-  ok(fl.n > 1 && fl_live() == 0 && fl.broken == 0,
+  ok(FC.lease.n > 1 && fake_lease_live(&FC.lease) == 0 && FC.lease.broken == 0,
      "lease: every lease given ended once, none told first_byte twice");
 
   test_allow_clients();
@@ -1090,9 +859,11 @@ int main(void) {
   ok(M != NULL, "auth = password starts with an authorizer");
   if (M) {
     test_password();
-    is_int(mock_reload(M, "[proxyhost]\nmodules = " SOCKS5_SO "\n"
+    is_int(ph_mock_reload(M,
+                          "[proxyhost]\nmodules = " SOCKS5_SO "\n"
                           "[socks5]\nlisten = 127.0.0.1:1\nauth = password\n"
-                          "handshake_timeout = 200ms\n"),
+                          "handshake_timeout = 200ms\n",
+                          NULL, 0),
            0, "reload: new timeouts apply, the listener stays");
     int fd = client();
     uint8_t b[2];
@@ -1102,19 +873,18 @@ int main(void) {
     ok(closed_within(fd, 1000), "the new handshake deadline applies");
     close(fd);
     /* Probing for a hangup during a check keeps the handshake deadline. */
-    int cancels = F.auth_cancels;
+    int cancels = FA.cancels;
     fd = client();
     SEND_LIT(fd, "\x05\x01\x02\x01\x04"
                  "slow"
                  "\x01"
                  "x");
     connect_pipelined(fd, "ok.fake", 80, 1500);
-    ok(closed_within(fd, 1500) && F.auth_cancels == cancels + 1,
+    ok(closed_within(fd, 1500) && FA.cancels == cancels + 1,
        "a full buffer during a slow check: the deadline still closes it");
     close(fd);
-    mock_free(M);
+    ph_mock_free(M);
   }
-  buf_free(&err);
   close(target_l);
   return done_testing();
 }

@@ -19,7 +19,8 @@
 
 #include <libpq-fe.h>
 
-#include "mock.h"
+#include <proxyhost/mock.h>
+
 #include "tap.h"
 
 #include "store_contract.c"

@@ -23,7 +23,7 @@
 #include <sqlite3.h>
 
 #include "store_common/migrations.h"
-#include "mock.h"
+#include <proxyhost/mock.h>
 #include "tap.h"
 
 #include "store_contract.c"
@@ -186,27 +186,27 @@ static int pool_exec(void *arg, const char *sql) {
 
 /* ---- SQLite-only cases ---------------------------------------------------- */
 
-static ph_buf err;
+static char err[8192];
 
 static ph_mock *start_with(const char *text, int *start_rc) {
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
   *start_rc = -1;
   if (!m)
     return NULL;
-  if (mock_init(m, &err) < 0) {
-    mock_free(m);
+  if (ph_mock_init(m, err, sizeof err) < 0) {
+    ph_mock_free(m);
     return NULL;
   }
-  *start_rc = mock_start(m, &err);
+  *start_rc = ph_mock_start(m, err, sizeof err);
   return m;
 }
 
 static int wait_ready(ph_mock *m) {
   for (int i = 0; i < 500; i++) {
-    if (mock_ready(m))
+    if (ph_mock_ready(m))
       return 1;
-    mock_run_for(m, 10);
+    ph_mock_run_for(m, 10);
   }
   return 0;
 }
@@ -234,16 +234,16 @@ static void test_file_and_wal(void) {
          strcmp(v, "1") == 0,
      "TM-P1-14 authorization_revision exists with revision 1");
   if (m) {
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
   }
   ok(stat(db_path, &sb) == 0 && (sb.st_mode & 0777) == 0600,
      "after the stop the file keeps mode 0600");
   m = start_with(make_conf("auto", 8), &rc);
   ok(m && rc == 0 && wait_ready(m), "a second start reuses the file");
   if (m) {
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
   }
 }
 
@@ -267,7 +267,7 @@ static void test_migrate(void) {
   int rc;
   ph_mock *m = start_with(make_conf("check", 8), &rc);
   ok(rc != 0, "TM-UPG migrate = check refuses to start on a v8 database");
-  mock_free(m);
+  ph_mock_free(m);
   ok(own_query("SELECT version FROM schema_meta WHERE id = 1", v,
                sizeof(v)) == 0 &&
          strcmp(v, "8") == 0,
@@ -276,7 +276,7 @@ static void test_migrate(void) {
   snprintf(db_path, sizeof(db_path), "%s/missing-check.sqlite", dir);
   m = start_with(make_conf("check", 8), &rc);
   ok(rc != 0, "migrate = check refuses to start without a database");
-  mock_free(m);
+  ph_mock_free(m);
   struct stat sb;
   ok(stat(db_path, &sb) != 0, "and creates no file");
 
@@ -293,21 +293,21 @@ static void test_migrate(void) {
          strcmp(v, "1") == 0,
      "the upgrade created the revision row");
   if (m) {
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
   }
   m = start_with(make_conf("check", 8), &rc);
   ok(m && rc == 0 && wait_ready(m),
      "migrate = check accepts the upgraded database");
   if (m) {
-    mock_stop(m);
-    mock_free(m);
+    ph_mock_stop(m);
+    ph_mock_free(m);
   }
 
   snprintf(db_path, sizeof(db_path), "%s/no-such-dir/x.sqlite", dir);
   m = start_with(make_conf("auto", 8), &rc);
   ok(rc != 0, "a path that cannot be created fails the start");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 static void test_metrics_and_sample(void) {
@@ -317,8 +317,8 @@ static void test_metrics_and_sample(void) {
   ok(m && rc == 0 && wait_ready(m), "started for the metrics");
   if (!m)
     return;
-  mock_run_for(m, 250); /* two polls */
-  const char *t = mock_metrics_text(m);
+  ph_mock_run_for(m, 250); /* two polls */
+  const char *t = ph_mock_metrics_text(m);
   like(t, "\ntunnelmesh_authorization_revision 1\n",
        "TM-OBS-7 tunnelmesh_authorization_revision shows the revision");
   like(t, "tunnelmesh_authorization_revision_poll_total{result=\"success\"}",
@@ -326,8 +326,8 @@ static void test_metrics_and_sample(void) {
   like(t, "tunnelmesh_authorization_revision_poll_total{result=\"failure\"} 0",
        "no failed poll");
   unlike(t, "authz", "no path or database detail in /metrics");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 int main(void) {
@@ -354,7 +354,6 @@ int main(void) {
   is_int(loop_sql_calls, 0, "no SQLite call ran on the loop thread");
   ok(helper_sql_calls > 100,
      "the SQLite calls were seen, on the helper threads (the check works)");
-  buf_free(&err);
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   if (system(cmd) != 0)

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <proxyhost/mock.h>
 #include <proxyhost/strategy.h>
 
-#include "mock.h"
+#include "mock_test.h"
 #include "tap.h"
 
 static const char *const names[] = {"round_robin", "weighted", "least_active",
@@ -56,13 +57,9 @@ static int pool_start(void *state) {
   return PH_OK;
 }
 
-static const char *const pool_requires[] = {PH_STRATEGY_SERVICE, NULL};
-static const ph_module pool_mod = {
-    PH_MODULE_HEADER("fakepool", "1.0"),
-    .requires = pool_requires,
-    .init = pool_init,
-    .start = pool_start,
-};
+MOCK_TEST_MODULE(pool_mod, "fakepool", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_STRATEGY_SERVICE),
+                 .init = pool_init, .start = pool_start);
 
 /* ---- a view by hand -------------------------------------------------------- */
 
@@ -117,23 +114,15 @@ static uint32_t pick(size_t i, void *st, uint32_t rule, const char *key,
   return P.vt[i]->pick(P.self[i], st, &in);
 }
 
-static ph_mock *start(const char *text, ph_buf *err) {
-  buf_reset(err);
-  ph_mock *m = mock_new(text, err);
-  if (!m || mock_add(m, &pool_mod, err) < 0 || mock_init(m, err) < 0 ||
-      mock_start(m, err) < 0) {
-    printf("# %s\n", err->data ? err->data : "?");
-    mock_free(m);
-    return NULL;
-  }
-  return m;
+static ph_mock *start(const char *text, char *err, size_t errlen) {
+  err[0] = '\0';
+  return mock_test_start(text, &pool_mod, err, errlen);
 }
 
 int main(void) {
   plan_lazy();
   view_init();
-  ph_buf err;
-  buf_init(&err, 65536);
+  char err[8192] = "";
 
   static char sample[4096];
   FILE *f = fopen(PH_TEST_LIBDIR
@@ -147,24 +136,23 @@ int main(void) {
   static char text[8192];
   snprintf(text, sizeof(text), "[proxyhost]\nmodule_path = %s\n%s",
            PH_BUILD_MODULES, sample);
-  ph_mock *m = start(text, &err);
+  ph_mock *m = start(text, err, sizeof err);
   ok(m != NULL, "the sample's five modules start in the mock host");
   int five = m != NULL;
   for (size_t i = 0; i < 5; i++)
     five &= P.declared[i] && P.vt[i] != NULL;
   ok(five && !P.vt[5], "the sample: the five strategies found by name");
   if (m)
-    mock_stop(m);
-  mock_free(m);
+    ph_mock_stop(m);
+  ph_mock_free(m);
 
   /* Named instances: a second sticky is a strategy of its own name. */
   snprintf(text, sizeof(text),
            "[proxyhost]\nmodule_path = %s\nmodules = round_robin, weighted, "
            "least_active, random, sticky, sticky.second\n",
            PH_BUILD_MODULES);
-  m = start(text, &err);
+  m = start(text, err, sizeof err);
   if (!ok(m != NULL, "the five and sticky.second start in the mock host")) {
-    buf_free(&err);
     return done_testing();
   }
 
@@ -213,8 +201,7 @@ int main(void) {
   ok(same && first < NP, "sticky (module): one key, one proxy");
   P.vt[4]->detach(P.self[4], sk);
 
-  mock_stop(m);
-  mock_free(m);
-  buf_free(&err);
+  ph_mock_stop(m);
+  ph_mock_free(m);
   return done_testing();
 }

@@ -21,10 +21,11 @@
 #include <unistd.h>
 
 #include <proxyhost/connector.h>
+#include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
 #include "listener_test.h"
-#include "mock.h"
+#include "mock_test.h"
 #include "sock_test.h"
 #include "tap.h"
 
@@ -51,15 +52,15 @@ static void run(int ms) {
   for (int i = 0; i < ms; i++)
     for (int k = 0; k < 2; k++)
       if (hosts[k])
-        mock_run_for(hosts[k], 1);
+        ph_mock_run_for(hosts[k], 1);
 }
 
 static void stop_host(ph_mock *m, const char *name) {
-  ok(mock_stop(m) == 0, name);
+  ok(ph_mock_stop(m) == 0, name);
   for (int k = 0; k < 2; k++)
     if (hosts[k] == m)
       hosts[k] = NULL;
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 /* A host with frontend and the memconn connector (or, with connector
@@ -77,17 +78,13 @@ static ph_mock *start_with(const char *frontend, const char *connector,
            "[log]\nlevel = warn\n[%s]\nlisten = 127.0.0.1:0\n%s"
            "[proxyhost]\ndrain_timeout = 2s\nmodules = %s/%s/.libs/%s.so, %s",
            frontend, extra, PH_BUILD_MODULES, frontend, frontend, mods);
-  ph_buf err;
-  buf_init(&err, 4096);
+  char err[8192] = "";
   proxy_port = 0;
-  ph_mock *m = mock_new(ini, &err);
-  if (!m || mock_add(m, &watcher, &err) < 0 || mock_init(m, &err) < 0 ||
-      mock_start(m, &err) < 0) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  ph_mock *m = mock_test_boot(ini, &watcher, err, sizeof err);
+  if (!m) {
+    printf("# setup failed: %s\n", err);
     m = NULL;
   }
-  buf_free(&err);
   for (int k = 0; m && k < 2; k++)
     if (!hosts[k]) {
       hosts[k] = m;
@@ -148,11 +145,8 @@ static int eof_within(ph_mock *m, int fd, int ms) {
 }
 
 static double metric(ph_mock *m, const char *name) {
-  const char *t = mock_metrics_text(m);
-  char key[128];
-  snprintf(key, sizeof(key), "\n%s ", name);
-  const char *p = strstr(t, key);
-  return p ? strtod(p + strlen(key), NULL) : -1;
+  double v;
+  return ph_mock_metric(m, name, NULL, &v) == PH_OK ? v : -1;
 }
 
 /* SOCKS5 no-auth greeting and CONNECT to host:port; the reply's 10

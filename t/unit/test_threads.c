@@ -21,7 +21,7 @@
 
 #include "debug.h"
 #include "loop_test.h"
-#include "mock.h"
+#include "mock_core.h"
 #include "tap.h"
 
 /* ---- the test modules --------------------------------------------------- */
@@ -289,7 +289,7 @@ static const ph_module mod_b = {PH_MODULE_HEADER("tmod_b", "1.0"),
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static ph_buf err;
+static char err[8192];
 static char log_path[256];
 
 /* A mock host with tmod (and tmod_b when both), logging to log_path
@@ -301,13 +301,14 @@ static ph_mock *setup_mock(int both, const char *extra, int init, int start) {
            extra ? extra : "", log_path);
   if (strcmp(log_path, "-") != 0 && truncate(log_path, 0) < 0)
     printf("# cannot empty %s\n", log_path);
-  buf_reset(&err);
-  ph_mock *m = mock_new(text, &err);
-  if (!m || mock_add(m, &mod_a, &err) < 0 ||
-      (both && mock_add(m, &mod_b, &err) < 0) ||
-      (init && mock_init(m, &err) < 0) || (start && mock_start(m, &err) < 0)) {
-    printf("# setup failed: %s\n", err.data ? err.data : "?");
-    mock_free(m);
+  err[0] = '\0';
+  ph_mock *m = ph_mock_new(text, err, sizeof err);
+  if (!m || ph_mock_add(m, &mod_a, err, sizeof err) < 0 ||
+      (both && ph_mock_add(m, &mod_b, err, sizeof err) < 0) ||
+      (init && ph_mock_init(m, err, sizeof err) < 0) ||
+      (start && ph_mock_start(m, err, sizeof err) < 0)) {
+    printf("# setup failed: %s\n", err);
+    ph_mock_free(m);
     return NULL;
   }
   return m;
@@ -423,19 +424,19 @@ static void test_start_and_name(void) {
          "the OS thread is named ph-<module>-<name>");
   like(log_text(), "module=tmod msg=\"module thread started\" thread=worker",
        "the start is logged with the module and thread names");
-  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 1",
+  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 1",
        "proxyhost_module_threads counts it");
   is_int(atomic_load(&tms[0].stops), 0, "stop not called while running");
-  is_int(mock_stop(m), 0, "the module stops");
+  is_int(ph_mock_stop(m), 0, "the module stops");
   is_int(atomic_load(&tms[0].stops), 1, "the thread's stop ran once");
   is_int(atomic_load(&tms[0].returned), 1,
          "run returned: the host joined the thread at the module's stop");
   is_int(threads_named_after_join("ph-tmod-worker"), 0, "the OS thread is gone");
   like(log_text(), "module=tmod msg=\"module thread joined\" thread=worker",
        "the join is logged");
-  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 0",
+  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 0",
        "and no longer counted");
-  mock_free(m);
+  ph_mock_free(m);
   is_int(atomic_load(&tms[0].stops), 1, "stop is not called again at free");
 }
 
@@ -452,8 +453,8 @@ static void test_long_name(void) {
          "the OS name is truncated to 15 bytes");
   like(log_text(), "thread=abcdefghijklmnopqrstuvwxyz012345",
        "the log has the whole name");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* ---- delivery ----------------------------------------------------------- */
@@ -468,7 +469,7 @@ static void test_post_order(void) {
   ok(m != NULL, "a thread posting 5000 calls through a 64-call queue");
   if (!m)
     return;
-  ok(poll_until(mock_core(m)->loop, tms[0].delivered >= 5000, 5000),
+  ok(poll_until(ph_mock_loop(m), tms[0].delivered >= 5000, 5000),
      "every call delivered");
   is_int(tms[0].order_errors, 0, "in posting order");
   is_int(tms[0].off_loop, 0, "on the loop thread");
@@ -479,9 +480,9 @@ static void test_post_order(void) {
   snprintf(want, sizeof(want),
            "proxyhost_thread_queue_full_total{module=\"tmod\"} %d",
            atomic_load(&tms[0].posts_full));
-  like(mock_metrics_text(m), want, "each refusal counted");
-  mock_stop(m);
-  mock_free(m);
+  like(ph_mock_metrics_text(m), want, "each refusal counted");
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static void test_full_queue(void) {
@@ -497,18 +498,18 @@ static void test_full_queue(void) {
   ok(wait_atomic(&tms[0].posted, 1), "the thread finished posting");
   is_int(atomic_load(&tms[0].posts_ok), 4, "4 posts accepted");
   is_int(atomic_load(&tms[0].posts_full), 6, "6 refused with PH_EFULL");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_thread_queue_full_total{module=\"tmod\"} 6",
        "proxyhost_thread_queue_full_total{module} counts them");
-  unlike(mock_metrics_text(m), "proxyhost_mailbox_full_total 1",
+  unlike(ph_mock_metrics_text(m), "proxyhost_mailbox_full_total 1",
          "the shared mailbox is not involved");
-  ok(poll_until(mock_core(m)->loop, tms[0].delivered >= 4, 5000),
+  ok(poll_until(ph_mock_loop(m), tms[0].delivered >= 4, 5000),
      "the accepted 4 run");
   is_int(tms[0].order_errors, 0, "in order");
   is_int(atomic_load(&tms[0].frees), 4,
          "the refused ones stayed the poster's (freed by it)");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static int shared_runs;
@@ -539,16 +540,16 @@ static void test_isolation(void) {
          "api->post (the shared mailbox, size 1) is not refused either");
   is_int(ph_host_api.post(tms[1].ctx, shared_fn, NULL, NULL), PH_EFULL,
          "the shared mailbox is full on its own terms");
-  like(mock_metrics_text(m),
+  like(ph_mock_metrics_text(m),
        "proxyhost_thread_queue_full_total{module=\"tmod_b\"} 0",
        "tmod_b counts no refusal");
-  ok(poll_until(mock_core(m)->loop, tms[1].delivered >= 5, 5000),
+  ok(poll_until(ph_mock_loop(m), tms[1].delivered >= 5, 5000),
      "tmod_b's calls run");
-  ok(poll_until(mock_core(m)->loop, tms[0].delivered >= 2, 5000),
+  ok(poll_until(ph_mock_loop(m), tms[0].delivered >= 2, 5000),
      "and tmod's accepted two");
   is_int(shared_runs, 1, "and the shared mailbox's call");
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 /* ---- join --------------------------------------------------------------- */
@@ -569,7 +570,7 @@ static void test_join_with_queued(void) {
   is_int(atomic_load(&tms[0].returned), 1, "and joins: run has returned");
   is_int(atomic_load(&tms[0].frees), 5,
          "the queued calls' free_arg ran (ASan: none leaks)");
-  mock_run_for(m, 20);
+  ph_mock_run_for(m, 20);
   is_int(tms[0].delivered, 0, "and their fn never runs");
   like(log_text(), "module=tmod msg=\"module thread joined\" thread=worker",
        "the join is logged");
@@ -577,9 +578,9 @@ static void test_join_with_queued(void) {
   is_int(threads_named_after_join("ph-tmod-worker"), 0, "the OS thread is gone");
   ph_host_api.thread_join(NULL);
   ok(1, "thread_join(NULL) is ignored");
-  mock_stop(m);
+  ph_mock_stop(m);
   is_int(atomic_load(&tms[0].stops), 1, "the module's stop joins nothing more");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 static void test_join_after_pending_stop(void) {
@@ -590,11 +591,11 @@ static void test_join_after_pending_stop(void) {
   ok(m != NULL, "a module that drains asynchronously");
   if (!m)
     return;
-  is_int(mock_stop(m), 0, "it drains");
+  is_int(ph_mock_stop(m), 0, "it drains");
   ok(tms[0].done_at > 0 && tms[0].thread_stop_at > tms[0].done_at,
      "its thread is stopped after stop_done, not while it drains");
   is_int(atomic_load(&tms[0].returned), 1, "and joined");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 static void test_join_when_init_fails(void) {
@@ -605,8 +606,8 @@ static void test_join_when_init_fails(void) {
   ok(m != NULL, "tmod starts a thread in init, tmod_b's init fails");
   if (!m)
     return;
-  is_int(mock_init(m, &err), -1, "init fails");
-  mock_free(m);
+  is_int(ph_mock_init(m, err, sizeof err), -1, "init fails");
+  ph_mock_free(m);
   is_int(tms[0].stops_at_destroy, 1,
          "the thread was stopped before tmod's destroy");
   is_int(tms[0].returned_at_destroy, 1, "and joined before it");
@@ -683,12 +684,12 @@ static void test_bad_arguments(void) {
   ok(ph_host_api.thread_start(tms[0].ctx, "late", dummy_run, dummy_stop, NULL,
                               1) == NULL,
      "thread_start after start (outside init and start) is refused");
-  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 8",
+  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 8",
        "8 running");
-  is_int(mock_stop(m), 0, "the module stops");
-  like(mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 0",
+  is_int(ph_mock_stop(m), 0, "the module stops");
+  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"tmod\"} 0",
        "all of them joined");
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 /* ---- the drain deadline ------------------------------------------------- */
@@ -703,7 +704,7 @@ static void child_stuck(void *arg) {
   if (!m)
     _exit(90);
   wait_atomic(&tms[0].running, 1);
-  mock_stop(m); /* the host exits here */
+  ph_mock_stop(m); /* the host exits here */
   _exit(91);
 }
 
@@ -863,14 +864,15 @@ static void test_release_refusals(void) {
   if (!m)
     return;
   debug_checks = 0; /* as in a release build (mock_new turned it on) */
-  if (mock_init(m, &err) < 0 || mock_start(m, &err) < 0) {
+  if (ph_mock_init(m, err, sizeof err) < 0 ||
+      ph_mock_start(m, err, sizeof err) < 0) {
     ok(0, "init and start");
-    mock_free(m);
+    ph_mock_free(m);
     debug_checks = 1;
     return;
   }
   ok(wait_atomic(&tms[0].posted, 1), "the calls returned");
-  mock_run_for(m, 50);
+  ph_mock_run_for(m, 50);
   for (size_t i = 0; i < N_MISUSES; i++) {
     char name[96];
     snprintf(name, sizeof(name), "release: %s from a module thread refused",
@@ -879,9 +881,10 @@ static void test_release_refusals(void) {
   }
   is_int(tms[0].io_fired + tms[0].timer_fired, 0,
          "no watcher or timer was started by a refused call");
-  ok(mock_ready(m), "set_ready(0) was refused");
+  ok(ph_mock_ready(m), "set_ready(0) was refused");
   is_int(tms[0].payload_frees, 1, "a refused publish still frees its payload");
-  is_int(mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL), PH_OK, "publish");
+  is_int(ph_mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL), PH_OK,
+         "publish");
   is_int(tms[0].pings, 1,
          "the handler ran once: neither unsubscribed nor subscribed twice");
   ok(ph_host_api.service_provided(tms[0].ctx, "tm.svc") == 1,
@@ -889,10 +892,10 @@ static void test_release_refusals(void) {
   like(log_text(), "msg=\"API misuse by a module\"", "each misuse is logged");
   like(log_text(), "misuse=\"set_ready: loop thread only\"",
        "naming the function and the rule");
-  is_int(mock_stop(m), 0, "the module still stops");
+  is_int(ph_mock_stop(m), 0, "the module still stops");
   is_int(atomic_load(&tms[0].returned), 1, "its thread is joined");
   debug_checks = 1;
-  mock_free(m);
+  ph_mock_free(m);
 }
 
 static void call_one_misuse(tm *m) { m->misuse_call(m); }
@@ -908,7 +911,7 @@ static void child_misuse(void *arg) {
   if (!m)
     _exit(90);
   for (int i = 0; i < 200; i++)
-    mock_run_for(m, 10); /* the thread's call aborts the process */
+    ph_mock_run_for(m, 10); /* the thread's call aborts the process */
   _exit(0);
 }
 
@@ -970,7 +973,7 @@ static void test_foreign_ids(void) {
   is_int(ph_host_api.job_cancel(a, queued), PH_OK, "tmod can");
   is_int(done_status[1], PH_ECANCELED, "its done ran with PH_ECANCELED");
   atomic_store(&gate, 1);
-  ok(poll_until(mock_core(m)->loop, done_calls[0] >= 1, 5000),
+  ok(poll_until(ph_mock_loop(m), done_calls[0] >= 1, 5000),
      "the running job finishes");
   is_int(done_status[0], PH_OK, "normally");
 
@@ -979,15 +982,15 @@ static void test_foreign_ids(void) {
   like(log_text(),
        "misuse=\"unsubscribe: the subscription belongs to another module\"",
        "the misuse is logged");
-  mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL);
+  ph_mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL);
   is_int(tms[0].pings, 1, "tmod's handler still runs");
   is_int(ph_host_api.unsubscribe(a, tms[0].sub_id), PH_OK, "tmod can");
-  mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL);
+  ph_mock_publish(m, "tm.ping", "tm.ping/1", NULL, NULL);
   is_int(tms[0].pings, 1, "then it no longer runs");
   is_int(tms[1].pings, 2, "tmod_b's own handler ran both times");
   debug_checks = 1;
-  mock_stop(m);
-  mock_free(m);
+  ph_mock_stop(m);
+  ph_mock_free(m);
 }
 
 static void child_foreign(void *arg) {
@@ -1036,7 +1039,7 @@ int main(void) {
     return 1;
   }
   close(fd);
-  buf_init(&err, 65536);
+  err[0] = '\0';
   test_start_and_name();
   test_long_name();
   test_post_order();
@@ -1052,7 +1055,6 @@ int main(void) {
   test_foreign_ids_debug();
   test_release_refusals();
   test_debug_aborts();
-  buf_free(&err);
   unlink(log_path);
   return done_testing();
 }

@@ -12,9 +12,10 @@
 #include <poll.h>
 
 #define TM_FAKECONN_NO_DRIVER
+#include <proxyhost/mock.h>
+
 #include "tm_fakeconn.h"
 
-#include <proxyhost/mock.h>
 
 #include "tunnel_agent/agent_int.h"
 #include "tap.h"

@@ -287,11 +287,8 @@ static void inject_u32(pair *p, int e, uint8_t type, uint32_t id,
 }
 
 static double metric(const char *series) {
-  const char *t = ph_mock_metrics_text(mk);
-  const char *at = strstr(t, series);
-  if (!at)
-    return -1;
-  return atof(at + strlen(series));
+  double v;
+  return ph_mock_metric(mk, series, NULL, &v) == PH_OK ? v : -1;
 }
 
 /* ---- tests ------------------------------------------------------------- */
@@ -620,7 +617,7 @@ static void test_window_violations(void) {
     open_accepted(&p, "w.test", &ua[i], &ub[i]);
   double before = metric(
       "tunnelmesh_stream_backpressure_total{component=\"server\",open_mode="
-      "\"strict\",result=\"rejected\"} ");
+      "\"strict\",result=\"rejected\"}");
   static uint8_t big[TM_HEADER_LEN + 16385], pl[16385];
   memset(pl, 'o', sizeof(pl));
   tm_memlink_inject(p.l, 1, big, frame(big, TM_DATA, 0, 1, pl, 16385));
@@ -642,7 +639,7 @@ static void test_window_violations(void) {
      "TM-P2-5: the other stream keeps flowing, the session stays");
   double after = metric(
       "tunnelmesh_stream_backpressure_total{component=\"server\",open_mode="
-      "\"strict\",result=\"rejected\"} ");
+      "\"strict\",result=\"rejected\"}");
   ok(after - before >= 3,
      "TM-OBS-5: each counts backpressure{open_mode=strict,result=rejected}");
   /* an honest sender never overruns: the window stops it */
@@ -676,7 +673,7 @@ static void test_violation_limit(void) {
   wait_until(loop, p.a.closed, 2000);
   ok(p.a.closed, "the peer sees the connection go");
   is_int(metric("proxyhost_stream_tunnel_sessions_closed_total{component="
-                "\"server\",reason=\"abuse\"} "),
+                "\"server\",reason=\"abuse\"}"),
          1, "counted by reason");
   pair_end(&p);
   char log[65536] = "";
@@ -702,7 +699,7 @@ static void test_legacy_backpressure(void) {
   ph_stream_watch(u1b->ps, 0, NULL, NULL); /* its reader stops */
   double before = metric("tunnelmesh_stream_backpressure_total{component="
                          "\"server\",open_mode=\"legacy\",result="
-                         "\"rejected\"} ");
+                         "\"rejected\"}");
   is_int(write_bulk(u1a->ps, 8192), 8192, "the sender fills the queue");
   wait_until(loop,
              tm_memlink_data_bytes(p.l, 0) >= 8192 &&
@@ -717,9 +714,11 @@ static void test_legacy_backpressure(void) {
   ok(u1a->reset && peek_reset(u1b->ps),
      "TM-P2-6: legacy: a full inbound queue resets the stream");
   is_int(metric("tunnelmesh_stream_backpressure_total{component=\"server\","
-                "open_mode=\"legacy\",result=\"rejected\"} ") - before,
-         1, "TM-P2-6, TM-OBS-5: and records the legacy backpressure "
-            "(open_mode=legacy, result=rejected)");
+                "open_mode=\"legacy\",result=\"rejected\"}") -
+             before,
+         1,
+         "TM-P2-6, TM-OBS-5: and records the legacy backpressure "
+         "(open_mode=legacy, result=rejected)");
   write_str(u2a->ps, "other");
   wait_until(loop, u2b->n == 5, 2000);
   ok(u2b->n == 5 && p.b.s, "without blocking the other streams");
@@ -741,7 +740,7 @@ static void test_window_reopens(void) {
   open_accepted(&p, "w.test", &ua, &ub);
   ph_stream_watch(ub->ps, 0, NULL, NULL); /* read by hand below */
   double stalls = metric(
-      "tunnelmesh_stream_window_stall_seconds_count{component=\"client\"} ");
+      "tunnelmesh_stream_window_stall_seconds_count{component=\"client\"}");
   is_int(write_bulk(ua->ps, 100000), 65536, "the window is taken whole");
   is_int(ph_stream_write(ua->ps, "x", 1), PH_EAGAIN, "then the writer stalls");
   wait_until(loop,
@@ -767,7 +766,9 @@ static void test_window_reopens(void) {
   is_int(write_bulk(ua->ps, 100000), 32768,
          "TM-P2-11: the window reopened by what was delivered");
   ok(metric("tunnelmesh_stream_window_stall_seconds_count{component="
-            "\"client\"} ") - stalls >= 1,
+            "\"client\"}") -
+             stalls >=
+         1,
      "TM-OBS-4: the stall was measured");
   close_user(&ua);
   close_user(&ub);

@@ -31,9 +31,9 @@
 #include <openssl/ssl.h>
 
 #include "lib/backoff.h"
+#include <proxyhost/mock.h>
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
 #include "sock_test.h"
 #include "tap.h"
 #include "tunnel_common/session/tm_ws.h"

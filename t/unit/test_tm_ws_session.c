@@ -22,9 +22,10 @@
 
 #include <ev.h>
 
+#include <proxyhost/mock.h>
+
 #include "host_test.h"
 #include "loop_test.h"
-#include "mock.h"
 #include "tap.h"
 #include "tunnel_common/session/tm_session.h"
 #include "tm_session_test.h"

@@ -23,6 +23,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "mock_test.h"
 #include "tap.h"
 #include "tunnel_client/tunnel_client_int.h"
 
@@ -381,13 +382,9 @@ static int user_init(ph_ctx *ctx, const ph_api *a, void **state) {
   return PH_OK;
 }
 
-static const char *const user_requires[] = {PH_CONNECTOR_SERVICE, NULL};
-static const ph_module user_mod = {
-    PH_MODULE_HEADER("tcuser", "1.0.0"),
-    .requires = user_requires,
-    .init = user_init,
-    .start = user_start,
-};
+MOCK_TEST_MODULE(user_mod, "tcuser", "1.0.0",
+                 .requires = MOCK_TEST_NAMES(PH_CONNECTOR_SERVICE),
+                 .init = user_init, .start = user_start);
 
 /* ---- harness ------------------------------------------------------------ */
 

@@ -655,21 +655,18 @@ static void test_legacy_agent(void) {
   peer *old = connect_peer(4, "agent:oldedge", NULL);
   agent_metadata(old, "oldedge", 0);
   pump();
-  const char *mt = ph_mock_metrics_text(mk);
   const char *k = "tunnelmesh_stream_open_total{component=\"server\","
                   "result=\"success\",error_class=\"ok\","
-                  "open_mode=\"legacy\"} ";
-  const char *at = strstr(mt, k);
-  long before = at ? strtol(at + strlen(k), NULL, 10) : 0;
+                  "open_mode=\"legacy\"}";
+  double before = 0, after = 0;
+  ph_mock_metric(mk, k, NULL, &before);
   open_stream(c, 201, "ok.test", "oldedge");
   pump();
   is_int(count(old, TM_OPEN_STREAM), 1, "the legacy agent gets the open");
   is_int(result(c, 201, NULL, NULL), 1,
          "TM-PROTO-20 a strict client over a legacy agent: ok once opened "
          "towards it");
-  mt = ph_mock_metrics_text(mk);
-  at = strstr(mt, k);
-  long after = at ? strtol(at + strlen(k), NULL, 10) : 0;
+  ph_mock_metric(mk, k, NULL, &after);
   is_int((int)(after - before), 1,
          "TM-PROTO-21 one compatibility count (open_mode=legacy)");
 }
@@ -721,16 +718,15 @@ static void test_metadata_mismatch(void) {
 
 /* The value of one series in the scrape (0 when absent). */
 static long metric_value(const char *series) {
-  const char *mt = ph_mock_metrics_text(mk);
-  const char *at = mt ? strstr(mt, series) : NULL;
-  return at ? strtol(at + strlen(series), NULL, 10) : 0;
+  double v;
+  return ph_mock_metric(mk, series, NULL, &v) == PH_OK ? (long)v : 0;
 }
 
-#define ENDED(role, why)                                                   \
-  "proxyhost_tunnel_server_credential_ends_total{role=\"" role            \
-  "\",reason=\"" why "\"} "
-#define REFUSED(why)                                                       \
-  "proxyhost_tunnel_server_connections_refused_total{reason=\"" why "\"} "
+#define ENDED(role, why)                                                       \
+  "proxyhost_tunnel_server_credential_ends_total{role=\"" role                 \
+  "\",reason=\"" why "\"}"
+#define REFUSED(why)                                                           \
+  "proxyhost_tunnel_server_connections_refused_total{reason=\"" why "\"}"
 
 /* Issue 22 item 1: a session ends when its credentials stop being valid
  * (and only then); item 2: connections per token and per user. */

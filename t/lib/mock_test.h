@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The mock host's usual start in a unit test, in one call: new, add the
+ * test's module (if any), init and start.
+ *
+ *   ph_mock *m = mock_test_boot(text, &fake_mod, err, sizeof err);
+ *   if (!m) { printf("# %s\n", err); return NULL; }
+ *
+ * host_test.h's host_test_start is the same with a bail-out. */
+#ifndef PH_MOCK_TEST_H
+#define PH_MOCK_TEST_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <proxyhost/mock.h>
+#include <proxyhost/module.h>
+
+/* A module linked into the test, var, named name, version ver, with the
+ * given fields:
+ *
+ *   MOCK_TEST_MODULE(user_mod, "user", "1.0",
+ *                    .requires = MOCK_TEST_NAMES(PH_CONNECTOR_SERVICE),
+ *                    .init = user_init, .start = user_start);
+ */
+#define MOCK_TEST_MODULE(var, name, ver, ...)                                  \
+  static const ph_module var = {PH_MODULE_HEADER(name, ver), __VA_ARGS__}
+/* A NULL-terminated list of names (provides, requires) for it. */
+#define MOCK_TEST_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* A mock host under the configuration ini with mod added (NULL: only the
+ * .so modules ini names), initialised and started; NULL, the mock freed,
+ * with the failing step's reasons in err (the ph_mock_* err rules). */
+static inline ph_mock *mock_test_boot(const char *ini, const ph_module *mod,
+                                      char *err, size_t errlen) {
+  ph_mock *m = ph_mock_new(ini, err, errlen);
+  if (m && ((mod && ph_mock_add(m, mod, err, errlen) != PH_OK) ||
+            ph_mock_init(m, err, errlen) != PH_OK ||
+            ph_mock_start(m, err, errlen) != PH_OK)) {
+    ph_mock_free(m);
+    m = NULL;
+  }
+  return m;
+}
+
+/* mock_test_boot that says why it failed: a "# mock host: <reasons>"
+ * diagnostic line on stdout, then NULL. */
+static inline ph_mock *mock_test_start(const char *ini, const ph_module *mod,
+                                       char *err, size_t errlen) {
+  ph_mock *m = mock_test_boot(ini, mod, err, errlen);
+  if (!m)
+    printf("# mock host: %s\n", err);
+  return m;
+}
+
+/* Whether sample (the text of a module's .ini.sample) sets every key mod
+ * declares, as a line "\nKEY =": a "# KEY is not in the sample" line for
+ * each it misses. mod NULL: 0. */
+static inline int mock_test_sample_has_keys(const ph_module *mod,
+                                            const char *sample) {
+  int documented = mod != NULL;
+  for (const ph_conf_key *k = mod ? mod->config : NULL; k && k->name; k++) {
+    char line[96];
+    snprintf(line, sizeof(line), "\n%s =", k->name);
+    if (!strstr(sample, line)) {
+      printf("# %s is not in the sample\n", k->name);
+      documented = 0;
+    }
+  }
+  return documented;
+}
+
+#endif
