@@ -51,6 +51,7 @@
 #include "fake_authorizer.h"
 #include "fake_connector.h"
 #include "file_test.h"
+#include "frontend_script.h"
 #include "listener_test.h"
 #include "mock_test.h"
 #include "sock_test.h"
@@ -295,6 +296,211 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
 static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
 
 
+/* The driver's state for the next run against m (large: one, not on the
+ * stack): the client dials the proxy, the connector dials lfd. */
+static fs_ctx *script(ph_mock *m, int lfd, uint16_t tport) {
+  static fs_ctx s;
+  s.m = m;
+  s.port = (uint16_t)fc.proxy_port;
+  s.fc = &FC;
+  s.target_l = lfd;
+  s.target_port = tport;
+  return &s;
+}
+
+/* What a kept client connection and its upstream carry, in order. */
+static const fs_row keepalive_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/a?b=1 HTTP/1.1\r\nHost: wrong\r\n"
+                "Proxy-Connection: keep-alive\r\nConnection: X-Trace\r\n"
+                "X-Trace: 1\r\nUser-Agent: unit\r\n\r\n"),
+    FS_ACCEPT("the connector's connection reached the target"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:$TPORT\r\n",
+                "the origin gets origin-form with the target's Host first"),
+    FS_T_LACKS("wrong", "the client's Host is dropped"),
+    FS_T_LACKS("Proxy-Connection", "Proxy-Connection removed"),
+    FS_T_LACKS("X-Trace", "a Connection-listed header removed"),
+    FS_T_HAS("User-Agent: unit\r\n", "end-to-end headers kept"),
+    FS_LAST_HOST("127.0.0.1", "the connector got the target host"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                  "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 OK\r\n", "client gets 200"),
+    FS_HAS("\r\n\r\nhello", "and the body"),
+    FS_LACKS("Keep-Alive", "hop-by-hop response header removed"),
+    FS_LACKS("Connection: close", "the connection stays open"),
+
+    /* Same client connection, same origin: no new open. */
+    FS_SEND_STR("POST http://127.0.0.1:$TPORT/up HTTP/1.1\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n"
+                "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n"),
+    FS_T_MSG(),
+    FS_OPENS(1, "keep-alive: the upstream connection is reused"),
+    FS_T_HAS("Transfer-Encoding: chunked\r\n", "a chunked request stays chunked"),
+    FS_T_HAS("\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
+             "and its body arrives framed again by the proxy (one chunk)"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabc\r\n0\r\n\r\n"),
+    FS_MSG(),
+    FS_HAS("Transfer-Encoding: chunked\r\n", "chunked response head"),
+    FS_HAS("\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "chunked response body, framed again"),
+
+    /* Pipelined requests are answered in order, one at a time. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/p1 HTTP/1.1\r\n\r\n"
+                "GET http://127.0.0.1:$TPORT/p2 HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /p1 ", "pipelined: the first request alone goes upstream"),
+    FS_T_LACKS("/p2", "(and not the second yet)"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np1"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /p2 ", "then the second"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np2"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\np1", "first answer"),
+    FS_UNTIL("p2", "second answer"),
+    FS_OPENS(1, "on the same upstream connection"),
+
+    /* The origin closes a kept connection: the next request still works,
+     * on a new one. */
+    FS_T_CLOSE(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/again HTTP/1.1\r\n\r\n"),
+    FS_ACCEPT("a closed kept upstream is replaced"),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\nagain", "and answers"),
+    FS_OPENS(2, "through a second open"),
+
+    /* The origin drops a kept connection after reading a request, without
+     * answering (its idle timer raced ours): a request without a body is
+     * sent again, once, on a new connection. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/retry HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /retry ", "the kept upstream got it"),
+    FS_ACCEPT("dropped unanswered: a new connection"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /retry ", "carries the same request"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\nretry", "and the client gets the answer"),
+    FS_OPENS(3, "after one more open"),
+
+    /* A response framed by close reaches an HTTP/1.1 client chunked: its
+     * connection stays open. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/eof HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\n\r\nuntil-close"),
+    FS_RUN(20),
+    FS_T_CLOSE(),
+    FS_MSG(),
+    FS_HAS("Transfer-Encoding: chunked\r\n",
+           "close-framed: chunked for an HTTP/1.1 client"),
+    FS_HAS("\r\n\r\nb\r\nuntil-close\r\n0\r\n\r\n",
+           "the body until the origin closed, then the last chunk"),
+    FS_OPEN("and the client connection stays open"),
+
+    /* HTTP/1.0 client without keep-alive: answered and closed. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/old HTTP/1.0\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_HAS("GET /old HTTP/1.1\r\n",
+             "HTTP/1.0 forwarded with the proxy's version (RFC 9110 6.2)"),
+    FS_T_SEND_STR("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+    FS_MSG(),
+    FS_HAS("Connection: close\r\n", "HTTP/1.0 client told close"),
+    FS_CLOSED("and the connection closes"),
+
+    /* HEAD: a Content-Length but no body. */
+    FS_CONNECT(),
+    FS_SEND_STR("HEAD http://127.0.0.1:$TPORT/h HTTP/1.1\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"),
+    FS_RUN(30),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/after HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_HAS("GET /after", "after a HEAD response the next request flows"),
+    FS_T_SEND_STR("HTTP/1.1 204 No Content\r\n\r\n"),
+    FS_MSG(),
+    FS_HAS("HTTP/1.1 204", "and its response too"),
+    FS_END};
+
+/* Upstream misbehaviour: 502 before any byte went to the client, a
+ * closed connection after; CONNECT; a client leaving during its open. */
+static const fs_row upstream_rows[] = {
+#define BAD_UPSTREAM(answer, n)                                                \
+  FS_CONNECT(), FS_SEND_STR("GET http://127.0.0.1:$TPORT/bad HTTP/1.1\r\n\r\n"), \
+      FS_ACCEPT(NULL), FS_T_MSG(), FS_T_SEND_STR(answer), FS_MSG(),            \
+      FS_STARTS("HTTP/1.1 502 ", "bad upstream response " #n ": 502")
+    BAD_UPSTREAM("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+                 "Connection: upgrade\r\n\r\n",
+                 1),
+    BAD_UPSTREAM("garbage\r\n\r\n", 2),
+    BAD_UPSTREAM("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+                 "Content-Length: 2\r\n\r\n",
+                 3),
+    BAD_UPSTREAM("HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n", 4),
+    BAD_UPSTREAM("HTTP/1.1 200 OK\rX: smuggled\r\n\r\n", 5),
+#undef BAD_UPSTREAM
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/cut HTTP/1.1\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "5\r\nhello\r\nzz\r\n"),
+    FS_CLOSED("a broken chunked body after the head: the client connection "
+              "closes"),
+
+    /* CONNECT: 200 only after the open, then a byte relay; bytes sent
+     * right after the head go first. */
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT 127.0.0.1:$TPORT HTTP/1.1\r\nHost: x\r\n\r\nEARLY"),
+    FS_ACCEPT(NULL),
+    FS_EXPECT_LIT("HTTP/1.1 200 Connection established\r\n\r\n",
+                  "CONNECT answered 200 once open"),
+    FS_T_EXPECT_LIT("EARLY", "pipelined bytes reached the target first"),
+    FS_T_SEND_STR("from-target"),
+    FS_EXPECT_LIT("from-target", "and the tunnel carries bytes back"),
+    FS_CLOSE(),
+    FS_T_CLOSED("closing the client ends the tunnel"),
+    FS_END};
+
+/* A client that goes away while its open is pending cancels it. */
+static const fs_row leave_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT hang.test:443 HTTP/1.1\r\n\r\n"),
+    FS_RUN(30),
+    FS_CLOSE(),
+    FS_RUN(30),
+    FS_CANCELS(1, "client gone: the open is cancelled"),
+    FS_END};
+
+/* Connector failures: a status, a fixed short body, Connection: close;
+ * for a GET and a CONNECT to host. */
+static void connector_failure(ph_mock *m, const char *host, const char *line) {
+  char get[128], conn[128], name[2][128], body[64];
+  snprintf(get, sizeof(get), "GET http://%s/ HTTP/1.1\r\n\r\n", host);
+  snprintf(conn, sizeof(conn), "CONNECT %s:443 HTTP/1.1\r\n\r\n", host);
+  snprintf(name[0], sizeof(name[0]), "GET %s -> %.12s", host, line + 9);
+  snprintf(name[1], sizeof(name[1]), "CONNECT %s -> %.12s", host, line + 9);
+  /* The body is the status line's text alone, with a LF. */
+  snprintf(body, sizeof(body), "%s", line + 9);
+  strcpy(strstr(body, "\r\n"), "\n");
+  for (int i = 0; i < 2; i++) {
+    const fs_row rows[] = {
+        FS_CONNECT(),
+        FS_SEND_STR(i ? conn : get),
+        FS_MSG(),
+        FS_STARTS(line, name[i]),
+        FS_HAS("Connection: close\r\n", "  with Connection: close"),
+        FS_BODY(body, "  and only the status in the body (no internal detail)"),
+        FS_END};
+    fs_run(script(m, -1, 0), rows);
+  }
+}
+
 static void test_forwarding(void) {
   ph_mock *m = start_proxy("header_timeout = 300ms\n", 0, 0);
   ok(m != NULL, "http_proxy starts with a connector");
@@ -303,266 +509,13 @@ static void test_forwarding(void) {
   ok(fc.proxy_port > 0, "the listener announced its address");
   uint16_t tport;
   int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[1024];
-
-  int c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/a?b=1 HTTP/1.1\r\nHost: wrong\r\n"
-           "Proxy-Connection: keep-alive\r\nConnection: X-Trace\r\n"
-           "X-Trace: 1\r\nUser-Agent: unit\r\n\r\n",
-           tport);
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "the connector's connection reached the target");
-  wait_message(m, s, t, 0, 1000);
-  char want[128];
-  snprintf(want, sizeof(want), "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n",
-           tport);
-  ok(strncmp(t->data, want, strlen(want)) == 0,
-     "the origin gets origin-form with the target's Host first");
-  unlike(t->data, "wrong", "the client's Host is dropped");
-  unlike(t->data, "Proxy-Connection", "Proxy-Connection removed");
-  unlike(t->data, "X-Trace", "a Connection-listed header removed");
-  like(t->data, "User-Agent: unit\r\n", "end-to-end headers kept");
-  is_str(FC.last.host, "127.0.0.1", "the connector got the target host");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-              "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 OK\r\n", 17) == 0, "client gets 200");
-  like(b->data, "\r\n\r\nhello", "and the body");
-  unlike(b->data, "Keep-Alive", "hop-by-hop response header removed");
-  unlike(b->data, "Connection: close", "the connection stays open");
-
-  /* Same client connection, same origin: no new open. */
-  snprintf(req, sizeof(req),
-           "POST http://127.0.0.1:%u/up HTTP/1.1\r\n"
-           "Transfer-Encoding: chunked\r\n\r\n"
-           "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  is_int(FC.opens, 1, "keep-alive: the upstream connection is reused");
-  like(t->data, "Transfer-Encoding: chunked\r\n",
-       "a chunked request stays chunked");
-  like(t->data, "\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
-       "and its body arrives framed again by the proxy (one chunk)");
-  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "3\r\nabc\r\n0\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Transfer-Encoding: chunked\r\n", "chunked response head");
-  like(b->data, "\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
-       "chunked response body, framed again");
-
-  /* Pipelined requests are answered in order, one at a time. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/p1 HTTP/1.1\r\n\r\n"
-           "GET http://127.0.0.1:%u/p2 HTTP/1.1\r\n\r\n",
-           tport, tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /p1 ", 8) == 0 && !strstr(t->data, "/p2"),
-     "pipelined: the first request alone goes upstream");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np1");
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /p2 ", 8) == 0, "then the second");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np2");
-  wait_message(m, c, b, 1, 1000);
-  ok(strstr(b->data, "\r\n\r\np1") != NULL, "first answer");
-  if (!strstr(b->data, "p2"))
-    wait_message(m, c, b, 1, 1000);
-  ok(strstr(b->data, "p2") != NULL, "second answer");
-  is_int(FC.opens, 1, "on the same upstream connection");
-
-  /* The origin closes a kept connection: the next request still works,
-   * on a new one. */
-  close(s);
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/again HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "a closed kept upstream is replaced");
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "\r\n\r\nagain", "and answers");
-  is_int(FC.opens, 2, "through a second open");
-
-  /* The origin drops a kept connection after reading a request, without
-   * answering (its idle timer raced ours): a request without a body is
-   * sent again, once, on a new connection. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/retry HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /retry ", 11) == 0, "the kept upstream got it");
-  close(s);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "dropped unanswered: a new connection");
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /retry ", 11) == 0, "carries the same request");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "\r\n\r\nretry", "and the client gets the answer");
-  is_int(FC.opens, 3, "after one more open");
-
-  /* A response framed by close reaches an HTTP/1.1 client chunked: its
-   * connection stays open. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/eof HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\n\r\nuntil-close");
-  ph_mock_run_for(m, 20);
-  close(s);
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Transfer-Encoding: chunked\r\n",
-       "close-framed: chunked for an HTTP/1.1 client");
-  like(b->data, "\r\n\r\nb\r\nuntil-close\r\n0\r\n\r\n",
-       "the body until the origin closed, then the last chunk");
-  ok(!b->eof, "and the client connection stays open");
-  close(c);
-
-  /* HTTP/1.0 client without keep-alive: answered and closed. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /old HTTP/1.1\r\n",
-     "HTTP/1.0 forwarded with the proxy's version (RFC 9110 6.2)");
-  send_str(s, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Connection: close\r\n", "HTTP/1.0 client told close");
-  ok(closed_by_peer(m, c, 1000), "and the connection closes");
-  close(c);
-  close(s);
-
-  /* HEAD: a Content-Length but no body. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "HEAD http://127.0.0.1:%u/h HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
-  ph_mock_run_for(m, 30);
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/after HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /after", "after a HEAD response the next request flows");
-  send_str(s, "HTTP/1.1 204 No Content\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "HTTP/1.1 204", "and its response too");
-  close(c);
-  close(s);
-
-  /* Upstream misbehaviour: 502 before any byte went to the client, a
-   * closed connection after. */
-  const char *bad_up[] = {
-      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
-      "Connection: upgrade\r\n\r\n",
-      "garbage\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
-      "HTTP/1.1 200 OK\rX: smuggled\r\n\r\n",
-  };
-  for (size_t i = 0; i < sizeof(bad_up) / sizeof(bad_up[0]); i++) {
-    c = proxy_conn();
-    snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/bad HTTP/1.1\r\n\r\n",
-             tport);
-    send_str(c, req);
-    s = target_accept(m, lfd, 1000);
-    wait_message(m, s, t, 0, 1000);
-    send_str(s, bad_up[i]);
-    wait_message(m, c, b, 1, 1000);
-    char name[80];
-    snprintf(name, sizeof(name), "bad upstream response %zu: 502", i + 1);
-    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
-    close(c);
-    close(s);
-  }
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/cut HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\nzz\r\n");
-  wait_message(m, c, b, 1, 1000);
-  if (!b->eof)
-    wait_message(m, c, b, 1, 1000);
-  ok(b->eof, "a broken chunked body after the head: the client connection "
-             "closes");
-  close(c);
-  close(s);
-
-  /* CONNECT: 200 only after the open, then a byte relay; bytes sent
-   * right after the head go first. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: x\r\n\r\nEARLY", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, c, b, 1, 1000);
-  is_str(b->data, "HTTP/1.1 200 Connection established\r\n\r\n",
-         "CONNECT answered 200 once open");
-  wait_message(m, s, t, 1, 300);
-  is_str(t->data, "EARLY", "pipelined bytes reached the target first");
-  send_str(s, "from-target");
-  wait_message(m, c, b, 1, 300);
-  is_str(b->data, "from-target", "and the tunnel carries bytes back");
-  close(c);
-  ok(closed_by_peer(m, s, 1000), "closing the client ends the tunnel");
-  close(s);
-
-  /* Connector failures: a status, a fixed short body, Connection: close. */
-  struct {
-    const char *host;
-    const char *line;
-  } fail[] = {{"refused.test", "HTTP/1.1 502 Bad Gateway\r\n"},
-              {"deny.test", "HTTP/1.1 403 Forbidden\r\n"},
-              {"timeout.test", "HTTP/1.1 504 Gateway Timeout\r\n"},
-              {"full.test", "HTTP/1.1 503 Service Unavailable\r\n"}};
-  for (size_t i = 0; i < 4; i++) {
-    for (int connect_method = 0; connect_method <= 1; connect_method++) {
-      c = proxy_conn();
-      if (connect_method)
-        snprintf(req, sizeof(req), "CONNECT %s:443 HTTP/1.1\r\n\r\n",
-                 fail[i].host);
-      else
-        snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.1\r\n\r\n",
-                 fail[i].host);
-      send_str(c, req);
-      wait_message(m, c, b, 1, 1000);
-      char name[128];
-      snprintf(name, sizeof(name), "%s %s -> %.12s",
-               connect_method ? "CONNECT" : "GET", fail[i].host,
-               fail[i].line + 9);
-      ok(strncmp(b->data, fail[i].line, strlen(fail[i].line)) == 0, name);
-      like(b->data, "Connection: close\r\n", "  with Connection: close");
-      const char *body = strstr(b->data, "\r\n\r\n");
-      char wbody[64];
-      snprintf(wbody, sizeof(wbody), "%s", fail[i].line + 9);
-      strcpy(strstr(wbody, "\r\n"), "\n");
-      ok(body && strncmp(body + 4, wbody, strlen(wbody)) == 0 &&
-             strlen(body + 4) == strlen(wbody),
-         "  and only the status in the body (no internal detail)");
-      close(c);
-    }
-  }
-
-  /* A client that goes away while its open is pending cancels it. */
-  int cancels = FC.cancels;
-  c = proxy_conn();
-  send_str(c, "CONNECT hang.test:443 HTTP/1.1\r\n\r\n");
-  ph_mock_run_for(m, 30);
-  close(c);
-  ph_mock_run_for(m, 30);
-  is_int(FC.cancels, cancels + 1, "client gone: the open is cancelled");
+  fs_run(script(m, lfd, tport), keepalive_rows);
+  fs_run(script(m, lfd, tport), upstream_rows);
+  connector_failure(m, "refused.test", "HTTP/1.1 502 Bad Gateway\r\n");
+  connector_failure(m, "deny.test", "HTTP/1.1 403 Forbidden\r\n");
+  connector_failure(m, "timeout.test", "HTTP/1.1 504 Gateway Timeout\r\n");
+  connector_failure(m, "full.test", "HTTP/1.1 503 Service Unavailable\r\n");
+  fs_run(script(m, lfd, tport), leave_rows);
 
   const char *mt = ph_mock_metrics_text(m);
   like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
@@ -611,8 +564,6 @@ static void test_forwarding(void) {
   like(log, "duration_us=", "with durations in microseconds");
   unlike(log, ".test", "no target at any level without log_target");
   free(log);
-  free(b);
-  free(t);
 }
 
 static void test_limits_module(void) {
