@@ -4,8 +4,8 @@
  * action of the client, of the target (the origin the fake connector
  * dialled) or of the fake connector, or what must hold then, run in
  * order against a mock host. A row with a description is one TAP line
- * named by it (cite the requirement ids there); one without is a step
- * (a failing step prints a "#" line naming its row).
+ * named by it (cite the requirement ids there); one without is a step,
+ * silent unless it fails (then a "not ok" line naming its row).
  *
  *   static const fs_row bind_rows[] = {
  *       FS_CONNECT(), FS_SEND_LIT("\x05\x01\x00"), FS_EXPECT_LIT("\x05\x00", NULL),
@@ -15,12 +15,13 @@
  *   fs_ctx s = {.m = M, .port = F.port, .fc = &FC, .target_l = -1};
  *   fs_run(&s, bind_rows);
  *
- * Rows of the client (FS_C_... of the target: the same on the socket the
- * last FS_ACCEPT took from target_l):
+ * Rows of the client (FS_T_... of the target: the same on the socket the
+ * last FS_ACCEPT took from target_l; FS_C2_... of a second client):
  *   FS_CONNECT()              a new client to 127.0.0.1:port (the last
  *                             one is closed)
  *   FS_ACCEPT(what)           the connector's connection to target_l
- *                             arrives (the last one is closed)
+ *                             arrives (the last one stays open until the
+ *                             run ends: FS_T_CLOSE it before if need be)
  *   FS_SEND(p, n), FS_SEND_LIT(lit), FS_SEND_STR(s)   bytes sent; in
  *                             FS_SEND_STR "$TPORT" is target_port
  *   FS_SHUT(), FS_CLOSE()     half-close (SHUT_WR), close
@@ -51,6 +52,7 @@
  *   FS_RELEASE(n, what)       fake_connector_release answered n opens
  *   FS_LAST_HOST(h, what), FS_LAST_PRINCIPAL(p, what)  the connector's
  *                             last request asked for it
+ *   FS_COUNTER_IS(&x, v, what)  the test's int x is v (FA.checks, say)
  *   FS_CHECK(fn, what)        the test's condition fn(s) holds
  *   FS_WAIT(fn, ms, what)     the loop runs until fn(s) holds, within ms
  *
@@ -101,6 +103,7 @@ typedef enum fs_op {
   FS_OP_RELEASE,
   FS_OP_LAST_HOST,
   FS_OP_LAST_PRINCIPAL,
+  FS_OP_COUNTER,
   FS_OP_CHECK,
   FS_OP_WAIT
 } fs_op;
@@ -109,7 +112,7 @@ typedef struct fs_ctx fs_ctx;
 
 typedef struct fs_row {
   fs_op op;
-  int peer;         /* 0: the client, 1: the target */
+  int peer;         /* 0: the client, 1: the target, 2: a second client */
   const char *data; /* bytes, a host, a principal, a metric's name */
   size_t len;       /* of data (0: strlen); EXPECT: the bytes compared */
   size_t total;     /* EXPECT: the bytes read (0: len) */
@@ -118,6 +121,7 @@ typedef struct fs_row {
   int ms;                  /* a bound; 0: 1000 */
   int flag;                /* METRIC: absolute; EOF: want it open */
   int (*cond)(fs_ctx *s);  /* CHECK, WAIT */
+  const int *counter;      /* COUNTER */
   const char *what;        /* the TAP line; NULL: a step */
 } fs_row;
 
@@ -161,6 +165,18 @@ typedef struct fs_row {
 #define FS_T_HAS(s, w) {.op = FS_OP_HAS, .peer = 1, .data = (s), .what = (w)}
 #define FS_T_LACKS(s, w)                                                       \
   {.op = FS_OP_LACKS, .peer = 1, .data = (s), .what = (w)}
+/* A second client's: connected, sending, reading beside the first. */
+#define FS_C2_CONNECT() {.op = FS_OP_CONNECT, .peer = 2}
+#define FS_C2_SEND_STR(s) {.op = FS_OP_SEND, .peer = 2, .data = (s), .flag = 1}
+#define FS_C2_CLOSE() {.op = FS_OP_CLOSE, .peer = 2}
+#define FS_C2_MSG() {.op = FS_OP_MSG, .peer = 2}
+#define FS_C2_STARTS(s, w)                                                     \
+  {.op = FS_OP_STARTS, .peer = 2, .data = (s), .what = (w)}
+/* The same rows with another bound than 1000 (CLOSED: 1500) ms. */
+#define FS_MSG_WITHIN(t) {.op = FS_OP_MSG, .ms = (t)}
+#define FS_CLOSED_WITHIN(t, w) {.op = FS_OP_CLOSED, .ms = (t), .what = (w)}
+#define FS_T_CLOSED_WITHIN(t, w)                                               \
+  {.op = FS_OP_CLOSED, .peer = 1, .ms = (t), .what = (w)}
 #define FS_METRIC(name, lab, d, w)                                             \
   {.op = FS_OP_METRIC, .data = (name), .labels = (lab), .n = (d), .what = (w)}
 #define FS_METRIC_IS(name, lab, v, w)                                          \
@@ -173,11 +189,14 @@ typedef struct fs_row {
 #define FS_LAST_HOST(h, w) {.op = FS_OP_LAST_HOST, .data = (h), .what = (w)}
 #define FS_LAST_PRINCIPAL(p, w)                                                \
   {.op = FS_OP_LAST_PRINCIPAL, .data = (p), .what = (w)}
+#define FS_COUNTER_IS(p, v, w)                                                 \
+  {.op = FS_OP_COUNTER, .counter = (p), .n = (v), .what = (w)}
 #define FS_CHECK(fn, w) {.op = FS_OP_CHECK, .cond = (fn), .what = (w)}
 #define FS_WAIT(fn, t, w)                                                      \
   {.op = FS_OP_WAIT, .cond = (fn), .ms = (t), .what = (w)}
 
 #define FS_MAX_ROWS 256
+#define FS_MAX_KEPT 16
 
 /* What one side has read: data[pos..len) is not consumed yet. */
 typedef struct fs_rx {
@@ -195,10 +214,11 @@ struct fs_ctx {
   void *arg;           /* the test's, for its CHECK and WAIT conditions */
   int mark;            /* the test's: a counter its conditions compare */
   /* The driver's. */
-  int fd[2];
-  fs_rx rx[2];
+  int fd[3];
+  fs_rx rx[3];
   double base[FS_MAX_ROWS];
   int opens0, cancels0;
+  int kept[FS_MAX_KEPT], n_kept; /* targets an ACCEPT replaced */
   char text[8192];
 };
 
@@ -297,10 +317,15 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
     d = fs_subst_(s, d, &n);
   switch (r->op) {
   case FS_OP_CONNECT:
-    fs_close_(s, 0);
-    s->fd[0] = sock_test_dial(s->port, 1);
-    return s->fd[0] >= 0;
+    fs_close_(s, r->peer);
+    s->fd[r->peer] = sock_test_dial(s->port, 1);
+    return s->fd[r->peer] >= 0;
   case FS_OP_ACCEPT:
+    if (s->fd[1] >= 0 && s->n_kept < FS_MAX_KEPT)
+      s->kept[s->n_kept++] = s->fd[1]; /* open until the run ends */
+    else if (s->fd[1] >= 0)
+      close(s->fd[1]);
+    s->fd[1] = -1;
     fs_close_(s, 1);
     for (int t = 0; s->target_l >= 0 && t <= ms; t += 2) {
       s->fd[1] = accept4(s->target_l, NULL, NULL, SOCK_NONBLOCK);
@@ -365,7 +390,7 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
     for (int t = 0; fd >= 0 && t < ms; t += 5) {
       ph_mock_run_for(s->m, 5);
       fs_pull_(fd, x);
-      if ((x->len > 0 && fs_http_whole_(x, r->peer == 0)) || x->eof)
+      if ((x->len > 0 && fs_http_whole_(x, r->peer != 1)) || x->eof)
         break;
     }
     x->pos = x->len; /* EXPECT reads what comes after */
@@ -427,6 +452,10 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
       printf("#   the connector's last request had %s\n", got);
     return strcmp(got, r->data) == 0;
   }
+  case FS_OP_COUNTER:
+    if (*r->counter != (int)r->n)
+      printf("#   the counter is %d\n", *r->counter);
+    return *r->counter == (int)r->n;
   case FS_OP_CHECK:
     return r->cond(s);
   case FS_OP_WAIT:
@@ -445,9 +474,11 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
 /* Runs rows in order; the number of rows that failed. */
 static inline int fs_run(fs_ctx *s, const fs_row *rows) {
   int failed = 0;
-  s->fd[0] = s->fd[1] = -1;
-  fs_close_(s, 0);
-  fs_close_(s, 1);
+  for (int p = 0; p < 3; p++) {
+    s->fd[p] = -1;
+    fs_close_(s, p);
+  }
+  s->n_kept = 0;
   s->opens0 = s->fc ? s->fc->opens : 0;
   s->cancels0 = s->fc ? s->fc->cancels : 0;
   for (int i = 0; rows[i].op != FS_OP_END && i < FS_MAX_ROWS; i++)
@@ -461,12 +492,16 @@ static inline int fs_run(fs_ctx *s, const fs_row *rows) {
       if (!ok(held, rows[i].what))
         printf("#   at row %d of the script\n", i);
     } else if (!held) {
-      printf("# the script's row %d (a step, op %d) failed\n", i,
-             (int)rows[i].op);
+      char name[64];
+      snprintf(name, sizeof(name), "the script's step %d (op %d)", i,
+               (int)rows[i].op);
+      ok(0, name);
     }
   }
-  fs_close_(s, 0);
-  fs_close_(s, 1);
+  for (int p = 0; p < 3; p++)
+    fs_close_(s, p);
+  while (s->n_kept > 0)
+    close(s->kept[--s->n_kept]);
   return failed;
 }
 
