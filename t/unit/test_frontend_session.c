@@ -398,18 +398,29 @@ static void test_deadline(ph_mock *m) {
   is_int(S.frees, 1, "closed outside an entry: freed at once");
 }
 
+/* The client of a read session (PH_READ) leaves; then one end (named
+ * ended), the one pending call cancelled (cancels is its counter, named
+ * cancelled) and no answer after it (done, named none_after). */
+static void client_leaves(ph_mock *m, tconn *c, const int *cancels,
+                          const int *done, const char *ended,
+                          const char *cancelled, const char *none_after) {
+  frontend_session_watch(&c->fs, PH_READ);
+  close(c->peer);
+  c->peer = -1;
+  ph_mock_run_for(m, 20);
+  is_int(S.ends, 1, ended);
+  is_int(*cancels, 1, cancelled);
+  is_int(*done, 0, none_after);
+}
+
 static void test_auth_cancel(ph_mock *m) {
   reset_seen();
   tconn *c = new_conn();
   is_int(frontend_session_auth(&c->fs, "u", 1, "p", 1), PH_OK, "check started");
   ok(frontend_session_authing(&c->fs), "check in flight");
-  frontend_session_watch(&c->fs, PH_READ);
-  close(c->peer);
-  c->peer = -1;
-  ph_mock_run_for(m, 20);
-  is_int(S.ends, 1, "client closed during the check: ended");
-  is_int(FA.cancels, 1, "the check was cancelled");
-  is_int(S.auth_done, 0, "no verdict after the cancel");
+  client_leaves(m, c, &FA.cancels, &S.auth_done,
+                "client closed during the check: ended",
+                "the check was cancelled", "no verdict after the cancel");
   is_int(S.frees, 1, "freed");
 }
 
@@ -419,13 +430,9 @@ static void test_open_cancel(ph_mock *m) {
   is_int(frontend_session_open(&c->fs, "ok.fake", 80, NULL), PH_OK,
          "open started");
   ok(frontend_session_opening(&c->fs), "open in flight");
-  frontend_session_watch(&c->fs, PH_READ);
-  close(c->peer);
-  c->peer = -1;
-  ph_mock_run_for(m, 20);
-  is_int(S.ends, 1, "client closed during the open: ended");
-  is_int(FC.cancels, 1, "the open was cancelled");
-  is_int(S.open_done, 0, "no answer after the cancel");
+  client_leaves(m, c, &FC.cancels, &S.open_done,
+                "client closed during the open: ended",
+                "the open was cancelled", "no answer after the cancel");
 
   /* Not read (PH_READ not asked): the hangup probe notices. */
   reset_seen();
@@ -609,13 +616,9 @@ static void test_validation(ph_mock *m) {
   c = new_conn();
   frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1, "p",
                                   1);
-  frontend_session_watch(&c->fs, PH_READ);
-  close(c->peer);
-  c->peer = -1;
-  ph_mock_run_for(m, 20);
-  is_int(S.ends, 1, "client closed during the validation: ended");
-  is_int(V.cancels, 1, "the validation was cancelled");
-  is_int(S.open_done, 0, "no answer after the cancel");
+  client_leaves(m, c, &V.cancels, &S.open_done,
+                "client closed during the validation: ended",
+                "the validation was cancelled", "no answer after the cancel");
   srv.validation = NULL;
 }
 
