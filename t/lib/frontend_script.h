@@ -29,7 +29,8 @@
  *   FS_EXPECT_PREFIX(p, n, total, what)  total bytes come next, the
  *                             first n of them these
  *   FS_SILENT(ms, what)       no byte comes within ms
- *   FS_CLOSED(what)           the peer closes (bytes before EOF dropped)
+ *   FS_CLOSED(what)           the peer closes (what came before EOF is
+ *                             added to the message FS_HAS looks at)
  *   FS_MSG()                  one whole HTTP message comes (a response to
  *                             the client, a request to the target; or
  *                             EOF): what the next rows look at (an
@@ -172,6 +173,7 @@ typedef struct fs_row {
 #define FS_C2_MSG() {.op = FS_OP_MSG, .peer = 2}
 #define FS_C2_STARTS(s, w)                                                     \
   {.op = FS_OP_STARTS, .peer = 2, .data = (s), .what = (w)}
+#define FS_C2_HAS(s, w) {.op = FS_OP_HAS, .peer = 2, .data = (s), .what = (w)}
 /* The same rows with another bound than 1000 (CLOSED: 1500) ms. */
 #define FS_MSG_WITHIN(t) {.op = FS_OP_MSG, .ms = (t)}
 #define FS_CLOSED_WITHIN(t, w) {.op = FS_OP_CLOSED, .ms = (t), .what = (w)}
@@ -377,7 +379,8 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
   }
   case FS_OP_CLOSED:
     for (int t = 0; fd >= 0 && t <= ms; t += 2) {
-      x->len = x->pos = 0; /* what came before EOF is dropped */
+      if (x->len >= sizeof(x->data) - 1)
+        x->len = x->pos = 0; /* full: what came first is dropped */
       if (!fs_pull_(fd, x))
         return 1;
       ph_mock_run_for(s->m, 2);

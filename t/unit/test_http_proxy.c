@@ -816,158 +816,115 @@ static void answer_with(ph_mock *m, int c, int lfd, int *s, const char *req,
   wait_message(m, c, b, 1, 1000);
 }
 
-/* A request that works, on a new connection: the proxy is still serving. */
-static int still_serves(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
-                        rbuf *t) {
-  char req[256];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ok HTTP/1.1\r\n\r\n",
-           tport);
-  int c = proxy_conn(), s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", b, t);
-  int good = strncmp(b->data, "HTTP/1.1 200 ", 13) == 0 &&
-             strstr(b->data, "\r\n\r\nok") != NULL;
-  close(c);
-  if (s >= 0)
-    close(s);
-  return good;
-}
+/* A request that works on a second client: the proxy is still serving
+ * (one TAP line, w). */
+#define STILL_SERVES(w)                                                        \
+  FS_C2_CONNECT(),                                                             \
+      FS_C2_SEND_STR("GET http://127.0.0.1:$TPORT/ok HTTP/1.1\r\n\r\n"),       \
+      FS_ACCEPT(NULL), FS_T_MSG(), FS_T_SEND_STR(OK2), FS_C2_MSG(),            \
+      FS_C2_STARTS("HTTP/1.1 200 ", w), FS_C2_HAS("\r\n\r\nok", NULL),         \
+      FS_C2_CLOSE(), FS_T_CLOSE()
+
+/* The target answers a GET of path with answer. */
+#define GET_ANSWERED(path, answer)                                             \
+  FS_CONNECT(), FS_SEND_STR("GET http://127.0.0.1:$TPORT" path "\r\n\r\n"),    \
+      FS_ACCEPT(NULL), FS_T_MSG(), FS_T_SEND_STR(answer)
 
 /* D1: malformed heads after interim responses. The client has read an
  * interim head already, so only closing can tell it; the proxy must not
  * touch the closed connection (the use-after-free ASan found). */
-static void test_bad_interim(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
-                             rbuf *t) {
-  const char *answers[] = {
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2OO OK\r\nContent-Length: 2\r\n"
-      "\r\nok",
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
-      "\r\nok",
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
-      "Upgrade: x\r\n\r\n",
-  };
-  const char *names[] = {"100 then a malformed status line",
-                         "nine 100 Continue heads", "100 then 101"};
-  char req[256], name[160];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/d1 HTTP/1.1\r\n\r\n",
-           tport);
-  for (size_t i = 0; i < 3; i++) {
-    int c = proxy_conn(), s = -1;
-    send_str(c, req);
-    s = target_accept(m, lfd, 1000);
-    wait_message(m, s, t, 0, 1000);
-    send_str(s, answers[i]);
-    snprintf(name, sizeof(name), "D1: %s: the client connection closes",
-             names[i]);
-    ok(closed_by_peer(m, c, 2000), name);
-    snprintf(name, sizeof(name), "D1: %s: and the proxy goes on serving",
-             names[i]);
-    ok(still_serves(m, lfd, tport, b, t), name);
-    close(c);
-    close(s);
-  }
-  /* Before any response byte reached the client, it gets a 502. */
-  int c = proxy_conn(), s = -1;
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/d1 HTTP/1.0\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2OO OK\r\n\r\n", b, t);
-  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0,
-     "D1: an HTTP/1.0 client (no interim forwarded) gets 502");
-  close(c);
-  close(s);
+#define BAD_INTERIM(answer, what)                                              \
+  GET_ANSWERED("/d1 HTTP/1.1", answer),                                        \
+      FS_CLOSED_WITHIN(2000, "D1: " what ": the client connection closes"),    \
+      STILL_SERVES("D1: " what ": and the proxy goes on serving")
+
+#define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
+
+static const fs_row bad_interim_rows[] = {
+    BAD_INTERIM(CONTINUE "HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok",
+                "100 then a malformed status line"),
+    BAD_INTERIM(CONTINUE CONTINUE CONTINUE CONTINUE CONTINUE CONTINUE CONTINUE
+                    CONTINUE CONTINUE
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                "nine 100 Continue heads"),
+    BAD_INTERIM(CONTINUE "HTTP/1.1 101 Switching Protocols\r\n"
+                         "Upgrade: x\r\n\r\n",
+                "100 then 101"),
+    /* Before any response byte reached the client, it gets a 502. */
+    GET_ANSWERED("/d1 HTTP/1.0", CONTINUE "HTTP/1.1 2OO OK\r\n\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 502 ",
+              "D1: an HTTP/1.0 client (no interim forwarded) gets 502"),
+    FS_END};
+
+#define CHUNKED_HEAD "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+/* D2: a chunked body two readers could take two ways: 502, nothing of
+ * it to the client. */
+#define BAD_CHUNKED(body, what)                                                \
+  GET_ANSWERED("/a HTTP/1.1", CHUNKED_HEAD body), FS_MSG(),                    \
+      FS_STARTS("HTTP/1.1 502 ", "D2: " what ": 502"),                         \
+      FS_LACKS("injected", "D2: " what ": nothing of it reaches the client"),  \
+      FS_LACKS("hello", NULL)
+
+/* D2: framing an origin could make two readers take two ways. The proxy
+ * refuses it; what it forwards is framed by itself. */
+static const fs_row framing_rows[] = {
+    BAD_CHUNKED("c;\nxxxxx\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: "
+                "injected=1\r\nContent-Length: 2\r\n\r\nhi",
+                "a size line ended by a bare LF (the response-injection "
+                "attack)"),
+    BAD_CHUNKED("5\r\nhelloXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: "
+                "injected=1\r\n\r\n",
+                "chunk data not followed by CRLF"),
+    BAD_CHUNKED("5\rX\r\nhello\r\n0\r\n\r\n", "a bare CR in a size line"),
+    BAD_CHUNKED("5 \r\nhello\r\n0\r\n\r\n", "a space after the size"),
+    BAD_CHUNKED("5;a=b\nc\r\nhello\r\n0\r\n\r\n", "a bare LF in an extension"),
+    BAD_CHUNKED("5\r\nhello\r\n0\r\nX: 1\n\r\n", "a bare LF in a trailer"),
+
+    /* The same, once the head and a good chunk went to the client: the
+     * client connection closes without a last chunk, so the client
+     * knows. */
+    GET_ANSWERED("/a HTTP/1.1", CHUNKED_HEAD "5\r\nhello\r\n"),
+    FS_MSG(),
+    FS_T_SEND_STR("3\r\nabcXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: "
+                  "injected=1\r\nContent-Length: 0\r\n\r\n"),
+    FS_CLOSED_WITHIN(2000,
+                     "D2: bad framing mid-body: the client connection closes"),
+    FS_LACKS("XY", "without the bad bytes or a last chunk"),
+    FS_LACKS("0\r\n\r\n", NULL),
+
+    /* A good chunked response with extensions and trailers: framed anew,
+     * the extensions and trailers dropped. */
+    GET_ANSWERED("/a HTTP/1.1", CHUNKED_HEAD "5;name=\"a;b\";x\r\nhello\r\n"
+                                             "06\r\n world\r\n0;end\r\n"
+                                             "X-Sum: 1\r\n\r\n"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\nb\r\nhello world\r\n0\r\n\r\n",
+           "D2: a valid chunked body with extensions and a trailer, framed "
+           "again (one chunk for what arrived together)"),
+    FS_LACKS("X-Sum", "the trailer is not forwarded"),
+
+    /* A chunked response to an HTTP/1.0 client: the payload, then the
+     * close, no chunked framing. */
+    GET_ANSWERED("/old HTTP/1.0", CHUNKED_HEAD "5\r\nhello\r\n0\r\n\r\n"),
+    FS_MSG(),
+    FS_UNTIL_EOF(NULL),
+    FS_LACKS("Transfer-Encoding",
+             "D2: an HTTP/1.0 client never gets chunked framing"),
+    FS_HAS("Connection: close\r\n\r\nhello", "but the payload"),
+    FS_EOF("framed by the close"),
+    FS_END};
+
+static void test_bad_interim(ph_mock *m, int lfd, uint16_t tport) {
+  fs_run(script(m, lfd, tport), bad_interim_rows);
 }
 
-/* D2: framing an origin or a client could make two readers take two
- * ways. The proxy refuses it; what it forwards is framed by itself. */
 static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
                                  rbuf *b, rbuf *t) {
+  fs_run(script(m, lfd, tport), framing_rows);
   char req[512];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/a HTTP/1.1\r\n\r\n",
-           tport);
-  struct {
-    const char *body, *name;
-  } bad[] = {
-      {"c;\nxxxxx\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1\r\n"
-       "Content-Length: 2\r\n\r\nhi",
-       "a size line ended by a bare LF (the response-injection attack)"},
-      {"5\r\nhelloXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1\r\n\r\n",
-       "chunk data not followed by CRLF"},
-      {"5\rX\r\nhello\r\n0\r\n\r\n", "a bare CR in a size line"},
-      {"5 \r\nhello\r\n0\r\n\r\n", "a space after the size"},
-      {"5;a=b\nc\r\nhello\r\n0\r\n\r\n", "a bare LF in an extension"},
-      {"5\r\nhello\r\n0\r\nX: 1\n\r\n", "a bare LF in a trailer"},
-  };
-  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    char answer[512], name[160];
-    snprintf(answer, sizeof(answer),
-             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%s",
-             bad[i].body);
-    int c = proxy_conn(), s = -1;
-    answer_with(m, c, lfd, &s, req, answer, b, t);
-    snprintf(name, sizeof(name), "D2: %s: 502", bad[i].name);
-    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
-    snprintf(name, sizeof(name), "D2: %s: nothing of it reaches the client",
-             bad[i].name);
-    ok(!strstr(b->data, "injected") && !strstr(b->data, "hello"), name);
-    close(c);
-    close(s);
-  }
-
-  /* The same, once the head and a good chunk went to the client: the
-   * client connection closes without a last chunk, so the client knows. */
-  int c = proxy_conn(), s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\n",
-              b, t);
-  send_str(s, "3\r\nabcXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1"
-              "\r\nContent-Length: 0\r\n\r\n");
-  ok(closed_by_peer(m, c, 2000), "D2: bad framing mid-body: the client "
-                                 "connection closes");
-  ok(!strstr(b->data, "XY") && !strstr(b->data, "0\r\n\r\n"),
-     "without the bad bytes or a last chunk");
-  close(c);
-  close(s);
-
-  /* A good chunked response with extensions and trailers: framed anew,
-   * the extensions and trailers dropped. */
-  c = proxy_conn();
-  s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5;name=\"a;b\";x\r\nhello\r\n06\r\n world\r\n0;end\r\n"
-              "X-Sum: 1\r\n\r\n",
-              b, t);
-  like(b->data, "\r\n\r\nb\r\nhello world\r\n0\r\n\r\n",
-       "D2: a valid chunked body with extensions and a trailer, framed again "
-       "(one chunk for what arrived together)");
-  unlike(b->data, "X-Sum", "the trailer is not forwarded");
-  close(c);
-  close(s);
-
-  /* A chunked response to an HTTP/1.0 client: the payload, then the
-   * close, no chunked framing. */
-  c = proxy_conn();
-  s = -1;
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\n0\r\n\r\n",
-              b, t);
-  if (!b->eof)
-    wait_message(m, c, b, 1, 1000);
-  unlike(b->data, "Transfer-Encoding", "D2: an HTTP/1.0 client never gets "
-                                       "chunked framing");
-  like(b->data, "Connection: close\r\n\r\nhello", "but the payload");
-  ok(b->eof, "framed by the close");
-  close(c);
-  close(s);
+  int c, s;
 
   /* Requests. */
   int opens = FC.opens;
@@ -1076,7 +1033,7 @@ static void test_hostile_peers(void) {
   uint16_t tport;
   int lfd = target_listen(&tport);
   rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  test_bad_interim(m, lfd, tport, b, t);
+  test_bad_interim(m, lfd, tport);
   test_framing_attacks(m, lfd, tport, b, t);
   test_reload_kept(m, lfd, tport, b, t);
   test_leave_full(m);
