@@ -31,6 +31,8 @@
  *   FS_SILENT(ms, what)       no byte comes within ms
  *   FS_CLOSED(what)           the peer closes (what came before EOF is
  *                             added to the message FS_HAS looks at)
+ *   FS_KEPT_CLOSED(ms, what)  the target the last FS_ACCEPT replaced is
+ *                             closed by the proxy
  *   FS_MSG()                  one whole HTTP message comes (a response to
  *                             the client, a request to the target; or
  *                             EOF): what the next rows look at (an
@@ -90,6 +92,7 @@ typedef enum fs_op {
   FS_OP_EXPECT,
   FS_OP_SILENT,
   FS_OP_CLOSED,
+  FS_OP_KEPT_CLOSED,
   FS_OP_MSG,
   FS_OP_UNTIL,
   FS_OP_STARTS,
@@ -177,6 +180,8 @@ typedef struct fs_row {
 /* The same rows with another bound than 1000 (CLOSED: 1500) ms. */
 #define FS_MSG_WITHIN(t) {.op = FS_OP_MSG, .ms = (t)}
 #define FS_CLOSED_WITHIN(t, w) {.op = FS_OP_CLOSED, .ms = (t), .what = (w)}
+/* The target the last FS_ACCEPT replaced is closed by the proxy. */
+#define FS_KEPT_CLOSED(t, w) {.op = FS_OP_KEPT_CLOSED, .ms = (t), .what = (w)}
 #define FS_T_CLOSED_WITHIN(t, w)                                               \
   {.op = FS_OP_CLOSED, .peer = 1, .ms = (t), .what = (w)}
 #define FS_METRIC(name, lab, d, w)                                             \
@@ -386,6 +391,17 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
       ph_mock_run_for(s->m, 2);
     }
     return 0;
+  case FS_OP_KEPT_CLOSED: {
+    fs_rx old = {.len = 0};
+    int kfd = s->n_kept > 0 ? s->kept[s->n_kept - 1] : -1;
+    for (int t = 0; kfd >= 0 && t <= ms; t += 2) {
+      old.len = 0;
+      if (!fs_pull_(kfd, &old))
+        return 1;
+      ph_mock_run_for(s->m, 2);
+    }
+    return 0;
+  }
   case FS_OP_MSG:
     x->len = x->pos = 0;
     x->eof = 0;

@@ -972,29 +972,37 @@ static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
          "only the bare-LF body reached an open (refused before sending)");
 }
 
+#define K1 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nk1"
+#define GET_K "GET http://127.0.0.1:$TPORT/k HTTP/1.1\r\n\r\n"
+
 /* D3: a reload that tightens the policy reaches kept upstreams: the next
  * request on a kept connection asks the connector again. */
-static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
-                             rbuf *t) {
-  char req[256];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/k HTTP/1.1\r\n\r\n",
-           tport);
-  const char *answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nk1";
-  int c = proxy_conn(), s = -1;
-  answer_with(m, c, lfd, &s, req, answer, b, t);
-  int opens = FC.opens;
-  answer_with(m, c, lfd, &s, req, answer, b, t);
-  is_int(FC.opens, opens, "D3: without a reload the upstream is reused");
-  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
-  int s2 = -1;
-  answer_with(m, c, lfd, &s2, req, answer, b, t);
-  ok(s2 >= 0 && FC.opens == opens + 1,
-     "D3: after a reload the connector is asked again (its policy applies)");
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and the request is served");
-  ok(closed_by_peer(m, s, 500), "the old upstream is closed");
-  close(c);
-  close(s);
-  close(s2);
+static const fs_row reload_kept_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR(GET_K),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(K1),
+    FS_MSG(),
+    FS_SEND_STR(GET_K),
+    FS_T_MSG(),
+    FS_T_SEND_STR(K1),
+    FS_MSG(),
+    FS_OPENS(1, "D3: without a reload the upstream is reused"),
+    FS_CHECK(reload_ok, "reload"),
+    FS_SEND_STR(GET_K),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(K1),
+    FS_MSG(),
+    FS_OPENS(2, "D3: after a reload the connector is asked again (its policy "
+                "applies)"),
+    FS_STARTS("HTTP/1.1 200 ", "and the request is served"),
+    FS_KEPT_CLOSED(500, "the old upstream is closed"),
+    FS_END};
+
+static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport) {
+  fs_run(script(m, lfd, tport), reload_kept_rows);
 }
 
 /* D4: a client that filled its buffer during an open and then left is
@@ -1035,7 +1043,7 @@ static void test_hostile_peers(void) {
   rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
   test_bad_interim(m, lfd, tport);
   test_framing_attacks(m, lfd, tport, b, t);
-  test_reload_kept(m, lfd, tport, b, t);
+  test_reload_kept(m, lfd, tport);
   test_leave_full(m);
 
   /* D5: half a request head does not hold the stop up. */
