@@ -1062,83 +1062,72 @@ static void test_hostile_peers(void) {
 /* Answers inside the call that asked (the guard rule under reentrancy):
  * the dispatcher runs the answer at once, nested, and the phase that
  * asked leaves the connection as the answer left it. Run under ASan. */
+#define NOW_OK "Proxy-Authorization: Basic bm93OnNlY3JldA==\r\n"
+
+static const fs_row inside_rows[] = {
+    /* A check and an open both answered inside: CONNECT, then the tunnel. */
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT inside-ok.test:$TPORT HTTP/1.1\r\n" NOW_OK
+                "\r\nhello"),
+    FS_ACCEPT("inside: the open reached the target"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "inside: CONNECT gets 200"),
+    FS_T_EXPECT_LIT("hello", "inside: the bytes after the head go first"),
+    FS_T_SEND_STR("back"),
+    FS_EXPECT_LIT("back", "inside: and the tunnel carries bytes down"),
+    FS_T_CLOSE(),
+    FS_CLOSE(),
+    FS_RUN(50),
+
+    /* A forward on a check and an open answered inside. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://inside-ok.test:$TPORT/x HTTP/1.1\r\n" NOW_OK
+                "\r\n"),
+    FS_ACCEPT("inside: the forward reached the target"),
+    FS_T_MSG(),
+    FS_T_HAS("GET /x HTTP/1.1\r\n", "inside: the request went up"),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 OK", "inside: the response came down"),
+    FS_HAS("\r\n\r\nok", NULL),
+    FS_T_CLOSE(),
+
+    /* A refusal answered inside, on the same connection: mapped, closed. */
+    FS_SEND_STR("GET http://inside-refused.test:$TPORT/ HTTP/1.1\r\n" NOW_OK
+                "\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 502 ", "inside: a refused open answered inside gets 502"),
+    FS_CLOSED_WITHIN(3000, "inside: and the connection closes"),
+    FS_CANCELS(0, "inside: no stale open id was cancelled"),
+
+    /* A denial answered inside check_password: 407, kept alive. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://ok.test/ HTTP/1.1\r\n"
+                "Proxy-Authorization: Basic bm93Ondyb25n\r\n\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 407 ", "inside: a denial answered inside gets 407"),
+    FS_HAS("Connection: keep-alive", "inside: and the connection stays"),
+    FS_CLOSE(),
+    FS_RUN(50),
+    FS_METRIC_IS("proxyhost_http_proxy_clients", "", 0,
+                 "inside: every connection ended"),
+    FS_END};
+
+/* Answers inside the call that asked (the guard rule under reentrancy):
+ * the dispatcher runs the answer at once, nested, and the phase that
+ * asked leaves the connection as the answer left it. Run under ASan. */
 static void test_inside_answers(void) {
-  ph_mock *m = start_proxy("auth = password\n", 1, 0);
-  ok(m != NULL, "starts for the answers inside the call");
+  int lfd;
+  uint16_t tport;
+  ph_mock *m = proxy_case("auth = password\n", 1,
+                          "starts for the answers inside the call", &lfd,
+                          &tport);
   if (!m)
     return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[512];
-  const char *now_ok = "Proxy-Authorization: Basic bm93OnNlY3JldA==\r\n";
-
-  /* A check and an open both answered inside: CONNECT, then the tunnel. */
-  int cancels = FC.cancels;
-  int c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "CONNECT inside-ok.test:%u HTTP/1.1\r\n%s\r\nhello", tport,
-           now_ok);
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "inside: the open reached the target");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "inside: CONNECT gets 200");
-  wait_message(m, s, t, 0, 300);
-  like(t->data, "hello", "inside: the bytes after the head go first");
-  send_str(s, "back");
-  wait_message(m, c, b, 0, 300);
-  like(b->data, "back", "inside: and the tunnel carries bytes down");
-  close(s);
-  close(c);
-  ph_mock_run_for(m, 50);
-
-  /* A forward on a check and an open answered inside. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "GET http://inside-ok.test:%u/x HTTP/1.1\r\n%s\r\n", tport,
-           now_ok);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "inside: the forward reached the target");
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /x HTTP/1.1\r\n", "inside: the request went up");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 OK", 15) == 0 &&
-         strstr(b->data, "\r\n\r\nok"),
-     "inside: the response came down");
-  close(s);
-
-  /* A refusal answered inside, on the same connection: mapped, closed. */
-  snprintf(req, sizeof(req),
-           "GET http://inside-refused.test:%u/ HTTP/1.1\r\n%s\r\n", tport,
-           now_ok);
-  send_str(c, req);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0,
-     "inside: a refused open answered inside gets 502");
-  ok(closed_by_peer(m, c, 3000), "inside: and the connection closes");
-  close(c);
-  is_int(FC.cancels, cancels, "inside: no stale open id was cancelled");
-
-  /* A denial answered inside check_password: 407, kept alive. */
-  c = proxy_conn();
-  send_str(c, "GET http://ok.test/ HTTP/1.1\r\n"
-              "Proxy-Authorization: Basic bm93Ondyb25n\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0,
-     "inside: a denial answered inside gets 407");
-  like(b->data, "Connection: keep-alive", "inside: and the connection stays");
-  close(c);
-  ph_mock_run_for(m, 50);
-  like(ph_mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
-       "inside: every connection ended");
+  fs_run(script(m, lfd, tport), inside_rows);
   ph_mock_stop(m);
   ph_mock_free(m);
   close(lfd);
-  free(b);
-  free(t);
 }
 
 /* Leases (connector.h minor 3). */
