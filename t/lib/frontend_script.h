@@ -53,8 +53,9 @@
  *   FS_OPENS(d, what), FS_CANCELS(d, what)  the connector saw d opens,
  *                             d cancels since the run began
  *   FS_RELEASE(n, what)       fake_connector_release answered n opens
- *   FS_LAST_HOST(h, what), FS_LAST_PRINCIPAL(p, what)  the connector's
- *                             last request asked for it
+ *   FS_LAST_HOST(h, what), FS_LAST_PRINCIPAL(p, what),
+ *   FS_LAST_LISTENER(l, what), FS_LAST_SESSION("[v]", what)  the
+ *                             connector's last request had it
  *   FS_COUNTER_IS(&x, v, what)  the test's int x is v (FA.checks, say)
  *   FS_CHECK(fn, what)        the test's condition fn(s) holds
  *   FS_WAIT(fn, ms, what)     the loop runs until fn(s) holds, within ms
@@ -107,6 +108,8 @@ typedef enum fs_op {
   FS_OP_RELEASE,
   FS_OP_LAST_HOST,
   FS_OP_LAST_PRINCIPAL,
+  FS_OP_LAST_LISTENER,
+  FS_OP_LAST_SESSION,
   FS_OP_COUNTER,
   FS_OP_CHECK,
   FS_OP_WAIT
@@ -198,6 +201,10 @@ typedef struct fs_row {
   {.op = FS_OP_LAST_PRINCIPAL, .data = (p), .what = (w)}
 #define FS_COUNTER_IS(p, v, w)                                                 \
   {.op = FS_OP_COUNTER, .counter = (p), .n = (v), .what = (w)}
+#define FS_LAST_LISTENER(l, w)                                                 \
+  {.op = FS_OP_LAST_LISTENER, .data = (l), .what = (w)}
+#define FS_LAST_SESSION(v, w)                                                  \
+  {.op = FS_OP_LAST_SESSION, .data = (v), .what = (w)}
 #define FS_CHECK(fn, w) {.op = FS_OP_CHECK, .cond = (fn), .what = (w)}
 #define FS_WAIT(fn, t, w)                                                      \
   {.op = FS_OP_WAIT, .cond = (fn), .ms = (t), .what = (w)}
@@ -463,10 +470,14 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
   case FS_OP_RELEASE:
     return s->fc && fake_connector_release(s->fc) == (int)r->n;
   case FS_OP_LAST_HOST:
-  case FS_OP_LAST_PRINCIPAL: {
-    const char *got = !s->fc                        ? "(no connector)"
-                      : r->op == FS_OP_LAST_HOST ? s->fc->last.host
-                                                    : s->fc->last.principal;
+  case FS_OP_LAST_PRINCIPAL:
+  case FS_OP_LAST_LISTENER:
+  case FS_OP_LAST_SESSION: {
+    const char *got = !s->fc                         ? "(no connector)"
+                      : r->op == FS_OP_LAST_HOST     ? s->fc->last.host
+                      : r->op == FS_OP_LAST_LISTENER ? s->fc->last.listener
+                      : r->op == FS_OP_LAST_SESSION  ? s->fc->last.session
+                                                     : s->fc->last.principal;
     if (strcmp(got, r->data) != 0)
       printf("#   the connector's last request had %s\n", got);
     return strcmp(got, r->data) == 0;

@@ -1130,6 +1130,105 @@ static void test_inside_answers(void) {
   close(lfd);
 }
 
+static int lease_live_1(fs_ctx *s) {
+  (void)s;
+  return fake_lease_live(&FC.lease) == 1;
+}
+static int lease_live_0(fs_ctx *s) {
+  (void)s;
+  return fake_lease_live(&FC.lease) == 0;
+}
+
+#define GET_B "GET http://127.0.0.1:$TPORT/b HTTP/1.1\r\n\r\n"
+
+/* The leases of forwarded requests: one per upstream connection, its
+ * first_byte and its end. */
+static const fs_row lease_rows[] = {
+    /* The request: the listener, the head's fields. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/a HTTP/1.1\r\n"
+                "X-Session:   abc  \r\nx-session: second\r\n"
+                "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "lease: served"),
+    FS_LAST_LISTENER("http_proxy", "lease: the listener is http_proxy"),
+    FS_LAST_SESSION("[abc]",
+                    "lease: the first X-Session field, without its whitespace"),
+    FS_COUNTER_IS(&FC.last.saw_proxy_authz, 0,
+                  "lease: Proxy-Authorization is never offered"),
+    FS_COUNTER_IS(&FC.lease.n, 1, "lease: the open gave one"),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 1,
+                  "lease: first_byte once the response head went"),
+    FS_SEND_STR(GET_B),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_COUNTER_IS(&FC.lease.n, 1,
+                  "lease: a second request on the kept upstream: the same "
+                  "lease, no second first_byte"),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 1, NULL),
+    FS_CHECK(lease_live_1, NULL),
+    FS_CLOSE(),
+    FS_T_CLOSED_WITHIN(1000, "lease: the client left: upstream closed"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_CLOSED], 1,
+                  "lease: one end for both requests, CLOSED"),
+    FS_CHECK(lease_live_0, NULL),
+    FS_T_CLOSE(),
+
+    /* A kept upstream the origin drops as it is reused: it ends CLOSED,
+     * the retry gets a lease of its own. */
+    FS_CONNECT(),
+    FS_SEND_STR(GET_B),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_SEND_STR(GET_B),
+    FS_T_MSG(),
+    FS_T_CLOSE(),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "lease: the retry served"),
+    FS_COUNTER_IS(&FC.lease.n, 3,
+                  "lease: the dropped kept upstream ended CLOSED, the retry "
+                  "has its own"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_CLOSED], 2, NULL),
+    FS_CHECK(lease_live_1, NULL),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 3,
+                  "lease: first_byte once per upstream"),
+    FS_CLOSE(),
+    FS_T_CLOSED_WITHIN(1000, NULL),
+    FS_T_CLOSE(),
+
+    /* A response that cannot be read one way only: 502, TARGET_ERROR. */
+    GET_ANSWERED("/b HTTP/1.1", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+                                "Content-Length: 2\r\n\r\nok"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 502 ", "lease: ambiguous: 502"),
+    FS_T_CLOSED_WITHIN(1000,
+                       "lease: an unreadable response ends it TARGET_ERROR"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_TARGET_ERROR], 1, NULL),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 3,
+                  "lease: no first_byte: nothing of it reached the client"),
+    FS_T_CLOSE(),
+
+    /* A request body that cannot be read: 400, CLIENT_ERROR. */
+    FS_CONNECT(),
+    FS_SEND_STR("POST http://127.0.0.1:$TPORT/p HTTP/1.1\r\n"
+                "Transfer-Encoding: chunked\r\n\r\nzz\r\n"),
+    FS_ACCEPT(NULL),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 400 ", "lease: bad chunked: 400"),
+    FS_T_CLOSED_WITHIN(1000,
+                       "lease: a malformed request body ends it CLIENT_ERROR"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_CLIENT_ERROR], 1, NULL),
+    FS_END};
+
 /* Leases (connector.h minor 3). */
 static void test_leases(void) {
   memset(&FC.lease, 0, sizeof(FC.lease));
@@ -1143,89 +1242,7 @@ static void test_leases(void) {
   char req[512];
   const char *ok2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
-  /* The request: the listener, the head's fields. */
-  int c = proxy_conn(), s = -1;
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/a HTTP/1.1\r\nX-Session:   abc  \r\n"
-           "x-session: second\r\n"
-           "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req, ok2, b, t);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: served");
-  is_str(FC.last.listener, "http_proxy", "lease: the listener is http_proxy");
-  is_str(FC.last.session, "[abc]",
-         "lease: the first X-Session field, without its whitespace");
-  is_int(FC.last.saw_proxy_authz, 0,
-         "lease: Proxy-Authorization is never offered");
-  is_int(FC.lease.n, 1, "lease: the open gave one");
-  is_int(FC.lease.first_bytes, 1,
-         "lease: first_byte once the response head went");
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/b HTTP/1.1\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req, ok2, b, t);
-  ok(FC.lease.n == 1 && FC.lease.first_bytes == 1 &&
-         fake_lease_live(&FC.lease) == 1,
-     "lease: a second request on the kept upstream: the same lease, no "
-     "second first_byte");
-  close(c);
-  ok(closed_by_peer(m, s, 1000), "lease: the client left: upstream closed");
-  ok(FC.lease.ends[PH_LEASE_END_CLOSED] == 1 && fake_lease_live(&FC.lease) == 0,
-     "lease: one end for both requests, CLOSED");
-  close(s);
-
-  /* A kept upstream the origin drops as it is reused: it ends CLOSED,
-   * the retry gets a lease of its own. */
-  c = proxy_conn();
-  s = -1;
-  answer_with(m, c, lfd, &s, req, ok2, b, t);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  close(s);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, ok2);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: the retry served");
-  ok(FC.lease.n == 3 && FC.lease.ends[PH_LEASE_END_CLOSED] == 2 &&
-         fake_lease_live(&FC.lease) == 1,
-     "lease: the dropped kept upstream ended CLOSED, the retry has its own");
-  is_int(FC.lease.first_bytes, 3, "lease: first_byte once per upstream");
-  close(c);
-  closed_by_peer(m, s, 1000);
-  close(s);
-
-  /* A response that cannot be read one way only: 502, TARGET_ERROR. */
-  c = proxy_conn();
-  s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
-              "Content-Length: 2\r\n\r\nok",
-              b, t);
-  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, "lease: ambiguous: 502");
-  ok(closed_by_peer(m, s, 1000) &&
-         FC.lease.ends[PH_LEASE_END_TARGET_ERROR] == 1,
-     "lease: an unreadable response ends it TARGET_ERROR");
-  is_int(FC.lease.first_bytes, 3,
-         "lease: no first_byte: nothing of it reached "
-         "the client");
-  close(c);
-  close(s);
-
-  /* A request body that cannot be read: 400, CLIENT_ERROR. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "POST http://127.0.0.1:%u/p HTTP/1.1\r\n"
-           "Transfer-Encoding: chunked\r\n\r\nzz\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "lease: bad chunked: 400");
-  ok(closed_by_peer(m, s, 1000) &&
-         FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
-     "lease: a malformed request body ends it CLIENT_ERROR");
-  close(c);
-  close(s);
+  fs_run(script(m, lfd, tport), lease_rows);
 
   /* At destroy: an exchange in progress, a CONNECT tunnel and a kept
    * idle upstream. */
