@@ -330,6 +330,13 @@ void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
   fc->peer = -1;
 }
 
+int fake_connector_serve(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
+                         const fc_row *rows) {
+  fake_connector_init(fc, api, ctx, rows);
+  return api->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                               PH_CONNECTOR_MINOR, &fake_connector_vt, fc);
+}
+
 void fake_connector_clear(fake_connector *fc) {
   fake_connector keep = *fc;
   fake_connector_free(fc);

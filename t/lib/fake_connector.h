@@ -229,6 +229,11 @@ extern const ph_connector_v1 fake_connector_vt;
 /* Resets fc (counters, leases, pending) to answer by rows. */
 void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
                          const fc_row *rows);
+/* fake_connector_init, then fc registered as the host's connector service
+ * (PH_CONNECTOR_MAJOR.PH_CONNECTOR_MINOR), in a test module's init: what
+ * service_register returned (< 0: refused). */
+int fake_connector_serve(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
+                         const fc_row *rows);
 /* Between cases: forgets what is pending (no callback runs), the
  * counters, the log and the leases; keeps the rows, the hooks and the id
  * sequence (an id is never given twice). */

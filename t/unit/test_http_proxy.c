@@ -125,14 +125,13 @@ static int dial(uint16_t port) { return sock_test_dial(port, 1); }
 
 static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memset(&fc, 0, sizeof(fc));
-  fake_connector_init(&FC, a, ctx, connector_rows);
+  *state = &FC;
+  if (fake_connector_serve(&FC, a, ctx, connector_rows) < 0 ||
+      listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
+    return PH_EINVAL;
   FC.prepare = fc_prepare;
   FC.decorate = fc_decorate;
-  *state = &FC;
-  if (listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
-    return PH_EINVAL;
-  return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
-                             PH_CONNECTOR_MINOR, &fake_connector_vt, &FC);
+  return PH_OK;
 }
 
 static void fc_destroy(void *state) { fake_connector_free(state); }
@@ -159,11 +158,10 @@ static const fa_row authorizer_rows[] = {
 static fake_authorizer FA;
 
 static int fa_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  fake_authorizer_init(&FA, a, ctx, authorizer_rows);
-  FA.max_pending = 1;
   *state = &FA;
-  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
-                             PH_AUTHORIZER_MINOR, &fake_authorizer_vt, &FA);
+  int rc = fake_authorizer_serve(&FA, a, ctx, authorizer_rows);
+  FA.max_pending = 1;
+  return rc < 0 ? PH_EINVAL : PH_OK;
 }
 
 static void fa_destroy(void *state) { fake_authorizer_free(state); }

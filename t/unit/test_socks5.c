@@ -98,17 +98,13 @@ static int fake_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memset(&F, 0, sizeof(F));
   F.api = a;
   F.ctx = ctx;
-  fake_connector_init(&FC, a, ctx, connector_rows);
-  fake_authorizer_init(&FA, a, ctx, authorizer_rows);
   *state = NULL;
   ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!t || a->subscribe(ctx, t, on_listener, NULL) <= 0)
+  if (!t || a->subscribe(ctx, t, on_listener, NULL) <= 0 ||
+      fake_connector_serve(&FC, a, ctx, connector_rows) < 0 ||
+      fake_authorizer_serve(&FA, a, ctx, authorizer_rows) < 0)
     return PH_EINVAL;
-  if (a->service_register(ctx, PH_CONNECTOR_SERVICE, 1, 0, &fake_connector_vt,
-                          &FC) < 0)
-    return PH_EINVAL;
-  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, 1, 0,
-                             &fake_authorizer_vt, &FA);
+  return PH_OK;
 }
 
 static void fake_destroy(void *state) {
