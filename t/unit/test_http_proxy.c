@@ -294,6 +294,15 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
 static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
 
 
+/* Closes the target listener lfd, stops m (a TAP line, name: within
+ * the drain deadline), frees it; what it logged (the caller frees it). */
+static char *stop_and_log(ph_mock *m, int lfd, const char *name) {
+  close(lfd);
+  is_int(ph_mock_stop(m), 0, name);
+  ph_mock_free(m);
+  return file_test_slurp(logpath);
+}
+
 /* The driver's state for the next run against m (large: one, not on the
  * stack): the client dials the proxy, the connector dials lfd. */
 static fs_ctx *script(ph_mock *m, int lfd, uint16_t tport) {
@@ -556,10 +565,7 @@ static void test_forwarding(void) {
   unlike(mt, "127.0.0.1", "no address in any label");
   unlike(mt, ".test", "no target host in any label");
 
-  close(lfd);
-  is_int(ph_mock_stop(m), 0, "stops within the drain deadline");
-  ph_mock_free(m);
-  char *log = file_test_slurp(logpath);
+  char *log = stop_and_log(m, lfd, "stops within the drain deadline");
   like(log, "module=http_proxy msg=access stream=", "access log lines");
   like(log, "method=GET status=2xx status_code=200 result=success",
        "with the method, the status and the result");
@@ -789,10 +795,7 @@ static void test_auth(void) {
   fs_run(script(m, lfd, tport), auth_refusal_rows);
   const char *mt = ph_mock_metrics_text(m);
   unlike(mt, "alice", "no user name in metrics");
-  close(lfd);
-  is_int(ph_mock_stop(m), 0, "stops");
-  ph_mock_free(m);
-  char *log = file_test_slurp(logpath);
+  char *log = stop_and_log(m, lfd, "stops");
   unlike(log, "secret", "the password never reaches the log");
   unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
   like(log, "user=alice", "the authenticated user is in the access line");
