@@ -294,6 +294,16 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
 static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
 
 
+/* A proxy started with extra and a target listening for it (*lfd,
+ * *tport); NULL (not ok name) when it does not start. */
+static ph_mock *proxy_case(const char *extra, int with_authorizer,
+                           const char *name, int *lfd, uint16_t *tport) {
+  ph_mock *m = start_proxy(extra, with_authorizer, 0);
+  ok(m != NULL, name);
+  *lfd = m ? target_listen(tport) : -1;
+  return m;
+}
+
 /* Closes the target listener lfd, stops m (a TAP line, name: within
  * the drain deadline), frees it; what it logged (the caller frees it). */
 static char *stop_and_log(ph_mock *m, int lfd, const char *name) {
@@ -574,15 +584,6 @@ static void test_forwarding(void) {
   free(log);
 }
 
-/* A proxy started with extra and a target listening for it (*lfd,
- * *tport); NULL (not ok name) when it does not start. */
-static ph_mock *proxy_case(const char *extra, int with_authorizer,
-                           const char *name, int *lfd, uint16_t *tport) {
-  ph_mock *m = start_proxy(extra, with_authorizer, 0);
-  ok(m != NULL, name);
-  *lfd = m ? target_listen(tport) : -1;
-  return m;
-}
 
 static void test_limits_module(void) {
   int lfd;
@@ -1233,12 +1234,11 @@ static const fs_row lease_rows[] = {
 /* Leases (connector.h minor 3). */
 static void test_leases(void) {
   memset(&FC.lease, 0, sizeof(FC.lease));
-  ph_mock *m = start_proxy("", 0, 0);
-  ok(m != NULL, "lease: starts");
+  int lfd;
+  uint16_t tport;
+  ph_mock *m = proxy_case("", 0, "lease: starts", &lfd, &tport);
   if (!m)
     return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
   rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
   char req[512];
   const char *ok2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -1306,12 +1306,11 @@ static int count_of(const char *hay, const char *needle) {
 
 static void test_via_proxy(void) {
   memset(&FC.lease, 0, sizeof(FC.lease));
-  ph_mock *m = start_proxy("", 0, 0);
-  ok(m != NULL, "via proxy: starts");
+  int lfd;
+  uint16_t pport; /* the test plays the forward proxy */
+  ph_mock *m = proxy_case("", 0, "via proxy: starts", &lfd, &pport);
   if (!m)
     return;
-  uint16_t pport;
-  int lfd = target_listen(&pport); /* the test plays the forward proxy */
   fc.as_proxy = 1;
   fc.upstream_port = pport;
   fc.proxy_auth = UP_AUTH;
