@@ -275,7 +275,7 @@ static inline int fs_pull_(int fd, fs_rx *x) {
 /* Whether x holds one whole HTTP message: a head and the body its
  * Content-Length or chunked framing says (with neither, a request or a
  * bodiless status is whole at the head, other responses at EOF). */
-static inline int fs_http_whole_(const fs_rx *x, int response) {
+static inline int fs_http_whole(const fs_rx *x, int response) {
   const char *end = memmem(x->data, x->len, "\r\n\r\n", 4);
   if (!end)
     return x->eof;
@@ -416,7 +416,7 @@ static inline int fs_step_(fs_ctx *s, const fs_row *r, int i) {
     for (int t = 0; fd >= 0 && t < ms; t += 5) {
       ph_mock_run_for(s->m, 5);
       fs_pull_(fd, x);
-      if ((x->len > 0 && fs_http_whole_(x, r->peer != 1)) || x->eof)
+      if ((x->len > 0 && fs_http_whole(x, r->peer != 1)) || x->eof)
         break;
     }
     x->pos = x->len; /* EXPECT reads what comes after */

@@ -172,39 +172,13 @@ MOCK_TEST_MODULE(fa_mod, "fake_authorizer", "1.0",
 
 /* ---- sockets on the test's side ------------------------------------------------ */
 
-typedef struct rbuf {
-  char data[65536];
-  size_t len;
-  int eof;
-} rbuf;
-
-/* Whether data holds one complete message: a head and the body its
- * Content-Length or chunked framing says (or, with neither, a request or
- * a bodiless status is complete at the head; other responses at EOF). */
-static int complete(const rbuf *b, int response) {
-  const char *end = memmem(b->data, b->len, "\r\n\r\n", 4);
-  if (!end)
-    return b->eof;
-  size_t head = (size_t)(end - b->data) + 4;
-  char h[8192];
-  size_t hl = head < sizeof(h) - 1 ? head : sizeof(h) - 1;
-  memcpy(h, b->data, hl);
-  h[hl] = '\0';
-  const char *cl = strcasestr(h, "\r\ncontent-length:");
-  if (response && (strstr(h, " 204 ") || strstr(h, " 304 ") ||
-                   strstr(h, " 200 Connection established")))
-    return 1;
-  if (cl)
-    return b->len >= head + strtoul(cl + 17, NULL, 10) || b->eof;
-  if (strcasestr(h, "\r\ntransfer-encoding: chunked"))
-    return memmem(b->data + head, b->len - head, "0\r\n\r\n", 5) != NULL ||
-           b->eof;
-  return !response || b->eof;
-}
+/* What a socket delivered: frontend_script.h's buffer, whose
+ * fs_http_whole says when it holds one whole HTTP message. */
+typedef fs_rx rbuf;
 
 /* Runs the loop until fd delivered a whole message (or EOF), at most ms. */
 static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
-  b->len = 0;
+  b->len = b->pos = 0;
   b->eof = 0;
   for (int waited = 0; waited < ms; waited += 5) {
     ph_mock_run_for(m, 5);
@@ -219,7 +193,7 @@ static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
       break;
     }
     b->data[b->len] = '\0';
-    if (b->len > 0 && complete(b, response))
+    if (b->len > 0 && fs_http_whole(b, response))
       return;
     if (b->eof)
       return;
