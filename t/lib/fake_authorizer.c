@@ -107,6 +107,13 @@ int fake_authorizer_answer(fake_authorizer *fa, int64_t id, int verdict) {
   return PH_ENOENT;
 }
 
+int fake_authorizer_serve(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
+                          const fa_row *rows) {
+  fake_authorizer_init(fa, api, ctx, rows);
+  return api->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
+                               PH_AUTHORIZER_MINOR, &fake_authorizer_vt, fa);
+}
+
 void fake_authorizer_clear(fake_authorizer *fa) {
   fake_authorizer keep = *fa;
   fake_authorizer_free(fa);

@@ -73,6 +73,11 @@ extern const ph_authorizer_v1 fake_authorizer_vt;
 
 void fake_authorizer_init(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
                           const fa_row *rows);
+/* fake_authorizer_init, then fa registered as the host's authorizer
+ * service (PH_AUTHORIZER_MAJOR.PH_AUTHORIZER_MINOR), in a test module's
+ * init: what service_register returned (< 0: refused). */
+int fake_authorizer_serve(fake_authorizer *fa, const ph_api *api, ph_ctx *ctx,
+                          const fa_row *rows);
 /* Answers the pending check id now, from inside this call, with
  * verdict. PH_OK, or PH_ENOENT when id is not pending. */
 int fake_authorizer_answer(fake_authorizer *fa, int64_t id, int verdict);

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,12 @@
 #include <unistd.h>
 
 /* ---- leases ------------------------------------------------------------- */
+
+static void fl_on_cut(ph_open_lease *l, void (*cut)(void *), void *arg) {
+  fake_lease *f = (fake_lease *)l;
+  f->cut = cut;
+  f->cut_arg = arg;
+}
 
 static void fl_first_byte(ph_open_lease *l) {
   fake_lease *f = (fake_lease *)l;
@@ -34,7 +41,8 @@ static void fl_end(ph_open_lease *l, int how) {
 
 static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
                                          .first_byte = fl_first_byte,
-                                         .end = fl_end};
+                                         .end = fl_end,
+                                         .on_cut = fl_on_cut};
 
 ph_open_lease *fake_lease_new(fake_leases *ls) {
   if (ls->n == FAKE_LEASE_MAX)
@@ -44,6 +52,17 @@ ph_open_lease *fake_lease_new(fake_leases *ls) {
   f->base.ops = &fl_ops;
   f->owner = ls;
   return &f->base;
+}
+
+fake_lease *fake_lease_last(fake_leases *ls) {
+  return ls->n > 0 ? &ls->l[ls->n - 1] : NULL;
+}
+
+int fake_lease_cut(fake_lease *l) {
+  if (!l || !l->cut)
+    return 0;
+  l->cut(l->cut_arg);
+  return 1;
 }
 
 int fake_lease_live(const fake_leases *ls) {
@@ -82,6 +101,54 @@ static int dial(uint16_t port) {
   return fd;
 }
 
+/* The lease and the forwarding of q's result r, as q's shape says (lx:
+ * the chain's lease struct, living during the callback). */
+static void shape(fake_connector *fc, const fc_pending *q, ph_open_result *r,
+                  ph_open_lease_res *lx) {
+  const fc_shape *sh = &q->shape;
+  int asked = q->lease_asked;
+  if (sh->lease == FC_LEASE_FIELD)
+    asked = asked ? PH_OPEN_ASKED_FLAG : 0;
+  else if (sh->lease == FC_LEASE_EXT)
+    asked = asked ? PH_OPEN_ASKED_EXT : 0;
+  else if (sh->lease == FC_LEASE_NONE)
+    asked = 0;
+  if (asked) {
+    ph_open_lease *l = fake_lease_new(&fc->lease);
+    if (l)
+      ph_open_lease_give(r, lx, l, asked);
+  }
+  if (sh->fwd == FC_FWD_NONE)
+    return;
+  int k = fc->n_fwd++ % FC_FWD_MAX;
+  ph_open_http_forward_res *x = &fc->fwd[k].x;
+  ph_open_http_forward *old = &fc->fwd[k].old;
+  uint32_t alen = sh->proxy_auth ? (uint32_t)strlen(sh->proxy_auth) : 0;
+  switch (sh->fwd) {
+  case FC_FWD_ASKED:
+    ph_open_http_forward_give(r, x, old, q->fwd_asked, sh->proxy_auth, alen);
+    break;
+  case FC_FWD_EXT:
+    x->proxy_authorization = sh->proxy_auth;
+    x->proxy_authorization_len = alen;
+    ph_open_ext_push(&r->ext, &x->ext, PH_OPEN_EXT_HTTP_FORWARD,
+                     sh->fwd_size ? sh->fwd_size : sizeof(*x));
+    break;
+  case FC_FWD_FLAG:
+  case FC_FWD_POINTER:
+    *old = (ph_open_http_forward){.size = sh->fwd_size ? sh->fwd_size
+                                                       : sizeof(*old),
+                                  .proxy_authorization = sh->proxy_auth,
+                                  .proxy_authorization_len = alen};
+    r->http_forward = old;
+    if (sh->fwd == FC_FWD_FLAG)
+      r->flags |= PH_OPEN_R_HTTP_PROXY;
+    break;
+  case FC_FWD_NONE:
+    break;
+  }
+}
+
 /* Answers the open q and frees its slot. */
 static fc_request *logged(fake_connector *fc, int64_t id) {
   return id >= 1 && id <= FC_LOG_MAX ? &fc->log[id - 1] : NULL;
@@ -94,7 +161,9 @@ static void answer(fc_pending *q) {
     lg->answered = 1;
   ph_open_result r = {.size = sizeof(r), .fd = -1};
   r.code = q->code;
-  if (r.code == PH_OPEN_OK) {
+  if (r.code == PH_OPEN_OK && q->shape.no_socket) {
+    /* no socket: the caller must refuse the success */
+  } else if (r.code == PH_OPEN_OK) {
     if (q->row->give == FC_SOCKETPAIR) {
       int sv[2];
       if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
@@ -114,12 +183,20 @@ static void answer(fc_pending *q) {
   }
   if (r.code == PH_OPEN_OK) {
     r.stage = PH_STAGE_NONE;
-    if (q->lease)
-      r.lease = fake_lease_new(&fc->lease);
   } else {
     r.stage = q->row->stage ? q->row->stage : PH_STAGE_CONNECT;
     r.retryable = q->row->retryable;
     r.retry_after_ms = q->row->retry_after_ms;
+  }
+  ph_open_lease_res lx;
+  ph_open_ext junk;
+  if (r.code == PH_OPEN_OK || q->shape.on_failure)
+    shape(fc, q, &r, &lx);
+  if (q->shape.junk)
+    ph_open_ext_push(&r.ext, &junk, 999, sizeof(junk));
+  if (q->shape.v16) {
+    r.size = offsetof(ph_open_result, ext);
+    r.ext = (const ph_open_ext *)(uintptr_t)1; /* beyond size: never read */
   }
   if (fc->decorate)
     fc->decorate(fc->hook_arg, q, &r);
@@ -156,9 +233,12 @@ static void record(fake_connector *fc, int64_t id,
            rq->listener ? rq->listener : "(none)");
   snprintf(l->session, sizeof(l->session), "(none)");
   l->saw_proxy_authz = 0;
+  l->lease_asked = ph_open_lease_asked(rq);
+  l->fwd_asked = ph_open_http_forward_asked(rq);
   if (rq->headers) {
     size_t n = 0;
     const char *v = rq->headers->get(rq->headers->arg, "x-session", &n);
+    l->header_calls++;
     if (v)
       snprintf(l->session, sizeof(l->session), "[%.*s]", (int)n, v);
     l->saw_proxy_authz =
@@ -191,18 +271,22 @@ static int64_t fc_open(void *self, const ph_open_request *rq, ph_open_cb cb,
   q->arg = arg;
   q->port = rq->port;
   q->flags = rq->flags;
-  q->lease = (rq->flags & PH_OPEN_F_LEASE) != 0;
+  q->lease_asked = ph_open_lease_asked(rq);
+  q->fwd_asked = ph_open_http_forward_asked(rq);
+  q->lease = q->lease_asked != 0;
   fc->opens++;
   fc->leases_asked += q->lease;
   record(fc, q->id, rq);
   q->row = match(fc, rq->host);
   q->code = q->row->code;
+  q->when = q->row->when;
+  q->shape = q->row->shape;
   if (q->row->code_from_host)
     q->code = atoi(rq->host + strlen(q->row->host) - 1);
   if (fc->prepare)
     fc->prepare(fc->hook_arg, rq, q);
   int64_t id = q->id;
-  switch (q->row->when) {
+  switch (q->when) {
   case FC_INSIDE:
     answer(q);
     break;
@@ -244,6 +328,13 @@ void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
   fc->ctx = ctx;
   fc->rows = rows;
   fc->peer = -1;
+}
+
+int fake_connector_serve(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
+                         const fc_row *rows) {
+  fake_connector_init(fc, api, ctx, rows);
+  return api->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
+                               PH_CONNECTOR_MINOR, &fake_connector_vt, fc);
 }
 
 void fake_connector_clear(fake_connector *fc) {

@@ -29,9 +29,12 @@
  * the test reads from fake_connector_peer(). An open that asked
  * PH_OPEN_F_LEASE gets a lease from FC.lease (fake_lease_*), which
  * records first_byte and end and counts what the contract forbids.
- * The test's hooks may change an open's code or port when it is made
- * (prepare) and its result before it is delivered (decorate: add an
- * http_forward, say). A row "*" matches every host; without one, a host
+ * The test's hooks may change an open's code, port, timing or shape when
+ * it is made (prepare) and its result before it is delivered (decorate).
+ * A row's shape (fc_shape) answers with size-tagged extensions
+ * (open_ext.h): the lease in the chain, the old field or both, an HTTP
+ * forward by extension or by the old flag, an unknown type, a struct too
+ * short, a result of SDK 1.6's size, a success without a socket. A row "*" matches every host; without one, a host
  * no row names is dialled.
  *
  * Loop thread only, like a real connector; every answer but FC_INSIDE
@@ -44,6 +47,9 @@
 
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
+#include <proxyhost/open_ext.h>
+#include <proxyhost/open_http_forward.h>
+#include <proxyhost/open_lease.h>
 
 /* ---- leases ------------------------------------------------------------- */
 
@@ -54,6 +60,10 @@ typedef struct fake_lease {
   ph_open_lease base;
   fake_leases *owner;
   int first, ended, how;
+  /* What the caller gave on_cut (NULL: nothing); fake_lease_cut calls
+   * it, as a connector's drain would. */
+  void (*cut)(void *arg);
+  void *cut_arg;
 } fake_lease;
 
 /* Leases handed out, never freed (so a second end or a late first_byte
@@ -69,6 +79,11 @@ struct fake_leases {
 ph_open_lease *fake_lease_new(fake_leases *ls);
 /* Leases given and not ended. */
 int fake_lease_live(const fake_leases *ls);
+/* The last lease given (NULL: none yet). */
+fake_lease *fake_lease_last(fake_leases *ls);
+/* Cuts l as its connector would (the caller's on_cut callback, from
+ * outside any of its calls): 1, or 0 when the caller gave none. */
+int fake_lease_cut(fake_lease *l);
 
 /* ---- the connector ------------------------------------------------------ */
 
@@ -85,6 +100,41 @@ typedef enum fc_give {
   FC_SOCKETPAIR /* OK: one end of a socketpair (fake_connector_peer) */
 } fc_give;
 
+/* How a result carries its lease (issue 25 item 5: size-tagged
+ * extensions, open_ext.h). */
+typedef enum fc_lease_form {
+  FC_LEASE_ASKED = 0, /* in each form the request asked (ph_open_lease_give:
+                       * the chain's PH_OPEN_EXT_LEASE, the old field) */
+  FC_LEASE_FIELD,     /* the old field only, as a connector of SDK 1.6 */
+  FC_LEASE_EXT,       /* the chain only */
+  FC_LEASE_NONE       /* none, asked or not */
+} fc_lease_form;
+
+/* How a result says "HTTP forward proxy" (open_http_forward.h). */
+typedef enum fc_fwd_form {
+  FC_FWD_NONE = 0,
+  FC_FWD_ASKED,   /* in each form asked (ph_open_http_forward_give) */
+  FC_FWD_EXT,     /* the chain's PH_OPEN_EXT_HTTP_FORWARD only, of
+                   * fwd_size bytes (0: its struct's) */
+  FC_FWD_FLAG,    /* the old PH_OPEN_R_HTTP_PROXY and http_forward (of
+                   * fwd_size bytes, 0: its struct's) */
+  FC_FWD_POINTER  /* the old http_forward without the flag (a bug) */
+} fc_fwd_form;
+
+/* The shape of an answer beyond its code: a row's, copied into each
+ * open it answers (the prepare hook may change q->shape). */
+typedef struct fc_shape {
+  fc_lease_form lease;
+  fc_fwd_form fwd;
+  uint32_t fwd_size;        /* 0: the struct's; less: too short a one */
+  const char *proxy_auth;   /* the forwarding's value (NULL: none) */
+  int junk;       /* an extension of an unknown type first in the chain */
+  int v16;        /* a result of SDK 1.6's size (no ext; garbage there) */
+  int no_socket;  /* OK without a socket or stream (a connector's bug) */
+  int on_failure; /* the lease and forwarding on a failure too (a bug
+                   * the caller must ignore: it never touches them) */
+} fc_shape;
+
 /* One scripted answer. */
 typedef struct fc_row {
   /* The target host it answers: exact, or a prefix when it ends in '*'.
@@ -100,6 +150,7 @@ typedef struct fc_row {
   fc_give give;
   uint16_t port; /* FC_DIAL: this port instead of the request's */
   int peer_nonblock; /* FC_SOCKETPAIR: the test's end non-blocking too */
+  fc_shape shape;
 } fc_row;
 
 #define FC_MAX_PENDING 64
@@ -117,6 +168,9 @@ typedef struct fc_pending {
   ph_timer *t;
   uint32_t flags; /* the request's */
   int tag;        /* the test's, set by its prepare hook */
+  fc_when when;   /* the row's (prepare may change it) */
+  fc_shape shape; /* the row's (prepare may change it) */
+  int lease_asked, fwd_asked; /* enum ph_open_asked bits */
 } fc_pending;
 
 /* What an open asked (and, in the log, what became of it). */
@@ -129,10 +183,13 @@ typedef struct fc_request {
   char listener[64];   /* "(none)" when NULL */
   char session[64];    /* "[x-session's value]" or "(none)" */
   int saw_proxy_authz; /* its headers showed Proxy-Authorization */
+  int lease_asked, fwd_asked; /* how it asked (enum ph_open_asked bits) */
+  int header_calls;           /* headers->get calls for x-session */
   int answered, cancelled; /* in the log: what became of it */
 } fc_request;
 
 #define FC_LOG_MAX 64
+#define FC_FWD_MAX 64
 
 typedef struct fake_connector {
   const ph_api *api;
@@ -148,6 +205,13 @@ typedef struct fake_connector {
   int n_log;
   fake_leases lease;
   int peer; /* FC_SOCKETPAIR: the test's end of the last pair, or -1 */
+  /* The forwarding structs given (they live until the lease ends: here,
+   * until they are reused FC_FWD_MAX answers later). */
+  union {
+    ph_open_http_forward_res x;
+    ph_open_http_forward old;
+  } fwd[FC_FWD_MAX];
+  int n_fwd;
   /* The test's hooks (NULL: none), with hook_arg: admit first in open()
    * (a status other than PH_OK refuses the call with it, nothing counted
    * or recorded); prepare runs in open()
@@ -164,6 +228,11 @@ extern const ph_connector_v1 fake_connector_vt;
 
 /* Resets fc (counters, leases, pending) to answer by rows. */
 void fake_connector_init(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
+                         const fc_row *rows);
+/* fake_connector_init, then fc registered as the host's connector service
+ * (PH_CONNECTOR_MAJOR.PH_CONNECTOR_MINOR), in a test module's init: what
+ * service_register returned (< 0: refused). */
+int fake_connector_serve(fake_connector *fc, const ph_api *api, ph_ctx *ctx,
                          const fc_row *rows);
 /* Between cases: forgets what is pending (no callback runs), the
  * counters, the log and the leases; keeps the rows, the hooks and the id

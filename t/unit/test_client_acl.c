@@ -11,22 +11,30 @@
 #include "frontend/client_acl.h"
 #include "tap.h"
 
-static struct sockaddr_storage v4(const char *ip, int port) {
+/* The address ip:port of family fam (AF_INET or AF_INET6). */
+static struct sockaddr_storage addr(int fam, const char *ip, int port) {
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof(ss));
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  memcpy(&ss, &a, sizeof(a));
+  if (fam == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    inet_pton(AF_INET, ip, &a->sin_addr);
+  } else {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    inet_pton(AF_INET6, ip, &a->sin6_addr);
+  }
   return ss;
 }
 
+static struct sockaddr_storage v4(const char *ip, int port) {
+  return addr(AF_INET, ip, port);
+}
+
 static struct sockaddr_storage v6(const char *ip, int port) {
-  struct sockaddr_storage ss;
-  memset(&ss, 0, sizeof(ss));
-  struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
-  inet_pton(AF_INET6, ip, &a.sin6_addr);
-  memcpy(&ss, &a, sizeof(a));
-  return ss;
+  return addr(AF_INET6, ip, port);
 }
 
 static int allows(const client_acl *acl, struct sockaddr_storage ss) {

@@ -510,18 +510,24 @@ static void test_peer_values(void) {
   is_str(s, "safe", "peer_str: the ENUM's value");
 
   s = "untouched";
-  is_int(api->conf_peer_str(gctx, "peer_src", "hidden", &s), PH_EINVAL,
-         "peer_str: a PH_CONF_SENSITIVE key is refused");
-  is_int(api->conf_peer_str(gctx, "peer_src", "api_token", &s), PH_EINVAL,
-         "peer_str: a key named like a secret (log.h's words) is refused");
-  is_int(api->conf_peer_str(gctx, "peer_src", "ttl", &s), PH_ENOENT,
-         "peer_str: a number key is not a string");
-  is_int(api->conf_peer_str(gctx, "peer_src", "hosts", &s), PH_ENOENT,
-         "peer_str: nor is a LIST");
-  is_int(api->conf_peer_str(gctx, "peer_src", "nope", &s), PH_ENOENT,
-         "peer_str: an undeclared key");
-  is_int(api->conf_peer_str(gctx, "peer_src.us", "cluster_id", &s), PH_ENOENT,
-         "peer_str: a section no loaded instance has");
+  const struct {
+    const char *section, *key;
+    int want;
+    const char *name;
+  } refused[] = {
+      {"peer_src", "hidden", PH_EINVAL,
+       "peer_str: a PH_CONF_SENSITIVE key is refused"},
+      {"peer_src", "api_token", PH_EINVAL,
+       "peer_str: a key named like a secret (log.h's words) is refused"},
+      {"peer_src", "ttl", PH_ENOENT, "peer_str: a number key is not a string"},
+      {"peer_src", "hosts", PH_ENOENT, "peer_str: nor is a LIST"},
+      {"peer_src", "nope", PH_ENOENT, "peer_str: an undeclared key"},
+      {"peer_src.us", "cluster_id", PH_ENOENT,
+       "peer_str: a section no loaded instance has"},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+    is_int(api->conf_peer_str(gctx, refused[i].section, refused[i].key, &s),
+           refused[i].want, refused[i].name);
   is_str(s, "untouched", "peer_str: *out untouched when refused");
   is_int(api->conf_peer_str(gctx, NULL, "cluster_id", &s), PH_EINVAL,
          "peer_str: NULL section");

@@ -7,6 +7,13 @@
 #include "cp_common/grpc/cp_grpc.h"
 #include "tap.h"
 
+/* A TAP name with one string in it (valid until the next call). */
+static const char *named(const char *fmt, const char *arg) {
+  static char name[160];
+  snprintf(name, sizeof(name), fmt, arg);
+  return name;
+}
+
 static int sp(const char *uri) {
   return cp_spiffe_check(uri, strlen(uri), "example.org", "prod", "worker",
                          "w1");
@@ -73,11 +80,8 @@ int main(void) {
       "spiffe://example.org:443/prod/worker/w1",
       "",
       "spiffe://"};
-  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    char name[160];
-    snprintf(name, sizeof(name), "CP-8-2 '%s' is refused", bad[i]);
-    ok(!sp(bad[i]), name);
-  }
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    ok(!sp(bad[i]), named("CP-8-2 '%s' is refused", bad[i]));
   {
     const char nul[] = "spiffe://example.org/prod/worker/w1\0";
     ok(!cp_spiffe_check(nul, sizeof(nul) - 1, "example.org", "prod",
@@ -122,14 +126,11 @@ int main(void) {
       "spiffe://example.org/prod/worker/w%31",
       "spiffe://example.org/staging/worker/w1",
       "spiffe://example.org/prod/worker/0123456789abcdef"};
-  for (size_t i = 0; i < sizeof(noid) / sizeof(noid[0]); i++) {
-    char name[160];
-    snprintf(name, sizeof(name), "CP-8-2 no id from '%s'", noid[i]);
+  for (size_t i = 0; i < sizeof(noid) / sizeof(noid[0]); i++)
     ok(cp_spiffe_id(noid[i], strlen(noid[i]), "example.org", "prod",
                     "worker", id, sizeof(id)) < 0 &&
            id[0] == '\0',
-       name);
-  }
+       named("CP-8-2 no id from '%s'", noid[i]));
   {
     const char nul[] = "spiffe://example.org/prod/worker/w1\0x";
     ok(cp_spiffe_id(nul, sizeof(nul) - 1, "example.org", "prod", "worker",

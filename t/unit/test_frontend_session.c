@@ -40,6 +40,8 @@
 #include "frontend/hangup.h"
 #include <proxyhost/mock.h>
 #define HOST_TEST_SETUP setup
+#include "fake_authorizer.h"
+#include "fake_connector.h"
 #include "host_test.h"
 #include "loop_test.h"
 #include "tap.h"
@@ -47,36 +49,42 @@
 static stream_metrics sm;
 static frontend_server srv;
 
-/* ---- the fake connector and authorizer --------------------------------- */
+/* ---- the fake connector and authorizer (t/lib) -------------------------- */
 
-enum { ANSWER_LATER = 0, ANSWER_INSIDE, ANSWER_NEVER };
+/* Every open is held until the test answers it (open_answer_now) or, in
+ * ANSWER_INSIDE mode, answered inside open() itself; an OK answer is one
+ * end of a socketpair (the test's end: target_peer()). The fake's
+ * prepare hook shapes each answer from F and X. */
+static const fc_row connector_rows[] = {
+    {.host = "*", .when = FC_HELD, .give = FC_SOCKETPAIR, .peer_nonblock = 1},
+    {.host = NULL}};
 
+/* User "inside" is refused inside check_password itself; anyone else is
+ * held until the test answers (auth_answer_now, with F.verdict). */
+static const fa_row authorizer_rows[] = {
+    {.user = "inside", .verdict = PH_AUTH_DENY, .when = FA_INSIDE},
+    {.user = "*", .verdict = PH_AUTH_ALLOW, .when = FA_HELD},
+    {.user = NULL}};
+
+static fake_connector FC;
+static fake_authorizer FA;
+
+enum { ANSWER_LATER = 0, ANSWER_INSIDE };
+
+/* How the next opens are answered (reset by reset_seen). */
 static struct fake {
-  int open_mode, auth_mode;
+  int open_mode;
   int open_code;   /* what an answered open says */
   int refuse_open; /* the connector refuses the call (returns PH_EINVAL) */
   int verdict;     /* what an answered check says */
-  int64_t next_id;
-  int opens, open_cancels, checks, auth_cancels;
-  /* The one open and the one check the fake holds (later mode). */
-  int64_t open_id, auth_id;
-  ph_open_cb open_cb;
-  void *open_arg;
-  ph_auth_cb auth_cb;
-  void *auth_arg;
-  int target_peer; /* the test's end of an OK open's socketpair */
-  /* Leases: give one with each OK open (give_lease), or with a success
-   * that carries no socket (bad_success). */
+  int target_peer; /* the test's end of the last OK open's socketpair */
+  /* Leases: give one with each open (give_lease; also with a failure,
+   * which must not touch it), a success without a socket (bad_success). */
   int give_lease, bad_success;
-  /* The result's flags and http_forward (http_fwd: its size, 0: NULL),
-   * the old fields of SDK 1.6 and older. */
+  /* The result's old flags and http_forward (http_fwd: its size, 0:
+   * NULL), the fields of SDK 1.6 and older. */
   uintptr_t rflags;
   uint32_t http_fwd;
-  uintptr_t last_flags;
-  int last_ext_lease, last_ext_fwd; /* the request's chain asked them */
-  char last_listener[64];
-  char last_header[64]; /* X-Session through the request's headers */
-  int header_calls;
 } F;
 
 /* Or the extensions (open_ext.h), kept across reset_seen: lease gives
@@ -89,163 +97,76 @@ static struct {
   int v16; /* a result of SDK 1.6's size, garbage where ext is now */
 } X;
 
-/* The one lease the fake gives at a time: what its caller told it. */
-static struct flease {
-  ph_open_lease base;
-  int first_bytes, ends, how;
-  int first_after_end; /* first_byte after end: a broken contract */
-  void (*cut)(void *); /* the caller's cut (on_cut), and its arg */
-  void *cut_arg;
-} L;
-
-static void fl_first_byte(ph_open_lease *l) {
-  struct flease *f = (struct flease *)l;
-  f->first_bytes++;
-  if (f->ends)
-    f->first_after_end++;
+static int fc_admit(void *arg, const ph_open_request *rq) {
+  (void)arg;
+  return !(rq->flags & PH_OPEN_F_STREAM) || F.refuse_open ? PH_EINVAL : PH_OK;
 }
 
-static void fl_end(ph_open_lease *l, int how) {
-  struct flease *f = (struct flease *)l;
-  f->ends++;
-  f->how = how;
-}
-
-static void fl_on_cut(ph_open_lease *l, void (*cut)(void *), void *arg) {
-  struct flease *f = (struct flease *)l;
-  f->cut = cut;
-  f->cut_arg = arg;
-}
-
-static const ph_open_lease_ops fl_ops = {.size = sizeof(ph_open_lease_ops),
-                                         .first_byte = fl_first_byte,
-                                         .end = fl_end,
-                                         .on_cut = fl_on_cut};
-
-static ph_open_lease *new_lease(void) {
-  memset(&L, 0, sizeof(L));
-  L.base.ops = &fl_ops;
-  L.how = -1;
-  return &L.base;
-}
-
-static void open_answer_now(void) {
-  ph_open_result r = {.size = sizeof(r), .fd = -1, .code = F.open_code};
-  r.stage = F.open_code == PH_OPEN_OK ? PH_STAGE_NONE : PH_STAGE_CONNECT;
-  if (F.open_code == PH_OPEN_OK && !F.bad_success) {
-    int sv[2];
-    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv);
-    r.fd = sv[0];
-    F.target_peer = sv[1];
-  }
-  static ph_open_lease_res lx;
-  static ph_open_http_forward_res fx;
-  static ph_open_ext junk;
-  if (F.give_lease && X.lease) {
-    lx.lease = new_lease(); /* also on a failure: must not be touched */
-    ph_open_ext_push(&r.ext, &lx.ext, PH_OPEN_EXT_LEASE, sizeof(lx));
-  } else if (F.give_lease) {
-    r.lease = new_lease(); /* also on a failure: must not be touched */
-  }
+static void fc_prepare(void *arg, const ph_open_request *rq, fc_pending *q) {
+  (void)arg;
+  (void)rq;
+  q->when = F.open_mode == ANSWER_INSIDE ? FC_INSIDE : FC_HELD;
+  q->code = F.open_code;
+  fc_shape sh = {.on_failure = 1,
+                 .no_socket = F.bad_success,
+                 .junk = X.junk,
+                 .v16 = X.v16};
+  sh.lease = !F.give_lease ? FC_LEASE_NONE
+             : X.lease     ? FC_LEASE_EXT
+                           : FC_LEASE_FIELD;
   if (X.fwd) {
-    fx.proxy_authorization = "Basic dTpx";
-    fx.proxy_authorization_len = 10;
-    ph_open_ext_push(&r.ext, &fx.ext, PH_OPEN_EXT_HTTP_FORWARD, X.fwd);
+    sh.fwd = FC_FWD_EXT;
+    sh.fwd_size = X.fwd;
+    sh.proxy_auth = "Basic dTpx";
+  } else if (F.http_fwd) {
+    sh.fwd = F.rflags & PH_OPEN_R_HTTP_PROXY ? FC_FWD_FLAG : FC_FWD_POINTER;
+    sh.fwd_size = F.http_fwd;
+    sh.proxy_auth = "Basic dTpw";
   }
-  if (X.junk)
-    ph_open_ext_push(&r.ext, &junk, 999, sizeof(junk));
-  static ph_open_http_forward fwd;
-  memset(&fwd, 0, sizeof(fwd));
-  fwd.size = F.http_fwd;
-  fwd.proxy_authorization = "Basic dTpw";
-  fwd.proxy_authorization_len = 10;
-  r.flags = F.rflags;
-  r.http_forward = F.http_fwd ? &fwd : NULL;
-  if (X.v16) {
-    r.size = offsetof(ph_open_result, ext);
-    r.ext = (const ph_open_ext *)(uintptr_t)1; /* never read */
-  }
-  F.open_id = 0;
-  F.open_cb(F.open_arg, &r);
+  q->shape = sh;
 }
 
-static int64_t fake_open(void *self, const ph_open_request *rq, ph_open_cb cb,
-                         void *arg) {
-  (void)self;
-  if (!rq || !rq->host || !(rq->flags & PH_OPEN_F_STREAM) || F.refuse_open)
-    return PH_EINVAL;
-  F.opens++;
-  F.last_flags = rq->flags;
-  F.last_ext_lease = ph_open_ext_find(ph_open_request_ext(rq),
-                                      PH_OPEN_EXT_LEASE_ASK,
-                                      sizeof(ph_open_lease_ask)) != NULL;
-  F.last_ext_fwd = ph_open_ext_find(ph_open_request_ext(rq),
-                                    PH_OPEN_EXT_HTTP_FORWARD_ASK,
-                                    sizeof(ph_open_http_forward_ask)) != NULL;
-  snprintf(F.last_listener, sizeof(F.last_listener), "%s",
-           rq->listener ? rq->listener : "(none)");
-  snprintf(F.last_header, sizeof(F.last_header), "(none)");
-  if (rq->headers) {
-    size_t n = 0;
-    const char *v = rq->headers->get(rq->headers->arg, "X-Session", &n);
-    F.header_calls++;
-    if (v)
-      snprintf(F.last_header, sizeof(F.last_header), "%.*s", (int)n, v);
-  }
-  F.open_cb = cb;
-  F.open_arg = arg;
-  int64_t id = ++F.next_id;
-  F.open_id = id;
-  if (F.open_mode == ANSWER_INSIDE)
-    open_answer_now();
-  return id;
+/* Answers the last open now (if it is still pending) with F.open_code. */
+static void open_answer_now(void) {
+  fake_connector_answer(&FC, FC.last.id, F.open_code);
 }
 
-static int fake_open_cancel(void *self, int64_t id) {
-  (void)self;
-  if (id != F.open_id)
-    return PH_ENOENT;
-  F.open_cancels++;
-  F.open_id = 0;
-  return PH_OK;
-}
-
+/* Answers the last check now (if it is still pending) with F.verdict. */
 static void auth_answer_now(void) {
-  F.auth_id = 0;
-  F.auth_cb(F.auth_arg, F.verdict);
+  fake_authorizer_answer(&FA, FA.next_id, F.verdict);
 }
 
-static int64_t fake_check(void *self, const char *user, size_t ulen,
-                          const char *pass, size_t plen, ph_auth_cb cb,
-                          void *arg) {
-  (void)self;
-  (void)user;
-  (void)ulen;
-  (void)pass;
-  (void)plen;
-  F.checks++;
-  F.auth_cb = cb;
-  F.auth_arg = arg;
-  int64_t id = ++F.next_id;
-  F.auth_id = id;
-  if (F.auth_mode == ANSWER_INSIDE)
-    auth_answer_now();
-  return id;
+/* The test's end of the last OK answer's socketpair, -1 when none. */
+static int target_peer(void) {
+  int fd = fake_connector_peer(&FC);
+  if (fd >= 0)
+    F.target_peer = fd;
+  return F.target_peer;
 }
 
-static int fake_auth_cancel(void *self, int64_t id) {
-  (void)self;
-  if (id != F.auth_id)
-    return PH_ENOENT;
-  F.auth_cancels++;
-  F.auth_id = 0;
-  return PH_OK;
+static void close_target(void) {
+  if (target_peer() >= 0)
+    close(F.target_peer);
+  F.target_peer = -1;
 }
 
-static const ph_connector_v1 connector = {.open = fake_open,
-                                          .cancel = fake_open_cancel};
-static const ph_authorizer_v1 authorizer = {.check_password = fake_check,
-                                            .cancel = fake_auth_cancel};
+/* The lease of this case (the last given); a blank one when none was. */
+static fake_lease *lease_now(void) {
+  static fake_lease none;
+  fake_lease *l = fake_lease_last(&FC.lease);
+  return l ? l : &none;
+}
+
+/* The lease open_done must have got (NULL: none was given). */
+static ph_open_lease *lease_given(void) {
+  fake_lease *l = fake_lease_last(&FC.lease);
+  return l ? &l->base : NULL;
+}
+
+/* It ended, once, and nothing was called on it after. */
+static int lease_ended_once(void) {
+  return lease_now()->ended && FC.lease.broken == 0;
+}
 
 /* ---- the test frontend ------------------------------------------------- */
 
@@ -396,12 +317,12 @@ static tconn *new_conn(void) {
 
 static void reset_seen(void) {
   memset(&S, 0, sizeof(S));
-  int next = (int)F.next_id;
   memset(&F, 0, sizeof(F));
-  F.next_id = next;
   F.target_peer = -1;
   F.verdict = PH_AUTH_ALLOW;
   F.open_code = PH_OPEN_OK;
+  fake_connector_clear(&FC); /* counters, log, leases; ids keep going */
+  fake_authorizer_clear(&FA);
 }
 
 /* ---- the host module ----------------------------------------------------- */
@@ -410,8 +331,14 @@ static int setup(void) {
   if (stream_metrics_init(&sm, api, hctx, SM_CLIENT, SM_FRONTEND) != PH_OK)
     return PH_EINVAL;
   frontend_server_init(&srv, api, hctx, &ops, &sm, NULL);
-  srv.connector = &connector;
-  srv.authorizer = &authorizer;
+  fake_connector_init(&FC, api, hctx, connector_rows);
+  FC.admit = fc_admit;
+  FC.prepare = fc_prepare;
+  fake_authorizer_init(&FA, api, hctx, authorizer_rows);
+  srv.connector = &fake_connector_vt;
+  srv.connector_self = &FC;
+  srv.authorizer = &fake_authorizer_vt;
+  srv.authorizer_self = &FA;
   return PH_OK;
 }
 
@@ -423,6 +350,8 @@ static int host_stop(void *state) {
 static void host_destroy(void *state) {
   (void)state;
   frontend_server_destroy(&srv);
+  fake_connector_free(&FC);
+  fake_authorizer_free(&FA);
 }
 
 /* The keys every frontend has: frontend_server_init reads allow_clients
@@ -469,18 +398,29 @@ static void test_deadline(ph_mock *m) {
   is_int(S.frees, 1, "closed outside an entry: freed at once");
 }
 
+/* The client of a read session (PH_READ) leaves; then one end (named
+ * ended), the one pending call cancelled (cancels is its counter, named
+ * cancelled) and no answer after it (done, named none_after). */
+static void client_leaves(ph_mock *m, tconn *c, const int *cancels,
+                          const int *done, const char *ended,
+                          const char *cancelled, const char *none_after) {
+  frontend_session_watch(&c->fs, PH_READ);
+  close(c->peer);
+  c->peer = -1;
+  ph_mock_run_for(m, 20);
+  is_int(S.ends, 1, ended);
+  is_int(*cancels, 1, cancelled);
+  is_int(*done, 0, none_after);
+}
+
 static void test_auth_cancel(ph_mock *m) {
   reset_seen();
   tconn *c = new_conn();
   is_int(frontend_session_auth(&c->fs, "u", 1, "p", 1), PH_OK, "check started");
   ok(frontend_session_authing(&c->fs), "check in flight");
-  frontend_session_watch(&c->fs, PH_READ);
-  close(c->peer);
-  c->peer = -1;
-  ph_mock_run_for(m, 20);
-  is_int(S.ends, 1, "client closed during the check: ended");
-  is_int(F.auth_cancels, 1, "the check was cancelled");
-  is_int(S.auth_done, 0, "no verdict after the cancel");
+  client_leaves(m, c, &FA.cancels, &S.auth_done,
+                "client closed during the check: ended",
+                "the check was cancelled", "no verdict after the cancel");
   is_int(S.frees, 1, "freed");
 }
 
@@ -490,13 +430,9 @@ static void test_open_cancel(ph_mock *m) {
   is_int(frontend_session_open(&c->fs, "ok.fake", 80, NULL), PH_OK,
          "open started");
   ok(frontend_session_opening(&c->fs), "open in flight");
-  frontend_session_watch(&c->fs, PH_READ);
-  close(c->peer);
-  c->peer = -1;
-  ph_mock_run_for(m, 20);
-  is_int(S.ends, 1, "client closed during the open: ended");
-  is_int(F.open_cancels, 1, "the open was cancelled");
-  is_int(S.open_done, 0, "no answer after the cancel");
+  client_leaves(m, c, &FC.cancels, &S.open_done,
+                "client closed during the open: ended",
+                "the open was cancelled", "no answer after the cancel");
 
   /* Not read (PH_READ not asked): the hangup probe notices. */
   reset_seen();
@@ -511,7 +447,7 @@ static void test_open_cancel(ph_mock *m) {
   is_int(S.hangups, 0, "probe: not before its period");
   ph_mock_run_for(m, HANGUP_PROBE_MS + 100);
   is_int(S.hangups, 1, "probe: the hangup is seen");
-  is_int(F.open_cancels, 1, "probe: the open was cancelled");
+  is_int(FC.cancels, 1, "probe: the open was cancelled");
   is_int(S.frees, 1, "probe: freed");
 
   /* The metrics of an answered open are the skeleton's. */
@@ -605,7 +541,7 @@ static void test_validation(ph_mock *m) {
   is_int(frontend_session_open_validated(&c->fs, "ok.fake", 80, "alice",
                                          "alice", 5, "pw", 2),
          PH_OK, "no validation provider: the open starts");
-  is_int(F.opens, 1, "... at once");
+  is_int(FC.opens, 1, "... at once");
   is_int(V.calls, 0, "... and nothing is validated");
   t_close(c);
 
@@ -622,12 +558,12 @@ static void test_validation(ph_mock *m) {
          V.port == 443 && V.agent_null,
      "the credentials, the target and no agent reach the provider");
   ok(frontend_session_opening(&c->fs), "the validation counts as opening");
-  is_int(F.opens, 0, "no open before the verdict");
+  is_int(FC.opens, 0, "no open before the verdict");
   frontend_session_enter(&c->fs);
   validation_answer_now(PH_VALIDATION_DENY);
   frontend_session_leave(&c->fs);
   is_int(S.last_code, PH_OPEN_FORBIDDEN, "a deny is open_done FORBIDDEN");
-  is_int(F.opens, 0, "... and nothing was opened");
+  is_int(FC.opens, 0, "... and nothing was opened");
   like(ph_mock_metrics_text(m),
        "tunnelmesh_stream_open_total{component=\"client\",result=\"rejected\","
        "error_class=\"forbidden\",open_mode=\"strict\"} 1",
@@ -650,10 +586,10 @@ static void test_validation(ph_mock *m) {
   frontend_session_open_validated(&c->fs, "ok.fake", 443, "alice", "alice",
                                   5, "pw", 2);
   validation_answer_now(PH_VALIDATION_ALLOW);
-  is_int(F.opens, 1, "an allow starts the open");
+  is_int(FC.opens, 1, "an allow starts the open");
   ok(frontend_session_opening(&c->fs), "... which is in flight");
   t_close(c);
-  is_int(F.open_cancels, 1, "closing cancels that open");
+  is_int(FC.cancels, 1, "closing cancels that open");
 
   /* BYPASS: the open at once; a refusal: forbidden at once. */
   reset_seen();
@@ -661,7 +597,7 @@ static void test_validation(ph_mock *m) {
   c = new_conn();
   frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1, "p",
                                   1);
-  is_int(F.opens, 1, "BYPASS: opened at once");
+  is_int(FC.opens, 1, "BYPASS: opened at once");
   t_close(c);
   reset_seen();
   vreset(PH_EFULL);
@@ -671,7 +607,7 @@ static void test_validation(ph_mock *m) {
                                          "p", 1),
          PH_OK, "a refused validation: PH_OK ...");
   is_int(S.last_code, PH_OPEN_FORBIDDEN, "... answered FORBIDDEN inside");
-  is_int(F.opens, 0, "... nothing opened");
+  is_int(FC.opens, 0, "... nothing opened");
   frontend_session_leave(&c->fs);
 
   /* The client leaves during the validation: it is cancelled. */
@@ -680,13 +616,9 @@ static void test_validation(ph_mock *m) {
   c = new_conn();
   frontend_session_open_validated(&c->fs, "ok.fake", 80, NULL, "u", 1, "p",
                                   1);
-  frontend_session_watch(&c->fs, PH_READ);
-  close(c->peer);
-  c->peer = -1;
-  ph_mock_run_for(m, 20);
-  is_int(S.ends, 1, "client closed during the validation: ended");
-  is_int(V.cancels, 1, "the validation was cancelled");
-  is_int(S.open_done, 0, "no answer after the cancel");
+  client_leaves(m, c, &V.cancels, &S.open_done,
+                "client closed during the validation: ended",
+                "the validation was cancelled", "no answer after the cancel");
   srv.validation = NULL;
 }
 
@@ -695,11 +627,9 @@ static void test_inside_answers(ph_mock *m) {
   /* A check answered inside check_password that closes the session:
    * nothing is freed before the caller's entry leaves, and no stale id. */
   reset_seen();
-  F.auth_mode = ANSWER_INSIDE;
-  F.verdict = PH_AUTH_DENY;
   tconn *c = new_conn();
   frontend_session_enter(&c->fs);
-  is_int(frontend_session_auth(&c->fs, "u", 1, "p", 1), PH_OK,
+  is_int(frontend_session_auth(&c->fs, "inside", 6, "p", 1), PH_OK,
          "inside: the check is accepted");
   ok(frontend_session_dead(&c->fs), "inside: closed by auth_done");
   c->marker = 1; /* the owner is still memory (ASan) */
@@ -707,7 +637,7 @@ static void test_inside_answers(ph_mock *m) {
   is_int((int)c->fs.auth_id, 0, "inside: no stale check id");
   frontend_session_leave(&c->fs);
   is_int(S.frees, 1, "inside: freed by the outermost leave");
-  is_int(F.auth_cancels, 0, "inside: nothing to cancel");
+  is_int(FA.cancels, 0, "inside: nothing to cancel");
 
   /* An open answered inside open() with a socket: no stale id either,
    * and closing later cancels nothing. */
@@ -721,9 +651,9 @@ static void test_inside_answers(ph_mock *m) {
   ok(!frontend_session_opening(&c->fs), "inside: no stale open id");
   frontend_session_leave(&c->fs);
   t_close(c);
-  is_int(F.open_cancels, 0, "inside: nothing to cancel");
+  is_int(FC.cancels, 0, "inside: nothing to cancel");
   is_int(S.frees, 1, "inside: freed");
-  close(F.target_peer);
+  close_target();
 
   /* A refused request: no callback, an error. */
   reset_seen();
@@ -770,9 +700,9 @@ static void test_reentrancy(ph_mock *m) {
   (void)send(c->peer, "ping", 4, 0);
   ph_mock_run_for(m, 20);
   char b[8] = {0};
-  is_int(recv(F.target_peer, b, sizeof(b), 0), 4, "relay: bytes go up");
+  is_int(recv(target_peer(), b, sizeof(b), 0), 4, "relay: bytes go up");
   shutdown(c->peer, SHUT_WR);
-  shutdown(F.target_peer, SHUT_WR);
+  shutdown(target_peer(), SHUT_WR);
   ph_mock_run_for(m, 30);
   is_int(S.relay_done, 1, "relay: done once");
   is_int(S.ends, 1, "relay: one end");
@@ -781,7 +711,7 @@ static void test_reentrancy(ph_mock *m) {
        "proxyhost_stream_bytes_total{component=\"client\",direction=\"up\","
        "protocol=\"tcp\"} 4",
        "relay: bytes counted by the skeleton");
-  close(F.target_peer);
+  close_target();
 }
 
 static void test_once(ph_mock *m) {
@@ -803,14 +733,12 @@ static void test_once(ph_mock *m) {
 static void answer_auth_cb(ph_timer *t, void *arg) {
   (void)arg;
   api->timer_free(t);
-  if (F.auth_id)
-    auth_answer_now();
+  auth_answer_now(); /* nothing when it is not pending */
 }
 static void answer_open_cb(ph_timer *t, void *arg) {
   (void)arg;
   api->timer_free(t);
-  if (F.open_id)
-    open_answer_now();
+  open_answer_now(); /* nothing when it is not pending */
 }
 static void drain_answers_arm(void) {
   ph_timer *a = api->timer_new(hctx, answer_auth_cb, NULL);
@@ -836,7 +764,8 @@ static void test_drain(ph_mock *m) {
   frontend_session_enter(&re->fs);
   open_answer_now();
   frontend_session_leave(&re->fs);
-  int relay_peer = F.target_peer;
+  int relay_peer = target_peer();
+  F.target_peer = -1; /* closed below */
   tconn *op = new_conn();
   op->phase = P_OPEN;
   frontend_session_open(&op->fs, "ok.fake", 80, NULL);
@@ -860,14 +789,13 @@ static void test_drain(ph_mock *m) {
   is_int(S.ends, 4, "drain: four ends");
   is_int(S.frees, 4, "drain: four frees");
   is_int(srv.n_sessions, 0, "drain: none left");
-  is_int(F.auth_cancels + F.open_cancels, 0,
+  is_int(FA.cancels + FC.cancels, 0,
          "drain: the check and the open finished");
   is_int(S.auth_done, 1, "drain: the check answered");
   is_int(S.open_done, 2, "drain: the open answered");
   ok(srv.listener == NULL, "drain: the listener is closed");
   close(relay_peer);
-  if (F.target_peer >= 0 && F.target_peer != relay_peer)
-    close(F.target_peer);
+  close_target();
 }
 
 /* A header lookup over fixed fields, as http_proxy's is over its head. */
@@ -880,7 +808,7 @@ static const char *hdr_get(void *arg, const char *name, size_t *len) {
 }
 static const ph_open_headers test_headers = {hdr_get, NULL};
 
-/* A session relaying a lease's target (F.target_peer). */
+/* A session relaying a lease's target (target_peer()). */
 static tconn *lease_relay(ph_mock *m, int64_t idle_ms) {
   reset_seen();
   F.give_lease = 1;
@@ -906,100 +834,99 @@ static void test_lease(ph_mock *m) {
   tconn *c = new_conn();
   c->fs.headers = &test_headers;
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok(F.last_ext_lease && (F.last_flags & PH_OPEN_F_STREAM),
+  ok((FC.last.lease_asked & PH_OPEN_ASKED_EXT) && (FC.last.flags & PH_OPEN_F_STREAM),
      "lease: every open asks for a lease in its chain (and takes streams)");
-  ok(F.last_flags & PH_OPEN_F_LEASE,
+  ok(FC.last.flags & PH_OPEN_F_LEASE,
      "lease: ... and says PH_OPEN_F_LEASE for a connector built against "
      "SDK 1.6 or older");
-  is_str(F.last_listener, "fs_host",
+  is_str(FC.last.listener, "fs_host",
          "lease: the listener is the instance's name (module_name)");
-  is_str(F.last_header, "abc",
+  is_str(FC.last.session, "[abc]",
          "lease: the connector reads the session's headers in open()");
   t_close(c);
   c = new_conn();
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok(F.header_calls == 1 && strcmp(F.last_header, "(none)") == 0,
+  ok(FC.last.header_calls == 0 && strcmp(FC.last.session, "(none)") == 0,
      "lease: a session without headers offers none");
   t_close(c);
 
   /* A clean relay: first_byte once (at the first byte down), CLOSED. */
   c = lease_relay(m, 0);
-  ok(S.last_lease == &L.base && frontend_session_relaying(&c->fs),
+  ok(S.last_lease && S.last_lease == lease_given() && frontend_session_relaying(&c->fs),
      "lease: open_done gets the success's lease; the relay takes it");
   (void)send(c->peer, "up", 2, 0);
   ph_mock_run_for(m, 20);
-  is_int(L.first_bytes, 0, "lease: no first_byte before a byte came down");
-  (void)send(F.target_peer, "down", 4, 0);
+  is_int(lease_now()->first, 0, "lease: no first_byte before a byte came down");
+  (void)send(target_peer(), "down", 4, 0);
   ph_mock_run_for(m, 20);
-  (void)send(F.target_peer, "more", 4, 0);
+  (void)send(target_peer(), "more", 4, 0);
   ph_mock_run_for(m, 20);
-  is_int(L.first_bytes, 1, "lease: first_byte once, at the first byte down");
-  is_int(L.ends, 0, "lease: not ended while relaying");
+  is_int(lease_now()->first + FC.lease.broken, 1, "lease: first_byte once, at the first byte down");
+  is_int(lease_now()->ended, 0, "lease: not ended while relaying");
   shutdown(c->peer, SHUT_WR);
-  shutdown(F.target_peer, SHUT_WR);
+  shutdown(target_peer(), SHUT_WR);
   wait_until(loop, relay_over(NULL), 1000);
-  ok(L.ends == 1 && L.how == PH_LEASE_END_CLOSED && S.relay_done == 1,
+  ok(lease_ended_once() && lease_now()->how == PH_LEASE_END_CLOSED && S.relay_done == 1,
      "lease: EOF both ways ends it once, CLOSED");
-  close(F.target_peer);
+  close_target();
 
   /* The target's end fails: TARGET_ERROR. */
   c = lease_relay(m, 0);
-  close(F.target_peer); /* EOF down, then EPIPE writing up */
+  close_target(); /* EOF down, then EPIPE writing up */
   ph_mock_run_for(m, 10);
   (void)send(c->peer, "x", 1, 0);
   wait_until(loop, relay_over(NULL), 1000);
-  ok(L.ends == 1 && L.how == PH_LEASE_END_TARGET_ERROR,
+  ok(lease_ended_once() && lease_now()->how == PH_LEASE_END_TARGET_ERROR,
      "lease: a write to a gone target ends it TARGET_ERROR");
-  is_int(L.first_bytes, 0, "lease: no first_byte when nothing came down");
+  is_int(lease_now()->first, 0, "lease: no first_byte when nothing came down");
 
   /* The client's end fails: CLIENT_ERROR. */
   c = lease_relay(m, 0);
   close(c->peer); /* EOF up, then EPIPE writing down */
   c->peer = -1;
   ph_mock_run_for(m, 10);
-  (void)send(F.target_peer, "y", 1, 0);
+  (void)send(target_peer(), "y", 1, 0);
   wait_until(loop, relay_over(NULL), 1000);
-  ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
+  ok(lease_ended_once() && lease_now()->how == PH_LEASE_END_CLIENT_ERROR,
      "lease: a write to a gone client ends it CLIENT_ERROR");
-  close(F.target_peer);
+  close_target();
 
   /* The idle timeout: TIMEOUT. */
   c = lease_relay(m, 40);
   wait_until(loop, relay_over(NULL), 2000);
-  ok(L.ends == 1 && L.how == PH_LEASE_END_TIMEOUT,
+  ok(lease_ended_once() && lease_now()->how == PH_LEASE_END_TIMEOUT,
      "lease: the relay's idle timeout ends it TIMEOUT");
-  close(F.target_peer);
+  close_target();
 
   /* Closed while relaying (a stop, a destroy): CLIENT_ERROR, once. */
   c = lease_relay(m, 0);
-  (void)send(F.target_peer, "z", 1, 0);
+  (void)send(target_peer(), "z", 1, 0);
   ph_mock_run_for(m, 20);
   t_close(c);
-  ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR && L.first_bytes == 1,
+  ok(lease_ended_once() && lease_now()->how == PH_LEASE_END_CLIENT_ERROR && lease_now()->first == 1,
      "lease: the session closed while relaying ends it CLIENT_ERROR");
   ph_mock_run_for(m, 20);
-  ok(L.ends == 1 && L.first_after_end == 0, "lease: and never again");
-  close(F.target_peer);
+  ok(lease_ended_once() && FC.lease.broken == 0, "lease: and never again");
+  close_target();
 
   /* The connector cuts the stream (on_cut; the pool's drain, issue 22
    * item 14): the session closes, the client and the target see their
    * connections closed, the lease ends once, CLIENT_ERROR. */
   c = lease_relay(m, 0);
-  ok(L.cut != NULL && L.cut_arg != NULL,
+  ok(lease_now()->cut != NULL && lease_now()->cut_arg != NULL,
      "lease: the skeleton gives every lease a cut (on_cut)");
-  (void)send(F.target_peer, "w", 1, 0);
+  (void)send(target_peer(), "w", 1, 0);
   ph_mock_run_for(m, 20);
-  if (L.cut) /* from outside any entry, as a connector's timer */
-    L.cut(L.cut_arg);
-  ok(L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
+  fake_lease_cut(lease_now()); /* from outside any entry, as a timer */
+  ok(lease_ended_once() && lease_now()->how == PH_LEASE_END_CLIENT_ERROR,
      "lease: a cut ends it once, CLIENT_ERROR (nothing against the target)");
   ok(S.ends_logged == 1 && S.frees == 1,
      "lease: ... by closing the session (its end line, then freed)");
   char eb[8];
   ph_mock_run_for(m, 5);
-  is_int((int)recv(F.target_peer, eb, sizeof eb, MSG_DONTWAIT), 0,
+  is_int((int)recv(target_peer(), eb, sizeof eb, MSG_DONTWAIT), 0,
          "lease: ... the target's connection closed");
-  close(F.target_peer);
+  close_target();
 
   /* A success without a socket (a connector's bug): ended at once. */
   reset_seen();
@@ -1011,7 +938,7 @@ static void test_lease(ph_mock *m) {
   open_answer_now();
   frontend_session_leave(&c->fs);
   ok(S.last_code == PH_OPEN_INTERNAL_ERROR && S.last_lease == NULL &&
-         L.ends == 1 && L.how == PH_LEASE_END_CLIENT_ERROR,
+         lease_ended_once() && lease_now()->how == PH_LEASE_END_CLIENT_ERROR,
      "lease: a success without a socket or stream ends its lease at once");
 
   /* A failure's lease (none should be there) is the connector's. */
@@ -1023,7 +950,7 @@ static void test_lease(ph_mock *m) {
   frontend_session_enter(&c->fs);
   open_answer_now();
   frontend_session_leave(&c->fs);
-  ok(S.last_lease == NULL && L.ends == 0,
+  ok(S.last_lease == NULL && !lease_now()->ended,
      "lease: a failure's lease is neither passed on nor ended");
 }
 
@@ -1043,8 +970,7 @@ static void forward_open(uint32_t fwd_size, uintptr_t rflags, int code) {
   frontend_session_leave(&c->fs);
   if (code == PH_OPEN_OK) /* a failure closed (and freed) it already */
     t_close(c);
-  if (F.target_peer >= 0)
-    close(F.target_peer);
+  close_target();
 }
 
 static int auth_is(const char *want) {
@@ -1057,11 +983,11 @@ static void test_forward_flags(void) {
    * fields. */
   forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
                PH_OPEN_OK);
-  ok(F.last_ext_fwd && F.last_ext_lease && (F.last_flags & PH_OPEN_F_STREAM),
+  ok((FC.last.fwd_asked & PH_OPEN_ASKED_EXT) && (FC.last.lease_asked & PH_OPEN_ASKED_EXT) && (FC.last.flags & PH_OPEN_F_STREAM),
      "forward: open_forward asks for forwarding in the chain, beside the "
      "lease");
-  ok((F.last_flags & PH_OPEN_F_HTTP_FORWARD) &&
-         (F.last_flags & PH_OPEN_F_LEASE),
+  ok((FC.last.flags & PH_OPEN_F_HTTP_FORWARD) &&
+         (FC.last.flags & PH_OPEN_F_LEASE),
      "forward: ... and with the old flags, for an older connector");
   ok(S.last_code == PH_OPEN_OK && S.last_http_proxy && auth_is("Basic dTpw"),
      "forward: open_done sees an older connector's PH_OPEN_R_HTTP_PROXY and "
@@ -1081,7 +1007,7 @@ static void test_forward_flags(void) {
   reset_seen();
   tconn *c = new_conn();
   frontend_session_open(&c->fs, "ok.fake", 80, NULL);
-  ok(!(F.last_flags & PH_OPEN_F_HTTP_FORWARD) && !F.last_ext_fwd,
+  ok(!(FC.last.flags & PH_OPEN_F_HTTP_FORWARD) && !(FC.last.fwd_asked & PH_OPEN_ASKED_EXT),
      "forward: a session that sets no open_forward asks nothing more");
   t_close(c);
 
@@ -1091,7 +1017,7 @@ static void test_forward_flags(void) {
   forward_open(sizeof(ph_open_http_forward), PH_OPEN_R_HTTP_PROXY,
                PH_OPEN_OK);
   X.v16 = 0;
-  ok(S.last_lease == &L.base && L.ends == 1 && S.last_http_proxy &&
+  ok(S.last_lease && S.last_lease == lease_given() && lease_ended_once() && S.last_http_proxy &&
          auth_is("Basic dTpw"),
      "forward: a 1.6 connector's shorter result: its lease, flag and "
      "http_forward");
@@ -1102,13 +1028,13 @@ static void test_forward_flags(void) {
   X.junk = 1;
   forward_open(0, 0, PH_OPEN_OK);
   X.fwd = 0;
-  ok(S.last_code == PH_OPEN_OK && S.last_lease == &L.base && L.ends == 1 &&
+  ok(S.last_code == PH_OPEN_OK && S.last_lease && S.last_lease == lease_given() && lease_ended_once() &&
          !S.last_http_proxy,
      "ext: the lease from the result's chain reaches open_done (an unknown "
      "extension skipped)");
   X.fwd = sizeof(ph_open_http_forward_res);
   forward_open(0, 0, PH_OPEN_OK);
-  ok(S.last_lease == &L.base && S.last_http_proxy && auth_is("Basic dTpx"),
+  ok(S.last_lease && S.last_lease == lease_given() && S.last_http_proxy && auth_is("Basic dTpx"),
      "ext: the forwarding extension: HTTP proxy and its value");
   X.fwd = offsetof(ph_open_http_forward_res, proxy_authorization);
   forward_open(0, 0, PH_OPEN_OK);
@@ -1116,7 +1042,7 @@ static void test_forward_flags(void) {
      "ext: an extension shorter than its struct is absent");
   X.fwd = sizeof(ph_open_http_forward_res);
   forward_open(0, 0, PH_OPEN_CONNECTION_REFUSED);
-  ok(!S.last_http_proxy && S.last_lease == NULL && L.ends == 0,
+  ok(!S.last_http_proxy && S.last_lease == NULL && !lease_now()->ended,
      "ext: a failure's extensions are never taken");
   X.lease = X.junk = 0;
   X.fwd = 0;
@@ -1135,7 +1061,7 @@ static void test_destroy(void) {
   is_int(S.ends, 2, "destroy: both ended");
   is_int(S.ends_logged, 1, "destroy: the one left ends quietly");
   is_int(S.frees, 2, "destroy: both freed");
-  is_int(F.open_cancels, 1, "destroy: the open was cancelled");
+  is_int(FC.cancels, 1, "destroy: the open was cancelled");
 }
 
 /* stream_metrics_init(..., SM_CLIENT, SM_FRONTEND) declares only what a

@@ -51,6 +51,7 @@
 #include "fake_authorizer.h"
 #include "fake_connector.h"
 #include "file_test.h"
+#include "frontend_script.h"
 #include "listener_test.h"
 #include "mock_test.h"
 #include "sock_test.h"
@@ -124,14 +125,13 @@ static int dial(uint16_t port) { return sock_test_dial(port, 1); }
 
 static int fc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memset(&fc, 0, sizeof(fc));
-  fake_connector_init(&FC, a, ctx, connector_rows);
+  *state = &FC;
+  if (fake_connector_serve(&FC, a, ctx, connector_rows) < 0 ||
+      listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
+    return PH_EINVAL;
   FC.prepare = fc_prepare;
   FC.decorate = fc_decorate;
-  *state = &FC;
-  if (listener_test_watch(ctx, a, &fc.proxy_port) != PH_OK)
-    return PH_EINVAL;
-  return a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
-                             PH_CONNECTOR_MINOR, &fake_connector_vt, &FC);
+  return PH_OK;
 }
 
 static void fc_destroy(void *state) { fake_connector_free(state); }
@@ -158,11 +158,10 @@ static const fa_row authorizer_rows[] = {
 static fake_authorizer FA;
 
 static int fa_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  fake_authorizer_init(&FA, a, ctx, authorizer_rows);
-  FA.max_pending = 1;
   *state = &FA;
-  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, PH_AUTHORIZER_MAJOR,
-                             PH_AUTHORIZER_MINOR, &fake_authorizer_vt, &FA);
+  int rc = fake_authorizer_serve(&FA, a, ctx, authorizer_rows);
+  FA.max_pending = 1;
+  return rc < 0 ? PH_EINVAL : PH_OK;
 }
 
 static void fa_destroy(void *state) { fake_authorizer_free(state); }
@@ -173,39 +172,13 @@ MOCK_TEST_MODULE(fa_mod, "fake_authorizer", "1.0",
 
 /* ---- sockets on the test's side ------------------------------------------------ */
 
-typedef struct rbuf {
-  char data[65536];
-  size_t len;
-  int eof;
-} rbuf;
-
-/* Whether data holds one complete message: a head and the body its
- * Content-Length or chunked framing says (or, with neither, a request or
- * a bodiless status is complete at the head; other responses at EOF). */
-static int complete(const rbuf *b, int response) {
-  const char *end = memmem(b->data, b->len, "\r\n\r\n", 4);
-  if (!end)
-    return b->eof;
-  size_t head = (size_t)(end - b->data) + 4;
-  char h[8192];
-  size_t hl = head < sizeof(h) - 1 ? head : sizeof(h) - 1;
-  memcpy(h, b->data, hl);
-  h[hl] = '\0';
-  const char *cl = strcasestr(h, "\r\ncontent-length:");
-  if (response && (strstr(h, " 204 ") || strstr(h, " 304 ") ||
-                   strstr(h, " 200 Connection established")))
-    return 1;
-  if (cl)
-    return b->len >= head + strtoul(cl + 17, NULL, 10) || b->eof;
-  if (strcasestr(h, "\r\ntransfer-encoding: chunked"))
-    return memmem(b->data + head, b->len - head, "0\r\n\r\n", 5) != NULL ||
-           b->eof;
-  return !response || b->eof;
-}
+/* What a socket delivered: frontend_script.h's buffer, whose
+ * fs_http_whole says when it holds one whole HTTP message. */
+typedef fs_rx rbuf;
 
 /* Runs the loop until fd delivered a whole message (or EOF), at most ms. */
 static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
-  b->len = 0;
+  b->len = b->pos = 0;
   b->eof = 0;
   for (int waited = 0; waited < ms; waited += 5) {
     ph_mock_run_for(m, 5);
@@ -220,7 +193,7 @@ static void wait_message(ph_mock *m, int fd, rbuf *b, int response, int ms) {
       break;
     }
     b->data[b->len] = '\0';
-    if (b->len > 0 && complete(b, response))
+    if (b->len > 0 && fs_http_whole(b, response))
       return;
     if (b->eof)
       return;
@@ -295,6 +268,234 @@ static ph_mock *start_proxy(const char *extra, int with_authorizer,
 static int proxy_conn(void) { return dial((uint16_t)fc.proxy_port); }
 
 
+/* A proxy started with extra and a target listening for it (*lfd,
+ * *tport); NULL (not ok name) when it does not start. */
+static ph_mock *proxy_case(const char *extra, int with_authorizer,
+                           const char *name, int *lfd, uint16_t *tport) {
+  ph_mock *m = start_proxy(extra, with_authorizer, 0);
+  ok(m != NULL, name);
+  *lfd = m ? target_listen(tport) : -1;
+  return m;
+}
+
+/* Closes the target listener lfd, stops m (a TAP line, name: within
+ * the drain deadline), frees it; what it logged (the caller frees it). */
+static char *stop_and_log(ph_mock *m, int lfd, const char *name) {
+  close(lfd);
+  is_int(ph_mock_stop(m), 0, name);
+  ph_mock_free(m);
+  return file_test_slurp(logpath);
+}
+
+/* The driver's state for the next run against m (large: one, not on the
+ * stack): the client dials the proxy, the connector dials lfd. */
+static fs_ctx *script(ph_mock *m, int lfd, uint16_t tport) {
+  static fs_ctx s;
+  s.m = m;
+  s.port = (uint16_t)fc.proxy_port;
+  s.fc = &FC;
+  s.target_l = lfd;
+  s.target_port = tport;
+  return &s;
+}
+
+/* What a kept client connection and its upstream carry, in order. */
+static const fs_row keepalive_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/a?b=1 HTTP/1.1\r\nHost: wrong\r\n"
+                "Proxy-Connection: keep-alive\r\nConnection: X-Trace\r\n"
+                "X-Trace: 1\r\nUser-Agent: unit\r\n\r\n"),
+    FS_ACCEPT("the connector's connection reached the target"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:$TPORT\r\n",
+                "the origin gets origin-form with the target's Host first"),
+    FS_T_LACKS("wrong", "the client's Host is dropped"),
+    FS_T_LACKS("Proxy-Connection", "Proxy-Connection removed"),
+    FS_T_LACKS("X-Trace", "a Connection-listed header removed"),
+    FS_T_HAS("User-Agent: unit\r\n", "end-to-end headers kept"),
+    FS_LAST_HOST("127.0.0.1", "the connector got the target host"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                  "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 OK\r\n", "client gets 200"),
+    FS_HAS("\r\n\r\nhello", "and the body"),
+    FS_LACKS("Keep-Alive", "hop-by-hop response header removed"),
+    FS_LACKS("Connection: close", "the connection stays open"),
+
+    /* Same client connection, same origin: no new open. */
+    FS_SEND_STR("POST http://127.0.0.1:$TPORT/up HTTP/1.1\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n"
+                "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n"),
+    FS_T_MSG(),
+    FS_OPENS(1, "keep-alive: the upstream connection is reused"),
+    FS_T_HAS("Transfer-Encoding: chunked\r\n", "a chunked request stays chunked"),
+    FS_T_HAS("\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
+             "and its body arrives framed again by the proxy (one chunk)"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabc\r\n0\r\n\r\n"),
+    FS_MSG(),
+    FS_HAS("Transfer-Encoding: chunked\r\n", "chunked response head"),
+    FS_HAS("\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "chunked response body, framed again"),
+
+    /* Pipelined requests are answered in order, one at a time. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/p1 HTTP/1.1\r\n\r\n"
+                "GET http://127.0.0.1:$TPORT/p2 HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /p1 ", "pipelined: the first request alone goes upstream"),
+    FS_T_LACKS("/p2", "(and not the second yet)"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np1"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /p2 ", "then the second"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np2"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\np1", "first answer"),
+    FS_UNTIL("p2", "second answer"),
+    FS_OPENS(1, "on the same upstream connection"),
+
+    /* The origin closes a kept connection: the next request still works,
+     * on a new one. */
+    FS_T_CLOSE(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/again HTTP/1.1\r\n\r\n"),
+    FS_ACCEPT("a closed kept upstream is replaced"),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\nagain", "and answers"),
+    FS_OPENS(2, "through a second open"),
+
+    /* The origin drops a kept connection after reading a request, without
+     * answering (its idle timer raced ours): a request without a body is
+     * sent again, once, on a new connection. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/retry HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /retry ", "the kept upstream got it"),
+    FS_T_CLOSE(),
+    FS_ACCEPT("dropped unanswered: a new connection"),
+    FS_T_MSG(),
+    FS_T_STARTS("GET /retry ", "carries the same request"),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\nretry", "and the client gets the answer"),
+    FS_OPENS(3, "after one more open"),
+
+    /* A response framed by close reaches an HTTP/1.1 client chunked: its
+     * connection stays open. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/eof HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\n\r\nuntil-close"),
+    FS_RUN(20),
+    FS_T_CLOSE(),
+    FS_MSG(),
+    FS_HAS("Transfer-Encoding: chunked\r\n",
+           "close-framed: chunked for an HTTP/1.1 client"),
+    FS_HAS("\r\n\r\nb\r\nuntil-close\r\n0\r\n\r\n",
+           "the body until the origin closed, then the last chunk"),
+    FS_OPEN("and the client connection stays open"),
+
+    /* HTTP/1.0 client without keep-alive: answered and closed. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/old HTTP/1.0\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_HAS("GET /old HTTP/1.1\r\n",
+             "HTTP/1.0 forwarded with the proxy's version (RFC 9110 6.2)"),
+    FS_T_SEND_STR("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+    FS_MSG(),
+    FS_HAS("Connection: close\r\n", "HTTP/1.0 client told close"),
+    FS_CLOSED("and the connection closes"),
+    FS_T_CLOSE(),
+
+    /* HEAD: a Content-Length but no body. */
+    FS_CONNECT(),
+    FS_SEND_STR("HEAD http://127.0.0.1:$TPORT/h HTTP/1.1\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"),
+    FS_RUN(30),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/after HTTP/1.1\r\n\r\n"),
+    FS_T_MSG(),
+    FS_T_HAS("GET /after", "after a HEAD response the next request flows"),
+    FS_T_SEND_STR("HTTP/1.1 204 No Content\r\n\r\n"),
+    FS_MSG(),
+    FS_HAS("HTTP/1.1 204", "and its response too"),
+    FS_T_CLOSE(),
+    FS_END};
+
+/* Upstream misbehaviour: 502 before any byte went to the client, a
+ * closed connection after; CONNECT; a client leaving during its open. */
+static const fs_row upstream_rows[] = {
+#define BAD_UPSTREAM(answer, n)                                                \
+  FS_CONNECT(), FS_SEND_STR("GET http://127.0.0.1:$TPORT/bad HTTP/1.1\r\n\r\n"), \
+      FS_ACCEPT(NULL), FS_T_MSG(), FS_T_SEND_STR(answer), FS_MSG(),            \
+      FS_STARTS("HTTP/1.1 502 ", "bad upstream response " #n ": 502"),        \
+      FS_T_CLOSE()
+    BAD_UPSTREAM("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+                 "Connection: upgrade\r\n\r\n",
+                 1),
+    BAD_UPSTREAM("garbage\r\n\r\n", 2),
+    BAD_UPSTREAM("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+                 "Content-Length: 2\r\n\r\n",
+                 3),
+    BAD_UPSTREAM("HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n", 4),
+    BAD_UPSTREAM("HTTP/1.1 200 OK\rX: smuggled\r\n\r\n", 5),
+#undef BAD_UPSTREAM
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/cut HTTP/1.1\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "5\r\nhello\r\nzz\r\n"),
+    FS_CLOSED("a broken chunked body after the head: the client connection "
+              "closes"),
+
+    /* CONNECT: 200 only after the open, then a byte relay; bytes sent
+     * right after the head go first. */
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT 127.0.0.1:$TPORT HTTP/1.1\r\nHost: x\r\n\r\nEARLY"),
+    FS_ACCEPT(NULL),
+    FS_EXPECT_LIT("HTTP/1.1 200 Connection established\r\n\r\n",
+                  "CONNECT answered 200 once open"),
+    FS_T_EXPECT_LIT("EARLY", "pipelined bytes reached the target first"),
+    FS_T_SEND_STR("from-target"),
+    FS_EXPECT_LIT("from-target", "and the tunnel carries bytes back"),
+    FS_CLOSE(),
+    FS_T_CLOSED("closing the client ends the tunnel"),
+    FS_END};
+
+/* A client that goes away while its open is pending cancels it. */
+static const fs_row leave_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT hang.test:443 HTTP/1.1\r\n\r\n"),
+    FS_RUN(30),
+    FS_CLOSE(),
+    FS_RUN(30),
+    FS_CANCELS(1, "client gone: the open is cancelled"),
+    FS_END};
+
+/* Connector failures: a status, a fixed short body, Connection: close;
+ * for a GET and a CONNECT to host. */
+static void connector_failure(ph_mock *m, const char *host, const char *line) {
+  char get[128], conn[128], name[2][128], body[64];
+  snprintf(get, sizeof(get), "GET http://%s/ HTTP/1.1\r\n\r\n", host);
+  snprintf(conn, sizeof(conn), "CONNECT %s:443 HTTP/1.1\r\n\r\n", host);
+  snprintf(name[0], sizeof(name[0]), "GET %s -> %.12s", host, line + 9);
+  snprintf(name[1], sizeof(name[1]), "CONNECT %s -> %.12s", host, line + 9);
+  /* The body is the status line's text alone, with a LF. */
+  snprintf(body, sizeof(body), "%s", line + 9);
+  strcpy(strstr(body, "\r\n"), "\n");
+  for (int i = 0; i < 2; i++) {
+    const fs_row rows[] = {
+        FS_CONNECT(),
+        FS_SEND_STR(i ? conn : get),
+        FS_MSG(),
+        FS_STARTS(line, name[i]),
+        FS_HAS("Connection: close\r\n", "  with Connection: close"),
+        FS_BODY(body, "  and only the status in the body (no internal detail)"),
+        FS_END};
+    fs_run(script(m, -1, 0), rows);
+  }
+}
+
 static void test_forwarding(void) {
   ph_mock *m = start_proxy("header_timeout = 300ms\n", 0, 0);
   ok(m != NULL, "http_proxy starts with a connector");
@@ -303,266 +504,13 @@ static void test_forwarding(void) {
   ok(fc.proxy_port > 0, "the listener announced its address");
   uint16_t tport;
   int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[1024];
-
-  int c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/a?b=1 HTTP/1.1\r\nHost: wrong\r\n"
-           "Proxy-Connection: keep-alive\r\nConnection: X-Trace\r\n"
-           "X-Trace: 1\r\nUser-Agent: unit\r\n\r\n",
-           tport);
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "the connector's connection reached the target");
-  wait_message(m, s, t, 0, 1000);
-  char want[128];
-  snprintf(want, sizeof(want), "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n",
-           tport);
-  ok(strncmp(t->data, want, strlen(want)) == 0,
-     "the origin gets origin-form with the target's Host first");
-  unlike(t->data, "wrong", "the client's Host is dropped");
-  unlike(t->data, "Proxy-Connection", "Proxy-Connection removed");
-  unlike(t->data, "X-Trace", "a Connection-listed header removed");
-  like(t->data, "User-Agent: unit\r\n", "end-to-end headers kept");
-  is_str(FC.last.host, "127.0.0.1", "the connector got the target host");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-              "Keep-Alive: timeout=5\r\nConnection: keep-alive\r\n\r\nhello");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 OK\r\n", 17) == 0, "client gets 200");
-  like(b->data, "\r\n\r\nhello", "and the body");
-  unlike(b->data, "Keep-Alive", "hop-by-hop response header removed");
-  unlike(b->data, "Connection: close", "the connection stays open");
-
-  /* Same client connection, same origin: no new open. */
-  snprintf(req, sizeof(req),
-           "POST http://127.0.0.1:%u/up HTTP/1.1\r\n"
-           "Transfer-Encoding: chunked\r\n\r\n"
-           "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  is_int(FC.opens, 1, "keep-alive: the upstream connection is reused");
-  like(t->data, "Transfer-Encoding: chunked\r\n",
-       "a chunked request stays chunked");
-  like(t->data, "\r\n\r\n9\r\nwikipedia\r\n0\r\n\r\n",
-       "and its body arrives framed again by the proxy (one chunk)");
-  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "3\r\nabc\r\n0\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Transfer-Encoding: chunked\r\n", "chunked response head");
-  like(b->data, "\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
-       "chunked response body, framed again");
-
-  /* Pipelined requests are answered in order, one at a time. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/p1 HTTP/1.1\r\n\r\n"
-           "GET http://127.0.0.1:%u/p2 HTTP/1.1\r\n\r\n",
-           tport, tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /p1 ", 8) == 0 && !strstr(t->data, "/p2"),
-     "pipelined: the first request alone goes upstream");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np1");
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /p2 ", 8) == 0, "then the second");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\np2");
-  wait_message(m, c, b, 1, 1000);
-  ok(strstr(b->data, "\r\n\r\np1") != NULL, "first answer");
-  if (!strstr(b->data, "p2"))
-    wait_message(m, c, b, 1, 1000);
-  ok(strstr(b->data, "p2") != NULL, "second answer");
-  is_int(FC.opens, 1, "on the same upstream connection");
-
-  /* The origin closes a kept connection: the next request still works,
-   * on a new one. */
-  close(s);
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/again HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "a closed kept upstream is replaced");
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "\r\n\r\nagain", "and answers");
-  is_int(FC.opens, 2, "through a second open");
-
-  /* The origin drops a kept connection after reading a request, without
-   * answering (its idle timer raced ours): a request without a body is
-   * sent again, once, on a new connection. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/retry HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /retry ", 11) == 0, "the kept upstream got it");
-  close(s);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "dropped unanswered: a new connection");
-  wait_message(m, s, t, 0, 1000);
-  ok(strncmp(t->data, "GET /retry ", 11) == 0, "carries the same request");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nretry");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "\r\n\r\nretry", "and the client gets the answer");
-  is_int(FC.opens, 3, "after one more open");
-
-  /* A response framed by close reaches an HTTP/1.1 client chunked: its
-   * connection stays open. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/eof HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\n\r\nuntil-close");
-  ph_mock_run_for(m, 20);
-  close(s);
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Transfer-Encoding: chunked\r\n",
-       "close-framed: chunked for an HTTP/1.1 client");
-  like(b->data, "\r\n\r\nb\r\nuntil-close\r\n0\r\n\r\n",
-       "the body until the origin closed, then the last chunk");
-  ok(!b->eof, "and the client connection stays open");
-  close(c);
-
-  /* HTTP/1.0 client without keep-alive: answered and closed. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /old HTTP/1.1\r\n",
-     "HTTP/1.0 forwarded with the proxy's version (RFC 9110 6.2)");
-  send_str(s, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "Connection: close\r\n", "HTTP/1.0 client told close");
-  ok(closed_by_peer(m, c, 1000), "and the connection closes");
-  close(c);
-  close(s);
-
-  /* HEAD: a Content-Length but no body. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "HEAD http://127.0.0.1:%u/h HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
-  ph_mock_run_for(m, 30);
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/after HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /after", "after a HEAD response the next request flows");
-  send_str(s, "HTTP/1.1 204 No Content\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  like(b->data, "HTTP/1.1 204", "and its response too");
-  close(c);
-  close(s);
-
-  /* Upstream misbehaviour: 502 before any byte went to the client, a
-   * closed connection after. */
-  const char *bad_up[] = {
-      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
-      "Connection: upgrade\r\n\r\n",
-      "garbage\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
-      "HTTP/1.1 200 OK\rX: smuggled\r\n\r\n",
-  };
-  for (size_t i = 0; i < sizeof(bad_up) / sizeof(bad_up[0]); i++) {
-    c = proxy_conn();
-    snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/bad HTTP/1.1\r\n\r\n",
-             tport);
-    send_str(c, req);
-    s = target_accept(m, lfd, 1000);
-    wait_message(m, s, t, 0, 1000);
-    send_str(s, bad_up[i]);
-    wait_message(m, c, b, 1, 1000);
-    char name[80];
-    snprintf(name, sizeof(name), "bad upstream response %zu: 502", i + 1);
-    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
-    close(c);
-    close(s);
-  }
-  c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/cut HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\nzz\r\n");
-  wait_message(m, c, b, 1, 1000);
-  if (!b->eof)
-    wait_message(m, c, b, 1, 1000);
-  ok(b->eof, "a broken chunked body after the head: the client connection "
-             "closes");
-  close(c);
-  close(s);
-
-  /* CONNECT: 200 only after the open, then a byte relay; bytes sent
-   * right after the head go first. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: x\r\n\r\nEARLY", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, c, b, 1, 1000);
-  is_str(b->data, "HTTP/1.1 200 Connection established\r\n\r\n",
-         "CONNECT answered 200 once open");
-  wait_message(m, s, t, 1, 300);
-  is_str(t->data, "EARLY", "pipelined bytes reached the target first");
-  send_str(s, "from-target");
-  wait_message(m, c, b, 1, 300);
-  is_str(b->data, "from-target", "and the tunnel carries bytes back");
-  close(c);
-  ok(closed_by_peer(m, s, 1000), "closing the client ends the tunnel");
-  close(s);
-
-  /* Connector failures: a status, a fixed short body, Connection: close. */
-  struct {
-    const char *host;
-    const char *line;
-  } fail[] = {{"refused.test", "HTTP/1.1 502 Bad Gateway\r\n"},
-              {"deny.test", "HTTP/1.1 403 Forbidden\r\n"},
-              {"timeout.test", "HTTP/1.1 504 Gateway Timeout\r\n"},
-              {"full.test", "HTTP/1.1 503 Service Unavailable\r\n"}};
-  for (size_t i = 0; i < 4; i++) {
-    for (int connect_method = 0; connect_method <= 1; connect_method++) {
-      c = proxy_conn();
-      if (connect_method)
-        snprintf(req, sizeof(req), "CONNECT %s:443 HTTP/1.1\r\n\r\n",
-                 fail[i].host);
-      else
-        snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.1\r\n\r\n",
-                 fail[i].host);
-      send_str(c, req);
-      wait_message(m, c, b, 1, 1000);
-      char name[128];
-      snprintf(name, sizeof(name), "%s %s -> %.12s",
-               connect_method ? "CONNECT" : "GET", fail[i].host,
-               fail[i].line + 9);
-      ok(strncmp(b->data, fail[i].line, strlen(fail[i].line)) == 0, name);
-      like(b->data, "Connection: close\r\n", "  with Connection: close");
-      const char *body = strstr(b->data, "\r\n\r\n");
-      char wbody[64];
-      snprintf(wbody, sizeof(wbody), "%s", fail[i].line + 9);
-      strcpy(strstr(wbody, "\r\n"), "\n");
-      ok(body && strncmp(body + 4, wbody, strlen(wbody)) == 0 &&
-             strlen(body + 4) == strlen(wbody),
-         "  and only the status in the body (no internal detail)");
-      close(c);
-    }
-  }
-
-  /* A client that goes away while its open is pending cancels it. */
-  int cancels = FC.cancels;
-  c = proxy_conn();
-  send_str(c, "CONNECT hang.test:443 HTTP/1.1\r\n\r\n");
-  ph_mock_run_for(m, 30);
-  close(c);
-  ph_mock_run_for(m, 30);
-  is_int(FC.cancels, cancels + 1, "client gone: the open is cancelled");
+  fs_run(script(m, lfd, tport), keepalive_rows);
+  fs_run(script(m, lfd, tport), upstream_rows);
+  connector_failure(m, "refused.test", "HTTP/1.1 502 Bad Gateway\r\n");
+  connector_failure(m, "deny.test", "HTTP/1.1 403 Forbidden\r\n");
+  connector_failure(m, "timeout.test", "HTTP/1.1 504 Gateway Timeout\r\n");
+  connector_failure(m, "full.test", "HTTP/1.1 503 Service Unavailable\r\n");
+  fs_run(script(m, lfd, tport), leave_rows);
 
   const char *mt = ph_mock_metrics_text(m);
   like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
@@ -601,131 +549,182 @@ static void test_forwarding(void) {
   unlike(mt, "127.0.0.1", "no address in any label");
   unlike(mt, ".test", "no target host in any label");
 
-  close(lfd);
-  is_int(ph_mock_stop(m), 0, "stops within the drain deadline");
-  ph_mock_free(m);
-  char *log = file_test_slurp(logpath);
+  char *log = stop_and_log(m, lfd, "stops within the drain deadline");
   like(log, "module=http_proxy msg=access stream=", "access log lines");
   like(log, "method=GET status=2xx status_code=200 result=success",
        "with the method, the status and the result");
   like(log, "duration_us=", "with durations in microseconds");
   unlike(log, ".test", "no target at any level without log_target");
   free(log);
-  free(b);
-  free(t);
 }
 
+
 static void test_limits_module(void) {
-  ph_mock *m = start_proxy("header_timeout = 300ms\nmax_request_line = 1KiB\n"
-                           "max_header_bytes = 2KiB\nmax_headers = 10\n",
-                           0, 0);
-  ok(m != NULL, "starts with small limits");
+  int lfd;
+  uint16_t tport;
+  ph_mock *m = proxy_case("header_timeout = 300ms\nmax_request_line = 1KiB\n"
+                          "max_header_bytes = 2KiB\nmax_headers = 10\n",
+                          0, "starts with small limits", &lfd, &tport);
   if (!m)
     return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char *big = malloc(8192);
-
-  /* A good client, connected first, is served while bad ones are
-   * refused on their own connections. */
-  int good = proxy_conn();
-  char req[512];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ok HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(good, req);
-
-  int c = proxy_conn();
-  char *path = repeat('p', 1100);
-  snprintf(big, 8192, "GET http://a/%s HTTP/1.1\r\n\r\n", path);
+  static char long_line[2048], big_header[4096], many[1024];
+  char *path = repeat('p', 1100), *v = repeat('v', 2100);
+  snprintf(long_line, sizeof(long_line), "GET http://a/%s HTTP/1.1\r\n\r\n",
+           path);
+  snprintf(big_header, sizeof(big_header),
+           "GET http://a/ HTTP/1.1\r\nX: %s\r\n\r\n", v);
   free(path);
-  send_str(c, big);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 414 ", 13) == 0, "long request line: 414");
-  ok(closed_by_peer(m, c, 3000), "and that connection closes");
-  close(c);
-
-  c = proxy_conn();
-  char *v = repeat('v', 2100);
-  snprintf(big, 8192, "GET http://a/ HTTP/1.1\r\nX: %s\r\n\r\n", v);
   free(v);
-  send_str(c, big);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 431 ", 13) == 0, "big header section: 431");
-  close(c);
-
-  c = proxy_conn();
-  size_t n = (size_t)snprintf(big, 8192, "GET http://a/ HTTP/1.1\r\n");
+  size_t n = (size_t)snprintf(many, sizeof(many), "GET http://a/ HTTP/1.1\r\n");
   for (int i = 0; i < 11; i++)
-    n += (size_t)snprintf(big + n, 8192 - n, "X-%d: %d\r\n", i, i);
-  snprintf(big + n, 8192 - n, "\r\n");
-  send_str(c, big);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 431 ", 13) == 0, "too many headers: 431");
-  close(c);
+    n += (size_t)snprintf(many + n, sizeof(many) - n, "X-%d: %d\r\n", i, i);
+  snprintf(many + n, sizeof(many) - n, "\r\n");
+  const fs_row rows[] = {
+      /* A good client, connected first, is served while bad ones are
+       * refused on their own connections. */
+      FS_C2_CONNECT(),
+      FS_C2_SEND_STR("GET http://127.0.0.1:$TPORT/ok HTTP/1.1\r\n\r\n"),
+      FS_CONNECT(),
+      FS_SEND_STR(long_line),
+      FS_MSG(),
+      FS_STARTS("HTTP/1.1 414 ", "long request line: 414"),
+      FS_CLOSED_WITHIN(3000, "and that connection closes"),
+      FS_CONNECT(),
+      FS_SEND_STR(big_header),
+      FS_MSG(),
+      FS_STARTS("HTTP/1.1 431 ", "big header section: 431"),
+      FS_CONNECT(),
+      FS_SEND_STR(many),
+      FS_MSG(),
+      FS_STARTS("HTTP/1.1 431 ", "too many headers: 431"),
+      FS_CONNECT(),
+      FS_SEND_STR("\x16\x03\x01\x02"), /* a TLS hello's start */
+      FS_MSG(),
+      FS_STARTS("HTTP/1.1 400 ", "garbage: 400"),
+      FS_CONNECT(),
+      FS_SEND_STR("GET https://a/ HTTP/1.1\r\n\r\n"),
+      FS_MSG(),
+      FS_STARTS("HTTP/1.1 501 ", "https:// forwarding: 501"),
+      FS_ACCEPT(NULL),
+      FS_T_MSG(),
+      FS_T_HAS("GET /ok HTTP/1.1", "the good client's request went on"),
+      FS_T_SEND_STR("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+      FS_C2_MSG(),
+      FS_C2_STARTS("HTTP/1.1 200 ",
+                   "a good client is served while bad ones are refused"),
+      FS_C2_CLOSE(),
+      FS_T_CLOSE(),
 
-  c = proxy_conn();
-  send_str(c, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "garbage: 400");
-  close(c);
+      FS_CONNECT(),
+      FS_SEND_STR("GET http://a/ HTTP/1.1\r\nX-Slow: "),
+      FS_MSG_WITHIN(1500),
+      FS_STARTS("HTTP/1.1 408 ",
+                "a head not finished within header_timeout: 408"),
+      FS_CONNECT(),
+      FS_MSG_WITHIN(1500),
+      FS_STARTS("HTTP/1.1 408 ", "a client that sends nothing gets 408 as well"),
+      FS_CLOSED_WITHIN(3000, "and is closed"),
 
-  c = proxy_conn();
-  send_str(c, "GET https://a/ HTTP/1.1\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 501 ", 13) == 0, "https:// forwarding: 501");
-  close(c);
-
-  int s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /ok HTTP/1.1", "the good client's request went on");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-  wait_message(m, good, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0,
-     "a good client is served while bad ones are refused");
-  close(good);
-  close(s);
-
-  c = proxy_conn();
-  send_str(c, "GET http://a/ HTTP/1.1\r\nX-Slow: ");
-  wait_message(m, c, b, 1, 1500);
-  ok(strncmp(b->data, "HTTP/1.1 408 ", 13) == 0,
-     "a head not finished within header_timeout: 408");
-  close(c);
-
-  c = proxy_conn();
-  wait_message(m, c, b, 1, 1500);
-  ok(strncmp(b->data, "HTTP/1.1 408 ", 13) == 0,
-     "a client that sends nothing gets 408 as well");
-  ok(closed_by_peer(m, c, 3000), "and is closed");
-  close(c);
-
-  /* A slow client's head under the limit still works when complete. */
-  c = proxy_conn();
-  send_str(c, "GET http://127.0.0.1:");
-  ph_mock_run_for(m, 50);
-  snprintf(req, sizeof(req), "%u/slow HTTP/1.1\r\n\r\n", tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /slow HTTP/1.1", "a head in two reads is assembled");
-  close(c);
-  close(s);
-
-  const char *mt = ph_mock_metrics_text(m);
-  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
-           "status_class=\"4xx\"} 6",
-       "refused heads counted as 4xx");
-  like(mt, "proxyhost_http_proxy_requests_total{method_class=\"forward\","
-           "status_class=\"5xx\"} 1",
-       "and the https:// refusal (501) as 5xx");
+      /* A slow client's head under the limit still works when complete. */
+      FS_CONNECT(),
+      FS_SEND_STR("GET http://127.0.0.1:"),
+      FS_RUN(50),
+      FS_SEND_STR("$TPORT/slow HTTP/1.1\r\n\r\n"),
+      FS_ACCEPT(NULL),
+      FS_T_MSG(),
+      FS_T_HAS("GET /slow HTTP/1.1", "a head in two reads is assembled"),
+      FS_CLOSE(),
+      FS_T_CLOSE(),
+      FS_METRIC_IS("proxyhost_http_proxy_requests_total",
+                   "method_class=\"forward\",status_class=\"4xx\"", 6,
+                   "refused heads counted as 4xx"),
+      FS_METRIC_IS("proxyhost_http_proxy_requests_total",
+                   "method_class=\"forward\",status_class=\"5xx\"", 1,
+                   "and the https:// refusal (501) as 5xx"),
+      FS_END};
+  fs_run(script(m, lfd, tport), rows);
   close(lfd);
   is_int(ph_mock_stop(m), 0, "stops");
   ph_mock_free(m);
-  free(big);
-  free(b);
-  free(t);
 }
+
+static int reload_ok(fs_ctx *s) {
+  return ph_mock_reload(s->m, NULL, NULL, 0) == 0;
+}
+
+/* alice:secret */
+#define ALICE_IN                                                               \
+  "GET http://127.0.0.1:$TPORT/in HTTP/1.1\r\n"                                \
+  "Proxy-Authorization: Basic YWxpY2U6c2VjcmV0\r\n\r\n"
+#define OK2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+/* Basic credentials on one kept connection: none, wrong, right, again,
+ * after a reload. */
+static const fs_row auth_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/ HTTP/1.1\r\n\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 407 ", "no credentials: 407"),
+    FS_HAS("Proxy-Authenticate: Basic realm=\"proxyhost\"\r\n",
+           "with the Basic challenge"),
+    FS_HAS("Connection: keep-alive", "and the connection stays open"),
+    FS_OPENS(0, "nothing was opened"),
+
+    /* Wrong password on the same connection. */
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/ HTTP/1.1\r\n"
+                "Proxy-Authorization: Basic YWxpY2U6d3Jvbmc=\r\n\r\n"),
+    FS_MSG(), /* alice:wrong */
+    FS_STARTS("HTTP/1.1 407 ", "bad credentials: 407"),
+    FS_COUNTER_IS(&FA.checks, 1, "checked by the authorizer"),
+
+    FS_SEND_STR(ALICE_IN),
+    FS_ACCEPT("good credentials: the request goes on"),
+    FS_T_MSG(),
+    FS_T_LACKS("Proxy-Authorization", "credentials never forwarded"),
+    FS_LAST_PRINCIPAL("alice", "the connector gets the principal"),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "and succeeds"),
+
+    FS_SEND_STR(ALICE_IN),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "a second request"),
+    FS_COUNTER_IS(&FA.checks, 2, "reuses the verification on the same connection"),
+
+    /* Issue 7 D3: after a reload (the user may be gone) the same value on
+     * the same connection is checked again, and the kept upstream is not
+     * reused without asking the connector (the old one stays open). */
+    FS_CHECK(reload_ok, "reload"),
+    FS_SEND_STR(ALICE_IN),
+    FS_ACCEPT(NULL),
+    FS_COUNTER_IS(&FA.checks, 3,
+                  "after a reload a verified credential is checked again"),
+    FS_OPENS(2, "and the connector is asked again (a new upstream)"),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "allowed again"),
+    FS_END};
+
+/* Refusals that are not the client's credentials being wrong. */
+static const fs_row auth_refusal_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
+                "Proxy-Authorization: Basic ZG93bjp4\r\n\r\n"), /* down:x */
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 503 ", "authorizer unavailable: 503 (fail closed)"),
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
+                "Proxy-Authorization: Bearer abc\r\n\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 407 ", "not Basic: 407"),
+    FS_METRIC_IS("tunnelmesh_stream_stage_duration_seconds_count",
+                 "component=\"client\",stage=\"authorization\","
+                 "result=\"rejected\",scope=\"local\"",
+                 2, "authorization stage measured"),
+    FS_END};
 
 static void test_auth(void) {
   ph_mock *m = start_proxy("auth = password\n", 0, 1);
@@ -735,74 +734,15 @@ static void test_auth(void) {
        "\"authorizer\" service",
        "by the module's check, naming the key, before any init");
 
-  m = start_proxy("auth = password\n", 1, 0);
-  ok(m != NULL, "auth = password with an authorizer starts");
+  int lfd;
+  uint16_t tport;
+  m = proxy_case("auth = password\n", 1,
+                 "auth = password with an authorizer starts", &lfd, &tport);
   if (!m)
     return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[512];
-
-  int c = proxy_conn();
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n",
-           tport);
-  send_str(c, req);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "no credentials: 407");
-  like(b->data, "Proxy-Authenticate: Basic realm=\"proxyhost\"\r\n",
-       "with the Basic challenge");
-  like(b->data, "Connection: keep-alive", "and the connection stays open");
-  is_int(FC.opens, 0, "nothing was opened");
-
-  /* Wrong password on the same connection. */
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/ HTTP/1.1\r\n"
-           "Proxy-Authorization: Basic YWxpY2U6d3Jvbmc=\r\n\r\n",
-           tport); /* alice:wrong */
-  send_str(c, req);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "bad credentials: 407");
-  is_int(FA.checks, 1, "checked by the authorizer");
-
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/in HTTP/1.1\r\n"
-           "Proxy-Authorization: Basic YWxpY2U6c2VjcmV0\r\n\r\n",
-           tport); /* alice:secret */
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "good credentials: the request goes on");
-  wait_message(m, s, t, 0, 1000);
-  unlike(t->data, "Proxy-Authorization", "credentials never forwarded");
-  is_str(FC.last.principal, "alice", "the connector gets the principal");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and succeeds");
-
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "a second request");
-  is_int(FA.checks, 2, "reuses the verification on the same connection");
-
-  /* Issue 7 D3: after a reload (the user may be gone) the same value on
-   * the same connection is checked again, and the kept upstream is not
-   * reused without asking the connector. */
-  int opens = FC.opens;
-  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
-  send_str(c, req);
-  int s2 = target_accept(m, lfd, 1000);
-  is_int(FA.checks, 3, "after a reload a verified credential is checked again");
-  ok(s2 >= 0 && FC.opens == opens + 1,
-     "and the connector is asked again (a new upstream)");
-  wait_message(m, s2, t, 0, 1000);
-  send_str(s2, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "allowed again");
-  close(s2);
-  close(c);
-  close(s);
+  fs_run(script(m, lfd, tport), auth_rows);
+  rbuf *b = calloc(1, sizeof(*b));
+  int c;
 
   /* Many pipelined requests without credentials: each gets its 407, in
    * order, without the proxy recursing through them. */
@@ -827,36 +767,15 @@ static void test_auth(void) {
   is_int(n407, 200, "200 pipelined requests: 200 answers of 407");
   close(c);
 
-  c = proxy_conn();
-  send_str(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
-              "Proxy-Authorization: Basic ZG93bjp4\r\n\r\n"); /* down:x */
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 503 ", 13) == 0,
-     "authorizer unavailable: 503 (fail closed)");
-  close(c);
-
-  c = proxy_conn();
-  send_str(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n"
-              "Proxy-Authorization: Bearer abc\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0, "not Basic: 407");
-  close(c);
-
+  fs_run(script(m, lfd, tport), auth_refusal_rows);
   const char *mt = ph_mock_metrics_text(m);
-  like(mt, "tunnelmesh_stream_stage_duration_seconds_count{component="
-           "\"client\",stage=\"authorization\",result=\"rejected\",scope=\"local\"} 2",
-       "authorization stage measured");
   unlike(mt, "alice", "no user name in metrics");
-  close(lfd);
-  is_int(ph_mock_stop(m), 0, "stops");
-  ph_mock_free(m);
-  char *log = file_test_slurp(logpath);
+  char *log = stop_and_log(m, lfd, "stops");
   unlike(log, "secret", "the password never reaches the log");
   unlike(log, "YWxpY2U6c2VjcmV0", "nor the encoded credentials");
   like(log, "user=alice", "the authenticated user is in the access line");
   free(log);
   free(b);
-  free(t);
 }
 
 /* ---- issue 7: hostile peers ------------------------------------------------ */
@@ -873,158 +792,115 @@ static void answer_with(ph_mock *m, int c, int lfd, int *s, const char *req,
   wait_message(m, c, b, 1, 1000);
 }
 
-/* A request that works, on a new connection: the proxy is still serving. */
-static int still_serves(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
-                        rbuf *t) {
-  char req[256];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/ok HTTP/1.1\r\n\r\n",
-           tport);
-  int c = proxy_conn(), s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", b, t);
-  int good = strncmp(b->data, "HTTP/1.1 200 ", 13) == 0 &&
-             strstr(b->data, "\r\n\r\nok") != NULL;
-  close(c);
-  if (s >= 0)
-    close(s);
-  return good;
-}
+/* A request that works on a second client: the proxy is still serving
+ * (one TAP line, w). */
+#define STILL_SERVES(w)                                                        \
+  FS_C2_CONNECT(),                                                             \
+      FS_C2_SEND_STR("GET http://127.0.0.1:$TPORT/ok HTTP/1.1\r\n\r\n"),       \
+      FS_ACCEPT(NULL), FS_T_MSG(), FS_T_SEND_STR(OK2), FS_C2_MSG(),            \
+      FS_C2_STARTS("HTTP/1.1 200 ", w), FS_C2_HAS("\r\n\r\nok", NULL),         \
+      FS_C2_CLOSE(), FS_T_CLOSE()
+
+/* The target answers a GET of path with answer. */
+#define GET_ANSWERED(path, answer)                                             \
+  FS_CONNECT(), FS_SEND_STR("GET http://127.0.0.1:$TPORT" path "\r\n\r\n"),    \
+      FS_ACCEPT(NULL), FS_T_MSG(), FS_T_SEND_STR(answer)
 
 /* D1: malformed heads after interim responses. The client has read an
  * interim head already, so only closing can tell it; the proxy must not
  * touch the closed connection (the use-after-free ASan found). */
-static void test_bad_interim(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
-                             rbuf *t) {
-  const char *answers[] = {
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2OO OK\r\nContent-Length: 2\r\n"
-      "\r\nok",
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
-      "\r\nok",
-      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
-      "Upgrade: x\r\n\r\n",
-  };
-  const char *names[] = {"100 then a malformed status line",
-                         "nine 100 Continue heads", "100 then 101"};
-  char req[256], name[160];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/d1 HTTP/1.1\r\n\r\n",
-           tport);
-  for (size_t i = 0; i < 3; i++) {
-    int c = proxy_conn(), s = -1;
-    send_str(c, req);
-    s = target_accept(m, lfd, 1000);
-    wait_message(m, s, t, 0, 1000);
-    send_str(s, answers[i]);
-    snprintf(name, sizeof(name), "D1: %s: the client connection closes",
-             names[i]);
-    ok(closed_by_peer(m, c, 2000), name);
-    snprintf(name, sizeof(name), "D1: %s: and the proxy goes on serving",
-             names[i]);
-    ok(still_serves(m, lfd, tport, b, t), name);
-    close(c);
-    close(s);
-  }
-  /* Before any response byte reached the client, it gets a 502. */
-  int c = proxy_conn(), s = -1;
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/d1 HTTP/1.0\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2OO OK\r\n\r\n", b, t);
-  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0,
-     "D1: an HTTP/1.0 client (no interim forwarded) gets 502");
-  close(c);
-  close(s);
+#define BAD_INTERIM(answer, what)                                              \
+  GET_ANSWERED("/d1 HTTP/1.1", answer),                                        \
+      FS_CLOSED_WITHIN(2000, "D1: " what ": the client connection closes"),    \
+      STILL_SERVES("D1: " what ": and the proxy goes on serving")
+
+#define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
+
+static const fs_row bad_interim_rows[] = {
+    BAD_INTERIM(CONTINUE "HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok",
+                "100 then a malformed status line"),
+    BAD_INTERIM(CONTINUE CONTINUE CONTINUE CONTINUE CONTINUE CONTINUE CONTINUE
+                    CONTINUE CONTINUE
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                "nine 100 Continue heads"),
+    BAD_INTERIM(CONTINUE "HTTP/1.1 101 Switching Protocols\r\n"
+                         "Upgrade: x\r\n\r\n",
+                "100 then 101"),
+    /* Before any response byte reached the client, it gets a 502. */
+    GET_ANSWERED("/d1 HTTP/1.0", CONTINUE "HTTP/1.1 2OO OK\r\n\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 502 ",
+              "D1: an HTTP/1.0 client (no interim forwarded) gets 502"),
+    FS_END};
+
+#define CHUNKED_HEAD "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+/* D2: a chunked body two readers could take two ways: 502, nothing of
+ * it to the client. */
+#define BAD_CHUNKED(body, what)                                                \
+  GET_ANSWERED("/a HTTP/1.1", CHUNKED_HEAD body), FS_MSG(),                    \
+      FS_STARTS("HTTP/1.1 502 ", "D2: " what ": 502"),                         \
+      FS_LACKS("injected", "D2: " what ": nothing of it reaches the client"),  \
+      FS_LACKS("hello", NULL)
+
+/* D2: framing an origin could make two readers take two ways. The proxy
+ * refuses it; what it forwards is framed by itself. */
+static const fs_row framing_rows[] = {
+    BAD_CHUNKED("c;\nxxxxx\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: "
+                "injected=1\r\nContent-Length: 2\r\n\r\nhi",
+                "a size line ended by a bare LF (the response-injection "
+                "attack)"),
+    BAD_CHUNKED("5\r\nhelloXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: "
+                "injected=1\r\n\r\n",
+                "chunk data not followed by CRLF"),
+    BAD_CHUNKED("5\rX\r\nhello\r\n0\r\n\r\n", "a bare CR in a size line"),
+    BAD_CHUNKED("5 \r\nhello\r\n0\r\n\r\n", "a space after the size"),
+    BAD_CHUNKED("5;a=b\nc\r\nhello\r\n0\r\n\r\n", "a bare LF in an extension"),
+    BAD_CHUNKED("5\r\nhello\r\n0\r\nX: 1\n\r\n", "a bare LF in a trailer"),
+
+    /* The same, once the head and a good chunk went to the client: the
+     * client connection closes without a last chunk, so the client
+     * knows. */
+    GET_ANSWERED("/a HTTP/1.1", CHUNKED_HEAD "5\r\nhello\r\n"),
+    FS_MSG(),
+    FS_T_SEND_STR("3\r\nabcXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: "
+                  "injected=1\r\nContent-Length: 0\r\n\r\n"),
+    FS_CLOSED_WITHIN(2000,
+                     "D2: bad framing mid-body: the client connection closes"),
+    FS_LACKS("XY", "without the bad bytes or a last chunk"),
+    FS_LACKS("0\r\n\r\n", NULL),
+
+    /* A good chunked response with extensions and trailers: framed anew,
+     * the extensions and trailers dropped. */
+    GET_ANSWERED("/a HTTP/1.1", CHUNKED_HEAD "5;name=\"a;b\";x\r\nhello\r\n"
+                                             "06\r\n world\r\n0;end\r\n"
+                                             "X-Sum: 1\r\n\r\n"),
+    FS_MSG(),
+    FS_HAS("\r\n\r\nb\r\nhello world\r\n0\r\n\r\n",
+           "D2: a valid chunked body with extensions and a trailer, framed "
+           "again (one chunk for what arrived together)"),
+    FS_LACKS("X-Sum", "the trailer is not forwarded"),
+
+    /* A chunked response to an HTTP/1.0 client: the payload, then the
+     * close, no chunked framing. */
+    GET_ANSWERED("/old HTTP/1.0", CHUNKED_HEAD "5\r\nhello\r\n0\r\n\r\n"),
+    FS_MSG(),
+    FS_UNTIL_EOF(NULL),
+    FS_LACKS("Transfer-Encoding",
+             "D2: an HTTP/1.0 client never gets chunked framing"),
+    FS_HAS("Connection: close\r\n\r\nhello", "but the payload"),
+    FS_EOF("framed by the close"),
+    FS_END};
+
+static void test_bad_interim(ph_mock *m, int lfd, uint16_t tport) {
+  fs_run(script(m, lfd, tport), bad_interim_rows);
 }
 
-/* D2: framing an origin or a client could make two readers take two
- * ways. The proxy refuses it; what it forwards is framed by itself. */
 static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
                                  rbuf *b, rbuf *t) {
+  fs_run(script(m, lfd, tport), framing_rows);
   char req[512];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/a HTTP/1.1\r\n\r\n",
-           tport);
-  struct {
-    const char *body, *name;
-  } bad[] = {
-      {"c;\nxxxxx\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1\r\n"
-       "Content-Length: 2\r\n\r\nhi",
-       "a size line ended by a bare LF (the response-injection attack)"},
-      {"5\r\nhelloXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1\r\n\r\n",
-       "chunk data not followed by CRLF"},
-      {"5\rX\r\nhello\r\n0\r\n\r\n", "a bare CR in a size line"},
-      {"5 \r\nhello\r\n0\r\n\r\n", "a space after the size"},
-      {"5;a=b\nc\r\nhello\r\n0\r\n\r\n", "a bare LF in an extension"},
-      {"5\r\nhello\r\n0\r\nX: 1\n\r\n", "a bare LF in a trailer"},
-  };
-  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    char answer[512], name[160];
-    snprintf(answer, sizeof(answer),
-             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%s",
-             bad[i].body);
-    int c = proxy_conn(), s = -1;
-    answer_with(m, c, lfd, &s, req, answer, b, t);
-    snprintf(name, sizeof(name), "D2: %s: 502", bad[i].name);
-    ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, name);
-    snprintf(name, sizeof(name), "D2: %s: nothing of it reaches the client",
-             bad[i].name);
-    ok(!strstr(b->data, "injected") && !strstr(b->data, "hello"), name);
-    close(c);
-    close(s);
-  }
-
-  /* The same, once the head and a good chunk went to the client: the
-   * client connection closes without a last chunk, so the client knows. */
-  int c = proxy_conn(), s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\n",
-              b, t);
-  send_str(s, "3\r\nabcXY0\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: injected=1"
-              "\r\nContent-Length: 0\r\n\r\n");
-  ok(closed_by_peer(m, c, 2000), "D2: bad framing mid-body: the client "
-                                 "connection closes");
-  ok(!strstr(b->data, "XY") && !strstr(b->data, "0\r\n\r\n"),
-     "without the bad bytes or a last chunk");
-  close(c);
-  close(s);
-
-  /* A good chunked response with extensions and trailers: framed anew,
-   * the extensions and trailers dropped. */
-  c = proxy_conn();
-  s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5;name=\"a;b\";x\r\nhello\r\n06\r\n world\r\n0;end\r\n"
-              "X-Sum: 1\r\n\r\n",
-              b, t);
-  like(b->data, "\r\n\r\nb\r\nhello world\r\n0\r\n\r\n",
-       "D2: a valid chunked body with extensions and a trailer, framed again "
-       "(one chunk for what arrived together)");
-  unlike(b->data, "X-Sum", "the trailer is not forwarded");
-  close(c);
-  close(s);
-
-  /* A chunked response to an HTTP/1.0 client: the payload, then the
-   * close, no chunked framing. */
-  c = proxy_conn();
-  s = -1;
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/old HTTP/1.0\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\n0\r\n\r\n",
-              b, t);
-  if (!b->eof)
-    wait_message(m, c, b, 1, 1000);
-  unlike(b->data, "Transfer-Encoding", "D2: an HTTP/1.0 client never gets "
-                                       "chunked framing");
-  like(b->data, "Connection: close\r\n\r\nhello", "but the payload");
-  ok(b->eof, "framed by the close");
-  close(c);
-  close(s);
+  int c, s;
 
   /* Requests. */
   int opens = FC.opens;
@@ -1072,29 +948,37 @@ static void test_framing_attacks(ph_mock *m, int lfd, uint16_t tport,
          "only the bare-LF body reached an open (refused before sending)");
 }
 
+#define K1 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nk1"
+#define GET_K "GET http://127.0.0.1:$TPORT/k HTTP/1.1\r\n\r\n"
+
 /* D3: a reload that tightens the policy reaches kept upstreams: the next
  * request on a kept connection asks the connector again. */
-static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport, rbuf *b,
-                             rbuf *t) {
-  char req[256];
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/k HTTP/1.1\r\n\r\n",
-           tport);
-  const char *answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nk1";
-  int c = proxy_conn(), s = -1;
-  answer_with(m, c, lfd, &s, req, answer, b, t);
-  int opens = FC.opens;
-  answer_with(m, c, lfd, &s, req, answer, b, t);
-  is_int(FC.opens, opens, "D3: without a reload the upstream is reused");
-  is_int(ph_mock_reload(m, NULL, NULL, 0), 0, "reload");
-  int s2 = -1;
-  answer_with(m, c, lfd, &s2, req, answer, b, t);
-  ok(s2 >= 0 && FC.opens == opens + 1,
-     "D3: after a reload the connector is asked again (its policy applies)");
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "and the request is served");
-  ok(closed_by_peer(m, s, 500), "the old upstream is closed");
-  close(c);
-  close(s);
-  close(s2);
+static const fs_row reload_kept_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_STR(GET_K),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(K1),
+    FS_MSG(),
+    FS_SEND_STR(GET_K),
+    FS_T_MSG(),
+    FS_T_SEND_STR(K1),
+    FS_MSG(),
+    FS_OPENS(1, "D3: without a reload the upstream is reused"),
+    FS_CHECK(reload_ok, "reload"),
+    FS_SEND_STR(GET_K),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(K1),
+    FS_MSG(),
+    FS_OPENS(2, "D3: after a reload the connector is asked again (its policy "
+                "applies)"),
+    FS_STARTS("HTTP/1.1 200 ", "and the request is served"),
+    FS_KEPT_CLOSED(500, "the old upstream is closed"),
+    FS_END};
+
+static void test_reload_kept(ph_mock *m, int lfd, uint16_t tport) {
+  fs_run(script(m, lfd, tport), reload_kept_rows);
 }
 
 /* D4: a client that filled its buffer during an open and then left is
@@ -1133,9 +1017,9 @@ static void test_hostile_peers(void) {
   uint16_t tport;
   int lfd = target_listen(&tport);
   rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  test_bad_interim(m, lfd, tport, b, t);
+  test_bad_interim(m, lfd, tport);
   test_framing_attacks(m, lfd, tport, b, t);
-  test_reload_kept(m, lfd, tport, b, t);
+  test_reload_kept(m, lfd, tport);
   test_leave_full(m);
 
   /* D5: half a request head does not hold the stop up. */
@@ -1154,181 +1038,186 @@ static void test_hostile_peers(void) {
 /* Answers inside the call that asked (the guard rule under reentrancy):
  * the dispatcher runs the answer at once, nested, and the phase that
  * asked leaves the connection as the answer left it. Run under ASan. */
+#define NOW_OK "Proxy-Authorization: Basic bm93OnNlY3JldA==\r\n"
+
+static const fs_row inside_rows[] = {
+    /* A check and an open both answered inside: CONNECT, then the tunnel. */
+    FS_CONNECT(),
+    FS_SEND_STR("CONNECT inside-ok.test:$TPORT HTTP/1.1\r\n" NOW_OK
+                "\r\nhello"),
+    FS_ACCEPT("inside: the open reached the target"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "inside: CONNECT gets 200"),
+    FS_T_EXPECT_LIT("hello", "inside: the bytes after the head go first"),
+    FS_T_SEND_STR("back"),
+    FS_EXPECT_LIT("back", "inside: and the tunnel carries bytes down"),
+    FS_T_CLOSE(),
+    FS_CLOSE(),
+    FS_RUN(50),
+
+    /* A forward on a check and an open answered inside. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://inside-ok.test:$TPORT/x HTTP/1.1\r\n" NOW_OK
+                "\r\n"),
+    FS_ACCEPT("inside: the forward reached the target"),
+    FS_T_MSG(),
+    FS_T_HAS("GET /x HTTP/1.1\r\n", "inside: the request went up"),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 OK", "inside: the response came down"),
+    FS_HAS("\r\n\r\nok", NULL),
+    FS_T_CLOSE(),
+
+    /* A refusal answered inside, on the same connection: mapped, closed. */
+    FS_SEND_STR("GET http://inside-refused.test:$TPORT/ HTTP/1.1\r\n" NOW_OK
+                "\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 502 ", "inside: a refused open answered inside gets 502"),
+    FS_CLOSED_WITHIN(3000, "inside: and the connection closes"),
+    FS_CANCELS(0, "inside: no stale open id was cancelled"),
+
+    /* A denial answered inside check_password: 407, kept alive. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://ok.test/ HTTP/1.1\r\n"
+                "Proxy-Authorization: Basic bm93Ondyb25n\r\n\r\n"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 407 ", "inside: a denial answered inside gets 407"),
+    FS_HAS("Connection: keep-alive", "inside: and the connection stays"),
+    FS_CLOSE(),
+    FS_RUN(50),
+    FS_METRIC_IS("proxyhost_http_proxy_clients", "", 0,
+                 "inside: every connection ended"),
+    FS_END};
+
+/* Answers inside the call that asked (the guard rule under reentrancy):
+ * the dispatcher runs the answer at once, nested, and the phase that
+ * asked leaves the connection as the answer left it. Run under ASan. */
 static void test_inside_answers(void) {
-  ph_mock *m = start_proxy("auth = password\n", 1, 0);
-  ok(m != NULL, "starts for the answers inside the call");
+  int lfd;
+  uint16_t tport;
+  ph_mock *m = proxy_case("auth = password\n", 1,
+                          "starts for the answers inside the call", &lfd,
+                          &tport);
   if (!m)
     return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
-  rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
-  char req[512];
-  const char *now_ok = "Proxy-Authorization: Basic bm93OnNlY3JldA==\r\n";
-
-  /* A check and an open both answered inside: CONNECT, then the tunnel. */
-  int cancels = FC.cancels;
-  int c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "CONNECT inside-ok.test:%u HTTP/1.1\r\n%s\r\nhello", tport,
-           now_ok);
-  send_str(c, req);
-  int s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "inside: the open reached the target");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "inside: CONNECT gets 200");
-  wait_message(m, s, t, 0, 300);
-  like(t->data, "hello", "inside: the bytes after the head go first");
-  send_str(s, "back");
-  wait_message(m, c, b, 0, 300);
-  like(b->data, "back", "inside: and the tunnel carries bytes down");
-  close(s);
-  close(c);
-  ph_mock_run_for(m, 50);
-
-  /* A forward on a check and an open answered inside. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "GET http://inside-ok.test:%u/x HTTP/1.1\r\n%s\r\n", tport,
-           now_ok);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  ok(s >= 0, "inside: the forward reached the target");
-  wait_message(m, s, t, 0, 1000);
-  like(t->data, "GET /x HTTP/1.1\r\n", "inside: the request went up");
-  send_str(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 OK", 15) == 0 &&
-         strstr(b->data, "\r\n\r\nok"),
-     "inside: the response came down");
-  close(s);
-
-  /* A refusal answered inside, on the same connection: mapped, closed. */
-  snprintf(req, sizeof(req),
-           "GET http://inside-refused.test:%u/ HTTP/1.1\r\n%s\r\n", tport,
-           now_ok);
-  send_str(c, req);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0,
-     "inside: a refused open answered inside gets 502");
-  ok(closed_by_peer(m, c, 3000), "inside: and the connection closes");
-  close(c);
-  is_int(FC.cancels, cancels, "inside: no stale open id was cancelled");
-
-  /* A denial answered inside check_password: 407, kept alive. */
-  c = proxy_conn();
-  send_str(c, "GET http://ok.test/ HTTP/1.1\r\n"
-              "Proxy-Authorization: Basic bm93Ondyb25n\r\n\r\n");
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 407 ", 13) == 0,
-     "inside: a denial answered inside gets 407");
-  like(b->data, "Connection: keep-alive", "inside: and the connection stays");
-  close(c);
-  ph_mock_run_for(m, 50);
-  like(ph_mock_metrics_text(m), "\nproxyhost_http_proxy_clients 0\n",
-       "inside: every connection ended");
+  fs_run(script(m, lfd, tport), inside_rows);
   ph_mock_stop(m);
   ph_mock_free(m);
   close(lfd);
-  free(b);
-  free(t);
 }
+
+static int lease_live_1(fs_ctx *s) {
+  (void)s;
+  return fake_lease_live(&FC.lease) == 1;
+}
+static int lease_live_0(fs_ctx *s) {
+  (void)s;
+  return fake_lease_live(&FC.lease) == 0;
+}
+
+#define GET_B "GET http://127.0.0.1:$TPORT/b HTTP/1.1\r\n\r\n"
+
+/* The leases of forwarded requests: one per upstream connection, its
+ * first_byte and its end. */
+static const fs_row lease_rows[] = {
+    /* The request: the listener, the head's fields. */
+    FS_CONNECT(),
+    FS_SEND_STR("GET http://127.0.0.1:$TPORT/a HTTP/1.1\r\n"
+                "X-Session:   abc  \r\nx-session: second\r\n"
+                "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n\r\n"),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "lease: served"),
+    FS_LAST_LISTENER("http_proxy", "lease: the listener is http_proxy"),
+    FS_LAST_SESSION("[abc]",
+                    "lease: the first X-Session field, without its whitespace"),
+    FS_COUNTER_IS(&FC.last.saw_proxy_authz, 0,
+                  "lease: Proxy-Authorization is never offered"),
+    FS_COUNTER_IS(&FC.lease.n, 1, "lease: the open gave one"),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 1,
+                  "lease: first_byte once the response head went"),
+    FS_SEND_STR(GET_B),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_COUNTER_IS(&FC.lease.n, 1,
+                  "lease: a second request on the kept upstream: the same "
+                  "lease, no second first_byte"),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 1, NULL),
+    FS_CHECK(lease_live_1, NULL),
+    FS_CLOSE(),
+    FS_T_CLOSED_WITHIN(1000, "lease: the client left: upstream closed"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_CLOSED], 1,
+                  "lease: one end for both requests, CLOSED"),
+    FS_CHECK(lease_live_0, NULL),
+    FS_T_CLOSE(),
+
+    /* A kept upstream the origin drops as it is reused: it ends CLOSED,
+     * the retry gets a lease of its own. */
+    FS_CONNECT(),
+    FS_SEND_STR(GET_B),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_SEND_STR(GET_B),
+    FS_T_MSG(),
+    FS_T_CLOSE(),
+    FS_ACCEPT(NULL),
+    FS_T_MSG(),
+    FS_T_SEND_STR(OK2),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 200 ", "lease: the retry served"),
+    FS_COUNTER_IS(&FC.lease.n, 3,
+                  "lease: the dropped kept upstream ended CLOSED, the retry "
+                  "has its own"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_CLOSED], 2, NULL),
+    FS_CHECK(lease_live_1, NULL),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 3,
+                  "lease: first_byte once per upstream"),
+    FS_CLOSE(),
+    FS_T_CLOSED_WITHIN(1000, NULL),
+    FS_T_CLOSE(),
+
+    /* A response that cannot be read one way only: 502, TARGET_ERROR. */
+    GET_ANSWERED("/b HTTP/1.1", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+                                "Content-Length: 2\r\n\r\nok"),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 502 ", "lease: ambiguous: 502"),
+    FS_T_CLOSED_WITHIN(1000,
+                       "lease: an unreadable response ends it TARGET_ERROR"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_TARGET_ERROR], 1, NULL),
+    FS_COUNTER_IS(&FC.lease.first_bytes, 3,
+                  "lease: no first_byte: nothing of it reached the client"),
+    FS_T_CLOSE(),
+
+    /* A request body that cannot be read: 400, CLIENT_ERROR. */
+    FS_CONNECT(),
+    FS_SEND_STR("POST http://127.0.0.1:$TPORT/p HTTP/1.1\r\n"
+                "Transfer-Encoding: chunked\r\n\r\nzz\r\n"),
+    FS_ACCEPT(NULL),
+    FS_MSG(),
+    FS_STARTS("HTTP/1.1 400 ", "lease: bad chunked: 400"),
+    FS_T_CLOSED_WITHIN(1000,
+                       "lease: a malformed request body ends it CLIENT_ERROR"),
+    FS_COUNTER_IS(&FC.lease.ends[PH_LEASE_END_CLIENT_ERROR], 1, NULL),
+    FS_END};
 
 /* Leases (connector.h minor 3). */
 static void test_leases(void) {
   memset(&FC.lease, 0, sizeof(FC.lease));
-  ph_mock *m = start_proxy("", 0, 0);
-  ok(m != NULL, "lease: starts");
+  int lfd;
+  uint16_t tport;
+  ph_mock *m = proxy_case("", 0, "lease: starts", &lfd, &tport);
   if (!m)
     return;
-  uint16_t tport;
-  int lfd = target_listen(&tport);
   rbuf *b = calloc(1, sizeof(*b)), *t = calloc(1, sizeof(*t));
   char req[512];
   const char *ok2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
-  /* The request: the listener, the head's fields. */
-  int c = proxy_conn(), s = -1;
-  snprintf(req, sizeof(req),
-           "GET http://127.0.0.1:%u/a HTTP/1.1\r\nX-Session:   abc  \r\n"
-           "x-session: second\r\n"
-           "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req, ok2, b, t);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: served");
-  is_str(FC.last.listener, "http_proxy", "lease: the listener is http_proxy");
-  is_str(FC.last.session, "[abc]",
-         "lease: the first X-Session field, without its whitespace");
-  is_int(FC.last.saw_proxy_authz, 0,
-         "lease: Proxy-Authorization is never offered");
-  is_int(FC.lease.n, 1, "lease: the open gave one");
-  is_int(FC.lease.first_bytes, 1,
-         "lease: first_byte once the response head went");
-  snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/b HTTP/1.1\r\n\r\n",
-           tport);
-  answer_with(m, c, lfd, &s, req, ok2, b, t);
-  ok(FC.lease.n == 1 && FC.lease.first_bytes == 1 &&
-         fake_lease_live(&FC.lease) == 1,
-     "lease: a second request on the kept upstream: the same lease, no "
-     "second first_byte");
-  close(c);
-  ok(closed_by_peer(m, s, 1000), "lease: the client left: upstream closed");
-  ok(FC.lease.ends[PH_LEASE_END_CLOSED] == 1 && fake_lease_live(&FC.lease) == 0,
-     "lease: one end for both requests, CLOSED");
-  close(s);
-
-  /* A kept upstream the origin drops as it is reused: it ends CLOSED,
-   * the retry gets a lease of its own. */
-  c = proxy_conn();
-  s = -1;
-  answer_with(m, c, lfd, &s, req, ok2, b, t);
-  send_str(c, req);
-  wait_message(m, s, t, 0, 1000);
-  close(s);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, s, t, 0, 1000);
-  send_str(s, ok2);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 200 ", 13) == 0, "lease: the retry served");
-  ok(FC.lease.n == 3 && FC.lease.ends[PH_LEASE_END_CLOSED] == 2 &&
-         fake_lease_live(&FC.lease) == 1,
-     "lease: the dropped kept upstream ended CLOSED, the retry has its own");
-  is_int(FC.lease.first_bytes, 3, "lease: first_byte once per upstream");
-  close(c);
-  closed_by_peer(m, s, 1000);
-  close(s);
-
-  /* A response that cannot be read one way only: 502, TARGET_ERROR. */
-  c = proxy_conn();
-  s = -1;
-  answer_with(m, c, lfd, &s, req,
-              "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
-              "Content-Length: 2\r\n\r\nok",
-              b, t);
-  ok(strncmp(b->data, "HTTP/1.1 502 ", 13) == 0, "lease: ambiguous: 502");
-  ok(closed_by_peer(m, s, 1000) &&
-         FC.lease.ends[PH_LEASE_END_TARGET_ERROR] == 1,
-     "lease: an unreadable response ends it TARGET_ERROR");
-  is_int(FC.lease.first_bytes, 3,
-         "lease: no first_byte: nothing of it reached "
-         "the client");
-  close(c);
-  close(s);
-
-  /* A request body that cannot be read: 400, CLIENT_ERROR. */
-  c = proxy_conn();
-  snprintf(req, sizeof(req),
-           "POST http://127.0.0.1:%u/p HTTP/1.1\r\n"
-           "Transfer-Encoding: chunked\r\n\r\nzz\r\n",
-           tport);
-  send_str(c, req);
-  s = target_accept(m, lfd, 1000);
-  wait_message(m, c, b, 1, 1000);
-  ok(strncmp(b->data, "HTTP/1.1 400 ", 13) == 0, "lease: bad chunked: 400");
-  ok(closed_by_peer(m, s, 1000) &&
-         FC.lease.ends[PH_LEASE_END_CLIENT_ERROR] == 1,
-     "lease: a malformed request body ends it CLIENT_ERROR");
-  close(c);
-  close(s);
+  fs_run(script(m, lfd, tport), lease_rows);
 
   /* At destroy: an exchange in progress, a CONNECT tunnel and a kept
    * idle upstream. */
@@ -1391,12 +1280,11 @@ static int count_of(const char *hay, const char *needle) {
 
 static void test_via_proxy(void) {
   memset(&FC.lease, 0, sizeof(FC.lease));
-  ph_mock *m = start_proxy("", 0, 0);
-  ok(m != NULL, "via proxy: starts");
+  int lfd;
+  uint16_t pport; /* the test plays the forward proxy */
+  ph_mock *m = proxy_case("", 0, "via proxy: starts", &lfd, &pport);
   if (!m)
     return;
-  uint16_t pport;
-  int lfd = target_listen(&pport); /* the test plays the forward proxy */
   fc.as_proxy = 1;
   fc.upstream_port = pport;
   fc.proxy_auth = UP_AUTH;

@@ -131,21 +131,27 @@ static void test_dups_and_bounds(void) {
   char deep[200];
   memset(deep, '[', 100);
   memset(deep + 100, ']', 100);
-  is_int(json_parse(&d, deep, 32, toks, 64, 16, NULL), JSON_EDEPTH,
-         "deeper than max_depth");
-  is_int(json_parse(&d, "[[]]", 4, toks, 64, 2, NULL), JSON_OK,
-         "exactly max_depth");
-  is_int(json_parse(&d, "[[[]]]", 6, toks, 64, 2, NULL), JSON_EDEPTH,
-         "one more than max_depth");
-  is_int(json_parse(&d, deep, 200, toks, 200, 1000, NULL), JSON_EDEPTH,
-         "max_depth is capped at JSON_MAX_DEPTH");
-  is_int(json_parse(&d, "[1,2,3]", 7, toks, 3, 16, NULL), JSON_ETOKENS,
-         "more tokens than the array");
-  is_int(json_parse(&d, "[1,2,3]", 7, toks, 4, 16, NULL), JSON_OK,
-         "exactly as many tokens");
-  is_int(json_parse(&d, "[1]", (size_t)JSON_MAX_INPUT + 1, toks, 4, 16,
-                    NULL),
-         JSON_ESIZE, "input above JSON_MAX_INPUT");
+  /* The bounds: input, its length, tokens, max_depth, the status. */
+  const struct {
+    const char *in;
+    size_t len;
+    int ntoks, depth, want;
+    const char *name;
+  } bounds[] = {
+      {deep, 32, 64, 16, JSON_EDEPTH, "deeper than max_depth"},
+      {"[[]]", 4, 64, 2, JSON_OK, "exactly max_depth"},
+      {"[[[]]]", 6, 64, 2, JSON_EDEPTH, "one more than max_depth"},
+      {deep, 200, 200, 1000, JSON_EDEPTH,
+       "max_depth is capped at JSON_MAX_DEPTH"},
+      {"[1,2,3]", 7, 3, 16, JSON_ETOKENS, "more tokens than the array"},
+      {"[1,2,3]", 7, 4, 16, JSON_OK, "exactly as many tokens"},
+      {"[1]", (size_t)JSON_MAX_INPUT + 1, 4, 16, JSON_ESIZE,
+       "input above JSON_MAX_INPUT"},
+  };
+  for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++)
+    is_int(json_parse(&d, bounds[i].in, bounds[i].len, toks, bounds[i].ntoks,
+                      bounds[i].depth, NULL),
+           bounds[i].want, bounds[i].name);
   size_t off = 0;
   json_parse(&d, "[1, x]", 6, toks, 64, 16, &off);
   is_int((long)off, 4, "the error offset");

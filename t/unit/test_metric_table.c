@@ -120,11 +120,19 @@ static ph_mock *start(const ph_metric_table *t, const char *logpath,
   return m;
 }
 
+/* The log of the last start_in. */
+static char logpath[256];
+
+/* start with the log at dir/name.log (logpath). */
+static ph_mock *start_in(const char *dir, const char *name,
+                         const ph_metric_table *t, int *rc) {
+  snprintf(logpath, sizeof(logpath), "%s/%s.log", dir, name);
+  return start(t, logpath, rc);
+}
+
 static void test_good(const char *dir) {
-  char logpath[256];
-  snprintf(logpath, sizeof(logpath), "%s/good.log", dir);
   int rc;
-  ph_mock *m = start(good, logpath, &rc);
+  ph_mock *m = start_in(dir, "good", good, &rc);
   is_int(rc, PH_OK, "a table of every type registers in one call");
   const char *t = ph_mock_metrics_text(m);
   like(t, "# HELP proxyhost_tt_runs_total runs\n"
@@ -160,10 +168,8 @@ static void test_good(const char *dir) {
 }
 
 static void test_only(const char *dir) {
-  char logpath[256];
-  snprintf(logpath, sizeof(logpath), "%s/only.log", dir);
   int rc;
-  ph_mock *m = start(only, logpath, &rc);
+  ph_mock *m = start_in(dir, "only", only, &rc);
   is_int(rc, PH_OK, "PH_METRIC_ONLY: a table with declared combinations "
                     "registers");
   const char *t = ph_mock_metrics_text(m);
@@ -179,10 +185,8 @@ static void test_only(const char *dir) {
 }
 
 static void test_refused(const char *dir) {
-  char logpath[256];
-  snprintf(logpath, sizeof(logpath), "%s/refused.log", dir);
   int rc;
-  ph_mock *m = start(refused, logpath, &rc);
+  ph_mock *m = start_in(dir, "refused", refused, &rc);
   ok(rc != PH_OK, "a refused entry fails init");
   char *log = file_test_slurp(logpath);
   like(log ? log : "", "metric table entry refused",
@@ -196,8 +200,7 @@ static void test_refused(const char *dir) {
   free(log);
   ph_mock_free(m);
 
-  snprintf(logpath, sizeof(logpath), "%s/size.log", dir);
-  m = start(wrong_size, logpath, &rc);
+  m = start_in(dir, "size", wrong_size, &rc);
   ok(rc != PH_OK, "a handle of the wrong size fails init");
   log = file_test_slurp(logpath);
   like(log ? log : "", "proxyhost_tt_stages_total",

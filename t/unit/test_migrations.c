@@ -226,19 +226,24 @@ static void test_driver(void) {
   is_int(f.ran, 0, "idempotent: and runs nothing");
   is_str(plan, "", "idempotent: an empty plan");
 
-  f = (fake){.version = 11};
-  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, AZ_MIGRATE_REFUSED, "a newer version is refused");
-  like(why, "schema version 11, newer than this build's 10",
-       "and the message says so");
-  is_int(f.ran, 0, "and nothing runs");
-
-  f = (fake){.version = 7};
-  v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, AZ_MIGRATE_REFUSED, "a version with no chain is refused");
-  like(why, "no migration from it (its steps start at version 8)",
-       "and the message says where the steps start");
-  is_int(f.ran, 0, "and nothing runs");
+  const struct {
+    int version;
+    const char *name, *why, *why_name;
+  } refused[] = {
+      {11, "a newer version is refused",
+       "schema version 11, newer than this build's 10",
+       "and the message says so"},
+      {7, "a version with no chain is refused",
+       "no migration from it (its steps start at version 8)",
+       "and the message says where the steps start"},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+    f = (fake){.version = refused[i].version};
+    v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
+    is_int(v, AZ_MIGRATE_REFUSED, refused[i].name);
+    like(why, refused[i].why, refused[i].why_name);
+    is_int(f.ran, 0, "and nothing runs");
+  }
 
   f = (fake){.version = -1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));

@@ -6,41 +6,55 @@
 #include "frontend/open_map.h"
 #include "tap.h"
 
+/* One row: an open code and what each frontend answers for it. */
+typedef struct map_row {
+  int code, want;
+  const char *name;
+} map_row;
+
+static void check_map(int (*map)(int), const map_row *rows, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    is_int(map(rows[i].code), rows[i].want, rows[i].name);
+}
+
+/* covers TM-PROTO-30 .. TM-PROTO-36 (the SOCKS5 mapping table), and
+ * TM-PROTO-29: unknown codes are a general failure */
+static const map_row socks5_rows[] = {
+    {PH_OPEN_OK, 0x00, "ok -> succeeded"},
+    {PH_OPEN_FORBIDDEN, 0x02, "forbidden -> connection not allowed"},
+    {PH_OPEN_NETWORK_UNREACHABLE, 0x03,
+     "network_unreachable -> network unreachable"},
+    {PH_OPEN_HOST_UNREACHABLE, 0x04, "host_unreachable -> host unreachable"},
+    {PH_OPEN_AGENT_OFFLINE, 0x04, "agent_offline -> host unreachable"},
+    {PH_OPEN_CONNECTION_REFUSED, 0x05,
+     "connection_refused -> connection refused"},
+    {PH_OPEN_TIMEOUT, 0x06, "timeout -> TTL expired"},
+    {PH_OPEN_QUEUE_FULL, 0x01, "queue_full -> general failure"},
+    {PH_OPEN_UNSUPPORTED_CAPABILITY, 0x01,
+     "unsupported_capability -> general failure"},
+    {PH_OPEN_INTERNAL_ERROR, 0x01, "internal_error -> general failure"},
+    {999, 0x01, "unknown code -> general failure"},
+    {-1, 0x01, "negative code -> general failure"},
+};
+
+static const map_row http_rows[] = {
+    {PH_OPEN_OK, 200, "ok -> 200"},
+    {PH_OPEN_FORBIDDEN, 403, "forbidden -> 403"},
+    {PH_OPEN_TIMEOUT, 504, "timeout -> 504"},
+    {PH_OPEN_QUEUE_FULL, 503, "queue_full -> 503"},
+    {PH_OPEN_CONNECTION_REFUSED, 502, "refused -> 502"},
+    {PH_OPEN_HOST_UNREACHABLE, 502, "host unreachable -> 502"},
+    {12345, 502, "unknown -> 502"},
+};
+
 static void test_socks5(void) {
-  /* covers TM-PROTO-30 .. TM-PROTO-36 (the SOCKS5 mapping table) */
-  is_int(open_map_socks5(PH_OPEN_OK), 0x00, "ok -> succeeded");
-  is_int(open_map_socks5(PH_OPEN_FORBIDDEN), 0x02,
-         "forbidden -> connection not allowed");
-  is_int(open_map_socks5(PH_OPEN_NETWORK_UNREACHABLE), 0x03,
-         "network_unreachable -> network unreachable");
-  is_int(open_map_socks5(PH_OPEN_HOST_UNREACHABLE), 0x04,
-         "host_unreachable -> host unreachable");
-  is_int(open_map_socks5(PH_OPEN_AGENT_OFFLINE), 0x04,
-         "agent_offline -> host unreachable");
-  is_int(open_map_socks5(PH_OPEN_CONNECTION_REFUSED), 0x05,
-         "connection_refused -> connection refused");
-  is_int(open_map_socks5(PH_OPEN_TIMEOUT), 0x06, "timeout -> TTL expired");
-  is_int(open_map_socks5(PH_OPEN_QUEUE_FULL), 0x01,
-         "queue_full -> general failure");
-  is_int(open_map_socks5(PH_OPEN_UNSUPPORTED_CAPABILITY), 0x01,
-         "unsupported_capability -> general failure");
-  is_int(open_map_socks5(PH_OPEN_INTERNAL_ERROR), 0x01,
-         "internal_error -> general failure");
-  /* covers TM-PROTO-29: unknown codes are a general failure */
-  is_int(open_map_socks5(999), 0x01, "unknown code -> general failure");
-  is_int(open_map_socks5(-1), 0x01, "negative code -> general failure");
+  check_map(open_map_socks5, socks5_rows,
+            sizeof(socks5_rows) / sizeof(socks5_rows[0]));
 }
 
 static void test_http(void) {
-  is_int(open_map_http_status(PH_OPEN_OK), 200, "ok -> 200");
-  is_int(open_map_http_status(PH_OPEN_FORBIDDEN), 403, "forbidden -> 403");
-  is_int(open_map_http_status(PH_OPEN_TIMEOUT), 504, "timeout -> 504");
-  is_int(open_map_http_status(PH_OPEN_QUEUE_FULL), 503, "queue_full -> 503");
-  is_int(open_map_http_status(PH_OPEN_CONNECTION_REFUSED), 502,
-         "refused -> 502");
-  is_int(open_map_http_status(PH_OPEN_HOST_UNREACHABLE), 502,
-         "host unreachable -> 502");
-  is_int(open_map_http_status(12345), 502, "unknown -> 502");
+  check_map(open_map_http_status, http_rows,
+            sizeof(http_rows) / sizeof(http_rows[0]));
   is_str(open_map_http_reason(407), "Proxy Authentication Required",
          "reason phrase");
 }

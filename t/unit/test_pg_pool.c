@@ -110,6 +110,19 @@ static int none_up(void *arg) {
   return pg_pool_up(pool) == 0;
 }
 static int job_done(void *arg) { return ((job *)arg)->done > 0; }
+
+/* A transaction over two rounds: BEGIN and an INSERT of value, then end
+ * (COMMIT, ROLLBACK) in the second; run to its end. */
+static void transaction(job *j, const char *value, const char *end) {
+  job_one(j, -2, NULL);
+  j->sql[0][0] = "BEGIN";
+  j->rounds[0][1] = S_INS;
+  j->args[0][1] = value;
+  j->rounds[1][0] = -2;
+  j->sql[1][0] = end;
+  pg_pool_submit(pool, &job_ops, j);
+  wait_until(loop, job_done(j), 5000);
+}
 static int jobs_done(void *arg) {
   job *j = arg;
   for (int i = 0; i < 10; i++)
@@ -216,24 +229,10 @@ int main(void) {
 
   /* A transaction over two rounds: BEGIN + INSERT, then COMMIT; and one
    * rolled back. */
-  job_one(&j, -2, NULL);
-  j.sql[0][0] = "BEGIN";
-  j.rounds[0][1] = S_INS;
-  j.args[0][1] = "7";
-  j.rounds[1][0] = -2;
-  j.sql[1][0] = "COMMIT";
-  pg_pool_submit(pool, &job_ops, &j);
-  wait_until(loop, job_done(&j), 5000);
+  transaction(&j, "7", "COMMIT");
   ok(j.status == PH_OK && j.n_results == 3 && j.st[2] == PGRES_COMMAND_OK,
      "transaction: BEGIN, INSERT, then COMMIT in a second round");
-  job_one(&j, -2, NULL);
-  j.sql[0][0] = "BEGIN";
-  j.rounds[0][1] = S_INS;
-  j.args[0][1] = "8";
-  j.rounds[1][0] = -2;
-  j.sql[1][0] = "ROLLBACK";
-  pg_pool_submit(pool, &job_ops, &j);
-  wait_until(loop, job_done(&j), 5000);
+  transaction(&j, "8", "ROLLBACK");
   job_one(&j, S_COUNT, NULL);
   pg_pool_submit(pool, &job_ops, &j);
   wait_until(loop, job_done(&j), 5000);

@@ -224,6 +224,20 @@ static int dial_ok(int d) {
   return fake_connector_peer(&FC);
 }
 
+/* The test's forward proxy on ph accepts the CONNECT; the loop runs on. */
+static int says_established(int ph) {
+  const char *est = "HTTP/1.1 200 Connection established\r\n\r\n";
+  int sent = ph >= 0 && write(ph, est, strlen(est)) > 0;
+  ph_mock_run_for(mk, 5);
+  return sent;
+}
+
+/* q was answered with a tunnel: OK, no HTTP proxy flag, no forwarding. */
+static int tunnel_given(const req *q) {
+  return q->done && q->res.code == PH_OPEN_OK &&
+         !(q->res.flags & PH_OPEN_R_HTTP_PROXY) && !q->res.http_forward;
+}
+
 static void dial_fail(int d, int code) {
   fake_connector_answer(&FC, d + 1, code);
 }
@@ -440,6 +454,27 @@ static int starts(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* An open of host that the pool sends through a CONNECT carrying the
+ * Proxy-Authorization value auth (the TAP line connected); the test's
+ * proxy says 200: a tunnel (the line tunnel), its lease ended end. */
+static void connect_tunnel(const char *host, uintptr_t flags,
+                           const char *auth, const char *connected,
+                           const char *tunnel, int end) {
+  char buf[2048], line[128], field[128];
+  int nd = FC.n_log;
+  req *q = open_flags(12, host, flags);
+  int ph = dial_ok(nd);
+  proxy_read(ph, buf, sizeof buf);
+  snprintf(line, sizeof(line), "CONNECT %s:80 HTTP/1.1\r\n", host);
+  snprintf(field, sizeof(field), "Proxy-Authorization: %s\r\n", auth);
+  ok(starts(buf, line) && strstr(buf, field), connected);
+  ok(says_established(ph), "(the proxy says 200)");
+  ok(tunnel_given(q), tunnel);
+  close(q->res.fd);
+  ph_open_lease_end(q->res.lease, end);
+  close(ph);
+}
+
 /* The pool closed its end without sending a byte: EOF at once. */
 static int closed_by_us(int fd) {
   char c;
@@ -527,40 +562,18 @@ static void test_forward(void) {
   close(ph);
 
   /* h without the flag (socks5, CONNECT): a CONNECT tunnel as before. */
-  nd = FC.n_log;
-  q = open_flags(12, "fwd.test", PH_OPEN_F_LEASE);
-  ph = dial_ok(nd);
-  proxy_read(ph, buf, sizeof buf);
-  ok(starts(buf, "CONNECT fwd.test:80 HTTP/1.1\r\n") &&
-         strstr(buf, "Proxy-Authorization: " FWD_BASIC "\r\n"),
-     "CP-5-3 an http upstream without PH_OPEN_F_HTTP_FORWARD: CONNECT with "
-     "Basic");
-  const char *est = "HTTP/1.1 200 Connection established\r\n\r\n";
-  ok(write(ph, est, strlen(est)) > 0, "(the proxy says 200)");
-  ph_mock_run_for(mk, 5);
-  ok(q->done && q->res.code == PH_OPEN_OK &&
-         !(q->res.flags & PH_OPEN_R_HTTP_PROXY) && !q->res.http_forward,
-     "... a tunnel: no PH_OPEN_R_HTTP_PROXY, no header");
-  close(q->res.fd);
-  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLIENT_ERROR);
-  close(ph);
+  connect_tunnel("fwd.test", PH_OPEN_F_LEASE, FWD_BASIC,
+                 "CP-5-3 an http upstream without PH_OPEN_F_HTTP_FORWARD: "
+                 "CONNECT with Basic",
+                 "... a tunnel: no PH_OPEN_R_HTTP_PROXY, no header",
+                 PH_LEASE_END_CLIENT_ERROR);
 
   /* An http_connect upstream and a forwarding caller: CONNECT. */
-  nd = FC.n_log;
-  q = open_flags(12, "conn.test", FWD);
-  ph = dial_ok(nd);
-  proxy_read(ph, buf, sizeof buf);
-  ok(starts(buf, "CONNECT conn.test:80 HTTP/1.1\r\n") &&
-         strstr(buf, "Proxy-Authorization: Basic Y2M6Y2MtcHc=\r\n"),
-     "an http_connect upstream, a forwarding caller: CONNECT all the same");
-  ok(write(ph, est, strlen(est)) > 0, "(the proxy says 200)");
-  ph_mock_run_for(mk, 5);
-  ok(q->done && q->res.code == PH_OPEN_OK &&
-         !(q->res.flags & PH_OPEN_R_HTTP_PROXY) && !q->res.http_forward,
-     "... the caller gets a tunnel (origin-form requests)");
-  close(q->res.fd);
-  ph_open_lease_end(q->res.lease, PH_LEASE_END_CLOSED);
-  close(ph);
+  connect_tunnel("conn.test", FWD, "Basic Y2M6Y2MtcHc=",
+                 "an http_connect upstream, a forwarding caller: CONNECT all "
+                 "the same",
+                 "... the caller gets a tunnel (origin-form requests)",
+                 PH_LEASE_END_CLOSED);
 
   /* An http upstream without credentials: the flag, no header. */
   nd = FC.n_log;
@@ -659,11 +672,8 @@ static void test_forward_ext(void) {
   buf[0] = '\0';
   if (ph >= 0)
     proxy_read(ph, buf, sizeof buf);
-  const char *est = "HTTP/1.1 200 Connection established\r\n\r\n";
-  ok(starts(buf, "CONNECT fwd.test:80 HTTP/1.1\r\n") &&
-         write(ph, est, strlen(est)) > 0,
+  ok(starts(buf, "CONNECT fwd.test:80 HTTP/1.1\r\n") && says_established(ph),
      "ext: the lease alone: CONNECT");
-  ph_mock_run_for(mk, 5);
   lx = res_lease_x(&q->res);
   ok(q->done && q->res.code == PH_OPEN_OK && lx && lx->lease &&
          !res_fwd_x(&q->res) && !q->res.lease,

@@ -35,6 +35,7 @@
 #include "fake_authorizer.h"
 #include "fake_connector.h"
 #include "file_test.h"
+#include "frontend_script.h"
 #include "mock_test.h"
 #include "sock_test.h"
 #include "tap.h"
@@ -97,17 +98,13 @@ static int fake_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memset(&F, 0, sizeof(F));
   F.api = a;
   F.ctx = ctx;
-  fake_connector_init(&FC, a, ctx, connector_rows);
-  fake_authorizer_init(&FA, a, ctx, authorizer_rows);
   *state = NULL;
   ph_topic *t = a->topic(ctx, PH_LISTENER_TOPIC, PH_LISTENER_TYPE);
-  if (!t || a->subscribe(ctx, t, on_listener, NULL) <= 0)
+  if (!t || a->subscribe(ctx, t, on_listener, NULL) <= 0 ||
+      fake_connector_serve(&FC, a, ctx, connector_rows) < 0 ||
+      fake_authorizer_serve(&FA, a, ctx, authorizer_rows) < 0)
     return PH_EINVAL;
-  if (a->service_register(ctx, PH_CONNECTOR_SERVICE, 1, 0, &fake_connector_vt,
-                          &FC) < 0)
-    return PH_EINVAL;
-  return a->service_register(ctx, PH_AUTHORIZER_SERVICE, 1, 0,
-                             &fake_authorizer_vt, &FA);
+  return PH_OK;
 }
 
 static void fake_destroy(void *state) {
@@ -415,17 +412,48 @@ static void test_connect_and_relay(void) {
      "lease: first_byte once (pong), ended CLOSED (EOF both ways)");
 }
 
+/* The no-auth greeting and its answer, the rows most cases start with. */
+#define HELLO                                                                  \
+  FS_CONNECT(), FS_SEND_LIT("\x05\x01\x00"), FS_EXPECT_LIT("\x05\x00", NULL)
+/* A CONNECT to a name (its length byte first, as its own literal: "\x06"
+ * "code-7") and port 80. */
+#define CONNECT_80(name)                                                       \
+  FS_SEND(("\x05\x01\x00\x03" name "\x00\x50"), sizeof(name) + 5)
+/* A 10-byte reply whose REP is rep. */
+#define REPLY(rep, what) FS_EXPECT_PREFIX(("\x05" rep), 2, 10, what)
+
+/* A request for ok.fake:80 and 1500 pipelined bytes, more than the
+ * handshake buffer's room (connect_pipelined's bytes, as a literal). */
+#define P10 "pppppppppp"
+#define P100 P10 P10 P10 P10 P10 P10 P10 P10 P10 P10
+#define P500 P100 P100 P100 P100 P100
+#define PIPELINED_OK "\x05\x01\x00\x03\x07ok.fake\x00\x50" P500 P500 P500
+
+/* The driver's state for the next run (large: one, not on the stack). */
+static fs_ctx *script(void) {
+  static fs_ctx s;
+  s.m = M;
+  s.port = F.port;
+  s.fc = &FC;
+  s.target_l = target_l;
+  s.target_port = target_port;
+  return &s;
+}
+
 static void test_strict_open(void) {
-  int fd = client();
-  hello(fd);
-  connect_domain(fd, "held.fake", target_port);
-  uint8_t r[10];
-  is_int(expect(fd, r, 10, 60, NULL), 0,
-         "TM-PROTO-37: no reply while the connector has not answered");
-  is_int(fake_connector_release(&FC), 1, "the connector answers now");
-  is_int(reply_code(fd, 1000), 0, "success once it said open");
+  char req[16] = "\x05\x01\x00\x03\x09held.fake";
+  req[14] = (char)(target_port >> 8);
+  req[15] = (char)target_port;
+  size_t n = sizeof(req);
+  const fs_row rows[] = {
+      HELLO,
+      FS_SEND(req, n),
+      FS_SILENT(60, "TM-PROTO-37: no reply while the connector has not answered"),
+      FS_RELEASE(1, "the connector answers now"),
+      REPLY("\x00", "success once it said open"),
+      FS_END};
+  fs_run(script(), rows);
   int t = accept_target(1000);
-  close(fd);
   if (t >= 0)
     close(t);
   run(20);
@@ -448,14 +476,18 @@ static void test_reply_codes(void) {
       {PH_OPEN_UNSUPPORTED_CAPABILITY, 0x01, "TM-PROTO-36 other -> 0x01"},
   };
   for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
-    int fd = client();
-    hello(fd);
-    char host[32];
-    snprintf(host, sizeof(host), "code-%d", tab[i].code);
-    connect_domain(fd, host, 80);
-    is_int(reply_code(fd, 1000), tab[i].rep, tab[i].name);
-    ok(closed_within(fd, 1500), "and the connection is closed");
-    close(fd);
+    char req[64], rep[2] = {5, (char)tab[i].rep};
+    int hl = snprintf(req + 5, sizeof(req) - 7, "code-%d", tab[i].code);
+    memcpy(req, "\x05\x01\x00\x03", 4);
+    req[4] = (char)hl;
+    req[5 + hl] = 0;
+    req[6 + hl] = 80;
+      const fs_row rows[] = {HELLO,
+                           FS_SEND(req, (size_t)hl + 7),
+                           FS_EXPECT_PREFIX(rep, 2, 10, tab[i].name),
+                           FS_CLOSED("and the connection is closed"),
+                           FS_END};
+    fs_run(script(), rows);
   }
   has_metric(
       "tunnelmesh_stream_open_total{component=\"client\",result=\"failure\","
@@ -468,17 +500,17 @@ static void test_reply_codes(void) {
 }
 
 static void test_cancel(void) {
-  int cancels = FC.cancels;
-  int fd = client();
-  hello(fd);
-  connect_domain(fd, "hang.fake", 80);
-  run(20);
-  is_int(fake_connector_pending(&FC), 1, "the open hangs in the connector");
-  close(fd);
-  run(20);
-  is_int(FC.cancels, cancels + 1,
-         "TM-P0-5: the client leaving cancels the open");
-  is_int(fake_connector_pending(&FC), 0, "nothing left pending");
+  static const fs_row rows[] = {
+      HELLO,
+      CONNECT_80("\x09" "hang.fake"),
+      FS_RUN(20),
+      FS_PENDING(1, "the open hangs in the connector"),
+      FS_CLOSE(),
+      FS_RUN(20),
+      FS_CANCELS(1, "TM-P0-5: the client leaving cancels the open"),
+      FS_PENDING(0, "nothing left pending"),
+      FS_END};
+  fs_run(script(), rows);
 }
 
 static double now_s(void) {
@@ -570,30 +602,26 @@ static void test_sync_open(void) {
   has_metric("proxyhost_socks5_clients 0", "the relayed client ended");
 }
 
+static const fs_row command_rows[] = {
+    HELLO,
+    FS_SEND_LIT("\x05\x02\x00\x01\x7f\x00\x00\x01\x00\x50"),
+    REPLY("\x07", "TM-PROTO-7: BIND -> 0x07"),
+    FS_CLOSED("then closed"),
+    HELLO,
+    FS_SEND_LIT("\x05\x03\x00\x01\x7f\x00\x00\x01\x00\x50"),
+    REPLY("\x07", "TM-PROTO-7: UDP ASSOCIATE -> 0x07"),
+    HELLO,
+    FS_SEND_LIT("\x05\x01\x00\x07\x01\x02"),
+    REPLY("\x08", "unknown ATYP -> 0x08"),
+    FS_CONNECT(),
+    FS_SEND_LIT("\x05\x01\x02"),
+    FS_EXPECT_LIT("\x05\xff",
+                  "only username/password offered with auth=none -> 0xFF"),
+    FS_CLOSED("then closed"),
+    FS_END};
+
 static void test_commands(void) {
-  int fd = client();
-  hello(fd);
-  send_all(fd, "\x05\x02\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
-  is_int(reply_code(fd, 1000), 0x07, "TM-PROTO-7: BIND -> 0x07");
-  ok(closed_within(fd, 1500), "then closed");
-  close(fd);
-  fd = client();
-  hello(fd);
-  send_all(fd, "\x05\x03\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
-  is_int(reply_code(fd, 1000), 0x07, "TM-PROTO-7: UDP ASSOCIATE -> 0x07");
-  close(fd);
-  fd = client();
-  hello(fd);
-  send_all(fd, "\x05\x01\x00\x07\x01\x02", 6);
-  is_int(reply_code(fd, 1000), 0x08, "unknown ATYP -> 0x08");
-  close(fd);
-  fd = client();
-  uint8_t b[2];
-  send_all(fd, "\x05\x01\x02", 3);
-  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 0xFF,
-     "only username/password offered with auth=none -> 0xFF");
-  ok(closed_within(fd, 1500), "then closed");
-  close(fd);
+  fs_run(script(), command_rows);
 }
 
 static void test_hostile(void) {
@@ -662,86 +690,89 @@ static void test_max_clients(void) {
   run(20);
 }
 
+/* The authorizer's cancels since the MARK row. */
+static int fa_mark(fs_ctx *s) {
+  s->mark = FA.cancels;
+  return 1;
+}
+static int fa_cancelled(fs_ctx *s) { return FA.cancels == s->mark + 1; }
+
+/* A password greeting pipelined with user "slow" (answered late). */
+#define SLOW_CHECK                                                             \
+  FS_SEND_LIT("\x05\x01\x02\x01\x04"                                          \
+              "slow"                                                           \
+              "\x01"                                                           \
+              "x")
+
+static const fs_row password_rows[] = {
+    FS_CONNECT(),
+    FS_SEND_LIT("\x05\x02\x00\x02"),
+    FS_EXPECT_LIT("\x05\x02",
+                  "auth=password picks 0x02 even when 0x00 is offered"),
+    FS_SEND_LIT("\x01\x05"
+                "alice"
+                "\x06"
+                "secret"),
+    FS_EXPECT_LIT("\x01\x00", "right credentials accepted"),
+    CONNECT_80("\x06" "code-7"),
+    REPLY("\x05", "then CONNECT goes on"),
+    FS_LAST_PRINCIPAL("alice", "the principal reaches the connector"),
+
+    FS_CONNECT(),
+    FS_SEND_LIT("\x05\x01\x02\x01\x05"
+                "alice"
+                "\x05"
+                "wrong"),
+    FS_EXPECT_LIT("\x05\x02", "pipelined greeting"),
+    FS_EXPECT_LIT("\x01\x01", "wrong password refused"),
+    FS_CLOSED("and closed"),
+
+    FS_CONNECT(),
+    FS_SEND_LIT("\x05\x01\x00"),
+    FS_EXPECT_LIT("\x05\xff", "no-auth only offered with auth=password -> 0xFF"),
+
+    FS_CHECK(fa_mark, NULL),
+    FS_CONNECT(),
+    SLOW_CHECK,
+    FS_RUN(30),
+    FS_CLOSE(),
+    FS_RUN(20),
+    FS_CHECK(fa_cancelled, "a client leaving during the check cancels it"),
+
+    /* The same with the buffer full (a pipelined request and more): the
+     * client is not read during the check, a hangup probe notices it. */
+    FS_CHECK(fa_mark, NULL),
+    FS_CONNECT(),
+    SLOW_CHECK,
+    FS_SEND(PIPELINED_OK, sizeof(PIPELINED_OK) - 1),
+    FS_RUN(50),
+    FS_CLOSE(),
+    FS_WAIT(fa_cancelled, 1500,
+            "TM-SEC-7: a client that filled its buffer and left during the "
+            "check cancels it within the probe interval"),
+
+    /* An authorizer refusing inside check_password (which authorizer.h
+     * forbids), the connection ending inside that answer (the client shut
+     * its side, so the linger sees EOF at once). */
+    FS_CONNECT(),
+    FS_SEND_LIT("\x05\x01\x02\x01\x04"
+                "sync"
+                "\x01"
+                "x"),
+    FS_SHUT(),
+    FS_EXPECT_LIT("\x05\x02\x01\x01",
+                  "an authorizer refusing inside check_password, the "
+                  "connection ending inside that answer: refused, no "
+                  "use-after-free"),
+    FS_CLOSED("and closed"),
+    FS_CLOSE(),
+    FS_RUN(10),
+    FS_METRIC_IS("proxyhost_socks5_clients", "", 0,
+                 "no client left after the checks"),
+    FS_END};
+
 static void test_password(void) {
-  int fd = client();
-  uint8_t b[2];
-  send_all(fd, "\x05\x02\x00\x02", 4);
-  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2,
-     "auth=password picks 0x02 even when 0x00 is offered");
-  SEND_LIT(fd, "\x01\x05"
-               "alice"
-               "\x06"
-               "secret");
-  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[0] == 1 && b[1] == 0,
-     "right credentials accepted");
-  connect_domain(fd, "code-7", 80);
-  is_int(reply_code(fd, 1000), 0x05, "then CONNECT goes on");
-  is_str(FC.last.principal, "alice", "the principal reaches the connector");
-  close(fd);
-
-  fd = client();
-  SEND_LIT(fd, "\x05\x01\x02\x01\x05"
-               "alice"
-               "\x05"
-               "wrong");
-  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2, "pipelined greeting");
-  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[0] == 1 && b[1] != 0,
-     "wrong password refused");
-  ok(closed_within(fd, 1500), "and closed");
-  close(fd);
-
-  fd = client();
-  send_all(fd, "\x05\x01\x00", 3);
-  ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 0xFF,
-     "no-auth only offered with auth=password -> 0xFF");
-  close(fd);
-
-  int cancels = FA.cancels;
-  fd = client();
-  SEND_LIT(fd, "\x05\x01\x02\x01\x04"
-               "slow"
-               "\x01"
-               "x");
-  run(30);
-  close(fd);
-  run(20);
-  is_int(FA.cancels, cancels + 1,
-         "a client leaving during the check cancels it");
-
-  /* The same with the buffer full (a pipelined request and more): the
-   * client is not read during the check, a hangup probe notices it. */
-  cancels = FA.cancels;
-  fd = client();
-  SEND_LIT(fd, "\x05\x01\x02\x01\x04"
-               "slow"
-               "\x01"
-               "x");
-  connect_pipelined(fd, "ok.fake", 80, 1500);
-  run(50);
-  close(fd);
-  for (int t = 0; t < 1500 && FA.cancels == cancels; t += 5)
-    run(5);
-  is_int(FA.cancels, cancels + 1,
-         "TM-SEC-7: a client that filled its buffer and left during the "
-         "check cancels it within the probe interval");
-
-  /* An authorizer refusing inside check_password (which authorizer.h
-   * forbids), the connection ending inside that answer (the client shut
-   * its side, so the linger sees EOF at once). */
-  fd = client();
-  SEND_LIT(fd, "\x05\x01\x02\x01\x04"
-               "sync"
-               "\x01"
-               "x");
-  shutdown(fd, SHUT_WR);
-  uint8_t a[4];
-  ok(expect(fd, a, 4, 1000, NULL) == 4 && a[1] == 2 && a[2] == 1 && a[3] != 0,
-     "an authorizer refusing inside check_password, the connection ending "
-     "inside that answer: refused, no use-after-free");
-  ok(closed_within(fd, 1000), "and closed");
-  close(fd);
-  run(10);
-  has_metric("proxyhost_socks5_clients 0", "no client left after the checks");
+  fs_run(script(), password_rows);
 }
 
 static double cpu_seconds(void) {
@@ -865,24 +896,23 @@ int main(void) {
                           "handshake_timeout = 200ms\n",
                           NULL, 0),
            0, "reload: new timeouts apply, the listener stays");
-    int fd = client();
-    uint8_t b[2];
-    send_all(fd, "\x05\x01\x02", 3);
-    ok(expect(fd, b, 2, 1000, NULL) == 2 && b[1] == 2,
-       "still listening on the old address after the reload");
-    ok(closed_within(fd, 1000), "the new handshake deadline applies");
-    close(fd);
-    /* Probing for a hangup during a check keeps the handshake deadline. */
-    int cancels = FA.cancels;
-    fd = client();
-    SEND_LIT(fd, "\x05\x01\x02\x01\x04"
-                 "slow"
-                 "\x01"
-                 "x");
-    connect_pipelined(fd, "ok.fake", 80, 1500);
-    ok(closed_within(fd, 1500) && FA.cancels == cancels + 1,
-       "a full buffer during a slow check: the deadline still closes it");
-    close(fd);
+    static const fs_row rows[] = {
+        FS_CONNECT(),
+        FS_SEND_LIT("\x05\x01\x02"),
+        FS_EXPECT_LIT("\x05\x02",
+                      "still listening on the old address after the reload"),
+        FS_CLOSED("the new handshake deadline applies"),
+        /* Probing for a hangup during a check keeps the handshake
+         * deadline. */
+        FS_CHECK(fa_mark, NULL),
+        FS_CONNECT(),
+        SLOW_CHECK,
+        FS_SEND(PIPELINED_OK, sizeof(PIPELINED_OK) - 1),
+        FS_CLOSED("a full buffer during a slow check: the deadline still "
+                  "closes it"),
+        FS_CHECK(fa_cancelled, "and the check is cancelled"),
+        FS_END};
+      fs_run(script(), rows);
     ph_mock_free(M);
   }
   close(target_l);

@@ -235,20 +235,30 @@ static wres do_write(client *c, ph_az_write *w) {
   return r;
 }
 
-static wres mk_user(client *c, const char *name, const char *owner) {
-  ph_az_write w = {.action = PH_AZ_CREATE,
-                   .rec = {.kind = PH_AZ_USER,
-                           .u.user = {.name = name, .owner = owner,
-                                      .enabled = 1}}};
+/* Creates a user (or, agent set, an agent) name of owner. */
+static wres mk_named(client *c, int agent, const char *name,
+                     const char *owner) {
+  ph_az_write w = {.action = PH_AZ_CREATE};
+  if (agent) {
+    w.rec.kind = PH_AZ_AGENT;
+    w.rec.u.agent.name = name;
+    w.rec.u.agent.owner = owner;
+    w.rec.u.agent.enabled = 1;
+  } else {
+    w.rec.kind = PH_AZ_USER;
+    w.rec.u.user.name = name;
+    w.rec.u.user.owner = owner;
+    w.rec.u.user.enabled = 1;
+  }
   return do_write(c, &w);
 }
 
+static wres mk_user(client *c, const char *name, const char *owner) {
+  return mk_named(c, 0, name, owner);
+}
+
 static wres mk_agent(client *c, const char *name, const char *owner) {
-  ph_az_write w = {.action = PH_AZ_CREATE,
-                   .rec = {.kind = PH_AZ_AGENT,
-                           .u.agent = {.name = name, .owner = owner,
-                                       .enabled = 1}}};
-  return do_write(c, &w);
+  return mk_named(c, 1, name, owner);
 }
 
 static wres mk_token(client *c, const char *user) {

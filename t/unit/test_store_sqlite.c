@@ -130,6 +130,20 @@ static int own_query(const char *sql, char *out, size_t len) {
   return ok_;
 }
 
+/* Whether the test's own query of sql answers want. */
+/* Stops and frees m (NULL: nothing). */
+static void stop_free(ph_mock *m) {
+  if (m) {
+    ph_mock_stop(m);
+    ph_mock_free(m);
+  }
+}
+
+static int query_is(const char *sql, const char *want) {
+  char v[64];
+  return own_query(sql, v, sizeof(v)) == 0 && strcmp(v, want) == 0;
+}
+
 static const char *make_conf(const char *migrate, int max_pending) {
   snprintf(conf, sizeof(conf),
            "[proxyhost]\nmodules = %s\n"
@@ -229,22 +243,14 @@ static void test_file_and_wal(void) {
                sizeof(v)) == 0 &&
          atoi(v) == AZ_SCHEMA_VERSION,
      "the schema is the current version");
-  ok(own_query("SELECT revision FROM authorization_revision WHERE id = 1", v,
-               sizeof(v)) == 0 &&
-         strcmp(v, "1") == 0,
+  ok(query_is("SELECT revision FROM authorization_revision WHERE id = 1", "1"),
      "TM-P1-14 authorization_revision exists with revision 1");
-  if (m) {
-    ph_mock_stop(m);
-    ph_mock_free(m);
-  }
+  stop_free(m);
   ok(stat(db_path, &sb) == 0 && (sb.st_mode & 0777) == 0600,
      "after the stop the file keeps mode 0600");
   m = start_with(make_conf("auto", 8), &rc);
   ok(m && rc == 0 && wait_ready(m), "a second start reuses the file");
-  if (m) {
-    ph_mock_stop(m);
-    ph_mock_free(m);
-  }
+  stop_free(m);
 }
 
 /* A v8 database made from the baseline, as an older release left it. */
@@ -262,15 +268,12 @@ static int make_v8(const char *name) {
 }
 
 static void test_migrate(void) {
-  char v[64];
   ok(make_v8("old-check.sqlite") == 0, "a v8 database from the baseline");
   int rc;
   ph_mock *m = start_with(make_conf("check", 8), &rc);
   ok(rc != 0, "TM-UPG migrate = check refuses to start on a v8 database");
   ph_mock_free(m);
-  ok(own_query("SELECT version FROM schema_meta WHERE id = 1", v,
-               sizeof(v)) == 0 &&
-         strcmp(v, "8") == 0,
+  ok(query_is("SELECT version FROM schema_meta WHERE id = 1", "8"),
      "and leaves it at version 8");
 
   snprintf(db_path, sizeof(db_path), "%s/missing-check.sqlite", dir);
@@ -284,25 +287,15 @@ static void test_migrate(void) {
   m = start_with(make_conf("auto", 8), &rc);
   ok(m && rc == 0 && wait_ready(m),
      "migrate = auto upgrades a v8 database at start and is ready");
-  ok(own_query("SELECT version FROM schema_meta WHERE id = 1", v,
-               sizeof(v)) == 0 &&
-         strcmp(v, "10") == 0,
+  ok(query_is("SELECT version FROM schema_meta WHERE id = 1", "10"),
      "the upgraded database is at version 10");
-  ok(own_query("SELECT revision FROM authorization_revision WHERE id = 1", v,
-               sizeof(v)) == 0 &&
-         strcmp(v, "1") == 0,
+  ok(query_is("SELECT revision FROM authorization_revision WHERE id = 1", "1"),
      "the upgrade created the revision row");
-  if (m) {
-    ph_mock_stop(m);
-    ph_mock_free(m);
-  }
+  stop_free(m);
   m = start_with(make_conf("check", 8), &rc);
   ok(m && rc == 0 && wait_ready(m),
      "migrate = check accepts the upgraded database");
-  if (m) {
-    ph_mock_stop(m);
-    ph_mock_free(m);
-  }
+  stop_free(m);
 
   snprintf(db_path, sizeof(db_path), "%s/no-such-dir/x.sqlite", dir);
   m = start_with(make_conf("auto", 8), &rc);

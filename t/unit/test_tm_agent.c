@@ -207,6 +207,21 @@ static void session_down(void) {
 }
 
 /* Reads what reached the target's socket, waiting up to limit_ms. */
+/* Ends a case: the last target's peer (when one was dialled) closed, the
+ * session down. */
+static void case_down(void) {
+  if (f_last_peer_fd >= 0)
+    close(f_last_peer_fd);
+  f_last_peer_fd = -1;
+  session_down();
+}
+
+/* Streams 1 and 3 to hosts whose dials hang. */
+static void open_two_hanging(void) {
+  open_stream(1, "hang1.test", 80);
+  open_stream(3, "hang2.test", 80);
+}
+
 static ssize_t target_read(int fd, char *buf, size_t cap, int limit_ms) {
   for (int waited = 0; waited < limit_ms; waited += 10) {
     ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
@@ -265,15 +280,12 @@ int main(void) {
         ok_data = 1;
   }
   ok(ok_data, "the target's bytes come back as DATA on the stream");
-  close(peer);
-  f_last_peer_fd = -1;
-  session_down();
+  case_down(); /* closes peer, the last dialled */
 
   /* TM-TEST-6, TM-P0-2: two blocked dials do not block a third stream. */
   reset_counts();
   session_up(strict, 32, 128, 60000);
-  open_stream(1, "hang1.test", 80);
-  open_stream(3, "hang2.test", 80);
+  open_two_hanging();
   is_int(f_opened, 0, "TM-P0-2, TM-P0-6 (issue 24 item 4): the reader's "
                       "enqueue returned without calling the connector");
   ph_mock_run_for(m, 0);
@@ -301,9 +313,7 @@ int main(void) {
                          "the other hanging dial");
   is_int(session_closed, TM_CLOSE_LOCAL, "the session ended");
   is_int(f_in_flight, 0, "no dial left in the connector");
-  close(f_last_peer_fd);
-  f_last_peer_fd = -1;
-  session_down();
+  case_down();
 
   /* TM-TEST-9, TM-P0-8, TM-FAIL-3: a failed dial is that stream's only. */
   session_up(strict, 32, 128, 60000);
@@ -322,15 +332,12 @@ int main(void) {
   open_stream(5, "ready.test", 80);
   ok(wait_frame(TM_OPEN_RESULT, 5, 5000) && result_of(5, &r) && r.accepted,
      "TM-TEST-9: the next open on the same session works");
-  close(f_last_peer_fd);
-  f_last_peer_fd = -1;
-  session_down();
+  case_down();
 
   /* TM-TEST-11, TM-P0-3, TM-FAIL-1: queue full refuses only that stream. */
   reset_counts();
   session_up(strict, 1, 1, 60000);
-  open_stream(1, "hang1.test", 80);
-  open_stream(3, "hang2.test", 80);
+  open_two_hanging();
   open_stream(5, "hang3.test", 80);
   ok(wait_frame(TM_OPEN_RESULT, 5, 5000), "TM-TEST-11: the third open (1 "
                                           "running, 1 pending) is answered");
@@ -348,8 +355,7 @@ int main(void) {
   /* Legacy peer: queue full is a RESET of that stream only (TM-P0-3). */
   reset_counts();
   session_up(0, 1, 0, 60000);
-  open_stream(1, "hang1.test", 80);
-  open_stream(3, "hang2.test", 80);
+  open_two_hanging();
   ok(wait_frame(TM_RESET, 3, 5000),
      "TM-TEST-11, TM-P0-3: legacy: the stream past the bound is RESET");
   is_int(find(TM_OPEN_RESULT, 3), -1, "TM-PROTO-16: no OPEN_RESULT to a "
@@ -406,9 +412,7 @@ int main(void) {
   is_int(find(TM_OPEN_RESULT, 1), -1,
          "TM-PROTO-18: ... and no OPEN_RESULT is sent for it");
   is_int(find(TM_RESET, 1), -1, "TM-PROTO-18: ... nor a RESET");
-  close(f_last_peer_fd);
-  f_last_peer_fd = -1;
-  session_down();
+  case_down();
 
   /* TM-PROTO-18: an ACK after a stream started cannot change the streams'
    * mode: the session keeps the subprotocol's capabilities. */
@@ -425,9 +429,7 @@ int main(void) {
   ok(wait_frame(TM_OPEN_RESULT, 3, 5000),
      "TM-PROTO-18: ... and the next open is still answered by OPEN_RESULT");
   if (f_last_peer_fd >= 0)
-    close(f_last_peer_fd);
-  f_last_peer_fd = -1;
-  session_down();
+    case_down();
 
   const char *mt_text = ph_mock_metrics_text(m);
   like(mt_text, "tunnelmesh_stream_open_total{component=\"agent\"",

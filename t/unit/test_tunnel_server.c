@@ -730,6 +730,17 @@ static long metric_value(const char *series) {
 
 /* Issue 22 item 1: a session ends when its credentials stop being valid
  * (and only then); item 2: connections per token and per user. */
+/* A reload to per_token connections per token, per_user per user. */
+static void reload_limits(int per_token, int per_user, const char *name) {
+  char conf[sizeof(INI) + 128];
+  snprintf(conf, sizeof(conf),
+           INI "client.max_connections_per_token = %d\n"
+               "client.max_connections_per_user = %d\n",
+           per_token, per_user);
+  char err[1024];
+  is_int(ph_mock_reload(mk, conf, err, sizeof(err)), PH_OK, name);
+}
+
 static void test_credentials(void) {
   char err[1024];
   peer *c = connect_peer(7, "client3", TM_SUBPROTO_FULL);
@@ -790,21 +801,13 @@ static void test_credentials(void) {
 
   /* Item 2: the clients' connection limits (peers 0 and 3 hold c1 and
    * c2, both of the user the fake store names ""). */
-  is_int(ph_mock_reload(mk,
-                        INI "client.max_connections_per_token = 1\n"
-                            "client.max_connections_per_user = 3\n",
-                        err, sizeof(err)),
-         PH_OK, "a reload to 1 connection per token, 3 per user");
+  reload_limits(1, 3, "a reload to 1 connection per token, 3 per user");
   c = connect_peer(7, "client3", TM_SUBPROTO_FULL);
   ok(c->s && !c->closed, "the user's third connection is accepted");
   peer *c4 = connect_peer(8, "client3", TM_SUBPROTO_FULL);
   is_int(c4->status, 1008, "a token's second connection is refused (1008)");
   is_int((int)metric_value(REFUSED("token_limit")), 1, "counted token_limit");
-  is_int(ph_mock_reload(mk,
-                        INI "client.max_connections_per_token = 2\n"
-                            "client.max_connections_per_user = 3\n",
-                        err, sizeof(err)),
-         PH_OK, "2 per token");
+  reload_limits(2, 3, "2 per token");
   c4 = connect_peer(8, "client3", TM_SUBPROTO_FULL);
   is_int(c4->status, 1008, "the user's fourth connection is refused");
   is_int((int)metric_value(REFUSED("user_limit")), 1, "counted user_limit");
