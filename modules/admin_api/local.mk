@@ -30,6 +30,4 @@ if MODULE_ADMIN_API
 check_PROGRAMS += t/unit/test_admin_api
 TESTS += t/unit/test_admin_api
 endif
-t_unit_test_admin_api_SOURCES = t/unit/test_admin_api.c
-t_unit_test_admin_api_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_admin_api_LDADD = modules/frontend/libphfrontend.la host/libphmock.la

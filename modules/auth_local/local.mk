@@ -29,9 +29,9 @@ TESTS += t/unit/test_auth_local t/unit/test_access
 endif
 t_unit_test_auth_local_SOURCES = t/unit/test_auth_local.c \
 	modules/auth_local/pwhash.c
-t_unit_test_auth_local_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_test_auth_local_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_auth_local_LDADD = modules/lib/libphlib.la host/libphmock.la \
 	$(OPENSSL_LIBS)
 t_unit_test_access_SOURCES = t/unit/test_access.c modules/auth_local/pwhash.c
-t_unit_test_access_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_test_access_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_access_LDADD = host/libphmock.la $(OPENSSL_LIBS)

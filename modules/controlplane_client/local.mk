@@ -56,7 +56,7 @@ TESTS += $(UNIT_TESTS_CP_SUPERVISOR)
 t_unit_test_cp_supervisor_SOURCES = t/unit/test_cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
-t_unit_test_cp_supervisor_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_cp_supervisor_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_test_cp_supervisor_LDADD = modules/frontend/libphfrontend.la
 
 # The gateway's configuration: conf/gateway.ini passes --check-config, the

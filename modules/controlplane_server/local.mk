@@ -11,7 +11,7 @@ TESTS += $(UNIT_TESTS_CP_REQUESTS)
 t_unit_test_cp_requests_SOURCES = t/unit/test_cp_requests.c \
 	modules/controlplane_server/cp_requests.c \
 	modules/controlplane_server/cp_requests.h
-t_unit_test_cp_requests_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_unit_test_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 t_unit_test_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
 	$(OPENSSL_LIBS)
@@ -39,7 +39,7 @@ TESTS += $(UNIT_TESTS_CP_SECRETS)
 t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
 	modules/controlplane_server/cp_secrets.c \
 	modules/controlplane_server/cp_secrets.h modules/lib/conf_values.c
-t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_test_cp_secrets_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_cp_secret
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
@@ -57,7 +57,7 @@ TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
 t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.h
-t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 
 # The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in

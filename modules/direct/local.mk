@@ -24,11 +24,5 @@ TESTS += t/unit/test_direct_policy t/unit/test_direct t/unit/test_resolver_qcach
 endif
 t_unit_test_direct_policy_SOURCES = t/unit/test_direct_policy.c \
 	modules/direct/policy.c modules/lib/cidr.c modules/lib/host_norm.c
-t_unit_test_direct_policy_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_direct_policy_LDADD = $(UNIT_LDADD)
-t_unit_test_resolver_qcache_SOURCES = t/unit/test_resolver_qcache.c
-t_unit_test_resolver_qcache_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_resolver_qcache_LDADD = $(UNIT_LDADD)
-t_unit_test_direct_SOURCES = t/unit/test_direct.c
-t_unit_test_direct_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_direct_policy_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_test_direct_LDADD = host/libphmock.la

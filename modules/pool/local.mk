@@ -52,7 +52,7 @@ check_PROGRAMS += t/unit/test_pool_dispatch
 TESTS += t/unit/test_pool_dispatch
 t_unit_test_pool_dispatch_SOURCES = t/unit/test_pool_dispatch.c \
 	t/unit/cp_view_fixture.h $(POOL_SOURCES)
-t_unit_test_pool_dispatch_CPPFLAGS = $(TEST_CPPFLAGS) $(POOL_CPPFLAGS)
+t_unit_test_pool_dispatch_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_CPPFLAGS)
 t_unit_test_pool_dispatch_LDADD = t/lib/libphfake.la host/libphmock.la \
 	modules/upstream/libphupstream.la $(CP_VIEW_LDADD)
 t/unit/test_pool_dispatch-test_pool_dispatch.$(OBJEXT) \

@@ -76,8 +76,7 @@ samples_DATA += modules/redis_ownership/redis_ownership.ini.sample
 check_PROGRAMS += t/unit/test_redis_ownership
 TESTS += t/unit/test_redis_ownership t/integration/redis_lua.sh \
 	t/integration/redis_ownership.sh
-t_unit_test_redis_ownership_SOURCES = t/unit/test_redis_ownership.c
-t_unit_test_redis_ownership_CPPFLAGS = $(TEST_CPPFLAGS) $(HIREDIS_CFLAGS)
+t_unit_test_redis_ownership_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_unit_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
 	$(EV_LIBS)
 t_unit_test_redis_ownership_DEPENDENCIES = host/libphmock.la \

@@ -24,6 +24,4 @@ if MODULE_REMOTE_VALIDATION
 check_PROGRAMS += t/unit/test_remote_validation
 TESTS += t/unit/test_remote_validation
 endif
-t_unit_test_remote_validation_SOURCES = t/unit/test_remote_validation.c
-t_unit_test_remote_validation_CPPFLAGS = $(TEST_CPPFLAGS)
 t_unit_test_remote_validation_LDADD = host/libphmock.la

@@ -87,8 +87,7 @@ tools_proxyhost_migrate_LDADD += modules/store_common/libphstore_pg.la
 endif
 check_PROGRAMS += t/unit/test_migrations
 TESTS += t/unit/test_migrations
-t_unit_test_migrations_SOURCES = t/unit/test_migrations.c
-t_unit_test_migrations_CPPFLAGS = $(TEST_CPPFLAGS) \
+t_unit_test_migrations_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DAZ_TEST_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_test_migrations_LDADD = modules/store_common/libphstore.la
 if MODULE_STORE_SQLITE
@@ -102,6 +101,4 @@ if STORE_ANY
 check_PROGRAMS += t/unit/test_az_eval
 TESTS += t/unit/test_az_eval
 endif
-t_unit_test_az_eval_SOURCES = t/unit/test_az_eval.c
-t_unit_test_az_eval_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_az_eval_LDADD = modules/store_common/libphstore.la $(UNIT_LDADD)
+t_unit_test_az_eval_LDADD = modules/store_common/libphstore.la $(LDADD)

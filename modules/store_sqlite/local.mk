@@ -32,7 +32,7 @@ TESTS += t/unit/test_store_sqlite
 endif
 t_unit_test_store_sqlite_SOURCES = t/unit/test_store_sqlite.c \
 	t/unit/store_contract.h t/unit/pool_contract.h
-t_unit_test_store_sqlite_CPPFLAGS = $(TEST_CPPFLAGS) $(SQLITE3_CFLAGS)
+t_unit_test_store_sqlite_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE3_CFLAGS)
 t_unit_test_store_sqlite_LDFLAGS = -export-dynamic
 t_unit_test_store_sqlite_LDADD = host/libphmock.la \
 	modules/store_common/libphstore.la $(SQLITE3_LIBS) -ldl

@@ -66,9 +66,7 @@ samples_DATA += modules/strategies/strategies.ini.sample
 check_PROGRAMS += t/unit/test_strategies t/unit/test_strategies_module
 TESTS += t/unit/test_strategies t/unit/test_strategies_module
 t_unit_test_strategies_SOURCES = t/unit/test_strategies.c $(STRAT_PURE)
-t_unit_test_strategies_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_strategies_module_SOURCES = t/unit/test_strategies_module.c
-t_unit_test_strategies_module_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_strategies_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_test_strategies_module_LDADD = host/libphmock.la
 endif
 

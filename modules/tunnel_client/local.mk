@@ -27,7 +27,7 @@ check_PROGRAMS += $(UNIT_TESTS_TC)
 TESTS += $(UNIT_TESTS_TC)
 t_unit_test_tunnel_client_SOURCES = t/unit/test_tunnel_client.c \
 	$(TC_SOURCES)
-t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_tunnel_client_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 endif
 EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample

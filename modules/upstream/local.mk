@@ -36,8 +36,7 @@ modules_upstream_libphupstream_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
 check_PROGRAMS += t/unit/test_up_hs t/lib/up_hs_probe t/fuzz/replay_up_hs
 TESTS += t/unit/test_up_hs t/integration/upstream_hs.sh
 
-t_unit_test_up_hs_SOURCES = t/unit/test_up_hs.c
-t_unit_test_up_hs_CPPFLAGS = $(TEST_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
+t_unit_test_up_hs_CPPFLAGS = $(AM_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
 t_unit_test_up_hs_LDADD = $(UPSTREAM_LDADD)
 
 t_lib_up_hs_probe_SOURCES = t/lib/up_hs_probe.c

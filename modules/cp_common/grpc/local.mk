@@ -25,7 +25,7 @@ modules_cp_common_grpc_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLA
 modules_cp_common_grpc_libcpgrpc_la_CFLAGS = $(AM_CFLAGS) -pthread
 modules_cp_common_grpc_libcpgrpc_la_LIBADD = $(GRPC_LIBS) $(OPENSSL_LIBS) -lpthread
 
-CP_GRPC_TEST_CPPFLAGS = $(TEST_CPPFLAGS)
+CP_GRPC_TEST_CPPFLAGS = $(AM_CPPFLAGS)
 CP_GRPC_LDADD = modules/cp_common/grpc/libcpgrpc.la modules/frontend/libphfrontend.la
 
 # The pure checks alone (no gRPC).
@@ -35,10 +35,8 @@ TESTS += $(UNIT_TESTS_CP_GRPC)
 t_unit_test_cp_ident_SOURCES = t/unit/test_cp_ident.c \
 	modules/cp_common/grpc/cp_ident.c modules/lib/cidr.c
 t_unit_test_cp_ident_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS)
-t_unit_test_cp_ident_LDADD = $(UNIT_LDADD)
 
 # Server and client on the mock host's loop, with the proto's messages.
-t_unit_test_cp_grpc_SOURCES = t/unit/test_cp_grpc.c
 t_unit_test_cp_grpc_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	-DCP_TEST_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \

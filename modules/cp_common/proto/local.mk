@@ -41,8 +41,7 @@ modules_cp_common_proto_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 UNIT_TESTS_CP_PROTO = t/unit/test_cp_proto
 check_PROGRAMS += $(UNIT_TESTS_CP_PROTO)
 TESTS += $(UNIT_TESTS_CP_PROTO)
-t_unit_test_cp_proto_SOURCES = t/unit/test_cp_proto.c
-t_unit_test_cp_proto_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+t_unit_test_cp_proto_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_unit_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
 endif
 

@@ -32,10 +32,9 @@ UNIT_TESTS_CP_VIEW = t/unit/test_cp_view t/unit/test_cp_outcomes
 check_PROGRAMS += $(UNIT_TESTS_CP_VIEW)
 TESTS += $(UNIT_TESTS_CP_VIEW)
 t_unit_test_cp_view_SOURCES = t/unit/test_cp_view.c t/unit/cp_view_fixture.h
-t_unit_test_cp_view_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_unit_test_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 t_unit_test_cp_view_LDADD = $(CP_VIEW_LDADD)
-t_unit_test_cp_outcomes_SOURCES = t/unit/test_cp_outcomes.c
 t_unit_test_cp_outcomes_CPPFLAGS = $(t_unit_test_cp_view_CPPFLAGS)
 t_unit_test_cp_outcomes_LDADD = $(CP_VIEW_LDADD)
 

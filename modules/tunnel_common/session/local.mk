@@ -34,7 +34,7 @@ check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
 TESTS += $(UNIT_TESTS_TM_SESSION)
 t_unit_test_tm_session_SOURCES = t/unit/test_tm_session.c \
 	t/unit/tm_memlink.c t/unit/tm_memlink.h
-t_unit_test_tm_session_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_test_tm_session_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_test_tm_session_LDADD = modules/tunnel_common/session/libtmsession.la \
 	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(EV_LIBS)
@@ -59,8 +59,7 @@ check_PROGRAMS += $(UNIT_TESTS_TM_TOKEN)
 TESTS += $(UNIT_TESTS_TM_TOKEN)
 t_unit_test_tm_token_SOURCES = t/unit/test_tm_token.c \
 	modules/tunnel_common/session/tm_token.c
-t_unit_test_tm_token_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_tm_token_LDADD = $(UNIT_LDADD)
+t_unit_test_tm_token_CPPFLAGS = $(AM_CPPFLAGS)
 check_PROGRAMS += t/fuzz/replay_tm_token
 t_fuzz_replay_tm_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_token.c \
 	modules/tunnel_common/session/tm_token.c
@@ -87,7 +86,7 @@ TESTS += t/unit/test_tm_ws
 t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
 	t/unit/tm_ws_stubs.h \
 	$(TM_WS_SOURCES)
-t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+t_unit_test_tm_ws_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) \
 	$(OPENSSL_CFLAGS) \
 	-DTM_TEST_SRCDIR='"$(abs_top_srcdir)"' -DTM_HAVE_PROTO
 t_unit_test_tm_ws_LDADD = modules/tunnel_common/proto/libtmproto.la \
@@ -98,8 +97,8 @@ check_PROGRAMS += t/unit/test_tm_wsc
 TESTS += t/unit/test_tm_wsc
 t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/session/tm_wsc.c \
 	modules/lib/bw.c modules/lib/http1_head.c
-t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
-t_unit_test_tm_wsc_LDADD = $(UNIT_LDADD) $(OPENSSL_LIBS)
+t_unit_test_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_test_tm_wsc_LDADD = $(LDADD) $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_tm_wsc
 t_fuzz_replay_tm_wsc_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_wsc.c \
 	modules/tunnel_common/session/tm_wsc.c modules/lib/bw.c \
@@ -117,8 +116,7 @@ EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
 if TUNNEL_ANY
 check_PROGRAMS += t/unit/test_tm_ws_session
 TESTS += t/unit/test_tm_ws_session
-t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
-t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS)
+t_unit_test_tm_ws_session_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS)
 t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/session/libtmsession.la \
 	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
