@@ -26,15 +26,15 @@ modules_lib_libphlib_la_SOURCES = \
 	modules/lib/tls_reload.c modules/lib/tls_reload.h
 
 # Its unit tests.
-LIB_TESTS = t/unit/test_json t/unit/test_bw t/unit/test_metric_table \
-	t/unit/test_host_norm t/unit/test_ilist t/unit/test_idtab \
-	t/unit/test_clocks t/unit/test_http1_head t/unit/test_cache_sf
+LIB_TESTS = t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
+	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
+	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf
 check_PROGRAMS += $(LIB_TESTS)
 TESTS += $(LIB_TESTS)
-t_unit_test_http1_head_LDADD = modules/lib/libphlib.la $(LDADD)
-t_unit_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
-t_unit_test_bw_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_test_json_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
+t_unit_lib_test_http1_head_LDADD = modules/lib/libphlib.la $(LDADD)
+t_unit_lib_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
+t_unit_lib_test_bw_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_json_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
 	host/libphmock.la
-t_unit_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(LDADD)
