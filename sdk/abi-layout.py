@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Writes t/unit/abi_layout.inc: every struct of the installed SDK headers
+"""Writes t/unit/host/abi_layout.inc: every struct of the installed SDK headers
 (module ABI and service contracts, not mock.h) with each member's offset
 and size and the struct's size, as gdb reads them from a debug build on
 this machine (LP64). test_abi_layout compares them with offsetof/sizeof,
@@ -9,7 +9,7 @@ purpose, and the change is named in abi.h's changelog.
 
 Run from the source tree after an intended layout change (an addition at
 the end of a struct, a reserved slot taken):
-    python3 sdk/abi-layout.py > t/unit/abi_layout.inc
+    python3 sdk/abi-layout.py > t/unit/host/abi_layout.inc
 Needs gcc and gdb (developer tools, not build dependencies)."""
 import os, re, subprocess, sys, tempfile
 
@@ -100,7 +100,7 @@ def by_header(text):
         if m:
             out.setdefault(m.group(1), []).append(line)
     return out
-old_path = os.path.join(top, "t", "unit", "abi_layout.inc")
+old_path = os.path.join(top, "t", "unit", "host", "abi_layout.inc")
 if os.path.exists(old_path):
     before, after = by_header(open(old_path).read()), by_header("\n".join(lines))
     for h in HEADERS:

@@ -27,9 +27,7 @@ EXTRA_DIST += modules/admin_api/admin_api.ini.sample
 
 # Its unit tests.
 if MODULE_ADMIN_API
-check_PROGRAMS += t/unit/test_admin_api
-TESTS += t/unit/test_admin_api
+check_PROGRAMS += t/unit/auth/test_admin_api
+TESTS += t/unit/auth/test_admin_api
 endif
-t_unit_test_admin_api_SOURCES = t/unit/test_admin_api.c
-t_unit_test_admin_api_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_admin_api_LDADD = modules/frontend/libphfrontend.la host/libphmock.la
+t_unit_auth_test_admin_api_LDADD = modules/frontend/libphfrontend.la host/libphmock.la

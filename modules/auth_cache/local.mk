@@ -21,13 +21,12 @@ EXTRA_DIST += modules/auth_cache/auth_cache.ini.sample
 
 # Its unit tests.
 if MODULE_AUTH_CACHE
-check_PROGRAMS += t/unit/test_auth_cache t/unit/test_auth_cache_gen
-TESTS += t/unit/test_auth_cache t/unit/test_auth_cache_gen
+check_PROGRAMS += t/unit/auth/test_auth_cache t/unit/auth/test_auth_cache_gen
+TESTS += t/unit/auth/test_auth_cache t/unit/auth/test_auth_cache_gen
 endif
-t_unit_test_auth_cache_SOURCES = t/unit/test_auth_cache.c
-t_unit_test_auth_cache_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/t/modules
-t_unit_test_auth_cache_LDADD = host/libphmock.la
-t_unit_test_auth_cache_gen_SOURCES = t/unit/test_auth_cache_gen.c \
+t_unit_auth_test_auth_cache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/t/modules
+t_unit_auth_test_auth_cache_LDADD = host/libphmock.la
+t_unit_auth_test_auth_cache_gen_SOURCES = t/unit/auth/test_auth_cache_gen.c \
 	modules/auth_cache/cache_gen.c modules/auth_cache/cache_key.c
-t_unit_test_auth_cache_gen_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_auth_cache_gen_LDADD = modules/lib/libphlib.la $(UNIT_LDADD)
+t_unit_auth_test_auth_cache_gen_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_auth_test_auth_cache_gen_LDADD = modules/lib/libphlib.la $(LDADD)

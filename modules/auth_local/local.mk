@@ -24,14 +24,14 @@ EXTRA_DIST += modules/auth_local/auth_local.ini.sample
 
 # Its unit tests.
 if MODULE_AUTH_LOCAL
-check_PROGRAMS += t/unit/test_auth_local t/unit/test_access
-TESTS += t/unit/test_auth_local t/unit/test_access
+check_PROGRAMS += t/unit/auth/test_auth_local t/unit/auth/test_access
+TESTS += t/unit/auth/test_auth_local t/unit/auth/test_access
 endif
-t_unit_test_auth_local_SOURCES = t/unit/test_auth_local.c \
+t_unit_auth_test_auth_local_SOURCES = t/unit/auth/test_auth_local.c \
 	modules/auth_local/pwhash.c
-t_unit_test_auth_local_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
-t_unit_test_auth_local_LDADD = modules/lib/libphlib.la host/libphmock.la \
+t_unit_auth_test_auth_local_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_auth_test_auth_local_LDADD = modules/lib/libphlib.la host/libphmock.la \
 	$(OPENSSL_LIBS)
-t_unit_test_access_SOURCES = t/unit/test_access.c modules/auth_local/pwhash.c
-t_unit_test_access_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
-t_unit_test_access_LDADD = host/libphmock.la $(OPENSSL_LIBS)
+t_unit_auth_test_access_SOURCES = t/unit/auth/test_access.c modules/auth_local/pwhash.c
+t_unit_auth_test_access_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_auth_test_access_LDADD = host/libphmock.la $(OPENSSL_LIBS)

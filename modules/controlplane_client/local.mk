@@ -50,14 +50,14 @@ modules/controlplane_client/controlplane_client_la-cpc_view_route.lo \
 modules/controlplane_client/controlplane_client_la-cpc_tls_probe.lo: \
 	$(CP_GEN)/proto.stamp
 
-UNIT_TESTS_CP_SUPERVISOR = t/unit/test_cp_supervisor
+UNIT_TESTS_CP_SUPERVISOR = t/unit/cp/test_cp_supervisor
 check_PROGRAMS += $(UNIT_TESTS_CP_SUPERVISOR)
 TESTS += $(UNIT_TESTS_CP_SUPERVISOR)
-t_unit_test_cp_supervisor_SOURCES = t/unit/test_cp_supervisor.c \
+t_unit_cp_test_cp_supervisor_SOURCES = t/unit/cp/test_cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
-t_unit_test_cp_supervisor_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_cp_supervisor_LDADD = modules/frontend/libphfrontend.la
+t_unit_cp_test_cp_supervisor_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_cp_test_cp_supervisor_LDADD = modules/frontend/libphfrontend.la
 
 # The gateway's configuration: conf/gateway.ini passes --check-config, the
 # flags and PROXY_POOL_* names reach the keys.

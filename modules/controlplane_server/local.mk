@@ -5,15 +5,15 @@
 EXTRA_DIST += modules/controlplane_server/local.mk
 
 if MODULE_CONTROLPLANE_SERVER
-UNIT_TESTS_CP_REQUESTS = t/unit/test_cp_requests
+UNIT_TESTS_CP_REQUESTS = t/unit/cp/test_cp_requests
 check_PROGRAMS += $(UNIT_TESTS_CP_REQUESTS)
 TESTS += $(UNIT_TESTS_CP_REQUESTS)
-t_unit_test_cp_requests_SOURCES = t/unit/test_cp_requests.c \
+t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
 	modules/controlplane_server/cp_requests.c \
 	modules/controlplane_server/cp_requests.h
-t_unit_test_cp_requests_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_unit_cp_test_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-t_unit_test_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
+t_unit_cp_test_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
 	$(OPENSSL_LIBS)
 endif
 
@@ -33,14 +33,14 @@ EXTRA_DIST += t/fuzz/fuzz_cp_requests.c
 # Credential material from secrets_dir (cp_secrets.c): its unit test and
 # the file parser's fuzz target (t/fuzz/seeds/cp_secret).
 if MODULE_CONTROLPLANE_SERVER
-UNIT_TESTS_CP_SECRETS = t/unit/test_cp_secrets
+UNIT_TESTS_CP_SECRETS = t/unit/cp/test_cp_secrets
 check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
 TESTS += $(UNIT_TESTS_CP_SECRETS)
-t_unit_test_cp_secrets_SOURCES = t/unit/test_cp_secrets.c \
+t_unit_cp_test_cp_secrets_SOURCES = t/unit/cp/test_cp_secrets.c \
 	modules/controlplane_server/cp_secrets.c \
 	modules/controlplane_server/cp_secrets.h modules/lib/conf_values.c
-t_unit_test_cp_secrets_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
-t_unit_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
+t_unit_cp_test_cp_secrets_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_cp_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_cp_secret
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
 	modules/controlplane_server/cp_secrets.c modules/lib/conf_values.c
@@ -51,13 +51,13 @@ EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
 
 # A WatchSnapshots stream's schedule (cp_watch_plan.c).
 if MODULE_CONTROLPLANE_SERVER
-UNIT_TESTS_CP_WATCH_PLAN = t/unit/test_cp_watch_plan
+UNIT_TESTS_CP_WATCH_PLAN = t/unit/cp/test_cp_watch_plan
 check_PROGRAMS += $(UNIT_TESTS_CP_WATCH_PLAN)
 TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
-t_unit_test_cp_watch_plan_SOURCES = t/unit/test_cp_watch_plan.c \
+t_unit_cp_test_cp_watch_plan_SOURCES = t/unit/cp/test_cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.c \
 	modules/controlplane_server/cp_watch_plan.h
-t_unit_test_cp_watch_plan_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 
 # The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in

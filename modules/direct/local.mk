@@ -19,16 +19,10 @@ EXTRA_DIST += modules/direct/direct.ini.sample
 
 # Its unit tests.
 if MODULE_DIRECT
-check_PROGRAMS += t/unit/test_direct_policy t/unit/test_direct t/unit/test_resolver_qcache
-TESTS += t/unit/test_direct_policy t/unit/test_direct t/unit/test_resolver_qcache
+check_PROGRAMS += t/unit/connectors/test_direct_policy t/unit/connectors/test_direct t/unit/connectors/test_resolver_qcache
+TESTS += t/unit/connectors/test_direct_policy t/unit/connectors/test_direct t/unit/connectors/test_resolver_qcache
 endif
-t_unit_test_direct_policy_SOURCES = t/unit/test_direct_policy.c \
+t_unit_connectors_test_direct_policy_SOURCES = t/unit/connectors/test_direct_policy.c \
 	modules/direct/policy.c modules/lib/cidr.c modules/lib/host_norm.c
-t_unit_test_direct_policy_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_direct_policy_LDADD = $(UNIT_LDADD)
-t_unit_test_resolver_qcache_SOURCES = t/unit/test_resolver_qcache.c
-t_unit_test_resolver_qcache_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_resolver_qcache_LDADD = $(UNIT_LDADD)
-t_unit_test_direct_SOURCES = t/unit/test_direct.c
-t_unit_test_direct_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_direct_LDADD = host/libphmock.la
+t_unit_connectors_test_direct_policy_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_connectors_test_direct_LDADD = host/libphmock.la

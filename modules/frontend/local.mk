@@ -23,18 +23,10 @@ modules_frontend_libphfrontend_la_SOURCES = \
 modules_frontend_libphfrontend_la_LIBADD = modules/lib/libphlib.la
 
 # Its unit tests.
-check_PROGRAMS += t/unit/test_open_map t/unit/test_client_acl t/unit/test_relay t/unit/test_frontend_session
-TESTS += t/unit/test_open_map t/unit/test_client_acl t/unit/test_relay t/unit/test_frontend_session
-t_unit_test_client_acl_SOURCES = t/unit/test_client_acl.c
-t_unit_test_client_acl_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_client_acl_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
-t_unit_test_open_map_SOURCES = t/unit/test_open_map.c
-t_unit_test_open_map_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_open_map_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
-t_unit_test_relay_SOURCES = t/unit/test_relay.c
-t_unit_test_relay_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_relay_LDADD = modules/frontend/libphfrontend.la host/libphmock.la
-t_unit_test_frontend_session_SOURCES = t/unit/test_frontend_session.c
-t_unit_test_frontend_session_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_frontend_session_LDADD = t/lib/libphfake.la modules/frontend/libphfrontend.la \
+check_PROGRAMS += t/unit/frontend/test_open_map t/unit/frontend/test_client_acl t/unit/frontend/test_relay t/unit/frontend/test_frontend_session
+TESTS += t/unit/frontend/test_open_map t/unit/frontend/test_client_acl t/unit/frontend/test_relay t/unit/frontend/test_frontend_session
+t_unit_frontend_test_client_acl_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_frontend_test_open_map_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_frontend_test_relay_LDADD = modules/frontend/libphfrontend.la host/libphmock.la
+t_unit_frontend_test_frontend_session_LDADD = t/lib/libphfake.la modules/frontend/libphfrontend.la \
 	host/libphmock.la

@@ -24,26 +24,22 @@ EXTRA_DIST += modules/http_proxy/http_proxy.ini.sample
 
 # Its unit tests.
 if MODULE_HTTP_PROXY
-check_PROGRAMS += t/unit/test_http_head t/unit/test_http_proxy t/unit/test_http_body
-TESTS += t/unit/test_http_head t/unit/test_http_proxy t/unit/test_http_body
+check_PROGRAMS += t/unit/frontend/test_http_head t/unit/frontend/test_http_proxy t/unit/frontend/test_http_body
+TESTS += t/unit/frontend/test_http_head t/unit/frontend/test_http_proxy t/unit/frontend/test_http_body
 endif
-t_unit_test_http_head_SOURCES = t/unit/test_http_head.c \
+t_unit_frontend_test_http_head_SOURCES = t/unit/frontend/test_http_head.c \
 	modules/http_proxy/http_head.c modules/lib/bw.c modules/lib/http1_head.c
-t_unit_test_http_head_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_http_head_LDADD = host/libphmock.la $(HTTP_PARSER_LIBS)
-t_unit_test_http_body_SOURCES = t/unit/test_http_body.c \
+t_unit_frontend_test_http_head_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_frontend_test_http_head_LDADD = host/libphmock.la $(HTTP_PARSER_LIBS)
+t_unit_frontend_test_http_body_SOURCES = t/unit/frontend/test_http_body.c \
 	modules/http_proxy/http_body.c
-t_unit_test_http_body_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_http_body_LDADD = host/libphmock.la
-t_unit_test_http_proxy_SOURCES = t/unit/test_http_proxy.c
-t_unit_test_http_proxy_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_http_proxy_LDADD = t/lib/libphfake.la host/libphmock.la
+t_unit_frontend_test_http_body_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_frontend_test_http_body_LDADD = host/libphmock.la
+t_unit_frontend_test_http_proxy_LDADD = t/lib/libphfake.la host/libphmock.la
 if MODULE_HTTP_PROXY
 if MODULE_SOCKS5
-check_PROGRAMS += t/unit/test_streams
-TESTS += t/unit/test_streams
+check_PROGRAMS += t/unit/frontend/test_streams
+TESTS += t/unit/frontend/test_streams
 endif
 endif
-t_unit_test_streams_SOURCES = t/unit/test_streams.c
-t_unit_test_streams_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_streams_LDADD = host/libphmock.la
+t_unit_frontend_test_streams_LDADD = host/libphmock.la

@@ -26,33 +26,15 @@ modules_lib_libphlib_la_SOURCES = \
 	modules/lib/tls_reload.c modules/lib/tls_reload.h
 
 # Its unit tests.
-LIB_TESTS = t/unit/test_json t/unit/test_bw t/unit/test_metric_table \
-	t/unit/test_host_norm t/unit/test_ilist t/unit/test_idtab \
-	t/unit/test_clocks t/unit/test_http1_head t/unit/test_cache_sf
+LIB_TESTS = t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
+	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
+	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf
 check_PROGRAMS += $(LIB_TESTS)
 TESTS += $(LIB_TESTS)
-t_unit_test_http1_head_SOURCES = t/unit/test_http1_head.c
-t_unit_test_http1_head_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_http1_head_LDADD = modules/lib/libphlib.la $(UNIT_LDADD)
-t_unit_test_cache_sf_SOURCES = t/unit/test_cache_sf.c
-t_unit_test_cache_sf_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
-t_unit_test_bw_SOURCES = t/unit/test_bw.c
-t_unit_test_bw_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_bw_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
-t_unit_test_json_SOURCES = t/unit/test_json.c
-t_unit_test_json_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_json_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
-t_unit_test_metric_table_SOURCES = t/unit/test_metric_table.c
-t_unit_test_metric_table_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
+t_unit_lib_test_http1_head_LDADD = modules/lib/libphlib.la $(LDADD)
+t_unit_lib_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
+t_unit_lib_test_bw_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_json_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
 	host/libphmock.la
-t_unit_test_host_norm_SOURCES = t/unit/test_host_norm.c
-t_unit_test_host_norm_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
-t_unit_test_ilist_SOURCES = t/unit/test_ilist.c
-t_unit_test_ilist_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_idtab_SOURCES = t/unit/test_idtab.c
-t_unit_test_idtab_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_clocks_SOURCES = t/unit/test_clocks.c
-t_unit_test_clocks_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_lib_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(LDADD)

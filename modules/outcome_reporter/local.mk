@@ -27,23 +27,23 @@ modules/outcome_reporter/outcome_reporter_la-or_status.lo: \
 	$(CP_GEN)/proto.stamp
 
 # The status classes (CP-5-16, CP-5-17).
-check_PROGRAMS += t/unit/test_or_status
-TESTS += t/unit/test_or_status
-t_unit_test_or_status_SOURCES = t/unit/test_or_status.c \
+check_PROGRAMS += t/unit/cp/test_or_status
+TESTS += t/unit/cp/test_or_status
+t_unit_cp_test_or_status_SOURCES = t/unit/cp/test_or_status.c \
 	modules/outcome_reporter/or_status.c modules/outcome_reporter/or_status.h
-t_unit_test_or_status_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_cp_test_or_status_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The module through the mock host with a fake cp.session (CP-2-4,
 # CP-5-1, CP-5-7..10, CP-5-15..18).
-check_PROGRAMS += t/unit/test_outcome_reporter
-TESTS += t/unit/test_outcome_reporter
-t_unit_test_outcome_reporter_SOURCES = t/unit/test_outcome_reporter.c \
+check_PROGRAMS += t/unit/cp/test_outcome_reporter
+TESTS += t/unit/cp/test_outcome_reporter
+t_unit_cp_test_outcome_reporter_SOURCES = t/unit/cp/test_outcome_reporter.c \
 	$(OR_SOURCES)
-t_unit_test_outcome_reporter_CPPFLAGS = $(TEST_CPPFLAGS) \
+t_unit_cp_test_outcome_reporter_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
-t_unit_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
-t/unit/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \
-t/unit/test_outcome_reporter-outcome_reporter.$(OBJEXT): $(CP_GEN)/proto.stamp
+t_unit_cp_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
+t/unit/cp/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \
+t/unit/cp/test_outcome_reporter-outcome_reporter.$(OBJEXT): $(CP_GEN)/proto.stamp
 
 # A module that records outcomes through "outcome.sink" when the test asks
 # (an admin route).

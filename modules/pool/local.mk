@@ -48,15 +48,15 @@ endif
 # The pool through the mock host, with fake view, sink, strategy and
 # connector (CP-1-23..25, CP-2-14, CP-3-9, CP-4-2..7, CP-5-2..5).
 if MODULE_POOL
-check_PROGRAMS += t/unit/test_pool_dispatch
-TESTS += t/unit/test_pool_dispatch
-t_unit_test_pool_dispatch_SOURCES = t/unit/test_pool_dispatch.c \
-	t/unit/cp_view_fixture.h $(POOL_SOURCES)
-t_unit_test_pool_dispatch_CPPFLAGS = $(TEST_CPPFLAGS) $(POOL_CPPFLAGS)
-t_unit_test_pool_dispatch_LDADD = t/lib/libphfake.la host/libphmock.la \
+check_PROGRAMS += t/unit/connectors/test_pool_dispatch
+TESTS += t/unit/connectors/test_pool_dispatch
+t_unit_connectors_test_pool_dispatch_SOURCES = t/unit/connectors/test_pool_dispatch.c \
+	t/lib/cp_view_fixture.h $(POOL_SOURCES)
+t_unit_connectors_test_pool_dispatch_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_CPPFLAGS)
+t_unit_connectors_test_pool_dispatch_LDADD = t/lib/libphfake.la host/libphmock.la \
 	modules/upstream/libphupstream.la $(CP_VIEW_LDADD)
-t/unit/test_pool_dispatch-test_pool_dispatch.$(OBJEXT) \
-t/unit/test_pool_dispatch-pool_gen.$(OBJEXT): $(CP_GEN)/proto.stamp
+t/unit/connectors/test_pool_dispatch-test_pool_dispatch.$(OBJEXT) \
+t/unit/connectors/test_pool_dispatch-pool_gen.$(OBJEXT): $(CP_GEN)/proto.stamp
 endif
 
 # The README's pool demo, scripts/demo-pool.sh.

@@ -21,18 +21,16 @@ modules_pool_api_pool_api_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_api_pool_api_la_LIBADD = $(ADMIN_KIT_LIBADD)
 samples_DATA += modules/pool_api/pool_api.ini.sample
 
-check_PROGRAMS += t/unit/test_api_extract
-TESTS += t/unit/test_api_extract
-t_unit_test_api_extract_SOURCES = t/unit/test_api_extract.c \
+check_PROGRAMS += t/unit/auth/test_api_extract
+TESTS += t/unit/auth/test_api_extract
+t_unit_auth_test_api_extract_SOURCES = t/unit/auth/test_api_extract.c \
 	modules/pool_api/api_extract.c modules/admin_kit/admin_http.c \
 	modules/lib/json.c modules/lib/bw.c
-t_unit_test_api_extract_CPPFLAGS = $(TEST_CPPFLAGS) $(POOL_API_CPPFLAGS)
+t_unit_auth_test_api_extract_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_API_CPPFLAGS)
 
 if MODULE_STORE_SQLITE
-check_PROGRAMS += t/unit/test_pool_api
-TESTS += t/unit/test_pool_api
-t_unit_test_pool_api_SOURCES = t/unit/test_pool_api.c
-t_unit_test_pool_api_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_pool_api_LDADD = host/libphmock.la
+check_PROGRAMS += t/unit/auth/test_pool_api
+TESTS += t/unit/auth/test_pool_api
+t_unit_auth_test_pool_api_LDADD = host/libphmock.la
 endif
 endif

@@ -73,14 +73,13 @@ samples_DATA += modules/redis_ownership/redis_ownership.ini.sample
 
 # The module through the mock host against a real redis-server that the
 # test starts (t/lib/redis.sh), and the Lua scripts under redis-cli.
-check_PROGRAMS += t/unit/test_redis_ownership
-TESTS += t/unit/test_redis_ownership t/integration/redis_lua.sh \
+check_PROGRAMS += t/unit/cp/test_redis_ownership
+TESTS += t/unit/cp/test_redis_ownership t/integration/redis_lua.sh \
 	t/integration/redis_ownership.sh
-t_unit_test_redis_ownership_SOURCES = t/unit/test_redis_ownership.c
-t_unit_test_redis_ownership_CPPFLAGS = $(TEST_CPPFLAGS) $(HIREDIS_CFLAGS)
-t_unit_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
+t_unit_cp_test_redis_ownership_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
+t_unit_cp_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
 	$(EV_LIBS)
-t_unit_test_redis_ownership_DEPENDENCIES = host/libphmock.la \
+t_unit_cp_test_redis_ownership_DEPENDENCIES = host/libphmock.la \
 	modules/redis_ownership/redis_ownership.la
 
 # The script replies' reader, replayed over t/fuzz/seeds/ro_reply by

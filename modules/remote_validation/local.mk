@@ -21,9 +21,7 @@ EXTRA_DIST += modules/remote_validation/remote_validation.ini.sample
 
 # Its unit tests.
 if MODULE_REMOTE_VALIDATION
-check_PROGRAMS += t/unit/test_remote_validation
-TESTS += t/unit/test_remote_validation
+check_PROGRAMS += t/unit/auth/test_remote_validation
+TESTS += t/unit/auth/test_remote_validation
 endif
-t_unit_test_remote_validation_SOURCES = t/unit/test_remote_validation.c
-t_unit_test_remote_validation_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_remote_validation_LDADD = host/libphmock.la
+t_unit_auth_test_remote_validation_LDADD = host/libphmock.la

@@ -16,13 +16,11 @@ EXTRA_DIST += modules/socks5/socks5.ini.sample
 
 # Its unit tests.
 if MODULE_SOCKS5
-check_PROGRAMS += t/unit/test_socks5_proto t/unit/test_socks5
-TESTS += t/unit/test_socks5_proto t/unit/test_socks5
+check_PROGRAMS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
+TESTS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
 endif
-t_unit_test_socks5_proto_SOURCES = t/unit/test_socks5_proto.c \
+t_unit_frontend_test_socks5_proto_SOURCES = t/unit/frontend/test_socks5_proto.c \
 	modules/socks5/socks5_proto.c
-t_unit_test_socks5_proto_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_socks5_proto_LDADD = modules/frontend/libphfrontend.la $(UNIT_LDADD)
-t_unit_test_socks5_SOURCES = t/unit/test_socks5.c
-t_unit_test_socks5_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_socks5_LDADD = t/lib/libphfake.la host/libphmock.la
+t_unit_frontend_test_socks5_proto_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_frontend_test_socks5_proto_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_frontend_test_socks5_LDADD = t/lib/libphfake.la host/libphmock.la

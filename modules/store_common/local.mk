@@ -85,23 +85,20 @@ modules_store_common_libphstore_pg_la_LIBADD = $(LIBPQ_LIBS)
 tools_proxyhost_migrate_CPPFLAGS += -DAZ_WITH_POSTGRES=1 $(LIBPQ_CFLAGS)
 tools_proxyhost_migrate_LDADD += modules/store_common/libphstore_pg.la
 endif
-check_PROGRAMS += t/unit/test_migrations
-TESTS += t/unit/test_migrations
-t_unit_test_migrations_SOURCES = t/unit/test_migrations.c
-t_unit_test_migrations_CPPFLAGS = $(TEST_CPPFLAGS) \
+check_PROGRAMS += t/unit/auth/test_migrations
+TESTS += t/unit/auth/test_migrations
+t_unit_auth_test_migrations_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DAZ_TEST_SRCDIR='"$(abs_top_srcdir)"'
-t_unit_test_migrations_LDADD = modules/store_common/libphstore.la
+t_unit_auth_test_migrations_LDADD = modules/store_common/libphstore.la
 if MODULE_STORE_SQLITE
-t_unit_test_migrations_CPPFLAGS += -DAZ_WITH_SQLITE=1 $(SQLITE3_CFLAGS)
-t_unit_test_migrations_LDADD += modules/store_common/libphstore_sqlite.la
+t_unit_auth_test_migrations_CPPFLAGS += -DAZ_WITH_SQLITE=1 $(SQLITE3_CFLAGS)
+t_unit_auth_test_migrations_LDADD += modules/store_common/libphstore_sqlite.la
 endif
 endif
 
 # Its unit tests.
 if STORE_ANY
-check_PROGRAMS += t/unit/test_az_eval
-TESTS += t/unit/test_az_eval
+check_PROGRAMS += t/unit/auth/test_az_eval
+TESTS += t/unit/auth/test_az_eval
 endif
-t_unit_test_az_eval_SOURCES = t/unit/test_az_eval.c
-t_unit_test_az_eval_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_az_eval_LDADD = modules/store_common/libphstore.la $(UNIT_LDADD)
+t_unit_auth_test_az_eval_LDADD = modules/store_common/libphstore.la $(LDADD)

@@ -35,18 +35,17 @@ EXTRA_DIST += modules/store_pg/store_pg.ini.sample
 # store_pg's programs need a PostgreSQL cluster: t/integration/store_pg.sh
 # starts one and runs them (they are not TESTS of their own).
 if MODULE_STORE_PG
-check_PROGRAMS += t/unit/test_pg_pool t/unit/test_store_pg
-t_unit_test_pg_pool_SOURCES = t/unit/test_pg_pool.c $(STORE_PG_SOURCES)
-t_unit_test_pg_pool_CPPFLAGS = $(TEST_CPPFLAGS) $(LIBPQ_CFLAGS)
-t_unit_test_pg_pool_LDADD = host/libphmock.la $(LIBPQ_LIBS)
-t_unit_test_store_pg_SOURCES = t/unit/test_store_pg.c
-t_unit_test_store_pg_CPPFLAGS = $(TEST_CPPFLAGS) $(LIBPQ_CFLAGS)
-t_unit_test_store_pg_LDADD = host/libphmock.la $(LIBPQ_LIBS)
+check_PROGRAMS += t/unit/auth/test_pg_pool t/unit/auth/test_store_pg
+t_unit_auth_test_pg_pool_SOURCES = t/unit/auth/test_pg_pool.c $(STORE_PG_SOURCES)
+t_unit_auth_test_pg_pool_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
+t_unit_auth_test_pg_pool_LDADD = host/libphmock.la $(LIBPQ_LIBS)
+t_unit_auth_test_store_pg_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
+t_unit_auth_test_store_pg_LDADD = host/libphmock.la $(LIBPQ_LIBS)
 # store_contract.c is #included (one TAP plan), as in test_store_sqlite.
-check_PROGRAMS += t/unit/test_store_pg_contract
-t_unit_test_store_pg_contract_SOURCES = t/unit/test_store_pg_contract.c \
-	t/unit/store_contract.h t/unit/pool_contract.h
-t_unit_test_store_pg_contract_CPPFLAGS = $(TEST_CPPFLAGS) $(LIBPQ_CFLAGS)
-t_unit_test_store_pg_contract_LDADD = host/libphmock.la \
+check_PROGRAMS += t/unit/auth/test_store_pg_contract
+t_unit_auth_test_store_pg_contract_SOURCES = t/unit/auth/test_store_pg_contract.c \
+	t/unit/auth/store_contract.h t/unit/auth/pool_contract.h
+t_unit_auth_test_store_pg_contract_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
+t_unit_auth_test_store_pg_contract_LDADD = host/libphmock.la \
 	modules/store_common/libphstore.la $(LIBPQ_LIBS)
 endif

@@ -27,12 +27,12 @@ EXTRA_DIST += modules/store_sqlite/store_sqlite.ini.sample
 
 # Its unit tests.
 if MODULE_STORE_SQLITE
-check_PROGRAMS += t/unit/test_store_sqlite
-TESTS += t/unit/test_store_sqlite
+check_PROGRAMS += t/unit/auth/test_store_sqlite
+TESTS += t/unit/auth/test_store_sqlite
 endif
-t_unit_test_store_sqlite_SOURCES = t/unit/test_store_sqlite.c \
-	t/unit/store_contract.h t/unit/pool_contract.h
-t_unit_test_store_sqlite_CPPFLAGS = $(TEST_CPPFLAGS) $(SQLITE3_CFLAGS)
-t_unit_test_store_sqlite_LDFLAGS = -export-dynamic
-t_unit_test_store_sqlite_LDADD = host/libphmock.la \
+t_unit_auth_test_store_sqlite_SOURCES = t/unit/auth/test_store_sqlite.c \
+	t/unit/auth/store_contract.h t/unit/auth/pool_contract.h
+t_unit_auth_test_store_sqlite_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE3_CFLAGS)
+t_unit_auth_test_store_sqlite_LDFLAGS = -export-dynamic
+t_unit_auth_test_store_sqlite_LDADD = host/libphmock.la \
 	modules/store_common/libphstore.la $(SQLITE3_LIBS) -ldl

@@ -3,7 +3,7 @@
 # CP-1-22), each a module providing "dispatch.strategy"
 # (sdk/proxyhost/strategy.h) under its name: round_robin, weighted,
 # least_active, random, sticky. The selection code is pure (strat_*.c,
-# strat.h) and tested directly (t/unit/test_strategies); the module files
+# strat.h) and tested directly (t/unit/connectors/test_strategies); the module files
 # are one line each over strat_module.c. One switch for the five:
 # --disable-module-strategies.
 #
@@ -63,13 +63,11 @@ samples_DATA += modules/strategies/strategies.ini.sample
 
 # The pure strategies with views built by hand (CP-1-22, CP-1-23, CP-3-6,
 # CP-3-9, CP-4-2), and the five modules loaded into the mock host.
-check_PROGRAMS += t/unit/test_strategies t/unit/test_strategies_module
-TESTS += t/unit/test_strategies t/unit/test_strategies_module
-t_unit_test_strategies_SOURCES = t/unit/test_strategies.c $(STRAT_PURE)
-t_unit_test_strategies_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_strategies_module_SOURCES = t/unit/test_strategies_module.c
-t_unit_test_strategies_module_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_strategies_module_LDADD = host/libphmock.la
+check_PROGRAMS += t/unit/connectors/test_strategies t/unit/connectors/test_strategies_module
+TESTS += t/unit/connectors/test_strategies t/unit/connectors/test_strategies_module
+t_unit_connectors_test_strategies_SOURCES = t/unit/connectors/test_strategies.c $(STRAT_PURE)
+t_unit_connectors_test_strategies_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_connectors_test_strategies_module_LDADD = host/libphmock.la
 endif
 
 include $(srcdir)/t/bench/stratsel.mk

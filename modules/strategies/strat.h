@@ -96,7 +96,7 @@ static inline strat_cand strat_cand_of(const ph_pool_view *v, uint32_t p) {
  * view that is live at in->now_ms: the view-wide check
  * (ph_pool_view_live) is strat_pick_sane's, once per pick. Reads the
  * entry, the pool's load arrays and the tried list, never the proxy
- * record (t/unit/test_strategies compares the two). */
+ * record (t/unit/connectors/test_strategies compares the two). */
 static inline int strat_cand_takes(const ph_strategy_pick *in,
                                    const strat_cand *c) {
   if (!(in->now_ms < c->until_ms))

@@ -24,28 +24,28 @@ samples_DATA += modules/tunnel_agent/tunnel_agent.ini.sample
 
 # The agent's unit tests: the dial executor through the mock host with a
 # fake connector, and the pool controller.
-UNIT_TESTS_TM_AGENT = t/unit/test_tm_dial_exec t/unit/test_tm_agent_pool \
-	t/unit/test_tm_agent
+UNIT_TESTS_TM_AGENT = t/unit/tunnel/test_tm_dial_exec t/unit/tunnel/test_tm_agent_pool \
+	t/unit/tunnel/test_tm_agent
 check_PROGRAMS += $(UNIT_TESTS_TM_AGENT)
 TESTS += $(UNIT_TESTS_TM_AGENT)
-t_unit_test_tm_dial_exec_SOURCES = t/unit/test_tm_dial_exec.c t/unit/tm_fakeconn.h \
+t_unit_tunnel_test_tm_dial_exec_SOURCES = t/unit/tunnel/test_tm_dial_exec.c t/unit/tunnel/tm_fakeconn.h \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h
-t_unit_test_tm_dial_exec_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_tm_dial_exec_LDADD = modules/frontend/libphfrontend.la \
+t_unit_tunnel_test_tm_dial_exec_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_tunnel_test_tm_dial_exec_LDADD = modules/frontend/libphfrontend.la \
 	host/libphmock.la
 # The stream path with the real session on an in-memory transport.
-t_unit_test_tm_agent_SOURCES = t/unit/test_tm_agent.c t/unit/tm_fakeconn.h \
+t_unit_tunnel_test_tm_agent_SOURCES = t/unit/tunnel/test_tm_agent.c t/unit/tunnel/tm_fakeconn.h \
 	modules/tunnel_agent/agent_stream.c modules/tunnel_agent/agent_conf.c \
 	modules/tunnel_agent/agent_ack.c modules/tunnel_agent/target_guard.c \
 	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
-t_unit_test_tm_agent_CPPFLAGS = $(TEST_CPPFLAGS) \
+t_unit_tunnel_test_tm_agent_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_test_tm_agent_LDADD = modules/tunnel_common/session/libtmsession.la \
+t_unit_tunnel_test_tm_agent_LDADD = modules/tunnel_common/session/libtmsession.la \
 	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(EV_LIBS)
-t_unit_test_tm_agent_pool_SOURCES = t/unit/test_tm_agent_pool.c \
+t_unit_tunnel_test_tm_agent_pool_SOURCES = t/unit/tunnel/test_tm_agent_pool.c \
 	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
-t_unit_test_tm_agent_pool_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_tunnel_test_tm_agent_pool_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 
 # The agent role's integration test (against t/lib/tm_peer.py) and its

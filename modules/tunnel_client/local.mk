@@ -22,13 +22,13 @@ modules_tunnel_client_tunnel_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_client_tunnel_client_la_LIBADD = $(TC_LIBS)
 samples_DATA += modules/tunnel_client/tunnel_client.ini.sample
 
-UNIT_TESTS_TC = t/unit/test_tunnel_client
+UNIT_TESTS_TC = t/unit/tunnel/test_tunnel_client
 check_PROGRAMS += $(UNIT_TESTS_TC)
 TESTS += $(UNIT_TESTS_TC)
-t_unit_test_tunnel_client_SOURCES = t/unit/test_tunnel_client.c \
+t_unit_tunnel_test_tunnel_client_SOURCES = t/unit/tunnel/test_tunnel_client.c \
 	$(TC_SOURCES)
-t_unit_test_tunnel_client_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
+t_unit_tunnel_test_tunnel_client_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_tunnel_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 endif
 EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample
 

@@ -19,16 +19,16 @@ modules_tunnel_server_tunnel_server_la_LIBADD = \
 samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
 
 # The pure parts on their own (no libwebsockets, no host).
-TUNNEL_SERVER_UNIT = t/unit/test_tunnel_server_exec \
-	t/unit/test_tunnel_server_select
+TUNNEL_SERVER_UNIT = t/unit/tunnel/test_tunnel_server_exec \
+	t/unit/tunnel/test_tunnel_server_select
 check_PROGRAMS += $(TUNNEL_SERVER_UNIT)
 TESTS += $(TUNNEL_SERVER_UNIT)
-t_unit_test_tunnel_server_exec_SOURCES = t/unit/test_tunnel_server_exec.c \
+t_unit_tunnel_test_tunnel_server_exec_SOURCES = t/unit/tunnel/test_tunnel_server_exec.c \
 	modules/tunnel_server/open_exec.c
-t_unit_test_tunnel_server_exec_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_tunnel_server_select_SOURCES = t/unit/test_tunnel_server_select.c \
+t_unit_tunnel_test_tunnel_server_exec_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_tunnel_test_tunnel_server_select_SOURCES = t/unit/tunnel/test_tunnel_server_select.c \
 	modules/tunnel_server/agent_select.c
-t_unit_test_tunnel_server_select_CPPFLAGS = $(TEST_CPPFLAGS)
+t_unit_tunnel_test_tunnel_server_select_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The bearer's loggable id, fuzzed; replayed over t/fuzz/seeds/ts_bearer
 # by t/integration/fuzz_replay.sh.
@@ -38,13 +38,13 @@ t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
 t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The module itself through the mock host, its connections in memory.
-check_PROGRAMS += t/unit/test_tunnel_server
-TESTS += t/unit/test_tunnel_server
-t_unit_test_tunnel_server_SOURCES = t/unit/test_tunnel_server.c \
+check_PROGRAMS += t/unit/tunnel/test_tunnel_server
+TESTS += t/unit/tunnel/test_tunnel_server
+t_unit_tunnel_test_tunnel_server_SOURCES = t/unit/tunnel/test_tunnel_server.c \
 	$(modules_tunnel_server_tunnel_server_la_SOURCES)
-t_unit_test_tunnel_server_CPPFLAGS = $(TEST_CPPFLAGS) \
+t_unit_tunnel_test_tunnel_server_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_test_tunnel_server_LDADD = modules/tunnel_common/session/libtmsession.la \
+t_unit_tunnel_test_tunnel_server_LDADD = modules/tunnel_common/session/libtmsession.la \
 	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(LWS_LIBS) $(EV_LIBS)
 endif

@@ -17,7 +17,7 @@
 # and tinyproxy) and its fuzz target, replayed over t/fuzz/seeds/up_hs by
 # t/integration/fuzz_replay.sh.
 EXTRA_DIST += modules/upstream/local.mk t/integration/upstream_hs.sh \
-	t/unit/test_up_hs.c t/lib/up_hs_probe.c t/fuzz/fuzz_up_hs.c
+	t/unit/connectors/test_up_hs.c t/lib/up_hs_probe.c t/fuzz/fuzz_up_hs.c
 
 UPSTREAM_CPPFLAGS = $(OPENSSL_CFLAGS)
 UPSTREAM_LDADD = modules/upstream/libphupstream.la \
@@ -33,12 +33,11 @@ modules_upstream_libphupstream_la_SOURCES = \
 modules_upstream_libphupstream_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
 	$(UPSTREAM_CPPFLAGS)
 
-check_PROGRAMS += t/unit/test_up_hs t/lib/up_hs_probe t/fuzz/replay_up_hs
-TESTS += t/unit/test_up_hs t/integration/upstream_hs.sh
+check_PROGRAMS += t/unit/connectors/test_up_hs t/lib/up_hs_probe t/fuzz/replay_up_hs
+TESTS += t/unit/connectors/test_up_hs t/integration/upstream_hs.sh
 
-t_unit_test_up_hs_SOURCES = t/unit/test_up_hs.c
-t_unit_test_up_hs_CPPFLAGS = $(TEST_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
-t_unit_test_up_hs_LDADD = $(UPSTREAM_LDADD)
+t_unit_connectors_test_up_hs_CPPFLAGS = $(AM_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
+t_unit_connectors_test_up_hs_LDADD = $(UPSTREAM_LDADD)
 
 t_lib_up_hs_probe_SOURCES = t/lib/up_hs_probe.c
 t_lib_up_hs_probe_CPPFLAGS = $(AM_CPPFLAGS) $(UPSTREAM_CPPFLAGS)

@@ -13,7 +13,7 @@
  *  - A service contract (connector.h, access.h, ...) has its own version,
  *    the numbers given to service_register and service_get, under the same
  *    rules; changing one does not change the ABI's.
- *  - Every layout is recorded in t/unit/abi_layout.inc (sdk/abi-layout.py
+ *  - Every layout is recorded in t/unit/host/abi_layout.inc (sdk/abi-layout.py
  *    writes it and refuses a changed layout under the same version), and
  *    test_abi_layout compares it with the compiler's: a change is on
  *    purpose, versioned and listed below, or the build's tests fail.

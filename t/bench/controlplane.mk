@@ -11,7 +11,7 @@ if CP_ANY
 # snapshot and view unit tests are.
 EXTRA_PROGRAMS += t/bench/cpsnap
 t_bench_cpsnap_SOURCES = t/bench/cpsnap.c
-t_bench_cpsnap_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_bench_cpsnap_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 t_bench_cpsnap_LDADD = $(CP_VIEW_LDADD) $(CP_SNAPSHOT_LDADD)
 endif

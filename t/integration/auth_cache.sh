@@ -11,7 +11,7 @@
 #    scheme (t/lib/metrics_lint.py);
 #  - a SIGHUP that switches the cache off is applied, and the process
 #    stops cleanly.
-# What the cache does with checks is t/unit/test_auth_cache.c's job.
+# What the cache does with checks is t/unit/auth/test_auth_cache.c's job.
 . "$top_srcdir/t/lib/testlib.sh"
 
 PY=${PYTHON3:-python3}

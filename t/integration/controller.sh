@@ -92,7 +92,7 @@ for f in "$T/ph.log" "$T/metrics" "$T/redis.dump" "$T"/pool.db*; do
 done
 
 # ---- mTLS: the SPIFFE identity -------------------------------------------
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
 ( cd "$T" && umask 077 &&
   for x in td:spiffe://other.org/prod/worker/w1 env:spiffe://example.org/staging/worker/w1; do
     n=${x%%:*} san=${x#*:}

@@ -68,7 +68,7 @@ is "$EXIT" 0 "... and stops cleanly"
 # mTLS as in production, grpc.handshake_timeout = 2s (gRPC's default is
 # 120 s): a TCP connection that never sends its ClientHello is closed; at
 # most 4 connections that carried no call yet.
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
 : >"$T/ph.log"
 start_proxyhost "$T/ctl.ini" --set controlplane_server.tls.mode=mtls \
   --set "controlplane_server.tls.cert_file=$T/server.pem" \

@@ -1,13 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # The snapshot checksum (CP-1-19, CP-3-4) computed twice from fixed
-# snapshots: by the C code (t/unit/cp_checksum_vector, which prints each
+# snapshots: by the C code (t/unit/cp/cp_checksum_vector, which prints each
 # snapshot's fields and its checksum) and by t/lib/cp_checksum.py, written
 # from docs/api/controlplane.md ("Checksum") alone. Equal 32 bytes mean a
 # peer in another language can follow the definition.
 . "$top_srcdir/t/lib/testlib.sh"
 
-bin="$top_builddir/t/unit/cp_checksum_vector"
+bin="$top_builddir/t/unit/cp/cp_checksum_vector"
 if [ ! -x "$bin" ]; then
   skip "no control-plane module configured (cp_checksum_vector not built)"
   done_testing

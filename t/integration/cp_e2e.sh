@@ -54,7 +54,7 @@ PG_LISTEN=127.0.0.1
 start_pg "$T/pg"; ok $? "PostgreSQL starts (a private cluster on 127.0.0.1)"
 pg_psql postgres -c 'CREATE DATABASE pool' >/dev/null
 ok $? "the pool's database is created"
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
 ok $? "certificates made with openssl: a CA, the controller's, w1's and w2's"
 mkdir -p "$T/secrets"
 ( umask 077

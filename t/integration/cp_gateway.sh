@@ -171,7 +171,7 @@ for code in invalid_argument permission_denied failed_precondition; do
 done
 
 # ---- mTLS (CP-9-7, CP-8-2) ---------------------------------------------------
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
 ok $? "certificates made with openssl"
 FAKE_CERTS=$T
 start ok --set controlplane_client.tls.mode=mtls \

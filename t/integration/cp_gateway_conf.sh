@@ -15,7 +15,7 @@ GW="$top_srcdir/conf/gateway.ini"
 SET="--set proxyhost.module_path=$MODS"
 IDS="-control-plane 127.0.0.1:7443 -cluster-id c1 -worker-id w1 -instance-id i1 -zone z1"
 
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
 ok $? "certificates made with openssl"
 TLS="--set controlplane_client.tls.cert_file=$T/worker.pem \
  --set controlplane_client.tls.key_file=$T/worker.key \

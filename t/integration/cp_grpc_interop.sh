@@ -24,7 +24,7 @@ mkdir -p "$T/gen"
   controlplane/v1/controlplane.proto >"$T/protoc.log" 2>&1
 ok $? "stubs generated from controlplane.proto by grpc_tools.protoc"
 
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
 ok $? "certificates made with openssl"
 
 # run_mode NAME CONFIG: starts the echo server with CONFIG, runs every

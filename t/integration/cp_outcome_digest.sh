@@ -14,7 +14,7 @@ ok $? "protoc is installed (Debian package protobuf-compiler)" || { done_testing
 /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null
 ok $? "python3-protobuf is installed for /usr/bin/python3" || { done_testing; exit 1; }
 
-"$top_builddir/t/unit/test_cp_outcomes" --dump "$T"
+"$top_builddir/t/unit/cp/test_cp_outcomes" --dump "$T"
 ok $? "test_cp_outcomes --dump wrote one batch"
 protoc -I"$top_srcdir/proto" -I"${PROTOBUF_INCLUDE:-/usr/include}" \
   --python_out="$T" controlplane/v1/controlplane.proto

@@ -5,7 +5,7 @@
 # sessions established. A real controller (controlplane_server over
 # redis_ownership and store_sqlite, t/lib/controller.sh) and a real
 # gateway (controlplane_client) over mTLS, certificates made now
-# (t/unit/cp_grpc_certs.sh):
+# (t/unit/cp/cp_grpc_certs.sh):
 #   - the controller's certificate replaced at its paths and SIGHUP: a new
 #     connection (openssl s_client with the worker's certificate) gets the
 #     new one, the gateway's session stays (no reconnect, no second
@@ -27,7 +27,7 @@ require_modules controlplane_server redis_ownership store_sqlite admin_api pool_
   controlplane_client
 TAP_ON_FAIL='tail -n 8 "$T/ph.log" "$T/gw.log"'
 
-sh "$top_srcdir/t/unit/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
 # renewed.pem: the controller's renewal, from the same CA, same names.
 (
   cd "$T" && umask 077 &&

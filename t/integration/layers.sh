@@ -31,5 +31,12 @@ is "$(cat "$T/nolocal")" "" "every folder under modules/ has its local.mk"
 check cycles "no include cycle among the files of one folder (modules/*, host/)"
 check flags "one -I\$(top_srcdir)/modules, in AM_CPPFLAGS; no per-target -I into modules/"
 check layers "lib <- frontend <- modules; contracts include only SDK headers; cross-folder includes by path"
+check testkit "no modules/, host/ or sdk/ file includes a t/lib header or names a test macro"
+# The check sees a violation: a copy of the tree whose module includes tap.h.
+mkdir -p "$T/tree/t/lib" "$T/tree/modules/x"
+: >"$T/tree/t/lib/tap.h"
+printf '#include "tap.h"\nconst char *d = PH_BUILD_MODULES;\n' >"$T/tree/modules/x/x.c"
+like "$(python3 "$top_srcdir/t/lib/layers.py" "$T/tree" testkit 2>&1)" \
+  'modules/x/x.c: includes the test kit' "testkit refuses a module including a t/lib header"
 
 done_testing

@@ -58,11 +58,11 @@ run_tap() {
   fi
 }
 
-run_tap "$top_builddir/t/unit/test_pg_pool"
-if [ -e "$top_builddir/t/unit/test_store_pg_contract" ]; then
-  run_tap "$top_builddir/t/unit/test_store_pg_contract"
+run_tap "$top_builddir/t/unit/auth/test_pg_pool"
+if [ -e "$top_builddir/t/unit/auth/test_store_pg_contract" ]; then
+  run_tap "$top_builddir/t/unit/auth/test_store_pg_contract"
 fi
-run_tap "$top_builddir/t/unit/test_store_pg"
+run_tap "$top_builddir/t/unit/auth/test_store_pg"
 
 # ---- a proxyhost process: migrate = check on a v8 database --------------
 dsn=$(pg_new_db ph_v8)

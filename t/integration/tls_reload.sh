@@ -21,7 +21,7 @@ require_modules tunnel_server tunnel_agent tunnel_client store_sqlite \
 
 # ---- certificates -------------------------------------------------------------
 mkdir "$T/certs"
-sh "$top_srcdir/t/unit/tm_ws_certs.sh" "$T/certs"
+sh "$top_srcdir/t/unit/tunnel/tm_ws_certs.sh" "$T/certs"
 ok $? "a CA and a server certificate for 127.0.0.1, made now"
 # renewed.pem: the renewal, from the same CA, for the same names.
 (

@@ -30,7 +30,7 @@ CHECK="$PY $top_srcdir/t/lib/dashboard_check.py"
 # proxyhost_bus_dropped_total, bus messages from other threads it
 # refused) takes a module posting from its threads faster than the loop
 # runs: no role does, and no outside traffic can make it. The unit tests
-# count them (t/unit/test_mailbox.c); they are the only names exempt.
+# count them (t/unit/host/test_mailbox.c); they are the only names exempt.
 ZERO_OK='^proxyhost_(mailbox_full_total|bus_dropped_total)$'
 # What is held while scraping must outlast a loaded machine's waits: the
 # opens' timeouts, the hanging CONNECTs and the idle connections run this

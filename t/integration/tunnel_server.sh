@@ -20,7 +20,7 @@ tport=$(free_port)
 tiny=$(free_port)
 tlsport=$(free_port)
 mkdir "$T/certs"
-sh "$top_srcdir/t/unit/tm_ws_certs.sh" "$T/certs"
+sh "$top_srcdir/t/unit/tunnel/tm_ws_certs.sh" "$T/certs"
 ok $? "a CA and a server certificate for 127.0.0.1, made now"
 cat >"$T/server.ini" <<EOC
 [proxyhost]

@@ -2,7 +2,7 @@
 """The snapshot checksum of docs/api/controlplane.md ("Checksum"), written
 from that section alone (not from the C code), for
 t/integration/cp_checksum_vector.sh. Reads JSON lines (one snapshot each,
-as t/unit/cp_checksum_vector prints them) on stdin and prints, per line,
+as t/unit/cp/cp_checksum_vector prints them) on stdin and prints, per line,
 "ok NAME" when the checksum it computes equals the line's, otherwise
 "mismatch NAME ours theirs". Standard library only.
 

@@ -4,7 +4,7 @@ WorkerControlPlane on Debian's python3-grpcio (stubs generated at test
 time into GEN_DIR) for t/integration/cp_gateway.sh. A double: it injects
 the faults a real controller must never produce on demand. Plaintext on
 127.0.0.1, or mTLS with CERT_DIR's server.pem/.key and ca.pem (client
-certificates required; t/unit/cp_grpc_certs.sh makes them), a port picked by the kernel and written to PORT_FILE. Every call
+certificates required; t/unit/cp/cp_grpc_certs.sh makes them), a port picked by the kernel and written to PORT_FILE. Every call
 it gets is one line in EVENTS (flushed), for the shell to read:
 
   REGISTER <worker> <instance> <zone> [<the peer's URI SAN, mTLS>]

@@ -16,6 +16,11 @@ violation of CHECK and nothing when the tree keeps it.
             folders: lib, frontend, contracts, upstream, admin_kit,
             cp_common, tunnel_common, store_common); cross-folder includes
             are written by path ("lib/ilist.h"), never by a bare name
+  testkit   the test kit stays the tests': AM_CPPFLAGS gives every target
+            -I t/lib and the PH_TEST_* / PH_BUILD_MODULES / PROMTOOL macros
+            (so a unit test needs no flags of its own), so no file under
+            modules/, host/ or sdk/ includes a header of t/lib or names
+            one of those macros
 """
 import os
 import re
@@ -167,9 +172,32 @@ def layers(top):
     return out
 
 
+TESTKIT_MACROS = re.compile(r'\b(PH_TEST_[A-Z_]+|PH_BUILD_MODULES|PROMTOOL)\b')
+
+
+def testkit(top):
+    out = []
+    kit = set(f for f in os.listdir(os.path.join(top, 't', 'lib'))
+              if f.endswith('.h'))
+    for sub in ('modules', 'host', 'sdk'):
+        for p in sources(top, sub):
+            rel = os.path.relpath(p, top)
+            own = os.path.dirname(p)
+            for inc in includes(p):
+                if os.path.exists(os.path.join(own, inc)):
+                    continue
+                if os.path.basename(inc) in kit or 't/lib' in inc:
+                    out.append('%s: includes the test kit\'s "%s"' % (rel, inc))
+            with open(p, errors='replace') as fh:
+                for m in sorted(set(TESTKIT_MACROS.findall(fh.read()))):
+                    out.append('%s: names the tests\' macro %s' % (rel, m))
+    return out
+
+
 def main():
     top, check = sys.argv[1], sys.argv[2]
-    for line in {'cycles': cycles, 'flags': flags, 'layers': layers}[check](top):
+    for line in {'cycles': cycles, 'flags': flags, 'layers': layers,
+                 'testkit': testkit}[check](top):
         print(line)
 
 

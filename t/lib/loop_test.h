@@ -17,7 +17,7 @@
  * wait stops by itself however the code under test misbehaves.
  * A timeout: wait_until prints a TAP failure naming the condition and
  * where it was awaited ("not ok N - wait_until(o.done) within 2000 ms"
- * then "#   failed at t/unit/x.c:123"); poll_until reports nothing, for
+ * then "#   failed at t/unit/lib/x.c:123"); poll_until reports nothing, for
  * waits whose outcome the caller checks or for which a timeout is an
  * outcome. Both yield whether cond held. */
 #ifndef PH_LOOP_TEST_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fakestore: a fault-injecting "access" provider (fakestore.h), for
- * t/unit/test_auth_cache.c. */
+ * t/unit/auth/test_auth_cache.c. */
 #include <stdlib.h>
 #include <string.h>
 

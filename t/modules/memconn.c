@@ -3,7 +3,7 @@
  * window (stream.h), the way a tunnel's streams are: no socket, a bounded
  * queue each way, and a receive window that reopens only as the user
  * consumes. It proves that the frontends and the relay drive streams
- * (t/unit/test_streams.c, t/integration/streams.sh).
+ * (t/unit/frontend/test_streams.c, t/integration/streams.sh).
  *
  * Targets (the host name; the port is ignored unless said):
  *   echo.mem    sends back what it gets; EOF after the user's shutdown

@@ -4,7 +4,7 @@
  * control-plane modules (controlplane_server, controlplane_client, the
  * checker) talk gRPC only through this header, so that a change of the
  * core API (grpc.h calls core "a low-level library designed to be
- * wrapped") is fixed here once and pinned by t/unit/test_cp_grpc.c.
+ * wrapped") is fixed here once and pinned by t/unit/cp/test_cp_grpc.c.
  *
  * Messages are opaque bytes here (the caller packs and unpacks them with
  * protobuf-c); a method is its path, "/controlplane.v1.WorkerControlPlane/

@@ -25,23 +25,21 @@ modules_cp_common_grpc_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLA
 modules_cp_common_grpc_libcpgrpc_la_CFLAGS = $(AM_CFLAGS) -pthread
 modules_cp_common_grpc_libcpgrpc_la_LIBADD = $(GRPC_LIBS) $(OPENSSL_LIBS) -lpthread
 
-CP_GRPC_TEST_CPPFLAGS = $(TEST_CPPFLAGS)
+CP_GRPC_TEST_CPPFLAGS = $(AM_CPPFLAGS)
 CP_GRPC_LDADD = modules/cp_common/grpc/libcpgrpc.la modules/frontend/libphfrontend.la
 
 # The pure checks alone (no gRPC).
-UNIT_TESTS_CP_GRPC = t/unit/test_cp_ident t/unit/test_cp_grpc
+UNIT_TESTS_CP_GRPC = t/unit/cp/test_cp_ident t/unit/cp/test_cp_grpc
 check_PROGRAMS += $(UNIT_TESTS_CP_GRPC)
 TESTS += $(UNIT_TESTS_CP_GRPC)
-t_unit_test_cp_ident_SOURCES = t/unit/test_cp_ident.c \
+t_unit_cp_test_cp_ident_SOURCES = t/unit/cp/test_cp_ident.c \
 	modules/cp_common/grpc/cp_ident.c modules/lib/cidr.c
-t_unit_test_cp_ident_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS)
-t_unit_test_cp_ident_LDADD = $(UNIT_LDADD)
+t_unit_cp_test_cp_ident_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS)
 
 # Server and client on the mock host's loop, with the proto's messages.
-t_unit_test_cp_grpc_SOURCES = t/unit/test_cp_grpc.c
-t_unit_test_cp_grpc_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_unit_cp_test_cp_grpc_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	-DCP_TEST_SRCDIR='"$(abs_top_srcdir)"'
-t_unit_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
+t_unit_cp_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
 	host/libphmock.la $(EV_LIBS)
 
 # The interop test's server: canned, valid answers to every
@@ -61,7 +59,7 @@ t_fuzz_replay_cp_spiffe_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_spiffe.c \
 t_fuzz_replay_cp_spiffe_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 EXTRA_DIST += t/integration/cp_grpc_interop.sh t/lib/cp_grpc_interop.py \
-	t/unit/cp_grpc_certs.sh t/fuzz/fuzz_cp_spiffe.c
+	t/unit/cp/cp_grpc_certs.sh t/fuzz/fuzz_cp_spiffe.c
 
 # The transport's operations page (t/integration/docs_dist.sh).
 nobase_dist_doc_DATA += docs/operations/control-plane-transport.md

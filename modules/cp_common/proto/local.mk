@@ -38,12 +38,11 @@ nodist_modules_cp_common_proto_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
 modules_cp_common_proto_libcpproto_la_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 modules_cp_common_proto_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
-UNIT_TESTS_CP_PROTO = t/unit/test_cp_proto
+UNIT_TESTS_CP_PROTO = t/unit/cp/test_cp_proto
 check_PROGRAMS += $(UNIT_TESTS_CP_PROTO)
 TESTS += $(UNIT_TESTS_CP_PROTO)
-t_unit_test_cp_proto_SOURCES = t/unit/test_cp_proto.c
-t_unit_test_cp_proto_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
-t_unit_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
+t_unit_cp_test_cp_proto_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+t_unit_cp_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
 endif
 
 # The API's operator documentation (t/integration/docs_dist.sh).

@@ -509,7 +509,7 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
    * checked row's, the material checked in resolve_key); the references
    * (ids strictly ascending, keys distinct, every credential built for a
    * delivered proxy and every delivered proxy's present); the checksum,
-   * computed just above. t/unit/test_cp_snapshot holds every built
+   * computed just above. t/unit/cp/test_cp_snapshot holds every built
    * snapshot to the full cp_snapshot_check. */
   if (vu <= now ||
       cp_snapshot_check_rules(m, NULL) !=

@@ -23,26 +23,24 @@ modules_cp_common_snapshot_libcpsnapshot_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_cp_common_snapshot_libcpsnapshot_la_LIBADD = \
 	modules/cp_common/proto/libcpproto.la $(OPENSSL_LIBS)
-CP_SNAPSHOT_TEST_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+CP_SNAPSHOT_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 CP_SNAPSHOT_LDADD = modules/cp_common/snapshot/libcpsnapshot.la
 
-UNIT_TESTS_CP_SNAPSHOT = t/unit/test_cp_snapshot t/unit/test_cp_sort
-check_PROGRAMS += $(UNIT_TESTS_CP_SNAPSHOT) t/unit/cp_checksum_vector
+UNIT_TESTS_CP_SNAPSHOT = t/unit/cp/test_cp_snapshot t/unit/cp/test_cp_sort
+check_PROGRAMS += $(UNIT_TESTS_CP_SNAPSHOT) t/unit/cp/cp_checksum_vector
 TESTS += $(UNIT_TESTS_CP_SNAPSHOT)
-t_unit_test_cp_snapshot_SOURCES = t/unit/test_cp_snapshot.c
-t_unit_test_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
-t_unit_test_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)
+t_unit_cp_test_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+t_unit_cp_test_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)
 # cp_sort.h's in-order fast path, the checksum in any order, the build's
 # merge walk (the optimisations t/bench/cpsnap measured).
-t_unit_test_cp_sort_SOURCES = t/unit/test_cp_sort.c
-t_unit_test_cp_sort_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
-t_unit_test_cp_sort_LDADD = $(CP_SNAPSHOT_LDADD)
+t_unit_cp_test_cp_sort_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+t_unit_cp_test_cp_sort_LDADD = $(CP_SNAPSHOT_LDADD)
 # The C side of t/integration/cp_checksum_vector.sh: prints a fixed
 # snapshot's fields as JSON and its checksum, for the Python peer.
-t_unit_cp_checksum_vector_SOURCES = t/unit/cp_checksum_vector.c
-t_unit_cp_checksum_vector_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
-t_unit_cp_checksum_vector_LDADD = $(CP_SNAPSHOT_LDADD)
+t_unit_cp_cp_checksum_vector_SOURCES = t/unit/cp/cp_checksum_vector.c
+t_unit_cp_cp_checksum_vector_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+t_unit_cp_cp_checksum_vector_LDADD = $(CP_SNAPSHOT_LDADD)
 
 # Fuzz targets, replayed over t/fuzz/seeds/cp_snapshot and cp_delta by
 # t/integration/fuzz_replay.sh.

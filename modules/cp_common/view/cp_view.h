@@ -109,7 +109,7 @@ extern const ph_pool_view_v1 cp_view_service;
 void cp_view_wipe_message(Controlplane__V1__WorkerSnapshot *s);
 
 /* Test hook: when set, called with the view's block after its
- * credentials were wiped and before it is freed (t/unit/test_cp_view.c
+ * credentials were wiped and before it is freed (t/unit/cp/test_cp_view.c
  * looks for the password in it). Never set outside tests. */
 extern void (*cp_view_free_hook)(const void *block, size_t len);
 

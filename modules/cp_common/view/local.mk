@@ -28,16 +28,15 @@ CP_VIEW_LDADD = modules/cp_common/view/libcpview.la \
 	modules/cp_common/proto/libcpproto.la modules/frontend/libphfrontend.la \
 	$(OPENSSL_LIBS)
 
-UNIT_TESTS_CP_VIEW = t/unit/test_cp_view t/unit/test_cp_outcomes
+UNIT_TESTS_CP_VIEW = t/unit/cp/test_cp_view t/unit/cp/test_cp_outcomes
 check_PROGRAMS += $(UNIT_TESTS_CP_VIEW)
 TESTS += $(UNIT_TESTS_CP_VIEW)
-t_unit_test_cp_view_SOURCES = t/unit/test_cp_view.c t/unit/cp_view_fixture.h
-t_unit_test_cp_view_CPPFLAGS = $(TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_unit_cp_test_cp_view_SOURCES = t/unit/cp/test_cp_view.c t/lib/cp_view_fixture.h
+t_unit_cp_test_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-t_unit_test_cp_view_LDADD = $(CP_VIEW_LDADD)
-t_unit_test_cp_outcomes_SOURCES = t/unit/test_cp_outcomes.c
-t_unit_test_cp_outcomes_CPPFLAGS = $(t_unit_test_cp_view_CPPFLAGS)
-t_unit_test_cp_outcomes_LDADD = $(CP_VIEW_LDADD)
+t_unit_cp_test_cp_view_LDADD = $(CP_VIEW_LDADD)
+t_unit_cp_test_cp_outcomes_CPPFLAGS = $(t_unit_cp_test_cp_view_CPPFLAGS)
+t_unit_cp_test_cp_outcomes_LDADD = $(CP_VIEW_LDADD)
 
 # A fuzz target: the view compiled from any snapshot protobuf-c accepts,
 # replayed over t/fuzz/seeds/cp_view by t/integration/fuzz_replay.sh.

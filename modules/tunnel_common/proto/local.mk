@@ -16,26 +16,22 @@ modules_tunnel_common_proto_libtmproto_la_SOURCES = \
 	modules/tunnel_common/proto/tm_window.c modules/tunnel_common/proto/tm_window.h \
 	modules/tunnel_common/proto/tm_drr.c modules/tunnel_common/proto/tm_drr.h
 modules_tunnel_common_proto_libtmproto_la_CPPFLAGS = $(MODULE_CPPFLAGS)
-TM_PROTO_TEST_CPPFLAGS = $(TEST_CPPFLAGS)
+TM_PROTO_TEST_CPPFLAGS = $(AM_CPPFLAGS)
 TM_PROTO_LDADD = modules/tunnel_common/proto/libtmproto.la \
 	modules/frontend/libphfrontend.la
 
-UNIT_TESTS_TM_PROTO = t/unit/test_tm_proto t/unit/test_tm_open \
-	t/unit/test_tm_window t/unit/test_tm_drr
+UNIT_TESTS_TM_PROTO = t/unit/tunnel/test_tm_proto t/unit/tunnel/test_tm_open \
+	t/unit/tunnel/test_tm_window t/unit/tunnel/test_tm_drr
 check_PROGRAMS += $(UNIT_TESTS_TM_PROTO)
 TESTS += $(UNIT_TESTS_TM_PROTO)
-t_unit_test_tm_proto_SOURCES = t/unit/test_tm_proto.c
-t_unit_test_tm_proto_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
-t_unit_test_tm_proto_LDADD = $(TM_PROTO_LDADD)
-t_unit_test_tm_open_SOURCES = t/unit/test_tm_open.c
-t_unit_test_tm_open_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
-t_unit_test_tm_open_LDADD = $(TM_PROTO_LDADD)
-t_unit_test_tm_window_SOURCES = t/unit/test_tm_window.c
-t_unit_test_tm_window_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
-t_unit_test_tm_window_LDADD = $(TM_PROTO_LDADD)
-t_unit_test_tm_drr_SOURCES = t/unit/test_tm_drr.c
-t_unit_test_tm_drr_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
-t_unit_test_tm_drr_LDADD = $(TM_PROTO_LDADD)
+t_unit_tunnel_test_tm_proto_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_tunnel_test_tm_proto_LDADD = $(TM_PROTO_LDADD)
+t_unit_tunnel_test_tm_open_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_tunnel_test_tm_open_LDADD = $(TM_PROTO_LDADD)
+t_unit_tunnel_test_tm_window_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_tunnel_test_tm_window_LDADD = $(TM_PROTO_LDADD)
+t_unit_tunnel_test_tm_drr_CPPFLAGS = $(TM_PROTO_TEST_CPPFLAGS)
+t_unit_tunnel_test_tm_drr_LDADD = $(TM_PROTO_LDADD)
 
 # Fuzz targets, replayed over t/fuzz/seeds/tm_frame and tm_payload by
 # t/integration/fuzz_replay.sh.

@@ -29,13 +29,13 @@ modules_tunnel_common_session_libtmsession_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
 modules_tunnel_common_session_libtmsession_la_LIBADD = $(EV_LIBS) $(LWS_LIBS) \
 	$(OPENSSL_LIBS)
 
-UNIT_TESTS_TM_SESSION = t/unit/test_tm_session
+UNIT_TESTS_TM_SESSION = t/unit/tunnel/test_tm_session
 check_PROGRAMS += $(UNIT_TESTS_TM_SESSION)
 TESTS += $(UNIT_TESTS_TM_SESSION)
-t_unit_test_tm_session_SOURCES = t/unit/test_tm_session.c \
-	t/unit/tm_memlink.c t/unit/tm_memlink.h
-t_unit_test_tm_session_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_tm_session_LDADD = modules/tunnel_common/session/libtmsession.la \
+t_unit_tunnel_test_tm_session_SOURCES = t/unit/tunnel/test_tm_session.c \
+	t/unit/tunnel/tm_memlink.c t/unit/tunnel/tm_memlink.h
+t_unit_tunnel_test_tm_session_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_tunnel_test_tm_session_LDADD = modules/tunnel_common/session/libtmsession.la \
 	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(EV_LIBS)
 endif
@@ -54,13 +54,12 @@ endif
 # (tm_token.c, in libtmsession.la): its unit test and its fuzz target,
 # replayed over t/fuzz/seeds/tm_token by t/integration/fuzz_replay.sh.
 if TUNNEL_ANY
-UNIT_TESTS_TM_TOKEN = t/unit/test_tm_token
+UNIT_TESTS_TM_TOKEN = t/unit/tunnel/test_tm_token
 check_PROGRAMS += $(UNIT_TESTS_TM_TOKEN)
 TESTS += $(UNIT_TESTS_TM_TOKEN)
-t_unit_test_tm_token_SOURCES = t/unit/test_tm_token.c \
+t_unit_tunnel_test_tm_token_SOURCES = t/unit/tunnel/test_tm_token.c \
 	modules/tunnel_common/session/tm_token.c
-t_unit_test_tm_token_CPPFLAGS = $(TEST_CPPFLAGS)
-t_unit_test_tm_token_LDADD = $(UNIT_LDADD)
+t_unit_tunnel_test_tm_token_CPPFLAGS = $(AM_CPPFLAGS)
 check_PROGRAMS += t/fuzz/replay_tm_token
 t_fuzz_replay_tm_token_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_token.c \
 	modules/tunnel_common/session/tm_token.c
@@ -82,24 +81,24 @@ modules_tunnel_common_session_libtmsession_la_SOURCES += $(TM_WS_SOURCES)
 modules_tunnel_common_session_libtmsession_la_CPPFLAGS += $(LWS_CFLAGS) \
 	$(OPENSSL_CFLAGS)
 modules_tunnel_common_session_libtmsession_la_LIBADD += $(LWS_LIBS) $(OPENSSL_LIBS)
-check_PROGRAMS += t/unit/test_tm_ws
-TESTS += t/unit/test_tm_ws
-t_unit_test_tm_ws_SOURCES = t/unit/test_tm_ws.c t/unit/tm_ws_stubs.c \
-	t/unit/tm_ws_stubs.h \
+check_PROGRAMS += t/unit/tunnel/test_tm_ws
+TESTS += t/unit/tunnel/test_tm_ws
+t_unit_tunnel_test_tm_ws_SOURCES = t/unit/tunnel/test_tm_ws.c t/unit/tunnel/tm_ws_stubs.c \
+	t/unit/tunnel/tm_ws_stubs.h \
 	$(TM_WS_SOURCES)
-t_unit_test_tm_ws_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS) \
+t_unit_tunnel_test_tm_ws_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) \
 	$(OPENSSL_CFLAGS) \
 	-DTM_TEST_SRCDIR='"$(abs_top_srcdir)"' -DTM_HAVE_PROTO
-t_unit_test_tm_ws_LDADD = modules/tunnel_common/proto/libtmproto.la \
+t_unit_tunnel_test_tm_ws_LDADD = modules/tunnel_common/proto/libtmproto.la \
 	modules/frontend/libphfrontend.la host/libphmock.la $(LWS_LIBS) \
 	$(OPENSSL_LIBS)
 # The WebSocket client end (tm_wsc.c, pure): its unit test and fuzz target.
-check_PROGRAMS += t/unit/test_tm_wsc
-TESTS += t/unit/test_tm_wsc
-t_unit_test_tm_wsc_SOURCES = t/unit/test_tm_wsc.c modules/tunnel_common/session/tm_wsc.c \
+check_PROGRAMS += t/unit/tunnel/test_tm_wsc
+TESTS += t/unit/tunnel/test_tm_wsc
+t_unit_tunnel_test_tm_wsc_SOURCES = t/unit/tunnel/test_tm_wsc.c modules/tunnel_common/session/tm_wsc.c \
 	modules/lib/bw.c modules/lib/http1_head.c
-t_unit_test_tm_wsc_CPPFLAGS = $(TEST_CPPFLAGS) $(OPENSSL_CFLAGS)
-t_unit_test_tm_wsc_LDADD = $(UNIT_LDADD) $(OPENSSL_LIBS)
+t_unit_tunnel_test_tm_wsc_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_tunnel_test_tm_wsc_LDADD = $(LDADD) $(OPENSSL_LIBS)
 check_PROGRAMS += t/fuzz/replay_tm_wsc
 t_fuzz_replay_tm_wsc_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_wsc.c \
 	modules/tunnel_common/session/tm_wsc.c modules/lib/bw.c \
@@ -111,15 +110,14 @@ t_fuzz_replay_tm_url_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_tm_url.c \
 	modules/tunnel_common/session/tm_ws_url.c
 t_fuzz_replay_tm_url_CPPFLAGS = $(AM_CPPFLAGS)
 endif
-EXTRA_DIST += t/unit/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
+EXTRA_DIST += t/unit/tunnel/tm_ws_certs.sh t/fuzz/fuzz_tm_wsc.c
 
 # tm-ws: one real tm_session on each end of a real tm_ws connection.
 if TUNNEL_ANY
-check_PROGRAMS += t/unit/test_tm_ws_session
-TESTS += t/unit/test_tm_ws_session
-t_unit_test_tm_ws_session_SOURCES = t/unit/test_tm_ws_session.c
-t_unit_test_tm_ws_session_CPPFLAGS = $(TEST_CPPFLAGS) $(LWS_CFLAGS)
-t_unit_test_tm_ws_session_LDADD = modules/tunnel_common/session/libtmsession.la \
+check_PROGRAMS += t/unit/tunnel/test_tm_ws_session
+TESTS += t/unit/tunnel/test_tm_ws_session
+t_unit_tunnel_test_tm_ws_session_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS)
+t_unit_tunnel_test_tm_ws_session_LDADD = modules/tunnel_common/session/libtmsession.la \
 	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
 	host/libphmock.la $(LWS_LIBS) $(OPENSSL_LIBS) $(EV_LIBS)
 endif

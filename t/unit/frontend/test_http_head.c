@@ -5,7 +5,7 @@
  * framing read from the fields (hp_head_framing: strict, conflicts refused),
  * Basic credentials, hostile inputs, and the absolute form for an
  * upstream HTTP proxy (hp_head_write_absolute, issue 13). The module itself is
- * t/unit/test_http_proxy.c; body decoding t/unit/test_http_body.c.
+ * t/unit/frontend/test_http_proxy.c; body decoding t/unit/frontend/test_http_body.c.
  *
  * Requirements: TM-SEC-1 (bounded heads). */
 #include <arpa/inet.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The pool connector (modules/pool) through the mock host, with fakes for
  * everything around it: a pool.view whose views the test compiles and
- * publishes (t/unit/cp_view_fixture.h), an outcome.sink that records, a
+ * publishes (t/lib/cp_view_fixture.h), an outcome.sink that records, a
  * strategy "first" (the first candidate that takes it), and a connector
  * "fakes" whose dials the test answers with one end of a socketpair, the
  * other end playing the upstream HTTP CONNECT proxy. It checks the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The SDK's layouts, as released (sdk/proxyhost/abi.h): every member's
  * offset and size and every struct's size in the installed headers, and
- * each header's version, against t/unit/abi_layout.inc, which
+ * each header's version, against t/unit/host/abi_layout.inc, which
  * sdk/abi-layout.py wrote from a debug build. A layout that changed
  * without being recorded there fails here; the generator refuses to
  * record one under an unchanged version. And abi.h's changelog names the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The TunnelMesh session layer (modules/tunnel_common/session/tm_session.h): two
- * sessions back to back over t/unit/tm_memlink (in memory, through the
+ * sessions back to back over t/unit/tunnel/tm_memlink (in memory, through the
  * mock host's real loop and timers), the opener as the client or server
  * is, the acceptor as the server or agent is. Raw frames injected where
  * a misbehaving peer is needed. Every loop is bounded (wait_until). */

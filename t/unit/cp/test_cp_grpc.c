@@ -1025,7 +1025,7 @@ int main(void) {
   }
   snprintf(certs, sizeof(certs), "%s", tmpl);
   char cmd[512];
-  snprintf(cmd, sizeof(cmd), "sh %s/t/unit/cp_grpc_certs.sh %s",
+  snprintf(cmd, sizeof(cmd), "sh %s/t/unit/cp/cp_grpc_certs.sh %s",
            CP_TEST_SRCDIR, certs);
   if (system(cmd) != 0) {
     printf("Bail out! the certificates could not be made\n");

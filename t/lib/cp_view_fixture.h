@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* WorkerSnapshot messages built in memory the way protobuf-c unpacks them,
  * compiled into pool views (cp_view_compile): the fixture of the view's
- * and the pool's unit tests (t/unit/test_cp_view.c, test_pool_dispatch.c). Static
+ * and the pool's unit tests (t/unit/cp/test_cp_view.c, test_pool_dispatch.c). Static
  * functions: include it in one test file. */
 #ifndef PH_CP_VIEW_FIXTURE_H
 #define PH_CP_VIEW_FIXTURE_H

@@ -937,7 +937,7 @@ static void test_tls(void) {
        cert[300], key[300], wcert[300], wkey[300];
   if (!mkdtemp(dir))
     BAIL_OUT("mkdtemp");
-  snprintf(cmd, sizeof(cmd), "sh %s/t/unit/tm_ws_certs.sh %s", TM_TEST_SRCDIR,
+  snprintf(cmd, sizeof(cmd), "sh %s/t/unit/tunnel/tm_ws_certs.sh %s", TM_TEST_SRCDIR,
            dir);
   if (system(cmd) != 0) {
     for (int i = 0; i < 10; i++)
