@@ -101,6 +101,18 @@ EOF
 stop() {
   kill -TERM "$GW" 2>/dev/null
   wait_exit "$GW" 10
+  if [ "$EXIT" = timeout ]; then
+    # Seen under load (not reproduced with two CPU hogs): say where the
+    # gateway is, then end it so the next scenario can run.
+    echo "# the gateway did not exit within 10 s of SIGTERM; its last lines and threads:"
+    tail -n 8 "$D/gw.log" | sed 's/^/# /'
+    for t in /proc/"$GW"/task/*; do
+      printf '# thread %s %s wchan=%s\n' "${t##*/}" "$(cat "$t/comm" 2>/dev/null)" \
+        "$(cat "$t/wchan" 2>/dev/null)"
+    done
+    kill -9 "$GW" 2>/dev/null
+    wait "$GW" 2>/dev/null
+  fi
   kill -9 "$FAKE" 2>/dev/null
   wait "$FAKE" 2>/dev/null
 }
