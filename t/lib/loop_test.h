@@ -82,6 +82,19 @@ static inline int loop_wait_end_(loop_wait_ *w, int held, int report,
 #define wait_until(loop, cond, ms) loop_wait_((loop), cond, (ms), 1)
 #define poll_until(loop, cond, ms) loop_wait_((loop), cond, (ms), 0)
 
+/* A condition over an array, for the waits above: whether cond (an
+ * expression in i) holds for every i in 0..n-1.
+ *
+ *   poll_until(loop, all_of(i, n, as[i].calls > 0), 5000);
+ */
+#define all_of(i, n, cond)                                                     \
+  __extension__({                                                              \
+    int all_ = 1;                                                              \
+    for (int i = 0; all_ && i < (n); i++)                                      \
+      all_ = !!(cond);                                                         \
+    all_;                                                                      \
+  })
+
 /* Runs the loop for ms milliseconds of loop time. */
 static inline void spin_for(struct ev_loop *lp, int ms) {
   loop_wait_ w;

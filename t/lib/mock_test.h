@@ -28,6 +28,21 @@
 /* A NULL-terminated list of names (provides, requires) for it. */
 #define MOCK_TEST_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* fn, the init of such a module that zeroes var (a struct with members
+ * api and ctx) and keeps the host's api and context in it:
+ *
+ *   static struct { const ph_api *api; ph_ctx *ctx; ... } F;
+ *   MOCK_TEST_INIT(front_init, F);
+ */
+#define MOCK_TEST_INIT(fn, var)                                                \
+  static int fn(ph_ctx *ctx, const ph_api *a, void **state) {                  \
+    memset(&(var), 0, sizeof(var));                                            \
+    (var).api = a;                                                             \
+    (var).ctx = ctx;                                                           \
+    *state = NULL;                                                             \
+    return PH_OK;                                                              \
+  }
+
 /* A mock host under the configuration ini with mod added (NULL: only the
  * .so modules ini names), initialised and started; NULL, the mock freed,
  * with the failing step's reasons in err (the ph_mock_* err rules). */

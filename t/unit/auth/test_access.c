@@ -17,7 +17,9 @@
 
 #include "mock_core.h"
 #include "auth_local/pwhash.h"
+#include "loop_test.h"
 #include "mock_test.h"
+#include "steady_stream.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -30,16 +32,9 @@ static struct {
   const ph_access_v1 *vt; /* found in start */
   void *self;
   int newer_minor_found; /* service_get for a minor auth_local lacks */
-  ph_io *stream_io;      /* test_steady_stream */
 } F;
 
-static int front_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  memset(&F, 0, sizeof(F));
-  F.api = a;
-  F.ctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
+MOCK_TEST_INIT(front_init, F);
 
 /* As a frontend does: look the service up by name once, in start. */
 static int front_start(void *state) {
@@ -53,17 +48,9 @@ static int front_start(void *state) {
   return F.vt ? PH_OK : PH_ENOENT;
 }
 
-static void front_destroy(void *state) {
-  (void)state;
-  if (F.stream_io)
-    F.api->io_free(F.stream_io);
-  F.stream_io = NULL;
-}
-
 MOCK_TEST_MODULE(front_mod, "front", "1.0",
                  .requires = MOCK_TEST_NAMES(PH_ACCESS_SERVICE),
-                 .init = front_init, .start = front_start,
-                 .destroy = front_destroy);
+                 .init = front_init, .start = front_start);
 
 /* ---- harness ----------------------------------------------------------- */
 
@@ -116,14 +103,7 @@ static int64_t check(const char *principal, answer *a) {
 
 /* Runs the loop until every answer came, at most 5 s. */
 static void wait_answers(ph_mock *m, answer **as, int n) {
-  for (int round = 0; round < 500; round++) {
-    int done = 1;
-    for (int i = 0; i < n; i++)
-      done &= as[i]->calls > 0;
-    if (done)
-      return;
-    ph_mock_run_for(m, 10);
-  }
+  poll_until(ph_mock_loop(m), all_of(i, n, as[i]->calls > 0), 5000);
 }
 
 static void wait_one(ph_mock *m, answer *a) {
@@ -545,57 +525,27 @@ static void test_metrics(void) {
 /* A loop that never idles: a pipe that stays readable, and a check
  * started on every iteration for 100 ms. Answers must keep coming while
  * it lasts; a timer re-armed by each check would never fire. */
-static int stream_running, stream_checks, stream_answers_during;
-static int64_t stream_until;
 static answer stream_answer;
 
-static void on_stream_answer(void *arg, const ph_access_result *res) {
-  (void)res;
+static int stream_check(void *arg) {
   (void)arg;
-  if (stream_running)
-    stream_answers_during++;
+  ph_access_request r = req_for("alice", "example.org");
+  return check_req(&r, &stream_answer) > 0;
 }
 
-static void stream_tick(ph_io *io, int fd, int revents, void *arg) {
-  (void)io;
-  (void)fd;
-  (void)revents;
-  (void)arg;
-  if (F.api->now_ms(F.ctx) >= stream_until) {
-    stream_running = 0;
-    F.api->io_set(F.stream_io, 0);
-    return;
-  }
-  ph_access_request r = req_for("alice", "example.org");
-  if (F.vt->check_open(F.self, &r, on_stream_answer, &stream_answer) > 0)
-    stream_checks++;
-}
+static steady_stream stream = {.start = stream_check,
+                               .answers = &stream_answer.calls};
 
 static void test_steady_stream(void) {
   ph_mock *m = start("alice:a", "max_pending = 65536\n");
   if (!ok(m && F.vt, "started"))
     return;
-  int p[2];
-  if (!ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
-    finish(m);
-    return;
+  if (steady_stream_run(&stream, m, 100)) {
+    ok(stream.checks > 0, "checks were started on every iteration");
+    ok(stream.answered_during > 0,
+       "answers are delivered while checks keep coming");
   }
-  stream_running = 1;
-  stream_checks = stream_answers_during = 0;
-  stream_until = F.api->now_ms(F.ctx) + 100;
-  F.stream_io = F.api->io_new(F.ctx, p[0], PH_READ, stream_tick, NULL);
-  ok(F.stream_io != NULL, "a watcher that fires on every iteration");
-  for (int i = 0; i < 100 && stream_running; i++)
-    ph_mock_run_for(m, 10);
-  ph_mock_run_for(m, 20);
-  ok(stream_checks > 0, "checks were started on every iteration");
-  printf("# %d checks in 100 ms, %d answered while they kept coming\n",
-         stream_checks, stream_answers_during);
-  ok(stream_answers_during > 0,
-     "answers are delivered while checks keep coming");
   finish(m);
-  close(p[0]);
-  close(p[1]);
 }
 
 /* access_ttl: bounds, 0, and the sample that documents every key. */

@@ -18,7 +18,9 @@
 #include <proxyhost/mock.h>
 
 #include "fakestore.h"
+#include "loop_test.h"
 #include "mock_test.h"
+#include "steady_stream.h"
 #include "tap.h"
 
 #define CACHE PH_BUILD_MODULES "/auth_cache/.libs/auth_cache.so"
@@ -34,16 +36,9 @@ static struct {
   const fakestore_control *fs;
   void *fself;
   int provides, requires; /* auth_cache's descriptor */
-  ph_io *stream_io;       /* test_steady_stream */
 } F;
 
-static int front_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  memset(&F, 0, sizeof(F));
-  F.api = a;
-  F.ctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
+MOCK_TEST_INIT(front_init, F);
 
 static int front_start(void *state) {
   (void)state;
@@ -53,22 +48,10 @@ static int front_start(void *state) {
   return F.vt && F.fs ? PH_OK : PH_ENOENT;
 }
 
-static void front_destroy(void *state) {
-  (void)state;
-  if (F.stream_io)
-    F.api->io_free(F.stream_io);
-  F.stream_io = NULL;
-}
-
-static const char *const front_requires[] = {PH_ACCESS_SERVICE,
-                                             FAKESTORE_CONTROL, NULL};
-static const ph_module front_mod = {
-    PH_MODULE_HEADER("front", "1.0"),
-    .requires = front_requires,
-    .init = front_init,
-    .start = front_start,
-    .destroy = front_destroy,
-};
+MOCK_TEST_MODULE(front_mod, "front", "1.0",
+                 .requires = MOCK_TEST_NAMES(PH_ACCESS_SERVICE,
+                                             FAKESTORE_CONTROL),
+                 .init = front_init, .start = front_start);
 
 /* ---- harness ----------------------------------------------------------- */
 
@@ -117,15 +100,9 @@ static int64_t check(const char *host, answer *a) {
   return check_req(&r, a);
 }
 
+/* Runs the loop until every answer came, at most 1 s. */
 static void wait_all(ph_mock *m, answer *as, int n) {
-  for (int round = 0; round < 500; round++) {
-    int done = 1;
-    for (int i = 0; i < n; i++)
-      done &= as[i].calls > 0;
-    if (done)
-      return;
-    ph_mock_run_for(m, 2);
-  }
+  poll_until(ph_mock_loop(m), all_of(i, n, as[i].calls > 0), 1000);
 }
 
 static void wait_one(ph_mock *m, answer *a) { wait_all(m, a, 1); }
@@ -1009,30 +986,16 @@ static void test_metrics_lint(void) {
 /* Hits under a steady stream of checks (one on every loop iteration):
  * their answers still come, as the delivery timer is armed once, not
  * pushed back by each new check. */
-static int stream_running, stream_checks, stream_answers_during;
-static int64_t stream_until;
+static answer stream_answer;
 
-static void on_stream_answer(void *arg, const ph_access_result *res) {
+static int stream_check(void *arg) {
   (void)arg;
-  (void)res;
-  if (stream_running)
-    stream_answers_during++;
-}
-
-static void stream_tick(ph_io *io, int fd, int revents, void *arg) {
-  (void)io;
-  (void)fd;
-  (void)revents;
-  (void)arg;
-  if (F.api->now_ms(F.ctx) >= stream_until) {
-    stream_running = 0;
-    F.api->io_set(F.stream_io, 0);
-    return;
-  }
   ph_access_request r = req_full("tok1", "ag1", "steady.example", 443);
-  if (F.vt->check_open(F.self, &r, on_stream_answer, NULL) > 0)
-    stream_checks++;
+  return F.vt->check_open(F.self, &r, on_answer, &stream_answer) > 0;
 }
+
+static steady_stream stream = {.start = stream_check,
+                               .answers = &stream_answer.calls};
 
 static void test_steady_stream(void) {
   ph_mock *m = start("max_waiters = 1048576\n");
@@ -1040,26 +1003,12 @@ static void test_steady_stream(void) {
     return;
   answer a;
   ask(m, "steady.example", &a); /* cached: the stream is all hits */
-  int p[2];
-  if (!ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
-    finish(m);
-    return;
+  if (steady_stream_run(&stream, m, 100)) {
+    ok(stream.checks > 0, "checks were started on every iteration");
+    ok(stream.answered_during > 0,
+       "TM-P1-10: hits are answered while checks keep coming");
   }
-  stream_running = 1;
-  stream_checks = stream_answers_during = 0;
-  stream_until = F.api->now_ms(F.ctx) + 100;
-  F.stream_io = F.api->io_new(F.ctx, p[0], PH_READ, stream_tick, NULL);
-  for (int i = 0; i < 100 && stream_running; i++)
-    ph_mock_run_for(m, 10);
-  ph_mock_run_for(m, 20);
-  ok(stream_checks > 0, "checks were started on every iteration");
-  printf("# %d hits in 100 ms, %d answered while they kept coming\n",
-         stream_checks, stream_answers_during);
-  ok(stream_answers_during > 0,
-     "TM-P1-10: hits are answered while checks keep coming");
   finish(m);
-  close(p[0]);
-  close(p[1]);
 }
 
 /* The steady state the cache is for: a fixed set of principals and

@@ -17,7 +17,9 @@
 #include "lib/kcache.h"
 #include "mock_core.h"
 #include "auth_local/pwhash.h"
+#include "loop_test.h"
 #include "mock_test.h"
+#include "steady_stream.h"
 #include "tap.h"
 
 #define MODULE PH_BUILD_MODULES "/auth_local/.libs/auth_local.so"
@@ -40,14 +42,7 @@ static char err[8192];
 
 /* Runs the loop until every answer arrived, at most 20 s. */
 static void wait_answers(ph_mock *m, answer **as, int n) {
-  for (int round = 0; round < 400; round++) {
-    int done = 1;
-    for (int i = 0; i < n; i++)
-      done &= as[i]->calls > 0;
-    if (done)
-      return;
-    ph_mock_run_for(m, 50);
-  }
+  poll_until(ph_mock_loop(m), all_of(i, n, as[i]->calls > 0), 20000);
 }
 
 /* The configuration text: alice with password pw, then extra lines. */
@@ -281,27 +276,21 @@ static void test_max_cache_size(void) {
 static struct {
   const ph_authorizer_v1 *vt;
   void *self;
-  int running, checks, answered_during;
-  ev_tstamp until;
 } S;
+
+static int stream_check(void *arg);
+static steady_stream stream = {.start = stream_check};
 
 static void on_stream_answer(void *arg, int verdict) {
   (void)arg;
   (void)verdict;
-  if (S.running)
-    S.answered_during++;
+  steady_stream_answered(&stream);
 }
 
-static void stream_tick(struct ev_loop *loop, ev_io *w, int revents) {
-  (void)revents;
-  if (ev_now(loop) >= S.until) {
-    S.running = 0;
-    ev_io_stop(loop, w);
-    return;
-  }
-  if (S.vt->check_password(S.self, "alice", 5, "s3cret", 6, on_stream_answer,
-                           NULL) > 0)
-    S.checks++;
+static int stream_check(void *arg) {
+  (void)arg;
+  return S.vt->check_password(S.self, "alice", 5, "s3cret", 6,
+                              on_stream_answer, NULL) > 0;
 }
 
 static void test_steady_stream(void) {
@@ -312,31 +301,13 @@ static void test_steady_stream(void) {
     return;
   is_int(verdict_of(m, S.vt, S.self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "verified: later checks come from the cache");
-  int p[2];
-  if (!ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable pipe")) {
-    ph_mock_stop(m);
-    ph_mock_free(m);
-    return;
+  if (steady_stream_run(&stream, m, 100)) {
+    ok(stream.checks > 0, "checks were made on every iteration");
+    ok(stream.answered_during > 0,
+       "cached answers are delivered while checks keep coming");
   }
-  struct ev_loop *loop = ph_mock_loop(m);
-  ev_io w;
-  ev_io_init(&w, stream_tick, p[0], EV_READ);
-  S.running = 1;
-  S.until = ev_now(loop) + 0.1;
-  ev_io_start(loop, &w);
-  for (int i = 0; i < 100 && S.running; i++)
-    ph_mock_run_for(m, 10);
-  ev_io_stop(loop, &w);
-  ph_mock_run_for(m, 20);
-  ok(S.checks > 0, "checks were made on every iteration");
-  printf("# %d checks in 100 ms, %d answered while they kept coming\n",
-         S.checks, S.answered_during);
-  ok(S.answered_during > 0,
-     "cached answers are delivered while checks keep coming");
   ph_mock_stop(m);
   ph_mock_free(m);
-  close(p[0]);
-  close(p[1]);
 }
 
 /* ---- the cache on its own ---------------------------------------------- */

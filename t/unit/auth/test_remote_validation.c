@@ -21,6 +21,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/validation.h>
 
+#include "loop_test.h"
 #include "mock_test.h"
 #include "tap.h"
 
@@ -36,13 +37,7 @@ static struct {
   void *self;
 } F;
 
-static int front_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  memset(&F, 0, sizeof(F));
-  F.api = a;
-  F.ctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
+MOCK_TEST_INIT(front_init, F);
 
 static int front_start(void *state) {
   (void)state;
@@ -222,14 +217,7 @@ static int64_t validate(const char *user, answer *a) {
 
 /* Runs the loop until every answer came, at most 10 s. */
 static void wait_answers(ph_mock *m, answer *as, int n) {
-  for (int round = 0; round < 1000; round++) {
-    int done = 1;
-    for (int i = 0; i < n; i++)
-      done &= as[i].calls > 0;
-    if (done)
-      return;
-    ph_mock_run_for(m, 10);
-  }
+  poll_until(ph_mock_loop(m), all_of(i, n, as[i].calls > 0), 10000);
 }
 
 /* validate + wait; the verdict (0: no answer). */

@@ -32,13 +32,7 @@ static struct {
   const ph_strategy_v1 *ghost;  /* a name nobody loaded */
 } P;
 
-static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  memset(&P, 0, sizeof(P));
-  P.api = a;
-  P.ctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
+MOCK_TEST_INIT(pool_init, P);
 
 static int pool_start(void *state) {
   (void)state;
