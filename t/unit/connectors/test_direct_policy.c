@@ -106,16 +106,29 @@ static void test_parse_host(void) {
          "a name over 253 bytes is refused");
 }
 
+/* Rules added to a deny list, one TAP line each: what add returns. */
+typedef struct rule_case {
+  const char *text;
+  int want;
+  const char *what;
+} rule_case;
+
+static void add_rules(policy *p, int (*add)(policy *, int, const char *),
+                      const rule_case *c, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    is_int(add(p, POLICY_DENY, c[i].text), c[i].want, c[i].what);
+}
+
 static void test_cidrs(void) {
+  static const rule_case cidrs[] = {
+      {"10.1.2.3/8", 0, "host bits are allowed and masked"},
+      {"192.168.1.1", 0, "a bare IPv4 address is /32"},
+      {"2001:db8::/32", 0, "IPv6 prefix"},
+      {"::ffff:172.16.0.0/108", 0, "IPv4-mapped prefix is the IPv4 prefix"},
+      {"fe80::/10", 0, "odd prefix"},
+  };
   policy *p = policy_new();
-  is_int(policy_add_cidr(p, POLICY_DENY, "10.1.2.3/8"), 0,
-         "host bits are allowed and masked");
-  is_int(policy_add_cidr(p, POLICY_DENY, "192.168.1.1"), 0,
-         "a bare IPv4 address is /32");
-  is_int(policy_add_cidr(p, POLICY_DENY, "2001:db8::/32"), 0, "IPv6 prefix");
-  is_int(policy_add_cidr(p, POLICY_DENY, "::ffff:172.16.0.0/108"), 0,
-         "IPv4-mapped prefix is the IPv4 prefix");
-  is_int(policy_add_cidr(p, POLICY_DENY, "fe80::/10"), 0, "odd prefix");
+  add_rules(p, policy_add_cidr, cidrs, sizeof(cidrs) / sizeof(cidrs[0]));
   const char *bad[] = {"10.0.0.0/33",  "::/129",   "abc",
                        "10.0.0.0/",    "/8",       "10.0.0.0/-1",
                        "10.0.0.0/8/8", "10.0.0/8", "::ffff:10.0.0.0/95",
@@ -148,15 +161,15 @@ static void test_cidrs(void) {
 }
 
 static void test_hosts(void) {
+  static const rule_case hosts[] = {
+      {".Blocked.Example", 0, "suffix pattern"},
+      {"exact.example.", 0, "exact pattern (trailing dot ignored)"},
+      {"*.example", -1, "wildcards are not a pattern syntax"},
+      {"..", -1, "empty label refused"},
+      {"", -1, "empty pattern refused"},
+  };
   policy *p = policy_new();
-  is_int(policy_add_host(p, POLICY_DENY, ".Blocked.Example"), 0,
-         "suffix pattern");
-  is_int(policy_add_host(p, POLICY_DENY, "exact.example."), 0,
-         "exact pattern (trailing dot ignored)");
-  is_int(policy_add_host(p, POLICY_DENY, "*.example"), -1,
-         "wildcards are not a pattern syntax");
-  is_int(policy_add_host(p, POLICY_DENY, ".."), -1, "empty label refused");
-  is_int(policy_add_host(p, POLICY_DENY, ""), -1, "empty pattern refused");
+  add_rules(p, policy_add_host, hosts, sizeof(hosts) / sizeof(hosts[0]));
   ok(!name_ok(p, "blocked.example", "192.0.2.1", 80),
      ".suffix matches the domain itself");
   ok(!name_ok(p, "a.b.blocked.example", "192.0.2.1", 80),

@@ -92,30 +92,35 @@ static void test_errors(void) {
   d = (ph_metric_def){.name = "x_total", .type = (ph_metric_type)9};
   expect_error(&d, "metric x_total: unknown type 9", "unknown type");
 
-  ph_label_def l1[] = {{"1abc", stages}};
-  d = (ph_metric_def){.name = "x_total", .type = PH_METRIC_COUNTER,
-                      .labels = l1, .n_labels = 1};
-  expect_error(&d, "invalid label name \"1abc\"", "label name syntax");
-  ph_label_def l1b[] = {{"a:b", stages}};
-  d.labels = l1b;
-  expect_error(&d, "invalid label name \"a:b\"", "label name with colon");
-  ph_label_def l2[] = {{"__stage", stages}};
-  d.labels = l2;
-  expect_error(&d, "label name \"__stage\" is reserved", "label __");
-  ph_label_def l3[] = {{"stage", dup}};
-  d = (ph_metric_def){.name = "tunnelmesh_x_total",
-                      .type = PH_METRIC_COUNTER, .labels = l3,
-                      .n_labels = 1};
-  expect_error(&d,
-               "metric tunnelmesh_x_total: label \"stage\" value \"dns\" "
-               "declared twice",
-               "duplicate label value");
-  ph_label_def l4[] = {{"stage", none}};
-  d.labels = l4;
-  expect_error(&d, "label \"stage\" has no values", "label: no values");
-  ph_label_def l4b[] = {{"stage", NULL}};
-  d.labels = l4b;
-  expect_error(&d, "label \"stage\" has no values", "label: NULL values");
+  /* One label, wrong: its name, its values. */
+  static const struct {
+    const char *metric, *label;
+    int values; /* 0 stages, 1 dup, 2 none, 3 NULL */
+    const char *want, *what;
+  } one_label[] = {
+      {"x_total", "1abc", 0, "invalid label name \"1abc\"",
+       "label name syntax"},
+      {"x_total", "a:b", 0, "invalid label name \"a:b\"",
+       "label name with colon"},
+      {"x_total", "__stage", 0, "label name \"__stage\" is reserved",
+       "label __"},
+      {"tunnelmesh_x_total", "stage", 1,
+       "metric tunnelmesh_x_total: label \"stage\" value \"dns\" "
+       "declared twice",
+       "duplicate label value"},
+      {"x_total", "stage", 2, "label \"stage\" has no values",
+       "label: no values"},
+      {"x_total", "stage", 3, "label \"stage\" has no values",
+       "label: NULL values"},
+  };
+  const char *const *values[] = {stages, dup, none, NULL};
+  for (size_t i = 0; i < sizeof(one_label) / sizeof(one_label[0]); i++) {
+    ph_label_def l[] = {{one_label[i].label, values[one_label[i].values]}};
+    d = (ph_metric_def){.name = one_label[i].metric,
+                        .type = PH_METRIC_COUNTER, .labels = l,
+                        .n_labels = 1};
+    expect_error(&d, one_label[i].want, one_label[i].what);
+  }
   ph_label_def l5[] = {{"stage", stages}, {"stage", results}};
   d.labels = l5;
   d.n_labels = 2;
