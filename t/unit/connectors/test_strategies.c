@@ -169,6 +169,24 @@ static uint32_t pick(const ph_strategy_v1 *vt, void *st, const fx *f,
   return pick_r(vt, st, f, rnd, NULL);
 }
 
+/* vt attached to f's view: "NAME: attach" as a TAP line. */
+static void *attach_ok(const ph_strategy_v1 *vt, fx *f, const char *name) {
+  void *st = vt->attach(NULL, &f->v, NULL, NULL, NULL);
+  char what[64];
+  snprintf(what, sizeof(what), "%s: attach", name);
+  ok(st != NULL, what);
+  return st;
+}
+
+/* n picks on seeded draws, counted per proxy in count[0..len) (zeroed
+ * first). */
+static void tally(const ph_strategy_v1 *vt, void *st, const fx *f,
+                  uint64_t *seed, uint32_t n, uint32_t *count, size_t len) {
+  memset(count, 0, len * sizeof(*count));
+  for (uint32_t i = 0; i < n; i++)
+    count[pick(vt, st, f, seed_next(seed))]++;
+}
+
 typedef struct strat_case {
   const char *name;
   const ph_strategy_v1 *vt;
@@ -193,8 +211,7 @@ static const char *key_of(uint32_t i, char *buf, size_t len) {
 
 static void test_round_robin(void) {
   fx *f = fx_new(5);
-  void *st = strat_round_robin_v1.attach(NULL, &f->v, NULL, NULL, NULL);
-  ok(st != NULL, "round_robin: attach");
+  void *st = attach_ok(&strat_round_robin_v1, f, "round_robin");
   uint32_t seq[7];
   for (int i = 0; i < 7; i++)
     seq[i] = pick(&strat_round_robin_v1, st, f, (uint64_t)i * 7919);
@@ -239,13 +256,11 @@ static void test_weighted(void) {
   fx *f = fx_new(4);
   for (uint32_t i = 0; i < 4; i++)
     f->px[i].weight = i + 1; /* 1 2 3 4: 10 % 20 % 30 % 40 % */
-  void *st = strat_weighted_v1.attach(NULL, &f->v, NULL, NULL, NULL);
-  ok(st != NULL, "weighted: attach");
-  uint32_t count[4] = {0};
+  void *st = attach_ok(&strat_weighted_v1, f, "weighted");
+  uint32_t count[4];
   uint64_t seed = 42;
   const uint32_t n = 200000;
-  for (uint32_t i = 0; i < n; i++)
-    count[pick(&strat_weighted_v1, st, f, seed_next(&seed))]++;
+  tally(&strat_weighted_v1, st, f, &seed, n, count, 4);
   /* Tolerance: one percentage point of the picks (the binomial's standard
    * deviation here is at most 0.11 points; the seed is fixed). */
   int prop = 1;
@@ -265,9 +280,7 @@ static void test_weighted(void) {
   f->active[0] = 90; /* 10 % free */
   f->active[1] = 90;
   st = strat_weighted_v1.attach(NULL, &f->v, NULL, NULL, NULL);
-  memset(count, 0, sizeof(count));
-  for (uint32_t i = 0; i < 20000; i++)
-    count[pick(&strat_weighted_v1, st, f, seed_next(&seed))]++;
+  tally(&strat_weighted_v1, st, f, &seed, 20000, count, 4);
   /* Two draws, the freer kept: 0 or 1 only when both draws are 0 or 1:
    * 1/4 of the picks (not 1/2). */
   double busy = (double)(count[0] + count[1]) / 20000;
@@ -296,15 +309,11 @@ static void test_least_active(void) {
   fx *f = fx_new(10);
   for (uint32_t i = 0; i < 10; i++)
     f->active[i] = i * 10; /* 0 % .. 90 % */
-  void *st = strat_least_active_v1.attach(NULL, &f->v, NULL, NULL, NULL);
-  ok(st != NULL, "least_active: attach");
-  uint32_t count[10] = {0};
+  void *st = attach_ok(&strat_least_active_v1, f, "least_active");
+  uint32_t count[10];
   uint64_t seed = 7;
-  for (uint32_t i = 0; i < 20000; i++)
-    count[pick(&strat_least_active_v1, st, f, seed_next(&seed))]++;
-  uint32_t light = 0;
-  for (int i = 0; i < 5; i++)
-    light += count[i];
+  tally(&strat_least_active_v1, st, f, &seed, 20000, count, 10);
+  uint32_t light = count[0] + count[1] + count[2] + count[3] + count[4];
   double share = light / 20000.0;
   printf("# least_active: the five lighter got %.4f of the picks\n", share);
   /* Two distinct candidates, the lighter wins: the lighter half unless
@@ -337,12 +346,10 @@ static void test_least_active(void) {
 
 static void test_random(void) {
   fx *f = fx_new(10);
-  void *st = strat_random_v1.attach(NULL, &f->v, NULL, NULL, NULL);
-  ok(st != NULL, "random: attach");
-  uint32_t count[10] = {0};
+  void *st = attach_ok(&strat_random_v1, f, "random");
+  uint32_t count[10];
   uint64_t seed = 99;
-  for (uint32_t i = 0; i < 100000; i++)
-    count[pick(&strat_random_v1, st, f, seed_next(&seed))]++;
+  tally(&strat_random_v1, st, f, &seed, 100000, count, 10);
   int even = 1;
   for (int i = 0; i < 10; i++)
     even &= count[i] > 9000 && count[i] < 11000;
@@ -352,9 +359,7 @@ static void test_random(void) {
     f->px[i].draining = 1;
   strat_random_v1.detach(NULL, st); /* a new view (see reattach) */
   st = strat_random_v1.attach(NULL, &f->v, NULL, NULL, NULL);
-  memset(count, 0, sizeof(count));
-  for (uint32_t i = 0; i < 50000; i++)
-    count[pick(&strat_random_v1, st, f, seed_next(&seed))]++;
+  tally(&strat_random_v1, st, f, &seed, 50000, count, 10);
   even = 1;
   for (int i = 0; i < 10; i++)
     even &= i % 2 == 0 ? count[i] == 0 : count[i] > 9000 && count[i] < 11000;
@@ -365,8 +370,8 @@ static void test_random(void) {
 
 /* ---- what every strategy must hold ---------------------------------------- */
 
-/* Picks `n` times for strategy c (keys vary for sticky); counts[p]++ for
- * each result (NONE in counts[n_proxies]). */
+/* Picks `n` times for strategy c (keys vary for sticky); counts (zeroed
+ * first) gets one for each result (NONE in counts[n_proxies]). */
 /* A view never changes (pool_view.h): a test that edits a proxy record
  * makes a new view, so the strategy attaches to it again (attach() keeps
  * what a pick tests of each candidate, strat.h's compact entries). */
@@ -379,6 +384,7 @@ static void run(const strat_case *c, void *st, const fx *f, uint32_t n,
                 int64_t now, const uint32_t *tried, uint32_t n_tried,
                 uint32_t rule, uint32_t *counts, uint64_t *seed) {
   char kb[32];
+  memset(counts, 0, (f->v.n_proxies + 1) * sizeof(*counts));
   for (uint32_t i = 0; i < n; i++) {
     req q = {now, key_of(i, kb, sizeof(kb)), tried, n_tried, rule};
     uint32_t p = pick_r(c->vt, st, f, seed_next(seed), &q);
@@ -398,7 +404,6 @@ static void test_corners(const strat_case *c) {
   /* All exhausted: nothing. */
   for (uint32_t i = 0; i < np; i++)
     f->active[i] = 60, f->reserved[i] = 40;
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 200, 0, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name),
            "CP-1-23 %s: every candidate full (active + reserved = capacity): NONE",
@@ -406,7 +411,6 @@ static void test_corners(const strat_case *c) {
   is_int(counts[np], 200, name);
   /* One left: always that one. */
   f->reserved[5] = 39;
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 200, 0, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "CP-1-23 %s: one with room left: every pick is it",
            c->name);
@@ -419,7 +423,6 @@ static void test_corners(const strat_case *c) {
   f->revoked[2] = 1;
   reattach(c, &st, f);
   uint32_t tried[2] = {3, 6};
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 2000, 0, tried, 2, 0, counts, &seed);
   snprintf(name, sizeof(name),
            "CP-4-2 %s: draining, revoked and tried never picked, the others are",
@@ -439,12 +442,10 @@ static void test_corners(const strat_case *c) {
   for (uint32_t i = 0; i < np; i++)
     if (i != 4)
       f->active[i] = 100;
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 50, T - 1, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "CP-3-6 %s: at usable_until - 1 ms it is still picked",
            c->name);
   is_int(counts[4], 50, name);
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 50, T, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "CP-3-6 %s: at usable_until: never (NONE)", c->name);
   ok(counts[4] == 0 && counts[np] == 50, name);
@@ -469,7 +470,6 @@ static void test_corners(const strat_case *c) {
   f->px[4].usable_until_ms = NOW + HOUR;
   f->px[4].expires_at_ms = T;
   reattach(c, &st, f);
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 400, T, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "%s: past expires_at never picked", c->name);
   ok(counts[4] == 0 && counts[np] == 0, name);
@@ -477,16 +477,13 @@ static void test_corners(const strat_case *c) {
   reattach(c, &st, f);
 
   /* The view's own deadlines (CP-3-9, CP-3-18). */
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 100, f->v.valid_until_ms - 1, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "CP-3-9 %s: valid_until - 1 ms: picks", c->name);
   is_int(counts[np], 0, name);
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 100, f->v.valid_until_ms, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "CP-3-9 %s: at the view's valid_until: NONE", c->name);
   is_int(counts[np], 100, name);
   f->v.stale_deadline_ms = NOW + 1000;
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 100, NOW + 1000, NULL, 0, 0, counts, &seed);
   snprintf(name, sizeof(name), "CP-3-18 %s: at the stale deadline: NONE", c->name);
   is_int(counts[np], 100, name);
@@ -500,7 +497,6 @@ static void test_corners(const strat_case *c) {
   fx_rule(f, 1, odd, 3, "odd", "any");
   fx_rule(f, 2, even, 5, "even", "any");
   st = c->vt->attach(NULL, &f->v, NULL, NULL, NULL);
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 600, 0, NULL, 0, 1, counts, &seed);
   snprintf(name, sizeof(name), "CP-1-23 %s: picks only among the rule's candidates",
            c->name);
@@ -508,13 +504,11 @@ static void test_corners(const strat_case *c) {
          counts[5],
      name);
   f->active[1] = f->active[3] = 100;
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 300, 0, NULL, 0, 1, counts, &seed);
   snprintf(name, sizeof(name), "CP-1-23 %s: two of three full: the third, always",
            c->name);
   is_int(counts[5], 300, name);
   f->active[5] = 100;
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 300, 0, NULL, 0, 1, counts, &seed);
   snprintf(name, sizeof(name),
            "CP-1-23 %s: the rule's candidates all full: NONE, though the other group has room",
@@ -551,13 +545,11 @@ static void test_corners(const strat_case *c) {
   /* No candidates, a rule the state does not know, a short request. */
   fx_rule(f, 3, odd, 0, "empty", "any");
   st = c->vt->attach(NULL, &f->v, NULL, NULL, NULL);
-  memset(counts, 0, sizeof(counts));
   run(c, st, f, 20, 0, NULL, 0, 3, counts, &seed);
   snprintf(name, sizeof(name), "%s: a rule without candidates: NONE", c->name);
   is_int(counts[np], 20, name);
   strat_self other = {"nobody"};
   void *st_other = c->vt->attach(&other, &f->v, NULL, NULL, NULL);
-  memset(counts, 0, sizeof(counts));
   run(c, st_other, f, 300, 0, NULL, 0, 1, counts, &seed);
   snprintf(name, sizeof(name),
            "%s: a rule the state does not cover: still only its candidates",
