@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 static char err[8192];
@@ -39,7 +40,6 @@ static const ph_conf_key greeter_keys[] = {PH_CONF_KEY("word", PH_CONF_STRING,
                                                        "hello", 1, 32, 0, NULL,
                                                        "a word", NULL),
                                            PH_CONF_END};
-static const char *const greeter_provides[] = {GREET, NULL};
 static const ph_api *g_api;
 
 static int greeter_init(ph_ctx *ctx, const ph_api *api, void **state) {
@@ -72,16 +72,11 @@ static void greeter_destroy(void *state) {
   event("destroy", ((greeter *)state)->name);
   free(state);
 }
-static const ph_module greeter_mod = {
-    PH_MODULE_HEADER("greeter", "1.0"),
-    .provides = greeter_provides,
-    .config = greeter_keys,
-    .init = greeter_init,
-    .start = greeter_start,
-    .reload = greeter_reload,
-    .stop = greeter_stop,
-    .destroy = greeter_destroy,
-};
+MOCK_TEST_MODULE(greeter_mod, "greeter", "1.0",
+                 .provides = MOCK_TEST_NAMES(GREET), .config = greeter_keys,
+                 .init = greeter_init, .start = greeter_start,
+                 .reload = greeter_reload, .stop = greeter_stop,
+                 .destroy = greeter_destroy);
 
 typedef struct user {
   ph_ctx *ctx;
@@ -96,7 +91,6 @@ static const ph_conf_key user_keys[] = {PH_CONF_KEY("provider", PH_CONF_STRING,
                                                     "", 0, 97, 0, NULL,
                                                     "greeter instance", NULL),
                                         PH_CONF_END};
-static const char *const user_requires[] = {GREET, NULL};
 
 static int user_check(ph_ctx *ctx, const ph_api *api, const char **key,
                       char *why, size_t whylen) {
@@ -137,15 +131,9 @@ static void user_destroy(void *state) {
     g_api->service_release(u->ctx, GREET);
   free(u);
 }
-static const ph_module user_mod = {
-    PH_MODULE_HEADER("user", "1.0"),
-    .requires = user_requires,
-    .config = user_keys,
-    .check = user_check,
-    .init = user_init,
-    .start = user_start,
-    .destroy = user_destroy,
-};
+MOCK_TEST_MODULE(user_mod, "user", "1.0", .requires = MOCK_TEST_NAMES(GREET),
+                 .config = user_keys, .check = user_check, .init = user_init,
+                 .start = user_start, .destroy = user_destroy);
 
 /* greeter, greeter.two and user (user first: the start order must put it
  * after both providers). */

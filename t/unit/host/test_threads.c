@@ -22,6 +22,7 @@
 #include "debug.h"
 #include "loop_test.h"
 #include "mock_core.h"
+#include "mock_test.h"
 #include "tap.h"
 
 /* ---- the test modules --------------------------------------------------- */
@@ -271,21 +272,14 @@ static void tm_destroy(void *state) {
   PH_LOG(m->api, m->ctx, PH_LOG_INFO, "tm destroyed");
 }
 
-static const char *const tm_provides[] = {"tm.svc", NULL};
-
-static const ph_module mod_a = {PH_MODULE_HEADER("tmod", "1.0"),
-                                .provides = tm_provides,
-                                .init = tm_init,
-                                .check = tm_check,
-                                .start = tm_start,
-                                .stop = tm_stop,
-                                .destroy = tm_destroy};
-static const ph_module mod_b = {PH_MODULE_HEADER("tmod_b", "1.0"),
-                                .init = tm_init,
-                                .check = tm_check,
-                                .start = tm_start,
-                                .stop = tm_stop,
-                                .destroy = tm_destroy};
+/* tmod provides tm.svc; tmod_b, the same module under another name,
+ * nothing. */
+#define TM_CALLBACKS                                                           \
+  .init = tm_init, .check = tm_check, .start = tm_start, .stop = tm_stop,      \
+  .destroy = tm_destroy
+MOCK_TEST_MODULE(mod_a, "tmod", "1.0", .provides = MOCK_TEST_NAMES("tm.svc"),
+                 TM_CALLBACKS);
+MOCK_TEST_MODULE(mod_b, "tmod_b", "1.0", TM_CALLBACKS);
 
 /* ---- helpers ------------------------------------------------------------ */
 
