@@ -22,4 +22,22 @@ typedef struct pool_contract_env {
 /* Runs every case; the number of failed assertions. */
 int pool_contract_run(const pool_contract_env *env);
 
+/* Both suites, authz then pool, against the provider instance name, for
+ * a test that names its hooks as the env fields: setup, break_db,
+ * repair_db, revision_delete, revision_set, revision_bump and pool_exec
+ * (the pool suite's exec). */
+#define STORE_CONTRACTS_RUN(name)                                              \
+  do {                                                                         \
+    store_contract_env env_ = {.provider = (name),                             \
+                               .setup = setup,                                 \
+                               .break_db = break_db,                           \
+                               .repair_db = repair_db,                         \
+                               .revision_delete = revision_delete,             \
+                               .revision_set = revision_set,                   \
+                               .revision_bump = revision_bump};                \
+    store_contract_run(&env_);                                                 \
+    pool_contract_env penv_ = {.base = &env_, .exec = pool_exec};              \
+    pool_contract_run(&penv_);                                                 \
+  } while (0)
+
 #endif

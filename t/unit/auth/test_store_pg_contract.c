@@ -121,15 +121,6 @@ int main(void) {
     ok(0, "PH_TEST_PG_DSN is set (run through t/integration/store_pg.sh)");
     return done_testing();
   }
-  store_contract_env env = {.provider = "store_pg",
-                            .setup = setup,
-                            .break_db = break_db,
-                            .repair_db = repair_db,
-                            .revision_delete = revision_delete,
-                            .revision_set = revision_set,
-                            .revision_bump = revision_bump};
-  store_contract_run(&env);
-  pool_contract_env penv = {.base = &env, .exec = pool_exec};
-  pool_contract_run(&penv);
+  STORE_CONTRACTS_RUN("store_pg");
   return done_testing();
 }

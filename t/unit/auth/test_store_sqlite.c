@@ -331,16 +331,7 @@ int main(void) {
     ok(0, "a temporary directory");
     return done_testing();
   }
-  store_contract_env env = {.provider = "store_sqlite",
-                            .setup = setup,
-                            .break_db = break_db,
-                            .repair_db = repair_db,
-                            .revision_delete = revision_delete,
-                            .revision_set = revision_set,
-                            .revision_bump = revision_bump};
-  store_contract_run(&env);
-  pool_contract_env penv = {.base = &env, .exec = pool_exec};
-  pool_contract_run(&penv);
+  STORE_CONTRACTS_RUN("store_sqlite");
   test_file_and_wal();
   test_migrate();
   test_metrics_and_sample();
