@@ -144,6 +144,13 @@ static void rec_reset(rec *r) {
   memset(r, 0, sizeof(*r));
 }
 
+/* The end of a test's client and server: both freed, the record reset. */
+static void pair_free(rec *r, tm_ws *cw, tm_ws *sw) {
+  tm_ws_free(cw);
+  tm_ws_free(sw);
+  rec_reset(r);
+}
+
 static tm_ws_cfg base_cfg(const char *listen, unsigned caps) {
   tm_ws_cfg c = {.listen = listen,
                  .caps = caps,
@@ -349,9 +356,7 @@ static void test_subprotocols(void) {
         if (r.srv_sub && r.cli_sub && !strcmp(r.srv_sub, r.cli_sub))
           both++;
       }
-      tm_ws_free(cw);
-      tm_ws_free(sw);
-      rec_reset(&r);
+      pair_free(&r, cw, sw);
     }
   is_int(good, 16,
          "TM-PROTO-14/15, TM-TEST-2: each of 16 server x client capability "
@@ -383,9 +388,7 @@ static void test_subprotocols(void) {
   ok(n > 0 && strstr(out, " 101 ") &&
          !strcasestr(out, "Sec-WebSocket-Protocol"),
      "the old server's 101 carries no Sec-WebSocket-Protocol at all");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 }
 
 static void test_bearer(void) {
@@ -407,9 +410,7 @@ static void test_bearer(void) {
   const char *err = NULL;
   ok(!tm_ws_connect(cw, "ws://127.0.0.1:1/tunnel", "a b", &err) && err,
      "a token with a space is refused before anything is sent");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 
   /* What goes on the wire: a raw listener reads the client's request. */
   int lport;
@@ -633,32 +634,30 @@ static void test_raw_peers(void) {
   char out[4096];
   tm_ws *sw = server_new(&r, TM_CAP_ALL, 0);
   int port = tm_ws_port(sw);
-  static const char get[] = "GET /tunnel HTTP/1.1\r\nHost: x\r\n\r\n";
-  ok(raw_exchange(port, get, sizeof(get) - 1, out, sizeof(out), 0, NULL) > 0 &&
-         strstr(out, " 404"),
-     "a plain HTTP request is answered 404");
-  static const char other[] =
-      UPGRADE_HEAD("/other", "Sec-WebSocket-Protocol: tunnelmesh.v1\r\n");
-  ok(raw_exchange(port, other, sizeof(other) - 1, out, sizeof(out), 0, NULL) >
-             0 &&
-         strstr(out, " 404"),
-     "an upgrade on another path is answered 404");
-  static const char nooffer[] = UPGRADE_HEAD("/tunnel", "");
-  ok(raw_exchange(port, nooffer, sizeof(nooffer) - 1, out, sizeof(out), 0,
-                  NULL) >= 0 &&
-         !strstr(out, " 101 "),
-     "an upgrade without any subprotocol offer is refused");
-  static const char unknown[] =
-      UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: chat, superchat\r\n");
-  ok(raw_exchange(port, unknown, sizeof(unknown) - 1, out, sizeof(out), 0,
-                  NULL) >= 0 &&
-         !strstr(out, " 101 "),
-     "an offer without any TunnelMesh name is refused (TM-PROTO-15)");
-  static const char own[] =
-      UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tm-http\r\n");
-  ok(raw_exchange(port, own, sizeof(own) - 1, out, sizeof(out), 0, NULL) >= 0 &&
-         !strstr(out, " 101 ") && r.accepts == 0,
-     "an offer naming the server's http protocol is refused");
+  /* Refused heads: answered want (NULL: anything but 101, and not
+   * accepted). */
+  static const struct {
+    const char *head, *want, *what;
+  } refused[] = {
+      {"GET /tunnel HTTP/1.1\r\nHost: x\r\n\r\n", " 404",
+       "a plain HTTP request is answered 404"},
+      {UPGRADE_HEAD("/other", "Sec-WebSocket-Protocol: tunnelmesh.v1\r\n"),
+       " 404", "an upgrade on another path is answered 404"},
+      {UPGRADE_HEAD("/tunnel", ""), NULL,
+       "an upgrade without any subprotocol offer is refused"},
+      {UPGRADE_HEAD("/tunnel",
+                    "Sec-WebSocket-Protocol: chat, superchat\r\n"),
+       NULL, "an offer without any TunnelMesh name is refused (TM-PROTO-15)"},
+      {UPGRADE_HEAD("/tunnel", "Sec-WebSocket-Protocol: tm-http\r\n"), NULL,
+       "an offer naming the server's http protocol is refused"},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+    const char *h = refused[i].head, *want = refused[i].want;
+    int n = raw_exchange(port, h, strlen(h), out, sizeof(out), 0, NULL);
+    ok(want ? n > 0 && strstr(out, want)
+            : n >= 0 && !strstr(out, " 101 ") && r.accepts == 0,
+       refused[i].what);
+  }
   static const char good[] = UPGRADE_HEAD(
       "/tunnel", "Sec-WebSocket-Protocol: tunnelmesh.v1.open-result\r\n");
   int fd = -1;
@@ -696,9 +695,7 @@ static void test_raw_peers(void) {
              0 &&
          strstr(out, " 503"),
      "the second upgrade is answered 503");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 }
 
 /* A peer that sends half a request and waits: closed at the handshake
@@ -758,9 +755,7 @@ static void test_ipv6(void) {
   ok(poll_until(loop, r.connected >= 1, 10000) && r.bearer_len == 2 &&
          !strcmp(r.bearer, "t6"),
      "ws://[::1]:port connects (Host with brackets) with its token");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 }
 
 static void test_pause(void) {
@@ -815,9 +810,7 @@ static void test_pause(void) {
   ok(poll_until(loop, r.cli_closed >= 1, 10000) &&
          poll_until(loop, r.srv_closed >= 1, 10000),
      "tm_ws_conn_close(4401) ends it on both sides");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 
   /* on_accept refusing */
   r.accept_rc = -1;
@@ -828,9 +821,7 @@ static void test_pause(void) {
          poll_until(loop, r.cli_closed >= 1, 10000),
      "on_accept returning -1 closes the connection");
   is_int(r.srv_closed, 0, "a refused connection gets no on_closed");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 }
 
 static void test_cycles_and_free(void) {
@@ -865,9 +856,7 @@ static void test_cycles_and_free(void) {
   }
   is_int(okc, 100, "100 connect/close cycles");
   is_int(count_fds(), base, "no fd is left behind after 100 cycles");
-  tm_ws_free(cw);
-  tm_ws_free(sw);
-  rec_reset(&r);
+  pair_free(&r, cw, sw);
 
   /* tm_ws_free with live connections */
   sw = server_new(&r, TM_CAP_ALL, 0);

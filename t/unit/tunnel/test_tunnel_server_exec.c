@@ -181,28 +181,38 @@ static void test_limits_change(void) {
   ok(oexec_next(&x) == &j[3], "then the waiting open runs");
 }
 
-/* Issue 22 item 3: principal A holds four sessions and a silent agent,
- * principal B one session. */
-static void test_per_principal(void) {
+/* Two tenants on one executor: principal A with four sessions (a[0..3]),
+ * principal B with one (b). */
+typedef struct tenants {
   oexec x;
   oexec_principal pa, pb;
   oexec_group a[4], b;
+} tenants;
+
+static void tenants_init(tenants *t, const oexec_limits *l) {
+  oexec_init(&t->x, l);
+  oexec_principal_init(&t->pa);
+  oexec_principal_init(&t->pb);
+  for (int k = 0; k < 4; k++)
+    oexec_group_init(&t->a[k], &t->pa);
+  oexec_group_init(&t->b, &t->pb);
+}
+
+/* Issue 22 item 3: principal A holds four sessions and a silent agent,
+ * principal B one session. */
+static void test_per_principal(void) {
+  tenants t;
   static oexec_job ja[4][20], jb[20];
   memset(ja, 0, sizeof(ja));
   memset(jb, 0, sizeof(jb));
   oexec_limits l = {.max_running = 8, .max_pending = 64,
                     .per_principal = 4, .pending_per_principal = 10,
                     .per_group = 2, .pending_per_group = 3};
-  oexec_init(&x, &l);
-  oexec_principal_init(&pa);
-  oexec_principal_init(&pb);
-  for (int k = 0; k < 4; k++)
-    oexec_group_init(&a[k], &pa);
-  oexec_group_init(&b, &pb);
+  tenants_init(&t, &l);
   int run = 0, q = 0, full_p = 0, full_g = 0;
   for (int i = 0; i < 5; i++)
     for (int k = 0; k < 4; k++) {
-      int v = oexec_submit(&x, &a[k], &ja[k][i]);
+      int v = oexec_submit(&t.x, &t.a[k], &ja[k][i]);
       run += v == OEXEC_RUN;
       q += v == OEXEC_QUEUED;
       full_p += v == OEXEC_FULL_PRINCIPAL;
@@ -210,54 +220,47 @@ static void test_per_principal(void) {
     }
   is_int(run, 4, "item 3: a principal runs at most max_opens_per_principal "
                  "opens, however many sessions it has");
-  is_int((int)pa.running, 4, "counted on the principal");
+  is_int((int)t.pa.running, 4, "counted on the principal");
   is_int(q, 10, "item 3: and at most max_pending_per_principal wait");
   is_int(full_p, 6, "the rest is refused by the principal's bound");
   is_int(full_g, 0, "(no session reached its own waiting bound first)");
-  is_int(oexec_submit(&x, &b, &jb[0]), OEXEC_RUN,
+  is_int(oexec_submit(&t.x, &t.b, &jb[0]), OEXEC_RUN,
          "item 3: another principal's open runs at once");
-  is_int((int)x.pending, 10, "the server's waiting places are not all "
-                             "taken by the first tenant");
+  is_int((int)t.x.pending, 10, "the server's waiting places are not all "
+                               "taken by the first tenant");
   for (int i = 1; i < 6; i++)
-    oexec_submit(&x, &b, &jb[i]);
-  is_int((int)b.running, 2, "the session cap still comes first (TM-SEC-6)");
-  is_int((int)b.pending, 3, "item 3: a session waits for at most "
-                            "max_pending_per_session places");
+    oexec_submit(&t.x, &t.b, &jb[i]);
+  is_int((int)t.b.running, 2, "the session cap still comes first (TM-SEC-6)");
+  is_int((int)t.b.pending, 3, "item 3: a session waits for at most "
+                              "max_pending_per_session places");
   is_int(jb[5].state, OEXEC_IDLE, "the next one of that session is refused");
   oexec_job k0 = {0};
-  is_int(oexec_submit(&x, &b, &k0), OEXEC_FULL_GROUP,
+  is_int(oexec_submit(&t.x, &t.b, &k0), OEXEC_FULL_GROUP,
          "refused by the session's waiting bound, said so");
 }
 
 /* Turns go round the principals first: a tenant with four sessions gets
  * one turn per round like a tenant with one. */
 static void test_principal_turns(void) {
-  oexec x;
-  oexec_principal pa, pb;
-  oexec_group a[4], b;
+  tenants t;
   static oexec_job ja[4][4], jb[8];
   memset(ja, 0, sizeof(ja));
   memset(jb, 0, sizeof(jb));
   oexec_limits l = lim(1, 64, 1);
-  oexec_init(&x, &l);
-  oexec_principal_init(&pa);
-  oexec_principal_init(&pb);
-  for (int k = 0; k < 4; k++)
-    oexec_group_init(&a[k], &pa);
-  oexec_group_init(&b, &pb);
+  tenants_init(&t, &l);
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < 4; k++)
-      oexec_submit(&x, &a[k], &ja[k][i]);
+      oexec_submit(&t.x, &t.a[k], &ja[k][i]);
   for (int i = 0; i < 6; i++)
-    oexec_submit(&x, &b, &jb[i]);
+    oexec_submit(&t.x, &t.b, &jb[i]);
   oexec_job *cur = &ja[0][0];
   int turns_b = 0, alternating = 1, last_b = -1;
   for (int n = 0; n < 10; n++) {
-    oexec_remove(&x, cur);
-    cur = oexec_next(&x);
+    oexec_remove(&t.x, cur);
+    cur = oexec_next(&t.x);
     if (!cur)
       break;
-    int is_b = cur->group == &b;
+    int is_b = cur->group == &t.b;
     turns_b += is_b;
     if (last_b == is_b)
       alternating = 0;
