@@ -28,8 +28,22 @@
 /* A NULL-terminated list of names (provides, requires) for it. */
 #define MOCK_TEST_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-/* fn, the init of such a module that zeroes var (a struct with members
- * api and ctx) and keeps the host's api and context in it:
+/* fn, the init of such a module that keeps the host's api and its
+ * context in two variables and nothing else:
+ *
+ *   static const ph_api *api;
+ *   static ph_ctx *ctx;
+ *   MOCK_TEST_KEEP(user_init, api, ctx);
+ */
+#define MOCK_TEST_KEEP(fn, api_var, ctx_var)                                   \
+  static int fn(ph_ctx *ctx, const ph_api *a, void **state) {                  \
+    (api_var) = a;                                                             \
+    (ctx_var) = ctx;                                                           \
+    *state = NULL;                                                             \
+    return PH_OK;                                                              \
+  }
+
+/* The same for a struct var with members api and ctx, zeroed first:
  *
  *   static struct { const ph_api *api; ph_ctx *ctx; ... } F;
  *   MOCK_TEST_INIT(front_init, F);

@@ -109,12 +109,7 @@ static void *sink_self;
 static const ph_api *uapi;
 static ph_ctx *uctx;
 
-static int u_init(ph_ctx *ctx, const ph_api *api, void **state) {
-  *state = NULL;
-  uapi = api;
-  uctx = ctx;
-  return PH_OK;
-}
+MOCK_TEST_KEEP(u_init, uapi, uctx);
 
 static int u_start(void *state) {
   (void)state;

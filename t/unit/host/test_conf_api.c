@@ -33,15 +33,9 @@ static const ph_conf_key gen_keys[] = {
 static const ph_api *api;
 static ph_ctx *gctx;
 
-static int gen_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  (void)state;
-  api = a;
-  gctx = ctx;
-  return PH_OK;
-}
-
-static const ph_module gen_mod = {PH_MODULE_HEADER("gen_mod", "1"),
-                                  .config = gen_keys, .init = gen_init};
+MOCK_TEST_KEEP(gen_init, api, gctx);
+MOCK_TEST_MODULE(gen_mod, "gen_mod", "1", .config = gen_keys,
+                 .init = gen_init);
 
 /* ---- what generation g holds ------------------------------------------ */
 

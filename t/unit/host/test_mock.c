@@ -225,17 +225,8 @@ static void test_failures(void) {
 static const ph_api *D_api;
 static ph_ctx *D_ctx;
 
-static int dmod_init(ph_ctx *ctx, const ph_api *api, void **state) {
-  D_api = api;
-  D_ctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
-
-static const ph_module dmod = {
-    PH_MODULE_HEADER("dmod", "1.0"),
-    .init = dmod_init,
-};
+MOCK_TEST_KEEP(dmod_init, D_api, D_ctx);
+MOCK_TEST_MODULE(dmod, "dmod", "1.0", .init = dmod_init);
 
 static char d_log[64];
 static size_t d_n;

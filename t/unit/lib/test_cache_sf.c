@@ -15,6 +15,7 @@
 #include "lib/kcache.h"
 #include "lib/sflight.h"
 #include <proxyhost/mock.h>
+#include "mock_test.h"
 #include "tap.h"
 
 /* ---- kcache ------------------------------------------------------------ */
@@ -162,17 +163,8 @@ static void test_invalidate(void) {
 static const ph_api *A;
 static ph_ctx *C;
 
-static int t_init(ph_ctx *ctx, const ph_api *api, void **state) {
-  (void)state;
-  A = api;
-  C = ctx;
-  return PH_OK;
-}
-
-static const ph_module t_mod = {
-    PH_MODULE_HEADER("t", "1.0"),
-    .init = t_init,
-};
+MOCK_TEST_KEEP(t_init, A, C);
+MOCK_TEST_MODULE(t_mod, "t", "1.0", .init = t_init);
 
 typedef struct got {
   int calls, value, order;

@@ -11,9 +11,10 @@
 #include <fcntl.h>
 #include <poll.h>
 
-#define TM_FAKECONN_NO_DRIVER
+#define TM_FAKECONN_OWN_DRIVER
 #include <proxyhost/mock.h>
 
+#include "mock_test.h"
 #include "tm_fakeconn.h"
 
 
@@ -64,13 +65,9 @@ static const tm_transport mem_transport = {mt_want_write, mt_write, mt_pause,
 
 /* ---- the driver: the agent's configuration and metrics ---------------- */
 
-static const ph_api *dapi;
-static ph_ctx *dctx;
-static const ph_connector_v1 *dconn;
-static void *dcself;
 static tm_metrics *dmetrics;
-static const char *const drv_requires[] = {PH_CONNECTOR_SERVICE, NULL};
 
+/* As tunnel_agent does, the driver registers the agent's metrics. */
 static int drv_init(ph_ctx *ctx, const ph_api *a, void **state) {
   dapi = a;
   dctx = ctx;
@@ -78,19 +75,9 @@ static int drv_init(ph_ctx *ctx, const ph_api *a, void **state) {
   dmetrics = tm_metrics_register(a, ctx, TM_COMPONENT_AGENT);
   return dmetrics ? PH_OK : PH_EINVAL;
 }
-static int drv_start(void *state) {
-  (void)state;
-  dconn = dapi->service_get_named(dctx, PH_CONNECTOR_SERVICE, "fakeconn",
-                                  PH_CONNECTOR_MAJOR, 0, &dcself);
-  return dconn ? PH_OK : PH_ENOENT;
-}
-static const ph_module drv_mod = {
-    PH_MODULE_HEADER("tunnel_agent", "1"),
-    .requires = drv_requires,
-    .config = agent_conf_keys,
-    .init = drv_init,
-    .start = drv_start,
-};
+MOCK_TEST_MODULE(drv_mod, "tunnel_agent", "1", .requires = drv_requires,
+                 .config = agent_conf_keys, .init = drv_init,
+                 .start = drv_start);
 
 /* agent_pool.c's part that agent_stream.c calls. */
 static int maybe_free_calls;

@@ -375,12 +375,7 @@ static int user_start(void *state) {
   return G.conn ? PH_OK : PH_EINVAL;
 }
 
-static int user_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  user_ctx = ctx;
-  user_api = a;
-  *state = NULL;
-  return PH_OK;
-}
+MOCK_TEST_KEEP(user_init, user_api, user_ctx);
 
 MOCK_TEST_MODULE(user_mod, "tcuser", "1.0.0",
                  .requires = MOCK_TEST_NAMES(PH_CONNECTOR_SERVICE),

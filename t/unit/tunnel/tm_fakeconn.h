@@ -25,6 +25,8 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/module.h>
 
+#include "mock_test.h"
+
 /* ---- the fake connector ------------------------------------------------ */
 
 #define FAKE_MAX 256
@@ -180,21 +182,16 @@ static const ph_module fake_mod = {
     .init = fake_init,
 };
 
-#ifndef TM_FAKECONN_NO_DRIVER
 /* ---- the driver: owns the executor --------------------------------------- */
 
+/* The module that finds fakeconn in start. A test that registers more in
+ * init (TM_FAKECONN_OWN_DRIVER defined before including this) writes its
+ * own drv_init and drv_mod and keeps drv_start and these. */
 static const ph_api *dapi;
 static ph_ctx *dctx;
 static const ph_connector_v1 *dconn;
 static void *dcself;
 static const char *const drv_requires[] = {PH_CONNECTOR_SERVICE, NULL};
-
-static int drv_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  dapi = a;
-  dctx = ctx;
-  *state = NULL;
-  return PH_OK;
-}
 
 static int drv_start(void *state) {
   (void)state;
@@ -203,13 +200,10 @@ static int drv_start(void *state) {
   return dconn ? PH_OK : PH_ENOENT;
 }
 
-static const ph_module drv_mod = {
-    PH_MODULE_HEADER("driver", "1"),
-    .requires = drv_requires,
-    .init = drv_init,
-    .start = drv_start,
-};
-
-#endif /* TM_FAKECONN_NO_DRIVER */
+#ifndef TM_FAKECONN_OWN_DRIVER
+MOCK_TEST_KEEP(drv_init, dapi, dctx);
+MOCK_TEST_MODULE(drv_mod, "driver", "1", .requires = drv_requires,
+                 .init = drv_init, .start = drv_start);
+#endif /* TM_FAKECONN_OWN_DRIVER */
 
 #endif
