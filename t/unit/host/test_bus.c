@@ -12,6 +12,7 @@
 #include "counter_test.h"
 #include "loop_test.h"
 #include "metrics.h"
+#include "producers_test.h"
 #include "tap.h"
 
 /* ---- payloads with a free counter -------------------------------------- */
@@ -345,53 +346,22 @@ static void test_post_teardown(struct ev_loop *loop) {
 typedef struct xstate {
   ph_bus *bus;
   ph_topic *topic;
-  int next_seq[N_THREADS]; /* loop thread */
-  int received;            /* loop thread */
-  int out_of_order;        /* loop thread */
-  _Atomic int efull;
 } xstate;
 
 static xstate xs;
+static producers P;
 
 static void x_handler(const ph_topic *t, const void *p, void *arg) {
   (void)t;
   (void)arg;
-  const msg *m = p;
-  if (m->seq != xs.next_seq[m->thread])
-    xs.out_of_order++;
-  xs.next_seq[m->thread] = m->seq + 1;
-  xs.received++;
+  producers_got(&P, p);
 }
 
-typedef struct producer {
-  int id;
-  pthread_t tid;
-} producer;
-
-static void *producer_main(void *arg) {
-  producer *pr = arg;
-  for (int i = 0; i < N_PER_THREAD; i++) {
-    msg *m = msg_new(pr->id, i);
-    int rc;
-    long tries = 0;
-    /* PH_EFULL leaves m with us: retry it (bounded). */
-    while ((rc = bus_post(xs.bus, xs.topic, m, msg_free)) == PH_EFULL &&
-           tries++ < 50000000L) {
-      atomic_fetch_add(&xs.efull, 1);
-      sched_yield();
-    }
-    if (rc != PH_OK) {
-      free(m);
-      break;
-    }
-  }
-  return NULL;
+static int x_post(producers_msg *m) {
+  return bus_post(xs.bus, xs.topic, m, msg_free);
 }
 
-static int all_received(void *arg) {
-  (void)arg;
-  return xs.received >= N_THREADS * N_PER_THREAD;
-}
+static producers P = {.post = x_post, .n = N_THREADS, .per = N_PER_THREAD};
 
 static void test_threads(struct ev_loop *loop) {
   ph_series *dropped = counter("test_threads_dropped_total");
@@ -402,26 +372,18 @@ static void test_threads(struct ev_loop *loop) {
   xs.topic = bus_topic(xs.bus, "x", "m/1");
   bus_subscribe(xs.bus, xs.topic, x_handler, NULL, NULL);
   payload_frees = 0;
-  producer ps[N_THREADS];
-  for (int i = 0; i < N_THREADS; i++) {
-    ps[i].id = i;
-    pthread_create(&ps[i].tid, NULL, producer_main, &ps[i]);
-  }
-  ok(poll_until(loop, all_received(NULL), 60000),
-     "all cross-thread posts delivered before the timeout");
-  for (int i = 0; i < N_THREADS; i++)
-    pthread_join(ps[i].tid, NULL);
+  producers_run(&P, loop, 60000);
   mailbox_drain(mb);
-  is_int(xs.received, N_THREADS * N_PER_THREAD,
+  is_int(P.received, N_THREADS * N_PER_THREAD,
          "every posted message delivered exactly once");
-  is_int(xs.out_of_order, 0, "per-thread order preserved");
+  is_int(P.out_of_order, 0, "per-thread order preserved");
   is_int(series_value(delivered), N_THREADS * N_PER_THREAD,
          "delivered counter matches");
   is_int(payload_frees, N_THREADS * N_PER_THREAD, "each payload freed once");
-  is_int(series_value(dropped), atomic_load(&xs.efull),
+  is_int(series_value(dropped), atomic_load(&P.efull),
          "every PH_EFULL was counted as dropped");
   printf("# %d posts refused with PH_EFULL and retried\n",
-         atomic_load(&xs.efull));
+         atomic_load(&P.efull));
   bus_free(xs.bus);
   mailbox_free(mb);
 }

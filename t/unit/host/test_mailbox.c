@@ -10,6 +10,7 @@
 #include "counter_test.h"
 #include "loop_test.h"
 #include "metrics.h"
+#include "producers_test.h"
 #include "tap.h"
 
 /* ---- FIFO order and free_arg ------------------------------------------- */
@@ -147,98 +148,45 @@ static void test_bounded_drain(struct ev_loop *loop) {
 #define N_THREADS 4
 #define N_PER_THREAD 10000
 
-typedef struct msg {
-  int thread;
-  int seq;
-} msg;
-
 typedef struct xstate {
   ph_mailbox *mb;
-  int next_seq[N_THREADS]; /* loop thread */
-  int received;            /* loop thread */
-  int out_of_order;        /* loop thread */
-  int bad;                 /* loop thread */
-  _Atomic int efull;       /* producers */
   _Atomic int freed;
 } xstate;
 
 static xstate xs;
+static producers P;
 
-static void msg_fn(void *arg) {
-  msg *m = arg;
-  if (m->thread < 0 || m->thread >= N_THREADS) {
-    xs.bad++;
-    return;
-  }
-  if (m->seq != xs.next_seq[m->thread])
-    xs.out_of_order++;
-  xs.next_seq[m->thread] = m->seq + 1;
-  xs.received++;
-}
+static void msg_fn(void *arg) { producers_got(&P, arg); }
 
 static void msg_free(void *arg) {
   atomic_fetch_add(&xs.freed, 1);
   free(arg);
 }
 
-typedef struct producer {
-  int id;
-  pthread_t tid;
-} producer;
-
-static void *producer_main(void *arg) {
-  producer *p = arg;
-  for (int i = 0; i < N_PER_THREAD; i++) {
-    msg *m = malloc(sizeof(*m));
-    *m = (msg){p->id, i};
-    /* Bounded retry: the loop drains concurrently, a full mailbox only
-     * means "try again"; the message still belongs to this thread. */
-    int rc;
-    long tries = 0;
-    while ((rc = mailbox_post(xs.mb, msg_fn, m, msg_free)) == PH_EFULL &&
-           tries++ < 50000000L) {
-      atomic_fetch_add(&xs.efull, 1);
-      sched_yield();
-    }
-    if (rc != PH_OK) {
-      free(m);
-      break;
-    }
-  }
-  return NULL;
+static int x_post(producers_msg *m) {
+  return mailbox_post(xs.mb, msg_fn, m, msg_free);
 }
 
-static int all_received(void *arg) {
-  (void)arg;
-  return xs.received >= N_THREADS * N_PER_THREAD;
-}
+static producers P = {.post = x_post, .n = N_THREADS, .per = N_PER_THREAD};
 
 static void test_threads(struct ev_loop *loop) {
   ph_series *full = counter("test_threads_full_total");
   xs = (xstate){0};
   xs.mb = mailbox_new(loop, 256, full);
-  producer ps[N_THREADS];
-  for (int i = 0; i < N_THREADS; i++) {
-    ps[i].id = i;
-    pthread_create(&ps[i].tid, NULL, producer_main, &ps[i]);
-  }
-  ok(poll_until(loop, all_received(NULL), 60000),
-     "all cross-thread posts delivered before the timeout");
-  for (int i = 0; i < N_THREADS; i++)
-    pthread_join(ps[i].tid, NULL);
+  producers_run(&P, loop, 60000);
   mailbox_drain(xs.mb); /* anything extra would show up below */
-  is_int(xs.received, N_THREADS * N_PER_THREAD,
+  is_int(P.received, N_THREADS * N_PER_THREAD,
          "every message delivered exactly once");
-  is_int(xs.out_of_order, 0, "per-thread order preserved");
-  is_int(xs.bad, 0, "no corrupted message");
+  is_int(P.out_of_order, 0, "per-thread order preserved");
+  is_int(P.bad, 0, "no corrupted message");
   is_int(atomic_load(&xs.freed), N_THREADS * N_PER_THREAD,
          "every message freed once");
-  is_int(mailbox_full_count(xs.mb), atomic_load(&xs.efull),
+  is_int(mailbox_full_count(xs.mb), atomic_load(&P.efull),
          "each PH_EFULL seen by a producer was counted");
-  is_int(series_value(full), atomic_load(&xs.efull),
+  is_int(series_value(full), atomic_load(&P.efull),
          "full counter matches the refusals");
   printf("# %d posts refused with PH_EFULL and retried\n",
-         atomic_load(&xs.efull));
+         atomic_load(&P.efull));
   mailbox_free(xs.mb);
 }
 
