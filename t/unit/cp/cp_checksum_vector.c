@@ -47,6 +47,17 @@ static void jdur(const Dur *d) {
     printf("[%" PRId64 ",%" PRId32 "]", (int64_t)d->seconds, d->nanos);
 }
 
+/* ,"name": and the value, for the fields after an object's first. */
+static void jsf(const char *name, const char *s) {
+  printf(",\"%s\":", name);
+  js(s);
+}
+
+static void jtsf(const char *name, const Ts *t) {
+  printf(",\"%s\":", name);
+  jts(t);
+}
+
 static void dump(const char *name, const Snap *s) {
   uint8_t sum[CP_CHECKSUM_LEN];
   if (cp_checksum_snapshot(s, sum) != 0) {
@@ -64,22 +75,17 @@ static void dump(const char *name, const Snap *s) {
     const Rule *r = s->routing[i];
     printf("%s{\"rule_id\":", i ? "," : "");
     js(r->rule_id);
-    printf(",\"host_pattern\":");
-    js(r->host_pattern);
+    jsf("host_pattern", r->host_pattern);
     printf(",\"port_min\":%" PRIu32 ",\"port_max\":%" PRIu32
            ",\"client_identity\":",
            r->port_min, r->port_max);
     js(r->client_identity);
-    printf(",\"listener\":");
-    js(r->listener);
-    printf(",\"target_group\":");
-    js(r->target_group);
-    printf(",\"strategy\":");
-    js(r->strategy);
+    jsf("listener", r->listener);
+    jsf("target_group", r->target_group);
+    jsf("strategy", r->strategy);
     printf(",\"on_unavailable\":%d,\"wait_timeout\":", (int)r->on_unavailable);
     jdur(r->wait_timeout);
-    printf(",\"sticky_key\":");
-    js(r->sticky_key);
+    jsf("sticky_key", r->sticky_key);
     printf("}");
   }
   printf("],\"proxies\":[");
@@ -100,10 +106,8 @@ static void dump(const char *name, const Snap *s) {
     printf(",\"capacity\":%" PRIu32 ",\"weight\":%" PRIu32 ",\"expires_at\":",
            p->capacity, p->weight);
     jts(p->expires_at);
-    printf(",\"usable_until\":");
-    jts(p->usable_until);
-    printf(",\"secret_ref\":");
-    js(p->secret_ref);
+    jtsf("usable_until", p->usable_until);
+    jsf("secret_ref", p->secret_ref);
     printf(",\"credential_version\":%" PRIu64 ",\"draining\":%s}",
            p->credential_version, p->draining ? "true" : "false");
   }
@@ -115,8 +119,7 @@ static void dump(const char *name, const Snap *s) {
     printf(",\"credential_version\":%" PRIu64 ",\"username\":",
            c->credential_version);
     js(c->username);
-    printf(",\"password\":");
-    js(c->password);
+    jsf("password", c->password);
     printf("}");
   }
   printf("],\"checksum\":\"");
