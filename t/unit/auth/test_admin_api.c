@@ -15,11 +15,13 @@
 
 #include "lib/json.h"
 #include <proxyhost/mock.h>
+#include "api_test.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define ADMIN_API PH_BUILD_MODULES "/admin_api/.libs/admin_api.so"
 #define FAKEAZ PH_TEST_MODDIR "/fakeaz.so"
-#define TOKEN "0123456789abcdef0123456789abcdef-admin"
+#define TOKEN API_TEST_TOKEN
 #define AUTH "Bearer " TOKEN
 
 static char dir[64], token_file[128];
@@ -35,13 +37,7 @@ static ph_mock *start_with(const char *extra, char *err, size_t errlen) {
            "token_file = %s\n%s",
            FAKEAZ, ADMIN_API, token_file, extra);
   err[0] = '\0';
-  ph_mock *x = ph_mock_new(text, err, errlen);
-  if (x &&
-      (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
-    ph_mock_free(x);
-    x = NULL;
-  }
-  return x;
+  return mock_test_boot(text, NULL, err, errlen);
 }
 
 /* The last answer's body and length (ph_mock_request's, owned by m). */
@@ -80,36 +76,28 @@ static const char *field(const char *key) {
 }
 
 static void write_token(const char *content, mode_t mode) {
-  unlink(token_file);
-  int fd = open(token_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (write(fd, content, strlen(content)) < 0)
-    perror("write");
-  close(fd);
-  chmod(token_file, mode);
+  api_test_write_token(token_file, content, mode);
 }
 
 static void test_token_file(void) {
   char err[8192] = "";
   write_token(TOKEN "\n", 0644);
-  ph_mock *x = start_with("", err, sizeof err);
-  ok(x == NULL, "a group/world-readable token file is refused");
+  api_test_refused(start_with("", err, sizeof err),
+                   "a group/world-readable token file is refused");
   like(err, "admin_api.token_file: token_file ", "... naming the key");
   like(err,
        "readable or writable by group or others (mode 0644); "
        "make it the owner's only: chmod 600",
        "... with the mode and the fix");
   unlike(err, TOKEN, "... never the token");
-  ph_mock_free(x);
   write_token("short\n", 0600);
-  x = start_with("", err, sizeof err);
-  ok(x == NULL, "a token shorter than 32 characters is refused");
+  api_test_refused(start_with("", err, sizeof err),
+                   "a token shorter than 32 characters is refused");
   unlike(err, "short", "... without quoting it");
-  ph_mock_free(x);
   unlink(token_file);
-  x = start_with("", err, sizeof err);
-  ok(x == NULL, "a missing token file is refused");
+  api_test_refused(start_with("", err, sizeof err),
+                   "a missing token file is refused");
   like(err, "No such file or directory", "... with the reason");
-  ph_mock_free(x);
   write_token(TOKEN "\n", 0600);
   char text[PATHS + 512];
   snprintf(text, sizeof(text),
@@ -117,7 +105,7 @@ static void test_token_file(void) {
            "token_file = %s\n",
            FAKEAZ, ADMIN_API, token_file);
   err[0] = '\0';
-  x = ph_mock_new(text, err, sizeof err);
+  ph_mock *x = ph_mock_new(text, err, sizeof err);
   ok(x && ph_mock_init(x, err, sizeof err) < 0,
      "a store that is not loaded is refused");
   like(err,
@@ -128,19 +116,18 @@ static void test_token_file(void) {
   /* The keys that served the pool's routes moved to pool_api (issue 25
    * item 6): an upgraded configuration still setting them is refused with
    * where they went, not started without its pool routes. */
-  x = start_with("authority = redis_ownership\n", err, sizeof err);
-  ok(x == NULL, "[admin_api] authority (moved) is refused");
+  api_test_refused(start_with("authority = redis_ownership\n", err, sizeof err),
+                   "[admin_api] authority (moved) is refused");
   like(err,
        "admin_api.authority: moved to [pool_api] authority: the "
        "pool's routes (/v1/pool/*) are the pool_api module's; "
        "load pool_api and set it there",
        "... naming [pool_api] and the module to load");
-  ph_mock_free(x);
-  x = start_with("credentials = controlplane_server\n", err, sizeof err);
-  ok(x == NULL, "[admin_api] credentials (moved) is refused");
+  api_test_refused(
+      start_with("credentials = controlplane_server\n", err, sizeof err),
+      "[admin_api] credentials (moved) is refused");
   like(err, "admin_api.credentials: moved to [pool_api] credentials",
        "... naming [pool_api]");
-  ph_mock_free(x);
 }
 
 static void test_auth(void) {
@@ -432,18 +419,15 @@ static void test_routes_and_failures(void) {
 
 int main(void) {
   plan_lazy();
-  snprintf(dir, sizeof(dir), "/tmp/test_admin_api.XXXXXX");
-  if (!mkdtemp(dir))
+  if (api_test_dirs(dir, sizeof dir, token_file, sizeof token_file,
+                    "test_admin_api") < 0)
     return 1;
-  snprintf(token_file, sizeof(token_file), "%s/admin.token", dir);
   test_token_file();
   char err[8192] = "";
-  m = start_with("", err, sizeof err);
-  ok(m != NULL, "admin_api and fakeaz start");
-  if (!m) {
-    printf("# %s\n", err);
+  m = api_test_started(start_with("", err, sizeof err), err,
+                       "admin_api and fakeaz start");
+  if (!m)
     return done_testing();
-  }
   test_auth();
   test_users_agents();
   test_tokens_policies();

@@ -17,12 +17,14 @@
 
 #include <proxyhost/mock.h>
 
+#include "api_test.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define POOL_API PH_BUILD_MODULES "/pool_api/.libs/pool_api.so"
 #define STORE PH_BUILD_MODULES "/store_sqlite/.libs/store_sqlite.so"
 #define FAKEAZ PH_TEST_MODDIR "/fakeaz.so"
-#define TOKEN "0123456789abcdef0123456789abcdef-admin"
+#define TOKEN API_TEST_TOKEN
 #define AUTH "Bearer " TOKEN
 
 static char dir[64], token_file[128], db[128];
@@ -40,13 +42,7 @@ static ph_mock *start_with(const char *pool_lines, char *err, size_t errlen) {
            "[pool_api]\ntoken_file = %s\n%s",
            FAKEAZ, STORE, POOL_API, db, token_file, pool_lines);
   err[0] = '\0';
-  ph_mock *x = ph_mock_new(text, err, errlen);
-  if (x &&
-      (ph_mock_init(x, err, errlen) < 0 || ph_mock_start(x, err, errlen) < 0)) {
-    ph_mock_free(x);
-    x = NULL;
-  }
-  return x;
+  return mock_test_boot(text, NULL, err, errlen);
 }
 
 /* The last answer's body (ph_mock_request's, owned by m). */
@@ -62,40 +58,32 @@ static int req(const char *method, const char *target, const char *auth,
 static const char *reply(void) { return reply_body; }
 
 static void write_token(mode_t mode) {
-  unlink(token_file);
-  int fd = open(token_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (write(fd, TOKEN "\n", strlen(TOKEN) + 1) < 0)
-    perror("write");
-  close(fd);
-  chmod(token_file, mode);
+  api_test_write_token(token_file, TOKEN "\n", mode);
 }
 
 static void test_keys(void) {
   char err[8192] = "";
   write_token(0600);
-  ph_mock *x = start_with("", err, sizeof err);
-  ok(x == NULL, "no [pool_api] store: refused");
+  api_test_refused(start_with("", err, sizeof err),
+                   "no [pool_api] store: refused");
   like(err, "pool_api.store: required: the pool.store provider",
        "... naming the key and the service");
-  ph_mock_free(x);
-  x = start_with("store = fakeaz\n", err, sizeof err);
-  ok(x == NULL, "a store without pool.store (fakeaz): refused");
+  api_test_refused(start_with("store = fakeaz\n", err, sizeof err),
+                   "a store without pool.store (fakeaz): refused");
   like(err,
        "pool_api.store: \"fakeaz\" is not a loaded module instance "
        "that provides the \"pool.store\" service",
        "... naming it and the service");
-  ph_mock_free(x);
-  x = start_with("store = store_sqlite\nauthority = redis_ownership\n", err,
-                 sizeof err);
-  ok(x == NULL, "an authority that is not loaded: refused");
+  api_test_refused(
+      start_with("store = store_sqlite\nauthority = redis_ownership\n", err,
+                 sizeof err),
+      "an authority that is not loaded: refused");
   like(err, "pool_api.authority: ", "... naming the key");
-  ph_mock_free(x);
   write_token(0644);
-  x = start_with("store = store_sqlite\n", err, sizeof err);
-  ok(x == NULL, "a group/world-readable token file: refused");
+  api_test_refused(start_with("store = store_sqlite\n", err, sizeof err),
+                   "a group/world-readable token file: refused");
   like(err, "pool_api.token_file: ", "... naming the key");
   unlike(err, TOKEN, "... never the token");
-  ph_mock_free(x);
   write_token(0600);
 }
 
@@ -143,19 +131,16 @@ static void test_routes(void) {
 
 int main(void) {
   plan_lazy();
-  snprintf(dir, sizeof(dir), "/tmp/test_pool_api.XXXXXX");
-  if (!mkdtemp(dir))
+  if (api_test_dirs(dir, sizeof dir, token_file, sizeof token_file,
+                    "test_pool_api") < 0)
     return 1;
-  snprintf(token_file, sizeof(token_file), "%s/admin.token", dir);
   snprintf(db, sizeof(db), "%s/pool.db", dir);
   test_keys();
   char err[8192] = "";
-  m = start_with("store = store_sqlite\n", err, sizeof err);
-  ok(m != NULL, "pool_api and store_sqlite start");
-  if (!m) {
-    printf("# %s\n", err);
+  m = api_test_started(start_with("store = store_sqlite\n", err, sizeof err),
+                       err, "pool_api and store_sqlite start");
+  if (!m)
     return done_testing();
-  }
   test_routes();
   ph_mock_stop(m);
   ph_mock_free(m);

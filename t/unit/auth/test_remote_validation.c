@@ -254,6 +254,12 @@ static void conf_text(char *text, size_t len, const char *path,
              MODULE, extra);
 }
 
+/* The module and the consumer under text, started; NULL (err says why). */
+static ph_mock *boot(const char *text) {
+  err[0] = '\0';
+  return mock_test_boot(text, &front_mod, err, sizeof err);
+}
+
 static ph_mock *start(const char *path, const char *extra) {
   char text[4096];
   conf_text(text, sizeof(text), path, extra);
@@ -565,19 +571,14 @@ static void test_failures(void) {
            "[proxyhost]\nmodules = %s\n[remote_validation]\n"
            "endpoint = http://127.0.0.1:%d/\n",
            MODULE, ntohs(sa.sin_port));
-  err[0] = '\0';
-  m = ph_mock_new(text, err, sizeof err);
-  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
-      ph_mock_init(m, err, sizeof err) == 0 &&
-      ph_mock_start(m, err, sizeof err) == 0) {
+  if ((m = boot(text))) {
     is_int(ask(m, "allow-c"), PH_VALIDATION_UNAVAILABLE,
            "a refused connection is UNAVAILABLE");
     ok(metric(m, REQS("error")) == 1, "counted as result=\"error\"");
+    finish(m);
   } else {
     ok(0, "refused: started");
   }
-  if (m)
-    finish(m);
   close(fd);
 }
 
@@ -721,36 +722,26 @@ static void test_tls(void) {
            "[proxyhost]\nmodules = %s\n[remote_validation]\n"
            "endpoint = https://127.0.0.1:%d/\n%s",
            MODULE, port, extra);
-  err[0] = '\0';
-  ph_mock *m = ph_mock_new(text, err, sizeof err);
-  if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
-      ph_mock_init(m, err, sizeof err) == 0 &&
-      ph_mock_start(m, err, sizeof err) == 0) {
+  ph_mock *m = boot(text);
+  if (m) {
     is_int(ask(m, "allow-tls"), PH_VALIDATION_ALLOW,
            "https with ca_file: the certificate is checked and trusted");
     is_int(ask(m, "deny-tls"), PH_VALIDATION_DENY, "https: a deny");
+    finish(m);
   } else {
     ok(0, "https: started");
   }
-  if (m)
-    finish(m);
   /* Another CA, and the system's store: the certificate is refused. */
   for (int i = 0; i < 2; i++) {
     snprintf(text, sizeof(text),
              "[proxyhost]\nmodules = %s\n[remote_validation]\n"
              "endpoint = https://127.0.0.1:%d/\n%s%s\n",
              MODULE, port, i == 0 ? "ca_file = " : "", i == 0 ? other : "");
-    err[0] = '\0';
-    m = ph_mock_new(text, err, sizeof err);
-    if (m && ph_mock_add(m, &front_mod, err, sizeof err) == 0 &&
-        ph_mock_init(m, err, sizeof err) == 0 &&
-        ph_mock_start(m, err, sizeof err) == 0)
-      is_int(ask(m, "allow-tls"), PH_VALIDATION_UNAVAILABLE,
-             i == 0 ? "a certificate of another CA: an error (a denial)"
-                    : "a certificate the system's store does not know: an "
-                      "error (a denial)");
-    else
-      ok(0, "https: started");
+    m = boot(text);
+    is_int(m ? ask(m, "allow-tls") : -1, PH_VALIDATION_UNAVAILABLE,
+           i == 0 ? "a certificate of another CA: an error (a denial)"
+                  : "a certificate the system's store does not know: an "
+                    "error (a denial)");
     if (m)
       finish(m);
   }
