@@ -17,6 +17,7 @@
 
 #include "mock_core.h"
 #include "auth_local/pwhash.h"
+#include "access_test.h"
 #include "loop_test.h"
 #include "mock_test.h"
 #include "steady_stream.h"
@@ -45,6 +46,8 @@ static int front_start(void *state) {
                          PH_ACCESS_MINOR + 1, &other) != NULL;
   F.vt = F.api->service_get(F.ctx, PH_ACCESS_SERVICE, PH_ACCESS_MAJOR, 0,
                             &F.self);
+  AT.vt = F.vt;
+  AT.self = F.self;
   return F.vt ? PH_OK : PH_ENOENT;
 }
 
@@ -54,31 +57,10 @@ MOCK_TEST_MODULE(front_mod, "front", "1.0",
 
 /* ---- harness ----------------------------------------------------------- */
 
-typedef struct answer {
-  int calls;
-  ph_access_result res;
-  int64_t cancel_id; /* cancelled from inside this callback when > 0 */
-  int cancel_rc;
-  unsigned iteration; /* the loop iteration that answered */
-} answer;
+typedef access_answer answer;
 
-static struct ev_loop *loop; /* the running mock's */
-
-static int in_call; /* set while check_open runs */
-static int called_inside;
 static char err[8192];
 static char hash_a[PWHASH_TEXT_MAX], hash_b[PWHASH_TEXT_MAX];
-
-static void on_answer(void *arg, const ph_access_result *res) {
-  answer *a = arg;
-  if (in_call)
-    called_inside++;
-  a->calls++;
-  a->res = *res;
-  a->iteration = ev_iteration(loop);
-  if (a->cancel_id > 0)
-    a->cancel_rc = F.vt->cancel(F.self, a->cancel_id);
-}
 
 static ph_access_request req_for(const char *principal, const char *host) {
   ph_access_request r = {.size = sizeof(r),
@@ -90,10 +72,7 @@ static ph_access_request req_for(const char *principal, const char *host) {
 }
 
 static int64_t check_req(const ph_access_request *r, answer *a) {
-  in_call = 1;
-  int64_t id = F.vt->check_open(F.self, r, on_answer, a);
-  in_call = 0;
-  return id;
+  return access_test_check(r, a);
 }
 
 static int64_t check(const char *principal, answer *a) {
@@ -138,7 +117,7 @@ static ph_mock *start(const char *users, const char *extra) {
     printf("# %s\n", err);
     return NULL;
   }
-  loop = ph_mock_loop(m);
+  AT.loop = ph_mock_loop(m);
   return m;
 }
 
@@ -180,7 +159,7 @@ static void test_verdicts(void) {
   if (!ok(m && F.vt, "started with alice and bob"))
     return;
   answer known = {0}, unknown = {0}, anon = {0}, agent = {0};
-  called_inside = 0;
+  AT.called_inside = 0;
   ok(check("alice", &known) > 0, "check of a known user accepted");
   ok(check("mallory", &unknown) > 0, "check of an unknown user accepted");
   ok(check(NULL, &anon) > 0, "check of an anonymous client accepted");
@@ -192,7 +171,7 @@ static void test_verdicts(void) {
          "no answer inside check_open");
   answer *all[] = {&known, &unknown, &anon, &agent};
   wait_answers(m, all, 4);
-  is_int(called_inside, 0, "never called from inside check_open");
+  is_int(AT.called_inside, 0, "never called from inside check_open");
   is_int(known.calls, 1, "exactly one answer");
   is_int(known.res.verdict, PH_ACCESS_ALLOW, "a known user is allowed");
   is_int(known.res.code, PH_OPEN_OK, "with code ok");
@@ -226,7 +205,7 @@ static void test_invalid(void) {
   char long_name[300];
   memset(long_name, 'x', sizeof(long_name) - 1);
   long_name[sizeof(long_name) - 1] = '\0';
-  is_int(F.vt->check_open(F.self, NULL, on_answer, &a), PH_EINVAL,
+  is_int(F.vt->check_open(F.self, NULL, access_test_on_answer, &a), PH_EINVAL,
          "NULL request: EINVAL");
   ph_access_request r = req_for("alice", "example.org");
   is_int(F.vt->check_open(F.self, &r, NULL, &a), PH_EINVAL,
@@ -317,11 +296,11 @@ static void test_cancel(void) {
 /* A callback that starts a new check: answered later, never inside. */
 static answer chained;
 static void on_answer_chain(void *arg, const ph_access_result *res) {
-  on_answer(arg, res);
+  access_test_on_answer(arg, res);
   ph_access_request r = req_for("alice", "example.org");
-  in_call = 1;
-  F.vt->check_open(F.self, &r, on_answer, &chained);
-  in_call = 0;
+  AT.in_call = 1;
+  F.vt->check_open(F.self, &r, access_test_on_answer, &chained);
+  AT.in_call = 0;
 }
 
 static void test_check_from_callback(void) {
@@ -329,18 +308,18 @@ static void test_check_from_callback(void) {
   if (!ok(m && F.vt, "started"))
     return;
   memset(&chained, 0, sizeof(chained));
-  called_inside = 0;
+  AT.called_inside = 0;
   answer a = {0};
   ph_access_request r = req_for("alice", "example.org");
-  in_call = 1;
+  AT.in_call = 1;
   ok(F.vt->check_open(F.self, &r, on_answer_chain, &a) > 0, "accepted");
-  in_call = 0;
+  AT.in_call = 0;
   wait_one(m, &a);
   wait_one(m, &chained);
   is_int(chained.calls, 1, "a check started in a callback is answered");
   ok(chained.iteration > a.iteration,
      "on a later loop iteration, not in the batch that started it");
-  is_int(called_inside, 0, "never inside check_open");
+  is_int(AT.called_inside, 0, "never inside check_open");
   finish(m);
 }
 

@@ -18,6 +18,7 @@
 #include <proxyhost/mock.h>
 
 #include "fakestore.h"
+#include "access_test.h"
 #include "loop_test.h"
 #include "mock_test.h"
 #include "steady_stream.h"
@@ -45,6 +46,8 @@ static int front_start(void *state) {
   F.vt = F.api->service_get_named(F.ctx, PH_ACCESS_SERVICE, "auth_cache",
                                   PH_ACCESS_MAJOR, 0, &F.self);
   F.fs = F.api->service_get(F.ctx, FAKESTORE_CONTROL, 1, 0, &F.fself);
+  AT.vt = F.vt;
+  AT.self = F.self;
   return F.vt && F.fs ? PH_OK : PH_ENOENT;
 }
 
@@ -55,25 +58,9 @@ MOCK_TEST_MODULE(front_mod, "front", "1.0",
 
 /* ---- harness ----------------------------------------------------------- */
 
-typedef struct answer {
-  int calls;
-  ph_access_result res;
-  int64_t cancel_id; /* cancelled from inside this callback when > 0 */
-  int cancel_rc;
-} answer;
+typedef access_answer answer;
 
-static int in_call, called_inside;
 static char err[8192];
-
-static void on_answer(void *arg, const ph_access_result *res) {
-  answer *a = arg;
-  if (in_call)
-    called_inside++;
-  a->calls++;
-  a->res = *res;
-  if (a->cancel_id > 0)
-    a->cancel_rc = F.vt->cancel(F.self, a->cancel_id);
-}
 
 static ph_access_request req_full(const char *principal, const char *agent,
                                   const char *host, uint16_t port) {
@@ -88,10 +75,7 @@ static ph_access_request req_full(const char *principal, const char *agent,
 
 static int64_t check_req(const ph_access_request *r, answer *a) {
   memset(a, 0, sizeof(*a));
-  in_call = 1;
-  int64_t id = F.vt->check_open(F.self, r, on_answer, a);
-  in_call = 0;
-  return id;
+  return access_test_check(r, a);
 }
 
 /* The usual question: token "tok1" through agent "ag1" to host:443. */
@@ -309,7 +293,7 @@ static void test_singleflight(void) {
   is_int(F.fs->calls(F.fself), 3, "TM-P1-8: two keys, two store calls");
   F.fs->release(F.fself);
   ok(b[0].calls == 1 && b[1].calls == 1, "both answered");
-  ok(!called_inside, "no answer came from inside check_open");
+  ok(!AT.called_inside, "no answer came from inside check_open");
   finish(m);
 }
 
@@ -499,7 +483,7 @@ static void test_eviction(void) {
   }
   is_int(metric(m, "proxyhost_auth_cache_entries"), 4,
          "TM-P1-10: 200 keys through a table of 4: never above the bound");
-  ok(!called_inside, "no answer came from inside check_open");
+  ok(!AT.called_inside, "no answer came from inside check_open");
   finish(m);
 }
 
@@ -714,7 +698,7 @@ static void test_malformed(void) {
   longname[256] = '\0';
   r = req_full("t", longname, "example.org", 443);
   is_int(check_req(&r, &a), PH_EINVAL, "an agent of 256 bytes");
-  is_int(F.vt->check_open(F.self, NULL, on_answer, &a), PH_EINVAL,
+  is_int(F.vt->check_open(F.self, NULL, access_test_on_answer, &a), PH_EINVAL,
          "a NULL request");
   r = req_full("t", NULL, "example.org", 443);
   is_int(F.vt->check_open(F.self, &r, NULL, &a), PH_EINVAL, "a NULL callback");
@@ -783,7 +767,7 @@ static void test_never_inside(void) {
     return;
   F.fs->set_mode(F.fself, FS_INSIDE);
   answer a;
-  int before = called_inside;
+  int before = AT.called_inside;
   int64_t id = check("inside.example", &a);
   ok(id > 0 && a.calls == 0,
      "a store answering inside its check_open: the caller is not called "
@@ -795,7 +779,8 @@ static void test_never_inside(void) {
   ok(a.calls == 0, "a hit is not answered inside check_open either");
   wait_one(m, &a);
   is_int(a.calls, 1, "but on a later turn");
-  is_int(called_inside, before, "no answer ever came from inside check_open");
+  is_int(AT.called_inside, before,
+         "no answer ever came from inside check_open");
   finish(m);
 }
 
@@ -991,7 +976,8 @@ static answer stream_answer;
 static int stream_check(void *arg) {
   (void)arg;
   ph_access_request r = req_full("tok1", "ag1", "steady.example", 443);
-  return F.vt->check_open(F.self, &r, on_answer, &stream_answer) > 0;
+  return F.vt->check_open(F.self, &r, access_test_on_answer,
+                          &stream_answer) > 0;
 }
 
 static steady_stream stream = {.start = stream_check,
@@ -1084,7 +1070,7 @@ static void test_random_model(void) {
     return;
   enum { N = 4000 };
   rcheck *c = calloc(N, sizeof(*c));
-  int n = 0, inside_before = called_inside;
+  int n = 0, inside_before = AT.called_inside;
   uint64_t rev = 1;
   int store_ok = 1;
   char host[32];
@@ -1154,7 +1140,7 @@ static void test_random_model(void) {
                "the store could not vouch for its revision");
   ok(req_count(m, "hit") > 0 && req_count(m, "shared") > 0,
      "random run: hits and shared fetches both happened");
-  is_int(called_inside, inside_before,
+  is_int(AT.called_inside, inside_before,
          "random run: nothing answered inside "
          "check_open");
   free(c);
