@@ -57,19 +57,31 @@ static int conf_text(char *text, size_t len, const char *pw,
   return 0;
 }
 
+static void finish(ph_mock *m) {
+  ph_mock_stop(m);
+  ph_mock_free(m);
+}
+
+/* auth_local under alice's "s3cret" and the extra lines, its authorizer
+ * in *vt and *self: the TAP line what (started, the service found); NULL
+ * (the mock freed) when not. */
 static ph_mock *start(const char *extra, const ph_authorizer_v1 **vt,
-                      void **self) {
+                      void **self, const char *what) {
   char text[4096];
-  if (conf_text(text, sizeof(text), "s3cret", extra) < 0)
-    return NULL;
+  ph_mock *m = NULL;
+  *vt = NULL;
   err[0] = '\0';
-  ph_mock *m = mock_test_boot(text, NULL, err, sizeof err);
-  if (!m) {
+  if (conf_text(text, sizeof(text), "s3cret", extra) == 0)
+    m = mock_test_boot(text, NULL, err, sizeof err);
+  if (!m)
     printf("# %s\n", err);
-    return NULL;
+  else
+    *vt = ph_mock_service(m, PH_AUTHORIZER_SERVICE, NULL, PH_AUTHORIZER_MAJOR,
+                          0, self);
+  if (!ok(m && *vt, what) && m) {
+    finish(m);
+    m = NULL;
   }
-  *vt = ph_mock_service(m, PH_AUTHORIZER_SERVICE, NULL, PH_AUTHORIZER_MAJOR, 0,
-                        self);
   return m;
 }
 
@@ -83,11 +95,11 @@ static int64_t check(const ph_authorizer_v1 *vt, void *self, const char *u,
 }
 
 static void test_verdicts(void) {
-  const ph_authorizer_v1 *vt = NULL;
+  const ph_authorizer_v1 *vt;
   void *self;
-  ph_mock *m = start("", &vt, &self);
-  ok(m && vt, "auth_local provides the authorizer service");
-  if (!m || !vt)
+  ph_mock *m = start("", &vt, &self,
+                     "auth_local provides the authorizer service");
+  if (!m)
     return;
   answer good = {0}, bad = {0}, nobody = {0}, again = {0};
   ok(check(vt, self, "alice", "s3cret", &good) > 0, "check accepted");
@@ -116,16 +128,15 @@ static void test_verdicts(void) {
   ph_mock_run_for(m, 300);
   is_int(gone.calls, 0, "no answer after cancel");
   is_int(vt->cancel(self, id), PH_ENOENT, "cancelled id is gone");
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
 }
 
 static void test_bound(void) {
-  const ph_authorizer_v1 *vt = NULL;
+  const ph_authorizer_v1 *vt;
   void *self;
-  ph_mock *m = start("max_pending = 1\ncache_ttl = 0\n", &vt, &self);
-  ok(m && vt, "started with max_pending = 1");
-  if (!m || !vt)
+  ph_mock *m = start("max_pending = 1\ncache_ttl = 0\n", &vt, &self,
+                     "started with max_pending = 1");
+  if (!m)
     return;
   answer a = {0}, b = {0};
   check(vt, self, "alice", "s3cret", &a);
@@ -135,8 +146,7 @@ static void test_bound(void) {
   is_int(a.verdict, PH_AUTH_ALLOW, "first check runs");
   is_int(b.verdict, PH_AUTH_UNAVAILABLE,
          "a check beyond the bound is refused (fail closed)");
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
 }
 
 static void test_bad_entry(void) {
@@ -161,11 +171,10 @@ static int verdict_of(ph_mock *m, const ph_authorizer_v1 *vt, void *self,
 }
 
 static void test_reload_forgets(void) {
-  const ph_authorizer_v1 *vt = NULL;
+  const ph_authorizer_v1 *vt;
   void *self;
-  ph_mock *m = start("", &vt, &self);
-  ok(m && vt, "started");
-  if (!m || !vt)
+  ph_mock *m = start("", &vt, &self, "started");
+  if (!m)
     return;
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW, "verified");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
@@ -184,18 +193,16 @@ static void test_reload_forgets(void) {
        "it was checked against the new hash");
   is_int(verdict_of(m, vt, self, "alice", "n3w-pw"), PH_AUTH_ALLOW,
          "the new password is accepted");
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
 }
 
 /* A check submitted before a reload and finished after it answers as
  * verified then, but must not fill the new cache with the old password. */
 static void test_reload_in_flight(void) {
-  const ph_authorizer_v1 *vt = NULL;
+  const ph_authorizer_v1 *vt;
   void *self;
-  ph_mock *m = start("", &vt, &self);
-  ok(m && vt, "started");
-  if (!m || !vt)
+  ph_mock *m = start("", &vt, &self, "started");
+  if (!m)
     return;
   answer before = {0};
   answer *one[] = {&before};
@@ -212,8 +219,7 @@ static void test_reload_in_flight(void) {
   unlike(ph_mock_metrics_text(m),
          "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
          "no cache hit at all");
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
 }
 
 /* A client that gives up before its check finishes (its handshake timed
@@ -222,11 +228,10 @@ static void test_reload_in_flight(void) {
  * iteration count, a busy helper pool) retries into a fresh verification
  * every time and never gets in. */
 static void test_cancelled_still_caches(void) {
-  const ph_authorizer_v1 *vt = NULL;
+  const ph_authorizer_v1 *vt;
   void *self;
-  ph_mock *m = start("", &vt, &self);
-  ok(m && vt, "started");
-  if (!m || !vt)
+  ph_mock *m = start("", &vt, &self, "started");
+  if (!m)
     return;
   answer gone = {0}, wrong = {0};
   int64_t id = check(vt, self, "alice", "s3cret", &gone);
@@ -242,16 +247,15 @@ static void test_cancelled_still_caches(void) {
        "... from the cache the cancelled verification filled");
   is_int(verdict_of(m, vt, self, "alice", "not-it"), PH_AUTH_DENY,
          "a cancelled wrong password is not remembered");
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
 }
 
 static void test_max_cache_size(void) {
-  const ph_authorizer_v1 *vt = NULL;
+  const ph_authorizer_v1 *vt;
   void *self;
-  ph_mock *m = start("cache_size = 100000\n", &vt, &self);
-  ok(m && vt, "starts with the largest cache_size");
-  if (!m || !vt)
+  ph_mock *m = start("cache_size = 100000\n", &vt, &self,
+                     "starts with the largest cache_size");
+  if (!m)
     return;
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW, "verified");
   is_int(verdict_of(m, vt, self, "alice", "s3cret"), PH_AUTH_ALLOW,
@@ -259,8 +263,7 @@ static void test_max_cache_size(void) {
   like(ph_mock_metrics_text(m),
        "proxyhost_auth_local_checks_total{result=\"allow\",cache=\"hit\"} 1",
        "the largest cache answers from memory");
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
   err[0] = '\0';
   m = ph_mock_new("[proxyhost]\nmodules = " MODULE
                   "\n[auth_local]\ncache_size = 100001\n",
@@ -295,9 +298,8 @@ static int stream_check(void *arg) {
 
 static void test_steady_stream(void) {
   memset(&S, 0, sizeof(S));
-  ph_mock *m = start("max_pending = 65536\n", &S.vt, &S.self);
-  ok(m && S.vt, "started");
-  if (!m || !S.vt)
+  ph_mock *m = start("max_pending = 65536\n", &S.vt, &S.self, "started");
+  if (!m)
     return;
   is_int(verdict_of(m, S.vt, S.self, "alice", "s3cret"), PH_AUTH_ALLOW,
          "verified: later checks come from the cache");
@@ -306,8 +308,7 @@ static void test_steady_stream(void) {
     ok(stream.answered_during > 0,
        "cached answers are delivered while checks keep coming");
   }
-  ph_mock_stop(m);
-  ph_mock_free(m);
+  finish(m);
 }
 
 /* ---- the cache on its own ---------------------------------------------- */
