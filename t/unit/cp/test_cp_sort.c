@@ -19,6 +19,7 @@
 #include "cp_common/snapshot/cp_checksum.h"
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_common/snapshot/cp_sort.h"
+#include "rng_test.h"
 #include "tap.h"
 
 static int calls;
@@ -146,12 +147,7 @@ static void test_checksum_and_build(void) {
 /* ---- random pools ------------------------------------------------------ */
 
 static uint64_t rng = 88172645463325252u;
-static uint32_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 11);
-}
+static uint32_t rnd(void) { return (uint32_t)(rng_test_next(&rng) >> 11); }
 
 #define RP_MAX 300     /* rows per pool */
 #define RP_ROUNDS 300

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "controlplane_client/cp_supervisor.h"
+#include "rng_test.h"
 #include "tap.h"
 
 static const uint8_t SUM[32] = {1, 2, 3};
@@ -362,10 +363,7 @@ static void test_clipping(void) {
 static uint64_t rng = 88172645463325252ull;
 static uint32_t next_rand(void *arg) {
   (void)arg;
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)rng;
+  return (uint32_t)rng_test_next(&rng);
 }
 
 static void test_random(void) {

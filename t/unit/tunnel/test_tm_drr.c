@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rng_test.h"
 #include "tap.h"
 #include "tunnel_common/proto/tm_drr.h"
 #include "tunnel_common/proto/tm_proto.h"
@@ -207,12 +208,7 @@ static void test_remove(void) {
 /* ---- seeded random run ------------------------------------------------ */
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static uint32_t rnd(uint32_t n) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return n ? (uint32_t)(rng % n) : 0;
-}
+static uint32_t rnd(uint32_t n) { return rng_test_below(&rng, n); }
 
 #define NS 16
 static void test_random(uint32_t quantum, int steps) {

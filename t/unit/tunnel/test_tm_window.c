@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rng_test.h"
 #include "tap.h"
 #include "tunnel_common/proto/tm_proto.h"
 #include "tunnel_common/proto/tm_window.h"
@@ -113,12 +114,7 @@ static void test_recv(void) {
 /* ---- seeded random run against a model ------------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(uint32_t n) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return n ? (uint32_t)(rng % n) : 0;
-}
+static uint32_t rnd(uint32_t n) { return rng_test_below(&rng, n); }
 
 /* A bounded FIFO of in-flight amounts (frames one way, updates the other). */
 #define QMAX 4096
