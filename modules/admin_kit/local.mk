@@ -6,13 +6,12 @@
 # host (admin_module.c). A
 # static convenience library built position-independent, linked into
 # each module (not copied).
-EXTRA_DIST += modules/admin_kit/local.mk
 
 ADMIN_KIT_SOURCES = modules/admin_kit/admin_token.c \
 	modules/admin_kit/admin_token.h \
 	modules/admin_kit/admin_http.c modules/admin_kit/admin_http.h \
 	modules/admin_kit/admin_module.c modules/admin_kit/admin_module.h
-ADMIN_KIT_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
+ADMIN_KIT_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 ADMIN_KIT_LIBADD = modules/admin_kit/libphadminkit.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 

@@ -4,9 +4,7 @@
 # snapshot stream, the view compiled in a host job and provided as
 # "pool.view", readiness), with its keys (cpc_conf.c, the 000 design's
 # section 9 flags and environment names) and messages (cpc_wire.c).
-EXTRA_DIST += modules/controlplane_client/local.mk \
-	modules/controlplane_client/controlplane_client.ini.sample \
-	conf/gateway.ini t/integration/cp_gateway_conf.sh \
+EXTRA_DIST += conf/gateway.ini t/integration/cp_gateway_conf.sh \
 	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py \
 	t/lib/cp_fake.sh t/integration/cp_reload.sh t/lib/mem_count.py
 
@@ -28,7 +26,7 @@ CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
 	modules/contracts/cp_session.h \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
-CPC_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+CPC_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 # libcpsnapshot.la brings libcpproto.la (and protobuf-c).
 CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
 	modules/cp_common/snapshot/libcpsnapshot.la modules/frontend/libphfrontend.la \
@@ -40,7 +38,7 @@ modules_controlplane_client_controlplane_client_la_SOURCES = $(CPC_SOURCES)
 modules_controlplane_client_controlplane_client_la_CPPFLAGS = $(CPC_CPPFLAGS)
 modules_controlplane_client_controlplane_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_client_controlplane_client_la_LIBADD = $(CPC_LIBS)
-samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
+dist_samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
 # The generated headers must exist before these compile.
 modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
 modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
@@ -50,9 +48,7 @@ modules/controlplane_client/controlplane_client_la-cpc_view_route.lo \
 modules/controlplane_client/controlplane_client_la-cpc_tls_probe.lo: \
 	$(CP_GEN)/proto.stamp
 
-UNIT_TESTS_CP_SUPERVISOR = t/unit/cp/test_cp_supervisor
-check_PROGRAMS += $(UNIT_TESTS_CP_SUPERVISOR)
-TESTS += $(UNIT_TESTS_CP_SUPERVISOR)
+UNIT_TESTS += t/unit/cp/test_cp_supervisor
 t_unit_cp_test_cp_supervisor_SOURCES = t/unit/cp/test_cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.c \
 	modules/controlplane_client/cp_supervisor.h
@@ -65,6 +61,26 @@ TESTS += t/integration/cp_gateway_conf.sh t/integration/cp_gateway.sh
 # Two gateways through 50 ownership changes: no session lost to a stale
 # epoch (issue 23 item 2).
 TESTS += t/integration/cp_epoch_churn.sh
+
+# The messages' readers, replayed by t/integration/fuzz_replay.sh over
+# t/fuzz/seeds/NAME: the register answer (cpc_registered), the outcome
+# call's answer (cpc_read_outcomes_ack: cpc_outcomes_ack) and the runtime
+# answer's drain hints (cpc_read_revokes, CP-4-7: cpc_revokes).
+check_PROGRAMS += t/fuzz/replay_cpc_registered \
+	t/fuzz/replay_cpc_outcomes_ack t/fuzz/replay_cpc_revokes
+CPC_FUZZ_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_outcomes_ack_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_outcomes_ack.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_revokes_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cpc_revokes.c modules/controlplane_client/cpc_wire.c
+t_fuzz_replay_cpc_registered_CPPFLAGS = $(CPC_FUZZ_CPPFLAGS)
+t_fuzz_replay_cpc_outcomes_ack_CPPFLAGS = $(CPC_FUZZ_CPPFLAGS)
+t_fuzz_replay_cpc_revokes_CPPFLAGS = $(CPC_FUZZ_CPPFLAGS)
+t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
+t_fuzz_replay_cpc_outcomes_ack_LDADD = $(CP_SNAPSHOT_LDADD)
+t_fuzz_replay_cpc_revokes_LDADD = $(CP_SNAPSHOT_LDADD)
 endif
 EXTRA_DIST += t/integration/cp_epoch_churn.sh
 # Every control-plane role reloaded under traffic (issue 23 item 1).
@@ -72,39 +88,4 @@ if MODULE_CONTROLPLANE_SERVER
 if MODULE_CONTROLPLANE_CLIENT
 TESTS += t/integration/cp_reload.sh
 endif
-endif
-
-# The register answer's reader, replayed over t/fuzz/seeds/cpc_registered
-# by t/integration/fuzz_replay.sh.
-EXTRA_DIST += t/fuzz/fuzz_cpc_registered.c
-if MODULE_CONTROLPLANE_CLIENT
-check_PROGRAMS += t/fuzz/replay_cpc_registered
-t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
-	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
-t_fuzz_replay_cpc_registered_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
-t_fuzz_replay_cpc_registered_LDADD = $(CP_SNAPSHOT_LDADD)
-endif
-
-# The outcome call's answer (cpc_read_outcomes_ack), replayed over
-# t/fuzz/seeds/cpc_outcomes_ack.
-EXTRA_DIST += t/fuzz/fuzz_cpc_outcomes_ack.c
-if MODULE_CONTROLPLANE_CLIENT
-check_PROGRAMS += t/fuzz/replay_cpc_outcomes_ack
-t_fuzz_replay_cpc_outcomes_ack_SOURCES = t/fuzz/replay.c \
-	t/fuzz/fuzz_cpc_outcomes_ack.c modules/controlplane_client/cpc_wire.c
-t_fuzz_replay_cpc_outcomes_ack_CPPFLAGS = \
-	$(t_fuzz_replay_cpc_registered_CPPFLAGS)
-t_fuzz_replay_cpc_outcomes_ack_LDADD = $(CP_SNAPSHOT_LDADD)
-endif
-
-# The runtime answer's drain hints (cpc_read_revokes, CP-4-7), replayed
-# over t/fuzz/seeds/cpc_revokes.
-EXTRA_DIST += t/fuzz/fuzz_cpc_revokes.c
-if MODULE_CONTROLPLANE_CLIENT
-check_PROGRAMS += t/fuzz/replay_cpc_revokes
-t_fuzz_replay_cpc_revokes_SOURCES = t/fuzz/replay.c \
-	t/fuzz/fuzz_cpc_revokes.c modules/controlplane_client/cpc_wire.c
-t_fuzz_replay_cpc_revokes_CPPFLAGS = \
-	$(t_fuzz_replay_cpc_registered_CPPFLAGS)
-t_fuzz_replay_cpc_revokes_LDADD = $(CP_SNAPSHOT_LDADD)
 endif

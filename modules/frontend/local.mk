@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/frontend/local.mk: the frontend kit (libphfrontend.la, carrying libphlib.la)
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/frontend/local.mk
 
 noinst_LTLIBRARIES += modules/frontend/libphfrontend.la
 modules_frontend_libphfrontend_la_SOURCES = \
@@ -23,10 +22,10 @@ modules_frontend_libphfrontend_la_SOURCES = \
 modules_frontend_libphfrontend_la_LIBADD = modules/lib/libphlib.la
 
 # Its unit tests.
-check_PROGRAMS += t/unit/frontend/test_open_map t/unit/frontend/test_client_acl t/unit/frontend/test_relay t/unit/frontend/test_frontend_session
-TESTS += t/unit/frontend/test_open_map t/unit/frontend/test_client_acl t/unit/frontend/test_relay t/unit/frontend/test_frontend_session
-t_unit_frontend_test_client_acl_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_frontend_test_open_map_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_frontend_test_relay_LDADD = modules/frontend/libphfrontend.la host/libphmock.la
-t_unit_frontend_test_frontend_session_LDADD = t/lib/libphfake.la modules/frontend/libphfrontend.la \
-	host/libphmock.la
+UNIT_TESTS += t/unit/frontend/test_open_map t/unit/frontend/test_client_acl \
+	t/unit/frontend/test_relay t/unit/frontend/test_frontend_session
+t_unit_frontend_test_client_acl_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_frontend_test_open_map_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_frontend_test_relay_LDADD = $(FRONTEND_MOCK_LDADD)
+t_unit_frontend_test_frontend_session_LDADD = t/lib/libphfake.la \
+	$(FRONTEND_MOCK_LDADD)

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/lib/local.mk: general code every layer may use (libphlib.la)
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/lib/local.mk
 
 # The two shared layers under the modules (docs/sdk.md, "Layers"):
 # modules/lib/ (general code: lists, id tables, clocks, bounded writers,
@@ -26,15 +25,12 @@ modules_lib_libphlib_la_SOURCES = \
 	modules/lib/tls_reload.c modules/lib/tls_reload.h
 
 # Its unit tests.
-LIB_TESTS = t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
+UNIT_TESTS += t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
 	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
 	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf
-check_PROGRAMS += $(LIB_TESTS)
-TESTS += $(LIB_TESTS)
 t_unit_lib_test_http1_head_LDADD = modules/lib/libphlib.la $(LDADD)
 t_unit_lib_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
-t_unit_lib_test_bw_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_lib_test_json_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_lib_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
-	host/libphmock.la
-t_unit_lib_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_bw_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_lib_test_json_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_lib_test_metric_table_LDADD = $(FRONTEND_MOCK_LDADD)
+t_unit_lib_test_host_norm_LDADD = $(FRONTEND_TEST_LDADD)

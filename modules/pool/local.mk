@@ -5,7 +5,6 @@
 # a tunnel through it (the upstream kit, modules/upstream: CONNECT or
 # SOCKS5) and hands the socket over with a lease; outcomes go to
 # outcome.sink, counts to controlplane_client (pool_runtime.h).
-EXTRA_DIST += modules/pool/local.mk modules/pool/pool.ini.sample
 
 POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
 	modules/pool/pool_attempt.c modules/pool/pool_match.c \
@@ -14,7 +13,7 @@ POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
 	modules/pool/pool_gate.c modules/frontend/traffic_gate.h \
 	modules/pool/pool_int.h \
 	modules/contracts/pool_runtime.h
-POOL_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+POOL_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
 	$(UPSTREAM_CPPFLAGS)
 
 if MODULE_POOL
@@ -24,7 +23,7 @@ modules_pool_pool_la_CPPFLAGS = $(POOL_CPPFLAGS)
 modules_pool_pool_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_pool_la_LIBADD = modules/upstream/libphupstream.la \
 	$(CP_VIEW_LDADD)
-samples_DATA += modules/pool/pool.ini.sample
+dist_samples_DATA += modules/pool/pool.ini.sample
 # cp_view.h includes the generated protobuf-c header.
 modules/pool/pool_la-pool_gen.lo: $(CP_GEN)/proto.stamp
 endif
@@ -48,8 +47,7 @@ endif
 # The pool through the mock host, with fake view, sink, strategy and
 # connector (CP-1-23..25, CP-2-14, CP-3-9, CP-4-2..7, CP-5-2..5).
 if MODULE_POOL
-check_PROGRAMS += t/unit/connectors/test_pool_dispatch
-TESTS += t/unit/connectors/test_pool_dispatch
+UNIT_TESTS += t/unit/connectors/test_pool_dispatch
 t_unit_connectors_test_pool_dispatch_SOURCES = t/unit/connectors/test_pool_dispatch.c \
 	t/lib/cp_view_fixture.h $(POOL_SOURCES)
 t_unit_connectors_test_pool_dispatch_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_CPPFLAGS)

@@ -4,7 +4,6 @@
 # script run with EVALSHA over hiredis on the host's loop. The scripts in
 # modules/redis_ownership/lua/ are embedded at build time
 # (scripts/embed-sql.sh), like the migrations' SQL.
-EXTRA_DIST += modules/redis_ownership/local.mk
 
 RO_LUA_FILES = modules/redis_ownership/lua/prelude.lua \
 	modules/redis_ownership/lua/register.lua \
@@ -17,7 +16,7 @@ RO_LUA_FILES = modules/redis_ownership/lua/prelude.lua \
 	modules/redis_ownership/lua/owned.lua \
 	modules/redis_ownership/lua/usable.lua \
 	modules/redis_ownership/lua/extract.lua
-EXTRA_DIST += $(RO_LUA_FILES) modules/redis_ownership/redis_ownership.ini.sample
+EXTRA_DIST += $(RO_LUA_FILES)
 
 modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
 		$(srcdir)/modules/redis_ownership/lua/prelude.lua \
@@ -56,7 +55,7 @@ RO_SOURCES = modules/contracts/cp_authority.h \
 	modules/lib/backoff.c modules/lib/backoff.h \
 	modules/lib/conf_values.c modules/lib/conf_values.h \
 	modules/lib/metric_table.c modules/lib/metric_table.h
-RO_CPPFLAGS = $(MODULE_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS)
+RO_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_REDIS_OWNERSHIP
 BUILT_SOURCES += modules/redis_ownership/ro_lua.c
@@ -69,13 +68,12 @@ modules_redis_ownership_redis_ownership_la_CPPFLAGS = $(RO_CPPFLAGS)
 modules_redis_ownership_redis_ownership_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_redis_ownership_redis_ownership_la_LIBADD = $(HIREDIS_LIBS) \
 	$(OPENSSL_LIBS) $(EV_LIBS)
-samples_DATA += modules/redis_ownership/redis_ownership.ini.sample
+dist_samples_DATA += modules/redis_ownership/redis_ownership.ini.sample
 
 # The module through the mock host against a real redis-server that the
 # test starts (t/lib/redis.sh), and the Lua scripts under redis-cli.
-check_PROGRAMS += t/unit/cp/test_redis_ownership
-TESTS += t/unit/cp/test_redis_ownership t/integration/redis_lua.sh \
-	t/integration/redis_ownership.sh
+UNIT_TESTS += t/unit/cp/test_redis_ownership
+TESTS += t/integration/redis_lua.sh t/integration/redis_ownership.sh
 t_unit_cp_test_redis_ownership_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_unit_cp_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
 	$(EV_LIBS)
@@ -91,7 +89,7 @@ t_fuzz_replay_ro_reply_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_fuzz_replay_ro_reply_LDADD = $(HIREDIS_LIBS)
 endif
 EXTRA_DIST += t/lib/redis.sh t/integration/redis_lua.sh \
-	t/integration/redis_ownership.sh t/fuzz/fuzz_ro_reply.c
+	t/integration/redis_ownership.sh
 
 # The operations page: every key in Redis, each fence, failure behaviour.
 nobase_dist_doc_DATA += docs/operations/controller-redis.md

@@ -1,5 +1,4 @@
 # modules/tunnel_server: the TunnelMesh server role (issue 11).
-EXTRA_DIST += modules/tunnel_server/local.mk
 if MODULE_TUNNEL_SERVER
 module_LTLIBRARIES += modules/tunnel_server/tunnel_server.la
 modules_tunnel_server_tunnel_server_la_SOURCES = \
@@ -10,19 +9,16 @@ modules_tunnel_server_tunnel_server_la_SOURCES = \
 	modules/tunnel_server/ts_open.c \
 	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
 	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h
-modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_tunnel_server_tunnel_server_la_LIBADD = \
-	modules/tunnel_common/session/libtmsession.la modules/tunnel_common/proto/libtmproto.la \
-	modules/frontend/libphfrontend.la $(LWS_LIBS)
-samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
+modules_tunnel_server_tunnel_server_la_LIBADD = $(TM_SESSION_LDADD) \
+	$(LWS_LIBS)
+dist_samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
 
 # The pure parts on their own (no libwebsockets, no host).
-TUNNEL_SERVER_UNIT = t/unit/tunnel/test_tunnel_server_exec \
+UNIT_TESTS += t/unit/tunnel/test_tunnel_server_exec \
 	t/unit/tunnel/test_tunnel_server_select
-check_PROGRAMS += $(TUNNEL_SERVER_UNIT)
-TESTS += $(TUNNEL_SERVER_UNIT)
 t_unit_tunnel_test_tunnel_server_exec_SOURCES = t/unit/tunnel/test_tunnel_server_exec.c \
 	modules/tunnel_server/open_exec.c
 t_unit_tunnel_test_tunnel_server_exec_CPPFLAGS = $(AM_CPPFLAGS)
@@ -38,17 +34,14 @@ t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
 t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The module itself through the mock host, its connections in memory.
-check_PROGRAMS += t/unit/tunnel/test_tunnel_server
-TESTS += t/unit/tunnel/test_tunnel_server
+UNIT_TESTS += t/unit/tunnel/test_tunnel_server
 t_unit_tunnel_test_tunnel_server_SOURCES = t/unit/tunnel/test_tunnel_server.c \
 	$(modules_tunnel_server_tunnel_server_la_SOURCES)
 t_unit_tunnel_test_tunnel_server_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_tunnel_test_tunnel_server_LDADD = modules/tunnel_common/session/libtmsession.la \
-	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
-	host/libphmock.la $(LWS_LIBS) $(EV_LIBS)
+t_unit_tunnel_test_tunnel_server_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
+	$(LWS_LIBS) $(EV_LIBS)
 endif
-EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample
 
 # The server role's integration test and its ready configuration.
 if MODULE_TUNNEL_SERVER

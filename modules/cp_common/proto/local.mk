@@ -3,7 +3,7 @@
 # at build time into modules/cp_common/proto/gen/ in the build tree, with the two
 # well-known types it imports, as libcpproto.la. Whatever links it links
 # $(PROTOBUF_C_LIBS) through it.
-EXTRA_DIST += modules/cp_common/proto/local.mk proto/controlplane/v1/controlplane.proto \
+EXTRA_DIST += proto/controlplane/v1/controlplane.proto \
 	modules/contracts/cp_status.h
 
 if CP_ANY
@@ -38,9 +38,7 @@ nodist_modules_cp_common_proto_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
 modules_cp_common_proto_libcpproto_la_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 modules_cp_common_proto_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
-UNIT_TESTS_CP_PROTO = t/unit/cp/test_cp_proto
-check_PROGRAMS += $(UNIT_TESTS_CP_PROTO)
-TESTS += $(UNIT_TESTS_CP_PROTO)
+UNIT_TESTS += t/unit/cp/test_cp_proto
 t_unit_cp_test_cp_proto_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_unit_cp_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
 endif
