@@ -8,24 +8,24 @@ EXTRA_DIST += conf/gateway.ini t/integration/cp_gateway_conf.sh \
 	t/integration/cp_gateway.sh t/lib/cp_fake_controller.py \
 	t/lib/cp_fake.sh t/integration/cp_reload.sh t/lib/mem_count.py
 
-CPC_SOURCES = modules/controlplane_client/controlplane_client.c \
-	modules/controlplane_client/cpc_conf.c \
-	modules/controlplane_client/cpc_conf.h \
-	modules/controlplane_client/cpc_view_route.c \
-	modules/controlplane_client/cpc_view_route.h \
-	modules/controlplane_client/cpc_wire.c \
-	modules/controlplane_client/cpc_wire.h \
-	modules/controlplane_client/cpc_outcalls.c \
-	modules/controlplane_client/cpc_outcalls.h \
-	modules/controlplane_client/cpc_tls_probe.c \
-	modules/controlplane_client/cpc_tls_probe.h \
-	modules/controlplane_client/cpc_material.c \
-	modules/controlplane_client/cpc_material.h \
-	modules/controlplane_client/cpc_tls.c \
-	modules/controlplane_client/cpc_tls.h \
+CPC_SOURCES = %D%/controlplane_client.c \
+	%D%/cpc_conf.c \
+	%D%/cpc_conf.h \
+	%D%/cpc_view_route.c \
+	%D%/cpc_view_route.h \
+	%D%/cpc_wire.c \
+	%D%/cpc_wire.h \
+	%D%/cpc_outcalls.c \
+	%D%/cpc_outcalls.h \
+	%D%/cpc_tls_probe.c \
+	%D%/cpc_tls_probe.h \
+	%D%/cpc_material.c \
+	%D%/cpc_material.h \
+	%D%/cpc_tls.c \
+	%D%/cpc_tls.h \
 	modules/contracts/cp_session.h \
-	modules/controlplane_client/cp_supervisor.c \
-	modules/controlplane_client/cp_supervisor.h
+	%D%/cp_supervisor.c \
+	%D%/cp_supervisor.h
 CPC_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 # libcpsnapshot.la brings libcpproto.la (and protobuf-c).
 CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
@@ -33,25 +33,25 @@ CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.
 	$(OPENSSL_LIBS)
 
 if MODULE_CONTROLPLANE_CLIENT
-module_LTLIBRARIES += modules/controlplane_client/controlplane_client.la
+module_LTLIBRARIES += %D%/controlplane_client.la
 modules_controlplane_client_controlplane_client_la_SOURCES = $(CPC_SOURCES)
 modules_controlplane_client_controlplane_client_la_CPPFLAGS = $(CPC_CPPFLAGS)
 modules_controlplane_client_controlplane_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_client_controlplane_client_la_LIBADD = $(CPC_LIBS)
-dist_samples_DATA += modules/controlplane_client/controlplane_client.ini.sample
+dist_samples_DATA += %D%/controlplane_client.ini.sample
 # The generated headers must exist before these compile.
-modules/controlplane_client/controlplane_client_la-controlplane_client.lo \
-modules/controlplane_client/controlplane_client_la-cpc_conf.lo \
-modules/controlplane_client/controlplane_client_la-cpc_wire.lo \
-modules/controlplane_client/controlplane_client_la-cpc_outcalls.lo \
-modules/controlplane_client/controlplane_client_la-cpc_view_route.lo \
-modules/controlplane_client/controlplane_client_la-cpc_tls_probe.lo: \
+%D%/controlplane_client_la-controlplane_client.lo \
+%D%/controlplane_client_la-cpc_conf.lo \
+%D%/controlplane_client_la-cpc_wire.lo \
+%D%/controlplane_client_la-cpc_outcalls.lo \
+%D%/controlplane_client_la-cpc_view_route.lo \
+%D%/controlplane_client_la-cpc_tls_probe.lo: \
 	$(CP_GEN)/proto.stamp
 
 UNIT_TESTS += t/unit/cp/test_cp_supervisor
 t_unit_cp_test_cp_supervisor_SOURCES = t/unit/cp/test_cp_supervisor.c \
-	modules/controlplane_client/cp_supervisor.c \
-	modules/controlplane_client/cp_supervisor.h
+	%D%/cp_supervisor.c \
+	%D%/cp_supervisor.h
 t_unit_cp_test_cp_supervisor_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_cp_supervisor_LDADD = modules/frontend/libphfrontend.la
 
@@ -70,11 +70,11 @@ check_PROGRAMS += t/fuzz/replay_cpc_registered \
 	t/fuzz/replay_cpc_outcomes_ack t/fuzz/replay_cpc_revokes
 CPC_FUZZ_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_fuzz_replay_cpc_registered_SOURCES = t/fuzz/replay.c \
-	t/fuzz/fuzz_cpc_registered.c modules/controlplane_client/cpc_wire.c
+	t/fuzz/fuzz_cpc_registered.c %D%/cpc_wire.c
 t_fuzz_replay_cpc_outcomes_ack_SOURCES = t/fuzz/replay.c \
-	t/fuzz/fuzz_cpc_outcomes_ack.c modules/controlplane_client/cpc_wire.c
+	t/fuzz/fuzz_cpc_outcomes_ack.c %D%/cpc_wire.c
 t_fuzz_replay_cpc_revokes_SOURCES = t/fuzz/replay.c \
-	t/fuzz/fuzz_cpc_revokes.c modules/controlplane_client/cpc_wire.c
+	t/fuzz/fuzz_cpc_revokes.c %D%/cpc_wire.c
 t_fuzz_replay_cpc_registered_CPPFLAGS = $(CPC_FUZZ_CPPFLAGS)
 t_fuzz_replay_cpc_outcomes_ack_CPPFLAGS = $(CPC_FUZZ_CPPFLAGS)
 t_fuzz_replay_cpc_revokes_CPPFLAGS = $(CPC_FUZZ_CPPFLAGS)

@@ -9,18 +9,18 @@ if MODULE_CONTROLPLANE_SERVER
 UNIT_TESTS += t/unit/cp/test_cp_requests t/unit/cp/test_cp_secrets \
 	t/unit/cp/test_cp_watch_plan
 t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
-	modules/controlplane_server/cp_requests.c \
-	modules/controlplane_server/cp_requests.h
+	%D%/cp_requests.c \
+	%D%/cp_requests.h
 t_unit_cp_test_cp_requests_CPPFLAGS = $(CS_CPPFLAGS)
 t_unit_cp_test_cp_requests_LDADD = $(CS_PROTO_LDADD)
 t_unit_cp_test_cp_secrets_SOURCES = t/unit/cp/test_cp_secrets.c \
-	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_secrets.h modules/lib/conf_values.c
+	%D%/cp_secrets.c \
+	%D%/cp_secrets.h modules/lib/conf_values.c
 t_unit_cp_test_cp_secrets_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_cp_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
 t_unit_cp_test_cp_watch_plan_SOURCES = t/unit/cp/test_cp_watch_plan.c \
-	modules/controlplane_server/cp_watch_plan.c \
-	modules/controlplane_server/cp_watch_plan.h
+	%D%/cp_watch_plan.c \
+	%D%/cp_watch_plan.h
 t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
 
 # Fuzz targets of the request checks and of the secret file parser,
@@ -28,11 +28,11 @@ t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
 # t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_cp_requests t/fuzz/replay_cp_secret
 t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
-	modules/controlplane_server/cp_requests.c
+	%D%/cp_requests.c
 t_fuzz_replay_cp_requests_CPPFLAGS = $(CS_CPPFLAGS)
 t_fuzz_replay_cp_requests_LDADD = $(CS_PROTO_LDADD)
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
-	modules/controlplane_server/cp_secrets.c modules/lib/conf_values.c
+	%D%/cp_secrets.c modules/lib/conf_values.c
 t_fuzz_replay_cp_secret_CPPFLAGS = $(t_unit_cp_test_cp_secrets_CPPFLAGS)
 t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
 endif
@@ -43,24 +43,24 @@ CS_PROTO_LDADD = modules/cp_common/proto/libcpproto.la $(OPENSSL_LIBS)
 # The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in
 # cp.authority (redis_ownership), the pool through pool.store.
 if MODULE_CONTROLPLANE_SERVER
-CS_SOURCES = modules/controlplane_server/cs.h \
-	modules/controlplane_server/cs_conf.c modules/controlplane_server/cs_conf.h \
-	modules/controlplane_server/cs_unary.c modules/controlplane_server/cs_unary.h \
-	modules/controlplane_server/cs_register.c \
-	modules/controlplane_server/cs_ack.c \
-	modules/controlplane_server/cs_runtime.c \
-	modules/controlplane_server/cs_outcomes.c \
-	modules/controlplane_server/cs_watch.c \
-	modules/controlplane_server/cs_credcheck.c \
+CS_SOURCES = %D%/cs.h \
+	%D%/cs_conf.c %D%/cs_conf.h \
+	%D%/cs_unary.c %D%/cs_unary.h \
+	%D%/cs_register.c \
+	%D%/cs_ack.c \
+	%D%/cs_runtime.c \
+	%D%/cs_outcomes.c \
+	%D%/cs_watch.c \
+	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
-	modules/controlplane_server/cs_pool.c \
-	modules/controlplane_server/cs_assign.c \
-	modules/controlplane_server/cp_requests.c \
-	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_watch_plan.c
-module_LTLIBRARIES += modules/controlplane_server/controlplane_server.la
+	%D%/cs_pool.c \
+	%D%/cs_assign.c \
+	%D%/cp_requests.c \
+	%D%/cp_secrets.c \
+	%D%/cp_watch_plan.c
+module_LTLIBRARIES += %D%/controlplane_server.la
 modules_controlplane_server_controlplane_server_la_SOURCES = \
-	modules/controlplane_server/controlplane_server.c $(CS_SOURCES)
+	%D%/controlplane_server.c $(CS_SOURCES)
 modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
 	$(CS_CPPFLAGS)
 modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
@@ -68,7 +68,7 @@ modules_controlplane_server_controlplane_server_la_LIBADD = \
 	modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
 	modules/cp_common/snapshot/libcpsnapshot.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS) $(EV_LIBS)
-dist_samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
+dist_samples_DATA += %D%/controlplane_server.ini.sample
 endif
 EXTRA_DIST += conf/controller.ini
 

@@ -7,28 +7,28 @@
 # test module t/modules/outcome_probe.c recording outcomes on demand.
 EXTRA_DIST += t/integration/cp_outcomes.sh
 
-OR_SOURCES = modules/outcome_reporter/outcome_reporter.c \
-	modules/outcome_reporter/or_status.c \
-	modules/outcome_reporter/or_status.h
+OR_SOURCES = %D%/outcome_reporter.c \
+	%D%/or_status.c \
+	%D%/or_status.h
 OR_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_OUTCOME_REPORTER
-module_LTLIBRARIES += modules/outcome_reporter/outcome_reporter.la
+module_LTLIBRARIES += %D%/outcome_reporter.la
 modules_outcome_reporter_outcome_reporter_la_SOURCES = $(OR_SOURCES)
 modules_outcome_reporter_outcome_reporter_la_CPPFLAGS = $(OR_CPPFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LIBADD = $(CP_VIEW_LDADD)
-dist_samples_DATA += modules/outcome_reporter/outcome_reporter.ini.sample
+dist_samples_DATA += %D%/outcome_reporter.ini.sample
 # The generated headers must exist before these compile.
-modules/outcome_reporter/outcome_reporter_la-outcome_reporter.lo \
-modules/outcome_reporter/outcome_reporter_la-or_status.lo: \
+%D%/outcome_reporter_la-outcome_reporter.lo \
+%D%/outcome_reporter_la-or_status.lo: \
 	$(CP_GEN)/proto.stamp
 
 # The status classes (CP-5-16, CP-5-17); the module through the mock
 # host with a fake cp.session (CP-2-4, CP-5-1, CP-5-7..10, CP-5-15..18).
 UNIT_TESTS += t/unit/cp/test_or_status t/unit/cp/test_outcome_reporter
 t_unit_cp_test_or_status_SOURCES = t/unit/cp/test_or_status.c \
-	modules/outcome_reporter/or_status.c modules/outcome_reporter/or_status.h
+	%D%/or_status.c %D%/or_status.h
 t_unit_cp_test_or_status_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_outcome_reporter_SOURCES = t/unit/cp/test_outcome_reporter.c \
 	$(OR_SOURCES)

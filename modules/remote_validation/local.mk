@@ -2,18 +2,18 @@
 # modules/remote_validation/local.mk: the remote validation authorizer
 # (included from Makefile.am; paths are from the top).
 if MODULE_REMOTE_VALIDATION
-module_LTLIBRARIES += modules/remote_validation/remote_validation.la
+module_LTLIBRARIES += %D%/remote_validation.la
 modules_remote_validation_remote_validation_la_SOURCES = \
-	modules/remote_validation/remote_validation.c \
-	modules/remote_validation/rv_http.c modules/remote_validation/rv_http.h \
-	modules/remote_validation/rv_key.c modules/remote_validation/rv_key.h \
+	%D%/remote_validation.c \
+	%D%/rv_http.c %D%/rv_http.h \
+	%D%/rv_key.c %D%/rv_key.h \
 	modules/lib/kcache.c modules/lib/sflight.c
 modules_remote_validation_remote_validation_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(LIBCURL_CFLAGS) $(OPENSSL_CFLAGS)
 modules_remote_validation_remote_validation_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_remote_validation_remote_validation_la_LIBADD = $(LIBCURL_LIBS) \
 	$(OPENSSL_LIBS)
-dist_samples_DATA += modules/remote_validation/remote_validation.ini.sample
+dist_samples_DATA += %D%/remote_validation.ini.sample
 UNIT_TESTS += t/unit/auth/test_remote_validation
 t_unit_auth_test_remote_validation_LDADD = host/libphmock.la
 endif

@@ -2,16 +2,16 @@
 # modules/socks5/local.mk: the SOCKS5 frontend and its unit tests
 # (included from Makefile.am; paths are from the top).
 if MODULE_SOCKS5
-module_LTLIBRARIES += modules/socks5/socks5.la
-modules_socks5_socks5_la_SOURCES = modules/socks5/socks5.c \
-	modules/socks5/socks5_proto.c modules/socks5/socks5_proto.h
+module_LTLIBRARIES += %D%/socks5.la
+modules_socks5_socks5_la_SOURCES = %D%/socks5.c \
+	%D%/socks5_proto.c %D%/socks5_proto.h
 modules_socks5_socks5_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_socks5_socks5_la_LIBADD = modules/frontend/libphfrontend.la
-dist_samples_DATA += modules/socks5/socks5.ini.sample
+dist_samples_DATA += %D%/socks5.ini.sample
 
 UNIT_TESTS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
 t_unit_frontend_test_socks5_proto_SOURCES = t/unit/frontend/test_socks5_proto.c \
-	modules/socks5/socks5_proto.c
+	%D%/socks5_proto.c
 t_unit_frontend_test_socks5_proto_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_frontend_test_socks5_proto_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_frontend_test_socks5_LDADD = $(FAKE_TEST_LDADD)

@@ -4,6 +4,6 @@
 # both stores (through libphstore) and the admin API, and their unit test.
 if STORE_ANY
 modules_store_common_libphstore_la_SOURCES += \
-	modules/store_common/pool_validate.c modules/store_common/pool_validate.h \
-	modules/store_common/pool_revision.c modules/store_common/pool_revision.h
+	%D%/pool_validate.c %D%/pool_validate.h \
+	%D%/pool_revision.c %D%/pool_revision.h
 endif

@@ -1,36 +1,36 @@
 # modules/tunnel_server: the TunnelMesh server role (issue 11).
 if MODULE_TUNNEL_SERVER
-module_LTLIBRARIES += modules/tunnel_server/tunnel_server.la
+module_LTLIBRARIES += %D%/tunnel_server.la
 modules_tunnel_server_tunnel_server_la_SOURCES = \
-	modules/tunnel_server/tunnel_server.c modules/tunnel_server/ts_int.h \
-	modules/tunnel_server/ts_conf.c \
-	modules/tunnel_server/ts_conn.c modules/tunnel_server/ts_cred.c \
-	modules/tunnel_server/ts_bearer.c modules/tunnel_server/ts_bearer.h \
-	modules/tunnel_server/ts_open.c \
-	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
-	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h
+	%D%/tunnel_server.c %D%/ts_int.h \
+	%D%/ts_conf.c \
+	%D%/ts_conn.c %D%/ts_cred.c \
+	%D%/ts_bearer.c %D%/ts_bearer.h \
+	%D%/ts_open.c \
+	%D%/open_exec.c %D%/open_exec.h \
+	%D%/agent_select.c %D%/agent_select.h
 modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_server_tunnel_server_la_LIBADD = $(TM_SESSION_LDADD) \
 	$(LWS_LIBS)
-dist_samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
+dist_samples_DATA += %D%/tunnel_server.ini.sample
 
 # The pure parts on their own (no libwebsockets, no host).
 UNIT_TESTS += t/unit/tunnel/test_tunnel_server_exec \
 	t/unit/tunnel/test_tunnel_server_select
 t_unit_tunnel_test_tunnel_server_exec_SOURCES = t/unit/tunnel/test_tunnel_server_exec.c \
-	modules/tunnel_server/open_exec.c
+	%D%/open_exec.c
 t_unit_tunnel_test_tunnel_server_exec_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_tunnel_test_tunnel_server_select_SOURCES = t/unit/tunnel/test_tunnel_server_select.c \
-	modules/tunnel_server/agent_select.c
+	%D%/agent_select.c
 t_unit_tunnel_test_tunnel_server_select_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The bearer's loggable id, fuzzed; replayed over t/fuzz/seeds/ts_bearer
 # by t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_ts_bearer
 t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
-	modules/tunnel_server/ts_bearer.c
+	%D%/ts_bearer.c
 t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The module itself through the mock host, its connections in memory.

@@ -20,16 +20,16 @@ EXTRA_DIST += t/integration/upstream_hs.sh \
 	t/unit/connectors/test_up_hs.c t/lib/up_hs_probe.c t/fuzz/fuzz_up_hs.c
 
 UPSTREAM_CPPFLAGS = $(OPENSSL_CFLAGS)
-UPSTREAM_LDADD = modules/upstream/libphupstream.la \
+UPSTREAM_LDADD = %D%/libphupstream.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 
 # Built with the pool, its only user so far (configure checks OpenSSL for
 # the control plane's modules, the pool among them).
 if MODULE_POOL
-noinst_LTLIBRARIES += modules/upstream/libphupstream.la
+noinst_LTLIBRARIES += %D%/libphupstream.la
 modules_upstream_libphupstream_la_SOURCES = \
-	modules/upstream/up_hs.c modules/upstream/up_hs.h \
-	modules/upstream/up_connect.c modules/upstream/up_socks5.c
+	%D%/up_hs.c %D%/up_hs.h \
+	%D%/up_connect.c %D%/up_socks5.c
 modules_upstream_libphupstream_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(UPSTREAM_CPPFLAGS)
 

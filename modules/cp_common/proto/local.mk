@@ -7,7 +7,7 @@ EXTRA_DIST += proto/controlplane/v1/controlplane.proto \
 	modules/contracts/cp_status.h
 
 if CP_ANY
-CP_GEN = modules/cp_common/proto/gen
+CP_GEN = %D%/gen
 CP_PROTO_GEN_C = $(CP_GEN)/controlplane/v1/controlplane.pb-c.c \
 	$(CP_GEN)/google/protobuf/timestamp.pb-c.c \
 	$(CP_GEN)/google/protobuf/duration.pb-c.c
@@ -30,7 +30,7 @@ $(CP_PROTO_GEN_C) $(CP_PROTO_GEN_H): $(CP_GEN)/proto.stamp
 BUILT_SOURCES += $(CP_GEN)/proto.stamp
 CLEANFILES += $(CP_GEN)/proto.stamp $(CP_PROTO_GEN_C) $(CP_PROTO_GEN_H)
 
-noinst_LTLIBRARIES += modules/cp_common/proto/libcpproto.la
+noinst_LTLIBRARIES += %D%/libcpproto.la
 nodist_modules_cp_common_proto_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
 	$(CP_PROTO_GEN_H)
 # protoc-c's output is not ours to fix: no -Werror-only warning flags
@@ -40,7 +40,7 @@ modules_cp_common_proto_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
 UNIT_TESTS += t/unit/cp/test_cp_proto
 t_unit_cp_test_cp_proto_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
-t_unit_cp_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
+t_unit_cp_test_cp_proto_LDADD = %D%/libcpproto.la
 endif
 
 # The API's operator documentation (t/integration/docs_dist.sh).

@@ -6,25 +6,25 @@
 # its two fuzz targets.
 
 if CP_ANY
-noinst_LTLIBRARIES += modules/cp_common/snapshot/libcpsnapshot.la
+noinst_LTLIBRARIES += %D%/libcpsnapshot.la
 modules_cp_common_snapshot_libcpsnapshot_la_SOURCES = \
-	modules/cp_common/snapshot/cp_checksum.c modules/cp_common/snapshot/cp_checksum.h \
-	modules/cp_common/snapshot/cp_snapshot.c modules/cp_common/snapshot/cp_snapshot.h \
-	modules/cp_common/snapshot/cp_snapshot_int.h modules/cp_common/snapshot/cp_sort.h \
-	modules/cp_common/snapshot/cp_snapshot_arena.c \
-	modules/cp_common/snapshot/cp_snapshot_arena.h \
-	modules/cp_common/snapshot/cp_snapshot_time.c \
-	modules/cp_common/snapshot/cp_snapshot_time.h \
-	modules/cp_common/snapshot/cp_snapshot_build.c \
-	modules/cp_common/snapshot/cp_snapshot_check.c \
-	modules/cp_common/snapshot/cp_snapshot_delta.c
+	%D%/cp_checksum.c %D%/cp_checksum.h \
+	%D%/cp_snapshot.c %D%/cp_snapshot.h \
+	%D%/cp_snapshot_int.h %D%/cp_sort.h \
+	%D%/cp_snapshot_arena.c \
+	%D%/cp_snapshot_arena.h \
+	%D%/cp_snapshot_time.c \
+	%D%/cp_snapshot_time.h \
+	%D%/cp_snapshot_build.c \
+	%D%/cp_snapshot_check.c \
+	%D%/cp_snapshot_delta.c
 modules_cp_common_snapshot_libcpsnapshot_la_CPPFLAGS = \
 	$(CP_SNAPSHOT_CPPFLAGS)
 modules_cp_common_snapshot_libcpsnapshot_la_LIBADD = \
 	modules/cp_common/proto/libcpproto.la $(OPENSSL_LIBS)
 CP_SNAPSHOT_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-CP_SNAPSHOT_LDADD = modules/cp_common/snapshot/libcpsnapshot.la
+CP_SNAPSHOT_LDADD = %D%/libcpsnapshot.la
 
 UNIT_TESTS += t/unit/cp/test_cp_snapshot t/unit/cp/test_cp_sort
 check_PROGRAMS += t/unit/cp/cp_checksum_vector

@@ -11,20 +11,20 @@ EXTRA_DIST += t/integration/cp_outcome_digest.sh
 nobase_dist_doc_DATA += docs/user-guide/gateway.md
 
 if CP_ANY
-noinst_LTLIBRARIES += modules/cp_common/view/libcpview.la
+noinst_LTLIBRARIES += %D%/libcpview.la
 modules_cp_common_view_libcpview_la_SOURCES = \
-	modules/cp_common/view/cp_view.c modules/cp_common/view/cp_view.h \
-	modules/cp_common/view/cp_view_sub.c \
-	modules/cp_common/view/cp_view_int.h modules/cp_common/view/cp_view_build.c \
-	modules/cp_common/view/cp_outcomes.c modules/cp_common/view/cp_outcomes.h
+	%D%/cp_view.c %D%/cp_view.h \
+	%D%/cp_view_sub.c \
+	%D%/cp_view_int.h %D%/cp_view_build.c \
+	%D%/cp_outcomes.c %D%/cp_outcomes.h
 # The generated headers must exist before these compile.
-modules/cp_common/view/libcpview_la-cp_view.lo \
-modules/cp_common/view/libcpview_la-cp_view_sub.lo \
-modules/cp_common/view/libcpview_la-cp_view_build.lo \
-modules/cp_common/view/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
+%D%/libcpview_la-cp_view.lo \
+%D%/libcpview_la-cp_view_sub.lo \
+%D%/libcpview_la-cp_view_build.lo \
+%D%/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
 modules_cp_common_view_libcpview_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
-CP_VIEW_LDADD = modules/cp_common/view/libcpview.la \
+CP_VIEW_LDADD = %D%/libcpview.la \
 	modules/cp_common/proto/libcpproto.la modules/frontend/libphfrontend.la \
 	$(OPENSSL_LIBS)
 

@@ -8,13 +8,13 @@
 # libtmproto.la links modules/frontend/libphfrontend.la too (the role modules
 # do already, for relay.c), so json.o is never in one link twice.
 if TUNNEL_ANY
-noinst_LTLIBRARIES += modules/tunnel_common/proto/libtmproto.la
+noinst_LTLIBRARIES += %D%/libtmproto.la
 modules_tunnel_common_proto_libtmproto_la_SOURCES = \
-	modules/tunnel_common/proto/tm_proto.c modules/tunnel_common/proto/tm_proto.h \
-	modules/tunnel_common/proto/tm_open.c modules/tunnel_common/proto/tm_open.h \
-	modules/tunnel_common/proto/tm_window.c modules/tunnel_common/proto/tm_window.h \
-	modules/tunnel_common/proto/tm_drr.c modules/tunnel_common/proto/tm_drr.h
-TM_PROTO_LDADD = modules/tunnel_common/proto/libtmproto.la \
+	%D%/tm_proto.c %D%/tm_proto.h \
+	%D%/tm_open.c %D%/tm_open.h \
+	%D%/tm_window.c %D%/tm_window.h \
+	%D%/tm_drr.c %D%/tm_drr.h
+TM_PROTO_LDADD = %D%/libtmproto.la \
 	modules/frontend/libphfrontend.la
 
 UNIT_TESTS += t/unit/tunnel/test_tm_proto t/unit/tunnel/test_tm_open \
