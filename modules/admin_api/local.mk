@@ -1,33 +1,25 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/admin_api/local.mk: the JSON admin API and proxyhostctl
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/admin_api/local.mk
-
 if MODULE_ADMIN_API
 # The JSON admin API (ABI 1.3 routes) over authz.store, and its client;
 # the pool's routes are pool_api's (modules/pool_api/local.mk), the code
 # both share the admin kit's (modules/admin_kit/local.mk).
-module_LTLIBRARIES += modules/admin_api/admin_api.la
-modules_admin_api_admin_api_la_SOURCES = modules/admin_api/admin_api.c \
-	modules/admin_api/api_json.c modules/admin_api/api_json.h \
-	modules/admin_api/api_routes.c modules/admin_api/api_routes.h \
-	modules/admin_api/api_authorize.c modules/admin_api/api_authorize.h
+module_LTLIBRARIES += %D%/admin_api.la
+modules_admin_api_admin_api_la_SOURCES = %D%/admin_api.c \
+	%D%/api_json.c %D%/api_json.h \
+	%D%/api_routes.c %D%/api_routes.h \
+	%D%/api_authorize.c %D%/api_authorize.h
 modules_admin_api_admin_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
 modules_admin_api_admin_api_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_admin_api_admin_api_la_LIBADD = $(ADMIN_KIT_LIBADD)
-samples_DATA += modules/admin_api/admin_api.ini.sample
+dist_samples_DATA += %D%/admin_api.ini.sample
 bin_PROGRAMS += tools/proxyhostctl
 tools_proxyhostctl_SOURCES = tools/proxyhostctl.c tools/ctl_http.c \
 	tools/ctl_http.h tools/ctl_print.c tools/ctl_print.h \
 	tools/ctl_cmd.h tools/ctl_pool.c
-tools_proxyhostctl_CPPFLAGS = $(AM_CPPFLAGS)
 tools_proxyhostctl_LDADD = modules/frontend/libphfrontend.la
-endif
-EXTRA_DIST += modules/admin_api/admin_api.ini.sample
 
-# Its unit tests.
-if MODULE_ADMIN_API
-check_PROGRAMS += t/unit/auth/test_admin_api
-TESTS += t/unit/auth/test_admin_api
+UNIT_TESTS += t/unit/auth/test_admin_api
+t_unit_auth_test_admin_api_LDADD = $(FRONTEND_MOCK_LDADD)
 endif
-t_unit_auth_test_admin_api_LDADD = modules/frontend/libphfrontend.la host/libphmock.la

@@ -6,21 +6,20 @@
 # host (admin_module.c). A
 # static convenience library built position-independent, linked into
 # each module (not copied).
-EXTRA_DIST += modules/admin_kit/local.mk
 
-ADMIN_KIT_SOURCES = modules/admin_kit/admin_token.c \
-	modules/admin_kit/admin_token.h \
-	modules/admin_kit/admin_http.c modules/admin_kit/admin_http.h \
-	modules/admin_kit/admin_module.c modules/admin_kit/admin_module.h
-ADMIN_KIT_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
-ADMIN_KIT_LIBADD = modules/admin_kit/libphadminkit.la \
+ADMIN_KIT_SOURCES = %D%/admin_token.c \
+	%D%/admin_token.h \
+	%D%/admin_http.c %D%/admin_http.h \
+	%D%/admin_module.c %D%/admin_module.h
+ADMIN_KIT_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+ADMIN_KIT_LIBADD = %D%/libphadminkit.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 
 if MODULE_ADMIN_API
-noinst_LTLIBRARIES += modules/admin_kit/libphadminkit.la
+noinst_LTLIBRARIES += %D%/libphadminkit.la
 else
 if MODULE_POOL_API
-noinst_LTLIBRARIES += modules/admin_kit/libphadminkit.la
+noinst_LTLIBRARIES += %D%/libphadminkit.la
 endif
 endif
 modules_admin_kit_libphadminkit_la_SOURCES = $(ADMIN_KIT_SOURCES)

@@ -1,37 +1,31 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/auth_local/local.mk: the local authorizer and proxyhost-passwd
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/auth_local/local.mk
-
 if MODULE_AUTH_LOCAL
-module_LTLIBRARIES += modules/auth_local/auth_local.la
-modules_auth_local_auth_local_la_SOURCES = modules/auth_local/auth_local.c \
-	modules/auth_local/access_local.c modules/auth_local/access_local.h \
-	modules/auth_local/pwhash.c modules/auth_local/pwhash.h \
+module_LTLIBRARIES += %D%/auth_local.la
+modules_auth_local_auth_local_la_SOURCES = %D%/auth_local.c \
+	%D%/access_local.c %D%/access_local.h \
+	%D%/pwhash.c %D%/pwhash.h \
 	modules/lib/host_norm.c modules/lib/kcache.c modules/lib/sflight.c
-modules_auth_local_auth_local_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
+modules_auth_local_auth_local_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_auth_local_auth_local_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_auth_local_auth_local_la_LIBADD = $(OPENSSL_LIBS)
-samples_DATA += modules/auth_local/auth_local.ini.sample
+dist_samples_DATA += %D%/auth_local.ini.sample
 # Prints the hash line for a password read from stdin.
 bin_PROGRAMS += tools/proxyhost-passwd
 tools_proxyhost_passwd_SOURCES = tools/proxyhost_passwd.c \
-	modules/auth_local/pwhash.c modules/auth_local/pwhash.h
+	%D%/pwhash.c %D%/pwhash.h
 tools_proxyhost_passwd_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 tools_proxyhost_passwd_LDADD = $(OPENSSL_LIBS)
-endif
-EXTRA_DIST += modules/auth_local/auth_local.ini.sample
 
-# Its unit tests.
-if MODULE_AUTH_LOCAL
-check_PROGRAMS += t/unit/auth/test_auth_local t/unit/auth/test_access
-TESTS += t/unit/auth/test_auth_local t/unit/auth/test_access
-endif
+# Its unit tests compile pwhash.c (with the module's flags).
+UNIT_TESTS += t/unit/auth/test_auth_local t/unit/auth/test_access
 t_unit_auth_test_auth_local_SOURCES = t/unit/auth/test_auth_local.c \
-	modules/auth_local/pwhash.c
+	%D%/pwhash.c
 t_unit_auth_test_auth_local_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_auth_test_auth_local_LDADD = modules/lib/libphlib.la host/libphmock.la \
 	$(OPENSSL_LIBS)
-t_unit_auth_test_access_SOURCES = t/unit/auth/test_access.c modules/auth_local/pwhash.c
-t_unit_auth_test_access_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_auth_test_access_SOURCES = t/unit/auth/test_access.c %D%/pwhash.c
+t_unit_auth_test_access_CPPFLAGS = $(t_unit_auth_test_auth_local_CPPFLAGS)
 t_unit_auth_test_access_LDADD = host/libphmock.la $(OPENSSL_LIBS)
+endif

@@ -3,7 +3,6 @@
 # another (included as "contracts/NAME.h"); they include only SDK headers
 # and each other. Their code lives in the module named in each header
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/contracts/local.mk
-EXTRA_DIST += modules/contracts/cp_authority.h modules/contracts/cp_session.h \
-	modules/contracts/cp_credcheck.h modules/contracts/cp_status.h \
-	modules/contracts/pool_runtime.h
+EXTRA_DIST += %D%/cp_authority.h %D%/cp_session.h \
+	%D%/cp_credcheck.h %D%/cp_status.h \
+	%D%/pool_runtime.h

@@ -1,97 +1,76 @@
 # modules/controlplane_server: the controller's gRPC WorkerControlPlane
-# server. So far its pure request checks (cp_requests.c) and their unit
-# test; the module comes with the gRPC layer and the Redis authority
-# (issue 12).
-EXTRA_DIST += modules/controlplane_server/local.mk
-
+# server (issue 12): its pure parts with their unit tests and fuzz
+# targets, then the module on the gRPC layer and the Redis authority, and
+# the controller's integration tests.
 if MODULE_CONTROLPLANE_SERVER
-UNIT_TESTS_CP_REQUESTS = t/unit/cp/test_cp_requests
-check_PROGRAMS += $(UNIT_TESTS_CP_REQUESTS)
-TESTS += $(UNIT_TESTS_CP_REQUESTS)
+# Its pure parts, each with a unit test: the request checks
+# (cp_requests.c), credential material from secrets_dir (cp_secrets.c), a
+# WatchSnapshots stream's schedule (cp_watch_plan.c).
+UNIT_TESTS += t/unit/cp/test_cp_requests t/unit/cp/test_cp_secrets \
+	t/unit/cp/test_cp_watch_plan
 t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
-	modules/controlplane_server/cp_requests.c \
-	modules/controlplane_server/cp_requests.h
-t_unit_cp_test_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS)
-t_unit_cp_test_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
-	$(OPENSSL_LIBS)
-endif
-
-# The request checks' fuzz target, replayed over t/fuzz/seeds/cp_requests
-# by t/integration/fuzz_replay.sh.
-if MODULE_CONTROLPLANE_SERVER
-check_PROGRAMS += t/fuzz/replay_cp_requests
-t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
-	modules/controlplane_server/cp_requests.c
-t_fuzz_replay_cp_requests_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS)
-t_fuzz_replay_cp_requests_LDADD = modules/cp_common/proto/libcpproto.la \
-	$(OPENSSL_LIBS)
-endif
-EXTRA_DIST += t/fuzz/fuzz_cp_requests.c
-
-# Credential material from secrets_dir (cp_secrets.c): its unit test and
-# the file parser's fuzz target (t/fuzz/seeds/cp_secret).
-if MODULE_CONTROLPLANE_SERVER
-UNIT_TESTS_CP_SECRETS = t/unit/cp/test_cp_secrets
-check_PROGRAMS += $(UNIT_TESTS_CP_SECRETS)
-TESTS += $(UNIT_TESTS_CP_SECRETS)
+	%D%/cp_requests.c \
+	%D%/cp_requests.h
+t_unit_cp_test_cp_requests_CPPFLAGS = $(CS_CPPFLAGS)
+t_unit_cp_test_cp_requests_LDADD = $(CS_PROTO_LDADD)
 t_unit_cp_test_cp_secrets_SOURCES = t/unit/cp/test_cp_secrets.c \
-	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_secrets.h modules/lib/conf_values.c
+	%D%/cp_secrets.c \
+	%D%/cp_secrets.h modules/lib/conf_values.c
 t_unit_cp_test_cp_secrets_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 t_unit_cp_test_cp_secrets_LDADD = $(OPENSSL_LIBS)
-check_PROGRAMS += t/fuzz/replay_cp_secret
+t_unit_cp_test_cp_watch_plan_SOURCES = t/unit/cp/test_cp_watch_plan.c \
+	%D%/cp_watch_plan.c \
+	%D%/cp_watch_plan.h
+t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
+
+# Fuzz targets of the request checks and of the secret file parser,
+# replayed over t/fuzz/seeds/cp_requests and cp_secret by
+# t/integration/fuzz_replay.sh.
+check_PROGRAMS += t/fuzz/replay_cp_requests t/fuzz/replay_cp_secret
+t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
+	%D%/cp_requests.c
+t_fuzz_replay_cp_requests_CPPFLAGS = $(CS_CPPFLAGS)
+t_fuzz_replay_cp_requests_LDADD = $(CS_PROTO_LDADD)
 t_fuzz_replay_cp_secret_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_secret.c \
-	modules/controlplane_server/cp_secrets.c modules/lib/conf_values.c
-t_fuzz_replay_cp_secret_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+	%D%/cp_secrets.c modules/lib/conf_values.c
+t_fuzz_replay_cp_secret_CPPFLAGS = $(t_unit_cp_test_cp_secrets_CPPFLAGS)
 t_fuzz_replay_cp_secret_LDADD = $(OPENSSL_LIBS)
 endif
-EXTRA_DIST += t/fuzz/fuzz_cp_secret.c
-
-# A WatchSnapshots stream's schedule (cp_watch_plan.c).
-if MODULE_CONTROLPLANE_SERVER
-UNIT_TESTS_CP_WATCH_PLAN = t/unit/cp/test_cp_watch_plan
-check_PROGRAMS += $(UNIT_TESTS_CP_WATCH_PLAN)
-TESTS += $(UNIT_TESTS_CP_WATCH_PLAN)
-t_unit_cp_test_cp_watch_plan_SOURCES = t/unit/cp/test_cp_watch_plan.c \
-	modules/controlplane_server/cp_watch_plan.c \
-	modules/controlplane_server/cp_watch_plan.h
-t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
-endif
+# The module's flags (the tests of its parts use them too).
+CS_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+CS_PROTO_LDADD = modules/cp_common/proto/libcpproto.la $(OPENSSL_LIBS)
 
 # The module: the five WorkerControlPlane RPCs on cp_grpc, the fences in
 # cp.authority (redis_ownership), the pool through pool.store.
 if MODULE_CONTROLPLANE_SERVER
-CS_SOURCES = modules/controlplane_server/cs.h \
-	modules/controlplane_server/cs_conf.c modules/controlplane_server/cs_conf.h \
-	modules/controlplane_server/cs_unary.c modules/controlplane_server/cs_unary.h \
-	modules/controlplane_server/cs_register.c \
-	modules/controlplane_server/cs_ack.c \
-	modules/controlplane_server/cs_runtime.c \
-	modules/controlplane_server/cs_outcomes.c \
-	modules/controlplane_server/cs_watch.c \
-	modules/controlplane_server/cs_credcheck.c \
+CS_SOURCES = %D%/cs.h \
+	%D%/cs_conf.c %D%/cs_conf.h \
+	%D%/cs_unary.c %D%/cs_unary.h \
+	%D%/cs_register.c \
+	%D%/cs_ack.c \
+	%D%/cs_runtime.c \
+	%D%/cs_outcomes.c \
+	%D%/cs_watch.c \
+	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
-	modules/controlplane_server/cs_pool.c \
-	modules/controlplane_server/cs_assign.c \
-	modules/controlplane_server/cp_requests.c \
-	modules/controlplane_server/cp_secrets.c \
-	modules/controlplane_server/cp_watch_plan.c
-module_LTLIBRARIES += modules/controlplane_server/controlplane_server.la
+	%D%/cs_pool.c \
+	%D%/cs_assign.c \
+	%D%/cp_requests.c \
+	%D%/cp_secrets.c \
+	%D%/cp_watch_plan.c
+module_LTLIBRARIES += %D%/controlplane_server.la
 modules_controlplane_server_controlplane_server_la_SOURCES = \
-	modules/controlplane_server/controlplane_server.c $(CS_SOURCES)
+	%D%/controlplane_server.c $(CS_SOURCES)
 modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
-	$(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+	$(CS_CPPFLAGS)
 modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_server_controlplane_server_la_LIBADD = \
 	modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
 	modules/cp_common/snapshot/libcpsnapshot.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS) $(EV_LIBS)
-samples_DATA += modules/controlplane_server/controlplane_server.ini.sample
+dist_samples_DATA += %D%/controlplane_server.ini.sample
 endif
-EXTRA_DIST += modules/controlplane_server/controlplane_server.ini.sample \
-	conf/controller.ini
+EXTRA_DIST += conf/controller.ini
 
 # The controller's integration tests (each below with what it runs): run
 # when controlplane_server is built, always shipped (the list at the end).

@@ -1,28 +1,22 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# modules/direct/local.mk: the direct connector
+# modules/direct/local.mk: the direct connector and its unit tests
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/direct/local.mk
-
 if MODULE_DIRECT
-module_LTLIBRARIES += modules/direct/direct.la
-modules_direct_direct_la_SOURCES = modules/direct/direct.c \
-	modules/direct/dialer.c modules/direct/dialer.h \
-	modules/direct/policy.c modules/direct/policy.h \
-	modules/direct/resolver.c modules/direct/resolver.h \
-	modules/direct/resolver_qcache.h
-modules_direct_direct_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(CARES_CFLAGS)
+module_LTLIBRARIES += %D%/direct.la
+modules_direct_direct_la_SOURCES = %D%/direct.c \
+	%D%/dialer.c %D%/dialer.h \
+	%D%/policy.c %D%/policy.h \
+	%D%/resolver.c %D%/resolver.h \
+	%D%/resolver_qcache.h
+modules_direct_direct_la_CPPFLAGS = $(AM_CPPFLAGS) $(CARES_CFLAGS)
 modules_direct_direct_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_direct_direct_la_LIBADD = modules/frontend/libphfrontend.la $(CARES_LIBS)
-samples_DATA += modules/direct/direct.ini.sample
-endif
-EXTRA_DIST += modules/direct/direct.ini.sample
+dist_samples_DATA += %D%/direct.ini.sample
 
-# Its unit tests.
-if MODULE_DIRECT
-check_PROGRAMS += t/unit/connectors/test_direct_policy t/unit/connectors/test_direct t/unit/connectors/test_resolver_qcache
-TESTS += t/unit/connectors/test_direct_policy t/unit/connectors/test_direct t/unit/connectors/test_resolver_qcache
-endif
+UNIT_TESTS += t/unit/connectors/test_direct_policy t/unit/connectors/test_direct \
+	t/unit/connectors/test_resolver_qcache
 t_unit_connectors_test_direct_policy_SOURCES = t/unit/connectors/test_direct_policy.c \
-	modules/direct/policy.c modules/lib/cidr.c modules/lib/host_norm.c
+	%D%/policy.c modules/lib/cidr.c modules/lib/host_norm.c
 t_unit_connectors_test_direct_policy_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_connectors_test_direct_LDADD = host/libphmock.la
+endif

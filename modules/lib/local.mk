@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/lib/local.mk: general code every layer may use (libphlib.la)
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/lib/local.mk
 
 # The two shared layers under the modules (docs/sdk.md, "Layers"):
 # modules/lib/ (general code: lists, id tables, clocks, bounded writers,
@@ -9,32 +8,29 @@ EXTRA_DIST += modules/lib/local.mk
 # (the frontend kit: listeners, sessions, relay, access log, client ACL,
 # the open map). Static convenience libraries built position-independent;
 # libphfrontend.la carries libphlib.la, so a module links one of them.
-noinst_LTLIBRARIES += modules/lib/libphlib.la
+noinst_LTLIBRARIES += %D%/libphlib.la
 modules_lib_libphlib_la_SOURCES = \
-	modules/lib/backoff.c modules/lib/backoff.h \
-	modules/lib/bw.c modules/lib/bw.h \
-	modules/lib/cidr.c modules/lib/cidr.h \
-	modules/lib/clocks.h modules/lib/guard.h \
-	modules/lib/conf_values.c modules/lib/conf_values.h \
-	modules/lib/host_norm.c modules/lib/host_norm.h \
-	modules/lib/http1_head.c modules/lib/http1_head.h \
-	modules/lib/kcache.c modules/lib/kcache.h \
-	modules/lib/sflight.c modules/lib/sflight.h \
-	modules/lib/idtab.h modules/lib/ilist.h \
-	modules/lib/json.c modules/lib/json.h \
-	modules/lib/metric_table.c modules/lib/metric_table.h \
-	modules/lib/tls_reload.c modules/lib/tls_reload.h
+	%D%/backoff.c %D%/backoff.h \
+	%D%/bw.c %D%/bw.h \
+	%D%/cidr.c %D%/cidr.h \
+	%D%/clocks.h %D%/guard.h \
+	%D%/conf_values.c %D%/conf_values.h \
+	%D%/host_norm.c %D%/host_norm.h \
+	%D%/http1_head.c %D%/http1_head.h \
+	%D%/kcache.c %D%/kcache.h \
+	%D%/sflight.c %D%/sflight.h \
+	%D%/idtab.h %D%/ilist.h \
+	%D%/json.c %D%/json.h \
+	%D%/metric_table.c %D%/metric_table.h \
+	%D%/tls_reload.c %D%/tls_reload.h
 
 # Its unit tests.
-LIB_TESTS = t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
+UNIT_TESTS += t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
 	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
 	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf
-check_PROGRAMS += $(LIB_TESTS)
-TESTS += $(LIB_TESTS)
-t_unit_lib_test_http1_head_LDADD = modules/lib/libphlib.la $(LDADD)
-t_unit_lib_test_cache_sf_LDADD = modules/lib/libphlib.la host/libphmock.la
-t_unit_lib_test_bw_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_lib_test_json_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_lib_test_metric_table_LDADD = modules/frontend/libphfrontend.la \
-	host/libphmock.la
-t_unit_lib_test_host_norm_LDADD = modules/frontend/libphfrontend.la $(LDADD)
+t_unit_lib_test_http1_head_LDADD = %D%/libphlib.la $(LDADD)
+t_unit_lib_test_cache_sf_LDADD = %D%/libphlib.la host/libphmock.la
+t_unit_lib_test_bw_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_lib_test_json_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_lib_test_metric_table_LDADD = $(FRONTEND_MOCK_LDADD)
+t_unit_lib_test_host_norm_LDADD = $(FRONTEND_TEST_LDADD)

@@ -5,42 +5,34 @@
 # (modules/contracts/cp_session.h). Its integration test runs it
 # against t/lib/cp_fake_controller.py and the real controller, with the
 # test module t/modules/outcome_probe.c recording outcomes on demand.
-EXTRA_DIST += modules/outcome_reporter/local.mk \
-	modules/outcome_reporter/outcome_reporter.ini.sample \
-	t/integration/cp_outcomes.sh
+EXTRA_DIST += t/integration/cp_outcomes.sh
 
-OR_SOURCES = modules/outcome_reporter/outcome_reporter.c \
-	modules/outcome_reporter/or_status.c \
-	modules/outcome_reporter/or_status.h
-OR_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+OR_SOURCES = %D%/outcome_reporter.c \
+	%D%/or_status.c \
+	%D%/or_status.h
+OR_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_OUTCOME_REPORTER
-module_LTLIBRARIES += modules/outcome_reporter/outcome_reporter.la
+module_LTLIBRARIES += %D%/outcome_reporter.la
 modules_outcome_reporter_outcome_reporter_la_SOURCES = $(OR_SOURCES)
 modules_outcome_reporter_outcome_reporter_la_CPPFLAGS = $(OR_CPPFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LIBADD = $(CP_VIEW_LDADD)
-samples_DATA += modules/outcome_reporter/outcome_reporter.ini.sample
+dist_samples_DATA += %D%/outcome_reporter.ini.sample
 # The generated headers must exist before these compile.
-modules/outcome_reporter/outcome_reporter_la-outcome_reporter.lo \
-modules/outcome_reporter/outcome_reporter_la-or_status.lo: \
+%D%/outcome_reporter_la-outcome_reporter.lo \
+%D%/outcome_reporter_la-or_status.lo: \
 	$(CP_GEN)/proto.stamp
 
-# The status classes (CP-5-16, CP-5-17).
-check_PROGRAMS += t/unit/cp/test_or_status
-TESTS += t/unit/cp/test_or_status
+# The status classes (CP-5-16, CP-5-17); the module through the mock
+# host with a fake cp.session (CP-2-4, CP-5-1, CP-5-7..10, CP-5-15..18).
+UNIT_TESTS += t/unit/cp/test_or_status t/unit/cp/test_outcome_reporter
 t_unit_cp_test_or_status_SOURCES = t/unit/cp/test_or_status.c \
-	modules/outcome_reporter/or_status.c modules/outcome_reporter/or_status.h
+	%D%/or_status.c %D%/or_status.h
 t_unit_cp_test_or_status_CPPFLAGS = $(AM_CPPFLAGS)
-
-# The module through the mock host with a fake cp.session (CP-2-4,
-# CP-5-1, CP-5-7..10, CP-5-15..18).
-check_PROGRAMS += t/unit/cp/test_outcome_reporter
-TESTS += t/unit/cp/test_outcome_reporter
 t_unit_cp_test_outcome_reporter_SOURCES = t/unit/cp/test_outcome_reporter.c \
 	$(OR_SOURCES)
-t_unit_cp_test_outcome_reporter_CPPFLAGS = $(AM_CPPFLAGS) \
-	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_cp_test_outcome_reporter_CPPFLAGS = $(OR_CPPFLAGS)
 t_unit_cp_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
 t/unit/cp/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \
 t/unit/cp/test_outcome_reporter-outcome_reporter.$(OBJEXT): $(CP_GEN)/proto.stamp

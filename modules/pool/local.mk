@@ -5,28 +5,27 @@
 # a tunnel through it (the upstream kit, modules/upstream: CONNECT or
 # SOCKS5) and hands the socket over with a lease; outcomes go to
 # outcome.sink, counts to controlplane_client (pool_runtime.h).
-EXTRA_DIST += modules/pool/local.mk modules/pool/pool.ini.sample
 
-POOL_SOURCES = modules/pool/pool.c modules/pool/pool_gen.c \
-	modules/pool/pool_attempt.c modules/pool/pool_match.c \
-	modules/pool/pool_wait.c modules/pool/pool_dial.c \
-	modules/pool/pool_lease.c modules/pool/pool_drain.c \
-	modules/pool/pool_gate.c modules/frontend/traffic_gate.h \
-	modules/pool/pool_int.h \
+POOL_SOURCES = %D%/pool.c %D%/pool_gen.c \
+	%D%/pool_attempt.c %D%/pool_match.c \
+	%D%/pool_wait.c %D%/pool_dial.c \
+	%D%/pool_lease.c %D%/pool_drain.c \
+	%D%/pool_gate.c modules/frontend/traffic_gate.h \
+	%D%/pool_int.h \
 	modules/contracts/pool_runtime.h
-POOL_CPPFLAGS = $(MODULE_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
+POOL_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \
 	$(UPSTREAM_CPPFLAGS)
 
 if MODULE_POOL
-module_LTLIBRARIES += modules/pool/pool.la
+module_LTLIBRARIES += %D%/pool.la
 modules_pool_pool_la_SOURCES = $(POOL_SOURCES)
 modules_pool_pool_la_CPPFLAGS = $(POOL_CPPFLAGS)
 modules_pool_pool_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_pool_la_LIBADD = modules/upstream/libphupstream.la \
 	$(CP_VIEW_LDADD)
-samples_DATA += modules/pool/pool.ini.sample
+dist_samples_DATA += %D%/pool.ini.sample
 # cp_view.h includes the generated protobuf-c header.
-modules/pool/pool_la-pool_gen.lo: $(CP_GEN)/proto.stamp
+%D%/pool_la-pool_gen.lo: $(CP_GEN)/proto.stamp
 endif
 
 # End to end (issue 13): controller + Redis + PostgreSQL + two gateways +
@@ -48,8 +47,7 @@ endif
 # The pool through the mock host, with fake view, sink, strategy and
 # connector (CP-1-23..25, CP-2-14, CP-3-9, CP-4-2..7, CP-5-2..5).
 if MODULE_POOL
-check_PROGRAMS += t/unit/connectors/test_pool_dispatch
-TESTS += t/unit/connectors/test_pool_dispatch
+UNIT_TESTS += t/unit/connectors/test_pool_dispatch
 t_unit_connectors_test_pool_dispatch_SOURCES = t/unit/connectors/test_pool_dispatch.c \
 	t/lib/cp_view_fixture.h $(POOL_SOURCES)
 t_unit_connectors_test_pool_dispatch_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_CPPFLAGS)

@@ -4,33 +4,27 @@
 # (api_extract.c). Exclusive extraction includes cp_authority.h (header
 # only, with modules/contracts/cp_status.h): pool_api builds without
 # redis_ownership and needs it only when [pool_api] authority is set.
-EXTRA_DIST += modules/pool_api/local.mk modules/pool_api/pool_api.ini.sample
-
-POOL_API_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
-
 if MODULE_POOL_API
-module_LTLIBRARIES += modules/pool_api/pool_api.la
-modules_pool_api_pool_api_la_SOURCES = modules/pool_api/pool_api.c \
-	modules/pool_api/pool_routes.c modules/pool_api/pool_routes.h \
-	modules/pool_api/api_pool.c modules/pool_api/api_pool.h \
-	modules/pool_api/api_extract.c modules/pool_api/api_extract.h \
+module_LTLIBRARIES += %D%/pool_api.la
+modules_pool_api_pool_api_la_SOURCES = %D%/pool_api.c \
+	%D%/pool_routes.c %D%/pool_routes.h \
+	%D%/api_pool.c %D%/api_pool.h \
+	%D%/api_extract.c %D%/api_extract.h \
 	modules/contracts/cp_authority.h modules/contracts/cp_credcheck.h \
 	modules/store_common/pool_validate.c modules/store_common/pool_validate.h
-modules_pool_api_pool_api_la_CPPFLAGS = $(POOL_API_CPPFLAGS)
+modules_pool_api_pool_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
 modules_pool_api_pool_api_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_api_pool_api_la_LIBADD = $(ADMIN_KIT_LIBADD)
-samples_DATA += modules/pool_api/pool_api.ini.sample
+dist_samples_DATA += %D%/pool_api.ini.sample
 
-check_PROGRAMS += t/unit/auth/test_api_extract
-TESTS += t/unit/auth/test_api_extract
+UNIT_TESTS += t/unit/auth/test_api_extract
 t_unit_auth_test_api_extract_SOURCES = t/unit/auth/test_api_extract.c \
-	modules/pool_api/api_extract.c modules/admin_kit/admin_http.c \
+	%D%/api_extract.c modules/admin_kit/admin_http.c \
 	modules/lib/json.c modules/lib/bw.c
-t_unit_auth_test_api_extract_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_API_CPPFLAGS)
+t_unit_auth_test_api_extract_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
 
 if MODULE_STORE_SQLITE
-check_PROGRAMS += t/unit/auth/test_pool_api
-TESTS += t/unit/auth/test_pool_api
+UNIT_TESTS += t/unit/auth/test_pool_api
 t_unit_auth_test_pool_api_LDADD = host/libphmock.la
 endif
 endif

@@ -1,15 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/process_metrics/local.mk: the process_metrics module
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/process_metrics/local.mk
-
 if MODULE_PROCESS_METRICS
-module_LTLIBRARIES += modules/process_metrics/process_metrics.la
+module_LTLIBRARIES += %D%/process_metrics.la
 modules_process_metrics_process_metrics_la_SOURCES = \
-	modules/process_metrics/process_metrics.c \
+	%D%/process_metrics.c \
 	modules/lib/metric_table.c modules/lib/metric_table.h
-modules_process_metrics_process_metrics_la_CPPFLAGS = $(MODULE_CPPFLAGS)
 modules_process_metrics_process_metrics_la_LDFLAGS = $(MODULE_LDFLAGS)
-samples_DATA += modules/process_metrics/process_metrics.ini.sample
+dist_samples_DATA += %D%/process_metrics.ini.sample
 endif
-EXTRA_DIST += modules/process_metrics/process_metrics.ini.sample

@@ -4,94 +4,92 @@
 # script run with EVALSHA over hiredis on the host's loop. The scripts in
 # modules/redis_ownership/lua/ are embedded at build time
 # (scripts/embed-sql.sh), like the migrations' SQL.
-EXTRA_DIST += modules/redis_ownership/local.mk
 
-RO_LUA_FILES = modules/redis_ownership/lua/prelude.lua \
-	modules/redis_ownership/lua/register.lua \
-	modules/redis_ownership/lua/next_version.lua \
-	modules/redis_ownership/lua/issue.lua \
-	modules/redis_ownership/lua/ack.lua \
-	modules/redis_ownership/lua/runtime.lua \
-	modules/redis_ownership/lua/outcomes.lua \
-	modules/redis_ownership/lua/assign.lua \
-	modules/redis_ownership/lua/owned.lua \
-	modules/redis_ownership/lua/usable.lua \
-	modules/redis_ownership/lua/extract.lua
-EXTRA_DIST += $(RO_LUA_FILES) modules/redis_ownership/redis_ownership.ini.sample
+RO_LUA_FILES = %D%/lua/prelude.lua \
+	%D%/lua/register.lua \
+	%D%/lua/next_version.lua \
+	%D%/lua/issue.lua \
+	%D%/lua/ack.lua \
+	%D%/lua/runtime.lua \
+	%D%/lua/outcomes.lua \
+	%D%/lua/assign.lua \
+	%D%/lua/owned.lua \
+	%D%/lua/usable.lua \
+	%D%/lua/extract.lua
+EXTRA_DIST += $(RO_LUA_FILES)
 
-modules/redis_ownership/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
-		$(srcdir)/modules/redis_ownership/lua/prelude.lua \
-		$(srcdir)/modules/redis_ownership/lua/register.lua \
-		$(srcdir)/modules/redis_ownership/lua/next_version.lua \
-		$(srcdir)/modules/redis_ownership/lua/issue.lua \
-		$(srcdir)/modules/redis_ownership/lua/ack.lua \
-		$(srcdir)/modules/redis_ownership/lua/runtime.lua \
-		$(srcdir)/modules/redis_ownership/lua/outcomes.lua \
-		$(srcdir)/modules/redis_ownership/lua/assign.lua \
-		$(srcdir)/modules/redis_ownership/lua/owned.lua \
-		$(srcdir)/modules/redis_ownership/lua/usable.lua \
-		$(srcdir)/modules/redis_ownership/lua/extract.lua
+%D%/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
+		$(srcdir)/%D%/lua/prelude.lua \
+		$(srcdir)/%D%/lua/register.lua \
+		$(srcdir)/%D%/lua/next_version.lua \
+		$(srcdir)/%D%/lua/issue.lua \
+		$(srcdir)/%D%/lua/ack.lua \
+		$(srcdir)/%D%/lua/runtime.lua \
+		$(srcdir)/%D%/lua/outcomes.lua \
+		$(srcdir)/%D%/lua/assign.lua \
+		$(srcdir)/%D%/lua/owned.lua \
+		$(srcdir)/%D%/lua/usable.lua \
+		$(srcdir)/%D%/lua/extract.lua
 	$(AM_V_GEN)$(MKDIR_P) modules/redis_ownership && \
 	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ redis_ownership/ro_lua.h \
-	  ro_lua_prelude=$(srcdir)/modules/redis_ownership/lua/prelude.lua \
-	  ro_lua_register=$(srcdir)/modules/redis_ownership/lua/register.lua \
-	  ro_lua_next_version=$(srcdir)/modules/redis_ownership/lua/next_version.lua \
-	  ro_lua_issue=$(srcdir)/modules/redis_ownership/lua/issue.lua \
-	  ro_lua_ack=$(srcdir)/modules/redis_ownership/lua/ack.lua \
-	  ro_lua_runtime=$(srcdir)/modules/redis_ownership/lua/runtime.lua \
-	  ro_lua_outcomes=$(srcdir)/modules/redis_ownership/lua/outcomes.lua \
-	  ro_lua_assign=$(srcdir)/modules/redis_ownership/lua/assign.lua \
-	  ro_lua_owned=$(srcdir)/modules/redis_ownership/lua/owned.lua \
-	  ro_lua_usable=$(srcdir)/modules/redis_ownership/lua/usable.lua \
-	  ro_lua_extract=$(srcdir)/modules/redis_ownership/lua/extract.lua
-CLEANFILES += modules/redis_ownership/ro_lua.c
+	  ro_lua_prelude=$(srcdir)/%D%/lua/prelude.lua \
+	  ro_lua_register=$(srcdir)/%D%/lua/register.lua \
+	  ro_lua_next_version=$(srcdir)/%D%/lua/next_version.lua \
+	  ro_lua_issue=$(srcdir)/%D%/lua/issue.lua \
+	  ro_lua_ack=$(srcdir)/%D%/lua/ack.lua \
+	  ro_lua_runtime=$(srcdir)/%D%/lua/runtime.lua \
+	  ro_lua_outcomes=$(srcdir)/%D%/lua/outcomes.lua \
+	  ro_lua_assign=$(srcdir)/%D%/lua/assign.lua \
+	  ro_lua_owned=$(srcdir)/%D%/lua/owned.lua \
+	  ro_lua_usable=$(srcdir)/%D%/lua/usable.lua \
+	  ro_lua_extract=$(srcdir)/%D%/lua/extract.lua
+CLEANFILES += %D%/ro_lua.c
 
 RO_SOURCES = modules/contracts/cp_authority.h \
-	modules/redis_ownership/ro_args.c modules/redis_ownership/ro_args.h \
-	modules/redis_ownership/ro_conf.c modules/redis_ownership/ro_conf.h \
-	modules/redis_ownership/ro_conn.c modules/redis_ownership/ro_conn.h \
-	modules/redis_ownership/ro_reply.c modules/redis_ownership/ro_reply.h \
-	modules/redis_ownership/ro_scripts.c modules/redis_ownership/ro_scripts.h \
-	modules/redis_ownership/ro_lua.h \
+	%D%/ro_args.c %D%/ro_args.h \
+	%D%/ro_conf.c %D%/ro_conf.h \
+	%D%/ro_conn.c %D%/ro_conn.h \
+	%D%/ro_reply.c %D%/ro_reply.h \
+	%D%/ro_scripts.c %D%/ro_scripts.h \
+	%D%/ro_lua.h \
 	modules/lib/backoff.c modules/lib/backoff.h \
 	modules/lib/conf_values.c modules/lib/conf_values.h \
 	modules/lib/metric_table.c modules/lib/metric_table.h
-RO_CPPFLAGS = $(MODULE_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS)
+RO_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_REDIS_OWNERSHIP
-BUILT_SOURCES += modules/redis_ownership/ro_lua.c
-module_LTLIBRARIES += modules/redis_ownership/redis_ownership.la
+BUILT_SOURCES += %D%/ro_lua.c
+module_LTLIBRARIES += %D%/redis_ownership.la
 modules_redis_ownership_redis_ownership_la_SOURCES = \
-	modules/redis_ownership/redis_ownership.c $(RO_SOURCES)
+	%D%/redis_ownership.c $(RO_SOURCES)
 nodist_modules_redis_ownership_redis_ownership_la_SOURCES = \
-	modules/redis_ownership/ro_lua.c
+	%D%/ro_lua.c
 modules_redis_ownership_redis_ownership_la_CPPFLAGS = $(RO_CPPFLAGS)
 modules_redis_ownership_redis_ownership_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_redis_ownership_redis_ownership_la_LIBADD = $(HIREDIS_LIBS) \
 	$(OPENSSL_LIBS) $(EV_LIBS)
-samples_DATA += modules/redis_ownership/redis_ownership.ini.sample
+dist_samples_DATA += %D%/redis_ownership.ini.sample
 
 # The module through the mock host against a real redis-server that the
 # test starts (t/lib/redis.sh), and the Lua scripts under redis-cli.
-check_PROGRAMS += t/unit/cp/test_redis_ownership
-TESTS += t/unit/cp/test_redis_ownership t/integration/redis_lua.sh \
-	t/integration/redis_ownership.sh
+UNIT_TESTS += t/unit/cp/test_redis_ownership
+TESTS += t/integration/redis_lua.sh t/integration/redis_ownership.sh
 t_unit_cp_test_redis_ownership_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_unit_cp_test_redis_ownership_LDADD = host/libphmock.la $(HIREDIS_LIBS) \
 	$(EV_LIBS)
 t_unit_cp_test_redis_ownership_DEPENDENCIES = host/libphmock.la \
-	modules/redis_ownership/redis_ownership.la
+	%D%/redis_ownership.la
 
 # The script replies' reader, replayed over t/fuzz/seeds/ro_reply by
 # t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_ro_reply
 t_fuzz_replay_ro_reply_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ro_reply.c \
-	modules/redis_ownership/ro_reply.c
+	%D%/ro_reply.c
 t_fuzz_replay_ro_reply_CPPFLAGS = $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 t_fuzz_replay_ro_reply_LDADD = $(HIREDIS_LIBS)
 endif
 EXTRA_DIST += t/lib/redis.sh t/integration/redis_lua.sh \
-	t/integration/redis_ownership.sh t/fuzz/fuzz_ro_reply.c
+	t/integration/redis_ownership.sh
 
 # The operations page: every key in Redis, each fence, failure behaviour.
 nobase_dist_doc_DATA += docs/operations/controller-redis.md

@@ -1,27 +1,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/remote_validation/local.mk: the remote validation authorizer
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/remote_validation/local.mk
-
 if MODULE_REMOTE_VALIDATION
-module_LTLIBRARIES += modules/remote_validation/remote_validation.la
+module_LTLIBRARIES += %D%/remote_validation.la
 modules_remote_validation_remote_validation_la_SOURCES = \
-	modules/remote_validation/remote_validation.c \
-	modules/remote_validation/rv_http.c modules/remote_validation/rv_http.h \
-	modules/remote_validation/rv_key.c modules/remote_validation/rv_key.h \
+	%D%/remote_validation.c \
+	%D%/rv_http.c %D%/rv_http.h \
+	%D%/rv_key.c %D%/rv_key.h \
 	modules/lib/kcache.c modules/lib/sflight.c
-modules_remote_validation_remote_validation_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+modules_remote_validation_remote_validation_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(LIBCURL_CFLAGS) $(OPENSSL_CFLAGS)
 modules_remote_validation_remote_validation_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_remote_validation_remote_validation_la_LIBADD = $(LIBCURL_LIBS) \
 	$(OPENSSL_LIBS)
-samples_DATA += modules/remote_validation/remote_validation.ini.sample
-endif
-EXTRA_DIST += modules/remote_validation/remote_validation.ini.sample
-
-# Its unit tests.
-if MODULE_REMOTE_VALIDATION
-check_PROGRAMS += t/unit/auth/test_remote_validation
-TESTS += t/unit/auth/test_remote_validation
-endif
+dist_samples_DATA += %D%/remote_validation.ini.sample
+UNIT_TESTS += t/unit/auth/test_remote_validation
 t_unit_auth_test_remote_validation_LDADD = host/libphmock.la
+endif

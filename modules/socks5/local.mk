@@ -1,26 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# modules/socks5/local.mk: the SOCKS5 frontend
+# modules/socks5/local.mk: the SOCKS5 frontend and its unit tests
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/socks5/local.mk
-
 if MODULE_SOCKS5
-module_LTLIBRARIES += modules/socks5/socks5.la
-modules_socks5_socks5_la_SOURCES = modules/socks5/socks5.c \
-	modules/socks5/socks5_proto.c modules/socks5/socks5_proto.h
-modules_socks5_socks5_la_CPPFLAGS = $(MODULE_CPPFLAGS)
+module_LTLIBRARIES += %D%/socks5.la
+modules_socks5_socks5_la_SOURCES = %D%/socks5.c \
+	%D%/socks5_proto.c %D%/socks5_proto.h
 modules_socks5_socks5_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_socks5_socks5_la_LIBADD = modules/frontend/libphfrontend.la
-samples_DATA += modules/socks5/socks5.ini.sample
-endif
-EXTRA_DIST += modules/socks5/socks5.ini.sample
+dist_samples_DATA += %D%/socks5.ini.sample
 
-# Its unit tests.
-if MODULE_SOCKS5
-check_PROGRAMS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
-TESTS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
-endif
+UNIT_TESTS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
 t_unit_frontend_test_socks5_proto_SOURCES = t/unit/frontend/test_socks5_proto.c \
-	modules/socks5/socks5_proto.c
+	%D%/socks5_proto.c
 t_unit_frontend_test_socks5_proto_CPPFLAGS = $(AM_CPPFLAGS)
-t_unit_frontend_test_socks5_proto_LDADD = modules/frontend/libphfrontend.la $(LDADD)
-t_unit_frontend_test_socks5_LDADD = t/lib/libphfake.la host/libphmock.la
+t_unit_frontend_test_socks5_proto_LDADD = $(FRONTEND_TEST_LDADD)
+t_unit_frontend_test_socks5_LDADD = $(FAKE_TEST_LDADD)
+endif

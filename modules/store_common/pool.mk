@@ -2,9 +2,8 @@
 # modules/store_common/pool.mk: the pool.store service's shared parts
 # (issue 12): field validation and the pool revision's state, linked into
 # both stores (through libphstore) and the admin API, and their unit test.
-EXTRA_DIST += modules/store_common/pool.mk
 if STORE_ANY
 modules_store_common_libphstore_la_SOURCES += \
-	modules/store_common/pool_validate.c modules/store_common/pool_validate.h \
-	modules/store_common/pool_revision.c modules/store_common/pool_revision.h
+	%D%/pool_validate.c %D%/pool_validate.h \
+	%D%/pool_revision.c %D%/pool_revision.h
 endif

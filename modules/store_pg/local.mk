@@ -1,25 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # modules/store_pg/local.mk: the PostgreSQL authorization store
 # (included from Makefile.am; paths are from the top).
-EXTRA_DIST += modules/store_pg/local.mk
 
 # The PostgreSQL authorization store: libpq asynchronous on the loop
 # (pg_pool, pg_conn), the store's calls, the revision poll.
 if MODULE_STORE_PG
-module_LTLIBRARIES += modules/store_pg/store_pg.la
+module_LTLIBRARIES += %D%/store_pg.la
 STORE_PG_SOURCES = \
-	modules/store_pg/pg_pool.c modules/store_pg/pg_pool.h \
-	modules/store_pg/pg_pool_int.h modules/store_pg/pg_conn.c \
+	%D%/pg_pool.c %D%/pg_pool.h \
+	%D%/pg_pool_int.h %D%/pg_conn.c \
 	modules/lib/metric_table.c modules/lib/metric_table.h
 modules_store_pg_store_pg_la_SOURCES = $(STORE_PG_SOURCES) \
-	modules/store_pg/store_pg.c modules/store_pg/store_pg_int.h \
-	modules/store_pg/store_pg_req.c modules/store_pg/pg_sql.c \
-	modules/store_pg/pg_sql.h modules/store_pg/pg_result.c \
-	modules/store_pg/pg_record.h modules/store_pg/pg_poll.c \
-	modules/store_pg/pg_access.c modules/store_pg/pg_authn.c \
-	modules/store_pg/pg_list.c modules/store_pg/pg_write.c \
-	modules/store_pg/pg_proxies.c modules/store_pg/pg_proxies_sql.h
-modules_store_pg_store_pg_la_CPPFLAGS = $(STORE_CPPFLAGS) $(LIBPQ_CFLAGS)
+	%D%/store_pg.c %D%/store_pg_int.h \
+	%D%/store_pg_req.c %D%/pg_sql.c \
+	%D%/pg_sql.h %D%/pg_result.c \
+	%D%/pg_record.h %D%/pg_poll.c \
+	%D%/pg_access.c %D%/pg_authn.c \
+	%D%/pg_list.c %D%/pg_write.c \
+	%D%/pg_proxies.c %D%/pg_proxies_sql.h
+modules_store_pg_store_pg_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
 # -z nodelete: dlclose leaves store_pg.so and libpq's libraries (OpenSSL,
 # Kerberos, LDAP, some with thread-local storage) mapped. Unloading them
 # at exit leaves a stale dynamic-TLS entry that makes LeakSanitizer's
@@ -28,13 +27,10 @@ modules_store_pg_store_pg_la_CPPFLAGS = $(STORE_CPPFLAGS) $(LIBPQ_CFLAGS)
 modules_store_pg_store_pg_la_LDFLAGS = $(MODULE_LDFLAGS) -Wl,-z,nodelete
 modules_store_pg_store_pg_la_LIBADD = modules/store_common/libphstore.la \
 	modules/store_common/libphstore_pg.la $(LIBPQ_LIBS)
-samples_DATA += modules/store_pg/store_pg.ini.sample
-endif
-EXTRA_DIST += modules/store_pg/store_pg.ini.sample
+dist_samples_DATA += %D%/store_pg.ini.sample
 
 # store_pg's programs need a PostgreSQL cluster: t/integration/store_pg.sh
 # starts one and runs them (they are not TESTS of their own).
-if MODULE_STORE_PG
 check_PROGRAMS += t/unit/auth/test_pg_pool t/unit/auth/test_store_pg
 t_unit_auth_test_pg_pool_SOURCES = t/unit/auth/test_pg_pool.c $(STORE_PG_SOURCES)
 t_unit_auth_test_pg_pool_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)

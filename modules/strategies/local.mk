@@ -10,8 +10,6 @@
 # Each .so is built in modules/NAME/ of the build tree (its sources stay
 # here), the layout the host's build-tree module search
 # (BUILD/modules/NAME/.libs/NAME.so) and the tests' have_module expect.
-EXTRA_DIST += modules/strategies/local.mk \
-	modules/strategies/strategies.ini.sample
 nobase_dist_doc_DATA += docs/user-guide/strategies.md
 
 # The sixth strategy, built out of tree against the installed SDK by
@@ -25,46 +23,36 @@ check_LTLIBRARIES += t/modules/strategy_probe.la
 t_modules_strategy_probe_la_SOURCES = t/modules/strategy_probe.c
 t_modules_strategy_probe_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 
-STRAT_COMMON = modules/strategies/strat.h modules/strategies/strat_common.c \
-	modules/strategies/strat_module.c modules/strategies/strat_module.h
-STRAT_STICKY = modules/strategies/strat_sticky.c \
-	modules/strategies/strat_hash.c modules/strategies/strat_hash.h \
-	modules/strategies/strat_slots.c modules/strategies/strat_slots.h
+STRAT_COMMON = %D%/strat.h %D%/strat_common.c \
+	%D%/strat_module.c %D%/strat_module.h
+STRAT_STICKY = %D%/strat_sticky.c \
+	%D%/strat_hash.c %D%/strat_hash.h \
+	%D%/strat_slots.c %D%/strat_slots.h
 # Everything pure, for the unit test and the benchmark.
-STRAT_PURE = modules/strategies/strat.h modules/strategies/strat_common.c \
-	modules/strategies/strat_rr.c modules/strategies/strat_weighted.c \
-	modules/strategies/strat_least.c modules/strategies/strat_random.c \
+STRAT_PURE = %D%/strat.h %D%/strat_common.c \
+	%D%/strat_rr.c %D%/strat_weighted.c \
+	%D%/strat_least.c %D%/strat_random.c \
 	$(STRAT_STICKY)
 
 if MODULE_STRATEGIES
 module_LTLIBRARIES += modules/round_robin/round_robin.la \
 	modules/weighted/weighted.la modules/least_active/least_active.la \
 	modules/random/random.la modules/sticky/sticky.la
-modules_round_robin_round_robin_la_SOURCES = \
-	modules/strategies/round_robin.c modules/strategies/strat_rr.c \
-	$(STRAT_COMMON)
+modules_round_robin_round_robin_la_SOURCES = %D%/round_robin.c %D%/strat_rr.c $(STRAT_COMMON)
+modules_weighted_weighted_la_SOURCES = %D%/weighted.c %D%/strat_weighted.c $(STRAT_COMMON)
+modules_least_active_least_active_la_SOURCES = %D%/least_active.c %D%/strat_least.c $(STRAT_COMMON)
+modules_random_random_la_SOURCES = %D%/random.c %D%/strat_random.c $(STRAT_COMMON)
+modules_sticky_sticky_la_SOURCES = %D%/sticky.c $(STRAT_STICKY) $(STRAT_COMMON)
 modules_round_robin_round_robin_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_weighted_weighted_la_SOURCES = \
-	modules/strategies/weighted.c modules/strategies/strat_weighted.c \
-	$(STRAT_COMMON)
 modules_weighted_weighted_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_least_active_least_active_la_SOURCES = \
-	modules/strategies/least_active.c modules/strategies/strat_least.c \
-	$(STRAT_COMMON)
 modules_least_active_least_active_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_random_random_la_SOURCES = \
-	modules/strategies/random.c modules/strategies/strat_random.c \
-	$(STRAT_COMMON)
 modules_random_random_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_sticky_sticky_la_SOURCES = \
-	modules/strategies/sticky.c $(STRAT_STICKY) $(STRAT_COMMON)
 modules_sticky_sticky_la_LDFLAGS = $(MODULE_LDFLAGS)
-samples_DATA += modules/strategies/strategies.ini.sample
+dist_samples_DATA += %D%/strategies.ini.sample
 
 # The pure strategies with views built by hand (CP-1-22, CP-1-23, CP-3-6,
 # CP-3-9, CP-4-2), and the five modules loaded into the mock host.
-check_PROGRAMS += t/unit/connectors/test_strategies t/unit/connectors/test_strategies_module
-TESTS += t/unit/connectors/test_strategies t/unit/connectors/test_strategies_module
+UNIT_TESTS += t/unit/connectors/test_strategies t/unit/connectors/test_strategies_module
 t_unit_connectors_test_strategies_SOURCES = t/unit/connectors/test_strategies.c $(STRAT_PURE)
 t_unit_connectors_test_strategies_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_connectors_test_strategies_module_LDADD = host/libphmock.la

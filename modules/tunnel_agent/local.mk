@@ -1,50 +1,42 @@
 # modules/tunnel_agent: the TunnelMesh agent role (issue 11).
-EXTRA_DIST += modules/tunnel_agent/local.mk
-EXTRA_DIST += modules/tunnel_agent/tunnel_agent.ini.sample
 if MODULE_TUNNEL_AGENT
-module_LTLIBRARIES += modules/tunnel_agent/tunnel_agent.la
+module_LTLIBRARIES += %D%/tunnel_agent.la
 modules_tunnel_agent_tunnel_agent_la_SOURCES = \
-	modules/tunnel_agent/tunnel_agent.c modules/tunnel_agent/agent_int.h \
-	modules/tunnel_agent/agent_conf.c modules/tunnel_agent/agent_conf.h \
-	modules/tunnel_agent/agent_pool.c modules/tunnel_agent/agent_stream.c \
-	modules/tunnel_agent/agent_ack.c \
-	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h \
-	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h \
-	modules/tunnel_agent/target_guard.c modules/tunnel_agent/target_guard.h
+	%D%/tunnel_agent.c %D%/agent_int.h \
+	%D%/agent_conf.c %D%/agent_conf.h \
+	%D%/agent_pool.c %D%/agent_stream.c \
+	%D%/agent_ack.c \
+	%D%/dial_exec.c %D%/dial_exec.h \
+	%D%/pool_policy.c %D%/pool_policy.h \
+	%D%/target_guard.c %D%/target_guard.h
 # The token file reader is tunnel_common's tm_token.c (in libtmsession.la,
 # one set of rules for both roles; its fuzz target is fuzz_tm_token).
-modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+modules_tunnel_agent_tunnel_agent_la_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_tunnel_agent_tunnel_agent_la_LIBADD = \
-	modules/tunnel_common/session/libtmsession.la \
-	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
+modules_tunnel_agent_tunnel_agent_la_LIBADD = $(TM_SESSION_LDADD) \
 	$(LWS_LIBS) $(EV_LIBS)
-samples_DATA += modules/tunnel_agent/tunnel_agent.ini.sample
+dist_samples_DATA += %D%/tunnel_agent.ini.sample
 
 # The agent's unit tests: the dial executor through the mock host with a
 # fake connector, and the pool controller.
-UNIT_TESTS_TM_AGENT = t/unit/tunnel/test_tm_dial_exec t/unit/tunnel/test_tm_agent_pool \
+UNIT_TESTS += t/unit/tunnel/test_tm_dial_exec t/unit/tunnel/test_tm_agent_pool \
 	t/unit/tunnel/test_tm_agent
-check_PROGRAMS += $(UNIT_TESTS_TM_AGENT)
-TESTS += $(UNIT_TESTS_TM_AGENT)
 t_unit_tunnel_test_tm_dial_exec_SOURCES = t/unit/tunnel/test_tm_dial_exec.c t/unit/tunnel/tm_fakeconn.h \
-	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/dial_exec.h
+	%D%/dial_exec.c %D%/dial_exec.h
 t_unit_tunnel_test_tm_dial_exec_CPPFLAGS = $(AM_CPPFLAGS)
-t_unit_tunnel_test_tm_dial_exec_LDADD = modules/frontend/libphfrontend.la \
-	host/libphmock.la
+t_unit_tunnel_test_tm_dial_exec_LDADD = $(FRONTEND_MOCK_LDADD)
 # The stream path with the real session on an in-memory transport.
 t_unit_tunnel_test_tm_agent_SOURCES = t/unit/tunnel/test_tm_agent.c t/unit/tunnel/tm_fakeconn.h \
-	modules/tunnel_agent/agent_stream.c modules/tunnel_agent/agent_conf.c \
-	modules/tunnel_agent/agent_ack.c modules/tunnel_agent/target_guard.c \
-	modules/tunnel_agent/dial_exec.c modules/tunnel_agent/pool_policy.c
+	%D%/agent_stream.c %D%/agent_conf.c \
+	%D%/agent_ack.c %D%/target_guard.c \
+	%D%/dial_exec.c %D%/pool_policy.c
 t_unit_tunnel_test_tm_agent_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_tunnel_test_tm_agent_LDADD = modules/tunnel_common/session/libtmsession.la \
-	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
-	host/libphmock.la $(EV_LIBS)
+t_unit_tunnel_test_tm_agent_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
+	$(EV_LIBS)
 t_unit_tunnel_test_tm_agent_pool_SOURCES = t/unit/tunnel/test_tm_agent_pool.c \
-	modules/tunnel_agent/pool_policy.c modules/tunnel_agent/pool_policy.h
+	%D%/pool_policy.c %D%/pool_policy.h
 t_unit_tunnel_test_tm_agent_pool_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 

@@ -1,36 +1,29 @@
 # modules/tunnel_client: the TunnelMesh client role (issue 11).
-EXTRA_DIST += modules/tunnel_client/local.mk
-
 # tm-client: the module, its sample, and its unit tests (the pure parts on
 # their own; the connector through the mock host over in-memory links).
 # (the unit test links everything but tc_link_ws.c: it brings its own
 # in-memory links)
-TC_SOURCES = modules/tunnel_client/tunnel_client.c \
-	modules/tunnel_client/tunnel_client_int.h \
-	modules/tunnel_client/tc_conn.c modules/tunnel_client/tc_open.c \
-	modules/tunnel_client/tc_stream.c modules/tunnel_client/tc_link.h
-TC_LIBS = modules/tunnel_common/session/libtmsession.la \
-	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
-	$(LWS_LIBS)
+TC_SOURCES = %D%/tunnel_client.c \
+	%D%/tunnel_client_int.h \
+	%D%/tc_conn.c %D%/tc_open.c \
+	%D%/tc_stream.c %D%/tc_link.h
+TC_LIBS = $(TM_SESSION_LDADD) $(LWS_LIBS)
 if MODULE_TUNNEL_CLIENT
-module_LTLIBRARIES += modules/tunnel_client/tunnel_client.la
+module_LTLIBRARIES += %D%/tunnel_client.la
 modules_tunnel_client_tunnel_client_la_SOURCES = $(TC_SOURCES) \
-	modules/tunnel_client/tc_link_ws.c
-modules_tunnel_client_tunnel_client_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	%D%/tc_link_ws.c
+modules_tunnel_client_tunnel_client_la_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_client_tunnel_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_client_tunnel_client_la_LIBADD = $(TC_LIBS)
-samples_DATA += modules/tunnel_client/tunnel_client.ini.sample
+dist_samples_DATA += %D%/tunnel_client.ini.sample
 
-UNIT_TESTS_TC = t/unit/tunnel/test_tunnel_client
-check_PROGRAMS += $(UNIT_TESTS_TC)
-TESTS += $(UNIT_TESTS_TC)
+UNIT_TESTS += t/unit/tunnel/test_tunnel_client
 t_unit_tunnel_test_tunnel_client_SOURCES = t/unit/tunnel/test_tunnel_client.c \
 	$(TC_SOURCES)
 t_unit_tunnel_test_tunnel_client_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_tunnel_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 endif
-EXTRA_DIST += modules/tunnel_client/tunnel_client.ini.sample
 
 # conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the
 # tunnel), installed beside local.ini.

@@ -1,54 +1,47 @@
 # modules/tunnel_server: the TunnelMesh server role (issue 11).
-EXTRA_DIST += modules/tunnel_server/local.mk
 if MODULE_TUNNEL_SERVER
-module_LTLIBRARIES += modules/tunnel_server/tunnel_server.la
+module_LTLIBRARIES += %D%/tunnel_server.la
 modules_tunnel_server_tunnel_server_la_SOURCES = \
-	modules/tunnel_server/tunnel_server.c modules/tunnel_server/ts_int.h \
-	modules/tunnel_server/ts_conf.c \
-	modules/tunnel_server/ts_conn.c modules/tunnel_server/ts_cred.c \
-	modules/tunnel_server/ts_bearer.c modules/tunnel_server/ts_bearer.h \
-	modules/tunnel_server/ts_open.c \
-	modules/tunnel_server/open_exec.c modules/tunnel_server/open_exec.h \
-	modules/tunnel_server/agent_select.c modules/tunnel_server/agent_select.h
-modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	%D%/tunnel_server.c %D%/ts_int.h \
+	%D%/ts_conf.c \
+	%D%/ts_conn.c %D%/ts_cred.c \
+	%D%/ts_bearer.c %D%/ts_bearer.h \
+	%D%/ts_open.c \
+	%D%/open_exec.c %D%/open_exec.h \
+	%D%/agent_select.c %D%/agent_select.h
+modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_tunnel_server_tunnel_server_la_LIBADD = \
-	modules/tunnel_common/session/libtmsession.la modules/tunnel_common/proto/libtmproto.la \
-	modules/frontend/libphfrontend.la $(LWS_LIBS)
-samples_DATA += modules/tunnel_server/tunnel_server.ini.sample
+modules_tunnel_server_tunnel_server_la_LIBADD = $(TM_SESSION_LDADD) \
+	$(LWS_LIBS)
+dist_samples_DATA += %D%/tunnel_server.ini.sample
 
 # The pure parts on their own (no libwebsockets, no host).
-TUNNEL_SERVER_UNIT = t/unit/tunnel/test_tunnel_server_exec \
+UNIT_TESTS += t/unit/tunnel/test_tunnel_server_exec \
 	t/unit/tunnel/test_tunnel_server_select
-check_PROGRAMS += $(TUNNEL_SERVER_UNIT)
-TESTS += $(TUNNEL_SERVER_UNIT)
 t_unit_tunnel_test_tunnel_server_exec_SOURCES = t/unit/tunnel/test_tunnel_server_exec.c \
-	modules/tunnel_server/open_exec.c
+	%D%/open_exec.c
 t_unit_tunnel_test_tunnel_server_exec_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_tunnel_test_tunnel_server_select_SOURCES = t/unit/tunnel/test_tunnel_server_select.c \
-	modules/tunnel_server/agent_select.c
+	%D%/agent_select.c
 t_unit_tunnel_test_tunnel_server_select_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The bearer's loggable id, fuzzed; replayed over t/fuzz/seeds/ts_bearer
 # by t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_ts_bearer
 t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
-	modules/tunnel_server/ts_bearer.c
+	%D%/ts_bearer.c
 t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS)
 
 # The module itself through the mock host, its connections in memory.
-check_PROGRAMS += t/unit/tunnel/test_tunnel_server
-TESTS += t/unit/tunnel/test_tunnel_server
+UNIT_TESTS += t/unit/tunnel/test_tunnel_server
 t_unit_tunnel_test_tunnel_server_SOURCES = t/unit/tunnel/test_tunnel_server.c \
 	$(modules_tunnel_server_tunnel_server_la_SOURCES)
 t_unit_tunnel_test_tunnel_server_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
-t_unit_tunnel_test_tunnel_server_LDADD = modules/tunnel_common/session/libtmsession.la \
-	modules/tunnel_common/proto/libtmproto.la modules/frontend/libphfrontend.la \
-	host/libphmock.la $(LWS_LIBS) $(EV_LIBS)
+t_unit_tunnel_test_tunnel_server_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
+	$(LWS_LIBS) $(EV_LIBS)
 endif
-EXTRA_DIST += modules/tunnel_server/tunnel_server.ini.sample
 
 # The server role's integration test and its ready configuration.
 if MODULE_TUNNEL_SERVER

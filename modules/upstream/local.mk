@@ -16,25 +16,26 @@
 # against real proxies (t/integration/upstream_hs.sh: Debian's microsocks
 # and tinyproxy) and its fuzz target, replayed over t/fuzz/seeds/up_hs by
 # t/integration/fuzz_replay.sh.
-EXTRA_DIST += modules/upstream/local.mk t/integration/upstream_hs.sh \
+EXTRA_DIST += t/integration/upstream_hs.sh \
 	t/unit/connectors/test_up_hs.c t/lib/up_hs_probe.c t/fuzz/fuzz_up_hs.c
 
 UPSTREAM_CPPFLAGS = $(OPENSSL_CFLAGS)
-UPSTREAM_LDADD = modules/upstream/libphupstream.la \
+UPSTREAM_LDADD = %D%/libphupstream.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 
 # Built with the pool, its only user so far (configure checks OpenSSL for
 # the control plane's modules, the pool among them).
 if MODULE_POOL
-noinst_LTLIBRARIES += modules/upstream/libphupstream.la
+noinst_LTLIBRARIES += %D%/libphupstream.la
 modules_upstream_libphupstream_la_SOURCES = \
-	modules/upstream/up_hs.c modules/upstream/up_hs.h \
-	modules/upstream/up_connect.c modules/upstream/up_socks5.c
-modules_upstream_libphupstream_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+	%D%/up_hs.c %D%/up_hs.h \
+	%D%/up_connect.c %D%/up_socks5.c
+modules_upstream_libphupstream_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(UPSTREAM_CPPFLAGS)
 
-check_PROGRAMS += t/unit/connectors/test_up_hs t/lib/up_hs_probe t/fuzz/replay_up_hs
-TESTS += t/unit/connectors/test_up_hs t/integration/upstream_hs.sh
+UNIT_TESTS += t/unit/connectors/test_up_hs
+check_PROGRAMS += t/lib/up_hs_probe t/fuzz/replay_up_hs
+TESTS += t/integration/upstream_hs.sh
 
 t_unit_connectors_test_up_hs_CPPFLAGS = $(AM_CPPFLAGS) $(UPSTREAM_CPPFLAGS)
 t_unit_connectors_test_up_hs_LDADD = $(UPSTREAM_LDADD)

@@ -24,7 +24,7 @@ EXTRA_PROGRAMS += t/bench/cpload
 t_bench_cpload_SOURCES = t/bench/cpload.c \
 	modules/redis_ownership/ro_scripts.c
 nodist_t_bench_cpload_SOURCES = modules/redis_ownership/ro_lua.c
-t_bench_cpload_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_bench_cpload_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(HIREDIS_CFLAGS) $(OPENSSL_CFLAGS) \
 	-I$(top_builddir)/modules/redis_ownership
 t_bench_cpload_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \

@@ -9,35 +9,31 @@
 # client in one process through the mock host, plaintext and mTLS),
 # cp_grpc_interop.sh (Debian's python3-grpcio against t/lib/cp_echo_server),
 # the SPIFFE check's fuzz target.
-EXTRA_DIST += modules/cp_common/grpc/local.mk
 
 if CP_ANY
-CP_GRPC_SOURCES = modules/cp_common/grpc/cp_grpc.h \
-	modules/cp_common/grpc/cp_grpc_int.h \
-	modules/cp_common/grpc/cp_grpc_cq.c modules/cp_common/grpc/cp_grpc_creds.c \
-	modules/cp_common/grpc/cp_grpc_server.c modules/cp_common/grpc/cp_grpc_client.c \
-	modules/cp_common/grpc/cp_grpc_conf.c modules/cp_common/grpc/cp_grpc_conf.h \
-	modules/cp_common/grpc/cp_grpc_front.c modules/cp_common/grpc/cp_grpc_front.h \
-	modules/cp_common/grpc/cp_ident.c
-noinst_LTLIBRARIES += modules/cp_common/grpc/libcpgrpc.la
+CP_GRPC_SOURCES = %D%/cp_grpc.h \
+	%D%/cp_grpc_int.h \
+	%D%/cp_grpc_cq.c %D%/cp_grpc_creds.c \
+	%D%/cp_grpc_server.c %D%/cp_grpc_client.c \
+	%D%/cp_grpc_conf.c %D%/cp_grpc_conf.h \
+	%D%/cp_grpc_front.c %D%/cp_grpc_front.h \
+	%D%/cp_ident.c
+noinst_LTLIBRARIES += %D%/libcpgrpc.la
 modules_cp_common_grpc_libcpgrpc_la_SOURCES = $(CP_GRPC_SOURCES)
-modules_cp_common_grpc_libcpgrpc_la_CPPFLAGS = $(MODULE_CPPFLAGS) $(OPENSSL_CFLAGS)
+modules_cp_common_grpc_libcpgrpc_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_cp_common_grpc_libcpgrpc_la_CFLAGS = $(AM_CFLAGS) -pthread
 modules_cp_common_grpc_libcpgrpc_la_LIBADD = $(GRPC_LIBS) $(OPENSSL_LIBS) -lpthread
 
-CP_GRPC_TEST_CPPFLAGS = $(AM_CPPFLAGS)
-CP_GRPC_LDADD = modules/cp_common/grpc/libcpgrpc.la modules/frontend/libphfrontend.la
+CP_GRPC_LDADD = %D%/libcpgrpc.la modules/frontend/libphfrontend.la
 
 # The pure checks alone (no gRPC).
-UNIT_TESTS_CP_GRPC = t/unit/cp/test_cp_ident t/unit/cp/test_cp_grpc
-check_PROGRAMS += $(UNIT_TESTS_CP_GRPC)
-TESTS += $(UNIT_TESTS_CP_GRPC)
+UNIT_TESTS += t/unit/cp/test_cp_ident t/unit/cp/test_cp_grpc
 t_unit_cp_test_cp_ident_SOURCES = t/unit/cp/test_cp_ident.c \
-	modules/cp_common/grpc/cp_ident.c modules/lib/cidr.c
-t_unit_cp_test_cp_ident_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS)
+	%D%/cp_ident.c modules/lib/cidr.c
+t_unit_cp_test_cp_ident_CPPFLAGS = $(AM_CPPFLAGS)
 
 # Server and client on the mock host's loop, with the proto's messages.
-t_unit_cp_test_cp_grpc_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+t_unit_cp_test_cp_grpc_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	-DCP_TEST_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_cp_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
 	host/libphmock.la $(EV_LIBS)
@@ -46,7 +42,7 @@ t_unit_cp_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcppro
 # WorkerControlPlane RPC, on the layer and the mock host.
 check_PROGRAMS += t/lib/cp_echo_server
 t_lib_cp_echo_server_SOURCES = t/lib/cp_echo_server.c
-t_lib_cp_echo_server_CPPFLAGS = $(CP_GRPC_TEST_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
+t_lib_cp_echo_server_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_lib_cp_echo_server_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
 	host/libphmock.la $(EV_LIBS)
 TESTS += t/integration/cp_grpc_interop.sh
@@ -55,11 +51,11 @@ TESTS += t/integration/cp_grpc_interop.sh
 # t/integration/fuzz_replay.sh.
 check_PROGRAMS += t/fuzz/replay_cp_spiffe
 t_fuzz_replay_cp_spiffe_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_spiffe.c \
-	modules/cp_common/grpc/cp_ident.c modules/lib/cidr.c
+	%D%/cp_ident.c modules/lib/cidr.c
 t_fuzz_replay_cp_spiffe_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 EXTRA_DIST += t/integration/cp_grpc_interop.sh t/lib/cp_grpc_interop.py \
-	t/unit/cp/cp_grpc_certs.sh t/fuzz/fuzz_cp_spiffe.c
+	t/unit/cp/cp_grpc_certs.sh
 
 # The transport's operations page (t/integration/docs_dist.sh).
 nobase_dist_doc_DATA += docs/operations/control-plane-transport.md

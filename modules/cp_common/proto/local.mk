@@ -3,11 +3,11 @@
 # at build time into modules/cp_common/proto/gen/ in the build tree, with the two
 # well-known types it imports, as libcpproto.la. Whatever links it links
 # $(PROTOBUF_C_LIBS) through it.
-EXTRA_DIST += modules/cp_common/proto/local.mk proto/controlplane/v1/controlplane.proto \
+EXTRA_DIST += proto/controlplane/v1/controlplane.proto \
 	modules/contracts/cp_status.h
 
 if CP_ANY
-CP_GEN = modules/cp_common/proto/gen
+CP_GEN = %D%/gen
 CP_PROTO_GEN_C = $(CP_GEN)/controlplane/v1/controlplane.pb-c.c \
 	$(CP_GEN)/google/protobuf/timestamp.pb-c.c \
 	$(CP_GEN)/google/protobuf/duration.pb-c.c
@@ -30,7 +30,7 @@ $(CP_PROTO_GEN_C) $(CP_PROTO_GEN_H): $(CP_GEN)/proto.stamp
 BUILT_SOURCES += $(CP_GEN)/proto.stamp
 CLEANFILES += $(CP_GEN)/proto.stamp $(CP_PROTO_GEN_C) $(CP_PROTO_GEN_H)
 
-noinst_LTLIBRARIES += modules/cp_common/proto/libcpproto.la
+noinst_LTLIBRARIES += %D%/libcpproto.la
 nodist_modules_cp_common_proto_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
 	$(CP_PROTO_GEN_H)
 # protoc-c's output is not ours to fix: no -Werror-only warning flags
@@ -38,11 +38,9 @@ nodist_modules_cp_common_proto_libcpproto_la_SOURCES = $(CP_PROTO_GEN_C) \
 modules_cp_common_proto_libcpproto_la_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 modules_cp_common_proto_libcpproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
-UNIT_TESTS_CP_PROTO = t/unit/cp/test_cp_proto
-check_PROGRAMS += $(UNIT_TESTS_CP_PROTO)
-TESTS += $(UNIT_TESTS_CP_PROTO)
+UNIT_TESTS += t/unit/cp/test_cp_proto
 t_unit_cp_test_cp_proto_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
-t_unit_cp_test_cp_proto_LDADD = modules/cp_common/proto/libcpproto.la
+t_unit_cp_test_cp_proto_LDADD = %D%/libcpproto.la
 endif
 
 # The API's operator documentation (t/integration/docs_dist.sh).

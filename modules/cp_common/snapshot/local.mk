@@ -4,42 +4,39 @@
 # both ways (cp_snapshot*). Whatever links it links libcpproto.la and
 # $(OPENSSL_LIBS) through it. Its unit test, its Python vector test and
 # its two fuzz targets.
-EXTRA_DIST += modules/cp_common/snapshot/local.mk
 
 if CP_ANY
-noinst_LTLIBRARIES += modules/cp_common/snapshot/libcpsnapshot.la
+noinst_LTLIBRARIES += %D%/libcpsnapshot.la
 modules_cp_common_snapshot_libcpsnapshot_la_SOURCES = \
-	modules/cp_common/snapshot/cp_checksum.c modules/cp_common/snapshot/cp_checksum.h \
-	modules/cp_common/snapshot/cp_snapshot.c modules/cp_common/snapshot/cp_snapshot.h \
-	modules/cp_common/snapshot/cp_snapshot_int.h modules/cp_common/snapshot/cp_sort.h \
-	modules/cp_common/snapshot/cp_snapshot_arena.c \
-	modules/cp_common/snapshot/cp_snapshot_arena.h \
-	modules/cp_common/snapshot/cp_snapshot_time.c \
-	modules/cp_common/snapshot/cp_snapshot_time.h \
-	modules/cp_common/snapshot/cp_snapshot_build.c \
-	modules/cp_common/snapshot/cp_snapshot_check.c \
-	modules/cp_common/snapshot/cp_snapshot_delta.c
-modules_cp_common_snapshot_libcpsnapshot_la_CPPFLAGS = $(AM_CPPFLAGS) \
-	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
+	%D%/cp_checksum.c %D%/cp_checksum.h \
+	%D%/cp_snapshot.c %D%/cp_snapshot.h \
+	%D%/cp_snapshot_int.h %D%/cp_sort.h \
+	%D%/cp_snapshot_arena.c \
+	%D%/cp_snapshot_arena.h \
+	%D%/cp_snapshot_time.c \
+	%D%/cp_snapshot_time.h \
+	%D%/cp_snapshot_build.c \
+	%D%/cp_snapshot_check.c \
+	%D%/cp_snapshot_delta.c
+modules_cp_common_snapshot_libcpsnapshot_la_CPPFLAGS = \
+	$(CP_SNAPSHOT_CPPFLAGS)
 modules_cp_common_snapshot_libcpsnapshot_la_LIBADD = \
 	modules/cp_common/proto/libcpproto.la $(OPENSSL_LIBS)
-CP_SNAPSHOT_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
+CP_SNAPSHOT_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
-CP_SNAPSHOT_LDADD = modules/cp_common/snapshot/libcpsnapshot.la
+CP_SNAPSHOT_LDADD = %D%/libcpsnapshot.la
 
-UNIT_TESTS_CP_SNAPSHOT = t/unit/cp/test_cp_snapshot t/unit/cp/test_cp_sort
-check_PROGRAMS += $(UNIT_TESTS_CP_SNAPSHOT) t/unit/cp/cp_checksum_vector
-TESTS += $(UNIT_TESTS_CP_SNAPSHOT)
-t_unit_cp_test_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+UNIT_TESTS += t/unit/cp/test_cp_snapshot t/unit/cp/test_cp_sort
+check_PROGRAMS += t/unit/cp/cp_checksum_vector
+t_unit_cp_test_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
 t_unit_cp_test_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)
 # cp_sort.h's in-order fast path, the checksum in any order, the build's
 # merge walk (the optimisations t/bench/cpsnap measured).
-t_unit_cp_test_cp_sort_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+t_unit_cp_test_cp_sort_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
 t_unit_cp_test_cp_sort_LDADD = $(CP_SNAPSHOT_LDADD)
 # The C side of t/integration/cp_checksum_vector.sh: prints a fixed
 # snapshot's fields as JSON and its checksum, for the Python peer.
-t_unit_cp_cp_checksum_vector_SOURCES = t/unit/cp/cp_checksum_vector.c
-t_unit_cp_cp_checksum_vector_CPPFLAGS = $(CP_SNAPSHOT_TEST_CPPFLAGS)
+t_unit_cp_cp_checksum_vector_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
 t_unit_cp_cp_checksum_vector_LDADD = $(CP_SNAPSHOT_LDADD)
 
 # Fuzz targets, replayed over t/fuzz/seeds/cp_snapshot and cp_delta by
@@ -47,12 +44,11 @@ t_unit_cp_cp_checksum_vector_LDADD = $(CP_SNAPSHOT_LDADD)
 check_PROGRAMS += t/fuzz/replay_cp_snapshot t/fuzz/replay_cp_delta
 t_fuzz_replay_cp_snapshot_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_snapshot.c \
 	t/fuzz/cp_fuzz_fixture.h
-t_fuzz_replay_cp_snapshot_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
-	$(OPENSSL_CFLAGS)
+t_fuzz_replay_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
 t_fuzz_replay_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)
 t_fuzz_replay_cp_delta_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_delta.c \
 	t/fuzz/cp_fuzz_fixture.h
-t_fuzz_replay_cp_delta_CPPFLAGS = $(t_fuzz_replay_cp_snapshot_CPPFLAGS)
+t_fuzz_replay_cp_delta_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
 t_fuzz_replay_cp_delta_LDADD = $(CP_SNAPSHOT_LDADD)
 endif
 

@@ -6,31 +6,29 @@
 # libcpview.la. No I/O, no loop. Whatever links it links
 # modules/cp_common/proto/libcpproto.la and modules/frontend/libphfrontend.la too
 # (host_norm.c), and $(OPENSSL_LIBS) (SHA-256, OPENSSL_cleanse).
-EXTRA_DIST += modules/cp_common/view/local.mk t/integration/cp_outcome_digest.sh
+EXTRA_DIST += t/integration/cp_outcome_digest.sh
 # The gateway's guide starts here (its section "The snapshot view").
 nobase_dist_doc_DATA += docs/user-guide/gateway.md
 
 if CP_ANY
-noinst_LTLIBRARIES += modules/cp_common/view/libcpview.la
+noinst_LTLIBRARIES += %D%/libcpview.la
 modules_cp_common_view_libcpview_la_SOURCES = \
-	modules/cp_common/view/cp_view.c modules/cp_common/view/cp_view.h \
-	modules/cp_common/view/cp_view_sub.c \
-	modules/cp_common/view/cp_view_int.h modules/cp_common/view/cp_view_build.c \
-	modules/cp_common/view/cp_outcomes.c modules/cp_common/view/cp_outcomes.h
+	%D%/cp_view.c %D%/cp_view.h \
+	%D%/cp_view_sub.c \
+	%D%/cp_view_int.h %D%/cp_view_build.c \
+	%D%/cp_outcomes.c %D%/cp_outcomes.h
 # The generated headers must exist before these compile.
-modules/cp_common/libcpview_la-cp_view.lo \
-modules/cp_common/libcpview_la-cp_view_sub.lo \
-modules/cp_common/libcpview_la-cp_view_build.lo \
-modules/cp_common/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
-modules_cp_common_view_libcpview_la_CPPFLAGS = $(MODULE_CPPFLAGS) \
+%D%/libcpview_la-cp_view.lo \
+%D%/libcpview_la-cp_view_sub.lo \
+%D%/libcpview_la-cp_view_build.lo \
+%D%/libcpview_la-cp_outcomes.lo: $(CP_GEN)/proto.stamp
+modules_cp_common_view_libcpview_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
-CP_VIEW_LDADD = modules/cp_common/view/libcpview.la \
+CP_VIEW_LDADD = %D%/libcpview.la \
 	modules/cp_common/proto/libcpproto.la modules/frontend/libphfrontend.la \
 	$(OPENSSL_LIBS)
 
-UNIT_TESTS_CP_VIEW = t/unit/cp/test_cp_view t/unit/cp/test_cp_outcomes
-check_PROGRAMS += $(UNIT_TESTS_CP_VIEW)
-TESTS += $(UNIT_TESTS_CP_VIEW)
+UNIT_TESTS += t/unit/cp/test_cp_view t/unit/cp/test_cp_outcomes
 t_unit_cp_test_cp_view_SOURCES = t/unit/cp/test_cp_view.c t/lib/cp_view_fixture.h
 t_unit_cp_test_cp_view_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
