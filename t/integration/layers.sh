@@ -24,6 +24,10 @@ ok $? "modules/common is gone"
 : >"$T/nolocal"
 for d in "$top_srcdir"/modules/*/; do
   n=$(basename "$d")
+  # An in-tree build makes folders of build products only (the strategy
+  # modules' modules/NAME/NAME.la): a folder counts when it holds sources.
+  find "$d" -maxdepth 2 \( -name '*.[ch]' -o -name '*.mk' \) | grep -q . ||
+    continue
   ls "$d"*.mk >/dev/null 2>&1 || ls "$d"*/local.mk >/dev/null 2>&1 ||
     echo "$n" >>"$T/nolocal"
 done
