@@ -50,6 +50,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_ack.c \
 	%D%/cs_runtime.c \
 	%D%/cs_outcomes.c \
+	%D%/cs_health.c %D%/cs_health.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
