@@ -12,10 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/host_norm.h" /* the normal form of TM-P1-4, shared */
+#include "lib/access_req.h" /* what a request must be, shared */
 #include "lib/sflight.h"  /* the answers on the next loop turn */
-
-#define NAME_MAX_LEN 255 /* host, principal and agent, as in RFC 1929 */
 
 struct auth_local_access {
   ph_ctx *ctx;
@@ -30,30 +28,6 @@ struct auth_local_access {
 
 static const char *const verdict_names[] = {"allow", "deny", "unavailable",
                                             NULL};
-
-/* 1..NAME_MAX_LEN bytes; NULL is allowed when may_be_null. */
-static int name_ok(const char *s, int may_be_null) {
-  if (!s)
-    return may_be_null;
-  size_t n = strnlen(s, NAME_MAX_LEN + 1);
-  return n >= 1 && n <= NAME_MAX_LEN;
-}
-
-/* Copies what the caller's size covers into r (the rest stays zero: an
- * older caller's defaults) and validates it. Never reads beyond size:
- * what a newer caller added is ignored, and so are the reserved fields. */
-static int read_request(const ph_access_request *req, ph_access_request *r) {
-  memset(r, 0, sizeof(*r));
-  if (req->size < PH_ACCESS_REQUEST_MIN_SIZE)
-    return PH_EINVAL;
-  memcpy(r, req, PH_ACCESS_REQUEST_MIN_SIZE);
-  if (PH_ACCESS_HAS(ph_access_request, req->size, agent))
-    r->agent = req->agent;
-  if (r->protocol != PH_PROTO_TCP || r->port == 0 || !host_norm_ok(r->host) ||
-      !name_ok(r->principal, 1) || !name_ok(r->agent, 1))
-    return PH_EINVAL;
-  return PH_OK;
-}
 
 /* The policy: a known principal may open anything, through any agent
  * (auth_local has none of its own); the connector's policy comes after. */
@@ -84,7 +58,7 @@ static int64_t check_open(void *self, const ph_access_request *req,
                           ph_access_cb cb, void *arg) {
   auth_local_access *s = self;
   ph_access_request r;
-  if (!req || !cb || read_request(req, &r) != PH_OK)
+  if (!req || !cb || access_req_read(req, &r) != PH_OK)
     return PH_EINVAL;
   ph_access_result res;
   memset(&res, 0, sizeof(res));

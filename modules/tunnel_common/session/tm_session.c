@@ -41,15 +41,16 @@ static void sess_free(tm_session *s) {
   free(s);
 }
 
-void sess_enter(tm_session *s) { s->depth++; }
+void sess_enter(tm_session *s) { guard_enter(&s->entries); }
 
 void sess_maybe_free(tm_session *s) {
-  if (s->depth == 0 && s->closed && ilist_empty(&s->streams))
+  if (!guard_inside(&s->entries) && s->closed && ilist_empty(&s->streams))
     sess_free(s);
 }
 
 void sess_leave(tm_session *s) {
-  if (--s->depth > 0)
+  (void)guard_leave(&s->entries); /* never dead: closed decides */
+  if (guard_inside(&s->entries))
     return;
   if (s->dead_streams) {
     s->dead_streams = 0;

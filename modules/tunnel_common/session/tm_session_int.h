@@ -19,12 +19,13 @@
 #include <proxyhost/connector.h>
 
 #include "lib/clocks.h"
+#include "lib/guard.h"
 #include "lib/idtab.h"
 #include "lib/ilist.h"
-#include "tunnel_common/proto/tm_drr.h"
 #include "tm_metrics.h"
-#include "tunnel_common/proto/tm_open.h"
 #include "tm_session.h"
+#include "tunnel_common/proto/tm_drr.h"
+#include "tunnel_common/proto/tm_open.h"
 #include "tunnel_common/proto/tm_window.h"
 
 /* A queued control frame: headroom, then the 10-byte header and payload. */
@@ -126,7 +127,7 @@ struct tm_session {
   /* violations (TM-FAIL-7) */
   uint32_t viol_count;
   int64_t viol_start_ms;
-  unsigned depth;
+  guard entries;     /* lib/guard.h: the depth only (closed is not dead) */
   int close_reason;  /* a close is pending (or done) for this reason */
   unsigned closed : 1;         /* torn down: a husk for orphan streams */
   unsigned transport_gone : 1; /* never call t again */

@@ -125,7 +125,7 @@ void st_release(tm_stream *st) {
   kick_unlink(st);
   st->dead = 1;
   st->fn = NULL;
-  if (s->depth == 0) {
+  if (!guard_inside(&s->entries)) {
     st_free_mem(st);
     sess_maybe_free(s);
   } else {
