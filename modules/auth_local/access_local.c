@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "lib/access_req.h" /* what a request must be, shared */
-#include "lib/sflight.h"  /* the answers on the next loop turn */
+#include "lib/metric_table.h"
+#include "lib/sflight.h" /* the answers on the next loop turn */
 
 struct auth_local_access {
   ph_ctx *ctx;
@@ -90,21 +91,13 @@ static int revision(void *self, uint64_t *rev) {
 
 const ph_access_v1 auth_local_access_vt = {check_open, cancel, revision};
 
-static int declare_metric(auth_local_access *s) {
-  static const ph_label_def labels[] = {{"result", verdict_names}};
-  ph_metric_def d = {"proxyhost_auth_local_access_checks_total",
-                     "Access checks (may this principal open this target) "
-                     "by result",
-                     PH_METRIC_COUNTER, labels, 1, NULL, 0};
-  ph_metric *m = s->api->metric(s->ctx, &d);
-  if (!m)
-    return PH_EINVAL;
-  for (int v = 0; v < 3; v++) {
-    const char *lv[] = {verdict_names[v]};
-    s->m_checks[v] = s->api->series(m, lv);
-  }
-  return PH_OK;
-}
+static const ph_label_def verdict_label[] = {{"result", verdict_names}};
+static const ph_metric_table access_metrics[] = {
+    PH_METRIC("proxyhost_auth_local_access_checks_total", PH_METRIC_COUNTER,
+              "Access checks (may this principal open this target) by result",
+              PH_METRIC_LABELS(verdict_label), PH_METRIC_NO_BUCKETS,
+              auth_local_access, m_checks),
+    PH_METRIC_END};
 
 auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
                                          auth_local_known_fn known,
@@ -124,7 +117,8 @@ auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
                 .call = call,
                 .owner = s};
   s->sf = sf_new(api, ctx, &sc);
-  if (!s->sf || declare_metric(s) != PH_OK) {
+  if (!s->sf ||
+      ph_metric_table_register(api, ctx, access_metrics, s) != PH_OK) {
     auth_local_access_free(s);
     return NULL;
   }

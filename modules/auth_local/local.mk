@@ -7,7 +7,7 @@ modules_auth_local_auth_local_la_SOURCES = %D%/auth_local.c \
 	%D%/access_local.c %D%/access_local.h \
 	%D%/pwhash.c %D%/pwhash.h modules/lib/b64.c \
 	modules/lib/access_req.c modules/lib/host_norm.c modules/lib/kcache.c \
-	modules/lib/sflight.c
+	modules/lib/metric_table.c modules/lib/sflight.c
 modules_auth_local_auth_local_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_auth_local_auth_local_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_auth_local_auth_local_la_LIBADD = $(OPENSSL_LIBS)

@@ -152,8 +152,8 @@ void sess_violation(tm_session *s) {
 }
 
 void sess_drain_check(tm_session *s) {
-  if ((s->goaway_sent || s->goaway_rcvd) && s->live == 0 && !s->cq_head &&
-      !s->drr.head)
+  if ((s->goaway_sent || s->goaway_rcvd) && s->live == 0 &&
+      ilist_empty(&s->cq) && !s->drr.head)
     sess_fail(s, TM_CLOSE_GOAWAY_DONE);
 }
 
@@ -244,6 +244,7 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
     return NULL;
   ilist_init(&s->streams);
   ilist_init(&s->kicks);
+  ilist_init(&s->cq);
   s->api = api;
   s->ctx = ctx;
   s->loop = api->loop(ctx);
