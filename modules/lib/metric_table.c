@@ -82,6 +82,14 @@ static size_t fixed_combos(const ph_metric_table *t, const char *fixed,
   return rows;
 }
 
+ph_metric *ph_metric_register_only(const ph_api *api, ph_ctx *ctx,
+                                   const ph_metric_def *def,
+                                   const char *const *combos, size_t n_combos) {
+  if (combos && api->size > offsetof(ph_api, metric_only) && api->metric_only)
+    return api->metric_only(ctx, def, combos, n_combos);
+  return api->metric(ctx, def);
+}
+
 /* One entry; with fixed, its first label is that value (fixed_combos). */
 static int register_one(const ph_api *api, ph_ctx *ctx,
                         const ph_metric_table *t, const char *fixed,
@@ -107,10 +115,7 @@ static int register_one(const ph_api *api, ph_ctx *ctx,
                   "handle size is not one series per label combination");
   if (!t->has_series && t->size != sizeof(ph_metric *))
     return refuse(api, ctx, def->name, "handle is not a ph_metric *");
-  ph_metric *m =
-      combos && api->size > offsetof(ph_api, metric_only) && api->metric_only
-          ? api->metric_only(ctx, def, combos, n_combos)
-          : api->metric(ctx, def);
+  ph_metric *m = ph_metric_register_only(api, ctx, def, combos, n_combos);
   if (!m)
     return refuse(api, ctx, def->name, "registration refused");
   if (!t->has_series)

@@ -127,6 +127,15 @@ int ph_metric_table_register_fixed(const ph_api *api, ph_ctx *ctx,
                                    const char *fixed, void *state);
 #define PH_METRIC_TABLE_MAX_COMBOS 16
 
+/* api->metric_only(ctx, def, combos, n_combos) where the host has it
+ * (ABI 1.2): only those combinations are shown; on an older host, or
+ * with combos NULL, api->metric(ctx, def): every combination. The one
+ * place that decides it, for the tables above and for modules that
+ * register a family by hand. Init only, loop thread. */
+ph_metric *ph_metric_register_only(const ph_api *api, ph_ctx *ctx,
+                                   const ph_metric_def *def,
+                                   const char *const *combos, size_t n_combos);
+
 /* The number of series a PH_METRIC entry fills: the product of the
  * number of values of each label (1 without labels). */
 size_t ph_metric_table_series(const ph_metric_def *def);
