@@ -11,6 +11,9 @@
 #                                 # on fresh ports ($admin, $cpp) in $T/ctl.ini,
 #                                 # secrets_dir/upstream-a = alice:PASSWORD
 #                                 # (3 TAP lines; start it with start_proxyhost)
+#   controller_mtls_ini IN OUT CP # OUT: IN on gRPC port CP with tls.mode
+#                                 # mtls (cp_grpc_certs.sh's files in $T,
+#                                 # trust domain example.org, env prod)
 #   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py, its
 #                                 # RESULT lines as TAP ($T/py-NAME.out)
 #   gw_has_view ADMIN             # the gateway on ADMIN holds a running
@@ -78,6 +81,19 @@ controller_up() {
   admin=$(free_port) cpp=$(free_port)
   controller_ini "$T/ctl.ini" "$admin" "$cpp"
   (umask 077 && printf 'alice:%s\n' "$1" >"$T/secrets/upstream-a")
+}
+
+controller_mtls_ini() {
+  sed -e "s/^listen = 127.0.0.1:$cpp\$/listen = 127.0.0.1:$3/" \
+    -e '/^tls.mode = disabled/d' "$1" >"$2"
+  cat >>"$2" <<EOC
+tls.mode = mtls
+tls.cert_file = $T/server.pem
+tls.key_file = $T/server.key
+tls.ca_file = $T/ca.pem
+trust_domain = example.org
+environment = prod
+EOC
 }
 
 run_py() {
