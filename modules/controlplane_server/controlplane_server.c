@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * controlplane_server: the controller (issue 12). Serves the five
- * WorkerControlPlane RPCs (docs/api/controlplane.md) over cp_grpc, with
+ * WorkerControlPlane RPCs and the three CheckerControlPlane ones (issue
+ * 26, cs_checker.h; docs/api/controlplane.md) over cp_grpc, with
  * every fence in the "cp.authority" service (redis_ownership) and the
  * pool's rows from "pool.store" (store_sqlite, store_pg). Snapshots are
  * built by a host job; Redis holds HMAC-SHA256(reference_key, checksum)
@@ -460,8 +461,8 @@ static const char *const provides[] = {CP_CREDCHECK_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("controlplane_server", "1.0.0"),
-    .description = "control-plane controller: the WorkerControlPlane gRPC "
-                   "server",
+    .description = "control-plane controller: the WorkerControlPlane and "
+                   "CheckerControlPlane gRPC server",
     .requires = requires,
     .provides = provides,
     .config = cs_conf_keys,

@@ -155,14 +155,15 @@ static void renew(ph_timer *t, void *arg) {
   (void)t;
   if (c->auth_call > 0)
     return;
-  if (c->missed || !m->auth_up) {
-    /* No renewal: Redis lets the session go at its TTL; so do we. */
-    if (wall_ms() - c->renewed_ms >= m->conf.session_ttl_ms)
-      cs_checker_end(c, CP_GRPC_FAILED_PRECONDITION,
-                     "the session expired: task deadlines passed unanswered");
-    if (c->missed)
-      return;
+  if (wall_ms() - c->renewed_ms >= m->conf.session_ttl_ms) {
+    /* Not renewed for a whole TTL (it owed answers, or Redis did not
+     * answer): Redis let the session go; so do we. */
+    cs_checker_end(c, CP_GRPC_FAILED_PRECONDITION,
+                   "the session expired: not renewed within session_ttl");
+    return;
   }
+  if (c->missed)
+    return; /* no renewal while it owes an answer past a deadline */
   int64_t id = m->auth->checker_alive(m->auth_self, c->id, c->session, alive,
                                       c);
   if (id > 0)
