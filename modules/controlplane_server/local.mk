@@ -31,8 +31,17 @@ t_unit_cp_test_cs_sched_plan_CPPFLAGS = $(AM_CPPFLAGS)
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
 # t/integration/fuzz_replay.sh.
-check_PROGRAMS += t/fuzz/replay_cp_requests t/fuzz/replay_cp_secret
+check_PROGRAMS += t/fuzz/replay_cp_requests t/fuzz/replay_cp_secret \
+	t/fuzz/replay_cp_checker_requests
+# The CheckerControlPlane's request checks (issue 26), over
+# t/fuzz/seeds/cp_checker_requests.
+t_fuzz_replay_cp_checker_requests_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cp_checker_requests.c %D%/cp_checker_requests.c \
+	%D%/cp_requests.c
+t_fuzz_replay_cp_checker_requests_CPPFLAGS = $(CS_CPPFLAGS)
+t_fuzz_replay_cp_checker_requests_LDADD = $(CS_PROTO_LDADD)
 t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
+	t/fuzz/fuzz_cp_check.h \
 	%D%/cp_requests.c
 t_fuzz_replay_cp_requests_CPPFLAGS = $(CS_CPPFLAGS)
 t_fuzz_replay_cp_requests_LDADD = $(CS_PROTO_LDADD)

@@ -11,7 +11,8 @@
 #  - a missed deadline gives the task to a second checker and the late
 #    answer is dropped and counted; two checkers split the work; a killed
 #    checker's tasks move to another within its session TTL;
-#  - EGRESS tasks carry echo_url and a fresh nonce, a proxy's credential
+#  - EGRESS tasks carry echo_url and a fresh nonce, TARGET tasks their
+#    group's probe, spaced per target host; a proxy's credential
 #    only in the task (not in the log, /metrics or Redis);
 #  - mTLS: a checker certificate for checker RPCs only, a worker
 #    certificate for worker RPCs only.
@@ -30,7 +31,9 @@ CHK="--set controlplane_server.check_interval=1s
   --set controlplane_server.fast_interval=500ms
   --set controlplane_server.task_deadline=${DEADLINE}ms
   --set controlplane_server.max_checker_concurrency=8
-  --set controlplane_server.echo_url=http://127.0.0.1:9/echo"
+  --set controlplane_server.echo_url=http://127.0.0.1:9/echo
+  --set controlplane_server.target_probes=g=www.example.test:443
+  --set controlplane_server.target_host_interval=1s"
 # shellcheck disable=SC2086
 start_proxyhost "$T/ctl.ini" $CHK
 ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
@@ -75,13 +78,14 @@ hold_pid=$!
 PIDS="$PIDS $hold_pid"
 wait_cond '[ "$(grep -c "^VALUE task" "$T/hold.out")" -ge 8 ]'
 ok $? "k6 holds 8 tasks (its max_concurrency)"
-"$PY" "$CK" "$T/gen" "$cpp" takeover "$T" k7 6 >"$T/take.out" 2>"$T/take.err" &
+"$PY" "$CK" "$T/gen" "$cpp" takeover "$T" k7 30 "$T/held.txt" >"$T/take.out" 2>"$T/take.err" &
 take_pid=$!
 PIDS="$PIDS $take_pid"
 wait_for grep -q '^VALUE started' "$T/take.out"; ok $? "k7 watches"
 kill -KILL "$hold_pid"; wait_exit "$hold_pid" 5
 killed=$("$PY" -c 'import time; print(int(time.time()*1000))')
-wait_exit "$take_pid" 30
+sed -n 's/^VALUE task //p' "$T/hold.out" >"$T/held.tmp" && mv "$T/held.tmp" "$T/held.txt"
+wait_exit "$take_pid" 40
 miss=0 late=0
 for k in $(sed -n 's/^VALUE task //p' "$T/hold.out"); do
   at=$(sed -n "s|^VALUE task $k ||p" "$T/take.out" | head -1)
@@ -95,6 +99,13 @@ grep -q '^VALUE egress [0-9a-f]\{32\} http://127.0.0.1:9/echo' "$T/take.out"
 ok $? "CP-6-4 an EGRESS task carries echo_url and a nonce"
 n=$(sed -n 's/^VALUE egress \([0-9a-f]*\) .*/\1/p' "$T/take.out" | sort | uniq -d | wc -l)
 is "$n" 0 "CP-6-4 every EGRESS task has a fresh nonce"
+sed -n 's/^VALUE target //p' "$T/take.out" >"$T/target.txt"
+n=$(wc -l <"$T/target.txt")
+[ "$n" -ge 1 ] && ! grep -qv '^g www.example.test:443 ' "$T/target.txt"
+ok $? "CP-6-5 TARGET tasks carry the group and its probe's target ($n)"
+first=$(head -1 "$T/target.txt" | cut -d' ' -f3) last=$(tail -1 "$T/target.txt" | cut -d' ' -f3)
+[ "$n" -le $(( (${last:-0} - ${first:-0}) / 1000 + 2 )) ]
+ok $? "CP-6-5 TARGET tasks to one host at most one per target_host_interval ($n in $((${last:-0} - ${first:-0})) ms, five proxies)"
 
 m=$(http_get "http://127.0.0.1:$admin/metrics")
 like "$m" 'proxyhost_cp_controller_rpcs_total{method="RegisterChecker",code="OK"}' \

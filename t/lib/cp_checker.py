@@ -316,8 +316,11 @@ def hold():
 
 def takeover():
     """Answers everything for ARGS[1] seconds, printing each task's key and
-    when it came."""
+    when it came; with ARGS[2] (a file of keys, once it exists) it stops
+    as soon as every key in it came."""
     cid, secs = ARGS[0], float(ARGS[1])
+    want_file = ARGS[2] if len(ARGS) > 2 else None
+    seen = set()
     stub = rpc.CheckerControlPlaneStub(channel())
     code, r = register(stub, cid, conc=8)
     value("register", code.name)
@@ -331,12 +334,19 @@ def takeover():
         if m:
             seq += 1
             t = m[1]
+            seen.add(key(t))
             value("task", "%s %d" % (key(t), m[0]))
             if t.HasField("credential"):
                 value("cred", "%s %s" % (t.proxy_id, t.credential.username))
             if t.tier == pb.CHECK_TIER_EGRESS:
                 value("egress", "%s %s" % (t.nonce, t.echo_url))
+            if t.tier == pb.CHECK_TIER_TARGET:
+                value("target", "%s %s %d" % (t.target_group, t.target, m[0]))
             report(stub, [batch(cid, r.session_id, seq, [m[1]])])
+        if want_file and os.path.exists(want_file):
+            want = set(open(want_file).read().split())
+            if want and want <= seen:
+                break
     w.end()
 
 
