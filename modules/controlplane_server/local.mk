@@ -103,7 +103,7 @@ CS_INTEGRATION_TESTS =
 # The controller end to end: proxyhost with store_sqlite, redis_ownership
 # and admin_api, a Python worker (t/lib/cp_client.py on python3-grpcio).
 CS_INTEGRATION_TESTS += t/integration/controller.sh
-EXTRA_DIST += t/lib/cp_client.py t/lib/controller.sh
+EXTRA_DIST += t/lib/cp_client.py t/lib/cp_py.py t/lib/controller.sh
 
 # Runtime TTLs on Redis server time, not the controller's clock
 # (CP-2-12): the controller's wall clock shifted by t/modules/clockshift.

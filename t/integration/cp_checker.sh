@@ -23,6 +23,7 @@ require_modules controlplane_server redis_ownership store_sqlite admin_api pool_
 
 CTL="$top_builddir/tools/proxyhostctl"
 CK="$top_srcdir/t/lib/cp_checker.py"
+CP_PY=$CK CP_PY_ROLE=checker # for run_py (t/lib/controller.sh)
 PASSWORD=pw-Checker-Never-Logged-5e1d
 DEADLINE=2000
 TAP_ON_FAIL='grep -v "level=debug" "$T/ph.log" | tail -20'
@@ -47,20 +48,10 @@ for i in 2 3 4 5; do
 done
 ok $? "p2..p5"
 
-ckpy() { # ckpy NAME SCENARIO ARGS...: cp_checker.py's RESULT lines as TAP
-  _n=$1; shift
-  "$PY" "$CK" "$T/gen" "$cpp" "$@" >"$T/ck-$_n.out" 2>"$T/ck-$_n.err"
-  ok $? "the Python checker ran to the end ($_n)"
-  while read -r tag st name; do
-    [ "$tag" = RESULT ] && ok "$st" "$name"
-  done <"$T/ck-$_n.out"
-  [ -s "$T/ck-$_n.err" ] && sed 's/^/#   /' "$T/ck-$_n.err" | head -20
-  return 0
-}
 mget() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" "$1"; }
 
-ckpy flow flow "$T" "$DEADLINE"
-ckpy missed missed "$T" "$DEADLINE"
+run_py flow "$cpp" flow "$T" "$DEADLINE"
+run_py missed "$cpp" missed "$T" "$DEADLINE"
 n=$(mget 'proxyhost_cp_controller_check_tasks_total{tier="basic",result="expired"}')
 m=$(mget 'proxyhost_cp_controller_check_tasks_total{tier="egress",result="expired"}')
 [ $((${n:-0} + ${m:-0})) -ge 1 ]; ok $? "CP-6-2 metrics: the missed task counted expired ($n, $m)"
@@ -70,7 +61,7 @@ n=$(mget 'proxyhost_cp_controller_observations_total{result="not_given"}')
 [ "${n:-0}" -ge 1 ]; ok $? "CP-6-2 metrics: the observation of a task never given dropped ($n)"
 n=$(mget 'proxyhost_cp_controller_observations_total{result="accepted"}')
 [ "${n:-0}" -ge 3 ]; ok $? "CP-6-2 metrics: observations accepted ($n)"
-ckpy split split "$T" 4
+run_py split "$cpp" split "$T" 4
 
 # ---- a killed checker's tasks move to another within its TTL --------------
 "$PY" "$CK" "$T/gen" "$cpp" hold "$T" k6 8 >"$T/hold.out" 2>"$T/hold.err" &

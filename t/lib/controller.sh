@@ -14,8 +14,9 @@
 #   controller_mtls_ini IN OUT CP # OUT: IN on gRPC port CP with tls.mode
 #                                 # mtls (cp_grpc_certs.sh's files in $T,
 #                                 # trust domain example.org, env prod)
-#   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py, its
-#                                 # RESULT lines as TAP ($T/py-NAME.out)
+#   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py (or
+#                                 # $CP_PY, a $CP_PY_ROLE), its RESULT
+#                                 # lines as TAP ($T/py-NAME.out)
 #   gw_has_view ADMIN             # the gateway on ADMIN holds a running
 #                                 # session with an accepted view (ready
 #                                 # needs a usable proxy too: issue 23 item 4)
@@ -98,8 +99,8 @@ EOC
 
 run_py() {
   _n=$1; shift
-  "$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$@" >"$T/py-$_n.out" 2>"$T/py-$_n.err"
-  ok $? "the Python worker ran to the end ($_n)"
+  "$PY" "${CP_PY:-$top_srcdir/t/lib/cp_client.py}" "$T/gen" "$@" >"$T/py-$_n.out" 2>"$T/py-$_n.err"
+  ok $? "the Python ${CP_PY_ROLE:-worker} ran to the end ($_n)"
   while read -r tag st name; do
     [ "$tag" = RESULT ] && ok "$st" "$name"
   done <"$T/py-$_n.out"
