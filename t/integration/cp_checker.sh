@@ -10,7 +10,8 @@
 #    stale session), stream replacement;
 #  - a missed deadline gives the task to a second checker and the late
 #    answer is dropped and counted; two checkers split the work; a killed
-#    checker's tasks move to another within its session TTL;
+#    checker's tasks move to another within its session TTL; a stopped
+#    one (SIGSTOP) loses its tasks, then its session and its stream;
 #  - EGRESS tasks carry echo_url and a fresh nonce, TARGET tasks their
 #    group's probe, spaced per target host; a proxy's credential
 #    only in the task (not in the log, /metrics or Redis);
@@ -110,6 +111,46 @@ done
 printf '%s\n' "$m" | grep -qa "$PASSWORD"; is $? 1 "CP-8-5 the proxy password is not in /metrics"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the controller stops cleanly"
+
+# ---- a stopped checker (SIGSTOP) loses its tasks, then its session ------
+# Short sessions (3 s; the other keys as cp_rebalance.sh's, so that
+# --check-config accepts them) and a 1 s deadline.
+: >"$T/ph.log"
+# shellcheck disable=SC2086
+start_proxyhost "$T/ctl.ini" $CHK \
+  --set redis_ownership.session_ttl=3s --set redis_ownership.runtime_ttl=2s \
+  --set redis_ownership.ownership_lease=8s \
+  --set controlplane_server.session_ttl=3s \
+  --set controlplane_server.runtime_interval=500ms \
+  --set controlplane_server.snapshot_validity=10s \
+  --set controlplane_server.allocation_safety_margin=1s \
+  --set controlplane_server.refresh_before=5s \
+  --set controlplane_server.task_deadline=1s
+wait_long ready; ok $? "a controller with 3 s sessions is ready"
+"$PY" "$CK" "$T/gen" "$cpp" hold "$T" k8 8 >"$T/stop.out" 2>"$T/stop.err" &
+stop_pid=$!
+PIDS="$PIDS $stop_pid"
+wait_cond '[ "$(grep -c "^VALUE task" "$T/stop.out")" -ge 8 ]'
+ok $? "k8 holds 8 tasks"
+kill -STOP "$stop_pid"
+sed -n 's/^VALUE task //p' "$T/stop.out" >"$T/held.txt"
+"$PY" "$CK" "$T/gen" "$cpp" takeover "$T" k9 30 "$T/held.txt" >"$T/take2.out" 2>"$T/take2.err" &
+take_pid=$!
+PIDS="$PIDS $take_pid"
+wait_exit "$take_pid" 40
+miss=0
+for k in $(cat "$T/held.txt"); do
+  grep -q "^VALUE task $k " "$T/take2.out" || miss=$((miss + 1))
+done
+is "$miss" 0 "CP-6-2 every task of the stopped checker went to another after its deadline"
+gone() { [ "$(redis_cli "$T/redis" EXISTS "ph:cp:{c1}:c:k8:session")" = 0 ]; }
+wait_long gone; ok $? "CP-6-2 the stopped checker's session lapsed in Redis (no renewal while it owed answers)"
+kill -CONT "$stop_pid"
+wait_exit "$stop_pid" 20
+is "$(sed -n 's/^VALUE ended //p' "$T/stop.out")" FAILED_PRECONDITION \
+  "CP-6-2 ... and its stream ended FAILED_PRECONDITION"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "that controller stops cleanly"
 
 # ---- mTLS: checker and worker certificates (issue 26 "The role") ----------
 sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"

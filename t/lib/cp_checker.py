@@ -293,6 +293,7 @@ def hold():
     while time.time() < end:
         m = w.get(0.2)
         if m is None:
+            value("ended", w.code.name)
             break
         if m:
             value("task", key(m[1]))
