@@ -253,9 +253,6 @@ static int checker_keys(ph_ctx *ctx, const ph_api *a, cs_conf *c,
   c->target_host_interval_ms = a->conf_int(ctx, "target_host_interval");
   if (c->fast_interval_ms > c->check_interval_ms)
     FAIL("fast_interval", "must not exceed check_interval");
-  /* a live checker's session is renewed every session_ttl / 3 */
-  if (c->task_deadline_ms >= c->session_ttl_ms)
-    FAIL("task_deadline", "must be below session_ttl");
   if (ph_conf_copy(c->echo_url, sizeof(c->echo_url),
                    a->conf_str(ctx, "echo_url")) ||
       (c->echo_url[0] && strncmp(c->echo_url, "http://", 7) != 0) ||
