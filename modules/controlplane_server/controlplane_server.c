@@ -24,6 +24,7 @@
 #include "lib/clocks.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
+#include "cs_health.h"
 #include "lib/metric_table.h"
 
 const ph_api *cs_api;
@@ -271,7 +272,7 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
            "process; acknowledgements fail across controllers and restarts "
            "and workers register again");
   }
-  if (register_metrics(m) != PH_OK ||
+  if (register_metrics(m) != PH_OK || cs_health_init(m) != PH_OK ||
       ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
                          "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;
@@ -391,7 +392,7 @@ static int cs_start(void *state) {
   if (!m->assign_timer)
     return PH_ENOMEM;
   api->timer_set(m->assign_timer, 10, (uint64_t)m->conf.assign_interval_ms);
-  return PH_OK;
+  return cs_health_start(m);
 }
 
 static int cs_stop(void *state) {
@@ -406,6 +407,7 @@ static int cs_stop(void *state) {
     m->auth->cancel(m->auth_self, m->assign_call);
   m->assign_call = 0;
   cs_watch_stop_all(m);
+  cs_health_stop(m);
   for (ilist_node *n; (n = ilist_pop(&m->pending));) {
     cs_link *l = ILIST_ENTRY(n, cs_link, node);
     l->abandon(l);
@@ -425,6 +427,7 @@ static void cs_destroy(void *state) {
     return;
   OPENSSL_cleanse(m->ref_key, sizeof(m->ref_key));
   ph_tls_reload_free(&m->tls);
+  cs_health_free(m);
   free(m->prev_ids);
   free(m);
 }

@@ -55,6 +55,7 @@ typedef struct cs_pool_waiter {
 } cs_pool_waiter;
 
 typedef struct cs_watch cs_watch;
+struct cs_health_state; /* the reducer (cs_health.c) */
 
 /* A unary or client-streaming RPC waiting on the authority: linked in
  * cs.pending so that stop can cancel its call (the authority answers
@@ -99,6 +100,7 @@ typedef struct cs {
   ph_series *m_withheld; /* owned proxies a build left out: no credential */
   ph_series *m_rebalance[2]; /* proxies set moving; moves held back */
   ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
+  struct cs_health_state *health; /* the reducer: cs_health.c */
 } cs;
 
 extern const ph_api *cs_api;
@@ -165,6 +167,9 @@ void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
 void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                   size_t len);
 void cs_watch_stop_all(cs *m);
+/* A proxy's health in Redis changed (cs_health.c): every stream's next
+ * round now, not at its next poll (CP-6-7). */
+void cs_watch_health_changed(cs *m);
 /* worker registered with session here: its other streams end now. */
 void cs_watch_replaced(cs *m, const char *worker, const char *session);
 /* The authority accepted an ACK of (version, epoch) for worker's session:

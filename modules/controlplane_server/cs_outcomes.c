@@ -4,14 +4,17 @@
  * batches. Each is checked (the same worker and session as the first),
  * digested (cp_outcome_digest) and put through the authority's
  * (session, sequence, SHA-256) fence before the next is read; the
- * half-close answers the last acknowledged sequence. The outcomes
- * themselves are not kept (CP-1-31).
+ * half-close answers the last acknowledged sequence. Each outcome of a
+ * batch the fence accepts (not a replay) goes to the reducer as a passive
+ * observation (cs_health_outcome); the outcomes themselves are not kept
+ * (CP-1-31).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cp_common/view/cp_outcomes.h"
 #include "cs.h"
+#include "cs_health.h"
 #include "cs_unary.h"
 
 #define api cs_api
@@ -25,10 +28,33 @@ typedef struct oc {
   uint64_t acked;
   int any_acked;
   Controlplane__V1__ReportOutcomesRequest *first;
+  /* the batch being fenced (first, or one to free once fenced) */
+  Controlplane__V1__ReportOutcomesRequest *cur;
 } oc;
+
+static void drop_cur(oc *o) {
+  if (o->cur && o->cur != o->first)
+    controlplane__v1__report_outcomes_request__free_unpacked(o->cur, NULL);
+  o->cur = NULL;
+}
+
+/* An accepted batch: each outcome to the reducer (passive health). */
+static void feed(oc *o) {
+  const Controlplane__V1__ReportOutcomesRequest *q = o->cur;
+  for (size_t i = 0; q && i < q->n_outcomes; i++) {
+    const Controlplane__V1__Outcome *x = q->outcomes[i];
+    uint32_t ms = 0;
+    if (x->latency && x->latency->seconds >= 0 &&
+        x->latency->seconds < 4000000)
+      ms = (uint32_t)(x->latency->seconds * 1000 +
+                      x->latency->nanos / 1000000);
+    cs_health_outcome(o->m, x->proxy_id, x->stage, x->result, ms);
+  }
+}
 
 static void oc_free(oc *o) {
   cs_link_del(&o->link);
+  drop_cur(o);
   if (o->first)
     controlplane__v1__report_outcomes_request__free_unpacked(o->first, NULL);
   free(o);
@@ -78,6 +104,9 @@ static void oc_fenced(void *arg, const cp_auth_reply *rep) {
     oc_end(o, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result));
     return;
   }
+  if (rep->result == CP_AUTH_OK) /* a replay was counted the first time */
+    feed(o);
+  drop_cur(o);
   o->acked = rep->sequence;
   o->any_acked = 1;
   oc_next(o);
@@ -129,8 +158,7 @@ static void oc_recv(void *arg, cp_grpc_call *call, const uint8_t *msg,
                                         oc_fenced, o);
   if (!o->first)
     o->first = q;
-  else
-    controlplane__v1__report_outcomes_request__free_unpacked(q, NULL);
+  o->cur = q;
   if (id < 0) {
     oc_end(o, id == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT : CP_GRPC_UNAVAILABLE,
            id == PH_EINVAL ? "a field out of bounds" : "the authority is busy");

@@ -7,7 +7,7 @@ if MODULE_CONTROLPLANE_SERVER
 # (cp_requests.c), credential material from secrets_dir (cp_secrets.c), a
 # WatchSnapshots stream's schedule (cp_watch_plan.c).
 UNIT_TESTS += t/unit/cp/test_cp_requests t/unit/cp/test_cp_secrets \
-	t/unit/cp/test_cp_watch_plan
+	t/unit/cp/test_cp_watch_plan t/unit/cp/test_cs_hyst
 t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
 	%D%/cp_requests.c \
 	%D%/cp_requests.h
@@ -22,6 +22,10 @@ t_unit_cp_test_cp_watch_plan_SOURCES = t/unit/cp/test_cp_watch_plan.c \
 	%D%/cp_watch_plan.c \
 	%D%/cp_watch_plan.h
 t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
+# The reducer's pure rules: hysteresis and the panic guard (CP-6-7).
+t_unit_cp_test_cs_hyst_SOURCES = t/unit/cp/test_cs_hyst.c \
+	%D%/cs_hyst.c %D%/cs_hyst.h
+t_unit_cp_test_cs_hyst_CPPFLAGS = $(AM_CPPFLAGS)
 
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
@@ -51,6 +55,8 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_runtime.c \
 	%D%/cs_outcomes.c \
 	%D%/cs_health.c %D%/cs_health.h \
+	%D%/cs_health_int.h %D%/cs_health_metrics.c \
+	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \

@@ -16,5 +16,6 @@ extern const char ro_lua_assign[];
 extern const char ro_lua_owned[];
 extern const char ro_lua_usable[];
 extern const char ro_lua_extract[];
+extern const char ro_lua_health[];
 
 #endif

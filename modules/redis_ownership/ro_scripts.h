@@ -18,6 +18,7 @@ typedef enum ro_script {
   RO_S_OWNED,
   RO_S_USABLE,
   RO_S_EXTRACT,
+  RO_S_HEALTH, /* minor 5 */
   RO_S_COUNT
 } ro_script;
 

@@ -68,7 +68,8 @@ def proxy(p):
             u32(p["port"]) + lst(p["groups"], string) + string(p["zone"]) +
             u32(p["capacity"]) + u32(p["weight"]) + ts(p["expires_at"]) +
             ts(p["usable_until"]) + string(p["secret_ref"]) +
-            u64(p["credential_version"]) + u8(1 if p["draining"] else 0))
+            u64(p["credential_version"]) + u8(1 if p["draining"] else 0) +
+            (i32(p["health"]) if p.get("health") else b""))
 
 
 def credential(c):

@@ -183,12 +183,12 @@ static void test_build_rules(void) {
   rows[9] = prow("bad-port", NULL, 0);
   rows[9].port = 0;
   cp_owned owned[] = {
-      {"ok", NOW + 60000, 0},         {"drain", NOW + 60000, 0},
-      {"disabled", NOW + 60000, 0},   {"own-expiry", NOW + 60000, 0},
-      {"lease-first", NOW + 30000, 0}, {"edge-out", NOW + MARGIN, 0},
-      {"edge-in", NOW + MARGIN + 1, 0}, {"self-expired", NOW + 60000, 0},
-      {"bad-port", NOW + 60000, 0},   {"gone", NOW + 60000, 0},
-      {"ok", NOW + 60000, 0}};
+      {"ok", NOW + 60000, 0, 0},         {"drain", NOW + 60000, 0, 0},
+      {"disabled", NOW + 60000, 0, 0},   {"own-expiry", NOW + 60000, 0, 0},
+      {"lease-first", NOW + 30000, 0, 0}, {"edge-out", NOW + MARGIN, 0, 0},
+      {"edge-in", NOW + MARGIN + 1, 0, 0}, {"self-expired", NOW + 60000, 0, 0},
+      {"bad-port", NOW + 60000, 0, 0},   {"gone", NOW + 60000, 0, 0},
+      {"ok", NOW + 60000, 0, 0}};
   cp_build_input in = base_input();
   in.proxies = rows;
   in.n_proxies = 10;
@@ -252,7 +252,7 @@ static void test_build_rules(void) {
 
 static void test_build_arithmetic(void) {
   ph_pool_proxy_row rows[1] = {prow("p", NULL, 0)};
-  cp_owned owned[] = {{"p", 1800000123457LL, 0}};
+  cp_owned owned[] = {{"p", 1800000123457LL, 0, 0}};
   cp_build_input in = base_input();
   in.proxies = rows;
   in.n_proxies = 1;
@@ -357,7 +357,7 @@ static void test_build_validity(void) {
   cp_snapshot_free(s);
 
   ph_pool_proxy_row rows[2] = {prow("p1", NULL, 0), prow("p2", NULL, 0)};
-  cp_owned owned[] = {{"p1", NOW + 40000, 0}, {"p2", NOW + 50000, 0}};
+  cp_owned owned[] = {{"p1", NOW + 40000, 0, 0}, {"p2", NOW + 50000, 0, 0}};
   in.proxies = rows;
   in.n_proxies = 2;
   in.owned = owned;

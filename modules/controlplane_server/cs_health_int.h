@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The reducer's state (cs_health.c) and its metrics (cs_health_metrics.c):
+ * private to those two files and the admin view (cs_health_view.c). */
+#ifndef CS_HEALTH_INT_H
+#define CS_HEALTH_INT_H
+
+#include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
+
+#include "cs_hyst.h"
+
+typedef struct cs cs;
+typedef struct cs_pool cs_pool;
+
+/* Active items per proxy: BASIC, EGRESS and TARGET per target group. */
+#define CS_HEALTH_ITEMS_MAX (2 + PH_POOL_GROUPS_MAX)
+
+/* One (tier, target group) of a proxy, and its last observation. */
+typedef struct hc_item {
+  uint8_t tier;      /* CONTROLPLANE__V1__CHECK_TIER__* */
+  uint8_t status;    /* the last HEALTH_STATUS */
+  uint8_t anonymity; /* the last EGRESS success's */
+  char group[PH_POOL_GROUP_MAX + 1]; /* "" unless TARGET */
+  cs_hyst h;
+  int64_t last_ms;
+  uint32_t latency_ms;
+  char egress_ip[64];
+  char reason[48];
+} hc_item;
+
+typedef struct hc_proxy {
+  struct hc_proxy *next; /* hash chain */
+  cs *m;
+  char id[PH_POOL_ID_MAX + 1];
+  cs_hyst passive;         /* gateway outcomes */
+  int64_t passive_fail_ms; /* the last failed outcome (wall ms) */
+  hc_item items[CS_HEALTH_ITEMS_MAX];
+  uint32_t n_items;
+  uint8_t published; /* this reducer's verdict, after the panic guard */
+  uint8_t writing;   /* what the write in flight sets */
+  uint8_t shared;    /* Redis's (written or read): what snapshots carry */
+  uint8_t unsynced;  /* published not yet in Redis */
+  uint8_t had_opinion;
+  uint32_t pass, read;
+  int64_t write_call;
+} hc_proxy;
+
+/* A check tier's row (0 basic, 1 egress, 2 target; 3 is the passive
+ * item's), -1 for another value. */
+static inline int hc_tier_row(int tier) {
+  return tier >= 1 && tier <= 3 ? tier - 1 : -1;
+}
+
+enum { HC_OBS_ACTIVE, HC_OBS_PASSIVE, HC_OBS_CHECKER_ERROR, HC_OBS_IGNORED,
+       HC_OBS_COUNT };
+#define HC_TIERS 4 /* basic, egress, target, passive */
+
+typedef struct cs_health_state {
+  hc_proxy **buckets;
+  uint32_t nb; /* a power of two */
+  size_t n;
+  ph_timer *flush, *tick;
+  int dirty;
+  uint32_t pass, pass_read, panic_groups;
+  int64_t read_call;
+  ph_series *m_proxies[4];        /* by state (Redis's) */
+  ph_series *m_items[HC_TIERS][4]; /* by tier and state (this reducer's) */
+  ph_series *m_transitions[4];    /* by the state moved to */
+  ph_series *m_obs[HC_OBS_COUNT];
+  ph_series *m_writes[2];
+  ph_series *m_panic, *m_panic_total;
+} cs_health_state;
+
+int cs_health_metrics(cs *m);   /* init: registers them */
+void cs_health_count(cs *m);    /* the gauges, from the table */
+void cs_health_pool(void *arg, cs_pool *pool); /* cs_pool_cb */
+
+#endif
