@@ -91,7 +91,7 @@ static void mark(cs *m) {
   cs_health_state *h = m->health;
   if (!h->dirty && h->flush) {
     h->dirty = 1;
-    api->timer_set(h->flush, 0, 0);
+    api->timer_set(h->flush, 1, 0); /* (0, 0) would stop it */
   }
 }
 

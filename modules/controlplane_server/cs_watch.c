@@ -148,7 +148,7 @@ static void schedule(cs_watch *w, int64_t at_ms) {
   int64_t now = wall_ms();
   int64_t after = w->m->conf.watch_poll_ms;
   if (at_ms >= 0 && at_ms - now < after)
-    after = at_ms > now ? at_ms - now : 0;
+    after = at_ms > now ? at_ms - now : 1; /* (0, 0) would stop it */
   api->timer_set(w->timer, (uint64_t)after, 0);
 }
 
@@ -604,7 +604,7 @@ void cs_watch_health_changed(cs *m) {
   ILIST_FOREACH_SAFE(&m->watches, it, nx) {
     cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
     if (!w->dead && !w->ws.in_flight && !w->auth_call && !w->job)
-      api->timer_set(w->timer, 0, 0);
+      api->timer_set(w->timer, 1, 0); /* (0, 0) would stop it */
   }
 }
 

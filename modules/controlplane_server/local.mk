@@ -122,6 +122,11 @@ CS_INTEGRATION_TESTS += t/integration/cp_conf_pair.sh
 # gets its share through the drain, never usable by two.
 CS_INTEGRATION_TESTS += t/integration/cp_rebalance.sh
 
+# The pool's health from gateway outcomes (issue 26, CP-6-7): a killed
+# upstream made UNHEALTHY and out of the gateway's choices, extraction
+# refused, a flaky upstream that does not flap.
+CS_INTEGRATION_TESTS += t/integration/cp_health.sh
+
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)
 endif
