@@ -79,13 +79,6 @@ static void unlink_free(cs *m, hc_proxy *p) {
 
 /* ---- verdicts ----------------------------------------------------------- */
 
-static uint8_t raw_verdict(const hc_proxy *p) {
-  int v = p->passive.verdict;
-  for (uint32_t i = 0; i < p->n_items; i++)
-    v = cs_hyst_worst(v, p->items[i].h.verdict);
-  return (uint8_t)v;
-}
-
 /* Something changed: one publish pass soon (coalesced). */
 static void mark(cs *m) {
   cs_health_state *h = m->health;
@@ -102,11 +95,6 @@ static void forgot(void *arg, const cp_auth_reply *rep) {
   api->inc(m->health->m_writes[rep->result == CP_AUTH_OK ? 0 : 1], 1);
 }
 
-/* 1 while this reducer has something of its own on p. */
-static int has_opinion(const hc_proxy *p) {
-  return p->n_items > 0 || p->passive.verdict || p->passive.up ||
-         p->passive.down;
-}
 
 static void write_one(cs *m, hc_proxy *p) {
   if (p->write_call > 0 || !m->auth || !m->auth->health_set)
@@ -174,7 +162,7 @@ static void publish(cs *m) {
     ent[i] = p;
     if (p) {
       p->pass = h->pass;
-      raw[i] = raw_verdict(p);
+      raw[i] = hc_verdict(p);
     }
     for (uint32_t g = 0; g < pool->proxies[i].n_groups; g++)
       links[k++] = (link){pool->proxies[i].groups[g], (uint32_t)i};
@@ -213,7 +201,7 @@ static void publish(cs *m) {
     /* Without an opinion of its own (ever, or since its passive hold
      * ended and it said so once) the reducer leaves Redis's verdict,
      * another controller's, alone. */
-    int mine = has_opinion(p);
+    int mine = hc_has_opinion(p);
     if (!mine && !p->had_opinion)
       continue;
     p->had_opinion = mine;
@@ -275,7 +263,7 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
     if (p->write_call > 0 || p->shared == rep->health[i].health)
       continue;
     p->shared = (uint8_t)rep->health[i].health;
-    if (!p->unsynced && !has_opinion(p))
+    if (!p->unsynced && !hc_has_opinion(p))
       p->published = p->shared; /* another controller's verdict */
     changed = 1;
   }
@@ -283,7 +271,7 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
     for (hc_proxy *p = h->buckets[b]; p; p = p->next)
       if (p->read != h->pass_read && p->shared && !p->write_call) {
         p->shared = 0; /* removed in Redis */
-        if (!p->unsynced && !has_opinion(p))
+        if (!p->unsynced && !hc_has_opinion(p))
           p->published = 0;
         changed = 1;
       }
@@ -301,11 +289,7 @@ static void on_tick(ph_timer *t, void *arg) {
   int expired = 0;
   for (uint32_t b = 0; b < h->nb; b++)
     for (hc_proxy *p = h->buckets[b]; p; p = p->next) {
-      if (p->passive.verdict && p->passive.verdict != CS_H_AVAILABLE &&
-          now - p->passive_fail_ms >= m->conf.health.passive_hold_ms) {
-        memset(&p->passive, 0, sizeof(p->passive));
-        expired = 1;
-      }
+      expired |= hc_passive_expire(p, now, m->conf.health.passive_hold_ms);
       if (p->unsynced && !p->write_call)
         write_one(m, p);
     }
@@ -389,61 +373,19 @@ void cs_health_free(cs *m) {
   m->health = NULL;
 }
 
-static hc_item *item_of(hc_proxy *p, int tier, const char *group, int add) {
-  const char *g = tier == CONTROLPLANE__V1__CHECK_TIER__CHECK_TIER_TARGET &&
-                          group ? group : "";
-  if (strlen(g) > PH_POOL_GROUP_MAX)
-    return NULL;
-  for (uint32_t i = 0; i < p->n_items; i++)
-    if (p->items[i].tier == tier && strcmp(p->items[i].group, g) == 0)
-      return &p->items[i];
-  if (!add || p->n_items >= CS_HEALTH_ITEMS_MAX)
-    return NULL;
-  hc_item *it = &p->items[p->n_items++];
-  memset(it, 0, sizeof(*it));
-  it->tier = (uint8_t)tier;
-  strcpy(it->group, g);
-  return it;
-}
-
 void cs_health_observe(cs *m, const cs_observation *o) {
   cs_health_state *h = m->health;
-  if (!h || !o || !o->proxy_id || hc_tier_row(o->tier) < 0) {
-    if (h)
-      api->inc(h->m_obs[HC_OBS_IGNORED], 1);
+  if (!h)
     return;
-  }
-  int ok = o->status == CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_OK;
-  int bad = o->status == CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_FAILED ||
-            o->status == CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_TIMEOUT;
-  if (!ok && !bad) { /* CHECKER_ERROR and unknown: never a verdict */
-    api->inc(h->m_obs[o->status ==
-                              CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_CHECKER_ERROR
-                          ? HC_OBS_CHECKER_ERROR
-                          : HC_OBS_IGNORED],
-             1);
-    return;
-  }
-  hc_proxy *p = find_or_add(h, o->proxy_id);
-  hc_item *it = p ? item_of(p, o->tier, o->target_group, 1) : NULL;
-  if (!it) {
-    api->inc(h->m_obs[HC_OBS_IGNORED], 1);
-    return;
-  }
-  p->m = m;
-  api->inc(h->m_obs[HC_OBS_ACTIVE], 1);
-  it->status = (uint8_t)o->status;
-  it->last_ms = o->observed_ms;
-  it->latency_ms = o->latency_ms;
-  if (o->tier == CONTROLPLANE__V1__CHECK_TIER__CHECK_TIER_EGRESS && ok) {
-    snprintf(it->egress_ip, sizeof(it->egress_ip), "%s",
-             o->egress_ip ? o->egress_ip : "");
-    it->anonymity = (uint8_t)(o->anonymity > 0 && o->anonymity < 16
-                                  ? o->anonymity
-                                  : 0);
-  }
-  snprintf(it->reason, sizeof(it->reason), "%s", o->reason ? o->reason : "");
-  if (cs_hyst_push(&it->h, &m->conf.health.rules, ok, CS_HYST_UNIT))
+  int kind = hc_observe_kind(o);
+  hc_proxy *p = kind == HC_OBS_ACTIVE ? find_or_add(h, o->proxy_id) : NULL;
+  int changed = p ? hc_observe(p, &m->conf.health.rules, o) : -1;
+  if (p)
+    p->m = m;
+  if (kind == HC_OBS_ACTIVE && changed < 0)
+    kind = HC_OBS_IGNORED; /* no room: bounded */
+  api->inc(h->m_obs[kind], 1);
+  if (changed > 0)
     mark(m);
 }
 
@@ -453,32 +395,21 @@ void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
   (void)latency_ms;
   if (!h || !proxy_id)
     return;
-  int ok = result == CONTROLPLANE__V1__OUTCOME_RESULT__OUTCOME_RESULT_SUCCESS;
-  int bad = result == CONTROLPLANE__V1__OUTCOME_RESULT__OUTCOME_RESULT_FAILURE ||
-            result == CONTROLPLANE__V1__OUTCOME_RESULT__OUTCOME_RESULT_TIMEOUT;
-  if ((!ok && !bad) || stage < CONTROLPLANE__V1__OUTCOME_STAGE__OUTCOME_STAGE_DIAL ||
-      stage > CONTROLPLANE__V1__OUTCOME_STAGE__OUTCOME_STAGE_TUNNEL) {
-    api->inc(h->m_obs[HC_OBS_IGNORED], 1);
-    return;
-  }
-  uint32_t w = ok ? CS_HYST_UNIT : m->conf.health.weight[stage - 1];
-  api->inc(h->m_obs[HC_OBS_PASSIVE], 1);
-  if (!w)
-    return;
-  hc_proxy *p = find_or_add(h, proxy_id);
+  int ok;
+  int w = hc_outcome_weight(m->conf.health.weight, stage, result, &ok);
+  api->inc(h->m_obs[w < 0 ? HC_OBS_IGNORED : HC_OBS_PASSIVE], 1);
+  hc_proxy *p = w > 0 ? find_or_add(h, proxy_id) : NULL;
   if (!p)
     return;
   p->m = m;
-  if (!ok)
-    p->passive_fail_ms = wall_ms();
-  if (cs_hyst_push(&p->passive, &m->conf.health.rules, ok, w))
+  if (hc_outcome(p, &m->conf.health.rules, ok, (uint32_t)w, wall_ms()))
     mark(m);
 }
 
 int cs_health_changing(const cs *m, const char *proxy_id, int tier,
                        const char *target_group) {
   hc_proxy *p = find(m->health, proxy_id);
-  hc_item *it = p ? item_of(p, tier, target_group, 0) : NULL;
+  hc_item *it = p ? hc_item_of(p, tier, target_group, 0) : NULL;
   return it ? cs_hyst_changing(&it->h, &m->conf.health.rules) : 0;
 }
 

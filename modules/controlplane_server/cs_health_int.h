@@ -71,6 +71,35 @@ typedef struct cs_health_state {
   ph_series *m_panic, *m_panic_total;
 } cs_health_state;
 
+/* ---- pure: one proxy's items (cs_health_item.c) ---- */
+struct cs_observation;
+/* The item of (tier, group) (group only for TARGET), added when add and
+ * there is room; NULL for a tier out of range or no room. */
+hc_item *hc_item_of(hc_proxy *p, int tier, const char *group, int add);
+/* What an observation is: HC_OBS_ACTIVE (OK, FAILED, TIMEOUT),
+ * HC_OBS_CHECKER_ERROR (never a verdict) or HC_OBS_IGNORED. */
+int hc_observe_kind(const struct cs_observation *o);
+/* Counts an ACTIVE observation in its item: 1 verdict changed, 0 not, -1
+ * not counted (not ACTIVE, no room). */
+int hc_observe(hc_proxy *p, const cs_hyst_rules *r,
+               const struct cs_observation *o);
+/* The weight (units) of an outcome and *ok; -1 for an outcome that says
+ * nothing (an unknown stage or result). weight: health_weight_* for DIAL,
+ * PROXY_HANDSHAKE, RESPONSE_HEADERS, TUNNEL failures; a success is one
+ * whole success at any stage. */
+int hc_outcome_weight(const uint32_t weight[4], int stage, int result,
+                      int *ok);
+/* Counts it in the passive item (a failure's time kept for the hold). */
+int hc_outcome(hc_proxy *p, const cs_hyst_rules *r, int ok, uint32_t w,
+               int64_t now_ms);
+/* The proxy's own verdict: the worst of its items (NONE: none). */
+uint8_t hc_verdict(const hc_proxy *p);
+/* 1 while the reducer has anything of its own on p. */
+int hc_has_opinion(const hc_proxy *p);
+/* Ends a SUSPECT or UNHEALTHY passive verdict hold_ms after its last
+ * failure (1: ended). */
+int hc_passive_expire(hc_proxy *p, int64_t now_ms, int64_t hold_ms);
+
 int cs_health_metrics(cs *m);   /* init: registers them */
 void cs_health_count(cs *m);    /* the gauges, from the table */
 void cs_health_pool(void *arg, cs_pool *pool); /* cs_pool_cb */

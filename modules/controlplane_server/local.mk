@@ -7,7 +7,8 @@ if MODULE_CONTROLPLANE_SERVER
 # (cp_requests.c), credential material from secrets_dir (cp_secrets.c), a
 # WatchSnapshots stream's schedule (cp_watch_plan.c).
 UNIT_TESTS += t/unit/cp/test_cp_requests t/unit/cp/test_cp_secrets \
-	t/unit/cp/test_cp_watch_plan t/unit/cp/test_cs_hyst
+	t/unit/cp/test_cp_watch_plan t/unit/cp/test_cs_hyst \
+	t/unit/cp/test_cs_health_item
 t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
 	%D%/cp_requests.c \
 	%D%/cp_requests.h
@@ -26,6 +27,12 @@ t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_cs_hyst_SOURCES = t/unit/cp/test_cs_hyst.c \
 	%D%/cs_hyst.c %D%/cs_hyst.h
 t_unit_cp_test_cs_hyst_CPPFLAGS = $(AM_CPPFLAGS)
+# One proxy's items: observations, outcomes by stage, the passive hold.
+t_unit_cp_test_cs_health_item_SOURCES = t/unit/cp/test_cs_health_item.c \
+	%D%/cs_health_item.c %D%/cs_hyst.c %D%/cs_health_int.h
+t_unit_cp_test_cs_health_item_CPPFLAGS = $(CS_CPPFLAGS)
+t/unit/cp/test_cs_health_item-test_cs_health_item.$(OBJEXT) \
+t/unit/cp/test_cs_health_item-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
@@ -55,7 +62,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_runtime.c \
 	%D%/cs_outcomes.c \
 	%D%/cs_health.c %D%/cs_health.h \
-	%D%/cs_health_int.h %D%/cs_health_metrics.c \
+	%D%/cs_health_int.h %D%/cs_health_metrics.c %D%/cs_health_item.c \
 	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \

@@ -31,6 +31,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tls_forward import pump  # noqa: E402
+
 
 def rst(c):
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -49,22 +52,6 @@ def read_head(c):
 
 COUNT = [0]
 COUNT_LOCK = threading.Lock()
-
-
-def pump(src, dst):
-    try:
-        while True:
-            b = src.recv(65536)
-            if not b:
-                break
-            dst.sendall(b)
-    except OSError:
-        pass
-    for s in (src, dst):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def forward(c):
