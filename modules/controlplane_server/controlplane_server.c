@@ -25,6 +25,7 @@
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
 #include "cs_health.h"
+#include "contracts/cp_health.h"
 #include "lib/metric_table.h"
 
 const ph_api *cs_api;
@@ -278,6 +279,9 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_EINVAL;
   /* For the admin API: a proxy whose credential cannot be read is shown
    * unusable with its reason (issue 23 item 6). */
+  if (api->service_register(ctx, CP_HEALTH_SERVICE, CP_HEALTH_MAJOR,
+                            CP_HEALTH_MINOR, &cs_health_service, m) != PH_OK)
+    return PH_EINVAL;
   return api->service_register(ctx, CP_CREDCHECK_SERVICE, CP_CREDCHECK_MAJOR,
                                CP_CREDCHECK_MINOR, &cs_credcheck_service, m);
 }
@@ -434,7 +438,8 @@ static void cs_destroy(void *state) {
 
 static const char *const requires[] = {CP_AUTHORITY_SERVICE,
                                    PH_POOL_STORE_SERVICE, NULL};
-static const char *const provides[] = {CP_CREDCHECK_SERVICE, NULL};
+static const char *const provides[] = {CP_CREDCHECK_SERVICE,
+                                       CP_HEALTH_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("controlplane_server", "1.0.0"),

@@ -107,6 +107,9 @@ extern const ph_api *cs_api;
 
 /* "cp.credentials" over secrets_dir (cs_credcheck.c, issue 23 item 6). */
 extern const cp_credcheck_v1 cs_credcheck_service;
+/* "cp.health": the reducer's view of a proxy (cs_health_view.c). */
+struct cp_health_v1;
+extern const struct cp_health_v1 cs_health_service;
 
 void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *));
 void cs_link_del(cs_link *l);

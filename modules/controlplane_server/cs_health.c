@@ -41,7 +41,7 @@ static uint32_t hash_id(const char *s) {
   return h;
 }
 
-static hc_proxy *find(const cs_health_state *h, const char *id) {
+hc_proxy *hc_find(const cs_health_state *h, const char *id) {
   if (!h || !h->nb)
     return NULL;
   for (hc_proxy *p = h->buckets[hash_id(id) & (h->nb - 1)]; p; p = p->next)
@@ -51,7 +51,7 @@ static hc_proxy *find(const cs_health_state *h, const char *id) {
 }
 
 static hc_proxy *find_or_add(cs_health_state *h, const char *id) {
-  hc_proxy *p = find(h, id);
+  hc_proxy *p = hc_find(h, id);
   if (p || h->n >= PH_POOL_PROXIES_MAX || strlen(id) > PH_POOL_ID_MAX)
     return p;
   if (!(p = calloc(1, sizeof(*p))))
@@ -158,7 +158,7 @@ static void publish(cs *m) {
   h->pass++;
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
-    hc_proxy *p = find(h, pool->proxies[i].proxy_id);
+    hc_proxy *p = hc_find(h, pool->proxies[i].proxy_id);
     ent[i] = p;
     if (p) {
       p->pass = h->pass;
@@ -408,13 +408,13 @@ void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
 
 int cs_health_changing(const cs *m, const char *proxy_id, int tier,
                        const char *target_group) {
-  hc_proxy *p = find(m->health, proxy_id);
+  hc_proxy *p = hc_find(m->health, proxy_id);
   hc_item *it = p ? hc_item_of(p, tier, target_group, 0) : NULL;
   return it ? cs_hyst_changing(&it->h, &m->conf.health.rules) : 0;
 }
 
 int cs_health_of(const cs *m, const char *proxy_id) {
-  const hc_proxy *p = find(m->health, proxy_id);
+  const hc_proxy *p = hc_find(m->health, proxy_id);
   return p ? p->shared
            : CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNSPECIFIED;
 }

@@ -100,6 +100,9 @@ int hc_has_opinion(const hc_proxy *p);
  * failure (1: ended). */
 int hc_passive_expire(hc_proxy *p, int64_t now_ms, int64_t hold_ms);
 
+/* The proxy's entry, or NULL (cs_health.c). */
+hc_proxy *hc_find(const cs_health_state *h, const char *id);
+
 int cs_health_metrics(cs *m);   /* init: registers them */
 void cs_health_count(cs *m);    /* the gauges, from the table */
 void cs_health_pool(void *arg, cs_pool *pool); /* cs_pool_cb */

@@ -3,7 +3,6 @@
  * observation or outcome counts in, with what weight, the proxy's verdict
  * (the worst of its items) and the end of a passive verdict. No I/O, no
  * host: t/unit/cp/test_cs_health_item.c runs it alone. */
-#include <stdio.h>
 #include <string.h>
 
 #include "controlplane/v1/controlplane.pb-c.h"
@@ -25,6 +24,20 @@ hc_item *hc_item_of(hc_proxy *p, int tier, const char *group, int add) {
   it->tier = (uint8_t)tier;
   strcpy(it->group, g);
   return it;
+}
+
+/* A checker's string kept for the admin API: [A-Za-z0-9._:-] only (an
+ * address or a short code), anything else '_', cut to the buffer. */
+static void keep(char *out, size_t cap, const char *in) {
+  size_t i = 0;
+  for (; in && in[i] && i + 1 < cap; i++) {
+    char ch = in[i];
+    int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+                ch == ':' || ch == '-';
+    out[i] = plain ? ch : '_';
+  }
+  out[i] = '\0';
 }
 
 int hc_observe_kind(const cs_observation *o) {
@@ -53,12 +66,11 @@ int hc_observe(hc_proxy *p, const cs_hyst_rules *r, const cs_observation *o) {
   it->last_ms = o->observed_ms;
   it->latency_ms = o->latency_ms;
   if (o->tier == CONTROLPLANE__V1__CHECK_TIER__CHECK_TIER_EGRESS && ok) {
-    snprintf(it->egress_ip, sizeof(it->egress_ip), "%s",
-             o->egress_ip ? o->egress_ip : "");
+    keep(it->egress_ip, sizeof(it->egress_ip), o->egress_ip);
     it->anonymity =
         (uint8_t)(o->anonymity > 0 && o->anonymity < 16 ? o->anonymity : 0);
   }
-  snprintf(it->reason, sizeof(it->reason), "%s", o->reason ? o->reason : "");
+  keep(it->reason, sizeof(it->reason), o->reason);
   return cs_hyst_push(&it->h, r, ok, CS_HYST_UNIT);
 }
 

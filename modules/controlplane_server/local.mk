@@ -63,6 +63,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_outcomes.c \
 	%D%/cs_health.c %D%/cs_health.h \
 	%D%/cs_health_int.h %D%/cs_health_metrics.c %D%/cs_health_item.c \
+	%D%/cs_health_view.c modules/contracts/cp_health.h \
 	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \

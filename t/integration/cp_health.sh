@@ -14,7 +14,8 @@
 #    the traffic away from it; from then on requests through the gateway
 #    pay no failed dial (pb left its choices: others are AVAILABLE);
 #  - CP-6-7: exclusive extraction refuses it (409) and still takes an
-#    AVAILABLE proxy;
+#    AVAILABLE proxy; proxyhostctl proxy list/show (the admin API) show
+#    the verdict and the controller's passive item;
 #  - CP-6-7: the flaky pc (a handshake failure in three) never becomes
 #    SUSPECT or UNHEALTHY: no flap.
 . "$top_srcdir/t/lib/testlib.sh"
@@ -35,6 +36,7 @@ controller_ini "$T/ctl.ini" "$admin" "$cpp"
 "$PROXYHOST" -c "$T/ctl.ini" \
   --set controlplane_server.health_passive_hold=10m \
   --set pool_api.authority=redis_ownership \
+  --set pool_api.credentials=controlplane_server \
   --set controlplane_server.health_sync_interval=200ms >>"$T/ctl.log" 2>&1 &
 PIDS="$PIDS $!"
 ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
@@ -144,6 +146,17 @@ done
 ok $r "fifteen more requests succeed"
 is "$(outcomes dial failure)" "$before" \
   "CP-6-7: ... and none pays a failed dial: pb left the gateway's choices"
+
+# ---- the admin API shows it --------------------------------------------------
+st=$(health pb)
+like_re "$(ctl proxy list | grep '^pb ')" "$st\$" \
+  "CP-6-7: proxyhostctl proxy list shows pb's health ($st)"
+show=$(ctl proxy show pb)
+like "$show" "health       $st" "CP-6-7: proxy show pb shows its health"
+like_re "$show" "health_items tier=passive state=(suspect|unhealthy)" \
+  "CP-6-7: ... and the controller's passive item (gateway outcomes)"
+like_re "$(ctl proxy list | grep '^pa ')" "(none|available)\$" \
+  "CP-6-7: pa shows none or available"
 
 # ---- extraction takes only AVAILABLE ---------------------------------------
 out=$(ctl proxy extract pb 2>&1); rc=$?

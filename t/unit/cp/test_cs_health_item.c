@@ -49,6 +49,12 @@ static void test_active(void) {
   ok(e && strcmp(e->egress_ip, "203.0.113.9") == 0 && e->anonymity == 3 &&
          e->latency_ms == 42 && e->last_ms == 1000,
      "CP-6-6 EGRESS keeps the egress ip, anonymity, latency and time");
+  cs_observation odd = {.proxy_id = "p1", .tier = BASIC, .status = FAILED,
+                       .reason = "bad \"quote\"\n<x>"};
+  hc_observe(&p, &R, &odd);
+  is_str(hc_item_of(&p, BASIC, "", 0)->reason, "bad__quote___x_",
+         "a checker's reason is kept plain ([A-Za-z0-9._:-], else _)");
+  obs(&p, BASIC, "", OK, 1);
   is_int(obs(&p, BASIC, "", CHECKER_ERROR, 10), -1,
          "CP-6-7 a CHECKER_ERROR is not counted");
   is_int(hc_verdict(&p), CS_H_AVAILABLE, "CP-6-7 ... ten of them: no verdict moves");
