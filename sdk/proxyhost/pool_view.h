@@ -70,7 +70,7 @@
 
 #define PH_POOL_VIEW_SERVICE "pool.view"
 #define PH_POOL_VIEW_MAJOR 1
-#define PH_POOL_VIEW_MINOR 2 /* 2: health */
+#define PH_POOL_VIEW_MINOR 2
 
 /* "No rule" from match(), "no proxy" from find(). */
 #define PH_POOL_VIEW_NONE UINT32_MAX

@@ -133,9 +133,9 @@ wait_long down
 ok $? "CP-6-7: pb's upstream killed, the gateway's failed dials make pb $(health pb) in its snapshot"
 like_re "$(redis_cli "$T/redis" HGET 'ph:cp:{c1}:health' pb)" '^[23]$' \
   "CP-6-7: the verdict is the pool's state in Redis (2 SUSPECT, 3 UNHEALTHY)"
-t=$(cm | grep -E '^proxyhost_cp_health_transitions_total\{to="(suspect|unhealthy)"\}' |
+t=$(cm | grep -E '^proxyhost_cp_controller_health_transitions_total\{to="(suspect|unhealthy)"\}' |
   awk '{s += $2} END {print s + 0}')
-[ "${t:-0}" -ge 1 ]; ok $? "proxyhost_cp_health_transitions_total counts it ($t)"
+[ "${t:-0}" -ge 1 ]; ok $? "proxyhost_cp_controller_health_transitions_total counts it ($t)"
 like "$(cat "$T/ctl.log")" "proxy health changed" "the controller logs the change"
 
 before=$(outcomes dial failure)
@@ -170,7 +170,7 @@ ctl proxy return pa >/dev/null 2>&1; ok $? "... and returned"
 # ---- the flaky pc never flaps ----------------------------------------------
 # Every outcome the gateway counted reached the controller's reducer.
 sum_gw() { gm | grep '^proxyhost_pool_outcomes_total' | awk '{s += $2} END {print s + 0}'; }
-passive() { metric "$(cm)" 'proxyhost_cp_health_observations_total{kind="passive"}'; }
+passive() { metric "$(cm)" 'proxyhost_cp_controller_health_observations_total{kind="passive"}'; }
 seen() { [ "$(passive)" -ge "$(sum_gw)" ]; }
 wait_long seen; ok $? "the controller reduced every outcome the gateway reported"
 conns=$(grep -c conn "$T/flaky.port.log")

@@ -124,7 +124,8 @@ def pack(stubs, name, out):
                               capacity=p["capacity"], weight=p["weight"],
                               secret_ref=p["secret_ref"],
                               credential_version=p["credential_version"],
-                              draining=p["draining"])
+                              draining=p["draining"],
+                              health=p.get("health", 0))
             set_time(x.expires_at, p["expires_at"])
             set_time(x.usable_until, p["usable_until"])
         for c in s["credentials"]:
