@@ -17,7 +17,10 @@
 #    AVAILABLE proxy; proxyhostctl proxy list/show (the admin API) show
 #    the verdict and the controller's passive item;
 #  - CP-6-7: the flaky pc (a handshake failure in three) never becomes
-#    SUSPECT or UNHEALTHY: no flap.
+#    SUSPECT or UNHEALTHY: no flap;
+#  - CP-6-7: a verdict another controller writes in Redis reaches this
+#    controller's snapshots (read back every health_sync_interval), and
+#    so does its removal.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -181,6 +184,14 @@ unlike "$(grep 'proxy health changed' "$T/ctl.log" | grep 'proxy_id=pc')" "to=su
   "CP-6-7: ... and never was (no flap)"
 unlike "$(grep 'proxy health changed' "$T/ctl.log" | grep 'proxy_id=pc')" "to=unhealthy" \
   "CP-6-7: ... not even once UNHEALTHY"
+# ---- another controller's verdict --------------------------------------------
+redis_cli "$T/redis" HSET 'ph:cp:{c1}:health' pa 3 >/dev/null
+pa_is() { [ "$(health pa)" = "$1" ]; }
+wait_long pa_is unhealthy
+ok $? "CP-6-7: a verdict written in Redis by another controller reaches this one's snapshots"
+redis_cli "$T/redis" HDEL 'ph:cp:{c1}:health' pa >/dev/null
+wait_long pa_is none
+ok $? "CP-6-7: ... and so does its removal"
 unlike "$(cat "$T/ctl.log" "$T/g1.log")" "AddressSanitizer" "no sanitizer report"
 stop_redis "$T/redis"
 done_testing
