@@ -300,15 +300,21 @@ static void on_tick(ph_timer *t, void *arg) {
     if (id > 0)
       h->read_call = id;
   }
-  /* the pool's rows: forgets the proxies that left it */
-  cs_pool_get(m, cs_health_pool, m);
+  /* the pool's rows (at most one wait of ours): a pass over them
+   * forgets the proxies that left it */
+  if (!h->pool_wait) {
+    h->pool_wait = 1;
+    if (cs_pool_get(m, cs_health_pool, h) != 0)
+      h->pool_wait = 0;
+  }
 }
 
 void cs_health_pool(void *arg, cs_pool *pool) {
+  cs_health_state *h = arg;
   (void)pool;
-  cs *m = arg;
-  if (m->health && !m->stopping)
-    mark(m);
+  h->pool_wait = 0;
+  if (!h->m->stopping)
+    mark(h->m);
 }
 
 /* ---- the entry points --------------------------------------------------- */
@@ -324,6 +330,7 @@ int cs_health_init(cs *m) {
     free(h);
     return PH_ENOMEM;
   }
+  h->m = m;
   m->health = h;
   return cs_health_metrics(m);
 }
@@ -347,7 +354,8 @@ void cs_health_stop(cs *m) {
   if (h->tick)
     api->timer_free(h->tick);
   h->flush = h->tick = NULL;
-  cs_pool_forget(m, m);
+  cs_pool_forget(m, h);
+  h->pool_wait = 0;
   if (h->read_call > 0 && m->auth)
     m->auth->cancel(m->auth_self, h->read_call);
   h->read_call = 0;

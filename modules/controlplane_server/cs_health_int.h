@@ -56,6 +56,8 @@ enum { HC_OBS_ACTIVE, HC_OBS_PASSIVE, HC_OBS_CHECKER_ERROR, HC_OBS_IGNORED,
 #define HC_TIERS 4 /* basic, egress, target, passive */
 
 typedef struct cs_health_state {
+  cs *m;
+  int pool_wait; /* a cs_pool_get of ours is pending (at most one) */
   hc_proxy **buckets;
   uint32_t nb; /* a power of two */
   size_t n;
