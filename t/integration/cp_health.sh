@@ -20,7 +20,8 @@
 #    SUSPECT or UNHEALTHY: no flap;
 #  - CP-6-7: a verdict another controller writes in Redis reaches this
 #    controller's snapshots (read back every health_sync_interval), and
-#    so does its removal.
+#    so does its removal;
+#  - bounded: pb deleted from the pool, its verdict leaves Redis.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -192,6 +193,11 @@ ok $? "CP-6-7: a verdict written in Redis by another controller reaches this one
 redis_cli "$T/redis" HDEL 'ph:cp:{c1}:health' pa >/dev/null
 wait_long pa_is none
 ok $? "CP-6-7: ... and so does its removal"
+# ---- a proxy that left the pool --------------------------------------------
+ctl proxy delete pb >/dev/null; ok $? "pb deleted from the pool"
+gone() { [ "$(redis_cli "$T/redis" HEXISTS 'ph:cp:{c1}:health' pb)" = 0 ]; }
+wait_long gone
+ok $? "CP-6-7: the reducer forgets a proxy that left the pool, its Redis field too"
 unlike "$(cat "$T/ctl.log" "$T/g1.log")" "AddressSanitizer" "no sanitizer report"
 stop_redis "$T/redis"
 done_testing
