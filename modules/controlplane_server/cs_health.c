@@ -18,7 +18,6 @@
  * each with at most CS_HEALTH_ITEMS_MAX active items. Nothing raw (no
  * single outcome or observation) reaches Redis or SQL.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +56,7 @@ static hc_proxy *find_or_add(cs_health_state *h, const char *id) {
   if (!(p = calloc(1, sizeof(*p))))
     return NULL;
   strcpy(p->id, id);
+  p->m = h->m;
   uint32_t b = hash_id(id) & (h->nb - 1);
   p->next = h->buckets[b];
   h->buckets[b] = p;
@@ -95,7 +95,6 @@ static void forgot(void *arg, const cp_auth_reply *rep) {
   api->inc(m->health->m_writes[rep->result == CP_AUTH_OK ? 0 : 1], 1);
 }
 
-
 static void write_one(cs *m, hc_proxy *p) {
   if (p->write_call > 0 || !m->auth || !m->auth->health_set)
     return;
@@ -127,13 +126,13 @@ static void written(void *arg, const cp_auth_reply *rep) {
 }
 
 /* The groups of the pool, numbered by a sort of their names. */
-typedef struct link {
+typedef struct hc_link {
   const char *group;
   uint32_t proxy;
-} link;
+} hc_link;
 
 static int link_cmp(const void *a, const void *b) {
-  return strcmp(((const link *)a)->group, ((const link *)b)->group);
+  return strcmp(((const hc_link *)a)->group, ((const hc_link *)b)->group);
 }
 
 /* One pass over the pool: verdicts, the panic guard, the changes. */
@@ -148,7 +147,7 @@ static void publish(cs *m) {
     nl += pool->proxies[i].n_groups;
   uint8_t *raw = calloc(n ? n : 1, 2);
   hc_proxy **ent = calloc(n ? n : 1, sizeof(*ent));
-  link *links = calloc(nl ? nl : 1, sizeof(*links));
+  hc_link *links = calloc(nl ? nl : 1, sizeof(*links));
   uint32_t *idx = calloc(nl ? nl : 1, 2 * sizeof(*idx));
   uint32_t *scratch = calloc(nl ? 2 * nl : 1, sizeof(*scratch));
   if (!raw || !ent || !links || !idx || !scratch) {
@@ -165,7 +164,7 @@ static void publish(cs *m) {
       raw[i] = hc_verdict(p);
     }
     for (uint32_t g = 0; g < pool->proxies[i].n_groups; g++)
-      links[k++] = (link){pool->proxies[i].groups[g], (uint32_t)i};
+      links[k++] = (hc_link){pool->proxies[i].groups[g], (uint32_t)i};
   }
   qsort(links, nl, sizeof(*links), link_cmp);
   uint32_t *proxy_of = idx, *group_of = idx + nl, ng = 0;
@@ -258,7 +257,6 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
     hc_proxy *p = find_or_add(h, rep->health[i].proxy_id);
     if (!p)
       continue;
-    p->m = m;
     p->read = h->pass_read;
     if (p->write_call > 0 || p->shared == rep->health[i].health)
       continue;
@@ -388,8 +386,6 @@ void cs_health_observe(cs *m, const cs_observation *o) {
   int kind = hc_observe_kind(o);
   hc_proxy *p = kind == HC_OBS_ACTIVE ? find_or_add(h, o->proxy_id) : NULL;
   int changed = p ? hc_observe(p, &m->conf.health.rules, o) : -1;
-  if (p)
-    p->m = m;
   if (kind == HC_OBS_ACTIVE && changed < 0)
     kind = HC_OBS_IGNORED; /* no room: bounded */
   api->inc(h->m_obs[kind], 1);
@@ -409,7 +405,6 @@ void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
   hc_proxy *p = w > 0 ? find_or_add(h, proxy_id) : NULL;
   if (!p)
     return;
-  p->m = m;
   if (hc_outcome(p, &m->conf.health.rules, ok, (uint32_t)w, wall_ms()))
     mark(m);
 }
