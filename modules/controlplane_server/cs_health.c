@@ -115,6 +115,7 @@ static void written(void *arg, const cp_auth_reply *rep) {
   api->inc(h->m_writes[ok ? 0 : 1], 1);
   if (!ok)
     return; /* retried at the next tick */
+  p->wrote = ++h->write_seq;
   if (p->shared != p->writing) {
     p->shared = p->writing;
     cs_watch_health_changed(m);
@@ -226,6 +227,7 @@ static void publish(cs *m) {
         if (p->shared && m->auth && m->auth->health_set)
           m->auth->health_set(m->auth_self, p->id, 0, forgot, m);
         unlink_free(m, p);
+        h->forgets++;
       }
       p = next;
     }
@@ -252,13 +254,19 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
   if (rep->result != CP_AUTH_OK)
     return;
   int changed = 0;
+  /* A read that began before a proxy was forgotten may still list it:
+   * it adds no entry then (the next read does, if Redis keeps it). */
+  int fresh = h->read_forgets == h->forgets;
   h->pass_read++;
   for (size_t i = 0; i < rep->n_health; i++) {
-    hc_proxy *p = find_or_add(h, rep->health[i].proxy_id);
+    const char *id = rep->health[i].proxy_id;
+    hc_proxy *p = fresh ? find_or_add(h, id) : hc_find(h, id);
     if (!p)
       continue;
     p->read = h->pass_read;
-    if (p->write_call > 0 || p->shared == rep->health[i].health)
+    /* a write in flight, or answered after the read began, is newer */
+    if (p->write_call > 0 || p->wrote > h->read_seq ||
+        p->shared == rep->health[i].health)
       continue;
     p->shared = (uint8_t)rep->health[i].health;
     if (!p->unsynced && !hc_has_opinion(p))
@@ -267,7 +275,8 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
   }
   for (uint32_t b = 0; b < h->nb; b++)
     for (hc_proxy *p = h->buckets[b]; p; p = p->next)
-      if (p->read != h->pass_read && p->shared && !p->write_call) {
+      if (p->read != h->pass_read && p->shared && !p->write_call &&
+          p->wrote <= h->read_seq) {
         p->shared = 0; /* removed in Redis */
         if (!p->unsynced && !hc_has_opinion(p))
           p->published = 0;
@@ -295,8 +304,11 @@ static void on_tick(ph_timer *t, void *arg) {
     publish(m);
   if (!h->read_call && m->auth && m->auth->health_all) {
     int64_t id = m->auth->health_all(m->auth_self, read_back, m);
-    if (id > 0)
+    if (id > 0) {
       h->read_call = id;
+      h->read_forgets = h->forgets;
+      h->read_seq = h->write_seq;
+    }
   }
   /* the pool's rows (at most one wait of ours): a pass over them
    * forgets the proxies that left it */

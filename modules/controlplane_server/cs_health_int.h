@@ -42,6 +42,7 @@ typedef struct hc_proxy {
   uint8_t unsynced;  /* published not yet in Redis */
   uint8_t had_opinion;
   uint32_t pass, read;
+  uint32_t wrote; /* write_seq when its last write was answered */
   int64_t write_call;
 } hc_proxy;
 
@@ -64,6 +65,8 @@ typedef struct cs_health_state {
   ph_timer *flush, *tick;
   int dirty;
   uint32_t pass, pass_read, panic_groups;
+  uint32_t forgets, read_forgets; /* proxies forgotten; as the read began */
+  uint32_t write_seq, read_seq;   /* writes answered; as the read began */
   int64_t read_call;
   ph_series *m_proxies[4];        /* by state (Redis's) */
   ph_series *m_items[HC_TIERS][4]; /* by tier and state (this reducer's) */

@@ -31,6 +31,18 @@ t_unit_cp_test_cs_hyst_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_cs_health_item_SOURCES = t/unit/cp/test_cs_health_item.c \
 	%D%/cs_health_item.c %D%/cs_hyst.c %D%/cs_health_int.h
 t_unit_cp_test_cs_health_item_CPPFLAGS = $(CS_CPPFLAGS)
+# The reducer with its state through the mock host (a fake authority).
+UNIT_TESTS += t/unit/cp/test_cs_health
+t_unit_cp_test_cs_health_SOURCES = t/unit/cp/test_cs_health.c \
+	%D%/cs_health.c %D%/cs_health_item.c %D%/cs_health_metrics.c \
+	%D%/cs_hyst.c modules/lib/metric_table.c
+t_unit_cp_test_cs_health_CPPFLAGS = $(CS_CPPFLAGS)
+t_unit_cp_test_cs_health_LDADD = host/libphmock.la $(EV_LIBS)
+t_unit_cp_test_cs_health_DEPENDENCIES = host/libphmock.la
+t/unit/cp/test_cs_health-test_cs_health.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_health.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_health_metrics.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 t/unit/cp/test_cs_health_item-test_cs_health_item.$(OBJEXT) \
 t/unit/cp/test_cs_health_item-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 
