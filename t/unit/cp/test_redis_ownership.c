@@ -1053,6 +1053,48 @@ static void test_rebalance(void) {
   stop_mod();
 }
 
+/* A worker whose report is not on the current epoch (a controller just
+ * restarted, its report not in yet) still holds its own proxies: the
+ * rebalance compares a proxy's move against its owner keeping it, so a
+ * proxy in its owner's zone does not move to another zone's worker just
+ * because the owner cannot take new ones right now (cp_e2e.sh 61 under
+ * ASan: p3 of zone z2 moved from w2, the only z2 worker, to w1). */
+static void test_rebalance_owner_stale(void) {
+  if (start_mod("c-rbs", "rebalance_max = 2\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v1, v2, ep;
+  acked("w1", "z1", "s1", &v1, &ep);
+  acked("w2", "z2", "s2", &v2, &ep);
+  cp_auth_proxy ps[] = {{"p1", 10, "z1"}, {"p2", 10, "z1"}, {"p3", 10, "z2"},
+                        {"p4", 30, ""},   {"p5", 5, ""}};
+  got a = assign(ps, 5, NULL, 0);
+  got o1 = owned("w1", "s1"), o2 = owned("w2", "s2");
+  ok(has(&o1, "p1") && has(&o1, "p2") && has(&o1, "p5") && has(&o2, "p3") &&
+         has(&o2, "p4"),
+     "CP-1-16 zone first, then the least owned capacity: w1 p1 p2 p5, w2 p3 "
+     "p4");
+  ep = a.epoch;
+  reack("w1", "s1", ep, &v1);
+  reack("w2", "s2", ep, &v2);
+  report("w1", "s1", 1, 1, v1, ep, NULL, 0);
+  report("w2", "s2", 1, 1, v2, ep, NULL, 0);
+  a = assign(ps, 5, NULL, 0);
+  o2 = owned("w2", "s2");
+  is_int(n_marked(&o2), 0, "both reporting: nothing moves (p3 stays in z2)");
+  rint_("INCR %s", "ph:cp:{c-rbs}:epoch"); /* w2's report is now old */
+  reack("w1", "s1", ep + 1, &v1);
+  report("w1", "s1", 2, 2, v1, ep + 1, NULL, 0);
+  a = assign(ps, 5, NULL, 0);
+  o1 = owned("w1", "s1");
+  o2 = owned("w2", "s2");
+  ok(n_marked(&o2) == 0 && has(&o2, "p3") && has(&o2, "p4"),
+     "issue 23 item 4: an owner whose report is not current yet keeps its "
+     "proxies (no move out of its zone)");
+  stop_mod();
+}
+
 /* Exclusive extraction (CP-1-5, CP-4-2..5): an unowned proxy at once; an
  * owned one reclaimed through the drain, extracted in the assign that
  * ends its ownership; neither given out meanwhile; release. */
@@ -1504,6 +1546,7 @@ int main(void) {
   test_draining();
   test_drain_epoch();
   test_rebalance();
+  test_rebalance_owner_stale();
   test_extraction();
   test_extraction_crashed_owner();
   test_health();
