@@ -24,7 +24,8 @@ static const char *const policy_cols[] = {"id", "agent", "subject_kind",
 
 static const char *const proxy_cols[] = {"proxy_id", "protocol", "host",
                                          "port", "groups", "capacity",
-                                         "secret_ref", "admin_state", NULL};
+                                         "secret_ref", "admin_state",
+                                         "health", NULL};
 static const char *const route_cols[] = {"position", "rule_id", "enabled",
                                          "host_pattern", "target_group",
                                          "strategy", "on_unavailable", NULL};
@@ -119,6 +120,23 @@ static void text_of(const json_doc *d, long v, const char *key, char *out,
       snprintf(out, cap, "-");
     return;
   }
+  case JSON_OBJECT: { /* "key=value" for each member but nulls */
+    size_t k = (size_t)v + 1;
+    ph_bw w;
+    ph_bw_init(&w, out, cap, PH_BW_TEXT);
+    int any = 0;
+    for (uint32_t i = 0; i < d->toks[v].size; i++, k = d->toks[k + 1].next) {
+      char name[64], item[VALUE_MAX];
+      if (json_type_of(d, k + 1) == JSON_NULL ||
+          json_str(d, k, name, sizeof(name)) < 0)
+        continue;
+      text_of(d, (long)(k + 1), name, item, sizeof(item));
+      if (ph_bw_printf(&w, "%s%s=%s", any ? " " : "", name, item) < 0)
+        break;
+      any = 1;
+    }
+    return;
+  }
   default:
     snprintf(out, cap, "...");
   }
@@ -130,8 +148,19 @@ static void print_object(FILE *out, const json_doc *d, size_t obj) {
     char key[64], val[VALUE_MAX];
     if (json_str(d, k, key, sizeof(key)) < 0)
       snprintf(key, sizeof(key), "?");
-    text_of(d, (long)(k + 1), key, val, sizeof(val));
-    fprintf(out, "%-12s %s\n", key, val);
+    size_t v = k + 1;
+    if (json_type_of(d, v) == JSON_ARRAY && d->toks[v].size > 0 &&
+        json_type_of(d, v + 1) == JSON_OBJECT) {
+      /* a list of objects (a proxy's health_items): one line each */
+      size_t e = v + 1;
+      for (uint32_t i = 0; i < d->toks[v].size; i++, e = d->toks[e].next) {
+        text_of(d, (long)e, key, val, sizeof(val));
+        fprintf(out, "%-12s %s\n", key, val);
+      }
+    } else {
+      text_of(d, (long)v, key, val, sizeof(val));
+      fprintf(out, "%-12s %s\n", key, val);
+    }
     k = d->toks[k + 1].next;
   }
 }

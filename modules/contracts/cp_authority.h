@@ -44,8 +44,8 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 4 /* 1: cluster_id; 2: extract; 3: rebalance;
-                              4: checker sessions */
+#define CP_AUTHORITY_MINOR 5 /* 1: cluster_id; 2: extract; 3: rebalance;
+                                4: checker sessions; 5: health */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -149,6 +149,12 @@ typedef struct cp_auth_usable {
   uint32_t active, reserved;
 } cp_auth_usable;
 
+/* minor 5, health_all(): one proxy's verdict in Redis. */
+typedef struct cp_auth_health {
+  const char *proxy_id;
+  int health; /* CONTROLPLANE__V1__PROXY_HEALTH__*: 1..3 */
+} cp_auth_health;
+
 typedef struct cp_auth_reply {
   uint32_t size;          /* sizeof(cp_auth_reply) in the module */
   cp_auth_result result;
@@ -179,6 +185,12 @@ typedef struct cp_auth_reply {
    * and its tiers as a bit mask: bit t for CheckTier t). */
   uint32_t max_concurrency;
   uint32_t tiers;
+  /* minor 5: health_all: every verdict in Redis; extract REQUEST: 0, or
+   * the health (SUSPECT 2, UNHEALTHY 3) that refused it (extract_state
+   * is then AVAILABLE: nothing changed). */
+  const cp_auth_health *health;
+  size_t n_health;
+  int extract_refused;
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);
@@ -332,6 +344,18 @@ typedef struct cp_authority_v1 {
                                  const char *session_id, uint64_t sequence,
                                  const uint8_t digest[CP_AUTH_DIGEST_LEN],
                                  cp_auth_cb cb, void *arg);
+  /* ---- minor 5 ----------------------------------------------------- */
+  /* The pool's health (CP-6-7), written by the controller's reducer
+   * alone, one atomic step per change (lua/health.lua): proxy_id's
+   * verdict becomes health (CONTROLPLANE__V1__PROXY_HEALTH__*: 1..3), or
+   * none (0: the proxy left the pool or has no verdict). Every
+   * controller's snapshots carry it (health_all); extract REQUEST refuses
+   * a SUSPECT or UNHEALTHY proxy (reply extract_refused). */
+  int64_t (*health_set)(void *self, const char *proxy_id, int health,
+                        cp_auth_cb cb, void *arg);
+  /* Every verdict in Redis (at most PH_POOL_PROXIES_MAX; more is
+   * CP_AUTH_LIMIT). Reply: health, n_health. */
+  int64_t (*health_all)(void *self, cp_auth_cb cb, void *arg);
 } cp_authority_v1;
 
 #endif

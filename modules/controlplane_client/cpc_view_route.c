@@ -64,6 +64,12 @@ static long render(const ph_pool_view *v, int64_t now, char *buf,
     json_w_int(&w, p->expires_at_ms);
     json_w_key(&w, "draining");
     json_w_bool(&w, p->draining);
+    /* the controller's verdict (CP-6-7): none, available, suspect,
+     * unhealthy */
+    static const char *const hn[] = {"none", "available", "suspect",
+                                     "unhealthy"};
+    json_w_key(&w, "health");
+    json_w_str(&w, hn[v->health && v->health[i] <= 3 ? v->health[i] : 0]);
     json_w_obj_end(&w);
   }
   json_w_arr_end(&w);

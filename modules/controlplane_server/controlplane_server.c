@@ -26,6 +26,8 @@
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
 #include "cs_checker.h"
+#include "cs_health.h"
+#include "contracts/cp_health.h"
 #include "lib/metric_table.h"
 
 const ph_api *cs_api;
@@ -288,11 +290,15 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
            "and workers register again");
   }
   if (register_metrics(m) != PH_OK || cs_checkers_init(m) != PH_OK ||
+      cs_health_init(m) != PH_OK ||
       ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
                          "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;
   /* For the admin API: a proxy whose credential cannot be read is shown
    * unusable with its reason (issue 23 item 6). */
+  if (api->service_register(ctx, CP_HEALTH_SERVICE, CP_HEALTH_MAJOR,
+                            CP_HEALTH_MINOR, &cs_health_service, m) != PH_OK)
+    return PH_EINVAL;
   return api->service_register(ctx, CP_CREDCHECK_SERVICE, CP_CREDCHECK_MAJOR,
                                CP_CREDCHECK_MINOR, &cs_credcheck_service, m);
 }
@@ -415,7 +421,7 @@ static int cs_start(void *state) {
     return PH_ENOMEM;
   api->timer_set(m->assign_timer, 10, (uint64_t)m->conf.assign_interval_ms);
   cs_sched_start(m);
-  return PH_OK;
+  return cs_health_start(m);
 }
 
 static int cs_stop(void *state) {
@@ -431,6 +437,7 @@ static int cs_stop(void *state) {
   m->assign_call = 0;
   cs_watch_stop_all(m);
   cs_checkers_stop(m);
+  cs_health_stop(m);
   for (ilist_node *n; (n = ilist_pop(&m->pending));) {
     cs_link *l = ILIST_ENTRY(n, cs_link, node);
     l->abandon(l);
@@ -451,13 +458,15 @@ static void cs_destroy(void *state) {
   OPENSSL_cleanse(m->ref_key, sizeof(m->ref_key));
   ph_tls_reload_free(&m->tls);
   cs_checkers_free(m);
+  cs_health_free(m);
   free(m->prev_ids);
   free(m);
 }
 
 static const char *const requires[] = {CP_AUTHORITY_SERVICE,
                                    PH_POOL_STORE_SERVICE, NULL};
-static const char *const provides[] = {CP_CREDCHECK_SERVICE, NULL};
+static const char *const provides[] = {CP_CREDCHECK_SERVICE,
+                                       CP_HEALTH_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("controlplane_server", "1.0.0"),

@@ -58,6 +58,7 @@ typedef struct cs_pool_waiter {
 } cs_pool_waiter;
 
 typedef struct cs_watch cs_watch;
+struct cs_health_state; /* the reducer (cs_health.c) */
 
 /* A unary or client-streaming RPC waiting on the authority: linked in
  * cs.pending so that stop can cancel its call (the authority answers
@@ -103,12 +104,16 @@ typedef struct cs {
   ph_series *m_rebalance[2]; /* proxies set moving; moves held back */
   ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
   struct cs_checkers *checkers; /* the CheckerControlPlane: cs_checker.h */
+  struct cs_health_state *health; /* the reducer: cs_health.c */
 } cs;
 
 extern const ph_api *cs_api;
 
 /* "cp.credentials" over secrets_dir (cs_credcheck.c, issue 23 item 6). */
 extern const cp_credcheck_v1 cs_credcheck_service;
+/* "cp.health": the reducer's view of a proxy (cs_health_view.c). */
+struct cp_health_v1;
+extern const struct cp_health_v1 cs_health_service;
 
 void cs_link_add(cs *m, cs_link *l, void (*abandon)(cs_link *));
 void cs_link_del(cs_link *l);
@@ -184,6 +189,9 @@ void cs_checker_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                           size_t len);
 void cs_checker_report_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                            size_t len);
+/* A proxy's health in Redis changed (cs_health.c): every stream's next
+ * round now, not at its next poll (CP-6-7). */
+void cs_watch_health_changed(cs *m);
 /* worker registered with session here: its other streams end now. */
 void cs_watch_replaced(cs *m, const char *worker, const char *session);
 /* The authority accepted an ACK of (version, epoch) for worker's session:

@@ -9,6 +9,7 @@
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cs_conf.h"
 #include "cs_sched_plan.h"
+#include "cs_hyst.h"
 
 #define H 3600000
 #define DAY 86400000
@@ -145,6 +146,55 @@ const ph_conf_key cs_conf_keys[] = {
                 PH_CONF_RESTART, NULL,
                 "at most one TARGET task to one target host per this long, "
                 "over every checker",
+                NULL),
+    /* The reducer (cs_health.c, CP-6-7; docs/user-guide/controller.md). */
+    PH_CONF_KEY("health_rise", PH_CONF_INT, "2", 1, CS_HYST_MAX,
+                PH_CONF_RESTART, NULL,
+                "successes (non-consecutive: a failure takes one back) that "
+                "make an item AVAILABLE",
+                NULL),
+    PH_CONF_KEY("health_fall", PH_CONF_INT, "3", 1, CS_HYST_MAX,
+                PH_CONF_RESTART, NULL,
+                "failures (non-consecutive: a success takes one back) that "
+                "make an item UNHEALTHY; fall - 1 make it SUSPECT (fall >= 3)",
+                NULL),
+    PH_CONF_KEY("health_panic_threshold", PH_CONF_INT, "50", 1, 100,
+                PH_CONF_RESTART, NULL,
+                "percent of a group's proxies: when more would be UNHEALTHY "
+                "at once, they are published SUSPECT instead (panic guard; "
+                "100: never)",
+                NULL),
+    PH_CONF_KEY("health_weight_dial", PH_CONF_INT, "100", 0, 100,
+                PH_CONF_RESTART, NULL,
+                "percent of one failure a gateway's failed DIAL outcome "
+                "counts against the proxy (passive health)",
+                NULL),
+    PH_CONF_KEY("health_weight_handshake", PH_CONF_INT, "100", 0, 100,
+                PH_CONF_RESTART, NULL,
+                "percent of one failure a failed PROXY_HANDSHAKE outcome "
+                "counts against the proxy",
+                NULL),
+    PH_CONF_KEY("health_weight_response", PH_CONF_INT, "25", 0, 100,
+                PH_CONF_RESTART, NULL,
+                "percent of one failure a failed RESPONSE_HEADERS outcome "
+                "counts against the proxy (mostly the target's fault)",
+                NULL),
+    PH_CONF_KEY("health_weight_tunnel", PH_CONF_INT, "10", 0, 100,
+                PH_CONF_RESTART, NULL,
+                "percent of one failure a failed TUNNEL outcome counts "
+                "against the proxy (mostly the target's fault)",
+                NULL),
+    PH_CONF_KEY("health_passive_hold", PH_CONF_DURATION, "30s", 1000, H,
+                PH_CONF_RESTART, NULL,
+                "a verdict from gateway outcomes alone ends this long after "
+                "the last failed outcome (no more traffic reaches an "
+                "UNHEALTHY proxy to bring it back; active checks do)",
+                NULL),
+    PH_CONF_KEY("health_sync_interval", PH_CONF_DURATION, "2s", 100, H,
+                PH_CONF_RESTART, NULL,
+                "how often the reducer reads the pool's health from Redis "
+                "(other controllers' verdicts), retries failed writes and "
+                "ends passive holds",
                 NULL),
     PH_CONF_END};
 
@@ -307,6 +357,15 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   c->refresh_before_ms = a->conf_int(ctx, "refresh_before");
   c->assign_interval_ms = a->conf_int(ctx, "assign_interval");
   c->watch_poll_ms = a->conf_int(ctx, "watch_poll_interval");
+  c->health.rules.rise = (uint32_t)a->conf_int(ctx, "health_rise");
+  c->health.rules.fall = (uint32_t)a->conf_int(ctx, "health_fall");
+  c->health.panic_pct = (uint32_t)a->conf_int(ctx, "health_panic_threshold");
+  c->health.weight[0] = (uint32_t)a->conf_int(ctx, "health_weight_dial");
+  c->health.weight[1] = (uint32_t)a->conf_int(ctx, "health_weight_handshake");
+  c->health.weight[2] = (uint32_t)a->conf_int(ctx, "health_weight_response");
+  c->health.weight[3] = (uint32_t)a->conf_int(ctx, "health_weight_tunnel");
+  c->health.passive_hold_ms = a->conf_int(ctx, "health_passive_hold");
+  c->health.sync_ms = a->conf_int(ctx, "health_sync_interval");
   if (c->runtime_interval_ms * 2 >= c->session_ttl_ms)
     FAIL("runtime_interval", "must be below session_ttl / 2");
   rc = checker_keys(ctx, a, c, key, why, whylen);

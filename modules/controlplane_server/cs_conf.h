@@ -15,6 +15,8 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
+#include "cs_hyst.h"
+
 extern const ph_conf_key cs_conf_keys[];
 
 typedef struct cs_conf {
@@ -43,6 +45,14 @@ typedef struct cs_conf {
   int64_t target_host_interval_ms;
   char echo_url[1024];
   char target_probes[4096];
+  /* The reducer (cs_health.c): health_* keys. */
+  struct {
+    cs_hyst_rules rules;
+    uint32_t panic_pct;
+    uint32_t weight[4]; /* DIAL, PROXY_HANDSHAKE, RESPONSE_HEADERS, TUNNEL */
+    int64_t passive_hold_ms;
+    int64_t sync_ms;
+  } health;
 } cs_conf;
 
 /* Reads and cross-checks the keys. PH_OK, or PH_EINVAL with *key and why

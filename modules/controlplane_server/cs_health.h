@@ -32,8 +32,12 @@ typedef struct cs_observation {
   int64_t observed_ms;      /* wall clock, ms */
 } cs_observation;
 
-/* Set up and tear down with the module (init/destroy). */
+/* Set up and tear down with the module (init/destroy): init registers
+ * the metrics; start (the module's start) arms the timers; stop (the
+ * module's stop) drops every pending call. */
 int cs_health_init(cs *m);
+int cs_health_start(cs *m);
+void cs_health_stop(cs *m);
 void cs_health_free(cs *m);
 
 /* An active observation (CP-6-6). */

@@ -30,6 +30,7 @@
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_watch_plan.h"
 #include "cs.h"
+#include "cs_health.h"
 
 #define api cs_api
 
@@ -147,7 +148,7 @@ static void schedule(cs_watch *w, int64_t at_ms) {
   int64_t now = wall_ms();
   int64_t after = w->m->conf.watch_poll_ms;
   if (at_ms >= 0 && at_ms - now < after)
-    after = at_ms > now ? at_ms - now : 0;
+    after = at_ms > now ? at_ms - now : 1; /* (0, 0) would stop it */
   api->timer_set(w->timer, (uint64_t)after, 0);
 }
 
@@ -436,15 +437,18 @@ static void got_pool(void *arg, cs_pool *p) {
   w->auth_call = id;
 }
 
-/* FNV-1a over the owned ids and their reclaim marks ("did the owned set
- * change": a reclaim must reach the worker at once, CP-4-2), and with
- * leases over those and their expiries ("were they renewed"). */
-static uint64_t owned_hash(const cp_auth_reply *rep, int with_leases) {
+/* FNV-1a over the owned ids, their reclaim marks and health ("did the
+ * owned set change": a reclaim must reach the worker at once, CP-4-2, and
+ * so must a health change, CP-6-7), and with leases over those and their
+ * expiries ("were they renewed"). */
+static uint64_t owned_hash(const cp_auth_reply *rep, const cp_owned *own,
+                           int with_leases) {
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < rep->n_owned; i++) {
     for (const char *p = rep->owned[i].proxy_id; *p; p++)
       h = (h ^ (uint8_t)*p) * 1099511628211ULL;
     h = (h ^ (rep->owned[i].reclaim ? 0xfe : 0xff)) * 1099511628211ULL;
+    h = (h ^ (uint64_t)own[i].health) * 1099511628211ULL;
     uint64_t l = with_leases ? (uint64_t)rep->owned[i].lease_until_ms : 0;
     for (int k = 0; with_leases && k < 8; k++)
       h = (h ^ ((l >> (8 * k)) & 0xff)) * 1099511628211ULL;
@@ -511,11 +515,12 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
     w->owned[i].proxy_id = w->owned_ids[i];
     w->owned[i].lease_expiry_ms = rep->owned[i].lease_until_ms;
     w->owned[i].reclaim = rep->owned[i].reclaim;
+    w->owned[i].health = cs_health_of(w->m, w->owned_ids[i]);
   }
   w->n_owned = n;
   w->epoch = rep->epoch;
-  w->owned_digest = owned_hash(rep, 0);
-  w->lease_digest = owned_hash(rep, 1);
+  w->owned_digest = owned_hash(rep, w->owned, 0);
+  w->lease_digest = owned_hash(rep, w->owned, 1);
   if (cs_pool_get(w->m, got_pool, w) != 0)
     unavailable(w);
 }
@@ -592,6 +597,14 @@ void cs_watch_acked(cs *m, const char *worker, const char *session,
     const Controlplane__V1__WorkerSnapshot *s = cp_snapshot_msg(w->last);
     if (s->version == version && s->ownership_epoch == epoch)
       w->last_acked = accepted;
+  }
+}
+
+void cs_watch_health_changed(cs *m) {
+  ILIST_FOREACH_SAFE(&m->watches, it, nx) {
+    cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
+    if (!w->dead && !w->ws.in_flight && !w->auth_call && !w->job)
+      api->timer_set(w->timer, 1, 0); /* (0, 0) would stop it */
   }
 }
 

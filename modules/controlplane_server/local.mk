@@ -7,7 +7,9 @@ if MODULE_CONTROLPLANE_SERVER
 # (cp_requests.c), credential material from secrets_dir (cp_secrets.c), a
 # WatchSnapshots stream's schedule (cp_watch_plan.c).
 UNIT_TESTS += t/unit/cp/test_cp_requests t/unit/cp/test_cp_secrets \
-	t/unit/cp/test_cp_watch_plan t/unit/cp/test_cs_sched_plan
+	t/unit/cp/test_cp_watch_plan t/unit/cp/test_cs_sched_plan \
+	t/unit/cp/test_cs_hyst \
+	t/unit/cp/test_cs_health_item
 t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
 	%D%/cp_requests.c \
 	%D%/cp_requests.h
@@ -27,6 +29,28 @@ t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_cs_sched_plan_SOURCES = t/unit/cp/test_cs_sched_plan.c \
 	%D%/cs_sched_plan.c %D%/cs_sched_plan.h
 t_unit_cp_test_cs_sched_plan_CPPFLAGS = $(AM_CPPFLAGS)
+# The reducer's pure rules: hysteresis and the panic guard (CP-6-7).
+t_unit_cp_test_cs_hyst_SOURCES = t/unit/cp/test_cs_hyst.c \
+	%D%/cs_hyst.c %D%/cs_hyst.h
+t_unit_cp_test_cs_hyst_CPPFLAGS = $(AM_CPPFLAGS)
+# One proxy's items: observations, outcomes by stage, the passive hold.
+t_unit_cp_test_cs_health_item_SOURCES = t/unit/cp/test_cs_health_item.c \
+	%D%/cs_health_item.c %D%/cs_hyst.c %D%/cs_health_int.h
+t_unit_cp_test_cs_health_item_CPPFLAGS = $(CS_CPPFLAGS)
+# The reducer with its state through the mock host (a fake authority).
+UNIT_TESTS += t/unit/cp/test_cs_health
+t_unit_cp_test_cs_health_SOURCES = t/unit/cp/test_cs_health.c \
+	%D%/cs_health.c %D%/cs_health_item.c %D%/cs_health_metrics.c \
+	%D%/cs_hyst.c modules/lib/metric_table.c
+t_unit_cp_test_cs_health_CPPFLAGS = $(CS_CPPFLAGS)
+t_unit_cp_test_cs_health_LDADD = host/libphmock.la $(EV_LIBS)
+t_unit_cp_test_cs_health_DEPENDENCIES = host/libphmock.la
+t/unit/cp/test_cs_health-test_cs_health.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_health.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_health_metrics.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
+t/unit/cp/test_cs_health_item-test_cs_health_item.$(OBJEXT) \
+t/unit/cp/test_cs_health_item-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
@@ -74,6 +98,9 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_sched.c \
 	%D%/cs_sched_plan.c %D%/cs_sched_plan.h \
 	%D%/cp_checker_requests.c %D%/cp_checker_requests.h \
+	%D%/cs_health_int.h %D%/cs_health_metrics.c %D%/cs_health_item.c \
+	%D%/cs_health_view.c modules/contracts/cp_health.h \
+	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
@@ -144,6 +171,10 @@ CS_INTEGRATION_TESTS += t/integration/cp_rebalance.sh
 # tasks, deadlines, fences, two checkers, a killed one, mTLS roles.
 CS_INTEGRATION_TESTS += t/integration/cp_checker.sh
 EXTRA_DIST += t/lib/cp_checker.py
+# The pool's health from gateway outcomes (issue 26, CP-6-7): a killed
+# upstream made UNHEALTHY and out of the gateway's choices, extraction
+# refused, a flaky upstream that does not flap.
+CS_INTEGRATION_TESTS += t/integration/cp_health.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

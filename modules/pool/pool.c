@@ -187,6 +187,11 @@ static const ph_metric_table pool_metrics[] = {
     PH_METRIC("proxyhost_pool_active", PH_METRIC_GAUGE,
               "streams up through an upstream proxy", PH_METRIC_NO_LABELS,
               PH_METRIC_NO_BUCKETS, pool, m_active),
+    PH_METRIC("proxyhost_pool_suspect_picks_total", PH_METRIC_COUNTER,
+              "picks of a SUSPECT proxy: no AVAILABLE candidate could take "
+              "the request (CP-6-7)",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, pool,
+              m_suspect_picks),
     PH_METRIC_END};
 
 static int register_metrics(pool *p) {

@@ -134,7 +134,7 @@ static pool_gen *gen_alloc(pool *p, const ph_pool_view *v,
   size_t off_px = sizeof(pool_gen);
   size_t off_u32 = off_px + n * sizeof(pool_px *);
   size_t off_u8 = off_u32 + (2 * n + nb) * sizeof(uint32_t);
-  pool_gen *g = calloc(1, off_u8 + n + v->n_rules);
+  pool_gen *g = calloc(1, off_u8 + 3 * n + v->n_rules);
   if (!g)
     return NULL;
   char *blk = (char *)g;
@@ -146,7 +146,19 @@ static pool_gen *gen_alloc(pool *p, const ph_pool_view *v,
   g->reserved = g->active + n;
   g->map = nb ? g->reserved + n : NULL;
   g->revoked = (uint8_t *)(blk + off_u8);
-  g->rule_strat = (int8_t *)(g->revoked + n);
+  g->avoid[0] = g->revoked + n;
+  g->avoid[1] = g->avoid[0] + n;
+  g->rule_strat = (int8_t *)(g->avoid[1] + n);
+  /* The controller's verdicts (pool.view minor 2; NULL: none). */
+  const uint8_t *health =
+      v->size >= offsetof(ph_pool_view, health) + sizeof(v->health)
+          ? v->health
+          : NULL;
+  for (size_t j = 0; health && j < n; j++) {
+    g->avoid[0][j] = health[j] >= PH_POOL_HEALTH_SUSPECT;
+    g->avoid[1][j] = health[j] == PH_POOL_HEALTH_UNHEALTHY;
+    g->n_suspect += health[j] == PH_POOL_HEALTH_SUSPECT;
+  }
   if (g->map)
     cp_view_remap(base, v, g->map);
   for (uint32_t r = 0; r < v->n_rules; r++)
@@ -389,7 +401,7 @@ static void rt_revoke(void *self, const char *const *ids, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint32_t j = p->view->find(g->view, ids[i]);
     if (j != PH_POOL_VIEW_NONE)
-      g->revoked[j] = 1;
+      g->revoked[j] = g->avoid[0][j] = g->avoid[1][j] = 1;
   }
   pool_drain_scan(p); /* revoked: their streams drain (CP-4-7) */
 }

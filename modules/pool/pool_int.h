@@ -85,6 +85,11 @@ struct pool_gen {
   uint32_t n;               /* view->n_proxies */
   uint32_t *active, *reserved;
   uint8_t *revoked;         /* revoke_proxy_ids, and draining proxies */
+  /* What a pick avoids (CP-6-7): [0] revoked, UNHEALTHY and SUSPECT
+   * proxies (the first pick); [1] revoked and UNHEALTHY (the second,
+   * only when the first found nothing and n_suspect > 0). */
+  uint8_t *avoid[2];
+  uint32_t n_suspect;       /* SUSPECT proxies in the view */
   pool_px **px;             /* n */
   void *sstate[POOL_STRATS_MAX]; /* per p->strats, NULL when unused */
   int8_t *rule_strat;       /* per rule: index in p->strats, -1: none */
@@ -253,6 +258,7 @@ struct pool {
   ph_series *m_outcome[4][3]; /* [stage - 1][result - 1] */
   ph_series *m_cut[N_PC];
   ph_series *m_accepting; /* the gate: 1 open, 0 closed */
+  ph_series *m_suspect_picks; /* a SUSPECT proxy picked: nothing else */
 };
 
 /* The one API table (set by init). */

@@ -91,7 +91,10 @@ static int match(pool_attempt *a, const ph_open_request *req) {
 }
 
 /* Picks the next candidate and dials it, or applies on_unavailable. The
- * caller made sure a holds no reservation. */
+ * caller made sure a holds no reservation. Health (CP-6-7): the strategy
+ * first picks among the candidates that are neither UNHEALTHY nor
+ * SUSPECT (no verdict counts as AVAILABLE); only when that finds none
+ * does it pick again with the SUSPECT ones; never an UNHEALTHY one. */
 void pool_select(pool_attempt *a, const ph_open_request *req) {
   pool *p = a->p;
   if (!match(a, req))
@@ -109,11 +112,13 @@ void pool_select(pool_attempt *a, const ph_open_request *req) {
     pool_fail(a, PR_UPSTREAM, a->fail_stage, a->fail_code, 1);
     return;
   }
+  ph_pool_load ld = g->load;
+  ld.revoked = g->avoid[0];
   ph_strategy_pick in = {
       .size = sizeof(in),
       .view = g->view,
       .rule = rule,
-      .load = &g->load,
+      .load = &ld,
       .now_ms = wall_ms(),
       .key = a->has_key ? a->key : NULL,
       .key_len = a->key_len,
@@ -123,6 +128,12 @@ void pool_select(pool_attempt *a, const ph_open_request *req) {
   };
   const pool_strat *st = &p->strats[s];
   uint32_t idx = st->vt->pick(st->self, g->sstate[s], &in);
+  if (idx == PH_POOL_VIEW_NONE && g->n_suspect) {
+    ld.revoked = g->avoid[1];
+    idx = st->vt->pick(st->self, g->sstate[s], &in);
+    if (idx != PH_POOL_VIEW_NONE)
+      pool_api->inc(p->m_suspect_picks, 1);
+  }
   /* The contract, checked: a strategy's bug must not overbook a proxy. */
   if (idx != PH_POOL_VIEW_NONE &&
       (!pool_rule_has(rule, idx) || !ph_strategy_takes(&in, idx)))

@@ -2,6 +2,7 @@
 /* See api_extract.h. */
 #include "api_extract.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -106,6 +107,18 @@ static void on_extract(void *arg, const cp_auth_reply *rep) {
   c->auth_call = 0;
   switch (rep->result) {
   case CP_AUTH_OK:
+    /* minor 5: only an AVAILABLE proxy (or one without a verdict) is
+     * extracted (CP-6-7, the seed's AVAILABLE -> EXTRACTED). */
+    if (rep->size >= offsetof(cp_auth_reply, extract_refused) + sizeof(int) &&
+        rep->extract_refused) {
+      reply_error(c, 409, rep->extract_refused == 3 ? "unhealthy" : "suspect",
+                  rep->extract_refused == 3
+                      ? "the proxy is UNHEALTHY: only an AVAILABLE proxy "
+                        "is extracted"
+                      : "the proxy is SUSPECT: only an AVAILABLE proxy is "
+                        "extracted");
+      return;
+    }
     reply_state(c, rep);
     return;
   case CP_AUTH_LIMIT:

@@ -15,7 +15,9 @@
 #define POOL_LIST_DEFAULT 100
 /* The bytes one row takes at most as JSON (a host 255, 8 groups of 64,
  * escapes at most 6 bytes each, field names). */
-#define POOL_ROW_JSON_MAX 6000
+/* A row's JSON: its fields (6000) and, for a proxy, its health items
+ * (cp_health.h: at most 16 of about 400 bytes, their strings plain). */
+#define POOL_ROW_JSON_MAX (6000 + 6600)
 
 static const char *const protocols[] = {NULL, "http_connect", "socks5",
                                         "http"};
@@ -92,6 +94,58 @@ static void write_usable(json_w *w, const api_pool_call *c,
   json_w_kstr(w, "unusable_reason", why);
 }
 
+/* The controller's health (issue 26, CP-6-7), when it runs in this
+ * process: "health" (the verdict snapshots carry: none, available,
+ * suspect, unhealthy; null without a controller here) and "health_items"
+ * (per tier what this controller saw last; "passive" is gateway
+ * outcomes). */
+static const char *const verdicts[] = {"none", "available", "suspect",
+                                       "unhealthy"};
+static const char *const tiers[] = {"passive", "basic", "egress", "target"};
+static const char *const statuses[] = {NULL, "ok", "failed", "timeout",
+                                       "checker_error"};
+static const char *const anonymity[] = {NULL, "transparent", "anonymous",
+                                        "elite"};
+
+static const char *pick(const char *const *names, size_t n, int v) {
+  return v >= 0 && (size_t)v < n ? names[v] : NULL;
+}
+#define PICK(a, v) pick(a, sizeof(a) / sizeof(a[0]), v)
+
+static void write_health(json_w *w, const api_pool_call *c,
+                         const ph_pool_proxy_row *p) {
+  cp_health_info h;
+  int have = c->health && c->health->get(c->health_self, p->proxy_id, &h) == 0;
+  json_w_key(w, "health");
+  json_w_str(w, !c->health ? NULL : have ? PICK(verdicts, h.health) : "none");
+  json_w_key(w, "health_items");
+  json_w_arr(w);
+  for (size_t i = 0; have && i < h.n_items && i < CP_HEALTH_ITEMS_MAX; i++) {
+    const cp_health_item *x = &h.items[i];
+    json_w_obj(w);
+    json_w_key(w, "tier");
+    json_w_str(w, PICK(tiers, x->tier));
+    json_w_key(w, "target_group");
+    json_w_str(w, x->target_group && *x->target_group ? x->target_group : NULL);
+    json_w_key(w, "state");
+    json_w_str(w, PICK(verdicts, x->verdict));
+    json_w_key(w, "last_status");
+    json_w_str(w, PICK(statuses, x->last_status));
+    json_w_key(w, "observed_at_ms");
+    json_w_int(w, x->observed_ms);
+    json_w_key(w, "latency_ms");
+    json_w_uint(w, x->latency_ms);
+    json_w_key(w, "egress_ip");
+    json_w_str(w, x->egress_ip && *x->egress_ip ? x->egress_ip : NULL);
+    json_w_key(w, "anonymity");
+    json_w_str(w, PICK(anonymity, x->anonymity));
+    json_w_key(w, "reason");
+    json_w_str(w, x->reason && *x->reason ? x->reason : NULL);
+    json_w_obj_end(w);
+  }
+  json_w_arr_end(w);
+}
+
 static void write_proxy(json_w *w, const api_pool_call *c,
                         const ph_pool_proxy_row *p) {
   json_w_obj(w);
@@ -117,6 +171,7 @@ static void write_proxy(json_w *w, const api_pool_call *c,
                   ? states[p->admin_state]
                   : NULL);
   write_usable(w, c, p);
+  write_health(w, c, p);
   json_w_obj_end(w);
 }
 

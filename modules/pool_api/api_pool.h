@@ -23,6 +23,7 @@
 
 #include "pool_routes.h"
 #include "contracts/cp_credcheck.h"
+#include "contracts/cp_health.h"
 
 /* Answers one request: an HTTP status and a JSON body (NULL for 204). */
 typedef void (*api_pool_reply_fn)(void *arg, int http, const char *body,
@@ -33,6 +34,8 @@ typedef struct api_pool_call {
   void *self;
   const cp_credcheck_v1 *cred; /* NULL: credentials not checked */
   void *cred_self;
+  const cp_health_v1 *health; /* NULL: no controller here (health null) */
+  void *health_self;
   int kind; /* ph_pool_kind */
   api_op op;
   char key[API_POOL_KEY_MAX + 1]; /* an id or a secret_ref, whole */

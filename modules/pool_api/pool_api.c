@@ -80,6 +80,8 @@ struct mod {
   const cp_authority_v1 *auth; /* [pool_api] authority's, if set */
   void *auth_self;
   const cp_credcheck_v1 *cred; /* [pool_api] credentials', if loaded */
+  const cp_health_v1 *health;  /* the same controller's reducer */
+  void *health_self;
   void *cred_self;
 };
 
@@ -167,6 +169,8 @@ static void serve_pool(mod *m, int64_t id, const api_route *rt, const char *key,
   c->self = m->pool_self;
   c->cred = m->cred;
   c->cred_self = m->cred_self;
+  c->health = m->health;
+  c->health_self = m->health_self;
   c->kind = rt->kind;
   c->op = rt->op;
   snprintf(c->key, sizeof(c->key), "%s", key);
@@ -261,6 +265,12 @@ static int pool_api_start(void *state) {
       api->service_provider_loaded(m->b.ctx, CP_CREDCHECK_SERVICE, credentials))
     m->cred = api->service_get_named(m->b.ctx, CP_CREDCHECK_SERVICE, credentials,
                                      CP_CREDCHECK_MAJOR, 0, &m->cred_self);
+  /* The same controller's health verdicts (issue 26, CP-6-7). */
+  if (credentials && *credentials &&
+      api->service_provider_loaded(m->b.ctx, CP_HEALTH_SERVICE, credentials))
+    m->health = api->service_get_named(m->b.ctx, CP_HEALTH_SERVICE,
+                                       credentials, CP_HEALTH_MAJOR, 0,
+                                       &m->health_self);
   /* Exclusive extraction: minor 2 has extract (cp_authority.h). */
   const char *authority = api->conf_str(m->b.ctx, "authority");
   if (authority && *authority) {

@@ -438,6 +438,27 @@ static int64_t extract(void *self, const char *proxy_id, cp_extract_op op,
   return run(self, RO_S_EXTRACT, &a, NULL, 0, cb, arg);
 }
 
+/* minor 5: the pool's health (lua/health.lua). */
+static int64_t health_set(void *self, const char *proxy_id, int health,
+                          cp_auth_cb cb, void *arg) {
+  if (!cb || health < 0 || health > 3 || !ro_valid_id(proxy_id, PH_POOL_ID_MAX))
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, "set");
+  ro_args_str(&a, proxy_id);
+  ro_args_u64(&a, (uint64_t)health);
+  return run(self, RO_S_HEALTH, &a, NULL, 0, cb, arg);
+}
+
+static int64_t health_all(void *self, cp_auth_cb cb, void *arg) {
+  if (!cb)
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, "all");
+  ro_args_u64(&a, PH_POOL_PROXIES_MAX);
+  return run(self, RO_S_HEALTH, &a, NULL, 0, cb, arg);
+}
+
 static int cancel(void *self, int64_t call) {
   ro *m = self;
   void *arg = NULL;
@@ -469,6 +490,8 @@ static const cp_authority_v1 vtable = {
     .register_checker = register_checker,
     .checker_alive = checker_alive,
     .report_observations = report_observations,
+    .health_set = health_set,
+    .health_all = health_all,
 };
 
 /* ---- lifecycle ---------------------------------------------------------- */

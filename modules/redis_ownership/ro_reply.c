@@ -203,14 +203,37 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
   case RO_S_EXTRACT:
     if (w == CP_AUTH_LIMIT && r->elements == 1)
       break;
-    if (!ok || r->elements != 4 || (a = int_at(r, 1)) < 0 ||
+    if (!ok || r->elements != 5 || (a = int_at(r, 1)) < 0 ||
         a > CP_EXTRACT_EXTRACTED || (b = int_at(r, 2)) < 0 ||
         !(out->extract_owner = id_at(r, 3)) ||
         (a == CP_EXTRACT_EXTRACTED) != (b > 0) ||
-        (a != CP_EXTRACT_RECLAIMING && out->extract_owner[0]))
+        (a != CP_EXTRACT_RECLAIMING && out->extract_owner[0]) ||
+        (c = int_at(r, 4)) < 0 || c > 3 || (c && a != CP_EXTRACT_AVAILABLE))
       return fail(out, mem);
     out->extract_state = (cp_extract_state)a;
     out->extracted_ms = b;
+    out->extract_refused = (int)c;
+    break;
+  case RO_S_HEALTH:
+    if (w == CP_AUTH_LIMIT && r->elements == 1)
+      break;
+    if (!ok || !counts_ok(r, 1, 2))
+      return fail(out, mem);
+    {
+      size_t n = (r->elements - 1) / 2;
+      if (n && !(mem->health = calloc(n, sizeof(*mem->health))))
+        return fail(out, mem);
+      for (size_t i = 0; i < n; i++) {
+        cp_auth_health *h = &mem->health[i];
+        h->proxy_id = id_at(r, 1 + 2 * i);
+        a = int_at(r, 2 + 2 * i);
+        if (!h->proxy_id || a < 1 || a > 3)
+          return fail(out, mem);
+        h->health = (int)a;
+      }
+      out->health = mem->health;
+      out->n_health = n;
+    }
     break;
   default:
     return fail(out, mem);
@@ -222,5 +245,6 @@ void ro_reply_mem_free(ro_reply_mem *mem) {
   free(mem->revoke);
   free(mem->owned);
   free(mem->usable);
+  free(mem->health);
   memset(mem, 0, sizeof(*mem));
 }

@@ -17,6 +17,7 @@ typedef struct ro_reply_mem {
   const char **revoke;
   cp_auth_owned *owned;
   cp_auth_usable *usable;
+  cp_auth_health *health;
 } ro_reply_mem;
 
 /* Fills *out (its size too) from r (NULL: unavailable). Returns

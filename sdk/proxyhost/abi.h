@@ -27,6 +27,8 @@
  *   services: connector 1.5 (open_ext.h: size-tagged extension chains
  *     on ph_open_request and ph_open_result; the lease and HTTP
  *     forwarding as extensions, open_lease.h, open_http_forward.h)
+ *   services: pool.view 1.2 (ph_pool_view.health, was reserved[0]: the
+ *     controller's verdict per proxy, ph_pool_view_health; issue 26)
  * 1.5 (2026-12-06)
  *   ph_api.drain_cut appended: a module's own drain deadline closed
  *     streams, and the host's stop says it was cut short

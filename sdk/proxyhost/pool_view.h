@@ -70,7 +70,7 @@
 
 #define PH_POOL_VIEW_SERVICE "pool.view"
 #define PH_POOL_VIEW_MAJOR 1
-#define PH_POOL_VIEW_MINOR 1
+#define PH_POOL_VIEW_MINOR 2
 
 /* "No rule" from match(), "no proxy" from find(). */
 #define PH_POOL_VIEW_NONE UINT32_MAX
@@ -149,8 +149,24 @@ typedef struct ph_pool_view {
   uint32_t n_rules;
   const ph_pool_view_proxy *proxies; /* sorted by proxy_id */
   uint32_t n_proxies;
-  void *reserved[4];
+  /* Minor 2: the controller's health verdict of each proxy (CP-6-7),
+   * indexed like proxies: ph_pool_view_health. NULL (a provider of minor
+   * 1, whose reserved[0] was zero) means no verdict for any. The gateway
+   * never picks an UNHEALTHY proxy and a SUSPECT one only when no other
+   * candidate can take the request (the pool applies it; a strategy
+   * needs nothing). */
+  const uint8_t *health;
+  void *reserved[3];
 } ph_pool_view;
+
+/* A proxy's health in a view (minor 2): the snapshot's OwnedProxy.health.
+ * NONE (no verdict yet) is chosen like AVAILABLE. */
+typedef enum ph_pool_view_health {
+  PH_POOL_HEALTH_NONE = 0,
+  PH_POOL_HEALTH_AVAILABLE = 1,
+  PH_POOL_HEALTH_SUSPECT = 2,
+  PH_POOL_HEALTH_UNHEALTHY = 3
+} ph_pool_view_health;
 
 /* The view-wide half of usable(): 1 while now_ms is before both the
  * view's valid_until and its stale deadline. Inline, so

@@ -64,9 +64,9 @@ static inline cp_snapshot *cp_fuzz_build(int variant) {
     routes[i].on_unavailable = PH_POOL_ON_UNAVAILABLE_WAIT;
     routes[i].wait_timeout_ms = 1000;
   }
-  cp_owned owned[3] = {{"px-a", CP_FUZZ_NOW + 60000, 0},
-                       {"px-b", CP_FUZZ_NOW + 60000, 0},
-                       {"px-c", CP_FUZZ_NOW + 60000, 0}};
+  cp_owned owned[3] = {{"px-a", CP_FUZZ_NOW + 60000, 0, 0},
+                       {"px-b", CP_FUZZ_NOW + 60000, 0, 0},
+                       {"px-c", CP_FUZZ_NOW + 60000, 0, 0}};
   if (variant == 1) {
     rows[1].capacity = 20;
     owned[0].proxy_id = "px-d";

@@ -16,6 +16,10 @@ listens on 127.0.0.1 (port written to F) and, per connection, by MODE:
   hold           answers CONNECT with 200 and then serves the target
                  bytes "HTTP/1.1 200 OK ... held" only after the file
                  F.release exists (for counts held while a stream is open)
+  flaky          an HTTP CONNECT proxy that forwards to the target asked
+                 for, except every third connection (the 3rd, 6th, ...),
+                 answered like garbage: one PROXY_HANDSHAKE failure in
+                 three (issue 26, CP-6-7: it must not flap)
 Each accepted connection is appended as a line "conn" to F.log.
 """
 
@@ -26,6 +30,9 @@ import struct
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tls_forward import pump  # noqa: E402
 
 
 def rst(c):
@@ -43,10 +50,45 @@ def read_head(c):
     return data
 
 
+COUNT = [0]
+COUNT_LOCK = threading.Lock()
+
+
+def forward(c):
+    head = read_head(c)
+    if head is None:
+        c.close()
+        return
+    line = head.split(b"\r\n", 1)[0].split()
+    if len(line) < 2 or line[0] != b"CONNECT":
+        c.sendall(b"HTTP/1.1 405 CONNECT only\r\n\r\n")
+        c.close()
+        return
+    host, _, port = line[1].decode().rpartition(":")
+    try:
+        t = socket.create_connection((host, int(port)), timeout=5)
+    except (OSError, ValueError):
+        c.sendall(b"HTTP/1.1 502 no target\r\n\r\n")
+        c.close()
+        return
+    t.settimeout(None)
+    c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    threading.Thread(target=pump, args=(t, c), daemon=True).start()
+    pump(c, t)
+
+
 def serve(c, mode, port_file):
     with open(port_file + ".log", "a") as f:
         f.write("conn\n")
     try:
+        if mode == "flaky":
+            with COUNT_LOCK:
+                COUNT[0] += 1
+                n = COUNT[0]
+            if n % 3:
+                forward(c)
+                return
+            mode = "garbage"
         if mode == "garbage":
             c.recv(512)
             c.sendall(b"HTTP/1.0 400 not socks\r\n\r\n")
@@ -81,7 +123,8 @@ def serve(c, mode, port_file):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["garbage", "reset_early", "reset_late", "hold"])
+    ap.add_argument("mode", choices=["garbage", "reset_early", "reset_late", "hold",
+                                     "flaky"])
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--lifetime", type=float, default=300)
     a = ap.parse_args()

@@ -68,7 +68,8 @@ def proxy(p):
             u32(p["port"]) + lst(p["groups"], string) + string(p["zone"]) +
             u32(p["capacity"]) + u32(p["weight"]) + ts(p["expires_at"]) +
             ts(p["usable_until"]) + string(p["secret_ref"]) +
-            u64(p["credential_version"]) + u8(1 if p["draining"] else 0))
+            u64(p["credential_version"]) + u8(1 if p["draining"] else 0) +
+            (i32(p["health"]) if p.get("health") else b""))
 
 
 def credential(c):
@@ -123,7 +124,8 @@ def pack(stubs, name, out):
                               capacity=p["capacity"], weight=p["weight"],
                               secret_ref=p["secret_ref"],
                               credential_version=p["credential_version"],
-                              draining=p["draining"])
+                              draining=p["draining"],
+                              health=p.get("health", 0))
             set_time(x.expires_at, p["expires_at"])
             set_time(x.usable_until, p["usable_until"])
         for c in s["credentials"]:

@@ -130,7 +130,8 @@ def snapshot_checksum(snap):
                       "usable_until": _ts(x, "usable_until"),
                       "secret_ref": x.secret_ref,
                       "credential_version": x.credential_version,
-                      "draining": x.draining} for x in snap.proxies],
+                      "draining": x.draining,
+                      "health": x.health} for x in snap.proxies],
          "credentials": [{"secret_ref": c.secret_ref,
                           "credential_version": c.credential_version,
                           "username": c.username, "password": c.password}

@@ -116,7 +116,7 @@ def as_dict(m):
                                  p.usable_until.nanos),
                 "secret_ref": p.secret_ref,
                 "credential_version": p.credential_version,
-                "draining": p.draining}
+                "draining": p.draining, "health": p.health}
     def rule(r):
         return {"rule_id": r.rule_id, "host_pattern": r.host_pattern,
                 "port_min": r.port_min, "port_max": r.port_max,

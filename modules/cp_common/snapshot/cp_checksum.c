@@ -139,6 +139,10 @@ static void put_proxy(sink *k, const Controlplane__V1__OwnedProxy *p) {
   put_str(k, p->secret_ref);
   put_u64(k, p->credential_version);
   put_u8(k, p->draining ? 1 : 0);
+  /* health (CP-6-7) only when set: a snapshot without it keeps the
+   * checksum it had before the field existed. */
+  if (p->health != CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNSPECIFIED)
+    put_i32(k, (int32_t)p->health);
 }
 
 static void put_cred(sink *k, const Controlplane__V1__Credential *c) {

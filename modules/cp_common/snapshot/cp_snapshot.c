@@ -224,6 +224,7 @@ Controlplane__V1__OwnedProxy *cp_copy_proxy(
   d->secret_ref = cp_copy_str(a, p->secret_ref, oom);
   d->credential_version = p->credential_version;
   d->draining = p->draining;
+  d->health = p->health;
   return d;
 }
 

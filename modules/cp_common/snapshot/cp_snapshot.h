@@ -71,6 +71,8 @@ typedef struct cp_owned {
   const char *proxy_id;
   int64_t lease_expiry_ms; /* Unix ms, Redis server time */
   int reclaim; /* an extraction waits for it: delivered draining (CP-4-2) */
+  int health;  /* the reducer's verdict (CP-6-7), OwnedProxy.health:
+                  CONTROLPLANE__V1__PROXY_HEALTH__*; 0 = none */
 } cp_owned;
 
 /* The credential resolver: fills *out for (secret_ref, version) and

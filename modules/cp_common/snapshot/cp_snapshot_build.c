@@ -446,6 +446,8 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
       goto nomem;
     if (o->reclaim)
       p->draining = 1;
+    if (o->health > 0 && o->health <= CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNHEALTHY)
+      p->health = (Controlplane__V1__ProxyHealth)o->health;
     m->proxies[m->n_proxies++] = p;
     if (p->draining)
       st.draining++;

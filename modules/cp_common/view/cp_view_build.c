@@ -396,6 +396,7 @@ static void lay_out(const Controlplane__V1__WorkerSnapshot *s,
   ph_pool_view_credential *cr =
       bump_take(b, align_up(p->n_creds * sizeof *cr));
   uint32_t *cand = bump_take(b, align_up(p->n_members * sizeof *cand));
+  uint8_t *health = bump_take(b, align_up(np ? np : 1));
 
   if (blk) {
     memset(blk, 0, sizeof *blk);
@@ -417,6 +418,7 @@ static void lay_out(const Controlplane__V1__WorkerSnapshot *s,
     v->n_rules = nr;
     v->proxies = px;
     v->n_proxies = np;
+    v->health = health;
     for (size_t i = 0; i < p->n_members; i++)
       cand[i] = p->members[i].idx;
   }
@@ -478,6 +480,10 @@ static void lay_out(const Controlplane__V1__WorkerSnapshot *s,
       if (p->proxy_cred[i] >= 0)
         x.credential = &cr[p->cred_slot[p->proxy_cred[i]]];
       px[i] = x;
+      /* an unknown (newer) verdict is no verdict */
+      health[i] = (int)op->health >= 0 && (int)op->health <= PH_POOL_HEALTH_UNHEALTHY
+                      ? (uint8_t)op->health
+                      : PH_POOL_HEALTH_NONE;
     }
   }
 

@@ -13,9 +13,13 @@
 --           drain mark with it, so no runtime answer names the proxy in
 --           revoke_proxy_ids any more; a drain the store asks for gets a
 --           mark again at the next assign).
--- At most limit proxies are RECLAIMING or EXTRACTED.
--- Returns {'ok', state, extracted_ms, owner} (state 0 AVAILABLE,
--- 1 RECLAIMING, 2 EXTRACTED; owner '' unless RECLAIMING) or {'limit'}.
+-- At most limit proxies are RECLAIMING or EXTRACTED. A request for a proxy
+-- whose health (P..'health', health.lua) is SUSPECT (2) or UNHEALTHY (3)
+-- changes nothing: only an AVAILABLE proxy (or one without a verdict) is
+-- extracted (CP-6-7; the seed's AVAILABLE -> EXTRACTED).
+-- Returns {'ok', state, extracted_ms, owner, refused} (state 0 AVAILABLE,
+-- 1 RECLAIMING, 2 EXTRACTED; owner '' unless RECLAIMING; refused 0, or the
+-- health that refused a request) or {'limit'}.
 local op, p, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local xkey, rkey = P .. 'extracted', P .. 'reclaim'
 if op == 'release' then
@@ -23,19 +27,23 @@ if op == 'release' then
   if redis.call('SREM', rkey, p) == 1 then
     redis.call('HDEL', P .. 'draining', p)
   end
-  return {'ok', 0, 0, ''}
+  return {'ok', 0, 0, '', 0}
 end
 local at = redis.call('HGET', xkey, p)
 if at then
-  return {'ok', 2, tonumber(at), ''}
+  return {'ok', 2, tonumber(at), '', 0}
 end
 local owner = redis.call('HGET', P .. 'owner:' .. p, 'worker') or ''
 local reclaiming = redis.call('SISMEMBER', rkey, p) == 1
 if op == 'get' then
   if reclaiming then
-    return {'ok', 1, 0, owner}
+    return {'ok', 1, 0, owner, 0}
   end
-  return {'ok', 0, 0, ''}
+  return {'ok', 0, 0, '', 0}
+end
+local health = tonumber(redis.call('HGET', P .. 'health', p) or '0')
+if not reclaiming and health >= 2 then
+  return {'ok', 0, 0, '', health}
 end
 if not reclaiming and
     redis.call('HLEN', xkey) + redis.call('SCARD', rkey) >= limit then
@@ -45,10 +53,10 @@ if owner == '' then
   local now = now_ms()
   redis.call('HSET', xkey, p, tostring(now))
   redis.call('SREM', rkey, p)
-  return {'ok', 2, now, ''}
+  return {'ok', 2, now, '', 0}
 end
 if not reclaiming then
   redis.call('SADD', rkey, p)
   redis.call('HSETNX', P .. 'draining', p, redis.call('GET', P .. 'version') or '0')
 end
-return {'ok', 1, 0, owner}
+return {'ok', 1, 0, owner, 0}

@@ -391,6 +391,67 @@ static void test_built_with_view(void) {
      "... with the counts carried (none left over)");
 }
 
+/* ---- the controller's health (CP-6-7, pool.view minor 2) ---------------- */
+
+/* Proxies h1 UNHEALTHY, h2 SUSPECT and h3 without a verdict (capacity 1,
+ * ports 1080..1082), the candidates of one REJECT rule for health.test in
+ * that order; the strategy "first" takes the first that takes it. */
+static void test_health(void) {
+  fixture f;
+  fx_init(&f);
+  T0 = wall_now();
+  ts_set(&f.gen, T0);
+  ts_set(&f.vu, T0 + 60000);
+  fx_rule(&f, "h", "health.test", 0, 0, NULL, NULL, "hg")->strategy = "first";
+  static const char *ids[] = {"h1", "h2", "h3"};
+  static const int hs[] = {
+      CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNHEALTHY,
+      CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_SUSPECT,
+      CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNSPECIFIED};
+  for (int i = 0; i < 3; i++) {
+    Controlplane__V1__OwnedProxy *p = fx_proxy(&f, ids[i], "hg", NULL, NULL);
+    p->protocol =
+        CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_HTTP_CONNECT;
+    p->capacity = 1;
+    p->health = hs[i];
+    ts_set(&f.uu[i], T0 + 60000);
+    ts_set(&f.exp[i], T0 + 61000);
+  }
+  ph_pool_view *v = compile(&f, T0, 600000);
+  ok(v && v->health && v->health[0] == PH_POOL_HEALTH_UNHEALTHY &&
+         v->health[1] == PH_POOL_HEALTH_SUSPECT &&
+         v->health[2] == PH_POOL_HEALTH_NONE,
+     "CP-6-7 the view carries each proxy's health (pool.view minor 2)");
+  cp_view_publish(&slot, v);
+  ph_mock_run_for(mk, 5);
+
+  int nd = FC.n_log;
+  req *q1 = open_req(13, "health.test", 1);
+  ok(FC.n_log == nd + 1 && FC.log[nd].port == 1082,
+     "CP-6-7 neither the UNHEALTHY h1 nor the SUSPECT h2 while h3 (no "
+     "verdict: like AVAILABLE) can take it");
+  int p3 = dial_ok(nd);
+  ok(proxy_accept(p3, "health.test") && tunnel_given(q1), "... through h3");
+  req *q2 = open_req(14, "health.test", 1);
+  ok(FC.n_log == nd + 2 && FC.log[nd + 1].port == 1081,
+     "CP-6-7 h3 full: the SUSPECT h2, since nothing else is left");
+  int p2 = dial_ok(nd + 1);
+  ok(proxy_accept(p2, "health.test") && tunnel_given(q2), "... through h2");
+  req *q3 = open_req(15, "health.test", 1);
+  ph_mock_run_for(mk, 5);
+  ok(q3->done && q3->res.code == PH_OPEN_QUEUE_FULL && FC.n_log == nd + 2,
+     "CP-6-7 never the UNHEALTHY h1, even with nothing else left "
+     "(REJECT: queue_full, nothing dialed)");
+  for (int i = 0; i < 2; i++) {
+    req *q = i ? q2 : q1;
+    close(q->res.fd);
+    ph_open_lease_end(q->res.lease, PH_LEASE_END_CLOSED);
+  }
+  close(p3);
+  close(p2);
+  ph_mock_run_for(mk, 5);
+}
+
 /* ---- absolute-form forwarding through an `http` upstream -------------- */
 
 #define FWD (PH_OPEN_F_LEASE | PH_OPEN_F_HTTP_FORWARD)
@@ -1025,6 +1086,7 @@ int main(void) {
 
   test_forward();
   test_forward_ext();
+  test_health();
   ok(gate && gate->is_open(gate_self) && gate_calls == gc + 2 && gate_last == 1,
      "issue 23 item 9 a live view again: the gate opens");
   if (gate)

@@ -183,12 +183,12 @@ static void test_build_rules(void) {
   rows[9] = prow("bad-port", NULL, 0);
   rows[9].port = 0;
   cp_owned owned[] = {
-      {"ok", NOW + 60000, 0},         {"drain", NOW + 60000, 0},
-      {"disabled", NOW + 60000, 0},   {"own-expiry", NOW + 60000, 0},
-      {"lease-first", NOW + 30000, 0}, {"edge-out", NOW + MARGIN, 0},
-      {"edge-in", NOW + MARGIN + 1, 0}, {"self-expired", NOW + 60000, 0},
-      {"bad-port", NOW + 60000, 0},   {"gone", NOW + 60000, 0},
-      {"ok", NOW + 60000, 0}};
+      {"ok", NOW + 60000, 0, 0},         {"drain", NOW + 60000, 0, 0},
+      {"disabled", NOW + 60000, 0, 0},   {"own-expiry", NOW + 60000, 0, 0},
+      {"lease-first", NOW + 30000, 0, 0}, {"edge-out", NOW + MARGIN, 0, 0},
+      {"edge-in", NOW + MARGIN + 1, 0, 0}, {"self-expired", NOW + 60000, 0, 0},
+      {"bad-port", NOW + 60000, 0, 0},   {"gone", NOW + 60000, 0, 0},
+      {"ok", NOW + 60000, 0, 0}};
   cp_build_input in = base_input();
   in.proxies = rows;
   in.n_proxies = 10;
@@ -252,7 +252,7 @@ static void test_build_rules(void) {
 
 static void test_build_arithmetic(void) {
   ph_pool_proxy_row rows[1] = {prow("p", NULL, 0)};
-  cp_owned owned[] = {{"p", 1800000123457LL, 0}};
+  cp_owned owned[] = {{"p", 1800000123457LL, 0, 0}};
   cp_build_input in = base_input();
   in.proxies = rows;
   in.n_proxies = 1;
@@ -357,7 +357,7 @@ static void test_build_validity(void) {
   cp_snapshot_free(s);
 
   ph_pool_proxy_row rows[2] = {prow("p1", NULL, 0), prow("p2", NULL, 0)};
-  cp_owned owned[] = {{"p1", NOW + 40000, 0}, {"p2", NOW + 50000, 0}};
+  cp_owned owned[] = {{"p1", NOW + 40000, 0, 0}, {"p2", NOW + 50000, 0, 0}};
   in.proxies = rows;
   in.n_proxies = 2;
   in.owned = owned;
@@ -1229,8 +1229,57 @@ static void test_diff_rules(void) {
   cp_snapshot_free(old);
 }
 
+/* The reducer's verdict (CP-6-7): OwnedProxy.health from cp_owned.health,
+ * in the checksum only when set, and a change of it alone goes out as a
+ * delta that upserts that proxy. */
+static void test_health(void) {
+  cp_snapshot *old = std_snapshot();
+  cp_build_input in = std_input();
+  in.version = 8;
+  std_owned[1].health = CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNHEALTHY;
+  cp_snapshot *s = NULL;
+  is_int(cp_snapshot_build(&in, &s, NULL), CP_BUILD_OK, "CP-6-7 builds");
+  std_owned[1].health = 0;
+  const Snap *m = s ? cp_snapshot_msg(s) : NULL;
+  ok(m && m->n_proxies == 3 && m->proxies[0]->health == 0 &&
+         m->proxies[1]->health ==
+             CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNHEALTHY,
+     "CP-6-7 OwnedProxy.health carries the reducer's verdict (px-b)");
+  cp_delta *d = NULL;
+  const char *why = NULL;
+  is_int(m ? (int)cp_snapshot_diff(cp_snapshot_msg(old), m, &d, &why) : -1,
+         CP_DELTA_OK, "CP-6-7 a health change alone is a delta");
+  const Controlplane__V1__SnapshotDelta *dm = d ? cp_delta_msg(d) : NULL;
+  ok(dm && dm->n_upserted_proxies == 1 &&
+         strcmp(dm->upserted_proxies[0]->proxy_id, "px-b") == 0 &&
+         dm->upserted_proxies[0]->health ==
+             CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNHEALTHY,
+     "CP-6-7 ... upserting that proxy with its health");
+  cp_snapshot *r = NULL;
+  is_int(dm ? (int)cp_snapshot_apply_delta(cp_snapshot_msg(old), dm, &EXPECT,
+                                           NOW, NULL, &r, &why)
+            : -1,
+         CP_DELTA_OK, "CP-6-7 ... that applies (the checksum covers health)");
+  ok(r && cp_snapshot_msg(r)->proxies[1]->health ==
+              CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNHEALTHY,
+     "CP-6-7 ... and the gateway's snapshot has it");
+  cp_snapshot *same = NULL;
+  in = std_input();
+  in.version = 8;
+  cp_snapshot_build(&in, &same, NULL);
+  ok(m && same &&
+         memcmp(m->checksum.data, cp_snapshot_msg(same)->checksum.data, 32),
+     "CP-6-7 the checksum changes with a verdict (same version otherwise)");
+  cp_snapshot_free(same);
+  cp_snapshot_free(r);
+  cp_delta_free(d);
+  cp_snapshot_free(s);
+  cp_snapshot_free(old);
+}
+
 int main(void) {
   plan_lazy();
+  test_health();
   test_build_rules();
   test_build_arithmetic();
   test_build_credentials();

@@ -200,6 +200,10 @@ typedef struct got {
   int xstate;
   int64_t xms;
   char xowner[PH_POOL_ID_MAX + 1];
+  int xrefused;
+  size_t n_health;
+  char hid[32][PH_POOL_ID_MAX + 1];
+  int health[32];
 } got;
 
 static void on_reply(void *arg, const cp_auth_reply *r) {
@@ -220,6 +224,12 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
   g->xms = r->extracted_ms;
   snprintf(g->xowner, sizeof(g->xowner), "%s",
            r->extract_owner ? r->extract_owner : "");
+  g->xrefused = r->extract_refused;
+  g->n_health = r->n_health < 32 ? r->n_health : 32;
+  for (size_t i = 0; i < g->n_health; i++) {
+    snprintf(g->hid[i], sizeof(g->hid[i]), "%s", r->health[i].proxy_id);
+    g->health[i] = r->health[i].health;
+  }
   g->n_revoke = r->n_revoke < 32 ? r->n_revoke : 32;
   for (size_t i = 0; i < g->n_revoke; i++)
     snprintf(g->revoke[i], sizeof(g->revoke[i]), "%s", r->revoke[i]);
@@ -1189,6 +1199,56 @@ static void test_extraction(void) {
   stop_mod();
 }
 
+/* The pool's health (minor 5, CP-6-7): the reducer's one step per change,
+ * read back whole, and exclusive extraction only of an AVAILABLE proxy
+ * (or one without a verdict). */
+static void test_health(void) {
+  if (start_mod("c-h", "") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  got g = CALL(A->health_all(S, on_reply, G));
+  ok(g.result == CP_AUTH_OK && g.n_health == 0, "CP-6-7: no verdict at first");
+  ok(CALL(A->health_set(S, "p1", 3, on_reply, G)).result == CP_AUTH_OK &&
+         CALL(A->health_set(S, "p2", 2, on_reply, G)).result == CP_AUTH_OK &&
+         CALL(A->health_set(S, "p3", 1, on_reply, G)).result == CP_AUTH_OK,
+     "CP-6-7: three verdicts set");
+  is_int(rint_("HGET %s p1", "ph:cp:{c-h}:health"), 3,
+         "CP-6-7: in one hash of the cluster's keys");
+  g = CALL(A->health_all(S, on_reply, G));
+  int seen = 0;
+  for (size_t i = 0; i < g.n_health; i++)
+    seen += (strcmp(g.hid[i], "p1") == 0 && g.health[i] == 3) +
+            (strcmp(g.hid[i], "p2") == 0 && g.health[i] == 2) +
+            (strcmp(g.hid[i], "p3") == 0 && g.health[i] == 1);
+  ok(g.n_health == 3 && seen == 3, "CP-6-7: read back whole");
+  got x = extract("p1", CP_EXTRACT_REQUEST);
+  ok(x.result == CP_AUTH_OK && x.xstate == CP_EXTRACT_AVAILABLE &&
+         x.xrefused == 3,
+     "CP-6-7: an UNHEALTHY proxy is not extracted (refused: 3)");
+  x = extract("p2", CP_EXTRACT_REQUEST);
+  ok(x.xstate == CP_EXTRACT_AVAILABLE && x.xrefused == 2,
+     "CP-6-7: nor a SUSPECT one (refused: 2)");
+  is_int(extract("p1", CP_EXTRACT_GET).xstate, CP_EXTRACT_AVAILABLE,
+         "... nothing changed");
+  x = extract("p3", CP_EXTRACT_REQUEST);
+  ok(x.xstate == CP_EXTRACT_EXTRACTED && x.xrefused == 0,
+     "CP-6-7: AVAILABLE -> EXTRACTED");
+  x = extract("p4", CP_EXTRACT_REQUEST);
+  ok(x.xstate == CP_EXTRACT_EXTRACTED && x.xrefused == 0,
+     "CP-6-7: a proxy without a verdict is extracted too");
+  ok(CALL(A->health_set(S, "p1", 0, on_reply, G)).result == CP_AUTH_OK,
+     "CP-6-7: 0 removes a verdict");
+  is_int(rint_("HEXISTS %s p1", "ph:cp:{c-h}:health"), 0, "... its field");
+  x = extract("p1", CP_EXTRACT_REQUEST);
+  ok(x.xstate == CP_EXTRACT_EXTRACTED, "... and p1 may be extracted now");
+  is_int(A->health_set(S, "bad id", 1, on_reply, NULL), PH_EINVAL,
+         "a malformed id is refused");
+  is_int(A->health_set(S, "p1", 4, on_reply, NULL), PH_EINVAL,
+         "a verdict out of 0..3 is refused");
+  stop_mod();
+}
+
 /* A reclaimed proxy whose owner crashed: extracted once the session and
  * the lease lapsed (CP-4-6), given to no live worker meanwhile. */
 static void test_extraction_crashed_owner(void) {
@@ -1536,6 +1596,7 @@ int main(void) {
   test_rebalance_owner_stale();
   test_extraction();
   test_extraction_crashed_owner();
+  test_health();
   test_usable();
   test_bounds();
   test_checkers();
