@@ -238,22 +238,37 @@ static void sha_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data) {
     s->failed = 1;
 }
 
-int cp_outcome_digest(const Controlplane__V1__ReportOutcomesRequest *req,
-                      uint8_t out[32]) {
-  if (!req)
-    return PH_EINVAL;
-  Controlplane__V1__ReportOutcomesRequest copy = *req;
-  with_ids(&copy, "", "");
+/* SHA-256 over msg packed (the caller blanked the identity fields). */
+static int msg_digest(const ProtobufCMessage *msg, uint8_t out[32]) {
   sha_buffer s = {{sha_append}, EVP_MD_CTX_new(), 0};
   if (!s.ctx)
     return PH_ENOMEM;
   unsigned int len = 0;
   int rc = PH_ENOMEM;
   if (EVP_DigestInit_ex(s.ctx, EVP_sha256(), NULL) == 1) {
-    protobuf_c_message_pack_to_buffer(&copy.base, &s.base);
+    protobuf_c_message_pack_to_buffer(msg, &s.base);
     if (!s.failed && EVP_DigestFinal_ex(s.ctx, out, &len) == 1 && len == 32)
       rc = PH_OK;
   }
   EVP_MD_CTX_free(s.ctx);
   return rc;
+}
+
+int cp_outcome_digest(const Controlplane__V1__ReportOutcomesRequest *req,
+                      uint8_t out[32]) {
+  if (!req)
+    return PH_EINVAL;
+  Controlplane__V1__ReportOutcomesRequest copy = *req;
+  with_ids(&copy, "", "");
+  return msg_digest(&copy.base, out);
+}
+
+int cp_observation_digest(
+    const Controlplane__V1__ReportObservationsRequest *req, uint8_t out[32]) {
+  if (!req)
+    return PH_EINVAL;
+  Controlplane__V1__ReportObservationsRequest copy = *req;
+  copy.checker_id = (char *)"";
+  copy.session_id = (char *)"";
+  return msg_digest(&copy.base, out);
 }
