@@ -38,6 +38,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_unary.h"
 #include "cp_common/view/or_status.h"
 #include "lib/backoff.h"
 #include "lib/clocks.h"
@@ -576,7 +577,7 @@ static void send_reports(checker *m) {
     return;
   if (m->rep_retry_at && api->now_ms(m->ctx) < m->rep_retry_at)
     return;
-  const chk_buf *b = NULL;
+  const cp_buf *b = NULL;
   int r = chk_report_next(&m->rep, m->conf.checker_id, m->session, &b);
   if (r <= 0) {
     if (r < 0)
@@ -678,7 +679,7 @@ static void watch_done(void *arg, cp_grpc_ccall *call, int status,
 }
 
 static void do_watch(checker *m) {
-  chk_buf b = {0};
+  cp_buf b = {0};
   if (chk_pack_watch(m->conf.checker_id, m->session, &b) != PH_OK) {
     new_session(m, 0);
     return;
@@ -687,7 +688,7 @@ static void do_watch(checker *m) {
   m->c_watch = cp_grpc_ccall_start(m->ch, SVC "WatchCheckTasks",
                                    CP_RPC_SERVER_STREAM, 0, b.data, b.len,
                                    &cbs, m);
-  chk_buf_free(&b);
+  cp_buf_free(&b);
   if (!m->c_watch) {
     new_session(m, 0);
     return;
@@ -696,27 +697,10 @@ static void do_watch(checker *m) {
   send_reports(m);
 }
 
-typedef struct unary {
-  checker *m;
-  uint8_t *resp;
-  size_t len;
-} unary;
-
-static void unary_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
-                          size_t len) {
-  (void)call;
-  unary *u = arg;
-  free(u->resp);
-  u->resp = malloc(len ? len : 1);
-  u->len = u->resp ? len : 0;
-  if (u->resp && len)
-    memcpy(u->resp, msg, len);
-}
-
 static void register_done(void *arg, cp_grpc_ccall *call, int status,
                           const char *msg) {
-  unary *u = arg;
-  checker *m = u->m;
+  cp_unary *u = arg;
+  checker *m = u->owner;
   if (call != m->c_reg || m->stopping)
     goto out;
   m->c_reg = NULL;
@@ -742,8 +726,7 @@ static void register_done(void *arg, cp_grpc_ccall *call, int status,
          PH_INT("session_ttl_ms", ttl));
   do_watch(m);
 out:
-  free(u->resp);
-  free(u);
+  cp_unary_free(u);
 }
 
 static void do_register(checker *m) {
@@ -751,27 +734,20 @@ static void do_register(checker *m) {
   if (m->registrations++)
     api->inc(m->m_reconnects, 1);
   set_state(m, S_REGISTERING);
-  chk_buf b = {0};
-  unary *u = calloc(1, sizeof(*u));
-  if (!u || chk_pack_register(m->conf.cluster_id, m->conf.checker_id,
-                              m->conf.instance_id, m->conf.zone,
-                              m->conf.max_concurrency, m->conf.tiers,
-                              m->conf.n_tiers, &b) != PH_OK) {
-    free(u);
-    chk_buf_free(&b);
+  cp_buf b = {0};
+  if (chk_pack_register(m->conf.cluster_id, m->conf.checker_id,
+                        m->conf.instance_id, m->conf.zone,
+                        m->conf.max_concurrency, m->conf.tiers,
+                        m->conf.n_tiers, &b) != PH_OK) {
     new_session(m, 0);
     return;
   }
-  u->m = m;
-  cp_grpc_ccall_cbs cbs = {unary_message, NULL, register_done};
-  m->c_reg = cp_grpc_ccall_start(m->ch, SVC "RegisterChecker", CP_RPC_UNARY,
-                                 m->conf.rpc_timeout_ms, b.data, b.len, &cbs,
-                                 u);
-  chk_buf_free(&b);
-  if (!m->c_reg) {
-    free(u);
+  m->c_reg = cp_unary_start(m->ch, SVC "RegisterChecker",
+                            m->conf.rpc_timeout_ms, b.data, b.len,
+                            register_done, m);
+  cp_buf_free(&b);
+  if (!m->c_reg)
     new_session(m, 0);
-  }
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */

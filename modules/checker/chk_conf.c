@@ -37,13 +37,7 @@ const ph_conf_key chk_conf_keys[] = {
                 "the tiers this checker runs (comma list of basic, egress, "
                 "target)",
                 NULL),
-    PH_CONF_KEY("backoff.min", PH_CONF_DURATION, "500ms", 1, 60000,
-                PH_CONF_RESTART, NULL,
-                "first delay before a new session after a failure", NULL),
-    PH_CONF_KEY("backoff.max", PH_CONF_DURATION, "30s", 1, 600000,
-                PH_CONF_RESTART, NULL,
-                "largest delay between sessions (jittered, exponential)",
-                NULL),
+    CP_CLIENT_BACKOFF_KEYS,
     PH_CONF_KEY("rpc_timeout", PH_CONF_DURATION, "10s", 100, 300000,
                 PH_CONF_RESTART, NULL,
                 "deadline of RegisterChecker and of each ReportObservations",
@@ -107,20 +101,15 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   memset(c, 0, sizeof(*c));
   *key = NULL;
   static const char *const req[] = {"address", "cluster_id", "checker_id",
-                                    "instance_id", "zone", NULL};
+                                    "instance_id", "zone"};
   char *const dst[] = {c->address, c->cluster_id, c->checker_id,
                        c->instance_id, c->zone};
   const size_t cap[] = {sizeof(c->address), sizeof(c->cluster_id),
                         sizeof(c->checker_id), sizeof(c->instance_id),
                         sizeof(c->zone)};
-  for (size_t i = 0; req[i]; i++) {
-    const char *v = a->conf_str(ctx, req[i]);
-    if (!v || !v[0])
-      return ph_conf_fail(key, req[i], why, whylen,
-                          "required (its flag or environment name)");
-    if (ph_conf_copy(dst[i], cap[i], v))
-      return ph_conf_fail(key, req[i], why, whylen, "too long");
-  }
+  int rc = cp_conf_identity(ctx, a, req, dst, cap, 5, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   if (read_tiers(a->conf_str(ctx, "tiers"), c))
     return ph_conf_fail(key, "tiers", why, whylen,
                         "a comma list of basic, egress, target, each once");
@@ -146,7 +135,7 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
       {"backoff.min", "backoff.max", "backoff.max",
        "must be at least backoff.min"},
       {"batch.max", "queue.max", "queue.max", "must be at least batch.max"}};
-  int rc = ph_conf_orders(ctx, a, order, 2, key, why, whylen);
+  rc = ph_conf_orders(ctx, a, order, 2, key, why, whylen);
   if (rc != PH_OK)
     return rc;
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);

@@ -23,7 +23,7 @@ int chk_report_init(chk_report *r, uint32_t cap, uint32_t batch_max) {
 void chk_report_free(chk_report *r) {
   free(r->ring);
   free(r->batch);
-  chk_buf_free(&r->packed);
+  cp_buf_free(&r->packed);
   r->ring = r->batch = NULL;
 }
 
@@ -50,12 +50,12 @@ void chk_report_session(chk_report *r) {
     r->len++;
   }
   r->batch_n = 0;
-  chk_buf_free(&r->packed);
+  cp_buf_free(&r->packed);
   r->seq = 0;
 }
 
 int chk_report_next(chk_report *r, const char *checker, const char *session,
-                    const chk_buf **bytes) {
+                    const cp_buf **bytes) {
   if (!r->packed.data) {
     if (!r->len)
       return 0;
@@ -77,7 +77,7 @@ int chk_report_next(chk_report *r, const char *checker, const char *session,
 int chk_report_ack(chk_report *r, uint64_t acked) {
   if (!r->packed.data || acked < r->seq)
     return 0;
-  chk_buf_free(&r->packed);
+  cp_buf_free(&r->packed);
   r->batch_n = 0;
   return 1;
 }

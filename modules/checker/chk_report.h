@@ -19,7 +19,7 @@ typedef struct chk_report {
   chk_obs *batch;          /* the batch in flight (batch_max) */
   uint32_t batch_max, batch_n;
   uint64_t seq;  /* the last sequence cut in this session */
-  chk_buf packed; /* the batch in flight's bytes (empty: none) */
+  cp_buf packed; /* the batch in flight's bytes (empty: none) */
   uint8_t digest[32];
   uint64_t dropped;
 } chk_report;
@@ -35,7 +35,7 @@ void chk_report_session(chk_report *r);
  * queue (at most batch_max, the next sequence) packed for checker and
  * session. 1 with *bytes, 0 when nothing waits, -1 on no memory. */
 int chk_report_next(chk_report *r, const char *checker, const char *session,
-                    const chk_buf **bytes);
+                    const cp_buf **bytes);
 /* The controller acknowledged acked: the batch in flight is done when
  * acked reaches its sequence (1), else 0. */
 int chk_report_ack(chk_report *r, uint64_t acked);

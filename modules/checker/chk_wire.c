@@ -13,22 +13,6 @@
 #include "cp_common/snapshot/cp_snapshot_time.h"
 #include "cp_common/view/cp_outcomes.h"
 
-void chk_buf_free(chk_buf *b) {
-  if (!b)
-    return;
-  free(b->data);
-  b->data = NULL;
-  b->len = 0;
-}
-
-#define PACK(type, msg, out)                                                  \
-  do {                                                                        \
-    size_t n_ = controlplane__v1__##type##__get_packed_size(msg);             \
-    (out)->data = malloc(n_ ? n_ : 1);                                        \
-    if (!(out)->data)                                                         \
-      return PH_ENOMEM;                                                       \
-    (out)->len = controlplane__v1__##type##__pack(msg, (out)->data);          \
-  } while (0)
 
 static int printable(const char *s, size_t max) {
   size_t n = s ? strlen(s) : 0;
@@ -151,7 +135,7 @@ out:
 int chk_pack_register(const char *cluster, const char *checker,
                       const char *instance, const char *zone,
                       uint32_t max_concurrency, const int *tiers,
-                      size_t n_tiers, chk_buf *out) {
+                      size_t n_tiers, cp_buf *out) {
   Controlplane__V1__RegisterCheckerRequest r;
   controlplane__v1__register_checker_request__init(&r);
   Controlplane__V1__CheckTier t[3];
@@ -168,22 +152,20 @@ int chk_pack_register(const char *cluster, const char *checker,
   r.tiers = t;
   r.supported_protocol_version =
       CONTROLPLANE__V1__PROTOCOL_VERSION__PROTOCOL_VERSION_V1;
-  PACK(register_checker_request, &r, out);
-  return PH_OK;
+  return cp_buf_pack(&r.base, out);
 }
 
-int chk_pack_watch(const char *checker, const char *session, chk_buf *out) {
+int chk_pack_watch(const char *checker, const char *session, cp_buf *out) {
   Controlplane__V1__WatchCheckTasksRequest r;
   controlplane__v1__watch_check_tasks_request__init(&r);
   r.checker_id = (char *)checker;
   r.session_id = (char *)session;
-  PACK(watch_check_tasks_request, &r, out);
-  return PH_OK;
+  return cp_buf_pack(&r.base, out);
 }
 
 int chk_pack_observations(const char *checker, const char *session,
                           uint64_t seq, const chk_obs *obs, size_t n,
-                          chk_buf *out, uint8_t digest[32]) {
+                          cp_buf *out, uint8_t digest[32]) {
   Controlplane__V1__ReportObservationsRequest r;
   controlplane__v1__report_observations_request__init(&r);
   Controlplane__V1__HealthObservation *o = calloc(n ? n : 1, sizeof(*o));
@@ -223,12 +205,7 @@ int chk_pack_observations(const char *checker, const char *session,
   r.observations = po;
   if (cp_observation_digest(&r, digest) != PH_OK)
     goto out;
-  size_t sz = controlplane__v1__report_observations_request__get_packed_size(&r);
-  out->data = malloc(sz ? sz : 1);
-  if (!out->data)
-    goto out;
-  out->len = controlplane__v1__report_observations_request__pack(&r, out->data);
-  rc = PH_OK;
+  rc = cp_buf_pack(&r.base, out);
 out:
   free(o);
   free(po);

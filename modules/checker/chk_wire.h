@@ -14,12 +14,8 @@
 
 #include "chk_echo.h"
 #include "chk_url.h"
+#include "cp_common/snapshot/cp_buf.h"
 
-typedef struct chk_buf {
-  uint8_t *data;
-  size_t len;
-} chk_buf;
-void chk_buf_free(chk_buf *b);
 
 #define CHK_TARGET_MAX (CHK_PATH_MAX + CHK_HOST_MAX + 16)
 #define CHK_NONCE_MAX 128u
@@ -61,14 +57,14 @@ typedef struct chk_obs {
 int chk_pack_register(const char *cluster, const char *checker,
                       const char *instance, const char *zone,
                       uint32_t max_concurrency, const int *tiers,
-                      size_t n_tiers, chk_buf *out);
-int chk_pack_watch(const char *checker, const char *session, chk_buf *out);
+                      size_t n_tiers, cp_buf *out);
+int chk_pack_watch(const char *checker, const char *session, cp_buf *out);
 
 /* The batch obs[0..n) under seq, and its digest (cp_observation_digest:
  * checker_id and session_id left out). */
 int chk_pack_observations(const char *checker, const char *session,
                           uint64_t seq, const chk_obs *obs, size_t n,
-                          chk_buf *out, uint8_t digest[32]);
+                          cp_buf *out, uint8_t digest[32]);
 
 /* RegisterCheckerResponse: PH_OK with the session id and its TTL (0 when
  * the controller gave none), PH_EINVAL with *why. */

@@ -96,14 +96,9 @@ start() {
   shift
   D="$T/$scen"
   mkdir -p "$D"
-  EV="$D/events"
-  : >"$EV"
   : >"$D/tasks"
-  CP_FAKE_TASKS="$D/tasks" "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" \
-    "$T/gen" "$D/port" "$EV" "$scen" >"$D/fake.log" 2>&1 &
-  FAKE=$!
-  PIDS="$PIDS $FAKE"
-  wait_long test -s "$D/port"
+  export CP_FAKE_TASKS="$D/tasks"
+  cp_fake_start "$D" "$scen"
   admin=$(free_port)
   printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n' "$MODS" "$admin" >"$D/chk.ini"
   printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\n' >>"$D/chk.ini"

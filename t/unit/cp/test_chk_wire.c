@@ -60,7 +60,7 @@ int main(void) {
   ok(chk_read_task((const uint8_t *)"\xff\xff", 2, &t, &why) != 0,
      "bytes that are not a task are refused");
 
-  chk_buf b = {0};
+  cp_buf b = {0};
   int tiers[] = {CHK_TIER_BASIC, CHK_TIER_TARGET};
   ok(chk_pack_register("c", "k1", "i", "z", 48, tiers, 2, &b) == 0,
      "register packed");
@@ -71,7 +71,7 @@ int main(void) {
          !strcmp(r->checker_id, "k1"),
      "CP-6-1 RegisterChecker carries max_concurrency and the tiers");
   controlplane__v1__register_checker_request__free_unpacked(r, NULL);
-  chk_buf_free(&b);
+  cp_buf_free(&b);
 
   chk_report q;
   ok(chk_report_init(&q, 4, 2) == 0, "a queue of 4, batches of 2");
@@ -84,7 +84,7 @@ int main(void) {
   for (int i = 0; i < 5; i++)
     chk_report_push(&q, &o);
   ok(q.len == 4 && q.dropped == 1, "the fifth is dropped and counted");
-  const chk_buf *pb = NULL;
+  const cp_buf *pb = NULL;
   ok(chk_report_next(&q, "k1", "s1", &pb) == 1 && q.seq == 1, "batch 1 cut");
   Controlplane__V1__ReportObservationsRequest *m =
       controlplane__v1__report_observations_request__unpack(NULL, pb->len,
