@@ -14,9 +14,10 @@
  *    (session_id, sequence, SHA-256 digest) and resent byte for byte
  *    until acknowledged (chk_report.h, or_status.h's classes: a fence's
  *    refusal starts a new session);
- *  - EGRESS failures wait for a direct probe of the echo endpoint: when
- *    the checker cannot reach the echo itself, they are CHECKER_ERROR
- *    echo_unreachable, never FAILED.
+ *  - EGRESS failures (and BASIC ones whose tunnel went to the echo) wait
+ *    for a direct probe of the echo endpoint: when the checker cannot
+ *    reach the echo itself, they are CHECKER_ERROR echo_unreachable,
+ *    never FAILED.
  * It writes no state anywhere (CP-6-6): it observes, the controller's
  * reducer decides. Credentials live in the task's memory only and are
  * wiped when the check ends. Logs and metrics carry tiers, statuses and
@@ -244,8 +245,27 @@ static void finish_obs(checker *m, chk_obs *o) {
   queue_obs(m, o);
 }
 
-/* An EGRESS failure the echo's state decides. */
-static void egress_failed(checker *m, chk_obs *o) {
+/* Whether the echo endpoint's own state decides o: an EGRESS failure, or
+ * a BASIC one whose tunnel went to the echo (no target) and was refused
+ * or timed out (the echo down looks like that through every proxy). */
+static int echo_decides(const chk_task *t, const chk_obs *o) {
+  if (o->status != CHK_FAILED && o->status != CHK_TIMEOUT)
+    return 0;
+  if (t->tier == CHK_TIER_EGRESS)
+    return 1;
+  return t->tier == CHK_TIER_BASIC && !t->target[0] &&
+         (o->status == CHK_TIMEOUT || o->reason == CHK_R_HS_REJECTED ||
+          o->reason == CHK_R_PROXY_ERROR);
+}
+
+/* A failure the echo's state decides: CHECKER_ERROR echo_unreachable
+ * when the checker cannot reach the echo itself, else the failure,
+ * after the direct probe that follows it. */
+static void echo_failed(checker *m, chk_obs *o) {
+  if (!m->echo_url[0]) { /* no echo to ask (a name, or none known) */
+    finish_obs(m, o);
+    return;
+  }
   if (m->echo_up == 0) {
     o->status = CHK_CHECKER_ERROR;
     o->reason = CHK_R_ECHO_UNREACHABLE;
@@ -336,12 +356,12 @@ static void slot_done(slot *s) {
     memcpy(o.egress_ip, r->echo.egress_ip, sizeof(o.egress_ip));
     o.anonymity = r->echo.anonymity;
   }
+  int wait_echo = echo_decides(&s->task, &o);
   slot_release(s);
   m->running--;
   api->gauge_set(m->m_running, m->running);
-  if (o.tier == CHK_TIER_EGRESS &&
-      (o.status == CHK_FAILED || o.status == CHK_TIMEOUT))
-    egress_failed(m, &o);
+  if (wait_echo)
+    echo_failed(m, &o);
   else
     finish_obs(m, &o);
 }
@@ -464,8 +484,7 @@ static void run_task(checker *m, const uint8_t *msg, size_t len) {
     chk_task_wipe(&t);
     return;
   }
-  if (t.tier == CHK_TIER_EGRESS && t.echo_url[0] &&
-      strcmp(t.echo_url, m->echo_url)) {
+  if (t.echo_url[0] && strcmp(t.echo_url, m->echo_url)) {
     chk_url u;
     /* The echo endpoint the checker probes directly: the tasks' one. */
     if (!chk_url_parse(t.echo_url, &u) && chk_is_literal(u.host)) {

@@ -90,15 +90,17 @@ wait_exit "$U5_PID" 10
 kill -STOP "$T7_PID"
 
 # ---- the checker against the fake controller -------------------------------------
-# start SCENARIO [--set ...]: a fake controller and a checker on it.
+# start SCENARIO [--set ...]: a fake controller and a checker on it (with
+# FAKE_CERTS set: mTLS, the checker with checker.pem).
+FAKE_CERTS=
 start() {
   scen=$1
   shift
-  D="$T/$scen"
+  D="$T/$scen${FAKE_CERTS:+-mtls}"
   mkdir -p "$D"
   : >"$D/tasks"
   export CP_FAKE_TASKS="$D/tasks"
-  cp_fake_start "$D" "$scen"
+  cp_fake_start "$D" "$scen" "$FAKE_CERTS"
   admin=$(free_port)
   printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n' "$MODS" "$admin" >"$D/chk.ini"
   printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\n' >>"$D/chk.ini"
@@ -186,6 +188,13 @@ like "$(seen "$GD")" "4 echo_unreachable" \
   "CP-6-4 the echo endpoint down: EGRESS is CHECKER_ERROR echo_unreachable, never FAILED"
 wait_cond '[ "$(mval "proxyhost_checker_echo_up ")" = 0 ]'
 ok $? "proxyhost_checker_echo_up says the echo is down"
+task 1 1 "$U1"; BD=$LAST
+task 1 1 "$U1" "target=127.0.0.1:$CANNED"; BT=$LAST
+wait_long observed "$BD"
+wait_long observed "$BT"
+like "$(seen "$BD")" "4 echo_unreachable" \
+  "CP-6-3 BASIC tunnelling to the echo, which is down: CHECKER_ERROR, not FAILED"
+like "$(seen "$BT")" "1 - 0" "... while BASIC to a live target still passes"
 kill "$CHK" "$FAKE"
 
 # A stale session: the task stream refused, a new RegisterChecker at once.
@@ -201,15 +210,17 @@ kill "$CHK" "$FAKE"
 start chk_unavailable --set checker.max_concurrency=2
 wait_long grep -q '^CWATCH s1' "$EV"
 like "$(grep '^CREGISTER' "$EV")" "CREGISTER k1 k1-a z1 2 " "CP-6-1 max_concurrency 2 registered"
-task 1 1 "$U7" deadline_ms=2000; S1=$LAST
-task 1 1 "$U7" deadline_ms=2000; S2=$LAST
-task 1 1 "$U7" deadline_ms=2000; S3=$LAST
+task 1 1 "$U7" deadline_ms=2000 "target=127.0.0.1:$CANNED"; S1=$LAST
+task 1 1 "$U7" deadline_ms=2000 "target=127.0.0.1:$CANNED"; S2=$LAST
+task 1 1 "$U7" deadline_ms=2000 "target=127.0.0.1:$CANNED"; S3=$LAST
 for id in $S1 $S2 $S3; do wait_long observed "$id"; done
 is "$(for id in $S1 $S2 $S3; do seen "$id" | cut -d' ' -f1-2; done | sort | tr '\n' ' ')" \
   "3 handshake_timeout 3 handshake_timeout 4 no_resources " \
   "CP-6-1 a task beyond max_concurrency: CHECKER_ERROR no_resources, the others run"
 wait_long grep -q '^OBCALL s1 OK' "$EV"
 ok $? "after UNAVAILABLE the batch is acknowledged in the same session"
+[ "$(grep -c '^OBS s1 1 ' "$EV")" -ge 2 ]
+ok $? "the batch of sequence 1 was sent again"
 is "$(grep '^OBS s1 1 ' "$EV" | awk '{print $5}' | sort -u | wc -l)" 1 \
   "CP-6-2 resent byte for byte: one digest for sequence 1"
 kill "$CHK" "$FAKE"
@@ -217,9 +228,39 @@ kill "$CHK" "$FAKE"
 # A fence refusal: a new session numbers its batches from 1 again.
 start chk_fence
 wait_long grep -q '^CWATCH s1' "$EV"
-task 1 1 "$U1"
+task 1 1 "$U1" "target=127.0.0.1:$CANNED"
 wait_long grep -q '^OBS s2 1 ' "$EV"
 ok $? "CP-6-2 ALREADY_EXISTS: a new session, its batches from 1"
+kill "$CHK" "$FAKE"
+
+# mTLS: the checker presents its own certificate, and the controller sees
+# its SPIFFE id (.../checker/<checker-id>), as a gateway's (issue 26 "The
+# role"). The configuration files pass --check-config.
+"$PROXYHOST" -c "$top_srcdir/conf/checker.ini" --set "proxyhost.module_path=$MODS" \
+  -control-plane 127.0.0.1:7443 -cluster-id c1 -checker-id k1 -instance-id k1-a -zone z1 \
+  --set checker.tls.mode=disabled --check-config >"$T/check.out" 2>&1
+is $? 0 "conf/checker.ini passes --check-config"
+printf '[proxyhost]\nmodule_path = %s\ninclude = %s/conf.d/*.ini\n' "$MODS" "$T" >"$T/base.ini"
+mkdir -p "$T/conf.d"
+cp "$top_srcdir/modules/checker/checker.ini.sample" "$T/conf.d/checker.ini"
+"$PROXYHOST" -c "$T/base.ini" --check-config >"$T/check.out" 2>&1
+is $? 0 "the sample passes --check-config as a drop-in"
+for bad in "tiers=basic,nope" "tiers=basic,basic" "max_concurrency=0" \
+  "echo.url=http://echo.example:8089/" "batch.max=9000" "response_max=512"; do
+  "$PROXYHOST" -c "$T/base.ini" --set "checker.$bad" --check-config >"$T/check.out" 2>&1
+  is $? 2 "--check-config refuses checker.$bad"
+done
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
+ok $? "certificates made (a checker's with spiffe://example.org/prod/checker/k1)"
+FAKE_CERTS=$T
+start chk_ok --set checker.tls.mode=mtls --set "checker.tls.cert_file=$T/checker.pem" \
+  --set "checker.tls.key_file=$T/checker.key" --set "checker.tls.ca_file=$T/ca.pem"
+wait_long grep -q '^CWATCH s1' "$EV"
+like "$(grep '^CREGISTER' "$EV")" "spiffe://example.org/prod/checker/k1" \
+  "over mTLS the controller sees the checker's SPIFFE id"
+task 1 1 "$U1" "target=127.0.0.1:$CANNED"
+wait_long observed "$LAST"
+like "$(seen "$LAST")" "1 - 0" "... and gets its observations"
 kill "$CHK" "$FAKE"
 
 done_testing
