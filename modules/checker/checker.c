@@ -39,6 +39,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_client_tls.h"
 #include "cp_common/grpc/cp_grpc_unary.h"
 #include "cp_common/view/or_status.h"
 #include "lib/backoff.h"
@@ -87,6 +88,7 @@ struct checker {
   chk_conf conf;
   cp_grpc_cq *cq;
   cp_grpc_channel *ch;
+  cp_client_tls tls; /* the mTLS files re-read: a new ch */
   int state, stopping, started;
   uint32_t attempt;
   ph_timer *timer;       /* backoff */
@@ -793,6 +795,8 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
   }
   if (ph_metric_table_register(api, ctx, chk_metrics, m) != PH_OK)
     return PH_EINVAL;
+  if (cp_client_tls_init(&m->tls, ctx, api, "checker") != PH_OK)
+    return PH_EINVAL;
   if (chk_report_init(&m->rep, m->conf.queue_max, m->conf.batch_max) !=
       PH_OK)
     return PH_ENOMEM;
@@ -842,6 +846,8 @@ static int chk_start(void *state) {
            PH_STR("reason", why));
     return PH_EINVAL;
   }
+  if (cp_client_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
+    return PH_ENOMEM;
   m->started = 1;
   api->timer_set(m->echo_timer, (uint64_t)m->conf.echo_interval_ms,
                  (uint64_t)m->conf.echo_interval_ms);
@@ -863,6 +869,7 @@ static int chk_stop(void *state) {
   api->timer_set(m->flush_timer, 0, 0);
   api->timer_set(m->echo_timer, 0, 0);
   api->set_ready(m->ctx, 0);
+  cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   m->ch = NULL;
   cp_grpc_cq_free(m->cq);
@@ -875,6 +882,7 @@ static void chk_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
+  cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   cp_grpc_cq_free(m->cq);
   if (m->slots) {

@@ -43,7 +43,7 @@
 #include "cpc_conf.h"
 #include "cpc_material.h"
 #include "cpc_outcalls.h"
-#include "cpc_tls.h"
+#include "cp_common/grpc/cp_client_tls.h"
 #include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
@@ -74,7 +74,7 @@ typedef struct cpc {
   cp_snapshot_limits limits;
   cp_grpc_cq *cq;
   cp_grpc_channel *ch;
-  cpc_tls tls; /* the mTLS files re-read: a new ch (issue 23 item 14) */
+  cp_client_tls tls; /* the mTLS files re-read: a new ch (issue 23 item 14) */
   cp_sup sup;
   ph_timer *timer;
   uint64_t gen; /* bumped whenever the session's calls are cancelled */
@@ -950,7 +950,7 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->timer = api->timer_new(ctx, on_timer, m);
   if (!m->timer)
     return PH_ENOMEM;
-  if (cpc_tls_init(&m->tls, ctx, api) != PH_OK)
+  if (cp_client_tls_init(&m->tls, ctx, api, "controlplane_client") != PH_OK)
     return PH_EINVAL;
   m->outc.count = count_outcome_call;
   m->outc.count_arg = m;
@@ -995,7 +995,7 @@ static int cpc_start(void *state) {
            PH_STR("reason", why));
     return PH_EINVAL;
   }
-  if (cpc_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
+  if (cp_client_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
     return PH_ENOMEM;
   /* The pool, when one is loaded, registered pool.runtime at its init. */
   if (api->service_provided(m->ctx, POOL_RUNTIME_SERVICE))
@@ -1014,7 +1014,7 @@ static int cpc_stop(void *state) {
   api->timer_set(m->timer, 0, 0);
   api->set_ready(m->ctx, 0);
   cpc_outcalls_stop(&m->outc); /* before the channel: it calls back no more */
-  cpc_tls_stop(&m->tls);
+  cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   m->ch = NULL;
   cp_grpc_cq_free(m->cq);
@@ -1027,7 +1027,7 @@ static void cpc_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
-  cpc_tls_stop(&m->tls);
+  cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   cp_grpc_cq_free(m->cq);
   if (m->timer)

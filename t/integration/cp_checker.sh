@@ -261,6 +261,14 @@ like "$(grep '^CREGISTER' "$EV")" "spiffe://example.org/prod/checker/k1" \
 task 1 1 "$U1" "target=127.0.0.1:$CANNED"
 wait_long observed "$LAST"
 like "$(seen "$LAST")" "1 - 0" "... and gets its observations"
+# Renewed files on SIGHUP: a new channel presents them (cp_client_tls.c,
+# the gateway's code); the open stream stays.
+kill -HUP "$CHK"
+wait_cond '[ "$(mval "proxyhost_tls_reloads_total{module=\"checker\",result=\"ok\"}")" = 1 ]'
+ok $? "SIGHUP re-reads the checker's TLS files (proxyhost_tls_reloads_total{module=checker})"
+task 1 1 "$U1" "target=127.0.0.1:$CANNED"
+wait_long observed "$LAST"
+like "$(seen "$LAST")" "1 - 0" "... and the checks go on"
 kill "$CHK" "$FAKE"
 
 done_testing
