@@ -233,6 +233,24 @@ wait_long grep -q '^OBS s2 1 ' "$EV"
 ok $? "CP-6-2 ALREADY_EXISTS: a new session, its batches from 1"
 kill "$CHK" "$FAKE"
 
+# The controller gone and back on its port: the checker waits out its
+# backoff (state backoff, not a tight loop) and registers again.
+start chk_ok
+wait_long grep -q '^CWATCH s1' "$EV"
+port=$(cat "$D/port")
+kill "$FAKE"
+wait_exit "$FAKE" 10
+wait_long eval '[ "$(mval "proxyhost_checker_session_state{state=\"backoff\"}")" = 1 ]'
+ok $? "the controller gone: the checker's session waits in backoff"
+export CP_FAKE_PORT="$port"
+cp_fake_start "$D" chk_ok
+unset CP_FAKE_PORT
+wait_long grep -q '^CWATCH' "$EV"
+ok $? "the controller back on its port: a new session with its task stream"
+[ "$(mval 'proxyhost_checker_reconnects_total ')" -ge 1 ]
+ok $? "... counted in proxyhost_checker_reconnects_total"
+kill "$CHK" "$FAKE"
+
 # mTLS: the checker presents its own certificate, and the controller sees
 # its SPIFFE id (.../checker/<checker-id>), as a gateway's (issue 26 "The
 # role"). The configuration files pass --check-config.
