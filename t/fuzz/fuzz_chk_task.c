@@ -3,7 +3,10 @@
  * (modules/checker/chk_wire.c, chk_read_task; issue 26). The input is the
  * message's bytes. It checks that an accepted task is within its bounds
  * (a known tier and protocol, a port, NUL-terminated fields, credentials
- * of their stated lengths) and that a refused one holds no credentials. */
+ * of their stated lengths) and that a refused one holds no credentials;
+ * then the task's addresses as the probe reads them (chk_url.c: the echo
+ * URL, the target as a URL or host:port, and the raw input as both): a
+ * parsed one has a host of 1..255 bytes, a port, a path starting '/'. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include <proxyhost/pool_store.h>
 
 #include "checker/chk_probe.h"
+#include "checker/chk_url.h"
 #include "checker/chk_wire.h"
 
 #define CHECK(c)                                                               \
@@ -23,7 +27,21 @@
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
+static void url_ok(const char *s) {
+  chk_url u;
+  if (chk_url_parse(s, &u) == 0)
+    CHECK(u.host[0] && strlen(u.host) <= CHK_HOST_MAX && u.port > 0 &&
+          u.path[0] == '/' && strlen(u.path) <= CHK_PATH_MAX);
+  if (chk_hostport_parse(s, &u) == 0)
+    CHECK(u.host[0] && strlen(u.host) <= CHK_HOST_MAX && u.port > 0);
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+  char raw[2048];
+  size_t n = size < sizeof(raw) - 1 ? size : sizeof(raw) - 1;
+  memcpy(raw, data, n);
+  raw[n] = 0;
+  url_ok(raw);
   chk_task t;
   const char *why = NULL;
   int rc = chk_read_task(data, size, &t, &why);
@@ -35,6 +53,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     CHECK(strlen(t.target) < sizeof(t.target) &&
           strlen(t.echo_url) < sizeof(t.echo_url));
     CHECK(!t.user || (strlen(t.user) == t.user_len && t.user_len <= 255));
+    url_ok(t.echo_url);
+    url_ok(t.target);
   } else {
     CHECK(why != NULL || rc != -22);
     CHECK(!t.user && !t.pass);

@@ -178,6 +178,10 @@ grep -q "$PW" "$D/chk.log" "$EV" "$D/fake.log"
 is $? 1 "the task's password is in no log"
 http_get "http://127.0.0.1:$admin/metrics" | grep -q -e "$PW" -e "127.0.0.1:$U" -e '"p[0-9]'
 is $? 1 "metrics carry no credential, no proxy id, no address"
+http_get "http://127.0.0.1:$admin/metrics" | sed 1d >"$D/metrics.txt"
+"$PROMTOOL" check metrics <"$D/metrics.txt" >"$D/promtool.out" 2>&1
+ok $? "promtool accepts the checker's exposition"
+sed 's/^/# promtool: /' "$D/promtool.out"
 
 # The echo endpoint down: EGRESS is the checker's failure, not the proxy's.
 kill "$ECHO_PID"
