@@ -89,6 +89,13 @@ kill "$U5_PID"
 wait_exit "$U5_PID" 10
 kill -STOP "$T7_PID"
 
+# CP-6-6: the checker observes and reports; it has no way to write pool
+# state: it links no Redis, PostgreSQL or SQLite client.
+ldd "$MODS/checker/.libs/checker.so" >"$T/ldd.out" 2>&1
+ok $? "ldd reads checker.so"
+grep -E 'hiredis|libpq|sqlite' "$T/ldd.out"
+is $? 1 "CP-6-6 the checker links no Redis, PostgreSQL or SQLite client"
+
 # ---- the checker against the fake controller -------------------------------------
 # start SCENARIO [--set ...]: a fake controller and a checker on it (with
 # FAKE_CERTS set: mTLS, the checker with checker.pem).
