@@ -87,15 +87,12 @@ int api_authorize_parse(api_authorize *a, const char *q, const char **msg) {
 void api_authorize_write(json_w *w, const ph_access_result *res) {
   int v = res->verdict;
   json_w_obj(w);
-  json_w_key(w, "verdict");
-  json_w_str(w, v == PH_ACCESS_ALLOW ? "allow"
-                : v == PH_ACCESS_UNAVAILABLE ? "unavailable"
-                                             : "deny");
-  json_w_key(w, "code");
-  json_w_str(w, ph_open_code_name(res->code));
-  json_w_key(w, "ttl_ms");
-  json_w_uint(w, res->ttl_ms);
-  json_w_key(w, "revision");
-  json_w_uint(w, res->revision);
+  json_w_kstr(w, "verdict",
+              v == PH_ACCESS_ALLOW         ? "allow"
+              : v == PH_ACCESS_UNAVAILABLE ? "unavailable"
+                                           : "deny");
+  json_w_kstr(w, "code", ph_open_code_name(res->code));
+  json_w_kuint(w, "ttl_ms", res->ttl_ms);
+  json_w_kuint(w, "revision", res->revision);
   json_w_obj_end(w);
 }

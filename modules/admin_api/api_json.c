@@ -366,11 +366,6 @@ int api_body_parse(api_body *b, int kind, api_op op, const char *key,
 
 /* ---- output ------------------------------------------------------- */
 
-static void w_time(json_w *w, const char *key, int64_t t) {
-  json_w_key(w, key);
-  json_w_int(w, t);
-}
-
 void api_write_record(json_w *w, const ph_az_record *rec) {
   json_w_obj(w);
   switch (rec->kind) {
@@ -379,57 +374,44 @@ void api_write_record(json_w *w, const ph_az_record *rec) {
     const ph_az_user *u = &rec->u.user;
     const ph_az_agent *a = &rec->u.agent;
     int user = rec->kind == PH_AZ_USER;
-    json_w_key(w, "name");
-    json_w_str(w, user ? u->name : a->name);
-    json_w_key(w, "owner");
-    json_w_str(w, user ? u->owner : a->owner);
-    json_w_key(w, "enabled");
-    json_w_bool(w, user ? u->enabled : a->enabled);
-    w_time(w, "created_at", user ? u->created_at : a->created_at);
-    w_time(w, "updated_at", user ? u->updated_at : a->updated_at);
+    json_w_kstr(w, "name", user ? u->name : a->name);
+    json_w_kstr(w, "owner", user ? u->owner : a->owner);
+    json_w_kbool(w, "enabled", user ? u->enabled : a->enabled);
+    json_w_kint(w, "created_at", user ? u->created_at : a->created_at);
+    json_w_kint(w, "updated_at", user ? u->updated_at : a->updated_at);
     break;
   }
   case PH_AZ_TOKEN: {
     const ph_az_token *t = &rec->u.token;
-    json_w_key(w, "id");
-    json_w_str(w, t->id);
-    json_w_key(w, "user");
-    json_w_str(w, t->user);
-    json_w_key(w, "agent");
-    json_w_str(w, t->agent);
+    json_w_kstr(w, "id", t->id);
+    json_w_kstr(w, "user", t->user);
+    json_w_kstr(w, "agent", t->agent);
     json_w_key(w, "scopes");
     json_w_arr(w);
     for (size_t i = 0; i < 2; i++)
       if (t->scopes & (1u << i))
         json_w_str(w, scope_names[i]);
     json_w_arr_end(w);
-    w_time(w, "expires_at", t->expires_at);
-    w_time(w, "revoked_at", t->revoked_at);
-    w_time(w, "created_at", t->created_at);
-    w_time(w, "updated_at", t->updated_at);
-    w_time(w, "rotated_at", t->rotated_at);
+    json_w_kint(w, "expires_at", t->expires_at);
+    json_w_kint(w, "revoked_at", t->revoked_at);
+    json_w_kint(w, "created_at", t->created_at);
+    json_w_kint(w, "updated_at", t->updated_at);
+    json_w_kint(w, "rotated_at", t->rotated_at);
     break;
   }
   case PH_AZ_POLICY: {
     const ph_az_policy *p = &rec->u.policy;
-    json_w_key(w, "id");
-    json_w_str(w, p->id);
-    json_w_key(w, "agent");
-    json_w_str(w, p->agent);
-    json_w_key(w, "subject_kind");
-    json_w_str(w, p->subject_kind == PH_AZ_SUBJECT_USER ? "user" : "token");
-    json_w_key(w, "subject");
-    json_w_str(w, p->subject);
-    json_w_key(w, "host_pattern");
-    json_w_str(w, p->host_pattern);
-    json_w_key(w, "port_min");
-    json_w_int(w, p->port_min);
-    json_w_key(w, "port_max");
-    json_w_int(w, p->port_max);
-    json_w_key(w, "protocol");
-    json_w_str(w, "tcp");
-    w_time(w, "created_at", p->created_at);
-    w_time(w, "updated_at", p->updated_at);
+    json_w_kstr(w, "id", p->id);
+    json_w_kstr(w, "agent", p->agent);
+    json_w_kstr(w, "subject_kind",
+                p->subject_kind == PH_AZ_SUBJECT_USER ? "user" : "token");
+    json_w_kstr(w, "subject", p->subject);
+    json_w_kstr(w, "host_pattern", p->host_pattern);
+    json_w_kint(w, "port_min", p->port_min);
+    json_w_kint(w, "port_max", p->port_max);
+    json_w_kstr(w, "protocol", "tcp");
+    json_w_kint(w, "created_at", p->created_at);
+    json_w_kint(w, "updated_at", p->updated_at);
     break;
   }
   }

@@ -14,32 +14,7 @@
 
 #include <string.h>
 
-#include "lib/host_norm.h"
-
-#define NAME_MAX_LEN 255 /* principal and agent: the contract's bound */
-
-static int name_ok(const char *s, int may_be_null) {
-  if (!s)
-    return may_be_null;
-  size_t n = strnlen(s, NAME_MAX_LEN + 1);
-  return n >= 1 && n <= NAME_MAX_LEN;
-}
-
-int ac_read_request(const ph_access_request *req, ph_access_request *r) {
-  memset(r, 0, sizeof(*r));
-  if (req->size < PH_ACCESS_REQUEST_MIN_SIZE)
-    return PH_EINVAL;
-  memcpy(r, req, PH_ACCESS_REQUEST_MIN_SIZE);
-  if (PH_ACCESS_HAS(ph_access_request, req->size, agent))
-    r->agent = req->agent;
-  /* The store gets exactly what the key holds: the size of our headers,
-   * nothing a newer caller added (we would not key on it). */
-  r->size = sizeof(*r);
-  if (r->protocol != PH_PROTO_TCP || r->port == 0 || !host_norm_ok(r->host) ||
-      !name_ok(r->principal, 1) || !name_ok(r->agent, 1))
-    return PH_EINVAL;
-  return PH_OK;
-}
+#include "lib/access_req.h"
 
 void ac_unavailable(ph_access_result *res, int code) {
   memset(res, 0, sizeof(*res));
@@ -92,7 +67,7 @@ static int64_t check_open(void *self, const ph_access_request *req,
                           ph_access_cb cb, void *arg) {
   acache *s = self;
   ph_access_request r;
-  if (!req || !cb || ac_read_request(req, &r) != PH_OK)
+  if (!req || !cb || access_req_read(req, &r) != PH_OK)
     return PH_EINVAL;
   sf_hold(s->sf); /* answers wait for the next turn */
   int64_t id = lookup_or_fetch(s, &r, cb, arg);

@@ -104,9 +104,6 @@ void sc_free_all(acache *s);
 
 /* access_cache.c */
 extern const ph_access_v1 access_cache_vt;
-/* Reads and validates a request (the caller's size honoured); PH_OK or
- * PH_EINVAL. */
-int ac_read_request(const ph_access_request *req, ph_access_request *r);
 void ac_unavailable(ph_access_result *res, int code);
 
 #endif

@@ -9,7 +9,8 @@ modules_auth_cache_auth_cache_la_SOURCES = %D%/auth_cache.c \
 	%D%/cache_gen.c %D%/cache_gen.h \
 	%D%/cache_key.c %D%/cache_key.h \
 	%D%/revision_watch.c %D%/store_check.c \
-	modules/lib/host_norm.c modules/frontend/provider_check.c \
+	modules/lib/access_req.c modules/lib/host_norm.c \
+	modules/frontend/provider_check.c \
 	modules/lib/metric_table.c modules/lib/kcache.c modules/lib/sflight.c
 modules_auth_cache_auth_cache_la_LDFLAGS = $(MODULE_LDFLAGS)
 dist_samples_DATA += %D%/auth_cache.ini.sample

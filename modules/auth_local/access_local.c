@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/host_norm.h" /* the normal form of TM-P1-4, shared */
-#include "lib/sflight.h"  /* the answers on the next loop turn */
-
-#define NAME_MAX_LEN 255 /* host, principal and agent, as in RFC 1929 */
+#include "lib/access_req.h" /* what a request must be, shared */
+#include "lib/metric_table.h"
+#include "lib/sflight.h" /* the answers on the next loop turn */
 
 struct auth_local_access {
   ph_ctx *ctx;
@@ -30,30 +29,6 @@ struct auth_local_access {
 
 static const char *const verdict_names[] = {"allow", "deny", "unavailable",
                                             NULL};
-
-/* 1..NAME_MAX_LEN bytes; NULL is allowed when may_be_null. */
-static int name_ok(const char *s, int may_be_null) {
-  if (!s)
-    return may_be_null;
-  size_t n = strnlen(s, NAME_MAX_LEN + 1);
-  return n >= 1 && n <= NAME_MAX_LEN;
-}
-
-/* Copies what the caller's size covers into r (the rest stays zero: an
- * older caller's defaults) and validates it. Never reads beyond size:
- * what a newer caller added is ignored, and so are the reserved fields. */
-static int read_request(const ph_access_request *req, ph_access_request *r) {
-  memset(r, 0, sizeof(*r));
-  if (req->size < PH_ACCESS_REQUEST_MIN_SIZE)
-    return PH_EINVAL;
-  memcpy(r, req, PH_ACCESS_REQUEST_MIN_SIZE);
-  if (PH_ACCESS_HAS(ph_access_request, req->size, agent))
-    r->agent = req->agent;
-  if (r->protocol != PH_PROTO_TCP || r->port == 0 || !host_norm_ok(r->host) ||
-      !name_ok(r->principal, 1) || !name_ok(r->agent, 1))
-    return PH_EINVAL;
-  return PH_OK;
-}
 
 /* The policy: a known principal may open anything, through any agent
  * (auth_local has none of its own); the connector's policy comes after. */
@@ -84,7 +59,7 @@ static int64_t check_open(void *self, const ph_access_request *req,
                           ph_access_cb cb, void *arg) {
   auth_local_access *s = self;
   ph_access_request r;
-  if (!req || !cb || read_request(req, &r) != PH_OK)
+  if (!req || !cb || access_req_read(req, &r) != PH_OK)
     return PH_EINVAL;
   ph_access_result res;
   memset(&res, 0, sizeof(res));
@@ -116,21 +91,13 @@ static int revision(void *self, uint64_t *rev) {
 
 const ph_access_v1 auth_local_access_vt = {check_open, cancel, revision};
 
-static int declare_metric(auth_local_access *s) {
-  static const ph_label_def labels[] = {{"result", verdict_names}};
-  ph_metric_def d = {"proxyhost_auth_local_access_checks_total",
-                     "Access checks (may this principal open this target) "
-                     "by result",
-                     PH_METRIC_COUNTER, labels, 1, NULL, 0};
-  ph_metric *m = s->api->metric(s->ctx, &d);
-  if (!m)
-    return PH_EINVAL;
-  for (int v = 0; v < 3; v++) {
-    const char *lv[] = {verdict_names[v]};
-    s->m_checks[v] = s->api->series(m, lv);
-  }
-  return PH_OK;
-}
+static const ph_label_def verdict_label[] = {{"result", verdict_names}};
+static const ph_metric_table access_metrics[] = {
+    PH_METRIC("proxyhost_auth_local_access_checks_total", PH_METRIC_COUNTER,
+              "Access checks (may this principal open this target) by result",
+              PH_METRIC_LABELS(verdict_label), PH_METRIC_NO_BUCKETS,
+              auth_local_access, m_checks),
+    PH_METRIC_END};
 
 auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
                                          auth_local_known_fn known,
@@ -150,7 +117,8 @@ auth_local_access *auth_local_access_new(ph_ctx *ctx, const ph_api *api,
                 .call = call,
                 .owner = s};
   s->sf = sf_new(api, ctx, &sc);
-  if (!s->sf || declare_metric(s) != PH_OK) {
+  if (!s->sf ||
+      ph_metric_table_register(api, ctx, access_metrics, s) != PH_OK) {
     auth_local_access_free(s);
     return NULL;
   }

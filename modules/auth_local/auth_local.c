@@ -21,6 +21,7 @@
 
 #include "access_local.h"
 #include "lib/kcache.h"
+#include "lib/metric_table.h"
 #include "lib/sflight.h"
 #include "pwhash.h"
 
@@ -65,6 +66,17 @@ struct auth {
 };
 
 static const ph_api *api;
+
+static const char *const verdicts[] = {"allow", "deny", "unavailable", NULL};
+static const char *const caches[] = {"miss", "hit", NULL};
+static const ph_label_def check_labels[] = {{"result", verdicts},
+                                            {"cache", caches}};
+static const ph_metric_table auth_metrics[] = {
+    PH_METRIC("proxyhost_auth_local_checks_total", PH_METRIC_COUNTER,
+              "Password checks by result and cache use",
+              PH_METRIC_LABELS(check_labels), PH_METRIC_NO_BUCKETS, auth,
+              m_checks),
+    PH_METRIC_END};
 
 static const ph_conf_key auth_keys[] = {
     PH_CONF_KEY("users", PH_CONF_LIST, "", 0, MAX_USERS, PH_CONF_SENSITIVE, NULL,
@@ -368,22 +380,8 @@ static int auth_init(ph_ctx *ctx, const ph_api *host, void **state) {
   /* A fixed dummy hash for unknown users; its cost is set with the users. */
   memset(&a->dummy, 0, sizeof(a->dummy));
   a->dummy.salt_len = PWHASH_SALT_LEN;
-  static const char *const verdicts[] = {"allow", "deny", "unavailable",
-                                         NULL};
-  static const char *const caches[] = {"miss", "hit", NULL};
-  static const ph_label_def labels[] = {{"result", verdicts},
-                                        {"cache", caches}};
-  ph_metric_def d = {"proxyhost_auth_local_checks_total",
-                     "Password checks by result and cache use",
-                     PH_METRIC_COUNTER, labels, 2, NULL, 0};
-  ph_metric *m = api->metric(ctx, &d);
-  if (!m)
+  if (ph_metric_table_register(api, ctx, auth_metrics, a) != PH_OK)
     return PH_EINVAL;
-  for (int v = 0; v < 3; v++)
-    for (int h = 0; h < 2; h++) {
-      const char *lv[] = {verdicts[v], caches[h]};
-      a->m_checks[v][h] = api->series(m, lv);
-    }
   sf_conf sc = {.answer_size = sizeof(int),
                 .max_flights = api->conf_int(ctx, "max_pending"),
                 .max_waiters = api->conf_int(ctx, "max_pending"),

@@ -5,7 +5,7 @@
 # messages (chk_wire.c), observation queue (chk_report.c), the probe
 # engine over the upstream kit (chk_probe.c, chk_url.c) and the reading
 # of the echo endpoint's answer (chk_echo.c).
-EXTRA_DIST += conf/checker.ini t/integration/cp_checker.sh \
+EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
 
@@ -68,6 +68,6 @@ t/fuzz/replay_chk_task-chk_wire.$(OBJEXT): $(CP_GEN)/proto.stamp
 # The role against real upstreams and t/lib/cp_fake_controller.py's
 # CheckerControlPlane (CP-6-1, CP-6-3..6).
 if MODULE_ECHO
-TESTS += t/integration/cp_checker.sh
+TESTS += t/integration/checker_role.sh
 endif
 endif

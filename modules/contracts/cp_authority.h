@@ -44,7 +44,8 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 3 /* 1: cluster_id; 2: extract; 3: rebalance */
+#define CP_AUTHORITY_MINOR 4 /* 1: cluster_id; 2: extract; 3: rebalance;
+                              4: checker sessions */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -174,6 +175,10 @@ typedef struct cp_auth_reply {
    * [redis_ownership] rebalance_max held a move back. */
   uint32_t moving;
   int rebalance_limited;
+  /* minor 4, checker_alive: what the checker registered (max_concurrency,
+   * and its tiers as a bit mask: bit t for CheckTier t). */
+  uint32_t max_concurrency;
+  uint32_t tiers;
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);
@@ -302,6 +307,31 @@ typedef struct cp_authority_v1 {
    * The control-plane protocol carries none of this (CP-1-4). */
   int64_t (*extract)(void *self, const char *proxy_id, cp_extract_op op,
                      cp_auth_cb cb, void *arg);
+
+  /* ---- minor 4: checker sessions (issue 26, CP-6-1, CP-6-2) ---------- */
+  /* Checkers are workers of a second kind: their sessions and fences are
+   * kept apart from workers' (ph:cp:{c}:c:<checker_id>:session), so a
+   * checker id may equal a worker id. */
+  /* RegisterChecker: makes session_id the checker's only session
+   * (server-side TTL session_ttl, like a worker's), keeping
+   * max_concurrency and tiers (a bit mask) with it. CP_AUTH_LIMIT when
+   * max_checkers other checkers hold a live session. Reply: epoch,
+   * replaced, session_expires_ms. */
+  int64_t (*register_checker)(void *self, const char *checker_id,
+                              const char *instance_id, const char *zone,
+                              const char *session_id, uint32_t max_checkers,
+                              uint32_t max_concurrency, uint32_t tiers,
+                              cp_auth_cb cb, void *arg);
+  /* Renews the session's TTL while it is the checker's current one (else
+   * STALE_SESSION). Reply: session_expires_ms, max_concurrency, tiers. */
+  int64_t (*checker_alive)(void *self, const char *checker_id,
+                           const char *session_id, cp_auth_cb cb, void *arg);
+  /* ReportObservations: the same (session, sequence, SHA-256) fence as
+   * report_outcomes (the same script), on the checker's session. */
+  int64_t (*report_observations)(void *self, const char *checker_id,
+                                 const char *session_id, uint64_t sequence,
+                                 const uint8_t digest[CP_AUTH_DIGEST_LEN],
+                                 cp_auth_cb cb, void *arg);
 } cp_authority_v1;
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * controlplane_server: the controller (issue 12). Serves the five
- * WorkerControlPlane RPCs (docs/api/controlplane.md) over cp_grpc, with
+ * WorkerControlPlane RPCs and the three CheckerControlPlane ones (issue
+ * 26, cs_checker.h; docs/api/controlplane.md) over cp_grpc, with
  * every fence in the "cp.authority" service (redis_ownership) and the
  * pool's rows from "pool.store" (store_sqlite, store_pg). Snapshots are
  * built by a host job; Redis holds HMAC-SHA256(reference_key, checksum)
@@ -24,6 +25,7 @@
 #include "lib/clocks.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
+#include "cs_checker.h"
 #include "lib/metric_table.h"
 
 const ph_api *cs_api;
@@ -31,7 +33,8 @@ const ph_api *cs_api;
 
 static const char *const method_names[] = {
     "RegisterWorker", "WatchSnapshots", "AcknowledgeSnapshot",
-    "ReportRuntime", "ReportOutcomes", NULL};
+    "ReportRuntime", "ReportOutcomes", "RegisterChecker", "WatchCheckTasks",
+    "ReportObservations", NULL};
 static const char *const code_names[] = {
     "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
     "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
@@ -127,24 +130,37 @@ void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
                (double)(api->now_ms(m->ctx) - start_ms) / 1000.0);
 }
 
-int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
-            const char **why) {
+int cs_peer_as(cs *m, cp_grpc_call *call, const char *role,
+               char peer[CS_WORKER_ID_MAX + 1], const char **why) {
   peer[0] = 0;
   if (!m->conf.mtls)
     return 0;
   const char *uri = cp_grpc_call_peer_id(call);
   if (!uri || cp_spiffe_id(uri, strlen(uri), m->conf.trust_domain,
-                           m->conf.environment, "worker", peer,
+                           m->conf.environment, role, peer,
                            CS_WORKER_ID_MAX + 1) != 0) {
-    *why = "the client certificate names no worker of this environment";
+    *why = strcmp(role, "checker") == 0
+               ? "the client certificate names no checker of this environment"
+               : "the client certificate names no worker of this environment";
     return CP_GRPC_PERMISSION_DENIED;
   }
   return 0;
 }
 
+int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
+            const char **why) {
+  return cs_peer_as(m, call, "worker", peer, why);
+}
+
 void *cs_request(cs_req *r, void *arg, cp_grpc_call *call,
                  const ProtobufCMessageDescriptor *d, const uint8_t *msg,
                  size_t len) {
+  return cs_request_as(r, arg, call, "worker", d, msg, len);
+}
+
+void *cs_request_as(cs_req *r, void *arg, cp_grpc_call *call,
+                    const char *role, const ProtobufCMessageDescriptor *d,
+                    const uint8_t *msg, size_t len) {
   cs *m = arg;
   r->m = m;
   r->call = call;
@@ -152,7 +168,7 @@ void *cs_request(cs_req *r, void *arg, cp_grpc_call *call,
   r->why = NULL;
   r->c.peer_id = m->conf.mtls ? r->peer : NULL;
   r->c.cluster_id = m->conf.cluster_id;
-  if ((r->st = cs_peer(m, call, r->peer, &r->why)))
+  if ((r->st = cs_peer_as(m, call, role, r->peer, &r->why)))
     return NULL;
   return cp_request_unpack(d, msg, len, &r->st, &r->why);
 }
@@ -271,7 +287,7 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
            "process; acknowledgements fail across controllers and restarts "
            "and workers register again");
   }
-  if (register_metrics(m) != PH_OK ||
+  if (register_metrics(m) != PH_OK || cs_checkers_init(m) != PH_OK ||
       ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
                          "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;
@@ -311,8 +327,8 @@ static int cs_reload(void *state) {
 }
 
 static const cp_grpc_method *methods(cs *m, size_t *n) {
-  static cp_grpc_method t[5];
-  const cp_grpc_method v[5] = {
+  static cp_grpc_method t[8];
+  const cp_grpc_method v[8] = {
       {"/controlplane.v1.WorkerControlPlane/RegisterWorker", CP_RPC_UNARY,
        cs_register_rpc, m},
       {"/controlplane.v1.WorkerControlPlane/WatchSnapshots",
@@ -322,9 +338,16 @@ static const cp_grpc_method *methods(cs *m, size_t *n) {
       {"/controlplane.v1.WorkerControlPlane/ReportRuntime", CP_RPC_UNARY,
        cs_runtime_rpc, m},
       {"/controlplane.v1.WorkerControlPlane/ReportOutcomes",
-       CP_RPC_CLIENT_STREAM, cs_outcomes_rpc, m}};
+       CP_RPC_CLIENT_STREAM, cs_outcomes_rpc, m},
+      /* issue 26: the checkers' service (cs_checker.h) */
+      {"/controlplane.v1.CheckerControlPlane/RegisterChecker", CP_RPC_UNARY,
+       cs_checker_register_rpc, m},
+      {"/controlplane.v1.CheckerControlPlane/WatchCheckTasks",
+       CP_RPC_SERVER_STREAM, cs_checker_watch_rpc, m},
+      {"/controlplane.v1.CheckerControlPlane/ReportObservations",
+       CP_RPC_CLIENT_STREAM, cs_checker_report_rpc, m}};
   memcpy(t, v, sizeof(t));
-  *n = 5;
+  *n = 8;
   return t;
 }
 
@@ -391,6 +414,7 @@ static int cs_start(void *state) {
   if (!m->assign_timer)
     return PH_ENOMEM;
   api->timer_set(m->assign_timer, 10, (uint64_t)m->conf.assign_interval_ms);
+  cs_sched_start(m);
   return PH_OK;
 }
 
@@ -406,6 +430,7 @@ static int cs_stop(void *state) {
     m->auth->cancel(m->auth_self, m->assign_call);
   m->assign_call = 0;
   cs_watch_stop_all(m);
+  cs_checkers_stop(m);
   for (ilist_node *n; (n = ilist_pop(&m->pending));) {
     cs_link *l = ILIST_ENTRY(n, cs_link, node);
     l->abandon(l);
@@ -425,6 +450,7 @@ static void cs_destroy(void *state) {
     return;
   OPENSSL_cleanse(m->ref_key, sizeof(m->ref_key));
   ph_tls_reload_free(&m->tls);
+  cs_checkers_free(m);
   free(m->prev_ids);
   free(m);
 }
@@ -435,8 +461,8 @@ static const char *const provides[] = {CP_CREDCHECK_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("controlplane_server", "1.0.0"),
-    .description = "control-plane controller: the WorkerControlPlane gRPC "
-                   "server",
+    .description = "control-plane controller: the WorkerControlPlane and "
+                   "CheckerControlPlane gRPC server",
     .requires = requires,
     .provides = provides,
     .config = cs_conf_keys,

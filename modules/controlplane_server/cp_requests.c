@@ -132,17 +132,24 @@ int cp_check_register(const Controlplane__V1__RegisterWorkerRequest *r,
   int rc = check_worker(r->worker_id, c, why);
   if (rc)
     return rc;
-  if (!c->cluster_id || !r->cluster_id || strcmp(r->cluster_id, c->cluster_id))
+  return cp_check_joining(r->cluster_id, r->instance_id, r->zone,
+                          (int)r->supported_protocol_version, c, why);
+}
+
+int cp_check_joining(const char *cluster_id, const char *instance_id,
+                     const char *zone, int protocol_version,
+                     const cp_caller *c, const char **why) {
+  if (!c->cluster_id || !cluster_id || strcmp(cluster_id, c->cluster_id))
     REFUSE(CP_GRPC_INVALID_ARGUMENT,
            "cluster_id is not this controller's cluster");
-  if (!cp_id_ok(r->instance_id))
+  if (!cp_id_ok(instance_id))
     REFUSE(CP_GRPC_INVALID_ARGUMENT, "instance_id is missing or malformed");
-  if (!cp_id_ok(r->zone) || strlen(r->zone) > ZONE_MAX)
+  if (!cp_id_ok(zone) || strlen(zone) > ZONE_MAX)
     REFUSE(CP_GRPC_INVALID_ARGUMENT, "zone is missing or malformed");
-  if (r->supported_protocol_version ==
+  if (protocol_version ==
       CONTROLPLANE__V1__PROTOCOL_VERSION__PROTOCOL_VERSION_UNSPECIFIED)
     REFUSE(CP_GRPC_INVALID_ARGUMENT, "supported_protocol_version is missing");
-  if (r->supported_protocol_version != CP_PROTOCOL_VERSION)
+  if (protocol_version != CP_PROTOCOL_VERSION)
     REFUSE(CP_GRPC_FAILED_PRECONDITION,
            "protocol version not supported: this controller speaks "
            "version 1 only");
@@ -182,11 +189,12 @@ int cp_check_ack(const Controlplane__V1__AcknowledgeSnapshotRequest *r,
   }
 }
 
-static int timestamp_ok(const Google__Protobuf__Timestamp *t) {
+int cp_timestamp_ok(const Google__Protobuf__Timestamp *t) {
   /* The Timestamp range: 0001-01-01 .. 9999-12-31, nanos in [0, 1e9). */
   return !t || (t->seconds >= -62135596800LL && t->seconds <= 253402300799LL &&
                 t->nanos >= 0 && t->nanos < 1000000000);
 }
+#define timestamp_ok cp_timestamp_ok
 
 int cp_check_runtime(const Controlplane__V1__ReportRuntimeRequest *r,
                      const cp_caller *c, uint32_t max_counters,

@@ -31,6 +31,9 @@
 /* An identifier: 1..128 bytes of printable ASCII without spaces. */
 int cp_id_ok(const char *s);
 
+/* 1 when t is absent or inside the Timestamp range. */
+int cp_timestamp_ok(const Google__Protobuf__Timestamp *t);
+
 /* The request in msg/len unpacked by its descriptor d, or NULL with *st
  * INVALID_ARGUMENT and *why. Before unpacking, the wire is walked: a
  * string field (of d or of a message nested in it) whose bytes hold a NUL
@@ -52,6 +55,11 @@ typedef struct cp_caller {
 
 int cp_check_register(const Controlplane__V1__RegisterWorkerRequest *r,
                       const cp_caller *c, const char **why);
+/* What every registration carries, a worker's or a checker's: the
+ * controller's cluster_id, instance_id, zone, protocol version 1. */
+int cp_check_joining(const char *cluster_id, const char *instance_id,
+                     const char *zone, int protocol_version,
+                     const cp_caller *c, const char **why);
 int cp_check_watch(const Controlplane__V1__WatchSnapshotsRequest *r,
                    const cp_caller *c, const char **why);
 int cp_check_ack(const Controlplane__V1__AcknowledgeSnapshotRequest *r,

@@ -32,6 +32,9 @@ typedef enum cs_method {
   CS_M_ACK,
   CS_M_RUNTIME,
   CS_M_OUTCOMES,
+  CS_M_REGISTER_CHECKER, /* CheckerControlPlane (cs_checker.h) */
+  CS_M_WATCH_TASKS,
+  CS_M_OBSERVATIONS,
   CS_M_COUNT
 } cs_method;
 
@@ -99,6 +102,7 @@ typedef struct cs {
   ph_series *m_withheld; /* owned proxies a build left out: no credential */
   ph_series *m_rebalance[2]; /* proxies set moving; moves held back */
   ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
+  struct cs_checkers *checkers; /* the CheckerControlPlane: cs_checker.h */
 } cs;
 
 extern const ph_api *cs_api;
@@ -113,6 +117,10 @@ void cs_link_del(cs_link *l);
  * "" for plaintext. 0, or a gRPC status with *why. */
 int cs_peer(cs *m, cp_grpc_call *call, char peer[CS_WORKER_ID_MAX + 1],
             const char **why);
+/* The same for a role ("worker", "checker"): a certificate of the other
+ * role is refused PERMISSION_DENIED (issue 26). */
+int cs_peer_as(cs *m, cp_grpc_call *call, const char *role,
+               char peer[CS_WORKER_ID_MAX + 1], const char **why);
 /* One request's fence, from its handler's first line to its answer: the
  * caller's identity, the status so far and why. */
 typedef struct cs_req {
@@ -134,6 +142,10 @@ typedef struct cs_req {
 void *cs_request(cs_req *r, void *arg, cp_grpc_call *call,
                  const ProtobufCMessageDescriptor *d, const uint8_t *msg,
                  size_t len);
+/* The same with the certificate's role (cs_peer_as). */
+void *cs_request_as(cs_req *r, void *arg, cp_grpc_call *call,
+                    const char *role, const ProtobufCMessageDescriptor *d,
+                    const uint8_t *msg, size_t len);
 /* A refusal of r (r->st set): frees the message q (NULL: none) and ends
  * the call with r->st and r->why, counted as meth. */
 void cs_request_fail(cs_req *r, cs_method meth, void *q);
@@ -165,6 +177,13 @@ void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
 void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                   size_t len);
 void cs_watch_stop_all(cs *m);
+/* The CheckerControlPlane handlers (cs_checker.h). */
+void cs_checker_register_rpc(void *arg, cp_grpc_call *call,
+                             const uint8_t *req, size_t len);
+void cs_checker_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                          size_t len);
+void cs_checker_report_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
+                           size_t len);
 /* worker registered with session here: its other streams end now. */
 void cs_watch_replaced(cs *m, const char *worker, const char *session);
 /* The authority accepted an ACK of (version, epoch) for worker's session:

@@ -8,6 +8,7 @@
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cs_conf.h"
+#include "cs_sched_plan.h"
 
 #define H 3600000
 #define DAY 86400000
@@ -98,6 +99,52 @@ const ph_conf_key cs_conf_keys[] = {
                 PH_CONF_RESTART, NULL,
                 "how often a stream reads its ownership and the pool "
                 "revision for changes",
+                NULL),
+    /* issue 26: the checkers and the scheduler (cs_checker.h) */
+    PH_CONF_KEY("check_interval", PH_CONF_DURATION, "2s", 100, H,
+                PH_CONF_RESTART, NULL,
+                "how often each (proxy, tier, target group) is checked, by "
+                "one checker",
+                NULL),
+    PH_CONF_KEY("fast_interval", PH_CONF_DURATION, "500ms", 50, H,
+                PH_CONF_RESTART, NULL,
+                "the check interval of an item changing state (HAProxy "
+                "fastinter); <= check_interval",
+                NULL),
+    PH_CONF_KEY("check_spread", PH_CONF_INT, "20", 0, 50, PH_CONF_RESTART,
+                NULL,
+                "each next check moves by a random share of at most this "
+                "percent of its interval, either way (spread-checks)",
+                NULL),
+    PH_CONF_KEY("task_deadline", PH_CONF_DURATION, "5s", 100, 300000,
+                PH_CONF_RESTART, NULL,
+                "a task unanswered this long after it was sent is a "
+                "checker failure and goes to another checker",
+                NULL),
+    PH_CONF_KEY("max_checkers", PH_CONF_INT, "64", 1, 1024, PH_CONF_RESTART,
+                NULL, "checkers with a live session at once (RegisterChecker "
+                      "of one more: RESOURCE_EXHAUSTED)",
+                NULL),
+    PH_CONF_KEY("max_tasks", PH_CONF_INT, "100000", 1, 1000000,
+                PH_CONF_RESTART, NULL,
+                "tasks outstanding over all checkers at once", NULL),
+    PH_CONF_KEY("max_checker_concurrency", PH_CONF_INT, "1024", 1, 65536,
+                PH_CONF_RESTART, NULL,
+                "the largest max_concurrency a checker may register", NULL),
+    PH_CONF_KEY("echo_url", PH_CONF_STRING, "", 0, 1023, PH_CONF_RESTART,
+                NULL,
+                "http:// URL of the echo endpoint: set, every proxy also "
+                "gets EGRESS tasks (the URL and a fresh nonce each)",
+                NULL),
+    PH_CONF_KEY("target_probes", PH_CONF_STRING, "", 0, 4095,
+                PH_CONF_RESTART, NULL,
+                "TARGET probes: group=host:port[,group=host:port...] (at "
+                "most 32); a proxy of such a group gets TARGET tasks",
+                NULL),
+    PH_CONF_KEY("target_host_interval", PH_CONF_DURATION, "1s", 0, H,
+                PH_CONF_RESTART, NULL,
+                "at most one TARGET task to one target host per this long, "
+                "over every checker",
                 NULL),
     PH_CONF_END};
 
@@ -192,6 +239,36 @@ static int authority_rules(ph_ctx *ctx, const ph_api *a, const cs_conf *c,
   return PH_OK;
 }
 
+/* issue 26: the checkers' keys and their cross-key rules. */
+static int checker_keys(ph_ctx *ctx, const ph_api *a, cs_conf *c,
+                        const char **key, char *why, size_t whylen) {
+  c->check_interval_ms = a->conf_int(ctx, "check_interval");
+  c->fast_interval_ms = a->conf_int(ctx, "fast_interval");
+  c->check_spread_pct = (uint32_t)a->conf_int(ctx, "check_spread");
+  c->task_deadline_ms = a->conf_int(ctx, "task_deadline");
+  c->max_checkers = (uint32_t)a->conf_int(ctx, "max_checkers");
+  c->max_tasks = (uint32_t)a->conf_int(ctx, "max_tasks");
+  c->max_checker_concurrency =
+      (uint32_t)a->conf_int(ctx, "max_checker_concurrency");
+  c->target_host_interval_ms = a->conf_int(ctx, "target_host_interval");
+  if (c->fast_interval_ms > c->check_interval_ms)
+    FAIL("fast_interval", "must not exceed check_interval");
+  if (ph_conf_copy(c->echo_url, sizeof(c->echo_url),
+                   a->conf_str(ctx, "echo_url")) ||
+      (c->echo_url[0] && strncmp(c->echo_url, "http://", 7) != 0) ||
+      strpbrk(c->echo_url, " \t\r\n"))
+    FAIL("echo_url", "empty, or an http:// URL without spaces");
+  if (ph_conf_copy(c->target_probes, sizeof(c->target_probes),
+                   a->conf_str(ctx, "target_probes")))
+    FAIL("target_probes", "too long");
+  cs_probe p[CS_PROBES_MAX];
+  size_t n;
+  const char *w = NULL;
+  if (cs_probe_parse(c->target_probes, p, &n, &w) != 0)
+    FAIL("target_probes", "%s", w);
+  return PH_OK;
+}
+
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
@@ -232,6 +309,9 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   c->watch_poll_ms = a->conf_int(ctx, "watch_poll_interval");
   if (c->runtime_interval_ms * 2 >= c->session_ttl_ms)
     FAIL("runtime_interval", "must be below session_ttl / 2");
+  rc = checker_keys(ctx, a, c, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   if (c->refresh_before_ms >= c->snapshot_validity_ms)
     FAIL("refresh_before", "must be below snapshot_validity");
   if (c->min_snapshot_interval_ms >= c->snapshot_validity_ms - c->refresh_before_ms)

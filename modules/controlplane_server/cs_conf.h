@@ -36,6 +36,13 @@ typedef struct cs_conf {
   int64_t refresh_before_ms;
   int64_t assign_interval_ms;
   int64_t watch_poll_ms;
+  /* issue 26: the checkers and the scheduler (cs_checker.h) */
+  int64_t check_interval_ms, fast_interval_ms, task_deadline_ms;
+  uint32_t check_spread_pct;
+  uint32_t max_checkers, max_tasks, max_checker_concurrency;
+  int64_t target_host_interval_ms;
+  char echo_url[1024];
+  char target_probes[4096];
 } cs_conf;
 
 /* Reads and cross-checks the keys. PH_OK, or PH_EINVAL with *key and why

@@ -1,166 +1,62 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ReportOutcomes: a client stream of at most CP_OUTCOME_BATCHES_PER_CALL
- * batches. Each is checked (the same worker and session as the first),
+ * ReportOutcomes: a fenced client stream (cs_fenced.c) of at most
+ * CP_OUTCOME_BATCHES_PER_CALL batches, each checked (cp_check_outcomes),
  * digested (cp_outcome_digest) and put through the authority's
  * (session, sequence, SHA-256) fence before the next is read; the
  * half-close answers the last acknowledged sequence. The outcomes
- * themselves are not kept (CP-1-31).
+ * themselves are not kept (CP-1-31): each outcome of an accepted batch
+ * (never a replay) goes to the reducer as passive health
+ * (cs_health_outcome, issue 26), which keeps only aggregates in memory.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "cp_common/view/cp_outcomes.h"
-#include "cs.h"
-#include "cs_unary.h"
+#include "cs_fenced.h"
+#include "cs_health.h"
 
-#define api cs_api
-
-typedef struct oc {
-  cs_link link; /* first */
-  cs *m;
-  cp_grpc_call *call;
-  int64_t start_ms, auth_call;
-  uint32_t n; /* batches read */
-  uint64_t acked;
-  int any_acked;
-  Controlplane__V1__ReportOutcomesRequest *first;
-} oc;
-
-static void oc_free(oc *o) {
-  cs_link_del(&o->link);
-  if (o->first)
-    controlplane__v1__report_outcomes_request__free_unpacked(o->first, NULL);
-  free(o);
+static int oc_check(cs *m, const void *q, const void *first,
+                    const cp_caller *c, uint32_t n, const char **why) {
+  return cp_check_outcomes(q, first, c, m->conf.max_runtime_counters, n, why);
 }
 
-static void oc_end(oc *o, int status, const char *why) {
-  if (status != CP_GRPC_OK) {
-    cs_finish(o->m, o->call, CS_M_OUTCOMES, o->start_ms, status, why, NULL, 0);
-    oc_free(o);
-    return;
+static int oc_digest(const void *q, uint8_t out[32]) {
+  return cp_outcome_digest(q, out);
+}
+
+static int64_t oc_fence(cs *m, const void *v, const uint8_t digest[32],
+                        cp_auth_cb cb, void *arg) {
+  const Controlplane__V1__ReportOutcomesRequest *q = v;
+  return m->auth->report_outcomes(m->auth_self, q->worker_id, q->session_id,
+                                  q->sequence, digest, cb, arg);
+}
+
+static void oc_apply(cs *m, const void *v, int64_t recv_ms) {
+  const Controlplane__V1__ReportOutcomesRequest *q = v;
+  (void)recv_ms;
+  for (size_t i = 0; i < q->n_outcomes; i++) {
+    const Controlplane__V1__Outcome *o = q->outcomes[i];
+    int64_t ms = o->latency ? (int64_t)o->latency->seconds * 1000 +
+                                  o->latency->nanos / 1000000
+                            : 0;
+    cs_health_outcome(m, o->proxy_id, (int)o->stage, (int)o->result,
+                      ms < 0 ? 0 : ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms);
   }
+}
+
+static size_t oc_pack(uint64_t acked, uint8_t *buf) {
   Controlplane__V1__ReportOutcomesResponse resp =
       CONTROLPLANE__V1__REPORT_OUTCOMES_RESPONSE__INIT;
-  resp.acknowledged_sequence = o->acked;
-  uint8_t buf[32];
-  size_t n = controlplane__v1__report_outcomes_response__pack(&resp, buf);
-  cs_finish(o->m, o->call, CS_M_OUTCOMES, o->start_ms, CP_GRPC_OK, NULL, buf,
-            n);
-  oc_free(o);
+  resp.acknowledged_sequence = acked;
+  return controlplane__v1__report_outcomes_response__pack(&resp, buf);
 }
 
-static void oc_abandon(cs_link *l) {
-  oc *o = (oc *)l;
-  if (o->auth_call > 0)
-    o->m->auth->cancel(o->m->auth_self, o->auth_call);
-  oc_free(o);
-}
-
-static void oc_cancel(void *arg, cp_grpc_call *call) {
-  (void)call;
-  oc_abandon(arg);
-}
-
-static void oc_recv(void *arg, cp_grpc_call *call, const uint8_t *msg,
-                    size_t len);
-
-static void oc_next(oc *o) {
-  if (cp_grpc_call_recv(o->call, oc_recv, o) != PH_OK)
-    oc_end(o, CP_GRPC_INTERNAL, "receive failed");
-}
-
-static void oc_fenced(void *arg, const cp_auth_reply *rep) {
-  oc *o = arg;
-  o->auth_call = 0;
-  cs_note_auth(o->m, rep->result);
-  if (rep->result != CP_AUTH_OK && rep->result != CP_AUTH_REPLAY) {
-    oc_end(o, cp_auth_grpc_status(rep->result), cs_auth_why(rep->result));
-    return;
-  }
-  o->acked = rep->sequence;
-  o->any_acked = 1;
-  oc_next(o);
-}
-
-static void oc_recv(void *arg, cp_grpc_call *call, const uint8_t *msg,
-                    size_t len) {
-  oc *o = arg;
-  cs *m = o->m;
-  (void)call;
-  if (!msg) { /* half-close */
-    if (!o->n) {
-      oc_end(o, CP_GRPC_INVALID_ARGUMENT, "no batch");
-      return;
-    }
-    oc_end(o, CP_GRPC_OK, NULL);
-    return;
-  }
-  o->n++;
-  char peer[CS_WORKER_ID_MAX + 1];
-  const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  if (!st && o->n > CP_OUTCOME_BATCHES_PER_CALL) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "more than 16 batches in one call";
-  }
-  Controlplane__V1__ReportOutcomesRequest *q = NULL;
-  if (!st)
-    q = cp_request_unpack(&controlplane__v1__report_outcomes_request__descriptor,
-                          msg, len, &st, &why);
-  if (!st) {
-    cp_caller c = {m->conf.mtls ? peer : NULL, m->conf.cluster_id};
-    st = cp_check_outcomes(q, o->first, &c, m->conf.max_runtime_counters,
-                           o->n, &why);
-  }
-  uint8_t digest[32];
-  if (!st && cp_outcome_digest(q, digest) != 0) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "batch too large";
-  }
-  if (st) {
-    if (q)
-      controlplane__v1__report_outcomes_request__free_unpacked(q, NULL);
-    oc_end(o, st, why);
-    return;
-  }
-  int64_t id = m->auth->report_outcomes(m->auth_self, q->worker_id,
-                                        q->session_id, q->sequence, digest,
-                                        oc_fenced, o);
-  if (!o->first)
-    o->first = q;
-  else
-    controlplane__v1__report_outcomes_request__free_unpacked(q, NULL);
-  if (id < 0) {
-    oc_end(o, id == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT : CP_GRPC_UNAVAILABLE,
-           id == PH_EINVAL ? "a field out of bounds" : "the authority is busy");
-    return;
-  }
-  o->auth_call = id;
-}
+static const cs_fenced_kind outcomes = {
+    CS_M_OUTCOMES, "worker",
+    &controlplane__v1__report_outcomes_request__descriptor,
+    oc_check, oc_digest, oc_fence, oc_apply, oc_pack};
 
 void cs_outcomes_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
                      size_t len) {
-  cs *m = arg;
   (void)req;
   (void)len;
-  int64_t start = api->now_ms(m->ctx);
-  char peer[CS_WORKER_ID_MAX + 1];
-  const char *why = NULL;
-  int st = cs_peer(m, call, peer, &why);
-  oc *o = NULL;
-  if (!st && !(o = calloc(1, sizeof(*o)))) {
-    st = CP_GRPC_RESOURCE_EXHAUSTED;
-    why = "out of memory";
-  }
-  if (st) {
-    cs_finish(m, call, CS_M_OUTCOMES, start, st, why, NULL, 0);
-    return;
-  }
-  o->m = m;
-  o->call = call;
-  o->start_ms = start;
-  cp_grpc_call_on_cancel(call, oc_cancel, o);
-  cs_link_add(m, &o->link, oc_abandon);
-  oc_next(o);
+  cs_fenced_rpc(arg, &outcomes, call);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* RegisterWorker (docs/api/controlplane.md#registerworker): the checks,
  * a new random session id, the authority's register_worker. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,36 +61,14 @@ void cs_register_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   if (!f.st)
     f.st = cp_check_register(q, &f.c, &f.why);
   reg *r = NULL;
-  if (!f.st && !(r = (reg *)cs_unary_new_size(m, call, CS_M_REGISTER, f.start,
-                                              sizeof(*r)))) {
-    f.st = CP_GRPC_RESOURCE_EXHAUSTED;
-    f.why = "out of memory";
-  }
-  if (!f.st && m->auth->new_session_id(r->session) != PH_OK) {
-    f.st = CP_GRPC_UNAVAILABLE;
-    f.why = "no random session id";
-  }
+  if (!f.st)
+    r = cs_unary_joining(&f, CS_M_REGISTER, sizeof(*r), offsetof(reg, session));
   if (!f.st) {
     snprintf(r->worker, sizeof(r->worker), "%s", q->worker_id);
-    int64_t id = m->auth->register_worker(m->auth_self, q->worker_id,
-                                          q->instance_id, q->zone, r->session,
-                                          reg_done, r);
-    if (id < 0) {
-      f.st = id == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT : CP_GRPC_UNAVAILABLE;
-      f.why = f.st == CP_GRPC_INVALID_ARGUMENT ? "an identifier out of bounds"
-                                               : "the authority is busy";
-    } else {
-      r->u.auth_call = id;
-    }
+    cs_unary_launch(&f, &r->u,
+                    m->auth->register_worker(m->auth_self, q->worker_id,
+                                             q->instance_id, q->zone,
+                                             r->session, reg_done, r));
   }
-  if (f.st && r) {
-    controlplane__v1__register_worker_request__free_unpacked(q, NULL);
-    cs_unary_end(&r->u, f.st, f.why, NULL, 0);
-    return;
-  }
-  if (f.st) {
-    cs_request_fail(&f, CS_M_REGISTER, q);
-    return;
-  }
-  controlplane__v1__register_worker_request__free_unpacked(q, NULL);
+  cs_unary_close(&f, r ? &r->u : NULL, CS_M_REGISTER, q);
 }

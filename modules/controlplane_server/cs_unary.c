@@ -66,6 +66,45 @@ int cs_unary_refused(cs_unary *u, const cp_auth_reply *rep) {
   return 1;
 }
 
+void *cs_unary_joining(cs_req *f, cs_method meth, size_t size,
+                       size_t session_off) {
+  cs_unary *u = cs_unary_new_size(f->m, f->call, meth, f->start, size);
+  if (!u) {
+    f->st = CP_GRPC_RESOURCE_EXHAUSTED;
+    f->why = "out of memory";
+    return NULL;
+  }
+  if (f->m->auth->new_session_id((char *)u + session_off) != PH_OK) {
+    f->st = CP_GRPC_UNAVAILABLE;
+    f->why = "no random session id";
+    cs_unary_end(u, f->st, f->why, NULL, 0);
+    f->st = -1; /* answered already */
+    return NULL;
+  }
+  return u;
+}
+
+void cs_unary_launch(cs_req *f, cs_unary *u, int64_t id) {
+  if (id > 0) {
+    u->auth_call = id;
+    return;
+  }
+  f->st = id == PH_EINVAL ? CP_GRPC_INVALID_ARGUMENT : CP_GRPC_UNAVAILABLE;
+  f->why = f->st == CP_GRPC_INVALID_ARGUMENT ? "an identifier out of bounds"
+                                             : "the authority is busy";
+}
+
+void cs_unary_close(cs_req *f, cs_unary *u, cs_method meth, void *q) {
+  if (f->st > 0 && !u) {
+    cs_request_fail(f, meth, q);
+    return;
+  }
+  if (q)
+    protobuf_c_message_free_unpacked(q, NULL);
+  if (f->st > 0)
+    cs_unary_end(u, f->st, f->why, NULL, 0);
+}
+
 const char *cs_auth_why(cp_auth_result r) {
   switch (r) {
   case CP_AUTH_OK:

@@ -29,6 +29,18 @@ int cs_unary_refused(cs_unary *u, const cp_auth_reply *rep);
 /* Ends the RPC and frees u. */
 void cs_unary_end(cs_unary *u, int status, const char *msg,
                   const uint8_t *resp, size_t len);
+/* For a registration handler after its checks (f->st 0): a struct of
+ * `size` bytes starting with a cs_unary (as cs_unary_new_size), with a
+ * new session id written at byte `session_off` of it; NULL with f->st
+ * and f->why set when either failed. */
+void *cs_unary_joining(cs_req *f, cs_method meth, size_t size,
+                       size_t session_off);
+/* The authority call a handler just made for u: id < 0 sets f->st and
+ * f->why (INVALID_ARGUMENT or UNAVAILABLE). */
+void cs_unary_launch(cs_req *f, cs_unary *u, int64_t id);
+/* A handler's last step: frees its request q and, when f->st is set,
+ * ends the RPC with it (through u when made, else cs_request_fail). */
+void cs_unary_close(cs_req *f, cs_unary *u, cs_method meth, void *q);
 /* The status message of a fence's result (never data). */
 const char *cs_auth_why(cp_auth_result r);
 

@@ -7,7 +7,7 @@ if MODULE_CONTROLPLANE_SERVER
 # (cp_requests.c), credential material from secrets_dir (cp_secrets.c), a
 # WatchSnapshots stream's schedule (cp_watch_plan.c).
 UNIT_TESTS += t/unit/cp/test_cp_requests t/unit/cp/test_cp_secrets \
-	t/unit/cp/test_cp_watch_plan
+	t/unit/cp/test_cp_watch_plan t/unit/cp/test_cs_sched_plan
 t_unit_cp_test_cp_requests_SOURCES = t/unit/cp/test_cp_requests.c \
 	%D%/cp_requests.c \
 	%D%/cp_requests.h
@@ -22,12 +22,26 @@ t_unit_cp_test_cp_watch_plan_SOURCES = t/unit/cp/test_cp_watch_plan.c \
 	%D%/cp_watch_plan.c \
 	%D%/cp_watch_plan.h
 t_unit_cp_test_cp_watch_plan_CPPFLAGS = $(AM_CPPFLAGS)
+# The scheduler's pure parts (issue 26): jitter, the checker's choice,
+# target probes and their per-host spacing.
+t_unit_cp_test_cs_sched_plan_SOURCES = t/unit/cp/test_cs_sched_plan.c \
+	%D%/cs_sched_plan.c %D%/cs_sched_plan.h
+t_unit_cp_test_cs_sched_plan_CPPFLAGS = $(AM_CPPFLAGS)
 
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
 # t/integration/fuzz_replay.sh.
-check_PROGRAMS += t/fuzz/replay_cp_requests t/fuzz/replay_cp_secret
+check_PROGRAMS += t/fuzz/replay_cp_requests t/fuzz/replay_cp_secret \
+	t/fuzz/replay_cp_checker_requests
+# The CheckerControlPlane's request checks (issue 26), over
+# t/fuzz/seeds/cp_checker_requests.
+t_fuzz_replay_cp_checker_requests_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_cp_checker_requests.c %D%/cp_checker_requests.c \
+	%D%/cp_requests.c
+t_fuzz_replay_cp_checker_requests_CPPFLAGS = $(CS_CPPFLAGS)
+t_fuzz_replay_cp_checker_requests_LDADD = $(CS_PROTO_LDADD)
 t_fuzz_replay_cp_requests_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_requests.c \
+	t/fuzz/fuzz_cp_check.h \
 	%D%/cp_requests.c
 t_fuzz_replay_cp_requests_CPPFLAGS = $(CS_CPPFLAGS)
 t_fuzz_replay_cp_requests_LDADD = $(CS_PROTO_LDADD)
@@ -50,7 +64,16 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_ack.c \
 	%D%/cs_runtime.c \
 	%D%/cs_outcomes.c \
+	%D%/cs_fenced.c %D%/cs_fenced.h \
 	%D%/cs_health.c %D%/cs_health.h \
+	%D%/cs_checker.h \
+	%D%/cs_checker_metrics.c \
+	%D%/cs_checker_register.c \
+	%D%/cs_checker_watch.c \
+	%D%/cs_checker_report.c \
+	%D%/cs_sched.c \
+	%D%/cs_sched_plan.c %D%/cs_sched_plan.h \
+	%D%/cp_checker_requests.c %D%/cp_checker_requests.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
@@ -80,7 +103,7 @@ CS_INTEGRATION_TESTS =
 # The controller end to end: proxyhost with store_sqlite, redis_ownership
 # and admin_api, a Python worker (t/lib/cp_client.py on python3-grpcio).
 CS_INTEGRATION_TESTS += t/integration/controller.sh
-EXTRA_DIST += t/lib/cp_client.py t/lib/controller.sh
+EXTRA_DIST += t/lib/cp_client.py t/lib/cp_py.py t/lib/controller.sh
 
 # Runtime TTLs on Redis server time, not the controller's clock
 # (CP-2-12): the controller's wall clock shifted by t/modules/clockshift.
@@ -115,6 +138,12 @@ CS_INTEGRATION_TESTS += t/integration/cp_conf_pair.sh
 # joining, then one partitioned (SIGSTOP) past its lease and back; each
 # gets its share through the drain, never usable by two.
 CS_INTEGRATION_TESTS += t/integration/cp_rebalance.sh
+
+# The CheckerControlPlane (issue 26: CP-1-3, CP-6-1, CP-6-2): Python
+# checkers (t/lib/cp_checker.py) against a real controller and Redis:
+# tasks, deadlines, fences, two checkers, a killed one, mTLS roles.
+CS_INTEGRATION_TESTS += t/integration/cp_checker.sh
+EXTRA_DIST += t/lib/cp_checker.py
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

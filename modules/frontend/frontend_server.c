@@ -3,6 +3,7 @@
  * the sessions' list and count, the stop and the drain, destroy. */
 #include "frontend_server.h"
 #include "frontend_gate.h"
+#include "frontend_services.h"
 
 #include <netinet/in.h>
 #include <string.h>
@@ -100,3 +101,25 @@ void frontend_server_destroy(frontend_server *srv) {
   srv->listener = NULL;
 }
 
+int frontend_server_services_get(frontend_server *srv, int password) {
+  if (frontend_services_get(srv->ctx, srv->api, password, &srv->connector,
+                            &srv->connector_self, &srv->authorizer,
+                            &srv->authorizer_self) != PH_OK ||
+      frontend_validation_get(srv->ctx, srv->api, &srv->validation,
+                              &srv->validation_self) != PH_OK)
+    return PH_ENOENT;
+  return PH_OK;
+}
+
+void frontend_server_services_release(frontend_server *srv) {
+  if (srv->connector)
+    srv->api->service_release(srv->ctx, PH_CONNECTOR_SERVICE);
+  if (srv->authorizer)
+    srv->api->service_release(srv->ctx, PH_AUTHORIZER_SERVICE);
+  if (srv->validation)
+    srv->api->service_release(srv->ctx, PH_VALIDATION_SERVICE);
+  srv->connector = NULL;
+  srv->authorizer = NULL;
+  srv->validation = NULL;
+  srv->connector_self = srv->authorizer_self = srv->validation_self = NULL;
+}

@@ -38,8 +38,18 @@ static inline int frontend_server_stopping(const frontend_server *srv) {
 }
 /* The module's destroy: closes every session (FRONTEND_END_QUIET; no
  * stop_done) and the listener. The services stay the frontend's to
- * release. */
+ * release (frontend_server_services_release). */
 void frontend_server_destroy(frontend_server *srv);
+
+/* Start only: frontend_services_get and frontend_validation_get
+ * (frontend_services.h) into srv's connector, authorizer (with password)
+ * and validation, so a frontend's start is one call. PH_OK, or PH_ENOENT
+ * (logged); what was got before a failure stays srv's, for
+ * frontend_server_services_release. */
+int frontend_server_services_get(frontend_server *srv, int password);
+/* Destroy, after frontend_server_destroy: releases the services srv
+ * holds (each one it got) and forgets them. */
+void frontend_server_services_release(frontend_server *srv);
 
 /* An accept the frontend could not take (no memory for its struct):
  * closes fd and gives the listener slot back. */

@@ -23,8 +23,9 @@
  *   } my_conn;
  *
  *   init:   frontend_server_init(&srv, api, ctx, &my_ops, &sm, gauge)
- *   start:  frontend_services_get into srv.connector/srv.authorizer (and
- *           their self pointers), open the listener into srv.listener
+ *   start:  frontend_server_services_get(&srv, password): the connector,
+ *           the authorizer and the validation into srv (and their self
+ *           pointers); open the listener into srv.listener
  *   accept: c = calloc(...); frontend_session_start(&srv, &c->fs, c, fd);
  *           then, between frontend_session_enter/leave, read the client
  *   events: my_ops.client_io(c, revents), my_ops.deadline(c), ...
@@ -32,7 +33,8 @@
  *           the session (frontend_session_close) anywhere inside
  *   stop:   return frontend_server_stop(&srv);  (my_ops.stop decides, per
  *           session, to close it now or let it finish)
- *   destroy: frontend_server_destroy(&srv); then release the services
+ *   destroy: frontend_server_destroy(&srv);
+ *           frontend_server_services_release(&srv)
  *
  * The guard rule (guard.h): every entry into a session from outside (its
  * watcher and timer, the authorizer's and the connector's answers, the

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "lib/metric_table.h"
+
 static const char *const components[] = {"client", "server", "agent", NULL};
 static const char *const stages[] = {
     "socks5_handshake", "remote_validation", "authorization", "selection",
@@ -109,16 +111,6 @@ int stream_metrics_stage_has(int stage, int result) {
          result < SM_RESULTS && (stage_results[stage] >> result & 1u);
 }
 
-/* Registers def with only the combinations listed, through metric_only;
- * a host without it (before 1.2) gets every combination. */
-static ph_metric *register_only(const ph_api *api, ph_ctx *ctx,
-                                const ph_metric_def *def,
-                                const char *const *combos, size_t n) {
-  if (api->size > offsetof(ph_api, metric_only) && api->metric_only)
-    return api->metric_only(ctx, def, combos, n);
-  return api->metric(ctx, def);
-}
-
 /* Every stage series is scope="local": one server is the whole mesh, so
  * no stream is relayed to another server's agent. scope="remote" is
  * declared and recorded when cross-server relay exists (the server's
@@ -139,7 +131,7 @@ static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
       }
   if (n == 0)
     return PH_OK;
-  ph_metric *stage = register_only(m->api, ctx, &stage_def, t, n);
+  ph_metric *stage = ph_metric_register_only(m->api, ctx, &stage_def, t, n);
   if (!stage)
     return PH_EINVAL;
   for (int s = 0; s < SM_STAGES; s++)
@@ -162,7 +154,7 @@ static int init_opens(stream_metrics *m, ph_ctx *ctx, const char *comp) {
     t[4 * i + 2] = codes[c];
     t[4 * i + 3] = modes[i / PH_OPEN_CODE_COUNT_];
   }
-  ph_metric *open = register_only(m->api, ctx, &open_def, t, N);
+  ph_metric *open = ph_metric_register_only(m->api, ctx, &open_def, t, N);
   if (!open)
     return PH_EINVAL;
   for (int i = 0; i < N; i++)
@@ -178,9 +170,9 @@ static int init_streams(stream_metrics *m, ph_ctx *ctx, const char *comp,
   const char *one[] = {comp};
   const char *bt[] = {comp, NULL, protocols[SM_TCP],
                       comp, NULL, protocols[SM_HTTP]};
-  ph_metric *active = register_only(m->api, ctx, &active_def, one, 1);
-  ph_metric *bytes = register_only(m->api, ctx, &bytes_def, bt,
-                                   (uses & SM_USES_HTTP) ? 2 : 1);
+  ph_metric *active = ph_metric_register_only(m->api, ctx, &active_def, one, 1);
+  ph_metric *bytes = ph_metric_register_only(m->api, ctx, &bytes_def, bt,
+                                             (uses & SM_USES_HTTP) ? 2 : 1);
   if (!active || !bytes)
     return PH_EINVAL;
   m->active = m->api->series(active, one);
@@ -205,7 +197,7 @@ int stream_metrics_init(stream_metrics *m, const ph_api *api, ph_ctx *ctx,
     return PH_EINVAL;
   if (uses & SM_USES_QUEUE_WAIT) {
     const char *cv[] = {comp};
-    ph_metric *queue = register_only(api, ctx, &queue_def, cv, 1);
+    ph_metric *queue = ph_metric_register_only(api, ctx, &queue_def, cv, 1);
     if (!queue)
       return PH_EINVAL;
     m->queue_wait = api->series(queue, cv);

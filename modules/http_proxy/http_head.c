@@ -11,6 +11,7 @@
 #include "http_head.h"
 #include "http_body.h"
 
+#include "lib/b64.h"
 #include "lib/bw.h"
 
 #include <stdio.h>
@@ -574,46 +575,6 @@ ssize_t hp_head_write_response(const http_head *h, const char *buf,
 }
 
 /* ---- Basic credentials ------------------------------------------------------ */
-
-static int b64_value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '+')
-    return 62;
-  if (c == '/')
-    return 63;
-  return -1;
-}
-
-/* Strict base64 (padding optional); -1 on any other byte or when out is
- * too small. */
-static ssize_t b64_decode(const char *in, size_t len, char *out, size_t cap) {
-  while (len > 0 && in[len - 1] == '=' && len % 4 != 1)
-    len--;
-  if (len % 4 == 1)
-    return -1;
-  size_t n = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < len; i++) {
-    int v = b64_value((unsigned char)in[i]);
-    if (v < 0)
-      return -1;
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (n >= cap)
-        return -1;
-      out[n++] = (char)((acc >> bits) & 0xff);
-    }
-  }
-  return (ssize_t)n;
-}
 
 static int has_ctl(const char *s, size_t len) {
   for (size_t i = 0; i < len; i++)

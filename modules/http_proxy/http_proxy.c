@@ -118,11 +118,8 @@ static int hp_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int hp_start(void *state) {
   hp *h = state;
-  if (frontend_services_get(h->ctx, hp_api, h->conf.auth == AUTH_PASSWORD,
-                            &h->fs.connector, &h->fs.connector_self,
-                            &h->fs.authorizer, &h->fs.authorizer_self) != PH_OK ||
-      frontend_validation_get(h->ctx, hp_api, &h->fs.validation,
-                              &h->fs.validation_self) != PH_OK)
+  if (frontend_server_services_get(&h->fs, h->conf.auth == AUTH_PASSWORD) !=
+      PH_OK)
     return PH_ENOENT;
   listener_opts o = {
       .address = hp_api->conf_str(h->ctx, "listen"),
@@ -177,12 +174,7 @@ static void hp_destroy(void *state) {
   if (!h)
     return;
   frontend_server_destroy(&h->fs); /* ends the connections, quietly */
-  if (h->fs.connector)
-    hp_api->service_release(h->ctx, PH_CONNECTOR_SERVICE);
-  if (h->fs.authorizer)
-    hp_api->service_release(h->ctx, PH_AUTHORIZER_SERVICE);
-  if (h->fs.validation)
-    hp_api->service_release(h->ctx, PH_VALIDATION_SERVICE);
+  frontend_server_services_release(&h->fs);
   free(h);
 }
 

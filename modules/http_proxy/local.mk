@@ -20,7 +20,8 @@ dist_samples_DATA += %D%/http_proxy.ini.sample
 UNIT_TESTS += t/unit/frontend/test_http_head t/unit/frontend/test_http_proxy \
 	t/unit/frontend/test_http_body
 t_unit_frontend_test_http_head_SOURCES = t/unit/frontend/test_http_head.c \
-	%D%/http_head.c modules/lib/bw.c modules/lib/http1_head.c
+	%D%/http_head.c modules/lib/b64.c modules/lib/bw.c \
+	modules/lib/http1_head.c
 t_unit_frontend_test_http_head_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_frontend_test_http_head_LDADD = host/libphmock.la $(HTTP_PARSER_LIBS)
 t_unit_frontend_test_http_body_SOURCES = t/unit/frontend/test_http_body.c \

@@ -615,6 +615,26 @@ void json_w_null(json_w *w) {
   put(w, "null", 4);
 }
 
+void json_w_kstr(json_w *w, const char *key, const char *s) {
+  json_w_key(w, key);
+  json_w_str(w, s);
+}
+
+void json_w_kint(json_w *w, const char *key, int64_t v) {
+  json_w_key(w, key);
+  json_w_int(w, v);
+}
+
+void json_w_kuint(json_w *w, const char *key, uint64_t v) {
+  json_w_key(w, key);
+  json_w_uint(w, v);
+}
+
+void json_w_kbool(json_w *w, const char *key, int v) {
+  json_w_key(w, key);
+  json_w_bool(w, v);
+}
+
 long json_w_finish(json_w *w) {
   if (w->failed || w->depth != 0 || w->after_key || ph_bw_len(&w->out) == 0)
     return -1;

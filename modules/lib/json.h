@@ -113,6 +113,11 @@ void json_w_int(json_w *w, int64_t v);
 void json_w_uint(json_w *w, uint64_t v);
 void json_w_bool(json_w *w, int v);
 void json_w_null(json_w *w);
+/* A member of an object in one call: json_w_key, then the value. */
+void json_w_kstr(json_w *w, const char *key, const char *s); /* NULL: null */
+void json_w_kint(json_w *w, const char *key, int64_t v);
+void json_w_kuint(json_w *w, const char *key, uint64_t v);
+void json_w_kbool(json_w *w, const char *key, int v);
 /* The document's length (NUL-terminated in buf), or -1 when anything
  * failed or a container is still open. */
 long json_w_finish(json_w *w);

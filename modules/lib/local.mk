@@ -10,6 +10,8 @@
 # libphfrontend.la carries libphlib.la, so a module links one of them.
 noinst_LTLIBRARIES += %D%/libphlib.la
 modules_lib_libphlib_la_SOURCES = \
+	%D%/access_req.c %D%/access_req.h \
+	%D%/b64.c %D%/b64.h \
 	%D%/backoff.c %D%/backoff.h \
 	%D%/bw.c %D%/bw.h \
 	%D%/cidr.c %D%/cidr.h \
@@ -27,9 +29,11 @@ modules_lib_libphlib_la_SOURCES = \
 # Its unit tests.
 UNIT_TESTS += t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
 	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
-	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf
+	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf \
+	t/unit/lib/test_b64
 t_unit_lib_test_http1_head_LDADD = %D%/libphlib.la $(LDADD)
 t_unit_lib_test_cache_sf_LDADD = %D%/libphlib.la host/libphmock.la
+t_unit_lib_test_b64_LDADD = %D%/libphlib.la $(LDADD)
 t_unit_lib_test_bw_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_lib_test_json_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_lib_test_metric_table_LDADD = $(FRONTEND_MOCK_LDADD)

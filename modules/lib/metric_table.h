@@ -110,6 +110,32 @@ typedef struct ph_metric_table {
 int ph_metric_table_register(const ph_api *api, ph_ctx *ctx,
                              const ph_metric_table *table, void *state);
 
+/* As ph_metric_table_register, for a module that registers the same
+ * families once per role, each role its own value of the first label
+ * (the tunnel's component: client, server, agent): every entry's first
+ * label is fixed to `fixed`, one of that label's values. Each family is
+ * registered with api->metric_only (ABI 1.2; api->metric on an older
+ * host) for that value only, so /metrics shows no series of the other
+ * roles, and its handle covers the other labels only (a ph_series * for
+ * a family whose one label is the fixed one; otherwise one per
+ * combination of the others, row-major). A PH_METRIC_ONLY entry's
+ * combinations are written over the other labels (n_labels - 1 values a
+ * row), at most PH_METRIC_TABLE_MAX_COMBOS of them. An entry without
+ * labels, or whose first label lacks `fixed`, is refused as above. */
+int ph_metric_table_register_fixed(const ph_api *api, ph_ctx *ctx,
+                                   const ph_metric_table *table,
+                                   const char *fixed, void *state);
+#define PH_METRIC_TABLE_MAX_COMBOS 16
+
+/* api->metric_only(ctx, def, combos, n_combos) where the host has it
+ * (ABI 1.2): only those combinations are shown; on an older host, or
+ * with combos NULL, api->metric(ctx, def): every combination. The one
+ * place that decides it, for the tables above and for modules that
+ * register a family by hand. Init only, loop thread. */
+ph_metric *ph_metric_register_only(const ph_api *api, ph_ctx *ctx,
+                                   const ph_metric_def *def,
+                                   const char *const *combos, size_t n_combos);
+
 /* The number of series a PH_METRIC entry fills: the product of the
  * number of values of each label (1 without labels). */
 size_t ph_metric_table_series(const ph_metric_def *def);

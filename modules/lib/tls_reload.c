@@ -11,6 +11,8 @@
 #include <proxyhost/log.h>
 #include <proxyhost/metrics.h>
 
+#include "metric_table.h"
+
 static const char *const modules[] = {
     "tunnel_server",       "tunnel_client",       "tunnel_agent",
     "controlplane_server", "controlplane_client", "checker", NULL};
@@ -34,9 +36,7 @@ int ph_tls_reload_init(ph_tls_reload *r, const ph_api *api, ph_ctx *ctx,
   r->what = what;
   /* Only this module's two series: a process shows the roles it runs. */
   const char *const combos[] = {module, NULL};
-  ph_metric *m = api->size > offsetof(ph_api, metric_only) && api->metric_only
-                     ? api->metric_only(ctx, &def, combos, 1)
-                     : api->metric(ctx, &def);
+  ph_metric *m = ph_metric_register_only(api, ctx, &def, combos, 1);
   if (!m)
     return PH_EINVAL;
   r->ok = api->series(m, (const char *const[]){module, "ok"});

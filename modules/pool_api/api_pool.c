@@ -88,88 +88,63 @@ static void write_usable(json_w *w, const api_pool_call *c,
   else if (c->cred && p->secret_ref[0])
     why = c->cred->problem(c->cred_self, p->secret_ref,
                            p->credential_version);
-  json_w_key(w, "usable");
-  json_w_bool(w, why == NULL);
-  json_w_key(w, "unusable_reason");
-  json_w_str(w, why);
+  json_w_kbool(w, "usable", why == NULL);
+  json_w_kstr(w, "unusable_reason", why);
 }
 
 static void write_proxy(json_w *w, const api_pool_call *c,
                         const ph_pool_proxy_row *p) {
   json_w_obj(w);
-  json_w_key(w, "proxy_id");
-  json_w_str(w, p->proxy_id);
-  json_w_key(w, "protocol");
-  json_w_str(w, p->protocol >= 1 && p->protocol <= 3 ? protocols[p->protocol]
-                                                     : NULL);
-  json_w_key(w, "host");
-  json_w_str(w, p->host);
-  json_w_key(w, "port");
-  json_w_int(w, p->port);
+  json_w_kstr(w, "proxy_id", p->proxy_id);
+  json_w_kstr(w, "protocol",
+              p->protocol >= 1 && p->protocol <= 3 ? protocols[p->protocol]
+                                                   : NULL);
+  json_w_kstr(w, "host", p->host);
+  json_w_kint(w, "port", p->port);
   json_w_key(w, "groups");
   json_w_arr(w);
   for (uint32_t i = 0; i < p->n_groups && i < PH_POOL_GROUPS_MAX; i++)
     json_w_str(w, p->groups[i]);
   json_w_arr_end(w);
-  json_w_key(w, "zone");
-  json_w_str(w, p->zone);
-  json_w_key(w, "capacity");
-  json_w_uint(w, p->capacity);
-  json_w_key(w, "weight");
-  json_w_uint(w, p->weight);
-  json_w_key(w, "expires_at_ms");
-  json_w_int(w, p->expires_at_ms);
-  json_w_key(w, "secret_ref");
-  json_w_str(w, p->secret_ref[0] ? p->secret_ref : NULL);
-  json_w_key(w, "credential_version");
-  json_w_uint(w, p->credential_version);
-  json_w_key(w, "admin_state");
-  json_w_str(w, p->admin_state >= 1 && p->admin_state <= 3
-                    ? states[p->admin_state]
-                    : NULL);
+  json_w_kstr(w, "zone", p->zone);
+  json_w_kuint(w, "capacity", p->capacity);
+  json_w_kuint(w, "weight", p->weight);
+  json_w_kint(w, "expires_at_ms", p->expires_at_ms);
+  json_w_kstr(w, "secret_ref", p->secret_ref[0] ? p->secret_ref : NULL);
+  json_w_kuint(w, "credential_version", p->credential_version);
+  json_w_kstr(w, "admin_state",
+              p->admin_state >= 1 && p->admin_state <= 3
+                  ? states[p->admin_state]
+                  : NULL);
   write_usable(w, c, p);
   json_w_obj_end(w);
 }
 
 static void write_route(json_w *w, const ph_pool_route_row *r) {
   json_w_obj(w);
-  json_w_key(w, "rule_id");
-  json_w_str(w, r->rule_id);
-  json_w_key(w, "position");
-  json_w_uint(w, r->position);
-  json_w_key(w, "enabled");
-  json_w_bool(w, r->enabled);
-  json_w_key(w, "host_pattern");
-  json_w_str(w, r->host_pattern);
-  json_w_key(w, "port_min");
-  json_w_int(w, r->port_min);
-  json_w_key(w, "port_max");
-  json_w_int(w, r->port_max);
-  json_w_key(w, "client_identity");
-  json_w_str(w, r->client_identity);
-  json_w_key(w, "listener");
-  json_w_str(w, r->listener);
-  json_w_key(w, "target_group");
-  json_w_str(w, r->target_group);
-  json_w_key(w, "strategy");
-  json_w_str(w, r->strategy);
-  json_w_key(w, "on_unavailable");
-  json_w_str(w, r->on_unavailable >= 1 && r->on_unavailable <= 3
-                    ? unavail[r->on_unavailable]
-                    : NULL);
-  json_w_key(w, "wait_timeout_ms");
-  json_w_uint(w, r->wait_timeout_ms);
-  json_w_key(w, "sticky_key");
-  json_w_str(w, r->sticky_key);
+  json_w_kstr(w, "rule_id", r->rule_id);
+  json_w_kuint(w, "position", r->position);
+  json_w_kbool(w, "enabled", r->enabled);
+  json_w_kstr(w, "host_pattern", r->host_pattern);
+  json_w_kint(w, "port_min", r->port_min);
+  json_w_kint(w, "port_max", r->port_max);
+  json_w_kstr(w, "client_identity", r->client_identity);
+  json_w_kstr(w, "listener", r->listener);
+  json_w_kstr(w, "target_group", r->target_group);
+  json_w_kstr(w, "strategy", r->strategy);
+  json_w_kstr(w, "on_unavailable",
+              r->on_unavailable >= 1 && r->on_unavailable <= 3
+                  ? unavail[r->on_unavailable]
+                  : NULL);
+  json_w_kuint(w, "wait_timeout_ms", r->wait_timeout_ms);
+  json_w_kstr(w, "sticky_key", r->sticky_key);
   json_w_obj_end(w);
 }
 
 static void write_cred(json_w *w, const ph_pool_credential_ref *c) {
   json_w_obj(w);
-  json_w_key(w, "secret_ref");
-  json_w_str(w, c->secret_ref);
-  json_w_key(w, "credential_version");
-  json_w_uint(w, c->credential_version);
+  json_w_kstr(w, "secret_ref", c->secret_ref);
+  json_w_kuint(w, "credential_version", c->credential_version);
   json_w_obj_end(w);
 }
 

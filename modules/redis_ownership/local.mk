@@ -15,7 +15,9 @@ RO_LUA_FILES = %D%/lua/prelude.lua \
 	%D%/lua/assign.lua \
 	%D%/lua/owned.lua \
 	%D%/lua/usable.lua \
-	%D%/lua/extract.lua
+	%D%/lua/extract.lua \
+	%D%/lua/checker_register.lua \
+	%D%/lua/checker_alive.lua
 EXTRA_DIST += $(RO_LUA_FILES)
 
 %D%/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
@@ -29,7 +31,9 @@ EXTRA_DIST += $(RO_LUA_FILES)
 		$(srcdir)/%D%/lua/assign.lua \
 		$(srcdir)/%D%/lua/owned.lua \
 		$(srcdir)/%D%/lua/usable.lua \
-		$(srcdir)/%D%/lua/extract.lua
+		$(srcdir)/%D%/lua/extract.lua \
+		$(srcdir)/%D%/lua/checker_register.lua \
+		$(srcdir)/%D%/lua/checker_alive.lua
 	$(AM_V_GEN)$(MKDIR_P) modules/redis_ownership && \
 	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ redis_ownership/ro_lua.h \
 	  ro_lua_prelude=$(srcdir)/%D%/lua/prelude.lua \
@@ -42,7 +46,9 @@ EXTRA_DIST += $(RO_LUA_FILES)
 	  ro_lua_assign=$(srcdir)/%D%/lua/assign.lua \
 	  ro_lua_owned=$(srcdir)/%D%/lua/owned.lua \
 	  ro_lua_usable=$(srcdir)/%D%/lua/usable.lua \
-	  ro_lua_extract=$(srcdir)/%D%/lua/extract.lua
+	  ro_lua_extract=$(srcdir)/%D%/lua/extract.lua \
+	  ro_lua_checker_register=$(srcdir)/%D%/lua/checker_register.lua \
+	  ro_lua_checker_alive=$(srcdir)/%D%/lua/checker_alive.lua
 CLEANFILES += %D%/ro_lua.c
 
 RO_SOURCES = modules/contracts/cp_authority.h \

@@ -295,14 +295,72 @@ static int64_t report_runtime(void *self, const char *w, const char *s,
   return run(m, RO_S_RUNTIME, &a, NULL, 0, cb, arg);
 }
 
+static int64_t fence(void *self, ro_script s, const char *kind, const char *w,
+                     const char *sess, uint64_t seq,
+                     const uint8_t digest[CP_AUTH_DIGEST_LEN], cp_auth_cb cb,
+                     void *arg);
+
 static int64_t report_outcomes(void *self, const char *w, const char *s,
                                uint64_t seq,
                                const uint8_t digest[CP_AUTH_DIGEST_LEN],
                                cp_auth_cb cb, void *arg) {
+  return fence(self, RO_S_OUTCOMES, "w", w, s, seq, digest, cb, arg);
+}
+
+/* report_outcomes and report_observations: one fence, kind "w" or "c". */
+static int64_t fence(void *self, ro_script s, const char *kind, const char *w,
+                     const char *sess, uint64_t seq,
+                     const uint8_t digest[CP_AUTH_DIGEST_LEN], cp_auth_cb cb,
+                     void *arg) {
   ro_args a = {0};
-  if (!cb || report_args(&a, w, s, seq, digest) != PH_OK)
+  if (!cb || report_args(&a, w, sess, seq, digest) != PH_OK)
     return PH_EINVAL;
-  return run(self, RO_S_OUTCOMES, &a, NULL, 0, cb, arg);
+  ro_args_str(&a, kind);
+  return run(self, s, &a, NULL, 0, cb, arg);
+}
+
+static int64_t report_observations(void *self, const char *c, const char *s,
+                                   uint64_t seq,
+                                   const uint8_t digest[CP_AUTH_DIGEST_LEN],
+                                   cp_auth_cb cb, void *arg) {
+  return fence(self, RO_S_OBSERVATIONS, "c", c, s, seq, digest, cb, arg);
+}
+
+static int64_t register_checker(void *self, const char *checker_id,
+                                const char *instance_id, const char *zone,
+                                const char *session_id, uint32_t max_checkers,
+                                uint32_t max_concurrency, uint32_t tiers,
+                                cp_auth_cb cb, void *arg) {
+  ro *m = self;
+  if (!cb || !ro_valid_id(checker_id, PH_POOL_ID_MAX) ||
+      !ro_valid_id(instance_id, PH_POOL_ID_MAX) || !ro_valid_id(zone, 0) ||
+      !ro_valid_id(session_id, PH_POOL_ID_MAX) || max_checkers < 1 ||
+      max_concurrency < 1)
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, checker_id);
+  ro_args_str(&a, instance_id);
+  ro_args_str(&a, zone);
+  ro_args_str(&a, session_id);
+  ro_args_u64(&a, (uint64_t)m->conf.session_ttl_ms);
+  ro_args_u64(&a, max_checkers);
+  ro_args_u64(&a, max_concurrency);
+  ro_args_u64(&a, tiers);
+  return run(m, RO_S_CHECKER_REGISTER, &a, NULL, 0, cb, arg);
+}
+
+static int64_t checker_alive(void *self, const char *checker_id,
+                             const char *session_id, cp_auth_cb cb,
+                             void *arg) {
+  ro *m = self;
+  if (!cb || !ro_valid_id(checker_id, PH_POOL_ID_MAX) ||
+      !ro_valid_id(session_id, PH_POOL_ID_MAX))
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, checker_id);
+  ro_args_str(&a, session_id);
+  ro_args_u64(&a, (uint64_t)m->conf.session_ttl_ms);
+  return run(m, RO_S_CHECKER_ALIVE, &a, NULL, 0, cb, arg);
 }
 
 static int64_t assign(void *self, const cp_auth_proxy *usable, size_t n,
@@ -408,6 +466,9 @@ static const cp_authority_v1 vtable = {
     .cancel = cancel,
     .cluster_id = cluster_id,
     .extract = extract,
+    .register_checker = register_checker,
+    .checker_alive = checker_alive,
+    .report_observations = report_observations,
 };
 
 /* ---- lifecycle ---------------------------------------------------------- */

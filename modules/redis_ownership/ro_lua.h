@@ -16,5 +16,7 @@ extern const char ro_lua_assign[];
 extern const char ro_lua_owned[];
 extern const char ro_lua_usable[];
 extern const char ro_lua_extract[];
+extern const char ro_lua_checker_register[];
+extern const char ro_lua_checker_alive[];
 
 #endif

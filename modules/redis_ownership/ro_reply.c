@@ -73,6 +73,7 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
   int64_t a, b, c;
   switch (s) {
   case RO_S_REGISTER:
+  case RO_S_CHECKER_REGISTER:
     if (!ok)
       return w == CP_AUTH_LIMIT ? out->result : fail(out, mem);
     if ((a = int_at(r, 1)) < 1 || (b = int_at(r, 2)) < 0 ||
@@ -114,7 +115,19 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
       out->n_revoke = n;
     }
     break;
+  case RO_S_CHECKER_ALIVE:
+    if (w == CP_AUTH_STALE_SESSION && r->elements == 1)
+      break;
+    if (!ok || r->elements != 4 || (a = int_at(r, 1)) < 0 ||
+        (b = int_at(r, 2)) < 0 || b > UINT32_MAX || (c = int_at(r, 3)) < 0 ||
+        c > UINT32_MAX)
+      return fail(out, mem);
+    out->session_expires_ms = a;
+    out->max_concurrency = (uint32_t)b;
+    out->tiers = (uint32_t)c;
+    break;
   case RO_S_OUTCOMES:
+  case RO_S_OBSERVATIONS:
     if (w != CP_AUTH_STALE_SESSION) {
       if ((a = int_at(r, 1)) < 0)
         return fail(out, mem);

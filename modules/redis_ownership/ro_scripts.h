@@ -18,6 +18,9 @@ typedef enum ro_script {
   RO_S_OWNED,
   RO_S_USABLE,
   RO_S_EXTRACT,
+  RO_S_CHECKER_REGISTER,
+  RO_S_CHECKER_ALIVE,
+  RO_S_OBSERVATIONS, /* outcomes.lua, kind 'c' */
   RO_S_COUNT
 } ro_script;
 

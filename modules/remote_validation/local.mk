@@ -7,7 +7,7 @@ modules_remote_validation_remote_validation_la_SOURCES = \
 	%D%/remote_validation.c \
 	%D%/rv_http.c %D%/rv_http.h \
 	%D%/rv_key.c %D%/rv_key.h \
-	modules/lib/kcache.c modules/lib/sflight.c
+	modules/lib/kcache.c modules/lib/metric_table.c modules/lib/sflight.c
 modules_remote_validation_remote_validation_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	$(LIBCURL_CFLAGS) $(OPENSSL_CFLAGS)
 modules_remote_validation_remote_validation_la_LDFLAGS = $(MODULE_LDFLAGS)

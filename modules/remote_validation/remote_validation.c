@@ -35,10 +35,11 @@
 #include <proxyhost/module.h>
 #include <proxyhost/validation.h>
 
-#include "lib/kcache.h"
-#include "lib/sflight.h"
 #include "lib/idtab.h"
 #include "lib/ilist.h"
+#include "lib/kcache.h"
+#include "lib/metric_table.h"
+#include "lib/sflight.h"
 #include "rv_http.h"
 #include "rv_key.h"
 
@@ -104,6 +105,9 @@ typedef struct flight {
 
 enum { C_HIT = 0, C_MISS, C_SHARED, C_BYPASS, C_N };
 enum { Q_ALLOW = 0, Q_DENY, Q_ERROR, Q_N };
+/* The metrics' label values, in the enums' order. */
+static const char *const caches[] = {"hit", "miss", "shared", "bypass", NULL};
+static const char *const results[] = {"allow", "deny", "error", NULL};
 
 struct rv {
   ph_ctx *ctx;
@@ -292,12 +296,11 @@ static void flight_done(void *arg, int outcome) {
   if (outcome < 0 || outcome >= Q_N)
     outcome = Q_ERROR;
   api->inc(r->m_req[outcome], 1);
-  static const char *const names[Q_N] = {"allow", "deny", "error"};
   /* Only the outcome and the count: never who, what or where. */
   if (api->log_enabled(r->ctx, PH_LOG_DEBUG)) {
     size_t waiting = sf_flight_waiters(f->f);
     PH_LOG(api, r->ctx, PH_LOG_DEBUG, "remote validation answer",
-           PH_STR("result", names[outcome]), PH_UINT("callers", waiting),
+           PH_STR("result", results[outcome]), PH_UINT("callers", waiting),
            PH_STR("current", gen == r->generation ? "yes" : "no"));
   }
   if (outcome == Q_ERROR)
@@ -624,52 +627,29 @@ static int apply_config(rv *r, int first) {
   return PH_OK;
 }
 
-static ph_metric *counter(rv *r, const char *name, const char *help,
-                          const ph_label_def *l, size_t nl) {
-  ph_metric_def d = {name, help, PH_METRIC_COUNTER, l, nl, NULL, 0};
-  return api->metric(r->ctx, &d);
-}
+static const ph_label_def cache_label[] = {{"cache", caches}};
+static const ph_label_def result_label[] = {{"result", results}};
 
-static int init_metrics(rv *r) {
-  static const char *const caches[] = {"hit", "miss", "shared", "bypass",
-                                       NULL};
-  static const char *const results[] = {"allow", "deny", "error", NULL};
-  static const ph_label_def cl[] = {{"cache", caches}};
-  static const ph_label_def rl[] = {{"result", results}};
-  ph_metric *mc = counter(r, "tunnelmesh_remote_validation_cache_requests_total",
-                          "Remote validation calls by how the cache answered",
-                          cl, 1);
-  ph_metric *mr = counter(r, "proxyhost_remote_validation_requests_total",
-                          "Requests to the remote validation endpoint by "
-                          "result",
-                          rl, 1);
-  ph_metric *mo = counter(r, "proxyhost_remote_validation_overflow_total",
-                          "Calls answered unavailable without a request: "
-                          "max_inflight reached",
-                          NULL, 0);
-  ph_metric_def gi = {"proxyhost_remote_validation_inflight",
-                      "Requests to the remote validation endpoint now",
-                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric_def ge = {"proxyhost_remote_validation_cache_entries",
-                      "Verdicts held in the remote validation cache",
-                      PH_METRIC_GAUGE, NULL, 0, NULL, 0};
-  ph_metric *mi = api->metric(r->ctx, &gi);
-  ph_metric *me = api->metric(r->ctx, &ge);
-  if (!mc || !mr || !mo || !mi || !me)
-    return PH_EINVAL;
-  for (int i = 0; i < C_N; i++) {
-    const char *v[] = {caches[i]};
-    r->m_cache[i] = api->series(mc, v);
-  }
-  for (int i = 0; i < Q_N; i++) {
-    const char *v[] = {results[i]};
-    r->m_req[i] = api->series(mr, v);
-  }
-  r->m_overflow = api->series(mo, NULL);
-  r->m_inflight = api->series(mi, NULL);
-  r->m_entries = api->series(me, NULL);
-  return PH_OK;
-}
+/* In registration order (the order /metrics shows them). */
+static const ph_metric_table rv_metrics[] = {
+    PH_METRIC("tunnelmesh_remote_validation_cache_requests_total",
+              PH_METRIC_COUNTER,
+              "Remote validation calls by how the cache answered",
+              PH_METRIC_LABELS(cache_label), PH_METRIC_NO_BUCKETS, rv, m_cache),
+    PH_METRIC("proxyhost_remote_validation_requests_total", PH_METRIC_COUNTER,
+              "Requests to the remote validation endpoint by result",
+              PH_METRIC_LABELS(result_label), PH_METRIC_NO_BUCKETS, rv, m_req),
+    PH_METRIC("proxyhost_remote_validation_overflow_total", PH_METRIC_COUNTER,
+              "Calls answered unavailable without a request: max_inflight "
+              "reached",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, rv, m_overflow),
+    PH_METRIC("proxyhost_remote_validation_inflight", PH_METRIC_GAUGE,
+              "Requests to the remote validation endpoint now",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, rv, m_inflight),
+    PH_METRIC("proxyhost_remote_validation_cache_entries", PH_METRIC_GAUGE,
+              "Verdicts held in the remote validation cache",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, rv, m_entries),
+    PH_METRIC_END};
 
 static int rv_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
@@ -696,7 +676,7 @@ static int rv_init(ph_ctx *ctx, const ph_api *a, void **state) {
   r->sf = sf_new(api, ctx, &sc);
   if (!r->sf)
     return PH_ENOMEM;
-  int rc = init_metrics(r);
+  int rc = ph_metric_table_register(api, ctx, rv_metrics, r);
   if (rc == PH_OK)
     rc = apply_config(r, 1);
   if (rc != PH_OK)

@@ -767,11 +767,7 @@ static int s5_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int s5_start(void *state) {
   s5_server *s = state;
-  if (frontend_services_get(s->ctx, api, s->password, &s->fs.connector,
-                            &s->fs.connector_self, &s->fs.authorizer,
-                            &s->fs.authorizer_self) != PH_OK ||
-      frontend_validation_get(s->ctx, api, &s->fs.validation,
-                              &s->fs.validation_self) != PH_OK)
+  if (frontend_server_services_get(&s->fs, s->password) != PH_OK)
     return PH_ENOENT;
   snprintf(s->listen, sizeof(s->listen), "%s", api->conf_str(s->ctx, "listen"));
   s->backlog = api->conf_int(s->ctx, "backlog");
@@ -822,12 +818,7 @@ static void s5_destroy(void *state) {
   if (!s)
     return;
   frontend_server_destroy(&s->fs); /* ends the sessions, quietly */
-  if (s->fs.connector)
-    api->service_release(s->ctx, PH_CONNECTOR_SERVICE);
-  if (s->fs.authorizer)
-    api->service_release(s->ctx, PH_AUTHORIZER_SERVICE);
-  if (s->fs.validation)
-    api->service_release(s->ctx, PH_VALIDATION_SERVICE);
+  frontend_server_services_release(&s->fs);
   free(s);
 }
 

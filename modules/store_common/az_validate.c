@@ -9,7 +9,6 @@
 
 #include "az_token.h"
 #include "lib/cidr.h"
-#include "lib/host_norm.h" /* the normal form of TM-P1-4, shared */
 
 #define LABEL_MAX 63
 #define DNS_NAME_MAX 253
@@ -345,29 +344,5 @@ int az_validate_list(const ph_az_list *l, const char **detail) {
     FAIL("bad user filter");
   if (l->agent && !az_name_valid(l->agent))
     FAIL("bad agent filter");
-  return PH_OK;
-}
-
-#define ACCESS_STR_MAX 255
-
-static int access_str_ok(const char *s, int may_be_null) {
-  if (!s)
-    return may_be_null;
-  size_t n = strnlen(s, ACCESS_STR_MAX + 1);
-  return n >= 1 && n <= ACCESS_STR_MAX;
-}
-
-int az_validate_access(const ph_access_request *req, ph_access_request *out) {
-  memset(out, 0, sizeof(*out));
-  if (!req || req->size < PH_ACCESS_REQUEST_MIN_SIZE)
-    return PH_EINVAL;
-  memcpy(out, req, PH_ACCESS_REQUEST_MIN_SIZE);
-  out->size = sizeof(*out);
-  if (PH_ACCESS_HAS(ph_access_request, req->size, agent))
-    out->agent = req->agent;
-  if (out->protocol != PH_PROTO_TCP || out->port == 0 ||
-      !host_norm_ok(out->host) || !access_str_ok(out->principal, 1) ||
-      !access_str_ok(out->agent, 1))
-    return PH_EINVAL;
   return PH_OK;
 }

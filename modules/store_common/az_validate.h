@@ -36,12 +36,4 @@ int az_validate_write(const ph_az_write *w, const char **detail);
  * filters the kind allows. */
 int az_validate_list(const ph_az_list *l, const char **detail);
 
-/* An "access" question (access.h): copies what the caller's size covers
- * into out (the rest zero; what a newer caller added is ignored) and
- * checks it: protocol, port 1..65535, a host of 1..255 bytes in normal
- * form (host_norm_ok: what auth_local and auth_cache accept), principal
- * and agent NULL or 1..255 bytes. PH_OK or PH_EINVAL. The strings of out
- * are the caller's. */
-int az_validate_access(const ph_access_request *req, ph_access_request *out);
-
 #endif

@@ -46,9 +46,11 @@ modules_store_common_libphstore_la_SOURCES = \
 	%D%/az_eval.c %D%/az_eval.h \
 	%D%/az_validate.c %D%/az_validate.h \
 	%D%/az_revision.c %D%/az_revision.h \
+	%D%/az_row.c %D%/az_row.h \
 	modules/lib/bw.c modules/lib/bw.h \
 	modules/lib/cidr.c modules/lib/cidr.h \
-	modules/lib/host_norm.c modules/lib/host_norm.h
+	modules/lib/host_norm.c modules/lib/host_norm.h \
+	modules/lib/access_req.c modules/lib/access_req.h
 nodist_modules_store_common_libphstore_la_SOURCES = \
 	%D%/migrations_sql.c
 modules_store_common_libphstore_la_CPPFLAGS = $(AM_CPPFLAGS) \

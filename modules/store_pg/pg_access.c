@@ -34,8 +34,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/access_req.h"
 #include "store_common/az_eval.h"
-#include "store_common/az_validate.h"
 #include "store_pg_int.h"
 
 #define NAME_MAX_LEN 255
@@ -205,11 +205,11 @@ static void a_done(void *arg, int status) {
 static const pg_task_ops access_ops = {a_begin, a_result, a_round_done,
                                        a_done};
 
-/* The request, checked by az_validate (store_common: the same rules as
- * store_sqlite), copied into a. */
+/* The request, checked by lib/access_req (the rules of every provider
+ * of "access"), copied into a. */
 static int read_request(const ph_access_request *req, areq *a) {
   ph_access_request r;
-  if (az_validate_access(req, &r) != PH_OK)
+  if (access_req_read(req, &r) != PH_OK)
     return PH_EINVAL;
   a->protocol = r.protocol;
   a->port = r.port;

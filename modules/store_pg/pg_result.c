@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pg_record.h"
+#include "store_common/az_row.h"
 #include "store_pg_int.h"
 
 const char *res_str(const PGresult *res, int r, int c) {
@@ -49,58 +50,24 @@ az_rev_read res_revision(const PGresult *res, int64_t *value) {
   return AZ_REV_READ_OK;
 }
 
+/* The reader az_row_record calls: row r of res. */
+struct pg_row {
+  const PGresult *res;
+  int r;
+};
+
+static const char *col_str(void *row, int col) {
+  const struct pg_row *p = row;
+  return res_str(p->res, p->r, col);
+}
+
+static int64_t col_i64(void *row, int col) {
+  const struct pg_row *p = row;
+  return res_int(p->res, p->r, col);
+}
+
 void rec_read(const PGresult *res, int r, int kind, ph_az_record *out) {
-  memset(out, 0, sizeof(*out));
-  out->kind = kind;
-  switch (kind) {
-  case PH_AZ_USER:
-  case PH_AZ_AGENT: {
-    /* users and agents have the same columns */
-    ph_az_user *u = &out->u.user;
-    u->name = res_str(res, r, 0);
-    u->owner = res_str(res, r, 1);
-    u->enabled = (int)res_int(res, r, 2);
-    u->created_at = res_int(res, r, 3);
-    u->updated_at = res_int(res, r, 4);
-    if (kind == PH_AZ_AGENT) {
-      ph_az_user tmp = *u;
-      memset(&out->u, 0, sizeof(out->u));
-      out->u.agent.name = tmp.name;
-      out->u.agent.owner = tmp.owner;
-      out->u.agent.enabled = tmp.enabled;
-      out->u.agent.created_at = tmp.created_at;
-      out->u.agent.updated_at = tmp.updated_at;
-    }
-    break;
-  }
-  case PH_AZ_TOKEN: {
-    ph_az_token *t = &out->u.token;
-    t->id = res_str(res, r, 0);
-    t->user = res_str(res, r, 1);
-    t->agent = res_str(res, r, 2);
-    t->scopes = (uint32_t)res_int(res, r, 3);
-    t->expires_at = res_int(res, r, 4);
-    t->revoked_at = res_int(res, r, 5);
-    t->created_at = res_int(res, r, 6);
-    t->updated_at = res_int(res, r, 7);
-    t->rotated_at = res_int(res, r, 8);
-    break;
-  }
-  case PH_AZ_POLICY: {
-    ph_az_policy *p = &out->u.policy;
-    p->id = res_str(res, r, 0);
-    p->agent = res_str(res, r, 1);
-    p->subject_kind = (int)res_int(res, r, 2);
-    p->subject = res_str(res, r, 3);
-    p->host_pattern = res_str(res, r, 4);
-    p->port_min = (uint16_t)res_int(res, r, 5);
-    p->port_max = (uint16_t)res_int(res, r, 6);
-    p->protocol = (uint8_t)res_int(res, r, 7);
-    p->created_at = res_int(res, r, 8);
-    p->updated_at = res_int(res, r, 9);
-    break;
-  }
-  default:
-    break;
-  }
+  struct pg_row p = {res, r};
+  az_row row = {col_str, col_i64, &p};
+  az_row_record(kind, &row, out);
 }

@@ -4,15 +4,13 @@
 #include "pg_sql.h"
 
 #include "pg_proxies_sql.h"
+#include "store_common/az_row.h"
 
-#define USER_COLS "name, owner, enabled, created_at, updated_at"
-#define TOKEN_COLS                                                         \
-  "id, user_name, agent, scopes, expires_at, revoked_at, created_at, "     \
-  "updated_at, rotated_at"
-#define AGENT_COLS USER_COLS
-#define POLICY_COLS                                                        \
-  "id, agent, subject_kind, subject, host_pattern, port_min, port_max, "   \
-  "protocol, created_at, updated_at"
+/* The columns store_common/az_row.c decodes. */
+#define USER_COLS AZ_USER_COLS
+#define TOKEN_COLS AZ_TOKEN_COLS
+#define AGENT_COLS AZ_AGENT_COLS
+#define POLICY_COLS AZ_POLICY_COLS
 /* A subject ($k kind, $s name or id) that exists. */
 #define SUBJECT_EXISTS(k, s)                                               \
   "((" k "::int = 1 AND EXISTS (SELECT 1 FROM service_tokens WHERE id = " \

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/access_req.h"
 #include "store_common/az_eval.h"
 #include "store_common/az_token.h"
-#include "store_common/az_validate.h"
 #include "store_sqlite.h"
 
 #define STR_MAX 255
@@ -231,7 +231,7 @@ static int64_t check_open(void *self, const ph_access_request *req,
                           ph_access_cb cb, void *arg) {
   sq *s = self;
   ph_access_request r;
-  if (!req || !cb || az_validate_access(req, &r) != PH_OK)
+  if (!req || !cb || access_req_read(req, &r) != PH_OK)
     return PH_EINVAL;
   access_call *a = sq_call_new(s, sizeof(*a), access_work, access_deliver,
                                access_destroy);

@@ -18,9 +18,10 @@
 #include <proxyhost/host.h>
 #include <proxyhost/pool_store.h>
 
-#include "store_common/az_revision.h"
-#include "store_common/pool_revision.h"
 #include "sq_pool.h"
+#include "store_common/az_revision.h"
+#include "store_common/az_row.h"
+#include "store_common/pool_revision.h"
 
 typedef struct sq sq;
 /* The label values of proxyhost_store_sqlite_calls_total{call}. */
@@ -190,14 +191,10 @@ void sq_arena_free(sq_arena **a);
 
 /* ---- sq_rows.c (helper thread): rows as records -------------------- */
 
-#define SQ_USER_COLS "name, owner, enabled, created_at, updated_at"
-#define SQ_TOKEN_COLS                                                        \
-  "id, user_name, agent, scopes, expires_at, revoked_at, created_at, "      \
-  "updated_at, rotated_at"
-#define SQ_AGENT_COLS "name, owner, enabled, created_at, updated_at"
-#define SQ_POLICY_COLS                                                       \
-  "id, agent, subject_kind, subject, host_pattern, port_min, port_max, "    \
-  "protocol, created_at, updated_at"
+#define SQ_USER_COLS AZ_USER_COLS /* store_common/az_row.h */
+#define SQ_TOKEN_COLS AZ_TOKEN_COLS
+#define SQ_AGENT_COLS AZ_AGENT_COLS
+#define SQ_POLICY_COLS AZ_POLICY_COLS
 /* The row st stands on (selected with the kind's SQ_*_COLS) into rec,
  * strings copied into the arena. */
 void sq_row_record(int kind, sqlite3_stmt *st, sq_arena **a,

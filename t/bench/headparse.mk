@@ -8,7 +8,7 @@ EXTRA_DIST += t/bench/headparse.mk
 if MODULE_HTTP_PROXY
 EXTRA_PROGRAMS += t/bench/headparse
 t_bench_headparse_SOURCES = t/bench/headparse.c \
-	modules/http_proxy/http_head.c modules/lib/bw.c \
+	modules/http_proxy/http_head.c modules/lib/b64.c modules/lib/bw.c \
 	modules/lib/http1_head.c
 t_bench_headparse_CPPFLAGS = $(AM_CPPFLAGS)
 t_bench_headparse_LDADD = $(HTTP_PARSER_LIBS)

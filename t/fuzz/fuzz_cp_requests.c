@@ -10,54 +10,8 @@
  * a NUL inside a string field is refused). Input byte 0 picks the RPC (0 register, 1 watch, 2 ack, 3 runtime,
  * 4 outcomes), byte 1 bit 0 the caller (certificate "w1" or plaintext)
  * and its other bits max_runtime_counters; the rest is the message. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "controlplane_server/cp_requests.h"
-#include "contracts/cp_status.h"
-
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (!(c)) {                                                           \
-      fprintf(stderr, "fuzz_cp_requests: %s\n", #c);                      \
-      abort();                                                            \
-    }                                                                     \
-  } while (0)
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-static void check_verdict(int rc, const char *why) {
-  if (rc == 0)
-    return;
-  CHECK(rc == CP_GRPC_INVALID_ARGUMENT || rc == CP_GRPC_PERMISSION_DENIED ||
-        rc == CP_GRPC_FAILED_PRECONDITION || rc == CP_GRPC_RESOURCE_EXHAUSTED);
-  CHECK(why && *why);
-  for (const char *p = why; *p; p++)
-    CHECK(*p >= 0x20 && *p < 0x7f);
-}
-
-static void check_worker(const char *worker_id, const cp_caller *c) {
-  CHECK(cp_id_ok(worker_id));
-  if (c->peer_id)
-    CHECK(strcmp(worker_id, c->peer_id) == 0);
-}
-
-/* The controller's decoding: a refusal is INVALID_ARGUMENT with a static
- * message, and whatever it accepts protobuf-c accepts too. */
-static void *unpack(const ProtobufCMessageDescriptor *d, const uint8_t *msg,
-                    size_t n) {
-  const char *why = NULL;
-  int st = -1;
-  void *q = cp_request_unpack(d, msg, n, &st, &why);
-  if (!q) {
-    CHECK(st == CP_GRPC_INVALID_ARGUMENT);
-    check_verdict(st, why);
-  } else {
-    CHECK(st == 0);
-  }
-  return q;
-}
+#define FUZZ_NAME "fuzz_cp_requests"
+#include "fuzz_cp_check.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (size < 2)
@@ -80,7 +34,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     CHECK(rc == rc2 && why == why2);
     check_verdict(rc, why);
     if (rc == 0) {
-      check_worker(r->worker_id, &c);
+      check_caller_id(r->worker_id, &c);
       CHECK(strcmp(r->cluster_id, "c1") == 0);
       CHECK(cp_id_ok(r->instance_id) && cp_id_ok(r->zone));
       CHECK(r->supported_protocol_version == CP_PROTOCOL_VERSION);
@@ -96,7 +50,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     rc = cp_check_watch(r, &c, &why);
     check_verdict(rc, why);
     if (rc == 0) {
-      check_worker(r->worker_id, &c);
+      check_caller_id(r->worker_id, &c);
       CHECK(cp_id_ok(r->session_id));
       CHECK(r->last_checksum.len == 0 || r->last_checksum.len == 32);
     }
@@ -111,7 +65,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     rc = cp_check_ack(r, &c, &why);
     check_verdict(rc, why);
     if (rc == 0) {
-      check_worker(r->worker_id, &c);
+      check_caller_id(r->worker_id, &c);
       CHECK(r->checksum.len == 32 && r->version > 0);
       CHECK(r->result == CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_ACCEPTED ||
             r->result == CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_REJECTED);
@@ -127,7 +81,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     rc = cp_check_runtime(r, &c, max_counters, &why);
     check_verdict(rc, why);
     if (rc == 0) {
-      check_worker(r->worker_id, &c);
+      check_caller_id(r->worker_id, &c);
       CHECK(r->n_counters <= max_counters && r->report_sequence > 0);
       static uint8_t buf[1 << 16];
       uint8_t d1[32], d2[32];
@@ -151,7 +105,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     rc = cp_check_outcomes(r, NULL, &c, max_counters, nth, &why);
     check_verdict(rc, why);
     if (rc == 0) {
-      check_worker(r->worker_id, &c);
+      check_caller_id(r->worker_id, &c);
       CHECK(nth <= CP_OUTCOME_BATCHES_PER_CALL && r->sequence > 0);
       CHECK(r->n_outcomes <= max_counters &&
             r->n_outcomes <= CP_OUTCOMES_PER_BATCH_MAX);

@@ -178,7 +178,7 @@ static void invariants(world *w) {
   if (w->session_gone)
     return;
   tm_session *s = w->s;
-  check(s->cq_frames <= s->cfg.control_queue_frames);
+  check(ilist_len(&s->cq) <= s->cfg.control_queue_frames);
   check(s->cq_bytes <= s->cfg.control_queue_bytes);
   check(s->live <= s->cfg.max_streams);
   for (ilist_node *n = ilist_first(&s->streams); n; n = ilist_next(n)) {
@@ -186,7 +186,7 @@ static void invariants(world *w) {
     if (st->dead)
       continue;
     check(st->in_bytes <= s->cfg.inbound_buffer_bytes);
-    check(st->in_entries <= s->in_entries_max);
+    check(ilist_len(&st->in) <= s->in_entries_max);
     check(st->out_len <= s->cfg.outbound_buffer_bytes);
   }
 }

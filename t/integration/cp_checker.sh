@@ -1,303 +1,180 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# The checker role (issue 26) in a real proxyhost against real upstreams
-# and the scriptable fake controller t/lib/cp_fake_controller.py (its
-# CheckerControlPlane: tasks from a file, every call one line of events).
-# Upstreams: proxyhost `local` (http_proxy and socks5: elite), tinyproxy
-# (forwarding in absolute form adds Via: anonymous; with XTinyproxy it
-# names the client: transparent; with BasicAuth and the wrong password:
-# auth_failed), one killed (dial_refused), one stopped with SIGSTOP
-# (TIMEOUT), one that serves a canned page (bad_echo); the echo endpoint
-# is the `echo` module. It proves: RegisterChecker with max_concurrency
-# and tiers (CP-6-1); every task answered within its deadline (CP-6-2);
-# BASIC, EGRESS and TARGET through each kind (CP-6-3, CP-6-4, CP-6-5); the
-# echo endpoint down makes EGRESS CHECKER_ERROR, never FAILED; batches
-# numbered from 1 per session and resent with the same digest; a stale
-# session and a fence refusal start a new session; no credential in the
-# checker's log or metrics.
+# The controller's CheckerControlPlane (issue 26: CP-1-3, CP-6-1, CP-6-2),
+# every part real: a private redis-server, the controller proxyhost
+# (t/lib/controller.sh) with five pool proxies, and checkers played by
+# Debian's python3-grpcio (t/lib/cp_checker.py, stubs generated now):
+#  - RegisterChecker's checks, tasks with deadlines, never more than the
+#    registered max_concurrency out, the (session, sequence, SHA-256)
+#    fence of ReportObservations (replay, conflict, smaller sequence,
+#    stale session), stream replacement;
+#  - a missed deadline gives the task to a second checker and the late
+#    answer is dropped and counted; two checkers split the work; a killed
+#    checker's tasks move to another within its session TTL; a stopped
+#    one (SIGSTOP) loses its tasks, then its session and its stream;
+#  - EGRESS tasks carry echo_url and a fresh nonce, TARGET tasks their
+#    group's probe, spaced per target host; a proxy's credential
+#    only in the task (not in the log, /metrics or Redis);
+#  - mTLS: a checker certificate for checker RPCs only, a worker
+#    certificate for worker RPCs only.
 . "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/cp_fake.sh"
+. "$top_srcdir/t/lib/redis.sh"
+. "$top_srcdir/t/lib/controller.sh"
+require_modules controlplane_server redis_ownership store_sqlite admin_api pool_api
 
-PY=/usr/bin/python3
-MODS="$top_builddir/modules"
-require_modules checker echo
-command -v tinyproxy >/dev/null 2>&1
-ok $? "tinyproxy is installed (scripts/install-deps.sh)"
-cp_stubs
-
-PW=pw-Checker-Never-Logged-4f1a
-TAP_ON_FAIL='echo "events:"; tail -30 "$EV"; echo "checker log:"; tail -15 "$D/chk.log"'
-
-# ---- upstreams and the echo ---------------------------------------------------
-U1=$(free_port) U2=$(free_port) U3=$(free_port) U4=$(free_port) U5=$(free_port)
-U6=$(free_port) U7=$(free_port) E=$(free_port) CANNED=$(free_port)
-local_upstream() { # NAME FRONTEND PORT
-  printf '[proxyhost]\nmodules = direct, %s\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[%s]\nlisten = 127.0.0.1:%s\n' \
-    "$2" "$MODS" "$(free_port)" "$2" "$3" >"$T/$1.ini"
-  "$PROXYHOST" -c "$T/$1.ini" >>"$T/$1.log" 2>&1 &
-  PIDS="$PIDS $!"
-}
-local_upstream u1 http_proxy "$U1"
-local_upstream u2 socks5 "$U2"
-local_upstream u5 socks5 "$U5"
-U5_PID=$!
-tiny() { # NAME PORT [EXTRA LINE]
-  printf 'Port %s\nListen 127.0.0.1\nTimeout 60\nMaxClients 50\nLogLevel Info\nLogFile "%s/%s.log"\nPidFile "%s/%s.pid"\nAllow 127.0.0.1\n%s\n' \
-    "$2" "$T" "$1" "$T" "$1" "${3:-}" >"$T/$1.conf"
-  tinyproxy -d -c "$T/$1.conf" >"$T/$1.out" 2>&1 &
-  PIDS="$PIDS $!"
-}
-tiny t3 "$U3"
-tiny t4 "$U4" "XTinyproxy Yes"
-tiny t6 "$U6" "BasicAuth alice $PW"
-tiny t7 "$U7"
-T7_PID=$!
-"$PY" -c '
-import socket, sys, threading
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); s.settimeout(300)
-page = b"<html><body>Welcome</body></html>"
-def one(c):
-    c.settimeout(5)
-    try:
-        c.recv(4096)
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(page), page))
-    except OSError:
-        pass
-    c.close()
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=one, args=(c,), daemon=True).start()
-' "$CANNED" >"$T/canned.log" 2>&1 &
-PIDS="$PIDS $!"
-printf '[proxyhost]\nmodules = echo\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[echo]\nlisten = 127.0.0.1:%s\n' \
-  "$MODS" "$(free_port)" "$E" >"$T/echo.ini"
-"$PROXYHOST" -c "$T/echo.ini" >>"$T/echo.log" 2>&1 &
-ECHO_PID=$!
-PIDS="$PIDS $ECHO_PID"
-for p in "$U1" "$U2" "$U3" "$U4" "$U5" "$U6" "$U7" "$E" "$CANNED"; do
-  wait_for port_open "$p" || echo "# port $p not open"
+CTL="$top_builddir/tools/proxyhostctl"
+CK="$top_srcdir/t/lib/cp_checker.py"
+CP_PY=$CK CP_PY_ROLE=checker # for run_py (t/lib/controller.sh)
+PASSWORD=pw-Checker-Never-Logged-5e1d
+DEADLINE=2000
+TAP_ON_FAIL='grep -v "level=debug" "$T/ph.log" | tail -20'
+controller_up "$PASSWORD"
+CHK="--set controlplane_server.check_interval=1s
+  --set controlplane_server.fast_interval=500ms
+  --set controlplane_server.task_deadline=${DEADLINE}ms
+  --set controlplane_server.max_checker_concurrency=8
+  --set controlplane_server.echo_url=http://127.0.0.1:9/echo
+  --set controlplane_server.target_probes=g=www.example.test:443
+  --set controlplane_server.target_host_interval=1s"
+# shellcheck disable=SC2086
+start_proxyhost "$T/ctl.ini" $CHK
+ready() { [ "$(http_get "http://127.0.0.1:$admin/readyz" | head -1)" = 200 ]; }
+wait_long ready; ok $? "the controller is ready"
+ctl() { "$CTL" --admin "127.0.0.1:$admin" --token-file "$T/admin.token" "$@" >/dev/null; }
+ctl credential add upstream-a; ok $? "proxyhostctl credential add upstream-a"
+ctl proxy add p1 --protocol http_connect --host 127.0.0.1 --port 3128 \
+  --groups g --capacity 10 --secret-ref upstream-a; ok $? "p1 (with a credential)"
+for i in 2 3 4 5; do
+  ctl proxy add "p$i" --protocol socks5 --host 127.0.0.1 --port "108$i" --groups g --capacity 5
 done
-port_open "$U7" && port_open "$E" && port_open "$CANNED"
-ok $? "upstreams, the canned page and the echo endpoint listen"
-ECHO="http://127.0.0.1:$E/echo"
-out=$("$CURL" -s -m 5 -H 'X-Proxyhost-Nonce: n-direct' "$ECHO")
-like "$out" '"nonce":"n-direct"' "CP-6-4 the echo endpoint answers with the nonce"
-like "$out" '"remote_addr":"127.0.0.1"' "CP-6-4 ... and the address it saw"
+ok $? "p2..p5"
 
-kill "$U5_PID"
-wait_exit "$U5_PID" 10
-kill -STOP "$T7_PID"
+mget() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" "$1"; }
 
-# CP-6-6: the checker observes and reports; it has no way to write pool
-# state: it links no Redis, PostgreSQL or SQLite client.
-ldd "$MODS/checker/.libs/checker.so" >"$T/ldd.out" 2>&1
-ok $? "ldd reads checker.so"
-grep -E 'hiredis|libpq|sqlite' "$T/ldd.out"
-is $? 1 "CP-6-6 the checker links no Redis, PostgreSQL or SQLite client"
+run_py flow "$cpp" flow "$T" "$DEADLINE"
+run_py missed "$cpp" missed "$T" "$DEADLINE"
+n=$(mget 'proxyhost_cp_controller_check_tasks_total{tier="basic",result="expired"}')
+m=$(mget 'proxyhost_cp_controller_check_tasks_total{tier="egress",result="expired"}')
+[ $((${n:-0} + ${m:-0})) -ge 1 ]; ok $? "CP-6-2 metrics: the missed task counted expired ($n, $m)"
+n=$(mget 'proxyhost_cp_controller_observations_total{result="late"}')
+[ "${n:-0}" -ge 1 ]; ok $? "CP-6-2 metrics: the late observation dropped as late ($n)"
+n=$(mget 'proxyhost_cp_controller_observations_total{result="not_given"}')
+[ "${n:-0}" -ge 1 ]; ok $? "CP-6-2 metrics: the observation of a task never given dropped ($n)"
+n=$(mget 'proxyhost_cp_controller_observations_total{result="accepted"}')
+[ "${n:-0}" -ge 3 ]; ok $? "CP-6-2 metrics: observations accepted ($n)"
+run_py split "$cpp" split "$T" 4
 
-# ---- the checker against the fake controller -------------------------------------
-# start SCENARIO [--set ...]: a fake controller and a checker on it (with
-# FAKE_CERTS set: mTLS, the checker with checker.pem).
-FAKE_CERTS=
-start() {
-  scen=$1
-  shift
-  D="$T/$scen${FAKE_CERTS:+-mtls}"
-  mkdir -p "$D"
-  : >"$D/tasks"
-  export CP_FAKE_TASKS="$D/tasks"
-  cp_fake_start "$D" "$scen" "$FAKE_CERTS"
-  admin=$(free_port)
-  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n' "$MODS" "$admin" >"$D/chk.ini"
-  printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\n' >>"$D/chk.ini"
-  printf 'max_concurrency = 16\ntiers = basic,egress,target\necho.probe_interval = 1s\n' >>"$D/chk.ini"
-  "$PROXYHOST" -c "$D/chk.ini" -control-plane "127.0.0.1:$(cat "$D/port")" \
-    -cluster-id c1 -checker-id k1 -instance-id k1-a -zone z1 "$@" >>"$D/chk.log" 2>&1 &
-  CHK=$!
-  PIDS="$PIDS $CHK"
-}
-N=0
-# task TIER PROTOCOL PORT [key=value ...]: appends a task; prints its id.
-task() {
-  N=$((N + 1))
-  id="t$N"
-  extra=""
-  tier=$1 proto=$2 port=$3
-  shift 3
-  for kv in "$@"; do extra="$extra, \"${kv%%=*}\": \"${kv#*=}\""; done
-  printf '{"task_id": "%s", "proxy_id": "p%s", "tier": %s, "protocol": %s, "port": %s, "echo_url": "%s", "nonce": "nonce-%s", "deadline_ms": 3000%s}\n' \
-    "$id" "$N" "$tier" "$proto" "$port" "$ECHO" "$id" "$extra" >>"$D/tasks"
-  LAST=$id
-}
-# seen ID: the last observation of task ID: "status reason anonymity egress".
-seen() { awk -v t="$1" '$1 == "OB" && $3 == t { r = $5 " " $6 " " $7 " " $8 } END { print r }' "$EV"; }
-observed() { [ -n "$(seen "$1")" ]; }
-mval() { http_get "http://127.0.0.1:$admin/metrics" | grep -v '^#' | grep -F "$1" | awk '{print $2}' | head -1; }
-
-start chk_ok
-wait_long grep -q '^CWATCH s1' "$EV"
-ok $? "the checker registers and opens its task stream"
-like "$(grep '^CREGISTER' "$EV" | head -1)" "CREGISTER k1 k1-a z1 16 1,2,3" \
-  "CP-6-1 RegisterChecker carries the identity, max_concurrency and the tiers"
-
-# BASIC (1) through each kind: http_connect 1, socks5 2, http 3.
-task 1 1 "$U1"; B1=$LAST
-task 1 2 "$U2"; B2=$LAST
-task 1 1 "$U3"; B3=$LAST
-task 1 1 "$U6" user=alice pass=wrong-password; B6=$LAST
-task 1 1 "$U6" user=alice "pass=$PW"; B6OK=$LAST
-task 1 2 "$U5"; B5=$LAST
-task 1 1 "$U7" deadline_ms=1500; B7=$LAST
-# EGRESS (2)
-task 2 1 "$U1"; G1=$LAST
-task 2 3 "$U3"; G3=$LAST
-task 2 3 "$U4"; G4=$LAST
-task 2 3 "$CANNED"; GC=$LAST
-# TARGET (3): a tunnel to host:port, a GET of a URL.
-task 3 2 "$U2" "target=127.0.0.1:$E"; T2=$LAST
-task 3 3 "$U3" "target=http://127.0.0.1:$E/health"; T3=$LAST
-for id in $B1 $B2 $B3 $B6 $B6OK $B5 $B7 $G1 $G3 $G4 $GC $T2 $T3; do
-  wait_long observed "$id" || echo "# no observation of $id"
+# ---- a killed checker's tasks move to another within its TTL --------------
+"$PY" "$CK" "$T/gen" "$cpp" hold "$T" k6 8 >"$T/hold.out" 2>"$T/hold.err" &
+hold_pid=$!
+PIDS="$PIDS $hold_pid"
+wait_cond '[ "$(grep -c "^VALUE task" "$T/hold.out")" -ge 8 ]'
+ok $? "k6 holds 8 tasks (its max_concurrency)"
+"$PY" "$CK" "$T/gen" "$cpp" takeover "$T" k7 30 "$T/held.txt" >"$T/take.out" 2>"$T/take.err" &
+take_pid=$!
+PIDS="$PIDS $take_pid"
+wait_for grep -q '^VALUE started' "$T/take.out"; ok $? "k7 watches"
+kill -KILL "$hold_pid"; wait_exit "$hold_pid" 5
+killed=$("$PY" -c 'import time; print(int(time.time()*1000))')
+sed -n 's/^VALUE task //p' "$T/hold.out" >"$T/held.tmp" && mv "$T/held.tmp" "$T/held.txt"
+wait_exit "$take_pid" 40
+miss=0 late=0
+for k in $(sed -n 's/^VALUE task //p' "$T/hold.out"); do
+  at=$(sed -n "s|^VALUE task $k ||p" "$T/take.out" | head -1)
+  if [ -z "$at" ]; then miss=$((miss + 1)); continue; fi
+  [ $((at - killed)) -le 30000 ] || late=$((late + 1))
 done
-# status: 1 OK, 2 FAILED, 3 TIMEOUT, 4 CHECKER_ERROR; anonymity: 1
-# transparent, 2 anonymous, 3 elite.
-like "$(seen "$B1")" "1 - 0" "CP-6-3 BASIC through proxyhost's http_proxy (CONNECT): OK"
-like "$(seen "$B2")" "1 - 0" "CP-6-3 BASIC through proxyhost's socks5: OK"
-like "$(seen "$B3")" "1 - 0" "CP-6-3 BASIC through tinyproxy (CONNECT): OK"
-like "$(seen "$B6")" "2 auth_failed" "CP-6-3 wrong credentials: FAILED auth_failed"
-like "$(seen "$B6OK")" "1 - 0" "CP-6-3 the right credentials from the task: OK"
-like "$(seen "$B5")" "2 dial_refused" "CP-6-3 a killed proxy: FAILED dial_refused"
-like "$(seen "$B7")" "3 handshake_timeout" "CP-6-2 a stopped proxy: TIMEOUT at the task's deadline"
-like "$(seen "$G1")" "1 - 3 127.0.0.1" "CP-6-4 EGRESS through proxyhost: elite, the egress address the echo saw"
-like "$(seen "$G3")" "1 - 2 127.0.0.1" "CP-6-4 EGRESS through tinyproxy, which adds Via: anonymous"
-like "$(seen "$G4")" "1 - 1 127.0.0.1" "CP-6-4 tinyproxy naming the client (X-Tinyproxy): transparent"
-like "$(seen "$GC")" "2 bad_echo" "CP-6-4 a proxy serving a canned page: FAILED bad_echo"
-like "$(seen "$T2")" "1 - 0" "CP-6-5 TARGET host:port through socks5: OK"
-like "$(seen "$T3")" "1 - 0" "CP-6-5 TARGET URL through an http proxy: OK"
-grep '^OBS s1 ' "$EV" | awk '{print $3}' >"$D/seqs"
-[ "$(head -1 "$D/seqs")" = 1 ] && sort -n -c "$D/seqs" 2>/dev/null
-ok $? "CP-6-2 batches numbered from 1 in the session, increasing"
-is "$(mval 'proxyhost_checker_checks_total{tier="basic",status="ok"}')" 4 \
-  "the checks metric counts by tier and status"
-is "$(mval 'proxyhost_checker_running ')" 0 "nothing runs once every task was answered"
-grep -q "$PW" "$D/chk.log" "$EV" "$D/fake.log"
-is $? 1 "the task's password is in no log"
-http_get "http://127.0.0.1:$admin/metrics" | grep -q -e "$PW" -e "127.0.0.1:$U" -e '"p[0-9]'
-is $? 1 "metrics carry no credential, no proxy id, no address"
-http_get "http://127.0.0.1:$admin/metrics" | sed 1d >"$D/metrics.txt"
-"$PROMTOOL" check metrics <"$D/metrics.txt" >"$D/promtool.out" 2>&1
-ok $? "promtool accepts the checker's exposition"
-sed 's/^/# promtool: /' "$D/promtool.out"
+is "$miss/$late" 0/0 "CP-6-2 every task of the killed checker went to another within the session TTL (30 s)"
+grep -q '^VALUE cred p1 alice' "$T/take.out"
+ok $? "CP-6-2 a task for a proxy with secret_ref carries its credential"
+grep -q '^VALUE egress [0-9a-f]\{32\} http://127.0.0.1:9/echo' "$T/take.out"
+ok $? "CP-6-4 an EGRESS task carries echo_url and a nonce"
+n=$(sed -n 's/^VALUE egress \([0-9a-f]*\) .*/\1/p' "$T/take.out" | sort | uniq -d | wc -l)
+is "$n" 0 "CP-6-4 every EGRESS task has a fresh nonce"
+sed -n 's/^VALUE target //p' "$T/take.out" >"$T/target.txt"
+n=$(wc -l <"$T/target.txt")
+[ "$n" -ge 1 ] && ! grep -qv '^g www.example.test:443 ' "$T/target.txt"
+ok $? "CP-6-5 TARGET tasks carry the group and its probe's target ($n)"
+first=$(head -1 "$T/target.txt" | cut -d' ' -f3) last=$(tail -1 "$T/target.txt" | cut -d' ' -f3)
+[ "$n" -le $(( (${last:-0} - ${first:-0}) / 1000 + 2 )) ]
+ok $? "CP-6-5 TARGET tasks to one host at most one per target_host_interval ($n in $((${last:-0} - ${first:-0})) ms, five proxies)"
 
-# The echo endpoint down: EGRESS is the checker's failure, not the proxy's.
-kill "$ECHO_PID"
-wait_exit "$ECHO_PID" 10
-task 2 1 "$U1"; GD=$LAST
-wait_long observed "$GD"
-like "$(seen "$GD")" "4 echo_unreachable" \
-  "CP-6-4 the echo endpoint down: EGRESS is CHECKER_ERROR echo_unreachable, never FAILED"
-wait_cond '[ "$(mval "proxyhost_checker_echo_up ")" = 0 ]'
-ok $? "proxyhost_checker_echo_up says the echo is down"
-task 1 1 "$U1"; BD=$LAST
-task 1 1 "$U1" "target=127.0.0.1:$CANNED"; BT=$LAST
-wait_long observed "$BD"
-wait_long observed "$BT"
-like "$(seen "$BD")" "4 echo_unreachable" \
-  "CP-6-3 BASIC tunnelling to the echo, which is down: CHECKER_ERROR, not FAILED"
-like "$(seen "$BT")" "1 - 0" "... while BASIC to a live target still passes"
-kill "$CHK" "$FAKE"
-
-# A stale session: the task stream refused, a new RegisterChecker at once.
-start chk_stale
-wait_long grep -q '^CWATCH s2' "$EV"
-ok $? "a stream refused for a stale session: the checker registers again"
-is "$(grep -c '^CREGISTER' "$EV")" 2 "... once"
-kill "$CHK" "$FAKE"
-
-# A transient failure: the same batch again, the same sequence and digest.
-# With max_concurrency 2, three checks of the stopped proxy at once: the
-# third is refused at once, never queued beyond what was registered.
-start chk_unavailable --set checker.max_concurrency=2
-wait_long grep -q '^CWATCH s1' "$EV"
-like "$(grep '^CREGISTER' "$EV")" "CREGISTER k1 k1-a z1 2 " "CP-6-1 max_concurrency 2 registered"
-task 1 1 "$U7" deadline_ms=2000 "target=127.0.0.1:$CANNED"; S1=$LAST
-task 1 1 "$U7" deadline_ms=2000 "target=127.0.0.1:$CANNED"; S2=$LAST
-task 1 1 "$U7" deadline_ms=2000 "target=127.0.0.1:$CANNED"; S3=$LAST
-for id in $S1 $S2 $S3; do wait_long observed "$id"; done
-is "$(for id in $S1 $S2 $S3; do seen "$id" | cut -d' ' -f1-2; done | sort | tr '\n' ' ')" \
-  "3 handshake_timeout 3 handshake_timeout 4 no_resources " \
-  "CP-6-1 a task beyond max_concurrency: CHECKER_ERROR no_resources, the others run"
-wait_long grep -q '^OBCALL s1 OK' "$EV"
-ok $? "after UNAVAILABLE the batch is acknowledged in the same session"
-[ "$(grep -c '^OBS s1 1 ' "$EV")" -ge 2 ]
-ok $? "the batch of sequence 1 was sent again"
-is "$(grep '^OBS s1 1 ' "$EV" | awk '{print $5}' | sort -u | wc -l)" 1 \
-  "CP-6-2 resent byte for byte: one digest for sequence 1"
-kill "$CHK" "$FAKE"
-
-# A fence refusal: a new session numbers its batches from 1 again.
-start chk_fence
-wait_long grep -q '^CWATCH s1' "$EV"
-task 1 1 "$U1" "target=127.0.0.1:$CANNED"
-wait_long grep -q '^OBS s2 1 ' "$EV"
-ok $? "CP-6-2 ALREADY_EXISTS: a new session, its batches from 1"
-kill "$CHK" "$FAKE"
-
-# The controller gone and back on its port: the checker waits out its
-# backoff (state backoff, not a tight loop) and registers again.
-start chk_ok
-wait_long grep -q '^CWATCH s1' "$EV"
-port=$(cat "$D/port")
-kill "$FAKE"
-wait_exit "$FAKE" 10
-wait_long eval '[ "$(mval "proxyhost_checker_session_state{state=\"backoff\"}")" = 1 ]'
-ok $? "the controller gone: the checker's session waits in backoff"
-export CP_FAKE_PORT="$port"
-cp_fake_start "$D" chk_ok
-unset CP_FAKE_PORT
-wait_long grep -q '^CWATCH' "$EV"
-ok $? "the controller back on its port: a new session with its task stream"
-[ "$(mval 'proxyhost_checker_reconnects_total ')" -ge 1 ]
-ok $? "... counted in proxyhost_checker_reconnects_total"
-kill "$CHK" "$FAKE"
-
-# mTLS: the checker presents its own certificate, and the controller sees
-# its SPIFFE id (.../checker/<checker-id>), as a gateway's (issue 26 "The
-# role"). The configuration files pass --check-config.
-"$PROXYHOST" -c "$top_srcdir/conf/checker.ini" --set "proxyhost.module_path=$MODS" \
-  -control-plane 127.0.0.1:7443 -cluster-id c1 -checker-id k1 -instance-id k1-a -zone z1 \
-  --set checker.tls.mode=disabled --check-config >"$T/check.out" 2>&1
-is $? 0 "conf/checker.ini passes --check-config"
-printf '[proxyhost]\nmodule_path = %s\ninclude = %s/conf.d/*.ini\n' "$MODS" "$T" >"$T/base.ini"
-mkdir -p "$T/conf.d"
-cp "$top_srcdir/modules/checker/checker.ini.sample" "$T/conf.d/checker.ini"
-"$PROXYHOST" -c "$T/base.ini" --check-config >"$T/check.out" 2>&1
-is $? 0 "the sample passes --check-config as a drop-in"
-for bad in "tiers=basic,nope" "tiers=basic,basic" "max_concurrency=0" \
-  "echo.url=http://echo.example:8089/" "batch.max=9000" "response_max=512"; do
-  "$PROXYHOST" -c "$T/base.ini" --set "checker.$bad" --check-config >"$T/check.out" 2>&1
-  is $? 2 "--check-config refuses checker.$bad"
+m=$(http_get "http://127.0.0.1:$admin/metrics")
+like "$m" 'proxyhost_cp_controller_rpcs_total{method="RegisterChecker",code="OK"}' \
+  "metrics: RegisterChecker counted by code"
+like "$m" 'proxyhost_cp_controller_checkers ' "metrics: the checkers gauge"
+redis_dump "$T/redis" >"$T/redis.dump" 2>&1
+grep -q ':c:k7:session' "$T/redis.dump"; ok $? "(Redis holds k7's checker session)"
+for f in "$T/ph.log" "$T/redis.dump"; do
+  grep -qa "$PASSWORD" "$f"; is $? 1 "CP-8-5 the proxy password is not in ${f##*/}"
 done
-sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
-ok $? "certificates made (a checker's with spiffe://example.org/prod/checker/k1)"
-FAKE_CERTS=$T
-start chk_ok --set checker.tls.mode=mtls --set "checker.tls.cert_file=$T/checker.pem" \
-  --set "checker.tls.key_file=$T/checker.key" --set "checker.tls.ca_file=$T/ca.pem"
-wait_long grep -q '^CWATCH s1' "$EV"
-like "$(grep '^CREGISTER' "$EV")" "spiffe://example.org/prod/checker/k1" \
-  "over mTLS the controller sees the checker's SPIFFE id"
-task 1 1 "$U1" "target=127.0.0.1:$CANNED"
-wait_long observed "$LAST"
-like "$(seen "$LAST")" "1 - 0" "... and gets its observations"
-# Renewed files on SIGHUP: a new channel presents them (cp_client_tls.c,
-# the gateway's code); the open stream stays.
-kill -HUP "$CHK"
-wait_cond '[ "$(mval "proxyhost_tls_reloads_total{module=\"checker\",result=\"ok\"}")" = 1 ]'
-ok $? "SIGHUP re-reads the checker's TLS files (proxyhost_tls_reloads_total{module=checker})"
-task 1 1 "$U1" "target=127.0.0.1:$CANNED"
-wait_long observed "$LAST"
-like "$(seen "$LAST")" "1 - 0" "... and the checks go on"
-kill "$CHK" "$FAKE"
+printf '%s\n' "$m" | grep -qa "$PASSWORD"; is $? 1 "CP-8-5 the proxy password is not in /metrics"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "the controller stops cleanly"
 
+# ---- a stopped checker (SIGSTOP) loses its tasks, then its session ------
+# Short sessions (3 s; the other keys as cp_rebalance.sh's, so that
+# --check-config accepts them) and a 1 s deadline.
+: >"$T/ph.log"
+# shellcheck disable=SC2086
+start_proxyhost "$T/ctl.ini" $CHK \
+  --set redis_ownership.session_ttl=3s --set redis_ownership.runtime_ttl=2s \
+  --set redis_ownership.ownership_lease=8s \
+  --set controlplane_server.session_ttl=3s \
+  --set controlplane_server.runtime_interval=500ms \
+  --set controlplane_server.snapshot_validity=10s \
+  --set controlplane_server.allocation_safety_margin=1s \
+  --set controlplane_server.refresh_before=5s \
+  --set controlplane_server.task_deadline=1s
+wait_long ready; ok $? "a controller with 3 s sessions is ready"
+"$PY" "$CK" "$T/gen" "$cpp" hold "$T" k8 8 >"$T/stop.out" 2>"$T/stop.err" &
+stop_pid=$!
+PIDS="$PIDS $stop_pid"
+wait_cond '[ "$(grep -c "^VALUE task" "$T/stop.out")" -ge 8 ]'
+ok $? "k8 holds 8 tasks"
+kill -STOP "$stop_pid"
+sed -n 's/^VALUE task //p' "$T/stop.out" >"$T/held.txt"
+"$PY" "$CK" "$T/gen" "$cpp" takeover "$T" k9 30 "$T/held.txt" >"$T/take2.out" 2>"$T/take2.err" &
+take_pid=$!
+PIDS="$PIDS $take_pid"
+wait_exit "$take_pid" 40
+miss=0
+for k in $(cat "$T/held.txt"); do
+  grep -q "^VALUE task $k " "$T/take2.out" || miss=$((miss + 1))
+done
+is "$miss" 0 "CP-6-2 every task of the stopped checker went to another after its deadline"
+gone() { [ "$(redis_cli "$T/redis" EXISTS "ph:cp:{c1}:c:k8:session")" = 0 ]; }
+wait_long gone; ok $? "CP-6-2 the stopped checker's session lapsed in Redis (no renewal while it owed answers)"
+kill -CONT "$stop_pid"
+wait_exit "$stop_pid" 20
+is "$(sed -n 's/^VALUE ended //p' "$T/stop.out")" FAILED_PRECONDITION \
+  "CP-6-2 ... and its stream ended FAILED_PRECONDITION"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "that controller stops cleanly"
+
+# ---- mTLS: checker and worker certificates (issue 26 "The role") ----------
+sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"; ok $? "certificates made with openssl"
+( cd "$T" && umask 077 &&
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout k1.key \
+    -out k1.csr -subj /CN=cp-test-k1 >/dev/null 2>&1 &&
+  printf 'subjectAltName=URI:spiffe://example.org/prod/checker/k1\nextendedKeyUsage=clientAuth\n' >k1.cnf &&
+  openssl x509 -req -in k1.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -out k1.pem -days 2 -extfile k1.cnf >/dev/null 2>&1 ); ok $? "a checker certificate (spiffe://example.org/prod/checker/k1)"
+cpt=$(free_port)
+controller_mtls_ini "$T/ctl.ini" "$T/mtls.ini" "$cpt"
+: >"$T/ph.log"
+# shellcheck disable=SC2086
+start_proxyhost "$T/mtls.ini" $CHK
+wait_long ready; ok $? "the controller starts with tls.mode = mtls"
+id() { # id CERT ID METHOD: the status code name
+  "$PY" "$CK" "$T/gen" "$cpt" ident "$T" "$T/$1.pem" "$T/$1.key" "$T/ca.pem" "$2" "$3" \
+    2>>"$T/ck-mtls.err" | sed -n 's/^VALUE code //p'
+}
+is "$(id k1 k1 checker_watch)" OK "CP-1-3 a checker certificate registers its checker and gets tasks"
+is "$(id k1 k2 checker)" PERMISSION_DENIED "CP-1-3 a checker certificate naming another checker: PERMISSION_DENIED"
+is "$(id worker w1 checker)" PERMISSION_DENIED "CP-1-3 a worker certificate for a checker RPC: PERMISSION_DENIED"
+is "$(id k1 k1 worker)" PERMISSION_DENIED "CP-1-3 a checker certificate for a worker RPC: PERMISSION_DENIED"
+is "$(id worker w1 worker)" OK "(a worker certificate still registers its worker)"
+kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
+is "$EXIT" 0 "the mTLS controller stops cleanly"
 done_testing

@@ -12,7 +12,7 @@ L="$top_srcdir/modules/redis_ownership/lua"
 start_redis "$T/redis" || { ok 1 "redis-server starts"; done_testing; exit 1; }
 ok 0 "redis-server starts"
 
-for s in register issue ack runtime outcomes next_version; do
+for s in register issue ack runtime outcomes next_version checker_register checker_alive; do
   cat "$L/prelude.lua" "$L/$s.lua" >"$T/$s.lua"
 done
 P='ph:cp:{lua}:'
@@ -65,5 +65,30 @@ is "$(ev outcomes w1 s1 2 "$D2")" "seq_smaller 3" "CP-5-14: a smaller sequence"
 like "$(ev register w1 i2 za s2 30000 16)" "ok 1 1" "CP-2-7: re-registering replaces the session"
 is "$(ev outcomes w1 s2 1 "$D1")" "ok 1" "CP-5-18: the outcome fence went with the old session"
 is "$(redis_cli "$T/redis" EXISTS "${P}w:w1:refs")" "0" "CP-2-7: the issued references went too"
+
+# Checkers (issue 26): sessions of their own, the outcome fence on them.
+like "$(ev checker_register w1 ci za k1 30000 2 4 14)" "ok 1 0" \
+  "CP-1-3: a checker registers (its id may equal a worker's)"
+ttl=$(redis_cli "$T/redis" PTTL "${P}c:w1:session")
+[ "$ttl" -gt 0 ] && [ "$ttl" -le 30000 ]
+ok $? "CP-1-3: the checker's session has a server-side TTL ($ttl ms)"
+is "$(redis_cli "$T/redis" HGET "${P}w:w1:session" session)" "s2" \
+  "CP-1-3: ... kept apart from the worker w1's session"
+like "$(ev checker_register c2 ci za k2 30000 2 4 14)" "ok 1 0" "CP-1-3: a second checker"
+is "$(ev checker_register c3 ci za k3 30000 2 4 14)" "limit" \
+  "CP-1-3: max_checkers (2) live checkers: a third is refused"
+redis_cli "$T/redis" DEL "${P}c:c2:session" >/dev/null
+like "$(ev checker_register c3 ci za k3 30000 2 4 14)" "ok 1 0" \
+  "CP-1-3: ... and takes the place of one whose session expired"
+like_re "$(ev checker_alive w1 k1 20000)" "^ok [0-9]+ 4 14$" \
+  "CP-6-1: checker_alive renews the session and says max_concurrency and tiers"
+is "$(ev checker_alive w1 nope 20000)" "stale" "CP-6-2: checker_alive of another session: stale"
+is "$(ev outcomes w1 k1 3 "$D1" c)" "ok 3" "CP-6-2: an observation batch on the checker's session"
+is "$(ev outcomes w1 k1 3 "$D1" c)" "replay 3" "CP-6-2: the same batch again: replay"
+is "$(ev outcomes w1 k1 3 "$D2" c)" "seq_conflict 3" "CP-6-2: same sequence, other digest"
+is "$(ev outcomes w1 k1 2 "$D2" c)" "seq_smaller 3" "CP-6-2: a smaller sequence"
+is "$(ev outcomes w1 s2 9 "$D1" c)" "stale" "CP-6-2: a worker's session is no checker session"
+is "$(redis_cli "$T/redis" HGET "${P}w:w1:session" out_seq)" "1" \
+  "CP-6-2: ... and the worker's outcome fence is untouched"
 stop_redis "$T/redis"
 done_testing

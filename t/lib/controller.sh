@@ -11,8 +11,12 @@
 #                                 # on fresh ports ($admin, $cpp) in $T/ctl.ini,
 #                                 # secrets_dir/upstream-a = alice:PASSWORD
 #                                 # (3 TAP lines; start it with start_proxyhost)
-#   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py, its
-#                                 # RESULT lines as TAP ($T/py-NAME.out)
+#   controller_mtls_ini IN OUT CP # OUT: IN on gRPC port CP with tls.mode
+#                                 # mtls (cp_grpc_certs.sh's files in $T,
+#                                 # trust domain example.org, env prod)
+#   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py (or
+#                                 # $CP_PY, a $CP_PY_ROLE), its RESULT
+#                                 # lines as TAP ($T/py-NAME.out)
 #   gw_has_view ADMIN             # the gateway on ADMIN holds a running
 #                                 # session with an accepted view (ready
 #                                 # needs a usable proxy too: issue 23 item 4)
@@ -80,10 +84,23 @@ controller_up() {
   (umask 077 && printf 'alice:%s\n' "$1" >"$T/secrets/upstream-a")
 }
 
+controller_mtls_ini() {
+  sed -e "s/^listen = 127.0.0.1:$cpp\$/listen = 127.0.0.1:$3/" \
+    -e '/^tls.mode = disabled/d' "$1" >"$2"
+  cat >>"$2" <<EOC
+tls.mode = mtls
+tls.cert_file = $T/server.pem
+tls.key_file = $T/server.key
+tls.ca_file = $T/ca.pem
+trust_domain = example.org
+environment = prod
+EOC
+}
+
 run_py() {
   _n=$1; shift
-  "$PY" "$top_srcdir/t/lib/cp_client.py" "$T/gen" "$@" >"$T/py-$_n.out" 2>"$T/py-$_n.err"
-  ok $? "the Python worker ran to the end ($_n)"
+  "$PY" "${CP_PY:-$top_srcdir/t/lib/cp_client.py}" "$T/gen" "$@" >"$T/py-$_n.out" 2>"$T/py-$_n.err"
+  ok $? "the Python ${CP_PY_ROLE:-worker} ran to the end ($_n)"
   while read -r tag st name; do
     [ "$tag" = RESULT ] && ok "$st" "$name"
   done <"$T/py-$_n.out"

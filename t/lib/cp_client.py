@@ -23,33 +23,15 @@ import grpc  # noqa: E402
 from controlplane.v1 import controlplane_pb2 as pb  # noqa: E402
 from controlplane.v1 import controlplane_pb2_grpc as rpc  # noqa: E402
 import cp_checksum  # noqa: E402  (t/lib/cp_checksum.py: an independent checksum)
+import cp_py  # noqa: E402  (t/lib/cp_py.py)
+from cp_py import code_of, result, value  # noqa: E402
 
 SC = grpc.StatusCode
 TIMEOUT = 10
 
 
-def result(ok, name):
-    print("RESULT %d %s" % (0 if ok else 1, name), flush=True)
-
-
-def value(name, v):
-    print("VALUE %s %s" % (name, v), flush=True)
-
-
 def channel(cert=None, key=None, ca=None):
-    target = "127.0.0.1:%s" % PORT
-    if not ca:
-        return grpc.insecure_channel(target)
-    rd = lambda p: open(p, "rb").read() if p else None  # noqa: E731
-    creds = grpc.ssl_channel_credentials(rd(ca), rd(key), rd(cert))
-    return grpc.secure_channel(target, creds)
-
-
-def code_of(fn):
-    try:
-        return SC.OK, fn()
-    except grpc.RpcError as e:
-        return e.code(), None
+    return cp_py.channel(PORT, cert, key, ca)
 
 
 def register(stub, worker="w1", instance="i1", cluster="c1"):

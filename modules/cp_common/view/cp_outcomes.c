@@ -238,15 +238,15 @@ static void sha_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data) {
     s->failed = 1;
 }
 
-/* SHA-256 over msg packed (the caller blanked the identity fields). */
-static int msg_digest(const ProtobufCMessage *msg, uint8_t out[32]) {
+/* SHA-256 of m packed (its id fields already emptied by the caller). */
+static int digest_packed(const ProtobufCMessage *m, uint8_t out[32]) {
   sha_buffer s = {{sha_append}, EVP_MD_CTX_new(), 0};
   if (!s.ctx)
     return PH_ENOMEM;
   unsigned int len = 0;
   int rc = PH_ENOMEM;
   if (EVP_DigestInit_ex(s.ctx, EVP_sha256(), NULL) == 1) {
-    protobuf_c_message_pack_to_buffer(msg, &s.base);
+    protobuf_c_message_pack_to_buffer(m, &s.base);
     if (!s.failed && EVP_DigestFinal_ex(s.ctx, out, &len) == 1 && len == 32)
       rc = PH_OK;
   }
@@ -260,7 +260,7 @@ int cp_outcome_digest(const Controlplane__V1__ReportOutcomesRequest *req,
     return PH_EINVAL;
   Controlplane__V1__ReportOutcomesRequest copy = *req;
   with_ids(&copy, "", "");
-  return msg_digest(&copy.base, out);
+  return digest_packed(&copy.base, out);
 }
 
 int cp_observation_digest(
@@ -270,5 +270,5 @@ int cp_observation_digest(
   Controlplane__V1__ReportObservationsRequest copy = *req;
   copy.checker_id = (char *)"";
   copy.session_id = (char *)"";
-  return msg_digest(&copy.base, out);
+  return digest_packed(&copy.base, out);
 }

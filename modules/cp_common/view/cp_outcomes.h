@@ -159,11 +159,8 @@ void cp_outq_stats_get(const cp_outq *q, cp_outq_stats *st);
  * received, the gateway over the batch it cut. PH_OK, or PH_ENOMEM. */
 int cp_outcome_digest(const Controlplane__V1__ReportOutcomesRequest *req,
                       uint8_t out[32]);
-
-/* The same for a checker's observation batch (issue 26): SHA-256 over req
- * packed with checker_id and session_id empty (docs/api/controlplane.md
- * #digest); the checker computes it over the batch it cut, the controller
- * over the request it received. PH_OK, or PH_ENOMEM. */
+/* The same digest of a checker's observation batch (issue 26, CP-6-2):
+ * SHA-256 over req packed with checker_id and session_id empty. */
 int cp_observation_digest(
     const Controlplane__V1__ReportObservationsRequest *req, uint8_t out[32]);
 

@@ -252,6 +252,10 @@ local function rebalance(pending)
       return rebalance_max - pending - budget, 0
     end
     local f, moved = live[from], false
+    -- The owner is always a home for its own proxies, whether or not its
+    -- report counts now: a proxy moves only to a better home than staying.
+    local took = can_take[from]
+    can_take[from] = true
     for _, p in ipairs(redis.call('ZRANGE', wkey(from, 'owned'), 0, -1)) do
       local c, z = cap_of[p], zone_of[p]
       if c and not taken[p] and not moving[p] and not listed[p] then
@@ -274,6 +278,7 @@ local function rebalance(pending)
         end
       end
     end
+    can_take[from] = took
     if not moved then
       break
     end

@@ -1,11 +1,13 @@
 -- SPDX-License-Identifier: BSD-2-Clause
--- outcomes: ARGV worker, session, sequence, digest_hex. The (session,
--- sequence, SHA-256) fence of outcome batches (CP-1-30, CP-5-11..14).
+-- outcomes: ARGV worker, session, sequence, digest_hex[, kind]. The
+-- (session, sequence, SHA-256) fence of outcome batches (CP-1-30,
+-- CP-5-11..14), and with kind 'c' of a checker's observation batches
+-- (script "observations": the same text, CP-6-2).
 -- Only one sequence and one digest per session, in the session hash, so
 -- they go with it (CP-1-31, CP-5-18: no TTL of their own).
 -- Returns {'ok'|'replay'|'seq_smaller'|'seq_conflict', last_sequence} or
 -- {'stale'}.
-local sk = current(ARGV[2], ARGV[3])
+local sk = current(ARGV[2], ARGV[3], ARGV[6])
 if not sk then
   return {'stale'}
 end

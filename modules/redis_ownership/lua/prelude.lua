@@ -9,12 +9,18 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function wkey(w, what)
-  return P .. 'w:' .. w .. ':' .. what
+-- A key of worker (kind 'w') or checker (kind 'c') id: their sessions and
+-- fences live apart, so a checker id may equal a worker id.
+local function rkey(kind, id, what)
+  return P .. kind .. ':' .. id .. ':' .. what
 end
--- The session hash's key when session is the worker's current session.
-local function current(w, session)
-  local k = wkey(w, 'session')
+local function wkey(w, what)
+  return rkey('w', w, what)
+end
+-- The session hash's key when session is the current session of worker
+-- w (kind nil or 'w') or of checker w (kind 'c').
+local function current(w, session, kind)
+  local k = rkey(kind or 'w', w, 'session')
   if redis.call('HGET', k, 'session') == session then
     return k
   end

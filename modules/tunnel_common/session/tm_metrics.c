@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "frontend/stream_metrics.h"
+#include "lib/metric_table.h"
 
 /* In enum order from TM_CLOSE_TRANSPORT (1). */
 const char *const tm_close_reason_names[] = {
@@ -41,7 +42,7 @@ struct tm_metrics {
   ph_series *bp[2][TM_R_REJECTED + 1]; /* [legacy][result] */
   ph_series *writer_wait;
   ph_series *sessions;
-  ph_series *closed[TM_CLOSE_GOAWAY_DONE + 1];
+  ph_series *closed[TM_CLOSE_GOAWAY_DONE]; /* [reason - 1] */
 };
 
 static const char *const components[] = {"client", "server", "agent", NULL};
@@ -50,12 +51,10 @@ static const char *const results[] = {"success", "failure", "timeout",
                                       "rejected", NULL};
 
 /* Seconds, 10 µs (an uncontended writer) to 10 s (a stalled window). */
-static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001,
-                                 0.00025, 0.0005,   0.001,   0.0025,
-                                 0.005,   0.01,     0.025,   0.05,
-                                 0.1,     0.25,     0.5,     1,
-                                 2.5,     5,        10};
-#define N_BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+static const double buckets[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025,
+                                 0.0005,  0.001,    0.0025,  0.005,  0.01,
+                                 0.025,   0.05,     0.1,     0.25,   0.5,
+                                 1,       2.5,      5,       10};
 
 static const ph_label_def comp_label[] = {{"component", components}};
 static const ph_label_def bp_labels[] = {{"component", components},
@@ -64,27 +63,36 @@ static const ph_label_def bp_labels[] = {{"component", components},
 static const ph_label_def closed_labels[] = {{"component", components},
                                              {"reason", tm_close_reason_names}};
 
-static const ph_metric_def stall_def = {
-    "tunnelmesh_stream_window_stall_seconds",
-    "Time a stream's writer waited for send window",
-    PH_METRIC_HISTOGRAM, comp_label, 1, buckets, N_BUCKETS};
-static const ph_metric_def bp_def = {
-    "tunnelmesh_stream_backpressure_total",
-    "Backpressure events by open mode and what became of the stream: "
-    "success (it waited and went on), rejected (it was reset), failure "
-    "(its session closed)",
-    PH_METRIC_COUNTER, bp_labels, 3, NULL, 0};
-static const ph_metric_def writer_def = {
-    "proxyhost_stream_writer_wait_seconds",
-    "Time a frame waited in a tunnel connection's writer",
-    PH_METRIC_HISTOGRAM, comp_label, 1, buckets, N_BUCKETS};
-static const ph_metric_def sessions_def = {
-    "proxyhost_stream_tunnel_sessions", "Tunnel sessions (WebSockets) now",
-    PH_METRIC_GAUGE, comp_label, 1, NULL, 0};
-static const ph_metric_def closed_def = {
-    "proxyhost_stream_tunnel_sessions_closed_total",
-    "Tunnel sessions ended, by reason", PH_METRIC_COUNTER, closed_labels, 2,
-    NULL, 0};
+/* The results a backpressure event can have (bp_result), either mode:
+ * over (open_mode, result), the component being fixed. */
+static const char *const bp_combos[] = {NULL,       "success", NULL,
+                                        "rejected", NULL,      "failure"};
+
+/* Every family's first label is the component, fixed to the role's
+ * (ph_metric_table_register_fixed). In registration order. */
+static const ph_metric_table tm_table[] = {
+    PH_METRIC("tunnelmesh_stream_window_stall_seconds", PH_METRIC_HISTOGRAM,
+              "Time a stream's writer waited for send window",
+              PH_METRIC_LABELS(comp_label), PH_METRIC_BUCKETS(buckets),
+              tm_metrics, stall),
+    PH_METRIC_ONLY("tunnelmesh_stream_backpressure_total", PH_METRIC_COUNTER,
+                   "Backpressure events by open mode and what became of the "
+                   "stream: success (it waited and went on), rejected (it "
+                   "was reset), failure (its session closed)",
+                   PH_METRIC_LABELS(bp_labels), PH_METRIC_NO_BUCKETS,
+                   PH_METRIC_COMBOS(bp_combos, 3), tm_metrics, bp),
+    PH_METRIC("proxyhost_stream_writer_wait_seconds", PH_METRIC_HISTOGRAM,
+              "Time a frame waited in a tunnel connection's writer",
+              PH_METRIC_LABELS(comp_label), PH_METRIC_BUCKETS(buckets),
+              tm_metrics, writer_wait),
+    PH_METRIC("proxyhost_stream_tunnel_sessions", PH_METRIC_GAUGE,
+              "Tunnel sessions (WebSockets) now", PH_METRIC_LABELS(comp_label),
+              PH_METRIC_NO_BUCKETS, tm_metrics, sessions),
+    PH_METRIC("proxyhost_stream_tunnel_sessions_closed_total",
+              PH_METRIC_COUNTER, "Tunnel sessions ended, by reason",
+              PH_METRIC_LABELS(closed_labels), PH_METRIC_NO_BUCKETS, tm_metrics,
+              closed),
+    PH_METRIC_END};
 
 /* What each role records besides its session metrics (stream_metrics.h). */
 static unsigned uses_of(int component) {
@@ -101,13 +109,6 @@ static unsigned uses_of(int component) {
   }
 }
 
-static ph_metric *reg(const ph_api *api, ph_ctx *ctx, const ph_metric_def *d,
-                      const char *const *combos, size_t n) {
-  if (api->size > offsetof(ph_api, metric_only) && api->metric_only)
-    return api->metric_only(ctx, d, combos, n);
-  return api->metric(ctx, d);
-}
-
 tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
                                 int component) {
   if (component < TM_COMPONENT_CLIENT || component > TM_COMPONENT_AGENT)
@@ -116,38 +117,14 @@ tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
   if (!m)
     return NULL;
   m->api = api;
-  const char *c = components[component];
-  const char *one[] = {c};
-  const char *with_any[] = {c, NULL};
-  /* The results a backpressure event can have (bp_result), either mode. */
-  const char *bp_combos[] = {c, NULL, "success", c, NULL, "rejected",
-                             c, NULL, "failure"};
   if (stream_metrics_init(&m->sm, api, ctx, component, uses_of(component)) !=
-      PH_OK)
-    goto fail;
-  ph_metric *stall = reg(api, ctx, &stall_def, one, 1);
-  ph_metric *bp = reg(api, ctx, &bp_def, bp_combos, 3);
-  ph_metric *writer = reg(api, ctx, &writer_def, one, 1);
-  ph_metric *sessions = reg(api, ctx, &sessions_def, one, 1);
-  ph_metric *closed = reg(api, ctx, &closed_def, with_any, 1);
-  if (!stall || !bp || !writer || !sessions || !closed)
-    goto fail;
-  m->stall = api->series(stall, one);
-  m->writer_wait = api->series(writer, one);
-  m->sessions = api->series(sessions, one);
-  for (int i = 0; modes[i]; i++)
-    for (int r = 0; results[r]; r++) {
-      const char *v[] = {c, modes[i], results[r]};
-      m->bp[i][r] = api->series(bp, v); /* NULL for timeout: not declared */
-    }
-  for (int i = 0; tm_close_reason_names[i]; i++) {
-    const char *v[] = {c, tm_close_reason_names[i]};
-    m->closed[i + 1] = api->series(closed, v); /* reasons start at 1 */
+          PH_OK ||
+      ph_metric_table_register_fixed(api, ctx, tm_table, components[component],
+                                     m) != PH_OK) {
+    free(m);
+    return NULL;
   }
   return m;
-fail:
-  free(m);
-  return NULL;
 }
 
 void tm_metrics_free(tm_metrics *m) { free(m); }
@@ -224,6 +201,6 @@ void tm_obs_session(tm_metrics *m, int delta) {
 
 void tm_obs_session_closed(tm_metrics *m, int reason) {
   if (m && reason >= TM_CLOSE_TRANSPORT && reason <= TM_CLOSE_GOAWAY_DONE)
-    m->api->inc(m->closed[reason], 1);
+    m->api->inc(m->closed[reason - TM_CLOSE_TRANSPORT], 1);
 }
 

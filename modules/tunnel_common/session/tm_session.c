@@ -41,15 +41,16 @@ static void sess_free(tm_session *s) {
   free(s);
 }
 
-void sess_enter(tm_session *s) { s->depth++; }
+void sess_enter(tm_session *s) { guard_enter(&s->entries); }
 
 void sess_maybe_free(tm_session *s) {
-  if (s->depth == 0 && s->closed && ilist_empty(&s->streams))
+  if (!guard_inside(&s->entries) && s->closed && ilist_empty(&s->streams))
     sess_free(s);
 }
 
 void sess_leave(tm_session *s) {
-  if (--s->depth > 0)
+  (void)guard_leave(&s->entries); /* never dead: closed decides */
+  if (guard_inside(&s->entries))
     return;
   if (s->dead_streams) {
     s->dead_streams = 0;
@@ -151,8 +152,8 @@ void sess_violation(tm_session *s) {
 }
 
 void sess_drain_check(tm_session *s) {
-  if ((s->goaway_sent || s->goaway_rcvd) && s->live == 0 && !s->cq_head &&
-      !s->drr.head)
+  if ((s->goaway_sent || s->goaway_rcvd) && s->live == 0 &&
+      ilist_empty(&s->cq) && !s->drr.head)
     sess_fail(s, TM_CLOSE_GOAWAY_DONE);
 }
 
@@ -243,6 +244,7 @@ tm_session *tm_session_new(const ph_api *api, ph_ctx *ctx,
     return NULL;
   ilist_init(&s->streams);
   ilist_init(&s->kicks);
+  ilist_init(&s->cq);
   s->api = api;
   s->ctx = ctx;
   s->loop = api->loop(ctx);

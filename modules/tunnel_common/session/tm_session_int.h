@@ -19,17 +19,18 @@
 #include <proxyhost/connector.h>
 
 #include "lib/clocks.h"
+#include "lib/guard.h"
 #include "lib/idtab.h"
 #include "lib/ilist.h"
-#include "tunnel_common/proto/tm_drr.h"
 #include "tm_metrics.h"
-#include "tunnel_common/proto/tm_open.h"
 #include "tm_session.h"
+#include "tunnel_common/proto/tm_drr.h"
+#include "tunnel_common/proto/tm_open.h"
 #include "tunnel_common/proto/tm_window.h"
 
 /* A queued control frame: headroom, then the 10-byte header and payload. */
 typedef struct tm_fbuf {
-  struct tm_fbuf *next;
+  ilist_node link; /* in the session's cq */
   size_t len;   /* header + payload */
   int64_t t_us; /* when queued: the writer's queue wait */
   uint8_t data[];
@@ -38,7 +39,7 @@ typedef struct tm_fbuf {
 /* Inbound DATA, copied once on arrival: small payloads share the tail
  * chunk (TM-P2-7: no regrowth, no second copy). */
 typedef struct tm_chunk {
-  struct tm_chunk *next;
+  ilist_node link;        /* in the stream's in */
   uint32_t off, len, cap; /* unread bytes are data[off .. off+len) */
   uint8_t data[];
 } tm_chunk;
@@ -67,8 +68,8 @@ struct tm_stream {
   unsigned stalled : 1;      /* a write found no send window */
   uint32_t peer_window;      /* acceptor: the opener's window, until accept */
   tm_window win;
-  tm_chunk *in_head, *in_tail;
-  uint32_t in_bytes, in_entries;
+  ilist in; /* tm_chunk, oldest first (its length: the entries) */
+  uint32_t in_bytes;
   uint8_t *out; /* ring of out_cap bytes, allocated at the first write */
   uint32_t out_off, out_len;
   int64_t out_since_us, stall_since_us;
@@ -104,8 +105,7 @@ struct tm_session {
   uint32_t next_id, peer_max_id;
   uint32_t in_entries_max;
   /* the writer */
-  tm_fbuf *cq_head, *cq_tail;
-  uint32_t cq_frames;
+  ilist cq; /* tm_fbuf, oldest first (its length: the frames) */
   size_t cq_bytes;
   /* Answers owed: the peer's opens not answered yet, each of which will
    * put one frame (OPEN_RESULT or RESET) of at most owed_frame_bytes in
@@ -126,7 +126,7 @@ struct tm_session {
   /* violations (TM-FAIL-7) */
   uint32_t viol_count;
   int64_t viol_start_ms;
-  unsigned depth;
+  guard entries;     /* lib/guard.h: the depth only (closed is not dead) */
   int close_reason;  /* a close is pending (or done) for this reason */
   unsigned closed : 1;         /* torn down: a husk for orphan streams */
   unsigned transport_gone : 1; /* never call t again */

@@ -41,14 +41,10 @@ static int readable(const tm_stream *st) {
 }
 
 static void drop_inbound(tm_stream *st) {
-  while (st->in_head) {
-    tm_chunk *c = st->in_head;
-    st->in_head = c->next;
-    free(c);
-  }
-  st->in_tail = NULL;
+  ilist_node *n;
+  while ((n = ilist_pop(&st->in)))
+    free(ILIST_ENTRY(n, tm_chunk, link));
   st->in_bytes = 0;
-  st->in_entries = 0;
 }
 
 static void drop_outbound(tm_stream *st) {
@@ -78,6 +74,7 @@ tm_stream *st_new(tm_session *s, uint32_t id, int local) {
   st->state = TM_ST_IDLE;
   st->reset_code = -1;
   st->close_code = TM_RESET_CANCEL;
+  ilist_init(&st->in);
   ilist_push(&s->streams, &st->slink);
   return st;
 }
@@ -125,7 +122,7 @@ void st_release(tm_stream *st) {
   kick_unlink(st);
   st->dead = 1;
   st->fn = NULL;
-  if (s->depth == 0) {
+  if (!guard_inside(&s->entries)) {
     st_free_mem(st);
     sess_maybe_free(s);
   } else {
@@ -208,28 +205,24 @@ static void violation(tm_stream *st, int bp_reason) {
 }
 
 static int append(tm_stream *st, const uint8_t *p, uint32_t n) {
-  tm_chunk *t = st->in_tail;
+  ilist_node *last = ilist_last(&st->in);
+  tm_chunk *t = last ? ILIST_ENTRY(last, tm_chunk, link) : NULL;
   if (t && t->cap - t->off - t->len >= n) {
     memcpy(t->data + t->off + t->len, p, n);
     t->len += n;
   } else {
-    if (st->in_entries >= st->s->in_entries_max)
+    if (ilist_len(&st->in) >= st->s->in_entries_max)
       return -1;
     uint32_t cap = n > TM_CHUNK_MIN ? n : TM_CHUNK_MIN;
     tm_chunk *c = malloc(sizeof(*c) + cap);
     if (!c)
       return -1;
-    c->next = NULL;
+    ilist_node_init(&c->link);
     c->off = 0;
     c->len = n;
     c->cap = cap;
     memcpy(c->data, p, n);
-    if (t)
-      t->next = c;
-    else
-      st->in_head = c;
-    st->in_tail = c;
-    st->in_entries++;
+    ilist_push(&st->in, &c->link);
   }
   st->in_bytes += n;
   return 0;
@@ -404,28 +397,28 @@ static ssize_t t_peek(ph_stream *p, const void **data) {
   tm_stream *st = ts(p);
   if (st->reset || st->dead)
     return PH_ERESET;
-  if (st->in_head) {
-    *data = st->in_head->data + st->in_head->off;
-    return (ssize_t)st->in_head->len;
+  ilist_node *first = ilist_first(&st->in);
+  if (first) {
+    const tm_chunk *c = ILIST_ENTRY(first, tm_chunk, link);
+    *data = c->data + c->off;
+    return (ssize_t)c->len;
   }
   return st->fin_rcvd ? 0 : PH_EAGAIN;
 }
 
 static void t_consume(ph_stream *p, size_t n) {
   tm_stream *st = ts(p);
-  tm_chunk *c = st->in_head;
-  if (st->reset || st->dead || !c)
+  ilist_node *first = ilist_first(&st->in);
+  if (st->reset || st->dead || !first)
     return;
+  tm_chunk *c = ILIST_ENTRY(first, tm_chunk, link);
   if (n > c->len)
     n = c->len; /* more than peek showed: a caller bug, clamped */
   c->off += (uint32_t)n;
   c->len -= (uint32_t)n;
   st->in_bytes -= (uint32_t)n;
   if (c->len == 0) {
-    st->in_head = c->next;
-    if (!st->in_head)
-      st->in_tail = NULL;
-    st->in_entries--;
+    ilist_remove(&c->link);
     free(c);
   }
   if (st->fc && n) {

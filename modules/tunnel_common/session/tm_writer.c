@@ -16,7 +16,7 @@
 #include "tm_session_int.h"
 
 int cq_room(const tm_session *s, size_t len) {
-  return s->cq_frames < s->cfg.control_queue_frames &&
+  return ilist_len(&s->cq) < s->cfg.control_queue_frames &&
          s->cq_bytes + TM_HEADER_LEN + len <= s->cfg.control_queue_bytes;
 }
 
@@ -30,18 +30,13 @@ int cq_push(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
   tm_fbuf *b = malloc(sizeof(*b) + hr + TM_HEADER_LEN + len);
   if (!b)
     return -1;
-  b->next = NULL;
+  ilist_node_init(&b->link);
   b->len = TM_HEADER_LEN + len;
   b->t_us = mono_us();
   tm_frame_header(b->data + hr, type, 0, id, (uint32_t)len);
   if (len)
     memcpy(b->data + hr + TM_HEADER_LEN, p, len);
-  if (s->cq_tail)
-    s->cq_tail->next = b;
-  else
-    s->cq_head = b;
-  s->cq_tail = b;
-  s->cq_frames++;
+  ilist_push(&s->cq, &b->link);
   s->cq_bytes += b->len;
   wr_need(s);
   return 0;
@@ -56,7 +51,7 @@ static int short_of_room(const tm_session *s, uint32_t sixteenths) {
     mf = 2;
   if (mb < 2u * s->owed_frame_bytes)
     mb = 2u * s->owed_frame_bytes;
-  uint64_t f = (uint64_t)s->cq_frames + s->owed + mf;
+  uint64_t f = (uint64_t)ilist_len(&s->cq) + s->owed + mf;
   uint64_t b = (uint64_t)s->cq_bytes + (uint64_t)s->owed * s->owed_frame_bytes +
                mb;
   return f > s->cfg.control_queue_frames || b > s->cfg.control_queue_bytes;
@@ -79,7 +74,7 @@ void cq_pressure(tm_session *s) {
     PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
               "reading paused: the control queue could not take the "
               "answers owed (streams.control_queue_frames/_bytes)",
-              PH_UINT("queued_frames", s->cq_frames),
+              PH_UINT("queued_frames", ilist_len(&s->cq)),
               PH_UINT("answers_owed", s->owed));
   }
   s->t.pause_read(s->targ, want);
@@ -95,31 +90,23 @@ void cq_must(tm_session *s, uint8_t type, uint32_t id, const uint8_t *p,
 }
 
 void cq_free_all(tm_session *s) {
-  while (s->cq_head) {
-    tm_fbuf *b = s->cq_head;
-    s->cq_head = b->next;
-    free(b);
-  }
-  s->cq_tail = NULL;
-  s->cq_frames = 0;
+  ilist_node *n;
+  while ((n = ilist_pop(&s->cq)))
+    free(ILIST_ENTRY(n, tm_fbuf, link));
   s->cq_bytes = 0;
 }
 
 void wr_need(tm_session *s) {
   if (s->write_wanted || s->closed || s->close_reason || s->transport_gone)
     return;
-  if (!s->cq_head && !s->drr.head)
+  if (ilist_empty(&s->cq) && !s->drr.head)
     return;
   s->write_wanted = 1;
   s->t.want_write(s->targ);
 }
 
 static int send_control(tm_session *s) {
-  tm_fbuf *b = s->cq_head;
-  s->cq_head = b->next;
-  if (!s->cq_head)
-    s->cq_tail = NULL;
-  s->cq_frames--;
+  tm_fbuf *b = ILIST_ENTRY(ilist_pop(&s->cq), tm_fbuf, link);
   s->cq_bytes -= b->len;
   tm_obs_queue_wait(s->m, TM_Q_WRITER, (uint64_t)(mono_us() - b->t_us));
   int rc = s->t.write(s->targ, b->data + s->t.headroom, b->len);
@@ -175,7 +162,7 @@ void wr_one(tm_session *s) {
   s->write_wanted = 0;
   if (s->closed || s->close_reason || s->transport_gone)
     return;
-  int control = s->cq_head != NULL;
+  int control = !ilist_empty(&s->cq);
   int rc = control ? send_control(s) : send_data(s);
   if (rc < 0) {
     sess_fail(s, TM_CLOSE_TRANSPORT);

@@ -272,7 +272,14 @@ void tm_ws_conn_close(tm_ws_conn *c, int status, const char *reason) {
   if (c->close_pending || c->deferred_error)
     return;
   if (c->resolve) {
-    /* Still resolving its name: a connect error, from the loop. */
+    /* Still resolving its name: a connect error, from the loop. The
+     * answer is detached now, so that one arriving before the deferred
+     * error cannot start the connect after all. */
+    c->resolve->c = NULL;
+    c->resolve = NULL;
+    if (c->job > 0)
+      c->w->api->job_cancel(c->w->ctx, c->job);
+    c->job = 0;
     tmws_set_close(c, status, reason);
     c->deferred_error = 1;
     c->w->api->timer_set(c->w->deferred, 1, 0);

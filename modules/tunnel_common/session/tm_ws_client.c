@@ -58,15 +58,9 @@ static int rx_answer(tm_ws_conn *c, uint8_t *in, size_t len) {
   tm_ws *w = c->w;
   tm_wsc_answer ans;
   const char *why = NULL;
-  if (!e->ans) {
-    e->ans = malloc(TM_WSC_RESP_MAX);
-    if (!e->ans)
-      return -1;
-  }
-  size_t before = e->ans_len;
-  size_t take = len < TM_WSC_RESP_MAX - before ? len : TM_WSC_RESP_MAX - before;
-  memcpy(e->ans + before, in, take);
-  e->ans_len += take;
+  size_t before;
+  if (tmws_head_take(c, in, len, TM_WSC_RESP_MAX, &before) < 0)
+    return -1;
   int n = tm_wsc_response(e->ans, e->ans_len, e->key, &ans, &why);
   if (n == TM_WSC_HS_MORE)
     return 0;
@@ -89,9 +83,7 @@ static int rx_answer(tm_ws_conn *c, uint8_t *in, size_t len) {
                                                     : TM_SUBPROTO_BASE;
   }
   /* else: an old server (legacy, TM-PROTO-16). */
-  free(e->ans);
-  e->ans = NULL;
-  e->ans_len = 0;
+  tmws_head_drop(c);
   c->subproto = sub;
   c->state = CS_OPEN;
   lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);

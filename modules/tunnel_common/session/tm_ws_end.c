@@ -440,16 +440,38 @@ void tmws_end_goodbye(tm_ws_conn *c) {
   (void)tmws_end_close_now(c);
 }
 
+int tmws_head_take(tm_ws_conn *c, const uint8_t *in, size_t len, size_t max,
+                   size_t *before) {
+  struct tm_ws_end *e = &c->ce;
+  if (!e->ans) {
+    e->ans = malloc(max);
+    if (!e->ans)
+      return -1;
+  }
+  *before = e->ans_len;
+  size_t take = len < max - e->ans_len ? len : max - e->ans_len;
+  memcpy(e->ans + e->ans_len, in, take);
+  e->ans_len += take;
+  return 0;
+}
+
+void tmws_head_drop(tm_ws_conn *c) {
+  struct tm_ws_end *e = &c->ce;
+  if (e->ans) {
+    tmws_wipe(e->ans, e->ans_len);
+    free(e->ans);
+  }
+  e->ans = NULL;
+  e->ans_len = 0;
+}
+
 void tmws_end_free(tm_ws_conn *c) {
   struct tm_ws_end *e = &c->ce;
   if (e->req) {
     tmws_wipe(e->req, LWS_PRE + e->req_len);
     free(e->req);
   }
-  if (e->ans) {
-    tmws_wipe(e->ans, e->ans_len);
-    free(e->ans);
-  }
+  tmws_head_drop(c);
   free(e->pend.p);
   if (e->ssl)
     SSL_free(e->ssl); /* and its BIOs */

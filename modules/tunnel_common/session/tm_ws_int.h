@@ -199,6 +199,14 @@ int tmws_end_write(tm_ws_conn *c, const uint8_t *buf, size_t len);
  * (tmws_end_deferred). */
 void tmws_end_resumed(tm_ws_conn *c);
 void tmws_end_deferred(tm_ws_conn *c);
+/* The peer's head (the client reads the 101, the server the upgrade
+ * request): len bytes of in appended to e->ans, up to max in all (the
+ * scanner refuses a head that does not fit). *before gets the bytes held
+ * before this read. 0, or -1 when out of memory. */
+int tmws_head_take(tm_ws_conn *c, const uint8_t *in, size_t len, size_t max,
+                   size_t *before);
+/* The head is done with: wiped (it may hold a token) and freed. */
+void tmws_head_drop(tm_ws_conn *c);
 /* Best effort at tm_ws_free: a close frame written now. */
 void tmws_end_goodbye(tm_ws_conn *c);
 void tmws_end_free(tm_ws_conn *c);

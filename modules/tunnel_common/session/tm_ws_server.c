@@ -69,16 +69,6 @@ static void capture_bearer(tm_ws_conn *c, const char *v, size_t n) {
   c->bearer_len = n - off;
 }
 
-static void drop_head(tm_ws_conn *c) {
-  struct tm_ws_end *e = &c->ce;
-  if (e->ans) {
-    tmws_wipe(e->ans, e->ans_len); /* it holds the token */
-    free(e->ans);
-  }
-  e->ans = NULL;
-  e->ans_len = 0;
-}
-
 /* The request is whole and valid: the 101, then the role's on_accept. */
 static int upgrade(tm_ws_conn *c, const tm_wsc_upgrade *up, uint8_t *rest,
                    size_t rest_len) {
@@ -124,15 +114,9 @@ static int rx_plain(tm_ws_conn *c, uint8_t *in, size_t len) {
   struct tm_ws_end *e = &c->ce;
   if (c->state != CS_HANDSHAKE)
     return tmws_end_rx(c, in, len);
-  if (!e->ans) {
-    e->ans = malloc(TM_WSC_REQ_MAX);
-    if (!e->ans)
-      return -1;
-  }
-  size_t before = e->ans_len;
-  size_t take = len < TM_WSC_REQ_MAX - before ? len : TM_WSC_REQ_MAX - before;
-  memcpy(e->ans + before, in, take);
-  e->ans_len += take;
+  size_t before;
+  if (tmws_head_take(c, in, len, TM_WSC_REQ_MAX, &before) < 0)
+    return -1;
   tm_wsc_upgrade up;
   const char *why = NULL;
   int n = tm_wsc_upgrade_parse(e->ans, e->ans_len, w->path, w->srv_names,
@@ -147,7 +131,7 @@ static int rx_plain(tm_ws_conn *c, uint8_t *in, size_t len) {
     capture_bearer(c, (const char *)e->ans + up.auth_off, up.auth_len);
   size_t rest = (size_t)n - before; /* the head's bytes in this read */
   int rc = upgrade(c, &up, in + rest, len - rest);
-  drop_head(c);
+  tmws_head_drop(c); /* it holds the token */
   return rc;
 }
 

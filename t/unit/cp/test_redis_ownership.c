@@ -185,6 +185,7 @@ typedef struct got {
   int calls;
   int result;
   uint64_t epoch, version, sequence;
+  uint32_t max_concurrency, tiers; /* minor 4: checker_alive */
   int replaced;
   int64_t expires;
   size_t n_revoke, n_owned, n_usable;
@@ -213,6 +214,8 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
   g->assigned = r->assigned;
   g->released = r->released;
   g->extracted = r->extracted;
+  g->max_concurrency = r->max_concurrency;
+  g->tiers = r->tiers;
   g->xstate = (int)r->extract_state;
   g->xms = r->extracted_ms;
   snprintf(g->xowner, sizeof(g->xowner), "%s",
@@ -1043,6 +1046,48 @@ static void test_rebalance(void) {
   stop_mod();
 }
 
+/* A worker whose report is not on the current epoch (a controller just
+ * restarted, its report not in yet) still holds its own proxies: the
+ * rebalance compares a proxy's move against its owner keeping it, so a
+ * proxy in its owner's zone does not move to another zone's worker just
+ * because the owner cannot take new ones right now (cp_e2e.sh 61 under
+ * ASan: p3 of zone z2 moved from w2, the only z2 worker, to w1). */
+static void test_rebalance_owner_stale(void) {
+  if (start_mod("c-rbs", "rebalance_max = 2\n") < 0) {
+    ok(0, "module starts");
+    return;
+  }
+  uint64_t v1, v2, ep;
+  acked("w1", "z1", "s1", &v1, &ep);
+  acked("w2", "z2", "s2", &v2, &ep);
+  cp_auth_proxy ps[] = {{"p1", 10, "z1"}, {"p2", 10, "z1"}, {"p3", 10, "z2"},
+                        {"p4", 30, ""},   {"p5", 5, ""}};
+  got a = assign(ps, 5, NULL, 0);
+  got o1 = owned("w1", "s1"), o2 = owned("w2", "s2");
+  ok(has(&o1, "p1") && has(&o1, "p2") && has(&o1, "p5") && has(&o2, "p3") &&
+         has(&o2, "p4"),
+     "CP-1-16 zone first, then the least owned capacity: w1 p1 p2 p5, w2 p3 "
+     "p4");
+  ep = a.epoch;
+  reack("w1", "s1", ep, &v1);
+  reack("w2", "s2", ep, &v2);
+  report("w1", "s1", 1, 1, v1, ep, NULL, 0);
+  report("w2", "s2", 1, 1, v2, ep, NULL, 0);
+  a = assign(ps, 5, NULL, 0);
+  o2 = owned("w2", "s2");
+  is_int(n_marked(&o2), 0, "both reporting: nothing moves (p3 stays in z2)");
+  rint_("INCR %s", "ph:cp:{c-rbs}:epoch"); /* w2's report is now old */
+  reack("w1", "s1", ep + 1, &v1);
+  report("w1", "s1", 2, 2, v1, ep + 1, NULL, 0);
+  a = assign(ps, 5, NULL, 0);
+  o1 = owned("w1", "s1");
+  o2 = owned("w2", "s2");
+  ok(n_marked(&o2) == 0 && has(&o2, "p3") && has(&o2, "p4"),
+     "issue 23 item 4: an owner whose report is not current yet keeps its "
+     "proxies (no move out of its zone)");
+  stop_mod();
+}
+
 /* Exclusive extraction (CP-1-5, CP-4-2..5): an unowned proxy at once; an
  * owned one reclaimed through the drain, extracted in the assign that
  * ends its ownership; neither given out meanwhile; release. */
@@ -1395,6 +1440,50 @@ static void test_failures(void) {
 
 /* ---- after the run: nothing secret in Redis ----------------------- */
 
+/* Minor 4 (issue 26): checker sessions through the C calls: their own
+ * keys, a server-side TTL, max_checkers, checker_alive, and the outcome
+ * fence on a checker's session (CP-1-3, CP-6-1, CP-6-2). */
+static void test_checkers(void) {
+  if (start_mod("c-chk", "session_ttl = 5s\n") < 0) {
+    ok(0, "module starts against redis-server (checkers)");
+    return;
+  }
+  char k1[CP_AUTH_SESSION_HEX + 1], k2[CP_AUTH_SESSION_HEX + 1];
+  A->new_session_id(k1);
+  A->new_session_id(k2);
+  got r = CALL(A->register_checker(S, "c1", "i1", "za", k1, 1, 4, 6, on_reply,
+                                   G));
+  is_int(r.result, CP_AUTH_OK, "CP-1-3: register_checker answers");
+  ok(r.expires > 0 && !r.replaced, "CP-1-3: ... with the session's expiry");
+  long long pttl = rint_("PTTL %s", "ph:cp:{c-chk}:c:c1:session");
+  ok(pttl > 0 && pttl <= 5000, "CP-1-3: the checker session has a server-side TTL");
+  r = CALL(A->register_checker(S, "c2", "i1", "za", k2, 1, 4, 6, on_reply, G));
+  is_int(r.result, CP_AUTH_LIMIT, "CP-1-3: max_checkers (1) bounds the live checkers");
+  r = CALL(A->register_checker(S, "c1", "i1", "za", k1, 1, 0, 6, on_reply, G));
+  is_int(r.result, -1000 + PH_EINVAL, "max_concurrency 0: PH_EINVAL, no call");
+  r = CALL(A->checker_alive(S, "c1", k1, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.max_concurrency == 4 && r.tiers == 6 &&
+         r.expires > 0,
+     "CP-6-1: checker_alive renews and says max_concurrency and tiers");
+  r = CALL(A->checker_alive(S, "c1", k2, on_reply, G));
+  is_int(r.result, CP_AUTH_STALE_SESSION, "checker_alive of another session: stale");
+  uint8_t d[32], e[32];
+  d32(d, 0xc1);
+  d32(e, 0xc2);
+  r = CALL(A->report_observations(S, "c1", k1, 1, d, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.sequence == 1, "CP-6-2: an observation batch");
+  r = CALL(A->report_observations(S, "c1", k1, 1, d, on_reply, G));
+  is_int(r.result, CP_AUTH_REPLAY, "CP-6-2: the same batch: replay");
+  r = CALL(A->report_observations(S, "c1", k1, 1, e, on_reply, G));
+  is_int(r.result, CP_AUTH_SEQ_CONFLICT, "CP-6-2: other content: conflict");
+  r = CALL(A->report_observations(S, "c1", k2, 2, d, on_reply, G));
+  is_int(r.result, CP_AUTH_STALE_SESSION, "CP-6-2: a session not current: stale");
+  r = CALL(A->report_outcomes(S, "c1", k1, 2, d, on_reply, G));
+  is_int(r.result, CP_AUTH_STALE_SESSION,
+         "a checker's session is no worker session (outcomes refused)");
+  stop_mod();
+}
+
 static void test_secrets(void) {
   char line[2048], path[700];
   snprintf(path, sizeof(path), "%s/dump.txt", rdir);
@@ -1444,10 +1533,12 @@ int main(void) {
   test_draining();
   test_drain_epoch();
   test_rebalance();
+  test_rebalance_owner_stale();
   test_extraction();
   test_extraction_crashed_owner();
   test_usable();
   test_bounds();
+  test_checkers();
   test_database();
   test_secrets(); /* before the restarts, which empty Redis */
   test_failures();

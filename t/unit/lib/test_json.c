@@ -226,11 +226,38 @@ static void test_writer(void) {
   is_int(json_w_finish(&w), -1, "writer: deeper than JSON_W_MAX_DEPTH");
 }
 
+/* The member writers (issue 25): a key and its value in one call, the
+ * same bytes as json_w_key and the value's writer. */
+static void test_members(void) {
+  char buf[128];
+  json_w w;
+  json_w_init(&w, buf, sizeof(buf));
+  json_w_obj(&w);
+  json_w_kstr(&w, "s", "a\"b");
+  json_w_kstr(&w, "n", NULL);
+  json_w_kint(&w, "i", -7);
+  json_w_kuint(&w, "u", 18446744073709551615u);
+  json_w_kbool(&w, "t", 1);
+  json_w_kbool(&w, "f", 0);
+  json_w_obj_end(&w);
+  ok(json_w_finish(&w) > 0, "members: the document finishes");
+  is_str(buf,
+         "{\"s\":\"a\\\"b\",\"n\":null,\"i\":-7,"
+         "\"u\":18446744073709551615,\"t\":true,\"f\":false}",
+         "members: each key with its value, commas between");
+  json_w_init(&w, buf, sizeof(buf));
+  json_w_arr(&w);
+  json_w_kint(&w, "k", 1);
+  json_w_arr_end(&w);
+  is_int(json_w_finish(&w), -1, "members: a member in an array fails");
+}
+
 int main(void) {
   plan_lazy();
   test_grammar();
   test_strings();
   test_dups_and_bounds();
   test_writer();
+  test_members();
   return done_testing();
 }

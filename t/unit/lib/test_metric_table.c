@@ -2,7 +2,9 @@
 /* modules/lib/metric_table: a PH_METRIC table registered by one call
  * through the mock host (issue 25 item 3). Every type, labels, buckets,
  * the handles filled in row-major order, PH_METRIC_ONLY's declared
- * combinations, and a refusal that names the metric and stops. */
+ * combinations, and a refusal that names the metric and stops; and
+ * ph_metric_table_register_fixed (the tunnel roles' tables): the first
+ * label fixed to the role's value, handles over the other labels. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,9 @@ typedef struct tstate {
   ph_series *depth[2];
   ph_metric *family;
   ph_series *bad[2]; /* the wrong size for a 3-value label */
+  ph_series *by_role;         /* fixed: role only */
+  ph_series *role_runs[2];    /* fixed: role x result */
+  ph_series *role_only[2][3]; /* fixed: role x result x stage, declared */
 } tstate;
 
 static const char *const results[] = {"ok", "failed", NULL};
@@ -75,11 +80,45 @@ static const ph_metric_table only[] = {
                    runs),
     PH_METRIC_END};
 
+static const char *const roles[] = {"client", "server", "agent", NULL};
+static const ph_label_def role_label[] = {{"role", roles}};
+static const ph_label_def role_runs_labels[] = {{"role", roles},
+                                                {"result", results}};
+static const ph_label_def role_only_labels[] = {
+    {"role", roles}, {"result", results}, {"stage", stages}};
+/* Over (result, stage): the role is fixed. */
+static const char *const role_produced[] = {"ok", NULL, "failed", "tls"};
+static const ph_metric_table fixed_table[] = {
+    PH_METRIC("proxyhost_tt_role_sessions", PH_METRIC_GAUGE, "by role",
+              PH_METRIC_LABELS(role_label), PH_METRIC_NO_BUCKETS, tstate,
+              by_role),
+    PH_METRIC("proxyhost_tt_role_runs_total", PH_METRIC_COUNTER,
+              "by role and result", PH_METRIC_LABELS(role_runs_labels),
+              PH_METRIC_NO_BUCKETS, tstate, role_runs),
+    PH_METRIC_ONLY("proxyhost_tt_role_only_total", PH_METRIC_COUNTER,
+                   "some combinations of one role",
+                   PH_METRIC_LABELS(role_only_labels), PH_METRIC_NO_BUCKETS,
+                   PH_METRIC_COMBOS(role_produced, 2), tstate, role_only),
+    PH_METRIC_END};
+static const ph_metric_table fixed_unlabelled[] = {
+    PH_METRIC("proxyhost_tt_role_open", PH_METRIC_GAUGE, "no label to fix",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, tstate, open),
+    PH_METRIC_END};
+
 static const ph_metric_table *which;
+static const char *fixed; /* ph_metric_table_register_fixed's value */
 static tstate st;
 
 static int tt_init(ph_ctx *ctx, const ph_api *api, void **state) {
   *state = &st;
+  if (fixed) {
+    if (ph_metric_table_register_fixed(api, ctx, which, fixed, &st) != PH_OK)
+      return PH_EINVAL;
+    api->gauge_set(st.by_role, 4);
+    api->inc(st.role_runs[1], 6);    /* failed */
+    api->inc(st.role_only[1][2], 8); /* failed,tls */
+    return PH_OK;
+  }
   if (ph_metric_table_register(api, ctx, which, &st) != PH_OK)
     return PH_EINVAL;
   if (which == only) {
@@ -211,6 +250,52 @@ static void test_refused(const char *dir) {
   ph_mock_free(m);
 }
 
+static void test_fixed(const char *dir) {
+  int rc;
+  fixed = "server";
+  ph_mock *m = start_in(dir, "fixed", fixed_table, &rc);
+  is_int(rc, PH_OK, "fixed: a table whose first label is the role registers");
+  const char *t = ph_mock_metrics_text(m);
+  like(t, "proxyhost_tt_role_sessions{role=\"server\"} 4\n",
+       "fixed: a family of the role label alone has one handle");
+  like(t, "proxyhost_tt_role_runs_total{role=\"server\",result=\"ok\"} 0\n",
+       "fixed: the other labels' combinations exist for the role");
+  like(t, "proxyhost_tt_role_runs_total{role=\"server\",result=\"failed\"} 6\n",
+       "fixed: the handle [1] is failed");
+  unlike(t, "role=\"client\"", "fixed: no series of another role");
+  unlike(t, "role=\"agent\"", "fixed: nor of the third");
+  like(t,
+       "proxyhost_tt_role_only_total{role=\"server\",result=\"failed\","
+       "stage=\"tls\"} 8\n",
+       "fixed + PH_METRIC_ONLY: the handle [1][2] is failed,tls");
+  like(t,
+       "proxyhost_tt_role_only_total{role=\"server\",result=\"ok\","
+       "stage=\"dns\"} 0\n",
+       "fixed + PH_METRIC_ONLY: a declared combination (any stage) shows");
+  unlike(t,
+         "proxyhost_tt_role_only_total{role=\"server\",result=\"failed\","
+         "stage=\"dns\"}",
+         "fixed + PH_METRIC_ONLY: one not declared is not shown");
+  ok(st.role_only[0][0] && st.role_only[1][2] && !st.role_only[1][0],
+     "fixed + PH_METRIC_ONLY: declared handles filled, the others NULL");
+  ph_mock_free(m);
+
+  fixed = "gateway";
+  m = start_in(dir, "fixed_unknown", fixed_table, &rc);
+  ok(rc != PH_OK, "fixed: a value the first label lacks fails init");
+  char *log = file_test_slurp(logpath);
+  like(log ? log : "", "proxyhost_tt_role_sessions",
+       "fixed: the log line names the metric");
+  free(log);
+  ph_mock_free(m);
+
+  fixed = "server";
+  m = start_in(dir, "fixed_nolabel", fixed_unlabelled, &rc);
+  ok(rc != PH_OK, "fixed: a family without labels is refused");
+  ph_mock_free(m);
+  fixed = NULL;
+}
+
 int main(void) {
   plan_lazy();
   char dir[] = "/tmp/test_metric_table.XXXXXX";
@@ -221,10 +306,13 @@ int main(void) {
   test_good(dir);
   test_only(dir);
   test_refused(dir);
+  test_fixed(dir);
   if (!getenv("PH_TEST_KEEP")) {
-    const char *logs[] = {"good.log", "only.log", "refused.log", "size.log"};
+    const char *logs[] = {"good.log",         "only.log",  "refused.log",
+                          "size.log",         "fixed.log", "fixed_unknown.log",
+                          "fixed_nolabel.log"};
     char p[256];
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof(logs) / sizeof(logs[0]); i++) {
       snprintf(p, sizeof(p), "%s/%s", dir, logs[i]);
       unlink(p);
     }

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The checkers' scheduler, its pure parts (modules/controlplane_server/
+ * cs_sched_plan.c, issue 26 "Scheduling", CP-6-2): the jittered interval
+ * stays inside its spread; the choice of a checker is the least loaded
+ * with room that supports the tier, never one at its max_concurrency,
+ * another than the one that missed the item unless it is the only one;
+ * target_probes parse and refuse; TARGET tasks to one host are spaced
+ * over every group that names it. */
+#include <string.h>
+
+#include "controlplane_server/cs_sched_plan.h"
+#include "tap.h"
+
+static void test_jitter(void) {
+  int inside = 1, moved = 0;
+  for (uint32_t r = 0; r < 5000; r += 7) {
+    int64_t v = cs_sched_jitter(2000, 20, r * 2654435761u);
+    inside &= v >= 1600 && v <= 2400;
+    moved |= v != 2000;
+  }
+  ok(inside, "spread 20 %: every next check within 1.6-2.4 s of 2 s");
+  ok(moved, "... and the checks do spread");
+  is_int(cs_sched_jitter(2000, 0, 12345), 2000, "spread 0: exactly the interval");
+  ok(cs_sched_jitter(1, 50, 0) >= 1, "never below 1 ms");
+}
+
+static void test_pick(void) {
+  cs_sched_load l[3] = {
+      {.outstanding = 2, .max = 2, .tiers = 2, .usable = 1, .serial = 1},
+      {.outstanding = 1, .max = 4, .tiers = 2, .usable = 1, .serial = 2},
+      {.outstanding = 1, .max = 2, .tiers = 2, .usable = 1, .serial = 3}};
+  is_int(cs_sched_pick(l, 3, 2, 0), 1,
+         "CP-6-1 the least loaded with room (1/4 before 1/2; 2/2 is full)");
+  is_int(cs_sched_pick(l, 3, 4, 0), -1, "no checker supports the tier: none");
+  is_int(cs_sched_pick(l, 3, 2, 2), 2,
+         "CP-6-2 another checker than the one that missed the item");
+  l[2].outstanding = 2;
+  is_int(cs_sched_pick(l, 3, 2, 2), 1, "... unless it is the only one with room");
+  l[1].outstanding = 4;
+  is_int(cs_sched_pick(l, 3, 2, 0), -1,
+         "CP-6-1 every checker at its max_concurrency: none");
+  l[1].outstanding = 0;
+  l[1].usable = 0;
+  is_int(cs_sched_pick(l, 3, 2, 0), -1, "an unusable checker is never chosen");
+}
+
+static void test_probes(void) {
+  cs_probe p[CS_PROBES_MAX];
+  size_t n = 9;
+  const char *why = NULL;
+  ok(cs_probe_parse("", p, &n, &why) == 0 && n == 0, "empty: no probe");
+  ok(cs_probe_parse("web=example.com:443,mail=example.com:25,v6=[::1]:80", p,
+                    &n, &why) == 0 && n == 3,
+     "three probes, an IPv6 host in brackets");
+  is_str(cs_probe_of(p, n, "mail")->target, "example.com:25", "a group's target");
+  ok(!cs_probe_of(p, n, "none"), "a group without a probe");
+  static const char *const bad[] = {"web", "web=", "web=host", "web=host:0",
+                                    "web=host:70000", "=host:1",
+                                    "web=h:1,web=h:2", "web=h:1,", "web=::1:80",
+                                    "w b=h:1", "web=a/b:80"};
+  int refused = 1;
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    refused &= cs_probe_parse(bad[i], p, &n, &why) == -1 && why != NULL;
+  ok(refused, "malformed target_probes are refused with a reason");
+  char many[2048] = "";
+  for (int i = 0; i < 33; i++) {
+    char e[32];
+    snprintf(e, sizeof(e), "%sg%d=h:1", i ? "," : "", i);
+    strcat(many, e);
+  }
+  ok(cs_probe_parse(many, p, &n, &why) == -1, "more than 32 probes are refused");
+}
+
+static void test_spacing(void) {
+  cs_probe p[CS_PROBES_MAX];
+  size_t n;
+  const char *why;
+  cs_probe_parse("a=site.test:443,b=site.test:80,c=other.test:443", p, &n, &why);
+  ok(cs_probe_take(p, n, &p[0], 1000, 500), "the first TARGET task to a host goes out");
+  ok(!cs_probe_take(p, n, &p[1], 1200, 500),
+     "another group's task to the same host waits for the spacing");
+  ok(cs_probe_take(p, n, &p[2], 1200, 500), "another host does not wait");
+  ok(cs_probe_take(p, n, &p[1], 1500, 500), "after the spacing it goes out");
+}
+
+int main(void) {
+  plan_lazy();
+  test_jitter();
+  test_pick();
+  test_probes();
+  test_spacing();
+  return done_testing();
+}
