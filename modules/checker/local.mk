@@ -6,6 +6,7 @@
 # engine over the upstream kit (chk_probe.c, chk_url.c) and the reading
 # of the echo endpoint's answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
+	t/integration/checker_controller.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
 
@@ -69,5 +70,10 @@ t/fuzz/replay_chk_task-chk_wire.$(OBJEXT): $(CP_GEN)/proto.stamp
 # CheckerControlPlane (CP-6-1, CP-6-3..6).
 if MODULE_ECHO
 TESTS += t/integration/checker_role.sh
+# The checker against the real controller (controlplane_server,
+# redis_ownership, store_sqlite) and real proxies.
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/checker_controller.sh
+endif
 endif
 endif
