@@ -34,6 +34,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_unary.h"
 #include "contracts/cp_session.h"
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_common/snapshot/cp_snapshot_time.h"
@@ -42,7 +43,7 @@
 #include "cpc_conf.h"
 #include "cpc_material.h"
 #include "cpc_outcalls.h"
-#include "cpc_tls.h"
+#include "cp_common/grpc/cp_client_tls.h"
 #include "cpc_tls_probe.h"
 #include "cpc_view_route.h"
 #include "cpc_wire.h"
@@ -73,7 +74,7 @@ typedef struct cpc {
   cp_snapshot_limits limits;
   cp_grpc_cq *cq;
   cp_grpc_channel *ch;
-  cpc_tls tls; /* the mTLS files re-read: a new ch (issue 23 item 14) */
+  cp_client_tls tls; /* the mTLS files re-read: a new ch (issue 23 item 14) */
   cp_sup sup;
   ph_timer *timer;
   uint64_t gen; /* bumped whenever the session's calls are cancelled */
@@ -86,7 +87,7 @@ typedef struct cpc {
   int mtls;           /* tls.mode = mtls */
   uint8_t *pending;   /* one stream message that came while building */
   size_t pending_len;
-  cpc_buf last_rt;    /* the last runtime report, resent byte for byte */
+  cp_buf last_rt;    /* the last runtime report, resent byte for byte */
   /* "cp.session": the generation of the session registered last (0:
    * none yet), live from its registration until its calls are
    * cancelled, running after its first accepted ACK (CP-2-4). */
@@ -276,24 +277,6 @@ static void on_channel_ready(void *arg) {
 
 /* ---- calls ---------------------------------------------------------------- */
 
-/* A unary call's answer is kept until on_done says how it ended. */
-typedef struct unary {
-  cpc *m;
-  uint8_t *resp;
-  size_t len;
-} unary;
-
-static void unary_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
-                          size_t len) {
-  (void)call;
-  unary *u = arg;
-  free(u->resp);
-  u->resp = malloc(len ? len : 1);
-  u->len = u->resp ? len : 0;
-  if (u->resp && len)
-    memcpy(u->resp, msg, len);
-}
-
 /* The one stream message that waited: a raw snapshot, credentials and
  * all, wiped before it is freed (issue 23 item 10). */
 static void drop_pending(cpc *m) {
@@ -325,20 +308,11 @@ static void cancel_all(cpc *m) {
   m->gen++;
 }
 
-static cp_grpc_ccall *start_unary(cpc *m, const char *path, cpc_buf *req,
+static cp_grpc_ccall *start_unary(cpc *m, const char *path, cp_buf *req,
                                   void (*done)(void *, cp_grpc_ccall *, int,
                                                const char *)) {
-  unary *u = calloc(1, sizeof(*u));
-  if (!u)
-    return NULL;
-  u->m = m;
-  cp_grpc_ccall_cbs cbs = {unary_message, NULL, done};
-  cp_grpc_ccall *c = cp_grpc_ccall_start(m->ch, path, CP_RPC_UNARY,
-                                         m->conf.rpc_timeout_ms, req->data,
-                                         req->len, &cbs, u);
-  if (!c)
-    free(u);
-  return c;
+  return cp_unary_start(m->ch, path, m->conf.rpc_timeout_ms, req->data,
+                        req->len, done, m);
 }
 
 /* Nothing could be started (no memory): the session ends as if the call
@@ -421,8 +395,8 @@ static int start_probe(cpc *m, const char *msg) {
 
 static void register_done(void *arg, cp_grpc_ccall *call, int status,
                           const char *msg) {
-  unary *u = arg;
-  cpc *m = u->m;
+  cp_unary *u = arg;
+  cpc *m = u->owner;
   if (call != m->c_reg || m->stopping)
     goto out;
   m->c_reg = NULL;
@@ -454,23 +428,22 @@ static void register_done(void *arg, cp_grpc_ccall *call, int status,
   perform(m, cp_sup_registered(&m->sup, CP_GRPC_OK, r.epoch,
                                r.runtime_interval_ms, r.max_stale_ms, now));
 out:
-  free(u->resp);
-  free(u);
+  cp_unary_free(u);
 }
 
 static void do_register(cpc *m) {
-  cpc_buf b = {0};
+  cp_buf b = {0};
   if (m->registrations++)
     api->inc(m->m_reconnects, 1);
   m->session[0] = 0;
   if (cpc_pack_register(m->conf.cluster_id, m->conf.worker_id,
                         m->conf.instance_id, m->conf.zone, &b) != PH_OK ||
       !(m->c_reg = start_unary(m, SVC "RegisterWorker", &b, register_done))) {
-    cpc_buf_free(&b);
+    cp_buf_free(&b);
     start_failed(m, CP_CALL_REGISTER);
     return;
   }
-  cpc_buf_free(&b);
+  cp_buf_free(&b);
 }
 
 /* The stream. */
@@ -530,7 +503,7 @@ static void do_watch(cpc *m) {
     cp_grpc_ccall_cancel(c);
   }
   drop_pending(m);
-  cpc_buf b = {0};
+  cp_buf b = {0};
   const Controlplane__V1__WorkerSnapshot *h =
       m->held ? cp_snapshot_msg(m->held) : NULL;
   int has = h && h->checksum.len == 32;
@@ -543,7 +516,7 @@ static void do_watch(cpc *m) {
   m->c_watch = cp_grpc_ccall_start(m->ch, SVC "WatchSnapshots",
                                    CP_RPC_SERVER_STREAM, 0, b.data, b.len,
                                    &cbs, m);
-  cpc_buf_free(&b);
+  cp_buf_free(&b);
   if (!m->c_watch)
     start_failed(m, CP_CALL_WATCH);
 }
@@ -735,8 +708,8 @@ static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
 
 static void ack_done(void *arg, cp_grpc_ccall *call, int status,
                      const char *msg) {
-  unary *u = arg;
-  cpc *m = u->m;
+  cp_unary *u = arg;
+  cpc *m = u->owner;
   if (call == m->c_ack && !m->stopping) {
     m->c_ack = NULL;
     count_rpc(m, RPC_ACK, status);
@@ -757,21 +730,20 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
       free(p);
     }
   }
-  free(u->resp);
-  free(u);
+  cp_unary_free(u);
 }
 
 static void do_ack(cpc *m, int reason) {
-  cpc_buf b = {0};
+  cp_buf b = {0};
   if (cpc_pack_ack(m->conf.worker_id, m->session, m->sup.ack_version,
                    m->sup.ack_epoch, m->sup.ack_checksum, reason,
                    &b) != PH_OK ||
       !(m->c_ack = start_unary(m, SVC "AcknowledgeSnapshot", &b, ack_done))) {
-    cpc_buf_free(&b);
+    cp_buf_free(&b);
     start_failed(m, CP_CALL_ACK);
     return;
   }
-  cpc_buf_free(&b);
+  cp_buf_free(&b);
 }
 
 static void revoke_cb(void *arg, const char *const *ids, size_t n) {
@@ -809,8 +781,8 @@ static uint32_t runtime_counts(cpc *m, int *draining) {
 
 static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
                          const char *msg) {
-  unary *u = arg;
-  cpc *m = u->m;
+  cp_unary *u = arg;
+  cpc *m = u->owner;
   if (call == m->c_rt && !m->stopping) {
     m->c_rt = NULL;
     count_rpc(m, RPC_RUNTIME, status);
@@ -822,14 +794,13 @@ static void runtime_done(void *arg, cp_grpc_ccall *call, int status,
                    &m->sup, session_status(m, "runtime", status, msg),
                    wall_ms()));
   }
-  free(u->resp);
-  free(u);
+  cp_unary_free(u);
 }
 
 static void do_runtime(cpc *m) {
   /* A resend is the same bytes (CP-2-10): an idempotent replay. */
   if (!m->sup.resend || !m->last_rt.data) {
-    cpc_buf_free(&m->last_rt);
+    cp_buf_free(&m->last_rt);
     int draining = 0;
     uint32_t n = runtime_counts(m, &draining);
     if (cpc_pack_runtime(m->conf.worker_id, m->session,
@@ -872,7 +843,7 @@ static void perform(cpc *m, cp_sup_action act) {
     break;
   case CP_ACT_BACKOFF:
     cancel_all(m);
-    cpc_buf_free(&m->last_rt);
+    cp_buf_free(&m->last_rt);
     PH_LOG_RL(api, m->ctx, PH_LOG_INFO, "control-plane session ended",
               PH_INT("retry_in_ms", m->sup.wait_ms));
     break;
@@ -979,7 +950,7 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->timer = api->timer_new(ctx, on_timer, m);
   if (!m->timer)
     return PH_ENOMEM;
-  if (cpc_tls_init(&m->tls, ctx, api) != PH_OK)
+  if (cp_client_tls_init(&m->tls, ctx, api, "controlplane_client") != PH_OK)
     return PH_EINVAL;
   m->outc.count = count_outcome_call;
   m->outc.count_arg = m;
@@ -1024,7 +995,7 @@ static int cpc_start(void *state) {
            PH_STR("reason", why));
     return PH_EINVAL;
   }
-  if (cpc_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
+  if (cp_client_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
     return PH_ENOMEM;
   /* The pool, when one is loaded, registered pool.runtime at its init. */
   if (api->service_provided(m->ctx, POOL_RUNTIME_SERVICE))
@@ -1043,7 +1014,7 @@ static int cpc_stop(void *state) {
   api->timer_set(m->timer, 0, 0);
   api->set_ready(m->ctx, 0);
   cpc_outcalls_stop(&m->outc); /* before the channel: it calls back no more */
-  cpc_tls_stop(&m->tls);
+  cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   m->ch = NULL;
   cp_grpc_cq_free(m->cq);
@@ -1056,7 +1027,7 @@ static void cpc_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
-  cpc_tls_stop(&m->tls);
+  cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   cp_grpc_cq_free(m->cq);
   if (m->timer)
@@ -1064,7 +1035,7 @@ static void cpc_destroy(void *state) {
   cp_view_publish(&m->slot, NULL); /* the readers were destroyed first */
   cp_view_slot_destroy(&m->slot);
   cp_snapshot_free(m->held);
-  cpc_buf_free(&m->last_rt);
+  cp_buf_free(&m->last_rt);
   free(m->rt_buf);
   drop_pending(m);
   free(m);

@@ -28,13 +28,7 @@ const ph_conf_key cpc_conf_keys[] = {
     ID_KEY("zone", "zone", "PROXY_POOL_ZONE", "this instance's zone"),
     CP_GRPC_TLS_KEYS,
     CP_GRPC_CLIENT_KEYS,
-    PH_CONF_KEY("backoff.min", PH_CONF_DURATION, "500ms", 1, 60000,
-                PH_CONF_RESTART, NULL,
-                "first delay before a new session after a failure", NULL),
-    PH_CONF_KEY("backoff.max", PH_CONF_DURATION, "30s", 1, 600000,
-                PH_CONF_RESTART, NULL,
-                "largest delay between sessions (jittered, exponential)",
-                NULL),
+    CP_CLIENT_BACKOFF_KEYS,
     PH_CONF_KEY("runtime_interval.min", PH_CONF_DURATION, "1s", 100, 600000,
                 PH_CONF_RESTART, NULL,
                 "the controller's runtime_interval is raised to this", NULL),
@@ -65,20 +59,15 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
   memset(c, 0, sizeof(*c));
   *key = NULL;
   static const char *const req[] = {"address", "cluster_id", "worker_id",
-                                    "instance_id", "zone", NULL};
+                                    "instance_id", "zone"};
   char *const dst[] = {c->address, c->cluster_id, c->worker_id,
                        c->instance_id, c->zone};
   const size_t cap[] = {sizeof(c->address), sizeof(c->cluster_id),
                         sizeof(c->worker_id), sizeof(c->instance_id),
                         sizeof(c->zone)};
-  for (size_t i = 0; req[i]; i++) {
-    const char *v = a->conf_str(ctx, req[i]);
-    if (!v || !v[0])
-      return ph_conf_fail(key, req[i], why, whylen,
-                          "required (its flag or environment name)");
-    if (ph_conf_copy(dst[i], cap[i], v))
-      return ph_conf_fail(key, req[i], why, whylen, "too long");
-  }
+  int rc = cp_conf_identity(ctx, a, req, dst, cap, 5, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   c->sup.backoff_min_ms = (uint32_t)a->conf_int(ctx, "backoff.min");
   c->sup.backoff_max_ms = (uint32_t)a->conf_int(ctx, "backoff.max");
   c->sup.runtime_min_ms = (uint32_t)a->conf_int(ctx, "runtime_interval.min");
@@ -94,7 +83,7 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
        "must be at least backoff.min"},
       {"runtime_interval.min", "runtime_interval.max", "runtime_interval.max",
        "must be at least runtime_interval.min"}};
-  int rc = ph_conf_orders(ctx, a, order, 2, key, why, whylen);
+  rc = ph_conf_orders(ctx, a, order, 2, key, why, whylen);
   if (rc != PH_OK)
     return rc;
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);

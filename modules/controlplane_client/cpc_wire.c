@@ -9,25 +9,9 @@
 #include "cp_common/snapshot/cp_snapshot_time.h"
 #include "cpc_wire.h"
 
-void cpc_buf_free(cpc_buf *b) {
-  if (!b)
-    return;
-  free(b->data);
-  b->data = NULL;
-  b->len = 0;
-}
-
-#define PACK(type, msg, out)                                                  \
-  do {                                                                        \
-    size_t n_ = controlplane__v1__##type##__get_packed_size(msg);             \
-    (out)->data = malloc(n_ ? n_ : 1);                                        \
-    if (!(out)->data)                                                         \
-      return PH_ENOMEM;                                                       \
-    (out)->len = controlplane__v1__##type##__pack(msg, (out)->data);          \
-  } while (0)
 
 int cpc_pack_register(const char *cluster, const char *worker,
-                      const char *instance, const char *zone, cpc_buf *out) {
+                      const char *instance, const char *zone, cp_buf *out) {
   Controlplane__V1__RegisterWorkerRequest r;
   controlplane__v1__register_worker_request__init(&r);
   r.cluster_id = (char *)cluster;
@@ -36,13 +20,12 @@ int cpc_pack_register(const char *cluster, const char *worker,
   r.zone = (char *)zone;
   r.supported_protocol_version =
       CONTROLPLANE__V1__PROTOCOL_VERSION__PROTOCOL_VERSION_V1;
-  PACK(register_worker_request, &r, out);
-  return PH_OK;
+  return cp_buf_pack(&r.base, out);
 }
 
 int cpc_pack_watch(const char *worker, const char *session,
                    uint64_t last_version, const uint8_t *last_checksum,
-                   cpc_buf *out) {
+                   cp_buf *out) {
   Controlplane__V1__WatchSnapshotsRequest r;
   controlplane__v1__watch_snapshots_request__init(&r);
   r.worker_id = (char *)worker;
@@ -52,13 +35,12 @@ int cpc_pack_watch(const char *worker, const char *session,
     r.last_checksum.data = (uint8_t *)last_checksum;
     r.last_checksum.len = 32;
   }
-  PACK(watch_snapshots_request, &r, out);
-  return PH_OK;
+  return cp_buf_pack(&r.base, out);
 }
 
 int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
                  uint64_t epoch, const uint8_t checksum[32],
-                 int reject_reason, cpc_buf *out) {
+                 int reject_reason, cp_buf *out) {
   Controlplane__V1__AcknowledgeSnapshotRequest r;
   controlplane__v1__acknowledge_snapshot_request__init(&r);
   r.worker_id = (char *)worker;
@@ -73,8 +55,7 @@ int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
   } else {
     r.result = CONTROLPLANE__V1__ACK_RESULT__ACK_RESULT_ACCEPTED;
   }
-  PACK(acknowledge_snapshot_request, &r, out);
-  return PH_OK;
+  return cp_buf_pack(&r.base, out);
 }
 
 static int printable_id(const char *s) {
@@ -90,7 +71,7 @@ static int printable_id(const char *s) {
 int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
                      uint64_t version, uint64_t epoch, int64_t now_ms,
                      const pool_runtime_counter *counters, uint32_t n,
-                     int draining, cpc_buf *out) {
+                     int draining, cp_buf *out) {
   Controlplane__V1__ReportRuntimeRequest r;
   Google__Protobuf__Timestamp ts;
   controlplane__v1__report_runtime_request__init(&r);
@@ -123,13 +104,10 @@ int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
   r.snapshot_version = version;
   r.ownership_epoch = epoch;
   r.observed_at = &ts;
-  size_t len = controlplane__v1__report_runtime_request__get_packed_size(&r);
-  out->data = malloc(len ? len : 1);
-  if (out->data)
-    out->len = controlplane__v1__report_runtime_request__pack(&r, out->data);
+  int rc = cp_buf_pack(&r.base, out);
   free(pc);
   free(pp);
-  return out->data ? PH_OK : PH_ENOMEM;
+  return rc;
 }
 
 int cpc_read_revokes(const uint8_t *msg, size_t len,

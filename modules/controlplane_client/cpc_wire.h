@@ -11,24 +11,19 @@
 #include <proxyhost/pool_store.h>
 
 #include "contracts/pool_runtime.h"
+#include "cp_common/snapshot/cp_buf.h"
 
-/* A packed request: malloc'ed bytes (free with cpc_buf_free). */
-typedef struct cpc_buf {
-  uint8_t *data;
-  size_t len;
-} cpc_buf;
-
-void cpc_buf_free(cpc_buf *b);
+/* The requests are packed into cp_bufs (cp_common/snapshot/cp_buf.h). */
 
 int cpc_pack_register(const char *cluster, const char *worker,
-                      const char *instance, const char *zone, cpc_buf *out);
+                      const char *instance, const char *zone, cp_buf *out);
 int cpc_pack_watch(const char *worker, const char *session,
                    uint64_t last_version, const uint8_t *last_checksum,
-                   cpc_buf *out);
+                   cp_buf *out);
 /* reject_reason 0: ACCEPTED, else REJECTED with that reason. */
 int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
                  uint64_t epoch, const uint8_t checksum[32],
-                 int reject_reason, cpc_buf *out);
+                 int reject_reason, cp_buf *out);
 /* No counters yet: the dispatch that fills them is issue 13's; the empty
  * list is the complete sparse list of what this module knows (CP-2-14). */
 /* counters[0..n-1]: the complete sparse replacement (CP-2-14), from the
@@ -36,7 +31,7 @@ int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
 int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
                      uint64_t version, uint64_t epoch, int64_t now_ms,
                      const pool_runtime_counter *counters, uint32_t n,
-                     int draining, cpc_buf *out);
+                     int draining, cp_buf *out);
 
 /* Calls fn(arg, ids, n) with ReportRuntimeResponse.revoke_proxy_ids
  * (CP-4-7) when msg carries any that are well-formed ids (the others are

@@ -21,8 +21,6 @@ CPC_SOURCES = %D%/controlplane_client.c \
 	%D%/cpc_tls_probe.h \
 	%D%/cpc_material.c \
 	%D%/cpc_material.h \
-	%D%/cpc_tls.c \
-	%D%/cpc_tls.h \
 	modules/contracts/cp_session.h \
 	%D%/cp_supervisor.c \
 	%D%/cp_supervisor.h

@@ -15,7 +15,7 @@
 
 static const char *const modules[] = {
     "tunnel_server",       "tunnel_client",       "tunnel_agent",
-    "controlplane_server", "controlplane_client", NULL};
+    "controlplane_server", "controlplane_client", "checker", NULL};
 static const char *const results[] = {"ok", "error", NULL};
 static const ph_label_def labels[] = {{"module", modules},
                                       {"result", results}};

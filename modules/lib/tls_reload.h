@@ -10,7 +10,7 @@
  *
  *   proxyhost_tls_reloads_total{module,result}   counter
  *       module: tunnel_server|tunnel_client|tunnel_agent|
- *               controlplane_server|controlplane_client
+ *               controlplane_server|controlplane_client|checker
  *       result: ok|error
  *
  * The log line names what was reloaded ("tunnel TLS certificate") and,

@@ -7,9 +7,7 @@
 # test module t/modules/outcome_probe.c recording outcomes on demand.
 EXTRA_DIST += t/integration/cp_outcomes.sh
 
-OR_SOURCES = %D%/outcome_reporter.c \
-	%D%/or_status.c \
-	%D%/or_status.h
+OR_SOURCES = %D%/outcome_reporter.c
 OR_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 
 if MODULE_OUTCOME_REPORTER
@@ -20,15 +18,14 @@ modules_outcome_reporter_outcome_reporter_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LIBADD = $(CP_VIEW_LDADD)
 dist_samples_DATA += %D%/outcome_reporter.ini.sample
 # The generated headers must exist before these compile.
-%D%/outcome_reporter_la-outcome_reporter.lo \
-%D%/outcome_reporter_la-or_status.lo: \
+%D%/outcome_reporter_la-outcome_reporter.lo: \
 	$(CP_GEN)/proto.stamp
 
 # The status classes (CP-5-16, CP-5-17); the module through the mock
 # host with a fake cp.session (CP-2-4, CP-5-1, CP-5-7..10, CP-5-15..18).
 UNIT_TESTS += t/unit/cp/test_or_status t/unit/cp/test_outcome_reporter
 t_unit_cp_test_or_status_SOURCES = t/unit/cp/test_or_status.c \
-	%D%/or_status.c %D%/or_status.h
+	modules/cp_common/view/or_status.c
 t_unit_cp_test_or_status_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_outcome_reporter_SOURCES = t/unit/cp/test_outcome_reporter.c \
 	$(OR_SOURCES)

@@ -31,7 +31,7 @@
 #include "contracts/cp_session.h"
 #include "contracts/cp_status.h"
 #include "lib/metric_table.h"
-#include "or_status.h"
+#include "cp_common/view/or_status.h"
 
 _Static_assert((int)PH_OUTCOME_STAGE_TUNNEL ==
                    (int)CONTROLPLANE__V1__OUTCOME_STAGE__OUTCOME_STAGE_TUNNEL,

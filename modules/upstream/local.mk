@@ -25,7 +25,7 @@ UPSTREAM_LDADD = %D%/libphupstream.la \
 
 # Built with the pool, its only user so far (configure checks OpenSSL for
 # the control plane's modules, the pool among them).
-if MODULE_POOL
+if UPSTREAM_ANY
 noinst_LTLIBRARIES += %D%/libphupstream.la
 modules_upstream_libphupstream_la_SOURCES = \
 	%D%/up_hs.c %D%/up_hs.h \

@@ -24,3 +24,20 @@ cp_client_ini() {
   printf '[controlplane_client]\ntls.mode = disabled\nruntime_interval.min = 100ms\n'
   printf 'backoff.min = 200ms\nbackoff.max = 1s\n'
 }
+
+# cp_fake_start DIR SCENARIO [CERT_DIR]: t/lib/cp_fake_controller.py in
+# DIR (its port in DIR/port, its events in DIR/events, its log in
+# DIR/fake.log), with mTLS when CERT_DIR is given (cp_grpc_certs.sh's),
+# waited for; sets EV and FAKE. The fake reads CP_FAKE_* from the
+# environment (export them first).
+cp_fake_start() {
+  mkdir -p "$1"
+  EV="$1/events"
+  : >"$EV"
+  rm -f "$1/port"
+  "$PY" "$top_srcdir/t/lib/cp_fake_controller.py" "$T/gen" "$1/port" "$EV" \
+    "$2" ${3:+"$3"} >"$1/fake.log" 2>&1 &
+  FAKE=$!
+  PIDS="$PIDS $FAKE"
+  wait_long test -s "$1/port"
+}

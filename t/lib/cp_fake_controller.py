@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cp_fake_controller.py GEN_DIR PORT_FILE EVENTS SCENARIO [CERT_DIR]: a scriptable
-WorkerControlPlane on Debian's python3-grpcio (stubs generated at test
+WorkerControlPlane (and CheckerControlPlane) on Debian's python3-grpcio (stubs generated at test
 time into GEN_DIR) for t/integration/cp_gateway.sh. A double: it injects
 the faults a real controller must never produce on demand. Plaintext on
 127.0.0.1, or mTLS with CERT_DIR's server.pem/.key and ca.pem (client
@@ -55,9 +55,30 @@ names a file the test creates to make the controller act:
                 (usable_until 5 s), never refreshed (CP-3-5, CP-4-6)
 The snapshots' checksum is t/lib/cp_checksum.py's (written from the
 protocol document, not from the C code).
+For t/integration/cp_checker.sh, the CheckerControlPlane (issue 26): the
+tasks are the lines of the file CP_FAKE_TASKS (one JSON object each:
+task_id, proxy_id, tier, protocol, host, port, user, pass, target,
+target_group, echo_url, nonce, deadline_ms from now), streamed as they are
+appended; more events:
+
+  CREGISTER <checker> <instance> <zone> <max_concurrency> <tiers,> [<URI SAN>]
+  CWATCH <session>
+  TASK <session> <task_id>                            one per task sent
+  OBS <session> <sequence> <observations> <digest>    one per batch read
+  OB <session> <task_id> <tier> <status> <reason> <anonymity> <egress_ip>
+                                                      one per observation
+  OBCALL <session> <status> <acknowledged>            one per call's end
+
+Scenarios (the first call of the kind named fails, the later ones work):
+  chk_ok          tasks as they come, every batch acknowledged
+  chk_stale       the first WatchCheckTasks fails FAILED_PRECONDITION
+  chk_unavailable the first ReportObservations fails UNAVAILABLE
+  chk_fence       the first ReportObservations fails ALREADY_EXISTS
+  chk_ack_none    the first ReportObservations acknowledges nothing
 CP_FAKE_PORT=N: listen on port N (a controller back on its port after an
 outage, t/integration/cp_gateway.sh), not one the kernel picks."""
 import hashlib
+import json
 import os
 import sys
 import threading
@@ -311,9 +332,93 @@ class Controller(pbg.WorkerControlPlaneServicer):
         return pb.ReportOutcomesResponse(acknowledged_sequence=last)
 
 
+CHK_CALLS = {"watch": 0, "report": 0}
+TASKS = os.environ.get("CP_FAKE_TASKS", "")
+
+
+def task_of(d):
+    t = pb.CheckTask(task_id=d["task_id"], proxy_id=d["proxy_id"],
+                     tier=d["tier"], protocol=d.get("protocol", 1),
+                     host=d.get("host", "127.0.0.1"), port=d["port"],
+                     target=d.get("target", ""),
+                     target_group=d.get("target_group", ""),
+                     echo_url=d.get("echo_url", ""),
+                     nonce=d.get("nonce", ""))
+    if d.get("user"):
+        t.credential.username = d["user"]
+        t.credential.password = d.get("pass", "")
+    ms = int(time.time() * 1000) + int(d.get("deadline_ms", 5000))
+    t.deadline.seconds, t.deadline.nanos = ms // 1000, (ms % 1000) * 1000000
+    return t
+
+
+class Checkers(pbg.CheckerControlPlaneServicer):
+    def RegisterChecker(self, req, ctx):
+        peer = ctx.auth_context().get("x509_subject_alternative_name", [])
+        uris = [x.decode() for x in peer if x.startswith(b"spiffe://")]
+        event(" ".join(["CREGISTER", req.checker_id, req.instance_id,
+                        req.zone, str(req.max_concurrency),
+                        ",".join(str(t) for t in req.tiers) or "-"] + uris))
+        SESSION_N[0] += 1
+        r = pb.RegisterCheckerResponse(session_id="s%d" % SESSION_N[0],
+                                       protocol_version=pb.PROTOCOL_VERSION_V1)
+        r.session_ttl.seconds = 30
+        return r
+
+    def WatchCheckTasks(self, req, ctx):
+        event("CWATCH %s" % req.session_id)
+        with ev_lock:
+            CHK_CALLS["watch"] += 1
+            n = CHK_CALLS["watch"]
+        if SCENARIO == "chk_stale" and n == 1:
+            ctx.abort(grpc.StatusCode.FAILED_PRECONDITION, "stale session")
+        sent, end = 0, time.time() + 120
+        while ctx.is_active() and time.time() < end:
+            lines = []
+            if TASKS and os.path.exists(TASKS):
+                with open(TASKS, encoding="ascii") as f:
+                    lines = [x for x in f.read().splitlines() if x.strip()]
+            for line in lines[sent:]:
+
+                d = json.loads(line)
+                event("TASK %s %s" % (req.session_id, d["task_id"]))
+                yield task_of(d)
+            sent = max(sent, len(lines))
+            time.sleep(0.05)
+
+    def ReportObservations(self, it, ctx):
+        with ev_lock:
+            CHK_CALLS["report"] += 1
+            n_call = CHK_CALLS["report"]
+        last, session = 0, "-"
+        for b in it:
+            c = pb.ReportObservationsRequest()
+            c.CopyFrom(b)
+            c.checker_id, c.session_id = "", ""
+            digest = hashlib.sha256(
+                c.SerializeToString(deterministic=True)).hexdigest()
+            event("OBS %s %d %d %s" % (b.session_id, b.sequence,
+                                       len(b.observations), digest))
+            for o in b.observations:
+                event("OB %s %s %d %d %s %d %s" % (
+                    b.session_id, o.task_id, o.tier, o.status,
+                    o.reason or "-", o.anonymity, o.egress_ip or "-"))
+            last, session = b.sequence, b.session_id
+        fail = {"chk_unavailable": grpc.StatusCode.UNAVAILABLE,
+                "chk_fence": grpc.StatusCode.ALREADY_EXISTS}.get(SCENARIO)
+        if fail is not None and n_call == 1:
+            event("OBCALL %s %s 0" % (session, fail.name))
+            ctx.abort(fail, "the fake controller refuses")
+        if SCENARIO == "chk_ack_none" and n_call == 1:
+            last = 0
+        event("OBCALL %s OK %d" % (session, last))
+        return pb.ReportObservationsResponse(acknowledged_sequence=last)
+
+
 def main():
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     pbg.add_WorkerControlPlaneServicer_to_server(Controller(), server)
+    pbg.add_CheckerControlPlaneServicer_to_server(Checkers(), server)
     if CERTS:
         def read(n):
             with open(os.path.join(CERTS, n), "rb") as f:

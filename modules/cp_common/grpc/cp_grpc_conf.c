@@ -156,3 +156,17 @@ void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c) {
   k->cfg.address = k->address;
   k->cfg.tls.server_name = k->server_name;
 }
+
+int cp_conf_identity(ph_ctx *ctx, const ph_api *a, const char *const *keys,
+                     char *const *dst, const size_t *cap, size_t n,
+                     const char **key, char *why, size_t whylen) {
+  for (size_t i = 0; i < n; i++) {
+    const char *v = a->conf_str(ctx, keys[i]);
+    if (!v || !v[0])
+      return ph_conf_fail(key, keys[i], why, whylen,
+                          "required (its flag or environment name)");
+    if (ph_conf_copy(dst[i], cap[i], v))
+      return ph_conf_fail(key, keys[i], why, whylen, "too long");
+  }
+  return PH_OK;
+}

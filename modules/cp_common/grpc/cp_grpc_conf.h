@@ -108,6 +108,17 @@
               "address' host",                                                \
               NULL)
 
+/* A control-plane client's session backoff (the gateway's and the
+ * checker's): jittered, exponential from backoff.min up to backoff.max
+ * (lib/backoff.h); the caller checks min <= max (ph_conf_orders). */
+#define CP_CLIENT_BACKOFF_KEYS                                                \
+  PH_CONF_KEY("backoff.min", PH_CONF_DURATION, "500ms", 1, 60000,             \
+              PH_CONF_RESTART, NULL,                                          \
+              "first delay before a new session after a failure", NULL),      \
+  PH_CONF_KEY("backoff.max", PH_CONF_DURATION, "30s", 1, 600000,              \
+              PH_CONF_RESTART, NULL,                                          \
+              "largest delay between sessions (jittered, exponential)", NULL)
+
 /* Check callbacks: the rules per-key bounds cannot say. addr_key is the
  * module's address key ("listen", "address"); its value must be
  * host:port, and loopback when tls.mode is disabled; mtls needs
@@ -152,5 +163,14 @@ typedef struct cp_grpc_client_kept {
   char server_name[256];
 } cp_grpc_client_kept;
 void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c);
+
+/* A control-plane client's identity keys (the gateway's and the
+ * checker's address, cluster, worker or checker, instance and zone):
+ * keys[0..n) each required and copied into dst[i] (cap[i] bytes: they
+ * outlive reloads). PH_OK, or PH_EINVAL with *key and why ("required (its
+ * flag or environment name)", "too long"). Init and check. */
+int cp_conf_identity(ph_ctx *ctx, const ph_api *a, const char *const *keys,
+                     char *const *dst, const size_t *cap, size_t n,
+                     const char **key, char *why, size_t whylen);
 
 #endif

@@ -15,6 +15,8 @@ CP_GRPC_SOURCES = %D%/cp_grpc.h \
 	%D%/cp_grpc_int.h \
 	%D%/cp_grpc_cq.c %D%/cp_grpc_creds.c \
 	%D%/cp_grpc_server.c %D%/cp_grpc_client.c \
+	%D%/cp_grpc_unary.c %D%/cp_grpc_unary.h \
+	%D%/cp_client_tls.c %D%/cp_client_tls.h \
 	%D%/cp_grpc_conf.c %D%/cp_grpc_conf.h \
 	%D%/cp_grpc_front.c %D%/cp_grpc_front.h \
 	%D%/cp_ident.c

@@ -9,6 +9,7 @@ if CP_ANY
 noinst_LTLIBRARIES += %D%/libcpsnapshot.la
 modules_cp_common_snapshot_libcpsnapshot_la_SOURCES = \
 	%D%/cp_checksum.c %D%/cp_checksum.h \
+	%D%/cp_buf.c %D%/cp_buf.h \
 	%D%/cp_snapshot.c %D%/cp_snapshot.h \
 	%D%/cp_snapshot_int.h %D%/cp_sort.h \
 	%D%/cp_snapshot_arena.c \

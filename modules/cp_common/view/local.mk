@@ -16,7 +16,8 @@ modules_cp_common_view_libcpview_la_SOURCES = \
 	%D%/cp_view.c %D%/cp_view.h \
 	%D%/cp_view_sub.c \
 	%D%/cp_view_int.h %D%/cp_view_build.c \
-	%D%/cp_outcomes.c %D%/cp_outcomes.h
+	%D%/cp_outcomes.c %D%/cp_outcomes.h \
+	%D%/or_status.c %D%/or_status.h
 # The generated headers must exist before these compile.
 %D%/libcpview_la-cp_view.lo \
 %D%/libcpview_la-cp_view_sub.lo \

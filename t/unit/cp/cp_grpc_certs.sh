@@ -5,7 +5,9 @@
 # it, for IP 127.0.0.1 and localhost), worker.pem/.key (a client
 # certificate with URI SAN spiffe://example.org/prod/worker/w1), w2.pem/.key
 # (the same for worker w2), other.pem/.key (a client certificate with the
-# w1 id signed by another CA, other-ca.pem). Keys are mode 0600. And
+# w1 id signed by another CA, other-ca.pem), checker.pem/.key (a checker's
+# client certificate, spiffe://example.org/prod/checker/k1). Keys are mode
+# 0600. And
 # echo-mtls.ini: t/lib/cp_echo_server's mTLS configuration with server.pem.
 set -e
 d=$1
@@ -32,6 +34,7 @@ leaf server ca 'IP:127.0.0.1,DNS:localhost' serverAuth
 leaf worker ca 'URI:spiffe://example.org/prod/worker/w1' clientAuth
 leaf w2 ca 'URI:spiffe://example.org/prod/worker/w2' clientAuth
 leaf other other-ca 'URI:spiffe://example.org/prod/worker/w1' clientAuth
+leaf checker ca 'URI:spiffe://example.org/prod/checker/k1' clientAuth
 chmod 0644 ./*.pem
 printf '[cp_echo]\nlisten = 127.0.0.1:0\ntls.mode = mtls\ntls.cert_file = %s\ntls.key_file = %s\ntls.ca_file = %s\n' \
   "$PWD/server.pem" "$PWD/server.key" "$PWD/ca.pem" >echo-mtls.ini

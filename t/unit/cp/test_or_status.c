@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "contracts/cp_status.h"
-#include "outcome_reporter/or_status.h"
+#include "cp_common/view/or_status.h"
 #include "tap.h"
 
 static char name_[128];

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* What outcome_reporter does with a ReportOutcomes call's final status
- * (CP-5-15..17): pure. */
+/* What a fenced report call's final status means (CP-5-15..17): the
+ * gateway's ReportOutcomes (outcome_reporter) and the checker's
+ * ReportObservations (issue 26) classify it alike. Pure. */
 #ifndef PH_OR_STATUS_H
 #define PH_OR_STATUS_H
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The gateway's mTLS files re-read into a new channel (cpc_tls.h). */
-#include "cpc_tls.h"
+/* A control-plane client's mTLS files re-read into a new channel
+ * (cp_client_tls.h). */
+#include "cp_client_tls.h"
 
 static void reload(void *arg, const char *trigger) {
-  cpc_tls *t = arg;
+  cp_client_tls *t = arg;
   char why[256] = "";
   if (!t->cq || !t->ch || !*t->ch || t->kept.cfg.tls.mode != CP_TLS_MTLS)
     return;
@@ -18,7 +19,7 @@ static void reload(void *arg, const char *trigger) {
 
 /* The poll, at tls.reload_check_interval as it is now (the files' state
  * now is its baseline). */
-static int watch(cpc_tls *t) {
+static int watch(cp_client_tls *t) {
   int mtls = t->kept.cfg.tls.mode == CP_TLS_MTLS;
   const char *files[PH_TLS_WATCH_FILES] = {mtls ? t->kept.tls.cert : NULL,
                                            mtls ? t->kept.tls.key : NULL,
@@ -28,7 +29,7 @@ static int watch(cpc_tls *t) {
 
 static void on_host_reload(const ph_topic *topic, const void *payload,
                            void *arg) {
-  cpc_tls *t = arg;
+  cp_client_tls *t = arg;
   (void)topic;
   (void)payload;
   if (!t->cq)
@@ -39,10 +40,11 @@ static void on_host_reload(const ph_topic *topic, const void *payload,
            "tls.reload_check_interval not applied", PH_STR("reason", "no memory"));
 }
 
-int cpc_tls_init(cpc_tls *t, ph_ctx *ctx, const ph_api *api) {
+int cp_client_tls_init(cp_client_tls *t, ph_ctx *ctx, const ph_api *api,
+                       const char *module) {
   t->api = api;
   t->ctx = ctx;
-  int rc = ph_tls_reload_init(&t->r, api, ctx, "controlplane_client",
+  int rc = ph_tls_reload_init(&t->r, api, ctx, module,
                               "control-plane client TLS certificate");
   if (rc != PH_OK)
     return rc;
@@ -52,7 +54,7 @@ int cpc_tls_init(cpc_tls *t, ph_ctx *ctx, const ph_api *api) {
   return PH_OK;
 }
 
-int cpc_tls_start(cpc_tls *t, cp_grpc_cq *cq, cp_grpc_channel **ch,
+int cp_client_tls_start(cp_client_tls *t, cp_grpc_cq *cq, cp_grpc_channel **ch,
                   const cp_grpc_client_cfg *cfg) {
   cp_grpc_client_keep(&t->kept, cfg);
   t->cq = cq;
@@ -60,7 +62,7 @@ int cpc_tls_start(cpc_tls *t, cp_grpc_cq *cq, cp_grpc_channel **ch,
   return watch(t);
 }
 
-void cpc_tls_stop(cpc_tls *t) {
+void cp_client_tls_stop(cp_client_tls *t) {
   t->cq = NULL;
   t->ch = NULL;
   ph_tls_reload_free(&t->r);

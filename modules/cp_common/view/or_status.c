@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* outcome_reporter's status classes (or_status.h). */
+/* The status classes of a fenced report call (or_status.h): the
+ * gateway's outcome batches and the checker's observation batches. */
 #include "contracts/cp_status.h"
-#include "or_status.h"
+#include "cp_common/view/or_status.h"
 
 or_status_class or_status_classify(int code) {
   switch (code) {

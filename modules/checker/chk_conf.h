@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The checker's keys (issue 26): who it is (address, cluster, checker,
+ * instance, zone: each required, each with its command-line flag and
+ * PROXY_POOL_* environment name, as the gateway's), the transport
+ * (cp_grpc_conf.h's TLS and client keys), what it registers
+ * (max_concurrency, tiers) and the bounds of its work. Every key is in
+ * modules/checker/checker.ini.sample with its bounds. */
+#ifndef PH_CHK_CONF_H
+#define PH_CHK_CONF_H
+
+#include <stdint.h>
+
+#include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
+
+#include "chk_wire.h"
+
+extern const ph_conf_key chk_conf_keys[];
+
+#define CHK_ADDRESS_MAX 261
+
+typedef struct chk_conf {
+  /* Copies: conf_str() pointers die at a reload. */
+  char address[CHK_ADDRESS_MAX + 1];
+  char cluster_id[PH_POOL_ID_MAX + 1], checker_id[PH_POOL_ID_MAX + 1],
+      instance_id[PH_POOL_ID_MAX + 1], zone[PH_POOL_ID_MAX + 1];
+  uint32_t max_concurrency;
+  int tiers[3];
+  size_t n_tiers;
+  uint32_t backoff_min_ms, backoff_max_ms;
+  int64_t rpc_timeout_ms;
+  uint32_t response_max;
+  uint32_t batch_max, queue_max;
+  int64_t flush_ms, task_max_ms, echo_interval_ms;
+  char echo_url[CHK_TARGET_MAX + 1]; /* "" until a task names one */
+} chk_conf;
+
+int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
+                  const char **key, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The probe engine (chk_probe.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include <proxyhost/pool_store.h>
+
+#include "chk_probe.h"
+#include "lib/http1_head.h"
+
+const char *const chk_reason_names[] = {CHK_REASONS, NULL};
+
+enum { P_CONNECT = 1, P_HS, P_SEND, P_RECV, P_END };
+
+static int end(chk_probe *p, int status, int reason) {
+  /* The echo probed directly: its failure is the checker's own. */
+  if (p->s.protocol == 0 && status != CHK_OK && reason != CHK_R_BAD_TASK) {
+    status = CHK_CHECKER_ERROR;
+    reason = CHK_R_ECHO_UNREACHABLE;
+  }
+  p->res.status = status;
+  p->res.reason = reason;
+  p->phase = P_END;
+  chk_probe_end(p);
+  return 0;
+}
+
+/* ---- the request -------------------------------------------------------- */
+
+static int host_fmt(char *out, size_t cap, const chk_url *u, int with_port) {
+  const char *l = u->v6 ? "[" : "", *r = u->v6 ? "]" : "";
+  int n = with_port || u->port != 80
+              ? snprintf(out, cap, "%s%s%s:%u", l, u->host, r, u->port)
+              : snprintf(out, cap, "%s%s%s", l, u->host, r);
+  return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* The GET (or HEAD) of p->url: origin form in a tunnel or direct,
+ * absolute form to an `http` proxy with its Proxy-Authorization. */
+static int build_request(chk_probe *p) {
+  const char *method = p->s.tier == CHK_TIER_BASIC ? "HEAD" : "GET";
+  char host[CHK_HOST_MAX + 16];
+  if (host_fmt(host, sizeof(host), &p->url, 0))
+    return -1;
+  int with_nonce = p->s.nonce && p->s.nonce[0] &&
+                   (p->s.tier == CHK_TIER_EGRESS || p->s.protocol == 0);
+  const char *sep = strchr(p->url.path, '?') ? "&" : "?";
+  char auth[UP_HS_PROXY_AUTH_MAX + 1];
+  size_t alen = 0;
+  if (p->absolute && p->s.user) {
+    alen = up_hs_proxy_auth(p->s.user, p->s.user_len, p->s.pass,
+                            p->s.pass_len, auth, sizeof(auth));
+    if (!alen)
+      return -1;
+  }
+  int n = snprintf(
+      p->req, sizeof(p->req),
+      "%s %s%s%s%s%s%s HTTP/1.1\r\nHost: %s\r\n%s%s%s%s%s%s"
+      "User-Agent: proxyhost-checker\r\nAccept: application/json\r\n"
+      "Connection: close\r\n\r\n",
+      method, p->absolute ? "http://" : "", p->absolute ? host : "",
+      p->url.path, with_nonce ? sep : "", with_nonce ? "nonce=" : "",
+      with_nonce ? p->s.nonce : "", host,
+      with_nonce ? "X-Proxyhost-Nonce: " : "", with_nonce ? p->s.nonce : "",
+      with_nonce ? "\r\n" : "", alen ? "Proxy-Authorization: " : "",
+      alen ? auth : "", alen ? "\r\n" : "");
+  OPENSSL_cleanse(auth, sizeof(auth));
+  if (n < 0 || (size_t)n >= sizeof(p->req)) {
+    OPENSSL_cleanse(p->req, sizeof(p->req));
+    return -1;
+  }
+  p->req_len = (size_t)n;
+  p->req_off = 0;
+  return 0;
+}
+
+/* ---- start -------------------------------------------------------------- */
+
+/* What the spec asks for: where to dial, whether a tunnel and a request
+ * follow. -1: a bad task. */
+static int plan(chk_probe *p) {
+  const chk_probe_spec *s = &p->s;
+  int target_url = s->target && !strncmp(s->target, "http://", 7);
+  p->get = 0;
+  p->absolute = 0;
+  if (s->protocol == 0) { /* direct: the echo itself */
+    if (chk_url_parse(s->echo_url, &p->url) || !s->nonce || !s->nonce[0])
+      return -1;
+    p->get = 1;
+    return 0;
+  }
+  if (s->protocol < PH_POOL_UPSTREAM_HTTP_CONNECT ||
+      s->protocol > PH_POOL_UPSTREAM_HTTP)
+    return -1;
+  switch (s->tier) {
+  case CHK_TIER_BASIC:
+    if (s->target && s->target[0]) {
+      if (target_url ? chk_url_parse(s->target, &p->url)
+                     : chk_hostport_parse(s->target, &p->url))
+        return -1;
+    } else if (chk_url_parse(s->echo_url, &p->url)) {
+      return -1;
+    }
+    /* An `http` proxy with a URL to fetch: a HEAD in absolute form. */
+    if (s->protocol == PH_POOL_UPSTREAM_HTTP &&
+        (target_url || !(s->target && s->target[0]))) {
+      p->get = 1;
+      p->absolute = 1;
+    }
+    p->tunnel = p->url;
+    return 0;
+  case CHK_TIER_EGRESS:
+    if (chk_url_parse(s->echo_url, &p->url) || !s->nonce || !s->nonce[0])
+      return -1;
+    p->get = 1;
+    break;
+  case CHK_TIER_TARGET:
+    if (!s->target || !s->target[0])
+      return -1;
+    if (target_url) {
+      if (chk_url_parse(s->target, &p->url))
+        return -1;
+      p->get = 1;
+    } else if (chk_hostport_parse(s->target, &p->url)) {
+      return -1;
+    }
+    break;
+  default:
+    return -1;
+  }
+  p->absolute = p->get && s->protocol == PH_POOL_UPSTREAM_HTTP;
+  p->tunnel = p->url;
+  return 0;
+}
+
+static int dial_reason(int err) {
+  switch (err) {
+  case ECONNREFUSED:
+  case ECONNRESET:
+    return CHK_R_DIAL_REFUSED;
+  case ENETUNREACH:
+  case EHOSTUNREACH:
+    return CHK_R_DIAL_UNREACHABLE;
+  case ETIMEDOUT:
+    return CHK_R_DIAL_TIMEOUT;
+  default:
+    return CHK_R_DIAL_FAILED;
+  }
+}
+
+int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
+  memset(p, 0, sizeof(*p));
+  p->s = *s;
+  p->fd = -1;
+  if (p->s.resp_max < CHK_RESP_MIN)
+    p->s.resp_max = CHK_RESP_MIN;
+  if (p->s.resp_max > CHK_RESP_MAX)
+    p->s.resp_max = CHK_RESP_MAX;
+  if (plan(p))
+    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+  const char *host = s->protocol ? s->proxy_host : p->url.host;
+  uint16_t port = s->protocol ? s->proxy_port : p->url.port;
+  if (!host || !port)
+    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  memset(&ss, 0, sizeof(ss));
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(port);
+    sl = sizeof(*a4);
+  } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
+    sl = sizeof(*a6);
+  } else {
+    /* The checker resolves no names (no resolver on its path yet): not
+     * a verdict on the proxy. */
+    return end(p, CHK_CHECKER_ERROR, CHK_R_NAME);
+  }
+  p->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (p->fd < 0)
+    return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
+  int one = 1;
+  setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  p->phase = P_CONNECT;
+  if (connect(p->fd, (struct sockaddr *)&ss, sl) == 0)
+    return chk_probe_io(p, CHK_EV_WRITE);
+  if (errno != EINPROGRESS)
+    return end(p, CHK_FAILED, dial_reason(errno));
+  return CHK_EV_WRITE;
+}
+
+/* ---- the steps ---------------------------------------------------------- */
+
+static int start_hs(chk_probe *p) {
+  const chk_probe_spec *s = &p->s;
+  if (up_hs_init(&p->hs, s->protocol, p->tunnel.host, p->tunnel.port,
+                 s->user, s->user ? s->user_len : 0, s->pass,
+                 s->user ? s->pass_len : 0) != 0)
+    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+  p->phase = P_HS;
+  return -1; /* go on */
+}
+
+static int start_send(chk_probe *p) {
+  if (build_request(p))
+    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+  p->phase = P_SEND;
+  return -1;
+}
+
+static int after_tunnel(chk_probe *p) {
+  up_hs_wipe(&p->hs);
+  if (!p->get)
+    return end(p, CHK_OK, CHK_R_NONE);
+  return start_send(p);
+}
+
+static int after_connect(chk_probe *p) {
+  int err = 0;
+  socklen_t el = sizeof(err);
+  if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &el) || err)
+    return end(p, CHK_FAILED, dial_reason(err ? err : errno));
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  if (!getsockname(p->fd, (struct sockaddr *)&ss, &sl)) {
+    if (ss.ss_family == AF_INET)
+      inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, p->local,
+                sizeof(p->local));
+    else if (ss.ss_family == AF_INET6)
+      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+                p->local, sizeof(p->local));
+  }
+  if (p->s.protocol == 0 || p->absolute)
+    return start_send(p);
+  return start_hs(p);
+}
+
+static int hs_reason(const chk_probe *p, up_hs_state st) {
+  switch (st) {
+  case UP_HS_AUTH:
+    return CHK_R_AUTH_FAILED;
+  case UP_HS_REFUSED:
+    return p->s.tier == CHK_TIER_TARGET ? CHK_R_TARGET_UNREACHABLE
+                                        : CHK_R_HS_REJECTED;
+  default:
+    return CHK_R_HS_MALFORMED;
+  }
+}
+
+/* One round of the handshake's I/O rule: -1 go on, else the events to
+ * wait for (or 0: ended). */
+static int hs_step(chk_probe *p) {
+  uint8_t buf[UP_HS_HEAD_MAX];
+  const uint8_t *out;
+  size_t n_out = up_hs_pending_out(&p->hs, &out);
+  if (n_out) {
+    ssize_t w = send(p->fd, out, n_out, MSG_NOSIGNAL);
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return CHK_EV_WRITE;
+    if (w <= 0)
+      return end(p, CHK_FAILED, CHK_R_HS_MALFORMED);
+    up_hs_sent(&p->hs, (size_t)w);
+    return -1;
+  }
+  size_t want = up_hs_want(&p->hs);
+  if (want > sizeof(buf))
+    want = sizeof(buf);
+  if (!want)
+    return end(p, CHK_FAILED, CHK_R_HS_MALFORMED);
+  ssize_t n = recv(p->fd, buf, want, MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    return CHK_EV_READ;
+  if (n < 0)
+    return end(p, CHK_FAILED, CHK_R_HS_MALFORMED);
+  size_t consume = 0;
+  up_hs_state st = up_hs_feed(&p->hs, buf, (size_t)n, n == 0, &consume);
+  if (consume && recv(p->fd, buf, consume, 0) != (ssize_t)consume)
+    return end(p, CHK_FAILED, CHK_R_HS_MALFORMED);
+  if (st == UP_HS_DONE)
+    return after_tunnel(p);
+  if (st != UP_HS_MORE) {
+    p->res.http_status = p->hs.status;
+    return end(p, CHK_FAILED, hs_reason(p, st));
+  }
+  return -1;
+}
+
+static int send_step(chk_probe *p) {
+  ssize_t w = send(p->fd, p->req + p->req_off, p->req_len - p->req_off,
+                   MSG_NOSIGNAL);
+  if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    return CHK_EV_WRITE;
+  if (w <= 0)
+    return end(p, CHK_FAILED, p->s.protocol ? CHK_R_PROXY_ERROR
+                                            : CHK_R_ECHO_UNREACHABLE);
+  p->req_off += (size_t)w;
+  if (p->req_off < p->req_len)
+    return -1;
+  /* The request (and a Proxy-Authorization in it) is sent: wiped. */
+  OPENSSL_cleanse(p->req, sizeof(p->req));
+  p->resp = malloc(p->s.resp_max);
+  if (!p->resp)
+    return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
+  p->phase = P_RECV;
+  return -1;
+}
+
+/* The whole answer is in (or the peer closed): the verdict. */
+static int judge(chk_probe *p, int eof) {
+  h1_head h;
+  static const h1_limits lim = {8192, 65536, 65536, 256};
+  size_t used = 0;
+  h1_init(&h, H1_RESPONSE, H1_LF | H1_CODE_ONLY, &lim, NULL);
+  int r = h1_feed(&h, p->resp, p->resp_len, &used);
+  if (r == H1_MORE && !eof)
+    return -1;
+  int direct = p->s.protocol == 0;
+  if (r != H1_DONE)
+    return end(p, direct ? CHK_CHECKER_ERROR : CHK_FAILED,
+               direct ? CHK_R_ECHO_UNREACHABLE : CHK_R_BAD_RESPONSE);
+  p->res.http_status = h.status;
+  size_t body = p->resp_len - h.head_len;
+  if (p->s.tier != CHK_TIER_EGRESS && !direct) {
+    /* BASIC (HEAD) and TARGET: the status line decides. */
+    if (p->absolute && h.status == 407)
+      return end(p, CHK_FAILED, CHK_R_AUTH_FAILED);
+    if (p->s.tier == CHK_TIER_TARGET && h.status >= 500)
+      return end(p, CHK_FAILED, CHK_R_TARGET_STATUS);
+    return end(p, CHK_OK, CHK_R_NONE);
+  }
+  /* The echo's body whole: its Content-Length, else to the close. */
+  if (!eof && (h.content_length < 0 ? h.te_fields == 0
+                                    : (size_t)h.content_length > body))
+    return -1;
+  if (h.te_fields)
+    return end(p, direct ? CHK_CHECKER_ERROR : CHK_FAILED,
+               direct ? CHK_R_ECHO_UNREACHABLE : CHK_R_BAD_ECHO);
+  if (h.content_length >= 0 && (size_t)h.content_length < body)
+    body = (size_t)h.content_length;
+  if (h.status != 200) {
+    if (direct)
+      return end(p, CHK_CHECKER_ERROR, CHK_R_ECHO_UNREACHABLE);
+    if (p->absolute && h.status == 407)
+      return end(p, CHK_FAILED, CHK_R_AUTH_FAILED);
+    return end(p, CHK_FAILED,
+               h.status >= 500 ? CHK_R_PROXY_ERROR : CHK_R_BAD_ECHO);
+  }
+  const char *own[17];
+  size_t n_own = 0;
+  own[n_own++] = p->local;
+  for (size_t i = 0; i < p->s.n_own && n_own < 17; i++)
+    own[n_own++] = p->s.own[i];
+  if (chk_echo_read(p->resp + h.head_len, body, p->s.nonce, own, n_own,
+                    &p->res.echo))
+    return end(p, direct ? CHK_CHECKER_ERROR : CHK_FAILED,
+               direct ? CHK_R_ECHO_UNREACHABLE : CHK_R_BAD_ECHO);
+  return end(p, CHK_OK, CHK_R_NONE);
+}
+
+static int recv_step(chk_probe *p) {
+  if (p->resp_len >= p->s.resp_max)
+    return end(p, p->s.protocol ? CHK_FAILED : CHK_CHECKER_ERROR,
+               CHK_R_TOO_LARGE);
+  ssize_t n = recv(p->fd, p->resp + p->resp_len, p->s.resp_max - p->resp_len,
+                   0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    return CHK_EV_READ;
+  if (n < 0)
+    return judge(p, 1);
+  p->resp_len += (size_t)n;
+  int r = judge(p, n == 0);
+  if (r < 0 && p->resp_len >= p->s.resp_max)
+    return end(p, p->s.protocol ? CHK_FAILED : CHK_CHECKER_ERROR,
+               CHK_R_TOO_LARGE);
+  return r;
+}
+
+int chk_probe_io(chk_probe *p, int revents) {
+  (void)revents;
+  for (int rounds = 0; rounds < 64; rounds++) {
+    int r;
+    switch (p->phase) {
+    case P_CONNECT:
+      r = after_connect(p);
+      break;
+    case P_HS:
+      r = hs_step(p);
+      break;
+    case P_SEND:
+      r = send_step(p);
+      break;
+    case P_RECV:
+      r = recv_step(p);
+      break;
+    default:
+      return 0;
+    }
+    if (r >= 0)
+      return r;
+  }
+  return p->phase == P_RECV || p->phase == P_HS ? CHK_EV_READ : CHK_EV_WRITE;
+}
+
+void chk_probe_timeout(chk_probe *p) {
+  if (p->phase == P_END)
+    return;
+  int reason = p->phase == P_CONNECT ? CHK_R_DIAL_TIMEOUT
+               : p->phase == P_HS    ? CHK_R_HS_TIMEOUT
+                                     : CHK_R_RESPONSE_TIMEOUT;
+  if (p->s.protocol == 0)
+    end(p, CHK_CHECKER_ERROR, CHK_R_ECHO_UNREACHABLE);
+  else
+    end(p, CHK_TIMEOUT, reason);
+}
+
+void chk_probe_end(chk_probe *p) {
+  if (p->fd >= 0) {
+    close(p->fd);
+    p->fd = -1;
+  }
+  up_hs_wipe(&p->hs);
+  OPENSSL_cleanse(p->req, sizeof(p->req));
+  free(p->resp);
+  p->resp = NULL;
+  p->resp_len = 0;
+  p->s.user = p->s.pass = NULL;
+  p->s.user_len = p->s.pass_len = 0;
+  if (p->phase != P_END)
+    p->phase = P_END;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The checker's messages and observation queue (modules/checker/
+ * chk_wire.h, chk_report.h; issue 26): a CheckTask read into bounded
+ * copies (credentials included, wiped), RegisterChecker carrying
+ * max_concurrency and tiers (CP-6-1), batches numbered from 1 per session
+ * with the digest of the batch without the checker and session ids, and
+ * resent byte for byte until acknowledged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checker/chk_probe.h"
+#include "checker/chk_report.h"
+#include "checker/chk_wire.h"
+#include "controlplane/v1/controlplane.pb-c.h"
+#include "cp_common/view/cp_outcomes.h"
+#include "tap.h"
+
+static size_t pack_task(uint8_t *buf, int tier, const char *user) {
+  Controlplane__V1__CheckTask t;
+  controlplane__v1__check_task__init(&t);
+  Controlplane__V1__Credential c;
+  controlplane__v1__credential__init(&c);
+  Google__Protobuf__Timestamp d;
+  google__protobuf__timestamp__init(&d);
+  d.seconds = 2000000000;
+  t.task_id = "t1";
+  t.proxy_id = "p1";
+  t.tier = (Controlplane__V1__CheckTier)tier;
+  t.protocol = CONTROLPLANE__V1__UPSTREAM_PROTOCOL__UPSTREAM_PROTOCOL_SOCKS5;
+  t.host = "192.0.2.1";
+  t.port = 1080;
+  t.echo_url = "http://192.0.2.9:8089/";
+  t.nonce = "abc";
+  t.deadline = &d;
+  if (user) {
+    c.username = (char *)user;
+    c.password = "pw";
+    t.credential = &c;
+  }
+  return controlplane__v1__check_task__pack(&t, buf);
+}
+
+int main(void) {
+  plan_lazy();
+  uint8_t buf[1024];
+  chk_task t;
+  const char *why = NULL;
+  size_t n = pack_task(buf, CHK_TIER_EGRESS, "alice");
+  ok(chk_read_task(buf, n, &t, &why) == 0 && t.tier == CHK_TIER_EGRESS &&
+         t.port == 1080 && !strcmp(t.nonce, "abc") &&
+         t.deadline_ms == 2000000000000LL && t.user_len == 5 &&
+         !memcmp(t.user, "alice", 5) && t.pass_len == 2,
+     "CP-6-2 a task read with its deadline and its credentials");
+  chk_task_wipe(&t);
+  ok(!t.user && !t.pass, "credentials wiped and freed");
+  n = pack_task(buf, 9, NULL);
+  ok(chk_read_task(buf, n, &t, &why) != 0 && !strcmp(t.task_id, "t1"),
+     "CP-7-3 an unknown tier is refused, its task id kept for the answer");
+  ok(chk_read_task((const uint8_t *)"\xff\xff", 2, &t, &why) != 0,
+     "bytes that are not a task are refused");
+
+  cp_buf b = {0};
+  int tiers[] = {CHK_TIER_BASIC, CHK_TIER_TARGET};
+  ok(chk_pack_register("c", "k1", "i", "z", 48, tiers, 2, &b) == 0,
+     "register packed");
+  Controlplane__V1__RegisterCheckerRequest *r =
+      controlplane__v1__register_checker_request__unpack(NULL, b.len, b.data);
+  ok(r && r->max_concurrency == 48 && r->n_tiers == 2 &&
+         r->tiers[1] == CONTROLPLANE__V1__CHECK_TIER__CHECK_TIER_TARGET &&
+         !strcmp(r->checker_id, "k1"),
+     "CP-6-1 RegisterChecker carries max_concurrency and the tiers");
+  controlplane__v1__register_checker_request__free_unpacked(r, NULL);
+  cp_buf_free(&b);
+
+  chk_report q;
+  ok(chk_report_init(&q, 4, 2) == 0, "a queue of 4, batches of 2");
+  chk_obs o = {0};
+  strcpy(o.task_id, "t");
+  strcpy(o.proxy_id, "p");
+  o.tier = CHK_TIER_BASIC;
+  o.status = CHK_FAILED;
+  o.reason = CHK_R_DIAL_REFUSED;
+  for (int i = 0; i < 5; i++)
+    chk_report_push(&q, &o);
+  ok(q.len == 4 && q.dropped == 1, "the fifth is dropped and counted");
+  const cp_buf *pb = NULL;
+  ok(chk_report_next(&q, "k1", "s1", &pb) == 1 && q.seq == 1, "batch 1 cut");
+  Controlplane__V1__ReportObservationsRequest *m =
+      controlplane__v1__report_observations_request__unpack(NULL, pb->len,
+                                                            pb->data);
+  uint8_t d[32];
+  ok(m && m->sequence == 1 && m->n_observations == 2 &&
+         !strcmp(m->observations[0]->reason, "dial_refused") &&
+         !strcmp(m->session_id, "s1") &&
+         cp_observation_digest(m, d) == 0 && !memcmp(d, q.digest, 32),
+     "CP-6-2 the batch: sequence, reason code, the digest without the ids");
+  controlplane__v1__report_observations_request__free_unpacked(m, NULL);
+  uint8_t *first = malloc(pb->len);
+  size_t first_len = pb->len;
+  memcpy(first, pb->data, pb->len);
+  ok(chk_report_ack(&q, 0) == 0, "nothing acknowledged: still in flight");
+  ok(chk_report_next(&q, "k1", "s1", &pb) == 1 && pb->len == first_len &&
+         !memcmp(pb->data, first, first_len),
+     "the batch goes again, the same bytes under the same sequence");
+  free(first);
+  ok(chk_report_ack(&q, 1) == 1, "acknowledged");
+  ok(chk_report_next(&q, "k1", "s1", &pb) == 1 && q.seq == 2, "batch 2");
+  chk_report_session(&q);
+  ok(q.len == 2 && q.seq == 0, "a new session: the batch in flight is back");
+  ok(chk_report_next(&q, "k1", "s2", &pb) == 1 && q.seq == 1,
+     "and numbered from 1 again");
+  chk_report_free(&q);
+  return done_testing();
+}
