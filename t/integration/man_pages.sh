@@ -36,6 +36,10 @@ esac
 case ",$mods," in *,controlplane_client,*)
   printf '[controlplane_client]\naddress = 127.0.0.1:1\ncluster_id = c\nworker_id = w\ninstance_id = i\nzone = z\ntls.mode = disabled\n' >>"$T/all.ini" ;;
 esac
+# checker: the same five identity keys.
+case ",$mods," in *,checker,*)
+  printf '[checker]\naddress = 127.0.0.1:1\ncluster_id = c\nchecker_id = k\ninstance_id = i\nzone = z\ntls.mode = disabled\n' >>"$T/all.ini" ;;
+esac
 "$PROXYHOST" -c "$T/all.ini" --print-config >"$T/keys" 2>"$T/err"
 ok $? "--print-config with every built module ($mods)"
 sed 's/^/#   /' "$T/err" | head -5
