@@ -957,6 +957,7 @@ static void chk_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
+  m->up = NULL; /* stop cancelled every dial; the connector may be gone */
   cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   cp_grpc_cq_free(m->cq);

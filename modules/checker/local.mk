@@ -6,7 +6,7 @@
 # engine over the upstream kit (chk_probe.c, chk_url.c) and the reading
 # of the echo endpoint's answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
-	t/integration/checker_dns.sh \
+	t/integration/checker_dns.sh t/integration/checker_dns_controller.sh \
 	t/integration/checker_controller.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
@@ -76,6 +76,9 @@ TESTS += t/integration/checker_role.sh
 # t/lib/dnsd.py (issue 26, i26-dns).
 if MODULE_DIRECT
 TESTS += t/integration/checker_dns.sh
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/checker_dns_controller.sh
+endif
 endif
 # The checker against the real controller (controlplane_server,
 # redis_ownership, store_sqlite) and real proxies.
