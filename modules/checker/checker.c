@@ -30,9 +30,12 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <proxyhost/connector.h>
 #include <proxyhost/module.h>
+#include <proxyhost/stream.h>
 
 #include "chk_conf.h"
+#include "chk_dial.h"
 #include "chk_probe.h"
 #include "chk_report.h"
 #include "chk_wire.h"
@@ -74,6 +77,7 @@ typedef struct slot {
   ph_timer *timer;
   int64_t started_ms;
   int events;
+  int64_t open_id; /* the connector's dial in flight, 0: none */
   const char *own[1]; /* the probe's spec borrows it */
 } slot;
 
@@ -113,6 +117,10 @@ struct checker {
   ph_timer *echo_timer;
   held *held;
   uint32_t n_held, held_cap;
+  /* The connector that resolves and dials (connector key), or NULL:
+   * address literals only, dialled by the probe itself. */
+  const ph_connector_v1 *up;
+  void *up_self;
   ph_series *m_checks[3][4], *m_reasons[3][CHK_R_COUNT], *m_seconds[3];
   ph_series *m_running, *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_refused[N_REFUSE], *m_dropped, *m_echo_up, *m_reconnects,
@@ -310,6 +318,9 @@ static void release_held(checker *m, int64_t started_ms) {
 /* ---- checks ------------------------------------------------------------- */
 
 static void slot_release(slot *s) {
+  if (s->open_id > 0 && s->m->up)
+    s->m->up->cancel(s->m->up_self, s->open_id);
+  s->open_id = 0;
   if (s->io)
     api->io_free(s->io);
   s->io = NULL;
@@ -411,6 +422,52 @@ static void on_slot_timer(ph_timer *t, void *arg) {
   slot_done(s);
 }
 
+/* The connector answered s's dial. */
+static void on_dialed(void *arg, const ph_open_result *res) {
+  slot *s = arg;
+  s->open_id = 0;
+  if (res->code == PH_OPEN_OK && res->fd >= 0) {
+    slot_wait(s, chk_probe_connected(&s->probe, res->fd));
+    return;
+  }
+  if (res->stream) /* never asked for (no PH_OPEN_F_STREAM) */
+    ph_stream_close(res->stream);
+  int status, reason;
+  if (res->code == PH_OPEN_OK)
+    chk_dial_verdict(PH_STAGE_NONE, PH_OPEN_INTERNAL_ERROR, 0, &status,
+                     &reason);
+  else
+    chk_dial_verdict(res->stage, res->code, res->retryable, &status,
+                     &reason);
+  chk_probe_fail(&s->probe, status, reason);
+  slot_done(s);
+}
+
+/* The probe planned, its proxy (or the echo) dialled by the connector:
+ * names resolved by it, under its target policy (chk_dial.h). */
+static void slot_dial(slot *s, const chk_probe_spec *spec) {
+  checker *m = s->m;
+  const char *host = NULL;
+  uint16_t port = 0;
+  if (!chk_probe_prepare(&s->probe, spec, &host, &port)) {
+    slot_done(s);
+    return;
+  }
+  ph_open_request rq = {.size = sizeof(rq),
+                        .protocol = PH_PROTO_TCP,
+                        .port = port,
+                        .host = host};
+  int64_t id = m->up->open(m->up_self, &rq, on_dialed, s);
+  if (id < 0) {
+    chk_probe_fail(&s->probe, id == PH_EINVAL ? CHK_FAILED
+                                              : CHK_CHECKER_ERROR,
+                   id == PH_EINVAL ? CHK_R_BAD_TASK : CHK_R_NO_RESOURCES);
+    slot_done(s);
+    return;
+  }
+  s->open_id = id;
+}
+
 /* Starts s's probe with spec; the timer at deadline_ms (Unix ms). */
 static void slot_start(slot *s, const chk_probe_spec *spec,
                        int64_t deadline_ms) {
@@ -423,7 +480,10 @@ static void slot_start(slot *s, const chk_probe_spec *spec,
   if (left < 1)
     left = 1;
   api->timer_set(s->timer, (uint64_t)left, 0);
-  slot_wait(s, chk_probe_start(&s->probe, spec));
+  if (m->up)
+    slot_dial(s, spec);
+  else
+    slot_wait(s, chk_probe_start(&s->probe, spec));
 }
 
 static void echo_probe_start(checker *m) {
@@ -489,7 +549,8 @@ static void run_task(checker *m, const uint8_t *msg, size_t len) {
   if (t.echo_url[0] && strcmp(t.echo_url, m->echo_url)) {
     chk_url u;
     /* The echo endpoint the checker probes directly: the tasks' one. */
-    if (!chk_url_parse(t.echo_url, &u) && chk_is_literal(u.host)) {
+    if (!chk_url_parse(t.echo_url, &u) &&
+        (m->up || chk_is_literal(u.host))) {
       snprintf(m->echo_url, sizeof(m->echo_url), "%s", t.echo_url);
       m->echo_up = -1;
       api->gauge_set(m->m_echo_up, -1);
@@ -776,7 +837,9 @@ static void do_register(checker *m) {
 static int chk_check(ph_ctx *ctx, const ph_api *a, const char **key,
                      char *why, size_t whylen) {
   chk_conf c;
-  return chk_conf_read(ctx, a, &c, key, why, whylen);
+  int rc = chk_conf_read(ctx, a, &c, key, why, whylen);
+  return rc == PH_OK ? chk_conf_check_connector(ctx, a, key, why, whylen)
+                     : rc;
 }
 
 static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
@@ -830,6 +893,18 @@ static int chk_start(void *state) {
   const char *err = NULL;
   char why[256];
   set_state(m, S_IDLE);
+  if (m->conf.connector[0]) {
+    m->up = api->service_get_named(m->ctx, PH_CONNECTOR_SERVICE,
+                                   m->conf.connector, PH_CONNECTOR_MAJOR, 0,
+                                   &m->up_self);
+    if (!m->up) {
+      PH_LOG(api, m->ctx, PH_LOG_ERROR,
+             "checker: its connector is not there (check [checker] "
+             "connector and [proxyhost] modules)",
+             PH_STR("provider", m->conf.connector));
+      return PH_ENOENT;
+    }
+  }
   m->cq = cp_grpc_cq_new(m->ctx, api, "cq", &err);
   if (!m->cq) {
     PH_LOG(api, m->ctx, PH_LOG_ERROR, "grpc not started",
@@ -882,6 +957,7 @@ static void chk_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
+  m->up = NULL; /* stop cancelled every dial; the connector may be gone */
   cp_client_tls_stop(&m->tls);
   cp_grpc_channel_free(m->ch);
   cp_grpc_cq_free(m->cq);

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <proxyhost/connector.h>
+
 #include "chk_conf.h"
 #include "chk_probe.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
@@ -70,7 +72,16 @@ const ph_conf_key chk_conf_keys[] = {
     PH_CONF_KEY("echo.url", PH_CONF_STRING, NULL, 0, CHK_TARGET_MAX,
                 PH_CONF_RESTART, NULL,
                 "the echo endpoint to probe directly before any task names "
-                "one (http://host:port/path; empty: the tasks' echo_url)",
+                "one (http://host:port/path, the host a name only with a "
+                "connector; empty: the tasks' echo_url)",
+                NULL),
+    PH_CONF_KEY("connector", PH_CONF_STRING, NULL, 0, CHK_CONNECTOR_MAX,
+                PH_CONF_RESTART, NULL,
+                "the connector instance (a `direct`) that resolves and "
+                "dials the proxies and the echo endpoint, as the gateway's "
+                "pool.upstream_connector; empty: the checker dials address "
+                "literals itself and a name is CHECKER_ERROR "
+                "name_not_supported",
                 NULL),
     PH_CONF_END};
 
@@ -113,12 +124,17 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   if (read_tiers(a->conf_str(ctx, "tiers"), c))
     return ph_conf_fail(key, "tiers", why, whylen,
                         "a comma list of basic, egress, target, each once");
+  const char *conn = a->conf_str(ctx, "connector");
+  snprintf(c->connector, sizeof(c->connector), "%s", conn ? conn : "");
   const char *echo = a->conf_str(ctx, "echo.url");
   if (echo && echo[0]) {
     chk_url u;
-    if (chk_url_parse(echo, &u) || !chk_is_literal(u.host))
+    if (chk_url_parse(echo, &u) || (!c->connector[0] && !chk_is_literal(u.host)))
       return ph_conf_fail(key, "echo.url", why, whylen,
-                          "must be http://IP:port/path (an address literal)");
+                          c->connector[0]
+                              ? "must be http://host:port/path"
+                              : "must be http://IP:port/path (an address "
+                                "literal; a name needs connector)");
     snprintf(c->echo_url, sizeof(c->echo_url), "%s", echo);
   }
   c->max_concurrency = (uint32_t)a->conf_int(ctx, "max_concurrency");
@@ -139,4 +155,17 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   if (rc != PH_OK)
     return rc;
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);
+}
+
+int chk_conf_check_connector(ph_ctx *ctx, const ph_api *a, const char **key,
+                             char *why, size_t whylen) {
+  const char *v = a->conf_str(ctx, "connector");
+  if (!v || !*v)
+    return PH_OK;
+  if (!strcmp(v, a->module_name(ctx)) ||
+      !a->service_provider_loaded(ctx, PH_CONNECTOR_SERVICE, v))
+    return ph_conf_fail(key, "connector", why, whylen,
+                        "must name a loaded connector instance (a direct "
+                        "instance: load it in [proxyhost] modules)");
+  return PH_OK;
 }

@@ -18,6 +18,7 @@
 extern const ph_conf_key chk_conf_keys[];
 
 #define CHK_ADDRESS_MAX 261
+#define CHK_CONNECTOR_MAX 97
 
 typedef struct chk_conf {
   /* Copies: conf_str() pointers die at a reload. */
@@ -33,7 +34,13 @@ typedef struct chk_conf {
   uint32_t batch_max, queue_max;
   int64_t flush_ms, task_max_ms, echo_interval_ms;
   char echo_url[CHK_TARGET_MAX + 1]; /* "" until a task names one */
+  char connector[CHK_CONNECTOR_MAX + 1]; /* "": literals only */
 } chk_conf;
+
+/* The check callback's part that needs the other modules: connector
+ * names a loaded connector instance other than the checker. */
+int chk_conf_check_connector(ph_ctx *ctx, const ph_api *a, const char **key,
+                             char *why, size_t whylen);
 
 int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
                   const char **key, char *why, size_t whylen);

@@ -158,7 +158,8 @@ static int dial_reason(int err) {
   }
 }
 
-int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
+int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,
+                      const char **host, uint16_t *port) {
   memset(p, 0, sizeof(*p));
   p->s = *s;
   p->fd = -1;
@@ -168,10 +169,36 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
     p->s.resp_max = CHK_RESP_MAX;
   if (plan(p))
     return end(p, CHK_FAILED, CHK_R_BAD_TASK);
-  const char *host = s->protocol ? s->proxy_host : p->url.host;
-  uint16_t port = s->protocol ? s->proxy_port : p->url.port;
-  if (!host || !port)
+  *host = s->protocol ? s->proxy_host : p->url.host;
+  *port = s->protocol ? s->proxy_port : p->url.port;
+  if (!*host || !**host || !*port)
     return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+  p->phase = P_CONNECT;
+  return 1;
+}
+
+int chk_probe_connected(chk_probe *p, int fd) {
+  if (p->phase != P_CONNECT) {
+    if (fd >= 0)
+      close(fd);
+    return 0;
+  }
+  p->fd = fd;
+  int one = 1;
+  setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return chk_probe_io(p, CHK_EV_WRITE);
+}
+
+void chk_probe_fail(chk_probe *p, int status, int reason) {
+  if (p->phase != P_END)
+    end(p, status, reason);
+}
+
+int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
+  const char *host = NULL;
+  uint16_t port = 0;
+  if (!chk_probe_prepare(p, s, &host, &port))
+    return 0;
   struct sockaddr_storage ss;
   socklen_t sl;
   memset(&ss, 0, sizeof(ss));
@@ -186,8 +213,7 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
     a6->sin6_port = htons(port);
     sl = sizeof(*a6);
   } else {
-    /* The checker resolves no names (no resolver on its path yet): not
-     * a verdict on the proxy. */
+    /* No connector to resolve it: not a verdict on the proxy. */
     return end(p, CHK_CHECKER_ERROR, CHK_R_NAME);
   }
   p->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -195,7 +221,6 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
     return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
   int one = 1;
   setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  p->phase = P_CONNECT;
   if (connect(p->fd, (struct sockaddr *)&ss, sl) == 0)
     return chk_probe_io(p, CHK_EV_WRITE);
   if (errno != EINPROGRESS)

@@ -52,7 +52,8 @@ enum {
       "handshake_timeout", "target_unreachable", "target_status",            \
       "bad_echo", "proxy_error", "bad_response", "response_too_large",       \
       "response_timeout", "echo_unreachable", "name_not_supported",          \
-      "bad_task", "no_resources", "deadline_passed"
+      "bad_task", "no_resources", "deadline_passed", "dial_unresolved",      \
+      "resolver_failed", "dial_forbidden"
 enum chk_reason {
   CHK_R_NONE,
   CHK_R_DIAL_REFUSED,
@@ -75,6 +76,9 @@ enum chk_reason {
   CHK_R_BAD_TASK,
   CHK_R_NO_RESOURCES,
   CHK_R_DEADLINE,
+  CHK_R_UNRESOLVED, /* the name has no address (NXDOMAIN): the proxy's */
+  CHK_R_RESOLVER,   /* the checker's resolver failed or timed out */
+  CHK_R_FORBIDDEN,  /* the connector's target policy refused the dial */
   CHK_R_COUNT
 };
 extern const char *const chk_reason_names[]; /* NULL-terminated */
@@ -88,7 +92,7 @@ extern const char *const chk_reason_names[]; /* NULL-terminated */
 typedef struct chk_probe_spec {
   int tier;     /* CHK_TIER_* */
   int protocol; /* PH_POOL_UPSTREAM_* (1..3), or 0: direct to the echo */
-  const char *proxy_host; /* a literal (names: CHECKER_ERROR) */
+  const char *proxy_host; /* a literal, or a name (the connector's) */
   uint16_t proxy_port;
   const char *user, *pass; /* NULL: no credentials */
   uint32_t user_len, pass_len;
@@ -128,8 +132,21 @@ typedef struct chk_probe {
 
 /* Starts the probe (the socket made, its connect begun). Returns the
  * events to wait for, or 0 when it ended at once (res says why: a bad
- * task, a name, no resources, or a refusal the kernel gave at once). */
+ * task, a name, no resources, or a refusal the kernel gave at once).
+ * It dials address literals only: a name ends it CHECKER_ERROR
+ * name_not_supported (a checker without a connector). */
 int chk_probe_start(chk_probe *p, const chk_probe_spec *s);
+
+/* The connector's way (the gateway's: a `direct` instance resolves and
+ * dials, chk_dial.h): chk_probe_prepare plans the probe and says where
+ * to dial (*host, borrowed from the spec or the probe, and *port);
+ * 1: dial it, then chk_probe_connected with the connected socket (the
+ * probe owns it from then on) or chk_probe_fail with the dial's verdict;
+ * 0: the probe ended (a bad task). */
+int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,
+                      const char **host, uint16_t *port);
+int chk_probe_connected(chk_probe *p, int fd);
+void chk_probe_fail(chk_probe *p, int status, int reason);
 
 /* The socket is ready for revents: goes on as far as it can. The events
  * to wait for next, or 0 when it ended. */

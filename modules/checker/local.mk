@@ -6,13 +6,15 @@
 # engine over the upstream kit (chk_probe.c, chk_url.c) and the reading
 # of the echo endpoint's answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
+	t/integration/checker_dns.sh t/integration/checker_dns_controller.sh \
 	t/integration/checker_controller.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
 
 CHK_CORE = %D%/chk_probe.c %D%/chk_probe.h \
 	%D%/chk_url.c %D%/chk_url.h \
-	%D%/chk_echo.c %D%/chk_echo.h
+	%D%/chk_echo.c %D%/chk_echo.h \
+	%D%/chk_dial.c %D%/chk_dial.h
 CHK_SOURCES = %D%/checker.c \
 	%D%/chk_conf.c %D%/chk_conf.h \
 	%D%/chk_wire.c %D%/chk_wire.h \
@@ -70,6 +72,14 @@ t/fuzz/replay_chk_task-chk_wire.$(OBJEXT): $(CP_GEN)/proto.stamp
 # CheckerControlPlane (CP-6-1, CP-6-3..6).
 if MODULE_ECHO
 TESTS += t/integration/checker_role.sh
+# The checker dialling names through a `direct` connector, against
+# t/lib/dnsd.py (issue 26, i26-dns).
+if MODULE_DIRECT
+TESTS += t/integration/checker_dns.sh
+if MODULE_CONTROLPLANE_SERVER
+TESTS += t/integration/checker_dns_controller.sh
+endif
+endif
 # The checker against the real controller (controlplane_server,
 # redis_ownership, store_sqlite) and real proxies.
 if MODULE_CONTROLPLANE_SERVER

@@ -15,8 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <proxyhost/connector.h>
 #include <proxyhost/pool_store.h>
 
+#include "checker/chk_dial.h"
 #include "checker/chk_probe.h"
 #include "tap.h"
 
@@ -83,9 +87,9 @@ static void script_end(script *s) {
   close(s->lfd);
 }
 
-/* Runs the probe to its end; deadline_ms: when to time it out. */
-static void run(chk_probe *p, const chk_probe_spec *spec, int deadline_ms) {
-  int ev = chk_probe_start(p, spec);
+/* Drives the probe from ev to its end; deadline_ms: when to time it
+ * out. */
+static void drive(chk_probe *p, int ev, int deadline_ms) {
   int waited = 0;
   for (int rounds = 0; ev && rounds < 1000; rounds++) {
     struct pollfd pf = {p->fd, (short)((ev & CHK_EV_READ ? POLLIN : 0) |
@@ -105,6 +109,29 @@ static void run(chk_probe *p, const chk_probe_spec *spec, int deadline_ms) {
   }
   chk_probe_end(p);
 }
+
+/* Runs the probe to its end, dialling literals itself. */
+static void run(chk_probe *p, const chk_probe_spec *spec, int deadline_ms) {
+  drive(p, chk_probe_start(p, spec), deadline_ms);
+}
+
+/* A connected non-blocking socket to 127.0.0.1:port, as a connector
+ * hands one over. */
+static int dial_loopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
 
 static char echo_ok[1024];
 
@@ -136,6 +163,96 @@ static chk_probe_spec spec_for(int tier, int protocol, int port) {
 
 static const char *reason(const chk_probe *p) {
   return chk_reason_names[p->res.reason];
+}
+
+/* The connector's way (chk_probe_prepare, chk_dial.h): names are the
+ * connector's to resolve; the probe takes the connected socket or the
+ * dial's verdict. */
+static void connector_way(void) {
+  static chk_probe p;
+  const char *host = NULL;
+  uint16_t port = 0;
+  chk_probe_spec sp = {0};
+  sp.tier = CHK_TIER_BASIC;
+  sp.protocol = PH_POOL_UPSTREAM_HTTP_CONNECT;
+  sp.proxy_host = "px.example";
+  sp.proxy_port = 3128;
+  sp.echo_url = "http://echo.example:8089/echo";
+  sp.target = "";
+  sp.resp_max = 65536;
+  ok(chk_probe_prepare(&p, &sp, &host, &port) == 1 && host &&
+         !strcmp(host, "px.example") && port == 3128,
+     "prepare: a proxy by name is dialled by the connector, by name");
+  int st, rs;
+  chk_dial_verdict(PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 0, &st, &rs);
+  chk_probe_fail(&p, st, rs);
+  ok(p.res.status == CHK_FAILED && !strcmp(reason(&p), "dial_unresolved"),
+     "a name without an address: FAILED dial_unresolved (the proxy's)");
+  chk_probe_end(&p);
+
+  chk_probe_spec d = sp;
+  d.protocol = 0; /* the echo's direct probe */
+  d.tier = CHK_TIER_EGRESS;
+  d.nonce = "n0nce";
+  ok(chk_probe_prepare(&p, &d, &host, &port) == 1 &&
+         !strcmp(host, "echo.example") && port == 8089,
+     "prepare: the echo's direct probe dials the echo URL's name");
+  chk_probe_fail(&p, st, rs);
+  ok(p.res.status == CHK_CHECKER_ERROR &&
+         !strcmp(reason(&p), "echo_unreachable"),
+     "... and its failure is the checker's: echo_unreachable");
+  chk_probe_end(&p);
+
+  script s = {.answers = {"HTTP/1.1 200 Connection established\r\n\r\n"},
+              .n = 1};
+  script_start(&s);
+  ok(chk_probe_prepare(&p, &sp, &host, &port) == 1, "prepare again");
+  int fd = dial_loopback(s.port);
+  drive(&p, fd >= 0 ? chk_probe_connected(&p, fd) : 0, 2000);
+  script_end(&s);
+  ok(p.res.status == CHK_OK && p.fd < 0,
+     "CP-6-3 BASIC on the connector's socket passes, the socket closed");
+  ok(strstr(s.got, "CONNECT echo.example:8089 HTTP/1.1") != NULL,
+     "... the tunnel to the echo's name (the proxy resolves it)");
+
+  ok(chk_probe_prepare(&p, &sp, &host, &port) == 1, "prepare once more");
+  chk_probe_fail(&p, CHK_CHECKER_ERROR, CHK_R_RESOLVER);
+  ok(chk_probe_connected(&p, -1) == 0 && !strcmp(reason(&p), "resolver_failed"),
+     "a probe already ended ignores a late socket");
+
+  static const struct {
+    int stage, code, retryable, status;
+    const char *reason;
+  } v[] = {
+      {PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 0, CHK_FAILED,
+       "dial_unresolved"},
+      {PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, 1, CHK_CHECKER_ERROR,
+       "resolver_failed"},
+      {PH_STAGE_DNS, PH_OPEN_TIMEOUT, 0, CHK_CHECKER_ERROR,
+       "resolver_failed"},
+      {PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, 0, CHK_CHECKER_ERROR,
+       "dial_forbidden"},
+      {PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, CHK_CHECKER_ERROR,
+       "no_resources"},
+      {PH_STAGE_QUEUE, PH_OPEN_TIMEOUT, 0, CHK_CHECKER_ERROR,
+       "no_resources"},
+      {PH_STAGE_CONNECT, PH_OPEN_CONNECTION_REFUSED, 0, CHK_FAILED,
+       "dial_refused"},
+      {PH_STAGE_CONNECT, PH_OPEN_NETWORK_UNREACHABLE, 0, CHK_FAILED,
+       "dial_unreachable"},
+      {PH_STAGE_CONNECT, PH_OPEN_TIMEOUT, 0, CHK_TIMEOUT, "dial_timeout"},
+      {PH_STAGE_CONNECT, PH_OPEN_INTERNAL_ERROR, 0, CHK_CHECKER_ERROR,
+       "no_resources"},
+  };
+  int all = 1;
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+    chk_dial_verdict(v[i].stage, v[i].code, v[i].retryable, &st, &rs);
+    if (st != v[i].status || strcmp(chk_reason_names[rs], v[i].reason)) {
+      diag("verdict %zu: %d %s", i, st, chk_reason_names[rs]);
+      all = 0;
+    }
+  }
+  ok(all, "the connector's failures map to status and reason (chk_dial.h)");
 }
 
 int main(void) {
@@ -201,7 +318,9 @@ int main(void) {
   sp.proxy_host = "proxy.example";
   run(&p, &sp, 300);
   ok(p.res.status == CHK_CHECKER_ERROR && !strcmp(reason(&p), "name_not_supported"),
-     "a proxy named by a DNS name: CHECKER_ERROR, no verdict");
+     "a proxy named by a DNS name without a connector: CHECKER_ERROR, no "
+     "verdict");
+  connector_way();
 
   /* EGRESS through CONNECT: the tunnel, then the echo. */
   s = (script){.answers = {"HTTP/1.1 200 OK\r\n\r\n",
