@@ -6,7 +6,7 @@
 # engine over the upstream kit (chk_probe.c, chk_url.c) and the reading
 # of the echo endpoint's answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
-	t/integration/checker_controller.sh \
+	t/integration/checker_controller.sh t/integration/health_loop.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
 
@@ -74,6 +74,9 @@ TESTS += t/integration/checker_role.sh
 # redis_ownership, store_sqlite) and real proxies.
 if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/checker_controller.sh
+# The whole health loop: controller, two checkers, a gateway, seven kinds
+# of upstream (issue 26 round 2, CP-6-3..7).
+TESTS += t/integration/health_loop.sh
 endif
 endif
 endif
