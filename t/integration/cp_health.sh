@@ -84,11 +84,7 @@ ok $? "proxyhostctl: a route and pa, pb, pc"
 
 view() { curl -s -m 5 "http://127.0.0.1:$g_a/v1/cp/view"; }
 # health ID: the proxy's health in the gateway's view ("" when absent)
-health() {
-  view | "$PY" -c 'import json,sys
-for p in json.load(sys.stdin)["proxies"]:
-    if p["proxy_id"] == sys.argv[1]: print(p["health"])' "$1" 2>/dev/null
-}
+health() { gw_health "$g_a" "$1"; }
 owns3() { [ "$(view | grep -o '"proxy_id"' | grep -c .)" = 3 ]; }
 wait_long owns3; ok $? "the gateway owns pa, pb and pc"
 req() { curl -s -m 10 -x "http://127.0.0.1:$g_h" "http://127.0.0.1:$TGT/hello"; }

@@ -142,13 +142,8 @@ wait_long eval '[ "$(checks k1)" -ge 1 ] && [ "$(checks k2)" -ge 1 ]'
 ok $? "CP-6-2 the controller splits the checks between them (k1 $(checks k1), k2 $(checks k2))"
 
 # ---- verdicts ------------------------------------------------------------------------------
-view() { curl -s -m 5 "http://127.0.0.1:$g_a/v1/cp/view"; }
 # health ID: the proxy's health in the gateway's snapshot ("" when absent)
-health() {
-  view | "$PY" -c 'import json,sys
-for p in json.load(sys.stdin)["proxies"]:
-    if p["proxy_id"] == sys.argv[1]: print(p["health"])' "$1" 2>/dev/null
-}
+health() { gw_health "$g_a" "$1"; }
 is_h() { [ "$(health "$1")" = "$2" ]; }
 verdict() { ctl proxy show "$1" 2>/dev/null | awk '$1 == "health" { print $2 }'; }
 item() { ctl proxy show "$1" 2>/dev/null | grep "^health_items tier=$2 "; }

@@ -21,6 +21,8 @@
 #                                 # outcome_reporter, pool round robin,
 #                                 # http_proxy on HTTP, admin on ADMIN):
 #                                 # $T/NAME.ini, $T/NAME.log, worker NAME
+#   gw_health ADMIN ID            # proxy ID's health in the view of the
+#                                 # gateway on ADMIN ("" when it is absent)
 #   gw_has_view ADMIN             # the gateway on ADMIN holds a running
 #                                 # session with an accepted view (ready
 #                                 # needs a usable proxy too: issue 23 item 4)
@@ -135,6 +137,12 @@ EOC
   "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
     -worker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
   PIDS="$PIDS $!"
+}
+
+gw_health() {
+  curl -s -m 5 "http://127.0.0.1:$1/v1/cp/view" | "$PY" -c 'import json,sys
+for p in json.load(sys.stdin)["proxies"]:
+    if p["proxy_id"] == sys.argv[1]: print(p["health"])' "$2" 2>/dev/null
 }
 
 gw_has_view() {
