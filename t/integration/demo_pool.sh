@@ -79,6 +79,17 @@ views=$(curl -s -m 5 "http://127.0.0.1:$((DEMO_PORT_BASE + 13))/v1/cp/view"
   curl -s -m 5 "http://127.0.0.1:$((DEMO_PORT_BASE + 14))/v1/cp/view")
 like_re "$views" '"health": ?"available"' "CP-6-7 ... and in a gateway's snapshot"
 like "$(cat "$T/demo.out")" "checker k1 registered" "the demo says its checker registered"
+# The header's walk-through: kill u2, watch it go down in proxy list and
+# in the controller's metric.
+kill "$(cat "$T/demo/u2.pid")"
+u2_down() {
+  "$top_builddir/tools/proxyhostctl" --admin "127.0.0.1:$((DEMO_PORT_BASE + 10))" \
+    --token-file "$T/demo/admin.token" proxy list | grep -q '^u2 .* unhealthy$'
+}
+wait_long u2_down
+ok $? "CP-6-7 the header's walk-through: u2 killed, proxy list shows it unhealthy"
+like "$(http_get "http://127.0.0.1:$((DEMO_PORT_BASE + 10))/metrics")" \
+  'proxyhost_cp_controller_health_proxies{state="unhealthy"} 1' "... and so does the metric it names"
 grep -q "demo:" "$T/demo/secrets/demo-upstream"; ok $? "the upstream's credential file was made (0600)"
 unlike "$(cat "$T/demo/"*.log)" "$(cut -d: -f2 "$T/demo/secrets/demo-upstream")" "CP-8-5 the upstream password is in no log"
 kill -TERM "$DEMO"
