@@ -5,7 +5,10 @@
 # gRPC control plane on loopback), two upstream proxies (proxyhost `local`
 # instances: an HTTP proxy that wants a password, and a SOCKS5 proxy), and
 # two gateways (conf/gateway.ini: workers g1 and g2), the pool made with
-# proxyhostctl. Then:
+# proxyhostctl, and the pool's health loop beside them: an `echo` endpoint
+# (modules/echo) and a checker (conf/checker.ini: checker k1) that checks
+# every proxy for the controller, which decides AVAILABLE, SUSPECT or
+# UNHEALTHY. Then:
 #
 #   scripts/demo-pool.sh       # then: curl -x http://127.0.0.1:8080 http://example.org/
 #
@@ -17,6 +20,27 @@
 # first of the ports it uses, default 8080: g1 8080, g2 8082, and the
 # others above them, see `say` lines), DEMO_RESOLVER (host:port of the
 # upstreams' DNS server; default the system's).
+#
+# Watching a proxy change state (the ports for DEMO_PORT_BASE 8080):
+#
+#   export PROXYHOSTCTL_TOKEN_FILE=demo-pool/admin.token
+#   proxyhostctl --admin 127.0.0.1:8090 proxy list      # health: available
+#   kill "$(cat demo-pool/u2.pid)"                       # stop upstream u2
+#   proxyhostctl --admin 127.0.0.1:8090 proxy list      # u2: suspect, then
+#                                                        # unhealthy (~6 s)
+#   proxyhostctl --admin 127.0.0.1:8090 proxy show u2   # each tier's item,
+#                                                        # reason dial_refused
+#   curl -s http://127.0.0.1:8090/metrics | grep health_proxies
+#       # proxyhost_cp_controller_health_proxies{state="unhealthy"} 1
+#
+# The gateways stop choosing u2 at the next snapshot (curl
+# http://127.0.0.1:8093/v1/cp/view: "health":"unhealthy"). Start it again
+# (its command line is in demo-pool/u2.cmd):
+#
+#   $(cat demo-pool/u2.cmd) >>demo-pool/u2.log 2>&1 &
+#
+# and after two good checks (health_rise) it is AVAILABLE again. The
+# checker's own view: curl -s http://127.0.0.1:8096/metrics | grep checks_total.
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +51,7 @@ G1_HTTP=$BASE G1_SOCKS=$((BASE + 1)) G2_HTTP=$((BASE + 2)) G2_SOCKS=$((BASE + 3)
 CTL_ADMIN=$((BASE + 10)) CP=$((BASE + 11)) REDIS=$((BASE + 12))
 G1_ADMIN=$((BASE + 13)) G2_ADMIN=$((BASE + 14))
 U1=$((BASE + 20)) U2=$((BASE + 21)) U1_ADMIN=$((BASE + 22)) U2_ADMIN=$((BASE + 23))
+ECHO=$((BASE + 15)) K1_ADMIN=$((BASE + 16)) ECHO_ADMIN=$((BASE + 17))
 PROXYHOST=$BUILD/host/proxyhost
 CTL=$BUILD/tools/proxyhostctl
 PASSWD=$BUILD/tools/proxyhost-passwd
@@ -38,7 +63,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 command -v redis-server >/dev/null || die "no redis-server: run scripts/install-deps.sh"
 for m in store_sqlite admin_api pool_api redis_ownership controlplane_server controlplane_client \
   outcome_reporter pool round_robin weighted least_active random sticky direct \
-  http_proxy socks5 auth_local; do
+  http_proxy socks5 auth_local checker echo; do
   [ -f "$BUILD/modules/$m/.libs/$m.so" ] || die "module $m was not built (see ./configure's summary)"
 done
 
@@ -53,11 +78,14 @@ stop() {
 }
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
-run() { # run NAME ARGS...: in the background, log in DIR/NAME.log
+run() { # run NAME ARGS...: in the background, log in DIR/NAME.log, its
+  # pid in DIR/NAME.pid and its command line in DIR/NAME.cmd
   _n=$1
   shift
   "$@" >>"$DIR/$_n.log" 2>&1 &
   PIDS="$PIDS $!"
+  echo $! >"$DIR/$_n.pid"
+  printf '%s\n' "$*" >"$DIR/$_n.cmd"
 }
 alive() { # every part started so far still runs
   for p in $PIDS; do
@@ -122,6 +150,17 @@ resolver_servers = $DEMO_RESOLVER}
 EOF
 run u1 "$PROXYHOST" -c "$DIR/u1.ini" --set "proxyhost.module_path=$BUILD/modules"
 run u2 "$PROXYHOST" -c "$DIR/u2.ini" --set "proxyhost.module_path=$BUILD/modules"
+# The echo endpoint the checks fetch through each proxy (EGRESS: the
+# address the proxy's egress has and the headers it adds).
+cat >"$DIR/echo.ini" <<EOF
+[proxyhost]
+modules = echo
+[admin]
+listen = 127.0.0.1:$ECHO_ADMIN
+[echo]
+listen = 127.0.0.1:$ECHO
+EOF
+run echo "$PROXYHOST" -c "$DIR/echo.ini" --set "proxyhost.module_path=$BUILD/modules"
 # The controller: conf/controller.ini, its paths in DIR.
 run controller "$PROXYHOST" -c "$SRC/conf/controller.ini" \
   --set "proxyhost.module_path=$BUILD/modules" \
@@ -133,7 +172,8 @@ run controller "$PROXYHOST" -c "$SRC/conf/controller.ini" \
   --set "controlplane_server.cluster_id=demo" \
   --set "controlplane_server.listen=127.0.0.1:$CP" --set "controlplane_server.tls.mode=disabled" \
   --set "controlplane_server.secrets_dir=$DIR/secrets" \
-  --set "controlplane_server.reference_key_file=$DIR/ref.key"
+  --set "controlplane_server.reference_key_file=$DIR/ref.key" \
+  --set "controlplane_server.echo_url=http://127.0.0.1:$ECHO/echo"
 up "http://127.0.0.1:$CTL_ADMIN/readyz" "the controller"
 say "controller running (SQLite $DIR/controller.db, Redis 127.0.0.1:$REDIS, gRPC 127.0.0.1:$CP)"
 
@@ -153,6 +193,14 @@ gateway g2 "$G2_HTTP" "$G2_SOCKS" "$G2_ADMIN"
 # usable proxy.
 up "http://127.0.0.1:$G1_ADMIN/healthz" "gateway g1"
 up "http://127.0.0.1:$G2_ADMIN/healthz" "gateway g2"
+# The checker: conf/checker.ini, plaintext to the controller on loopback.
+run k1 "$PROXYHOST" -c "$SRC/conf/checker.ini" \
+  --set "proxyhost.module_path=$BUILD/modules" \
+  --set "admin.listen=127.0.0.1:$K1_ADMIN" --set "checker.tls.mode=disabled" \
+  -control-plane "127.0.0.1:$CP" -cluster-id demo -checker-id k1 \
+  -instance-id "k1-$$" -zone demo
+up "http://127.0.0.1:$K1_ADMIN/readyz" "checker k1"
+say "checker k1 registered (echo endpoint 127.0.0.1:$ECHO)"
 # The pool, once: the credential, the two proxies, one rule for all.
 ctl() { "$CTL" --admin "127.0.0.1:$CTL_ADMIN" --token-file "$DIR/admin.token" "$@"; }
 if ! ctl proxy show u1 >/dev/null 2>&1; then
@@ -183,10 +231,22 @@ until owned; do
   [ $i -lt 900 ] || die "no gateway received the pool within 90 s; see the logs in $DIR"
   sleep 0.1
 done
+# The first verdicts: two good checks of a proxy (health_rise) make it
+# AVAILABLE.
+i=0
+until ctl proxy list 2>/dev/null | grep -q ' available$'; do
+  alive
+  i=$((i + 1))
+  [ $i -lt 300 ] || die "no proxy became AVAILABLE within 30 s; see $DIR/k1.log"
+  sleep 0.1
+done
+say "health: $(ctl proxy list | awk 'NR > 1 { printf "%s %s  ", $1, $NF }')"
 say "ready: gateways g1 (HTTP 127.0.0.1:$G1_HTTP, SOCKS5 $G1_SOCKS) and g2 (HTTP $G2_HTTP, SOCKS5 $G2_SOCKS)"
 say "try:   curl -x http://127.0.0.1:$G1_HTTP http://example.org/"
 say "       curl --proxy socks5h://127.0.0.1:$G1_SOCKS http://example.org/"
 say "       curl http://127.0.0.1:$G1_ADMIN/v1/cp/view     # what g1 owns"
 say "       curl http://127.0.0.1:$G1_ADMIN/metrics | grep proxyhost_pool_"
+say "watch: PROXYHOSTCTL_TOKEN_FILE=$DIR/admin.token $CTL --admin 127.0.0.1:$CTL_ADMIN proxy list"
+say "       kill \$(cat $DIR/u2.pid)   # u2 goes SUSPECT, then UNHEALTHY (see the header)"
 say "Ctrl-C stops it."
 wait

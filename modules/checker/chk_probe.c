@@ -168,11 +168,11 @@ int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,
   if (p->s.resp_max > CHK_RESP_MAX)
     p->s.resp_max = CHK_RESP_MAX;
   if (plan(p))
-    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+    return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
   *host = s->protocol ? s->proxy_host : p->url.host;
   *port = s->protocol ? s->proxy_port : p->url.port;
   if (!*host || !**host || !*port)
-    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+    return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
   p->phase = P_CONNECT;
   return 1;
 }
@@ -235,14 +235,14 @@ static int start_hs(chk_probe *p) {
   if (up_hs_init(&p->hs, s->protocol, p->tunnel.host, p->tunnel.port,
                  s->user, s->user ? s->user_len : 0, s->pass,
                  s->user ? s->pass_len : 0) != 0)
-    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+    return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
   p->phase = P_HS;
   return -1; /* go on */
 }
 
 static int start_send(chk_probe *p) {
   if (build_request(p))
-    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+    return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
   p->phase = P_SEND;
   return -1;
 }

@@ -7,7 +7,7 @@
 # of the echo endpoint's answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
 	t/integration/checker_dns.sh t/integration/checker_dns_controller.sh \
-	t/integration/checker_controller.sh \
+	t/integration/checker_controller.sh t/integration/health_loop.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
 
@@ -84,6 +84,9 @@ endif
 # redis_ownership, store_sqlite) and real proxies.
 if MODULE_CONTROLPLANE_SERVER
 TESTS += t/integration/checker_controller.sh
+# The whole health loop: controller, two checkers, a gateway, seven kinds
+# of upstream (issue 26 round 2, CP-6-3..7).
+TESTS += t/integration/health_loop.sh
 endif
 endif
 endif

@@ -111,7 +111,7 @@ typedef struct cpc {
   int64_t serving_until_ms;
   int fatal_logged, stopping, started;
   ph_series *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
-  ph_series *m_accepted, *m_rejected[N_REJECT], *m_version, *m_valid,
+  ph_series *m_accepted, *m_rejected[N_REJECT], *m_version, *m_valid, *m_view_at,
       *m_reconnects, *m_ready, *m_epoch_waits, *m_ready_retries;
 } cpc;
 
@@ -159,6 +159,11 @@ static const ph_metric_table cpc_metrics[] = {
               "seconds until the view's valid_until or stale "
               "deadline, at the last session event (<= 0: none)",
               PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_valid),
+    PH_METRIC("proxyhost_cp_gateway_view_accepted_timestamp_seconds",
+              PH_METRIC_GAUGE,
+              "Unix time the view in use was accepted (0: none); the "
+              "snapshot's age is time() minus this",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cpc, m_view_at),
     PH_METRIC("proxyhost_cp_gateway_reconnects_total", PH_METRIC_COUNTER,
               "sessions started after the first", PH_METRIC_NO_LABELS,
               PH_METRIC_NO_BUCKETS, cpc, m_reconnects),
@@ -598,6 +603,7 @@ static void build_done(void *arg, int status) {
   cp_view_wipe_message((Controlplane__V1__WorkerSnapshot *)cp_snapshot_msg(
       m->held));
   api->gauge_set(m->m_version, (double)s->version);
+  api->gauge_set(m->m_view_at, (double)now / 1000.0);
   api->inc(m->m_accepted, 1);
   PH_LOG(api, m->ctx, PH_LOG_INFO, "snapshot view in use",
          PH_INT("snapshot_version", (int64_t)s->version),

@@ -239,6 +239,10 @@ static cs_out *pack_task(cs *m, const cs_item *it, const cs_task *t) {
     hex_random(nonce, 16);
     ct.echo_url = m->conf.echo_url;
     ct.nonce = nonce;
+  } else if (it->tier == TIER(BASIC) && m->conf.echo_url[0]) {
+    /* BASIC without a target tunnels to the echo: a checker's first
+     * BASIC task may come before any EGRESS one told it where that is. */
+    ct.echo_url = m->conf.echo_url;
   }
   cp_ms_to_ts(t->deadline_ms, &dl);
   ct.deadline = &dl;

@@ -69,30 +69,7 @@ wait_for port_open "$u_a" && wait_for port_open "$u_b"
 ok $? "a target and three upstream proxies listen"
 
 g_a=$(free_port) g_h=$(free_port)
-cat >"$T/g1.ini" <<EOF
-[proxyhost]
-modules = controlplane_client, outcome_reporter, direct, round_robin, pool, http_proxy
-module_path = $MODS
-[log]
-level = debug
-[admin]
-listen = 127.0.0.1:$g_a
-[controlplane_client]
-tls.mode = disabled
-runtime_interval.min = 200ms
-backoff.min = 200ms
-backoff.max = 1s
-[outcome_reporter]
-flush_interval = 100ms
-[pool]
-strategies = round_robin
-[http_proxy]
-listen = 127.0.0.1:$g_h
-connector = pool
-EOF
-"$PROXYHOST" -c "$T/g1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
-  -worker-id g1 -instance-id g1-a -zone z1 >>"$T/g1.log" 2>&1 &
-PIDS="$PIDS $!"
+gateway_up g1 "$g_a" "$g_h"
 wait_long healthy "$g_a"; ok $? "the gateway runs"
 
 ctl route add all --position 100 --host '*' --group g --strategy round_robin \
@@ -107,11 +84,7 @@ ok $? "proxyhostctl: a route and pa, pb, pc"
 
 view() { curl -s -m 5 "http://127.0.0.1:$g_a/v1/cp/view"; }
 # health ID: the proxy's health in the gateway's view ("" when absent)
-health() {
-  view | "$PY" -c 'import json,sys
-for p in json.load(sys.stdin)["proxies"]:
-    if p["proxy_id"] == sys.argv[1]: print(p["health"])' "$1" 2>/dev/null
-}
+health() { gw_health "$g_a" "$1"; }
 owns3() { [ "$(view | grep -o '"proxy_id"' | grep -c .)" = 3 ]; }
 wait_long owns3; ok $? "the gateway owns pa, pb and pc"
 req() { curl -s -m 10 -x "http://127.0.0.1:$g_h" "http://127.0.0.1:$TGT/hello"; }

@@ -6,12 +6,15 @@
 # owns proxies to a loopback target (client -> gateway -> upstream proxy
 # -> target), check that the controller's pool has both proxies owned
 # and that it kept hold_fresh_state on (issue 23 item 5),
+# check the pool's health loop beside them (issue 26 round 2: an `echo`
+# and a checker k1 registered with the controller, a proxy AVAILABLE by
+# its checks in proxyhostctl and in a gateway's snapshot),
 # stop it with SIGTERM and check that nothing it started is left running.
 # conf/controller.ini and conf/gateway.ini are what it runs.
 . "$top_srcdir/t/lib/testlib.sh"
 require_modules store_sqlite admin_api redis_ownership controlplane_server \
   controlplane_client outcome_reporter pool round_robin weighted least_active \
-  random sticky direct http_proxy socks5 auth_local
+  random sticky direct http_proxy socks5 auth_local checker echo
 
 grep -q 'scripts/demo-pool.sh' "$top_srcdir/README.md"; ok $? "the README names scripts/demo-pool.sh"
 start_file_server "$T/www" "through the pool demo"; ok $? "a loopback target"
@@ -64,12 +67,35 @@ for g in 0 2; do
   n=$((n + 1))
 done
 [ "$n" -ge 1 ]; ok $? "at least one gateway served"
+m=$(http_get "http://127.0.0.1:$((DEMO_PORT_BASE + 16))/metrics")
+is "$(metric "$m" 'proxyhost_checker_session_state{state="watching"}')" 1 \
+  "CP-6-1 the demo's checker k1 is registered and watches its tasks"
+like "$(http_get "http://127.0.0.1:$((DEMO_PORT_BASE + 10))/metrics")" \
+  'proxyhost_cp_controller_checkers 1' "... the controller counts it"
+list=$("$top_builddir/tools/proxyhostctl" --admin "127.0.0.1:$((DEMO_PORT_BASE + 10))" \
+  --token-file "$T/demo/admin.token" proxy list)
+like_re "$list" 'u[12] .* available' "CP-6-7 proxyhostctl proxy list: a proxy AVAILABLE by its checks"
+views=$(curl -s -m 5 "http://127.0.0.1:$((DEMO_PORT_BASE + 13))/v1/cp/view"
+  curl -s -m 5 "http://127.0.0.1:$((DEMO_PORT_BASE + 14))/v1/cp/view")
+like_re "$views" '"health": ?"available"' "CP-6-7 ... and in a gateway's snapshot"
+like "$(cat "$T/demo.out")" "checker k1 registered" "the demo says its checker registered"
+# The header's walk-through: kill u2, watch it go down in proxy list and
+# in the controller's metric.
+kill "$(cat "$T/demo/u2.pid")"
+u2_down() {
+  "$top_builddir/tools/proxyhostctl" --admin "127.0.0.1:$((DEMO_PORT_BASE + 10))" \
+    --token-file "$T/demo/admin.token" proxy list | grep -q '^u2 .* unhealthy$'
+}
+wait_long u2_down
+ok $? "CP-6-7 the header's walk-through: u2 killed, proxy list shows it unhealthy"
+like "$(http_get "http://127.0.0.1:$((DEMO_PORT_BASE + 10))/metrics")" \
+  'proxyhost_cp_controller_health_proxies{state="unhealthy"} 1' "... and so does the metric it names"
 grep -q "demo:" "$T/demo/secrets/demo-upstream"; ok $? "the upstream's credential file was made (0600)"
 unlike "$(cat "$T/demo/"*.log)" "$(cut -d: -f2 "$T/demo/secrets/demo-upstream")" "CP-8-5 the upstream password is in no log"
 kill -TERM "$DEMO"
 wait_exit "$DEMO" 20
 is "$EXIT" 0 "SIGTERM stops the demo"
 left=0
-for p in 0 2 10 11 12 13 14 20 21; do port_open $((DEMO_PORT_BASE + p)) 2>/dev/null && left=$((left + 1)); done
+for p in 0 2 10 11 12 13 14 15 16 17 20 21; do port_open $((DEMO_PORT_BASE + p)) 2>/dev/null && left=$((left + 1)); done
 is "$left" 0 "nothing it started still listens"
 done_testing

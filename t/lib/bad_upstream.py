@@ -20,6 +20,13 @@ listens on 127.0.0.1 (port written to F) and, per connection, by MODE:
                  for, except every third connection (the 3rd, 6th, ...),
                  answered like garbage: one PROXY_HANDSHAKE failure in
                  three (issue 26, CP-6-7: it must not flap)
+  flaky_check    the same forwarder, but it counts per check: per (CONNECT
+                 target, method of the first request in the tunnel), and
+                 resets the tunnel of the third, sixth... of each, so every
+                 (proxy, tier) item a checker keeps fails one check in
+                 three whatever order the tiers come in (health_loop.sh)
+  canned         answers every request with the same 200 page (a proxy
+                 that serves a canned page: the checker's bad_echo)
 Each accepted connection is appended as a line "conn" to F.log.
 """
 
@@ -54,7 +61,18 @@ COUNT = [0]
 COUNT_LOCK = threading.Lock()
 
 
-def forward(c):
+KEYED = {}
+
+
+def keyed_fail(host, port, first):
+    """Whether this tunnel is the 3rd, 6th... of its (target, method)."""
+    key = (host, port, first.split(b" ", 1)[0])
+    with COUNT_LOCK:
+        KEYED[key] = KEYED.get(key, 0) + 1
+        return KEYED[key] % 3 == 0
+
+
+def forward(c, per_check=False):
     head = read_head(c)
     if head is None:
         c.close()
@@ -73,6 +91,13 @@ def forward(c):
         return
     t.settimeout(None)
     c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    if per_check:
+        first = c.recv(4096)
+        if not first or keyed_fail(host, port, first):
+            t.close()
+            rst(c)
+            return
+        t.sendall(first)
     threading.Thread(target=pump, args=(t, c), daemon=True).start()
     pump(c, t)
 
@@ -81,6 +106,17 @@ def serve(c, mode, port_file):
     with open(port_file + ".log", "a") as f:
         f.write("conn\n")
     try:
+        if mode == "canned":
+            c.recv(4096)
+            page = b"<html><body>Welcome</body></html>"
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                      b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                      % (len(page), page))
+            c.close()
+            return
+        if mode == "flaky_check":
+            forward(c, per_check=True)
+            return
         if mode == "flaky":
             with COUNT_LOCK:
                 COUNT[0] += 1
@@ -124,7 +160,7 @@ def serve(c, mode, port_file):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["garbage", "reset_early", "reset_late", "hold",
-                                     "flaky"])
+                                     "flaky", "flaky_check", "canned"])
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--lifetime", type=float, default=300)
     a = ap.parse_args()

@@ -17,6 +17,12 @@
 #   run_py NAME PORT SCENARIO DIR [ARGS...]  # t/lib/cp_client.py (or
 #                                 # $CP_PY, a $CP_PY_ROLE), its RESULT
 #                                 # lines as TAP ($T/py-NAME.out)
+#   gateway_up NAME ADMIN HTTP    # a gateway (controlplane_client to $cpp,
+#                                 # outcome_reporter, pool round robin,
+#                                 # http_proxy on HTTP, admin on ADMIN):
+#                                 # $T/NAME.ini, $T/NAME.log, worker NAME
+#   gw_health ADMIN ID            # proxy ID's health in the view of the
+#                                 # gateway on ADMIN ("" when it is absent)
 #   gw_has_view ADMIN             # the gateway on ADMIN holds a running
 #                                 # session with an accepted view (ready
 #                                 # needs a usable proxy too: issue 23 item 4)
@@ -106,6 +112,37 @@ run_py() {
   done <"$T/py-$_n.out"
   [ -s "$T/py-$_n.err" ] && sed 's/^/#   /' "$T/py-$_n.err" | head -20
   return 0
+}
+
+gateway_up() {
+  cat >"$T/$1.ini" <<EOC
+[proxyhost]
+modules = controlplane_client, outcome_reporter, direct, round_robin, pool, http_proxy
+module_path = $top_builddir/modules
+[admin]
+listen = 127.0.0.1:$2
+[controlplane_client]
+tls.mode = disabled
+runtime_interval.min = 200ms
+backoff.min = 200ms
+backoff.max = 1s
+[outcome_reporter]
+flush_interval = 100ms
+[pool]
+strategies = round_robin
+[http_proxy]
+listen = 127.0.0.1:$3
+connector = pool
+EOC
+  "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+    -worker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
+  PIDS="$PIDS $!"
+}
+
+gw_health() {
+  curl -s -m 5 "http://127.0.0.1:$1/v1/cp/view" | "$PY" -c 'import json,sys
+for p in json.load(sys.stdin)["proxies"]:
+    if p["proxy_id"] == sys.argv[1]: print(p["health"])' "$2" 2>/dev/null
 }
 
 gw_has_view() {

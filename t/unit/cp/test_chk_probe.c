@@ -439,7 +439,17 @@ int main(void) {
   sp = spec_for(CHK_TIER_TARGET, PH_POOL_UPSTREAM_HTTP, 1);
   sp.target = "";
   run(&p, &sp, 100);
-  ok(p.res.status == CHK_FAILED && !strcmp(reason(&p), "bad_task"),
-     "a TARGET task without a target: bad_task");
+  ok(p.res.status == CHK_CHECKER_ERROR && !strcmp(reason(&p), "bad_task"),
+     "a TARGET task without a target: CHECKER_ERROR bad_task (never a "
+     "failure of the proxy)");
+  /* A BASIC task without a target before the checker knows an echo (its
+   * first tasks, issue 26 round 2): nothing to tunnel to is the task's
+   * fault, not the proxy's. */
+  sp = spec_for(CHK_TIER_BASIC, PH_POOL_UPSTREAM_HTTP_CONNECT, 1);
+  sp.echo_url = "";
+  run(&p, &sp, 100);
+  ok(p.res.status == CHK_CHECKER_ERROR && !strcmp(reason(&p), "bad_task"),
+     "CP-6-7 a BASIC task with neither a target nor an echo URL: "
+     "CHECKER_ERROR bad_task, no verdict on the proxy");
   return done_testing();
 }
