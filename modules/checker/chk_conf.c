@@ -18,7 +18,9 @@ const ph_conf_key chk_conf_keys[] = {
     PH_CONF_KEY_FLAG("control-plane", "address", PH_CONF_STRING, NULL, 1,
                      CHK_ADDRESS_MAX, PH_CONF_REQUIRED | PH_CONF_RESTART,
                      "PROXY_POOL_CONTROL_PLANE_ADDRESS",
-                     "host:port of the controller", NULL),
+                     "host:port of the controller, or of up to 4 controllers "
+                     "(IP literals, comma-separated): the next on failure",
+                     NULL),
     ID_KEY("cluster-id", "cluster_id", "PROXY_POOL_CLUSTER_ID",
            "the cluster this checker works for"),
     ID_KEY("checker-id", "checker_id", "PROXY_POOL_CHECKER_ID",

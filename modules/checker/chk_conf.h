@@ -13,11 +13,12 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
+#include "cp_common/grpc/cp_addr_list.h"
 #include "chk_wire.h"
 
 extern const ph_conf_key chk_conf_keys[];
 
-#define CHK_ADDRESS_MAX 261
+#define CHK_ADDRESS_MAX CP_ADDR_LIST_CHARS
 #define CHK_CONNECTOR_MAX 97
 
 typedef struct chk_conf {

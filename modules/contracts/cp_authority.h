@@ -44,8 +44,9 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 5 /* 1: cluster_id; 2: extract; 3: rebalance;
-                                4: checker sessions; 5: health */
+#define CP_AUTHORITY_MINOR 6 /* 1: cluster_id; 2: extract; 3: rebalance;
+                                4: checker sessions; 5: health;
+                                6: controller members */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -53,6 +54,8 @@
 #define CP_AUTH_SEQ_MAX 9007199254740991ULL
 /* A session id made by new_session_id: 128 random bits, lower-case hex. */
 #define CP_AUTH_SESSION_HEX 32
+/* minor 6: at most this many controllers schedule checks at once. */
+#define CP_AUTH_MEMBERS_MAX 16
 
 /* What a call found. The gRPC status each maps to (ARCHITECTURE.md §7) is
  * cp_auth_grpc_status() below. */
@@ -191,6 +194,12 @@ typedef struct cp_auth_reply {
   const cp_auth_health *health;
   size_t n_health;
   int extract_refused;
+  /* minor 6, members: the controllers whose lease is live, by id, and
+   * the end of the caller's own lease (Unix ms, Redis time; 0 when it
+   * left). */
+  const char *const *members;
+  size_t n_members;
+  int64_t lease_end_ms;
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);
@@ -356,6 +365,15 @@ typedef struct cp_authority_v1 {
   /* Every verdict in Redis (at most PH_POOL_PROXIES_MAX; more is
    * CP_AUTH_LIMIT). Reply: health, n_health. */
   int64_t (*health_all)(void *self, cp_auth_cb cb, void *arg);
+  /* ---- minor 6 ----------------------------------------------------- */
+  /* The controllers that schedule checks (issue 26 "Several
+   * controllers", lua/members.lua): member_id's lease is renewed to
+   * lease_ms from now (Redis time), or, lease_ms 0, member_id leaves.
+   * Lapsed leases are dropped first. Reply: members, n_members (every
+   * live one, sorted by id, at most CP_AUTH_MEMBERS_MAX), lease_end_ms;
+   * CP_AUTH_LIMIT when CP_AUTH_MEMBERS_MAX others are live. */
+  int64_t (*members)(void *self, const char *member_id, int64_t lease_ms,
+                     cp_auth_cb cb, void *arg);
 } cp_authority_v1;
 
 #endif

@@ -360,11 +360,15 @@ static void probe_work(void *arg) {
   int ms = (int)(t < 5000 ? t : 5000);
   /* Twice: a refusal is fatal, so one controller restarting at that very
    * moment must not pass for one. */
-  p->status = cpc_tls_probe(cfg.address, &cfg.tls, ms, p->why,
-                            sizeof(p->why));
-  if (p->status == CP_GRPC_UNAUTHENTICATED)
-    p->status = cpc_tls_probe(cfg.address, &cfg.tls, ms, p->why,
-                              sizeof(p->why));
+  char a[CP_ADDR_ONE_MAX + 1];
+  p->status = CP_GRPC_UNAVAILABLE;
+  for (size_t i = 0; p->status != CP_GRPC_UNAUTHENTICATED &&
+                     cp_addr_list_nth(cfg.address, i, a, sizeof(a)) == 0;
+       i++) { /* each controller of a list (cp_addr_list.h) */
+    p->status = cpc_tls_probe(a, &cfg.tls, ms, p->why, sizeof(p->why));
+    if (p->status == CP_GRPC_UNAUTHENTICATED)
+      p->status = cpc_tls_probe(a, &cfg.tls, ms, p->why, sizeof(p->why));
+  }
 }
 
 static void probe_done(void *arg, int status) {

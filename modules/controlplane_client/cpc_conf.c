@@ -17,7 +17,8 @@ const ph_conf_key cpc_conf_keys[] = {
                      PH_CONF_REQUIRED | PH_CONF_RESTART,
                      "PROXY_POOL_CONTROL_PLANE_ADDRESS",
                      "host:port of the controller (its dialable address, "
-                     "not its listen key)",
+                     "not its listen key), or of up to 4 controllers (IP "
+                     "literals, comma-separated): the next on failure",
                      NULL),
     ID_KEY("cluster-id", "cluster_id", "PROXY_POOL_CLUSTER_ID",
            "the cluster the snapshots must belong to"),

@@ -11,13 +11,14 @@
 
 #include <proxyhost/module.h>
 
+#include "cp_common/grpc/cp_addr_list.h"
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_supervisor.h"
 
 extern const ph_conf_key cpc_conf_keys[];
 
 /* The address key's bound (host:port, a bracketed IPv6 literal). */
-#define CPC_ADDRESS_MAX 261
+#define CPC_ADDRESS_MAX CP_ADDR_LIST_CHARS
 
 typedef struct cpc_conf {
   /* Copies, not conf_str() pointers: those are the host's and freed by

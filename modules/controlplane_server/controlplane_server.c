@@ -27,6 +27,7 @@
 #include "cs.h"
 #include "cs_checker.h"
 #include "cs_health.h"
+#include "cs_members.h"
 #include "contracts/cp_health.h"
 #include "lib/metric_table.h"
 
@@ -290,7 +291,7 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
            "and workers register again");
   }
   if (register_metrics(m) != PH_OK || cs_checkers_init(m) != PH_OK ||
-      cs_health_init(m) != PH_OK ||
+      cs_health_init(m) != PH_OK || cs_members_init(m) != PH_OK ||
       ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
                          "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;
@@ -420,6 +421,7 @@ static int cs_start(void *state) {
   if (!m->assign_timer)
     return PH_ENOMEM;
   api->timer_set(m->assign_timer, 10, (uint64_t)m->conf.assign_interval_ms);
+  cs_members_start(m);
   cs_sched_start(m);
   return cs_health_start(m);
 }
@@ -437,6 +439,7 @@ static int cs_stop(void *state) {
   m->assign_call = 0;
   cs_watch_stop_all(m);
   cs_checkers_stop(m);
+  cs_members_stop(m);
   cs_health_stop(m);
   for (ilist_node *n; (n = ilist_pop(&m->pending));) {
     cs_link *l = ILIST_ENTRY(n, cs_link, node);
@@ -459,6 +462,7 @@ static void cs_destroy(void *state) {
   ph_tls_reload_free(&m->tls);
   cs_checkers_free(m);
   cs_health_free(m);
+  cs_members_free(m);
   free(m->prev_ids);
   free(m);
 }

@@ -105,6 +105,7 @@ typedef struct cs {
   ph_series *m_unauth, *m_dropped[2]; /* the front: cp_grpc_front.h */
   struct cs_checkers *checkers; /* the CheckerControlPlane: cs_checker.h */
   struct cs_health_state *health; /* the reducer: cs_health.c */
+  struct cs_members *members; /* several controllers: cs_members.h */
 } cs;
 
 extern const ph_api *cs_api;

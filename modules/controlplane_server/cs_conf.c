@@ -122,6 +122,12 @@ const ph_conf_key cs_conf_keys[] = {
                 "a task unanswered this long after it was sent is a "
                 "checker failure and goes to another checker",
                 NULL),
+    PH_CONF_KEY("member_lease", PH_CONF_DURATION, "4s", 1000, 60000,
+                PH_CONF_RESTART, NULL,
+                "several controllers: a controller holding a checker stream "
+                "renews its membership in Redis for this long; when it "
+                "lapses its share of the checks moves to the others",
+                NULL),
     PH_CONF_KEY("max_checkers", PH_CONF_INT, "64", 1, 1024, PH_CONF_RESTART,
                 NULL, "checkers with a live session at once (RegisterChecker "
                       "of one more: RESOURCE_EXHAUSTED)",
@@ -294,6 +300,7 @@ static int checker_keys(ph_ctx *ctx, const ph_api *a, cs_conf *c,
                         const char **key, char *why, size_t whylen) {
   c->check_interval_ms = a->conf_int(ctx, "check_interval");
   c->fast_interval_ms = a->conf_int(ctx, "fast_interval");
+  c->member_lease_ms = a->conf_int(ctx, "member_lease");
   c->check_spread_pct = (uint32_t)a->conf_int(ctx, "check_spread");
   c->task_deadline_ms = a->conf_int(ctx, "task_deadline");
   c->max_checkers = (uint32_t)a->conf_int(ctx, "max_checkers");

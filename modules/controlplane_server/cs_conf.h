@@ -40,6 +40,7 @@ typedef struct cs_conf {
   int64_t watch_poll_ms;
   /* issue 26: the checkers and the scheduler (cs_checker.h) */
   int64_t check_interval_ms, fast_interval_ms, task_deadline_ms;
+  int64_t member_lease_ms; /* cs_members.c */
   uint32_t check_spread_pct;
   uint32_t max_checkers, max_tasks, max_checker_concurrency;
   int64_t target_host_interval_ms;

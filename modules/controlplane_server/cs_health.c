@@ -24,6 +24,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cs.h"
 #include "cs_health.h"
+#include "cs_members.h"
 #include "cs_health_int.h"
 
 #define api cs_api
@@ -201,6 +202,12 @@ static void publish(cs *m) {
     /* Without an opinion of its own (ever, or since its passive hold
      * ended and it said so once) the reducer leaves Redis's verdict,
      * another controller's, alone. */
+    /* Several controllers: the proxy's verdict is its member's alone
+     * (cs_members.h); the others keep counting but never write it. */
+    if (!cs_members_mine(m, p->id)) {
+      p->had_opinion = 0;
+      continue;
+    }
     int mine = hc_has_opinion(p);
     if (!mine && !p->had_opinion)
       continue;

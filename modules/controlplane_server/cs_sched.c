@@ -28,6 +28,7 @@
 #include "cp_secrets.h"
 #include "cs_checker.h"
 #include "cs_health.h"
+#include "cs_members.h"
 
 #define api cs_api
 
@@ -321,6 +322,10 @@ static int issue(cs *m, loads *s, cs_item *it, int64_t now) {
   s->l[i].outstanding++;
   s->room--;
   api->inc(k->m_tasks[cs_tier_index(it->tier)][CS_TASK_ISSUED], 1);
+  PH_LOG(api, m->ctx, PH_LOG_DEBUG, "check task issued",
+         PH_STR("proxy_id", it->proxy_id),
+         PH_INT("tier", cs_tier_index(it->tier)),
+         PH_STR("checker_id", c->id));
   return cs_checker_send(c, o) == 0 ? 1 : -1;
 }
 
@@ -347,7 +352,8 @@ static void tick(ph_timer *tm, void *arg) {
   }
   int64_t now = wall_ms();
   expire(m, now);
-  if (!k->n_items || k->outstanding >= m->conf.max_tasks)
+  if (!k->n_items || k->outstanding >= m->conf.max_tasks ||
+      !cs_members_scheduling(m))
     return;
   loads s;
   if (loads_get(m, &s) == 0) {
@@ -357,6 +363,10 @@ static void tick(ph_timer *tm, void *arg) {
       cs_item *it = &k->items[(k->cursor + i) % k->n_items];
       if (it->task || it->due_ms > now)
         continue;
+      if (!cs_members_mine(m, it->proxy_id)) { /* another controller's */
+        it->due_ms = next_due(m, it, now);
+        continue;
+      }
       if (issue(m, &s, it, now) < 0) { /* a stream ended: loads afresh */
         free(s.c);
         free(s.l);

@@ -145,3 +145,33 @@ int cs_probe_take(cs_probe *p, size_t n, cs_probe *probe, int64_t now_ms,
       p[i].next_ms = now_ms + spacing_ms;
   return 1;
 }
+
+/* FNV-1a over s (and its NUL) from h, the splitmix64 finaliser after the
+ * key: a stable 64-bit weight, the same on every host. */
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (;; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ULL;
+    if (!*s)
+      return h;
+  }
+}
+
+static uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+int cs_hrw_pick(const char *const *members, size_t n, const char *key) {
+  int best = -1;
+  uint64_t top = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t w = mix(fnv(fnv(0xcbf29ce484222325ULL, members[i]), key));
+    if (best < 0 || w > top) {
+      best = (int)i;
+      top = w;
+    }
+  }
+  return best;
+}

@@ -58,4 +58,11 @@ cs_probe *cs_probe_of(cs_probe *p, size_t n, const char *group);
 int cs_probe_take(cs_probe *p, size_t n, cs_probe *probe, int64_t now_ms,
                   int64_t spacing_ms);
 
+/* Rendezvous (highest random weight) hashing (issue 26 "Several
+ * controllers"): the index of the member of members[0..n) that key goes
+ * to: the one with the highest hash of (member, key), ties to the lower
+ * index; -1 when n is 0. Every controller computes the same answer from
+ * the same set, and a member that leaves moves only its own keys. */
+int cs_hrw_pick(const char *const *members, size_t n, const char *key);
+
 #endif

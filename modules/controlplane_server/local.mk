@@ -41,6 +41,7 @@ t_unit_cp_test_cs_health_item_CPPFLAGS = $(CS_CPPFLAGS)
 UNIT_TESTS += t/unit/cp/test_cs_health
 t_unit_cp_test_cs_health_SOURCES = t/unit/cp/test_cs_health.c \
 	%D%/cs_health.c %D%/cs_health_item.c %D%/cs_health_metrics.c \
+	%D%/cs_members.c %D%/cs_sched_plan.c \
 	%D%/cs_hyst.c modules/lib/metric_table.c
 t_unit_cp_test_cs_health_CPPFLAGS = $(CS_CPPFLAGS)
 t_unit_cp_test_cs_health_LDADD = host/libphmock.la $(EV_LIBS)
@@ -48,6 +49,7 @@ t_unit_cp_test_cs_health_DEPENDENCIES = host/libphmock.la
 t/unit/cp/test_cs_health-test_cs_health.$(OBJEXT) \
 t/unit/cp/test_cs_health-cs_health.$(OBJEXT) \
 t/unit/cp/test_cs_health-cs_health_metrics.$(OBJEXT) \
+t/unit/cp/test_cs_health-cs_members.$(OBJEXT) \
 t/unit/cp/test_cs_health-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 t/unit/cp/test_cs_health_item-test_cs_health_item.$(OBJEXT) \
 t/unit/cp/test_cs_health_item-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
@@ -97,6 +99,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_checker_report.c \
 	%D%/cs_sched.c \
 	%D%/cs_sched_plan.c %D%/cs_sched_plan.h \
+	%D%/cs_members.c %D%/cs_members.h \
 	%D%/cp_checker_requests.c %D%/cp_checker_requests.h \
 	%D%/cs_health_int.h %D%/cs_health_metrics.c %D%/cs_health_item.c \
 	%D%/cs_health_view.c modules/contracts/cp_health.h \
@@ -175,6 +178,11 @@ EXTRA_DIST += t/lib/cp_checker.py
 # upstream made UNHEALTHY and out of the gateway's choices, extraction
 # refused, a flaky upstream that does not flap.
 CS_INTEGRATION_TESTS += t/integration/cp_health.sh
+# Several controllers (issue 26): two on one Redis and PostgreSQL, each
+# proxy scheduled by one (rendezvous over the members' leases), a killed
+# one's gateway and checker moving to the other through their address
+# lists, ownership and health kept.
+CS_INTEGRATION_TESTS += t/integration/cp_multi_controller.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

@@ -18,7 +18,8 @@ RO_LUA_FILES = %D%/lua/prelude.lua \
 	%D%/lua/extract.lua \
 	%D%/lua/checker_register.lua \
 	%D%/lua/checker_alive.lua \
-	%D%/lua/health.lua
+	%D%/lua/health.lua \
+	%D%/lua/members.lua
 EXTRA_DIST += $(RO_LUA_FILES)
 
 %D%/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
@@ -35,7 +36,8 @@ EXTRA_DIST += $(RO_LUA_FILES)
 		$(srcdir)/%D%/lua/extract.lua \
 		$(srcdir)/%D%/lua/checker_register.lua \
 		$(srcdir)/%D%/lua/checker_alive.lua \
-		$(srcdir)/%D%/lua/health.lua
+		$(srcdir)/%D%/lua/health.lua \
+		$(srcdir)/%D%/lua/members.lua
 	$(AM_V_GEN)$(MKDIR_P) modules/redis_ownership && \
 	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ redis_ownership/ro_lua.h \
 	  ro_lua_prelude=$(srcdir)/%D%/lua/prelude.lua \
@@ -51,7 +53,8 @@ EXTRA_DIST += $(RO_LUA_FILES)
 	  ro_lua_extract=$(srcdir)/%D%/lua/extract.lua \
 	  ro_lua_checker_register=$(srcdir)/%D%/lua/checker_register.lua \
 	  ro_lua_checker_alive=$(srcdir)/%D%/lua/checker_alive.lua \
-	  ro_lua_health=$(srcdir)/%D%/lua/health.lua
+	  ro_lua_health=$(srcdir)/%D%/lua/health.lua \
+	  ro_lua_members=$(srcdir)/%D%/lua/members.lua
 CLEANFILES += %D%/ro_lua.c
 
 RO_SOURCES = modules/contracts/cp_authority.h \

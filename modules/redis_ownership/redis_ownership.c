@@ -459,6 +459,18 @@ static int64_t health_all(void *self, cp_auth_cb cb, void *arg) {
   return run(self, RO_S_HEALTH, &a, NULL, 0, cb, arg);
 }
 
+static int64_t members(void *self, const char *member_id, int64_t lease_ms,
+                       cp_auth_cb cb, void *arg) {
+  if (!cb || lease_ms < 0 || lease_ms > 3600000 ||
+      !ro_valid_id(member_id, PH_POOL_ID_MAX))
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, member_id);
+  ro_args_u64(&a, (uint64_t)lease_ms);
+  ro_args_u64(&a, CP_AUTH_MEMBERS_MAX);
+  return run(self, RO_S_MEMBERS, &a, NULL, 0, cb, arg);
+}
+
 static int cancel(void *self, int64_t call) {
   ro *m = self;
   void *arg = NULL;
@@ -492,6 +504,7 @@ static const cp_authority_v1 vtable = {
     .report_observations = report_observations,
     .health_set = health_set,
     .health_all = health_all,
+    .members = members,
 };
 
 /* ---- lifecycle ---------------------------------------------------------- */

@@ -235,6 +235,24 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
       out->n_health = n;
     }
     break;
+  case RO_S_MEMBERS:
+    if (w == CP_AUTH_LIMIT && r->elements == 1)
+      break;
+    if (!ok || r->elements < 2 || (a = int_at(r, 1)) < 0 ||
+        r->elements - 2 > CP_AUTH_MEMBERS_MAX)
+      return fail(out, mem);
+    {
+      size_t n = r->elements - 2;
+      if (n && !(mem->members = calloc(n, sizeof(*mem->members))))
+        return fail(out, mem);
+      for (size_t i = 0; i < n; i++)
+        if (!(mem->members[i] = id_at(r, 2 + i)) || !mem->members[i][0])
+          return fail(out, mem);
+      out->lease_end_ms = a;
+      out->members = mem->members;
+      out->n_members = n;
+    }
+    break;
   default:
     return fail(out, mem);
   }
@@ -246,5 +264,6 @@ void ro_reply_mem_free(ro_reply_mem *mem) {
   free(mem->owned);
   free(mem->usable);
   free(mem->health);
+  free(mem->members);
   memset(mem, 0, sizeof(*mem));
 }

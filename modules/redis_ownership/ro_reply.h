@@ -18,6 +18,7 @@ typedef struct ro_reply_mem {
   cp_auth_owned *owned;
   cp_auth_usable *usable;
   cp_auth_health *health;
+  const char **members;
 } ro_reply_mem;
 
 /* Fills *out (its size too) from r (NULL: unavailable). Returns

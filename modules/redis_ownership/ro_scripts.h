@@ -22,6 +22,7 @@ typedef enum ro_script {
   RO_S_CHECKER_ALIVE,
   RO_S_OBSERVATIONS, /* outcomes.lua, kind 'c' */
   RO_S_HEALTH, /* minor 5 */
+  RO_S_MEMBERS, /* minor 6 */
   RO_S_COUNT
 } ro_script;
 

@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "cp_grpc_int.h"
+#include "cp_addr_list.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -372,7 +373,7 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
     snprintf(err, errlen, "bad arguments");
     return NULL;
   }
-  if (cfg->tls.mode == CP_TLS_DISABLED && !cp_addr_is_loopback(cfg->address)) {
+  if (cfg->tls.mode == CP_TLS_DISABLED && !cp_addr_list_loopback(cfg->address)) {
     snprintf(err, errlen,
              "plaintext (tls.mode = disabled) only to a loopback address");
     return NULL;
@@ -427,7 +428,11 @@ cp_grpc_channel *cp_grpc_channel_new(cp_grpc_cq *q,
     args[n++] = (grpc_arg){GRPC_ARG_STRING, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
                            {.string = (char *)cfg->tls.server_name}};
   grpc_channel_args ca = {n, args};
-  ch->ch = grpc_channel_create(cfg->address, creds, &ca);
+  /* One address, or a list as a static address list (cp_addr_list.h). */
+  char target[CP_ADDR_LIST_CHARS + 8];
+  ch->ch = cp_addr_list_target(cfg->address, target, sizeof(target)) == 0
+               ? grpc_channel_create(target, creds, &ca)
+               : NULL;
   grpc_channel_credentials_release(creds);
   if (!ch->ch) {
     free(ch);

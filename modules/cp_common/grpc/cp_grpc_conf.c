@@ -4,6 +4,7 @@
 #include "cp_grpc_conf.h"
 
 #include "lib/conf_values.h"
+#include "cp_addr_list.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +44,25 @@ static int file_ok(const char *path, int private_key, char *why,
 static int check(ph_ctx *ctx, const ph_api *a, const char *addr_key,
                  int client, const char **key, char *why, size_t whylen) {
   const char *addr = str(ctx, a, addr_key);
+  if (client) { /* one address or a list (cp_addr_list.h) */
+    const char *lwhy = NULL;
+    if (cp_addr_list_check(addr, &lwhy) < 0)
+      return ph_conf_fail(key, addr_key, why, whylen, "%s", lwhy);
+    if (strcmp(str(ctx, a, "tls.mode"), "disabled") == 0 &&
+        !cp_addr_list_loopback(addr))
+      return ph_conf_fail(key, "tls.mode", why, whylen,
+                          "disabled (plaintext) needs loopback IP addresses "
+                          "in %s (127.0.0.0/8 or [::1], not a name)",
+                          addr_key);
+    if (strcmp(str(ctx, a, "tls.mode"), "disabled") == 0)
+      return PH_OK;
+    if (strchr(addr, ',') && !*str(ctx, a, "tls.server_name"))
+      return ph_conf_fail(key, "tls.server_name", why, whylen,
+                          "is required with mtls and a list in %s (the "
+                          "name the controllers' certificates carry)",
+                          addr_key);
+    goto files;
+  }
   /* The format first: "host:port" (a gRPC URI scheme is not accepted, so
    * that the loopback rule below sees the real host). */
   const char *colon = strrchr(addr, ':');
@@ -51,9 +71,6 @@ static int check(ph_ctx *ctx, const ph_api *a, const char *addr_key,
       strstr(addr, "://"))
     return ph_conf_fail(key, addr_key, why, whylen,
                         "must be host:port (IPv6 in brackets)");
-  if (client && strcmp(colon + 1, "0") == 0)
-    return ph_conf_fail(key, addr_key, why, whylen,
-                        "needs a port (1..65535)");
   if (strcmp(str(ctx, a, "tls.mode"), "disabled") == 0) {
     if (!cp_addr_is_loopback(addr))
       return ph_conf_fail(key, "tls.mode", why, whylen,
@@ -62,6 +79,7 @@ static int check(ph_ctx *ctx, const ph_api *a, const char *addr_key,
                           addr_key);
     return PH_OK;
   }
+files:;
   static const char *const files[] = {"tls.cert_file", "tls.key_file",
                                       "tls.ca_file"};
   for (size_t i = 0; i < 3; i++) {

@@ -19,7 +19,7 @@ CP_GRPC_SOURCES = %D%/cp_grpc.h \
 	%D%/cp_client_tls.c %D%/cp_client_tls.h \
 	%D%/cp_grpc_conf.c %D%/cp_grpc_conf.h \
 	%D%/cp_grpc_front.c %D%/cp_grpc_front.h \
-	%D%/cp_ident.c
+	%D%/cp_ident.c %D%/cp_addr_list.c %D%/cp_addr_list.h
 noinst_LTLIBRARIES += %D%/libcpgrpc.la
 modules_cp_common_grpc_libcpgrpc_la_SOURCES = $(CP_GRPC_SOURCES)
 modules_cp_common_grpc_libcpgrpc_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
@@ -31,7 +31,7 @@ CP_GRPC_LDADD = %D%/libcpgrpc.la modules/frontend/libphfrontend.la
 # The pure checks alone (no gRPC).
 UNIT_TESTS += t/unit/cp/test_cp_ident t/unit/cp/test_cp_grpc
 t_unit_cp_test_cp_ident_SOURCES = t/unit/cp/test_cp_ident.c \
-	%D%/cp_ident.c modules/lib/cidr.c
+	%D%/cp_ident.c %D%/cp_addr_list.c modules/lib/cidr.c
 t_unit_cp_test_cp_ident_CPPFLAGS = $(AM_CPPFLAGS)
 
 # Server and client on the mock host's loop, with the proto's messages.

@@ -4,6 +4,7 @@
  * exact SPIFFE id a peer certificate must carry (CP-8-2). */
 #include <string.h>
 
+#include "cp_common/grpc/cp_addr_list.h"
 #include "cp_common/grpc/cp_grpc.h"
 #include "tap.h"
 
@@ -136,6 +137,45 @@ int main(void) {
     ok(cp_spiffe_id(nul, sizeof(nul) - 1, "example.org", "prod", "worker",
                     id, sizeof(id)) < 0,
        "CP-8-2 no id when a NUL is inside");
+  }
+  /* ---- a list of controllers (issue 26 "Several controllers") ---- */
+  {
+    const char *why = NULL;
+    char t[CP_ADDR_LIST_CHARS + 8], a[CP_ADDR_ONE_MAX + 1];
+    is_int(cp_addr_list_check("127.0.0.1:7001", &why), 1, "one address");
+    is_int(cp_addr_list_check("cp.example.org:443", &why), 1,
+           "one name");
+    is_int(cp_addr_list_check("127.0.0.1:7001,127.0.0.2:7002", &why), 2,
+           "two IPv4 addresses");
+    is_int(cp_addr_list_check("[::1]:1,[::1]:2,[::1]:3,[::1]:4", &why), 4,
+           "four IPv6 addresses: the bound");
+    static const char *const lists_bad[] = {
+        "", ",", "127.0.0.1:1,", ",127.0.0.1:1", "127.0.0.1:1,,127.0.0.1:2",
+        "127.0.0.1:1,127.0.0.1:1", "127.0.0.1:1,[::1]:2",
+        "a.example:1,b.example:2", "127.0.0.1:0", "127.0.0.1:65536",
+        "127.0.0.1", "::1:5", "[::1]:1,[::1]:2,[::1]:3,[::1]:4,[::1]:5",
+        "[127.0.0.1]:1", "127.0.0.1:1 ,127.0.0.1:2"};
+    for (size_t i = 0; i < sizeof(lists_bad) / sizeof(lists_bad[0]); i++) {
+      why = NULL;
+      ok(cp_addr_list_check(lists_bad[i], &why) < 0 && why,
+         named("list refused: '%s'", lists_bad[i]));
+    }
+    ok(cp_addr_list_target("127.0.0.1:7001", t, sizeof(t)) == 0 &&
+           strcmp(t, "127.0.0.1:7001") == 0,
+       "one address is its own gRPC target");
+    ok(cp_addr_list_target("127.0.0.1:1,127.0.0.1:2", t, sizeof(t)) == 0 &&
+           strcmp(t, "ipv4:127.0.0.1:1,127.0.0.1:2") == 0,
+       "an IPv4 list is an ipv4: target");
+    ok(cp_addr_list_target("[::1]:1,[::1]:2", t, sizeof(t)) == 0 &&
+           strcmp(t, "ipv6:[::1]:1,[::1]:2") == 0,
+       "an IPv6 list is an ipv6: target");
+    ok(cp_addr_list_nth("127.0.0.1:1,127.0.0.2:2", 1, a, sizeof(a)) == 0 &&
+           strcmp(a, "127.0.0.2:2") == 0 &&
+           cp_addr_list_nth("127.0.0.1:1,127.0.0.2:2", 2, a, sizeof(a)) < 0,
+       "the n-th address");
+    ok(cp_addr_list_loopback("127.0.0.1:1,[::1]:2") &&
+           !cp_addr_list_loopback("127.0.0.1:1,10.0.0.1:2"),
+       "CP-1-12 plaintext: every address of a list loopback");
   }
   return done_testing();
 }

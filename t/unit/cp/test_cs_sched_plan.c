@@ -89,5 +89,30 @@ int main(void) {
   test_pick();
   test_probes();
   test_spacing();
+  /* ---- rendezvous hashing over the controllers (issue 26 "Several
+   * controllers") ---- */
+  {
+    const char *two[] = {"ctl-a", "ctl-b"}, *one[] = {"ctl-a"},
+               *swapped[] = {"ctl-b", "ctl-a"};
+    int per[2] = {0, 0}, moved = 0, stable = 1, order = 1;
+    for (int i = 0; i < 200; i++) {
+      char key[16];
+      snprintf(key, sizeof(key), "p%d", i);
+      int w = cs_hrw_pick(two, 2, key);
+      per[w]++;
+      stable &= cs_hrw_pick(two, 2, key) == w;
+      order &= strcmp(swapped[cs_hrw_pick(swapped, 2, key)], two[w]) == 0;
+      if (w == 1) /* ctl-b leaves: only its keys move */
+        moved += cs_hrw_pick(one, 1, key) == 0;
+      else
+        stable &= cs_hrw_pick(one, 1, key) == 0;
+    }
+    is_int(cs_hrw_pick(two, 0, "p1"), -1, "hrw: no member, no pick");
+    ok(stable, "hrw: the same pick every time; a key stays when another "
+               "member leaves");
+    ok(order, "hrw: the pick does not depend on the members' order");
+    ok(per[0] > 50 && per[1] > 50, "hrw: 200 keys split between two members");
+    is_int(moved, per[1], "hrw: the leaving member's keys all move");
+  }
   return done_testing();
 }

@@ -204,6 +204,9 @@ typedef struct got {
   size_t n_health;
   char hid[32][PH_POOL_ID_MAX + 1];
   int health[32];
+  size_t n_members; /* minor 6 */
+  char member[32][PH_POOL_ID_MAX + 1];
+  int64_t lease_end;
 } got;
 
 static void on_reply(void *arg, const cp_auth_reply *r) {
@@ -225,6 +228,10 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
   snprintf(g->xowner, sizeof(g->xowner), "%s",
            r->extract_owner ? r->extract_owner : "");
   g->xrefused = r->extract_refused;
+  g->n_members = r->n_members < 32 ? r->n_members : 32;
+  for (size_t i = 0; i < g->n_members; i++)
+    snprintf(g->member[i], sizeof(g->member[i]), "%s", r->members[i]);
+  g->lease_end = r->lease_end_ms;
   g->n_health = r->n_health < 32 ? r->n_health : 32;
   for (size_t i = 0; i < g->n_health; i++) {
     snprintf(g->hid[i], sizeof(g->hid[i]), "%s", r->health[i].proxy_id);
@@ -1544,6 +1551,57 @@ static void test_checkers(void) {
   stop_mod();
 }
 
+/* Minor 6 (issue 26 "Several controllers"): the controllers that
+ * schedule checks, each with a lease in Redis time (lua/members.lua). */
+static void test_members(void) {
+  if (start_mod("c-mem", "") < 0) {
+    ok(0, "module starts against redis-server (members)");
+    return;
+  }
+  got r = CALL(A->members(S, "ctl-b", 60000, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.n_members == 1 && r.lease_end > 0 &&
+         strcmp(r.member[0], "ctl-b") == 0,
+     "a controller joins with a lease");
+  r = CALL(A->members(S, "ctl-a", 60000, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.n_members == 2 &&
+         strcmp(r.member[0], "ctl-a") == 0 &&
+         strcmp(r.member[1], "ctl-b") == 0,
+     "a second one: both listed, by id");
+  r = CALL(A->members(S, "ctl-c", 0, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.n_members == 2 && r.lease_end == 0,
+     "lease 0: a controller without checkers reads the set, not in it");
+  r = CALL(A->members(S, "ctl-b", 0, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.n_members == 1 &&
+         strcmp(r.member[0], "ctl-a") == 0,
+     "lease 0 of a member: it leaves");
+  r = CALL(A->members(S, "ctl-d", 1, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.n_members == 2, "a member with a 1 ms lease");
+  int gone = 0;
+  for (int i = 0; i < 200 && !gone; i++) { /* Redis's clock moves on */
+    r = CALL(A->members(S, "ctl-c", 0, on_reply, G));
+    gone = r.result == CP_AUTH_OK && r.n_members == 1;
+    if (!gone)
+      usleep(5000);
+  }
+  ok(gone, "a lapsed lease drops out of the set (Redis time)");
+  for (int i = 0; i < CP_AUTH_MEMBERS_MAX - 1; i++) {
+    char id[16];
+    snprintf(id, sizeof(id), "many-%d", i);
+    r = CALL(A->members(S, id, 60000, on_reply, G));
+  }
+  ok(r.result == CP_AUTH_OK && r.n_members == CP_AUTH_MEMBERS_MAX,
+     "CP_AUTH_MEMBERS_MAX members");
+  r = CALL(A->members(S, "one-more", 60000, on_reply, G));
+  is_int(r.result, CP_AUTH_LIMIT, "one more: CP_AUTH_LIMIT");
+  r = CALL(A->members(S, "ctl-a", 60000, on_reply, G));
+  is_int(r.result, CP_AUTH_OK, "a member renews at the bound");
+  r = CALL(A->members(S, "", 60000, on_reply, G));
+  is_int(r.result, -1000 + PH_EINVAL, "an empty id: PH_EINVAL, no call");
+  long long pttl = rint_("PTTL %s", "ph:cp:{c-mem}:members");
+  ok(pttl > 0 && pttl <= 60000, "the set expires with its last lease");
+  stop_mod();
+}
+
 static void test_secrets(void) {
   char line[2048], path[700];
   snprintf(path, sizeof(path), "%s/dump.txt", rdir);
@@ -1600,6 +1658,7 @@ int main(void) {
   test_usable();
   test_bounds();
   test_checkers();
+  test_members();
   test_database();
   test_secrets(); /* before the restarts, which empty Redis */
   test_failures();
