@@ -4,7 +4,7 @@
  * cs_health_observe (as the CheckerControlPlane will) and outcomes to
  * cs_health_outcome (as ReportOutcomes does), a fake cp.authority that
  * records health_set and health_all and answers when the test says, a
- * pool of rows the test sets (cs_pool_get is stubbed here). It checks
+ * pool of rows the test sets (cs_pool_get is the test's own double). It checks
  * that each change of a proxy's verdict is one health_set, that a
  * CHECKER_ERROR never is one, that cs_health_of says what Redis holds
  * (written, or read back from another controller), that the panic guard
@@ -24,7 +24,7 @@
 
 const ph_api *cs_api;
 
-/* ---- stubs of the controller's other parts ------------------------------ */
+/* ---- doubles of the controller's other parts ---------------------------- */
 
 static cs M;
 static cs_pool POOL;
