@@ -1585,7 +1585,7 @@ static void test_members(void) {
   }
   ok(gone, "a lapsed lease drops out of the set (Redis time)");
   for (int i = 0; i < CP_AUTH_MEMBERS_MAX - 1; i++) {
-    char id[16];
+    char id[24]; /* "many-" and any int */
     snprintf(id, sizeof(id), "many-%d", i);
     r = CALL(A->members(S, id, 60000, on_reply, G));
   }
