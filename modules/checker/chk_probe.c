@@ -166,12 +166,14 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
     p->s.resp_max = CHK_RESP_MIN;
   if (p->s.resp_max > CHK_RESP_MAX)
     p->s.resp_max = CHK_RESP_MAX;
+  /* A task the checker cannot run (no target and no echo URL, say) is
+   * not the proxy's failure: CHECKER_ERROR, never a verdict. */
   if (plan(p))
-    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+    return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
   const char *host = s->protocol ? s->proxy_host : p->url.host;
   uint16_t port = s->protocol ? s->proxy_port : p->url.port;
   if (!host || !port)
-    return end(p, CHK_FAILED, CHK_R_BAD_TASK);
+    return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
   struct sockaddr_storage ss;
   socklen_t sl;
   memset(&ss, 0, sizeof(ss));

@@ -320,7 +320,17 @@ int main(void) {
   sp = spec_for(CHK_TIER_TARGET, PH_POOL_UPSTREAM_HTTP, 1);
   sp.target = "";
   run(&p, &sp, 100);
-  ok(p.res.status == CHK_FAILED && !strcmp(reason(&p), "bad_task"),
-     "a TARGET task without a target: bad_task");
+  ok(p.res.status == CHK_CHECKER_ERROR && !strcmp(reason(&p), "bad_task"),
+     "a TARGET task without a target: CHECKER_ERROR bad_task (never a "
+     "verdict on the proxy)");
+  /* A controller without echo_url or target probes (t/bench/checker.sh
+   * found every proxy UNHEALTHY from these): the task is unusable, the
+   * proxy is not at fault. */
+  sp = spec_for(CHK_TIER_BASIC, PH_POOL_UPSTREAM_HTTP_CONNECT, 1);
+  sp.echo_url = "";
+  run(&p, &sp, 100);
+  ok(p.res.status == CHK_CHECKER_ERROR && !strcmp(reason(&p), "bad_task"),
+     "CP-6-3 BASIC with neither a target nor an echo URL: CHECKER_ERROR "
+     "bad_task, not FAILED");
   return done_testing();
 }
