@@ -8,7 +8,8 @@ Polls, every 20 ms, the reducer's verdict in Redis (HGET HASH PROXY: 1
 AVAILABLE, 2 SUSPECT, 3 UNHEALTHY) and each gateway's view
 (/v1/cp/view's "health", or the proxy absent from it). WANT: unhealthy
 (Redis 3; a view "unhealthy" or without the proxy), out (Redis 2 or 3; a
-view not "available") or available (Redis 1; every view "available").
+view not "available") or available (Redis 1; every view that holds the
+proxy "available", and one does: each gateway owns a share of the pool).
 Prints "redis_ms=N gw_ms=N" (ms from T0_MS, epoch ms; -1: not within
 TIMEOUT_S).
 
@@ -76,13 +77,15 @@ def main():
     gws = sys.argv[7:]
     r_ok = {"unhealthy": (3,), "out": (2, 3), "available": (1,)}[want]
     g_ok = {"unhealthy": ("unhealthy", "absent"), "out": ("suspect", "unhealthy", "absent"),
-            "available": ("available",)}[want]
+            "available": ("available", "absent")}[want]
     redis_ms = gw_ms = -1
     end = time.monotonic() + timeout
     while time.monotonic() < end and (redis_ms < 0 or gw_ms < 0):
         if redis_ms < 0 and hget(sock, key, proxy) in r_ok:
             redis_ms = now_ms() - t0
-        if gw_ms < 0 and all(view_health(g, proxy) in g_ok for g in gws):
+        hs = [view_health(g, proxy) for g in gws]
+        held = [h for h in hs if h != "absent"]
+        if gw_ms < 0 and all(h in g_ok for h in hs) and (want != "available" or held):
             gw_ms = now_ms() - t0
         time.sleep(0.02)
     print("redis_ms=%d gw_ms=%d" % (redis_ms, gw_ms))
