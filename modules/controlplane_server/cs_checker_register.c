@@ -42,6 +42,15 @@ static void creg_done(void *arg, const cp_auth_reply *rep) {
   uint8_t buf[256];
   size_t n = controlplane__v1__register_checker_response__pack(&resp, buf);
   cs_checker_replaced(m, r->checker, r->session);
+  /* A BASIC check tunnels to the task's target or to the echo endpoint:
+   * with neither, a checker can only answer CHECKER_ERROR bad_task. Said
+   * at each registration (rare), where it matters. */
+  if (!m->conf.echo_url[0] && m->checkers->n_probes == 0)
+    PH_LOG(cs_api, m->ctx, PH_LOG_WARN,
+           "a checker registered but its checks have nothing to tunnel to: "
+           "set echo_url (or target_probes); until then every check is "
+           "answered CHECKER_ERROR bad_task and gives no verdict",
+           PH_STR("checker_id", r->checker));
   cs_unary_end(&r->u, CP_GRPC_OK, NULL, buf, n);
 }
 

@@ -163,17 +163,24 @@ sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"; ok $? "certificates made with 
   printf 'subjectAltName=URI:spiffe://example.org/prod/checker/k1\nextendedKeyUsage=clientAuth\n' >k1.cnf &&
   openssl x509 -req -in k1.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
     -out k1.pem -days 2 -extfile k1.cnf >/dev/null 2>&1 ); ok $? "a checker certificate (spiffe://example.org/prod/checker/k1)"
+! grep -q 'nothing to tunnel to' "$T/ph.log"
+ok $? "with echo_url set, no 'nothing to tunnel to' warning"
 cpt=$(free_port)
 controller_mtls_ini "$T/ctl.ini" "$T/mtls.ini" "$cpt"
 : >"$T/ph.log"
+# This one has neither echo_url nor target probes: BASIC checks have
+# nothing to tunnel to, and a registration says so.
 # shellcheck disable=SC2086
-start_proxyhost "$T/mtls.ini" $CHK
+start_proxyhost "$T/mtls.ini" $CHK --set controlplane_server.echo_url= \
+  --set controlplane_server.target_probes=
 wait_long ready; ok $? "the controller starts with tls.mode = mtls"
 id() { # id CERT ID METHOD: the status code name
   "$PY" "$CK" "$T/gen" "$cpt" ident "$T" "$T/$1.pem" "$T/$1.key" "$T/ca.pem" "$2" "$3" \
     2>>"$T/ck-mtls.err" | sed -n 's/^VALUE code //p'
 }
 is "$(id k1 k1 checker_watch)" OK "CP-1-3 a checker certificate registers its checker and gets tasks"
+grep -q 'level=warn .*nothing to tunnel to.*checker_id=k1' "$T/ph.log"
+ok $? "without echo_url or target probes, a checker's registration warns that its checks have nothing to tunnel to"
 is "$(id k1 k2 checker)" PERMISSION_DENIED "CP-1-3 a checker certificate naming another checker: PERMISSION_DENIED"
 is "$(id worker w1 checker)" PERMISSION_DENIED "CP-1-3 a worker certificate for a checker RPC: PERMISSION_DENIED"
 is "$(id k1 k1 worker)" PERMISSION_DENIED "CP-1-3 a checker certificate for a worker RPC: PERMISSION_DENIED"
