@@ -34,6 +34,7 @@ typedef struct hc_proxy {
   char id[PH_POOL_ID_MAX + 1];
   cs_hyst passive;         /* gateway outcomes */
   int64_t passive_fail_ms; /* the last failed outcome (wall ms) */
+  uint32_t basic_ok;       /* BASIC successes in a row since it */
   hc_item items[CS_HEALTH_ITEMS_MAX];
   uint32_t n_items;
   uint8_t published; /* this reducer's verdict, after the panic guard */

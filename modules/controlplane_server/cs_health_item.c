@@ -71,7 +71,22 @@ int hc_observe(hc_proxy *p, const cs_hyst_rules *r, const cs_observation *o) {
         (uint8_t)(o->anonymity > 0 && o->anonymity < 16 ? o->anonymity : 0);
   }
   keep(it->reason, sizeof(it->reason), o->reason);
-  return cs_hyst_push(&it->h, r, ok, CS_HYST_UNIT);
+  int changed = cs_hyst_push(&it->h, r, ok, CS_HYST_UNIT);
+  /* Active checks bring back what outcomes took out (no traffic reaches
+   * such a proxy to clear it): rise BASIC successes in a row, observed
+   * after the last failed outcome, end a passive verdict before its
+   * hold. */
+  if (o->tier == CONTROLPLANE__V1__CHECK_TIER__CHECK_TIER_BASIC) {
+    if (!ok || o->observed_ms < p->passive_fail_ms)
+      p->basic_ok = 0;
+    else if (++p->basic_ok >= r->rise && p->passive.verdict &&
+             p->passive.verdict != CS_H_AVAILABLE) {
+      memset(&p->passive, 0, sizeof(p->passive));
+      p->basic_ok = 0;
+      changed = 1;
+    }
+  }
+  return changed;
 }
 
 int hc_outcome_weight(const uint32_t weight[4], int stage, int result,
@@ -88,8 +103,10 @@ int hc_outcome_weight(const uint32_t weight[4], int stage, int result,
 
 int hc_outcome(hc_proxy *p, const cs_hyst_rules *r, int ok, uint32_t w,
                int64_t now_ms) {
-  if (!ok && w)
+  if (!ok && w) {
     p->passive_fail_ms = now_ms;
+    p->basic_ok = 0;
+  }
   return cs_hyst_push(&p->passive, r, ok, w);
 }
 

@@ -26,13 +26,15 @@ static const uint32_t W[4] = {100, 100, 25, 10}; /* the defaults */
 #define TIMEOUT CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_TIMEOUT
 #define CHECKER_ERROR CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_CHECKER_ERROR
 
+static int64_t obs_ms = 1000; /* when obs() says its checks were made */
+
 static int obs(hc_proxy *p, int tier, const char *group, int status,
                int times) {
   cs_observation o = {.proxy_id = "p1", .tier = tier, .target_group = group,
                       .status = status, .latency_ms = 42,
                       .egress_ip = "203.0.113.9", .anonymity = 3,
                       .reason = status == OK ? "" : "refused",
-                      .observed_ms = 1000};
+                      .observed_ms = obs_ms};
   int r = 0;
   for (int i = 0; i < times; i++)
     r = hc_observe(p, &R, &o);
@@ -122,6 +124,26 @@ static void test_passive(void) {
          "the passive verdict holds health_passive_hold after the last failure");
   is_int(hc_passive_expire(&p, 5002 + 30000, 30000), 1, "... then ends");
   is_int(hc_verdict(&p), CS_H_AVAILABLE, "... leaving the active verdict");
+  /* Active checks bring back, before the hold, what outcomes took out. */
+  hc_proxy b;
+  memset(&b, 0, sizeof(b));
+  for (int i = 0; i < 3; i++)
+    hc_outcome(&b, &R, 0, 100, 5000 + i);
+  obs_ms = 4000;
+  obs(&b, BASIC, "", OK, 2);
+  is_int(hc_verdict(&b), CS_H_UNHEALTHY,
+         "CP-6-7 BASIC successes from before the last failed outcome do not "
+         "end its verdict");
+  obs_ms = 6000;
+  obs(&b, BASIC, "", OK, 1);
+  obs(&b, BASIC, "", FAILED, 1);
+  is_int(obs(&b, BASIC, "", OK, 1), 0,
+         "... nor a success, a failure and a success after it");
+  is_int(obs(&b, BASIC, "", OK, 1), 1,
+         "CP-6-7 rise BASIC successes in a row after it end the passive "
+         "verdict (a change)");
+  is_int(hc_verdict(&b), CS_H_AVAILABLE, "... the proxy is AVAILABLE again");
+  obs_ms = 1000;
   hc_proxy q;
   memset(&q, 0, sizeof(q));
   for (int i = 0; i < 7; i++)
