@@ -114,6 +114,12 @@ done
 printf '%s\n' "$m" | grep -qa "$PASSWORD"; is $? 1 "CP-8-5 the proxy password is not in /metrics"
 kill -TERM "$PH_PID"; wait_exit "$PH_PID" 10
 is "$EXIT" 0 "the controller stops cleanly"
+# It stays a member of the checks' split (several controllers) until its
+# lease lapses: a stopping controller does not leave the set, and the next
+# one would schedule only its share of the pool until then.
+members_gone() { [ "$(redis_cli "$T/redis" EXISTS "ph:cp:{c1}:members")" = 0 ]; }
+wait_long members_gone
+ok $? "the stopped controller's membership lapses with its lease (member_lease)"
 
 # ---- a stopped checker (SIGSTOP) loses its tasks, then its session ------
 # Short sessions (3 s; the other keys as cp_rebalance.sh's, so that
