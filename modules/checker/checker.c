@@ -34,6 +34,7 @@
 #include <proxyhost/module.h>
 #include <proxyhost/stream.h>
 
+#include "lib/conf_values.h"
 #include "chk_conf.h"
 #include "chk_dial.h"
 #include "chk_probe.h"
@@ -851,11 +852,8 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->ctx = ctx;
   const char *key = NULL;
   char why[256];
-  if (chk_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
-    PH_LOG(api, ctx, PH_LOG_ERROR, "bad configuration", PH_STR("key", key),
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
+  if (chk_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK)
+    return ph_conf_refused(api, ctx, "bad configuration", key, why);
   if (ph_metric_table_register(api, ctx, chk_metrics, m) != PH_OK)
     return PH_EINVAL;
   if (cp_client_tls_init(&m->tls, ctx, api, "checker") != PH_OK)
@@ -890,8 +888,6 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int chk_start(void *state) {
   checker *m = state;
-  const char *err = NULL;
-  char why[256];
   set_state(m, S_IDLE);
   if (m->conf.connector[0]) {
     m->up = api->service_get_named(m->ctx, PH_CONNECTOR_SERVICE,
@@ -905,24 +901,13 @@ static int chk_start(void *state) {
       return PH_ENOENT;
     }
   }
-  m->cq = cp_grpc_cq_new(m->ctx, api, "cq", &err);
-  if (!m->cq) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "grpc not started",
-           PH_STR("reason", err ? err : ""));
-    return PH_EINVAL;
-  }
   cp_grpc_client_cfg cfg;
   cp_grpc_conf_client(m->ctx, api, "address", &cfg);
   cfg.reconnect_min_ms = m->conf.backoff_min_ms;
   cfg.reconnect_max_ms = m->conf.backoff_max_ms;
-  m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
-  if (!m->ch) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "control-plane channel not made",
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
-  if (cp_client_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
-    return PH_ENOMEM;
+  int rc = cp_client_tls_open(&m->tls, &m->cq, &m->ch, &cfg);
+  if (rc != PH_OK)
+    return rc;
   m->started = 1;
   api->timer_set(m->echo_timer, (uint64_t)m->conf.echo_interval_ms,
                  (uint64_t)m->conf.echo_interval_ms);
@@ -944,11 +929,7 @@ static int chk_stop(void *state) {
   api->timer_set(m->flush_timer, 0, 0);
   api->timer_set(m->echo_timer, 0, 0);
   api->set_ready(m->ctx, 0);
-  cp_client_tls_stop(&m->tls);
-  cp_grpc_channel_free(m->ch);
-  m->ch = NULL;
-  cp_grpc_cq_free(m->cq);
-  m->cq = NULL;
+  cp_client_tls_close(&m->tls, &m->cq, &m->ch);
   return PH_OK;
 }
 
@@ -958,9 +939,7 @@ static void chk_destroy(void *state) {
     return;
   m->stopping = 1;
   m->up = NULL; /* stop cancelled every dial; the connector may be gone */
-  cp_client_tls_stop(&m->tls);
-  cp_grpc_channel_free(m->ch);
-  cp_grpc_cq_free(m->cq);
+  cp_client_tls_close(&m->tls, &m->cq, &m->ch);
   if (m->slots) {
     for (uint32_t i = 0; i < m->conf.max_concurrency; i++) {
       slot_release(&m->slots[i]);

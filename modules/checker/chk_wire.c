@@ -11,24 +11,15 @@
 #include "chk_wire.h"
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/snapshot/cp_snapshot_time.h"
+#include "cp_common/snapshot/cp_wire.h"
 #include "cp_common/view/cp_outcomes.h"
 
-
-static int printable(const char *s, size_t max) {
-  size_t n = s ? strlen(s) : 0;
-  if (n < 1 || n > max)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-      return 0;
-  return 1;
-}
 
 static int copy(char *dst, size_t cap, const char *s, int required) {
   dst[0] = 0;
   if (!s || !s[0])
     return required ? -1 : 0;
-  if (!printable(s, cap - 1))
+  if (!cp_wire_printable(s, cap - 1))
     return -1;
   strcpy(dst, s);
   return 0;
@@ -239,11 +230,7 @@ int chk_read_registered(const uint8_t *msg, size_t len, char *session,
 }
 
 int chk_read_obs_ack(const uint8_t *msg, size_t len, uint64_t *acked) {
-  Controlplane__V1__ReportObservationsResponse *r =
-      controlplane__v1__report_observations_response__unpack(NULL, len, msg);
-  if (!r)
-    return PH_EINVAL;
-  *acked = r->acknowledged_sequence;
-  controlplane__v1__report_observations_response__free_unpacked(r, NULL);
-  return PH_OK;
+  return cp_wire_read_ack(
+      &controlplane__v1__report_observations_response__descriptor, msg, len,
+      acked);
 }

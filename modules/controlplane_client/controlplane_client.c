@@ -30,6 +30,7 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_view.h>
 
+#include "lib/conf_values.h"
 #include "lib/clocks.h"
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/grpc/cp_grpc.h"
@@ -948,11 +949,8 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->ctx = ctx;
   const char *key = NULL;
   char why[256];
-  if (cpc_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
-    PH_LOG(api, ctx, PH_LOG_ERROR, "bad configuration", PH_STR("key", key),
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
+  if (cpc_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK)
+    return ph_conf_refused(api, ctx, "bad configuration", key, why);
   m->limits = m->conf.limits;
   m->conf.sup.rnd = jitter;
   if (register_metrics(m) != PH_OK)
@@ -980,15 +978,7 @@ static int cpc_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static int cpc_start(void *state) {
   cpc *m = state;
-  const char *err = NULL;
-  char why[256];
   api->set_ready(m->ctx, 0); /* until a view is swapped in */
-  m->cq = cp_grpc_cq_new(m->ctx, api, "cq", &err);
-  if (!m->cq) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "grpc not started",
-           PH_STR("reason", err ? err : ""));
-    return PH_EINVAL;
-  }
   cp_grpc_client_cfg cfg;
   cp_grpc_conf_client(m->ctx, api, "address", &cfg);
   /* Connection attempts as often as sessions: within backoff.max of the
@@ -999,14 +989,9 @@ static int cpc_start(void *state) {
   cfg.on_ready = on_channel_ready;
   cfg.on_ready_arg = m;
   m->mtls = cfg.tls.mode == CP_TLS_MTLS;
-  m->ch = cp_grpc_channel_new(m->cq, &cfg, why, sizeof(why));
-  if (!m->ch) {
-    PH_LOG(api, m->ctx, PH_LOG_ERROR, "control-plane channel not made",
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
-  if (cp_client_tls_start(&m->tls, m->cq, &m->ch, &cfg) != PH_OK)
-    return PH_ENOMEM;
+  int rc = cp_client_tls_open(&m->tls, &m->cq, &m->ch, &cfg);
+  if (rc != PH_OK)
+    return rc;
   /* The pool, when one is loaded, registered pool.runtime at its init. */
   if (api->service_provided(m->ctx, POOL_RUNTIME_SERVICE))
     m->rt = api->service_get(m->ctx, POOL_RUNTIME_SERVICE, POOL_RUNTIME_MAJOR,
@@ -1024,11 +1009,7 @@ static int cpc_stop(void *state) {
   api->timer_set(m->timer, 0, 0);
   api->set_ready(m->ctx, 0);
   cpc_outcalls_stop(&m->outc); /* before the channel: it calls back no more */
-  cp_client_tls_stop(&m->tls);
-  cp_grpc_channel_free(m->ch);
-  m->ch = NULL;
-  cp_grpc_cq_free(m->cq);
-  m->cq = NULL;
+  cp_client_tls_close(&m->tls, &m->cq, &m->ch);
   return PH_OK;
 }
 
@@ -1037,9 +1018,7 @@ static void cpc_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
-  cp_client_tls_stop(&m->tls);
-  cp_grpc_channel_free(m->ch);
-  cp_grpc_cq_free(m->cq);
+  cp_client_tls_close(&m->tls, &m->cq, &m->ch);
   if (m->timer)
     api->timer_free(m->timer);
   cp_view_publish(&m->slot, NULL); /* the readers were destroyed first */

@@ -7,6 +7,7 @@
 
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "cp_common/snapshot/cp_snapshot_time.h"
+#include "cp_common/snapshot/cp_wire.h"
 #include "cpc_wire.h"
 
 
@@ -59,13 +60,7 @@ int cpc_pack_ack(const char *worker, const char *session, uint64_t version,
 }
 
 static int printable_id(const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  if (n < 1 || n > PH_POOL_ID_MAX)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-      return 0;
-  return 1;
+  return cp_wire_printable(s, PH_POOL_ID_MAX);
 }
 
 int cpc_pack_runtime(const char *worker, const char *session, uint64_t seq,
@@ -178,12 +173,6 @@ int cpc_read_registered(const uint8_t *msg, size_t len, cpc_registered *out,
 }
 
 int cpc_read_outcomes_ack(const uint8_t *msg, size_t len, uint64_t *acked) {
-  *acked = 0;
-  Controlplane__V1__ReportOutcomesResponse *r =
-      controlplane__v1__report_outcomes_response__unpack(NULL, len, msg);
-  if (!r)
-    return PH_EINVAL;
-  *acked = r->acknowledged_sequence;
-  controlplane__v1__report_outcomes_response__free_unpacked(r, NULL);
-  return PH_OK;
+  return cp_wire_read_ack(&controlplane__v1__report_outcomes_response__descriptor,
+                          msg, len, acked);
 }

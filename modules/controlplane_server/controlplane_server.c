@@ -22,6 +22,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "lib/conf_values.h"
 #include "lib/clocks.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cs.h"
@@ -213,6 +214,12 @@ void cs_note_auth(cs *m, cp_auth_result r) {
   }
 }
 
+void cs_auth_cancel(cs *m, int64_t *call) {
+  if (*call > 0 && m->auth)
+    m->auth->cancel(m->auth_self, *call);
+  *call = 0;
+}
+
 /* reference_key_file: exactly 32 bytes, a regular file readable by its
  * owner alone. */
 static int read_key(cs *m, const char *path, const char **why) {
@@ -270,11 +277,8 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
   ilist_init(&m->waiters);
   const char *key;
   char why[256];
-  if (cs_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
-    PH_LOG(api, ctx, PH_LOG_ERROR, "bad configuration", PH_STR("key", key),
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
+  if (cs_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK)
+    return ph_conf_refused(api, ctx, "bad configuration", key, why);
   if (m->conf.reference_key_file[0]) {
     const char *w;
     if (read_key(m, m->conf.reference_key_file, &w) != 0) {
@@ -434,9 +438,7 @@ static int cs_stop(void *state) {
     api->timer_free(m->assign_timer);
     m->assign_timer = NULL;
   }
-  if (m->assign_call > 0 && m->auth)
-    m->auth->cancel(m->auth_self, m->assign_call);
-  m->assign_call = 0;
+  cs_auth_cancel(m, &m->assign_call);
   cs_watch_stop_all(m);
   cs_checkers_stop(m);
   cs_members_stop(m);

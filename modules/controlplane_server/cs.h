@@ -162,6 +162,9 @@ void cs_finish(cs *m, cp_grpc_call *call, cs_method meth, int64_t start_ms,
 void cs_reference(const cs *m, const uint8_t *checksum, size_t len,
                   uint8_t out[32]);
 void cs_note_auth(cs *m, cp_auth_result r);
+/* Cancels the authority call *call when one is in flight (> 0, and the
+ * authority bound) and sets *call to 0: no callback of it runs any more. */
+void cs_auth_cancel(cs *m, int64_t *call);
 void cs_update_ready(cs *m);
 
 /* The pool's rows at the store's current revision: cb now (cached) or

@@ -30,9 +30,7 @@ static void out_free(cs_out *o) {
 static void c_free(cs_checker *c) {
   cs *m = c->m;
   struct cs_checkers *k = m->checkers;
-  if (c->auth_call > 0)
-    m->auth->cancel(m->auth_self, c->auth_call);
-  c->auth_call = 0;
+  cs_auth_cancel(m, &c->auth_call);
   for (ilist_node *n; (n = ilist_first(&c->tasks));)
     cs_task_done(m, ILIST_ENTRY(n, cs_task, node), CS_TASK_RELEASED);
   for (ilist_node *n; (n = ilist_pop(&c->sendq));)

@@ -40,8 +40,7 @@ static void fs_end(fs *o, int status, const char *why) {
 
 static void fs_abandon(cs_link *l) {
   fs *o = (fs *)l;
-  if (o->auth_call > 0)
-    o->m->auth->cancel(o->m->auth_self, o->auth_call);
+  cs_auth_cancel(o->m, &o->auth_call);
   fs_free(o);
 }
 

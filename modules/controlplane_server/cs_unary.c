@@ -5,8 +5,7 @@
 
 static void abandon(cs_link *l) {
   cs_unary *u = (cs_unary *)l;
-  if (u->auth_call > 0)
-    u->m->auth->cancel(u->m->auth_self, u->auth_call);
+  cs_auth_cancel(u->m, &u->auth_call);
   free(u);
 }
 

@@ -118,9 +118,7 @@ static void w_abandon(cs_watch *w) {
   cs *m = w->m;
   w->dead = 1;
   w->call = NULL;
-  if (w->auth_call > 0)
-    m->auth->cancel(m->auth_self, w->auth_call);
-  w->auth_call = 0;
+  cs_auth_cancel(m, &w->auth_call);
   cs_pool_forget(m, w);
   int64_t job = w->job;
   if (job > 0) {

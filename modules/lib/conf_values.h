@@ -4,8 +4,9 @@
  * made into Redis keys, SPIFFE paths and file names, bounded copies into
  * fixed buffers, the one refusal shape of a module's check (the key at
  * fault and why, PH_EINVAL), and the order between pairs of integer keys
- * (a minimum and its maximum). Pure but for ph_conf_orders (api->conf_int:
- * check and init); any thread. */
+ * (a minimum and its maximum), and the log line of an init refusing its
+ * configuration. Pure but for ph_conf_orders (api->conf_int: check and
+ * init) and ph_conf_refused (api->log); any thread. */
 #ifndef PH_CONF_VALUES_H
 #define PH_CONF_VALUES_H
 
@@ -38,5 +39,16 @@ typedef struct ph_conf_order {
  * broken rule refused as by ph_conf_fail (PH_EINVAL). */
 int ph_conf_orders(ph_ctx *ctx, const ph_api *api, const ph_conf_order *rules,
                    size_t n, const char **key, char *why, size_t whylen);
+
+/* A module's init refusing what its reader refused: logs msg at ERROR
+ * with the key at fault ("key") and why ("reason"), and returns
+ * PH_EINVAL, for `return ph_conf_refused(...)`. Init, loop thread. */
+static inline int ph_conf_refused(const ph_api *api, ph_ctx *ctx,
+                                  const char *msg, const char *key,
+                                  const char *why) {
+  PH_LOG(api, ctx, PH_LOG_ERROR, msg, PH_STR("key", key),
+         PH_STR("reason", why));
+  return PH_EINVAL;
+}
 
 #endif

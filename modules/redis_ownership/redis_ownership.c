@@ -13,6 +13,7 @@
 
 #include <proxyhost/module.h>
 
+#include "lib/conf_values.h"
 #include "contracts/cp_authority.h"
 #include "lib/metric_table.h"
 #include "ro_conf.h"
@@ -537,11 +538,8 @@ static int ro_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->ctx = ctx;
   const char *key;
   char why[256];
-  if (ro_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK) {
-    PH_LOG(api, ctx, PH_LOG_ERROR, "bad configuration", PH_STR("key", key),
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
+  if (ro_conf_read(ctx, a, &m->conf, &key, why, sizeof(why)) != PH_OK)
+    return ph_conf_refused(api, ctx, "bad configuration", key, why);
   if (ro_scripts_init() < 0)
     return PH_ENOMEM;
   m->scripts = 1;

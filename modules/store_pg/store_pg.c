@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/conf_values.h"
 #include "store_common/migrate_pg.h"
 #include "store_common/migrations.h"
 #include "store_pg_int.h"
@@ -282,11 +283,8 @@ static int spg_init(ph_ctx *ctx, const ph_api *api, void **state) {
   s->api = api;
   const char *key = NULL;
   char why[256];
-  if (read_dsn(api, ctx, &s->dsn, &key, why, sizeof(why)) != PH_OK) {
-    PH_LOG(api, ctx, PH_LOG_ERROR, "store_pg: bad DSN", PH_STR("key", key),
-           PH_STR("reason", why));
-    return PH_EINVAL;
-  }
+  if (read_dsn(api, ctx, &s->dsn, &key, why, sizeof(why)) != PH_OK)
+    return ph_conf_refused(api, ctx, "store_pg: bad DSN", key, why);
   s->positive_ms = (uint32_t)api->conf_int(ctx, "positive_ttl");
   s->negative_ms = (uint32_t)api->conf_int(ctx, "negative_ttl");
   s->poll_ms = api->conf_int(ctx, "revision_poll");

@@ -29,6 +29,25 @@ void *sq_call_new(sq *s, size_t size, void (*work)(sq_call *, sqlite3 *),
   return c;
 }
 
+void *sq_page_new(sq *s, size_t size, int kind, uint32_t limit, void *arg,
+                  void (*work)(sq_call *, sqlite3 *),
+                  void (*deliver)(sq_call *), void (*destroy)(sq_call *)) {
+  sq_page *p = sq_call_new(s, size, work, deliver, destroy);
+  if (!p)
+    return NULL;
+  p->arg = arg;
+  p->kind = kind;
+  p->limit = limit;
+  return p;
+}
+
+void sq_page_cut(sq_page *p) {
+  if (p->n > p->limit) {
+    p->more = 1;
+    p->n = p->limit;
+  }
+}
+
 int sq_call_take_slot(sq *s, sq_call *c) {
   if (s->pending >= s->max_pending)
     return 0;

@@ -322,72 +322,66 @@ int64_t sq_pool_snapshot(void *self, ph_pool_snapshot_cb cb, void *arg) {
 /* ---- list() ---------------------------------------------------------- */
 
 typedef struct plist_call {
-  sq_call c;
+  sq_page p; /* first */
   ph_pool_list_cb cb;
-  void *arg;
-  int kind, status, more;
-  uint32_t limit;
   int64_t from;
   char after[PH_POOL_SECRET_REF_MAX + 1], key[PH_POOL_SECRET_REF_MAX + 1];
   int has_after, has_key;
   void *rows;
-  size_t n;
-  uint64_t revision;
 } plist_call;
 
 static void plist_work(sq_call *c, sqlite3 *db) {
   plist_call *l = (plist_call *)c;
-  l->status = PH_AZ_EUNAVAILABLE;
+  sq_page *p = &l->p;
+  p->status = PH_AZ_EUNAVAILABLE;
   if (sq_exec(c, db, "BEGIN") < 0)
     return;
   const char *after = l->has_after ? l->after : NULL;
   const char *key = l->has_key ? l->key : NULL;
   int nomem = 0, rc = -1;
   if (sq_read_pool_revision(c, db) == 0 && c->pool_what == AZ_REV_READ_OK) {
-    uint32_t want = l->limit + 1; /* one more says "more" */
-    if (l->kind == PH_POOL_KIND_PROXY)
+    uint32_t want = p->limit + 1; /* one more says "more" */
+    if (p->kind == PH_POOL_KIND_PROXY)
       rc = sq_pool_proxies(c, db, after, key, want,
-                           (ph_pool_proxy_row **)&l->rows, &l->n, &nomem);
-    else if (l->kind == PH_POOL_KIND_ROUTE)
+                           (ph_pool_proxy_row **)&l->rows, &p->n, &nomem);
+    else if (p->kind == PH_POOL_KIND_ROUTE)
       rc = sq_pool_routes(c, db, l->from, key, want,
-                          (ph_pool_route_row **)&l->rows, &l->n, &nomem);
+                          (ph_pool_route_row **)&l->rows, &p->n, &nomem);
     else
       rc = sq_pool_credentials(c, db, after, key, want,
-                               (ph_pool_credential_ref **)&l->rows, &l->n,
+                               (ph_pool_credential_ref **)&l->rows, &p->n,
                                &nomem);
   }
   sq_exec(c, db, "COMMIT");
   if (rc < 0) {
-    l->status = nomem ? PH_ENOMEM : PH_AZ_EUNAVAILABLE;
-    l->n = 0;
+    p->status = nomem ? PH_ENOMEM : PH_AZ_EUNAVAILABLE;
+    p->n = 0;
     return;
   }
-  if (l->n > l->limit) {
-    l->more = 1;
-    l->n = l->limit;
-  }
-  l->status = PH_OK;
-  l->revision = (uint64_t)c->pool_value;
+  sq_page_cut(p);
+  p->status = PH_OK;
+  p->revision = (uint64_t)c->pool_value;
 }
 
 static void plist_deliver(sq_call *c) {
   plist_call *l = (plist_call *)c;
-  int ok = l->status == PH_OK && !c->no_db;
+  const sq_page *p = &l->p;
+  int ok = p->status == PH_OK && !c->no_db;
   ph_pool_list_result res = {.size = sizeof(res),
                              .status = c->no_db ? PH_AZ_EUNAVAILABLE
-                                                : l->status,
-                             .kind = l->kind,
-                             .n = ok ? l->n : 0,
-                             .more = ok && l->more,
-                             .revision = ok ? l->revision : 0};
-  if (ok && l->kind == PH_POOL_KIND_PROXY)
+                                                : p->status,
+                             .kind = p->kind,
+                             .n = ok ? p->n : 0,
+                             .more = ok && p->more,
+                             .revision = ok ? p->revision : 0};
+  if (ok && p->kind == PH_POOL_KIND_PROXY)
     res.proxies = l->rows;
-  else if (ok && l->kind == PH_POOL_KIND_ROUTE)
+  else if (ok && p->kind == PH_POOL_KIND_ROUTE)
     res.routes = l->rows;
   else if (ok)
     res.credentials = l->rows;
   c->s->api->inc(c->s->m_calls[SQ_CALL_POOL_LIST], 1);
-  l->cb(l->arg, &res);
+  l->cb(p->arg, &res);
 }
 
 static void plist_destroy(sq_call *c) {
@@ -401,14 +395,11 @@ int64_t sq_pool_list(void *self, const ph_pool_list *req, ph_pool_list_cb cb,
   sq *s = self;
   if (!req || !cb || pool_validate_list(req, NULL) != PH_OK)
     return PH_EINVAL;
-  plist_call *l =
-      sq_call_new(s, sizeof(*l), plist_work, plist_deliver, plist_destroy);
+  plist_call *l = sq_page_new(s, sizeof(*l), req->kind, req->limit, arg,
+                              plist_work, plist_deliver, plist_destroy);
   if (!l)
     return PH_ENOMEM;
   l->cb = cb;
-  l->arg = arg;
-  l->kind = req->kind;
-  l->limit = req->limit;
   l->from = req->from_position;
   if (req->after) {
     l->has_after = 1;
@@ -418,7 +409,7 @@ int64_t sq_pool_list(void *self, const ph_pool_list *req, ph_pool_list_cb cb,
     l->has_key = 1;
     snprintf(l->key, sizeof(l->key), "%s", req->key);
   }
-  int64_t id = l->c.id;
-  sq_call_start(s, &l->c, &l->status, NULL);
+  int64_t id = l->p.c.id;
+  sq_call_start(s, &l->p.c, &l->p.status, NULL);
   return id;
 }

@@ -94,6 +94,26 @@ extern const ph_pool_store_v1 sq_pool_vt;
 /* A new call of size bytes (zeroed) with its functions; NULL on ENOMEM. */
 void *sq_call_new(sq *s, size_t size, void (*work)(sq_call *, sqlite3 *),
                   void (*deliver)(sq_call *), void (*destroy)(sq_call *));
+/* A page of a list (sq_list.c's authz.store lists, sq_proxies.c's
+ * pool.store lists): the call, the caller's argument, the page asked
+ * (kind, limit) and what came back (status, n rows kept, more, the
+ * revision read with them). Each list's call embeds it first and keeps
+ * its own typed callback. */
+typedef struct sq_page {
+  sq_call c;
+  void *arg;
+  int kind, status, more;
+  uint32_t limit;
+  size_t n;
+  uint64_t revision;
+} sq_page;
+/* A new page call (as sq_call_new) for kind and limit, with arg. */
+void *sq_page_new(sq *s, size_t size, int kind, uint32_t limit, void *arg,
+                  void (*work)(sq_call *, sqlite3 *),
+                  void (*deliver)(sq_call *), void (*destroy)(sq_call *));
+/* After the work read up to limit + 1 rows into p->n: keeps limit, and
+ * more says the extra one was there. */
+void sq_page_cut(sq_page *p);
 /* Whether another call fits under max_pending (then takes the slot). */
 int sq_call_take_slot(sq *s, sq_call *c);
 /* Sends c to a helper thread. 0, or -1 when the host's job queue is full

@@ -67,3 +67,33 @@ void cp_client_tls_stop(cp_client_tls *t) {
   t->ch = NULL;
   ph_tls_reload_free(&t->r);
 }
+
+int cp_client_tls_open(cp_client_tls *t, cp_grpc_cq **cq, cp_grpc_channel **ch,
+                       const cp_grpc_client_cfg *cfg) {
+  const char *err = NULL;
+  char why[256];
+  *cq = cp_grpc_cq_new(t->ctx, t->api, "cq", &err);
+  if (!*cq) {
+    PH_LOG(t->api, t->ctx, PH_LOG_ERROR, "grpc not started",
+           PH_STR("reason", err ? err : ""));
+    return PH_EINVAL;
+  }
+  *ch = cp_grpc_channel_new(*cq, cfg, why, sizeof(why));
+  if (!*ch) {
+    PH_LOG(t->api, t->ctx, PH_LOG_ERROR, "control-plane channel not made",
+           PH_STR("reason", why));
+    return PH_EINVAL;
+  }
+  if (cp_client_tls_start(t, *cq, ch, cfg) != PH_OK)
+    return PH_ENOMEM;
+  return PH_OK;
+}
+
+void cp_client_tls_close(cp_client_tls *t, cp_grpc_cq **cq,
+                         cp_grpc_channel **ch) {
+  cp_client_tls_stop(t);
+  cp_grpc_channel_free(*ch);
+  *ch = NULL;
+  cp_grpc_cq_free(*cq);
+  *cq = NULL;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A control-plane client's mTLS files re-read (issue 23 item 14; the
+ * A control-plane client's gRPC lifecycle (open/close, issue 25) and its
+ * mTLS files re-read (issue 23 item 14; the
  * gateway's controlplane_client and, since issue 26, the checker): on SIGHUP (the
  * host's "host.reload" topic, after every module's reload hook) and,
  * with tls.reload_check_interval, when a file changed. gRPC's channel
@@ -43,5 +44,19 @@ int cp_client_tls_start(cp_client_tls *t, cp_grpc_cq *cq, cp_grpc_channel **ch,
                   const cp_grpc_client_cfg *cfg);
 /* From stop and destroy (before the cq goes): no reload any more. */
 void cp_client_tls_stop(cp_client_tls *t);
+
+/* A control-plane client's whole gRPC lifecycle, one shape for every
+ * client role (the gateway's controlplane_client, the checker).
+ * From start: the completion queue (*cq, thread "cq"), the channel (*ch)
+ * made from cfg, then cp_client_tls_start. A failure is logged ("grpc not
+ * started", "control-plane channel not made", with the reason) and
+ * returned (PH_EINVAL; PH_ENOMEM from cp_client_tls_start); what was made
+ * stays for cp_client_tls_close. */
+int cp_client_tls_open(cp_client_tls *t, cp_grpc_cq **cq, cp_grpc_channel **ch,
+                       const cp_grpc_client_cfg *cfg);
+/* From stop and destroy: cp_client_tls_stop, then the channel and the
+ * queue freed and set to NULL (so a second call does nothing more). */
+void cp_client_tls_close(cp_client_tls *t, cp_grpc_cq **cq,
+                         cp_grpc_channel **ch);
 
 #endif

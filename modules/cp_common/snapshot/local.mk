@@ -16,6 +16,7 @@ modules_cp_common_snapshot_libcpsnapshot_la_SOURCES = \
 	%D%/cp_snapshot_arena.h \
 	%D%/cp_snapshot_time.c \
 	%D%/cp_snapshot_time.h \
+	%D%/cp_wire.c %D%/cp_wire.h \
 	%D%/cp_snapshot_build.c \
 	%D%/cp_snapshot_check.c \
 	%D%/cp_snapshot_delta.c
@@ -27,7 +28,11 @@ CP_SNAPSHOT_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	$(OPENSSL_CFLAGS)
 CP_SNAPSHOT_LDADD = %D%/libcpsnapshot.la
 
-UNIT_TESTS += t/unit/cp/test_cp_snapshot t/unit/cp/test_cp_sort
+UNIT_TESTS += t/unit/cp/test_cp_snapshot t/unit/cp/test_cp_sort \
+	t/unit/cp/test_cp_wire
+# The clients' common reads (cp_wire.h): acknowledgements of any type.
+t_unit_cp_test_cp_wire_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
+t_unit_cp_test_cp_wire_LDADD = $(CP_SNAPSHOT_LDADD)
 check_PROGRAMS += t/unit/cp/cp_checksum_vector
 t_unit_cp_test_cp_snapshot_CPPFLAGS = $(CP_SNAPSHOT_CPPFLAGS)
 t_unit_cp_test_cp_snapshot_LDADD = $(CP_SNAPSHOT_LDADD)

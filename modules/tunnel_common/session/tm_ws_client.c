@@ -185,11 +185,7 @@ int tmws_cli_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
       return -1;
     return on_writable(c);
   case LWS_CALLBACK_RAW_RX:
-    if (!c)
-      return -1;
-    return tmws_wire_rx(c, in, len, start_ws, rx_plain) < 0
-               ? tmws_end_close_now(c)
-               : 0;
+    return tmws_wire_on_rx(c, in, len, start_ws, rx_plain);
   case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
     if (!c)
       return 0;

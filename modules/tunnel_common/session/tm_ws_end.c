@@ -190,6 +190,15 @@ int tmws_wire_rx(tm_ws_conn *c, uint8_t *in, size_t len,
   return 0;
 }
 
+int tmws_wire_on_rx(tm_ws_conn *c, void *in, size_t len,
+                    int (*on_secure)(tm_ws_conn *c),
+                    int (*plain)(tm_ws_conn *c, uint8_t *in, size_t len)) {
+  if (!c)
+    return -1;
+  return tmws_wire_rx(c, in, len, on_secure, plain) < 0 ? tmws_end_close_now(c)
+                                                        : 0;
+}
+
 /* ---- writing ------------------------------------------------------------- */
 
 static int out_room(tm_ws_conn *c) {

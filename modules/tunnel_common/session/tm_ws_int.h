@@ -181,6 +181,12 @@ int tmws_wire_flush(tm_ws_conn *c);
 int tmws_wire_rx(tm_ws_conn *c, uint8_t *in, size_t len,
                  int (*on_secure)(tm_ws_conn *c),
                  int (*plain)(tm_ws_conn *c, uint8_t *in, size_t len));
+/* Either end's RAW_RX event (c: the wsi's connection, NULL when it has
+ * none): tmws_wire_rx, and what the lws callback returns: -1 without a
+ * connection, tmws_end_close_now's -1 when the bytes failed, else 0. */
+int tmws_wire_on_rx(tm_ws_conn *c, void *in, size_t len,
+                    int (*on_secure)(tm_ws_conn *c),
+                    int (*plain)(tm_ws_conn *c, uint8_t *in, size_t len));
 /* TLS over memory BIOs with ctx (the client end): 0, or -1. */
 int tmws_tls_start(tm_ws_conn *c, SSL_CTX *ctx, int server);
 /* The writable event (CS_OPEN): the session's frames, batched. */

@@ -178,11 +178,7 @@ int tmws_srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
       return -1;
     return on_adopt(w, wsi);
   case LWS_CALLBACK_RAW_RX:
-    if (!c)
-      return -1;
-    return tmws_wire_rx(c, in, len, on_secure, rx_plain) < 0
-               ? tmws_end_close_now(c)
-               : 0;
+    return tmws_wire_on_rx(c, in, len, on_secure, rx_plain);
   case LWS_CALLBACK_RAW_WRITEABLE:
     if (!c)
       return -1;
