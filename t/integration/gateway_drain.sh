@@ -102,13 +102,15 @@ stop() {
   kill -TERM "$GW" 2>/dev/null
   wait_exit "$GW" 10
   if [ "$EXIT" = timeout ]; then
-    # Seen under load (not reproduced with two CPU hogs): say where the
-    # gateway is, then end it so the next scenario can run.
+    # Say where the gateway is (each thread's wait channel, system call
+    # and kernel stack), then end it so the next scenario can run.
     echo "# the gateway did not exit within 10 s of SIGTERM; its last lines and threads:"
-    tail -n 8 "$D/gw.log" | sed 's/^/# /'
+    tail -n 12 "$D/gw.log" | sed 's/^/# /'
     for t in /proc/"$GW"/task/*; do
-      printf '# thread %s %s wchan=%s\n' "${t##*/}" "$(cat "$t/comm" 2>/dev/null)" \
-        "$(cat "$t/wchan" 2>/dev/null)"
+      printf '# thread %s %s wchan=%s syscall=%s\n' "${t##*/}" \
+        "$(cat "$t/comm" 2>/dev/null)" "$(cat "$t/wchan" 2>/dev/null)" \
+        "$(cut -d' ' -f1-3 "$t/syscall" 2>/dev/null)"
+      sed 's/^/#   /' "$t/stack" 2>/dev/null | head -8
     done
     kill -9 "$GW" 2>/dev/null
     wait "$GW" 2>/dev/null

@@ -241,9 +241,16 @@ password_config() {
 healthy() { [ "$(http_get "http://127.0.0.1:$1/healthz" | head -1)" = 200 ]; }
 
 # running PID: true while the process exists and is not a zombie (kill -0
-# succeeds on an exited child that was not waited for yet).
+# succeeds on an exited child that was not waited for yet). A stat that
+# cannot be read means gone: the shell reaps any exited child while it
+# waits for another (the reader here), so the file may vanish between a
+# test for it and its read (a reader's failure once counted as "running",
+# and a gateway that had exited cleanly timed out in gateway_drain.sh).
+# The state is the field after the last ')': a name may hold spaces.
 running() {
-  [ -r "/proc/$1/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null
+  _st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  _st=${_st##*) }
+  [ -n "$_st" ] && [ "${_st%% *}" != Z ]
 }
 
 # wait_exit PID SECONDS: sets EXIT to the exit status, or "timeout". Not in
