@@ -125,7 +125,7 @@ struct checker {
   ph_series *m_checks[3][4], *m_reasons[3][CHK_R_COUNT], *m_seconds[3];
   ph_series *m_running, *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_refused[N_REFUSE], *m_dropped, *m_echo_up, *m_reconnects,
-      *m_queue;
+      *m_queue, *m_task_msgs;
 };
 
 static const ph_api *api;
@@ -182,6 +182,11 @@ static const ph_metric_table chk_metrics[] = {
               "1 when the last direct probe of the echo endpoint passed, 0 "
               "when it failed, -1 before the first",
               PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, checker, m_echo_up),
+    PH_METRIC("proxyhost_checker_task_messages_total", PH_METRIC_COUNTER,
+              "WatchCheckTasks stream messages received, each one task or "
+              "up to task_batch.max",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, checker,
+              m_task_msgs),
     PH_METRIC("proxyhost_checker_reconnects_total", PH_METRIC_COUNTER,
               "sessions started after the first", PH_METRIC_NO_LABELS,
               PH_METRIC_NO_BUCKETS, checker, m_reconnects),
@@ -520,14 +525,14 @@ static void refuse(checker *m, const chk_task *t, int status, int reason,
   finish_obs(m, &o);
 }
 
-static void run_task(checker *m, const uint8_t *msg, size_t len) {
+/* One task of a stream message (chk_read_tasks' callback). */
+static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
+  checker *m = arg;
+  chk_task t = *tp;
   slot *s = NULL;
   for (uint32_t i = 0; i < m->conf.max_concurrency && !s; i++)
     if (!m->slots[i].used)
       s = &m->slots[i];
-  const char *why = NULL;
-  chk_task t;
-  int rc = chk_read_task(msg, len, &t, &why);
   if (rc != PH_OK) {
     PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "check task not run",
               PH_STR("reason", why ? why : "no memory"));
@@ -740,7 +745,8 @@ static void watch_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
   if (call != m->c_watch || m->stopping)
     return;
   m->attempt = 0; /* the session works */
-  run_task(m, msg, len);
+  api->inc(m->m_task_msgs, 1);
+  (void)chk_read_tasks(msg, len, m->conf.task_batch_max, run_task, m);
 }
 
 static void watch_done(void *arg, cp_grpc_ccall *call, int status,
@@ -763,7 +769,8 @@ static void watch_done(void *arg, cp_grpc_ccall *call, int status,
 
 static void do_watch(checker *m) {
   cp_buf b = {0};
-  if (chk_pack_watch(m->conf.checker_id, m->session, &b) != PH_OK) {
+  if (chk_pack_watch(m->conf.checker_id, m->session,
+                     m->conf.task_batch_max, &b) != PH_OK) {
     new_session(m, 0);
     return;
   }

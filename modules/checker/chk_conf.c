@@ -56,6 +56,11 @@ const ph_conf_key chk_conf_keys[] = {
                 "largest answer (head and body) a check reads; more: FAILED "
                 "response_too_large",
                 NULL),
+    PH_CONF_KEY("task_batch.max", PH_CONF_INT, "256", 1, 4096,
+                PH_CONF_RESTART, NULL,
+                "check tasks the controller may send in one WatchCheckTasks "
+                "message (1: one each, as older checkers)",
+                NULL),
     PH_CONF_KEY("batch.max", PH_CONF_INT, "256", 1, 4096, PH_CONF_RESTART,
                 NULL, "observations in one ReportObservations batch", NULL),
     PH_CONF_KEY("batch.flush", PH_CONF_DURATION, "500ms", 10, 60000,
@@ -147,6 +152,7 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   c->response_max = (uint32_t)a->conf_int(ctx, "response_max");
   c->batch_max = (uint32_t)a->conf_int(ctx, "batch.max");
   c->flush_ms = a->conf_int(ctx, "batch.flush");
+  c->task_batch_max = (uint32_t)a->conf_int(ctx, "task_batch.max");
   c->queue_max = (uint32_t)a->conf_int(ctx, "queue.max");
   c->echo_interval_ms = a->conf_int(ctx, "echo.probe_interval");
   static const ph_conf_order order[] = {

@@ -46,15 +46,24 @@ static char *dup_secret(const char *s, uint32_t *len) {
   return d;
 }
 
-int chk_read_task(const uint8_t *msg, size_t len, chk_task *t,
-                  const char **why) {
-  memset(t, 0, sizeof(*t));
-  Controlplane__V1__CheckTask *m =
-      controlplane__v1__check_task__unpack(NULL, len, msg);
-  if (!m) {
-    *why = "not a CheckTask";
-    return PH_EINVAL;
+static void wipe_msg(Controlplane__V1__CheckTask *m) {
+  /* The message held the credentials too. */
+  if (m->credential) {
+    if (m->credential->username)
+      OPENSSL_cleanse(m->credential->username,
+                      strlen(m->credential->username));
+    if (m->credential->password)
+      OPENSSL_cleanse(m->credential->password,
+                      strlen(m->credential->password));
   }
+  for (size_t i = 0; i < m->n_more; i++)
+    wipe_msg(m->more[i]);
+}
+
+/* One task of an unpacked message. */
+static int read_one(const Controlplane__V1__CheckTask *m, chk_task *t,
+                    const char **why) {
+  memset(t, 0, sizeof(*t));
   int rc = PH_EINVAL;
   *why = NULL;
   if (copy(t->task_id, sizeof(t->task_id), m->task_id, 1) ||
@@ -110,17 +119,58 @@ int chk_read_task(const uint8_t *msg, size_t len, chk_task *t,
   }
   rc = PH_OK;
 out:
-  /* The message held the credentials too. */
-  if (m->credential) {
-    if (m->credential->username)
-      OPENSSL_cleanse(m->credential->username,
-                      strlen(m->credential->username));
-    if (m->credential->password)
-      OPENSSL_cleanse(m->credential->password,
-                      strlen(m->credential->password));
-  }
-  controlplane__v1__check_task__free_unpacked(m, NULL);
   return rc;
+}
+
+int chk_read_tasks(const uint8_t *msg, size_t len, uint32_t max,
+                   chk_task_fn fn, void *arg) {
+  chk_task t;
+  const char *why = NULL;
+  Controlplane__V1__CheckTask *m =
+      controlplane__v1__check_task__unpack(NULL, len, msg);
+  if (!m) {
+    memset(&t, 0, sizeof(t));
+    fn(arg, PH_EINVAL, &t, "not a CheckTask");
+    return 1;
+  }
+  size_t n = 1 + m->n_more;
+  for (size_t i = 0; i < n; i++) {
+    const Controlplane__V1__CheckTask *one = i ? m->more[i - 1] : m;
+    int rc = read_one(one, &t, &why);
+    if (rc == PH_OK && (i >= (max ? max : 1) || (i && one->n_more))) {
+      rc = PH_EINVAL; /* more than it asked for, or nested further */
+      why = "more tasks in a message than max_tasks_per_message";
+      chk_task_wipe(&t);
+    }
+    fn(arg, rc, &t, why);
+  }
+  wipe_msg(m);
+  controlplane__v1__check_task__free_unpacked(m, NULL);
+  return (int)n;
+}
+
+struct first {
+  chk_task *t;
+  const char **why;
+  int rc, seen;
+};
+
+static void first_only(void *arg, int rc, chk_task *t, const char *why) {
+  struct first *f = arg;
+  if (f->seen++) {
+    chk_task_wipe(t);
+    return;
+  }
+  *f->t = *t;
+  *f->why = why;
+  f->rc = rc;
+}
+
+int chk_read_task(const uint8_t *msg, size_t len, chk_task *t,
+                  const char **why) {
+  struct first f = {t, why, PH_EINVAL, 0};
+  (void)chk_read_tasks(msg, len, 1, first_only, &f);
+  return f.rc;
 }
 
 int chk_pack_register(const char *cluster, const char *checker,
@@ -146,11 +196,13 @@ int chk_pack_register(const char *cluster, const char *checker,
   return cp_buf_pack(&r.base, out);
 }
 
-int chk_pack_watch(const char *checker, const char *session, cp_buf *out) {
+int chk_pack_watch(const char *checker, const char *session,
+                   uint32_t max_tasks, cp_buf *out) {
   Controlplane__V1__WatchCheckTasksRequest r;
   controlplane__v1__watch_check_tasks_request__init(&r);
   r.checker_id = (char *)checker;
   r.session_id = (char *)session;
+  r.max_tasks_per_message = max_tasks;
   return cp_buf_pack(&r.base, out);
 }
 

@@ -45,6 +45,18 @@ void chk_task_wipe(chk_task *t);
 int chk_read_task(const uint8_t *msg, size_t len, chk_task *t,
                   const char **why);
 
+/* Called once per task of a message: rc and why as chk_read_task's; t is
+ * the callee's (it moves or wipes the credentials). */
+typedef void (*chk_task_fn)(void *arg, int rc, chk_task *t, const char *why);
+
+/* Reads every task of one stream message (a CheckTask and its `more`,
+ * unpacked once), fn for each in order; a task beyond max (the
+ * max_tasks_per_message the checker asked for; 0 counts as 1) is
+ * PH_EINVAL. Returns the number of tasks seen (1 for an unreadable
+ * message, given to fn as PH_EINVAL with an empty task). */
+int chk_read_tasks(const uint8_t *msg, size_t len, uint32_t max,
+                   chk_task_fn fn, void *arg);
+
 /* One observation (HealthObservation). */
 typedef struct chk_obs {
   char task_id[PH_POOL_ID_MAX + 1], proxy_id[PH_POOL_ID_MAX + 1],
@@ -58,7 +70,9 @@ int chk_pack_register(const char *cluster, const char *checker,
                       const char *instance, const char *zone,
                       uint32_t max_concurrency, const int *tiers,
                       size_t n_tiers, cp_buf *out);
-int chk_pack_watch(const char *checker, const char *session, cp_buf *out);
+/* max_tasks: WatchCheckTasksRequest.max_tasks_per_message. */
+int chk_pack_watch(const char *checker, const char *session,
+                   uint32_t max_tasks, cp_buf *out);
 
 /* The batch obs[0..n) under seq, and its digest (cp_observation_digest:
  * checker_id and session_id left out). */

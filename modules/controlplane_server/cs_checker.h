@@ -67,6 +67,7 @@ struct cs_checker {
   uint64_t serial;
   char id[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
   uint32_t max_concurrency, tiers;
+  uint32_t batch_max; /* tasks per stream message it reads (>= 1) */
   int claimed; /* Redis confirmed its session: it takes tasks */
   int missed;  /* deadlines passed since its last accepted batch */
   int64_t renewed_ms; /* the session's TTL was last renewed (wall) */
@@ -95,6 +96,7 @@ struct cs_checkers {
   cs_item *items; /* sorted by (proxy, tier, group) */
   size_t n_items, cursor;
   uint32_t outstanding; /* tasks out, all checkers */
+  int corked;           /* a tick issuing: sends wait for cs_checkers_uncork */
   cs_probe probes[CS_PROBES_MAX];
   size_t n_probes;
   /* metrics */
@@ -116,6 +118,10 @@ int cs_tier_index(int tier);
 /* Queues a packed task on c's stream (takes o). 0, or -1 when the send
  * failed: c's stream ended and c is freed (its tasks released). */
 int cs_checker_send(cs_checker *c, cs_out *o);
+/* Sends what the checkers' queues gathered while k->corked was set (the
+ * scheduler's tick): a checker that asked for it (batch_max > 1) gets its
+ * tasks in as few messages as its batch_max allows. */
+void cs_checkers_uncork(cs *m);
 /* c registered with session: its streams of other sessions end now. */
 void cs_checker_replaced(cs *m, const char *checker, const char *session);
 /* The live checker of (id, session), or NULL. */

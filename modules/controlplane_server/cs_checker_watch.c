@@ -22,6 +22,9 @@
 
 #define api cs_api
 
+/* A checker's max_tasks_per_message above this counts as this. */
+#define CS_TASKS_PER_MSG_MAX 4096
+
 static void out_free(cs_out *o) {
   OPENSSL_cleanse(o->data, o->len);
   free(o);
@@ -69,12 +72,68 @@ static void sent(void *arg, cp_grpc_call *call) {
   (void)pump(c);
 }
 
+/* Tasks in one stream message at most this many bytes (far under
+ * grpc.max_send_message_size's floor and any checker's receive limit). */
+#define CS_TASK_MSG_BYTES (1u << 20)
+/* CheckTask.more's tag: field 15, length-delimited. */
+#define MORE_TAG ((15u << 3) | 2u)
+
+static size_t varint(uint8_t *p, size_t v) {
+  size_t n = 0;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (p)
+      p[n] = (uint8_t)(b | (v ? 0x80 : 0));
+    n++;
+  } while (v);
+  return n;
+}
+
+/* The queued tasks as one CheckTask message: the first task's bytes, then
+ * each further one as a `more` element (protobuf's wire format lets a
+ * message's fields be appended). NULL: no memory (then one alone). */
+static cs_out *coalesce(cs_checker *c) {
+  size_t total = 0, n = 0;
+  ILIST_FOREACH_SAFE(&c->sendq, it, nx) {
+    cs_out *o = ILIST_ENTRY(it, cs_out, node);
+    size_t add = n ? 1 + varint(NULL, o->len) + o->len : o->len;
+    if (n == c->batch_max || (n && total + add > CS_TASK_MSG_BYTES))
+      break;
+    total += add;
+    n++;
+  }
+  if (n < 2)
+    return NULL;
+  cs_out *b = malloc(sizeof(*b) + total);
+  if (!b)
+    return NULL;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    cs_out *o = ILIST_ENTRY(ilist_pop(&c->sendq), cs_out, node);
+    if (i) {
+      b->data[at++] = MORE_TAG;
+      at += varint(b->data + at, o->len);
+    }
+    memcpy(b->data + at, o->data, o->len);
+    at += o->len;
+    out_free(o);
+  }
+  b->len = at;
+  return b;
+}
+
 /* 0, or -1 when the send failed and c is gone. */
 static int pump(cs_checker *c) {
   ilist_node *n;
-  if (c->sending || !c->call || !(n = ilist_pop(&c->sendq)))
+  if (c->sending || !c->call || c->m->checkers->corked ||
+      !ilist_first(&c->sendq))
     return 0;
-  cs_out *o = ILIST_ENTRY(n, cs_out, node);
+  cs_out *o = c->batch_max > 1 ? coalesce(c) : NULL;
+  if (!o) {
+    n = ilist_pop(&c->sendq);
+    o = ILIST_ENTRY(n, cs_out, node);
+  }
   int rc = cp_grpc_call_send(c->call, o->data, o->len, sent, c);
   out_free(o); /* the layer copied it */
   if (rc != PH_OK) {
@@ -88,6 +147,12 @@ static int pump(cs_checker *c) {
 int cs_checker_send(cs_checker *c, cs_out *o) {
   ilist_push(&c->sendq, &o->node);
   return pump(c);
+}
+
+void cs_checkers_uncork(cs *m) {
+  m->checkers->corked = 0;
+  ILIST_FOREACH_SAFE(&m->checkers->live, it, nx)
+    (void)pump(ILIST_ENTRY(it, cs_checker, node));
 }
 
 /* Ends id's streams other than keep: of keep's session (or of session
@@ -201,6 +266,11 @@ void cs_checker_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   c->renewed_ms = wall_ms();
   strcpy(c->id, q->checker_id);
   strcpy(c->session, q->session_id);
+  c->batch_max = q->max_tasks_per_message > CS_TASKS_PER_MSG_MAX
+                     ? CS_TASKS_PER_MSG_MAX
+                     : q->max_tasks_per_message;
+  if (c->batch_max < 1)
+    c->batch_max = 1;
   controlplane__v1__watch_check_tasks_request__free_unpacked(q, NULL);
   ilist_init(&c->tasks);
   ilist_init(&c->sendq);

@@ -10,10 +10,11 @@
  * gives each due item without a task to one checker: the least loaded
  * that supports the tier and has room under its max_concurrency
  * (cs_sched_pick), at most max_tasks out in all, TARGET tasks spaced per
- * target host (target_host_interval). An answered item is due again after
- * check_interval, or fast_interval while the reducer says it is changing
- * state, moved by check_spread percent (cs_sched_jitter); a new item
- * first within one interval, so that checks spread out. A task carries
+ * target host (target_host_interval). An answered item is due again
+ * check_interval after the time it was due (not after its answer came),
+ * or fast_interval while the reducer says it is changing state, moved by
+ * check_spread percent (cs_sched_jitter); a new item first within one
+ * interval, so that checks spread out. A task carries
  * the proxy's credentials (read from secrets_dir now, only in the packed
  * message, wiped once sent) and its deadline (now + task_deadline).
  */
@@ -66,11 +67,15 @@ static int item_cmp(const void *pa, const void *pb) {
   return strcmp(a->group, b->group);
 }
 
+static int64_t interval_of(cs *m, const cs_item *it) {
+  return cs_health_changing(m, it->proxy_id, it->tier, it->group)
+             ? m->conf.fast_interval_ms
+             : m->conf.check_interval_ms;
+}
+
 static int64_t next_due(cs *m, const cs_item *it, int64_t now) {
-  int64_t iv = cs_health_changing(m, it->proxy_id, it->tier, it->group)
-                   ? m->conf.fast_interval_ms
-                   : m->conf.check_interval_ms;
-  return now + cs_sched_jitter(iv, m->conf.check_spread_pct, rnd32());
+  return now + cs_sched_jitter(interval_of(m, it), m->conf.check_spread_pct,
+                               rnd32());
 }
 
 cs_task *cs_task_find(cs_checker *c, const char *task_id) {
@@ -98,7 +103,9 @@ void cs_task_done(cs *m, cs_task *t, int result) {
     api->inc(k->m_tasks[cs_tier_index(it->tier)][result], 1);
     it->task = NULL;
     if (result == CS_TASK_ANSWERED) {
-      it->due_ms = next_due(m, it, now);
+      /* From the due time it was issued for, not the answer's arrival. */
+      it->due_ms = cs_sched_next_due(it->due_ms, now, interval_of(m, it),
+                                     m->conf.check_spread_pct, rnd32());
       it->avoid = 0;
     } else { /* a checker failure, never the proxy's: elsewhere, now */
       it->due_ms = now;
@@ -356,6 +363,7 @@ static void tick(ph_timer *tm, void *arg) {
       !cs_members_scheduling(m))
     return;
   loads s;
+  k->corked = 1; /* this tick's tasks go out together (cs_checkers_uncork) */
   if (loads_get(m, &s) == 0) {
     for (size_t i = 0; i < k->n_items && s.room > 0 &&
                        k->outstanding < m->conf.max_tasks;
@@ -378,6 +386,7 @@ static void tick(ph_timer *tm, void *arg) {
   }
   free(s.c);
   free(s.l);
+  cs_checkers_uncork(m);
 }
 
 void cs_sched_start(cs *m) {

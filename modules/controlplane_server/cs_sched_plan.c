@@ -17,6 +17,12 @@ int64_t cs_sched_jitter(int64_t interval_ms, uint32_t spread_pct,
   return v < 1 ? 1 : v;
 }
 
+int64_t cs_sched_next_due(int64_t due_ms, int64_t now_ms, int64_t interval_ms,
+                          uint32_t spread_pct, uint32_t rnd) {
+  int64_t v = due_ms + cs_sched_jitter(interval_ms, spread_pct, rnd);
+  return v < now_ms ? now_ms : v;
+}
+
 /* a's load below b's: outstanding/max compared as cross products. */
 static int lighter(const cs_sched_load *a, const cs_sched_load *b) {
   uint64_t x = (uint64_t)a->outstanding * b->max,

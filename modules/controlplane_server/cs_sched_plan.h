@@ -20,6 +20,12 @@
  * 32-bit random number. At least 1 ms. */
 int64_t cs_sched_jitter(int64_t interval_ms, uint32_t spread_pct,
                         uint32_t rnd);
+/* The next check of an item whose check was due at due_ms and answered
+ * at now_ms: due_ms + the jittered interval (counted from the due time,
+ * so that the checker's report delay does not stretch every interval),
+ * now_ms when that has passed already. */
+int64_t cs_sched_next_due(int64_t due_ms, int64_t now_ms, int64_t interval_ms,
+                          uint32_t spread_pct, uint32_t rnd);
 
 /* What the choice needs of one checker. */
 typedef struct cs_sched_load {

@@ -7,7 +7,7 @@
 # whose port nobody listens on) and the `echo` module as the echo
 # endpoint. The controller schedules, the checker checks and reports: its
 # registration, its observations accepted by the controller's fence
-# (CP-6-2), the three tiers' verdicts on real proxies (CP-6-3, CP-6-4),
+# (CP-6-2; several tasks in one stream message), the three tiers' verdicts on real proxies (CP-6-3, CP-6-4),
 # the credential from the task used and never logged (CP-8-5).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
@@ -79,6 +79,19 @@ wait_long eval '[ "$(cm "proxyhost_checker_check_reasons_total{tier=\"basic\",re
 ok $? "CP-6-3 BASIC of p3: FAILED dial_refused"
 wait_long eval '[ "$(cm "proxyhost_checker_checks_total{tier=\"egress\",status=\"ok\"}")" -ge 2 ]'
 ok $? "CP-6-4 EGRESS through p1 and p2 passes: the controller's echo_url and nonce came back"
+# Tasks due in the same scheduler tick go in one stream message
+# (task_batch.max, default 256): six items due within one interval, at
+# most five ticks in it, so some message carries two. One task per
+# message would keep messages >= checks for ever.
+# (one scrape: both counts from the same moment)
+batched() {
+  http_get "http://127.0.0.1:$cadmin/metrics" | awk '
+    index($0, "proxyhost_checker_checks_total{") == 1 { c += $NF }
+    index($0, "proxyhost_checker_task_messages_total ") == 1 { m = $NF }
+    END { exit !(m != "" && m < c) }'
+}
+wait_long batched
+ok $? "CP-6-2 several check tasks arrive in one WatchCheckTasks message"
 n=$(cm 'proxyhost_checker_check_reasons_total{tier="basic",reason="auth_failed"}')
 is "${n:-0}" 0 "the credential the controller sent opens p2 (no auth_failed)"
 wait_long eval '[ "$(sm "proxyhost_cp_controller_observations_total{result=\"accepted\"}")" -ge 5 ]'

@@ -2,7 +2,8 @@
 /* The checker's messages and observation queue (modules/checker/
  * chk_wire.h, chk_report.h; issue 26): a CheckTask read into bounded
  * copies (credentials included, wiped), RegisterChecker carrying
- * max_concurrency and tiers (CP-6-1), batches numbered from 1 per session
+ * max_concurrency and tiers (CP-6-1), several tasks in one stream
+ * message (CheckTask.more, up to max_tasks_per_message), batches numbered from 1 per session
  * with the digest of the batch without the checker and session ids, and
  * resent byte for byte until acknowledged. */
 #include <stdio.h>
@@ -41,8 +42,69 @@ static size_t pack_task(uint8_t *buf, int tier, const char *user) {
   return controlplane__v1__check_task__pack(&t, buf);
 }
 
+typedef struct seen {
+  int n, ok, creds;
+  char ids[4][8];
+} seen;
+
+static void on_task(void *arg, int rc, chk_task *t, const char *why) {
+  seen *s = arg;
+  (void)why;
+  if (s->n < 4)
+    snprintf(s->ids[s->n], sizeof(s->ids[0]), "%.7s", t->task_id);
+  s->n++;
+  s->ok += rc == 0;
+  s->creds += t->user_len == 5;
+  chk_task_wipe(t);
+}
+
+/* Several tasks in one stream message, as the controller's coalescing
+ * sends them: the first task's bytes, then each further one appended as
+ * CheckTask.more (field 15), which is what protobuf-c packs too. */
+static void test_batched(void) {
+  uint8_t one[512], msg[2048];
+  size_t len = pack_task(one, CHK_TIER_BASIC, "alice"), at = 0;
+  for (int i = 0; i < 3; i++) {
+    one[3] = (uint8_t)('1' + i); /* task_id "t1", "t2", "t3" */
+    if (i) {
+      msg[at++] = (15 << 3) | 2;
+      msg[at++] = (uint8_t)len; /* < 128: one varint byte */
+    }
+    memcpy(msg + at, one, len);
+    at += len;
+  }
+  Controlplane__V1__CheckTask *m =
+      controlplane__v1__check_task__unpack(NULL, at, msg);
+  ok(m && m->n_more == 2 && !strcmp(m->more[1]->task_id, "t3"),
+     "CP-7-1 appended tasks are CheckTask.more to any protobuf reader");
+  controlplane__v1__check_task__free_unpacked(m, NULL);
+  seen s = {0};
+  is_int(chk_read_tasks(msg, at, 3, on_task, &s), 3,
+         "CP-6-2 one message, three tasks, unpacked once");
+  ok(s.ok == 3 && s.creds == 3 && !strcmp(s.ids[0], "t1") &&
+         !strcmp(s.ids[2], "t3"),
+     "each task read in order with its own credentials");
+  memset(&s, 0, sizeof(s));
+  (void)chk_read_tasks(msg, at, 2, on_task, &s);
+  ok(s.n == 3 && s.ok == 2 && !strcmp(s.ids[2], "t3"),
+     "more tasks than max_tasks_per_message: the extra one refused, its "
+     "id kept for the answer");
+  memset(&s, 0, sizeof(s));
+  (void)chk_read_tasks(msg, at, 0, on_task, &s);
+  ok(s.ok == 1, "a checker that asked for no batching runs only the first");
+  cp_buf b = {0};
+  ok(chk_pack_watch("k1", "s1", 64, &b) == 0, "watch packed");
+  Controlplane__V1__WatchCheckTasksRequest *w =
+      controlplane__v1__watch_check_tasks_request__unpack(NULL, b.len, b.data);
+  ok(w && w->max_tasks_per_message == 64,
+     "WatchCheckTasks says how many tasks a message may carry");
+  controlplane__v1__watch_check_tasks_request__free_unpacked(w, NULL);
+  cp_buf_free(&b);
+}
+
 int main(void) {
   plan_lazy();
+  test_batched();
   uint8_t buf[1024];
   chk_task t;
   const char *why = NULL;
