@@ -189,6 +189,9 @@ EXTRA_DIST += t/lib/cp_multi.sh
 CS_INTEGRATION_TESTS += t/integration/cp_multi_leave.sh
 # Outcomes at a non-member controller move the member's verdict (issue 26).
 CS_INTEGRATION_TESTS += t/integration/cp_multi_passive.sh
+# Address lists over mTLS: a gateway and a checker move to the other
+# controller (issue 26).
+CS_INTEGRATION_TESTS += t/integration/cp_multi_mtls.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)
