@@ -44,9 +44,9 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 6 /* 1: cluster_id; 2: extract; 3: rebalance;
+#define CP_AUTHORITY_MINOR 7 /* 1: cluster_id; 2: extract; 3: rebalance;
                                 4: checker sessions; 5: health;
-                                6: controller members */
+                                6: controller members; 7: passive */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -56,6 +56,8 @@
 #define CP_AUTH_SESSION_HEX 32
 /* minor 6: at most this many controllers schedule checks at once. */
 #define CP_AUTH_MEMBERS_MAX 16
+/* minor 7: at most this many proxies in one passive_push. */
+#define CP_AUTH_PASSIVE_PUSH_MAX 4096
 
 /* What a call found. The gRPC status each maps to (ARCHITECTURE.md §7) is
  * cp_auth_grpc_status() below. */
@@ -158,6 +160,14 @@ typedef struct cp_auth_health {
   int health; /* CONTROLPLANE__V1__PROXY_HEALTH__*: 1..3 */
 } cp_auth_health;
 
+/* minor 7: one proxy's gateway outcomes aggregated at a controller that
+ * is not its member, for the member's reducer: failure and success units
+ * (CS_HYST_UNIT a whole outcome, failures weighted by stage). */
+typedef struct cp_auth_passive {
+  const char *proxy_id;
+  uint32_t fail_units, ok_units;
+} cp_auth_passive;
+
 typedef struct cp_auth_reply {
   uint32_t size;          /* sizeof(cp_auth_reply) in the module */
   cp_auth_result result;
@@ -200,6 +210,11 @@ typedef struct cp_auth_reply {
   const char *const *members;
   size_t n_members;
   int64_t lease_end_ms;
+  /* minor 7, passive_take: the aggregates handed to the caller (at most
+   * PH_POOL_PROXIES_MAX); passive_push: how many proxies did not fit. */
+  const cp_auth_passive *passive;
+  size_t n_passive;
+  uint32_t passive_dropped;
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);
@@ -374,6 +389,20 @@ typedef struct cp_authority_v1 {
    * CP_AUTH_LIMIT when CP_AUTH_MEMBERS_MAX others are live. */
   int64_t (*members)(void *self, const char *member_id, int64_t lease_ms,
                      cp_auth_cb cb, void *arg);
+  /* ---- minor 7 ----------------------------------------------------- */
+  /* Gateway outcomes that reached a controller which is not the proxies'
+   * member, aggregated per proxy (lua/passive.lua): added to member_id's
+   * hash of counters (ph:cp:{cluster}:passive:<member_id>), which lives
+   * ttl_ms after the last push; a proxy new to the hash when it already
+   * holds PH_POOL_PROXIES_MAX is dropped (reply passive_dropped). n is 1
+   * to CP_AUTH_PASSIVE_PUSH_MAX. Nothing but the counters reaches Redis. */
+  int64_t (*passive_push)(void *self, const char *member_id,
+                          const cp_auth_passive *p, size_t n, int64_t ttl_ms,
+                          cp_auth_cb cb, void *arg);
+  /* member_id takes its hash in one atomic step (read and deleted).
+   * Reply: passive, n_passive. */
+  int64_t (*passive_take)(void *self, const char *member_id, cp_auth_cb cb,
+                          void *arg);
 } cp_authority_v1;
 
 #endif

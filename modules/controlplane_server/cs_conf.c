@@ -7,6 +7,7 @@
 #include "lib/conf_values.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
 #include "cp_common/snapshot/cp_snapshot.h"
+#include "contracts/cp_authority.h"
 #include "cs_conf.h"
 #include "cs_sched_plan.h"
 #include "cs_hyst.h"
@@ -202,6 +203,12 @@ const ph_conf_key cs_conf_keys[] = {
                 "(other controllers' verdicts), retries failed writes and "
                 "ends passive holds",
                 NULL),
+    PH_CONF_KEY("health_forward_max", PH_CONF_INT, "1000", 1,
+                CP_AUTH_PASSIVE_PUSH_MAX, PH_CONF_RESTART, NULL,
+                "several controllers: at most this many proxies' outcome "
+                "counts in one hand-over to another member (each "
+                "health_sync_interval; the rest wait for the next)",
+                NULL),
     PH_CONF_END};
 
 static int seg_ok(const char *s) {
@@ -373,6 +380,7 @@ int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
   c->health.weight[3] = (uint32_t)a->conf_int(ctx, "health_weight_tunnel");
   c->health.passive_hold_ms = a->conf_int(ctx, "health_passive_hold");
   c->health.sync_ms = a->conf_int(ctx, "health_sync_interval");
+  c->health.forward_max = (uint32_t)a->conf_int(ctx, "health_forward_max");
   if (c->runtime_interval_ms * 2 >= c->session_ttl_ms)
     FAIL("runtime_interval", "must be below session_ttl / 2");
   rc = checker_keys(ctx, a, c, key, why, whylen);

@@ -53,6 +53,7 @@ typedef struct cs_conf {
     uint32_t weight[4]; /* DIAL, PROXY_HANDSHAKE, RESPONSE_HEADERS, TUNNEL */
     int64_t passive_hold_ms;
     int64_t sync_ms;
+    uint32_t forward_max; /* proxies per push to another member */
   } health;
 } cs_conf;
 

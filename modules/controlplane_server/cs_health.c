@@ -50,7 +50,7 @@ hc_proxy *hc_find(const cs_health_state *h, const char *id) {
   return NULL;
 }
 
-static hc_proxy *find_or_add(cs_health_state *h, const char *id) {
+hc_proxy *hc_find_or_add(cs_health_state *h, const char *id) {
   hc_proxy *p = hc_find(h, id);
   if (p || h->n >= PH_POOL_PROXIES_MAX || strlen(id) > PH_POOL_ID_MAX)
     return p;
@@ -81,7 +81,7 @@ static void unlink_free(cs *m, hc_proxy *p) {
 /* ---- verdicts ----------------------------------------------------------- */
 
 /* Something changed: one publish pass soon (coalesced). */
-static void mark(cs *m) {
+void hc_mark(cs *m) {
   cs_health_state *h = m->health;
   if (!h->dirty && h->flush) {
     h->dirty = 1;
@@ -153,7 +153,7 @@ static void publish(cs *m) {
   uint32_t *idx = calloc(nl ? nl : 1, 2 * sizeof(*idx));
   uint32_t *scratch = calloc(nl ? 2 * nl : 1, sizeof(*scratch));
   if (!raw || !ent || !links || !idx || !scratch) {
-    mark(m); /* try again */
+    hc_mark(m); /* try again */
     goto out;
   }
   h->pass++;
@@ -267,7 +267,7 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
   h->pass_read++;
   for (size_t i = 0; i < rep->n_health; i++) {
     const char *id = rep->health[i].proxy_id;
-    hc_proxy *p = fresh ? find_or_add(h, id) : hc_find(h, id);
+    hc_proxy *p = fresh ? hc_find_or_add(h, id) : hc_find(h, id);
     if (!p)
       continue;
     p->read = h->pass_read;
@@ -309,6 +309,7 @@ static void on_tick(ph_timer *t, void *arg) {
     }
   if (expired)
     publish(m);
+  hc_fwd_tick(m);
   if (!h->read_call && m->auth && m->auth->health_all) {
     int64_t id = m->auth->health_all(m->auth_self, read_back, m);
     if (id > 0) {
@@ -331,7 +332,7 @@ void cs_health_pool(void *arg, cs_pool *pool) {
   (void)pool;
   h->pool_wait = 0;
   if (!h->m->stopping)
-    mark(h->m);
+    hc_mark(h->m);
 }
 
 /* ---- the entry points --------------------------------------------------- */
@@ -376,6 +377,7 @@ void cs_health_stop(cs *m) {
   if (h->read_call > 0 && m->auth)
     m->auth->cancel(m->auth_self, h->read_call);
   h->read_call = 0;
+  hc_fwd_stop(m);
   for (uint32_t b = 0; b < h->nb; b++)
     for (hc_proxy *p = h->buckets[b]; p; p = p->next)
       if (p->write_call > 0 && m->auth) {
@@ -403,13 +405,13 @@ void cs_health_observe(cs *m, const cs_observation *o) {
   if (!h)
     return;
   int kind = hc_observe_kind(o);
-  hc_proxy *p = kind == HC_OBS_ACTIVE ? find_or_add(h, o->proxy_id) : NULL;
+  hc_proxy *p = kind == HC_OBS_ACTIVE ? hc_find_or_add(h, o->proxy_id) : NULL;
   int changed = p ? hc_observe(p, &m->conf.health.rules, o) : -1;
   if (kind == HC_OBS_ACTIVE && changed < 0)
     kind = HC_OBS_IGNORED; /* no room: bounded */
   api->inc(h->m_obs[kind], 1);
   if (changed > 0)
-    mark(m);
+    hc_mark(m);
 }
 
 void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
@@ -421,11 +423,14 @@ void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
   int ok;
   int w = hc_outcome_weight(m->conf.health.weight, stage, result, &ok);
   api->inc(h->m_obs[w < 0 ? HC_OBS_IGNORED : HC_OBS_PASSIVE], 1);
-  hc_proxy *p = w > 0 ? find_or_add(h, proxy_id) : NULL;
+  hc_proxy *p = w > 0 ? hc_find_or_add(h, proxy_id) : NULL;
   if (!p)
     return;
   if (hc_outcome(p, &m->conf.health.rules, ok, (uint32_t)w, wall_ms()))
-    mark(m);
+    hc_mark(m);
+  /* Not its member's: the member's reducer gets it too (cs_health_fwd.c). */
+  if (!cs_members_mine(m, proxy_id))
+    hc_fwd_count(p, ok, (uint32_t)w);
 }
 
 int cs_health_changing(const cs *m, const char *proxy_id, int tier,

@@ -7,6 +7,7 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
+#include "contracts/cp_authority.h"
 #include "cs_hyst.h"
 
 typedef struct cs cs;
@@ -42,6 +43,7 @@ typedef struct hc_proxy {
   uint8_t shared;    /* Redis's (written or read): what snapshots carry */
   uint8_t unsynced;  /* published not yet in Redis */
   uint8_t had_opinion;
+  uint32_t fwd_fail, fwd_ok; /* outcomes for its member (cs_health_fwd.c) */
   uint32_t pass, read;
   uint32_t wrote; /* write_seq when its last write was answered */
   int64_t write_call;
@@ -56,6 +58,16 @@ static inline int hc_tier_row(int tier) {
 enum { HC_OBS_ACTIVE, HC_OBS_PASSIVE, HC_OBS_CHECKER_ERROR, HC_OBS_IGNORED,
        HC_OBS_COUNT };
 #define HC_TIERS 4 /* basic, egress, target, passive */
+/* proxyhost_cp_passive_forwarded_total{result}: proxies' aggregates */
+enum { HC_FWD_SENT, HC_FWD_DROPPED, HC_FWD_FAILED, HC_FWD_TAKEN,
+       HC_FWD_COUNT };
+
+/* A push to one member in flight (cs_health_fwd.c). */
+typedef struct hc_fwd_slot {
+  cs *m;
+  uint32_t n; /* proxies in it */
+  int64_t call;
+} hc_fwd_slot;
 
 typedef struct cs_health_state {
   cs *m;
@@ -75,6 +87,10 @@ typedef struct cs_health_state {
   ph_series *m_obs[HC_OBS_COUNT];
   ph_series *m_writes[2];
   ph_series *m_panic, *m_panic_total;
+  /* outcomes handed between controllers (cs_health_fwd.c) */
+  int64_t fwd_take;
+  hc_fwd_slot fwd[CP_AUTH_MEMBERS_MAX]; /* a push per member */
+  ph_series *m_fwd[HC_FWD_COUNT];
 } cs_health_state;
 
 /* ---- pure: one proxy's items (cs_health_item.c) ---- */
@@ -106,8 +122,21 @@ int hc_has_opinion(const hc_proxy *p);
  * failure (1: ended). */
 int hc_passive_expire(hc_proxy *p, int64_t now_ms, int64_t hold_ms);
 
-/* The proxy's entry, or NULL (cs_health.c). */
+/* The proxy's entry, or NULL (cs_health.c); hc_find_or_add adds it
+ * (NULL: no room). hc_mark: a publish pass soon. */
 hc_proxy *hc_find(const cs_health_state *h, const char *id);
+hc_proxy *hc_find_or_add(cs_health_state *h, const char *id);
+void hc_mark(cs *m);
+
+/* ---- outcomes between controllers (cs_health_fwd.c) ---- */
+/* Counts an outcome of p for its member (another controller). */
+void hc_fwd_count(hc_proxy *p, int ok, uint32_t w);
+/* Every health_sync_interval: a member takes what others handed it and
+ * feeds its reducer; every controller pushes its counts to their
+ * members. */
+void hc_fwd_tick(cs *m);
+/* The module's stop: drops the calls in flight. */
+void hc_fwd_stop(cs *m);
 
 int cs_health_metrics(cs *m);   /* init: registers them */
 void cs_health_count(cs *m);    /* the gauges, from the table */

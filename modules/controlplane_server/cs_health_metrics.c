@@ -14,12 +14,15 @@ static const char *const tiers[] = {"basic", "egress", "target", "passive",
 static const char *const kinds[] = {"active", "passive", "checker_error",
                                     "ignored", NULL};
 static const char *const results[] = {"ok", "failed", NULL};
+static const char *const fwd_results[] = {"sent", "dropped", "failed",
+                                          "taken", NULL};
 
 static const ph_label_def state_label[] = {{"state", states}};
 static const ph_label_def tier_state[] = {{"tier", tiers}, {"state", states}};
 static const ph_label_def to_label[] = {{"to", states}};
 static const ph_label_def kind_label[] = {{"kind", kinds}};
 static const ph_label_def result_label[] = {{"result", results}};
+static const ph_label_def fwd_label[] = {{"result", fwd_results}};
 
 static const ph_metric_table metrics[] = {
     PH_METRIC("proxyhost_cp_controller_health_proxies", PH_METRIC_GAUGE,
@@ -50,6 +53,12 @@ static const ph_metric_table metrics[] = {
     PH_METRIC("proxyhost_cp_controller_health_panic_total", PH_METRIC_COUNTER,
               "groups that entered the panic guard", PH_METRIC_NO_LABELS,
               PH_METRIC_NO_BUCKETS, cs_health_state, m_panic_total),
+    PH_METRIC("proxyhost_cp_passive_forwarded_total", PH_METRIC_COUNTER,
+              "several controllers: proxies' outcome aggregates handed to "
+              "their member through Redis (sent, dropped: no room, failed: "
+              "Redis unavailable) and taken by this one as the member",
+              PH_METRIC_LABELS(fwd_label), PH_METRIC_NO_BUCKETS,
+              cs_health_state, m_fwd),
     PH_METRIC_END};
 
 int cs_health_metrics(cs *m) {

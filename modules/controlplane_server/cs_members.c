@@ -85,11 +85,14 @@ static void answered(void *arg, const cp_auth_reply *rep) {
   /* Counted from the send: Redis's lease began no earlier. */
   s->live_till = in && rep->lease_end_ms ? s->sent_ms + m->conf.member_lease_ms
                                          : 0;
-  if (in != s->was_member)
-    PH_LOG(api, m->ctx, PH_LOG_INFO,
-           in ? "controller joined the checks' members"
-              : "controller left the checks' members",
+  if (in && !s->was_member)
+    PH_LOG(api, m->ctx, PH_LOG_INFO, "controller joined the checks' members",
            PH_STR("member_id", s->id), PH_INT("members", (int64_t)s->n));
+  else if (!in && s->was_member)
+    PH_LOG(api, m->ctx, PH_LOG_INFO, "controller left the checks' members",
+           PH_STR("member_id", s->id), PH_INT("members", (int64_t)s->n),
+           PH_STR("reason", holds_checker(m) ? "lease lapsed"
+                                             : "no checker stream"));
   s->was_member = in;
   api->gauge_set(s->m_members, (int64_t)s->n);
   api->gauge_set(s->m_member, in);
@@ -131,6 +134,21 @@ void cs_members_start(cs *m) {
     api->timer_set(s->timer, 10, (uint64_t)(m->conf.member_lease_ms / 4));
 }
 
+/* The answer to the leave of a stopping controller (cs_members_stop). */
+static void left(void *arg, const cp_auth_reply *rep) {
+  cs *m = arg;
+  cs_members *s = m->members;
+  if (rep->result == CP_AUTH_OK)
+    PH_LOG(api, m->ctx, PH_LOG_INFO, "controller left the checks' members",
+           PH_STR("member_id", s->id), PH_INT("members", (int64_t)rep->n_members),
+           PH_STR("reason", "stop"));
+  else
+    PH_LOG(api, m->ctx, PH_LOG_WARN,
+           "controller membership not given up at stop: it lapses with its "
+           "lease (member_lease)",
+           PH_STR("member_id", s->id));
+}
+
 void cs_members_stop(cs *m) {
   cs_members *s = m->members;
   if (!s)
@@ -142,6 +160,12 @@ void cs_members_stop(cs *m) {
     m->auth->cancel(m->auth_self, s->call);
   s->call = 0;
   s->live_till = 0;
+  /* Leave at once (lease 0): the others take this one's proxies on their
+   * next read, not after member_lease. redis_ownership's stop waits for
+   * the calls in flight (bounded by its command_timeout). */
+  if (s->was_member && m->auth && m->auth->members)
+    (void)m->auth->members(m->auth_self, s->id, 0, left, m);
+  s->was_member = 0;
 }
 
 void cs_members_free(cs *m) {
@@ -154,10 +178,26 @@ int cs_members_scheduling(cs *m) {
   return s && s->live_till > wall_ms();
 }
 
+int cs_members_pick(cs *m, const char *proxy_id) {
+  cs_members *s = m->members;
+  return s && s->n ? cs_hrw_pick(s->v, s->n, proxy_id) : -1;
+}
+
 int cs_members_mine(cs *m, const char *proxy_id) {
   cs_members *s = m->members;
   if (!s || !s->n)
     return 1;
-  int i = cs_hrw_pick(s->v, s->n, proxy_id);
+  int i = cs_members_pick(m, proxy_id);
   return i >= 0 && strcmp(s->v[i], s->id) == 0;
+}
+
+size_t cs_members_list(cs *m, const char *const **ids) {
+  cs_members *s = m->members;
+  *ids = s ? s->v : NULL;
+  return s ? s->n : 0;
+}
+
+const char *cs_members_self(cs *m) {
+  cs_members *s = m->members;
+  return s ? s->id : "";
 }

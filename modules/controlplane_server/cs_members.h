@@ -32,5 +32,11 @@ int cs_members_scheduling(cs *m);
 /* proxy_id goes to this controller: no member is known, or the rendezvous
  * pick among the live members is this one. */
 int cs_members_mine(cs *m, const char *proxy_id);
+/* The live members as last read (*ids, the count) and this controller's
+ * own id ("" when it has none). */
+size_t cs_members_list(cs *m, const char *const **ids);
+const char *cs_members_self(cs *m);
+/* The index in cs_members_list of proxy_id's member, -1 when none. */
+int cs_members_pick(cs *m, const char *proxy_id);
 
 #endif

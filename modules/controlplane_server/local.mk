@@ -41,6 +41,7 @@ t_unit_cp_test_cs_health_item_CPPFLAGS = $(CS_CPPFLAGS)
 UNIT_TESTS += t/unit/cp/test_cs_health
 t_unit_cp_test_cs_health_SOURCES = t/unit/cp/test_cs_health.c \
 	%D%/cs_health.c %D%/cs_health_item.c %D%/cs_health_metrics.c \
+	%D%/cs_health_fwd.c \
 	%D%/cs_members.c %D%/cs_sched_plan.c \
 	%D%/cs_hyst.c modules/lib/metric_table.c
 t_unit_cp_test_cs_health_CPPFLAGS = $(CS_CPPFLAGS)
@@ -102,7 +103,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_members.c %D%/cs_members.h \
 	%D%/cp_checker_requests.c %D%/cp_checker_requests.h \
 	%D%/cs_health_int.h %D%/cs_health_metrics.c %D%/cs_health_item.c \
-	%D%/cs_health_view.c modules/contracts/cp_health.h \
+	%D%/cs_health_view.c modules/contracts/cp_health.h %D%/cs_health_fwd.c \
 	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
 	%D%/cs_credcheck.c \
@@ -183,6 +184,14 @@ CS_INTEGRATION_TESTS += t/integration/cp_health.sh
 # one's gateway and checker moving to the other through their address
 # lists, ownership and health kept.
 CS_INTEGRATION_TESTS += t/integration/cp_multi_controller.sh
+EXTRA_DIST += t/lib/cp_multi.sh
+# A stopping controller leaves the members at once (issue 26).
+CS_INTEGRATION_TESTS += t/integration/cp_multi_leave.sh
+# Outcomes at a non-member controller move the member's verdict (issue 26).
+CS_INTEGRATION_TESTS += t/integration/cp_multi_passive.sh
+# Address lists over mTLS: a gateway and a checker move to the other
+# controller (issue 26).
+CS_INTEGRATION_TESTS += t/integration/cp_multi_mtls.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

@@ -19,7 +19,8 @@ RO_LUA_FILES = %D%/lua/prelude.lua \
 	%D%/lua/checker_register.lua \
 	%D%/lua/checker_alive.lua \
 	%D%/lua/health.lua \
-	%D%/lua/members.lua
+	%D%/lua/members.lua \
+	%D%/lua/passive.lua
 EXTRA_DIST += $(RO_LUA_FILES)
 
 %D%/ro_lua.c: $(srcdir)/scripts/embed-sql.sh \
@@ -37,7 +38,8 @@ EXTRA_DIST += $(RO_LUA_FILES)
 		$(srcdir)/%D%/lua/checker_register.lua \
 		$(srcdir)/%D%/lua/checker_alive.lua \
 		$(srcdir)/%D%/lua/health.lua \
-		$(srcdir)/%D%/lua/members.lua
+		$(srcdir)/%D%/lua/members.lua \
+		$(srcdir)/%D%/lua/passive.lua
 	$(AM_V_GEN)$(MKDIR_P) modules/redis_ownership && \
 	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ redis_ownership/ro_lua.h \
 	  ro_lua_prelude=$(srcdir)/%D%/lua/prelude.lua \
@@ -54,7 +56,8 @@ EXTRA_DIST += $(RO_LUA_FILES)
 	  ro_lua_checker_register=$(srcdir)/%D%/lua/checker_register.lua \
 	  ro_lua_checker_alive=$(srcdir)/%D%/lua/checker_alive.lua \
 	  ro_lua_health=$(srcdir)/%D%/lua/health.lua \
-	  ro_lua_members=$(srcdir)/%D%/lua/members.lua
+	  ro_lua_members=$(srcdir)/%D%/lua/members.lua \
+	  ro_lua_passive=$(srcdir)/%D%/lua/passive.lua
 CLEANFILES += %D%/ro_lua.c
 
 RO_SOURCES = modules/contracts/cp_authority.h \

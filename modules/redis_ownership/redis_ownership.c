@@ -40,6 +40,7 @@ struct ro {
   ro_conn *conn;
   int scripts; /* ro_scripts_init succeeded: undo it in destroy */
   int stopping;
+  ph_timer *drain; /* stop: waits for the calls in flight */
   ph_series *m_calls[RO_S_COUNT][CP_AUTH_RESULT_COUNT];
   ph_series *m_seconds[RO_S_COUNT];
   ph_series *m_connected, *m_connects[2], *m_inflight;
@@ -472,6 +473,39 @@ static int64_t members(void *self, const char *member_id, int64_t lease_ms,
   return run(self, RO_S_MEMBERS, &a, NULL, 0, cb, arg);
 }
 
+/* minor 7: outcomes handed to a proxy's member (lua/passive.lua). */
+static int64_t passive_push(void *self, const char *member_id,
+                            const cp_auth_passive *p, size_t n, int64_t ttl_ms,
+                            cp_auth_cb cb, void *arg) {
+  if (!cb || !p || n == 0 || n > CP_AUTH_PASSIVE_PUSH_MAX || ttl_ms < 1 ||
+      ttl_ms > 3600000 || !ro_valid_id(member_id, PH_POOL_ID_MAX))
+    return PH_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!ro_valid_id(p[i].proxy_id, PH_POOL_ID_MAX))
+      return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, "push");
+  ro_args_str(&a, member_id);
+  ro_args_u64(&a, (uint64_t)ttl_ms);
+  ro_args_u64(&a, PH_POOL_PROXIES_MAX);
+  for (size_t i = 0; i < n; i++) {
+    ro_args_str(&a, p[i].proxy_id);
+    ro_args_u64(&a, p[i].fail_units);
+    ro_args_u64(&a, p[i].ok_units);
+  }
+  return run(self, RO_S_PASSIVE, &a, NULL, 0, cb, arg);
+}
+
+static int64_t passive_take(void *self, const char *member_id, cp_auth_cb cb,
+                            void *arg) {
+  if (!cb || !ro_valid_id(member_id, PH_POOL_ID_MAX))
+    return PH_EINVAL;
+  ro_args a = {0};
+  ro_args_str(&a, "take");
+  ro_args_str(&a, member_id);
+  return run(self, RO_S_PASSIVE, &a, NULL, 0, cb, arg);
+}
+
 static int cancel(void *self, int64_t call) {
   ro *m = self;
   void *arg = NULL;
@@ -506,6 +540,8 @@ static const cp_authority_v1 vtable = {
     .health_set = health_set,
     .health_all = health_all,
     .members = members,
+    .passive_push = passive_push,
+    .passive_take = passive_take,
 };
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -559,11 +595,35 @@ static int ro_start(void *state) {
   return PH_OK;
 }
 
+static void ro_stop_now(ro *m) {
+  ro_conn_stop(m->conn); /* pending calls answer UNAVAILABLE */
+  api->gauge_set(m->m_connected, 0);
+}
+
+static void drain_tick(ph_timer *t, void *arg) {
+  ro *m = arg;
+  (void)t;
+  if (ro_conn_inflight(m->conn) > 0 && ro_conn_up(m->conn))
+    return;
+  api->timer_set(m->drain, 0, 0);
+  ro_stop_now(m);
+  api->stop_done(m->ctx);
+}
+
+/* The users stopped first (they require this service) and may have sent
+ * last calls (a controller leaving the members): those get their answer
+ * (each within command_timeout) before the connection goes. */
 static int ro_stop(void *state) {
   ro *m = state;
   m->stopping = 1;
-  ro_conn_stop(m->conn); /* pending calls answer UNAVAILABLE */
-  api->gauge_set(m->m_connected, 0);
+  if (ro_conn_up(m->conn) && ro_conn_inflight(m->conn) > 0) {
+    m->drain = api->timer_new(m->ctx, drain_tick, m);
+    if (m->drain) {
+      api->timer_set(m->drain, 5, 5);
+      return PH_STOP_PENDING;
+    }
+  }
+  ro_stop_now(m);
   return PH_OK;
 }
 
@@ -574,6 +634,8 @@ static void ro_destroy(void *state) {
   if (!m)
     return;
   m->stopping = 1;
+  if (m->drain)
+    api->timer_free(m->drain);
   /* Destroy runs after the users' destroy: no callback into them now. */
   ro_conn_discard(m->conn, free_req_arg);
   ro_conn_free(m->conn);

@@ -20,5 +20,6 @@ extern const char ro_lua_checker_register[];
 extern const char ro_lua_checker_alive[];
 extern const char ro_lua_health[];
 extern const char ro_lua_members[];
+extern const char ro_lua_passive[];
 
 #endif

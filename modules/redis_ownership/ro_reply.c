@@ -253,6 +253,31 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
       out->n_members = n;
     }
     break;
+  case RO_S_PASSIVE:
+    if (ok && r->elements == 2 && (a = int_at(r, 1)) >= 0) {
+      out->passive_dropped = a > UINT32_MAX ? UINT32_MAX : (uint32_t)a;
+      break;
+    }
+    if (!ok || !counts_ok(r, 1, 3))
+      return fail(out, mem);
+    {
+      size_t n = (r->elements - 1) / 3;
+      if (n && !(mem->passive = calloc(n, sizeof(*mem->passive))))
+        return fail(out, mem);
+      for (size_t i = 0; i < n; i++) {
+        cp_auth_passive *q = &mem->passive[i];
+        q->proxy_id = id_at(r, 1 + 3 * i);
+        a = int_at(r, 2 + 3 * i);
+        b = int_at(r, 3 + 3 * i);
+        if (!q->proxy_id || !q->proxy_id[0] || a < 0 || b < 0)
+          return fail(out, mem);
+        q->fail_units = a > UINT32_MAX ? UINT32_MAX : (uint32_t)a;
+        q->ok_units = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+      }
+      out->passive = mem->passive;
+      out->n_passive = n;
+    }
+    break;
   default:
     return fail(out, mem);
   }
@@ -265,5 +290,6 @@ void ro_reply_mem_free(ro_reply_mem *mem) {
   free(mem->usable);
   free(mem->health);
   free(mem->members);
+  free(mem->passive);
   memset(mem, 0, sizeof(*mem));
 }

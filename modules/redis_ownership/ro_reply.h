@@ -19,6 +19,7 @@ typedef struct ro_reply_mem {
   cp_auth_usable *usable;
   cp_auth_health *health;
   const char **members;
+  cp_auth_passive *passive;
 } ro_reply_mem;
 
 /* Fills *out (its size too) from r (NULL: unavailable). Returns

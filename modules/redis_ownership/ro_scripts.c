@@ -17,14 +17,17 @@ const char *const ro_script_names[RO_S_COUNT + 1] = {
     /* minor 5: the pool's health */
     "health",
     /* minor 6: the controllers that schedule checks */
-    "members", NULL};
+    "members",
+    /* minor 7: outcomes handed to a proxy's member */
+    "passive", NULL};
 
 static const char *const bodies[RO_S_COUNT] = {
     ro_lua_register, ro_lua_next_version, ro_lua_issue,
     ro_lua_ack,      ro_lua_runtime,      ro_lua_outcomes,
     ro_lua_assign,   ro_lua_owned,        ro_lua_usable,
     ro_lua_extract, ro_lua_checker_register, ro_lua_checker_alive,
-    ro_lua_outcomes, ro_lua_health, ro_lua_members};
+    ro_lua_outcomes, ro_lua_health, ro_lua_members,
+    ro_lua_passive};
 
 static char *texts[RO_S_COUNT];
 static size_t lens[RO_S_COUNT];

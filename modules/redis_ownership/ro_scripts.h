@@ -23,6 +23,7 @@ typedef enum ro_script {
   RO_S_OBSERVATIONS, /* outcomes.lua, kind 'c' */
   RO_S_HEALTH, /* minor 5 */
   RO_S_MEMBERS, /* minor 6 */
+  RO_S_PASSIVE, /* minor 7 */
   RO_S_COUNT
 } ro_script;
 

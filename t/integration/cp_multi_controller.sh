@@ -25,6 +25,7 @@
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/pg.sh"
 . "$top_srcdir/t/lib/cp_views.sh"
+. "$top_srcdir/t/lib/cp_multi.sh"
 require_modules controlplane_server redis_ownership store_pg admin_api \
   pool_api controlplane_client checker echo direct http_proxy
 
@@ -56,11 +57,7 @@ owners() { # every proxy's owner in Redis: "p1=w1 p2=w2 ..."
 }
 
 # ---- Redis, PostgreSQL, upstreams -------------------------------------------
-start_redis "$T/redis"; ok $? "redis-server starts"
-PG_LISTEN=127.0.0.1
-start_pg "$T/pg"; ok $? "PostgreSQL starts (a private cluster on 127.0.0.1)"
-pg_psql postgres -c 'CREATE DATABASE pool' >/dev/null
-ok $? "the pool's database is created"
+cpm_stores
 U1=$(free_port) U2=$(free_port) DEAD=$(free_port)
 for u in 1 2; do
   eval "port=\$U$u"
@@ -70,88 +67,14 @@ for u in 1 2; do
   eval "UP$u=\$!"
   PIDS="$PIDS $!"
 done
-E=$(free_port)
-printf '[proxyhost]\nmodules = echo\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[echo]\nlisten = 127.0.0.1:%s\n' \
-  "$MODS" "$(free_port)" "$E" >"$T/echo.ini"
-"$PROXYHOST" -c "$T/echo.ini" >>"$T/echo.log" 2>&1 &
-PIDS="$PIDS $!"
+cpm_echo
 wait_for port_open "$U1" && wait_for port_open "$U2" && wait_for port_open "$E"
 ok $? "two upstreams (proxyhost http_proxy) and the echo endpoint listen"
 
 # ---- two controllers ----------------------------------------------------------
-mkdir -p "$T/secrets"
-(umask 077 && head -c 32 /dev/urandom >"$T/ref.key")
-"$CTL" admin-token new "$T/admin.token" >/dev/null
-a1=$(free_port) a2=$(free_port) cp1=$(free_port) cp2=$(free_port)
-controller_ini() { # controller_ini ADMIN CP
-  cat <<EOF
-[proxyhost]
-modules = store_pg, admin_api, pool_api, redis_ownership, controlplane_server
-module_path = $MODS
-drain_timeout = 2s
-[log]
-level = debug
-[admin]
-listen = 127.0.0.1:$1
-[store_pg]
-dsn = host=127.0.0.1 port=$PG_PORT user=postgres dbname=pool
-migrate = auto
-revision_poll = 100ms
-[admin_api]
-store = store_pg
-token_file = $T/admin.token
-[pool_api]
-store = store_pg
-token_file = $T/admin.token
-[redis_ownership]
-address = 127.0.0.1:$REDIS_PORT
-cluster_id = c1
-hold_fresh_state = false
-session_ttl = 3s
-runtime_ttl = 2s
-ownership_lease = 8s
-command_timeout = 300ms
-reconnect.min = 100ms
-reconnect.max = 500ms
-[controlplane_server]
-store = store_pg
-cluster_id = c1
-listen = 127.0.0.1:$2
-tls.mode = disabled
-secrets_dir = $T/secrets
-reference_key_file = $T/ref.key
-session_ttl = 3s
-runtime_interval = 500ms
-snapshot_validity = 10s
-allocation_safety_margin = 1s
-refresh_before = 5s
-min_snapshot_interval = 0s
-assign_interval = 300ms
-watch_poll_interval = 100ms
-check_interval = 500ms
-fast_interval = 200ms
-task_deadline = 2s
-member_lease = 2s
-echo_url = http://127.0.0.1:$E/echo
-health_fall = 2
-health_rise = 2
-# three of five down at the end: not a checker fault here
-health_panic_threshold = 80
-EOF
-}
-controller_ini "$a1" "$cp1" >"$T/c1.ini"
-controller_ini "$a2" "$cp2" >"$T/c2.ini"
+cpm_two
 out=$("$PROXYHOST" -c "$T/c1.ini" --check-config 2>&1)
-ok $? "the controllers' configuration passes --check-config" ||
-  { echo "# $out"; done_testing; exit 1; }
-"$PROXYHOST" -c "$T/c1.ini" >>"$T/c1.log" 2>&1 &
-C1=$!
-PIDS="$PIDS $C1"
-wait_long ready "$a1"; ok $? "c1 is ready (store_pg migrated, Redis)"
-"$PROXYHOST" -c "$T/c2.ini" >>"$T/c2.log" 2>&1 &
-C2=$!
-PIDS="$PIDS $C2"
-wait_long ready "$a2"; ok $? "c2 is ready on the same store and Redis"
+ok $? "the controllers' configuration passes --check-config" || echo "# $out"
 ctl() { "$CTL" --admin "127.0.0.1:$a1" --token-file "$T/admin.token" "$@" >/dev/null; }
 ctl proxy add p1 --protocol http_connect --host 127.0.0.1 --port "$U1" --groups g --capacity 10 &&
   ctl proxy add p2 --protocol http_connect --host 127.0.0.1 --port "$U2" --groups g --capacity 10 &&
@@ -167,10 +90,8 @@ for w in w1 w2; do
   printf '[proxyhost]\nmodules = controlplane_client\nmodule_path = %s\n[log]\nlevel = debug\n[admin]\nlisten = 127.0.0.1:%s\n[controlplane_client]\ntls.mode = disabled\nruntime_interval.min = 200ms\nbackoff.min = 200ms\nbackoff.max = 1s\nrpc_timeout = 2s\n' \
     "$MODS" "$(eval echo "\$g${w#w}a")" >"$T/$w.ini"
 done
-for k in k1 k2; do
-  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nbatch.flush = 100ms\nbackoff.min = 200ms\nbackoff.max = 1s\nmax_concurrency = 8\n' \
-    "$MODS" "$(eval echo "\$k${k#k}a")" >"$T/$k.ini"
-done
+cpm_checker_ini "$k1a" >"$T/k1.ini"
+cpm_checker_ini "$k2a" >"$T/k2.ini"
 L1="127.0.0.1:$cp1,127.0.0.1:$cp2" L2="127.0.0.1:$cp2,127.0.0.1:$cp1"
 out=$("$PROXYHOST" -c "$T/w1.ini" -control-plane "$L1" -cluster-id c1 \
   -worker-id w1 -instance-id w1-a -zone z1 --check-config 2>&1)

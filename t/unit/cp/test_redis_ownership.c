@@ -207,6 +207,9 @@ typedef struct got {
   size_t n_members; /* minor 6 */
   char member[32][PH_POOL_ID_MAX + 1];
   int64_t lease_end;
+  size_t n_passive; /* minor 7 */
+  char pid[32][PH_POOL_ID_MAX + 1];
+  uint32_t pfail[32], pok[32], pdropped;
 } got;
 
 static void on_reply(void *arg, const cp_auth_reply *r) {
@@ -232,6 +235,13 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
   for (size_t i = 0; i < g->n_members; i++)
     snprintf(g->member[i], sizeof(g->member[i]), "%s", r->members[i]);
   g->lease_end = r->lease_end_ms;
+  g->n_passive = r->n_passive < 32 ? r->n_passive : 32;
+  for (size_t i = 0; i < g->n_passive; i++) {
+    snprintf(g->pid[i], sizeof(g->pid[i]), "%s", r->passive[i].proxy_id);
+    g->pfail[i] = r->passive[i].fail_units;
+    g->pok[i] = r->passive[i].ok_units;
+  }
+  g->pdropped = r->passive_dropped;
   g->n_health = r->n_health < 32 ? r->n_health : 32;
   for (size_t i = 0; i < g->n_health; i++) {
     snprintf(g->hid[i], sizeof(g->hid[i]), "%s", r->health[i].proxy_id);
@@ -1602,6 +1612,33 @@ static void test_members(void) {
   stop_mod();
 }
 
+/* Minor 7 (issue 26 "Several controllers"): outcome counts handed to a
+ * proxy's member (lua/passive.lua): added up, taken once, short-lived. */
+static void test_passive(void) {
+  if (start_mod("c-pas", "") < 0) {
+    ok(0, "module starts against redis-server (passive)");
+    return;
+  }
+  cp_auth_passive a[2] = {{"p1", 200, 100}, {"p2", 0, 300}};
+  got r = CALL(A->passive_push(S, "ctl-a", a, 2, 60000, on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.pdropped == 0, "two proxies' counts pushed");
+  cp_auth_passive b[1] = {{"p1", 100, 0}};
+  r = CALL(A->passive_push(S, "ctl-a", b, 1, 60000, on_reply, G));
+  ok(r.result == CP_AUTH_OK, "a second push for p1");
+  long long pttl = rint_("PTTL %s", "ph:cp:{c-pas}:passive:ctl-a");
+  ok(pttl > 0 && pttl <= 60000, "the hash lives ttl_ms after the last push");
+  r = CALL(A->passive_take(S, "ctl-a", on_reply, G));
+  int p1 = r.n_passive == 2 && strcmp(r.pid[0], "p1") == 0 ? 0 : 1;
+  ok(r.result == CP_AUTH_OK && r.n_passive == 2 && r.pfail[p1] == 300 &&
+         r.pok[p1] == 100 && r.pfail[1 - p1] == 0 && r.pok[1 - p1] == 300,
+     "the member takes the sums, per proxy");
+  r = CALL(A->passive_take(S, "ctl-a", on_reply, G));
+  ok(r.result == CP_AUTH_OK && r.n_passive == 0, "... once: the hash is gone");
+  r = CALL(A->passive_push(S, "ctl-a", a, 0, 60000, on_reply, G));
+  is_int(r.result, -1000 + PH_EINVAL, "an empty push: PH_EINVAL, no call");
+  stop_mod();
+}
+
 static void test_secrets(void) {
   char line[2048], path[700];
   snprintf(path, sizeof(path), "%s/dump.txt", rdir);
@@ -1659,6 +1696,7 @@ int main(void) {
   test_bounds();
   test_checkers();
   test_members();
+  test_passive();
   test_database();
   test_secrets(); /* before the restarts, which empty Redis */
   test_failures();
