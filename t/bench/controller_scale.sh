@@ -16,7 +16,8 @@
 # and 2 gateways (controlplane_client, pool, http_proxy; each owns a share
 # of the pool, at most CSB_OWNED: half by default, so that they own all
 # of it). For each run of CSB_RUNS (INTERVAL:TIERS), everything but
-# Redis, phconnect and the echo started afresh, first round waited for,
+# Redis, phconnect and the echo started afresh, every item of its tiers
+# given a verdict (at most 3 min) and three intervals more waited for,
 # then over CSB_WINDOW seconds: the controller's CPU (utime + stime from
 # /proc) per observation accepted and per check task issued, Redis's CPU,
 # each checker's CPU per check, the snapshot and delta bytes the
@@ -67,6 +68,7 @@ for m in store_sqlite admin_api pool_api redis_ownership controlplane_server \
   checker echo controlplane_client pool http_proxy; do
   have_module "$m" || die "module $m is not built"
 done
+# shellcheck disable=SC3045
 [ "$(ulimit -n)" -gt $((N + 2000)) ] ||
   die "RLIMIT_NOFILE $(ulimit -n) is too low for $N ports in one phconnect"
 
@@ -78,12 +80,13 @@ PC_PID=$LAST
 wait_long grep -q '^ready' "$T/phconnect.out" || die "phconnect did not start: $(tail -2 "$T/phconnect.out")"
 
 owned() { # K: proxies in gateway gK's view
+  _p=
   eval "_p=\$GW$1"
   "$CURL" -s -m 10 "http://127.0.0.1:$_p/v1/cp/view" | grep -o '"proxy_id"' | wc -l
 }
 cm() { msum "http://127.0.0.1:$CA/metrics" "$1"; }
-gm() { eval "_p=\$GW$1"; msum "http://127.0.0.1:$_p/metrics" "$2"; }
-chk_checks() { eval "_p=\$CHKA$1"; msum "http://127.0.0.1:$_p/metrics" 'proxyhost_checker_checks_total{'; }
+gm() { _p=; eval "_p=\$GW$1"; msum "http://127.0.0.1:$_p/metrics" "$2"; }
+chk_checks() { _p=; eval "_p=\$CHKA$1"; msum "http://127.0.0.1:$_p/metrics" 'proxyhost_checker_checks_total{'; }
 ivms() { case $1 in *ms) echo "${1%ms}" ;; *s) echo $((${1%s} * 1000)) ;; *) die "interval $1" ;; esac; }
 up() { # ITV: the controller, 2 gateways and the checkers (tiers set later)
   _iv=$1 _fast=$1
@@ -118,7 +121,7 @@ say "added in $(ms_to_s "$ADD_MS") s"
 stop_pid "$CTL_PID"
 
 # ---- one run: INTERVAL TIERS ----------------------------------------------------------
-ROWS="" TROWS="" FROWS=""
+ROWS="" FROWS=""
 sample() { # -> the S_ variables
   S_T=$(now_ms)
   S_CTL=$(ticks "$CTL_PID") S_RED=$(ticks "$REDIS_PID") S_GW=$(ticks "$GW1_PID" "$GW2_PID")
@@ -129,20 +132,19 @@ sample() { # -> the S_ variables
     S_CHECKS=$((S_CHECKS + $(chk_checks "$_k")))
   done
   _m=$("$CURL" -s -m 5 "http://127.0.0.1:$CA/metrics")
-  mv() { printf '%s\n' "$_m" | awk -v p="$1" 'index($0, p) == 1 { s += $NF } END { printf "%.0f\n", s }'; }
-  S_ISSUED=$(mv 'proxyhost_cp_controller_check_tasks_total{tier="basic",result="issued"}')
-  S_ISSUED=$((S_ISSUED + $(mv 'proxyhost_cp_controller_check_tasks_total{tier="egress",result="issued"}')))
-  S_OBS=$(mv 'proxyhost_cp_controller_observations_total{result="accepted"}')
-  S_FULLB=$(mv 'proxyhost_cp_controller_snapshot_bytes_total{kind="full"}')
-  S_DELTB=$(mv 'proxyhost_cp_controller_snapshot_bytes_total{kind="delta"}')
-  S_SENT=$(mv 'proxyhost_cp_controller_snapshots_sent_total')
-  S_DELTAS=$(mv 'proxyhost_cp_controller_deltas_sent_total')
-  S_TRANS=$(mv 'proxyhost_cp_controller_health_transitions_total')
-  S_WRITES=$(mv 'proxyhost_cp_controller_health_writes_total')
+  mval() { printf '%s\n' "$_m" | awk -v p="$1" 'index($0, p) == 1 { s += $NF } END { printf "%.0f\n", s }'; }
+  S_ISSUED=$(mval 'proxyhost_cp_controller_check_tasks_total{tier="basic",result="issued"}')
+  S_ISSUED=$((S_ISSUED + $(mval 'proxyhost_cp_controller_check_tasks_total{tier="egress",result="issued"}')))
+  S_OBS=$(mval 'proxyhost_cp_controller_observations_total{result="accepted"}')
+  S_FULLB=$(mval 'proxyhost_cp_controller_snapshot_bytes_total{kind="full"}')
+  S_DELTB=$(mval 'proxyhost_cp_controller_snapshot_bytes_total{kind="delta"}')
+  S_SENT=$(mval 'proxyhost_cp_controller_snapshots_sent_total')
+  S_DELTAS=$(mval 'proxyhost_cp_controller_deltas_sent_total')
+  S_TRANS=$(mval 'proxyhost_cp_controller_health_transitions_total')
   S_V1=$(gm 1 'proxyhost_cp_gateway_view_version') S_V2=$(gm 2 'proxyhost_cp_gateway_view_version')
 }
 keep() { # copy the S_ variables to P_
-  for _v in T CTL RED GW CHK CHECKS ISSUED OBS FULLB DELTB SENT DELTAS TRANS WRITES V1 V2; do
+  for _v in T CTL RED GW CHK CHECKS ISSUED OBS FULLB DELTB SENT DELTAS TRANS V1 V2; do
     eval "P_$_v=\$S_$_v"
   done
 }
@@ -156,6 +158,14 @@ row() {
   _full=$((S_SENT - P_SENT - S_DELTAS + P_DELTAS)) _del=$((S_DELTAS - P_DELTAS))
   _nt=$(echo "$tiers" | tr ',' '\n' | grep -c .)
   echo "| $1 | $((N * _nt * 1000 / $(ivms "$iv"))) | $(per_s "$_obs" "$_ms") | $(us_per $((S_CTL - P_CTL)) "$_obs") | $(us_per $((S_CTL - P_CTL)) "$_iss") | $(us_per $((S_RED - P_RED)) "$_obs") | $(us_per $((S_CHK - P_CHK)) "$_chk") | $(us_per $((S_GW - P_GW)) "$_obs") | $(per_s "$_full" "$_ms") / $(kib_s "$_fb" "$_ms") | $(per_s "$_del" "$_ms") / $(kib_s "$_db" "$_ms") | $(kib_s $(((_fb + _db) / 2)) "$_ms") | $(per_s $((S_V1 - P_V1)) "$_ms") / $(per_s $((S_V2 - P_V2)) "$_ms") | $((S_TRANS - P_TRANS)) | $(items) | $(($(rss_kb "$CTL_PID") / 1024)) |"
+}
+items() { # the run's tiers' items by state: none / available / suspect / unhealthy
+  for _t in basic egress; do
+    case ",$tiers," in *",$_t,"*) ;; *) continue ;; esac
+    printf '%s %s; ' "$_t" "$(for _s in none available suspect unhealthy; do
+      cm "proxyhost_cp_controller_health_items{tier=\"$_t\",state=\"$_s\"}"
+    done | paste -sd/ | sed 's,/, / ,g')"
+  done | sed 's/; $//'
 }
 # settled: every item of the run's tiers has a verdict (none at 0), after
 # as many observations as items
