@@ -33,6 +33,7 @@
 #   CSB_CONCURRENCY=512 (each checker's max_concurrency)
 #   CSB_FAIL_EVERY=100 (1 %)   CSB_FLAKY_WINDOW=30   BENCH_KEEP=1
 #   CSB_OWNED=CSB_PROXIES/2 ([redis_ownership] max_owned_per_worker)
+#   CSB_CTL_KEYS="KEY = VALUE" lines for [controlplane_server]
 # Markdown on stdout, progress on stderr.
 set -u
 top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
@@ -93,7 +94,8 @@ up() { # ITV: the controller, 2 gateways and the checkers (tiers set later)
   [ "$(ivms "$1")" -gt 500 ] && _fast=500ms
   start_controller "check_interval = $_iv
 fast_interval = $_fast
-echo_url = http://127.0.0.1:$ECHO/echo"
+echo_url = http://127.0.0.1:$ECHO/echo
+${CSB_CTL_KEYS:-}"
 }
 down() {
   for _k in $(seq 1 "$NCHK"); do eval "stop_pid \$CHK${_k}_PID"; done
