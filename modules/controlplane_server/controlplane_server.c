@@ -48,6 +48,7 @@ static const char *const assign_results[] = {"ok", "failed", NULL};
 static const char *const drop_reasons[] = {"limit", "handshake_timeout", NULL};
 static const char *const withheld_reasons[] = {"credential", NULL};
 static const char *const rebalance_what[] = {"moved", "limited", NULL};
+static const char *const snapshot_kinds[] = {"full", "delta", NULL};
 static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                               0.1,   0.25,   0.5,   1,    2.5,   5};
 
@@ -58,6 +59,7 @@ static const ph_label_def drop_label[] = {{"reason", drop_reasons}};
 static const ph_label_def withheld_label[] = {{"reason", withheld_reasons}};
 static const ph_label_def assign_label[] = {{"result", assign_results}};
 static const ph_label_def rebalance_label[] = {{"what", rebalance_what}};
+static const ph_label_def kind_label[] = {{"kind", snapshot_kinds}};
 
 /* In registration order (the order /metrics shows them). */
 static const ph_metric_table cs_metrics[] = {
@@ -87,6 +89,12 @@ static const ph_metric_table cs_metrics[] = {
     PH_METRIC("proxyhost_cp_controller_deltas_sent_total", PH_METRIC_COUNTER,
               "snapshots sent as a delta on the acknowledged one",
               PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, cs, m_deltas),
+    PH_METRIC("proxyhost_cp_controller_snapshot_bytes_total",
+              PH_METRIC_COUNTER,
+              "bytes of the WatchSnapshots messages sent, by kind: a full "
+              "snapshot or a delta on the acknowledged one",
+              PH_METRIC_LABELS(kind_label), PH_METRIC_NO_BUCKETS, cs,
+              m_bytes),
     PH_METRIC("proxyhost_cp_controller_streams_replaced_total",
               PH_METRIC_COUNTER,
               "WatchSnapshots streams ended ABORTED by a newer "

@@ -99,6 +99,7 @@ typedef struct cs {
   ph_series *m_rpcs[CS_M_COUNT][17];
   ph_series *m_seconds[CS_M_COUNT];
   ph_series *m_streams, *m_sent, *m_deltas, *m_build, *m_build_fail, *m_assign[2];
+  ph_series *m_bytes[2]; /* bytes sent: full snapshots, deltas */
   ph_series *m_replaced; /* streams ended by a newer one of their session */
   ph_series *m_withheld; /* owned proxies a build left out: no credential */
   ph_series *m_rebalance[2]; /* proxies set moving; moves held back */

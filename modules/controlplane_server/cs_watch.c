@@ -185,6 +185,7 @@ static void sent(void *arg, cp_grpc_call *call) {
   w->ws.last.owned_digest = w->owned_digest;
   w->ws.last.lease_digest = w->lease_digest;
   api->inc(w->m->m_sent, 1);
+  api->inc(w->m->m_bytes[w->is_delta ? 1 : 0], w->out_len);
   if (w->is_delta)
     api->inc(w->m->m_deltas, 1);
   cp_snapshot_free(w->last);

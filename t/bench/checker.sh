@@ -34,7 +34,9 @@ export top_srcdir top_builddir CURL
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
+BENCH=checker.sh
 B=$top_builddir
+. "$top_srcdir/t/bench/bench_lib.sh"
 PHCONNECT=$B/t/bench/phconnect
 PHLOAD=$B/t/bench/phload
 PHTARGET=$B/t/bench/phtarget
@@ -47,92 +49,18 @@ WINDOW=${CHB_WINDOW:-10}
 CONC=${CHB_CONCURRENCY:-512}
 KILLS=${CHB_KILLS:-3}
 FLAKY_S=${CHB_FLAKY_SECONDS:-120}
-HZ=$(getconf CLK_TCK)
 WATCH="python3 $top_srcdir/t/bench/health_watch.py"
-say() { echo "# $*" >&2; }
-die() { echo "checker.sh: $*" >&2; exit 2; }
 for f in "$PHCONNECT" "$PROXYHOST" "$CTL"; do
   [ -x "$f" ] || die "$f is missing: make && make t/bench/phconnect"
 done
 for m in store_sqlite admin_api pool_api redis_ownership controlplane_server checker; do
   have_module "$m" || die "module $m is not built"
 done
-stop_pid() {
-  kill "$1" 2>/dev/null
-  i=0
-  while [ $i -lt 50 ] && running "$1"; do sleep 0.1; i=$((i + 1)); done
-  kill -9 "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
-}
-cleanup() {
-  for p in $PIDS; do stop_pid "$p"; done
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $T"; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# shellcheck disable=SC3045
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-bg() { # NAME CMD...: in the background, output in $T/NAME.out; sets LAST
-  _n=$1
-  shift
-  "$@" >>"$T/$_n.out" 2>&1 &
-  LAST=$!
-  PIDS="$PIDS $LAST"
-}
-ticks() { # PID... -> utime + stime + cutime + cstime summed, clock ticks
-  for p in "$@"; do
-    awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$p/stat" 2>/dev/null
-  done | awk '{ s += $1 } END { print s + 0 }'
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-us_per() { awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print "-" }'; }
-ms_to_s() { awk -v a="$1" 'BEGIN { printf "%.2f", a / 1000 }'; }
-# phconnect's handshakes so far (SIGUSR1 prints conns=N on its output)
-conns() {
-  _c=$(grep -c '^conns=' "$T/$2.out")
-  kill -USR1 "$1"
-  i=0
-  while [ $i -lt 100 ] && [ "$(grep -c '^conns=' "$T/$2.out")" -le "$_c" ]; do sleep 0.02; i=$((i + 1)); done
-  sed -n 's/^conns=//p' "$T/$2.out" | tail -1
-}
-msum() { # URL PREFIX -> the sum of every sample starting with PREFIX
-  "$CURL" -s -m 5 "$1" | awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { print s + 0 }'
-}
-
-# ---- the controller (conf/controller.ini's modules, plaintext) -----------------
 start_redis "$T/redis" || die "redis-server did not start"
 REDIS_PID=$(cat "$T/redis/redis.pid")
-CA=$(free_port) CPP=$(free_port)
-# t/lib/controller.sh's controller at every default but the keys given
-# (its test timers removed), logging warnings only.
-controller_conf() { # FILE [KEY = VALUE lines for controlplane_server]
-  controller_ini "$1" "$CA" "$CPP"
-  sed -i -e 's/^level = debug$/level = warn/' -e '/^assign_interval = /d' \
-    -e '/^watch_poll_interval = /d' -e '/^min_snapshot_interval = /d' "$1"
-  printf '%s\n' "$2" >>"$1"
-}
-start_controller() { # EXTRA
-  controller_conf "$T/ctl.ini" "$1"
-  bg controller "$PROXYHOST" -c "$T/ctl.ini"
-  CTL_PID=$LAST
-  wait_long healthy "$CA" || die "the controller did not start: $(tail -3 "$T/controller.out")"
-}
-ctl() { "$CTL" --admin "127.0.0.1:$CA" --token-file "$T/admin.token" "$@" >/dev/null; }
 # The echo endpoint (the echo module): BASIC tunnels to its host:port,
 # EGRESS fetches it.
-ECHO=$(free_port)
-printf '[proxyhost]\nmodules = echo\nmodule_path = %s\n[log]\nlevel = warn\n[admin]\nlisten = 127.0.0.1:%s\n[echo]\nlisten = 127.0.0.1:%s\n' \
-  "$B/modules" "$(free_port)" "$ECHO" >"$T/echo.ini"
-bg echo "$PROXYHOST" -c "$T/echo.ini"
-wait_for port_open "$ECHO" || die "the echo endpoint did not start"
-CHK_ADMIN=$(free_port)
-start_checker() { # TIERS
-  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\ndrain_timeout = 1s\n[log]\nlevel = warn\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nmax_concurrency = %s\ntiers = %s\necho.url = http://127.0.0.1:%s/echo\n' \
-    "$B/modules" "$CHK_ADMIN" "$CONC" "$1" "$ECHO" >"$T/chk.ini"
-  bg checker "$PROXYHOST" -c "$T/chk.ini" -control-plane "127.0.0.1:$CPP" \
-    -cluster-id c1 -checker-id k1 -instance-id k1-bench -zone z1
-  CHK_PID=$LAST
-}
+start_echo
 chk_checks() { msum "http://127.0.0.1:$CHK_ADMIN/metrics" 'proxyhost_checker_checks_total{tier="basic"'; }
 chk_failed() {
   "$CURL" -s -m 5 "http://127.0.0.1:$CHK_ADMIN/metrics" |
@@ -246,33 +174,6 @@ upstream() { # K PORT: proxyhost `local` (direct + http_proxy) as u K
   bg "u$1" "$PROXYHOST" -c "$T/u$1.ini"
   eval "U$1_PID=\$LAST"
   wait_for port_open "$2" || die "upstream u$1 did not start"
-}
-gateway() { # K: gateway g K, its admin port in GW K
-  a=$(free_port) h=$(free_port)
-  cat >"$T/gw$1.ini" <<EOG
-; written by t/bench/checker.sh: conf/gateway.ini's modules without socks5
-[proxyhost]
-modules = controlplane_client, outcome_reporter, direct, direct.out, round_robin, weighted, least_active, random, sticky, pool, http_proxy
-module_path = $B/modules
-drain_timeout = 1s
-[log]
-level = warn
-[admin]
-listen = 127.0.0.1:$a
-[controlplane_client]
-tls.mode = disabled
-[direct.out]
-deny_cidrs = 10.0.0.0/8
-[pool]
-upstream_connector = direct
-direct_connector = direct.out
-[http_proxy]
-listen = 127.0.0.1:$h
-connector = pool
-EOG
-  bg "gw$1" "$PROXYHOST" -c "$T/gw$1.ini" -control-plane "127.0.0.1:$CPP" \
-    -cluster-id c1 -worker-id "g$1" -instance-id "g$1-bench" -zone z1
-  eval "GW$1=$a GWH$1=$h"
 }
 secs() { # "redis_ms=A gw_ms=B" r|gw -> seconds
   _v=${1#redis_ms=}

@@ -10,10 +10,16 @@
  * "HTTP/1.1 200 Connection established" and is held until its client
  * closes: a BASIC check's CONNECT handshake and HAProxy's tcp-check alike.
  * The port given with --flaky answers every third handshake with 502
- * instead (the flaky proxy of the detection run).
+ * instead (the flaky proxy of the detection run). With --fail-every M,
+ * one port in M (BASE, BASE + M, ...) answers every handshake with 502
+ * while SIGUSR2 has toggled them failing (off at the start): the share
+ * of the pool that t/bench/controller_scale.sh takes down and up again.
+ * With --relay 1, a CONNECT to 127.0.0.1:PORT is relayed there once its
+ * client sends (the EGRESS check's fetch of the echo module).
  * SIGUSR1 prints "conns=N" (handshakes answered so far) on stdout. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ev.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -30,6 +36,8 @@ typedef struct conn {
   size_t len;
   int answered;
   int fail;
+  int target_port;   /* the CONNECT's 127.0.0.1 port (--relay), or 0 */
+  struct conn *peer; /* the relayed connection, once data came */
   char req[REQ_MAX];
 } conn;
 
@@ -37,19 +45,73 @@ static struct ev_loop *loop;
 static unsigned long answered;
 static int flaky_port = -1;
 static unsigned long flaky_seen;
+static int base_port, fail_every, failing, relay;
 static const char ok_head[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 static const char bad_head[] = "HTTP/1.1 502 Bad Gateway\r\n\r\n";
 
 static void conn_close(conn *c) {
+  if (c->peer) {
+    c->peer->peer = NULL;
+    conn_close(c->peer);
+  }
   ev_io_stop(loop, &c->io);
   close(c->io.fd);
   free(c);
+}
+
+static void on_conn(struct ev_loop *l, ev_io *w, int revents);
+
+/* --relay: the tunnel to the CONNECT's 127.0.0.1 port, opened when its
+ * client first sends (a BASIC check never does: it costs no connection). */
+static conn *relay_open(conn *c) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)c->target_port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) ||
+      fcntl(fd, F_SETFL, O_NONBLOCK)) {
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  conn *p = calloc(1, sizeof *p);
+  if (!p) {
+    close(fd);
+    return NULL;
+  }
+  p->answered = 1;
+  p->peer = c;
+  c->peer = p;
+  ev_io_init(&p->io, on_conn, fd, EV_READ);
+  ev_io_start(loop, &p->io);
+  return p;
+}
+
+/* Relayed bytes, written whole or the pair closed (small exchanges only). */
+static void relay_data(conn *c, const char *buf, size_t n) {
+  if (!c->peer && (!c->target_port || !relay_open(c))) {
+    conn_close(c);
+    return;
+  }
+  if (write(c->peer->io.fd, buf, n) != (ssize_t)n)
+    conn_close(c);
 }
 
 static void on_conn(struct ev_loop *l, ev_io *w, int revents) {
   conn *c = (conn *)w;
   (void)l;
   (void)revents;
+  if (c->answered && relay) {
+    char buf[16384];
+    ssize_t r = read(w->fd, buf, sizeof buf);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+      return;
+    if (r <= 0)
+      conn_close(c);
+    else
+      relay_data(c, buf, (size_t)r);
+    return;
+  }
   ssize_t n = read(w->fd, c->req + c->len, REQ_MAX - 1 - c->len);
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return;
@@ -75,6 +137,10 @@ static void on_conn(struct ev_loop *l, ev_io *w, int revents) {
   c->answered = 1;
   c->len = 0;
   answered++;
+  int tp = 0;
+  if (relay && sscanf(c->req, "CONNECT 127.0.0.1:%d ", &tp) == 1 && tp > 0 &&
+      tp < 65536)
+    c->target_port = tp;
 }
 
 static void on_accept(struct ev_loop *l, ev_io *w, int revents) {
@@ -88,7 +154,9 @@ static void on_accept(struct ev_loop *l, ev_io *w, int revents) {
       close(fd);
       return;
     }
-    c->fail = (intptr_t)w->data == flaky_port && ++flaky_seen % 3 == 0;
+    int port = (int)(intptr_t)w->data;
+    c->fail = (port == flaky_port && ++flaky_seen % 3 == 0) ||
+              (failing && fail_every > 0 && (port - base_port) % fail_every == 0);
     ev_io_init(&c->io, on_conn, fd, EV_READ);
     ev_io_start(l, &c->io);
   }
@@ -99,6 +167,15 @@ static void on_usr1(struct ev_loop *l, ev_signal *w, int revents) {
   (void)w;
   (void)revents;
   printf("conns=%lu\n", answered);
+  fflush(stdout);
+}
+
+static void on_usr2(struct ev_loop *l, ev_signal *w, int revents) {
+  (void)l;
+  (void)w;
+  (void)revents;
+  failing = !failing;
+  printf("failing=%d\n", failing);
   fflush(stdout);
 }
 
@@ -117,11 +194,17 @@ int main(int argc, char **argv) {
       count = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--flaky"))
       flaky_port = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--fail-every"))
+      fail_every = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--relay"))
+      relay = atoi(argv[i + 1]);
   }
-  if (base <= 0 || count <= 0 || base + count > 65536) {
-    fprintf(stderr, "usage: phconnect --base PORT --count N [--flaky PORT]\n");
+  if (base <= 0 || count <= 0 || base + count > 65536 || fail_every < 0) {
+    fprintf(stderr, "usage: phconnect --base PORT --count N [--flaky PORT] "
+                    "[--fail-every M] [--relay 0|1]\n");
     return 2;
   }
+  base_port = base;
   signal(SIGPIPE, SIG_IGN);
   loop = ev_default_loop(EVFLAG_AUTO);
   ev_io *ls = calloc((size_t)count, sizeof *ls);
@@ -143,8 +226,10 @@ int main(int argc, char **argv) {
     ls[i].data = (void *)(intptr_t)(base + i);
     ev_io_start(loop, &ls[i]);
   }
-  ev_signal su, st, si;
+  ev_signal su, su2, st, si;
   ev_signal_init(&su, on_usr1, SIGUSR1);
+  ev_signal_init(&su2, on_usr2, SIGUSR2);
+  ev_signal_start(loop, &su2);
   ev_signal_init(&st, on_term, SIGTERM);
   ev_signal_init(&si, on_term, SIGINT);
   ev_signal_start(loop, &su);

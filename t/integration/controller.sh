@@ -52,6 +52,12 @@ like "$m" 'proxyhost_cp_controller_rpcs_total{method="RegisterWorker",code="OK"}
 like "$m" 'proxyhost_cp_controller_snapshots_sent_total' "metrics: snapshots sent"
 d=$(printf '%s\n' "$m" | sed -n 's/^proxyhost_cp_controller_deltas_sent_total //p')
 [ "${d:-0}" -ge 1 ]; ok $? "metrics: deltas sent ($d)"
+# issue 26 (i26-scale): the bytes each kind cost, for the snapshot traffic
+# a pool's changes cause (make bench-controller-scale reads them)
+bf=$(printf '%s\n' "$m" | sed -n 's/^proxyhost_cp_controller_snapshot_bytes_total{kind="full"} //p')
+bd=$(printf '%s\n' "$m" | sed -n 's/^proxyhost_cp_controller_snapshot_bytes_total{kind="delta"} //p')
+[ "${bf:-0}" -gt 0 ] && [ "${bd:-0}" -gt 0 ]
+ok $? "metrics: snapshot bytes sent, full ($bf) and delta ($bd)"
 python3 "$top_srcdir/t/lib/metrics_lint.py" "$T/body" 5000 cp_controller cp_redis \
   redis_ownership store_sqlite admin_api >"$T/lint.out" 2>&1
 ok $? "metrics: in the prefix scheme"
