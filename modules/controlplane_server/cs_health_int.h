@@ -58,7 +58,7 @@ static inline int hc_tier_row(int tier) {
 enum { HC_OBS_ACTIVE, HC_OBS_PASSIVE, HC_OBS_CHECKER_ERROR, HC_OBS_IGNORED,
        HC_OBS_COUNT };
 #define HC_TIERS 4 /* basic, egress, target, passive */
-/* proxyhost_cp_passive_forwarded_total{result}: proxies' aggregates */
+/* proxyhost_cp_controller_passive_forwarded_total{result}: proxies' aggregates */
 enum { HC_FWD_SENT, HC_FWD_DROPPED, HC_FWD_FAILED, HC_FWD_TAKEN,
        HC_FWD_COUNT };
 

@@ -53,7 +53,7 @@ static const ph_metric_table metrics[] = {
     PH_METRIC("proxyhost_cp_controller_health_panic_total", PH_METRIC_COUNTER,
               "groups that entered the panic guard", PH_METRIC_NO_LABELS,
               PH_METRIC_NO_BUCKETS, cs_health_state, m_panic_total),
-    PH_METRIC("proxyhost_cp_passive_forwarded_total", PH_METRIC_COUNTER,
+    PH_METRIC("proxyhost_cp_controller_passive_forwarded_total", PH_METRIC_COUNTER,
               "several controllers: proxies' outcome aggregates handed to "
               "their member through Redis (sent, dropped: no room, failed: "
               "Redis unavailable) and taken by this one as the member",

@@ -11,7 +11,7 @@
 # for SUSPECT). What it shows:
 #  - requests through the gateway: its failed dials to pd are outcomes
 #    at c2, which hands their counts to c1 through Redis
-#    (proxyhost_cp_passive_forwarded_total{result="sent"} at c2,
+#    (proxyhost_cp_controller_passive_forwarded_total{result="sent"} at c2,
 #    {result="taken"} at c1), and c1's reducer makes pd SUSPECT or
 #    UNHEALTHY in Redis (c1 writes it: c2 never does) while c1 has issued
 #    at most one check task for pd;
@@ -82,9 +82,9 @@ grep -q "proxy health changed.*proxy_id=pd" "$T/c1.log"
 ok $? "... by c1's reducer, pd's member"
 grep -q "proxy health changed.*proxy_id=pd" "$T/c2.log"
 ok $((1 - $?)) "... never by c2's"
-s=$(mt "$a2" 'proxyhost_cp_passive_forwarded_total{result="sent"}')
+s=$(mt "$a2" 'proxyhost_cp_controller_passive_forwarded_total{result="sent"}')
 [ "${s:-0}" -ge 1 ]; ok $? "c2 handed pd's counts over ($s sent)"
-s=$(mt "$a1" 'proxyhost_cp_passive_forwarded_total{result="taken"}')
+s=$(mt "$a1" 'proxyhost_cp_controller_passive_forwarded_total{result="taken"}')
 [ "${s:-0}" -ge 1 ]; ok $? "c1 took them ($s taken)"
 v=$(redis_cli "$T/redis" HGET "${P}health" pa)
 [ -z "$v" ] || [ "$v" = 1 ]; ok $? "pa stays AVAILABLE or without a verdict ($v)"
