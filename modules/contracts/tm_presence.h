@@ -145,7 +145,9 @@ typedef struct tm_presence_v1 {
   int (*cancel)(void *self, int64_t id);
   /* The in-memory view, no I/O (TM-P2-33). PH_OK; PH_ESTATE before the
    * first read or when the last good read is older than the store's
-   * stale bound (the view may be filled but is not vouched for). */
+   * stale bound (store_pg: three presence_poll intervals); *out is filled
+   * either way (possibly empty, or old: not vouched for). The first call
+   * starts the store's following of presence. */
   int (*view)(void *self, tm_presence_view *out);
   /* One watcher (a second replaces the first; NULL removes it). */
   void (*watch)(void *self, tm_presence_watch_cb cb, void *arg);

@@ -30,6 +30,7 @@ struct spg_tm {
   PGconn *lc;                 /* the LISTEN connection */
   ph_io *lio;
   int lstate;
+  int64_t backoff_ms;         /* the next retry's wait */
   int64_t read_task;          /* > 0 while a read runs */
   int dirty;                  /* asked again while it ran */
   int stopped;
@@ -214,14 +215,23 @@ static void l_close(struct spg_tm *v) {
   v->lstate = L_NONE;
 }
 
+/* The LISTEN connection failed (or its deadline passed): closed, and
+ * tried again after a backoff doubling from reconnect_min to
+ * reconnect_max; the poll goes on meanwhile. */
 static void l_fail(struct spg_tm *v, const char *what) {
   spg *s = v->s;
   PH_LOG_RL(s->api, s->ctx, PH_LOG_WARN,
             "store_pg: presence LISTEN connection lost; the poll goes on",
             PH_STR("stage", what));
   l_close(v);
-  if (!v->stopped)
-    s->api->timer_set(v->retry, (uint64_t)s->presence_poll_ms, 0);
+  if (v->stopped)
+    return;
+  if (v->backoff_ms < s->reconnect_min_ms)
+    v->backoff_ms = s->reconnect_min_ms;
+  s->api->timer_set(v->retry, (uint64_t)v->backoff_ms, 0);
+  v->backoff_ms = v->backoff_ms * 2 > s->reconnect_max_ms
+                      ? s->reconnect_max_ms
+                      : v->backoff_ms * 2;
 }
 
 static int l_watch(struct spg_tm *v, int events) {
@@ -244,13 +254,21 @@ static void l_start(struct spg_tm *v) {
     return;
   }
   v->lstate = L_CONNECTING;
+  /* The deadline of connecting and LISTEN: query_timeout, as the pool's
+   * connection attempts. */
+  v->s->api->timer_set(v->retry, (uint64_t)v->s->query_timeout_ms, 0);
 }
 
+/* The retry timer: a deadline while connecting, the backoff when down. */
 static void on_retry(ph_timer *t, void *arg) {
   (void)t;
   struct spg_tm *v = arg;
-  if (!v->stopped && v->lstate == L_NONE)
+  if (v->stopped)
+    return;
+  if (v->lstate == L_NONE)
     l_start(v);
+  else if (v->lstate != L_LISTENING)
+    l_fail(v, "timeout");
 }
 
 static void l_connecting(struct spg_tm *v) {
@@ -296,6 +314,11 @@ static void l_input(struct spg_tm *v, int revents) {
         return;
       }
       v->lstate = L_LISTENING;
+      v->backoff_ms = 0;
+      v->s->api->timer_set(v->retry, 0, 0);
+      PH_LOG(v->s->api, v->s->ctx, PH_LOG_INFO,
+             "store_pg: presence LISTEN connection up",
+             PH_STR("channel", TM_CHANNEL));
       seen = 1; /* caught up: whatever happened before LISTEN is read */
     }
     PQclear(r);

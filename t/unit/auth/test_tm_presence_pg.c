@@ -12,13 +12,14 @@
  *    and drops the older one's agents;
  *  - heartbeats keep a node and its agents in the view; a lapsed lease
  *    hides both (seen by the poll, no notification);
+ *  - PostgreSQL restarted: the LISTEN connection comes back by itself;
  *  - statements per heartbeat do not grow with the node's agents: the
  *    cluster logs every statement of the database (log_statement = all)
  *    and the lines of each heartbeat are counted, with 1 and 200 agents;
  *  - the view answers from memory (TM-P2-33): a watcher hears of each
  *    change with the view's revision.
  * Run by t/integration/store_pg.sh (PH_TEST_PG_DSN, PH_TEST_PG_LOG: the
- * cluster's server log, PH_TEST_LOG). Every wait is a bounded number of
+ * cluster's server log, PH_TEST_PG_STOP/START, PH_TEST_LOG). Every wait is a bounded number of
  * 20 ms loop slices. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,8 @@ static client *up(const char *poll) {
            "[proxyhost]\nmodules = %s\ndrain_timeout = 3s\n"
            "[log]\nlevel = debug\nfile = %s\n"
            "[store_pg]\ndsn = %s dbname=" DB "\nmigrate = auto\n"
-           "pool_size = 2\nquery_timeout = 2s\npresence_poll = %s\n",
+           "pool_size = 2\nquery_timeout = 2s\npresence_poll = %s\n"
+           "reconnect_min = 50ms\nreconnect_max = 200ms\n",
            MODULE, log_path, base_dsn, poll);
   ph_mock *m = ph_mock_new(ini, err, sizeof(err));
   int before = n_clients;
@@ -381,6 +383,25 @@ int main(void) {
   is_int(finish(a->tp->node_leave(a->self, "node-a", 101, on_done, &lw), &lw),
          PH_OK, "node-a leaves");
   ok(wait_view(b, lacks_node, "node-a", 100), "b sees it gone by NOTIFY");
+
+  /* PostgreSQL restarted: b's LISTEN connection comes back by itself
+   * (backoff 50..200 ms) and b's view follows a write without its poll. */
+  const char *pg_stop = getenv("PH_TEST_PG_STOP");
+  const char *pg_start = getenv("PH_TEST_PG_START");
+  if (pg_stop && pg_start) {
+    ok(system(pg_stop) == 0, "PostgreSQL stopped");
+    for (int i = 0; i < 10; i++)
+      slice();
+    ok(system(pg_start) == 0, "and started again");
+    int r = -999;
+    for (int i = 0; i < 100 && r != PH_OK; i++) {
+      r = heartbeat(a, "node-r", "z1", 1, 60000);
+      slice();
+    }
+    is_int(r, PH_OK, "a's heartbeat goes through again (node-r)");
+    ok(wait_view(b, has_node, "node-r", 250),
+       "b's LISTEN connection came back: it sees node-r (poll 60 s)");
+  }
 
   /* Statements per heartbeat: 1 agent, then 200. */
   ok(sql(DB, "ALTER DATABASE " DB " SET log_statement = 'all'") == 0,
