@@ -5,7 +5,10 @@
  * third of presence.lease with one heartbeat, whatever its number of
  * agents; each agent's connection count is written when it changes (one
  * statement per agent connection opened or closed, never per stream),
- * and its row deleted when its last connection closes. Nothing reads the
+ * and its row deleted when its last connection closes; a write that
+ * failed (the database away, the node's row not there yet) is made good
+ * by writing every agent again after the next good heartbeat. Nothing
+ * reads the
  * presence yet (the relay and the selection are later rounds).
  *
  * The state the store's callbacks see is its own (ts_mesh), freed once
@@ -20,6 +23,7 @@
 #include "ts_int.h"
 
 struct ts_mesh {
+  ts_mod *m; /* while not dead */
   const tm_presence_v1 *tp;
   void *self;
   ph_ctx *ctx;
@@ -28,6 +32,8 @@ struct ts_mesh {
   int64_t inst, lease_ms, last_nonce;
   unsigned in_flight;
   int dead;
+  int resend; /* an agent write failed: every agent again after the next
+                 good heartbeat */
 };
 
 /* Increasing nonces (wall-clock microseconds, at least the last + 1):
@@ -52,6 +58,11 @@ static void release(ts_mesh *x) {
 
 static void on_beat(void *arg, int status) {
   ts_mesh *x = arg;
+  if (!x->dead && status == PH_OK && x->resend) {
+    x->resend = 0;
+    for (const ts_agent *a = x->m->agents; a; a = a->next)
+      ts_mesh_agent(x->m, a);
+  }
   if (!x->dead && status == TM_PRESENCE_SUPERSEDED)
     PH_LOG_RL(ts_api, x->ctx, PH_LOG_WARN,
               "presence: a newer instance holds this node id",
@@ -64,6 +75,12 @@ static void on_beat(void *arg, int status) {
 
 static void on_agent(void *arg, int status) {
   ts_mesh *x = arg;
+  /* STALE here is also the node's row not (yet, or no longer) this
+   * instance's: sent again after the next good heartbeat, as a failure
+   * (an older session's answer is harmless to send again: the newer
+   * row stays). */
+  if (!x->dead && status != PH_OK)
+    x->resend = 1;
   if (!x->dead && status != PH_OK && status != TM_PRESENCE_STALE)
     PH_LOG_RL(ts_api, x->ctx, PH_LOG_WARN, "presence: agent write failed",
               PH_STR("node", x->node), PH_INT("status", status));
@@ -96,6 +113,7 @@ int ts_mesh_start(ts_mod *m) {
   ts_mesh *x = calloc(1, sizeof(*x));
   if (!x)
     return PH_ENOMEM;
+  x->m = m;
   x->tp = tp;
   x->self = self;
   x->ctx = m->ctx;

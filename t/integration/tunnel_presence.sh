@@ -6,7 +6,8 @@
 # presence.lease 3s) registers its node in tm_nodes and renews its lease
 # (the expiry moves on); an agent connecting appears in
 # tm_agent_presence with its connection count, and is gone once it
-# stops; the server stopped (no heartbeat), its lease lapses in the
+# stops; a write that failed (a trigger refusing it) is made good after the
+# next heartbeat; the server stopped (no heartbeat), its lease lapses in the
 # database's clock. presence = true without node_id is refused by
 # --check-config, and with store_sqlite (no tm.presence) the start fails
 # saying why. Every wait is bounded (wait_for, wait_long).
@@ -48,6 +49,22 @@ kill -TERM "$a_pid"; wait_exit "$a_pid" 30
 no_agent() { [ "$(q 'SELECT count(*) FROM tm_agent_presence')" = 0 ]; }
 wait_long no_agent; ok $? "the agent stopped: its row is gone"
 node_row; ok $? "node-1 stays"
+
+# An agent write that fails (a trigger refuses it) is made good after the
+# next good heartbeat: every agent is written again.
+q "CREATE FUNCTION no_agents() RETURNS trigger LANGUAGE plpgsql AS
+  \$\$ BEGIN RAISE EXCEPTION 'injected failure'; END \$\$" >/dev/null
+q 'CREATE TRIGGER no_agents BEFORE INSERT OR UPDATE ON tm_agent_presence FOR EACH ROW EXECUTE FUNCTION no_agents()' >/dev/null
+ok $? "a trigger refuses every agent write"
+tn_agent b s1; tn_wait_sessions "$b_admin" agent 1
+ok $? "agent b connected to s1 meanwhile"
+failed_write() { grep -q 'presence: agent write failed' "$T/s1.log"; }
+wait_long failed_write; ok $? "its write failed, logged (presence: agent write failed)"
+no_agent; ok $? "and no row is there"
+q 'DROP TRIGGER no_agents ON tm_agent_presence' >/dev/null
+wait_long agent_row; ok $? "the trigger dropped: agent b is in presence (written again after a heartbeat)"
+kill -TERM "$b_pid"; wait_exit "$b_pid" 30
+wait_long no_agent; ok $? "agent b stopped: its row is gone"
 
 kill -TERM "$s1_pid"; wait_exit "$s1_pid" 30
 is "$EXIT" 0 "s1 stops cleanly"
