@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: BSD-2-Clause
--- proxyhost schema, version 10: the full current schema (authorization,
--- and since v10 the proxy pool's configuration).
+-- proxyhost schema, version 11: the full current schema (authorization,
+-- since v10 the proxy pool's configuration, since v11 TunnelMesh presence).
 --
 -- One file for both engines (SQLite 3.35+ and PostgreSQL 13+): only types
 -- and clauses both read the same way. A fresh database runs this file
@@ -167,7 +167,47 @@ CREATE TABLE IF NOT EXISTS pool_revision (
 INSERT INTO pool_revision (id, revision, updated_at)
     VALUES (1, 1, CURRENT_TIMESTAMP);
 
+-- v11 (issue 27, TM-P2-29, TM-P2-33): TunnelMesh presence, the first
+-- brick of a mesh of several servers on one database. Times are
+-- milliseconds of the database's own clock (PostgreSQL clock_timestamp(),
+-- SQLite julianday('now')), never a server's, so nodes with skewed
+-- clocks agree on which lease has lapsed. The contract that reads and
+-- writes these tables is modules/contracts/tm_presence.h.
+--
+-- A server node: one row per configured node id, renewed by its
+-- heartbeat (one UPDATE per interval, whatever its number of agents).
+-- instance_nonce changes at every start of the node's process, so the
+-- heartbeat of an instance that was replaced renews nothing. A node is
+-- live while lease_expires_ms is ahead of the database's clock.
+CREATE TABLE IF NOT EXISTS tm_nodes (
+    node_id TEXT PRIMARY KEY CHECK (length(node_id) BETWEEN 1 AND 128),
+    zone TEXT NOT NULL DEFAULT '' CHECK (length(zone) <= 64),
+    relay_addr TEXT NOT NULL DEFAULT '' CHECK (length(relay_addr) <= 255),
+    instance_nonce BIGINT NOT NULL,
+    lease_expires_ms BIGINT NOT NULL CHECK (lease_expires_ms >= 0),
+    updated_at_ms BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tm_nodes_lease ON tm_nodes (lease_expires_ms);
+
+-- Which agent is connected to which node. A row has no expiry of its
+-- own: it lives as long as its node's lease (and goes with its node).
+-- session_nonce is the agent session's, increasing across the sessions
+-- of one agent on one node: a write carrying an older nonce than the
+-- row's changes nothing (a late update from an old session). connections
+-- is the session's live connection count; capabilities a bit set
+-- (tunnel protocol capability bits).
+CREATE TABLE IF NOT EXISTS tm_agent_presence (
+    agent_id TEXT NOT NULL CHECK (length(agent_id) BETWEEN 1 AND 128),
+    node_id TEXT NOT NULL REFERENCES tm_nodes (node_id) ON DELETE CASCADE,
+    session_nonce BIGINT NOT NULL,
+    connections INTEGER NOT NULL CHECK (connections BETWEEN 0 AND 65535),
+    capabilities BIGINT NOT NULL DEFAULT 0 CHECK (capabilities >= 0),
+    updated_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (agent_id, node_id)
+);
+CREATE INDEX IF NOT EXISTS tm_agent_presence_node ON tm_agent_presence (node_id);
+
 INSERT INTO schema_meta (id, version, updated_at)
-    VALUES (1, 10, CURRENT_TIMESTAMP);
+    VALUES (1, 11, CURRENT_TIMESTAMP);
 
 COMMIT;

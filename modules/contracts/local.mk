@@ -5,4 +5,4 @@
 # (included from Makefile.am; paths are from the top).
 EXTRA_DIST += %D%/cp_authority.h %D%/cp_session.h \
 	%D%/cp_credcheck.h %D%/cp_health.h %D%/cp_status.h \
-	%D%/pool_runtime.h
+	%D%/pool_runtime.h %D%/tm_presence.h

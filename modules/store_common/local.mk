@@ -11,7 +11,9 @@ AZ_SQL_FILES = migrations/ddl.sql migrations/baseline/v0008.sql \
 	migrations/incremental/v0008_to_v0009/sqlite.sql \
 	migrations/incremental/v0008_to_v0009/postgres.sql \
 	migrations/incremental/v0009_to_v0010/sqlite.sql \
-	migrations/incremental/v0009_to_v0010/postgres.sql
+	migrations/incremental/v0009_to_v0010/postgres.sql \
+	migrations/incremental/v0010_to_v0011/sqlite.sql \
+	migrations/incremental/v0010_to_v0011/postgres.sql
 nobase_dist_pkgdata_DATA = $(AZ_SQL_FILES) migrations/README.md
 EXTRA_DIST += scripts/embed-sql.sh
 # One NAME=FILE per array of modules/store_common/migrations_sql.h.
@@ -20,7 +22,9 @@ EXTRA_DIST += scripts/embed-sql.sh
 		$(srcdir)/migrations/incremental/v0008_to_v0009/sqlite.sql \
 		$(srcdir)/migrations/incremental/v0008_to_v0009/postgres.sql \
 		$(srcdir)/migrations/incremental/v0009_to_v0010/sqlite.sql \
-		$(srcdir)/migrations/incremental/v0009_to_v0010/postgres.sql
+		$(srcdir)/migrations/incremental/v0009_to_v0010/postgres.sql \
+		$(srcdir)/migrations/incremental/v0010_to_v0011/sqlite.sql \
+		$(srcdir)/migrations/incremental/v0010_to_v0011/postgres.sql
 	$(AM_V_GEN)$(MKDIR_P) modules/store_common && \
 	$(SHELL) $(srcdir)/scripts/embed-sql.sh $@ store_common/migrations_sql.h \
 	  az_sql_ddl_text=$(srcdir)/migrations/ddl.sql \
@@ -28,7 +32,9 @@ EXTRA_DIST += scripts/embed-sql.sh
 	  az_sql_v0008_to_v0009_sqlite=$(srcdir)/migrations/incremental/v0008_to_v0009/sqlite.sql \
 	  az_sql_v0008_to_v0009_postgres=$(srcdir)/migrations/incremental/v0008_to_v0009/postgres.sql \
 	  az_sql_v0009_to_v0010_sqlite=$(srcdir)/migrations/incremental/v0009_to_v0010/sqlite.sql \
-	  az_sql_v0009_to_v0010_postgres=$(srcdir)/migrations/incremental/v0009_to_v0010/postgres.sql
+	  az_sql_v0009_to_v0010_postgres=$(srcdir)/migrations/incremental/v0009_to_v0010/postgres.sql \
+	  az_sql_v0010_to_v0011_sqlite=$(srcdir)/migrations/incremental/v0010_to_v0011/sqlite.sql \
+	  az_sql_v0010_to_v0011_postgres=$(srcdir)/migrations/incremental/v0010_to_v0011/postgres.sql
 CLEANFILES += %D%/migrations_sql.c
 if STORE_ANY
 # The engine-neutral driver, the registry and the embedded SQL. A store

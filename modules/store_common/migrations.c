@@ -20,6 +20,8 @@ static const az_step steps[] = {
      "v0008_to_v0009"},
     {9, 10, az_sql_v0009_to_v0010_sqlite, az_sql_v0009_to_v0010_postgres,
      "v0009_to_v0010"},
+    {10, 11, az_sql_v0010_to_v0011_sqlite, az_sql_v0010_to_v0011_postgres,
+     "v0010_to_v0011"},
 };
 
 const char *az_sql_ddl(void) { return az_sql_ddl_text; }

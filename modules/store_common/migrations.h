@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 /* The version this build reads and writes (TM-P1-22). */
-#define AZ_SCHEMA_VERSION 10
+#define AZ_SCHEMA_VERSION 11
 
 typedef enum az_engine {
   AZ_ENGINE_SQLITE = 1,

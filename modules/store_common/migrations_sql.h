@@ -13,5 +13,8 @@ extern const char az_sql_v0008_to_v0009_postgres[];
 /* incremental/v0009_to_v0010/{sqlite,postgres}.sql */
 extern const char az_sql_v0009_to_v0010_sqlite[];
 extern const char az_sql_v0009_to_v0010_postgres[];
+/* incremental/v0010_to_v0011/{sqlite,postgres}.sql */
+extern const char az_sql_v0010_to_v0011_sqlite[];
+extern const char az_sql_v0010_to_v0011_postgres[];
 
 #endif

@@ -17,7 +17,9 @@ modules_store_pg_store_pg_la_SOURCES = $(STORE_PG_SOURCES) \
 	%D%/pg_record.h %D%/pg_poll.c \
 	%D%/pg_access.c %D%/pg_authn.c \
 	%D%/pg_list.c %D%/pg_write.c \
-	%D%/pg_proxies.c %D%/pg_proxies_sql.h
+	%D%/pg_proxies.c %D%/pg_proxies_sql.h \
+	%D%/pg_presence.c %D%/pg_presence.h \
+	%D%/pg_presence_sql.h %D%/pg_presence_view.c
 modules_store_pg_store_pg_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
 # -z nodelete: dlclose leaves store_pg.so and libpq's libraries (OpenSSL,
 # Kerberos, LDAP, some with thread-local storage) mapped. Unloading them
@@ -37,6 +39,10 @@ t_unit_auth_test_pg_pool_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
 t_unit_auth_test_pg_pool_LDADD = host/libphmock.la $(LIBPQ_LIBS)
 t_unit_auth_test_store_pg_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
 t_unit_auth_test_store_pg_LDADD = host/libphmock.la $(LIBPQ_LIBS)
+# tm.presence (issue 27) on a real cluster, several mocks on one database.
+check_PROGRAMS += t/unit/auth/test_tm_presence_pg
+t_unit_auth_test_tm_presence_pg_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
+t_unit_auth_test_tm_presence_pg_LDADD = host/libphmock.la $(LIBPQ_LIBS)
 # store_contract.c is #included (one TAP plan), as in test_store_sqlite.
 check_PROGRAMS += t/unit/auth/test_store_pg_contract
 t_unit_auth_test_store_pg_contract_SOURCES = t/unit/auth/test_store_pg_contract.c \

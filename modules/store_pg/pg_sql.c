@@ -3,6 +3,7 @@
  * server never has to guess a type. */
 #include "pg_sql.h"
 
+#include "pg_presence_sql.h"
 #include "pg_proxies_sql.h"
 #include "store_common/az_row.h"
 
@@ -184,6 +185,7 @@ static const pg_stmt stmts[Q_COUNT] = {
                    "RETURNING id",
                    1},
     PG_POOL_STMTS
+    PG_TM_STMTS
 };
 
 const pg_stmt *pg_sql_statements(size_t *n) {

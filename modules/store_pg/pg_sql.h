@@ -68,6 +68,11 @@ enum pg_sql_id {
   Q_CRED_INS,          /* $1 ref, $2 version, $3 now */
   Q_CRED_ROT,          /* $1 ref, $2 now */
   Q_CRED_DEL,          /* $1 ref */
+  Q_TM_HEARTBEAT,      /* tm.presence (pg_presence_sql.h) */
+  Q_TM_AGENT_UP,
+  Q_TM_AGENT_LEFT,
+  Q_TM_NODE_LEAVE,
+  Q_TM_READ,
   Q_COUNT
 };
 

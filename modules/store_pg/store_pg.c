@@ -23,6 +23,7 @@
 #include "lib/conf_values.h"
 #include "store_common/migrate_pg.h"
 #include "store_common/migrations.h"
+#include "pg_presence.h"
 #include "store_pg_int.h"
 
 #define DSN_MAX 4096
@@ -71,6 +72,12 @@ static const ph_conf_key keys[] = {
                 PH_CONF_RESTART, NULL, "first reconnect backoff step", NULL),
     PH_CONF_KEY("reconnect_max", PH_CONF_DURATION, "5s", 10, 600000,
                 PH_CONF_RESTART, NULL, "largest reconnect backoff step",
+                NULL),
+    PH_CONF_KEY("presence_poll", PH_CONF_DURATION, "2s", 100, 60000,
+                PH_CONF_RESTART, NULL,
+                "how often tm.presence's view is read again besides the "
+                "LISTEN notifications (the safety net: a lapsed lease is "
+                "seen within it)",
                 NULL),
     PH_CONF_END};
 
@@ -299,8 +306,10 @@ static int spg_init(ph_ctx *ctx, const ph_api *api, void **state) {
   if ((rc = az_revision_init(&s->rev, ctx, api,
                              api->conf_int(ctx, "stale_allow"))) != PH_OK ||
       (rc = pg_pool_metrics_init(ctx, api, &s->pool_metrics)) != PH_OK ||
-      (rc = req_timer_init(s)) != PH_OK || (rc = poll_init(s)) != PH_OK)
+      (rc = req_timer_init(s)) != PH_OK || (rc = poll_init(s)) != PH_OK ||
+      (rc = tm_view_init(s)) != PH_OK)
     return rc;
+  s->presence_poll_ms = api->conf_int(ctx, "presence_poll");
   size_t n;
   const pg_stmt *st = pg_sql_statements(&n);
   pg_pool_conf pc = {.dsn = s->dsn,
@@ -326,10 +335,14 @@ static int spg_init(ph_ctx *ctx, const ph_api *api, void **state) {
                                   &spg_store_vt, s)) != PH_OK)
     return rc;
   /* Start refuses (migrate = check) or upgrades (auto) a schema older
-   * than v10, so the pool's tables are there whenever calls come. */
-  return api->service_register(ctx, PH_POOL_STORE_SERVICE,
-                               PH_POOL_STORE_MAJOR, PH_POOL_STORE_MINOR,
-                               &spg_pool_vt, s);
+   * than v11, so the pool's and presence's tables are there whenever
+   * calls come. */
+  if ((rc = api->service_register(ctx, PH_POOL_STORE_SERVICE,
+                                  PH_POOL_STORE_MAJOR, PH_POOL_STORE_MINOR,
+                                  &spg_pool_vt, s)) != PH_OK)
+    return rc;
+  return api->service_register(ctx, TM_PRESENCE_SERVICE, TM_PRESENCE_MAJOR,
+                               TM_PRESENCE_MINOR, &spg_presence_vt, s);
 }
 
 static int spg_start(void *state) {
@@ -366,6 +379,7 @@ static int spg_stop(void *state) {
   spg *s = state;
   s->started = 0; /* before poll_stop: nothing arms the stale timer again */
   poll_stop(s);
+  tm_view_stop(s);
   if (ilist_empty(&s->live))
     return PH_OK;
   s->stopping = 1; /* calls in flight end by their deadline at the latest */
@@ -378,6 +392,7 @@ static void spg_destroy(void *state) {
     return;
   pg_pool_free(s->pool); /* no task is called back */
   req_drop_all(s);
+  tm_view_free(s);
   s->api->defer_free(s->lturn);
   if (s->poll_timer)
     s->api->timer_free(s->poll_timer);
@@ -391,12 +406,13 @@ static void spg_destroy(void *state) {
 }
 
 static const char *const provides[] = {PH_ACCESS_SERVICE, PH_AZ_STORE_SERVICE,
-                                       PH_POOL_STORE_SERVICE, NULL};
+                                       PH_POOL_STORE_SERVICE,
+                                       TM_PRESENCE_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
     PH_MODULE_HEADER("store_pg", "1.0"),
     .description = "PostgreSQL authorization and pool store (access, "
-                   "authz.store, pool.store)",
+                   "authz.store, pool.store, tm.presence)",
     .provides = provides,
     .config = keys,
     .check = spg_check,

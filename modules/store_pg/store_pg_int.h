@@ -67,6 +67,9 @@ struct spg {
   int64_t poll_pool_value;
   uint64_t poll_pool_floor;
   int started, stopping;
+  /* tm.presence's view (pg_presence_view.c) */
+  struct spg_tm *tm;
+  int64_t presence_poll_ms;
 };
 
 /* store_pg_req.c */

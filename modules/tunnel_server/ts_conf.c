@@ -50,6 +50,21 @@ const ph_conf_key ts_keys[] = {
                 NULL),
     PH_CONF_KEY("node_id", PH_CONF_STRING, "", 0, TS_NODE_ID_MAX, 0, NULL,
                 "this server's name in log lines (empty: none)", NULL),
+    PH_CONF_KEY("presence", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
+                NULL,
+                "register this node and its agents' connections in the "
+                "store's tm.presence (store_pg; needs node_id; issue 27)",
+                NULL),
+    PH_CONF_KEY("presence.zone", PH_CONF_STRING, "", 0, 64, PH_CONF_RESTART,
+                NULL, "this node's zone in presence (empty: none)", NULL),
+    PH_CONF_KEY("presence.relay_addr", PH_CONF_STRING, "", 0, 255,
+                PH_CONF_RESTART, NULL,
+                "this node's relay address in presence (empty: none)", NULL),
+    PH_CONF_KEY("presence.lease", PH_CONF_DURATION, "15s", 1000, 3600000,
+                PH_CONF_RESTART, NULL,
+                "how long this node stays in presence without a heartbeat "
+                "(one every third of it)",
+                NULL),
     PH_CONF_KEY("legacy_no_subprotocol", PH_CONF_BOOL, "false", 0, 0,
                 PH_CONF_RESTART, NULL,
                 "answer the upgrade with no subprotocol, as an old server",
@@ -145,6 +160,10 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
                                 why, whylen);
   if (rc != PH_OK)
     return rc;
+  const char *node = a->conf_str(ctx, "node_id");
+  if (a->conf_int(ctx, "presence") && (!node || !*node))
+    return bad(key, "node_id", why, whylen,
+               "required with presence = true: this node's id in presence");
   const char *acc = a->conf_str(ctx, "access");
   if (!acc || !*acc)
     return bad(key, "access", why, whylen,
@@ -203,6 +222,12 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *a, ts_conf *c) {
   copy(c->cert, sizeof(c->cert), a->conf_str(ctx, "tls.cert"));
   copy(c->key, sizeof(c->key), a->conf_str(ctx, "tls.key"));
   copy(c->node_id, sizeof(c->node_id), a->conf_str(ctx, "node_id"));
+  c->presence = (int)a->conf_int(ctx, "presence");
+  copy(c->presence_zone, sizeof(c->presence_zone),
+       a->conf_str(ctx, "presence.zone"));
+  copy(c->presence_relay, sizeof(c->presence_relay),
+       a->conf_str(ctx, "presence.relay_addr"));
+  c->presence_lease_ms = I("presence.lease");
   c->allow_plain = (int)a->conf_int(ctx, "allow_plain");
   c->legacy_no_subprotocol = (int)a->conf_int(ctx, "legacy_no_subprotocol");
   c->max_connections = I("max_connections");

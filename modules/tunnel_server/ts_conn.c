@@ -54,6 +54,7 @@ static ts_agent *agent_get(ts_mod *m, const char *name) {
   if (!a)
     return NULL;
   snprintf(a->name, sizeof(a->name), "%s", name);
+  a->mesh_session = ts_mesh_session(m);
   a->next = m->agents;
   m->agents = a;
   return a;
@@ -70,6 +71,7 @@ static void agent_del_conn(ts_mod *m, ts_conn *c) {
       break;
     }
   c->agent = NULL;
+  ts_mesh_agent(m, a);
   if (a->conns)
     return;
   for (ts_agent **pp = &m->agents; *pp; pp = &(*pp)->next)
@@ -280,6 +282,7 @@ void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
     c->agent_next = a->conns;
     a->conns = c;
     a->nconns++;
+    ts_mesh_agent(m, a);
     c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
                           &agent_ops, c);
   } else {

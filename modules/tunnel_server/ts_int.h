@@ -42,6 +42,7 @@ typedef struct ts_conn ts_conn;
 typedef struct ts_agent ts_agent;
 typedef struct ts_tally ts_tally;
 typedef struct ts_open ts_open;
+typedef struct ts_mesh ts_mesh;
 
 /* The values read from the section (ts_conf.c). */
 typedef struct ts_conf {
@@ -65,6 +66,10 @@ typedef struct ts_conf {
   uint32_t drain_ms;
   int64_t idle_timeout_ms;
   char node_id[TS_NODE_ID_MAX + 1];
+  /* presence (ts_mesh.c, issue 27): restart-only */
+  int presence;
+  char presence_zone[65], presence_relay[256];
+  uint32_t presence_lease_ms;
 } ts_conf;
 
 extern const ph_conf_key ts_keys[];
@@ -96,6 +101,7 @@ struct ts_agent {
   ts_conn *conns; /* its connections (linked by agent_next) */
   uint32_t nconns;
   uint32_t rr;    /* rotates selection ties */
+  int64_t mesh_session; /* its presence session nonce (ts_mesh.c) */
   ts_agent *next;
 };
 
@@ -174,7 +180,17 @@ struct ts_mod {
   int stop_pending; /* stop returned PH_STOP_PENDING */
   ph_timer *drain_timer;
   uint64_t stream_seq; /* for log lines: a number, not the wire id */
+  ts_mesh *mesh;       /* presence (ts_mesh.c); NULL: off or stopped */
 };
+
+/* ts_mesh.c: this node's presence in the store's tm.presence. start:
+ * PH_OK (also when presence is off) or an error (no provider). stop:
+ * the heartbeats end (the lease lapses). session: a new agent session
+ * nonce. agent: a's connection count changed (0: its last closed). */
+int ts_mesh_start(ts_mod *m);
+void ts_mesh_stop(ts_mod *m);
+int64_t ts_mesh_session(ts_mod *m);
+void ts_mesh_agent(ts_mod *m, const ts_agent *a);
 
 extern const ph_api *ts_api;
 /* The state of the instance initialised last (for the unit test, which

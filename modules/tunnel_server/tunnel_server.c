@@ -115,6 +115,9 @@ static int ts_start(void *state) {
   ts_cred_start(m);
   if (tls_watch(m) != PH_OK)
     return PH_ENOMEM;
+  int mrc = ts_mesh_start(m);
+  if (mrc != PH_OK)
+    return mrc;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel server listening",
          PH_STR("listen", m->c.listen), PH_INT("port", tm_ws_port(m->ws)),
          PH_STR("scheme", m->c.cert[0] ? "wss" : "ws"),
@@ -183,6 +186,7 @@ static int ts_stop(void *state) {
   ts_mod *m = state;
   m->stopping = 1;
   ts_api->set_ready(m->ctx, 0);
+  ts_mesh_stop(m);
   if (m->nconns == 0) {
     m->stopping = 2;
     return PH_OK;
@@ -211,6 +215,7 @@ static void ts_destroy(void *state) {
   if (m->drain_timer)
     ts_api->timer_free(m->drain_timer);
   ts_cred_free(m);
+  ts_mesh_stop(m);
   ph_tls_reload_free(&m->tls);
   m->stopping = 2;
   ts_open_abort_all(m);

@@ -70,7 +70,8 @@ done
 pkgdatadir=$(mkvar pkgdatadir)
 for f in ddl.sql baseline/v0008.sql incremental/v0008_to_v0009/sqlite.sql \
   incremental/v0008_to_v0009/postgres.sql incremental/v0009_to_v0010/sqlite.sql \
-  incremental/v0009_to_v0010/postgres.sql README.md; do
+  incremental/v0009_to_v0010/postgres.sql incremental/v0010_to_v0011/sqlite.sql \
+  incremental/v0010_to_v0011/postgres.sql README.md; do
   cmp -s "$top_srcdir/migrations/$f" "$dest$pkgdatadir/migrations/$f"
   ok $? "migrations installed: $pkgdatadir/migrations/$f"
 done

@@ -3,12 +3,15 @@
 # The schema migrations on both engines, through proxyhost-migrate and by
 # hand (sqlite3 -bail, psql ON_ERROR_STOP), on real SQLite files and one
 # private PostgreSQL cluster for the whole run:
-# - a v8 database (the baseline) upgraded equals a fresh v10 one: the
+# - a v8 database (the baseline) upgraded equals a fresh v11 one: the
 #   catalogs are compared (tables, columns and types, nullability,
 #   defaults, constraints with CHECK and FK, indexes) (TM-P1-11..14, 22);
 # - so does a v9 database (v8 and the v8 -> v9 step by hand) with rows,
 #   upgraded by the v9 -> v10 step (the pool's tables, issue 12, CP-1-19);
 #   that step refuses versions 8 and 10 and rolls back a failure;
+# - so does a v10 database with rows, upgraded by the v10 -> v11 step
+#   (TunnelMesh presence, issue 27, TM-P2-29): by proxyhost-migrate and
+#   by hand, refusing versions 9 and 11, rolling back a failure;
 # - a step failing halfway leaves version 8 and no authorization_revision
 #   (TM-P1-13, 23); the v8 -> v9 script refuses versions 7 and 9 (TM-P1-23);
 # - a v8 reader (and writer) still works on a v9 database, and nothing in
@@ -25,6 +28,7 @@ MIG="$top_builddir/tools/proxyhost-migrate"
 M="$top_srcdir/migrations"
 STEP=$M/incremental/v0008_to_v0009
 STEP10=$M/incremental/v0009_to_v0010
+STEP11=$M/incremental/v0010_to_v0011
 if [ ! -x "$MIG" ]; then
   echo "1..0 # SKIP proxyhost-migrate not built (both stores configured out)"
   exit 0
@@ -83,10 +87,10 @@ SQL
   like "$out" "schema version: none (a new database)" "sqlite: status says it is new"
   [ ! -e "$D/fresh.db" ]; ok $? "sqlite: status does not create the file"
   mig plan --sqlite "$D/fresh.db"
-  is "$out" "new database -> v10 (migrations/ddl.sql)" "sqlite: plan of a new database: ddl.sql"
+  is "$out" "new database -> v11 (migrations/ddl.sql)" "sqlite: plan of a new database: ddl.sql"
   mig apply --sqlite "$D/fresh.db"
   is "$rc" 0 "sqlite: apply creates a new database"
-  like "$out" "is at version 10 (current)" "sqlite: and says the version"
+  like "$out" "is at version 11 (current)" "sqlite: and says the version"
   is "$(stat -c %a "$D/fresh.db")" 600 "sqlite: the new file is mode 0600"
   is "$(sq "$D/fresh.db" 'SELECT id, revision FROM authorization_revision')" "1|1" \
     "TM-P1-14: sqlite: a fresh database has the revision row id=1, revision 1"
@@ -105,17 +109,19 @@ SQL
   mig status --sqlite "$D/up.db"
   is "$rc" 4 "sqlite: status of v8: exit 4"
   like "$out" "schema version: 8" "sqlite: status reads version 8"
-  like "$out" "state: 2 steps pending: run proxyhost-migrate apply" "sqlite: and two steps pending"
+  like "$out" "state: 3 steps pending: run proxyhost-migrate apply" "sqlite: and three steps pending"
   mig plan --sqlite "$D/up.db"
   is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)
-v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)" "sqlite: plan of v8: both steps"
+v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)
+v10 -> v11 (migrations/incremental/v0010_to_v0011/sqlite.sql)" "sqlite: plan of v8: every step"
   is "$(sq_version "$D/up.db")" 8 "sqlite: plan changes nothing"
   mig apply --sqlite "$D/up.db"
   is "$rc" 0 "TM-P1-11: sqlite: apply on v8 succeeds"
   is "$out" "applied: v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)
 applied: v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)
-sqlite $D/up.db is at version 10 (current)" "sqlite: apply says what it did"
-  is "$(sq_version "$D/up.db")" 10 "TM-P1-11: sqlite: version 10"
+applied: v10 -> v11 (migrations/incremental/v0010_to_v0011/sqlite.sql)
+sqlite $D/up.db is at version 11 (current)" "sqlite: apply says what it did"
+  is "$(sq_version "$D/up.db")" 11 "TM-P1-11: sqlite: version 11"
   is "$(sq "$D/up.db" 'SELECT id, revision FROM authorization_revision')" "1|1" \
     "TM-P1-14, TM-P1-15: sqlite: the revision row id=1, revision 1, alone"
   sq_catalog "$D/up.db" >"$D/up.cat"
@@ -127,7 +133,7 @@ sqlite $D/up.db is at version 10 (current)" "sqlite: apply says what it did"
   grep -q "^fk|service_tokens|.*|users|user_name|name|NO ACTION|CASCADE|NONE" "$D/fresh.cat"; ok $? \
     "sqlite: and the foreign keys"
   diff "$D/fresh.cat" "$D/up.cat" >"$D/cat.diff"
-  ok $? "TM-P1-11..14, TM-P1-22: sqlite: the upgraded catalog equals the fresh v10 one"
+  ok $? "TM-P1-11..14, TM-P1-22: sqlite: the upgraded catalog equals the fresh v11 one"
   sed 's/^/#   /' "$D/cat.diff" | head -20
   sort "$D/v8.cat" >"$D/v8.sorted"; sort "$D/up.cat" >"$D/up.sorted"
   is "$(comm -23 "$D/v8.sorted" "$D/up.sorted")" "" \
@@ -148,7 +154,7 @@ sqlite $D/up.db is at version 10 (current)" "sqlite: apply says what it did"
   before=$(sq "$D/up.db" 'SELECT * FROM schema_meta; SELECT * FROM authorization_revision')
   mig apply --sqlite "$D/up.db"
   is "$rc" 0 "sqlite: a second apply succeeds"
-  is "$out" "nothing to do: sqlite $D/up.db is at version 10 (current)" "sqlite: and says there was nothing to do"
+  is "$out" "nothing to do: sqlite $D/up.db is at version 11 (current)" "sqlite: and says there was nothing to do"
   is "$(sq "$D/up.db" 'SELECT * FROM schema_meta; SELECT * FROM authorization_revision')" "$before" \
     "sqlite: and changes nothing"
   mig status --sqlite "$D/up.db"
@@ -165,8 +171,8 @@ sqlite $D/up.db is at version 10 (current)" "sqlite: apply says what it did"
   wait_exit $p2 30; r2=$EXIT
   is "$r1:$r2" "0:0" "sqlite: two concurrent applies both succeed" ||
     cat "$D/race1.log" "$D/race2.log" | sed 's/^/#   /'
-  is "$(sq_version "$D/race.db"):$(sq "$D/race.db" 'SELECT count(*) FROM authorization_revision')" "10:1" \
-    "sqlite: and the database is at 10 with one revision row"
+  is "$(sq_version "$D/race.db"):$(sq "$D/race.db" 'SELECT count(*) FROM authorization_revision')" "11:1" \
+    "sqlite: and the database is at 11 with one revision row"
 
   # A step failing halfway: the version update (after the CREATE and the
   # INSERT) is refused by a trigger.
@@ -214,17 +220,18 @@ SQL
   sq_catalog "$D/v9.db" | sort >"$D/v9.sorted"
   cp "$D/v9.db" "$D/v9b.db"
   mig plan --sqlite "$D/v9.db"
-  is "$out" "v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)" "sqlite: plan of v9: the pool step"
+  is "$out" "v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)
+v10 -> v11 (migrations/incremental/v0010_to_v0011/sqlite.sql)" "sqlite: plan of v9: the pool step, then presence"
   mig apply --sqlite "$D/v9.db"
-  is "$rc:$(sq_version "$D/v9.db")" "0:10" "sqlite: apply on v9: version 10"
+  is "$rc:$(sq_version "$D/v9.db")" "0:11" "sqlite: apply on v9: version 11"
   sq_catalog "$D/v9.db" >"$D/v9up.cat"
   diff "$D/fresh.cat" "$D/v9up.cat" >"$D/cat10.diff"
-  ok $? "CP-1-19: sqlite: a v9 database upgraded to v10 equals a fresh v10 one"
+  ok $? "CP-1-19: sqlite: a v9 database upgraded to v11 equals a fresh v11 one"
   sed 's/^/#   /' "$D/cat10.diff" | head -20
   is "$(sort "$D/v9up.cat" | comm -23 "$D/v9.sorted" -)" "" \
     "sqlite: every v9 table, column, index and key is still there"
   is "$(sq "$D/v9.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT id, revision FROM authorization_revision')" \
-    "$v9_rows" "sqlite: the v9 rows and the authorization revision read the same on v10"
+    "$v9_rows" "sqlite: the v9 rows and the authorization revision read the same on v11"
   is "$(sq "$D/v9.db" 'SELECT id, revision FROM pool_revision')" "1|1" \
     "CP-1-19: sqlite: the pool revision row id=1, revision 1"
   for t in pool_credentials pool_proxies pool_proxy_groups pool_routes; do
@@ -255,15 +262,56 @@ SQL
   [ $? -ne 0 ]; ok $? "sqlite: and then refuses the database at version 10"
   is "$(sq "$D/v9b.db" 'SELECT count(*) FROM pool_revision')" 1 "sqlite: adding no second pool revision row"
 
+  # v10 -> v11 (TunnelMesh presence, issue 27). v9b.db is at 10 now, with
+  # rows; first a failure halfway, then proxyhost-migrate, then by hand.
+  sq "$D/v9b.db" "INSERT INTO pool_credentials VALUES ('s1', 1, 1, 1)"
+  v10_rows=$(sq "$D/v9b.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT * FROM pool_credentials; SELECT id, revision FROM pool_revision')
+  sq_catalog "$D/v9b.db" | sort >"$D/v10.sorted"
+  cp "$D/v9b.db" "$D/v10h.db"
+  sq "$D/v9b.db" "CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+  mig apply --sqlite "$D/v9b.db"
+  is "$rc" 1 "TM-P2-29: sqlite: the v10 -> v11 step failing halfway: exit 1"
+  like "$out" "step v10 -> v11 (v0010_to_v0011/sqlite.sql) failed and was rolled back (the database is still at version 10)" \
+    "sqlite: the message names the step"
+  is "$(sq_version "$D/v9b.db"):$(sq "$D/v9b.db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'tm_%'")" "10:0" \
+    "sqlite: version 10 and no presence table left"
+  sq "$D/v9b.db" 'DROP TRIGGER no_bump'
+  mig plan --sqlite "$D/v9b.db"
+  is "$out" "v10 -> v11 (migrations/incremental/v0010_to_v0011/sqlite.sql)" "sqlite: plan of v10: the presence step"
+  mig apply --sqlite "$D/v9b.db"
+  is "$rc:$(sq_version "$D/v9b.db")" "0:11" "TM-P2-29: sqlite: apply on v10: version 11"
+  sq_catalog "$D/v9b.db" >"$D/v10up.cat"
+  diff "$D/fresh.cat" "$D/v10up.cat" >"$D/cat11.diff"
+  ok $? "TM-P2-29: sqlite: a v10 database upgraded to v11 equals a fresh v11 one"
+  sed 's/^/#   /' "$D/cat11.diff" | head -20
+  is "$(sort "$D/v10up.cat" | comm -23 "$D/v10.sorted" -)" "" \
+    "sqlite: every v10 table, column, index and key is still there"
+  is "$(sq "$D/v9b.db" 'SELECT * FROM users; SELECT * FROM agents; SELECT * FROM pool_credentials; SELECT id, revision FROM pool_revision')" \
+    "$v10_rows" "sqlite: the v10 rows and both revisions read the same on v11"
+  for t in tm_nodes tm_agent_presence; do
+    grep -q "^object|table|$t|" "$D/fresh.cat"; ok $? "TM-P2-29: sqlite: v11 has the table $t"
+  done
+  grep -q "^index|tm_agent_presence|tm_agent_presence_node|" "$D/fresh.cat"; ok $? \
+    "sqlite: an agent's presence is indexed by node"
+  grep -q "^fk|tm_agent_presence|.*|tm_nodes|node_id|node_id|NO ACTION|CASCADE|" "$D/fresh.cat"; ok $? \
+    "sqlite: and goes with its node (ON DELETE CASCADE)"
+  sq "$D/v8h.db" <"$STEP11/sqlite.sql" >"$D/v8h11.log" 2>&1
+  [ $? -ne 0 ]; ok $? "sqlite: the v10 -> v11 step refuses a database at version 8"
+  like "$(cat "$D/v8h11.log")" "schema_meta_version_must_be_10" "sqlite: naming the check"
+  sq "$D/v10h.db" <"$STEP11/sqlite.sql"
+  is "$?:$(sq_version "$D/v10h.db")" "0:11" "sqlite: the v10 -> v11 step by hand succeeds"
+  sq "$D/v10h.db" <"$STEP11/sqlite.sql" >/dev/null 2>&1
+  [ $? -ne 0 ]; ok $? "sqlite: and then refuses the database at version 11"
+
   # Newer than this build.
-  sq "$D/fresh.db" 'UPDATE schema_meta SET version = 11'
+  sq "$D/fresh.db" 'UPDATE schema_meta SET version = 12'
   for cmd in status plan apply; do
     mig $cmd --sqlite "$D/fresh.db"
-    is "$rc" 3 "sqlite: $cmd of a newer database (v11): exit 3"
+    is "$rc" 3 "sqlite: $cmd of a newer database (v12): exit 3"
   done
-  like "$out" "the database is at schema version 11, newer than this build's 10: nothing was changed" \
+  like "$out" "the database is at schema version 12, newer than this build's 11: nothing was changed" \
     "sqlite: the refusal says why"
-  is "$(sq_version "$D/fresh.db")" 11 "sqlite: and nothing was changed"
+  is "$(sq_version "$D/fresh.db")" 12 "sqlite: and nothing was changed"
 
   # Not a database; no schema_meta but our tables.
   echo "not a database" >"$D/junk.db"
@@ -281,11 +329,11 @@ SQL
   printf '[store_sqlite]\npath = %s\n' "$D/conf.db" >"$D/etc/conf.d/store_sqlite.ini"
   mig apply --config "$D/etc/proxyhost.ini"
   is "$rc" 0 "sqlite: --config: [store_sqlite] path from a drop-in"
-  is "$(sq_version "$D/conf.db")" 10 "sqlite: --config: that database was created"
+  is "$(sq_version "$D/conf.db")" 11 "sqlite: --config: that database was created"
   mig status -c "$D/etc/proxyhost.ini"
   like "$out" "from: $D/etc/proxyhost.ini: [store_sqlite] path" "sqlite: status names where the path came from"
   PROXYHOST_STORE_SQLITE_PATH="$D/env.db" "$MIG" apply --config "$D/etc/proxyhost.ini" >/dev/null 2>&1
-  is "$?:$(sq_version "$D/env.db")" "0:10" "sqlite: --config: the environment overrides the file, as in proxyhost"
+  is "$?:$(sq_version "$D/env.db")" "0:11" "sqlite: --config: the environment overrides the file, as in proxyhost"
   mig status --config "$D/etc/proxyhost.ini" --store store_pg
   is "$rc" 1 "--config --store store_pg without the key: exit 1"
   like "$out" "[store_pg] dsn is not set" "and says which key"
@@ -322,6 +370,15 @@ SQL
   }
   pg_v8() { pg_new_db "$1" >/dev/null && pg_psql "$1" -f "$M/baseline/v0008.sql"; }
   pg_version() { pg_psql "$1" -c 'SELECT version FROM schema_meta'; }
+  # pg_no_bump DB: a trigger refuses the version update, so a step fails
+  # halfway (after its CREATEs and INSERTs).
+  pg_no_bump() {
+    pg_psql "$1" >/dev/null <<'SQL'
+CREATE FUNCTION no_bump() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta FOR EACH ROW EXECUTE FUNCTION no_bump();
+SQL
+  }
   pg_has_rev() { pg_psql "$1" -c "SELECT to_regclass('authorization_revision') IS NOT NULL"; }
   secret=pw-Do-Not-Print-7c41
   pgm() { # pgm CMD DB: proxyhost-migrate CMD on DB, with a password in the DSN
@@ -337,7 +394,7 @@ SQL
     "postgres: status names the database without the DSN"
   like "$out" "from: PROXYHOST_MIGRATE_DSN" "postgres: and where it came from"
   pgm plan fresh; all_out="$all_out$out"
-  is "$out" "new database -> v10 (migrations/ddl.sql)" "postgres: plan of an empty database: ddl.sql"
+  is "$out" "new database -> v11 (migrations/ddl.sql)" "postgres: plan of an empty database: ddl.sql"
   pgm apply fresh; all_out="$all_out$out"
   is "$rc" 0 "postgres: apply creates the schema"
   is "$(pg_psql fresh -c 'SELECT id, revision FROM authorization_revision')" "1|1" \
@@ -359,12 +416,14 @@ SQL
   like "$out" "schema version: 8" "postgres: status reads version 8"
   pgm plan up; all_out="$all_out$out"
   is "$out" "v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)
-v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: plan of v8: both steps"
+v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)
+v10 -> v11 (migrations/incremental/v0010_to_v0011/postgres.sql)" "postgres: plan of v8: every step"
   pgm apply up; all_out="$all_out$out"
   is "$rc" 0 "TM-P1-11: postgres: apply on v8 succeeds"
   like "$out" "applied: v8 -> v9 (migrations/incremental/v0008_to_v0009/postgres.sql)" "postgres: and says what it did"
   like "$out" "applied: v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: and the pool step"
-  is "$(pg_version up)" 10 "TM-P1-11: postgres: version 10"
+  like "$out" "applied: v10 -> v11 (migrations/incremental/v0010_to_v0011/postgres.sql)" "postgres: and the presence step"
+  is "$(pg_version up)" 11 "TM-P1-11: postgres: version 11"
   is "$(pg_psql up -c 'SELECT id, revision FROM authorization_revision')" "1|1" \
     "TM-P1-14, TM-P1-15: postgres: the revision row id=1, revision 1, alone"
   pg_catalog_dump up >"$T/pg_up.cat"
@@ -378,7 +437,7 @@ v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: plan 
     "$T/pg_fresh.cat"; ok $? "postgres: and the foreign keys"
   grep -q "^index|agent_policies|agent_policies_agent|CREATE INDEX" "$T/pg_fresh.cat"; ok $? "postgres: and the indexes"
   diff "$T/pg_fresh.cat" "$T/pg_up.cat" >"$T/pg_cat.diff"
-  ok $? "TM-P1-11..14, TM-P1-22: postgres: the upgraded catalog equals the fresh v10 one"
+  ok $? "TM-P1-11..14, TM-P1-22: postgres: the upgraded catalog equals the fresh v11 one"
   sed 's/^/#   /' "$T/pg_cat.diff" | head -20
   sort "$T/pg_v8.cat" >"$T/pg_v8.sorted"; sort "$T/pg_up.cat" >"$T/pg_up.sorted"
   is "$(comm -23 "$T/pg_v8.sorted" "$T/pg_up.sorted")" "" \
@@ -414,17 +473,13 @@ v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: plan 
   wait_exit $p2 60; r2=$EXIT
   wait_exit $p3 60; r3=$EXIT
   is "$r1:$r2:$r3" "0:0:0" "postgres: three concurrent applies all succeed"
-  is "$(pg_version race):$(pg_psql race -c 'SELECT count(*) FROM authorization_revision')" "10:1" \
-    "postgres: and the database is at 10 with one revision row"
+  is "$(pg_version race):$(pg_psql race -c 'SELECT count(*) FROM authorization_revision')" "11:1" \
+    "postgres: and the database is at 11 with one revision row"
 
   # A step failing halfway: a trigger refuses the version update, after
   # the CREATE and the INSERT.
   pg_v8 half
-  pg_psql half >/dev/null <<'SQL'
-CREATE FUNCTION no_bump() RETURNS trigger LANGUAGE plpgsql AS
-  $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
-CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta FOR EACH ROW EXECUTE FUNCTION no_bump();
-SQL
+  pg_no_bump half
   pgm apply half; all_out="$all_out$out"
   is "$rc" 1 "TM-P1-23: postgres: a step failing halfway: exit 1"
   like "$out" "step v8 -> v9 (v0008_to_v0009/postgres.sql) failed and was rolled back (the database is still at version 8): postgres: P0001: injected failure" \
@@ -455,11 +510,7 @@ SQL
 
   # v9 -> v10 on its own ("hand" is a v9 database with rows now). First a
   # failure halfway (a trigger refuses the version update), then by hand.
-  pg_psql hand >/dev/null <<'SQL'
-CREATE FUNCTION no_bump() RETURNS trigger LANGUAGE plpgsql AS
-  $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
-CREATE TRIGGER no_bump BEFORE UPDATE ON schema_meta FOR EACH ROW EXECUTE FUNCTION no_bump();
-SQL
+  pg_no_bump hand
   pgm apply hand; all_out="$all_out$out"
   is "$rc" 1 "postgres: the v9 -> v10 step failing halfway: exit 1"
   like "$out" "step v9 -> v10 (v0009_to_v0010/postgres.sql) failed and was rolled back (the database is still at version 9)" \
@@ -471,17 +522,18 @@ SQL
   [ $? -ne 0 ]; ok $? "postgres: the v9 -> v10 step refuses a database at version 7"
   like "$(cat "$T/v7b.log")" "schema_meta.version is 7, the v9 -> v10 step needs 9" "postgres: saying why"
   pgm plan hand; all_out="$all_out$out"
-  is "$out" "v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)" "postgres: plan of v9: the pool step"
+  is "$out" "v9 -> v10 (migrations/incremental/v0009_to_v0010/postgres.sql)
+v10 -> v11 (migrations/incremental/v0010_to_v0011/postgres.sql)" "postgres: plan of v9: the pool step, then presence"
   pgm apply hand; all_out="$all_out$out"
-  is "$rc:$(pg_version hand)" "0:10" "postgres: apply on v9: version 10"
+  is "$rc:$(pg_version hand)" "0:11" "postgres: apply on v9: version 11"
   pg_catalog_dump hand >"$T/pg_v9up.cat"
   diff "$T/pg_fresh.cat" "$T/pg_v9up.cat" >"$T/pg_cat10.diff"
-  ok $? "CP-1-19: postgres: a v9 database upgraded to v10 equals a fresh v10 one"
+  ok $? "CP-1-19: postgres: a v9 database upgraded to v11 equals a fresh v11 one"
   sed 's/^/#   /' "$T/pg_cat10.diff" | head -20
   is "$(sort "$T/pg_v9up.cat" | comm -23 "$T/pg_v9.sorted" -)" "" \
     "postgres: every v9 table, column, constraint and index is still there"
   is "$(pg_psql hand -c 'SELECT * FROM users' -c 'SELECT id, revision FROM authorization_revision')" "$v9_rows" \
-    "postgres: the v9 rows and the authorization revision read the same on v10"
+    "postgres: the v9 rows and the authorization revision read the same on v11"
   is "$(pg_psql hand -c 'SELECT id, revision FROM pool_revision')" "1|1" \
     "CP-1-19: postgres: the pool revision row id=1, revision 1"
   grep -q "^constraint|pool_proxies|pool_proxies_secret_ref_fkey|f|FOREIGN KEY (secret_ref) REFERENCES pool_credentials(secret_ref)" \
@@ -489,15 +541,57 @@ SQL
   grep -q "^constraint|pool_routes|pool_routes_position_key|u|UNIQUE (\"position\")" "$T/pg_fresh.cat"; ok $? \
     "postgres: a route's position is unique"
   pg_psql hand -f "$STEP10/postgres.sql" >"$T/again10.log" 2>&1
-  [ $? -ne 0 ]; ok $? "postgres: the v9 -> v10 step refuses a database at version 10"
-  like "$(cat "$T/again10.log")" "schema_meta.version is 10, the v9 -> v10 step needs 9" "postgres: saying why"
+  [ $? -ne 0 ]; ok $? "postgres: the v9 -> v10 step refuses a database at version 11"
+  like "$(cat "$T/again10.log")" "schema_meta.version is 11, the v9 -> v10 step needs 9" "postgres: saying why"
+
+  # v10 -> v11 (TunnelMesh presence, issue 27) on a v10 database with
+  # rows, built by hand: a failure halfway, proxyhost-migrate, by hand.
+  pg_v8 v10
+  pg_psql v10 -f "$STEP/postgres.sql" >/dev/null && pg_psql v10 -f "$STEP10/postgres.sql" >/dev/null
+  is "$?:$(pg_version v10)" "0:10" "postgres: a v10 database by hand"
+  pg_psql v10 -c "INSERT INTO users VALUES ('alice', NULL, 1, 100, 100)" \
+    -c "INSERT INTO pool_credentials VALUES ('s1', 1, 1, 1)" >/dev/null
+  v10_rows_sql='SELECT * FROM users; SELECT * FROM pool_credentials; SELECT id, revision FROM pool_revision'
+  v10_rows=$(pg_psql v10 -c "$v10_rows_sql")
+  pg_catalog_dump v10 | sort >"$T/pg_v10.sorted"
+  pg_v8 v10h
+  pg_psql v10h -f "$STEP/postgres.sql" >/dev/null && pg_psql v10h -f "$STEP10/postgres.sql" >/dev/null
+  pg_psql hand -f "$STEP11/postgres.sql" >"$T/again11.log" 2>&1
+  [ $? -ne 0 ]; ok $? "postgres: the v10 -> v11 step refuses a database at version 11"
+  like "$(cat "$T/again11.log")" "schema_meta.version is 11, the v10 -> v11 step needs 10" "postgres: saying why"
+  pg_psql v7 -f "$STEP11/postgres.sql" >"$T/v7c.log" 2>&1
+  [ $? -ne 0 ]; ok $? "postgres: the v10 -> v11 step refuses a database at version 7"
+  pg_no_bump v10h
+  pgm apply v10h; all_out="$all_out$out"
+  is "$rc" 1 "TM-P2-29: postgres: the v10 -> v11 step failing halfway: exit 1"
+  like "$out" "step v10 -> v11 (v0010_to_v0011/postgres.sql) failed and was rolled back (the database is still at version 10)" \
+    "postgres: the message names the step"
+  is "$(pg_version v10h):$(pg_psql v10h -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'tm_%'")" "10:0" \
+    "postgres: version 10 and no presence table left"
+  pg_psql v10h -c 'DROP TRIGGER no_bump ON schema_meta' -c 'DROP FUNCTION no_bump()' >/dev/null
+  pg_psql v10h -f "$STEP11/postgres.sql" >/dev/null 2>&1
+  is "$?:$(pg_version v10h)" "0:11" "postgres: the v10 -> v11 step by hand succeeds"
+  pgm plan v10; all_out="$all_out$out"
+  is "$out" "v10 -> v11 (migrations/incremental/v0010_to_v0011/postgres.sql)" "postgres: plan of v10: the presence step"
+  pgm apply v10; all_out="$all_out$out"
+  is "$rc:$(pg_version v10)" "0:11" "TM-P2-29: postgres: apply on v10: version 11"
+  pg_catalog_dump v10 >"$T/pg_v10up.cat"
+  diff "$T/pg_fresh.cat" "$T/pg_v10up.cat" >"$T/pg_cat11.diff"
+  ok $? "TM-P2-29: postgres: a v10 database upgraded to v11 equals a fresh v11 one"
+  sed 's/^/#   /' "$T/pg_cat11.diff" | head -20
+  is "$(sort "$T/pg_v10up.cat" | comm -23 "$T/pg_v10.sorted" -)" "" \
+    "postgres: every v10 table, column, constraint and index is still there"
+  is "$(pg_psql v10 -c "$v10_rows_sql")" "$v10_rows" "postgres: the v10 rows and both revisions read the same on v11"
+  grep -q "^constraint|tm_agent_presence|tm_agent_presence_node_id_fkey|f|FOREIGN KEY (node_id) REFERENCES tm_nodes(node_id) ON DELETE CASCADE" \
+    "$T/pg_fresh.cat"; ok $? "TM-P2-29: postgres: an agent's presence goes with its node"
+  grep -q "^index|tm_nodes|tm_nodes_lease|CREATE INDEX" "$T/pg_fresh.cat"; ok $? "postgres: nodes are indexed by lease"
 
   # Newer than this build.
-  pg_psql fresh -c 'UPDATE schema_meta SET version = 11'
+  pg_psql fresh -c 'UPDATE schema_meta SET version = 12'
   pgm apply fresh; all_out="$all_out$out"
-  is "$rc" 3 "postgres: apply on a newer database (v11): exit 3"
-  like "$out" "newer than this build's 10: nothing was changed" "postgres: the refusal says why"
-  is "$(pg_version fresh)" 11 "postgres: and nothing was changed"
+  is "$rc" 3 "postgres: apply on a newer database (v12): exit 3"
+  like "$out" "newer than this build's 11: nothing was changed" "postgres: the refusal says why"
+  is "$(pg_version fresh)" 12 "postgres: and nothing was changed"
 
   # The other ways to name the database; no password anywhere.
   mig status --postgres "$(pg_dsn up) password=$secret"; all_out="$all_out$out"

@@ -30,7 +30,8 @@ pgvars="PG_DIR='$PG_DIR' PG_BIN='$PG_BIN' PG_PORT='$PG_PORT'"
 PH_TEST_PG_STOP=". '$top_srcdir/t/lib/pg.sh'; $pgvars; pg_pause"
 PH_TEST_PG_START=". '$top_srcdir/t/lib/pg.sh'; $pgvars; pg_resume"
 PH_TEST_V8_SQL="$top_srcdir/migrations/baseline/v0008.sql"
-export PH_TEST_PG_DSN PH_TEST_PG_STOP PH_TEST_PG_START PH_TEST_V8_SQL
+PH_TEST_PG_LOG="$PG_DIR/server.log"
+export PH_TEST_PG_DSN PH_TEST_PG_STOP PH_TEST_PG_START PH_TEST_V8_SQL PH_TEST_PG_LOG
 
 # run_tap PROGRAM: its cases become ours, renumbered; its failure ours.
 run_tap() {
@@ -63,6 +64,7 @@ if [ -e "$top_builddir/t/unit/auth/test_store_pg_contract" ]; then
   run_tap "$top_builddir/t/unit/auth/test_store_pg_contract"
 fi
 run_tap "$top_builddir/t/unit/auth/test_store_pg"
+run_tap "$top_builddir/t/unit/auth/test_tm_presence_pg"
 
 # ---- a proxyhost process: migrate = check on a v8 database --------------
 dsn=$(pg_new_db ph_v8)

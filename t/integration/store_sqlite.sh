@@ -48,7 +48,7 @@ pid=$PH_PID
 wait_for ready "$admin"; ok $? "TM-P1-26 the first start creates the database and is ready"
 is "$(stat -c %a "$DB")" 600 "the database file has mode 0600"
 is "$(sq "$DB" 'PRAGMA journal_mode')" wal "the database is in WAL mode"
-is "$(sq "$DB" 'SELECT version FROM schema_meta')" 10 "the schema is version 10"
+is "$(sq "$DB" 'SELECT version FROM schema_meta')" 11 "the schema is version 11"
 
 http_get "http://127.0.0.1:$admin/metrics" >/dev/null
 cp "$T/body" "$T/metrics.txt"

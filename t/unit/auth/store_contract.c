@@ -28,6 +28,7 @@ static struct {
   void *as;
   const ph_az_store_v1 *st;
   void *ss;
+  int presence; /* the provider registered "tm.presence" (issue 27) */
 } C;
 
 static int client_init(ph_ctx *ctx, const ph_api *a, void **state) {
@@ -45,6 +46,9 @@ static int client_start(void *state) {
                                   PH_ACCESS_MAJOR, 0, &C.as);
   C.st = C.api->service_get_named(C.ctx, PH_AZ_STORE_SERVICE, C.provider,
                                   PH_AZ_STORE_MAJOR, 0, &C.ss);
+  void *tp;
+  C.presence = C.api->service_get_named(C.ctx, "tm.presence", C.provider, 1,
+                                        0, &tp) != NULL;
   return C.ac && C.st ? PH_OK : PH_ENOENT;
 }
 
@@ -460,6 +464,12 @@ static void case_start(void) {
   ok(wait_revision_rc(m, PH_OK), "TM-P1-20 revision() answers once read");
   ok(ph_mock_ready(m), "TM-P1-26 ready after the first revision read");
   ok(rev_now(NULL) >= 1, "TM-P1-15 a fresh database starts at revision 1");
+  /* TunnelMesh presence (modules/contracts/tm_presence.h): the cluster
+   * store provides it, the one-node store does not (relay off), and a
+   * caller tells the two apart by this lookup. */
+  is_int(C.presence, strcmp(C.provider, "store_pg") == 0,
+         "TM-P2-29 tm.presence: provided by store_pg only (store_sqlite: "
+         "one node, relay off)");
   uint64_t v;
   is_int(C.ac->revision(C.as, NULL), PH_EINVAL, "revision(NULL) is EINVAL");
   (void)v;

@@ -60,7 +60,8 @@ static const az_engine_ops fake_ops = {AZ_ENGINE_SQLITE, fake_version,
 
 static void test_registry(void) {
   char why[256] = "";
-  is_int(AZ_SCHEMA_VERSION, 10, "TM-P1-22, CP-3-1: the schema version is 10");
+  is_int(AZ_SCHEMA_VERSION, 11,
+         "TM-P1-22, CP-3-1, TM-P2-29: the schema version is 11");
   ok(az_registry_check(why, sizeof(why)) == 0,
      "TM-P1-22: the registry is in order and ends at the schema version");
   size_t n;
@@ -70,9 +71,12 @@ static void test_registry(void) {
     if (s[i].from == 8 && s[i].to == 9)
       found = 1;
   ok(found, "TM-P1-22: v8 -> v9 is registered");
-  ok(n == 2 && s[1].from == 9 && s[1].to == 10 &&
+  ok(n == 3 && s[1].from == 9 && s[1].to == 10 &&
          strcmp(s[1].name, "v0009_to_v0010") == 0,
      "v9 -> v10 (the pool's tables) is registered after it");
+  ok(s[2].from == 10 && s[2].to == 11 &&
+         strcmp(s[2].name, "v0010_to_v0011") == 0,
+     "TM-P2-29: v10 -> v11 (TunnelMesh presence) is registered after it");
   is_str(s[0].name, "v0008_to_v0009", "the step is named by its directory");
   ok(az_step_sql(&s[0], AZ_ENGINE_SQLITE) == s[0].sqlite &&
          az_step_sql(&s[0], AZ_ENGINE_POSTGRES) == s[0].postgres &&
@@ -92,7 +96,9 @@ static void test_embedded(void) {
                {"migrations/incremental/v0008_to_v0009/sqlite.sql", 2},
                {"migrations/incremental/v0008_to_v0009/postgres.sql", 3},
                {"migrations/incremental/v0009_to_v0010/sqlite.sql", 4},
-               {"migrations/incremental/v0009_to_v0010/postgres.sql", 5}};
+               {"migrations/incremental/v0009_to_v0010/postgres.sql", 5},
+               {"migrations/incremental/v0010_to_v0011/sqlite.sql", 6},
+               {"migrations/incremental/v0010_to_v0011/postgres.sql", 7}};
   size_t n;
   const az_step *s = az_steps(&n);
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -104,7 +110,9 @@ static void test_embedded(void) {
                       : files[i].which == 2 ? s[0].sqlite
                       : files[i].which == 3 ? s[0].postgres
                       : files[i].which == 4 ? s[1].sqlite
-                                            : s[1].postgres;
+                      : files[i].which == 5 ? s[1].postgres
+                      : files[i].which == 6 ? s[2].sqlite
+                                            : s[2].postgres;
     char name[200];
     snprintf(name, sizeof(name), "TM-P1-24: embedded %s is the file",
              files[i].file);
@@ -119,6 +127,10 @@ static void test_embedded(void) {
        "the v9 -> v10 SQLite step creates the pool revision");
   like(s[1].postgres, "the v9 -> v10 step needs 9",
        "the v9 -> v10 PostgreSQL step checks the version first");
+  like(s[2].sqlite, "CREATE TABLE IF NOT EXISTS tm_agent_presence",
+       "TM-P2-29: the v10 -> v11 SQLite step creates agent presence");
+  like(s[2].postgres, "the v10 -> v11 step needs 10",
+       "the v10 -> v11 PostgreSQL step checks the version first");
 }
 
 /* TM-P1-24: what a new step must change in the same commit agrees: every
@@ -201,10 +213,10 @@ static void test_driver(void) {
   v = az_migrate(&fake_ops, &f, 0, why, sizeof(why), plan, sizeof(plan));
   is_int(v, 0, "fresh, plan: version 0");
   is_int(f.ran, 0, "plan runs nothing");
-  is_str(plan, "new database -> v10 (migrations/ddl.sql)\n",
+  is_str(plan, "new database -> v11 (migrations/ddl.sql)\n",
          "fresh, plan: ddl.sql");
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 10, "fresh, apply: version 10");
+  is_int(v, 11, "fresh, apply: version 11");
   ok(f.ran == 1 && f.last == az_sql_ddl(), "fresh, apply: ran ddl.sql once");
 
   f = (fake){.version = 8};
@@ -212,17 +224,18 @@ static void test_driver(void) {
   is_int(v, 8, "v8, plan: version 8");
   is_str(plan,
          "v8 -> v9 (migrations/incremental/v0008_to_v0009/sqlite.sql)\n"
-         "v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)\n",
-         "v8, plan: both steps");
+         "v9 -> v10 (migrations/incremental/v0009_to_v0010/sqlite.sql)\n"
+         "v10 -> v11 (migrations/incremental/v0010_to_v0011/sqlite.sql)\n",
+         "v8, plan: every step");
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 10, "TM-P1-11: v8, apply: version 10");
+  is_int(v, 11, "TM-P1-11: v8, apply: version 11");
   size_t n;
-  ok(f.ran == 2 && f.last == az_steps(&n)[1].sqlite,
-     "v8: ran both steps, in order");
+  ok(f.ran == 3 && f.last == az_steps(&n)[2].sqlite,
+     "v8: ran every step, in order");
 
   f.ran = 0;
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 10, "idempotent: a second apply keeps version 10");
+  is_int(v, 11, "idempotent: a second apply keeps version 11");
   is_int(f.ran, 0, "idempotent: and runs nothing");
   is_str(plan, "", "idempotent: an empty plan");
 
@@ -230,8 +243,8 @@ static void test_driver(void) {
     int version;
     const char *name, *why, *why_name;
   } refused[] = {
-      {11, "a newer version is refused",
-       "schema version 11, newer than this build's 10",
+      {12, "a newer version is refused",
+       "schema version 12, newer than this build's 11",
        "and the message says so"},
       {7, "a version with no chain is refused",
        "no migration from it (its steps start at version 8)",
@@ -260,10 +273,10 @@ static void test_driver(void) {
 
   f = (fake){.version = 8, .raced = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 10, "a step another migrator did meanwhile is success");
+  is_int(v, 11, "a step another migrator did meanwhile is success");
   f = (fake){.version = 0, .raced = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
-  is_int(v, 10, "so is a schema another migrator created meanwhile");
+  is_int(v, 11, "so is a schema another migrator created meanwhile");
 
   f = (fake){.version = 8, .stuck = 1};
   v = az_migrate(&fake_ops, &f, 1, why, sizeof(why), plan, sizeof(plan));
@@ -323,7 +336,7 @@ static void test_sqlite(const char *dir) {
   is_int(q_int(db, "PRAGMA foreign_keys"), 1, "foreign keys are on");
   is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), plan,
                     sizeof(plan)),
-         10, "a fresh database gets ddl.sql: version 10");
+         11, "a fresh database gets ddl.sql: version 11");
   is_int(q_int(db, "SELECT revision FROM authorization_revision WHERE id = 1"),
          1, "TM-P1-14: with the revision row id=1, revision 1");
   sqlite3_close(db);
@@ -334,7 +347,7 @@ static void test_sqlite(const char *dir) {
   is_int(az_sqlite_ops.version(db, why, sizeof(why)), 8, "reads version 8");
   is_int(az_migrate(&az_sqlite_ops, db, 1, why, sizeof(why), plan,
                     sizeof(plan)),
-         10, "TM-P1-11: v8 applied: version 10");
+         11, "TM-P1-11: v8 applied: version 11");
   is_int(q_int(db, "SELECT count(*) FROM authorization_revision"), 1,
          "TM-P1-15: one revision row");
   is_int(q_int(db, "SELECT id * 10 + revision FROM authorization_revision"),
@@ -343,14 +356,17 @@ static void test_sqlite(const char *dir) {
   size_t n;
   const az_step *s = az_steps(&n);
   ok(az_sqlite_ops.exec(db, s[0].sqlite, why, sizeof(why)) < 0,
-     "TM-P1-23: the v8 -> v9 script refuses a database at version 10");
+     "TM-P1-23: the v8 -> v9 script refuses a database at version 11");
   like(why, "schema_meta_version_must_be_8", "naming the check");
   ok(sqlite3_get_autocommit(db), "and leaves no transaction open");
   ok(az_sqlite_ops.exec(db, s[1].sqlite, why, sizeof(why)) < 0,
-     "the v9 -> v10 script refuses a database at version 10");
+     "the v9 -> v10 script refuses a database at version 11");
   like(why, "schema_meta_version_must_be_9", "naming its check");
   is_int(q_int(db, "SELECT count(*) FROM pool_revision"), 1,
          "and adds no pool revision row");
+  ok(az_sqlite_ops.exec(db, s[2].sqlite, why, sizeof(why)) < 0,
+     "the v10 -> v11 script refuses a database at version 11");
+  like(why, "schema_meta_version_must_be_10", "naming its check");
   sqlite3_close(db);
 
   /* Version 7: the script itself refuses it. */

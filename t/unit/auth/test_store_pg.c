@@ -362,8 +362,8 @@ static void test_migrate(void) {
   client *c = up("spg_old", "auto", NULL);
   ok(c != NULL, "migrate=auto: the v8 database is migrated at start");
   if (c) {
-    is_int(sql_int("spg_old", "SELECT version FROM schema_meta"), 10,
-           "migrate=auto: now version 10");
+    is_int(sql_int("spg_old", "SELECT version FROM schema_meta"), 11,
+           "migrate=auto: now version 11");
     ok(wait_ready(c, 1, 100), "migrate=auto: ready after the first read");
     down(c);
   }

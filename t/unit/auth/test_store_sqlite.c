@@ -287,8 +287,8 @@ static void test_migrate(void) {
   m = start_with(make_conf("auto", 8), &rc);
   ok(m && rc == 0 && wait_ready(m),
      "migrate = auto upgrades a v8 database at start and is ready");
-  ok(query_is("SELECT version FROM schema_meta WHERE id = 1", "10"),
-     "the upgraded database is at version 10");
+  ok(query_is("SELECT version FROM schema_meta WHERE id = 1", "11"),
+     "the upgraded database is at version 11");
   ok(query_is("SELECT revision FROM authorization_revision WHERE id = 1", "1"),
      "the upgrade created the revision row");
   stop_free(m);
