@@ -119,4 +119,9 @@ is "$(checked_since "$stop_ms")" "$N" \
   "CP-6-2 every proxy is checked again after its checker came back, those of the expired tasks too"
 is "$(sm 'proxyhost_cp_controller_health_proxies{state="unhealthy"}')" 0 \
   "the expired tasks counted against no proxy (none UNHEALTHY)"
+# nothing failed: no verdict ever moved but none -> AVAILABLE, overload
+# and expired tasks or not (issue 26 item 4)
+tr() { sm "proxyhost_cp_controller_health_transitions_total{to=\"$1\"}"; }
+is "$(tr suspect)/$(tr unhealthy)/$(tr none)/$(tr available)" "0/0/0/$N" \
+  "CP-6-2 no verdict moved with nothing failing: $N transitions, each none -> AVAILABLE"
 done_testing
