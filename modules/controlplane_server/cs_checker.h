@@ -94,7 +94,7 @@ struct cs_checkers {
   cs_pool *pool;  /* the rows the items were made from */
   int pool_wait;  /* a cs_pool_get in flight */
   cs_item *items; /* sorted by (proxy, tier, group) */
-  size_t n_items, cursor;
+  size_t n_items;
   uint32_t outstanding; /* tasks out, all checkers */
   int corked;           /* a tick issuing: sends wait for cs_checkers_uncork */
   cs_probe probes[CS_PROBES_MAX];

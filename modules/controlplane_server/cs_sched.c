@@ -6,8 +6,10 @@
  * (proxy, tier, target group): BASIC always, EGRESS when echo_url is set,
  * TARGET for each of the proxy's groups with a probe in target_probes.
  * Every tick it expires the tasks whose deadline passed (a checker
- * failure: counted, the item due again at once, for another checker) and
- * gives each due item without a task to one checker: the least loaded
+ * failure: counted, the item due again at once, for another checker,
+ * keeping the time it was due) and gives the due items without a task,
+ * oldest due first (cs_sched_order: under overload every item is checked
+ * less often, in turn, none never), each to one checker: the least loaded
  * that supports the tier and has room under its max_concurrency
  * (cs_sched_pick), at most max_tasks out in all, TARGET tasks spaced per
  * target host (target_host_interval). An answered item is due again
@@ -107,8 +109,10 @@ void cs_task_done(cs *m, cs_task *t, int result) {
       it->due_ms = cs_sched_next_due(it->due_ms, now, interval_of(m, it),
                                      m->conf.check_spread_pct, rnd32());
       it->avoid = 0;
-    } else { /* a checker failure, never the proxy's: elsewhere, now */
-      it->due_ms = now;
+    } else { /* a checker failure, never the proxy's: elsewhere, at once,
+              * keeping the time it was due: the oldest, first in turn */
+      if (it->due_ms > now)
+        it->due_ms = now;
       it->avoid = c->serial;
     }
   }
@@ -186,7 +190,6 @@ static void rebuild(cs *m, cs_pool *p) {
   free(k->items);
   k->items = v;
   k->n_items = n;
-  k->cursor = 0;
   cs_pool_ref(p);
   cs_pool_unref(k->pool);
   k->pool = p;
@@ -348,6 +351,32 @@ static void expire(cs *m, int64_t now) {
   }
 }
 
+/* The items due now without a task, into *out (oldest due first when
+ * there are more than room: cs_sched_order); their count, or -1 (no
+ * memory). Another controller's items are moved on an interval here. */
+static long due_items(cs *m, int64_t now, uint64_t room, cs_sched_due **out) {
+  struct cs_checkers *k = m->checkers;
+  cs_sched_due *v = malloc(k->n_items * sizeof(*v));
+  size_t n = 0;
+  if (!v)
+    return -1;
+  for (size_t i = 0; i < k->n_items; i++) {
+    cs_item *it = &k->items[i];
+    if (it->task || it->due_ms > now)
+      continue;
+    if (!cs_members_mine(m, it->proxy_id)) { /* another controller's */
+      it->due_ms = next_due(m, it, now);
+      continue;
+    }
+    v[n].due_ms = it->due_ms;
+    v[n++].idx = i;
+  }
+  if (n > room)
+    cs_sched_order(v, n);
+  *out = v;
+  return (long)n;
+}
+
 static void tick(ph_timer *tm, void *arg) {
   cs *m = arg;
   struct cs_checkers *k = m->checkers;
@@ -363,27 +392,19 @@ static void tick(ph_timer *tm, void *arg) {
       !cs_members_scheduling(m))
     return;
   loads s;
+  cs_sched_due *due = NULL;
   k->corked = 1; /* this tick's tasks go out together (cs_checkers_uncork) */
-  if (loads_get(m, &s) == 0) {
-    for (size_t i = 0; i < k->n_items && s.room > 0 &&
-                       k->outstanding < m->conf.max_tasks;
-         i++) {
-      cs_item *it = &k->items[(k->cursor + i) % k->n_items];
-      if (it->task || it->due_ms > now)
-        continue;
-      if (!cs_members_mine(m, it->proxy_id)) { /* another controller's */
-        it->due_ms = next_due(m, it, now);
-        continue;
-      }
-      if (issue(m, &s, it, now) < 0) { /* a stream ended: loads afresh */
-        free(s.c);
-        free(s.l);
-        if (loads_get(m, &s) != 0)
-          break;
-      }
+  long n = loads_get(m, &s) == 0 ? due_items(m, now, s.room, &due) : -1;
+  for (long i = 0; i < n && s.room > 0 && k->outstanding < m->conf.max_tasks;
+       i++) {
+    if (issue(m, &s, &k->items[due[i].idx], now) < 0) { /* a stream ended */
+      free(s.c);
+      free(s.l);
+      if (loads_get(m, &s) != 0)
+        break;
     }
-    k->cursor = k->n_items ? (k->cursor + 1) % k->n_items : 0;
   }
+  free(due);
   free(s.c);
   free(s.l);
   cs_checkers_uncork(m);

@@ -23,6 +23,18 @@ int64_t cs_sched_next_due(int64_t due_ms, int64_t now_ms, int64_t interval_ms,
   return v < now_ms ? now_ms : v;
 }
 
+static int due_cmp(const void *pa, const void *pb) {
+  const cs_sched_due *a = pa, *b = pb;
+  if (a->due_ms != b->due_ms)
+    return a->due_ms < b->due_ms ? -1 : 1;
+  return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+void cs_sched_order(cs_sched_due *v, size_t n) {
+  if (n > 1)
+    qsort(v, n, sizeof(*v), due_cmp);
+}
+
 /* a's load below b's: outstanding/max compared as cross products. */
 static int lighter(const cs_sched_load *a, const cs_sched_load *b) {
   uint64_t x = (uint64_t)a->outstanding * b->max,

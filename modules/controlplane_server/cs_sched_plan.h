@@ -27,6 +27,20 @@ int64_t cs_sched_jitter(int64_t interval_ms, uint32_t spread_pct,
 int64_t cs_sched_next_due(int64_t due_ms, int64_t now_ms, int64_t interval_ms,
                           uint32_t spread_pct, uint32_t rnd);
 
+/* One item due now without a task, for the tick's order. */
+typedef struct cs_sched_due {
+  int64_t due_ms; /* when it was due (a starved item keeps its old time) */
+  size_t idx;     /* the item's index */
+} cs_sched_due;
+
+/* Sorts v oldest due first, ties to the lower index: the order in which
+ * a tick offers its due items to the checkers. When the checkers' room is
+ * short (overload) every item is then checked at a lower rate, in turn,
+ * never some items always and others never (issue 26: a scan from a
+ * slowly moving cursor served the items near it every interval and left
+ * the rest without a verdict for minutes). */
+void cs_sched_order(cs_sched_due *v, size_t n);
+
 /* What the choice needs of one checker. */
 typedef struct cs_sched_load {
   uint32_t outstanding, max; /* tasks given and not answered; its bound */

@@ -192,6 +192,9 @@ CS_INTEGRATION_TESTS += t/integration/cp_multi_passive.sh
 # Address lists over mTLS: a gateway and a checker move to the other
 # controller (issue 26).
 CS_INTEGRATION_TESTS += t/integration/cp_multi_mtls.sh
+# The scheduler under overload (issue 26, checks starved): one small
+# checker, 300 proxies, every proxy a verdict, oldest due first.
+CS_INTEGRATION_TESTS += t/integration/cp_check_overload.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

@@ -23,6 +23,9 @@
 #                                 # $T/NAME.ini, $T/NAME.log, worker NAME
 #   gw_health ADMIN ID            # proxy ID's health in the view of the
 #                                 # gateway on ADMIN ("" when it is absent)
+#   plain_up NAME MODULE PORT     # a proxyhost running MODULE (http_proxy
+#                                 # with direct, or echo) on PORT, log level
+#                                 # warn: $T/NAME.ini, $T/NAME.log, $LAST
 #   gw_has_view ADMIN             # the gateway on ADMIN holds a running
 #                                 # session with an accepted view (ready
 #                                 # needs a usable proxy too: issue 23 item 4)
@@ -137,6 +140,16 @@ EOC
   "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
     -worker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
   PIDS="$PIDS $!"
+}
+
+plain_up() {
+  _mods=$2
+  [ "$2" = http_proxy ] && _mods="direct, http_proxy"
+  printf '[proxyhost]\nmodules = %s\nmodule_path = %s\n[log]\nlevel = warn\n[admin]\nlisten = 127.0.0.1:%s\n[%s]\nlisten = 127.0.0.1:%s\n' \
+    "$_mods" "$top_builddir/modules" "$(free_port)" "$2" "$3" >"$T/$1.ini"
+  "$PROXYHOST" -c "$T/$1.ini" >>"$T/$1.log" 2>&1 &
+  LAST=$!
+  PIDS="$PIDS $LAST"
 }
 
 gw_health() {

@@ -5,7 +5,8 @@
  * with room that supports the tier, never one at its max_concurrency,
  * another than the one that missed the item unless it is the only one;
  * target_probes parse and refuse; TARGET tasks to one host are spaced
- * over every group that names it. */
+ * over every group that names it; under overload the due items are
+ * offered oldest due first, so every item is checked in turn. */
 #include <string.h>
 
 #include "controlplane_server/cs_sched_plan.h"
@@ -100,8 +101,63 @@ static void test_spacing(void) {
   ok(cs_probe_take(p, n, &p[1], 1500, 500), "after the spacing it goes out");
 }
 
+/* Under overload the tick offers its due items oldest due first
+ * (cs_sched_order), ties to the lower index (issue 26, checks starved). */
+static void test_order(void) {
+  cs_sched_due v[5] = {{5000, 0}, {1000, 1}, {3000, 2}, {1000, 3}, {2000, 4}};
+  cs_sched_order(v, 5);
+  int order = v[0].idx == 1 && v[1].idx == 3 && v[2].idx == 4 &&
+              v[3].idx == 2 && v[4].idx == 0;
+  ok(order, "the due items oldest first, ties by index");
+  cs_sched_order(v, 0); /* nothing to sort */
+}
+
+/* A tick as cs_sched.c runs it, simulated: 200 items due every 1000 ms,
+ * room for 8 tasks a tick of 250 ms (answered by the next tick): 32 checks
+ * a second for 200 due, 16 % of the schedule. Every item must be checked
+ * in turn, none never: each within a bounded gap, the counts even. */
+#define SIM_N 200
+static void test_overload(void) {
+  int64_t due[SIM_N], last[SIM_N], gap = 0;
+  int checks[SIM_N], never = 0, lo = 1 << 30, hi = 0;
+  cs_sched_due v[SIM_N];
+  for (int i = 0; i < SIM_N; i++) {
+    due[i] = (int64_t)(i * 7919 % 1000); /* spread within one interval */
+    last[i] = -1;
+    checks[i] = 0;
+  }
+  for (int64_t now = 0; now < 120000; now += 250) {
+    size_t n = 0;
+    for (int i = 0; i < SIM_N; i++)
+      if (due[i] <= now)
+        v[n++] = (cs_sched_due){due[i], (size_t)i};
+    cs_sched_order(v, n);
+    for (size_t j = 0; j < n && j < 8; j++) { /* answered next tick */
+      size_t i = v[j].idx;
+      due[i] = cs_sched_next_due(due[i], now + 250, 1000, 20,
+                                 (uint32_t)(now * 31 + (int64_t)i));
+      if (last[i] >= 0 && now - last[i] > gap)
+        gap = now - last[i];
+      last[i] = now;
+      checks[i]++;
+    }
+  }
+  for (int i = 0; i < SIM_N; i++) {
+    never += !checks[i];
+    lo = checks[i] < lo ? checks[i] : lo;
+    hi = checks[i] > hi ? checks[i] : hi;
+  }
+  diag("longest gap %lld ms, checks per item %d..%d", (long long)gap, lo, hi);
+  is_int(never, 0, "CP-6-1 overload (16 % of the schedule): no item never checked");
+  ok(gap <= 7000, "... each checked again within 7 s (200 at 32 a second, "
+                  "and a tick)");
+  ok(hi - lo <= 1, "... all at the same lower rate (counts within one)");
+}
+
 int main(void) {
   plan_lazy();
+  test_order();
+  test_overload();
   test_jitter();
   test_next_due();
   test_pick();
