@@ -26,7 +26,6 @@
 #include "cs_sched_plan.h"
 #include "lib/idtab.h"
 
-#define CS_TASK_ID_HEX 16
 #define CS_LATE_RING 16
 
 typedef struct cs_item cs_item;
@@ -138,10 +137,8 @@ void cs_sched_stop(cs *m);
 /* A task ended: answered (its item due again after an interval),
  * expired or released (due now, elsewhere). Frees t. */
 void cs_task_done(cs *m, cs_task *t, int result);
-/* The task id of c's, or NULL: a lookup in c->task_ids, not a scan. */
+/* The task id of c's, or NULL: a lookup in c->task_ids (cs_task_key),
+ * not a scan. */
 cs_task *cs_task_find(cs_checker *c, const char *task_id);
-/* A task id's table key (its CS_TASK_ID_HEX digits as 64 bits); 0 and
- * *key untouched when it is no id of ours. */
-int cs_task_key(const char *task_id, int64_t *key);
 
 #endif

@@ -78,24 +78,6 @@ static int64_t next_due(cs *m, const cs_item *it, int64_t now) {
                                rnd32());
 }
 
-int cs_task_key(const char *task_id, int64_t *key) {
-  uint64_t v = 0;
-  size_t i = 0;
-  for (; i < CS_TASK_ID_HEX && task_id[i]; i++) {
-    char ch = task_id[i];
-    int d = ch >= '0' && ch <= '9'   ? ch - '0'
-            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-                                     : -1;
-    if (d < 0)
-      return 0;
-    v = v << 4 | (uint64_t)d;
-  }
-  if (i != CS_TASK_ID_HEX || task_id[i])
-    return 0;
-  *key = (int64_t)v;
-  return 1;
-}
-
 cs_task *cs_task_find(cs_checker *c, const char *task_id) {
   int64_t key;
   if (!cs_task_key(task_id, &key))
