@@ -259,16 +259,6 @@ static int after_connect(chk_probe *p) {
   socklen_t el = sizeof(err);
   if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &el) || err)
     return end(p, CHK_FAILED, dial_reason(err ? err : errno));
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof(ss);
-  if (!getsockname(p->fd, (struct sockaddr *)&ss, &sl)) {
-    if (ss.ss_family == AF_INET)
-      inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, p->local,
-                sizeof(p->local));
-    else if (ss.ss_family == AF_INET6)
-      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-                p->local, sizeof(p->local));
-  }
   if (p->s.protocol == 0 || p->absolute)
     return start_send(p);
   return start_hs(p);
@@ -299,7 +289,9 @@ static int hs_step(chk_probe *p) {
     if (w <= 0)
       return end(p, CHK_FAILED, CHK_R_HS_MALFORMED);
     up_hs_sent(&p->hs, (size_t)w);
-    return -1;
+    /* All sent: the answer cannot be there yet, so no recv that would
+     * only say EAGAIN (one syscall per check less); the loop wakes us. */
+    return up_hs_pending_out(&p->hs, &out) ? -1 : CHK_EV_READ;
   }
   size_t want = up_hs_want(&p->hs);
   if (want > sizeof(buf))
@@ -341,7 +333,22 @@ static int send_step(chk_probe *p) {
   if (!p->resp)
     return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
   p->phase = P_RECV;
-  return -1;
+  return CHK_EV_READ; /* as in hs_step: no recv before the loop says so */
+}
+
+/* p->local: the socket's own address, which the echo's answer must not
+ * show; asked only when an echo's body is read (not per BASIC check). */
+static void local_addr(chk_probe *p) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  if (getsockname(p->fd, (struct sockaddr *)&ss, &sl))
+    return;
+  if (ss.ss_family == AF_INET)
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, p->local,
+              sizeof(p->local));
+  else if (ss.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, p->local,
+              sizeof(p->local));
 }
 
 /* The whole answer is in (or the peer closed): the verdict. */
@@ -386,6 +393,7 @@ static int judge(chk_probe *p, int eof) {
   }
   const char *own[17];
   size_t n_own = 0;
+  local_addr(p);
   own[n_own++] = p->local;
   for (size_t i = 0; i < p->s.n_own && n_own < 17; i++)
     own[n_own++] = p->s.own[i];
