@@ -108,6 +108,11 @@ struct checker {
   uint32_t rep_attempt;
   slot *slots;
   uint32_t running;
+  uint32_t *free_ix; /* the slots not in use, a stack of indexes */
+  uint32_t n_free;
+  /* Checks counted since the metrics were last updated (metrics_flush:
+   * once per report batch, not per check). */
+  uint64_t n_checks[3][4], n_reasons[3][CHK_R_COUNT];
   /* The echo endpoint's direct probe. */
   slot echo;
   char echo_url[CHK_TARGET_MAX + 1];
@@ -231,7 +236,6 @@ static void queue_obs(checker *m, const chk_obs *o) {
               "re-issues its task)",
               PH_INT("queue_max", m->conf.queue_max));
   }
-  api->gauge_set(m->m_queue, m->rep.len);
   if (m->rep.len >= m->conf.batch_max)
     send_reports(m);
   else if (!m->flush_armed)
@@ -250,10 +254,30 @@ static void obs_of(const chk_task *t, chk_obs *o) {
 static void count_check(checker *m, const chk_obs *o) {
   int t = o->tier >= 1 && o->tier <= 3 ? o->tier - 1 : 0;
   int s = o->status >= 1 && o->status <= 4 ? o->status - 1 : 3;
-  api->inc(m->m_checks[t][s], 1);
+  m->n_checks[t][s]++;
   if (o->reason > 0 && o->reason < CHK_R_COUNT)
-    api->inc(m->m_reasons[t][o->reason], 1);
+    m->n_reasons[t][o->reason]++;
   api->observe(m->m_seconds[t], (double)o->latency_ms / 1000.0);
+}
+
+/* The counts gathered since the last call, and the gauges, into the
+ * metrics: before each report batch leaves (so a reported check is
+ * counted), on the flush timer and at stop. */
+static void metrics_flush(checker *m) {
+  for (int t = 0; t < 3; t++) {
+    for (int s = 0; s < 4; s++)
+      if (m->n_checks[t][s]) {
+        api->inc(m->m_checks[t][s], m->n_checks[t][s]);
+        m->n_checks[t][s] = 0;
+      }
+    for (int r = 0; r < CHK_R_COUNT; r++)
+      if (m->n_reasons[t][r]) {
+        api->inc(m->m_reasons[t][r], m->n_reasons[t][r]);
+        m->n_reasons[t][r] = 0;
+      }
+  }
+  api->gauge_set(m->m_running, m->running);
+  api->gauge_set(m->m_queue, m->rep.len);
 }
 
 static void finish_obs(checker *m, chk_obs *o) {
@@ -324,6 +348,9 @@ static void release_held(checker *m, int64_t started_ms) {
 /* ---- checks ------------------------------------------------------------- */
 
 static void slot_release(slot *s) {
+  checker *m = s->m;
+  if (s->used && s != &m->echo) /* free again: on the stack */
+    m->free_ix[m->n_free++] = (uint32_t)(s - m->slots);
   if (s->open_id > 0 && s->m->up)
     s->m->up->cancel(s->m->up_self, s->open_id);
   s->open_id = 0;
@@ -378,7 +405,6 @@ static void slot_done(slot *s) {
   int wait_echo = echo_decides(&s->task, &o);
   slot_release(s);
   m->running--;
-  api->gauge_set(m->m_running, m->running);
   if (wait_echo)
     echo_failed(m, &o);
   else
@@ -528,44 +554,41 @@ static void refuse(checker *m, const chk_task *t, int status, int reason,
 /* One task of a stream message (chk_read_tasks' callback). */
 static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   checker *m = arg;
-  chk_task t = *tp;
-  slot *s = NULL;
-  for (uint32_t i = 0; i < m->conf.max_concurrency && !s; i++)
-    if (!m->slots[i].used)
-      s = &m->slots[i];
+  chk_task *t = tp; /* copied once, into the slot (3.4 KB) */
+  slot *s = m->n_free ? &m->slots[m->free_ix[m->n_free - 1]] : NULL;
   if (rc != PH_OK) {
     PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "check task not run",
               PH_STR("reason", why ? why : "no memory"));
-    if (t.task_id[0])
-      refuse(m, &t, CHK_CHECKER_ERROR, CHK_R_BAD_TASK, REF_BAD);
+    if (t->task_id[0])
+      refuse(m, t, CHK_CHECKER_ERROR, CHK_R_BAD_TASK, REF_BAD);
     else
       api->inc(m->m_refused[REF_BAD], 1);
     return;
   }
   if (!s) {
-    refuse(m, &t, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, REF_BUSY);
-    chk_task_wipe(&t);
+    refuse(m, t, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, REF_BUSY);
+    chk_task_wipe(t);
     return;
   }
-  if (t.deadline_ms <= wall_ms()) {
-    refuse(m, &t, CHK_CHECKER_ERROR, CHK_R_DEADLINE, REF_LATE);
-    chk_task_wipe(&t);
+  if (t->deadline_ms <= wall_ms()) {
+    refuse(m, t, CHK_CHECKER_ERROR, CHK_R_DEADLINE, REF_LATE);
+    chk_task_wipe(t);
     return;
   }
-  if (t.echo_url[0] && strcmp(t.echo_url, m->echo_url)) {
+  if (t->echo_url[0] && strcmp(t->echo_url, m->echo_url)) {
     chk_url u;
     /* The echo endpoint the checker probes directly: the tasks' one. */
-    if (!chk_url_parse(t.echo_url, &u) &&
+    if (!chk_url_parse(t->echo_url, &u) &&
         (m->up || chk_is_literal(u.host))) {
-      snprintf(m->echo_url, sizeof(m->echo_url), "%s", t.echo_url);
+      snprintf(m->echo_url, sizeof(m->echo_url), "%s", t->echo_url);
       m->echo_up = -1;
       api->gauge_set(m->m_echo_up, -1);
       echo_probe_start(m);
     }
   }
-  s->task = t; /* the credentials move into the slot */
+  m->n_free--; /* s, off the stack (slot_release puts it back) */
+  s->task = *t; /* the credentials move into the slot */
   m->running++;
-  api->gauge_set(m->m_running, m->running);
   s->own[0] = m->echo_seen;
   chk_probe_spec spec = {0};
   spec.tier = s->task.tier;
@@ -638,7 +661,7 @@ static void report_done(void *arg, cp_grpc_ccall *call, int status,
   if (k == OR_DONE && !m->rep.packed.data) {
     m->rep_attempt = 0;
     m->rep_retry_at = 0;
-    api->gauge_set(m->m_queue, m->rep.len);
+    metrics_flush(m);
     if (m->rep.len)
       send_reports(m);
     return;
@@ -661,6 +684,7 @@ static void report_done(void *arg, cp_grpc_ccall *call, int status,
 }
 
 static void send_reports(checker *m) {
+  metrics_flush(m);
   if (m->state != S_WATCHING || m->c_rep || m->stopping)
     return;
   if (m->rep_retry_at && api->now_ms(m->ctx) < m->rep_retry_at)
@@ -869,6 +893,7 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
       PH_OK)
     return PH_ENOMEM;
   m->slots = calloc(m->conf.max_concurrency, sizeof(*m->slots));
+  m->free_ix = calloc(m->conf.max_concurrency, sizeof(*m->free_ix));
   m->held_cap = m->conf.max_concurrency;
   m->held = calloc(m->held_cap, sizeof(*m->held));
   m->timer = api->timer_new(ctx, on_backoff, m);
@@ -877,10 +902,11 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->echo.m = m;
   m->echo.probe.fd = -1;
   m->echo.timer = api->timer_new(ctx, on_slot_timer, &m->echo);
-  if (!m->slots || !m->held || !m->timer || !m->flush_timer ||
+  if (!m->slots || !m->free_ix || !m->held || !m->timer || !m->flush_timer ||
       !m->echo_timer || !m->echo.timer)
     return PH_ENOMEM;
   for (uint32_t i = 0; i < m->conf.max_concurrency; i++) {
+    m->free_ix[m->n_free++] = m->conf.max_concurrency - 1 - i; /* 0 on top */
     m->slots[i].m = m;
     m->slots[i].probe.fd = -1;
     m->slots[i].timer = api->timer_new(ctx, on_slot_timer, &m->slots[i]);
@@ -932,6 +958,7 @@ static int chk_stop(void *state) {
     if (m->echo.used)
       slot_release(&m->echo);
   }
+  metrics_flush(m);
   api->timer_set(m->timer, 0, 0);
   api->timer_set(m->flush_timer, 0, 0);
   api->timer_set(m->echo_timer, 0, 0);
@@ -961,6 +988,7 @@ static void chk_destroy(void *state) {
     if (timers[i])
       api->timer_free(timers[i]);
   free(m->slots);
+  free(m->free_ix);
   free(m->held);
   chk_report_free(&m->rep);
   OPENSSL_cleanse(m, sizeof(*m));

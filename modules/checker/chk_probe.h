@@ -119,6 +119,8 @@ typedef struct chk_probe {
   int phase; /* private */
   int get;   /* a request follows the dial or the tunnel */
   int absolute;
+  int unconfirmed; /* our own connect not yet confirmed: the first send's
+                      error is the dial's (no SO_ERROR asked) */
   chk_url url;    /* what the request fetches */
   chk_url tunnel; /* where the tunnel goes */
   up_hs hs;

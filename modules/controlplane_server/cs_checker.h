@@ -24,8 +24,8 @@
 
 #include "cs.h"
 #include "cs_sched_plan.h"
+#include "lib/idtab.h"
 
-#define CS_TASK_ID_HEX 16
 #define CS_LATE_RING 16
 
 typedef struct cs_item cs_item;
@@ -33,6 +33,7 @@ typedef struct cs_checker cs_checker;
 
 typedef struct cs_task {
   ilist_node node; /* in its checker's tasks, in deadline order */
+  idtab_node hnode; /* in its checker's task_ids, keyed by cs_task_key(id) */
   cs_checker *owner;
   cs_item *item;
   char id[CS_TASK_ID_HEX + 1];
@@ -74,6 +75,7 @@ struct cs_checker {
   int64_t auth_call;
   ph_timer *timer; /* renewals */
   ilist tasks;     /* cs_task, outstanding */
+  idtab task_ids;  /* the same tasks by id (sized once claimed) */
   ilist sendq;     /* cs_out */
   int sending;
   char late[CS_LATE_RING][CS_TASK_ID_HEX + 1]; /* tasks expired lately */
@@ -135,7 +137,8 @@ void cs_sched_stop(cs *m);
 /* A task ended: answered (its item due again after an interval),
  * expired or released (due now, elsewhere). Frees t. */
 void cs_task_done(cs *m, cs_task *t, int result);
-/* The task id of c's, or NULL. */
+/* The task id of c's, or NULL: a lookup in c->task_ids (cs_task_key),
+ * not a scan. */
 cs_task *cs_task_find(cs_checker *c, const char *task_id);
 
 #endif

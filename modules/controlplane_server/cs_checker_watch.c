@@ -36,6 +36,7 @@ static void c_free(cs_checker *c) {
   cs_auth_cancel(m, &c->auth_call);
   for (ilist_node *n; (n = ilist_first(&c->tasks));)
     cs_task_done(m, ILIST_ENTRY(n, cs_task, node), CS_TASK_RELEASED);
+  idtab_free(&c->task_ids);
   for (ilist_node *n; (n = ilist_pop(&c->sendq));)
     out_free(ILIST_ENTRY(n, cs_out, node));
   if (c->timer)
@@ -205,8 +206,12 @@ static void alive(void *arg, const cp_auth_reply *rep) {
   c->renewed_ms = wall_ms();
   if (c->claimed)
     return;
-  c->claimed = 1;
   c->max_concurrency = rep->max_concurrency ? rep->max_concurrency : 1;
+  if (idtab_init(&c->task_ids, c->max_concurrency)) {
+    cs_checker_end(c, CP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  c->claimed = 1;
   c->tiers = rep->tiers ? rep->tiers : CP_TIERS_ALL;
   api->gauge_add(m->checkers->m_checkers, 1);
   end_others(m, c->id, c, c->session);

@@ -81,12 +81,11 @@ static int64_t next_due(cs *m, const cs_item *it, int64_t now) {
 }
 
 cs_task *cs_task_find(cs_checker *c, const char *task_id) {
-  ILIST_FOREACH_SAFE(&c->tasks, it, nx) {
-    cs_task *t = ILIST_ENTRY(it, cs_task, node);
-    if (strcmp(t->id, task_id) == 0)
-      return t;
-  }
-  return NULL;
+  int64_t key;
+  if (!cs_task_key(task_id, &key))
+    return NULL;
+  idtab_node *n = idtab_find(&c->task_ids, key);
+  return n ? IDTAB_ENTRY(n, cs_task, hnode) : NULL;
 }
 
 void cs_task_done(cs *m, cs_task *t, int result) {
@@ -95,6 +94,7 @@ void cs_task_done(cs *m, cs_task *t, int result) {
   cs_item *it = t->item;
   int64_t now = wall_ms();
   ilist_remove(&t->node);
+  idtab_del(&c->task_ids, &t->hnode);
   k->outstanding--;
   if (result == CS_TASK_EXPIRED) {
     c->missed++;
@@ -315,7 +315,19 @@ static int issue(cs *m, loads *s, cs_item *it, int64_t now) {
   cs_task *t = calloc(1, sizeof(*t));
   if (!t)
     return 0;
-  hex_random(t->id, CS_TASK_ID_HEX / 2);
+  cs_checker *c = s->c[i];
+  int64_t key = 0;
+  int unique = 0;
+  /* An id unique among c's tasks: a 64-bit random one repeats once in
+   * billions; the bound only keeps the loop finite. */
+  for (int tries = 0; tries < 8 && !unique; tries++) {
+    hex_random(t->id, CS_TASK_ID_HEX / 2);
+    unique = cs_task_key(t->id, &key) && !idtab_find(&c->task_ids, key);
+  }
+  if (!unique) {
+    free(t);
+    return 0;
+  }
   t->deadline_ms = now + m->conf.task_deadline_ms;
   cs_out *o = pack_task(m, it, t);
   if (!o) {
@@ -323,11 +335,11 @@ static int issue(cs *m, loads *s, cs_item *it, int64_t now) {
     it->due_ms = next_due(m, it, now);
     return 0;
   }
-  cs_checker *c = s->c[i];
   t->owner = c;
   t->item = it;
   it->task = t;
   ilist_push(&c->tasks, &t->node);
+  idtab_put(&c->task_ids, &t->hnode, key);
   k->outstanding++;
   s->l[i].outstanding++;
   s->room--;

@@ -193,3 +193,21 @@ int cs_hrw_pick(const char *const *members, size_t n, const char *key) {
   }
   return best;
 }
+
+int cs_task_key(const char *task_id, int64_t *key) {
+  uint64_t v = 0;
+  size_t i = 0;
+  for (; i < CS_TASK_ID_HEX && task_id[i]; i++) {
+    char ch = task_id[i];
+    int d = ch >= '0' && ch <= '9'   ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                                     : -1;
+    if (d < 0)
+      return 0;
+    v = v << 4 | (uint64_t)d;
+  }
+  if (i != CS_TASK_ID_HEX || task_id[i])
+    return 0;
+  *key = (int64_t)v;
+  return 1;
+}

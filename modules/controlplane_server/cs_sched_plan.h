@@ -85,4 +85,10 @@ int cs_probe_take(cs_probe *p, size_t n, cs_probe *probe, int64_t now_ms,
  * the same set, and a member that leaves moves only its own keys. */
 int cs_hrw_pick(const char *const *members, size_t n, const char *key);
 
+/* A task id: CS_TASK_ID_HEX lowercase hex digits (64 random bits). */
+#define CS_TASK_ID_HEX 16
+/* A task id's key in its checker's id table (lib/idtab.h): its 64 bits.
+ * 1, or 0 (and *key untouched) when task_id is not of that form. */
+int cs_task_key(const char *task_id, int64_t *key);
+
 #endif

@@ -163,6 +163,20 @@ int main(void) {
   test_pick();
   test_probes();
   test_spacing();
+  { /* the task id table's key (lib/idtab.h), not a scan */
+    int64_t k = 7;
+    ok(cs_task_key("00000000000000ff", &k) && k == 255,
+       "task key: the id's 16 hex digits as 64 bits");
+    ok(cs_task_key("ffffffffffffffff", &k) && k == -1,
+       "task key: all 64 bits (the table takes any int64)");
+    k = 7;
+    ok(!cs_task_key("00000000000000FF", &k) && !cs_task_key("0000", &k) &&
+           !cs_task_key("00000000000000ff0", &k) &&
+           !cs_task_key("0000000000000g00", &k) && !cs_task_key("", &k) &&
+           k == 7,
+       "task key: no key for an id we could not have made (upper case, "
+       "short, long, not hex)");
+  }
   /* ---- rendezvous hashing over the controllers (issue 26 "Several
    * controllers") ---- */
   {
