@@ -9,7 +9,9 @@
  *  - each task runs on the loop (chk_probe.h: non-blocking, through the
  *    upstream kit), at most max_concurrency at once (more: CHECKER_ERROR
  *    no_resources, never queued beyond what it registered), each ended at
- *    its deadline (or task.max_duration, the sooner);
+ *    its deadline (or task.max_duration, the sooner); a task with less
+ *    than task.min_budget left is CHECKER_ERROR late_task, a timeout
+ *    served less than it short_budget (chk_budget.h);
  *  - observations go to ReportObservations in batches fenced by
  *    (session_id, sequence, SHA-256 digest) and resent byte for byte
  *    until acknowledged (chk_report.h, or_status.h's classes: a fence's
@@ -35,6 +37,7 @@
 #include <proxyhost/stream.h>
 
 #include "lib/conf_values.h"
+#include "chk_budget.h"
 #include "chk_conf.h"
 #include "chk_dial.h"
 #include "chk_probe.h"
@@ -77,6 +80,7 @@ typedef struct slot {
   ph_io *io;
   ph_timer *timer;
   int64_t started_ms;
+  int64_t start_wall_ms, budget_ms; /* the timer's, for chk_budget_short */
   int events;
   int64_t open_id; /* the connector's dial in flight, 0: none */
   const char *own[1]; /* the probe's spec borrows it */
@@ -173,7 +177,7 @@ static const ph_metric_table chk_metrics[] = {
     PH_METRIC("proxyhost_checker_tasks_refused_total", PH_METRIC_COUNTER,
               "tasks answered CHECKER_ERROR without a check (busy: "
               "max_concurrency reached; bad_task: unreadable; late: "
-              "deadline already passed)",
+              "deadline passed or less than task.min_budget left)",
               PH_METRIC_LABELS(refuse_label), PH_METRIC_NO_BUCKETS, checker,
               m_refused),
     PH_METRIC("proxyhost_checker_observations_dropped_total",
@@ -451,6 +455,14 @@ static void on_slot_timer(ph_timer *t, void *arg) {
   if (!s->used)
     return;
   chk_probe_timeout(&s->probe);
+  /* Served less than task.min_budget (the loop late to end it): the
+   * checker's lateness, not the proxy's (chk_budget.h). */
+  if (s != &s->m->echo && s->probe.res.status == CHK_TIMEOUT &&
+      chk_budget_short(s->start_wall_ms, s->budget_ms, wall_ms(),
+                       s->m->conf.task_min_ms)) {
+    s->probe.res.status = CHK_CHECKER_ERROR;
+    s->probe.res.reason = CHK_R_SHORT_BUDGET;
+  }
   slot_done(s);
 }
 
@@ -506,11 +518,13 @@ static void slot_start(slot *s, const chk_probe_spec *spec,
   checker *m = s->m;
   s->used = 1;
   s->started_ms = api->now_ms(m->ctx);
-  int64_t left = deadline_ms - wall_ms();
+  s->start_wall_ms = wall_ms();
+  int64_t left = deadline_ms - s->start_wall_ms;
   if (left > m->conf.task_max_ms)
     left = m->conf.task_max_ms;
   if (left < 1)
     left = 1;
+  s->budget_ms = left;
   api->timer_set(s->timer, (uint64_t)left, 0);
   if (m->up)
     slot_dial(s, spec);
@@ -570,8 +584,11 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
     chk_task_wipe(t);
     return;
   }
-  if (t->deadline_ms <= wall_ms()) {
-    refuse(m, t, CHK_CHECKER_ERROR, CHK_R_DEADLINE, REF_LATE);
+  /* Too little left to judge the proxy (chk_budget.h): the controller's
+   * or the checker's lateness, never a verdict. */
+  int late = chk_budget_admit(t->deadline_ms, wall_ms(), m->conf.task_min_ms);
+  if (late != CHK_R_NONE) {
+    refuse(m, t, CHK_CHECKER_ERROR, late, REF_LATE);
     chk_task_wipe(t);
     return;
   }

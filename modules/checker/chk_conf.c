@@ -51,6 +51,13 @@ const ph_conf_key chk_conf_keys[] = {
                 "a check ends at its task's deadline or after this, the "
                 "sooner",
                 NULL),
+    PH_CONF_KEY("task.min_budget", PH_CONF_DURATION, "500ms", 10, 60000,
+                PH_CONF_RESTART, NULL,
+                "a task with less than this left before its deadline is "
+                "answered CHECKER_ERROR late_task, no check; a check that "
+                "timed out served less than this (the checker's loop late) "
+                "is CHECKER_ERROR short_budget, not TIMEOUT",
+                NULL),
     PH_CONF_KEY("response_max", PH_CONF_INT, "65536", 1024, 1048576,
                 PH_CONF_RESTART, NULL,
                 "largest answer (head and body) a check reads; more: FAILED "
@@ -149,6 +156,7 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   c->backoff_max_ms = (uint32_t)a->conf_int(ctx, "backoff.max");
   c->rpc_timeout_ms = a->conf_int(ctx, "rpc_timeout");
   c->task_max_ms = a->conf_int(ctx, "task.max_duration");
+  c->task_min_ms = a->conf_int(ctx, "task.min_budget");
   c->response_max = (uint32_t)a->conf_int(ctx, "response_max");
   c->batch_max = (uint32_t)a->conf_int(ctx, "batch.max");
   c->flush_ms = a->conf_int(ctx, "batch.flush");
@@ -158,8 +166,10 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   static const ph_conf_order order[] = {
       {"backoff.min", "backoff.max", "backoff.max",
        "must be at least backoff.min"},
-      {"batch.max", "queue.max", "queue.max", "must be at least batch.max"}};
-  rc = ph_conf_orders(ctx, a, order, 2, key, why, whylen);
+      {"batch.max", "queue.max", "queue.max", "must be at least batch.max"},
+      {"task.min_budget", "task.max_duration", "task.max_duration",
+       "must be at least task.min_budget"}};
+  rc = ph_conf_orders(ctx, a, order, 3, key, why, whylen);
   if (rc != PH_OK)
     return rc;
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);

@@ -53,7 +53,7 @@ enum {
       "bad_echo", "proxy_error", "bad_response", "response_too_large",       \
       "response_timeout", "echo_unreachable", "name_not_supported",          \
       "bad_task", "no_resources", "deadline_passed", "dial_unresolved",      \
-      "resolver_failed", "dial_forbidden"
+      "resolver_failed", "dial_forbidden", "late_task", "short_budget"
 enum chk_reason {
   CHK_R_NONE,
   CHK_R_DIAL_REFUSED,
@@ -79,6 +79,8 @@ enum chk_reason {
   CHK_R_UNRESOLVED, /* the name has no address (NXDOMAIN): the proxy's */
   CHK_R_RESOLVER,   /* the checker's resolver failed or timed out */
   CHK_R_FORBIDDEN,  /* the connector's target policy refused the dial */
+  CHK_R_LATE_TASK,  /* less than task.min_budget left: no check (chk_budget.h) */
+  CHK_R_SHORT_BUDGET, /* timed out served less than task.min_budget */
   CHK_R_COUNT
 };
 extern const char *const chk_reason_names[]; /* NULL-terminated */

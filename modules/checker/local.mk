@@ -3,8 +3,9 @@
 # controller's CheckerControlPlane (checker.c: the session, the task
 # stream, the checks on the loop, the reports), its keys (chk_conf.c),
 # messages (chk_wire.c), observation queue (chk_report.c), the probe
-# engine over the upstream kit (chk_probe.c, chk_url.c) and the reading
-# of the echo endpoint's answer (chk_echo.c).
+# engine over the upstream kit (chk_probe.c, chk_url.c), a check's fair
+# time budget (chk_budget.c) and the reading of the echo endpoint's
+# answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
 	t/integration/checker_dns.sh t/integration/checker_dns_controller.sh \
 	t/integration/checker_controller.sh t/integration/health_loop.sh \
@@ -14,7 +15,8 @@ nobase_dist_doc_DATA += docs/user-guide/checker.md
 CHK_CORE = %D%/chk_probe.c %D%/chk_probe.h \
 	%D%/chk_url.c %D%/chk_url.h \
 	%D%/chk_echo.c %D%/chk_echo.h \
-	%D%/chk_dial.c %D%/chk_dial.h
+	%D%/chk_dial.c %D%/chk_dial.h \
+	%D%/chk_budget.c %D%/chk_budget.h
 CHK_SOURCES = %D%/checker.c \
 	%D%/chk_conf.c %D%/chk_conf.h \
 	%D%/chk_wire.c %D%/chk_wire.h \
@@ -41,7 +43,13 @@ dist_samples_DATA += %D%/checker.ini.sample
 
 # The probe engine against real sockets, the echo answer's reading, the
 # task and batch messages (CP-6-1, CP-6-3..5).
-UNIT_TESTS += t/unit/cp/test_chk_probe t/unit/cp/test_chk_wire
+UNIT_TESTS += t/unit/cp/test_chk_probe t/unit/cp/test_chk_wire \
+	t/unit/cp/test_chk_budget
+t_unit_cp_test_chk_budget_SOURCES = t/unit/cp/test_chk_budget.c \
+	%D%/chk_budget.c %D%/chk_probe.c %D%/chk_url.c %D%/chk_echo.c
+t_unit_cp_test_chk_budget_CPPFLAGS = $(CHK_CPPFLAGS)
+t_unit_cp_test_chk_budget_LDADD = modules/upstream/libphupstream.la \
+	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
 t_unit_cp_test_chk_probe_SOURCES = t/unit/cp/test_chk_probe.c $(CHK_CORE)
 t_unit_cp_test_chk_probe_CPPFLAGS = $(CHK_CPPFLAGS)
 t_unit_cp_test_chk_probe_LDADD = modules/upstream/libphupstream.la \

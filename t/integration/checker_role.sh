@@ -14,7 +14,9 @@
 # echo endpoint down makes EGRESS CHECKER_ERROR, never FAILED; batches
 # numbered from 1 per session and resent with the same digest; a stale
 # session and a fence refusal start a new session; no credential in the
-# checker's log or metrics.
+# checker's log or metrics; lateness (a task with less than
+# task.min_budget left, a check the checker's loop ended late) is
+# CHECKER_ERROR late_task / short_budget, never TIMEOUT.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/cp_fake.sh"
 
@@ -190,6 +192,36 @@ http_get "http://127.0.0.1:$admin/metrics" | sed 1d >"$D/metrics.txt"
 ok $? "promtool accepts the checker's exposition"
 sed 's/^/# promtool: /' "$D/promtool.out"
 
+# Lateness is the checker's or the controller's, never the proxy's
+# (issue 26): a task that comes with less than task.min_budget (500 ms)
+# left is refused CHECKER_ERROR late_task; a check the checker's own loop
+# ended late (the checker stopped past its deadline), served less than
+# task.min_budget, is CHECKER_ERROR short_budget. Both through the stopped
+# proxy, which would be a TIMEOUT.
+task 1 1 "$U7" deadline_ms=450; BL=$LAST
+wait_long observed "$BL"
+like "$(seen "$BL")" "4 late_task" \
+  "CP-6-2 a task arriving with less than task.min_budget left: CHECKER_ERROR late_task, no TIMEOUT"
+wait_cond '[ "$(mval "proxyhost_checker_check_reasons_total{tier=\"basic\",reason=\"late_task\"}")" = 1 ]'
+ok $? "late_task counted in check_reasons_total"
+wait_cond '[ "$(mval "proxyhost_checker_tasks_refused_total{reason=\"late\"}")" = 1 ]'
+ok $? "... and in tasks_refused_total{reason=\"late\"}"
+task 1 1 "$U7" deadline_ms=1500; BS=$LAST
+wait_long grep -q "^TASK s1 $BS\$" "$EV"
+# The check runs: the checker's socket to the stopped proxy is connected
+# (its kernel accepts; every earlier check of it has closed its socket).
+wait_long eval '[ -n "$(ss -Htn state established dst "127.0.0.1:$U7")" ]'
+ok $? "the check of the stopped proxy runs"
+kill -STOP "$CHK"
+# Its deadline is at most 1.5 s after now: stopped until 1.1 s past it,
+# the check was served at most 400 ms of its budget.
+until_ms=$(($(date +%s%3N) + 2600))
+wait_long eval '[ "$(date +%s%3N)" -ge "$until_ms" ]'
+kill -CONT "$CHK"
+wait_long observed "$BS"
+like "$(seen "$BS")" "4 short_budget" \
+  "CP-6-2 a check its own checker ended late (served < task.min_budget): CHECKER_ERROR short_budget, not TIMEOUT"
+
 # The echo endpoint down: EGRESS is the checker's failure, not the proxy's.
 kill "$ECHO_PID"
 wait_exit "$ECHO_PID" 10
@@ -275,7 +307,8 @@ cp "$top_srcdir/modules/checker/checker.ini.sample" "$T/conf.d/checker.ini"
 "$PROXYHOST" -c "$T/base.ini" --check-config >"$T/check.out" 2>&1
 is $? 0 "the sample passes --check-config as a drop-in"
 for bad in "tiers=basic,nope" "tiers=basic,basic" "max_concurrency=0" \
-  "echo.url=http://echo.example:8089/" "batch.max=9000" "response_max=512"; do
+  "echo.url=http://echo.example:8089/" "batch.max=9000" "response_max=512" \
+  "task.min_budget=5ms" "task.min_budget=40s"; do
   "$PROXYHOST" -c "$T/base.ini" --set "checker.$bad" --check-config >"$T/check.out" 2>&1
   is $? 2 "--check-config refuses checker.$bad"
 done
