@@ -306,12 +306,15 @@ static int issue(cs *m, loads *s, cs_item *it, int64_t now) {
   int i = cs_sched_pick(s->l, s->n, CP_TIER_BIT(it->tier), it->avoid);
   if (i < 0)
     return 0;
+  /* Its target host is held: it keeps the time it was due, so that of
+   * the items waiting for one host the oldest has it next (moved to the
+   * host's next slot, they all tied there and the first in the pool's
+   * order had the host every time: one proxy's TARGET item checked 25
+   * times in 30 s, another's never). */
   if (it->tier == TIER(TARGET) &&
       !cs_probe_take(k->probes, k->n_probes, it->probe, now,
-                     m->conf.target_host_interval_ms)) {
-    it->due_ms = it->probe->next_ms;
+                     m->conf.target_host_interval_ms))
     return 0;
-  }
   cs_task *t = calloc(1, sizeof(*t));
   if (!t)
     return 0;
@@ -363,10 +366,12 @@ static void expire(cs *m, int64_t now) {
   }
 }
 
-/* The items due now without a task, into *out (oldest due first when
- * there are more than room: cs_sched_order); their count, or -1 (no
- * memory). Another controller's items are moved on an interval here. */
-static long due_items(cs *m, int64_t now, uint64_t room, cs_sched_due **out) {
+/* The items due now without a task, into *out, oldest due first
+ * (cs_sched_order: under overload every item has its turn, and of the
+ * TARGET items waiting for one host the oldest has it next); their count,
+ * or -1 (no memory). Another controller's items are moved on an interval
+ * here. */
+static long due_items(cs *m, int64_t now, cs_sched_due **out) {
   struct cs_checkers *k = m->checkers;
   cs_sched_due *v = malloc(k->n_items * sizeof(*v));
   size_t n = 0;
@@ -383,8 +388,7 @@ static long due_items(cs *m, int64_t now, uint64_t room, cs_sched_due **out) {
     v[n].due_ms = it->due_ms;
     v[n++].idx = i;
   }
-  if (n > room)
-    cs_sched_order(v, n);
+  cs_sched_order(v, n);
   *out = v;
   return (long)n;
 }
@@ -406,7 +410,7 @@ static void tick(ph_timer *tm, void *arg) {
   loads s;
   cs_sched_due *due = NULL;
   k->corked = 1; /* this tick's tasks go out together (cs_checkers_uncork) */
-  long n = loads_get(m, &s) == 0 ? due_items(m, now, s.room, &due) : -1;
+  long n = loads_get(m, &s) == 0 ? due_items(m, now, &due) : -1;
   for (long i = 0; i < n && s.room > 0 && k->outstanding < m->conf.max_tasks;
        i++) {
     if (issue(m, &s, &k->items[due[i].idx], now) < 0) { /* a stream ended */

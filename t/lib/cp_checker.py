@@ -302,9 +302,12 @@ def hold():
 def takeover():
     """Answers everything for ARGS[1] seconds, printing each task's key and
     when it came; with ARGS[2] (a file of keys, once it exists) it stops
-    as soon as every key in it came."""
+    as soon as every key in it came, but not before ARGS[3] seconds (0):
+    a missed task comes back first in turn, so the other items' tasks
+    (TARGET ones spaced by target_host_interval) may come after it."""
     cid, secs = ARGS[0], float(ARGS[1])
     want_file = ARGS[2] if len(ARGS) > 2 else None
+    at_least = time.time() + (float(ARGS[3]) if len(ARGS) > 3 else 0)
     seen = set()
     stub = rpc.CheckerControlPlaneStub(channel())
     code, r = register(stub, cid, conc=8)
@@ -330,7 +333,7 @@ def takeover():
             report(stub, [batch(cid, r.session_id, seq, [m[1]])])
         if want_file and os.path.exists(want_file):
             want = set(open(want_file).read().split())
-            if want and want <= seen:
+            if want and want <= seen and time.time() >= at_least:
                 break
     w.end()
 
