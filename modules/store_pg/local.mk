@@ -18,7 +18,7 @@ modules_store_pg_store_pg_la_SOURCES = $(STORE_PG_SOURCES) \
 	%D%/pg_access.c %D%/pg_authn.c \
 	%D%/pg_list.c %D%/pg_write.c \
 	%D%/pg_proxies.c %D%/pg_proxies_sql.h \
-	%D%/pg_presence.c %D%/pg_presence.h \
+	%D%/pg_presence.c \
 	%D%/pg_presence_sql.h %D%/pg_presence_view.c
 modules_store_pg_store_pg_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
 # -z nodelete: dlclose leaves store_pg.so and libpq's libraries (OpenSSL,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_presence.h"
+#include "store_pg_int.h"
 
 #define TM_PARAMS_MAX 6
 

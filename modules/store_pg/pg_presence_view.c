@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_presence.h"
+#include "store_pg_int.h"
 
 #define TM_CHANNEL "tm_presence"
 

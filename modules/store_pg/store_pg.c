@@ -23,7 +23,6 @@
 #include "lib/conf_values.h"
 #include "store_common/migrate_pg.h"
 #include "store_common/migrations.h"
-#include "pg_presence.h"
 #include "store_pg_int.h"
 
 #define DSN_MAX 4096

@@ -56,6 +56,23 @@ static void release(ts_mesh *x) {
     free(x);
 }
 
+/* A write's outcome as a word: the log field "status" is a string
+ * everywhere (tunnel_logs.sh: one type per field name). */
+static const char *status_text(int status) {
+  switch (status) {
+  case TM_PRESENCE_SUPERSEDED:
+    return "superseded";
+  case TM_PRESENCE_STALE:
+    return "stale";
+  case TM_PRESENCE_EUNAVAIL:
+    return "unavailable";
+  case PH_EFULL:
+    return "queue_full";
+  default:
+    return "failed";
+  }
+}
+
 static void on_beat(void *arg, int status) {
   ts_mesh *x = arg;
   if (!x->dead && status == PH_OK && x->resend) {
@@ -69,7 +86,7 @@ static void on_beat(void *arg, int status) {
               PH_STR("node", x->node));
   else if (!x->dead && status != PH_OK)
     PH_LOG_RL(ts_api, x->ctx, PH_LOG_WARN, "presence: heartbeat failed",
-              PH_STR("node", x->node), PH_INT("status", status));
+              PH_STR("node", x->node), PH_STR("status", status_text(status)));
   release(x);
 }
 
@@ -83,7 +100,7 @@ static void on_agent(void *arg, int status) {
     x->resend = 1;
   if (!x->dead && status != PH_OK && status != TM_PRESENCE_STALE)
     PH_LOG_RL(ts_api, x->ctx, PH_LOG_WARN, "presence: agent write failed",
-              PH_STR("node", x->node), PH_INT("status", status));
+              PH_STR("node", x->node), PH_STR("status", status_text(status)));
   release(x);
 }
 
