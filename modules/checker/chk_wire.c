@@ -60,10 +60,21 @@ static void wipe_msg(Controlplane__V1__CheckTask *m) {
     wipe_msg(m->more[i]);
 }
 
-/* One task of an unpacked message. */
+/* The fields, not the 3.4 KB: copy() leaves an absent optional string
+ * alone, so each string starts empty. */
+static void task_clear(chk_task *t) {
+  t->task_id[0] = t->proxy_id[0] = t->target_group[0] = 0;
+  t->tier = t->protocol = 0;
+  t->host[0] = t->target[0] = t->echo_url[0] = t->nonce[0] = 0;
+  t->port = 0;
+  t->user = t->pass = NULL;
+  t->user_len = t->pass_len = 0;
+  t->deadline_ms = 0;
+}
+
 static int read_one(const Controlplane__V1__CheckTask *m, chk_task *t,
                     const char **why) {
-  memset(t, 0, sizeof(*t));
+  task_clear(t);
   int rc = PH_EINVAL;
   *why = NULL;
   if (copy(t->task_id, sizeof(t->task_id), m->task_id, 1) ||
@@ -122,31 +133,39 @@ out:
   return rc;
 }
 
-int chk_read_tasks(const uint8_t *msg, size_t len, uint32_t max,
-                   chk_task_fn fn, void *arg) {
-  chk_task t;
+int chk_read_tasks_into(const uint8_t *msg, size_t len, uint32_t max,
+                        chk_task_dst_fn dst, chk_task_fn fn, void *arg) {
+  chk_task own;
   const char *why = NULL;
   Controlplane__V1__CheckTask *m =
       controlplane__v1__check_task__unpack(NULL, len, msg);
   if (!m) {
-    memset(&t, 0, sizeof(t));
-    fn(arg, PH_EINVAL, &t, "not a CheckTask");
+    memset(&own, 0, sizeof(own));
+    fn(arg, PH_EINVAL, &own, "not a CheckTask");
     return 1;
   }
   size_t n = 1 + m->n_more;
   for (size_t i = 0; i < n; i++) {
     const Controlplane__V1__CheckTask *one = i ? m->more[i - 1] : m;
-    int rc = read_one(one, &t, &why);
+    chk_task *t = dst ? dst(arg) : NULL;
+    if (!t)
+      t = &own;
+    int rc = read_one(one, t, &why);
     if (rc == PH_OK && (i >= (max ? max : 1) || (i && one->n_more))) {
       rc = PH_EINVAL; /* more than it asked for, or nested further */
       why = "more tasks in a message than max_tasks_per_message";
-      chk_task_wipe(&t);
+      chk_task_wipe(t);
     }
-    fn(arg, rc, &t, why);
+    fn(arg, rc, t, why);
   }
   wipe_msg(m);
   controlplane__v1__check_task__free_unpacked(m, NULL);
   return (int)n;
+}
+
+int chk_read_tasks(const uint8_t *msg, size_t len, uint32_t max,
+                   chk_task_fn fn, void *arg) {
+  return chk_read_tasks_into(msg, len, max, NULL, fn, arg);
 }
 
 struct first {
