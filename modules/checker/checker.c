@@ -565,11 +565,23 @@ static void refuse(checker *m, const chk_task *t, int status, int reason,
   finish_obs(m, &o);
 }
 
-/* One task of a stream message (chk_read_tasks' callback). */
+/* Where the next task is read: the slot run_task will take. */
+static slot *next_free(checker *m) {
+  return m->n_free ? &m->slots[m->free_ix[m->n_free - 1]] : NULL;
+}
+
+static chk_task *task_dst(void *arg) {
+  slot *s = next_free(arg);
+  return s ? &s->task : NULL;
+}
+
+/* One task of a stream message (chk_read_tasks_into's callback): t is
+ * next_free's task when a slot was free (read in place), else the
+ * reader's. */
 static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   checker *m = arg;
-  chk_task *t = tp; /* copied once, into the slot (3.4 KB) */
-  slot *s = m->n_free ? &m->slots[m->free_ix[m->n_free - 1]] : NULL;
+  chk_task *t = tp;
+  slot *s = next_free(m);
   if (rc != PH_OK) {
     PH_LOG_RL(api, m->ctx, PH_LOG_WARN, "check task not run",
               PH_STR("reason", why ? why : "no memory"));
@@ -604,7 +616,8 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
     }
   }
   m->n_free--; /* s, off the stack (slot_release puts it back) */
-  s->task = *t; /* the credentials move into the slot */
+  if (t != &s->task)
+    s->task = *t; /* the credentials move into the slot */
   m->running++;
   s->own[0] = m->echo_seen;
   chk_probe_spec spec = {0};
@@ -787,7 +800,8 @@ static void watch_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
     return;
   m->attempt = 0; /* the session works */
   api->inc(m->m_task_msgs, 1);
-  (void)chk_read_tasks(msg, len, m->conf.task_batch_max, run_task, m);
+  (void)chk_read_tasks_into(msg, len, m->conf.task_batch_max, task_dst,
+                            run_task, m);
 }
 
 static void watch_done(void *arg, cp_grpc_ccall *call, int status,

@@ -117,7 +117,6 @@ static int plan(chk_probe *p) {
       p->get = 1;
       p->absolute = 1;
     }
-    p->tunnel = p->url;
     return 0;
   case CHK_TIER_EGRESS:
     if (chk_url_parse(s->echo_url, &p->url) || !s->nonce || !s->nonce[0])
@@ -139,8 +138,24 @@ static int plan(chk_probe *p) {
     return -1;
   }
   p->absolute = p->get && s->protocol == PH_POOL_UPSTREAM_HTTP;
-  p->tunnel = p->url;
   return 0;
+}
+
+/* Only what a check reads before it writes (a slot's probe is reused
+ * check after check: the 2.4 KB request buffer and the url are written
+ * before they are read, and chk_probe_end wiped the request's bytes). */
+static void reset(chk_probe *p) {
+  p->fd = -1;
+  p->phase = 0;
+  p->get = p->absolute = p->unconfirmed = 0;
+  p->hs.phase = 0; /* up_hs_wipe before up_hs_init: nothing to end */
+  p->hs.out_len = p->hs.out_off = 0;
+  p->hs.user = p->hs.pass = NULL;
+  p->req_len = p->req_off = 0;
+  p->resp = NULL;
+  p->resp_len = 0;
+  p->local[0] = 0;
+  memset(&p->res, 0, sizeof(p->res));
 }
 
 static int dial_reason(int err) {
@@ -160,9 +175,8 @@ static int dial_reason(int err) {
 
 int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,
                       const char **host, uint16_t *port) {
-  memset(p, 0, sizeof(*p));
+  reset(p);
   p->s = *s;
-  p->fd = -1;
   if (p->s.resp_max < CHK_RESP_MIN)
     p->s.resp_max = CHK_RESP_MIN;
   if (p->s.resp_max > CHK_RESP_MAX)
@@ -236,7 +250,7 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
 
 static int start_hs(chk_probe *p) {
   const chk_probe_spec *s = &p->s;
-  if (up_hs_init(&p->hs, s->protocol, p->tunnel.host, p->tunnel.port,
+  if (up_hs_init(&p->hs, s->protocol, p->url.host, p->url.port,
                  s->user, s->user ? s->user_len : 0, s->pass,
                  s->user ? s->pass_len : 0) != 0)
     return end(p, CHK_CHECKER_ERROR, CHK_R_BAD_TASK);
@@ -490,8 +504,7 @@ void chk_probe_end(chk_probe *p) {
     p->fd = -1;
   }
   up_hs_wipe(&p->hs);
-  OPENSSL_cleanse(p->req, p->req_len); /* what build_request wrote; the
-                                          rest is prepare's zeros */
+  OPENSSL_cleanse(p->req, p->req_len); /* what build_request wrote */
   free(p->resp);
   p->resp = NULL;
   p->resp_len = 0;

@@ -123,8 +123,7 @@ typedef struct chk_probe {
   int absolute;
   int unconfirmed; /* our own connect not yet confirmed: the first send's
                       error is the dial's (no SO_ERROR asked) */
-  chk_url url;    /* what the request fetches */
-  chk_url tunnel; /* where the tunnel goes */
+  chk_url url; /* what the request fetches, and where a tunnel goes */
   up_hs hs;
   char req[CHK_REQ_MAX];
   size_t req_len, req_off;

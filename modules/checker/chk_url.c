@@ -72,8 +72,16 @@ static int authority(const char *s, size_t n, chk_url *u, int need_port) {
   return 0;
 }
 
+/* The fields, not the 1.3 KB (a probe parses one per check). */
+static void url_clear(chk_url *u) {
+  u->host[0] = 0;
+  u->port = 0;
+  u->path[0] = 0;
+  u->v6 = 0;
+}
+
 int chk_url_parse(const char *s, chk_url *u) {
-  memset(u, 0, sizeof(*u));
+  url_clear(u);
   if (!s || strncmp(s, "http://", 7))
     return -1;
   s += 7;
@@ -99,7 +107,7 @@ int chk_url_parse(const char *s, chk_url *u) {
 }
 
 int chk_hostport_parse(const char *s, chk_url *u) {
-  memset(u, 0, sizeof(*u));
+  url_clear(u);
   if (!s)
     return -1;
   if (authority(s, strlen(s), u, 1))

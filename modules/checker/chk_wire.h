@@ -57,6 +57,13 @@ typedef void (*chk_task_fn)(void *arg, int rc, chk_task *t, const char *why);
 int chk_read_tasks(const uint8_t *msg, size_t len, uint32_t max,
                    chk_task_fn fn, void *arg);
 
+/* The same, each task read straight into dst(arg)'s chk_task (a free
+ * slot's: no copy of the 3.4 KB) or, when dst returns NULL, into one of
+ * the reader's own; fn gets that pointer. */
+typedef chk_task *(*chk_task_dst_fn)(void *arg);
+int chk_read_tasks_into(const uint8_t *msg, size_t len, uint32_t max,
+                        chk_task_dst_fn dst, chk_task_fn fn, void *arg);
+
 /* One observation (HealthObservation). */
 typedef struct chk_obs {
   char task_id[PH_POOL_ID_MAX + 1], proxy_id[PH_POOL_ID_MAX + 1],

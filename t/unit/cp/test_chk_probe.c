@@ -355,6 +355,35 @@ int main(void) {
          strstr(s.got, "Proxy-Authorization: Basic dTpw"),
      "CP-6-4 an `http` proxy gets the absolute form with its credentials");
 
+  /* A slot's probe is reused check after check and reset only where a
+   * check reads before it writes (issue 26 round 5): a probe left full
+   * of another check's bytes runs a BASIC and an EGRESS check as a fresh
+   * one does. */
+  s = (script){.answers = {"HTTP/1.1 200 Connection established\r\n\r\n"},
+               .n = 1};
+  script_start(&s);
+  memset(&p, 0xA5, sizeof(p));
+  sp = spec_for(CHK_TIER_BASIC, PH_POOL_UPSTREAM_HTTP_CONNECT, s.port);
+  run(&p, &sp, 2000);
+  script_end(&s);
+  ok(p.res.status == CHK_OK && !strcmp(reason(&p), "none") && p.fd < 0 &&
+         strstr(s.got, "CONNECT 127.0.0.1:9 HTTP/1.1\r\n") == s.got,
+     "CP-6-3 a reused probe (no full reset) runs a BASIC check as a fresh "
+     "one");
+  s = (script){.answers = {echo_answer_of("n0nce", "")}, .n = 1};
+  script_start(&s);
+  memset(&p, 0xA5, sizeof(p));
+  sp = spec_for(CHK_TIER_EGRESS, PH_POOL_UPSTREAM_HTTP, s.port);
+  run(&p, &sp, 2000);
+  script_end(&s);
+  ok(p.res.status == CHK_OK && p.res.echo.anonymity == CHK_ANON_ELITE &&
+         !strcmp(p.res.echo.egress_ip, "198.51.100.9") && !p.resp &&
+         strstr(s.got, "GET http://127.0.0.1:9/echo?nonce=n0nce HTTP/1.1") ==
+             s.got &&
+         !strstr(s.got, "Proxy-Authorization"),
+     "CP-6-4 a reused probe runs an EGRESS check as a fresh one (no "
+     "credentials left from the last)");
+
   s = (script){.answers = {echo_answer_of(
                    "n0nce", "[\"X-Forwarded-For\",\"127.0.0.1\"]")},
                .n = 1};

@@ -58,6 +58,24 @@ static void on_task(void *arg, int rc, chk_task *t, const char *why) {
   chk_task_wipe(t);
 }
 
+static chk_task into[2];
+static const chk_task *into_got[3];
+static int into_n, into_clean;
+
+static chk_task *into_dst(void *arg) {
+  (void)arg;
+  return into_n < 2 ? &into[into_n] : NULL;
+}
+
+static void on_into(void *arg, int rc, chk_task *t, const char *why) {
+  if (into_n < 3)
+    into_got[into_n] = t;
+  into_n++;
+  into_clean += !t->target[0] && !t->target_group[0] && t->port == 1080 &&
+                !strcmp(t->host, "192.0.2.1") && t->deadline_ms > 0;
+  on_task(arg, rc, t, why);
+}
+
 /* Several tasks in one stream message, as the controller's coalescing
  * sends them: the first task's bytes, then each further one appended as
  * CheckTask.more (field 15), which is what protobuf-c packs too. */
@@ -92,6 +110,20 @@ static void test_batched(void) {
   memset(&s, 0, sizeof(s));
   (void)chk_read_tasks(msg, at, 0, on_task, &s);
   ok(s.ok == 1, "a checker that asked for no batching runs only the first");
+
+  /* Read in place (round 5): each task straight into the caller's
+   * chk_task, left full of the previous task's bytes (a reused slot); a
+   * field the message lacks (target, target group) reads as absent. */
+  into_n = 0;
+  memset(into, 0xA5, sizeof(into));
+  memset(&s, 0, sizeof(s));
+  is_int(chk_read_tasks_into(msg, at, 2, into_dst, on_into, &s), 3,
+         "CP-6-2 three tasks read in place");
+  ok(s.ok == 2 && s.n == 3 && into_got[0] == &into[0] &&
+         into_got[1] == &into[1] && into_got[2] != &into[0] &&
+         into_got[2] != &into[1] && into_clean == 3,
+     "each task in the chk_task dst gave (the reader's own once dst has "
+     "none), every absent field empty, no leftover bytes read");
   cp_buf b = {0};
   ok(chk_pack_watch("k1", "s1", 64, &b) == 0, "watch packed");
   Controlplane__V1__WatchCheckTasksRequest *w =
