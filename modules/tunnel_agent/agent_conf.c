@@ -75,6 +75,18 @@ const ph_conf_key agent_conf_keys[] = {
                 "how long below low_watermark (and since the last change) "
                 "before draining one",
                 NULL),
+    PH_CONF_KEY("connections.latency_high", PH_CONF_DURATION, "0", 0,
+                600000, R, NULL,
+                "also grow when the p95 of the pending dials' wait, the open, "
+                "the time to first byte or the writer's wait, or the "
+                "heartbeat RTT, stayed above this for evaluation_interval "
+                "while loaded above low_watermark (0: load alone)",
+                NULL),
+    PH_CONF_KEY("connections.error_rate_max", PH_CONF_INT, "50", 1, 100, R,
+                NULL,
+                "percent of failed opens in a second above which the pool "
+                "does not grow (failures are not load)",
+                NULL),
     PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "500ms", 10, 600000, R,
                 NULL, "first reconnect delay (jittered, doubled per failure)",
                 NULL),
@@ -134,6 +146,9 @@ void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c) {
   c->pool.low = u32(api, ctx, "connections.low_watermark");
   c->pool.eval_ms = api->conf_int(ctx, "connections.evaluation_interval");
   c->pool.cooldown_ms = api->conf_int(ctx, "connections.cooldown");
+  c->pool.latency_high_us =
+      (uint64_t)api->conf_int(ctx, "connections.latency_high") * 1000;
+  c->pool.error_rate_max = u32(api, ctx, "connections.error_rate_max");
   c->reconnect_min_ms = u32(api, ctx, "reconnect.min");
   c->reconnect_max_ms = u32(api, ctx, "reconnect.max");
   c->dial.max_concurrent = u32(api, ctx, "streams.max_concurrent_dials");

@@ -24,6 +24,7 @@
 #include "agent_conf.h"
 #include "dial_exec.h"
 #include "lib/ilist.h"
+#include "lib/lat_window.h"
 #include "pool_policy.h"
 #include "frontend/relay.h"
 #include "lib/tls_reload.h"
@@ -88,6 +89,11 @@ struct agent {
   int retry_armed;
   ph_timer *pool_timer;
   pool_state ps;
+  /* the pool controller's inputs over the current tick (TM-P2-26) */
+  lat_window w_dial, w_open, w_ttfb;
+  uint32_t w_opens, w_failed;
+  ph_series *m_conns;         /* proxyhost_tunnel_agent_connections */
+  ph_series *m_pool[4];       /* ..._pool_decisions_total{decision} */
   int token_warned; /* the token status last warned about, -1: none */
   int started, stopping, stop_pending;
   uint32_t rng;

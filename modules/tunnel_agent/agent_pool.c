@@ -58,6 +58,8 @@ static void set_state(agent_conn *c, int st) {
     a->n_up++;
   else if (st == CONN_DRAINING)
     a->n_draining++;
+  if (a->m_conns)
+    a->api->gauge_set(a->m_conns, (double)a->n_up);
   agent_update_ready(a);
 }
 
@@ -331,38 +333,96 @@ const tm_session_ops agent_session_ops = {
 
 /* ---- the pool controller ------------------------------------------------ */
 
+/* The tick's signals over the connections that take new streams; the
+ * windows start again. */
+static void take_signals(agent *a, pool_signals *g, agent_conn **least) {
+  lat_window ww;
+  lat_window_reset(&ww);
+  memset(g, 0, sizeof(*g));
+  *least = NULL;
+  ILIST_FOREACH_SAFE(&a->conns, n, nx) {
+    agent_conn *c = conn_of(n);
+    if (c->s)
+      tm_session_take_writer_waits(c->s, &ww);
+    if (c->state != CONN_UP)
+      continue;
+    uint64_t l = agent_conn_load(c);
+    g->load += l;
+    if (!*least || l < agent_conn_load(*least))
+      *least = c;
+    uint64_t rtt = c->s ? tm_session_rtt_us(c->s) : 0;
+    if (rtt > g->rtt_us)
+      g->rtt_us = rtt;
+  }
+  g->conns = a->n_up;
+  g->dial_wait_us = lat_window_pct(&a->w_dial, 95);
+  g->open_us = lat_window_pct(&a->w_open, 95);
+  g->ttfb_us = lat_window_pct(&a->w_ttfb, 95);
+  g->writer_wait_us = lat_window_pct(&ww, 95);
+  g->opens = a->w_opens;
+  g->failed = a->w_failed;
+  lat_window_reset(&a->w_dial);
+  lat_window_reset(&a->w_open);
+  lat_window_reset(&a->w_ttfb);
+  a->w_opens = a->w_failed = 0;
+}
+
+/* A decision's line: every input it judged (TM-P2-26), in ms. */
+static void log_decision(agent *a, const char *msg, const pool_signals *g) {
+  PH_LOG(a->api, a->ctx, PH_LOG_INFO, msg, PH_UINT("connections", a->target),
+         PH_UINT("load", g->load),
+         PH_UINT("dial_wait_p95_ms", g->dial_wait_us / 1000),
+         PH_UINT("open_p95_ms", g->open_us / 1000),
+         PH_UINT("ttfb_p95_ms", g->ttfb_us / 1000),
+         PH_UINT("writer_wait_p95_ms", g->writer_wait_us / 1000),
+         PH_UINT("rtt_ms", g->rtt_us / 1000), PH_UINT("opens", g->opens),
+         PH_UINT("failed", g->failed));
+}
+
+static void count_decision(agent *a, int why) {
+  /* decision values: grow_load, grow_latency, shrink_idle, hold_errors */
+  int i = why == POOL_WHY_LOAD      ? 0
+          : why == POOL_WHY_LATENCY ? 1
+          : why == POOL_WHY_IDLE    ? 2
+                                    : 3;
+  if (a->m_pool[i])
+    a->api->inc(a->m_pool[i], 1);
+}
+
 static void on_pool_tick(ph_timer *t, void *arg) {
   (void)t;
   agent *a = arg;
   if (a->stopping)
     return;
-  uint64_t load = 0;
-  agent_conn *least = NULL;
-  ILIST_FOREACH_SAFE(&a->conns, n, nx) {
-    agent_conn *c = conn_of(n);
-    if (c->state != CONN_UP)
-      continue;
-    uint64_t l = agent_conn_load(c);
-    load += l;
-    if (!least || l < agent_conn_load(least))
-      least = c;
-  }
-  int d = pool_decide(&a->cfg.pool, &a->ps, a->api->now_ms(a->ctx), a->n_up,
-                      load);
+  pool_signals g;
+  agent_conn *least;
+  take_signals(a, &g, &least);
+  int why;
+  int d = pool_decide(&a->cfg.pool, &a->ps, a->api->now_ms(a->ctx), &g, &why);
   if (d > 0 && a->target < a->cfg.pool.max) {
     a->target++;
-    PH_LOG(a->api, a->ctx, PH_LOG_INFO,
-           "load above the high watermark: one more connection",
-           PH_UINT("connections", a->target), PH_UINT("load", load));
+    count_decision(a, why);
+    log_decision(a,
+                 why == POOL_WHY_LOAD
+                     ? "load above the high watermark: one more connection"
+                     : "latency above connections.latency_high: one more "
+                       "connection",
+                 &g);
     ensure_conns(a);
   } else if (d < 0 && a->target > a->cfg.pool.min && least) {
     a->target--;
-    PH_LOG(a->api, a->ctx, PH_LOG_INFO,
-           "load below the low watermark: draining one connection",
-           PH_UINT("connections", a->target), PH_UINT("load", load));
+    count_decision(a, why);
+    log_decision(a, "load below the low watermark: draining one connection",
+                 &g);
     /* Its streams finish where they are (TM-P2-27). */
     set_state(least, CONN_DRAINING);
     tm_session_goaway(least->s);
+  } else if (why == POOL_WHY_ERRORS) {
+    count_decision(a, why);
+    PH_LOG_RL(a->api, a->ctx, PH_LOG_INFO,
+              "not growing the pool: most opens fail (failures are not "
+              "load; connections.error_rate_max)",
+              PH_UINT("opens", g.opens), PH_UINT("failed", g.failed));
   }
 }
 

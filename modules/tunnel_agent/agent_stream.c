@@ -58,11 +58,28 @@ static void log_end(agent_stream *as, int stage, int code, const char *end,
            PH_STR("code", code < 0 ? "none" : ph_open_code_name(code)));
 }
 
+/* An open answered, for the pool controller's window (TM-P2-26). */
+static void note_open(agent *a, uint64_t open_us, int ok) {
+  lat_window_add(&a->w_open, open_us);
+  if (a->w_opens < UINT32_MAX)
+    a->w_opens++;
+  if (!ok && a->w_failed < UINT32_MAX)
+    a->w_failed++;
+}
+
 static void stream_free(agent_stream *as) {
   agent_conn *c = as->conn;
   unlink_stream(as);
   free(as);
   agent_conn_maybe_free(c);
+}
+
+/* The target's first byte: the agent's time to first byte, from
+ * OPEN_STREAM (TM-P2-26's TTFB). */
+static void relay_first_down(void *arg) {
+  agent_stream *as = arg;
+  agent *a = as->conn->a;
+  lat_window_add(&a->w_ttfb, mono_us() - as->t_open_us);
 }
 
 static void relay_done(void *arg, const relay_stats *st, int end) {
@@ -103,6 +120,7 @@ static void answer_failure(agent_stream *as, int stage, int code,
    * legacy one; the session goes on (TM-P0-8, TM-P0-12). */
   tm_stream_reject(st, stage, code, retryable, retry_after_ms);
   tm_obs_stage(a->m, TM_OS_OPEN, result_of(code), as->open_us);
+  note_open(a, as->open_us, 0);
   tm_obs_open(a->m, as->strict, code);
   log_end(as, stage, code, "refused", NULL);
   stream_free(as);
@@ -116,6 +134,7 @@ static void on_dial_done(void *arg, const ph_open_result *res,
   as->task = NULL;
   as->open_us = mono_us() - as->t_open_us;
   tm_obs_queue_wait(a->m, TM_Q_DIAL, t->queue_us);
+  lat_window_add(&a->w_dial, t->queue_us);
   tm_obs_stage(a->m, TM_OS_QUEUE,
                t->dial_us || res->code == PH_OPEN_OK ? TM_R_SUCCESS
                                                       : result_of(res->code),
@@ -144,11 +163,13 @@ static void on_dial_done(void *arg, const ph_open_result *res,
   as->st = NULL;
   tm_stream_accept(st);
   tm_obs_stage(a->m, TM_OS_OPEN, TM_R_SUCCESS, as->open_us);
+  note_open(a, as->open_us, 1);
   tm_obs_open(a->m, as->strict, PH_OPEN_OK);
   relay_opts ro = {.idle_timeout_ms = a->cfg.idle_timeout_ms,
                    .buffer_size = a->cfg.buffer_size,
                    .use_splice = 0,
                    .done = relay_done,
+                   .first_down = relay_first_down,
                    .ending = relay_ending,
                    .arg = as};
   stream_end client = {-1, tm_stream_ph(st)};

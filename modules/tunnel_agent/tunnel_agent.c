@@ -44,7 +44,22 @@ static int agent_check(ph_ctx *ctx, const ph_api *capi, const char **key,
   return agent_cfg_check(ctx, capi, key, why, whylen);
 }
 
+static const char *const decisions[] = {"grow_load", "grow_latency",
+                                        "shrink_idle", "hold_errors", NULL};
+static const ph_label_def decision_label[] = {{"decision", decisions}};
+
 static const ph_metric_table agent_metrics[] = {
+    PH_METRIC("proxyhost_tunnel_agent_connections", PH_METRIC_GAUGE,
+              "WebSocket connections to the server established and taking "
+              "streams",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, agent, m_conns),
+    PH_METRIC("proxyhost_tunnel_agent_pool_decisions_total",
+              PH_METRIC_COUNTER,
+              "The connection pool controller's decisions: grown for load "
+              "or latency, one drained when idle, a growth held back "
+              "because most opens failed",
+              PH_METRIC_LABELS(decision_label), PH_METRIC_NO_BUCKETS, agent,
+              m_pool),
     PH_METRIC("proxyhost_tunnel_agent_host_local_refused_total",
               PH_METRIC_COUNTER,
               "Opens refused because the target is this host "

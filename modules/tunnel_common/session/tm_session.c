@@ -503,3 +503,8 @@ int tm_session_narrow_caps(tm_session *s, unsigned caps) {
   return PH_OK;
 }
 uint64_t tm_session_rtt_us(const tm_session *s) { return s->rtt_us; }
+
+void tm_session_take_writer_waits(tm_session *s, lat_window *into) {
+  lat_window_merge(into, &s->wwait);
+  lat_window_reset(&s->wwait);
+}

@@ -170,6 +170,11 @@ unsigned tm_session_caps(const tm_session *s);
 int tm_session_narrow_caps(tm_session *s, unsigned caps);
 /* Heartbeat round trip of the last PONG, microseconds (0: none yet). */
 uint64_t tm_session_rtt_us(const tm_session *s);
+/* The writer's queue waits (a control frame queued to written, a stream's
+ * data waiting for its turn) since the last call, added into *into; the
+ * session's window starts again (the agent's pool controller, TM-P2-26). */
+struct lat_window;
+void tm_session_take_writer_waits(tm_session *s, struct lat_window *into);
 
 /* ---- opener ----------------------------------------------------------- */
 

@@ -22,6 +22,7 @@
 #include "lib/guard.h"
 #include "lib/idtab.h"
 #include "lib/ilist.h"
+#include "lib/lat_window.h"
 #include "tm_metrics.h"
 #include "tm_session.h"
 #include "tunnel_common/proto/tm_drr.h"
@@ -115,6 +116,7 @@ struct tm_session {
   uint32_t owed_frame_bytes;
   tm_drr drr;
   uint8_t *scratch; /* headroom + header + max_frame_payload */
+  lat_window wwait; /* writer queue waits since the last take */
   /* event delivery from the loop */
   ev_timer kick;
   ilist kicks;

@@ -108,7 +108,9 @@ void wr_need(tm_session *s) {
 static int send_control(tm_session *s) {
   tm_fbuf *b = ILIST_ENTRY(ilist_pop(&s->cq), tm_fbuf, link);
   s->cq_bytes -= b->len;
-  tm_obs_queue_wait(s->m, TM_Q_WRITER, (uint64_t)(mono_us() - b->t_us));
+  uint64_t waited = (uint64_t)(mono_us() - b->t_us);
+  tm_obs_queue_wait(s->m, TM_Q_WRITER, waited);
+  lat_window_add(&s->wwait, waited);
   int rc = s->t.write(s->targ, b->data + s->t.headroom, b->len);
   free(b);
   return rc;
@@ -147,6 +149,7 @@ static int send_data(tm_session *s) {
   tm_frame_header(hdr, TM_DATA, fin ? TM_FLAG_FIN : 0, st->id, n);
   int64_t now = mono_us();
   tm_obs_queue_wait(s->m, TM_Q_WRITER, (uint64_t)(now - st->out_since_us));
+  lat_window_add(&s->wwait, (uint64_t)(now - st->out_since_us));
   st->out_since_us = now;
   int more = st->out_len > 0 || (st->shut && !st->fin_sent && !fin);
   tm_drr_sent(&s->drr, node, n, more);
