@@ -20,6 +20,12 @@ const ph_conf_key agent_conf_keys[] = {
                 "the server's tunnel endpoint: wss://host:port/path (or "
                 "ws:// to loopback, or anywhere with allow_plain)",
                 NULL),
+    PH_CONF_KEY("extra_server_urls", PH_CONF_LIST, "", 0,
+                AGENT_URLS_MAX - 1, R, NULL,
+                "other nodes of the same mesh (up to 7 URLs, same form as "
+                "server_url): the connections are spread over server_url "
+                "and these, a failed node skipped while it backs off",
+                NULL),
     PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
                 "file holding the agent's bearer token (re-read at every "
                 "connection attempt; trailing newline stripped)",
@@ -130,8 +136,12 @@ static uint32_t u32(const ph_api *api, ph_ctx *ctx, const char *k) {
 
 void agent_cfg_read(const ph_api *api, ph_ctx *ctx, agent_cfg *c) {
   memset(c, 0, sizeof(*c));
-  copy_str(c->server_url, sizeof(c->server_url),
-           api->conf_str(ctx, "server_url"));
+  copy_str(c->urls[0], sizeof(c->urls[0]), api->conf_str(ctx, "server_url"));
+  c->n_urls = 1;
+  size_t n = api->conf_list_len(ctx, "extra_server_urls");
+  for (size_t i = 0; i < n && c->n_urls < AGENT_URLS_MAX; i++)
+    copy_str(c->urls[c->n_urls++], sizeof(c->urls[0]),
+             api->conf_list_at(ctx, "extra_server_urls", i));
   copy_str(c->token_file, sizeof(c->token_file),
            api->conf_str(ctx, "token_file"));
   copy_str(c->ca_file, sizeof(c->ca_file), api->conf_str(ctx, "tls.ca_file"));
@@ -191,12 +201,23 @@ target_guard *agent_guard_build(const ph_api *api, ph_ctx *ctx,
   return g;
 }
 
+static int ws_url(const char *u) {
+  return u && (strncmp(u, "ws://", 5) == 0 || strncmp(u, "wss://", 6) == 0);
+}
+
 int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
                     char *why, size_t whylen) {
-  const char *url = api->conf_str(ctx, "server_url");
-  if (!url || (strncmp(url, "ws://", 5) != 0 && strncmp(url, "wss://", 6) != 0))
+  if (!ws_url(api->conf_str(ctx, "server_url")))
     return bad(key, "server_url", why, whylen,
                "must start with wss:// (or ws://)");
+  size_t n = api->conf_list_len(ctx, "extra_server_urls");
+  for (size_t i = 0; i < n; i++) {
+    const char *u = api->conf_list_at(ctx, "extra_server_urls", i);
+    if (!ws_url(u) || strlen(u) > AGENT_URL_MAX)
+      return bad(key, "extra_server_urls", why, whylen,
+                 "each must start with wss:// (or ws://) and be at most "
+                 "2048 bytes");
+  }
   const char *tf = api->conf_str(ctx, "token_file");
   const char *tok = api->conf_str(ctx, "token");
   int has_file = tf && *tf, has_tok = tok && *tok;

@@ -16,11 +16,15 @@
 
 #define AGENT_URL_MAX 2048
 #define AGENT_PATH_MAX 4096
+#define AGENT_URLS_MAX 8 /* server_url and up to 7 extra_server_urls */
 
 extern const ph_conf_key agent_conf_keys[];
 
 typedef struct agent_cfg {
-  char server_url[AGENT_URL_MAX + 1];
+  /* server_url, then extra_server_urls: the nodes the connections are
+   * spread over (agent_pool.c) */
+  char urls[AGENT_URLS_MAX][AGENT_URL_MAX + 1];
+  uint32_t n_urls;
   char token_file[AGENT_PATH_MAX + 1]; /* "" : use token */
   char ca_file[AGENT_PATH_MAX + 1];    /* "" : the system store */
   char agent_id[TM_AGENT_MAX + 1];

@@ -66,6 +66,7 @@ struct agent_conn {
   unsigned caps;   /* negotiated (subprotocol, checked against the ACK) */
   int acked;       /* AGENT_METADATA_ACK arrived */
   int64_t up_at_ms; /* the handshake */
+  uint32_t url_ix;  /* which of cfg.urls it connected to */
   ilist streams;
   uint32_t n_relaying;
 };
@@ -85,6 +86,9 @@ struct agent {
   uint32_t n_connecting, n_up, n_draining;
   uint32_t target;  /* connections wanted: connections.min .. max */
   uint32_t attempt; /* failed attempts since the last handshake */
+  /* per URL of cfg.urls: a failed node is skipped until then (ms) */
+  int64_t url_retry_at[AGENT_URLS_MAX];
+  uint32_t url_next; /* where the tie-break starts */
   ph_timer *retry_timer;
   int retry_armed;
   ph_timer *pool_timer;

@@ -131,6 +131,44 @@ static int get_token(agent *a, char *buf, size_t cap) {
   return st;
 }
 
+/* The node a new connection goes to (cloudflared spreads its connections
+ * so that one node's failure does not take them all): among the URLs not
+ * backing off after a failure, the one with the fewest live connections,
+ * ties taken in turn; when every one backs off, the one free soonest. */
+static uint32_t pick_url(agent *a) {
+  uint32_t n = a->cfg.n_urls, live[AGENT_URLS_MAX] = {0};
+  if (n <= 1)
+    return 0;
+  ILIST_FOREACH_SAFE(&a->conns, nd, nx) {
+    agent_conn *c = conn_of(nd);
+    if ((c->state == CONN_CONNECTING || c->state == CONN_UP) &&
+        c->url_ix < n)
+      live[c->url_ix]++;
+  }
+  int64_t now = a->api->now_ms(a->ctx);
+  uint32_t best = UINT32_MAX, soonest = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = (a->url_next + k) % n;
+    if (a->url_retry_at[i] < a->url_retry_at[soonest])
+      soonest = i;
+    if (a->url_retry_at[i] > now)
+      continue;
+    if (best == UINT32_MAX || live[i] < live[best])
+      best = i;
+  }
+  if (best == UINT32_MAX)
+    best = soonest;
+  a->url_next = (best + 1) % n;
+  return best;
+}
+
+/* A connection to url_ix failed before or at its handshake: that node
+ * waits out the current backoff before it is picked again. */
+static void url_failed(agent *a, uint32_t ix, uint32_t delay_ms) {
+  if (ix < AGENT_URLS_MAX)
+    a->url_retry_at[ix] = a->api->now_ms(a->ctx) + delay_ms;
+}
+
 static void connect_one(agent *a) {
   char tok[TM_TOKEN_MAX + 1];
   if (get_token(a, tok, sizeof(tok)) != TM_TOKEN_OK) {
@@ -146,11 +184,14 @@ static void connect_one(agent *a) {
   ilist_init(&c->streams);
   c->a = a;
   const char *err = NULL;
-  c->ws = tm_ws_connect(a->ws, a->cfg.server_url, tok, &err);
+  c->url_ix = pick_url(a);
+  c->ws = tm_ws_connect(a->ws, a->cfg.urls[c->url_ix], tok, &err);
   tm_token_wipe(tok, sizeof(tok));
   if (!c->ws) {
     PH_LOG(a->api, a->ctx, PH_LOG_ERROR, "cannot connect to the server",
-           PH_STR("reason", err ? err : "unknown"));
+           PH_STR("reason", err ? err : "unknown"),
+           PH_STR("server_url", a->cfg.urls[c->url_ix]));
+    url_failed(a, c->url_ix, backoff(a));
     free(c);
     failed_attempt(a);
     return;
@@ -232,8 +273,10 @@ static void ws_connected(void *arg, tm_ws_conn *w, const char *subproto) {
   c->up_at_ms = a->api->now_ms(a->ctx);
   set_state(c, CONN_UP);
   send_metadata(c);
+  a->url_retry_at[c->url_ix] = 0;
   PH_LOG(a->api, a->ctx, PH_LOG_INFO, "connected to the server",
          PH_STR("subprotocol", subproto ? subproto : "none"),
+         PH_STR("server_url", a->cfg.urls[c->url_ix]),
          PH_UINT("connections", a->n_up));
 }
 
@@ -242,8 +285,10 @@ static void ws_connect_error(void *arg, tm_ws_conn *w) {
   agent_conn *c = tm_ws_conn_user(w);
   PH_LOG(a->api, a->ctx, PH_LOG_WARN,
          "connection to the server failed; retrying with backoff",
-         PH_UINT("attempt", a->attempt + 1));
+         PH_UINT("attempt", a->attempt + 1),
+         PH_STR("server_url", c ? a->cfg.urls[c->url_ix] : ""));
   if (c) {
+    url_failed(a, c->url_ix, backoff(a));
     c->ws = NULL;
     agent_conn_maybe_free(c);
   }

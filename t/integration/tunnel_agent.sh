@@ -58,6 +58,10 @@ is $? 2 "a window update threshold above the window is refused (TM-CFG-25)"
 write_conf "$T/bad.ini" "streams.max_frame_payload = 128KiB"
 "$PROXYHOST" -c "$T/bad.ini" --check-config >/dev/null 2>&1
 is $? 2 "a frame payload above the protocol's 64 KiB is refused (TM-CFG-25)"
+write_conf "$T/bad.ini" "extra_server_urls = ws://127.0.0.1:1/tunnel, http://127.0.0.1:2/"
+out=$("$PROXYHOST" -c "$T/bad.ini" --check-config 2>&1); rc=$?
+is "$rc" 2 "an extra server URL that is not ws:// or wss:// is refused"
+like "$out" "extra_server_urls" "... naming the key"
 write_conf "$T/bad.ini" "connector = direct.nowhere"
 "$PROXYHOST" -c "$T/bad.ini" --check-config >/dev/null 2>&1
 is $? 2 "a connector instance that is not loaded is refused"

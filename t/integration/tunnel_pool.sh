@@ -12,7 +12,9 @@
 # (TM-P2-27); then, idle, it drains back to 1 (shrink_idle 3, one per
 # cooldown), and a stream opened afterwards still works. The decision's
 # log line names every input (TM-P2-26). With the defaults (1/1) the same
-# load never adds a connection (TM-P2-23, TM-P2-25).
+# load never adds a connection (TM-P2-23, TM-P2-25). An agent given two
+# nodes' URLs spreads its connections over both, and a killed node's
+# connection comes back on the other (TM-FAIL-9).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
 
@@ -108,5 +110,24 @@ while [ $i -lt 12 ]; do wait "$(eval echo "\$cl_$i")"; i=$((i + 1)); done
 d_conns=$(tn_sum "$d_admin" '^proxyhost_tunnel_agent_connections ')
 d_grow=$(tn_sum "$d_admin" '^proxyhost_tunnel_agent_pool_decisions_total')
 is "$d_conns:$d_grow" "1:0" "TM-P2-23, TM-P2-25: with the defaults the pool never grows"
+
+# Several nodes (cloudflared#1354): a second server process on the same
+# store; an agent keeping two connections, given both URLs, holds one on
+# each; the second node killed, its connection comes back on the first.
+kill -TERM "$d_pid"; wait_exit "$d_pid" 10; is "$EXIT" 0 "the default agent stopped cleanly"
+tn_server s2; ok $? "a second server node on the same store"
+tn_agent e s "connections.min = 2
+connections.max = 2
+extra_server_urls = ws://127.0.0.1:$s2_port/tunnel"
+ok $? "an agent with two connections and both nodes' URLs"
+wait_cond '[ "$(tn_sessions "$s2_admin" server)" -eq 1 ] && [ "$(tn_sessions "$s_admin" server)" -eq 2 ]'
+ok $? "one connection on each node (the first node also holds the client's)"
+kill -9 "$s2_pid"; wait "$s2_pid" 2>/dev/null
+wait_long eval '[ "$(tn_sessions "$s_admin" server)" -eq 3 ]'
+ok $? "TM-FAIL-9: the killed node's connection comes back on the other node"
+grep -q 'connection to the server failed.*server_url=ws://127.0.0.1:'"$s2_port" "$T/e.log"
+ok $? "the failed node is named in the agent's log"
+out=$("$PY" "$LT" client --via socks5 --proxy "$c_socks" --port "$lt" --path /hello --read 5 2>&1)
+like "$out" "got" "streams go on through the remaining node"
 
 done_testing
