@@ -26,7 +26,14 @@ typedef struct opts {
 } opts;
 
 /* SHAPE_EXTRACTION: an extraction state (ctl_print_extraction). */
-typedef enum shape { SHAPE_RECORD, SHAPE_LIST, SHAPE_NONE, SHAPE_EXTRACTION } shape;
+/* SHAPE_VERDICT: a record whose "verdict" of deny exits EXIT_DENY. */
+typedef enum shape {
+  SHAPE_RECORD,
+  SHAPE_LIST,
+  SHAPE_NONE,
+  SHAPE_EXTRACTION,
+  SHAPE_VERDICT
+} shape;
 
 typedef struct ctl_body {
   char buf[BODY_MAX];

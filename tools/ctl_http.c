@@ -39,13 +39,14 @@ static int split(const char *addr, char *host, size_t hcap, char *port,
   return 0;
 }
 
-static int connect_to(const char *addr, int timeout_ms, char *err,
-                      size_t errlen) {
+/* The address's socket address (getaddrinfo's, to free), or NULL with
+ * the reason. */
+static struct addrinfo *resolve(const char *addr, char *err, size_t errlen) {
   char host[128], port[8];
   if (split(addr, host, sizeof(host), port, sizeof(port)) < 0) {
     snprintf(err, errlen, "bad admin address \"%s\": want IPv4:PORT or "
              "[IPv6]:PORT", addr);
-    return -1;
+    return NULL;
   }
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
@@ -53,8 +54,24 @@ static int connect_to(const char *addr, int timeout_ms, char *err,
   if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) {
     snprintf(err, errlen, "bad admin address \"%s\": numeric addresses "
              "only", addr);
-    return -1;
+    return NULL;
   }
+  return ai;
+}
+
+int ctl_admin_check(const char *addr, char *err, size_t errlen) {
+  struct addrinfo *ai = resolve(addr, err, errlen);
+  if (!ai)
+    return -1;
+  freeaddrinfo(ai);
+  return 0;
+}
+
+static int connect_to(const char *addr, int timeout_ms, char *err,
+                      size_t errlen) {
+  struct addrinfo *ai = resolve(addr, err, errlen);
+  if (!ai)
+    return -1;
   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   if (fd >= 0) {

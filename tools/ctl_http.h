@@ -20,6 +20,9 @@ typedef struct ctl_response {
  * and body (NULL: none) as application/json. 0 with *r filled, or -1
  * with the reason in err (the address was bad, the connection failed,
  * timed out or the answer was not HTTP): the server was not reached. */
+/* 0 when addr is a numeric IPv4:PORT or [IPv6]:PORT; -1 with the reason
+ * (checked before anything is sent: a usage error). */
+int ctl_admin_check(const char *addr, char *err, size_t errlen);
 int ctl_request(const char *addr, const char *method, const char *path,
                 const char *token, const char *body, int timeout_ms,
                 ctl_response *r, char *err, size_t errlen);

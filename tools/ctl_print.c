@@ -295,3 +295,17 @@ int ctl_print_error(FILE *err, int status, const char *body, size_t len) {
   fprintf(err, "error: the server answered %d\n", status);
   return 0;
 }
+
+int ctl_string_field_is(const char *body, size_t len, const char *key,
+                        const char *want) {
+  doc x;
+  if (parse(&x, body, len) < 0)
+    return 0;
+  int yes = 0;
+  if (json_type_of(&x.d, 0) == JSON_OBJECT) {
+    long v = json_get(&x.d, 0, key);
+    yes = v >= 0 && json_str_eq(&x.d, (size_t)v, want);
+  }
+  free(x.toks);
+  return yes;
+}

@@ -30,5 +30,8 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
 /* Returns 1 when body was a module's {"error": ...}, 0 otherwise (the
  * host's own answer, such as its 404 for a prefix no module serves). */
 int ctl_print_error(FILE *err, int status, const char *body, size_t len);
+/* 1 when body is a JSON object whose key holds the string want. */
+int ctl_string_field_is(const char *body, size_t len, const char *key,
+                        const char *want);
 
 #endif

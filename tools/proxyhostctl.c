@@ -8,7 +8,8 @@
  *
  * Exit statuses: 0 done; 1 the server refused (a 4xx or 5xx answer, its
  * error printed); 2 usage (bad arguments, a bad token file); 3 the admin
- * listener could not be reached or did not answer HTTP. */
+ * listener could not be reached or did not answer HTTP; 4 access check
+ * answered deny. An error is one line and a hint (issue 28). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -31,6 +32,7 @@
 #define EXIT_SERVER 1
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
+#define EXIT_DENY 4 /* access check: the verdict is deny (issue 28) */
 #define DEFAULT_ADMIN "127.0.0.1:9470"
 #define TOKEN_MAX 256
 
@@ -96,11 +98,15 @@ static const char usage_text[] =
     "  --timeout SECONDS  wait at most this long (default 10)\n"
     "\n"
     "Exit status: 0 done, 1 refused by the server, 2 usage, 3 the admin\n"
-    "listener could not be reached. A token's bearer is printed once, by\n"
-    "token create and token rotate.\n";
+    "listener could not be reached, 4 access check's verdict is deny.\n"
+    "A token's bearer is printed once, by token create and token rotate.\n";
 
+/* An error is one line and where to look (issue 28): the whole usage
+ * only for proxyhostctl without a command, and with --help. */
 int usage_error(const char *what) {
-  fprintf(stderr, "proxyhostctl: %s\n%s", what, usage_text);
+  fprintf(stderr, "proxyhostctl: %s\nrun proxyhostctl --help for the "
+                  "commands and options\n",
+          what);
   return EXIT_USAGE;
 }
 
@@ -222,12 +228,15 @@ int call(const opts *o, const char *method, const char *path,
   } else if (sh == SHAPE_EXTRACTION && r.len) {
     if (ctl_print_extraction(stdout, r.body, r.len) < 0)
       fprintf(stdout, "%s\n", r.body);
-  } else if (sh == SHAPE_RECORD && r.len) {
+  } else if ((sh == SHAPE_RECORD || sh == SHAPE_VERDICT) && r.len) {
     if (ctl_print_record(stdout, r.body, r.len) < 0)
       fprintf(stdout, "%s\n", r.body);
   } else if (r.status == 204) {
     fprintf(stdout, "deleted\n");
   }
+  if (sh == SHAPE_VERDICT && r.status < 400 && r.len &&
+      ctl_string_field_is(r.body, r.len, "verdict", "deny"))
+    ex = EXIT_DENY;
   if (r.body)
     memset(r.body, 0, r.len); /* a bearer may be in it */
   free(r.body);
@@ -525,7 +534,7 @@ static int cmd_access(const opts *o, const char *what) {
   char path[512];
   snprintf(path, sizeof(path), "/v1/authorize?token=%s&agent=%s&host=%s&port=%s",
            o->token, o->agent, o->host, o->port);
-  return call(o, "GET", path, NULL, SHAPE_RECORD, "authorize");
+  return call(o, "GET", path, NULL, SHAPE_VERDICT, "authorize");
 }
 
 /* Options that take a value, and where they go. */
@@ -614,9 +623,36 @@ int main(int argc, char **argv) {
   }
   if (!o.admin || !*o.admin)
     o.admin = DEFAULT_ADMIN;
-  if (nwords < 2)
-    return usage_error("give a command");
+  if (nwords == 0) {
+    fprintf(stderr, "proxyhostctl: give a command\n%s", usage_text);
+    return EXIT_USAGE;
+  }
+  if (strcmp(words[0], "help") == 0) { /* as --help */
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  static const char *const nouns[] = {"admin-token", "user",  "agent",
+                                      "token",       "policy", "access",
+                                      "proxy",       "route", "credential",
+                                      NULL};
+  size_t k = 0;
+  while (nouns[k] && strcmp(nouns[k], words[0]) != 0)
+    k++;
+  if (!nouns[k]) {
+    char what[160];
+    snprintf(what, sizeof(what), "unknown command \"%.100s\"", words[0]);
+    return usage_error(what);
+  }
+  if (nwords < 2) {
+    char what[160];
+    snprintf(what, sizeof(what), "%s: give a subcommand", words[0]);
+    return usage_error(what);
+  }
   const char *noun = words[0], *verb = words[1];
+  char aerr[256];
+  if (strcmp(noun, "admin-token") != 0 &&
+      ctl_admin_check(o.admin, aerr, sizeof(aerr)) < 0)
+    return usage_error(aerr);
   if (strcmp(noun, "admin-token") == 0) {
     if (strcmp(verb, "new") != 0 || !need(&o, 1))
       return usage_error("admin-token new FILE");

@@ -92,8 +92,9 @@ if [ "$STORE" = store_sqlite ]; then
   out=$(ctl --json access check --token "$tok" --agent edge-1 --host www.example.com --port 443); rc=$?
   is "$rc" 0 "access check: exit 0"
   like "$out" '"verdict":"allow","code":"ok"' "... the policy allows www.example.com:443"
-  like "$(ctl --json access check --token "$tok" --agent edge-1 --host www.example.com --port 80)" \
-    '"verdict":"deny","code":"forbidden"' "... not port 80"
+  out=$(ctl --json access check --token "$tok" --agent edge-1 --host www.example.com --port 80); rc=$?
+  like "$out" '"verdict":"deny","code":"forbidden"' "... not port 80"
+  is "$rc" 4 "issue 28: a deny exits 4 (scripts can test the verdict)"
   like "$(ctl --json access check --token "$tok" --agent edge-1 --host example.com --port 443)" \
     '"verdict":"deny"' "... nor example.com itself (the pattern is *.example.com)"
   like "$(ctl access check --token "$tok" --agent edge-1 --host www.example.com --port 443)" \
@@ -136,8 +137,17 @@ is "$rc" 1 "delete a user that owns an agent: exit 1"
 like "$(cat "$T/err")" "409 busy" "... busy"
 ctl policy create --agent edge-1 --user alice --host '*' --ports 0 >/dev/null 2>&1; rc=$?
 is "$rc" 2 "a bad port: exit 2, nothing sent"
-ctl user frobnicate >/dev/null 2>&1; rc=$?
+ctl user frobnicate >/dev/null 2>"$T/err"; rc=$?
 is "$rc" 2 "an unknown subcommand: exit 2"
+# issue 28: an error is one line and a hint, not the whole usage
+is "$(wc -l <"$T/err" | tr -d ' ')" 2 "... said in one line and a hint"
+like "$(cat "$T/err")" "proxyhostctl --help" "... the hint names --help"
+ctl frobnicate >/dev/null 2>"$T/err"; rc=$?
+is "$rc" 2 "an unknown command: exit 2"
+like "$(head -1 "$T/err")" 'unknown command "frobnicate"' "... naming it"
+"$CTL" --admin "nonsense::" --token-file "$T/admin.token" user list >/dev/null 2>"$T/err"; rc=$?
+is "$rc" 2 "issue 28: a malformed --admin is a usage error: exit 2, nothing sent"
+like "$(cat "$T/err")" 'bad admin address "nonsense::"' "... naming it"
 "$CTL" --admin "127.0.0.1:$port" --admin-token xyz user list >/dev/null 2>"$T/err"; rc=$?
 is "$rc" 2 "a token on the command line is refused: exit 2"
 like "$(cat "$T/err")" "use --token-file FILE" "... pointing at the file"

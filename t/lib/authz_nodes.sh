@@ -72,8 +72,11 @@ az_ctl() {
 
 # az_verdict PORT TOKEN AGENT HOST TPORT: the verdict word, or "error".
 az_verdict() {
+  # exit 4 is a deny (proxyhostctl(1)), an answer like an allow's 0
   _out=$(az_ctl "$1" --json access check --token "$2" --agent "$3" \
-    --host "$4" --port "$5" 2>/dev/null) || { echo error; return; }
+    --host "$4" --port "$5" 2>/dev/null)
+  _rc=$?
+  [ "$_rc" = 0 ] || [ "$_rc" = 4 ] || { echo error; return; }
   printf '%s\n' "$_out" | sed -n 's/.*"verdict":"\([a-z]*\)".*/\1/p'
 }
 
