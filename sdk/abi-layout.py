@@ -15,7 +15,7 @@ import os, re, subprocess, sys, tempfile
 
 HEADERS = ["abi", "module", "host", "config", "log", "metrics", "stream",
            "listener_event", "connector", "open_ext", "open_lease",
-           "open_http_forward", "authorizer", "access",
+           "open_http_forward", "open_upstream", "authorizer", "access",
            "validation", "authz_store", "pool_view", "pool_store",
            "outcome_sink", "strategy"]
 top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +42,7 @@ with tempfile.TemporaryDirectory() as d:
 # ABI's for the host's own headers. A contract's extension headers are
 # versioned with their contract.
 PART_OF = {"open_ext": "connector", "open_lease": "connector",
-           "open_http_forward": "connector"}
+           "open_http_forward": "connector", "open_upstream": "connector"}
 def version(h):
     h = PART_OF.get(h, h)
     text = open(os.path.join(top, "sdk", "proxyhost", h + ".h")).read()

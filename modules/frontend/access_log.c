@@ -73,6 +73,7 @@ void access_log_write(const frontend_session *s, const access_line *l,
       PH_UINT("bytes_down", l->bytes_down),
       PH_INT("duration_us", l->duration_us),
       PH_STR("end", dash(l->end)),
+      PH_STR("upstream", dash(s->open_upstream)),
       PH_STR("target", target),
       PH_STR("url", url),
   };

@@ -6,6 +6,7 @@
 
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -234,6 +235,8 @@ static void result_extras(frontend_session *s, const ph_open_result *res,
   s->open_http_proxy = 0;
   s->open_proxy_auth = NULL;
   s->open_proxy_auth_len = 0;
+  const char *hop = ph_open_result_upstream(res);
+  snprintf(s->open_upstream, sizeof(s->open_upstream), "%s", hop ? hop : "");
   if (code == PH_OPEN_OK)
     s->open_http_proxy = ph_open_result_http_proxy(
         res, &s->open_proxy_auth, &s->open_proxy_auth_len);
@@ -292,6 +295,7 @@ int frontend_session_open(frontend_session *s, const char *host,
   if (s->open_forward)
     ph_open_http_forward_request(&rq, &fwd_ask);
   s->t_open_us = mono_us();
+  s->open_upstream[0] = '\0';
   s->in_call = 1;
   s->answered = 0;
   int64_t id = srv->connector->open(srv->connector_self, &rq, open_answer, s);
@@ -319,6 +323,7 @@ void frontend_session_cancel_open(frontend_session *s) {
 static void open_refused(frontend_session *s, int code, int stage) {
   frontend_server *srv = s->srv;
   stream_end none = {-1, NULL};
+  s->open_upstream[0] = '\0';
   s->open_http_proxy = 0;
   s->open_proxy_auth = NULL;
   s->open_proxy_auth_len = 0;

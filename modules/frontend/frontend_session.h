@@ -80,6 +80,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/open_http_forward.h>
 #include <proxyhost/open_lease.h>
+#include <proxyhost/open_upstream.h>
 #include <proxyhost/host.h>
 #include <proxyhost/validation.h>
 
@@ -222,6 +223,11 @@ struct frontend_session {
   int open_http_proxy;
   const char *open_proxy_auth;
   uint32_t open_proxy_auth_len;
+  /* Set by the skeleton before ops->open_done, from any result: the hop
+   * the connector went through (open_upstream.h: the pool's proxy id),
+   * copied; "" when none was named. For the access line (upstream) and
+   * http_proxy's Proxy-Status. */
+  char open_upstream[PH_OPEN_UPSTREAM_ID_MAX + 1];
   uint64_t id; /* the stream id of the access line and the debug lines */
   struct sockaddr_storage peer; /* the client's address (family 0: none) */
   unsigned probing : 1;   /* not read while a check or an open runs */

@@ -70,3 +70,45 @@ const char *open_map_http_reason(int status) {
     return "Error";
   }
 }
+
+const char *open_map_proxy_error(int stage, int code) {
+  switch (code) {
+  case PH_OPEN_FORBIDDEN:
+    return stage == PH_STAGE_POLICY ? "destination_ip_prohibited"
+                                    : "http_request_denied";
+  case PH_OPEN_TIMEOUT:
+    if (stage == PH_STAGE_DNS)
+      return "dns_timeout";
+    if (stage == PH_STAGE_QUEUE || stage == PH_STAGE_SELECTION)
+      return "connection_limit_reached";
+    return "connection_timeout";
+  case PH_OPEN_QUEUE_FULL:
+    return stage == PH_STAGE_SELECTION ? "destination_unavailable"
+                                       : "connection_limit_reached";
+  case PH_OPEN_AGENT_OFFLINE:
+    return "destination_unavailable";
+  case PH_OPEN_NETWORK_UNREACHABLE:
+    return "destination_ip_unroutable";
+  case PH_OPEN_HOST_UNREACHABLE:
+    return stage == PH_STAGE_DNS ? "dns_error" : "destination_unavailable";
+  case PH_OPEN_CONNECTION_REFUSED:
+    return "connection_refused";
+  case PH_OPEN_UNSUPPORTED_CAPABILITY:
+    return "proxy_configuration_error";
+  default:
+    return stage == PH_STAGE_PROTOCOL ? "http_protocol_error"
+                                      : "proxy_internal_error";
+  }
+}
+
+const char *open_map_status_error(int status) {
+  if (status < 400 || status == 407)
+    return NULL;
+  if (status == 403)
+    return "http_request_denied";
+  if (status == 504)
+    return "http_response_timeout";
+  if (status == 502)
+    return "http_protocol_error";
+  return status < 500 ? "http_request_error" : "proxy_internal_error";
+}

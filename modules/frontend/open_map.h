@@ -30,5 +30,17 @@ int open_map_socks5(int code);
  * ok 200. */
 int open_map_http_status(int code);
 const char *open_map_http_reason(int status);
+/* The RFC 9209 proxy error type (a Proxy-Status "error" token) for an
+ * open that failed at stage with code: connection_refused,
+ * connection_timeout, dns_error, dns_timeout, destination_unavailable,
+ * destination_ip_prohibited, destination_ip_unroutable,
+ * connection_limit_reached, http_request_denied, http_protocol_error,
+ * proxy_configuration_error or proxy_internal_error. */
+const char *open_map_proxy_error(int stage, int code);
+/* The same for a reply of the frontend's own that no open caused, by its
+ * HTTP status: http_request_error (4xx), http_request_denied (403),
+ * http_response_timeout (504), http_protocol_error (502),
+ * proxy_internal_error (others); NULL for a status that is no error. */
+const char *open_map_status_error(int status);
 
 #endif

@@ -233,7 +233,9 @@ static void on_auth_done(void *owner, int verdict) {
 static void on_open_done(void *owner, int code, int stage, stream_end up,
                          ph_open_lease *lease) {
   conn *c = owner;
-  (void)stage;
+  c->open_stage = stage;
+  c->open_code = code;
+  c->open_failed = code != PH_OPEN_OK;
   hp_conn_run(c, hp_open_result(c, code, up, lease));
 }
 

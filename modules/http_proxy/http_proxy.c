@@ -47,6 +47,9 @@ static const ph_conf_key hp_keys[] = {
     PH_CONF_KEY("idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
      "no bytes either way for this long closes a tunnel, a request "
      "in progress or an idle keep-alive connection", NULL),
+    PH_CONF_KEY("proxy_status.next_hop", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+     "name the upstream hop (a pool proxy's id) in the Proxy-Status of "
+     "error replies; off: the error and its stage and code only", NULL),
     PH_CONF_END};
 
 const char *const hp_method_classes[] = {"connect", "forward", NULL};
@@ -87,6 +90,7 @@ static void read_conf(hp *h) {
   k->idle_timeout_ms = hp_api->conf_int(h->ctx, "idle_timeout");
   k->buffer_size = (size_t)hp_api->conf_int(h->ctx, "buffer_size");
   k->splice = (int)hp_api->conf_int(h->ctx, "splice");
+  k->next_hop = (int)hp_api->conf_int(h->ctx, "proxy_status.next_hop");
   const char *auth = hp_api->conf_str(h->ctx, "auth");
   k->auth = auth && strcmp(auth, "password") == 0 ? AUTH_PASSWORD : AUTH_NONE;
 }

@@ -155,6 +155,7 @@ typedef struct hp_conf {
   size_t buffer_size;
   int splice;
   int auth;
+  int next_hop; /* proxy_status.next_hop: name the upstream in replies */
 } hp_conf;
 
 typedef struct conn conn;
@@ -246,6 +247,9 @@ struct conn {
   int state;
   int after;        /* S_REPLY: what comes when the reply is out */
   int reply_status; /* HP_REPLY: the status to send */
+  /* The open that failed, for the reply's Proxy-Status (RFC 9209):
+   * its stage and code, open_failed 1 (0: the reply has another cause) */
+  int open_stage, open_code, open_failed;
   int timer_kind;
   int64_t last_ms; /* last activity, for T_IDLE */
   iobuf cin;       /* from the client: head, body, pipelined bytes */

@@ -151,6 +151,7 @@ int hp_request_begin(conn *c) {
   if (frontend_server_stopping(&h->fs) && !hp_pending(&c->cin))
     return HP_CLOSE;
   c->state = S_HEAD;
+  c->open_failed = 0;
   hp_head_free(&c->req);
   hp_head_free(&x->resp);
   hp_head_init(&c->req, HTTP_REQUEST, &h->conf.lim);

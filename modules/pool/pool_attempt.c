@@ -91,6 +91,8 @@ static void deliver(pool_attempt *a) {
   int leased = a->res.code == PH_OPEN_OK && a->leased;
   if (leased)
     a->state = AT_LEASED;
+  if (a->hop_id[0])
+    ph_open_upstream_give(&a->res, &a->hop_x, a->hop_id);
   a->cb(a->arg, &a->res);
   if (!leased)
     pool_attempt_free(a);

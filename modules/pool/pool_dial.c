@@ -280,6 +280,7 @@ static void direct_done(void *arg, const ph_open_result *res) {
   a->res.lease = NULL;
   a->res.http_forward = NULL;
   a->res.ext = NULL; /* the direct connector's, dead after its callback */
+  a->hop_id[0] = '\0'; /* no proxy: the target was dialed directly */
   a->res.flags = 0;
   pool_api->inc(p->m_result[res->code == PH_OPEN_OK ? PR_DIRECT
                                                     : PR_DIRECT_FAILED],

@@ -31,6 +31,7 @@
 #include <proxyhost/connector.h>
 #include <proxyhost/open_http_forward.h>
 #include <proxyhost/open_lease.h>
+#include <proxyhost/open_upstream.h>
 #include <proxyhost/stream.h>
 #include <proxyhost/module.h>
 #include <proxyhost/outcome_sink.h>
@@ -164,6 +165,11 @@ struct pool_attempt {
    * memory and nowhere else; wiped (OPENSSL_cleanse) when the attempt is
    * freed: at the lease's end, or when a success is never delivered. */
   ph_open_http_forward_res fwd_x;
+  /* The proxy the answer comes from (open_upstream.h, connector 1.6):
+   * named in the result's chain on a success or a failure; "" once the
+   * answer is DIRECT's. */
+  char hop_id[PH_POOL_ID_MAX + 1];
+  ph_open_upstream_res hop_x;
   ph_open_http_forward fwd;
   char fwd_auth[UP_HS_PROXY_AUTH_MAX + 1];
   uint32_t fwd_auth_len;

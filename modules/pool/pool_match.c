@@ -145,6 +145,7 @@ void pool_select(pool_attempt *a, const ph_open_request *req) {
   pool_wait_leave(a);
   a->pidx = idx;
   a->px = g->px[idx];
+  snprintf(a->hop_id, sizeof(a->hop_id), "%s", a->px->id);
   pool_px_add(p, a->px, 0, +1);
   pool_api->gauge_add(p->m_reserved, 1);
   a->tried[a->n_tried++] = idx;

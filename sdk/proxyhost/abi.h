@@ -29,6 +29,8 @@
  *     forwarding as extensions, open_lease.h, open_http_forward.h)
  *   services: pool.view 1.2 (ph_pool_view.health, was reserved[0]: the
  *     controller's verdict per proxy, ph_pool_view_health; issue 26)
+ *   services: connector 1.6 (open_upstream.h: PH_OPEN_EXT_UPSTREAM, the
+ *     hop a connector went through, named in a result's chain)
  * 1.5 (2026-12-06)
  *   ph_api.drain_cut appended: a module's own drain deadline closed
  *     streams, and the host's stop says it was cut short

@@ -24,8 +24,9 @@
  * What only some callers and connectors share is not a field here but
  * an extension (since minor 5): a struct of its own header linked into
  * the request's or the result's `ext` chain (open_ext.h): the lease
- * (open_lease.h) and absolute-form HTTP forwarding
- * (open_http_forward.h). The lease and forwarding fields and flags of
+ * (open_lease.h), absolute-form HTTP forwarding
+ * (open_http_forward.h) and, since minor 6, the upstream hop a
+ * connector went through (open_upstream.h). The lease and forwarding fields and flags of
  * minors 3 and 4 stay, marked, for modules built against them (SDK 1.6
  * and older); new code uses the extensions' helpers.
  *
@@ -44,7 +45,7 @@
 
 #define PH_CONNECTOR_SERVICE "connector"
 #define PH_CONNECTOR_MAJOR 1
-#define PH_CONNECTOR_MINOR 5
+#define PH_CONNECTOR_MINOR 6
 
 /* Where an open failed. Stable: these names go on the wire and into
  * metric labels. */

@@ -44,7 +44,8 @@ enum ph_open_ext_type {
   PH_OPEN_EXT_LEASE_ASK = 1,    /* request: open_lease.h */
   PH_OPEN_EXT_LEASE = 2,        /* result: open_lease.h */
   PH_OPEN_EXT_HTTP_FORWARD_ASK = 3, /* request: open_http_forward.h */
-  PH_OPEN_EXT_HTTP_FORWARD = 4  /* result: open_http_forward.h */
+  PH_OPEN_EXT_HTTP_FORWARD = 4, /* result: open_http_forward.h */
+  PH_OPEN_EXT_UPSTREAM = 5      /* result: open_upstream.h (connector 1.6) */
 };
 
 #define PH_OPEN_EXT_MAX 32

@@ -254,6 +254,7 @@ handshake_timeout = 2s
 [http_proxy]
 listen = 127.0.0.1:$3
 connector = pool
+proxy_status.next_hop = true
 [socks5]
 listen = 127.0.0.1:$4
 connector = pool
@@ -325,7 +326,15 @@ ok $? "CP-1-22 ... all three through u1, the first candidate" || {
 is "$(grep -c 'CONNECT' "$T/tinyproxy.log")" "$tp_before" "... and none through u4"
 
 # ---- each outcome stage from a real failing upstream (CP-5-2..5) -------------------
-is "$(via_http "$h1" "http://dial.test/")" 502 "CP-5-2 a refused proxy port: 502"
+# Errors that name their cause (issue 28): RFC 9209 Proxy-Status with the
+# stage and code the pool saw and, with proxy_status.next_hop, the proxy.
+ps=$("$CURL" -s -m 10 -x "http://127.0.0.1:$h1" -D "$T/dial.head" -o /dev/null -w '%{http_code}' "http://dial.test/")
+is "$ps" 502 "CP-5-2 a refused proxy port: 502"
+is "$(tr -d '\r' <"$T/dial.head" | grep -i '^Proxy-Status:')" \
+  'Proxy-Status: proxyhost; error=connection_refused; details="relay/connection_refused"; next-hop="x-dial"' \
+  "issue 28: the 502 carries Proxy-Status: the error, its stage and code, the upstream proxy"
+like "$(grep 'msg=access' "$T/g1.log" | grep 'status_code=502' | tail -1)" "upstream=x-dial" \
+  "issue 28: the access line names the upstream it used"
 # An outcome is counted when the lease ends, which may come just after
 # the reply: wait for it.
 wait_cond '[ "$(pm "$a1" "proxyhost_pool_outcomes_total{stage=\"dial\",result=\"failure\"}")" = 1 ]'

@@ -126,6 +126,15 @@ is "$(connect_status "https://127.0.0.1:$refused_port/")" 502 \
   "CONNECT to a refused port -> 502"
 body=$(hcurl "http://127.0.0.1:$refused_port/")
 is "$body" "502 Bad Gateway" "the body names the status only (TM-SEC-2)"
+# The cause is in RFC 9209 Proxy-Status (issue 28); direct names no hop.
+ps=$(hcurl -D - -o /dev/null "http://127.0.0.1:$refused_port/" | tr -d '\r' | grep -i '^Proxy-Status:')
+is "$ps" 'Proxy-Status: proxyhost; error=connection_refused; details="connect/connection_refused"' \
+  "a 502 says its cause in Proxy-Status: error type, stage and code"
+ps=$(hcurl -D - -o /dev/null "http://127.0.0.1:$deny_port/" | tr -d '\r' | grep -i '^Proxy-Status:')
+is "$ps" 'Proxy-Status: proxyhost; error=destination_ip_prohibited; details="policy/forbidden"' \
+  "a policy 403: destination_ip_prohibited"
+ps=$(hcurl -D - -o /dev/null "http://nx.test/" | tr -d '\r' | grep -i '^Proxy-Status:')
+like "$ps" 'details="dns/' "an unresolvable name: the dns stage"
 is "$(status "http://127.0.0.1:$deny_port/")" 403 "policy deny (deny_ports) -> 403"
 is "$(connect_status "https://127.0.0.1:$deny_port/")" 403 "CONNECT policy deny -> 403"
 is "$(connect_status "https://127.0.0.1:$HP/")" 403 \
@@ -135,6 +144,8 @@ r=$($TARGET send --port "$HP" --raw 'GET https://ok.test/ HTTP/1.1\r\n\r\n')
 is "$r" "HTTP/1.1 501 Not Implemented" "https:// in absolute form -> 501"
 r=$($TARGET send --port "$HP" --raw 'GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
 is "$r" "HTTP/1.1 400 Bad Request" "origin-form to a proxy -> 400"
+r=$($TARGET send --port "$HP" --all --raw 'GET /hello HTTP/1.1\r\nHost: x\r\n\r\n' | tr -d '\r' | grep '^Proxy-Status')
+is "$r" "Proxy-Status: proxyhost; error=http_request_error" "... with Proxy-Status http_request_error"
 
 # Oversized heads are refused while a concurrent good client is served.
 hcurl -o "$T/slow.out" -w '%{http_code}' "$O/slow" >"$T/slow.code" 2>&1 &
@@ -165,11 +176,11 @@ is "$v" 1 "the CONNECT counted"
 v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="connect",status_class="4xx"}')
 is "$v" 2 "refused CONNECTs counted"
 v=$(metric "$m" 'proxyhost_http_proxy_requests_total{method_class="forward",status_class="4xx"}')
-is "$v" 7 "refused heads and the policy denial counted as 4xx"
+is "$v" 9 "refused heads and the policy denial counted as 4xx"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="failure",error_class="connection_refused",open_mode="strict"}')
-is "$v" 3 "refused opens by error_class (TM-OBS-2, TM-OBS-13)"
+is "$v" 4 "refused opens by error_class (TM-OBS-2, TM-OBS-13)"
 v=$(metric "$m" 'tunnelmesh_stream_open_total{component="client",result="rejected",error_class="forbidden",open_mode="strict"}')
-is "$v" 3 "policy denials counted as rejected/forbidden"
+is "$v" 4 "policy denials counted as rejected/forbidden"
 like "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="open",result="success",scope="local"}' \
   "open stage histogram"
 v=$(metric "$m" 'tunnelmesh_stream_stage_duration_seconds_count{component="client",stage="ttfb",result="success",scope="local"}')

@@ -18,7 +18,8 @@ serves on 127.0.0.1 (HTTP/1.1, keep-alive):
 
     python3 http_target.py send --port P [--hex DATA | --repeat ...]
 
-sends raw bytes to 127.0.0.1:P and prints the first line of the answer
+sends raw bytes to 127.0.0.1:P and prints the first line of the answer (with
+--all: its whole head)
 (or "closed" when the connection closed without one). Request shapes:
   --line-bytes N     GET http://127.0.0.1:1/ with an N-byte path
   --header-bytes N   a request with one N-byte header value
@@ -175,8 +176,9 @@ def send(args):
     except OSError:
         pass  # the proxy may answer and close before reading everything
     got = b""
+    want = b"\r\n\r\n" if args.all else b"\n"
     try:
-        while b"\n" not in got:
+        while want not in got:
             chunk = s.recv(4096)
             if not chunk:
                 break
@@ -184,6 +186,9 @@ def send(args):
     except OSError:
         pass
     s.close()
+    if args.all:  # the whole head
+        print(got.split(b"\r\n\r\n")[0].decode("latin-1") if got else "closed")
+        return
     line = got.split(b"\r\n")[0].decode("latin-1") if got else "closed"
     print(line)
 
@@ -198,6 +203,8 @@ def main():
     sd = sub.add_parser("send")
     sd.add_argument("--port", type=int, required=True)
     sd.add_argument("--raw")
+    sd.add_argument("--all", action="store_true",
+                    help="print the whole response head, not its first line")
     sd.add_argument("--line-bytes", type=int, default=1)
     sd.add_argument("--header-bytes", type=int, default=0)
     sd.add_argument("--headers", type=int, default=0)

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,6 +35,7 @@
 
 #include <proxyhost/connector.h>
 #include <proxyhost/mock.h>
+#include <proxyhost/open_upstream.h>
 #include <proxyhost/module.h>
 #include <proxyhost/outcome_sink.h>
 #include <proxyhost/strategy.h>
@@ -184,6 +186,7 @@ typedef struct req {
   int done;
   ph_open_result res;
   int64_t id;
+  char hop[PH_OPEN_UPSTREAM_ID_MAX + 1]; /* open_upstream.h, copied */
 } req;
 #define MAXR 16
 static req reqs[MAXR];
@@ -192,6 +195,8 @@ static void on_open(void *arg, const ph_open_result *r) {
   req *q = arg;
   q->done++;
   q->res = *r;
+  const char *hop = ph_open_result_upstream(r); /* valid in the callback */
+  snprintf(q->hop, sizeof(q->hop), "%s", hop ? hop : "");
 }
 
 static ph_mock *mk;
@@ -931,6 +936,8 @@ int main(void) {
   ok(proxy_accept(pa, "wait.test"), "CP-5-3 the handshake asks proxy a for CONNECT wait.test:80");
   ok(r0->done && r0->res.code == PH_OPEN_OK && r0->res.fd >= 0 && r0->res.lease,
      "the request gets the socket and a lease");
+  is_str(r0->hop, "a", "issue 28: the result names the proxy it went through "
+                       "(open_upstream.h)");
   counts ka = count_of("a", NULL);
   ok(ka.active == 1 && ka.reserved == 0, "a: the reservation became active");
   is_int(n_outs, 0, "no outcome before the stream ends");
@@ -952,6 +959,7 @@ int main(void) {
   ok(rj->done && rj->res.stage == PH_STAGE_SELECTION &&
          rj->res.code == PH_OPEN_QUEUE_FULL,
      "REJECT with no free capacity: queue_full");
+  is_str(rj->hop, "", "... naming no proxy (none was picked)");
   req *rd = open_req(6, "direct.test", 1);
   ok(FC.n_log > 0 && strcmp(FC.log[FC.n_log - 1].host, "direct.test") == 0,
      "CP-1-25 DIRECT: the direct connector dials the target itself");
@@ -959,6 +967,7 @@ int main(void) {
   ph_mock_run_for(mk, 5);
   ok(rd->done && rd->res.code == PH_OPEN_OK && !rd->res.lease,
      "... its answer is passed on (no lease)");
+  is_str(rd->hop, "", "... naming no proxy");
   close(rd->res.fd);
   close(pd);
 
@@ -1014,6 +1023,7 @@ int main(void) {
      "a dial timeout: DIAL TIMEOUT");
   ok(r5->done && r5->res.stage == PH_STAGE_RELAY && r5->res.code == PH_OPEN_TIMEOUT,
      "every candidate failed: the last failure, stage relay");
+  is_str(r5->hop, "b", "issue 28: a failure names the last proxy tried");
   ok(!count_of("a", NULL).found && !count_of("b", NULL).found,
      "no reservation left behind");
 

@@ -59,6 +59,47 @@ static void test_http(void) {
          "reason phrase");
 }
 
+/* RFC 9209 error types: each open code at the stages where it differs,
+ * and the frontend's own statuses (issue 28). */
+static void test_proxy_status(void) {
+  static const struct {
+    int stage, code;
+    const char *want;
+  } rows[] = {
+      {PH_STAGE_CONNECT, PH_OPEN_CONNECTION_REFUSED, "connection_refused"},
+      {PH_STAGE_CONNECT, PH_OPEN_TIMEOUT, "connection_timeout"},
+      {PH_STAGE_DNS, PH_OPEN_TIMEOUT, "dns_timeout"},
+      {PH_STAGE_QUEUE, PH_OPEN_TIMEOUT, "connection_limit_reached"},
+      {PH_STAGE_SELECTION, PH_OPEN_TIMEOUT, "connection_limit_reached"},
+      {PH_STAGE_PROTOCOL, PH_OPEN_TIMEOUT, "connection_timeout"},
+      {PH_STAGE_DNS, PH_OPEN_HOST_UNREACHABLE, "dns_error"},
+      {PH_STAGE_CONNECT, PH_OPEN_HOST_UNREACHABLE, "destination_unavailable"},
+      {PH_STAGE_CONNECT, PH_OPEN_NETWORK_UNREACHABLE,
+       "destination_ip_unroutable"},
+      {PH_STAGE_POLICY, PH_OPEN_FORBIDDEN, "destination_ip_prohibited"},
+      {PH_STAGE_AUTHORIZATION, PH_OPEN_FORBIDDEN, "http_request_denied"},
+      {PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, "connection_limit_reached"},
+      {PH_STAGE_SELECTION, PH_OPEN_QUEUE_FULL, "destination_unavailable"},
+      {PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, "destination_unavailable"},
+      {PH_STAGE_NONE, PH_OPEN_UNSUPPORTED_CAPABILITY,
+       "proxy_configuration_error"},
+      {PH_STAGE_PROTOCOL, PH_OPEN_INTERNAL_ERROR, "http_protocol_error"},
+      {PH_STAGE_CONNECT, PH_OPEN_INTERNAL_ERROR, "proxy_internal_error"},
+      {PH_STAGE_CONNECT, 99, "proxy_internal_error"},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+    is_str(open_map_proxy_error(rows[i].stage, rows[i].code), rows[i].want,
+           rows[i].want);
+  ok(open_map_status_error(200) == NULL && open_map_status_error(407) == NULL,
+     "no error type for a success or a 407");
+  is_str(open_map_status_error(400), "http_request_error", "400");
+  is_str(open_map_status_error(431), "http_request_error", "431");
+  is_str(open_map_status_error(403), "http_request_denied", "403");
+  is_str(open_map_status_error(502), "http_protocol_error", "502");
+  is_str(open_map_status_error(504), "http_response_timeout", "504");
+  is_str(open_map_status_error(503), "proxy_internal_error", "503");
+}
+
 static void test_names(void) {
   is_str(ph_open_code_name(PH_OPEN_QUEUE_FULL), "queue_full", "code name");
   is_str(ph_open_code_name(77), "internal_error", "unknown code name");
@@ -72,5 +113,6 @@ int main(void) {
   test_socks5();
   test_http();
   test_names();
+  test_proxy_status();
   return done_testing();
 }

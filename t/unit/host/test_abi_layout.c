@@ -26,6 +26,7 @@
 #include <proxyhost/open_ext.h>
 #include <proxyhost/open_http_forward.h>
 #include <proxyhost/open_lease.h>
+#include <proxyhost/open_upstream.h>
 #include <proxyhost/outcome_sink.h>
 #include <proxyhost/pool_store.h>
 #include <proxyhost/pool_view.h>
