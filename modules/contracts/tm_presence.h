@@ -31,6 +31,11 @@
  * (TM_PRESENCE_STALE), so a late update from an old session cannot
  * overwrite a new one.
  *
+ * Reconciling (1.1): a write that failed (a "left" above all: its row
+ * would stay as long as the node renews its lease) is made good by
+ * agents_sync, one statement naming the agents still connected: the
+ * node's other rows of sessions older than a bound are deleted.
+ *
  * Thread: the loop thread only, as every store call. Calls never block:
  * the writes answer through cb on a later loop turn (never inside the
  * call), exactly once unless cancelled; view() answers from memory.
@@ -45,7 +50,7 @@
 
 #define TM_PRESENCE_SERVICE "tm.presence"
 #define TM_PRESENCE_MAJOR 1
-#define TM_PRESENCE_MINOR 0
+#define TM_PRESENCE_MINOR 1
 
 /* Bounds (the schema's CHECKs say the same). */
 #define TM_PRESENCE_ID_MAX 128   /* node_id, agent_id: 1..128 bytes */
@@ -54,6 +59,7 @@
 #define TM_PRESENCE_CONNS_MAX 65535
 #define TM_PRESENCE_LEASE_MIN_MS 100
 #define TM_PRESENCE_LEASE_MAX_MS 3600000
+#define TM_PRESENCE_SYNC_MAX 65536 /* agents_sync's list */
 
 /* A write's outcome (cb's status): PH_OK (0) done; or one of these; or
  * PH_EFULL (the store's queue was full: nothing was sent), or: */
@@ -151,6 +157,18 @@ typedef struct tm_presence_v1 {
   int (*view)(void *self, tm_presence_view *out);
   /* One watcher (a second replaces the first; NULL removes it). */
   void (*watch)(void *self, tm_presence_watch_cb cb, void *arg);
+  /* Since 1.1. Deletes the node's agent rows whose agent_id is none of
+   * agent_ids[0..n) and whose session_nonce is below below_session (a
+   * nonce taken before the list was made: a session that began since is
+   * never touched), if the node is this instance's: one statement,
+   * notifying when a row went. n is at most TM_PRESENCE_SYNC_MAX; the
+   * ids are copied. cb: PH_OK (whether or not a row went),
+   * TM_PRESENCE_STALE (the node is not this instance's), or a failure. */
+  int64_t (*agents_sync)(void *self, const char *node_id,
+                         int64_t instance_nonce,
+                         const char *const *agent_ids, size_t n,
+                         int64_t below_session, tm_presence_cb cb,
+                         void *arg);
 } tm_presence_v1;
 
 #endif

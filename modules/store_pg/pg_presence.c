@@ -159,6 +159,48 @@ static int64_t tm_node_leave(void *self, const char *node_id,
   return submit(self, Q_TM_NODE_LEAVE, 1, v, 2, cb, arg);
 }
 
+/* The array literal of ids ({"a","b"}: each quoted, quotes and backslashes
+ * escaped), or NULL on no memory. */
+static char *text_array(const char *const *ids, size_t n) {
+  size_t len = 3;
+  for (size_t i = 0; i < n; i++)
+    len += 2 * strlen(ids[i]) + 3;
+  char *b = malloc(len), *p = b;
+  if (!b)
+    return NULL;
+  *p++ = '{';
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      *p++ = ',';
+    *p++ = '"';
+    for (const char *c = ids[i]; *c; c++) {
+      if (*c == '"' || *c == '\\')
+        *p++ = '\\';
+      *p++ = *c;
+    }
+    *p++ = '"';
+  }
+  *p++ = '}';
+  *p = 0;
+  return b;
+}
+
+static int64_t tm_agents_sync(void *self, const char *node_id,
+                              int64_t instance_nonce,
+                              const char *const *agent_ids, size_t n,
+                              int64_t below_session, tm_presence_cb cb,
+                              void *arg) {
+  if (!cb || !id_ok(node_id) || n > TM_PRESENCE_SYNC_MAX ||
+      (n && !agent_ids))
+    return PH_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!id_ok(agent_ids[i]))
+      return PH_EINVAL;
+  char *v[] = {strdup(node_id), i64s(instance_nonce), i64s(below_session),
+               text_array(agent_ids, n)};
+  return submit(self, Q_TM_AGENTS_SYNC, 0, v, 4, cb, arg);
+}
+
 static int tm_cancel(void *self, int64_t id) {
   spg *s = self;
   return req_cancel(s, id);
@@ -166,4 +208,4 @@ static int tm_cancel(void *self, int64_t id) {
 
 const tm_presence_v1 spg_presence_vt = {
     tm_heartbeat, tm_agent_connected, tm_agent_left, tm_node_leave,
-    tm_cancel,    tm_view_get,        tm_view_watch};
+    tm_cancel,    tm_view_get,        tm_view_watch, tm_agents_sync};

@@ -55,19 +55,31 @@
       "WITH d AS (DELETE FROM tm_agent_presence WHERE agent_id = $1::text " \
       "AND node_id = $2::text AND session_nonce = $3::bigint RETURNING 1) " \
       "SELECT count(*) FROM d" PG_TM_NOTIFY("$2::text"), 3},                \
+  /* $1 node, $2 instance, $3 session bound, $4 the agents kept (text[]) \
+   * -> 1 when the instance holds the node (0: stale), the rows deleted  \
+   * (notified when any) */                                                \
+  [Q_TM_AGENTS_SYNC] = {"tm_agents_sync",                                   \
+      "WITH mine AS (SELECT 1 FROM tm_nodes WHERE node_id = $1::text AND "  \
+      "instance_nonce = $2::bigint), d AS (DELETE FROM tm_agent_presence "  \
+      "WHERE node_id = $1::text AND session_nonce < $3::bigint AND NOT "    \
+      "(agent_id = ANY ($4::text[])) AND EXISTS (SELECT 1 FROM mine) "      \
+      "RETURNING 1) SELECT (SELECT count(*) FROM mine), (SELECT count(*) "  \
+      "FROM d), (SELECT pg_notify('tm_presence', $1::text) WHERE EXISTS "   \
+      "(SELECT 1 FROM d)) IS NOT NULL", 4},                                 \
   /* $1 node, $2 instance -> rows deleted (its agents cascade) */           \
   [Q_TM_NODE_LEAVE] = {"tm_node_leave",                                     \
       "WITH d AS (DELETE FROM tm_nodes WHERE node_id = $1::text AND "       \
       "instance_nonce = $2::bigint RETURNING 1) SELECT count(*) FROM d"     \
       PG_TM_NOTIFY("$1::text"), 2},                                         \
   /* the live presence: node, zone, relay, lease left, then the agent's   \
-   * id, session, connections, capabilities (NULL: a node without) */       \
+   * id, session, connections, capabilities (NULL: a node without); $1    \
+   * the rows at most (the view's limits, pg_presence_view.c) */           \
   [Q_TM_READ] = {"tm_read",                                                 \
       "WITH " PG_TM_NOW " SELECT n.node_id, n.zone, n.relay_addr, "         \
       "n.lease_expires_ms - t.ms, a.agent_id, a.session_nonce, "            \
       "a.connections, a.capabilities FROM t, tm_nodes n LEFT JOIN "         \
       "tm_agent_presence a ON a.node_id = n.node_id WHERE "                 \
       "n.lease_expires_ms > t.ms ORDER BY n.node_id COLLATE \"C\", "        \
-      "a.agent_id COLLATE \"C\"", 0}
+      "a.agent_id COLLATE \"C\" LIMIT $1::bigint", 1}
 
 #endif

@@ -13,10 +13,24 @@
  * A read is one statement (Q_TM_READ) through the pool; one at a time,
  * with a re-read queued when asked meanwhile. The view's revision rises
  * only when its content (nodes, zones, relays, agents, nonces, counts,
- * capabilities; not the lease left) differs from the last read's. */
+ * capabilities; not the lease left) differs from the last read's.
+ *
+ * Bounded (presence_max_nodes, presence_max_agents): the read asks for at
+ * most max_nodes + max_agents + 1 rows (a node without agents is one row,
+ * each agent connection one), enough for every row within both limits
+ * and one more to tell that some were left out. The view keeps the first
+ * max_nodes nodes (by node_id) and the first max_agents agents; what is
+ * beyond is not in it (fail closed: an agent not in the view is no
+ * candidate), counted per read in
+ * proxyhost_store_pg_presence_truncated_total{limit} and logged once
+ * until a read fits again. Everything the view holds (the result, its
+ * signature, the two arrays) is thus bounded by the two limits. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/metric_table.h"
 #include "store_pg_int.h"
 
 #define TM_CHANNEL "tm_presence"
@@ -43,7 +57,12 @@ struct spg_tm {
   int64_t good_ms;            /* the last good read (loop clock) */
   tm_presence_watch_cb cb;
   void *cbarg;
+  int over_logged; /* the last read left rows out, and said so */
+  ph_series *m_trunc[2]; /* truncated reads: max_nodes, max_agents */
+  ph_series *m_nodes, *m_agents; /* the view's size */
 };
+
+enum { OVER_NODES = 1, OVER_AGENTS = 2 };
 
 static void read_now(struct spg_tm *v);
 
@@ -73,21 +92,40 @@ static char *signature(const PGresult *r) {
   return sig;
 }
 
-/* Builds the arrays over r (rows by node, then agent). 0, or -1. */
+/* The rows a read asks for at most (Q_TM_READ's LIMIT). */
+static int64_t row_limit(const spg *s) {
+  return s->presence_max_nodes + s->presence_max_agents + 1;
+}
+
+/* Builds the arrays over r (rows by node, then agent), within the limits;
+ * *over: OVER_NODES | OVER_AGENTS for what was left out. 0, or -1. */
 static int build(struct spg_tm *v, const PGresult *r, tm_presence_node **pn,
-                 size_t *nn, tm_presence_agent **pa, size_t *na) {
+                 size_t *nn, tm_presence_agent **pa, size_t *na, int *over) {
   int rows = PQntuples(r);
-  tm_presence_node *nodes = calloc((size_t)rows + 1, sizeof(*nodes));
-  tm_presence_agent *agents = calloc((size_t)rows + 1, sizeof(*agents));
+  size_t max_n = (size_t)v->s->presence_max_nodes;
+  size_t max_a = (size_t)v->s->presence_max_agents;
+  size_t cap_n = (size_t)rows < max_n ? (size_t)rows : max_n;
+  size_t cap_a = (size_t)rows < max_a ? (size_t)rows : max_a;
+  tm_presence_node *nodes = calloc(cap_n + 1, sizeof(*nodes));
+  tm_presence_agent *agents = calloc(cap_a + 1, sizeof(*agents));
   if (!nodes || !agents) {
     free(nodes);
     free(agents);
     return -1;
   }
   size_t n = 0, a = 0;
+  int skip = 0; /* the rows of a node left out */
+  const char *last = NULL;
+  *over = 0;
   for (int i = 0; i < rows; i++) {
     const char *id = PQgetvalue(r, i, 0);
-    if (n == 0 || strcmp(nodes[n - 1].node_id, id) != 0) {
+    if (!last || strcmp(last, id) != 0) {
+      last = id;
+      skip = n == max_n;
+      if (skip) {
+        *over |= OVER_NODES;
+        continue;
+      }
       tm_presence_node *x = &nodes[n++];
       x->node_id = id;
       x->zone = PQgetvalue(r, i, 1);
@@ -95,8 +133,12 @@ static int build(struct spg_tm *v, const PGresult *r, tm_presence_node **pn,
       x->lease_left_ms = res_int(r, i, 3);
       x->first = a;
     }
-    if (PQgetisnull(r, i, 4))
+    if (skip || PQgetisnull(r, i, 4))
       continue;
+    if (a == max_a) {
+      *over |= OVER_AGENTS;
+      continue;
+    }
     tm_presence_agent *y = &agents[a++];
     y->agent_id = PQgetvalue(r, i, 4);
     y->session_nonce = res_int(r, i, 5);
@@ -104,12 +146,38 @@ static int build(struct spg_tm *v, const PGresult *r, tm_presence_node **pn,
     y->capabilities = (uint64_t)res_int(r, i, 7);
     nodes[n - 1].n_agents++;
   }
-  (void)v;
+  /* The LIMIT reached: the rows not read are beyond a limit too (within
+   * both, there are at most max_nodes + max_agents rows). */
+  if ((int64_t)rows >= row_limit(v->s) && !*over)
+    *over = OVER_AGENTS;
   *pn = nodes;
   *nn = n;
   *pa = agents;
   *na = a;
   return 0;
+}
+
+/* The view's size in the gauges; a read that left rows out counted, and
+ * logged once until a read fits again. */
+static void note_size(struct spg_tm *v, int over) {
+  const ph_api *api = v->s->api;
+  if (v->m_nodes)
+    api->gauge_set(v->m_nodes, (double)v->n_nodes);
+  if (v->m_agents)
+    api->gauge_set(v->m_agents, (double)v->n_agents);
+  for (int i = 0; i < 2; i++)
+    if ((over & (1 << i)) && v->m_trunc[i])
+      api->inc(v->m_trunc[i], 1);
+  if (over && !v->over_logged)
+    PH_LOG(api, v->s->ctx, PH_LOG_WARN,
+           "store_pg: presence view over its limit; rows left out (their "
+           "agents are no candidates)",
+           PH_STR("limit", over & OVER_NODES ? "presence_max_nodes"
+                                             : "presence_max_agents"),
+           PH_INT("max_nodes", v->s->presence_max_nodes),
+           PH_INT("max_agents", v->s->presence_max_agents),
+           PH_UINT("nodes", v->n_nodes), PH_UINT("agents", v->n_agents));
+  v->over_logged = over != 0;
 }
 
 /* Installs v->next as the view; the watcher hears of a change. */
@@ -119,8 +187,9 @@ static void install(struct spg_tm *v) {
   tm_presence_node *nodes;
   tm_presence_agent *agents;
   size_t nn, na;
+  int over = 0;
   char *sig = signature(r);
-  if (!sig || build(v, r, &nodes, &nn, &agents, &na) != 0) {
+  if (!sig || build(v, r, &nodes, &nn, &agents, &na, &over) != 0) {
     free(sig);
     PQclear(r);
     return;
@@ -137,6 +206,7 @@ static void install(struct spg_tm *v) {
   v->n_nodes = nn;
   v->n_agents = na;
   v->good_ms = v->s->api->now_ms(v->s->ctx);
+  note_size(v, over);
   if (!changed)
     return;
   v->rev++;
@@ -147,8 +217,11 @@ static void install(struct spg_tm *v) {
 /* ---- the read ------------------------------------------------------------ */
 
 static void r_begin(void *arg, pg_send *snd) {
-  (void)arg;
-  pg_exec(snd, Q_TM_READ, 0, NULL);
+  struct spg_tm *v = arg;
+  char lim[24];
+  snprintf(lim, sizeof(lim), "%" PRId64, row_limit(v->s));
+  const char *p[] = {lim};
+  pg_exec(snd, Q_TM_READ, 1, p);
 }
 
 static int r_result(void *arg, int i, PGresult *res) {
@@ -344,12 +417,33 @@ static void on_lio(ph_io *io, int fd, int revents, void *arg) {
 
 /* ---- the module's side ---------------------------------------------------- */
 
+static const char *const limits[] = {"max_nodes", "max_agents", NULL};
+static const ph_label_def limit_l[] = {{"limit", limits}};
+
+static const ph_metric_table tm_metrics[] = {
+    PH_METRIC("proxyhost_store_pg_presence_truncated_total",
+              PH_METRIC_COUNTER,
+              "Reads of tm.presence that left rows out, by the limit "
+              "reached (presence_max_nodes, presence_max_agents)",
+              PH_METRIC_LABELS(limit_l), PH_METRIC_NO_BUCKETS, struct spg_tm,
+              m_trunc),
+    PH_METRIC("proxyhost_store_pg_presence_nodes", PH_METRIC_GAUGE,
+              "Live nodes in tm.presence's view", PH_METRIC_NO_LABELS,
+              PH_METRIC_NO_BUCKETS, struct spg_tm, m_nodes),
+    PH_METRIC("proxyhost_store_pg_presence_agents", PH_METRIC_GAUGE,
+              "Agent connections (rows) in tm.presence's view",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, struct spg_tm,
+              m_agents),
+    PH_METRIC_END};
+
 int tm_view_init(spg *s) {
   struct spg_tm *v = calloc(1, sizeof(*v));
   if (!v)
     return PH_ENOMEM;
   v->s = s;
   s->tm = v;
+  if (ph_metric_table_register(s->api, s->ctx, tm_metrics, v) != PH_OK)
+    return PH_EINVAL;
   v->poll = s->api->timer_new(s->ctx, on_poll, v);
   v->retry = s->api->timer_new(s->ctx, on_retry, v);
   return v->poll && v->retry ? PH_OK : PH_ENOMEM;

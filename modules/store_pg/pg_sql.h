@@ -72,6 +72,7 @@ enum pg_sql_id {
   Q_TM_AGENT_UP,
   Q_TM_AGENT_LEFT,
   Q_TM_NODE_LEAVE,
+  Q_TM_AGENTS_SYNC,
   Q_TM_READ,
   Q_COUNT
 };

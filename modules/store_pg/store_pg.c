@@ -78,6 +78,16 @@ static const ph_conf_key keys[] = {
                 "LISTEN notifications (the safety net: a lapsed lease is "
                 "seen within it)",
                 NULL),
+    PH_CONF_KEY("presence_max_nodes", PH_CONF_INT, "256", 1, 4096,
+                PH_CONF_RESTART, NULL,
+                "live nodes tm.presence's view holds; the others are left "
+                "out (their agents are no candidates), counted and logged",
+                NULL),
+    PH_CONF_KEY("presence_max_agents", PH_CONF_INT, "65536", 1, 1048576,
+                PH_CONF_RESTART, NULL,
+                "agent connections (rows) tm.presence's view holds over "
+                "all nodes; the others are left out, counted and logged",
+                NULL),
     PH_CONF_END};
 
 /* ---- the DSN ---------------------------------------------------------- */
@@ -309,6 +319,8 @@ static int spg_init(ph_ctx *ctx, const ph_api *api, void **state) {
       (rc = tm_view_init(s)) != PH_OK)
     return rc;
   s->presence_poll_ms = api->conf_int(ctx, "presence_poll");
+  s->presence_max_nodes = api->conf_int(ctx, "presence_max_nodes");
+  s->presence_max_agents = api->conf_int(ctx, "presence_max_agents");
   size_t n;
   const pg_stmt *st = pg_sql_statements(&n);
   pg_pool_conf pc = {.dsn = s->dsn,

@@ -71,6 +71,7 @@ struct spg {
   /* tm.presence's view (pg_presence_view.c) */
   struct spg_tm *tm;
   int64_t presence_poll_ms;
+  int64_t presence_max_nodes, presence_max_agents; /* the view's bounds */
 };
 
 /* store_pg_req.c */

@@ -213,8 +213,8 @@ void tc_link_up(tc_sess *ts, const char *subproto) {
   tc_client *tc = c->tc;
   int caps = tm_subproto_caps(subproto);
   if (tc->stopping || caps < 0 ||
-      (caps & ~(int)(tc->cfg.caps & (TM_CAP_OPEN_RESULT |
-                                      TM_CAP_FLOW_CONTROL)))) {
+      (caps & ~(int)(tc->cfg.caps & (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL |
+                                      TM_CAP_TRACE)))) {
     /* A name never offered: refuse the connection (tm_proto.h). */
     if (!tc->stopping)
       PH_LOG_RL(tc->api, tc->ctx, PH_LOG_WARN,

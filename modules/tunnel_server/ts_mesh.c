@@ -5,11 +5,20 @@
  * third of presence.lease with one heartbeat, whatever its number of
  * agents; each agent's connection count is written when it changes (one
  * statement per agent connection opened or closed, never per stream),
- * and its row deleted when its last connection closes; a write that
+ * and its row deleted when its last connection closes. A write that
  * failed (the database away, the node's row not there yet) is made good
- * by writing every agent again after the next good heartbeat. Nothing
- * reads the
- * presence yet (the relay and the selection are later rounds).
+ * after the next good heartbeat: every connected agent is written again,
+ * and one agents_sync statement names them, deleting the node's other
+ * rows of sessions older than the sync (an agent whose "left" failed
+ * would otherwise stay in presence for as long as the node renews its
+ * lease). A sync that fails is tried again after the next heartbeat, so
+ * the retries are one per heartbeat interval, never more.
+ *
+ * At the module's stop (clean shutdown, within its drain) the node
+ * leaves: one statement deletes its row and (cascade) its agents', and
+ * the other nodes' views drop it at once (NOTIFY), not after its lease;
+ * the store's stop waits for that call (its deadline: query_timeout). The
+ * agents' own writes stop then. A crash still relies on the lease.
  *
  * The state the store's callbacks see is its own (ts_mesh), freed once
  * the module stopped and no call is in flight, so a call answering
@@ -33,7 +42,8 @@ struct ts_mesh {
   unsigned in_flight;
   int dead;
   int resend; /* an agent write failed: every agent again after the next
-                 good heartbeat */
+                 good heartbeat, and a sync */
+  int leaving; /* the module stopped: the node's leave is sent */
 };
 
 /* Increasing nonces (wall-clock microseconds, at least the last + 1):
@@ -73,12 +83,40 @@ static const char *status_text(int status) {
   }
 }
 
+static void on_agent(void *arg, int status);
+
+/* After a write failed: every connected agent written again, and the
+ * node's other rows (older sessions) deleted by one sync. */
+static void reconcile(ts_mesh *x) {
+  size_t n = 0;
+  for (const ts_agent *a = x->m->agents; a; a = a->next)
+    n++;
+  const char **ids = calloc(n + 1, sizeof(*ids));
+  if (!ids || n > TM_PRESENCE_SYNC_MAX) {
+    free(ids);
+    x->resend = 1; /* after the next heartbeat */
+    return;
+  }
+  n = 0;
+  for (const ts_agent *a = x->m->agents; a; a = a->next) {
+    ids[n++] = a->name;
+    ts_mesh_agent(x->m, a);
+  }
+  /* Sessions that begin from now on have larger nonces: never touched. */
+  int64_t id = x->tp->agents_sync(x->self, x->node, x->inst, ids, n,
+                                  nonce(x), on_agent, x);
+  free(ids);
+  if (id > 0)
+    x->in_flight++;
+  else
+    x->resend = 1;
+}
+
 static void on_beat(void *arg, int status) {
   ts_mesh *x = arg;
   if (!x->dead && status == PH_OK && x->resend) {
     x->resend = 0;
-    for (const ts_agent *a = x->m->agents; a; a = a->next)
-      ts_mesh_agent(x->m, a);
+    reconcile(x);
   }
   if (!x->dead && status == TM_PRESENCE_SUPERSEDED)
     PH_LOG_RL(ts_api, x->ctx, PH_LOG_WARN,
@@ -120,7 +158,7 @@ int ts_mesh_start(ts_mod *m) {
   const char *store = ts_api->conf_str(m->ctx, "store");
   void *self = NULL;
   const tm_presence_v1 *tp = ts_api->service_get_named(
-      m->ctx, TM_PRESENCE_SERVICE, store, TM_PRESENCE_MAJOR, 0, &self);
+      m->ctx, TM_PRESENCE_SERVICE, store, TM_PRESENCE_MAJOR, 1, &self);
   if (!tp) {
     PH_LOG(ts_api, m->ctx, PH_LOG_ERROR,
            "presence = true needs a store providing tm.presence (store_pg)",
@@ -151,13 +189,34 @@ int ts_mesh_start(ts_mod *m) {
   return PH_OK;
 }
 
+static void on_leave(void *arg, int status) {
+  ts_mesh *x = arg;
+  /* The module's log is still there: the host frees modules after every
+   * stop ended, and the store's stop waits for this call. */
+  if (status == PH_OK)
+    PH_LOG(ts_api, x->ctx, PH_LOG_INFO, "presence: this node left",
+           PH_STR("node", x->node));
+  else
+    PH_LOG(ts_api, x->ctx, PH_LOG_WARN,
+           "presence: leaving failed; the node's lease lapses by itself",
+           PH_STR("node", x->node), PH_STR("status", status_text(status)));
+  release(x);
+}
+
 void ts_mesh_stop(ts_mod *m) {
   ts_mesh *x = m->mesh;
   if (!x)
     return;
   m->mesh = NULL;
   ts_api->timer_free(x->hb);
-  x->dead = 1; /* the lease lapses by itself; calls in flight end */
+  x->dead = 1; /* calls in flight end; their answers touch only x */
+  /* A clean stop: the node and its agents' rows go now (one statement);
+   * if it fails, the lease lapses by itself. */
+  if (!x->leaving) {
+    x->leaving = 1;
+    if (x->tp->node_leave(x->self, x->node, x->inst, on_leave, x) > 0)
+      x->in_flight++;
+  }
   if (!x->in_flight)
     free(x);
 }

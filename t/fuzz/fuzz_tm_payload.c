@@ -43,7 +43,8 @@ static void select_(const uint8_t *p, size_t len) {
     return;
   int c = tm_subproto_caps(got);
   check(c >= 0 && ((unsigned)c & ~caps) == 0);
-  check(strcmp(got, TM_SUBPROTO_FULL) == 0 ||
+  check(strcmp(got, TM_SUBPROTO_TRACE) == 0 ||
+        strcmp(got, TM_SUBPROTO_FULL) == 0 ||
         strcmp(got, TM_SUBPROTO_OPEN) == 0 ||
         strcmp(got, TM_SUBPROTO_BASE) == 0);
   check(item_of(offer, olen, got));
@@ -60,7 +61,8 @@ static void name_(const uint8_t *p, size_t len) {
   s[n] = '\0';
   int c = tm_subproto_caps(s);
   check(c == -1 || c == 0 || c == TM_CAP_OPEN_RESULT ||
-        c == (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL));
+        c == (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL) ||
+        c == (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE));
   check(tm_cap_from_name(s, strlen(s)) == 0 ||
         strcmp(tm_cap_name(tm_cap_from_name(s, strlen(s))), s) == 0);
 }

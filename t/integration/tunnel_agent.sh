@@ -75,7 +75,7 @@ is "$out" 0 "--print-config never shows a token"
 # ---- strict server: metadata, relay, refused, hanging DNS ----------------
 SCRIPT='[{"op":"wait_conn","n":1},
  {"op":"expect_metadata","ack":false,"agent_id":"lab-1","has_caps":true,
-  "capabilities":["stream_open_result.v1","stream_flow_control.v1","stream_fair_writer.v1"]},
+  "capabilities":["stream_open_result.v1","stream_flow_control.v1","stream_fair_writer.v1","stream_trace.v1"]},
  {"op":"open","sid":1,"host":"127.0.0.1","port":'$web'},
  {"op":"expect_result","sid":1,"accepted":true},
  {"op":"send","sid":1,"data":"GET /hello.txt HTTP/1.0\r\n\r\n"},

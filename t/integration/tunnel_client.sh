@@ -121,7 +121,7 @@ is "$(reply 127.0.0.1:80)" 0x04 \
 start_peer ok --answer ok --serve echo; ok $? "server peer (strict, answers ok)"
 wait_for ready; ok $? "ready once the connection is up"
 h=$(grep '"ev": *"handshake"' "$T/peer-ok.log" | head -1)
-like "$h" '"offer": "tunnelmesh.v1.open-result.flow-control,tunnelmesh.v1.open-result,tunnelmesh.v1"' \
+like "$h" '"offer": "tunnelmesh.v1.open-result.flow-control.trace,tunnelmesh.v1.open-result.flow-control,tunnelmesh.v1.open-result,tunnelmesh.v1"' \
   "the offer in the seed's order (TM-PROTO-14)"
 like "$h" "\"bearer_text\": \"$TOKEN\"" "the token in the Authorization header"
 like "$h" '"path": "/tunnel"' "the request line is the path alone"

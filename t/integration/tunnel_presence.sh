@@ -7,8 +7,10 @@
 # (the expiry moves on); an agent connecting appears in
 # tm_agent_presence with its connection count, and is gone once it
 # stops; a write that failed (a trigger refusing it) is made good after the
-# next heartbeat; the server stopped (no heartbeat), its lease lapses in the
-# database's clock. presence = true without node_id is refused by
+# next heartbeat, a failed "agent left" too (one sync statement deletes the
+# rows of agents no longer connected); a clean stop deletes the node's row
+# and its agents' at once (within the drain); a crash (SIGKILL) leaves the
+# row, whose lease lapses in the database's clock. presence = true without node_id is refused by
 # --check-config, and with store_sqlite (no tm.presence) the start fails
 # saying why. Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
@@ -66,8 +68,38 @@ wait_long agent_row; ok $? "the trigger dropped: agent b is in presence (written
 kill -TERM "$b_pid"; wait_exit "$b_pid" 30
 wait_long no_agent; ok $? "agent b stopped: its row is gone"
 
+# A failed "agent left" (a trigger refuses deletes) is made good after the
+# next good heartbeat: one sync names the agents still connected and
+# deletes the node's other rows (otherwise the row stays for as long as
+# the node renews its lease).
+tn_agent c s1; wait_long agent_row; ok $? "agent c connected: its row is there"
+q "CREATE TRIGGER no_agents BEFORE DELETE ON tm_agent_presence FOR EACH ROW EXECUTE FUNCTION no_agents()" >/dev/null
+ok $? "a trigger refuses every delete of an agent row"
+nfail=$(grep -c 'presence: agent write failed' "$T/s1.log")
+kill -TERM "$c_pid"; wait_exit "$c_pid" 30
+more_fails() { [ "$(grep -c 'presence: agent write failed' "$T/s1.log")" -gt "$nfail" ]; }
+wait_long more_fails; ok $? "agent c stopped: its 'left' failed, logged"
+agent_row; ok $? "its row is still there"
+q 'DROP TRIGGER no_agents ON tm_agent_presence' >/dev/null
+wait_long no_agent; ok $? "the trigger dropped: the row of agent c (no longer connected) is gone after a heartbeat"
+node_row; ok $? "node-1 stays"
+
+# A clean stop: the node leaves at once (its row and its agents' deleted
+# in one statement within the drain, so other views drop it by NOTIFY),
+# not after its lease.
+tn_agent d s1; wait_long agent_row; ok $? "agent d connected to s1"
 kill -TERM "$s1_pid"; wait_exit "$s1_pid" 30
 is "$EXIT" 0 "s1 stops cleanly"
+is "$(q 'SELECT count(*) FROM tm_nodes')|$(q 'SELECT count(*) FROM tm_agent_presence')" "0|0" \
+  "a clean stop deletes node-1's row and its agent's when s1 exits (its lease had seconds left)"
+like "$(cat "$T/s1.log")" "presence: this node left" "logged (info)"
+kill -TERM "$d_pid"; wait_exit "$d_pid" 30
+
+# A crash: the row stays, its lease lapses.
+tn_server s2 "$PRESENCE"; ok $? "node-1 again (s2)"
+wait_for node_row; ok $? "registered"
+kill -KILL "$s2_pid"; wait_exit "$s2_pid" 30
+node_row; ok $? "s2 killed (SIGKILL): its row stays"
 lapsed() { [ "$(q "SELECT count(*) FROM tm_nodes WHERE lease_expires_ms > $now_ms")" = 0 ]; }
 wait_long lapsed; ok $? "TM-P2-29: no heartbeat: node-1's lease lapses in the database's clock"
 

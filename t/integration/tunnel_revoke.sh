@@ -14,6 +14,15 @@
 # stream tried once that poll completed is refused: within 2 s plus one
 # poll's round trip (the time it took is printed). The client's running
 # session is closed by s2 with 4403 (issue 22 item 1).
+#
+# Sessions end when their credentials do, on every node (issue 27,
+# TM-P1-34, TM-TEST-35; both servers are presence nodes of one mesh): an
+# agent disabled through s1
+# closes the agent's session on s2, and a user deleted through s1 closes
+# that user's client session on s2, each with 4403, audited at s2, found
+# by the first poll of s2 that started after the write (its poll count
+# when the close is seen; the time is printed): within the 2 s poll and
+# one 250 ms credential check.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
 require_modules tunnel_server tunnel_agent tunnel_client store_pg \
@@ -31,9 +40,13 @@ start_file_server "$T/www" "before the revocation"; ok $? "file server up"
 web=$FILE_SERVER_PORT
 POLL='[store_pg]
 positive_ttl = 5m'
+node() { printf '%s\n[tunnel_server]\nnode_id = %s\npresence = true\npresence.lease = 3s\n' "$POLL" "$1"; }
 
-tn_server s1 "$POLL"; ok $? "server s1 up"
-tn_server s2 "$POLL"; ok $? "server s2 up (same database)"
+tn_server s1 "$(node node-a)"; ok $? "server s1 up (presence node node-a)"
+tn_server s2 "$(node node-b)"; ok $? "server s2 up (same database, node node-b)"
+q() { pg_psql authz -c "$1"; }
+two_nodes() { [ "$(q "SELECT string_agg(node_id, ',' ORDER BY node_id) FROM tm_nodes")" = "node-a,node-b" ]; }
+wait_for two_nodes; ok $? "both are nodes in presence"
 like "$("$PROXYHOST" -c "$T/s2.ini" --print-config 2>&1)" "revision_poll = 2s  ; from default" \
   "s2 polls the revision at the default interval, 2 s"
 tn_creds s1; ok $? "credentials made through s1"
@@ -79,5 +92,70 @@ tn_client c2 s2
 closed() { grep -q 'tunnel connection closed by the server.* close_code=4401 close=unauthorized' "$T/c2.log"; }
 wait_for closed; ok $? "TM-SEC-5 a client with the revoked token is closed with 4401, and logs that code"
 unlike "$(cat "$T/c2.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 ... without the token in its log"
+kill -TERM "$c2_pid"; wait_exit "$c2_pid" 30
+
+# ---- across nodes: an agent disabled, a user deleted (issue 27) ------------
+agent_row() { [ "$(q "SELECT node_id FROM tm_agent_presence WHERE agent_id = '$TN_AGENT'")" = node-b ]; }
+wait_long agent_row; ok $? "the agent is in presence on node-b (s2)"
+# after_poll ACTION...: ACTION through s1 just after one of s2's polls
+# completed (P1: that count; T0: the time).
+after_poll() {
+  _p=$(polls)
+  wait_long polls_ge $((_p + 1)) || return 1
+  P1=$(polls)
+  T0=$(date +%s%N)
+  "$@" >/dev/null
+}
+closes() { grep -c "tunnel connection closed by the server.* close_code=4403" "$1"; }
+audits() { grep -c "tunnel session ended: its credentials are no longer valid.*role=$1.*reason=denied" "$T/s2.log"; }
+# seen LOG N ROLE M: LOG has more than N 4403 closes and s2 more than M
+# audit lines of ROLE; then PAT: s2's completed polls, and the time is
+# printed.
+seen() { [ "$(closes "$1")" -gt "$2" ] && [ "$(audits "$3")" -gt "$4" ]; }
+when() {
+  PAT=$(polls)
+  echo "# $1: seen $((($(date +%s%N) - T0) / 1000000)) ms after the write, s2's polls $P1 -> $PAT"
+}
+
+n=$(closes "$T/a.log"); m=$(audits agent)
+after_poll tn_ctl "$s1_admin" agent disable "$TN_AGENT"
+ok $? "agent $TN_AGENT disabled through s1, just after a poll of s2"
+wait_long seen "$T/a.log" "$n" agent "$m"
+ok $? "issue 27, TM-P1-34: s2 closes the agent's session with 4403 and audits it (role=agent, reason=denied)"
+when "agent disabled"
+[ "$PAT" -le $((P1 + 1)) ]
+ok $? "... found by s2's first poll after the write (within the 2 s poll and one check)"
+no_agent_row() { [ "$(q 'SELECT count(*) FROM tm_agent_presence')" = 0 ]; }
+wait_long no_agent_row; ok $? "and the agent left presence on node-b"
+unlike "$(cat "$T/s1.log")" "tunnel session ended" "s1 ended no session (it holds none)"
+tn_ctl "$s1_admin" agent enable "$TN_AGENT" >/dev/null
+tn_wait_sessions "$a_admin" agent 1; ok $? "enabled again through s1: the agent is back on s2"
+
+# A user of its own (bob) whose client holds a session on s2.
+tn_ctl "$s1_admin" user create bob >/dev/null &&
+  out=$(tn_ctl "$s1_admin" token create --user bob) &&
+  (umask 077 && tn_bearer "$out" >"$T/bob.token")
+ok $? "user bob and his stream token, through s1"
+# tn_client's configuration with bob's token file (a key given twice is
+# refused, so it is replaced rather than appended).
+c3_admin=$(free_port) c3_socks=$(free_port)
+{
+  printf '[proxyhost]\nmodules = tunnel_client, socks5\nmodule_path = %s\n' "$top_builddir/modules"
+  printf 'drain_timeout = 2s\n[admin]\nlisten = 127.0.0.1:%s\n' "$c3_admin"
+  tn_client_sections tunnel_client "$s2_port" "$c3_socks" tunnel_client |
+    sed "s|^token_file = .*|token_file = $T/bob.token|"
+} >"$T/c3.ini"
+tn_start c3 "$T/c3.ini"
+wait_for tn_ready "$c3_admin"; ok $? "bob's client connected to s2"
+n=$(closes "$T/c3.log"); m=$(audits client)
+after_poll tn_ctl "$s1_admin" user delete bob
+ok $? "user bob deleted through s1, just after a poll of s2"
+wait_long seen "$T/c3.log" "$n" client "$m"
+ok $? "issue 27, TM-P1-34: s2 closes bob's client session with 4403 and audits it (role=client, reason=denied)"
+when "user deleted"
+[ "$PAT" -le $((P1 + 1)) ]
+ok $? "... found by s2's first poll after the write"
+tn_wait_sessions "$a_admin" agent 1; ok $? "alice's agent on s2 is untouched"
+unlike "$(cat "$T/s1.log" "$T/s2.log")" "$(sed 's/^[^.]*\.//' "$T/bob.token")" "TM-SEC-9 no secret of bob's token in the servers' logs"
 
 done_testing

@@ -8,7 +8,9 @@
 # that sends a malformed trace (replaced by the server, the stream works,
 # the peer's bytes logged nowhere) and a trace field whose framing lies
 # (the OPEN_STREAM is malformed: that stream is refused, the session
-# stays), as docs/protocol/tunnel.md says.
+# stays), as docs/protocol/tunnel.md says. The trace field is sent only
+# where stream_trace.v1 was negotiated (issue 27): tm_peer agents with and
+# without it, the server's OPEN_STREAM to each as they decode it.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
 require_modules store_sqlite auth_cache admin_api tunnel_server \
@@ -70,5 +72,44 @@ client badframe '[
  {"op":"ping"},{"op":"expect_pong"}]'
 is "$RC" 0 \
   "issue 24 item 10: a trace length that is 0 or does not end the payload: that stream is refused (malformed), the session and the next open go on"
+
+# ---- the trace field only where it was negotiated (stream_trace.v1) ---------
+like "$(cat "$T/c1.log")" "subprotocol=tunnelmesh.v1.open-result.flow-control.trace" \
+  "issue 27: the real client and server negotiated the trace field (the full subprotocol with .trace)"
+for a in edge-2 edge-3; do
+  tn_ctl "$s1_admin" agent create "$a" --owner alice >/dev/null &&
+    out=$(tn_ctl "$s1_admin" token create --user alice --agent "$a") &&
+    tn_bearer "$out" >"$T/$a.token" &&
+    tn_ctl "$s1_admin" policy create --agent "$a" --user alice --host '*' \
+      --ports 1-65535 >/dev/null || echo "# creating $a failed"
+done
+peer_agent() { # NAME ARGS...: a tm_peer agent of s1
+  _n=$1
+  shift
+  tm_peer --as agent --url "ws://127.0.0.1:$s1_port/tunnel" \
+    --token-file "$T/$_n.token" --agent-id "$_n" --stay --lifetime 60 \
+    --answer ok --serve echo "$@" >"$T/$_n.ev" 2>&1 &
+  PIDS="$PIDS $!"
+}
+peer_agent edge-2
+peer_agent edge-3 --caps open_result,flow_control,fair_writer,trace
+two_ready() { [ "$(grep -c 'msg="agent ready"' "$T/s1.log")" -ge 3 ]; }
+wait_for two_ready; ok $? "two tm_peer agents: edge-2 (no stream_trace.v1), edge-3 (with it)"
+like "$(cat "$T/edge-3.ev")" '"subprotocol": "tunnelmesh.v1.open-result.flow-control.trace"' \
+  "edge-3's connection negotiated the trace subprotocol"
+like "$(cat "$T/edge-2.ev")" '"subprotocol": "tunnelmesh.v1.open-result.flow-control"' \
+  "edge-2's the full one without it"
+TID=0af7651916cd43dd8448eb211c80319c
+for a in edge-2 edge-3; do
+  client "to-$a" '[
+ {"op":"open","sid":1,"host":"ok.test","port":'"$web"',"agent":"'"$a"'","trace":"'"$TID"'"},
+ {"op":"expect_result","sid":1,"accepted":true}]'
+  is "$RC" 0 "a client's open with trace $TID to $a is accepted"
+done
+open_ev() { grep '"ev": "open"' "$T/$1.ev" | head -1; }
+like "$(open_ev edge-2)" '"trace": ""' \
+  "issue 27: the server's OPEN_STREAM to edge-2 (stream_trace.v1 not negotiated) has no trace field"
+like "$(open_ev edge-3)" "\"trace\": \"$TID\"" \
+  "... and to edge-3 (negotiated) carries the client's trace id"
 
 done_testing

@@ -112,14 +112,20 @@ STAGES = ["none", "authorization", "selection", "relay", "queue", "dns",
 CODES = ["ok", "forbidden", "agent_offline", "queue_full", "timeout",
          "network_unreachable", "host_unreachable", "connection_refused",
          "unsupported_capability", "internal_error"]
-CAP_OPEN, CAP_FLOW, CAP_FAIR = 1, 2, 4
+CAP_OPEN, CAP_FLOW, CAP_FAIR, CAP_TRACE = 1, 2, 4, 8
 CAP_NAMES = {CAP_OPEN: "stream_open_result.v1",
              CAP_FLOW: "stream_flow_control.v1",
-             CAP_FAIR: "stream_fair_writer.v1"}
+             CAP_FAIR: "stream_fair_writer.v1",
+             CAP_TRACE: "stream_trace.v1"}
+# The trace field of OPEN_STREAM (stream_trace.v1) comes only with the
+# full combination; "all" leaves it out (a peer that does not know it),
+# --caps ...,trace asks for it.
+SUB_TRACE = "tunnelmesh.v1.open-result.flow-control.trace"
 SUB_FULL = "tunnelmesh.v1.open-result.flow-control"
 SUB_OPEN = "tunnelmesh.v1.open-result"
 SUB_BASE = "tunnelmesh.v1"
-SUBPROTOS = [(SUB_FULL, CAP_OPEN | CAP_FLOW), (SUB_OPEN, CAP_OPEN),
+SUBPROTOS = [(SUB_TRACE, CAP_OPEN | CAP_FLOW | CAP_TRACE),
+             (SUB_FULL, CAP_OPEN | CAP_FLOW), (SUB_OPEN, CAP_OPEN),
              (SUB_BASE, 0)]
 MAX_HANDSHAKE = 16384
 KEEP_BYTES = 4 << 20  # bytes kept per stream for expect_data; more is counted
@@ -134,7 +140,8 @@ def emit(**ev):
 
 
 def caps_list(caps):
-    return [CAP_NAMES[b] for b in (CAP_OPEN, CAP_FLOW, CAP_FAIR) if caps & b]
+    return [CAP_NAMES[b] for b in (CAP_OPEN, CAP_FLOW, CAP_FAIR, CAP_TRACE)
+            if caps & b]
 
 
 def caps_from_names(names):
@@ -151,7 +158,7 @@ def parse_caps(text):
     if text == "none":
         return 0
     short = {"open_result": CAP_OPEN, "flow_control": CAP_FLOW,
-             "fair_writer": CAP_FAIR}
+             "fair_writer": CAP_FAIR, "trace": CAP_TRACE}
     c = 0
     for part in text.split(","):
         if part not in short:

@@ -364,6 +364,7 @@ static const struct {
     {TM_CAP_OPEN_RESULT, "stream_open_result.v1"},
     {TM_CAP_FLOW_CONTROL, "stream_flow_control.v1"},
     {TM_CAP_FAIR_WRITER, "stream_fair_writer.v1"},
+    {TM_CAP_TRACE, "stream_trace.v1"},
 };
 #define CAPS_N (sizeof caps_tab / sizeof caps_tab[0])
 
@@ -389,11 +390,13 @@ unsigned tm_cap_from_name(const char *name, size_t len) {
 /* The offerable names, in the client's priority order (TM-PROTO-14), and
  * the wire capabilities each means (the fair writer is local: TM-PROTO-12,
  * never negotiated). */
-#define TM_CAP_WIRE (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL)
+#define TM_CAP_WIRE (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE)
 static const struct {
   const char *name;
   unsigned caps;
 } sub_tab[] = {
+    {TM_SUBPROTO_TRACE,
+     TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE},
     {TM_SUBPROTO_FULL, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL},
     {TM_SUBPROTO_OPEN, TM_CAP_OPEN_RESULT},
     {TM_SUBPROTO_BASE, 0},

@@ -100,7 +100,10 @@ const char *tm_frame_name(uint8_t type); /* "OPEN_STREAM", ..., "UNKNOWN" */
  * The trace (issue 24 item 10) is the stream's trace id for the logs of
  * client, server and agent (TM-OBS-19): made by the client, passed on by
  * the server, TM_TRACE_LEN lowercase hex digits, not all zero (the form
- * of a W3C trace-context trace-id), random but no secret. A trace field
+ * of a W3C trace-context trace-id), random but no secret. It is sent only
+ * on a connection that negotiated TM_CAP_TRACE (a peer that does not know
+ * the field may refuse trailing bytes; the session layer leaves it out
+ * otherwise), and received whether or not it was negotiated. A trace field
  * whose length byte is 0 or above TM_TRACE_WIRE_MAX, or does not end the
  * payload, makes the OPEN_STREAM malformed (refused); one well framed but
  * not of that form decodes with trace empty and trace_bad set: the
@@ -167,22 +170,30 @@ void tm_u32_encode(uint8_t out[4], uint32_t v);
 enum tm_cap {
   TM_CAP_OPEN_RESULT = 1u << 0, /* "stream_open_result.v1" */
   TM_CAP_FLOW_CONTROL = 1u << 1, /* "stream_flow_control.v1" */
-  TM_CAP_FAIR_WRITER = 1u << 2   /* "stream_fair_writer.v1" (local only,
+  TM_CAP_FAIR_WRITER = 1u << 2,  /* "stream_fair_writer.v1" (local only,
                                     TM-PROTO-12) */
+  TM_CAP_TRACE = 1u << 3         /* "stream_trace.v1": OPEN_STREAM may
+                                    carry the trace field */
 };
-#define TM_CAP_ALL (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_FAIR_WRITER)
+#define TM_CAP_ALL                                                          \
+  (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_FAIR_WRITER |          \
+   TM_CAP_TRACE)
 const char *tm_cap_name(unsigned cap_bit); /* NULL for a non-single bit */
 /* 0 for an unknown name (ignored: TM-PROTO-19). */
 unsigned tm_cap_from_name(const char *name, size_t len);
 
 /* ---- WebSocket subprotocols (TM-PROTO-14..17) ---------------------------
  * The client offers, in this order, those its own capabilities allow:
+ *   "tunnelmesh.v1.open-result.flow-control.trace"
+ *                                             OPEN_RESULT | FLOW_CONTROL |
+ *                                             TRACE
  *   "tunnelmesh.v1.open-result.flow-control"  OPEN_RESULT | FLOW_CONTROL
  *   "tunnelmesh.v1.open-result"               OPEN_RESULT
  *   "tunnelmesh.v1"                           neither
  * and always "tunnelmesh.v1" last. The server picks the first offered
  * combination whose capabilities it has all of. No subprotocol in the
  * answer (an old server) is legacy: capabilities 0. */
+#define TM_SUBPROTO_TRACE "tunnelmesh.v1.open-result.flow-control.trace"
 #define TM_SUBPROTO_FULL "tunnelmesh.v1.open-result.flow-control"
 #define TM_SUBPROTO_OPEN "tunnelmesh.v1.open-result"
 #define TM_SUBPROTO_BASE "tunnelmesh.v1"

@@ -101,5 +101,9 @@ unsigned tm_conf_caps(ph_ctx *ctx, const ph_api *a) {
     caps |= TM_CAP_OPEN_RESULT;
   if (a->conf_int(ctx, "capabilities.flow_control"))
     caps |= TM_CAP_FLOW_CONTROL;
+  /* The trace field is always offered; it is negotiated only with the
+   * full combination (TM_SUBPROTO_TRACE), so it needs both above. */
+  if ((caps & TM_CAP_OPEN_RESULT) && (caps & TM_CAP_FLOW_CONTROL))
+    caps |= TM_CAP_TRACE;
   return caps;
 }

@@ -540,6 +540,10 @@ tm_stream *tm_stream_open(tm_session *s, const tm_open_stream *req,
   int fc = strict && (s->cfg.caps & TM_CAP_FLOW_CONTROL);
   tm_open_stream o = *req;
   o.window = fc ? s->cfg.initial_window : 0;
+  /* The trace field only where the peer said it knows it (TM_CAP_TRACE):
+   * a peer strict about trailing bytes would refuse the open. */
+  if (!(s->cfg.caps & TM_CAP_TRACE))
+    o.trace[0] = '\0';
   uint8_t buf[TM_OPEN_STREAM_MAX];
   int len = tm_open_stream_encode(&o, buf, sizeof(buf));
   if (len < 0 || !cq_room(s, (size_t)len))

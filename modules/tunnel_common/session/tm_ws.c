@@ -431,12 +431,13 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   /* The server's names: exactly those caps allows, in the offer's
    * priority order (tm_wsc_upgrade_parse picks the client's first). */
   {
-    const char *names[3] = {TM_SUBPROTO_FULL, TM_SUBPROTO_OPEN,
-                            TM_SUBPROTO_BASE};
-    unsigned need[3] = {TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL,
-                        TM_CAP_OPEN_RESULT, 0};
+    const char *names[4] = {TM_SUBPROTO_TRACE, TM_SUBPROTO_FULL,
+                            TM_SUBPROTO_OPEN, TM_SUBPROTO_BASE};
+    unsigned need[4] = {
+        TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE,
+        TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL, TM_CAP_OPEN_RESULT, 0};
     int k = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
       if ((cfg->caps & need[i]) == need[i])
         w->srv_names[k++] = names[i];
     w->srv_names[k] = NULL;

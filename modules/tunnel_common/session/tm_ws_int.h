@@ -112,7 +112,7 @@ struct tm_ws_conn {
   const char *subproto; /* static (tm_proto.h names) or NULL */
   char peer[64];
   tm_ws_url url; /* client */
-  char offer[128];
+  char offer[192];
   char hosthdr[TM_WS_HOST_MAX + 16];
   struct tm_ws_end ce;
   ilist_node link; /* on w->conns */
@@ -131,7 +131,7 @@ struct tm_ws {
   struct lws_protocols srv_protocols[2];
   struct lws_protocols cli_protocols[2];
   /* server: the names its caps allow (tm_proto.h), NULL-terminated */
-  const char *srv_names[4];
+  const char *srv_names[5];
   ilist conns;
   uint32_t n_server_conns;
   ph_timer *deferred;  /* reports on_connect_error from the loop */

@@ -17,7 +17,12 @@
  *    cluster logs every statement of the database (log_statement = all)
  *    and the lines of each heartbeat are counted, with 1 and 200 agents;
  *  - the view answers from memory (TM-P2-33): a watcher hears of each
- *    change with the view's revision.
+ *    change with the view's revision;
+ *  - agents_sync (1.1) deletes the node's rows of agents not named and of
+ *    sessions older than its bound, only for the node's instance;
+ *  - the view is bounded (presence_max_nodes, presence_max_agents): rows
+ *    beyond are left out, counted per read by the limit reached, logged
+ *    once.
  * Run by t/integration/store_pg.sh (PH_TEST_PG_DSN, PH_TEST_PG_LOG: the
  * cluster's server log, PH_TEST_PG_STOP/START, PH_TEST_LOG). Every wait is a bounded number of
  * 20 ms loop slices. */
@@ -76,15 +81,15 @@ static const ph_module cl_mod = {
 
 static const char *base_dsn, *log_path, *pg_log;
 
-static client *up(const char *poll) {
+static client *up_with(const char *poll, const char *extra) {
   char ini[2048], err[1024];
   snprintf(ini, sizeof(ini),
            "[proxyhost]\nmodules = %s\ndrain_timeout = 3s\n"
            "[log]\nlevel = debug\nfile = %s\n"
            "[store_pg]\ndsn = %s dbname=" DB "\nmigrate = auto\n"
            "pool_size = 2\nquery_timeout = 2s\npresence_poll = %s\n"
-           "reconnect_min = 50ms\nreconnect_max = 200ms\n",
-           MODULE, log_path, base_dsn, poll);
+           "reconnect_min = 50ms\nreconnect_max = 200ms\n%s",
+           MODULE, log_path, base_dsn, poll, extra);
   ph_mock *m = ph_mock_new(ini, err, sizeof(err));
   int before = n_clients;
   if (!m || ph_mock_add(m, &cl_mod, err, sizeof(err)) != PH_OK ||
@@ -98,6 +103,8 @@ static client *up(const char *poll) {
   clients[before].m = m;
   return &clients[before];
 }
+
+static client *up(const char *poll) { return up_with(poll, ""); }
 
 static void slice(void) {
   for (int i = 0; i < n_clients; i++)
@@ -153,6 +160,35 @@ static int connected(client *c, const char *node, int64_t inst,
   wres w = {0};
   tm_presence_agent_reg a = {node, inst, agent, session, conns, caps};
   return finish(c->tp->agent_connected(c->self, &a, on_done, &w), &w);
+}
+
+static int sync_agents(client *c, const char *node, int64_t inst,
+                       const char *const *ids, size_t n, int64_t below) {
+  wres w = {0};
+  return finish(c->tp->agents_sync(c->self, node, inst, ids, n, below,
+                                   on_done, &w),
+                &w);
+}
+
+static int leave(client *c, const char *node, int64_t inst) {
+  wres w = {0};
+  return finish(c->tp->node_leave(c->self, node, inst, on_done, &w), &w);
+}
+
+/* Lines of the module log (shared by the instances) containing needle. */
+static int mlog_count(const char *needle) {
+  char *log = file_test_slurp(log_path);
+  int n = 0;
+  for (const char *p = log; p && (p = strstr(p, needle)); p++)
+    n++;
+  free(log);
+  return n;
+}
+
+static double metric(client *c, const char *name, const char *labels) {
+  double v = 0;
+  ph_mock_metric(c->m, name, labels, &v);
+  return v;
 }
 
 static int left(client *c, const char *node, const char *agent,
@@ -431,6 +467,94 @@ int main(void) {
     n = node_of(&v, "node-s");
     ok(n && n->n_agents == 200, "with its 200 agents");
   }
+
+  /* agents_sync: node-x1's rows of agents not named, of sessions below the
+   * bound, go; only for the node's instance. */
+  leave(a, "node-r", 1);
+  leave(a, "node-s", 1);
+  is_int(heartbeat(a, "node-x1", "z1", 7, 60000), PH_OK, "node-x1");
+  connected(a, "node-x1", 7, "x-a", 10, 1, 0);
+  connected(a, "node-x1", 7, "x-b", 11, 1, 0);
+  connected(a, "node-x1", 7, "x-c", 12, 1, 0);
+  connected(a, "node-x1", 7, "x-d", 30, 1, 0);
+  const char *keep[] = {"x-a", "x\"q\\"};
+  is_int(sync_agents(a, "node-x1", 6, keep, 2, 20), TM_PRESENCE_STALE,
+         "agents_sync naming an older instance changes nothing "
+         "(TM_PRESENCE_STALE)");
+  want_agent wb = {"node-x1", "x-b", 11, 1, 0};
+  ok(wait_view(c, has_agent, &wb, 100), "x-b is still there");
+  is_int(sync_agents(a, "node-x1", 7, keep, 2, 20), PH_OK,
+         "agents_sync keeping x-a (and a name to quote), bound 20: one "
+         "statement");
+  ok(wait_view(b, lacks_agent, &wb, 100),
+     "x-b (not named, session 11 < 20) is gone from b's view by NOTIFY");
+  b->tp->view(b->self, &v);
+  ok(agent_of(&v, "node-x1", "x-a") && !agent_of(&v, "node-x1", "x-c") &&
+         agent_of(&v, "node-x1", "x-d"),
+     "x-a (named) stays, x-c goes, x-d (session 30, begun after the bound) "
+     "stays");
+  connected(a, "node-x1", 7, "x-b", 13, 1, 0);
+  is_int(heartbeat(a, "node-x2", "z1", 7, 60000), PH_OK, "node-x2");
+  connected(a, "node-x2", 7, "y-a", 1, 1, 0);
+  connected(a, "node-x2", 7, "y-b", 1, 1, 0);
+  is_int(heartbeat(a, "node-x3", "z1", 7, 60000), PH_OK,
+         "node-x3, no agent: 3 nodes (x1: 3 agents, x2: 2), 6 rows");
+
+  /* Bounds: e keeps 2 nodes and 4 agents of them; f reads at most 5 rows
+   * (max_nodes 3 + max_agents 1 + 1): node-x1 with one agent, node-x2
+   * with none, node-x3 not read; g (the defaults) holds everything. */
+  client *e = up_with("200ms", "presence_max_nodes = 2\n"
+                               "presence_max_agents = 4\n");
+  client *f = up_with("200ms", "presence_max_nodes = 3\n"
+                               "presence_max_agents = 1\n");
+  client *g = up("200ms");
+  ok(e && f && g, "three views with limits (2 nodes and 4 agents; 3 and 1; "
+                  "the defaults)");
+  if (e && f && g) {
+    e->tp->view(e->self, &v);
+    f->tp->view(f->self, &v);
+    g->tp->view(g->self, &v);
+    for (int i = 0; i < 40; i++) /* 800 ms: several polls of each */
+      slice();
+    is_int(g->tp->view(g->self, &v), PH_OK, "g's view is good");
+    ok(v.n_nodes == 3 && v.n_agents == 5,
+       "g (defaults 256 and 65536) holds the 3 nodes and 5 agents");
+    is_int(e->tp->view(e->self, &v), PH_OK, "e's view is good");
+    ok(v.n_nodes == 2 && v.n_agents == 4 && node_of(&v, "node-x1") &&
+           node_of(&v, "node-x2") && !node_of(&v, "node-x3"),
+       "e holds node-x1 and node-x2, not node-x3 (presence_max_nodes = 2), "
+       "and 4 agents (presence_max_agents = 4)");
+    const tm_presence_node *x2 = node_of(&v, "node-x2");
+    ok(x2 && x2->n_agents == 1 && agent_of(&v, "node-x2", "y-a") &&
+           !agent_of(&v, "node-x2", "y-b"),
+       "node-x2 with y-a only: y-b, beyond the limit, is no candidate");
+    ok(metric(e, "proxyhost_store_pg_presence_truncated_total",
+              "limit=\"max_nodes\"") >= 2 &&
+           metric(e, "proxyhost_store_pg_presence_truncated_total",
+                  "limit=\"max_agents\"") >= 2,
+       "each read of e counted truncated{limit=max_nodes} and "
+       "{limit=max_agents}");
+    is_int((int)metric(e, "proxyhost_store_pg_presence_nodes", ""), 2,
+           "e's gauge: 2 nodes");
+    is_int((int)metric(e, "proxyhost_store_pg_presence_agents", ""), 4,
+           "e's gauge: 4 agents");
+    f->tp->view(f->self, &v);
+    ok(v.n_nodes == 2 && v.n_agents == 1 && agent_of(&v, "node-x1", "x-a") &&
+           node_of(&v, "node-x2") && !node_of(&v, "node-x3"),
+       "f read 5 rows: node-x1 with x-a, node-x2 without agents, no "
+       "node-x3");
+    ok(metric(f, "proxyhost_store_pg_presence_truncated_total",
+              "limit=\"max_agents\"") >= 2,
+       "f counted truncated{limit=max_agents}");
+    is_int((int)metric(g, "proxyhost_store_pg_presence_truncated_total",
+                       "limit=\"max_agents\"") +
+               (int)metric(g, "proxyhost_store_pg_presence_truncated_total",
+                           "limit=\"max_nodes\""),
+           0, "g counted nothing");
+    is_int(mlog_count("presence view over its limit"), 2,
+           "logged once by e and once by f, not at every read");
+  }
+
   char *log = file_test_slurp(log_path);
   unlike(log, "password", "no password in the module log");
   free(log);

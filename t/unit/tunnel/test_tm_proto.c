@@ -801,6 +801,10 @@ static void test_caps(void) {
 /* What a client with caps offers, written out (TM-PROTO-14). */
 static const char *offer_for(unsigned caps) {
   int or_ = caps & TM_CAP_OPEN_RESULT, fc = caps & TM_CAP_FLOW_CONTROL;
+  if (or_ && fc && (caps & TM_CAP_TRACE))
+    return "tunnelmesh.v1.open-result.flow-control.trace,"
+           "tunnelmesh.v1.open-result.flow-control,tunnelmesh.v1.open-result,"
+           "tunnelmesh.v1";
   if (or_ && fc)
     return "tunnelmesh.v1.open-result.flow-control,tunnelmesh.v1.open-result,"
            "tunnelmesh.v1";
@@ -835,24 +839,27 @@ static void test_subproto(void) {
       const char *offer = offer_for(c);
       const char *got = tm_subproto_select(offer, strlen(offer), s);
       unsigned both = s & c;
-      const char *want =
-          (both & TM_CAP_OPEN_RESULT) && (both & TM_CAP_FLOW_CONTROL)
-              ? TM_SUBPROTO_FULL
-              : (both & TM_CAP_OPEN_RESULT) ? TM_SUBPROTO_OPEN
-                                            : TM_SUBPROTO_BASE;
+      int full = (both & TM_CAP_OPEN_RESULT) && (both & TM_CAP_FLOW_CONTROL);
+      const char *want = full && (both & TM_CAP_TRACE) ? TM_SUBPROTO_TRACE
+                         : full                        ? TM_SUBPROTO_FULL
+                         : (both & TM_CAP_OPEN_RESULT) ? TM_SUBPROTO_OPEN
+                                                       : TM_SUBPROTO_BASE;
       combos++;
-      /* Flow control is only ever negotiated with open results. */
+      /* Flow control is only ever negotiated with open results, the
+       * trace field only with both. */
       int want_caps = (both & TM_CAP_OPEN_RESULT)
                           ? (int)(both & (TM_CAP_OPEN_RESULT |
                                           TM_CAP_FLOW_CONTROL))
                           : 0;
+      if (full)
+        want_caps |= (int)(both & TM_CAP_TRACE);
       right += got && strcmp(got, want) == 0 &&
                tm_subproto_caps(got) == want_caps &&
                (tm_subproto_caps(got) & ~(int)both) == 0;
     }
   }
   is_int(right, combos,
-         "TM-PROTO-15 TM-TEST-2 every server caps x client offer (64) "
+         "TM-PROTO-15 TM-TEST-2 every server caps x client offer (256) "
          "selects the best common combination");
   is_str(tm_subproto_select("tunnelmesh.v1, tunnelmesh.v1.open-result", 40,
                             TM_CAP_ALL),
@@ -880,6 +887,18 @@ static void test_subproto(void) {
          TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL,
          "tunnelmesh.v1.open-result.flow-control: open results and flow "
          "control");
+  is_int(tm_subproto_caps(TM_SUBPROTO_TRACE),
+         TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE,
+         "tunnelmesh.v1.open-result.flow-control.trace: and the trace field");
+  is_str(tm_subproto_select(TM_SUBPROTO_TRACE "," TM_SUBPROTO_FULL,
+                            strlen(TM_SUBPROTO_TRACE) + 1 +
+                                strlen(TM_SUBPROTO_FULL),
+                            TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL),
+         TM_SUBPROTO_FULL,
+         "a server without the trace capability (an older one) picks the "
+         "next name: no trace field on that connection");
+  is_str(tm_cap_name(TM_CAP_TRACE), "stream_trace.v1",
+         "the trace capability's name");
   static const char *const never[] = {
       "tunnelmesh.v2", "TUNNELMESH.V1", "tunnelmesh.v1 ", " tunnelmesh.v1",
       "tunnelmesh.v1.flow-control", "tunnelmesh.v1,tunnelmesh.v1", "chat"};

@@ -340,6 +340,40 @@ static void test_strict_basics(void) {
   ok(p.a.reason == TM_CLOSE_LOCAL, "the opener closes on request");
 }
 
+/* The trace field of OPEN_STREAM goes out only on a session that
+ * negotiated TM_CAP_TRACE (a peer strict about trailing bytes would
+ * refuse it otherwise); the acceptor reads it either way. */
+static void trace_case(unsigned extra, const char *want, const char *what) {
+  unsigned caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  tm_session_cfg ca = cfg_default(1, caps), cb = cfg_default(0, caps);
+  ca.caps |= extra;
+  cb.caps |= extra;
+  pair p;
+  pair_new(&p, &ca, &cb);
+  tm_open_stream req;
+  memset(&req, 0, sizeof(req));
+  req.protocol = 1;
+  req.port = 443;
+  snprintf(req.host, sizeof(req.host), "trace.test");
+  snprintf(req.trace, sizeof(req.trace), "4bf92f3577b34da6a3ce929d0e0e4736");
+  opening o;
+  memset(&o, 0, sizeof(o));
+  tm_stream_open(p.a.s, &req, 5000, open_cb, &o);
+  wait_until(loop, o.done, 2000);
+  ok(o.accepted && p.b.opens == 1 && strcmp(p.b.last_req.trace, want) == 0 &&
+         !p.b.last_req.trace_bad,
+     what);
+  pair_end(&p);
+}
+
+static void test_trace_gated(void) {
+  trace_case(0, "",
+             "issue 27: without stream_trace.v1 the OPEN_STREAM carries no "
+             "trace field (the acceptor reads none)");
+  trace_case(TM_CAP_TRACE, "4bf92f3577b34da6a3ce929d0e0e4736",
+             "with stream_trace.v1 negotiated it carries the trace id");
+}
+
 static void test_reject(void) {
   pair p;
   pair_std(&p, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL);
@@ -1610,6 +1644,7 @@ int main(void) {
   snprintf(ini, sizeof(ini), "[log]\nlevel = info\nfile = %s\n", logpath);
   mk = host_test_start(&host_mod, ini);
   test_strict_basics();
+  test_trace_gated();
   test_reject();
   test_legacy();
   test_narrow_caps();

@@ -328,6 +328,9 @@ static void test_messages(void) {
 
 static const char *expected_name(unsigned s, unsigned c) {
   unsigned of = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
+  unsigned oft = of | TM_CAP_TRACE;
+  if ((s & oft) == oft && (c & oft) == oft)
+    return TM_SUBPROTO_TRACE;
   if ((s & of) == of && (c & of) == of)
     return TM_SUBPROTO_FULL;
   if ((s & TM_CAP_OPEN_RESULT) && (c & TM_CAP_OPEN_RESULT))
@@ -438,12 +441,12 @@ static void test_bearer(void) {
          !strcasestr(h1 + 2, "\r\nauthorization:"),
      "exactly one Authorization: Bearer header with the token");
   /* The offer's names, split at commas and spaces, in order. */
-  char names[3][64] = {"", "", ""};
+  char names[4][64] = {"", "", "", ""};
   int nn = 0;
   const char *po = strcasestr(req, "\r\nSec-WebSocket-Protocol:");
   if (po) {
     po += 25;
-    while (*po && *po != '\r' && nn < 3) {
+    while (*po && *po != '\r' && nn < 4) {
       while (*po == ' ' || *po == ',')
         po++;
       size_t k = strcspn(po, ", \r");
@@ -454,9 +457,10 @@ static void test_bearer(void) {
       po += k;
     }
   }
-  ok(nn == 3 && !strcmp(names[0], TM_SUBPROTO_FULL) &&
-         !strcmp(names[1], TM_SUBPROTO_OPEN) &&
-         !strcmp(names[2], TM_SUBPROTO_BASE) && po && *po == '\r',
+  ok(nn == 4 && !strcmp(names[0], TM_SUBPROTO_TRACE) &&
+         !strcmp(names[1], TM_SUBPROTO_FULL) &&
+         !strcmp(names[2], TM_SUBPROTO_OPEN) &&
+         !strcmp(names[3], TM_SUBPROTO_BASE) && po && *po == '\r',
      "TM-PROTO-14: the offer in priority order, tunnelmesh.v1 last");
   if (fd >= 0)
     close(fd);

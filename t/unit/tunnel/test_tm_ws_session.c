@@ -293,10 +293,12 @@ static void run_case(int legacy) {
     ok(W.subproto == NULL && W.cli.caps == 0 && W.srv.caps == 0,
        "TM-PROTO-16: no subprotocol from the old server: capabilities 0");
   else
-    ok(W.subproto && !strcmp(W.subproto, TM_SUBPROTO_FULL) &&
-           W.cli.caps == (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL) &&
+    ok(W.subproto && !strcmp(W.subproto, TM_SUBPROTO_TRACE) &&
+           W.cli.caps == (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL |
+                          TM_CAP_TRACE) &&
            W.srv.caps == W.cli.caps,
-       "TM-PROTO-15: both ends run open-result + flow-control");
+       "TM-PROTO-15: both ends run open-result + flow-control (+ the "
+       "trace field)");
 
   tm_open_stream req;
   memset(&req, 0, sizeof(req));
