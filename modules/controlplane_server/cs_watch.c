@@ -45,6 +45,7 @@ struct cs_watch {
   int64_t auth_call, job;
   int dead; /* the call is gone; free once the job is back */
   int claimed; /* Redis said its session is current: the worker's stream */
+  int shared_lease; /* the worker reads the shared lease form (issue 26) */
   /* the round's inputs */
   uint64_t epoch, owned_digest, lease_digest, version;
   cp_owned *owned;
@@ -303,6 +304,7 @@ static void build_work(void *arg) {
   in.ownership_epoch = w->epoch;
   in.allocation_safety_margin_ms = m->conf.safety_margin_ms;
   in.snapshot_validity_ms = m->conf.snapshot_validity_ms;
+  in.shared_lease = w->shared_lease;
   cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
   in.limits = lim;
   cp_snapshot *s = NULL;
@@ -571,6 +573,7 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   w->start_ms = r.start;
   strcpy(w->worker, q->worker_id);
   strcpy(w->session, q->session_id);
+  w->shared_lease = q->shared_lease ? 1 : 0;
   controlplane__v1__watch_snapshots_request__free_unpacked(q, NULL);
   ilist_push_front(&m->watches, &w->node);
   api->gauge_add(m->m_streams, 1);
