@@ -46,6 +46,10 @@ struct cs_watch {
   int dead; /* the call is gone; free once the job is back */
   int claimed; /* Redis said its session is current: the worker's stream */
   int shared_lease; /* the worker reads the shared lease form (issue 26) */
+  /* what moved since the last snapshot sent (the "snapshot sent" debug
+   * line), and what the delta carried */
+  int moved_revision, moved_epoch, moved_owned, moved_lease;
+  uint32_t upserted, removed;
   /* the round's inputs */
   uint64_t epoch, owned_digest, lease_digest, version;
   cp_owned *owned;
@@ -189,6 +193,19 @@ static void sent(void *arg, cp_grpc_call *call) {
   api->inc(w->m->m_bytes[w->is_delta ? 1 : 0], w->out_len);
   if (w->is_delta)
     api->inc(w->m->m_deltas, 1);
+  /* Which input made it, and what it carried (issue 26: decoding what
+   * the steady state sends). */
+  PH_LOG(api, w->m->ctx, PH_LOG_DEBUG, "snapshot sent",
+         PH_STR("worker_id", w->worker),
+         PH_INT("snapshot_version", (int64_t)w->version),
+         PH_STR("kind", w->is_delta ? "delta" : "full"),
+         PH_INT("bytes", (int64_t)w->out_len),
+         PH_INT("upserted", w->is_delta ? (int64_t)w->upserted : -1),
+         PH_INT("removed", w->is_delta ? (int64_t)w->removed : -1),
+         PH_INT("pool_moved", w->moved_revision),
+         PH_INT("epoch_moved", w->moved_epoch),
+         PH_INT("owned_moved", w->moved_owned),
+         PH_INT("lease_moved", w->moved_lease));
   cp_snapshot_free(w->last);
   w->last = w->built; /* the base of the next delta, once acknowledged */
   w->built = NULL;
@@ -333,6 +350,8 @@ static void build_work(void *arg) {
         r = rd;
         n = nd;
         w->is_delta = 1;
+        w->upserted = (uint32_t)rd.delta->n_upserted_proxies;
+        w->removed = (uint32_t)rd.delta->n_removed_proxy_ids;
       }
     }
     w->out = malloc(n ? n : 1);
@@ -429,6 +448,10 @@ static void got_pool(void *arg, cs_pool *p) {
     return;
   }
   w->ws.in_flight = 1;
+  w->moved_revision = w->ws.sent && in.revision != w->ws.last.revision;
+  w->moved_epoch = w->ws.sent && in.epoch != w->ws.last.epoch;
+  w->moved_owned = w->ws.sent && in.owned_digest != w->ws.last.owned_digest;
+  w->moved_lease = w->ws.sent && in.lease_digest != w->ws.last.lease_digest;
   int64_t id = w->m->auth->next_version(w->m->auth_self, got_version, w);
   if (id < 0) {
     w->ws.in_flight = 0;
