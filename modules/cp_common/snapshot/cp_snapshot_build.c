@@ -109,10 +109,10 @@ static char *put_str(char **at, const char *s, size_t len) {
 
 /* One delivered proxy's message, as one arena block: the struct, its two
  * times (left unset without `times`: the shared lease form's proxy with
- * no expiry of its own), its group array and its strings (lengths known from row_ok), so
- * one allocation instead of eleven. The message reads the same as one of
- * separate copies; nothing frees its parts one by one (the arena goes as
- * a whole). At most about 1.3 KB, far under the arena's PER_PROXY. */
+ * no expiry of its own), its group array and its strings (lengths known
+ * from row_ok), so one allocation instead of eleven. The message reads the
+ * same as one of separate copies; nothing frees its parts one by one (the
+ * arena goes as a whole). At most about 1.3 KB, far under the arena's PER_PROXY. */
 static Controlplane__V1__OwnedProxy *proxy_msg(cp_arena *a,
                                                const ph_pool_proxy_row *r,
                                                const row_lens *L,
@@ -382,7 +382,7 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
   /* The shared lease form: the earliest delivered lease, and whether a
    * delivered proxy ends with it (no own expiry, or a later one). */
   int64_t shared_lease = 0, latest_own = 0;
-  int own_less = 0; /* a delivered proxy with no expiry of its own */
+  int own_less = 0;  /* a delivered proxy with no expiry of its own */
   size_t row_at = 0; /* the merge walk's place in sc.rows */
   for (size_t i = 0; i < in->n_owned; i++) {
     const cp_owned *o = sc.owned[i];

@@ -486,8 +486,10 @@ static void lay_out(const Controlplane__V1__WorkerSnapshot *s,
     x.port = (uint16_t)(op->port > 65535 ? 0 : op->port);
     x.capacity = op->capacity;
     x.weight = op->weight;
-    x.usable_until_ms = end_ms(op->usable_until, shared ? s->lease_usable_until : NULL);
-    x.expires_at_ms = end_ms(op->expires_at, shared ? s->lease_expires_at : NULL);
+    x.usable_until_ms =
+        end_ms(op->usable_until, shared ? s->lease_usable_until : NULL);
+    x.expires_at_ms =
+        end_ms(op->expires_at, shared ? s->lease_expires_at : NULL);
     x.draining = op->draining ? 1 : 0;
     x.zone = bump_str(b, op->zone, NULL);
     if (px) {

@@ -1353,7 +1353,8 @@ static void test_shared_lease(void) {
   const Snap *f = cp_snapshot_msg(full), *m = cp_snapshot_msg(sh);
   ok(!f->lease_expires_at && !f->lease_usable_until,
      "a worker that did not ask for it gets no shared lease (the old form)");
-  ok(ms(m->lease_expires_at) == lease && ms(m->lease_usable_until) == lease - MARGIN,
+  ok(ms(m->lease_expires_at) == lease &&
+         ms(m->lease_usable_until) == lease - MARGIN,
      "issue 26: the shared lease is the earliest delivered lease, "
      "usable_until = it - margin (CP-3-5)");
   ok(!find(m, "px-0000")->expires_at && !find(m, "px-0000")->usable_until,
@@ -1468,7 +1469,8 @@ static void test_shared_lease(void) {
   cp_snapshot *sh3 = lease_build(3, 1, 8, NOW + 10000, lease + 10000,
                                  rows[2], owned[2]);
   cp_delta *d = NULL;
-  if (sh3 && cp_snapshot_diff(m, cp_snapshot_msg(sh3), &d, NULL) == CP_DELTA_OK) {
+  if (sh3 &&
+      cp_snapshot_diff(m, cp_snapshot_msg(sh3), &d, NULL) == CP_DELTA_OK) {
     Controlplane__V1__SnapshotDelta *dm =
         (Controlplane__V1__SnapshotDelta *)cp_delta_msg(d);
     dm->lease_expires_at = NULL;
