@@ -295,6 +295,7 @@ static void test_build_credentials(void) {
       prow("a3", "vault/a", 2), prow("m1", "missing/x", 1),
       prow("b1", "bad/y", 1),   prow("n1", NULL, 0)};
   cp_owned owned[6];
+  memset(owned, 0, sizeof owned); /* reclaim and health too (valgrind) */
   for (int i = 0; i < 6; i++) {
     owned[i].proxy_id = rows[i].proxy_id;
     owned[i].lease_expiry_ms = NOW + 60000;
