@@ -36,6 +36,9 @@ int cpc_pack_watch(const char *worker, const char *session,
     r.last_checksum.data = (uint8_t *)last_checksum;
     r.last_checksum.len = 32;
   }
+  /* This worker reads the shared lease form (issue 26): a renewal then
+   * reaches it as two times, not as every owned proxy again. */
+  r.shared_lease = 1;
   return cp_buf_pack(&r.base, out);
 }
 

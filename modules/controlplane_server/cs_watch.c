@@ -45,6 +45,11 @@ struct cs_watch {
   int64_t auth_call, job;
   int dead; /* the call is gone; free once the job is back */
   int claimed; /* Redis said its session is current: the worker's stream */
+  int shared_lease; /* the worker reads the shared lease form (issue 26) */
+  /* what moved since the last snapshot sent (the "snapshot sent" debug
+   * line), and what the delta carried */
+  int moved_revision, moved_epoch, moved_owned, moved_lease;
+  uint32_t upserted, removed;
   /* the round's inputs */
   uint64_t epoch, owned_digest, lease_digest, version;
   cp_owned *owned;
@@ -188,6 +193,19 @@ static void sent(void *arg, cp_grpc_call *call) {
   api->inc(w->m->m_bytes[w->is_delta ? 1 : 0], w->out_len);
   if (w->is_delta)
     api->inc(w->m->m_deltas, 1);
+  /* Which input made it, and what it carried (issue 26: decoding what
+   * the steady state sends). */
+  PH_LOG(api, w->m->ctx, PH_LOG_DEBUG, "snapshot sent",
+         PH_STR("worker_id", w->worker),
+         PH_INT("snapshot_version", (int64_t)w->version),
+         PH_STR("kind", w->is_delta ? "delta" : "full"),
+         PH_INT("bytes", (int64_t)w->out_len),
+         PH_INT("upserted", w->is_delta ? (int64_t)w->upserted : -1),
+         PH_INT("removed", w->is_delta ? (int64_t)w->removed : -1),
+         PH_INT("pool_moved", w->moved_revision),
+         PH_INT("epoch_moved", w->moved_epoch),
+         PH_INT("owned_moved", w->moved_owned),
+         PH_INT("lease_moved", w->moved_lease));
   cp_snapshot_free(w->last);
   w->last = w->built; /* the base of the next delta, once acknowledged */
   w->built = NULL;
@@ -303,6 +321,7 @@ static void build_work(void *arg) {
   in.ownership_epoch = w->epoch;
   in.allocation_safety_margin_ms = m->conf.safety_margin_ms;
   in.snapshot_validity_ms = m->conf.snapshot_validity_ms;
+  in.shared_lease = w->shared_lease;
   cp_snapshot_limits lim = CP_SNAPSHOT_LIMITS_DEFAULT;
   in.limits = lim;
   cp_snapshot *s = NULL;
@@ -331,6 +350,8 @@ static void build_work(void *arg) {
         r = rd;
         n = nd;
         w->is_delta = 1;
+        w->upserted = (uint32_t)rd.delta->n_upserted_proxies;
+        w->removed = (uint32_t)rd.delta->n_removed_proxy_ids;
       }
     }
     w->out = malloc(n ? n : 1);
@@ -427,6 +448,10 @@ static void got_pool(void *arg, cs_pool *p) {
     return;
   }
   w->ws.in_flight = 1;
+  w->moved_revision = w->ws.sent && in.revision != w->ws.last.revision;
+  w->moved_epoch = w->ws.sent && in.epoch != w->ws.last.epoch;
+  w->moved_owned = w->ws.sent && in.owned_digest != w->ws.last.owned_digest;
+  w->moved_lease = w->ws.sent && in.lease_digest != w->ws.last.lease_digest;
   int64_t id = w->m->auth->next_version(w->m->auth_self, got_version, w);
   if (id < 0) {
     w->ws.in_flight = 0;
@@ -571,6 +596,7 @@ void cs_watch_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
   w->start_ms = r.start;
   strcpy(w->worker, q->worker_id);
   strcpy(w->session, q->session_id);
+  w->shared_lease = q->shared_lease ? 1 : 0;
   controlplane__v1__watch_snapshots_request__free_unpacked(q, NULL);
   ilist_push_front(&m->watches, &w->node);
   api->gauge_add(m->m_streams, 1);

@@ -195,6 +195,9 @@ CS_INTEGRATION_TESTS += t/integration/cp_multi_mtls.sh
 # The scheduler under overload (issue 26, checks starved): one small
 # checker, 300 proxies, every proxy a verdict, oldest due first.
 CS_INTEGRATION_TESTS += t/integration/cp_check_overload.sh
+# A steady pool's renewals on the wire (issue 26): with the shared lease
+# form, a renewal's delta costs the same few bytes for 20 and 200 owned.
+CS_INTEGRATION_TESTS += t/integration/cp_lease_delta.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

@@ -74,7 +74,9 @@ msum() {
 CA=$(free_port) CPP=$(free_port)
 controller_conf() {
   controller_ini "$1" "$CA" "$CPP"
-  sed -i -e 's/^level = debug$/level = warn/' -e '/^assign_interval = /d' \
+  # BENCH_CTL_LOG=debug keeps the controller's debug lines (its "snapshot
+  # sent" line says what made each snapshot and what a delta carried).
+  sed -i -e "s/^level = debug\$/level = ${BENCH_CTL_LOG:-warn}/" -e '/^assign_interval = /d' \
     -e '/^watch_poll_interval = /d' -e '/^min_snapshot_interval = /d' "$1"
   # BENCH_DEFAULTS=1: its test timeouts too (a loaded Redis at 10,000
   # proxies answers slower than command_timeout = 300ms)

@@ -34,6 +34,8 @@
 #   CSB_FAIL_EVERY=100 (1 %)   CSB_FLAKY_WINDOW=30   BENCH_KEEP=1
 #   CSB_OWNED=CSB_PROXIES/2 ([redis_ownership] max_owned_per_worker)
 #   CSB_CTL_KEYS="KEY = VALUE" lines for [controlplane_server]
+#   BENCH_CTL_LOG=debug: the controller's log level (default warn; its
+#   "snapshot sent" debug line says what made each snapshot)
 # Markdown on stdout, progress on stderr.
 set -u
 top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2

@@ -16,10 +16,10 @@ fi
 
 "$bin" >"$T/vectors"
 ok $? "the C side prints its vectors"
-is "$(wc -l <"$T/vectors" | tr -d ' ')" 3 "three vectors"
+is "$(wc -l <"$T/vectors" | tr -d ' ')" 4 "four vectors"
 /usr/bin/python3 "$top_srcdir/t/lib/cp_checksum.py" <"$T/vectors" >"$T/py" 2>&1
 ok $? "the Python side reads them"
-for name in empty full rules-reordered; do
+for name in empty full rules-reordered shared-lease; do
   grep -qx "ok $name" "$T/py"
   ok $? "CP-3-4: checksum of '$name' equals Python's" || cat "$T/py" >&2
 done
@@ -30,6 +30,9 @@ re=$(sed -n 's/.*"name":"rules-reordered".*"checksum":"\([0-9a-f]*\)".*/\1/p' "$
 [ -n "$full" ] && [ "$full" != "$re" ]
 ok $? "CP-1-19: routing order enters the checksum"
 is "${#full}" 64 "the checksum is 32 bytes (SHA-256)"
+sh=$(sed -n 's/.*"name":"shared-lease".*"checksum":"\([0-9a-f]*\)".*/\1/p' "$T/vectors")
+[ -n "$sh" ] && [ "$sh" != "$full" ]
+ok $? "issue 26: the shared lease enters through the proxies' ends"
 
 # A peer's encoder: Python packs the full vector with stubs protoc makes
 # now, plus two fields the schema does not have; the C side unpacks the

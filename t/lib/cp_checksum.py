@@ -63,11 +63,22 @@ def rule(r):
             string(r["sticky_key"]))
 
 
-def proxy(p):
+def end(own, lease):
+    """end(t): the proxy's own time, or in the shared lease form the
+    earlier of it (None: none) and the snapshot's."""
+    if lease is None:
+        return own
+    if own is None or tuple(lease) < tuple(own):
+        return lease
+    return own
+
+
+def proxy(p, le=None, lu=None):
     return (string(p["proxy_id"]) + i32(p["protocol"]) + string(p["host"]) +
             u32(p["port"]) + lst(p["groups"], string) + string(p["zone"]) +
-            u32(p["capacity"]) + u32(p["weight"]) + ts(p["expires_at"]) +
-            ts(p["usable_until"]) + string(p["secret_ref"]) +
+            u32(p["capacity"]) + u32(p["weight"]) +
+            ts(end(p["expires_at"], le)) +
+            ts(end(p["usable_until"], lu)) + string(p["secret_ref"]) +
             u64(p["credential_version"]) + u8(1 if p["draining"] else 0) +
             (i32(p["health"]) if p.get("health") else b""))
 
@@ -82,9 +93,12 @@ def checksum(s):
     proxies = sorted(s["proxies"], key=lambda p: key(p["proxy_id"]))
     creds = sorted(s["credentials"],
                    key=lambda c: (key(c["secret_ref"]), c["credential_version"]))
+    le, lu = s.get("lease_expires_at"), s.get("lease_usable_until")
+    if le is None or lu is None:  # the shared lease form: both set
+        le = lu = None
     e = (string(TAG) + u64(s["version"]) + u64(s["ownership_epoch"]) +
          ts(s["valid_until"]) + lst(s["routing"], rule) +
-         lst(proxies, proxy) + lst(creds, credential))
+         lst(proxies, lambda p: proxy(p, le, lu)) + lst(creds, credential))
     return hashlib.sha256(e).hexdigest()
 
 

@@ -3,6 +3,7 @@
  * docs/api/controlplane.md, "Checksum" (keep the two in step: the Python
  * vector test reads the document's rules, not this file). */
 #include "cp_checksum.h"
+#include "cp_snapshot_time.h"
 #include "cp_sort.h"
 
 #include <stdlib.h>
@@ -123,7 +124,24 @@ static void put_rule(sink *k, const Controlplane__V1__RoutingRule *r) {
   put_str(k, r->sticky_key);
 }
 
-static void put_proxy(sink *k, const Controlplane__V1__OwnedProxy *p) {
+/* The earlier of a proxy's own time (NULL: none) and the shared lease's
+ * (NULL: no shared lease form): what the proxy ends at. */
+static const Google__Protobuf__Timestamp *
+earlier(const Google__Protobuf__Timestamp *own,
+        const Google__Protobuf__Timestamp *shared) {
+  if (!shared)
+    return own;
+  if (!own || cp_ts_cmp(shared, own) < 0)
+    return shared;
+  return own;
+}
+
+/* A proxy as the record the worker ends up with: with the shared lease
+ * form (s_exp and s_usable set), its times are the earlier of its own and
+ * the lease's, so that both forms of one snapshot have one checksum. */
+static void put_proxy_at(sink *k, const Controlplane__V1__OwnedProxy *p,
+                         const Google__Protobuf__Timestamp *s_exp,
+                         const Google__Protobuf__Timestamp *s_usable) {
   put_str(k, p->proxy_id);
   put_i32(k, (int32_t)p->protocol);
   put_str(k, p->host);
@@ -134,8 +152,8 @@ static void put_proxy(sink *k, const Controlplane__V1__OwnedProxy *p) {
   put_str(k, p->zone);
   put_u32(k, p->capacity);
   put_u32(k, p->weight);
-  put_ts(k, p->expires_at);
-  put_ts(k, p->usable_until);
+  put_ts(k, earlier(p->expires_at, s_exp));
+  put_ts(k, earlier(p->usable_until, s_usable));
   put_str(k, p->secret_ref);
   put_u64(k, p->credential_version);
   put_u8(k, p->draining ? 1 : 0);
@@ -143,6 +161,10 @@ static void put_proxy(sink *k, const Controlplane__V1__OwnedProxy *p) {
    * checksum it had before the field existed. */
   if (p->health != CONTROLPLANE__V1__PROXY_HEALTH__PROXY_HEALTH_UNSPECIFIED)
     put_i32(k, (int32_t)p->health);
+}
+
+static void put_proxy(sink *k, const Controlplane__V1__OwnedProxy *p) {
+  put_proxy_at(k, p, NULL, NULL);
 }
 
 static void put_cred(sink *k, const Controlplane__V1__Credential *c) {
@@ -244,8 +266,12 @@ int cp_checksum_snapshot(const Controlplane__V1__WorkerSnapshot *s,
   for (size_t i = 0; i < s->n_routing; i++)
     put_rule(&k, s->routing[i]);
   put_u32(&k, (uint32_t)s->n_proxies);
+  /* Both of the shared lease's times or neither (the checker refuses one
+   * alone). */
+  int shared = s->lease_expires_at && s->lease_usable_until;
   for (size_t i = 0; i < s->n_proxies; i++)
-    put_proxy(&k, px[i]);
+    put_proxy_at(&k, px[i], shared ? s->lease_expires_at : NULL,
+                 shared ? s->lease_usable_until : NULL);
   put_u32(&k, (uint32_t)s->n_credentials);
   for (size_t i = 0; i < s->n_credentials; i++)
     put_cred(&k, cr[i]);

@@ -99,6 +99,12 @@ typedef struct cp_build_input {
   int64_t allocation_safety_margin_ms; /* 0..CP_MARGIN_MAX_MS */
   int64_t snapshot_validity_ms;        /* 1..CP_VALIDITY_MAX_MS */
   cp_snapshot_limits limits;
+  /* 1: the shared lease form (the worker's WatchSnapshots asked for it,
+   * issue 26): the snapshot's lease_expires_at / lease_usable_until are
+   * the earliest lease among the delivered proxies, and each proxy
+   * carries only its own expiry (none: no times). A renewal then moves
+   * two times, not every proxy. 0: every proxy carries min(own, lease). */
+  int shared_lease;
 } cp_build_input;
 
 #define CP_MARGIN_MAX_MS 3600000        /* one hour */
@@ -148,6 +154,14 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
                                   cp_build_stats *stats);
 
 /* ---- validation (gateway) ------------------------------------------- */
+
+/* The times proxy p of snapshot s ends at, in either form (a checked
+ * snapshot): its own expires_at / usable_until, or with the shared lease
+ * form the earlier of its own (absent: none) and the snapshot's lease.
+ * Unix ms, floor. 1 on success, 0 when a time is missing or malformed. */
+int cp_proxy_times(const Controlplane__V1__WorkerSnapshot *s,
+                   const Controlplane__V1__OwnedProxy *p,
+                   int64_t *expires_ms, int64_t *usable_ms);
 
 /* Who the gateway is; a NULL field is not checked. */
 typedef struct cp_expect {

@@ -13,6 +13,12 @@
  *     proxy names (CP-1-18);
  *   - valid_until = min(now + validity, the latest lease of a delivered
  *     proxy), always > now (CP-3-10);
+ *   - the shared lease form (in->shared_lease, issue 26): the snapshot's
+ *     lease_expires_at = the earliest lease of a delivered proxy (never
+ *     later than any proxy's own lease: CP-1-17 holds for each),
+ *     lease_usable_until = it - margin; each proxy carries only its own
+ *     expiry (own expires_at, - margin; none: no times), so a renewal
+ *     moves two times of the snapshot and no proxy;
  *   - the result passes cp_snapshot_check, or the build fails.
  * Heavy but pure: the controller may run it as a host job.
  *
@@ -102,15 +108,16 @@ static char *put_str(char **at, const char *s, size_t len) {
 }
 
 /* One delivered proxy's message, as one arena block: the struct, its two
- * times, its group array and its strings (lengths known from row_ok), so
- * one allocation instead of eleven. The message reads the same as one of
- * separate copies; nothing frees its parts one by one (the arena goes as
- * a whole). At most about 1.3 KB, far under the arena's PER_PROXY. */
+ * times (left unset without `times`: the shared lease form's proxy with
+ * no expiry of its own), its group array and its strings (lengths known
+ * from row_ok), so one allocation instead of eleven. The message reads the
+ * same as one of separate copies; nothing frees its parts one by one (the
+ * arena goes as a whole). At most about 1.3 KB, far under the arena's PER_PROXY. */
 static Controlplane__V1__OwnedProxy *proxy_msg(cp_arena *a,
                                                const ph_pool_proxy_row *r,
                                                const row_lens *L,
                                                int64_t expires_ms,
-                                               int64_t usable_ms) {
+                                               int64_t usable_ms, int times) {
   Controlplane__V1__OwnedProxy *m;
   Google__Protobuf__Timestamp *ts;
   size_t at_ts = block_round(sizeof *m);
@@ -145,8 +152,8 @@ static Controlplane__V1__OwnedProxy *proxy_msg(cp_arena *a,
   google__protobuf__timestamp__init(usable);
   cp_ms_to_ts(expires_ms, ts);
   cp_ms_to_ts(usable_ms, usable);
-  m->expires_at = ts;
-  m->usable_until = usable;
+  m->expires_at = times ? ts : NULL;
+  m->usable_until = times ? usable : NULL;
   m->secret_ref = put_str(&s, r->secret_ref, L->ref);
   m->credential_version = r->credential_version;
   m->draining = r->admin_state == PH_POOL_ADMIN_DRAINING;
@@ -372,6 +379,10 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
   int full = 0;     /* one proxy more than max_proxies was deliverable */
   int64_t margin = in->allocation_safety_margin_ms, now = in->now_ms;
   int64_t latest_lease = 0;
+  /* The shared lease form: the earliest delivered lease, and whether a
+   * delivered proxy ends with it (no own expiry, or a later one). */
+  int64_t shared_lease = 0, latest_own = 0;
+  int own_less = 0;  /* a delivered proxy with no expiry of its own */
   size_t row_at = 0; /* the merge walk's place in sc.rows */
   for (size_t i = 0; i < in->n_owned; i++) {
     const cp_owned *o = sc.owned[i];
@@ -441,7 +452,11 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
       full = 1;
       continue;
     }
-    Controlplane__V1__OwnedProxy *p = proxy_msg(a, r, &lens, exp, usable);
+    Controlplane__V1__OwnedProxy *p =
+        in->shared_lease
+            ? proxy_msg(a, r, &lens, r->expires_at_ms,
+                        r->expires_at_ms - margin, r->expires_at_ms > 0)
+            : proxy_msg(a, r, &lens, exp, usable, 1);
     if (!p)
       goto nomem;
     if (o->reclaim)
@@ -453,6 +468,12 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
       st.draining++;
     if (o->lease_expiry_ms > latest_lease)
       latest_lease = o->lease_expiry_ms;
+    if (shared_lease == 0 || o->lease_expiry_ms < shared_lease)
+      shared_lease = o->lease_expiry_ms;
+    if (r->expires_at_ms <= 0)
+      own_less = 1;
+    else if (r->expires_at_ms > latest_own)
+      latest_own = r->expires_at_ms;
     if (exp == o->lease_expiry_ms &&
         (st.renewable_until_ms == 0 || usable < st.renewable_until_ms))
       st.renewable_until_ms = usable;
@@ -493,6 +514,15 @@ cp_build_result cp_snapshot_build(const cp_build_input *in, cp_snapshot **out,
     vu = latest_lease; /* > now: every delivered lease is > usable > now */
   m->generated_at = cp_new_ts(a, now, &oom);
   m->valid_until = cp_new_ts(a, vu, &oom);
+  if (in->shared_lease && m->n_proxies) {
+    /* Every delivered lease is >= it, and it - margin > now (each
+     * delivered proxy's usable_until is). What a renewal moves is then
+     * this one time, whenever a proxy ends with it. */
+    m->lease_expires_at = cp_new_ts(a, shared_lease, &oom);
+    m->lease_usable_until = cp_new_ts(a, shared_lease - margin, &oom);
+    st.renewable_until_ms =
+        own_less || latest_own >= shared_lease ? shared_lease - margin : 0;
+  }
   uint8_t *sum = cp_arena_alloc(a, CP_CHECKSUM_LEN);
   if (oom || !sum || cp_checksum_snapshot(m, sum) != 0)
     goto nomem;

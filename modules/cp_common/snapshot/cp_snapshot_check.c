@@ -73,7 +73,7 @@ Controlplane__V1__RejectReason cp_check_rule(
 }
 
 Controlplane__V1__RejectReason cp_check_proxy(
-    const Controlplane__V1__OwnedProxy *p, const char **why) {
+    const Controlplane__V1__OwnedProxy *p, int shared, const char **why) {
   if (!p)
     REJECT(R_MALFORMED, "proxy missing");
   if (!cp_str_ok(p->proxy_id, 1, PH_POOL_ID_MAX))
@@ -101,11 +101,15 @@ Controlplane__V1__RejectReason cp_check_proxy(
     REJECT(R_MALFORMED, "proxy capacity not 1..1000000");
   if (p->weight < 1 || p->weight > PH_POOL_WEIGHT_MAX)
     REJECT(R_MALFORMED, "proxy weight not 1..1000");
-  if (!cp_ts_ok(p->expires_at) || !cp_ts_ok(p->usable_until))
-    REJECT(R_MALFORMED, "proxy expires_at or usable_until missing or "
-                        "malformed");
-  if (cp_ts_cmp(p->usable_until, p->expires_at) > 0)
-    REJECT(R_MALFORMED, "proxy usable_until after expires_at");
+  /* The shared lease form: both absent is a proxy with no expiry of its
+   * own (the snapshot's lease ends it). */
+  if (!(shared && !p->expires_at && !p->usable_until)) {
+    if (!cp_ts_ok(p->expires_at) || !cp_ts_ok(p->usable_until))
+      REJECT(R_MALFORMED, "proxy expires_at or usable_until missing or "
+                          "malformed");
+    if (cp_ts_cmp(p->usable_until, p->expires_at) > 0)
+      REJECT(R_MALFORMED, "proxy usable_until after expires_at");
+  }
   if (!cp_str_ok(p->secret_ref, 0, PH_POOL_SECRET_REF_MAX))
     REJECT(R_MALFORMED, "proxy secret_ref out of its bounds");
   int has_ref = p->secret_ref && *p->secret_ref;
@@ -113,6 +117,49 @@ Controlplane__V1__RejectReason cp_check_proxy(
     REJECT(R_MALFORMED, "proxy credential_version without secret_ref or "
                         "the reverse");
   return R_OK;
+}
+
+Controlplane__V1__RejectReason cp_check_lease(
+    const Google__Protobuf__Timestamp *exp,
+    const Google__Protobuf__Timestamp *usable, int *shared, const char **why) {
+  *shared = 0;
+  if (!exp && !usable)
+    return R_OK;
+  if (!cp_ts_ok(exp) || !cp_ts_ok(usable))
+    REJECT(R_MALFORMED, "lease_expires_at or lease_usable_until alone or "
+                        "malformed");
+  if (cp_ts_cmp(usable, exp) > 0)
+    REJECT(R_MALFORMED, "lease_usable_until after lease_expires_at");
+  *shared = 1;
+  return R_OK;
+}
+
+/* The earlier of own (NULL: none) and the lease's (NULL: no lease). */
+static int earlier_ms(const Google__Protobuf__Timestamp *own,
+                      const Google__Protobuf__Timestamp *lease, int64_t *ms) {
+  int64_t a, b;
+  if (!lease)
+    return cp_ts_to_ms(own, ms);
+  if (!cp_ts_to_ms(lease, &b))
+    return 0;
+  if (!own) {
+    *ms = b;
+    return 1;
+  }
+  if (!cp_ts_to_ms(own, &a))
+    return 0;
+  *ms = a < b ? a : b;
+  return 1;
+}
+
+int cp_proxy_times(const Controlplane__V1__WorkerSnapshot *s,
+                   const Controlplane__V1__OwnedProxy *p,
+                   int64_t *expires_ms, int64_t *usable_ms) {
+  int shared = s && s->lease_expires_at && s->lease_usable_until;
+  return earlier_ms(p->expires_at, shared ? s->lease_expires_at : NULL,
+                    expires_ms) &&
+         earlier_ms(p->usable_until, shared ? s->lease_usable_until : NULL,
+                    usable_ms);
 }
 
 static Controlplane__V1__RejectReason check_credential(
@@ -255,11 +302,15 @@ Controlplane__V1__RejectReason cp_snapshot_check(
   if (m->generated_at && !cp_ts_ok(m->generated_at))
     REJECT(R_MALFORMED, "generated_at malformed");
   Controlplane__V1__RejectReason r;
+  int shared;
+  if ((r = cp_check_lease(m->lease_expires_at, m->lease_usable_until,
+                          &shared, why)) != R_OK)
+    return r;
   for (size_t i = 0; i < m->n_routing; i++)
     if ((r = cp_check_rule(m->routing[i], why)) != R_OK)
       return r;
   for (size_t i = 0; i < m->n_proxies; i++)
-    if ((r = cp_check_proxy(m->proxies[i], why)) != R_OK)
+    if ((r = cp_check_proxy(m->proxies[i], shared, why)) != R_OK)
       return r;
   for (size_t i = 0; i < m->n_credentials; i++)
     if ((r = check_credential(m->credentials[i], why)) != R_OK)

@@ -98,8 +98,15 @@ cp_delta_result cp_snapshot_apply_delta_from(
   /* What the delta brings is checked before anything is copied, so that
    * the copies stay within their bound (a full check of the result
    * follows). */
+  int shared;
+  if (cp_check_lease(d->lease_expires_at, d->lease_usable_until, &shared,
+                     why) !=
+      CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
+    res = CP_DELTA_NEED_FULL;
+    goto done;
+  }
   for (size_t i = 0; i < d->n_upserted_proxies; i++)
-    if (cp_check_proxy(d->upserted_proxies[i], why) !=
+    if (cp_check_proxy(d->upserted_proxies[i], shared, why) !=
         CONTROLPLANE__V1__REJECT_REASON__REJECT_REASON_UNSPECIFIED) {
       res = CP_DELTA_NEED_FULL;
       goto done;
@@ -206,6 +213,9 @@ cp_delta_result cp_snapshot_apply_delta_from(
   m->ownership_epoch = d->ownership_epoch;
   m->generated_at = cp_copy_ts(a, d->generated_at, &oom);
   m->valid_until = cp_copy_ts(a, d->valid_until, &oom);
+  /* The shared lease is the delta's: a renewal is these two times. */
+  m->lease_expires_at = cp_copy_ts(a, d->lease_expires_at, &oom);
+  m->lease_usable_until = cp_copy_ts(a, d->lease_usable_until, &oom);
   m->cluster_id = cp_copy_str(a, held->cluster_id, &oom);
   m->worker_id = cp_copy_str(a, held->worker_id, &oom);
   m->session_id = cp_copy_str(a, held->session_id, &oom);
@@ -305,6 +315,8 @@ cp_delta_result cp_snapshot_diff(const Controlplane__V1__WorkerSnapshot *old,
   m->ownership_epoch = nw->ownership_epoch;
   m->generated_at = cp_copy_ts(a, nw->generated_at, &oom);
   m->valid_until = cp_copy_ts(a, nw->valid_until, &oom);
+  m->lease_expires_at = cp_copy_ts(a, nw->lease_expires_at, &oom);
+  m->lease_usable_until = cp_copy_ts(a, nw->lease_usable_until, &oom);
 
   /* Routing: replaced as a whole when any rule or the order differs. */
   int same = old->n_routing == nw->n_routing;

@@ -53,11 +53,17 @@ size_t cp_str_len_ok(const char *s, size_t min, size_t max);
 int cp_strategy_ok(const char *s);
 
 /* One rule's, one proxy's field rules (cp_snapshot_check's): the reason
- * and its text, or UNSPECIFIED. NULL is MALFORMED. */
+ * and its text, or UNSPECIFIED. NULL is MALFORMED. `shared`: the proxy is
+ * of a shared lease form snapshot, where its times may be absent (both). */
 Controlplane__V1__RejectReason cp_check_rule(
     const Controlplane__V1__RoutingRule *r, const char **why);
 Controlplane__V1__RejectReason cp_check_proxy(
-    const Controlplane__V1__OwnedProxy *p, const char **why);
+    const Controlplane__V1__OwnedProxy *p, int shared, const char **why);
+/* A shared lease's two times (either may be NULL): MALFORMED when one
+ * alone, one malformed, or usable after expires; *shared = both set. */
+Controlplane__V1__RejectReason cp_check_lease(
+    const Google__Protobuf__Timestamp *exp,
+    const Google__Protobuf__Timestamp *usable, int *shared, const char **why);
 
 /* The limits to check against: lim, or the PH_POOL_* maxima for NULL. */
 cp_snapshot_limits cp_limits_or_max(const cp_snapshot_limits *lim);

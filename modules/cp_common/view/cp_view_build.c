@@ -32,6 +32,19 @@ static int64_t ts_ms(const Google__Protobuf__Timestamp *t) {
   return s * 1000 + (t->nanos >= 0 ? t->nanos / 1000000 : 0);
 }
 
+/* A proxy's time in either form: its own (own; NULL: none), or with the
+ * snapshot's shared lease (lease, issue 26) the earlier of the two. */
+static int64_t end_ms(const Google__Protobuf__Timestamp *own,
+                      const Google__Protobuf__Timestamp *lease) {
+  if (!lease)
+    return ts_ms(own);
+  int64_t l = ts_ms(lease);
+  if (!own)
+    return l;
+  int64_t m = ts_ms(own);
+  return m < l ? m : l;
+}
+
 static uint32_t dur_ms(const Google__Protobuf__Duration *d) {
   if (!d || d->seconds < 0)
     return 0;
@@ -391,6 +404,7 @@ static void lay_out(const Controlplane__V1__WorkerSnapshot *s,
                     size_t *secret_off) {
   cp_view_block *blk = bump_take(b, align_up(sizeof *blk));
   uint32_t nr = (uint32_t)s->n_routing, np = (uint32_t)s->n_proxies;
+  int shared = s->lease_expires_at && s->lease_usable_until;
   ph_pool_view_rule *rules = bump_take(b, align_up(nr * sizeof *rules));
   ph_pool_view_proxy *px = bump_take(b, align_up(np * sizeof *px));
   ph_pool_view_credential *cr =
@@ -472,8 +486,10 @@ static void lay_out(const Controlplane__V1__WorkerSnapshot *s,
     x.port = (uint16_t)(op->port > 65535 ? 0 : op->port);
     x.capacity = op->capacity;
     x.weight = op->weight;
-    x.usable_until_ms = ts_ms(op->usable_until);
-    x.expires_at_ms = ts_ms(op->expires_at);
+    x.usable_until_ms =
+        end_ms(op->usable_until, shared ? s->lease_usable_until : NULL);
+    x.expires_at_ms =
+        end_ms(op->expires_at, shared ? s->lease_expires_at : NULL);
     x.draining = op->draining ? 1 : 0;
     x.zone = bump_str(b, op->zone, NULL);
     if (px) {

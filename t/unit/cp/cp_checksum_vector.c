@@ -70,6 +70,8 @@ static void dump(const char *name, const Snap *s) {
          ",\"valid_until\":",
          s->version, s->ownership_epoch);
   jts(s->valid_until);
+  jtsf("lease_expires_at", s->lease_expires_at);
+  jtsf("lease_usable_until", s->lease_usable_until);
   printf(",\"routing\":[");
   for (size_t i = 0; i < s->n_routing; i++) {
     const Rule *r = s->routing[i];
@@ -270,5 +272,17 @@ int main(int argc, char **argv) {
   Rule *rules2[] = {&r2, &r1, &r3};
   s.routing = rules2;
   dump("rules-reordered", &s);
+
+  /* 4. The shared lease form (issue 26): each proxy's times are the
+   * earlier of its own (absent in px-1.a and PX-2) and the lease's, and
+   * seconds tie at px-10's expires_at while the nanos decide. */
+  Ts le = {PROTOBUF_C_MESSAGE_INIT(&google__protobuf__timestamp__descriptor),
+           1800000030, 500};
+  Ts lu = {PROTOBUF_C_MESSAGE_INIT(&google__protobuf__timestamp__descriptor),
+           1800000025, 0};
+  s.routing = rules;
+  s.lease_expires_at = &le;
+  s.lease_usable_until = &lu;
+  dump("shared-lease", &s);
   return 0;
 }

@@ -8,7 +8,10 @@
  *  - check: every reject reason, each rule on its own;
  *  - deltas: apply (base, checksum, removed and upserted proxies, routing
  *    replaced), diff and apply giving the full snapshot's checksum, over
- *    the wire too. */
+ *    the wire too;
+ *  - the shared lease form (issue 26): one checksum for both forms, no
+ *    proxy's end later than its lease, a renewal's delta of the same size
+ *    for 3 and 300 proxies, the new fields' check rules. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +295,7 @@ static void test_build_credentials(void) {
       prow("a3", "vault/a", 2), prow("m1", "missing/x", 1),
       prow("b1", "bad/y", 1),   prow("n1", NULL, 0)};
   cp_owned owned[6];
+  memset(owned, 0, sizeof owned); /* reclaim and health too (valgrind) */
   for (int i = 0; i < 6; i++) {
     owned[i].proxy_id = rows[i].proxy_id;
     owned[i].lease_expiry_ms = NOW + 60000;
@@ -1277,6 +1281,218 @@ static void test_health(void) {
   cp_snapshot_free(old);
 }
 
+/* ---- the shared lease form (issue 26) ------------------------------------
+ * A renewal moves every owned proxy's lease; in the shared lease form it
+ * moves the snapshot's two lease times only, so the delta that carries it
+ * is the same few bytes for 3 proxies as for 300. */
+
+static cp_snapshot *lease_build(size_t n, int shared, uint64_t version,
+                                int64_t now, int64_t lease,
+                                ph_pool_proxy_row *rows, cp_owned *owned) {
+  for (size_t i = 0; i < n; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "px-%04zu", i);
+    rows[i] = prow(id, i % 2 ? "vault/a" : NULL, i % 2 ? 1 : 0);
+    owned[i].proxy_id = rows[i].proxy_id;
+    owned[i].lease_expiry_ms = lease;
+  }
+  if (n > 1) /* an own expiry before the lease sets that proxy's end */
+    rows[1].expires_at_ms = NOW + 30000;
+  if (n > 2) /* a later lease (assigned since the renewal) */
+    owned[2].lease_expiry_ms = lease + 4000;
+  cp_build_input in = base_input();
+  in.proxies = rows;
+  in.n_proxies = n;
+  in.owned = owned;
+  in.n_owned = n;
+  in.now_ms = now;
+  in.version = version;
+  in.shared_lease = shared;
+  cp_snapshot *s = NULL;
+  return cp_snapshot_build(&in, &s, NULL) == CP_BUILD_OK ? s : NULL;
+}
+
+/* The packed size of the delta from a to b (0 when there is none). */
+static size_t renewal_delta(cp_snapshot *a, cp_snapshot *b, size_t *upserted,
+                            cp_snapshot **applied) {
+  cp_delta *d = NULL;
+  size_t n = 0;
+  *upserted = (size_t)-1;
+  if (a && b &&
+      cp_snapshot_diff(cp_snapshot_msg(a), cp_snapshot_msg(b), &d, NULL) ==
+          CP_DELTA_OK) {
+    const Controlplane__V1__SnapshotDelta *dm = cp_delta_msg(d);
+    n = controlplane__v1__snapshot_delta__get_packed_size(dm);
+    *upserted = dm->n_upserted_proxies + dm->n_removed_proxy_ids;
+    if (applied) { /* over the wire, as the gateway gets it */
+      uint8_t *buf = malloc(n);
+      controlplane__v1__snapshot_delta__pack(dm, buf);
+      Controlplane__V1__SnapshotDelta *w =
+          controlplane__v1__snapshot_delta__unpack(NULL, n, buf);
+      free(buf);
+      *applied = NULL;
+      cp_snapshot_apply_delta(cp_snapshot_msg(a), w, &EXPECT, NOW + 11000,
+                              NULL, applied, NULL);
+      controlplane__v1__snapshot_delta__free_unpacked(w, NULL);
+    }
+  }
+  cp_delta_free(d);
+  return n;
+}
+
+static void test_shared_lease(void) {
+  enum { BIG = 300 };
+  static ph_pool_proxy_row rows[4][BIG];
+  static cp_owned owned[4][BIG];
+  int64_t lease = NOW + 60000;
+  cp_snapshot *full = lease_build(3, 0, 7, NOW, lease, rows[0], owned[0]);
+  cp_snapshot *sh = lease_build(3, 1, 7, NOW, lease, rows[1], owned[1]);
+  if (!full || !sh) {
+    ok(0, "shared lease fixtures build");
+    goto out0;
+  }
+  const Snap *f = cp_snapshot_msg(full), *m = cp_snapshot_msg(sh);
+  ok(!f->lease_expires_at && !f->lease_usable_until,
+     "a worker that did not ask for it gets no shared lease (the old form)");
+  ok(ms(m->lease_expires_at) == lease &&
+         ms(m->lease_usable_until) == lease - MARGIN,
+     "issue 26: the shared lease is the earliest delivered lease, "
+     "usable_until = it - margin (CP-3-5)");
+  ok(!find(m, "px-0000")->expires_at && !find(m, "px-0000")->usable_until,
+     "a proxy with no expiry of its own carries no times");
+  ok(ms(find(m, "px-0001")->expires_at) == NOW + 30000 &&
+         ms(find(m, "px-0001")->usable_until) == NOW + 25000,
+     "a proxy with its own expiry carries that one");
+  {
+    /* Equal leases (no proxy assigned since the renewal): both forms say
+     * the same ends. */
+    static ph_pool_proxy_row r2[2][2];
+    static cp_owned o2[2][2];
+    cp_snapshot *x = lease_build(2, 0, 7, NOW, lease, r2[0], o2[0]);
+    cp_snapshot *y = lease_build(2, 1, 7, NOW, lease, r2[1], o2[1]);
+    ok(x && y && cp_checksum_equal(&cp_snapshot_msg(x)->checksum,
+                                   cp_snapshot_msg(y)->checksum.data),
+       "CP-3-4: both forms of one snapshot have one checksum");
+    cp_snapshot_free(x);
+    cp_snapshot_free(y);
+  }
+  is_int(cp_snapshot_check(m, &EXPECT, NOW, NULL, NULL), R_OK,
+         "CP-3-7: the shared lease form passes the gateway's check");
+  int all = 1;
+  for (size_t i = 0; i < m->n_proxies; i++) {
+    int64_t e = 0, u = 0, fe = 0, fu = 0;
+    const Proxy *fp = find(f, m->proxies[i]->proxy_id);
+    all = all && cp_proxy_times(m, m->proxies[i], &e, &u) &&
+          cp_proxy_times(f, fp, &fe, &fu) && e <= fe && u <= fu &&
+          u == e - MARGIN && e <= owned[1][i].lease_expiry_ms;
+  }
+  ok(all, "CP-1-17: no proxy's end is later than its lease or than the "
+          "old form's, usable_until = end - margin");
+  int64_t e = 0, u = 0;
+  ok(cp_proxy_times(m, find(m, "px-0002"), &e, &u) && e == lease &&
+         u == lease - MARGIN,
+     "a later lease (assigned since) ends with the shared one: earlier, "
+     "never later");
+
+  /* A renewal: every lease 10 s later, nothing else changed. */
+  cp_snapshot *sh2 = lease_build(3, 1, 8, NOW + 10000, lease + 10000,
+                                 rows[2], owned[2]);
+  cp_snapshot *full2 = lease_build(3, 0, 8, NOW + 10000, lease + 10000,
+                                   rows[3], owned[3]);
+  size_t up = 0, upf = 0;
+  cp_snapshot *res = NULL;
+  size_t small = renewal_delta(sh, sh2, &up, &res);
+  size_t fsz = renewal_delta(full, full2, &upf, NULL);
+  is_int((long)up, 0, "issue 26: the renewal's delta upserts no proxy");
+  ok(upf == 2, "the old form's upserts every lease-bound proxy (2 of 3)");
+  ok(small > 0 && small < fsz, "and is the smaller");
+  ok(res != NULL, "CP-3-16: the gateway applies the renewal's delta");
+  if (res) {
+    const Snap *r = cp_snapshot_msg(res);
+    ok(cp_checksum_equal(&cp_snapshot_msg(sh2)->checksum, r->checksum.data) &&
+           ms(r->lease_expires_at) == lease + 10000,
+       "the result holds the renewed lease, with the full snapshot's "
+       "checksum");
+    ok(cp_proxy_times(r, find(r, "px-0000"), &e, &u) &&
+           e == lease + 10000 && u == lease + 10000 - MARGIN,
+       "and the proxies end with it");
+  }
+  cp_snapshot_free(res);
+  cp_snapshot_free(sh2);
+  cp_snapshot_free(full2);
+
+  /* The same renewal over 300 proxies: the same delta size. */
+  cp_snapshot *b1 = lease_build(BIG, 1, 7, NOW, lease, rows[0], owned[0]);
+  cp_snapshot *b2 = lease_build(BIG, 1, 8, NOW + 10000, lease + 10000,
+                                rows[1], owned[1]);
+  size_t big = renewal_delta(b1, b2, &up, NULL);
+  ok(big == small && up == 0,
+     "issue 26: a renewal's delta does not grow with the owned set "
+     "(3 and 300 proxies: the same bytes)");
+  diag("renewal delta: %zu bytes (3 or 300 proxies); old form, 3: %zu", big,
+       fsz);
+  cp_snapshot_free(b1);
+  cp_snapshot_free(b2);
+
+  /* The check's rules on the new fields. */
+  Snap *w = mut(sh);
+  Google__Protobuf__Timestamp *keep = w->lease_usable_until;
+  w->lease_usable_until = NULL;
+  is_int(cp_snapshot_check(w, &EXPECT, NOW, NULL, NULL), R_MALFORMED,
+         "CP-7-3: lease_expires_at without lease_usable_until: MALFORMED");
+  w->lease_usable_until = keep;
+  keep->seconds += 3600;
+  resum(w);
+  is_int(cp_snapshot_check(w, &EXPECT, NOW, NULL, NULL), R_MALFORMED,
+         "lease_usable_until after lease_expires_at: MALFORMED");
+  keep->seconds -= 3600;
+  Proxy *p1 = (Proxy *)find(w, "px-0001");
+  Google__Protobuf__Timestamp *pu = p1->usable_until;
+  p1->usable_until = NULL;
+  resum(w);
+  is_int(cp_snapshot_check(w, &EXPECT, NOW, NULL, NULL), R_MALFORMED,
+         "a proxy with one of its own times alone: MALFORMED");
+  p1->usable_until = pu;
+  Google__Protobuf__Timestamp *le = w->lease_expires_at;
+  w->lease_expires_at = NULL;
+  w->lease_usable_until = NULL;
+  resum(w);
+  is_int(cp_snapshot_check(w, &EXPECT, NOW, NULL, NULL), R_MALFORMED,
+         "without the shared lease, a proxy without times: MALFORMED");
+  w->lease_expires_at = le;
+  w->lease_usable_until = keep;
+  resum(w);
+  is_int(cp_snapshot_check(w, &EXPECT, NOW, NULL, NULL), R_OK,
+         "restored, it passes again");
+
+  /* A delta that drops the shared lease while the held proxies have no
+   * times: the result would have proxies without an end: NEED_FULL. */
+  cp_snapshot *sh3 = lease_build(3, 1, 8, NOW + 10000, lease + 10000,
+                                 rows[2], owned[2]);
+  cp_delta *d = NULL;
+  if (sh3 &&
+      cp_snapshot_diff(m, cp_snapshot_msg(sh3), &d, NULL) == CP_DELTA_OK) {
+    Controlplane__V1__SnapshotDelta *dm =
+        (Controlplane__V1__SnapshotDelta *)cp_delta_msg(d);
+    dm->lease_expires_at = NULL;
+    dm->lease_usable_until = NULL;
+    res = NULL;
+    is_int(cp_snapshot_apply_delta(m, dm, &EXPECT, NOW + 11000, NULL, &res,
+                                   NULL),
+           CP_DELTA_NEED_FULL,
+           "CP-3-16: a delta without the lease on a shared held snapshot: "
+           "NEED_FULL");
+    cp_snapshot_free(res);
+  } else {
+    ok(0, "the diff for the dropped-lease case");
+  }
+  cp_delta_free(d);
+  cp_snapshot_free(sh3);
+out0:
+  cp_snapshot_free(full);
+  cp_snapshot_free(sh);
+}
+
 int main(void) {
   plan_lazy();
   test_health();
@@ -1293,5 +1509,6 @@ int main(void) {
   test_delta_round_trip();
   test_delta_rules();
   test_diff_rules();
+  test_shared_lease();
   return done_testing();
 }

@@ -7,7 +7,7 @@
  * millisecond, no candidates at valid_until or past the stale deadline,
  * the reference count across a swap (run under ASan: an old view is read
  * after the swap and freed after its last release), and credentials
- * wiped when the view is freed. */
+ * wiped when the view is freed; the shared lease form's ends (issue 26). */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -481,8 +481,49 @@ static void test_no_allocation(void) {
   cp_view_publish(&slot, NULL);
 }
 
+/* The shared lease form (issue 26): a proxy ends at the earlier of its
+ * own times (absent: none) and the snapshot's lease_expires_at /
+ * lease_usable_until; never later than either. */
+static void test_shared_lease(void) {
+  fixture f;
+  Google__Protobuf__Timestamp le, lu;
+  fx_init(&f);
+  fx_rule(&f, "r", "*", 0, 0, NULL, NULL, "g");
+  fx_proxy(&f, "p0", "g", NULL, NULL);
+  fx_proxy(&f, "p1", "g", NULL, NULL);
+  fx_proxy(&f, "p2", "g", NULL, NULL);
+  ts_set(&le, T0 + 30000);
+  ts_set(&lu, T0 + 25000);
+  f.s.lease_expires_at = &le;
+  f.s.lease_usable_until = &lu;
+  f.px[0].expires_at = NULL; /* no expiry of its own */
+  f.px[0].usable_until = NULL;
+  ts_set(&f.exp[1], T0 + 20000); /* its own, before the lease */
+  ts_set(&f.uu[1], T0 + 15000);
+  ts_set(&f.exp[2], T0 + 90000); /* its own, after the lease */
+  ts_set(&f.uu[2], T0 + 85000);
+  ph_pool_view *v = compile(&f, T0, 45000);
+  if (!v) {
+    ok(0, "compile (shared lease)");
+    return;
+  }
+  ok(v->proxies[0].usable_until_ms == T0 + 25000 &&
+         v->proxies[0].expires_at_ms == T0 + 30000,
+     "issue 26: a proxy without times ends with the snapshot's lease");
+  ok(v->proxies[1].usable_until_ms == T0 + 15000 &&
+         v->proxies[1].expires_at_ms == T0 + 20000,
+     "an own expiry before the lease ends it");
+  ok(v->proxies[2].usable_until_ms == T0 + 25000 &&
+         v->proxies[2].expires_at_ms == T0 + 30000,
+     "CP-1-17: an own expiry after the lease does not outlive the lease");
+  ok(cp_view_usable(v, 0, T0 + 24999) && !cp_view_usable(v, 0, T0 + 25000),
+     "CP-3-6: usable until the lease's usable_until, not at it");
+  cp_view_release(v);
+}
+
 int main(void) {
   plan_lazy();
+  test_shared_lease();
   test_compile();
   test_match();
   test_usable();
