@@ -76,6 +76,9 @@ typedef struct ts_conf {
   /* the relay between servers (ts_relay.c, issue 27): restart-only */
   int relay, relay_allow_plain;
   char relay_listen[130];
+  /* mutual TLS between nodes: all three, or none (plain, loopback) */
+  char relay_cert[1025], relay_key[1025], relay_ca[1025];
+  char relay_td[256]; /* relay.trust_domain */
   uint32_t relay_links_per_peer;
 } ts_conf;
 

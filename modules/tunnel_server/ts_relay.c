@@ -25,10 +25,15 @@
  * stream on: no loops). The agent's open, install before OPEN_RESULT(ok)
  * (TM-P0-18) and the splice are the client path's.
  *
- * This round speaks plain ws between nodes, loopback only and only with
- * relay.allow_plain = true (tests): the node a link names is not proven.
- * Mutual TLS with each node's identity in its certificate is the next
- * step (docs/user-guide/server.md, "Several nodes").
+ * Identity: mutual TLS (relay.tls.*). Each node's certificate, signed by
+ * relay.tls.ca, carries the URI SAN spiffe://<relay.trust_domain>/
+ * tunnelmesh/node/<node_id> (tm_ws_conn_peer_uri: exactly one such URI).
+ * The dialing node checks that the node answering is the one presence
+ * named; the accepting one that the dialer's certificate verifies (lws
+ * asks for it; tm_ws_server.c keeps OpenSSL's verdict), names the node
+ * the link claims, and that node is alive in presence. Without
+ * relay.tls.*, plain ws on loopback only with relay.allow_plain (tests):
+ * the node a link names is then not proven.
  *
  * Two tm_ws contexts: the listener's (links in) and a client one (links
  * out), so each connection's user pointer has one type.
@@ -71,6 +76,8 @@ struct ts_relay {
   ilist peers;
   uint32_t npeers;
   int stopping;
+  int tls;          /* mutual TLS between nodes (relay.tls.*) */
+  char prefix[300]; /* spiffe://<trust domain>/tunnelmesh/node/ */
   ph_timer *rtt_timer;
   /* proxyhost_tunnel_server_relay_links{state} and
    * proxyhost_tunnel_server_relay_rtt_seconds */
@@ -183,6 +190,18 @@ static void out_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   if (!l)
     return;
   ts_mod *m = r->m;
+  char id[TM_PRESENCE_ID_MAX + 1];
+  if (r->tls && (tm_ws_conn_peer_uri(c, r->prefix, id, sizeof(id)) != 0 ||
+                 strcmp(id, l->p->node) != 0)) {
+    /* The certificate verified (the CA) but is not the node presence
+     * named: never used. */
+    PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
+              "relay link refused: the peer's certificate is not the node's",
+              PH_STR("node", m->c.node_id), PH_STR("peer_node", l->p->node));
+    tm_ws_conn_close(c, 1008, "wrong node");
+    wake(l->p, NULL);
+    return;
+  }
   int caps = tm_subproto_caps(subproto);
   tm_session_cfg cfg;
   ts_session_cfg(&m->c, 1, caps > 0 ? ((unsigned)caps & m->c.caps) : 0,
@@ -245,7 +264,8 @@ static const tm_ws_handlers out_handlers = {
 /* Opens one more link to p at addr (host:port). 0, or -1. */
 static int dial(ts_relay *r, rl_peer *p, const char *addr) {
   char url[TM_PRESENCE_RELAY_MAX + 32];
-  int n = snprintf(url, sizeof(url), "ws://%s%s", addr, RL_PATH);
+  int n = snprintf(url, sizeof(url), "%s://%s%s", r->tls ? "wss" : "ws", addr,
+                   RL_PATH);
   if (n < 0 || (size_t)n >= sizeof(url))
     return -1;
   rl_link *l = calloc(1, sizeof(*l));
@@ -255,7 +275,7 @@ static int dial(ts_relay *r, rl_peer *p, const char *addr) {
   /* The link names this node (the peer checks it against presence). */
   l->c = tm_ws_connect(r->cli, url, r->m->c.node_id, &err);
   if (!l->c) {
-    PH_LOG_RL(ts_api, r->m->ctx, PH_LOG_WARN, "relay link refused",
+    PH_LOG_RL(ts_api, r->m->ctx, PH_LOG_WARN, "relay link not dialed",
               PH_STR("peer_node", p->node),
               PH_STR("reason", err ? err : "unknown"));
     free(l);
@@ -370,11 +390,24 @@ static int in_accept(void *arg, tm_ws_conn *w, const char *bearer, size_t len,
     memcpy(node, bearer, len);
     node[len] = '\0';
   }
-  if (r->stopping || m->stopping || m->nconns >= m->c.max_connections ||
-      !node[0] || strlen(node) != len || !known_peer(r, node)) {
-    PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN,
-              "relay link refused: not a live node of presence",
-              PH_STR("node", m->c.node_id), PH_STR("peer", peer ? peer : "-"));
+  char id[TM_PRESENCE_ID_MAX + 1] = "";
+  /* With TLS the node is its certificate's (verified against
+   * relay.tls.ca), and must be the one the link names. */
+  int id_ok =
+      !r->tls || (tm_ws_conn_peer_uri(w, r->prefix, id, sizeof(id)) == 0 &&
+                  strcmp(id, node) == 0);
+  const char *why = r->stopping || m->stopping          ? "stopping"
+                    : m->nconns >= m->c.max_connections ? "max_connections"
+                    : !node[0] || strlen(node) != len   ? "no_node"
+                    : !id_ok                            ? "identity"
+                    : !known_peer(r, node)              ? "unknown_node"
+                                                        : NULL;
+  if (why) {
+    /* identity: no certificate of a node, or one naming another node
+     * than the link; unknown_node: not a live node of presence. */
+    PH_LOG_RL(ts_api, m->ctx, PH_LOG_WARN, "relay link refused",
+              PH_STR("node", m->c.node_id), PH_STR("reason", why),
+              PH_STR("peer", peer ? peer : "-"));
     return -1;
   }
   ts_conn *c = calloc(1, sizeof(*c));
@@ -459,8 +492,18 @@ int ts_relay_start(ts_mod *m) {
            PH_STR("store", store));
     return PH_ENOENT;
   }
+  r->tls = m->c.relay_cert[0] != '\0';
+  snprintf(r->prefix, sizeof(r->prefix), "spiffe://%s/tunnelmesh/node/",
+           m->c.relay_td);
+  const char *cert = r->tls ? m->c.relay_cert : NULL;
+  const char *key = r->tls ? m->c.relay_key : NULL;
+  const char *ca = r->tls ? m->c.relay_ca : NULL;
   tm_ws_cfg in = {
       .listen = m->c.relay_listen,
+      .cert_file = cert,
+      .key_file = key,
+      .ca_file = ca,
+      .require_client_cert = r->tls,
       .allow_plain = m->c.relay_allow_plain,
       .caps = m->c.caps,
       .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
@@ -469,6 +512,9 @@ int ts_relay_start(ts_mod *m) {
   };
   tm_ws_cfg out = {
       .listen = NULL,
+      .ca_file = ca,
+      .client_cert_file = cert,
+      .client_key_file = key,
       .allow_plain = m->c.relay_allow_plain,
       .caps = m->c.caps,
       .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
@@ -493,7 +539,8 @@ int ts_relay_start(ts_mod *m) {
   ts_api->timer_set(r->rtt_timer, RL_RTT_EVERY_MS, RL_RTT_EVERY_MS);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "relay listening",
          PH_STR("node", m->c.node_id), PH_STR("listen", m->c.relay_listen),
-         PH_INT("port", tm_ws_port(r->srv)), PH_STR("scheme", "ws"));
+         PH_INT("port", tm_ws_port(r->srv)),
+         PH_STR("scheme", r->tls ? "wss" : "ws"));
   return PH_OK;
 }
 

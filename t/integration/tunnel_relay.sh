@@ -15,8 +15,12 @@
 #     error: TM-P2-31); selection never queries the database (TM-P2-33:
 #     the view is in memory, the counts of statements are not asserted
 #     here);
-#   - b's agent gone too: agent_offline (0x03 is SOCKS5's "network
-#     unreachable" for it) once b's presence says so.
+#   - b's agent gone too: the open fails once b's presence says so;
+#   - the same with mutual TLS between nodes (relay.tls.*): each node's
+#     certificate names it (spiffe://tm.test/tunnelmesh/node/<id>),
+#     checked against presence; a node whose certificate is from another
+#     CA never gets a link, one whose certificate names another node is
+#     refused (reason=identity).
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
@@ -109,4 +113,63 @@ for p in a b c; do
   wait_exit "$(eval echo "\$${p}_pid")" 30
   is "$EXIT" 0 "$p stops cleanly"
 done
+
+# ---- mutual TLS between nodes: each node's certificate names it -----------
+# (URI SAN spiffe://tm.test/tunnelmesh/node/<node_id>, checked exactly on
+# both ends against the node presence names); a wrong certificate refused.
+mkdir -p "$T/pki"
+( cd "$T/pki" && umask 077 &&
+  q1() { "$@" >/dev/null 2>&1; } &&
+  ca() { q1 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$1.key" -out "$1.pem" -days 2 -subj "/CN=$1" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign; } &&
+  leaf() { # NAME CA NODE
+    q1 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -keyout "$1.key" -out "$1.csr" -subj "/CN=$1" &&
+    printf 'subjectAltName=IP:127.0.0.1,URI:spiffe://tm.test/tunnelmesh/node/%s\nextendedKeyUsage=serverAuth,clientAuth\n' \
+      "$3" >"$1.cnf" &&
+    q1 openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" \
+      -CAcreateserial -out "$1.pem" -days 2 -extfile "$1.cnf" && test -s "$1.pem"; } &&
+  ca ca && ca other-ca &&
+  leaf node-a ca node-a && leaf node-b ca node-b &&
+  leaf node-x other-ca node-x && leaf y-as-a ca node-a )
+ok $? "certificates: node-a, node-b (the CA), node-x (another CA), node-y's naming node-a"
+mtls() { # NODE RELAY-PORT CERT
+  printf 'node_id = %s\npresence = true\npresence.zone = z1\n' "$1"
+  printf 'presence.relay_addr = 127.0.0.1:%s\npresence.lease = 3s\n' "$2"
+  printf 'relay = true\nrelay.listen = 127.0.0.1:%s\nrelay.trust_domain = tm.test\n' "$2"
+  printf 'relay.tls.cert = %s/pki/%s.pem\nrelay.tls.key = %s/pki/%s.key\nrelay.tls.ca = %s/pki/ca.pem\n' \
+    "$T" "$3" "$T" "$3" "$T"
+}
+tn_server a2 "$(mtls node-a "$(free_port)" node-a)"; ok $? "server a2 (node-a) with mutual TLS between nodes"
+tn_server b2 "$(mtls node-b "$(free_port)" node-b)"; ok $? "server b2 (node-b) with mutual TLS between nodes"
+grep -q 'msg="relay listening".*scheme=wss' "$T/a2.log"; ok $? "its relay listener speaks wss"
+tn_agent ag2 b2; tn_wait_sessions "$ag2_admin" agent 1; ok $? "the agent, on b2 only"
+tn_client c2 a2; wait_for tn_ready "$c2_admin"; ok $? "a client on a2"
+get2() { [ "$(tn_get "$c2_socks" "http://ok.test:$web/hello.txt")" = "hello across servers" ]; }
+wait_for get2; ok $? "TM-PROTO-2: a stream through a2 reaches the agent on b2 over the mTLS relay"
+grep -q 'msg="relay link accepted".*peer_node=node-a' "$T/b2.log"; ok $? "b2 accepted node-a (its certificate names node-a, a live node)"
+r=$($PROBE reply --proxy "127.0.0.1:$c2_socks" --target "127.0.0.1:$closed" --atyp ipv4)
+is "$r" 0x05 "TM-PROTO-20 strict through the mTLS relay: a refused target is 0x05"
+
+# intruder NAME NODE CERT LOG-FILE PATTERN: a server NAME (NODE, CERT)
+# with a client; its streams fail, and LOG-FILE says why (PATTERN).
+intruder() {
+  tn_server "$1" "$(mtls "$2" "$(free_port)" "$3")" || return 1
+  tn_client "c$1" "$1" && wait_for tn_ready "$(eval echo "\$c${1}_admin")" || return 1
+  _socks=$(eval echo "\$c${1}_socks") _log=$4 _pat=$5
+  wait_for intruder_failed
+}
+intruder_failed() {
+  [ "$($PROBE reply --proxy "127.0.0.1:$_socks" --target "ok.test:$web")" != 0x00 ] &&
+    grep -q "$_pat" "$_log"
+}
+# node-x: a certificate of another CA: b2's TLS handshake refuses it.
+intruder x node-x node-x "$T/x.log" 'relay link failed to connect.*peer_node=node-b'
+ok $? "node-x (its certificate from another CA) dials b2, the link never comes up: its stream fails"
+grep -q 'peer_node=node-x' "$T/b2.log"; is $? 1 "b2 accepted nothing from node-x"
+# node-y: a certificate of the CA that names node-a: the link names node-y.
+intruder y node-y y-as-a "$T/b2.log" 'msg="relay link refused".*reason=identity'
+ok $? "b2 refuses node-y's link: its certificate names node-a (reason=identity)"
+get2; ok $? "a2's streams still go through"
 done_testing
