@@ -20,7 +20,10 @@
 #     certificate names it (spiffe://tm.test/tunnelmesh/node/<id>),
 #     checked against presence; a node whose certificate is from another
 #     CA never gets a link, one whose certificate names another node is
-#     refused (reason=identity).
+#     refused (reason=identity);
+#   - b2 killed (TM-FAIL-9): the relayed download fails, a local one on a2
+#     (another agent) finishes whole, a2's link is gone, a new open is
+#     agent_offline, and selection's once b2's lease lapsed.
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
@@ -172,4 +175,50 @@ grep -q 'peer_node=node-x' "$T/b2.log"; is $? 1 "b2 accepted nothing from node-x
 intruder y node-y y-as-a "$T/b2.log" 'msg="relay link refused".*reason=identity'
 ok $? "b2 refuses node-y's link: its certificate names node-a (reason=identity)"
 get2; ok $? "a2's streams still go through"
+
+# ---- b2 killed (TM-FAIL-9): only the relayed streams fail --------------------
+# A second agent, edge-2, connected to a2 (its streams stay on a2), and a
+# client for it; a slow download through each client at once.
+BIG=16777216
+head -c $BIG /dev/zero >"$T/www/big.bin"
+tn_ctl "$a2_admin" agent create edge-2 --owner alice >/dev/null &&
+  out=$(tn_ctl "$a2_admin" token create --user alice --agent edge-2) &&
+  (umask 077 && tn_bearer "$out" >"$T/agent2.token") &&
+  tn_ctl "$a2_admin" policy create --agent edge-2 --user alice --host '*' \
+    --ports 1-65535 >/dev/null
+ok $? "agent edge-2: its token and policy"
+TN_AGENT=edge-2 TN_AGENT_TOKEN=$T/agent2.token
+tn_agent al3 a2
+tn_wait_sessions "$al3_admin" agent 1; ok $? "edge-2 connected to a2"
+tn_client cl3 a2
+wait_for tn_ready "$cl3_admin"; ok $? "a client for edge-2 on a2"
+TN_AGENT=edge-1 TN_AGENT_TOKEN=
+slow() { # NAME SOCKS: big.bin at 2 MB/s in the background (8 s); slow_pid
+  "$CURL" -s -m 60 --limit-rate 2M --proxy "socks5h://127.0.0.1:$2" \
+    -o "$T/$1.out" -w '%{size_download}\n' "http://ok.test:$web/big.bin" \
+    >"$T/$1.size" 2>/dev/null &
+  slow_pid=$!
+}
+started() { [ -s "$T/$1.out" ]; }
+slow remote "$c2_socks"; pr=$slow_pid
+slow local "$cl3_socks"; pl=$slow_pid
+wait_for started remote && wait_for started local
+ok $? "a download through the relay (edge-1 on b2) and one local to a2 (edge-2) run"
+kill -9 "$b2_pid"
+wait "$pr"; rr=$?
+[ "$rr" -ne 0 ]; ok $? "TM-FAIL-9: b2 killed: the relayed download fails (curl $rr)"
+wait "$pl"; rl=$?
+is "$rl:$(cat "$T/local.size")" "0:$BIG" "... a2's local download finishes whole"
+is "$(tn_get "$cl3_socks" "http://ok.test:$web/hello.txt")" "hello across servers" \
+  "... and a2's local streams go on"
+links_open() { tn_sum "$a2_admin" '^proxyhost_tunnel_server_relay_links\{state="open"\}'; }
+no_link() { [ "$(links_open)" = 0 ]; }
+wait_for no_link; ok $? "a2 has no open relay link left"
+r=$($PROBE reply --proxy "127.0.0.1:$c2_socks" --target "ok.test:$web")
+is "$r" 0x04 "a new open for edge-1 (only on b2): agent_offline (0x04)"
+lapsed() {
+  $PROBE reply --proxy "127.0.0.1:$c2_socks" --target "ok.test:$web" >/dev/null
+  grep 'msg="tunnel stream end"' "$T/a2.log" | tail -1 | grep -q 'stage=selection code=agent_offline'
+}
+wait_long lapsed; ok $? "once b2's lease lapsed no node holds edge-1: selection/agent_offline, no dial"
 done_testing
