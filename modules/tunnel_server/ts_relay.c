@@ -52,11 +52,15 @@
 
 typedef struct rl_peer rl_peer;
 
-/* A link out, to a peer. */
+/* A link out, to a peer: connecting (its opens wait), open (a session),
+ * or done (refused, or its session ended: waiting for tm_ws to forget
+ * it; never waited on). */
+enum { RL_CONNECTING = 0, RL_OPEN, RL_DONE };
 typedef struct rl_link {
   rl_peer *p;
   tm_ws_conn *c;
-  tm_session *s;   /* once connected, until its session ends */
+  int state;
+  tm_session *s;   /* while open, until its session ends */
   ilist_node link; /* on p->links */
 } rl_link;
 
@@ -157,7 +161,7 @@ static void wake(rl_peer *p, tm_session *s) {
 
 static int connecting(rl_peer *p) {
   ILIST_FOREACH_SAFE(&p->links, n, nx) {
-    if (!ILIST_ENTRY(n, rl_link, link)->s)
+    if (ILIST_ENTRY(n, rl_link, link)->state == RL_CONNECTING)
       return 1;
   }
   return 0;
@@ -166,11 +170,15 @@ static int connecting(rl_peer *p) {
 /* ---- links out ------------------------------------------------------------
  */
 
+/* l is gone: the opens waiting on p fail unless another link of p is
+ * still connecting. */
 static void link_free(ts_relay *r, rl_link *l) {
   rl_peer *p = l->p;
   ilist_remove(&l->link);
   p->nlinks--;
   free(l);
+  if (!connecting(p))
+    wake(p, NULL);
   peer_maybe_free(r, p);
 }
 
@@ -178,6 +186,7 @@ static void out_sess_close(void *arg, int reason) {
   rl_link *l = arg;
   (void)reason;
   l->s = NULL; /* its streams were reset: their opens answered */
+  l->state = RL_DONE;
 }
 
 static const tm_session_ops out_ops = {
@@ -190,6 +199,9 @@ static void out_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   if (!l)
     return;
   ts_mod *m = r->m;
+  count_link(r, 0, -1);
+  count_link(r, 1, 1); /* out_closed counts it down */
+  l->state = RL_DONE;  /* until its session is up */
   char id[TM_PRESENCE_ID_MAX + 1];
   if (r->tls && (tm_ws_conn_peer_uri(c, r->prefix, id, sizeof(id)) != 0 ||
                  strcmp(id, l->p->node) != 0)) {
@@ -199,22 +211,23 @@ static void out_connected(void *arg, tm_ws_conn *c, const char *subproto) {
               "relay link refused: the peer's certificate is not the node's",
               PH_STR("node", m->c.node_id), PH_STR("peer_node", l->p->node));
     tm_ws_conn_close(c, 1008, "wrong node");
-    wake(l->p, NULL);
+    if (!connecting(l->p))
+      wake(l->p, NULL);
     return;
   }
   int caps = tm_subproto_caps(subproto);
   tm_session_cfg cfg;
   ts_session_cfg(&m->c, 1, caps > 0 ? ((unsigned)caps & m->c.caps) : 0,
                  m->metrics, &cfg);
-  count_link(r, 0, -1);
   l->s =
       tm_session_new(ts_api, m->ctx, &cfg, tm_ws_transport(), c, &out_ops, l);
   if (!l->s) {
     tm_ws_conn_close(c, 1011, "internal error");
-    wake(l->p, NULL);
+    if (!connecting(l->p))
+      wake(l->p, NULL);
     return;
   }
-  count_link(r, 1, 1);
+  l->state = RL_OPEN;
   tm_ws_conn_bind(c, l->s);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "relay link up",
          PH_STR("node", m->c.node_id), PH_STR("peer_node", l->p->node),
@@ -231,14 +244,8 @@ static void out_connect_error(void *arg, tm_ws_conn *c) {
   count_link(r, 0, -1);
   PH_LOG_RL(ts_api, r->m->ctx, PH_LOG_WARN, "relay link failed to connect",
             PH_STR("node", r->m->c.node_id), PH_STR("peer_node", l->p->node));
-  rl_peer *p = l->p;
   l->c = NULL;
-  ilist_remove(&l->link);
-  p->nlinks--;
-  free(l);
-  if (!connecting(p))
-    wake(p, NULL);
-  peer_maybe_free(r, p);
+  link_free(r, l);
 }
 
 static void out_closed(void *arg, tm_ws_conn *c) {

@@ -23,7 +23,9 @@
 #     refused (reason=identity);
 #   - b2 killed (TM-FAIL-9): the relayed download fails, a local one on a2
 #     (another agent) finishes whole, a2's link is gone, a new open is
-#     agent_offline, and selection's once b2's lease lapsed.
+#     agent_offline, and selection's once b2's lease lapsed;
+#   - node-z holding the agent with a certificate naming node-b: the
+#     dialing node refuses the link.
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
@@ -135,8 +137,8 @@ mkdir -p "$T/pki"
       -CAcreateserial -out "$1.pem" -days 2 -extfile "$1.cnf" && test -s "$1.pem"; } &&
   ca ca && ca other-ca &&
   leaf node-a ca node-a && leaf node-b ca node-b &&
-  leaf node-x other-ca node-x && leaf y-as-a ca node-a )
-ok $? "certificates: node-a, node-b (the CA), node-x (another CA), node-y's naming node-a"
+  leaf node-x other-ca node-x && leaf y-as-a ca node-a && leaf z-as-b ca node-b )
+ok $? "certificates: node-a, node-b (the CA), node-x (another CA), node-y's naming node-a, node-z's naming node-b"
 mtls() { # NODE RELAY-PORT CERT
   printf 'node_id = %s\npresence = true\npresence.zone = z1\n' "$1"
   printf 'presence.relay_addr = 127.0.0.1:%s\npresence.lease = 3s\n' "$2"
@@ -221,4 +223,15 @@ lapsed() {
   grep 'msg="tunnel stream end"' "$T/a2.log" | tail -1 | grep -q 'stage=selection code=agent_offline'
 }
 wait_long lapsed; ok $? "once b2's lease lapsed no node holds edge-1: selection/agent_offline, no dial"
+
+# The dialing end checks too: node-z holds edge-1 but its certificate (of
+# the CA) names node-b: a2 never uses the link.
+tn_server z "$(mtls node-z "$(free_port)" z-as-b)"; ok $? "server z (node-z), its certificate naming node-b"
+tn_agent ag4 z; tn_wait_sessions "$ag4_admin" agent 1; ok $? "edge-1 connected to z"
+z_refused() {
+  [ "$($PROBE reply --proxy "127.0.0.1:$c2_socks" --target "ok.test:$web")" != 0x00 ] &&
+    grep -q "relay link refused: the peer's certificate is not the node's.*peer_node=node-z" "$T/a2.log"
+}
+wait_for z_refused; ok $? "a2 dials node-z, finds a certificate naming node-b, refuses the link: the open fails"
+grep -q 'relay link up.*peer_node=node-z' "$T/a2.log"; is $? 1 "... and never used it"
 done_testing
