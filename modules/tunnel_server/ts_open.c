@@ -83,6 +83,7 @@ struct ts_open {
   int from_peer; /* opened by a peer node's relay link: authorized there,
                     opened only towards an agent connected here */
   int remote;    /* going through a relay link to the agent's node */
+  int remote_tries; /* routes tried after a link failed (at most 2) */
   ts_relay_wait rw; /* waiting for that link */
   uint8_t protocol;
   uint16_t port;
@@ -316,6 +317,13 @@ static void open_on(ts_open *op, tm_session *s) {
 static void remote_ready(ts_relay_wait *w, tm_session *s) {
   ts_open *op = (ts_open *)((char *)w - offsetof(ts_open, rw));
   op->select_us = since(op->t_step);
+  if (!s && op->remote_tries < 2) {
+    /* The link failed: route again from the loop (the node is marked
+     * down, so another holding the agent goes first; TM-FAIL-9). */
+    op->remote_tries++;
+    ts_api->defer_post(op->start);
+    return;
+  }
   if (!s) {
     tm_obs_stage_scope(op->m->metrics, TM_OS_SELECTION, TM_R_FAILURE, 1,
                        op->select_us);
@@ -466,7 +474,12 @@ static void run(ts_open *op) {
 
 static void on_start(ph_defer *d, void *arg) {
   (void)d;
-  run(arg); /* may finish the open: frees d (allowed from its call) */
+  ts_open *op = arg;
+  /* may finish the open: frees d (allowed from its call) */
+  if (op->phase == OP_OPENING && op->remote)
+    select_remote(op); /* a relay link failed: route again */
+  else
+    run(op);
 }
 
 /* op holds a slot: it starts on the loop's next turn, never on the

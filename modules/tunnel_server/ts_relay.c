@@ -70,6 +70,10 @@ struct rl_peer {
   uint32_t nlinks;
   ilist waiters;   /* ts_relay_wait */
   ilist_node link; /* on r->peers */
+  /* A link to it failed or ended: chosen after any other node holding
+   * the agent until then (mono ms; presence.lease after the failure,
+   * within which presence drops a dead node) */
+  uint64_t down_until;
 };
 
 struct ts_relay {
@@ -141,22 +145,34 @@ static rl_peer *peer_get(ts_relay *r, const char *node) {
   return p;
 }
 
+static uint64_t now_ms(void) { return mono_us() / 1000; }
+
 static void peer_maybe_free(ts_relay *r, rl_peer *p) {
-  if (p->nlinks || !ilist_empty(&p->waiters))
+  if (p->nlinks || !ilist_empty(&p->waiters) || p->down_until > now_ms())
     return;
   ilist_remove(&p->link);
   r->npeers--;
   free(p);
 }
 
-/* The waiters of p get s (NULL: failed), each once. */
+/* The waiters of p get s (NULL: failed), each once (those there now:
+ * a ready callback never routes again from here, ts_open.c retries from
+ * the loop). */
 static void wake(rl_peer *p, tm_session *s) {
+  ilist now;
+  ilist_init(&now);
   ilist_node *n;
-  while ((n = ilist_first(&p->waiters))) {
+  while ((n = ilist_first(&p->waiters)))
+    ilist_push(&now, n);
+  while ((n = ilist_first(&now))) {
     ts_relay_wait *w = ILIST_ENTRY(n, ts_relay_wait, link);
     ilist_remove(&w->link);
     w->ready(w, s && tm_session_can_open(s) ? s : NULL);
   }
+}
+
+static void mark_down(ts_relay *r, rl_peer *p) {
+  p->down_until = now_ms() + r->m->c.presence_lease_ms;
 }
 
 static int connecting(rl_peer *p) {
@@ -174,6 +190,8 @@ static int connecting(rl_peer *p) {
  * still connecting. */
 static void link_free(ts_relay *r, rl_link *l) {
   rl_peer *p = l->p;
+  if (!r->stopping)
+    mark_down(r, p);
   ilist_remove(&l->link);
   p->nlinks--;
   free(l);
@@ -211,6 +229,7 @@ static void out_connected(void *arg, tm_ws_conn *c, const char *subproto) {
               "relay link refused: the peer's certificate is not the node's",
               PH_STR("node", m->c.node_id), PH_STR("peer_node", l->p->node));
     tm_ws_conn_close(c, 1008, "wrong node");
+    mark_down(r, l->p);
     if (!connecting(l->p))
       wake(l->p, NULL);
     return;
@@ -299,11 +318,16 @@ static int dial(ts_relay *r, rl_peer *p, const char *addr) {
 /* ---- the choice ------------------------------------------------------------
  */
 
-/* The node of the view holding agent: this node's zone first, then the
- * first other (the view's order, by node id). NULL: none. */
-static const tm_presence_node *
-holder(const ts_mod *m, const tm_presence_view *v, const char *agent) {
-  const tm_presence_node *other = NULL;
+/* The node of the view holding agent, in order: this node's zone before
+ * the others, and within each a node not marked down (a link to it
+ * failed) before one that is, the one marked longest ago first; then the
+ * view's order (by node id). NULL: none. */
+static const tm_presence_node *holder(ts_relay *r, const tm_presence_view *v,
+                                      const char *agent) {
+  const ts_mod *m = r->m;
+  const tm_presence_node *best = NULL;
+  int best_rank = 4;
+  uint64_t now = now_ms(), best_down = 0;
   for (size_t i = 0; i < v->n_nodes; i++) {
     const tm_presence_node *nd = &v->nodes[i];
     if (strcmp(nd->node_id, m->c.node_id) == 0 || !nd->relay_addr[0])
@@ -318,12 +342,17 @@ holder(const ts_mod *m, const tm_presence_view *v, const char *agent) {
     }
     if (!has)
       continue;
-    if (strcmp(nd->zone, m->c.presence_zone) == 0)
-      return nd;
-    if (!other)
-      other = nd;
+    const rl_peer *p = peer_find(r, nd->node_id);
+    uint64_t down = p && p->down_until > now ? p->down_until : 0;
+    int rank = (strcmp(nd->zone, m->c.presence_zone) != 0) * 2 + !!down;
+    /* Among nodes marked down, the one that failed longest ago. */
+    if (rank < best_rank || (rank == best_rank && down < best_down)) {
+      best = nd;
+      best_rank = rank;
+      best_down = down;
+    }
   }
-  return other;
+  return best;
 }
 
 int ts_relay_route(ts_mod *m, const char *agent, ts_relay_wait *w,
@@ -334,7 +363,7 @@ int ts_relay_route(ts_mod *m, const char *agent, ts_relay_wait *w,
   tm_presence_view v;
   if (r->tp->view(r->tp_self, &v) != PH_OK)
     return -1; /* not vouched for: fail closed (agent_offline) */
-  const tm_presence_node *nd = holder(m, &v, agent);
+  const tm_presence_node *nd = holder(r, &v, agent);
   if (!nd)
     return -1;
   rl_peer *p = peer_get(r, nd->node_id);

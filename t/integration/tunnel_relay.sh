@@ -25,7 +25,9 @@
 #     (another agent) finishes whole, a2's link is gone, a new open is
 #     agent_offline, and selection's once b2's lease lapsed;
 #   - node-z holding the agent with a certificate naming node-b: the
-#     dialing node refuses the link.
+#     dialing node refuses the link;
+#   - the agent on node-b and node-c: node-b killed, the next open goes
+#     to node-c at once (node-b marked down, not waiting for its lease).
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
@@ -137,8 +139,8 @@ mkdir -p "$T/pki"
       -CAcreateserial -out "$1.pem" -days 2 -extfile "$1.cnf" && test -s "$1.pem"; } &&
   ca ca && ca other-ca &&
   leaf node-a ca node-a && leaf node-b ca node-b &&
-  leaf node-x other-ca node-x && leaf y-as-a ca node-a && leaf z-as-b ca node-b )
-ok $? "certificates: node-a, node-b (the CA), node-x (another CA), node-y's naming node-a, node-z's naming node-b"
+  leaf node-x other-ca node-x && leaf y-as-a ca node-a && leaf z-as-b ca node-b && leaf node-c ca node-c )
+ok $? "certificates: node-a, node-b (the CA), node-x (another CA), node-y's naming node-a, node-z's naming node-b, node-c"
 mtls() { # NODE RELAY-PORT CERT
   printf 'node_id = %s\npresence = true\npresence.zone = z1\n' "$1"
   printf 'presence.relay_addr = 127.0.0.1:%s\npresence.lease = 3s\n' "$2"
@@ -234,4 +236,22 @@ z_refused() {
 }
 wait_for z_refused; ok $? "a2 dials node-z, finds a certificate naming node-b, refuses the link: the open fails"
 grep -q 'relay link up.*peer_node=node-z' "$T/a2.log"; is $? 1 "... and never used it"
+
+# Failover (TM-FAIL-9): the agent on node-b (again) and node-c, both in
+# a2's zone; node-b first (the view's order). node-b killed: the next
+# open goes to node-c at once, without waiting for node-b's lease.
+kill -TERM "$z_pid"; wait_exit "$z_pid" 30
+tn_server b3 "$(mtls node-b "$(free_port)" node-b)"; ok $? "server b3 (node-b again)"
+tn_server c3 "$(mtls node-c "$(free_port)" node-c)"; ok $? "server c3 (node-c)"
+tn_agent ag5 b3; tn_agent ag6 c3
+tn_wait_sessions "$ag5_admin" agent 1 && tn_wait_sessions "$ag6_admin" agent 1
+ok $? "edge-1 connected to b3 and to c3"
+via_b3() { get2 && grep -q 'msg="relay link accepted".*peer_node=node-a' "$T/b3.log"; }
+wait_long via_b3; ok $? "a2's streams for edge-1 go to node-b (first in the view)"
+grep -q 'peer_node=node-a' "$T/c3.log"; is $? 1 "... none to node-c yet"
+kill -9 "$b3_pid"
+b_link_gone() { grep -q 'msg="relay link closed".*peer_node=node-b' "$T/a2.log"; }
+wait_for b_link_gone; ok $? "a2's link to node-b ends"
+get2; ok $? "TM-FAIL-9: the next open goes to node-c at once (node-b marked down)"
+grep -q 'msg="relay link accepted".*peer_node=node-a' "$T/c3.log"; ok $? "... through a link node-c accepted"
 done_testing
