@@ -27,7 +27,10 @@
 #   - node-z holding the agent with a certificate naming node-b: the
 #     dialing node refuses the link;
 #   - the agent on node-b and node-c: node-b killed, the next open goes
-#     to node-c at once (node-b marked down, not waiting for its lease).
+#     to node-c at once (node-b marked down, not waiting for its lease);
+#   - node-c stopped with SIGSTOP: the links' heartbeat ends the link and
+#     the stream through it fails;
+#   - the relay keys' checks (--check-config).
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
@@ -147,6 +150,9 @@ mtls() { # NODE RELAY-PORT CERT
   printf 'relay = true\nrelay.listen = 127.0.0.1:%s\nrelay.trust_domain = tm.test\n' "$2"
   printf 'relay.tls.cert = %s/pki/%s.pem\nrelay.tls.key = %s/pki/%s.key\nrelay.tls.ca = %s/pki/ca.pem\n' \
     "$T" "$3" "$T" "$3" "$T"
+  # a heartbeat that finds a stopped peer in seconds (the relay links'
+  # sessions use the server's)
+  printf 'ping_interval = 500ms\nping_timeout = 1500ms\n'
 }
 tn_server a2 "$(mtls node-a "$(free_port)" node-a)"; ok $? "server a2 (node-a) with mutual TLS between nodes"
 tn_server b2 "$(mtls node-b "$(free_port)" node-b)"; ok $? "server b2 (node-b) with mutual TLS between nodes"
@@ -254,4 +260,50 @@ b_link_gone() { grep -q 'msg="relay link closed".*peer_node=node-b' "$T/a2.log";
 wait_for b_link_gone; ok $? "a2's link to node-b ends"
 get2; ok $? "TM-FAIL-9: the next open goes to node-c at once (node-b marked down)"
 grep -q 'msg="relay link accepted".*peer_node=node-a' "$T/c3.log"; ok $? "... through a link node-c accepted"
+rtt_seen() { [ "$(tn_sum "$a2_admin" '^proxyhost_tunnel_server_relay_rtt_seconds_count')" -ge 1 ]; }
+wait_long rtt_seen; ok $? "the open link's heartbeat round trip is sampled (proxyhost_tunnel_server_relay_rtt_seconds, every 5 s)"
+
+# node-c stopped (SIGSTOP): its socket stays open, the heartbeat finds it.
+slow stopped "$c2_socks"; ps=$slow_pid
+wait_for started stopped; ok $? "a download through node-c runs"
+kill -STOP "$c3_pid"
+c_link_gone() { grep -q 'msg="relay link closed".*peer_node=node-c' "$T/a2.log"; }
+wait_long c_link_gone; ok $? "node-c stopped: a2's heartbeat ends the link (ping_timeout 1.5 s)"
+wait "$ps"; rs=$?
+[ "$rs" -ne 0 ]; ok $? "... and the download through it fails (curl $rs)"
+is "$(tn_get "$cl3_socks" "http://ok.test:$web/hello.txt")" "hello across servers" \
+  "a2's local streams go on"
+kill -CONT "$c3_pid"
+
+# The keys' checks (--check-config).
+relay_conf() { # EXTRA-LINES: a server section with them, checked
+  { sed -n '1,/^\[tunnel_server\]/p' "$T/a.ini"
+    printf 'listen = 127.0.0.1:%s\nstore = store_pg\naccess = auth_cache\n%s\n' "$(free_port)" "$1"
+  } >"$T/check.ini"
+  "$PROXYHOST" --check-config -c "$T/check.ini" 2>&1
+}
+out=$(relay_conf 'node_id = n1
+relay = true
+relay.listen = 127.0.0.1:1')
+like "$out" "needs presence = true" "relay = true without presence: --check-config fails saying why"
+out=$(relay_conf 'node_id = n1
+presence = true
+presence.relay_addr = 127.0.0.1:1
+relay = true
+relay.listen = 127.0.0.1:1')
+like "$out" "relay.tls.cert" "neither relay.tls.* nor relay.allow_plain: refused, naming relay.tls.cert"
+out=$(relay_conf "node_id = n1
+presence = true
+presence.relay_addr = 127.0.0.1:1
+relay = true
+relay.listen = 127.0.0.1:1
+relay.tls.cert = $T/pki/node-a.pem")
+like "$out" "go together" "relay.tls.cert without its key and CA: refused"
+out=$(relay_conf 'node_id = n1
+presence = true
+presence.relay_addr = 10.1.1.1:1
+relay = true
+relay.listen = 10.1.1.1:1
+relay.allow_plain = true')
+like "$out" "loopback" "a plain relay off loopback: refused"
 done_testing
