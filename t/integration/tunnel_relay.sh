@@ -282,28 +282,24 @@ relay_conf() { # EXTRA-LINES: a server section with them, checked
   } >"$T/check.ini"
   "$PROXYHOST" --check-config -c "$T/check.ini" 2>&1
 }
-out=$(relay_conf 'node_id = n1
-relay = true
-relay.listen = 127.0.0.1:1')
-like "$out" "needs presence = true" "relay = true without presence: --check-config fails saying why"
-out=$(relay_conf 'node_id = n1
+# relay_refused ADDR EXTRA PATTERN WHAT: relay = true on ADDR with EXTRA
+# (presence on), refused by --check-config saying PATTERN.
+relay_refused() {
+  like "$(relay_conf "node_id = n1
 presence = true
-presence.relay_addr = 127.0.0.1:1
+presence.relay_addr = $1
 relay = true
-relay.listen = 127.0.0.1:1')
-like "$out" "relay.tls.cert" "neither relay.tls.* nor relay.allow_plain: refused, naming relay.tls.cert"
-out=$(relay_conf "node_id = n1
-presence = true
-presence.relay_addr = 127.0.0.1:1
+relay.listen = $1
+$2")" "$3" "$4"
+}
+like "$(relay_conf 'node_id = n1
 relay = true
-relay.listen = 127.0.0.1:1
-relay.tls.cert = $T/pki/node-a.pem")
-like "$out" "go together" "relay.tls.cert without its key and CA: refused"
-out=$(relay_conf 'node_id = n1
-presence = true
-presence.relay_addr = 10.1.1.1:1
-relay = true
-relay.listen = 10.1.1.1:1
-relay.allow_plain = true')
-like "$out" "loopback" "a plain relay off loopback: refused"
+relay.listen = 127.0.0.1:1')" "needs presence = true" \
+  "relay = true without presence: --check-config fails saying why"
+relay_refused 127.0.0.1:1 "" "relay.tls.cert" \
+  "neither relay.tls.* nor relay.allow_plain: refused, naming relay.tls.cert"
+relay_refused 127.0.0.1:1 "relay.tls.cert = $T/pki/node-a.pem" "go together" \
+  "relay.tls.cert without its key and CA: refused"
+relay_refused 10.1.1.1:1 "relay.allow_plain = true" "loopback" \
+  "a plain relay off loopback: refused"
 done_testing
