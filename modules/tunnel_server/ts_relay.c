@@ -15,7 +15,9 @@
  * relay.links_per_peer, when none can take it), and the OPEN_STREAM
  * names the agent. Links are opened on demand and kept warm; the
  * session's heartbeat finds a dead peer, and its end fails only the
- * streams that went through it.
+ * streams that went through it. A node whose link failed or ended is
+ * marked down for presence.lease: another node holding the agent goes
+ * first meanwhile, and ts_open.c routes a failed open again (TM-FAIL-9).
  *
  * Holding node: the relay listener (relay.listen, path /relay) accepts a
  * link from a node that presence says is alive (the link names its node
@@ -118,8 +120,7 @@ static void count_link(ts_relay *r, int state, int delta) {
     ts_api->gauge_set(r->m_links[state], (double)r->n_links[state]);
 }
 
-/* ---- peers ----------------------------------------------------------------
- */
+/* ---- peers --------------------------------------------------------------- */
 
 static rl_peer *peer_find(ts_relay *r, const char *node) {
   ILIST_FOREACH_SAFE(&r->peers, n, nx) {
@@ -183,8 +184,7 @@ static int connecting(rl_peer *p) {
   return 0;
 }
 
-/* ---- links out ------------------------------------------------------------
- */
+/* ---- links out ----------------------------------------------------------- */
 
 /* l is gone: the opens waiting on p fail unless another link of p is
  * still connecting. */
@@ -315,8 +315,7 @@ static int dial(ts_relay *r, rl_peer *p, const char *addr) {
   return 0;
 }
 
-/* ---- the choice ------------------------------------------------------------
- */
+/* ---- the choice ---------------------------------------------------------- */
 
 /* The node of the view holding agent, in order: this node's zone before
  * the others, and within each a node not marked down (a link to it
@@ -401,8 +400,7 @@ void ts_relay_unwait(ts_relay_wait *w) {
     ilist_remove(&w->link);
 }
 
-/* ---- links in --------------------------------------------------------------
- */
+/* ---- links in ------------------------------------------------------------ */
 
 /* Whether node is alive in presence and not this one. */
 static int known_peer(ts_relay *r, const char *node) {
@@ -484,8 +482,7 @@ static const tm_ws_handlers in_handlers = {
     .on_closed = ts_ws_on_closed,
 };
 
-/* ---- lifecycle --------------------------------------------------------------
- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 static void rtt_tick(ph_timer *t, void *arg) {
   (void)t;
