@@ -111,23 +111,27 @@ int stream_metrics_stage_has(int stage, int result) {
          result < SM_RESULTS && (stage_results[stage] >> result & 1u);
 }
 
-/* Every stage series is scope="local": one server is the whole mesh, so
- * no stream is relayed to another server's agent. scope="remote" is
- * declared and recorded when cross-server relay exists (the server's
- * relay stage and TTFB of a relayed stream); until then it has no series
- * (docs/operations/tunnel-session.md, "Labels"). */
+/* Every stage series a component records is scope="local"; a server
+ * that relays to other nodes (SM_USES_REMOTE, issue 27) also has
+ * scope="remote" for the stages of a relayed stream (SM_REMOTE_STAGES):
+ * docs/operations/tunnel-session.md, "Labels". */
 static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
                        unsigned uses) {
-  const char *t[SM_STAGES * SM_RESULTS * 4];
+  const char *t[SM_STAGES * SM_RESULTS * 4 * 2];
   size_t n = 0;
-  for (int s = 0; s < SM_STAGES; s++)
-    for (int r = 0; r < SM_RESULTS; r++)
-      if ((uses & SM_STAGE_BIT(s)) && stream_metrics_stage_has(s, r)) {
-        t[4 * n] = comp;
-        t[4 * n + 1] = stages[s];
-        t[4 * n + 2] = results[r];
-        t[4 * n + 3] = scopes[SM_LOCAL];
-        n++;
+  for (int sc = SM_LOCAL; sc <= SM_REMOTE; sc++)
+    for (int s = 0; s < SM_STAGES; s++)
+      for (int r = 0; r < SM_RESULTS; r++) {
+        unsigned want = sc == SM_LOCAL ? uses
+                        : (uses & SM_USES_REMOTE) ? uses & SM_REMOTE_STAGES
+                                                  : 0;
+        if ((want & SM_STAGE_BIT(s)) && stream_metrics_stage_has(s, r)) {
+          t[4 * n] = comp;
+          t[4 * n + 1] = stages[s];
+          t[4 * n + 2] = results[r];
+          t[4 * n + 3] = scopes[sc];
+          n++;
+        }
       }
   if (n == 0)
     return PH_OK;
@@ -138,6 +142,10 @@ static int init_stages(stream_metrics *m, ph_ctx *ctx, const char *comp,
     for (int r = 0; r < SM_RESULTS; r++) {
       const char *v[] = {comp, stages[s], results[r], scopes[SM_LOCAL]};
       m->stage[s][r] = m->api->series(stage, v);
+      if (uses & SM_USES_REMOTE) {
+        v[3] = scopes[SM_REMOTE];
+        m->remote[s][r] = m->api->series(stage, v);
+      }
     }
   return PH_OK;
 }
@@ -224,6 +232,16 @@ void stream_metrics_stage(stream_metrics *m, int stage, int result,
                           double seconds) {
   if (stage >= 0 && stage < SM_STAGES && result >= 0 && result < SM_RESULTS)
     m->api->observe(m->stage[stage][result], seconds);
+}
+
+void stream_metrics_stage_scope(stream_metrics *m, int stage, int result,
+                                int scope, double seconds) {
+  if (scope != SM_REMOTE) {
+    stream_metrics_stage(m, stage, result, seconds);
+    return;
+  }
+  if (stage >= 0 && stage < SM_STAGES && result >= 0 && result < SM_RESULTS)
+    m->api->observe(m->remote[stage][result], seconds);
 }
 
 void stream_metrics_open(stream_metrics *m, int code, int open_mode) {

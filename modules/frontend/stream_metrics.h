@@ -35,9 +35,10 @@ enum sm_direction { SM_UP = 0, SM_DOWN, SM_DIRECTIONS };
  * Upgrade is not forwarded), so only these two have series (the others'
  * are NULL). */
 enum sm_protocol { SM_TCP = 0, SM_UDP, SM_HTTP, SM_WEBSOCKET, SM_PROTOCOLS };
-/* scope (TM-OBS-15): local|remote. Only local has series (one server is
- * the whole mesh; remote comes with cross-server relay). */
-enum sm_scope { SM_LOCAL = 0 };
+/* scope (TM-OBS-15): local|remote. remote has series only for a server
+ * with SM_USES_REMOTE (the streams it relays to another node's agent,
+ * issue 27): its selection, relay, open and ttfb stages. */
+enum sm_scope { SM_LOCAL = 0, SM_REMOTE };
 /* open_mode (TM-OBS-17): strict, or a TunnelMesh legacy open. */
 enum sm_open_mode { SM_STRICT = 0, SM_LEGACY, SM_OPEN_MODES };
 
@@ -47,6 +48,8 @@ typedef struct stream_metrics {
   /* tunnelmesh_stream_stage_duration_seconds{component,stage,result,scope}
    * (scope="local") */
   ph_series *stage[SM_STAGES][SM_RESULTS];
+  /* the same with scope="remote" (SM_USES_REMOTE; else NULL) */
+  ph_series *remote[SM_STAGES][SM_RESULTS];
   /* tunnelmesh_stream_open_total{component,result,error_class,open_mode},
    * by open mode and code (the result follows from the code:
    * stream_metrics_result) */
@@ -67,6 +70,12 @@ typedef struct stream_metrics {
 #define SM_USES_QUEUE_WAIT (1u << 17) /* tunnelmesh_stream_queue_wait_seconds */
 #define SM_USES_STREAMS (1u << 18)    /* proxyhost_stream_active, _bytes_total */
 #define SM_USES_HTTP (1u << 19) /* _bytes_total{protocol="http"} too */
+/* scope="remote" stage series: selection, relay, open, ttfb (the server
+ * relaying to another node, issue 27) */
+#define SM_USES_REMOTE (1u << 20)
+#define SM_REMOTE_STAGES                                                   \
+  (SM_STAGE_BIT(SM_SELECTION) | SM_STAGE_BIT(SM_RELAY) |                   \
+   SM_STAGE_BIT(SM_OPEN) | SM_STAGE_BIT(SM_TTFB))
 /* A frontend through frontend_session: it times the open and the first
  * byte, counts opens, streams and bytes. */
 #define SM_FRONTEND                                                        \
@@ -90,6 +99,9 @@ int stream_metrics_result(int code);
 /* Records one stage's duration in seconds. */
 void stream_metrics_stage(stream_metrics *m, int stage, int result,
                           double seconds);
+/* The same with a scope (sm_scope): remote only where registered. */
+void stream_metrics_stage_scope(stream_metrics *m, int stage, int result,
+                                int scope, double seconds);
 /* Counts one finished open with its code and open mode (sm_open_mode). */
 void stream_metrics_open(stream_metrics *m, int code, int open_mode);
 /* The open mode an open result says (PH_OPEN_R_LEGACY, connector minor

@@ -65,6 +65,41 @@ const ph_conf_key ts_keys[] = {
                 "how long this node stays in presence without a heartbeat "
                 "(one every third of it)",
                 NULL),
+    PH_CONF_KEY("relay", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
+                "relay streams to agents connected to other nodes, and "
+                "accept other nodes' relay links (needs presence; issue 27)",
+                NULL),
+    PH_CONF_KEY("relay.listen", PH_CONF_STRING, "", 0, 128, PH_CONF_RESTART,
+                NULL,
+                "address:port of the relay listener other nodes dial "
+                "(presence.relay_addr is what they are told)",
+                NULL),
+    PH_CONF_KEY("relay.allow_plain", PH_CONF_BOOL, "false", 0, 0,
+                PH_CONF_RESTART, NULL,
+                "plain ws between nodes, loopback addresses only (tests)",
+                NULL),
+    PH_CONF_KEY("relay.tls.cert", PH_CONF_STRING, "", 0, 1024,
+                PH_CONF_RESTART, NULL,
+                "PEM certificate chain of this node, for both ends of its "
+                "relay links (URI SAN spiffe://<relay.trust_domain>/"
+                "tunnelmesh/node/<node_id>); empty: plain ws",
+                NULL),
+    PH_CONF_KEY("relay.tls.key", PH_CONF_STRING, "", 0, 1024,
+                PH_CONF_RESTART, NULL, "PEM private key of relay.tls.cert",
+                NULL),
+    PH_CONF_KEY("relay.tls.ca", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
+                NULL, "PEM CA that signs every node's relay certificate",
+                NULL),
+    PH_CONF_KEY("relay.trust_domain", PH_CONF_STRING, "", 0, 255,
+                PH_CONF_RESTART, NULL,
+                "the SPIFFE trust domain of the nodes' certificates "
+                "(required with relay.tls.cert)",
+                NULL),
+    PH_CONF_KEY("relay.links_per_peer", PH_CONF_INT, "2", 1, 16,
+                PH_CONF_RESTART, NULL,
+                "relay links to one peer node at most (opened on demand, "
+                "kept warm)",
+                NULL),
     PH_CONF_KEY("legacy_no_subprotocol", PH_CONF_BOOL, "false", 0, 0,
                 PH_CONF_RESTART, NULL,
                 "answer the upgrade with no subprotocol, as an old server",
@@ -149,6 +184,58 @@ static int bad(const char **key, const char *k, char *why, size_t whylen,
   return ph_conf_fail(key, k, why, whylen, "%s", msg);
 }
 
+/* The relay's keys (issue 27): it reads presence, dials what presence
+ * says and listens; plain ws only on loopback, and only when asked. */
+static int relay_check(ph_ctx *ctx, const ph_api *a, const char **key,
+                       char *why, size_t whylen) {
+  if (!a->conf_int(ctx, "relay"))
+    return PH_OK;
+  if (!a->conf_int(ctx, "presence"))
+    return bad(key, "relay", why, whylen,
+               "needs presence = true: the relay finds nodes in presence");
+  const char *addr = a->conf_str(ctx, "presence.relay_addr");
+  if (!addr || !*addr)
+    return bad(key, "presence.relay_addr", why, whylen,
+               "required with relay = true: where other nodes dial this one");
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  char w[200];
+  if (a->parse_listen_addr(a->conf_str(ctx, "relay.listen"), &ss, &sl, w,
+                           sizeof(w)) != PH_OK)
+    return bad(key, "relay.listen", why, whylen, w);
+  static const char *const files[] = {"relay.tls.cert", "relay.tls.key",
+                                       "relay.tls.ca"};
+  int nfiles = 0;
+  for (int i = 0; i < 3; i++) {
+    const char *f = a->conf_str(ctx, files[i]);
+    if (f && *f) {
+      if (access(f, R_OK) != 0)
+        return bad(key, files[i], why, whylen, "cannot be read");
+      nfiles++;
+    }
+  }
+  if (nfiles == 3) {
+    const char *td = a->conf_str(ctx, "relay.trust_domain");
+    if (!td || !*td || strpbrk(td, "/:@ \t"))
+      return bad(key, "relay.trust_domain", why, whylen,
+                 "required with relay.tls.cert: a SPIFFE trust domain (no "
+                 "'/', ':', '@' or space)");
+    return PH_OK;
+  }
+  if (nfiles)
+    return bad(key, "relay.tls.cert", why, whylen,
+               "relay.tls.cert, relay.tls.key and relay.tls.ca go together");
+  if (!a->conf_int(ctx, "relay.allow_plain"))
+    return bad(key, "relay.tls.cert", why, whylen,
+               "the relay between nodes is mutual TLS: set relay.tls.cert, "
+               "relay.tls.key, relay.tls.ca and relay.trust_domain (or "
+               "relay.allow_plain = true on loopback addresses, for tests)");
+  if (!loopback(&ss))
+    return bad(key, "relay.listen", why, whylen,
+               "a plain relay listens on loopback addresses only");
+  return PH_OK;
+}
+
 int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
              size_t whylen) {
   const char *store = a->conf_str(ctx, "store");
@@ -164,6 +251,9 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   if (a->conf_int(ctx, "presence") && (!node || !*node))
     return bad(key, "node_id", why, whylen,
                "required with presence = true: this node's id in presence");
+  rc = relay_check(ctx, a, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   const char *acc = a->conf_str(ctx, "access");
   if (!acc || !*acc)
     return bad(key, "access", why, whylen,
@@ -228,6 +318,15 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *a, ts_conf *c) {
   copy(c->presence_relay, sizeof(c->presence_relay),
        a->conf_str(ctx, "presence.relay_addr"));
   c->presence_lease_ms = I("presence.lease");
+  c->relay = (int)a->conf_int(ctx, "relay");
+  c->relay_allow_plain = (int)a->conf_int(ctx, "relay.allow_plain");
+  copy(c->relay_listen, sizeof(c->relay_listen),
+       a->conf_str(ctx, "relay.listen"));
+  c->relay_links_per_peer = I("relay.links_per_peer");
+  copy(c->relay_cert, sizeof(c->relay_cert), a->conf_str(ctx, "relay.tls.cert"));
+  copy(c->relay_key, sizeof(c->relay_key), a->conf_str(ctx, "relay.tls.key"));
+  copy(c->relay_ca, sizeof(c->relay_ca), a->conf_str(ctx, "relay.tls.ca"));
+  copy(c->relay_td, sizeof(c->relay_td), a->conf_str(ctx, "relay.trust_domain"));
   c->allow_plain = (int)a->conf_int(ctx, "allow_plain");
   c->legacy_no_subprotocol = (int)a->conf_int(ctx, "legacy_no_subprotocol");
   c->max_connections = I("max_connections");

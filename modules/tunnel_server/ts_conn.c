@@ -180,19 +180,21 @@ static void sess_on_close(void *arg, int reason) {
   ts_mod *m = c->m;
   PH_LOG(ts_api, m->ctx, reason == TM_CLOSE_ABUSE ? PH_LOG_WARN : PH_LOG_INFO,
          "tunnel session closed", PH_STR("principal", c->token_id),
-         PH_STR("role", c->kind == TS_CONN_AGENT ? "agent" : "client"),
+         PH_STR("role", c->kind == TS_CONN_AGENT   ? "agent"
+                        : c->kind == TS_CONN_RELAY ? "relay"
+                                                   : "client"),
          PH_STR("reason", tm_close_reason_name(reason)));
   c->s = NULL;
   c->ready = 0;
   if (c->kind == TS_CONN_AGENT) {
     agent_del_conn(m, c);
-  } else if (c->kind == TS_CONN_CLIENT) {
+  } else if (c->kind == TS_CONN_CLIENT || c->kind == TS_CONN_RELAY) {
     ts_open_conn_gone(c);
     client_release(m, c);
   }
 }
 
-static const tm_session_ops client_ops = {
+const tm_session_ops ts_client_ops = {
     .on_open = sess_on_open,
     .on_abandon = sess_on_abandon,
     .on_metadata = sess_on_metadata,
@@ -313,7 +315,7 @@ void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
     u->conns++;
     oexec_group_init(&c->group, &u->opens);
     c->s = tm_session_new(ts_api, m->ctx, &cfg, c->lo->transport(), c->link,
-                          &client_ops, c);
+                          &ts_client_ops, c);
   }
   if (!c->s) {
     /* What on_close would have undone. */
@@ -418,7 +420,7 @@ static void ws_resume(void *link) { tm_ws_conn_resume(link); }
 static void ws_close(void *link, int status, const char *reason) {
   tm_ws_conn_close(link, status, reason);
 }
-static const ts_link_ops ws_link = {
+const ts_link_ops ts_ws_link = {
     .transport = tm_ws_transport,
     .bind = ws_bind,
     .resume = ws_resume,
@@ -427,14 +429,14 @@ static const ts_link_ops ws_link = {
 
 static int ws_on_accept(void *arg, tm_ws_conn *w, const char *bearer,
                         size_t len, const char *subproto, const char *peer) {
-  ts_conn *c = ts_conn_accept(arg, &ws_link, w, bearer, len, subproto, peer);
+  ts_conn *c = ts_conn_accept(arg, &ts_ws_link, w, bearer, len, subproto, peer);
   if (!c)
     return -1;
   tm_ws_conn_set_user(w, c);
   return 0;
 }
 
-static void ws_on_closed(void *arg, tm_ws_conn *w) {
+void ts_ws_on_closed(void *arg, tm_ws_conn *w) {
   (void)arg;
   ts_conn *c = tm_ws_conn_user(w);
   if (!c)
@@ -445,7 +447,7 @@ static void ws_on_closed(void *arg, tm_ws_conn *w) {
 
 const tm_ws_handlers ts_ws_handlers = {
     .on_accept = ws_on_accept,
-    .on_closed = ws_on_closed,
+    .on_closed = ts_ws_on_closed,
 };
 
 void ts_conn_goaway_all(ts_mod *m) {

@@ -10,6 +10,8 @@
  *                    the authorization revision moves, ended at expiry
  *   ts_open.c        one client stream: the open executor, authorization,
  *                    selection, the agent's open, the relay, its log line
+ *   ts_relay.c       the relay between servers (issue 27): its listener,
+ *                    the links to peers, the choice of a remote node
  * (TM-P0-23: the WebSocket side knows frame boundaries and connection
  * lifecycle only; the streams' orchestration is ts_open.c.)
  */
@@ -43,6 +45,7 @@ typedef struct ts_agent ts_agent;
 typedef struct ts_tally ts_tally;
 typedef struct ts_open ts_open;
 typedef struct ts_mesh ts_mesh;
+typedef struct ts_relay ts_relay;
 
 /* The values read from the section (ts_conf.c). */
 typedef struct ts_conf {
@@ -70,6 +73,13 @@ typedef struct ts_conf {
   int presence;
   char presence_zone[65], presence_relay[256];
   uint32_t presence_lease_ms;
+  /* the relay between servers (ts_relay.c, issue 27): restart-only */
+  int relay, relay_allow_plain;
+  char relay_listen[130];
+  /* mutual TLS between nodes: all three, or none (plain, loopback) */
+  char relay_cert[1025], relay_key[1025], relay_ca[1025];
+  char relay_td[256]; /* relay.trust_domain */
+  uint32_t relay_links_per_peer;
 } ts_conf;
 
 extern const ph_conf_key ts_keys[];
@@ -82,7 +92,10 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *api, ts_conf *c);
 void ts_session_cfg(const ts_conf *c, int opener, unsigned caps,
                     tm_metrics *metrics, tm_session_cfg *out);
 
-enum ts_conn_kind { TS_CONN_AUTH = 0, TS_CONN_CLIENT, TS_CONN_AGENT };
+/* RELAY: a peer server's relay link into this node (ts_relay.c): it opens
+ * streams like a client, authorized already by the node it came from. */
+enum ts_conn_kind { TS_CONN_AUTH = 0, TS_CONN_CLIENT, TS_CONN_AGENT,
+                    TS_CONN_RELAY };
 
 /* What the server counts per stream token (keyed by its id) and per user
  * (by name, the tenant): connections and client streams, and for a user
@@ -143,6 +156,7 @@ struct ts_conn {
   unsigned meta_caps;
   oexec_group group; /* client: its opens in the executor */
   uint64_t mem;      /* client: bytes its streams reserved (ts_open.c) */
+  oexec_principal relay_opens; /* relay: its opens' principal */
   ilist_node mlink;      /* on m->conns */
   ts_conn *agent_next;   /* the agent's connections */
 };
@@ -181,6 +195,7 @@ struct ts_mod {
   ph_timer *drain_timer;
   uint64_t stream_seq; /* for log lines: a number, not the wire id */
   ts_mesh *mesh;       /* presence (ts_mesh.c); NULL: off or stopped */
+  ts_relay *relay;     /* the relay (ts_relay.c); NULL: off */
 };
 
 /* ts_mesh.c: this node's presence in the store's tm.presence. start:
@@ -191,6 +206,31 @@ int ts_mesh_start(ts_mod *m);
 void ts_mesh_stop(ts_mod *m);
 int64_t ts_mesh_session(ts_mod *m);
 void ts_mesh_agent(ts_mod *m, const ts_agent *a);
+
+/* ts_relay.c: the relay between servers (issue 27). start: PH_OK (also
+ * when relay is off) or an error (no presence, the listener failed).
+ * stop: no new link, GOAWAY on the links out. free: every link closed
+ * (destroy). */
+int ts_relay_init(ts_mod *m); /* init: its metrics */
+int ts_relay_start(ts_mod *m);
+void ts_relay_stop(ts_mod *m);
+void ts_relay_free(ts_mod *m);
+/* An open waiting for a relay link to a peer: ready runs once, from the
+ * loop, with the link's session, or NULL when the link failed. */
+typedef struct ts_relay_wait {
+  ilist_node link;
+  void (*ready)(struct ts_relay_wait *w, tm_session *s);
+} ts_relay_wait;
+/* The remote candidate for agent (TM-P2-29..32), from the presence view
+ * in memory (never a query, TM-P2-33): a live node other than this one
+ * holding the agent, this node's zone first. 1: *s is a link's session
+ * that can open now; 0: w waits for a link being opened; -1: no node
+ * holds the agent (or the relay is off, the view stale, the dial
+ * refused); -2: every link to that node is at its stream limit. */
+int ts_relay_route(ts_mod *m, const char *agent, ts_relay_wait *w,
+                   tm_session **s);
+/* w no longer waits (its open went away). */
+void ts_relay_unwait(ts_relay_wait *w);
 
 extern const ph_api *ts_api;
 /* The state of the instance initialised last (for the unit test, which
@@ -208,6 +248,12 @@ void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]);
  * holds it (NULL: nothing). */
 void ts_tally_release(ilist *list, ts_tally *t);
 extern const tm_ws_handlers ts_ws_handlers;
+/* The link ops over tm_ws, and the session ops of a connection that opens
+ * streams (a client, a peer's relay link). */
+extern const ts_link_ops ts_ws_link;
+/* tm_ws's on_closed of a connection whose user is its ts_conn. */
+void ts_ws_on_closed(void *arg, tm_ws_conn *w);
+extern const tm_session_ops ts_client_ops;
 /* The agent of that name, if any connection of it is registered. */
 ts_agent *ts_agent_find(ts_mod *m, const char *name);
 /* A connection was accepted with this bearer (len bytes) and chosen

@@ -80,6 +80,11 @@ struct ts_open {
   int phase;
   int64_t check; /* the access check while it runs */
   int strict_client, strict_agent, agent_known;
+  int from_peer; /* opened by a peer node's relay link: authorized there,
+                    opened only towards an agent connected here */
+  int remote;    /* going through a relay link to the agent's node */
+  int remote_tries; /* routes tried after a link failed (at most 2) */
+  ts_relay_wait rw; /* waiting for that link */
   uint8_t protocol;
   uint16_t port;
   char host[HOST_NORM_MAX + 1];
@@ -147,6 +152,7 @@ static void log_end(ts_open *op, const char *stage, const char *code,
 static void finish(ts_open *op) {
   ts_mod *m = op->m;
   ts_api->defer_free(op->start); /* a pending start never runs */
+  ts_relay_unwait(&op->rw);
   oexec_remove(&m->exec, &op->job);
   ilist_remove(&op->link);
   if (op->token) {
@@ -187,7 +193,11 @@ static void relay_first_down(void *arg) {
   /* TM-OBS-20: from accepting OPEN_STREAM to the first byte the agent
    * sent reaching the client's stream. */
   op->ttfb_us = since(op->t0);
-  tm_obs_ttfb(op->m->metrics, TM_TTFB_SERVER, op->ttfb_us);
+  if (op->remote)
+    tm_obs_stage_scope(op->m->metrics, TM_OS_TTFB, TM_R_SUCCESS, 1,
+                       op->ttfb_us);
+  else
+    tm_obs_ttfb(op->m->metrics, TM_TTFB_SERVER, op->ttfb_us);
 }
 
 static void relay_done(void *arg, const relay_stats *st, int end) {
@@ -233,21 +243,25 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
       op->open_us > op->select_us ? op->open_us - op->select_us : 0;
   if (!res->accepted) {
     int r = res->code == PH_OPEN_TIMEOUT ? TM_R_TIMEOUT : TM_R_FAILURE;
-    tm_obs_stage(m->metrics, TM_OS_RELAY, r, relay_us);
-    tm_obs_stage(m->metrics, TM_OS_OPEN, r, op->open_us);
+    tm_obs_stage_scope(m->metrics, TM_OS_RELAY, r, op->remote, relay_us);
+    tm_obs_stage_scope(m->metrics, TM_OS_OPEN, r, op->remote, op->open_us);
     fail(op, res->stage, res->code, res->retryable, res->retry_after_ms);
     return;
   }
-  op->strict_agent = strict;
-  tm_obs_stage(m->metrics, TM_OS_RELAY, TM_R_SUCCESS, relay_us);
-  tm_obs_stage(m->metrics, TM_OS_OPEN, TM_R_SUCCESS, op->open_us);
+  /* TM-PROTO-20: through a relay, strict only if every hop was: the
+   * holding node says "open_mode":"legacy" when its agent hop was. */
+  op->strict_agent = strict && !res->legacy;
+  tm_obs_stage_scope(m->metrics, TM_OS_RELAY, TM_R_SUCCESS, op->remote,
+                     relay_us);
+  tm_obs_stage_scope(m->metrics, TM_OS_OPEN, TM_R_SUCCESS, op->remote,
+                     op->open_us);
   tm_obs_open(m->metrics, open_mode_strict(op), PH_OPEN_OK);
   tm_stream *cst = op->cst;
   op->cst = NULL;
   /* TM-P0-18: accept installs the client stream as open, then queues
    * OPEN_RESULT(ok); the relay is joined before the loop runs again, so
    * the client's first DATA finds it. */
-  if (op->strict_client && !strict)
+  if (op->strict_client && !op->strict_agent)
     tm_stream_accept_legacy(cst); /* issue 24 item 3: never "connected" */
   else
     tm_stream_accept(cst);
@@ -277,6 +291,80 @@ static void on_agent_open(void *arg, tm_stream *ast, const tm_open_result *res,
 
 /* ---- selection ----------------------------------------------------------- */
 
+/* The open goes out on s: an agent connection's session, or a relay
+ * link's (the OPEN_STREAM then names the agent for the holding node). */
+static void open_on(ts_open *op, tm_session *s) {
+  ts_mod *m = op->m;
+  tm_open_stream areq;
+  memset(&areq, 0, sizeof(areq));
+  areq.protocol = op->protocol;
+  areq.port = op->port;
+  memcpy(areq.host, op->host, sizeof(areq.host));
+  memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
+  if (op->remote)
+    memcpy(areq.agent, op->agent, sizeof(areq.agent));
+  op->t_step = mono_us();
+  op->phase = OP_OPENING;
+  op->ast = tm_stream_open(s, &areq, m->c.open_timeout_ms, on_agent_open, op);
+  if (!op->ast) {
+    /* Full or draining since the pick: nothing was sent. */
+    fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1, 1000);
+    return;
+  }
+}
+
+/* A relay link came up for the open waiting on it (NULL: it failed). */
+static void remote_ready(ts_relay_wait *w, tm_session *s) {
+  ts_open *op = (ts_open *)((char *)w - offsetof(ts_open, rw));
+  op->select_us = since(op->t_step);
+  if (!s && op->remote_tries < 2) {
+    /* The link failed: route again from the loop (the node is marked
+     * down, so another holding the agent goes first; TM-FAIL-9). */
+    op->remote_tries++;
+    ts_api->defer_post(op->start);
+    return;
+  }
+  if (!s) {
+    tm_obs_stage_scope(op->m->metrics, TM_OS_SELECTION, TM_R_FAILURE, 1,
+                       op->select_us);
+    fail(op, PH_STAGE_RELAY, PH_OPEN_AGENT_OFFLINE, 1, 1000);
+    return;
+  }
+  tm_obs_stage_scope(op->m->metrics, TM_OS_SELECTION, TM_R_SUCCESS, 1,
+                     op->select_us);
+  op->agent_known = 1;
+  op->strict_agent = !!(tm_session_caps(s) & TM_CAP_OPEN_RESULT);
+  open_on(op, s);
+}
+
+/* No connection of the agent here: a node of presence holding it,
+ * through a relay link (ts_relay.c); none: agent_offline as before. */
+static void select_remote(ts_open *op) {
+  ts_mod *m = op->m;
+  tm_session *s = NULL;
+  op->remote = 1;
+  op->rw.ready = remote_ready;
+  op->phase = OP_OPENING;
+  int rc = ts_relay_route(m, op->agent, &op->rw, &s);
+  if (rc == 0)
+    return; /* remote_ready follows */
+  op->select_us = since(op->t_step);
+  if (rc == -2) {
+    /* The agent's node is there, its links full: as an agent's limit. */
+    tm_obs_stage_scope(m->metrics, TM_OS_SELECTION, TM_R_REJECTED, 1,
+                       op->select_us);
+    fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
+    return;
+  }
+  if (rc < 0) {
+    op->remote = 0; /* counted as this node's selection, as before */
+    tm_obs_stage(m->metrics, TM_OS_SELECTION, TM_R_FAILURE, op->select_us);
+    fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1, 1000);
+    return;
+  }
+  remote_ready(&op->rw, s);
+}
+
 static void select_and_open(ts_open *op) {
   ts_mod *m = op->m;
   op->t_step = mono_us();
@@ -303,6 +391,12 @@ static void select_and_open(ts_open *op) {
   int i = sel_pick(cand, n, a ? a->rr++ : 0);
   op->select_us = since(op->t_step);
   if (i < 0) {
+    /* No local candidate is remote, not an error (TM-P2-31); a stream a
+     * peer relayed here is never relayed on. */
+    if (!op->from_peer && m->relay) {
+      select_remote(op);
+      return;
+    }
     tm_obs_stage(m->metrics, TM_OS_SELECTION, TM_R_FAILURE, op->select_us);
     fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1, 1000);
     return;
@@ -311,21 +405,7 @@ static void select_and_open(ts_open *op) {
   ts_conn *ac = conn[i];
   op->agent_known = 1;
   op->strict_agent = !!(tm_session_caps(ac->s) & TM_CAP_OPEN_RESULT);
-  tm_open_stream areq;
-  memset(&areq, 0, sizeof(areq));
-  areq.protocol = op->protocol;
-  areq.port = op->port;
-  memcpy(areq.host, op->host, sizeof(areq.host));
-  memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
-  op->t_step = mono_us();
-  op->phase = OP_OPENING;
-  op->ast = tm_stream_open(ac->s, &areq, m->c.open_timeout_ms, on_agent_open,
-                           op);
-  if (!op->ast) {
-    /* Full or draining since the pick: nothing was sent. */
-    fail(op, PH_STAGE_SELECTION, PH_OPEN_AGENT_OFFLINE, 1, 1000);
-    return;
-  }
+  open_on(op, ac->s);
 }
 
 /* ---- authorization ------------------------------------------------------- */
@@ -367,6 +447,12 @@ static void run(ts_open *op) {
   ts_mod *m = op->m;
   op->queue_us = since(op->t0);
   tm_obs_queue_wait(m->metrics, TM_Q_OPEN, op->queue_us);
+  if (op->from_peer) {
+    /* Authorized by the ingress node, which presence vouches for
+     * (ts_relay.c); here only an agent connected to this node. */
+    select_and_open(op);
+    return;
+  }
   op->phase = OP_AUTH;
   op->t_step = mono_us();
   ph_access_request rq = {
@@ -388,7 +474,12 @@ static void run(ts_open *op) {
 
 static void on_start(ph_defer *d, void *arg) {
   (void)d;
-  run(arg); /* may finish the open: frees d (allowed from its call) */
+  ts_open *op = arg;
+  /* may finish the open: frees d (allowed from its call) */
+  if (op->phase == OP_OPENING && op->remote)
+    select_remote(op); /* a relay link failed: route again */
+  else
+    run(op);
 }
 
 /* op holds a slot: it starts on the loop's next turn, never on the
@@ -474,6 +565,7 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->protocol = req->protocol;
   op->port = req->port;
   op->strict_client = tm_stream_strict(st);
+  op->from_peer = cc->kind == TS_CONN_RELAY;
   memcpy(op->agent, req->agent, sizeof(op->agent));
   memcpy(op->token_id, cc->token_id, sizeof(op->token_id));
   int replaced;
@@ -511,7 +603,9 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
     fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
     return;
   }
-  if (!reserve(op)) {
+  /* A peer's streams were reserved at its ingress node (issue 22 item 4);
+   * here the link's max_streams bounds them. */
+  if (!op->from_peer && !reserve(op)) {
     fail(op, PH_STAGE_QUEUE, PH_OPEN_QUEUE_FULL, 1, 1000);
     return;
   }
@@ -550,6 +644,8 @@ static void abandon(ts_open *op, int code) {
   } else if (op->phase == OP_OPENING && op->ast) {
     tm_stream_abort(op->ast, code >= 0 ? code : PH_OPEN_OK);
     op->ast = NULL;
+  } else if (op->phase == OP_OPENING) {
+    ts_relay_unwait(&op->rw); /* waiting for a relay link */
   }
   log_end(op, phase_stage(op->phase), "canceled", "client_reset", NULL);
   finish(op);

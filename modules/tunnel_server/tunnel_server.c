@@ -36,7 +36,8 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
   ilist_init(&m->tokens);
   ilist_init(&m->users);
   ts_conf_read(ctx, api, &m->c);
-  m->metrics = tm_metrics_register(api, ctx, TM_COMPONENT_SERVER);
+  m->metrics = tm_metrics_register_remote(api, ctx, TM_COMPONENT_SERVER,
+                                          m->c.relay);
   if (!m->metrics) {
     free(m);
     return PH_EINVAL;
@@ -46,7 +47,10 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
                               "tunnel TLS certificate");
   if (rc == PH_OK)
     rc = ts_cred_init(m);
+  if (rc == PH_OK)
+    rc = ts_relay_init(m);
   if (rc != PH_OK) {
+    ts_relay_free(m);
     ts_cred_free(m);
     ph_tls_reload_free(&m->tls);
     tm_metrics_free(m->metrics);
@@ -116,6 +120,8 @@ static int ts_start(void *state) {
   if (tls_watch(m) != PH_OK)
     return PH_ENOMEM;
   int mrc = ts_mesh_start(m);
+  if (mrc == PH_OK)
+    mrc = ts_relay_start(m);
   if (mrc != PH_OK)
     return mrc;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel server listening",
@@ -187,6 +193,7 @@ static int ts_stop(void *state) {
   m->stopping = 1;
   ts_api->set_ready(m->ctx, 0);
   ts_mesh_stop(m);
+  ts_relay_stop(m);
   if (m->nconns == 0) {
     m->stopping = 2;
     return PH_OK;
@@ -221,6 +228,7 @@ static void ts_destroy(void *state) {
   ts_open_abort_all(m);
   if (m->ws)
     tm_ws_free(m->ws); /* every connection's on_closed runs */
+  ts_relay_free(m);  /* the relay's too */
   while (m->agents) {
     ts_agent *a = m->agents;
     m->agents = a->next;

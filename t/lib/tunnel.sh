@@ -85,7 +85,7 @@ component = agent
 [$1]
 server_url = ws://127.0.0.1:$2/tunnel
 agent_id = $TN_AGENT
-token_file = $T/agent.token
+token_file = ${TN_AGENT_TOKEN:-$T/agent.token}
 connector = $3
 reconnect.min = 50ms
 reconnect.max = 1s

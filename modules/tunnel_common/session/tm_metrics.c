@@ -111,13 +111,21 @@ static unsigned uses_of(int component) {
 
 tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
                                 int component) {
+  return tm_metrics_register_remote(api, ctx, component, 0);
+}
+
+tm_metrics *tm_metrics_register_remote(const ph_api *api, ph_ctx *ctx,
+                                       int component, int remote) {
   if (component < TM_COMPONENT_CLIENT || component > TM_COMPONENT_AGENT)
     return NULL;
   tm_metrics *m = calloc(1, sizeof(*m));
   if (!m)
     return NULL;
   m->api = api;
-  if (stream_metrics_init(&m->sm, api, ctx, component, uses_of(component)) !=
+  unsigned uses = uses_of(component);
+  if (remote && component == TM_COMPONENT_SERVER)
+    uses |= SM_USES_REMOTE;
+  if (stream_metrics_init(&m->sm, api, ctx, component, uses) !=
           PH_OK ||
       ph_metric_table_register_fixed(api, ctx, tm_table, components[component],
                                      m) != PH_OK) {
@@ -146,6 +154,13 @@ void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us) {
   /* enum tm_obs_stage has the order of enum sm_stage */
   if (m && stage >= 0 && stage < SM_STAGES)
     stream_metrics_stage(&m->sm, stage, result_of(result), (double)us / 1e6);
+}
+
+void tm_obs_stage_scope(tm_metrics *m, int stage, int result, int remote,
+                        uint64_t us) {
+  if (m && stage >= 0 && stage < SM_STAGES)
+    stream_metrics_stage_scope(&m->sm, stage, result_of(result),
+                               remote ? SM_REMOTE : SM_LOCAL, (double)us / 1e6);
 }
 
 void tm_obs_open(tm_metrics *m, int strict, int code) {

@@ -10,7 +10,8 @@
  *   tunnelmesh_stream_stage_duration_seconds{component,stage,result,scope}
  *       histogram; stage in socks5_handshake|remote_validation|
  *       authorization|selection|relay|queue|dns|connect|open|ttfb;
- *       scope local (stream_metrics.h: remote is for cross-server relay)
+ *       scope local, or remote for a server's stream relayed to another
+ *       node (selection, relay, open, ttfb; issue 27)
  *   tunnelmesh_stream_open_total{component,result,error_class,open_mode}
  *   tunnelmesh_stream_queue_wait_seconds{component}   (dial, open queues)
  *   tunnelmesh_stream_window_stall_seconds{component}   histogram
@@ -95,10 +96,19 @@ enum tm_ttfb_kind { TM_TTFB_SERVER = 0, TM_TTFB_SOCKS5_LOCAL };
  * (its dns and connect are direct's). */
 tm_metrics *tm_metrics_register(const ph_api *api, ph_ctx *ctx,
                                 int component);
+/* The same; remote (a server with the relay between nodes, issue 27):
+ * its selection, relay, open and ttfb stages also have scope="remote"
+ * series (none otherwise: one server is the whole mesh). */
+tm_metrics *tm_metrics_register_remote(const ph_api *api, ph_ctx *ctx,
+                                       int component, int remote);
 void tm_metrics_free(tm_metrics *m);
 
 /* Observations (m may be NULL: no-op). Durations in microseconds. */
 void tm_obs_stage(tm_metrics *m, int stage, int result, uint64_t us);
+/* The same stage with scope="remote" when remote (a server's stream
+ * relayed to another node's agent: selection, relay, open, ttfb). */
+void tm_obs_stage_scope(tm_metrics *m, int stage, int result, int remote,
+                        uint64_t us);
 void tm_obs_open(tm_metrics *m, int strict, int code);
 void tm_obs_queue_wait(tm_metrics *m, int queue, uint64_t us);
 void tm_obs_window_stall(tm_metrics *m, uint64_t us);

@@ -387,6 +387,11 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
       return NULL;
     }
   }
+  if (cfg->listen && cfg->require_client_cert &&
+      (!cfg->cert_file || !cfg->ca_file || !*cfg->ca_file)) {
+    *err = "client certificates need the server's certificate and a CA file";
+    return NULL;
+  }
   if (cfg->ca_file && *cfg->ca_file && access(cfg->ca_file, R_OK) < 0) {
     *err = "the CA file cannot be read";
     return NULL;
@@ -422,6 +427,8 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   w->cfg.key_file = w->key_file;
   w->cfg.ca_file = w->ca_file;
   w->cfg.path = w->path;
+  w->cfg.client_cert_file = NULL; /* loaded below; not kept */
+  w->cfg.client_key_file = NULL;
   w->deferred = api->timer_new(ctx, deferred_cb, w);
   if ((cfg->listen && !w->listen) || (cfg->path && !w->path) || !w->deferred) {
     *err = "no memory";
@@ -467,6 +474,16 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   }
   SSL_CTX_set_verify(w->client_tls, SSL_VERIFY_PEER, NULL);
   SSL_CTX_set_options(w->client_tls, SSL_OP_NO_COMPRESSION);
+  if (cfg->client_cert_file && *cfg->client_cert_file &&
+      (SSL_CTX_use_certificate_chain_file(w->client_tls,
+                                          cfg->client_cert_file) != 1 ||
+       !cfg->client_key_file ||
+       SSL_CTX_use_PrivateKey_file(w->client_tls, cfg->client_key_file,
+                                   SSL_FILETYPE_PEM) != 1 ||
+       SSL_CTX_check_private_key(w->client_tls) != 1)) {
+    *err = "the client certificate or key do not load or do not match";
+    goto fail;
+  }
 
   live_add(w);
 
@@ -517,6 +534,12 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
       vi.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
       /* Never h2 (lws' default offer): the upgrade is HTTP/1.1. */
       vi.alpn = "http/1.1";
+      if (w->cfg.require_client_cert) {
+        /* tmws_srv_cb answers lws' verification callback with
+         * OpenSSL's own verdict (lws would accept any otherwise). */
+        vi.options |= LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
+        vi.ssl_ca_filepath = w->ca_file;
+      }
     }
     w->vh_server = lws_create_vhost(w->lws, &vi);
     if (!w->vh_server) {

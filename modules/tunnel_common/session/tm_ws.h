@@ -84,6 +84,13 @@ typedef struct tm_ws_cfg {
    * 10000 ms; whole seconds, at least 1 s, at most 300 s). */
   uint32_t max_connections;
   uint32_t handshake_timeout_ms;
+  /* Mutual TLS (the relay between servers, issue 27), appended too:
+   * server with cert_file: ask every client for a certificate and refuse
+   * the handshake unless it verifies against ca_file (required then);
+   * client: present this certificate chain and key (both or neither). */
+  int require_client_cert;
+  const char *client_cert_file;
+  const char *client_key_file;
 } tm_ws_cfg;
 
 /* A context on api's loop. NULL with *err set to a static sentence (a bad
@@ -114,6 +121,15 @@ int tm_ws_has_tls_files(const tm_ws *w);
  * connecting) and on_closed (established). */
 tm_ws_conn *tm_ws_connect(tm_ws *w, const char *url, const char *bearer,
                           const char **err);
+
+/* The peer's certificate's URI subject alternative names (a server's
+ * client under require_client_cert, or the server a wss client
+ * connected to): the part after prefix of the one URI that starts with
+ * it, NUL-terminated in out. 0: exactly one such URI, its rest non-empty
+ * and fitting in cap; -1 otherwise (no TLS, no certificate, none or
+ * several such URIs). Valid from on_accept / on_connected on. */
+int tm_ws_conn_peer_uri(const tm_ws_conn *c, const char *prefix, char *out,
+                        size_t cap);
 
 /* The transport for tm_session_new, with c as its argument. */
 const tm_transport *tm_ws_transport(void);

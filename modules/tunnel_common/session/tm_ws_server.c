@@ -173,6 +173,11 @@ int tmws_srv_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
       vw->srv_tls = user;
     return 0;
   }
+  case LWS_CALLBACK_OPENSSL_PERFORM_CLIENT_CERT_VERIFICATION:
+    /* len is OpenSSL's preverify_ok; lws takes 0 as "accept" whatever it
+     * was, so the verdict is OpenSSL's: a client certificate that does
+     * not verify against the CA file fails the handshake. */
+    return len ? 0 : 1;
   case LWS_CALLBACK_RAW_ADOPT:
     if (!w || c)
       return -1;

@@ -25,6 +25,9 @@
 
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <string.h>
 
 /* The chain and key into ctx, matching: 0, or -1 (nothing is half-set
  * in a scratch context; the vhost's is loaded only after a scratch load
@@ -90,4 +93,42 @@ int tm_ws_reload_tls(tm_ws *w, const char **err) {
 
 int tm_ws_has_tls_files(const tm_ws *w) {
   return w && ((w->vh_server && w->cert_file) || w->ca_file);
+}
+
+/* ---- the peer's identity (tm_ws_conn_peer_uri) --------------------------- */
+
+int tm_ws_conn_peer_uri(const tm_ws_conn *c, const char *prefix, char *out,
+                        size_t cap) {
+  SSL *ssl = c->client ? c->ce.ssl : c->wsi ? lws_get_ssl(c->wsi) : NULL;
+  if (!ssl || !prefix || !out || !cap)
+    return -1;
+  /* Only a certificate that verified (the client end verifies the
+   * server's; a server end under require_client_cert, the client's). */
+  if (SSL_get_verify_result(ssl) != X509_V_OK)
+    return -1;
+  X509 *x = SSL_get_peer_certificate(ssl);
+  if (!x)
+    return -1;
+  GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+  X509_free(x);
+  size_t plen = strlen(prefix);
+  int found = 0, ok = 0;
+  for (int i = 0; names && i < sk_GENERAL_NAME_num(names); i++) {
+    const GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+    if (g->type != GEN_URI)
+      continue;
+    const unsigned char *u = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
+    int ul = ASN1_STRING_length(g->d.uniformResourceIdentifier);
+    if (ul < 0 || (size_t)ul <= plen || memcmp(u, prefix, plen) != 0)
+      continue;
+    size_t rest = (size_t)ul - plen;
+    found++;
+    ok = rest < cap && !memchr(u + plen, '\0', rest);
+    if (ok) {
+      memcpy(out, u + plen, rest);
+      out[rest] = '\0';
+    }
+  }
+  GENERAL_NAMES_free(names);
+  return found == 1 && ok ? 0 : -1;
 }
