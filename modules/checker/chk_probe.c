@@ -15,6 +15,7 @@
 
 #include <proxyhost/pool_store.h>
 
+#include "chk_dial.h"
 #include "chk_probe.h"
 #include "lib/http1_head.h"
 
@@ -158,19 +159,12 @@ static void reset(chk_probe *p) {
   memset(&p->res, 0, sizeof(p->res));
 }
 
-static int dial_reason(int err) {
-  switch (err) {
-  case ECONNREFUSED:
-  case ECONNRESET:
-    return CHK_R_DIAL_REFUSED;
-  case ENETUNREACH:
-  case EHOSTUNREACH:
-    return CHK_R_DIAL_UNREACHABLE;
-  case ETIMEDOUT:
-    return CHK_R_DIAL_TIMEOUT;
-  default:
-    return CHK_R_DIAL_FAILED;
-  }
+/* A failed connect: the proxy's failure, or the checker's own (out of
+ * local ports or memory: chk_dial_errno). */
+static int dial_end(chk_probe *p, int err) {
+  int status, reason;
+  chk_dial_errno(err, &status, &reason);
+  return end(p, status, reason);
 }
 
 int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,
@@ -241,7 +235,7 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
   if (connect(p->fd, (struct sockaddr *)&ss, sl) == 0)
     return chk_probe_io(p, CHK_EV_WRITE);
   if (errno != EINPROGRESS)
-    return end(p, CHK_FAILED, dial_reason(errno));
+    return dial_end(p, errno);
   p->unconfirmed = 1;
   return CHK_EV_WRITE;
 }
@@ -277,7 +271,7 @@ static int after_connect(chk_probe *p) {
     int err = 0;
     socklen_t el = sizeof(err);
     if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &el) || err)
-      return end(p, CHK_FAILED, dial_reason(err ? err : errno));
+      return dial_end(p, err ? err : errno);
   }
   if (p->s.protocol == 0 || p->absolute)
     return start_send(p);
@@ -289,7 +283,7 @@ static int after_connect(chk_probe *p) {
  * getsockopt(SO_ERROR) per check), else other_reason's. */
 static int send_failed(chk_probe *p, int other_reason) {
   if (p->unconfirmed)
-    return end(p, CHK_FAILED, dial_reason(errno));
+    return dial_end(p, errno);
   return end(p, CHK_FAILED, other_reason);
 }
 

@@ -2,10 +2,14 @@
 /* The checker's last look at a check's deadline (modules/checker/chk_late.h,
  * issue 26: a checker's own lateness is never a verdict on the proxy):
  * whether what a probe waits for is ready now on its socket, without
- * waiting. Real sockets (a socketpair), no clock. */
+ * waiting. Real sockets (a socketpair), no clock. And a connect(2) that
+ * failed for want of the checker's own resources (chk_dial_errno: no
+ * local port left under overload) is CHECKER_ERROR, never FAILED. */
+#include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "checker/chk_dial.h"
 #include "checker/chk_late.h"
 #include "checker/chk_probe.h"
 #include "tap.h"
@@ -35,5 +39,28 @@ int main(void) {
   is_int(chk_late_ready(-1, CHK_EV_READ), 0, "no socket: nothing ready");
   is_int(chk_late_ready(sv[0], CHK_EV_READ), 0,
          "a closed descriptor (POLLNVAL): nothing ready");
+
+  static const struct {
+    int err, status, reason;
+    const char *what;
+  } dial[] = {
+      {ECONNREFUSED, CHK_FAILED, CHK_R_DIAL_REFUSED, "refused: the proxy's"},
+      {ECONNRESET, CHK_FAILED, CHK_R_DIAL_REFUSED, "reset: the proxy's"},
+      {EHOSTUNREACH, CHK_FAILED, CHK_R_DIAL_UNREACHABLE, "unreachable"},
+      {ETIMEDOUT, CHK_FAILED, CHK_R_DIAL_TIMEOUT, "timed out"},
+      {EPIPE, CHK_FAILED, CHK_R_DIAL_FAILED, "another error: dial_failed"},
+      {EADDRNOTAVAIL, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES,
+       "no local port left (overload): the checker's, no verdict"},
+      {EAGAIN, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "EAGAIN: the checker's"},
+      {ENOBUFS, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no buffers"},
+      {ENOMEM, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no memory"},
+      {EMFILE, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no descriptor"},
+      {ENFILE, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no file"},
+  };
+  for (size_t i = 0; i < sizeof(dial) / sizeof(dial[0]); i++) {
+    int st = -1, r = -1;
+    chk_dial_errno(dial[i].err, &st, &r);
+    ok(st == dial[i].status && r == dial[i].reason, dial[i].what);
+  }
   return done_testing();
 }
