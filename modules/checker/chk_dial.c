@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A failed open's verdict (chk_dial.h). */
-#include <errno.h>
-
 #include <proxyhost/connector.h>
 
 #include "chk_dial.h"
@@ -39,33 +37,6 @@ void chk_dial_verdict(int stage, int code, int retryable, int *status,
     break;
   case PH_OPEN_TIMEOUT:
     set(status, reason, CHK_TIMEOUT, CHK_R_DIAL_TIMEOUT);
-    break;
-  default:
-    set(status, reason, CHK_FAILED, CHK_R_DIAL_FAILED);
-    break;
-  }
-}
-
-void chk_dial_errno(int err, int *status, int *reason) {
-  switch (err) {
-  case ECONNREFUSED:
-  case ECONNRESET:
-    set(status, reason, CHK_FAILED, CHK_R_DIAL_REFUSED);
-    break;
-  case ENETUNREACH:
-  case EHOSTUNREACH:
-    set(status, reason, CHK_FAILED, CHK_R_DIAL_UNREACHABLE);
-    break;
-  case ETIMEDOUT:
-    set(status, reason, CHK_FAILED, CHK_R_DIAL_TIMEOUT);
-    break;
-  case EADDRNOTAVAIL:
-  case EAGAIN:
-  case ENOBUFS:
-  case ENOMEM:
-  case EMFILE:
-  case ENFILE:
-    set(status, reason, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
     break;
   default:
     set(status, reason, CHK_FAILED, CHK_R_DIAL_FAILED);

@@ -13,21 +13,11 @@
  *  - queue, internal_error: CHECKER_ERROR no_resources;
  *  - connect: FAILED dial_refused / dial_unreachable, TIMEOUT
  *    dial_timeout, else FAILED dial_failed.
- * chk_dial_errno: the same for the probe's own connect(2) (no connector):
- *  - ECONNREFUSED, ECONNRESET: FAILED dial_refused; ENETUNREACH,
- *    EHOSTUNREACH: FAILED dial_unreachable; ETIMEDOUT: FAILED
- *    dial_timeout; anything else FAILED dial_failed;
- *  - EADDRNOTAVAIL (no local port left), EAGAIN, ENOBUFS, ENOMEM,
- *    EMFILE, ENFILE: CHECKER_ERROR no_resources: the checker's host ran
- *    out, not the proxy (issue 26: a checker under overload is never a
- *    verdict on the proxy).
  * Pure; no I/O. */
 #ifndef PH_CHK_DIAL_H
 #define PH_CHK_DIAL_H
 
 void chk_dial_verdict(int stage, int code, int retryable, int *status,
                       int *reason);
-
-void chk_dial_errno(int err, int *status, int *reason);
 
 #endif

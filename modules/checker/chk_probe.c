@@ -15,7 +15,7 @@
 
 #include <proxyhost/pool_store.h>
 
-#include "chk_dial.h"
+#include "chk_errno.h"
 #include "chk_probe.h"
 #include "lib/http1_head.h"
 
@@ -159,12 +159,27 @@ static void reset(chk_probe *p) {
   memset(&p->res, 0, sizeof(p->res));
 }
 
-/* A failed connect: the proxy's failure, or the checker's own (out of
- * local ports or memory: chk_dial_errno). */
+static int dial_reason(int err) {
+  switch (err) {
+  case ECONNREFUSED:
+  case ECONNRESET:
+    return CHK_R_DIAL_REFUSED;
+  case ENETUNREACH:
+  case EHOSTUNREACH:
+    return CHK_R_DIAL_UNREACHABLE;
+  case ETIMEDOUT:
+    return CHK_R_DIAL_TIMEOUT;
+  default:
+    return CHK_R_DIAL_FAILED;
+  }
+}
+
+/* A failed connect: the proxy's failure, or the checker's own
+ * (chk_errno.h: no verdict). */
 static int dial_end(chk_probe *p, int err) {
-  int status, reason;
-  chk_dial_errno(err, &status, &reason);
-  return end(p, status, reason);
+  if (chk_errno_local(err))
+    return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
+  return end(p, CHK_FAILED, dial_reason(err));
 }
 
 int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,

@@ -18,7 +18,7 @@ CHK_CORE = %D%/chk_probe.c %D%/chk_probe.h \
 	%D%/chk_echo.c %D%/chk_echo.h \
 	%D%/chk_dial.c %D%/chk_dial.h \
 	%D%/chk_budget.c %D%/chk_budget.h \
-	%D%/chk_late.c %D%/chk_late.h
+	%D%/chk_late.c %D%/chk_late.h %D%/chk_errno.h
 CHK_SOURCES = %D%/checker.c \
 	%D%/chk_conf.c %D%/chk_conf.h \
 	%D%/chk_wire.c %D%/chk_wire.h \
@@ -48,11 +48,10 @@ dist_samples_DATA += %D%/checker.ini.sample
 UNIT_TESTS += t/unit/cp/test_chk_probe t/unit/cp/test_chk_wire \
 	t/unit/cp/test_chk_budget t/unit/cp/test_chk_late
 t_unit_cp_test_chk_late_SOURCES = t/unit/cp/test_chk_late.c \
-	%D%/chk_late.c %D%/chk_dial.c
+	%D%/chk_late.c
 t_unit_cp_test_chk_late_CPPFLAGS = $(CHK_CPPFLAGS)
 t_unit_cp_test_chk_budget_SOURCES = t/unit/cp/test_chk_budget.c \
-	%D%/chk_budget.c %D%/chk_probe.c %D%/chk_url.c %D%/chk_echo.c \
-	%D%/chk_dial.c
+	%D%/chk_budget.c %D%/chk_probe.c %D%/chk_url.c %D%/chk_echo.c
 t_unit_cp_test_chk_budget_CPPFLAGS = $(CHK_CPPFLAGS)
 t_unit_cp_test_chk_budget_LDADD = modules/upstream/libphupstream.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)

@@ -4,12 +4,13 @@
  * whether what a probe waits for is ready now on its socket, without
  * waiting. Real sockets (a socketpair), no clock. And a connect(2) that
  * failed for want of the checker's own resources (chk_dial_errno: no
- * local port left under overload) is CHECKER_ERROR, never FAILED. */
+ * local port left under overload: chk_errno.h) is CHECKER_ERROR, never
+ * FAILED. */
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "checker/chk_dial.h"
+#include "checker/chk_errno.h"
 #include "checker/chk_late.h"
 #include "checker/chk_probe.h"
 #include "tap.h"
@@ -41,26 +42,23 @@ int main(void) {
          "a closed descriptor (POLLNVAL): nothing ready");
 
   static const struct {
-    int err, status, reason;
+    int err, local;
     const char *what;
   } dial[] = {
-      {ECONNREFUSED, CHK_FAILED, CHK_R_DIAL_REFUSED, "refused: the proxy's"},
-      {ECONNRESET, CHK_FAILED, CHK_R_DIAL_REFUSED, "reset: the proxy's"},
-      {EHOSTUNREACH, CHK_FAILED, CHK_R_DIAL_UNREACHABLE, "unreachable"},
-      {ETIMEDOUT, CHK_FAILED, CHK_R_DIAL_TIMEOUT, "timed out"},
-      {EPIPE, CHK_FAILED, CHK_R_DIAL_FAILED, "another error: dial_failed"},
-      {EADDRNOTAVAIL, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES,
-       "no local port left (overload): the checker's, no verdict"},
-      {EAGAIN, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "EAGAIN: the checker's"},
-      {ENOBUFS, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no buffers"},
-      {ENOMEM, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no memory"},
-      {EMFILE, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no descriptor"},
-      {ENFILE, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES, "no file"},
+      {ECONNREFUSED, 0, "connect refused: the proxy's (FAILED)"},
+      {ECONNRESET, 0, "reset: the proxy's"},
+      {EHOSTUNREACH, 0, "unreachable: the proxy's"},
+      {ETIMEDOUT, 0, "timed out: the proxy's"},
+      {EPIPE, 0, "another error: the proxy's (dial_failed)"},
+      {EADDRNOTAVAIL, 1,
+       "no local port left (overload): the checker's (CHECKER_ERROR)"},
+      {EAGAIN, 1, "EAGAIN: the checker's"},
+      {ENOBUFS, 1, "no buffers: the checker's"},
+      {ENOMEM, 1, "no memory: the checker's"},
+      {EMFILE, 1, "no descriptor: the checker's"},
+      {ENFILE, 1, "no file: the checker's"},
   };
-  for (size_t i = 0; i < sizeof(dial) / sizeof(dial[0]); i++) {
-    int st = -1, r = -1;
-    chk_dial_errno(dial[i].err, &st, &r);
-    ok(st == dial[i].status && r == dial[i].reason, dial[i].what);
-  }
+  for (size_t i = 0; i < sizeof(dial) / sizeof(dial[0]); i++)
+    is_int(chk_errno_local(dial[i].err), dial[i].local, dial[i].what);
   return done_testing();
 }
