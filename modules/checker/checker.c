@@ -627,7 +627,11 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   }
   /* Too little left to judge the proxy (chk_budget.h): the controller's
    * or the checker's lateness, never a verdict. */
-  int late = chk_budget_admit(t->deadline_ms, wall_ms(), m->conf.task_min_ms);
+  /* The check must end task.report_margin before the deadline: its
+   * result, a timeout too, has to reach the controller in time or it is
+   * dropped as late and a silent proxy is never found out. */
+  int late = chk_budget_admit(t->deadline_ms - m->conf.report_margin_ms,
+                              wall_ms(), m->conf.task_min_ms);
   if (late != CHK_R_NONE) {
     refuse(m, t, CHK_CHECKER_ERROR, late, REF_LATE);
     chk_task_wipe(t);
@@ -664,7 +668,7 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   spec.own = s->own;
   spec.n_own = m->echo_seen[0] ? 1 : 0;
   spec.resp_max = m->conf.response_max;
-  slot_start(s, &spec, s->task.deadline_ms);
+  slot_start(s, &spec, s->task.deadline_ms - m->conf.report_margin_ms);
 }
 
 /* Every check ends without an observation (the session ended: the

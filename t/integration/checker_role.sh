@@ -113,7 +113,7 @@ start() {
   cp_fake_start "$D" "$scen" "$FAKE_CERTS"
   admin=$(free_port)
   printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n' "$MODS" "$admin" >"$D/chk.ini"
-  printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\n' >>"$D/chk.ini"
+  printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\ntask.report_margin = 100ms\n' >>"$D/chk.ini"
   printf 'max_concurrency = 16\ntiers = basic,egress,target\necho.probe_interval = 1s\n' >>"$D/chk.ini"
   "$PROXYHOST" -c "$D/chk.ini" -control-plane "127.0.0.1:$(cat "$D/port")" \
     -cluster-id c1 -checker-id k1 -instance-id k1-a -zone z1 "$@" >>"$D/chk.log" 2>&1 &
@@ -350,7 +350,8 @@ cp "$top_srcdir/modules/checker/checker.ini.sample" "$T/conf.d/checker.ini"
 is $? 0 "the sample passes --check-config as a drop-in"
 for bad in "tiers=basic,nope" "tiers=basic,basic" "max_concurrency=0" \
   "echo.url=http://echo.example:8089/" "batch.max=9000" "response_max=512" \
-  "task.min_budget=5ms" "task.min_budget=40s"; do
+  "task.min_budget=5ms" "task.min_budget=40s" "task.report_margin=200ms" \
+  "task.report_margin=2min"; do
   "$PROXYHOST" -c "$T/base.ini" --set "checker.$bad" --check-config >"$T/check.out" 2>&1
   is $? 2 "--check-config refuses checker.$bad"
 done
