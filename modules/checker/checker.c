@@ -11,7 +11,10 @@
  *    no_resources, never queued beyond what it registered), each ended at
  *    its deadline (or task.max_duration, the sooner); a task with less
  *    than task.min_budget left is CHECKER_ERROR late_task, a timeout
- *    served less than it short_budget (chk_budget.h);
+ *    served less than it short_budget (chk_budget.h); at the deadline a
+ *    proxy's answer the loop has not read yet is read first: the probe's
+ *    result, or CHECKER_ERROR loop_late when the checker still had a
+ *    step to take (chk_late.h);
  *  - observations go to ReportObservations in batches fenced by
  *    (session_id, sequence, SHA-256 digest) and resent byte for byte
  *    until acknowledged (chk_report.h, or_status.h's classes: a fence's
@@ -40,6 +43,7 @@
 #include "chk_budget.h"
 #include "chk_conf.h"
 #include "chk_dial.h"
+#include "chk_late.h"
 #include "chk_probe.h"
 #include "chk_report.h"
 #include "chk_wire.h"
@@ -449,12 +453,37 @@ static void on_slot_io(ph_io *io, int fd, int revents, void *arg) {
   slot_wait(s, chk_probe_io(&s->probe, ev));
 }
 
+/* The deadline's last look (chk_late.h): what the probe waits for, ready
+ * on its socket and not yet read (the loop was late), is read first. 1:
+ * the probe ended on it (its own result); 0: nothing was ready; -1: the
+ * answer moved the probe on a step that the checker had yet to take. */
+static int last_look(slot *s) {
+  if (!s->io || !s->events)
+    return 0;
+  int want = (s->events & PH_READ ? CHK_EV_READ : 0) |
+             (s->events & PH_WRITE ? CHK_EV_WRITE : 0);
+  int ev = chk_late_ready(s->probe.fd, want);
+  if (!ev)
+    return 0;
+  return chk_probe_io(&s->probe, ev) ? -1 : 1;
+}
+
 static void on_slot_timer(ph_timer *t, void *arg) {
   (void)t;
   slot *s = arg;
   if (!s->used)
     return;
+  int look = last_look(s);
+  if (look > 0) {
+    slot_done(s);
+    return;
+  }
   chk_probe_timeout(&s->probe);
+  if (look < 0 && s->probe.res.status == CHK_TIMEOUT) {
+    /* the proxy answered; the checker was the one waited on */
+    s->probe.res.status = CHK_CHECKER_ERROR;
+    s->probe.res.reason = CHK_R_LOOP_LATE;
+  }
   /* Served less than task.min_budget (the loop late to end it): the
    * checker's lateness, not the proxy's (chk_budget.h). */
   if (s != &s->m->echo && s->probe.res.status == CHK_TIMEOUT &&
@@ -598,7 +627,11 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   }
   /* Too little left to judge the proxy (chk_budget.h): the controller's
    * or the checker's lateness, never a verdict. */
-  int late = chk_budget_admit(t->deadline_ms, wall_ms(), m->conf.task_min_ms);
+  /* The check must end task.report_margin before the deadline: its
+   * result, a timeout too, has to reach the controller in time or it is
+   * dropped as late and a silent proxy is never found out. */
+  int late = chk_budget_admit(t->deadline_ms - m->conf.report_margin_ms,
+                              wall_ms(), m->conf.task_min_ms);
   if (late != CHK_R_NONE) {
     refuse(m, t, CHK_CHECKER_ERROR, late, REF_LATE);
     chk_task_wipe(t);
@@ -635,7 +668,7 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   spec.own = s->own;
   spec.n_own = m->echo_seen[0] ? 1 : 0;
   spec.resp_max = m->conf.response_max;
-  slot_start(s, &spec, s->task.deadline_ms);
+  slot_start(s, &spec, s->task.deadline_ms - m->conf.report_margin_ms);
 }
 
 /* Every check ends without an observation (the session ended: the

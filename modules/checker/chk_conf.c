@@ -51,6 +51,12 @@ const ph_conf_key chk_conf_keys[] = {
                 "a check ends at its task's deadline or after this, the "
                 "sooner",
                 NULL),
+    PH_CONF_KEY("task.report_margin", PH_CONF_DURATION, "1s", 0, 60000,
+                PH_CONF_RESTART, NULL,
+                "a check ends this long before its task's deadline, so that "
+                "its result (a timeout too) reaches the controller in time "
+                "(at least batch.flush)",
+                NULL),
     PH_CONF_KEY("task.min_budget", PH_CONF_DURATION, "500ms", 10, 60000,
                 PH_CONF_RESTART, NULL,
                 "a task with less than this left before its deadline is "
@@ -157,6 +163,7 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
   c->rpc_timeout_ms = a->conf_int(ctx, "rpc_timeout");
   c->task_max_ms = a->conf_int(ctx, "task.max_duration");
   c->task_min_ms = a->conf_int(ctx, "task.min_budget");
+  c->report_margin_ms = a->conf_int(ctx, "task.report_margin");
   c->response_max = (uint32_t)a->conf_int(ctx, "response_max");
   c->batch_max = (uint32_t)a->conf_int(ctx, "batch.max");
   c->flush_ms = a->conf_int(ctx, "batch.flush");
@@ -168,8 +175,11 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
        "must be at least backoff.min"},
       {"batch.max", "queue.max", "queue.max", "must be at least batch.max"},
       {"task.min_budget", "task.max_duration", "task.max_duration",
-       "must be at least task.min_budget"}};
-  rc = ph_conf_orders(ctx, a, order, 3, key, why, whylen);
+       "must be at least task.min_budget"},
+      {"batch.flush", "task.report_margin", "task.report_margin",
+       "must be at least batch.flush: a check's result, a timeout too, "
+       "must reach the controller before the task's deadline"}};
+  rc = ph_conf_orders(ctx, a, order, 4, key, why, whylen);
   if (rc != PH_OK)
     return rc;
   return cp_grpc_conf_check_client(ctx, a, "address", key, why, whylen);

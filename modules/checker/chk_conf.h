@@ -35,6 +35,7 @@ typedef struct chk_conf {
   uint32_t batch_max, queue_max;
   uint32_t task_batch_max; /* tasks per WatchCheckTasks message */
   int64_t flush_ms, task_max_ms, task_min_ms, echo_interval_ms;
+  int64_t report_margin_ms; /* task.report_margin */
   char echo_url[CHK_TARGET_MAX + 1]; /* "" until a task names one */
   char connector[CHK_CONNECTOR_MAX + 1]; /* "": literals only */
 } chk_conf;

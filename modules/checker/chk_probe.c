@@ -15,6 +15,7 @@
 
 #include <proxyhost/pool_store.h>
 
+#include "chk_errno.h"
 #include "chk_probe.h"
 #include "lib/http1_head.h"
 
@@ -173,6 +174,14 @@ static int dial_reason(int err) {
   }
 }
 
+/* A failed connect: the proxy's failure, or the checker's own
+ * (chk_errno.h: no verdict). */
+static int dial_end(chk_probe *p, int err) {
+  if (chk_errno_local(err))
+    return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
+  return end(p, CHK_FAILED, dial_reason(err));
+}
+
 int chk_probe_prepare(chk_probe *p, const chk_probe_spec *s,
                       const char **host, uint16_t *port) {
   reset(p);
@@ -241,7 +250,7 @@ int chk_probe_start(chk_probe *p, const chk_probe_spec *s) {
   if (connect(p->fd, (struct sockaddr *)&ss, sl) == 0)
     return chk_probe_io(p, CHK_EV_WRITE);
   if (errno != EINPROGRESS)
-    return end(p, CHK_FAILED, dial_reason(errno));
+    return dial_end(p, errno);
   p->unconfirmed = 1;
   return CHK_EV_WRITE;
 }
@@ -277,7 +286,7 @@ static int after_connect(chk_probe *p) {
     int err = 0;
     socklen_t el = sizeof(err);
     if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &el) || err)
-      return end(p, CHK_FAILED, dial_reason(err ? err : errno));
+      return dial_end(p, err ? err : errno);
   }
   if (p->s.protocol == 0 || p->absolute)
     return start_send(p);
@@ -289,7 +298,7 @@ static int after_connect(chk_probe *p) {
  * getsockopt(SO_ERROR) per check), else other_reason's. */
 static int send_failed(chk_probe *p, int other_reason) {
   if (p->unconfirmed)
-    return end(p, CHK_FAILED, dial_reason(errno));
+    return dial_end(p, errno);
   return end(p, CHK_FAILED, other_reason);
 }
 

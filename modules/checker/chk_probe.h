@@ -53,7 +53,8 @@ enum {
       "bad_echo", "proxy_error", "bad_response", "response_too_large",       \
       "response_timeout", "echo_unreachable", "name_not_supported",          \
       "bad_task", "no_resources", "deadline_passed", "dial_unresolved",      \
-      "resolver_failed", "dial_forbidden", "late_task", "short_budget"
+      "resolver_failed", "dial_forbidden", "late_task", "short_budget",      \
+      "loop_late"
 enum chk_reason {
   CHK_R_NONE,
   CHK_R_DIAL_REFUSED,
@@ -81,6 +82,7 @@ enum chk_reason {
   CHK_R_FORBIDDEN,  /* the connector's target policy refused the dial */
   CHK_R_LATE_TASK,  /* less than task.min_budget left: no check (chk_budget.h) */
   CHK_R_SHORT_BUDGET, /* timed out served less than task.min_budget */
+  CHK_R_LOOP_LATE, /* at the deadline the proxy's answer waited unread */
   CHK_R_COUNT
 };
 extern const char *const chk_reason_names[]; /* NULL-terminated */

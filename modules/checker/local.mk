@@ -4,7 +4,8 @@
 # stream, the checks on the loop, the reports), its keys (chk_conf.c),
 # messages (chk_wire.c), observation queue (chk_report.c), the probe
 # engine over the upstream kit (chk_probe.c, chk_url.c), a check's fair
-# time budget (chk_budget.c) and the reading of the echo endpoint's
+# time budget (chk_budget.c), its lateness at the deadline (chk_late.c)
+# and the reading of the echo endpoint's
 # answer (chk_echo.c).
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
 	t/integration/checker_dns.sh t/integration/checker_dns_controller.sh \
@@ -16,7 +17,8 @@ CHK_CORE = %D%/chk_probe.c %D%/chk_probe.h \
 	%D%/chk_url.c %D%/chk_url.h \
 	%D%/chk_echo.c %D%/chk_echo.h \
 	%D%/chk_dial.c %D%/chk_dial.h \
-	%D%/chk_budget.c %D%/chk_budget.h
+	%D%/chk_budget.c %D%/chk_budget.h \
+	%D%/chk_late.c %D%/chk_late.h %D%/chk_errno.h
 CHK_SOURCES = %D%/checker.c \
 	%D%/chk_conf.c %D%/chk_conf.h \
 	%D%/chk_wire.c %D%/chk_wire.h \
@@ -44,7 +46,10 @@ dist_samples_DATA += %D%/checker.ini.sample
 # The probe engine against real sockets, the echo answer's reading, the
 # task and batch messages (CP-6-1, CP-6-3..5).
 UNIT_TESTS += t/unit/cp/test_chk_probe t/unit/cp/test_chk_wire \
-	t/unit/cp/test_chk_budget
+	t/unit/cp/test_chk_budget t/unit/cp/test_chk_late
+t_unit_cp_test_chk_late_SOURCES = t/unit/cp/test_chk_late.c \
+	%D%/chk_late.c
+t_unit_cp_test_chk_late_CPPFLAGS = $(CHK_CPPFLAGS)
 t_unit_cp_test_chk_budget_SOURCES = t/unit/cp/test_chk_budget.c \
 	%D%/chk_budget.c %D%/chk_probe.c %D%/chk_url.c %D%/chk_echo.c
 t_unit_cp_test_chk_budget_CPPFLAGS = $(CHK_CPPFLAGS)

@@ -400,6 +400,16 @@ void cs_health_free(cs *m) {
   m->health = NULL;
 }
 
+/* An observation moved an item of tier row `row` (3: passive): counted
+ * by what it was (proxyhost_cp_controller_health_moves_total). */
+static void moved(cs_health_state *h, int row, int ok, int timeout) {
+  if (row >= 0 && row < HC_TIERS)
+    api->inc(h->m_moves[row][ok        ? HC_MOVE_OK
+                             : timeout ? HC_MOVE_TIMEOUT
+                                       : HC_MOVE_FAILED],
+             1);
+}
+
 void cs_health_observe(cs *m, const cs_observation *o) {
   cs_health_state *h = m->health;
   if (!h)
@@ -410,8 +420,12 @@ void cs_health_observe(cs *m, const cs_observation *o) {
   if (kind == HC_OBS_ACTIVE && changed < 0)
     kind = HC_OBS_IGNORED; /* no room: bounded */
   api->inc(h->m_obs[kind], 1);
-  if (changed > 0)
+  if (changed > 0) {
+    moved(h, hc_tier_row(o->tier),
+          o->status == CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_OK,
+          o->status == CONTROLPLANE__V1__HEALTH_STATUS__HEALTH_STATUS_TIMEOUT);
     hc_mark(m);
+  }
 }
 
 void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
@@ -426,8 +440,11 @@ void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
   hc_proxy *p = w > 0 ? hc_find_or_add(h, proxy_id) : NULL;
   if (!p)
     return;
-  if (hc_outcome(p, &m->conf.health.rules, ok, (uint32_t)w, wall_ms()))
+  if (hc_outcome(p, &m->conf.health.rules, ok, (uint32_t)w, wall_ms())) {
+    moved(h, 3, ok,
+          result == CONTROLPLANE__V1__OUTCOME_RESULT__OUTCOME_RESULT_TIMEOUT);
     hc_mark(m);
+  }
   /* Not its member's: the member's reducer gets it too (cs_health_fwd.c). */
   if (!cs_members_mine(m, proxy_id))
     hc_fwd_count(p, ok, (uint32_t)w);

@@ -58,6 +58,9 @@ static inline int hc_tier_row(int tier) {
 enum { HC_OBS_ACTIVE, HC_OBS_PASSIVE, HC_OBS_CHECKER_ERROR, HC_OBS_IGNORED,
        HC_OBS_COUNT };
 #define HC_TIERS 4 /* basic, egress, target, passive */
+/* proxyhost_cp_controller_health_moves_total{tier,result}: what moved an
+ * item's verdict (an OK, a FAILED or a TIMEOUT; a failed outcome) */
+enum { HC_MOVE_OK, HC_MOVE_FAILED, HC_MOVE_TIMEOUT, HC_MOVE_COUNT };
 /* proxyhost_cp_controller_passive_forwarded_total{result}: proxies' aggregates */
 enum { HC_FWD_SENT, HC_FWD_DROPPED, HC_FWD_FAILED, HC_FWD_TAKEN,
        HC_FWD_COUNT };
@@ -85,6 +88,7 @@ typedef struct cs_health_state {
   ph_series *m_items[HC_TIERS][4]; /* by tier and state (this reducer's) */
   ph_series *m_transitions[4];    /* by the state moved to */
   ph_series *m_obs[HC_OBS_COUNT];
+  ph_series *m_moves[HC_TIERS][HC_MOVE_COUNT]; /* by tier and result */
   ph_series *m_writes[2];
   ph_series *m_panic, *m_panic_total;
   /* outcomes handed between controllers (cs_health_fwd.c) */

@@ -14,6 +14,7 @@ static const char *const tiers[] = {"basic", "egress", "target", "passive",
 static const char *const kinds[] = {"active", "passive", "checker_error",
                                     "ignored", NULL};
 static const char *const results[] = {"ok", "failed", NULL};
+static const char *const move_results[] = {"ok", "failed", "timeout", NULL};
 static const char *const fwd_results[] = {"sent", "dropped", "failed",
                                           "taken", NULL};
 
@@ -22,6 +23,8 @@ static const ph_label_def tier_state[] = {{"tier", tiers}, {"state", states}};
 static const ph_label_def to_label[] = {{"to", states}};
 static const ph_label_def kind_label[] = {{"kind", kinds}};
 static const ph_label_def result_label[] = {{"result", results}};
+static const ph_label_def tier_move[] = {{"tier", tiers},
+                                         {"result", move_results}};
 static const ph_label_def fwd_label[] = {{"result", fwd_results}};
 
 static const ph_metric_table metrics[] = {
@@ -43,6 +46,11 @@ static const ph_metric_table metrics[] = {
               "checker errors (never a verdict), ignored",
               PH_METRIC_LABELS(kind_label), PH_METRIC_NO_BUCKETS,
               cs_health_state, m_obs),
+    PH_METRIC("proxyhost_cp_controller_health_moves_total", PH_METRIC_COUNTER,
+              "observations that moved an item's verdict, by the item's "
+              "tier (passive: gateway outcomes) and what was observed",
+              PH_METRIC_LABELS(tier_move), PH_METRIC_NO_BUCKETS,
+              cs_health_state, m_moves),
     PH_METRIC("proxyhost_cp_controller_health_writes_total", PH_METRIC_COUNTER,
               "verdict writes to Redis by result", PH_METRIC_LABELS(result_label),
               PH_METRIC_NO_BUCKETS, cs_health_state, m_writes),

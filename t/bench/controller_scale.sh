@@ -26,7 +26,10 @@
 # controller's RSS. Then, in the first run's processes, one proxy in
 # CSB_FAIL_EVERY (phconnect --fail-every, SIGUSR2) failing every handshake
 # for CSB_FLAKY_WINDOW seconds, then answering again for as long: the
-# transitions and the snapshot traffic they cause.
+# transitions and the snapshot traffic they cause. Each window's line of
+# what moved verdicts: the reducer's moves by tier and result, the tasks
+# that expired, the checkers' failures by tier, status and reason (every
+# sample's /metrics kept in $T/metrics with BENCH_KEEP=1).
 # Knobs (environment):
 #   CSB_PROXIES=10000   CSB_PORT_BASE=22000   CSB_CHECKERS=4   CSB_JOBS=4
 #   CSB_RUNS="2s:basic 2s:basic,egress 1s:basic"   CSB_WINDOW=20
@@ -125,7 +128,7 @@ say "added in $(ms_to_s "$ADD_MS") s"
 stop_pid "$CTL_PID"
 
 # ---- one run: INTERVAL TIERS ----------------------------------------------------------
-ROWS="" FROWS=""
+ROWS="" FROWS="" WHYS=""
 sample() { # -> the S_ variables
   S_T=$(now_ms)
   S_CTL=$(ticks "$CTL_PID") S_RED=$(ticks "$REDIS_PID") S_GW=$(ticks "$GW1_PID" "$GW2_PID")
@@ -146,8 +149,18 @@ sample() { # -> the S_ variables
   S_DELTAS=$(mval 'proxyhost_cp_controller_deltas_sent_total')
   S_TRANS=$(mval 'proxyhost_cp_controller_health_transitions_total')
   S_V1=$(gm 1 'proxyhost_cp_gateway_view_version') S_V2=$(gm 2 'proxyhost_cp_gateway_view_version')
+  # every sample's metrics kept (BENCH_KEEP=1): which observations moved
+  # a verdict (t/bench/README.md)
+  NSAMPLE=$((${NSAMPLE:-0} + 1))
+  mkdir -p "$T/metrics"
+  printf '%s\n' "$_m" >"$T/metrics/$NSAMPLE-controller.prom"
+  for _k in $(seq 1 "$NCHK"); do
+    eval "_p=\$CHKA$_k"
+    "$CURL" -s -m 5 "http://127.0.0.1:$_p/metrics" >"$T/metrics/$NSAMPLE-checker$_k.prom"
+  done
 }
 keep() { # copy the S_ variables to P_
+  P_NSAMPLE=$NSAMPLE
   for _v in T CTL RED GW CHK CHECKS ISSUED OBS FULLB DELTB SENT DELTAS TRANS V1 V2; do
     eval "P_$_v=\$S_$_v"
   done
@@ -162,6 +175,28 @@ row() {
   _full=$((S_SENT - P_SENT - S_DELTAS + P_DELTAS)) _del=$((S_DELTAS - P_DELTAS))
   _nt=$(echo "$tiers" | tr ',' '\n' | grep -c .)
   echo "| $1 | $((N * _nt * 1000 / $(ivms "$iv"))) | $(per_s "$_obs" "$_ms") | $(us_per $((S_CTL - P_CTL)) "$_obs") | $(us_per $((S_CTL - P_CTL)) "$_iss") | $(us_per $((S_RED - P_RED)) "$_obs") | $(us_per $((S_CHK - P_CHK)) "$_chk") | $(us_per $((S_GW - P_GW)) "$_obs") | $(per_s "$_full" "$_ms") / $(kib_s "$_fb" "$_ms") | $(per_s "$_del" "$_ms") / $(kib_s "$_db" "$_ms") | $(kib_s $(((_fb + _db) / 2)) "$_ms") | $(per_s $((S_V1 - P_V1)) "$_ms") / $(per_s $((S_V2 - P_V2)) "$_ms") | $((S_TRANS - P_TRANS)) | $(items) | $(($(rss_kb "$CTL_PID") / 1024)) |"
+}
+# what moved over the window P_ -> S_: each series of the controller's
+# health_moves_total and check_tasks_total{result!=issued,answered}, and
+# of the checkers' checks_total{status!=ok} and check_reasons_total,
+# that grew, with its growth
+deltas() { # FILE-SUFFIX PREFIX...
+  _sfx=$1
+  shift
+  for _pre in "$@"; do
+    awk -v p="$_pre" -v n="$(echo $_sfx | wc -w)" 'FNR == 1 { f++ }
+      index($0, p) == 1 { v[f > n ? 2 : 1, $1] += $NF; k[$1] = 1 }
+      END { for (s in k) if (v[2, s] - v[1, s] > 0) printf "%s %d\n", s, v[2, s] - v[1, s] }' \
+      $(for _k in $_sfx; do printf '%s ' "$T/metrics/$P_NSAMPLE-$_k.prom"; done) \
+      $(for _k in $_sfx; do printf '%s ' "$T/metrics/$NSAMPLE-$_k.prom"; done) 2>/dev/null
+  done
+}
+why() { # LABEL: one line of what moved verdicts over the window
+  _chks=$(for _k in $(seq 1 "$NCHK"); do printf 'checker%s ' "$_k"; done)
+  printf -- '- %s: moves %s; tasks %s; checkers %s\n' "$1" \
+    "$(deltas controller proxyhost_cp_controller_health_moves_total | sed 's/^[^{]*//' | paste -sd, -)" \
+    "$(deltas controller proxyhost_cp_controller_check_tasks_total | grep -v 'issued\|answered' | sed 's/^[^{]*//' | paste -sd, -)" \
+    "$(deltas "$_chks" proxyhost_checker_check_reasons_total 'proxyhost_checker_checks_total{tier="basic",status="failed"' 'proxyhost_checker_checks_total{tier="basic",status="timeout"' 'proxyhost_checker_checks_total{tier="egress",status="failed"' 'proxyhost_checker_checks_total{tier="egress",status="timeout"' 'proxyhost_checker_checks_total{tier="basic",status="checker_error"' 'proxyhost_checker_checks_total{tier="egress",status="checker_error"' | sed 's/^proxyhost_checker_//' | paste -sd, -)"
 }
 items() { # the run's tiers' items by state: none / available / suspect / unhealthy
   for _t in basic egress; do
@@ -211,6 +246,10 @@ for r in $RUNS; do
   say "$_r"
   ROWS="$ROWS$_r
 "
+  _w=$(why "$iv, $tiers")
+  say "$_w"
+  WHYS="$WHYS$_w
+"
   if [ "$FIRST" = 1 ]; then
     FIRST=0
     OWN1=$(owned 1) OWN2=$(owned 2)
@@ -223,6 +262,10 @@ for r in $RUNS; do
       _r=$(row "$iv, $tiers: 1 in $FAIL_EVERY $phase")
       say "$_r"
       FROWS="$FROWS$_r
+"
+      _w=$(why "$iv, $tiers: 1 in $FAIL_EVERY $phase")
+      say "$_w"
+      WHYS="$WHYS$_w
 "
     done
   fi
@@ -242,6 +285,10 @@ echo "| run | scheduled checks/s | observations/s | controller µs/observation |
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s' "$ROWS"
 printf '%s' "$FROWS"
+echo
+echo "What moved verdicts in each window (controller: proxyhost_cp_controller_health_moves_total by tier and result, check tasks neither issued nor answered; checkers: failures by tier and status, and check_reasons_total; only the series that grew):"
+echo
+printf '%s' "$WHYS"
 echo
 echo "The failing share: $((N / FAIL_EVERY)) proxies failing every handshake for $FLAKY_W s, then answering again for $FLAKY_W s (each window from its SIGUSR2 to phconnect)."
 echo

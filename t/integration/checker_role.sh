@@ -16,7 +16,8 @@
 # session and a fence refusal start a new session; no credential in the
 # checker's log or metrics; lateness (a task with less than
 # task.min_budget left, a check the checker's loop ended late) is
-# CHECKER_ERROR late_task / short_budget, never TIMEOUT.
+# CHECKER_ERROR late_task / short_budget, never TIMEOUT; a proxy's answer
+# unread at the deadline is read (its result, or CHECKER_ERROR loop_late).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/cp_fake.sh"
 
@@ -112,7 +113,7 @@ start() {
   cp_fake_start "$D" "$scen" "$FAKE_CERTS"
   admin=$(free_port)
   printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n' "$MODS" "$admin" >"$D/chk.ini"
-  printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\n' >>"$D/chk.ini"
+  printf '[checker]\ntls.mode = disabled\nbackoff.min = 200ms\nbackoff.max = 1s\nbatch.flush = 100ms\ntask.report_margin = 100ms\n' >>"$D/chk.ini"
   printf 'max_concurrency = 16\ntiers = basic,egress,target\necho.probe_interval = 1s\n' >>"$D/chk.ini"
   "$PROXYHOST" -c "$D/chk.ini" -control-plane "127.0.0.1:$(cat "$D/port")" \
     -cluster-id c1 -checker-id k1 -instance-id k1-a -zone z1 "$@" >>"$D/chk.log" 2>&1 &
@@ -222,6 +223,47 @@ wait_long observed "$BS"
 like "$(seen "$BS")" "4 short_budget" \
   "CP-6-2 a check its own checker ended late (served < task.min_budget): CHECKER_ERROR short_budget, not TIMEOUT"
 
+# The proxy's answer waiting unread at the deadline (issue 26, envoy#28699):
+# the checker's loop stopped across a check's deadline, the proxy having
+# answered meanwhile: at the deadline the timer and the answer are ready
+# together and the timer runs first. A check that the answer ends is the
+# proxy's result (OK here); one that the answer moves on a step (SOCKS5's
+# method reply, the CONNECT still to send) was held up by the checker:
+# CHECKER_ERROR loop_late. Neither is TIMEOUT (both were before). The
+# proxy (bad_upstream.py when_told) answers its Nth connection only once
+# the test has stopped the checker and made $T/slow.go.N.
+"$PY" "$top_srcdir/t/lib/bad_upstream.py" when_told --port-file "$T/slow" \
+  >"$T/slow.out" 2>&1 &
+PIDS="$PIDS $!"
+wait_long test -s "$T/slow"
+SLOW=$(cat "$T/slow")
+# late_answer N TIER PROTOCOL: the checker stopped with a check of the
+# slow proxy's Nth connection in flight, the proxy answering, the checker
+# resumed 200 ms past the task's deadline (5 s: it would be short_budget
+# only if resumed more than 4.5 s late, and the checker has up to 5 s to
+# send its first bytes before it is stopped); the task id in _id.
+late_answer() {
+  task "$2" "$3" "$SLOW" deadline_ms=5000
+  _id=$LAST
+  wait_long grep -q "^TASK s1 $_id\$" "$EV"
+  until_ms=$(($(date +%s%3N) + 5200))
+  wait_long grep -q "^got $1\$" "$T/slow.log"
+  kill -STOP "$CHK"
+  : >"$T/slow.go.$1"
+  wait_long grep -q "^answered $1\$" "$T/slow.log"
+  wait_long eval '[ "$(date +%s%3N)" -ge "$until_ms" ]'
+  kill -CONT "$CHK"
+  wait_long observed "$_id"
+}
+late_answer 1 1 1
+like "$(seen "$_id")" "1 - 0" \
+  "issue 26: the CONNECT answer unread at the deadline (the checker's loop stopped across it) is read: OK, not TIMEOUT"
+late_answer 2 1 2
+like "$(seen "$_id")" "4 loop_late" \
+  "issue 26: SOCKS5's method reply unread at the deadline, the request still the checker's to send: CHECKER_ERROR loop_late, not TIMEOUT"
+wait_cond '[ "$(mval "proxyhost_checker_check_reasons_total{tier=\"basic\",reason=\"loop_late\"}")" = 1 ]'
+ok $? "loop_late counted in check_reasons_total"
+
 # The echo endpoint down: EGRESS is the checker's failure, not the proxy's.
 kill "$ECHO_PID"
 wait_exit "$ECHO_PID" 10
@@ -308,7 +350,8 @@ cp "$top_srcdir/modules/checker/checker.ini.sample" "$T/conf.d/checker.ini"
 is $? 0 "the sample passes --check-config as a drop-in"
 for bad in "tiers=basic,nope" "tiers=basic,basic" "max_concurrency=0" \
   "echo.url=http://echo.example:8089/" "batch.max=9000" "response_max=512" \
-  "task.min_budget=5ms" "task.min_budget=40s"; do
+  "task.min_budget=5ms" "task.min_budget=40s" "task.report_margin=200ms" \
+  "task.report_margin=2min"; do
   "$PROXYHOST" -c "$T/base.ini" --set "checker.$bad" --check-config >"$T/check.out" 2>&1
   is $? 2 "--check-config refuses checker.$bad"
 done

@@ -124,4 +124,8 @@ is "$(sm 'proxyhost_cp_controller_health_proxies{state="unhealthy"}')" 0 \
 tr() { sm "proxyhost_cp_controller_health_transitions_total{to=\"$1\"}"; }
 is "$(tr suspect)/$(tr unhealthy)/$(tr none)/$(tr available)" "0/0/0/$N" \
   "CP-6-2 no verdict moved with nothing failing: $N transitions, each none -> AVAILABLE"
+# what moved them (issue 26): only OK observations, one per item
+mv() { sm "proxyhost_cp_controller_health_moves_total{tier=\"basic\",result=\"$1\"}"; }
+is "$(mv ok)/$(mv failed)/$(mv timeout)" "$N/0/0" \
+  "proxyhost_cp_controller_health_moves_total: each move an OK, none a failure or a timeout"
 done_testing

@@ -113,6 +113,8 @@ like_re "$(redis_cli "$T/redis" HGET 'ph:cp:{c1}:health' pb)" '^[23]$' \
 t=$(cm | grep -E '^proxyhost_cp_controller_health_transitions_total\{to="(suspect|unhealthy)"\}' |
   awk '{s += $2} END {print s + 0}')
 [ "${t:-0}" -ge 1 ]; ok $? "proxyhost_cp_controller_health_transitions_total counts it ($t)"
+t=$(cm | grep '^proxyhost_cp_controller_health_moves_total{tier="passive",result="failed"}' | awk '{print $2}')
+[ "${t:-0}" -ge 1 ]; ok $? "proxyhost_cp_controller_health_moves_total says a failed outcome moved it ($t)"
 like "$(cat "$T/ctl.log")" "proxy health changed" "the controller logs the change"
 
 before=$(outcomes dial failure)

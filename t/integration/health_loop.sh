@@ -14,13 +14,16 @@
 #   pc  a server answering everything with a canned page (bad_echo)
 #   pf  t/lib/bad_upstream.py flaky_check: every (tier) check it serves
 #       fails one time in three
+#   ps  proxyhost `local` http_proxy, stopped with SIGSTOP then continued
 # It proves, with no request through the gateway: the live proxies become
 # AVAILABLE with the egress IP and anonymity EGRESS saw (CP-6-3, CP-6-4,
 # CP-6-7), in proxyhostctl proxy show and the admin API; pw and pc are not
 # AVAILABLE, for auth_failed and bad_echo; pf does not flap over ten
 # rounds of its checks (counted in its connections, not in time); pk
 # killed becomes UNHEALTHY by active checks alone and leaves the gateway's
-# choices (its snapshot), then AVAILABLE again once restarted (rise); one
+# choices (its snapshot), then AVAILABLE again once restarted (rise); ps
+# stopped (it accepts in the kernel, never answers) becomes UNHEALTHY for
+# its timeouts, and AVAILABLE again once continued; one
 # checker stopped mid-task and killed: its tasks go to the other and the
 # checks go on, nothing counted against a proxy (CP-6-6); the echo
 # endpoint stopped: no proxy becomes UNHEALTHY at EGRESS (CHECKER_ERROR is
@@ -38,7 +41,7 @@ MODS="$top_builddir/modules"
 CTL="$top_builddir/tools/proxyhostctl"
 PW_OK=pw-HealthLoop-Right-Never-Logged-5c3e
 PW_BAD=pw-HealthLoop-Wrong-Never-Logged-9d71
-TAP_ON_FAIL='grep -v "level=debug" "$T/ph.log" | tail -10; for f in k1 k2 g1; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -5; done; for p in pa pb pk pt pw pc pf; do ctl proxy show $p 2>&1 | grep -e "^health"; done'
+TAP_ON_FAIL='grep -v "level=debug" "$T/ph.log" | tail -10; for f in k1 k2 g1; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -5; done; for p in pa pb pk pt pw pc pf ps; do ctl proxy show $p 2>&1 | grep -e "^health"; done'
 
 # ---- the echo, the target and the upstreams --------------------------------------
 E=$(free_port) UA=$(free_port) UB=$(free_port) UK=$(free_port) UT=$(free_port)
@@ -58,6 +61,9 @@ local_up ub "auth_local, direct, socks5" socks5 "$UB" \
   "$(printf 'auth = password\n[auth_local]\nusers = alice:%s\n' "$(password_hash "$PW_OK" 10000)")"
 local_up uk "direct, http_proxy" http_proxy "$UK"
 UK_PID=$LAST_PID
+US=$(free_port)
+local_up us "direct, http_proxy" http_proxy "$US"
+US_PID=$LAST_PID
 tiny() { # NAME PORT [EXTRA LINE] (checker_role.sh's tinyproxy)
   printf 'Port %s\nListen 127.0.0.1\nTimeout 60\nMaxClients 50\nLogLevel Info\nLogFile "%s/%s.log"\nPidFile "%s/%s.pid"\nAllow 127.0.0.1\n%s\n' \
     "$2" "$T" "$1" "$T" "$1" "${3:-}" >"$T/$1.conf"
@@ -76,10 +82,10 @@ start_file_server "$T/www" "the target group's probe" target
 wait_file "$T/flaky.port" && wait_file "$T/canned.port"
 UF=$(cat "$T/flaky.port") UC=$(cat "$T/canned.port")
 r=0
-for p in "$E" "$UA" "$UB" "$UK" "$UT" "$UW" "$UC" "$UF" "$FILE_SERVER_PORT"; do
+for p in "$E" "$UA" "$UB" "$UK" "$UT" "$UW" "$UC" "$UF" "$US" "$FILE_SERVER_PORT"; do
   wait_for port_open "$p" || r=1
 done
-ok $r "the echo, a target and seven upstreams listen"
+ok $r "the echo, a target and eight upstreams listen"
 
 # ---- the controller ----------------------------------------------------------------
 controller_up "$PW_OK"
@@ -107,8 +113,8 @@ ctl credential add upstream-a >/dev/null && ctl credential add upstream-b >/dev/
   add pa http_connect "$UA" && add pb socks5 "$UB" --secret-ref upstream-a &&
   add pk http_connect "$UK" && add pt http "$UT" &&
   add pw http_connect "$UW" --secret-ref upstream-b && add pc http "$UC" &&
-  add pf http_connect "$UF"
-ok $? "proxyhostctl: two credentials, a route and the seven proxies"
+  add pf http_connect "$UF" && add ps http_connect "$US"
+ok $? "proxyhostctl: two credentials, a route and the eight proxies"
 
 # ---- the gateway and two checkers ----------------------------------------------------
 g_a=$(free_port) g_h=$(free_port)
@@ -147,12 +153,12 @@ health() { gw_health "$g_a" "$1"; }
 is_h() { [ "$(health "$1")" = "$2" ]; }
 verdict() { ctl proxy show "$1" 2>/dev/null | awk '$1 == "health" { print $2 }'; }
 item() { ctl proxy show "$1" 2>/dev/null | grep "^health_items tier=$2 "; }
-LIVE="pa pb pk pt pf"
+LIVE="pa pb pk pt pf ps"
 all_available() {
   for p in $LIVE; do is_h "$p" available || return 1; done
 }
 wait_long all_available
-ok $? "CP-6-7 pa, pb, pk, pt and pf become AVAILABLE in the gateway's snapshot"
+ok $? "CP-6-7 pa, pb, pk, pt, pf and ps become AVAILABLE in the gateway's snapshot"
 # items_ok ID: its BASIC, EGRESS and TARGET items all AVAILABLE
 items_ok() {
   [ "$(ctl proxy show "$1" 2>/dev/null | grep -c '^health_items tier=[a-z]* .*state=available')" -ge 3 ]
@@ -239,6 +245,19 @@ local_up uk "direct, http_proxy" http_proxy "$UK"
 UK_PID=$LAST_PID
 wait_long is_h pk available
 ok $? "CP-6-7 pk restarted: AVAILABLE again after rise successes"
+
+# ---- ps stopped: its connects are accepted by the kernel, nothing answers ----------
+# A check of ps times out; the timeout must reach the controller before
+# the task's deadline (task.report_margin), or it is dropped as late and
+# ps is never found out (CP-6-3, CP-6-7).
+kill -STOP "$US_PID"
+wait_long is_h ps unhealthy
+ok $? "CP-6-7 ps stopped (SIGSTOP): UNHEALTHY in the gateway's snapshot by active checks alone"
+like_re "$(ctl proxy show ps | grep '^health_items tier=basic .*state=unhealthy')" \
+  "reason=handshake_timeout" "CP-6-3 ... its BASIC item UNHEALTHY for handshake_timeout"
+kill -CONT "$US_PID"
+wait_long is_h ps available
+ok $? "CP-6-7 ps continued: AVAILABLE again after rise successes"
 
 # ---- one checker stopped mid-task, then killed ----------------------------------------------
 avail_now=$(sm 'proxyhost_cp_controller_health_transitions_total{to="unhealthy"}')

@@ -27,6 +27,12 @@ listens on 127.0.0.1 (port written to F) and, per connection, by MODE:
                  three whatever order the tiers come in (health_loop.sh)
   canned         answers every request with the same 200 page (a proxy
                  that serves a canned page: the checker's bad_echo)
+  when_told      numbers the connections that send anything (N from 1:
+                 "got N" in F.log) and answers the Nth only once the file
+                 F.go.N exists (at most 60 s): an HTTP CONNECT with 200,
+                 a SOCKS5 greeting with "no auth" ("answered N" in F.log),
+                 then its request with success (issue 26: the checker's
+                 loop stopped while the answer comes, checker_role.sh)
 Each accepted connection is appended as a line "conn" to F.log.
 """
 
@@ -102,6 +108,33 @@ def forward(c, per_check=False):
     pump(c, t)
 
 
+def note(port_file, line):
+    with open(port_file + ".log", "a") as f:
+        f.write(line + "\n")
+
+
+def when_told(c, port_file):
+    first = c.recv(4096)
+    if not first:  # a port probe: not numbered
+        c.close()
+        return
+    with COUNT_LOCK:
+        COUNT[0] += 1
+        n = COUNT[0]
+    note(port_file, "got %d" % n)
+    deadline = time.time() + 60
+    while not os.path.exists("%s.go.%d" % (port_file, n)) and time.time() < deadline:
+        time.sleep(0.01)
+    socks = first[:1] == b"\x05"
+    c.sendall(b"\x05\x00" if socks
+              else b"HTTP/1.1 200 Connection established\r\n\r\n")
+    note(port_file, "answered %d" % n)
+    if socks and c.recv(4096):
+        c.sendall(b"\x05\x00\x00\x01\x7f\x00\x00\x01\x00\x50")
+    c.recv(4096)
+    c.close()
+
+
 def serve(c, mode, port_file):
     with open(port_file + ".log", "a") as f:
         f.write("conn\n")
@@ -113,6 +146,9 @@ def serve(c, mode, port_file):
                       b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
                       % (len(page), page))
             c.close()
+            return
+        if mode == "when_told":
+            when_told(c, port_file)
             return
         if mode == "flaky_check":
             forward(c, per_check=True)
@@ -160,7 +196,8 @@ def serve(c, mode, port_file):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["garbage", "reset_early", "reset_late", "hold",
-                                     "flaky", "flaky_check", "canned"])
+                                     "flaky", "flaky_check", "canned",
+                                     "when_told"])
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--lifetime", type=float, default=300)
     a = ap.parse_args()
