@@ -119,7 +119,8 @@ void up_hs_sent(up_hs *h, size_t n) {
     return;
   /* Sent whole: whatever it carried (credentials in a CONNECT or an
    * RFC 1929 request) is not kept a moment longer. */
-  OPENSSL_cleanse(h->out, h->out_len);
+  OPENSSL_cleanse(h->out, h->out_len < sizeof(h->out) ? h->out_len
+                                                     : sizeof(h->out));
   h->out_len = h->out_off = 0;
   h->phase = reading_phase(h->phase);
 }
@@ -132,8 +133,13 @@ size_t up_hs_want(const up_hs *h) {
   return up_socks5_want(h);
 }
 
+/* Only out's first out_len bytes can hold a credential: a request is
+ * written from out's start (its credentials only ever below out_len: the
+ * bounded writer copies all or nothing) and wiped whole by up_hs_sent
+ * once sent, before the next is written. */
 static void wipe_secrets(up_hs *h) {
-  OPENSSL_cleanse(h->out, sizeof(h->out));
+  OPENSSL_cleanse(h->out, h->out_len < sizeof(h->out) ? h->out_len
+                                                     : sizeof(h->out));
   h->out_len = h->out_off = 0;
   h->user = h->pass = NULL;
   h->user_len = h->pass_len = 0;
