@@ -99,7 +99,7 @@ ok $? "after traffic: promtool accepts the exposition"
 # ---- the dashboard ---------------------------------------------------------
 # The tunnel roles' own series are checked by t/integration/tunnel_e2e.sh
 # against the scrapes of a server, an agent and a client.
-TUNNEL_ONLY='^(tunnelmesh_authorization_|proxyhost_stream_tunnel_|proxyhost_stream_writer_wait_seconds|tunnelmesh_stream_(window_stall_seconds|backpressure_total))'
+TUNNEL_ONLY='^(tunnelmesh_authorization_|proxyhost_stream_tunnel_|proxyhost_stream_writer_wait_seconds|tunnelmesh_stream_(window_stall_seconds|backpressure_total)|proxyhost_tunnel_server_relay_)'
 $PY "$top_srcdir/t/lib/dashboard_check.py" --absent-ok "$TUNNEL_ONLY" "$DASH" "$T/busy.txt" >"$T/dash.out" 2>&1
 ok $? "every metric in every panel of tunnelmesh.json is in /metrics ($(grep -c '^checked' "$T/dash.out") names)"
 sed 's/^/# /' "$T/dash.out"

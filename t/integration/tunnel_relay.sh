@@ -262,6 +262,13 @@ get2; ok $? "TM-FAIL-9: the next open goes to node-c at once (node-b marked down
 grep -q 'msg="relay link accepted".*peer_node=node-a' "$T/c3.log"; ok $? "... through a link node-c accepted"
 rtt_seen() { [ "$(tn_sum "$a2_admin" '^proxyhost_tunnel_server_relay_rtt_seconds_count')" -ge 1 ]; }
 wait_long rtt_seen; ok $? "the open link's heartbeat round trip is sampled (proxyhost_tunnel_server_relay_rtt_seconds, every 5 s)"
+# The dashboard's relay panels plot series that moved (issue 27
+# "Observability"; the single-server dashboard test skips them).
+tn_metrics "$a2_admin" >"$T/a2.prom"
+"${PYTHON3:-python3}" "$top_srcdir/t/lib/dashboard_check.py" --moved --panels '^(Relay:|Local / remote)' \
+  "$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json" "$T/a2.prom" >"$T/dash.out" 2>&1
+ok $? "TM-OBS-15 the relay panels (remote TTFB, links and RTT, the local/remote ratio) move on the ingress node"
+grep '^problem' "$T/dash.out" | sed 's/^/# /'
 
 # node-c stopped (SIGSTOP): its socket stays open, the heartbeat finds it.
 slow stopped "$c2_socks"; ps=$slow_pid

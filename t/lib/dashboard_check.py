@@ -3,6 +3,7 @@
 """Checks a Grafana dashboard against a live /metrics scrape.
 
 dashboard_check.py [--absent-ok REGEX] [--moved [--zero-ok REGEX]]
+                   [--panels REGEX | --skip-panels REGEX]
                    DASHBOARD.json METRICS.txt [METRICS.txt...]
 
 The dashboard must be a Grafana JSON model (schemaVersion, unique panel
@@ -18,7 +19,10 @@ with its label matchers (a Grafana variable matches anything), must
 match a series that moved from zero (a counter or a histogram's count
 above 0, a gauge not 0), so a panel whose series cannot move fails, not
 only one whose name is missing; --zero-ok REGEX: names it matches are
-exempt (say why where it is given).
+exempt (say why where it is given). --panels REGEX: only the panels whose
+title it matches are checked against the scrapes (the relay's panels
+need two servers); --skip-panels REGEX: those are not (the model is
+checked whole either way).
 Prints each name it checked and each problem; exits 1 on a problem."""
 import json
 import re
@@ -150,9 +154,9 @@ def moved(name, matchers, values):
     return len(series), any(v != 0 for v in series)
 
 
-def check_moved(d, values, zero_ok, problems):
+def check_moved(d, values, zero_ok, problems, chosen):
     """Every selector of every panel has a series that moved (--moved)."""
-    for p in panels_of(d.get("panels", [])):
+    for p in filter(chosen, panels_of(d.get("panels", []))):
         for t in p.get("targets", []):
             for name, matchers in selectors(t.get("expr", "")):
                 if zero_ok and zero_ok.search(name):
@@ -224,10 +228,17 @@ def check_name(name, samples, types, problems, where, absent_ok=None):
 
 def main(argv):
     absent_ok, zero_ok, values = None, None, None
+    only, skip = None, None
     while len(argv) > 1 and argv[1].startswith("--"):
         if argv[1] == "--moved":
             values = []
             argv = argv[:1] + argv[2:]
+        elif argv[1] in ("--panels", "--skip-panels") and len(argv) > 2:
+            if argv[1] == "--panels":
+                only = re.compile(argv[2])
+            else:
+                skip = re.compile(argv[2])
+            argv = argv[:1] + argv[3:]
         elif argv[1] in ("--absent-ok", "--zero-ok") and len(argv) > 2:
             if argv[1] == "--absent-ok":
                 absent_ok = re.compile(argv[2])
@@ -238,16 +249,22 @@ def main(argv):
             break
     if len(argv) < 3:
         print("usage: dashboard_check.py [--absent-ok REGEX] [--moved "
-              "[--zero-ok REGEX]] DASHBOARD.json METRICS.txt [METRICS.txt...]")
+              "[--zero-ok REGEX]] [--panels REGEX | --skip-panels REGEX] "
+              "DASHBOARD.json METRICS.txt [METRICS.txt...]")
         return 2
     with open(argv[1], encoding="utf-8") as f:
         d = json.load(f)
     samples, types = scrape(argv[2:], values)
     problems, checked = [], set()
     check_model(d, problems)
+
+    def chosen(p):
+        title = p.get("title", "")
+        return (not only or only.search(title)) and \
+            not (skip and skip.search(title))
     if values is not None:
-        check_moved(d, values, zero_ok, problems)
-    for p in panels_of(d.get("panels", [])):
+        check_moved(d, values, zero_ok, problems, chosen)
+    for p in filter(chosen, panels_of(d.get("panels", []))):
         for t in p.get("targets", []):
             expr = t.get("expr", "")
             names = metric_names(expr)
