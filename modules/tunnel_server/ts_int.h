@@ -154,6 +154,9 @@ struct ts_conn {
   ts_agent *agent;   /* agent */
   int ready;         /* agent: metadata arrived and is consistent */
   unsigned meta_caps;
+  uint32_t capacity; /* agent: its weight in selection (agent_select.h:
+                        the metadata's max_streams within the server's
+                        stream.max_per_connection) */
   oexec_group group; /* client: its opens in the executor */
   uint64_t mem;      /* client: bytes its streams reserved (ts_open.c) */
   oexec_principal relay_opens; /* relay: its opens' principal */

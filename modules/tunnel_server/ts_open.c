@@ -13,7 +13,8 @@
  *                  store), principal = the client's token id, agent =
  *                  the one the client named, host in normal form
  *   selection      that agent's connections that can open, by weighted
- *                  least connections (agent_select.h)
+ *                  least connections, each weighed by its capacity
+ *                  (agent_select.h, TM-P2-27)
  *   open           tm_stream_open on the agent session, stream.
  *                  open_timeout; strict when the agent session negotiated
  *                  open results (TM-PROTO-20), legacy otherwise
@@ -378,8 +379,10 @@ static void select_and_open(ts_open *op) {
     uint32_t s = c->s ? tm_session_streams(c->s) : 0;
     agent_streams += s;
     cand[n].streams = s;
-    cand[n].weight = 1;
-    cand[n].can_open = c->ready && c->s && tm_session_can_open(c->s);
+    /* TM-P2-27: weighted by capacity; one at its capacity is full. */
+    cand[n].weight = c->capacity;
+    cand[n].can_open = c->ready && c->s && s < c->capacity &&
+                       tm_session_can_open(c->s);
     conn[n++] = c;
   }
   if (a && agent_streams >= m->c.max_per_agent) {

@@ -479,6 +479,12 @@ int tm_metadata_encode(const tm_metadata *m, int ack, uint8_t *out,
     if (m->caps & caps_tab[i].bit)
       json_w_str(&w, caps_tab[i].name);
   json_w_arr_end(&w);
+  if (!ack && m->max_streams) {
+    if (m->max_streams > TM_METADATA_STREAMS_MAX)
+      return TM_EPROTO;
+    json_w_key(&w, "max_streams");
+    json_w_uint(&w, m->max_streams);
+  }
   json_w_obj_end(&w);
   long n = json_w_finish(&w);
   if (n < 0 || (size_t)n > TM_METADATA_MAX)
@@ -528,6 +534,12 @@ int tm_metadata_decode(const uint8_t *p, size_t len, tm_metadata *m) {
       k = d.toks[k].next;
     }
   }
+  long si = json_get(&d, 0, "max_streams");
+  /* Present: a real capacity (no zero, no more than a session holds). */
+  if (si >= 0 && (get_uint(&d, si, TM_METADATA_STREAMS_MAX,
+                           &x.max_streams) != 0 ||
+                  x.max_streams == 0))
+    return TM_EPROTO;
   *m = x;
   return TM_OK;
 }

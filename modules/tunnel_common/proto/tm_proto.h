@@ -210,14 +210,21 @@ const char *tm_subproto_select(const char *offer, size_t len, unsigned caps);
 int tm_subproto_caps(const char *name);
 
 /* ---- AGENT_METADATA / AGENT_METADATA_ACK (JSON, ≤ TM_METADATA_MAX) -----
- * agent → server: {"agent_id":"...","version":"...","capabilities":[...]}
+ * agent → server: {"agent_id":"...","version":"...","capabilities":[...],
+ *                  "max_streams":N}
  * server → agent: {"capabilities":[...]}   (the intersection, TM-PROTO-18)
  * Unknown fields and unknown capability names are ignored (TM-PROTO-19);
- * a missing "capabilities" is an old agent: 0. */
+ * a missing "capabilities" is an old agent: 0. "max_streams" (optional,
+ * 1..TM_METADATA_STREAMS_MAX, never in an ACK) is the streams the agent
+ * takes at once on this connection: its capacity, the weight the server
+ * gives the connection when it picks one for a new stream (TM-P2-27);
+ * absent (an old agent), the server's own per-connection limit. */
+#define TM_METADATA_STREAMS_MAX (1u << 20) /* tm_session's max_streams */
 typedef struct tm_metadata {
   char agent_id[TM_AGENT_MAX + 1]; /* may be empty (ACK) */
   char version[33];
   unsigned caps;
+  uint32_t max_streams; /* 0: not said (an old agent, an ACK) */
 } tm_metadata;
 int tm_metadata_encode(const tm_metadata *m, int ack, uint8_t *out,
                        size_t cap);

@@ -996,6 +996,37 @@ static void test_metadata(void) {
   is_int(tm_metadata_encode(&m, 1, b, 5), TM_ESPACE,
          "encode into a short buffer: TM_ESPACE");
 
+  /* TM-P2-27: the agent's capacity on this connection, optional. */
+  m.caps = TM_CAP_OPEN_RESULT;
+  m.max_streams = 512;
+  n = tm_metadata_encode(&m, 0, b, sizeof b);
+  const char *cap = "{\"agent_id\":\"agent-1\",\"version\":\"1.4.0\","
+                    "\"capabilities\":[\"stream_open_result.v1\"],"
+                    "\"max_streams\":512}";
+  ok(n == (int)strlen(cap) && memcmp(b, cap, (size_t)n) == 0 &&
+         tm_metadata_decode(b, (size_t)n, &d) == TM_OK &&
+         d.max_streams == 512,
+     "TM-P2-27 AGENT_METADATA carries max_streams, round trip");
+  n = tm_metadata_encode(&m, 1, b, sizeof b);
+  ok(n > 0 && tm_metadata_decode(b, (size_t)n, &d) == TM_OK &&
+         d.max_streams == 0,
+     "... never in an ACK");
+  m.max_streams = TM_METADATA_STREAMS_MAX + 1;
+  is_int(tm_metadata_encode(&m, 0, b, sizeof b), TM_EPROTO,
+         "encode: max_streams above its bound is refused");
+  m.max_streams = 0;
+  ok(md_dec("{\"agent_id\":\"a\"}", &d) == TM_OK && d.max_streams == 0,
+     "an old agent's metadata: no max_streams (0)");
+  is_int(md_dec("{\"max_streams\":0}", &d), TM_EPROTO,
+         "max_streams 0: malformed");
+  is_int(md_dec("{\"max_streams\":1048577}", &d), TM_EPROTO,
+         "max_streams above 2^20: malformed");
+  is_int(md_dec("{\"max_streams\":\"9\"}", &d), TM_EPROTO,
+         "max_streams not a number: malformed");
+  ok(md_dec("{\"max_streams\":1048576}", &d) == TM_OK &&
+         d.max_streams == 1048576,
+     "max_streams at its bound decodes");
+
   /* The server answers the intersection (TM-PROTO-18). */
   ok(md_dec("{\"agent_id\":\"a\",\"version\":\"2\",\"capabilities\":["
             "\"stream_open_result.v1\",\"stream_flow_control.v1\","
