@@ -234,6 +234,9 @@ int ts_relay_route(ts_mod *m, const char *agent, ts_relay_wait *w,
                    tm_session **s);
 /* w no longer waits (its open went away). */
 void ts_relay_unwait(ts_relay_wait *w);
+/* A peer relayed a stream here; carried: its open named the client's
+ * principal (proxyhost_tunnel_server_relayed_opens_total{principal}). */
+void ts_relay_count_open(ts_mod *m, int carried);
 
 extern const ph_api *ts_api;
 /* The state of the instance initialised last (for the unit test, which
