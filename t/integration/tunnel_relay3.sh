@@ -21,7 +21,10 @@
 #     session on a, each with 4403 and audited where the session was, found
 #     by that node's first revision poll after the write (the default 2 s
 #     poll: within 3 s; issue 27 "Sessions end when their credentials do,
-#     on every node", TM-P1-34).
+#     on every node", TM-P1-34);
+#   - headless Chromium through the client on a loads a 30-image page
+#     through relayed streams with one image that never answers: the other
+#     29 load, and the hanging stream is torn down once Chromium is gone.
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/pg.sh"
@@ -142,6 +145,96 @@ for n in a b c; do
   [ "$_now" -le $((_base + RSS_SLACK_KIB)) ]
   ok $? "... $n's resident memory within $RSS_SLACK_KIB KiB of its baseline ($_base -> $_now KiB)"
 done
+
+# ---- a browser through the relay, one resource hanging ---------------------
+# Headless Chromium through the client's SOCKS5 on a loads a page of 30
+# images from page.test (resolved by the agent on b): 29 complete, one
+# (/hang/0.svg) is accepted by the page server and never answered. The
+# other 29 complete beside it (each image's onload counts into the DOM,
+# dumped when Chromium's own --timeout stops the load: a budget for the
+# browser, not an assertion); once Chromium is gone the hanging stream is
+# torn down through a, b and the agent: the page server sees its
+# connection closed, and b has logged the end of every stream a relayed.
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+[ -n "$CHROMIUM" ]; ok $? "chromium is installed (scripts/install-deps.sh)"
+mkdir -p "$T/page/img"
+{
+  printf '<!doctype html><html><head><title>tm</title></head><body>\n<p id="r">images=0</p>\n'
+  printf '<script>window.n=0;function ld(){window.n++;'
+  printf 'document.getElementById("r").textContent="images="+window.n;}</script>\n'
+  printf '<img src="/hang/0.svg" onload="ld()">\n'
+  i=0
+  while [ $i -lt 29 ]; do printf '<img src="/img/%d.svg" onload="ld()">\n' $i; i=$((i + 1)); done
+  printf '</body></html>\n'
+} >"$T/page/index.html"
+i=0
+while [ $i -lt 29 ]; do
+  printf '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8" fill="#%02x0000"/></svg>\n' $i >"$T/page/img/$i.svg"
+  i=$((i + 1))
+done
+cat >"$T/pagesrv.py" <<'EOP'
+import functools, http.server, os, sys, time
+d, port_file, log = sys.argv[1], sys.argv[2], sys.argv[3]
+def note(s):
+    with open(log, "a") as f:
+        f.write(s + "\n")
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, fmt, *args):
+        note("%s %s" % (self.command, self.path))
+    def do_GET(self):
+        if not self.path.startswith("/hang"):
+            return super().do_GET()
+        # Never answered: held until the other end closes (120 s at most).
+        note("GET %s" % self.path)
+        self.connection.settimeout(120)
+        try:
+            while self.connection.recv(1):
+                pass
+        except OSError:
+            pass
+        note("closed %s" % self.path)
+        self.close_connection = True
+class S(http.server.ThreadingHTTPServer):
+    request_queue_size = 256
+    daemon_threads = True
+srv = S(("127.0.0.1", 0), functools.partial(H, directory=d))
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % srv.server_address[1])
+os.rename(port_file + ".tmp", port_file)
+srv.timeout = 0.5
+end = time.monotonic() + 300
+while time.monotonic() < end:
+    srv.handle_request()
+EOP
+$PY "$T/pagesrv.py" "$T/page" "$T/page.port" "$T/access.log" >/dev/null 2>&1 &
+PIDS="$PIDS $!"
+wait_file "$T/page.port"; ok $? "page server up (one path that never answers)"
+page=$(cat "$T/page.port")
+ends_all() { grep -c 'msg="tunnel stream end"' "$T/$1.log"; }
+r0=$(remote_ok) a0=$(ends_all a) b0=$(ends_all b)
+mkdir -p "$T/chrome"
+dom=$(timeout 60 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu \
+  --no-first-run --disable-background-networking --disable-extensions \
+  --user-data-dir="$T/chrome" \
+  --proxy-server="socks5://127.0.0.1:$cl_socks" --proxy-bypass-list='<-loopback>' \
+  --host-resolver-rules='MAP * ~NOTFOUND, EXCLUDE page.test, EXCLUDE 127.0.0.1' \
+  --timeout=10000 --dump-dom "http://page.test:$page/index.html" 2>"$T/chrome.err")
+like "$dom" "images=29" "Chromium through a's client: the 29 images that answer all load beside the hanging one (DOM)"
+is "$(grep -c '^GET /img/' "$T/access.log")" 29 "... each of them in the page server's access log"
+grep -q '^GET /hang/0.svg' "$T/access.log"; ok $? "... and the hanging one reached the page server"
+# Chromium keeps its connections alive: the page's streams are its
+# connections (at least the page's and the hanging one's).
+r1=$(remote_ok)
+[ "$r1" -ge $((r0 + 2)) ]; ok $? "Chromium's connections were relayed streams, counted remote on a ($r0 -> $r1)"
+hang_closed() { grep -q '^closed /hang/0.svg' "$T/access.log"; }
+wait_long hang_closed; ok $? "Chromium gone: the hanging stream is torn down through a, b and the agent (the page server sees it closed)"
+# Every stream a relayed (Chromium's, and those of its own lookups that
+# the agent answers NXDOMAIN) ends with one line on a and one on b.
+all_ended() {
+  [ $(($(ends_all a) - a0)) -eq $(($(ends_all b) - b0)) ] &&
+    [ $(($(ends_all b) - b0)) -ge $((r1 - r0)) ]
+}
+wait_long all_ended; ok $? "... and every stream's end is logged on a and on b alike ($(($(ends_all a) - a0)) and $(($(ends_all b) - b0)))"
 
 # ---- credentials ended through c close the sessions held by a and b ---------
 polls() { tn_sum "$1" '^tunnelmesh_authorization_revision_poll_total\{result="success"\}'; }
