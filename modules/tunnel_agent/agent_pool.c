@@ -231,6 +231,9 @@ static void send_metadata(agent_conn *c) {
   snprintf(md.version, sizeof(md.version), "%s", TUNNEL_AGENT_VERSION);
   /* All switches off: a legacy agent, no capabilities declared. */
   md.caps = a->cfg.caps;
+  /* TM-P2-27: this connection's capacity (streams.max_streams), the
+   * server's weight for it when it picks a connection for a stream. */
+  md.max_streams = a->cfg.session.max_streams;
   if (tm_session_send_metadata(c->s, &md, 0) != PH_OK)
     PH_LOG(a->api, a->ctx, PH_LOG_WARN, "agent metadata not sent: control "
                                         "queue full");

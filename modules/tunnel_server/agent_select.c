@@ -2,6 +2,12 @@
 /* Weighted least connections over an agent's connections (agent_select.h). */
 #include "agent_select.h"
 
+uint32_t sel_weight(uint32_t advertised, uint32_t server_limit) {
+  uint32_t w = advertised && advertised < server_limit ? advertised
+                                                       : server_limit;
+  return w ? w : 1;
+}
+
 int sel_pick(const sel_cand *c, size_t n, size_t start) {
   int best = -1;
   uint64_t bs = 0, bw = 1;

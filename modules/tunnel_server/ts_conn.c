@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent_select.h"
 #include "tunnel_common/session/tm_token.h"
 #include "ts_bearer.h"
 #include "ts_int.h"
@@ -168,10 +169,12 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
     return;
   }
   c->meta_caps = md->caps;
+  c->capacity = sel_weight(md->max_streams, m->c.max_per_connection);
   c->ready = 1;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "agent ready",
          PH_STR("principal", c->token_id), PH_STR("agent", red),
          PH_UINT("capabilities", ackm.caps),
+         PH_UINT("capacity", c->capacity),
          PH_INT("strict", !!(c->caps & TM_CAP_OPEN_RESULT)));
 }
 

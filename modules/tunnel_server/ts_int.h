@@ -154,6 +154,9 @@ struct ts_conn {
   ts_agent *agent;   /* agent */
   int ready;         /* agent: metadata arrived and is consistent */
   unsigned meta_caps;
+  uint32_t capacity; /* agent: its weight in selection (agent_select.h:
+                        the metadata's max_streams within the server's
+                        stream.max_per_connection) */
   oexec_group group; /* client: its opens in the executor */
   uint64_t mem;      /* client: bytes its streams reserved (ts_open.c) */
   oexec_principal relay_opens; /* relay: its opens' principal */
@@ -231,6 +234,9 @@ int ts_relay_route(ts_mod *m, const char *agent, ts_relay_wait *w,
                    tm_session **s);
 /* w no longer waits (its open went away). */
 void ts_relay_unwait(ts_relay_wait *w);
+/* A peer relayed a stream here; carried: its open named the client's
+ * principal (proxyhost_tunnel_server_relayed_opens_total{principal}). */
+void ts_relay_count_open(ts_mod *m, int carried);
 
 extern const ph_api *ts_api;
 /* The state of the instance initialised last (for the unit test, which

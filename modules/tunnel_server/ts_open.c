@@ -13,7 +13,8 @@
  *                  store), principal = the client's token id, agent =
  *                  the one the client named, host in normal form
  *   selection      that agent's connections that can open, by weighted
- *                  least connections (agent_select.h)
+ *                  least connections, each weighed by its capacity
+ *                  (agent_select.h, TM-P2-27)
  *   open           tm_stream_open on the agent session, stream.
  *                  open_timeout; strict when the agent session negotiated
  *                  open results (TM-PROTO-20), legacy otherwise
@@ -53,6 +54,7 @@
  * a malformed one (replaced, with a rate-limited warning); the agent's
  * OPEN_STREAM carries it on (issue 24 item 10).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,7 +91,9 @@ struct ts_open {
   uint16_t port;
   char host[HOST_NORM_MAX + 1];
   char agent[TM_AGENT_MAX + 1];
-  char token_id[PH_AZ_ID_LEN + 1];
+  /* the client's token id; on a holding node the ingress node's word for
+   * it (stream_principal.v1), or "relay" */
+  char token_id[TM_PRINCIPAL_MAX + 1];
   char trace[TM_TRACE_LEN + 1]; /* the client's, or ours (issue 24 item 10) */
   uint64_t seq;
   uint64_t t0, t_step;
@@ -301,8 +305,12 @@ static void open_on(ts_open *op, tm_session *s) {
   areq.port = op->port;
   memcpy(areq.host, op->host, sizeof(areq.host));
   memcpy(areq.trace, op->trace, sizeof(areq.trace)); /* passed on */
-  if (op->remote)
+  if (op->remote) {
     memcpy(areq.agent, op->agent, sizeof(areq.agent));
+    /* The holding node logs whose stream it is (sent where the link
+     * negotiated stream_principal.v1: tm_stream_open). */
+    snprintf(areq.principal, sizeof(areq.principal), "%s", op->token_id);
+  }
   op->t_step = mono_us();
   op->phase = OP_OPENING;
   op->ast = tm_stream_open(s, &areq, m->c.open_timeout_ms, on_agent_open, op);
@@ -378,8 +386,10 @@ static void select_and_open(ts_open *op) {
     uint32_t s = c->s ? tm_session_streams(c->s) : 0;
     agent_streams += s;
     cand[n].streams = s;
-    cand[n].weight = 1;
-    cand[n].can_open = c->ready && c->s && tm_session_can_open(c->s);
+    /* TM-P2-27: weighted by capacity; one at its capacity is full. */
+    cand[n].weight = c->capacity;
+    cand[n].can_open = c->ready && c->s && s < c->capacity &&
+                       tm_session_can_open(c->s);
     conn[n++] = c;
   }
   if (a && agent_streams >= m->c.max_per_agent) {
@@ -567,7 +577,15 @@ void ts_open_on_open(ts_conn *cc, tm_stream *st, const tm_open_stream *req) {
   op->strict_client = tm_stream_strict(st);
   op->from_peer = cc->kind == TS_CONN_RELAY;
   memcpy(op->agent, req->agent, sizeof(op->agent));
-  memcpy(op->token_id, cc->token_id, sizeof(op->token_id));
+  snprintf(op->token_id, sizeof(op->token_id), "%s", cc->token_id);
+  if (op->from_peer) {
+    /* Authorized at the ingress node, which named the principal: logged
+     * and counted here, never checked (the session read it only from a
+     * relay link that negotiated it). */
+    if (req->principal[0])
+      snprintf(op->token_id, sizeof(op->token_id), "%s", req->principal);
+    ts_relay_count_open(m, req->principal[0] != '\0');
+  }
   int replaced;
   tm_trace_take(req, op->trace, &replaced);
   if (replaced) /* the peer's bytes are never logged */

@@ -25,7 +25,12 @@
  * opened like a client's, authorized already by the ingress node, and
  * only towards an agent connected HERE (ts_open.c never relays a relayed
  * stream on: no loops). The agent's open, install before OPEN_RESULT(ok)
- * (TM-P0-18) and the splice are the client path's.
+ * (TM-P0-18) and the splice are the client path's. A link negotiates
+ * stream_principal.v1 besides the server's capabilities: the OPEN_STREAM
+ * then carries the client's token id from the ingress node, which the
+ * holding node logs as the stream's principal (authorizing nothing by
+ * it) and counts (relayed_opens_total{principal}); from an older node it
+ * logs principal=relay.
  *
  * Identity: mutual TLS (relay.tls.*). Each node's certificate, signed by
  * relay.tls.ca, carries the URI SAN spiffe://<relay.trust_domain>/
@@ -93,11 +98,15 @@ struct ts_relay {
    * proxyhost_tunnel_server_relay_rtt_seconds */
   ph_series *m_links[2];
   ph_series *m_rtt;
+  /* proxyhost_tunnel_server_relayed_opens_total{principal} */
+  ph_series *m_relayed[2];
   int64_t n_links[2]; /* connecting, open */
 };
 
 static const char *const link_states[] = {"connecting", "open", NULL};
 static const ph_label_def link_labels[] = {{"state", link_states}};
+static const char *const principal_states[] = {"carried", "absent", NULL};
+static const ph_label_def relayed_labels[] = {{"principal", principal_states}};
 /* Seconds: 100 µs (loopback) to 10 s (a peer far away or stalled). */
 static const double rtt_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                      0.005,  0.01,    0.025,  0.05,  0.1,
@@ -112,7 +121,25 @@ static const ph_metric_table rl_metrics[] = {
               "5 s",
               PH_METRIC_NO_LABELS, PH_METRIC_BUCKETS(rtt_buckets), ts_relay,
               m_rtt),
+    PH_METRIC("proxyhost_tunnel_server_relayed_opens_total",
+              PH_METRIC_COUNTER,
+              "Streams a peer node relayed here, by whether the open carried "
+              "the client's principal (stream_principal.v1)",
+              PH_METRIC_LABELS(relayed_labels), PH_METRIC_NO_BUCKETS, ts_relay,
+              m_relayed),
     PH_METRIC_END};
+
+/* What a relay link negotiates: the server's capabilities, and the
+ * principal field with the trace it follows (tm_proto.h). */
+static unsigned link_caps(const ts_mod *m) {
+  return m->c.caps | (m->c.caps & TM_CAP_TRACE ? TM_CAP_PRINCIPAL : 0u);
+}
+
+void ts_relay_count_open(ts_mod *m, int carried) {
+  ts_relay *r = m->relay;
+  if (r && r->m_relayed[carried ? 0 : 1])
+    ts_api->inc(r->m_relayed[carried ? 0 : 1], 1);
+}
 
 static void count_link(ts_relay *r, int state, int delta) {
   r->n_links[state] += delta;
@@ -236,7 +263,7 @@ static void out_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   }
   int caps = tm_subproto_caps(subproto);
   tm_session_cfg cfg;
-  ts_session_cfg(&m->c, 1, caps > 0 ? ((unsigned)caps & m->c.caps) : 0,
+  ts_session_cfg(&m->c, 1, caps > 0 ? ((unsigned)caps & link_caps(m)) : 0,
                  m->metrics, &cfg);
   l->s =
       tm_session_new(ts_api, m->ctx, &cfg, tm_ws_transport(), c, &out_ops, l);
@@ -250,7 +277,9 @@ static void out_connected(void *arg, tm_ws_conn *c, const char *subproto) {
   tm_ws_conn_bind(c, l->s);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "relay link up",
          PH_STR("node", m->c.node_id), PH_STR("peer_node", l->p->node),
-         PH_INT("strict", caps > 0 && ((unsigned)caps & TM_CAP_OPEN_RESULT)));
+         PH_INT("strict", caps > 0 && ((unsigned)caps & TM_CAP_OPEN_RESULT)),
+         PH_INT("with_principal",
+                caps > 0 && ((unsigned)caps & link_caps(m) & TM_CAP_PRINCIPAL)));
   wake(l->p, l->s);
 }
 
@@ -452,7 +481,7 @@ static int in_accept(void *arg, tm_ws_conn *w, const char *bearer, size_t len,
   c->link = w;
   c->kind = TS_CONN_RELAY;
   int caps = tm_subproto_caps(subproto);
-  c->caps = caps > 0 ? ((unsigned)caps & m->c.caps) : 0;
+  c->caps = caps > 0 ? ((unsigned)caps & link_caps(m)) : 0;
   snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "-");
   snprintf(c->token_id, sizeof(c->token_id), "relay");
   oexec_principal_init(&c->relay_opens);
@@ -473,6 +502,7 @@ static int in_accept(void *arg, tm_ws_conn *w, const char *bearer, size_t len,
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "relay link accepted",
          PH_STR("node", m->c.node_id), PH_STR("peer_node", node),
          PH_INT("strict", !!(c->caps & TM_CAP_OPEN_RESULT)),
+         PH_INT("with_principal", !!(c->caps & TM_CAP_PRINCIPAL)),
          PH_STR("peer", c->peer));
   return 0;
 }
@@ -538,7 +568,7 @@ int ts_relay_start(ts_mod *m) {
       .ca_file = ca,
       .require_client_cert = r->tls,
       .allow_plain = m->c.relay_allow_plain,
-      .caps = m->c.caps,
+      .caps = link_caps(m),
       .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
       .path = RL_PATH,
       .max_connections = m->c.max_connections,
@@ -549,7 +579,7 @@ int ts_relay_start(ts_mod *m) {
       .client_cert_file = cert,
       .client_key_file = key,
       .allow_plain = m->c.relay_allow_plain,
-      .caps = m->c.caps,
+      .caps = link_caps(m),
       .max_message = TM_HEADER_LEN + TM_MAX_PAYLOAD,
       /* a link that does not come up within the open timeout fails the
        * opens waiting for it (whole seconds, at least 1 s) */

@@ -20,7 +20,8 @@ INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 	t/integration/tunnel_logs.sh t/integration/tunnel_pool.sh
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh \
-	t/integration/tunnel_presence.sh t/integration/tunnel_relay.sh
+	t/integration/tunnel_presence.sh t/integration/tunnel_relay.sh \
+	t/integration/tunnel_relay3.sh
 endif
 # The user guides' deployment (server.md, agent.md, client.md), run as the
 # guides give it from their marked blocks (issue 24); the server's guide
@@ -31,6 +32,7 @@ endif
 EXTRA_DIST += t/integration/guides.sh
 EXTRA_DIST += t/lib/tunnel_load.py t/integration/tunnel_revoke.sh \
 	t/integration/tunnel_presence.sh t/integration/tunnel_relay.sh \
+	t/integration/tunnel_relay3.sh \
 	t/integration/tunnel_credentials.sh t/integration/tunnel_tenants.sh \
 	conf/demo.ini scripts/demo.sh
 

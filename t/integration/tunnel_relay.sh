@@ -81,6 +81,20 @@ is "$(local_ok)" 0 "and no local open on a"
 grep -q '"relay link up"' "$T/a.log" || grep -q 'relay link up' "$T/a.log"
 ok $? "a logged its relay link to node-b"
 grep -q 'relay link accepted' "$T/b.log"; ok $? "b accepted the link from node-a (a live node of presence)"
+# The client's identity across the hop (issue 27): the link negotiated
+# stream_principal.v1, so b's line for the relayed stream names the
+# client's token id as a's does (never the secret), not principal=relay.
+grep -q 'msg="relay link accepted".*with_principal=1' "$T/b.log"; ok $? "the link negotiated stream_principal.v1"
+line_of() { grep 'msg="tunnel stream end"' "$T/$1.log" | grep 'code=ok' | head -1; }
+like "$(line_of a)" "principal=$TN_CLIENT_TOKEN_ID " "a's line names the client's token id"
+like "$(line_of b)" "principal=$TN_CLIENT_TOKEN_ID " "issue 27: b's line for the relayed stream names the same token id (carried in the relayed OPEN_STREAM)"
+tr_a=$(line_of a | sed -n 's/.*trace_id=\([0-9a-f]*\).*/\1/p')
+like "$(line_of b)" "trace_id=$tr_a" "... and the same trace id"
+unlike "$(grep 'msg="tunnel stream end"' "$T/b.log")" "principal=relay" "no relayed line on b says principal=relay"
+carried() { tn_sum "$b_admin" '^proxyhost_tunnel_server_relayed_opens_total\{principal="carried"\}'; }
+[ "$(carried)" -ge 1 ]; ok $? "b counts the relayed opens that carried the principal ($(carried))"
+is "$(tn_sum "$b_admin" '^proxyhost_tunnel_server_relayed_opens_total\{principal="absent"\}')" 0 "... and none without it"
+unlike "$(cat "$T/a.log" "$T/b.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 no token secret in either node's log"
 
 closed=$(free_port)
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "127.0.0.1:$closed" --atyp ipv4)

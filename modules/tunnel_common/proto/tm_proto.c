@@ -143,6 +143,18 @@ int tm_trace_valid(const char *s, size_t n) {
   return nonzero;
 }
 
+int tm_principal_valid(const char *s, size_t n) {
+  if (s == NULL || n < 1 || n > TM_PRINCIPAL_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
 int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap) {
   if (o == NULL)
     return TM_EPROTO;
@@ -156,7 +168,10 @@ int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap) {
   size_t tl = strnlen(o->trace, sizeof o->trace);
   if (tl && !tm_trace_valid(o->trace, tl))
     return TM_EPROTO;
-  size_t n = OPEN_FIXED + hl + al + (tl ? 1 + tl : 0);
+  size_t pl = strnlen(o->principal, sizeof o->principal);
+  if (pl && (!tl || !tm_principal_valid(o->principal, pl)))
+    return TM_EPROTO;
+  size_t n = OPEN_FIXED + hl + al + (tl ? 1 + tl : 0) + (pl ? 1 + pl : 0);
   if (out == NULL || cap < n)
     return TM_ESPACE;
   put_u32(out, o->window);
@@ -170,6 +185,10 @@ int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap) {
   if (tl) {
     out[9 + hl + al] = (uint8_t)tl;
     memcpy(out + 10 + hl + al, o->trace, tl);
+  }
+  if (pl) {
+    out[10 + hl + al + tl] = (uint8_t)pl;
+    memcpy(out + 11 + hl + al + tl, o->principal, pl);
   }
   return (int)n;
 }
@@ -189,13 +208,20 @@ int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o) {
       !agent_ok(p + 9 + hl, al))
     return TM_EPROTO;
   /* The payload is exactly its fields: after the agent, nothing or one
-   * trace field (length 1..TM_TRACE_WIRE_MAX, ending the payload); any
-   * other trailing byte is malformed. */
-  size_t rest = len - (OPEN_FIXED + hl + al), tl = 0;
+   * trace field (length 1..TM_TRACE_WIRE_MAX), then nothing or one
+   * principal field (1..TM_PRINCIPAL_MAX, ending the payload); any other
+   * trailing byte is malformed. */
+  size_t rest = len - (OPEN_FIXED + hl + al), tl = 0, pl = 0;
   if (rest) {
     tl = p[9 + hl + al];
-    if (tl < 1 || tl > TM_TRACE_WIRE_MAX || rest != 1 + tl)
+    if (tl < 1 || tl > TM_TRACE_WIRE_MAX || rest < 1 + tl)
       return TM_EPROTO;
+    if (rest > 1 + tl) {
+      pl = p[10 + hl + al + tl];
+      if (pl < 1 || pl > TM_PRINCIPAL_MAX || rest != 2 + tl + pl ||
+          !tm_principal_valid((const char *)p + 11 + hl + al + tl, pl))
+        return TM_EPROTO;
+    }
   }
   const char *trace = tl ? (const char *)p + 10 + hl + al : NULL;
   int trace_ok = tl && tm_trace_valid(trace, tl);
@@ -212,6 +238,11 @@ int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o) {
     o->trace[tl] = '\0';
   }
   o->trace_bad = tl && !trace_ok;
+  o->principal[0] = '\0';
+  if (pl) {
+    memcpy(o->principal, p + 11 + hl + al + tl, pl);
+    o->principal[pl] = '\0';
+  }
   return TM_OK;
 }
 
@@ -365,6 +396,7 @@ static const struct {
     {TM_CAP_FLOW_CONTROL, "stream_flow_control.v1"},
     {TM_CAP_FAIR_WRITER, "stream_fair_writer.v1"},
     {TM_CAP_TRACE, "stream_trace.v1"},
+    {TM_CAP_PRINCIPAL, "stream_principal.v1"},
 };
 #define CAPS_N (sizeof caps_tab / sizeof caps_tab[0])
 
@@ -390,11 +422,14 @@ unsigned tm_cap_from_name(const char *name, size_t len) {
 /* The offerable names, in the client's priority order (TM-PROTO-14), and
  * the wire capabilities each means (the fair writer is local: TM-PROTO-12,
  * never negotiated). */
-#define TM_CAP_WIRE (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE)
+#define TM_CAP_WIRE                                                         \
+  (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE | TM_CAP_PRINCIPAL)
 static const struct {
   const char *name;
   unsigned caps;
 } sub_tab[] = {
+    {TM_SUBPROTO_PRINCIPAL, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL |
+                                TM_CAP_TRACE | TM_CAP_PRINCIPAL},
     {TM_SUBPROTO_TRACE,
      TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE},
     {TM_SUBPROTO_FULL, TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL},
@@ -479,6 +514,12 @@ int tm_metadata_encode(const tm_metadata *m, int ack, uint8_t *out,
     if (m->caps & caps_tab[i].bit)
       json_w_str(&w, caps_tab[i].name);
   json_w_arr_end(&w);
+  if (!ack && m->max_streams) {
+    if (m->max_streams > TM_METADATA_STREAMS_MAX)
+      return TM_EPROTO;
+    json_w_key(&w, "max_streams");
+    json_w_uint(&w, m->max_streams);
+  }
   json_w_obj_end(&w);
   long n = json_w_finish(&w);
   if (n < 0 || (size_t)n > TM_METADATA_MAX)
@@ -528,6 +569,12 @@ int tm_metadata_decode(const uint8_t *p, size_t len, tm_metadata *m) {
       k = d.toks[k].next;
     }
   }
+  long si = json_get(&d, 0, "max_streams");
+  /* Present: a real capacity (no zero, no more than a session holds). */
+  if (si >= 0 && (get_uint(&d, si, TM_METADATA_STREAMS_MAX,
+                           &x.max_streams) != 0 ||
+                  x.max_streams == 0))
+    return TM_EPROTO;
   *m = x;
   return TM_OK;
 }

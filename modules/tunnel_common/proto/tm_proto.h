@@ -96,7 +96,8 @@ const char *tm_frame_name(uint8_t type); /* "OPEN_STREAM", ..., "UNKNOWN" */
 
 /* ---- OPEN_STREAM: window u32, protocol u8 (1 = tcp), port u16,
  *      host_len u8 (1..255), host, agent_len u8 (0..64), agent,
- *      then optionally trace_len u8 (1..64), trace ------------------------
+ *      then optionally trace_len u8 (1..64), trace, and after a trace
+ *      optionally principal_len u8 (1..64), principal ---------------------
  * The trace (issue 24 item 10) is the stream's trace id for the logs of
  * client, server and agent (TM-OBS-19): made by the client, passed on by
  * the server, TM_TRACE_LEN lowercase hex digits, not all zero (the form
@@ -107,11 +108,24 @@ const char *tm_frame_name(uint8_t type); /* "OPEN_STREAM", ..., "UNKNOWN" */
  * whose length byte is 0 or above TM_TRACE_WIRE_MAX, or does not end the
  * payload, makes the OPEN_STREAM malformed (refused); one well framed but
  * not of that form decodes with trace empty and trace_bad set: the
- * receiver replaces it with one of its own. */
+ * receiver replaces it with one of its own.
+ *
+ * The principal (issue 27) is the client's authorized principal (its
+ * token id, never a secret) as the ingress server saw it, carried to the
+ * server holding the agent over a relay link, which logs it and
+ * authorizes nothing by it (the ingress did). It is sent only on a
+ * connection that negotiated TM_CAP_PRINCIPAL (relay links between
+ * servers: no client or agent offers it), only after a trace, and read
+ * only there: the session drops one received where it was not negotiated.
+ * 1..TM_PRINCIPAL_MAX bytes of [A-Za-z0-9._-] (tm_principal_valid); a
+ * length byte 0 or above TM_PRINCIPAL_MAX, bytes outside that set, or a
+ * field that does not end the payload make the OPEN_STREAM malformed. */
 #define TM_TRACE_LEN 32u
 #define TM_TRACE_WIRE_MAX 64u
-#define TM_OPEN_STREAM_MAX \
-  (9u + TM_HOST_MAX + TM_AGENT_MAX + 1u + TM_TRACE_WIRE_MAX)
+#define TM_PRINCIPAL_MAX 64u
+#define TM_OPEN_STREAM_MAX                                                 \
+  (9u + TM_HOST_MAX + TM_AGENT_MAX + 1u + TM_TRACE_WIRE_MAX + 1u +         \
+   TM_PRINCIPAL_MAX)
 typedef struct tm_open_stream {
   uint32_t window;   /* the opener's initial receive window for this
                         stream (flow control negotiated), else 0 */
@@ -123,11 +137,16 @@ typedef struct tm_open_stream {
   char trace[TM_TRACE_LEN + 1]; /* a trace id, or empty: none (encode: not
                                    written; decode: none sent, or bad) */
   int trace_bad; /* decode only: a trace field that is not a trace id */
+  char principal[TM_PRINCIPAL_MAX + 1]; /* server→server: the client's
+                                           token id, or empty: none */
 } tm_open_stream;
 /* Whether s[0..n) is a trace id (TM_TRACE_LEN lowercase hex, not all 0). */
 int tm_trace_valid(const char *s, size_t n);
+/* Whether s[0..n) is a principal (1..TM_PRINCIPAL_MAX of [A-Za-z0-9._-]). */
+int tm_principal_valid(const char *s, size_t n);
 /* Returns the payload length written, or TM_ESPACE / TM_EPROTO (a field
- * out of bounds, a trace that is not a trace id). */
+ * out of bounds, a trace that is not a trace id, a principal that is not
+ * one or without a trace). */
 int tm_open_stream_encode(const tm_open_stream *o, uint8_t *out, size_t cap);
 int tm_open_stream_decode(const uint8_t *p, size_t len, tm_open_stream *o);
 
@@ -172,8 +191,13 @@ enum tm_cap {
   TM_CAP_FLOW_CONTROL = 1u << 1, /* "stream_flow_control.v1" */
   TM_CAP_FAIR_WRITER = 1u << 2,  /* "stream_fair_writer.v1" (local only,
                                     TM-PROTO-12) */
-  TM_CAP_TRACE = 1u << 3         /* "stream_trace.v1": OPEN_STREAM may
+  TM_CAP_TRACE = 1u << 3,        /* "stream_trace.v1": OPEN_STREAM may
                                     carry the trace field */
+  TM_CAP_PRINCIPAL = 1u << 4     /* "stream_principal.v1": OPEN_STREAM may
+                                    carry the principal field (relay
+                                    links between servers only: not in
+                                    TM_CAP_ALL, never offered by a client
+                                    or an agent) */
 };
 #define TM_CAP_ALL                                                          \
   (TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_FAIR_WRITER |          \
@@ -184,6 +208,10 @@ unsigned tm_cap_from_name(const char *name, size_t len);
 
 /* ---- WebSocket subprotocols (TM-PROTO-14..17) ---------------------------
  * The client offers, in this order, those its own capabilities allow:
+ *   "tunnelmesh.v1.open-result.flow-control.trace.principal"
+ *                                             OPEN_RESULT | FLOW_CONTROL |
+ *                                             TRACE | PRINCIPAL (a server's
+ *                                             relay link only)
  *   "tunnelmesh.v1.open-result.flow-control.trace"
  *                                             OPEN_RESULT | FLOW_CONTROL |
  *                                             TRACE
@@ -193,6 +221,8 @@ unsigned tm_cap_from_name(const char *name, size_t len);
  * and always "tunnelmesh.v1" last. The server picks the first offered
  * combination whose capabilities it has all of. No subprotocol in the
  * answer (an old server) is legacy: capabilities 0. */
+#define TM_SUBPROTO_PRINCIPAL \
+  "tunnelmesh.v1.open-result.flow-control.trace.principal"
 #define TM_SUBPROTO_TRACE "tunnelmesh.v1.open-result.flow-control.trace"
 #define TM_SUBPROTO_FULL "tunnelmesh.v1.open-result.flow-control"
 #define TM_SUBPROTO_OPEN "tunnelmesh.v1.open-result"
@@ -210,14 +240,21 @@ const char *tm_subproto_select(const char *offer, size_t len, unsigned caps);
 int tm_subproto_caps(const char *name);
 
 /* ---- AGENT_METADATA / AGENT_METADATA_ACK (JSON, ≤ TM_METADATA_MAX) -----
- * agent → server: {"agent_id":"...","version":"...","capabilities":[...]}
+ * agent → server: {"agent_id":"...","version":"...","capabilities":[...],
+ *                  "max_streams":N}
  * server → agent: {"capabilities":[...]}   (the intersection, TM-PROTO-18)
  * Unknown fields and unknown capability names are ignored (TM-PROTO-19);
- * a missing "capabilities" is an old agent: 0. */
+ * a missing "capabilities" is an old agent: 0. "max_streams" (optional,
+ * 1..TM_METADATA_STREAMS_MAX, never in an ACK) is the streams the agent
+ * takes at once on this connection: its capacity, the weight the server
+ * gives the connection when it picks one for a new stream (TM-P2-27);
+ * absent (an old agent), the server's own per-connection limit. */
+#define TM_METADATA_STREAMS_MAX (1u << 20) /* tm_session's max_streams */
 typedef struct tm_metadata {
   char agent_id[TM_AGENT_MAX + 1]; /* may be empty (ACK) */
   char version[33];
   unsigned caps;
+  uint32_t max_streams; /* 0: not said (an old agent, an ACK) */
 } tm_metadata;
 int tm_metadata_encode(const tm_metadata *m, int ack, uint8_t *out,
                        size_t cap);

@@ -341,6 +341,10 @@ static void on_open_stream(tm_session *s, const tm_frame *f) {
     sess_violation(s);
     return;
   }
+  /* A principal is read only where it was negotiated (a relay link
+   * between servers): a client's claim is dropped, never logged. */
+  if (!(s->cfg.caps & TM_CAP_PRINCIPAL))
+    req.principal[0] = '\0';
   int strict = (s->cfg.caps & TM_CAP_OPEN_RESULT) != 0;
   int fc = strict && (s->cfg.caps & TM_CAP_FLOW_CONTROL);
   if (fc && (req.window == 0 || req.window > TM_WINDOW_MAX)) {

@@ -544,6 +544,10 @@ tm_stream *tm_stream_open(tm_session *s, const tm_open_stream *req,
    * a peer strict about trailing bytes would refuse the open. */
   if (!(s->cfg.caps & TM_CAP_TRACE))
     o.trace[0] = '\0';
+  /* The principal likewise (TM_CAP_PRINCIPAL, relay links), and only
+   * after a trace. */
+  if (!(s->cfg.caps & TM_CAP_PRINCIPAL) || !o.trace[0])
+    o.principal[0] = '\0';
   uint8_t buf[TM_OPEN_STREAM_MAX];
   int len = tm_open_stream_encode(&o, buf, sizeof(buf));
   if (len < 0 || !cq_room(s, (size_t)len))

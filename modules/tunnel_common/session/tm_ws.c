@@ -438,15 +438,15 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   /* The server's names: exactly those caps allows, in the offer's
    * priority order (tm_wsc_upgrade_parse picks the client's first). */
   {
-    const char *names[4] = {TM_SUBPROTO_TRACE, TM_SUBPROTO_FULL,
-                            TM_SUBPROTO_OPEN, TM_SUBPROTO_BASE};
-    unsigned need[4] = {
-        TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL | TM_CAP_TRACE,
-        TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL, TM_CAP_OPEN_RESULT, 0};
+    const char *names[5] = {TM_SUBPROTO_PRINCIPAL, TM_SUBPROTO_TRACE,
+                            TM_SUBPROTO_FULL, TM_SUBPROTO_OPEN,
+                            TM_SUBPROTO_BASE};
     int k = 0;
-    for (int i = 0; i < 4; i++)
-      if ((cfg->caps & need[i]) == need[i])
+    for (int i = 0; i < 5; i++) {
+      unsigned need = (unsigned)tm_subproto_caps(names[i]);
+      if ((cfg->caps & need) == need)
         w->srv_names[k++] = names[i];
+    }
     w->srv_names[k] = NULL;
   }
   w->srv_protocols[0] = (struct lws_protocols){

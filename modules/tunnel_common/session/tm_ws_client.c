@@ -78,10 +78,11 @@ static int rx_answer(tm_ws_conn *c, uint8_t *in, size_t len) {
              PH_STR("why", "the server chose a subprotocol not offered"));
       return -1;
     }
-    sub = !strcmp(ans.subproto, TM_SUBPROTO_TRACE)  ? TM_SUBPROTO_TRACE
-          : !strcmp(ans.subproto, TM_SUBPROTO_FULL) ? TM_SUBPROTO_FULL
-          : !strcmp(ans.subproto, TM_SUBPROTO_OPEN) ? TM_SUBPROTO_OPEN
-                                                    : TM_SUBPROTO_BASE;
+    sub = !strcmp(ans.subproto, TM_SUBPROTO_PRINCIPAL) ? TM_SUBPROTO_PRINCIPAL
+          : !strcmp(ans.subproto, TM_SUBPROTO_TRACE)   ? TM_SUBPROTO_TRACE
+          : !strcmp(ans.subproto, TM_SUBPROTO_FULL)    ? TM_SUBPROTO_FULL
+          : !strcmp(ans.subproto, TM_SUBPROTO_OPEN)    ? TM_SUBPROTO_OPEN
+                                                       : TM_SUBPROTO_BASE;
   }
   /* else: an old server (legacy, TM-PROTO-16). */
   tmws_head_drop(c);

@@ -131,7 +131,7 @@ struct tm_ws {
   struct lws_protocols srv_protocols[2];
   struct lws_protocols cli_protocols[2];
   /* server: the names its caps allow (tm_proto.h), NULL-terminated */
-  const char *srv_names[5];
+  const char *srv_names[6];
   ilist conns;
   uint32_t n_server_conns;
   ph_timer *deferred;  /* reports on_connect_error from the loop */

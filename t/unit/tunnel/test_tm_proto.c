@@ -421,6 +421,69 @@ static void test_open_stream_trace(void) {
      "byte");
 }
 
+/* Issue 27: the principal field after the trace (relay links). */
+static void test_open_stream_principal(void) {
+  static const char *const tr = "4bf92f3577b34da6a3ce929d0e0e4736";
+  static const char *const tok = "tok_0123456789abcdef";
+  tm_open_stream o = os_base(), d;
+  uint8_t b[TM_OPEN_STREAM_MAX], c[TM_OPEN_STREAM_MAX + 80];
+  strcpy(o.trace, tr);
+  int n0 = tm_open_stream_encode(&o, b, sizeof b);
+  strcpy(o.principal, tok);
+  int n = tm_open_stream_encode(&o, b, sizeof b);
+  is_int(n, n0 + 1 + 20,
+         "issue 27: a principal adds its length byte and the token id after "
+         "the trace");
+  ok(tm_open_stream_decode(b, (size_t)n, &d) == TM_OK &&
+         strcmp(d.principal, tok) == 0 && strcmp(d.trace, tr) == 0 &&
+         strcmp(d.host, o.host) == 0,
+     "... and round trips with the trace");
+  ok(tm_open_stream_decode(b, (size_t)n0, &d) == TM_OK && d.principal[0] == 0,
+     "an OPEN_STREAM with a trace and no principal: none");
+  tm_open_stream e = os_base();
+  strcpy(e.principal, tok);
+  is_int(tm_open_stream_encode(&e, b, sizeof b), TM_EPROTO,
+         "a principal without a trace is never written");
+  static const char *const bad[] = {"tok 1", "tok\"1", "t\xc3\xa9", "a/b"};
+  int refused = 0, refused_enc = 0;
+  n0 = tm_open_stream_encode(&o, b, sizeof b) - 21; /* up to the trace */
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    size_t pl = strlen(bad[i]);
+    memcpy(c, b, (size_t)n0);
+    c[n0] = (uint8_t)pl;
+    memcpy(c + n0 + 1, bad[i], pl);
+    refused += tm_open_stream_decode(c, (size_t)n0 + 1 + pl, &d) == TM_EPROTO;
+    e = o;
+    snprintf(e.principal, sizeof e.principal, "%s", bad[i]);
+    refused_enc += tm_open_stream_encode(&e, b + 0, 0) == TM_EPROTO;
+  }
+  is_int(refused, 4, "a principal outside [A-Za-z0-9._-]: malformed");
+  is_int(refused_enc, 4, "... and never written");
+  n0 = tm_open_stream_encode(&o, b, sizeof b) - 21;
+  memcpy(c, b, (size_t)n0);
+  c[n0] = 0;
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 1, &d), TM_EPROTO,
+         "a principal length of 0 refused");
+  c[n0] = 65;
+  memset(c + n0 + 1, 'a', 65);
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 66, &d), TM_EPROTO,
+         "a principal length above 64 refused");
+  c[n0] = 64;
+  ok(tm_open_stream_decode(c, (size_t)n0 + 65, &d) == TM_OK &&
+         strlen(d.principal) == 64,
+     "a 64-byte principal decodes");
+  c[n0] = 20;
+  memcpy(c + n0 + 1, tok, 20);
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 20, &d), TM_EPROTO,
+         "a principal length past the payload refused");
+  c[n0 + 21] = 'x';
+  is_int(tm_open_stream_decode(c, (size_t)n0 + 22, &d), TM_EPROTO,
+         "a byte after the principal refused");
+  ok(tm_principal_valid(tok, 20) && !tm_principal_valid(tok, 0) &&
+         !tm_principal_valid(NULL, 1),
+     "tm_principal_valid");
+}
+
 /* ---- OPEN_RESULT ------------------------------------------------------- */
 
 static int or_dec(const char *s, tm_open_result *r) {
@@ -899,6 +962,27 @@ static void test_subproto(void) {
          "next name: no trace field on that connection");
   is_str(tm_cap_name(TM_CAP_TRACE), "stream_trace.v1",
          "the trace capability's name");
+  /* Issue 27: the principal field, between servers only. */
+  unsigned relay = TM_CAP_ALL | TM_CAP_PRINCIPAL;
+  n = tm_subproto_offer(relay, out, sizeof out);
+  is_str(out,
+         "tunnelmesh.v1.open-result.flow-control.trace.principal,"
+         "tunnelmesh.v1.open-result.flow-control.trace,"
+         "tunnelmesh.v1.open-result.flow-control,tunnelmesh.v1.open-result,"
+         "tunnelmesh.v1",
+         "a relay link offers the principal combination first");
+  is_str(tm_subproto_select(out, (size_t)n, relay), TM_SUBPROTO_PRINCIPAL,
+         "a relay listener picks it");
+  is_int(tm_subproto_caps(TM_SUBPROTO_PRINCIPAL), (int)relay & ~TM_CAP_FAIR_WRITER,
+         "... meaning open results, flow control, trace and principal");
+  is_str(tm_subproto_select(out, (size_t)n, TM_CAP_ALL), TM_SUBPROTO_TRACE,
+         "a server without it (an older node, a client listener) picks the "
+         "trace combination: no principal on that link");
+  n = tm_subproto_offer(TM_CAP_ALL, out, sizeof out);
+  is_str(tm_subproto_select(out, (size_t)n, relay), TM_SUBPROTO_TRACE,
+         "a client or agent never offers it");
+  is_str(tm_cap_name(TM_CAP_PRINCIPAL), "stream_principal.v1",
+         "the principal capability's name");
   static const char *const never[] = {
       "tunnelmesh.v2", "TUNNELMESH.V1", "tunnelmesh.v1 ", " tunnelmesh.v1",
       "tunnelmesh.v1.flow-control", "tunnelmesh.v1,tunnelmesh.v1", "chat"};
@@ -995,6 +1079,37 @@ static void test_metadata(void) {
      "an ACK with no common capability: an empty list");
   is_int(tm_metadata_encode(&m, 1, b, 5), TM_ESPACE,
          "encode into a short buffer: TM_ESPACE");
+
+  /* TM-P2-27: the agent's capacity on this connection, optional. */
+  m.caps = TM_CAP_OPEN_RESULT;
+  m.max_streams = 512;
+  n = tm_metadata_encode(&m, 0, b, sizeof b);
+  const char *cap = "{\"agent_id\":\"agent-1\",\"version\":\"1.4.0\","
+                    "\"capabilities\":[\"stream_open_result.v1\"],"
+                    "\"max_streams\":512}";
+  ok(n == (int)strlen(cap) && memcmp(b, cap, (size_t)n) == 0 &&
+         tm_metadata_decode(b, (size_t)n, &d) == TM_OK &&
+         d.max_streams == 512,
+     "TM-P2-27 AGENT_METADATA carries max_streams, round trip");
+  n = tm_metadata_encode(&m, 1, b, sizeof b);
+  ok(n > 0 && tm_metadata_decode(b, (size_t)n, &d) == TM_OK &&
+         d.max_streams == 0,
+     "... never in an ACK");
+  m.max_streams = TM_METADATA_STREAMS_MAX + 1;
+  is_int(tm_metadata_encode(&m, 0, b, sizeof b), TM_EPROTO,
+         "encode: max_streams above its bound is refused");
+  m.max_streams = 0;
+  ok(md_dec("{\"agent_id\":\"a\"}", &d) == TM_OK && d.max_streams == 0,
+     "an old agent's metadata: no max_streams (0)");
+  is_int(md_dec("{\"max_streams\":0}", &d), TM_EPROTO,
+         "max_streams 0: malformed");
+  is_int(md_dec("{\"max_streams\":1048577}", &d), TM_EPROTO,
+         "max_streams above 2^20: malformed");
+  is_int(md_dec("{\"max_streams\":\"9\"}", &d), TM_EPROTO,
+         "max_streams not a number: malformed");
+  ok(md_dec("{\"max_streams\":1048576}", &d) == TM_OK &&
+         d.max_streams == 1048576,
+     "max_streams at its bound decodes");
 
   /* The server answers the intersection (TM-PROTO-18). */
   ok(md_dec("{\"agent_id\":\"a\",\"version\":\"2\",\"capabilities\":["
@@ -1106,6 +1221,7 @@ int main(void) {
   test_frame_unknown();
   test_open_stream();
   test_open_stream_trace();
+  test_open_stream_principal();
   test_open_result_seed();
   test_open_result_legacy();
   test_open_result_bounds();

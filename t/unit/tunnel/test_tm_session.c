@@ -340,14 +340,16 @@ static void test_strict_basics(void) {
   ok(p.a.reason == TM_CLOSE_LOCAL, "the opener closes on request");
 }
 
-/* The trace field of OPEN_STREAM goes out only on a session that
- * negotiated TM_CAP_TRACE (a peer strict about trailing bytes would
- * refuse it otherwise); the acceptor reads it either way. */
-static void trace_case(unsigned extra, const char *want, const char *what) {
+/* One strict open from a (its caps plus ea) to b (plus eb) carrying a
+ * trace id and principal (may be ""); what b's on_open saw is *seen.
+ * Whether it was accepted. */
+static const char *const trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+static int open_seen(unsigned ea, unsigned eb, const char *principal,
+                     tm_open_stream *seen) {
   unsigned caps = TM_CAP_OPEN_RESULT | TM_CAP_FLOW_CONTROL;
   tm_session_cfg ca = cfg_default(1, caps), cb = cfg_default(0, caps);
-  ca.caps |= extra;
-  cb.caps |= extra;
+  ca.caps |= ea;
+  cb.caps |= eb;
   pair p;
   pair_new(&p, &ca, &cb);
   tm_open_stream req;
@@ -355,15 +357,49 @@ static void trace_case(unsigned extra, const char *want, const char *what) {
   req.protocol = 1;
   req.port = 443;
   snprintf(req.host, sizeof(req.host), "trace.test");
-  snprintf(req.trace, sizeof(req.trace), "4bf92f3577b34da6a3ce929d0e0e4736");
+  snprintf(req.trace, sizeof(req.trace), "%s", trace_id);
+  snprintf(req.principal, sizeof(req.principal), "%s", principal);
   opening o;
   memset(&o, 0, sizeof(o));
   tm_stream_open(p.a.s, &req, 5000, open_cb, &o);
   wait_until(loop, o.done, 2000);
-  ok(o.accepted && p.b.opens == 1 && strcmp(p.b.last_req.trace, want) == 0 &&
-         !p.b.last_req.trace_bad,
-     what);
+  int accepted = o.accepted && p.b.opens == 1;
+  *seen = p.b.last_req;
   pair_end(&p);
+  return accepted;
+}
+
+/* The trace field of OPEN_STREAM goes out only on a session that
+ * negotiated TM_CAP_TRACE (a peer strict about trailing bytes would
+ * refuse it otherwise); the acceptor reads it either way. */
+static void trace_case(unsigned extra, const char *want, const char *what) {
+  tm_open_stream r;
+  ok(open_seen(extra, extra, "", &r) && strcmp(r.trace, want) == 0 &&
+         !r.trace_bad,
+     what);
+}
+
+/* The principal field (issue 27): sent only where the opener negotiated
+ * TM_CAP_PRINCIPAL, read only where the acceptor did (a client's claim
+ * on a session that did not negotiate it is dropped). */
+static void principal_case(unsigned ea, unsigned eb, const char *want,
+                           const char *what) {
+  tm_open_stream r;
+  ok(open_seen(TM_CAP_TRACE | ea, TM_CAP_TRACE | eb, "tok_0123456789abcdef",
+               &r) &&
+         strcmp(r.principal, want) == 0 && strcmp(r.trace, trace_id) == 0,
+     what);
+}
+
+static void test_principal_gated(void) {
+  principal_case(TM_CAP_PRINCIPAL, TM_CAP_PRINCIPAL, "tok_0123456789abcdef",
+                 "issue 27: with stream_principal.v1 on both ends the "
+                 "OPEN_STREAM carries the client's token id");
+  principal_case(0, TM_CAP_PRINCIPAL, "",
+                 "without it the opener sends no principal field");
+  principal_case(TM_CAP_PRINCIPAL, 0, "",
+                 "an acceptor that did not negotiate it drops one it "
+                 "receives (never read from a client)");
 }
 
 static void test_trace_gated(void) {
@@ -1645,6 +1681,7 @@ int main(void) {
   mk = host_test_start(&host_mod, ini);
   test_strict_basics();
   test_trace_gated();
+  test_principal_gated();
   test_reject();
   test_legacy();
   test_narrow_caps();

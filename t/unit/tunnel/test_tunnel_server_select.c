@@ -40,5 +40,25 @@ int main(void) {
   is_int(count[1], 20, "weighted: a weight-2 connection takes half of 40");
   is_int(count[0] + count[2], 20, "and the two weight-1 ones the rest");
   ok(count[0] == 10 && count[2] == 10, "equally between them");
+
+  /* TM-P2-27: the weight is the connection's capacity, not 1. */
+  is_int((int)sel_weight(512, 1024), 512,
+         "a connection's weight is the capacity its agent advertised");
+  is_int((int)sel_weight(4096, 1024), 1024,
+         "... bounded by the server's per-connection stream limit");
+  is_int((int)sel_weight(0, 1024), 1024,
+         "an agent that said nothing: the server's per-connection limit");
+  is_int((int)sel_weight(0, 0), 1, "never 0");
+  sel_cand cap[2] = {{0, sel_weight(512, 1024), 1},
+                     {0, sel_weight(1024, 1024), 1}};
+  int got[2] = {0, 0};
+  for (int n = 0; n < 300; n++) {
+    int i = sel_pick(cap, 2, (size_t)n);
+    got[i]++;
+    cap[i].streams++;
+  }
+  is_int(got[1], 200,
+         "TM-P2-27: twice the capacity takes twice the streams (200 of 300)");
+  is_int(got[0], 100, "... and the other 100");
   return done_testing();
 }
