@@ -216,6 +216,9 @@ void ts_mesh_agent(ts_mod *m, const ts_agent *a);
  * (destroy). */
 int ts_relay_init(ts_mod *m); /* init: its metrics */
 int ts_relay_start(ts_mod *m);
+/* SIGHUP: relay.tls.* re-read (links up keep theirs); PH_OK or
+ * PH_ENOMEM (the file poll). */
+int ts_relay_reload(ts_mod *m);
 void ts_relay_stop(ts_mod *m);
 void ts_relay_free(ts_mod *m);
 /* An open waiting for a relay link to a peer: ready runs once, from the

@@ -44,6 +44,13 @@
  *
  * Two tm_ws contexts: the listener's (links in) and a client one (links
  * out), so each connection's user pointer has one type.
+ *
+ * Renewal: relay.tls.* are re-read on SIGHUP (ts_relay_reload) and, with
+ * tls.reload_check_interval, when one of the files changed; both
+ * contexts take the new pair (tm_ws_reload_tls), links already up keep
+ * running, a pair that does not load or match is refused, logged
+ * ("relay TLS certificate not reloaded") and counted in
+ * proxyhost_tls_reloads_total{module="tunnel_server",result="error"}.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +108,8 @@ struct ts_relay {
   /* proxyhost_tunnel_server_relayed_opens_total{principal} */
   ph_series *m_relayed[2];
   int64_t n_links[2]; /* connecting, open */
+  /* relay.tls.* re-read on SIGHUP or tls.reload_check_interval */
+  ph_tls_reload tls_reload;
 };
 
 static const char *const link_states[] = {"connecting", "open", NULL};
@@ -539,7 +548,48 @@ int ts_relay_init(ts_mod *m) {
   m->relay = r;
   if (ph_metric_table_register(ts_api, m->ctx, rl_metrics, r) != PH_OK)
     return PH_EINVAL;
-  return PH_OK;
+  /* proxyhost_tls_reloads_total{module="tunnel_server"}: the listener's
+   * series, shared */
+  return ph_tls_reload_init(&r->tls_reload, ts_api, m->ctx, "tunnel_server",
+                            "relay TLS certificate");
+}
+
+/* ---- relay.tls.* re-read ------------------------------------------------- */
+
+/* The node's certificate and key (and the CA) anew: new links in get the
+ * new certificate, new links out present it; established links keep
+ * what they negotiated. Every file is checked before either context
+ * changes; the listener's first (a pair refused there leaves both as they
+ * were). */
+static void tls_reload(void *arg, const char *trigger) {
+  ts_relay *r = arg;
+  const char *err = NULL;
+  if (!r->tls || !r->srv || !r->cli)
+    return;
+  int rc = tm_ws_reload_tls(r->srv, &err);
+  if (rc == 0)
+    rc = tm_ws_reload_tls(r->cli, &err);
+  if (rc != 0)
+    /* tm_ws names the listener's keys; these are the relay's */
+    err = "relay.tls.cert, relay.tls.key or relay.tls.ca does not load, "
+          "or the key does not match the certificate";
+  ph_tls_reload_done(&r->tls_reload, rc, trigger, err);
+}
+
+static int tls_watch(ts_relay *r) {
+  const ts_mod *m = r->m;
+  const char *files[PH_TLS_WATCH_FILES] = {r->tls ? m->c.relay_cert : NULL,
+                                           r->tls ? m->c.relay_key : NULL,
+                                           r->tls ? m->c.relay_ca : NULL};
+  return ph_tls_watch_key(&r->tls_reload, files, tls_reload, r);
+}
+
+int ts_relay_reload(ts_mod *m) {
+  ts_relay *r = m->relay;
+  if (!r || !r->srv)
+    return PH_OK;
+  tls_reload(r, "sighup");
+  return tls_watch(r);
 }
 
 int ts_relay_start(ts_mod *m) {
@@ -597,7 +647,7 @@ int ts_relay_start(ts_mod *m) {
     return PH_EINVAL;
   }
   r->rtt_timer = ts_api->timer_new(m->ctx, rtt_tick, r);
-  if (!r->rtt_timer)
+  if (!r->rtt_timer || tls_watch(r) != PH_OK)
     return PH_ENOMEM;
   ts_api->timer_set(r->rtt_timer, RL_RTT_EVERY_MS, RL_RTT_EVERY_MS);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "relay listening",
@@ -627,6 +677,7 @@ void ts_relay_free(ts_mod *m) {
   if (!r)
     return;
   r->stopping = 1;
+  ph_tls_reload_free(&r->tls_reload);
   if (r->rtt_timer)
     ts_api->timer_free(r->rtt_timer);
   /* Every link's on_closed / on_connect_error runs: the waiters fail. */

@@ -159,7 +159,8 @@ static int ts_reload(void *state) {
   ts_open_pump(m);
   /* The same paths (restart-only keys), their contents anew. */
   tls_reload(m, "sighup");
-  return tls_watch(m);
+  int rc = tls_watch(m);
+  return rc == PH_OK ? ts_relay_reload(m) : rc;
 }
 
 static void drain_end(ph_timer *t, void *arg) {

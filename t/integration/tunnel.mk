@@ -21,8 +21,9 @@ INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh \
 	t/integration/tunnel_presence.sh t/integration/tunnel_relay.sh \
-	t/integration/tunnel_relay3.sh
+	t/integration/tunnel_relay3.sh t/integration/tunnel_relay_tls.sh
 endif
+EXTRA_DIST += t/integration/tunnel_relay_tls.sh
 # The user guides' deployment (server.md, agent.md, client.md), run as the
 # guides give it from their marked blocks (issue 24); the server's guide
 # uses PostgreSQL.

@@ -308,3 +308,24 @@ stop_agent() { # and every stop is clean (exit 0; under ASan: no leak)
   wait_exit "$PH_PID" 10
   is "$EXIT" 0 "the agent stops cleanly${1:+ ($1)}"
 }
+
+# Relay node certificates (issue 27), made by openssl in DIR (quietly):
+#   tn_pki_ca DIR NAME             a CA: DIR/NAME.pem, DIR/NAME.key
+#   tn_pki_node DIR NAME CA NODE   a leaf of CA for 127.0.0.1 naming NODE
+#                                  (URI SAN spiffe://tm.test/tunnelmesh/
+#                                  node/NODE; serverAuth and clientAuth)
+tn_pki_ca() {
+  (cd "$1" && umask 077 &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -keyout "$2.key" -out "$2.pem" -days 2 -subj "/CN=$2" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign) >/dev/null 2>&1
+}
+tn_pki_node() {
+  (cd "$1" && umask 077 &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -keyout "$2.key" -out "$2.csr" -subj "/CN=$2" &&
+    printf 'subjectAltName=IP:127.0.0.1,URI:spiffe://tm.test/tunnelmesh/node/%s\nextendedKeyUsage=serverAuth,clientAuth\n' \
+      "$4" >"$2.cnf" &&
+    openssl x509 -req -in "$2.csr" -CA "$3.pem" -CAkey "$3.key" \
+      -CAcreateserial -out "$2.pem" -days 2 -extfile "$2.cnf" && test -s "$2.pem") >/dev/null 2>&1
+}

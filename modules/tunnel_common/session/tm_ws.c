@@ -337,6 +337,8 @@ static void free_strings(tm_ws *w) {
   free(w->cert_file);
   free(w->key_file);
   free(w->ca_file);
+  free(w->client_cert_file);
+  free(w->client_key_file);
   free(w->path);
 }
 
@@ -427,10 +429,16 @@ tm_ws *tm_ws_new(const ph_api *api, ph_ctx *ctx, const tm_ws_cfg *cfg,
   w->cfg.key_file = w->key_file;
   w->cfg.ca_file = w->ca_file;
   w->cfg.path = w->path;
-  w->cfg.client_cert_file = NULL; /* loaded below; not kept */
-  w->cfg.client_key_file = NULL;
+  w->client_cert_file = dup_or_null(cfg->client_cert_file);
+  w->client_key_file = dup_or_null(cfg->client_key_file);
+  w->cfg.client_cert_file = w->client_cert_file;
+  w->cfg.client_key_file = w->client_key_file;
   w->deferred = api->timer_new(ctx, deferred_cb, w);
-  if ((cfg->listen && !w->listen) || (cfg->path && !w->path) || !w->deferred) {
+  if ((cfg->listen && !w->listen) || (cfg->path && !w->path) ||
+      (cfg->client_cert_file && *cfg->client_cert_file &&
+       !w->client_cert_file) ||
+      (cfg->client_key_file && *cfg->client_key_file && !w->client_key_file) ||
+      !w->deferred) {
     *err = "no memory";
     goto fail;
   }

@@ -103,12 +103,14 @@ int tm_ws_port(const tm_ws *w);
 void tm_ws_free(tm_ws *w);
 
 /* Re-reads the TLS files given to tm_ws_new (issue 23 item 14): the
- * server's certificate chain and key when it serves wss, the client's
- * CA file when one was given. Later handshakes use them; established
- * connections keep what they negotiated. A pair that does not load or
- * match, or a CA file that does not load: -1 with *err (a static
- * sentence naming the key, never a file's content), and what was in use
- * stays. 0 otherwise (also when there is nothing to re-read). */
+ * server's certificate chain and key when it serves wss, the CA file
+ * when one was given (the client's, and the server's under
+ * require_client_cert), the client's certificate and key when given
+ * (issue 27). Every file is checked before any is put in place. Later
+ * handshakes use them; established connections keep what they negotiated. A
+ * pair that does not load or match, or a CA file that does not load: -1 with
+ * *err (a static sentence naming the key, never a file's content), and what was
+ * in use stays. 0 otherwise (also when there is nothing to re-read). */
 int tm_ws_reload_tls(tm_ws *w, const char **err);
 /* 1 when tm_ws_reload_tls has files to re-read. */
 int tm_ws_has_tls_files(const tm_ws *w);

@@ -125,6 +125,9 @@ struct tm_ws {
   struct lws_vhost *vh_server, *vh_client;
   tm_ws_cfg cfg;
   char *listen, *cert_file, *key_file, *ca_file, *path;
+  /* client: its certificate and key (mutual TLS), re-read by
+   * tm_ws_reload_tls */
+  char *client_cert_file, *client_key_file;
   tm_ws_handlers h;
   void *arg;
   int port;

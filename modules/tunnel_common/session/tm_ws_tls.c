@@ -19,7 +19,12 @@
  * old one in our client SSL_CTX; a handshake consults the context's
  * store when it verifies (inside one SSL_do_handshake on the loop), so
  * established connections are untouched and the next verification uses
- * the new CAs.
+ * the new CAs. A client certificate and key (mutual TLS: the relay
+ * between tunnel servers, issue 27) are checked in a scratch context and
+ * loaded into our client SSL_CTX like the server's pair: SSL_new copies
+ * them, so links dialed later present the new pair. A server that asks
+ * for client certificates (require_client_cert) gets a new store from
+ * the CA file for its vhost's context too.
  */
 #include "tm_ws_int.h"
 
@@ -41,58 +46,87 @@ static int load_pair(SSL_CTX *ctx, const char *cert, const char *key) {
   return ok ? 0 : -1;
 }
 
-static int reload_server(tm_ws *w, const char **err) {
-  if (!w->srv_tls) {
-    *err = "the server's TLS context was not found";
+/* A pair loads and matches in a scratch context (method: the role's):
+ * 0, or -1. */
+static int check_pair(const SSL_METHOD *method, const char *cert,
+                      const char *key) {
+  SSL_CTX *scratch = SSL_CTX_new(method);
+  if (!scratch)
     return -1;
-  }
-  SSL_CTX *scratch = SSL_CTX_new(TLS_server_method());
-  if (!scratch) {
-    *err = "no memory";
-    return -1;
-  }
-  int rc = load_pair(scratch, w->cert_file, w->key_file);
+  int rc = load_pair(scratch, cert, key);
   SSL_CTX_free(scratch);
-  if (rc < 0) {
-    *err = "tls.cert or tls.key does not load, or the key does not match "
-           "the certificate";
-    return -1;
-  }
-  if (load_pair(w->srv_tls, w->cert_file, w->key_file) < 0) {
-    /* Read between the two loads and changed again: try once more at the
-     * next reload (the scratch check makes this rare). */
-    *err = "the certificate changed while it was being read";
-    return -1;
-  }
-  return 0;
+  return rc;
 }
 
-static int reload_ca(tm_ws *w, const char **err) {
+static X509_STORE *load_store(const char *file) {
   X509_STORE *st = X509_STORE_new();
   ERR_clear_error();
-  if (!st || X509_STORE_load_file(st, w->ca_file) != 1) {
-    ERR_clear_error();
-    X509_STORE_free(st);
-    *err = "tls.ca_file does not load";
-    return -1;
-  }
-  SSL_CTX_set_cert_store(w->client_tls, st); /* frees the old store */
-  return 0;
+  if (st && X509_STORE_load_file(st, file) == 1)
+    return st;
+  ERR_clear_error();
+  X509_STORE_free(st);
+  return NULL;
 }
 
+/* Every file is read and checked before any context changes (a bad
+ * pair or CA never reaches one); then the server's pair, the CA stores
+ * and the client's pair are put in place. */
 int tm_ws_reload_tls(tm_ws *w, const char **err) {
   *err = NULL;
   if (!w)
     return 0;
-  if (w->vh_server && w->cert_file && reload_server(w, err) < 0)
+  int srv = w->vh_server && w->cert_file;
+  /* A server asking for client certificates verifies them against the
+   * CA file too (lws loaded it into the vhost's context). */
+  int srv_ca = srv && w->cfg.require_client_cert && w->ca_file;
+  int cli = w->client_cert_file && w->client_key_file;
+  if (srv && !w->srv_tls) {
+    *err = "the server's TLS context was not found";
     return -1;
-  if (w->ca_file && reload_ca(w, err) < 0)
+  }
+  if (srv && check_pair(TLS_server_method(), w->cert_file, w->key_file) < 0) {
+    *err = "tls.cert or tls.key does not load, or the key does not match "
+           "the certificate";
     return -1;
+  }
+  if (cli && check_pair(TLS_client_method(), w->client_cert_file,
+                        w->client_key_file) < 0) {
+    *err = "the client certificate or key does not load, or the key does "
+           "not match the certificate";
+    return -1;
+  }
+  X509_STORE *st = NULL, *srv_st = NULL;
+  if (w->ca_file && (!(st = load_store(w->ca_file)) ||
+                     (srv_ca && !(srv_st = load_store(w->ca_file))))) {
+    X509_STORE_free(st);
+    *err = "tls.ca_file does not load";
+    return -1;
+  }
+  /* Changed again between the check and here: try once more at the
+   * next reload (the scratch check makes this rare). */
+  if (srv && load_pair(w->srv_tls, w->cert_file, w->key_file) < 0) {
+    X509_STORE_free(st);
+    X509_STORE_free(srv_st);
+    *err = "the certificate changed while it was being read";
+    return -1;
+  }
+  if (cli &&
+      load_pair(w->client_tls, w->client_cert_file, w->client_key_file) < 0) {
+    X509_STORE_free(st);
+    X509_STORE_free(srv_st);
+    *err = "the client certificate changed while it was being read";
+    return -1;
+  }
+  if (st)
+    SSL_CTX_set_cert_store(w->client_tls, st); /* frees the old store */
+  if (srv_st)
+    SSL_CTX_set_cert_store(w->srv_tls, srv_st);
   return 0;
 }
 
 int tm_ws_has_tls_files(const tm_ws *w) {
-  return w && ((w->vh_server && w->cert_file) || w->ca_file);
+  return w &&
+         ((w->vh_server && w->cert_file) || w->ca_file || w->client_cert_file);
 }
 
 /* ---- the peer's identity (tm_ws_conn_peer_uri) --------------------------- */
