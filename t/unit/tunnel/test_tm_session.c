@@ -365,6 +365,13 @@ static int open_seen(unsigned ea, unsigned eb, const char *principal,
   wait_until(loop, o.done, 2000);
   int accepted = o.accepted && p.b.opens == 1;
   *seen = p.b.last_req;
+  if (accepted && o.st && p.b.accepted[0]) {
+    /* Both ends closed, so that the sessions end and are freed. */
+    user *ua = user_new(o.st, 1), *ub = user_new(p.b.accepted[0], 1);
+    close_user(&ua);
+    close_user(&ub);
+    run(5);
+  }
   pair_end(&p);
   return accepted;
 }
