@@ -23,7 +23,8 @@
 #   start_echo                   the echo module on $ECHO
 #   start_checker TIERS [K]      checker kK (default 1) with CONC tasks at
 #                                most and echo.url on $ECHO; CHK_PID and
-#                                CHK_ADMIN (also CHKK_PID, CHKAK)
+#                                CHK_ADMIN (also CHKK_PID, CHKAK); CHK_EXTRA
+#                                adds lines (KEY = VALUE) to its [checker]
 #   gateway K                    gateway gK (conf/gateway.ini's modules but
 #                                socks5); GWK (admin), GWHK (http), GWK_PID
 PIDS=""
@@ -108,8 +109,8 @@ start_checker() {
   [ -n "$_a" ] || _a=$(free_port)
   eval "CHKA$_k=$_a"
   CHK_ADMIN=$_a
-  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\ndrain_timeout = 1s\n[log]\nlevel = warn\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nmax_concurrency = %s\ntiers = %s\necho.url = http://127.0.0.1:%s/echo\n' \
-    "$B/modules" "$_a" "$CONC" "$1" "$ECHO" >"$T/chk$_k.ini"
+  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\ndrain_timeout = 1s\n[log]\nlevel = warn\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nmax_concurrency = %s\ntiers = %s\necho.url = http://127.0.0.1:%s/echo\n%s\n' \
+    "$B/modules" "$_a" "$CONC" "$1" "$ECHO" "${CHK_EXTRA:-}" >"$T/chk$_k.ini"
   bg "checker$_k" "$PROXYHOST" -c "$T/chk$_k.ini" -control-plane "127.0.0.1:$CPP" \
     -cluster-id c1 -checker-id "k$_k" -instance-id "k$_k-bench" -zone z1
   CHK_PID=$LAST

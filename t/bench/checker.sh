@@ -25,6 +25,13 @@
 #   CHB_INTERVALS="2s 1s 500ms 200ms 100ms"   CHB_WINDOW=10 (s counted)
 #   CHB_CONCURRENCY=512 (checker max_concurrency)   CHB_KILLS=3
 #   CHB_FLAKY_SECONDS=120   BENCH_KEEP=1 (keep the temporary directory)
+#   CHB_CHECKER_CONF (rate: lines added to the checker's [checker], e.g.
+#   "task_batch.max = 16")   CHB_CONTROLLER_CONF (rate: lines added to the
+#   controller's section, e.g. "check_spread = 50")   CHB_AFTER_WINDOW (rate:
+#   a command run after each counted window, before the process stops, as
+#   sh -c "$CHB_AFTER_WINDOW" hook checker|haproxy PID PHCONNECT_PID: a
+#   profile that does not weigh on the figures)   CHB_BEFORE_WINDOW (rate:
+#   the same before each window: e.g. taskset both onto one CPU)
 # Markdown on stdout, progress on stderr.
 set -u
 top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
@@ -98,12 +105,14 @@ rate_part() {
     [ "$ivms" -gt 500 ] && fast=500ms
     # ---- the checker through the controller
     start_controller "check_interval = $iv
-fast_interval = $fast"
-    start_checker basic
+fast_interval = $fast
+${CHB_CONTROLLER_CONF:-}"
+    CHK_EXTRA=${CHB_CHECKER_CONF:-} start_checker basic
     say "checker, interval $iv: waiting for a first round"
     first() { [ "$(chk_checks)" -ge "$N" ]; }
     wait_long first || wait_long first || say "fewer than $N checks after 60 s"
     sleep 1
+    [ -z "${CHB_BEFORE_WINDOW:-}" ] || sh -c "$CHB_BEFORE_WINDOW" hook checker "$CHK_PID" "$PC_PID" >&2
     c0=$(conns "$PC_PID" phconnect) k0=$(chk_checks) f0=$(chk_failed)
     tr0=$(ctl_metric 'proxyhost_cp_controller_health_transitions_total{to="unhealthy"}')
     a0=$(ticks "$CHK_PID") b0=$(ticks "$CTL_PID") r0=$(ticks "$REDIS_PID") p0=$(ticks "$PC_PID")
@@ -120,6 +129,7 @@ fast_interval = $fast"
     want=$(awk -v n="$N" -v iv="$ivms" 'BEGIN { printf "%.0f", n * 1000 / iv }')
     ROWS="$ROWS| checker | $iv | $want | $rate | $((k1 - k0)) | $(us_per $((a1 - a0)) "$n") | $(us_per $((b1 - b0)) "$n") | $(us_per $((r1 - r0)) "$n") | $(us_per $((p1 - p0)) "$n") | $((f1 - f0)) | $((tr1 - tr0)) / $unh / $sus |
 "
+    [ -z "${CHB_AFTER_WINDOW:-}" ] || sh -c "$CHB_AFTER_WINDOW" hook checker "$CHK_PID" "$PC_PID" >&2
     stop_pid "$CHK_PID"
     stop_pid "$CTL_PID"
     # ---- HAProxy's own checks of the same upstreams
@@ -141,6 +151,7 @@ fast_interval = $fast"
     up_all() { [ "$("$CURL" -s -m 5 "http://127.0.0.1:$hs/stats;csv" | awk -F, '$1 == "upstreams" && $18 ~ /^UP/' | wc -l)" -ge "$N" ]; }
     wait_long up_all || say "haproxy: fewer than $N servers UP after 30 s"
     sleep 1
+    [ -z "${CHB_BEFORE_WINDOW:-}" ] || sh -c "$CHB_BEFORE_WINDOW" hook haproxy "$HA_PID" "$PC_PID" >&2
     c0=$(conns "$PC_PID" phconnect)
     a0=$(ticks "$HA_PID") p0=$(ticks "$PC_PID") t0=$(now_ms)
     sleep "$WINDOW"
@@ -153,6 +164,7 @@ fast_interval = $fast"
     rate=$(awk -v n="$n" -v ms="$ms" 'BEGIN { printf "%.0f", n * 1000 / ms }')
     ROWS="$ROWS| haproxy | $iv | $want | $rate | - | $(us_per $((a1 - a0)) "$n") | - | - | $(us_per $((p1 - p0)) "$n") | $chkfail (run) | $down down |
 "
+    [ -z "${CHB_AFTER_WINDOW:-}" ] || sh -c "$CHB_AFTER_WINDOW" hook haproxy "$HA_PID" "$PC_PID" >&2
     stop_pid "$HA_PID"
   done
   stop_pid "$PC_PID"
