@@ -18,13 +18,8 @@
 require_modules tunnel_server tunnel_agent store_pg store_sqlite \
   auth_cache admin_api direct
 . "$top_srcdir/t/lib/tunnel.sh"
-MIGRATE=${MIGRATE:-$top_builddir/tools/proxyhost-migrate}
 
-start_pg "$T/pg"; ok $? "a private PostgreSQL"
-TN_DSN=$(pg_new_db authz) && PROXYHOST_MIGRATE_DSN=$TN_DSN "$MIGRATE" apply >/dev/null
-ok $? "the schema (v11: presence)"
-TN_STORE=store_pg
-tn_setup; ok $? "admin token and dnsd.py"
+tn_pg_setup; ok $? "a private PostgreSQL at the current schema (TN_DSN), the admin token, dnsd.py"
 q() { pg_psql authz -c "$1"; }
 now_ms="(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 

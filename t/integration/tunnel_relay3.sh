@@ -31,7 +31,6 @@
 require_modules tunnel_server tunnel_agent tunnel_client store_pg \
   auth_cache admin_api direct socks5
 . "$top_srcdir/t/lib/tunnel.sh"
-MIGRATE=${MIGRATE:-$top_builddir/tools/proxyhost-migrate}
 PY=${PYTHON3:-python3}
 PROBE="$PY $top_srcdir/t/lib/socks5_probe.py"
 RSS_SLACK_KIB=4096 # 4 MiB per node
@@ -40,11 +39,7 @@ RSS_SLACK_KIB=4096 # 4 MiB per node
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
 export ASAN_OPTIONS
 
-start_pg "$T/pg"; ok $? "a private PostgreSQL"
-TN_DSN=$(pg_new_db authz) && PROXYHOST_MIGRATE_DSN=$TN_DSN "$MIGRATE" apply >/dev/null
-ok $? "the schema (presence)"
-TN_STORE=store_pg
-tn_setup; ok $? "admin token and dnsd.py"
+tn_pg_setup; ok $? "a private PostgreSQL at the current schema (TN_DSN), the admin token, dnsd.py"
 start_file_server "$T/www" "hello from three servers"; ok $? "file server up"
 web=$FILE_SERVER_PORT
 

@@ -24,14 +24,9 @@
 require_modules tunnel_server tunnel_agent tunnel_client store_pg \
   auth_cache admin_api direct socks5
 . "$top_srcdir/t/lib/tunnel.sh"
-MIGRATE=${MIGRATE:-$top_builddir/tools/proxyhost-migrate}
 TAP_ON_FAIL='tail -n 5 "$T/a.log" "$T/b.log"'
 
-start_pg "$T/pg"; ok $? "a private PostgreSQL"
-TN_DSN=$(pg_new_db authz) && PROXYHOST_MIGRATE_DSN=$TN_DSN "$MIGRATE" apply >/dev/null
-ok $? "the schema"
-TN_STORE=store_pg
-tn_setup; ok $? "admin token and dnsd.py"
+tn_pg_setup; ok $? "a private PostgreSQL at the current schema (TN_DSN), the admin token, dnsd.py"
 start_file_server "$T/www" "hello over a renewed relay"; ok $? "file server up"
 web=$FILE_SERVER_PORT
 

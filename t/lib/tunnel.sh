@@ -45,6 +45,18 @@ tn_setup() {
   start_dnsd "ok.test=127.0.0.1" "page.test=127.0.0.1" || return 1
 }
 
+# tn_pg_setup: the several-server tests' start: a private PostgreSQL
+# ($T/pg; t/lib/pg.sh sourced first), one database at the current schema
+# in TN_DSN, TN_STORE=store_pg, then tn_setup.
+tn_pg_setup() {
+  start_pg "$T/pg" || return 1
+  TN_DSN=$(pg_new_db authz) || return 1
+  PROXYHOST_MIGRATE_DSN=$TN_DSN \
+    "${MIGRATE:-$top_builddir/tools/proxyhost-migrate}" apply >/dev/null || return 1
+  TN_STORE=store_pg
+  tn_setup
+}
+
 # tn_ctl ADMIN-PORT ARGS...: proxyhostctl against that admin listener.
 tn_ctl() {
   _p=$1
