@@ -70,11 +70,11 @@ is "$(metric "$m" 'proxyhost_frontend_clients_denied_total{reason="not_allowed"}
 log=$(cat "$T/ph.log")
 like_re "$log" 'level=warn module=socks5 msg="client refused: not in allow_clients" client=127.0.0.2:[0-9]+' \
   "a refused client is logged at warn with its address"
-like_re "$log" 'module=socks5 msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded status_code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed$' \
+like_re "$log" 'module=socks5 msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=succeeded status_code=0 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=closed upstream=-$' \
   "socks5: one access line, no target"
 like_re "$log" 'module=socks5 msg="socks5 request" stream=[0-9]+$' \
   "the socks5 debug line carries the stream id, no target"
-like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx status_code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=-$' \
+like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=GET status=2xx status_code=200 result=success bytes_up=[0-9]+ bytes_down=[0-9]+ duration_us=[0-9]+ end=- upstream=-$' \
   "http forward: one access line, no target"
 like_re "$log" 'module=http_proxy msg=access stream=[0-9]+ client=127.0.0.1:[0-9]+ user=- method=CONNECT status=2xx status_code=200 result=success' \
   "http CONNECT: one access line per tunnel"
