@@ -21,6 +21,10 @@
  * Changelog, newest first: the version, the day it was released, then one
  * line per change.
  *
+ * 1.7 (2026-12-07)
+ *   ph_api.status_register, status_field, status_field_int, status_table,
+ *     status_row appended, ph_panel, ph_panel_fn: a module's panels on
+ *     the status page (/ui/) and in GET /v1/status, rendered by the host
  * 1.6 (2026-12-06)
  *   ph_api.defer_new, defer_post, defer_cancel, defer_free appended,
  *     ph_defer, ph_defer_fn: a cancellable call on the loop's next turn
@@ -73,10 +77,10 @@
 #define PH_MODULE_MAGIC 0x444d4850u
 
 #define PH_ABI_MAJOR 1
-#define PH_ABI_MINOR 6
+#define PH_ABI_MINOR 7
 #define PH_ABI_STR2_(x) #x
 #define PH_ABI_STR_(x) PH_ABI_STR2_(x)
-/* "major.minor", e.g. "1.6" */
+/* "major.minor", e.g. "1.7" */
 #define PH_ABI_STRING PH_ABI_STR_(PH_ABI_MAJOR) "." PH_ABI_STR_(PH_ABI_MINOR)
 
 /* Status codes returned by host API functions and module callbacks.

@@ -43,6 +43,7 @@ typedef struct ph_timer ph_timer; /* timer */
 typedef struct ph_topic ph_topic; /* bus topic */
 typedef struct ph_thread ph_thread; /* module thread (ABI 1.2), host-owned */
 typedef struct ph_defer ph_defer;   /* call for the next loop turn (1.6) */
+typedef struct ph_panel ph_panel;   /* one status panel being filled (1.7) */
 
 /* Admin routes (ABI 1.3): a prefix is "/v1/" followed by 1..
  * PH_ROUTE_PREFIX_MAX - 4 bytes of [a-z0-9_-/], not ending in '/'; a
@@ -75,6 +76,38 @@ typedef void (*ph_route_fn)(void *arg, int64_t req, const ph_http_request *r);
  * passed before the reply: loop thread, once, never after a reply; the
  * request is gone when it returns and route_reply refuses it. */
 typedef void (*ph_route_cancel_fn)(void *arg, int64_t req);
+
+/* Status panels (ABI 1.7): what a module shows on the admin listener's
+ * status page (/ui/) and in GET /v1/status. A module registers panels at
+ * init; the host calls a panel's fill for each page or request that shows
+ * it, on the loop thread, and renders what fill wrote as JSON and as
+ * HTML-escaped HTML itself: a module never writes markup or JSON.
+ *
+ * A panel holds fields (name = value) and tables (named columns, rows of
+ * cells). Names ("agents", "connected_since") are 1..PH_STATUS_NAME_MAX
+ * bytes of [a-z0-9_]; a title, a value or a cell is any text, cut to
+ * PH_STATUS_VALUE_MAX bytes (on a UTF-8 boundary) and escaped by the host.
+ * Bounds: PH_STATUS_PANELS_MAX panels per module instance,
+ * PH_STATUS_FIELDS_MAX fields and PH_STATUS_TABLES_MAX tables per panel,
+ * PH_STATUS_COLUMNS_MAX columns per table; rows are paged by the host
+ * ([admin] status_rows per page, the reader picks the offset). */
+#define PH_STATUS_NAME_MAX 48
+#define PH_STATUS_VALUE_MAX 256
+#define PH_STATUS_PANELS_MAX 8
+#define PH_STATUS_FIELDS_MAX 64
+#define PH_STATUS_TABLES_MAX 8
+#define PH_STATUS_COLUMNS_MAX 16
+
+/* A panel's fill (ABI 1.7): loop thread, inside the host's call, never
+ * during init or after destroy began. p is valid only during the call;
+ * fill writes through ph_api.status_* and returns. It must not block or
+ * call back into the host's admin listener. */
+typedef void (*ph_panel_fn)(void *arg, ph_panel *p);
+
+/* A column's kind (ABI 1.7), for status_table's num_mask: a cell of a
+ * numeric column is a decimal integer ("-12", "3") or "" (no value); JSON
+ * gets a number (or null), HTML right-aligns it. Other cells are text. */
+#define PH_STATUS_COL_NUM(i) (UINT32_C(1) << (i))
 
 enum ph_io_events { PH_READ = 1, PH_WRITE = 2 };
 
@@ -542,6 +575,50 @@ typedef struct ph_api {
    * before its destroy returns. A module that may run on a 1.5 host
    * checks api->size > offsetof(ph_api, defer_free). */
   void (*defer_free)(ph_defer *d);
+
+  /* ---- added in ABI 1.7: status panels ------------------------------- */
+  /* See "Status panels" above. A module that may run on a 1.6 host checks
+   * api->size > offsetof(ph_api, status_row) before using any of them. */
+
+  /* Init only, loop thread. Adds the panel `name` (see PH_STATUS_NAME_MAX;
+   * "agents", "sessions") titled `title` (1..PH_STATUS_VALUE_MAX bytes,
+   * copied) to this module instance; it is shown under the instance's
+   * section name ("tunnel_server", "tunnel_server.eu"), panels in the
+   * order registered. fill(arg, p) fills it. PH_OK; PH_EINVAL (bad name
+   * or title, NULL fill); PH_EEXIST (this instance already has `name`);
+   * PH_ELIMIT (PH_STATUS_PANELS_MAX reached); PH_ESTATE outside init. */
+  int (*status_register)(ph_ctx *ctx, const char *name, const char *title,
+                         ph_panel_fn fill, void *arg);
+  /* Inside fill: a text field, name = value (copied; NULL value: shown as
+   * empty, JSON null). Fields keep their order; a name given twice keeps
+   * the first. PH_OK; PH_EINVAL (bad name, NULL p); PH_ELIMIT
+   * (PH_STATUS_FIELDS_MAX reached: the field is dropped). */
+  int (*status_field)(ph_panel *p, const char *name, const char *value);
+  /* Inside fill: a numeric field (JSON number). As status_field. */
+  int (*status_field_int)(ph_panel *p, const char *name, int64_t value);
+  /* Inside fill: starts the table `name` with n_columns (1..
+   * PH_STATUS_COLUMNS_MAX) column names (each as a field's name; copied);
+   * bit i of num_mask (PH_STATUS_COL_NUM(i)) makes column i numeric. The
+   * rows that follow (status_row) belong to it until the next
+   * status_table or the end of fill. A table lists what exists now: its
+   * first column names the row (an agent's name, a proxy's id), which a
+   * reader may select by (/v1/status/INSTANCE/PANEL/TABLE?key=...).
+   * PH_OK; PH_EINVAL (bad or repeated name, bad columns); PH_ELIMIT
+   * (PH_STATUS_TABLES_MAX reached: the table and its rows are dropped). */
+  int (*status_table)(ph_panel *p, const char *name,
+                      const char *const *columns, uint32_t n_columns,
+                      uint32_t num_mask);
+  /* Inside fill, after status_table: one row of the current table, exactly
+   * n_columns cells (NULL cell: empty; copied). The host pages: a row
+   * before the reader's offset, or not matching its key, is counted and
+   * dropped; once the page is full the host returns PH_ELIMIT, and the
+   * module should stop offering rows for this table (the page then says
+   * there are more). So a module walks its list in a stable order and at
+   * most offset + page + 1 rows are looked at. PH_OK (kept or skipped);
+   * PH_ELIMIT (page full: dropped); PH_EINVAL (no current table, wrong
+   * n_cells, a numeric cell that is not an integer: the row is dropped). */
+  int (*status_row)(ph_panel *p, const char *const *cells,
+                    uint32_t n_cells);
 } ph_api;
 
 #endif

@@ -206,6 +206,17 @@ int ph_mock_request(ph_mock *m, const char *method, const char *target,
                     const char **reply_type, const char **reply_body,
                     size_t *reply_len);
 
+/* Reads the status panels (ABI 1.7) as GET /v1/status would: target is
+ * "/v1/status" or a narrower path with an optional query
+ * ("/v1/status/tunnel_server/agents/agents?offset=50&key=alice"). Calls
+ * the panels' fill on this thread (the loop's). Returns the HTTP status
+ * (200, 400 for a bad query, 404 for an unknown instance, panel or
+ * table), or PH_EINVAL, PH_ESTATE (not between a successful
+ * ph_mock_start and ph_mock_stop), PH_ENOMEM. *json (NUL-terminated) is
+ * owned by the mock and valid until the next ph_mock_status or
+ * ph_mock_free; it may be NULL. Added in libproxyhost-mock 4:0:4. */
+int ph_mock_status(ph_mock *m, const char *target, const char **json);
+
 /* ---- the test kit (libproxyhost-mock 3:0:3) ----------------------------
  * What a module's test needs beside the lifecycle: the loop to wait on,
  * fake providers of the services a module looks up, a metric's value, and
