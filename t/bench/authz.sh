@@ -18,21 +18,13 @@
 # Run from a configured build directory:  sh ../t/bench/authz.sh .
 # Results as Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-PROXYHOST=${PROXYHOST:-$top_builddir/host/proxyhost}
-CURL=${CURL:-curl}
-export top_srcdir top_builddir PROXYHOST CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/pg.sh"
-. "$top_srcdir/t/lib/authz_nodes.sh"
+BENCH=authz.sh BENCH_KITS="pg.sh authz_nodes.sh"
+. "$top_srcdir/t/bench/bench_lib.sh"
 N=${AUTHZ_REVOCATIONS:-20}
 ROUNDS=${AUTHZ_ROUNDS:-20}
 NTOK=${AUTHZ_TOKENS:-10}
 NTGT=${AUTHZ_TARGETS:-10}
-say() { echo "$*" >&2; }
-die() { say "authz.sh: $*"; exit 1; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 ttl_of() { # PORT TOKEN HOST: the ttl_ms of b's answer (a hit has < 300000)
   az_ctl "$1" --json access check --token "$2" --agent a1 --host "$3" \
     --port 443 2>/dev/null | sed -n 's/.*"ttl_ms":\([0-9]*\).*/\1/p'

@@ -1,12 +1,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# t/bench/bench_lib.sh: what the pool's health-loop benchmarks share
-# (t/bench/checker.sh, t/bench/controller_scale.sh); sourced after
-# t/lib/testlib.sh, t/lib/redis.sh and t/lib/controller.sh, with B (the
-# build directory) and BENCH (the script's name, for messages) set.
+# t/bench/bench_lib.sh: what the benchmarks share (t/bench/authz.sh,
+# checker.sh, controller_scale.sh, controlplane.sh, gateway.sh, run.sh,
+# tunnel.sh, tunnel_relay.sh). Sourced right after `set -u` with
+# top_srcdir (the checkout: "$(dirname "$0")/../..") and BENCH (the
+# script's name, for messages) set; the script's first argument (or
+# $top_builddir, or .) is the build directory. It sets top_builddir, B,
+# CURL and PROXYHOST (exported), sources t/lib/testlib.sh ($T, PIDS,
+# free_port, wait_for) and then each t/lib kit named in BENCH_KITS (e.g.
+# "redis.sh controller.sh"), and stops PIDS at exit (BENCH_KEEP=1 keeps $T).
 #   say TEXT / die TEXT          progress on stderr / fail (exit 2)
 #   bg NAME CMD...               in the background, output in $T/NAME.out,
 #                                its pid in LAST and in PIDS (stopped at exit)
-#   stop_pid PID                 TERM, then KILL after 5 s
+#   descendants PID[,PID...]     each and its descendants, one a line
+#   stop_pid PID                 TERM to PID and its descendants, then
+#                                KILL after 5 s (a zombie counts as gone)
 #   ticks PID...                 utime + stime (+ reaped children), ticks
 #   rss_kb PID                   VmRSS in KiB
 #   now_ms, ms_to_s MS, us_per TICKS N (µs of CPU per item)
@@ -27,15 +34,35 @@
 #                                adds lines (KEY = VALUE) to its [checker]
 #   gateway K                    gateway gK (conf/gateway.ini's modules but
 #                                socks5); GWK (admin), GWHK (http), GWK_PID
-PIDS=""
+top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
+CURL=${CURL:-curl}
+export top_srcdir top_builddir CURL
+. "$top_srcdir/t/lib/testlib.sh"
+export PROXYHOST
+# shellcheck disable=SC1090
+for _kit in ${BENCH_KITS:-}; do . "$top_srcdir/t/lib/$_kit"; done
+B=$top_builddir
 HZ=$(getconf CLK_TCK)
 say() { echo "# $*" >&2; }
 die() { echo "$BENCH: $*" >&2; exit 2; }
+descendants() { # PID[,PID...] -> each and every descendant, one per line
+  for _d in $(echo "$1" | tr ',' ' '); do
+    echo "$_d"
+    for _c in $(ps -o pid= --ppid "$_d" 2>/dev/null); do descendants "$_c"; done
+  done
+}
 stop_pid() {
-  kill "$1" 2>/dev/null
-  i=0
-  while [ $i -lt 50 ] && running "$1"; do sleep 0.1; i=$((i + 1)); done
-  kill -9 "$1" 2>/dev/null
+  _all=$(descendants "$1")
+  # shellcheck disable=SC2086
+  kill $_all 2>/dev/null
+  _i=0
+  while [ $_i -lt 50 ] && kill -0 "$1" 2>/dev/null &&
+    ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null; do
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  # shellcheck disable=SC2086
+  kill -9 $_all 2>/dev/null
   wait "$1" 2>/dev/null
 }
 bench_cleanup() {

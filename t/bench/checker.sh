@@ -34,15 +34,8 @@
 #   the same before each window: e.g. taskset both onto one CPU)
 # Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
 top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-CURL=${CURL:-curl}
-export top_srcdir top_builddir CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/redis.sh"
-. "$top_srcdir/t/lib/controller.sh"
-BENCH=checker.sh
-B=$top_builddir
+BENCH=checker.sh BENCH_KITS="redis.sh controller.sh"
 . "$top_srcdir/t/bench/bench_lib.sh"
 PHCONNECT=$B/t/bench/phconnect
 PHLOAD=$B/t/bench/phload

@@ -41,16 +41,9 @@
 #   "snapshot sent" debug line says what made each snapshot)
 # Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
-top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-CURL=${CURL:-curl}
-export top_srcdir top_builddir CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/redis.sh"
-. "$top_srcdir/t/lib/controller.sh"
-BENCH=controller_scale.sh
 BENCH_DEFAULTS=1 # t/lib/controller.sh's test timeouts dropped too
-B=$top_builddir
+top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH=controller_scale.sh BENCH_KITS="redis.sh controller.sh"
 . "$top_srcdir/t/bench/bench_lib.sh"
 PHCONNECT=$B/t/bench/phconnect
 CTL=$B/tools/proxyhostctl

@@ -42,13 +42,9 @@
 #   CPB_KEEP=0            1 keeps the temporary directory (logs, raw lines)
 # Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-PROXYHOST=${PROXYHOST:-$top_builddir/host/proxyhost}
-CURL=${CURL:-curl}
-export top_srcdir top_builddir PROXYHOST CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/redis.sh"
+BENCH=controlplane.sh BENCH_KITS="redis.sh"
+. "$top_srcdir/t/bench/bench_lib.sh"
 
 PROXIES=${CPB_PROXIES:-10000}
 CREDS=${CPB_CREDENTIALS:-1000}
@@ -62,8 +58,6 @@ REPEATS=${CPB_REPEATS:-3}
 INTERVALS=${CPB_INTERVALS:-10 1}
 SKIP=${CPB_SKIP:-}
 SESSION_TTL=30000 RUNTIME_TTL=15000 LEASE=30000 # redis_ownership's defaults
-say() { echo "$*" >&2; }
-die() { say "controlplane.sh: $*"; exit 1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ "${CPB_KEEP:-0}" = 1 ]; then

@@ -49,13 +49,9 @@
 #   BENCH_RAW=1            append every raw line
 # Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
 top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-CURL=${CURL:-curl}
-export top_srcdir top_builddir CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/redis.sh"
-B=$top_builddir
+BENCH=gateway.sh BENCH_KITS="redis.sh"
+. "$top_srcdir/t/bench/bench_lib.sh"
 PHLOAD=$B/t/bench/phload
 PHTARGET=$B/t/bench/phtarget
 CTL=$B/tools/proxyhostctl
@@ -69,11 +65,7 @@ RESP=${BENCH_RESPONSE:-128}
 NUP=${GW_UPSTREAMS:-4}
 SYSTEMS=${GW_SYSTEMS:-direct upstream gateway haproxy squid}
 PERF_SYSTEMS=${GW_PERF-gateway}
-HZ=$(getconf CLK_TCK)
 FLEET_RATE=100000 # the 000 design's target rate (CP-1-34)
-
-say() { echo "# $*" >&2; }
-die() { echo "gateway.sh: $*" >&2; exit 2; }
 
 case $NUP in '' | *[!0-9]*) die "GW_UPSTREAMS must be 1..64" ;; esac
 if [ "$NUP" -lt 1 ] || [ "$NUP" -gt 64 ]; then die "GW_UPSTREAMS must be 1..64"; fi
@@ -86,32 +78,10 @@ for m in store_sqlite admin_api pool_api redis_ownership controlplane_server \
   have_module "$m" || die "module $m is not built"
 done
 
-# testlib.sh made $T (0700) and kills $PIDS with SIGKILL at exit; this
-# one stops them with SIGTERM first (a squid or haproxy killed -9 may
-# leave its pid file), and keeps $T on request. squid and haproxy's
-# children: none in these configurations (-N, -db).
+# bench_lib.sh stops $PIDS with SIGTERM first at exit (a squid or haproxy
+# killed -9 may leave its pid file), and keeps $T on request (BENCH_KEEP).
 chmod 755 "$T" # squid drops to its own user
-stop_pid() {
-  kill "$1" 2>/dev/null
-  i=0
-  while [ $i -lt 30 ] && kill -0 "$1" 2>/dev/null &&
-    ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  kill -9 "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
-}
-cleanup() {
-  for p in $PIDS; do stop_pid "$p"; done
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $T"; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# shellcheck disable=SC3045
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-bg() { # NAME CMD...: in the background, output in $T/NAME.out; sets LAST
+bg() { # bench_lib.sh's, but NAME.out starts empty each time
   _n=$1
   shift
   "$@" >"$T/$_n.out" 2>&1 &
@@ -358,12 +328,6 @@ done
 [ -n "$ENTRIES" ] || die "nothing to measure (skipped:$SKIPPED)"
 
 # ---- measurements ---------------------------------------------------------------
-ticks() { # PID... -> utime + stime + cutime + cstime summed, clock ticks
-  for p in "$@"; do
-    [ "$p" = - ] && continue
-    awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$p/stat" 2>/dev/null
-  done | awk '{ s += $1 } END { print s + 0 }'
-}
 # The whole machine's busy ticks (every CPU), for the other work's share.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 RES=$T/results

@@ -37,10 +37,11 @@
 # Raw per-run lines go to $T/results; the table goes to stdout.
 set -u
 
-B=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
+top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH=run.sh
+. "$top_srcdir/t/bench/bench_lib.sh"
 PHLOAD=$B/t/bench/phload
 PHTARGET=$B/t/bench/phtarget
-PROXYHOST=$B/host/proxyhost
 DUR=${BENCH_DURATION:-3}
 WARMUP=${BENCH_WARMUP:-0.5}
 BULK_SECS=${BENCH_BULK_SECONDS:-3}
@@ -60,39 +61,10 @@ for f in "$PHLOAD" "$PHTARGET"; do
   fi
 done
 
-# 1,000 idle streams take 4,000 descriptors across the processes; dash
-# and bash both have ulimit -n.
-# shellcheck disable=SC3045
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-T=$(mktemp -d "${TMPDIR:-/tmp}/phbench.XXXXXX") || exit 2
+# bench_lib.sh raised ulimit -n (1,000 idle streams take 4,000
+# descriptors across the processes), made $T and stops $PIDS (with their
+# children) at exit.
 chmod 755 "$T" # squid and tinyproxy drop to their own users
-PIDS=""
-
-# Stop what this script started (by pid), with any children they forked.
-descendants() { # PID[,PID...] -> each and every descendant, one per line
-  for d in $(echo "$1" | tr ',' ' '); do
-    echo "$d"
-    for c in $(ps -o pid= --ppid "$d" 2>/dev/null); do descendants "$c"; done
-  done
-}
-stop_pid() {
-  all=$(descendants "$1")
-  kill $all 2>/dev/null
-  i=0
-  while [ $i -lt 30 ] && kill -0 "$1" 2>/dev/null &&
-    ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  kill -9 $all 2>/dev/null
-  wait "$1" 2>/dev/null
-}
-cleanup() {
-  for p in $PIDS; do stop_pid "$p"; done
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "# kept $T" >&2; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 note() { echo "# $*" >&2; }
 free_port() { "$PHLOAD" --free-port; }

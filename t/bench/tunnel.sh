@@ -36,13 +36,9 @@
 # t/bench/phtarget built:  sh ../t/bench/tunnel.sh .
 # Results as Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-PROXYHOST=${PROXYHOST:-$top_builddir/host/proxyhost}
-CURL=${CURL:-curl}
-export top_srcdir top_builddir PROXYHOST CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/tunnel.sh"
+BENCH=tunnel.sh BENCH_KITS="tunnel.sh"
+. "$top_srcdir/t/bench/bench_lib.sh"
 PY=${PYTHON3:-python3}
 LOAD="$PY $top_srcdir/t/lib/tunnel_load.py"
 PHLOAD=$top_builddir/t/bench/phload
@@ -51,8 +47,6 @@ ROUNDS=${TUNNEL_ROUNDS:-20}
 REPEATS=${TUNNEL_REPEATS:-1}
 BULK_SECS=${TUNNEL_BULK_SECONDS:-6}
 CONTROL=${TUNNEL_CONTROL:-1}
-say() { echo "$*" >&2; }
-die() { say "tunnel.sh: $*"; exit 1; }
 field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\": \\([-0-9.]*\\).*/\\1/p"; }
 # kv LINE KEY: the value of KEY=VALUE in phload's result line
 kv() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

@@ -32,15 +32,8 @@
 #                                        with t/bench/phload, phtarget)
 # Results as Markdown on stdout, progress on stderr.
 set -u
-top_builddir=$(cd "${1:-${top_builddir:-.}}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-PROXYHOST=${PROXYHOST:-$top_builddir/host/proxyhost}
-CURL=${CURL:-curl}
-export top_srcdir top_builddir PROXYHOST CURL
-. "$top_srcdir/t/lib/testlib.sh"
-. "$top_srcdir/t/lib/pg.sh"
-. "$top_srcdir/t/lib/tunnel.sh"
-B=$top_builddir BENCH=tunnel_relay.sh
+BENCH=tunnel_relay.sh BENCH_KITS="pg.sh tunnel.sh"
 . "$top_srcdir/t/bench/bench_lib.sh"
 PY=${PYTHON3:-python3}
 MIGRATE=$top_builddir/tools/proxyhost-migrate

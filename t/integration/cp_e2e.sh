@@ -25,6 +25,7 @@
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/pg.sh"
 . "$top_srcdir/t/lib/cp_views.sh"
+. "$top_srcdir/t/lib/cp_multi.sh"
 require_modules controlplane_server redis_ownership store_pg store_sqlite \
   admin_api pool_api controlplane_client
 
@@ -49,19 +50,13 @@ has_ids() { [ "$(view_ids "$1")" = "$2" ]; }
 TAP_ON_FAIL='for f in ctl w1 w2; do echo "$f:"; grep -v "level=debug" "$T/$f.log" 2>/dev/null | tail -6; done'
 
 # ---- the parts --------------------------------------------------------------
-start_redis "$T/redis"; ok $? "redis-server starts"
-PG_LISTEN=127.0.0.1
-start_pg "$T/pg"; ok $? "PostgreSQL starts (a private cluster on 127.0.0.1)"
-pg_psql postgres -c 'CREATE DATABASE pool' >/dev/null
-ok $? "the pool's database is created"
+cpm_stores
 sh "$top_srcdir/t/unit/cp/cp_grpc_certs.sh" "$T"
 ok $? "certificates made with openssl: a CA, the controller's, w1's and w2's"
-mkdir -p "$T/secrets"
+cpm_keys
 ( umask 077
   printf 'alice:%s\n' "$PW_A" >"$T/secrets/upstream-a"
-  printf 'bob:%s\n' "$PW_B" >"$T/secrets/upstream-b"
-  head -c 32 /dev/urandom >"$T/ref.key" )
-"$CTL" admin-token new "$T/admin.token" >/dev/null
+  printf 'bob:%s\n' "$PW_B" >"$T/secrets/upstream-b" )
 
 # The production layout of the guides: the same files with this test's
 # paths pass --check-config (their timers are the production ones).
@@ -92,56 +87,15 @@ ok $? "... passes --check-config with the identity flags" || echo "# $out"
 
 admin=$(free_port) cpp=$(free_port) gw1=$(free_port) gw2=$(free_port)
 # The controller (the production layout of docs/user-guide/controller.md,
-# with short TTLs): store_pg over TCP on 127.0.0.1, mTLS.
-cat >"$T/controller.ini" <<EOF
-[proxyhost]
-modules = store_pg, admin_api, pool_api, redis_ownership, controlplane_server
-module_path = $top_builddir/modules
-drain_timeout = 2s
-[log]
-level = debug
-[admin]
-listen = 127.0.0.1:$admin
-[store_pg]
-dsn = host=127.0.0.1 port=$PG_PORT user=postgres dbname=pool
-migrate = auto
-revision_poll = 100ms
-[admin_api]
-store = store_pg
-token_file = $T/admin.token
-[pool_api]
-store = store_pg
-token_file = $T/admin.token
-[redis_ownership]
-address = 127.0.0.1:$REDIS_PORT
-cluster_id = c1
-session_ttl = 3s
-runtime_ttl = 2s
-ownership_lease = 8s
-command_timeout = 300ms
-reconnect.min = 100ms
-reconnect.max = 500ms
-[controlplane_server]
-store = store_pg
-cluster_id = c1
-listen = 127.0.0.1:$cpp
-tls.mode = mtls
+# with short TTLs): t/lib/cp_multi.sh's, store_pg over TCP on 127.0.0.1,
+# mTLS, Redis's fresh state held (the default), no checkers' keys.
+MODS=$top_builddir/modules
+CPM_CHECKS=0 CPM_RO= CPM_EXTRA="tls.mode = mtls
 tls.cert_file = $T/server.pem
 tls.key_file = $T/server.key
 tls.ca_file = $T/ca.pem
 trust_domain = example.org
-environment = prod
-secrets_dir = $T/secrets
-reference_key_file = $T/ref.key
-session_ttl = 3s
-runtime_interval = 500ms
-snapshot_validity = 10s
-allocation_safety_margin = 1s
-refresh_before = 5s
-min_snapshot_interval = 0s
-assign_interval = 300ms
-watch_poll_interval = 100ms
-EOF
+environment = prod" cpm_controller_ini "$admin" "$cpp" >"$T/controller.ini"
 out=$("$PROXYHOST" -c "$T/controller.ini" --check-config 2>&1)
 ok $? "the controller's configuration passes --check-config" || echo "# $out"
 start_ctl() {

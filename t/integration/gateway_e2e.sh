@@ -17,6 +17,7 @@
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/pg.sh"
+. "$top_srcdir/t/lib/cp_multi.sh"
 require_modules controlplane_server redis_ownership store_pg admin_api pool_api \
   controlplane_client outcome_reporter pool round_robin weighted \
   least_active random sticky http_proxy socks5 direct auth_local
@@ -125,64 +126,22 @@ ok $? "the example strategy first_usable builds outside the tree" || sed 's/^/# 
 start_dnsd direct.test=127.0.0.1; ok $? "a DNS server for the test on loopback"
 
 # ---- the controller -------------------------------------------------------------
-start_redis "$T/redis"; ok $? "redis-server starts"
-PG_LISTEN=127.0.0.1
-start_pg "$T/pg"; ok $? "PostgreSQL starts"
-pg_psql postgres -c 'CREATE DATABASE pool' >/dev/null
-mkdir -p "$T/secrets"
+cpm_stores
+cpm_keys
 ( umask 077
   printf 'alice:%s\n' "$PW_A" >"$T/secrets/cred-a"
   printf 'bob:%s\n' "$PW_B" >"$T/secrets/cred-b"
   printf 'alice:wrong-%s\n' "$PW_B" >"$T/secrets/cred-wrong"
-  printf 'fwduser:%s\n' "$PW_F" >"$T/secrets/cred-f"
-  head -c 32 /dev/urandom >"$T/ref.key" )
-"$CTL" admin-token new "$T/admin.token" >/dev/null
+  printf 'fwduser:%s\n' "$PW_F" >"$T/secrets/cred-f" )
 admin=$(free_port) cpp=$(free_port)
-cat >"$T/ctl.ini" <<EOF
-[proxyhost]
-modules = store_pg, redis_ownership, admin_api, pool_api, controlplane_server
-module_path = $top_builddir/modules
-drain_timeout = 2s
-[log]
-level = debug
-[admin]
-listen = 127.0.0.1:$admin
-[store_pg]
-dsn = host=127.0.0.1 port=$PG_PORT user=postgres dbname=pool
-migrate = auto
-revision_poll = 100ms
-[admin_api]
-store = store_pg
-token_file = $T/admin.token
-[pool_api]
-store = store_pg
-token_file = $T/admin.token
-authority = redis_ownership
-[redis_ownership]
-hold_fresh_state = false
-address = 127.0.0.1:$REDIS_PORT
-cluster_id = c1
-session_ttl = 3s
-runtime_ttl = 2s
-ownership_lease = 8s
-command_timeout = 300ms
-reconnect.max = 300ms
-[controlplane_server]
-store = store_pg
-listen = 127.0.0.1:$cpp
-tls.mode = disabled
-cluster_id = c1
-secrets_dir = $T/secrets
-reference_key_file = $T/ref.key
-session_ttl = 3s
-runtime_interval = 300ms
-snapshot_validity = 20s
-allocation_safety_margin = 1s
-refresh_before = 5s
-assign_interval = 200ms
-watch_poll_interval = 100ms
-min_snapshot_interval = 0s
-EOF
+# t/lib/cp_multi.sh's controller without the checkers' keys, pool_api
+# asking redis_ownership (loaded before it), and this test's timers.
+MODS=$top_builddir/modules
+CPM_CHECKS=0 cpm_controller_ini "$admin" "$cpp" | ini_set \
+  "proxyhost.modules=store_pg, redis_ownership, admin_api, pool_api, controlplane_server" \
+  pool_api.authority=redis_ownership \
+  redis_ownership.reconnect.max=300ms controlplane_server.runtime_interval=300ms \
+  controlplane_server.snapshot_validity=20s controlplane_server.assign_interval=200ms >"$T/ctl.ini"
 "$PROXYHOST" -c "$T/ctl.ini" >>"$T/ctl.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_long healthy "$admin"; ok $? "the controller starts (store_pg, Redis)"

@@ -47,26 +47,7 @@ while [ $i -lt $SCRIPTS ]; do
   printf 'window.tmjs=(window.tmjs||0)+1;\n' >"$T/www/js/$i.js"
   i=$((i + 1))
 done
-cat >"$T/pagesrv.py" <<'EOP'
-import functools, http.server, os, sys, time
-d, port_file, log = sys.argv[1], sys.argv[2], sys.argv[3]
-class H(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, fmt, *args):
-        with open(log, "a") as f:
-            f.write("%s %s\n" % (self.command, self.path))
-class S(http.server.ThreadingHTTPServer):
-    request_queue_size = 256
-    daemon_threads = True
-srv = S(("127.0.0.1", 0), functools.partial(H, directory=d))
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % srv.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-srv.timeout = 0.5
-end = time.monotonic() + 300
-while time.monotonic() < end:
-    srv.handle_request()
-EOP
-$PY "$T/pagesrv.py" "$T/www" "$T/page.port" "$T/access.log" >/dev/null 2>&1 &
+$PY "$top_srcdir/t/lib/page_server.py" "$T/www" "$T/page.port" "$T/access.log" >/dev/null 2>&1 &
 PIDS="$PIDS $!"
 wait_file "$T/page.port"; ok $? "page server up"
 web=$(cat "$T/page.port")

@@ -168,41 +168,7 @@ while [ $i -lt 29 ]; do
   printf '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8" fill="#%02x0000"/></svg>\n' $i >"$T/page/img/$i.svg"
   i=$((i + 1))
 done
-cat >"$T/pagesrv.py" <<'EOP'
-import functools, http.server, os, sys, time
-d, port_file, log = sys.argv[1], sys.argv[2], sys.argv[3]
-def note(s):
-    with open(log, "a") as f:
-        f.write(s + "\n")
-class H(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, fmt, *args):
-        note("%s %s" % (self.command, self.path))
-    def do_GET(self):
-        if not self.path.startswith("/hang"):
-            return super().do_GET()
-        # Never answered: held until the other end closes (120 s at most).
-        note("GET %s" % self.path)
-        self.connection.settimeout(120)
-        try:
-            while self.connection.recv(1):
-                pass
-        except OSError:
-            pass
-        note("closed %s" % self.path)
-        self.close_connection = True
-class S(http.server.ThreadingHTTPServer):
-    request_queue_size = 256
-    daemon_threads = True
-srv = S(("127.0.0.1", 0), functools.partial(H, directory=d))
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % srv.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-srv.timeout = 0.5
-end = time.monotonic() + 300
-while time.monotonic() < end:
-    srv.handle_request()
-EOP
-$PY "$T/pagesrv.py" "$T/page" "$T/page.port" "$T/access.log" >/dev/null 2>&1 &
+$PY "$top_srcdir/t/lib/page_server.py" "$T/page" "$T/page.port" "$T/access.log" >/dev/null 2>&1 &
 PIDS="$PIDS $!"
 wait_file "$T/page.port"; ok $? "page server up (one path that never answers)"
 page=$(cat "$T/page.port")

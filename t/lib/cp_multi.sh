@@ -8,7 +8,10 @@
 #       $E, the checks' keys short; CPM_LEASE (member_lease, default 2s),
 #       CPM_CHECK, CPM_FAST, CPM_FALL (check_interval 500ms, fast_interval
 #       200ms, health_fall 2) and CPM_EXTRA (more [controlplane_server]
-#       lines, default tls.mode = disabled)
+#       lines, default tls.mode = disabled); CPM_CHECKS=0 leaves the
+#       checkers' keys out (no echo needed), CPM_RO ([redis_ownership]
+#       lines, default hold_fresh_state = false). Other values: through
+#       testlib.sh's ini_set (t/integration/cp_e2e.sh, gateway_e2e.sh)
 #   cpm_keys                     # $T/secrets, $T/ref.key, $T/admin.token
 #   cpm_echo                     # the echo module on a free port: E
 #   cpm_checker_ini ADMIN [EXTRA]  # a checker's ini on stdout
@@ -50,7 +53,7 @@ token_file = $T/admin.token
 [redis_ownership]
 address = 127.0.0.1:$REDIS_PORT
 cluster_id = c1
-hold_fresh_state = false
+${CPM_RO-hold_fresh_state = false}
 session_ttl = 3s
 runtime_ttl = 2s
 ownership_lease = 8s
@@ -71,6 +74,9 @@ refresh_before = 5s
 min_snapshot_interval = 0s
 assign_interval = 300ms
 watch_poll_interval = 100ms
+${CPM_EXTRA:-tls.mode = disabled}
+EOF2
+  [ "${CPM_CHECKS:-1}" = 0 ] || cat <<EOF2
 check_interval = ${CPM_CHECK:-500ms}
 fast_interval = ${CPM_FAST:-200ms}
 task_deadline = 2s
@@ -81,7 +87,6 @@ health_sync_interval = 200ms
 health_rise = 2
 # three of five down at the end: not a checker fault here
 health_panic_threshold = 80
-${CPM_EXTRA:-tls.mode = disabled}
 EOF2
 }
 

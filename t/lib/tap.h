@@ -56,17 +56,21 @@ static inline int tap_ok_(int cond, const char *name, const char *file,
       printf("#   '%s' contains '%s'\n", h_ ? h_ : "(null)", n_);         \
   } while (0)
 
-/* unlike() for each string listed: one check each, named "name: 'it'"
- * (what must not leak: secrets, principals, targets). */
-#define unlike_each(hay, name, ...)                                            \
+/* check (like or unlike) for each string listed: one check each, named
+ * "name: 'it'". */
+#define tap_each_(check, hay, name, ...)                                       \
   do {                                                                         \
     const char *const l_[] = {__VA_ARGS__, NULL};                              \
     for (size_t i_ = 0; l_[i_]; i_++) {                                        \
       char nm_[256];                                                           \
       snprintf(nm_, sizeof(nm_), "%s: '%s'", (name), l_[i_]);                  \
-      unlike(hay, l_[i_], nm_);                                                \
+      check(hay, l_[i_], nm_);                                                 \
     }                                                                          \
   } while (0)
+/* What one text must hold (the fields of a line, the rows of a page). */
+#define like_each(hay, name, ...) tap_each_(like, hay, name, __VA_ARGS__)
+/* What must not leak into it (secrets, principals, targets). */
+#define unlike_each(hay, name, ...) tap_each_(unlike, hay, name, __VA_ARGS__)
 
 /* A diagnostic: one "# ..." comment line, printf's format and arguments. */
 #define diag(...)                                                              \

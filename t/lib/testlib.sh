@@ -222,6 +222,23 @@ token_file = $T/admin.token
 EOC
 }
 
+# ini_set SECTION.KEY=VALUE...: a filter from an ini file on stdin to
+# stdout with each KEY of [SECTION] set to VALUE: the line replaced where
+# the key stands, else added after the section's header (the section must
+# be there). VALUE may be empty.
+ini_set() {
+  awk '
+    BEGIN { for (i = 1; i < ARGC; i++) { a = ARGV[i]; e = index(a, "="); d = index(a, ".")
+        sec[i] = substr(a, 1, d - 1); key[i] = substr(a, d + 1, e - d - 1); val[i] = substr(a, e + 1) }
+      n = ARGC - 1; ARGC = 1 }
+    /^\[/ { cur = substr($0, 2, index($0, "]") - 2); print
+      for (i = 1; i <= n; i++) if (sec[i] == cur && !done[i]) { print key[i] " = " val[i]; done[i] = 1 }
+      next }
+    { k = $0; sub(/[ \t]*=.*/, "", k)
+      for (i = 1; i <= n; i++) if (sec[i] == cur && key[i] == k && index($0, "=")) next
+      print }' "$@"
+}
+
 # password_config FRONTEND PORT ADMIN [HASH]: prints the configuration of
 # a proxyhost whose FRONTEND (socks5 or http_proxy) listens on
 # 127.0.0.1:PORT with auth = password, over direct resolving through the

@@ -119,18 +119,24 @@ static void test_embedded(void) {
     ok(text[0] && strcmp(text, emb) == 0, name);
     free(text);
   }
-  like(s[0].sqlite, "CREATE TABLE IF NOT EXISTS authorization_revision",
-       "TM-P1-14: the SQLite step creates the table as the seed has it");
-  like(s[0].postgres, "RAISE EXCEPTION",
-       "TM-P1-23: the PostgreSQL step checks the version first");
-  like(s[1].sqlite, "CREATE TABLE IF NOT EXISTS pool_revision",
-       "the v9 -> v10 SQLite step creates the pool revision");
-  like(s[1].postgres, "the v9 -> v10 step needs 9",
-       "the v9 -> v10 PostgreSQL step checks the version first");
-  like(s[2].sqlite, "CREATE TABLE IF NOT EXISTS tm_agent_presence",
-       "TM-P2-29: the v10 -> v11 SQLite step creates agent presence");
-  like(s[2].postgres, "the v10 -> v11 step needs 10",
-       "the v10 -> v11 PostgreSQL step checks the version first");
+  /* Each step's text, SQLite's then PostgreSQL's: what it must hold. */
+  static const char *const want[][2][2] = {
+      {{"CREATE TABLE IF NOT EXISTS authorization_revision",
+        "TM-P1-14: the SQLite step creates the table as the seed has it"},
+       {"RAISE EXCEPTION",
+        "TM-P1-23: the PostgreSQL step checks the version first"}},
+      {{"CREATE TABLE IF NOT EXISTS pool_revision",
+        "the v9 -> v10 SQLite step creates the pool revision"},
+       {"the v9 -> v10 step needs 9",
+        "the v9 -> v10 PostgreSQL step checks the version first"}},
+      {{"CREATE TABLE IF NOT EXISTS tm_agent_presence",
+        "TM-P2-29: the v10 -> v11 SQLite step creates agent presence"},
+       {"the v10 -> v11 step needs 10",
+        "the v10 -> v11 PostgreSQL step checks the version first"}}};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    like(s[i].sqlite, want[i][0][0], want[i][0][1]);
+    like(s[i].postgres, want[i][1][0], want[i][1][1]);
+  }
 }
 
 /* TM-P1-24: what a new step must change in the same commit agrees: every

@@ -41,45 +41,32 @@
 
 #include <proxyhost/access.h>
 #include <proxyhost/authz_store.h>
-#include <proxyhost/mock.h>
-#include <proxyhost/module.h>
 
 #include "file_test.h"
+#include "mock_test.h"
+#include "pg_test.h"
 #include "tap.h"
 
-#define MODULE PH_BUILD_MODULES "/store_pg/.libs/store_pg.so"
 #define CACHE_MODULE PH_BUILD_MODULES "/auth_cache/.libs/auth_cache.so"
 #define DSN_PASSWORD "S3cretDSNpw0rd"
-#define SLICE 20
 
 /* ---- a client module in each mock: the store's user ------------------- */
 
 typedef struct client {
-  const ph_api *api;
-  ph_ctx *ctx;
+  PG_TEST_CLIENT_BASE;
   const ph_access_v1 *ac;
   void *ac_self;
   const ph_az_store_v1 *st;
   void *st_self;
-  ph_mock *m;
 } client;
 
-static client clients[12];
-static int n_clients;
+PG_TEST_CLIENTS(client, 12)
 /* The next mocks load auth_cache in front of store_pg, and the client
  * asks it (the server's setup); else the client asks store_pg. */
 static int with_cache;
 /* The next mocks' revision_poll, stale_allow and query_timeout lines
  * (NULL: the usual 200ms, 1s, 500ms). */
 static const char *timing;
-
-static int cl_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  client *c = &clients[n_clients++];
-  c->api = a;
-  c->ctx = ctx;
-  *state = c;
-  return PH_OK;
-}
 
 static int cl_start(void *state) {
   client *c = state;
@@ -119,7 +106,7 @@ static client *up(const char *db, const char *migrate, const char *extra) {
            "[log]\nlevel = debug\nfile = %s\n"
            "[store_pg]\ndsn = %s password=%s\nmigrate = %s\n%s"
            "reconnect_min = 50ms\nreconnect_max = 200ms\npool_size = 2\n%s%s",
-           MODULE, with_cache ? ", " CACHE_MODULE : "", log_path, dsn_of(db),
+           PG_TEST_MODULE, with_cache ? ", " CACHE_MODULE : "", log_path, dsn_of(db),
            DSN_PASSWORD, migrate,
            timing ? timing
                   : "revision_poll = 200ms\nstale_allow = 1s\n"
@@ -128,12 +115,9 @@ static client *up(const char *db, const char *migrate, const char *extra) {
            with_cache ? "[auth_cache]\nstore = store_pg\n"
                         "revision_interval = 50ms\n"
                       : "");
-  ph_mock *m = ph_mock_new(ini, last_err, sizeof(last_err));
   int before = n_clients;
-  if (!m || ph_mock_add(m, &cl_mod, last_err, sizeof(last_err)) != PH_OK ||
-      ph_mock_init(m, last_err, sizeof(last_err)) != PH_OK ||
-      ph_mock_start(m, last_err, sizeof(last_err)) != PH_OK) {
-    ph_mock_free(m);
+  ph_mock *m = mock_test_boot(ini, &cl_mod, last_err, sizeof(last_err));
+  if (!m) {
     n_clients = before;
     return NULL;
   }
@@ -145,13 +129,6 @@ static void down(client *c) {
   ph_mock_stop(c->m);
   ph_mock_free(c->m);
   c->m = NULL;
-}
-
-/* Runs every live mock one slice. */
-static void slice(void) {
-  for (int i = 0; i < n_clients; i++)
-    if (clients[i].m)
-      ph_mock_run_for(clients[i].m, SLICE);
 }
 
 static uint64_t rev_of(client *c, int *rc) {
@@ -172,26 +149,11 @@ static int wait_ready(client *c, int want, int slices) {
 /* ---- blocking SQL on the side (the operator, the other writer) ------- */
 
 static int sql(const char *db, const char *q) {
-  PGconn *c = PQconnectdb(dsn_of(db));
-  PGresult *r = PQexec(c, q);
-  ExecStatusType st = PQresultStatus(r);
-  int ok_ = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-  if (!ok_)
-    printf("# sql: %s\n", PQerrorMessage(c));
-  PQclear(r);
-  PQfinish(c);
-  return ok_ ? 0 : -1;
+  return pg_test_exec(base_dsn, db, q);
 }
 
 static long long sql_int(const char *db, const char *q) {
-  PGconn *c = PQconnectdb(dsn_of(db));
-  PGresult *r = PQexec(c, q);
-  long long v = -999;
-  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
-    v = atoll(PQgetvalue(r, 0, 0));
-  PQclear(r);
-  PQfinish(c);
-  return v;
+  return pg_test_int(base_dsn, db, q);
 }
 
 /* ---- synchronous calls ------------------------------------------------ */

@@ -17,16 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libpq-fe.h>
-
-#include <proxyhost/mock.h>
-
+#include "pg_test.h"
 #include "tap.h"
 
 #include "store_contract.c"
 #include "pool_contract.c"
 
-#define MODULE PH_BUILD_MODULES "/store_pg/.libs/store_pg.so"
 
 static const char *base_dsn;
 static char db[64];
@@ -34,17 +30,7 @@ static int db_seq;
 static char conf[2048];
 
 static int exec_on(const char *dbname, const char *sql) {
-  char dsn[600];
-  snprintf(dsn, sizeof(dsn), "%s dbname=%s", base_dsn, dbname);
-  PGconn *c = PQconnectdb(dsn);
-  PGresult *r = PQexec(c, sql);
-  ExecStatusType st = PQresultStatus(r);
-  int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : -1;
-  if (rc)
-    printf("# sql: %s", PQerrorMessage(c));
-  PQclear(r);
-  PQfinish(c);
-  return rc;
+  return pg_test_exec(base_dsn, dbname, sql);
 }
 
 static const char *setup(void *arg, int max_pending) {
@@ -61,7 +47,7 @@ static const char *setup(void *arg, int max_pending) {
            "max_pending = %d\npositive_ttl = 5s\nnegative_ttl = 1s\n"
            "revision_poll = 100ms\nquery_timeout = 1s\n"
            "reconnect_min = 20ms\nreconnect_max = 100ms\npool_size = 2\n",
-           MODULE, base_dsn, db, max_pending);
+           PG_TEST_MODULE, base_dsn, db, max_pending);
   return conf;
 }
 

@@ -32,37 +32,24 @@
 
 #include <libpq-fe.h>
 
-#include <proxyhost/mock.h>
-#include <proxyhost/module.h>
 
 #include "contracts/tm_presence.h"
 #include "file_test.h"
+#include "mock_test.h"
+#include "pg_test.h"
 #include "tap.h"
 
-#define MODULE PH_BUILD_MODULES "/store_pg/.libs/store_pg.so"
-#define SLICE 20
 #define DB "tm_presence"
 
 typedef struct client {
-  const ph_api *api;
-  ph_ctx *ctx;
+  PG_TEST_CLIENT_BASE;
   const tm_presence_v1 *tp;
   void *self;
-  ph_mock *m;
   uint64_t heard; /* the watcher's last revision */
   int heard_n;
 } client;
 
-static client clients[8];
-static int n_clients;
-
-static int cl_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  client *c = &clients[n_clients++];
-  c->api = a;
-  c->ctx = ctx;
-  *state = c;
-  return PH_OK;
-}
+PG_TEST_CLIENTS(client, 8)
 
 static int cl_start(void *state) {
   client *c = state;
@@ -89,14 +76,11 @@ static client *up_with(const char *poll, const char *extra) {
            "[store_pg]\ndsn = %s dbname=" DB "\nmigrate = auto\n"
            "pool_size = 2\nquery_timeout = 2s\npresence_poll = %s\n"
            "reconnect_min = 50ms\nreconnect_max = 200ms\n%s",
-           MODULE, log_path, base_dsn, poll, extra);
-  ph_mock *m = ph_mock_new(ini, err, sizeof(err));
+           PG_TEST_MODULE, log_path, base_dsn, poll, extra);
   int before = n_clients;
-  if (!m || ph_mock_add(m, &cl_mod, err, sizeof(err)) != PH_OK ||
-      ph_mock_init(m, err, sizeof(err)) != PH_OK ||
-      ph_mock_start(m, err, sizeof(err)) != PH_OK) {
+  ph_mock *m = mock_test_boot(ini, &cl_mod, err, sizeof(err));
+  if (!m) {
     printf("# mock: %s\n", err);
-    ph_mock_free(m);
     n_clients = before;
     return NULL;
   }
@@ -106,24 +90,8 @@ static client *up_with(const char *poll, const char *extra) {
 
 static client *up(const char *poll) { return up_with(poll, ""); }
 
-static void slice(void) {
-  for (int i = 0; i < n_clients; i++)
-    if (clients[i].m)
-      ph_mock_run_for(clients[i].m, SLICE);
-}
-
 static int sql(const char *db, const char *q) {
-  char dsn[1024];
-  snprintf(dsn, sizeof(dsn), "%s dbname=%s", base_dsn, db);
-  PGconn *c = PQconnectdb(dsn);
-  PGresult *r = PQexec(c, q);
-  ExecStatusType st = PQresultStatus(r);
-  int good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-  if (!good)
-    printf("# sql: %s\n", PQerrorMessage(c));
-  PQclear(r);
-  PQfinish(c);
-  return good ? 0 : -1;
+  return pg_test_exec(base_dsn, db, q);
 }
 
 /* ---- synchronous calls ---------------------------------------------- */

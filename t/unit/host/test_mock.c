@@ -89,15 +89,17 @@ static void test_probe_threads(void) {
                                      "probe_thread_calls_total 20\n");
        i++)
     ph_mock_run_for(m, 10);
-  like(ph_mock_metrics_text(m), "probe_thread_calls_total 20",
-       "their posts ran on the loop (4-call queues, the threads waited)");
-  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 2",
-       "two threads running");
+  like_each(ph_mock_metrics_text(m),
+            "their posts ran on the loop (4-call queues, the threads "
+            "waited), two threads running",
+            "probe_thread_calls_total 20",
+            "proxyhost_module_threads{module=\"probe\"} 2");
   is_int(ph_mock_stop(m), 0, "stop");
-  like(ph_mock_metrics_text(m), "probe_thread_stops_total 2",
-       "each thread's stop ran");
-  like(ph_mock_metrics_text(m), "proxyhost_module_threads{module=\"probe\"} 0",
-       "and both were joined at the module's stop");
+  like_each(ph_mock_metrics_text(m),
+            "each thread's stop ran, and both were joined at the module's "
+            "stop",
+            "probe_thread_stops_total 2",
+            "proxyhost_module_threads{module=\"probe\"} 0");
   ph_mock_free(m);
 }
 
