@@ -81,8 +81,9 @@ static void fill_sessions(void *arg, ph_panel *p) {
 }
 
 int agent_status_init(agent *a) {
-  if (a->api->size <= offsetof(ph_api, status_row))
-    return PH_OK; /* a 1.6 host: no status page */
+  if (a->api->size <= offsetof(ph_api, status_row) ||
+      !a->api->status_register)
+    return PH_OK; /* a 1.6 host (or one without it): no panel */
   return a->api->status_register(a->ctx, "sessions",
                                  "Sessions to the servers", fill_sessions,
                                  a);

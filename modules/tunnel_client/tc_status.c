@@ -73,8 +73,9 @@ static void fill_sessions(void *arg, ph_panel *p) {
 }
 
 int tc_status_init(tc_client *tc) {
-  if (tc->api->size <= offsetof(ph_api, status_row))
-    return PH_OK; /* a 1.6 host: no status page */
+  if (tc->api->size <= offsetof(ph_api, status_row) ||
+      !tc->api->status_register)
+    return PH_OK; /* a 1.6 host (or one without it): no panel */
   return tc->api->status_register(tc->ctx, "sessions",
                                   "Sessions to the server", fill_sessions,
                                   tc);

@@ -146,8 +146,9 @@ static void fill_opens(void *arg, ph_panel *p) {
 }
 
 int ts_status_init(ts_mod *m) {
-  if (ts_api->size <= offsetof(ph_api, status_row))
-    return PH_OK; /* a 1.6 host: no status page */
+  if (ts_api->size <= offsetof(ph_api, status_row) ||
+      !ts_api->status_register)
+    return PH_OK; /* a 1.6 host (or one without it): no panel */
   int rc = ts_api->status_register(m->ctx, "agents", "Connected agents",
                                    fill_agents, m);
   if (rc == PH_OK)
