@@ -116,8 +116,9 @@ st "$a1_admin" /v1/status | rows tunnel_agent sessions sessions >"$T/a.out"
 grep -q "\"connected_s\": [0-9]*, \"reconnects\": 0, \"server\": \"ws://127.0.0.1:$s1_port/tunnel\", \"state\": \"up\"" "$T/a.out"
 ok $? "the agent lists its session to the server, up: $(cat "$T/a.out")"
 
-! grep -qF -e "$TN_CLIENT_BEARER" -e "$TN_AGENT_BEARER" "$T/s1.json" \
-  "$T/c.out" "$T/a.out"
+[ -s "$T/s1.json" ] && [ -s "$T/c.out" ] && [ -s "$T/a.out" ] &&
+  ! grep -qF -e "$TN_CLIENT_BEARER" -e "$TN_AGENT_BEARER" "$T/s1.json" \
+    "$T/c.out" "$T/a.out"
 ok $? "no bearer in any status answer"
 
 # ---- log_names ------------------------------------------------------------
@@ -136,8 +137,12 @@ is "$(wc -l <"$T/key.out" | tr -d ' ')" 1 "?key=$TN_AGENT finds the agent (named
 grep -q "\"agent\": \"$TN_AGENT\", \"agent_id\": \"$red\"" "$T/key.out"
 ok $? "its row names it, beside its hash: $(cat "$T/key.out")"
 st "$s1_admin" "/v1/status/tunnel_server/agents/agents?key=nobody" |
-  rows tunnel_server agents agents >"$T/key2.out"
-is "$(wc -l <"$T/key2.out" | tr -d ' ')" 0 "?key=nobody finds nothing"
+  "$PY" -c '
+import json, sys
+t = json.load(sys.stdin)["instances"][0]["panels"][0]["tables"][0]
+assert t["name"] == "agents" and t["rows"] == [], t
+'
+ok $? "?key=nobody: the agents table, no row"
 body=$(tn_get "$c1_socks" "http://ok.test:$web/hello.txt")
 is "$body" "hello" "a second stream"
 end2() { grep 'tunnel stream end' "$T/s1.log" | grep -q "agent=$red.*agent_name=$TN_AGENT"; }
