@@ -89,6 +89,9 @@ struct agent {
   /* per URL of cfg.urls: a failed node is skipped until then (ms) */
   int64_t url_retry_at[AGENT_URLS_MAX];
   uint32_t url_next; /* where the tie-break starts */
+  uint32_t url_ups[AGENT_URLS_MAX]; /* handshakes per URL (the status
+                                       page's reconnects: all but the
+                                       first) */
   ph_timer *retry_timer;
   int retry_armed;
   ph_timer *pool_timer;
@@ -124,6 +127,10 @@ void agent_on_abandon(void *arg, tm_stream *st);
 void agent_streams_session_gone(agent_conn *c);
 /* destroy: abort every relay and dial of c. */
 void agent_streams_abort(agent_conn *c);
+
+/* agent_status.c: the status page's sessions panel (issue 28),
+ * registered when the host has ABI 1.7 (PH_OK otherwise). */
+int agent_status_init(agent *a);
 
 /* tunnel_agent.c */
 void agent_update_ready(agent *a);

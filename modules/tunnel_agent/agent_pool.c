@@ -274,6 +274,8 @@ static void ws_connected(void *arg, tm_ws_conn *w, const char *subproto) {
   tm_ws_conn_bind(w, c->s);
   /* attempt goes back to 0 on the ACK, or after a long enough life. */
   c->up_at_ms = a->api->now_ms(a->ctx);
+  if (a->url_ups[c->url_ix] < UINT32_MAX)
+    a->url_ups[c->url_ix]++;
   set_state(c, CONN_UP);
   send_metadata(c);
   a->url_retry_at[c->url_ix] = 0;

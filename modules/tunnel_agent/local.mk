@@ -5,7 +5,7 @@ modules_tunnel_agent_tunnel_agent_la_SOURCES = \
 	%D%/tunnel_agent.c %D%/agent_int.h \
 	%D%/agent_conf.c %D%/agent_conf.h \
 	%D%/agent_pool.c %D%/agent_stream.c \
-	%D%/agent_ack.c \
+	%D%/agent_ack.c %D%/agent_status.c \
 	%D%/dial_exec.c %D%/dial_exec.h \
 	%D%/pool_policy.c %D%/pool_policy.h \
 	%D%/target_guard.c %D%/target_guard.h

@@ -97,6 +97,9 @@ static int agent_init(ph_ctx *ctx, const ph_api *a_api, void **state) {
   a->cfg.dial.addr_arg = a;
   if (ph_metric_table_register(api, ctx, agent_metrics, a) != PH_OK)
     return PH_EINVAL;
+  int rc = agent_status_init(a);
+  if (rc != PH_OK)
+    return rc;
   /* Not ready until a connection to the server is up. */
   api->set_ready(ctx, 0);
   *state = a;

@@ -6,7 +6,7 @@
 TC_SOURCES = %D%/tunnel_client.c \
 	%D%/tunnel_client_int.h \
 	%D%/tc_conn.c %D%/tc_open.c \
-	%D%/tc_stream.c %D%/tc_link.h
+	%D%/tc_stream.c %D%/tc_link.h %D%/tc_status.c
 TC_LIBS = $(TM_SESSION_LDADD) $(LWS_LIBS)
 if MODULE_TUNNEL_CLIENT
 module_LTLIBRARIES += %D%/tunnel_client.la

@@ -246,6 +246,9 @@ void tc_link_up(tc_sess *ts, const char *subproto) {
   }
   tc->lops->bind(ts->link, ts->s);
   ts->state = TC_S_UP;
+  ts->up_ms = tc->api->now_ms(tc->ctx);
+  if (c->ups < UINT32_MAX)
+    c->ups++;
   c->failures = 0;
   PH_LOG(tc->api, tc->ctx, PH_LOG_INFO, "connected to the server",
          PH_UINT("connection", c->idx),

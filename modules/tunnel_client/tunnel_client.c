@@ -185,6 +185,8 @@ static int tc_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_EINVAL;
   if ((rc = tc_opens_init(tc)) != PH_OK)
     return rc;
+  if ((rc = tc_status_init(tc)) != PH_OK)
+    return rc;
   tc->lops = tc_link_active();
   const char *ca = a->conf_str(ctx, "tls.ca_file");
   snprintf(tc->ca_file, sizeof(tc->ca_file), "%s", ca ? ca : "");

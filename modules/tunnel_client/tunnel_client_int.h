@@ -44,6 +44,7 @@ struct tc_sess {
   tm_session *s; /* NULL until up, and after the session closed */
   int state;
   unsigned caps; /* negotiated */
+  int64_t up_ms; /* when it came up (now_ms), for the status page */
   tc_sess *next; /* tc_client.all */
 };
 
@@ -55,6 +56,8 @@ struct tc_conn {
   tc_sess *cur, *old;
   ph_timer *retry;
   uint32_t failures; /* since the last success, for the backoff */
+  uint32_t ups;      /* sessions it brought up (the status page's
+                        reconnects: all but the first) */
 };
 
 typedef struct tc_cfg {
@@ -105,6 +108,10 @@ int tc_conns_up(const tc_client *tc);
 void tc_link_up(tc_sess *ts, const char *subproto);
 void tc_link_failed(tc_sess *ts);
 void tc_link_closed(tc_sess *ts);
+
+/* tc_status.c: the status page's sessions panel (issue 28), registered
+ * when the host has ABI 1.7 (PH_OK otherwise). */
+int tc_status_init(tc_client *tc);
 
 /* tc_open.c */
 extern const ph_connector_v1 tc_connector;

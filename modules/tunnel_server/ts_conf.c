@@ -50,6 +50,11 @@ const ph_conf_key ts_keys[] = {
                 NULL),
     PH_CONF_KEY("node_id", PH_CONF_STRING, "", 0, TS_NODE_ID_MAX, 0, NULL,
                 "this server's name in log lines (empty: none)", NULL),
+    PH_CONF_KEY("log_names", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
+                "log lines that name an agent by its hash (agent-1a2b3c4d) "
+                "also carry agent_name=<name>, and the status page's "
+                "agents table names it (issue 28)",
+                NULL),
     PH_CONF_KEY("presence", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
                 NULL,
                 "register this node and its agents' connections in the "
@@ -312,6 +317,7 @@ void ts_conf_read(ph_ctx *ctx, const ph_api *a, ts_conf *c) {
   copy(c->cert, sizeof(c->cert), a->conf_str(ctx, "tls.cert"));
   copy(c->key, sizeof(c->key), a->conf_str(ctx, "tls.key"));
   copy(c->node_id, sizeof(c->node_id), a->conf_str(ctx, "node_id"));
+  c->log_names = (int)a->conf_int(ctx, "log_names");
   c->presence = (int)a->conf_int(ctx, "presence");
   copy(c->presence_zone, sizeof(c->presence_zone),
        a->conf_str(ctx, "presence.zone"));

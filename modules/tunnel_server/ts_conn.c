@@ -144,7 +144,8 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   if (md->agent_id[0] && c->agent && strcmp(md->agent_id, c->agent->name)) {
     PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
            "agent metadata names another agent than its token; closing",
-           PH_STR("principal", c->token_id), PH_STR("agent", red));
+           PH_STR("principal", c->token_id), PH_STR("agent", red),
+           TS_AGENT_NAME(m, c->agent->name));
     tm_session_close(c->s);
     return;
   }
@@ -156,7 +157,8 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   if (c->caps & wire & ~md->caps) {
     PH_LOG(ts_api, m->ctx, PH_LOG_WARN,
            "agent metadata lacks a capability its subprotocol chose; closing",
-           PH_STR("principal", c->token_id), PH_STR("agent", red));
+           PH_STR("principal", c->token_id), PH_STR("agent", red),
+           TS_AGENT_NAME(m, c->agent ? c->agent->name : NULL));
     tm_session_close(c->s);
     return;
   }
@@ -173,6 +175,7 @@ static void sess_on_metadata(void *arg, const tm_metadata *md, int ack) {
   c->ready = 1;
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "agent ready",
          PH_STR("principal", c->token_id), PH_STR("agent", red),
+         TS_AGENT_NAME(m, c->agent ? c->agent->name : NULL),
          PH_UINT("capabilities", ackm.caps),
          PH_UINT("capacity", c->capacity),
          PH_INT("strict", !!(c->caps & TM_CAP_OPEN_RESULT)));
@@ -338,6 +341,7 @@ void ts_conn_on_auth(void *arg, const ph_az_auth_result *res) {
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel connection authenticated",
          PH_STR("principal", c->token_id),
          PH_STR("role", agent ? "agent" : "client"), PH_STR("agent", red),
+         TS_AGENT_NAME(m, agent ? tk->agent : NULL),
          PH_INT("strict", !!(c->caps & TM_CAP_OPEN_RESULT)),
          PH_INT("flow_control", !!(c->caps & TM_CAP_FLOW_CONTROL)),
          PH_STR("peer", c->peer));
@@ -362,6 +366,8 @@ ts_conn *ts_conn_accept(ts_mod *m, const ts_link_ops *lo, void *link,
   int caps = tm_subproto_caps(subproto);
   c->caps = caps > 0 ? ((unsigned)caps & m->c.caps) : 0;
   snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "-");
+  c->since_ms = mono_ms();
+  c->seq = ++m->conn_seq;
   ts_bearer_id(bearer, len, c->token_id);
   /* A bearer over the store's bound is no token: the store answers DENY
    * for the empty one, so it is refused like any other wrong token. */

@@ -101,6 +101,7 @@ void ts_cred_end(ts_conn *c, const char *why) {
          "tunnel session ended: its credentials are no longer valid",
          PH_STR("principal", c->token_id),
          PH_STR("role", agent ? "agent" : "client"), PH_STR("agent", red),
+         TS_AGENT_NAME(m, agent && c->agent ? c->agent->name : NULL),
          PH_STR("reason", why),
          PH_UINT("streams", c->s ? tm_session_streams(c->s) : 0),
          PH_STR("peer", c->peer));

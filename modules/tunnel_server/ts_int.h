@@ -28,6 +28,7 @@
 #include "lib/clocks.h"
 #include "lib/ilist.h"
 #include "open_exec.h"
+#include "ts_opens.h"
 #include "frontend/relay.h"
 #include "lib/tls_reload.h"
 #include "tunnel_common/session/tm_metrics.h"
@@ -69,6 +70,7 @@ typedef struct ts_conf {
   uint32_t drain_ms;
   int64_t idle_timeout_ms;
   char node_id[TS_NODE_ID_MAX + 1];
+  int log_names; /* log lines naming an agent by its hash add agent_name */
   /* presence (ts_mesh.c, issue 27): restart-only */
   int presence;
   char presence_zone[65], presence_relay[256];
@@ -149,6 +151,8 @@ struct ts_conn {
   uint64_t check_rev; /* a re-check in flight: the revision it started at */
   int64_t expires_at; /* the token's, unix seconds; 0: never */
   char peer[64];
+  int64_t since_ms;  /* accepted (mono_ms), for the status page */
+  uint64_t seq;      /* the connection's number (status page's session) */
   ts_tally *token;   /* client: its token's */
   ts_tally *user;    /* client: its user's */
   ts_agent *agent;   /* agent */
@@ -197,8 +201,10 @@ struct ts_mod {
   int stop_pending; /* stop returned PH_STOP_PENDING */
   ph_timer *drain_timer;
   uint64_t stream_seq; /* for log lines: a number, not the wire id */
+  uint64_t conn_seq;   /* numbers the connections (ts_conn.seq) */
   ts_mesh *mesh;       /* presence (ts_mesh.c); NULL: off or stopped */
   ts_relay *relay;     /* the relay (ts_relay.c); NULL: off */
+  ts_opens opens_win;  /* open results by minute (ts_status.c's opens) */
 };
 
 /* ts_mesh.c: this node's presence in the store's tm.presence. start:
@@ -253,6 +259,11 @@ void ts_stop_check(ts_mod *m);
 /* ts_conn.c */
 /* The agent's name as logs show it: a stable hash, never the name. */
 void ts_redact_agent(const char *name, char out[TS_REDACTED_LEN]);
+/* The field that follows an agent's hash in a log line: agent_name=<name>
+ * with log_names on, else nothing (the host skips a NULL key). */
+#define TS_AGENT_NAME(m, name)                                              \
+  PH_STR((m)->c.log_names && (name) && *(name) ? "agent_name" : NULL,       \
+         (name))
 /* Takes t out of list and frees it once no connection and no stream
  * holds it (NULL: nothing). */
 void ts_tally_release(ilist *list, ts_tally *t);
@@ -310,5 +321,9 @@ void ts_open_pump(ts_mod *m);
 /* Stop: abort the relays that are left. */
 void ts_open_abort_all(ts_mod *m);
 uint32_t ts_open_relays(const ts_mod *m);
+
+/* ts_status.c: the status page's panels (issue 28): agents, sessions,
+ * opens. Init: registered when the host has ABI 1.7 (PH_OK otherwise). */
+int ts_status_init(ts_mod *m);
 
 #endif

@@ -134,9 +134,11 @@ static void log_end(ts_open *op, const char *stage, const char *code,
   ts_mod *m = op->m;
   char red[TS_REDACTED_LEN];
   ts_redact_agent(op->agent, red);
+  ts_opens_count(&m->opens_win, stage, code, mono_ms() / 1000);
   PH_LOG(ts_api, m->ctx, PH_LOG_INFO, "tunnel stream end",
          PH_UINT("stream", op->seq), PH_STR("node", m->c.node_id),
-         PH_STR("agent", red), PH_STR("principal", op->token_id),
+         PH_STR("agent", red), TS_AGENT_NAME(m, op->agent),
+         PH_STR("principal", op->token_id),
          PH_STR("trace_id", op->trace),
          PH_STR("open_mode", open_mode_strict(op) ? "strict" : "legacy"),
          PH_STR("stage", stage), PH_STR("code", code), PH_STR("end", end),

@@ -43,12 +43,15 @@ static int ts_init(ph_ctx *ctx, const ph_api *api, void **state) {
     return PH_EINVAL;
   }
   oexec_init(&m->exec, &m->c.opens);
+  ts_opens_init(&m->opens_win, mono_ms() / 1000);
   int rc = ph_tls_reload_init(&m->tls, api, ctx, "tunnel_server",
                               "tunnel TLS certificate");
   if (rc == PH_OK)
     rc = ts_cred_init(m);
   if (rc == PH_OK)
     rc = ts_relay_init(m);
+  if (rc == PH_OK)
+    rc = ts_status_init(m);
   if (rc != PH_OK) {
     ts_relay_free(m);
     ts_cred_free(m);
@@ -155,6 +158,7 @@ static int ts_reload(void *state) {
   m->c.idle_timeout_ms = n.idle_timeout_ms;
   m->c.drain_ms = n.drain_ms;
   memcpy(m->c.node_id, n.node_id, sizeof(m->c.node_id));
+  m->c.log_names = n.log_names;
   oexec_set_limits(&m->exec, &n.opens);
   ts_open_pump(m);
   /* The same paths (restart-only keys), their contents anew. */

@@ -17,7 +17,8 @@ INTEGRATION_TESTS += t/integration/tunnel_e2e.sh \
 	t/integration/tunnel_tenants.sh t/integration/tunnel_reset_codes.sh \
 	t/integration/tls_reload.sh t/integration/tunnel_trace.sh \
 	t/integration/tunnel_dashboard.sh t/integration/tunnel_validation.sh \
-	t/integration/tunnel_logs.sh t/integration/tunnel_pool.sh
+	t/integration/tunnel_logs.sh t/integration/tunnel_pool.sh \
+	t/integration/tunnel_status.sh
 if MODULE_STORE_PG
 INTEGRATION_TESTS += t/integration/tunnel_revoke.sh \
 	t/integration/tunnel_presence.sh t/integration/tunnel_relay.sh \

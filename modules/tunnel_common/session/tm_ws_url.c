@@ -156,3 +156,14 @@ int tm_ws_host_is_loopback(const char *host) {
     return IN6_IS_ADDR_LOOPBACK(&a6);
   return 0;
 }
+
+void tm_ws_url_shown(const char *url, char *out, size_t cap) {
+  if (!cap)
+    return;
+  size_t n = url ? strcspn(url, "?#") : 0;
+  if (n >= cap)
+    n = cap - 1;
+  if (n)
+    memcpy(out, url, n);
+  out[n] = '\0';
+}

@@ -40,4 +40,9 @@ int tm_ws_url_parse(const char *url, size_t len, tm_ws_url *u,
  * an IPv4 address in 127.0.0.0/8, ::1, or the name "localhost". */
 int tm_ws_host_is_loopback(const char *host);
 
+/* A configured URL as the status page shows it (issue 28): up to its
+ * query (which may carry anything); user information is refused at
+ * parse already. Cut to cap - 1 bytes; out is always NUL-terminated. */
+void tm_ws_url_shown(const char *url, char *out, size_t cap);
+
 #endif

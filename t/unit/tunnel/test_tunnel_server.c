@@ -9,7 +9,8 @@
  * cancelling a waiting and a running open), selection (weighted least
  * connections over an agent's connections, agent_offline, an agent that
  * sent no metadata, a legacy agent and its compatibility count), and
- * authentication (deny and unavailable closed with 4401, scopes).
+ * authentication (deny and unavailable closed with 4401, scopes), and
+ * the status panels (issue 28: agents, sessions, opens; log_names).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,7 +254,7 @@ typedef struct peer {
   int nout;
 } peer;
 
-#define NPEERS 9
+#define NPEERS 10
 static peer peers[NPEERS];
 static ph_mock *mk;
 
@@ -716,6 +717,93 @@ static void test_metadata_mismatch(void) {
                 "subprotocol chose closes it (never guessed around)");
 }
 
+/* ---- the status panels (issue 28) ----------------------------------------- */
+
+static int counted(void *arg, const char *stage, const char *code,
+                   uint32_t n) {
+  char *out = arg;
+  size_t len = strlen(out);
+  snprintf(out + len, 256 - len, "%s/%s=%u;", stage, code, (unsigned)n);
+  return 0;
+}
+
+/* The ring alone: minutes roll over, old ones drop out of the window. */
+static void test_opens_ring(void) {
+  ts_opens o;
+  int64_t w = -1;
+  char out[256] = "";
+  ts_opens_init(&o, 600);
+  ts_opens_count(&o, "selection", "agent_offline", 600);
+  ts_opens_count(&o, "none", "ok", 610);
+  ts_opens_count(&o, "none", "ok", 665); /* the next minute */
+  ts_opens_count(&o, "bogus", "bogus", 670);
+  ts_opens_walk(&o, 670, &w, counted, out);
+  is_str(out, "none/ok=2;none/internal_error=1;selection/agent_offline=1;",
+         "the ring sums its minutes by stage and code (unknown names count "
+         "as none/internal_error)");
+  is_int((int)w, 70, "the window starts at the first count");
+  out[0] = '\0';
+  ts_opens_walk(&o, 600 + 5 * 60 + 5, &w, counted, out);
+  is_str(out, "none/ok=1;none/internal_error=1;",
+         "five minutes on, the first minute is out of the window");
+  is_int((int)w, 5 * 60 - 55, "which is at most five minutes (from the "
+                              "start of the oldest minute kept)");
+  out[0] = '\0';
+  ts_opens_walk(&o, 600 + 60 * 60, &w, counted, out);
+  is_str(out, "", "an hour on, nothing is left");
+}
+
+#define XSS "<script>alert(1)</script>"
+
+static const char *status_of(const char *target, int *code) {
+  const char *json = NULL;
+  *code = ph_mock_status(mk, target, &json);
+  return json ? json : "";
+}
+
+static void test_status(void) {
+  char err[1024], red[TS_REDACTED_LEN], want[256], path[256];
+  int code;
+  peer *a = connect_peer(9, "agent:" XSS, TM_SUBPROTO_FULL);
+  agent_metadata(a, XSS, TM_CAP_ALL);
+  pump();
+  ok(a->s && !a->closed, "an agent named " XSS " is connected");
+  ts_redact_agent(XSS, red);
+  snprintf(path, sizeof(path), "/v1/status/tunnel_server/agents/agents?key=%s",
+           red);
+  const char *j = status_of(path, &code);
+  is_int(code, 200, "its row is found by its hashed id (log_names off)");
+  snprintf(want, sizeof(want), "[\"%s\",\"%s\",1,0,\"", red, red);
+  ok(strstr(j, want) != NULL,
+     "agent, agent_id (both the hash), 1 connection, 0 streams");
+  ok(strstr(j, "open_result") != NULL, "its negotiated capabilities");
+  ok(strstr(j, "<script>") == NULL, "log_names off: the name is not shown");
+  ok(strstr(j, "\"more\":false") != NULL, "one page");
+  j = status_of("/v1/status/tunnel_server/agents", &code);
+  ok(strstr(j, "\"connected\":") && strstr(j, "\"agents\":"),
+     "the agents panel's fields");
+
+  is_int(ph_mock_reload(mk, INI "log_names = true\n", err, sizeof(err)),
+         PH_OK, "a reload to log_names = true");
+  j = status_of("/v1/status/tunnel_server/agents", &code);
+  snprintf(want, sizeof(want), "[\"%s\",\"%s\",1,", XSS, red);
+  ok(strstr(j, want) != NULL,
+     "log_names on: the row names the agent; the JSON carries the markup "
+     "verbatim as a string (the host escapes HTML)");
+  is_int(ph_mock_reload(mk, INI, err, sizeof(err)), PH_OK, "log_names off");
+
+  j = status_of("/v1/status/tunnel_server/sessions/sessions", &code);
+  is_int(code, 200, "the sessions table");
+  ok(strstr(j, "\"tok_00000000000000c1\"") != NULL &&
+         strstr(j, "\"strict\"") != NULL,
+     "a client session by its token id (never the bearer), strict mode");
+  ok(strstr(j, "\"client\"") == NULL, "the bearer itself is nowhere");
+  j = status_of("/v1/status/tunnel_server/opens/opens", &code);
+  is_int(code, 200, "the opens table");
+  ok(strstr(j, "[\"selection\",\"agent_offline\",") != NULL,
+     "the open results of the last minutes by stage and code");
+}
+
 /* The value of one series in the scrape (0 when absent). */
 static long metric_value(const char *series) {
   double v;
@@ -845,6 +933,8 @@ int main(void) {
   test_legacy_agent();
   test_limits();
   test_metadata_mismatch();
+  test_opens_ring();
+  test_status();
   test_credentials();
   /* Stop: GOAWAY to every session; the idle ones close at once, the ones
    * with streams at drain_timeout (TM-UPG-13). */

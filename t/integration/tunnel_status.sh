@@ -1,0 +1,157 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The TunnelMesh panels of the status page (issue 28), read as scripts do
+# (GET /v1/status with the admin token as a bearer, curl + python3 json)
+# from real server, agent and client processes (t/lib/tunnel.sh), each
+# with [admin] token_file:
+#   - the server lists the agent (by its name with log_names = true: its
+#     hash, connections, streams, capabilities, rtt_ms, connected_s, this
+#     node), the client's session (user alice, never a token, strict) and
+#     the stream's result in `opens` (none/ok, counted, window_s);
+#   - /v1/status/tunnel_server/agents/agents?key=NAME finds the agent,
+#     key=other finds nothing;
+#   - the client's and the agent's `sessions` list their session to the
+#     server (URL, state up, streams, connected_s); no bearer anywhere;
+#   - log_names: off, the server's log names the agent by its hash only;
+#     after a SIGHUP to log_names = true every line with the hash also
+#     carries agent_name=<name> (the stream's end, a new agent session).
+# Every wait is bounded (wait_for, wait_long).
+. "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/tunnel.sh"
+
+PY=${PYTHON3:-/usr/bin/python3}
+require_modules tunnel_server tunnel_agent tunnel_client socks5 direct \
+  store_sqlite auth_cache admin_api
+
+tn_setup; ok $? "admin token and DNS"
+ADMIN="[admin]
+token_file = $TN_ADMIN_TOKEN"
+start_file_server "$T/www" "hello"; ok $? "HTTP target"
+web=$FILE_SERVER_PORT
+tn_server s1 "$ADMIN
+[tunnel_server]
+node_id = node-1
+log_names = false"
+ok $? "tunnel_server with [admin] token_file, log_names = false"
+tn_creds s1; ok $? "credentials (user alice, agent $TN_AGENT)"
+tn_agent a1 s1 "$ADMIN"; ok $? "tunnel_agent with [admin] token_file"
+tn_client c1 s1 "$ADMIN"; ok $? "tunnel_client with [admin] token_file"
+tn_wait_sessions "$a1_admin" agent 1; ok $? "the agent is connected"
+wait_for tn_ready "$c1_admin"; ok $? "the client is ready"
+
+body=$(tn_get "$c1_socks" "http://ok.test:$web/hello.txt")
+is "$body" "hello" "a stream through client -> server -> agent -> target"
+
+# st ADMIN-PORT PATH: the JSON (curl with the admin token as a bearer).
+st() {
+  "$CURL" -s -m 5 -H "Authorization: Bearer $(cat "$TN_ADMIN_TOKEN")" \
+    "http://127.0.0.1:$1$2"
+}
+# rows INSTANCE PANEL TABLE < JSON: each row as one JSON line.
+rows() {
+  "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+for i in d["instances"]:
+    if i["instance"] != sys.argv[1]:
+        continue
+    for p in i["panels"]:
+        if p["name"] != sys.argv[2]:
+            continue
+        for t in p["tables"]:
+            if t["name"] == sys.argv[3]:
+                for r in t["rows"]:
+                    print(json.dumps(dict(zip(t["columns"], r)), sort_keys=True))
+' "$@"
+}
+# field INSTANCE PANEL NAME < JSON
+field() {
+  "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+for i in d["instances"]:
+    for p in i["panels"]:
+        if i["instance"] == sys.argv[1] and p["name"] == sys.argv[2]:
+            print(json.dumps(p["fields"].get(sys.argv[3])))
+' "$@"
+}
+
+# ---- the server ---------------------------------------------------------
+st "$s1_admin" /v1/status >"$T/s1.json"
+red=$(sed -n 's/.*"agent ready".*agent=\(agent-[0-9a-f]*\).*/\1/p' "$T/s1.log" | head -1)
+[ -n "$red" ]; ok $? "the server's log names the agent by its hash ($red)"
+rows tunnel_server agents agents <"$T/s1.json" >"$T/agents.out"
+is "$(wc -l <"$T/agents.out" | tr -d ' ')" 1 "the server lists one agent"
+"$PY" -c '
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r["agent"] == sys.argv[2] and r["agent_id"] == sys.argv[2], r
+assert r["connections"] >= 1 and r["streams"] == 0, r
+assert "open_result" in r["capabilities"], r
+assert r["node"] == "node-1", r
+assert isinstance(r["connected_s"], int) and r["connected_s"] >= 0, r
+assert r["rtt_ms"] is None or isinstance(r["rtt_ms"], int), r
+' "$T/agents.out" "$red"
+ok $? "its row: the hash (log_names off), connections, streams, capabilities, node, connected_s: $(cat "$T/agents.out")"
+is "$(field tunnel_server agents agents <"$T/s1.json")" 1 "field agents = 1"
+rows tunnel_server sessions sessions <"$T/s1.json" >"$T/sessions.out"
+"$PY" -c '
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rs) == 1, rs
+r = rs[0]
+assert r["user"] == "alice" and r["open_mode"] == "strict", r
+assert isinstance(r["streams"], int) and isinstance(r["connected_s"], int), r
+' "$T/sessions.out"
+ok $? "the client session: user alice, strict, streams, connected_s: $(cat "$T/sessions.out")"
+rows tunnel_server opens opens <"$T/s1.json" >"$T/opens.out"
+grep -q '"code": "ok", "count": 1, "stage": "none", "window_s": [0-9]' "$T/opens.out"
+ok $? "opens: the stream's result (none/ok, 1) over the window: $(cat "$T/opens.out")"
+
+# ---- the client and the agent ------------------------------------------
+st "$c1_admin" /v1/status | rows tunnel_client sessions sessions >"$T/c.out"
+grep -q "\"server\": \"ws://127.0.0.1:$s1_port/tunnel\", \"state\": \"up\", \"streams\": 0" "$T/c.out"
+ok $? "the client lists its session to the server, up: $(cat "$T/c.out")"
+st "$a1_admin" /v1/status | rows tunnel_agent sessions sessions >"$T/a.out"
+grep -q "\"connected_s\": [0-9]*, \"reconnects\": 0, \"server\": \"ws://127.0.0.1:$s1_port/tunnel\", \"state\": \"up\"" "$T/a.out"
+ok $? "the agent lists its session to the server, up: $(cat "$T/a.out")"
+
+[ -s "$T/s1.json" ] && [ -s "$T/c.out" ] && [ -s "$T/a.out" ] &&
+  ! grep -qF -e "$TN_CLIENT_BEARER" -e "$TN_AGENT_BEARER" "$T/s1.json" \
+    "$T/c.out" "$T/a.out"
+ok $? "no bearer in any status answer"
+
+# ---- log_names ------------------------------------------------------------
+grep 'tunnel stream end' "$T/s1.log" >"$T/end1.out"
+grep -q "agent=$red" "$T/end1.out" && ! grep -q agent_name= "$T/s1.log"
+ok $? "log_names = false: the stream's end names the agent by its hash only"
+sed 's/^log_names = false$/log_names = true/' "$T/s1.ini" >"$T/s1.new" &&
+  mv "$T/s1.new" "$T/s1.ini"
+kill -HUP "$s1_pid"
+reloaded() { grep -q 'proxyhost_reloads_total{result="ok"} 1' "$T/m.out"; }
+scrape_reloaded() { tn_metrics "$s1_admin" >"$T/m.out"; reloaded; }
+wait_for scrape_reloaded; ok $? "a SIGHUP to log_names = true is applied"
+st "$s1_admin" "/v1/status/tunnel_server/agents/agents?key=$TN_AGENT" |
+  rows tunnel_server agents agents >"$T/key.out"
+is "$(wc -l <"$T/key.out" | tr -d ' ')" 1 "?key=$TN_AGENT finds the agent (named with log_names on)"
+grep -q "\"agent\": \"$TN_AGENT\", \"agent_id\": \"$red\"" "$T/key.out"
+ok $? "its row names it, beside its hash: $(cat "$T/key.out")"
+st "$s1_admin" "/v1/status/tunnel_server/agents/agents?key=nobody" |
+  "$PY" -c '
+import json, sys
+t = json.load(sys.stdin)["instances"][0]["panels"][0]["tables"][0]
+assert t["name"] == "agents" and t["rows"] == [], t
+'
+ok $? "?key=nobody: the agents table, no row"
+body=$(tn_get "$c1_socks" "http://ok.test:$web/hello.txt")
+is "$body" "hello" "a second stream"
+end2() { grep 'tunnel stream end' "$T/s1.log" | grep -q "agent=$red.*agent_name=$TN_AGENT"; }
+wait_for end2; ok $? "log_names = true: its end line carries agent=$red agent_name=$TN_AGENT"
+tn_agent a2 s1; ok $? "a second agent process (the same agent)"
+ready2() { grep 'agent ready' "$T/s1.log" | grep -q "agent=$red.*agent_name=$TN_AGENT"; }
+wait_long ready2; ok $? "its 'agent ready' line carries agent_name too"
+grep 'tunnel connection authenticated' "$T/s1.log" | grep 'role=client' |
+  grep -q agent_name=
+[ $? -ne 0 ]; ok $? "a client's lines name no agent"
+
+done_testing
