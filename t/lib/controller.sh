@@ -21,6 +21,9 @@
 #                                 # outcome_reporter, pool round robin,
 #                                 # http_proxy on HTTP, admin on ADMIN):
 #                                 # $T/NAME.ini, $T/NAME.log, worker NAME
+#   checker_up NAME ADMIN [EXTRA-INI] # a checker (checker-id NAME, zone
+#                                 # z1) to $cpp, admin on ADMIN: $T/NAME.ini,
+#                                 # $T/NAME.log, its pid in $LAST
 #   gw_health ADMIN ID            # proxy ID's health in the view of the
 #                                 # gateway on ADMIN ("" when it is absent)
 #   plain_up NAME MODULE PORT     # a proxyhost running MODULE (http_proxy
@@ -148,6 +151,15 @@ plain_up() {
   printf '[proxyhost]\nmodules = %s\nmodule_path = %s\n[log]\nlevel = warn\n[admin]\nlisten = 127.0.0.1:%s\n[%s]\nlisten = 127.0.0.1:%s\n' \
     "$_mods" "$top_builddir/modules" "$(free_port)" "$2" "$3" >"$T/$1.ini"
   "$PROXYHOST" -c "$T/$1.ini" >>"$T/$1.log" 2>&1 &
+  LAST=$!
+  PIDS="$PIDS $LAST"
+}
+
+checker_up() {
+  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nbatch.flush = 100ms\nbackoff.min = 200ms\nbackoff.max = 1s\n%s\n' \
+    "$top_builddir/modules" "$2" "${3:-}" >"$T/$1.ini"
+  "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+    -checker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
   LAST=$!
   PIDS="$PIDS $LAST"
 }
