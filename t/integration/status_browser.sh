@@ -156,8 +156,8 @@ ok $? "gateway g1 and checker k1 registered with the controller"
 P=http://127.0.0.1:$admin
 login_page pool "$P" "$T/admin.token" status-controller
 like "$page" '>controlplane_server<' "the host's panel lists the controlplane_server instance"
-like "$page" '>g1<' "the controller's panel names gateway g1"
-like "$page" '>k1<' "... and checker k1"
+like_re "$page" '>g1(-a)?<' "the controller's panel names gateway g1 (worker or instance id)"
+like_re "$page" '>k1(-a)?<' "... and checker k1"
 like "$page" '>pa<' "... and proxy pa"
 like "$page" '>pb<' "... and proxy pb"
 unlike "$page" pw-StatusBrowser-Never-Shown "no credential in the page"
