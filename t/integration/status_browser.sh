@@ -147,7 +147,7 @@ ctl route add all --position 100 --host '*' --group g --strategy round_robin >/d
 ok $? "a route and proxies pa, pb"
 g_admin=$(free_port)
 gateway_up g1 "$g_admin" "$(free_port)"
-checker_up k1 "$(free_port)"
+checker_up k1
 cm() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" "$1"; }
 gm() { metric "$(http_get "http://127.0.0.1:$g_admin/metrics")" "$1"; }
 wait_long eval '[ "$(cm proxyhost_cp_controller_checkers)" = 1 ] &&
