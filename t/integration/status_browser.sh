@@ -1,0 +1,173 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# The operator's window in a real browser (issue 28): headless Chromium,
+# driven through t/lib/cdp.py (DevTools over --remote-debugging-pipe),
+# logs in through the status page's form and reads the DOM.
+#   (a) the TunnelMesh demo (server with [admin] token_file, agent edge-1,
+#       client of alice): the agent and the client session by name, the
+#       host's own panel; the cookie is ph_session, HttpOnly,
+#       SameSite=Strict, expiring after session_ttl, and refused once
+#       expired; without it /ui/, a table's page and /v1/status are 401
+#       (Chromium and curl); a token in a URL is 400; logout drops the
+#       session; every request the page made went to the admin listener.
+#   (b) a host whose config path carries <script> markup: the path comes
+#       back escaped as text, the DOM has no script element.
+#   (c) the pool demo (controller, gateway g1, checker k1; proxies pa, pb):
+#       the gateway and the proxies by id on the controller's page.
+# One screenshot per page is kept in $top_builddir/t/artefacts/status/
+# (status-tunnel-server.png and status-controller.png are the ones
+# docs/images/ holds: copy them there to refresh the docs).
+# A missing chromium is a failure (scripts/install-deps.sh), never a skip.
+. "$top_srcdir/t/lib/testlib.sh"
+. "$top_srcdir/t/lib/tunnel.sh"
+. "$top_srcdir/t/lib/redis.sh"
+. "$top_srcdir/t/lib/controller.sh"
+
+require_modules tunnel_server tunnel_agent tunnel_client store_sqlite \
+  auth_cache admin_api direct socks5 redis_ownership controlplane_server \
+  pool_api controlplane_client outcome_reporter round_robin pool http_proxy checker
+ART=${PH_ARTEFACTS:-$top_builddir/t/artefacts}/status
+mkdir -p "$ART"
+TTL=60 # [admin] session_ttl = 1m, its minimum
+
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+export CHROMIUM
+[ -n "$CHROMIUM" ]; ok $? "chromium is installed (scripts/install-deps.sh)"
+
+# ui NAME STEP...: one browser runs the steps (t/lib/cdp.py), its files in $T/NAME
+ui() {
+  _n=$1
+  shift
+  "${PYTHON3:-python3}" "$top_srcdir/t/lib/cdp.py" "$T/$_n" "$@" 2>"$T/$_n.err"
+  _r=$?
+  [ $_r = 0 ] || sed 's/^/#   /' "$T/$_n.err" | head -5
+  return $_r
+}
+code() { "$CURL" -s -m 5 -o /dev/null -w '%{http_code}' "$@"; }
+# foreign NAME ORIGIN: the requests of browser NAME outside ORIGIN
+foreign() { grep -v -c "^$2/" "$T/$1/requests.txt"; }
+# no_script FILE: the DOM holds no script element at all (the page has no JavaScript)
+no_script() { [ -s "$1" ] && ! grep -qi '<script' "$1"; }
+# login_page NAME ORIGIN TOKEN-FILE SHOT: Chromium logs in through the form,
+# dumps the page ($T/NAME/page.html, also in $page) and keeps its screenshot
+# as $ART/SHOT.png; the login is a 303 to /ui/, 200 (5 TAP lines).
+login_page() {
+  ui "$1" "goto:$2/ui/login" "login:$3" dump:page shot:page cookies:cookies
+  ok $? "Chromium logs in through the form of $2 ($1)"
+  like "$(cat "$T/$1/documents.txt")" "303 $2/ui/login" "... the form's POST answers 303"
+  is "$(tail -1 "$T/$1/documents.txt")" "200 $2/ui/" "... to /ui/, 200"
+  cp "$T/$1/page.png" "$ART/$4.png" 2>/dev/null
+  ok $? "... a screenshot kept as $ART/$4.png"
+  page=$(cat "$T/$1/page.html" 2>/dev/null)
+  no_script "$T/$1/page.html"; ok $? "... the page has no script element"
+}
+
+# ---- (a) the TunnelMesh demo --------------------------------------------------------------
+tn_setup; ok $? "admin token and dnsd.py"
+tn_server s "$(printf '[admin]\ntoken_file = %s\nsession_ttl = 1m\n' "$TN_ADMIN_TOKEN")"
+ok $? "the tunnel server (with [admin] token_file) is up"
+tn_creds s; tn_agent a s; tn_client c s
+tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c_admin"
+ok $? "agent $TN_AGENT and alice's client connected"
+tn_get "$c_socks" "http://ok.test:$s_admin/healthz" >/dev/null # a stream for the panels
+O=http://127.0.0.1:$s_admin
+
+is "$(code "$O/ui/")" 401 "without the cookie /ui/ is 401 (curl)"
+is "$(code "$O/ui/proxyhost/process/modules")" 401 "... and a table's page too"
+is "$(code "$O/v1/status")" 401 "... and /v1/status"
+like "$("$CURL" -s -m 5 "$O/v1/status")" '"code":"unauthorized"' "... with the unauthorized JSON error"
+is "$(code "$O/ui/?token=$(cat "$TN_ADMIN_TOKEN")")" 400 "a token in a URL under /ui/ is 400"
+is "$(code -H "Authorization: Bearer $(cat "$TN_ADMIN_TOKEN")" "$O/v1/status")" 200 \
+  "/v1/status takes the admin token as a bearer"
+
+ui anon "goto:$O/ui/" dump:anon
+ok $? "Chromium opens /ui/ without a session"
+is "$(head -1 "$T/anon/documents.txt")" "401 $O/ui/" "... 401"
+like "$(cat "$T/anon/anon.html")" 'name="token"' "... with the login form"
+
+login_page tun "$O" "$TN_ADMIN_TOKEN" status-tunnel-server
+login_at=$(date +%s)
+like "$page" '>tunnel_server<' "the host's panel lists the tunnel_server instance"
+like "$page" '>Process<' "... under its title Process"
+like "$page" 'http-equiv="refresh"' "the page refreshes itself"
+like "$page" ">$TN_AGENT<" "the tunnel server's panel names agent $TN_AGENT"
+like_re "$page" ">(alice|$TN_CLIENT_TOKEN_ID)<" "... and alice's client session"
+unlike "$page" "$(cat "$TN_ADMIN_TOKEN")" "the admin token is nowhere in the page"
+is "$(foreign tun "$O")" 0 "every request the page made went to the admin listener ($O)"
+like "$(cat "$T/tun/requests.txt")" "$O/ui/style.css" "... its one stylesheet included"
+cookie=$("${PYTHON3:-python3}" -c '
+import json, os, sys
+for c in json.load(open(sys.argv[1])):
+    if c["name"] == "ph_session":  # left: its life when the cookies were read
+        left = c["expires"] - os.path.getmtime(sys.argv[1])
+        print(len(c["value"]), all(x in "0123456789abcdef" for x in c["value"]),
+              c["httpOnly"], c["sameSite"], c["path"], -10 < left - int(sys.argv[2]) <= 1, c["value"])
+' "$T/tun/cookies.json" "$TTL")
+like "$cookie" "64 True True Strict / True " \
+  "the session cookie: ph_session, 64 hex, HttpOnly, SameSite=Strict, Path=/, expires after session_ttl"
+sid=${cookie##* }
+
+is "$(code -H "Cookie: ph_session=$sid" "$O/ui/")" 200 "curl with the session cookie: /ui/ 200"
+is "$(code -H "Cookie: ph_session=$sid" "$O/v1/status")" 200 "... and /v1/status 200"
+json=$("$CURL" -s -m 5 -H "Cookie: ph_session=$sid" "$O/v1/status")
+like "$json" "\"$TN_AGENT\"" "/v1/status names agent $TN_AGENT"
+
+ui out "goto:$O/ui/login" "login:$TN_ADMIN_TOKEN" cookies:before \
+  'submit:form[action$="logout"]' "goto:$O/ui/" dump:after cookies:cookies
+ok $? "Chromium logs in, logs out with the page's logout form, opens /ui/ again"
+sid2=$(sed -n 's/.*"name": "ph_session", "value": "\([0-9a-f]*\)".*/\1/p' "$T/out/before.json")
+is "${#sid2} $(code -H "Cookie: ph_session=$sid2" "$O/ui/")" "64 401" \
+  "... the logged-out session is refused (curl, its old cookie)"
+like "$(cat "$T/out/documents.txt")" "303 $O/ui/logout" "... the logout answers 303"
+is "$(tail -1 "$T/out/documents.txt")" "401 $O/ui/" "... /ui/ is 401 again"
+is "$(grep -c '"ph_session"' "$T/out/cookies.json")" 0 "... and the cookie is gone"
+is "$(foreign out "$O")" 0 "... every request to the admin listener"
+
+# ---- (b) markup in a value comes back escaped ---------------------------------------------
+mkdir -p "$T/<script>alert(1)<"
+cfg="$T/<script>alert(1)</script>.ini"
+x_admin=$(free_port)
+printf '[proxyhost]\nmodules = direct\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n' \
+  "$top_builddir/modules" "$x_admin" "$TN_ADMIN_TOKEN" >"$cfg"
+tn_start x "$cfg"; ok $? "a host whose config path holds <script> markup is up"
+login_page x "http://127.0.0.1:$x_admin" "$TN_ADMIN_TOKEN" status-escaped
+like "$page" '&lt;script&gt;alert(1)&lt;/script&gt;.ini' "the config path comes back escaped, as text"
+
+# ---- (c) the pool demo --------------------------------------------------------------------
+controller_up pw-StatusBrowser-Never-Shown
+printf '[admin]\ntoken_file = %s\n' "$T/admin.token" >>"$T/ctl.ini"
+start_proxyhost "$T/ctl.ini"
+wait_long healthy "$admin"; ok $? "the controller (with [admin] token_file) is up"
+ctl() { "$CTL" --admin "127.0.0.1:$admin" --token-file "$T/admin.token" "$@"; }
+ctl route add all --position 100 --host '*' --group g --strategy round_robin >/dev/null &&
+  ctl proxy add pa --protocol http_connect --host 127.0.0.1 --port "$(free_port)" \
+    --groups g --capacity 10 --zone z1 >/dev/null &&
+  ctl proxy add pb --protocol http_connect --host 127.0.0.1 --port "$(free_port)" \
+    --groups g --capacity 10 --zone z1 >/dev/null
+ok $? "a route and proxies pa, pb"
+g_admin=$(free_port)
+gateway_up g1 "$g_admin" "$(free_port)"
+checker_up k1
+cm() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" "$1"; }
+gm() { metric "$(http_get "http://127.0.0.1:$g_admin/metrics")" "$1"; }
+wait_long eval '[ "$(cm proxyhost_cp_controller_checkers)" = 1 ] &&
+  [ "$(gm "proxyhost_cp_gateway_session_state{state=\"running\"}")" = 1 ]'
+ok $? "gateway g1 and checker k1 registered with the controller"
+P=http://127.0.0.1:$admin
+login_page pool "$P" "$T/admin.token" status-controller
+like "$page" '>controlplane_server<' "the host's panel lists the controlplane_server instance"
+like_re "$page" '>g1(-a)?<' "the controller's panel names gateway g1 (worker or instance id)"
+like_re "$page" '>k1(-a)?<' "... and checker k1"
+like "$page" '>pa<' "... and proxy pa"
+like "$page" '>pb<' "... and proxy pb"
+unlike "$page" pw-StatusBrowser-Never-Shown "no credential in the page"
+is "$(foreign pool "$P")" 0 "every request the page made went to the controller's admin listener"
+
+# ---- (a) again: the session expires -------------------------------------------------------
+left=$((login_at + TTL + 2 - $(date +%s)))
+[ "$left" -gt 0 ] && [ "$left" -le $((TTL + 2)) ] && sleep "$left"
+is "${#sid} $(code -H "Cookie: ph_session=$sid" "$O/ui/")" "64 401" \
+  "after session_ttl the tunnel server's session is refused: /ui/ 401"
+is "${#sid} $(code -H "Cookie: ph_session=$sid" "$O/v1/status")" "64 401" "... and /v1/status 401"
+
+done_testing
