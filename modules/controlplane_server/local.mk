@@ -106,6 +106,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_health_view.c modules/contracts/cp_health.h %D%/cs_health_fwd.c \
 	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
+	%D%/cs_status.c %D%/cs_status.h \
 	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
 	%D%/cs_pool.c \
@@ -198,6 +199,11 @@ CS_INTEGRATION_TESTS += t/integration/cp_check_overload.sh
 # A steady pool's renewals on the wire (issue 26): with the shared lease
 # form, a renewal's delta costs the same few bytes for 20 and 200 owned.
 CS_INTEGRATION_TESTS += t/integration/cp_lease_delta.sh
+
+# The pool's status panels (issue 28): the controller's gateways,
+# checkers and proxies, the gateway's view and failures, the checker's
+# checks in GET /v1/status, and proxyhostctl proxy show's live state.
+CS_INTEGRATION_TESTS += t/integration/cp_status.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)
