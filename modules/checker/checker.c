@@ -44,6 +44,7 @@
 #include "chk_conf.h"
 #include "chk_dial.h"
 #include "chk_late.h"
+#include "chk_status.h"
 #include "chk_probe.h"
 #include "chk_report.h"
 #include "chk_wire.h"
@@ -139,6 +140,7 @@ struct checker {
   ph_series *m_running, *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_refused[N_REFUSE], *m_dropped, *m_echo_up, *m_reconnects,
       *m_queue, *m_task_msgs;
+  chk_status st; /* the status panel (chk_status.h) */
 };
 
 static const ph_api *api;
@@ -265,6 +267,11 @@ static void count_check(checker *m, const chk_obs *o) {
   m->n_checks[t][s]++;
   if (o->reason > 0 && o->reason < CHK_R_COUNT)
     m->n_reasons[t][o->reason]++;
+  chk_status_count(&m->st, o->tier, o->status,
+                   o->reason == CHK_R_LATE_TASK ||
+                       o->reason == CHK_R_SHORT_BUDGET ||
+                       o->reason == CHK_R_LOOP_LATE,
+                   mono_ms());
   api->observe(m->m_seconds[t], (double)o->latency_ms / 1000.0);
 }
 
@@ -980,7 +987,10 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memcpy(m->echo_url, m->conf.echo_url, sizeof(m->echo_url));
   m->echo_up = -1;
   api->gauge_set(m->m_echo_up, -1);
-  return PH_OK;
+  m->st.session = m->session;
+  m->st.running = &m->running;
+  m->st.max_concurrency = m->conf.max_concurrency;
+  return chk_status_register(api, ctx, &m->st);
 }
 
 static int chk_start(void *state) {

@@ -23,6 +23,7 @@ CHK_SOURCES = %D%/checker.c \
 	%D%/chk_conf.c %D%/chk_conf.h \
 	%D%/chk_wire.c %D%/chk_wire.h \
 	%D%/chk_report.c %D%/chk_report.h \
+	%D%/chk_status.c %D%/chk_status.h \
 	$(CHK_CORE)
 CHK_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 CHK_LIBS = modules/cp_common/grpc/libcpgrpc.la \
