@@ -20,7 +20,12 @@
 #   gateway_up NAME ADMIN HTTP    # a gateway (controlplane_client to $cpp,
 #                                 # outcome_reporter, pool round robin,
 #                                 # http_proxy on HTTP, admin on ADMIN):
-#                                 # $T/NAME.ini, $T/NAME.log, worker NAME
+#                                 # $T/NAME.ini, $T/NAME.log, worker NAME;
+#                                 # $GW_ADMIN_EXTRA: more [admin] lines
+#   checker_up NAME ADMIN         # a checker (plaintext to $cpp, checker id
+#                                 # NAME, max_concurrency 16, admin on
+#                                 # ADMIN): $T/NAME.ini, $T/NAME.log;
+#                                 # $CHK_ADMIN_EXTRA: more [admin] lines
 #   gw_health ADMIN ID            # proxy ID's health in the view of the
 #                                 # gateway on ADMIN ("" when it is absent)
 #   plain_up NAME MODULE PORT     # a proxyhost running MODULE (http_proxy
@@ -124,6 +129,7 @@ modules = controlplane_client, outcome_reporter, direct, round_robin, pool, http
 module_path = $top_builddir/modules
 [admin]
 listen = 127.0.0.1:$2
+${GW_ADMIN_EXTRA:-}
 [controlplane_client]
 tls.mode = disabled
 runtime_interval.min = 200ms
@@ -139,6 +145,26 @@ connector = pool
 EOC
   "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
     -worker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
+  PIDS="$PIDS $!"
+}
+
+checker_up() {
+  cat >"$T/$1.ini" <<EOC
+[proxyhost]
+modules = checker
+module_path = $top_builddir/modules
+[admin]
+listen = 127.0.0.1:$2
+${CHK_ADMIN_EXTRA:-}
+[checker]
+tls.mode = disabled
+batch.flush = 100ms
+backoff.min = 200ms
+backoff.max = 1s
+max_concurrency = 16
+EOC
+  "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+    -checker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
   PIDS="$PIDS $!"
 }
 
