@@ -25,7 +25,10 @@ void chk_status_count(chk_status *s, int tier, int status, int late,
 
 static void fill(void *arg, ph_panel *p) {
   chk_status *s = arg;
-  api->status_field(p, "session", s->session);
+  /* its first 8 hex digits: the whole id fences the checker's calls */
+  char sess[9];
+  snprintf(sess, sizeof(sess), "%.8s", s->session);
+  api->status_field(p, "session", sess);
   api->status_field_int(p, "max_concurrency", s->max_concurrency);
   api->status_field_int(p, "in_flight", *s->running);
   api->status_field_int(p, "tasks_done", (int64_t)s->done);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The checker's status panel "checks" (issue 28, SDK 1.7): its session,
+ * The checker's status panel "checks" (issue 28, SDK 1.7): its session
+ * (the first 8 hex digits: the whole id fences its calls),
  * max_concurrency, the checks running, the checks ended and the late
  * ones since start, and a table of the checks ended over the last
  * minutes by tier and result (lib/minute_ring.h). Loop thread only.

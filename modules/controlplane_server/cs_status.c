@@ -6,7 +6,10 @@
  * revision with their owner and active count from the streams' last
  * snapshots and accepted runtime reports, the reducer's verdict per tier
  * and the last gateway outcome). A gateway's zone is written to Redis at
- * its registration and not kept here: the column stays empty.
+ * its registration and not kept here: the column stays empty. A session
+ * is shown by its first CS_STATUS_SESSION_SHOWN hex digits: enough to
+ * tell sessions apart, while the whole id, which fences a plaintext
+ * worker's calls, stays out of the page like out of the logs.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +28,12 @@ static const char *const stages[] = {"", "dial", "proxy_handshake",
                                      "response_headers", "tunnel"};
 static const char *const results[] = {"", "success", "failure", "timeout"};
 
+#define CS_STATUS_SESSION_SHOWN 8
+
+static void short_session(char *b, size_t n, const char *session) {
+  snprintf(b, n, "%.*s", CS_STATUS_SESSION_SHOWN, session);
+}
+
 static void age(char *b, size_t n, int64_t since_ms) {
   if (since_ms > 0)
     snprintf(b, n, "%" PRId64, (mono_ms() - since_ms) / 1000);
@@ -41,8 +50,10 @@ static int gw_row(void *arg, const cs_gw_view *v) {
     snprintf(acked, sizeof(acked), "%" PRIu64, v->last->version);
   if (v->last)
     snprintf(owned, sizeof(owned), "%zu", v->last->n_proxies);
+  char sess[CS_STATUS_SESSION_SHOWN + 1];
+  short_session(sess, sizeof(sess), v->session);
   age(rep, sizeof(rep), v->report_ms);
-  const char *cells[] = {v->worker, v->session, "", acked, rep, owned};
+  const char *cells[] = {v->worker, sess, "", acked, rep, owned};
   return api->status_row(p, cells, 6) == PH_ELIMIT;
 }
 
@@ -75,8 +86,10 @@ static void fill_checkers(void *arg, ph_panel *p) {
     char mc[16], fl[24], rep[24];
     snprintf(mc, sizeof(mc), "%" PRIu32, c->max_concurrency);
     snprintf(fl, sizeof(fl), "%zu", c->task_ids.n);
+    char sess[CS_STATUS_SESSION_SHOWN + 1];
+    short_session(sess, sizeof(sess), c->session);
     age(rep, sizeof(rep), c->report_ms);
-    const char *cells[] = {c->id, c->session, mc, fl, rep};
+    const char *cells[] = {c->id, sess, mc, fl, rep};
     if (api->status_row(p, cells, 5) == PH_ELIMIT)
       return;
   }

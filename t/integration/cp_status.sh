@@ -90,8 +90,8 @@ wait_long eval '[ "$(st "$admin" /v1/status "isinstance(rows(\"$C\",\"gateways\"
 ok $? "... the snapshot version it ACKed is a number"
 wait_long eval '[ "$(st "$admin" /v1/status "isinstance(rows(\"$C\",\"gateways\",\"gateways\")[0][\"report_age_s\"], int)")" = True ]'
 ok $? "... and so is its report age"
-is "$(st "$admin" /v1/status "len(rows('$C','gateways','gateways')[0]['session'])")" 32 \
-  "... with its session (128 bits in hex)"
+is "$(st "$admin" /v1/status "len(rows('$C','gateways','gateways')[0]['session'])")" 8 \
+  "... with its session's first 8 hex digits (never the whole fence id)"
 wait_long eval '[ "$(st "$admin" /v1/status "[(r[\"checker\"], r[\"max_concurrency\"]) for r in rows(\"$C\",\"checkers\",\"checkers\")]")" = "[('"'"'k1'"'"', 16)]" ]'
 ok $? "the panel checkers lists k1 with max_concurrency 16"
 is "$(st "$admin" /v1/status "panel('$C','proxies')['fields']['proxies']")" 1 \
@@ -114,6 +114,13 @@ code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$g_h" \
 is "$code" 200 "a request through the gateway is answered"
 wait_long eval 'pa last_outcome | grep -q "/success$"'
 ok $? "CP-5-6 pa's last outcome at the controller is a success ($(pa last_outcome))"
+
+# ---- proxyhostctl proxy show ------------------------------------------------------------
+out=$(ctl proxy show pa)
+like "$out" "owner: g1" "proxyhostctl proxy show pa: the owner"
+like "$out" "state: basic=available" "... the state per tier"
+like "$out" "capacity/active: 10/" "... capacity and active"
+like_re "$out" "last_outcome: [a-z_]+/success" "... the last outcome"
 dead=$(free_port)
 curl -s -m 10 -o /dev/null -x "http://127.0.0.1:$g_h" "http://127.0.0.1:$dead/" 2>/dev/null
 fails() { st "$g_a" /v1/status "sum(r['count'] for r in rows('pool','failures','failures'))"; }
@@ -123,8 +130,8 @@ is "$(st "$g_a" /v1/status "rows('pool','failures','failures')[0]['window_s']")"
   "... over a window of 300 s"
 
 # ---- the checker ---------------------------------------------------------------------
-is "$(st "$k_a" /v1/status "len(panel('checker','checks')['fields']['session'])")" 32 \
-  "the checker's panel checks: its session"
+is "$(st "$k_a" /v1/status "len(panel('checker','checks')['fields']['session'])")" 8 \
+  "the checker's panel checks: its session's first 8 hex digits"
 is "$(st "$k_a" /v1/status "panel('checker','checks')['fields']['max_concurrency']")" 16 \
   "... max_concurrency 16"
 wait_long eval '[ "$(st "$k_a" /v1/status "panel(\"checker\",\"checks\")[\"fields\"][\"tasks_done\"]")" -ge 1 ]'
@@ -132,12 +139,6 @@ ok $? "... tasks done counted"
 like "$(st "$k_a" /v1/status "[(r['tier'], r['result']) for r in rows('checker','checks','results')]")" \
   "('basic', 'ok')" "... BASIC ok results in the last minutes"
 
-# ---- proxyhostctl proxy show ------------------------------------------------------------
-out=$(ctl proxy show pa)
-like "$out" "owner: g1" "proxyhostctl proxy show pa: the owner"
-like "$out" "state: basic=available" "... the state per tier"
-like "$out" "capacity/active: 10/" "... capacity and active"
-like_re "$out" "last_outcome: [a-z_]+/success" "... the last outcome"
 ctl proxy add pz --protocol http_connect --host 127.0.0.1 --port "$dead" --groups h \
   --capacity 1 >/dev/null && ctl proxy disable pz >/dev/null
 ok $? "a proxy pz, disabled: nobody owns it"
