@@ -19,7 +19,6 @@
 require_modules store_sqlite redis_ownership controlplane_server admin_api pool_api \
   controlplane_client outcome_reporter direct round_robin pool http_proxy checker echo
 
-MODS="$top_builddir/modules"
 CTL="$top_builddir/tools/proxyhostctl"
 TAP_ON_FAIL='grep -v "level=debug" "$T/ph.log" | tail -10; for f in k1 g1 ua; do echo "$f:"; tail -5 "$T/$f.log" 2>/dev/null; done'
 
