@@ -34,12 +34,7 @@ ok $? "the echo, a target and the upstream listen"
 # ---- the controller: its status page behind the admin token ----------------------
 controller_up unused-password
 sed -i "s|^listen = 127.0.0.1:$admin\$|listen = 127.0.0.1:$admin\ntoken_file = $T/admin.token|" "$T/ctl.ini"
-start_proxyhost "$T/ctl.ini" --set controlplane_server.check_interval=1s \
-  --set controlplane_server.fast_interval=300ms \
-  --set controlplane_server.task_deadline=3s \
-  --set "controlplane_server.echo_url=http://127.0.0.1:$E/echo" \
-  --set controlplane_server.health_sync_interval=200ms \
-  --set pool_api.authority=redis_ownership \
+health_controller_start "$E" "$FILE_SERVER_PORT" \
   --set pool_api.credentials=controlplane_server
 ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
 wait_long ready "$admin"; ok $? "the controller is ready"
@@ -52,8 +47,8 @@ ok $? "proxyhostctl: a route and the proxy pa"
 # ---- a gateway and a checker, with the same token file ----------------------------
 g_a=$(free_port) g_h=$(free_port)
 GW_ADMIN_EXTRA="token_file = $T/admin.token" gateway_up g1 "$g_a" "$g_h"
-k_a=$(free_port)
-CHK_ADMIN_EXTRA="token_file = $T/admin.token" checker_up k1 "$k_a"
+CHK_ADMIN_EXTRA="token_file = $T/admin.token" checker_up k1
+k_a=$ca_k1
 
 # st PORT PATH EXPR: GET PATH's JSON on the admin listener PORT with the
 # token, EXPR evaluated in python3 with j the document and helpers:
