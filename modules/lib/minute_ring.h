@@ -32,13 +32,16 @@ static inline void minute_ring_init(minute_ring *r) {
     r->minute[i] = -1;
 }
 
-/* Counts n for key at now_ms (a key out of range is ignored). */
+/* Counts n for key at now_ms (a key out of range, or a time older than
+ * what the slot holds now, is ignored). */
 static inline void minute_ring_add(minute_ring *r, int64_t now_ms,
                                    unsigned key, uint32_t n) {
   if (key >= MINUTE_RING_KEYS || now_ms < 0)
     return;
   int64_t min = now_ms / 60000;
   int s = (int)(min % MINUTE_RING_MINUTES);
+  if (r->minute[s] > min)
+    return; /* older than the slot's minute: out of any window now */
   if (r->minute[s] != min) {
     memset(r->c[s], 0, sizeof(r->c[s]));
     r->minute[s] = min;

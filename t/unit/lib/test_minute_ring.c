@@ -30,6 +30,10 @@ int main(void) {
          "a reused slot drops its old minute's other keys");
   is_int((int)minute_ring_sum(&r, t0 + MINUTE_RING_MINUTES * 60000, 3), 5,
          "and counts the new minute");
+  /* a late add for minute 10 (its slot now holds minute 15) */
+  minute_ring_add(&r, t0, 3, 100);
+  is_int((int)minute_ring_sum(&r, t0 + MINUTE_RING_MINUTES * 60000, 3), 5,
+         "a time older than its slot's minute does not wipe the newer one");
   minute_ring_add(&r, t0, MINUTE_RING_KEYS, 9);
   is_int((int)minute_ring_sum(&r, t0, MINUTE_RING_KEYS), 0,
          "a key out of range is ignored");
