@@ -45,6 +45,10 @@ int usage_error(const char *what);
 /* One request with the admin token; prints the answer. The exit status. */
 int call(const opts *o, const char *method, const char *path,
          const char *body, shape sh, const char *collection);
+/* GET path with the admin token, nothing printed: 0 with *r filled (the
+ * caller frees r->body), or an exit status (the reason printed). */
+struct ctl_response;
+int ctl_get(const opts *o, const char *path, struct ctl_response *r);
 /* A key of [a-z0-9._-], 1..128 bytes. */
 int key_ok(const char *s);
 /* GET /v1/COLLECTION with --after, --limit and the filters. */

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "ctl_cmd.h"
+#include "ctl_http.h"
+#include "ctl_live.h"
 
 static int long_into(json_w *w, const char *key, const char *v, long long lo,
                      long long hi) {
@@ -75,6 +77,28 @@ static int post_new(const opts *o, const char *coll, ctl_body *b) {
   return call(o, "POST", path, text, SHAPE_RECORD, coll);
 }
 
+/* After the proxy's record: what the controller holds on it now (its
+ * status panel "proxies", issue 28). The record's exit status stays. */
+static int show_live(const opts *o, const char *id, int ex) {
+  char path[256];
+  if (ex != 0 || o->json || ctl_live_path(id, path, sizeof(path)) < 0)
+    return ex;
+  ctl_response r;
+  if (ctl_get(o, path, &r) != 0)
+    return ex;
+  int rc = r.status == 200 ? ctl_print_live(stdout, r.body, r.len, id) : -1;
+  if (rc == 0)
+    printf("state: unknown (not in the controller's view)\n");
+  else if (rc < 0)
+    printf("state: unknown (the controller's status answered %d%s)\n",
+           r.status,
+           r.status == 404 ? ": no controlplane_server, or no [admin] "
+                             "token_file on it"
+                           : "");
+  free(r.body);
+  return ex;
+}
+
 int ctl_cmd_proxy(const opts *o, const char *verb) {
   const char *coll = "pool/proxies";
   ctl_body b;
@@ -85,7 +109,8 @@ int ctl_cmd_proxy(const opts *o, const char *verb) {
     return usage_error("give the proxy's id");
   const char *id = o->pos[0];
   if (strcmp(verb, "show") == 0)
-    return one_call(o, "GET", coll, id, NULL, NULL, SHAPE_RECORD);
+    return show_live(o, id,
+                     one_call(o, "GET", coll, id, NULL, NULL, SHAPE_RECORD));
   if (strcmp(verb, "delete") == 0)
     return one_call(o, "DELETE", coll, id, NULL, NULL, SHAPE_NONE);
   /* Exclusive extraction (CP-1-5): the state in Redis, through admin_api. */

@@ -243,6 +243,21 @@ int call(const opts *o, const char *method, const char *path,
   return ex;
 }
 
+int ctl_get(const opts *o, const char *path, ctl_response *r) {
+  char token[TOKEN_MAX + 2];
+  if (read_token(o->token_file, token, sizeof(token)) < 0)
+    return EXIT_USAGE;
+  char err[256];
+  int rc = ctl_request(o->admin, "GET", path, token, NULL, o->timeout_ms, r,
+                       err, sizeof(err));
+  memset(token, 0, sizeof(token));
+  if (rc < 0) {
+    fprintf(stderr, "proxyhostctl: %s\n", err);
+    return EXIT_UNREACHABLE;
+  }
+  return 0;
+}
+
 /* A key is [a-z0-9._-]: it goes into the path as it is (at most 128
  * bytes: a pool id or secret_ref). */
 int key_ok(const char *s) {

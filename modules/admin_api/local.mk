@@ -17,8 +17,16 @@ dist_samples_DATA += %D%/admin_api.ini.sample
 bin_PROGRAMS += tools/proxyhostctl
 tools_proxyhostctl_SOURCES = tools/proxyhostctl.c tools/ctl_http.c \
 	tools/ctl_http.h tools/ctl_print.c tools/ctl_print.h \
-	tools/ctl_cmd.h tools/ctl_pool.c
+	tools/ctl_cmd.h tools/ctl_pool.c tools/ctl_live.c tools/ctl_live.h
 tools_proxyhostctl_LDADD = modules/frontend/libphfrontend.la
+
+# proxyhostctl proxy show's reading of the status JSON (issue 28), over
+# t/fuzz/seeds/ctl_live.
+check_PROGRAMS += t/fuzz/replay_ctl_live
+t_fuzz_replay_ctl_live_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ctl_live.c \
+	tools/ctl_live.c tools/ctl_live.h
+t_fuzz_replay_ctl_live_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+t_fuzz_replay_ctl_live_LDADD = modules/frontend/libphfrontend.la
 
 UNIT_TESTS += t/unit/auth/test_admin_api
 t_unit_auth_test_admin_api_LDADD = $(FRONTEND_MOCK_LDADD)

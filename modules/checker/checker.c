@@ -44,6 +44,7 @@
 #include "chk_conf.h"
 #include "chk_dial.h"
 #include "chk_late.h"
+#include "chk_status.h"
 #include "chk_probe.h"
 #include "chk_report.h"
 #include "chk_wire.h"
@@ -140,6 +141,7 @@ struct checker {
   ph_series *m_refused[N_REFUSE], *m_dropped, *m_echo_up, *m_reconnects,
       *m_queue, *m_task_msgs, *m_max_running, *m_report_seconds;
   int64_t rep_started_ms; /* the ReportObservations call in flight began */
+  chk_status st; /* the status panel (chk_status.h) */
 };
 
 static const ph_api *api;
@@ -275,6 +277,11 @@ static void count_check(checker *m, const chk_obs *o) {
   m->n_checks[t][s]++;
   if (o->reason > 0 && o->reason < CHK_R_COUNT)
     m->n_reasons[t][o->reason]++;
+  chk_status_count(&m->st, o->tier, o->status,
+                   o->reason == CHK_R_LATE_TASK ||
+                       o->reason == CHK_R_SHORT_BUDGET ||
+                       o->reason == CHK_R_LOOP_LATE,
+                   mono_ms());
   api->observe(m->m_seconds[t], (double)o->latency_ms / 1000.0);
 }
 
@@ -994,7 +1001,10 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
   m->echo_up = -1;
   api->gauge_set(m->m_echo_up, -1);
   api->gauge_set(m->m_max_running, (double)m->conf.max_concurrency);
-  return PH_OK;
+  m->st.session = m->session;
+  m->st.running = &m->running;
+  m->st.max_concurrency = m->conf.max_concurrency;
+  return chk_status_register(api, ctx, &m->st);
 }
 
 static int chk_start(void *state) {

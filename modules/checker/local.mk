@@ -23,6 +23,7 @@ CHK_SOURCES = %D%/checker.c \
 	%D%/chk_conf.c %D%/chk_conf.h \
 	%D%/chk_wire.c %D%/chk_wire.h \
 	%D%/chk_report.c %D%/chk_report.h \
+	%D%/chk_status.c %D%/chk_status.h \
 	$(CHK_CORE)
 CHK_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 CHK_LIBS = modules/cp_common/grpc/libcpgrpc.la \
@@ -45,6 +46,13 @@ dist_samples_DATA += %D%/checker.ini.sample
 
 # The probe engine against real sockets, the echo answer's reading, the
 # task and batch messages (CP-6-1, CP-6-3..5).
+# The status panel through the mock host (issue 28).
+UNIT_TESTS += t/unit/cp/test_chk_status
+t_unit_cp_test_chk_status_SOURCES = t/unit/cp/test_chk_status.c \
+	%D%/chk_status.c %D%/chk_status.h
+t_unit_cp_test_chk_status_LDADD = host/libphmock.la $(EV_LIBS)
+t_unit_cp_test_chk_status_DEPENDENCIES = host/libphmock.la
+
 UNIT_TESTS += t/unit/cp/test_chk_probe t/unit/cp/test_chk_wire \
 	t/unit/cp/test_chk_budget t/unit/cp/test_chk_late
 t_unit_cp_test_chk_late_SOURCES = t/unit/cp/test_chk_late.c \

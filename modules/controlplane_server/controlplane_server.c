@@ -29,6 +29,7 @@
 #include "cs_checker.h"
 #include "cs_health.h"
 #include "cs_members.h"
+#include "cs_status.h"
 #include "contracts/cp_health.h"
 #include "lib/metric_table.h"
 
@@ -304,6 +305,7 @@ static int cs_init(ph_ctx *ctx, const ph_api *a, void **state) {
   }
   if (register_metrics(m) != PH_OK || cs_checkers_init(m) != PH_OK ||
       cs_health_init(m) != PH_OK || cs_members_init(m) != PH_OK ||
+      cs_status_init(m) != PH_OK ||
       ph_tls_reload_init(&m->tls, a, ctx, "controlplane_server",
                          "control-plane TLS certificate") != PH_OK)
     return PH_EINVAL;

@@ -72,6 +72,7 @@ struct cs_checker {
   int claimed; /* Redis confirmed its session: it takes tasks */
   int missed;  /* deadlines passed since its last accepted batch */
   int64_t renewed_ms; /* the session's TTL was last renewed (wall) */
+  int64_t report_ms;  /* its last accepted observations (mono_ms), 0 none */
   int64_t auth_call;
   ph_timer *timer; /* renewals */
   ilist tasks;     /* cs_task, outstanding */

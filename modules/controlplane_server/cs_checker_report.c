@@ -92,8 +92,10 @@ static int observe(cs *m, cs_checker *c,
 static void ob_apply(cs *m, const void *v, int64_t recv_ms) {
   const Controlplane__V1__ReportObservationsRequest *q = v;
   cs_checker *c = cs_checker_find(m, q->checker_id, q->session_id);
-  if (c)
+  if (c) {
     c->missed = 0;
+    c->report_ms = mono_ms();
+  }
   for (size_t i = 0; i < q->n_observations; i++)
     api->inc(m->checkers->m_obs[observe(m, c, q->observations[i], recv_ms)],
              1);

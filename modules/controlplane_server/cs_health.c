@@ -440,6 +440,8 @@ void cs_health_outcome(cs *m, const char *proxy_id, int stage, int result,
   hc_proxy *p = w > 0 ? hc_find_or_add(h, proxy_id) : NULL;
   if (!p)
     return;
+  p->last_stage = (uint8_t)stage;
+  p->last_result = (uint8_t)result;
   if (hc_outcome(p, &m->conf.health.rules, ok, (uint32_t)w, wall_ms())) {
     moved(h, 3, ok,
           result == CONTROLPLANE__V1__OUTCOME_RESULT__OUTCOME_RESULT_TIMEOUT);

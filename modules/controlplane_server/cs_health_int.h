@@ -36,6 +36,7 @@ typedef struct hc_proxy {
   cs_hyst passive;         /* gateway outcomes */
   int64_t passive_fail_ms; /* the last failed outcome (wall ms) */
   uint32_t basic_ok;       /* BASIC successes in a row since it */
+  uint8_t last_stage, last_result; /* the last gateway outcome (status) */
   hc_item items[CS_HEALTH_ITEMS_MAX];
   uint32_t n_items;
   uint8_t published; /* this reducer's verdict, after the panic guard */

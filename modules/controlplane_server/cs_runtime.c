@@ -1,18 +1,32 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* ReportRuntime: the checks, the content digest (cp_runtime_digest) and
  * the authority's runtime fence; the answer carries the revoke list. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cp_common/snapshot/cp_snapshot_time.h"
+#include "cs_status.h"
 #include "cs_unary.h"
 
 #define api cs_api
+
+/* The call with what the status panels keep once the authority accepts
+ * the report (cs_watch_reported). */
+typedef struct rt_call {
+  cs_unary u; /* first */
+  char worker[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
+  size_t n;
+  cs_count counts[];
+} rt_call;
 
 static void rt_done(void *arg, const cp_auth_reply *rep) {
   cs_unary *u = arg;
   if (cs_unary_refused(u, rep))
     return;
+  rt_call *rc = (rt_call *)u;
+  if (rep->result == CP_AUTH_OK)
+    cs_watch_reported(u->m, rc->worker, rc->session, rc->counts, rc->n);
   Controlplane__V1__ReportRuntimeResponse resp =
       CONTROLPLANE__V1__REPORT_RUNTIME_RESPONSE__INIT;
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
@@ -58,7 +72,10 @@ void cs_runtime_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
     r.why = "out of memory";
   }
   cs_unary *u = NULL;
-  if (!r.st && !(u = cs_unary_new(m, call, CS_M_RUNTIME, r.start))) {
+  size_t n = r.st ? 0 : q->n_counters;
+  if (!r.st && !(u = cs_unary_new_size(m, call, CS_M_RUNTIME, r.start,
+                                      sizeof(rt_call) +
+                                          n * sizeof(cs_count)))) {
     r.st = CP_GRPC_RESOURCE_EXHAUSTED;
     r.why = "out of memory";
   }
@@ -67,7 +84,15 @@ void cs_runtime_rpc(void *arg, cp_grpc_call *call, const uint8_t *req,
     cs_request_fail(&r, CS_M_RUNTIME, q);
     return;
   }
+  rt_call *rc = (rt_call *)u;
+  snprintf(rc->worker, sizeof(rc->worker), "%s", q->worker_id);
+  snprintf(rc->session, sizeof(rc->session), "%s", q->session_id);
+  rc->n = n;
   for (size_t i = 0; i < q->n_counters; i++) {
+    snprintf(rc->counts[i].proxy_id, sizeof(rc->counts[i].proxy_id), "%s",
+             q->counters[i]->proxy_id);
+    rc->counts[i].active = q->counters[i]->active;
+    rc->counts[i].reserved = q->counters[i]->reserved;
     cn[i].proxy_id = q->counters[i]->proxy_id;
     cn[i].active = q->counters[i]->active;
     cn[i].reserved = q->counters[i]->reserved;

@@ -31,6 +31,7 @@
 #include "cp_watch_plan.h"
 #include "cs.h"
 #include "cs_health.h"
+#include "cs_status.h"
 
 #define api cs_api
 
@@ -83,6 +84,10 @@ struct cs_watch {
   int lease_bound;          /* that bound came from the leases */
   uint8_t *out;
   size_t out_len;
+  /* the last accepted runtime report (cs_watch_reported): status panels */
+  int64_t report_ms;
+  cs_count *counts;
+  size_t n_counts;
 };
 
 static void round_start(cs_watch *w);
@@ -109,6 +114,7 @@ static void drop_round(cs_watch *w) {
 static void w_free(cs_watch *w) {
   drop_round(w);
   cp_snapshot_free(w->last);
+  free(w->counts);
   if (w->timer)
     api->timer_free(w->timer);
   if (ilist_of(&w->node)) {
@@ -639,5 +645,44 @@ void cs_watch_stop_all(cs *m) {
     /* unlinked first: a job still running frees it alone later */
     api->gauge_add(m->m_streams, -1);
     w_abandon(w);
+  }
+}
+
+void cs_watch_each(cs *m, int (*fn)(void *arg, const cs_gw_view *v),
+                   void *arg) {
+  ILIST_FOREACH_SAFE(&m->watches, it, nx) {
+    cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
+    if (w->dead || !w->claimed)
+      continue;
+    cs_gw_view v = {w->worker, w->session, w->report_ms, w->last_acked,
+                    w->last ? cp_snapshot_msg(w->last) : NULL, w->counts,
+                    w->n_counts};
+    if (fn(arg, &v))
+      return;
+  }
+}
+
+static int count_cmp(const void *a, const void *b) {
+  return strcmp(((const cs_count *)a)->proxy_id,
+                ((const cs_count *)b)->proxy_id);
+}
+
+void cs_watch_reported(cs *m, const char *worker, const char *session,
+                       const cs_count *counts, size_t n) {
+  ILIST_FOREACH_SAFE(&m->watches, it, nx) {
+    cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
+    if (w->dead || strcmp(w->worker, worker) != 0 ||
+        strcmp(w->session, session) != 0)
+      continue;
+    w->report_ms = mono_ms();
+    cs_count *c = n ? malloc(n * sizeof(*c)) : NULL;
+    if (n && !c)
+      continue; /* the time moves; the counts stay the older ones */
+    if (n)
+      memcpy(c, counts, n * sizeof(*c));
+    qsort(c, n, sizeof(*c), count_cmp);
+    free(w->counts);
+    w->counts = c;
+    w->n_counts = n;
   }
 }

@@ -54,6 +54,24 @@ t/unit/cp/test_cs_health-cs_members.$(OBJEXT) \
 t/unit/cp/test_cs_health-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 t/unit/cp/test_cs_health_item-test_cs_health_item.$(OBJEXT) \
 t/unit/cp/test_cs_health_item-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
+# The status panels through the mock host's ph_mock_status (issue 28),
+# read back by proxyhostctl's reader too.
+UNIT_TESTS += t/unit/cp/test_cs_status
+t_unit_cp_test_cs_status_SOURCES = t/unit/cp/test_cs_status.c \
+	%D%/cs_status.c %D%/cs_health.c %D%/cs_health_item.c \
+	%D%/cs_health_metrics.c %D%/cs_health_fwd.c %D%/cs_members.c \
+	%D%/cs_sched_plan.c %D%/cs_hyst.c modules/lib/metric_table.c \
+	tools/ctl_live.c
+t_unit_cp_test_cs_status_CPPFLAGS = $(CS_CPPFLAGS) -I$(top_srcdir)/tools
+t_unit_cp_test_cs_status_LDADD = host/libphmock.la modules/lib/libphlib.la \
+	$(CS_PROTO_LDADD) $(EV_LIBS)
+t_unit_cp_test_cs_status_DEPENDENCIES = host/libphmock.la
+t/unit/cp/test_cs_status-test_cs_status.$(OBJEXT) \
+t/unit/cp/test_cs_status-cs_status.$(OBJEXT) \
+t/unit/cp/test_cs_status-cs_health.$(OBJEXT) \
+t/unit/cp/test_cs_status-cs_health_metrics.$(OBJEXT) \
+t/unit/cp/test_cs_status-cs_members.$(OBJEXT) \
+t/unit/cp/test_cs_status-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
@@ -106,6 +124,7 @@ CS_SOURCES = %D%/cs.h \
 	%D%/cs_health_view.c modules/contracts/cp_health.h %D%/cs_health_fwd.c \
 	%D%/cs_hyst.c %D%/cs_hyst.h \
 	%D%/cs_watch.c \
+	%D%/cs_status.c %D%/cs_status.h \
 	%D%/cs_credcheck.c \
 	modules/contracts/cp_credcheck.h \
 	%D%/cs_pool.c \
@@ -198,6 +217,11 @@ CS_INTEGRATION_TESTS += t/integration/cp_check_overload.sh
 # A steady pool's renewals on the wire (issue 26): with the shared lease
 # form, a renewal's delta costs the same few bytes for 20 and 200 owned.
 CS_INTEGRATION_TESTS += t/integration/cp_lease_delta.sh
+
+# The pool's status panels (issue 28): the controller's gateways,
+# checkers and proxies, the gateway's view and failures, the checker's
+# checks in GET /v1/status, and proxyhostctl proxy show's live state.
+CS_INTEGRATION_TESTS += t/integration/cp_status.sh
 
 if MODULE_CONTROLPLANE_SERVER
 TESTS += $(CS_INTEGRATION_TESTS)

@@ -22,7 +22,7 @@ modules_lib_libphlib_la_SOURCES = \
 	%D%/http1_head.c %D%/http1_head.h \
 	%D%/kcache.c %D%/kcache.h \
 	%D%/sflight.c %D%/sflight.h \
-	%D%/idtab.h %D%/ilist.h %D%/lat_window.h \
+	%D%/idtab.h %D%/ilist.h %D%/lat_window.h %D%/minute_ring.h \
 	%D%/json.c %D%/json.h \
 	%D%/metric_table.c %D%/metric_table.h \
 	%D%/tls_reload.c %D%/tls_reload.h
@@ -31,7 +31,8 @@ modules_lib_libphlib_la_SOURCES = \
 UNIT_TESTS += t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_table \
 	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
 	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf \
-	t/unit/lib/test_b64 t/unit/lib/test_lat_window
+	t/unit/lib/test_b64 t/unit/lib/test_lat_window \
+	t/unit/lib/test_minute_ring
 t_unit_lib_test_http1_head_LDADD = %D%/libphlib.la $(LDADD)
 t_unit_lib_test_cache_sf_LDADD = %D%/libphlib.la host/libphmock.la
 t_unit_lib_test_b64_LDADD = %D%/libphlib.la $(LDADD)

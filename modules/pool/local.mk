@@ -11,6 +11,7 @@ POOL_SOURCES = %D%/pool.c %D%/pool_gen.c \
 	%D%/pool_wait.c %D%/pool_dial.c \
 	%D%/pool_lease.c %D%/pool_drain.c \
 	%D%/pool_gate.c modules/frontend/traffic_gate.h \
+	%D%/pool_status.c \
 	%D%/pool_int.h \
 	modules/contracts/pool_runtime.h
 POOL_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS) \

@@ -226,7 +226,7 @@ static int pool_init(ph_ctx *ctx, const ph_api *a, void **state) {
     return PH_ENOMEM;
   if (RAND_bytes((unsigned char *)&p->rng, sizeof(p->rng)) != 1 || !p->rng)
     p->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)a->now_ms(ctx);
-  if (register_metrics(p) != PH_OK)
+  if (register_metrics(p) != PH_OK || pool_status_register(p) != PH_OK)
     return PH_EINVAL;
   int rc = a->service_register(ctx, PH_CONNECTOR_SERVICE, PH_CONNECTOR_MAJOR,
                                PH_CONNECTOR_MINOR, &pool_connector_service,

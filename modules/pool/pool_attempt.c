@@ -135,6 +135,7 @@ void pool_fail(pool_attempt *a, int result, int stage, int code,
   if (a->timer)
     pool_api->timer_set(a->timer, 0, 0);
   pool_api->inc(p->m_result[result], 1);
+  pool_status_fail(p, stage, code);
   a->res.size = sizeof(a->res);
   a->res.stage = stage;
   a->res.code = code;

@@ -39,6 +39,7 @@
 #include <proxyhost/strategy.h>
 
 #include "lib/clocks.h"
+#include "lib/minute_ring.h"
 #include "lib/guard.h"
 #include "lib/idtab.h"
 #include "lib/ilist.h"
@@ -265,6 +266,7 @@ struct pool {
   ph_series *m_cut[N_PC];
   ph_series *m_accepting; /* the gate: 1 open, 0 closed */
   ph_series *m_suspect_picks; /* a SUSPECT proxy picked: nothing else */
+  minute_ring fails; /* opens answered with a failure (pool_status.c) */
 };
 
 /* The one API table (set by init). */
@@ -295,6 +297,11 @@ uint64_t pool_random(pool *p);
 /* Every function of the attempt's files runs on the loop thread. */
 
 extern const ph_connector_v1 pool_connector_service;
+/* pool_status.c: the status panels "view" and "failures" (init), and
+ * one failed open counted for "failures". */
+int pool_status_register(pool *p);
+void pool_status_fail(pool *p, int stage, int code);
+
 /* Answers every attempt in progress (stop): stage queue, queue_full. */
 void pool_attempts_abort(pool *p);
 void pool_on_deliver(ph_defer *t, void *arg);

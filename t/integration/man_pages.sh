@@ -91,6 +91,8 @@ if have_module admin_api; then
     "route move" "credential add" "credential show|rotate|delete" PROXYHOSTCTL_ADMIN PROXYHOSTCTL_TOKEN_FILE; do
     like "$ctlpage" "$word" "proxyhostctl(1) documents $word"
   done
+  like "$ctlpage" "state: unknown (not in the controller's view)" \
+    "proxyhostctl(1) documents proxy show's live state (issue 28)"
   like "$ctlpage" ".SH EXIT STATUS" "proxyhostctl(1) documents the exit statuses"
 else
   skip "admin_api not built: no proxyhostctl"

@@ -27,10 +27,12 @@
 #                                 # http_proxy on HTTP, admin on ADMIN, and
 #                                 # the modules in $GW_MODULES):
 #                                 # $T/NAME.ini, $T/NAME.log, worker NAME,
-#                                 # its pid in $LAST
+#                                 # its pid in $LAST; $GW_ADMIN_EXTRA: more
+#                                 # [admin] lines
 #   checker_up NAME [MODULES]     # a checker (to $cpp, max_concurrency 16)
 #                                 # with MODULES beside it: its admin port
-#                                 # in ca_NAME, its pid in ck_NAME
+#                                 # in ca_NAME, its pid in ck_NAME;
+#                                 # $CHK_ADMIN_EXTRA: more [admin] lines
 #   gw_health ADMIN ID            # proxy ID's health in the view of the
 #                                 # gateway on ADMIN ("" when it is absent)
 #   plain_up NAME MODULE PORT     # a proxyhost running MODULE (http_proxy
@@ -146,6 +148,7 @@ modules = controlplane_client, outcome_reporter, direct, round_robin, pool, http
 module_path = $top_builddir/modules
 [admin]
 listen = 127.0.0.1:$2
+${GW_ADMIN_EXTRA:-}
 [controlplane_client]
 tls.mode = disabled
 runtime_interval.min = 200ms
@@ -167,8 +170,8 @@ EOC
 
 checker_up() {
   _a=$(free_port)
-  printf '[proxyhost]\nmodules = checker%s\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nbatch.flush = 100ms\nbackoff.min = 200ms\nbackoff.max = 1s\nmax_concurrency = 16\n' \
-    "${2:+, $2}" "$top_builddir/modules" "$_a" >"$T/$1.ini"
+  printf '[proxyhost]\nmodules = checker%s\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n%s\n[checker]\ntls.mode = disabled\nbatch.flush = 100ms\nbackoff.min = 200ms\nbackoff.max = 1s\nmax_concurrency = 16\n' \
+    "${2:+, $2}" "$top_builddir/modules" "$_a" "${CHK_ADMIN_EXTRA:-}" >"$T/$1.ini"
   "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
     -checker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
   PIDS="$PIDS $!"

@@ -1026,6 +1026,19 @@ int main(void) {
   is_str(r5->hop, "b", "issue 28: a failure names the last proxy tried");
   ok(!count_of("a", NULL).found && !count_of("b", NULL).found,
      "no reservation left behind");
+  /* The status panels (issue 28): the failed opens by stage and code
+   * over the last minutes, the view with its proxies' counts. */
+  const char *sj = NULL;
+  is_int(ph_mock_status(mk, "/v1/status/pool/failures", &sj), 200,
+         "issue 28: the panel failures is there");
+  like(sj ? sj : "", "[\"relay\",\"timeout\",1,300]",
+       "... r5's relay / timeout counted once over 300 s");
+  like(sj ? sj : "", "[\"queue\",\"timeout\",1,300]",
+       "... and r3's queue / timeout");
+  is_int(ph_mock_status(mk, "/v1/status/pool/view", &sj), 200,
+         "issue 28: the panel view is there");
+  like(sj ? sj : "", "\"valid\":\"yes\"", "... the view valid");
+  like(sj ? sj : "", "[\"a\",0,0,", "... a with nothing active or reserved");
 
   /* A new view between the failed dial and the retry: a stays tried. */
   nd = FC.n_log;
