@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* See ctl_live.h. */
+#include "ctl_live.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_print.h"
+#include "lib/json.h"
+
+/* The first table of the answer's first panel of its first instance (the
+ * host answers /v1/status/I/P/T with that panel holding that table only),
+ * or -1. */
+static long first_table(const json_doc *d) {
+  long v = json_type_of(d, 0) == JSON_OBJECT ? json_get(d, 0, "instances")
+                                             : -1;
+  static const char *const path[] = {"panels", "tables"};
+  for (int step = 0; step < 3; step++) {
+    if (v < 0 || json_type_of(d, (size_t)v) != JSON_ARRAY ||
+        d->toks[v].size == 0 || json_type_of(d, (size_t)v + 1) != JSON_OBJECT)
+      return -1;
+    v = step < 2 ? json_get(d, (size_t)v + 1, path[step]) : v + 1;
+  }
+  return v;
+}
+
+/* The index of column name in the table's columns, or -1. */
+static long column(const json_doc *d, size_t t, const char *name) {
+  long cols = json_get(d, t, "columns");
+  if (cols < 0 || json_type_of(d, (size_t)cols) != JSON_ARRAY)
+    return -1;
+  size_t k = (size_t)cols + 1;
+  for (uint32_t i = 0; i < d->toks[cols].size; i++, k = d->toks[k].next)
+    if (json_str_eq(d, k, name))
+      return (long)i;
+  return -1;
+}
+
+/* Token of cell c of row r, or -1. */
+static long cell(const json_doc *d, size_t r, long c) {
+  if (c < 0 || json_type_of(d, r) != JSON_ARRAY ||
+      (uint32_t)c >= d->toks[r].size)
+    return -1;
+  size_t k = r + 1;
+  for (long i = 0; i < c; i++)
+    k = d->toks[k].next;
+  return (long)k;
+}
+
+long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
+                   int *more, int64_t *offset) {
+  *more = 0;
+  *offset = 0;
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0)
+    return -1;
+  long t = first_table(&x.d);
+  long id = t < 0 ? -1 : column(&x.d, (size_t)t, "agent_id");
+  long node = t < 0 ? -1 : column(&x.d, (size_t)t, "node");
+  long rows = t < 0 ? -1 : json_get(&x.d, (size_t)t, "rows");
+  if (id < 0 || rows < 0 || json_type_of(&x.d, (size_t)rows) != JSON_ARRAY) {
+    free(x.toks);
+    return -1;
+  }
+  long mv = json_get(&x.d, (size_t)t, "more");
+  long ov = json_get(&x.d, (size_t)t, "offset");
+  if (mv < 0 || json_bool(&x.d, (size_t)mv, more) < 0)
+    *more = 0;
+  if (ov < 0 || json_int(&x.d, (size_t)ov, offset) < 0 || *offset < 0)
+    *offset = 0;
+  size_t r = (size_t)rows + 1;
+  uint32_t nrow = x.d.toks[rows].size;
+  for (uint32_t i = 0; i < nrow; i++, r = x.d.toks[r].next) {
+    long c = cell(&x.d, r, id);
+    char name[CTL_LIVE_NAME_MAX + 1];
+    if (c < 0 || json_str(&x.d, (size_t)c, name, sizeof(name)) <= 0)
+      continue;
+    for (size_t k = 0; k < n; k++) {
+      if (strcmp(a[k].name, name) != 0)
+        continue;
+      a[k].online = 1;
+      long nd = cell(&x.d, r, node);
+      if (nd < 0 || json_str(&x.d, (size_t)nd, a[k].node,
+                             sizeof(a[k].node)) < 0)
+        a[k].node[0] = '\0';
+      for (char *q = a[k].node; *q; q++) /* shown on a terminal */
+        if ((unsigned char)*q < 0x20 || *q == 0x7f || (*q & 0x80))
+          *q = '?';
+    }
+  }
+  free(x.toks);
+  return (long)nrow;
+}
