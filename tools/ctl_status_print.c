@@ -373,9 +373,8 @@ static void process(sp *p, size_t panel) {
   char line[LINE_CAP], ver[CELL_MAX], abi[CELL_MAX], up[64], ready[CELL_MAX],
       why[CELL_MAX], a[CELL_MAX], b[CELL_MAX];
   long fl = json_get(p->d, panel, "fields");
-  size_t f = fl < 0 ? 0 : (size_t)fl;
-  if (fl < 0)
-    f = panel; /* no fields: every member() below says "-" */
+  /* No fields: no token there, and every member() below says "-". */
+  size_t f = fl < 0 ? SIZE_MAX : (size_t)fl;
   member(p, f, "version", ver, sizeof(ver));
   member(p, f, "abi", abi, sizeof(abi));
   num_field(p, f, "uptime_s", age, up, sizeof(up));

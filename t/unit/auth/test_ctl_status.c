@@ -177,6 +177,13 @@ static void test_refused(void) {
   is_int(rc, 0, "no instances: printed");
   is_str(out, "no panels\n", "... says so");
   free(out);
+  static const char bare[] = "{\"instances\":[{\"instance\":\"proxyhost\","
+                             "\"panels\":[{\"name\":\"process\"}]}]}";
+  out = render(bare, 100, 5, &rc);
+  is_int(rc, 0, "a process panel without fields: printed");
+  like(out, "proxyhost - (ABI -), up -, ready: -\n", "... every value as -");
+  like(out, "last reload: none\n", "... no reload");
+  free(out);
 }
 
 static void test_live(void) {
