@@ -18,15 +18,23 @@
 #define OFFSET_MAX 1000000000L
 #define LIMIT_MAX 500L /* [admin] status_rows at most */
 
-/* Part i of INSTANCE/PANEL/TABLE: bytes of [a-z0-9_] (and '.' in the
- * instance), 1..max. */
+/* A part of INSTANCE/PANEL/TABLE: 1..max bytes of [a-z0-9_]; an
+ * instance (a section name, as the host's configuration has them) may
+ * hold one dot, neither first nor last. */
 static int part_ok(const char *s, size_t n, int instance) {
   if (n == 0 || n > (instance ? INSTANCE_MAX : NAME_MAX_))
     return 0;
-  for (size_t i = 0; i < n; i++)
+  int dots = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (instance && s[i] == '.') {
+      if (++dots > 1 || i == 0 || i + 1 == n)
+        return 0;
+      continue;
+    }
     if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-          s[i] == '_' || (instance && s[i] == '.')))
+          s[i] == '_'))
       return 0;
+  }
   return 1;
 }
 
