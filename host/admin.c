@@ -67,6 +67,7 @@
 #include "admin_parse.h"
 #include "log.h"
 #include "routes.h"
+#include "ui.h"
 
 #define ADMIN_HEAD_MAX 8192
 #define ADMIN_BACKLOG 64
@@ -113,6 +114,7 @@ typedef struct admin_conn {
   size_t body_len, body_want;
   int64_t route_id;
   int dispatching, replied;
+  int for_ui; /* the body is for the host's pages (ui.h), not a route */
   ev_tstamp opened; /* accepted at (loop time) */
   struct admin_conn *prev, *next;
   size_t in_len;
@@ -133,6 +135,7 @@ struct ph_admin {
   ph_ratelimit closed_rl;
   size_t max_body;
   ph_routes *routes;
+  ph_ui *ui;
   ph_registry *registry;
   admin_ready_fn ready;
   void *ready_arg;
@@ -236,6 +239,8 @@ static const char *reason(int status) {
     return "Created";
   case 204:
     return "No Content";
+  case 303:
+    return "See Other";
   case 400:
     return "Bad Request";
   case 401:
@@ -374,8 +379,8 @@ static void on_route_done(void *arg, int status, const char *type,
   send_response(c);
 }
 
-static void route_dispatch(admin_conn *c) {
-  const admin_request *r = &c->req;
+/* What a route or the host's pages get of a request. */
+static routes_in request_in(const admin_conn *c, const admin_request *r) {
   routes_in in = {
       .method = r->method,
       .method_len = r->method_len,
@@ -390,6 +395,32 @@ static void route_dispatch(admin_conn *c) {
       .body = c->body,
       .body_len = c->body_len,
   };
+  return in;
+}
+
+/* The host's own pages (/ui/, /v1/status): answered at once. */
+static void serve_ui(admin_conn *c, const admin_request *r) {
+  ui_in in = {request_in(c, r), r->cookie, r->cookie_len};
+  ui_out out = {0};
+  buf_init(&out.head, 8192);
+  buf_init(&out.body, 0);
+  ui_serve(c->a->ui, &in, &out);
+  free(c->body);
+  c->body = NULL;
+  respond(c, out.status, out.head.data ? out.head.data : "", out.type,
+          out.body.data ? out.body.data : "", out.body.len,
+          token_is(r->method, r->method_len, "HEAD"));
+  buf_free(&out.head);
+  buf_free(&out.body);
+}
+
+static void route_dispatch(admin_conn *c) {
+  const admin_request *r = &c->req;
+  if (c->for_ui) {
+    serve_ui(c, r);
+    return;
+  }
+  routes_in in = request_in(c, r);
   c->state = CONN_WAIT;
   conn_watch(c, EV_READ);
   c->dispatching = 1;
@@ -411,7 +442,7 @@ static void route_dispatch(admin_conn *c) {
 /* The head of a request for a module's route: check the method and the
  * framing, then read the body (part of it may have come with the head). */
 static void route_module(admin_conn *c, const admin_request *r) {
-  if (!route_method(r)) {
+  if (!c->for_ui && !route_method(r)) {
     const char *body = "method not allowed\n";
     respond(c, 405, "Allow: " ROUTE_METHODS "\r\n", TEXT_PLAIN, body,
             strlen(body), 0);
@@ -514,7 +545,14 @@ static void conn_read(admin_conn *c) {
   case ADMIN_PARSE_INCOMPLETE:
     break;
   case ADMIN_PARSE_DONE:
-    if (under_v1(&req) && routes_match(c->a->routes, req.path, req.path_len))
+    if (c->a->ui && ui_owns(req.path, req.path_len)) {
+      c->for_ui = ui_takes_body(req.method, req.method_len, req.path,
+                                req.path_len);
+      if (c->for_ui)
+        route_module(c, &req); /* the body first, then serve_ui */
+      else
+        serve_ui(c, &req);
+    } else if (under_v1(&req) && routes_match(c->a->routes, req.path, req.path_len))
       route_module(c, &req);
     else if (under_v1(&req) && route_method(&req))
       respond_text(c, 404, "not found\n", 0);
@@ -832,6 +870,7 @@ ph_admin *admin_start(struct ev_loop *loop, const ph_admin_opts *o,
                                                : a->timeout;
   a->max_body = o->max_body;
   a->routes = o->routes;
+  a->ui = o->ui;
   a->registry = o->registry;
   a->ready = o->ready;
   a->ready_arg = o->ready_arg;

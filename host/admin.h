@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The admin HTTP listener: GET /metrics, /healthz, /readyz, and the
- * modules' routes under /v1/ (ABI 1.3: GET, POST, PATCH, DELETE, bodies
+/* The admin HTTP listener: GET /metrics, /healthz, /readyz, the host's
+ * status page (/ui/) and GET /v1/status (ui.h), and the modules' routes
+ * under /v1/ (ABI 1.3: GET, POST, PATCH, DELETE, bodies
  * with Content-Length up to max_body). HTTP/1.0 and 1.1, one request per
  * connection, bounded request head and body, bounded connections, one
  * deadline per request and a shorter one to receive it; a slot held by a
@@ -13,6 +14,7 @@
 #include "buf.h"
 #include "metrics.h"
 #include "routes.h"
+#include "ui.h"
 
 struct ev_loop;
 typedef struct ph_admin ph_admin;
@@ -28,6 +30,7 @@ typedef struct ph_admin_opts {
                                 0: timeout_ms only */
   size_t max_body;           /* a route request's body, bytes */
   ph_routes *routes;         /* modules' routes; NULL: none */
+  ph_ui *ui; /* the host's /ui/ and /v1/status (ui.h); NULL: not served */
   ph_registry *registry;
   admin_ready_fn ready;
   void *ready_arg;

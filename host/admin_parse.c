@@ -55,6 +55,9 @@ static enum admin_parse_result fields(const char *p, const h1_head *h,
     } else if (h1_name_is(h, p, i, "content-type")) {
       if (set_once(&req->content_type, &req->content_type_len, v, n) < 0)
         return ADMIN_PARSE_BAD;
+    } else if (h1_name_is(h, p, i, "cookie")) {
+      if (set_once(&req->cookie, &req->cookie_len, v, n) < 0)
+        return ADMIN_PARSE_BAD;
     }
   }
   req->content_length = h->content_length;

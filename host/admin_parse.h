@@ -10,9 +10,10 @@
  * too, as 1.1), and header lines of the form "name: value" whose name is
  * a token. Of the header values, only those the admin routes need are
  * read (ABI 1.3): Content-Length, Transfer-Encoding (only whether it is
- * there), Authorization and Content-Type (located, not interpreted).
- * A Content-Length that is not a number, or two that differ, and a
- * second Authorization or Content-Type, make the head BAD: a request
+ * there), Authorization, Content-Type and Cookie (the status page's
+ * session; located, not interpreted). A Content-Length that is not a
+ * number, or two that differ, and a second Authorization, Content-Type
+ * or Cookie (RFC 6265 5.4: a user agent sends one), make the head BAD: a request
  * whose framing or credentials could be read two ways is refused. */
 #ifndef PH_ADMIN_PARSE_H
 #define PH_ADMIN_PARSE_H
@@ -44,6 +45,8 @@ typedef struct admin_request {
   size_t authorization_len;
   const char *content_type;
   size_t content_type_len;
+  const char *cookie;
+  size_t cookie_len;
   long long content_length; /* -1 when absent */
   int transfer_encoding;    /* 1 when a Transfer-Encoding line was sent */
 } admin_request;

@@ -18,6 +18,7 @@
 #include "defer.h"
 #include "log.h"
 #include "routes.h"
+#include "status.h"
 #include "threads.h"
 
 struct ph_io {
@@ -685,6 +686,27 @@ static int api_route_reply(ph_ctx *ctx, int64_t req, int status,
                       body, body_len);
 }
 
+/* ---- status panels (ABI 1.7) ----------------------------------------- */
+
+static int api_status_register(ph_ctx *ctx, const char *name,
+                               const char *title, ph_panel_fn fill,
+                               void *arg) {
+  if (!on_loop(ctx, LOOP_ONLY("status_register")))
+    return PH_ESTATE;
+  if (!in_init(ctx))
+    return PH_ESTATE;
+  ph_buf why;
+  buf_init(&why, 512);
+  int rc = status_add(ctx->core->status, ctx, ctx->name, ctx->mod->name,
+                      name, title, fill, arg, &why);
+  if (rc != PH_OK) {
+    ph_log_field f[] = {PH_STR("reason", why.data ? why.data : "")};
+    log_write(ctx->name, PH_LOG_ERROR, "status panel refused", f, 1);
+  }
+  buf_free(&why);
+  return rc;
+}
+
 const ph_api ph_host_api = {
     .size = sizeof(ph_api),
     .abi_major = PH_ABI_MAJOR,
@@ -746,4 +768,9 @@ const ph_api ph_host_api = {
     .defer_post = api_defer_post,
     .defer_cancel = api_defer_cancel,
     .defer_free = api_defer_free,
+    .status_register = api_status_register,
+    .status_field = status_api_field,
+    .status_field_int = status_api_field_int,
+    .status_table = status_api_table,
+    .status_row = status_api_row,
 };

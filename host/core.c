@@ -13,7 +13,9 @@
 #include <proxyhost/listener_event.h>
 
 #include "core.h"
+#include "core_panel.h"
 #include "defer.h"
+#include "lib/admin_token.h"
 #include "log.h"
 #include "notify.h"
 #include "threads.h"
@@ -74,7 +76,24 @@ const ph_conf_key ph_admin_keys[] = {
                 NULL),
     PH_CONF_KEY("max_body", PH_CONF_SIZE, "64KiB", 1024, 1048576,
                 PH_CONF_RESTART, NULL,
-                "largest request body for a module's route under /v1/",
+                "largest request body for a module's route under /v1/ "
+                "and for the status page's login form",
+                NULL),
+    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
+                "the admin token for the status page (/ui/) and GET "
+                "/v1/status: a file only its owner may read, 32..256 "
+                "printable characters (proxyhostctl admin-token new); "
+                "empty: both answer 404; read again on SIGHUP",
+                NULL),
+    PH_CONF_KEY("session_ttl", PH_CONF_DURATION, "30m", 60000, 86400000, 0,
+                NULL, "a status page login lasts this long", NULL),
+    PH_CONF_KEY("max_sessions", PH_CONF_INT, "16", 1, 256, 0, NULL,
+                "status page sessions at once; a login beyond drops the "
+                "oldest",
+                NULL),
+    PH_CONF_KEY("status_rows", PH_CONF_INT, "50", 1, 500, 0, NULL,
+                "rows per page of a status table (the largest limit of "
+                "/v1/status)",
                 NULL),
     PH_CONF_END};
 
@@ -87,10 +106,14 @@ ph_core *core_new(void) {
     return NULL;
   c->exit_code = PH_EXIT_OK;
   c->routes = routes_new();
-  if (!c->routes) {
+  c->status = status_new();
+  if (!c->routes || !c->status || core_panel_register(c, core_ready) != PH_OK) {
+    routes_free(c->routes);
+    status_free(c->status);
     free(c);
     return NULL;
   }
+  c->started_wall = time(NULL);
   /* The thread that drives the core; core_setup confirms it. Set here so
    * that check and --check-config, before any loop, know it too. */
   c->loop_thread = pthread_self();
@@ -407,6 +430,16 @@ int core_check_modules(ph_core *c, ph_conf *conf, ph_buf *err) {
     buf_printf(err, "admin.listen: %s\n", awhy);
     rc = -1;
   }
+  const char *token_file = conf_str(conf, "admin", "token_file");
+  if (token_file && *token_file) {
+    admin_token t;
+    if (admin_token_load(token_file, &t, awhy, sizeof(awhy)) < 0) {
+      conf_where(conf, "admin", "token_file", err);
+      buf_printf(err, "admin.token_file: %s\n", awhy);
+      rc = -1;
+    }
+    admin_token_wipe(&t);
+  }
   for (size_t i = 0; i < c->n_mods; i++) {
     ph_ctx *ctx = c->mods[i];
     if (!ctx->mod->check)
@@ -684,10 +717,32 @@ int core_ready(void *arg, ph_buf *why) {
   return ready;
 }
 
+/* [admin] token_file and the status page's settings, at start and at
+ * every reload. */
+static int configure_ui(ph_core *c, char *why, size_t whylen) {
+  ui_settings st = {
+      .token_file = conf_str(c->conf, "admin", "token_file"),
+      .session_ttl_ms = conf_int(c->conf, "admin", "session_ttl"),
+      .max_sessions = (int)conf_int(c->conf, "admin", "max_sessions"),
+      .status_rows = (int)conf_int(c->conf, "admin", "status_rows"),
+  };
+  return c->ui ? ui_configure(c->ui, &st, why, whylen) : 0;
+}
+
 int core_start_admin(ph_core *c, ph_buf *err) {
   const char *listen = conf_str(c->conf, "admin", "listen");
   if (!listen || !*listen)
     return 0;
+  c->ui = ui_new(c->status, c->metrics, NULL, NULL);
+  char why[CHECK_WHY_MAX];
+  if (!c->ui) {
+    buf_puts(err, "admin: out of memory\n");
+    return -1;
+  }
+  if (configure_ui(c, why, sizeof(why)) < 0) {
+    buf_printf(err, "admin.token_file: %s\n", why);
+    return -1;
+  }
   ph_admin_opts o = {
       .listen = listen,
       .max_connections = (int)conf_int(c->conf, "admin", "max_connections"),
@@ -696,6 +751,7 @@ int core_start_admin(ph_core *c, ph_buf *err) {
           (int)conf_int(c->conf, "admin", "header_timeout"),
       .max_body = (size_t)conf_int(c->conf, "admin", "max_body"),
       .routes = c->routes,
+      .ui = c->ui,
       .registry = c->metrics,
       .ready = core_ready,
       .ready_arg = c,
@@ -819,6 +875,8 @@ int core_reload(ph_core *c) {
     open_log_file(c->conf, NULL);
     if (c->m_reloads_failed)
       metrics_inc(c->m_reloads_failed, 1);
+    c->last_reload = time(NULL);
+    c->last_reload_result = "refused";
     return -1;
   }
   buf_free(&err);
@@ -839,7 +897,16 @@ int core_reload(ph_core *c) {
     }
   }
   conf_free(old);
+  char why[CHECK_WHY_MAX];
+  if (configure_ui(c, why, sizeof(why)) < 0) {
+    ph_log_field f[] = {PH_STR("reason", why)};
+    log_write(NULL, PH_LOG_ERROR,
+              "admin token not read: status page off until it is", f, 1);
+    failed = 1;
+  }
   bus_publish(c->bus, c->reload_topic, NULL, NULL);
+  c->last_reload = time(NULL);
+  c->last_reload_result = failed ? "failed" : "ok";
   if (failed) {
     if (c->m_reloads_failed)
       metrics_inc(c->m_reloads_failed, 1);
@@ -939,6 +1006,9 @@ void core_free(ph_core *c) {
     threads_join_all(c->mods[c->ordered ? c->order[k] : k]);
   if (c->admin)
     admin_stop(c->admin);
+  c->admin = NULL;
+  ui_free(c->ui);
+  c->ui = NULL;
   /* Requests no listener will answer (the mock host's): their modules
    * hear of it while they exist. */
   routes_cancel_all(c->routes);
@@ -958,6 +1028,7 @@ void core_free(ph_core *c) {
       bus_unsubscribe_all(c->bus, ctx);
     if (ctx->inited && ctx->mod->destroy)
       ctx->mod->destroy(ctx->state);
+    status_drop(c->status, ctx); /* its fill is gone */
   }
   if (c->bus)
     bus_free(c->bus);
@@ -979,5 +1050,6 @@ void core_free(ph_core *c) {
   free(c->config_path);
   free(c->config_text);
   routes_free(c->routes);
+  status_free(c->status);
   free(c);
 }

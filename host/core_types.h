@@ -11,6 +11,7 @@
 
 #include <ev.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <proxyhost/module.h>
 
@@ -22,6 +23,8 @@
 #include "metrics.h"
 #include "routes.h"
 #include "services.h"
+#include "status.h"
+#include "ui.h"
 
 /* Documented in proxyhost(8) and docs/operations.md. */
 enum ph_exit {
@@ -95,6 +98,12 @@ struct ph_core {
   ph_services *services;
   ph_admin *admin;
   ph_routes *routes; /* modules' admin routes (ABI 1.3) */
+  ph_panels *status; /* status panels (ABI 1.7), status.h */
+  ph_ui *ui;         /* /ui/ and /v1/status; with the admin listener */
+  admin_ready_fn panel_ready; /* core_ready, for the process panel */
+  time_t started_wall;       /* for uptime_s */
+  time_t last_reload;        /* 0: none yet */
+  const char *last_reload_result; /* "ok", "refused", "failed"; NULL */
   struct ph_defers *defers; /* api->defer_* (ABI 1.6), defer.c */
   ph_topic *reload_topic;
 

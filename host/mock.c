@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "debug.h"
+#include "status_json.h"
 
 /* Where the public face is in the lifecycle (the in-tree face does not
  * look at it). */
@@ -33,6 +34,7 @@ struct ph_mock {
   ph_buf reply_body;
   char reply_type[256];
   int reply_status; /* 0 while none came */
+  ph_buf status_json; /* the last ph_mock_status's document */
 };
 
 #define MOCK_ERR_LIMIT 65536
@@ -56,6 +58,7 @@ static ph_mock *mk_new(const char *ini_text, ph_buf *err) {
     return NULL;
   buf_init(&m->text, 0);
   buf_init(&m->reply_body, 0);
+  buf_init(&m->status_json, 0);
   debug_checks = 1; /* the mock host runs tests: misuse aborts (debug.h) */
   m->core = core_new();
   if (m->core)
@@ -221,6 +224,7 @@ static void mk_free(ph_mock *m) {
   core_free(m->core);
   buf_free(&m->text);
   buf_free(&m->reply_body);
+  buf_free(&m->status_json);
   free(m);
 }
 
@@ -450,6 +454,34 @@ int ph_mock_request(ph_mock *m, const char *method, const char *target,
     *reply_body = mk_reply_body(m, reply_len);
   else if (reply_len)
     mk_reply_body(m, reply_len);
+  return rc;
+}
+
+int ph_mock_status(ph_mock *m, const char *target, const char **json) {
+  if (json)
+    *json = NULL;
+  if (!m || !target)
+    return PH_EINVAL;
+  if (m->phase != MOCK_STARTED)
+    return PH_ESTATE;
+  const char *q = strchr(target, '?');
+  size_t plen = q ? (size_t)(q - target) : strlen(target);
+  if (plen < 10 || memcmp(target, "/v1/status", 10) != 0 ||
+      (plen > 10 && target[10] != '/'))
+    return PH_EINVAL;
+  status_query sq;
+  char store[512];
+  uint32_t rows = (uint32_t)conf_int(m->core->conf, "admin", "status_rows");
+  int rc = status_parse(target + 10, plen - 10, q ? q + 1 : NULL,
+                        q ? strlen(q + 1) : 0, rows, &sq, store,
+                        sizeof(store));
+  buf_reset(&m->status_json);
+  if (rc == 0)
+    rc = status_json(m->core->status, &sq, &m->status_json);
+  if (rc == 503 && m->status_json.overflow)
+    return PH_ENOMEM;
+  if (rc == 200 && json)
+    *json = m->status_json.data;
   return rc;
 }
 

@@ -118,6 +118,16 @@ int routes_add(ph_routes *r, ph_ctx *ctx, const char *owner,
                max_in_flight, PH_ROUTE_MAX_IN_FLIGHT);
     return PH_EINVAL;
   }
+  /* The host's own: GET /v1/status and under it (ui.h). */
+  static const route host_status = {.prefix = "/v1/status", .len = 10,
+                                    .owner = "proxyhost"};
+  route mine = {.len = n};
+  memcpy(mine.prefix, prefix, n + 1);
+  if (serves(&host_status, prefix, n) || serves(&mine, "/v1/status", 10)) {
+    buf_printf(err, "route %s of module %s overlaps /v1/status, which the "
+               "host serves", prefix, owner);
+    return PH_EEXIST;
+  }
   for (size_t i = 0; i < r->n; i++) {
     route *o = &r->routes[i];
     route probe = {.len = n};

@@ -4,8 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#include <openssl/crypto.h>
+#include <string.h>
 
 #include "admin_http.h"
 #include "frontend/provider_check.h"
@@ -17,7 +16,7 @@ int admin_token_conf_check(ph_ctx *ctx, const ph_api *a, const char **key,
     *key = "token_file";
     return PH_EINVAL;
   }
-  OPENSSL_cleanse(&t, sizeof(t));
+  admin_token_wipe(&t);
   return PH_OK;
 }
 
@@ -27,11 +26,12 @@ int admin_token_conf_load(ph_ctx *ctx, const ph_api *a, admin_token *t,
   admin_token n;
   if (admin_token_load(a->conf_str(ctx, "token_file"), &n, why, sizeof(why)) <
       0) {
+    admin_token_wipe(&n);
     PH_LOG(a, ctx, PH_LOG_ERROR, msg, PH_STR("reason", why));
     return PH_EINVAL;
   }
   *t = n;
-  OPENSSL_cleanse(&n, sizeof(n));
+  admin_token_wipe(&n);
   return PH_OK;
 }
 
@@ -84,7 +84,7 @@ int admin_mod_reload(admin_mod *m) {
 }
 
 void admin_mod_free(admin_mod *m, size_t size) {
-  OPENSSL_cleanse(m, size);
+  explicit_bzero(m, size);
   free(m);
 }
 

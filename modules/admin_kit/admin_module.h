@@ -13,7 +13,7 @@
 #include <proxyhost/module.h>
 
 #include "admin_http.h"
-#include "admin_token.h"
+#include "lib/admin_token.h"
 #include "lib/ilist.h"
 
 /* The check's part: reads token_file (PH_OK), or sets *key to

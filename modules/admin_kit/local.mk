@@ -1,15 +1,13 @@
 # modules/admin_kit: what the admin listener's JSON modules share
 # (admin_api, pool_api; issue 25 item 6): the admin token file and its
-# check (admin_token.c), the route table match, the {"error": ...} and
+# check (modules/lib/admin_token.c, shared with the host), the route table match, the {"error": ...} and
 # {"routes": [...]} bodies and the JSON content type (admin_http.c), the
 # token_file key's check, load and reload and the answers through the
 # host (admin_module.c). A
 # static convenience library built position-independent, linked into
 # each module (not copied).
 
-ADMIN_KIT_SOURCES = %D%/admin_token.c \
-	%D%/admin_token.h \
-	%D%/admin_http.c %D%/admin_http.h \
+ADMIN_KIT_SOURCES = %D%/admin_http.c %D%/admin_http.h \
 	%D%/admin_module.c %D%/admin_module.h
 ADMIN_KIT_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 ADMIN_KIT_LIBADD = %D%/libphadminkit.la \

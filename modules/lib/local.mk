@@ -11,6 +11,7 @@
 noinst_LTLIBRARIES += %D%/libphlib.la
 modules_lib_libphlib_la_SOURCES = \
 	%D%/access_req.c %D%/access_req.h \
+	%D%/admin_token.c %D%/admin_token.h \
 	%D%/b64.c %D%/b64.h \
 	%D%/backoff.c %D%/backoff.h \
 	%D%/bw.c %D%/bw.h \

@@ -7,6 +7,7 @@
  * admin route (ABI 1.3: route, route_delay) that echoes what it got, and
  * metrics that report what happened. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,35 @@ static const ph_conf_key probe_keys[] = {
                 "answer route requests after this long (0: at once)", NULL),
     PH_CONF_KEY("thread_ignore_stop", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
      "threads do not return when stopped (the host's drain deadline)", NULL),
+    PH_CONF_KEY("panel_text", PH_CONF_STRING, "", 0, 512, 0, NULL,
+                "with panel_rows > 0 or not empty: a status panel (ABI 1.7) "
+                "\"probe\" showing this text as its field \"text\"",
+                NULL),
+    PH_CONF_KEY("panel_rows", PH_CONF_INT, "0", 0, 100000, 0, NULL,
+                "rows of the panel's table \"items\" (name item-NNNNN, "
+                "n numeric)",
+                NULL),
     PH_CONF_END};
+
+/* The status panel (ABI 1.7): what the config says, read at each fill. */
+static void panel_fill(void *arg, ph_panel *pn) {
+  probe *p = arg;
+  const char *text = api->conf_str(p->ctx, "panel_text");
+  int64_t rows = api->conf_int(p->ctx, "panel_rows");
+  api->status_field(pn, "text", text);
+  api->status_field_int(pn, "rows", rows);
+  static const char *const cols[] = {"name", "n", "note"};
+  if (api->status_table(pn, "items", cols, 3, PH_STATUS_COL_NUM(1)) != PH_OK)
+    return;
+  for (int64_t i = 0; i < rows; i++) {
+    char name[32], n[24];
+    snprintf(name, sizeof(name), "item-%05lld", (long long)i);
+    snprintf(n, sizeof(n), "%lld", (long long)i);
+    const char *cells[] = {name, n, text};
+    if (api->status_row(pn, cells, 3) == PH_ELIMIT)
+      break;
+  }
+}
 
 /* The rule for "word", shared by check and init. */
 static int word_valid(const char *w, char *why, size_t whylen) {
@@ -243,6 +272,12 @@ static int probe_init(ph_ctx *ctx, const ph_api *a, void **state) {
                             PROBE_ROUTE_PENDING) != PH_OK)
       return PH_EEXIST;
   }
+  const char *ptext = api->conf_str(ctx, "panel_text");
+  if (((ptext && *ptext) || api->conf_int(ctx, "panel_rows") > 0) &&
+      (api->size <= offsetof(ph_api, status_row) ||
+       api->status_register(ctx, "probe", "Probe <panel>", panel_fill, p) !=
+           PH_OK))
+    return PH_EINVAL;
   if (!api->conf_int(ctx, "ready"))
     api->set_ready(ctx, 0);
   if (api->conf_int(ctx, "fail_init"))

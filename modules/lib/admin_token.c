@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* See admin_token.h. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC */
+#define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC, explicit_bzero */
 #endif
 #include "admin_token.h"
 
@@ -13,18 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
-static int digest(const char *s, size_t n, unsigned char out[32]) {
-  unsigned int len = 0;
-  return EVP_Digest(s, n, out, &len, EVP_sha256(), NULL) == 1 && len == 32
-             ? 0
-             : -1;
+void admin_token_wipe(admin_token *t) {
+  if (t)
+    explicit_bzero(t, sizeof(*t));
 }
 
 int admin_token_load(const char *path, admin_token *t, char *why,
                      size_t whylen) {
+  admin_token_wipe(t);
   if (!path || !*path) {
     snprintf(why, whylen, "token_file is required");
     return -1;
@@ -62,7 +58,7 @@ int admin_token_load(const char *path, admin_token *t, char *why,
   for (size_t i = 0; ok && i < len; i++)
     ok = buf[i] > 0x20 && buf[i] < 0x7f;
   if (!ok) {
-    OPENSSL_cleanse(buf, sizeof(buf));
+    explicit_bzero(buf, sizeof(buf));
     snprintf(why, whylen,
              "token_file %s: must hold one token of %d to %d printable "
              "characters without spaces (proxyhostctl admin-token new "
@@ -70,24 +66,28 @@ int admin_token_load(const char *path, admin_token *t, char *why,
              path, ADMIN_TOKEN_MIN, ADMIN_TOKEN_MAX);
     return -1;
   }
-  int rc = digest(buf, len, t->digest);
-  OPENSSL_cleanse(buf, sizeof(buf));
-  if (rc < 0)
-    snprintf(why, whylen, "token_file %s: cannot hash it", path);
-  return rc;
+  memcpy(t->tok, buf, len);
+  t->len = len;
+  explicit_bzero(buf, sizeof(buf));
+  return 0;
+}
+
+int admin_token_equal(const admin_token *t, const char *s, size_t n) {
+  if (!t || !s || t->len == 0 || n > ADMIN_TOKEN_MAX)
+    return 0;
+  /* Every byte of the token's buffer is looked at whatever n is; the
+   * candidate is read within its n bytes only. */
+  unsigned diff = (unsigned)(t->len ^ n);
+  for (size_t i = 0; i < ADMIN_TOKEN_MAX; i++) {
+    unsigned char c = i < n ? (unsigned char)s[i] : 0;
+    diff |= (unsigned)(t->tok[i] ^ c);
+  }
+  return diff == 0;
 }
 
 int admin_token_check(const admin_token *t, const char *authorization) {
   if (!t || !authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
     return 0;
   const char *tok = authorization + 7;
-  size_t n = strlen(tok);
-  if (n == 0 || n > ADMIN_TOKEN_MAX)
-    return 0;
-  unsigned char d[32];
-  if (digest(tok, n, d) < 0)
-    return 0;
-  int same = CRYPTO_memcmp(d, t->digest, sizeof(d)) == 0;
-  OPENSSL_cleanse(d, sizeof(d));
-  return same;
+  return admin_token_equal(t, tok, strnlen(tok, ADMIN_TOKEN_MAX + 1));
 }
