@@ -8,10 +8,7 @@
 # Against a real proxyhost (fakeaz, admin_api) with [admin] token_file
 # set: status prints the version and the modules, --json is the JSON
 # received, status proxyhost/process, an unknown instance exits 1 with one
-# line, no token file exits 2, a wrong token 1 (401). A real proxyhost
-# whose host has no /v1/status yet (it lands from another branch) is
-# played by t/lib/status_fake.py for those checks, said in a skip line;
-# once the host serves it, the real one is used. A real proxyhost with no
+# line, no token file exits 2, a wrong token 1 (401). A real proxyhost with no
 # [admin] token_file: the error says how to turn the page on. agent list:
 # against the real proxyhost without tunnel_server, online is "unknown"
 # (never "no"); against status_fake.py (admin_api's agents and a
@@ -39,15 +36,9 @@ start_fake() {
 # ---- a real proxyhost with the admin token ---------------------------------
 port=$(free_port)
 admin_api_conf "$T/on.ini" "$port" "token_file = $T/admin.token"
-if "$PROXYHOST" -c "$T/on.ini" --check-config >"$T/check.log" 2>&1; then
-  start_proxyhost "$T/on.ini"
-  wait_for healthy "$port"; ok $? "proxyhost with [admin] token_file starts"
-  status_addr="127.0.0.1:$port"
-else
-  skip "this host has no [admin] token_file yet (the host's /v1/status lands from status-host): status_fake.py plays it"
-  start_fake host; ok $? "status_fake.py plays the host's /v1/status"
-  status_addr="127.0.0.1:$fake_port"
-fi
+start_proxyhost "$T/on.ini"
+wait_for healthy "$port"; ok $? "proxyhost with [admin] token_file starts"
+status_addr="127.0.0.1:$port"
 ctl() { "$CTL" --admin "$status_addr" --token-file "$T/admin.token" "$@"; }
 
 out=$(ctl status 2>"$T/err"); rc=$?

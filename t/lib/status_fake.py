@@ -4,8 +4,8 @@
 /work/prompts/status-spec.md (issue 28) describes it, with a
 tunnel_server's agents panel, and admin_api's GET /v1/agents: what
 proxyhostctl status and agent list read (t/integration/ctl_status.sh).
-The real host's /v1/status replaces it in that test once it is there; the
-tunnel_server's panel is played here until that module fills one.
+The host's own part runs against a real proxyhost there; this plays a
+tunnel_server's agents panel until that module fills one.
 
 status_fake.py --port-file F --token-file F [--version V] [--rows N]
     [--mode ok|off|error] [--log F] [--lifetime S]
