@@ -138,7 +138,8 @@ struct checker {
   ph_series *m_checks[3][4], *m_reasons[3][CHK_R_COUNT], *m_seconds[3];
   ph_series *m_running, *m_state[N_STATE], *m_rpc[RPC_COUNT][N_STATUS];
   ph_series *m_refused[N_REFUSE], *m_dropped, *m_echo_up, *m_reconnects,
-      *m_queue, *m_task_msgs;
+      *m_queue, *m_task_msgs, *m_max_running, *m_report_seconds;
+  int64_t rep_started_ms; /* the ReportObservations call in flight began */
 };
 
 static const ph_api *api;
@@ -170,6 +171,11 @@ static const ph_metric_table chk_metrics[] = {
     PH_METRIC("proxyhost_checker_running", PH_METRIC_GAUGE,
               "checks running now (at most max_concurrency)",
               PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, checker, m_running),
+    PH_METRIC("proxyhost_checker_max_concurrency", PH_METRIC_GAUGE,
+              "checks that may run at once (max_concurrency): the bound of "
+              "proxyhost_checker_running",
+              PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, checker,
+              m_max_running),
     PH_METRIC("proxyhost_checker_session_state", PH_METRIC_GAUGE,
               "1 for the session's current state",
               PH_METRIC_LABELS(state_label), PH_METRIC_NO_BUCKETS, checker,
@@ -200,6 +206,10 @@ static const ph_metric_table chk_metrics[] = {
               "up to task_batch.max",
               PH_METRIC_NO_LABELS, PH_METRIC_NO_BUCKETS, checker,
               m_task_msgs),
+    PH_METRIC("proxyhost_checker_report_seconds", PH_METRIC_HISTOGRAM,
+              "ReportObservations calls, from the call to its status",
+              PH_METRIC_NO_LABELS, PH_METRIC_BUCKETS(secs), checker,
+              m_report_seconds),
     PH_METRIC("proxyhost_checker_reconnects_total", PH_METRIC_COUNTER,
               "sessions started after the first", PH_METRIC_NO_LABELS,
               PH_METRIC_NO_BUCKETS, checker, m_reconnects),
@@ -720,6 +730,8 @@ static void report_done(void *arg, cp_grpc_ccall *call, int status,
     return;
   m->c_rep = NULL;
   count_rpc(m, RPC_REPORT, status);
+  api->observe(m->m_report_seconds,
+               (double)(api->now_ms(m->ctx) - m->rep_started_ms) / 1000.0);
   or_status_class k = or_status_classify(status);
   if (k == OR_DONE && !m->rep.packed.data) {
     m->rep_attempt = 0;
@@ -760,6 +772,7 @@ static void send_reports(checker *m) {
     return;
   }
   cp_grpc_ccall_cbs cbs = {report_message, report_sent, report_done};
+  m->rep_started_ms = api->now_ms(m->ctx);
   m->c_rep = cp_grpc_ccall_start(m->ch, SVC "ReportObservations",
                                  CP_RPC_CLIENT_STREAM, m->conf.rpc_timeout_ms,
                                  NULL, 0, &cbs, m);
@@ -980,6 +993,7 @@ static int chk_init(ph_ctx *ctx, const ph_api *a, void **state) {
   memcpy(m->echo_url, m->conf.echo_url, sizeof(m->echo_url));
   m->echo_up = -1;
   api->gauge_set(m->m_echo_up, -1);
+  api->gauge_set(m->m_max_running, (double)m->conf.max_concurrency);
   return PH_OK;
 }
 

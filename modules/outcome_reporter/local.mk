@@ -17,9 +17,10 @@ modules_outcome_reporter_outcome_reporter_la_CPPFLAGS = $(OR_CPPFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LIBADD = $(CP_VIEW_LDADD)
 dist_samples_DATA += %D%/outcome_reporter.ini.sample
-# The generated headers must exist before these compile.
-%D%/outcome_reporter_la-outcome_reporter.lo: \
-	$(CP_GEN)/proto.stamp
+# The generated headers must exist before these compile. (Named through the
+# _OBJECTS variable: a rule whose target is one object automake generates
+# makes automake drop its own compile rule for it.)
+$(modules_outcome_reporter_outcome_reporter_la_OBJECTS): $(CP_GEN)/proto.stamp
 
 # The status classes (CP-5-16, CP-5-17); the module through the mock
 # host with a fake cp.session (CP-2-4, CP-5-1, CP-5-7..10, CP-5-15..18).

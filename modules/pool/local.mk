@@ -24,8 +24,10 @@ modules_pool_pool_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_pool_la_LIBADD = modules/upstream/libphupstream.la \
 	$(CP_VIEW_LDADD)
 dist_samples_DATA += %D%/pool.ini.sample
-# cp_view.h includes the generated protobuf-c header.
-%D%/pool_la-pool_gen.lo: $(CP_GEN)/proto.stamp
+# cp_view.h includes the generated protobuf-c header. (Named through the
+# _OBJECTS variable: a rule whose target is one object automake generates
+# makes automake drop its own compile rule for it.)
+$(modules_pool_pool_la_OBJECTS): $(CP_GEN)/proto.stamp
 endif
 
 # End to end (issue 13): controller + Redis + PostgreSQL + two gateways +

@@ -90,14 +90,8 @@ ok $r "the echo, a target and eight upstreams listen"
 # ---- the controller ----------------------------------------------------------------
 controller_up "$PW_OK"
 (umask 077 && printf 'alice:%s\n' "$PW_BAD" >"$T/secrets/upstream-b")
-start_proxyhost "$T/ctl.ini" --set controlplane_server.check_interval=1s \
-  --set controlplane_server.fast_interval=300ms \
+health_controller_start "$E" "$FILE_SERVER_PORT" \
   --set controlplane_server.task_deadline=3s \
-  --set "controlplane_server.echo_url=http://127.0.0.1:$E/echo" \
-  --set "controlplane_server.target_probes=g=127.0.0.1:$FILE_SERVER_PORT" \
-  --set controlplane_server.target_host_interval=0s \
-  --set controlplane_server.health_sync_interval=200ms \
-  --set pool_api.authority=redis_ownership \
   --set pool_api.credentials=controlplane_server
 ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
 wait_long ready "$admin"; ok $? "the controller is ready"
@@ -119,17 +113,8 @@ ok $? "proxyhostctl: two credentials, a route and the eight proxies"
 # ---- the gateway and two checkers ----------------------------------------------------
 g_a=$(free_port) g_h=$(free_port)
 gateway_up g1 "$g_a" "$g_h"
-checker() { # NAME: a checker process (admin port in ca_NAME, pid in ck_NAME)
-  _a=$(free_port)
-  printf '[proxyhost]\nmodules = checker\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nbatch.flush = 100ms\nbackoff.min = 200ms\nbackoff.max = 1s\nmax_concurrency = 16\n' \
-    "$MODS" "$_a" >"$T/$1.ini"
-  "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
-    -checker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
-  PIDS="$PIDS $!"
-  eval "ca_$1=$_a ck_$1=$!"
-}
-checker k1
-checker k2
+checker_up k1
+checker_up k2
 km() { metric "$(http_get "http://127.0.0.1:$1/metrics")" "$2"; }
 sm() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" "$1"; }
 gm() { metric "$(http_get "http://127.0.0.1:$g_a/metrics")" "$1"; }
@@ -304,22 +289,6 @@ done
 ok $r "CP-6-4 CP-6-7 with the echo down no proxy is UNHEALTHY at EGRESS: the live ones stay AVAILABLE"
 is "$(sm 'proxyhost_cp_controller_health_transitions_total{to="unhealthy"}')" "$avail_now" \
   "CP-6-7 ... and none became UNHEALTHY"
-
-# ---- the pool's Grafana dashboard against these live scrapes -------------------------------
-# deploy/grafana/dashboards/pool.json (installed in grafanadir beside
-# tunnelmesh.json): every name of every panel in /metrics of the
-# controller, the checker k2 and the gateway, and (--moved: after the
-# checks, the kill, the requests) every selector on a series that moved.
-for s in "$admin" "$ca_k2" "$g_a"; do
-  http_get "http://127.0.0.1:$s/metrics" | sed 1d >"$T/scrape-$s.txt"
-done
-"$PY" "$top_srcdir/t/lib/dashboard_check.py" --moved \
-  "$top_srcdir/deploy/grafana/dashboards/pool.json" \
-  "$T/scrape-$admin.txt" "$T/scrape-$ca_k2.txt" "$T/scrape-$g_a.txt" >"$T/dash.out" 2>&1
-ok $? "the pool dashboard: every panel's metrics in the live /metrics, every selector moved"
-sed 's/^/# /' "$T/dash.out" | grep -v '^# checked'
-like "$(cat "$T/dash.out")" "checked proxyhost_cp_gateway_view_accepted_timestamp_seconds" \
-  "... its snapshot age per gateway among them"
 
 # ---- no password anywhere -------------------------------------------------------------------
 redis_dump "$T/redis" >"$T/redis.dump" 2>&1

@@ -11,6 +11,11 @@
 #                                 # on fresh ports ($admin, $cpp) in $T/ctl.ini,
 #                                 # secrets_dir/upstream-a = alice:PASSWORD
 #                                 # (3 TAP lines; start it with start_proxyhost)
+#   health_controller_start ECHO TARGET [ARGS...]  # start_proxyhost
+#                                 # $T/ctl.ini with the health loop's fast
+#                                 # timers (checks every second), the echo
+#                                 # on port ECHO, group g's target probe on
+#                                 # TARGET, pool_api's authority, then ARGS
 #   controller_mtls_ini IN OUT CP # OUT: IN on gRPC port CP with tls.mode
 #                                 # mtls (cp_grpc_certs.sh's files in $T,
 #                                 # trust domain example.org, env prod)
@@ -19,8 +24,13 @@
 #                                 # lines as TAP ($T/py-NAME.out)
 #   gateway_up NAME ADMIN HTTP    # a gateway (controlplane_client to $cpp,
 #                                 # outcome_reporter, pool round robin,
-#                                 # http_proxy on HTTP, admin on ADMIN):
-#                                 # $T/NAME.ini, $T/NAME.log, worker NAME
+#                                 # http_proxy on HTTP, admin on ADMIN, and
+#                                 # the modules in $GW_MODULES):
+#                                 # $T/NAME.ini, $T/NAME.log, worker NAME,
+#                                 # its pid in $LAST
+#   checker_up NAME [MODULES]     # a checker (to $cpp, max_concurrency 16)
+#                                 # with MODULES beside it: its admin port
+#                                 # in ca_NAME, its pid in ck_NAME
 #   gw_health ADMIN ID            # proxy ID's health in the view of the
 #                                 # gateway on ADMIN ("" when it is absent)
 #   plain_up NAME MODULE PORT     # a proxyhost running MODULE (http_proxy
@@ -93,6 +103,18 @@ controller_up() {
   (umask 077 && printf 'alice:%s\n' "$1" >"$T/secrets/upstream-a")
 }
 
+health_controller_start() {
+  _echo=$1 _target=$2
+  shift 2
+  start_proxyhost "$T/ctl.ini" --set controlplane_server.check_interval=1s \
+    --set controlplane_server.fast_interval=300ms \
+    --set "controlplane_server.echo_url=http://127.0.0.1:$_echo/echo" \
+    --set "controlplane_server.target_probes=g=127.0.0.1:$_target" \
+    --set controlplane_server.target_host_interval=0s \
+    --set controlplane_server.health_sync_interval=200ms \
+    --set pool_api.authority=redis_ownership "$@"
+}
+
 controller_mtls_ini() {
   sed -e "s/^listen = 127.0.0.1:$cpp\$/listen = 127.0.0.1:$3/" \
     -e '/^tls.mode = disabled/d' "$1" >"$2"
@@ -120,7 +142,7 @@ run_py() {
 gateway_up() {
   cat >"$T/$1.ini" <<EOC
 [proxyhost]
-modules = controlplane_client, outcome_reporter, direct, round_robin, pool, http_proxy
+modules = controlplane_client, outcome_reporter, direct, round_robin, pool, http_proxy${GW_MODULES:+, $GW_MODULES}
 module_path = $top_builddir/modules
 [admin]
 listen = 127.0.0.1:$2
@@ -139,7 +161,18 @@ connector = pool
 EOC
   "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
     -worker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
+  LAST=$!
   PIDS="$PIDS $!"
+}
+
+checker_up() {
+  _a=$(free_port)
+  printf '[proxyhost]\nmodules = checker%s\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\n[checker]\ntls.mode = disabled\nbatch.flush = 100ms\nbackoff.min = 200ms\nbackoff.max = 1s\nmax_concurrency = 16\n' \
+    "${2:+, $2}" "$top_builddir/modules" "$_a" >"$T/$1.ini"
+  "$PROXYHOST" -c "$T/$1.ini" -control-plane "127.0.0.1:$cpp" -cluster-id c1 \
+    -checker-id "$1" -instance-id "$1-a" -zone z1 >>"$T/$1.log" 2>&1 &
+  PIDS="$PIDS $!"
+  eval "ca_$1=$_a ck_$1=$!"
 }
 
 plain_up() {

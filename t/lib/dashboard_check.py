@@ -3,7 +3,7 @@
 """Checks a Grafana dashboard against a live /metrics scrape.
 
 dashboard_check.py [--absent-ok REGEX] [--moved [--zero-ok REGEX]]
-                   [--panels REGEX | --skip-panels REGEX]
+                   [--panels REGEX | --skip-panels REGEX] [--vars A,B]
                    DASHBOARD.json METRICS.txt [METRICS.txt...]
 
 The dashboard must be a Grafana JSON model (schemaVersion, unique panel
@@ -22,7 +22,10 @@ only one whose name is missing; --zero-ok REGEX: names it matches are
 exempt (say why where it is given). --panels REGEX: only the panels whose
 title it matches are checked against the scrapes (the relay's panels
 need two servers); --skip-panels REGEX: those are not (the model is
-checked whole either way).
+checked whole either way). --vars job,instance: each is a query
+variable `label_values(METRIC..., NAME)` whose METRIC is in the scrapes
+(moved too, with --moved), and every selector of every panel filters on
+each (NAME=~"$NAME"), so no panel mixes roles or instances.
 Prints each name it checked and each problem; exits 1 on a problem."""
 import json
 import re
@@ -206,6 +209,50 @@ def check_model(d, problems):
                 break
 
 
+LABEL_VALUES = re.compile(r"^\s*label_values\(\s*(.+?)\s*,\s*"
+                          r"([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.S)
+
+
+def var_query(d, name):
+    """The (selector expression, label) of query variable NAME, or None."""
+    for v in d.get("templating", {}).get("list", []):
+        if v.get("name") == name and v.get("type") == "query":
+            q = v.get("query")
+            if isinstance(q, dict):
+                q = q.get("query", "")
+            m = LABEL_VALUES.match(q or "")
+            return (m.group(1), m.group(2)) if m else None
+    return None
+
+
+def check_vars(d, names, samples, types, values, problems, chosen):
+    """--vars: each variable a label_values query on a metric the scrapes
+    have, and every selector of every chosen panel filtering on it."""
+    for name in names:
+        q = var_query(d, name)
+        if not q or q[1] != name:
+            problems.append("variable %s: no query label_values(METRIC, %s)"
+                            % (name, name))
+            continue
+        sels = selectors(q[0])
+        if len(sels) != 1:
+            problems.append("variable %s: not one metric in %r" % (name, q[0]))
+            continue
+        check_name(sels[0][0], samples, types, problems, "variable " + name)
+        if values is not None and not moved(sels[0][0], sels[0][1], values)[1]:
+            problems.append("variable %s: %s never moved from zero"
+                            % (name, sels[0][0]))
+    for p in filter(chosen, panels_of(d.get("panels", []))):
+        for t in p.get("targets", []):
+            for sel, matchers in selectors(t.get("expr", "")):
+                for name in names:
+                    if not any(lab == name and op in ("=", "=~") and
+                               val == "$" + name for lab, op, val in matchers):
+                        problems.append("panel %r: %s does not filter on "
+                                        "%s=~\"$%s\"" % (p.get("title"), sel,
+                                                          name, name))
+
+
 def check_name(name, samples, types, problems, where, absent_ok=None):
     base_of = re.sub(r"_(bucket|sum|count)$", "", name)
     if absent_ok and absent_ok.search(name) and name not in samples \
@@ -228,7 +275,7 @@ def check_name(name, samples, types, problems, where, absent_ok=None):
 
 def main(argv):
     absent_ok, zero_ok, values = None, None, None
-    only, skip = None, None
+    only, skip, var_names = None, None, []
     while len(argv) > 1 and argv[1].startswith("--"):
         if argv[1] == "--moved":
             values = []
@@ -238,6 +285,9 @@ def main(argv):
                 only = re.compile(argv[2])
             else:
                 skip = re.compile(argv[2])
+            argv = argv[:1] + argv[3:]
+        elif argv[1] == "--vars" and len(argv) > 2:
+            var_names = [n for n in argv[2].split(",") if n]
             argv = argv[:1] + argv[3:]
         elif argv[1] in ("--absent-ok", "--zero-ok") and len(argv) > 2:
             if argv[1] == "--absent-ok":
@@ -250,7 +300,7 @@ def main(argv):
     if len(argv) < 3:
         print("usage: dashboard_check.py [--absent-ok REGEX] [--moved "
               "[--zero-ok REGEX]] [--panels REGEX | --skip-panels REGEX] "
-              "DASHBOARD.json METRICS.txt [METRICS.txt...]")
+              "[--vars A,B] DASHBOARD.json METRICS.txt [METRICS.txt...]")
         return 2
     with open(argv[1], encoding="utf-8") as f:
         d = json.load(f)
@@ -264,6 +314,8 @@ def main(argv):
             not (skip and skip.search(title))
     if values is not None:
         check_moved(d, values, zero_ok, problems, chosen)
+    if var_names:
+        check_vars(d, var_names, samples, types, values, problems, chosen)
     for p in filter(chosen, panels_of(d.get("panels", []))):
         for t in p.get("targets", []):
             expr = t.get("expr", "")

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* hello: the smallest useful proxyhost module, built out of tree against
  * the installed SDK (see Makefile). It declares one configuration key,
- * registers a counter, subscribes to the host's reload notifications, and
- * greets on start and on every reload. */
+ * registers a counter, subscribes to the host's reload notifications,
+ * greets on start and on every reload, and shows its greeting on the
+ * status page (ABI 1.7: a panel with one field). */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include <proxyhost/module.h>
@@ -32,6 +34,13 @@ static void on_reload(const ph_topic *t, const void *payload, void *arg) {
   greet(arg);
 }
 
+/* The status panel: the host calls it for each page or /v1/status read
+ * that shows it, and renders (and escapes) what it writes. */
+static void fill_panel(void *arg, ph_panel *p) {
+  hello *h = arg;
+  api->status_field(p, "greeting", api->conf_str(h->ctx, "greeting"));
+}
+
 static int hello_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;
   hello *h = calloc(1, sizeof(*h));
@@ -47,6 +56,10 @@ static int hello_init(ph_ctx *ctx, const ph_api *a, void **state) {
   h->greetings = api->series(m, NULL);
   ph_topic *reload = api->topic(ctx, "host.reload", "ph.reload/1");
   if (!reload || api->subscribe(ctx, reload, on_reload, h) <= 0)
+    return PH_EINVAL;
+  /* Status panels came with ABI 1.7: an older host has none. */
+  if (api->size > offsetof(ph_api, status_row) &&
+      api->status_register(ctx, "hello", "Hello", fill_panel, h) != PH_OK)
     return PH_EINVAL;
   return PH_OK;
 }

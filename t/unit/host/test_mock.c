@@ -151,17 +151,31 @@ static void test_minor1_module(void) {
              offsetof(ph_api, defer_post) + sizeof(void *) &&
          offsetof(ph_api, defer_free) ==
              offsetof(ph_api, defer_cancel) + sizeof(void *) &&
-         sizeof(ph_api) == offsetof(ph_api, defer_free) + sizeof(void *) &&
          ph_host_api.defer_new && ph_host_api.defer_post &&
          ph_host_api.defer_cancel && ph_host_api.defer_free,
-     "1.6 appends defer_new, defer_post, defer_cancel, defer_free last, "
-     "set");
+     "1.6 appends defer_new, defer_post, defer_cancel, defer_free, set");
+  ok(offsetof(ph_api, status_register) ==
+             offsetof(ph_api, defer_free) + sizeof(void *) &&
+         offsetof(ph_api, status_field) ==
+             offsetof(ph_api, status_register) + sizeof(void *) &&
+         offsetof(ph_api, status_field_int) ==
+             offsetof(ph_api, status_field) + sizeof(void *) &&
+         offsetof(ph_api, status_table) ==
+             offsetof(ph_api, status_field_int) + sizeof(void *) &&
+         offsetof(ph_api, status_row) ==
+             offsetof(ph_api, status_table) + sizeof(void *) &&
+         sizeof(ph_api) == offsetof(ph_api, status_row) + sizeof(void *) &&
+         ph_host_api.status_register && ph_host_api.status_field &&
+         ph_host_api.status_field_int && ph_host_api.status_table &&
+         ph_host_api.status_row,
+     "1.7 appends status_register, status_field, status_field_int, "
+     "status_table, status_row last, set");
   is_int(ph_host_api.abi_minor, PH_ABI_MINOR,
          "the host's table says the headers' minor");
   /* 1.4 (issue 12): ph_conf_key.flag, pool_view.h, pool_store.h and two
    * ph_api slots, conf_peer_int and conf_peer_str; 1.5: drain_cut; 1.6:
-   * the defer_* calls. */
-  is_int(PH_ABI_MINOR, 6, "the headers are 1.6");
+   * the defer_* calls; 1.7: the status_* calls. */
+  is_int(PH_ABI_MINOR, 7, "the headers are 1.7");
   ph_mock *m = started("[proxyhost]\nmodules = " PH_TEST_MODDIR "/minor1.so\n");
   ok(m != NULL, "a module declaring ABI 1.1 loads, checks, inits, starts");
   if (!m)
