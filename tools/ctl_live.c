@@ -1,116 +1,94 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* See ctl_live.h. The status JSON (docs/operations.md "Seeing what
- * runs"): {"instances": [{"panels": [{"tables": [{"name", "columns",
- * "rows"}]}]}]}; the columns are found by name, so a column added later
- * changes nothing here. */
+/* See ctl_live.h. */
 #include "ctl_live.h"
 
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_print.h"
 #include "lib/json.h"
 
-#define LIVE_TOKENS 4096 /* one panel with one row: a few hundred */
-#define CELL_MAX 512
-
-int ctl_live_path(const char *id, char *out, size_t cap) {
-  int n = snprintf(out, cap,
-                   "/v1/status/controlplane_server/proxies/proxies?key=%s",
-                   id);
-  return n < 0 || (size_t)n >= cap ? -1 : 0;
+/* The first table of the answer's first panel of its first instance (the
+ * host answers /v1/status/I/P/T with that panel holding that table only),
+ * or -1. */
+static long first_table(const json_doc *d) {
+  long v = json_type_of(d, 0) == JSON_OBJECT ? json_get(d, 0, "instances")
+                                             : -1;
+  static const char *const path[] = {"panels", "tables"};
+  for (int step = 0; step < 3; step++) {
+    if (v < 0 || json_type_of(d, (size_t)v) != JSON_ARRAY ||
+        d->toks[v].size == 0 || json_type_of(d, (size_t)v + 1) != JSON_OBJECT)
+      return -1;
+    v = step < 2 ? json_get(d, (size_t)v + 1, path[step]) : v + 1;
+  }
+  return v;
 }
 
-/* Element k of array a, or -1. */
-static long at(const json_doc *d, long a, uint32_t k) {
-  if (a < 0 || json_type_of(d, (size_t)a) != JSON_ARRAY ||
-      k >= d->toks[a].size)
+/* The index of column name in the table's columns, or -1. */
+static long column(const json_doc *d, size_t t, const char *name) {
+  long cols = json_get(d, t, "columns");
+  if (cols < 0 || json_type_of(d, (size_t)cols) != JSON_ARRAY)
     return -1;
-  size_t i = (size_t)a + 1;
-  for (uint32_t j = 0; j < k; j++)
-    i = d->toks[i].next;
-  return (long)i;
-}
-
-static long get(const json_doc *d, long obj, const char *key) {
-  return obj < 0 ? -1 : json_get(d, (size_t)obj, key);
-}
-
-/* Cell v as text: a string, a number, "" for null or anything else. */
-static void cell(const json_doc *d, long v, char *out, size_t cap) {
-  out[0] = '\0';
-  int t = v < 0 ? 0 : json_type_of(d, (size_t)v);
-  if (t == JSON_STRING) {
-    if (json_str(d, (size_t)v, out, cap) < 0)
-      snprintf(out, cap, "?");
-  } else if (t == JSON_NUMBER) {
-    int64_t x;
-    if (json_int(d, (size_t)v, &x) == 0)
-      snprintf(out, cap, "%lld", (long long)x);
-  }
-}
-
-/* The "proxies" table of the first panel of the first instance. */
-static long table_of(const json_doc *d) {
-  long panels = get(d, at(d, get(d, 0, "instances"), 0), "panels");
-  long tables = get(d, at(d, panels, 0), "tables");
-  for (uint32_t k = 0; tables >= 0 && k < d->toks[tables].size; k++) {
-    long t = at(d, tables, k);
-    long name = get(d, t, "name");
-    if (name >= 0 && json_str_eq(d, (size_t)name, "proxies"))
-      return t;
-  }
+  size_t k = (size_t)cols + 1;
+  for (uint32_t i = 0; i < d->toks[cols].size; i++, k = d->toks[k].next)
+    if (json_str_eq(d, k, name))
+      return (long)i;
   return -1;
 }
 
-static int print_row(FILE *out, const json_doc *d, long cols, long row) {
-  static const char *const want[] = {"owner",        "state_basic",
-                                     "state_egress", "state_target",
-                                     "capacity",     "active",
-                                     "last_outcome"};
-  char v[7][CELL_MAX];
-  for (int w = 0; w < 7; w++) {
-    v[w][0] = '\0';
-    for (uint32_t c = 0; c < d->toks[cols].size; c++) {
-      long name = at(d, cols, c);
-      if (json_type_of(d, (size_t)name) == JSON_STRING &&
-          json_str_eq(d, (size_t)name, want[w])) {
-        cell(d, at(d, row, c), v[w], sizeof(v[w]));
-        break;
-      }
-    }
-  }
-#define OR_DASH(s) ((s)[0] ? (s) : "-")
-  fprintf(out, "owner: %s\n", OR_DASH(v[0]));
-  fprintf(out, "state: basic=%s egress=%s target=%s\n", OR_DASH(v[1]),
-          OR_DASH(v[2]), OR_DASH(v[3]));
-  fprintf(out, "capacity/active: %s/%s\n", OR_DASH(v[4]), OR_DASH(v[5]));
-  fprintf(out, "last_outcome: %s\n", OR_DASH(v[6]));
-#undef OR_DASH
-  return 1;
+/* Token of cell c of row r, or -1. */
+static long cell(const json_doc *d, size_t r, long c) {
+  if (c < 0 || json_type_of(d, r) != JSON_ARRAY ||
+      (uint32_t)c >= d->toks[r].size)
+    return -1;
+  size_t k = r + 1;
+  for (long i = 0; i < c; i++)
+    k = d->toks[k].next;
+  return (long)k;
 }
 
-int ctl_print_live(FILE *out, const char *body, size_t len, const char *id) {
-  json_tok *toks = malloc(LIVE_TOKENS * sizeof(*toks));
-  json_doc d;
-  if (!toks ||
-      json_parse(&d, body, len, toks, LIVE_TOKENS, 16, NULL) != JSON_OK ||
-      json_type_of(&d, 0) != JSON_OBJECT) {
-    free(toks);
+long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
+                   int *more, int64_t *offset) {
+  *more = 0;
+  *offset = 0;
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0)
+    return -1;
+  long t = first_table(&x.d);
+  long id = t < 0 ? -1 : column(&x.d, (size_t)t, "agent_id");
+  long node = t < 0 ? -1 : column(&x.d, (size_t)t, "node");
+  long rows = t < 0 ? -1 : json_get(&x.d, (size_t)t, "rows");
+  if (id < 0 || rows < 0 || json_type_of(&x.d, (size_t)rows) != JSON_ARRAY) {
+    free(x.toks);
     return -1;
   }
-  int rc = 0;
-  long t = table_of(&d);
-  long cols = get(&d, t, "columns"), rows = get(&d, t, "rows");
-  if (cols >= 0 && json_type_of(&d, (size_t)cols) == JSON_ARRAY)
-    for (uint32_t k = 0; rows >= 0 && rc == 0 && k < d.toks[rows].size;
-         k++) {
-      long row = at(&d, rows, k);
-      long first = at(&d, row, 0);
-      if (first >= 0 && json_type_of(&d, (size_t)first) == JSON_STRING &&
-          json_str_eq(&d, (size_t)first, id))
-        rc = print_row(out, &d, cols, row);
+  long mv = json_get(&x.d, (size_t)t, "more");
+  long ov = json_get(&x.d, (size_t)t, "offset");
+  if (mv < 0 || json_bool(&x.d, (size_t)mv, more) < 0)
+    *more = 0;
+  if (ov < 0 || json_int(&x.d, (size_t)ov, offset) < 0 || *offset < 0)
+    *offset = 0;
+  size_t r = (size_t)rows + 1;
+  uint32_t nrow = x.d.toks[rows].size;
+  for (uint32_t i = 0; i < nrow; i++, r = x.d.toks[r].next) {
+    long c = cell(&x.d, r, id);
+    char name[CTL_LIVE_NAME_MAX + 1];
+    if (c < 0 || json_str(&x.d, (size_t)c, name, sizeof(name)) <= 0)
+      continue;
+    for (size_t k = 0; k < n; k++) {
+      if (strcmp(a[k].name, name) != 0)
+        continue;
+      a[k].online = 1;
+      long nd = cell(&x.d, r, node);
+      if (nd < 0 || json_str(&x.d, (size_t)nd, a[k].node,
+                             sizeof(a[k].node)) < 0)
+        a[k].node[0] = '\0';
+      for (char *q = a[k].node; *q; q++) /* shown on a terminal */
+        if ((unsigned char)*q < 0x20 || *q == 0x7f || (*q & 0x80))
+          *q = '?';
     }
-  free(toks);
-  return rc;
+  }
+  free(x.toks);
+  return (long)nrow;
 }

@@ -12,7 +12,7 @@
 
 #include "ctl_cmd.h"
 #include "ctl_http.h"
-#include "ctl_live.h"
+#include "ctl_proxy_live.h"
 
 static int long_into(json_w *w, const char *key, const char *v, long long lo,
                      long long hi) {
@@ -84,7 +84,7 @@ static int show_live(const opts *o, const char *id, int ex) {
   if (ex != 0 || o->json || ctl_live_path(id, path, sizeof(path)) < 0)
     return ex;
   ctl_response r;
-  if (ctl_get(o, path, &r) != 0)
+  if (ctl_fetch(o, "GET", path, NULL, &r) != 0)
     return ex;
   int rc = r.status == 200 ? ctl_print_live(stdout, r.body, r.len, id) : -1;
   if (rc == 0)
@@ -95,7 +95,7 @@ static int show_live(const opts *o, const char *id, int ex) {
            r.status == 404 ? ": no controlplane_server, or no [admin] "
                              "token_file on it"
                            : "");
-  free(r.body);
+  ctl_response_drop(&r);
   return ex;
 }
 

@@ -48,12 +48,7 @@ const char *const *ctl_columns(const char *collection) {
   return policy_cols;
 }
 
-typedef struct doc {
-  json_doc d;
-  json_tok *toks;
-} doc;
-
-static int parse(doc *x, const char *body, size_t len) {
+int ctl_json_parse(ctl_doc *x, const char *body, size_t len) {
   size_t n = len / 2 + 16;
   x->toks = malloc(n * sizeof(*x->toks));
   if (!x->toks)
@@ -66,9 +61,7 @@ static int parse(doc *x, const char *body, size_t len) {
   return 0;
 }
 
-/* Value token v as text: strings as they are, null "-", booleans yes/no,
- * times (a key ending in "_at") in UTC ("-" for 0), arrays joined. */
-static void text_of(const json_doc *d, long v, const char *key, char *out,
+void ctl_value_text(const json_doc *d, long v, const char *key, char *out,
                     size_t cap) {
   out[0] = '\0';
   if (v < 0)
@@ -112,7 +105,7 @@ static void text_of(const json_doc *d, long v, const char *key, char *out,
     ph_bw_init(&w, out, cap, PH_BW_TEXT);
     for (uint32_t i = 0; i < d->toks[v].size; i++, k = d->toks[k].next) {
       char item[VALUE_MAX];
-      text_of(d, (long)k, "", item, sizeof(item));
+      ctl_value_text(d, (long)k, "", item, sizeof(item));
       if (ph_bw_printf(&w, "%s%s", i ? "," : "", item) < 0)
         break; /* the items that fit, whole */
     }
@@ -130,7 +123,7 @@ static void text_of(const json_doc *d, long v, const char *key, char *out,
       if (json_type_of(d, k + 1) == JSON_NULL ||
           json_str(d, k, name, sizeof(name)) < 0)
         continue;
-      text_of(d, (long)(k + 1), name, item, sizeof(item));
+      ctl_value_text(d, (long)(k + 1), name, item, sizeof(item));
       if (ph_bw_printf(&w, "%s%s=%s", any ? " " : "", name, item) < 0)
         break;
       any = 1;
@@ -154,11 +147,11 @@ static void print_object(FILE *out, const json_doc *d, size_t obj) {
       /* a list of objects (a proxy's health_items): one line each */
       size_t e = v + 1;
       for (uint32_t i = 0; i < d->toks[v].size; i++, e = d->toks[e].next) {
-        text_of(d, (long)e, key, val, sizeof(val));
+        ctl_value_text(d, (long)e, key, val, sizeof(val));
         fprintf(out, "%-12s %s\n", key, val);
       }
     } else {
-      text_of(d, (long)v, key, val, sizeof(val));
+      ctl_value_text(d, (long)v, key, val, sizeof(val));
       fprintf(out, "%-12s %s\n", key, val);
     }
     k = d->toks[k + 1].next;
@@ -166,8 +159,8 @@ static void print_object(FILE *out, const json_doc *d, size_t obj) {
 }
 
 int ctl_print_record(FILE *out, const char *body, size_t len) {
-  doc x;
-  if (parse(&x, body, len) < 0 || json_type_of(&x.d, 0) != JSON_OBJECT) {
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0 || json_type_of(&x.d, 0) != JSON_OBJECT) {
     free(x.toks);
     return -1;
   }
@@ -179,13 +172,13 @@ int ctl_print_record(FILE *out, const char *body, size_t len) {
     print_object(out, &x.d, (size_t)item);
     if (rev > 0) {
       char v[64];
-      text_of(&x.d, rev, "revision", v, sizeof(v));
+      ctl_value_text(&x.d, rev, "revision", v, sizeof(v));
       fprintf(out, "%-12s %s\n", "revision", v);
     }
   } else if (tok > 0 && bearer > 0) {
     print_object(out, &x.d, (size_t)tok);
     char b[256];
-    text_of(&x.d, bearer, "bearer", b, sizeof(b));
+    ctl_value_text(&x.d, bearer, "bearer", b, sizeof(b));
     fprintf(out, "%-12s %s\n", "bearer", b);
     fprintf(out, "This bearer token is shown once and will not be shown "
                  "again: store it now.\n");
@@ -197,14 +190,14 @@ int ctl_print_record(FILE *out, const char *body, size_t len) {
 }
 
 int ctl_print_extraction(FILE *out, const char *body, size_t len) {
-  doc x;
-  if (parse(&x, body, len) < 0 || json_type_of(&x.d, 0) != JSON_OBJECT) {
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0 || json_type_of(&x.d, 0) != JSON_OBJECT) {
     free(x.toks);
     return -1;
   }
   char state[32], id[VALUE_MAX];
-  text_of(&x.d, json_get(&x.d, 0, "state"), "state", state, sizeof(state));
-  text_of(&x.d, json_get(&x.d, 0, "proxy_id"), "proxy_id", id, sizeof(id));
+  ctl_value_text(&x.d, json_get(&x.d, 0, "state"), "state", state, sizeof(state));
+  ctl_value_text(&x.d, json_get(&x.d, 0, "proxy_id"), "proxy_id", id, sizeof(id));
   print_object(out, &x.d, 0);
   if (strcmp(state, "reclaiming") == 0)
     fprintf(out, "The owner drains it first; it is extracted once its "
@@ -216,8 +209,26 @@ int ctl_print_extraction(FILE *out, const char *body, size_t len) {
 
 int ctl_print_list(FILE *out, const char *body, size_t len,
                    const char *const *columns) {
-  doc x;
-  if (parse(&x, body, len) < 0) {
+  return ctl_print_list_ex(out, body, len, columns, NULL, NULL, NULL);
+}
+
+/* Cell (row r, column c) of the list: an item's member, or one of the
+ * caller's columns after them. */
+static void cell_of(const json_doc *d, size_t item, uint32_t r, size_t c,
+                    const char *const *columns, size_t nitem_cols,
+                    ctl_extra_fn extra, void *arg, char *v, size_t cap) {
+  if (c < nitem_cols)
+    ctl_value_text(d, json_get(d, item, columns[c]), columns[c], v, cap);
+  else
+    extra(arg, r, c - nitem_cols, v, cap);
+}
+
+int ctl_print_list_ex(FILE *out, const char *body, size_t len,
+                      const char *const *item_columns,
+                      const char *const *extra_columns, ctl_extra_fn extra,
+                      void *arg) {
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0) {
     free(x.toks);
     return -1;
   }
@@ -227,9 +238,13 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
     free(x.toks);
     return -1;
   }
-  size_t ncol = 0;
-  while (columns[ncol])
-    ncol++;
+  const char *columns[16];
+  size_t ncol = 0, nitem = 0;
+  for (; item_columns[nitem] && ncol < 16; nitem++)
+    columns[ncol++] = item_columns[nitem];
+  for (size_t e = 0; extra && extra_columns && extra_columns[e] && ncol < 16;
+       e++)
+    columns[ncol++] = extra_columns[e];
   uint32_t nrow = x.d.toks[items].size;
   /* Widths from the header and every cell. */
   size_t width[16] = {0};
@@ -239,7 +254,7 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
   for (uint32_t r = 0; r < nrow; r++, k = x.d.toks[k].next)
     for (size_t c = 0; c < ncol; c++) {
       char v[VALUE_MAX];
-      text_of(&x.d, json_get(&x.d, k, columns[c]), columns[c], v, sizeof(v));
+      cell_of(&x.d, k, r, c, columns, nitem, extra, arg, v, sizeof(v));
       if (strlen(v) > width[c])
         width[c] = strlen(v);
     }
@@ -260,7 +275,7 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
   for (uint32_t r = 0; r < nrow; r++, k = x.d.toks[k].next)
     for (size_t c = 0; c < ncol; c++) {
       char v[VALUE_MAX];
-      text_of(&x.d, json_get(&x.d, k, columns[c]), columns[c], v, sizeof(v));
+      cell_of(&x.d, k, r, c, columns, nitem, extra, arg, v, sizeof(v));
       if (c + 1 < ncol)
         fprintf(out, "%-*s  ", (int)width[c], v);
       else
@@ -270,27 +285,32 @@ int ctl_print_list(FILE *out, const char *body, size_t len,
   long mv = json_get(&x.d, 0, "more");
   if (mv > 0 && json_bool(&x.d, (size_t)mv, &more) == 0 && more) {
     char next[VALUE_MAX];
-    text_of(&x.d, json_get(&x.d, 0, "next_after"), "", next, sizeof(next));
+    ctl_value_text(&x.d, json_get(&x.d, 0, "next_after"), "", next, sizeof(next));
     fprintf(out, "(more: add --after %s)\n", next);
   }
   free(x.toks);
   return 0;
 }
 
+int ctl_api_error(const char *body, size_t len, char *code, size_t ccap,
+                  char *msg, size_t mcap) {
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0)
+    return 0;
+  long e = json_get(&x.d, 0, "error");
+  long c = e > 0 ? json_get(&x.d, (size_t)e, "code") : -1;
+  long m = e > 0 ? json_get(&x.d, (size_t)e, "message") : -1;
+  int yes = c > 0 && m > 0 && json_str(&x.d, (size_t)c, code, ccap) > 0 &&
+            json_str(&x.d, (size_t)m, msg, mcap) >= 0;
+  free(x.toks);
+  return yes;
+}
+
 int ctl_print_error(FILE *err, int status, const char *body, size_t len) {
-  doc x;
-  if (parse(&x, body, len) == 0) {
-    long e = json_get(&x.d, 0, "error");
-    char code[64], msg[VALUE_MAX];
-    long c = e > 0 ? json_get(&x.d, (size_t)e, "code") : -1;
-    long m = e > 0 ? json_get(&x.d, (size_t)e, "message") : -1;
-    if (c > 0 && m > 0 && json_str(&x.d, (size_t)c, code, sizeof(code)) > 0 &&
-        json_str(&x.d, (size_t)m, msg, sizeof(msg)) >= 0) {
-      fprintf(err, "error: %d %s: %s\n", status, code, msg);
-      free(x.toks);
-      return 1;
-    }
-    free(x.toks);
+  char code[64], msg[VALUE_MAX];
+  if (ctl_api_error(body, len, code, sizeof(code), msg, sizeof(msg))) {
+    fprintf(err, "error: %d %s: %s\n", status, code, msg);
+    return 1;
   }
   fprintf(err, "error: the server answered %d\n", status);
   return 0;
@@ -298,8 +318,8 @@ int ctl_print_error(FILE *err, int status, const char *body, size_t len) {
 
 int ctl_string_field_is(const char *body, size_t len, const char *key,
                         const char *want) {
-  doc x;
-  if (parse(&x, body, len) < 0)
+  ctl_doc x;
+  if (ctl_json_parse(&x, body, len) < 0)
     return 0;
   int yes = 0;
   if (json_type_of(&x.d, 0) == JSON_OBJECT) {

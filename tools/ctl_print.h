@@ -6,7 +6,25 @@
 #define PH_CTL_PRINT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "lib/json.h"
+
+/* A parsed answer: its tokens are malloc'd (free(toks)). */
+typedef struct ctl_doc {
+  json_doc d;
+  json_tok *toks;
+} ctl_doc;
+
+/* Parses body (depth 16, tokens for any body of len bytes). 0, or -1
+ * (not JSON, out of memory) with x->toks NULL. */
+int ctl_json_parse(ctl_doc *x, const char *body, size_t len);
+/* Value token v (-1: none, "") as text into out: strings as they are,
+ * null "-", booleans yes/no, times (a key ending in "_at") in UTC ("-"
+ * for 0), arrays joined with ",", objects as "key=value" pairs. */
+void ctl_value_text(const json_doc *d, long v, const char *key, char *out,
+                    size_t cap);
 
 /* The columns of a list, per collection ("users", "tokens", "agents",
  * "policies"). */
@@ -25,11 +43,24 @@ int ctl_print_extraction(FILE *out, const char *body, size_t len);
  * telling how to see more. 0 or -1. */
 int ctl_print_list(FILE *out, const char *body, size_t len,
                    const char *const *columns);
+/* ctl_print_list with columns of the caller's after the items' own: the
+ * text of extra column c of item row r is extra(arg, r, c, out, cap). At
+ * most 16 columns in all. */
+typedef void (*ctl_extra_fn)(void *arg, uint32_t row, size_t col, char *out,
+                             size_t cap);
+int ctl_print_list_ex(FILE *out, const char *body, size_t len,
+                      const char *const *item_columns,
+                      const char *const *extra_columns, ctl_extra_fn extra,
+                      void *arg);
 /* {"error": {"code", "message"}} as "error: STATUS CODE: MESSAGE", or the
  * status alone when the body is not that. */
 /* Returns 1 when body was a module's {"error": ...}, 0 otherwise (the
  * host's own answer, such as its 404 for a prefix no module serves). */
 int ctl_print_error(FILE *err, int status, const char *body, size_t len);
+/* 1 with code and message when body is {"error": {"code", "message"}}
+ * (each fits its buffer), else 0. */
+int ctl_api_error(const char *body, size_t len, char *code, size_t ccap,
+                  char *msg, size_t mcap);
 /* 1 when body is a JSON object whose key holds the string want. */
 int ctl_string_field_is(const char *body, size_t len, const char *key,
                         const char *want);

@@ -2,7 +2,8 @@
 /* proxyhostctl: manage users, tokens, agents and policies, and the proxy
  * pool (proxies, routes, credential references: ctl_pool.c), through the
  * admin_api module's JSON API on the admin listener (docs/api/openapi.yaml,
- * proxyhostctl(1)). The admin token is read from a file (--token-file or
+ * proxyhostctl(1)), and show what runs: the host's /v1/status (status:
+ * ctl_status.c; agent list's live columns: ctl_agents.c). The admin token is read from a file (--token-file or
  * PROXYHOSTCTL_TOKEN_FILE), never from the command line, where other users
  * could see it.
  *
@@ -29,10 +30,6 @@
 #include "ctl_print.h"
 #include "lib/json.h"
 
-#define EXIT_SERVER 1
-#define EXIT_USAGE 2
-#define EXIT_UNREACHABLE 3
-#define EXIT_DENY 4 /* access check: the verdict is deny (issue 28) */
 #define DEFAULT_ADMIN "127.0.0.1:9470"
 #define TOKEN_MAX 256
 
@@ -52,6 +49,8 @@ static const char usage_text[] =
     "  token set-scopes ID stream,agent\n"
     "  agent create NAME --owner USER [--disabled]\n"
     "  agent list [--owner USER] [--after NAME] [--limit N]\n"
+    "               (with online, node and last_seen from the status of\n"
+    "               tunnel_server on the same admin listener)\n"
     "  agent show|enable|disable|delete NAME\n"
     "  agent set-owner NAME USER\n"
     "  policy create --agent AGENT (--user USER | --token ID) --host PATTERN\n"
@@ -86,6 +85,10 @@ static const char usage_text[] =
     "               no credential material is ever given here)\n"
     "  access check --token ID --agent AGENT --host HOST --port N\n"
     "               (what a stream open would be answered now)\n"
+    "  status [INSTANCE[/PANEL[/TABLE]]] [--offset N] [--limit N]\n"
+    "               what runs: the host's process panel, then every\n"
+    "               module's panels (a table: its first rows; by its\n"
+    "               path: a page of it)\n"
     "  admin-token new FILE\n"
     "\n"
     "  --admin ADDR       the admin listener, IPv4:PORT or [IPv6]:PORT\n"
@@ -193,32 +196,53 @@ static int admin_token_new(const char *path) {
 
 /* ---- the request ----------------------------------------------------- */
 
-int call(const opts *o, const char *method, const char *path,
-                const char *body, shape sh, const char *collection) {
+int ctl_fetch(const opts *o, const char *method, const char *path,
+              const char *body, ctl_response *r) {
   char token[TOKEN_MAX + 2];
+  memset(r, 0, sizeof(*r));
   if (read_token(o->token_file, token, sizeof(token)) < 0)
     return EXIT_USAGE;
-  ctl_response r;
   char err[256];
-  int rc = ctl_request(o->admin, method, path, token, body, o->timeout_ms, &r,
+  int rc = ctl_request(o->admin, method, path, token, body, o->timeout_ms, r,
                        err, sizeof(err));
   memset(token, 0, sizeof(token));
   if (rc < 0) {
     fprintf(stderr, "proxyhostctl: %s\n", err);
     return EXIT_UNREACHABLE;
   }
-  int ex = 0;
+  return 0;
+}
+
+void ctl_response_drop(ctl_response *r) {
+  if (r->body)
+    memset(r->body, 0, r->len); /* a bearer may be in it */
+  free(r->body);
+  r->body = NULL;
+}
+
+int ctl_report_error(const opts *o, const char *path,
+                     const ctl_response *r) {
+  if (o->json)
+    fprintf(stdout, "%s\n", r->body);
+  if (!ctl_print_error(stderr, r->status, r->body, r->len) &&
+      r->status == 404)
+    /* The host's 404: no module serves the prefix (issue 25 item 6). */
+    fprintf(stderr,
+            "hint: no module on %s serves %s: /v1/pool/... is the "
+            "pool_api module's, the rest admin_api's; load it in "
+            "[proxyhost] modules\n",
+            o->admin, path);
+  return EXIT_SERVER;
+}
+
+int call(const opts *o, const char *method, const char *path,
+                const char *body, shape sh, const char *collection) {
+  ctl_response r;
+  int ex = ctl_fetch(o, method, path, body, &r);
+  if (ex)
+    return ex;
   if (r.status >= 400) {
-    if (o->json)
-      fprintf(stdout, "%s\n", r.body);
-    if (!ctl_print_error(stderr, r.status, r.body, r.len) && r.status == 404)
-      /* The host's 404: no module serves the prefix (issue 25 item 6). */
-      fprintf(stderr,
-              "hint: no module on %s serves %s: /v1/pool/... is the "
-              "pool_api module's, the rest admin_api's; load it in "
-              "[proxyhost] modules\n",
-              o->admin, path);
-    ex = EXIT_SERVER;
+    ex = ctl_report_error(o, path, &r);
   } else if (o->json) {
     if (r.len)
       fprintf(stdout, "%s\n", r.body);
@@ -237,25 +261,8 @@ int call(const opts *o, const char *method, const char *path,
   if (sh == SHAPE_VERDICT && r.status < 400 && r.len &&
       ctl_string_field_is(r.body, r.len, "verdict", "deny"))
     ex = EXIT_DENY;
-  if (r.body)
-    memset(r.body, 0, r.len); /* a bearer may be in it */
-  free(r.body);
+  ctl_response_drop(&r);
   return ex;
-}
-
-int ctl_get(const opts *o, const char *path, ctl_response *r) {
-  char token[TOKEN_MAX + 2];
-  if (read_token(o->token_file, token, sizeof(token)) < 0)
-    return EXIT_USAGE;
-  char err[256];
-  int rc = ctl_request(o->admin, "GET", path, token, NULL, o->timeout_ms, r,
-                       err, sizeof(err));
-  memset(token, 0, sizeof(token));
-  if (rc < 0) {
-    fprintf(stderr, "proxyhostctl: %s\n", err);
-    return EXIT_UNREACHABLE;
-  }
-  return 0;
 }
 
 /* A key is [a-z0-9._-]: it goes into the path as it is (at most 128
@@ -265,11 +272,11 @@ int key_ok(const char *s) {
          strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == strlen(s);
 }
 
-int list_call(const opts *o, const char *collection,
-                     const char *user_filter, const char *agent_filter) {
-  char path[512];
+int list_path(const opts *o, const char *collection,
+              const char *user_filter, const char *agent_filter, char *path,
+              size_t cap) {
   ph_bw w;
-  ph_bw_init(&w, path, sizeof(path), PH_BW_TEXT);
+  ph_bw_init(&w, path, cap, PH_BW_TEXT);
   ph_bw_printf(&w, "/v1/%s", collection);
   char sep = '?';
   const char *names[] = {"after", "limit", "user", "agent"};
@@ -284,7 +291,15 @@ int list_call(const opts *o, const char *collection,
   }
   if (ph_bw_over(&w)) /* never: four filters of key_ok's length fit */
     return usage_error("the filters make too long a path");
-  return call(o, "GET", path, NULL, SHAPE_LIST, collection);
+  return 0;
+}
+
+int list_call(const opts *o, const char *collection,
+                     const char *user_filter, const char *agent_filter) {
+  char path[512];
+  int ex = list_path(o, collection, user_filter, agent_filter, path,
+                     sizeof(path));
+  return ex ? ex : call(o, "GET", path, NULL, SHAPE_LIST, collection);
 }
 
 int one_call(const opts *o, const char *method, const char *collection,
@@ -390,8 +405,9 @@ static int cmd_user_agent(const opts *o, const char *what, int is_agent) {
     return call(o, "POST", path, j, SHAPE_RECORD, coll);
   }
   if (strcmp(what, "list") == 0)
-    return need(o, 0) ? list_call(o, coll, o->owner, NULL)
-                      : usage_error("list takes no argument");
+    return !need(o, 0)  ? usage_error("list takes no argument")
+           : is_agent ? ctl_agent_list(o)
+                      : list_call(o, coll, o->owner, NULL);
   if (strcmp(what, "show") == 0 || strcmp(what, "delete") == 0) {
     if (!need(o, 1))
       return usage_error("give one name");
@@ -588,6 +604,7 @@ static const char **opt_slot(opts *o, const char *name) {
       {"--sticky", offsetof(opts, sticky)},
       {"--enabled", offsetof(opts, enabled)},
       {"--version", offsetof(opts, version)},
+      {"--offset", offsetof(opts, offset)},
   };
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
     if (strcmp(name, table[i].name) == 0)
@@ -649,7 +666,7 @@ int main(int argc, char **argv) {
   static const char *const nouns[] = {"admin-token", "user",  "agent",
                                       "token",       "policy", "access",
                                       "proxy",       "route", "credential",
-                                      NULL};
+                                      "status",      NULL};
   size_t k = 0;
   while (nouns[k] && strcmp(nouns[k], words[0]) != 0)
     k++;
@@ -658,13 +675,20 @@ int main(int argc, char **argv) {
     snprintf(what, sizeof(what), "unknown command \"%.100s\"", words[0]);
     return usage_error(what);
   }
+  char aerr[256];
+  if (strcmp(words[0], "status") == 0) { /* status [PATH]: no verb */
+    if (o.npos)
+      return usage_error("status takes one INSTANCE[/PANEL[/TABLE]]");
+    if (ctl_admin_check(o.admin, aerr, sizeof(aerr)) < 0)
+      return usage_error(aerr);
+    return ctl_cmd_status(&o, nwords > 1 ? words[1] : NULL);
+  }
   if (nwords < 2) {
     char what[160];
     snprintf(what, sizeof(what), "%s: give a subcommand", words[0]);
     return usage_error(what);
   }
   const char *noun = words[0], *verb = words[1];
-  char aerr[256];
   if (strcmp(noun, "admin-token") != 0 &&
       ctl_admin_check(o.admin, aerr, sizeof(aerr)) < 0)
     return usage_error(aerr);

@@ -17,17 +17,32 @@ dist_samples_DATA += %D%/admin_api.ini.sample
 bin_PROGRAMS += tools/proxyhostctl
 tools_proxyhostctl_SOURCES = tools/proxyhostctl.c tools/ctl_http.c \
 	tools/ctl_http.h tools/ctl_print.c tools/ctl_print.h \
-	tools/ctl_cmd.h tools/ctl_pool.c tools/ctl_live.c tools/ctl_live.h
+	tools/ctl_cmd.h tools/ctl_pool.c tools/ctl_proxy_live.c \
+	tools/ctl_proxy_live.h tools/ctl_status.c \
+	tools/ctl_status_print.c tools/ctl_status_print.h tools/ctl_live.c \
+	tools/ctl_live.h tools/ctl_agents.c
 tools_proxyhostctl_LDADD = modules/frontend/libphfrontend.la
 
 # proxyhostctl proxy show's reading of the status JSON (issue 28), over
-# t/fuzz/seeds/ctl_live.
-check_PROGRAMS += t/fuzz/replay_ctl_live
-t_fuzz_replay_ctl_live_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ctl_live.c \
-	tools/ctl_live.c tools/ctl_live.h
-t_fuzz_replay_ctl_live_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
-t_fuzz_replay_ctl_live_LDADD = modules/frontend/libphfrontend.la
+# t/fuzz/seeds/ctl_proxy_live.
+check_PROGRAMS += t/fuzz/replay_ctl_proxy_live
+t_fuzz_replay_ctl_proxy_live_SOURCES = t/fuzz/replay.c \
+	t/fuzz/fuzz_ctl_proxy_live.c tools/ctl_proxy_live.c tools/ctl_proxy_live.h
+t_fuzz_replay_ctl_proxy_live_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+t_fuzz_replay_ctl_proxy_live_LDADD = modules/frontend/libphfrontend.la
 
 UNIT_TESTS += t/unit/auth/test_admin_api
 t_unit_auth_test_admin_api_LDADD = $(FRONTEND_MOCK_LDADD)
+# proxyhostctl's reading of /v1/status (issue 28), and its fuzz target
+# (replayed by t/integration/fuzz_replay.sh).
+check_PROGRAMS += t/fuzz/replay_ctl_status
+t_fuzz_replay_ctl_status_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ctl_status.c \
+	tools/ctl_status_print.c tools/ctl_print.c tools/ctl_live.c
+t_fuzz_replay_ctl_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+t_fuzz_replay_ctl_status_LDADD = modules/frontend/libphfrontend.la
+UNIT_TESTS += t/unit/auth/test_ctl_status
+t_unit_auth_test_ctl_status_SOURCES = t/unit/auth/test_ctl_status.c \
+	tools/ctl_status_print.c tools/ctl_print.c tools/ctl_live.c
+t_unit_auth_test_ctl_status_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+t_unit_auth_test_ctl_status_LDADD = modules/frontend/libphfrontend.la
 endif

@@ -61,7 +61,7 @@ t_unit_cp_test_cs_status_SOURCES = t/unit/cp/test_cs_status.c \
 	%D%/cs_status.c %D%/cs_health.c %D%/cs_health_item.c \
 	%D%/cs_health_metrics.c %D%/cs_health_fwd.c %D%/cs_members.c \
 	%D%/cs_sched_plan.c %D%/cs_hyst.c modules/lib/metric_table.c \
-	tools/ctl_live.c
+	tools/ctl_proxy_live.c
 t_unit_cp_test_cs_status_CPPFLAGS = $(CS_CPPFLAGS) -I$(top_srcdir)/tools
 t_unit_cp_test_cs_status_LDADD = host/libphmock.la modules/lib/libphlib.la \
 	$(CS_PROTO_LDADD) $(EV_LIBS)

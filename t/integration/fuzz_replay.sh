@@ -10,7 +10,8 @@ for name in conf admin_request admin_api admin_pool json socks5 http_head http_b
     az_bearer host_norm tm_frame tm_payload tm_url tm_wsc tm_session tm_token ts_bearer \
     cp_requests cp_checker_requests cp_secret cp_snapshot cp_delta cp_view cp_spiffe ro_reply \
     cpc_registered cpc_outcomes_ack cpc_revokes up_hs http1_head \
-    echo_answer chk_echo chk_task ui_cookie ui_form status_query ctl_live; do
+    echo_answer chk_echo chk_task ui_cookie ui_form status_query ctl_proxy_live \
+    ctl_status; do
   bin="$top_builddir/t/fuzz/replay_$name"
   if [ ! -x "$bin" ]; then
     skip "fuzz target $name not built (its module is disabled)"

@@ -88,7 +88,8 @@ if have_module admin_api; then
   for word in "user create" "token create" \
     "token show|rotate|revoke|delete" "token set\\-expiry" "token set\\-scopes" "agent create" "policy create" \
     "policy update" "admin\\-token new" "proxy add" "proxy show|drain|disable|enable|delete" \
-    "route move" "credential add" "credential show|rotate|delete" PROXYHOSTCTL_ADMIN PROXYHOSTCTL_TOKEN_FILE; do
+    "route move" "credential add" "credential show|rotate|delete" PROXYHOSTCTL_ADMIN PROXYHOSTCTL_TOKEN_FILE \
+    "proxyhostctl status" "last_seen" "unknown"; do
     like "$ctlpage" "$word" "proxyhostctl(1) documents $word"
   done
   like "$ctlpage" "state: unknown (not in the controller's view)" \

@@ -191,9 +191,13 @@ def ctl_commands(helpfile):
         text = f.read()
     cmds = {}
     for ln in text.split("\n"):
-        m = re.match(r"^  ([a-z][a-z-]*) ([a-z][a-z|-]*)", ln)
+        # "  noun verb ...", or "  noun [ARG]" for a command without verbs
+        # (status), whose set stays empty: any argument goes.
+        m = re.match(r"^  ([a-z][a-z-]*)(?: ([a-z][a-z|-]*))?(?: |$)", ln)
         if m:
-            cmds.setdefault(m.group(1), set()).update(m.group(2).split("|"))
+            verbs = cmds.setdefault(m.group(1), set())
+            if m.group(2):
+                verbs.update(m.group(2).split("|"))
     return cmds
 
 
@@ -243,7 +247,8 @@ def check_ctl(helpfile):
                         continue
                     yield f"{f}:{n}: proxyhostctl has no command {noun}"
                     continue
-                if verb and re.match(r"^[a-z-]+$", verb) and verb not in cmds[noun]:
+                if (verb and cmds[noun] and re.match(r"^[a-z-]+$", verb) and
+                        verb not in cmds[noun]):
                     yield f"{f}:{n}: proxyhostctl has no command {noun} {verb}"
                 if noun != "admin-token" and first_call is None and (n, ln) in run:
                     first_call = n

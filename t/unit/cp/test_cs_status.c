@@ -6,7 +6,7 @@
  * their owner, the reducer's state per tier (observations given to
  * cs_health_observe), capacity, active and the last outcome
  * (cs_health_outcome). A proxy id of markup comes back verbatim in the
- * JSON (the host escapes), and proxyhostctl's reader (tools/ctl_live.c)
+ * JSON (the host escapes), and proxyhostctl's reader (tools/ctl_proxy_live.c)
  * finds its row by ?key=. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@
 #include "controlplane_server/cs_checker.h"
 #include "controlplane_server/cs_health.h"
 #include "controlplane_server/cs_status.h"
-#include "ctl_live.h"
+#include "ctl_proxy_live.h"
 #include "mock_test.h"
 #include "tap.h"
 

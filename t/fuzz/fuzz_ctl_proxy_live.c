@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libFuzzer target for tools/ctl_live.c: proxyhostctl proxy show reading
+/* libFuzzer target for tools/ctl_proxy_live.c: proxyhostctl proxy show reading
  * the controller's status JSON (issue 28). Besides memory safety: any
  * input is answered 1, 0 or -1, and a row is printed only for the id
  * asked (byte 0 picks one of two ids; the rest is the body). */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl_live.h"
+#include "ctl_proxy_live.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
