@@ -10,6 +10,7 @@
 EXTRA_DIST += conf/checker.ini t/integration/checker_role.sh \
 	t/integration/checker_dns.sh t/integration/checker_dns_controller.sh \
 	t/integration/checker_controller.sh t/integration/health_loop.sh \
+	t/integration/health_redis_restart.sh \
 	t/fuzz/fuzz_chk_echo.c t/fuzz/fuzz_chk_task.c
 nobase_dist_doc_DATA += docs/user-guide/checker.md
 
@@ -108,6 +109,9 @@ TESTS += t/integration/checker_controller.sh
 # The whole health loop: controller, two checkers, a gateway, seven kinds
 # of upstream (issue 26 round 2, CP-6-3..7).
 TESTS += t/integration/health_loop.sh
+# Redis restarted empty under the health loop: verdicts written again,
+# the checker registered again (issue 26, CP-6-6, CP-6-7).
+TESTS += t/integration/health_redis_restart.sh
 endif
 endif
 endif

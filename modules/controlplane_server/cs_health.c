@@ -253,6 +253,18 @@ static void on_flush(ph_timer *t, void *arg) {
   publish(arg);
 }
 
+/* Redis holds another verdict for p (p->shared, 0: none) than the one
+ * this reducer published from its own observations: what Redis holds is
+ * what snapshots carry, so a Redis that lost it (restarted empty, or a
+ * write that failed for us but landed) gets it again at the next tick;
+ * before, it stayed "none" for as long as the verdict did not change
+ * (issue 26). */
+static void resync(cs *m, hc_proxy *p) {
+  if (p->published && p->shared != p->published && hc_has_opinion(p) &&
+      cs_members_mine(m, p->id))
+    p->unsynced = 1;
+}
+
 /* Redis's verdicts (every controller's): what snapshots carry. */
 static void read_back(void *arg, const cp_auth_reply *rep) {
   cs *m = arg;
@@ -278,6 +290,7 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
     p->shared = (uint8_t)rep->health[i].health;
     if (!p->unsynced && !hc_has_opinion(p))
       p->published = p->shared; /* another controller's verdict */
+    resync(m, p);
     changed = 1;
   }
   for (uint32_t b = 0; b < h->nb; b++)
@@ -287,6 +300,7 @@ static void read_back(void *arg, const cp_auth_reply *rep) {
         p->shared = 0; /* removed in Redis */
         if (!p->unsynced && !hc_has_opinion(p))
           p->published = 0;
+        resync(m, p);
         changed = 1;
       }
   if (changed) {
