@@ -56,7 +56,7 @@ long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
   if (ctl_json_parse(&x, body, len) < 0)
     return -1;
   long t = first_table(&x.d);
-  long id = t < 0 ? -1 : column(&x.d, (size_t)t, "agent_id");
+  long id = t < 0 ? -1 : column(&x.d, (size_t)t, "agent");
   long node = t < 0 ? -1 : column(&x.d, (size_t)t, "node");
   long rows = t < 0 ? -1 : json_get(&x.d, (size_t)t, "rows");
   if (id < 0 || rows < 0 || json_type_of(&x.d, (size_t)rows) != JSON_ARRAY) {

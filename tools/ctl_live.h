@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* proxyhostctl agent list's live state (issue 28): the store's agents
  * marked from pages of the tunnel server's status table
- * (GET /v1/status/tunnel_server/agents/agents: columns agent, agent_id,
+ * (GET /v1/status/tunnel_server/agents/agents: columns agent, log_id,
  * connections, streams, capabilities, rtt_ms, connected_s, node), matched
- * on agent_id, which is the store's agent name. Pure: reads the page it
+ * on agent, which is the store's agent name. Pure: reads the page it
  * is given (untrusted bytes: t/fuzz/fuzz_ctl_status.c). */
 #ifndef PH_CTL_LIVE_H
 #define PH_CTL_LIVE_H
@@ -20,10 +20,10 @@ typedef struct ctl_live_agent {
   char node[CTL_LIVE_NODE_MAX + 1]; /* its node column, "" when none */
 } ctl_live_agent;
 
-/* Marks each agent of a (n) that a row of the page names in its agent_id
+/* Marks each agent of a (n) that a row of the page names in its agent
  * column online, with its node. The rows on the page (0..), with *more
  * (the page's "more") and *offset (its "offset"); -1 when body is not a
- * status answer holding a table with an agent_id column (nothing marked
+ * status answer holding a table with an agent column (nothing marked
  * then). */
 long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
                    int *more, int64_t *offset);

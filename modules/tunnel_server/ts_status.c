@@ -3,8 +3,11 @@
  * tunnel_server's panels on the status page and in /v1/status (issue 28,
  * docs/operations.md "Seeing what runs"), filled from what the module
  * keeps on its loop thread:
- *   agents    the agents connected to this node: name (with log_names;
- *             else the hash the logs use), connections, streams,
+ *   agents    the agents connected to this node: name (the row's key;
+ *             the page is behind the admin token, so log_names, which
+ *             is about logs, does not hide it), the hash the logs use
+ *             (log_id: how an operator matches a log line to an
+ *             agent), connections, streams,
  *             capabilities, heartbeat RTT, the oldest connection's age,
  *             node. Local only: agents held by other nodes (presence)
  *             are not listed.
@@ -49,7 +52,7 @@ static void fill_agents(void *arg, ph_panel *p) {
   }
   ts_api->status_field_int(p, "connected", conns);
   ts_api->status_field_int(p, "agents", agents);
-  static const char *const cols[] = {"agent",        "agent_id", "connections",
+  static const char *const cols[] = {"agent",        "log_id",   "connections",
                                      "streams",      "capabilities", "rtt_ms",
                                      "connected_s",  "node"};
   ts_api->status_table(p, "agents", cols, 8,
@@ -79,7 +82,7 @@ static void fill_agents(void *arg, ph_panel *p) {
     if (rtt_us)
       snprintf(rtt, sizeof(rtt), "%" PRIu64, rtt_us / 1000);
     snprintf(age, sizeof(age), "%" PRId64, age_s(oldest));
-    const char *cells[] = {m->c.log_names ? a->name : red, red, nconns,
+    const char *cells[] = {a->name, red, nconns,
                            streams, caps, rtt, age, m->c.node_id};
     if (ts_api->status_row(p, cells, 8) == PH_ELIMIT)
       break;

@@ -134,7 +134,7 @@ like "$(cat "$T/tun.log")" "agents?offset=2" "... the second from offset 2"
 out=$(c3 status); rc=$?
 like "$out" "tunnel_server/agents: Connected agents" "status: a module's panel by its path and title"
 like "$out" "  agents: 2+ rows" "... its table's count with + (more)"
-like_re "$out" "    agent-5a1c7f0e +edge-1 +2 +1 " "... its rows, aligned"
+like_re "$out" "    edge-1 +agent-5a1c7f0e +2 +1 " "... its rows, aligned"
 
 start_fake bad --mode error; c4() { "$CTL" --admin "127.0.0.1:$fake_port" --token-file "$T/admin.token" "$@"; }
 out=$(c4 agent list 2>"$T/err"); rc=$?

@@ -154,6 +154,10 @@ while [ $i -lt 100 ]; do
   i=$((i + 1))
   sleep 0.1
 done
+# The controller's Redis link is a gauge read at the scrape, and a loaded
+# machine's reload can cost it a command_timeout and a reconnect: take the
+# scrape once it is up.
+wait_long eval '[ "$(m "$admin" proxyhost_cp_redis_connected)" = 1 ]'
 scrape "$admin" >"$T/controller.prom"
 scrape "$g_a" >"$T/gateway.prom"
 for role in controller gateway checker; do

@@ -4,8 +4,8 @@
 # (GET /v1/status with the admin token as a bearer, curl + python3 json)
 # from real server, agent and client processes (t/lib/tunnel.sh), each
 # with [admin] token_file:
-#   - the server lists the agent (by its name with log_names = true: its
-#     hash, connections, streams, capabilities, rtt_ms, connected_s, this
+#   - the server lists the agent (its name, the hash the logs use,
+#     connections, streams, capabilities, rtt_ms, connected_s, this
 #     node), the client's session (user alice, never a token, strict) and
 #     the stream's result in `opens` (none/ok, counted, window_s);
 #   - /v1/status/tunnel_server/agents/agents?key=NAME finds the agent,
@@ -85,14 +85,14 @@ is "$(wc -l <"$T/agents.out" | tr -d ' ')" 1 "the server lists one agent"
 "$PY" -c '
 import json, sys
 r = json.loads(open(sys.argv[1]).read())
-assert r["agent"] == sys.argv[2] and r["agent_id"] == sys.argv[2], r
+assert r["agent"] == sys.argv[3] and r["log_id"] == sys.argv[2], r
 assert r["connections"] >= 1 and r["streams"] == 0, r
 assert "open_result" in r["capabilities"], r
 assert r["node"] == "node-1", r
 assert isinstance(r["connected_s"], int) and r["connected_s"] >= 0, r
 assert r["rtt_ms"] is None or isinstance(r["rtt_ms"], int), r
-' "$T/agents.out" "$red"
-ok $? "its row: the hash (log_names off), connections, streams, capabilities, node, connected_s: $(cat "$T/agents.out")"
+' "$T/agents.out" "$red" "$TN_AGENT"
+ok $? "its row: the name and the hash the logs use (log_names off), connections, streams, capabilities, node, connected_s: $(cat "$T/agents.out")"
 is "$(field tunnel_server agents agents <"$T/s1.json")" 1 "field agents = 1"
 rows tunnel_server sessions sessions <"$T/s1.json" >"$T/sessions.out"
 "$PY" -c '
@@ -133,8 +133,8 @@ scrape_reloaded() { tn_metrics "$s1_admin" >"$T/m.out"; reloaded; }
 wait_for scrape_reloaded; ok $? "a SIGHUP to log_names = true is applied"
 st "$s1_admin" "/v1/status/tunnel_server/agents/agents?key=$TN_AGENT" |
   rows tunnel_server agents agents >"$T/key.out"
-is "$(wc -l <"$T/key.out" | tr -d ' ')" 1 "?key=$TN_AGENT finds the agent (named with log_names on)"
-grep -q "\"agent\": \"$TN_AGENT\", \"agent_id\": \"$red\"" "$T/key.out"
+is "$(wc -l <"$T/key.out" | tr -d ' ')" 1 "?key=$TN_AGENT finds the agent (by its name)"
+grep "\"agent\": \"$TN_AGENT\"" "$T/key.out" | grep -q "\"log_id\": \"$red\""
 ok $? "its row names it, beside its hash: $(cat "$T/key.out")"
 st "$s1_admin" "/v1/status/tunnel_server/agents/agents?key=nobody" |
   "$PY" -c '

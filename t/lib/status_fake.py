@@ -22,14 +22,14 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-AGENT_COLS = ["agent", "agent_id", "connections", "streams", "capabilities",
+AGENT_COLS = ["agent", "log_id", "connections", "streams", "capabilities",
               "rtt_ms", "connected_s", "node"]
 # Connected agents: edge-1 and edge-3 (on two nodes) and one the store
 # does not list; edge-2 is in the store but not connected.
 AGENT_ROWS = [
-    ["agent-5a1c7f0e", "edge-1", 2, 1, "open_result,flow_control", 3, 61, "n1"],
-    ["agent-0b9d2e44", "stranger", 1, 0, "", None, 5, "n1"],
-    ["agent-77aa01cd", "edge-3", 1, 0, "open_result", 12, 3600, "n2"],
+    ["edge-1", "agent-5a1c7f0e", 2, 1, "open_result,flow_control", 3, 61, "n1"],
+    ["stranger", "agent-0b9d2e44", 1, 0, "", None, 5, "n1"],
+    ["edge-3", "agent-77aa01cd", 1, 0, "open_result", 12, 3600, "n2"],
 ]
 STORE_AGENTS = ["edge-1", "edge-2", "edge-3"]
 

@@ -7,7 +7,7 @@
  * lines; every line within the width; no control character of a value
  * reaches the terminal; anything else is refused, printing nothing. And
  * agent list's live columns (tools/ctl_live.c): an agent is online when a
- * row's agent_id names it, with its node; a page without that column is
+ * row's agent column names it, with its node; a page without that column is
  * refused. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -67,7 +67,7 @@ static void test_summary(void) {
            "\"tunnel_server\",\"module\":\"tunnel_server\",\"panels\":[{"
            "\"name\":\"agents\",\"title\":\"Agents\",\"fields\":{"
            "\"connected\":7,\"streams\":3,\"note\":null},\"tables\":[{"
-           "\"name\":\"agents\",\"columns\":[\"agent\",\"agent_id\","
+           "\"name\":\"agents\",\"columns\":[\"agent\",\"log_id\","
            "\"connections\",\"node\"],\"rows\":["
            "[\"edge-1\",\"edge-1\",1,\"n1\"],[\"edge-22\",\"edge-22\",2,\"n1\"],"
            "[\"e3\",\"e3\",1,\"n2\"],[\"e4\",\"e4\",1,null],"
@@ -99,9 +99,9 @@ static void test_summary(void) {
       {"  connected 7  streams 3  note -\n",
        "... its fields on one line (null as -)"},
       {"  agents: 7 rows\n", "... a table's row count"},
-      {"    AGENT    AGENT_ID  CONNECTIONS  NODE\n", "... its header, aligned"},
-      {"    edge-22  edge-22   2            n1\n", "... a row, aligned"},
-      {"    e4       e4        1            -\n", "... a null cell as -"},
+      {"    AGENT    LOG_ID   CONNECTIONS  NODE\n", "... its header, aligned"},
+      {"    edge-22  edge-22  2            n1\n", "... a row, aligned"},
+      {"    e4       e4       1            -\n", "... a null cell as -"},
       {"    e5 ", "... five rows shown"},
       {"    ... 2 more: proxyhostctl status tunnel_server/agents/agents\n",
        "... and where the rest is"},
@@ -191,10 +191,10 @@ static void test_live(void) {
       "{\"status_version\":1,\"instances\":[{\"instance\":\"tunnel_server\","
       "\"module\":\"tunnel_server\",\"panels\":[{\"name\":\"agents\",\"title\":"
       "\"Agents\",\"fields\":{},\"tables\":[{\"name\":\"agents\",\"columns\":"
-      "[\"agent\",\"agent_id\",\"connections\",\"streams\",\"capabilities\","
+      "[\"agent\",\"log_id\",\"connections\",\"streams\",\"capabilities\","
       "\"rtt_ms\",\"connected_s\",\"node\"],\"rows\":["
-      "[\"agent-1f2e3d4c\",\"edge-1\",2,0,\"open_result\",3,12,\"n\\u001b1\"],"
-      "[\"x\",\"stranger\",1,0,\"\",null,1,\"n2\"]],\"offset\":50,"
+      "[\"edge-1\",\"agent-1f2e3d4c\",2,0,\"open_result\",3,12,\"n\\u001b1\"],"
+      "[\"stranger\",\"x\",1,0,\"\",null,1,\"n2\"]],\"offset\":50,"
       "\"more\":true}]}]}]}";
   ctl_live_agent a[3];
   memset(a, 0, sizeof(a));
@@ -206,19 +206,19 @@ static void test_live(void) {
   is_int(ctl_live_page(page, strlen(page), a, 3, &more, &off), 2,
          "live: the rows on the page");
   ok(more && off == 50, "... its more and offset");
-  ok(a[1].online, "an agent named by a row's agent_id is online");
+  ok(a[1].online, "an agent named by a row's agent column is online");
   is_str(a[1].node, "n?1", "... with its node (no control byte)");
   ok(!a[0].online, "an agent no row names is not");
-  ok(!a[2].online, "the agent column (a display name) is not matched");
+  ok(!a[2].online, "the log_id column (the logs' hash) is not matched");
 
   static const char no_id[] =
       "{\"instances\":[{\"instance\":\"tunnel_server\",\"panels\":[{\"name\":"
-      "\"agents\",\"tables\":[{\"name\":\"agents\",\"columns\":[\"agent\"],"
+      "\"agents\",\"tables\":[{\"name\":\"agents\",\"columns\":[\"log_id\"],"
       "\"rows\":[[\"edge-2\"]],\"offset\":0,\"more\":false}]}]}]}";
   memset(a, 0, sizeof(a));
   snprintf(a[0].name, sizeof(a[0].name), "edge-2");
   is_int(ctl_live_page(no_id, strlen(no_id), a, 1, &more, &off), -1,
-         "a table without agent_id is refused");
+         "a table without an agent column is refused");
   ok(!a[0].online, "... marking nothing");
   is_int(ctl_live_page("{\"error\":{}}", 12, a, 1, &more, &off), -1,
          "an error body is refused");
