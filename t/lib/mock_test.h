@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <proxyhost/mock.h>
@@ -79,6 +80,19 @@ static inline ph_mock *mock_test_start(const char *ini, const ph_module *mod,
   ph_mock *m = mock_test_boot(ini, mod, err, errlen);
   if (!m)
     printf("# mock host: %s\n", err);
+  return m;
+}
+
+/* mock_test_boot, or the test ends: "Bail out! <reasons>" (TAP's word for
+ * a test that could not run) and exit status 1. */
+static inline ph_mock *mock_test_boot_or_bail(const char *ini,
+                                              const ph_module *mod) {
+  char err[1024] = "";
+  ph_mock *m = mock_test_boot(ini, mod, err, sizeof(err));
+  if (!m) {
+    printf("Bail out! %s\n", err);
+    exit(1);
+  }
   return m;
 }
 

@@ -28,12 +28,7 @@ MOCK_TEST_MODULE(chk_mod, "checker", "1.0.0", .init = k_init);
 
 int main(void) {
   plan_lazy();
-  char err[1024];
-  ph_mock *mk = mock_test_boot("", &chk_mod, err, sizeof err);
-  if (!mk) {
-    printf("Bail out! %s\n", err);
-    return 1;
-  }
+  ph_mock *mk = mock_test_boot_or_bail("", &chk_mod);
   int64_t now = mono_ms();
   chk_status_count(&ST, 1, 1, 0, now); /* basic ok */
   chk_status_count(&ST, 1, 1, 0, now);

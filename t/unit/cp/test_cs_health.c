@@ -19,6 +19,7 @@
 #include "controlplane/v1/controlplane.pb-c.h"
 #include "controlplane_server/cs.h"
 #include "controlplane_server/cs_health.h"
+#include "cs_pool_double.h"
 #include "mock_test.h"
 #include "tap.h"
 
@@ -31,14 +32,6 @@ static cs_pool POOL;
 static ph_pool_proxy_row ROWS[8];
 static int wakes;
 
-int cs_pool_get(cs *m, cs_pool_cb cb, void *arg) {
-  cb(arg, m->pool);
-  return 0;
-}
-void cs_pool_forget(cs *m, void *arg) {
-  (void)m;
-  (void)arg;
-}
 void cs_watch_health_changed(cs *m) {
   (void)m;
   wakes++;

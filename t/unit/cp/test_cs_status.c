@@ -20,6 +20,7 @@
 #include "controlplane_server/cs_health.h"
 #include "controlplane_server/cs_status.h"
 #include "ctl_proxy_live.h"
+#include "cs_pool_double.h"
 #include "mock_test.h"
 #include "tap.h"
 
@@ -35,14 +36,6 @@ static ph_pool_proxy_row ROWS[3];
 static struct cs_checkers CHECKERS;
 static cs_checker CK;
 
-int cs_pool_get(cs *m, cs_pool_cb cb, void *arg) {
-  cb(arg, m->pool);
-  return 0;
-}
-void cs_pool_forget(cs *m, void *arg) {
-  (void)m;
-  (void)arg;
-}
 void cs_watch_health_changed(cs *m) { (void)m; }
 
 /* Two streams: gw-1 owns XSS (active 3) and p2, its snapshot 7 ACKed and
@@ -87,12 +80,7 @@ static const char *status(ph_mock *mk, const char *target, int *code) {
 
 int main(void) {
   plan_lazy();
-  char err[1024];
-  ph_mock *mk = mock_test_boot("", &ctl_mod, err, sizeof err);
-  if (!mk) {
-    printf("Bail out! %s\n", err);
-    return 1;
-  }
+  ph_mock *mk = mock_test_boot_or_bail("", &ctl_mod);
   static const char *const ids[] = {XSS, "p2", "p3"};
   for (int i = 0; i < 3; i++) {
     snprintf(ROWS[i].proxy_id, sizeof(ROWS[i].proxy_id), "%s", ids[i]);

@@ -151,19 +151,27 @@ static void test_panels(void) {
        "key selects the row whose first cell it is");
   j = get(m, "/v1/status/st/main/agents?key=a%31%37", 200);
   like(j, "[[\"a17\",17,", "... percent-decoded");
-  get(m, "/v1/status/st/main/agents?limit=11", 400);
-  get(m, "/v1/status/st/main/agents?limit=0", 400);
-  get(m, "/v1/status/st/main/agents?offset=1000000001", 400);
-  get(m, "/v1/status/st/main/agents?offset=-1", 400);
-  get(m, "/v1/status/st/main/agents?offset=1&offset=2", 400);
-  get(m, "/v1/status/st/main/agents?token=x", 400);
-  get(m, "/v1/status/st/main/agents?key=%zz", 400);
-  get(m, "/v1/status/st/main?offset=1", 400);
-  get(m, "/v1/status/st/main/nope", 404);
-  get(m, "/v1/status/st/nope", 404);
-  get(m, "/v1/status/nope", 404);
-  get(m, "/v1/status/st/main/agents/x", 404);
-  get(m, "/v1/status/ST", 404);
+  /* Refused: a bad query (400), a name nothing has (404). */
+  static const struct {
+    const char *target;
+    int status;
+  } refused[] = {
+      {"/v1/status/st/main/agents?limit=11", 400},
+      {"/v1/status/st/main/agents?limit=0", 400},
+      {"/v1/status/st/main/agents?offset=1000000001", 400},
+      {"/v1/status/st/main/agents?offset=-1", 400},
+      {"/v1/status/st/main/agents?offset=1&offset=2", 400},
+      {"/v1/status/st/main/agents?token=x", 400},
+      {"/v1/status/st/main/agents?key=%zz", 400},
+      {"/v1/status/st/main?offset=1", 400},
+      {"/v1/status/st/main/nope", 404},
+      {"/v1/status/st/nope", 404},
+      {"/v1/status/nope", 404},
+      {"/v1/status/st/main/agents/x", 404},
+      {"/v1/status/ST", 404},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+    get(m, refused[i].target, refused[i].status);
 
   j = get(m, "/v1/status", 200);
   like(j, "{\"instance\":\"proxyhost\",\"module\":\"proxyhost\",\"panels\":"
