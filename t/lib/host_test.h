@@ -46,16 +46,10 @@ static int host_init(ph_ctx *ctx, const ph_api *a, void **state) {
                                      .init = host_init}
 
 /* A mock host under the configuration ini with mod added, initialised and
- * started. When any step fails: "Bail out! mock host: <the error>" and the
- * test exits 1. */
+ * started (mock_test_boot_or_bail: when any step fails, "Bail out!
+ * mock host: <the error>" and the test exits 1). */
 static inline ph_mock *host_test_start(const ph_module *mod, const char *ini) {
-  char err[1024] = "";
-  ph_mock *m = mock_test_boot(ini, mod, err, sizeof(err));
-  if (!m) {
-    printf("Bail out! mock host: %s\n", err);
-    exit(1);
-  }
-  return m;
+  return mock_test_boot_or_bail(ini, mod);
 }
 
 #endif

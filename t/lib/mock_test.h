@@ -83,14 +83,14 @@ static inline ph_mock *mock_test_start(const char *ini, const ph_module *mod,
   return m;
 }
 
-/* mock_test_boot, or the test ends: "Bail out! <reasons>" (TAP's word for
- * a test that could not run) and exit status 1. */
+/* mock_test_boot, or the test ends: "Bail out! mock host: <reasons>"
+ * (TAP's word for a test that could not run) and exit status 1. */
 static inline ph_mock *mock_test_boot_or_bail(const char *ini,
                                               const ph_module *mod) {
   char err[1024] = "";
   ph_mock *m = mock_test_boot(ini, mod, err, sizeof(err));
   if (!m) {
-    printf("Bail out! %s\n", err);
+    printf("Bail out! mock host: %s\n", err);
     exit(1);
   }
   return m;
