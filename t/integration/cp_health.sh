@@ -18,9 +18,9 @@
 #    the verdict and the controller's passive item;
 #  - CP-6-7: the flaky pc (a handshake failure in three) never becomes
 #    SUSPECT or UNHEALTHY: no flap;
-#  - CP-6-7: a verdict another controller writes in Redis reaches this
-#    controller's snapshots (read back every health_sync_interval), and
-#    so does its removal;
+#  - CP-6-7: a verdict of the member's own (pc's) that Redis lost or that
+#    another writer changed is written over at the member's next sync tick
+#    (issue 26: a Redis restarted empty left every proxy at none);
 #  - bounded: pb deleted from the pool, its verdict leaves Redis.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
@@ -160,14 +160,22 @@ unlike "$(grep 'proxy health changed' "$T/ctl.log" | grep 'proxy_id=pc')" "to=su
   "CP-6-7: ... and never was (no flap)"
 unlike "$(grep 'proxy health changed' "$T/ctl.log" | grep 'proxy_id=pc')" "to=unhealthy" \
   "CP-6-7: ... not even once UNHEALTHY"
-# ---- another controller's verdict --------------------------------------------
-redis_cli "$T/redis" HSET 'ph:cp:{c1}:health' pa 3 >/dev/null
-pa_is() { [ "$(health pa)" = "$1" ]; }
-wait_long pa_is unhealthy
-ok $? "CP-6-7: a verdict written in Redis by another controller reaches this one's snapshots"
-redis_cli "$T/redis" HDEL 'ph:cp:{c1}:health' pa >/dev/null
-wait_long pa_is none
-ok $? "CP-6-7: ... and so does its removal"
+# ---- a verdict Redis lost, or that another writer changed -------------------
+# One controller is the member for every proxy: a verdict it holds of its
+# own (pc: it reduced pc's outcomes) is what Redis must hold, so another
+# value, or none, is written over at its next sync tick. (Another
+# controller's verdict reaching this one's snapshots: cp_multi_*.sh.)
+pc_in_redis() { redis_cli "$T/redis" HGET 'ph:cp:{c1}:health' pc; }
+own=$(pc_in_redis)
+[ -n "$own" ]; ok $? "pc's own verdict is in Redis ($own)"
+other=3; [ "$own" = 3 ] && other=2
+redis_cli "$T/redis" HSET 'ph:cp:{c1}:health' pc "$other" >/dev/null
+pc_back() { [ "$(pc_in_redis)" = "$own" ]; }
+wait_long pc_back
+ok $? "CP-6-7: another value over the member's own verdict is written over"
+redis_cli "$T/redis" HDEL 'ph:cp:{c1}:health' pc >/dev/null
+wait_long pc_back
+ok $? "CP-6-7: ... and so is its removal (Redis lost it)"
 # ---- a proxy that left the pool --------------------------------------------
 ctl proxy delete pb >/dev/null; ok $? "pb deleted from the pool"
 gone() { [ "$(redis_cli "$T/redis" HEXISTS 'ph:cp:{c1}:health' pb)" = 0 ]; }

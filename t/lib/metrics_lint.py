@@ -46,6 +46,7 @@ HOST = {
     "proxyhost_bus_dropped_total", "proxyhost_mailbox_full_total",
     "proxyhost_thread_queue_full_total",
     "proxyhost_admin_connections_closed_total",
+    "proxyhost_admin_logins_total",
 }
 RESULT_OF = {"ok": "success", "forbidden": "rejected", "timeout": "timeout"}
 STAGE_RESULTS = {"ttfb": {"success"}, "authorization": {"success", "rejected"},
