@@ -124,8 +124,10 @@ static int own_add(void *arg, const cs_gw_view *v) {
     if (x->n == x->cap)
       return 1; /* bounded by the pool: no more room */
     const Controlplane__V1__OwnedProxy *o = v->last->proxies[i];
-    const cs_count *c = bsearch(o->proxy_id, v->counts, v->n_counts,
-                                sizeof(*v->counts), count_cmp);
+    const cs_count *c = v->n_counts ? bsearch(o->proxy_id, v->counts,
+                                              v->n_counts, sizeof(*v->counts),
+                                              count_cmp)
+                                    : NULL; /* bsearch takes no NULL */
     x->v[x->n++] = (own){o->proxy_id, v->worker, c ? (int64_t)c->active : -1,
                          o->draining};
   }
@@ -173,7 +175,8 @@ static void fill_proxies(void *arg, ph_panel *p) {
   if (n && !(x.v = malloc(n * sizeof(*x.v))))
     x.cap = 0; /* no owners shown rather than none listed */
   cs_watch_each(m, own_add, &x);
-  qsort(x.v, x.n, sizeof(*x.v), own_cmp);
+  if (x.n) /* qsort takes no NULL, even for 0 items */
+    qsort(x.v, x.n, sizeof(*x.v), own_cmp);
   int64_t draining = 0;
   for (size_t i = 0; i < x.n; i++)
     draining += x.v[i].draining;

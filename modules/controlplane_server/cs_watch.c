@@ -678,9 +678,10 @@ void cs_watch_reported(cs *m, const char *worker, const char *session,
     cs_count *c = n ? malloc(n * sizeof(*c)) : NULL;
     if (n && !c)
       continue; /* the time moves; the counts stay the older ones */
-    if (n)
+    if (n) { /* qsort and memcpy take no NULL, even for 0 items */
       memcpy(c, counts, n * sizeof(*c));
-    qsort(c, n, sizeof(*c), count_cmp);
+      qsort(c, n, sizeof(*c), count_cmp);
+    }
     free(w->counts);
     w->counts = c;
     w->n_counts = n;
