@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "lib/hex.h"
+
 static int is_ows(char c) { return c == ' ' || c == '\t'; }
 
 int ui_cookie_session(const char *v, size_t n, char id[UI_SESSION_HEX + 1]) {
@@ -40,23 +42,13 @@ int ui_cookie_session(const char *v, size_t n, char id[UI_SESSION_HEX + 1]) {
   return found;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 long ui_form_decode(const char *s, size_t n, char *out, size_t max) {
   size_t o = 0;
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
     if (c == '%') {
-      int a = i + 2 < n ? hexval(s[i + 1]) : -1;
-      int b = i + 2 < n ? hexval(s[i + 2]) : -1;
+      int a = i + 2 < n ? ph_hex_value((unsigned char)s[i + 1]) : -1;
+      int b = i + 2 < n ? ph_hex_value((unsigned char)s[i + 2]) : -1;
       if (a < 0 || b < 0)
         return -1;
       c = (char)(a * 16 + b);

@@ -15,6 +15,8 @@
 
 #include <string.h>
 
+#include "lib/hex.h"
+
 /* ---- decoding: the chunked grammar's states --------------------------- */
 
 enum {
@@ -62,16 +64,6 @@ static int is_qdtext(unsigned char c) {
   return is_ws(c) || (is_vchar_obs(c) && c != '"' && c != '\\');
 }
 
-static int hex_value(unsigned char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* One more digit of the chunk size in d->left: at most 16 digits, and the
  * value stays below 2^63 (left < 2^59 before the shift). */
 static int size_digit(hp_body_decoder *d, int v) {
@@ -97,7 +89,7 @@ static int after_value(unsigned char c) {
 static int size_line_byte(hp_body_decoder *d, unsigned char c) {
   switch (d->state) {
   case C_SIZE: {
-    int v = hex_value(c);
+    int v = ph_hex_value((unsigned char)c);
     if (v >= 0)
       return size_digit(d, v);
     return d->digits ? after_value(c) : C_BAD;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
 """A test double of an admin listener serving GET /v1/status as
-/work/prompts/status-spec.md (issue 28) describes it, with a
+docs/operations.md ("Seeing what runs", issue 28) describes it, with a
 tunnel_server's agents panel, and admin_api's GET /v1/agents: what
 proxyhostctl status and agent list read (t/integration/ctl_status.sh).
 The host's own part runs against a real proxyhost there; this plays a
