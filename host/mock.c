@@ -155,8 +155,11 @@ static void on_reply(void *arg, int status, const char *type,
   buf_append(&m->reply_body, body, body_len);
 }
 
-/* Stops the loop once the answer came. */
-static void reply_check(struct ev_loop *loop, ev_check *w, int revents) {
+/* Stops the loop once the answer came. A prepare watcher, not a check:
+ * it runs before the loop blocks, so an answer given by a callback of one
+ * turn ends the run at the next turn instead of after the whole timeout
+ * (a check watcher runs after the poll, which then waited for nothing). */
+static void reply_seen(struct ev_loop *loop, ev_prepare *w, int revents) {
   (void)revents;
   ph_mock *m = w->data;
   if (m->reply_status)
@@ -194,12 +197,12 @@ static int mk_request(ph_mock *m, const char *method, const char *target,
   if (id < 0)
     return (int)id;
   if (!m->reply_status) {
-    ev_check chk;
-    ev_check_init(&chk, reply_check);
-    chk.data = m;
-    ev_check_start(m->core->loop, &chk);
+    ev_prepare seen;
+    ev_prepare_init(&seen, reply_seen);
+    seen.data = m;
+    ev_prepare_start(m->core->loop, &seen);
     mk_run_for(m, timeout_ms);
-    ev_check_stop(m->core->loop, &chk);
+    ev_prepare_stop(m->core->loop, &seen);
   }
   if (!m->reply_status) {
     routes_cancel(m->core->routes, id); /* the deadline passed */

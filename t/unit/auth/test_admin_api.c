@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ev.h>
+
 #include "lib/json.h"
 #include <proxyhost/mock.h>
 #include "api_test.h"
@@ -152,8 +154,19 @@ static void test_auth(void) {
 }
 
 static void test_users_agents(void) {
-  is_int(req("POST", "/v1/users", AUTH, "{\"name\":\"alice\"}"), 201,
-         "create a user: 201");
+  /* The store answers on a later loop turn: the answer must end the
+   * mock's wait, not the 30 s deadline (ph_mock_request once blocked in
+   * the loop once more after the answer, so every request here took its
+   * whole timeout). Not a speed check: 15 s is half the deadline. */
+  struct ev_loop *loop = ph_mock_loop(m);
+  ev_now_update(loop);
+  double asked = ev_now(loop);
+  is_int(ph_mock_request(m, "POST", "/v1/users", AUTH, "application/json",
+                         "{\"name\":\"alice\"}", 16, 30000, NULL,
+                         &reply_body, &reply_len),
+         201, "create a user: 201");
+  ok(ev_now(loop) - asked < 15.0,
+     "... answered when the store answered, before the request's deadline");
   like(reply(), "\"name\":\"alice\",\"owner\":null,\"enabled\":true",
        "... the record");
   is_int(req("POST", "/v1/users", AUTH,
