@@ -95,6 +95,10 @@ const ph_conf_key ph_admin_keys[] = {
                 "rows per page of a status table (the largest limit of "
                 "/v1/status)",
                 NULL),
+    PH_CONF_KEY("login_failures", PH_CONF_INT, "10", 1, 1000, 0, NULL,
+                "failed status page logins a minute; beyond, the login "
+                "form answers 429 until the minute has passed",
+                NULL),
     PH_CONF_END};
 
 static const char *const reserved_sections[] = {"proxyhost", "log", "admin",
@@ -725,6 +729,7 @@ static int configure_ui(ph_core *c, char *why, size_t whylen) {
       .session_ttl_ms = conf_int(c->conf, "admin", "session_ttl"),
       .max_sessions = (int)conf_int(c->conf, "admin", "max_sessions"),
       .status_rows = (int)conf_int(c->conf, "admin", "status_rows"),
+      .login_failures = (int)conf_int(c->conf, "admin", "login_failures"),
   };
   return c->ui ? ui_configure(c->ui, &st, why, whylen) : 0;
 }
@@ -759,6 +764,7 @@ int core_start_admin(ph_core *c, ph_buf *err) {
   c->admin = admin_start(c->loop, &o, err);
   if (!c->admin)
     return -1;
+  ui_set_port(c->ui, admin_port(c->admin));
   ph_log_field f[] = {PH_STR("listen", listen),
                       PH_INT("port", admin_port(c->admin))};
   log_write(NULL, PH_LOG_INFO, "admin listener started", f, 2);

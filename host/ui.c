@@ -2,6 +2,7 @@
 /* See ui.h. */
 #include "ui.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,6 +14,7 @@
 #include "ui_page.h"
 #include "ui_parse.h"
 #include "ui_session.h"
+#include "ui_throttle.h"
 
 #define HTML_TYPE "text/html; charset=utf-8"
 #define JSON_TYPE "application/json"
@@ -32,9 +34,15 @@
 #define OFF_TEXT "status page off: set [admin] token_file\n"
 
 /* proxyhost_admin_logins_total{result} */
-enum login_result { LOGIN_OK, LOGIN_WRONG, LOGIN_BAD, LOGIN_RESULTS };
+enum login_result {
+  LOGIN_OK,
+  LOGIN_WRONG,
+  LOGIN_BAD,
+  LOGIN_THROTTLED,
+  LOGIN_RESULTS
+};
 static const char *const login_results[] = {"ok", "wrong_token", "bad_form",
-                                            NULL};
+                                            "throttled", NULL};
 
 struct ph_ui {
   ph_panels *status;
@@ -44,6 +52,8 @@ struct ph_ui {
   double ttl;        /* seconds */
   uint32_t rows;
   ui_sessions sessions;
+  ui_throttle throttle;
+  char cookie[UI_COOKIE_NAME_MAX]; /* ph_session_PORT */
   ph_series *m_logins[LOGIN_RESULTS];
   ph_ratelimit login_rl;
 };
@@ -83,8 +93,15 @@ ph_ui *ui_new(ph_panels *status, ph_registry *registry, ui_clock_fn clock,
   u->ttl = 1800;
   u->rows = 50;
   sessions_reset(&u->sessions, 16);
+  throttle_reset(&u->throttle, 10);
+  ui_set_port(u, 0);
   register_metrics(u, registry);
   return u;
+}
+
+void ui_set_port(ph_ui *u, int port) {
+  snprintf(u->cookie, sizeof(u->cookie), UI_SESSION_COOKIE_PREFIX "%d",
+           port < 0 || port > 65535 ? 0 : port);
 }
 
 void ui_free(ph_ui *u) {
@@ -114,6 +131,11 @@ int ui_configure(ph_ui *u, const ui_settings *st, char *why, size_t whylen) {
     sessions_limit(&u->sessions, st->max_sessions);
   u->token = next;
   admin_token_wipe(&next);
+  int lf = st->login_failures < 1                  ? 1
+           : st->login_failures > UI_THROTTLE_MAX ? UI_THROTTLE_MAX
+                                                  : st->login_failures;
+  if (lf != u->throttle.max)
+    throttle_reset(&u->throttle, lf);
   return rc;
 }
 
@@ -171,7 +193,8 @@ static void login_form(ui_out *o, int status, const char *message) {
 }
 
 static int has_session(ph_ui *u, const ui_in *in, char id[UI_SESSION_HEX + 1]) {
-  return in->cookie && ui_cookie_session(in->cookie, in->cookie_len, id) &&
+  return in->cookie &&
+         ui_cookie_session(in->cookie, in->cookie_len, u->cookie, id) &&
          sessions_valid(&u->sessions, id, u->clock(u->clock_arg));
 }
 
@@ -206,12 +229,27 @@ static int form_type(const ui_in *in) {
           in->req.content_type[n] == ' ');
 }
 
+/* Too many failures this last minute: 429 before anything sent is read,
+ * so the answer says nothing of the token (not an oracle). */
+static int throttled(ph_ui *u, ui_out *o) {
+  int wait = throttle_wait(&u->throttle, u->clock(u->clock_arg));
+  if (wait == 0)
+    return 0;
+  count_login(u, LOGIN_THROTTLED);
+  buf_printf(&o->head, "Retry-After: %d\r\n", wait);
+  login_form(o, 429, "too many failed logins: try again in a minute");
+  return 1;
+}
+
 static void login(ph_ui *u, const ui_in *in, ui_out *o) {
+  if (throttled(u, o))
+    return;
   char tok[ADMIN_TOKEN_MAX + 1];
   long n = form_type(in) ? ui_form_token(in->req.body, in->req.body_len, tok,
                                           sizeof(tok))
                          : -1;
   if (n < 0) {
+    throttle_fail(&u->throttle, u->clock(u->clock_arg));
     count_login(u, LOGIN_BAD);
     login_form(o, 400, "bad request: send the form");
     return;
@@ -219,6 +257,7 @@ static void login(ph_ui *u, const ui_in *in, ui_out *o) {
   int ok = admin_token_equal(&u->token, tok, (size_t)n);
   explicit_bzero(tok, sizeof(tok));
   if (!ok) {
+    throttle_fail(&u->throttle, u->clock(u->clock_arg));
     count_login(u, LOGIN_WRONG);
     login_form(o, 401, "wrong token");
     return;
@@ -236,19 +275,22 @@ static void login(ph_ui *u, const ui_in *in, ui_out *o) {
               "status page: oldest session ended ([admin] max_sessions)",
               NULL, 0);
   buf_printf(&o->head,
-             "Set-Cookie: " UI_SESSION_COOKIE "=%s; Path=/; HttpOnly; "
-             "SameSite=Strict; Max-Age=%lld\r\nLocation: /ui/\r\n",
-             id, (long long)u->ttl);
+             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict; "
+             "Max-Age=%lld\r\nLocation: /ui/\r\n",
+             u->cookie, id, (long long)u->ttl);
   explicit_bzero(id, sizeof(id));
   answer(o, 303, TEXT_TYPE, "logged in: /ui/\n");
 }
 
 static void logout(ph_ui *u, const ui_in *in, ui_out *o) {
   char id[UI_SESSION_HEX + 1];
-  if (in->cookie && ui_cookie_session(in->cookie, in->cookie_len, id))
+  if (in->cookie &&
+      ui_cookie_session(in->cookie, in->cookie_len, u->cookie, id))
     sessions_close(&u->sessions, id);
-  buf_puts(&o->head, "Set-Cookie: " UI_SESSION_COOKIE "=; Path=/; HttpOnly; "
-                     "SameSite=Strict; Max-Age=0\r\nLocation: /ui/login\r\n");
+  buf_printf(&o->head,
+             "Set-Cookie: %s=; Path=/; HttpOnly; SameSite=Strict; "
+             "Max-Age=0\r\nLocation: /ui/login\r\n",
+             u->cookie);
   answer(o, 303, TEXT_TYPE, "logged out: /ui/login\n");
 }
 

@@ -11,7 +11,12 @@
  * /ui/login and /ui/style.css need nothing. Sessions: a bounded table
  * (max_sessions; a login beyond it drops the oldest), each expiring
  * session_ttl after its login, ids of 32 random bytes compared in
- * constant time. Without a token file every path answers 404. */
+ * constant time, carried in a cookie named after the listener's port
+ * (ph_session_PORT: browsers share cookies across the ports of a host).
+ * Logins: after login_failures failures within a minute the form answers
+ * 429 with Retry-After, whatever is sent (ui_throttle.h); the Bearer
+ * token of /v1/status is not throttled. Without a token file every path
+ * answers 404. */
 #ifndef PH_UI_H
 #define PH_UI_H
 
@@ -35,6 +40,7 @@ typedef struct ui_settings {
   int64_t session_ttl_ms; /* 60000..86400000 */
   int max_sessions;       /* 1..UI_SESSIONS_MAX */
   int status_rows;        /* 1..STATUS_ROWS_MAX */
+  int login_failures;     /* 1..UI_THROTTLE_MAX a minute */
 } ui_settings;
 
 /* registry may be NULL (no metric); clock NULL: CLOCK_MONOTONIC. */
@@ -44,9 +50,14 @@ void ui_free(ph_ui *u);
 
 /* Takes the settings (at start and at every reload): reads the token file
  * again (a token that changed ends every session), trims the sessions to
- * max_sessions. 0; -1 with the reason in why when the token file cannot
+ * max_sessions; a changed login_failures starts the throttle's window
+ * afresh. 0; -1 with the reason in why when the token file cannot
  * be read: then the pages are off (fail closed) until a reload reads it. */
 int ui_configure(ph_ui *u, const ui_settings *st, char *why, size_t whylen);
+
+/* The port the admin listener is bound to: the session cookie is
+ * ph_session_PORT. Called once the listener is bound, before it serves. */
+void ui_set_port(ph_ui *u, int port);
 
 /* Whether path is the host's: /ui, /ui/..., /v1/status, /v1/status/.... */
 int ui_owns(const char *path, size_t len);

@@ -8,9 +8,11 @@
 
 static int is_ows(char c) { return c == ' ' || c == '\t'; }
 
-int ui_cookie_session(const char *v, size_t n, char id[UI_SESSION_HEX + 1]) {
-  static const char name[] = UI_SESSION_COOKIE "=";
-  const size_t nl = sizeof(name) - 1;
+int ui_cookie_session(const char *v, size_t n, const char *name,
+                      char id[UI_SESSION_HEX + 1]) {
+  const size_t nl = name ? strlen(name) : 0;
+  if (nl == 0)
+    return 0;
   int found = 0;
   for (size_t i = 0; i < n;) {
     while (i < n && is_ows(v[i]))
@@ -21,9 +23,9 @@ int ui_cookie_session(const char *v, size_t n, char id[UI_SESSION_HEX + 1]) {
     size_t e = end;
     while (e > i && is_ows(v[e - 1]))
       e--;
-    if (e - i >= nl && memcmp(v + i, name, nl) == 0) {
-      const char *val = v + i + nl;
-      size_t vl = e - i - nl;
+    if (e - i > nl && memcmp(v + i, name, nl) == 0 && v[i + nl] == '=') {
+      const char *val = v + i + nl + 1;
+      size_t vl = e - i - nl - 1;
       if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
         val++; /* RFC 6265 allows a quoted value */
         vl -= 2;

@@ -8,16 +8,23 @@
 
 #include <stddef.h>
 
-#define UI_SESSION_COOKIE "ph_session"
-#define UI_SESSION_HEX 64 /* 32 random bytes as lowercase hex */
+/* The session cookie is named after the admin listener's port,
+ * "ph_session_9470": a browser keeps cookies per host, not per port, so
+ * two listeners on one address must not share one cookie. */
+#define UI_SESSION_COOKIE_PREFIX "ph_session_"
+#define UI_COOKIE_NAME_MAX 24 /* the prefix, 5 digits, NUL, to spare */
+#define UI_SESSION_HEX 64     /* 32 random bytes as lowercase hex */
 
-/* Finds the session in a Cookie header's value ("a=b; ph_session=HEX"):
- * other cookies are skipped whatever they hold (the admin listener's
- * host may serve other applications' cookies); ours must be exactly
+/* Finds the session in a Cookie header's value ("a=b; NAME=HEX"), NAME
+ * being the cookie's name (NUL-terminated, not empty; the caller's own,
+ * never from the network): other cookies are skipped whatever they hold
+ * (the admin listener's host may serve other applications' cookies, and
+ * other listeners' sessions on other ports); ours must be exactly
  * UI_SESSION_HEX lowercase hex digits and be there once. 1 with the id
  * copied into id (UI_SESSION_HEX + 1 bytes, NUL-terminated); 0 when
- * absent, malformed or given twice. */
-int ui_cookie_session(const char *v, size_t n, char id[UI_SESSION_HEX + 1]);
+ * absent, malformed or given twice, or when name is NULL or empty. */
+int ui_cookie_session(const char *v, size_t n, const char *name,
+                      char id[UI_SESSION_HEX + 1]);
 
 /* Percent-decodes s[0..n) as application/x-www-form-urlencoded does
  * ("%41" is 'A', '+' a space) into out, at most max bytes, not

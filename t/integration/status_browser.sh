@@ -5,7 +5,7 @@
 # logs in through the status page's form and reads the DOM.
 #   (a) the TunnelMesh demo (server with [admin] token_file, agent edge-1,
 #       client of alice): the agent and the client session by name, the
-#       host's own panel; the cookie is ph_session, HttpOnly,
+#       host's own panel; the cookie is ph_session_PORT, HttpOnly,
 #       SameSite=Strict, expiring after session_ttl, and refused once
 #       expired; without it /ui/, a table's page and /v1/status are 401
 #       (Chromium and curl); a token in a URL is 400; logout drops the
@@ -98,29 +98,29 @@ like "$(cat "$T/tun/requests.txt")" "$O/ui/style.css" "... its one stylesheet in
 cookie=$("${PYTHON3:-python3}" -c '
 import json, os, sys
 for c in json.load(open(sys.argv[1])):
-    if c["name"] == "ph_session":  # left: its life when the cookies were read
+    if c["name"] == sys.argv[3]:  # left: its life when the cookies were read
         left = c["expires"] - os.path.getmtime(sys.argv[1])
         print(len(c["value"]), all(x in "0123456789abcdef" for x in c["value"]),
               c["httpOnly"], c["sameSite"], c["path"], -10 < left - int(sys.argv[2]) <= 1, c["value"])
-' "$T/tun/cookies.json" "$TTL")
+' "$T/tun/cookies.json" "$TTL" "ph_session_$s_admin")
 like "$cookie" "64 True True Strict / True " \
-  "the session cookie: ph_session, 64 hex, HttpOnly, SameSite=Strict, Path=/, expires after session_ttl"
+  "the session cookie: ph_session_$s_admin (the listener's port), 64 hex, HttpOnly, SameSite=Strict, Path=/, expires after session_ttl"
 sid=${cookie##* }
 
-is "$(code -H "Cookie: ph_session=$sid" "$O/ui/")" 200 "curl with the session cookie: /ui/ 200"
-is "$(code -H "Cookie: ph_session=$sid" "$O/v1/status")" 200 "... and /v1/status 200"
-json=$("$CURL" -s -m 5 -H "Cookie: ph_session=$sid" "$O/v1/status")
+is "$(code -H "Cookie: ph_session_$s_admin=$sid" "$O/ui/")" 200 "curl with the session cookie: /ui/ 200"
+is "$(code -H "Cookie: ph_session_$s_admin=$sid" "$O/v1/status")" 200 "... and /v1/status 200"
+json=$("$CURL" -s -m 5 -H "Cookie: ph_session_$s_admin=$sid" "$O/v1/status")
 like "$json" "\"$TN_AGENT\"" "/v1/status names agent $TN_AGENT"
 
 ui out "goto:$O/ui/login" "login:$TN_ADMIN_TOKEN" cookies:before \
   'submit:form[action$="logout"]' "goto:$O/ui/" dump:after cookies:cookies
 ok $? "Chromium logs in, logs out with the page's logout form, opens /ui/ again"
-sid2=$(sed -n 's/.*"name": "ph_session", "value": "\([0-9a-f]*\)".*/\1/p' "$T/out/before.json")
-is "${#sid2} $(code -H "Cookie: ph_session=$sid2" "$O/ui/")" "64 401" \
+sid2=$(sed -n 's/.*"name": "ph_session_'"$s_admin"'", "value": "\([0-9a-f]*\)".*/\1/p' "$T/out/before.json")
+is "${#sid2} $(code -H "Cookie: ph_session_$s_admin=$sid2" "$O/ui/")" "64 401" \
   "... the logged-out session is refused (curl, its old cookie)"
 like "$(cat "$T/out/documents.txt")" "303 $O/ui/logout" "... the logout answers 303"
 is "$(tail -1 "$T/out/documents.txt")" "401 $O/ui/" "... /ui/ is 401 again"
-is "$(grep -c '"ph_session"' "$T/out/cookies.json")" 0 "... and the cookie is gone"
+is "$(grep -c "\"ph_session_$s_admin\"" "$T/out/cookies.json")" 0 "... and the cookie is gone"
 is "$(foreign out "$O")" 0 "... every request to the admin listener"
 
 # ---- (b) markup in a value comes back escaped ---------------------------------------------
@@ -166,8 +166,8 @@ is "$(foreign pool "$P")" 0 "every request the page made went to the controller'
 # ---- (a) again: the session expires -------------------------------------------------------
 left=$((login_at + TTL + 2 - $(date +%s)))
 [ "$left" -gt 0 ] && [ "$left" -le $((TTL + 2)) ] && sleep "$left"
-is "${#sid} $(code -H "Cookie: ph_session=$sid" "$O/ui/")" "64 401" \
+is "${#sid} $(code -H "Cookie: ph_session_$s_admin=$sid" "$O/ui/")" "64 401" \
   "after session_ttl the tunnel server's session is refused: /ui/ 401"
-is "${#sid} $(code -H "Cookie: ph_session=$sid" "$O/v1/status")" "64 401" "... and /v1/status 401"
+is "${#sid} $(code -H "Cookie: ph_session_$s_admin=$sid" "$O/v1/status")" "64 401" "... and /v1/status 401"
 
 done_testing

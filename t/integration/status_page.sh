@@ -8,7 +8,12 @@
 # panel and the probe module's panel, its <script> escaped; /v1/status
 # with a Bearer token is JSON; paging; the token never in a URL (400);
 # the security headers; logout ends the session; max_sessions drops the
-# oldest. Session expiry is in t/unit/host/test_ui.c (a test clock).
+# oldest. The cookie is named after the listener's port: two listeners
+# on 127.0.0.1 keep their sessions in one cookie jar. The login throttle
+# ([admin] login_failures): after 3 failures the right token gets 429
+# with Retry-After, counted as throttled, while the other listener and
+# the Bearer token are unaffected. Session expiry and the throttle's
+# window are in t/unit/host/test_status.c (a test clock).
 . "$top_srcdir/t/lib/testlib.sh"
 
 port=$(free_port)
@@ -64,7 +69,7 @@ like "$out" '{"error":{"code":"unauthorized"' "/v1/status without a token: 401 J
 like "$out" " 401" "... status 401"
 is "$(code -H "Authorization: Bearer ${TOKEN}x" "$url/v1/status")" 401 \
   "/v1/status with a wrong token: 401"
-is "$(code -H "Cookie: ph_session=$(printf '%064d' 0)" "$url/ui/")" 401 \
+is "$(code -H "Cookie: ph_session_$port=$(printf '%064d' 0)" "$url/ui/")" 401 \
   "/ui/ with a made-up session: 401"
 
 # The security headers on every /ui/ answer.
@@ -90,9 +95,11 @@ unlike "$(cat "$T/ph.log")" "${TOKEN}" "the log never holds the token"
 hdr=$("$CURL" -s -m 5 -D - -o /dev/null --data-urlencode "token=$TOKEN" "$url/ui/login")
 like "$hdr" "HTTP/1.1 303" "the right token: 303"
 like "$hdr" "Location: /ui/" "... to /ui/"
-like_re "$hdr" "Set-Cookie: ph_session=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict; Max-Age=1800" \
-  "... a session cookie: HttpOnly, SameSite=Strict, Max-Age, Path=/"
-cookie=$(printf '%s\n' "$hdr" | sed -n 's/^Set-Cookie: \(ph_session=[0-9a-f]*\);.*/\1/p')
+like_re "$hdr" "Set-Cookie: ph_session_$port=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict; Max-Age=1800" \
+  "... a session cookie named after the listener's port: HttpOnly, SameSite=Strict, Max-Age, Path=/"
+cookie=$(printf '%s\n' "$hdr" | sed -n 's/^Set-Cookie: \(ph_session_[0-9]*=[0-9a-f]*\);.*/\1/p')
+is "$(code -H "Cookie: ph_session=${cookie#*=}" "$url/ui/")" 401 \
+  "... the same id under the old shared name ph_session opens nothing"
 page=$("$CURL" -s -m 5 -H "Cookie: $cookie" -w ' %{http_code}' "$url/ui/")
 like "$page" " 200" "the page with the cookie: 200"
 like "$page" "<h3>Process</h3>" "... the host's process panel"
@@ -152,7 +159,7 @@ is "$(code -H "Authorization: Bearer $TOKEN" -X POST "$url/v1/status")" 405 \
 # max_sessions = 2: a third login drops the oldest.
 login() {
   "$CURL" -s -m 5 -D - -o /dev/null --data-urlencode "token=$TOKEN" "$url/ui/login" |
-    sed -n 's/^Set-Cookie: \(ph_session=[0-9a-f]*\);.*/\1/p'
+    sed -n 's/^Set-Cookie: \(ph_session_[0-9]*=[0-9a-f]*\);.*/\1/p'
 }
 c2=$(login); c3=$(login)
 is "$(code -H "Cookie: $cookie" "$url/ui/")" 401 "a third login beyond max_sessions ends the oldest"
@@ -164,8 +171,51 @@ is "$(metric "$m" 'proxyhost_admin_logins_total{result="wrong_token"}')" 1 "... 
 # Logout.
 hdr=$("$CURL" -s -m 5 -D - -o /dev/null -X POST -H "Cookie: $c3" "$url/ui/logout")
 like "$hdr" "Location: /ui/login" "logout: 303 to the login form"
-like "$hdr" "Set-Cookie: ph_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" "... the cookie cleared"
+like "$hdr" "Set-Cookie: ph_session_$port=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" "... the cookie cleared"
 is "$(code -H "Cookie: $c3" "$url/ui/")" 401 "... and the session is over"
+
+# Two listeners on one address (a client's and an agent's on one laptop):
+# the browser keeps cookies per host, not per port; each listener's cookie
+# carries its port, so a login to one does not end the other's (one jar).
+# The second one throttles logins after 3 failures.
+PH1=$PH_PID
+port2=$(free_port)
+url2="http://127.0.0.1:$port2"
+sed "s/127.0.0.1:$port\$/127.0.0.1:$port2/" "$T/run.ini" >"$T/run2.ini"
+start_proxyhost "$T/run2.ini" --set admin.login_failures=3
+PH2=$PH_PID
+wait_for healthy "$port2"; ok $? "a second proxyhost on 127.0.0.1:$port2"
+jar="$T/jar.txt"
+jar_login() { "$CURL" -s -m 5 -o /dev/null -w '%{http_code}' -c "$jar" -b "$jar" \
+  --data-urlencode "token=$TOKEN" "$1/ui/login"; }
+is "$(jar_login "$url") $(jar_login "$url2")" "303 303" "logged in to both listeners with one cookie jar"
+like "$(cat "$jar")" "ph_session_$port	" "... the jar holds ph_session_$port"
+like "$(cat "$jar")" "ph_session_$port2	" "... and ph_session_$port2"
+is "$(code -b "$jar" "$url/ui/") $(code -b "$jar" "$url2/ui/")" "200 200" \
+  "... both stay logged in (issue 28)"
+
+# [admin] login_failures = 3 on the second: the 4th try is 429 even with
+# the right token (no oracle), with Retry-After; the first is unaffected.
+bad=""
+for i in 1 2 3; do
+  bad="$bad $("$CURL" -s -m 5 -o /dev/null -w '%{http_code}' --data-urlencode "token=${TOKEN}x" "$url2/ui/login")"
+done
+is "$bad" " 401 401 401" "three wrong tokens: 401 each"
+hdr=$("$CURL" -s -m 5 -D - --data-urlencode "token=$TOKEN" "$url2/ui/login")
+like "$hdr" "HTTP/1.1 429" "then the right token: 429 Too Many Requests"
+like_re "$hdr" "Retry-After: [1-9][0-9]?" "... with Retry-After"
+unlike "$hdr" "Set-Cookie" "... and no session"
+like "$hdr" "too many failed logins" "... the form says why"
+is "$(code -H "Authorization: Bearer $TOKEN" "$url2/v1/status")" 200 \
+  "... the Bearer token on /v1/status is not throttled"
+is "$(code -b "$jar" "$url2/ui/")" 200 "... a session opened before stays"
+m=$(http_get "$url2/metrics")
+is "$(metric "$m" 'proxyhost_admin_logins_total{result="throttled"}')" 1 \
+  "proxyhost_admin_logins_total{result=\"throttled\"} counts it"
+is "$(metric "$m" 'proxyhost_admin_logins_total{result="wrong_token"}')" 3 "... and the 3 wrong tokens"
+is "$(jar_login "$url")" 303 "the other listener's logins are not throttled"
+kill -TERM "$PH2"; wait_exit "$PH2" 10; is "$EXIT" 0 "the second proxyhost stops cleanly"
+PH_PID=$PH1
 
 # The token file is read again on SIGHUP: a new token ends every session.
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tok.new"

@@ -4,8 +4,9 @@
  * fields in order, numeric cells, the host's paging (offset, limit, key,
  * more, PH_ELIMIT once the page is full), the bounds, a UTF-8 cut,
  * registration errors; the HTML renderer's escaping; and the status
- * page's sessions expiring on a test clock (ui.c), the login form and
- * the Cookie header parsers. */
+ * page's sessions expiring on a test clock (ui.c), their cookie named
+ * after the listener's port, the login throttle ([admin] login_failures)
+ * on the test clock, the login form and the Cookie header parsers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,15 +219,30 @@ static void test_parsers(void) {
   memset(hex, 'a', UI_SESSION_HEX);
   hex[UI_SESSION_HEX] = '\0';
   char hdr[256];
-  snprintf(hdr, sizeof(hdr), "x=1; ph_session=%s; y=\"2\"", hex);
-  ok(ui_cookie_session(hdr, strlen(hdr), id) && strcmp(id, hex) == 0,
+  const char *name = "ph_session_9471"; /* the listener on port 9471's */
+  snprintf(hdr, sizeof(hdr), "x=1; ph_session_9471=%s; y=\"2\"", hex);
+  ok(ui_cookie_session(hdr, strlen(hdr), name, id) && strcmp(id, hex) == 0,
      "Cookie: our session among others");
-  snprintf(hdr, sizeof(hdr), "ph_session=%s; ph_session=%s", hex, hex);
-  ok(!ui_cookie_session(hdr, strlen(hdr), id), "Cookie: ours twice: refused");
-  snprintf(hdr, sizeof(hdr), "ph_session=%.63s", hex);
-  ok(!ui_cookie_session(hdr, strlen(hdr), id), "Cookie: 63 digits: refused");
-  snprintf(hdr, sizeof(hdr), "ph_session=%.63sA", hex);
-  ok(!ui_cookie_session(hdr, strlen(hdr), id), "Cookie: upper case: refused");
+  snprintf(hdr, sizeof(hdr), "ph_session_9471=%s; ph_session_9471=%s", hex, hex);
+  ok(!ui_cookie_session(hdr, strlen(hdr), name, id), "Cookie: ours twice: refused");
+  snprintf(hdr, sizeof(hdr), "ph_session_9471=%.63s", hex);
+  ok(!ui_cookie_session(hdr, strlen(hdr), name, id), "Cookie: 63 digits: refused");
+  snprintf(hdr, sizeof(hdr), "ph_session_9471=%.63sA", hex);
+  ok(!ui_cookie_session(hdr, strlen(hdr), name, id), "Cookie: upper case: refused");
+  snprintf(hdr, sizeof(hdr), "ph_session_9472=%s", hex);
+  ok(!ui_cookie_session(hdr, strlen(hdr), name, id),
+     "Cookie: the session of the listener on another port is not ours");
+  snprintf(hdr, sizeof(hdr), "ph_session_94710=%s; ph_session=%s", hex, hex);
+  ok(!ui_cookie_session(hdr, strlen(hdr), name, id),
+     "Cookie: a longer port, and the old shared name ph_session, are not ours");
+  snprintf(hdr, sizeof(hdr), "ph_session_9472=%.63sb; ph_session_9471=%s", hex, hex);
+  ok(ui_cookie_session(hdr, strlen(hdr), name, id) && strcmp(id, hex) == 0,
+     "Cookie: both listeners' sessions in one header: ours is read");
+  ok(!ui_cookie_session(hdr, strlen(hdr), "ph_session_947", id),
+     "Cookie: a name that is a prefix of the cookie's is not it");
+  ok(!ui_cookie_session(hdr, strlen(hdr), "", id) &&
+         !ui_cookie_session(hdr, strlen(hdr), NULL, id),
+     "Cookie: no name, no session");
   char tok[64];
   is_int(ui_form_token("token=ab%2Bc+d", 14, tok, sizeof(tok)), 6, "form: decoded");
   is_str(tok, "ab+c d", "... '+' a space, %2B a plus");
@@ -264,46 +280,135 @@ static int serve(ph_ui *u, const char *method, const char *path,
   return o->status;
 }
 
-static void test_sessions(void) {
-  char tf[] = "/tmp/ph_status_tokXXXXXX";
-  int fd = mkstemp(tf);
-  const char *token = "0123456789abcdef0123456789abcdef";
-  ok(fd >= 0 && write(fd, token, strlen(token)) == (ssize_t)strlen(token),
+/* A ui on the test clock, its listener on port 9471, reading a token
+ * file of TOKEN with max_sessions and login_failures as given. */
+#define TOKEN "0123456789abcdef0123456789abcdef"
+typedef struct ui_fix {
+  char tf[32];
+  ph_panels *s;
+  ph_ui *u;
+  ui_settings st;
+  ui_out o;
+  char good[128]; /* the login form with the right token */
+} ui_fix;
+
+static void fix_open(ui_fix *f, int max_sessions, int login_failures) {
+  snprintf(f->tf, sizeof(f->tf), "/tmp/ph_status_tokXXXXXX");
+  int fd = mkstemp(f->tf);
+  ok(fd >= 0 && write(fd, TOKEN, strlen(TOKEN)) == (ssize_t)strlen(TOKEN),
      "a token file");
   close(fd);
-  ph_panels *s = status_new();
-  ph_ui *u = ui_new(s, NULL, test_clock, NULL);
-  ui_settings st = {tf, 60000, 2, 50};
+  f->s = status_new();
+  f->u = ui_new(f->s, NULL, test_clock, NULL);
+  ui_set_port(f->u, 9471);
+  ui_settings st = {f->tf, 60000, max_sessions, 50, login_failures};
+  f->st = st;
   char why[256];
-  is_int(ui_configure(u, &st, why, sizeof(why)), 0, "ui_configure reads it");
-  ui_out o;
-  buf_init(&o.head, 0);
-  buf_init(&o.body, 0);
-  char body[128];
-  snprintf(body, sizeof(body), "token=%s", token);
+  is_int(ui_configure(f->u, &f->st, why, sizeof(why)), 0,
+         "ui_configure reads it");
+  buf_init(&f->o.head, 0);
+  buf_init(&f->o.body, 0);
+  snprintf(f->good, sizeof(f->good), "token=%s", TOKEN);
+}
+
+static void fix_close(ui_fix *f) {
+  ui_free(f->u);
+  status_free(f->s);
+  buf_free(&f->o.head);
+  buf_free(&f->o.body);
+  unlink(f->tf);
+}
+
+static void test_sessions(void) {
+  ui_fix f;
+  fix_open(&f, 2, 10);
+  ph_ui *u = f.u;
+  const char *body = f.good;
   now_s = 1000;
-  is_int(serve(u, "POST", "/ui/login", NULL, body, &o), 303, "login: 303");
+  is_int(serve(u, "POST", "/ui/login", NULL, body, &f.o), 303, "login: 303");
   char cookie[128];
-  const char *sc = o.head.data ? strstr(o.head.data, "ph_session=") : NULL;
-  snprintf(cookie, sizeof(cookie), "%.75s", sc ? sc : "");
-  like(o.head.data, "Max-Age=60", "... Max-Age is session_ttl");
-  is_int(serve(u, "GET", "/ui/", cookie, NULL, &o), 200, "the session opens /ui/");
+  const char *sc = f.o.head.data ? strstr(f.o.head.data, "ph_session_9471=") : NULL;
+  snprintf(cookie, sizeof(cookie), "%.80s", sc ? sc : "");
+  like(f.o.head.data, "Set-Cookie: ph_session_9471=", "... the cookie is named after the listener's port");
+  like(f.o.head.data, "Max-Age=60", "... Max-Age is session_ttl");
+  char other[128];
+  snprintf(other, sizeof(other), "ph_session_9472=%s", cookie + 16);
+  is_int(serve(u, "GET", "/ui/", other, NULL, &f.o), 401,
+         "... the same id under another port's name opens nothing");
+  is_int(serve(u, "GET", "/ui/", cookie, NULL, &f.o), 200, "the session opens /ui/");
   now_s = 1059.5;
-  is_int(serve(u, "GET", "/ui/", cookie, NULL, &o), 200, "... still just before session_ttl");
+  is_int(serve(u, "GET", "/ui/", cookie, NULL, &f.o), 200, "... still just before session_ttl");
   now_s = 1060;
-  is_int(serve(u, "GET", "/ui/", cookie, NULL, &o), 401, "... expired at session_ttl");
-  is_int(serve(u, "GET", "/v1/status", cookie, NULL, &o), 401,
+  is_int(serve(u, "GET", "/ui/", cookie, NULL, &f.o), 401, "... expired at session_ttl");
+  is_int(serve(u, "GET", "/v1/status", cookie, NULL, &f.o), 401,
          "... for /v1/status too");
-  is_int(serve(u, "POST", "/ui/login", NULL, "token=wrong", &o), 401,
+  is_int(serve(u, "POST", "/ui/login", NULL, "token=wrong", &f.o), 401,
          "a wrong token: 401");
-  unlike(o.body.data, "wrong</", "... the form does not echo it");
-  is_int(serve(u, "GET", "/ui/style.css", NULL, NULL, &o), 200, "style.css needs no session");
-  is_int(serve(u, "PUT", "/ui/login", NULL, NULL, &o), 405, "PUT /ui/login: 405");
-  ui_free(u);
-  status_free(s);
-  buf_free(&o.head);
-  buf_free(&o.body);
-  unlink(tf);
+  unlike(f.o.body.data, "wrong</", "... the form does not echo it");
+  is_int(serve(u, "GET", "/ui/style.css", NULL, NULL, &f.o), 200, "style.css needs no session");
+  is_int(serve(u, "PUT", "/ui/login", NULL, NULL, &f.o), 405, "PUT /ui/login: 405");
+  fix_close(&f);
+}
+
+/* [admin] login_failures (status-spec gap: a login throttle): a sliding
+ * minute on the test clock, one window for the listener. */
+static void test_throttle(void) {
+  ui_fix f;
+  fix_open(&f, 16, 3);
+  ph_ui *u = f.u;
+  const char *good = f.good;
+  char why[256];
+  now_s = 2000;
+  is_int(serve(u, "POST", "/ui/login", NULL, "token=wrong1", &f.o), 401, "failure 1: 401");
+  now_s = 2010;
+  is_int(serve(u, "POST", "/ui/login", NULL, "tok=x", &f.o), 400,
+         "failure 2 (a malformed form counts): 400");
+  now_s = 2020;
+  is_int(serve(u, "POST", "/ui/login", NULL, "token=wrong3", &f.o), 401, "failure 3: 401");
+  is_int(serve(u, "POST", "/ui/login", NULL, good, &f.o), 429,
+         "then the right token: 429 (the throttle is no oracle)");
+  like(f.o.head.data, "Retry-After: 40\r\n", "... Retry-After: until the first failure is a minute old");
+  unlike(f.o.head.data, "Set-Cookie", "... no session");
+  like(f.o.body.data, "too many failed logins", "... the form says why");
+  is_int(serve(u, "POST", "/ui/login", NULL, "token=wrong4", &f.o), 429,
+         "a wrong token: 429 too, the same answer");
+  like(f.o.head.data, "Retry-After: 40\r\n", "... and throttled tries do not stretch the window");
+  is_int(serve(u, "GET", "/ui/login", NULL, NULL, &f.o), 200, "GET /ui/login still shows the form");
+  char bearer[128];
+  snprintf(bearer, sizeof(bearer), "Bearer %s", TOKEN);
+  {
+    ui_in in = {0};
+    in.req.method = "GET";
+    in.req.method_len = 3;
+    in.req.path = "/v1/status";
+    in.req.path_len = strlen(in.req.path);
+    in.req.authorization = bearer;
+    in.req.authorization_len = strlen(bearer);
+    buf_reset(&f.o.head);
+    buf_reset(&f.o.body);
+    ui_serve(u, &in, &f.o);
+    is_int(f.o.status, 200, "/v1/status with the Bearer token is not throttled");
+  }
+  now_s = 2059.5;
+  is_int(serve(u, "POST", "/ui/login", NULL, good, &f.o), 429, "at 59.5 s: still 429");
+  like(f.o.head.data, "Retry-After: 1\r\n", "... Retry-After rounded up, never 0");
+  now_s = 2060;
+  is_int(serve(u, "POST", "/ui/login", NULL, "token=wrong5", &f.o), 401,
+         "once the first failure is a minute old, one more try: a wrong token is 401");
+  now_s = 2061;
+  is_int(serve(u, "POST", "/ui/login", NULL, good, &f.o), 429,
+         "... and counts: 3 failures within the minute again (2010, 2020, 2060), 429");
+  like(f.o.head.data, "Retry-After: 9\r\n", "... until the oldest of them (2010) is a minute old");
+  now_s = 2070;
+  is_int(serve(u, "POST", "/ui/login", NULL, good, &f.o), 303,
+         "once 2010 is a minute old (2 failures left within it) the right token logs in");
+  is_int(ui_configure(u, &f.st, why, sizeof(why)), 0, "a reload with the same limit");
+  is_int(serve(u, "POST", "/ui/login", NULL, "token=w", &f.o), 401, "... keeps the window: one more failure");
+  is_int(serve(u, "POST", "/ui/login", NULL, good, &f.o), 429, "... makes 3 within the minute: 429");
+  f.st.login_failures = 5;
+  is_int(ui_configure(u, &f.st, why, sizeof(why)), 0, "a reload with login_failures = 5");
+  is_int(serve(u, "POST", "/ui/login", NULL, good, &f.o), 303, "... starts the window afresh");
+  fix_close(&f);
 }
 
 int main(void) {
@@ -313,5 +418,6 @@ int main(void) {
   test_html();
   test_parsers();
   test_sessions();
+  test_throttle();
   return done_testing();
 }
