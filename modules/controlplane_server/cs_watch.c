@@ -20,6 +20,7 @@
  * version the worker holds; a worker that still cannot apply it reopens
  * the stream for a full one (CP-3-16).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct cs_watch {
   cp_grpc_call *call;      /* NULL once ended or cancelled */
   int64_t start_ms;
   char worker[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
+  char zone[PH_POOL_ID_MAX + 1]; /* the session's, from owned() (status) */
   cp_watch_state ws;
   ph_timer *timer;
   int64_t auth_call, job;
@@ -533,6 +535,8 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
     w->claimed = 1;
     end_others(w->m, w->worker, w, w->session);
   }
+  if (rep->size > offsetof(cp_auth_reply, zone) && rep->zone)
+    snprintf(w->zone, sizeof(w->zone), "%s", rep->zone);
   size_t n = rep->n_owned;
   w->owned = calloc(n ? n : 1, sizeof(*w->owned));
   w->owned_ids = calloc(n ? n : 1, sizeof(*w->owned_ids));
@@ -654,7 +658,8 @@ void cs_watch_each(cs *m, int (*fn)(void *arg, const cs_gw_view *v),
     cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
     if (w->dead || !w->claimed)
       continue;
-    cs_gw_view v = {w->worker, w->session, w->report_ms, w->last_acked,
+    cs_gw_view v = {w->worker,    w->session,    w->zone,
+                    w->report_ms, w->last_acked,
                     w->last ? cp_snapshot_msg(w->last) : NULL, w->counts,
                     w->n_counts};
     if (fn(arg, &v))
