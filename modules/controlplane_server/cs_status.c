@@ -7,8 +7,9 @@
  * snapshots and accepted runtime reports, the reducer's verdict per tier
  * and the last gateway outcome). A gateway's or checker's zone is what
  * Redis holds for its session, read back by the calls the stream makes
- * anyway (owned() each round, checker_alive each renewal): "" until the
- * first answer. extractions_in_progress is Redis's count of RECLAIMING
+ * anyway (owned() each round, checker_alive each renewal); the answer
+ * that claims a stream sets it first, so a listed row has it.
+ * extractions_in_progress is Redis's count of RECLAIMING
  * plus EXTRACTED proxies as the last assign answered it (at most
  * assign_interval old; null before one answered), extractions_reclaiming
  * the first of the two: nothing is read from Redis on a page view. A session

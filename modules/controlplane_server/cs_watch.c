@@ -527,6 +527,10 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
     unavailable(w);
     return;
   }
+  /* the session's zone, for the status panel: set before the claim
+   * lists the stream there */
+  if (rep->size > offsetof(cp_auth_reply, zone) && rep->zone)
+    snprintf(w->zone, sizeof(w->zone), "%s", rep->zone);
   /* One stream per session (issue 22 item 11): each polls Redis every
    * watch_poll_interval, so a certificate holding many would multiply
    * the load. The newest stream whose session Redis confirmed wins; one
@@ -535,8 +539,6 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
     w->claimed = 1;
     end_others(w->m, w->worker, w, w->session);
   }
-  if (rep->size > offsetof(cp_auth_reply, zone) && rep->zone)
-    snprintf(w->zone, sizeof(w->zone), "%s", rep->zone);
   size_t n = rep->n_owned;
   w->owned = calloc(n ? n : 1, sizeof(*w->owned));
   w->owned_ids = calloc(n ? n : 1, sizeof(*w->owned_ids));
