@@ -9,11 +9,11 @@
  * Redis holds for its session, read back by the calls the stream makes
  * anyway (owned() each round, checker_alive each renewal); the answer
  * that claims a stream sets it first, so a listed row has it.
- * extractions_in_progress is Redis's count of RECLAIMING
- * plus EXTRACTED proxies as the last assign answered it (at most
- * assign_interval old; null before one answered), extractions_reclaiming
- * the first of the two: nothing is read from Redis on a page view. A session
- * is shown by its first CS_STATUS_SESSION_SHOWN hex digits: enough to
+ * extractions_in_progress is Redis's count of RECLAIMING plus EXTRACTED
+ * proxies as the last assign answered it (at most assign_interval old;
+ * null before one answered or after one failed), extractions_reclaiming
+ * the first of the two: nothing is read from Redis on a page view. A
+ * session is shown by its first CS_STATUS_SESSION_SHOWN hex digits: enough to
  * tell sessions apart, while the whole id, which fences a plaintext
  * worker's calls, stays out of the page like out of the logs.
  */

@@ -15,8 +15,8 @@
 # proxyhostctl status (and --json) against each role: the controller's
 # tables with g1 and k1 and their zone z1, the gateway's view with pa,
 # the checker's session the one the controller lists; an extraction of pa
-# counted in progress, and no more once pa is returned; without the token
-# /v1/status is 401.
+# counted in progress, and no more once pa is returned, null once Redis
+# is gone; without the token /v1/status is 401.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -195,6 +195,9 @@ ctl proxy return pa >/dev/null
 ok $? "proxyhostctl proxy return pa"
 wait_long eval '[ "$(xip)" = 0 ]'
 ok $? "... counted no more once returned"
+stop_redis "$T/redis"
+wait_long eval '[ "$(xip)" = None ]'
+ok $? "... and unknown (null) once Redis is gone: never an old count shown as current"
 
 # ---- the token -------------------------------------------------------------------------
 is "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/v1/status")" 401 \
