@@ -44,9 +44,10 @@
 
 #define CP_AUTHORITY_SERVICE "cp.authority"
 #define CP_AUTHORITY_MAJOR 1
-#define CP_AUTHORITY_MINOR 7 /* 1: cluster_id; 2: extract; 3: rebalance;
+#define CP_AUTHORITY_MINOR 8 /* 1: cluster_id; 2: extract; 3: rebalance;
                                 4: checker sessions; 5: health;
-                                6: controller members; 7: passive */
+                                6: controller members; 7: passive;
+                                8: zone, extraction counts (status) */
 
 #define CP_AUTH_DIGEST_LEN 32 /* SHA-256 */
 /* Sequences, versions and epochs travel through Lua numbers (doubles):
@@ -215,6 +216,12 @@ typedef struct cp_auth_reply {
   const cp_auth_passive *passive;
   size_t n_passive;
   uint32_t passive_dropped;
+  /* minor 8 (a caller checks size > offsetof(cp_auth_reply, zone)):
+   * owned and checker_alive: the zone the session registered ("" for
+   * none, at most PH_POOL_ID_MAX bytes); assign: how many proxies are
+   * RECLAIMING and EXTRACTED after the step (cp_extract_state). */
+  const char *zone;
+  uint32_t n_reclaiming, n_extracted;
 } cp_auth_reply;
 
 typedef void (*cp_auth_cb)(void *arg, const cp_auth_reply *reply);

@@ -93,6 +93,9 @@ typedef struct cs {
   char (*prev_ids)[PH_POOL_ID_MAX + 1]; /* proxies the last assign saw */
   size_t n_prev_ids;
   int64_t assign_call;
+  /* the last assign's extraction counts (cp_authority minor 8): status */
+  int extract_known; /* an assign answered them */
+  uint32_t n_reclaiming, n_extracted;
   ilist watches; /* open streams (cs_watch) */
   ilist pending; /* unary and client-streaming RPCs in flight (cs_link) */
   /* metrics */

@@ -5,6 +5,7 @@
  * the ids that are draining, disabled, expired or removed since the last
  * round, so that their ownership ends once their counts are zero.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,15 @@ static void assigned(void *arg, const cp_auth_reply *rep) {
     PH_LOG(api, m->ctx, PH_LOG_INFO,
            "reclaimed proxies extracted: their owners drained them",
            PH_INT("count", rep->extracted));
+  /* What the status panel shows as extractions in progress: Redis's own
+   * count, at most assign_interval old (cs_status.c); unknown (null) once
+   * an assign failed, never an old count shown as current. */
+  m->extract_known = rep->result == CP_AUTH_OK &&
+                     rep->size > offsetof(cp_auth_reply, n_extracted);
   if (rep->result != CP_AUTH_OK)
     return;
+  m->n_reclaiming = m->extract_known ? rep->n_reclaiming : 0;
+  m->n_extracted = m->extract_known ? rep->n_extracted : 0;
   /* Rebalancing (issue 23 item 4): the moves go through the drain, so a
    * worker's share comes back over a few rounds; rebalance_max bounds how
    * many are under way at once. */

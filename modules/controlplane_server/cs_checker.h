@@ -67,6 +67,7 @@ struct cs_checker {
   int64_t start_ms;
   uint64_t serial;
   char id[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
+  char zone[PH_POOL_ID_MAX + 1]; /* the session's, from checker_alive */
   uint32_t max_concurrency, tiers;
   uint32_t batch_max; /* tasks per stream message it reads (>= 1) */
   int claimed; /* Redis confirmed its session: it takes tasks */

@@ -12,6 +12,8 @@
  * one whose stream ended (killed) loses its tasks at once; either way the
  * scheduler gives them to the others.
  */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +206,8 @@ static void alive(void *arg, const cp_auth_reply *rep) {
     return; /* the next renewal tries again, until the TTL is gone */
   }
   c->renewed_ms = wall_ms();
+  if (rep->size > offsetof(cp_auth_reply, zone) && rep->zone)
+    snprintf(c->zone, sizeof(c->zone), "%s", rep->zone);
   if (c->claimed)
     return;
   c->max_concurrency = rep->max_concurrency ? rep->max_concurrency : 1;

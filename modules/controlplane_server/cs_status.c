@@ -5,9 +5,15 @@
  * WatchCheckTasks stream) and "proxies" (the pool's rows at the cached
  * revision with their owner and active count from the streams' last
  * snapshots and accepted runtime reports, the reducer's verdict per tier
- * and the last gateway outcome). A gateway's zone is written to Redis at
- * its registration and not kept here: the column stays empty. A session
- * is shown by its first CS_STATUS_SESSION_SHOWN hex digits: enough to
+ * and the last gateway outcome). A gateway's or checker's zone is what
+ * Redis holds for its session, read back by the calls the stream makes
+ * anyway (owned() each round, checker_alive each renewal); the answer
+ * that claims a stream sets it first, so a listed row has it.
+ * extractions_in_progress is Redis's count of RECLAIMING plus EXTRACTED
+ * proxies as the last assign answered it (at most assign_interval old;
+ * null before one answered or after one failed), extractions_reclaiming
+ * the first of the two: nothing is read from Redis on a page view. A
+ * session is shown by its first CS_STATUS_SESSION_SHOWN hex digits: enough to
  * tell sessions apart, while the whole id, which fences a plaintext
  * worker's calls, stays out of the page like out of the logs.
  */
@@ -53,7 +59,7 @@ static int gw_row(void *arg, const cs_gw_view *v) {
   char sess[CS_STATUS_SESSION_SHOWN + 1];
   short_session(sess, sizeof(sess), v->session);
   age(rep, sizeof(rep), v->report_ms);
-  const char *cells[] = {v->worker, sess, "", acked, rep, owned};
+  const char *cells[] = {v->worker, sess, v->zone, acked, rep, owned};
   return api->status_row(p, cells, 6) == PH_ELIMIT;
 }
 
@@ -72,12 +78,13 @@ static void fill_gateways(void *arg, ph_panel *p) {
 
 static void fill_checkers(void *arg, ph_panel *p) {
   cs *m = arg;
-  static const char *const cols[] = {"checker", "session", "max_concurrency",
-                                     "in_flight", "report_age_s"};
+  static const char *const cols[] = {"checker",         "session",
+                                     "zone",            "max_concurrency",
+                                     "in_flight",       "report_age_s"};
   if (!m->checkers ||
-      api->status_table(p, "checkers", cols, 5,
-                        PH_STATUS_COL_NUM(2) | PH_STATUS_COL_NUM(3) |
-                            PH_STATUS_COL_NUM(4)) != PH_OK)
+      api->status_table(p, "checkers", cols, 6,
+                        PH_STATUS_COL_NUM(3) | PH_STATUS_COL_NUM(4) |
+                            PH_STATUS_COL_NUM(5)) != PH_OK)
     return;
   ILIST_FOREACH_SAFE(&m->checkers->live, it, nx) {
     cs_checker *c = ILIST_ENTRY(it, cs_checker, node);
@@ -89,8 +96,8 @@ static void fill_checkers(void *arg, ph_panel *p) {
     char sess[CS_STATUS_SESSION_SHOWN + 1];
     short_session(sess, sizeof(sess), c->session);
     age(rep, sizeof(rep), c->report_ms);
-    const char *cells[] = {c->id, sess, mc, fl, rep};
-    if (api->status_row(p, cells, 5) == PH_ELIMIT)
+    const char *cells[] = {c->id, sess, c->zone, mc, fl, rep};
+    if (api->status_row(p, cells, 6) == PH_ELIMIT)
       return;
   }
 }
@@ -102,7 +109,6 @@ static void fill_checkers(void *arg, ph_panel *p) {
 typedef struct own {
   const char *id, *owner;
   int64_t active; /* -1: not reported */
-  int draining;
 } own;
 
 typedef struct own_index {
@@ -128,8 +134,7 @@ static int own_add(void *arg, const cs_gw_view *v) {
                                               v->n_counts, sizeof(*v->counts),
                                               count_cmp)
                                     : NULL; /* bsearch takes no NULL */
-    x->v[x->n++] = (own){o->proxy_id, v->worker, c ? (int64_t)c->active : -1,
-                         o->draining};
+    x->v[x->n++] = (own){o->proxy_id, v->worker, c ? (int64_t)c->active : -1};
   }
   return 0;
 }
@@ -177,18 +182,22 @@ static void fill_proxies(void *arg, ph_panel *p) {
   cs_watch_each(m, own_add, &x);
   if (x.n) /* qsort takes no NULL, even for 0 items */
     qsort(x.v, x.n, sizeof(*x.v), own_cmp);
-  int64_t draining = 0;
-  for (size_t i = 0; i < x.n; i++)
-    draining += x.v[i].draining;
   api->status_field_int(p, "proxies", (int64_t)n);
-  api->status_field_int(p, "extractions_in_progress", draining);
+  if (m->extract_known) {
+    api->status_field_int(p, "extractions_in_progress",
+                          (int64_t)m->n_reclaiming + m->n_extracted);
+    api->status_field_int(p, "extractions_reclaiming", m->n_reclaiming);
+  } else {
+    api->status_field(p, "extractions_in_progress", NULL);
+    api->status_field(p, "extractions_reclaiming", NULL);
+  }
   if (api->status_table(p, "proxies", cols, 8,
                         PH_STATUS_COL_NUM(5) | PH_STATUS_COL_NUM(6)) ==
       PH_OK) {
     int full = 0;
     for (size_t i = 0; i < n && !full; i++) {
       const ph_pool_proxy_row *r = &pool->proxies[i];
-      own key = {r->proxy_id, NULL, -1, 0};
+      own key = {r->proxy_id, NULL, -1};
       const own *o = x.n ? bsearch(&key, x.v, x.n, sizeof(*x.v), own_cmp)
                          : NULL;
       proxy_row(p, m, r, o, &full);

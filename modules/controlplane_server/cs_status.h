@@ -25,6 +25,7 @@ typedef struct cs_count {
 /* One WatchSnapshots stream, as the panels see it. */
 typedef struct cs_gw_view {
   const char *worker, *session;
+  const char *zone; /* what Redis holds for the session ("": not read yet) */
   int64_t report_ms; /* its last accepted runtime report (mono_ms), 0 none */
   int acked;         /* the worker accepted the last snapshot sent */
   const Controlplane__V1__WorkerSnapshot *last; /* NULL: none sent yet */

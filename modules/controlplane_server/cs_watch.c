@@ -20,6 +20,7 @@
  * version the worker holds; a worker that still cannot apply it reopens
  * the stream for a full one (CP-3-16).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct cs_watch {
   cp_grpc_call *call;      /* NULL once ended or cancelled */
   int64_t start_ms;
   char worker[PH_POOL_ID_MAX + 1], session[PH_POOL_ID_MAX + 1];
+  char zone[PH_POOL_ID_MAX + 1]; /* the session's, from owned() (status) */
   cp_watch_state ws;
   ph_timer *timer;
   int64_t auth_call, job;
@@ -525,6 +527,10 @@ static void got_owned(void *arg, const cp_auth_reply *rep) {
     unavailable(w);
     return;
   }
+  /* the session's zone, for the status panel: set before the claim
+   * lists the stream there */
+  if (rep->size > offsetof(cp_auth_reply, zone) && rep->zone)
+    snprintf(w->zone, sizeof(w->zone), "%s", rep->zone);
   /* One stream per session (issue 22 item 11): each polls Redis every
    * watch_poll_interval, so a certificate holding many would multiply
    * the load. The newest stream whose session Redis confirmed wins; one
@@ -654,7 +660,8 @@ void cs_watch_each(cs *m, int (*fn)(void *arg, const cs_gw_view *v),
     cs_watch *w = ILIST_ENTRY(it, cs_watch, node);
     if (w->dead || !w->claimed)
       continue;
-    cs_gw_view v = {w->worker, w->session, w->report_ms, w->last_acked,
+    cs_gw_view v = {w->worker,    w->session,    w->zone,
+                    w->report_ms, w->last_acked,
                     w->last ? cp_snapshot_msg(w->last) : NULL, w->counts,
                     w->n_counts};
     if (fn(arg, &v))

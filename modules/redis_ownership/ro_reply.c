@@ -118,9 +118,9 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
   case RO_S_CHECKER_ALIVE:
     if (w == CP_AUTH_STALE_SESSION && r->elements == 1)
       break;
-    if (!ok || r->elements != 4 || (a = int_at(r, 1)) < 0 ||
+    if (!ok || r->elements != 5 || (a = int_at(r, 1)) < 0 ||
         (b = int_at(r, 2)) < 0 || b > UINT32_MAX || (c = int_at(r, 3)) < 0 ||
-        c > UINT32_MAX)
+        c > UINT32_MAX || !(out->zone = id_at(r, 4)))
       return fail(out, mem);
     out->session_expires_ms = a;
     out->max_concurrency = (uint32_t)b;
@@ -137,7 +137,9 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
   case RO_S_ASSIGN:
     if (!ok || (a = int_at(r, 1)) < 1 || (b = int_at(r, 2)) < 0 ||
         (c = int_at(r, 3)) < 0 || int_at(r, 4) < 0 || int_at(r, 5) < 0 ||
-        int_at(r, 6) < 0 || r->elements != 7)
+        int_at(r, 6) < 0 || int_at(r, 7) < 0 ||
+        int_at(r, 7) > PH_POOL_PROXIES_MAX || int_at(r, 8) < 0 ||
+        int_at(r, 8) > PH_POOL_PROXIES_MAX || r->elements != 9)
       return fail(out, mem);
     out->epoch = (uint64_t)a;
     out->assigned = (uint32_t)b;
@@ -145,21 +147,24 @@ cp_auth_result ro_reply_parse(ro_script s, const redisReply *r,
     out->extracted = (uint32_t)int_at(r, 4);
     out->moving = (uint32_t)int_at(r, 5);
     out->rebalance_limited = (int)int_at(r, 6);
+    out->n_reclaiming = (uint32_t)int_at(r, 7);
+    out->n_extracted = (uint32_t)int_at(r, 8);
     break;
   case RO_S_OWNED:
     if (ok) {
-      if ((a = int_at(r, 1)) < 1 || !counts_ok(r, 2, 3))
+      if ((a = int_at(r, 1)) < 1 || !(out->zone = id_at(r, 2)) ||
+          !counts_ok(r, 3, 3))
         return fail(out, mem);
       out->epoch = (uint64_t)a;
-      size_t n = (r->elements - 2) / 3;
+      size_t n = (r->elements - 3) / 3;
       if (n) {
         mem->owned = calloc(n, sizeof(*mem->owned));
         if (!mem->owned)
           return fail(out, mem);
         for (size_t i = 0; i < n; i++) {
-          int64_t reclaim = int_at(r, 4 + 3 * i);
-          mem->owned[i].proxy_id = id_at(r, 2 + 3 * i);
-          mem->owned[i].lease_until_ms = int_at(r, 3 + 3 * i);
+          int64_t reclaim = int_at(r, 5 + 3 * i);
+          mem->owned[i].proxy_id = id_at(r, 3 + 3 * i);
+          mem->owned[i].lease_until_ms = int_at(r, 4 + 3 * i);
           mem->owned[i].reclaim = reclaim == 1;
           if (!mem->owned[i].proxy_id || mem->owned[i].lease_until_ms < 0 ||
               reclaim < 0 || reclaim > 1)

@@ -7,7 +7,8 @@
  * carries nothing else; every array has the length it says, every id is
  * a NUL-terminated string of at most PH_POOL_ID_MAX bytes that lies
  * inside the reply; usable entries are valid 0/1 and zero when not
- * valid; an extraction state is whole (its time, its owner); and the
+ * valid; an extraction state is whole (its time, its owner); a
+ * session's zone is an id where the script gives one; and the
  * verdict is deterministic. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     if (s == RO_S_NEXT_VERSION && r == CP_AUTH_OK)
       CHECK(out.version >= 1);
+    /* minor 8: the session's zone with owned and checker_alive, the
+     * extraction counts with assign (each within what Redis may hold) */
+    if ((s == RO_S_OWNED || s == RO_S_CHECKER_ALIVE) && r == CP_AUTH_OK)
+      check_id(out.zone);
+    else
+      CHECK(out.zone == NULL);
+    CHECK(out.n_reclaiming <= PH_POOL_PROXIES_MAX &&
+          out.n_extracted <= PH_POOL_PROXIES_MAX);
     /* extract: a state, its time exactly when EXTRACTED, an owner only
      * when RECLAIMING; nothing for a refusal. */
     if (s == RO_S_EXTRACT && r == CP_AUTH_OK) {

@@ -12,7 +12,11 @@
 # failures (an open to a closed port counted by stage and code); the
 # checker's checks (its session, tasks done, BASIC ok results);
 # proxyhostctl proxy show pa prints the owner and the state per tier;
-# without the token /v1/status is 401.
+# proxyhostctl status (and --json) against each role: the controller's
+# tables with g1 and k1 and their zone z1, the gateway's view with pa,
+# the checker's session the one the controller lists; an extraction of pa
+# counted in progress, and no more once pa is returned, null once Redis
+# is gone; without the token /v1/status is 401.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/redis.sh"
 . "$top_srcdir/t/lib/controller.sh"
@@ -53,10 +57,14 @@ k_a=$ca_k1
 # st PORT PATH EXPR: GET PATH's JSON on the admin listener PORT with the
 # token, EXPR evaluated in python3 with j the document and helpers:
 # panel(inst, name) the panel, rows(inst, panel, table) its rows as dicts.
+# st_eval FILE EXPR: the same over a document already in FILE.
 st() {
   curl -s -m 5 -H "Authorization: Bearer $(cat "$T/admin.token")" \
     "http://127.0.0.1:$1$2" >"$T/st.json" 2>/dev/null
-  "$PY" - "$T/st.json" "$3" <<'PYEOF' 2>>"$T/st.err"
+  st_eval "$T/st.json" "$3"
+}
+st_eval() {
+  "$PY" - "$1" "$2" <<'PYEOF' 2>>"$T/st.err"
 import json, sys
 j = json.load(open(sys.argv[1]))
 def panel(inst, name):
@@ -139,6 +147,57 @@ ok $? "a proxy pz, disabled: nobody owns it"
 # a proxy the controller has not read yet, or without an owner: one of the two lines
 like_re "$(ctl proxy show pz)" "owner: -|state: unknown \\(not in the controller's view\\)" \
   "proxyhostctl proxy show pz: no owner, or not in the controller's view"
+
+# ---- proxyhostctl status against each role (issue 28) ---------------------------------
+# ctl_at PORT ARGS...: proxyhostctl against the admin listener PORT.
+ctl_at() { _p=$1; shift; "$CTL" --admin "127.0.0.1:$_p" --token-file "$T/admin.token" "$@"; }
+wait_long eval '[ "$(st "$admin" /v1/status "[(r[\"worker\"], r[\"zone\"]) for r in rows(\"$C\",\"gateways\",\"gateways\")]")" = "[('"'"'g1'"'"', '"'"'z1'"'"')]" ]'
+ok $? "the controller's gateways: g1 in its zone z1 (what it registered)"
+wait_long eval '[ "$(st "$admin" /v1/status "[(r[\"checker\"], r[\"zone\"]) for r in rows(\"$C\",\"checkers\",\"checkers\")]")" = "[('"'"'k1'"'"', '"'"'z1'"'"')]" ]'
+ok $? "... and its checkers: k1 in z1"
+out=$(ctl_at "$admin" status); rc=$?
+is "$rc" 0 "proxyhostctl status against the controller: exit 0"
+like "$out" "$C/gateways: " "... its panel gateways"
+like_re "$out" "    g1 +[0-9a-f]{8} +z1 " "... g1 with its session and zone z1"
+like "$out" "$C/checkers: " "... its panel checkers"
+like_re "$out" "    k1 +[0-9a-f]{8} +z1 +16 " "... k1 with its session, zone z1, max_concurrency 16"
+like_re "$out" "extractions_in_progress 0" "... no extraction in progress"
+ctl_at "$admin" --json status >"$T/ctl.json"
+is "$?" 0 "proxyhostctl --json status against the controller: exit 0"
+is "$(st_eval "$T/ctl.json" "[(r['worker'], r['zone']) for r in rows('$C','gateways','gateways')]")" \
+  "[('g1', 'z1')]" "... its JSON: g1 in z1"
+out=$(ctl_at "$g_a" status); rc=$?
+is "$rc" 0 "proxyhostctl status against the gateway: exit 0"
+like "$out" "pool/view: " "... its panel view"
+like_re "$out" "    pa +" "... with pa"
+ctl_at "$g_a" --json status >"$T/ctl.json"
+is "$?$(st_eval "$T/ctl.json" "[r['proxy'] for r in rows('pool','view','proxies')]")" "0['pa']" \
+  "proxyhostctl --json status against the gateway: exit 0, pa in its view"
+out=$(ctl_at "$k_a" status); rc=$?
+is "$rc" 0 "proxyhostctl status against the checker: exit 0"
+ksess=$(st "$admin" /v1/status "rows('$C','checkers','checkers')[0]['session']")
+like "$out" "checker/checks: " "... its panel checks"
+like "$out" "session $ksess" "... its session the one the controller lists for k1 ($ksess)"
+ctl_at "$k_a" --json status >"$T/ctl.json"
+is "$?$(st_eval "$T/ctl.json" "panel('checker','checks')['fields']['session']")" "0$ksess" \
+  "proxyhostctl --json status against the checker: exit 0, the same session"
+
+# ---- an extraction in progress, counted from Redis (issue 28) -----------------------------
+xip() { st "$admin" /v1/status "panel('$C','proxies')['fields']['extractions_in_progress']"; }
+is "$(xip)" 0 "no extraction in progress"
+ctl proxy extract pa >/dev/null
+ok $? "CP-1-5 proxyhostctl proxy extract pa"
+wait_long eval '[ "$(xip)" = 1 ]'
+ok $? "CP-4-2 CP-4-5 the controller counts one extraction in progress ($(ctl proxy extraction pa | tr -s ' \n' ' '))"
+like_re "$(ctl status "$C/proxies")" "extractions_in_progress 1" \
+  "... and proxyhostctl status $C/proxies shows it"
+ctl proxy return pa >/dev/null
+ok $? "proxyhostctl proxy return pa"
+wait_long eval '[ "$(xip)" = 0 ]'
+ok $? "... counted no more once returned"
+stop_redis "$T/redis"
+wait_long eval '[ "$(xip)" = None ]'
+ok $? "... and unknown (null) once Redis is gone: never an old count shown as current"
 
 # ---- the token -------------------------------------------------------------------------
 is "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/v1/status")" 401 \

@@ -80,8 +80,8 @@ is "$(ev checker_register c3 ci za k3 30000 2 4 14)" "limit" \
 redis_cli "$T/redis" DEL "${P}c:c2:session" >/dev/null
 like "$(ev checker_register c3 ci za k3 30000 2 4 14)" "ok 1 0" \
   "CP-1-3: ... and takes the place of one whose session expired"
-like_re "$(ev checker_alive w1 k1 20000)" "^ok [0-9]+ 4 14$" \
-  "CP-6-1: checker_alive renews the session and says max_concurrency and tiers"
+like_re "$(ev checker_alive w1 k1 20000)" "^ok [0-9]+ 4 14 za$" \
+  "CP-6-1: checker_alive renews the session and says max_concurrency, tiers and the zone"
 is "$(ev checker_alive w1 nope 20000)" "stale" "CP-6-2: checker_alive of another session: stale"
 is "$(ev outcomes w1 k1 3 "$D1" c)" "ok 3" "CP-6-2: an observation batch on the checker's session"
 is "$(ev outcomes w1 k1 3 "$D1" c)" "replay 3" "CP-6-2: the same batch again: replay"

@@ -37,9 +37,11 @@
 -- from now. So assign_from is set to now + hold_ms (one lease, or 0 when
 -- the operator says Redis cannot lose writes) and no proxy is given
 -- before it; ownerships Redis still knows are kept and released as usual.
--- Returns {'ok', epoch, assigned, released, extracted, moving, limited}:
--- moving, the proxies newly marked in 4; limited 1 when rebalance_max
--- held a move back.
+-- Returns {'ok', epoch, assigned, released, extracted, moving, limited,
+-- reclaiming_now, extracted_now}: moving, the proxies newly marked in 4;
+-- limited 1 when rebalance_max held a move back; the last two, how many
+-- proxies are RECLAIMING and EXTRACTED after this step (the controller's
+-- status panel: extractions in progress).
 local now = now_ms()
 local lease, max_owned = tonumber(ARGV[2]), tonumber(ARGV[3])
 local rebalance_max = tonumber(ARGV[5])
@@ -293,4 +295,5 @@ local epoch = epoch_now()
 if assigned + released > 0 then
   epoch = tostring(redis.call('INCR', KEYS[1]))
 end
-return {'ok', tonumber(epoch), assigned, released, extracted, marked, limited}
+return {'ok', tonumber(epoch), assigned, released, extracted, marked, limited,
+        redis.call('SCARD', rkey), redis.call('HLEN', xkey)}

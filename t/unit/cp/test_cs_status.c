@@ -2,7 +2,9 @@
 /* The controller's status panels (modules/controlplane_server/cs_status.c,
  * issue 28) through the mock host's ph_mock_status: the gateways of the
  * streams (cs_watch_each is the test's double: two streams, their last
- * snapshots and runtime counts), the live checkers, the pool's rows with
+ * snapshots, runtime counts and the zone Redis holds for the session),
+ * the live checkers with theirs, the extractions the last assign counted
+ * (null before one answered), the pool's rows with
  * their owner, the reducer's state per tier (observations given to
  * cs_health_observe), capacity, active and the last outcome
  * (cs_health_outcome). A proxy id of markup comes back verbatim in the
@@ -38,8 +40,8 @@ static cs_checker CK;
 
 void cs_watch_health_changed(cs *m) { (void)m; }
 
-/* Two streams: gw-1 owns XSS (active 3) and p2, its snapshot 7 ACKed and
- * a report 2 s ago; gw-2 has sent nothing yet. */
+/* Two streams: gw-1 (zone z1) owns XSS (active 3) and p2, its snapshot 7
+ * ACKed and a report 2 s ago; gw-2 has sent nothing yet (no zone read). */
 static Controlplane__V1__OwnedProxy OP[2];
 static Controlplane__V1__OwnedProxy *OPP[2] = {&OP[0], &OP[1]};
 static Controlplane__V1__WorkerSnapshot SNAP;
@@ -48,9 +50,9 @@ static cs_count COUNTS[1];
 void cs_watch_each(cs *m, int (*fn)(void *arg, const cs_gw_view *v),
                    void *arg) {
   (void)m;
-  cs_gw_view v1 = {"gw-1", "0123456789abcdef0123456789abcdef",
+  cs_gw_view v1 = {"gw-1", "0123456789abcdef0123456789abcdef", "z1",
                    mono_ms() - 2000, 1, &SNAP, COUNTS, 1};
-  cs_gw_view v2 = {"gw-2", "s2", 0, 0, NULL, NULL, 0};
+  cs_gw_view v2 = {"gw-2", "s2", "", 0, 0, NULL, NULL, 0};
   if (!fn(arg, &v1))
     fn(arg, &v2);
 }
@@ -104,6 +106,7 @@ int main(void) {
   CK.m = &M;
   snprintf(CK.id, sizeof(CK.id), "k1");
   snprintf(CK.session, sizeof(CK.session), "fedcba9876543210");
+  snprintf(CK.zone, sizeof(CK.zone), "z2");
   CK.max_concurrency = 16;
   CK.claimed = 1;
   CK.task_ids.n = 2;
@@ -124,17 +127,28 @@ int main(void) {
   int code;
   const char *j = status(mk, "/v1/status/controlplane_server/gateways", &code);
   is_int(code, 200, "the panel gateways is there");
-  like(j, "[\"gw-1\",\"01234567\",\"\",7,2,2]",
+  like(j, "[\"gw-1\",\"01234567\",\"z1\",7,2,2]",
        "gw-1: its session's first 8 hex digits (never the whole fence "
-       "id), no zone, snapshot 7 ACKed, reported 2 s ago, 2 owned");
+       "id), zone z1, snapshot 7 ACKed, reported 2 s ago, 2 owned");
   like(j, "[\"gw-2\",\"s2\",\"\",null,null,null]",
        "gw-2 (nothing sent yet): no ACK, no report, nothing owned");
   j = status(mk, "/v1/status/controlplane_server/checkers", &code);
-  like(j, "[\"k1\",\"fedcba98\",16,2,null]",
-       "k1: its session, max_concurrency 16, two in flight, no report yet");
+  like(j, "[\"k1\",\"fedcba98\",\"z2\",16,2,null]",
+       "k1: its session, zone z2, max_concurrency 16, two in flight, no "
+       "report yet");
   j = status(mk, "/v1/status/controlplane_server/proxies", &code);
   like(j, "\"proxies\":3", "the field proxies counts the pool's rows");
-  like(j, "\"extractions_in_progress\":1", "... one draining proxy owned");
+  like(j, "\"extractions_in_progress\":null",
+       "CP-4-2 no assign answered yet: extractions in progress unknown "
+       "(null), not a guess from the draining marks");
+  like(j, "\"extractions_reclaiming\":null", "... nor reclaiming");
+  M.extract_known = 1;
+  M.n_reclaiming = 1;
+  M.n_extracted = 2;
+  j = status(mk, "/v1/status/controlplane_server/proxies", &code);
+  like(j, "\"extractions_in_progress\":3",
+       "CP-4-2 CP-4-5 the last assign's count: 1 reclaiming + 2 extracted");
+  like(j, "\"extractions_reclaiming\":1", "... of which 1 waits for its owner");
   like(j, "\"" XSS "\"", "a proxy id of markup comes back verbatim in JSON");
   like(j, "[\"p3\",\"\",\"\",\"\",\"\",30,null,\"\"]",
        "p3: no owner, no state, capacity 30, no active count, no outcome");

@@ -210,6 +210,8 @@ typedef struct got {
   size_t n_passive; /* minor 7 */
   char pid[32][PH_POOL_ID_MAX + 1];
   uint32_t pfail[32], pok[32], pdropped;
+  char zone[PH_POOL_ID_MAX + 1]; /* minor 8: owned, checker_alive */
+  uint32_t n_reclaiming, n_extracted; /* minor 8: assign */
 } got;
 
 static void on_reply(void *arg, const cp_auth_reply *r) {
@@ -242,6 +244,9 @@ static void on_reply(void *arg, const cp_auth_reply *r) {
     g->pok[i] = r->passive[i].ok_units;
   }
   g->pdropped = r->passive_dropped;
+  snprintf(g->zone, sizeof(g->zone), "%s", r->zone ? r->zone : "(null)");
+  g->n_reclaiming = r->n_reclaiming;
+  g->n_extracted = r->n_extracted;
   g->n_health = r->n_health < 32 ? r->n_health : 32;
   for (size_t i = 0; i < g->n_health; i++) {
     snprintf(g->hid[i], sizeof(g->hid[i]), "%s", r->health[i].proxy_id);
@@ -680,6 +685,8 @@ static void test_assign(void) {
   long long now = redis_time_ms();
   ok(o1.n_owned && o1.lease[0] > now,
      "CP-1-16: owned() gives each proxy's lease expiry (Redis time)");
+  is_str(o1.zone, "za", "issue 28: owned() says the zone the session registered");
+  is_str(o2.zone, "zb", "... each worker its own");
   got again = assign(ps, 5, NULL, 0);
   ok(again.assigned == 0 && again.released == 0 && again.epoch == a.epoch,
      "CP-4-1: nothing changed: the epoch stays");
@@ -1142,6 +1149,8 @@ static void test_extraction(void) {
   got o = owned("w1", "s1");
   ok(a.result == CP_AUTH_OK && has(&o, "p1") && !has(&o, "p9"),
      "CP-4-5: assign gives out the available proxy, not the extracted one");
+  ok(a.n_reclaiming == 0 && a.n_extracted == 1,
+     "issue 28: assign counts the extracted proxy (0 reclaiming, 1 extracted)");
   ep = a.epoch;
   reack("w1", "s1", ep, &v);
   is_int(reclaim_of(&o, "p1"), 0, "owned(): no reclaim mark before a request");
@@ -1165,6 +1174,8 @@ static void test_extraction(void) {
   ok(a.extracted == 0 && has(&o, "p1") &&
          extract("p1", CP_EXTRACT_GET).xstate == CP_EXTRACT_RECLAIMING,
      "CP-4-3, CP-4-4: still owned and RECLAIMING while active is not zero");
+  ok(a.n_reclaiming == 1 && a.n_extracted == 1,
+     "issue 28: ... assign counts it reclaiming (1 reclaiming, 1 extracted)");
   /* The owner's zero counts count only on a snapshot built after the
    * request (the drain mark). */
   reack("w1", "s1", ep, &v);
@@ -1177,6 +1188,8 @@ static void test_extraction(void) {
          !has(&o, "p1") && x.xstate == CP_EXTRACT_EXTRACTED && x.xms >= t1,
      "CP-4-4, CP-4-5: at zero the assign ends the ownership and extracts it "
      "in the same step");
+  ok(a.n_reclaiming == 0 && a.n_extracted == 2,
+     "issue 28: ... and counts it extracted in that step (0 and 2)");
   is_int(rint_("EXISTS %s", "ph:cp:{c-x}:owner:p1"), 0, "... and it has no owner");
   a = assign(ps, 2, NULL, 0);
   o = owned("w1", "s1");
@@ -1189,6 +1202,8 @@ static void test_extraction(void) {
   a = assign(ps, 2, NULL, 0);
   o = owned("w1", "s1");
   ok(has(&o, "p1") && !has(&o, "p9"), "a released proxy is given out again");
+  ok(a.n_reclaiming == 0 && a.n_extracted == 1,
+     "issue 28: ... and is counted no more (0 and 1)");
 
   /* A withdrawn reclaim: the mark goes, the ownership stays. */
   x = extract("p1", CP_EXTRACT_REQUEST);
@@ -1540,8 +1555,9 @@ static void test_checkers(void) {
   is_int(r.result, -1000 + PH_EINVAL, "max_concurrency 0: PH_EINVAL, no call");
   r = CALL(A->checker_alive(S, "c1", k1, on_reply, G));
   ok(r.result == CP_AUTH_OK && r.max_concurrency == 4 && r.tiers == 6 &&
-         r.expires > 0,
-     "CP-6-1: checker_alive renews and says max_concurrency and tiers");
+         r.expires > 0 && strcmp(r.zone, "za") == 0,
+     "CP-6-1: checker_alive renews and says max_concurrency, tiers and the "
+     "zone (issue 28)");
   r = CALL(A->checker_alive(S, "c1", k2, on_reply, G));
   is_int(r.result, CP_AUTH_STALE_SESSION, "checker_alive of another session: stale");
   uint8_t d[32], e[32];
