@@ -3,7 +3,9 @@
  * GET /v1/agents) with three live columns from the tunnel server on the
  * same admin listener (GET /v1/status/tunnel_server/agents/agents, paged
  * by the host's [admin] status_rows, at most LIVE_PAGES_MAX pages):
- * online yes/no, node, last_seen ("now" while connected). When the
+ * online yes/no, node, last_seen ("now" while connected to this node or,
+ * by presence, another; when it left this node lately, the date the
+ * server kept, else "-"). When the
  * status cannot say (no tunnel_server there, the status page off: 404;
  * any other failure, said on stderr), online is "unknown", never "no". */
 #include <inttypes.h>
@@ -35,6 +37,8 @@ static void live_cell(void *arg, uint32_t row, size_t col, char *out,
     v = col == 0 ? "yes" : col == 1 ? (a->node[0] ? a->node : "-") : "now";
   else if (col == 0)
     v = a && l->complete ? "no" : "unknown";
+  else if (col == 2 && a && a->last_seen[0])
+    v = a->last_seen;
   snprintf(out, cap, "%s", v);
 }
 

@@ -48,6 +48,18 @@ static long cell(const json_doc *d, size_t r, long c) {
   return (long)k;
 }
 
+/* Cell c of row r as text shown on a terminal (a control or non-ASCII
+ * byte as '?'), "" when it is not a string. */
+static void text_cell(const json_doc *d, size_t r, long c, char *out,
+                      size_t cap) {
+  long k = cell(d, r, c);
+  if (k < 0 || json_str(d, (size_t)k, out, cap) < 0)
+    out[0] = '\0';
+  for (char *q = out; *q; q++)
+    if ((unsigned char)*q < 0x20 || *q == 0x7f || (*q & 0x80))
+      *q = '?';
+}
+
 long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
                    int *more, int64_t *offset) {
   *more = 0;
@@ -58,6 +70,8 @@ long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
   long t = first_table(&x.d);
   long id = t < 0 ? -1 : column(&x.d, (size_t)t, "agent");
   long node = t < 0 ? -1 : column(&x.d, (size_t)t, "node");
+  long online = t < 0 ? -1 : column(&x.d, (size_t)t, "online");
+  long seen = t < 0 ? -1 : column(&x.d, (size_t)t, "last_seen_at");
   long rows = t < 0 ? -1 : json_get(&x.d, (size_t)t, "rows");
   if (id < 0 || rows < 0 || json_type_of(&x.d, (size_t)rows) != JSON_ARRAY) {
     free(x.toks);
@@ -73,20 +87,22 @@ long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
   uint32_t nrow = x.d.toks[rows].size;
   for (uint32_t i = 0; i < nrow; i++, r = x.d.toks[r].next) {
     long c = cell(&x.d, r, id);
-    char name[CTL_LIVE_NAME_MAX + 1];
+    char name[CTL_LIVE_NAME_MAX + 1], on[8] = "yes";
     if (c < 0 || json_str(&x.d, (size_t)c, name, sizeof(name)) <= 0)
       continue;
+    /* No online column (a server before it): every row is online. */
+    if (online >= 0)
+      text_cell(&x.d, r, online, on, sizeof(on));
+    int yes = strcmp(on, "yes") == 0, no = strcmp(on, "no") == 0;
     for (size_t k = 0; k < n; k++) {
       if (strcmp(a[k].name, name) != 0)
         continue;
-      a[k].online = 1;
-      long nd = cell(&x.d, r, node);
-      if (nd < 0 || json_str(&x.d, (size_t)nd, a[k].node,
-                             sizeof(a[k].node)) < 0)
-        a[k].node[0] = '\0';
-      for (char *q = a[k].node; *q; q++) /* shown on a terminal */
-        if ((unsigned char)*q < 0x20 || *q == 0x7f || (*q & 0x80))
-          *q = '?';
+      if (yes) { /* online somewhere wins over a node it left */
+        a[k].online = 1;
+        text_cell(&x.d, r, node, a[k].node, sizeof(a[k].node));
+      } else if (no && !a[k].online) {
+        text_cell(&x.d, r, seen, a[k].last_seen, sizeof(a[k].last_seen));
+      }
     }
   }
   free(x.toks);

@@ -2,8 +2,11 @@
 /* proxyhostctl agent list's live state (issue 28): the store's agents
  * marked from pages of the tunnel server's status table
  * (GET /v1/status/tunnel_server/agents/agents: columns agent, log_id,
- * connections, streams, capabilities, rtt_ms, connected_s, node), matched
- * on agent, which is the store's agent name. Pure: reads the page it
+ * connections, streams, capabilities, rtt_ms, connected_s, node, online,
+ * last_seen_at), matched on agent, which is the store's agent name. A row
+ * with online "yes" (or a table without the online column) says the agent
+ * is connected to its node (this one or another, by presence); "no" says
+ * it left this node at last_seen_at. Pure: reads the page it
  * is given (untrusted bytes: t/fuzz/fuzz_ctl_status.c). */
 #ifndef PH_CTL_LIVE_H
 #define PH_CTL_LIVE_H
@@ -13,15 +16,19 @@
 
 #define CTL_LIVE_NAME_MAX 128
 #define CTL_LIVE_NODE_MAX 64
+#define CTL_LIVE_SEEN_MAX 32
 
 typedef struct ctl_live_agent {
   char name[CTL_LIVE_NAME_MAX + 1]; /* the store's name (the caller's) */
   int online;                       /* a row names it */
   char node[CTL_LIVE_NODE_MAX + 1]; /* its node column, "" when none */
+  char last_seen[CTL_LIVE_SEEN_MAX + 1]; /* offline: when it left, "" */
 } ctl_live_agent;
 
 /* Marks each agent of a (n) that a row of the page names in its agent
- * column online, with its node. The rows on the page (0..), with *more
+ * column online, with its node; or, for a row with online "no" naming an
+ * agent no row marked online, keeps its last_seen_at. Cells are cut to
+ * the fields' sizes, control and non-ASCII bytes shown as '?'. The rows on the page (0..), with *more
  * (the page's "more") and *offset (its "offset"); -1 when body is not a
  * status answer holding a table with an agent column (nothing marked
  * then). */

@@ -8,6 +8,7 @@ modules_tunnel_server_tunnel_server_la_SOURCES = \
 	%D%/ts_bearer.c %D%/ts_bearer.h \
 	%D%/ts_open.c %D%/ts_mesh.c %D%/ts_relay.c \
 	%D%/ts_status.c %D%/ts_opens.c %D%/ts_opens.h \
+	%D%/ts_gone.c %D%/ts_gone.h \
 	%D%/open_exec.c %D%/open_exec.h \
 	%D%/agent_select.c %D%/agent_select.h
 modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(AM_CPPFLAGS) \

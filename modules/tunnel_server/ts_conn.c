@@ -58,6 +58,7 @@ static ts_agent *agent_get(ts_mod *m, const char *name) {
   a->mesh_session = ts_mesh_session(m);
   a->next = m->agents;
   m->agents = a;
+  ts_gone_drop(&m->gone, name); /* online again: not listed as gone */
   return a;
 }
 
@@ -80,6 +81,8 @@ static void agent_del_conn(ts_mod *m, ts_conn *c) {
       *pp = a->next;
       break;
     }
+  /* Its last connection here closed: the status page's offline rows. */
+  ts_gone_add(&m->gone, a->name, wall_ms() / 1000);
   free(a);
 }
 

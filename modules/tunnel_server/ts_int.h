@@ -28,6 +28,7 @@
 #include "lib/clocks.h"
 #include "lib/ilist.h"
 #include "open_exec.h"
+#include "ts_gone.h"
 #include "ts_opens.h"
 #include "frontend/relay.h"
 #include "lib/tls_reload.h"
@@ -205,6 +206,7 @@ struct ts_mod {
   ts_mesh *mesh;       /* presence (ts_mesh.c); NULL: off or stopped */
   ts_relay *relay;     /* the relay (ts_relay.c); NULL: off */
   ts_opens opens_win;  /* open results by minute (ts_status.c's opens) */
+  ts_gone gone;        /* agents that left lately (ts_status.c's agents) */
 };
 
 /* ts_mesh.c: this node's presence in the store's tm.presence. start:
@@ -215,6 +217,12 @@ int ts_mesh_start(ts_mod *m);
 void ts_mesh_stop(ts_mod *m);
 int64_t ts_mesh_session(ts_mod *m);
 void ts_mesh_agent(ts_mod *m, const ts_agent *a);
+/* The presence view in memory (no I/O), for the status page: PH_OK with
+ * *v filled; PH_ENOENT with presence off (or stopped); PH_ESTATE when the
+ * store has not read it yet or its last good read is stale (*v is then
+ * not vouched for: not shown). */
+struct tm_presence_view;
+int ts_mesh_view(ts_mod *m, struct tm_presence_view *v);
 
 /* ts_relay.c: the relay between servers (issue 27). start: PH_OK (also
  * when relay is off) or an error (no presence, the listener failed).

@@ -239,3 +239,10 @@ void ts_mesh_agent(ts_mod *m, const ts_agent *a) {
   if (id > 0)
     x->in_flight++;
 }
+
+int ts_mesh_view(ts_mod *m, tm_presence_view *v) {
+  ts_mesh *x = m->mesh;
+  if (!x)
+    return PH_ENOENT;
+  return x->tp->view(x->self, v) == PH_OK ? PH_OK : PH_ESTATE;
+}

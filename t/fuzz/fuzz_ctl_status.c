@@ -73,9 +73,14 @@ static void live(const char *body, size_t len) {
   for (size_t i = 0; i < 4; i++) {
     if (strcmp(a[i].name, names[i]) != 0 || (a[i].online & ~1) ||
         (rows < 0 && (a[i].online || a[i].node[0])) ||
-        !memchr(a[i].node, '\0', sizeof(a[i].node)))
+        (rows < 0 && a[i].last_seen[0]) ||
+        !memchr(a[i].node, '\0', sizeof(a[i].node)) ||
+        !memchr(a[i].last_seen, '\0', sizeof(a[i].last_seen)))
       abort();
     for (const char *q = a[i].node; *q; q++)
+      if ((unsigned char)*q < 0x20 || *q == 0x7f || (*q & 0x80))
+        abort();
+    for (const char *q = a[i].last_seen; *q; q++)
       if ((unsigned char)*q < 0x20 || *q == 0x7f || (*q & 0x80))
         abort();
   }

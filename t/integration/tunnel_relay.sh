@@ -30,6 +30,13 @@
 #     to node-c at once (node-b marked down, not waiting for its lease);
 #   - node-c stopped with SIGSTOP: the links' heartbeat ends the link and
 #     the stream through it fails;
+#   - the status page (issue 28, the agents panel): a lists the agent b
+#     holds with node = node-b, its connection count, streams unknown
+#     (null); with the agent on both, a's own row first; after it left
+#     a, a lists it online on node-b and offline here with a
+#     last_seen_at; proxyhostctl agent list on a says online yes, node-b
+#     both times; the agent stopped, b lists it offline with a
+#     last_seen_at and a no longer online anywhere;
 #   - the relay keys' checks (--check-config).
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
@@ -51,8 +58,15 @@ mesh() { # NODE RELAY-PORT
   printf 'presence.relay_addr = 127.0.0.1:%s\npresence.lease = 3s\n' "$2"
   printf 'relay = true\nrelay.listen = 127.0.0.1:%s\nrelay.allow_plain = true\n' "$2"
 }
-tn_server a "$(mesh node-a "$ra")"; ok $? "server a up (presence, relay)"
-tn_server b "$(mesh node-b "$rb")"; ok $? "server b up (presence, relay)"
+# The status page on (issue 28): [admin] token_file, then the mesh keys
+# in [tunnel_server] again.
+ADMIN="[admin]
+token_file = $TN_ADMIN_TOKEN
+[tunnel_server]"
+tn_server a "$ADMIN
+$(mesh node-a "$ra")"; ok $? "server a up (presence, relay, status page)"
+tn_server b "$ADMIN
+$(mesh node-b "$rb")"; ok $? "server b up (presence, relay, status page)"
 tn_creds a; ok $? "credentials through a (the database both share)"
 tn_agent ag b; ok $? "the agent, connected to b only"
 tn_wait_sessions "$ag_admin" agent 1; ok $? "the agent holds a session with b"
@@ -62,6 +76,28 @@ wait_for tn_ready "$c_admin"; ok $? "the client is ready"
 q() { pg_psql authz -c "$1"; }
 agent_on_b() { [ "$(q "SELECT node_id FROM tm_agent_presence WHERE agent_id = '$TN_AGENT'")" = node-b ]; }
 wait_long agent_on_b; ok $? "TM-P2-29: presence says the agent is on node-b"
+
+# agents ADMIN-PORT: the tunnel server's agents table (issue 28), one line
+# a row: agent node online connections streams last_seen_at (null: -).
+agents() {
+  "$CURL" -s -m 5 -H "Authorization: Bearer $(cat "$TN_ADMIN_TOKEN")" \
+    "http://127.0.0.1:$1/v1/status/tunnel_server/agents/agents?key=$TN_AGENT" |
+    $PY -c '
+import json, sys
+t = json.load(sys.stdin)["instances"][0]["panels"][0]["tables"][0]
+for r in t["rows"]:
+    d = dict(zip(t["columns"], r))
+    print(" ".join("-" if d.get(k) in (None, "") else str(d[k]) for k in
+          ("agent", "node", "online", "connections", "streams", "last_seen_at")))'
+}
+RFC3339='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
+remote_row() { [ "$(agents "$a_admin")" = "$TN_AGENT node-b yes 1 - -" ]; }
+wait_for remote_row
+ok $? "TM-P2-29 issue 28: a's agents panel lists the agent b holds: node node-b, online, 1 connection, streams unknown (null, not 0) ($(agents "$a_admin"))"
+# live AGENT LIST OUTPUT: the agent's ONLINE NODE LAST_SEEN.
+live() { printf '%s\n' "$1" | awk -v n="$TN_AGENT" '$1 == n { print $(NF-2), $(NF-1), $NF }'; }
+out=$(tn_ctl "$a_admin" agent list)
+is "$(live "$out")" "yes node-b now" "proxyhostctl agent list on a: the agent online on node-b"
 
 SUM='^tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="open",result="success",scope='
 remote_ok() { tn_sum "$a_admin" "${SUM}\"remote\"\\}"; }
@@ -111,6 +147,8 @@ while [ $i -lt 5 ]; do
   i=$((i + 1))
 done
 is "$i" 5 "five streams through a with the agent on both"
+both() { [ "$(agents "$a_admin" | cut -d' ' -f1-4 | tr '\n' ';')" = "$TN_AGENT node-a yes 1;$TN_AGENT node-b yes 1;" ]; }
+wait_for both; ok $? "issue 28: with the agent on both, a lists its own connection first, then node-b's"
 is "$(remote_ok)" "$r0" "TM-P2-30: none went remote"
 [ "$(local_ok)" -ge 5 ]; ok $? "all five local ($(local_ok))"
 
@@ -119,11 +157,24 @@ kill -TERM "$al_pid"; wait_exit "$al_pid" 30
 body=$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")
 is "$body" "hello across servers" "the agent left a: the next stream goes through b"
 [ "$(remote_ok)" -gt "$r0" ]; ok $? "... counted remote again"
+left_a() { agents "$a_admin" | tr '\n' ';' | grep -Eq "^$TN_AGENT node-b yes 1 - -;$TN_AGENT node-a no 0 - $RFC3339;\$"; }
+wait_for left_a
+ok $? "issue 28: a lists the agent online on node-b, then offline on node-a with a last_seen_at ($(agents "$a_admin" | tr '\n' ';'))"
+out=$(tn_ctl "$a_admin" agent list)
+is "$(live "$out")" "yes node-b now" "proxyhostctl agent list on a: online on node-b wins over the node it left"
 
 # b's agent gone: agent_offline once presence says so.
 kill -TERM "$ag_pid"; wait_exit "$ag_pid" 30
 no_agent() { [ "$(q 'SELECT count(*) FROM tm_agent_presence')" = 0 ]; }
 wait_long no_agent; ok $? "the agent stopped: no row in presence"
+left_b() { agents "$b_admin" | grep -Eqx "$TN_AGENT node-b no 0 - $RFC3339"; }
+wait_for left_b
+ok $? "issue 28: b lists the agent offline with its last_seen_at ($(agents "$b_admin"))"
+gone_a() { [ "$(agents "$a_admin" | grep -c ' yes ')" = 0 ]; }
+wait_for gone_a; ok $? "a lists it online nowhere once presence says so"
+seen=$(agents "$b_admin" | cut -d' ' -f6)
+out=$(tn_ctl "$b_admin" agent list)
+is "$(live "$out")" "no - $seen" "proxyhostctl agent list on b: offline, LAST_SEEN the time it left"
 offline() { [ "$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "ok.test:$web")" != 0x00 ]; }
 wait_for offline; ok $? "no node holds the agent: the open fails (agent_offline)"
 

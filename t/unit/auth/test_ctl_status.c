@@ -8,7 +8,10 @@
  * reaches the terminal; anything else is refused, printing nothing. And
  * agent list's live columns (tools/ctl_live.c): an agent is online when a
  * row's agent column names it, with its node; a page without that column is
- * refused. */
+ * refused; with the online column (issue 28, remote and offline agents),
+ * a row online "no" gives its last_seen_at unless another row says the
+ * agent is online (on another node), a value neither yes nor no counts
+ * for nothing. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -222,6 +225,30 @@ static void test_live(void) {
   ok(!a[0].online, "... marking nothing");
   is_int(ctl_live_page("{\"error\":{}}", 12, a, 1, &more, &off), -1,
          "an error body is refused");
+
+  static const char mixed[] =
+      "{\"instances\":[{\"instance\":\"tunnel_server\",\"panels\":[{\"name\":"
+      "\"agents\",\"tables\":[{\"name\":\"agents\",\"columns\":[\"agent\","
+      "\"connections\",\"node\",\"online\",\"last_seen_at\"],\"rows\":["
+      "[\"edge-1\",0,\"node-a\",\"no\",\"2026-12-07T08:00:00Z\"],"
+      "[\"edge-1\",1,\"node-b\",\"yes\",\"\"],"
+      "[\"edge-2\",0,\"node-a\",\"no\",\"2026-12-07T07:59:\\u001b9Z\"],"
+      "[\"edge-3\",1,\"node-a\",\"maybe\",\"2026-12-07T07:00:00Z\"]],"
+      "\"offset\":0,\"more\":false}]}]}]}";
+  memset(a, 0, sizeof(a));
+  snprintf(a[0].name, sizeof(a[0].name), "edge-1");
+  snprintf(a[1].name, sizeof(a[1].name), "edge-2");
+  snprintf(a[2].name, sizeof(a[2].name), "edge-3");
+  is_int(ctl_live_page(mixed, strlen(mixed), a, 3, &more, &off), 4,
+         "remote and offline rows: the rows on the page");
+  ok(a[0].online, "an agent that left this node but is online on another "
+                  "is online");
+  is_str(a[0].node, "node-b", "... with the node holding it");
+  ok(!a[1].online, "an agent whose only row says online no is offline");
+  is_str(a[1].last_seen, "2026-12-07T07:59:?9Z",
+         "... with its last_seen_at (no control byte)");
+  ok(!a[2].online && !a[2].last_seen[0] && !a[2].node[0],
+     "online neither yes nor no: nothing said of the agent");
 }
 
 int main(void) {

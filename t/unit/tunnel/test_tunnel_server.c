@@ -10,7 +10,9 @@
  * connections over an agent's connections, agent_offline, an agent that
  * sent no metadata, a legacy agent and its compatibility count), and
  * authentication (deny and unavailable closed with 4401, scopes), and
- * the status panels (issue 28: agents, sessions, opens; log_names).
+ * the status panels (issue 28: agents, sessions, opens; log_names; the
+ * agents that left, with their last_seen_at, and the ring that keeps
+ * them, bounded at TS_GONE_MAX).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -753,6 +755,36 @@ static void test_opens_ring(void) {
   is_str(out, "", "an hour on, nothing is left");
 }
 
+/* The agents that left (ts_gone.h): bounded, newest first, one entry a
+ * name. */
+static int gone_seen(void *arg, const char *name, int64_t at_s) {
+  char *out = arg;
+  size_t len = strlen(out);
+  if (len < 200)
+    snprintf(out + len, 256 - len, "%s@%d;", name, (int)at_s);
+  return strlen(out) >= 40; /* a few are enough */
+}
+
+static void test_gone_ring(void) {
+  static ts_gone g; /* ~19 kB */
+  char name[16], out[256] = "";
+  for (int i = 0; i < TS_GONE_MAX + 44; i++) {
+    snprintf(name, sizeof(name), "a%d", i);
+    ts_gone_add(&g, name, 1000 + i);
+  }
+  is_int((int)g.n, TS_GONE_MAX, "issue 28: the agents that left are kept "
+                                "up to TS_GONE_MAX, the oldest dropped");
+  is_str(g.e[0].name, "a44", "... the first 44 of 300 are gone");
+  ts_gone_add(&g, "a100", 5000);
+  ts_gone_drop(&g, "a299");
+  ts_gone_drop(&g, "nobody");
+  ts_gone_walk(&g, gone_seen, out);
+  is_str(out, "a100@5000;a298@1298;a297@1297;a296@1296;",
+         "newest first; leaving again moves an agent to the newest (one "
+         "entry a name); one that connects again is no longer listed");
+  is_int((int)g.n, TS_GONE_MAX - 1, "... which makes room");
+}
+
 #define XSS "<script>alert(1)</script>"
 
 static const char *status_of(const char *target, int *code) {
@@ -786,6 +818,50 @@ static void test_status(void) {
   j = status_of("/v1/status/tunnel_server/agents", &code);
   ok(strstr(j, "\"connected\":") && strstr(j, "\"agents\":"),
      "the agents panel's fields");
+  ok(strstr(j, "\"presence\":\"off\"") != NULL &&
+         strstr(j, "\"remote_agents\"") == NULL,
+     "presence off: said, and no remote count");
+  ok(strstr(j, "\"online\",\"last_seen_at\"]") != NULL,
+     "the columns end with online and last_seen_at");
+  snprintf(want, sizeof(want), "\"\",\"yes\",\"\"]");
+  ok(strstr(j, want) != NULL, "a connected agent is online, no last_seen_at");
+  /* edge9 left (test_metadata_mismatch): offline, with when. */
+  char red9[TS_REDACTED_LEN];
+  ts_redact_agent("edge9", red9);
+  snprintf(want, sizeof(want),
+           "[\"edge9\",\"%s\",0,null,\"\",null,null,\"\",\"no\",\"20", red9);
+  const char *gone9 = strstr(j, want);
+  ok(gone9 != NULL, "issue 28: an agent that left is listed offline: 0 "
+                    "connections, streams/rtt/age unknown (null), online "
+                    "no, last_seen_at");
+  ok(strstr(j, "\"offline_agents\":") != NULL, "... counted");
+
+  /* The XSS agent leaves: it is listed offline, newest first, with a
+   * last_seen_at of now (RFC 3339 UTC). */
+  time_t t0 = time(NULL);
+  a->closed = 1;
+  arm_links();
+  pump();
+  ok(a->gone, "the agent's connection closed");
+  j = status_of("/v1/status/tunnel_server/agents/agents?key=" XSS, &code);
+  const char *seen = strstr(j, "\"no\",\"");
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  ok(seen && strptime(seen + 6, "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL,
+     "the agent that left: online no, last_seen_at in RFC 3339 UTC");
+  time_t at = timegm(&tm);
+  ok(at >= t0 - 1 && at <= time(NULL) + 1,
+     "... the time its last connection closed (within a second)");
+  j = status_of("/v1/status/tunnel_server/agents/agents", &code);
+  const char *xss = strstr(j, "[\"" XSS "\"");
+  gone9 = strstr(j, "[\"edge9\"");
+  ok(xss && gone9 && xss < gone9, "the newest that left first");
+  a = connect_peer(9, "agent:" XSS, TM_SUBPROTO_FULL);
+  agent_metadata(a, XSS, TM_CAP_ALL);
+  pump();
+  j = status_of("/v1/status/tunnel_server/agents/agents?key=" XSS, &code);
+  ok(strstr(j, "\"yes\"") && !strstr(j, "\"no\""),
+     "connected again: one row, online (no longer listed as gone)");
 
   is_int(ph_mock_reload(mk, INI "log_names = true\n", err, sizeof(err)),
          PH_OK, "a reload to log_names = true");
@@ -937,6 +1013,7 @@ int main(void) {
   test_limits();
   test_metadata_mismatch();
   test_opens_ring();
+  test_gone_ring();
   test_status();
   test_credentials();
   /* Stop: GOAWAY to every session; the idle ones close at once, the ones
