@@ -3,20 +3,31 @@
 # The operator's window in a real browser (issue 28): headless Chromium,
 # driven through t/lib/cdp.py (DevTools over --remote-debugging-pipe),
 # logs in through the status page's form and reads the DOM.
-#   (a) the TunnelMesh demo (server with [admin] token_file, agent edge-1,
-#       client of alice): the agent and the client session by name, the
-#       host's own panel; the cookie is ph_session_PORT, HttpOnly,
+#   (a) the TunnelMesh demo (server, agent edge-1 and client of alice,
+#       each with [admin] token_file): on the server's page the agent and
+#       the client session by name, the host's own panel; on the agent's
+#       and the client's pages their sessions to the server; a name with
+#       markup is refused by the store (admin_api, 400); the cookie is ph_session_PORT,
+#       HttpOnly,
 #       SameSite=Strict, expiring after session_ttl, and refused once
 #       expired; without it /ui/, a table's page and /v1/status are 401
 #       (Chromium and curl); a token in a URL is 400; logout drops the
 #       session; every request the page made went to the admin listener.
-#   (b) a host whose config path carries <script> markup: the path comes
-#       back escaped as text, the DOM has no script element.
+#   (b) markup that reaches a page: a host whose config path carries
+#       <script> markup, with a tunnel_client whose server_url's path is
+#       <script>alert(1)</script>"'& (the stores refuse such names; the
+#       client's panel shows its server's URL): both come back as text,
+#       the DOM has no script element, no dialog opened, and /v1/status
+#       carries the value as escaped JSON.
 #   (c) the pool demo (controller, gateway g1, checker k1; proxies pa, pb):
-#       the gateway and the proxies by id on the controller's page.
+#       the gateway and the proxies by id on the controller's page, the
+#       proxies in the gateway's view, the checker's own panel.
+# No page may open a JavaScript dialog (Page.javascriptDialogOpening).
 # One screenshot per page is kept in $top_builddir/t/artefacts/status/
-# (status-tunnel-server.png and status-controller.png are the ones
-# docs/images/ holds: copy them there to refresh the docs).
+# (status-tunnel-server.png, status-tunnel-agent.png,
+# status-tunnel-client.png, status-controller.png, status-gateway.png and
+# status-checker.png are the ones docs/images/ holds: copy them there to
+# refresh the docs).
 # A missing chromium is a failure (scripts/install-deps.sh), never a skip.
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
@@ -49,10 +60,11 @@ foreign() { grep -v -c "^$2/" "$T/$1/requests.txt"; }
 # no_script FILE: the DOM holds no script element at all (the page has no JavaScript)
 no_script() { [ -s "$1" ] && ! grep -qi '<script' "$1"; }
 # login_page NAME ORIGIN TOKEN-FILE SHOT: Chromium logs in through the form,
-# dumps the page ($T/NAME/page.html, also in $page) and keeps its screenshot
-# as $ART/SHOT.png; the login is a 303 to /ui/, 200 (5 TAP lines).
+# dumps the page ($T/NAME/page.html, also in $page; its text in
+# $T/NAME/page.txt) and keeps its screenshot as $ART/SHOT.png; the login is
+# a 303 to /ui/, 200; no script element, no dialog (7 TAP lines).
 login_page() {
-  ui "$1" "goto:$2/ui/login" "login:$3" dump:page shot:page cookies:cookies
+  ui "$1" "goto:$2/ui/login" "login:$3" dump:page text:page shot:page cookies:cookies
   ok $? "Chromium logs in through the form of $2 ($1)"
   like "$(cat "$T/$1/documents.txt")" "303 $2/ui/login" "... the form's POST answers 303"
   is "$(tail -1 "$T/$1/documents.txt")" "200 $2/ui/" "... to /ui/, 200"
@@ -60,13 +72,20 @@ login_page() {
   ok $? "... a screenshot kept as $ART/$4.png"
   page=$(cat "$T/$1/page.html" 2>/dev/null)
   no_script "$T/$1/page.html"; ok $? "... the page has no script element"
+  [ -f "$T/$1/dialogs.txt" ] && [ ! -s "$T/$1/dialogs.txt" ]
+  ok $? "... and opened no JavaScript dialog"
 }
+ADMIN_INI=$(printf '[admin]\ntoken_file = %s\n' "$T/admin.token") # tn_setup's, the controller's
+
+ui probe 'goto:data:text/html,<p>probe</p><script>alert("probe-7")</script>'
+is "$(cat "$T/probe/dialogs.txt" 2>/dev/null)" probe-7 \
+  "the dialog watch sees an alert (a data: page that calls one)"
 
 # ---- (a) the TunnelMesh demo --------------------------------------------------------------
 tn_setup; ok $? "admin token and dnsd.py"
-tn_server s "$(printf '[admin]\ntoken_file = %s\nsession_ttl = 1m\n' "$TN_ADMIN_TOKEN")"
+tn_server s "$(printf '%s\nsession_ttl = 1m\n' "$ADMIN_INI")"
 ok $? "the tunnel server (with [admin] token_file) is up"
-tn_creds s; tn_agent a s; tn_client c s
+tn_creds s; tn_agent a s "$ADMIN_INI"; tn_client c s "$ADMIN_INI"
 tn_wait_sessions "$a_admin" agent 1 && wait_for tn_ready "$c_admin"
 ok $? "agent $TN_AGENT and alice's client connected"
 tn_get "$c_socks" "http://ok.test:$s_admin/healthz" >/dev/null # a stream for the panels
@@ -112,6 +131,25 @@ is "$(code -H "Cookie: ph_session_$s_admin=$sid" "$O/v1/status")" 200 "... and /
 json=$("$CURL" -s -m 5 -H "Cookie: ph_session_$s_admin=$sid" "$O/v1/status")
 like "$json" "\"$TN_AGENT\"" "/v1/status names agent $TN_AGENT"
 
+# Names are [a-z0-9._-]: markup never comes through an agent's, a user's
+# or a proxy's name (the store refuses it; checked once, through admin_api).
+INJ='<script>alert(1)</script>"'"'"'&'
+is "$(code -X POST -H "Authorization: Bearer $(cat "$TN_ADMIN_TOKEN")" \
+  -H 'Content-Type: application/json' --data '{"name":"<script>alert(1)</script>","owner":"alice"}' \
+  "$O/v1/agents")" 400 "admin_api refuses an agent named <script>...: 400"
+
+login_page agent "http://127.0.0.1:$a_admin" "$TN_ADMIN_TOKEN" status-tunnel-agent
+like "$page" '>tunnel_agent<' "the agent's page lists the tunnel_agent instance"
+like "$page" '>Sessions to the servers<' "... its panel Sessions to the servers"
+like "$page" "<dt>agent</dt><dd>$TN_AGENT</dd>" "... which names agent $TN_AGENT"
+like "$page" "<td>ws://127.0.0.1:$s_port/tunnel</td><td>up</td>" "... and its session to the server, up"
+
+login_page client "http://127.0.0.1:$c_admin" "$TN_ADMIN_TOKEN" status-tunnel-client
+like "$page" '>tunnel_client<' "the client's page lists the tunnel_client instance"
+like "$page" '>Sessions to the server<' "... its panel Sessions to the server"
+like "$page" '<dt>ready</dt><dd>yes</dd>' "... ready"
+like "$page" "<td>ws://127.0.0.1:$s_port/tunnel</td><td>up</td>" "... and its session to the server, up"
+
 ui out "goto:$O/ui/login" "login:$TN_ADMIN_TOKEN" cookies:before \
   'submit:form[action$="logout"]' "goto:$O/ui/" dump:after cookies:cookies
 ok $? "Chromium logs in, logs out with the page's logout form, opens /ui/ again"
@@ -124,14 +162,30 @@ is "$(grep -c "\"ph_session_$s_admin\"" "$T/out/cookies.json")" 0 "... and the c
 is "$(foreign out "$O")" 0 "... every request to the admin listener"
 
 # ---- (b) markup in a value comes back escaped ---------------------------------------------
+# Free text that reaches a page: the config path (the host's panel) and a
+# tunnel_client's server_url, whose path may hold any printable byte but a
+# space or '#' (its panel shows the URL up to '?'). Nothing listens there:
+# the session stays down, the URL is on the page all the same.
 mkdir -p "$T/<script>alert(1)<"
 cfg="$T/<script>alert(1)</script>.ini"
 x_admin=$(free_port)
-printf '[proxyhost]\nmodules = direct\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n' \
-  "$top_builddir/modules" "$x_admin" "$TN_ADMIN_TOKEN" >"$cfg"
-tn_start x "$cfg"; ok $? "a host whose config path holds <script> markup is up"
-login_page x "http://127.0.0.1:$x_admin" "$TN_ADMIN_TOKEN" status-escaped
+xurl="ws://127.0.0.1:$(free_port)/$INJ"
+printf '[proxyhost]\nmodules = direct, tunnel_client\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n[tunnel_client]\nserver_url = %s\nagent = %s\ntoken_file = %s\n' \
+  "$top_builddir/modules" "$x_admin" "$TN_ADMIN_TOKEN" "$xurl" "$TN_AGENT" "$T/client.token" >"$cfg"
+tn_start x "$cfg"; ok $? "a host whose config path and tunnel_client server_url hold markup is up"
+X=http://127.0.0.1:$x_admin
+login_page x "$X" "$TN_ADMIN_TOKEN" status-escaped
 like "$page" '&lt;script&gt;alert(1)&lt;/script&gt;.ini' "the config path comes back escaped, as text"
+like "$page" "<td>${xurl%%<*}&lt;script&gt;alert(1)&lt;/script&gt;\"'&amp;</td>" \
+  "the server_url with $INJ comes back escaped in the client's sessions table"
+like "$(cat "$T/x/page.txt")" "$xurl" "... and reads as that text in the page"
+xjson=$("$CURL" -s -m 5 -H "Authorization: Bearer $(cat "$TN_ADMIN_TOKEN")" \
+  "$X/v1/status/tunnel_client/sessions")
+like "$xjson" "[\"${xurl%%\"*}\\\"'&\"," "/v1/status carries it as an escaped JSON string (\\\")"
+is "$(printf '%s' "$xjson" | "${PYTHON3:-python3}" -c '
+import json, sys
+print(json.load(sys.stdin)["instances"][0]["panels"][0]["tables"][0]["rows"][0][0])')" "$xurl" \
+  "... which decodes to the URL as written"
 
 # ---- (c) the pool demo --------------------------------------------------------------------
 controller_up pw-StatusBrowser-Never-Shown
@@ -146,8 +200,8 @@ ctl route add all --position 100 --host '*' --group g --strategy round_robin >/d
     --groups g --capacity 10 --zone z1 >/dev/null
 ok $? "a route and proxies pa, pb"
 g_admin=$(free_port)
-gateway_up g1 "$g_admin" "$(free_port)"
-checker_up k1
+GW_ADMIN_EXTRA="token_file = $T/admin.token" gateway_up g1 "$g_admin" "$(free_port)"
+CHK_ADMIN_EXTRA="token_file = $T/admin.token" checker_up k1
 cm() { metric "$(http_get "http://127.0.0.1:$admin/metrics")" "$1"; }
 gm() { metric "$(http_get "http://127.0.0.1:$g_admin/metrics")" "$1"; }
 wait_long eval '[ "$(cm proxyhost_cp_controller_checkers)" = 1 ] &&
@@ -162,6 +216,23 @@ like "$page" '>pa<' "... and proxy pa"
 like "$page" '>pb<' "... and proxy pb"
 unlike "$page" pw-StatusBrowser-Never-Shown "no credential in the page"
 is "$(foreign pool "$P")" 0 "every request the page made went to the controller's admin listener"
+
+wait_long gw_has_view "$g_admin"; ok $? "gateway g1 holds an accepted view"
+login_page gw "http://127.0.0.1:$g_admin" "$T/admin.token" status-gateway
+like "$page" '>pool<' "the gateway's page lists the pool instance"
+like "$page" '>Snapshot view<' "... its panel Snapshot view"
+like "$page" '<dt>valid</dt><dd>yes</dd>' "... with a valid view"
+like_re "$page" '<tr><td>pa</td><td class="n">[0-9]+</td>' "... holding proxy pa"
+like_re "$page" '<tr><td>pb</td><td class="n">[0-9]+</td>' "... and proxy pb"
+like "$page" '>Recent failures<' "... and its panel Recent failures"
+like "$page" "$T/g1.ini" "... the host's panel names g1's config"
+
+login_page chk "http://127.0.0.1:$ca_k1" "$T/admin.token" status-checker
+like "$page" '>checker<' "the checker's page lists the checker instance"
+like "$page" '>Checks<' "... its panel Checks"
+like "$page" '<dt>max_concurrency</dt><dd>16</dd>' "... with k1's max_concurrency 16"
+like_re "$page" '<dt>session</dt><dd>[0-9a-f]{8}</dd>' "... and its session to the controller"
+like "$page" "$T/k1.ini" "... the host's panel names k1's config"
 
 # ---- (a) again: the session expires -------------------------------------------------------
 left=$((login_at + TTL + 2 - $(date +%s)))

@@ -18,11 +18,14 @@ saw under OUTDIR:
     submit:SELECTOR  submit the form SELECTOR (e.g. a logout button's form)
     dump:NAME        document.documentElement.outerHTML -> OUTDIR/NAME.html
     shot:NAME        a PNG screenshot of the page -> OUTDIR/NAME.png
+    text:NAME        document.body.innerText (what a reader sees) -> OUTDIR/NAME.txt
     cookies:NAME     Network.getCookies (JSON list) -> OUTDIR/NAME.json
 
-  and always OUTDIR/requests.txt (every URL the page requested, one a line)
-  and OUTDIR/documents.txt ("STATUS URL" for every document response,
-  redirects included). Exit 0 when every step ran, 1 otherwise.
+  and always OUTDIR/requests.txt (every URL the page requested, one a line),
+  OUTDIR/documents.txt ("STATUS URL" for every document response,
+  redirects included) and OUTDIR/dialogs.txt (the message of every
+  alert/confirm/prompt a page opened, Page.javascriptDialogOpening; each
+  is dismissed). Exit 0 when every step ran, 1 otherwise.
 """
 import base64
 import fcntl
@@ -57,6 +60,7 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="chrome-", dir=workdir)
         self.requests = []   # every URL the page asked for
         self.documents = []  # (status, url) of each document response
+        self.dialogs = []    # the message of every JavaScript dialog
         self._buf = b""
         self._id = 0
         self._events = []
@@ -133,6 +137,10 @@ class Browser:
         elif m == "Network.responseReceived" and p.get("type") == "Document":
             self.documents.append((p["response"]["status"],
                                    p["response"]["url"]))
+        elif m == "Page.javascriptDialogOpening":
+            # Recorded and dismissed, or the page would stay blocked.
+            self.dialogs.append(p.get("message", ""))
+            self._send("Page.handleJavaScriptDialog", {"accept": False})
         self._events.append(ev)
 
     def call(self, method, params=None, session=True, timeout=STEP_TIMEOUT):
@@ -218,6 +226,9 @@ class Browser:
     def html(self):
         return self.evaluate("document.documentElement.outerHTML")
 
+    def text(self):
+        return self.evaluate("document.body.innerText")
+
     def screenshot(self, path):
         r = self.call("Page.captureScreenshot",
                       {"format": "png", "captureBeyondViewport": True})
@@ -257,6 +268,9 @@ def run(outdir, steps):
             elif verb == "dump":
                 with open(os.path.join(outdir, arg + ".html"), "w") as f:
                     f.write(b.html())
+            elif verb == "text":
+                with open(os.path.join(outdir, arg + ".txt"), "w") as f:
+                    f.write(b.text())
             elif verb == "shot":
                 b.screenshot(os.path.join(outdir, arg + ".png"))
             elif verb == "cookies":
@@ -269,6 +283,8 @@ def run(outdir, steps):
             f.writelines(u + "\n" for u in b.requests)
         with open(os.path.join(outdir, "documents.txt"), "w") as f:
             f.writelines("%d %s\n" % d for d in b.documents)
+        with open(os.path.join(outdir, "dialogs.txt"), "w") as f:
+            f.writelines(d + "\n" for d in b.dialogs)
         b.close()
 
 
