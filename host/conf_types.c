@@ -13,25 +13,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/section_name.h"
+
 /* ---- text -------------------------------------------------------------- */
 
 /* NAME or NAME.INSTANCE (a module instance, ABI 1.2), each part
- * [a-z0-9_]+. */
+ * [a-z0-9_]+ (lib/section_name.h, proxyhostctl status's rule too). */
 int conf_valid_section_name(const char *s, size_t n) {
-  if (n == 0)
-    return 0;
-  size_t dots = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == '.') {
-      if (++dots > 1 || i == 0 || i + 1 == n)
-        return 0;
-      continue;
-    }
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-          s[i] == '_'))
-      return 0;
-  }
-  return 1;
+  return ph_section_name_ok(s, n, 1);
 }
 
 char *conf_dup_n(const char *s, size_t n) {

@@ -12,6 +12,7 @@
 #include "ctl_print.h"
 #include "ctl_status_print.h"
 #include "lib/bw.h"
+#include "lib/section_name.h"
 
 #define INSTANCE_MAX 129 /* a section name: [a-z0-9_], one dot inside */
 #define NAME_MAX_ 48     /* PH_STATUS_NAME_MAX: a panel's, a table's */
@@ -19,23 +20,11 @@
 #define LIMIT_MAX 500L /* [admin] status_rows at most */
 
 /* A part of INSTANCE/PANEL/TABLE: 1..max bytes of [a-z0-9_]; an
- * instance (a section name, as the host's configuration has them) may
+ * instance (a section name, the host's rule: lib/section_name.h) may
  * hold one dot, neither first nor last. */
 static int part_ok(const char *s, size_t n, int instance) {
-  if (n == 0 || n > (instance ? INSTANCE_MAX : NAME_MAX_))
-    return 0;
-  int dots = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (instance && s[i] == '.') {
-      if (++dots > 1 || i == 0 || i + 1 == n)
-        return 0;
-      continue;
-    }
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-          s[i] == '_'))
-      return 0;
-  }
-  return 1;
+  return n <= (instance ? INSTANCE_MAX : NAME_MAX_) &&
+         ph_section_name_ok(s, n, instance);
 }
 
 /* The parts of arg, checked: 1..3, or 0 when it is not such a path. */

@@ -147,6 +147,28 @@ static void wrap_end(wrap *x) {
 
 static size_t next_of(const json_doc *d, size_t k) { return d->toks[k].next; }
 
+/* Narrows the widest columns, one character at a time and never below
+ * their headers' width (mins), until a row's line (four spaces of indent,
+ * two between columns) fits width: a long cell (a tunnel server's
+ * capabilities) gives way rather than the columns after it. What does
+ * not fit at the headers' widths is cut at the line's end (put_line). */
+static void fit(size_t *width, const size_t *mins, size_t ncol,
+                size_t screen) {
+  size_t line = 4 + (ncol ? 2 * (ncol - 1) : 0);
+  for (size_t c = 0; c < ncol; c++)
+    line += width[c];
+  while (line > screen) {
+    size_t w = ncol;
+    for (size_t c = 0; c < ncol; c++)
+      if (width[c] > mins[c] && (w == ncol || width[c] > width[w]))
+        w = c;
+    if (w == ncol)
+      return; /* every column at its header's width */
+    width[w]--;
+    line--;
+  }
+}
+
 /* Cell c of row token r ("" when the row is short), tamed and cut. */
 static void cell(sp *p, size_t r, size_t c, char *out, size_t cap) {
   out[0] = '\0';
@@ -177,6 +199,7 @@ static void row_line(sp *p, const size_t *width, size_t ncol, size_t r,
       k = next_of(p->d, k);
     } else {
       cell(p, r, c, v, sizeof(v));
+      cut(v, width[c]);
     }
     ph_bw_puts(&w, v);
     if (c + 1 < ncol)
@@ -214,13 +237,13 @@ static void table(sp *p, const char *where, size_t t) {
     return;
   size_t ncol = d->toks[cols].size < COLS_MAX ? d->toks[cols].size : COLS_MAX;
   uint32_t shown = nrow < p->rows_max ? nrow : p->rows_max;
-  size_t width[COLS_MAX] = {0};
+  size_t width[COLS_MAX] = {0}, mins[COLS_MAX] = {0};
   size_t k = (size_t)cols + 1;
   for (size_t c = 0; c < ncol; c++, k = next_of(d, k)) {
     char v[CELL_MAX];
     val(p, (long)k, v, sizeof(v));
     cut(v, CELL_CHARS);
-    width[c] = chars(v);
+    width[c] = mins[c] = chars(v);
   }
   size_t r = (size_t)rows + 1;
   for (uint32_t i = 0; i < shown; i++, r = next_of(d, r))
@@ -230,6 +253,7 @@ static void table(sp *p, const char *where, size_t t) {
       if (chars(v) > width[c])
         width[c] = chars(v);
     }
+  fit(width, mins, ncol, p->width);
   row_line(p, width, ncol, 0, 1, (size_t)cols);
   r = (size_t)rows + 1;
   for (uint32_t i = 0; i < shown; i++, r = next_of(d, r))

@@ -16,7 +16,7 @@ modules_lib_libphlib_la_SOURCES = \
 	%D%/backoff.c %D%/backoff.h \
 	%D%/bw.c %D%/bw.h \
 	%D%/cidr.c %D%/cidr.h \
-	%D%/clocks.h %D%/guard.h %D%/hex.h \
+	%D%/clocks.h %D%/guard.h %D%/hex.h %D%/section_name.h \
 	%D%/conf_values.c %D%/conf_values.h \
 	%D%/host_norm.c %D%/host_norm.h \
 	%D%/http1_head.c %D%/http1_head.h \

@@ -12,9 +12,18 @@
 #     key=other finds nothing;
 #   - the client's and the agent's `sessions` list their session to the
 #     server (URL, state up, streams, connected_s); no bearer anywhere;
+#   - proxyhostctl status against the server, the client and the agent
+#     (issue 28: "against each role"): exit 0, the one-screen summary
+#     names each role's panels with the real agent, user and server
+#     (the agent's row whole in 100 columns, node included), --json
+#     parses and holds the same; a wrong token exits 1 with one line
+#     (401), a dead admin port (the stopped agent's) exits 3;
 #   - log_names: off, the server's log names the agent by its hash only;
 #     after a SIGHUP to log_names = true every line with the hash also
 #     carries agent_name=<name> (the stream's end, a new agent session).
+#   - proxyhostctl agent list against the server (admin_api and its store
+#     on the same admin listener): the connected agent ONLINE yes, NODE
+#     node-1, LAST_SEEN now; once its processes stop, no / - / -.
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
@@ -121,6 +130,75 @@ ok $? "the agent lists its session to the server, up: $(cat "$T/a.out")"
     "$T/c.out" "$T/a.out"
 ok $? "no bearer in any status answer"
 
+# ---- proxyhostctl status against each role (issue 28: "proxyhostctl
+# status against each role"): the one-screen summary, --json, and the
+# exit codes of proxyhostctl(1) (1 for a refused request, 3 for a port
+# nobody answers on).
+tn_ctl "$s1_admin" status >"$T/ctl-s1.out" 2>"$T/ctl.err"; rc=$?
+is "$rc" 0 "status against the server: exit 0"
+out=$(cat "$T/ctl-s1.out")
+like "$out" "tunnel_server/agents: Connected agents" "... its agents panel, by path and title"
+like_re "$out" "  connected 1  agents 1" "... its fields: one agent, one connection"
+like_re "$out" "^    $TN_AGENT +$red +1 +[0-9]+ .* node-1\$" \
+  "... the agent's row, whole in 100 columns: name, hash, connections, node"
+like "$out" "tunnel_server/sessions: Client sessions" "... the client sessions panel"
+like_re "$out" "^    [0-9]+ +alice +[0-9]+ +strict +[0-9]+\$" "... the client's session: alice, strict"
+like "$out" "tunnel_server/opens: Open results (last minutes)" "... the open results panel"
+[ "$(awk '{ if (length($0) > 100) n++ } END { print n + 0 }' "$T/ctl-s1.out")" = 0 ]
+ok $? "... no line over 100 characters (not a terminal)"
+# ctl_role NAME INSTANCE TITLE FIELDS-RE: status against the client or
+# the agent: exit 0, its sessions panel, its fields, its session.
+ctl_role() {
+  tn_ctl "$(eval echo "\$$1_admin")" status >"$T/ctl-$1.out" 2>>"$T/ctl.err"
+  is "$?" 0 "status against the $2 ($1): exit 0"
+  out=$(cat "$T/ctl-$1.out")
+  like "$out" "$2/sessions: $3" "... its sessions panel, by path and title"
+  like_re "$out" "$4" "... its fields: $4"
+  like_re "$out" "^    ws://127.0.0.1:$s1_port/tunnel +up +0 +[0-9]+ +[0-9]+\$" \
+    "... its session to the server, up"
+}
+ctl_role c1 tunnel_client "Sessions to the server" "  connections 1  up 1 .* ready yes"
+ctl_role a1 tunnel_agent "Sessions to the servers" "  agent $TN_AGENT  up 1 "
+is "$(cat "$T/ctl.err")" "" "... nothing on stderr for the three"
+for r in s1 c1 a1; do
+  tn_ctl "$(eval echo "\$${r}_admin")" --json status >"$T/ctl-$r.json"
+  echo $? >"$T/ctl-$r.rc"
+done
+"$PY" -c '
+import json, sys
+def panel(path, inst, name):
+    d = json.load(open(path))
+    assert d["status_version"] == 1 and d["instances"][0]["instance"] == "proxyhost", d
+    for i in d["instances"]:
+        for p in i["panels"]:
+            if i["instance"] == inst and p["name"] == name:
+                return p
+    raise AssertionError((path, inst, name))
+def rows(p):
+    t = p["tables"][0]
+    return [dict(zip(t["columns"], r)) for r in t["rows"]]
+T, agent, server = sys.argv[1:4]
+a = rows(panel(T + "/ctl-s1.json", "tunnel_server", "agents"))
+assert [(r["agent"], r["node"]) for r in a] == [(agent, "node-1")], a
+u = rows(panel(T + "/ctl-s1.json", "tunnel_server", "sessions"))
+assert [r["user"] for r in u] == ["alice"], u
+for role in ("c1", "a1"):
+    inst = "tunnel_client" if role == "c1" else "tunnel_agent"
+    s = rows(panel(T + "/ctl-" + role + ".json", inst, "sessions"))
+    assert [(r["server"], r["state"]) for r in s] == [(server, "up")], s
+' "$T" "$TN_AGENT" "ws://127.0.0.1:$s1_port/tunnel"
+ok $? "status --json of each role parses (python3 json) and holds the same rows"
+is "$(cat "$T/ctl-s1.rc" "$T/ctl-c1.rc" "$T/ctl-a1.rc" | tr -d '\n')" 000 "... exit 0 for the three"
+printf 'wrong-token-wrong-token-wrong-token-x\n' >"$T/wrong.token"
+chmod 600 "$T/wrong.token"
+for r in s1 c1 a1; do
+  "$CTL" --admin "127.0.0.1:$(eval echo "\$${r}_admin")" --token-file "$T/wrong.token" \
+    status >"$T/out" 2>"$T/err"; rc=$?
+  is "$rc:$(wc -l <"$T/err" | tr -d ' '):$(cut -c1-24 "$T/err")" \
+    "1:1:error: 401 unauthorized:" \
+    "status with a wrong token ($r): exit 1, one line: 401 unauthorized"
+done
+
 # ---- log_names ------------------------------------------------------------
 grep 'tunnel stream end' "$T/s1.log" >"$T/end1.out"
 grep -q "agent=$red" "$T/end1.out" && ! grep -q agent_name= "$T/s1.log"
@@ -153,5 +231,27 @@ wait_long ready2; ok $? "its 'agent ready' line carries agent_name too"
 grep 'tunnel connection authenticated' "$T/s1.log" | grep 'role=client' |
   grep -q agent_name=
 [ $? -ne 0 ]; ok $? "a client's lines name no agent"
+
+# ---- proxyhostctl agent list against the real server (admin_api with its
+# store on the same admin listener): ONLINE/NODE/LAST_SEEN from the live
+# agents table; after the agent's processes stop, no / - / -.
+alist() { tn_ctl "$s1_admin" agent list 2>"$T/alist.err"; }
+out=$(alist); rc=$?
+is "$rc" 0 "agent list against the server: exit 0"
+like_re "$out" "^NAME +OWNER +ENABLED +CREATED_AT +ONLINE +NODE +LAST_SEEN\$" "... the live columns"
+like_re "$out" "^$TN_AGENT +alice +yes +[-0-9T:Z]+ +yes +node-1 +now\$" \
+  "... the connected agent: online yes, node node-1, last seen now"
+is "$(cat "$T/alist.err")" "" "... nothing on stderr"
+kill -TERM "$a1_pid" "$a2_pid"
+wait_exit "$a1_pid" 10; e1=$EXIT
+wait_exit "$a2_pid" 10
+is "$e1:$EXIT" 0:0 "the agent's two processes stop cleanly"
+offline() { alist | grep -qE "^$TN_AGENT +alice +yes +[-0-9T:Z]+ +no +- +-\$"; }
+wait_long offline; ok $? "agent list: the stopped agent is online no, node -, last seen - (bounded wait)"
+"$CTL" --admin "127.0.0.1:$a1_admin" --token-file "$TN_ADMIN_TOKEN" status \
+  >"$T/out" 2>"$T/err"; rc=$?
+is "$rc" 3 "status against the stopped agent's admin port: exit 3"
+is "$(cat "$T/err")" "proxyhostctl: cannot reach the admin listener at 127.0.0.1:$a1_admin: Connection refused" \
+  "... one line naming the address"
 
 done_testing

@@ -162,6 +162,37 @@ static void test_width_and_control(void) {
   free(out);
 }
 
+/* A row wider than the screen (a tunnel server's agents: the long
+ * capabilities list): the widest cells give way, every column stays on
+ * the line whole in its header, the last one (node) included. */
+static void test_fit(void) {
+  char doc[4096];
+  snprintf(doc, sizeof(doc),
+           "{\"instances\":[{\"instance\":\"tunnel_server\",\"panels\":[{"
+           "\"name\":\"agents\",\"title\":\"Connected agents\",\"fields\":{},"
+           "\"tables\":[{\"name\":\"agents\",\"columns\":[\"agent\","
+           "\"log_id\",\"capabilities\",\"rtt_ms\",\"node\"],\"rows\":[["
+           "\"edge-1\",\"agent-b35902f6\",\"%s\",36,\"node-1\"]],"
+           "\"offset\":0,\"more\":false}]}]}]}",
+           "stream_open_result.v1,stream_flow_control.v1,stream_trace.v1");
+  int rc;
+  char *out = render(doc, 60, 5, &rc);
+  is_int(rc, 0, "a row wider than 60 columns: printed");
+  ok(widest(out) <= 60, "... every line within 60 characters");
+  like(out, "    AGENT   LOG_ID          CAPABILITIES      RTT_MS  NODE\n",
+       "... every header whole, the last column's too");
+  like(out, "    edge-1  agent-b35902f6  stream_open_r...  36      node-1\n",
+       "... the widest cell gives way; the node is on the line");
+  free(out);
+  /* Too narrow even for the headers: every column down to its header's
+   * width, the line cut at the screen's edge as before. */
+  out = render(doc, 40, 5, &rc);
+  ok(widest(out) <= 40, "at 40 columns: every line within 40 characters");
+  like(out, "    AGENT  LOG_ID  CAPABILITIES  RTT_...\n",
+       "... the columns down to their headers, the line cut");
+  free(out);
+}
+
 static void test_refused(void) {
   static const char *const bad[] = {
       "", "[]", "{}", "{\"instances\":{}}", "{\"instances\":[]", "not json",
@@ -255,6 +286,7 @@ int main(void) {
   plan_lazy();
   test_summary();
   test_width_and_control();
+  test_fit();
   test_refused();
   test_live();
   return done_testing();
