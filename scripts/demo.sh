@@ -47,6 +47,7 @@ set -- -c "$SRC/conf/demo.ini" \
   --set "admin.listen=127.0.0.1:$ADMIN" \
   --set "store_sqlite.path=$DIR/authz.db" \
   --set "admin_api.token_file=$DIR/admin.token" \
+  --set "admin.token_file=$DIR/admin.token" \
   --set "tunnel_server.hub.listen=127.0.0.1:$TUNNEL" \
   --set "tunnel_agent.edge.server_url=ws://127.0.0.1:$TUNNEL/tunnel" \
   --set "tunnel_agent.edge.token_file=$DIR/agent.token" \
@@ -111,5 +112,6 @@ done
 say "ready: SOCKS5 on 127.0.0.1:$SOCKS -> client -> server -> agent -> target"
 say "try:   curl --proxy socks5h://127.0.0.1:$SOCKS http://example.org/"
 say "       curl http://127.0.0.1:$ADMIN/metrics | grep tunnelmesh_"
+say "status: http://127.0.0.1:$ADMIN/ui/ (log in with the token in $DIR/admin.token)"
 say "Ctrl-C stops it."
 wait "$PID"

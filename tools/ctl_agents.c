@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* proxyhostctl agent list (issue 28): the store's agents (admin_api's
  * GET /v1/agents) with three live columns from the tunnel server on the
- * same admin listener (GET /v1/status/tunnel_server/agents/agents, paged
- * by the host's [admin] status_rows, at most LIVE_PAGES_MAX pages):
+ * same admin listener (each tunnel_server instance the host's modules
+ * table names, at most LIVE_SERVERS_MAX: GET /v1/status/INSTANCE/agents/
+ * agents, paged by the host's [admin] status_rows, at most LIVE_PAGES_MAX
+ * pages):
  * online yes/no, node, last_seen ("now" while connected to this node or,
  * by presence, another; when it left this node lately, the date the
  * server kept, else "-"). When the
@@ -42,17 +44,19 @@ static void live_cell(void *arg, uint32_t row, size_t col, char *out,
   snprintf(out, cap, "%s", v);
 }
 
-/* Reads the status table's pages into l. */
-static void live_read(const opts *o, live *l) {
+#define LIVE_SERVERS_MAX 4 /* tunnel_server instances asked at most */
+
+/* Reads one tunnel server instance's agents table, page by page, into l:
+ * 1 when every row was read, 0 otherwise (said on stderr). */
+static int live_read_one(const opts *o, const char *inst, live *l) {
   int64_t offset = 0;
   for (int page = 0; page < LIVE_PAGES_MAX; page++) {
-    char path[96];
+    char path[512]; /* an instance name is at most CTL_LIVE_INSTANCE_MAX */
     snprintf(path, sizeof(path),
-             "/v1/status/tunnel_server/agents/agents?offset=%" PRId64,
-             offset);
+             "/v1/status/%s/agents/agents?offset=%" PRId64, inst, offset);
     ctl_response r;
     if (ctl_fetch(o, "GET", path, NULL, &r))
-      return; /* said */
+      return 0; /* said */
     if (r.status >= 400 && r.status != 404)
       fprintf(stderr, "proxyhostctl: online state unknown: %s answered %d "
                       "to %s\n", o->admin, r.status, path);
@@ -66,17 +70,42 @@ static void live_read(const opts *o, live *l) {
                       "%s is not the agents table\n", path);
     ctl_response_drop(&r);
     if (rows < 0)
-      return;
-    if (!more) {
-      l->complete = 1;
-      return;
-    }
+      return 0;
+    if (!more)
+      return 1;
     if (rows == 0)
-      return; /* more, but no row: no progress */
+      return 0; /* more, but no row: no progress */
     offset = off + rows;
   }
   fprintf(stderr, "proxyhostctl: online state unknown past %d pages of "
                   "the status table\n", LIVE_PAGES_MAX);
+  return 0;
+}
+
+/* Finds the tunnel_server instances in the host's modules table (one may
+ * be named, "tunnel_server.hub" as in conf/demo.ini) and reads each one's
+ * agents into l; complete only when every one was read whole. No
+ * tunnel_server there, or the status page off (404): unknown. */
+static void live_read(const opts *o, live *l) {
+  static const char modules[] = "/v1/status/proxyhost/process/modules";
+  ctl_response r;
+  if (ctl_fetch(o, "GET", modules, NULL, &r))
+    return; /* said */
+  char names[LIVE_SERVERS_MAX][CTL_LIVE_INSTANCE_MAX + 1];
+  long n = r.status >= 400 ? -1
+                           : ctl_live_servers(r.body, r.len, names,
+                                              LIVE_SERVERS_MAX);
+  if (r.status >= 400 && r.status != 404)
+    fprintf(stderr, "proxyhostctl: online state unknown: %s answered %d "
+                    "to %s\n", o->admin, r.status, modules);
+  else if (r.status < 400 && n < 0)
+    fprintf(stderr, "proxyhostctl: online state unknown: the answer to "
+                    "%s is not the modules table\n", modules);
+  ctl_response_drop(&r);
+  int whole = n > 0;
+  for (long i = 0; i < n; i++)
+    whole &= live_read_one(o, names[i], l);
+  l->complete = whole;
 }
 
 int ctl_agent_list(const opts *o) {

@@ -25,9 +25,24 @@ static long first_table(const json_doc *d) {
   return v;
 }
 
-/* The index of column name in the table's columns, or -1. */
-static long column(const json_doc *d, size_t t, const char *name) {
-  long cols = json_get(d, t, "columns");
+/* Parses body into x and finds the answer's table (first_table) and its
+ * rows array (*rows, -1 when none): the table's token, -1 when there is
+ * none (x to free), -2 when body is not JSON (nothing to free). */
+static long read_table(ctl_doc *x, const char *body, size_t len,
+                       long *rows) {
+  *rows = -1;
+  if (ctl_json_parse(x, body, len) < 0)
+    return -2;
+  long t = first_table(&x->d);
+  long r = t < 0 ? -1 : json_get(&x->d, (size_t)t, "rows");
+  if (r >= 0 && json_type_of(&x->d, (size_t)r) == JSON_ARRAY)
+    *rows = r;
+  return t;
+}
+
+/* The index of column name in table t's columns, or -1 (none, no t). */
+static long column(const json_doc *d, long t, const char *name) {
+  long cols = t < 0 ? -1 : json_get(d, (size_t)t, "columns");
   if (cols < 0 || json_type_of(d, (size_t)cols) != JSON_ARRAY)
     return -1;
   size_t k = (size_t)cols + 1;
@@ -65,15 +80,14 @@ long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
   *more = 0;
   *offset = 0;
   ctl_doc x;
-  if (ctl_json_parse(&x, body, len) < 0)
+  long rows, t = read_table(&x, body, len, &rows);
+  if (t == -2)
     return -1;
-  long t = first_table(&x.d);
-  long id = t < 0 ? -1 : column(&x.d, (size_t)t, "agent");
-  long node = t < 0 ? -1 : column(&x.d, (size_t)t, "node");
-  long online = t < 0 ? -1 : column(&x.d, (size_t)t, "online");
-  long seen = t < 0 ? -1 : column(&x.d, (size_t)t, "last_seen_at");
-  long rows = t < 0 ? -1 : json_get(&x.d, (size_t)t, "rows");
-  if (id < 0 || rows < 0 || json_type_of(&x.d, (size_t)rows) != JSON_ARRAY) {
+  long id = column(&x.d, t, "agent");
+  long node = column(&x.d, t, "node");
+  long online = column(&x.d, t, "online");
+  long seen = column(&x.d, t, "last_seen_at");
+  if (id < 0 || rows < 0) {
     free(x.toks);
     return -1;
   }
@@ -107,4 +121,40 @@ long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
   }
   free(x.toks);
   return (long)nrow;
+}
+
+static int instance_ok(const char *s) {
+  if (!*s)
+    return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '.'))
+      return 0;
+  return 1;
+}
+
+long ctl_live_servers(const char *body, size_t len,
+                      char names[][CTL_LIVE_INSTANCE_MAX + 1], size_t max) {
+  ctl_doc x;
+  long rows, t = read_table(&x, body, len, &rows);
+  if (t == -2)
+    return -1;
+  long inst = column(&x.d, t, "instance"), mod = column(&x.d, t, "module");
+  if (inst < 0 || mod < 0 || rows < 0) {
+    free(x.toks);
+    return -1;
+  }
+  size_t found = 0, r = (size_t)rows + 1;
+  uint32_t nrow = x.d.toks[rows].size;
+  for (uint32_t i = 0; i < nrow && found < max; i++, r = x.d.toks[r].next) {
+    long m = cell(&x.d, r, mod), c = cell(&x.d, r, inst);
+    if (m < 0 || c < 0 || !json_str_eq(&x.d, (size_t)m, "tunnel_server"))
+      continue;
+    if (json_str(&x.d, (size_t)c, names[found], CTL_LIVE_INSTANCE_MAX + 1) >
+            0 &&
+        instance_ok(names[found]))
+      found++;
+  }
+  free(x.toks);
+  return (long)found;
 }

@@ -17,6 +17,7 @@
 #define CTL_LIVE_NAME_MAX 128
 #define CTL_LIVE_NODE_MAX 64
 #define CTL_LIVE_SEEN_MAX 32
+#define CTL_LIVE_INSTANCE_MAX 64 /* the host's section name bound */
 
 typedef struct ctl_live_agent {
   char name[CTL_LIVE_NAME_MAX + 1]; /* the store's name (the caller's) */
@@ -34,5 +35,14 @@ typedef struct ctl_live_agent {
  * then). */
 long ctl_live_page(const char *body, size_t len, ctl_live_agent *a, size_t n,
                    int *more, int64_t *offset);
+
+/* Reads the host's modules table (GET /v1/status/proxyhost/process/modules:
+ * columns instance, module, version) and copies into names (at most max)
+ * the instances whose module is tunnel_server ("tunnel_server",
+ * "tunnel_server.hub"), keeping only names of [a-z0-9_.] that fit. The
+ * number copied (0..max), or -1 when body is not that table. Pure, like
+ * ctl_live_page. */
+long ctl_live_servers(const char *body, size_t len,
+                      char names[][CTL_LIVE_INSTANCE_MAX + 1], size_t max);
 
 #endif

@@ -147,26 +147,50 @@ static void wrap_end(wrap *x) {
 
 static size_t next_of(const json_doc *d, size_t k) { return d->toks[k].next; }
 
-/* Narrows the widest columns, one character at a time and never below
- * their headers' width (mins), until a row's line (four spaces of indent,
- * two between columns) fits width: a long cell (a tunnel server's
- * capabilities) gives way rather than the columns after it. What does
- * not fit at the headers' widths is cut at the line's end (put_line). */
-static void fit(size_t *width, const size_t *mins, size_t ncol,
-                size_t screen) {
-  size_t line = 4 + (ncol ? 2 * (ncol - 1) : 0);
-  for (size_t c = 0; c < ncol; c++)
+/* A cell narrows to no less than its header or this, whichever is wider:
+ * names, hashes and nodes stay whole; a long list gives way. */
+#define CELL_KEEP 12
+
+/* Narrows the first n columns, one character at a time and never below
+ * their mins, until a row's line (four spaces of indent, two between
+ * columns) fits screen: 1 when it does. The column whose cells were the
+ * widest gives way first, down to its least, before the next one. */
+static int narrow(size_t *width, const size_t *mins, size_t n, size_t screen) {
+  size_t line = 4 + (n ? 2 * (n - 1) : 0), natural[COLS_MAX];
+  for (size_t c = 0; c < n; c++) {
     line += width[c];
+    natural[c] = width[c];
+  }
   while (line > screen) {
-    size_t w = ncol;
-    for (size_t c = 0; c < ncol; c++)
-      if (width[c] > mins[c] && (w == ncol || width[c] > width[w]))
+    size_t w = n;
+    for (size_t c = 0; c < n; c++)
+      if (width[c] > mins[c] && (w == n || natural[c] > natural[w]))
         w = c;
-    if (w == ncol)
-      return; /* every column at its header's width */
+    if (w == n)
+      return 0; /* every column at its least */
     width[w]--;
     line--;
   }
+  return 1;
+}
+
+/* The most leading columns that fit screen once their widest cells gave
+ * way (a tunnel server's capabilities list rather than the columns after
+ * it), at least one, with width narrowed for them; the others are left
+ * out of the lines, and said. What does not fit even then (one column) is
+ * cut at the line's end (put_line). */
+static size_t fit(size_t *width, const size_t *mins, size_t ncol,
+                  size_t screen) {
+  size_t want[COLS_MAX];
+  for (size_t n = ncol; n > 1; n--) {
+    memcpy(want, width, n * sizeof(*width));
+    if (narrow(want, mins, n, screen)) {
+      memcpy(width, want, n * sizeof(*width));
+      return n;
+    }
+  }
+  narrow(width, mins, ncol ? 1 : 0, screen);
+  return ncol ? 1 : 0;
 }
 
 /* Cell c of row token r ("" when the row is short), tamed and cut. */
@@ -253,11 +277,22 @@ static void table(sp *p, const char *where, size_t t) {
       if (chars(v) > width[c])
         width[c] = chars(v);
     }
-  fit(width, mins, ncol, p->width);
-  row_line(p, width, ncol, 0, 1, (size_t)cols);
+  for (size_t c = 0; c < ncol; c++) {
+    size_t keep = width[c] < CELL_KEEP ? width[c] : CELL_KEEP;
+    if (keep > mins[c])
+      mins[c] = keep;
+  }
+  size_t fits = fit(width, mins, ncol, p->width);
+  row_line(p, width, fits, 0, 1, (size_t)cols);
   r = (size_t)rows + 1;
   for (uint32_t i = 0; i < shown; i++, r = next_of(d, r))
-    row_line(p, width, ncol, r, 0, (size_t)cols);
+    row_line(p, width, fits, r, 0, (size_t)cols);
+  if (fits < ncol) {
+    snprintf(line, sizeof(line), "    (+%zu column%s: proxyhostctl status "
+             "%s/%s --json)", ncol - fits, ncol - fits == 1 ? "" : "s",
+             where, name);
+    put_line(p, line);
+  }
   if (shown < nrow)
     snprintf(line, sizeof(line), "    ... %" PRIu32 " more: proxyhostctl "
              "status %s/%s", nrow - shown, where, name);

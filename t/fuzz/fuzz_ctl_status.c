@@ -86,12 +86,32 @@ static void live(const char *body, size_t len) {
   }
 }
 
+/* The modules table agent list reads to find the tunnel servers: every
+ * name copied is NUL-terminated and of [a-z0-9_.], never more than max. */
+static void servers(const char *body, size_t len) {
+  char names[3][CTL_LIVE_INSTANCE_MAX + 1];
+  memset(names, 0x55, sizeof(names));
+  long n = ctl_live_servers(body, len, names, 2);
+  if (n < -1 || n > 2 || names[2][0] != 0x55)
+    abort();
+  for (long i = 0; i < n; i++) {
+    if (!memchr(names[i], '\0', sizeof(names[i])) || !names[i][0])
+      abort();
+    for (const char *q = names[i]; *q; q++)
+      if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') ||
+            *q == '_' || *q == '.'))
+        abort();
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2)
     return 0;
   const char *body = (const char *)data + 2;
-  if (data[0] & 1)
+  if (data[0] & 1) {
     live(body, size - 2);
+    servers(body, size - 2);
+  }
   else
     summary(body, size - 2, data[1], (data[1] & 7) + 1);
   return 0;

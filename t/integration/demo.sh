@@ -59,6 +59,15 @@ is "$(stat -c %a "$DEMO_DIR")" 700 "the demo directory is 0700"
 is "$(stat -c %a "$DEMO_DIR/client.token"):$(stat -c %a "$DEMO_DIR/agent.token")" 600:600 \
   "the token files are 0600"
 [ -s "$DEMO_DIR/authz.db" ]; ok $? "the SQLite store is in the demo directory"
+# The status page is on (issue 28): the admin token opens /v1/status, and
+# agent list finds the demo's named tunnel server (tunnel_server.hub).
+like "$(cat "$T/demo1.out")" "status: http://127.0.0.1:$DEMO_ADMIN_PORT/ui/" \
+  "the demo names its status page"
+is "$("$CURL" -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$DEMO_DIR/admin.token")" \
+  "http://127.0.0.1:$DEMO_ADMIN_PORT/v1/status")" 200 "... and /v1/status answers with the admin token"
+like_re "$("$top_builddir/tools/proxyhostctl" --admin "127.0.0.1:$DEMO_ADMIN_PORT" \
+  --token-file "$DEMO_DIR/admin.token" agent list 2>&1)" "demo-agent +demo +yes +[-0-9T:Z]+ +yes +[^ ]+ +now" \
+  "proxyhostctl agent list: the demo agent online, on the named tunnel_server.hub"
 unlike "$(cat "$DEMO_DIR/proxyhost.log" "$T/demo1.out")" "$(sed 's/^[^.]*\.//' "$DEMO_DIR/client.token")" \
   "TM-SEC-9 the client token's secret is in no output"
 kill "$demo_pid"; wait_exit "$demo_pid" 15

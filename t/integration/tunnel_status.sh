@@ -15,7 +15,7 @@
 #   - proxyhostctl status against the server, the client and the agent
 #     (issue 28: "against each role"): exit 0, the one-screen summary
 #     names each role's panels with the real agent, user and server
-#     (the agent's row whole in 100 columns, node included), --json
+#     (the agent's row in 100 columns, node and online included), --json
 #     parses and holds the same; a wrong token exits 1 with one line
 #     (401), a dead admin port (the stopped agent's) exits 3;
 #   - log_names: off, the server's log names the agent by its hash only;
@@ -23,7 +23,8 @@
 #     carries agent_name=<name> (the stream's end, a new agent session).
 #   - proxyhostctl agent list against the server (admin_api and its store
 #     on the same admin listener): the connected agent ONLINE yes, NODE
-#     node-1, LAST_SEEN now; once its processes stop, no / - / -.
+#     node-1, LAST_SEEN now; once its processes stop, no / - / the time
+#     it left this node.
 # Every wait is bounded (wait_for, wait_long).
 . "$top_srcdir/t/lib/testlib.sh"
 . "$top_srcdir/t/lib/tunnel.sh"
@@ -139,8 +140,8 @@ is "$rc" 0 "status against the server: exit 0"
 out=$(cat "$T/ctl-s1.out")
 like "$out" "tunnel_server/agents: Connected agents" "... its agents panel, by path and title"
 like_re "$out" "  connected 1  agents 1" "... its fields: one agent, one connection"
-like_re "$out" "^    $TN_AGENT +$red +1 +[0-9]+ .* node-1\$" \
-  "... the agent's row, whole in 100 columns: name, hash, connections, node"
+like_re "$out" "^    $TN_AGENT +$red +1 +[0-9]+ .* node-1 +yes( |\$)" \
+  "... the agent's row in 100 columns: name, hash, connections, node, online"
 like "$out" "tunnel_server/sessions: Client sessions" "... the client sessions panel"
 like_re "$out" "^    [0-9]+ +alice +[0-9]+ +strict +[0-9]+\$" "... the client's session: alice, strict"
 like "$out" "tunnel_server/opens: Open results (last minutes)" "... the open results panel"
@@ -234,7 +235,7 @@ grep 'tunnel connection authenticated' "$T/s1.log" | grep 'role=client' |
 
 # ---- proxyhostctl agent list against the real server (admin_api with its
 # store on the same admin listener): ONLINE/NODE/LAST_SEEN from the live
-# agents table; after the agent's processes stop, no / - / -.
+# agents table; after the agent's processes stop, no / - / when it left.
 alist() { tn_ctl "$s1_admin" agent list 2>"$T/alist.err"; }
 out=$(alist); rc=$?
 is "$rc" 0 "agent list against the server: exit 0"
@@ -246,8 +247,8 @@ kill -TERM "$a1_pid" "$a2_pid"
 wait_exit "$a1_pid" 10; e1=$EXIT
 wait_exit "$a2_pid" 10
 is "$e1:$EXIT" 0:0 "the agent's two processes stop cleanly"
-offline() { alist | grep -qE "^$TN_AGENT +alice +yes +[-0-9T:Z]+ +no +- +-\$"; }
-wait_long offline; ok $? "agent list: the stopped agent is online no, node -, last seen - (bounded wait)"
+offline() { alist | grep -qE "^$TN_AGENT +alice +yes +[-0-9T:Z]+ +no +- +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\$"; }
+wait_long offline; ok $? "agent list: the stopped agent is online no, node -, last seen when it left (RFC 3339 UTC, bounded wait)"
 "$CTL" --admin "127.0.0.1:$a1_admin" --token-file "$TN_ADMIN_TOKEN" status \
   >"$T/out" 2>"$T/err"; rc=$?
 is "$rc" 3 "status against the stopped agent's admin port: exit 3"

@@ -184,12 +184,17 @@ static void test_fit(void) {
   like(out, "    edge-1  agent-b35902f6  stream_open_r...  36      node-1\n",
        "... the widest cell gives way; the node is on the line");
   free(out);
-  /* Too narrow even for the headers: every column down to its header's
-   * width, the line cut at the screen's edge as before. */
+  /* Too narrow for every column even at their least: the leading
+   * columns that fit, whole (no name cut to "ed..."), and the others
+   * said, not cut in the middle. */
   out = render(doc, 40, 5, &rc);
   ok(widest(out) <= 40, "at 40 columns: every line within 40 characters");
-  like(out, "    AGENT  LOG_ID  CAPABILITIES  RTT_...\n",
-       "... the columns down to their headers, the line cut");
+  like(out,
+       "    AGENT   LOG_ID          CAPABILITIES\n"
+       "    edge-1  agent-b35902f6  stream_op...\n",
+       "... the leading columns that fit, the name and hash whole");
+  like(out, "    (+2 columns: proxyhostctl",
+       "... and how many were left out, and where to see them");
   free(out);
 }
 
@@ -282,6 +287,38 @@ static void test_live(void) {
      "online neither yes nor no: nothing said of the agent");
 }
 
+/* agent list finds the tunnel servers in the host's modules table: one
+ * may be a named instance (conf/demo.ini's tunnel_server.hub). */
+static void test_servers(void) {
+  static const char mods[] =
+      "{\"status_version\":1,\"instances\":[{\"instance\":\"proxyhost\","
+      "\"module\":\"proxyhost\",\"panels\":[{\"name\":\"process\","
+      "\"fields\":{},\"tables\":[{\"name\":\"modules\",\"columns\":"
+      "[\"instance\",\"module\",\"version\"],\"rows\":["
+      "[\"store_sqlite\",\"store_sqlite\",\"1.0\"],"
+      "[\"tunnel_server.hub\",\"tunnel_server\",\"1.0\"],"
+      "[\"tunnel_agent.edge\",\"tunnel_agent\",\"1.0\"],"
+      "[\"Bad<b>\",\"tunnel_server\",\"1.0\"],"
+      "[\"tunnel_server\",\"tunnel_server\",\"1.0\"],"
+      "[\"third\",\"tunnel_server\",\"1.0\"]],"
+      "\"offset\":0,\"more\":false}]}]}]}";
+  char names[2][CTL_LIVE_INSTANCE_MAX + 1];
+  is_int(ctl_live_servers(mods, strlen(mods), names, 2), 2,
+         "servers: the tunnel_server instances, at most max");
+  is_str(names[0], "tunnel_server.hub", "... a named instance");
+  is_str(names[1], "tunnel_server",
+         "... the unnamed one; a name outside [a-z0-9_.] skipped");
+  is_int(ctl_live_servers("{\"error\":{}}", 12, names, 2), -1,
+         "servers: an error body is refused");
+  static const char none[] =
+      "{\"instances\":[{\"instance\":\"proxyhost\",\"panels\":[{"
+      "\"name\":\"process\",\"tables\":[{\"name\":\"modules\","
+      "\"columns\":[\"instance\",\"module\"],\"rows\":[[\"socks5\","
+      "\"socks5\"]]}]}]}]}";
+  is_int(ctl_live_servers(none, strlen(none), names, 2), 0,
+         "servers: none in the table: 0");
+}
+
 int main(void) {
   plan_lazy();
   test_summary();
@@ -289,5 +326,6 @@ int main(void) {
   test_fit();
   test_refused();
   test_live();
+  test_servers();
   return done_testing();
 }
