@@ -256,6 +256,13 @@ int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   if (a->conf_int(ctx, "presence") && (!node || !*node))
     return bad(key, "node_id", why, whylen,
                "required with presence = true: this node's id in presence");
+  /* It is a SPIFFE path segment (the relay's identity), a log field and a
+   * status page cell: the characters all three take as they are. */
+  for (const char *q = node ? node : ""; *q; q++)
+    if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+          (*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '_'))
+      return bad(key, "node_id", why, whylen,
+                 "only letters, digits, '.', '-' and '_'");
   rc = relay_check(ctx, a, key, why, whylen);
   if (rc != PH_OK)
     return rc;

@@ -104,6 +104,9 @@ printf '[proxyhost]\nmodules = store_sqlite, auth_cache, tunnel_server\nmodule_p
 out=$("$PROXYHOST" --check-config -c "$T/nonode.ini" 2>&1)
 [ $? -ne 0 ]; ok $? "presence = true without node_id: --check-config fails"
 like "$out" "node_id" "naming node_id"
+out=$("$PROXYHOST" --check-config -c "$T/nonode.ini" --set 'tunnel_server.node_id=a<b>/c' 2>&1)
+[ $? -ne 0 ]; ok $? "a node_id with markup or a slash: --check-config fails"
+like "$out" "node_id: only letters, digits" "... naming the key and the characters it takes"
 printf 'node_id = one\n' >>"$T/nonode.ini"
 "$PROXYHOST" -c "$T/nonode.ini" >"$T/sqlite.log" 2>&1 & p=$!
 wait_exit "$p" 30
