@@ -20,6 +20,9 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 
 _redis_free_port() {
+  # testlib.sh's picker when a test sourced it (see free_port.py: a port
+  # from bind(0) can be taken by a parallel test's connection first)
+  if command -v free_port >/dev/null 2>&1; then free_port; return; fi
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 

@@ -90,27 +90,17 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/proxyhost-test.XXXXXX")
 PIDS=""
 cleanup() {
   for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+  [ -f "$T/.ports" ] && (cd "${TMPDIR:-/tmp}/proxyhost-ports" 2>/dev/null && rm -f $(cat "$T/.ports"))
   [ -n "${PH_TEST_KEEP:-}" ] && echo "# kept $T" >&2 || rm -rf "$T"
 }
 trap cleanup EXIT
 
-# free_port: a loopback port free now, and never one this test got before
-# (two calls in a row may be handed the same free port by the kernel, and
-# two servers of one test on one port is a failure that looks like a bug).
+# free_port: a loopback port for a test server, below the kernel's
+# ephemeral range (where a parallel test's outgoing connection could take
+# it before our bind), reserved machine-wide until this test ends, and
+# never one this test got before (t/lib/free_port.py says how).
 free_port() {
-  python3 -c '
-import socket, sys
-seen = set()
-try:
-    seen = set(open(sys.argv[1]).read().split())
-except OSError:
-    pass
-for _ in range(100):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = str(s.getsockname()[1]); s.close()
-    if p not in seen:
-        break
-open(sys.argv[1], "a").write(p + "\n")
-print(p)' "$T/.ports"
+  python3 "$top_srcdir/t/lib/free_port.py" "$T/.ports" $$
 }
 
 # http_get URL -> prints "STATUS" on the first line, then the body.
