@@ -28,9 +28,11 @@ def ephemeral_range():
 
 
 def candidate_range():
+    # 10000-19999: below the benches' port bases (t/bench: 21000 and up)
+    # and below Linux's default ephemeral range (32768-60999).
     eph_lo, eph_hi = ephemeral_range()
-    if eph_lo - 1 - 20000 >= 1000:
-        return 20000, eph_lo - 1
+    if eph_lo - 1 - 10000 >= 1000:
+        return 10000, min(19999, eph_lo - 1)
     if 65535 - (eph_hi + 1) >= 1000:
         return eph_hi + 1, 65535
     return None
