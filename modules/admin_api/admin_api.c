@@ -549,7 +549,7 @@ static void api_destroy(void *state) {
 }
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("admin_api", "1.0"),
+    PH_MODULE_HEADER("admin_api", "1.0.0"),
     .description = "JSON admin API for users, tokens, agents and policies "
                    "(authz.store) and GET /v1/authorize on the admin "
                    "listener",

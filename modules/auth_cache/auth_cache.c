@@ -196,7 +196,7 @@ static const char *const cache_provides[] = {PH_ACCESS_SERVICE, NULL};
 static const char *const cache_requires[] = {PH_ACCESS_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("auth_cache", "1.0"),
+    PH_MODULE_HEADER("auth_cache", "1.0.0"),
     .description = "authorization cache in front of a store's \"access\" "
                    "service",
     .provides = cache_provides,

@@ -426,7 +426,7 @@ static const char *const auth_provides[] = {PH_AUTHORIZER_SERVICE,
                                             PH_ACCESS_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("auth_local", "1.1"),
+    PH_MODULE_HEADER("auth_local", "1.1.0"),
     .description = "username/password authorizer and access policy from "
                    "the configuration",
     .provides = auth_provides,

@@ -304,7 +304,7 @@ static void pool_api_destroy(void *state) {
 }
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("pool_api", "1.0"),
+    PH_MODULE_HEADER("pool_api", "1.0.0"),
     .description = "JSON API of the proxy pool (pool.store): proxies, "
                    "routes, credential references and exclusive extraction "
                    "under /v1/pool on the admin listener",

@@ -160,7 +160,7 @@ static void pm_destroy(void *state) {
 }
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("process_metrics", "1.0"),
+    PH_MODULE_HEADER("process_metrics", "1.0.0"),
     .description = "process memory, fds and CPU as metrics",
     .config = pm_keys,
     .init = pm_init,

@@ -720,7 +720,7 @@ static void rv_destroy(void *state) {
 static const char *const rv_provides[] = {PH_VALIDATION_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("remote_validation", "1.0"),
+    PH_MODULE_HEADER("remote_validation", "1.0.0"),
     .description = "remote validation of client credentials against an "
                    "HTTP(S) endpoint, with a cache",
     .provides = rv_provides,

@@ -421,7 +421,7 @@ static const char *const provides[] = {PH_ACCESS_SERVICE, PH_AZ_STORE_SERVICE,
                                        TM_PRESENCE_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("store_pg", "1.0"),
+    PH_MODULE_HEADER("store_pg", "1.0.0"),
     .description = "PostgreSQL authorization and pool store (access, "
                    "authz.store, pool.store, tm.presence)",
     .provides = provides,

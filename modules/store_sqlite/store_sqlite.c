@@ -345,7 +345,7 @@ static const char *const provides[] = {PH_ACCESS_SERVICE, PH_AZ_STORE_SERVICE,
                                        PH_POOL_STORE_SERVICE, NULL};
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("store_sqlite", "1.0"),
+    PH_MODULE_HEADER("store_sqlite", "1.0.0"),
     .description = "the SQLite authorization and pool store (access, "
                    "authz.store, pool.store)",
     .provides = provides,

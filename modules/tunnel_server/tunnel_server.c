@@ -252,7 +252,7 @@ static void ts_destroy(void *state) {
 }
 
 PROXYHOST_MODULE = {
-    PH_MODULE_HEADER("tunnel_server", "1.0"),
+    PH_MODULE_HEADER("tunnel_server", "1.0.0"),
     .description = "TunnelMesh server: authenticates clients and agents, "
                    "authorizes and relays every stream",
     .requires = ts_requires,

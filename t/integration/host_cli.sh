@@ -152,6 +152,16 @@ like "$out" "count = 8" "included file applied"
 like "$out" "10-probe.ini:2" "source of an included value named"
 like "$out" "level = warn" "every matching file included"
 
+# Every in-tree module says its own version as MAJOR.MINOR.PATCH (the
+# status page and --list-modules show it beside the module's name).
+mkdir -p "$T/tree"
+for so in "$top_builddir"/modules/*/.libs/*.so; do ln -sf "$so" "$T/tree/"; done
+bad=$("$PROXYHOST" --set proxyhost.module_path="$T/tree" --list-modules 2>&1 |
+  awk 'NF >= 3 && $2 !~ /^[0-9]+\.[0-9]+\.[0-9]+$/ { print $1 " " $2 }')
+n=$(ls "$T/tree" | wc -l)
+[ "$n" -ge 1 ] && [ -z "$bad" ]
+ok $? "every in-tree module's version is MAJOR.MINOR.PATCH ($n modules)" || echo "# $bad"
+
 # Module listing and load failures.
 out=$("$PROXYHOST" --set proxyhost.module_path="$TMOD" --list-modules 2>&1); rc=$?
 is "$rc" 0 "--list-modules exits 0"

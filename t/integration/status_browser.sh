@@ -14,9 +14,9 @@
 #       (Chromium and curl); a token in a URL is 400; logout drops the
 #       session; every request the page made went to the admin listener.
 #   (b) markup that reaches a page: a host whose config path carries
-#       <script> markup, with a tunnel_client whose server_url's path is
-#       <script>alert(1)</script>"'& (the stores refuse such names; the
-#       client's panel shows its server's URL): both come back as text,
+#       <script> markup, with a tunnel_client whose server_url's path holds
+#       ' and & (RFC 3986 allows them; a server_url with markup is refused
+#       at start, as the stores refuse such names): both come back as text,
 #       the DOM has no script element, no dialog opened, and /v1/status
 #       carries the value as escaped JSON.
 #   (c) the pool demo (controller, gateway g1, checker k1; proxies pa, pb):
@@ -163,25 +163,35 @@ is "$(foreign out "$O")" 0 "... every request to the admin listener"
 
 # ---- (b) markup in a value comes back escaped ---------------------------------------------
 # Free text that reaches a page: the config path (the host's panel) and a
-# tunnel_client's server_url, whose path may hold any printable byte but a
-# space or '#' (its panel shows the URL up to '?'). Nothing listens there:
-# the session stays down, the URL is on the page all the same.
+# tunnel_client's server_url, whose path may hold RFC 3986's sub-delims
+# ("'", "&", ...; its panel shows the URL up to '?'); a server_url with
+# markup is refused at start. Nothing listens there: the session stays
+# down, the URL is on the page all the same.
 mkdir -p "$T/<script>alert(1)<"
 cfg="$T/<script>alert(1)</script>.ini"
 x_admin=$(free_port)
-xurl="ws://127.0.0.1:$(free_port)/$INJ"
-printf '[proxyhost]\nmodules = direct, tunnel_client\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n[tunnel_client]\nserver_url = %s\nagent = %s\ntoken_file = %s\n' \
-  "$top_builddir/modules" "$x_admin" "$TN_ADMIN_TOKEN" "$xurl" "$TN_AGENT" "$T/client.token" >"$cfg"
-tn_start x "$cfg"; ok $? "a host whose config path and tunnel_client server_url hold markup is up"
+x_port=$(free_port)
+XPATH="/a'b&c=(1)!"
+xini() {
+  printf '[proxyhost]\nmodules = direct, tunnel_client\nmodule_path = %s\n[admin]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n[tunnel_client]\nserver_url = %s\nagent = %s\ntoken_file = %s\n' \
+    "$top_builddir/modules" "$x_admin" "$TN_ADMIN_TOKEN" "$1" "$TN_AGENT" "$T/client.token"
+}
+xini "ws://127.0.0.1:$x_port/$INJ" >"$T/xbad.ini"
+out=$("$PROXYHOST" -c "$T/xbad.ini" --check-config 2>&1)
+is "$?" 2 "a server_url whose path holds $INJ is refused at start" || echo "# $out"
+like "$out" "path has a byte RFC 3986 does not allow" "... naming the path and the rule"
+xurl="ws://127.0.0.1:$x_port$XPATH"
+xini "$xurl" >"$cfg"
+tn_start x "$cfg"; ok $? "a host whose config path holds markup and server_url ' and & is up"
 X=http://127.0.0.1:$x_admin
 login_page x "$X" "$TN_ADMIN_TOKEN" status-escaped
 like "$page" '&lt;script&gt;alert(1)&lt;/script&gt;.ini' "the config path comes back escaped, as text"
-like "$page" "<td>${xurl%%<*}&lt;script&gt;alert(1)&lt;/script&gt;\"'&amp;</td>" \
-  "the server_url with $INJ comes back escaped in the client's sessions table"
+like "$page" "<td>ws://127.0.0.1:$x_port/a'b&amp;c=(1)!</td>" \
+  "the server_url with ' and & comes back escaped in the client's sessions table"
 like "$(cat "$T/x/page.txt")" "$xurl" "... and reads as that text in the page"
 xjson=$("$CURL" -s -m 5 -H "Authorization: Bearer $(cat "$TN_ADMIN_TOKEN")" \
   "$X/v1/status/tunnel_client/sessions")
-like "$xjson" "[\"${xurl%%\"*}\\\"'&\"," "/v1/status carries it as an escaped JSON string (\\\")"
+like "$xjson" "[\"$xurl\"," "/v1/status carries it as a JSON string"
 is "$(printf '%s' "$xjson" | "${PYTHON3:-python3}" -c '
 import json, sys
 print(json.load(sys.stdin)["instances"][0]["panels"][0]["tables"][0]["rows"][0][0])')" "$xurl" \

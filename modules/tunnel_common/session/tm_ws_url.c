@@ -45,6 +45,30 @@ static int host_name_ok(const char *h, size_t n) {
   return 1;
 }
 
+static int is_hex(unsigned char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+         (ch >= 'A' && ch <= 'F');
+}
+
+/* RFC 3986 path and query: unreserved, sub-delims, ':', '@', '/', '?'
+ * and whole %XX escapes; nothing else (the path goes as it is into the
+ * request line, logs and the status page). */
+static int path_ok(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)p[i];
+    if (ch == '%') {
+      if (i + 2 >= n || !is_hex((unsigned char)p[i + 1]) ||
+          !is_hex((unsigned char)p[i + 2]))
+        return 0;
+      i += 2;
+      continue;
+    }
+    if (!is_alnum(ch) && (!ch || !strchr("-._~!$&'()*+,;=:@/?", ch)))
+      return 0;
+  }
+  return 1;
+}
+
 int tm_ws_url_parse(const char *url, size_t len, tm_ws_url *u,
                     const char **err) {
   const char *p, *end, *e;
@@ -136,6 +160,11 @@ int tm_ws_url_parse(const char *url, size_t len, tm_ws_url *u,
     u->path[off++] = '/';
   if (off + plen >= sizeof(u->path)) {
     *err = "the URL's path is too long";
+    return -1;
+  }
+  if (!path_ok(e, plen)) {
+    *err = "the URL's path has a byte RFC 3986 does not allow (escape it "
+           "as %XX)";
     return -1;
   }
   memcpy(u->path + off, e, plen);

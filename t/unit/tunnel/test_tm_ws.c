@@ -1051,6 +1051,27 @@ static void test_url(void) {
   is_int(refused, (int)(sizeof(bad) / sizeof(bad[0])),
          "url: 20 malformed URLs refused with a reason");
   ok(tm_ws_url_parse("ws://h/\0x", 9, &u, &err) < 0, "url: a NUL byte");
+  /* RFC 3986: a path or query byte is unreserved, a sub-delim, ':', '@',
+   * '/', '?' or a whole %XX; the URL goes into the request line and the
+   * status page as it is. */
+  const char *bad_path[] = {"ws://h/<s>", "ws://h/a\"b", "ws://h/a\\b",
+                            "ws://h/a{b}", "ws://h/a|b", "ws://h/a^b",
+                            "ws://h/a`b", "ws://h/%", "ws://h/%4",
+                            "ws://h/%zz", "ws://h?a=<"};
+  refused = 0;
+  for (size_t i = 0; i < sizeof(bad_path) / sizeof(bad_path[0]); i++) {
+    if (tm_ws_url_parse(bad_path[i], strlen(bad_path[i]), &u, &err) < 0 &&
+        err && strstr(err, "path"))
+      refused++;
+    else
+      diag("accepted %s", bad_path[i]);
+  }
+  is_int(refused, (int)(sizeof(bad_path) / sizeof(bad_path[0])),
+         "url: a path byte RFC 3986 does not allow is refused, naming the path");
+  ok(!tm_ws_url_parse("ws://h/a-b._~!$&'()*+,;=:@/%2Fx?k=v&y=%41", 41, &u,
+                      &err) &&
+         !strcmp(u.path, "/a-b._~!$&'()*+,;=:@/%2Fx?k=v&y=%41"),
+     "url: every byte RFC 3986 allows in a path and query is kept");
   ok(tm_ws_host_is_loopback("127.1.2.3") && tm_ws_host_is_loopback("::1") &&
          tm_ws_host_is_loopback("localhost") &&
          !tm_ws_host_is_loopback("192.0.2.1") &&
