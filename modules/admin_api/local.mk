@@ -10,9 +10,9 @@ modules_admin_api_admin_api_la_SOURCES = %D%/admin_api.c \
 	%D%/api_json.c %D%/api_json.h \
 	%D%/api_routes.c %D%/api_routes.h \
 	%D%/api_authorize.c %D%/api_authorize.h
-modules_admin_api_admin_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
+modules_admin_api_admin_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_admin_api_admin_api_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_admin_api_admin_api_la_LIBADD = $(ADMIN_KIT_LIBADD)
+modules_admin_api_admin_api_la_LIBADD = $(ADMIN_KIT_LIBADD) $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/admin_api.ini.sample
 bin_PROGRAMS += tools/proxyhostctl
 tools_proxyhostctl_SOURCES = tools/proxyhostctl.c tools/ctl_http.c \

@@ -9,9 +9,8 @@
 
 ADMIN_KIT_SOURCES = %D%/admin_http.c %D%/admin_http.h \
 	%D%/admin_module.c %D%/admin_module.h
-ADMIN_KIT_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
-ADMIN_KIT_LIBADD = %D%/libphadminkit.la \
-	modules/frontend/libphfrontend.la $(OPENSSL_LIBS)
+ADMIN_KIT_CPPFLAGS = $(AM_CPPFLAGS)
+ADMIN_KIT_LIBADD = %D%/libphadminkit.la modules/frontend/libphfrontend.la
 
 if MODULE_ADMIN_API
 noinst_LTLIBRARIES += %D%/libphadminkit.la

@@ -12,9 +12,9 @@ modules_pool_api_pool_api_la_SOURCES = %D%/pool_api.c \
 	%D%/api_extract.c %D%/api_extract.h \
 	modules/contracts/cp_authority.h modules/contracts/cp_credcheck.h \
 	modules/store_common/pool_validate.c modules/store_common/pool_validate.h
-modules_pool_api_pool_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS)
+modules_pool_api_pool_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_pool_api_pool_api_la_LDFLAGS = $(MODULE_LDFLAGS)
-modules_pool_api_pool_api_la_LIBADD = $(ADMIN_KIT_LIBADD)
+modules_pool_api_pool_api_la_LIBADD = $(ADMIN_KIT_LIBADD) $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/pool_api.ini.sample
 
 UNIT_TESTS += t/unit/auth/test_api_extract
