@@ -142,6 +142,10 @@ struct checker {
       *m_queue, *m_task_msgs, *m_max_running, *m_report_seconds;
   int64_t rep_started_ms; /* the ReportObservations call in flight began */
   chk_status st; /* the status panel (chk_status.h) */
+  /* task_clock's readings, for the tasks of one stream message. */
+  int64_t clk_mono, clk_wall;
+  uint32_t clk_left;
+  int in_message;
 };
 
 static const ph_api *api;
@@ -262,16 +266,18 @@ static void queue_obs(checker *m, const chk_obs *o) {
     arm_flush(m); /* a partial batch goes after batch.flush */
 }
 
-static void obs_of(const chk_task *t, chk_obs *o) {
+/* at_ms: the observation's wall time (Unix ms), read by the caller. */
+static void obs_of(const chk_task *t, chk_obs *o, int64_t at_ms) {
   memset(o, 0, sizeof(*o));
   memcpy(o->task_id, t->task_id, sizeof(o->task_id));
   memcpy(o->proxy_id, t->proxy_id, sizeof(o->proxy_id));
   memcpy(o->target_group, t->target_group, sizeof(o->target_group));
   o->tier = t->tier;
-  o->observed_at_ms = wall_ms();
+  o->observed_at_ms = at_ms;
 }
 
-static void count_check(checker *m, const chk_obs *o) {
+/* now: mono_ms(), read by the caller (one clock read per check). */
+static void count_check(checker *m, const chk_obs *o, int64_t now) {
   int t = o->tier >= 1 && o->tier <= 3 ? o->tier - 1 : 0;
   int s = o->status >= 1 && o->status <= 4 ? o->status - 1 : 3;
   m->n_checks[t][s]++;
@@ -281,7 +287,7 @@ static void count_check(checker *m, const chk_obs *o) {
                    o->reason == CHK_R_LATE_TASK ||
                        o->reason == CHK_R_SHORT_BUDGET ||
                        o->reason == CHK_R_LOOP_LATE,
-                   mono_ms());
+                   now);
   api->observe(m->m_seconds[t], (double)o->latency_ms / 1000.0);
 }
 
@@ -305,8 +311,8 @@ static void metrics_flush(checker *m) {
   api->gauge_set(m->m_queue, m->rep.len);
 }
 
-static void finish_obs(checker *m, chk_obs *o) {
-  count_check(m, o);
+static void finish_obs(checker *m, chk_obs *o, int64_t now) {
+  count_check(m, o, now);
   queue_obs(m, o);
 }
 
@@ -326,26 +332,26 @@ static int echo_decides(const chk_task *t, const chk_obs *o) {
 /* A failure the echo's state decides: CHECKER_ERROR echo_unreachable
  * when the checker cannot reach the echo itself, else the failure,
  * after the direct probe that follows it. */
-static void echo_failed(checker *m, chk_obs *o) {
+static void echo_failed(checker *m, chk_obs *o, int64_t now) {
   if (!m->echo_url[0]) { /* no echo to ask (a name, or none known) */
-    finish_obs(m, o);
+    finish_obs(m, o, now);
     return;
   }
   if (m->echo_up == 0) {
     o->status = CHK_CHECKER_ERROR;
     o->reason = CHK_R_ECHO_UNREACHABLE;
-    finish_obs(m, o);
+    finish_obs(m, o, now);
     return;
   }
   if (m->n_held == m->held_cap) {
     /* No room to wait: not a verdict either way. */
     o->status = CHK_CHECKER_ERROR;
     o->reason = CHK_R_NO_RESOURCES;
-    finish_obs(m, o);
+    finish_obs(m, o, now);
     return;
   }
   m->held[m->n_held].obs = *o;
-  m->held[m->n_held].failed_at_ms = api->now_ms(m->ctx);
+  m->held[m->n_held].failed_at_ms = now;
   m->n_held++;
   if (!m->echo.used)
     echo_probe_start(m);
@@ -355,6 +361,7 @@ static void echo_failed(checker *m, chk_obs *o) {
  * before it are decided. */
 static void release_held(checker *m, int64_t started_ms) {
   uint32_t k = 0;
+  int64_t now = mono_ms();
   for (uint32_t i = 0; i < m->n_held; i++) {
     held *h = &m->held[i];
     if (h->failed_at_ms <= started_ms) {
@@ -362,7 +369,7 @@ static void release_held(checker *m, int64_t started_ms) {
         h->obs.status = CHK_CHECKER_ERROR;
         h->obs.reason = CHK_R_ECHO_UNREACHABLE;
       }
-      finish_obs(m, &h->obs);
+      finish_obs(m, &h->obs, now);
     } else {
       m->held[k++] = *h;
     }
@@ -417,12 +424,15 @@ static void slot_done(slot *s) {
     echo_done(m);
     return;
   }
+  /* One clock read per check: the latency on the monotonic clock, the
+   * observation's wall time as the start's plus that latency. */
+  int64_t now = mono_ms();
   chk_obs o;
-  obs_of(&s->task, &o);
+  obs_of(&s->task, &o, s->start_wall_ms + (now - s->started_ms));
   const chk_probe_result *r = &s->probe.res;
   o.status = r->status;
   o.reason = r->reason;
-  o.latency_ms = api->now_ms(m->ctx) - s->started_ms;
+  o.latency_ms = now - s->started_ms;
   if (r->status == CHK_OK && s->task.tier == CHK_TIER_EGRESS) {
     memcpy(o.egress_ip, r->echo.egress_ip, sizeof(o.egress_ip));
     o.anonymity = r->echo.anonymity;
@@ -431,9 +441,9 @@ static void slot_done(slot *s) {
   slot_release(s);
   m->running--;
   if (wait_echo)
-    echo_failed(m, &o);
+    echo_failed(m, &o, now);
   else
-    finish_obs(m, &o);
+    finish_obs(m, &o, now);
 }
 
 static void on_slot_io(ph_io *io, int fd, int revents, void *arg);
@@ -558,13 +568,14 @@ static void slot_dial(slot *s, const chk_probe_spec *spec) {
   s->open_id = id;
 }
 
-/* Starts s's probe with spec; the timer at deadline_ms (Unix ms). */
+/* Starts s's probe with spec; the timer at deadline_ms (Unix ms); mono
+ * and wall: the clocks now (task_clock). */
 static void slot_start(slot *s, const chk_probe_spec *spec,
-                       int64_t deadline_ms) {
+                       int64_t deadline_ms, int64_t mono, int64_t wall) {
   checker *m = s->m;
   s->used = 1;
-  s->started_ms = api->now_ms(m->ctx);
-  s->start_wall_ms = wall_ms();
+  s->started_ms = mono;
+  s->start_wall_ms = wall;
   int64_t left = deadline_ms - s->start_wall_ms;
   if (left > m->conf.task_max_ms)
     left = m->conf.task_max_ms;
@@ -592,8 +603,10 @@ static void echo_probe_start(checker *m) {
   spec.echo_url = m->echo_url;
   spec.nonce = m->echo_nonce;
   spec.resp_max = m->conf.response_max;
-  m->echo_started_ms = api->now_ms(m->ctx);
-  slot_start(&m->echo, &spec, wall_ms() + m->conf.task_max_ms);
+  int64_t wall = wall_ms();
+  m->echo_started_ms = mono_ms();
+  slot_start(&m->echo, &spec, wall + m->conf.task_max_ms,
+             m->echo_started_ms, wall);
 }
 
 static void on_echo_timer(ph_timer *t, void *arg) {
@@ -601,14 +614,32 @@ static void on_echo_timer(ph_timer *t, void *arg) {
   echo_probe_start(arg);
 }
 
+/* The clocks for the tasks of one stream message: read once per
+ * TASK_CLOCK_USES tasks, not per task (a message carries up to
+ * task_batch.max; starting 16 checks takes well under a millisecond, the
+ * clocks' unit here). Outside a message (clk_left 0) read each time. */
+#define TASK_CLOCK_USES 16u
+static void task_clock(checker *m, int64_t *mono, int64_t *wall) {
+  if (!m->clk_left) {
+    m->clk_mono = mono_ms();
+    m->clk_wall = wall_ms();
+    m->clk_left = m->in_message ? TASK_CLOCK_USES : 1;
+  }
+  m->clk_left--;
+  *mono = m->clk_mono;
+  *wall = m->clk_wall;
+}
+
 static void refuse(checker *m, const chk_task *t, int status, int reason,
                    int which) {
   api->inc(m->m_refused[which], 1);
+  int64_t mono, wall;
+  task_clock(m, &mono, &wall);
   chk_obs o;
-  obs_of(t, &o);
+  obs_of(t, &o, wall);
   o.status = status;
   o.reason = reason;
-  finish_obs(m, &o);
+  finish_obs(m, &o, mono);
 }
 
 /* Where the next task is read: the slot run_task will take. */
@@ -647,8 +678,10 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   /* The check must end task.report_margin before the deadline: its
    * result, a timeout too, has to reach the controller in time or it is
    * dropped as late and a silent proxy is never found out. */
+  int64_t mono, wall;
+  task_clock(m, &mono, &wall);
   int late = chk_budget_admit(t->deadline_ms - m->conf.report_margin_ms,
-                              wall_ms(), m->conf.task_min_ms);
+                              wall, m->conf.task_min_ms);
   if (late != CHK_R_NONE) {
     refuse(m, t, CHK_CHECKER_ERROR, late, REF_LATE);
     chk_task_wipe(t);
@@ -685,7 +718,8 @@ static void run_task(void *arg, int rc, chk_task *tp, const char *why) {
   spec.own = s->own;
   spec.n_own = m->echo_seen[0] ? 1 : 0;
   spec.resp_max = m->conf.response_max;
-  slot_start(s, &spec, s->task.deadline_ms - m->conf.report_margin_ms);
+  slot_start(s, &spec, s->task.deadline_ms - m->conf.report_margin_ms, mono,
+             wall);
 }
 
 /* Every check ends without an observation (the session ended: the
@@ -853,8 +887,12 @@ static void watch_message(void *arg, cp_grpc_ccall *call, const uint8_t *msg,
     return;
   m->attempt = 0; /* the session works */
   api->inc(m->m_task_msgs, 1);
+  m->in_message = 1;
+  m->clk_left = 0;
   (void)chk_read_tasks_into(msg, len, m->conf.task_batch_max, task_dst,
                             run_task, m);
+  m->in_message = 0;
+  m->clk_left = 0;
 }
 
 static void watch_done(void *arg, cp_grpc_ccall *call, int status,

@@ -386,8 +386,10 @@ static int send_step(chk_probe *p) {
   p->req_off += (size_t)w;
   if (p->req_off < p->req_len)
     return -1;
-  /* The request (and a Proxy-Authorization in it) is sent: wiped. */
+  /* The request (and a Proxy-Authorization in it) is sent: wiped, once
+   * (req_len 0: chk_probe_end has nothing left to wipe). */
   OPENSSL_cleanse(p->req, p->req_len);
+  p->req_len = 0;
   p->resp = malloc(p->s.resp_max);
   if (!p->resp)
     return end(p, CHK_CHECKER_ERROR, CHK_R_NO_RESOURCES);
@@ -525,7 +527,9 @@ void chk_probe_end(chk_probe *p) {
     p->fd = -1;
   }
   up_hs_wipe(&p->hs);
-  OPENSSL_cleanse(p->req, p->req_len); /* what build_request wrote */
+  if (p->req_len) /* what build_request wrote, not yet sent whole */
+    OPENSSL_cleanse(p->req, p->req_len);
+  p->req_len = 0;
   free(p->resp);
   p->resp = NULL;
   p->resp_len = 0;

@@ -18,10 +18,30 @@ static int is_http(int protocol) {
          protocol == PH_POOL_UPSTREAM_HTTP;
 }
 
-/* The host in normal form in h->host, classified. */
+/* A dotted quad already in inet_ntop's form (four decimal parts, no
+ * leading zero: what inet_pton took is 0..255 each) is its own normal
+ * form. */
+static int ipv4_normal(const char *s, size_t n) {
+  for (size_t i = 0; i + 1 < n; i++)
+    if (s[i] == '0' && (i == 0 || s[i - 1] == '.') && s[i + 1] != '.')
+      return 0;
+  return 1;
+}
+
+/* The host in normal form in h->host, classified. A proxy's address is
+ * most often an IPv4 literal in normal form (a check per proxy per
+ * interval): it is copied as it is, without host_norm's print back
+ * (inet_ntop, a sprintf) and a second inet_pton. */
 static int set_host(up_hs *h, const char *host) {
-  if (!host || strnlen(host, UP_HS_FIELD_MAX + 1) > UP_HS_FIELD_MAX)
+  size_t n = host ? strnlen(host, UP_HS_FIELD_MAX + 1) : 0;
+  if (!host || n > UP_HS_FIELD_MAX)
     return PH_EINVAL;
+  if (n && n < INET_ADDRSTRLEN && inet_pton(AF_INET, host, h->addr) == 1 &&
+      ipv4_normal(host, n)) {
+    memcpy(h->host, host, n + 1);
+    h->host_kind = UP_HS_HOST_IPV4;
+    return PH_OK;
+  }
   if (host_norm(host, h->host) != 0)
     return PH_EINVAL;
   if (inet_pton(AF_INET, h->host, h->addr) == 1)
@@ -118,9 +138,14 @@ void up_hs_sent(up_hs *h, size_t n) {
   if (h->out_off < h->out_len)
     return;
   /* Sent whole: whatever it carried (credentials in a CONNECT or an
-   * RFC 1929 request) is not kept a moment longer. */
-  OPENSSL_cleanse(h->out, h->out_len < sizeof(h->out) ? h->out_len
-                                                     : sizeof(h->out));
+   * RFC 1929 request) is not kept a moment longer. A request of a
+   * handshake without credentials held no secret: cleared, not wiped
+   * (OPENSSL_cleanse's byte loop, once per check, is not needed). */
+  size_t len = h->out_len < sizeof(h->out) ? h->out_len : sizeof(h->out);
+  if (h->with_auth)
+    OPENSSL_cleanse(h->out, len);
+  else
+    memset(h->out, 0, len);
   h->out_len = h->out_off = 0;
   h->phase = reading_phase(h->phase);
 }
@@ -138,8 +163,9 @@ size_t up_hs_want(const up_hs *h) {
  * bounded writer copies all or nothing) and wiped whole by up_hs_sent
  * once sent, before the next is written. */
 static void wipe_secrets(up_hs *h) {
-  OPENSSL_cleanse(h->out, h->out_len < sizeof(h->out) ? h->out_len
-                                                     : sizeof(h->out));
+  if (h->out_len) /* 0: sent and wiped (up_hs_sent), or never written */
+    OPENSSL_cleanse(h->out, h->out_len < sizeof(h->out) ? h->out_len
+                                                       : sizeof(h->out));
   h->out_len = h->out_off = 0;
   h->user = h->pass = NULL;
   h->user_len = h->pass_len = 0;

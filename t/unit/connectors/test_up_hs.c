@@ -13,12 +13,16 @@
  * and after up_hs_wipe() (CP-1-18, CP-8-5); and the bounds (255-byte
  * host, user and password; 256 refused). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <proxyhost/abi.h>
 #include <proxyhost/pool_store.h>
 
+#include <arpa/inet.h>
+
+#include "lib/host_norm.h"
 #include "tap.h"
 #include "upstream/up_hs.h"
 
@@ -836,6 +840,49 @@ static void test_names(void) {
   is_str(up_hs_state_name((up_hs_state)42), "unknown", "an unknown state");
 }
 
+/* The host a handshake sends is host_norm's normal form, whatever the
+ * spelling: an IPv4 literal already in normal form is taken as it is
+ * (the checker's per-check fast path), and every other spelling (leading
+ * zeros, too few or too many parts, a part over 255) goes the
+ * host_norm way, with the same result and kind as before. */
+static void test_ipv4_normal_form(void) {
+  static const char *const hosts[] = {
+      "127.0.0.1", "0.0.0.0",   "10.0.0.10", "255.255.255.255",
+      "1.2.3.4",   "01.2.3.4",  "1.2.3.04",  "1.02.3.4",
+      "1.2.3",     "1.2.3.4.5", "1.2.3.256", "192.168.000.1",
+      "10.0.0.0",  "100.0.0.1", NULL};
+  int all = 1;
+  for (size_t i = 0; hosts[i]; i++) {
+    up_hs h;
+    char norm[HOST_NORM_MAX + 1], want[HOST_NORM_MAX + 64];
+    int nr = host_norm(hosts[i], norm);
+    int rc = up_hs_init(&h, HTTP, hosts[i], 80, NULL, 0, NULL, 0);
+    if ((rc == PH_OK) != (nr == 0)) {
+      diag("%s: init %d, host_norm %d", hosts[i], rc, nr);
+      all = 0;
+      continue;
+    }
+    if (rc != PH_OK)
+      continue;
+    unsigned char a[16];
+    int kind = inet_pton(AF_INET, norm, a) == 1    ? UP_HS_HOST_IPV4
+               : inet_pton(AF_INET6, norm, a) == 1 ? UP_HS_HOST_IPV6
+                                                   : UP_HS_HOST_NAME;
+    const uint8_t *d;
+    size_t n = up_hs_pending_out(&h, &d);
+    int w = snprintf(want, sizeof(want), "CONNECT %s:80 HTTP/1.1\r\n", norm);
+    if (strcmp(h.host, norm) || h.host_kind != kind || w < 0 ||
+        n < (size_t)w || memcmp(d, want, (size_t)w)) {
+      diag("%s: host %s kind %d, want %s kind %d", hosts[i], h.host,
+           h.host_kind, norm, kind);
+      all = 0;
+    }
+    up_hs_wipe(&h);
+  }
+  ok(all, "an IPv4 literal is sent in host_norm's normal form, with its "
+          "kind, however it was spelt");
+}
+
 /* up_hs_basic alone (the pool's absolute-form forwarding uses it too):
  * the token, its bound, and what it refuses. */
 static void test_basic_token(void) {
@@ -900,6 +947,7 @@ int main(void) {
   test_credentials();
   test_bounds();
   test_names();
+  test_ipv4_normal_form();
   test_basic_token();
   test_proxy_auth();
   return done_testing();
