@@ -143,5 +143,14 @@ $PY "$top_srcdir/t/lib/dashboard_check.py" --absent-ok '^(proxyhost_http_proxy_|
   "$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json" "$T/s.prom" "$T/a.prom" "$T/c.prom" >"$T/dash.out" 2>&1
 ok $? "TM-OBS-23..27 every tunnel metric of the dashboard's panels is in the roles' /metrics"
 grep '^problem' "$T/dash.out" | sed 's/^/# /'
+# The server's TTFB (its relay to the agent) and the client's SOCKS5
+# TTFB are two series, one per role, each counted by the traffic above.
+like_re "$(cat "$T/s.prom")" \
+  'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success",scope="local"\} [1-9]' \
+  "TM-OBS-22 the server records its own TTFB"
+like_re "$(cat "$T/c.prom")" \
+  'tunnelmesh_stream_stage_duration_seconds_count\{component="client",stage="ttfb",result="success",scope="local"\} [1-9]' \
+  "TM-OBS-22 the client records the SOCKS5 TTFB apart from it"
+unlike "$(cat "$T/c.prom")" 'component="server"' "TM-OBS-22 ... and no server series in the client's"
 
 done_testing
