@@ -63,7 +63,7 @@ is "$r" '{"completed": 30, "failed": 0, "hang_pending": 2}' \
 closed=$(free_port)
 agent_closed0=$(tn_sum "$a_admin" '^proxyhost_stream_tunnel_sessions_closed_total')
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "127.0.0.1:$closed" --atyp ipv4)
-is "$r" 0x05 "TM-PROTO-34 a refused target: SOCKS5 0x05 from the agent's connect"
+is "$r" 0x05 "TM-PROTO-34 TM-TEST-15 a refused target: SOCKS5 0x05 from the agent's connect (the local relay carries the failure)"
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "nx.test:80")
 is "$r" 0x04 "TM-PROTO-33 an unknown name (NXDOMAIN at the agent): 0x04"
 body=$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")
