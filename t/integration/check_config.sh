@@ -88,6 +88,8 @@ fi
 if have_module tunnel_agent; then
   out=$(defaults_of tunnel_agent tunnel_agent '[tunnel_agent]\nserver_url = ws://127.0.0.1:1/t\ntoken = x\n')
   has_default "$out" streams.inbound_buffer_bytes 262144 TM-CFG-18
+  has_default "$out" connections.min 1 "TM-UPG-12 (the pool's rollback values)"
+  has_default "$out" connections.max 1 "TM-UPG-12 (the pool's rollback values)"
 else
   skip "tunnel_agent defaults: module not built"
 fi

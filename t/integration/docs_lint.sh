@@ -51,7 +51,7 @@ fi
 check "proxyhost(8) SEE ALSO names every other page" seealso
 check "pool_api with redis_ownership: authority loaded first and named in [pool_api]; no [admin_api] authority; one CA file per page" ini
 check "TM-DOC-11, TM-UPG-1, TM-UPG-2, TM-UPG-3, TM-UPG-4, TM-UPG-5, TM-UPG-6, TM-UPG-7, TM-UPG-8: the upgrade runbook writes out the seed's eight steps, each saying what the seed's step does, and the v8 writer" runbook
-check "TM-DOC-1, TM-DOC-2, TM-DOC-4, TM-DOC-5, TM-DOC-6, TM-DOC-7: each of seed 001's documents has the sections the seed names" seeddocs
+check "TM-DOC-1, TM-DOC-2, TM-DOC-4, TM-DOC-5, TM-DOC-6, TM-DOC-7, TM-P2-28: each of seed 001's documents has the sections the seed names; the pool is first-screen latency, never single-stream speed" seeddocs
 check "TM-DOC-3: configuration.md gives the precedence and has a row for every key of the three roles' samples" confkeys
 check "no shipped part is called planned or to come" stale
 
