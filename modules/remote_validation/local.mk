@@ -15,5 +15,10 @@ modules_remote_validation_remote_validation_la_LIBADD = $(LIBCURL_LIBS) \
 	$(OPENSSL_LIBS)
 dist_samples_DATA += %D%/remote_validation.ini.sample
 UNIT_TESTS += t/unit/auth/test_remote_validation
-t_unit_auth_test_remote_validation_LDADD = host/libphmock.la
+# rv_key.c is compiled in as well: its key is checked against a known
+# answer (TM-P1-38).
+t_unit_auth_test_remote_validation_SOURCES = \
+	t/unit/auth/test_remote_validation.c %D%/rv_key.c
+t_unit_auth_test_remote_validation_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
+t_unit_auth_test_remote_validation_LDADD = host/libphmock.la $(OPENSSL_LIBS)
 endif

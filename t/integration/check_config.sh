@@ -32,6 +32,84 @@ else
   skip "conf/local.ini needs direct, socks5, http_proxy and process_metrics"
 fi
 
+# ---- TunnelMesh's built-in defaults are the seed's ------------------------
+# --print-config with nothing but the required keys set shows each key's
+# value "from default". The seed's names map to these modules' keys:
+# server.stream.* is tunnel_server's stream.*, server.authorization_cache.*
+# is auth_cache plus the stores' TTLs and revision reads, agent.streams.*
+# is tunnel_agent's streams.*, client.* is tunnel_client and
+# remote_validation.
+# defaults_of MODULES SECTION BODY: SECTION of the printed configuration
+# (BODY goes after [admin]).
+defaults_of() {
+  printf '[proxyhost]\nmodules = %s\nmodule_path = %s\n[admin]\nlisten =\n%b' \
+    "$1" "$MODS" "$3" >"$T/defaults.ini"
+  "$PROXYHOST" -c "$T/defaults.ini" --print-config 2>&1 |
+    sed -n "/^\[$2\]/,/^\[/p"
+}
+# has_default OUT KEY VALUE NAME: KEY is VALUE, and from the default.
+has_default() {
+  printf '%s\n' "$1" | grep -qxF "$2 = $3  ; from default"
+  ok $? "$4: $2 = $3 by default"
+}
+if have_module tunnel_server; then
+  out=$(defaults_of tunnel_server tunnel_server '')
+  has_default "$out" stream.max_concurrent_opens 256 TM-CFG-2
+  has_default "$out" stream.max_pending_opens 1024 TM-CFG-3
+  has_default "$out" stream.initial_window 262144 TM-CFG-4
+  has_default "$out" stream.window_update_threshold 131072 TM-CFG-5
+  has_default "$out" stream.max_frame_payload 32768 TM-CFG-6
+else
+  skip "tunnel_server defaults: module not built"
+fi
+if have_module auth_cache && have_module auth_local; then
+  out=$(defaults_of 'auth_local, auth_cache' auth_cache '[auth_cache]\nstore = auth_local\n')
+  has_default "$out" enabled true "TM-CFG-7 auth_cache"
+  has_default "$out" max_entries 100000 "TM-CFG-13 auth_cache"
+  has_default "$out" max_negative_ttl 3s "TM-CFG-10 auth_cache's cap"
+else
+  skip "auth_cache defaults: module not built"
+fi
+if have_module store_sqlite; then
+  out=$(defaults_of store_sqlite store_sqlite '')
+  has_default "$out" positive_ttl 5s "TM-CFG-8 store_sqlite (local)"
+else
+  skip "store_sqlite defaults: module not built"
+fi
+if have_module store_pg; then
+  out=$(defaults_of store_pg store_pg '')
+  has_default "$out" positive_ttl 5m "TM-CFG-9 store_pg (cluster)"
+  has_default "$out" negative_ttl 3s "TM-CFG-10 store_pg"
+  has_default "$out" revision_poll 2s "TM-CFG-11 store_pg"
+  has_default "$out" stale_allow 5s "TM-CFG-12 store_pg"
+else
+  skip "store_pg defaults: module not built"
+fi
+if have_module tunnel_agent; then
+  out=$(defaults_of tunnel_agent tunnel_agent '[tunnel_agent]\nserver_url = ws://127.0.0.1:1/t\ntoken = x\n')
+  has_default "$out" streams.inbound_buffer_bytes 262144 TM-CFG-18
+  has_default "$out" connections.min 1 "TM-UPG-12 (the pool's rollback values)"
+  has_default "$out" connections.max 1 "TM-UPG-12 (the pool's rollback values)"
+else
+  skip "tunnel_agent defaults: module not built"
+fi
+if have_module tunnel_client; then
+  out=$(defaults_of tunnel_client tunnel_client '[tunnel_client]\nserver_url = ws://127.0.0.1:1/t\nagent = a\ntoken = x\n')
+  has_default "$out" stream.open_timeout 8s TM-CFG-19
+  has_default "$out" stream.inbound_buffer_bytes 262144 TM-CFG-20
+else
+  skip "tunnel_client defaults: module not built"
+fi
+if have_module remote_validation; then
+  out=$(defaults_of remote_validation remote_validation '')
+  has_default "$out" positive_ttl 15s TM-CFG-21
+  has_default "$out" negative_ttl 2s TM-CFG-22
+  has_default "$out" timeout 3s TM-CFG-23
+  has_default "$out" max_entries 10000 TM-CFG-24
+else
+  skip "remote_validation defaults: module not built"
+fi
+
 # ---- the host's own [admin] listen -------------------------------------------
 printf '[proxyhost]\n[admin]\nlisten = localhost:9470\n' >"$T/admin.ini"
 err=$("$PROXYHOST" -c "$T/admin.ini" --check-config 2>&1); rc=$?

@@ -10,7 +10,8 @@
 # and the system user made before use, the installed programs and pages,
 # configure's options, the package description, proxyhost(8)'s SEE ALSO,
 # the controller's authority wiring and CA file, the upgrade runbook's
-# steps, and no shipped part called planned.
+# steps, seed 001's documents and their sections, a configuration.md row
+# for every key of the tunnel roles, and no shipped part called planned.
 . "$top_srcdir/t/lib/testlib.sh"
 
 command -v python3 >/dev/null 2>&1 || { skip "no python3"; done_testing; exit $?; }
@@ -32,7 +33,7 @@ if [ -x "$ctl" ]; then
 else
   skip "proxyhostctl not built (admin_api configured out)"
 fi
-check "docs/README.md links every document of docs/ exactly once" index
+check "TM-DOC-10: docs/README.md links every document of docs/ exactly once" index
 check "every #anchor and quoted section reference resolves (and is above/below as said)" anchors
 check "no table is broken by a paragraph" tables
 check "the server, agent and client guides and roles agree: host, agent name, port, admin port" tunnel
@@ -49,7 +50,9 @@ else
 fi
 check "proxyhost(8) SEE ALSO names every other page" seealso
 check "pool_api with redis_ownership: authority loaded first and named in [pool_api]; no [admin_api] authority; one CA file per page" ini
-check "the upgrade runbook writes out the seed's eight steps and the v8 writer (seed 001)" runbook
+check "TM-DOC-11, TM-UPG-1, TM-UPG-2, TM-UPG-3, TM-UPG-4, TM-UPG-5, TM-UPG-6, TM-UPG-7, TM-UPG-8: the upgrade runbook writes out the seed's eight steps, each saying what the seed's step does, and the v8 writer" runbook
+check "TM-DOC-1, TM-DOC-2, TM-DOC-4, TM-DOC-5, TM-DOC-6, TM-DOC-7, TM-P2-28: each of seed 001's documents has the sections the seed names; the pool is first-screen latency, never single-stream speed" seeddocs
+check "TM-DOC-3: configuration.md gives the precedence and has a row for every key of the three roles' samples" confkeys
 check "no shipped part is called planned or to come" stale
 
 # The checker finds what it is for: a copy of the tree with one error of
@@ -57,7 +60,7 @@ check "no shipped part is called planned or to come" stale
 mkdir -p "$T/src"
 (cd "$top_srcdir" && tar cf - README.md NEWS.md docs sdk/ABI.md conf man \
   modules/admin_api/api_routes.c modules/pool_api/pool_routes.c modules/tunnel_client/tunnel_client.ini.sample \
-  modules/tunnel_agent/tunnel_agent.ini.sample configure.ac \
+  modules/tunnel_agent/tunnel_agent.ini.sample modules/tunnel_server/tunnel_server.ini.sample configure.ac \
   deploy/systemd) | (cd "$T/src" && tar xf -)
 printf '\nSee [x](operations.md#no-such-heading) and `proxyhostctl user frob`.\n' >>"$T/src/docs/sdk.md"
 printf '\n$ proxyhost --version\nproxyhost 0.1.0 (module SDK ABI 0.9)\n' >>"$T/src/docs/sdk.md"
@@ -72,4 +75,10 @@ like "$(python3 "$top_srcdir/t/lib/docs_lint.py" "$T/src" abi "$abi")" "shows AB
   "a planted wrong ABI is found"
 like "$(python3 "$top_srcdir/t/lib/docs_lint.py" "$T/src" tunnel)" "tunnel host names differ" \
   "a planted second host name is found"
+sed -i 's/connections\.max = 4/connections.max = 6/' "$T/src/docs/operations/authorization.md"
+like "$(python3 "$top_srcdir/t/lib/docs_lint.py" "$T/src" runbook)" "step 7 does not say" \
+  "a planted wrong step of the runbook is found"
+sed -i '/^| `stream.max_pending_opens` |/d' "$T/src/docs/operations/configuration.md"
+like "$(python3 "$top_srcdir/t/lib/docs_lint.py" "$T/src" confkeys)" "stream.max_pending_opens has no row" \
+  "a planted missing key row is found"
 done_testing

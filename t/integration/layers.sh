@@ -36,11 +36,23 @@ check cycles "no include cycle among the files of one folder (modules/*, host/)"
 check flags "one -I\$(top_srcdir)/modules, in AM_CPPFLAGS; no per-target -I into modules/"
 check layers "lib <- frontend <- modules; contracts include only SDK headers; cross-folder includes by path"
 check testkit "no modules/, host/ or sdk/ file includes a t/lib header or names a test macro"
+check tunnel "TM-PROTO-42, TM-P1-2, TM-PROTO-9: the tunnel protocol layer includes no network, configuration, database, logging or session code; the tunnel roles include no SQL client or store code; no Redis in the tunnel roles, auth_cache or the stores"
 # The check sees a violation: a copy of the tree whose module includes tap.h.
 mkdir -p "$T/tree/t/lib" "$T/tree/modules/x"
 : >"$T/tree/t/lib/tap.h"
 printf '#include "tap.h"\nconst char *d = PH_BUILD_MODULES;\n' >"$T/tree/modules/x/x.c"
 like "$(python3 "$top_srcdir/t/lib/layers.py" "$T/tree" testkit 2>&1)" \
   'modules/x/x.c: includes the test kit' "testkit refuses a module including a t/lib header"
+mkdir -p "$T/tree/modules/tunnel_common/proto" "$T/tree/modules/tunnel_server"
+printf '#include <sys/socket.h>\n#include "tm_proto.h"\n' >"$T/tree/modules/tunnel_common/proto/tm_proto.c"
+: >"$T/tree/modules/tunnel_common/proto/tm_proto.h"
+printf '#include <libpq-fe.h>\n' >"$T/tree/modules/tunnel_server/ts_open.c"
+printf 'LIBADD = $(HIREDIS_LIBS)\n' >"$T/tree/modules/tunnel_server/local.mk"
+out=$(python3 "$top_srcdir/t/lib/layers.py" "$T/tree" tunnel 2>&1)
+like "$out" 'tm_proto.c includes "sys/socket.h": the protocol layer' \
+  "tunnel refuses networking in the protocol layer"
+unlike "$out" '"tm_proto.h"' "... and takes the layer's own header"
+like "$out" 'ts_open.c includes "libpq-fe.h"' "tunnel refuses an SQL client in a tunnel role"
+like "$out" 'tunnel_server/local.mk names Redis' "tunnel refuses a Redis library in a tunnel role's build"
 
 done_testing

@@ -111,6 +111,53 @@ ok $? "dashboard_check.py catches a name that is not in /metrics"
 # checker.json: issue 28) are another system's and show no tunnel metric.
 (cd "$top_srcdir/deploy/grafana/dashboards" && grep -l 'tunnelmesh_' ./*.json) >"$T/dash.ls"
 is "$(cat "$T/dash.ls")" "./tunnelmesh.json" "TunnelMesh has only one dashboard (TM-DOC-9)"
+# The Network row holds the panels the seed names, each on its metric
+# (that they move with traffic is tunnel_dashboard.sh's check).
+network_row() { # DASHBOARD: one "ID ok" or "ID problem: ..." line per need
+  $PY - "$1" <<'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+row, panels = None, []
+for p in d["panels"]:
+    if p.get("type") == "row":
+        row = p.get("title")
+        panels += [(row, q) for q in p.get("panels", [])]
+    else:
+        panels.append((row, p))
+net = [(q.get("title", ""),
+        " ".join(t.get("expr", "") for t in q.get("targets", [])))
+       for r, q in panels if r == "Network"]
+NEEDS = [
+    ("TM-OBS-24", r"strict.*legacy", r"tunnelmesh_stream_open_total.*open_mode"),
+    ("TM-OBS-25", r"authorization cache hit",
+     r"tunnelmesh_authorization_cache_requests_total"),
+    ("TM-OBS-25", r"revision poll",
+     r"tunnelmesh_authorization_revision_poll_total"),
+    ("TM-OBS-26", r"queue wait", r"tunnelmesh_stream_queue_wait_seconds"),
+    ("TM-OBS-26", r"window stall", r"tunnelmesh_stream_window_stall_seconds"),
+    ("TM-OBS-26", r"backpressure", r"tunnelmesh_stream_backpressure_total"),
+    ("TM-OBS-27", r"local.*remote relay", r'stage="relay".*scope'),
+    ("TM-OBS-27", r"local and remote ttfb",
+     r'scope.*stage="ttfb"|stage="ttfb".*scope'),
+]
+for oid, title, expr in NEEDS:
+    hit = any(re.search(title, t, re.I) and re.search(expr, e) for t, e in net)
+    print(oid, "ok" if hit else
+          "problem: no Network panel /%s/ on /%s/" % (title, expr))
+EOF
+}
+network_row "$DASH" >"$T/net.out" 2>&1
+for id in TM-OBS-24 TM-OBS-25 TM-OBS-26 TM-OBS-27; do
+  grep -q "^$id ok" "$T/net.out" && ! grep -q "^$id problem" "$T/net.out"
+  ok $? "$id: the dashboard's Network row has its panels"
+done
+grep -v ' ok$' "$T/net.out" | sed 's/^/# /'
+$PY -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["panels"] = [p for p in d["panels"] if p.get("title") != "Window stalls"]
+json.dump(d, open(sys.argv[2], "w"))' "$DASH" "$T/bad.json"
+like "$(network_row "$T/bad.json")" "TM-OBS-26 problem: no Network panel /window stall/" \
+  "... and the check finds a Network panel taken out"
 
 kill -TERM "$PH_PID"
 wait_exit "$PH_PID" 10

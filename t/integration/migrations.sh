@@ -133,7 +133,7 @@ sqlite $D/up.db is at version 11 (current)" "sqlite: apply says what it did"
   grep -q "^fk|service_tokens|.*|users|user_name|name|NO ACTION|CASCADE|NONE" "$D/fresh.cat"; ok $? \
     "sqlite: and the foreign keys"
   diff "$D/fresh.cat" "$D/up.cat" >"$D/cat.diff"
-  ok $? "TM-P1-11..14, TM-P1-22: sqlite: the upgraded catalog equals the fresh v11 one"
+  ok $? "TM-P1-11..14, TM-P1-22, TM-DOC-12: sqlite: the upgraded catalog (the incremental chain) equals the fresh v11 one (the full DDL)"
   sed 's/^/#   /' "$D/cat.diff" | head -20
   sort "$D/v8.cat" >"$D/v8.sorted"; sort "$D/up.cat" >"$D/up.sorted"
   is "$(comm -23 "$D/v8.sorted" "$D/up.sorted")" "" \

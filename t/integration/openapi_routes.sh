@@ -51,8 +51,8 @@ i=0
 while IFS= read -r line; do
   i=$((i + 1))
   case $line in
-  "not ok "*) ok 1 "openapi: ${line#not ok * - }" ;;
-  "ok "*) ok 0 "openapi: ${line#ok * - }" ;;
+  "not ok "*) ok 1 "TM-DOC-8 openapi: ${line#not ok * - }" ;;
+  "ok "*) ok 0 "TM-DOC-8 openapi: ${line#ok * - }" ;;
   "#   "*) printf '%s\n' "$line" ;;
   esac
 done <"$T/check.out"

@@ -63,7 +63,7 @@ is "$r" '{"completed": 30, "failed": 0, "hang_pending": 2}' \
 closed=$(free_port)
 agent_closed0=$(tn_sum "$a_admin" '^proxyhost_stream_tunnel_sessions_closed_total')
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "127.0.0.1:$closed" --atyp ipv4)
-is "$r" 0x05 "TM-PROTO-34 a refused target: SOCKS5 0x05 from the agent's connect"
+is "$r" 0x05 "TM-PROTO-34 TM-TEST-15 a refused target: SOCKS5 0x05 from the agent's connect (the local relay carries the failure)"
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "nx.test:80")
 is "$r" 0x04 "TM-PROTO-33 an unknown name (NXDOMAIN at the agent): 0x04"
 body=$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")
@@ -143,5 +143,14 @@ $PY "$top_srcdir/t/lib/dashboard_check.py" --absent-ok '^(proxyhost_http_proxy_|
   "$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json" "$T/s.prom" "$T/a.prom" "$T/c.prom" >"$T/dash.out" 2>&1
 ok $? "TM-OBS-23..27 every tunnel metric of the dashboard's panels is in the roles' /metrics"
 grep '^problem' "$T/dash.out" | sed 's/^/# /'
+# The server's TTFB (its relay to the agent) and the client's SOCKS5
+# TTFB are two series, one per role, each counted by the traffic above.
+like_re "$(cat "$T/s.prom")" \
+  'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="ttfb",result="success",scope="local"\} [1-9]' \
+  "TM-OBS-22 the server records its own TTFB"
+like_re "$(cat "$T/c.prom")" \
+  'tunnelmesh_stream_stage_duration_seconds_count\{component="client",stage="ttfb",result="success",scope="local"\} [1-9]' \
+  "TM-OBS-22 the client records the SOCKS5 TTFB apart from it"
+unlike "$(cat "$T/c.prom")" 'component="server"' "TM-OBS-22 ... and no server series in the client's"
 
 done_testing

@@ -51,11 +51,11 @@ is "$(opens "$CM" legacy)" 0 "... and no legacy one"
 [ "$(opens "$SM" strict)" -ge 1 ]; ok $? "... the server counts strict opens"
 
 run clientlegacy "" "" "$OFF"
-[ "$(opens "$CM" legacy)" -ge 1 ]; ok $? "TM-TEST-33 a legacy client: open_mode=legacy at the client"
+[ "$(opens "$CM" legacy)" -ge 1 ]; ok $? "TM-TEST-33 TM-UPG-10 a legacy client (capabilities off): its new connections open legacy"
 is "$(opens "$CM" strict)" 0 "... never strict"
 
 run serverlegacy "$OFF" "" ""
-[ "$(opens "$CM" legacy)" -ge 1 ]; ok $? "TM-TEST-33 a legacy server: the client falls back to legacy"
+[ "$(opens "$CM" legacy)" -ge 1 ]; ok $? "TM-TEST-33 TM-UPG-10 a legacy server (capabilities off): the client falls back to legacy"
 is "$(opens "$CM" strict)" 0 "... never strict"
 
 run oldserver "legacy_no_subprotocol = true" "" ""

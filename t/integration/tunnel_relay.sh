@@ -106,7 +106,7 @@ local_ok() { tn_sum "$a_admin" "${SUM}\"local\"\\}"; }
 # The view may lag presence by a notification: the first stream is tried
 # until it passes (bounded).
 get_ok() { [ "$(tn_get "$c_socks" "http://ok.test:$web/hello.txt")" = "hello across servers" ]; }
-wait_for get_ok; ok $? "TM-P2-31 TM-PROTO-2: curl through a's client reaches the agent on b through the relay"
+wait_for get_ok; ok $? "TM-P2-31 TM-PROTO-2 TM-TEST-15: curl through a's client reaches the agent on b through the relay (the remote relay carries the success)"
 [ "$(remote_ok)" -ge 1 ]; ok $? "counted scope=\"remote\" on a ($(remote_ok))"
 is "$(local_ok)" 0 "and no local open on a"
 grep -q '"relay link up"' "$T/a.log" || grep -q 'relay link up' "$T/a.log"
@@ -129,7 +129,7 @@ unlike "$(cat "$T/a.log" "$T/b.log")" "${TN_CLIENT_BEARER#*.}" "TM-SEC-9 no toke
 
 closed=$(free_port)
 r=$($PROBE reply --proxy "127.0.0.1:$c_socks" --target "127.0.0.1:$closed" --atyp ipv4)
-is "$r" 0x05 "TM-PROTO-20 strict end to end: a refused target gives the client the agent's connection_refused (0x05), not success"
+is "$r" 0x05 "TM-PROTO-20 TM-TEST-15 strict end to end: a refused target gives the client the agent's connection_refused (0x05) through the remote relay, not success"
 strict=$(tn_opens "$a_admin" server strict)
 [ "$strict" -ge 2 ]; ok $? "a counts its relayed opens open_mode=\"strict\" ($strict)"
 is "$(tn_opens "$a_admin" server legacy)" 0 "and none legacy"

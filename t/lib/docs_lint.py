@@ -606,6 +606,18 @@ def check_ini():
 
 # ---- runbook ---------------------------------------------------------------
 
+RUNBOOK_STEPS = {
+    1: [r"[Bb]ack up the database", r"schema version: 8", r"chain"],
+    2: [r"v9", r"revision reader", r"not announced"],
+    3: [r"revision row", r"polling", r"readiness|/readyz", r"bypass"],
+    4: [r"servers", r"subprotocols", r"OPEN_RESULT"],
+    5: [r"agents", r"connections\.min = 1", r"connections\.max = 1"],
+    6: [r"clients", r"strict", r"legacy", r"stream_open_total"],
+    7: [r"connections\.min = 2", r"connections\.max = 4", r"capacity"],
+    8: [r"[Ll]ast", r"flow_control = true", r"fair_writer = true"],
+}
+
+
 def check_runbook():
     text = read("docs/operations/authorization.md")
     m = re.search(r"^## Upgrade from v8 and rollback\n(.*?)^## ", text, re.S | re.M)
@@ -614,9 +626,84 @@ def check_runbook():
     if steps != [str(k) for k in range(1, 9)]:
         yield ("authorization.md: the upgrade runbook has steps "
                f"{','.join(steps) or 'none'}, the seed's are 1..8, each written out")
+    # What each step must say (seed 001's upgrade order, TM-UPG-1..8):
+    # every pattern of a step is found in that step's text.
+    body = dict(re.findall(r"^(\d+)\. (\*\*.*?)(?=^\d+\. \*\*|^\S|\Z)",
+                           sect, re.M | re.S))
+    for k, pats in RUNBOOK_STEPS.items():
+        t = re.sub(r"\s+", " ", body.get(str(k), ""))
+        for pat in pats:
+            if not re.search(pat, t):
+                yield (f"authorization.md: upgrade step {k} does not say "
+                       f"/{pat}/")
     if not re.search(r"v8 (application|writer)", sect):
         yield ("authorization.md: the runbook does not say what a v8 writer "
                "during the upgrade means for the revision and the caches")
+
+
+# ---- seed docs --------------------------------------------------------------
+
+# Seed 001's documents and what each must cover (TM-DOC-1, 2, 4..7; the
+# pool presented as first-screen latency, not single-stream speed,
+# TM-P2-28): "h" a section heading (## or the title) matching the pattern,
+# "t" the text (whitespace folded).
+SEED_DOCS = {
+    "docs/user-guide/client.md": [
+        ("h", r"strict socks5 open"), ("h", r"remote dns"),
+        ("h", r"auth_url"), ("h", r"^errors"), ("t", r"cache")],
+    "docs/user-guide/agent.md": [
+        ("h", r"dial executor"), ("h", r"connection pool"),
+        ("t", r"low[- ]latency")],
+    "docs/operations/connection-pool.md": [
+        ("h", r"web-page workloads"), ("h", r"^rollback"),
+        ("h", r"what it improves, and what not"),
+        ("t", r"first screen\*\* when many streams start together"),
+        ("t", r"does \*\*not\*\* make a single stream faster")],
+    "docs/operations/troubleshooting.md": [
+        ("h", r"stages"), ("h", r"ttfb"), ("h", r"^dns"),
+        ("h", r"authorization cache"), ("t", r"relay")],
+    "docs/operations/network-probes.md": [
+        ("h", r"probe"), ("h", r"reading them together"),
+        ("t", r"tunnelmesh_stream_stage_duration_seconds")],
+    "docs/protocol/proxy-modules.md": [
+        ("h", r"^capabilities"), ("h", r"openresult"), ("h", r"^windows"),
+        ("h", r"^legacy rules")],
+}
+
+
+def check_seeddocs():
+    for f, items in SEED_DOCS.items():
+        if not os.path.exists(os.path.join(SRC, f)):
+            yield f"{f}: missing"
+            continue
+        hs = [norm_title(h) for _, h, s in headings(f) if s is not None]
+        text = re.sub(r"\s+", " ", read(f))
+        for kind, pat in items:
+            if kind == "h" and not any(re.search(pat, h) for h in hs):
+                yield f"{f}: no section heading /{pat}/"
+            if kind == "t" and not re.search(pat, text, re.I):
+                yield f"{f}: does not say /{pat}/"
+
+
+# ---- configuration keys -----------------------------------------------------
+
+def check_confkeys():
+    """Every key of the three roles' samples has its row in
+    docs/operations/configuration.md, which says the precedence order
+    (TM-DOC-3)."""
+    doc = read("docs/operations/configuration.md")
+    if not re.search(r"command line.*?environment.*?the file.*?the default",
+                     doc, re.S):
+        yield ("configuration.md: does not give the precedence command line"
+               " > environment > file > default")
+    for m in ("tunnel_server", "tunnel_agent", "tunnel_client"):
+        sample = read(f"modules/{m}/{m}.ini.sample")
+        sect = sample.split(f"[{m}]", 1)[-1]
+        keys = sorted(set(re.findall(r"^;? ?([a-z][a-z0-9_.]*) =", sect,
+                                     re.M)))
+        for k in keys:
+            if not re.search(r"^\| `" + re.escape(k) + r"` \|", doc, re.M):
+                yield f"configuration.md: [{m}] {k} has no row"
 
 
 # ---- stale -----------------------------------------------------------------
@@ -639,7 +726,8 @@ CHECKS = {"abi": check_abi, "routes": check_routes, "ctl": check_ctl,
           "paths": check_paths, "installed": check_installed,
           "configure": check_configure, "control": check_control,
           "seealso": check_seealso, "ini": check_ini,
-          "runbook": check_runbook, "stale": check_stale}
+          "runbook": check_runbook, "stale": check_stale,
+          "seeddocs": check_seeddocs, "confkeys": check_confkeys}
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[2] not in CHECKS:

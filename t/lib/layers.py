@@ -16,6 +16,15 @@ violation of CHECK and nothing when the tree keeps it.
             folders: lib, frontend, contracts, upstream, admin_kit,
             cp_common, tunnel_common, store_common); cross-folder includes
             are written by path ("lib/ilist.h"), never by a bare name
+  tunnel    TunnelMesh's layers (seed 001): the protocol layer
+            (modules/tunnel_common/proto) includes its own headers, the
+            pure encoders lib/bw.h and lib/json.h, the SDK's codes
+            (proxyhost/connector.h) and <stddef.h> <stdint.h> <string.h>
+            <stdbool.h> <limits.h> only: no networking, configuration,
+            database, logging, session or module code (TM-PROTO-42); the
+            tunnel roles and the session layer include no SQL client and
+            no store code (TM-P1-2); no file or build file of the tunnel
+            roles, auth_cache or the stores names Redis (TM-PROTO-9)
   testkit   the test kit stays the tests': AM_CPPFLAGS gives every target
             -I t/lib and the PH_TEST_* / PH_BUILD_MODULES / PROMTOOL macros
             (so a unit test needs no flags of its own), so no file under
@@ -172,6 +181,49 @@ def layers(top):
     return out
 
 
+ANY_INC = re.compile(r'^\s*#\s*include\s+[<"]([^>"]+)[>"]', re.M)
+PROTO_OK = {'lib/bw.h', 'lib/json.h', 'proxyhost/connector.h', 'stddef.h',
+            'stdint.h', 'string.h', 'stdbool.h', 'limits.h'}
+TUNNEL_ROLES = ('tunnel_server', 'tunnel_client', 'tunnel_agent',
+                'tunnel_common')
+NO_SQL = re.compile(r'^(sqlite3\.h|libpq-fe\.h|store_common/|store_sqlite/|'
+                    r'store_pg/|auth_cache/)')
+REDIS_FREE = TUNNEL_ROLES + ('auth_cache', 'store_sqlite', 'store_pg')
+
+
+def tunnel(top):
+    out = []
+    mods = os.path.join(top, 'modules')
+    proto = os.path.join(mods, 'tunnel_common', 'proto')
+    for p in sources(top, 'modules'):
+        rel = os.path.relpath(p, mods)
+        me = rel.split('/')[0]
+        with open(p, errors='replace') as fh:
+            text = fh.read()
+        incs = ANY_INC.findall(text)
+        if os.path.dirname(p) == proto:
+            for inc in incs:
+                if inc not in PROTO_OK and \
+                        not os.path.exists(os.path.join(proto, inc)):
+                    out.append('modules/%s includes "%s": the protocol layer '
+                               'depends on no other code' % (rel, inc))
+        if me in TUNNEL_ROLES:
+            for inc in incs:
+                if NO_SQL.match(inc):
+                    out.append('modules/%s includes "%s": the tunnel roles '
+                               'reach the store only through its service'
+                               % (rel, inc))
+        if me in REDIS_FREE and re.search(r'redis', text, re.I):
+            out.append('modules/%s names Redis' % rel)
+    for me in REDIS_FREE:
+        mk = os.path.join(mods, me, 'local.mk')
+        if os.path.exists(mk):
+            with open(mk) as fh:
+                if re.search(r'redis', fh.read(), re.I):
+                    out.append('modules/%s/local.mk names Redis' % me)
+    return out
+
+
 TESTKIT_MACROS = re.compile(r'\b(PH_TEST_[A-Z_]+|PH_BUILD_MODULES|PROMTOOL)\b')
 
 
@@ -197,7 +249,7 @@ def testkit(top):
 def main():
     top, check = sys.argv[1], sys.argv[2]
     for line in {'cycles': cycles, 'flags': flags, 'layers': layers,
-                 'testkit': testkit}[check](top):
+                 'testkit': testkit, 'tunnel': tunnel}[check](top):
         print(line)
 
 

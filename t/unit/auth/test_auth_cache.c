@@ -360,10 +360,11 @@ static void test_stale(void) {
   F.fs->set_revision(F.fself, 1, PH_ESTATE); /* polls failed for > 5 s */
   F.fs->set_answer(F.fself, PH_ACCESS_UNAVAILABLE, PH_OPEN_INTERNAL_ERROR, 0);
   is_int(ask(m, "allow.example", &a), 1,
-         "TM-TEST-23: after the store reports PH_ESTATE the cached allow "
-         "is not served: the check goes to the store");
+         "TM-TEST-23, TM-FAIL-4: after the store reports PH_ESTATE the "
+         "cached allow is not served: the check goes to the store");
   is_int(a.res.verdict, PH_ACCESS_UNAVAILABLE,
-         "TM-P1-32: and a store that cannot answer means a denial");
+         "TM-P1-32, TM-FAIL-4: and a store that cannot answer means a "
+         "denial");
   is_int(ask(m, "deny.example", &a), 0,
          "TM-P1-33: a cached deny is still served until its TTL");
   is_int(a.res.verdict, PH_ACCESS_DENY, "as a deny");

@@ -22,6 +22,7 @@
 #include <proxyhost/validation.h>
 
 #include "loop_test.h"
+#include "remote_validation/rv_key.h"
 #include "mock_test.h"
 #include "tap.h"
 
@@ -385,7 +386,8 @@ static void test_coalesce(void) {
   for (int i = 0; i < 20; i++)
     allowed += as[i].calls == 1 && as[i].verdict == PH_VALIDATION_ALLOW;
   is_int(allowed, 20, "TM-TEST-27: all 20 answered ALLOW, once each");
-  is_int(stats().requests, 1, "TM-TEST-27: ... from one request");
+  is_int(stats().requests, 1,
+         "TM-TEST-27, TM-P1-36: ... from one request (singleflight)");
   ok(metric(m, CACHE("shared")) == 19 && metric(m, CACHE("miss")) == 1,
      "TM-TEST-27: one miss, 19 shared");
   finish(m);
@@ -530,7 +532,7 @@ static void test_timeout(void) {
     return;
   }
   is_int(ask(m, "slow-tim"), PH_VALIDATION_UNAVAILABLE,
-         "TM-P1-41: a timeout is a denial (UNAVAILABLE)");
+         "TM-P1-41, TM-FAIL-5: a timeout is a denial (UNAVAILABLE)");
   is_int(ask(m, "slow-tim"), PH_VALIDATION_UNAVAILABLE,
          "TM-P1-41: ... kept for a while");
   is_int(stats().requests, 1, "TM-P1-41: (one request)");
@@ -540,7 +542,8 @@ static void test_timeout(void) {
   /* The request is on its way once the deny has lapsed: waited for, not
    * timed (under ASan it reached the server after more than 20 ms). */
   poll_until(ph_mock_loop(m), stats().requests >= 2, 5000);
-  is_int(stats().requests, 2, "TM-P1-41: asked again after at most 1s");
+  is_int(stats().requests, 2,
+         "TM-P1-41, TM-FAIL-5: asked again after at most 1s");
   wait_answers(m, &a, 1);
   finish(m);
 }
@@ -760,8 +763,47 @@ static void test_tls(void) {
   waitpid(pid, NULL, 0);
 }
 
+/* TM-P1-38: the cache key is HMAC-SHA256, under a secret drawn at random
+ * for each keyer (one per module instance, made at start), over the tagged,
+ * length-prefixed fields; the expected digest was computed apart with
+ * Python's hmac module over the same encoding. */
+static void test_key(void) {
+  ph_validation_request rq;
+  memset(&rq, 0, sizeof(rq));
+  rq.size = sizeof(rq);
+  rq.protocol = 1;
+  rq.port = 443;
+  rq.host = "example.com";
+  rq.username = "alice";
+  rq.username_len = 5;
+  rq.password = "s3cret";
+  rq.password_len = 6;
+  rv_keyer k;
+  for (int i = 0; i < RV_SECRET_LEN; i++)
+    k.secret[i] = (unsigned char)(i + 1);
+  unsigned char d[RV_KEY_LEN], d1[RV_KEY_LEN], d2[RV_KEY_LEN];
+  static const unsigned char want[RV_KEY_LEN] = {
+      0x21, 0xe2, 0x91, 0x41, 0x8a, 0xec, 0x68, 0x3e, 0x01, 0x62, 0x00,
+      0x25, 0x64, 0x9d, 0x90, 0x18, 0xe8, 0x36, 0xcd, 0x62, 0x03, 0xbb,
+      0xd4, 0x43, 0x9e, 0xce, 0xbe, 0xd5, 0x7e, 0x6b, 0xa9, 0x4c};
+  ok(rv_key_digest(&k, &rq, d) == 0 && memcmp(d, want, sizeof(d)) == 0,
+     "TM-P1-38: the key is HMAC-SHA256 under the secret (known answer)");
+  rv_keyer k1, k2;
+  ok(rv_keyer_init(&k1) == 0 && rv_keyer_init(&k2) == 0,
+     "two keyers get their secrets");
+  ok(memcmp(k1.secret, k2.secret, RV_SECRET_LEN) != 0 &&
+         memcmp(k1.secret, k.secret, RV_SECRET_LEN) != 0,
+     "TM-P1-38: each keyer's secret is its own, drawn at random");
+  ok(rv_key_digest(&k1, &rq, d1) == 0 && rv_key_digest(&k2, &rq, d2) == 0 &&
+         memcmp(d1, d2, sizeof(d1)) != 0,
+     "TM-P1-38: so the same credentials key differently in each");
+  rv_keyer_wipe(&k1);
+  rv_keyer_wipe(&k2);
+}
+
 int main(void) {
   plan_lazy();
+  test_key();
   signal(SIGPIPE, SIG_IGN);
   if (endpoint_start() < 0) {
     ok(0, "the test endpoint (t/lib/validation_endpoint.py) starts");

@@ -90,6 +90,11 @@ static void test_sequences(void) {
          "TM-PROTO-40 opening -> reset on a refusal");
   is_int(RUN(TM_EV_OPEN_RCVD, TM_EV_RESULT_FAIL_SENT), TM_ST_RESET,
          "the acceptor refusing: reset");
+  is_int(RUN(TM_EV_OPEN_RCVD), TM_ST_OPENING,
+         "TM-P0-15 a strict OPEN_STREAM received: the acceptor (the server) "
+         "holds the stream in opening");
+  is_int(tm_open_next(TM_ST_OPENING, TM_EV_DATA_SENT), -1,
+         "TM-P0-15 ... where it sends no DATA before its OPEN_RESULT");
 
   /* TM-PROTO-41: once, and only in opening. */
   is_int(RUN(TM_EV_OPEN_SENT, TM_EV_RESULT_OK_RCVD, TM_EV_RESULT_OK_RCVD), -1,

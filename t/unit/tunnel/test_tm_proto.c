@@ -53,7 +53,7 @@ static void test_frame_roundtrip(void) {
     tm_frame f;
     memset(&f, 0xaa, sizeof f);
     int rc = tm_frame_decode(msg, (size_t)n, &f);
-    snprintf(name, sizeof name, "frame %s%s round trip", t[i].name,
+    snprintf(name, sizeof name, "TM-TEST-1 frame %s%s round trip", t[i].name,
              t[i].flags ? "+FIN" : "");
     ok(rc == TM_OK && f.type == t[i].type && f.flags == t[i].flags &&
            f.stream_id == t[i].sid && f.length == i % 9 &&
@@ -240,7 +240,7 @@ static void test_open_stream(void) {
                           'c',  'o',  'm',  7,    'a',  'g',  'e',  'n',
                           't',  '-',  '1'};
   ok(n == (int)sizeof want && memcmp(b, want, sizeof want) == 0,
-     "OPEN_STREAM layout: window, protocol, port, host_len, host, "
+     "TM-P2-9 OPEN_STREAM layout: window, protocol, port, host_len, host, "
      "agent_len, agent");
   ok(os_rt(&o), "OPEN_STREAM round trip");
   o.window = 0;
@@ -583,10 +583,10 @@ static void test_open_result_bounds(void) {
   size_t n = padded(big, TM_OPEN_RESULT_MAX);
   ok(tm_open_result_decode((uint8_t *)big, n, &d) == TM_OK &&
          d.code == PH_OPEN_QUEUE_FULL,
-     "TM-PROTO-25 a result of 1024 bytes accepted");
+     "TM-PROTO-25 TM-TEST-1 a result of 1024 bytes accepted");
   n = padded(big, TM_OPEN_RESULT_MAX + 1);
   is_int(tm_open_result_decode((uint8_t *)big, n, &d), TM_EPROTO,
-         "TM-PROTO-25 a result of 1025 bytes refused");
+         "TM-PROTO-25 TM-TEST-1 a result of 1025 bytes refused");
 
   /* Every stable stage, every stable code (TM-PROTO-27/28). */
   int good = 0;
@@ -610,8 +610,8 @@ static void test_open_result_bounds(void) {
     }
   }
   is_int(good, 8 * 9,
-         "TM-PROTO-26/27/28 every stable stage x failure code round trips "
-         "with only the five fields");
+         "TM-PROTO-26/27/28 TM-TEST-1 every stable stage x failure code "
+         "round trips with only the five fields");
   for (int s = PH_STAGE_AUTHORIZATION; s < PH_STAGE_COUNT_; s++) {
     char j[256], name[96];
     snprintf(j, sizeof j,
@@ -841,11 +841,11 @@ static void test_open_result_strict(void) {
 
 static void test_caps(void) {
   is_str(tm_cap_name(TM_CAP_OPEN_RESULT), "stream_open_result.v1",
-         "capability name: open result");
+         "TM-PROTO-11 capability name: open result");
   is_str(tm_cap_name(TM_CAP_FLOW_CONTROL), "stream_flow_control.v1",
-         "capability name: flow control");
+         "TM-PROTO-11 capability name: flow control");
   is_str(tm_cap_name(TM_CAP_FAIR_WRITER), "stream_fair_writer.v1",
-         "capability name: fair writer");
+         "TM-PROTO-11 capability name: fair writer");
   ok(tm_cap_name(0) == NULL && tm_cap_name(3) == NULL &&
          tm_cap_name(1u << 7) == NULL,
      "no name for 0, several bits or an unknown bit");
@@ -923,7 +923,9 @@ static void test_subproto(void) {
   }
   is_int(right, combos,
          "TM-PROTO-15 TM-TEST-2 every server caps x client offer (256) "
-         "selects the best common combination");
+         "selects the best common combination; TM-PROTO-13 open results and "
+         "flow control only when both ends have them, TM-PROTO-12 the fair "
+         "writer never negotiated");
   is_str(tm_subproto_select("tunnelmesh.v1, tunnelmesh.v1.open-result", 40,
                             TM_CAP_ALL),
          TM_SUBPROTO_BASE,
@@ -932,7 +934,8 @@ static void test_subproto(void) {
                             strlen(TM_SUBPROTO_FULL) + 14,
                             TM_CAP_FLOW_CONTROL | TM_CAP_FAIR_WRITER),
          TM_SUBPROTO_BASE,
-         "a server with flow control but no open results selects base");
+         "TM-FAIL-6 a server with flow control but no open results (an "
+         "incomplete strict set) selects base: legacy");
   ok(tm_subproto_select(TM_SUBPROTO_FULL, strlen(TM_SUBPROTO_FULL),
                         TM_CAP_OPEN_RESULT) == NULL,
      "nothing acceptable offered (not even tunnelmesh.v1): NULL, refuse "

@@ -713,7 +713,8 @@ static void test_window_violations(void) {
   write_str(ub[3]->ps, "alive");
   wait_until(loop, ub[3]->n == 5 && ua[3]->n == 5, 2000);
   ok(ub[3]->n == 5 && ua[3]->n == 5 && p.a.s && p.b.s,
-     "TM-P2-5: the other stream keeps flowing, the session stays");
+     "TM-P2-5, TM-P0-11: the other stream keeps flowing, the session "
+     "stays (a stream error is not a session error)");
   double after = metric(
       "tunnelmesh_stream_backpressure_total{component=\"server\",open_mode="
       "\"strict\",result=\"rejected\"}");
@@ -894,11 +895,12 @@ static void control_first(int fair) {
   }
   if (fair)
     ok(seen_small && bulk_before <= 32768,
-       "TM-P2-18..20: the small stream goes out within one quantum "
-       "beside the bulk stream");
+       "TM-P2-18..20, TM-P2-20: the small stream goes out within one "
+       "quantum beside the bulk stream");
   else
     ok(bulk_before == bulk,
-       "without fair_writer the small stream waits for the whole backlog");
+       "TM-PROTO-12 without fair_writer on one end (same frames, the "
+       "peer unchanged) the small stream waits for the whole backlog");
   if (fair)
     printf("# bulk bytes before the small stream: %llu\n",
            (unsigned long long)bulk_before);
@@ -922,16 +924,20 @@ static void test_never_reads(void) {
   tm_memlink_block_writes(p.l, 1, 1); /* its peer never reads */
   size_t took = write_bulk(ub->ps, 1 << 20);
   ok(took <= 65536, "TM-FAIL-8: a stream's outbound queue stays bounded");
-  is_int(ph_stream_write(ub->ps, "x", 1), PH_EAGAIN, "then writes wait");
+  is_int(ph_stream_write(ub->ps, "x", 1), PH_EAGAIN,
+         "TM-P2-4 then writes wait: PH_EAGAIN at once, never blocking");
   uint8_t f[32], ping[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   for (int i = 0; i < 8; i++)
     tm_memlink_inject(p.l, 1, f, frame(f, TM_PING, 0, 0, ping, 8));
   run(5);
-  ok(p.b.s != NULL, "the control queue holds its bound");
+  ok(p.b.s != NULL, "TM-P2-14 control frames pass while the stream's "
+                    "window and queue are full, up to the control queue's "
+                    "own bound");
   tm_memlink_inject(p.l, 1, f, frame(f, TM_PING, 0, 0, ping, 8));
   wait_until(loop, p.b.closed, 2000);
   ok(p.b.closed && p.b.reason == TM_CLOSE_CONTROL_FULL,
-     "TM-P2-22, TM-FAIL-8: a full control queue closes the session");
+     "TM-P2-22, TM-FAIL-8, TM-P0-11: a full control queue (a "
+     "connection-level limit) closes the session");
   wait_until(loop, ub->reset, 2000);
   ok(ub->reset, "its streams read PH_ERESET");
   close_user(&ua);
@@ -1599,6 +1605,7 @@ static const char *const seed_labels[] = {
 static const char *const protocol_values[] = {"tcp", "udp", "http",
                                               "websocket", NULL};
 static const char *const scope_values[] = {"local", "remote", NULL};
+static const char *const open_mode_values[] = {"strict", "legacy", NULL};
 
 static int in_list(const char *const *list, const char *s, size_t n) {
   for (int i = 0; list[i]; i++)
@@ -1608,13 +1615,16 @@ static int in_list(const char *const *list, const char *s, size_t n) {
 }
 
 /* Whether the label name (n bytes at p) may be on line's family, and its
- * value (vn bytes at v) in the seed's set for protocol and scope. */
+ * value (vn bytes at v) in the seed's set for protocol, scope and
+ * open_mode. */
 static int label_ok(const char *line, const char *p, size_t n, const char *v,
                     size_t vn) {
   if (n == 8 && strncmp(p, "protocol", 8) == 0)
     return in_list(protocol_values, v, vn);
   if (n == 5 && strncmp(p, "scope", 5) == 0)
     return in_list(scope_values, v, vn);
+  if (n == 9 && strncmp(p, "open_mode", 9) == 0)
+    return in_list(open_mode_values, v, vn);
   if (in_list(seed_labels, p, n))
     return 1;
   static const char closed[] = "proxyhost_stream_tunnel_sessions_closed_total{";
@@ -1659,7 +1669,7 @@ static void test_metric_labels(void) {
   }
   ok(lines > 0, "the tunnel metric series exist");
   is_int(bad, 0, "TM-TEST-18, TM-SEC-8, TM-OBS-10..17: only the seed's "
-                 "labels and values");
+                 "labels and values (TM-OBS-17: open_mode strict or legacy)");
   like(t, "tunnelmesh_stream_backpressure_total{component=\"server\","
           "open_mode=\"strict\",result=\"failure\"} 1",
        "TM-OBS-5: a full control queue closing the session is counted "

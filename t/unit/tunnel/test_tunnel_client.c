@@ -527,7 +527,8 @@ static void test_strict(void) {
   ok(!strcmp(o->req.host, "target.example") && o->req.port == 443,
      "the name goes unresolved, with the port (TM-PROTO-3)");
   is_str(o->req.agent, "lab-1", "OPEN_STREAM.agent is the configured agent");
-  ok(o->req.window == 262144, "flow control: the client's window is sent");
+  ok(o->req.window == 262144,
+     "TM-P2-9 flow control: the client's initial window is sent");
   run(100);
   is_int(a.n, 0,
          "no answer while the server holds its OPEN_RESULT (TM-PROTO-37)");

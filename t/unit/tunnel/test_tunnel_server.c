@@ -487,7 +487,7 @@ static void test_strict_and_selection(void) {
   free(os);
   agent_answer_ok(a1, asid);
   pump();
-  is_int(result(c, 3, NULL, NULL), 1, "the agent's ok reaches the client");
+  is_int(result(c, 3, NULL, NULL), 1, "TM-TEST-15 the agent's ok reaches the client (local relay)");
   send_frame(c, TM_DATA, 0, 3, "ping", 4);
   pump();
   out_frame *d = take(a1, TM_DATA, asid);
