@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """free_port.py LIST OWNER: print a loopback TCP port for a test server.
 
 A port taken with bind(0) comes from the kernel's ephemeral range, the
