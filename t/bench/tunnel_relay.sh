@@ -27,7 +27,10 @@
 #      skips this part.
 # Every server at its defaults (log level info: each stream's end line;
 # the relay's links and heartbeat) but max_connections = 4096 (the
-# agents of part 3).
+# agents of part 3). RELAY_EDGE_TLS=1: the clients and the agents reach
+# their server over wss too (each server's tls.cert is its node
+# certificate), as a deployment does: then every link on both paths is
+# TLS, two on the local path and three on the relayed one.
 #   sh ../t/bench/tunnel_relay.sh .     (from a configured build directory
 #                                        with t/bench/phload, phtarget)
 # Results as Markdown on stdout, progress on stderr.
@@ -45,6 +48,7 @@ REPEATS=${RELAY_REPEATS:-3}
 AGENTS=${RELAY_AGENTS:-1000}
 PSECS=${RELAY_PRESENCE_SECONDS:-30}
 TLS=${RELAY_TLS:-1}
+EDGE_TLS=${RELAY_EDGE_TLS:-0}
 kv() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 ms() { awk -v u="$1" 'BEGIN { if (u == "") print "-"; else printf "%.2f", u / 1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "-" }'; }
@@ -72,7 +76,7 @@ TADDR=127.0.0.1:$(sed -n 's/^port=//p' "$T/phtarget.out")
 
 P=$T/pki
 mkdir -p "$P"
-if [ "$TLS" = 1 ]; then
+if [ "$TLS" = 1 ] || [ "$EDGE_TLS" = 1 ]; then
   tn_pki_ca "$P" ca && tn_pki_node "$P" node-a ca node-a &&
     tn_pki_node "$P" node-b ca node-b && tn_pki_node "$P" node-c ca node-c ||
     die "certificates"
@@ -87,7 +91,15 @@ mesh() { # NODE
   else
     printf 'relay.allow_plain = true\n'
   fi
+  if [ "$EDGE_TLS" = 1 ]; then
+    printf 'tls.cert = %s/%s.pem\ntls.key = %s/%s.key\n' "$P" "$1" "$P" "$1"
+  fi
 }
+if [ "$EDGE_TLS" = 1 ]; then
+  # presence_agents.py (part 3) speaks plain ws only
+  [ "$AGENTS" = 0 ] || die "RELAY_EDGE_TLS=1 needs RELAY_AGENTS=0"
+  TN_CA=$P/ca.pem
+fi
 say "servers a and b, agents, clients"
 tn_server a "$(mesh node-a)" || die "server a"
 tn_server b "$(mesh node-b)" || die "server b"
@@ -127,8 +139,18 @@ prof_end() {
     grep -v '^$' | sed 's/  *- *- *$//' | head -40 >"$T/perf.$1.txt"
   sed "s/^/  perf $1: /" "$T/perf.$1.txt" | head -12 >&2
 }
+# wakeups PID...: the voluntary context switches of every thread of those
+# processes (each is a wait in epoll that something later woke).
+wakeups() {
+  for p in "$@"; do
+    cat /proc/"$p"/task/*/status 2>/dev/null
+  done | awk '/^voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+per_open() { awk -v v="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", v / n; else print "-" }'; }
 # opens MODE SOCKS CONC: one phload run; prints its row
 opens() {
+  v_cli0=$(wakeups "$cr_pid" "$cl_pid") v_a0=$(wakeups "$a_pid")
+  v_b0=$(wakeups "$b_pid") v_ag0=$(wakeups "$ag1_pid" "$ag2_pid")
   t_cli0=$(ticks "$cr_pid" "$cl_pid") t_a0=$(ticks "$a_pid") t_b0=$(ticks "$b_pid")
   t_ag0=$(ticks "$ag1_pid" "$ag2_pid") t0=$(ticks $ALL)
   prof_start "$1-c$3" "$DUR"
@@ -140,7 +162,7 @@ opens() {
   prof_end "$1-c$3"
   n=$(kv "$out" ops_all)
   t1=$(ticks $ALL)
-  printf '| %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$3" \
+  printf '| %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$3" \
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$(kv "$out" ops_per_sec)" \
     "$(ms "$(kv "$out" p50_us)")" "$(ms "$(kv "$out" p99_us)")" \
     "$(us_per $((t1 - t0)) "$n")" \
@@ -150,6 +172,7 @@ opens() {
     "$(us_per $(($(ticks "$a_pid") - t_a0)) "$n")" \
     "$(us_per $(($(ticks "$b_pid") - t_b0)) "$n")" \
     "$(us_per $(($(ticks "$ag1_pid" "$ag2_pid") - t_ag0)) "$n")" \
+    "$(per_open $(($(wakeups "$cr_pid" "$cl_pid") - v_cli0)) "$n") / $(per_open $(($(wakeups "$a_pid") - v_a0)) "$n") / $(per_open $(($(wakeups "$b_pid") - v_b0)) "$n") / $(per_open $(($(wakeups "$ag1_pid" "$ag2_pid") - v_ag0)) "$n")" \
     "$(kv "$out" errors)"
 }
 bulk() { # MODE SOCKS
@@ -170,11 +193,11 @@ IDLE=$(awk -v t=$(($(ticks $ALL) - t0)) -v hz="$HZ" -v d="$DUR" 'BEGIN { printf 
 
 echo "## TunnelMesh relay: relayed against local (issue 27)"
 echo
-echo "\`sh ../t/bench/tunnel_relay.sh .\`; relay TLS: $TLS; $DUR s per open run, $BULK_SECS s bulk, $REPEATS rounds."
-echo "CPU: µs of user + system time per open (phload's ops_all), summed over both servers, both agents and both clients; the generator, the target and PostgreSQL not counted. At rest the six use $IDLE µs/s together (timers, heartbeats, presence): \"net\" takes that out of the run's sum."
+echo "\`sh ../t/bench/tunnel_relay.sh .\`; relay TLS: $TLS; clients' and agents' TLS: $EDGE_TLS; $DUR s per open run, $BULK_SECS s bulk, $REPEATS rounds."
+echo "CPU: µs of user + system time per open (phload's ops_all), summed over both servers, both agents and both clients; the generator, the target and PostgreSQL not counted. At rest the six use $IDLE µs/s together (timers, heartbeats, presence): \"net\" takes that out of the run's sum. Wakeups: voluntary context switches per open (clients / server a / server b / agents)."
 echo
-echo "| path | concurrency | load average | opens/s | latency p50 / p99 ms | CPU µs/open, all | net of rest | clients | server a | server b | agents | errors |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| path | concurrency | load average | opens/s | latency p50 / p99 ms | CPU µs/open, all | net of rest | clients | server a | server b | agents | wakeups/open: clients / a / b / agents | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 r=1
 while [ "$r" -le "$REPEATS" ]; do
   for c in 1 32; do

@@ -103,7 +103,7 @@ TUNNEL_ONLY='^(tunnelmesh_authorization_|proxyhost_stream_tunnel_|proxyhost_stre
 $PY "$top_srcdir/t/lib/dashboard_check.py" --absent-ok "$TUNNEL_ONLY" "$DASH" "$T/busy.txt" >"$T/dash.out" 2>&1
 ok $? "every metric in every panel of tunnelmesh.json is in /metrics ($(grep -c '^checked' "$T/dash.out") names)"
 sed 's/^/# /' "$T/dash.out"
-sed 's/proxyhost_socks5_clients)/socks5_clients)/' "$DASH" >"$T/bad.json"
+sed 's/proxyhost_socks5_clients{/socks5_clients{/' "$DASH" >"$T/bad.json"
 $PY "$top_srcdir/t/lib/dashboard_check.py" --absent-ok "$TUNNEL_ONLY" "$T/bad.json" "$T/busy.txt" >"$T/dash.out" 2>&1
 [ $? -eq 1 ] && grep -q 'socks5_clients is not in /metrics' "$T/dash.out"
 ok $? "dashboard_check.py catches a name that is not in /metrics"

@@ -196,9 +196,11 @@ kill "$slow" 2>/dev/null
 
 # ---- the dashboard ---------------------------------------------------------
 # The relay's panels need two servers: tunnel_relay.sh checks them.
-$CHECK --moved --zero-ok "$ZERO_OK" --skip-panels '^Relay:' "$DASH" "$T/s.prom" "$T/a.prom" "$T/c.prom" \
+# --vars: every selector filters on the job and instance variables (issue
+# 28: one role's or one node's series are never summed with another's).
+$CHECK --moved --zero-ok "$ZERO_OK" --vars job,instance --skip-panels '^Relay:' "$DASH" "$T/s.prom" "$T/a.prom" "$T/c.prom" \
   "$T/probe.prom" >"$T/dash.out" 2>&1
-ok $? "TM-OBS-23..27 every panel's every series moved after traffic ($(grep -c '^checked' "$T/dash.out") names)"
+ok $? "TM-OBS-23..27 every panel's every series moved after traffic, all filtered on job and instance ($(grep -c '^checked' "$T/dash.out") names)"
 grep -E '^(problem|zero-ok)' "$T/dash.out" | sed 's/^/# /'
 like_re "$(cat "$T/s.prom")" \
   'tunnelmesh_stream_stage_duration_seconds_count\{component="server",stage="relay",result="success",scope="local"\} [1-9]' \
@@ -211,6 +213,10 @@ sed 's/^/# /' "$T/labels.out" | head -10
 $PY "$top_srcdir/t/lib/metrics_lint.py" --seed-labels "$T/old.prom" >"$T/labels.out" 2>&1
 [ $? -eq 1 ] && grep -q "label 'reason' not allowed" "$T/labels.out"
 ok $? "... and refuses the old backpressure series (reason is not a seed label)"
+{ cat "$T/s.prom"; echo 'tunnelmesh_stream_open_total{component="server",result="success",error_class="ok",open_mode="lenient"} 1'; } >"$T/mode.prom"
+$PY "$top_srcdir/t/lib/metrics_lint.py" --seed-labels "$T/mode.prom" >"$T/labels.out" 2>&1
+[ $? -eq 1 ] && grep -q "open_mode='lenient' not allowed" "$T/labels.out"
+ok $? "TM-OBS-17 ... and an open_mode other than strict or legacy"
 unlike "$(cat "$T/s.prom" "$T/a.prom" "$T/c.prom")" 'scope="remote"' \
   "TM-OBS-15 no remote series while one server is the whole mesh"
 
@@ -233,5 +239,17 @@ $CHECK --moved --zero-ok "$ZERO_OK" "$T/bad.json" "$T/s.prom" "$T/a.prom" "$T/c.
 [ $? -eq 1 ] && grep -q "Local / remote relay ratio.*never moved" "$T/bad.out"
 ok $? "dashboard_check.py --moved fails on a relay ratio whose numerator cannot move"
 grep '^problem' "$T/bad.out" | sed 's/^/# /'
+# ... and on a panel that does not filter on the instance.
+$PY - "$DASH" "$T/unfiltered.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = [p for p in d["panels"] if p.get("targets")][0]["targets"][0]
+t["expr"] = t["expr"].replace(',instance=~"$instance"', "")
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+$CHECK --vars job,instance "$T/unfiltered.json" "$T/s.prom" "$T/a.prom" "$T/c.prom" \
+  "$T/probe.prom" >"$T/unfiltered.out" 2>&1
+[ $? -eq 1 ] && grep -q 'does not filter on instance' "$T/unfiltered.out"
+ok $? "dashboard_check.py --vars fails on a panel that does not filter on the instance"
 
 done_testing

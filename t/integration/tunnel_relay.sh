@@ -325,7 +325,7 @@ wait_long rtt_seen; ok $? "the open link's heartbeat round trip is sampled (prox
 # The dashboard's relay panels plot series that moved (issue 27
 # "Observability"; the single-server dashboard test skips them).
 tn_metrics "$a2_admin" >"$T/a2.prom"
-"${PYTHON3:-python3}" "$top_srcdir/t/lib/dashboard_check.py" --moved --panels '^(Relay:|Local / remote)' \
+"${PYTHON3:-python3}" "$top_srcdir/t/lib/dashboard_check.py" --moved --vars job,instance --panels '^(Relay:|Local / remote)' \
   "$top_srcdir/deploy/grafana/dashboards/tunnelmesh.json" "$T/a2.prom" >"$T/dash.out" 2>&1
 ok $? "TM-OBS-15 the relay panels (remote TTFB, links and RTT, the local/remote ratio) move on the ingress node"
 grep '^problem' "$T/dash.out" | sed 's/^/# /'

@@ -17,8 +17,9 @@ metrics_lint.py --seed-labels METRICS.txt...   (any role's scrape: only the
 - no component other than "client" (a local proxy is the client);
 - the seed's families (tunnelmesh_*) carry only the seed's labels
   (TM-OBS-10..17, TM-TEST-18: component, stage, result, error_class,
-  protocol, scope, cache, open_mode, and a histogram's le), protocol and
-  scope only the seed's values;
+  protocol, scope, cache, open_mode, and a histogram's le), and every
+  one but error_class (a bounded enum of the project's) only the seed's
+  values;
 - tunnelmesh_stream_open_total: one result per error_class (ok: success,
   forbidden: rejected, timeout: timeout, the others: failure);
 - tunnelmesh_stream_stage_duration_seconds: no stage a local proxy does
@@ -54,8 +55,15 @@ STAGE_RESULTS = {"ttfb": {"success"}, "authorization": {"success", "rejected"},
 NOT_LOCAL = {"remote_validation", "selection", "relay"}
 SEED_LABELS = {"component", "stage", "result", "error_class", "protocol",
                "scope", "cache", "open_mode", "le"}
-SEED_VALUES = {"protocol": {"tcp", "udp", "http", "websocket"},
-               "scope": {"local", "remote"}}
+SEED_VALUES = {"component": {"client", "server", "agent"},
+               "stage": {"socks5_handshake", "remote_validation",
+                         "authorization", "selection", "relay", "queue",
+                         "dns", "connect", "open", "ttfb"},
+               "result": {"success", "failure", "timeout", "rejected"},
+               "protocol": {"tcp", "udp", "http", "websocket"},
+               "scope": {"local", "remote"},
+               "cache": {"hit", "miss", "shared", "bypass"},
+               "open_mode": {"strict", "legacy"}}
 
 
 def seed_label_problems(line, labels):

@@ -69,6 +69,8 @@ tn_bearer() { printf '%s\n' "$1" | sed -n 's/^bearer  *//p' | head -1; }
 
 # The sections, reused by the one-process configuration.
 # TN_STORE=store_pg with TN_DSN: the cluster store instead of SQLite.
+# TN_CA=FILE: agents and clients dial wss:// and verify the server against
+# that CA (the server's tls.cert/tls.key come with its EXTRA-INI).
 TN_STORE=${TN_STORE:-store_sqlite}
 tn_server_sections() { # NAME WSPORT DB
   if [ "$TN_STORE" = store_pg ]; then
@@ -95,7 +97,8 @@ tn_agent_sections() { # NAME SERVER-WSPORT DIRECT-INSTANCE
 resolver_servers = 127.0.0.1:$dns_port
 component = agent
 [$1]
-server_url = ws://127.0.0.1:$2/tunnel
+server_url = ws${TN_CA:+s}://127.0.0.1:$2/tunnel${TN_CA:+
+tls.ca_file = $TN_CA}
 agent_id = $TN_AGENT
 token_file = ${TN_AGENT_TOKEN:-$T/agent.token}
 connector = $3
@@ -109,7 +112,8 @@ EOC
 tn_client_sections() { # NAME SERVER-WSPORT SOCKS-PORT CONNECTOR-NAME
   cat <<EOC
 [$1]
-server_url = ws://127.0.0.1:$2/tunnel
+server_url = ws${TN_CA:+s}://127.0.0.1:$2/tunnel${TN_CA:+
+tls.ca_file = $TN_CA}
 agent = $TN_AGENT
 token_file = $T/client.token
 reconnect.min = 50ms
