@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# gen_conf_keys.awk: a module's configuration key table (ph_conf_key,
+# sdk/proxyhost/config.h) from the [<module>] section of its .ini.sample,
+# so that the sample is the one place a key is declared. POSIX awk.
+#
+#   awk -f tools/gen_conf_keys.awk [-v section=NAME] [-v table=keys] \
+#       modules/NAME/NAME.ini.sample >NAME_keys.c
+#
+# section defaults to the file's name without .ini.sample; table (the C
+# name of the array, which the module declares extern) to "keys".
+#
+# In the section, every key line ("key = value", or "; key = value" for
+# one left out) has right above it one line
+#
+#   ; type: TYPE [LO..HI][, ATTR]...
+#
+#   TYPE   string | int | bool | duration | size | list | enum A|B|C
+#   LO..HI the bounds: a string's length in bytes, an int's value, a
+#          duration (ms, s, m, h: "50ms..1h"), a size (bytes, KiB, MiB,
+#          GiB), a list's count; HI left out ("1..") is unbounded
+#   ATTR   restart (read at start only) or reloadable: one of the two;
+#          required (no default: start-up fails unless it is set);
+#          secret (redacted in --print-config and errors);
+#          example (the value shown is an example: the default is empty);
+#          localstatedir (the value's leading /var is the build's
+#          localstatedir); env NAME (a legacy environment name);
+#          flag -NAME (a command-line name)
+#
+# The default is the key line's value. The C help line is the first
+# sentence of the prose comment above the type line (an unset prose, as
+# for the second of two keys one comment describes, keeps the previous
+# key's), or the text of a "; help: ..." line where that reads badly.
+# Anything this script cannot read stops it with "FILE:LINE: reason" and
+# exit status 1, so that a wrong line fails the build.
+
+function fail(msg) {
+  printf "%s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"
+  failed = 1
+  exit 1
+}
+
+function trim(s) {
+  sub(/^[ \t]+/, "", s)
+  sub(/[ \t]+$/, "", s)
+  return s
+}
+
+function cstr(s) {
+  gsub(/\\/, "\\\\", s)
+  gsub(/"/, "\\\"", s)
+  return "\"" s "\""
+}
+
+# A bound as the C integer of the table: durations in ms, sizes in bytes.
+function bound(v, type,   num, unit, mul) {
+  v = trim(v)
+  if (v !~ /^-?[0-9]+[A-Za-z]*$/)
+    fail("bad bound \"" v "\"")
+  num = v
+  sub(/[A-Za-z]+$/, "", num)
+  unit = substr(v, length(num) + 1)
+  if (unit == "")
+    return num
+  mul = 0
+  if (type == "duration") {
+    if (unit == "ms") mul = 1
+    else if (unit == "s") mul = 1000
+    else if (unit == "m") mul = 60000
+    else if (unit == "h") mul = 3600000
+  } else if (type == "size") {
+    if (unit == "KiB") mul = 1024
+    else if (unit == "MiB") mul = 1048576
+    else if (unit == "GiB") mul = 1073741824
+  }
+  if (!mul)
+    fail("bad unit \"" unit "\" for a " type)
+  return sprintf("%.0f", num * mul)
+}
+
+function first_sentence(s,   i) {
+  s = trim(s)
+  i = index(s, ". ")
+  if (i)
+    s = substr(s, 1, i - 1)
+  sub(/\.$/, "", s)
+  return s
+}
+
+function read_type(spec,   n, part, i, words, cut, range, lo_hi) {
+  n = split(spec, part, ",")
+  split(trim(part[1]), words, " ")
+  k_type = words[1]
+  range = words[2]
+  k_choices = "NULL"
+  if (k_type == "enum") {
+    if (range !~ /^[a-z0-9_.-]+(\|[a-z0-9_.-]+)*$/)
+      fail("an enum needs its values: enum a|b|c")
+    k_choices = cstr(range)
+    range = ""
+  } else if (k_type !~ /^(string|int|bool|duration|size|list)$/)
+    fail("unknown type \"" k_type "\"")
+  if (words[3] != "")
+    fail("\"" trim(part[1]) "\": TYPE [LO..HI], then attributes after commas")
+  k_min = 0
+  k_max = 0
+  if (range != "") {
+    cut = index(range, "..")
+    if (!cut || k_type == "bool")
+      fail("bad range \"" range "\"")
+    k_min = bound(substr(range, 1, cut - 1), k_type)
+    lo_hi = substr(range, cut + 2)
+    if (lo_hi != "")
+      k_max = bound(lo_hi, k_type)
+  }
+  k_flags = ""
+  k_env = "NULL"
+  k_flag = ""
+  k_example = 0
+  k_lsd = 0
+  k_when = 0
+  for (i = 2; i <= n; i++) {
+    part[i] = trim(part[i])
+    if (part[i] == "restart") {
+      k_flags = k_flags " | PH_CONF_RESTART"
+      k_when++
+    } else if (part[i] == "reloadable")
+      k_when++
+    else if (part[i] == "required")
+      k_flags = k_flags " | PH_CONF_REQUIRED"
+    else if (part[i] == "secret")
+      k_flags = k_flags " | PH_CONF_SENSITIVE"
+    else if (part[i] == "example")
+      k_example = 1
+    else if (part[i] == "localstatedir")
+      k_lsd = 1
+    else if (part[i] ~ /^env [A-Z][A-Z0-9_]*$/)
+      k_env = cstr(substr(part[i], 5))
+    else if (part[i] ~ /^flag -[a-z][a-z0-9-]+$/)
+      k_flag = substr(part[i], 7)
+    else
+      fail("unknown attribute \"" part[i] "\"")
+  }
+  if (k_when != 1)
+    fail("say exactly one of restart and reloadable")
+  k_flags = (k_flags == "") ? "0" : substr(k_flags, 4)
+  have_type = 1
+}
+
+function emit_key(name, value,   def, help, tail) {
+  if (!have_type)
+    fail("key " name " has no \"; type:\" line right above it")
+  if (name in seen)
+    fail("key " name " twice")
+  seen[name] = 1
+  if (k_flags ~ /REQUIRED/)
+    def = "NULL"
+  else if (k_example)
+    def = "\"\""
+  else if (k_lsd) {
+    if (value !~ /^\/var\//)
+      fail("localstatedir: the value must start with /var/")
+    def = "PH_LOCALSTATEDIR " cstr(substr(value, 5))
+    uses_lsd = 1
+  } else
+    def = cstr(value)
+  if (help_line != "")
+    help = help_line
+  else if (prose != "")
+    help = first_sentence(prose)
+  else if (last_help != "")
+    help = last_help
+  else
+    fail("key " name " has no prose above it for its help")
+  last_help = help
+  tail = cstr(name) ", PH_CONF_" toupper(k_type) ", " def ", " k_min ", " \
+         k_max ", " k_flags ", " k_env ", " cstr(help) ", " k_choices ")"
+  nkeys++
+  if (k_flag != "")
+    out[nkeys] = "    PH_CONF_KEY_FLAG(" cstr(k_flag) ", " tail
+  else
+    out[nkeys] = "    PH_CONF_KEY(" tail
+  have_type = 0
+  prose = ""
+  help_line = ""
+}
+
+BEGIN {
+  if (table == "")
+    table = "keys"
+}
+
+FNR == 1 && section == "" {
+  section = FILENAME
+  sub(/^.*\//, "", section)
+  sub(/\.ini\.sample$/, "", section)
+}
+
+/^\[/ {
+  if (in_section && have_type)
+    fail("a \"; type:\" line with no key below it")
+  in_section = ($0 == "[" section "]")
+  if (in_section)
+    found = 1
+  next
+}
+
+!in_section { next }
+
+/^;[ \t]*type:/ {
+  if (have_type)
+    fail("two \"; type:\" lines for one key")
+  s = $0
+  sub(/^;[ \t]*type:/, "", s)
+  read_type(trim(s))
+  next
+}
+
+/^;[ \t]*help:/ {
+  s = $0
+  sub(/^;[ \t]*help:/, "", s)
+  help_line = trim(s)
+  next
+}
+
+/^(;[ \t]*)?[a-z][a-z0-9_.-]*[ \t]*=/ && (have_type || $0 !~ /^;/) {
+  s = $0
+  sub(/^;[ \t]*/, "", s)
+  eq = index(s, "=")
+  emit_key(trim(substr(s, 1, eq - 1)), trim(substr(s, eq + 1)))
+  next
+}
+
+/^;/ {
+  if (have_type)
+    fail("prose between a \"; type:\" line and its key")
+  s = $0
+  sub(/^;[ \t]*/, "", s)
+  prose = (prose == "") ? s : prose " " s
+  next
+}
+
+/^[ \t]*$/ { next }
+
+{ fail("cannot read this line") }
+
+END {
+  if (failed)
+    exit 1
+  if (!found) {
+    printf "%s: no [%s] section\n", FILENAME, section > "/dev/stderr"
+    exit 1
+  }
+  if (have_type) {
+    printf "%s: a \"; type:\" line with no key below it\n", FILENAME \
+      > "/dev/stderr"
+    exit 1
+  }
+  src = FILENAME
+  sub(/^.*\//, "", src)
+  print "/* Generated from " src " by tools/gen_conf_keys.awk: edit the"
+  print " * sample, not this file. */"
+  print "#include <stddef.h>"
+  print ""
+  print "#include <proxyhost/config.h>"
+  if (uses_lsd) {
+    print ""
+    print "#ifndef PH_LOCALSTATEDIR"
+    print "#define PH_LOCALSTATEDIR \"/var\""
+    print "#endif"
+  }
+  print ""
+  print "extern const ph_conf_key " table "[];"
+  print "const ph_conf_key " table "[] = {"
+  for (i = 1; i <= nkeys; i++)
+    print out[i] ","
+  print "    PH_CONF_END};"
+}
