@@ -25,13 +25,16 @@
 #include "store_common/migrations.h"
 #include "store_pg_int.h"
 
-#define DSN_MAX 4096
+#define DSN_MAX 4096 /* dsn's bound in store_pg.ini.sample too */
 /* How long start waits for the schema job: az_pg_connect's connect
  * timeout plus its lock timeout, and some. */
 #define SCHEMA_WAIT_S 60
 
 /* The key table, generated from store_pg.ini.sample (its "; type:" lines)
- * by tools/gen_conf_keys.awk into store_pg_keys.c. */
+ * by tools/gen_conf_keys.awk into store_pg_keys.c. pool_size's and
+ * max_pending's maxima there are PG_POOL_SIZE_MAX and PG_POOL_PENDING_MAX,
+ * which pg_pool.c (conf_ok) checks again: a sample that allows more fails the
+ * start, closed. */
 extern const ph_conf_key keys[];
 
 /* ---- the DSN ---------------------------------------------------------- */
