@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -30,7 +30,7 @@ keys_of() {
   "$AWK" -v s="[$1]" '
     /^\[/ { in_s = ($0 == s); next }
     in_s && /^; type: / { t = substr($0, 9); next }
-    in_s && t != "" && /^(; )?[a-z][a-z0-9_]* =/ {
+    in_s && t != "" && /^(; )?[a-z][a-z0-9_.]* =/ {
       line = $0; sub(/^; /, "", line)
       name = line; sub(/ =.*/, "", name)
       val = line; sub(/^[^=]*= ?/, "", val)
