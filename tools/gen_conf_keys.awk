@@ -9,8 +9,10 @@
 # section defaults to the file's name without .ini.sample; table (the C
 # name of the array, which the module declares extern) to "keys".
 #
-# In the section, every key line ("key = value", or "; key = value" for
-# one left out) has right above it one line
+# The section may be left out as a whole ("; [NAME]" alone on its line,
+# for a drop-in commented out until it is set up). In the section, every
+# key line ("key = value", or "; key = value" for one left out) has right
+# above it one line
 #
 #   ; type: TYPE [LO..HI][, ATTR]...
 #
@@ -195,10 +197,14 @@ FNR == 1 && section == "" {
   sub(/\.ini\.sample$/, "", section)
 }
 
-/^\[/ {
+# A section header, or one left out ("; [name]" alone on its line: a
+# drop-in whose every line is commented out until the operator sets it up).
+/^\[/ || /^;[ \t]*\[[a-z0-9_.]+\][ \t]*$/ {
   if (in_section && have_type)
     fail("a \"; type:\" line with no key below it")
-  in_section = ($0 == "[" section "]")
+  s = $0
+  sub(/^;[ \t]*/, "", s)
+  in_section = (trim(s) == "[" section "]")
   if (in_section)
     found = 1
   next
