@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -28,7 +28,7 @@ base_for() { [ "$1" = auth_cache ] && printf '[auth_cache]\nstore = auth_local\n
 # may hold).
 keys_of() {
   "$AWK" -v s="[$1]" '
-    /^\[/ { in_s = ($0 == s); next }
+    /^\[/ || /^; \[[a-z0-9_.]+\]$/ { in_s = ($0 == s || $0 == "; " s); next }
     in_s && /^; type: / { t = substr($0, 9); next }
     in_s && t != "" && /^(; )?[a-z][a-z0-9_.]* =/ {
       line = $0; sub(/^; /, "", line)
@@ -127,6 +127,11 @@ gen '; Dangling.\n; type: int 0..1, restart\n'
 is "$rc" 1 "a type line with no key fails"
 gen '; Twice.\n; type: int 0..1, restart\nk = 1\n; type: int 0..1, restart\nk = 1\n'
 like "$out" "key k twice" "a key declared twice fails"
+printf '; [proxyhost]\n; modules = x\n; [x]\n; Left out.\n; [admin] listen is not a section.\n; type: int 0..9, reloadable\n; k = 3\n' \
+  >"$T/x.ini.sample"
+out=$("$AWK" -f "$GEN" "$T/x.ini.sample" 2>&1)
+like "$out" 'PH_CONF_KEY("k", PH_CONF_INT, "3", 0, 9, 0, NULL, "Left out", NULL)' \
+  "a section left out as a whole (; [x]) is read; a prose line that only starts with [name] is prose"
 printf '[y]\n' >"$T/x.ini.sample"
 "$AWK" -f "$GEN" "$T/x.ini.sample" >/dev/null 2>&1
 is "$?" 1 "a sample without its module's section fails"
