@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -64,6 +64,8 @@ for m in $CONVERTED; do
     *) want=$val ;;
     esac
     case "$attrs" in *secret*) [ -n "$want" ] && want='[redacted]' ;; esac
+    # The host prints a list's items joined by "," alone.
+    [ "$type" = list ] && want=$(printf '%s' "$want" | sed 's/, */,/g')
     line=$(printf '%s\n' "$printed" | grep "^$name = ")
     case "$attrs" in
     *localstatedir*)
