@@ -16,8 +16,7 @@ modules_auth_cache_auth_cache_la_LDFLAGS = $(MODULE_LDFLAGS)
 dist_samples_DATA += %D%/auth_cache.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_auth_cache_auth_cache_la_SOURCES = %D%/auth_cache_keys.c
-BUILT_SOURCES += %D%/auth_cache_keys.c
-CLEANFILES += %D%/auth_cache_keys.c
+CONF_KEYS_C += %D%/auth_cache_keys.c
 %D%/auth_cache_keys.c: %D%/auth_cache.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) $(srcdir)/%D%/auth_cache.ini.sample >$@.tmp && mv $@.tmp $@
 

@@ -14,8 +14,7 @@ modules_auth_local_auth_local_la_LIBADD = $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/auth_local.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_auth_local_auth_local_la_SOURCES = %D%/auth_local_keys.c
-BUILT_SOURCES += %D%/auth_local_keys.c
-CLEANFILES += %D%/auth_local_keys.c
+CONF_KEYS_C += %D%/auth_local_keys.c
 %D%/auth_local_keys.c: %D%/auth_local.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) -v table=auth_keys $(srcdir)/%D%/auth_local.ini.sample >$@.tmp && mv $@.tmp $@
 # Prints the hash line for a password read from stdin.

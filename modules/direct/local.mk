@@ -14,8 +14,7 @@ modules_direct_direct_la_LIBADD = modules/frontend/libphfrontend.la $(CARES_LIBS
 dist_samples_DATA += %D%/direct.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_direct_direct_la_SOURCES = %D%/direct_keys.c
-BUILT_SOURCES += %D%/direct_keys.c
-CLEANFILES += %D%/direct_keys.c
+CONF_KEYS_C += %D%/direct_keys.c
 %D%/direct_keys.c: %D%/direct.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) -v table=direct_keys $(srcdir)/%D%/direct.ini.sample >$@.tmp && mv $@.tmp $@
 

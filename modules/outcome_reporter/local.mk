@@ -20,8 +20,7 @@ dist_samples_DATA += %D%/outcome_reporter.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_outcome_reporter_outcome_reporter_la_SOURCES = \
 	%D%/outcome_reporter_keys.c
-BUILT_SOURCES += %D%/outcome_reporter_keys.c
-CLEANFILES += %D%/outcome_reporter_keys.c
+CONF_KEYS_C += %D%/outcome_reporter_keys.c
 %D%/outcome_reporter_keys.c: %D%/outcome_reporter.ini.sample \
 		$(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) -v table=or_keys \

@@ -27,8 +27,7 @@ modules_pool_pool_la_LIBADD = modules/upstream/libphupstream.la \
 dist_samples_DATA += %D%/pool.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_pool_pool_la_SOURCES = %D%/pool_keys.c
-BUILT_SOURCES += %D%/pool_keys.c
-CLEANFILES += %D%/pool_keys.c
+CONF_KEYS_C += %D%/pool_keys.c
 %D%/pool_keys.c: %D%/pool.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) -v table=pool_keys $(srcdir)/%D%/pool.ini.sample >$@.tmp && mv $@.tmp $@
 # cp_view.h includes the generated protobuf-c header. (Named through the

@@ -85,8 +85,7 @@ modules_redis_ownership_redis_ownership_la_LIBADD = $(HIREDIS_LIBS) \
 	$(OPENSSL_LIBS) $(EV_LIBS)
 dist_samples_DATA += %D%/redis_ownership.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
-BUILT_SOURCES += %D%/ro_conf_keys.c
-CLEANFILES += %D%/ro_conf_keys.c
+CONF_KEYS_C += %D%/ro_conf_keys.c
 %D%/ro_conf_keys.c: %D%/redis_ownership.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) -v table=ro_conf_keys \
 		$(srcdir)/%D%/redis_ownership.ini.sample >$@.tmp && mv $@.tmp $@

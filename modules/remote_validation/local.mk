@@ -17,8 +17,7 @@ dist_samples_DATA += %D%/remote_validation.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_remote_validation_remote_validation_la_SOURCES = \
 	%D%/remote_validation_keys.c
-BUILT_SOURCES += %D%/remote_validation_keys.c
-CLEANFILES += %D%/remote_validation_keys.c
+CONF_KEYS_C += %D%/remote_validation_keys.c
 %D%/remote_validation_keys.c: %D%/remote_validation.ini.sample \
 		$(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) -v table=rv_keys \

@@ -32,8 +32,7 @@ modules_store_pg_store_pg_la_LIBADD = modules/store_common/libphstore.la \
 dist_samples_DATA += %D%/store_pg.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_store_pg_store_pg_la_SOURCES = %D%/store_pg_keys.c
-BUILT_SOURCES += %D%/store_pg_keys.c
-CLEANFILES += %D%/store_pg_keys.c
+CONF_KEYS_C += %D%/store_pg_keys.c
 %D%/store_pg_keys.c: %D%/store_pg.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) $(srcdir)/%D%/store_pg.ini.sample >$@.tmp && mv $@.tmp $@
 

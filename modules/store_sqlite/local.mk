@@ -21,8 +21,7 @@ modules_store_sqlite_store_sqlite_la_LIBADD = \
 dist_samples_DATA += %D%/store_sqlite.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 nodist_modules_store_sqlite_store_sqlite_la_SOURCES = %D%/store_sqlite_keys.c
-BUILT_SOURCES += %D%/store_sqlite_keys.c
-CLEANFILES += %D%/store_sqlite_keys.c
+CONF_KEYS_C += %D%/store_sqlite_keys.c
 %D%/store_sqlite_keys.c: %D%/store_sqlite.ini.sample $(GEN_CONF_KEYS_AWK)
 	$(GEN_CONF_KEYS) $(srcdir)/%D%/store_sqlite.ini.sample >$@.tmp && mv $@.tmp $@
 
