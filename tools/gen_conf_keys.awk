@@ -34,9 +34,22 @@
 # key's), or the text of a "; help: ..." line where that reads badly.
 # Anything this script cannot read stops it with "FILE:LINE: reason" and
 # exit status 1, so that a wrong line fails the build.
+#
+# Keys several modules share (a frontend's, a tunnel session's, a gRPC
+# channel's) are declared once in a group file, NAME.keys beside the code
+# that reads them: "; type:" and "key = default" line pairs as in a
+# sample, no prose. -v groups="FILE[=PREFIX] ..." holds the sample to
+# each group: every key of the group must be in the section with the
+# group's type line and default, or the build stops. In a group file a
+# leading "@" in a key's name stands for PREFIX (the tunnel roles' keys
+# differ by "stream." and "streams."), and a default "*" lets each
+# module choose its own (a frontend's listen address).
 
 function fail(msg) {
-  printf "%s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"
+  if (group_file != "")
+    printf "%s: %s\n", group_file, msg > "/dev/stderr"
+  else
+    printf "%s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"
   failed = 1
   exit 1
 }
@@ -148,12 +161,75 @@ function read_type(spec,   n, part, i, words, cut, range, lo_hi) {
   have_type = 1
 }
 
+# What a type line means, to compare a sample's with its group's however
+# each spells it ("1MiB" or "1048576").
+function signature() {
+  return k_type "|" k_min "|" k_max "|" k_flags "|" k_env "|" k_flag "|" \
+         k_choices "|" k_example "|" k_lsd
+}
+
+# Read the group files named in -v groups into g_type, g_value, g_file.
+function read_groups(   n, spec, i, file, prefix, eq, line, t, name, val, r) {
+  n = split(groups, spec, " ")
+  for (i = 1; i <= n; i++) {
+    file = spec[i]
+    prefix = ""
+    eq = index(file, "=")
+    if (eq) {
+      prefix = substr(file, eq + 1)
+      file = substr(file, 1, eq - 1)
+    }
+    t = ""
+    while ((r = (getline line < file)) > 0) {
+      if (line ~ /^;[ \t]*type:/) {
+        t = line
+        sub(/^;[ \t]*type:/, "", t)
+        t = trim(t)
+      } else if (line ~ /^@?[a-z][a-z0-9_.-]*[ \t]*=/) {
+        if (t == "")
+          gfail(file, "key line with no \"; type:\" line above it")
+        eq = index(line, "=")
+        name = trim(substr(line, 1, eq - 1))
+        val = trim(substr(line, eq + 1))
+        if (name ~ /^@/)
+          name = prefix substr(name, 2)
+        group_file = file
+        read_type(t)
+        group_file = ""
+        have_type = 0
+        g_type[name] = t
+        g_sig[name] = signature()
+        g_value[name] = val
+        g_file[name] = file
+        t = ""
+      } else if (line !~ /^[ \t]*(#.*)?$/)
+        gfail(file, "cannot read \"" line "\"")
+    }
+    if (r < 0)
+      gfail(file, "cannot read this group file")
+    close(file)
+  }
+}
+
+function gfail(file, msg) {
+  group_file = file
+  fail(msg)
+}
+
 function emit_key(name, value,   def, help, tail) {
   if (!have_type)
     fail("key " name " has no \"; type:\" line right above it")
   if (name in seen)
     fail("key " name " twice")
   seen[name] = 1
+  if (name in g_type) {
+    if (signature() != g_sig[name])
+      fail("key " name ": \"type: " trim(k_spec) "\" but its group " \
+           g_file[name] " says \"type: " g_type[name] "\"")
+    if (g_value[name] != "*" && value != g_value[name])
+      fail("key " name ": default \"" value "\" but its group " \
+           g_file[name] " says \"" g_value[name] "\"")
+  }
   if (k_flags ~ /REQUIRED/)
     def = "NULL"
   else if (k_example)
@@ -189,6 +265,8 @@ function emit_key(name, value,   def, help, tail) {
 BEGIN {
   if (table == "")
     table = "keys"
+  if (groups != "")
+    read_groups()
 }
 
 FNR == 1 && section == "" {
@@ -217,6 +295,7 @@ FNR == 1 && section == "" {
     fail("two \"; type:\" lines for one key")
   s = $0
   sub(/^;[ \t]*type:/, "", s)
+  k_spec = s
   read_type(trim(s))
   next
 }
@@ -261,6 +340,12 @@ END {
       > "/dev/stderr"
     exit 1
   }
+  for (name in g_type)
+    if (!(name in seen)) {
+      printf "%s: [%s] lacks key %s of its group %s\n", FILENAME, section, \
+        name, g_file[name] > "/dev/stderr"
+      exit 1
+    }
   src = FILENAME
   sub(/^.*\//, "", src)
   print "/* Generated from " src " by tools/gen_conf_keys.awk: edit the"

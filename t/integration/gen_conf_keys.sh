@@ -138,4 +138,29 @@ printf '[y]\n' >"$T/x.ini.sample"
 "$AWK" -f "$GEN" "$T/x.ini.sample" >/dev/null 2>&1
 is "$?" 1 "a sample without its module's section fails"
 
+# ---- shared keys: a group file holds every sample that shares them ---------
+# ggen GROUPS BODY: as gen, with -v groups=GROUPS.
+ggen() {
+  printf '[proxyhost]\nmodules = x\n\n[x]\n%b' "$2" >"$T/x.ini.sample"
+  out=$("$AWK" -v groups="$1" -f "$GEN" "$T/x.ini.sample" 2>&1); rc=$?
+}
+printf '# a group\n; type: size 4KiB..1MiB, reloadable\n@buf = 256KiB\n; type: string 3..128, restart\nlisten = *\n' \
+  >"$T/g.keys"
+ggen "$T/g.keys=stream." '; Buffer.\n; type: size 4096..1048576, reloadable\nstream.buf = 256KiB\n; Where.\n; type: string 3..128, restart\nlisten = 1.2.3.4:5\n'
+is "$rc" 0 "a sample that matches its group (bounds spelt either way, its own listen default) is generated"
+like "$out" 'PH_CONF_KEY("stream.buf", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0,' \
+  "the group's @ is the prefix given"
+ggen "$T/g.keys=stream." '; Buffer.\n; type: size 4KiB..2MiB, reloadable\nstream.buf = 256KiB\n; Where.\n; type: string 3..128, restart\nlisten = a\n'
+is "$rc" 1 "a bound other than the group's fails the build"
+like "$out" "x.ini.sample:7: key stream.buf: \"type: size 4KiB..2MiB, reloadable\" but its group $T/g.keys says \"type: size 4KiB..1MiB, reloadable\"" \
+  "and names the sample's line and the group"
+ggen "$T/g.keys=stream." '; Buffer.\n; type: size 4KiB..1MiB, restart\nstream.buf = 256KiB\n; Where.\n; type: string 3..128, restart\nlisten = a\n'
+is "$rc" 1 "restart where the group says reloadable fails"
+ggen "$T/g.keys=stream." '; Buffer.\n; type: size 4KiB..1MiB, reloadable\nstream.buf = 64KiB\n; Where.\n; type: string 3..128, restart\nlisten = a\n'
+like "$out" 'key stream.buf: default "64KiB" but its group' "another default fails"
+ggen "$T/g.keys=streams." '; Buffer.\n; type: size 4KiB..1MiB, reloadable\nstream.buf = 256KiB\n; Where.\n; type: string 3..128, restart\nlisten = a\n'
+like "$out" "lacks key streams.buf of its group" "a sample without one of its group's keys fails"
+ggen "$T/none.keys" '; K.\n; type: int 0..1, restart\nk = 1\n'
+like "$out" "none.keys: cannot read this group file" "a missing group file fails"
+
 done_testing
