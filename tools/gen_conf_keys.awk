@@ -28,7 +28,10 @@
 #          localstatedir); env NAME (a legacy environment name);
 #          flag -NAME (a command-line name)
 #
-# The default is the key line's value. The C help line is the first
+# The default is the key line's value. A key declared on a commented
+# line may be set once further down by a live line without a type line:
+# the sample's own setting (tls.mode = disabled where the default is
+# mtls), which the table does not see. The C help line is the first
 # sentence of the prose comment above the type line (an unset prose, as
 # for the second of two keys one comment describes, keeps the previous
 # key's), or the text of a "; help: ..." line where that reads badly.
@@ -311,7 +314,17 @@ FNR == 1 && section == "" {
   s = $0
   sub(/^;[ \t]*/, "", s)
   eq = index(s, "=")
-  emit_key(trim(substr(s, 1, eq - 1)), trim(substr(s, eq + 1)))
+  name = trim(substr(s, 1, eq - 1))
+  # The sample's own setting of a key declared above on a commented line.
+  if (!have_type && (name in seen)) {
+    if (!(name in left_out) || (name in set_below))
+      fail("key " name " twice")
+    set_below[name] = 1
+    next
+  }
+  if ($0 ~ /^;/)
+    left_out[name] = 1
+  emit_key(name, trim(substr(s, eq + 1)))
   next
 }
 

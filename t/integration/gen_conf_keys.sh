@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_server"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -113,6 +113,16 @@ like "$out" 'PH_CONF_KEY("e", PH_CONF_ENUM, "a", 0, 0, 0, NULL, "Who", "a|b")' \
 gen '; A "quoted" name. More.\n; type: string 0..8, reloadable, secret, example\ns = abc\n'
 like "$out" '"", 0, 8, PH_CONF_SENSITIVE, NULL, "A \"quoted\" name", NULL)' \
   "secret; an example value is no default; quotes escaped; first sentence"
+gen '; Mode.\n; type: enum a|b, restart\n; m = a\nm = b\n; Next.\n; type: int 0..9, restart\nn = 1\n'
+is "$rc" 0 "a key declared on a commented line may be set below it (the sample's setting)"
+like "$out" 'PH_CONF_KEY("m", PH_CONF_ENUM, "a", 0, 0, PH_CONF_RESTART, NULL, "Mode", "a|b")' \
+  "its default is the commented line's value, not the setting's"
+like "$out" 'PH_CONF_KEY("n", PH_CONF_INT, "1", 0, 9, PH_CONF_RESTART, NULL, "Next", NULL)' \
+  "and the keys after it are read as before"
+gen '; Mode.\n; type: enum a|b, restart\n; m = a\nm = b\nm = a\n'
+like "$out" "x.ini.sample:9: key m twice" "a sample setting a key twice fails"
+gen '; Mode.\n; type: enum a|b, restart\nm = a\nm = b\n'
+like "$out" "x.ini.sample:8: key m twice" "a key declared on a live line cannot be set again"
 gen '; No type line.\nk = 1\n'
 is "$rc" 1 "a key without a type line fails"
 like "$out" "x.ini.sample:6: key k has no \"; type:\" line" "and names file:line"
