@@ -159,8 +159,11 @@ modules_controlplane_server_controlplane_server_la_LIBADD = \
 dist_samples_DATA += %D%/controlplane_server.ini.sample
 # The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
 CONF_KEYS_C += %D%/cs_conf_keys.c
-%D%/cs_conf_keys.c: %D%/controlplane_server.ini.sample $(GEN_CONF_KEYS_AWK)
-	$(GEN_CONF_KEYS) -v table=cs_conf_keys \
+CS_KEY_GROUPS = $(KEYS_CP_GRPC_TLS) $(KEYS_TLS_RELOAD) \
+	$(KEYS_CP_GRPC_COMMON) $(KEYS_CP_GRPC_SERVER)
+%D%/cs_conf_keys.c: %D%/controlplane_server.ini.sample $(GEN_CONF_KEYS_AWK) \
+		$(CS_KEY_GROUPS)
+	$(GEN_CONF_KEYS) -v table=cs_conf_keys -v groups="$(CS_KEY_GROUPS)" \
 		$(srcdir)/%D%/controlplane_server.ini.sample >$@.tmp && mv $@.tmp $@
 endif
 EXTRA_DIST += conf/controller.ini
