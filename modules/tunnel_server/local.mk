@@ -3,7 +3,7 @@ if MODULE_TUNNEL_SERVER
 module_LTLIBRARIES += %D%/tunnel_server.la
 modules_tunnel_server_tunnel_server_la_SOURCES = \
 	%D%/tunnel_server.c %D%/ts_int.h \
-	%D%/ts_conf.c \
+	%D%/ts_conf.c %D%/ts_conf_held.c \
 	%D%/ts_conn.c %D%/ts_cred.c \
 	%D%/ts_bearer.c %D%/ts_bearer.h \
 	%D%/ts_open.c %D%/ts_mesh.c %D%/ts_relay.c \
@@ -34,6 +34,13 @@ check_PROGRAMS += t/fuzz/replay_ts_bearer
 t_fuzz_replay_ts_bearer_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_ts_bearer.c \
 	%D%/ts_bearer.c
 t_fuzz_replay_ts_bearer_CPPFLAGS = $(AM_CPPFLAGS)
+
+# The bounds the code holds whatever the sample says (ts_conf_held.c).
+UNIT_TESTS += t/unit/tunnel/test_ts_conf_held
+t_unit_tunnel_test_ts_conf_held_SOURCES = t/unit/tunnel/test_ts_conf_held.c \
+	%D%/ts_conf_held.c
+t_unit_tunnel_test_ts_conf_held_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS)
+t_unit_tunnel_test_ts_conf_held_LDADD = modules/lib/libphlib.la $(LDADD)
 
 # The module itself through the mock host, its connections in memory.
 UNIT_TESTS += t/unit/tunnel/test_tunnel_server

@@ -243,12 +243,15 @@ static int relay_check(ph_ctx *ctx, const ph_api *a, const char **key,
 
 int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
              size_t whylen) {
+  int rc = ts_conf_held(ctx, a, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   const char *store = a->conf_str(ctx, "store");
   if (!store || !*store)
     return bad(key, "store", why, whylen,
                "required: the authz.store provider instance (store_sqlite "
                "or store_pg)");
-  int rc = check_named_provider(ctx, a, "store", PH_AZ_STORE_SERVICE, key,
+  rc = check_named_provider(ctx, a, "store", PH_AZ_STORE_SERVICE, key,
                                 why, whylen);
   if (rc != PH_OK)
     return rc;

@@ -86,6 +86,11 @@ typedef struct ts_conf {
 } ts_conf;
 
 extern const ph_conf_key ts_keys[];
+/* The bounds the code relies on (fixed arrays, 32-bit fields, the
+ * protocol's frame and window limits), held again whatever the key
+ * table says: PH_OK, or PH_EINVAL with *key and why (ts_conf_held.c). */
+int ts_conf_held(ph_ctx *ctx, const ph_api *api, const char **key, char *why,
+                 size_t whylen);
 /* The module's check: the keys' relations (ts_conf.c). */
 int ts_check(ph_ctx *ctx, const ph_api *api, const char **key, char *why,
              size_t whylen);
