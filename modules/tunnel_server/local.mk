@@ -11,12 +11,17 @@ modules_tunnel_server_tunnel_server_la_SOURCES = \
 	%D%/ts_gone.c %D%/ts_gone.h \
 	%D%/open_exec.c %D%/open_exec.h \
 	%D%/agent_select.c %D%/agent_select.h
+nodist_modules_tunnel_server_tunnel_server_la_SOURCES = %D%/ts_keys.c
 modules_tunnel_server_tunnel_server_la_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 modules_tunnel_server_tunnel_server_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_server_tunnel_server_la_LIBADD = $(TM_SESSION_LDADD) \
 	$(LWS_LIBS)
 dist_samples_DATA += %D%/tunnel_server.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+CONF_KEYS_C += %D%/ts_keys.c
+%D%/ts_keys.c: %D%/tunnel_server.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=ts_keys $(srcdir)/%D%/tunnel_server.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The pure parts on their own (no libwebsockets, no host).
 UNIT_TESTS += t/unit/tunnel/test_tunnel_server_exec \
@@ -46,6 +51,7 @@ t_unit_tunnel_test_ts_conf_held_LDADD = modules/lib/libphlib.la $(LDADD)
 UNIT_TESTS += t/unit/tunnel/test_tunnel_server
 t_unit_tunnel_test_tunnel_server_SOURCES = t/unit/tunnel/test_tunnel_server.c \
 	$(modules_tunnel_server_tunnel_server_la_SOURCES)
+nodist_t_unit_tunnel_test_tunnel_server_SOURCES = %D%/ts_keys.c
 t_unit_tunnel_test_tunnel_server_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 t_unit_tunnel_test_tunnel_server_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \

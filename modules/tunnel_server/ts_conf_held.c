@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The bounds tunnel_server's C code relies on, held again here: its key
- * table is to be generated from tunnel_server.ini.sample, and a sample that
+ * table is generated from tunnel_server.ini.sample, and a sample that
  * allows more than the code holds must fail the start (or the reload),
  * closed, never truncate a path or wrap a count. */
 #include <stdint.h>

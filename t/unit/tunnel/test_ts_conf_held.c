@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tunnel_server's bounds held in C (modules/tunnel_server/ts_conf_held.c):
- * its key table is to come from tunnel_server.ini.sample, so a sample that
+ * its key table comes from tunnel_server.ini.sample, so a sample that
  * allows more than the code holds (a string longer than its fixed array, a
  * count past 32 bits, a frame above MaxPayload, a zero window, more agent
  * connections than the selection's arrays) must still fail the check.
