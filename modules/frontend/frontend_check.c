@@ -10,6 +10,7 @@
 #include <proxyhost/validation.h>
 
 #include "client_acl.h"
+#include "lib/conf_values.h"
 #include "listener.h"
 #include "provider_check.h"
 
@@ -43,8 +44,28 @@ static int check_open(ph_ctx *ctx, const ph_api *api, int password,
   return PH_EINVAL;
 }
 
+/* The bounds the code needs (frontend_check.h), held again here so that
+ * a sample declaring wider ones cannot widen them. */
+static const struct {
+  const char *key;
+  int64_t min, max;
+} held[] = {
+    {"backlog", 1, FRONTEND_BACKLOG_MAX},
+    {"max_clients", 1, FRONTEND_MAX_CLIENTS_MAX},
+    {"buffer_size", FRONTEND_BUFFER_MIN, FRONTEND_BUFFER_MAX},
+};
+
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen) {
+  for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+    int64_t v = api->conf_int(ctx, held[i].key);
+    if (v < held[i].min || v > held[i].max)
+      return ph_conf_fail(key, held[i].key, why, whylen,
+                          "%lld is outside %lld..%lld, the most this module "
+                          "can hold",
+                          (long long)v, (long long)held[i].min,
+                          (long long)held[i].max);
+  }
   int r = listener_check_listen(ctx, api, key, why, whylen);
   if (r != PH_OK)
     return r;
