@@ -29,3 +29,7 @@ t_unit_frontend_test_open_map_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_frontend_test_relay_LDADD = $(FRONTEND_MOCK_LDADD)
 t_unit_frontend_test_frontend_session_LDADD = t/lib/libphfake.la \
 	$(FRONTEND_MOCK_LDADD)
+# The frontends' checks hold their bounds whatever their samples declare
+# (socks5's and http_proxy's built .so, each skipped when not built).
+UNIT_TESTS += t/unit/frontend/test_frontend_bounds
+t_unit_frontend_test_frontend_bounds_LDADD = host/libphmock.la

@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_server tunnel_server"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_server tunnel_server socks5 http_proxy"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
