@@ -24,6 +24,9 @@
 #          required (no default: start-up fails unless it is set);
 #          secret (redacted in --print-config and errors);
 #          example (the value shown is an example: the default is empty);
+#          default VALUE (the value shown is what the sample sets for its
+#          drop-in, e.g. tls.mode = disabled for a loopback controller;
+#          the default is VALUE);
 #          localstatedir (the value's leading /var is the build's
 #          localstatedir); env NAME (a legacy environment name);
 #          flag -NAME (a command-line name)
@@ -118,6 +121,7 @@ function read_type(spec,   n, part, i, words, cut, range, lo_hi) {
   k_env = "NULL"
   k_flag = ""
   k_example = 0
+  k_default = ""
   k_lsd = 0
   k_when = 0
   for (i = 2; i <= n; i++) {
@@ -133,6 +137,8 @@ function read_type(spec,   n, part, i, words, cut, range, lo_hi) {
       k_flags = k_flags " | PH_CONF_SENSITIVE"
     else if (part[i] == "example")
       k_example = 1
+    else if (part[i] ~ /^default [^ ]+$/)
+      k_default = substr(part[i], 9)
     else if (part[i] == "localstatedir")
       k_lsd = 1
     else if (part[i] ~ /^env [A-Z][A-Z0-9_]*$/)
@@ -158,6 +164,8 @@ function emit_key(name, value,   def, help, tail) {
     def = "NULL"
   else if (k_example)
     def = "\"\""
+  else if (k_default != "")
+    def = cstr(k_default)
   else if (k_lsd) {
     if (value !~ /^\/var\//)
       fail("localstatedir: the value must start with /var/")

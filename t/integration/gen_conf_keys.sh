@@ -61,6 +61,7 @@ for m in $CONVERTED; do
     # a path under /var moves with the build's localstatedir).
     case "$attrs" in
     *required* | *example*) want="" ;;
+    *default\ *) want=${attrs#*default }; want=${want%%,*} ;;
     *) want=$val ;;
     esac
     case "$attrs" in *secret*) [ -n "$want" ] && want='[redacted]' ;; esac
@@ -113,6 +114,9 @@ like "$out" 'PH_CONF_KEY("e", PH_CONF_ENUM, "a", 0, 0, 0, NULL, "Who", "a|b")' \
 gen '; A "quoted" name. More.\n; type: string 0..8, reloadable, secret, example\ns = abc\n'
 like "$out" '"", 0, 8, PH_CONF_SENSITIVE, NULL, "A \"quoted\" name", NULL)' \
   "secret; an example value is no default; quotes escaped; first sentence"
+gen '; Mode.\n; type: enum a|b, restart, default a\nm = b\n'
+like "$out" 'PH_CONF_KEY("m", PH_CONF_ENUM, "a", 0, 0, PH_CONF_RESTART, NULL, "Mode", "a|b")' \
+  "default VALUE: the default is VALUE, not the value the sample sets"
 gen '; No type line.\nk = 1\n'
 is "$rc" 1 "a key without a type line fails"
 like "$out" "x.ini.sample:6: key k has no \"; type:\" line" "and names file:line"
