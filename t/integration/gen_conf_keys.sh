@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_client"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_client checker"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -25,7 +25,9 @@ modules_for() { [ "$1" = auth_cache ] && echo 'auth_local, auth_cache' || echo "
 base_for() {
   case $1 in
   auth_cache) printf '[auth_cache]\nstore = auth_local\n' ;;
-  controlplane_client) printf '[%s]\naddress = 127.0.0.1:7443\ncluster_id = c\nworker_id = w\ninstance_id = i\nzone = z\n' "$1" ;;
+  controlplane_client | checker)
+    printf '[%s]\naddress = 127.0.0.1:7443\ncluster_id = c\n%s = w\ninstance_id = i\nzone = z\n' \
+      "$1" "$([ "$1" = checker ] && echo checker_id || echo worker_id)" ;;
   *) printf '[%s]\n' "$1" ;;
   esac
 }
