@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership tunnel_client"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -22,7 +22,13 @@ conf() {
 # modules_for M: what M needs loaded (auth_cache caches auth_local).
 modules_for() { [ "$1" = auth_cache ] && echo 'auth_local, auth_cache' || echo "$1"; }
 # base_for M: the section with the required keys set.
-base_for() { [ "$1" = auth_cache ] && printf '[auth_cache]\nstore = auth_local\n' || printf '[%s]\n' "$1"; }
+base_for() {
+  case $1 in
+  auth_cache) printf '[auth_cache]\nstore = auth_local\n' ;;
+  tunnel_client) printf '[tunnel_client]\nserver_url = ws://127.0.0.1:9/t\nagent = a\n' ;;
+  *) printf '[%s]\n' "$1" ;;
+  esac
+}
 # keys_of M: name, type, range, attributes and value of each key of M's
 # sample, one line a key, separated by ';' (which only the value, last,
 # may hold).
@@ -30,8 +36,8 @@ keys_of() {
   "$AWK" -v s="[$1]" '
     /^\[/ || /^; \[[a-z0-9_.]+\]$/ { in_s = ($0 == s || $0 == "; " s); next }
     in_s && /^; type: / { t = substr($0, 9); next }
-    in_s && t != "" && /^(; )?[a-z][a-z0-9_.]* =/ {
-      line = $0; sub(/^; /, "", line)
+    in_s && t != "" && /^(;[ \t]*)?[a-z][a-z0-9_.]* =/ {
+      line = $0; sub(/^;[ \t]*/, "", line)
       name = line; sub(/ =.*/, "", name)
       val = line; sub(/^[^=]*= ?/, "", val)
       n = index(t, ","); head = n ? substr(t, 1, n - 1) : t
