@@ -17,6 +17,13 @@ modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LIBADD = $(TM_SESSION_LDADD) \
 	$(LWS_LIBS) $(EV_LIBS)
 dist_samples_DATA += %D%/tunnel_agent.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_tunnel_agent_tunnel_agent_la_SOURCES = \
+	%D%/tunnel_agent_keys.c
+CONF_KEYS_C += %D%/tunnel_agent_keys.c
+%D%/tunnel_agent_keys.c: %D%/tunnel_agent.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=agent_conf_keys \
+		$(srcdir)/%D%/tunnel_agent.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The agent's unit tests: the dial executor through the mock host with a
 # fake connector, and the pool controller.
@@ -31,6 +38,7 @@ t_unit_tunnel_test_tm_agent_SOURCES = t/unit/tunnel/test_tm_agent.c t/unit/tunne
 	%D%/agent_stream.c %D%/agent_conf.c \
 	%D%/agent_ack.c %D%/target_guard.c \
 	%D%/dial_exec.c %D%/pool_policy.c
+nodist_t_unit_tunnel_test_tm_agent_SOURCES = %D%/tunnel_agent_keys.c
 t_unit_tunnel_test_tm_agent_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 t_unit_tunnel_test_tm_agent_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \

@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership tunnel_client"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership tunnel_client tunnel_agent"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -26,6 +26,7 @@ base_for() {
   case $1 in
   auth_cache) printf '[auth_cache]\nstore = auth_local\n' ;;
   tunnel_client) printf '[tunnel_client]\nserver_url = ws://127.0.0.1:9/t\nagent = a\n' ;;
+  tunnel_agent) printf '[tunnel_agent]\nserver_url = ws://127.0.0.1:9/t\n' ;;
   *) printf '[%s]\n' "$1" ;;
   esac
 }
