@@ -12,7 +12,7 @@
 AWK=${AWK:-awk}
 GEN="$top_srcdir/tools/gen_conf_keys.awk"
 MODS="$top_builddir/modules"
-CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_server tunnel_server socks5 http_proxy controlplane_client checker"
+CONVERTED="store_sqlite store_pg auth_cache direct auth_local remote_validation outcome_reporter admin_api pool_api process_metrics echo pool redis_ownership controlplane_server tunnel_server socks5 http_proxy controlplane_client checker tunnel_client tunnel_agent"
 
 # conf MODULES BODY: $T/c.ini loading MODULES, BODY after [admin].
 conf() {
@@ -28,6 +28,8 @@ base_for() {
   controlplane_client | checker)
     printf '[%s]\naddress = 127.0.0.1:7443\ncluster_id = c\n%s = w\ninstance_id = i\nzone = z\n' \
       "$1" "$([ "$1" = checker ] && echo checker_id || echo worker_id)" ;;
+  tunnel_client) printf '[tunnel_client]\nserver_url = ws://127.0.0.1:9/t\nagent = a\n' ;;
+  tunnel_agent) printf '[tunnel_agent]\nserver_url = ws://127.0.0.1:9/t\n' ;;
   *) printf '[%s]\n' "$1" ;;
   esac
 }
@@ -38,8 +40,8 @@ keys_of() {
   "$AWK" -v s="[$1]" '
     /^\[/ || /^; \[[a-z0-9_.]+\]$/ { in_s = ($0 == s || $0 == "; " s); next }
     in_s && /^; type: / { t = substr($0, 9); next }
-    in_s && t != "" && /^(; ?)?[a-z][a-z0-9_.]* =/ {
-      line = $0; sub(/^; ?/, "", line)
+    in_s && t != "" && /^(;[ \t]*)?[a-z][a-z0-9_.]* =/ {
+      line = $0; sub(/^;[ \t]*/, "", line)
       name = line; sub(/ =.*/, "", name)
       val = line; sub(/^[^=]*= ?/, "", val)
       n = index(t, ","); head = n ? substr(t, 1, n - 1) : t
