@@ -46,7 +46,9 @@
 # group's type line and default, or the build stops. In a group file a
 # leading "@" in a key's name stands for PREFIX (the tunnel roles' keys
 # differ by "stream." and "streams."), and a default "*" lets each
-# module choose its own (a frontend's listen address).
+# module choose its own (a frontend's listen address). With -v complete=1
+# (a unit test's table of a group's keys) the groups' keys the sample does
+# not write out are added, with the groups' defaults.
 
 function fail(msg) {
   if (group_file != "")
@@ -200,6 +202,8 @@ function read_groups(   n, spec, i, file, prefix, eq, line, t, name, val, r) {
         read_type(t)
         group_file = ""
         have_type = 0
+        if (!(name in g_type))
+          g_order[++g_count] = name
         g_type[name] = t
         g_sig[name] = signature()
         g_value[name] = val
@@ -352,6 +356,22 @@ END {
     printf "%s: a \"; type:\" line with no key below it\n", FILENAME \
       > "/dev/stderr"
     exit 1
+  }
+  # -v complete=1 (a test's table): the groups' keys the sample lacks are
+  # added with the groups' defaults, in the groups' order.
+  for (i = 1; complete && i <= g_count; i++) {
+    name = g_order[i]
+    if (name in seen)
+      continue
+    group_file = g_file[name]
+    read_type(g_type[name])
+    if (g_value[name] == "*" && !k_example)
+      fail("key " name " has no default here: the sample must write it out")
+    group_file = ""
+    help_line = g_file[name]
+    sub(/^.*\//, "", help_line)
+    help_line = "a key of " help_line
+    emit_key(name, g_value[name])
   }
   for (name in g_type)
     if (!(name in seen)) {

@@ -180,6 +180,18 @@ ggen "$T/g.keys=stream." '; Buffer.\n; type: size 4KiB..1MiB, reloadable\nstream
 like "$out" 'key stream.buf: default "64KiB" but its group' "another default fails"
 ggen "$T/g.keys=streams." '; Buffer.\n; type: size 4KiB..1MiB, reloadable\nstream.buf = 256KiB\n; Where.\n; type: string 3..128, restart\nlisten = a\n'
 like "$out" "lacks key streams.buf of its group" "a sample without one of its group's keys fails"
+printf '; type: string 0..64, restart, example\npath = *\n; type: int 1..9, restart\nn = 3\n' >"$T/h.keys"
+printf '[proxyhost]\nmodules = x\n\n[x]\n; Where.\n; type: string 3..128, restart\nlisten = a:1\n' >"$T/x.ini.sample"
+out=$("$AWK" -v groups="$T/g.keys=s. $T/h.keys" -v complete=1 -f "$GEN" "$T/x.ini.sample" 2>&1)
+like "$out" 'PH_CONF_KEY("s.buf", PH_CONF_SIZE, "256KiB", 4096, 1048576, 0, NULL, "a key of g.keys", NULL)' \
+  "complete=1 (a test's table): a group key the sample lacks is added with the group's default"
+like "$out" 'PH_CONF_KEY("n", PH_CONF_INT, "3", 1, 9, PH_CONF_RESTART, NULL, "a key of h.keys", NULL)' \
+  "... from every group named"
+like "$out" 'PH_CONF_KEY("path", PH_CONF_STRING, "", 0, 64,' "... an example's * as no default"
+printf '[proxyhost]\nmodules = x\n\n[x]\n; Size.\n; type: size 4KiB..1MiB, reloadable\ns.buf = 256KiB\n' >"$T/x.ini.sample"
+out=$("$AWK" -v groups="$T/g.keys=s." -v complete=1 -f "$GEN" "$T/x.ini.sample" 2>&1)
+like "$out" "key listen has no default here: the sample must write it out" \
+  "... but a key whose default is each module's (*) must be written out"
 ggen "$T/none.keys" '; K.\n; type: int 0..1, restart\nk = 1\n'
 like "$out" "none.keys: cannot read this group file" "a missing group file fails"
 
