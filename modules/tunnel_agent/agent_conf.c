@@ -96,25 +96,21 @@ static int ws_url(const char *u) {
 #define CAP(m) (sizeof(((agent_cfg *)0)->m) - 1)
 
 /* The strings agent_cfg_read copies into fixed arrays, held to them here
- * whatever the sample declares (a longer value fails the start, never
- * cut); the session's own keys: tm_conf_check. */
-static const struct {
-  const char *key;
-  size_t max;
-} agent_strs[] = {
-    {"server_url", CAP(urls[0])},  {"token_file", CAP(token_file)},
-    {"tls.ca_file", CAP(ca_file)}, {"agent_id", CAP(agent_id)},
-    {"connector", CAP(connector)},
+ * whatever the sample declares (ph_conf_limits: a longer value fails the
+ * start, never cut); the session's own keys: tm_conf_check. */
+static const ph_conf_limit agent_strs[] = {
+    {"server_url", 0, CAP(urls[0]), 1},  {"token_file", 0, CAP(token_file), 1},
+    {"tls.ca_file", 0, CAP(ca_file), 1}, {"agent_id", 0, CAP(agent_id), 1},
+    {"connector", 0, CAP(connector), 1},
 };
 
 static int strings_fit(ph_ctx *ctx, const ph_api *api, const char **key,
                        char *why, size_t whylen) {
-  for (size_t i = 0; i < sizeof(agent_strs) / sizeof(agent_strs[0]); i++) {
-    const char *v = api->conf_str(ctx, agent_strs[i].key);
-    if (v && strlen(v) > agent_strs[i].max)
-      return ph_conf_fail(key, agent_strs[i].key, why, whylen,
-                          "longer than %zu bytes", agent_strs[i].max);
-  }
+  int rc = ph_conf_limits(ctx, api, agent_strs,
+                          sizeof(agent_strs) / sizeof(agent_strs[0]), key,
+                          why, whylen);
+  if (rc != PH_OK)
+    return rc;
   if (api->conf_list_len(ctx, "extra_server_urls") > AGENT_URLS_MAX - 1)
     return ph_conf_fail(key, "extra_server_urls", why, whylen,
                         "at most %d URLs", AGENT_URLS_MAX - 1);

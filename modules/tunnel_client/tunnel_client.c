@@ -15,6 +15,7 @@
 
 #include <proxyhost/module.h>
 
+#include "lib/conf_values.h"
 #include "tunnel_common/session/tm_conf.h"
 #include "tunnel_common/session/tm_ws_url.h"
 #include "tunnel_client_int.h"
@@ -26,18 +27,17 @@ static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
 extern const ph_conf_key tc_keys[];
 
 /* The bounds this file relies on, held again here whatever the sample
- * declares: connections indexes conns[TC_MAX_CONNECTIONS]; the stream
- * count (the session's id table, 2^20 at most) and the durations are
- * u32. The session's own keys: tm_conf_check. */
-static const struct {
-  const char *key;
-  int64_t lo, hi;
-} tc_limits[] = {
-    {"connections", 1, TC_MAX_CONNECTIONS},
-    {"stream.max_streams", 1, 1 << 20},
-    {"reconnect.min", 0, UINT32_MAX},
-    {"reconnect.max", 0, UINT32_MAX},
-    {"stream.open_timeout", 0, UINT32_MAX},
+ * declares (ph_conf_limits): connections indexes conns[TC_MAX_CONNECTIONS];
+ * the stream count (the session's id table, 2^20 at most) and the
+ * durations are u32; tls.ca_file is copied into ca_file[1025]. The
+ * session's own keys: tm_conf_check. */
+static const ph_conf_limit tc_limits[] = {
+    {"connections", 1, TC_MAX_CONNECTIONS, 0},
+    {"stream.max_streams", 1, 1 << 20, 0},
+    {"reconnect.min", 0, UINT32_MAX, 0},
+    {"reconnect.max", 0, UINT32_MAX, 0},
+    {"stream.open_timeout", 0, UINT32_MAX, 0},
+    {"tls.ca_file", 0, sizeof(((tc_client *)0)->ca_file) - 1, 1},
 };
 
 /* Agent names as the store has them: [a-z0-9._-], a letter or digit
@@ -101,19 +101,11 @@ static int tc_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
       return bad(key, "token", why, whylen, "%s",
                  "must be visible ASCII characters without spaces");
   }
-  for (size_t i = 0; i < sizeof(tc_limits) / sizeof(tc_limits[0]); i++) {
-    int64_t v = a->conf_int(ctx, tc_limits[i].key);
-    if (v < tc_limits[i].lo || v > tc_limits[i].hi) {
-      *key = tc_limits[i].key;
-      snprintf(why, whylen, "must be %lld to %lld", (long long)tc_limits[i].lo,
-               (long long)tc_limits[i].hi);
-      return PH_EINVAL;
-    }
-  }
-  const char *ca = a->conf_str(ctx, "tls.ca_file");
-  if (ca && strlen(ca) >= sizeof(((tc_client *)0)->ca_file))
-    return bad(key, "tls.ca_file", why, whylen, "%s",
-               "longer than 1024 bytes");
+  int rc = ph_conf_limits(ctx, a, tc_limits,
+                          sizeof(tc_limits) / sizeof(tc_limits[0]), key, why,
+                          whylen);
+  if (rc != PH_OK)
+    return rc;
   if (a->conf_int(ctx, "reconnect.min") > a->conf_int(ctx, "reconnect.max"))
     return bad(key, "reconnect.min", why, whylen, "%s",
                "must not exceed reconnect.max");

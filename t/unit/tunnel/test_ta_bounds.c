@@ -94,7 +94,7 @@ static void check(const char *key, size_t max, int pass, const char *what) {
     if (err[0])
       printf("# %s\n", err);
   }
-  snprintf(want, sizeof(want), "longer than %zu bytes", max);
+  snprintf(want, sizeof(want), "outside 0..%zu bytes", max);
   int up = boots(long_value(key, max + 1), err, sizeof(err));
   ok(!up && strstr(err, key) && strstr(err, want),
      pass ? "and one byte more is refused, never cut" : what);

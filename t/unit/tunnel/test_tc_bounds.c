@@ -89,24 +89,24 @@ int main(void) {
   passes("", "the defaults pass the check (init goes on to the links)");
   passes("connections = 8\nstream.max_streams = 1048576\n",
          "8 connections and 2^20 streams pass");
-  refused("connections = 9\n", "tunnel_client.connections", "1 to 8",
+  refused("connections = 9\n", "tunnel_client.connections", "outside 1..8",
           "a 9th connection (past conns[TC_MAX_CONNECTIONS]) is refused");
-  refused("connections = 0\n", "tunnel_client.connections", "1 to 8",
+  refused("connections = 0\n", "tunnel_client.connections", "outside 1..8",
           "no connection is refused");
   refused("stream.max_streams = 1048577\n", "tunnel_client.stream.max_streams",
-          "1 to 1048576", "more streams than the session's id table refused");
+          "outside 1..1048576", "more streams than the session's id table refused");
   refused("stream.max_streams = 4294967297\n",
-          "tunnel_client.stream.max_streams", "1 to 1048576",
+          "tunnel_client.stream.max_streams", "outside 1..1048576",
           "a stream count that would wrap to 1 as a u32 is refused");
   refused("reconnect.max = 4294967296ms\n", "tunnel_client.reconnect.max",
-          "0 to 4294967295", "a delay past 32 bits of ms is refused");
+          "outside 0..4294967295", "a delay past 32 bits of ms is refused");
   refused("stream.open_timeout = 4294967296ms\n",
-          "tunnel_client.stream.open_timeout", "0 to 4294967295",
+          "tunnel_client.stream.open_timeout", "outside 0..4294967295",
           "an open timeout past 32 bits of ms is refused");
   char body[1200] = "tls.ca_file = /";
   memset(body + 15, 'a', 1024);
   strcpy(body + 15 + 1024, "\n");
-  refused(body, "tunnel_client.tls.ca_file", "longer than 1024 bytes",
+  refused(body, "tunnel_client.tls.ca_file", "outside 0..1024 bytes",
           "a CA path longer than ca_file[1025] is refused, never cut");
   body[15 + 1023] = '\n';
   body[15 + 1024] = 0;
