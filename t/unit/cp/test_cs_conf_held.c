@@ -106,7 +106,7 @@ int main(void) {
           "the kept paths' CP_GRPC_PATH_LEN arrays");
   check_with("tls.cert_file", 0, 100000, path, err, sizeof(err));
   ok(strstr(err, " bytes, the bounds this module's code holds") &&
-         !strstr(err, path),
+         !strstr(err, "/aaaaaaaa"),
      "... its length held in bytes, never the path");
   return done_testing();
 }
