@@ -15,45 +15,40 @@
 /* cs_conf_keys, the key table, is generated from
  * controlplane_server.ini.sample (its "; type:" lines) by
  * tools/gen_conf_keys.awk into cs_conf_keys.c. Where this code relies on
- * a bound the sample states, cs_conf_read holds it again (cs_held below,
- * the string keys through ph_conf_copy into their arrays), so that a
- * wrong sample fails the start, closed. */
+ * a bound the sample states, cs_conf_read holds it again (held below,
+ * through ph_conf_limits; the other string keys through ph_conf_copy into
+ * their arrays), so that a wrong sample fails the start, closed. */
 
-/* The integer bounds the code relies on: counts cast to uint32_t and
+/* The bounds the code relies on: counts cast to uint32_t and
  * sizing arrays (health_forward_max: one push's buffer and the
  * authority's CP_AUTH_PASSIVE_PUSH_MAX), the hysteresis counters
  * (CS_HYST_MAX), percents, and the gRPC limits whose 0 would mean none
- * (grpc.max_calls, grpc.max_unauthenticated_connections). */
-typedef struct cs_held {
-  const char *key;
-  int64_t lo, hi;
-} cs_held;
-
-static const cs_held held[] = {
-    {"grpc.max_receive_message_size", 1024, 256 * CP_GRPC_MIB},
-    {"grpc.max_send_message_size", 1024, 256 * CP_GRPC_MIB},
-    {"grpc.max_concurrent_streams", 1, 10000},
-    {"grpc.max_calls", 1, 1000000},
-    {"grpc.max_unauthenticated_connections", 1, 65536},
-    {"max_runtime_counters", 1, 100000},
-    {"check_spread", 0, 50},
-    {"max_checkers", 1, 1024},
-    {"max_tasks", 1, 1000000},
-    {"max_checker_concurrency", 1, 65536},
-    {"health_rise", 1, CS_HYST_MAX},
-    {"health_fall", 1, CS_HYST_MAX},
-    {"health_panic_threshold", 1, 100},
-    {"health_weight_dial", 0, 100},
-    {"health_weight_handshake", 0, 100},
-    {"health_weight_response", 0, 100},
-    {"health_weight_tunnel", 0, 100},
-    {"health_forward_max", 1, CP_AUTH_PASSIVE_PUSH_MAX},
-};
-
-/* The TLS paths are kept in CP_GRPC_PATH_LEN arrays for reloads
+ * (grpc.max_calls, grpc.max_unauthenticated_connections); and the TLS
+ * paths, kept in CP_GRPC_PATH_LEN arrays for reloads
  * (cp_grpc_tls_paths_keep). */
-static const char *const tls_files[] = {"tls.cert_file", "tls.key_file",
-                                        "tls.ca_file"};
+static const ph_conf_limit held[] = {
+    {"grpc.max_receive_message_size", 1024, 256 * CP_GRPC_MIB, 0},
+    {"grpc.max_send_message_size", 1024, 256 * CP_GRPC_MIB, 0},
+    {"grpc.max_concurrent_streams", 1, 10000, 0},
+    {"grpc.max_calls", 1, 1000000, 0},
+    {"grpc.max_unauthenticated_connections", 1, 65536, 0},
+    {"max_runtime_counters", 1, 100000, 0},
+    {"check_spread", 0, 50, 0},
+    {"max_checkers", 1, 1024, 0},
+    {"max_tasks", 1, 1000000, 0},
+    {"max_checker_concurrency", 1, 65536, 0},
+    {"health_rise", 1, CS_HYST_MAX, 0},
+    {"health_fall", 1, CS_HYST_MAX, 0},
+    {"health_panic_threshold", 1, 100, 0},
+    {"health_weight_dial", 0, 100, 0},
+    {"health_weight_handshake", 0, 100, 0},
+    {"health_weight_response", 0, 100, 0},
+    {"health_weight_tunnel", 0, 100, 0},
+    {"health_forward_max", 1, CP_AUTH_PASSIVE_PUSH_MAX, 0},
+    {"tls.cert_file", 0, CP_GRPC_PATH_LEN - 1, 1},
+    {"tls.key_file", 0, CP_GRPC_PATH_LEN - 1, 1},
+    {"tls.ca_file", 0, CP_GRPC_PATH_LEN - 1, 1},
+};
 
 static int seg_ok(const char *s) {
   if (!*s)
@@ -180,18 +175,11 @@ static int checker_keys(ph_ctx *ctx, const ph_api *a, cs_conf *c,
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
-  for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
-    int64_t v = a->conf_int(ctx, held[i].key);
-    if (v < held[i].lo || v > held[i].hi)
-      FAIL(held[i].key, "must be %lld to %lld", (long long)held[i].lo,
-           (long long)held[i].hi);
-  }
-  for (size_t i = 0; i < sizeof(tls_files) / sizeof(tls_files[0]); i++) {
-    const char *p = a->conf_str(ctx, tls_files[i]);
-    if (p && strlen(p) >= CP_GRPC_PATH_LEN)
-      FAIL(tls_files[i], "at most %d bytes", CP_GRPC_PATH_LEN - 1);
-  }
-  int rc = cp_grpc_conf_check_server(ctx, a, "listen", key, why, whylen);
+  int rc = ph_conf_limits(ctx, a, held, sizeof(held) / sizeof(held[0]), key,
+                          why, whylen);
+  if (rc != PH_OK)
+    return rc;
+  rc = cp_grpc_conf_check_server(ctx, a, "listen", key, why, whylen);
   if (rc != PH_OK)
     return rc;
   c->mtls = strcmp(a->conf_str(ctx, "tls.mode"), "mtls") == 0;

@@ -44,33 +44,18 @@ static int check_open(ph_ctx *ctx, const ph_api *api, int password,
   return PH_EINVAL;
 }
 
-int frontend_check_ranges(ph_ctx *ctx, const ph_api *api,
-                          const frontend_range *r, size_t n, const char **key,
-                          char *why, size_t whylen) {
-  for (size_t i = 0; i < n; i++) {
-    int64_t v = api->conf_int(ctx, r[i].key);
-    if (v < r[i].min || v > r[i].max)
-      return ph_conf_fail(key, r[i].key, why, whylen,
-                          "%lld is outside %lld..%lld, the most this module "
-                          "can hold",
-                          (long long)v, (long long)r[i].min,
-                          (long long)r[i].max);
-  }
-  return PH_OK;
-}
-
 /* The bounds the code needs (frontend_check.h), held again here so that
  * a sample declaring wider ones cannot widen them. */
-static const frontend_range held[] = {
-    {"backlog", 1, FRONTEND_BACKLOG_MAX},
-    {"max_clients", 1, FRONTEND_MAX_CLIENTS_MAX},
-    {"buffer_size", FRONTEND_BUFFER_MIN, FRONTEND_BUFFER_MAX},
+static const ph_conf_limit held[] = {
+    {"backlog", 1, FRONTEND_BACKLOG_MAX, 0},
+    {"max_clients", 1, FRONTEND_MAX_CLIENTS_MAX, 0},
+    {"buffer_size", FRONTEND_BUFFER_MIN, FRONTEND_BUFFER_MAX, 0},
 };
 
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen) {
-  int r = frontend_check_ranges(ctx, api, held, sizeof(held) / sizeof(held[0]),
-                                key, why, whylen);
+  int r = ph_conf_limits(ctx, api, held, sizeof(held) / sizeof(held[0]), key,
+                         why, whylen);
   if (r != PH_OK)
     return r;
   r = listener_check_listen(ctx, api, key, why, whylen);

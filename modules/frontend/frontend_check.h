@@ -10,23 +10,12 @@
  * module's sample declares (the key tables are generated from the
  * .ini.sample files): backlog and max_clients become ints (listen(2),
  * the listener's count), buffer_size sizes each stream's buffers. The
- * samples say the same numbers; frontend_check holds them again. */
+ * samples say the same numbers; frontend_check holds them again
+ * (ph_conf_limits, lib/conf_values.h). */
 #define FRONTEND_BACKLOG_MAX 65535
 #define FRONTEND_MAX_CLIENTS_MAX 1000000
 #define FRONTEND_BUFFER_MIN 4096
 #define FRONTEND_BUFFER_MAX 1048576
-
-/* An integer key's bounds as the code needs them. */
-typedef struct frontend_range {
-  const char *key;
-  int64_t min, max;
-} frontend_range;
-
-/* Each key of r[0..n) (api->conf_int) within its bounds: PH_OK, or
- * PH_EINVAL with *key and a reason in why for the first that is not. */
-int frontend_check_ranges(ph_ctx *ctx, const ph_api *api,
-                          const frontend_range *r, size_t n, const char **key,
-                          char *why, size_t whylen);
 
 /* A ph_module.check: backlog, max_clients and buffer_size are within the
  * bounds above; the listen address parses (listener_check_listen);

@@ -29,6 +29,7 @@
 #include "frontend/frontend_gate.h"
 #include "frontend/frontend_services.h"
 #include "http_proxy_int.h"
+#include "lib/conf_values.h"
 #include "lib/metric_table.h"
 
 const ph_api *hp_api;
@@ -47,19 +48,19 @@ extern const ph_conf_key hp_keys[];
 #define HP_HEADER_BYTES_MAX 65536
 #define HP_HEADERS_MAX 1000
 
-static const frontend_range hp_held[] = {
-    {"max_request_line", HP_REQUEST_LINE_MIN, HP_REQUEST_LINE_MAX},
-    {"max_header_bytes", HP_HEADER_BYTES_MIN, HP_HEADER_BYTES_MAX},
-    {"max_headers", 1, HP_HEADERS_MAX},
+static const ph_conf_limit hp_held[] = {
+    {"max_request_line", HP_REQUEST_LINE_MIN, HP_REQUEST_LINE_MAX, 0},
+    {"max_header_bytes", HP_HEADER_BYTES_MIN, HP_HEADER_BYTES_MAX, 0},
+    {"max_headers", 1, HP_HEADERS_MAX, 0},
 };
 
 /* ph_module.check: the head limits within what the code holds, then the
  * frontends' shared check. */
 static int hp_check(ph_ctx *ctx, const ph_api *api, const char **key,
                     char *why, size_t whylen) {
-  int r = frontend_check_ranges(ctx, api, hp_held,
-                                sizeof(hp_held) / sizeof(hp_held[0]), key, why,
-                                whylen);
+  int r = ph_conf_limits(ctx, api, hp_held,
+                         sizeof(hp_held) / sizeof(hp_held[0]), key, why,
+                         whylen);
   return r != PH_OK ? r : frontend_check(ctx, api, key, why, whylen);
 }
 

@@ -81,6 +81,9 @@ int main(void) {
   refused("health_forward_max", 0, 1000000, "4097",
           "one push's buffer and CP_AUTH_PASSIVE_PUSH_MAX");
   refused("health_forward_max", 0, 1000000, "0", "a push of no proxy");
+  check_with("health_forward_max", 0, 1000000, "4097", err, sizeof(err));
+  like(err, "health_forward_max: outside 1..4096, the bounds this module's "
+       "code holds", "the refusal names the bounds held (ph_conf_limits)");
   refused("health_rise", 0, 1000000, "101", "CS_HYST_MAX");
   refused("health_fall", 0, 1000000, "0", "a fall of 0");
   refused("health_weight_dial", 0, 1000000, "101", "a percent");
@@ -101,5 +104,9 @@ int main(void) {
   path[sizeof(path) - 1] = 0;
   refused("tls.cert_file", 0, 100000, path,
           "the kept paths' CP_GRPC_PATH_LEN arrays");
+  check_with("tls.cert_file", 0, 100000, path, err, sizeof(err));
+  ok(strstr(err, " bytes, the bounds this module's code holds") &&
+         !strstr(err, "/aaaaaaaa"),
+     "... its length held in bytes, never the path");
   return done_testing();
 }

@@ -6,8 +6,8 @@
  * are gone, as a wrong sample would make it: its check must still refuse
  * what the code cannot hold (frontend_check: backlog, max_clients,
  * buffer_size; http_proxy's hp_check: max_request_line,
- * max_header_bytes, max_headers), naming the key, and accept the value at
- * the bound. Requirements: TM-SEC-1 (bounded heads and buffers). */
+ * max_header_bytes, max_headers; both through ph_conf_limits), naming
+ * the key and the bounds, and accept the value at the bound. Requirements: TM-SEC-1 (bounded heads and buffers). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,13 +66,12 @@ static const char *init_err(const char *name, const char *key,
 static void held(const char *name, const char *key, const char *at,
                  const char *past, const char *below, const char *range) {
   char want[256], what[256];
-  snprintf(want, sizeof(want), "%s.%s: %s is outside %s, the most this "
-           "module can hold", name, key, past, range);
+  snprintf(want, sizeof(want), "%s.%s: outside %s, the bounds this "
+           "module's code holds", name, key, range);
   snprintf(what, sizeof(what), "%s.%s = %s past a widened sample: refused",
            name, key, past);
   like(init_err(name, key, past), want, what);
-  snprintf(want, sizeof(want), "%s.%s: %s is outside %s", name, key, below,
-           range);
+  snprintf(want, sizeof(want), "%s.%s: outside %s", name, key, range);
   snprintf(what, sizeof(what), "%s.%s = %s below a widened sample: refused",
            name, key, below);
   like(init_err(name, key, below), want, what);
