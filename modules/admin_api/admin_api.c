@@ -39,38 +39,17 @@
 #include "lib/json.h"
 #include "frontend/provider_check.h"
 
-#define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
 /* The bytes one record takes at most in a list's answer (names 64, a
  * pattern 255, escapes at most 6 bytes each, field names). */
 #define RECORD_JSON_MAX 2400
 
 static const ph_api *api;
 
-static const ph_conf_key api_keys[] = {
-    PH_CONF_KEY("store", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "the authz.store provider instance (store_sqlite, store_pg); "
-                "required",
-                NULL),
-    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
-                "file holding the admin token, readable only by its owner "
-                "(proxyhostctl admin-token new FILE); required",
-                NULL),
-    PH_CONF_KEY("access", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "the access provider GET /v1/authorize asks (auth_cache, "
-                "or a store); empty: the store named by store",
-                NULL),
-    PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "moved to [pool_api] authority (the pool's routes are "
-                "pool_api's); must be empty",
-                NULL),
-    PH_CONF_KEY("credentials", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "moved to [pool_api] credentials (the pool's routes are "
-                "pool_api's); must be empty",
-                NULL),
-    PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
-                NULL, "admin API requests waiting for the store at once",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from admin_api.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into admin_api_keys.c. max_in_flight's maximum
+ * there is PH_ROUTE_MAX_IN_FLIGHT, which the host's route table checks
+ * again: a sample that allows more fails the start, closed. */
+extern const ph_conf_key api_keys[];
 
 static const char *const api_requires[] = {PH_AZ_STORE_SERVICE, NULL};
 

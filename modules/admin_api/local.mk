@@ -14,6 +14,11 @@ modules_admin_api_admin_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS) $(OPENSSL_CFLAGS
 modules_admin_api_admin_api_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_admin_api_admin_api_la_LIBADD = $(ADMIN_KIT_LIBADD) $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/admin_api.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_admin_api_admin_api_la_SOURCES = %D%/admin_api_keys.c
+CONF_KEYS_C += %D%/admin_api_keys.c
+%D%/admin_api_keys.c: %D%/admin_api.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=api_keys $(srcdir)/%D%/admin_api.ini.sample >$@.tmp && mv $@.tmp $@
 bin_PROGRAMS += tools/proxyhostctl
 tools_proxyhostctl_SOURCES = tools/proxyhostctl.c tools/ctl_http.c \
 	tools/ctl_http.h tools/ctl_print.c tools/ctl_print.h \

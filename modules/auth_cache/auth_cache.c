@@ -22,42 +22,9 @@
 
 static const ph_api *api;
 
-static const ph_conf_key keys[] = {
-    PH_CONF_KEY("store", PH_CONF_STRING, NULL, 1, 128,
-                PH_CONF_REQUIRED | PH_CONF_RESTART, NULL,
-                "the instance whose \"access\" service is cached "
-                "(store_sqlite, store_pg)",
-                NULL),
-    PH_CONF_KEY("enabled", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
-                "false: every check goes to the store (counted "
-                "cache=\"bypass\")",
-                NULL),
-    PH_CONF_KEY("max_entries", PH_CONF_INT, "100000", 1, 10000000, 0, NULL,
-                "verdicts kept; beyond, an approximate LRU evicts", NULL),
-    PH_CONF_KEY("max_pending", PH_CONF_INT, "4096", 1, 65536, PH_CONF_RESTART,
-                NULL,
-                "distinct keys being fetched from the store at once; "
-                "beyond, unavailable/queue_full",
-                NULL),
-    PH_CONF_KEY("max_waiters", PH_CONF_INT, "65536", 1, 1048576,
-                PH_CONF_RESTART, NULL,
-                "checks waiting for an answer (on a fetch or a loop turn); "
-                "beyond, unavailable/queue_full",
-                NULL),
-    PH_CONF_KEY("max_positive_ttl", PH_CONF_DURATION, "5m", 0, 3600000, 0, NULL,
-                "the longest an allow is kept (the store's ttl_ms is "
-                "cut to it)",
-                NULL),
-    PH_CONF_KEY("max_negative_ttl", PH_CONF_DURATION, "3s", 0, 3600000, 0, NULL,
-                "the longest a deny is kept (the store's ttl_ms is cut "
-                "to it)",
-                NULL),
-    PH_CONF_KEY("revision_interval", PH_CONF_DURATION, "250ms", 10, 5000, 0,
-                NULL,
-                "how often the store's revision is read between "
-                "checks (readiness, generation switch)",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from auth_cache.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into auth_cache_keys.c. */
+extern const ph_conf_key keys[];
 
 /* The store names a loaded provider of "access" other than this one. */
 static int cache_check(ph_ctx *ctx, const ph_api *a, const char **key,

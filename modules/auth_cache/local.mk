@@ -14,6 +14,11 @@ modules_auth_cache_auth_cache_la_SOURCES = %D%/auth_cache.c \
 	modules/lib/metric_table.c modules/lib/kcache.c modules/lib/sflight.c
 modules_auth_cache_auth_cache_la_LDFLAGS = $(MODULE_LDFLAGS)
 dist_samples_DATA += %D%/auth_cache.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_auth_cache_auth_cache_la_SOURCES = %D%/auth_cache_keys.c
+CONF_KEYS_C += %D%/auth_cache_keys.c
+%D%/auth_cache_keys.c: %D%/auth_cache.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) $(srcdir)/%D%/auth_cache.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The module through the mock host; one generation on its own.
 UNIT_TESTS += t/unit/auth/test_auth_cache t/unit/auth/test_auth_cache_gen

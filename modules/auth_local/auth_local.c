@@ -25,10 +25,8 @@
 #include "lib/sflight.h"
 #include "pwhash.h"
 
-#define MAX_USERS 1024
 #define CRED_MAX 255
 #define KEY_LEN 32          /* SHA-256(user NUL password) */
-#define CACHE_MAX 100000    /* the largest cache_size */
 
 typedef struct user {
   char name[CRED_MAX + 1];
@@ -78,20 +76,10 @@ static const ph_metric_table auth_metrics[] = {
               m_checks),
     PH_METRIC_END};
 
-static const ph_conf_key auth_keys[] = {
-    PH_CONF_KEY("users", PH_CONF_LIST, "", 0, MAX_USERS, PH_CONF_SENSITIVE, NULL,
-     "NAME:HASH entries; HASH from proxyhost-passwd", NULL),
-    PH_CONF_KEY("cache_ttl", PH_CONF_DURATION, "60s", 0, 3600000, 0, NULL,
-     "how long a verified password is remembered (0: never)", NULL),
-    PH_CONF_KEY("cache_size", PH_CONF_INT, "1024", 0, CACHE_MAX, 0, NULL,
-     "remembered verifications", NULL),
-    PH_CONF_KEY("max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
-     "checks in flight (password and access, each); beyond it a check is "
-     "denied",
-     NULL),
-    PH_CONF_KEY("access_ttl", PH_CONF_DURATION, "5s", 0, 3600000, 0, NULL,
-     "how long a caller may keep an access verdict (0: not at all)", NULL),
-    PH_CONF_END};
+/* The key table, generated from auth_local.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into auth_local_keys.c: users' count (1024) and
+ * cache_size's maximum (100000) are held there only. */
+extern const ph_conf_key auth_keys[];
 
 static void cred_key(const char *u, size_t ul, const char *p, size_t pl,
                      unsigned char out[32]) {

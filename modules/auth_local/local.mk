@@ -12,6 +12,11 @@ modules_auth_local_auth_local_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_auth_local_auth_local_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_auth_local_auth_local_la_LIBADD = $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/auth_local.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_auth_local_auth_local_la_SOURCES = %D%/auth_local_keys.c
+CONF_KEYS_C += %D%/auth_local_keys.c
+%D%/auth_local_keys.c: %D%/auth_local.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=auth_keys $(srcdir)/%D%/auth_local.ini.sample >$@.tmp && mv $@.tmp $@
 # Prints the hash line for a password read from stdin.
 bin_PROGRAMS += tools/proxyhost-passwd
 tools_proxyhost_passwd_SOURCES = tools/proxyhost_passwd.c \

@@ -8,102 +8,27 @@
 #include "chk_conf.h"
 #include "chk_probe.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_held.h"
 #include "lib/conf_values.h"
 
-#define ID_KEY(flag, name, env, help)                                         \
-  PH_CONF_KEY_FLAG(flag, name, PH_CONF_STRING, NULL, 1, PH_POOL_ID_MAX,       \
-                   PH_CONF_REQUIRED | PH_CONF_RESTART, env, help, NULL)
-
-const ph_conf_key chk_conf_keys[] = {
-    PH_CONF_KEY_FLAG("control-plane", "address", PH_CONF_STRING, NULL, 1,
-                     CHK_ADDRESS_MAX, PH_CONF_REQUIRED | PH_CONF_RESTART,
-                     "PROXY_POOL_CONTROL_PLANE_ADDRESS",
-                     "host:port of the controller, or of up to 4 controllers "
-                     "(IP literals, comma-separated): the next on failure",
-                     NULL),
-    ID_KEY("cluster-id", "cluster_id", "PROXY_POOL_CLUSTER_ID",
-           "the cluster this checker works for"),
-    ID_KEY("checker-id", "checker_id", "PROXY_POOL_CHECKER_ID",
-           "the logical checker; the client certificate's SPIFFE id "
-           "(.../checker/<checker-id>) names it"),
-    ID_KEY("instance-id", "instance_id", "PROXY_POOL_INSTANCE_ID",
-           "this process (a new one per restart)"),
-    ID_KEY("zone", "zone", "PROXY_POOL_ZONE", "this checker's zone"),
-    CP_GRPC_TLS_KEYS,
-    CP_GRPC_CLIENT_KEYS,
-    PH_CONF_KEY("max_concurrency", PH_CONF_INT, "64", 1, 4096,
-                PH_CONF_RESTART, NULL,
-                "checks at once, registered with the controller (CP-6-1); "
-                "a task beyond it is answered CHECKER_ERROR no_resources",
-                NULL),
-    PH_CONF_KEY("tiers", PH_CONF_STRING, "basic,egress,target", 1, 64,
-                PH_CONF_RESTART, NULL,
-                "the tiers this checker runs (comma list of basic, egress, "
-                "target)",
-                NULL),
-    CP_CLIENT_BACKOFF_KEYS,
-    PH_CONF_KEY("rpc_timeout", PH_CONF_DURATION, "10s", 100, 300000,
-                PH_CONF_RESTART, NULL,
-                "deadline of RegisterChecker and of each ReportObservations",
-                NULL),
-    PH_CONF_KEY("task.max_duration", PH_CONF_DURATION, "30s", 100, 300000,
-                PH_CONF_RESTART, NULL,
-                "a check ends at its task's deadline or after this, the "
-                "sooner",
-                NULL),
-    PH_CONF_KEY("task.report_margin", PH_CONF_DURATION, "1s", 0, 60000,
-                PH_CONF_RESTART, NULL,
-                "a check ends this long before its task's deadline, so that "
-                "its result (a timeout too) reaches the controller in time "
-                "(at least batch.flush)",
-                NULL),
-    PH_CONF_KEY("task.min_budget", PH_CONF_DURATION, "500ms", 10, 60000,
-                PH_CONF_RESTART, NULL,
-                "a task with less than this left before its deadline is "
-                "answered CHECKER_ERROR late_task, no check; a check that "
-                "timed out served less than this (the checker's loop late) "
-                "is CHECKER_ERROR short_budget, not TIMEOUT",
-                NULL),
-    PH_CONF_KEY("response_max", PH_CONF_INT, "65536", 1024, 1048576,
-                PH_CONF_RESTART, NULL,
-                "largest answer (head and body) a check reads; more: FAILED "
-                "response_too_large",
-                NULL),
-    PH_CONF_KEY("task_batch.max", PH_CONF_INT, "256", 1, 4096,
-                PH_CONF_RESTART, NULL,
-                "check tasks the controller may send in one WatchCheckTasks "
-                "message (1: one each, as older checkers)",
-                NULL),
-    PH_CONF_KEY("batch.max", PH_CONF_INT, "256", 1, 4096, PH_CONF_RESTART,
-                NULL, "observations in one ReportObservations batch", NULL),
-    PH_CONF_KEY("batch.flush", PH_CONF_DURATION, "500ms", 10, 60000,
-                PH_CONF_RESTART, NULL,
-                "a partial batch is sent after this", NULL),
-    PH_CONF_KEY("queue.max", PH_CONF_INT, "8192", 16, 1048576,
-                PH_CONF_RESTART, NULL,
-                "observations waiting to be reported; more are dropped and "
-                "counted (the controller re-issues their tasks)",
-                NULL),
-    PH_CONF_KEY("echo.probe_interval", PH_CONF_DURATION, "10s", 1000,
-                600000, PH_CONF_RESTART, NULL,
-                "how often the checker fetches its echo endpoint directly "
-                "(and at once after an EGRESS failure)",
-                NULL),
-    PH_CONF_KEY("echo.url", PH_CONF_STRING, NULL, 0, CHK_TARGET_MAX,
-                PH_CONF_RESTART, NULL,
-                "the echo endpoint to probe directly before any task names "
-                "one (http://host:port/path, the host a name only with a "
-                "connector; empty: the tasks' echo_url)",
-                NULL),
-    PH_CONF_KEY("connector", PH_CONF_STRING, NULL, 0, CHK_CONNECTOR_MAX,
-                PH_CONF_RESTART, NULL,
-                "the connector instance (a `direct`) that resolves and "
-                "dials the proxies and the echo endpoint, as the gateway's "
-                "pool.upstream_connector; empty: the checker dials address "
-                "literals itself and a name is CHECKER_ERROR "
-                "name_not_supported",
-                NULL),
-    PH_CONF_END};
+/* chk_conf_keys, the key table, is generated from checker.ini.sample (its
+ * "; type:" lines) by tools/gen_conf_keys.awk into chk_conf_keys.c. The
+ * bounds this code relies on are held again here, so that a sample
+ * declaring more fails the start, closed: the identity strings by
+ * cp_conf_identity (their arrays: PH_POOL_ID_MAX, CHK_ADDRESS_MAX), the
+ * transport's and the backoff by cp_grpc_client_held (cp_grpc_held.h),
+ * and below the strings copied into fixed arrays (tiers into 65 bytes,
+ * connector, echo.url) and the uint32 counts that size the checks, the
+ * answer buffer (response_max), the batches and the observation queue. */
+static const ph_conf_limit held[] = {
+    {"tiers", 1, 64, 1},
+    {"connector", 0, CHK_CONNECTOR_MAX, 1},
+    {"echo.url", 0, CHK_TARGET_MAX, 1},
+    {"max_concurrency", 1, 4096, 0},
+    {"response_max", 1024, 1048576, 0},
+    {"task_batch.max", 1, 4096, 0},
+    {"batch.max", 1, 4096, 0},
+    {"queue.max", 16, 1048576, 0}};
 
 static int read_tiers(const char *s, chk_conf *c) {
   c->n_tiers = 0;
@@ -139,6 +64,9 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
                         sizeof(c->checker_id), sizeof(c->instance_id),
                         sizeof(c->zone)};
   int rc = cp_conf_identity(ctx, a, req, dst, cap, 5, key, why, whylen);
+  if (rc == PH_OK)
+    rc = cp_grpc_client_held(ctx, a, held, sizeof(held) / sizeof(held[0]),
+                             key, why, whylen);
   if (rc != PH_OK)
     return rc;
   if (read_tiers(a->conf_str(ctx, "tiers"), c))

@@ -25,6 +25,7 @@ CHK_SOURCES = %D%/checker.c \
 	%D%/chk_wire.c %D%/chk_wire.h \
 	%D%/chk_report.c %D%/chk_report.h \
 	%D%/chk_status.c %D%/chk_status.h \
+	modules/cp_common/grpc/cp_grpc_held.h \
 	$(CHK_CORE)
 CHK_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 CHK_LIBS = modules/cp_common/grpc/libcpgrpc.la \
@@ -36,10 +37,19 @@ CHK_LIBS = modules/cp_common/grpc/libcpgrpc.la \
 if MODULE_CHECKER
 module_LTLIBRARIES += %D%/checker.la
 modules_checker_checker_la_SOURCES = $(CHK_SOURCES)
+nodist_modules_checker_checker_la_SOURCES = %D%/chk_conf_keys.c
 modules_checker_checker_la_CPPFLAGS = $(CHK_CPPFLAGS)
 modules_checker_checker_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_checker_checker_la_LIBADD = $(CHK_LIBS)
 dist_samples_DATA += %D%/checker.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+CONF_KEYS_C += %D%/chk_conf_keys.c
+CHK_KEY_GROUPS = $(KEYS_CP_GRPC_TLS) $(KEYS_TLS_RELOAD) \
+	$(KEYS_CP_GRPC_COMMON) $(KEYS_CP_GRPC_CLIENT)
+%D%/chk_conf_keys.c: %D%/checker.ini.sample $(GEN_CONF_KEYS_AWK) \
+		$(CHK_KEY_GROUPS)
+	$(GEN_CONF_KEYS) -v table=chk_conf_keys -v groups="$(CHK_KEY_GROUPS)" \
+		$(srcdir)/%D%/checker.ini.sample >$@.tmp && mv $@.tmp $@
 # The generated headers must exist before these compile.
 %D%/checker_la-checker.lo %D%/checker_la-chk_wire.lo \
 %D%/checker_la-chk_conf.lo %D%/checker_la-chk_report.lo: \

@@ -5,55 +5,24 @@
 
 #include "lib/conf_values.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_held.h"
 #include "cpc_conf.h"
 
-#define ID_KEY(flag, name, env, help)                                         \
-  PH_CONF_KEY_FLAG(flag, name, PH_CONF_STRING, NULL, 1, PH_POOL_ID_MAX,       \
-                   PH_CONF_REQUIRED | PH_CONF_RESTART, env, help, NULL)
-
-const ph_conf_key cpc_conf_keys[] = {
-    PH_CONF_KEY_FLAG("control-plane", "address", PH_CONF_STRING, NULL, 1,
-                     CPC_ADDRESS_MAX,
-                     PH_CONF_REQUIRED | PH_CONF_RESTART,
-                     "PROXY_POOL_CONTROL_PLANE_ADDRESS",
-                     "host:port of the controller (its dialable address, "
-                     "not its listen key), or of up to 4 controllers (IP "
-                     "literals, comma-separated): the next on failure",
-                     NULL),
-    ID_KEY("cluster-id", "cluster_id", "PROXY_POOL_CLUSTER_ID",
-           "the cluster the snapshots must belong to"),
-    ID_KEY("worker-id", "worker_id", "PROXY_POOL_WORKER_ID",
-           "the logical worker; the client certificate's SPIFFE id names it"),
-    ID_KEY("instance-id", "instance_id", "PROXY_POOL_INSTANCE_ID",
-           "this process (a new one per restart)"),
-    ID_KEY("zone", "zone", "PROXY_POOL_ZONE", "this instance's zone"),
-    CP_GRPC_TLS_KEYS,
-    CP_GRPC_CLIENT_KEYS,
-    CP_CLIENT_BACKOFF_KEYS,
-    PH_CONF_KEY("runtime_interval.min", PH_CONF_DURATION, "1s", 100, 600000,
-                PH_CONF_RESTART, NULL,
-                "the controller's runtime_interval is raised to this", NULL),
-    PH_CONF_KEY("runtime_interval.max", PH_CONF_DURATION, "30s", 100, 600000,
-                PH_CONF_RESTART, NULL,
-                "the controller's runtime_interval is lowered to this", NULL),
-    PH_CONF_KEY("max_stale.max", PH_CONF_DURATION, "5m", 1000, 86400000,
-                PH_CONF_RESTART, NULL,
-                "the controller's max_stale_age is lowered to this (CP-3-18)",
-                NULL),
-    PH_CONF_KEY("rpc_timeout", PH_CONF_DURATION, "10s", 100, 300000,
-                PH_CONF_RESTART, NULL,
-                "deadline of each unary call (register, ack, runtime)", NULL),
-    PH_CONF_KEY("snapshot.max_proxies", PH_CONF_INT, "10000", 1,
-                PH_POOL_PROXIES_MAX, PH_CONF_RESTART, NULL,
-                "a snapshot with more proxies is NACKed TOO_LARGE", NULL),
-    PH_CONF_KEY("snapshot.max_routes", PH_CONF_INT, "1000", 1,
-                PH_POOL_ROUTES_MAX, PH_CONF_RESTART, NULL,
-                "a snapshot with more routing rules is NACKed TOO_LARGE",
-                NULL),
-    PH_CONF_KEY("snapshot.max_credentials", PH_CONF_INT, "10000", 1,
-                PH_POOL_PROXIES_MAX, PH_CONF_RESTART, NULL,
-                "a snapshot with more credentials is NACKed TOO_LARGE", NULL),
-    {0}};
+/* cpc_conf_keys, the key table, is generated from
+ * controlplane_client.ini.sample (its "; type:" lines) by
+ * tools/gen_conf_keys.awk into cpc_conf_keys.c. The bounds this code
+ * relies on are held again here, so that a sample declaring more fails
+ * the start, closed: the identity strings by cp_conf_identity (their
+ * arrays: PH_POOL_ID_MAX, CPC_ADDRESS_MAX), the transport's by
+ * cp_grpc_client_held (cp_grpc_held.h), and below the uint32 times of
+ * cp_sup_limits and the snapshot receiver's counts (CP-8-3). */
+static const ph_conf_limit held[] = {
+    {"runtime_interval.min", 100, 600000, 0},
+    {"runtime_interval.max", 100, 600000, 0},
+    {"max_stale.max", 1000, 86400000, 0},
+    {"snapshot.max_proxies", 1, PH_POOL_PROXIES_MAX, 0},
+    {"snapshot.max_routes", 1, PH_POOL_ROUTES_MAX, 0},
+    {"snapshot.max_credentials", 1, PH_POOL_PROXIES_MAX, 0}};
 
 int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
                   const char **key, char *why, size_t whylen) {
@@ -67,6 +36,9 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
                         sizeof(c->worker_id), sizeof(c->instance_id),
                         sizeof(c->zone)};
   int rc = cp_conf_identity(ctx, a, req, dst, cap, 5, key, why, whylen);
+  if (rc == PH_OK)
+    rc = cp_grpc_client_held(ctx, a, held, sizeof(held) / sizeof(held[0]),
+                             key, why, whylen);
   if (rc != PH_OK)
     return rc;
   c->sup.backoff_min_ms = (uint32_t)a->conf_int(ctx, "backoff.min");

@@ -23,7 +23,8 @@ CPC_SOURCES = %D%/controlplane_client.c \
 	%D%/cpc_material.h \
 	modules/contracts/cp_session.h \
 	%D%/cp_supervisor.c \
-	%D%/cp_supervisor.h
+	%D%/cp_supervisor.h \
+	modules/cp_common/grpc/cp_grpc_held.h
 CPC_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) $(OPENSSL_CFLAGS)
 # libcpsnapshot.la brings libcpproto.la (and protobuf-c).
 CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.la \
@@ -33,10 +34,20 @@ CPC_LIBS = modules/cp_common/grpc/libcpgrpc.la modules/cp_common/view/libcpview.
 if MODULE_CONTROLPLANE_CLIENT
 module_LTLIBRARIES += %D%/controlplane_client.la
 modules_controlplane_client_controlplane_client_la_SOURCES = $(CPC_SOURCES)
+nodist_modules_controlplane_client_controlplane_client_la_SOURCES = \
+	%D%/cpc_conf_keys.c
 modules_controlplane_client_controlplane_client_la_CPPFLAGS = $(CPC_CPPFLAGS)
 modules_controlplane_client_controlplane_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_controlplane_client_controlplane_client_la_LIBADD = $(CPC_LIBS)
 dist_samples_DATA += %D%/controlplane_client.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+CONF_KEYS_C += %D%/cpc_conf_keys.c
+CPC_KEY_GROUPS = $(KEYS_CP_GRPC_TLS) $(KEYS_TLS_RELOAD) \
+	$(KEYS_CP_GRPC_COMMON) $(KEYS_CP_GRPC_CLIENT)
+%D%/cpc_conf_keys.c: %D%/controlplane_client.ini.sample $(GEN_CONF_KEYS_AWK) \
+		$(CPC_KEY_GROUPS)
+	$(GEN_CONF_KEYS) -v table=cpc_conf_keys -v groups="$(CPC_KEY_GROUPS)" \
+		$(srcdir)/%D%/controlplane_client.ini.sample >$@.tmp && mv $@.tmp $@
 # The generated headers must exist before these compile.
 %D%/controlplane_client_la-controlplane_client.lo \
 %D%/controlplane_client_la-cpc_conf.lo \

@@ -12,204 +12,43 @@
 #include "cs_sched_plan.h"
 #include "cs_hyst.h"
 
-#define H 3600000
-#define DAY 86400000
+/* cs_conf_keys, the key table, is generated from
+ * controlplane_server.ini.sample (its "; type:" lines) by
+ * tools/gen_conf_keys.awk into cs_conf_keys.c. Where this code relies on
+ * a bound the sample states, cs_conf_read holds it again (held below,
+ * through ph_conf_limits; the other string keys through ph_conf_copy into
+ * their arrays), so that a wrong sample fails the start, closed. */
 
-const ph_conf_key cs_conf_keys[] = {
-    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:7443", 1, 128,
-                PH_CONF_RESTART, NULL,
-                "host:port of the WorkerControlPlane gRPC server "
-                "(plaintext: loopback only)",
-                NULL),
-    CP_GRPC_TLS_KEYS,
-    CP_GRPC_SERVER_KEYS,
-    PH_CONF_KEY("cluster_id", PH_CONF_STRING, "default", 1, PH_POOL_ID_MAX,
-                PH_CONF_RESTART, NULL,
-                "the cluster this controller serves (RegisterWorker's "
-                "cluster_id must be it; the authority's cluster_id too)",
-                NULL),
-    PH_CONF_KEY("trust_domain", PH_CONF_STRING, "proxyhost.local", 1, 255,
-                PH_CONF_RESTART, NULL,
-                "SPIFFE trust domain of the workers' certificates (mtls)",
-                NULL),
-    PH_CONF_KEY("environment", PH_CONF_STRING, "prod", 1, PH_POOL_NAME_MAX,
-                PH_CONF_RESTART, NULL,
-                "SPIFFE path segment after the trust domain: "
-                "spiffe://<trust_domain>/<environment>/worker/<id>",
-                NULL),
-    PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, PH_POOL_NAME_MAX,
-                PH_CONF_RESTART, NULL,
-                "instance providing cp.authority (redis_ownership); "
-                "empty: the only one",
-                NULL),
-    PH_CONF_KEY("store", PH_CONF_STRING, "", 0, PH_POOL_NAME_MAX,
-                PH_CONF_RESTART, NULL,
-                "instance providing pool.store (store_sqlite, store_pg); "
-                "empty: the only one",
-                NULL),
-    PH_CONF_KEY("secrets_dir", PH_CONF_STRING, "/etc/proxyhost/secrets", 1,
-                4095, PH_CONF_RESTART, NULL,
-                "directory of the proxies' credential files "
-                "(<secret_ref>, mode 0600/0400, one line username:password)",
-                NULL),
-    PH_CONF_KEY("reference_key_file", PH_CONF_STRING, "", 0, 4095,
-                PH_CONF_RESTART, NULL,
-                "32-byte key (mode 0600/0400) for HMAC-SHA256 of snapshot "
-                "checksums in Redis, shared by a cluster's controllers; "
-                "empty: random per process (ACKs fail across controllers "
-                "and restarts)",
-                NULL),
-    PH_CONF_KEY("snapshot_validity", PH_CONF_DURATION, "60s", 1000, DAY,
-                PH_CONF_RESTART, NULL,
-                "a snapshot's valid_until is this after its build", NULL),
-    PH_CONF_KEY("allocation_safety_margin", PH_CONF_DURATION, "5s", 0, H,
-                PH_CONF_RESTART, NULL,
-                "usable_until = the ownership lease's expiry minus this",
-                NULL),
-    PH_CONF_KEY("max_stale_age", PH_CONF_DURATION, "60s", 1000, DAY,
-                PH_CONF_RESTART, NULL,
-                "told to workers: how long they may route on their last "
-                "snapshot",
-                NULL),
-    PH_CONF_KEY("session_ttl", PH_CONF_DURATION, "30s", 1000, H,
-                PH_CONF_RESTART, NULL,
-                "told to workers; must equal the authority's "
-                "[redis_ownership] session_ttl",
-                NULL),
-    PH_CONF_KEY("runtime_interval", PH_CONF_DURATION, "10s", 100, H,
-                PH_CONF_RESTART, NULL,
-                "how often workers call ReportRuntime (< session_ttl / 2)",
-                NULL),
-    PH_CONF_KEY("max_runtime_counters", PH_CONF_INT, "1024", 1, 100000,
-                PH_CONF_RESTART, NULL,
-                "counters in one runtime report (<= the authority's "
-                "max_owned_per_worker); outcomes per batch: min(512, this)",
-                NULL),
-    PH_CONF_KEY("min_snapshot_interval", PH_CONF_DURATION, "1s", 0, H,
-                PH_CONF_RESTART, NULL,
-                "between two snapshots on one stream", NULL),
-    PH_CONF_KEY("refresh_before", PH_CONF_DURATION, "20s", 100, DAY,
-                PH_CONF_RESTART, NULL,
-                "send a fresh snapshot when less validity than this is left "
-                "(< snapshot_validity)",
-                NULL),
-    PH_CONF_KEY("assign_interval", PH_CONF_DURATION, "5s", 100, H,
-                PH_CONF_RESTART, NULL,
-                "how often the pool's usable proxies are assigned to owners",
-                NULL),
-    PH_CONF_KEY("watch_poll_interval", PH_CONF_DURATION, "1s", 50, 60000,
-                PH_CONF_RESTART, NULL,
-                "how often a stream reads its ownership and the pool "
-                "revision for changes",
-                NULL),
-    /* issue 26: the checkers and the scheduler (cs_checker.h) */
-    PH_CONF_KEY("check_interval", PH_CONF_DURATION, "2s", 100, H,
-                PH_CONF_RESTART, NULL,
-                "how often each (proxy, tier, target group) is checked, by "
-                "one checker",
-                NULL),
-    PH_CONF_KEY("fast_interval", PH_CONF_DURATION, "500ms", 50, H,
-                PH_CONF_RESTART, NULL,
-                "the check interval of an item changing state (HAProxy "
-                "fastinter); <= check_interval",
-                NULL),
-    PH_CONF_KEY("check_spread", PH_CONF_INT, "20", 0, 50, PH_CONF_RESTART,
-                NULL,
-                "each next check moves by a random share of at most this "
-                "percent of its interval, either way (spread-checks)",
-                NULL),
-    PH_CONF_KEY("task_deadline", PH_CONF_DURATION, "5s", 100, 300000,
-                PH_CONF_RESTART, NULL,
-                "a task unanswered this long after it was sent is a "
-                "checker failure and goes to another checker",
-                NULL),
-    PH_CONF_KEY("member_lease", PH_CONF_DURATION, "4s", 1000, 60000,
-                PH_CONF_RESTART, NULL,
-                "several controllers: a controller holding a checker stream "
-                "renews its membership in Redis for this long; when it "
-                "lapses its share of the checks moves to the others",
-                NULL),
-    PH_CONF_KEY("max_checkers", PH_CONF_INT, "64", 1, 1024, PH_CONF_RESTART,
-                NULL, "checkers with a live session at once (RegisterChecker "
-                      "of one more: RESOURCE_EXHAUSTED)",
-                NULL),
-    PH_CONF_KEY("max_tasks", PH_CONF_INT, "100000", 1, 1000000,
-                PH_CONF_RESTART, NULL,
-                "tasks outstanding over all checkers at once", NULL),
-    PH_CONF_KEY("max_checker_concurrency", PH_CONF_INT, "1024", 1, 65536,
-                PH_CONF_RESTART, NULL,
-                "the largest max_concurrency a checker may register", NULL),
-    PH_CONF_KEY("echo_url", PH_CONF_STRING, "", 0, 1023, PH_CONF_RESTART,
-                NULL,
-                "http:// URL of the echo endpoint: set, every proxy also "
-                "gets EGRESS tasks (the URL and a fresh nonce each)",
-                NULL),
-    PH_CONF_KEY("target_probes", PH_CONF_STRING, "", 0, 4095,
-                PH_CONF_RESTART, NULL,
-                "TARGET probes: group=host:port[,group=host:port...] (at "
-                "most 32); a proxy of such a group gets TARGET tasks",
-                NULL),
-    PH_CONF_KEY("target_host_interval", PH_CONF_DURATION, "1s", 0, H,
-                PH_CONF_RESTART, NULL,
-                "at most one TARGET task to one target host per this long, "
-                "over every checker",
-                NULL),
-    /* The reducer (cs_health.c, CP-6-7; docs/user-guide/controller.md). */
-    PH_CONF_KEY("health_rise", PH_CONF_INT, "2", 1, CS_HYST_MAX,
-                PH_CONF_RESTART, NULL,
-                "successes (non-consecutive: a failure takes one back) that "
-                "make an item AVAILABLE",
-                NULL),
-    PH_CONF_KEY("health_fall", PH_CONF_INT, "3", 1, CS_HYST_MAX,
-                PH_CONF_RESTART, NULL,
-                "failures (non-consecutive: a success takes one back) that "
-                "make an item UNHEALTHY; fall - 1 make it SUSPECT (fall >= 3)",
-                NULL),
-    PH_CONF_KEY("health_panic_threshold", PH_CONF_INT, "50", 1, 100,
-                PH_CONF_RESTART, NULL,
-                "percent of a group's proxies: when more would be UNHEALTHY "
-                "at once, they are published SUSPECT instead (panic guard; "
-                "100: never)",
-                NULL),
-    PH_CONF_KEY("health_weight_dial", PH_CONF_INT, "100", 0, 100,
-                PH_CONF_RESTART, NULL,
-                "percent of one failure a gateway's failed DIAL outcome "
-                "counts against the proxy (passive health)",
-                NULL),
-    PH_CONF_KEY("health_weight_handshake", PH_CONF_INT, "100", 0, 100,
-                PH_CONF_RESTART, NULL,
-                "percent of one failure a failed PROXY_HANDSHAKE outcome "
-                "counts against the proxy",
-                NULL),
-    PH_CONF_KEY("health_weight_response", PH_CONF_INT, "25", 0, 100,
-                PH_CONF_RESTART, NULL,
-                "percent of one failure a failed RESPONSE_HEADERS outcome "
-                "counts against the proxy (mostly the target's fault)",
-                NULL),
-    PH_CONF_KEY("health_weight_tunnel", PH_CONF_INT, "10", 0, 100,
-                PH_CONF_RESTART, NULL,
-                "percent of one failure a failed TUNNEL outcome counts "
-                "against the proxy (mostly the target's fault)",
-                NULL),
-    PH_CONF_KEY("health_passive_hold", PH_CONF_DURATION, "30s", 1000, H,
-                PH_CONF_RESTART, NULL,
-                "a verdict from gateway outcomes alone ends this long after "
-                "the last failed outcome (no more traffic reaches an "
-                "UNHEALTHY proxy to bring it back; active checks do)",
-                NULL),
-    PH_CONF_KEY("health_sync_interval", PH_CONF_DURATION, "2s", 100, H,
-                PH_CONF_RESTART, NULL,
-                "how often the reducer reads the pool's health from Redis "
-                "(other controllers' verdicts), retries failed writes and "
-                "ends passive holds",
-                NULL),
-    PH_CONF_KEY("health_forward_max", PH_CONF_INT, "1000", 1,
-                CP_AUTH_PASSIVE_PUSH_MAX, PH_CONF_RESTART, NULL,
-                "several controllers: at most this many proxies' outcome "
-                "counts in one hand-over to another member (each "
-                "health_sync_interval; the rest wait for the next)",
-                NULL),
-    PH_CONF_END};
+/* The bounds the code relies on: counts cast to uint32_t and
+ * sizing arrays (health_forward_max: one push's buffer and the
+ * authority's CP_AUTH_PASSIVE_PUSH_MAX), the hysteresis counters
+ * (CS_HYST_MAX), percents, and the gRPC limits whose 0 would mean none
+ * (grpc.max_calls, grpc.max_unauthenticated_connections); and the TLS
+ * paths, kept in CP_GRPC_PATH_LEN arrays for reloads
+ * (cp_grpc_tls_paths_keep). */
+static const ph_conf_limit held[] = {
+    {"grpc.max_receive_message_size", 1024, 256 * CP_GRPC_MIB, 0},
+    {"grpc.max_send_message_size", 1024, 256 * CP_GRPC_MIB, 0},
+    {"grpc.max_concurrent_streams", 1, 10000, 0},
+    {"grpc.max_calls", 1, 1000000, 0},
+    {"grpc.max_unauthenticated_connections", 1, 65536, 0},
+    {"max_runtime_counters", 1, 100000, 0},
+    {"check_spread", 0, 50, 0},
+    {"max_checkers", 1, 1024, 0},
+    {"max_tasks", 1, 1000000, 0},
+    {"max_checker_concurrency", 1, 65536, 0},
+    {"health_rise", 1, CS_HYST_MAX, 0},
+    {"health_fall", 1, CS_HYST_MAX, 0},
+    {"health_panic_threshold", 1, 100, 0},
+    {"health_weight_dial", 0, 100, 0},
+    {"health_weight_handshake", 0, 100, 0},
+    {"health_weight_response", 0, 100, 0},
+    {"health_weight_tunnel", 0, 100, 0},
+    {"health_forward_max", 1, CP_AUTH_PASSIVE_PUSH_MAX, 0},
+    {"tls.cert_file", 0, CP_GRPC_PATH_LEN - 1, 1},
+    {"tls.key_file", 0, CP_GRPC_PATH_LEN - 1, 1},
+    {"tls.ca_file", 0, CP_GRPC_PATH_LEN - 1, 1},
+};
 
 static int seg_ok(const char *s) {
   if (!*s)
@@ -336,7 +175,11 @@ static int checker_keys(ph_ctx *ctx, const ph_api *a, cs_conf *c,
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
-  int rc = cp_grpc_conf_check_server(ctx, a, "listen", key, why, whylen);
+  int rc = ph_conf_limits(ctx, a, held, sizeof(held) / sizeof(held[0]), key,
+                          why, whylen);
+  if (rc != PH_OK)
+    return rc;
+  rc = cp_grpc_conf_check_server(ctx, a, "listen", key, why, whylen);
   if (rc != PH_OK)
     return rc;
   c->mtls = strcmp(a->conf_str(ctx, "tls.mode"), "mtls") == 0;

@@ -73,6 +73,18 @@ t/unit/cp/test_cs_status-cs_health_metrics.$(OBJEXT) \
 t/unit/cp/test_cs_status-cs_members.$(OBJEXT) \
 t/unit/cp/test_cs_status-cs_health_item.$(OBJEXT): $(CP_GEN)/proto.stamp
 
+# The bounds cs_conf_read holds again in C, under a table widened as a
+# wrong sample would (the generated cs_conf_keys.c, copied and changed).
+UNIT_TESTS += t/unit/cp/test_cs_conf_held
+t_unit_cp_test_cs_conf_held_SOURCES = t/unit/cp/test_cs_conf_held.c \
+	%D%/cs_conf.c %D%/cs_sched_plan.c modules/lib/conf_values.c
+nodist_t_unit_cp_test_cs_conf_held_SOURCES = %D%/cs_conf_keys.c
+t_unit_cp_test_cs_conf_held_CPPFLAGS = $(CS_CPPFLAGS)
+t_unit_cp_test_cs_conf_held_LDADD = host/libphmock.la $(EV_LIBS)
+t_unit_cp_test_cs_conf_held_DEPENDENCIES = host/libphmock.la
+t/unit/cp/test_cs_conf_held-test_cs_conf_held.$(OBJEXT) \
+t/unit/cp/test_cs_conf_held-cs_conf.$(OBJEXT): $(CP_GEN)/proto.stamp
+
 # Fuzz targets of the request checks and of the secret file parser,
 # replayed over t/fuzz/seeds/cp_requests and cp_secret by
 # t/integration/fuzz_replay.sh.
@@ -135,6 +147,8 @@ CS_SOURCES = %D%/cs.h \
 module_LTLIBRARIES += %D%/controlplane_server.la
 modules_controlplane_server_controlplane_server_la_SOURCES = \
 	%D%/controlplane_server.c $(CS_SOURCES)
+nodist_modules_controlplane_server_controlplane_server_la_SOURCES = \
+	%D%/cs_conf_keys.c
 modules_controlplane_server_controlplane_server_la_CPPFLAGS = \
 	$(CS_CPPFLAGS)
 modules_controlplane_server_controlplane_server_la_LDFLAGS = $(MODULE_LDFLAGS)
@@ -143,6 +157,14 @@ modules_controlplane_server_controlplane_server_la_LIBADD = \
 	modules/cp_common/snapshot/libcpsnapshot.la \
 	modules/frontend/libphfrontend.la $(OPENSSL_LIBS) $(EV_LIBS)
 dist_samples_DATA += %D%/controlplane_server.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+CONF_KEYS_C += %D%/cs_conf_keys.c
+CS_KEY_GROUPS = $(KEYS_CP_GRPC_TLS) $(KEYS_TLS_RELOAD) \
+	$(KEYS_CP_GRPC_COMMON) $(KEYS_CP_GRPC_SERVER)
+%D%/cs_conf_keys.c: %D%/controlplane_server.ini.sample $(GEN_CONF_KEYS_AWK) \
+		$(CS_KEY_GROUPS)
+	$(GEN_CONF_KEYS) -v table=cs_conf_keys -v groups="$(CS_KEY_GROUPS)" \
+		$(srcdir)/%D%/controlplane_server.ini.sample >$@.tmp && mv $@.tmp $@
 endif
 EXTRA_DIST += conf/controller.ini
 

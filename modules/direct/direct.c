@@ -98,54 +98,12 @@ static const ph_api *api;
 
 static const char *const direct_provides[] = {PH_CONNECTOR_SERVICE, NULL};
 
-static const ph_conf_key direct_keys[] = {
-    PH_CONF_KEY("max_concurrent_dials", PH_CONF_INT, "32", 1, 4096, 0, NULL,
-                "requests resolving or connecting at once", NULL),
-    PH_CONF_KEY(
-        "max_pending_dials", PH_CONF_INT, "128", 0, 65536, 0, NULL,
-        "requests waiting for a dial slot; beyond it open answers queue_full",
-        NULL),
-    PH_CONF_KEY("connect_timeout", PH_CONF_DURATION, "5s", 10, 300000, 0, NULL,
-                "limit of one TCP connect attempt", NULL),
-    PH_CONF_KEY("open_timeout", PH_CONF_DURATION, "8s", 10, 600000, 0, NULL,
-                "limit of a whole open: queue, DNS and connect", NULL),
-    PH_CONF_KEY("dns_timeout", PH_CONF_DURATION, "5s", 10, 60000, 0, NULL,
-                "limit of the DNS lookup (within open_timeout)", NULL),
-    PH_CONF_KEY("dns_tries", PH_CONF_INT, "2", 1, 5, PH_CONF_RESTART, NULL,
-                "queries sent per server before the lookup fails", NULL),
-    PH_CONF_KEY("happy_eyeballs_delay", PH_CONF_DURATION, "250ms", 10, 5000, 0,
-                NULL, "wait before also trying the next address (RFC 8305)",
-                NULL),
-    PH_CONF_KEY("resolver_servers", PH_CONF_LIST, "", 0, RESOLVER_MAX_SERVERS,
-                PH_CONF_RESTART, NULL,
-                "DNS servers as ip[:port] or [ip6]:port; empty: the system's",
-                NULL),
-    PH_CONF_KEY("allow_cidrs", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
-                "when set (or allow_hosts is): addresses that may be dialled",
-                NULL),
-    PH_CONF_KEY("deny_cidrs", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
-                "addresses that may never be dialled", NULL),
-    PH_CONF_KEY("allow_hosts", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
-                "when set (or allow_cidrs is): names that may be dialled "
-                "(name or .suffix)",
-                NULL),
-    PH_CONF_KEY("deny_hosts", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
-                "names that may never be dialled (name or .suffix)", NULL),
-    PH_CONF_KEY("allow_ports", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
-                "when set: the only ports that may be dialled (port or lo-hi)",
-                NULL),
-    PH_CONF_KEY("deny_ports", PH_CONF_LIST, "", 0, POLICY_MAX_RULES, 0, NULL,
-                "ports that may never be dialled (port or lo-hi)", NULL),
-    PH_CONF_KEY("deny_own_listeners", PH_CONF_BOOL, "true", 0, 0, 0, NULL,
-                "refuse targets that reach this process's own listeners", NULL),
-    PH_CONF_KEY("component", PH_CONF_ENUM, "client", 0, 0, PH_CONF_RESTART,
-                NULL, "component label of the stream metrics (read at start)",
-                "client|server|agent"),
-    PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
-                "name the target (host, port) in the \"open failed\" debug "
-                "line; off: never logged",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from direct.ini.sample (its "; type:" lines) by
+ * tools/gen_conf_keys.awk into direct_keys.c. resolver_servers' maximum there
+ * is RESOLVER_MAX_SERVERS and each policy list's POLICY_MAX_RULES, which
+ * resolver_new and the policy's adders check again: a sample that allows more
+ * fails the start or the reload, closed. */
+extern const ph_conf_key direct_keys[];
 
 /* ---- the lists and the id table (ilist.h, idtab.h) -------------------- */
 

@@ -153,17 +153,9 @@ static void on_accept(void *arg, int fd, const struct sockaddr *peer,
   api->timer_set(c->timer, (uint64_t)e->read_timeout_ms, 0);
 }
 
-static const ph_conf_key echo_keys[] = {
-    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:8089", 1, 128,
-                PH_CONF_RESTART, NULL,
-                "address the echo endpoint listens on (IPv4:PORT or "
-                "[IPv6]:PORT)",
-                NULL),
-    PH_CONF_KEY("max_clients", PH_CONF_INT, "256", 1, 65536, PH_CONF_RESTART,
-                NULL, "connections at once; more are closed at accept", NULL),
-    PH_CONF_KEY("read_timeout", PH_CONF_DURATION, "5s", 100, 60000, 0, NULL,
-                "a request head must arrive whole within this", NULL),
-    PH_CONF_END};
+/* The key table, generated from echo.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into echo_keys.c. */
+extern const ph_conf_key echo_keys[];
 
 static int echo_init(ph_ctx *ctx, const ph_api *a, void **state) {
   api = a;

@@ -12,6 +12,11 @@ modules_echo_echo_la_CPPFLAGS = $(AM_CPPFLAGS)
 modules_echo_echo_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_echo_echo_la_LIBADD = modules/frontend/libphfrontend.la
 dist_samples_DATA += %D%/echo.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_echo_echo_la_SOURCES = %D%/echo_keys.c
+CONF_KEYS_C += %D%/echo_keys.c
+%D%/echo_keys.c: %D%/echo.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=echo_keys $(srcdir)/%D%/echo.ini.sample >$@.tmp && mv $@.tmp $@
 
 UNIT_TESTS += t/unit/lib/test_echo_answer
 t_unit_lib_test_echo_answer_SOURCES = t/unit/lib/test_echo_answer.c \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A frontend's client access list: the key "allow_clients" of
- * FRONTEND_KEYS, a list of at most CLIENT_ACL_MAX CIDRs (cidr.h; IPv4
+ * the frontend key group (frontend.keys), a list of at most CLIENT_ACL_MAX CIDRs (cidr.h; IPv4
  * and IPv6, a bare address is /32 or /128), default loopback only
  * (127.0.0.0/8, ::1/128). A client whose address is in none of them is
  * closed at accept, before a byte is read or written. An IPv4-mapped

@@ -10,6 +10,7 @@
 #include <proxyhost/validation.h>
 
 #include "client_acl.h"
+#include "lib/conf_values.h"
 #include "listener.h"
 #include "provider_check.h"
 
@@ -43,9 +44,21 @@ static int check_open(ph_ctx *ctx, const ph_api *api, int password,
   return PH_EINVAL;
 }
 
+/* The bounds the code needs (frontend_check.h), held again here so that
+ * a sample declaring wider ones cannot widen them. */
+static const ph_conf_limit held[] = {
+    {"backlog", 1, FRONTEND_BACKLOG_MAX, 0},
+    {"max_clients", 1, FRONTEND_MAX_CLIENTS_MAX, 0},
+    {"buffer_size", FRONTEND_BUFFER_MIN, FRONTEND_BUFFER_MAX, 0},
+};
+
 int frontend_check(ph_ctx *ctx, const ph_api *api, const char **key,
                    char *why, size_t whylen) {
-  int r = listener_check_listen(ctx, api, key, why, whylen);
+  int r = ph_conf_limits(ctx, api, held, sizeof(held) / sizeof(held[0]), key,
+                         why, whylen);
+  if (r != PH_OK)
+    return r;
+  r = listener_check_listen(ctx, api, key, why, whylen);
   if (r != PH_OK)
     return r;
   client_acl acl;

@@ -6,7 +6,19 @@
 
 #include <proxyhost/module.h>
 
-/* A ph_module.check: the listen address parses (listener_check_listen);
+/* The bounds of the shared keys that the C code needs whatever a
+ * module's sample declares (the key tables are generated from the
+ * .ini.sample files): backlog and max_clients become ints (listen(2),
+ * the listener's count), buffer_size sizes each stream's buffers. The
+ * samples say the same numbers; frontend_check holds them again
+ * (ph_conf_limits, lib/conf_values.h). */
+#define FRONTEND_BACKLOG_MAX 65535
+#define FRONTEND_MAX_CLIENTS_MAX 1000000
+#define FRONTEND_BUFFER_MIN 4096
+#define FRONTEND_BUFFER_MAX 1048576
+
+/* A ph_module.check: backlog, max_clients and buffer_size are within the
+ * bounds above; the listen address parses (listener_check_listen);
  * a "connector" key that names a provider names a loaded instance that
  * provides "connector"; auth = password has a module that provides the
  * "authorizer" service loaded, the one the "authorizer" key names if it

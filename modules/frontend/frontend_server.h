@@ -12,7 +12,7 @@
 
 /* Init: fills srv in (no allocation), registers
  * proxyhost_frontend_clients_denied_total{reason} and reads allow_clients and
- * log_target (FRONTEND_KEYS). sm and ops stay the frontend's and must
+ * log_target (frontend.keys). sm and ops stay the frontend's and must
  * outlive srv. */
 void frontend_server_init(frontend_server *srv, const ph_api *api,
                           ph_ctx *ctx, const frontend_session_ops *ops,

@@ -2,7 +2,7 @@
 /* The services a frontend uses, looked up once at start (socks5,
  * http_proxy): the connector it opens targets with and, with auth =
  * password, the authorizer. Both are named by the frontend's own keys
- * (frontend_keys.h): "connector" and "authorizer", a provider's instance
+ * (frontend.keys): "connector" and "authorizer", a provider's instance
  * name ("direct.lab"), or empty for the only provider of that service. */
 #ifndef PH_FRONTEND_SERVICES_H
 #define PH_FRONTEND_SERVICES_H

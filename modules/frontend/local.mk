@@ -8,7 +8,6 @@ modules_frontend_libphfrontend_la_SOURCES = \
 	%D%/client_acl.c %D%/client_acl.h \
 	%D%/frontend_check.c %D%/frontend_check.h \
 	%D%/frontend_gate.c %D%/frontend_gate.h \
-	%D%/frontend_keys.h \
 	%D%/frontend_server.c %D%/frontend_server.h \
 	%D%/frontend_services.c %D%/frontend_services.h \
 	%D%/frontend_session.c %D%/frontend_session.h \
@@ -29,3 +28,18 @@ t_unit_frontend_test_open_map_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_frontend_test_relay_LDADD = $(FRONTEND_MOCK_LDADD)
 t_unit_frontend_test_frontend_session_LDADD = t/lib/libphfake.la \
 	$(FRONTEND_MOCK_LDADD)
+t_unit_frontend_test_frontend_session_SOURCES = \
+	t/unit/frontend/test_frontend_session.c
+nodist_t_unit_frontend_test_frontend_session_SOURCES = \
+	t/unit/frontend/frontend_keys.c
+CONF_KEYS_C += t/unit/frontend/frontend_keys.c
+t/unit/frontend/frontend_keys.c: t/unit/frontend/frontend_keys.ini.sample \
+		$(GEN_CONF_KEYS_AWK) $(KEYS_FRONTEND)
+	$(GEN_CONF_KEYS) -v section=fs_host -v table=host_keys -v complete=1 \
+		-v groups="$(KEYS_FRONTEND)" \
+		$(srcdir)/t/unit/frontend/frontend_keys.ini.sample >$@.tmp && mv $@.tmp $@
+EXTRA_DIST += t/unit/frontend/frontend_keys.ini.sample
+# The frontends' checks hold their bounds whatever their samples declare
+# (socks5's and http_proxy's built .so, each skipped when not built).
+UNIT_TESTS += t/unit/frontend/test_frontend_bounds
+t_unit_frontend_test_frontend_bounds_LDADD = host/libphmock.la

@@ -28,29 +28,41 @@
 #include "frontend/frontend_check.h"
 #include "frontend/frontend_gate.h"
 #include "frontend/frontend_services.h"
-#include "frontend/frontend_keys.h"
 #include "http_proxy_int.h"
+#include "lib/conf_values.h"
 #include "lib/metric_table.h"
 
 const ph_api *hp_api;
 
-static const ph_conf_key hp_keys[] = {
-    FRONTEND_KEYS("127.0.0.1:8080", "HTTP proxy"),
-    PH_CONF_KEY("max_request_line", PH_CONF_SIZE, "8KiB", 256, 16384, 0, NULL,
-     "longest request line; longer is answered 414", NULL),
-    PH_CONF_KEY("max_header_bytes", PH_CONF_SIZE, "16KiB", 1024, 65536, 0, NULL,
-     "header bytes after the request line; more is answered 431", NULL),
-    PH_CONF_KEY("max_headers", PH_CONF_INT, "100", 1, 1000, 0, NULL,
-     "header fields per request; more is answered 431", NULL),
-    PH_CONF_KEY("header_timeout", PH_CONF_DURATION, "10s", 100, 600000, 0, NULL,
-     "time to receive a whole request head; then 408 and close", NULL),
-    PH_CONF_KEY("idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
-     "no bytes either way for this long closes a tunnel, a request "
-     "in progress or an idle keep-alive connection", NULL),
-    PH_CONF_KEY("proxy_status.next_hop", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
-     "name the upstream hop (a pool proxy's id) in the Proxy-Status of "
-     "error replies; off: the error and its stage and code only", NULL),
-    PH_CONF_END};
+/* The key table, generated from http_proxy.ini.sample (its "; type:"
+ * lines) by tools/gen_conf_keys.awk into http_proxy_keys.c. The bounds
+ * the code needs are held again in hp_check: the head limits here (each
+ * head's field array is max_headers entries, and its bytes are
+ * max_request_line + max_header_bytes), the shared keys' in
+ * frontend_check (frontend_check.h). */
+extern const ph_conf_key hp_keys[];
+
+#define HP_REQUEST_LINE_MIN 256
+#define HP_REQUEST_LINE_MAX 16384
+#define HP_HEADER_BYTES_MIN 1024
+#define HP_HEADER_BYTES_MAX 65536
+#define HP_HEADERS_MAX 1000
+
+static const ph_conf_limit hp_held[] = {
+    {"max_request_line", HP_REQUEST_LINE_MIN, HP_REQUEST_LINE_MAX, 0},
+    {"max_header_bytes", HP_HEADER_BYTES_MIN, HP_HEADER_BYTES_MAX, 0},
+    {"max_headers", 1, HP_HEADERS_MAX, 0},
+};
+
+/* ph_module.check: the head limits within what the code holds, then the
+ * frontends' shared check. */
+static int hp_check(ph_ctx *ctx, const ph_api *api, const char **key,
+                    char *why, size_t whylen) {
+  int r = ph_conf_limits(ctx, api, hp_held,
+                         sizeof(hp_held) / sizeof(hp_held[0]), key, why,
+                         whylen);
+  return r != PH_OK ? r : frontend_check(ctx, api, key, why, whylen);
+}
 
 const char *const hp_method_classes[] = {"connect", "forward", NULL};
 static const char *const status_classes[] = {"2xx", "3xx", "4xx", "5xx", NULL};
@@ -190,7 +202,7 @@ PROXYHOST_MODULE = {
                    "forwarding with keep-alive",
     .requires = hp_requires,
     .config = hp_keys,
-    .check = frontend_check,
+    .check = hp_check,
     .init = hp_init,
     .start = hp_start,
     .reload = hp_reload,

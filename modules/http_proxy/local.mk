@@ -16,6 +16,12 @@ modules_http_proxy_http_proxy_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_http_proxy_http_proxy_la_LIBADD = modules/frontend/libphfrontend.la \
 	$(HTTP_PARSER_LIBS)
 dist_samples_DATA += %D%/http_proxy.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_http_proxy_http_proxy_la_SOURCES = %D%/http_proxy_keys.c
+CONF_KEYS_C += %D%/http_proxy_keys.c
+%D%/http_proxy_keys.c: %D%/http_proxy.ini.sample $(GEN_CONF_KEYS_AWK) $(KEYS_FRONTEND)
+	$(GEN_CONF_KEYS) -v table=hp_keys -v groups="$(KEYS_FRONTEND)" \
+		$(srcdir)/%D%/http_proxy.ini.sample >$@.tmp && mv $@.tmp $@
 
 UNIT_TESTS += t/unit/frontend/test_http_head t/unit/frontend/test_http_proxy \
 	t/unit/frontend/test_http_body

@@ -38,6 +38,28 @@ int ph_conf_orders(ph_ctx *ctx, const ph_api *api, const ph_conf_order *rules,
   return PH_OK;
 }
 
+int ph_conf_limits(ph_ctx *ctx, const ph_api *api,
+                   const ph_conf_limit *limits, size_t n, const char **key,
+                   char *why, size_t whylen) {
+  for (size_t i = 0; i < n; i++) {
+    const ph_conf_limit *l = &limits[i];
+    int64_t v;
+    if (l->len) {
+      const char *s = api->conf_str(ctx, l->key);
+      v = (int64_t)(s ? strlen(s) : 0);
+    } else {
+      v = api->conf_int(ctx, l->key);
+    }
+    if (v < l->lo || v > l->hi)
+      return ph_conf_fail(key, l->key, why, whylen,
+                          "outside %lld..%lld%s, the bounds this module's "
+                          "code holds (its sample declares more)",
+                          (long long)l->lo, (long long)l->hi,
+                          l->len ? " bytes" : "");
+  }
+  return PH_OK;
+}
+
 int ph_conf_fail(const char **key, const char *k, char *why, size_t whylen,
                  const char *fmt, ...) {
   *key = k;

@@ -11,6 +11,7 @@
 #define PH_CONF_VALUES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <proxyhost/module.h>
 
@@ -39,6 +40,24 @@ typedef struct ph_conf_order {
  * broken rule refused as by ph_conf_fail (PH_EINVAL). */
 int ph_conf_orders(ph_ctx *ctx, const ph_api *api, const ph_conf_order *rules,
                    size_t n, const char **key, char *why, size_t whylen);
+
+/* A bound the module's code holds again on a key whose table comes from
+ * its .ini.sample (tools/gen_conf_keys.awk): a buffer, a 32-bit count, a
+ * message limit. lo..hi bounds an integer key (api->conf_int), or with
+ * len set the byte length of a string key (api->conf_str, NULL as ""),
+ * so that a sample declaring more fails the start, closed. */
+typedef struct ph_conf_limit {
+  const char *key;
+  int64_t lo, hi;
+  int len;
+} ph_conf_limit;
+
+/* Checks limits[0..n) in order: PH_OK, or the first value outside its
+ * bounds refused as by ph_conf_fail (PH_EINVAL; why names the bounds,
+ * never the value of a string). Check and init. */
+int ph_conf_limits(ph_ctx *ctx, const ph_api *api,
+                   const ph_conf_limit *limits, size_t n, const char **key,
+                   char *why, size_t whylen);
 
 /* A module's init refusing what its reader refused: logs msg at ERROR
  * with the key at fault ("key") and why ("reason"), and returns

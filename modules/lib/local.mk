@@ -32,10 +32,12 @@ UNIT_TESTS += t/unit/lib/test_json t/unit/lib/test_bw t/unit/lib/test_metric_tab
 	t/unit/lib/test_host_norm t/unit/lib/test_ilist t/unit/lib/test_idtab \
 	t/unit/lib/test_clocks t/unit/lib/test_http1_head t/unit/lib/test_cache_sf \
 	t/unit/lib/test_b64 t/unit/lib/test_lat_window \
-	t/unit/lib/test_minute_ring
+	t/unit/lib/test_minute_ring t/unit/lib/test_conf_limits
 t_unit_lib_test_http1_head_LDADD = %D%/libphlib.la $(LDADD)
 t_unit_lib_test_cache_sf_LDADD = %D%/libphlib.la host/libphmock.la
 t_unit_lib_test_b64_LDADD = %D%/libphlib.la $(LDADD)
+# ph_conf_limits: a module's check holding a bound its table does not.
+t_unit_lib_test_conf_limits_LDADD = %D%/libphlib.la host/libphmock.la
 t_unit_lib_test_bw_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_lib_test_json_LDADD = $(FRONTEND_TEST_LDADD)
 t_unit_lib_test_metric_table_LDADD = $(FRONTEND_MOCK_LDADD)

@@ -35,14 +35,6 @@
 
 #define PH_TLS_WATCH_FILES 3
 
-/* The key a role lists to turn the poll on (0: off, SIGHUP only). */
-#define PH_TLS_RELOAD_KEY                                                     \
-  PH_CONF_KEY("tls.reload_check_interval", PH_CONF_DURATION, "0", 0,          \
-              3600000, 0, NULL,                                               \
-              "how often the TLS files are checked for a change, which "      \
-              "re-reads them as SIGHUP does (0: only on SIGHUP)",             \
-              NULL)
-
 typedef void (*ph_tls_reload_fn)(void *arg, const char *trigger);
 
 typedef struct ph_tls_reload {
@@ -76,8 +68,8 @@ void ph_tls_reload_done(const ph_tls_reload *r, int rc, const char *trigger,
 int ph_tls_watch(ph_tls_reload *r, uint64_t interval_ms,
                  const char *const files[PH_TLS_WATCH_FILES],
                  ph_tls_reload_fn fn, void *arg);
-/* ph_tls_watch at the module's tls.reload_check_interval (PH_TLS_RELOAD_KEY
- * in its table) as it is now; off when no file is given. */
+/* ph_tls_watch at the module's tls.reload_check_interval (the key group
+ * lib/tls_reload.keys in its sample) as it is now; off when no file is given. */
 int ph_tls_watch_key(ph_tls_reload *r,
                      const char *const files[PH_TLS_WATCH_FILES],
                      ph_tls_reload_fn fn, void *arg);

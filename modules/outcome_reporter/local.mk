@@ -17,6 +17,14 @@ modules_outcome_reporter_outcome_reporter_la_CPPFLAGS = $(OR_CPPFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_outcome_reporter_outcome_reporter_la_LIBADD = $(CP_VIEW_LDADD)
 dist_samples_DATA += %D%/outcome_reporter.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_outcome_reporter_outcome_reporter_la_SOURCES = \
+	%D%/outcome_reporter_keys.c
+CONF_KEYS_C += %D%/outcome_reporter_keys.c
+%D%/outcome_reporter_keys.c: %D%/outcome_reporter.ini.sample \
+		$(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=or_keys \
+		$(srcdir)/%D%/outcome_reporter.ini.sample >$@.tmp && mv $@.tmp $@
 # The generated headers must exist before these compile. (Named through the
 # _OBJECTS variable: a rule whose target is one object automake generates
 # makes automake drop its own compile rule for it.)
@@ -30,6 +38,7 @@ t_unit_cp_test_or_status_SOURCES = t/unit/cp/test_or_status.c \
 t_unit_cp_test_or_status_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_cp_test_outcome_reporter_SOURCES = t/unit/cp/test_outcome_reporter.c \
 	$(OR_SOURCES)
+nodist_t_unit_cp_test_outcome_reporter_SOURCES = %D%/outcome_reporter_keys.c
 t_unit_cp_test_outcome_reporter_CPPFLAGS = $(OR_CPPFLAGS)
 t_unit_cp_test_outcome_reporter_LDADD = host/libphmock.la $(CP_VIEW_LDADD)
 t/unit/cp/test_outcome_reporter-test_outcome_reporter.$(OBJEXT) \

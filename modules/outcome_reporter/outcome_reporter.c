@@ -78,31 +78,12 @@ typedef struct orep {
 
 static const ph_api *api;
 
-static const ph_conf_key or_keys[] = {
-    PH_CONF_KEY("queue_capacity", PH_CONF_INT, "65536", CP_OUTQ_CAPACITY_MIN,
-                CP_OUTQ_CAPACITY_MAX, PH_CONF_RESTART, NULL,
-                "outcomes the queue holds, queued or in unacknowledged "
-                "batches (CP-5-7); one more is dropped and counted",
-                NULL),
-    PH_CONF_KEY("flush_interval", PH_CONF_DURATION, "1s", 10, 60000,
-                PH_CONF_RESTART, NULL,
-                "how long outcomes may wait for a full batch: then a "
-                "partial batch is cut and sent",
-                NULL),
-    PH_CONF_KEY("call_timeout", PH_CONF_DURATION, "10s", 100, 300000,
-                PH_CONF_RESTART, NULL,
-                "deadline of one ReportOutcomes call (up to 16 batches)",
-                NULL),
-    PH_CONF_KEY("backoff.min", PH_CONF_DURATION, "200ms", 1, 60000,
-                PH_CONF_RESTART, NULL,
-                "first delay before the same batches are sent again after "
-                "a transient failure",
-                NULL),
-    PH_CONF_KEY("backoff.max", PH_CONF_DURATION, "10s", 1, 600000,
-                PH_CONF_RESTART, NULL,
-                "largest delay between resends (jittered, exponential)",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from outcome_reporter.ini.sample (its "; type:"
+ * lines) by tools/gen_conf_keys.awk into outcome_reporter_keys.c.
+ * queue_capacity's bounds there are CP_OUTQ_CAPACITY_MIN..MAX, which
+ * cp_outq_init checks again: a sample that allows more fails the start,
+ * closed. */
+extern const ph_conf_key or_keys[];
 
 /* ---- metrics ------------------------------------------------------------ */
 

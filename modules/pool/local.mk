@@ -25,6 +25,11 @@ modules_pool_pool_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_pool_la_LIBADD = modules/upstream/libphupstream.la \
 	$(CP_VIEW_LDADD)
 dist_samples_DATA += %D%/pool.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_pool_pool_la_SOURCES = %D%/pool_keys.c
+CONF_KEYS_C += %D%/pool_keys.c
+%D%/pool_keys.c: %D%/pool.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=pool_keys $(srcdir)/%D%/pool.ini.sample >$@.tmp && mv $@.tmp $@
 # cp_view.h includes the generated protobuf-c header. (Named through the
 # _OBJECTS variable: a rule whose target is one object automake generates
 # makes automake drop its own compile rule for it.)
@@ -53,6 +58,7 @@ if MODULE_POOL
 UNIT_TESTS += t/unit/connectors/test_pool_dispatch
 t_unit_connectors_test_pool_dispatch_SOURCES = t/unit/connectors/test_pool_dispatch.c \
 	t/lib/cp_view_fixture.h $(POOL_SOURCES)
+nodist_t_unit_connectors_test_pool_dispatch_SOURCES = %D%/pool_keys.c
 t_unit_connectors_test_pool_dispatch_CPPFLAGS = $(AM_CPPFLAGS) $(POOL_CPPFLAGS)
 t_unit_connectors_test_pool_dispatch_LDADD = t/lib/libphfake.la host/libphmock.la \
 	modules/upstream/libphupstream.la $(CP_VIEW_LDADD)

@@ -38,62 +38,12 @@ static const char *const oresult_names[] = {"success", "failure", "timeout",
 _Static_assert(sizeof(result_names) / sizeof(result_names[0]) == N_PR + 1,
                "one name per result");
 
-static const ph_conf_key pool_keys[] = {
-    PH_CONF_KEY("view", PH_CONF_STRING, "controlplane_client", 1, 97,
-                PH_CONF_RESTART, NULL,
-                "the pool.view provider: the controlplane_client instance "
-                "whose snapshots this pool dispatches from",
-                NULL),
-    PH_CONF_KEY("outcome_sink", PH_CONF_STRING, "", 0, 97, PH_CONF_RESTART, NULL,
-                "the outcome.sink provider (outcome_reporter); empty: the "
-                "only one loaded",
-                NULL),
-    PH_CONF_KEY("upstream_connector", PH_CONF_STRING, "direct", 1, 97,
-                PH_CONF_RESTART, NULL,
-                "the connector instance that dials the upstream proxies "
-                "(a direct instance whose policy allows their addresses)",
-                NULL),
-    PH_CONF_KEY("direct_connector", PH_CONF_STRING, "direct", 1, 97,
-                PH_CONF_RESTART, NULL,
-                "the connector instance for rules with on_unavailable "
-                "DIRECT (its target policy applies, CP-1-25)",
-                NULL),
-    PH_CONF_KEY("strategies", PH_CONF_LIST,
-                "round_robin, weighted, least_active, random, sticky", 1,
-                POOL_STRATS_MAX, PH_CONF_RESTART, NULL,
-                "the dispatch.strategy providers rules may name (module "
-                "instances that must be loaded)",
-                NULL),
-    PH_CONF_KEY("max_opens", PH_CONF_INT, "4096", 1, 1000000,
-                PH_CONF_RESTART, NULL,
-                "requests being matched, waiting, dialed or handshaking at "
-                "once; one more is answered queue_full at once",
-                NULL),
-    PH_CONF_KEY("max_waiters", PH_CONF_INT, "1024", 0, 100000,
-                PH_CONF_RESTART, NULL,
-                "requests of WAIT rules waiting for capacity (CP-1-24); a "
-                "full queue answers queue_full at once",
-                NULL),
-    PH_CONF_KEY("max_attempts", PH_CONF_INT, "3", 1, PH_STRATEGY_TRIED_MAX,
-                PH_CONF_RESTART, NULL,
-                "proxies tried for one request when a dial or handshake "
-                "fails (nothing was sent to the target yet)",
-                NULL),
-    PH_CONF_KEY("handshake_timeout", PH_CONF_DURATION, "5s", 100, 60000,
-                PH_CONF_RESTART, NULL,
-                "the longest CONNECT or SOCKS5 handshake with a proxy "
-                "(outcome PROXY_HANDSHAKE TIMEOUT, then the next "
-                "candidate)",
-                NULL),
-    PH_CONF_KEY("drain_timeout", PH_CONF_DURATION, "30s", 0, 3600000,
-                PH_CONF_RESTART, NULL,
-                "how long the streams through a proxy the gateway may no "
-                "longer use (it left the view: removed, draining, revoked, "
-                "expired; or the view passed valid_until or max_stale_age) "
-                "may go on before they are cut, never past the proxy's "
-                "expires_at (issue 22 item 14)",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from pool.ini.sample (its "; type:" lines) by
+ * tools/gen_conf_keys.awk into pool_keys.c. strategies' count there is
+ * POOL_STRATS_MAX, which pool_start checks again (more fail the start), and
+ * max_attempts' maximum PH_STRATEGY_TRIED_MAX, which pool_match.c holds
+ * every request to whatever max_attempts says. */
+extern const ph_conf_key pool_keys[];
 
 /* ---- configuration ------------------------------------------------------- */
 
@@ -274,7 +224,14 @@ static int pool_start(void *state) {
   if (!p->direct)
     return missing(p, PH_CONNECTOR_SERVICE, dn);
   size_t n = pool_api->conf_list_len(ctx, "strategies");
-  for (size_t i = 0; i < n && i < POOL_STRATS_MAX; i++) {
+  if (n > POOL_STRATS_MAX) {
+    PH_LOG(pool_api, p->ctx, PH_LOG_ERROR,
+           "pool: more strategies than it holds (pool.ini.sample's bound "
+           "above POOL_STRATS_MAX)",
+           PH_INT("count", n), PH_INT("max", POOL_STRATS_MAX));
+    return PH_EINVAL;
+  }
+  for (size_t i = 0; i < n; i++) {
     pool_strat *s = &p->strats[p->n_strats];
     const char *name = pool_api->conf_list_at(ctx, "strategies", i);
     s->vt = pool_api->service_get_named(ctx, PH_STRATEGY_SERVICE, name,

@@ -16,6 +16,11 @@ modules_pool_api_pool_api_la_CPPFLAGS = $(ADMIN_KIT_CPPFLAGS) $(OPENSSL_CFLAGS)
 modules_pool_api_pool_api_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_pool_api_pool_api_la_LIBADD = $(ADMIN_KIT_LIBADD) $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/pool_api.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_pool_api_pool_api_la_SOURCES = %D%/pool_api_keys.c
+CONF_KEYS_C += %D%/pool_api_keys.c
+%D%/pool_api_keys.c: %D%/pool_api.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=pool_api_keys $(srcdir)/%D%/pool_api.ini.sample >$@.tmp && mv $@.tmp $@
 
 UNIT_TESTS += t/unit/auth/test_api_extract
 t_unit_auth_test_api_extract_SOURCES = t/unit/auth/test_api_extract.c \

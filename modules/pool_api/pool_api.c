@@ -32,34 +32,14 @@
 #include "pool_routes.h"
 #include "frontend/provider_check.h"
 
-#define MAX_IN_FLIGHT_MAX PH_ROUTE_MAX_IN_FLIGHT
 
 static const ph_api *api;
 
-static const ph_conf_key pool_api_keys[] = {
-    PH_CONF_KEY("store", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "the pool.store provider instance (store_sqlite, store_pg "
-                "of schema v10); required",
-                NULL),
-    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
-                "file holding the admin token, readable only by its owner "
-                "(proxyhostctl admin-token new FILE); required",
-                NULL),
-    PH_CONF_KEY("authority", PH_CONF_STRING, "", 0, 97, 0, NULL,
-                "the cp.authority provider instance exclusive extraction "
-                "asks (redis_ownership, redis_ownership.eu); empty: "
-                "extraction is off (its routes answer 501)",
-                NULL),
-    PH_CONF_KEY("credentials", PH_CONF_STRING, "controlplane_server", 0, 97, 0,
-                NULL,
-                "the cp.credentials provider (a controlplane_server "
-                "instance) that says which proxies' credentials cannot be "
-                "read (usable, unusable_reason); none loaded by that name, "
-                "or empty: only disabled proxies are shown unusable",
-                NULL),
-    PH_CONF_KEY("max_in_flight", PH_CONF_INT, "32", 1, MAX_IN_FLIGHT_MAX, 0,
-                NULL, "pool API requests waiting for the store at once", NULL),
-    PH_CONF_END};
+/* The key table, generated from pool_api.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into pool_api_keys.c. max_in_flight's maximum
+ * there is PH_ROUTE_MAX_IN_FLIGHT, which the host's route table checks
+ * again: a sample that allows more fails the start, closed. */
+extern const ph_conf_key pool_api_keys[];
 
 static const char *const pool_api_requires[] = {PH_POOL_STORE_SERVICE, NULL};
 

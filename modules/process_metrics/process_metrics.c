@@ -22,10 +22,9 @@ typedef struct pm {
 
 static const ph_api *api;
 
-static const ph_conf_key pm_keys[] = {
-    PH_CONF_KEY("interval", PH_CONF_DURATION, "5s", 100, 3600000, 0, NULL,
-                "how often the values are refreshed", NULL),
-    PH_CONF_END};
+/* The key table, generated from process_metrics.ini.sample (its "; type:"
+ * lines) by tools/gen_conf_keys.awk into process_metrics_keys.c. */
+extern const ph_conf_key pm_keys[];
 
 static long count_fds(void) {
   DIR *d = opendir("/proc/self/fd");

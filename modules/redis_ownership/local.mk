@@ -78,12 +78,17 @@ module_LTLIBRARIES += %D%/redis_ownership.la
 modules_redis_ownership_redis_ownership_la_SOURCES = \
 	%D%/redis_ownership.c $(RO_SOURCES)
 nodist_modules_redis_ownership_redis_ownership_la_SOURCES = \
-	%D%/ro_lua.c
+	%D%/ro_lua.c %D%/ro_conf_keys.c
 modules_redis_ownership_redis_ownership_la_CPPFLAGS = $(RO_CPPFLAGS)
 modules_redis_ownership_redis_ownership_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_redis_ownership_redis_ownership_la_LIBADD = $(HIREDIS_LIBS) \
 	$(OPENSSL_LIBS) $(EV_LIBS)
 dist_samples_DATA += %D%/redis_ownership.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+CONF_KEYS_C += %D%/ro_conf_keys.c
+%D%/ro_conf_keys.c: %D%/redis_ownership.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=ro_conf_keys \
+		$(srcdir)/%D%/redis_ownership.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The module through the mock host against a real redis-server that the
 # test starts (t/lib/redis.sh), and the Lua scripts under redis-cli.

@@ -8,83 +8,10 @@
 #include "lib/conf_values.h"
 #include "ro_conf.h"
 
-#define H 3600000
-
-const ph_conf_key ro_conf_keys[] = {
-    PH_CONF_KEY("address", PH_CONF_STRING, "127.0.0.1:6379", 1, 107,
-                PH_CONF_RESTART, NULL,
-                "Redis: IPv4:PORT, [IPv6]:PORT (numeric) or a unix socket "
-                "path (starting with /)",
-                NULL),
-    PH_CONF_KEY("password", PH_CONF_STRING, "", 0, 255,
-                PH_CONF_SENSITIVE | PH_CONF_RESTART, NULL,
-                "AUTH password (empty: no AUTH)", NULL),
-    PH_CONF_KEY("database", PH_CONF_INT, "0", 0, 15, PH_CONF_RESTART, NULL,
-                "Redis database number (SELECT)", NULL),
-    PH_CONF_KEY("cluster_id", PH_CONF_STRING, "default", 1, PH_POOL_ID_MAX,
-                PH_CONF_RESTART, NULL,
-                "the cluster whose keys (ph:cp:{cluster_id}:) this instance "
-                "serves; [A-Za-z0-9._-]",
-                NULL),
-    PH_CONF_KEY("session_ttl", PH_CONF_DURATION, "30s", 1000, H,
-                PH_CONF_RESTART, NULL,
-                "a worker session's server-side TTL, renewed by accepted "
-                "runtime reports",
-                NULL),
-    PH_CONF_KEY("runtime_ttl", PH_CONF_DURATION, "15s", 1000, H,
-                PH_CONF_RESTART, NULL,
-                "how long a runtime report's counts stay valid", NULL),
-    PH_CONF_KEY("ownership_lease", PH_CONF_DURATION, "30s", 1000, H,
-                PH_CONF_RESTART, NULL,
-                "a proxy owner's lease, renewed by its accepted runtime "
-                "reports",
-                NULL),
-    PH_CONF_KEY("hold_fresh_state", PH_CONF_BOOL, "true", 0, 0,
-                PH_CONF_RESTART, NULL,
-                "after finding Redis without the cluster's state (a first "
-                "start, or its data lost), assign no proxy for one "
-                "ownership_lease, so that no ownership a gateway may still "
-                "use goes to another (CP-4-1); false gives every proxy "
-                "afresh at once, and for up to one ownership_lease two "
-                "gateways then use the same proxy: only where Redis cannot "
-                "lose acknowledged writes",
-                NULL),
-    PH_CONF_KEY("rebalance_max", PH_CONF_INT, "8", 0, PH_POOL_PROXIES_MAX,
-                PH_CONF_RESTART, NULL,
-                "proxies moved at once from the worker owning the most "
-                "capacity to one owning less (a joining or returning "
-                "worker's share), each through the drain; 0: no "
-                "rebalancing",
-                NULL),
-    PH_CONF_KEY("max_owned_per_worker", PH_CONF_INT, "1024", 1, 100000,
-                PH_CONF_RESTART, NULL,
-                "proxies one worker may own (its ownership index), and "
-                "counters in one runtime report",
-                NULL),
-    PH_CONF_KEY("max_issued_refs", PH_CONF_INT, "8", 1, 1024,
-                PH_CONF_RESTART, NULL,
-                "issued snapshot references kept per session (the oldest "
-                "go first)",
-                NULL),
-    PH_CONF_KEY("max_workers", PH_CONF_INT, "1024", 1, 65536,
-                PH_CONF_RESTART, NULL,
-                "workers the cluster knows at once (the workers set)", NULL),
-    PH_CONF_KEY("command_timeout", PH_CONF_DURATION, "1s", 10, 60000,
-                PH_CONF_RESTART, NULL,
-                "every call, and connect + handshake, answer within this "
-                "(else UNAVAILABLE)",
-                NULL),
-    PH_CONF_KEY("max_inflight", PH_CONF_INT, "1024", 1, 65536,
-                PH_CONF_RESTART, NULL,
-                "calls in flight at once; one more is refused (PH_EFULL)",
-                NULL),
-    PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "100ms", 10, 60000,
-                PH_CONF_RESTART, NULL,
-                "first reconnect delay (jittered, doubling)", NULL),
-    PH_CONF_KEY("reconnect.max", PH_CONF_DURATION, "5s", 100, 300000,
-                PH_CONF_RESTART, NULL,
-                "largest reconnect delay (at least reconnect.min)", NULL),
-    PH_CONF_END};
+/* ro_conf_keys, the key table, is generated from redis_ownership.ini.sample
+ * (its "; type:" lines) by tools/gen_conf_keys.awk into ro_conf_keys.c.
+ * cluster_id's maximum there is PH_POOL_ID_MAX, which ro_conf_read checks
+ * again (a longer id fails the start, closed). */
 
 int ro_valid_id(const char *s, size_t max) {
   return max ? ph_conf_id_ok(s, 1, max)

@@ -14,6 +14,14 @@ modules_remote_validation_remote_validation_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_remote_validation_remote_validation_la_LIBADD = $(LIBCURL_LIBS) \
 	$(OPENSSL_LIBS)
 dist_samples_DATA += %D%/remote_validation.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_remote_validation_remote_validation_la_SOURCES = \
+	%D%/remote_validation_keys.c
+CONF_KEYS_C += %D%/remote_validation_keys.c
+%D%/remote_validation_keys.c: %D%/remote_validation.ini.sample \
+		$(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) -v table=rv_keys \
+		$(srcdir)/%D%/remote_validation.ini.sample >$@.tmp && mv $@.tmp $@
 UNIT_TESTS += t/unit/auth/test_remote_validation
 # rv_key.c is compiled in as well: its key is checked against a known
 # answer (TM-P1-38).

@@ -44,50 +44,15 @@
 #include "rv_key.h"
 
 #define RV_TOKEN_MAX 4096
-#define RV_ENDPOINT_MAX 2048
 #define RV_ERROR_TTL_MAX 1000 /* TM-P1-41: errors cached at most 1 s */
 
 static const ph_api *api;
 
-static const ph_conf_key rv_keys[] = {
-    PH_CONF_KEY("endpoint", PH_CONF_STRING, "", 0, RV_ENDPOINT_MAX, 0, NULL,
-                "URL the credentials are POSTed to (https; http only to a "
-                "loopback address unless allow_plain_http); empty: off, "
-                "every stream passes",
-                NULL),
-    PH_CONF_KEY("positive_ttl", PH_CONF_DURATION, "15s", 0, 3600000, 0, NULL,
-                "how long an allow (2xx) is kept", NULL),
-    PH_CONF_KEY("negative_ttl", PH_CONF_DURATION, "2s", 0, 3600000, 0, NULL,
-                "how long a deny (401, 403) is kept", NULL),
-    PH_CONF_KEY("error_ttl", PH_CONF_DURATION, "1s", 0, RV_ERROR_TTL_MAX, 0,
-                NULL,
-                "how long an error (another status, a timeout, no "
-                "connection) is kept as a deny; at most 1s",
-                NULL),
-    PH_CONF_KEY("timeout", PH_CONF_DURATION, "3s", 100, 60000, 0, NULL,
-                "deadline of one request to the endpoint; past it: an error",
-                NULL),
-    PH_CONF_KEY("max_entries", PH_CONF_INT, "10000", 1, 1000000, 0, NULL,
-                "verdicts kept at most; the oldest go first", NULL),
-    PH_CONF_KEY("max_inflight", PH_CONF_INT, "64", 1, 4096, 0, NULL,
-                "requests to the endpoint at once (and pooled connections); "
-                "beyond: unavailable, a deny not cached",
-                NULL),
-    PH_CONF_KEY("max_pending", PH_CONF_INT, "4096", 1, 1000000, 0, NULL,
-                "streams waiting for a verdict at once; beyond: refused", NULL),
-    PH_CONF_KEY("ca_file", PH_CONF_STRING, "", 0, 4096, 0, NULL,
-                "PEM file of the CAs that sign the endpoint's certificate; "
-                "empty: the system's store",
-                NULL),
-    PH_CONF_KEY("auth_token_file", PH_CONF_STRING, "", 0, 4096, 0, NULL,
-                "file whose first line is sent as Authorization: Bearer; "
-                "empty: no Authorization header",
-                NULL),
-    PH_CONF_KEY("allow_plain_http", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
-                "allow an http:// endpoint that is not a loopback address "
-                "(credentials then cross the network in clear)",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from remote_validation.ini.sample (its "; type:"
+ * lines) by tools/gen_conf_keys.awk into remote_validation_keys.c.
+ * error_ttl's maximum there is RV_ERROR_TTL_MAX, to which the TTL is cut
+ * again below (TM-P1-41), whatever the sample allows. */
+extern const ph_conf_key rv_keys[];
 
 /* ---- state ----------------------------------------------------------- */
 

@@ -8,6 +8,12 @@ modules_socks5_socks5_la_SOURCES = %D%/socks5.c \
 modules_socks5_socks5_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_socks5_socks5_la_LIBADD = modules/frontend/libphfrontend.la
 dist_samples_DATA += %D%/socks5.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_socks5_socks5_la_SOURCES = %D%/socks5_keys.c
+CONF_KEYS_C += %D%/socks5_keys.c
+%D%/socks5_keys.c: %D%/socks5.ini.sample $(GEN_CONF_KEYS_AWK) $(KEYS_FRONTEND)
+	$(GEN_CONF_KEYS) -v table=s5_keys -v groups="$(KEYS_FRONTEND)" \
+		$(srcdir)/%D%/socks5.ini.sample >$@.tmp && mv $@.tmp $@
 
 UNIT_TESTS += t/unit/frontend/test_socks5_proto t/unit/frontend/test_socks5
 t_unit_frontend_test_socks5_proto_SOURCES = t/unit/frontend/test_socks5_proto.c \

@@ -45,7 +45,6 @@
 #include "lib/clocks.h"
 #include "frontend/frontend_check.h"
 #include "frontend/frontend_gate.h"
-#include "frontend/frontend_keys.h"
 #include "frontend/frontend_server.h"
 #include "frontend/frontend_services.h"
 #include "frontend/listener.h"
@@ -140,13 +139,11 @@ struct s5_server {
 
 static const ph_api *api;
 
-static const ph_conf_key s5_keys[] = {
-    FRONTEND_KEYS("127.0.0.1:1080", "SOCKS5"),
-    PH_CONF_KEY("handshake_timeout", PH_CONF_DURATION, "10s", 100, 300000, 0, NULL,
-     "deadline from accept to a complete request (with authentication)", NULL),
-    PH_CONF_KEY("idle_timeout", PH_CONF_DURATION, "300s", 1000, 86400000, 0, NULL,
-     "a relayed stream with no bytes either way for this long is closed", NULL),
-    PH_CONF_END};
+/* The key table, generated from socks5.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into socks5_keys.c. The bounds the code
+ * needs of the shared keys (backlog, max_clients, buffer_size) are held
+ * again by frontend_check (frontend_check.h). */
+extern const ph_conf_key s5_keys[];
 
 static const char *const s5_requires[] = {PH_CONNECTOR_SERVICE, NULL};
 

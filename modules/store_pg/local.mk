@@ -30,6 +30,11 @@ modules_store_pg_store_pg_la_LDFLAGS = $(MODULE_LDFLAGS) -Wl,-z,nodelete
 modules_store_pg_store_pg_la_LIBADD = modules/store_common/libphstore.la \
 	modules/store_common/libphstore_pg.la $(LIBPQ_LIBS)
 dist_samples_DATA += %D%/store_pg.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_store_pg_store_pg_la_SOURCES = %D%/store_pg_keys.c
+CONF_KEYS_C += %D%/store_pg_keys.c
+%D%/store_pg_keys.c: %D%/store_pg.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) $(srcdir)/%D%/store_pg.ini.sample >$@.tmp && mv $@.tmp $@
 
 # store_pg's programs need a PostgreSQL cluster: t/integration/store_pg.sh
 # starts one and runs them (they are not TESTS of their own).

@@ -25,70 +25,17 @@
 #include "store_common/migrations.h"
 #include "store_pg_int.h"
 
-#define DSN_MAX 4096
+#define DSN_MAX 4096 /* dsn's bound in store_pg.ini.sample too */
 /* How long start waits for the schema job: az_pg_connect's connect
  * timeout plus its lock timeout, and some. */
 #define SCHEMA_WAIT_S 60
 
-static const ph_conf_key keys[] = {
-    PH_CONF_KEY("dsn", PH_CONF_STRING, "", 0, DSN_MAX, PH_CONF_SENSITIVE, NULL,
-                "libpq connection string or URI (set this or dsn_file)",
-                NULL),
-    PH_CONF_KEY("dsn_file", PH_CONF_STRING, "", 0, 1024, 0, NULL,
-                "file whose first line is the connection string (keeps the "
-                "password out of the configuration)",
-                NULL),
-    PH_CONF_KEY("migrate", PH_CONF_ENUM, "check", 0, 0, PH_CONF_RESTART, NULL,
-                "at start: check (refuse an old schema) or auto (apply the "
-                "pending steps)",
-                "check|auto"),
-    PH_CONF_KEY("positive_ttl", PH_CONF_DURATION, "5m", 0, 3600000, 0, NULL,
-                "how long a caller may keep an allow (TM-P1-7)", NULL),
-    PH_CONF_KEY("negative_ttl", PH_CONF_DURATION, "3s", 0, 3600000, 0, NULL,
-                "how long a caller may keep a deny", NULL),
-    PH_CONF_KEY("revision_poll", PH_CONF_DURATION, "2s", 100, 60000,
-                PH_CONF_RESTART, NULL,
-                "how often the authorization revision is read (TM-P1-27)",
-                NULL),
-    PH_CONF_KEY("stale_allow", PH_CONF_DURATION, "5s", 100, 600000, 0, NULL,
-                "how long after the last good read the revision is still "
-                "vouched for, whether later reads fail or do not come back "
-                "(TM-P1-31)",
-                NULL),
-    PH_CONF_KEY("pool_size", PH_CONF_INT, "4", 1, PG_POOL_SIZE_MAX,
-                PH_CONF_RESTART, NULL, "connections to PostgreSQL", NULL),
-    PH_CONF_KEY("max_pending", PH_CONF_INT, "256", 1, PG_POOL_PENDING_MAX,
-                PH_CONF_RESTART, NULL,
-                "queries waiting for a connection; beyond, a call answers "
-                "unavailable (queue_full)",
-                NULL),
-    PH_CONF_KEY("query_timeout", PH_CONF_DURATION, "2s", 10, 60000,
-                PH_CONF_RESTART, NULL,
-                "deadline of a call from its start (waiting included), and "
-                "of one connection attempt",
-                NULL),
-    PH_CONF_KEY("reconnect_min", PH_CONF_DURATION, "100ms", 10, 60000,
-                PH_CONF_RESTART, NULL, "first reconnect backoff step", NULL),
-    PH_CONF_KEY("reconnect_max", PH_CONF_DURATION, "5s", 10, 600000,
-                PH_CONF_RESTART, NULL, "largest reconnect backoff step",
-                NULL),
-    PH_CONF_KEY("presence_poll", PH_CONF_DURATION, "2s", 100, 60000,
-                PH_CONF_RESTART, NULL,
-                "how often tm.presence's view is read again besides the "
-                "LISTEN notifications (the safety net: a lapsed lease is "
-                "seen within it)",
-                NULL),
-    PH_CONF_KEY("presence_max_nodes", PH_CONF_INT, "256", 1, 4096,
-                PH_CONF_RESTART, NULL,
-                "live nodes tm.presence's view holds; the others are left "
-                "out (their agents are no candidates), counted and logged",
-                NULL),
-    PH_CONF_KEY("presence_max_agents", PH_CONF_INT, "65536", 1, 1048576,
-                PH_CONF_RESTART, NULL,
-                "agent connections (rows) tm.presence's view holds over "
-                "all nodes; the others are left out, counted and logged",
-                NULL),
-    PH_CONF_END};
+/* The key table, generated from store_pg.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into store_pg_keys.c. pool_size's and
+ * max_pending's maxima there are PG_POOL_SIZE_MAX and PG_POOL_PENDING_MAX,
+ * which pg_pool.c (conf_ok) checks again: a sample that allows more fails the
+ * start, closed. */
+extern const ph_conf_key keys[];
 
 /* ---- the DSN ---------------------------------------------------------- */
 

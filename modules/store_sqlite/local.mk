@@ -19,6 +19,11 @@ modules_store_sqlite_store_sqlite_la_LIBADD = \
 	modules/store_common/libphstore.la \
 	modules/store_common/libphstore_sqlite.la $(SQLITE3_LIBS) $(OPENSSL_LIBS)
 dist_samples_DATA += %D%/store_sqlite.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_store_sqlite_store_sqlite_la_SOURCES = %D%/store_sqlite_keys.c
+CONF_KEYS_C += %D%/store_sqlite_keys.c
+%D%/store_sqlite_keys.c: %D%/store_sqlite.ini.sample $(GEN_CONF_KEYS_AWK)
+	$(GEN_CONF_KEYS) $(srcdir)/%D%/store_sqlite.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The store through the mock host, with the contract suites.
 UNIT_TESTS += t/unit/auth/test_store_sqlite

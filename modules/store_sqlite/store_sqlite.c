@@ -27,46 +27,13 @@
 #include "lib/metric_table.h"
 #include "store_sqlite.h"
 
-#ifndef PH_LOCALSTATEDIR
-#define PH_LOCALSTATEDIR "/var"
-#endif
-#define DEFAULT_PATH PH_LOCALSTATEDIR "/lib/proxyhost/authz.db"
 #define START_MARGIN_MS 30000
 #define STALE_MS 5000 /* TM-P1-31: no allow vouched for past this after a
                          failed read */
 
-static const ph_conf_key keys[] = {
-    PH_CONF_KEY("path", PH_CONF_STRING, DEFAULT_PATH, 1, 4095,
-                PH_CONF_RESTART, NULL,
-                "the SQLite database file (created mode 0600 on first "
-                "start when migrate = auto)",
-                NULL),
-    PH_CONF_KEY("migrate", PH_CONF_ENUM, "auto", 0, 0, PH_CONF_RESTART, NULL,
-                "auto: create or upgrade the schema at start; check: refuse "
-                "to start unless it is current (run proxyhost-migrate)",
-                "auto|check"),
-    PH_CONF_KEY("positive_ttl", PH_CONF_DURATION, "5s", 0, 3600000, 0, NULL,
-                "how long a caller may keep an allow (never past the token's "
-                "expiry)",
-                NULL),
-    PH_CONF_KEY("negative_ttl", PH_CONF_DURATION, "1s", 0, 3600000, 0, NULL,
-                "how long a caller may keep a deny", NULL),
-    PH_CONF_KEY("revision_recheck", PH_CONF_DURATION, "5s", 50, 3600000, 0,
-                NULL,
-                "how often the authorization revision is read again (the "
-                "safety net for writes by other processes)",
-                NULL),
-    PH_CONF_KEY("max_pending", PH_CONF_INT, "256", 1, 65536, 0, NULL,
-                "calls in flight; beyond it a check is unavailable "
-                "(queue_full) and a store call fails with PH_EFULL",
-                NULL),
-    PH_CONF_KEY("busy_timeout", PH_CONF_DURATION, "5s", 0, 60000,
-                PH_CONF_RESTART, NULL,
-                "how long a statement waits for another writer's lock",
-                NULL),
-    PH_CONF_KEY("connections", PH_CONF_INT, "4", 1, 16, PH_CONF_RESTART, NULL,
-                "SQLite connections shared by the helper-thread jobs", NULL),
-    PH_CONF_END};
+/* The key table, generated from store_sqlite.ini.sample (its "; type:" lines)
+ * by tools/gen_conf_keys.awk into store_sqlite_keys.c. */
+extern const ph_conf_key keys[];
 
 static const ph_api *api;
 

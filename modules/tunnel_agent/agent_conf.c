@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tunnel_agent's keys and their checks (agent_conf.h). */
 #include "agent_conf.h"
-#include "lib/tls_reload.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,120 +9,9 @@
 #include "tunnel_common/session/tm_conf.h"
 #include "tunnel_common/session/tm_token.h"
 
-/* Read once at start: every key is PH_CONF_RESTART (the token file's
- * contents are re-read at every connection attempt, its path is not). */
-#define R PH_CONF_RESTART
-
-const ph_conf_key agent_conf_keys[] = {
-    PH_CONF_KEY("server_url", PH_CONF_STRING, NULL, 1, AGENT_URL_MAX,
-                PH_CONF_REQUIRED | R, NULL,
-                "the server's tunnel endpoint: wss://host:port/path (or "
-                "ws:// to loopback, or anywhere with allow_plain)",
-                NULL),
-    PH_CONF_KEY("extra_server_urls", PH_CONF_LIST, "", 0,
-                AGENT_URLS_MAX - 1, R, NULL,
-                "other nodes of the same mesh (up to 7 URLs, same form as "
-                "server_url): the connections are spread over server_url "
-                "and these, a failed node skipped while it backs off",
-                NULL),
-    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
-                "file holding the agent's bearer token (re-read at every "
-                "connection attempt; trailing newline stripped)",
-                NULL),
-    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, TM_TOKEN_MAX,
-                PH_CONF_SENSITIVE | R, NULL,
-                "the agent's bearer token itself, when token_file is empty",
-                NULL),
-    PH_CONF_KEY("agent_id", PH_CONF_STRING, "", 0, TM_AGENT_MAX, R, NULL,
-                "name sent in the agent metadata: empty, or the name of the "
-                "agent its token was made for (the server closes a "
-                "connection that names another)",
-                NULL),
-    PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, AGENT_PATH_MAX, R, NULL,
-                "CA certificates that verify a wss:// server; empty: the "
-                "system store; re-read on SIGHUP",
-                NULL),
-    PH_TLS_RELOAD_KEY,
-    PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, R, NULL,
-                "allow ws:// (no TLS) to a non-loopback server", NULL),
-    PH_CONF_KEY("connector", PH_CONF_STRING, "direct", 1, 128, R, NULL,
-                "the connector instance that dials targets (its DNS, target "
-                "policy and connect)",
-                NULL),
-    PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, R, NULL,
-                "name the target in the per-stream debug line; off: never "
-                "logged",
-                NULL),
-    /* the host-local guard (issue 22 item 5, target_guard.h) */
-    PH_CONF_KEY("targets.allow_host_local", PH_CONF_LIST, "", 0,
-                GUARD_MAX_ALLOW, R, NULL,
-                "host-local destinations the agent may dial anyway "
-                "(addresses or CIDRs; empty: loopback, link-local, "
-                "unspecified and this host's addresses are all refused)",
-                NULL),
-    /* the connection pool (TM-P2-23..28) */
-    PH_CONF_KEY("connections.min", PH_CONF_INT, "1", 1, 64, R, NULL,
-                "WebSocket connections kept to the server", NULL),
-    PH_CONF_KEY("connections.max", PH_CONF_INT, "1", 1, 64, R, NULL,
-                "connections at most (more than min: grown by load)", NULL),
-    PH_CONF_KEY("connections.high_watermark", PH_CONF_INT, "16", 1, 65536, R,
-                NULL,
-                "load per connection (pending dials + active streams) above "
-                "which one more is opened",
-                NULL),
-    PH_CONF_KEY("connections.low_watermark", PH_CONF_INT, "2", 0, 65535, R,
-                NULL, "load per connection below which one is drained", NULL),
-    PH_CONF_KEY("connections.evaluation_interval", PH_CONF_DURATION, "10s",
-                100, 3600000, R, NULL,
-                "how long the load must stay above high_watermark", NULL),
-    PH_CONF_KEY("connections.cooldown", PH_CONF_DURATION, "30s", 100, 3600000,
-                R, NULL,
-                "how long below low_watermark (and since the last change) "
-                "before draining one",
-                NULL),
-    PH_CONF_KEY("connections.latency_high", PH_CONF_DURATION, "0", 0,
-                600000, R, NULL,
-                "also grow when the p95 of the pending dials' wait, the open, "
-                "the time to first byte or the writer's wait, or the "
-                "heartbeat RTT, stayed above this for evaluation_interval "
-                "while loaded above low_watermark (0: load alone)",
-                NULL),
-    PH_CONF_KEY("connections.error_rate_max", PH_CONF_INT, "50", 1, 100, R,
-                NULL,
-                "percent of failed opens in a second above which the pool "
-                "does not grow (failures are not load)",
-                NULL),
-    PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "500ms", 10, 600000, R,
-                NULL, "first reconnect delay (jittered, doubled per failure)",
-                NULL),
-    PH_CONF_KEY("reconnect.max", PH_CONF_DURATION, "30s", 10, 3600000, R, NULL,
-                "largest reconnect delay", NULL),
-    /* the dial executor (TM-P0-1..6) */
-    PH_CONF_KEY("streams.max_concurrent_dials", PH_CONF_INT, "32", 1, 4096, R,
-                NULL, "dials running at once per connection", NULL),
-    PH_CONF_KEY("streams.max_pending_dials", PH_CONF_INT, "128", 0, 65536, R,
-                NULL,
-                "dials waiting for a slot per connection; beyond it an open "
-                "is refused queue_full at once",
-                NULL),
-    PH_CONF_KEY("streams.open_timeout", PH_CONF_DURATION, "8s", 10, 600000, R,
-                NULL, "limit of an open: queue and dial", NULL),
-    PH_CONF_KEY("streams.connect_timeout", PH_CONF_DURATION, "5s", 10, 300000,
-                R, NULL, "limit of one dial (the connector's DNS and connect)",
-                NULL),
-    PH_CONF_KEY("streams.max_streams", PH_CONF_INT, "1024", 1, 65536, R, NULL,
-                "streams open or opening at once per connection", NULL),
-    PH_CONF_KEY("streams.idle_timeout", PH_CONF_DURATION, "300s", 1000,
-                86400000, R, NULL,
-                "a relayed stream with no bytes either way for this long ends",
-                NULL),
-    PH_CONF_KEY("streams.buffer_size", PH_CONF_SIZE, "64KiB", 4096, 1048576,
-                R, NULL, "relay buffer from the target, per stream", NULL),
-    /* the session (tm_conf.h) */
-    TM_SESSION_KEYS("streams."),
-    PH_CONF_END};
-
-#undef R
+/* agent_conf_keys, the key table, is generated from tunnel_agent.ini.sample
+ * (its "; type:" lines) by tools/gen_conf_keys.awk into
+ * tunnel_agent_keys.c. */
 
 static void copy_str(char *dst, size_t cap, const char *s) {
   snprintf(dst, cap, "%s", s ? s : "");
@@ -205,8 +93,34 @@ static int ws_url(const char *u) {
   return u && (strncmp(u, "ws://", 5) == 0 || strncmp(u, "wss://", 6) == 0);
 }
 
+#define CAP(m) (sizeof(((agent_cfg *)0)->m) - 1)
+
+/* The strings agent_cfg_read copies into fixed arrays, held to them here
+ * whatever the sample declares (ph_conf_limits: a longer value fails the
+ * start, never cut); the session's own keys: tm_conf_check. */
+static const ph_conf_limit agent_strs[] = {
+    {"server_url", 0, CAP(urls[0]), 1},  {"token_file", 0, CAP(token_file), 1},
+    {"tls.ca_file", 0, CAP(ca_file), 1}, {"agent_id", 0, CAP(agent_id), 1},
+    {"connector", 0, CAP(connector), 1},
+};
+
+static int strings_fit(ph_ctx *ctx, const ph_api *api, const char **key,
+                       char *why, size_t whylen) {
+  int rc = ph_conf_limits(ctx, api, agent_strs,
+                          sizeof(agent_strs) / sizeof(agent_strs[0]), key,
+                          why, whylen);
+  if (rc != PH_OK)
+    return rc;
+  if (api->conf_list_len(ctx, "extra_server_urls") > AGENT_URLS_MAX - 1)
+    return ph_conf_fail(key, "extra_server_urls", why, whylen,
+                        "at most %d URLs", AGENT_URLS_MAX - 1);
+  return PH_OK;
+}
+
 int agent_cfg_check(ph_ctx *ctx, const ph_api *api, const char **key,
                     char *why, size_t whylen) {
+  if (strings_fit(ctx, api, key, why, whylen) != PH_OK)
+    return PH_EINVAL;
   if (!ws_url(api->conf_str(ctx, "server_url")))
     return bad(key, "server_url", why, whylen,
                "must start with wss:// (or ws://)");

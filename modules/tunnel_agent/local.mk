@@ -17,6 +17,15 @@ modules_tunnel_agent_tunnel_agent_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_agent_tunnel_agent_la_LIBADD = $(TM_SESSION_LDADD) \
 	$(LWS_LIBS) $(EV_LIBS)
 dist_samples_DATA += %D%/tunnel_agent.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_tunnel_agent_tunnel_agent_la_SOURCES = \
+	%D%/tunnel_agent_keys.c
+CONF_KEYS_C += %D%/tunnel_agent_keys.c
+%D%/tunnel_agent_keys.c: %D%/tunnel_agent.ini.sample $(GEN_CONF_KEYS_AWK) \
+		$(KEYS_TM_SESSION) $(KEYS_TLS_RELOAD)
+	$(GEN_CONF_KEYS) -v table=agent_conf_keys \
+		-v groups="$(KEYS_TM_SESSION)=streams. $(KEYS_TLS_RELOAD)" \
+		$(srcdir)/%D%/tunnel_agent.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The agent's unit tests: the dial executor through the mock host with a
 # fake connector, and the pool controller.
@@ -31,9 +40,19 @@ t_unit_tunnel_test_tm_agent_SOURCES = t/unit/tunnel/test_tm_agent.c t/unit/tunne
 	%D%/agent_stream.c %D%/agent_conf.c \
 	%D%/agent_ack.c %D%/target_guard.c \
 	%D%/dial_exec.c %D%/pool_policy.c
+nodist_t_unit_tunnel_test_tm_agent_SOURCES = %D%/tunnel_agent_keys.c
 t_unit_tunnel_test_tm_agent_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 t_unit_tunnel_test_tm_agent_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
+	$(EV_LIBS)
+# agent_cfg_check under a key table far wider than the sample's: it holds
+# the bounds agent_cfg_read relies on itself.
+UNIT_TESTS += t/unit/tunnel/test_ta_bounds
+t_unit_tunnel_test_ta_bounds_SOURCES = t/unit/tunnel/test_ta_bounds.c \
+	t/unit/tunnel/tm_session_keys_test.h \
+	%D%/agent_conf.c %D%/target_guard.c %D%/pool_policy.c
+t_unit_tunnel_test_ta_bounds_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS)
+t_unit_tunnel_test_ta_bounds_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
 	$(EV_LIBS)
 t_unit_tunnel_test_tm_agent_pool_SOURCES = t/unit/tunnel/test_tm_agent_pool.c \
 	%D%/pool_policy.c %D%/pool_policy.h

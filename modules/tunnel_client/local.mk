@@ -17,12 +17,30 @@ modules_tunnel_client_tunnel_client_la_CPPFLAGS = $(AM_CPPFLAGS) \
 modules_tunnel_client_tunnel_client_la_LDFLAGS = $(MODULE_LDFLAGS)
 modules_tunnel_client_tunnel_client_la_LIBADD = $(TC_LIBS)
 dist_samples_DATA += %D%/tunnel_client.ini.sample
+# The key table, from the sample (Makefile.am: GEN_CONF_KEYS).
+nodist_modules_tunnel_client_tunnel_client_la_SOURCES = \
+	%D%/tunnel_client_keys.c
+CONF_KEYS_C += %D%/tunnel_client_keys.c
+%D%/tunnel_client_keys.c: %D%/tunnel_client.ini.sample $(GEN_CONF_KEYS_AWK) \
+		$(KEYS_TM_SESSION) $(KEYS_TLS_RELOAD)
+	$(GEN_CONF_KEYS) -v table=tc_keys \
+		-v groups="$(KEYS_TM_SESSION)=stream. $(KEYS_TLS_RELOAD)" \
+		$(srcdir)/%D%/tunnel_client.ini.sample >$@.tmp && mv $@.tmp $@
 
 UNIT_TESTS += t/unit/tunnel/test_tunnel_client
 t_unit_tunnel_test_tunnel_client_SOURCES = t/unit/tunnel/test_tunnel_client.c \
 	$(TC_SOURCES)
+nodist_t_unit_tunnel_test_tunnel_client_SOURCES = %D%/tunnel_client_keys.c
 t_unit_tunnel_test_tunnel_client_CPPFLAGS = $(AM_CPPFLAGS)
 t_unit_tunnel_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
+# tunnel_client.c under a key table far wider than its sample's: its
+# check holds the bounds its code relies on itself.
+UNIT_TESTS += t/unit/tunnel/test_tc_bounds
+t_unit_tunnel_test_tc_bounds_SOURCES = t/unit/tunnel/test_tc_bounds.c \
+	t/unit/tunnel/tm_session_keys_test.h \
+	$(TC_SOURCES)
+t_unit_tunnel_test_tc_bounds_CPPFLAGS = $(AM_CPPFLAGS)
+t_unit_tunnel_test_tc_bounds_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 endif
 
 # conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the

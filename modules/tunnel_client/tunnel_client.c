@@ -15,61 +15,30 @@
 
 #include <proxyhost/module.h>
 
+#include "lib/conf_values.h"
 #include "tunnel_common/session/tm_conf.h"
 #include "tunnel_common/session/tm_ws_url.h"
 #include "tunnel_client_int.h"
 
 static const char *const tc_provides[] = {PH_CONNECTOR_SERVICE, NULL};
 
-#define TC_URL_MAX 2048
+/* tc_keys, the key table, is generated from tunnel_client.ini.sample (its
+ * "; type:" lines) by tools/gen_conf_keys.awk into tunnel_client_keys.c. */
+extern const ph_conf_key tc_keys[];
 
-static const ph_conf_key tc_keys[] = {
-    PH_CONF_KEY("server_url", PH_CONF_STRING, "", 0, TC_URL_MAX,
-                PH_CONF_REQUIRED | PH_CONF_RESTART, NULL,
-                "the server's WebSocket URL, ws://host:port/path or wss://",
-                NULL),
-    PH_CONF_KEY("agent", PH_CONF_STRING, "", 0, TM_AGENT_MAX,
-                PH_CONF_REQUIRED, NULL,
-                "the agent every stream goes to (its name at the server)",
-                NULL),
-    PH_CONF_KEY("token_file", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
-                NULL,
-                "file holding the bearer token, read at every connection "
-                "attempt",
-                NULL),
-    PH_CONF_KEY("token", PH_CONF_STRING, "", 0, TM_TOKEN_MAX,
-                PH_CONF_SENSITIVE | PH_CONF_RESTART, NULL,
-                "the bearer token itself, when there is no token_file", NULL),
-    PH_CONF_KEY("tls.ca_file", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
-                NULL,
-                "CA certificates that verify a wss server; empty: the "
-                "system's; re-read on SIGHUP",
-                NULL),
-    PH_TLS_RELOAD_KEY,
-    PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
-                NULL, "allow ws:// (no TLS) to a host that is not loopback",
-                NULL),
-    PH_CONF_KEY("connections", PH_CONF_INT, "1", 1, TC_MAX_CONNECTIONS,
-                PH_CONF_RESTART, NULL,
-                "WebSocket connections kept to the server", NULL),
-    PH_CONF_KEY("reconnect.min", PH_CONF_DURATION, "500ms", 10, 60000, 0,
-                NULL, "first reconnect delay (jittered, doubling)", NULL),
-    PH_CONF_KEY("reconnect.max", PH_CONF_DURATION, "30s", 10, 600000, 0,
-                NULL, "largest reconnect delay", NULL),
-    PH_CONF_KEY("stream.open_timeout", PH_CONF_DURATION, "8s", 10, 600000, 0,
-                NULL,
-                "strict: limit for the server's OPEN_RESULT; then only that "
-                "stream is reset",
-                NULL),
-    PH_CONF_KEY("stream.max_streams", PH_CONF_INT, "1024", 1, 65536,
-                PH_CONF_RESTART, NULL,
-                "streams open or opening at once per connection", NULL),
-    TM_SESSION_KEYS("stream."),
-    PH_CONF_KEY("log_target", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
-                "name the target in the debug \"stream end\" line; off: "
-                "never logged",
-                NULL),
-    PH_CONF_END};
+/* The bounds this file relies on, held again here whatever the sample
+ * declares (ph_conf_limits): connections indexes conns[TC_MAX_CONNECTIONS];
+ * the stream count (the session's id table, 2^20 at most) and the
+ * durations are u32; tls.ca_file is copied into ca_file[1025]. The
+ * session's own keys: tm_conf_check. */
+static const ph_conf_limit tc_limits[] = {
+    {"connections", 1, TC_MAX_CONNECTIONS, 0},
+    {"stream.max_streams", 1, 1 << 20, 0},
+    {"reconnect.min", 0, UINT32_MAX, 0},
+    {"reconnect.max", 0, UINT32_MAX, 0},
+    {"stream.open_timeout", 0, UINT32_MAX, 0},
+    {"tls.ca_file", 0, sizeof(((tc_client *)0)->ca_file) - 1, 1},
+};
 
 /* Agent names as the store has them: [a-z0-9._-], a letter or digit
  * first. */
@@ -132,6 +101,11 @@ static int tc_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
       return bad(key, "token", why, whylen, "%s",
                  "must be visible ASCII characters without spaces");
   }
+  int rc = ph_conf_limits(ctx, a, tc_limits,
+                          sizeof(tc_limits) / sizeof(tc_limits[0]), key, why,
+                          whylen);
+  if (rc != PH_OK)
+    return rc;
   if (a->conf_int(ctx, "reconnect.min") > a->conf_int(ctx, "reconnect.max"))
     return bad(key, "reconnect.min", why, whylen, "%s",
                "must not exceed reconnect.max");

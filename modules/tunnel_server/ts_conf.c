@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tunnel_server's keys: the seed's server.* keys as [tunnel_server]
- * stream.* (docs/user-guide/server.md), each with its default and bounds
- * (TM-CFG-25: no zero window, no frame above the protocol's MaxPayload,
- * no byte count that overflows 32 bits), and the relations between them
- * that the host's per-key bounds cannot say. */
+/* tunnel_server's configuration: the seed's server.* keys as
+ * [tunnel_server] stream.* (docs/user-guide/server.md), declared with
+ * their defaults and bounds in tunnel_server.ini.sample (TM-CFG-25: no
+ * zero window, no frame above the protocol's MaxPayload, no byte count
+ * that overflows 32 bits); here the relations between them that the
+ * host's per-key bounds cannot say, and their reader. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -14,161 +15,13 @@
 
 #include "lib/conf_values.h"
 #include "frontend/provider_check.h"
-#include "lib/tls_reload.h"
 #include "tunnel_common/session/tm_conf.h"
 #include "ts_int.h"
 
-const ph_conf_key ts_keys[] = {
-    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:8443", 1, 128,
-                PH_CONF_RESTART, NULL,
-                "address:port of the WebSocket listener (wss with tls.cert)",
-                NULL),
-    PH_CONF_KEY("path", PH_CONF_STRING, "/tunnel", 1, 128, PH_CONF_RESTART,
-                NULL, "the upgrade path clients and agents connect to", NULL),
-    PH_CONF_KEY("tls.cert", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
-                NULL,
-                "PEM certificate chain (empty: plain ws); re-read on SIGHUP",
-                NULL),
-    PH_CONF_KEY("tls.key", PH_CONF_STRING, "", 0, 1024,
-                PH_CONF_RESTART, NULL,
-                "PEM private key of tls.cert; re-read on SIGHUP", NULL),
-    PH_TLS_RELOAD_KEY,
-    PH_CONF_KEY("allow_plain", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
-                NULL, "allow plain ws on a non-loopback address", NULL),
-    PH_CONF_KEY("max_connections", PH_CONF_INT, "1024", 1, 65536, 0, NULL,
-                "WebSocket connections at once (clients, agents, and those "
-                "being authenticated)",
-                NULL),
-    PH_CONF_KEY("store", PH_CONF_STRING, "", 0, 97, PH_CONF_RESTART, NULL,
-                "the authz.store instance that authenticates bearer tokens; "
-                "required",
-                NULL),
-    PH_CONF_KEY("access", PH_CONF_STRING, "auth_cache", 0, 97,
-                PH_CONF_RESTART, NULL,
-                "the access provider every stream is authorized by (the "
-                "auth_cache in front of the store)",
-                NULL),
-    PH_CONF_KEY("node_id", PH_CONF_STRING, "", 0, TS_NODE_ID_MAX, 0, NULL,
-                "this server's name in log lines (empty: none)", NULL),
-    PH_CONF_KEY("log_names", PH_CONF_BOOL, "false", 0, 0, 0, NULL,
-                "log lines that name an agent by its hash (agent-1a2b3c4d) "
-                "also carry agent_name=<name>, and the status page's "
-                "agents table names it (issue 28)",
-                NULL),
-    PH_CONF_KEY("presence", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART,
-                NULL,
-                "register this node and its agents' connections in the "
-                "store's tm.presence (store_pg; needs node_id; issue 27)",
-                NULL),
-    PH_CONF_KEY("presence.zone", PH_CONF_STRING, "", 0, 64, PH_CONF_RESTART,
-                NULL, "this node's zone in presence (empty: none)", NULL),
-    PH_CONF_KEY("presence.relay_addr", PH_CONF_STRING, "", 0, 255,
-                PH_CONF_RESTART, NULL,
-                "this node's relay address in presence (empty: none)", NULL),
-    PH_CONF_KEY("presence.lease", PH_CONF_DURATION, "15s", 1000, 3600000,
-                PH_CONF_RESTART, NULL,
-                "how long this node stays in presence without a heartbeat "
-                "(one every third of it)",
-                NULL),
-    PH_CONF_KEY("relay", PH_CONF_BOOL, "false", 0, 0, PH_CONF_RESTART, NULL,
-                "relay streams to agents connected to other nodes, and "
-                "accept other nodes' relay links (needs presence; issue 27)",
-                NULL),
-    PH_CONF_KEY("relay.listen", PH_CONF_STRING, "", 0, 128, PH_CONF_RESTART,
-                NULL,
-                "address:port of the relay listener other nodes dial "
-                "(presence.relay_addr is what they are told)",
-                NULL),
-    PH_CONF_KEY("relay.allow_plain", PH_CONF_BOOL, "false", 0, 0,
-                PH_CONF_RESTART, NULL,
-                "plain ws between nodes, loopback addresses only (tests)",
-                NULL),
-    PH_CONF_KEY("relay.tls.cert", PH_CONF_STRING, "", 0, 1024,
-                PH_CONF_RESTART, NULL,
-                "PEM certificate chain of this node, for both ends of its "
-                "relay links (URI SAN spiffe://<relay.trust_domain>/"
-                "tunnelmesh/node/<node_id>); empty: plain ws",
-                NULL),
-    PH_CONF_KEY("relay.tls.key", PH_CONF_STRING, "", 0, 1024,
-                PH_CONF_RESTART, NULL, "PEM private key of relay.tls.cert",
-                NULL),
-    PH_CONF_KEY("relay.tls.ca", PH_CONF_STRING, "", 0, 1024, PH_CONF_RESTART,
-                NULL, "PEM CA that signs every node's relay certificate",
-                NULL),
-    PH_CONF_KEY("relay.trust_domain", PH_CONF_STRING, "", 0, 255,
-                PH_CONF_RESTART, NULL,
-                "the SPIFFE trust domain of the nodes' certificates "
-                "(required with relay.tls.cert)",
-                NULL),
-    PH_CONF_KEY("relay.links_per_peer", PH_CONF_INT, "2", 1, 16,
-                PH_CONF_RESTART, NULL,
-                "relay links to one peer node at most (opened on demand, "
-                "kept warm)",
-                NULL),
-    PH_CONF_KEY("legacy_no_subprotocol", PH_CONF_BOOL, "false", 0, 0,
-                PH_CONF_RESTART, NULL,
-                "answer the upgrade with no subprotocol, as an old server",
-                NULL),
-    PH_CONF_KEY("stream.max_concurrent_opens", PH_CONF_INT, "256", 1, 65536,
-                0, NULL, "opens being authorized or opened at once", NULL),
-    PH_CONF_KEY("stream.max_pending_opens", PH_CONF_INT, "1024", 1, 1048576,
-                0, NULL, "opens waiting for a slot; beyond: queue_full", NULL),
-    PH_CONF_KEY("stream.max_opens_per_session", PH_CONF_INT, "64", 1, 65536,
-                0, NULL, "opens of one client session running at once", NULL),
-    PH_CONF_KEY("stream.max_opens_per_principal", PH_CONF_INT, "128", 1,
-                65536, 0, NULL,
-                "opens of one user (all its sessions) running at once", NULL),
-    PH_CONF_KEY("stream.max_pending_per_principal", PH_CONF_INT, "256", 1,
-                1048576, 0, NULL,
-                "opens of one user waiting for a slot; beyond: queue_full",
-                NULL),
-    PH_CONF_KEY("stream.max_pending_per_session", PH_CONF_INT, "128", 1,
-                1048576, 0, NULL,
-                "opens of one client session waiting; beyond: queue_full",
-                NULL),
-    PH_CONF_KEY("stream.max_per_connection", PH_CONF_INT, "1024", 1, 65536,
-                0, NULL, "streams open at once on one connection", NULL),
-    PH_CONF_KEY("stream.max_per_token", PH_CONF_INT, "4096", 1, 1048576, 0,
-                NULL, "client streams at once under one token", NULL),
-    PH_CONF_KEY("stream.max_per_agent", PH_CONF_INT, "4096", 1, 1048576, 0,
-                NULL, "streams at once through one agent (all connections)",
-                NULL),
-    PH_CONF_KEY("stream.memory_per_session", PH_CONF_SIZE, "256MiB",
-                1048576, 68719476736LL, 0, NULL,
-                "bytes the streams of one client session may hold buffered "
-                "at the server (each reserves its worst case at open); "
-                "beyond: queue_full",
-                NULL),
-    PH_CONF_KEY("stream.memory_per_principal", PH_CONF_SIZE, "512MiB",
-                1048576, 68719476736LL, 0, NULL,
-                "the same for all the sessions of one user", NULL),
-    PH_CONF_KEY("stream.open_timeout", PH_CONF_DURATION, "8s", 100, 300000, 0,
-                NULL, "how long the agent may take to answer an open", NULL),
-    PH_CONF_KEY("stream.idle_timeout", PH_CONF_DURATION, "5m", 1000,
-                86400000, 0, NULL, "a relayed stream without bytes ends",
-                NULL),
-    TM_SESSION_KEYS("stream."),
-    PH_CONF_KEY("agent.max_connections", PH_CONF_INT, "8", 1,
-                TS_AGENT_CONNS_MAX, 0, NULL,
-                "connections one agent may hold (its connections.max)", NULL),
-    PH_CONF_KEY("client.max_connections_per_token", PH_CONF_INT, "32", 1,
-                65536, 0, NULL,
-                "client connections one stream token may hold; beyond: "
-                "closed with 1008",
-                NULL),
-    PH_CONF_KEY("client.max_connections_per_user", PH_CONF_INT, "128", 1,
-                65536, 0, NULL,
-                "client connections all the stream tokens of one user may "
-                "hold; beyond: closed with 1008",
-                NULL),
-    PH_CONF_KEY("credential_check_interval", PH_CONF_DURATION, "250ms", 50,
-                60000, 0, NULL,
-                "how often sessions are re-checked against the "
-                "authorization revision and their token's expiry",
-                NULL),
-    PH_CONF_KEY("drain_timeout", PH_CONF_DURATION, "5s", 0, 600000, 0, NULL,
-                "after GOAWAY at stop, how long streams may finish", NULL),
-    PH_CONF_END};
+/* ts_keys, the key table, is generated from tunnel_server.ini.sample (its
+ * "; type:" lines) by tools/gen_conf_keys.awk into ts_keys.c, the session's
+ * and the TLS reload's keys among them. The bounds the code relies on are
+ * held again by ts_conf_held (ts_conf_held.c), first in ts_check. */
 
 static int loopback(const struct sockaddr_storage *ss) {
   if (ss->ss_family == AF_INET) {
@@ -243,12 +96,15 @@ static int relay_check(ph_ctx *ctx, const ph_api *a, const char **key,
 
 int ts_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
              size_t whylen) {
+  int rc = ts_conf_held(ctx, a, key, why, whylen);
+  if (rc != PH_OK)
+    return rc;
   const char *store = a->conf_str(ctx, "store");
   if (!store || !*store)
     return bad(key, "store", why, whylen,
                "required: the authz.store provider instance (store_sqlite "
                "or store_pg)");
-  int rc = check_named_provider(ctx, a, "store", PH_AZ_STORE_SERVICE, key,
+  rc = check_named_provider(ctx, a, "store", PH_AZ_STORE_SERVICE, key,
                                 why, whylen);
   if (rc != PH_OK)
     return rc;

@@ -85,7 +85,13 @@ typedef struct ts_conf {
   uint32_t relay_links_per_peer;
 } ts_conf;
 
+/* The key table, generated from tunnel_server.ini.sample (ts_keys.c). */
 extern const ph_conf_key ts_keys[];
+/* The bounds the code relies on (fixed arrays, 32-bit fields, the
+ * protocol's frame and window limits), held again whatever the sample
+ * says: PH_OK, or PH_EINVAL with *key and why (ts_conf_held.c). */
+int ts_conf_held(ph_ctx *ctx, const ph_api *api, const char **key, char *why,
+                 size_t whylen);
 /* The module's check: the keys' relations (ts_conf.c). */
 int ts_check(ph_ctx *ctx, const ph_api *api, const char **key, char *why,
              size_t whylen);

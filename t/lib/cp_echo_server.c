@@ -318,12 +318,9 @@ static const cp_grpc_method methods[] = {
     {SVC "ReportOutcomes", CP_RPC_CLIENT_STREAM, h_outcomes, NULL},
 };
 
-static const ph_conf_key keys[] = {
-    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:0", 1, 128,
-                PH_CONF_RESTART, NULL, "host:port to serve on", NULL),
-    CP_GRPC_TLS_KEYS,
-    CP_GRPC_SERVER_KEYS,
-    PH_CONF_END};
+/* A gRPC server's keys: t/unit/cp/cp_grpc_keys.ini.sample's [srv] and the
+ * control plane's key groups (generated, modules/cp_common/grpc/local.mk). */
+extern const ph_conf_key srv_keys[];
 
 static int echo_check(ph_ctx *ctx, const ph_api *a, const char **key,
                       char *why, size_t whylen) {
@@ -360,7 +357,7 @@ static int echo_init(ph_ctx *ctx, const ph_api *a, void **state) {
 
 static const ph_module echo_mod = {
     PH_MODULE_HEADER("cp_echo", "1.0.0"),
-    .config = keys,
+    .config = srv_keys,
     .init = echo_init,
     .check = echo_check,
 };

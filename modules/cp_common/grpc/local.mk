@@ -39,11 +39,31 @@ t_unit_cp_test_cp_grpc_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS) \
 	-DCP_TEST_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_cp_test_cp_grpc_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
 	host/libphmock.la $(EV_LIBS)
+t_unit_cp_test_cp_grpc_SOURCES = t/unit/cp/test_cp_grpc.c
+nodist_t_unit_cp_test_cp_grpc_SOURCES = t/unit/cp/cp_grpc_srv_keys.c \
+	t/unit/cp/cp_grpc_cli_keys.c
+# Their key tables: the key groups, complete (Makefile.am: KEYS_*).
+CP_GRPC_TEST_SERVER = $(KEYS_CP_GRPC_TLS) $(KEYS_TLS_RELOAD) \
+	$(KEYS_CP_GRPC_COMMON) $(KEYS_CP_GRPC_SERVER)
+CP_GRPC_TEST_CLIENT = $(KEYS_CP_GRPC_TLS) $(KEYS_TLS_RELOAD) \
+	$(KEYS_CP_GRPC_COMMON) $(KEYS_CP_GRPC_CLIENT)
+CONF_KEYS_C += t/unit/cp/cp_grpc_srv_keys.c t/unit/cp/cp_grpc_cli_keys.c
+t/unit/cp/cp_grpc_srv_keys.c: t/unit/cp/cp_grpc_keys.ini.sample \
+		$(GEN_CONF_KEYS_AWK) $(CP_GRPC_TEST_SERVER)
+	$(GEN_CONF_KEYS) -v section=srv -v table=srv_keys -v complete=1 \
+		-v groups="$(CP_GRPC_TEST_SERVER)" \
+		$(srcdir)/t/unit/cp/cp_grpc_keys.ini.sample >$@.tmp && mv $@.tmp $@
+t/unit/cp/cp_grpc_cli_keys.c: t/unit/cp/cp_grpc_keys.ini.sample \
+		$(GEN_CONF_KEYS_AWK) $(CP_GRPC_TEST_CLIENT)
+	$(GEN_CONF_KEYS) -v section=cli -v table=cli_keys -v complete=1 \
+		-v groups="$(CP_GRPC_TEST_CLIENT)" \
+		$(srcdir)/t/unit/cp/cp_grpc_keys.ini.sample >$@.tmp && mv $@.tmp $@
 
 # The interop test's server: canned, valid answers to every
 # WorkerControlPlane RPC, on the layer and the mock host.
 check_PROGRAMS += t/lib/cp_echo_server
 t_lib_cp_echo_server_SOURCES = t/lib/cp_echo_server.c
+nodist_t_lib_cp_echo_server_SOURCES = t/unit/cp/cp_grpc_srv_keys.c
 t_lib_cp_echo_server_CPPFLAGS = $(AM_CPPFLAGS) $(CP_PROTO_CPPFLAGS)
 t_lib_cp_echo_server_LDADD = $(CP_GRPC_LDADD) modules/cp_common/proto/libcpproto.la \
 	host/libphmock.la $(EV_LIBS)
@@ -57,7 +77,7 @@ t_fuzz_replay_cp_spiffe_SOURCES = t/fuzz/replay.c t/fuzz/fuzz_cp_spiffe.c \
 t_fuzz_replay_cp_spiffe_CPPFLAGS = $(AM_CPPFLAGS)
 endif
 EXTRA_DIST += t/integration/cp_grpc_interop.sh t/lib/cp_grpc_interop.py \
-	t/unit/cp/cp_grpc_certs.sh
+	t/unit/cp/cp_grpc_certs.sh t/unit/cp/cp_grpc_keys.ini.sample
 
 # The transport's operations page (t/integration/docs_dist.sh).
 nobase_dist_doc_DATA += docs/operations/control-plane-transport.md

@@ -45,6 +45,12 @@ UNIT_TESTS += t/unit/tunnel/test_tm_token
 t_unit_tunnel_test_tm_token_SOURCES = t/unit/tunnel/test_tm_token.c \
 	%D%/tm_token.c
 t_unit_tunnel_test_tm_token_CPPFLAGS = $(AM_CPPFLAGS)
+# tm_conf_check's own hold on the session's limits, whatever a role's
+# table (generated from its sample) declares.
+UNIT_TESTS += t/unit/tunnel/test_tm_conf
+t_unit_tunnel_test_tm_conf_SOURCES = t/unit/tunnel/test_tm_conf.c
+t_unit_tunnel_test_tm_conf_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
+	$(EV_LIBS)
 endif
 
 # tm-ws: libwebsockets on the loop (tm_ws.c), the URL parser, the backoff;

@@ -3,6 +3,7 @@
  * fill (tm_conf.h). */
 #include "tm_conf.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,9 +31,50 @@ static uint32_t u32(ph_ctx *ctx, const ph_api *a, const char *prefix,
   return v < 0 ? 0 : v > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
+/* The limits the session relies on (tm_session.c's cfg_valid: windows
+ * within the protocol's, no frame above TM_MAX_PAYLOAD, every count a
+ * u32), held here again so that a role whose table allows more (its
+ * sample's bounds are the table's) fails at start, not per connection. */
+static const struct {
+  const char *name; /* after the prefix, or none (pfx 0) */
+  int pfx;
+  int64_t lo, hi;
+} limits[] = {
+    {"inbound_buffer_bytes", 1, 1, TM_WINDOW_MAX},
+    {"outbound_buffer_bytes", 1, 1, TM_WINDOW_MAX},
+    {"initial_window", 1, 1, TM_WINDOW_MAX},
+    {"window_update_threshold", 1, 1, TM_WINDOW_MAX},
+    {"max_frame_payload", 1, 1, TM_MAX_PAYLOAD},
+    {"quantum", 1, 1, TM_WINDOW_MAX},
+    {"control_queue_frames", 1, 1, UINT32_MAX},
+    {"control_queue_bytes", 1, TM_HEADER_LEN + TM_METADATA_MAX, UINT32_MAX},
+    {"violation_limit", 1, 1, UINT32_MAX},
+    {"violation_window", 1, 1, UINT32_MAX},
+    {"ping_interval", 0, 0, UINT32_MAX},
+    {"ping_timeout", 0, 1, UINT32_MAX},
+};
+
+static int within_limits(ph_ctx *ctx, const ph_api *a, const char *prefix,
+                         const ph_conf_key *keys, const char **key, char *why,
+                         size_t whylen) {
+  for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+    const char *p = limits[i].pfx ? prefix : "";
+    int64_t v = val(ctx, a, p, limits[i].name);
+    if (v >= limits[i].lo && v <= limits[i].hi)
+      continue;
+    *key = key_name(keys, p, limits[i].name);
+    snprintf(why, whylen, "must be %lld to %lld (the session's limit)",
+             (long long)limits[i].lo, (long long)limits[i].hi);
+    return PH_EINVAL;
+  }
+  return PH_OK;
+}
+
 int tm_conf_check(ph_ctx *ctx, const ph_api *a, const char *prefix,
                   const ph_conf_key *keys, const char **key, char *why,
                   size_t whylen) {
+  if (within_limits(ctx, a, prefix, keys, key, why, whylen) != PH_OK)
+    return PH_EINVAL;
   int64_t win = val(ctx, a, prefix, "initial_window"),
           thr = val(ctx, a, prefix, "window_update_threshold"),
           mfp = val(ctx, a, prefix, "max_frame_payload"),

@@ -389,14 +389,10 @@ static void set_tls(cp_grpc_tls *t, const char *who, const char *ca) {
 
 /* ---- the configuration check, through the mock host ---------------- */
 
-static const ph_conf_key srv_keys[] = {
-    PH_CONF_KEY("listen", PH_CONF_STRING, "127.0.0.1:0", 1, 128,
-                PH_CONF_RESTART, NULL, "host:port", NULL),
-    CP_GRPC_TLS_KEYS, CP_GRPC_SERVER_KEYS, PH_CONF_END};
-static const ph_conf_key cli_keys[] = {
-    PH_CONF_KEY("address", PH_CONF_STRING, NULL, 0, 128, PH_CONF_RESTART,
-                NULL, "host:port", NULL),
-    CP_GRPC_TLS_KEYS, CP_GRPC_CLIENT_KEYS, PH_CONF_END};
+/* Generated from cp_grpc_keys.ini.sample and the control plane's key
+ * groups (local.mk). */
+extern const ph_conf_key srv_keys[];
+extern const ph_conf_key cli_keys[];
 
 static int srv_check(ph_ctx *ctx, const ph_api *a, const char **key,
                      char *why, size_t whylen) {

@@ -35,7 +35,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frontend/frontend_keys.h"
 #include "frontend/frontend_server.h"
 #include "frontend/hangup.h"
 #include <proxyhost/mock.h>
@@ -354,10 +353,10 @@ static void host_destroy(void *state) {
   fake_authorizer_free(&FA);
 }
 
-/* The keys every frontend has: frontend_server_init reads allow_clients
- * and log_target. */
-static const ph_conf_key host_keys[] = {FRONTEND_KEYS("127.0.0.1:0", "test"),
-                                        PH_CONF_END};
+/* The keys every frontend has (frontend_server_init reads allow_clients
+ * and log_target): frontend_keys.ini.sample with modules/frontend/
+ * frontend.keys, generated (modules/frontend/local.mk). */
+extern const ph_conf_key host_keys[];
 
 static const ph_module host_mod = {
     PH_MODULE_HEADER("fs_host", "1.0.0"),

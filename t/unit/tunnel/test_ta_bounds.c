@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_agent's check holds the bounds its code relies on itself
+ * (TM-CFG-25), whatever its key table declares: the table is generated
+ * from the sample, so a sample that allows more must fail the start,
+ * closed, never cut a value. Here agent_cfg_check under a table far wider
+ * than the sample's, through the mock host: the strings agent_cfg_read
+ * copies into fixed arrays, and the URLs' count (urls[AGENT_URLS_MAX]). */
+#include <stdio.h>
+#include <string.h>
+
+#include <proxyhost/mock.h>
+#include <proxyhost/module.h>
+
+#include "tap.h"
+#include "tm_session_keys_test.h"
+#include "tunnel_agent/agent_conf.h"
+
+#define DAY 86400000LL
+#define K TM_TEST_KEY
+
+/* What agent_conf.c reads, the strings and lists with bounds far past
+ * what it takes. */
+const ph_conf_key agent_conf_keys[] = {
+    K("server_url", PH_CONF_STRING, "", 0, 65536),
+    K("extra_server_urls", PH_CONF_LIST, "", 0, 100),
+    K("token_file", PH_CONF_STRING, "", 0, 65536),
+    K("token", PH_CONF_STRING, "", 0, 65536),
+    K("agent_id", PH_CONF_STRING, "", 0, 65536),
+    K("tls.ca_file", PH_CONF_STRING, "", 0, 65536),
+    K("connector", PH_CONF_STRING, "", 0, 65536),
+    K("targets.allow_host_local", PH_CONF_LIST, "", 0, 1000),
+    K("connections.min", PH_CONF_INT, "1", 1, 64),
+    K("connections.max", PH_CONF_INT, "1", 1, 64),
+    K("connections.high_watermark", PH_CONF_INT, "16", 1, 65536),
+    K("connections.low_watermark", PH_CONF_INT, "2", 0, 65535),
+    K("connections.evaluation_interval", PH_CONF_DURATION, "10s", 100, DAY),
+    K("connections.cooldown", PH_CONF_DURATION, "30s", 100, DAY),
+    K("reconnect.min", PH_CONF_DURATION, "500ms", 10, DAY),
+    K("reconnect.max", PH_CONF_DURATION, "30s", 10, DAY),
+    K("streams.open_timeout", PH_CONF_DURATION, "8s", 10, DAY),
+    K("streams.connect_timeout", PH_CONF_DURATION, "5s", 10, DAY),
+    TM_TEST_SESSION_KEYS("streams."),
+    PH_CONF_END};
+
+static int ok_init(ph_ctx *ctx, const ph_api *a, void **state) {
+  (void)ctx;
+  (void)a;
+  *state = NULL;
+  return PH_OK;
+}
+
+static const ph_module agent_mod = {
+    PH_MODULE_HEADER("tunnel_agent", "1.0"),
+    .config = agent_conf_keys,
+    .check = agent_cfg_check,
+    .init = ok_init,
+};
+
+/* Whether the mock host inits with [tunnel_agent] BODY added (no
+ * connector named: the check does not look for one). */
+static int boots(const char *body, char *err, size_t errlen) {
+  static char text[16384];
+  snprintf(text, sizeof(text), "[log]\nlevel = error\n[tunnel_agent]\n%s%s",
+           strstr(body, "token_file") ? "" : "token = t\n", body);
+  err[0] = 0;
+  ph_mock *m = ph_mock_new(text, err, errlen);
+  int up = m && ph_mock_add(m, &agent_mod, err, errlen) == PH_OK &&
+           ph_mock_init(m, err, errlen) == PH_OK;
+  ph_mock_free(m);
+  return up;
+}
+
+/* "KEY = VALUE" with VALUE n bytes long (a path, or a URL for
+ * server_url), and server_url set when key is another. */
+static const char *long_value(const char *key, size_t n) {
+  static char body[8192];
+  const char *pre = strcmp(key, "server_url") ? "/" : "ws://127.0.0.1/";
+  size_t pl = strlen(pre);
+  int at = snprintf(body, sizeof(body), "%s = %s", key, pre);
+  memset(body + at, 'a', n - pl);
+  body[(size_t)at + n - pl] = 0;
+  if (strcmp(key, "server_url"))
+    strcat(body, "\nserver_url = ws://127.0.0.1:9/t");
+  strcat(body, "\n");
+  return body;
+}
+
+/* KEY at max bytes passes (unless pass is 0: a connector must also be
+ * loaded), one byte more is refused with the key and the limit. */
+static void check(const char *key, size_t max, int pass, const char *what) {
+  char err[1024], want[64];
+  if (pass) {
+    ok(boots(long_value(key, max), err, sizeof(err)), what);
+    if (err[0])
+      printf("# %s\n", err);
+  }
+  snprintf(want, sizeof(want), "outside 0..%zu bytes", max);
+  int up = boots(long_value(key, max + 1), err, sizeof(err));
+  ok(!up && strstr(err, key) && strstr(err, want),
+     pass ? "and one byte more is refused, never cut" : what);
+  if (up || !strstr(err, want))
+    printf("# %s\n", err);
+}
+
+int main(void) {
+  plan_lazy();
+  char err[1024];
+  check("server_url", AGENT_URL_MAX, 1, "a 2048-byte server_url passes");
+  check("token_file", AGENT_PATH_MAX, 1, "a 4096-byte token_file passes");
+  check("tls.ca_file", AGENT_PATH_MAX, 1, "a 4096-byte tls.ca_file passes");
+  check("agent_id", TM_AGENT_MAX, 1, "a 64-byte agent_id passes");
+  check("connector", 128, 0, "a 129-byte connector is refused, never cut");
+  const char *seven = "server_url = ws://h0/t\nextra_server_urls = ws://h1/t, "
+                      "ws://h2/t, ws://h3/t, ws://h4/t, ws://h5/t, ws://h6/t, "
+                      "ws://h7/t\n";
+  ok(boots(seven, err, sizeof(err)), "7 extra URLs (8 in all) pass");
+  char eight[512];
+  snprintf(eight, sizeof(eight), "%.*s, ws://h8/t\n", (int)strlen(seven) - 1,
+           seven);
+  int up = boots(eight, err, sizeof(err));
+  ok(!up && strstr(err, "tunnel_agent.extra_server_urls") &&
+         strstr(err, "at most 7 URLs"),
+     "an 8th extra URL (past urls[AGENT_URLS_MAX]) is refused, never "
+     "dropped");
+  if (up || !strstr(err, "at most 7"))
+    printf("# %s\n", err);
+  return done_testing();
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tunnel_client's check holds the bounds its code relies on itself
+ * (TM-CFG-25), whatever its key table declares: the table is generated
+ * from the sample, so a sample that allows more must fail the start,
+ * closed. Here tunnel_client.c under a table far wider than its sample's,
+ * through the mock host: connections indexes conns[TC_MAX_CONNECTIONS],
+ * the stream count and the durations are read as u32, tls.ca_file is
+ * copied into a fixed array. */
+#include <stdio.h>
+#include <string.h>
+
+#include <proxyhost/mock.h>
+#include <proxyhost/module.h>
+
+#include "tap.h"
+#include "tm_session_keys_test.h"
+#include "tunnel_client/tunnel_client_int.h"
+
+extern const ph_module proxyhost_module; /* tunnel_client.c */
+
+#define DAY 86400000LL
+#define K TM_TEST_KEY
+
+/* What tunnel_client.c reads, with bounds far past what it takes. */
+const ph_conf_key tc_keys[] = {
+    K("server_url", PH_CONF_STRING, "", 0, 65536),
+    K("agent", PH_CONF_STRING, "", 0, 65536),
+    K("token_file", PH_CONF_STRING, "", 0, 65536),
+    K("token", PH_CONF_STRING, "", 0, 65536),
+    K("tls.ca_file", PH_CONF_STRING, "", 0, 65536),
+    K("tls.reload_check_interval", PH_CONF_DURATION, "0", 0, 1000 * DAY),
+    K("allow_plain", PH_CONF_BOOL, "false", 0, 0),
+    K("connections", PH_CONF_INT, "1", 0, 1000000),
+    K("reconnect.min", PH_CONF_DURATION, "500ms", 0, 1000 * DAY),
+    K("reconnect.max", PH_CONF_DURATION, "30s", 0, 1000 * DAY),
+    K("stream.open_timeout", PH_CONF_DURATION, "8s", 0, 1000 * DAY),
+    K("stream.max_streams", PH_CONF_INT, "1024", 0, 1LL << 40),
+    TM_TEST_SESSION_KEYS("stream."),
+    K("log_target", PH_CONF_BOOL, "false", 0, 0),
+    PH_CONF_END};
+
+/* No link is ever made: init (after a passing check) stops at env_new. */
+static void *no_env(const ph_api *api, ph_ctx *ctx, const tc_link_cfg *cfg,
+                    const char **err) {
+  (void)api;
+  (void)ctx;
+  (void)cfg;
+  *err = "no links in this test";
+  return NULL;
+}
+static const tc_link_ops no_ops = {.env_new = no_env};
+const tc_link_ops *tc_link_active(void) { return &no_ops; }
+
+/* The mock host's reasons for [tunnel_client] with BODY added. */
+static void boot(const char *body, char *err, size_t errlen) {
+  char text[4096];
+  snprintf(text, sizeof(text),
+           "[log]\nlevel = error\n[tunnel_client]\n"
+           "server_url = ws://127.0.0.1:9/t\nagent = a\ntoken = t\n%s",
+           body);
+  err[0] = 0;
+  ph_mock *m = ph_mock_new(text, err, errlen);
+  if (m && ph_mock_add(m, &proxyhost_module, err, errlen) == PH_OK)
+    ph_mock_init(m, err, errlen);
+  ph_mock_free(m);
+}
+
+static void refused(const char *body, const char *key, const char *why,
+                    const char *what) {
+  char err[1024];
+  boot(body, err, sizeof(err));
+  int hit = strstr(err, key) && strstr(err, why);
+  ok(hit, what);
+  if (!hit)
+    printf("# %s\n", err);
+}
+
+static void passes(const char *body, const char *what) {
+  char err[1024];
+  boot(body, err, sizeof(err));
+  int hit = strstr(err, "init failed") != NULL; /* after the check */
+  ok(hit, what);
+  if (!hit)
+    printf("# %s\n", err);
+}
+
+int main(void) {
+  plan_lazy();
+  passes("", "the defaults pass the check (init goes on to the links)");
+  passes("connections = 8\nstream.max_streams = 1048576\n",
+         "8 connections and 2^20 streams pass");
+  refused("connections = 9\n", "tunnel_client.connections", "outside 1..8",
+          "a 9th connection (past conns[TC_MAX_CONNECTIONS]) is refused");
+  refused("connections = 0\n", "tunnel_client.connections", "outside 1..8",
+          "no connection is refused");
+  refused("stream.max_streams = 1048577\n", "tunnel_client.stream.max_streams",
+          "outside 1..1048576", "more streams than the session's id table refused");
+  refused("stream.max_streams = 4294967297\n",
+          "tunnel_client.stream.max_streams", "outside 1..1048576",
+          "a stream count that would wrap to 1 as a u32 is refused");
+  refused("reconnect.max = 4294967296ms\n", "tunnel_client.reconnect.max",
+          "outside 0..4294967295", "a delay past 32 bits of ms is refused");
+  refused("stream.open_timeout = 4294967296ms\n",
+          "tunnel_client.stream.open_timeout", "outside 0..4294967295",
+          "an open timeout past 32 bits of ms is refused");
+  char body[1200] = "tls.ca_file = /";
+  memset(body + 15, 'a', 1024);
+  strcpy(body + 15 + 1024, "\n");
+  refused(body, "tunnel_client.tls.ca_file", "outside 0..1024 bytes",
+          "a CA path longer than ca_file[1025] is refused, never cut");
+  body[15 + 1023] = '\n';
+  body[15 + 1024] = 0;
+  passes(body, "a CA path of 1024 bytes passes");
+  return done_testing();
+}
