@@ -381,6 +381,9 @@ END {
     }
   src = FILENAME
   sub(/^.*\//, "", src)
+  # The licence line first: in an in-tree build this file sits in the
+  # source tree, where every .c carries it (t/integration/licence.sh).
+  print "/* SPDX-License-Identifier: BSD-2-Clause */"
   print "/* Generated from " src " by tools/gen_conf_keys.awk: edit the"
   print " * sample, not this file. */"
   print "#include <stddef.h>"

@@ -112,6 +112,8 @@ gen() {
 }
 gen '; How long.\n; type: duration 50ms..1h, restart\nt = 5s\n; Bytes.\n; type: size 1KiB..16MiB, reloadable\nb = 64KiB\n'
 is "$rc" 0 "durations and sizes: generated"
+is "$(printf '%s\n' "$out" | head -1)" "/* SPDX-License-Identifier: BSD-2-Clause */" \
+  "the licence line first (an in-tree build puts the file in the source tree: licence.sh)"
 like "$out" 'PH_CONF_KEY("t", PH_CONF_DURATION, "5s", 50, 3600000, PH_CONF_RESTART, NULL, "How long", NULL)' \
   "1h is 3600000 ms, 50ms is 50, restart is PH_CONF_RESTART"
 like "$out" 'PH_CONF_KEY("b", PH_CONF_SIZE, "64KiB", 1024, 16777216, 0,' "KiB and MiB are bytes"
