@@ -36,4 +36,20 @@ static inline int cp_grpc_client_held(ph_ctx *ctx, const ph_api *a,
   return rc == PH_OK ? ph_conf_limits(ctx, a, own, n, key, why, whylen) : rc;
 }
 
+/* A client's keys as its conf_read begins: the identity
+ * (cp_conf_identity: id_key is "worker_id" or "checker_id") into out,
+ * then the held bounds (cp_grpc_client_held). PH_OK, or PH_EINVAL with the
+ * first key at fault. */
+static inline int cp_grpc_client_read(ph_ctx *ctx, const ph_api *a,
+                                      const char *id_key,
+                                      cp_client_ident *out,
+                                      const ph_conf_limit *own, size_t n,
+                                      const char **key, char *why,
+                                      size_t whylen) {
+  int rc = cp_conf_identity(ctx, a, id_key, out, key, why, whylen);
+  return rc == PH_OK
+             ? cp_grpc_client_held(ctx, a, own, n, key, why, whylen)
+             : rc;
+}
+
 #endif
