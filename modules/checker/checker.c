@@ -806,7 +806,7 @@ static void send_reports(checker *m) {
   if (m->rep_retry_at && api->now_ms(m->ctx) < m->rep_retry_at)
     return;
   const cp_buf *b = NULL;
-  int r = chk_report_next(&m->rep, m->conf.checker_id, m->session, &b);
+  int r = chk_report_next(&m->rep, m->conf.ident.id, m->session, &b);
   if (r <= 0) {
     if (r < 0)
       arm_flush(m);
@@ -915,7 +915,7 @@ static void watch_done(void *arg, cp_grpc_ccall *call, int status,
 
 static void do_watch(checker *m) {
   cp_buf b = {0};
-  if (chk_pack_watch(m->conf.checker_id, m->session,
+  if (chk_pack_watch(m->conf.ident.id, m->session,
                      m->conf.task_batch_max, &b) != PH_OK) {
     new_session(m, 0);
     return;
@@ -971,8 +971,8 @@ static void do_register(checker *m) {
     api->inc(m->m_reconnects, 1);
   set_state(m, S_REGISTERING);
   cp_buf b = {0};
-  if (chk_pack_register(m->conf.cluster_id, m->conf.checker_id,
-                        m->conf.instance_id, m->conf.zone,
+  if (chk_pack_register(m->conf.ident.cluster_id, m->conf.ident.id,
+                        m->conf.ident.instance_id, m->conf.ident.zone,
                         m->conf.max_concurrency, m->conf.tiers,
                         m->conf.n_tiers, &b) != PH_OK) {
     new_session(m, 0);

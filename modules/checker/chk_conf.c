@@ -14,9 +14,8 @@
 /* chk_conf_keys, the key table, is generated from checker.ini.sample (its
  * "; type:" lines) by tools/gen_conf_keys.awk into chk_conf_keys.c. The
  * bounds this code relies on are held again here, so that a sample
- * declaring more fails the start, closed: the identity strings by
- * cp_conf_identity (their arrays: PH_POOL_ID_MAX, CHK_ADDRESS_MAX), the
- * transport's and the backoff by cp_grpc_client_held (cp_grpc_held.h),
+ * declaring more fails the start, closed: the identity strings, the
+ * transport's and the backoff by cp_grpc_client_read (cp_grpc_held.h),
  * and below the strings copied into fixed arrays (tiers into 65 bytes,
  * connector, echo.url) and the uint32 counts that size the checks, the
  * answer buffer (response_max), the batches and the observation queue. */
@@ -56,17 +55,9 @@ int chk_conf_read(ph_ctx *ctx, const ph_api *a, chk_conf *c,
                   const char **key, char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
   *key = NULL;
-  static const char *const req[] = {"address", "cluster_id", "checker_id",
-                                    "instance_id", "zone"};
-  char *const dst[] = {c->address, c->cluster_id, c->checker_id,
-                       c->instance_id, c->zone};
-  const size_t cap[] = {sizeof(c->address), sizeof(c->cluster_id),
-                        sizeof(c->checker_id), sizeof(c->instance_id),
-                        sizeof(c->zone)};
-  int rc = cp_conf_identity(ctx, a, req, dst, cap, 5, key, why, whylen);
-  if (rc == PH_OK)
-    rc = cp_grpc_client_held(ctx, a, held, sizeof(held) / sizeof(held[0]),
-                             key, why, whylen);
+  int rc = cp_grpc_client_read(ctx, a, "checker_id", &c->ident, held,
+                               sizeof(held) / sizeof(held[0]), key, why,
+                               whylen);
   if (rc != PH_OK)
     return rc;
   if (read_tiers(a->conf_str(ctx, "tiers"), c))

@@ -13,19 +13,15 @@
 #include <proxyhost/module.h>
 #include <proxyhost/pool_store.h>
 
-#include "cp_common/grpc/cp_addr_list.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "chk_wire.h"
 
 extern const ph_conf_key chk_conf_keys[];
 
-#define CHK_ADDRESS_MAX CP_ADDR_LIST_CHARS
 #define CHK_CONNECTOR_MAX 97
 
 typedef struct chk_conf {
-  /* Copies: conf_str() pointers die at a reload. */
-  char address[CHK_ADDRESS_MAX + 1];
-  char cluster_id[PH_POOL_ID_MAX + 1], checker_id[PH_POOL_ID_MAX + 1],
-      instance_id[PH_POOL_ID_MAX + 1], zone[PH_POOL_ID_MAX + 1];
+  cp_client_ident ident; /* copies; its id is checker_id */
   uint32_t max_concurrency;
   int tiers[3];
   size_t n_tiers;

@@ -446,8 +446,9 @@ static void do_register(cpc *m) {
   if (m->registrations++)
     api->inc(m->m_reconnects, 1);
   m->session[0] = 0;
-  if (cpc_pack_register(m->conf.cluster_id, m->conf.worker_id,
-                        m->conf.instance_id, m->conf.zone, &b) != PH_OK ||
+  const cp_client_ident *id = &m->conf.ident;
+  if (cpc_pack_register(id->cluster_id, id->id, id->instance_id, id->zone,
+                        &b) != PH_OK ||
       !(m->c_reg = start_unary(m, SVC "RegisterWorker", &b, register_done))) {
     cp_buf_free(&b);
     start_failed(m, CP_CALL_REGISTER);
@@ -517,7 +518,7 @@ static void do_watch(cpc *m) {
   const Controlplane__V1__WorkerSnapshot *h =
       m->held ? cp_snapshot_msg(m->held) : NULL;
   int has = h && h->checksum.len == 32;
-  if (cpc_pack_watch(m->conf.worker_id, m->session, has ? h->version : 0,
+  if (cpc_pack_watch(m->conf.ident.id, m->session, has ? h->version : 0,
                      has ? h->checksum.data : NULL, &b) != PH_OK) {
     start_failed(m, CP_CALL_WATCH);
     return;
@@ -649,7 +650,7 @@ static void start_build(cpc *m, cp_snapshot *snap) {
 
 static void handle_message(cpc *m, const uint8_t *msg, size_t len) {
   int64_t now = wall_ms();
-  cp_expect ex = {m->conf.cluster_id, m->conf.worker_id, m->session};
+  cp_expect ex = {m->conf.ident.cluster_id, m->conf.ident.id, m->session};
   const char *why = NULL;
   cp_snapshot *snap = NULL;
   int reason = 0;
@@ -746,7 +747,7 @@ static void ack_done(void *arg, cp_grpc_ccall *call, int status,
 
 static void do_ack(cpc *m, int reason) {
   cp_buf b = {0};
-  if (cpc_pack_ack(m->conf.worker_id, m->session, m->sup.ack_version,
+  if (cpc_pack_ack(m->conf.ident.id, m->session, m->sup.ack_version,
                    m->sup.ack_epoch, m->sup.ack_checksum, reason,
                    &b) != PH_OK ||
       !(m->c_ack = start_unary(m, SVC "AcknowledgeSnapshot", &b, ack_done))) {
@@ -814,7 +815,7 @@ static void do_runtime(cpc *m) {
     cp_buf_free(&m->last_rt);
     int draining = 0;
     uint32_t n = runtime_counts(m, &draining);
-    if (cpc_pack_runtime(m->conf.worker_id, m->session,
+    if (cpc_pack_runtime(m->conf.ident.id, m->session,
                          m->sup.report_sequence, m->sup.base_version,
                          m->sup.base_epoch, wall_ms(), m->rt_buf, n,
                          draining, &m->last_rt) != PH_OK) {
@@ -885,7 +886,7 @@ static void sess_current(void *self, cp_session_info *out) {
   out->generation = m->sess_gen;
   out->running = m->sess_live && m->sess_acked && !m->stopping;
   out->max_runtime_counters = m->max_counters;
-  snprintf(out->worker_id, sizeof(out->worker_id), "%s", m->conf.worker_id);
+  snprintf(out->worker_id, sizeof(out->worker_id), "%s", m->conf.ident.id);
   if (m->sess_live)
     snprintf(out->session_id, sizeof(out->session_id), "%s", m->session);
 }

@@ -12,9 +12,8 @@
  * controlplane_client.ini.sample (its "; type:" lines) by
  * tools/gen_conf_keys.awk into cpc_conf_keys.c. The bounds this code
  * relies on are held again here, so that a sample declaring more fails
- * the start, closed: the identity strings by cp_conf_identity (their
- * arrays: PH_POOL_ID_MAX, CPC_ADDRESS_MAX), the transport's by
- * cp_grpc_client_held (cp_grpc_held.h), and below the uint32 times of
+ * the start, closed: the identity strings and the transport's by
+ * cp_grpc_client_read (cp_grpc_held.h), and below the uint32 times of
  * cp_sup_limits and the snapshot receiver's counts (CP-8-3). */
 static const ph_conf_limit held[] = {
     {"runtime_interval.min", 100, 600000, 0},
@@ -28,17 +27,9 @@ int cpc_conf_read(ph_ctx *ctx, const ph_api *a, cpc_conf *c,
                   const char **key, char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
   *key = NULL;
-  static const char *const req[] = {"address", "cluster_id", "worker_id",
-                                    "instance_id", "zone"};
-  char *const dst[] = {c->address, c->cluster_id, c->worker_id,
-                       c->instance_id, c->zone};
-  const size_t cap[] = {sizeof(c->address), sizeof(c->cluster_id),
-                        sizeof(c->worker_id), sizeof(c->instance_id),
-                        sizeof(c->zone)};
-  int rc = cp_conf_identity(ctx, a, req, dst, cap, 5, key, why, whylen);
-  if (rc == PH_OK)
-    rc = cp_grpc_client_held(ctx, a, held, sizeof(held) / sizeof(held[0]),
-                             key, why, whylen);
+  int rc = cp_grpc_client_read(ctx, a, "worker_id", &c->ident, held,
+                               sizeof(held) / sizeof(held[0]), key, why,
+                               whylen);
   if (rc != PH_OK)
     return rc;
   c->sup.backoff_min_ms = (uint32_t)a->conf_int(ctx, "backoff.min");

@@ -11,22 +11,17 @@
 
 #include <proxyhost/module.h>
 
-#include "cp_common/grpc/cp_addr_list.h"
+#include "cp_common/grpc/cp_grpc_conf.h"
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "cp_supervisor.h"
 
 extern const ph_conf_key cpc_conf_keys[];
 
-/* The address key's bound (host:port, a bracketed IPv6 literal). */
-#define CPC_ADDRESS_MAX CP_ADDR_LIST_CHARS
-
 typedef struct cpc_conf {
   /* Copies, not conf_str() pointers: those are the host's and freed by
    * the next reload (docs/sdk.md), while the session sends these in every
    * call for as long as it lives (issue 23 item 1). */
-  char address[CPC_ADDRESS_MAX + 1];
-  char cluster_id[PH_POOL_ID_MAX + 1], worker_id[PH_POOL_ID_MAX + 1],
-      instance_id[PH_POOL_ID_MAX + 1], zone[PH_POOL_ID_MAX + 1];
+  cp_client_ident ident; /* its id is worker_id */
   cp_sup_limits sup;           /* backoff, runtime-interval, max-stale */
   int64_t rpc_timeout_ms;      /* each unary call's deadline */
   cp_snapshot_limits limits;   /* the receiver's counts (CP-8-3) */

@@ -6,6 +6,7 @@
 
 #include "lib/conf_values.h"
 #include "cp_common/grpc/cp_grpc_conf.h"
+#include "cp_common/grpc/cp_grpc_held.h"
 #include "cp_common/snapshot/cp_snapshot.h"
 #include "contracts/cp_authority.h"
 #include "cs_conf.h"
@@ -22,16 +23,9 @@
 /* The bounds the code relies on: counts cast to uint32_t and
  * sizing arrays (health_forward_max: one push's buffer and the
  * authority's CP_AUTH_PASSIVE_PUSH_MAX), the hysteresis counters
- * (CS_HYST_MAX), percents, and the gRPC limits whose 0 would mean none
- * (grpc.max_calls, grpc.max_unauthenticated_connections); and the TLS
- * paths, kept in CP_GRPC_PATH_LEN arrays for reloads
- * (cp_grpc_tls_paths_keep). */
+ * (CS_HYST_MAX) and percents; the transport's (the gRPC limits, the TLS
+ * paths kept for reloads) by cp_grpc_held (cp_grpc_held.h). */
 static const ph_conf_limit held[] = {
-    {"grpc.max_receive_message_size", 1024, 256 * CP_GRPC_MIB, 0},
-    {"grpc.max_send_message_size", 1024, 256 * CP_GRPC_MIB, 0},
-    {"grpc.max_concurrent_streams", 1, 10000, 0},
-    {"grpc.max_calls", 1, 1000000, 0},
-    {"grpc.max_unauthenticated_connections", 1, 65536, 0},
     {"max_runtime_counters", 1, 100000, 0},
     {"check_spread", 0, 50, 0},
     {"max_checkers", 1, 1024, 0},
@@ -45,9 +39,6 @@ static const ph_conf_limit held[] = {
     {"health_weight_response", 0, 100, 0},
     {"health_weight_tunnel", 0, 100, 0},
     {"health_forward_max", 1, CP_AUTH_PASSIVE_PUSH_MAX, 0},
-    {"tls.cert_file", 0, CP_GRPC_PATH_LEN - 1, 1},
-    {"tls.key_file", 0, CP_GRPC_PATH_LEN - 1, 1},
-    {"tls.ca_file", 0, CP_GRPC_PATH_LEN - 1, 1},
 };
 
 static int seg_ok(const char *s) {
@@ -175,8 +166,8 @@ static int checker_keys(ph_ctx *ctx, const ph_api *a, cs_conf *c,
 int cs_conf_read(ph_ctx *ctx, const ph_api *a, cs_conf *c, const char **key,
                  char *why, size_t whylen) {
   memset(c, 0, sizeof(*c));
-  int rc = ph_conf_limits(ctx, a, held, sizeof(held) / sizeof(held[0]), key,
-                          why, whylen);
+  int rc = cp_grpc_held(ctx, a, CP_GRPC_SERVER, held,
+                        sizeof(held) / sizeof(held[0]), key, why, whylen);
   if (rc != PH_OK)
     return rc;
   rc = cp_grpc_conf_check_server(ctx, a, "listen", key, why, whylen);

@@ -45,12 +45,13 @@ t_unit_tunnel_test_tm_agent_CPPFLAGS = $(AM_CPPFLAGS) \
  $(LWS_CFLAGS)
 t_unit_tunnel_test_tm_agent_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
 	$(EV_LIBS)
-# agent_cfg_check under a key table far wider than the sample's: it holds
-# the bounds agent_cfg_read relies on itself.
+# agent_cfg_check under its generated key table with the bounds dropped
+# (t/lib/conf_wide_test.h): it holds the bounds agent_cfg_read relies on
+# itself.
 UNIT_TESTS += t/unit/tunnel/test_ta_bounds
 t_unit_tunnel_test_ta_bounds_SOURCES = t/unit/tunnel/test_ta_bounds.c \
-	t/unit/tunnel/tm_session_keys_test.h \
 	%D%/agent_conf.c %D%/target_guard.c %D%/pool_policy.c
+nodist_t_unit_tunnel_test_ta_bounds_SOURCES = %D%/tunnel_agent_keys.c
 t_unit_tunnel_test_ta_bounds_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS)
 t_unit_tunnel_test_ta_bounds_LDADD = $(TM_SESSION_LDADD) host/libphmock.la \
 	$(EV_LIBS)

@@ -27,20 +27,21 @@ CONF_KEYS_C += %D%/tunnel_client_keys.c
 		-v groups="$(KEYS_TM_SESSION)=stream. $(KEYS_TLS_RELOAD)" \
 		$(srcdir)/%D%/tunnel_client.ini.sample >$@.tmp && mv $@.tmp $@
 
-UNIT_TESTS += t/unit/tunnel/test_tunnel_client
+# The connector through the mock host over in-memory links
+# (test_tunnel_client), and tunnel_client.c under its generated key table
+# with the bounds dropped (test_tc_bounds, t/lib/conf_wide_test.h): its
+# check holds the bounds its code relies on itself. Both link the
+# module's parts but tc_link_ws.c, and its generated key table.
+UNIT_TESTS += t/unit/tunnel/test_tunnel_client t/unit/tunnel/test_tc_bounds
+TC_TEST_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
 t_unit_tunnel_test_tunnel_client_SOURCES = t/unit/tunnel/test_tunnel_client.c \
 	$(TC_SOURCES)
 nodist_t_unit_tunnel_test_tunnel_client_SOURCES = %D%/tunnel_client_keys.c
-t_unit_tunnel_test_tunnel_client_CPPFLAGS = $(AM_CPPFLAGS)
-t_unit_tunnel_test_tunnel_client_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
-# tunnel_client.c under a key table far wider than its sample's: its
-# check holds the bounds its code relies on itself.
-UNIT_TESTS += t/unit/tunnel/test_tc_bounds
+t_unit_tunnel_test_tunnel_client_LDADD = $(TC_TEST_LDADD)
 t_unit_tunnel_test_tc_bounds_SOURCES = t/unit/tunnel/test_tc_bounds.c \
-	t/unit/tunnel/tm_session_keys_test.h \
 	$(TC_SOURCES)
-t_unit_tunnel_test_tc_bounds_CPPFLAGS = $(AM_CPPFLAGS)
-t_unit_tunnel_test_tc_bounds_LDADD = $(TC_LIBS) host/libphmock.la $(EV_LIBS)
+nodist_t_unit_tunnel_test_tc_bounds_SOURCES = %D%/tunnel_client_keys.c
+t_unit_tunnel_test_tc_bounds_LDADD = $(TC_TEST_LDADD)
 endif
 
 # conf/client.ini: a ready client (SOCKS5 on 127.0.0.1:1080 through the

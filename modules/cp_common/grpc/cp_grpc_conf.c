@@ -175,10 +175,17 @@ void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c) {
   k->cfg.tls.server_name = k->server_name;
 }
 
-int cp_conf_identity(ph_ctx *ctx, const ph_api *a, const char *const *keys,
-                     char *const *dst, const size_t *cap, size_t n,
-                     const char **key, char *why, size_t whylen) {
-  for (size_t i = 0; i < n; i++) {
+int cp_conf_identity(ph_ctx *ctx, const ph_api *a, const char *id_key,
+                     cp_client_ident *out, const char **key, char *why,
+                     size_t whylen) {
+  const char *const keys[] = {"address", "cluster_id", id_key, "instance_id",
+                              "zone"};
+  char *const dst[] = {out->address, out->cluster_id, out->id,
+                       out->instance_id, out->zone};
+  const size_t cap[] = {sizeof(out->address), sizeof(out->cluster_id),
+                        sizeof(out->id), sizeof(out->instance_id),
+                        sizeof(out->zone)};
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
     const char *v = a->conf_str(ctx, keys[i]);
     if (!v || !v[0])
       return ph_conf_fail(key, keys[i], why, whylen,

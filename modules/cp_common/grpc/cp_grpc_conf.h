@@ -21,7 +21,9 @@
 #include <stddef.h>
 
 #include <proxyhost/module.h>
+#include <proxyhost/pool_store.h>
 
+#include "cp_addr_list.h"
 #include "cp_grpc.h"
 #include "lib/tls_reload.h"
 
@@ -72,13 +74,22 @@ typedef struct cp_grpc_client_kept {
 } cp_grpc_client_kept;
 void cp_grpc_client_keep(cp_grpc_client_kept *k, const cp_grpc_client_cfg *c);
 
-/* A control-plane client's identity keys (the gateway's and the
- * checker's address, cluster, worker or checker, instance and zone):
- * keys[0..n) each required and copied into dst[i] (cap[i] bytes: they
- * outlive reloads). PH_OK, or PH_EINVAL with *key and why ("required (its
- * flag or environment name)", "too long"). Init and check. */
-int cp_conf_identity(ph_ctx *ctx, const ph_api *a, const char *const *keys,
-                     char *const *dst, const size_t *cap, size_t n,
-                     const char **key, char *why, size_t whylen);
+/* A control-plane client's identity (the gateway's and the checker's), as
+ * read at start: copies, for the session sends them in every call and
+ * they outlive reloads. id is the worker's or the checker's id. */
+typedef struct cp_client_ident {
+  char address[CP_ADDR_LIST_CHARS + 1];
+  char cluster_id[PH_POOL_ID_MAX + 1], id[PH_POOL_ID_MAX + 1],
+      instance_id[PH_POOL_ID_MAX + 1], zone[PH_POOL_ID_MAX + 1];
+} cp_client_ident;
+
+/* Reads the identity keys address, cluster_id, id_key ("worker_id",
+ * "checker_id"), instance_id and zone, in that order, each required, into
+ * out. PH_OK, or PH_EINVAL with *key and why ("required (its flag or
+ * environment name)", "too long"). Init and check; with the held bounds:
+ * cp_grpc_client_read (cp_grpc_held.h). */
+int cp_conf_identity(ph_ctx *ctx, const ph_api *a, const char *id_key,
+                     cp_client_ident *out, const char **key, char *why,
+                     size_t whylen);
 
 #endif

@@ -98,6 +98,10 @@ int main(void) {
           "0 is no front");
   refused("grpc.max_receive_message_size", 0, INT64_MAX, "1GiB",
           "gRPC's int limits");
+  refused("grpc.max_concurrent_streams", 0, 1000000, "0",
+          "0 is no limit to gRPC");
+  refused("grpc.keepalive_timeout", 0, INT64_MAX, "700s",
+          "the transport's rows both sides hold (cp_grpc_held)");
   char path[CP_GRPC_PATH_LEN + 2];
   memset(path, 'a', sizeof(path) - 1);
   path[0] = '/';

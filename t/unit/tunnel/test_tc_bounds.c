@@ -2,7 +2,8 @@
 /* tunnel_client's check holds the bounds its code relies on itself
  * (TM-CFG-25), whatever its key table declares: the table is generated
  * from the sample, so a sample that allows more must fail the start,
- * closed. Here tunnel_client.c under a table far wider than its sample's,
+ * closed. Here tunnel_client.c under its generated table (tc_keys, from
+ * tunnel_client.ini.sample) with every bound dropped (conf_wide_test.h),
  * through the mock host: connections indexes conns[TC_MAX_CONNECTIONS],
  * the stream count and the durations are read as u32, tls.ca_file is
  * copied into a fixed array. */
@@ -12,32 +13,16 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "conf_wide_test.h"
 #include "tap.h"
-#include "tm_session_keys_test.h"
 #include "tunnel_client/tunnel_client_int.h"
 
 extern const ph_module proxyhost_module; /* tunnel_client.c */
+extern const ph_conf_key tc_keys[];      /* tunnel_client_keys.c */
 
-#define DAY 86400000LL
-#define K TM_TEST_KEY
-
-/* What tunnel_client.c reads, with bounds far past what it takes. */
-const ph_conf_key tc_keys[] = {
-    K("server_url", PH_CONF_STRING, "", 0, 65536),
-    K("agent", PH_CONF_STRING, "", 0, 65536),
-    K("token_file", PH_CONF_STRING, "", 0, 65536),
-    K("token", PH_CONF_STRING, "", 0, 65536),
-    K("tls.ca_file", PH_CONF_STRING, "", 0, 65536),
-    K("tls.reload_check_interval", PH_CONF_DURATION, "0", 0, 1000 * DAY),
-    K("allow_plain", PH_CONF_BOOL, "false", 0, 0),
-    K("connections", PH_CONF_INT, "1", 0, 1000000),
-    K("reconnect.min", PH_CONF_DURATION, "500ms", 0, 1000 * DAY),
-    K("reconnect.max", PH_CONF_DURATION, "30s", 0, 1000 * DAY),
-    K("stream.open_timeout", PH_CONF_DURATION, "8s", 0, 1000 * DAY),
-    K("stream.max_streams", PH_CONF_INT, "1024", 0, 1LL << 40),
-    TM_TEST_SESSION_KEYS("stream."),
-    K("log_target", PH_CONF_BOOL, "false", 0, 0),
-    PH_CONF_END};
+#define KEYS_MAX 128
+static ph_conf_key wide[KEYS_MAX];
+static ph_module wide_mod; /* proxyhost_module with .config = wide */
 
 /* No link is ever made: init (after a passing check) stops at env_new. */
 static void *no_env(const ph_api *api, ph_ctx *ctx, const tc_link_cfg *cfg,
@@ -60,7 +45,7 @@ static void boot(const char *body, char *err, size_t errlen) {
            body);
   err[0] = 0;
   ph_mock *m = ph_mock_new(text, err, errlen);
-  if (m && ph_mock_add(m, &proxyhost_module, err, errlen) == PH_OK)
+  if (m && ph_mock_add(m, &wide_mod, err, errlen) == PH_OK)
     ph_mock_init(m, err, errlen);
   ph_mock_free(m);
 }
@@ -86,6 +71,9 @@ static void passes(const char *body, const char *what) {
 
 int main(void) {
   plan_lazy();
+  conf_wide(tc_keys, wide, KEYS_MAX);
+  wide_mod = proxyhost_module;
+  wide_mod.config = wide;
   passes("", "the defaults pass the check (init goes on to the links)");
   passes("connections = 8\nstream.max_streams = 1048576\n",
          "8 connections and 2^20 streams pass");
