@@ -80,8 +80,14 @@ running_gw() { is_m "$gw" 'proxyhost_cp_gateway_session_state{state="running"}' 
 watching() { is_m "$ka" 'proxyhost_checker_session_state{state="watching"}' 1; }
 wait_long running_gw; ok $? "the gateway's session runs (mTLS)"
 wait_long watching; ok $? "CP-6-1 the checker watches its tasks (mTLS)"
-is_m "$a1" proxyhost_cp_controller_checkers 1 && is_m "$a1" proxyhost_cp_controller_streams_open 1
-ok $? "both are on c1, the list's first address"
+# The controller's gauges follow the sessions' first messages, which a
+# loaded machine may deliver after the clients report their state.
+on_c1() { is_m "$a1" proxyhost_cp_controller_checkers 1 && is_m "$a1" proxyhost_cp_controller_streams_open 1; }
+wait_long on_c1
+ok $? "both are on c1, the list's first address" ||
+  for a in "$a1" "$a2"; do
+    echo "# admin $a: checkers $(mt "$a" proxyhost_cp_controller_checkers), streams $(mt "$a" proxyhost_cp_controller_streams_open)"
+  done
 owner() { redis_cli "$T/redis" HGET "${P}owner:p1" worker; }
 wait_long eval '[ "$(owner)" = w1 ]'; ok $? "w1 owns p1 in Redis"
 

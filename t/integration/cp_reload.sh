@@ -155,9 +155,11 @@ else
   is "$n" 1 "CP-1-18 issue 23 item 10: the password is in the gateway's memory once (its view), v$v0 and later"
 fi
 
-for p in "$GW_PID" "$CTL_PID"; do
-  kill -TERM "$p"
-  wait_exit "$p" 15
-  is "$EXIT" 0 "stops cleanly after the reloads"
+for r in gw:"$GW_PID" ctl:"$CTL_PID"; do
+  kill -TERM "${r#*:}"
+  wait_exit "${r#*:}" 15
+  # On a failure: the exit's own lines (a sanitizer's report, the drain).
+  is "$EXIT" 0 "${r%%:*} stops cleanly after the reloads" ||
+    grep -E -A6 'Sanitizer|runtime error:|drain|stopp' "$T/${r%%:*}.log" | grep -v 'msg=access' | tail -24 | sed 's/^/#   /'
 done
 done_testing
