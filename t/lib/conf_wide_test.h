@@ -9,6 +9,7 @@
  *
  *   static ph_conf_key wide[128];
  *   conf_wide(tc_keys, wide, 128);   then the module with .config = wide
+ *   conf_wide_refuses(&mod, ini, "tc.key", "outside 1..64", "what");
  */
 #ifndef PH_CONF_WIDE_TEST_H
 #define PH_CONF_WIDE_TEST_H
@@ -19,6 +20,9 @@
 #include <string.h>
 
 #include <proxyhost/config.h>
+
+#include "mock_test.h"
+#include "tap.h"
 
 /* Copies keys (ended by a NULL name) into wide[0..cap), end entry
  * included, each bound of a string, number or list dropped (bools and
@@ -37,6 +41,20 @@ static inline void conf_wide(const ph_conf_key *keys, ph_conf_key *wide,
       wide[n].min = wide[n].max = 0;
   }
   memset(&wide[n], 0, sizeof(wide[n]));
+}
+
+/* One TAP case named name: the mock host does not init under ini with mod,
+ * and its reasons name key and why (the bound the module holds); its
+ * reasons on a "#" line when not. Returns the case's result. */
+static inline int conf_wide_refuses(const ph_module *mod, const char *ini,
+                                    const char *key, const char *why,
+                                    const char *name) {
+  char err[1024];
+  int up = mock_test_inits(ini, mod, err, sizeof(err));
+  int hit = !up && strstr(err, key) && strstr(err, why);
+  if (!ok(hit, name))
+    printf("#   %s\n", up ? "the host inits" : err);
+  return hit;
 }
 
 #endif

@@ -73,6 +73,32 @@ static inline ph_mock *mock_test_boot(const char *ini, const ph_module *mod,
   return m;
 }
 
+/* Whether the mock host inits under ini with mod added (new, add, init;
+ * never started): 1 with err "", or 0 with the failing step's reasons in
+ * err (a module's check refusing a key among them). For a test of what a
+ * configuration is refused for. */
+static inline int mock_test_inits(const char *ini, const ph_module *mod,
+                                  char *err, size_t errlen) {
+  err[0] = 0;
+  ph_mock *m = ph_mock_new(ini, err, errlen);
+  int up = m && (!mod || ph_mock_add(m, mod, err, errlen) == PH_OK) &&
+           ph_mock_init(m, err, errlen) == PH_OK;
+  ph_mock_free(m);
+  if (up)
+    err[0] = 0;
+  return up;
+}
+
+/* An init that keeps nothing, for a module under test for its
+ * configuration check only. */
+static inline int mock_test_init_none(ph_ctx *ctx, const ph_api *a,
+                                      void **state) {
+  (void)ctx;
+  (void)a;
+  *state = NULL;
+  return PH_OK;
+}
+
 /* mock_test_boot that says why it failed: a "# mock host: <reasons>"
  * diagnostic line on stdout, then NULL. */
 static inline ph_mock *mock_test_start(const char *ini, const ph_module *mod,

@@ -29,13 +29,8 @@ static int held_check(ph_ctx *ctx, const ph_api *a, const char **key,
   cs_conf c;
   return cs_conf_read(ctx, a, &c, key, why, whylen);
 }
-static int held_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  (void)ctx, (void)a;
-  *state = NULL;
-  return PH_OK;
-}
 MOCK_TEST_MODULE(held_mod, "controlplane_server", "1.0.0", .config = wide,
-                 .init = held_init, .check = held_check);
+                 .init = mock_test_init_none, .check = held_check);
 
 /* The generated table with key's bounds made lo..hi; then the module
  * checked under "key = value": the mock's err. */
@@ -52,12 +47,7 @@ static void check_with(const char *key, int64_t lo, int64_t hi,
   }
   char ini[8192];
   snprintf(ini, sizeof(ini), "[controlplane_server]\n%s = %s\n", key, value);
-  err[0] = 0;
-  ph_mock *m = ph_mock_new(ini, err, errlen);
-  if (m && ph_mock_add(m, &held_mod, err, errlen) == PH_OK &&
-      ph_mock_init(m, err, errlen) == PH_OK)
-    err[0] = 0;
-  ph_mock_free(m);
+  mock_test_inits(ini, &held_mod, err, errlen);
 }
 
 static void refused(const char *key, int64_t lo, int64_t hi,

@@ -15,6 +15,8 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "conf_wide_test.h"
+#include "mock_test.h"
 #include "tap.h"
 
 #define KEYS_MAX 64
@@ -23,7 +25,7 @@ static ph_conf_key wide[KEYS_MAX];
 static ph_module mod;
 
 /* mod: the module NAME's descriptor from its .so with every bound of its
- * table dropped (min 0, max 0: unbounded). 0, or -1. */
+ * table dropped (conf_wide). 0, or -1. */
 static int load_wide(const char *name) {
   char path[512];
   snprintf(path, sizeof(path), "%s/%s/.libs/%s.so", PH_BUILD_MODULES, name,
@@ -37,13 +39,7 @@ static int load_wide(const char *name) {
   if (!m)
     return -1;
   mod = *m;
-  size_t n = 0;
-  for (; m->config[n].name && n < KEYS_MAX - 1; n++) {
-    wide[n] = m->config[n];
-    if (wide[n].type == PH_CONF_INT || wide[n].type == PH_CONF_SIZE)
-      wide[n].min = wide[n].max = 0;
-  }
-  memset(&wide[n], 0, sizeof(wide[n]));
+  conf_wide(m->config, wide, KEYS_MAX);
   mod.config = wide;
   return 0;
 }
@@ -56,10 +52,7 @@ static const char *init_err(const char *name, const char *key,
   char ini[512];
   snprintf(ini, sizeof(ini), "[admin]\nlisten =\n[%s]\n%s = %s\n", name, key,
            value);
-  ph_mock *m = ph_mock_new(ini, err, sizeof(err));
-  if (m && ph_mock_add(m, &mod, err, sizeof(err)) == PH_OK)
-    ph_mock_init(m, err, sizeof(err));
-  ph_mock_free(m);
+  mock_test_inits(ini, &mod, err, sizeof(err));
   return err;
 }
 

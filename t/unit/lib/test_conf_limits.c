@@ -11,6 +11,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "conf_wide_test.h"
 #include "lib/conf_values.h"
 #include "mock_test.h"
 #include "tap.h"
@@ -29,46 +30,34 @@ static int wide_check(ph_ctx *ctx, const ph_api *a, const char **key,
   return ph_conf_limits(ctx, a, held, 2, key, why, whylen);
 }
 
-static int wide_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  (void)ctx;
-  (void)a;
-  *state = NULL;
-  return PH_OK;
-}
-
 MOCK_TEST_MODULE(wide_mod, "wide", "1", .config = wide_keys,
-                 .init = wide_init, .check = wide_check);
+                 .init = mock_test_init_none, .check = wide_check);
 
-/* Boots the mock with [wide] BODY: PH_OK or the init's status, err. */
-static int boot(const char *body, char *err, size_t errlen) {
-  char ini[256];
-  snprintf(ini, sizeof ini, "[admin]\nlisten =\n[wide]\n%s", body);
-  ph_mock *m = ph_mock_new(ini, err, errlen);
-  if (!m)
-    return PH_EINVAL;
-  int rc = ph_mock_add(m, &wide_mod, err, errlen);
-  if (rc == PH_OK)
-    rc = ph_mock_init(m, err, errlen);
-  ph_mock_free(m);
-  return rc;
+/* The mock host's configuration: [wide] BODY. */
+static const char *ini(const char *body) {
+  static char text[256];
+  snprintf(text, sizeof text, "[admin]\nlisten =\n[wide]\n%s", body);
+  return text;
 }
 
 int main(void) {
   plan_lazy();
   char err[1024];
-  is_int(boot("", err, sizeof err), PH_OK, "defaults inside the held bounds pass");
-  is_int(boot("n = 10\ns = 12345678\n", err, sizeof err), PH_OK,
-         "an int and a string's length at the held bound pass");
-  is_int(boot("n = 11\n", err, sizeof err), PH_EINVAL,
-         "an int the table allows but past the held bound is refused");
-  ok(strstr(err, "wide.n: outside 1..10, the bounds this module's code holds") != NULL,
-     "... naming the key and the bounds");
-  is_int(boot("n = 0\n", err, sizeof err), PH_EINVAL,
-         "an int below the held bound is refused");
-  is_int(boot("s = 123456789\n", err, sizeof err), PH_EINVAL,
-         "a string one byte past the held length is refused");
-  ok(strstr(err, "wide.s: outside 0..8 bytes") != NULL,
-     "... naming the key and the length");
-  ok(strstr(err, "123456789") == NULL, "... never the string's value");
+  ok(mock_test_inits(ini(""), &wide_mod, err, sizeof err),
+     "defaults inside the held bounds pass");
+  ok(mock_test_inits(ini("n = 10\ns = 12345678\n"), &wide_mod, err, sizeof err),
+     "an int and a string's length at the held bound pass");
+  conf_wide_refuses(&wide_mod, ini("n = 11\n"), "wide.n: outside 1..10",
+                    "the bounds this module's code holds",
+                    "an int the table allows but past the held bound is "
+                    "refused, naming the key and the bounds");
+  conf_wide_refuses(&wide_mod, ini("n = 0\n"), "wide.n", "outside 1..10",
+                    "an int below the held bound is refused");
+  conf_wide_refuses(&wide_mod, ini("s = 123456789\n"), "wide.s",
+                    "outside 0..8 bytes",
+                    "a string one byte past the held length is refused, "
+                    "naming the key and the length");
+  mock_test_inits(ini("s = 123456789\n"), &wide_mod, err, sizeof err);
+  unlike(err, "123456789", "... never the string's value");
   return done_testing();
 }

@@ -36,33 +36,24 @@ static void *no_env(const ph_api *api, ph_ctx *ctx, const tc_link_cfg *cfg,
 static const tc_link_ops no_ops = {.env_new = no_env};
 const tc_link_ops *tc_link_active(void) { return &no_ops; }
 
-/* The mock host's reasons for [tunnel_client] with BODY added. */
-static void boot(const char *body, char *err, size_t errlen) {
-  char text[4096];
+/* The mock host's configuration: [tunnel_client] with BODY added. */
+static const char *ini(const char *body) {
+  static char text[4096];
   snprintf(text, sizeof(text),
            "[log]\nlevel = error\n[tunnel_client]\n"
            "server_url = ws://127.0.0.1:9/t\nagent = a\ntoken = t\n%s",
            body);
-  err[0] = 0;
-  ph_mock *m = ph_mock_new(text, err, errlen);
-  if (m && ph_mock_add(m, &wide_mod, err, errlen) == PH_OK)
-    ph_mock_init(m, err, errlen);
-  ph_mock_free(m);
+  return text;
 }
 
 static void refused(const char *body, const char *key, const char *why,
                     const char *what) {
-  char err[1024];
-  boot(body, err, sizeof(err));
-  int hit = strstr(err, key) && strstr(err, why);
-  ok(hit, what);
-  if (!hit)
-    printf("# %s\n", err);
+  conf_wide_refuses(&wide_mod, ini(body), key, why, what);
 }
 
 static void passes(const char *body, const char *what) {
   char err[1024];
-  boot(body, err, sizeof(err));
+  mock_test_inits(ini(body), &wide_mod, err, sizeof(err));
   int hit = strstr(err, "init failed") != NULL; /* after the check */
   ok(hit, what);
   if (!hit)

@@ -11,6 +11,7 @@
 #include <proxyhost/mock.h>
 #include <proxyhost/module.h>
 
+#include "conf_wide_test.h"
 #include "tap.h"
 #include "tunnel_common/session/tm_conf.h"
 
@@ -48,54 +49,35 @@ static int wide_check(ph_ctx *ctx, const ph_api *a, const char **key, char *why,
   return tm_conf_check(ctx, a, "stream.", wide_keys, key, why, whylen);
 }
 
-static int wide_init(ph_ctx *ctx, const ph_api *a, void **state) {
-  (void)ctx;
-  (void)a;
-  *state = NULL;
-  return PH_OK;
-}
+MOCK_TEST_MODULE(wide_mod, "wide", "1.0", .config = wide_keys,
+                 .check = wide_check, .init = mock_test_init_none);
 
-static const ph_module wide_mod = {
-    PH_MODULE_HEADER("wide", "1.0"),
-    .config = wide_keys,
-    .check = wide_check,
-    .init = wide_init,
-};
-
-/* Whether the mock host inits with [wide] BODY; err gets its reasons. */
-static int boots(const char *body, char *err, size_t errlen) {
-  char text[1024];
+/* The mock host's configuration: [wide] BODY. */
+static const char *ini(const char *body) {
+  static char text[1024];
   snprintf(text, sizeof(text), "[log]\nlevel = error\n[wide]\n%s", body);
-  err[0] = 0;
-  ph_mock *m = ph_mock_new(text, err, errlen);
-  int rc = m && ph_mock_add(m, &wide_mod, err, errlen) == PH_OK &&
-           ph_mock_init(m, err, errlen) == PH_OK;
-  ph_mock_free(m);
-  return rc;
+  return text;
 }
 
 /* body is refused, naming key and the limit text. */
 static void refused(const char *body, const char *key, const char *limit,
                     const char *what) {
-  char err[1024];
-  int up = boots(body, err, sizeof(err));
-  ok(!up && strstr(err, key) && strstr(err, limit), what);
-  if (up || !strstr(err, key) || !strstr(err, limit))
-    printf("# %s\n", err);
+  conf_wide_refuses(&wide_mod, ini(body), key, limit, what);
 }
 
 int main(void) {
   plan_lazy();
   char err[1024];
-  ok(boots("", err, sizeof(err)), "the defaults pass");
+  ok(mock_test_inits(ini(""), &wide_mod, err, sizeof(err)), "the defaults pass");
   if (err[0])
     printf("# %s\n", err);
-  ok(boots("stream.max_frame_payload = 65536\nstream.initial_window = 16MiB\n"
-           "stream.inbound_buffer_bytes = 16MiB\n"
-           "stream.outbound_buffer_bytes = 16MiB\n"
-           "stream.window_update_threshold = 16MiB\nstream.quantum = 16MiB\n"
-           "stream.control_queue_bytes = 4106\n",
-           err, sizeof(err)),
+  ok(mock_test_inits(
+         ini("stream.max_frame_payload = 65536\nstream.initial_window = 16MiB\n"
+             "stream.inbound_buffer_bytes = 16MiB\n"
+             "stream.outbound_buffer_bytes = 16MiB\n"
+             "stream.window_update_threshold = 16MiB\nstream.quantum = 16MiB\n"
+             "stream.control_queue_bytes = 4106\n"),
+         &wide_mod, err, sizeof(err)),
      "every limit itself passes (64KiB frame, 16MiB windows, 4106 control "
      "bytes)");
   if (err[0])
