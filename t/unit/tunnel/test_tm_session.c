@@ -713,8 +713,8 @@ static void test_window_violations(void) {
   write_str(ub[3]->ps, "alive");
   wait_until(loop, ub[3]->n == 5 && ua[3]->n == 5, 2000);
   ok(ub[3]->n == 5 && ua[3]->n == 5 && p.a.s && p.b.s,
-     "TM-P2-5, TM-P0-11: the other stream keeps flowing, the session "
-     "stays (a stream error is not a session error)");
+     "TM-P2-5, TM-P0-9, TM-P0-11: the other stream keeps flowing, the "
+     "session stays (a stream-scoped error is not a session error)");
   double after = metric(
       "tunnelmesh_stream_backpressure_total{component=\"server\",open_mode="
       "\"strict\",result=\"rejected\"}");
@@ -936,8 +936,8 @@ static void test_never_reads(void) {
   tm_memlink_inject(p.l, 1, f, frame(f, TM_PING, 0, 0, ping, 8));
   wait_until(loop, p.b.closed, 2000);
   ok(p.b.closed && p.b.reason == TM_CLOSE_CONTROL_FULL,
-     "TM-P2-22, TM-FAIL-8, TM-P0-11: a full control queue (a "
-     "connection-level limit) closes the session");
+     "TM-P2-22, TM-FAIL-8, TM-P0-9, TM-P0-11: a full control queue (a "
+     "connection-level limit, session-scoped) closes the session");
   wait_until(loop, ub->reset, 2000);
   ok(ub->reset, "its streams read PH_ERESET");
   close_user(&ua);

@@ -750,7 +750,9 @@ static void test_goaway(void) {
          G.opens[G.n_opens - 1].link == last_link()->idx,
      "... new streams go on the new connection");
   if (a.res.stream)
-    ok(carries(a.res.stream, "old"), "... the old stream finishes on the old one");
+    ok(carries(a.res.stream, "old"),
+       "TM-PROTO-4, TM-PROTO-5: ... the old stream finishes on the old one "
+       "(never moved to the new connection, whose server does not know it)");
   RUN_UNTIL(old->done, 2000);
   ok(old->done, "... which closes once its last stream ended");
   if (b.res.stream)
