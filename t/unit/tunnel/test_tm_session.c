@@ -766,6 +766,34 @@ static void test_violation_limit(void) {
   unlike(log, "example.test", "and never a target");
 }
 
+/* One-byte DATA frames by the thousand: each is copied once, at enqueue,
+ * into the stream's chunks (TM-P2-7), so the inbound queue's entries stay
+ * few however small the frames, and both of its bounds hold (TM-P2-21:
+ * bytes, and entries derived from them, tm_session.c in_entries_max). */
+static void test_small_frames(void) {
+  pair p;
+  tm_session_cfg ca = cfg_default(1, 0), cb = cfg_default(0, 0);
+  cb.inbound_buffer_bytes = 8192;
+  pair_new(&p, &ca, &cb);
+  user *ua, *ub;
+  open_accepted(&p, "small.test", &ua, &ub);
+  ph_stream_watch(ub->ps, 0, NULL, NULL); /* its reader stops */
+  uint32_t id = tm_stream_id(p.b.accepted[p.b.naccepted - 1]);
+  uint8_t f[TM_HEADER_LEN + 1];
+  for (int i = 0; i < 8192; i++)
+    tm_memlink_inject(p.l, 1, f, frame(f, TM_DATA, 0, id, "y", 1));
+  const void *d;
+  is_int(ph_stream_peek(ub->ps, &d), 4096,
+         "TM-P2-7, TM-P2-21: 8192 one-byte DATA frames are queued in 4 KiB "
+         "entries (one copy each, not one entry per frame)");
+  tm_memlink_inject(p.l, 1, f, frame(f, TM_DATA, 0, id, "y", 1));
+  ok(peek_reset(ub->ps),
+     "TM-P2-21: one byte past inbound_buffer_bytes resets the stream");
+  close_user(&ua);
+  close_user(&ub);
+  pair_end(&p);
+}
+
 static void test_legacy_backpressure(void) {
   pair p;
   tm_session_cfg ca = cfg_default(1, 0), cb = cfg_default(0, 0);
@@ -1710,6 +1738,7 @@ int main(void) {
   test_window_violations();
   test_violation_limit();
   test_legacy_backpressure();
+  test_small_frames();
   test_window_reopens();
   control_first(1);
   control_first(0);
