@@ -45,6 +45,7 @@
 #include "frontend/traffic_gate.h"
 #include "mock_test.h"
 #include "fake_connector.h"
+#include "loop_test.h"
 #include "tap.h"
 
 extern const ph_module proxyhost_module; /* the pool */
@@ -803,15 +804,6 @@ static int leased(int i, int cut) {
   return pfd;
 }
 
-static int cut_seen(void *arg) {
-  (void)arg;
-  return cuts > 0;
-}
-
-static void run_until(int (*cond)(void *), int max_ms) {
-  for (int t = 0; t < max_ms && !cond(NULL); t += 5)
-    ph_mock_run_for(mk, 5);
-}
 
 static void test_drain(void) {
   const char *ids[] = {"a"};
@@ -822,7 +814,7 @@ static void test_drain(void) {
   rt->revoke(rt_self, ids, 1);
   ph_mock_run_for(mk, 5);
   is_int(cuts, 0, "CP-4-7 a revoked: its stream is not cut at once (the drain)");
-  run_until(cut_seen, 3000);
+  poll_until(ph_mock_loop(mk), cuts > 0, 3000);
   ok(cuts == 1 && reqs[12].res.lease == NULL,
      "issue 22 item 14: after drain_timeout the pool cuts it, once");
   ok(last_outcome("a", PH_OUTCOME_STAGE_TUNNEL, PH_OUTCOME_SUCCESS),
@@ -874,7 +866,7 @@ static void test_drain(void) {
   ok(pa >= 0 && proxy_accept(pa, "any.test") && q->done && q->res.lease &&
          ph_open_lease_on_cut(q->res.lease, test_cut, q),
      "drain: a handshake under way when a is revoked still leases");
-  run_until(cut_seen, 3000);
+  poll_until(ph_mock_loop(mk), cuts > 0, 3000);
   ok(cuts == 1 && q->res.lease == NULL,
      "... and that stream is cut after the drain");
   close(pa);
@@ -885,7 +877,7 @@ static void test_drain(void) {
    * stream is cut after the drain. */
   view(1, 150);
   count_of("a", NULL);
-  run_until(cut_seen, 3000);
+  poll_until(ph_mock_loop(mk), cuts > 0, 3000);
   ok(cuts == 1 && reqs[12].res.lease == NULL,
      "CP-3-18 the view past its validity: a's stream is cut after the drain");
   close(pa);
