@@ -387,7 +387,9 @@ static void test_coalesce(void) {
     allowed += as[i].calls == 1 && as[i].verdict == PH_VALIDATION_ALLOW;
   is_int(allowed, 20, "TM-TEST-27: all 20 answered ALLOW, once each");
   is_int(stats().requests, 1,
-         "TM-TEST-27, TM-P1-36: ... from one request (singleflight)");
+         "TM-TEST-27, TM-P1-36, TM-P1-43: ... from one request (the "
+         "validator's own cache and singleflight, modules/lib/kcache and "
+         "sflight)");
   ok(metric(m, CACHE("shared")) == 19 && metric(m, CACHE("miss")) == 1,
      "TM-TEST-27: one miss, 19 shared");
   finish(m);
