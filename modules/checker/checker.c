@@ -812,7 +812,7 @@ static void send_reports(checker *m) {
       arm_flush(m);
     return;
   }
-  cp_grpc_ccall_cbs cbs = {report_message, report_sent, report_done};
+  cp_grpc_ccall_cbs cbs = {report_message, report_sent, report_done, NULL};
   m->rep_started_ms = api->now_ms(m->ctx);
   m->c_rep = cp_grpc_ccall_start(m->ch, SVC "ReportObservations",
                                  CP_RPC_CLIENT_STREAM, m->conf.rpc_timeout_ms,
@@ -920,7 +920,7 @@ static void do_watch(checker *m) {
     new_session(m, 0);
     return;
   }
-  cp_grpc_ccall_cbs cbs = {watch_message, NULL, watch_done};
+  cp_grpc_ccall_cbs cbs = {watch_message, NULL, watch_done, NULL};
   m->c_watch = cp_grpc_ccall_start(m->ch, SVC "WatchCheckTasks",
                                    CP_RPC_SERVER_STREAM, 0, b.data, b.len,
                                    &cbs, m);

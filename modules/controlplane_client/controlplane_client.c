@@ -523,7 +523,7 @@ static void do_watch(cpc *m) {
     start_failed(m, CP_CALL_WATCH);
     return;
   }
-  cp_grpc_ccall_cbs cbs = {watch_message, NULL, watch_done};
+  cp_grpc_ccall_cbs cbs = {watch_message, NULL, watch_done, NULL};
   m->c_watch = cp_grpc_ccall_start(m->ch, SVC "WatchSnapshots",
                                    CP_RPC_SERVER_STREAM, 0, b.data, b.len,
                                    &cbs, m);

@@ -110,7 +110,8 @@ int64_t cpc_outcalls_start(cpc_outcalls *oc, cp_grpc_channel *ch,
   c->gen = gen;
   c->done = done;
   c->arg = arg;
-  cp_grpc_ccall_cbs cbs = {on_message, on_sent, on_done};
+  /* No on_drop: cpc_outcalls_stop frees c itself. */
+  cp_grpc_ccall_cbs cbs = {on_message, on_sent, on_done, NULL};
   c->call = cp_grpc_ccall_start(ch, PATH, CP_RPC_CLIENT_STREAM, timeout_ms,
                                 NULL, 0, &cbs, c);
   if (!c->call) {

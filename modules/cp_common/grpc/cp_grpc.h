@@ -283,6 +283,11 @@ typedef struct cp_grpc_ccall_cbs {
    * returns. */
   void (*on_done)(void *arg, cp_grpc_ccall *call, int status,
                   const char *msg);
+  /* Instead of on_done, once, for a call cut without its callbacks: its
+   * channel freed (cp_grpc_channel_free) or its queue closing
+   * (cp_grpc_cq_free, a module's stop). Only for freeing what arg owns:
+   * its owner may be gone. May be NULL. */
+  void (*on_drop)(void *arg);
 } cp_grpc_ccall_cbs;
 
 /* Loop thread. Starts a call of kind on path with a deadline timeout_ms

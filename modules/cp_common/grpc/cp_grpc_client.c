@@ -109,6 +109,8 @@ static void settle(cp_grpc_ccall *c) {
         snprintf(msg, sizeof(msg), "no response message");
       }
       c->cbs.on_done(c->arg, c, st, msg);
+    } else if (quiet(c) && c->cbs.on_drop) {
+      c->cbs.on_drop(c->arg); /* cut: only what arg owns is freed */
     }
   }
   if (c->pending == 0 && c->done_called)

@@ -6,7 +6,9 @@
  * resp/len (the last one, malloc'ed; len 0 when there was none or no
  * memory), then done(u, call, status, msg) runs once; the caller frees u
  * with cp_unary_free() when done with it (typically at the end of done).
- * owner is the caller's. Loop thread only (cp_grpc.h's rules). */
+ * A call cut without done (its channel freed, its queue closing at a
+ * module's stop) frees u itself (on_drop). owner is the caller's. Loop
+ * thread only (cp_grpc.h's rules). */
 #ifndef CP_GRPC_UNARY_H
 #define CP_GRPC_UNARY_H
 
