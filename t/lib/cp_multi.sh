@@ -109,8 +109,11 @@ cpm_stores() {
 
 # cpm_two: cpm_keys, then c1 and c2 from cpm_controller_ini (admin ports
 # a1, a2, gRPC ports cp1, cp2, pids C1, C2), each waited for ready.
+# cpm_first and cpm_second are its two halves, for a test that wants
+# clients on c1 before c2 exists (gRPC's pick_first takes the first
+# address that answers: on a loaded machine, not always the list's first).
 cpm_ready() { [ "$(http_get "http://127.0.0.1:$1/readyz" | head -1)" = 200 ]; }
-cpm_two() {
+cpm_first() {
   cpm_keys
   a1=$(free_port) a2=$(free_port) cp1=$(free_port) cp2=$(free_port)
   cpm_controller_ini "$a1" "$cp1" >"$T/c1.ini"
@@ -119,8 +122,14 @@ cpm_two() {
   C1=$!
   PIDS="$PIDS $C1"
   wait_long cpm_ready "$a1"; ok $? "c1 is ready (store_pg migrated, Redis)"
+}
+cpm_second() {
   "$PROXYHOST" -c "$T/c2.ini" >>"$T/c2.log" 2>&1 &
   C2=$!
   PIDS="$PIDS $C2"
   wait_long cpm_ready "$a2"; ok $? "c2 is ready on the same store and Redis"
+}
+cpm_two() {
+  cpm_first
+  cpm_second
 }
